@@ -1,0 +1,42 @@
+use std::path::Path;
+
+use dmv_store::ChunkParams;
+use serde::{Deserialize, Serialize};
+
+use crate::error::IoContext;
+use crate::{RepoError, RepoResult};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `.dmv/config` (JSON). `format` and `chunking` are fixed at init.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Config {
+    pub format: u32,
+    pub chunking: ChunkParams,
+    pub pack_size_limit: u64,
+    #[serde(default)]
+    pub user_name: Option<String>,
+    #[serde(default)]
+    pub user_email: Option<String>,
+}
+
+impl Config {
+    pub fn new(chunking: ChunkParams) -> Config {
+        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None }
+    }
+
+    pub fn load(path: &Path) -> RepoResult<Config> {
+        let text = std::fs::read(path).at(path)?;
+        let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt { path: path.into(), detail: e.to_string() })?;
+        if cfg.format != FORMAT_VERSION {
+            return Err(RepoError::Invalid(format!("repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", cfg.format)));
+        }
+        cfg.chunking.validate().map_err(|d| RepoError::Corrupt { path: path.into(), detail: d })?;
+        Ok(cfg)
+    }
+
+    pub fn save(&self, path: &Path) -> RepoResult<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| RepoError::Invalid(e.to_string()))?;
+        crate::repo::write_atomic(path, &text)
+    }
+}

@@ -1,0 +1,22 @@
+//! A DMV repository: configuration, refs, commits and trees, the working tree
+//! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
+
+mod config;
+mod dirstate;
+mod error;
+mod history;
+mod refs;
+mod repo;
+pub mod tree;
+mod worktree;
+
+pub use config::Config;
+pub use dirstate::{DirEntry, Dirstate};
+pub use error::{RepoError, RepoResult};
+pub use history::{CommitInfo, LogWalk};
+pub use refs::{Head, RefBackend, RefUpdate};
+pub use repo::Repository;
+pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
+pub use worktree::{Status, StatusEntry};
+
+pub use dmv_store as store;

@@ -1,0 +1,228 @@
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use dmv_store::object::{Commit, Signature};
+use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
+
+use crate::error::IoContext;
+use crate::refs::{validate_ref_name, FileRefs};
+use crate::{Config, Head, RefBackend, RefUpdate, RepoError, RepoResult};
+
+pub const DMV_DIR: &str = ".dmv";
+
+pub struct Repository {
+    pub root: PathBuf,
+    pub dmv: PathBuf,
+    pub config: Config,
+    pub store: Store,
+    pub refs: Box<dyn RefBackend>,
+}
+
+/// Write to a temporary file, sync it, rename over `path`, sync the directory:
+/// readers see the old or the new content, never a mix.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let mut f = std::fs::File::create(&tmp).at(&tmp)?;
+    f.write_all(bytes).at(&tmp)?;
+    f.sync_all().at(&tmp)?;
+    drop(f);
+    std::fs::rename(&tmp, path).at(path)?;
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+    Ok(())
+}
+
+fn open_refs(dmv: &Path) -> Box<dyn RefBackend> {
+    Box::new(FileRefs::new(&dmv.join("refs")))
+}
+
+impl Repository {
+    pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
+        chunking.validate().map_err(RepoError::Invalid)?;
+        std::fs::create_dir_all(path).at(path)?;
+        let root = path.canonicalize().at(path)?;
+        let dmv = root.join(DMV_DIR);
+        if dmv.exists() {
+            return Err(RepoError::AlreadyExists(root));
+        }
+        // Build in a temporary directory and rename, so a failed init leaves nothing.
+        let tmp = root.join(format!(".dmv-init-{}", std::process::id()));
+        std::fs::create_dir(&tmp).at(&tmp)?;
+        let result = (|| {
+            Store::create(&tmp.join("objects"))?;
+            std::fs::create_dir(tmp.join("refs")).at(&tmp)?;
+            Config::new(chunking).save(&tmp.join("config"))?;
+            Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
+            std::fs::rename(&tmp, &dmv).at(&dmv)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        result?;
+        Repository::open_at(&root)
+    }
+
+    /// Finds the repository containing `start` (or one of its parents).
+    pub fn discover(start: &Path) -> RepoResult<Repository> {
+        let start = start.canonicalize().at(start)?;
+        let mut dir = Some(start.as_path());
+        while let Some(d) = dir {
+            if d.join(DMV_DIR).join("config").is_file() {
+                return Repository::open_at(d);
+            }
+            dir = d.parent();
+        }
+        Err(RepoError::NotARepository(start))
+    }
+
+    fn open_at(root: &Path) -> RepoResult<Repository> {
+        let dmv = root.join(DMV_DIR);
+        let config = Config::load(&dmv.join("config"))?;
+        let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
+        let refs = open_refs(&dmv);
+        Ok(Repository { root: root.to_path_buf(), dmv, config, store, refs })
+    }
+
+    pub fn head(&self) -> RepoResult<Head> {
+        Head::load(&self.dmv.join("HEAD"))
+    }
+
+    pub fn set_head(&self, head: &Head) -> RepoResult<()> {
+        head.save(&self.dmv.join("HEAD"))
+    }
+
+    pub fn head_commit(&self) -> RepoResult<Option<ObjectId>> {
+        match self.head()? {
+            Head::Branch(name) => self.refs.get(&name),
+            Head::Detached(id) => Ok(Some(id)),
+        }
+    }
+
+    pub fn head_tree(&self) -> RepoResult<Option<ObjectId>> {
+        match self.head_commit()? {
+            Some(c) => Ok(Some(self.commit(&c)?.tree)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn commit(&self, id: &ObjectId) -> RepoResult<Commit> {
+        Ok(self.store.read_decoded(id, ObjectKind::Commit)?)
+    }
+
+    pub fn identity(&self) -> Signature {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let user = env("USER").unwrap_or_else(|| "dmv".into());
+        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).unwrap_or_else(|| user.clone());
+        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
+        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        Signature { name, email, time, tz_minutes: 0 }
+    }
+
+    pub fn who(&self) -> String {
+        let s = self.identity();
+        format!("{} <{}>", s.name, s.email)
+    }
+
+    /// Moves HEAD's branch (or detached HEAD) from `old` to `new`.
+    pub fn advance_head(&self, old: Option<ObjectId>, new: ObjectId, message: &str) -> RepoResult<()> {
+        match self.head()? {
+            Head::Branch(name) => self.refs.update(&[RefUpdate { name, expected: Some(old), new: Some(new) }], &self.who(), message),
+            Head::Detached(_) => self.set_head(&Head::Detached(new)),
+        }
+    }
+
+    /// Turns a branch or tag short name into its full ref name, if it exists.
+    pub fn full_ref(&self, name: &str) -> RepoResult<Option<String>> {
+        for candidate in [name.to_string(), format!("refs/heads/{name}"), format!("refs/tags/{name}"), format!("refs/remotes/{name}")] {
+            if candidate.starts_with("refs/") && self.refs.get(&candidate)?.is_some() {
+                return Ok(Some(candidate));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Resolves a revision: HEAD, a branch, tag or full ref, an id or unique
+    /// id prefix, each optionally followed by `~N` or `^` steps.
+    pub fn resolve(&self, rev: &str) -> RepoResult<ObjectId> {
+        let unknown = || RepoError::UnknownRevision(rev.to_string());
+        let base_end = rev.find(['~', '^']).unwrap_or(rev.len());
+        let (base, mut steps) = rev.split_at(base_end);
+        let mut id = if base == "HEAD" || base == "@" {
+            self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(format!("{rev} (no commits yet)")))?
+        } else if let Some(full) = self.full_ref(base)? {
+            self.refs.get(&full)?.ok_or_else(unknown)?
+        } else if let Some(id) = self.store.resolve_prefix(base)? {
+            id
+        } else {
+            return Err(unknown());
+        };
+        if self.store.kind_of(&id)? != ObjectKind::Commit {
+            return Err(RepoError::Invalid(format!("{rev} is not a commit")));
+        }
+        while !steps.is_empty() {
+            let (count, rest) = if let Some(r) = steps.strip_prefix('~') {
+                let digits = r.bytes().take_while(|b| b.is_ascii_digit()).count();
+                let n = if digits == 0 { 1 } else { r[..digits].parse().map_err(|_| unknown())? };
+                (n, &r[digits..])
+            } else if let Some(r) = steps.strip_prefix('^') {
+                (1, r)
+            } else {
+                return Err(unknown());
+            };
+            for _ in 0..count {
+                id = *self.commit(&id)?.parents.first().ok_or_else(unknown)?;
+            }
+            steps = rest;
+        }
+        Ok(id)
+    }
+
+    pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
+        validate_ref_name(name)?;
+        self.refs.update(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
+            RepoError::RefChanged { .. } => RepoError::Invalid(format!("{name} already exists")),
+            other => other,
+        })
+    }
+
+    /// Ids gc and fsck start from: every ref, HEAD, and the reflog.
+    pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
+        let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
+        if let Some(h) = self.head_commit()? {
+            roots.push(h);
+        }
+        roots.extend(self.refs.reflog_ids()?);
+        roots.sort();
+        roots.dedup();
+        Ok(roots)
+    }
+
+    /// A path given on the command line (relative to the current directory)
+    /// as repository-relative bytes; refuses paths outside the working tree.
+    pub fn repo_path(&self, cwd: &Path, arg: &Path) -> RepoResult<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let joined = if arg.is_absolute() { arg.to_path_buf() } else { cwd.join(arg) };
+        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        for c in joined.components() {
+            match c {
+                std::path::Component::RootDir | std::path::Component::Prefix(_) => parts.clear(),
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    parts.pop();
+                }
+                std::path::Component::Normal(p) => parts.push(p),
+            }
+        }
+        let normal: PathBuf = std::iter::once(std::ffi::OsStr::new("/")).chain(parts).collect();
+        let rel = normal.strip_prefix(&self.root).map_err(|_| RepoError::OutsideWorktree { path: arg.to_path_buf(), root: self.root.clone() })?;
+        if rel.components().next().is_some_and(|c| c.as_os_str() == DMV_DIR) {
+            return Err(RepoError::Invalid(format!("{} is inside the repository's {DMV_DIR} directory", arg.display())));
+        }
+        Ok(rel.as_os_str().as_bytes().to_vec())
+    }
+
+    pub fn abs_path(&self, rel: &[u8]) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        self.root.join(std::ffi::OsStr::from_bytes(rel))
+    }
+}

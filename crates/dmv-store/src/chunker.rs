@@ -1,0 +1,132 @@
+use std::io::Read;
+
+use fastcdc::v2020::FastCDC;
+use serde::{Deserialize, Serialize};
+
+/// FastCDC v2020 parameters. Fixed at `init`: every replica must cut the same
+/// boundaries or dedup between them breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkParams {
+    pub min: u32,
+    pub avg: u32,
+    pub max: u32,
+}
+
+impl Default for ChunkParams {
+    fn default() -> Self {
+        ChunkParams { min: 16 * 1024, avg: 64 * 1024, max: 256 * 1024 }
+    }
+}
+
+impl ChunkParams {
+    /// The ranges fastcdc accepts (it asserts on anything else).
+    pub fn validate(&self) -> Result<(), String> {
+        use fastcdc::v2020::*;
+        if !(MINIMUM_MIN..=MINIMUM_MAX).contains(&self.min)
+            || !(AVERAGE_MIN..=AVERAGE_MAX).contains(&self.avg)
+            || !(MAXIMUM_MIN..=MAXIMUM_MAX).contains(&self.max)
+            || !(self.min <= self.avg && self.avg <= self.max)
+        {
+            return Err(format!(
+                "chunk sizes min {} avg {} max {} are invalid: need {MINIMUM_MIN} <= min <= avg <= max <= {MAXIMUM_MAX}, avg >= {AVERAGE_MIN}",
+                self.min, self.avg, self.max
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Streams content-defined chunks out of a reader with one reusable buffer,
+/// so memory stays a few MiB whatever the input size.
+pub struct Chunker<R> {
+    source: R,
+    params: ChunkParams,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+const BUFFER: usize = 4 * 1024 * 1024;
+
+impl<R: Read> Chunker<R> {
+    pub fn new(source: R, params: ChunkParams) -> Self {
+        let size = BUFFER.max(params.max as usize * 2);
+        Chunker { source, params, buf: vec![0; size], start: 0, end: 0, eof: false }
+    }
+
+    fn fill(&mut self) -> std::io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        while !self.eof && self.end < self.buf.len() {
+            match self.source.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next chunk, or None at the end of the input.
+    pub fn next_chunk(&mut self) -> std::io::Result<Option<&[u8]>> {
+        if !self.eof && self.end - self.start < self.params.max as usize {
+            self.fill()?;
+        }
+        let remaining = self.end - self.start;
+        if remaining == 0 {
+            return Ok(None);
+        }
+        let window = &self.buf[self.start..self.end];
+        let cdc = FastCDC::new(window, self.params.min, self.params.avg, self.params.max);
+        let (_, cut) = cdc.cut(0, remaining);
+        let cut = if cut == 0 { remaining } else { cut };
+        let chunk = &self.buf[self.start..self.start + cut];
+        self.start += cut;
+        Ok(Some(chunk))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks_of(data: &[u8], params: ChunkParams) -> Vec<Vec<u8>> {
+        let mut c = Chunker::new(data, params);
+        let mut out = Vec::new();
+        while let Some(ch) = c.next_chunk().unwrap() {
+            out.push(ch.to_vec());
+        }
+        out
+    }
+
+    #[test]
+    fn chunks_concatenate_to_input_and_respect_bounds() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let p = ChunkParams::default();
+        let chunks = chunks_of(&data, p);
+        assert_eq!(chunks.concat(), data);
+        for c in &chunks[..chunks.len() - 1] {
+            assert!(c.len() >= p.min as usize && c.len() <= p.max as usize, "{}", c.len());
+        }
+        assert!(chunks.len() > 3);
+    }
+
+    #[test]
+    fn matches_fastcdc_on_whole_buffer() {
+        let data: Vec<u8> = (0..9_000_000u32).map(|i| (i.wrapping_mul(2246822519) >> 7) as u8).collect();
+        let p = ChunkParams::default();
+        let ours: Vec<usize> = chunks_of(&data, p).iter().map(|c| c.len()).collect();
+        let theirs: Vec<usize> = FastCDC::new(&data, p.min, p.avg, p.max).map(|c| c.length).collect();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn empty_input_has_no_chunks() {
+        assert!(chunks_of(&[], ChunkParams::default()).is_empty());
+    }
+}

@@ -1,0 +1,172 @@
+//! Garbage collection: rewrites packs holding unreachable objects (and merges
+//! small packs), under the exclusive gc lock so no writer is mid-session.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::IoContext;
+use crate::index::write_index;
+use crate::object::children;
+use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
+use crate::store::{maybe_compress, sync_dir};
+use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct GcReport {
+    pub packs_before: usize,
+    pub packs_after: usize,
+    pub objects_kept: u64,
+    pub objects_dropped: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub leftovers_removed: u64,
+}
+
+impl Store {
+    /// Objects reachable from `roots`; chunks are located but not read.
+    pub fn reachable(&self, roots: &[ObjectId]) -> StoreResult<HashSet<ObjectId>> {
+        let mut seen = HashSet::new();
+        let mut stack = roots.to_vec();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let loc = self.locate(&id)?.ok_or(StoreError::NotFound { id })?;
+            if loc.entry.kind != ObjectKind::Chunk {
+                let bytes = self.read_located(&loc)?;
+                stack.extend(children(&id, loc.entry.kind, &bytes)?);
+            }
+        }
+        Ok(seen)
+    }
+
+    pub fn gc(&self, roots: &[ObjectId], progress: &dyn Fn(u64)) -> StoreResult<GcReport> {
+        let _lock = self.exclusive_lock()?;
+        let mut report = GcReport::default();
+        let dir = self.packs_dir().to_path_buf();
+        report.leftovers_removed = self.remove_leftovers()?;
+        self.reload()?;
+        let live = self.reachable(roots)?;
+
+        let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
+        for idx in self.indexes() {
+            for i in 0..idx.len() {
+                let loc = idx.located_at(i)?;
+                by_pack.entry(loc.pack).or_default().push(loc.entry);
+            }
+        }
+        let mut pack_sizes = HashMap::new();
+        for p in by_pack.keys() {
+            let path = dir.join(pack_file_name(p));
+            let len = std::fs::metadata(&path).at(&path)?.len();
+            report.bytes_before += len;
+            pack_sizes.insert(*p, len);
+        }
+        report.packs_before = by_pack.len();
+        let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
+        let small_count = by_pack.keys().filter(|p| small(p)).count();
+        let mut rewrite: Vec<ObjectId> = by_pack
+            .iter()
+            .filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p)))
+            .map(|(p, _)| *p)
+            .collect();
+        rewrite.sort();
+
+        let mut written: HashSet<ObjectId> = HashSet::new();
+        for (p, entries) in &by_pack {
+            if !rewrite.contains(p) {
+                written.extend(entries.iter().map(|e| e.id));
+            }
+        }
+        let mut compressor = zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+        let mut scratch = Vec::new();
+        let mut out: Option<PackWriter> = None;
+        let mut new_packs = Vec::new();
+        for p in &rewrite {
+            let file = self.pack_file(p)?;
+            let mut entries = by_pack[p].clone();
+            entries.sort_by_key(|e| e.offset);
+            for e in entries {
+                if !live.contains(&e.id) {
+                    report.objects_dropped += 1;
+                    continue;
+                }
+                if !written.insert(e.id) {
+                    continue;
+                }
+                let data = pack::read_record(&file, &pack_file_name(p), &e)?;
+                progress(data.len() as u64);
+                let w = match out.as_mut() {
+                    Some(w) => w,
+                    None => out.insert(PackWriter::create(&dir)?),
+                };
+                match maybe_compress(&mut compressor, &mut scratch, &data) {
+                    Some(n) => w.append(e.id, e.kind, data.len(), COMP_ZSTD, &scratch[..n])?,
+                    None => w.append(e.id, e.kind, data.len(), COMP_NONE, &data)?,
+                }
+                if w.bytes_written() >= self.pack_limit() {
+                    if let Some(w) = out.take() {
+                        new_packs.push(seal(&dir, w)?);
+                    }
+                }
+            }
+        }
+        if let Some(w) = out.take() {
+            if w.object_count() > 0 {
+                new_packs.push(seal(&dir, w)?);
+            } else {
+                w.discard();
+            }
+        }
+        sync_dir(&dir)?;
+        crate::failpoint("gc-before-delete");
+        // Everything live is now in the kept or the new packs: old ones can go.
+        for p in &rewrite {
+            if new_packs.contains(p) {
+                continue;
+            }
+            let idx = dir.join(index_file_name(p));
+            std::fs::remove_file(&idx).at(&idx)?;
+            let pack = dir.join(pack_file_name(p));
+            std::fs::remove_file(&pack).at(&pack)?;
+        }
+        self.write_multi_pack_index()?;
+        let final_stats = self.stats()?;
+        report.packs_after = final_stats.packs;
+        report.bytes_after = final_stats.stored_bytes;
+        report.objects_kept = final_stats.objects as u64;
+        Ok(report)
+    }
+
+    /// Temporary files of dead writers, and packs whose index was never written
+    /// (re-indexed from their table of contents when intact, else removed).
+    /// Only safe under the exclusive lock: no writer is running.
+    fn remove_leftovers(&self) -> StoreResult<u64> {
+        let dir = self.packs_dir().to_path_buf();
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&dir).at(&dir)? {
+            let path = entry.at(&dir)?.path();
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.starts_with("tmp-") || name.contains(".tmp-") {
+                std::fs::remove_file(&path).at(&path)?;
+                removed += 1;
+            } else if name.starts_with("pack-") && name.ends_with(".pack") && !path.with_extension("idx").exists() {
+                let reindexed = std::fs::File::open(&path).ok().and_then(|f| {
+                    let sum = pack::verify_checksum(&f, &path).ok()?;
+                    let entries = pack::read_toc(&f, &path).ok()?;
+                    write_index(&path.with_extension("idx"), &[sum], entries.into_iter().map(|e| (0, e)).collect()).ok()
+                });
+                if reindexed.is_none() {
+                    std::fs::remove_file(&path).at(&path)?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
+    let (sum, _, entries) = w.finish()?;
+    write_index(&dir.join(index_file_name(&sum)), &[sum], entries.into_iter().map(|e| (0, e)).collect())?;
+    Ok(sum)
+}

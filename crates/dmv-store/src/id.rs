@@ -1,0 +1,80 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// BLAKE3-256 of an object's kind tag followed by its encoding.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ObjectId(pub [u8; 32]);
+
+impl ObjectId {
+    pub const LEN: usize = 32;
+
+    pub fn hash(kind: ObjectKind, bytes: &[u8]) -> ObjectId {
+        let mut h = blake3::Hasher::new();
+        h.update(&[kind as u8]);
+        h.update(bytes);
+        ObjectId(*h.finalize().as_bytes())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    pub fn short(&self) -> String {
+        hex::encode(&self.0[..6])
+    }
+
+    pub fn from_hex(s: &str) -> Option<ObjectId> {
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).ok()?;
+        Some(ObjectId(out))
+    }
+
+    pub fn from_slice(b: &[u8]) -> Option<ObjectId> {
+        Some(ObjectId(b.try_into().ok()?))
+    }
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectId({})", self.short())
+    }
+}
+
+/// The kind tag is part of the hashed bytes, so equal payloads of different
+/// kinds never share an id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(u8)]
+pub enum ObjectKind {
+    Chunk = 1,
+    FileNode = 2,
+    Tree = 3,
+    Commit = 4,
+}
+
+impl ObjectKind {
+    pub fn from_u8(b: u8) -> Option<ObjectKind> {
+        match b {
+            1 => Some(ObjectKind::Chunk),
+            2 => Some(ObjectKind::FileNode),
+            3 => Some(ObjectKind::Tree),
+            4 => Some(ObjectKind::Commit),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::Chunk => "chunk",
+            ObjectKind::FileNode => "file",
+            ObjectKind::Tree => "tree",
+            ObjectKind::Commit => "commit",
+        }
+    }
+}

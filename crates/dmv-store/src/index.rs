@@ -1,0 +1,286 @@
+//! Pack indexes. A per-pack `.idx` and the `multi-pack-index` share one format:
+//! `header | pack table | fanout[256] | sorted ids | entries | checksum`,
+//! memory-mapped and searched in place (never loaded whole into the heap).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::error::IoContext;
+use crate::pack::Entry;
+use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
+
+const MAGIC: &[u8; 8] = b"DMVIDX\0\0";
+const VERSION: u32 = 1;
+const HEADER_LEN: usize = 24;
+const FANOUT_LEN: usize = 256 * 4;
+const ENTRY_LEN: usize = 24;
+
+/// An index entry: which pack (by position in the pack table) and where.
+#[derive(Clone, Copy, Debug)]
+pub struct Located {
+    pub pack: ObjectId,
+    pub entry: Entry,
+}
+
+pub struct PackIndex {
+    path: PathBuf,
+    map: Option<Mmap>,
+    packs: Vec<ObjectId>,
+    count: usize,
+    ids_at: usize,
+    entries_at: usize,
+}
+
+/// Writes an index for `entries` spread over `packs` (`(pack number, entry)`).
+pub fn write_index(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>) -> StoreResult<()> {
+    entries.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
+    entries.dedup_by(|a, b| a.1.id == b.1.id);
+    let mut fanout = [0u32; 256];
+    for (_, e) in &entries {
+        fanout[e.id.0[0] as usize] += 1;
+    }
+    let mut running = 0u32;
+    for f in fanout.iter_mut() {
+        running += *f;
+        *f = running;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let file = File::create(&tmp).at(&tmp)?;
+    let mut out = HashingWriter { inner: std::io::BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new() };
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&VERSION.to_le_bytes());
+    header.extend_from_slice(&(packs.len() as u32).to_le_bytes());
+    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    out.write_all(&header).at(&tmp)?;
+    for p in packs {
+        out.write_all(&p.0).at(&tmp)?;
+    }
+    for f in fanout {
+        out.write_all(&f.to_le_bytes()).at(&tmp)?;
+    }
+    for (_, e) in &entries {
+        out.write_all(&e.id.0).at(&tmp)?;
+    }
+    for (pack, e) in &entries {
+        let mut b = [0u8; ENTRY_LEN];
+        b[0..4].copy_from_slice(&pack.to_le_bytes());
+        b[4] = e.kind as u8;
+        b[5] = e.compression;
+        b[8..16].copy_from_slice(&e.offset.to_le_bytes());
+        b[16..20].copy_from_slice(&e.raw_len.to_le_bytes());
+        b[20..24].copy_from_slice(&e.stored_len.to_le_bytes());
+        out.write_all(&b).at(&tmp)?;
+    }
+    let sum = *out.hasher.finalize().as_bytes();
+    out.inner.write_all(&sum).at(&tmp)?;
+    let file = out.inner.into_inner().map_err(|e| StoreError::io(&tmp, e.into_error()))?;
+    crate::failpoint("index-before-sync");
+    file.sync_all().at(&tmp)?;
+    drop(file);
+    crate::failpoint("index-before-rename");
+    std::fs::rename(&tmp, path).at(path)?;
+    Ok(())
+}
+
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl PackIndex {
+    pub fn open(path: &Path) -> StoreResult<PackIndex> {
+        let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+        let file = File::open(path).at(path)?;
+        let len = file.metadata().at(path)?.len() as usize;
+        if len < HEADER_LEN + FANOUT_LEN + 32 {
+            return Err(corrupt("too short to be an index"));
+        }
+        // SAFETY: index files are immutable once renamed into place; a concurrent gc
+        // deletes (unlinks) but never truncates them, so the mapping stays valid.
+        let map = unsafe { Mmap::map(&file) }.at(path)?;
+        if &map[..8] != MAGIC {
+            return Err(corrupt("not a DMV index"));
+        }
+        if u32::from_le_bytes(map[8..12].try_into().unwrap_or_default()) != VERSION {
+            return Err(corrupt("unsupported index version"));
+        }
+        let pack_count = u32::from_le_bytes(map[12..16].try_into().unwrap_or_default()) as usize;
+        let count = u64::from_le_bytes(map[16..24].try_into().unwrap_or_default());
+        let expected = (HEADER_LEN as u64)
+            .checked_add((pack_count as u64).checked_mul(32).ok_or_else(|| corrupt("bad pack count"))?)
+            .and_then(|v| v.checked_add(FANOUT_LEN as u64))
+            .and_then(|v| count.checked_mul(32 + ENTRY_LEN as u64).and_then(|c| v.checked_add(c)))
+            .and_then(|v| v.checked_add(32));
+        if expected != Some(len as u64) {
+            return Err(corrupt("size does not match its header"));
+        }
+        let count = count as usize;
+        let mut packs = Vec::with_capacity(pack_count);
+        for i in 0..pack_count {
+            let at = HEADER_LEN + i * 32;
+            packs.push(ObjectId::from_slice(&map[at..at + 32]).ok_or_else(|| corrupt("bad pack table"))?);
+        }
+        let fanout_at = HEADER_LEN + pack_count * 32;
+        let ids_at = fanout_at + FANOUT_LEN;
+        let entries_at = ids_at + count * 32;
+        let idx = PackIndex { path: path.to_path_buf(), map: Some(map), packs, count, ids_at, entries_at };
+        if idx.fanout(255) as usize != count {
+            return Err(corrupt("fanout does not match object count"));
+        }
+        Ok(idx)
+    }
+
+    fn map(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+
+    fn fanout(&self, byte: usize) -> u32 {
+        let at = self.ids_at - FANOUT_LEN + byte * 4;
+        u32::from_le_bytes(self.map()[at..at + 4].try_into().unwrap_or_default())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn packs(&self) -> &[ObjectId] {
+        &self.packs
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn id_at(&self, i: usize) -> &[u8] {
+        let at = self.ids_at + i * 32;
+        &self.map()[at..at + 32]
+    }
+
+    /// Binary search within the fanout bucket of the id's first byte.
+    pub fn position(&self, id: &ObjectId) -> Option<usize> {
+        let b = id.0[0] as usize;
+        let mut lo = if b == 0 { 0 } else { self.fanout(b - 1) as usize };
+        let mut hi = (self.fanout(b) as usize).min(self.count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.id_at(mid).cmp(&id.0[..]) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    pub fn located_at(&self, i: usize) -> StoreResult<Located> {
+        let corrupt = |detail: &str| StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() };
+        let at = self.entries_at + i * ENTRY_LEN;
+        let b = &self.map()[at..at + ENTRY_LEN];
+        let pack_no = u32::from_le_bytes(b[0..4].try_into().unwrap_or_default()) as usize;
+        let pack = *self.packs.get(pack_no).ok_or_else(|| corrupt("entry names a pack outside the pack table"))?;
+        let kind = ObjectKind::from_u8(b[4]).ok_or_else(|| corrupt("entry has an unknown object kind"))?;
+        let id = ObjectId::from_slice(self.id_at(i)).ok_or_else(|| corrupt("bad id"))?;
+        Ok(Located {
+            pack,
+            entry: Entry {
+                id,
+                kind,
+                compression: b[5],
+                offset: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
+                raw_len: u32::from_le_bytes(b[16..20].try_into().unwrap_or_default()),
+                stored_len: u32::from_le_bytes(b[20..24].try_into().unwrap_or_default()),
+            },
+        })
+    }
+
+    pub fn lookup(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
+        match self.position(id) {
+            Some(i) => self.located_at(i).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Re-hashes the file against its trailing checksum and checks id order.
+    pub fn verify(&self) -> StoreResult<()> {
+        let map = self.map();
+        let body = &map[..map.len() - 32];
+        if blake3::hash(body).as_bytes()[..] != map[map.len() - 32..] {
+            return Err(StoreError::CorruptFile { path: self.path.clone(), detail: "checksum mismatch".into() });
+        }
+        for i in 1..self.count {
+            if self.id_at(i - 1) >= self.id_at(i) {
+                return Err(StoreError::CorruptFile { path: self.path.clone(), detail: "ids out of order".into() });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(n: u8) -> Entry {
+        Entry { id: ObjectId::hash(ObjectKind::Chunk, &[n]), kind: ObjectKind::Chunk, compression: 0, offset: 16 + n as u64, raw_len: 1, stored_len: 1 }
+    }
+
+    #[test]
+    fn lookup_finds_every_entry_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.idx");
+        let packs = [ObjectId([1; 32]), ObjectId([2; 32])];
+        let entries: Vec<(u32, Entry)> = (0..200u8).map(|n| ((n % 2) as u32, entry(n))).collect();
+        write_index(&path, &packs, entries.clone()).unwrap();
+        let idx = PackIndex::open(&path).unwrap();
+        idx.verify().unwrap();
+        assert_eq!(idx.len(), 200);
+        for (p, e) in entries {
+            let got = idx.lookup(&e.id).unwrap().unwrap();
+            assert_eq!(got.entry, e);
+            assert_eq!(got.pack, packs[p as usize]);
+        }
+        assert!(idx.lookup(&ObjectId::hash(ObjectKind::Tree, &[0])).unwrap().is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("y.idx");
+            std::fs::write(&path, &bytes).unwrap();
+            if let Ok(idx) = PackIndex::open(&path) {
+                let _ = idx.verify();
+                for i in 0..idx.len() { let _ = idx.located_at(i); }
+            }
+        }
+
+        #[test]
+        fn flipped_byte_is_caught_by_verify_or_open(pos in 0usize..10_000, bit in 0u8..8) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("z.idx");
+            write_index(&path, &[ObjectId([9; 32])], (0..50u8).map(|n| (0, entry(n))).collect()).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let pos = pos % bytes.len();
+            bytes[pos] ^= 1 << bit;
+            std::fs::write(&path, &bytes).unwrap();
+            let ok = PackIndex::open(&path).and_then(|i| i.verify()).is_ok();
+            prop_assert!(!ok);
+        }
+    }
+}

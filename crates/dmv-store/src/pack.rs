@@ -1,0 +1,251 @@
+//! Pack files: `header | record* | table of contents | footer`.
+//! See docs/formats.md for the byte layout.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::IoContext;
+use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
+
+pub const PACK_MAGIC: &[u8; 8] = b"DMVPACK\0";
+pub const PACK_END_MAGIC: &[u8; 8] = b"DMVPEND\0";
+pub const PACK_VERSION: u32 = 1;
+pub const HEADER_LEN: u64 = 16;
+pub const RECORD_HEADER_LEN: usize = 44;
+pub const TOC_ENTRY_LEN: usize = 52;
+pub const FOOTER_LEN: u64 = 56;
+
+pub const COMP_NONE: u8 = 0;
+pub const COMP_ZSTD: u8 = 1;
+
+/// Where one object lives inside a pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub compression: u8,
+    pub offset: u64,
+    pub raw_len: u32,
+    pub stored_len: u32,
+}
+
+impl Entry {
+    pub fn encode_toc(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id.0);
+        out.push(self.kind as u8);
+        out.push(self.compression);
+        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&self.raw_len.to_le_bytes());
+        out.extend_from_slice(&self.stored_len.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+    }
+
+    pub fn decode_toc(b: &[u8]) -> Option<Entry> {
+        if b.len() < TOC_ENTRY_LEN {
+            return None;
+        }
+        Some(Entry {
+            id: ObjectId::from_slice(&b[0..32])?,
+            kind: ObjectKind::from_u8(b[32])?,
+            compression: b[33],
+            raw_len: u32::from_le_bytes(b[36..40].try_into().ok()?),
+            stored_len: u32::from_le_bytes(b[40..44].try_into().ok()?),
+            offset: u64::from_le_bytes(b[44..52].try_into().ok()?),
+        })
+    }
+}
+
+pub fn pack_file_name(checksum: &ObjectId) -> String {
+    format!("pack-{}.pack", checksum.to_hex())
+}
+
+pub fn index_file_name(checksum: &ObjectId) -> String {
+    format!("pack-{}.idx", checksum.to_hex())
+}
+
+/// Appends records to a temporary file; `finish` seals it under its checksum name.
+pub struct PackWriter {
+    dir: PathBuf,
+    tmp_path: PathBuf,
+    out: BufWriter<File>,
+    hasher: blake3::Hasher,
+    offset: u64,
+    entries: Vec<Entry>,
+}
+
+impl PackWriter {
+    pub fn create(dir: &Path) -> StoreResult<PackWriter> {
+        let tmp_path = dir.join(format!("tmp-{}-{:016x}.pack", std::process::id(), rand_u64()));
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp_path).at(&tmp_path)?;
+        let mut w = PackWriter {
+            dir: dir.to_path_buf(),
+            tmp_path,
+            out: BufWriter::with_capacity(1 << 20, file),
+            hasher: blake3::Hasher::new(),
+            offset: 0,
+            entries: Vec::new(),
+        };
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(PACK_MAGIC);
+        header.extend_from_slice(&PACK_VERSION.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        w.write_all(&header)?;
+        Ok(w)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> StoreResult<()> {
+        self.hasher.update(bytes);
+        self.out.write_all(bytes).at(&self.tmp_path)?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn object_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
+        let raw_len = u32::try_from(raw_len).map_err(|_| StoreError::Other(format!("object {id} is too large for a pack record")))?;
+        let stored_len = u32::try_from(payload.len()).map_err(|_| StoreError::Other(format!("object {id} is too large for a pack record")))?;
+        let entry = Entry { id, kind, compression, offset: self.offset, raw_len, stored_len };
+        let mut header = [0u8; RECORD_HEADER_LEN];
+        header[0] = kind as u8;
+        header[1] = compression;
+        header[4..8].copy_from_slice(&raw_len.to_le_bytes());
+        header[8..12].copy_from_slice(&stored_len.to_le_bytes());
+        header[12..44].copy_from_slice(&id.0);
+        self.write_all(&header)?;
+        self.write_all(payload)?;
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Writes the table of contents and footer, syncs, and renames the pack to
+    /// its final name. Returns the checksum (= pack name) and the entries.
+    /// The caller writes the index next; a pack without an index is invisible.
+    pub fn finish(mut self) -> StoreResult<(ObjectId, PathBuf, Vec<Entry>)> {
+        let toc_offset = self.offset;
+        let mut toc = Vec::with_capacity(self.entries.len() * TOC_ENTRY_LEN + FOOTER_LEN as usize);
+        for e in &self.entries {
+            e.encode_toc(&mut toc);
+        }
+        toc.extend_from_slice(&toc_offset.to_le_bytes());
+        toc.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        toc.extend_from_slice(&0u32.to_le_bytes());
+        toc.extend_from_slice(PACK_END_MAGIC);
+        self.write_all(&toc)?;
+        let checksum = ObjectId(*self.hasher.finalize().as_bytes());
+        self.out.write_all(&checksum.0).at(&self.tmp_path)?;
+        let file = self.out.into_inner().map_err(|e| StoreError::io(&self.tmp_path, e.into_error()))?;
+        crate::failpoint("pack-before-sync");
+        file.sync_all().at(&self.tmp_path)?;
+        drop(file);
+        let final_path = self.dir.join(pack_file_name(&checksum));
+        crate::failpoint("pack-before-rename");
+        std::fs::rename(&self.tmp_path, &final_path).at(&final_path)?;
+        Ok((checksum, final_path, self.entries))
+    }
+
+    /// Abandons the pack (its temporary file is removed).
+    pub fn discard(self) {
+        let _ = std::fs::remove_file(&self.tmp_path);
+    }
+}
+
+pub(crate) fn rand_u64() -> u64 {
+    let mut b = [0u8; 8];
+    let h = blake3::hash(format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
+    b.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// Reads one record, checking that its header matches what the index promised.
+pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
+    let damaged = |detail: String| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail };
+    let mut buf = vec![0u8; RECORD_HEADER_LEN + e.stored_len as usize];
+    file.read_exact_at(&mut buf, e.offset).map_err(|err| damaged(format!("cannot read record: {err}")))?;
+    if buf[0] != e.kind as u8 || buf[1] != e.compression || buf[12..44] != e.id.0 || buf[8..12] != e.stored_len.to_le_bytes() {
+        return Err(damaged("record header does not match the index".into()));
+    }
+    buf.drain(..RECORD_HEADER_LEN);
+    let data = match e.compression {
+        COMP_NONE => buf,
+        COMP_ZSTD => zstd::bulk::decompress(&buf, e.raw_len as usize).map_err(|err| damaged(format!("cannot decompress: {err}")))?,
+        other => return Err(damaged(format!("unknown compression {other}"))),
+    };
+    if data.len() != e.raw_len as usize {
+        return Err(damaged("length does not match the index".into()));
+    }
+    if ObjectId::hash(e.kind, &data) != e.id {
+        return Err(damaged("content does not hash to its id".into()));
+    }
+    Ok(data)
+}
+
+/// Parses a pack's footer and table of contents (without verifying the checksum).
+pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
+    let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+    let len = file.metadata().at(path)?.len();
+    if len < HEADER_LEN + FOOTER_LEN {
+        return Err(corrupt("too short to be a pack"));
+    }
+    let mut header = [0u8; HEADER_LEN as usize];
+    file.read_exact_at(&mut header, 0).at(path)?;
+    if &header[..8] != PACK_MAGIC {
+        return Err(corrupt("not a DMV pack"));
+    }
+    if u32::from_le_bytes(header[8..12].try_into().unwrap_or_default()) != PACK_VERSION {
+        return Err(corrupt("unsupported pack version"));
+    }
+    let mut footer = [0u8; FOOTER_LEN as usize];
+    file.read_exact_at(&mut footer, len - FOOTER_LEN).at(path)?;
+    if &footer[16..24] != PACK_END_MAGIC {
+        return Err(corrupt("missing end marker (incomplete pack)"));
+    }
+    let toc_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap_or_default());
+    let count = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default()) as u64;
+    if toc_offset < HEADER_LEN || toc_offset.checked_add(count * TOC_ENTRY_LEN as u64) != Some(len - FOOTER_LEN) {
+        return Err(corrupt("table of contents out of bounds"));
+    }
+    let mut toc = vec![0u8; (count as usize) * TOC_ENTRY_LEN];
+    file.read_exact_at(&mut toc, toc_offset).at(path)?;
+    let mut entries = Vec::with_capacity(count as usize);
+    for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
+        let e = Entry::decode_toc(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+        if e.offset < HEADER_LEN || e.offset + RECORD_HEADER_LEN as u64 + e.stored_len as u64 > toc_offset {
+            return Err(corrupt("table-of-contents entry out of bounds"));
+        }
+        entries.push(e);
+    }
+    Ok(entries)
+}
+
+/// Re-hashes the whole pack file and compares with its trailing checksum.
+pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
+    let len = file.metadata().at(path)?.len();
+    if len < 32 {
+        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "too short".into() });
+    }
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0u64;
+    while pos < len - 32 {
+        let n = ((len - 32 - pos) as usize).min(buf.len());
+        file.read_exact_at(&mut buf[..n], pos).at(path)?;
+        hasher.update(&buf[..n]);
+        pos += n as u64;
+    }
+    let mut stored = [0u8; 32];
+    file.read_exact_at(&mut stored, len - 32).at(path)?;
+    let actual = ObjectId(*hasher.finalize().as_bytes());
+    if actual.0 != stored {
+        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "checksum mismatch".into() });
+    }
+    Ok(actual)
+}

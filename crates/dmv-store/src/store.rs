@@ -1,0 +1,421 @@
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::error::IoContext;
+use crate::index::{write_index, Located, PackIndex};
+use crate::lock::GcLock;
+use crate::nodes::NodeSink;
+use crate::object::{decode, FileNode};
+use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
+use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
+
+pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
+/// Above this many packs outside the multi-pack index, it is rebuilt, so a
+/// lookup probes at most this many + 1 indexes.
+const MAX_UNCOVERED_PACKS: usize = 8;
+
+/// The object store under `.dmv/objects`.
+pub struct Store {
+    packs_dir: PathBuf,
+    lock_path: PathBuf,
+    params: ChunkParams,
+    pack_limit: u64,
+    indexes: RwLock<Vec<Arc<PackIndex>>>,
+    files: Mutex<HashMap<ObjectId, Arc<File>>>,
+}
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Stats {
+    pub packs: usize,
+    pub objects: usize,
+    pub chunks: usize,
+    pub stored_bytes: u64,
+    pub unique_content_bytes: u64,
+}
+
+impl Store {
+    pub fn create(dir: &Path) -> StoreResult<()> {
+        let packs = dir.join("packs");
+        std::fs::create_dir_all(&packs).at(&packs)?;
+        Ok(())
+    }
+
+    pub fn open(dir: &Path, params: ChunkParams, pack_limit: u64) -> StoreResult<Store> {
+        let packs_dir = dir.join("packs");
+        if !packs_dir.is_dir() {
+            return Err(StoreError::io(&packs_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "object store missing")));
+        }
+        let store = Store {
+            lock_path: dir.join("gc.lock"),
+            packs_dir,
+            params,
+            pack_limit: pack_limit.max(1 << 16),
+            indexes: RwLock::new(Vec::new()),
+            files: Mutex::new(HashMap::new()),
+        };
+        store.reload()?;
+        Ok(store)
+    }
+
+    pub fn params(&self) -> ChunkParams {
+        self.params
+    }
+
+    pub fn packs_dir(&self) -> &Path {
+        &self.packs_dir
+    }
+
+    pub fn pack_limit(&self) -> u64 {
+        self.pack_limit
+    }
+
+    /// Re-reads the set of indexes from disk: the multi-pack index plus the
+    /// per-pack index of every pack it does not cover.
+    pub fn reload(&self) -> StoreResult<()> {
+        let mut idx_files = Vec::new();
+        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
+            let entry = entry.at(&self.packs_dir)?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("pack-") && name.ends_with(".idx") {
+                idx_files.push(entry.path());
+            }
+        }
+        idx_files.sort();
+        let mut indexes = Vec::new();
+        let mut covered = HashSet::new();
+        let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
+        if midx_path.exists() {
+            // A damaged multi-pack index only costs speed: fall back to the per-pack ones.
+            if let Ok(midx) = PackIndex::open(&midx_path) {
+                let all_present = midx.packs().iter().all(|p| self.packs_dir.join(index_file_name(p)).exists());
+                if all_present {
+                    covered.extend(midx.packs().iter().copied());
+                    indexes.push(Arc::new(midx));
+                }
+            }
+        }
+        for path in idx_files {
+            let covered_pack = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("pack-")?.strip_suffix(".idx"))
+                .and_then(ObjectId::from_hex)
+                .is_some_and(|p| covered.contains(&p));
+            if !covered_pack {
+                indexes.push(Arc::new(PackIndex::open(&path)?));
+            }
+        }
+        *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
+        Ok(())
+    }
+
+    pub(crate) fn indexes(&self) -> Vec<Arc<PackIndex>> {
+        self.indexes.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn add_index(&self, idx: PackIndex) {
+        self.indexes.write().unwrap_or_else(|e| e.into_inner()).push(Arc::new(idx));
+    }
+
+    pub fn locate(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
+        for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            if let Some(found) = idx.lookup(id)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn contains(&self, id: &ObjectId) -> StoreResult<bool> {
+        Ok(self.locate(id)?.is_some())
+    }
+
+    pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
+        Ok(self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
+    }
+
+    pub(crate) fn pack_file(&self, pack: &ObjectId) -> StoreResult<Arc<File>> {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = files.get(pack) {
+            return Ok(f.clone());
+        }
+        let path = self.packs_dir.join(pack_file_name(pack));
+        let f = Arc::new(File::open(&path).at(&path)?);
+        files.insert(*pack, f.clone());
+        Ok(f)
+    }
+
+    pub(crate) fn read_located(&self, loc: &Located) -> StoreResult<Vec<u8>> {
+        let file = self.pack_file(&loc.pack)?;
+        pack::read_record(&file, &pack_file_name(&loc.pack), &loc.entry)
+    }
+
+    /// Reads an object and checks it hashes to its id.
+    pub fn read(&self, id: &ObjectId) -> StoreResult<(ObjectKind, Vec<u8>)> {
+        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        Ok((loc.entry.kind, self.read_located(&loc)?))
+    }
+
+    pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
+        let (actual, bytes) = self.read(id)?;
+        if actual != kind {
+            return Err(StoreError::Other(format!("object {id} is a {}, not a {}", actual.name(), kind.name())));
+        }
+        Ok(bytes)
+    }
+
+    pub fn read_decoded<T: serde::de::DeserializeOwned>(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<T> {
+        let bytes = self.read_kind(id, kind)?;
+        decode(id, kind, &bytes)
+    }
+
+    /// Streams a file's content (a chunk or a chunk-list tree) to `out`.
+    pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
+        let (kind, bytes) = self.read(id)?;
+        match kind {
+            ObjectKind::Chunk => {
+                out.write_all(&bytes).map_err(|e| StoreError::Other(format!("cannot write output: {e}")))?;
+                Ok(bytes.len() as u64)
+            }
+            ObjectKind::FileNode => {
+                let node: FileNode = decode(id, kind, &bytes)?;
+                let mut total = 0;
+                for e in node.entries {
+                    total += self.write_content(&e.id, out)?;
+                }
+                Ok(total)
+            }
+            other => Err(StoreError::Other(format!("object {id} is a {}, not file content", other.name()))),
+        }
+    }
+
+    /// Resolves a unique id from a hex prefix of at least 4 digits.
+    pub fn resolve_prefix(&self, prefix: &str) -> StoreResult<Option<ObjectId>> {
+        if prefix.len() == 64 {
+            return Ok(ObjectId::from_hex(prefix).filter(|id| self.contains(id).unwrap_or(false)));
+        }
+        if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let mut found: Option<ObjectId> = None;
+        for idx in self.indexes() {
+            for i in 0..idx.len() {
+                let hexid = hex::encode(idx.id_at(i));
+                if hexid.starts_with(&prefix.to_ascii_lowercase()) {
+                    let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Other("bad id".into()))?;
+                    if found.is_some_and(|f| f != id) {
+                        return Err(StoreError::Ambiguous { prefix: prefix.into() });
+                    }
+                    found = Some(id);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    pub fn stats(&self) -> StoreResult<Stats> {
+        let mut s = Stats::default();
+        let mut seen_packs = HashSet::new();
+        for idx in self.indexes() {
+            for p in idx.packs() {
+                if seen_packs.insert(*p) {
+                    let path = self.packs_dir.join(pack_file_name(p));
+                    s.stored_bytes += std::fs::metadata(&path).at(&path)?.len();
+                }
+            }
+            for i in 0..idx.len() {
+                let loc = idx.located_at(i)?;
+                s.objects += 1;
+                if loc.entry.kind == ObjectKind::Chunk {
+                    s.chunks += 1;
+                    s.unique_content_bytes += loc.entry.raw_len as u64;
+                }
+            }
+        }
+        s.packs = seen_packs.len();
+        Ok(s)
+    }
+
+    /// Starts writing objects. Holds the gc lock (shared) until dropped, so gc
+    /// never deletes an object this session deduplicated against.
+    pub fn begin_write(&self) -> StoreResult<WriteSession<'_>> {
+        let lock = GcLock::shared(&self.lock_path)?;
+        // Packs written by others since we opened may hold what we are about to write.
+        self.reload()?;
+        Ok(WriteSession {
+            store: self,
+            pack: None,
+            pending: HashSet::new(),
+            compressor: zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?,
+            scratch: Vec::new(),
+            sealed_packs: 0,
+            bytes_written: 0,
+            _lock: lock,
+        })
+    }
+
+    pub(crate) fn exclusive_lock(&self) -> StoreResult<GcLock> {
+        GcLock::exclusive(&self.lock_path)
+    }
+
+    /// Rewrites the multi-pack index over every pack index present.
+    pub fn write_multi_pack_index(&self) -> StoreResult<()> {
+        let mut packs = Vec::new();
+        let mut pack_no = HashMap::new();
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
+            let path = entry.at(&self.packs_dir)?.path();
+            let is_idx = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx"));
+            if !is_idx {
+                continue;
+            }
+            let idx = PackIndex::open(&path)?;
+            for i in 0..idx.len() {
+                let loc = idx.located_at(i)?;
+                let no = *pack_no.entry(loc.pack).or_insert_with(|| {
+                    packs.push(loc.pack);
+                    packs.len() as u32 - 1
+                });
+                entries.push((no, loc.entry));
+            }
+        }
+        write_index(&self.packs_dir.join(MULTI_PACK_INDEX), &packs, entries)?;
+        sync_dir(&self.packs_dir)?;
+        self.reload()
+    }
+
+    fn uncovered_pack_count(&self) -> usize {
+        let indexes = self.indexes();
+        indexes.iter().filter(|i| i.path().file_name().is_some_and(|n| n != MULTI_PACK_INDEX)).count()
+    }
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// An open batch of writes: objects go into new packs; nothing is visible to
+/// other processes until [`WriteSession::finish`] has sealed and indexed them.
+pub struct WriteSession<'a> {
+    pub(crate) store: &'a Store,
+    pack: Option<PackWriter>,
+    /// Ids in the pack being written (sealed packs are found through the store).
+    pending: HashSet<ObjectId>,
+    compressor: zstd::bulk::Compressor<'static>,
+    scratch: Vec<u8>,
+    sealed_packs: usize,
+    bytes_written: u64,
+    _lock: GcLock,
+}
+
+/// zstd only when it saves at least 1/16: media is usually compressed already.
+pub(crate) fn maybe_compress(compressor: &mut zstd::bulk::Compressor<'static>, scratch: &mut Vec<u8>, data: &[u8]) -> Option<usize> {
+    if data.len() < 64 {
+        return None;
+    }
+    let budget = data.len() - data.len() / 16;
+    scratch.clear();
+    scratch.reserve(budget);
+    match compressor.compress_to_buffer(data, scratch) {
+        Ok(n) if n < budget => Some(n),
+        _ => None,
+    }
+}
+
+impl<'a> WriteSession<'a> {
+    pub fn store(&self) -> &'a Store {
+        self.store
+    }
+
+    pub fn has(&self, id: &ObjectId) -> StoreResult<bool> {
+        Ok(self.pending.contains(id) || self.store.contains(id)?)
+    }
+
+    /// Stores an object unless it exists; returns its id.
+    pub fn put_object(&mut self, kind: ObjectKind, bytes: &[u8]) -> StoreResult<ObjectId> {
+        let id = ObjectId::hash(kind, bytes);
+        if self.has(&id)? {
+            return Ok(id);
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let result = match maybe_compress(&mut self.compressor, &mut scratch, bytes) {
+            Some(n) => self.append(id, kind, bytes.len(), COMP_ZSTD, &scratch[..n]),
+            None => self.append(id, kind, bytes.len(), COMP_NONE, bytes),
+        };
+        self.scratch = scratch;
+        result.map(|_| id)
+    }
+
+    /// Stores an already hashed (and maybe compressed) object unless it exists.
+    pub(crate) fn put_prepared(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<bool> {
+        if self.has(&id)? {
+            return Ok(false);
+        }
+        self.append(id, kind, raw_len, compression, payload)?;
+        Ok(true)
+    }
+
+    fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
+        if self.pack.is_none() {
+            self.pack = Some(PackWriter::create(&self.store.packs_dir)?);
+        }
+        let pack = self.pack.as_mut().ok_or_else(|| StoreError::Other("no pack".into()))?;
+        pack.append(id, kind, raw_len, compression, payload)?;
+        self.bytes_written += payload.len() as u64;
+        self.pending.insert(id);
+        if pack.bytes_written() >= self.store.pack_limit {
+            self.seal()?;
+        }
+        Ok(())
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written
+    }
+
+    /// Seals the open pack: data synced, index written and synced, both renamed.
+    fn seal(&mut self) -> StoreResult<()> {
+        let Some(pack) = self.pack.take() else { return Ok(()) };
+        if pack.object_count() == 0 {
+            pack.discard();
+            return Ok(());
+        }
+        let (checksum, _path, entries) = pack.finish()?;
+        let idx_path = self.store.packs_dir.join(index_file_name(&checksum));
+        write_index(&idx_path, &[checksum], entries.into_iter().map(|e: Entry| (0, e)).collect())?;
+        sync_dir(&self.store.packs_dir)?;
+        crate::failpoint("pack-sealed");
+        self.store.add_index(PackIndex::open(&idx_path)?);
+        self.pending.clear();
+        self.sealed_packs += 1;
+        Ok(())
+    }
+
+    /// Makes everything written durable and visible. The caller updates refs
+    /// afterwards and only then drops the session (releasing the gc lock).
+    pub fn finish(&mut self) -> StoreResult<()> {
+        self.seal()?;
+        if self.sealed_packs > 0 && self.store.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
+            self.store.write_multi_pack_index()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WriteSession<'_> {
+    fn drop(&mut self) {
+        if let Some(pack) = self.pack.take() {
+            pack.discard();
+        }
+    }
+}
+
+impl NodeSink for WriteSession<'_> {
+    fn put(&mut self, kind: ObjectKind, bytes: Vec<u8>) -> StoreResult<ObjectId> {
+        self.put_object(kind, &bytes)
+    }
+}
