@@ -1,1 +1,131 @@
-fn main() {}
+//! `dmv`: the command line. Parses arguments, calls the repo layer, prints.
+
+mod admin;
+mod demo;
+mod inspect;
+mod progress;
+mod work;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "dmv", version, about = "Distributed Media Versioning: version control for large files and many files")]
+struct Cli {
+    /// Run as if started in this directory.
+    #[arg(short = 'C', global = true, value_name = "PATH")]
+    dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create an empty repository.
+    Init(work::InitArgs),
+    /// Show staged, unstaged and untracked changes.
+    Status(work::StatusArgs),
+    /// Stage files (new, modified or deleted) for the next commit.
+    Add(work::AddArgs),
+    /// Remove files from the working tree and the staging area.
+    Rm(work::RmArgs),
+    /// Move or rename a tracked file or directory.
+    Mv(work::MvArgs),
+    /// Record the staged changes as a new commit.
+    Commit(work::CommitArgs),
+    /// Restore working-tree files, or unstage them with --staged.
+    Restore(work::RestoreArgs),
+    /// List, create, delete or rename branches.
+    Branch(work::BranchArgs),
+    /// Switch to a branch.
+    Switch(work::SwitchArgs),
+    /// Switch to a branch or commit, or restore paths (`checkout -- PATH`).
+    Checkout(work::CheckoutArgs),
+    /// List, create or delete tags.
+    Tag(work::TagArgs),
+    /// Show commit history.
+    Log(inspect::LogArgs),
+    /// Show a commit and what it changed.
+    Show(inspect::ShowArgs),
+    /// Show changes between commits, the staging area and the working tree.
+    Diff(inspect::DiffArgs),
+    /// Stream a file from a commit to stdout: `dmv cat REV:PATH`.
+    Cat(inspect::CatArgs),
+    /// List a tree: `dmv ls-tree [-r] REV[:PATH]`.
+    LsTree(inspect::LsTreeArgs),
+    /// Verify the integrity of every reachable object (--full: every object in every pack).
+    Fsck(admin::FsckArgs),
+    /// Drop unreachable objects and merge small packs.
+    Gc(admin::GcArgs),
+    /// Repository size, dedup ratio, object and pack counts.
+    Stats(admin::StatsArgs),
+    /// Run DMV end to end on generated sample media in a temporary folder.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(dir) = &cli.dir {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            eprintln!("dmv: cannot change to {}: {e}", dir.display());
+            return ExitCode::from(128);
+        }
+    }
+    let result = match cli.command {
+        Command::Init(a) => work::init(a),
+        Command::Status(a) => work::status(a),
+        Command::Add(a) => work::add(a),
+        Command::Rm(a) => work::rm(a),
+        Command::Mv(a) => work::mv(a),
+        Command::Commit(a) => work::commit(a),
+        Command::Restore(a) => work::restore(a),
+        Command::Branch(a) => work::branch(a),
+        Command::Switch(a) => work::switch(a),
+        Command::Checkout(a) => work::checkout(a),
+        Command::Tag(a) => work::tag(a),
+        Command::Log(a) => inspect::log(a),
+        Command::Show(a) => inspect::show(a),
+        Command::Diff(a) => inspect::diff(a),
+        Command::Cat(a) => inspect::cat(a),
+        Command::LsTree(a) => inspect::ls_tree(a),
+        Command::Fsck(a) => admin::fsck(a),
+        Command::Gc(a) => admin::gc(a),
+        Command::Stats(a) => admin::stats(a),
+        Command::Demo(a) => demo::run(a),
+    };
+    if std::env::var_os("DMV_TRACE").is_some() {
+        eprintln!("trace: content-files-opened {}", dmv_repo::store::trace::content_files_opened());
+    }
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            // Broken pipe (e.g. `dmv log | head`) is not an error worth reporting.
+            if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+                return ExitCode::SUCCESS;
+            }
+            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            let mut line = msg.join(": ").replace('\n', " ");
+            line.truncate(line.trim_end().len());
+            eprintln!("dmv: {line}");
+            ExitCode::from(128)
+        }
+    }
+}
+
+/// Opens the repository containing the current directory.
+pub fn open_repo() -> anyhow::Result<dmv_repo::Repository> {
+    let cwd = std::env::current_dir()?;
+    Ok(dmv_repo::Repository::discover(&cwd)?)
+}
+
+/// Command-line paths as repository-relative byte paths.
+pub fn repo_paths(repo: &dmv_repo::Repository, paths: &[PathBuf]) -> anyhow::Result<Vec<Vec<u8>>> {
+    let cwd = std::env::current_dir()?;
+    paths.iter().map(|p| Ok(repo.repo_path(&cwd, p)?)).collect()
+}
+
+pub fn show_path(p: &[u8]) -> String {
+    String::from_utf8_lossy(p).into_owned()
+}

@@ -1,0 +1,180 @@
+//! fsck, gc, stats.
+
+use std::collections::HashSet;
+
+use anyhow::Result;
+use clap::Args;
+use dmv_repo::store::VerifyReport;
+use dmv_repo::tree::read_dir;
+use dmv_repo::{LogWalk, Repository};
+
+use crate::open_repo;
+use crate::progress::Progress;
+
+#[derive(Args)]
+pub struct FsckArgs {
+    /// Check every object in every pack, reachable or not, and every index.
+    #[arg(long)]
+    full: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn fsck(a: FsckArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let mut problems: Vec<String> = Vec::new();
+    if let Err(e) = repo.refs.verify() {
+        problems.push(format!("refs: {e}"));
+    }
+    if let Err(e) = repo.load_dirstate() {
+        problems.push(format!("dirstate: {e}"));
+    }
+    let roots = repo.roots()?;
+    let p = Progress::new("checking");
+    let done = std::cell::Cell::new(0u64);
+    let tick = |n: u64| {
+        done.set(done.get() + n);
+        p.update(done.get(), 0);
+    };
+    let mut report: VerifyReport = repo.store.verify_reachable(&roots, &tick)?;
+    if a.full {
+        let packs = repo.store.verify_packs(&tick)?;
+        report.packs_checked = packs.packs_checked;
+        report.objects_checked += packs.objects_checked;
+        report.bytes_checked += packs.bytes_checked;
+        let seen: HashSet<String> = report.damage.iter().map(|d| d.detail.clone()).collect();
+        report.damage.extend(packs.damage.into_iter().filter(|d| !seen.contains(&d.detail)));
+    }
+    p.finish();
+    problems.extend(report.damage.iter().map(|d| d.detail.clone()));
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems}))?);
+    } else {
+        for line in &problems {
+            println!("damaged: {line}");
+        }
+        eprintln!(
+            "checked {} objects ({} bytes){}: {}",
+            report.objects_checked,
+            report.bytes_checked,
+            if a.full { format!(" in {} packs", report.packs_checked) } else { String::new() },
+            if problems.is_empty() { "no problems found".to_string() } else { format!("{} problems", problems.len()) }
+        );
+    }
+    Ok(if problems.is_empty() { 0 } else { 1 })
+}
+
+#[derive(Args)]
+pub struct GcArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn gc(a: GcArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let roots = repo.roots()?;
+    let p = Progress::new("gc");
+    let done = std::cell::Cell::new(0u64);
+    let report = repo.store.gc(&roots, &|n| {
+        done.set(done.get() + n);
+        p.update(done.get(), 0);
+    })?;
+    repo.refs.compact()?;
+    p.finish();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "packs {} -> {}, bytes {} -> {}, {} unreachable objects dropped",
+            report.packs_before, report.packs_after, report.bytes_before, report.bytes_after, report.objects_dropped
+        );
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct StatsArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+pub struct RepoStats {
+    pub commits: u64,
+    /// Sum over all commits of the size of every file in them: what plain copies would take.
+    pub logical_bytes: u64,
+    /// Bytes of pack files on disk.
+    pub stored_bytes: u64,
+    /// Raw bytes of distinct chunks.
+    pub unique_content_bytes: u64,
+    pub dedup_ratio: f64,
+    pub objects: usize,
+    pub chunks: usize,
+    pub packs: usize,
+    pub files_in_objects_dir: usize,
+}
+
+pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
+    let s = repo.store.stats()?;
+    let commit_roots: Vec<_> = repo
+        .roots()?
+        .into_iter()
+        .filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false))
+        .collect();
+    let mut commits = 0;
+    let mut logical = 0;
+    for info in LogWalk::new(repo, &commit_roots)? {
+        let info = info?;
+        commits += 1;
+        logical += read_dir(&repo.store, &info.commit.tree)?.iter().map(|e| e.size).sum::<u64>();
+    }
+    let files = walk_count(&repo.dmv.join("objects"));
+    Ok(RepoStats {
+        commits,
+        logical_bytes: logical,
+        stored_bytes: s.stored_bytes,
+        unique_content_bytes: s.unique_content_bytes,
+        dedup_ratio: if s.stored_bytes > 0 { logical as f64 / s.stored_bytes as f64 } else { 0.0 },
+        objects: s.objects,
+        chunks: s.chunks,
+        packs: s.packs,
+        files_in_objects_dir: files,
+    })
+}
+
+fn walk_count(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { walk_count(&e.path()) } else { 1 }).sum())
+        .unwrap_or(0)
+}
+
+pub fn human(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+pub fn stats(a: StatsArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let s = collect_stats(&repo)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        println!("commits:        {}", s.commits);
+        println!("logical bytes:  {} ({})", s.logical_bytes, human(s.logical_bytes));
+        println!("stored bytes:   {} ({})", s.stored_bytes, human(s.stored_bytes));
+        println!("dedup ratio:    {:.2}x", s.dedup_ratio);
+        println!("objects:        {} ({} chunks)", s.objects, s.chunks);
+        println!("packs:          {}", s.packs);
+    }
+    Ok(0)
+}

@@ -1,0 +1,255 @@
+//! Read-only commands: log, show, diff, cat, ls-tree.
+
+use std::io::Write;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use dmv_repo::store::object::EntryKind;
+use dmv_repo::tree::{flatten, lookup, read_dir};
+use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, LogWalk, Repository};
+
+use crate::{open_repo, show_path};
+
+#[derive(Args)]
+pub struct LogArgs {
+    /// Start from this revision (default HEAD).
+    rev: Option<String>,
+    /// Show at most N commits.
+    #[arg(short = 'n', long = "max-count")]
+    max_count: Option<usize>,
+    /// One line per commit.
+    #[arg(long)]
+    oneline: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn format_time(secs: i64) -> String {
+    // Civil date from days since the epoch (proleptic Gregorian), UTC.
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+pub fn log(a: LogArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    let mut out = std::io::stdout().lock();
+    let mut json = Vec::new();
+    for (i, info) in LogWalk::new(&repo, &[start])?.enumerate() {
+        if a.max_count.is_some_and(|n| i >= n) {
+            break;
+        }
+        let info = info?;
+        let c = &info.commit;
+        if a.json {
+            json.push(serde_json::json!({
+                "id": info.id.to_hex(), "tree": c.tree.to_hex(),
+                "parents": c.parents.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+                "author": format!("{} <{}>", c.author.name, c.author.email), "time": c.author.time,
+                "message": c.message,
+            }));
+        } else if a.oneline {
+            writeln!(out, "{} {}", info.id.short(), c.message.lines().next().unwrap_or(""))?;
+        } else {
+            writeln!(out, "commit {}", info.id)?;
+            if c.parents.len() > 1 {
+                writeln!(out, "Merge: {}", c.parents.iter().map(|p| p.short()).collect::<Vec<_>>().join(" "))?;
+            }
+            writeln!(out, "Author: {} <{}>", c.author.name, c.author.email)?;
+            writeln!(out, "Date:   {}\n", format_time(c.author.time))?;
+            for line in c.message.lines() {
+                writeln!(out, "    {line}")?;
+            }
+            writeln!(out)?;
+        }
+    }
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// A commit (default HEAD), or REV:PATH to print a file.
+    rev: Option<String>,
+}
+
+pub fn show(a: ShowArgs) -> Result<u8> {
+    let rev = a.rev.unwrap_or_else(|| "HEAD".into());
+    if rev.contains(':') {
+        return cat(CatArgs { spec: rev });
+    }
+    let repo = open_repo()?;
+    let id = repo.resolve(&rev)?;
+    let c = repo.commit(&id)?;
+    println!("commit {id}\nAuthor: {} <{}>\nDate:   {}\n", c.author.name, c.author.email, format_time(c.author.time));
+    for line in c.message.lines() {
+        println!("    {line}");
+    }
+    println!();
+    let new = flatten(&repo.store, &c.tree)?;
+    let old = match c.parents.first() {
+        Some(p) => flatten(&repo.store, &repo.commit(p)?.tree)?,
+        None => FlatTree::new(),
+    };
+    print_stat(&diff_flat(&old, &new))?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// Zero revisions: staging area vs working tree; one: that commit vs the
+    /// working tree; two: commit vs commit.
+    revs: Vec<String>,
+    /// Compare HEAD with the staging area.
+    #[arg(long, alias = "staged")]
+    cached: bool,
+    /// Per file: bytes before and after (the default).
+    #[arg(long)]
+    stat: bool,
+    /// Per file: A, M or D and the path.
+    #[arg(long)]
+    name_status: bool,
+    /// Only the changed paths.
+    #[arg(long)]
+    name_only: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn staged_flat(repo: &Repository) -> Result<FlatTree> {
+    Ok(repo.load_dirstate()?.entries.iter().map(|(p, e)| (p.clone(), dmv_repo::FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect())
+}
+
+fn commit_flat(repo: &Repository, rev: &str) -> Result<FlatTree> {
+    let id = repo.resolve(rev)?;
+    Ok(flatten(&repo.store, &repo.commit(&id)?.tree)?)
+}
+
+pub fn diff(a: DiffArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let (old, new) = match (a.revs.as_slice(), a.cached) {
+        ([], false) => (staged_flat(&repo)?, repo.worktree_flat()?),
+        ([], true) => (commit_flat_or_empty(&repo)?, staged_flat(&repo)?),
+        ([r], true) => (commit_flat(&repo, r)?, staged_flat(&repo)?),
+        ([r], false) => (commit_flat(&repo, r)?, repo.worktree_flat()?),
+        ([r1, r2], false) => (commit_flat(&repo, r1)?, commit_flat(&repo, r2)?),
+        _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
+    };
+    let changes = diff_flat(&old, &new);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&changes)?);
+    } else if a.name_status {
+        for c in &changes {
+            println!("{}\t{}", c.kind.letter(), show_path(&c.path));
+        }
+    } else if a.name_only {
+        for c in &changes {
+            println!("{}", show_path(&c.path));
+        }
+    } else {
+        print_stat(&changes)?;
+    }
+    Ok(0)
+}
+
+fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
+    Ok(match repo.head_tree()? {
+        Some(t) => flatten(&repo.store, &t)?,
+        None => FlatTree::new(),
+    })
+}
+
+fn print_stat(changes: &[Change]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let width = changes.iter().map(|c| show_path(&c.path).chars().count()).max().unwrap_or(0);
+    for c in changes {
+        let before = c.old.map(|e| e.size).unwrap_or(0);
+        let after = c.new.map(|e| e.size).unwrap_or(0);
+        writeln!(out, " {:<width$} | Bin {before} -> {after} bytes", show_path(&c.path))?;
+    }
+    if !changes.is_empty() {
+        let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
+        writeln!(
+            out,
+            " {} files changed, {} added, {} modified, {} deleted",
+            changes.len(),
+            count(ChangeKind::Added),
+            count(ChangeKind::Modified),
+            count(ChangeKind::Deleted)
+        )?;
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CatArgs {
+    /// REV:PATH
+    spec: String,
+}
+
+pub fn cat(a: CatArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let (rev, path) = a.spec.split_once(':').ok_or_else(|| anyhow!("expected REV:PATH, got '{}'", a.spec))?;
+    let rev = if rev.is_empty() { "HEAD" } else { rev };
+    let tree = repo.commit(&repo.resolve(rev)?)?.tree;
+    let entry = lookup(&repo.store, &tree, path.as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {rev}"))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    match entry.kind {
+        EntryKind::Dir => bail!("'{path}' is a directory in {rev}; use ls-tree"),
+        _ => {
+            repo.store.write_content(&entry.id, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct LsTreeArgs {
+    /// REV or REV:PATH (default HEAD).
+    spec: Option<String>,
+    /// Recurse into subdirectories.
+    #[arg(short, long)]
+    recursive: bool,
+}
+
+pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let spec = a.spec.unwrap_or_else(|| "HEAD".into());
+    let (rev, path) = spec.split_once(':').unwrap_or((&spec, ""));
+    let root = repo.commit(&repo.resolve(rev)?)?.tree;
+    let entry = lookup(&repo.store, &root, path.as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {rev}"))?;
+    if entry.kind != EntryKind::Dir {
+        bail!("'{path}' is not a directory");
+    }
+    let kind_name = |k: EntryKind| match k {
+        EntryKind::File => "file",
+        EntryKind::Executable => "exec",
+        EntryKind::Symlink => "link",
+        EntryKind::Dir => "tree",
+    };
+    let mut out = std::io::stdout().lock();
+    if a.recursive {
+        for (p, e) in flatten(&repo.store, &entry.id)? {
+            writeln!(out, "{} {} {:>12}\t{}", kind_name(e.kind), e.id, e.size, show_path(&p))?;
+        }
+    } else {
+        for e in read_dir(&repo.store, &entry.id)? {
+            writeln!(out, "{} {} {:>12}\t{}", kind_name(e.kind), e.id, e.size, show_path(&e.name))?;
+        }
+    }
+    Ok(0)
+}

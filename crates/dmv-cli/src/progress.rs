@@ -1,0 +1,58 @@
+//! Progress bars that appear only on a terminal and only once work has lasted
+//! a second, so quick commands and piped output stay quiet.
+
+use std::cell::RefCell;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub struct Progress {
+    label: &'static str,
+    start: Instant,
+    enabled: bool,
+    bar: RefCell<Option<ProgressBar>>,
+}
+
+impl Progress {
+    pub fn new(label: &'static str) -> Progress {
+        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal(), bar: RefCell::new(None) }
+    }
+
+    /// Bytes done out of total (0 when unknown).
+    pub fn update(&self, done: u64, total: u64) {
+        if !self.enabled || self.start.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        let mut bar = self.bar.borrow_mut();
+        let bar = bar.get_or_insert_with(|| {
+            let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
+            let template = if total > 0 {
+                "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"
+            } else {
+                "{prefix:>10} {spinner} {bytes} {bytes_per_sec}"
+            };
+            if let Ok(style) = ProgressStyle::with_template(template) {
+                b.set_style(style.progress_chars("=> "));
+            }
+            b.set_prefix(self.label);
+            b
+        });
+        if total > 0 {
+            bar.set_length(total);
+        }
+        bar.set_position(done);
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = self.bar.borrow_mut().take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

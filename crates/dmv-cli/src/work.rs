@@ -1,0 +1,371 @@
+//! Commands that change the working tree, the staging area or refs.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use dmv_repo::store::ChunkParams;
+use dmv_repo::{ChangeKind, Head, RefUpdate, Repository};
+
+use crate::progress::Progress;
+use crate::{open_repo, repo_paths, show_path};
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// Where to create the repository (default: the current directory).
+    path: Option<PathBuf>,
+    /// Minimum chunk size in bytes (fixed for the repository's lifetime).
+    #[arg(long, default_value_t = ChunkParams::default().min)]
+    chunk_min: u32,
+    /// Average chunk size in bytes.
+    #[arg(long, default_value_t = ChunkParams::default().avg)]
+    chunk_avg: u32,
+    /// Maximum chunk size in bytes.
+    #[arg(long, default_value_t = ChunkParams::default().max)]
+    chunk_max: u32,
+}
+
+pub fn init(a: InitArgs) -> Result<u8> {
+    let path = a.path.unwrap_or_else(|| PathBuf::from("."));
+    let params = ChunkParams { min: a.chunk_min, avg: a.chunk_avg, max: a.chunk_max };
+    let repo = Repository::init(&path, params)?;
+    println!("Initialized empty dmv repository in {}", repo.dmv.display());
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+    /// One line per path: XY PATH (X staged, Y unstaged, ?? untracked).
+    #[arg(short, long)]
+    short: bool,
+}
+
+pub fn status(a: StatusArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let st = repo.status()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+        return Ok(0);
+    }
+    let word = |k: ChangeKind| match k {
+        ChangeKind::Added => "new file:",
+        ChangeKind::Deleted => "deleted:",
+        ChangeKind::Modified => "modified:",
+    };
+    if a.short {
+        for c in &st.staged {
+            println!("{}  {}", c.kind.letter(), show_path(&c.path));
+        }
+        for c in &st.unstaged {
+            println!(" {} {}", c.kind.letter(), show_path(&c.path));
+        }
+        for p in &st.untracked {
+            println!("?? {}", show_path(p));
+        }
+        return Ok(0);
+    }
+    match &st.branch {
+        Some(b) => println!("On branch {}", b.strip_prefix("refs/heads/").unwrap_or(b)),
+        None => println!("HEAD detached"),
+    }
+    if !st.staged.is_empty() {
+        println!("\nChanges to be committed:");
+        for c in &st.staged {
+            println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
+        }
+    }
+    if !st.unstaged.is_empty() {
+        println!("\nChanges not staged for commit:");
+        for c in &st.unstaged {
+            println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
+        }
+    }
+    if !st.untracked.is_empty() {
+        println!("\nUntracked files:");
+        for p in &st.untracked {
+            println!("\t{}", show_path(p));
+        }
+    }
+    if st.staged.is_empty() && st.unstaged.is_empty() && st.untracked.is_empty() {
+        println!("nothing to commit, working tree clean");
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct AddArgs {
+    /// Files or directories to stage (`.` for everything).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+pub fn add(a: AddArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    let p = Progress::new("adding");
+    repo.add(&specs, false, &|d, t| p.update(d, t))?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct RmArgs {
+    /// Only unstage; keep the files in the working tree.
+    #[arg(long)]
+    cached: bool,
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+pub fn rm(a: RmArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    for p in repo.rm(&specs, a.cached)? {
+        println!("rm '{}'", show_path(&p));
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct MvArgs {
+    source: PathBuf,
+    destination: PathBuf,
+}
+
+pub fn mv(a: MvArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &[a.source, a.destination])?;
+    repo.mv(&specs[0], &specs[1])?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct CommitArgs {
+    /// The commit message.
+    #[arg(short, long, required = true)]
+    message: Vec<String>,
+    /// Stage every modified or deleted tracked file first.
+    #[arg(short, long)]
+    all: bool,
+}
+
+pub fn commit(a: CommitArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    if a.all {
+        let p = Progress::new("adding");
+        repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
+    }
+    let message = a.message.join("\n\n");
+    let parent = repo.head_commit()?;
+    match repo.commit_staged(&message)? {
+        Some(id) => {
+            let branch = match repo.head()? {
+                Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+                Head::Detached(_) => "detached HEAD".into(),
+            };
+            let root = if parent.is_none() { " (root-commit)" } else { "" };
+            println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
+            Ok(0)
+        }
+        None => {
+            println!("nothing to commit, working tree clean");
+            Ok(1)
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct RestoreArgs {
+    /// Take the content from this commit instead of the staging area.
+    #[arg(long, short)]
+    source: Option<String>,
+    /// Restore the staging area (unstage) instead of the working tree.
+    #[arg(long, short = 'S')]
+    staged: bool,
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+pub fn restore(a: RestoreArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    let source = a.source.map(|s| repo.resolve(&s)).transpose()?;
+    repo.restore(&specs, source, a.staged)?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct BranchArgs {
+    /// Branch to create (lists branches when omitted).
+    name: Option<String>,
+    /// Where the new branch starts (default HEAD).
+    start: Option<String>,
+    /// Delete the named branch.
+    #[arg(short, long, conflicts_with = "rename")]
+    delete: bool,
+    /// Rename: `branch -m OLD NEW`.
+    #[arg(short = 'm', long = "move")]
+    rename: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+fn current_branch(repo: &Repository) -> Result<Option<String>> {
+    Ok(match repo.head()? {
+        Head::Branch(b) => Some(b),
+        Head::Detached(_) => None,
+    })
+}
+
+pub fn branch(a: BranchArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let who = repo.who();
+    match (a.name, a.delete, a.rename) {
+        (None, _, _) => {
+            let current = current_branch(&repo)?;
+            let list = repo.refs.list("refs/heads/")?;
+            if a.json {
+                let v: Vec<_> = list.iter().map(|(n, id)| serde_json::json!({"name": n.trim_start_matches("refs/heads/"), "id": id.to_hex(), "current": Some(n) == current.as_ref()})).collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for (name, _) in list {
+                    let mark = if Some(&name) == current.as_ref() { "*" } else { " " };
+                    println!("{mark} {}", name.trim_start_matches("refs/heads/"));
+                }
+            }
+        }
+        (Some(name), true, _) => {
+            let full = format!("refs/heads/{name}");
+            if current_branch(&repo)?.as_deref() == Some(full.as_str()) {
+                bail!("cannot delete branch '{name}': it is checked out");
+            }
+            let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("branch '{name}' not found"))?;
+            repo.refs.update(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &who, "branch: deleted")?;
+            println!("Deleted branch {name} (was {}).", old.short());
+        }
+        (Some(old_name), false, true) => {
+            let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
+            let (old_full, new_full) = (format!("refs/heads/{old_name}"), format!("refs/heads/{new_name}"));
+            let id = repo.refs.get(&old_full)?.ok_or_else(|| anyhow!("branch '{old_name}' not found"))?;
+            dmv_repo::RefBackend::update(
+                repo.refs.as_ref(),
+                &[
+                    RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) },
+                    RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None },
+                ],
+                &who,
+                &format!("branch: renamed {old_full} to {new_full}"),
+            )?;
+            if current_branch(&repo)?.as_deref() == Some(old_full.as_str()) {
+                repo.set_head(&Head::Branch(new_full))?;
+            }
+        }
+        (Some(name), false, false) => {
+            let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
+            repo.create_ref(&format!("refs/heads/{name}"), start, "branch: created")?;
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct SwitchArgs {
+    /// Create the branch (at HEAD or START) and switch to it.
+    #[arg(short = 'c', long = "create")]
+    create: bool,
+    branch: String,
+    start: Option<String>,
+}
+
+fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
+    let full = format!("refs/heads/{name}");
+    let id = repo.refs.get(&full)?.ok_or_else(|| anyhow!("no branch named '{name}'"))?;
+    let tree = repo.commit(&id)?.tree;
+    let p = Progress::new("checkout");
+    repo.checkout_tree(&tree, &|d, t| p.update(d, t))?;
+    repo.set_head(&Head::Branch(full))?;
+    eprintln!("Switched to branch '{name}'");
+    Ok(())
+}
+
+pub fn switch(a: SwitchArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    if a.create {
+        let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
+        repo.create_ref(&format!("refs/heads/{}", a.branch), start, "branch: created")?;
+    }
+    switch_to_branch(&repo, &a.branch)?;
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct CheckoutArgs {
+    /// Create this branch at the target and switch to it.
+    #[arg(short = 'b')]
+    new_branch: Option<String>,
+    /// A branch, or any revision (detaches HEAD); after `--`, paths to restore.
+    target: Vec<String>,
+}
+
+pub fn checkout(a: CheckoutArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.iter().any(|x| x == "--") {
+        let paths: Vec<PathBuf> = a.target.iter().map(PathBuf::from).collect();
+        let specs = repo_paths(&repo, &paths)?;
+        repo.restore(&specs, None, false)?;
+        return Ok(0);
+    }
+    if let Some(b) = a.new_branch {
+        let start = repo.resolve(a.target.first().map(String::as_str).unwrap_or("HEAD"))?;
+        repo.create_ref(&format!("refs/heads/{b}"), start, "branch: created")?;
+        switch_to_branch(&repo, &b)?;
+        return Ok(0);
+    }
+    let target = a.target.first().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
+    if repo.refs.get(&format!("refs/heads/{target}"))?.is_some() {
+        switch_to_branch(&repo, target)?;
+        return Ok(0);
+    }
+    let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;
+    let tree = repo.commit(&id)?.tree;
+    let p = Progress::new("checkout");
+    repo.checkout_tree(&tree, &|d, t| p.update(d, t))?;
+    repo.set_head(&Head::Detached(id))?;
+    eprintln!("HEAD is now at {} (detached)", id.short());
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct TagArgs {
+    /// Tag to create (lists tags when omitted).
+    name: Option<String>,
+    /// What the tag points to (default HEAD).
+    rev: Option<String>,
+    #[arg(short, long)]
+    delete: bool,
+}
+
+pub fn tag(a: TagArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    match a.name {
+        None => {
+            for (name, _) in repo.refs.list("refs/tags/")? {
+                println!("{}", name.trim_start_matches("refs/tags/"));
+            }
+        }
+        Some(name) if a.delete => {
+            let full = format!("refs/tags/{name}");
+            let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("tag '{name}' not found"))?;
+            repo.refs.update(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &repo.who(), "tag: deleted")?;
+            println!("Deleted tag '{name}' (was {})", old.short());
+        }
+        Some(name) => {
+            let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+            repo.create_ref(&format!("refs/tags/{name}"), id, "tag: created")?;
+        }
+    }
+    Ok(0)
+}

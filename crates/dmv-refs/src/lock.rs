@@ -1,0 +1,278 @@
+//! The writer lock: `tables.list.lock`, created with O_CREAT|O_EXCL. Its
+//! first line names the holder (pid, host); at commit the new table list is
+//! appended and the file is renamed over `tables.list`, so taking the lock,
+//! publishing the new list and releasing the lock are one file's life.
+//!
+//! The holder also keeps an flock(2) on the file. A pid alone can be reused;
+//! the flock lets a waiter prove the holder is really gone (the kernel drops
+//! it when the process dies) and serialises waiters that try to break the
+//! same stale lock, so two of them can never delete a fresh lock.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::failpoint;
+use crate::RefError;
+
+pub(crate) const LIST: &str = "tables.list";
+pub(crate) const LOCK: &str = "tables.list.lock";
+const HEADER_PREFIX: &str = "# dmv-refs tables.list; written by pid ";
+
+pub(crate) struct Lock {
+    dir: PathBuf,
+    path: PathBuf,
+    file: Option<File>,
+    committed: bool,
+}
+
+enum Holder {
+    Gone,
+    /// Proven dead and removed by us: retry at once.
+    Broken,
+    Alive { desc: String, advice: String },
+}
+
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if r != 0 {
+        return "unknown".to_string();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return true; // cannot tell: be conservative
+    }
+    let r = unsafe { libc::kill(pid, 0) };
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // An unreaped zombie still answers kill(0) but holds no files any more.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
+            if rest.trim_start().starts_with('Z') {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn parse_header(content: &str) -> Option<(i32, String)> {
+    let line = content.lines().next()?;
+    let rest = line.strip_prefix(HEADER_PREFIX)?;
+    let (pid, host) = rest.split_once(" on host ")?;
+    Some((pid.trim().parse().ok()?, host.trim().to_string()))
+}
+
+impl Lock {
+    /// Waits up to `timeout` (exponential backoff from 1 ms to 100 ms).
+    pub(crate) fn acquire(dir: &Path, timeout: Duration) -> Result<Lock, RefError> {
+        let start = Instant::now();
+        let mut delay = Duration::from_millis(1);
+        loop {
+            if let Some(l) = Self::try_create(dir)? {
+                return Ok(l);
+            }
+            let path = dir.join(LOCK);
+            match inspect(&path)? {
+                Holder::Gone | Holder::Broken => continue,
+                Holder::Alive { desc, advice } => {
+                    let waited = start.elapsed();
+                    if waited >= timeout {
+                        return Err(RefError::Locked {
+                            path,
+                            holder: desc,
+                            waited: timeout,
+                            advice,
+                        });
+                    }
+                    // Jitter so two waiters do not retry in lock step.
+                    let jitter = Duration::from_micros(rand::random::<u64>() % 1000);
+                    std::thread::sleep((delay + jitter).min(timeout - waited));
+                    delay = (delay * 2).min(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// One attempt (plus breaking a provably stale lock); None if busy.
+    pub(crate) fn try_acquire(dir: &Path) -> Result<Option<Lock>, RefError> {
+        for _ in 0..3 {
+            if let Some(l) = Self::try_create(dir)? {
+                return Ok(Some(l));
+            }
+            match inspect(&dir.join(LOCK))? {
+                Holder::Alive { .. } => return Ok(None),
+                Holder::Gone | Holder::Broken => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn try_create(dir: &Path) -> Result<Option<Lock>, RefError> {
+        let path = dir.join(LOCK);
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) => return Err(RefError::io(&path, e)),
+        };
+        let mut lock = Lock {
+            dir: dir.to_path_buf(),
+            path: path.clone(),
+            file: None,
+            committed: false,
+        };
+        // Blocking is fine: only a stale-lock prober can hold it, briefly,
+        // and it will see our (still empty) file as not stale.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(RefError::io(&path, std::io::Error::last_os_error()));
+        }
+        let header = format!("{HEADER_PREFIX}{} on host {}\n", std::process::id(), hostname());
+        lock.file = Some(file);
+        if let Some(f) = lock.file.as_mut() {
+            f.write_all(header.as_bytes())
+                .map_err(|e| RefError::io(&path, e))?;
+        }
+        Ok(Some(lock))
+    }
+
+    /// Publishes `body` (one table file name per line) as the new
+    /// tables.list: append, fsync, rename over the list, fsync the directory.
+    pub(crate) fn commit(
+        mut self,
+        body: &str,
+        fp_written: &'static str,
+        fp_renamed: &'static str,
+    ) -> Result<(), RefError> {
+        let path = self.path.clone();
+        let ioe = |e| RefError::io(&path, e);
+        let f = self.file.as_mut().ok_or_else(|| {
+            ioe(std::io::Error::new(std::io::ErrorKind::Other, "lock already released"))
+        })?;
+        f.write_all(body.as_bytes()).map_err(ioe)?;
+        f.sync_all().map_err(ioe)?;
+        failpoint::hit(fp_written);
+        let list = self.dir.join(LIST);
+        std::fs::rename(&self.path, &list).map_err(ioe)?;
+        // From here the lock path may belong to another writer: never unlink.
+        self.committed = true;
+        failpoint::hit(fp_renamed);
+        sync_dir(&self.dir)?;
+        self.file = None;
+        Ok(())
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), RefError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| RefError::io(dir, e))
+}
+
+/// Looks at an existing lock; removes it only when provably stale: written
+/// on this host by a pid that is gone, nobody holds its flock, and the path
+/// still names the very file we examined.
+fn inspect(path: &Path) -> Result<Holder, RefError> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Holder::Gone),
+        Err(e) => return Err(RefError::io(path, e)),
+    };
+    let mut content = String::new();
+    let _ = Read::by_ref(&mut f).take(4096).read_to_string(&mut content);
+    let here = hostname();
+    let shown = path.display();
+    let Some((pid, host)) = parse_header(&content) else {
+        return Ok(Holder::Alive {
+            desc: "an unknown process".to_string(),
+            advice: format!(
+                "the lock names no owner yet; if no dmv process is running, delete {shown} (safe: tables.list is only ever replaced atomically)"
+            ),
+        });
+    };
+    if host != here {
+        return Ok(Holder::Alive {
+            desc: format!("process {pid} on host {host}"),
+            advice: format!(
+                "cannot check a process on another host; once no dmv process on {host} is writing refs, delete {shown} (safe: tables.list is only ever replaced atomically)"
+            ),
+        });
+    }
+    if pid_alive(pid) {
+        return Ok(Holder::Alive {
+            desc: format!("process {pid}"),
+            advice: format!(
+                "process {pid} is still running; if it is not a dmv process (reused pid), delete {shown} (safe once no dmv process is writing refs)"
+            ),
+        });
+    }
+    let got = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if !got {
+        return Ok(Holder::Alive {
+            desc: format!("process {pid} (gone, but its lock file is still held open)"),
+            advice: format!("if no dmv process is running, delete {shown} (safe: tables.list is only ever replaced atomically)"),
+        });
+    }
+    let same = match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    };
+    if !same {
+        return Ok(Holder::Gone);
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(Holder::Broken),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Holder::Gone),
+        Err(e) => Err(RefError::io(path, e)),
+    }
+}
+
+/// The table names of a tables.list (its `#` header line is the lock owner).
+pub(crate) fn parse_list(content: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for line in content.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !valid_table_name(line) {
+            return None;
+        }
+        out.push(line.to_string());
+    }
+    Some(out)
+}
+
+/// `<min hex>-<max hex>-<random hex>.ref`; anything else in the list is
+/// corruption, and refusing it also keeps `..` or `/` out of paths we open.
+pub(crate) fn valid_table_name(s: &str) -> bool {
+    let Some(stem) = s.strip_suffix(".ref") else {
+        return false;
+    };
+    let parts: Vec<&str> = stem.split('-').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}

@@ -1,0 +1,167 @@
+//! Kills the real torture binary (src/bin/dmv-refs-torture.rs) at every
+//! fail point and at random moments, then checks that the store holds the
+//! state before or after the interrupted transaction and still accepts new
+//! transactions.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use dmv_refs::internals::{LIST_FILE, LOCK_FILE};
+use dmv_refs::FAIL_POINTS;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dmv-refs-torture");
+
+fn torture(dir: &Path, args: &[&str], failpoint: Option<&str>) -> Output {
+    let mut c = Command::new(BIN);
+    c.arg(dir).args(args).env_remove("DMV_FAILPOINT");
+    if let Some(fp) = failpoint {
+        c.env("DMV_FAILPOINT", fp);
+    }
+    c.output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = torture(dir, args, None);
+    assert!(
+        out.status.success(),
+        "torture {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Counter value the checker found (it also verified the full state).
+fn check(dir: &Path) -> u64 {
+    let out = ok(dir, &["check"]);
+    out.trim().strip_prefix("ok ").unwrap().parse().unwrap()
+}
+
+fn last_committed(stdout: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("committed ")?.parse().ok())
+        .last()
+}
+
+/// Every *.ref file in the directory is listed (no orphans).
+fn no_orphans(dir: &Path) -> bool {
+    let list = std::fs::read_to_string(dir.join(LIST_FILE)).unwrap();
+    std::fs::read_dir(dir).unwrap().flatten().all(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        !n.ends_with(".ref") || list.lines().any(|l| l == n)
+    })
+}
+
+#[test]
+fn every_fail_point_leaves_old_or_new_state() {
+    for fp in FAIL_POINTS {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("refs");
+        ok(&dir, &["init"]);
+        ok(&dir, &["run", "3"]);
+        assert_eq!(check(&dir), 3);
+        let spec = format!("{fp}@2");
+        let out = torture(&dir, &["run", "300"], Some(&spec));
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "fail point {fp} never fired: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let p = last_committed(&out.stdout).unwrap_or(3);
+        let c = check(&dir);
+        match *fp {
+            // Killed before the list swap: the transaction is not there.
+            "refs-after-lock" | "refs-during-table-write" | "refs-after-table-write"
+            | "refs-after-list-write" => assert_eq!(c, p, "{fp}"),
+            // Killed after the swap, before commit() returned.
+            "refs-after-list-rename" => assert_eq!(c, p + 1, "{fp}"),
+            // Compaction runs after a commit (auto) or between commits (gc).
+            _ => assert!(c == p || c == p + 1, "{fp}: counter {c}, last printed {p}"),
+        }
+        if *fp == "refs-after-lock" {
+            assert!(dir.join(LOCK_FILE).exists(), "the dead writer's lock should remain");
+        }
+        // Recovery: a stale lock is broken, orphans are collected, and new
+        // transactions commit.
+        let out = ok(&dir, &["run", "3"]);
+        assert_eq!(last_committed(out.as_bytes()), Some(c + 3), "{fp}");
+        assert_eq!(check(&dir), c + 3, "{fp}");
+        assert!(!dir.join(LOCK_FILE).exists(), "{fp}: lock left behind");
+        assert!(no_orphans(&dir), "{fp}: orphan table left behind");
+    }
+}
+
+#[test]
+fn random_sigkill_leaves_old_or_new_state() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("refs");
+    ok(&dir, &["init"]);
+    let mut prev = 0;
+    let mut kills_mid_run = 0;
+    for round in 0..30u64 {
+        let mut child = Command::new(BIN)
+            .arg(&dir)
+            .args(["run", "0"])
+            .env_remove("DMV_FAILPOINT")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ms = 5 + (round * 7919 + rand::random::<u64>()) % 120;
+        std::thread::sleep(Duration::from_millis(ms));
+        child.kill().unwrap(); // SIGKILL
+        let out = child.wait_with_output().unwrap();
+        if out.status.signal() == Some(libc::SIGKILL) {
+            kills_mid_run += 1;
+        } else {
+            panic!(
+                "torture exited by itself: {:?} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let p = last_committed(&out.stdout).unwrap_or(prev);
+        let c = check(&dir);
+        assert!(c == p || c == p + 1, "round {round}: counter {c}, last printed {p}");
+        prev = c;
+    }
+    assert_eq!(kills_mid_run, 30);
+    assert!(prev > 30, "too few transactions ran ({prev}) to mean anything");
+    let out = ok(&dir, &["run", "2"]);
+    assert_eq!(last_committed(out.as_bytes()), Some(prev + 2));
+    assert_eq!(check(&dir), prev + 2);
+}
+
+#[test]
+fn concurrent_processes_serialise_through_cas() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("refs");
+    ok(&dir, &["init"]);
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(BIN)
+                .arg(&dir)
+                .args(["run", "25"])
+                .env_remove("DMV_FAILPOINT")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut total = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        total += String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("committed "))
+            .count();
+    }
+    assert_eq!(total, 50);
+    assert_eq!(check(&dir), 50);
+}
