@@ -251,7 +251,9 @@ impl RefStore {
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name) {
+            let orphan_table =
+                name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name);
+            if orphan_table || lock::is_dead_lock_temp(name) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -555,6 +557,8 @@ mod tests {
         assert_eq!(plan_compaction(&[1000, 100, 60]), Some(1..3));
         assert_eq!(plan_compaction(&[1000, 100, 20, 10]), None);
         assert_eq!(plan_compaction(&[1000, 100, 20, 15]), Some(2..4));
-        assert_eq!(plan_compaction(&[300, 100, 20, 15]), Some(0..4));
+        assert_eq!(plan_compaction(&[300, 100, 20, 15]), Some(2..4));
+        assert_eq!(plan_compaction(&[300, 60, 20, 15]), Some(1..4));
+        assert_eq!(plan_compaction(&[150, 60, 20, 15]), Some(0..4));
     }
 }

@@ -1,5 +1,6 @@
-//! The writer lock: `tables.list.lock`, created with O_CREAT|O_EXCL. Its
-//! first line names the holder (pid, host); at commit the new table list is
+//! The writer lock: `tables.list.lock`, created exclusively (link(2) of a
+//! prepared temp file, which fails if the lock exists just as O_CREAT|O_EXCL
+//! would). Its first line names the holder (pid, host); at commit the new table list is
 //! appended and the file is renamed over `tables.list`, so taking the lock,
 //! publishing the new list and releasing the lock are one file's life.
 //!
@@ -117,36 +118,48 @@ impl Lock {
         Ok(None)
     }
 
+    /// The lock must never be seen without its owner line, or a writer
+    /// killed right after creating it would leave a lock nobody can prove
+    /// stale. So the file is prepared (owner line written, flock taken)
+    /// under a private temporary name and then hard-linked into place:
+    /// link(2) fails if the lock exists, exactly like O_CREAT|O_EXCL.
     fn try_create(dir: &Path) -> Result<Option<Lock>, RefError> {
         let path = dir.join(LOCK);
-        let file = match OpenOptions::new()
+        if path.exists() {
+            return Ok(None);
+        }
+        let host = hostname();
+        let tmp = dir.join(format!(
+            "{LOCK}.tmp-{}-{}-{:08x}",
+            sanitize(&host),
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-            Err(e) => return Err(RefError::io(&path, e)),
-        };
-        let mut lock = Lock {
-            dir: dir.to_path_buf(),
-            path: path.clone(),
-            file: None,
-            committed: false,
-        };
-        // Blocking is fine: only a stale-lock prober can hold it, briefly,
-        // and it will see our (still empty) file as not stale.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(RefError::io(&path, std::io::Error::last_os_error()));
+            .open(&tmp)
+            .map_err(|e| RefError::io(&tmp, e))?;
+        let res = (|| {
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
+            file.write_all(header.as_bytes())?;
+            std::fs::hard_link(&tmp, &path)
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        match res {
+            Ok(()) => Ok(Some(Lock {
+                dir: dir.to_path_buf(),
+                path,
+                file: Some(file),
+                committed: false,
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(RefError::io(&path, e)),
         }
-        let header = format!("{HEADER_PREFIX}{} on host {}\n", std::process::id(), hostname());
-        lock.file = Some(file);
-        if let Some(f) = lock.file.as_mut() {
-            f.write_all(header.as_bytes())
-                .map_err(|e| RefError::io(&path, e))?;
-        }
-        Ok(Some(lock))
     }
 
     /// Publishes `body` (one table file name per line) as the new
@@ -245,6 +258,26 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
         Ok(()) => Ok(Holder::Broken),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Holder::Gone),
         Err(e) => Err(RefError::io(path, e)),
+    }
+}
+
+fn sanitize(host: &str) -> String {
+    host.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+        .collect()
+}
+
+/// Whether `name` is a lock temp file of a dead process on this host, left
+/// by a kill between creating it and linking it into place.
+pub(crate) fn is_dead_lock_temp(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(&format!("{LOCK}.tmp-")) else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(3, '-');
+    let (_rand, pid, host) = (parts.next(), parts.next(), parts.next());
+    match (pid.and_then(|p| p.parse::<i32>().ok()), host) {
+        (Some(pid), Some(host)) => host == sanitize(&hostname()) && !pid_alive(pid),
+        _ => false,
     }
 }
 

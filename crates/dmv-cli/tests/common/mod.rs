@@ -1,0 +1,95 @@
+//! Helpers for tests that run the real `dmv` binary.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dmv"))
+}
+
+pub fn dmv_cmd(dir: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.current_dir(dir).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com").env_remove("DMV_FAILPOINT").env_remove("DMV_TRACE");
+    c
+}
+
+/// Runs dmv, panicking with its output when it fails.
+pub fn dmv(dir: &Path, args: &[&str]) -> String {
+    let out = dmv_cmd(dir).args(args).output().expect("run dmv");
+    assert!(out.status.success(), "dmv {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn dmv_out(dir: &Path, args: &[&str]) -> Output {
+    dmv_cmd(dir).args(args).output().expect("run dmv")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Deterministic pseudo-random bytes (xorshift), fast enough for GiB files.
+pub struct Noise(u64);
+impl Noise {
+    pub fn new(seed: u64) -> Noise {
+        Noise(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            let b = self.0.to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = vec![0; n];
+        self.fill(&mut v);
+        v
+    }
+}
+
+pub fn write_noise(path: &Path, len: u64, seed: u64) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut n = Noise::new(seed);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let k = left.min(buf.len() as u64) as usize;
+        n.fill(&mut buf[..k]);
+        f.write_all(&buf[..k]).unwrap();
+        left -= k as u64;
+    }
+}
+
+/// Runs a command and returns its output and peak RSS in KiB, from wait4(2).
+pub fn run_with_peak_rss(mut cmd: Command) -> (i32, u64) {
+    let child = cmd.spawn().expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value; wait4 fills it in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid);
+    std::mem::forget(child);
+    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
+    (code, usage.ru_maxrss as u64)
+}
+
+pub fn files_under(dir: &Path) -> usize {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { files_under(&p) } else { 1 }).sum()
+}
+
+pub fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { bytes_under(&p) } else { p.metadata().unwrap().len() }).sum()
+}
+
+pub fn new_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    dmv(dir.path(), &["init"]);
+    dir
+}

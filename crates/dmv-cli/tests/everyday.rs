@@ -1,0 +1,242 @@
+//! The everyday commands on a real binary, in temporary directories.
+
+mod common;
+use common::*;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn add_commit_status_log_show_cat_round_trip() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("photos/raw")).unwrap();
+    write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 1);
+    std::fs::write(d.join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(d.join("empty"), "").unwrap();
+    let status = dmv(d, &["status", "--short"]);
+    assert!(status.contains("?? photos/raw/a.cr3") && status.contains("?? notes.txt"), "{status}");
+    dmv(d, &["add", "."]);
+    let status = dmv(d, &["status", "--short"]);
+    assert!(status.contains("A  photos/raw/a.cr3"), "{status}");
+    let out = dmv(d, &["commit", "-m", "first"]);
+    assert!(out.contains("root-commit"), "{out}");
+    assert!(dmv(d, &["status"]).contains("nothing to commit"));
+
+    let cat = dmv_out(d, &["cat", "HEAD:photos/raw/a.cr3"]);
+    assert_eq!(cat.stdout, std::fs::read(d.join("photos/raw/a.cr3")).unwrap());
+    assert_eq!(dmv_out(d, &["cat", "HEAD:empty"]).stdout, b"");
+
+    write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 2);
+    let st = dmv(d, &["status", "--short"]);
+    assert!(st.contains(" M photos/raw/a.cr3"), "{st}");
+    let ns = dmv(d, &["diff", "--name-status", "HEAD"]);
+    assert_eq!(ns.trim(), "M\tphotos/raw/a.cr3");
+    dmv(d, &["commit", "-a", "-m", "second"]);
+    let log = dmv(d, &["log", "--oneline"]);
+    assert_eq!(log.lines().count(), 2);
+    assert!(log.lines().next().unwrap().ends_with("second"));
+    let json: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json"])).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+    assert_eq!(json[0]["message"], "second");
+    let stat = dmv(d, &["diff", "--stat", "HEAD~1", "HEAD"]);
+    assert!(stat.contains("photos/raw/a.cr3 | Bin 3000000 -> 3000000 bytes"), "{stat}");
+    let show = dmv(d, &["show"]);
+    assert!(show.contains("second") && show.contains("1 files changed"), "{show}");
+    let old = dmv_out(d, &["cat", "HEAD~1:photos/raw/a.cr3"]).stdout;
+    let mut expected = vec![0u8; 3_000_000];
+    Noise::new(1).fill(&mut expected);
+    assert_eq!(old, expected);
+    let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
+    assert_eq!(ls.lines().count(), 3, "{ls}");
+    // Committing again with nothing changed exits 1 like git.
+    assert_eq!(dmv_out(d, &["commit", "-m", "again"]).status.code(), Some(1));
+}
+
+#[test]
+fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
+    let repo = new_repo();
+    let d = repo.path();
+    let weird = OsStr::from_bytes(b"caf\xe9 \xff.bin");
+    std::fs::write(d.join(weird), b"latin-1 name").unwrap();
+    std::fs::write(d.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(d.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/target", d.join("dangling")).unwrap();
+    // Exactly the minimum, average and maximum chunk sizes, and one byte around them.
+    for (i, len) in [16384u64, 16385, 65536, 262143, 262144, 262145, 524288, 0].iter().enumerate() {
+        write_noise(&d.join(format!("edge{i}")), *len, 100 + i as u64);
+    }
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "odd things"]);
+    let snapshot = |d: &std::path::Path| {
+        let mut v: Vec<(Vec<u8>, Vec<u8>, u32, bool)> = Vec::new();
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            if e.file_name() == ".dmv" {
+                continue;
+            }
+            let m = e.path().symlink_metadata().unwrap();
+            let content = if m.file_type().is_symlink() { std::fs::read_link(e.path()).unwrap().as_os_str().as_bytes().to_vec() } else { std::fs::read(e.path()).unwrap() };
+            v.push((e.file_name().as_bytes().to_vec(), content, m.permissions().mode() & 0o111, m.file_type().is_symlink()));
+        }
+        v.sort();
+        v
+    };
+    let before = snapshot(d);
+    dmv(d, &["switch", "-c", "empty-branch"]);
+    dmv(d, &["rm", "link"]);
+    dmv(d, &["commit", "-m", "drop link"]);
+    assert!(d.join("link").symlink_metadata().is_err());
+    dmv(d, &["switch", "main"]);
+    assert_eq!(snapshot(d), before);
+    assert!(d.join("link").symlink_metadata().unwrap().file_type().is_symlink());
+
+    // A second checkout into a fresh clone-like tree: detached at the commit.
+    dmv(d, &["checkout", "empty-branch"]);
+    assert!(d.join("link").symlink_metadata().is_err());
+    dmv(d, &["checkout", "main"]);
+    assert_eq!(snapshot(d), before);
+}
+
+#[test]
+fn dmvignore_rm_mv_restore_and_tags() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join(".dmvignore"), "*.tmp\ncache/\n").unwrap();
+    std::fs::create_dir_all(d.join("cache")).unwrap();
+    std::fs::write(d.join("cache/x"), "x").unwrap();
+    std::fs::write(d.join("scratch.tmp"), "x").unwrap();
+    std::fs::create_dir_all(d.join("dir")).unwrap();
+    std::fs::write(d.join("dir/a"), "a").unwrap();
+    std::fs::write(d.join("b"), "b").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "base"]);
+    let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
+    assert!(!ls.contains("scratch.tmp") && !ls.contains("cache/x") && ls.contains(".dmvignore"), "{ls}");
+
+    dmv(d, &["mv", "dir", "moved"]);
+    assert!(d.join("moved/a").exists() && !d.join("dir").exists());
+    dmv(d, &["rm", "b"]);
+    assert!(!d.join("b").exists());
+    let st = dmv(d, &["status", "--short"]);
+    assert!(st.contains("A  moved/a") && st.contains("D  dir/a") && st.contains("D  b"), "{st}");
+    dmv(d, &["restore", "--staged", "b"]);
+    dmv(d, &["restore", "b"]);
+    assert_eq!(std::fs::read(d.join("b")).unwrap(), b"b");
+    dmv(d, &["commit", "-m", "move"]);
+    dmv(d, &["tag", "v1"]);
+    std::fs::write(d.join("moved/a"), "changed").unwrap();
+    dmv(d, &["commit", "-a", "-m", "change"]);
+    dmv(d, &["restore", "--source", "v1", "moved/a"]);
+    assert_eq!(std::fs::read(d.join("moved/a")).unwrap(), b"a");
+    assert!(dmv(d, &["tag"]).contains("v1"));
+    dmv(d, &["branch", "feature", "v1"]);
+    dmv(d, &["branch", "-m", "feature", "topic"]);
+    let branches = dmv(d, &["branch"]);
+    assert!(branches.contains("topic") && !branches.contains("feature") && branches.contains("* main"), "{branches}");
+    dmv(d, &["branch", "-d", "topic"]);
+    assert!(!dmv(d, &["branch"]).contains("topic"));
+    let json: serde_json::Value = serde_json::from_str(&dmv(d, &["status", "--json"])).unwrap();
+    assert_eq!(json["unstaged"][0]["path"], "moved/a");
+}
+
+#[test]
+fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
+    let plain = tempfile::tempdir().unwrap();
+    let out = dmv_out(plain.path(), &["status"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("not a dmv repository"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1);
+
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(plain.path().join("outside"), "x").unwrap();
+    let out = dmv_out(d, &["add", plain.path().join("outside").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("outside the working tree"), "{}", stderr(&out));
+    let out = dmv_out(d, &["add", "../x"]);
+    assert!(stderr(&out).contains("outside the working tree"), "{}", stderr(&out));
+    let out = dmv_out(d, &["log"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("no commits yet"), "{}", stderr(&out));
+    let out = dmv_out(d, &["add", "missing-file"]);
+    assert!(stderr(&out).contains("did not match"), "{}", stderr(&out));
+    let out = dmv_out(d, &["branch", "bad..name"]);
+    assert_eq!(out.status.code(), Some(128));
+    let out = dmv_out(d, &["init"]);
+    assert!(stderr(&out).contains("already"), "{}", stderr(&out));
+    for cmd in ["init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo"] {
+        let out = dmv_out(d, &[cmd, "--help"]);
+        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
+    }
+}
+
+#[test]
+fn unreadable_file_is_named_and_nothing_is_staged() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("ok"), "fine").unwrap();
+    std::fs::write(d.join("secret"), "no").unwrap();
+    std::fs::set_permissions(d.join("secret"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Root reads anything: drop to nobody for the run when we are root.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if is_root {
+        let mut perms = |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        perms(d, 0o777);
+        for e in walk(d) {
+            if e.is_dir() { perms(&e, 0o777) } else if !e.ends_with("secret") { perms(&e, 0o666) }
+        }
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(bin());
+        c
+    } else {
+        std::process::Command::new(bin())
+    };
+    let out = cmd.current_dir(d).args(["add", "."]).output().unwrap();
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("secret") && err.lines().count() == 1, "{err}");
+    let st = dmv(d, &["status", "--short"]);
+    assert!(st.contains("?? ok"), "nothing may be staged: {st}");
+}
+
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn status_of_an_unchanged_tree_reads_no_file() {
+    let repo = new_repo();
+    let d = repo.path();
+    for i in 0..500 {
+        std::fs::create_dir_all(d.join(format!("d{}", i / 100))).unwrap();
+        std::fs::write(d.join(format!("d{}/f{i}", i / 100)), format!("file {i}")).unwrap();
+    }
+    // Let the files' mtimes fall in an earlier timestamp tick than the dirstate's.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "many"]);
+    let opened = |d: &std::path::Path| {
+        let out = dmv_cmd(d).args(["status", "--short"]).env("DMV_TRACE", "1").output().unwrap();
+        let err = stderr(&out);
+        let line = err.lines().find(|l| l.starts_with("trace: content-files-opened")).unwrap().to_string();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), line.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+    };
+    let (out, n) = opened(d);
+    assert_eq!((out.as_str(), n), ("", 0));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(d.join("d1/f150"), "changed").unwrap();
+    let (out, n) = opened(d);
+    assert_eq!(out.trim(), "M d1/f150");
+    assert_eq!(n, 1, "only the changed file is read");
+}
