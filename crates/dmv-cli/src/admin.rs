@@ -44,6 +44,7 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
         report.bytes_checked += packs.bytes_checked;
         let seen: HashSet<String> = report.damage.iter().map(|d| d.detail.clone()).collect();
         report.damage.extend(packs.damage.into_iter().filter(|d| !seen.contains(&d.detail)));
+        report.garbage = packs.garbage;
     }
     p.finish();
     problems.extend(report.damage.iter().map(|d| d.detail.clone()));
@@ -52,6 +53,9 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
     } else {
         for line in &problems {
             println!("damaged: {line}");
+        }
+        for line in &report.garbage {
+            println!("note: {line}");
         }
         eprintln!(
             "checked {} objects ({} bytes){}: {}",

@@ -158,8 +158,45 @@ impl Lock {
                 committed: false,
             })),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            // File systems without hard links: plain O_CREAT|O_EXCL, at the
+            // price of a short window in which the lock has no owner line.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)
+                ) =>
+            {
+                Self::create_direct(dir, &path, &host)
+            }
             Err(e) => Err(RefError::io(&path, e)),
         }
+    }
+
+    fn create_direct(dir: &Path, path: &Path, host: &str) -> Result<Option<Lock>, RefError> {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) => return Err(RefError::io(path, e)),
+        };
+        let mut lock = Lock {
+            dir: dir.to_path_buf(),
+            path: path.to_path_buf(),
+            file: None,
+            committed: false,
+        };
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(RefError::io(path, std::io::Error::last_os_error()));
+        }
+        let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
+        file.write_all(header.as_bytes())
+            .map_err(|e| RefError::io(path, e))?;
+        lock.file = Some(file);
+        Ok(Some(lock))
     }
 
     /// Publishes `body` (one table file name per line) as the new

@@ -38,24 +38,36 @@ pub(crate) fn read_list(dir: &Path) -> Result<Vec<String>, RefError> {
 /// compaction unlinks it, so the snapshot is consistent; a table that is
 /// already gone means the list changed under us: read it again.
 pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
+    let mut missing_from: Option<(Vec<String>, String)> = None;
     for attempt in 0..100u64 {
         let names = read_list(dir)?;
+        if let Some((prev, table)) = &missing_from {
+            // Table names carry a random part, so a list that reads the same
+            // again has not been replaced: its table is really gone.
+            if *prev == names {
+                return Err(RefError::CorruptList {
+                    path: dir.join(LIST),
+                    reason: format!("it names table {table}, which does not exist"),
+                });
+            }
+        }
         let mut tables = Vec::with_capacity(names.len());
-        let mut vanished = false;
+        let mut vanished = None;
         for n in &names {
             match Table::open(&dir.join(n)) {
                 Ok(t) => tables.push(t),
                 Err(RefError::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound =>
                 {
-                    vanished = true;
+                    vanished = Some(n.clone());
                     break;
                 }
                 Err(e) => return Err(e),
             }
         }
-        if !vanished {
-            return Ok(Stack { tables });
+        match vanished {
+            None => return Ok(Stack { tables }),
+            Some(t) => missing_from = Some((names, t)),
         }
         std::thread::sleep(Duration::from_millis(attempt.min(20)));
     }

@@ -428,3 +428,44 @@ fn many_threads_many_commits() {
     assert_eq!(s.reflog_names().unwrap().len(), 60);
     s.verify().unwrap();
 }
+
+#[test]
+fn missing_table_is_reported_not_retried_forever() {
+    let (_d, _dir, s) = new_store(no_compact());
+    set(&s, "a", Some(v(1)));
+    set(&s, "b", Some(v(2)));
+    let paths = s.table_paths().unwrap();
+    std::fs::remove_file(&paths[0]).unwrap();
+    let e = s.get("b").unwrap_err();
+    let name = paths[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(matches!(e, RefError::CorruptList { .. }) && e.to_string().contains(&name), "{e}");
+}
+
+#[test]
+fn store_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<RefStore>();
+    assert_send_sync::<RefError>();
+}
+
+#[test]
+fn partial_compaction_keeps_tombstones() {
+    let (_d, _dir, s) = new_store(no_compact());
+    let mut tx = s.transaction();
+    for i in 0..500u32 {
+        tx.update(&format!("bulk/{i}"), Expect::Any, Some(v(1))).unwrap();
+    }
+    tx.update("x", Expect::Any, Some(v(7))).unwrap();
+    tx.commit(WHO, WHEN, "big").unwrap();
+    set(&s, "y", Some(v(2)));
+    set(&s, "x", None);
+    assert_eq!(s.table_count().unwrap(), 3);
+    // Merges only the two small tables on top: the tombstone for x must
+    // survive, or the bottom table's x would come back.
+    s.auto_compact().unwrap();
+    assert_eq!(s.table_count().unwrap(), 2);
+    assert_eq!(s.get("x").unwrap(), None);
+    assert!(s.list("x").unwrap().is_empty());
+    assert_eq!(s.get("y").unwrap(), Some(v(2)));
+    s.verify().unwrap();
+}

@@ -103,6 +103,16 @@ impl FileRefs {
     }
 }
 
+/// A lock whose writer process no longer exists can be removed: the ref file
+/// itself is only ever replaced by rename, so it is intact.
+fn lock_owner_is_dead(lock: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(lock) else { return false };
+    let Ok(pid) = text.trim().parse::<i32>() else { return false };
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
 struct LockFile(PathBuf);
 impl Drop for LockFile {
     fn drop(&mut self) {
@@ -126,7 +136,14 @@ impl RefBackend for FileRefs {
         let start = Instant::now();
         let _lock = loop {
             match std::fs::OpenOptions::new().write(true).create_new(true).open(&self.lock) {
-                Ok(_) => break LockFile(self.lock.clone()),
+                Ok(mut f) => {
+                    use std::io::Write;
+                    let _ = write!(f, "{}", std::process::id());
+                    break LockFile(self.lock.clone());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && lock_owner_is_dead(&self.lock) => {
+                    let _ = std::fs::remove_file(&self.lock);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && start.elapsed() < self.timeout => std::thread::sleep(Duration::from_millis(10)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     return Err(RepoError::Invalid(format!("refs are locked ({} exists); if no dmv process is running, delete it", self.lock.display())))

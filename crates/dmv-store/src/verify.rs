@@ -24,6 +24,8 @@ pub struct VerifyReport {
     pub bytes_checked: u64,
     pub packs_checked: u64,
     pub damage: Vec<Damage>,
+    /// Leftovers of interrupted writes (harmless; gc removes them).
+    pub garbage: Vec<String>,
 }
 
 impl VerifyReport {
@@ -78,8 +80,14 @@ impl Store {
         names.sort();
         for path in names {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name.ends_with(".pack") && name.starts_with("pack-") {
+            if name.starts_with("tmp-") || name.contains(".tmp-") {
+                report.garbage.push(format!("{name} is a temporary file of an interrupted write"));
+            } else if name.ends_with(".pack") && name.starts_with("pack-") {
                 report.packs_checked += 1;
+                if !path.with_extension("idx").exists() {
+                    report.garbage.push(format!("{name} has no index (an interrupted write; gc re-indexes or removes it)"));
+                    continue;
+                }
                 let file = match File::open(&path) {
                     Ok(f) => f,
                     Err(e) => {
@@ -104,10 +112,6 @@ impl Store {
                         }
                     }
                     Err(e) => report.record(e),
-                }
-                let idx = path.with_extension("idx");
-                if !idx.exists() {
-                    report.record(StoreError::CorruptFile { path: path.clone(), detail: "has no index (gc re-indexes or removes it)".into() });
                 }
             } else if name.ends_with(".idx") || name == crate::store::MULTI_PACK_INDEX {
                 match crate::index::PackIndex::open(&path).and_then(|i| i.verify().map(|_| i)) {

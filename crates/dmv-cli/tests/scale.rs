@@ -1,0 +1,79 @@
+//! Exact counts and memory bounds at scale (release build; a few minutes).
+
+mod common;
+use common::*;
+
+use std::os::unix::fs::FileExt;
+
+#[test]
+fn committing_a_1_gib_file_stays_under_100_mib_rss() {
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("big.bin"), 1 << 30, 7);
+    let mut cmd = dmv_cmd(d);
+    cmd.args(["add", "big.bin"]);
+    let (code, add_rss) = run_with_peak_rss(cmd);
+    assert_eq!(code, 0);
+    let mut cmd = dmv_cmd(d);
+    cmd.args(["commit", "-m", "big"]);
+    let (code, commit_rss) = run_with_peak_rss(cmd);
+    assert_eq!(code, 0);
+    eprintln!("peak RSS: add {add_rss} KiB, commit {commit_rss} KiB");
+    assert!(add_rss < 100 * 1024, "add peaked at {add_rss} KiB");
+    assert!(commit_rss < 100 * 1024, "commit peaked at {commit_rss} KiB");
+    // Streaming out is bounded too.
+    let mut cmd = dmv_cmd(d);
+    cmd.args(["cat", "HEAD:big.bin"]).stdout(std::process::Stdio::null());
+    let (code, cat_rss) = run_with_peak_rss(cmd);
+    assert_eq!(code, 0);
+    assert!(cat_rss < 100 * 1024, "cat peaked at {cat_rss} KiB");
+    // Random data is stored raw: the packs are the file plus a little metadata.
+    let stored = bytes_under(&d.join(".dmv/objects"));
+    assert!(stored >= 1 << 30 && stored < (1 << 30) + (4 << 20), "stored {stored}");
+}
+
+#[test]
+fn editing_256_kib_of_a_256_mib_file_grows_the_store_by_little() {
+    let repo = new_repo();
+    let d = repo.path();
+    let path = d.join("video.mov");
+    write_noise(&path, 256 << 20, 11);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "v1"]);
+    let before = bytes_under(&d.join(".dmv/objects"));
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all_at(&Noise::new(12).bytes(256 << 10), 128 << 20).unwrap();
+    drop(f);
+    dmv(d, &["commit", "-a", "-m", "v2"]);
+    let grown = bytes_under(&d.join(".dmv/objects")) - before;
+    let limit = (256 << 10) + 2 * (256 << 10) + (64 << 10);
+    eprintln!("store grew by {grown} bytes (limit {limit})");
+    assert!(grown < limit, "store grew by {grown} bytes, limit {limit}");
+    let out = dmv_out(d, &["cat", "HEAD:video.mov"]).stdout;
+    assert_eq!(out, std::fs::read(&path).unwrap());
+}
+
+#[test]
+fn committing_100_000_small_files_creates_few_files() {
+    let repo = new_repo();
+    let d = repo.path();
+    let mut noise = Noise::new(5);
+    let mut buf = vec![0u8; 1024];
+    for dir in 0..100 {
+        let sub = d.join(format!("d{dir:03}"));
+        std::fs::create_dir(&sub).unwrap();
+        for f in 0..1000 {
+            noise.fill(&mut buf);
+            std::fs::write(sub.join(format!("f{f:04}")), &buf).unwrap();
+        }
+    }
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "many"]);
+    let files = files_under(&d.join(".dmv/objects"));
+    assert!(files < 20, "{files} files under .dmv/objects");
+    let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
+    assert_eq!(ls.lines().count(), 100_000);
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    let fsck = dmv_out(d, &["fsck"]);
+    assert!(fsck.status.success(), "{}", stderr(&fsck));
+}
