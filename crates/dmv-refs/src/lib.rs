@@ -247,7 +247,9 @@ impl RefStore {
     /// died before their list swap. Only safe under the lock, since a live
     /// writer's new table is unlisted until it commits.
     fn remove_orphans(&self, stack: &Stack) {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else { return };
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -441,7 +443,15 @@ impl<'a> Transaction<'a> {
                 self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1)
             {
                 log_key(n, idx, &mut key);
-                encode_log(&mut val, old.as_ref(), new.as_ref(), when.0, when.1, who, message);
+                encode_log(
+                    &mut val,
+                    old.as_ref(),
+                    new.as_ref(),
+                    when.0,
+                    when.1,
+                    who,
+                    message,
+                );
                 w.add(&key, T_LOG, &val)?;
             }
             for (((n, (_, new)), _), _) in
@@ -537,6 +547,11 @@ pub mod internals {
             it.advance()?;
         }
         Ok(n)
+    }
+
+    /// Table blocks read so far by the calling thread.
+    pub fn block_reads() -> u64 {
+        table::BLOCK_READS.with(|c| c.get())
     }
 
     pub fn plan(sizes: &[u64]) -> Option<std::ops::Range<usize>> {

@@ -34,7 +34,10 @@ enum Holder {
     Gone,
     /// Proven dead and removed by us: retry at once.
     Broken,
-    Alive { desc: String, advice: String },
+    Alive {
+        desc: String,
+        advice: String,
+    },
 }
 
 pub(crate) fn hostname() -> String {
@@ -209,9 +212,10 @@ impl Lock {
     ) -> Result<(), RefError> {
         let path = self.path.clone();
         let ioe = |e| RefError::io(&path, e);
-        let f = self.file.as_mut().ok_or_else(|| {
-            ioe(std::io::Error::new(std::io::ErrorKind::Other, "lock already released"))
-        })?;
+        let f = self
+            .file
+            .as_mut()
+            .ok_or_else(|| ioe(std::io::Error::other("lock already released")))?;
         f.write_all(body.as_bytes()).map_err(ioe)?;
         f.sync_all().map_err(ioe)?;
         failpoint::hit(fp_written);
@@ -300,7 +304,13 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
 
 fn sanitize(host: &str) -> String {
     host.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -342,7 +352,9 @@ pub(crate) fn valid_table_name(s: &str) -> bool {
     };
     let parts: Vec<&str> = stem.split('-').collect();
     parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 16
+                && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
 }

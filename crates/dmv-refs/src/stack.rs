@@ -76,7 +76,11 @@ pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
 
 impl Stack {
     pub(crate) fn max_index(&self) -> u64 {
-        self.tables.iter().map(|t| t.footer.max_index).max().unwrap_or(0)
+        self.tables
+            .iter()
+            .map(|t| t.footer.max_index)
+            .max()
+            .unwrap_or(0)
     }
 
     pub(crate) fn ref_records(&self) -> u64 {

@@ -26,6 +26,11 @@ const BLOCK_TARGET: usize = 4096;
 /// Full keys every 16 records bound the linear part of an in-block search.
 const RESTART_INTERVAL: usize = 16;
 
+thread_local! {
+    /// Blocks read by this thread; lets tests check that lookups are O(log).
+    pub(crate) static BLOCK_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn block_check(bytes: &[u8]) -> [u8; 8] {
     let h = blake3::hash(bytes);
     let mut c = [0u8; 8];
@@ -78,7 +83,7 @@ impl BlockBuilder {
     }
 
     fn add(&mut self, key: &[u8], vtype: u8, value: &[u8]) {
-        let shared = if self.count % RESTART_INTERVAL == 0 {
+        let shared = if self.count.is_multiple_of(RESTART_INTERVAL) {
             self.restarts.push(self.buf.len() as u32);
             0
         } else {
@@ -175,16 +180,15 @@ impl TableWriter {
     }
 
     pub(crate) fn add(&mut self, key: &[u8], vtype: u8, value: &[u8]) -> Result<(), RefError> {
-        if !self.index.is_empty() || !self.block.is_empty() {
-            if key <= self.last_key.as_slice() {
-                return Err(RefError::io(
-                    &self.path,
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        "internal error: table keys out of order",
-                    ),
-                ));
-            }
+        let started = !self.index.is_empty() || !self.block.is_empty();
+        if key.is_empty() || (started && key <= self.last_key.as_slice()) {
+            return Err(RefError::io(
+                &self.path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "internal error: table keys empty or out of order",
+                ),
+            ));
         }
         if key.first() == Some(&LOG_PREFIX) {
             self.logs += 1;
@@ -209,7 +213,8 @@ impl TableWriter {
         self.w
             .write(&self.block.buf)
             .map_err(|e| RefError::io(&self.path, e))?;
-        self.index.push((std::mem::take(&mut self.block.last_key), off));
+        self.index
+            .push((std::mem::take(&mut self.block.last_key), off));
         self.block.reset();
         Ok(())
     }
@@ -428,7 +433,8 @@ impl Table {
             return Err(bad("file too short"));
         }
         let mut magic = [0u8; 8];
-        src.read_at(0, &mut magic).map_err(|e| RefError::io(path, e))?;
+        src.read_at(0, &mut magic)
+            .map_err(|e| RefError::io(path, e))?;
         if &magic != MAGIC {
             return Err(bad("bad magic (not a DMV ref table)"));
         }
@@ -488,6 +494,7 @@ impl Table {
     /// section and index blocks after it, which also stops corrupt index
     /// pointers from wandering into the footer.
     fn read_block(&self, off: u64) -> Result<Block, RefError> {
+        BLOCK_READS.with(|c| c.set(c.get() + 1));
         let index_end = self.size - FOOTER_LEN;
         if off < HEADER_LEN || off >= index_end {
             return Err(self.bad(format!("block offset {off} out of range")));
@@ -515,10 +522,14 @@ impl Table {
         if block_check(&data[..body]) != data[body..] {
             return Err(self.bad(format!("checksum mismatch in block at offset {off}")));
         }
-        let n = u32::from_be_bytes([data[body - 4], data[body - 3], data[body - 2], data[body - 1]])
-            as usize;
+        let n = u32::from_be_bytes([
+            data[body - 4],
+            data[body - 3],
+            data[body - 2],
+            data[body - 1],
+        ]) as usize;
         let restarts_at = (body - 4)
-            .checked_sub(n.checked_mul(4).unwrap_or(usize::MAX))
+            .checked_sub(n.saturating_mul(4))
             .filter(|&r| r > BLOCK_HEADER && n > 0)
             .ok_or_else(|| self.bad(format!("bad restart count in block at offset {off}")))?;
         let mut restarts = Vec::with_capacity(n);
@@ -571,7 +582,8 @@ impl Table {
                     return Err(self.bad("index block holds a non-index record"));
                 }
                 let mut p = rec.val.0;
-                let child = get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
+                let child =
+                    get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
                 // Children are always written before their parent, so a
                 // strictly decreasing offset guarantees the descent ends.
                 if child >= off {
@@ -691,7 +703,12 @@ impl Table {
         Ok(())
     }
 
-    fn walk_index(&self, off: u64, out: &mut Vec<(Vec<u8>, u64)>, depth: u32) -> Result<(), RefError> {
+    fn walk_index(
+        &self,
+        off: u64,
+        out: &mut Vec<(Vec<u8>, u64)>,
+        depth: u32,
+    ) -> Result<(), RefError> {
         if depth > 64 {
             return Err(self.bad("index too deep"));
         }
@@ -808,7 +825,11 @@ mod tests {
             .map(|i| {
                 let mut k = Vec::new();
                 ref_key(&format!("refs/heads/branch-{i:07}"), &mut k);
-                let val = if i % 7 == 0 { (T_DELETE, vec![]) } else { (T_REF, vec![(i % 251) as u8; 32]) };
+                let val = if i % 7 == 0 {
+                    (T_DELETE, vec![])
+                } else {
+                    (T_REF, vec![(i % 251) as u8; 32])
+                };
                 (k, val.0, val.1)
             })
             .collect();
@@ -842,14 +863,20 @@ mod tests {
         let bytes = write_table(d.path(), &recs);
         let t = Table::from_bytes(Path::new("x"), bytes).unwrap();
         t.verify().unwrap();
-        assert_eq!(poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(), recs.len());
+        assert_eq!(
+            poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(),
+            recs.len()
+        );
         for (i, (k, ty, v)) in recs.iter().enumerate().step_by(97) {
             assert_eq!(t.get(k).unwrap(), Some((*ty, v.clone())), "{i}");
             let mut missing = k.clone();
             missing.push(b'!');
             assert_eq!(t.get(&missing).unwrap(), None);
             let it = t.seek(&missing).unwrap();
-            assert_eq!(it.current().map(|c| c.0.to_vec()), recs.get(i + 1).map(|r| r.0.clone()));
+            assert_eq!(
+                it.current().map(|c| c.0.to_vec()),
+                recs.get(i + 1).map(|r| r.0.clone())
+            );
         }
         assert!(t.seek(b"s").unwrap().current().is_none());
     }

@@ -32,7 +32,19 @@ pub struct Ingested {
     pub meta: Metadata,
 }
 
-const TRIES: u32 = 3;
+const TRIES: u32 = 4;
+
+/// File timestamps come from the kernel's coarse clock (one tick, 1-10 ms), so
+/// several writes within one tick leave the stat unchanged. A file whose mtime
+/// is this close to (or after) the start of our read may have changed during it.
+const TIMESTAMP_GRANULARITY: std::time::Duration = std::time::Duration::from_millis(10);
+
+fn modified_since(meta: &Metadata, read_start: std::time::SystemTime) -> bool {
+    match meta.modified() {
+        Ok(m) => m + TIMESTAMP_GRANULARITY >= read_start,
+        Err(_) => true,
+    }
+}
 
 enum Job {
     Chunk { file: usize, gen: u32, seq: u64, data: Vec<u8> },
@@ -65,6 +77,7 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
 /// Reads one file, sending its chunks; returns false when it changed underneath.
 fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, jobs: &Sender<Job>) -> Result<bool, StoreError> {
     let path = &src.path;
+    let read_start = std::time::SystemTime::now();
     crate::trace::count_content_open();
     let mut f = File::open(path).map_err(|e| StoreError::io(path, e))?;
     let before = f.metadata().map_err(|e| StoreError::io(path, e))?;
@@ -103,7 +116,8 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     let after = f.metadata().map_err(|e| StoreError::io(path, e))?;
     // Also compare with the path's current stat: a file replaced by rename keeps our fd valid.
     let now = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
-    if !same_stat(&before, &after) || !same_stat(&before, &now) || total != before.len() {
+    if !same_stat(&before, &after) || !same_stat(&before, &now) || total != before.len() || modified_since(&after, read_start) {
+        std::thread::sleep(TIMESTAMP_GRANULARITY * 2);
         return Ok(false);
     }
     let _ = jobs.send(Job::End { file: file_no, gen, chunks: seq, meta: Box::new(before) });

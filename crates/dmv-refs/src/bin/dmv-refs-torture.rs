@@ -50,14 +50,18 @@ fn ops(i: u64) -> Vec<(String, Option<RefValue>)> {
         h = mix(h ^ j);
         let k = h % 40;
         // Both `t/k` and `t/k/x` exist at times: names are not paths.
-        let name = if (h >> 8) % 3 == 0 { format!("t/{k}/x") } else { format!("t/{k}") };
+        let name = if (h >> 8).is_multiple_of(3) {
+            format!("t/{k}/x")
+        } else {
+            format!("t/{k}")
+        };
         if !seen.insert(name.clone()) {
             continue;
         }
-        let del = (h >> 16) % 4 == 0;
+        let del = (h >> 16).is_multiple_of(4);
         out.push((name, if del { None } else { Some(value(i, k)) }));
     }
-    if i % 25 == 0 {
+    if i.is_multiple_of(25) {
         for j in 0..300 {
             out.push((format!("bulk/{}/{j}", i % 100), Some(value(i, j))));
         }
@@ -102,7 +106,11 @@ fn run(dir: &Path, n: u64) -> Result<(), RefError> {
         let c = counter(&store)?;
         let i = c + 1;
         let mut tx = store.transaction();
-        let expect = if c == 0 { Expect::Absent } else { Expect::Value(counter_value(c)) };
+        let expect = if c == 0 {
+            Expect::Absent
+        } else {
+            Expect::Value(counter_value(c))
+        };
         tx.update(COUNTER, expect, Some(counter_value(i)))?;
         for (name, v) in ops(i) {
             tx.update(&name, Expect::Any, v)?;
@@ -137,8 +145,16 @@ fn check(dir: &Path) -> Result<(), String> {
         .into_iter()
         .collect();
     if got != want {
-        let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(5).collect();
-        let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(5).collect();
+        let missing: Vec<_> = want
+            .keys()
+            .filter(|k| !got.contains_key(*k))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = got
+            .keys()
+            .filter(|k| !want.contains_key(*k))
+            .take(5)
+            .collect();
         let differ: Vec<_> = want
             .iter()
             .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
@@ -151,7 +167,10 @@ fn check(dir: &Path) -> Result<(), String> {
     }
     let log = store.reflog(COUNTER).map_err(|e| e.to_string())?;
     if log.len() as u64 != c {
-        return Err(format!("counter reflog has {} entries, expected {c}", log.len()));
+        return Err(format!(
+            "counter reflog has {} entries, expected {c}",
+            log.len()
+        ));
     }
     if let Some(top) = log.first() {
         if top.message != format!("txn {c}") || top.new != Some(counter_value(c)) {

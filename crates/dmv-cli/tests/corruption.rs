@@ -1,0 +1,117 @@
+//! Damaged repositories: fsck names the damage, other commands fail cleanly.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+fn pack_files(d: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+    v.sort();
+    v
+}
+
+fn flip(path: &Path, at: u64) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at as usize] ^= 0x40;
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn no_panic(o: &std::process::Output) {
+    assert_ne!(o.status.code(), Some(101), "panicked: {}", stderr(o));
+    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
+}
+
+#[test]
+fn flipped_byte_in_a_pack_is_named_by_fsck_and_fails_reads_cleanly() {
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("clip.mov"), 2 << 20, 9);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "clip"]);
+    let pack = pack_files(d, "pack").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let pack_name = pack.file_name().unwrap().to_string_lossy().into_owned();
+    flip(&pack, 1 << 20);
+
+    let fsck = dmv_out(d, &["fsck"]);
+    no_panic(&fsck);
+    assert_eq!(fsck.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&fsck.stdout);
+    assert!(report.contains(&pack_name) && report.contains("does not hash to its id"), "{report}");
+    let full = dmv_out(d, &["fsck", "--full"]);
+    assert!(String::from_utf8_lossy(&full.stdout).contains("checksum mismatch"), "{}", String::from_utf8_lossy(&full.stdout));
+
+    let cat = dmv_out(d, &["cat", "HEAD:clip.mov"]);
+    no_panic(&cat);
+    assert_eq!(cat.status.code(), Some(128));
+    let err = stderr(&cat);
+    assert!(err.contains("object ") && err.contains(&pack_name) && err.lines().count() == 1, "{err}");
+
+    std::fs::remove_file(d.join("clip.mov")).unwrap();
+    let restore = dmv_out(d, &["restore", "clip.mov"]);
+    no_panic(&restore);
+    assert_eq!(restore.status.code(), Some(128));
+    assert!(!d.join("clip.mov").exists(), "a damaged file must not be written out");
+}
+
+#[test]
+fn damaged_index_dirstate_and_truncated_pack_give_one_line_errors() {
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("a"), 300_000, 1);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "a"]);
+    let idx = pack_files(d, "idx").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    flip(&idx, 40);
+    let out = dmv_out(d, &["fsck", "--full"]);
+    no_panic(&out);
+    assert_ne!(out.status.code(), Some(0));
+
+    let repo2 = new_repo();
+    let d2 = repo2.path();
+    write_noise(&d2.join("a"), 300_000, 1);
+    dmv(d2, &["add", "."]);
+    dmv(d2, &["commit", "-m", "a"]);
+    let pack = pack_files(d2, "pack").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&pack).unwrap();
+    f.set_len(1000).unwrap();
+    for args in [&["cat", "HEAD:a"][..], &["fsck"], &["fsck", "--full"], &["log"], &["status"], &["gc"]] {
+        let out = dmv_out(d2, args);
+        no_panic(&out);
+        if out.status.code() == Some(128) {
+            assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("dmv:")).count(), 1, "{args:?}: {}", stderr(&out));
+        }
+    }
+    assert_eq!(dmv_out(d2, &["fsck"]).status.code(), Some(1));
+
+    std::fs::write(d2.join(".dmv/dirstate"), b"DMVDIRS\0garbage that is not a dirstate at all........").unwrap();
+    let out = dmv_out(d2, &["status"]);
+    no_panic(&out);
+    assert!(stderr(&out).contains("dirstate") && stderr(&out).contains("corrupt"), "{}", stderr(&out));
+}
+
+#[test]
+fn gc_drops_unreachable_history_and_keeps_the_rest() {
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("keep.bin"), 3 << 20, 1);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "keep"]);
+    dmv(d, &["switch", "-c", "experiment"]);
+    write_noise(&d.join("throwaway.bin"), 8 << 20, 2);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "throwaway"]);
+    dmv(d, &["switch", "main"]);
+    dmv(d, &["branch", "-d", "experiment"]);
+    let before = bytes_under(&d.join(".dmv/objects/packs"));
+    let out = dmv(d, &["gc", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let after = bytes_under(&d.join(".dmv/objects/packs"));
+    assert!(report["objects_dropped"].as_u64().unwrap() > 100, "{out}");
+    assert!(before - after > 8 << 20, "gc freed {} bytes", before - after);
+    assert_eq!(dmv_out(d, &["cat", "HEAD:keep.bin"]).stdout, std::fs::read(d.join("keep.bin")).unwrap());
+    assert!(dmv_out(d, &["fsck", "--full"]).status.success());
+    let stats: serde_json::Value = serde_json::from_str(&dmv(d, &["stats", "--json"])).unwrap();
+    assert_eq!(stats["packs"], 1);
+    assert_eq!(stats["commits"], 1);
+}

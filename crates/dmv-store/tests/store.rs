@@ -1,0 +1,147 @@
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dmv_store::{ChunkParams, IngestSource, ObjectKind, Store, StoreError};
+use proptest::prelude::*;
+
+fn open(dir: &std::path::Path, pack_limit: u64) -> Store {
+    Store::create(dir).unwrap();
+    Store::open(dir, ChunkParams::default(), pack_limit).unwrap()
+}
+
+fn content(store: &Store, id: &dmv_store::ObjectId) -> Vec<u8> {
+    let mut out = Vec::new();
+    store.write_content(id, &mut out).unwrap();
+    out
+}
+
+fn noise(len: usize, seed: u8) -> Vec<u8> {
+    let mut x = 0x1234_5678_9abc_def1u64 ^ seed as u64;
+    (0..len).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect()
+}
+
+#[test]
+fn files_round_trip_across_pack_rollover_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 1 << 20);
+    let data: Vec<Vec<u8>> = vec![noise(5_000_000, 1), Vec::new(), b"tiny".to_vec(), noise(16384, 2), "text ".repeat(200_000).into_bytes()];
+    let mut sources = Vec::new();
+    for (i, d) in data.iter().enumerate() {
+        let p = dir.path().join(format!("f{i}"));
+        std::fs::write(&p, d).unwrap();
+        sources.push(IngestSource { path: p });
+    }
+    let mut s = store.begin_write().unwrap();
+    let results = s.ingest(sources, &|_| {}).unwrap();
+    s.finish().unwrap();
+    drop(s);
+    let reopened = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    for (r, d) in results.into_iter().zip(&data) {
+        let r = r.unwrap();
+        assert_eq!(r.size, d.len() as u64);
+        assert_eq!(&content(&reopened, &r.id), d);
+    }
+    let stats = reopened.stats().unwrap();
+    assert!(stats.packs >= 5, "1 MiB packs must roll over: {}", stats.packs);
+    // Text is compressed, random data is not.
+    assert!(stats.stored_bytes < 5_000_000 + 16384 + 1_000_000 / 4, "{}", stats.stored_bytes);
+    assert!(reopened.verify_packs(&|_| {}).unwrap().is_clean());
+}
+
+#[test]
+fn a_file_changed_while_stored_is_never_recorded_torn() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    let path = dir.path().join("moving");
+    let original = noise(64 << 20, 1);
+    std::fs::write(&path, &original).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    // Halfway through the read, change a byte already read and one not yet read:
+    // the file never holds (old early byte, new late byte), a torn read would.
+    let changed = AtomicBool::new(false);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let mut s = store.begin_write().unwrap();
+    let r = s
+        .ingest(vec![IngestSource { path: path.clone() }], &|n| {
+            let total = done.fetch_add(n, Ordering::SeqCst) + n;
+            if total > 32 << 20 && !changed.swap(true, Ordering::SeqCst) {
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.write_all_at(b"X", 4 << 20).unwrap();
+                f.write_all_at(b"Y", 60 << 20).unwrap();
+            }
+        })
+        .unwrap()
+        .pop()
+        .unwrap();
+    s.finish().unwrap();
+    assert!(changed.load(Ordering::SeqCst));
+    let mut expected = original.clone();
+    expected[4 << 20] = b'X';
+    expected[60 << 20] = b'Y';
+    match r {
+        Ok(stored) => assert!(content(&store, &stored.id) == expected, "stored content is not the file as it is now"),
+        Err(StoreError::ChangedWhileReading { .. }) => {}
+        Err(other) => panic!("unexpected error {other}"),
+    }
+}
+
+#[test]
+fn gc_waits_for_an_open_write_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let store = Arc::new(open(&objects, 64 << 20));
+    let id;
+    {
+        let mut s = store.begin_write().unwrap();
+        id = s.put_object(ObjectKind::Chunk, b"unreferenced for now").unwrap();
+        s.finish().unwrap();
+    }
+    // A writer dedups against the (currently unreachable) object and will reference it.
+    let session_store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
+    let mut s = session_store.begin_write().unwrap();
+    assert!(s.has(&id).unwrap());
+    let gc_done = Arc::new(AtomicBool::new(false));
+    let gc = {
+        let (store, done) = (store.clone(), gc_done.clone());
+        std::thread::spawn(move || {
+            store.gc(&[id], &|_| {}).unwrap();
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!gc_done.load(Ordering::SeqCst), "gc must wait while a writer holds the store");
+    s.finish().unwrap();
+    drop(s);
+    gc.join().unwrap();
+    assert!(store.contains(&id).unwrap());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn corrupted_packs_never_panic(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8), truncate in proptest::option::of(any::<usize>())) {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = dir.path().join("objects");
+        let store = open(&objects, 64 << 20);
+        let mut s = store.begin_write().unwrap();
+        let ids: Vec<_> = (0..20u8).map(|i| s.put_object(ObjectKind::Chunk, &noise(3000 + i as usize * 100, i)).unwrap()).collect();
+        s.finish().unwrap();
+        drop(s);
+        let pack = std::fs::read_dir(objects.join("packs")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "pack")).unwrap();
+        let mut bytes = std::fs::read(&pack).unwrap();
+        for (pos, val) in flips {
+            let n = bytes.len();
+            bytes[pos % n] ^= val | 1;
+        }
+        if let Some(t) = truncate { let n = bytes.len(); bytes.truncate(t % n); }
+        std::fs::write(&pack, &bytes).unwrap();
+        if let Ok(store) = Store::open(&objects, ChunkParams::default(), 64 << 20) {
+            for id in &ids { let _ = store.read(id); }
+            let report = store.verify_packs(&|_| {}).unwrap();
+            prop_assert!(!report.is_clean());
+            let _ = store.verify_reachable(&ids, &|_| {});
+        }
+    }
+}
