@@ -70,13 +70,16 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct GcArgs {
+    /// Also drop history only the reflog remembers (deleted branches, amended tips).
+    #[arg(long)]
+    prune_reflog: bool,
     #[arg(long)]
     json: bool,
 }
 
 pub fn gc(a: GcArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let roots = repo.roots()?;
+    let roots = repo.roots_with(!a.prune_reflog)?;
     let p = Progress::new("gc");
     let done = std::cell::Cell::new(0u64);
     let report = repo.store.gc(&roots, &|n| {

@@ -104,7 +104,11 @@ fn gc_drops_unreachable_history_and_keeps_the_rest() {
     dmv(d, &["switch", "main"]);
     dmv(d, &["branch", "-d", "experiment"]);
     let before = bytes_under(&d.join(".dmv/objects/packs"));
-    let out = dmv(d, &["gc", "--json"]);
+    // The reflog still remembers the deleted branch: a plain gc keeps its data.
+    dmv(d, &["gc"]);
+    assert!(dmv_out(d, &["fsck"]).status.success());
+    assert!(before.saturating_sub(bytes_under(&d.join(".dmv/objects/packs"))) < 1 << 20);
+    let out = dmv(d, &["gc", "--prune-reflog", "--json"]);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let after = bytes_under(&d.join(".dmv/objects/packs"));
     assert!(report["objects_dropped"].as_u64().unwrap() > 100, "{out}");

@@ -25,6 +25,8 @@ pub enum RepoError {
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
+    Refs(String),
+    #[error("{0}")]
     Invalid(String),
     #[error("{} is corrupt: {detail}", path.display())]
     Corrupt { path: PathBuf, detail: String },

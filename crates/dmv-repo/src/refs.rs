@@ -1,9 +1,8 @@
 //! The one interface through which the repository reads and moves refs.
 //! `HEAD` is a small file of its own (a symbolic ref or a detached id).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use dmv_store::ObjectId;
 
@@ -28,6 +27,8 @@ pub trait RefBackend: Send + Sync {
     fn compact(&self) -> RepoResult<()>;
     /// Every id the reflog remembers (gc keeps them).
     fn reflog_ids(&self) -> RepoResult<Vec<ObjectId>>;
+    /// Newest first; kept after the ref is deleted.
+    fn reflog(&self, name: &str) -> RepoResult<Vec<dmv_refs::ReflogEntry>>;
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,130 +59,90 @@ impl Head {
 /// Refuses names a user could not have meant, and names that would be
 /// ambiguous in revision syntax.
 pub fn validate_ref_name(name: &str) -> RepoResult<()> {
-    let bad = |why: &str| Err(RepoError::Invalid(format!("invalid ref name '{}': {why}", name.escape_debug())));
-    if name.is_empty() || name.len() > 1024 {
-        return bad("empty or too long");
-    }
-    if name.starts_with('/') || name.ends_with('/') || name.contains("//") {
-        return bad("empty path component");
-    }
-    if name.split('/').any(|c| c == "." || c == ".." || c.ends_with(".lock") || c.starts_with('.')) {
-        return bad("component '.', '..', starting with '.' or ending in '.lock'");
-    }
-    if name.chars().any(|c| c.is_control() || " ~^:?*[\\".contains(c)) || name.contains("@{") {
-        return bad("control characters, spaces and ~^:?*[\\ are not allowed");
-    }
-    Ok(())
+    dmv_refs::validate_name(name).map_err(|e| RepoError::Invalid(e.to_string()))
 }
 
-/// A deliberately simple backend: one sorted text file replaced atomically
-/// under an exclusive lock file. The reftable store replaces it.
-pub struct FileRefs {
-    path: PathBuf,
-    lock: PathBuf,
-    timeout: Duration,
+/// The reftable-style store of `dmv-refs` behind the repository's interface.
+pub struct Reftable {
+    store: dmv_refs::RefStore,
 }
 
-impl FileRefs {
-    pub fn new(dir: &Path) -> FileRefs {
-        FileRefs { path: dir.join("refs.txt"), lock: dir.join("refs.txt.lock"), timeout: Duration::from_secs(5) }
+impl Reftable {
+    pub fn init(dir: &Path) -> RepoResult<()> {
+        dmv_refs::RefStore::init(dir).map(|_| ()).map_err(refs_error)
     }
 
-    fn read_all(&self) -> RepoResult<BTreeMap<String, ObjectId>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(RepoError::io(&self.path, e)),
-        };
-        let mut map = BTreeMap::new();
-        for line in text.lines() {
-            let (id, name) = line.split_once(' ').ok_or_else(|| RepoError::Corrupt { path: self.path.clone(), detail: format!("bad line '{line}'") })?;
-            let id = ObjectId::from_hex(id).ok_or_else(|| RepoError::Corrupt { path: self.path.clone(), detail: format!("bad id in '{line}'") })?;
-            map.insert(name.to_string(), id);
+    pub fn open(dir: &Path) -> RepoResult<Reftable> {
+        let mut opts = dmv_refs::Options::default();
+        if let Some(secs) = std::env::var("DMV_REF_LOCK_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()) {
+            opts.lock_timeout = Duration::from_secs_f64(secs);
         }
-        Ok(map)
+        Ok(Reftable { store: dmv_refs::RefStore::open(dir, opts).map_err(refs_error)? })
+    }
+
+    pub fn inner(&self) -> &dmv_refs::RefStore {
+        &self.store
     }
 }
 
-/// A lock whose writer process no longer exists can be removed: the ref file
-/// itself is only ever replaced by rename, so it is intact.
-fn lock_owner_is_dead(lock: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(lock) else { return false };
-    let Ok(pid) = text.trim().parse::<i32>() else { return false };
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+fn short(v: &Option<dmv_refs::RefValue>) -> String {
+    v.map(|b| ObjectId(b).short()).unwrap_or_else(|| "nothing".into())
 }
 
-struct LockFile(PathBuf);
-impl Drop for LockFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+pub(crate) fn refs_error(e: dmv_refs::RefError) -> RepoError {
+    match e {
+        dmv_refs::RefError::Changed { name, expected, found } => RepoError::RefChanged { name, expected: short(&expected), found: short(&found) },
+        other => RepoError::Refs(other.to_string()),
     }
 }
 
-impl RefBackend for FileRefs {
+fn now() -> (i64, i16) {
+    (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0), 0)
+}
+
+impl RefBackend for Reftable {
     fn get(&self, name: &str) -> RepoResult<Option<ObjectId>> {
-        Ok(self.read_all()?.get(name).copied())
+        Ok(self.store.get(name).map_err(refs_error)?.map(ObjectId))
     }
 
     fn list(&self, prefix: &str) -> RepoResult<Vec<(String, ObjectId)>> {
-        Ok(self.read_all()?.into_iter().filter(|(n, _)| n.starts_with(prefix)).collect())
+        Ok(self.store.list(prefix).map_err(refs_error)?.into_iter().map(|(n, v)| (n, ObjectId(v))).collect())
     }
 
-    fn update(&self, updates: &[RefUpdate], _who: &str, _message: &str) -> RepoResult<()> {
+    fn update(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()> {
+        let mut tx = self.store.transaction();
         for u in updates {
-            validate_ref_name(&u.name)?;
-        }
-        let start = Instant::now();
-        let _lock = loop {
-            match std::fs::OpenOptions::new().write(true).create_new(true).open(&self.lock) {
-                Ok(mut f) => {
-                    use std::io::Write;
-                    let _ = write!(f, "{}", std::process::id());
-                    break LockFile(self.lock.clone());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && lock_owner_is_dead(&self.lock) => {
-                    let _ = std::fs::remove_file(&self.lock);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && start.elapsed() < self.timeout => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(RepoError::Invalid(format!("refs are locked ({} exists); if no dmv process is running, delete it", self.lock.display())))
-                }
-                Err(e) => return Err(RepoError::io(&self.lock, e)),
-            }
-        };
-        let mut map = self.read_all()?;
-        for u in updates {
-            let current = map.get(&u.name).copied();
-            if let Some(expected) = u.expected {
-                if expected != current {
-                    let show = |v: Option<ObjectId>| v.map(|i| i.short()).unwrap_or_else(|| "nothing".into());
-                    return Err(RepoError::RefChanged { name: u.name.clone(), expected: show(expected), found: show(current) });
-                }
-            }
-            match u.new {
-                Some(id) => map.insert(u.name.clone(), id),
-                None => map.remove(&u.name),
+            let expect = match u.expected {
+                None => dmv_refs::Expect::Any,
+                Some(None) => dmv_refs::Expect::Absent,
+                Some(Some(id)) => dmv_refs::Expect::Value(id.0),
             };
+            tx.update(&u.name, expect, u.new.map(|id| id.0)).map_err(refs_error)?;
         }
-        let mut text = String::new();
-        for (name, id) in &map {
-            text.push_str(&format!("{id} {name}\n"));
-        }
-        dmv_store::failpoint("refs-before-write");
-        crate::repo::write_atomic(&self.path, text.as_bytes())
+        tx.commit(who, now(), message).map_err(refs_error)
     }
 
     fn verify(&self) -> RepoResult<()> {
-        self.read_all().map(|_| ())
+        self.store.verify().map_err(refs_error)
     }
 
     fn compact(&self) -> RepoResult<()> {
-        Ok(())
+        self.store.compact_all().map_err(refs_error)
     }
 
     fn reflog_ids(&self) -> RepoResult<Vec<ObjectId>> {
-        Ok(Vec::new())
+        let mut ids = Vec::new();
+        for name in self.store.reflog_names().map_err(refs_error)? {
+            for e in self.store.reflog(&name).map_err(refs_error)? {
+                ids.extend(e.old.into_iter().chain(e.new).map(ObjectId));
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    fn reflog(&self, name: &str) -> RepoResult<Vec<dmv_refs::ReflogEntry>> {
+        self.store.reflog(name).map_err(refs_error)
     }
 }

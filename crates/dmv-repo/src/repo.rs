@@ -5,7 +5,7 @@ use dmv_store::object::{Commit, Signature};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::error::IoContext;
-use crate::refs::{validate_ref_name, FileRefs};
+use crate::refs::{validate_ref_name, Reftable};
 use crate::{Config, Head, RefBackend, RefUpdate, RepoError, RepoResult};
 
 pub const DMV_DIR: &str = ".dmv";
@@ -32,9 +32,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
     Ok(())
 }
 
-fn open_refs(dmv: &Path) -> Box<dyn RefBackend> {
-    Box::new(FileRefs::new(&dmv.join("refs")))
-}
 
 impl Repository {
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
@@ -50,7 +47,7 @@ impl Repository {
         std::fs::create_dir(&tmp).at(&tmp)?;
         let result = (|| {
             Store::create(&tmp.join("objects"))?;
-            std::fs::create_dir(tmp.join("refs")).at(&tmp)?;
+            Reftable::init(&tmp.join("refs"))?;
             Config::new(chunking).save(&tmp.join("config"))?;
             Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
             std::fs::rename(&tmp, &dmv).at(&dmv)
@@ -79,7 +76,7 @@ impl Repository {
         let dmv = root.join(DMV_DIR);
         let config = Config::load(&dmv.join("config"))?;
         let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
-        let refs = open_refs(&dmv);
+        let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
         Ok(Repository { root: root.to_path_buf(), dmv, config, store, refs })
     }
 
@@ -185,13 +182,25 @@ impl Repository {
         })
     }
 
-    /// Ids gc and fsck start from: every ref, HEAD, and the reflog.
+    /// Ids gc and fsck start from: every ref, HEAD, and the reflog (so a
+    /// deleted branch stays recoverable until the reflog is pruned).
     pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true)
+    }
+
+    pub fn roots_with(&self, include_reflog: bool) -> RepoResult<Vec<ObjectId>> {
         let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
         if let Some(h) = self.head_commit()? {
             roots.push(h);
         }
-        roots.extend(self.refs.reflog_ids()?);
+        if include_reflog {
+            // Reflog entries may name objects an earlier pruning gc removed.
+            for id in self.refs.reflog_ids()? {
+                if self.store.contains(&id)? {
+                    roots.push(id);
+                }
+            }
+        }
         roots.sort();
         roots.dedup();
         Ok(roots)
