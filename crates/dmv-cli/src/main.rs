@@ -4,6 +4,7 @@ mod admin;
 mod demo;
 mod inspect;
 mod progress;
+mod refcmds;
 mod work;
 
 use std::path::PathBuf;
@@ -55,6 +56,12 @@ enum Command {
     Cat(inspect::CatArgs),
     /// List a tree: `dmv ls-tree [-r] REV[:PATH]`.
     LsTree(inspect::LsTreeArgs),
+    /// Create, move or delete refs, one at a time or as one transaction (--stdin).
+    UpdateRef(refcmds::UpdateRefArgs),
+    /// List refs and the ids they point to.
+    ShowRef(refcmds::ShowRefArgs),
+    /// Show the history of a ref (also of deleted ones).
+    Reflog(refcmds::ReflogArgs),
     /// Verify the integrity of every reachable object (--full: every object in every pack).
     Fsck(admin::FsckArgs),
     /// Drop unreachable objects and merge small packs.
@@ -90,6 +97,9 @@ fn main() -> ExitCode {
         Command::Diff(a) => inspect::diff(a),
         Command::Cat(a) => inspect::cat(a),
         Command::LsTree(a) => inspect::ls_tree(a),
+        Command::UpdateRef(a) => refcmds::update_ref(a),
+        Command::ShowRef(a) => refcmds::show_ref(a),
+        Command::Reflog(a) => refcmds::reflog(a),
         Command::Fsck(a) => admin::fsck(a),
         Command::Gc(a) => admin::gc(a),
         Command::Stats(a) => admin::stats(a),

@@ -59,7 +59,12 @@ impl Head {
 /// Refuses names a user could not have meant, and names that would be
 /// ambiguous in revision syntax.
 pub fn validate_ref_name(name: &str) -> RepoResult<()> {
-    dmv_refs::validate_name(name).map_err(|e| RepoError::Invalid(e.to_string()))
+    dmv_refs::validate_name(name).map_err(|e| RepoError::Invalid(e.to_string()))?;
+    // As in Git: `A..B` reads as a range.
+    if name.contains("..") {
+        return Err(RepoError::Invalid(format!("invalid ref name '{name}': '..' is not allowed")));
+    }
+    Ok(())
 }
 
 /// The reftable-style store of `dmv-refs` behind the repository's interface.
@@ -112,6 +117,7 @@ impl RefBackend for Reftable {
     fn update(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()> {
         let mut tx = self.store.transaction();
         for u in updates {
+            validate_ref_name(&u.name)?;
             let expect = match u.expected {
                 None => dmv_refs::Expect::Any,
                 Some(None) => dmv_refs::Expect::Absent,
