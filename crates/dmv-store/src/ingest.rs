@@ -145,15 +145,20 @@ fn reader(sources: Vec<IngestSource>, params: ChunkParams, jobs: Sender<Job>) {
     }
 }
 
-fn worker(jobs: Receiver<Job>, done: Sender<Done>) {
+fn worker(store: &crate::Store, jobs: Receiver<Job>, done: Sender<Done>) {
     let Ok(mut compressor) = zstd::bulk::Compressor::new(1) else { return };
     let mut scratch = Vec::new();
     for job in jobs {
         let out = match job {
             Job::Chunk { file, gen, seq, data } => {
                 let id = ObjectId::hash(ObjectKind::Chunk, &data);
-                let compressed = maybe_compress(&mut compressor, &mut scratch, &data).map(|n| scratch[..n].to_vec());
-                Done::Chunk { file, gen, seq, id, raw_len: data.len(), compressed, data }
+                // Re-committing an edited file: most chunks are stored already, skip compressing them.
+                if store.contains(&id).unwrap_or(false) {
+                    Done::Chunk { file, gen, seq, id, raw_len: data.len(), compressed: None, data: Vec::new() }
+                } else {
+                    let compressed = maybe_compress(&mut compressor, &mut scratch, &data).map(|n| scratch[..n].to_vec());
+                    Done::Chunk { file, gen, seq, id, raw_len: data.len(), compressed, data }
+                }
             }
             Job::End { file, gen, chunks, meta } => Done::End { file, gen, chunks, meta },
             Job::Failed { file, error } => Done::Failed { file, error },
@@ -181,7 +186,8 @@ impl WriteSession<'_> {
             scope.spawn(move || reader(sources, params, job_tx));
             for _ in 0..workers {
                 let (rx, tx) = (job_rx.clone(), done_tx.clone());
-                scope.spawn(move || worker(rx, tx));
+                let store = self.store();
+                scope.spawn(move || worker(store, rx, tx));
             }
             drop(job_rx);
             drop(done_tx);
@@ -208,7 +214,10 @@ impl WriteSession<'_> {
                     Done::Chunk { seq, id, raw_len, compressed, data, .. } => {
                         match compressed {
                             Some(c) => self.put_prepared(id, ObjectKind::Chunk, raw_len, COMP_ZSTD, &c)?,
-                            None => self.put_prepared(id, ObjectKind::Chunk, raw_len, COMP_NONE, &data)?,
+                            None if data.len() == raw_len => self.put_prepared(id, ObjectKind::Chunk, raw_len, COMP_NONE, &data)?,
+                            // A worker found it stored already; gc cannot remove it while we hold the session.
+                            None if self.has(&id)? => false,
+                            None => return Err(StoreError::Other(format!("internal error: chunk {id} vanished during the write"))),
                         };
                         progress(raw_len as u64);
                         state.reorder.insert(seq, NodeEntry { id, size: raw_len as u64 });
