@@ -1,0 +1,349 @@
+"""The experiments (after Murphy et al., 2017) and the ref benchmarks.
+
+Each experiment walks its points in increasing order; for every point it
+prepares the data once (untimed) and then runs every tool on it, one tool
+after the other, each in a fresh repository. A tool that fails a commit or
+times out is skipped for all larger points of that experiment.
+"""
+import json
+import os
+import re
+import shutil
+import time
+
+import datagen
+from measure import Outcome, disk_usage, free_bytes, run_cmds
+from tools import Point
+
+GiB = 1 << 30
+AGED = 1_500_000_000 * 10**9  # mtime (ns) given to generated files: well before any index
+
+
+def human_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if unit == "B" or n == int(n) else "%.1f %s" % (n, unit)
+        n /= 1024
+
+
+class Recorder:
+    """Runs steps and writes one JSON object per step to the results file."""
+
+    def __init__(self, path, run_meta, env, timeout):
+        self.path, self.meta, self.env, self.timeout = path, run_meta, env, timeout
+        self.file = open(path, "a", buffering=1)
+        self.write(dict(kind="run", **run_meta))
+
+    def write(self, obj):
+        self.file.write(json.dumps(obj, sort_keys=False) + "\n")
+
+    def _record(self, tool, experiment, param, step, status, out=None, measure_path=None, **extra):
+        rec = dict(kind="step", tool=tool, experiment=experiment, parameter=param, step=step,
+                   status=status, ok=status == "ok",
+                   wall_s=round(out.wall_s, 6) if out else None,
+                   peak_rss_kib=out.peak_rss_kib if out else None,
+                   repo_bytes_disk=None, repo_bytes_apparent=None, repo_files=None,
+                   error=(out.error if out else None))
+        if measure_path:
+            rec["repo_bytes_disk"], rec["repo_bytes_apparent"], rec["repo_files"] = disk_usage(measure_path)
+        rec["loadavg_1m"] = round(os.getloadavg()[0], 2)  # the machine may be shared
+        rec.update(extra)
+        for key in ("run_id", "mode", "date", "machine", "versions"):
+            rec[key] = self.meta[key]
+        self.write(rec)
+        shown = "%8.3fs %8.1f MiB" % (out.wall_s, out.peak_rss_kib / 1024) if out else ""
+        size = human_bytes(rec["repo_bytes_disk"]) if rec["repo_bytes_disk"] is not None else ""
+        print("  %-4s %-9s %-10s %-20s %-8s %s %s %s" % (
+            tool, experiment, param, step, status, shown, size,
+            ("| " + rec["error"][-160:].replace("\n", " | ")) if rec["error"] and status != "ok" else ""),
+            flush=True)
+        return rec
+
+    def note(self, tool, experiment, param, step, status, error):
+        return self._record(tool, experiment, param, step, status, error=error)
+
+    def step(self, tool, experiment, param, step, cmds, measure_path, expect_hash=None, timeout=None):
+        """Runs one step; returns its Outcome (ok=True for n/a steps)."""
+        if cmds is None:
+            self.note(tool.name, experiment, param, step, "n/a", "%s has no such operation" % tool.name)
+            return Outcome()
+        out = run_cmds(cmds, self.env, timeout or self.timeout)
+        extra = {}
+        if expect_hash is not None and out.ok:
+            extra["bytes_read"] = out.stdout_bytes
+            if out.stdout_hash != expect_hash:
+                out.ok = False
+                out.error = "read back %d bytes whose hash differs from the committed file" % out.stdout_bytes
+        status = "ok" if out.ok else ("timeout" if out.timed_out else "fail")
+        self._record(tool.name, experiment, param, step, status, out, measure_path, **extra)
+        return out
+
+    def close(self, **end):
+        self.write(dict(kind="end", run_id=self.meta["run_id"], **end))
+        self.file.close()
+
+
+class Context:
+    def __init__(self, rec, tools, workdir, args):
+        self.rec, self.tools, self.workdir, self.args = rec, tools, workdir, args
+
+    def point(self, experiment, param):
+        root = os.path.join(self.workdir, "%s-%s" % (experiment, param))
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(os.path.join(root, "work"))
+        return Point(root)
+
+
+class Skips:
+    """Tools that failed at a smaller point of one experiment."""
+
+    def __init__(self, ctx, experiment):
+        self.ctx, self.experiment, self.why = ctx, experiment, {}
+
+    def active(self, tool, param):
+        if tool.name in self.why:
+            self.ctx.rec.note(tool.name, self.experiment, param, "all", "skipped", self.why[tool.name])
+            return False
+        return True
+
+    def fail(self, tool, param, out):
+        self.why[tool.name] = "failed at %s: %s" % (param, (out.error or "")[-300:])
+
+
+class S:
+    """A measured step: `make` returns its commands when it is about to run."""
+
+    def __init__(self, name, make, fatal=False, expect=None):
+        self.name, self.make, self.fatal, self.expect = name, make, fatal, expect
+
+
+class Prep:
+    """Untimed preparation between steps (e.g. editing the data)."""
+
+    def __init__(self, action):
+        self.action = action
+
+
+def _run_tool_steps(ctx, skips, tool, pt, experiment, param, steps):
+    """Runs the steps in order. Stops at the first failed fatal step or at any
+    timeout, and then skips the tool for the larger points."""
+    meta = tool.meta(pt)
+    for st in steps:
+        if isinstance(st, Prep):
+            st.action()
+            continue
+        expect = st.expect() if callable(st.expect) else st.expect
+        out = ctx.rec.step(tool, experiment, param, st.name, st.make(), meta, expect_hash=expect)
+        if not out.ok and (st.fatal or out.timed_out):
+            skips.fail(tool, param, out)
+            return False
+    return True
+
+
+def filesize(ctx, sizes):
+    """Experiment 1: one file of growing size, committed twice."""
+    skips = Skips(ctx, "filesize")
+    for size in sizes:
+        param = str(size)
+        need = 4 * size + GiB
+        if free_bytes(ctx.workdir) < need:
+            for tool in ctx.tools:
+                if skips.active(tool, param):
+                    ctx.rec.note(tool.name, "filesize", param, "all", "skipped",
+                                 "not enough free disk: need %s" % human_bytes(need))
+            continue
+        pt = ctx.point("filesize", size)
+        data = os.path.join(pt.work, "file.bin")
+        print("filesize %s: writing data" % human_bytes(size), flush=True)
+        h1 = datagen.write_random_file(data, size)
+        edit = datagen.BigFileEdit(data, size)
+        os.utime(data, ns=(AGED, AGED))
+        for tool in ctx.tools:
+            if not skips.active(tool, param):
+                continue
+            _run_tool_steps(ctx, skips, tool, pt, "filesize", param, [
+                S("init", lambda: tool.init(pt), fatal=True),
+                S("commit1", lambda: tool.commit(pt, True), fatal=True),
+                S("fsck1", lambda: tool.fsck(pt)),
+                S("read1", lambda: tool.read(pt, "file.bin"), expect=h1),
+                Prep(edit.apply),
+                S("commit2", lambda: tool.commit(pt, False), fatal=True),
+                S("fsck2", lambda: tool.fsck(pt)),
+                S("read2", lambda: tool.read(pt, "file.bin"), expect=edit.hash_after),
+                S("gc", lambda: tool.gc(pt)),
+            ])
+            shutil.rmtree(tool.meta(pt), ignore_errors=True)
+            edit.restore()
+            os.utime(data, ns=(AGED, AGED))
+            pt.commits = 0
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _tree(ctx, experiment, count):
+    pt = ctx.point(experiment, count)
+    print("%s %d: writing %d files" % (experiment, count, count), flush=True)
+    datagen.write_tree(pt.work, count)
+    datagen.touch_tree(pt.work, count, AGED)
+    return pt
+
+
+def _reset_tree(tool, pt, count, every):
+    shutil.rmtree(tool.meta(pt), ignore_errors=True)
+    datagen.edit_tree(pt.work, count, seed=1, every=every)
+    datagen.touch_tree(pt.work, count, AGED)
+    pt.commits = 0
+
+
+def filecount(ctx, counts):
+    """Experiment 2: many 1 KiB files; commit, edit all, status, commit."""
+    skips = Skips(ctx, "filecount")
+    for count in counts:
+        param = str(count)
+        pt = _tree(ctx, "filecount", count)
+        for tool in ctx.tools:
+            if not skips.active(tool, param):
+                continue
+            _run_tool_steps(ctx, skips, tool, pt, "filecount", param, [
+                S("init", lambda: tool.init(pt), fatal=True),
+                S("commit1", lambda: tool.commit(pt, True), fatal=True),
+                Prep(lambda: datagen.edit_tree(pt.work, count, seed=2)),
+                S("status", lambda: tool.status(pt)),
+                S("commit2", lambda: tool.commit(pt, False), fatal=True),
+            ])
+            _reset_tree(tool, pt, count, every=1)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def status_table(ctx, count, changed):
+    """Mercurial's classic table: status after touching every file, after
+    changing `changed` of them, and the diff of those changes."""
+    experiment, param = "status", str(count)
+    every = max(1, count // changed)
+    pt = _tree(ctx, experiment, count)
+    skips = Skips(ctx, experiment)
+    touched = AGED + 3600 * 10**9
+    for tool in ctx.tools:
+        if tool.status(pt) is None:
+            continue  # cp: nothing to compare
+        _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+            S("init", lambda: tool.init(pt), fatal=True),
+            S("commit", lambda: tool.commit(pt, True), fatal=True),
+            S("status_clean", lambda: tool.status(pt)),
+            Prep(lambda: datagen.touch_tree(pt.work, count, touched)),
+            S("status_touched", lambda: tool.status(pt)),
+            S("status_touched_again", lambda: tool.status(pt)),
+            Prep(lambda: datagen.edit_tree(pt.work, count, seed=3, every=every)),
+            S("status_changed", lambda: tool.status(pt)),
+            S("diff_stat", lambda: tool.diff_stat(pt)),
+        ])
+        _reset_tree(tool, pt, count, every=every)
+    shutil.rmtree(pt.root, ignore_errors=True)
+
+
+HEX64 = re.compile(rb"\b[0-9a-f]{64}\b")
+HEX40 = re.compile(rb"\b[0-9a-f]{40}\b")
+
+
+def _supports(ctx, tool, pt, *subcommands):
+    for sub in subcommands:
+        out = run_cmds([tool.cmd(pt, sub, "--help", stdout="capture")], ctx.rec.env, 60)
+        if not out.ok:
+            return "`%s %s` unsupported: %s" % (tool.name, sub, (out.error or "")[-200:])
+    return None
+
+
+def _commit_id(ctx, tool, pt):
+    """Id of HEAD's commit, from `rev-parse HEAD` or the first ref listed."""
+    pattern = HEX64 if tool.name == "dmv" else HEX40
+    for cmds in (tool.head_id(pt), getattr(tool, "list_for_id", lambda p: None)(pt)):
+        if cmds:
+            out = run_cmds(cmds, ctx.rec.env, 60)
+            m = pattern.search(out.captured) if out.ok else None
+            if m:
+                return m.group(0).decode()
+    return None
+
+
+def refs(ctx, counts, separate_counts):
+    """Ref store: N refs created in one transaction, listed, one printed, one
+    deleted; N refs created by N separate invocations."""
+    experiment = "refs"
+    for tool in ctx.tools:
+        if not tool.has_refs:
+            continue
+        probe = ctx.point(experiment, "probe")
+        # git has these for ever; the dmv under construction may not yet.
+        unsupported = _supports(ctx, tool, probe, "update-ref", "show-ref") if tool.name == "dmv" else None
+        shutil.rmtree(probe.root, ignore_errors=True)
+        skips = Skips(ctx, experiment)
+        for n in counts:
+            param = str(n)
+            if unsupported:
+                ctx.rec.note(tool.name, experiment, param, "all", "unsupported", unsupported)
+                continue
+            if not skips.active(tool, param):
+                continue
+            pt = ctx.point(experiment, n)
+            with open(os.path.join(pt.work, "a"), "w") as f:
+                f.write("a\n")
+            meta = tool.meta(pt)
+            ok = _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                S("init", lambda: tool.init(pt), fatal=True),
+                S("commit", lambda: tool.commit(pt, True), fatal=True)])
+            oid = ok and _commit_id(ctx, tool, pt)
+            if ok and not oid:
+                ctx.rec.note(tool.name, experiment, param, "all", "fail", "could not read the commit id")
+                skips.why[tool.name] = "no commit id"
+            if not oid:
+                shutil.rmtree(pt.root, ignore_errors=True)
+                continue
+            names = ["refs/heads/bench/%07d" % i for i in range(n)]
+            batch = "".join("create %s %s\n" % (r, oid) for r in names).encode()
+            mid = names[n // 2]
+            packs = tool.pack_refs(pt) is not None
+            _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                S("create_txn", lambda: tool.update_refs(pt, batch), fatal=True),
+                S("list_all", lambda: tool.show_refs(pt)),
+                S("show_one", lambda: tool.show_ref(pt, mid)),
+                S("delete_one", lambda: tool.update_refs(pt, b"delete %s\n" % mid.encode())),
+                S("pack_refs", lambda: tool.pack_refs(pt)),  # n/a for a ref store without loose refs
+            ] + ([
+                S("delete_one_packed", lambda: tool.update_refs(pt, b"delete %s\n" % names[0].encode())),
+            ] if packs else []))
+            if n in separate_counts:  # a fresh repository, one process per ref
+                shutil.rmtree(meta, ignore_errors=True)
+                _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                    S("init_separate", lambda: tool.init(pt), fatal=True),
+                    S("commit_separate", lambda: tool.commit(pt, True), fatal=True),
+                    S("create_separate", lambda: [  # this repository's own commit id
+                        c for fresh in [_commit_id(ctx, tool, pt)] for r in names
+                        for c in tool.update_refs(pt, ("create %s %s\n" % (r, fresh)).encode())]),
+                ])
+            shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def huge(ctx, tool, size):
+    """A file larger than RAM, DMV only: time and peak RSS of commit, read, fsck."""
+    experiment, param = "huge", str(size)
+    need = 2 * size + 2 * GiB
+    free = free_bytes(ctx.workdir)
+    if free < need:
+        msg = "cannot run: needs %s free in %s (file + repository), has %s" % (
+            human_bytes(need), ctx.workdir, human_bytes(free))
+        print(msg, flush=True)
+        ctx.rec.note(tool.name, experiment, param, "all", "skipped", msg)
+        return
+    pt = ctx.point(experiment, size)
+    data = os.path.join(pt.work, "huge.bin")
+    print("huge %s: writing data" % human_bytes(size), flush=True)
+    t = time.perf_counter()
+    h = datagen.write_random_file(data, size)
+    print("  written in %.0f s" % (time.perf_counter() - t), flush=True)
+    skips = Skips(ctx, experiment)
+    _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+        S("init", lambda: tool.init(pt), fatal=True),
+        S("commit1", lambda: tool.commit(pt, True), fatal=True),
+        S("read1", lambda: tool.read(pt, "huge.bin"), expect=h),
+        S("fsck1", lambda: tool.fsck(pt)),
+    ])
+    shutil.rmtree(pt.root, ignore_errors=True)

@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Regenerates BENCHMARKS.md and bench/plots/*.png from bench/results/*.jsonl.
+
+Uses the latest run of each mode (quick, full, huge). Every figure in
+BENCHMARKS.md comes from those files; nothing is typed in by hand.
+"""
+import glob
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RESULTS, PLOTS = os.path.join(HERE, "results"), os.path.join(HERE, "plots")
+OUT = os.path.join(REPO, "BENCHMARKS.md")
+
+TOOLS = ["dmv", "git", "hg", "bup", "cp"]
+STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#ff7f0e", marker="s"),
+         "hg": dict(color="#1f77b4", marker="^"), "bup": dict(color="#2ca02c", marker="D"),
+         "cp": dict(color="#7f7f7f", ls="--", marker=".")}
+SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
+
+
+# ---------------------------------------------------------------- loading
+
+def load_runs():
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(RESULTS, "*.jsonl"))):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue  # a run killed mid-line
+                rid = obj.get("run_id")
+                run = runs.setdefault(rid, dict(meta=None, steps=[], end=None, file=os.path.basename(path)))
+                if obj.get("kind") == "run":
+                    run["meta"] = obj
+                elif obj.get("kind") == "end":
+                    run["end"] = obj
+                else:
+                    run["steps"].append(obj)
+    latest = {}
+    for run in runs.values():
+        if not run["meta"]:
+            continue
+        mode = run["meta"]["mode"]
+        if mode not in latest or run["meta"]["date"] > latest[mode]["meta"]["date"]:
+            latest[mode] = run
+    return latest
+
+
+class Index:
+    def __init__(self, run):
+        self.by, self.point_failure = {}, {}
+        for r in run["steps"]:
+            key = (r["tool"], r["experiment"], str(r["parameter"]))
+            self.by[key + (r["step"],)] = r
+            if r["status"] in ("fail", "timeout") and key not in self.point_failure:
+                self.point_failure[key] = r
+        self.tools = [t for t in TOOLS if any(k[0] == t for k in self.by)]
+
+    def get(self, tool, exp, param, step):
+        key = (tool, exp, str(param))
+        # a step that never ran because an earlier step of the point failed shows that failure
+        return self.by.get(key + (step,)) or self.by.get(key + ("all",)) or self.point_failure.get(key)
+
+    def params(self, exp):
+        return sorted({int(k[2]) for k in self.by if k[1] == exp})
+
+    def tools_in(self, exp):
+        return [t for t in self.tools if any(k[0] == t and k[1] == exp for k in self.by)]
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt_bytes(n):
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return "%d %s" % (n, unit) if unit == "B" else "%.3g %s" % (n, unit)
+        n /= 1024
+
+
+def fmt_size_param(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if n == int(n) else "%.1f %s" % (n, unit)
+        n /= 1024
+
+
+def fmt_count(n):
+    return "{:,}".format(int(n))
+
+
+def fmt_time(s):
+    if s is None:
+        return "—"
+    if s < 1:
+        return "%.3g ms" % (s * 1000)
+    if s < 120:
+        return "%.3g s" % s
+    return "%.1f min" % (s / 60)
+
+
+def fmt_kib(k):
+    return "—" if k is None else fmt_bytes(k * 1024)
+
+
+METRICS = {
+    "time": (lambda r: r["wall_s"], fmt_time),
+    "rss": (lambda r: r["peak_rss_kib"], fmt_kib),
+    "disk": (lambda r: r["repo_bytes_disk"], fmt_bytes),
+    "files": (lambda r: r["repo_files"], lambda n: "—" if n is None else fmt_count(n)),
+}
+
+
+def cell(rec, metric):
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, SHORT.get(rec["status"], rec["status"])
+    value = METRICS[metric][0](rec)
+    return value, METRICS[metric][1](value)
+
+
+def ratio(peer, dmv):
+    if peer is None or dmv is None or dmv <= 0:
+        return ""
+    r = peer / dmv
+    return "%.2g" % r if r < 10 else "%.0f" % r
+
+
+def comparison_table(ix, exp, step, metric, param_fmt, param_title, params=None):
+    """One row per parameter: DMV's figure, then each peer's figure and peer/dmv."""
+    tools = ix.tools_in(exp)
+    peers = [t for t in tools if t != "dmv"]
+    head = [param_title] + (["dmv"] if "dmv" in tools else [])
+    for t in peers:
+        head += [t] + (["%s/dmv" % t] if "dmv" in tools else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for p in params or ix.params(exp):
+        steps = step if isinstance(step, (list, tuple)) else [step]
+        row = [param_fmt(p)]
+
+        def pick(tool):  # largest value over the given steps (e.g. peak RSS over commits)
+            best = (None, "—")
+            for s in steps:
+                v, text = cell(ix.get(tool, exp, p, s), metric)
+                if v is not None and (best[0] is None or v > best[0]):
+                    best = (v, text)
+                elif best[0] is None and best[1] == "—":
+                    best = (v, text)
+            return best
+        dv, dtext = pick("dmv") if "dmv" in tools else (None, None)
+        if "dmv" in tools:
+            row.append(dtext)
+        for t in peers:
+            v, text = pick(t)
+            row.append(text)
+            if "dmv" in tools:
+                row.append(ratio(v, dv))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- plots
+
+def plot_lines(ix, exp, panels, xlabel, xfmt, path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, LogLocator
+    except ImportError:
+        return "matplotlib is not installed (pip install matplotlib): no plot"
+    params = ix.params(exp)
+    if not params:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
+    for ax, (step, metric, ylabel) in zip(axes[0], panels):
+        for tool in ix.tools_in(exp):
+            xs, ys, failed = [], [], None
+            for p in params:
+                rec = ix.get(tool, exp, p, step)
+                if rec and rec["status"] == "ok":
+                    v = METRICS[metric][0](rec)
+                    if v is not None and v > 0:
+                        xs.append(p)
+                        ys.append(v)
+                elif rec and rec["status"] in ("fail", "timeout") and failed is None:
+                    failed = p
+            if not xs and failed is None:
+                continue
+            label = tool + ("  (fails at %s)" % xfmt(failed) if failed else "")
+            ax.plot(xs, ys, label=label, ms=4, **STYLE.get(tool, {}))
+        ax.set_xscale("log", base=2 if exp != "filecount" else 10)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: xfmt(v) if v >= 1 else ""))
+        if metric == "time":
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_time(v)))
+        elif metric in ("rss", "disk"):  # ticks at powers of 4 bytes: 1 KiB, 4 KiB, ...
+            scale = 1024 if metric == "rss" else 1
+            ax.set_yscale("log", base=2)
+            ax.yaxis.set_major_locator(LogLocator(base=4))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, scale=scale: fmt_bytes(v * scale)))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=8)
+        if exp == "filesize":  # readable ticks: every 4th power of two
+            ax.set_xticks([2 ** k for k in range(0, 50, 4) if params[0] / 2 <= 2 ** k <= params[-1] * 2])
+        for tick in ax.get_xticklabels():
+            tick.set_rotation(30)
+    fig.suptitle(title)
+    fig.tight_layout()
+    os.makedirs(PLOTS, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+# ---------------------------------------------------------------- sections
+
+def header(run):
+    m, end = run["meta"], run["end"]
+    mach = m["machine"]
+    out = ["Run `%s` (%s), results file `bench/results/%s`." % (m["run_id"], m["date"], run["file"])]
+    dur = ("%.1f min" % (end["duration_s"] / 60)) if end else "unknown"
+    if not end:
+        out.append("**The run did not finish** (no end record): tables show what was measured.")
+    elif end.get("interrupted"):
+        out.append("**The run was interrupted** after %s." % dur)
+    else:
+        out.append("Duration of the whole run: %s." % dur)
+    out.append("")
+    out.append("Machine: %s, %d cores, %s RAM, Linux %s, work directory on %s. "
+               "DMV revision: %s. Timeout per tool step: %ss." % (
+                   mach["cpu_model"], mach["nproc"], fmt_bytes(mach["mem_bytes"]), mach["kernel"],
+                   mach["workdir_fs"], m.get("dmv_revision") or "(no commit yet)", m.get("timeout_s")))
+    out.append("")
+    out.append("| tool | version |")
+    out.append("|---|---|")
+    for t in TOOLS:
+        if t in m["versions"]:
+            out.append("| %s | %s |" % (t, m["versions"][t]))
+        elif t in m.get("missing", {}):
+            out.append("| %s | **missing**: %s |" % (t, m["missing"][t].replace("|", "/")[:300]))
+    out.append("")
+    return out
+
+
+def failures(ix):
+    out, seen = [], set()
+    for (tool, exp, param, step), r in sorted(ix.by.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))):
+        if r["status"] in ("fail", "timeout", "unsupported") and (tool, exp, step, r["status"]) not in seen:
+            seen.add((tool, exp, step, r["status"]))
+            err = (r.get("error") or "").replace("\n", " ").replace("|", "/")
+            out.append("| %s | %s | %s | %s | %s | %s |" % (tool, exp, param, step, r["status"], err[-240:]))
+    if not out:
+        return []
+    return ["| tool | experiment | first at | step | status | error (tail) |", "|---|---|--:|---|---|---|"] + out
+
+
+def section(mode, run):
+    ix = Index(run)
+    cfg = run["meta"].get("config", {})
+    out = ["## %s run" % mode.capitalize(), ""] + header(run)
+    plot_notes = []
+
+    if ix.params("filesize"):
+        p1 = "%s-filesize-commit.png" % mode
+        p2 = "%s-filesize-resources.png" % mode
+        for note in (
+            plot_lines(ix, "filesize", [("commit1", "time", "first commit"), ("commit2", "time", "second commit (size/1024 bytes changed)")],
+                       "file size", fmt_size_param, os.path.join(PLOTS, p1), "Commit time against file size (%s run)" % mode),
+            plot_lines(ix, "filesize", [("commit1", "rss", "peak RSS, first commit"), ("commit2", "disk", "repository on disk after 2nd commit")],
+                       "file size", fmt_size_param, os.path.join(PLOTS, p2), "Memory and disk against file size (%s run)" % mode)):
+            if note:
+                plot_notes.append(note)
+        out += ["### Experiment 1: one file of growing size", "",
+                "Per tool and size, in a fresh repository: commit a file of random bytes; verify "
+                "(fsck, and read the file back from the commit and compare its hash); overwrite "
+                "size/1024 bytes (at least 1) at 1/4 of the file; commit again; verify; gc. "
+                "`peer/dmv` is the peer's figure divided by DMV's (above 1: DMV is faster or smaller).", ""]
+        if not plot_notes:
+            out += ["![commit time against file size](bench/plots/%s)" % p1, "",
+                    "![peak RSS and repository size against file size](bench/plots/%s)" % p2, ""]
+        for title, step, metric in (
+                ("First commit, wall time", "commit1", "time"),
+                ("Second commit (after editing size/1024 bytes), wall time", "commit2", "time"),
+                ("Peak RSS of the commits (larger of the two)", ["commit1", "commit2"], "rss"),
+                ("Read the file back from the second commit (cat | hash), wall time", "read2", "time"),
+                ("Repository on disk after the second commit", "commit2", "disk"),
+                ("gc / repack, wall time", "gc", "time"),
+                ("Repository on disk after gc", "gc", "disk")):
+            out += ["#### " + title, "", comparison_table(ix, "filesize", step, metric, fmt_size_param, "size"), ""]
+
+    if ix.params("filecount"):
+        p = "%s-filecount.png" % mode
+        note = plot_lines(ix, "filecount", [("commit1", "time", "first commit"), ("status", "time", "status after editing every file"),
+                                            ("commit2", "time", "second commit")],
+                          "number of 1 KiB files", fmt_count, os.path.join(PLOTS, p), "Time against file count (%s run)" % mode)
+        out += ["### Experiment 2: many files of 1 KiB", "",
+                "Per tool and count (1,000 files per folder), in a fresh repository: commit; "
+                "overwrite 64 bytes of every file; status; commit again. "
+                "bup's \"status\" is `bup index` (it has no status); cp has none.", ""]
+        out += [note, ""] if note else ["![time against file count](bench/plots/%s)" % p, ""]
+        for title, step, metric in (
+                ("First commit, wall time", "commit1", "time"),
+                ("Status after editing every file, wall time", "status", "time"),
+                ("Second commit, wall time", "commit2", "time"),
+                ("Peak RSS of the commits (larger of the two)", ["commit1", "commit2"], "rss"),
+                ("Repository on disk after the second commit", "commit2", "disk"),
+                ("Files in the repository after the second commit", "commit2", "files")):
+            out += ["#### " + title, "", comparison_table(ix, "filecount", step, metric, fmt_count, "files"), ""]
+
+    if ix.params("status"):
+        n = ix.params("status")[0]
+        changed = cfg.get("status_changed")
+        tools = ix.tools_in("status")
+        out += ["### Status and diff on a tree of %s files (Mercurial's classic table)" % fmt_count(n), ""]
+        if mode == "quick":
+            out += ["Quick run: %s files with %s changed; the full run uses 100,000 and 5,000." % (
+                fmt_count(n), fmt_count(changed or 0)), ""]
+        out += ["After the commit, every file's mtime is set to another value without changing its "
+                "content (\"touched\"), then %s files are changed. bup's status is `bup index`." % (
+                    fmt_count(changed) if changed else "some"), ""]
+        rows = [("commit", "commit (for reference)"), ("status_clean", "status, nothing changed"),
+                ("status_touched", "status after touching every file"),
+                ("status_touched_again", "status again (stat data refreshed?)"),
+                ("status_changed", "status after changing %s files" % (fmt_count(changed) if changed else "some")),
+                ("diff_stat", "diff --stat of those changes")]
+        head = ["operation"] + [t for t in tools] + ["%s/dmv" % t for t in tools if t != "dmv" and "dmv" in tools]
+        out += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+        for step, label in rows:
+            vals = {t: cell(ix.get(t, "status", n, step), "time") for t in tools}
+            row = [label] + [vals[t][1] for t in tools]
+            row += [ratio(vals[t][0], vals["dmv"][0]) for t in tools if t != "dmv" and "dmv" in tools]
+            out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    if ix.params("refs"):
+        tools = ix.tools_in("refs")
+        out += ["### Refs", "",
+                "N refs created in one `update-ref --stdin` transaction; all listed (`show-ref`); one "
+                "printed; one deleted; for git also `pack-refs --all` and a delete among packed refs. "
+                "`create_separate`: N refs by N separate `update-ref --stdin` processes (fresh repository).", ""]
+        head = ["N", "step"] + tools + ["%s/dmv" % t for t in tools if t != "dmv" and "dmv" in tools]
+        out += ["| " + " | ".join(head) + " |", "|" + "|".join(["--:", "---"] + ["--:"] * (len(head) - 2)) + "|"]
+        for n in ix.params("refs"):
+            for step in ("create_txn", "list_all", "show_one", "delete_one", "pack_refs", "delete_one_packed",
+                         "create_separate"):
+                if not any(ix.by.get((t, "refs", str(n), step)) for t in tools):
+                    continue
+                vals = {t: cell(ix.get(t, "refs", n, step), "time") for t in tools}
+                row = [fmt_count(n), step] + [vals[t][1] for t in tools]
+                row += [ratio(vals[t][0], vals["dmv"][0]) for t in tools if t != "dmv" and "dmv" in tools]
+                out.append("| " + " | ".join(row) + " |")
+        out.append("")
+
+    if ix.params("huge"):
+        out += ["### A file larger than RAM (DMV only)", "", "| size | step | status | wall time | peak RSS | repository |",
+                "|--:|---|---|--:|--:|--:|"]
+        for n in ix.params("huge"):
+            for (t, e, p, s), r in ix.by.items():
+                if e == "huge" and p == str(n):
+                    out.append("| %s | %s | %s | %s | %s | %s |" % (
+                        fmt_size_param(n), s, r["status"], fmt_time(r["wall_s"]), fmt_kib(r["peak_rss_kib"]),
+                        fmt_bytes(r["repo_bytes_disk"])))
+                    if r["status"] != "ok" and r.get("error"):
+                        out.append("| | | %s | | | |" % r["error"].replace("|", "/")[-200:])
+        out.append("")
+
+    fl = failures(ix)
+    if fl:
+        out += ["### Failures", "", "First failure of each kind (a tool that fails a commit or times out "
+                "is skipped for all larger points).", ""] + fl + [""]
+    return out
+
+
+def main():
+    latest = load_runs()
+    out = ["# DMV benchmarks", "",
+           "<!-- Generated by `python3 bench/report.py` from bench/results/*.jsonl. Do not edit by hand. -->", "",
+           "DMV against git, Mercurial (hg), bup and plain `cp`, measured side by side on one machine by "
+           "`python3 bench/run.py` (see [bench/README.md](bench/README.md)), after the experiments of "
+           "Murphy et al., 2017. This file shows the latest run of each mode.", "",
+           "How to read it:", "",
+           "- Wall time of each step, one run per point (no repetition); the machine may be shared, so "
+           "small figures are noisy (each raw record carries the 1-minute load average).",
+           "- The data was written just before each step: files are warm in the page cache for all tools "
+           "alike; the page cache is not dropped.",
+           "- Peak RSS: the kernel's maximum resident set of the largest single process of the tool's "
+           "process tree (`/usr/bin/time -f %M`, i.e. wait4's ru_maxrss), not an estimate.",
+           "- Repository size: st_blocks × 512 summed over the metadata directory (.dmv, .git, .hg, the bup "
+           "directory; for cp, the copies: each cp \"commit\" is a full copy, so it keeps every version).",
+           "- `peer/dmv` columns: the peer's figure divided by DMV's; above 1 means DMV is faster (or smaller). "
+           "`fail`, `timeout`: see Failures; `skip`: the tool failed at a smaller point; `n/a`: the tool "
+           "has no such operation; `—`: not measured.",
+           "- git runs with its default configuration except `gc.autoDetach=false`, so an automatic gc "
+           "triggered by a commit is part of that commit's time instead of running in the background.", ""]
+    if not latest:
+        out += ["No results yet: run `python3 bench/run.py --quick`.", ""]
+    for mode in ("full", "quick", "huge"):
+        if mode in latest:
+            out += section(mode, latest[mode])
+    with open(OUT, "w") as f:
+        f.write("\n".join(out).rstrip() + "\n")
+    print("wrote %s (%s)" % (os.path.relpath(OUT), ", ".join("%s: %s" % (m, r["meta"]["run_id"])
+                                                           for m, r in sorted(latest.items())) or "no runs"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

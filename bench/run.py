@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""DMV benchmark suite: DMV against git, Mercurial, bup and cp on this machine.
+
+    python3 bench/run.py --quick      # about 5 minutes
+    python3 bench/run.py --full       # hours
+    python3 bench/run.py --huge       # one file larger than RAM, DMV only
+
+Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
+BENCHMARKS.md and bench/plots/. See bench/README.md.
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import experiments  # noqa: E402
+import measure      # noqa: E402
+import tools        # noqa: E402
+
+KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+
+MODES = {
+    "quick": dict(sizes="1,64,4K,256K,1M,4M,16M,64M", counts="1,10,100,1000,2500,5000,10000",
+                  status_files=10_000, status_changed=500,
+                  refs="1,1000,100000", refs_separate="1,1000", timeout=600),
+    "full": dict(sizes="1..8G", counts="1..1M",
+                 status_files=100_000, status_changed=5_000,
+                 refs="1,1000,100000,1000000", refs_separate="1,1000", timeout=1800),
+}
+DEFAULT_EXPERIMENTS = ["filesize", "filecount", "status", "refs"]
+
+
+def parse_number(text, binary):
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not m:
+        raise argparse.ArgumentTypeError("not a number: %r" % text)
+    base = 1024 if binary else 1000
+    return int(float(m.group(1)) * base ** " KMGT".index(m.group(2).upper() or " "))
+
+
+def size_ladder(lo, hi):
+    """Powers of two with a 1.5x step between them: 1 2 3 4 6 8 12 16 ..."""
+    out, p = [], 1
+    while p <= hi:
+        for v in (p, p + p // 2):
+            if lo <= v <= hi and v not in out:
+                out.append(v)
+        p *= 2
+    return out
+
+
+def count_ladder(lo, hi):
+    """1, 2.5, 5, 7.5 per decade (rounded down): 1 2 5 7 10 25 50 75 100 ..."""
+    out, decade = [], 1
+    while decade <= hi:
+        for v in (int(m * decade) for m in (1, 2.5, 5, 7.5)):
+            if lo <= v <= hi and v not in out:
+                out.append(v)
+        decade *= 10
+    return out
+
+
+def parse_points(spec, binary):
+    """'1K..1G' (the whole ladder between) or '1,1K,1M' (just these)."""
+    if ".." in spec:
+        lo, hi = (parse_number(x, binary) for x in spec.split(".."))
+        return (size_ladder if binary else count_ladder)(lo, hi)
+    return sorted({parse_number(x, binary) for x in spec.split(",") if x.strip()})
+
+
+def machine_info(workdir):
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return dict(nproc=os.cpu_count(), mem_bytes=mem, cpu_model=cpu,
+                kernel=platform.release(), workdir_fs=measure.fs_type(workdir),
+                workdir_free_bytes=measure.free_bytes(workdir))
+
+
+def build_dmv(log_path):
+    """cargo build --release -p dmv-cli; returns (path, None) or (None, reason)."""
+    print("building dmv: cargo build --release -p dmv-cli (may wait for the cargo lock)", flush=True)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    with open(log_path, "wb") as log:
+        try:
+            r = subprocess.run(["cargo", "build", "--release", "-p", "dmv-cli"], cwd=REPO,
+                               stdout=log, stderr=subprocess.STDOUT, timeout=3 * 3600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, "cargo build failed: %s" % e
+    if r.returncode != 0:
+        with open(log_path, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+        errors = [l.strip() for l in lines if l.startswith("error")] or lines[-3:]
+        return None, "cargo build --release -p dmv-cli failed (exit %d): %s" % (
+            r.returncode, " / ".join(errors[:3])[:600])
+    path = os.path.join(target, "release", "dmv")
+    return (path, None) if os.path.exists(path) else (None, "build succeeded but %s is missing" % path)
+
+
+def tool_env(home):
+    """A clean environment: no user or system configuration of the tools."""
+    os.makedirs(home, exist_ok=True)
+    with open(os.path.join(home, ".gitconfig"), "w") as f:
+        f.write("[user]\n\tname = bench\n\temail = bench@example.com\n"
+                "[init]\n\tdefaultBranch = main\n"
+                # auto-gc still happens, but inside the timed command, not after it
+                "[gc]\n\tautoDetach = false\n")
+    return {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + os.environ.get("PATH", ""),
+        "HOME": home, "USER": "bench", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
+        "TERM": "dumb", "GIT_CONFIG_NOSYSTEM": "1", "HGRCPATH": "", "HGPLAIN": "1",
+        "HGUSER": "bench <bench@example.com>", "EMAIL": "bench@example.com",
+        "DMV_AUTHOR_NAME": "bench", "DMV_AUTHOR_EMAIL": "bench@example.com",
+    }
+
+
+def repo_revision():
+    try:  # read-only
+        r = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() if r.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="small points, about 5 minutes (default)")
+    g.add_argument("--full", action="store_true", help="1 B..8 GiB, 1..1M files, 100k-file status table: hours")
+    ap.add_argument("--huge", action="store_true",
+                    help="commit a file larger than RAM with DMV only (alone: only this; "
+                         "with --quick/--full: in addition)")
+    ap.add_argument("--huge-size", default=None, help="size for --huge (default: RAM + 8 GiB, e.g. 32G)")
+    ap.add_argument("--sizes", help="experiment 1 file sizes, binary units: '1K..1G' (ladder) or '1,1K,1M'")
+    ap.add_argument("--counts", help="experiment 2 file counts, decimal units: '1..100K' or '1,10,100'")
+    ap.add_argument("--status-files", type=lambda s: parse_number(s, False),
+                    help="files in the status table's tree")
+    ap.add_argument("--status-changed", type=lambda s: parse_number(s, False),
+                    help="files changed in the status table")
+    ap.add_argument("--refs", help="ref counts, e.g. '1,1000,100000'")
+    ap.add_argument("--experiments", help="comma list of " + ",".join(DEFAULT_EXPERIMENTS + ["huge"]))
+    ap.add_argument("--tools", default=",".join(tools.ORDER), help="comma list (default: %(default)s)")
+    ap.add_argument("--dmv", help="use this dmv binary instead of building one")
+    ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
+                    help="scratch space, not tmpfs (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, help="seconds per tool step (quick 600, full 1800)")
+    ap.add_argument("--no-report", action="store_true", help="do not run report.py at the end")
+    args = ap.parse_args(argv)
+
+    mode = "full" if args.full else "quick" if (args.quick or not args.huge) else "huge"
+    cfg = dict(MODES["full" if mode == "full" else "quick"])
+    if args.experiments:
+        exps = [e.strip() for e in args.experiments.split(",") if e.strip()]
+    else:
+        exps = [] if mode == "huge" else list(DEFAULT_EXPERIMENTS)
+    if args.huge and "huge" not in exps:
+        exps.append("huge")
+    unknown = set(exps) - set(DEFAULT_EXPERIMENTS + ["huge"])
+    if unknown:
+        ap.error("unknown experiments: %s" % ", ".join(sorted(unknown)))
+    sizes = parse_points(args.sizes or cfg["sizes"], True)
+    counts = parse_points(args.counts or cfg["counts"], False)
+    ref_counts = parse_points(args.refs or cfg["refs"], False)
+    separate = parse_points(cfg["refs_separate"], False)
+    status_files = args.status_files or cfg["status_files"]
+    status_changed = min(args.status_changed or cfg["status_changed"], status_files)
+    timeout = args.timeout or cfg["timeout"]
+
+    os.makedirs(args.workdir, exist_ok=True)
+    fs = measure.fs_type(args.workdir)
+    if fs in ("tmpfs", "ramfs"):
+        sys.exit("%s is on %s (RAM): use --workdir on a real disk" % (args.workdir, fs))
+    scratch = os.path.join(args.workdir, "run-%d" % os.getpid())
+    os.makedirs(scratch)
+
+    wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
+    versions, missing, chosen = {}, {}, []
+    for name in tools.ORDER:
+        if name not in wanted:
+            continue
+        if name == "dmv":
+            path, why = (args.dmv, None) if args.dmv else build_dmv(os.path.join(scratch, "cargo.log"))
+            if path and os.path.isfile(path):
+                # a private copy: target/release/dmv may be rebuilt while we run
+                private = os.path.join(scratch, "bin", "dmv")
+                os.makedirs(os.path.dirname(private), exist_ok=True)
+                shutil.copy2(path, private)
+                path = private
+            tool = tools.Dmv(os.path.abspath(path) if path else None)
+            if why:
+                missing[name] = why
+        else:
+            tool = tools.ALL[name]()
+        version, why = tool.probe()
+        if version:
+            versions[name] = version
+        else:
+            missing.setdefault(name, why)
+        # a missing dmv still runs: every step records the failure
+        if version or name == "dmv":
+            chosen.append(tool)
+    for name, why in missing.items():
+        hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
+        print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
+
+    now = datetime.datetime.now(datetime.timezone.utc).astimezone()
+    run_id = now.strftime("%Y-%m-%dT%H%M%S") + "-" + mode
+    results_dir = os.path.join(HERE, "results")
+    os.makedirs(results_dir, exist_ok=True)
+    out_path = os.path.join(results_dir, "%s-%s.jsonl" % (now.strftime("%Y-%m-%d"), mode))
+    n = 2
+    while os.path.exists(out_path):
+        out_path = os.path.join(results_dir, "%s-%s-%d.jsonl" % (now.strftime("%Y-%m-%d"), mode, n))
+        n += 1
+    meta = dict(run_id=run_id, mode=mode, date=now.isoformat(timespec="seconds"),
+                machine=machine_info(args.workdir), versions=versions, missing=missing,
+                dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
+                tools=[t.name for t in chosen],
+                config=dict(sizes=sizes, counts=counts, status_files=status_files,
+                            status_changed=status_changed, refs=ref_counts, refs_separate=separate),
+                argv=sys.argv[1:])
+    rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
+    ctx = experiments.Context(rec, chosen, scratch, args)
+    print("results: %s" % os.path.relpath(out_path), flush=True)
+
+    start = time.time()
+    interrupted = False
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        for exp in exps:
+            t0 = time.time()
+            print("== %s" % exp, flush=True)
+            if exp == "filesize":
+                experiments.filesize(ctx, sizes)
+            elif exp == "filecount":
+                experiments.filecount(ctx, counts)
+            elif exp == "status":
+                experiments.status_table(ctx, status_files, status_changed)
+            elif exp == "refs":
+                experiments.refs(ctx, ref_counts, separate)
+            elif exp == "huge":
+                dmv = next((t for t in chosen if t.name == "dmv"), None)
+                size = (parse_number(args.huge_size, True) if args.huge_size
+                        else meta["machine"]["mem_bytes"] + 8 * GiB)
+                if dmv:
+                    experiments.huge(ctx, dmv, size)
+            print("== %s done in %.0f s" % (exp, time.time() - t0), flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("interrupted", flush=True)
+    finally:
+        duration = time.time() - start
+        rec.close(duration_s=round(duration, 1), interrupted=interrupted)
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("run took %.0f s; results in %s" % (duration, os.path.relpath(out_path)), flush=True)
+    if not args.no_report:
+        subprocess.run([sys.executable, os.path.join(HERE, "report.py")], check=False)
+    return 1 if interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""How each tool is driven. One small class per tool.
+
+Every method returns the list of commands (measure.Cmd) of one step, or None
+when the tool has no such operation (recorded as "n/a"). A point directory
+`pt.root` holds the work tree `pt.work`; each tool keeps its repository where
+`meta(pt)` says, so the work tree can be shared by the tools one after the
+other (the suite removes `meta(pt)` between tools).
+"""
+import os
+import shutil
+import subprocess
+
+from measure import Cmd
+
+
+class Point:
+    """One measurement point: a directory with a work tree in it."""
+
+    def __init__(self, root):
+        self.root = root
+        self.work = os.path.join(root, "work")
+        self.commits = 0
+
+
+def _first_line(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    text = (r.stdout or r.stderr).strip().splitlines()
+    if r.returncode != 0:
+        return None, (text[-1] if text else "exit %d" % r.returncode)
+    return (text[0] if text else "?"), None
+
+
+class Tool:
+    name = "?"
+    binary = "?"
+    version_args = ["--version"]
+    has_refs = False
+
+    def __init__(self, path=None):
+        self.path = path or shutil.which(self.binary)
+
+    def probe(self):
+        """(version string, None) when usable, else (None, reason)."""
+        if not self.path or not os.path.exists(self.path):
+            return None, "%s not found" % (self.path or self.binary)
+        return _first_line([self.path] + self.version_args)
+
+    def cmd(self, pt, *args, **kw):
+        return Cmd([self.path or self.binary] + list(args), cwd=kw.pop("cwd", pt.work), **kw)
+
+    # The operations; None means "the tool has no such thing".
+    def meta(self, pt): raise NotImplementedError
+    def init(self, pt): raise NotImplementedError
+    def commit(self, pt, first): raise NotImplementedError
+    def fsck(self, pt): return None
+    def read(self, pt, rel): return None      # streams the committed file to stdout
+    def status(self, pt): return None
+    def diff_stat(self, pt): return None
+    def gc(self, pt): return None
+
+
+class Git(Tool):
+    name = binary = "git"
+    has_refs = True
+
+    def meta(self, pt): return os.path.join(pt.work, ".git")
+    def init(self, pt): return [self.cmd(pt, "init", "-q")]
+
+    def commit(self, pt, first):
+        return [self.cmd(pt, "add", "-A"), self.cmd(pt, "commit", "-q", "-m", "m")]
+
+    def fsck(self, pt): return [self.cmd(pt, "fsck", "--no-progress")]
+    def read(self, pt, rel): return [self.cmd(pt, "cat-file", "blob", "HEAD:" + rel, stdout="hash")]
+    def status(self, pt): return [self.cmd(pt, "status", "--porcelain")]
+    def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
+    def gc(self, pt): return [self.cmd(pt, "gc", "-q")]
+
+    # refs
+    def head_id(self, pt): return [self.cmd(pt, "rev-parse", "HEAD", stdout="capture")]
+    def update_refs(self, pt, text): return [self.cmd(pt, "update-ref", "--stdin", stdin=text)]
+    def show_refs(self, pt): return [self.cmd(pt, "show-ref", stdout="hash")]
+    def show_ref(self, pt, ref): return [self.cmd(pt, "show-ref", "--verify", ref, stdout="capture")]
+    def pack_refs(self, pt): return [self.cmd(pt, "pack-refs", "--all")]
+
+
+class Hg(Tool):
+    name = binary = "hg"
+
+    def meta(self, pt): return os.path.join(pt.work, ".hg")
+    def init(self, pt): return [self.cmd(pt, "init", "-q")]
+    # -A adds new files, like `git add -A`; one process for both commits.
+    def commit(self, pt, first): return [self.cmd(pt, "commit", "-A", "-q", "-m", "m", "-u", "bench")]
+    def fsck(self, pt): return [self.cmd(pt, "verify", "-q")]
+    def read(self, pt, rel): return [self.cmd(pt, "cat", "-r", ".", rel, stdout="hash")]
+    def status(self, pt): return [self.cmd(pt, "status")]
+    def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
+
+
+class Bup(Tool):
+    name = binary = "bup"
+
+    def meta(self, pt): return os.path.join(pt.root, "bup")
+    def cmd(self, pt, *args, **kw):
+        return super().cmd(pt, *args, env={"BUP_DIR": self.meta(pt)}, **kw)
+
+    def init(self, pt): return [self.cmd(pt, "init")]
+
+    def commit(self, pt, first):
+        return [self.cmd(pt, "index", pt.work),
+                self.cmd(pt, "save", "-q", "-n", "main", "--strip", pt.work)]
+
+    def fsck(self, pt): return [self.cmd(pt, "fsck")]
+    def read(self, pt, rel): return [self.cmd(pt, "cat-file", "/main/latest/" + rel, stdout="hash")]
+    # bup has no status; `bup index` (stat every file, update the index) is the
+    # closest thing and is what its next save starts with.
+    def status(self, pt): return [self.cmd(pt, "index", pt.work)]
+    def gc(self, pt): return [self.cmd(pt, "gc", "--unsafe")]
+
+
+class Cp(Tool):
+    """The floor: a "commit" is a full copy of the work tree (each commit its
+    own copy, so the "repository" holds every version, like the others)."""
+    name = binary = "cp"
+
+    def meta(self, pt): return os.path.join(pt.root, "cp")
+    def init(self, pt): return [Cmd(["mkdir", "-p", self.meta(pt)], cwd=pt.root)]
+
+    def commit(self, pt, first):
+        pt.commits += 1
+        return [self.cmd(pt, "-r", pt.work, os.path.join(self.meta(pt), str(pt.commits)), cwd=pt.root)]
+
+    def read(self, pt, rel):
+        return [Cmd(["cat", os.path.join(self.meta(pt), str(pt.commits), rel)], cwd=pt.root, stdout="hash")]
+
+
+class Dmv(Tool):
+    name = binary = "dmv"
+    has_refs = True
+
+    def meta(self, pt): return os.path.join(pt.work, ".dmv")
+    def init(self, pt): return [self.cmd(pt, "init")]
+
+    def commit(self, pt, first):
+        if first:
+            return [self.cmd(pt, "add", "."), self.cmd(pt, "commit", "-m", "m")]
+        return [self.cmd(pt, "commit", "-a", "-m", "m")]
+
+    def fsck(self, pt): return [self.cmd(pt, "fsck")]
+    def read(self, pt, rel): return [self.cmd(pt, "cat", "HEAD:" + rel, stdout="hash")]
+    def status(self, pt): return [self.cmd(pt, "status")]
+    def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
+    def gc(self, pt): return [self.cmd(pt, "gc")]
+
+    # refs (only if this dmv has them; see experiments.refs)
+    def head_id(self, pt): return [self.cmd(pt, "rev-parse", "HEAD", stdout="capture")]
+    def list_for_id(self, pt): return [self.cmd(pt, "show-ref", stdout="capture")]
+    def update_refs(self, pt, text): return [self.cmd(pt, "update-ref", "--stdin", stdin=text)]
+    def show_refs(self, pt): return [self.cmd(pt, "show-ref", stdout="hash")]
+    def show_ref(self, pt, ref): return [self.cmd(pt, "show-ref", ref, stdout="capture")]
+    def pack_refs(self, pt): return None
+
+
+ALL = {t.name: t for t in (Dmv, Git, Hg, Bup, Cp)}
+ORDER = list(ALL)  # dmv first: every table compares the others against it
