@@ -73,6 +73,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Like git: `dmv log | head` ends quietly when the reader goes away.
+    // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     if let Some(dir) = &cli.dir {
         if let Err(e) = std::env::set_current_dir(dir) {

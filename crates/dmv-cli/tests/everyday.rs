@@ -239,4 +239,15 @@ fn status_of_an_unchanged_tree_reads_no_file() {
     let (out, n) = opened(d);
     assert_eq!(out.trim(), "M d1/f150");
     assert_eq!(n, 1, "only the changed file is read");
+    // Touching without changing: every file is re-read once, none is reported,
+    // and the refreshed dirstate makes the next status read nothing again.
+    let now = std::time::SystemTime::now();
+    for i in 0..500 {
+        std::fs::File::options().write(true).open(d.join(format!("d{}/f{i}", i / 100))).unwrap().set_modified(now).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (out, n) = opened(d);
+    assert_eq!((out.trim(), n), ("M d1/f150", 500));
+    let (_, n) = opened(d);
+    assert_eq!(n, 1);
 }

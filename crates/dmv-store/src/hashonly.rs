@@ -20,6 +20,15 @@ pub fn hash_file(path: &Path, params: ChunkParams) -> StoreResult<(ObjectId, u64
     crate::trace::count_content_open();
     let mut f = File::open(path).map_err(|e| StoreError::io(path, e))?;
     let meta = f.metadata().map_err(|e| StoreError::io(path, e))?;
+    if meta.len() <= params.min as u64 {
+        // One chunk: skip the chunker's large buffer (status re-hashes many small files).
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, params.min as u64 + 1), &mut data).map_err(|e| StoreError::io(path, e))?;
+        if data.len() <= params.min as usize {
+            return Ok((ObjectId::hash(ObjectKind::Chunk, &data), data.len() as u64, meta));
+        }
+        return hash_file(path, params);
+    }
     let mut chunker = Chunker::new(&mut f, params);
     let mut list = ListBuilder::<FileList>::new();
     let mut size = 0;

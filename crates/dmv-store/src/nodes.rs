@@ -73,11 +73,14 @@ fn id_hash(id: &ObjectId) -> u32 {
 pub struct ListBuilder<S: ListShape> {
     leaves: Vec<S::Leaf>,
     inner: Vec<Vec<NodeEntry>>,
+    /// The last leaf ended a node; it is written when the next leaf arrives, so a
+    /// list of one leaf never gets a node (a one-chunk file is its chunk).
+    cut_pending: bool,
 }
 
 impl<S: ListShape> Default for ListBuilder<S> {
     fn default() -> Self {
-        ListBuilder { leaves: Vec::new(), inner: Vec::new() }
+        ListBuilder { leaves: Vec::new(), inner: Vec::new(), cut_pending: false }
     }
 }
 
@@ -87,11 +90,13 @@ impl<S: ListShape> ListBuilder<S> {
     }
 
     pub fn push(&mut self, sink: &mut dyn NodeSink, leaf: S::Leaf) -> StoreResult<()> {
+        if self.cut_pending {
+            self.flush_leaves(sink)?;
+            self.cut_pending = false;
+        }
         let boundary = S::leaf_hash(&leaf) % S::FANOUT == 0;
         self.leaves.push(leaf);
-        if boundary || self.leaves.len() >= S::MAX {
-            self.flush_leaves(sink)?;
-        }
+        self.cut_pending = boundary || self.leaves.len() >= S::MAX;
         Ok(())
     }
 
@@ -123,10 +128,6 @@ impl<S: ListShape> ListBuilder<S> {
     }
 
     /// True when no node has been written yet and at most one leaf is pending.
-    pub fn is_single_leaf(&self) -> bool {
-        self.inner.is_empty() && self.leaves.len() <= 1
-    }
-
     pub fn single_leaf(&self) -> Option<&S::Leaf> {
         if self.inner.is_empty() && self.leaves.len() == 1 {
             self.leaves.first()

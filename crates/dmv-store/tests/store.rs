@@ -145,3 +145,29 @@ proptest! {
         }
     }
 }
+
+
+#[test]
+fn hashing_without_storing_gives_the_ids_ingest_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    // Many one-chunk files (some hit a node boundary) and a few multi-chunk ones.
+    let sizes: Vec<usize> = (0..300).map(|i| 1 + i * 7).chain([16384, 16385, 300_000, 2_000_000]).collect();
+    let mut sources = Vec::new();
+    for (i, len) in sizes.iter().enumerate() {
+        let p = dir.path().join(format!("f{i}"));
+        std::fs::write(&p, noise(*len, i as u8)).unwrap();
+        sources.push(IngestSource { path: p });
+    }
+    let mut s = store.begin_write().unwrap();
+    let stored = s.ingest(sources.clone(), &|_| {}).unwrap();
+    s.finish().unwrap();
+    for (src, r) in sources.iter().zip(stored) {
+        let r = r.unwrap();
+        let (id, size, _) = dmv_store::hash_file(&src.path, ChunkParams::default()).unwrap();
+        assert_eq!((id, size), (r.id, r.size), "{}", src.path.display());
+        if size <= 16384 {
+            assert_eq!(store.kind_of(&id).unwrap(), ObjectKind::Chunk, "a one-chunk file is its chunk");
+        }
+    }
+}
