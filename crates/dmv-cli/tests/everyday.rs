@@ -183,7 +183,7 @@ fn unreadable_file_is_named_and_nothing_is_staged() {
     // Root reads anything: drop to nobody for the run when we are root.
     let is_root = unsafe { libc::geteuid() } == 0;
     let mut cmd = if is_root {
-        let mut perms = |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let perms = |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
         perms(d, 0o777);
         for e in walk(d) {
             if e.is_dir() { perms(&e, 0o777) } else if !e.ends_with("secret") { perms(&e, 0o666) }
