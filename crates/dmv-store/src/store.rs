@@ -317,6 +317,17 @@ pub(crate) fn maybe_compress(compressor: &mut zstd::bulk::Compressor<'static>, s
     if data.len() < 64 {
         return None;
     }
+    // A 4 KiB sample tells random or already-compressed media apart cheaply.
+    const SAMPLE: usize = 4096;
+    if data.len() > 4 * SAMPLE {
+        let sample = &data[..SAMPLE];
+        scratch.clear();
+        scratch.reserve(SAMPLE);
+        match compressor.compress_to_buffer(sample, scratch) {
+            Ok(n) if n < SAMPLE - SAMPLE / 16 => {}
+            _ => return None,
+        }
+    }
     let budget = data.len() - data.len() / 16;
     scratch.clear();
     scratch.reserve(budget);
