@@ -249,8 +249,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
             let (old_full, new_full) = (format!("refs/heads/{old_name}"), format!("refs/heads/{new_name}"));
             let id = repo.refs.get(&old_full)?.ok_or_else(|| anyhow!("branch '{old_name}' not found"))?;
-            dmv_repo::RefBackend::update(
-                repo.refs.as_ref(),
+            repo.refs.update(
                 &[
                     RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) },
                     RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None },
@@ -305,26 +304,27 @@ pub struct CheckoutArgs {
     /// Create this branch at the target and switch to it.
     #[arg(short = 'b')]
     new_branch: Option<String>,
-    /// A branch, or any revision (detaches HEAD); after `--`, paths to restore.
-    target: Vec<String>,
+    /// A branch, or any revision (detaches HEAD).
+    target: Option<String>,
+    /// Paths to restore from the staging area: `dmv checkout -- PATH...`.
+    #[arg(last = true)]
+    paths: Vec<PathBuf>,
 }
 
 pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let raw: Vec<String> = std::env::args().collect();
-    if raw.iter().any(|x| x == "--") {
-        let paths: Vec<PathBuf> = a.target.iter().map(PathBuf::from).collect();
-        let specs = repo_paths(&repo, &paths)?;
+    if !a.paths.is_empty() {
+        let specs = repo_paths(&repo, &a.paths)?;
         repo.restore(&specs, None, false)?;
         return Ok(0);
     }
     if let Some(b) = a.new_branch {
-        let start = repo.resolve(a.target.first().map(String::as_str).unwrap_or("HEAD"))?;
+        let start = repo.resolve(a.target.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&format!("refs/heads/{b}"), start, "branch: created")?;
         switch_to_branch(&repo, &b)?;
         return Ok(0);
     }
-    let target = a.target.first().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
+    let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
     if repo.refs.get(&format!("refs/heads/{target}"))?.is_some() {
         switch_to_branch(&repo, target)?;
         return Ok(0);

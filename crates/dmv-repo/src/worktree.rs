@@ -131,6 +131,11 @@ impl Repository {
     }
 
     pub fn status(&self) -> RepoResult<Status> {
+        Ok(self.status_with_dirstate()?.0)
+    }
+
+    /// Status, and the (refreshed) dirstate it was computed from.
+    fn status_with_dirstate(&self) -> RepoResult<(Status, Dirstate)> {
         let mut ds = self.load_dirstate()?;
         let head_flat = match self.head_tree()? {
             Some(t) => flatten(&self.store, &t)?,
@@ -174,13 +179,13 @@ impl Repository {
             crate::Head::Branch(b) => Some(b),
             crate::Head::Detached(_) => None,
         };
-        Ok(Status { branch, staged, unstaged, untracked: files.into_keys().collect() })
+        Ok((Status { branch, staged, unstaged, untracked: files.into_keys().collect() }, ds))
     }
 
     /// The working tree as a flat tree (tracked files, with their current content ids).
     pub fn worktree_flat(&self) -> RepoResult<FlatTree> {
-        let status = self.status()?;
-        let mut flat = flat_of(&self.load_dirstate()?);
+        let (status, ds) = self.status_with_dirstate()?;
+        let mut flat = flat_of(&ds);
         for c in status.unstaged {
             match c.new {
                 Some(e) => flat.insert(c.path, e),
@@ -399,12 +404,11 @@ impl Repository {
     /// Makes the working tree and dirstate match `target`. Refuses when tracked
     /// files have uncommitted changes or untracked files would be overwritten.
     pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
-        let status = self.status()?;
+        let (status, ds) = self.status_with_dirstate()?;
         if !status.is_clean() {
             let first = status.staged.iter().chain(&status.unstaged).next().map(|c| String::from_utf8_lossy(&c.path).into_owned()).unwrap_or_default();
             return Err(RepoError::Conflict(format!("you have uncommitted changes (e.g. {first}); commit them or restore the files first")));
         }
-        let ds = self.load_dirstate()?;
         let current = flat_of(&ds);
         let wanted = flatten(&self.store, target)?;
         let untracked: BTreeSet<&Vec<u8>> = status.untracked.iter().collect();
@@ -416,7 +420,7 @@ impl Repository {
         }
         let total: u64 = changes.iter().filter_map(|c| c.new.map(|e| e.size)).sum();
         let mut done = 0;
-        let mut new_ds = Dirstate { entries: ds.entries.clone(), written_ns: ds.written_ns };
+        let mut new_ds = ds;
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
             let abs = self.abs_path(&c.path);
             match std::fs::remove_file(&abs) {

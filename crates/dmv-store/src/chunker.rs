@@ -36,6 +36,14 @@ impl ChunkParams {
     }
 }
 
+/// Reads a file expected to fit in one chunk (at most `params.min` bytes).
+/// Returns None when it holds more, so the caller can chunk it instead.
+pub(crate) fn read_single_chunk(f: &mut impl Read, params: ChunkParams) -> std::io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::new();
+    f.take(params.min as u64 + 1).read_to_end(&mut data)?;
+    Ok((data.len() <= params.min as usize).then_some(data))
+}
+
 /// Streams content-defined chunks out of a reader with one reusable buffer,
 /// so memory stays a few MiB whatever the input size.
 pub struct Chunker<R> {

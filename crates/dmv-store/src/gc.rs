@@ -73,7 +73,7 @@ impl Store {
 
         let mut written: HashSet<ObjectId> = HashSet::new();
         for (p, entries) in &by_pack {
-            if !rewrite.contains(p) {
+            if rewrite.binary_search(p).is_err() {
                 written.extend(entries.iter().map(|e| e.id));
             }
         }

@@ -4,6 +4,7 @@
 use std::fs::{File, Metadata};
 use std::path::Path;
 
+use crate::chunker::read_single_chunk;
 use crate::nodes::{FileList, ListBuilder, NodeSink};
 use crate::object::NodeEntry;
 use crate::{ChunkParams, Chunker, ObjectId, ObjectKind, StoreError, StoreResult};
@@ -22,12 +23,11 @@ pub fn hash_file(path: &Path, params: ChunkParams) -> StoreResult<(ObjectId, u64
     let meta = f.metadata().map_err(|e| StoreError::io(path, e))?;
     if meta.len() <= params.min as u64 {
         // One chunk: skip the chunker's large buffer (status re-hashes many small files).
-        let mut data = Vec::with_capacity(meta.len() as usize);
-        std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, params.min as u64 + 1), &mut data).map_err(|e| StoreError::io(path, e))?;
-        if data.len() <= params.min as usize {
+        if let Some(data) = read_single_chunk(&mut f, params).map_err(|e| StoreError::io(path, e))? {
             return Ok((ObjectId::hash(ObjectKind::Chunk, &data), data.len() as u64, meta));
         }
-        return hash_file(path, params);
+        // It grew since the stat: chunk it from the start.
+        std::io::Seek::rewind(&mut f).map_err(|e| StoreError::io(path, e))?;
     }
     let mut chunker = Chunker::new(&mut f, params);
     let mut list = ListBuilder::<FileList>::new();

@@ -171,11 +171,16 @@ impl PackIndex {
         &self.map()[at..at + 32]
     }
 
+    /// Positions of the ids whose first byte is `b`.
+    pub fn bucket(&self, b: u8) -> std::ops::Range<usize> {
+        let b = b as usize;
+        let lo = if b == 0 { 0 } else { self.fanout(b - 1) as usize };
+        lo.min(self.count)..(self.fanout(b) as usize).min(self.count)
+    }
+
     /// Binary search within the fanout bucket of the id's first byte.
     pub fn position(&self, id: &ObjectId) -> Option<usize> {
-        let b = id.0[0] as usize;
-        let mut lo = if b == 0 { 0 } else { self.fanout(b - 1) as usize };
-        let mut hi = (self.fanout(b) as usize).min(self.count);
+        let std::ops::Range { start: mut lo, end: mut hi } = self.bucket(id.0[0]);
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.id_at(mid).cmp(&id.0[..]) {

@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
+use crate::chunker::read_single_chunk;
 use crate::nodes::{FileList, ListBuilder};
 use crate::object::NodeEntry;
 use crate::pack::{COMP_NONE, COMP_ZSTD};
@@ -88,17 +88,14 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     let mut total = 0u64;
     if before.len() <= params.min as u64 {
         // Small files are one chunk: skip the chunker's large buffer.
-        let mut data = Vec::with_capacity(before.len() as usize);
-        (&mut f).take(params.min as u64 + 1).read_to_end(&mut data).map_err(|e| StoreError::io(path, e))?;
-        total = data.len() as u64;
-        if data.len() <= params.min as usize {
-            if jobs.send(Job::Chunk { file: file_no, gen, seq, data }).is_err() {
-                return Ok(true);
-            }
-            seq += 1;
-        } else {
+        let Some(data) = read_single_chunk(&mut f, params).map_err(|e| StoreError::io(path, e))? else {
             return Ok(false);
+        };
+        total = data.len() as u64;
+        if jobs.send(Job::Chunk { file: file_no, gen, seq, data }).is_err() {
+            return Ok(true);
         }
+        seq += 1;
     } else {
         let mut chunker = Chunker::new(&mut f, params);
         while let Some(chunk) = chunker.next_chunk().map_err(|e| StoreError::io(path, e))? {

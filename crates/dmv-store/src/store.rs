@@ -201,11 +201,12 @@ impl Store {
         if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);
         }
+        let prefix = prefix.to_ascii_lowercase();
+        let first = u8::from_str_radix(&prefix[..2], 16).map_err(|_| StoreError::Other("bad prefix".into()))?;
         let mut found: Option<ObjectId> = None;
         for idx in self.indexes() {
-            for i in 0..idx.len() {
-                let hexid = hex::encode(idx.id_at(i));
-                if hexid.starts_with(&prefix.to_ascii_lowercase()) {
+            for i in idx.bucket(first) {
+                if hex::encode(idx.id_at(i)).starts_with(&prefix) {
                     let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Other("bad id".into()))?;
                     if found.is_some_and(|f| f != id) {
                         return Err(StoreError::Ambiguous { prefix: prefix.into() });
