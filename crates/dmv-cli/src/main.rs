@@ -5,6 +5,7 @@ mod demo;
 mod inspect;
 mod progress;
 mod refcmds;
+mod sync;
 mod work;
 
 use std::path::PathBuf;
@@ -68,6 +69,18 @@ enum Command {
     Gc(admin::GcArgs),
     /// Repository size, dedup ratio, object and pack counts.
     Stats(admin::StatsArgs),
+    /// Copy a repository (path, ssh:// or http(s)://) into a new directory.
+    Clone(sync::CloneArgs),
+    /// List, add or remove remotes.
+    Remote(sync::RemoteArgs),
+    /// Download a remote's branches and tags (into refs/remotes/REMOTE/*).
+    Fetch(sync::FetchArgs),
+    /// Fetch, then merge the remote's branch into the current one.
+    Pull(sync::PullArgs),
+    /// Send branches to a remote (fast-forward only unless --force).
+    Push(sync::PushArgs),
+    /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
+    Serve(sync::ServeArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
 }
@@ -81,6 +94,14 @@ fn main() -> ExitCode {
         if let Err(e) = std::env::set_current_dir(dir) {
             eprintln!("dmv: cannot change to {}: {e}", dir.display());
             return ExitCode::from(128);
+        }
+    }
+    if needs_worktree(&cli.command) {
+        if let Ok(repo) = open_repo() {
+            if repo.config.bare {
+                eprintln!("dmv: {} is a bare repository: it has no working tree", repo.root.display());
+                return ExitCode::from(128);
+            }
         }
     }
     let result = match cli.command {
@@ -106,10 +127,17 @@ fn main() -> ExitCode {
         Command::Fsck(a) => admin::fsck(a),
         Command::Gc(a) => admin::gc(a),
         Command::Stats(a) => admin::stats(a),
+        Command::Clone(a) => sync::clone(a),
+        Command::Remote(a) => sync::remote(a),
+        Command::Fetch(a) => sync::fetch(a),
+        Command::Pull(a) => sync::pull(a),
+        Command::Push(a) => sync::push_cmd(a),
+        Command::Serve(a) => sync::serve(a),
         Command::Demo(a) => demo::run(a),
     };
     if std::env::var_os("DMV_TRACE").is_some() {
         eprintln!("trace: content-files-opened {}", dmv_repo::store::trace::content_files_opened());
+        eprintln!("trace: bytes-sent {} bytes-received {}", dmv_sync::trace::bytes_sent(), dmv_sync::trace::bytes_received());
     }
     match result {
         Ok(code) => ExitCode::from(code),
@@ -125,6 +153,10 @@ fn main() -> ExitCode {
             ExitCode::from(128)
         }
     }
+}
+
+fn needs_worktree(c: &Command) -> bool {
+    matches!(c, Command::Status(_) | Command::Add(_) | Command::Rm(_) | Command::Mv(_) | Command::Commit(_) | Command::Restore(_) | Command::Switch(_) | Command::Checkout(_) | Command::Pull(_))
 }
 
 /// Opens the repository containing the current directory.

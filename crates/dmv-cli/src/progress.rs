@@ -1,7 +1,7 @@
 //! Progress bars that appear only on a terminal and only once work has lasted
 //! a second, so quick commands and piped output stay quiet.
 
-use std::cell::RefCell;
+use std::sync::Mutex;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -11,12 +11,12 @@ pub struct Progress {
     label: &'static str,
     start: Instant,
     enabled: bool,
-    bar: RefCell<Option<ProgressBar>>,
+    bar: Mutex<Option<ProgressBar>>,
 }
 
 impl Progress {
     pub fn new(label: &'static str) -> Progress {
-        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal(), bar: RefCell::new(None) }
+        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal(), bar: Mutex::new(None) }
     }
 
     /// Bytes done out of total (0 when unknown).
@@ -24,7 +24,7 @@ impl Progress {
         if !self.enabled || self.start.elapsed() < Duration::from_secs(1) {
             return;
         }
-        let mut bar = self.bar.borrow_mut();
+        let mut bar = self.bar.lock().unwrap_or_else(|e| e.into_inner());
         let bar = bar.get_or_insert_with(|| {
             let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
             let template = if total > 0 {
@@ -45,7 +45,7 @@ impl Progress {
     }
 
     pub fn finish(&self) {
-        if let Some(bar) = self.bar.borrow_mut().take() {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
             bar.finish_and_clear();
         }
     }

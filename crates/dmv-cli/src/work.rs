@@ -23,12 +23,15 @@ pub struct InitArgs {
     /// Maximum chunk size in bytes.
     #[arg(long, default_value_t = ChunkParams::default().max)]
     chunk_max: u32,
+    /// No working tree: a repository for others to push to.
+    #[arg(long)]
+    bare: bool,
 }
 
 pub fn init(a: InitArgs) -> Result<u8> {
     let path = a.path.unwrap_or_else(|| PathBuf::from("."));
     let params = ChunkParams { min: a.chunk_min, avg: a.chunk_avg, max: a.chunk_max };
-    let repo = Repository::init(&path, params)?;
+    let repo = Repository::init_with(&path, params, a.bare)?;
     println!("Initialized empty dmv repository in {}", repo.dmv.display());
     Ok(0)
 }

@@ -18,11 +18,28 @@ pub struct Config {
     pub user_name: Option<String>,
     #[serde(default)]
     pub user_email: Option<String>,
+    /// A bare repository has no working tree: it only receives pushes.
+    #[serde(default)]
+    pub bare: bool,
+    #[serde(default)]
+    pub remotes: std::collections::BTreeMap<String, RemoteConfig>,
+}
+
+/// A named remote: where it is and how to talk to it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RemoteConfig {
+    pub url: String,
+    /// Bearer token for an HTTP remote (DMV_TOKEN overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The dmv command on the far side of an ssh remote (default `dmv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_dmv: Option<String>,
 }
 
 impl Config {
     pub fn new(chunking: ChunkParams) -> Config {
-        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None }
+        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None, bare: false, remotes: Default::default() }
     }
 
     pub fn load(path: &Path) -> RepoResult<Config> {

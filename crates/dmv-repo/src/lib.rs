@@ -10,7 +10,7 @@ mod repo;
 pub mod tree;
 mod worktree;
 
-pub use config::Config;
+pub use config::{Config, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate};
 pub use error::{RepoError, RepoResult};
 pub use history::{CommitInfo, LogWalk};

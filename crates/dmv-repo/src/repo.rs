@@ -35,6 +35,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
 
 impl Repository {
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
+        Repository::init_with(path, chunking, false)
+    }
+
+    /// `bare`: a repository without a working tree, for others to push to.
+    pub fn init_with(path: &Path, chunking: ChunkParams, bare: bool) -> RepoResult<Repository> {
         chunking.validate().map_err(RepoError::Invalid)?;
         std::fs::create_dir_all(path).at(path)?;
         let root = path.canonicalize().at(path)?;
@@ -48,7 +53,9 @@ impl Repository {
         let result = (|| {
             Store::create(&tmp.join("objects"))?;
             Reftable::init(&tmp.join("refs"))?;
-            Config::new(chunking).save(&tmp.join("config"))?;
+            let mut config = Config::new(chunking);
+            config.bare = bare;
+            config.save(&tmp.join("config"))?;
             Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
             std::fs::rename(&tmp, &dmv).at(&dmv)
         })();
@@ -70,6 +77,19 @@ impl Repository {
             dir = d.parent();
         }
         Err(RepoError::NotARepository(start))
+    }
+
+    /// Opens the repository at exactly `root` (no search of parent directories).
+    pub fn open(root: &Path) -> RepoResult<Repository> {
+        let root = root.canonicalize().at(root)?;
+        if !root.join(DMV_DIR).join("config").is_file() {
+            return Err(RepoError::NotARepository(root));
+        }
+        Repository::open_at(&root)
+    }
+
+    pub fn save_config(&self) -> RepoResult<()> {
+        self.config.save(&self.dmv.join("config"))
     }
 
     fn open_at(root: &Path) -> RepoResult<Repository> {

@@ -25,7 +25,7 @@ pub use id::{ObjectId, ObjectKind};
 pub use hashonly::hash_file;
 pub use ingest::{Ingested, IngestSource};
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
-pub use store::{Stats, Store, WriteSession};
+pub use store::{Stats, Store, StoredObject, WriteSession};
 pub use verify::{Damage, VerifyReport};
 
 /// Counters for tests and `--trace`: how often the store opened files for content.

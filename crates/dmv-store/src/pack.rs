@@ -167,6 +167,13 @@ pub(crate) fn rand_u64() -> u64 {
 
 /// Reads one record, checking that its header matches what the index promised.
 pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
+    let stored = read_stored_record(file, pack_name, e)?;
+    decode_payload(e.id, e.kind, e.compression, e.raw_len as usize, stored).map_err(|detail| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail })
+}
+
+/// A record's payload as stored (maybe compressed), after checking its header
+/// against the index; the content is not verified.
+pub fn read_stored_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
     let damaged = |detail: String| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail };
     let mut buf = vec![0u8; RECORD_HEADER_LEN + e.stored_len as usize];
     file.read_exact_at(&mut buf, e.offset).map_err(|err| damaged(format!("cannot read record: {err}")))?;
@@ -174,16 +181,21 @@ pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u
         return Err(damaged("record header does not match the index".into()));
     }
     buf.drain(..RECORD_HEADER_LEN);
-    let data = match e.compression {
-        COMP_NONE => buf,
-        COMP_ZSTD => zstd::bulk::decompress(&buf, e.raw_len as usize).map_err(|err| damaged(format!("cannot decompress: {err}")))?,
-        other => return Err(damaged(format!("unknown compression {other}"))),
+    Ok(buf)
+}
+
+/// Decompresses a stored payload and checks that it hashes to `id`.
+pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: usize, stored: Vec<u8>) -> Result<Vec<u8>, String> {
+    let data = match compression {
+        COMP_NONE => stored,
+        COMP_ZSTD => zstd::bulk::decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?,
+        other => return Err(format!("unknown compression {other}")),
     };
-    if data.len() != e.raw_len as usize {
-        return Err(damaged("length does not match the index".into()));
+    if data.len() != raw_len {
+        return Err("length does not match the index".into());
     }
-    if ObjectId::hash(e.kind, &data) != e.id {
-        return Err(damaged("content does not hash to its id".into()));
+    if ObjectId::hash(kind, &data) != id {
+        return Err("content does not hash to its id".into());
     }
     Ok(data)
 }

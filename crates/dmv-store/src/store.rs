@@ -27,6 +27,34 @@ pub struct Store {
     files: Mutex<HashMap<ObjectId, Arc<File>>>,
 }
 
+/// An object as a pack stores it (maybe compressed): what sync sends and
+/// receives, so nothing is recompressed on the way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub compression: u8,
+    pub raw_len: u32,
+    pub payload: Vec<u8>,
+}
+
+impl StoredObject {
+    /// The object's content, after checking it hashes to the id (so bytes
+    /// from a disk or a peer are never trusted).
+    pub fn content(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        if self.compression == COMP_NONE {
+            if self.payload.len() != self.raw_len as usize {
+                return Err("length does not match".into());
+            }
+            if ObjectId::hash(self.kind, &self.payload) != self.id {
+                return Err("content does not hash to its id".into());
+            }
+            return Ok(std::borrow::Cow::Borrowed(&self.payload));
+        }
+        pack::decode_payload(self.id, self.kind, self.compression, self.raw_len as usize, self.payload.clone()).map(std::borrow::Cow::Owned)
+    }
+}
+
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Stats {
     pub packs: usize,
@@ -158,6 +186,17 @@ impl Store {
     pub fn read(&self, id: &ObjectId) -> StoreResult<(ObjectKind, Vec<u8>)> {
         let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
         Ok((loc.entry.kind, self.read_located(&loc)?))
+    }
+
+    /// An object as stored, verified; for sending it elsewhere.
+    pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
+        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        let file = self.pack_file(&loc.pack)?;
+        let name = pack_file_name(&loc.pack);
+        let e = loc.entry;
+        let obj = StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload: pack::read_stored_record(&file, &name, &e)? };
+        obj.content().map_err(|detail| StoreError::DamagedObject { id: e.id, pack: name, detail })?;
+        Ok(obj)
     }
 
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
@@ -369,6 +408,22 @@ impl<'a> WriteSession<'a> {
         }
         self.append(id, kind, raw_len, compression, payload)?;
         Ok(true)
+    }
+
+    /// Stores an object received from elsewhere, as it comes, after checking
+    /// its content hashes to its id. Returns false when it was already here.
+    pub fn put_stored(&mut self, obj: &StoredObject) -> StoreResult<bool> {
+        if self.has(&obj.id)? {
+            return Ok(false);
+        }
+        obj.content().map_err(|detail| StoreError::Other(format!("received object {} is damaged: {detail}", obj.id)))?;
+        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
+        Ok(true)
+    }
+
+    /// Packs sealed so far by this session (each durable on its own).
+    pub fn sealed_packs(&self) -> usize {
+        self.sealed_packs
     }
 
     fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {

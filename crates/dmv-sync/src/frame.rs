@@ -1,0 +1,220 @@
+//! Framing of the sync protocol: every message and every object travels as
+//! one frame, `u32 length (LE) | u8 type | body`, the same over a pipe, ssh
+//! or an HTTP body. See docs/protocol.md.
+
+use std::io::{self, Read, Write};
+
+use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
+use serde::{de::DeserializeOwned, Serialize};
+
+use crate::{SyncError, SyncResult};
+
+const TYPE_MESSAGE: u8 = 1;
+const TYPE_OBJECT: u8 = 2;
+const TYPE_CHUNK_STUB: u8 = 3;
+const TYPE_END: u8 = 4;
+
+/// Bytes of an object frame's body before the payload: kind, compression, raw length, id.
+const OBJECT_HEADER_LEN: usize = 1 + 1 + 4 + 32;
+/// The largest frame a peer may send: a whole chunk (at most 64 MiB, the
+/// largest maximum chunk size fastcdc allows) plus headers, or a long id list.
+pub const MAX_FRAME: usize = (64 << 20) + 1024;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A request or response, postcard-encoded.
+    Message(Vec<u8>),
+    Object(StoredObject),
+    /// "This id is a chunk of this many bytes" (sent instead of the chunk while exploring).
+    ChunkStub { id: ObjectId, raw_len: u32 },
+    End,
+}
+
+pub struct FrameWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> FrameWriter<W> {
+    pub fn new(out: W) -> Self {
+        FrameWriter { out }
+    }
+
+    fn header(&mut self, frame_type: u8, body_len: usize) -> io::Result<()> {
+        let len = u32::try_from(body_len + 1).map_err(|_| io::Error::other("frame too large"))?;
+        self.out.write_all(&len.to_le_bytes())?;
+        self.out.write_all(&[frame_type])
+    }
+
+    pub fn message<T: Serialize>(&mut self, msg: &T) -> io::Result<()> {
+        let body = postcard::to_stdvec(msg).map_err(io::Error::other)?;
+        self.header(TYPE_MESSAGE, body.len())?;
+        self.out.write_all(&body)
+    }
+
+    pub fn object(&mut self, obj: &StoredObject) -> io::Result<()> {
+        self.header(TYPE_OBJECT, OBJECT_HEADER_LEN + obj.payload.len())?;
+        let mut head = [0u8; OBJECT_HEADER_LEN];
+        head[0] = obj.kind as u8;
+        head[1] = obj.compression;
+        head[2..6].copy_from_slice(&obj.raw_len.to_le_bytes());
+        head[6..38].copy_from_slice(&obj.id.0);
+        self.out.write_all(&head)?;
+        self.out.write_all(&obj.payload)
+    }
+
+    pub fn chunk_stub(&mut self, id: &ObjectId, raw_len: u32) -> io::Result<()> {
+        self.header(TYPE_CHUNK_STUB, 36)?;
+        self.out.write_all(&id.0)?;
+        self.out.write_all(&raw_len.to_le_bytes())
+    }
+
+    pub fn end(&mut self) -> io::Result<()> {
+        self.header(TYPE_END, 0)
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+pub struct FrameReader<R: Read> {
+    input: R,
+}
+
+impl<R: Read> FrameReader<R> {
+    pub fn new(input: R) -> Self {
+        FrameReader { input }
+    }
+
+    /// The next frame; `Ok(None)` at a clean end of stream (between frames).
+    pub fn next_frame(&mut self) -> SyncResult<Option<Frame>> {
+        let mut len = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            match self.input.read(&mut len[got..]) {
+                Ok(0) if got == 0 => return Ok(None),
+                Ok(0) => return Err(SyncError::Disconnected("stream ended inside a frame".into())),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(SyncError::Disconnected(e.to_string())),
+            }
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if len == 0 || len > MAX_FRAME {
+            return Err(SyncError::Protocol(format!("bad frame length {len}")));
+        }
+        let mut body = vec![0u8; len];
+        self.input.read_exact(&mut body).map_err(|e| SyncError::Disconnected(format!("stream ended inside a frame: {e}")))?;
+        parse_frame(body).map(Some)
+    }
+
+    /// The next frame, which must exist.
+    pub fn expect_frame(&mut self) -> SyncResult<Frame> {
+        self.next_frame()?.ok_or_else(|| SyncError::Disconnected("the other side closed the connection".into()))
+    }
+}
+
+fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
+    let bad = |what: &str| SyncError::Protocol(format!("malformed {what} frame"));
+    let frame_type = body[0];
+    match frame_type {
+        TYPE_MESSAGE => {
+            body.remove(0);
+            Ok(Frame::Message(body))
+        }
+        TYPE_OBJECT => {
+            if body.len() < 1 + OBJECT_HEADER_LEN {
+                return Err(bad("object"));
+            }
+            let kind = ObjectKind::from_u8(body[1]).ok_or_else(|| bad("object"))?;
+            let compression = body[2];
+            let raw_len = u32::from_le_bytes(body[3..7].try_into().map_err(|_| bad("object"))?);
+            let id = ObjectId::from_slice(&body[7..39]).ok_or_else(|| bad("object"))?;
+            body.drain(..1 + OBJECT_HEADER_LEN);
+            Ok(Frame::Object(StoredObject { id, kind, compression, raw_len, payload: body }))
+        }
+        TYPE_CHUNK_STUB => {
+            if body.len() != 1 + 36 {
+                return Err(bad("chunk stub"));
+            }
+            let id = ObjectId::from_slice(&body[1..33]).ok_or_else(|| bad("chunk stub"))?;
+            let raw_len = u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
+            Ok(Frame::ChunkStub { id, raw_len })
+        }
+        TYPE_END if body.len() == 1 => Ok(Frame::End),
+        other => Err(SyncError::Protocol(format!("unknown frame type {other}"))),
+    }
+}
+
+pub fn decode_message<T: DeserializeOwned>(bytes: &[u8]) -> SyncResult<T> {
+    postcard::from_bytes(bytes).map_err(|e| SyncError::Protocol(format!("malformed message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn round_trip(write: impl FnOnce(&mut FrameWriter<&mut Vec<u8>>)) -> Vec<Frame> {
+        let mut buf = Vec::new();
+        write(&mut FrameWriter::new(&mut buf));
+        let mut r = FrameReader::new(&buf[..]);
+        let mut out = Vec::new();
+        while let Some(f) = r.next_frame().unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let obj = StoredObject { id: ObjectId([7; 32]), kind: ObjectKind::Tree, compression: 1, raw_len: 99, payload: vec![1, 2, 3] };
+        let frames = round_trip(|w| {
+            w.message(&("hello", 5u32)).unwrap();
+            w.object(&obj).unwrap();
+            w.chunk_stub(&ObjectId([9; 32]), 12345).unwrap();
+            w.end().unwrap();
+        });
+        assert_eq!(frames.len(), 4);
+        let Frame::Message(m) = &frames[0] else { panic!("not a message") };
+        assert_eq!(decode_message::<(String, u32)>(m).unwrap(), ("hello".to_string(), 5));
+        assert_eq!(frames[1], Frame::Object(obj));
+        assert_eq!(frames[2], Frame::ChunkStub { id: ObjectId([9; 32]), raw_len: 12345 });
+        assert_eq!(frames[3], Frame::End);
+    }
+
+    #[test]
+    fn truncated_stream_is_an_error_not_an_end() {
+        let mut buf = Vec::new();
+        FrameWriter::new(&mut buf).chunk_stub(&ObjectId([1; 32]), 5).unwrap();
+        for cut in 1..buf.len() {
+            let mut r = FrameReader::new(&buf[..cut]);
+            assert!(r.next_frame().is_err(), "cut at {cut}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut r = FrameReader::new(&bytes[..]);
+            for _ in 0..8 {
+                match r.next_frame() {
+                    Ok(Some(Frame::Message(m))) => { let _ = decode_message::<crate::protocol::Request>(&m); let _ = decode_message::<crate::protocol::Response>(&m); }
+                    Ok(Some(_)) => {}
+                    _ => break,
+                }
+            }
+        }
+
+        #[test]
+        fn object_frames_round_trip(payload in proptest::collection::vec(any::<u8>(), 0..300), kind in 1u8..=4, comp in any::<u8>(), raw_len in any::<u32>(), id in any::<[u8; 32]>()) {
+            let obj = StoredObject { id: ObjectId(id), kind: ObjectKind::from_u8(kind).unwrap(), compression: comp, raw_len, payload };
+            let frames = round_trip(|w| w.object(&obj).unwrap());
+            prop_assert_eq!(frames, vec![Frame::Object(obj)]);
+        }
+    }
+}

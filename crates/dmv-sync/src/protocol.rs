@@ -1,0 +1,97 @@
+//! The requests a client makes and the responses a server gives. Each is one
+//! message frame; `Get` answers and `Put` bodies are object frames ending in
+//! an `End` frame. Bump [`VERSION`] on any change to these enums.
+
+use dmv_repo::store::{ChunkParams, ObjectId};
+use serde::{Deserialize, Serialize};
+
+pub const VERSION: u32 = 1;
+
+/// Above this many ids, `has` and `get` requests are split.
+pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Hello,
+    ListRefs,
+    WalkCommits,
+    Has,
+    Get,
+    Put,
+    UpdateRefs,
+}
+
+impl Verb {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Hello => "hello",
+            Verb::ListRefs => "list-refs",
+            Verb::WalkCommits => "walk-commits",
+            Verb::Has => "has",
+            Verb::Get => "get",
+            Verb::Put => "put",
+            Verb::UpdateRefs => "update-refs",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Verb> {
+        [Verb::Hello, Verb::ListRefs, Verb::WalkCommits, Verb::Has, Verb::Get, Verb::Put, Verb::UpdateRefs].into_iter().find(|v| v.name() == name)
+    }
+
+    /// Verbs that change the served repository need write access.
+    pub fn writes(self) -> bool {
+        matches!(self, Verb::Put | Verb::UpdateRefs)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    Hello { version: u32 },
+    ListRefs,
+    /// Commits reachable from `wants` and not from `haves` (haves the server lacks are ignored).
+    WalkCommits { wants: Vec<ObjectId>, haves: Vec<ObjectId> },
+    /// Which of these objects the server has (with all they reach).
+    Has { ids: Vec<ObjectId> },
+    /// The objects, in order; with `chunks: false` a chunk is answered by a stub.
+    Get { ids: Vec<ObjectId>, chunks: bool },
+    /// Followed by object frames, children before parents, and an `End` frame.
+    Put,
+    /// All or nothing; each update compares-and-swaps on `old`.
+    UpdateRefs { updates: Vec<WireRefUpdate>, who: String, message: String },
+}
+
+impl Request {
+    pub fn verb(&self) -> Verb {
+        match self {
+            Request::Hello { .. } => Verb::Hello,
+            Request::ListRefs => Verb::ListRefs,
+            Request::WalkCommits { .. } => Verb::WalkCommits,
+            Request::Has { .. } => Verb::Has,
+            Request::Get { .. } => Verb::Get,
+            Request::Put => Verb::Put,
+            Request::UpdateRefs { .. } => Verb::UpdateRefs,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRefUpdate {
+    pub name: String,
+    /// `None`: the ref must not exist.
+    pub old: Option<ObjectId>,
+    /// `None`: delete.
+    pub new: Option<ObjectId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    Hello { version: u32, chunking: ChunkParams, bare: bool },
+    Refs { head: Option<String>, refs: Vec<(String, ObjectId)> },
+    Commits { ids: Vec<ObjectId> },
+    Has { present: Vec<bool> },
+    Stored { objects: u64, bytes: u64 },
+    RefsUpdated,
+    /// A compare-and-swap lost: the ref is not at the value the client expected.
+    Rejected { name: String, found: Option<ObjectId> },
+    Error { message: String },
+}

@@ -1,0 +1,122 @@
+//! Where a remote is, and opening a connection to it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::client::Client;
+use crate::http_client::HttpWire;
+use crate::stdio::{shell_quote, StdioWire};
+use crate::{SyncError, SyncResult};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A repository on this machine (served by a child `dmv serve --stdio`).
+    Path(PathBuf),
+    /// `ssh://[user@]host[:port]/path`: `dmv serve --stdio` on the far side.
+    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
+    /// `http(s)://host[:port]/NAME`: a `dmv serve` server.
+    Http { base: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct RemoteSpec {
+    pub url: String,
+    pub transport: Transport,
+    /// Bearer token for HTTP.
+    pub token: Option<String>,
+    /// The dmv command on the far side of ssh.
+    pub remote_dmv: Option<String>,
+}
+
+impl RemoteSpec {
+    pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
+        let bad = |why: &str| SyncError::Invalid(format!("bad remote {url:?}: {why}"));
+        let transport = if let Some(rest) = url.strip_prefix("ssh://") {
+            let (authority, path) = rest.split_at(rest.find('/').ok_or_else(|| bad("ssh:// needs a path after the host"))?);
+            let (user, hostport) = match authority.rsplit_once('@') {
+                Some((u, h)) => (Some(u.to_string()), h),
+                None => (None, authority),
+            };
+            let (host, port) = match hostport.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)),
+                None => (hostport, None),
+            };
+            if host.is_empty() || host.starts_with('-') {
+                return Err(bad("missing or invalid host"));
+            }
+            if path.len() < 2 {
+                return Err(bad("ssh:// needs a path after the host"));
+            }
+            Transport::Ssh { user, host: host.to_string(), port, path: path.to_string() }
+        } else if url.starts_with("http://") || url.starts_with("https://") {
+            let base = url.trim_end_matches('/').to_string();
+            let after_scheme = &base[base.find("://").map_or(0, |i| i + 3)..];
+            if !after_scheme.contains('/') {
+                return Err(bad("an HTTP remote names a repository: http://host:port/NAME"));
+            }
+            Transport::Http { base }
+        } else if url.starts_with("s3://") {
+            return Err(SyncError::Invalid(format!("{url}: object storage remotes are not supported yet")));
+        } else if let Some(path) = url.strip_prefix("file://") {
+            Transport::Path(PathBuf::from(path))
+        } else if url.contains("://") {
+            return Err(bad("unknown scheme (use a path, ssh://, http:// or https://)"));
+        } else {
+            Transport::Path(PathBuf::from(url))
+        };
+        Ok(RemoteSpec { url: url.to_string(), transport, token: None, remote_dmv: None })
+    }
+
+    pub fn connect(&self) -> SyncResult<Client> {
+        let wire: Box<dyn crate::client::Wire> = match &self.transport {
+            Transport::Path(path) => {
+                let exe = std::env::current_exe().map_err(|e| SyncError::Invalid(format!("cannot find the dmv executable: {e}")))?;
+                let mut cmd = Command::new(exe);
+                cmd.arg("serve").arg("--stdio").arg(path);
+                Box::new(StdioWire::spawn(cmd, &self.url)?)
+            }
+            Transport::Ssh { user, host, port, path } => {
+                let ssh = std::env::var("DMV_SSH").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "ssh".into());
+                let mut words = ssh.split_whitespace();
+                let mut cmd = Command::new(words.next().unwrap_or("ssh"));
+                cmd.args(words);
+                if let Some(p) = port {
+                    cmd.arg("-p").arg(p.to_string());
+                }
+                cmd.arg(match user {
+                    Some(u) => format!("{u}@{host}"),
+                    None => host.clone(),
+                });
+                let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
+                cmd.arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
+                Box::new(StdioWire::spawn(cmd, &self.url)?)
+            }
+            Transport::Http { base } => {
+                let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
+                Box::new(HttpWire::new(base, token)?)
+            }
+        };
+        Client::connect(wire, &self.url).map_err(|e| match e {
+            SyncError::Disconnected(detail) => SyncError::Unreachable { url: self.url.clone(), detail },
+            other => other,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_remote() {
+        let t = |u: &str| RemoteSpec::parse(u).map(|r| r.transport);
+        assert_eq!(t("ssh://alice@host:2222/srv/repo").unwrap(), Transport::Ssh { user: Some("alice".into()), host: "host".into(), port: Some(2222), path: "/srv/repo".into() });
+        assert_eq!(t("ssh://host/r").unwrap(), Transport::Ssh { user: None, host: "host".into(), port: None, path: "/r".into() });
+        assert_eq!(t("http://127.0.0.1:8080/photos/").unwrap(), Transport::Http { base: "http://127.0.0.1:8080/photos".into() });
+        assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
+        assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
+        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://bucket/p"] {
+            assert!(t(bad).is_err(), "{bad} should be refused");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The serving side of the protocol: answers one request at a time from a
+//! repository. `dmv serve --stdio` (local paths and ssh) loops over requests
+//! on one stream; the HTTP server calls [`handle`] once per request.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use dmv_repo::store::object::children;
+use dmv_repo::store::{ObjectId, ObjectKind};
+use dmv_repo::{validate_ref_name, Head, RefUpdate, RepoError, Repository};
+
+use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
+use crate::protocol::{Request, Response, WireRefUpdate, VERSION};
+use crate::{SyncError, SyncResult};
+
+/// The protocol version this server announces (tests override it to check
+/// how a mismatch is reported).
+pub fn server_version() -> u32 {
+    std::env::var("DMV_TEST_PROTOCOL_VERSION").ok().and_then(|v| v.parse().ok()).unwrap_or(VERSION)
+}
+
+/// Serves the repository at `path` over stdin/stdout until the client hangs up.
+pub fn serve_stdio(path: &Path) -> SyncResult<()> {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    let mut input = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdin));
+    let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(1 << 20, stdout));
+    let repo = Repository::open(path);
+    while let Some(frame) = input.next_frame()? {
+        let Frame::Message(bytes) = frame else {
+            return Err(SyncError::Protocol("expected a request".into()));
+        };
+        let request: Request = decode_message(&bytes)?;
+        match &repo {
+            Ok(repo) => handle(repo, true, request, &mut input, &mut out)?,
+            Err(e) => {
+                // Say why once, then end: there is nothing to serve.
+                let message = format!("not a dmv repository: {e}");
+                out.message(&Response::Error { message }).and_then(|_| out.flush()).map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                return Ok(());
+            }
+        }
+        out.flush().map_err(|e| SyncError::Disconnected(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Answers one request. Errors the client should see are sent as an `Error`
+/// response; only a broken connection is returned as an error.
+pub fn handle<R: Read, W: Write>(repo: &Repository, may_write: bool, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    let verb = request.verb();
+    let result = if verb.writes() && !may_write {
+        Err(SyncError::Invalid(format!("{} needs write access", verb.name())))
+    } else {
+        answer(repo, request, input, out)
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(e @ SyncError::Disconnected(_)) => Err(e),
+        Err(e) => {
+            if verb == crate::protocol::Verb::Put {
+                drain_until_end(input)?;
+            }
+            out.message(&Response::Error { message: e.to_string() }).map_err(io_lost)
+        }
+    }
+}
+
+fn io_lost(e: std::io::Error) -> SyncError {
+    SyncError::Disconnected(e.to_string())
+}
+
+/// After refusing an upload, reads the rest of it so the client gets to read our answer.
+fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
+    loop {
+        match input.next_frame()? {
+            None | Some(Frame::End) => return Ok(()),
+            Some(_) => {}
+        }
+    }
+}
+
+fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    let store = &repo.store;
+    match request {
+        Request::Hello { .. } => {
+            out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare }).map_err(io_lost)?;
+        }
+        Request::ListRefs => {
+            let head = match repo.head()? {
+                Head::Branch(b) => Some(b),
+                Head::Detached(_) => None,
+            };
+            let mut refs = repo.refs.list("refs/heads/")?;
+            refs.extend(repo.refs.list("refs/tags/")?);
+            out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
+        }
+        Request::WalkCommits { wants, haves } => {
+            let ids = commits_between(repo, &wants, &haves)?;
+            out.message(&Response::Commits { ids }).map_err(io_lost)?;
+        }
+        Request::Has { ids } => {
+            let present = ids.iter().map(|id| store.contains(id)).collect::<Result<Vec<bool>, _>>()?;
+            out.message(&Response::Has { present }).map_err(io_lost)?;
+        }
+        Request::Get { ids, chunks } => {
+            for id in &ids {
+                let loc = store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?;
+                if !chunks && loc.entry.kind == ObjectKind::Chunk {
+                    out.chunk_stub(id, loc.entry.raw_len).map_err(io_lost)?;
+                } else {
+                    out.object(&store.read_stored(id)?).map_err(io_lost)?;
+                }
+            }
+            out.end().map_err(io_lost)?;
+        }
+        Request::Put => {
+            let (objects, bytes) = receive_objects(repo, input)?;
+            out.message(&Response::Stored { objects, bytes }).map_err(io_lost)?;
+        }
+        Request::UpdateRefs { updates, who, message } => {
+            let response = update_refs(repo, updates, &who, &message)?;
+            out.message(&response).map_err(io_lost)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores uploaded objects. Each must arrive after everything it refers to,
+/// so whatever has landed when a connection drops is complete in itself and
+/// a retry skips it; packs sealed before the drop stay.
+pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<(u64, u64)> {
+    let mut session = repo.store.begin_write()?;
+    let (mut objects, mut bytes) = (0u64, 0u64);
+    loop {
+        match input.expect_frame()? {
+            Frame::End => break,
+            Frame::Object(obj) => {
+                if obj.kind != ObjectKind::Chunk {
+                    let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
+                    for child in children(&obj.id, obj.kind, &content)? {
+                        if !session.has(&child)? {
+                            return Err(SyncError::Protocol(format!("object {} arrived before {child}, which it refers to", obj.id)));
+                        }
+                    }
+                }
+                bytes += obj.payload.len() as u64;
+                if session.put_stored(&obj)? {
+                    objects += 1;
+                }
+            }
+            _ => return Err(SyncError::Protocol("expected an object".into())),
+        }
+    }
+    session.finish()?;
+    Ok((objects, bytes))
+}
+
+fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
+    let checked_out = match repo.head()? {
+        Head::Branch(b) if !repo.config.bare => Some(b),
+        _ => None,
+    };
+    let mut batch = Vec::new();
+    for u in updates {
+        validate_ref_name(&u.name)?;
+        if !(u.name.starts_with("refs/heads/") || u.name.starts_with("refs/tags/")) {
+            return Err(SyncError::Invalid(format!("refusing to update {}: only branches and tags can be pushed", u.name)));
+        }
+        if checked_out.as_deref() == Some(u.name.as_str()) {
+            return Err(SyncError::Invalid(format!(
+                "refusing to update the checked-out branch {} of a repository with a working tree; push to a bare repository (dmv init --bare) or to another branch",
+                u.name
+            )));
+        }
+        if let Some(new) = u.new {
+            // Objects only land with everything they reach, so the commit being present is enough.
+            match repo.store.locate(&new)? {
+                Some(loc) if loc.entry.kind == ObjectKind::Commit => {}
+                Some(_) => return Err(SyncError::Invalid(format!("{new} is not a commit"))),
+                None => return Err(SyncError::Invalid(format!("cannot set {} to {new}: the commit was not received", u.name))),
+            }
+        }
+        batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });
+    }
+    match repo.refs.update(&batch, who, message) {
+        Ok(()) => Ok(Response::RefsUpdated),
+        Err(RepoError::RefChanged { name, .. }) => {
+            let found = repo.refs.get(&name)?;
+            Ok(Response::Rejected { name, found })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Commits reachable from `wants` but not from `haves`. Walks every ancestor
+/// of the haves the repository knows: O(history), fine for commits, which are
+/// small; a generation index would bound it.
+pub fn commits_between(repo: &Repository, wants: &[ObjectId], haves: &[ObjectId]) -> SyncResult<Vec<ObjectId>> {
+    let mut known = HashSet::new();
+    let mut stack: Vec<ObjectId> = Vec::new();
+    for h in haves {
+        if repo.store.locate(h)?.is_some_and(|l| l.entry.kind == ObjectKind::Commit) {
+            stack.push(*h);
+        }
+    }
+    while let Some(id) = stack.pop() {
+        if known.insert(id) {
+            stack.extend(repo.commit(&id)?.parents);
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<ObjectId> = wants.iter().copied().filter(|w| !known.contains(w)).collect();
+    while let Some(id) = stack.pop() {
+        if known.contains(&id) || !seen.insert(id) {
+            continue;
+        }
+        let commit = repo.commit(&id)?;
+        out.push(id);
+        stack.extend(commit.parents);
+    }
+    Ok(out)
+}
