@@ -36,7 +36,7 @@ pub enum SyncError {
     Unreachable { url: String, detail: String },
     #[error("authentication failed for {url}: {detail}")]
     Auth { url: String, detail: String },
-    #[error("{url} is not a dmv repository ({detail})")]
+    #[error("{url}: {detail}")]
     NotARepository { url: String, detail: String },
     /// The remote refused the request and said why.
     #[error("remote: {0}")]

@@ -36,7 +36,10 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
             Ok(repo) => handle(repo, true, request, &mut input, &mut out)?,
             Err(e) => {
                 // Say why once, then end: there is nothing to serve.
-                let message = format!("not a dmv repository: {e}");
+                let message = match e {
+                    RepoError::NotARepository(_) | RepoError::Io { .. } => "not a dmv repository".to_string(),
+                    other => format!("not a dmv repository: {other}"),
+                };
                 out.message(&Response::Error { message }).and_then(|_| out.flush()).map_err(|e| SyncError::Disconnected(e.to_string()))?;
                 return Ok(());
             }

@@ -171,7 +171,10 @@ fn serve_request(path: &Path, verb: Verb, reader: impl std::io::Read, out: &mut 
     let mut input = FrameReader::new(BufReader::with_capacity(1 << 20, reader));
     let mut output = FrameWriter::new(out);
     let result = (|| -> SyncResult<()> {
-        let repo = Repository::open(path).map_err(|e| SyncError::Remote(format!("not a dmv repository: {e}")))?;
+        let repo = Repository::open(path).map_err(|e| match e {
+            dmv_repo::RepoError::NotARepository(_) | dmv_repo::RepoError::Io { .. } => SyncError::Remote("not a dmv repository".into()),
+            other => SyncError::Remote(format!("not a dmv repository: {other}")),
+        })?;
         let Some(Frame::Message(bytes)) = input.next_frame()? else {
             return Err(SyncError::Protocol("expected a request".into()));
         };

@@ -1,6 +1,8 @@
 //! Helpers for tests that run the real `dmv` binary.
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,330 @@
+//! Replicas talking to each other over a local path, a real sshd and a real
+//! `dmv serve` on loopback: what arrives, how many bytes travel, and what
+//! happens when a transfer is cut or two pushes race.
+
+mod common;
+use common::servers::{HttpServer, Sshd};
+use common::*;
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::Output;
+
+const MIB: u64 = 1 << 20;
+
+/// Runs dmv with DMV_TRACE and returns (output, bytes sent, bytes received).
+fn traced(dir: &Path, args: &[&str], setup: impl FnOnce(&mut std::process::Command)) -> (Output, u64, u64) {
+    let mut cmd = dmv_cmd(dir);
+    cmd.args(args).env("DMV_TRACE", "1");
+    setup(&mut cmd);
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    let line = err.lines().find(|l| l.starts_with("trace: bytes-sent")).unwrap_or_else(|| panic!("no trace line in: {err}"));
+    let nums: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    (out, nums[0], nums[1])
+}
+
+fn ok(out: &Output) {
+    assert!(out.status.success(), "failed: {}\n{}", stderr(out), String::from_utf8_lossy(&out.stdout));
+}
+
+fn commit_all(dir: &Path, msg: &str) {
+    dmv(dir, &["add", "."]);
+    dmv(dir, &["commit", "-m", msg]);
+}
+
+fn head_of(dir: &Path, rev: &str) -> String {
+    String::from_utf8_lossy(&dmv_out(dir, &["show-ref"]).stdout).lines().find(|l| l.ends_with(rev)).map(|l| l.split_whitespace().next().unwrap().to_string()).unwrap_or_default()
+}
+
+fn fsck_clean(dir: &Path) {
+    let out = dmv_out(dir, &["fsck", "--full"]);
+    assert!(out.status.success(), "fsck of {} failed: {}{}", dir.display(), stderr(&out), String::from_utf8_lossy(&out.stdout));
+}
+
+/// One line, "dmv: ", exit 128.
+fn one_line_error(out: &Output) -> String {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("trace:")).collect();
+    assert_eq!(out.status.code(), Some(128), "expected failure, got {:?}: {err}", out.status);
+    assert_eq!(lines.len(), 1, "expected one line: {err}");
+    assert!(lines[0].starts_with("dmv: "), "{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::create_dir_all(a.join("shoot/raw")).unwrap();
+    write_noise(&a.join("shoot/raw/1.cr3"), 3 * MIB, 1);
+    std::fs::write(a.join("notes.txt"), "day one\n").unwrap();
+    std::os::unix::fs::symlink("notes.txt", a.join("latest")).unwrap();
+    commit_all(&a, "day one");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t, &["clone", "hub", "b"]);
+    let b = t.join("b");
+    assert_eq!(std::fs::read(b.join("shoot/raw/1.cr3")).unwrap(), std::fs::read(a.join("shoot/raw/1.cr3")).unwrap());
+    assert_eq!(std::fs::read_link(b.join("latest")).unwrap(), Path::new("notes.txt"));
+    assert!(dmv(&b, &["status", "--short"]).is_empty(), "a fresh clone is clean");
+
+    // b pushes a change; a fetches and sees it on origin/main.
+    std::fs::write(b.join("notes.txt"), "day one, edited in b\n").unwrap();
+    commit_all(&b, "edit in b");
+    dmv(&b, &["push"]);
+    dmv(&a, &["fetch"]);
+    assert_eq!(head_of(&a, "refs/remotes/origin/main"), head_of(&b, "refs/heads/main"));
+
+    // a diverged: a plain push is refused and says to pull; nothing moves.
+    std::fs::write(a.join("other.txt"), "from a\n").unwrap();
+    commit_all(&a, "a's own work");
+    let hub_before = head_of(&t.join("hub"), "refs/heads/main");
+    let out = dmv_out(&a, &["push"]);
+    assert!(one_line_error(&out).contains("pull"));
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), hub_before);
+
+    // --force with a stale lease is refused too; after fetching it replaces.
+    std::fs::write(b.join("third.txt"), "b again\n").unwrap();
+    commit_all(&b, "b again");
+    dmv(&b, &["push"]);
+    let out = dmv_out(&a, &["push", "--force"]);
+    assert!(one_line_error(&out).contains("moved since your last fetch"));
+    dmv(&a, &["fetch"]);
+    dmv(&a, &["push", "--force"]);
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"));
+
+    // Pushing to the checked-out branch of a repository with a working tree is refused.
+    dmv(&b, &["remote", "add", "peer", "../a"]);
+    dmv(&b, &["fetch", "peer"]);
+    let out = dmv_out(&b, &["push", "--force", "peer"]);
+    let line = one_line_error(&out);
+    assert!(line.contains("checked-out branch"), "{line}");
+    for r in ["a", "b", "hub"] {
+        fsck_clean(&t.join(r));
+    }
+}
+
+#[test]
+fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
+    let sshd = Sshd::start();
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    dmv(t, &["init", "--bare", "hub"]);
+    let a = t.join("a");
+    let big = a.join("take.mov");
+    write_noise(&big, 1024 * MIB, 7);
+    commit_all(&a, "1 GiB take");
+    let url = sshd.url(&t.join("hub"));
+    dmv(&a, &["remote", "add", "origin", &url]);
+    let (out, sent, _) = traced(&a, &["push"], |c| sshd.env(c));
+    ok(&out);
+    assert!(sent > 1024 * MIB && sent < 1030 * MIB, "first push sent {sent}");
+
+    // Change 1 MiB in the middle: the push sends the changed chunks and a few nodes.
+    let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+    f.write_all_at(&Noise::new(99).bytes(MIB as usize), 512 * MIB).unwrap();
+    drop(f);
+    commit_all(&a, "regraded");
+    let (out, sent, _) = traced(&a, &["push"], |c| sshd.env(c));
+    ok(&out);
+    assert!(sent < 2 * MIB, "a 1 MiB change sent {sent} bytes");
+    let (out, sent, received) = traced(&a, &["push"], |c| sshd.env(c));
+    ok(&out);
+    assert!(stderr(&out).contains("Everything up to date"));
+    assert!(sent + received < 16 << 10, "a no-op push moved {sent} + {received} bytes");
+
+    // Clone back over ssh; the content is exact.
+    let mut cmd = dmv_cmd(t);
+    cmd.args(["clone", &url, "c"]);
+    sshd.env(&mut cmd);
+    ok(&cmd.output().unwrap());
+    let c = t.join("c");
+    let (x, y) = (std::fs::File::open(&big).unwrap(), std::fs::File::open(c.join("take.mov")).unwrap());
+    let mut bx = vec![0u8; 4 * MIB as usize];
+    let mut by = bx.clone();
+    for off in (0..1024 * MIB).step_by(4 * MIB as usize) {
+        x.read_exact_at(&mut bx, off).unwrap();
+        y.read_exact_at(&mut by, off).unwrap();
+        assert!(bx == by, "clone differs at {off}");
+    }
+    fsck_clean(&t.join("hub"));
+    fsck_clean(&c);
+}
+
+#[test]
+fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    // Two 8 MiB files sharing 90 % of their bytes.
+    let base = Noise::new(3).bytes(8 * MIB as usize);
+    let mut variant = base.clone();
+    variant[..(8 * MIB / 10) as usize].copy_from_slice(&Noise::new(4).bytes((8 * MIB / 10) as usize));
+    std::fs::write(a.join("v1.wav"), &base).unwrap();
+    std::fs::write(a.join("v2.wav"), &variant).unwrap();
+    commit_all(&a, "two takes");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["push", "../hub"]);
+    let mut server = HttpServer::start("read = \"token\"\n[repos]\nphotos = \"hub\"\n[tokens]\n\"reader-1\" = \"read\"\n\"writer-1\" = \"write\"\n", t, 0);
+    let url = server.url("photos");
+
+    // Reading needs a token here: 401 without, 403 with a wrong one, and nothing is created.
+    let out = dmv_out(t, &["clone", &url, "nope"]);
+    assert!(one_line_error(&out).contains("authentication failed"));
+    let out = dmv_cmd(t).args(["clone", &url, "nope"]).env("DMV_TOKEN", "guess").output().unwrap();
+    assert!(one_line_error(&out).contains("not valid"));
+    assert!(!t.join("nope").exists());
+
+    let (out, _, received) = traced(t, &["clone", "--token", "reader-1", &url, "b"], |_| {});
+    ok(&out);
+    let b = t.join("b");
+    assert_eq!(std::fs::read(b.join("v2.wav")).unwrap(), variant);
+    let unique = 8 * MIB + 8 * MIB / 10;
+    assert!(received < unique + 2 * 256 * 1024 + 256 * 1024, "clone received {received} bytes for {unique} unique");
+
+    // Pushing needs a write token; a read token gets 403 and the ref does not move.
+    std::fs::write(b.join("v3.wav"), b"new take").unwrap();
+    commit_all(&b, "third");
+    let before = head_of(&t.join("hub"), "refs/heads/main");
+    let out = dmv_out(&b, &["push"]);
+    assert!(one_line_error(&out).contains("may read but not push"));
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), before);
+    let out = dmv_cmd(&b).args(["push"]).env("DMV_TOKEN", "writer-1").output().unwrap();
+    ok(&out);
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    server.kill();
+    fsck_clean(&t.join("hub"));
+}
+
+#[test]
+fn interrupted_clone_and_push_resume_resending_at_most_one_pack() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    for i in 0..4 {
+        write_noise(&a.join(format!("reel{i}.bin")), 40 * MIB, 20 + i);
+    }
+    commit_all(&a, "four reels");
+    let total = 160 * MIB;
+    let pack = 64 * MIB;
+
+    // Client killed after 100 MiB: one 64 MiB pack had landed.
+    let out = dmv_cmd(t).args(["clone", "a", "b"]).env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string()).output().unwrap();
+    assert!(!out.status.success());
+    fsck_clean(&t.join("b"));
+    let (out, _, received) = traced(t, &["clone", "a", "b"], |_| {});
+    ok(&out);
+    assert!(stderr(&out).contains("Resuming"));
+    assert!(100 * MIB + received <= total + pack + MIB, "resent too much: {} + {received}", 100 * MIB);
+    assert!(received < total - pack + 2 * MIB, "nothing was kept: received {received}");
+    let b = t.join("b");
+    assert_eq!(std::fs::read(b.join("reel3.bin")).unwrap(), std::fs::read(a.join("reel3.bin")).unwrap());
+    fsck_clean(&b);
+
+    // A push over HTTP whose client dies half way, then one whose server dies.
+    dmv(t, &["init", "--bare", "hub"]);
+    let mut server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let url = server.url("hub");
+    let out = dmv_cmd(&a).args(["push", &url]).env("DMV_TOKEN", "w").env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string()).output().unwrap();
+    assert!(!out.status.success());
+    fsck_clean(&t.join("hub"));
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), "", "no ref may point at a half-sent commit");
+    let (out, sent, _) = traced(&a, &["push", &url], |c| {
+        c.env("DMV_TOKEN", "w");
+    });
+    ok(&out);
+    assert!(100 * MIB + sent <= total + pack + MIB, "push resent too much: {sent}");
+
+    // The server dies mid-push: the client says so in one line, the retry completes.
+    std::fs::write(a.join("reel4.bin"), Noise::new(44).bytes(100 * MIB as usize)).unwrap();
+    commit_all(&a, "fifth reel");
+    let push = dmv_cmd(&a).args(["push", &url]).env("DMV_TOKEN", "w").stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let packs = t.join("hub/.dmv/objects/packs");
+    let count_packs = || std::fs::read_dir(&packs).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".idx")).count();
+    let before = count_packs();
+    let start = std::time::Instant::now();
+    while count_packs() == before && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    server.kill();
+    let out = push.wait_with_output().unwrap();
+    if !out.status.success() {
+        let line = one_line_error(&out);
+        assert!(line.contains("lost") || line.contains("reach"), "{line}");
+    }
+    fsck_clean(&t.join("hub"));
+    let server = HttpServer::start_with(&server.config.clone(), 0);
+    let out = dmv_cmd(&a).args(["push", &server.url("hub")]).env("DMV_TOKEN", "w").output().unwrap();
+    ok(&out);
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"));
+    fsck_clean(&t.join("hub"));
+}
+
+#[test]
+fn of_two_concurrent_pushes_exactly_one_wins() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "seed"]);
+    std::fs::write(t.join("seed/readme"), "start\n").unwrap();
+    commit_all(&t.join("seed"), "start");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&t.join("seed"), &["push", "../hub"]);
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let url = server.url("hub");
+    for name in ["x", "y"] {
+        dmv(t, &["clone", "hub", name]);
+        dmv(&t.join(name), &["remote", "remove", "origin"]);
+        dmv(&t.join(name), &["remote", "add", "origin", &url]);
+    }
+    for round in 0..4 {
+        for name in ["x", "y"] {
+            let d = t.join(name);
+            dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap();
+            write_noise(&d.join(format!("{name}-{round}.bin")), 2 * MIB, round * 10 + name.len() as u64 + name.as_bytes()[0] as u64);
+            commit_all(&d, &format!("{name} round {round}"));
+        }
+        let spawn = |name: &str| dmv_cmd(&t.join(name)).args(["push"]).env("DMV_TOKEN", "w").stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let (px, py) = (spawn("x"), spawn("y"));
+        let (ox, oy) = (px.wait_with_output().unwrap(), py.wait_with_output().unwrap());
+        assert!(ox.status.success() != oy.status.success(), "round {round}: exactly one push must win: x {:?} {} / y {:?} {}", ox.status, stderr(&ox), oy.status, stderr(&oy));
+        let (winner, loser) = if ox.status.success() { ("x", oy) } else { ("y", ox) };
+        assert!(one_line_error(&loser).contains("pull"), "the loser is told to pull: {}", stderr(&loser));
+        assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&t.join(winner), "refs/heads/main"));
+        // The loser catches up without losing its commit: it is still its branch tip.
+        let _ = head_of(&t.join(if winner == "x" { "y" } else { "x" }), "refs/heads/main");
+    }
+    fsck_clean(&t.join("hub"));
+}
+
+#[test]
+fn unreachable_wrong_and_mismatched_remotes_fail_in_one_line() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    std::fs::write(t.join("a/f"), "x").unwrap();
+    commit_all(&t.join("a"), "one");
+    let a = t.join("a");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let line = one_line_error(&dmv_out(&a, &["fetch", &format!("http://127.0.0.1:{closed}/x")]));
+    assert!(line.contains("cannot reach"), "{line}");
+    let mut cmd = dmv_cmd(&a);
+    cmd.args(["fetch", &format!("ssh://127.0.0.1:{closed}/x")]).env("DMV_SSH", "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null");
+    let line = one_line_error(&cmd.output().unwrap());
+    assert!(line.contains("cannot reach") && line.contains("refused"), "{line}");
+    let line = one_line_error(&dmv_out(&a, &["fetch", t.to_str().unwrap()]));
+    assert!(line.contains("not a dmv repository"), "{line}");
+    let line = one_line_error(&dmv_cmd(&a).args(["clone", "../a", "../z"]).env("DMV_TEST_PROTOCOL_VERSION", "99").output().unwrap());
+    assert!(line.contains("protocol 99"), "{line}");
+    assert!(!t.join("z").exists());
+    let line = one_line_error(&dmv_out(&a, &["push", "nowhere"]));
+    assert!(line.contains("no remote named nowhere"), "{line}");
+    let line = one_line_error(&dmv_out(t, &["clone", "a", "a"]));
+    assert!(line.contains("not empty"), "{line}");
+}
