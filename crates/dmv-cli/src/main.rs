@@ -3,6 +3,7 @@
 mod admin;
 mod demo;
 mod inspect;
+mod mergecmd;
 mod progress;
 mod refcmds;
 mod work;
@@ -46,6 +47,10 @@ enum Command {
     Checkout(work::CheckoutArgs),
     /// List, create or delete tags.
     Tag(work::TagArgs),
+    /// Join another branch's history into the current branch (three-way, per file).
+    Merge(mergecmd::MergeArgs),
+    /// Settle merge conflicts: take ours, theirs, or keep both versions.
+    Resolve(mergecmd::ResolveArgs),
     /// Show commit history.
     Log(inspect::LogArgs),
     /// Show a commit and what it changed.
@@ -95,6 +100,8 @@ fn main() -> ExitCode {
         Command::Switch(a) => work::switch(a),
         Command::Checkout(a) => work::checkout(a),
         Command::Tag(a) => work::tag(a),
+        Command::Merge(a) => mergecmd::merge(a),
+        Command::Resolve(a) => mergecmd::resolve(a),
         Command::Log(a) => inspect::log(a),
         Command::Show(a) => inspect::show(a),
         Command::Diff(a) => inspect::diff(a),

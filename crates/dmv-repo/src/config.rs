@@ -18,11 +18,14 @@ pub struct Config {
     pub user_name: Option<String>,
     #[serde(default)]
     pub user_email: Option<String>,
+    /// Shell command run on each file both sides of a merge changed (see merge.rs).
+    #[serde(default)]
+    pub merge_tool: Option<String>,
 }
 
 impl Config {
     pub fn new(chunking: ChunkParams) -> Config {
-        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None }
+        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None, merge_tool: None }
     }
 
     pub fn load(path: &Path) -> RepoResult<Config> {
