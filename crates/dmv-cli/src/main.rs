@@ -3,6 +3,7 @@
 mod admin;
 mod demo;
 mod inspect;
+mod mergecmd;
 mod progress;
 mod refcmds;
 mod sync;
@@ -47,6 +48,10 @@ enum Command {
     Checkout(work::CheckoutArgs),
     /// List, create or delete tags.
     Tag(work::TagArgs),
+    /// Join another branch's history into the current branch (three-way, per file).
+    Merge(mergecmd::MergeArgs),
+    /// Settle merge conflicts: take ours, theirs, or keep both versions.
+    Resolve(mergecmd::ResolveArgs),
     /// Show commit history.
     Log(inspect::LogArgs),
     /// Show a commit and what it changed.
@@ -116,6 +121,8 @@ fn main() -> ExitCode {
         Command::Switch(a) => work::switch(a),
         Command::Checkout(a) => work::checkout(a),
         Command::Tag(a) => work::tag(a),
+        Command::Merge(a) => mergecmd::merge(a),
+        Command::Resolve(a) => mergecmd::resolve(a),
         Command::Log(a) => inspect::log(a),
         Command::Show(a) => inspect::show(a),
         Command::Diff(a) => inspect::diff(a),
@@ -156,7 +163,7 @@ fn main() -> ExitCode {
 }
 
 fn needs_worktree(c: &Command) -> bool {
-    matches!(c, Command::Status(_) | Command::Add(_) | Command::Rm(_) | Command::Mv(_) | Command::Commit(_) | Command::Restore(_) | Command::Switch(_) | Command::Checkout(_) | Command::Pull(_))
+    matches!(c, Command::Status(_) | Command::Add(_) | Command::Rm(_) | Command::Mv(_) | Command::Commit(_) | Command::Restore(_) | Command::Switch(_) | Command::Checkout(_) | Command::Pull(_) | Command::Merge(_) | Command::Resolve(_))
 }
 
 /// Opens the repository containing the current directory.

@@ -279,11 +279,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     print_fetched(&spec.url, &changed);
     let tracking = format!("refs/remotes/{remote_name}/{branch}");
     let theirs = repo.refs.get(&tracking)?.ok_or_else(|| anyhow!("{} has no branch {branch}", spec.url))?;
-    merge_into_head(&repo, theirs, &format!("{remote_name}/{branch}"))
-}
-
-fn merge_into_head(_repo: &Repository, _theirs: ObjectId, _label: &str) -> Result<u8> {
-    bail!("merge is not available yet")
+    crate::mergecmd::merge_and_report(&repo, theirs, &format!("{remote_name}/{branch}"))
 }
 
 #[derive(Args)]

@@ -58,8 +58,14 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         ChangeKind::Deleted => "deleted:",
         ChangeKind::Modified => "modified:",
     };
+    // A conflicted path is listed once, as unmerged, not also as staged.
+    let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
+    let staged: Vec<_> = st.staged.iter().filter(|c| !conflicts.iter().any(|u| u.path == c.path)).collect();
     if a.short {
-        for c in &st.staged {
+        for u in conflicts {
+            println!("{} {}", u.code, show_path(&u.path));
+        }
+        for c in &staged {
             println!("{}  {}", c.kind.letter(), show_path(&c.path));
         }
         for c in &st.unstaged {
@@ -74,9 +80,24 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         Some(b) => println!("On branch {}", b.strip_prefix("refs/heads/").unwrap_or(b)),
         None => println!("HEAD detached"),
     }
-    if !st.staged.is_empty() {
+    if let Some(m) = &st.merge {
+        println!("You are merging {} ({}).", m.label, m.theirs.short());
+        if m.interrupted {
+            println!("The merge was interrupted before the working tree was written.\n  (use \"dmv merge --abort\" to start over)");
+        } else if conflicts.is_empty() {
+            println!("All conflicts fixed but you are still merging.\n  (use \"dmv commit\" to conclude the merge)");
+        } else {
+            println!("  (fix conflicts with \"dmv resolve --ours|--theirs|--both PATH...\", then run \"dmv commit\")");
+            println!("  (use \"dmv merge --abort\" to abort the merge)");
+            println!("\nUnmerged paths:");
+            for u in conflicts {
+                println!("\t{:<17}{}", format!("{}:", u.description), show_path(&u.path));
+            }
+        }
+    }
+    if !staged.is_empty() {
         println!("\nChanges to be committed:");
-        for c in &st.staged {
+        for c in &staged {
             println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
         }
     }
@@ -92,7 +113,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             println!("\t{}", show_path(p));
         }
     }
-    if st.staged.is_empty() && st.unstaged.is_empty() && st.untracked.is_empty() {
+    if st.staged.is_empty() && st.unstaged.is_empty() && st.untracked.is_empty() && st.merge.is_none() {
         println!("nothing to commit, working tree clean");
     }
     Ok(0)
@@ -146,8 +167,8 @@ pub fn mv(a: MvArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct CommitArgs {
-    /// The commit message.
-    #[arg(short, long, required = true)]
+    /// The commit message (required, except to conclude a merge: "Merge LABEL").
+    #[arg(short, long)]
     message: Vec<String>,
     /// Stage every modified or deleted tracked file first.
     #[arg(short, long)]
@@ -160,7 +181,11 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         let p = Progress::new("adding");
         repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
     }
-    let message = a.message.join("\n\n");
+    let message = match (a.message.is_empty(), repo.merge_state()?) {
+        (false, _) => a.message.join("\n\n"),
+        (true, Some(m)) => format!("Merge {}", m.label),
+        (true, None) => bail!("a commit message is required: dmv commit -m MESSAGE"),
+    };
     let parent = repo.head_commit()?;
     match repo.commit_staged(&message)? {
         Some(id) => {

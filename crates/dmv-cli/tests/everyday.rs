@@ -167,7 +167,7 @@ fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
     assert_eq!(out.status.code(), Some(128));
     let out = dmv_out(d, &["init"]);
     assert!(stderr(&out).contains("already"), "{}", stderr(&out));
-    for cmd in ["init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo"] {
+    for cmd in ["init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo", "merge", "resolve", "clone", "remote", "fetch", "pull", "push", "serve"] {
         let out = dmv_out(d, &[cmd, "--help"]);
         assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
     }

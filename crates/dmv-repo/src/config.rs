@@ -18,6 +18,9 @@ pub struct Config {
     pub user_name: Option<String>,
     #[serde(default)]
     pub user_email: Option<String>,
+    /// Shell command run on each file both sides of a merge changed (see merge.rs).
+    #[serde(default)]
+    pub merge_tool: Option<String>,
     /// A bare repository has no working tree: it only receives pushes.
     #[serde(default)]
     pub bare: bool,
@@ -39,7 +42,7 @@ pub struct RemoteConfig {
 
 impl Config {
     pub fn new(chunking: ChunkParams) -> Config {
-        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None, bare: false, remotes: Default::default() }
+        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None, merge_tool: None, bare: false, remotes: Default::default() }
     }
 
     pub fn load(path: &Path) -> RepoResult<Config> {

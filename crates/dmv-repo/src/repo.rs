@@ -213,6 +213,8 @@ impl Repository {
         if let Some(h) = self.head_commit()? {
             roots.push(h);
         }
+        // An unfinished merge still needs their commit and the tree it is writing out.
+        roots.extend(self.merge_roots()?);
         if include_reflog {
             // Reflog entries may name objects an earlier pruning gc removed.
             for id in self.refs.reflog_ids()? {

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use dmv_store::object::{EntryKind, TreeEntry, TreeNode};
 use dmv_store::{ListBuilder, ObjectId, ObjectKind, Store, TreeList, WriteSession};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::RepoResult;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlatEntry {
     pub kind: EntryKind,
     pub id: ObjectId,

@@ -37,6 +37,8 @@ pub struct Status {
     pub unstaged: Vec<Change>,
     #[serde(serialize_with = "ser_paths")]
     pub untracked: Vec<Vec<u8>>,
+    /// The merge in progress, if any, with its unresolved paths.
+    pub merge: Option<crate::merge::MergeStatus>,
 }
 
 fn ser_paths<S: serde::Serializer>(p: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
@@ -49,7 +51,10 @@ impl Status {
     }
 }
 
-fn matches(path: &[u8], spec: &[u8]) -> bool {
+/// Names of the temporary files `write_entry` renames into place.
+pub(crate) const TEMP_PREFIX: &str = ".dmv-tmp-";
+
+pub(crate) fn matches(path: &[u8], spec: &[u8]) -> bool {
     spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
 }
 
@@ -57,7 +62,7 @@ fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {
     Ok(std::fs::read_link(path).at(path)?.as_os_str().as_bytes().to_vec())
 }
 
-fn flat_of(ds: &Dirstate) -> FlatTree {
+pub(crate) fn flat_of(ds: &Dirstate) -> FlatTree {
     ds.entries.iter().map(|(p, e)| (p.clone(), FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect()
 }
 
@@ -120,7 +125,7 @@ impl Repository {
     }
 
     /// The content id of a working-tree file or symlink as it is now.
-    fn current_id(&self, rel: &[u8], meta: &Metadata) -> RepoResult<(ObjectId, u64)> {
+    pub(crate) fn current_id(&self, rel: &[u8], meta: &Metadata) -> RepoResult<(ObjectId, u64)> {
         let path = self.abs_path(rel);
         if meta.file_type().is_symlink() {
             let target = symlink_target(&path)?;
@@ -135,7 +140,7 @@ impl Repository {
     }
 
     /// Status, and the (refreshed) dirstate it was computed from.
-    fn status_with_dirstate(&self) -> RepoResult<(Status, Dirstate)> {
+    pub(crate) fn status_with_dirstate(&self) -> RepoResult<(Status, Dirstate)> {
         let mut ds = self.load_dirstate()?;
         let head_flat = match self.head_tree()? {
             Some(t) => flatten(&self.store, &t)?,
@@ -179,7 +184,8 @@ impl Repository {
             crate::Head::Branch(b) => Some(b),
             crate::Head::Detached(_) => None,
         };
-        Ok((Status { branch, staged, unstaged, untracked: files.into_keys().collect() }, ds))
+        let merge = self.merge_status()?;
+        Ok((Status { branch, staged, unstaged, untracked: files.into_keys().collect(), merge }, ds))
     }
 
     /// The working tree as a flat tree (tracked files, with their current content ids).
@@ -267,25 +273,41 @@ impl Repository {
     }
 
     /// Records the staged tree as a new commit on HEAD. Returns None when
-    /// there is nothing to commit.
+    /// there is nothing to commit. During a merge (all conflicts resolved) the
+    /// commit gets both parents, even when its tree equals HEAD's.
     pub fn commit_staged(&self, message: &str) -> RepoResult<Option<ObjectId>> {
-        let ds = self.load_dirstate()?;
+        let merging = self.merge_state()?;
         let parent = self.head_commit()?;
+        if let Some(m) = &merging {
+            m.check_ready_to_commit(parent)?;
+        }
+        let ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
         let flat: Vec<(&[u8], FlatEntry)> = ds.entries.iter().map(|(p, e)| (p.as_slice(), FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect();
         let tree = crate::tree::build(&mut session, &flat)?;
-        if let Some(p) = parent {
+        if let (Some(p), None) = (parent, &merging) {
             if self.commit(&p)?.tree == tree {
                 return Ok(None);
             }
         }
-        let id = self.write_commit(&mut session, tree, parent.into_iter().collect(), message)?;
+        let mut parents: Vec<ObjectId> = parent.into_iter().collect();
+        parents.extend(merging.as_ref().map(|m| m.theirs));
+        let id = self.write_commit(&mut session, tree, parents, message)?;
         session.finish()?;
         dmv_store::failpoint("commit-before-ref");
         let first_line = message.lines().next().unwrap_or("");
-        let what = if parent.is_none() { "commit (initial)" } else { "commit" };
+        let what = match (parent, &merging) {
+            (None, _) => "commit (initial)",
+            (Some(_), Some(_)) => "commit (merge)",
+            (Some(_), None) => "commit",
+        };
         self.advance_head(parent, id, &format!("{what}: {first_line}"))?;
         dmv_store::failpoint("commit-after-ref");
+        if merging.is_some() {
+            // After the ref: a crash in between leaves a state file that
+            // `merge_state` recognises as finished and removes.
+            self.remove_merge_state()?;
+        }
         drop(session);
         Ok(Some(id))
     }
@@ -317,7 +339,7 @@ impl Repository {
         Ok(removed)
     }
 
-    fn remove_empty_parents(&self, rel: &[u8]) {
+    pub(crate) fn remove_empty_parents(&self, rel: &[u8]) {
         let mut p = Path::new(OsStr::from_bytes(rel)).parent();
         while let Some(dir) = p.filter(|d| !d.as_os_str().is_empty()) {
             if std::fs::remove_dir(self.root.join(dir)).is_err() {
@@ -359,7 +381,7 @@ impl Repository {
 
     /// Writes one stored entry to the working tree (via a temporary name and
     /// rename, so a reader never sees half a file) and returns its new stat.
-    fn write_entry(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<Metadata> {
+    pub(crate) fn write_entry(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
         let parent = path.parent().unwrap_or(&self.root).to_path_buf();
         // A file standing where a directory must go (or the reverse) is replaced.
@@ -380,7 +402,7 @@ impl Repository {
         if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             std::fs::remove_dir_all(&path).at(&path)?;
         }
-        let tmp = parent.join(format!(".dmv-tmp-{}-{}", std::process::id(), e.id.short()));
+        let tmp = parent.join(format!("{TEMP_PREFIX}{}-{}", std::process::id(), e.id.short()));
         let _ = std::fs::remove_file(&tmp);
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
@@ -402,8 +424,18 @@ impl Repository {
     }
 
     /// Makes the working tree and dirstate match `target`. Refuses when tracked
-    /// files have uncommitted changes or untracked files would be overwritten.
+    /// files have uncommitted changes or untracked files would be overwritten,
+    /// and during a merge (switching away would strand its state).
     pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::Conflict(format!("a merge of {} is in progress; commit it or run `dmv merge --abort` first", m.label)));
+        }
+        self.checkout_tree_during_merge(target, progress)
+    }
+
+    /// `checkout_tree` without the merge-in-progress check: the merge itself
+    /// writes its result this way.
+    pub(crate) fn checkout_tree_during_merge(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let (status, ds) = self.status_with_dirstate()?;
         if !status.is_clean() {
             let first = status.staged.iter().chain(&status.unstaged).next().map(|c| String::from_utf8_lossy(&c.path).into_owned()).unwrap_or_default();

@@ -1,0 +1,104 @@
+//! `dmv merge` and `dmv resolve`.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use clap::{ArgGroup, Args};
+use dmv_repo::{MergeOutcome, Resolution};
+
+use crate::progress::Progress;
+use crate::{open_repo, repo_paths, show_path};
+
+#[derive(Args)]
+#[command(after_help = "A file changed on both sides is a conflict: nothing is merged inside files. \
+Settle each with `dmv resolve --ours|--theirs|--both PATH`, then `dmv commit`.\n\
+Exit status: 0 merged (or nothing to do), 1 conflicts, 128 error.")]
+pub struct MergeArgs {
+    /// The branch or commit to merge into the current branch.
+    #[arg(required_unless_present = "abort")]
+    rev: Option<String>,
+    /// Give up the merge in progress: put the working tree and staging area back to HEAD.
+    #[arg(long, conflicts_with = "rev")]
+    abort: bool,
+}
+
+pub fn merge(a: MergeArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    if a.abort {
+        repo.merge_abort()?;
+        match repo.head_commit()? {
+            Some(id) => println!("Merge aborted; back at {}.", id.short()),
+            None => println!("Merge aborted."),
+        }
+        return Ok(0);
+    }
+    let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
+    let theirs = repo.resolve(&rev)?;
+    merge_and_report(&repo, theirs, &rev)
+}
+
+/// Merges `theirs` into HEAD and says what happened (exit 1 on conflicts); `pull` ends here too.
+pub fn merge_and_report(repo: &dmv_repo::Repository, theirs: dmv_repo::store::ObjectId, label: &str) -> Result<u8> {
+    let p = Progress::new("merging");
+    let outcome = repo.merge(theirs, label, &|d, t| p.update(d, t))?;
+    p.finish();
+    match outcome {
+        MergeOutcome::UpToDate => println!("Already up to date."),
+        MergeOutcome::FastForward(id) => println!("Fast-forward to {}", id.short()),
+        MergeOutcome::Merged(id) => println!("Merged {label}: {}", id.short()),
+        MergeOutcome::Conflicts(paths) => {
+            let state = repo.merge_state()?;
+            let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
+            for path in &paths {
+                let what = conflicts.iter().find(|c| &c.path == path).map_or("conflict", |c| c.describe().1);
+                println!("CONFLICT ({what}): {}", show_path(path));
+            }
+            println!("Automatic merge failed: settle each path with `dmv resolve --ours|--theirs|--both PATH`, then run `dmv commit` (or `dmv merge --abort`).");
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("side").args(["ours", "theirs", "both"])))]
+pub struct ResolveArgs {
+    /// Take our version (the current branch's); if we deleted the file, delete it.
+    #[arg(long)]
+    ours: bool,
+    /// Take their version (the merged branch's); if they deleted the file, delete it.
+    #[arg(long)]
+    theirs: bool,
+    /// Keep both versions side by side as NAME.ours.EXT and NAME.theirs.EXT.
+    #[arg(long)]
+    both: bool,
+    /// Conflicted files, or directories holding them. With none of --ours, --theirs,
+    /// --both, each file is staged as it is now in the working tree (merged by hand).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+pub fn resolve(a: ResolveArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    let how = match (a.ours, a.theirs, a.both) {
+        (true, _, _) => Resolution::Ours,
+        (_, true, _) => Resolution::Theirs,
+        (_, _, true) => Resolution::Both,
+        _ => Resolution::AsIs,
+    };
+    for r in repo.resolve_conflicts(&specs, how)? {
+        let path = show_path(&r.path);
+        match r.kept.as_slice() {
+            [] => println!("Resolved {path} (deleted)"),
+            [one] if *one == r.path => println!("Resolved {path}"),
+            kept => println!("Resolved {path}: kept {}", kept.iter().map(|k| show_path(k)).collect::<Vec<_>>().join(", ")),
+        }
+    }
+    match repo.merge_state()?.map(|s| s.conflicts.len()) {
+        Some(0) => println!("All conflicts resolved; run `dmv commit` to conclude the merge."),
+        Some(n) => println!("{n} conflicts left."),
+        None => {}
+    }
+    Ok(0)
+}

@@ -1,0 +1,582 @@
+//! `dmv merge`, `dmv resolve` and merge-aware commit/status on the real binary.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every file under the working tree (not .dmv) with its bytes.
+fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().unwrap() == ".dmv" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn rev(d: &Path, name: &str) -> String {
+    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
+    log[0]["id"].as_str().unwrap().to_string()
+}
+
+fn parents(d: &Path, name: &str) -> Vec<String> {
+    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
+    log[0]["parents"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect()
+}
+
+fn fsck_clean(d: &Path) {
+    let out = dmv_out(d, &["fsck", "--full"]);
+    assert!(out.status.success(), "fsck: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+}
+
+/// Compares two snapshots, naming the paths that differ.
+fn assert_same_files(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>, context: &str) {
+    let differ: Vec<&String> = got.keys().chain(want.keys()).filter(|k| got.get(*k) != want.get(*k)).collect();
+    assert!(differ.is_empty(), "{context}: these paths differ: {differ:?}");
+}
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    Noise::new(seed).bytes(n)
+}
+
+fn status_json(d: &Path) -> serde_json::Value {
+    serde_json::from_str(&dmv(d, &["status", "--json"])).unwrap()
+}
+
+/// main and feature diverged from one base commit: `on_main` and `on_feature`
+/// change the working tree before each side's commit.
+fn diverged(base: impl Fn(&Path), on_main: impl Fn(&Path), on_feature: impl Fn(&Path)) -> tempfile::TempDir {
+    let repo = new_repo();
+    let d = repo.path();
+    base(d);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "base"]);
+    dmv(d, &["switch", "-c", "feature"]);
+    on_feature(d);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "feature work"]);
+    dmv(d, &["switch", "main"]);
+    on_main(d);
+    dmv(d, &["add", "."]);
+    // Nothing to commit (exit 1) leaves main behind feature: a fast-forward.
+    let out = dmv_out(d, &["commit", "-m", "main work"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    repo
+}
+
+/// One photo both sides retouch differently: a binary conflict.
+fn photo_conflict() -> tempfile::TempDir {
+    diverged(
+        |d| {
+            std::fs::write(d.join("shot.jpg"), noise(300_000, 1)).unwrap();
+            std::fs::write(d.join("README"), "base\n").unwrap();
+        },
+        |d| std::fs::write(d.join("shot.jpg"), noise(300_000, 2)).unwrap(),
+        |d| {
+            std::fs::write(d.join("shot.jpg"), noise(300_000, 3)).unwrap();
+            std::fs::write(d.join("extra.wav"), noise(50_000, 4)).unwrap();
+        },
+    )
+}
+
+#[test]
+fn fast_forward_then_up_to_date() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a"), "one").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    dmv(d, &["switch", "-c", "feature"]);
+    std::fs::write(d.join("b.bin"), noise(100_000, 5)).unwrap();
+    std::fs::remove_file(d.join("a")).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "two"]);
+    let feature = rev(d, "feature");
+    dmv(d, &["switch", "main"]);
+    assert!(!d.join("b.bin").exists());
+
+    let out = dmv(d, &["merge", "feature"]);
+    assert_eq!(out.trim(), format!("Fast-forward to {}", &feature[..12]));
+    assert_eq!(rev(d, "main"), feature);
+    assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(100_000, 5));
+    assert!(!d.join("a").exists());
+    assert!(dmv(d, &["status"]).contains("nothing to commit"));
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
+
+    assert_eq!(dmv(d, &["merge", "feature"]).trim(), "Already up to date.");
+    assert_eq!(dmv(d, &["merge", "HEAD~1"]).trim(), "Already up to date.");
+    assert_eq!(rev(d, "main"), feature);
+    fsck_clean(d);
+}
+
+#[test]
+fn changes_to_different_files_merge_into_a_two_parent_commit() {
+    let repo = diverged(
+        |d| {
+            std::fs::create_dir(d.join("media")).unwrap();
+            for (i, name) in ["a.bin", "b.bin", "gone.bin"].iter().enumerate() {
+                std::fs::write(d.join("media").join(name), noise(200_000, 10 + i as u64)).unwrap();
+            }
+        },
+        |d| {
+            std::fs::write(d.join("media/a.bin"), noise(200_000, 20)).unwrap();
+            std::fs::remove_file(d.join("media/gone.bin")).unwrap();
+        },
+        |d| {
+            std::fs::write(d.join("media/b.bin"), noise(200_000, 21)).unwrap();
+            std::fs::create_dir_all(d.join("new/dir")).unwrap();
+            std::fs::write(d.join("new/dir/c.bin"), noise(1000, 22)).unwrap();
+        },
+    );
+    let d = repo.path();
+    let (main_before, feature) = (rev(d, "main"), rev(d, "feature"));
+    let out = dmv(d, &["merge", "feature"]);
+    let merged = rev(d, "HEAD");
+    assert_eq!(out.trim(), format!("Merged feature: {}", &merged[..12]));
+    assert_eq!(parents(d, "HEAD"), [main_before, feature]);
+    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
+    assert_eq!(log[0]["message"], "Merge feature");
+    let expected: BTreeMap<String, Vec<u8>> = [
+        ("media/a.bin", noise(200_000, 20)),
+        ("media/b.bin", noise(200_000, 21)),
+        ("new/dir/c.bin", noise(1000, 22)),
+    ]
+    .into_iter()
+    .map(|(p, b)| (p.to_string(), b))
+    .collect();
+    assert_eq!(snapshot(d), expected);
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    assert!(status_json(d)["merge"].is_null());
+    let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
+    assert_eq!(ls.lines().count(), 3, "{ls}");
+    fsck_clean(d);
+}
+
+#[test]
+fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
+    let repo = photo_conflict();
+    let d = repo.path();
+    let main_before = rev(d, "main");
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CONFLICT (both modified): shot.jpg"), "{text}");
+    assert!(text.contains("dmv resolve"), "{text}");
+    // Nothing committed; the clean part (their new file) is staged, ours shown for the conflict.
+    assert_eq!(rev(d, "main"), main_before);
+    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 2));
+    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), noise(50_000, 4));
+
+    let long = dmv(d, &["status"]);
+    assert!(long.contains("You are merging feature"), "{long}");
+    assert!(long.contains("both modified:   shot.jpg"), "{long}");
+    assert!(long.contains("new file:   extra.wav"), "{long}");
+    let short = dmv(d, &["status", "--short"]);
+    assert_eq!(short.lines().next(), Some("UU shot.jpg"), "{short}");
+    assert!(!short.contains("M  shot.jpg"), "{short}");
+    let json = status_json(d);
+    assert_eq!(json["merge"]["label"], "feature");
+    assert_eq!(json["merge"]["conflicts"][0]["path"], "shot.jpg");
+    assert_eq!(json["merge"]["conflicts"][0]["code"], "UU");
+
+    let out = dmv_out(d, &["commit", "-m", "too early"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("unresolved conflicts: shot.jpg; run dmv resolve"), "{}", stderr(&out));
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("already in progress"), "{}", stderr(&out));
+    let out = dmv_out(d, &["switch", "feature"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("merge --abort"), "{}", stderr(&out));
+    let out = dmv_out(d, &["resolve", "--ours", "README"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("README is not in conflict"), "{}", stderr(&out));
+    assert_eq!(rev(d, "main"), main_before);
+    fsck_clean(d);
+}
+
+#[test]
+fn resolve_ours_theirs_and_both_give_exact_bytes_and_a_two_parent_commit() {
+    let ours = noise(300_000, 2);
+    let theirs = noise(300_000, 3);
+    for how in ["--ours", "--theirs", "--both"] {
+        let repo = photo_conflict();
+        let d = repo.path();
+        let (main_before, feature) = (rev(d, "main"), rev(d, "feature"));
+        assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+        // Edit the file by hand first: resolve must still write the chosen version exactly.
+        std::fs::write(d.join("shot.jpg"), "scribble").unwrap();
+        let out = dmv(d, &["resolve", how, "shot.jpg"]);
+        assert!(out.contains("Resolved shot.jpg") && out.contains("All conflicts resolved"), "{how}: {out}");
+        match how {
+            "--ours" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), ours),
+            "--theirs" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), theirs),
+            _ => {
+                assert!(!d.join("shot.jpg").exists());
+                assert_eq!(std::fs::read(d.join("shot.ours.jpg")).unwrap(), ours);
+                assert_eq!(std::fs::read(d.join("shot.theirs.jpg")).unwrap(), theirs);
+                assert!(out.contains("kept shot.ours.jpg, shot.theirs.jpg"), "{out}");
+            }
+        }
+        let st = dmv(d, &["status"]);
+        assert!(st.contains("All conflicts fixed but you are still merging"), "{how}: {st}");
+        assert!(!st.contains("Changes not staged"), "{how}: {st}");
+        assert!(dmv(d, &["status", "--short"]).lines().all(|l| !l.starts_with("UU")));
+        let again = dmv_out(d, &["resolve", "--theirs", "shot.jpg"]);
+        assert!(stderr(&again).contains("not in conflict"), "{}", stderr(&again));
+
+        // No -m is needed to conclude a merge.
+        let out = dmv(d, &["commit"]);
+        assert!(out.contains("Merge feature"), "{out}");
+        assert_eq!(parents(d, "HEAD"), [main_before.clone(), feature.clone()]);
+        assert!(!d.join(".dmv/MERGE_STATE").exists());
+        assert!(status_json(d)["merge"].is_null());
+        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "{how}");
+        let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
+        if how == "--both" {
+            assert!(ls.contains("shot.ours.jpg") && ls.contains("shot.theirs.jpg") && !ls.contains("\tshot.jpg"), "{ls}");
+            assert_eq!(dmv_out(d, &["cat", "HEAD:shot.theirs.jpg"]).stdout, theirs);
+        } else {
+            let want = if how == "--ours" { &ours } else { &theirs };
+            assert_eq!(&dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout, want);
+        }
+        assert!(ls.contains("extra.wav"), "{ls}");
+        fsck_clean(d);
+    }
+}
+
+#[test]
+fn resolve_without_a_side_stages_the_hand_merged_file() {
+    let repo = photo_conflict();
+    let d = repo.path();
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    std::fs::write(d.join("shot.jpg"), "retouched by hand").unwrap();
+    let out = dmv_out(d, &["resolve"]);
+    assert_eq!(out.status.code(), Some(2), "a path is required");
+    dmv(d, &["resolve", "."]);
+    dmv(d, &["commit", "-m", "hand merge"]);
+    assert_eq!(dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout, b"retouched by hand");
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    fsck_clean(d);
+}
+
+#[test]
+fn modify_delete_conflicts_both_ways() {
+    // We deleted it, they changed it: the working tree shows theirs until resolved.
+    let repo = diverged(
+        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 30)).unwrap(),
+        |d| std::fs::remove_file(d.join("clip.mov")).unwrap(),
+        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 31)).unwrap(),
+    );
+    let d = repo.path();
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT (deleted by us): clip.mov"));
+    assert_eq!(std::fs::read(d.join("clip.mov")).unwrap(), noise(100_000, 31));
+    assert_eq!(dmv(d, &["status", "--short"]).trim(), "DU clip.mov");
+    assert!(dmv(d, &["status"]).contains("deleted by us:   clip.mov"));
+    let out = dmv(d, &["resolve", "--ours", "clip.mov"]);
+    assert!(out.contains("Resolved clip.mov (deleted)"), "{out}");
+    assert!(!d.join("clip.mov").exists());
+    dmv(d, &["commit", "-m", "keep it deleted"]);
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    assert!(dmv(d, &["ls-tree", "-r", "HEAD"]).trim().is_empty());
+    fsck_clean(d);
+
+    // We changed it, they deleted it: --both keeps only ours, under the .ours name.
+    let repo = diverged(
+        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 30)).unwrap(),
+        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 32)).unwrap(),
+        |d| std::fs::remove_file(d.join("clip.mov")).unwrap(),
+    );
+    let d = repo.path();
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    assert_eq!(dmv(d, &["status", "--short"]).trim(), "UD clip.mov");
+    dmv(d, &["resolve", "--both", "clip.mov"]);
+    assert_eq!(snapshot(d).into_iter().collect::<Vec<_>>(), vec![("clip.ours.mov".to_string(), noise(100_000, 32))]);
+    dmv(d, &["commit"]);
+    assert_eq!(dmv_out(d, &["cat", "HEAD:clip.ours.mov"]).stdout, noise(100_000, 32));
+    fsck_clean(d);
+}
+
+#[test]
+fn file_against_directory_is_a_conflict_resolved_together() {
+    let repo = diverged(
+        |d| std::fs::write(d.join("keep"), "k").unwrap(),
+        |d| std::fs::write(d.join("take"), "a file").unwrap(),
+        |d| {
+            std::fs::create_dir(d.join("take")).unwrap();
+            std::fs::write(d.join("take/one"), "in a dir").unwrap();
+        },
+    );
+    let d = repo.path();
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CONFLICT (added by us): take") && text.contains("CONFLICT (added by them): take/one"), "{text}");
+    assert_eq!(std::fs::read(d.join("take")).unwrap(), b"a file");
+    let out = dmv_out(d, &["resolve", "--theirs", "take/one"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("resolve them together"), "{}", stderr(&out));
+    dmv(d, &["resolve", "--theirs", "take", "take/one"]);
+    assert_eq!(std::fs::read(d.join("take/one")).unwrap(), b"in a dir");
+    dmv(d, &["commit"]);
+    assert_eq!(dmv(d, &["ls-tree", "-r", "HEAD"]).lines().count(), 2);
+    fsck_clean(d);
+}
+
+#[test]
+fn merge_with_uncommitted_changes_is_refused_and_changes_nothing() {
+    let repo = photo_conflict();
+    let d = repo.path();
+    std::fs::write(d.join("README"), "edited, not committed\n").unwrap();
+    let before = snapshot(d);
+    let head = rev(d, "main");
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(128));
+    let err = stderr(&out);
+    assert!(err.starts_with("dmv: ") && err.contains("uncommitted changes") && err.lines().count() == 1, "{err}");
+    assert_eq!(snapshot(d), before);
+    assert_eq!(rev(d, "main"), head);
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
+    // Staged but uncommitted is refused the same way.
+    dmv(d, &["add", "README"]);
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert!(stderr(&out).contains("uncommitted changes"), "{}", stderr(&out));
+    // An untracked file where the merge would write is refused too.
+    dmv(d, &["restore", "--staged", "README"]);
+    dmv(d, &["restore", "README"]);
+    std::fs::write(d.join("extra.wav"), "mine, untracked").unwrap();
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert!(stderr(&out).contains("untracked file extra.wav would be overwritten"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), b"mine, untracked");
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
+    fsck_clean(d);
+}
+
+#[test]
+fn abort_puts_back_head_exactly() {
+    let repo = diverged(
+        |d| {
+            std::fs::write(d.join("shot.jpg"), noise(300_000, 1)).unwrap();
+            std::fs::write(d.join("changed-by-them"), "base").unwrap();
+            std::fs::write(d.join("deleted-by-them"), "base").unwrap();
+        },
+        |d| std::fs::write(d.join("shot.jpg"), noise(300_000, 2)).unwrap(),
+        |d| {
+            std::fs::write(d.join("shot.jpg"), noise(300_000, 3)).unwrap();
+            std::fs::write(d.join("changed-by-them"), "theirs").unwrap();
+            std::fs::remove_file(d.join("deleted-by-them")).unwrap();
+            std::fs::create_dir(d.join("added")).unwrap();
+            std::fs::write(d.join("added/by-them"), "theirs").unwrap();
+        },
+    );
+    let d = repo.path();
+    std::fs::write(d.join("untracked.txt"), "leave me").unwrap();
+    let before = snapshot(d);
+    let head = rev(d, "main");
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    assert_ne!(snapshot(d), before);
+    dmv(d, &["resolve", "--both", "shot.jpg"]);
+    std::fs::write(d.join("changed-by-them"), "edited during the merge").unwrap();
+
+    let out = dmv(d, &["merge", "--abort"]);
+    assert!(out.contains("Merge aborted"), "{out}");
+    assert_same_files(&snapshot(d), &before, "after abort");
+    assert_eq!(rev(d, "main"), head);
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
+    assert_eq!(dmv(d, &["status", "--short"]).trim(), "?? untracked.txt");
+    let out = dmv_out(d, &["merge", "--abort"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("no merge to abort"), "{}", stderr(&out));
+    fsck_clean(d);
+    // And the merge can be done again.
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    dmv(d, &["resolve", "--theirs", "."]);
+    dmv(d, &["commit", "-m", "done"]);
+    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 3));
+    fsck_clean(d);
+}
+
+#[test]
+fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
+    let repo = photo_conflict();
+    let d = repo.path();
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    dmv(d, &["branch", "-d", "feature"]);
+    dmv(d, &["gc", "--prune-reflog"]);
+    fsck_clean(d);
+    dmv(d, &["resolve", "--theirs", "shot.jpg"]);
+    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 3));
+    dmv(d, &["commit"]);
+    fsck_clean(d);
+}
+
+fn set_merge_tool(d: &Path, tool: &str) {
+    let path = d.join(".dmv/config");
+    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    cfg["merge_tool"] = tool.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+}
+
+#[test]
+fn a_merge_tool_that_succeeds_resolves_and_one_that_fails_leaves_the_conflict() {
+    let text_conflict = || {
+        diverged(
+            |d| std::fs::write(d.join("notes.txt"), "base\n").unwrap(),
+            |d| std::fs::write(d.join("notes.txt"), "ours\n").unwrap(),
+            |d| std::fs::write(d.join("notes.txt"), "theirs\n").unwrap(),
+        )
+    };
+    let repo = text_conflict();
+    let d = repo.path();
+    // A tiny "merge": base, ours and theirs concatenated; checks the variables too.
+    set_merge_tool(d, r#"test "$DMV_PATH" = notes.txt && cat "$DMV_BASE" "$DMV_OURS" "$DMV_THEIRS" > "$DMV_MERGED" && echo tool ran"#);
+    let out = dmv(d, &["merge", "feature"]);
+    assert!(out.starts_with("Merged feature: "), "{out}");
+    assert!(!out.contains("tool ran"), "the tool's output goes to stderr: {out}");
+    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"base\nours\ntheirs\n");
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    assert!(std::fs::read_dir(d.join(".dmv")).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("merge-tool")));
+    fsck_clean(d);
+
+    let repo = text_conflict();
+    let d = repo.path();
+    set_merge_tool(d, r#"echo garbage > "$DMV_MERGED"; exit 3"#);
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"ours\n");
+    assert_eq!(dmv(d, &["status", "--short"]).trim(), "UU notes.txt");
+    dmv(d, &["resolve", "--theirs", "notes.txt"]);
+    dmv(d, &["commit"]);
+    fsck_clean(d);
+}
+
+#[test]
+fn merge_and_resolve_have_help() {
+    let repo = new_repo();
+    for cmd in ["merge", "resolve"] {
+        let out = dmv_out(repo.path(), &[cmd, "--help"]);
+        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
+    }
+}
+
+/// Killed at each step of a merge: fsck stays clean, and either the merge is
+/// complete or `merge --abort` returns to exactly the state before it.
+#[test]
+fn merge_killed_at_every_step_recovers() {
+    const THREE_WAY: &[&str] =
+        &["merge-state-written", "merge-worktree-written", "pack-sealed", "commit-before-ref", "refs-after-lock", "refs-after-list-rename", "commit-after-ref"];
+    const FAST_FORWARD: &[&str] = &["merge-state-written", "merge-worktree-written", "refs-after-lock", "merge-after-ref"];
+    let cases = THREE_WAY.iter().map(|p| (p, false)).chain(FAST_FORWARD.iter().map(|p| (p, true)));
+    for (point, ff) in cases {
+        let repo = diverged(
+            |d| {
+                std::fs::write(d.join("a.bin"), noise(200_000, 40)).unwrap();
+                std::fs::write(d.join("b.bin"), noise(200_000, 41)).unwrap();
+            },
+            |d| {
+                if !ff {
+                    std::fs::write(d.join("a.bin"), noise(200_000, 42)).unwrap();
+                }
+            },
+            |d| {
+                std::fs::write(d.join("b.bin"), noise(200_000, 43)).unwrap();
+                std::fs::write(d.join("c.bin"), noise(200_000, 44)).unwrap();
+            },
+        );
+        let d = repo.path();
+        if ff {
+            // Nothing new was committed on main: it is behind feature.
+            assert_eq!(parents(d, "feature"), [rev(d, "main")]);
+        }
+        let before = snapshot(d);
+        let head = rev(d, "main");
+        let out = dmv_cmd(d).args(["merge", "feature"]).env("DMV_FAILPOINT", point).output().unwrap();
+        assert!(!out.status.success(), "{point}: never reached: {}", stderr(&out));
+        fsck_clean(d);
+        let st = status_json(d);
+        if rev(d, "main") == head {
+            if !st["merge"].is_null() {
+                dmv(d, &["merge", "--abort"]);
+            }
+            assert_same_files(&snapshot(d), &before, &format!("{point} (ff {ff}): abort must restore the worktree"));
+            assert!(dmv(d, &["status"]).contains("nothing to commit"), "{point}");
+            dmv(d, &["merge", "feature"]);
+        } else {
+            assert!(st["merge"].is_null(), "{point}: finished merge must not look unfinished");
+        }
+        assert_eq!(parents(d, "HEAD").len(), if ff { 1 } else { 2 }, "{point}");
+        assert_eq!(std::fs::read(d.join("c.bin")).unwrap(), noise(200_000, 44), "{point}");
+        assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(200_000, 43), "{point}");
+        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "{point}");
+        fsck_clean(d);
+    }
+}
+
+/// SIGKILL at random moments of a merge that writes many files: whatever
+/// point it reached, `merge --abort` (or nothing, if it finished) leaves
+/// exactly the state before or after, and fsck is clean.
+#[test]
+fn merge_sigkilled_at_random_moments_recovers() {
+    let repo = diverged(
+        |d| {
+            std::fs::write(d.join("ours.bin"), noise(1000, 50)).unwrap();
+            std::fs::write(d.join("shared.bin"), noise(1000, 51)).unwrap();
+        },
+        |d| std::fs::write(d.join("ours.bin"), noise(1000, 52)).unwrap(),
+        |d| {
+            std::fs::create_dir(d.join("shoot")).unwrap();
+            for i in 0..40 {
+                write_noise(&d.join(format!("shoot/{i:02}.raw")), 1 << 20, 600 + i);
+            }
+            std::fs::remove_file(d.join("shared.bin")).unwrap();
+        },
+    );
+    let d = repo.path();
+    let before = snapshot(d);
+    let head = rev(d, "main");
+    let mut finished = false;
+    for delay_ms in [0u64, 3, 6, 10, 15, 20, 30, 40, 60, 90, 130, 200] {
+        let mut child = dmv_cmd(d).args(["merge", "feature"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = child.wait();
+        fsck_clean(d);
+        if rev(d, "main") != head {
+            finished = true;
+            break;
+        }
+        let st = status_json(d);
+        eprintln!("killed after {delay_ms} ms: merge state {}, {} untracked", st["merge"], st["untracked"].as_array().map_or(0, |u| u.len()));
+        if !st["merge"].is_null() {
+            dmv(d, &["merge", "--abort"]);
+        }
+        assert_same_files(&snapshot(d), &before, &format!("killed after {delay_ms} ms: abort must restore the worktree"));
+        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "after {delay_ms} ms");
+    }
+    if !finished {
+        dmv(d, &["merge", "feature"]);
+    }
+    assert!(status_json(d)["merge"].is_null());
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    let after = snapshot(d);
+    assert_eq!(after.len(), 41);
+    assert_eq!(after["shoot/39.raw"].len(), 1 << 20);
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    fsck_clean(d);
+}
