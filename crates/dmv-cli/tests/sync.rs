@@ -193,7 +193,8 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     commit_all(&b, "third");
     let before = head_of(&t.join("hub"), "refs/heads/main");
     let out = dmv_out(&b, &["push"]);
-    assert!(one_line_error(&out).contains("may read but not push"));
+    let line = one_line_error(&out);
+    assert!(line.contains("may read but not push"), "{line}");
     assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), before);
     let out = dmv_cmd(&b).args(["push"]).env("DMV_TOKEN", "writer-1").output().unwrap();
     ok(&out);
@@ -286,7 +287,7 @@ fn of_two_concurrent_pushes_exactly_one_wins() {
     for round in 0..4 {
         for name in ["x", "y"] {
             let d = t.join(name);
-            dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap();
+            ok(&dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap());
             write_noise(&d.join(format!("{name}-{round}.bin")), 2 * MIB, round * 10 + name.len() as u64 + name.as_bytes()[0] as u64);
             commit_all(&d, &format!("{name} round {round}"));
         }
@@ -297,8 +298,18 @@ fn of_two_concurrent_pushes_exactly_one_wins() {
         let (winner, loser) = if ox.status.success() { ("x", oy) } else { ("y", ox) };
         assert!(one_line_error(&loser).contains("pull"), "the loser is told to pull: {}", stderr(&loser));
         assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&t.join(winner), "refs/heads/main"));
-        // The loser catches up without losing its commit: it is still its branch tip.
-        let _ = head_of(&t.join(if winner == "x" { "y" } else { "x" }), "refs/heads/main");
+    }
+    // The losers' commits were merged by their next pull: after a last pull and push, no update is lost.
+    for name in ["x", "y"] {
+        let d = t.join(name);
+        ok(&dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap());
+        ok(&dmv_cmd(&d).args(["push"]).env("DMV_TOKEN", "w").output().unwrap());
+    }
+    let log = dmv(&t.join("hub"), &["log", "--oneline"]);
+    for round in 0..4 {
+        for name in ["x", "y"] {
+            assert!(log.contains(&format!("{name} round {round}")), "{name} round {round} lost:\n{log}");
+        }
     }
     fsck_clean(&t.join("hub"));
 }

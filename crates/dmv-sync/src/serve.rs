@@ -161,6 +161,10 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
 }
 
 fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
+    if updates.is_empty() {
+        // Clients send this to learn whether they may write before uploading anything.
+        return Ok(Response::RefsUpdated);
+    }
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,

@@ -214,6 +214,8 @@ pub struct PushResult {
 pub fn push(repo: &Repository, client: &mut Client, updates: &[PushRef], remote_tips: &[ObjectId], progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<PushResult> {
     let store = &repo.store;
     let mut stats = TransferStats::default();
+    // An empty ref update checks write access, so a refusal comes before any upload.
+    client.update_refs(Vec::new(), &repo.who(), "push")?;
     let tips: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
     let mut stop = Vec::new();
     for t in remote_tips {
