@@ -1,4 +1,5 @@
 use std::io::Read;
+use std::sync::Arc;
 
 use fastcdc::v2020::FastCDC;
 use serde::{Deserialize, Serialize};
@@ -42,6 +43,40 @@ pub(crate) fn read_single_chunk(f: &mut impl Read, params: ChunkParams) -> std::
     let mut data = Vec::new();
     f.take(params.min as u64 + 1).read_to_end(&mut data)?;
     Ok((data.len() <= params.min as usize).then_some(data))
+}
+
+/// Cuts `data[from..]` into chunks; unless `eof`, stops where less than a
+/// maximum chunk is left (its end depends on bytes not read yet). Returns the
+/// chunks' ranges and where the uncut rest begins.
+pub(crate) fn cut_run(data: &[u8], from: usize, params: ChunkParams, eof: bool) -> (Vec<std::ops::Range<usize>>, usize) {
+    let mut cuts = Vec::new();
+    let mut pos = from;
+    while pos < data.len() && (eof || data.len() - pos >= params.max as usize) {
+        let window = &data[pos..];
+        let cdc = FastCDC::new(window, params.min, params.avg, params.max);
+        let (_, cut) = cdc.cut(0, window.len());
+        let cut = if cut == 0 { window.len() } else { cut };
+        cuts.push(pos..pos + cut);
+        pos += cut;
+    }
+    (cuts, pos)
+}
+
+/// Consecutive chunks of a file, as ranges of one shared buffer.
+pub struct ChunkBatch {
+    pub data: Arc<Vec<u8>>,
+    pub cuts: Vec<std::ops::Range<usize>>,
+}
+
+impl ChunkBatch {
+    pub fn single(data: Vec<u8>) -> ChunkBatch {
+        let len = data.len();
+        ChunkBatch { data: Arc::new(data), cuts: vec![0..len] }
+    }
+
+    pub fn chunk(&self, i: usize) -> &[u8] {
+        &self.data[self.cuts[i].clone()]
+    }
 }
 
 /// Streams content-defined chunks out of a reader with one reusable buffer,

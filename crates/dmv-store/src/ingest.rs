@@ -5,17 +5,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, Metadata};
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
-use crate::chunker::read_single_chunk;
+use crate::chunker::{cut_run, read_single_chunk, ChunkBatch};
 use crate::nodes::{FileList, ListBuilder};
 use crate::object::NodeEntry;
 use crate::pack::{COMP_NONE, COMP_ZSTD};
 use crate::store::maybe_compress;
-use crate::{ChunkParams, Chunker, ObjectId, ObjectKind, StoreError, StoreResult, WriteSession};
+use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, WriteSession};
 
 /// A file to store, by path.
 #[derive(Clone, Debug)]
@@ -47,14 +48,23 @@ fn modified_since(meta: &Metadata, read_start: std::time::SystemTime) -> bool {
 }
 
 enum Job {
-    Chunk { file: usize, gen: u32, seq: u64, data: Vec<u8> },
+    /// Consecutive chunks of one file, the first being number `first_seq`.
+    Chunks { file: usize, gen: u32, first_seq: u64, batch: ChunkBatch },
     /// All chunks of this generation have been sent.
     End { file: usize, gen: u32, chunks: u64, meta: Box<Metadata> },
     Failed { file: usize, error: StoreError },
 }
 
+/// What a worker learned about one chunk of a batch.
+struct Hashed {
+    id: ObjectId,
+    /// Stored already (re-committing an edited file): nothing to write.
+    present: bool,
+    compressed: Option<Vec<u8>>,
+}
+
 enum Done {
-    Chunk { file: usize, gen: u32, seq: u64, id: ObjectId, raw_len: usize, compressed: Option<Vec<u8>>, data: Vec<u8> },
+    Chunks { file: usize, gen: u32, first_seq: u64, batch: ChunkBatch, hashed: Vec<Hashed> },
     End { file: usize, gen: u32, chunks: u64, meta: Box<Metadata> },
     Failed { file: usize, error: StoreError },
 }
@@ -74,8 +84,21 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
     a.len() == b.len() && a.mtime() == b.mtime() && a.mtime_nsec() == b.mtime_nsec() && a.ino() == b.ino() && a.ctime() == b.ctime() && a.ctime_nsec() == b.ctime_nsec()
 }
 
-/// Reads one file, sending its chunks; returns false when it changed underneath.
-fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, jobs: &Sender<Job>) -> Result<bool, StoreError> {
+/// Bytes read per block; each block buffer also has `params.max` bytes of
+/// headroom in front, where the chunker puts the previous block's unfinished
+/// chunk so that chunk is contiguous without copying the block.
+const BLOCK: usize = 1 << 20;
+
+/// What the reader hands the chunker.
+enum Raw {
+    Block { file: usize, gen: u32, buf: Vec<u8>, len: usize },
+    Small { file: usize, gen: u32, data: Vec<u8> },
+    End { file: usize, gen: u32, meta: Box<Metadata> },
+    Failed { file: usize, error: StoreError },
+}
+
+/// Reads one file in blocks; returns false when it changed underneath.
+fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, raw: &Sender<Raw>, spares: &Receiver<Vec<u8>>) -> Result<bool, StoreError> {
     let path = &src.path;
     let read_start = std::time::SystemTime::now();
     crate::trace::count_content_open();
@@ -84,28 +107,38 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     if !before.is_file() {
         return Err(StoreError::Other(format!("{} is not a regular file", path.display())));
     }
-    let mut seq = 0u64;
     let mut total = 0u64;
     if before.len() <= params.min as u64 {
-        // Small files are one chunk: skip the chunker's large buffer.
+        // Small files are one chunk: skip the large buffers.
         let Some(data) = read_single_chunk(&mut f, params).map_err(|e| StoreError::io(path, e))? else {
             return Ok(false);
         };
         total = data.len() as u64;
-        if jobs.send(Job::Chunk { file: file_no, gen, seq, data }).is_err() {
+        if raw.send(Raw::Small { file: file_no, gen, data }).is_err() {
             return Ok(true);
         }
-        seq += 1;
     } else {
-        let mut chunker = Chunker::new(&mut f, params);
-        while let Some(chunk) = chunker.next_chunk().map_err(|e| StoreError::io(path, e))? {
-            total += chunk.len() as u64;
-            if jobs.send(Job::Chunk { file: file_no, gen, seq, data: chunk.to_vec() }).is_err() {
+        let head = params.max as usize;
+        loop {
+            let mut buf = spares.try_recv().ok().filter(|b| b.len() == head + BLOCK).unwrap_or_else(|| vec![0; head + BLOCK]);
+            let mut len = 0;
+            while len < BLOCK {
+                match f.read(&mut buf[head + len..]) {
+                    Ok(0) => break,
+                    Ok(n) => len += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(StoreError::io(path, e)),
+                }
+            }
+            total += len as u64;
+            if len > 0 && raw.send(Raw::Block { file: file_no, gen, buf, len }).is_err() {
                 return Ok(true);
             }
-            seq += 1;
+            if len < BLOCK {
+                break;
+            }
         }
-        if seq == 0 {
+        if total == 0 {
             // The file shrank to nothing while we read it.
             return Ok(false);
         }
@@ -117,27 +150,79 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
         std::thread::sleep(TIMESTAMP_GRANULARITY * 2);
         return Ok(false);
     }
-    let _ = jobs.send(Job::End { file: file_no, gen, chunks: seq, meta: Box::new(before) });
+    let _ = raw.send(Raw::End { file: file_no, gen, meta: Box::new(before) });
     Ok(true)
 }
 
-fn reader(sources: Vec<IngestSource>, params: ChunkParams, jobs: Sender<Job>) {
+fn reader(sources: Vec<IngestSource>, params: ChunkParams, raw: Sender<Raw>, spares: Receiver<Vec<u8>>) {
     for (file_no, src) in sources.iter().enumerate() {
         let mut gen = 0;
         loop {
-            match read_file(file_no, gen, src, params, &jobs) {
+            match read_file(file_no, gen, src, params, &raw, &spares) {
                 Ok(true) => break,
                 Ok(false) if gen + 1 < TRIES => gen += 1,
                 Ok(false) => {
                     let error = StoreError::ChangedWhileReading { path: src.path.clone(), tries: TRIES };
-                    let _ = jobs.send(Job::Failed { file: file_no, error });
+                    let _ = raw.send(Raw::Failed { file: file_no, error });
                     break;
                 }
                 Err(error) => {
-                    let _ = jobs.send(Job::Failed { file: file_no, error });
+                    let _ = raw.send(Raw::Failed { file: file_no, error });
                     break;
                 }
             }
+        }
+    }
+}
+
+/// Cuts the reader's blocks into chunks (the one sequential step besides
+/// reading, so it has a thread of its own) and numbers them per file.
+fn chunker(params: ChunkParams, raw: Receiver<Raw>, jobs: Sender<Job>) {
+    let head = params.max as usize;
+    let mut current = (usize::MAX, 0u32);
+    let mut carry: Vec<u8> = Vec::new();
+    let mut seq = 0u64;
+    for msg in raw {
+        let job = match msg {
+            Raw::Block { file, gen, mut buf, len } => {
+                if current != (file, gen) {
+                    (current, seq) = ((file, gen), 0);
+                    carry.clear();
+                }
+                let start = head - carry.len();
+                buf[start..head].copy_from_slice(&carry);
+                let (cuts, used) = cut_run(&buf[..head + len], start, params, false);
+                carry.clear();
+                carry.extend_from_slice(&buf[used..head + len]);
+                let first_seq = seq;
+                seq += cuts.len() as u64;
+                Job::Chunks { file, gen, first_seq, batch: ChunkBatch { data: std::sync::Arc::new(buf), cuts } }
+            }
+            Raw::Small { file, gen, data } => {
+                (current, seq) = ((file, gen), 1);
+                carry.clear();
+                Job::Chunks { file, gen, first_seq: 0, batch: ChunkBatch::single(data) }
+            }
+            Raw::End { file, gen, meta } => {
+                if current != (file, gen) {
+                    (current, seq) = ((file, gen), 0);
+                    carry.clear();
+                }
+                if !carry.is_empty() {
+                    let data = std::mem::take(&mut carry);
+                    let (cuts, _) = cut_run(&data, 0, params, true);
+                    let first_seq = seq;
+                    seq += cuts.len() as u64;
+                    if jobs.send(Job::Chunks { file, gen, first_seq, batch: ChunkBatch { data: std::sync::Arc::new(data), cuts } }).is_err() {
+                        return;
+                    }
+                }
+                Job::End { file, gen, chunks: seq, meta }
+            }
+            Raw::Failed { file, error } => Job::Failed { file, error },
+        };
+        if jobs.send(job).is_err() {
+            return;
         }
     }
 }
@@ -147,15 +232,21 @@ fn worker(store: &crate::Store, jobs: Receiver<Job>, done: Sender<Done>) {
     let mut scratch = Vec::new();
     for job in jobs {
         let out = match job {
-            Job::Chunk { file, gen, seq, data } => {
-                let id = ObjectId::hash(ObjectKind::Chunk, &data);
-                // Re-committing an edited file: most chunks are stored already, skip compressing them.
-                if store.contains(&id).unwrap_or(false) {
-                    Done::Chunk { file, gen, seq, id, raw_len: data.len(), compressed: None, data: Vec::new() }
-                } else {
-                    let compressed = maybe_compress(&mut compressor, &mut scratch, &data).map(|n| scratch[..n].to_vec());
-                    Done::Chunk { file, gen, seq, id, raw_len: data.len(), compressed, data }
-                }
+            Job::Chunks { file, gen, first_seq, batch } => {
+                let hashed = (0..batch.cuts.len())
+                    .map(|i| {
+                        let data = batch.chunk(i);
+                        let id = ObjectId::hash(ObjectKind::Chunk, data);
+                        // Re-committing an edited file: most chunks are stored already, skip compressing them.
+                        if store.contains(&id).unwrap_or(false) {
+                            Hashed { id, present: true, compressed: None }
+                        } else {
+                            let compressed = maybe_compress(&mut compressor, &mut scratch, data).map(|n| scratch[..n].to_vec());
+                            Hashed { id, present: false, compressed }
+                        }
+                    })
+                    .collect();
+                Done::Chunks { file, gen, first_seq, batch, hashed }
             }
             Job::End { file, gen, chunks, meta } => Done::End { file, gen, chunks, meta },
             Job::Failed { file, error } => Done::Failed { file, error },
@@ -173,14 +264,19 @@ impl WriteSession<'_> {
         let count = sources.len();
         let params = self.store().params();
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 8);
-        let (job_tx, job_rx) = bounded::<Job>(workers * 4);
-        let (done_tx, done_rx) = bounded::<Done>(workers * 4);
+        // Every message may hold a block (1.25 MiB): these bounds are what keeps memory flat.
+        let (raw_tx, raw_rx) = bounded::<Raw>(4);
+        let (job_tx, job_rx) = bounded::<Job>(workers * 2);
+        let (done_tx, done_rx) = bounded::<Done>(workers * 2);
+        // Read buffers come back here once written, so a big file reuses a few.
+        let (spare_tx, spare_rx) = bounded::<Vec<u8>>(8);
         let mut results: Vec<Option<StoreResult<Ingested>>> = (0..count).map(|_| None).collect();
         let mut states: HashMap<usize, FileState> = HashMap::new();
         let outcome = std::thread::scope(|scope| -> StoreResult<()> {
             // Owned here so an early error return drops it and unblocks the workers.
             let done_rx = done_rx;
-            scope.spawn(move || reader(sources, params, job_tx));
+            scope.spawn(move || reader(sources, params, raw_tx, spare_rx));
+            scope.spawn(move || chunker(params, raw_rx, job_tx));
             for _ in 0..workers {
                 let (rx, tx) = (job_rx.clone(), done_tx.clone());
                 let store = self.store();
@@ -190,7 +286,7 @@ impl WriteSession<'_> {
             drop(done_tx);
             for msg in done_rx.iter() {
                 let (file, gen) = match &msg {
-                    Done::Chunk { file, gen, .. } | Done::End { file, gen, .. } => (*file, *gen),
+                    Done::Chunks { file, gen, .. } | Done::End { file, gen, .. } => (*file, *gen),
                     Done::Failed { file, error: _ } => {
                         let file = *file;
                         if let Done::Failed { error, .. } = msg {
@@ -208,16 +304,22 @@ impl WriteSession<'_> {
                     *state = FileState { gen, ..FileState::default() };
                 }
                 match msg {
-                    Done::Chunk { seq, id, raw_len, compressed, data, .. } => {
-                        match compressed {
-                            Some(c) => self.put_prepared(id, ObjectKind::Chunk, raw_len, COMP_ZSTD, &c)?,
-                            None if data.len() == raw_len => self.put_prepared(id, ObjectKind::Chunk, raw_len, COMP_NONE, &data)?,
-                            // A worker found it stored already; gc cannot remove it while we hold the session.
-                            None if self.has(&id)? => false,
-                            None => return Err(StoreError::Other(format!("internal error: chunk {id} vanished during the write"))),
-                        };
-                        progress(raw_len as u64);
-                        state.reorder.insert(seq, NodeEntry { id, size: raw_len as u64 });
+                    Done::Chunks { first_seq, batch, hashed, .. } => {
+                        for (i, h) in hashed.into_iter().enumerate() {
+                            let data = batch.chunk(i);
+                            match h.compressed {
+                                Some(c) => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_ZSTD, &c)?,
+                                None if !h.present => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_NONE, data)?,
+                                // A worker found it stored already; gc cannot remove it while we hold the session.
+                                None if self.has(&h.id)? => false,
+                                None => return Err(StoreError::Other(format!("internal error: chunk {} vanished during the write", h.id))),
+                            };
+                            progress(data.len() as u64);
+                            state.reorder.insert(first_seq + i as u64, NodeEntry { id: h.id, size: data.len() as u64 });
+                        }
+                        if let Ok(buffer) = std::sync::Arc::try_unwrap(batch.data) {
+                            let _ = spare_tx.try_send(buffer);
+                        }
                     }
                     Done::End { chunks, meta, .. } => {
                         state.expected = Some(chunks);
@@ -249,5 +351,49 @@ impl WriteSession<'_> {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(StoreError::Other("internal error: file was not processed".into()))))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Chunker;
+
+    /// The block-and-carry chunker thread cuts exactly where the streaming chunker does.
+    #[test]
+    fn chunker_thread_cuts_like_the_streaming_chunker() {
+        let params = ChunkParams::default();
+        let data: Vec<u8> = (0..(2 * BLOCK as u32 + 777_777)).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        let mut expected = Vec::new();
+        let mut c = Chunker::new(&data[..], params);
+        while let Some(ch) = c.next_chunk().unwrap() {
+            expected.push(ch.to_vec());
+        }
+        let (raw_tx, raw_rx) = bounded(64);
+        let (job_tx, job_rx) = bounded(1024);
+        let head = params.max as usize;
+        for block in data.chunks(BLOCK) {
+            let mut buf = vec![0; head + BLOCK];
+            buf[head..head + block.len()].copy_from_slice(block);
+            raw_tx.send(Raw::Block { file: 0, gen: 0, buf, len: block.len() }).unwrap();
+        }
+        let meta = Box::new(std::fs::metadata("/").unwrap());
+        raw_tx.send(Raw::End { file: 0, gen: 0, meta }).unwrap();
+        drop(raw_tx);
+        chunker(params, raw_rx, job_tx);
+        let mut got = Vec::new();
+        let mut count = None;
+        for job in job_rx {
+            match job {
+                Job::Chunks { first_seq, batch, .. } => {
+                    assert_eq!(first_seq, got.len() as u64);
+                    got.extend((0..batch.cuts.len()).map(|i| batch.chunk(i).to_vec()));
+                }
+                Job::End { chunks, .. } => count = Some(chunks),
+                Job::Failed { .. } => panic!("failed"),
+            }
+        }
+        assert_eq!(count, Some(expected.len() as u64));
+        assert!(got == expected, "block chunking differs from streaming chunking");
     }
 }

@@ -18,7 +18,7 @@ mod pack;
 mod store;
 mod verify;
 
-pub use chunker::{ChunkParams, Chunker};
+pub use chunker::{ChunkBatch, ChunkParams, Chunker};
 pub use error::{StoreError, StoreResult};
 pub use gc::GcReport;
 pub use id::{ObjectId, ObjectKind};
