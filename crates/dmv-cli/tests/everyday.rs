@@ -251,3 +251,20 @@ fn status_of_an_unchanged_tree_reads_no_file() {
     let (_, n) = opened(d);
     assert_eq!(n, 1);
 }
+
+#[test]
+fn gc_between_add_and_commit_keeps_the_staged_content() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("first.txt"), "committed").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    write_noise(&d.join("staged.raw"), 700_000, 5);
+    dmv(d, &["add", "staged.raw"]);
+    dmv(d, &["gc", "--prune-reflog"]);
+    dmv(d, &["commit", "-m", "two"]);
+    let out = dmv_cmd(d).args(["cat", "HEAD:staged.raw"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout, std::fs::read(d.join("staged.raw")).unwrap());
+    dmv(d, &["fsck", "--full"]);
+}

@@ -202,8 +202,8 @@ impl Repository {
         })
     }
 
-    /// Ids gc and fsck start from: every ref, HEAD, and the reflog (so a
-    /// deleted branch stays recoverable until the reflog is pruned).
+    /// Ids gc and fsck start from: every ref, HEAD, staged files, and the
+    /// reflog (so a deleted branch stays recoverable until the reflog is pruned).
     pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
         self.roots_with(true)
     }
@@ -215,6 +215,12 @@ impl Repository {
         }
         // An unfinished merge still needs their commit and the tree it is writing out.
         roots.extend(self.merge_roots()?);
+        // Staged content is referenced by nothing but the dirstate until it is committed.
+        if !self.config.bare {
+            if let Ok(staged) = self.load_dirstate() {
+                roots.extend(staged.entries.values().map(|e| e.id));
+            }
+        }
         if include_reflog {
             // Reflog entries may name objects an earlier pruning gc removed.
             for id in self.refs.reflog_ids()? {
