@@ -150,6 +150,27 @@ def edit_tree(root, count, seed, every=1):
                 f.write(block[start:start + SMALL_EDIT_LEN])
 
 
+def tree_hash(root, skip=(".dmv", ".git")):
+    """(hash over every file's path and content, files, bytes) of a directory,
+    leaving out the repositories' own folders: compares a clone with its source."""
+    h, files, size = hasher(), 0, 0
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        for name in sorted(names):
+            path = os.path.join(top, name)
+            h.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb", buffering=0) as f:
+                while True:
+                    block = f.read(4 * MiB)
+                    if not block:
+                        break
+                    h.update(block)
+                    size += len(block)
+            h.update(b"\0")
+            files += 1
+    return h.hexdigest(), files, size
+
+
 def touch_tree(root, count, when_ns):
     for i in range(count):
         os.utime(small_file_path(root, i), ns=(when_ns, when_ns))

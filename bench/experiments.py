@@ -5,6 +5,7 @@ prepares the data once (untimed) and then runs every tool on it, one tool
 after the other, each in a fresh repository. A tool that fails a commit or
 times out is skipped for all larger points of that experiment.
 """
+import contextlib
 import json
 import os
 import re
@@ -12,8 +13,9 @@ import shutil
 import time
 
 import datagen
+import servers
 from measure import Outcome, disk_usage, free_bytes, run_cmds
-from tools import Point
+from tools import Point, Remote
 
 GiB = 1 << 30
 AGED = 1_500_000_000 * 10**9  # mtime (ns) given to generated files: well before any index
@@ -62,8 +64,11 @@ class Recorder:
     def note(self, tool, experiment, param, step, status, error):
         return self._record(tool, experiment, param, step, status, error=error)
 
-    def step(self, tool, experiment, param, step, cmds, measure_path, expect_hash=None, timeout=None):
-        """Runs one step; returns its Outcome (ok=True for n/a steps)."""
+    def step(self, tool, experiment, param, step, cmds, measure_path, expect_hash=None, timeout=None, after=None):
+        """Runs one step; returns its Outcome (ok=True for n/a steps).
+
+        `after(out)`, untimed, returns extra fields for the record and may
+        fail the step (out.ok = False, out.error = why)."""
         if cmds is None:
             self.note(tool.name, experiment, param, step, "n/a", "%s has no such operation" % tool.name)
             return Outcome()
@@ -74,6 +79,8 @@ class Recorder:
             if out.stdout_hash != expect_hash:
                 out.ok = False
                 out.error = "read back %d bytes whose hash differs from the committed file" % out.stdout_bytes
+        if after:
+            extra.update(after(out))
         status = "ok" if out.ok else ("timeout" if out.timed_out else "fail")
         self._record(tool.name, experiment, param, step, status, out, measure_path, **extra)
         return out
@@ -347,3 +354,189 @@ def huge(ctx, tool, size):
         S("fsck1", lambda: tool.fsck(pt)),
     ])
     shutil.rmtree(pt.root, ignore_errors=True)
+
+
+SYNC_TOKEN = "bench-write-token"
+
+
+def sync(ctx, sizes, counts, settle=0):
+    """Clone and push over loopback: one big file (`sizes`) and many 1 KiB files
+    (`counts`), over ssh (a real sshd on 127.0.0.1) and over HTTP (`dmv serve`).
+
+    Per tool and transport: push the committed source into a fresh empty
+    repository, then clone that repository into a fresh directory (which
+    includes the checkout) and compare the clone's files with the source.
+    Recorded as experiments `sync-bigfile` (parameter: bytes) and `sync-files`
+    (parameter: number of files).
+
+    With many files, nothing is deleted until the point is done, and the suite
+    waits `settle` seconds at the start of the point and after each tool's
+    commit (git's auto-gc deletes its loose objects): see
+    measure.ext4_without_journal."""
+    tools = [t for t in ctx.tools if t.sync]
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    points = [("sync-bigfile", n) for n in sizes] + [("sync-files", n) for n in counts]
+    root = os.path.join(ctx.workdir, "sync-sshd")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    try:
+        with servers.Sshd(root, ctx.rec.env, dmv.path if dmv else None) as sshd:
+            print("sync: sshd listening on 127.0.0.1:%d" % sshd.port, flush=True)
+            skips = {e: Skips(ctx, e) for e in ("sync-bigfile", "sync-files")}
+            for experiment, n in points:
+                _sync_point(ctx, sshd, dmv, tools, skips[experiment], experiment, n, settle)
+    except servers.ServerError as e:
+        print("sync: %s" % e, flush=True)
+        for experiment, n in points:
+            for tool in tools:
+                ctx.rec.note(tool.name, experiment, str(n), "all", "fail", str(e))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _settle(seconds, why):
+    if seconds > 0:
+        print("  waiting %.0f s: %s" % (seconds, why), flush=True)
+        os.sync()
+        time.sleep(seconds)
+
+
+def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
+    param = str(n)
+    many = experiment == "sync-files"
+    settle = settle if many else 0
+    # with many files, keep every copy until the end: deleting them would slow the next step's creates
+    later = [] if many else None
+    if experiment == "sync-bigfile":
+        need = 6 * n + GiB  # data, source repository, pushed repository, clone (repository + checkout)
+        if free_bytes(ctx.workdir) < need:
+            for tool in tools:
+                if skips.active(tool, param):
+                    ctx.rec.note(tool.name, experiment, param, "all", "skipped",
+                                 "not enough free disk: need %s" % human_bytes(need))
+            return
+    pt = ctx.point(experiment, n)
+    try:
+        if experiment == "sync-bigfile":
+            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
+        else:
+            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
+            datagen.write_tree(pt.work, n)
+        source = datagen.tree_hash(pt.work)
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        for tool in tools:
+            if not skips.active(tool, param):
+                continue
+            if tool.name != "cp":  # cp (tar) sends the work tree itself
+                if not _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                        S("init", lambda: tool.init(pt), fatal=True),
+                        Prep(os.sync),
+                        S("commit", lambda: tool.commit(pt, True), fatal=True)]):
+                    shutil.rmtree(tool.meta(pt), ignore_errors=True)
+                    continue
+                _settle(settle, "after %s's commit (git's auto-gc deletes its loose objects)" % tool.name)
+            if tool.name == "cp":
+                out = _sync_copy_local(ctx, tool, pt, experiment, param, source, later)
+                if out.timed_out:
+                    skips.fail(tool, param, out)
+                    continue
+            for kind in tool.sync:
+                if not _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, source, later):
+                    break
+            if later is None:
+                shutil.rmtree(tool.meta(pt), ignore_errors=True)
+            else:  # the next tool's work tree must not hold this one's repository
+                later.append(os.path.join(pt.root, "meta-%s" % tool.name))
+                if os.path.exists(tool.meta(pt)) and tool.meta(pt).startswith(pt.work + os.sep):
+                    os.rename(tool.meta(pt), later[-1])
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _verify_clone(dest, source, extra):
+    """Untimed: the clone's files against the source's (tree_hash); fails the step if they differ."""
+    def check(out):
+        extra_now = dict(extra() if callable(extra) else extra)
+        if out.ok:
+            got = datagen.tree_hash(dest)
+            extra_now["verified"] = got[0] == source[0]
+            if not extra_now["verified"]:
+                out.ok = False
+                out.error = "the clone's files differ from the source (%d files, %d bytes; source: %d, %d)" % (
+                    got[1], got[2], source[1], source[2])
+        return extra_now
+    return check
+
+
+def _remove(paths, later):
+    """Deletes now, or at the end of the point when `later` is a list."""
+    if later is not None:
+        later.extend(paths)
+        return
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _sync_copy_local(ctx, tool, pt, experiment, param, source, later):
+    """The disk's floor: `cp -r` of the work tree (no network, no repository)."""
+    dest = os.path.join(pt.root, "copy-local")
+    try:
+        os.sync()
+        return ctx.rec.step(tool, experiment, param, "copy_local", tool.copy_local(pt, dest), dest, after=_verify_clone(
+            dest, source, dict(data_bytes=source[2], data_files=source[1], transport="local")))
+    finally:
+        _remove([dest], later)
+
+
+def _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, source, later):
+    """init_remote (untimed), push_KIND, clone_KIND; False after a timeout."""
+    remote_path = os.path.join(pt.root, "remote-%s-%s" % (tool.name, kind))
+    dest = os.path.join(pt.root, "clone-%s-%s" % (tool.name, kind))
+    data = dict(data_bytes=source[2], data_files=source[1], transport=kind)
+
+    def server():
+        if kind == "ssh":
+            sshd.reset_rss()
+            return contextlib.nullcontext(sshd)
+        return servers.DmvHttp(dmv.path, os.path.join(pt.root, "http-%s" % tool.name), ctx.rec.env,
+                               {"r": remote_path}, SYNC_TOKEN)
+
+    def remote(srv):
+        if kind == "ssh":
+            return Remote(kind, srv.url(remote_path), {
+                "DMV_SSH": srv.ssh_command(), "DMV_REMOTE_DMV": srv.remote_dmv or "dmv",
+                "GIT_SSH_COMMAND": srv.ssh_command()}, remote_path, srv.login())
+        return Remote(kind, srv.url("r"), {"DMV_TOKEN": SYNC_TOKEN}, remote_path)
+
+    def server_rss(srv):
+        return lambda out: dict(data, server_peak_rss_kib=srv.server_rss_kib())
+
+    def verify(srv):
+        return _verify_clone(dest, source, lambda: dict(data, server_peak_rss_kib=srv.server_rss_kib()))
+
+    try:
+        init = tool.init_remote(pt, remote_path)
+        if init:
+            out = ctx.rec.step(tool, experiment, param, "init_remote_" + kind, init, remote_path)
+            if not out.ok:
+                return not out.timed_out
+        try:
+            os.sync()  # no step pays for writing back what the one before it wrote
+            with server() as srv:
+                out = ctx.rec.step(tool, experiment, param, "push_" + kind, tool.push(pt, remote(srv)),
+                                   remote_path, after=server_rss(srv))
+            if out.ok:
+                os.sync()
+                with server() as srv:
+                    out = ctx.rec.step(tool, experiment, param, "clone_" + kind, tool.clone(pt, remote(srv), dest),
+                                       tool.clone_meta(dest), after=verify(srv))
+        except servers.ServerError as e:
+            ctx.rec.note(tool.name, experiment, param, "all", "fail", str(e))
+            return True
+        if out.timed_out:
+            skips.fail(tool, param, out)
+            return False
+        return True
+    finally:
+        _remove([remote_path, dest], later)

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Regenerates BENCHMARKS.md and bench/plots/*.png from bench/results/*.jsonl.
 
-Uses the latest run of each mode (quick, full, huge). Every figure in
-BENCHMARKS.md comes from those files; nothing is typed in by hand.
+For each mode (quick, full, huge) and each experiment, uses the latest run of
+that mode that measured the experiment (so a run of one experiment, e.g.
+`--full --experiments sync`, does not hide the other experiments' latest
+results). Every figure in BENCHMARKS.md comes from those files; nothing is
+typed in by hand.
 """
 import glob
 import json
@@ -19,6 +22,8 @@ STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#f
          "hg": dict(color="#1f77b4", marker="^"), "bup": dict(color="#2ca02c", marker="D"),
          "cp": dict(color="#7f7f7f", ls="--", marker=".")}
 SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
+# order of the experiments (as recorded in the results) in a mode's section
+EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -43,14 +48,37 @@ def load_runs():
                     run["end"] = obj
                 else:
                     run["steps"].append(obj)
+    # mode -> experiment -> the latest run of that mode with steps of that experiment
     latest = {}
     for run in runs.values():
         if not run["meta"]:
             continue
-        mode = run["meta"]["mode"]
-        if mode not in latest or run["meta"]["date"] > latest[mode]["meta"]["date"]:
-            latest[mode] = run
+        per_exp = latest.setdefault(run["meta"]["mode"], {})
+        for exp in {r.get("experiment") for r in run["steps"]}:
+            if exp not in per_exp or run["meta"]["date"] > per_exp[exp]["meta"]["date"]:
+                per_exp[exp] = run
     return latest
+
+
+def exp_order(exp):
+    return (EXPERIMENTS.index(exp) if exp in EXPERIMENTS else len(EXPERIMENTS), exp)
+
+
+def combine(per_exp):
+    """The runs a mode's section draws on, in the order of their first experiment
+    (each with the experiments taken from it), and one run-like object holding
+    just those steps."""
+    parts = []
+    for exp in sorted(per_exp, key=exp_order):
+        run = per_exp[exp]
+        for part in parts:
+            if part[0] is run:
+                part[1].append(exp)
+                break
+        else:
+            parts.append((run, [exp]))
+    steps = [r for run, exps in parts for r in run["steps"] if r.get("experiment") in exps]
+    return parts, dict(steps=steps)
 
 
 class Index:
@@ -226,10 +254,13 @@ def plot_lines(ix, exp, panels, xlabel, xfmt, path, title):
 
 # ---------------------------------------------------------------- sections
 
-def header(run):
+def header(run, exps=None):
     m, end = run["meta"], run["end"]
     mach = m["machine"]
     out = ["Run `%s` (%s), results file `bench/results/%s`." % (m["run_id"], m["date"], run["file"])]
+    if exps:
+        out.append("This section's %s come%s from this run." % (
+            ", ".join("`%s`" % e for e in exps), "s" if len(exps) == 1 else ""))
     dur = ("%.1f min" % (end["duration_s"] / 60)) if end else "unknown"
     if not end:
         out.append("**The run did not finish** (no end record): tables show what was measured.")
@@ -266,10 +297,148 @@ def failures(ix):
     return ["| tool | experiment | first at | step | status | error (tail) |", "|---|---|--:|---|---|---|"] + out
 
 
-def section(mode, run):
+SYNC_OPS = [("clone_ssh", "clone over ssh"), ("clone_http", "clone over HTTP"),
+            ("push_ssh", "push over ssh"), ("push_http", "push over HTTP")]
+SYNC_PEERS = [("git", "git"), ("cp", "tar over ssh")]
+MB = 1e6
+TARGET_BIG, TARGET_MBPS = 1 << 30, 500
+TARGET_FILES, TARGET_SPEEDUP = 100_000, 3
+
+
+def fmt_rate(rec, per="MB"):
+    """Data bytes (or files) per second of an ok sync step."""
+    if not rec or rec["status"] != "ok" or not rec.get("wall_s"):
+        return None, "—"
+    if per == "MB":
+        v = rec["data_bytes"] / rec["wall_s"] / MB
+        return v, "%.0f MB/s" % v if v >= 10 else "%.2g MB/s" % v
+    v = rec["data_files"] / rec["wall_s"]
+    return v, "{:,.0f} files/s".format(v)
+
+
+def sync_table(ix, exp, p, per):
+    tools = ix.tools_in(exp)
+    peers = [(t, label) for t, label in SYNC_PEERS if t in tools]
+    head = ["operation", "dmv", "dmv " + ("MB/s" if per == "MB" else "files/s")]
+    for t, label in peers:
+        head += [label, "%s/dmv" % label.split()[0]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for step, label in SYNC_OPS + [("commit", "commit the source (for reference)")]:
+        dmv = ix.get("dmv", exp, p, step)
+        dv, dtext = cell(dmv, "time")
+        row = [label, dtext, fmt_rate(dmv, per)[1] if step != "commit" else ""]
+        for t, _ in peers:
+            rec = ix.by.get((t, exp, str(p), step))
+            if rec is None and step.endswith("_http"):
+                v, text = None, "—"  # not measured over HTTP
+            else:
+                v, text = cell(ix.get(t, exp, p, step) if rec or step != "commit" else None, "time")
+            row += [text, ratio(v, dv)]
+        lines.append("| " + " | ".join(row) + " |")
+    local = ix.by.get(("cp", exp, str(p), "copy_local"))
+    if local:
+        v, text = cell(local, "time")
+        lines += ["", "For reference, `cp -r` of the same data on this machine (no network, no repository; "
+                  "it writes the data once, a clone writes it twice: repository and checkout): %s%s." % (
+                      text, (", " + fmt_rate(local, per)[1]) if v else "")]
+    return "\n".join(lines)
+
+
+def sync_rss_table(ix, points):
+    tools = [t for t in ("dmv", "git") if any(t in ix.tools_in(e) for e, _ in points)]
+    head = ["data", "operation"] + ["%s %s" % (t, side) for t in tools for side in ("client", "server")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---", "---"] + ["--:"] * (len(head) - 2)) + "|"]
+    for exp, p in points:
+        data = fmt_size_param(p) if exp == "sync-bigfile" else "%s files" % fmt_count(p)
+        for step, label in SYNC_OPS:
+            row = [data, label]
+            for t in tools:
+                rec = ix.by.get((t, exp, str(p), step))
+                ok = rec and rec["status"] == "ok"
+                row += [fmt_kib(rec["peak_rss_kib"]) if ok else "—",
+                        fmt_kib(rec.get("server_peak_rss_kib")) if ok else "—"]
+            if any(x != "—" for x in row[2:]):
+                lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def sync_targets(ix, mode):
+    out = ["| target | measured | met |", "|---|---|---|"]
+    sizes, counts = ix.params("sync-bigfile"), ix.params("sync-files")
+    big = TARGET_BIG if TARGET_BIG in sizes else (sizes[-1] if sizes else None)
+    for kind, label in (("ssh", "ssh"), ("http", "HTTP")):
+        if big is None:
+            break
+        v, text = fmt_rate(ix.get("dmv", "sync-bigfile", big, "clone_" + kind))
+        at = "" if big == TARGET_BIG else " (at %s, not 1 GiB: indicative only)" % fmt_size_param(big)
+        met = "—" if v is None or big != TARGET_BIG else ("yes" if v >= TARGET_MBPS else "**no**")
+        out.append("| clone of a 1 GiB file over loopback %s at ≥ %d MB/s | %s%s | %s |" % (
+            label, TARGET_MBPS, text, at, met))
+    n = TARGET_FILES if TARGET_FILES in counts else (counts[-1] if counts else None)
+    if n is not None:
+        git_v, _ = cell(ix.get("git", "sync-files", n, "clone_ssh"), "time")
+        for kind, label in (("ssh", "ssh"), ("http", "HTTP")):
+            dv, _ = cell(ix.get("dmv", "sync-files", n, "clone_" + kind), "time")
+            r = git_v / dv if git_v and dv else None
+            at = "" if n == TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+            met = "—" if r is None or n != TARGET_FILES else ("yes" if r >= TARGET_SPEEDUP else "**no**")
+            out.append("| clone of 100,000 files of 1 KiB over %s ≥ %d× faster than git over ssh | %s%s | %s |" % (
+                label, TARGET_SPEEDUP, ("git/dmv = %.2g" % r) if r else "—", at, met))
+    return out
+
+
+def sync_section(ix, mode, cfg):
+    out = ["### Sync over loopback: clone and push", "",
+           "Per tool, in the same run: commit the data; push it into a fresh, empty repository on this "
+           "machine; clone that repository into a fresh directory. The clone checks the files out and is "
+           "then compared with the source, file by file (untimed). ssh: a real OpenSSH sshd on 127.0.0.1 "
+           "with its own keys and its default cipher, reached by the tool's own `ssh` client (`DMV_SSH`, "
+           "`GIT_SSH_COMMAND`); HTTP: `dmv serve` (plain HTTP, a fresh server per step). git over HTTP is "
+           "not measured (it needs a web server running git-http-backend). `tar over ssh` is the floor of "
+           "the ssh transport: the work tree as one tar stream through the same ssh, no version control. "
+           "`peer/dmv` above 1: DMV is faster. MB/s: 10^6 bytes of file content per second of wall time.", "",
+           "Before every step the suite calls sync(2), untimed, so that no step pays for writing back what "
+           "the step before it wrote; the page cache is not dropped (everything is warm). Wall time is the "
+           "client command's, so it includes ssh's connection and the server's work. Peak RSS of the client: "
+           "the tool's process tree including its ssh; of the server: `dmv serve --stdio`, "
+           "`git-upload-pack` or `git-receive-pack` (and their children) under sshd, or the VmHWM of the "
+           "`dmv serve` HTTP process.", ""]
+    settle = cfg.get("sync_settle_s")
+    if settle:
+        out += ["The work directory is on ext4 without a journal. There a new file never gets an inode freed "
+                "in the last 60 s (360 s while its inode table block is dirty): every create skips the "
+                "recently deleted inodes one by one (`recently_deleted()` in fs/ext4/ialloc.c), which makes "
+                "creating many files within a minute of deleting many several times slower. So with many "
+                "files, nothing is deleted until all tools are done, and the suite waits %.0f s (untimed) "
+                "before the first step and after each commit (git's automatic gc deletes its loose objects). "
+                "Other processes on the machine may still delete files." % settle, ""]
+    if mode == "quick":
+        out += ["Quick run: %s; the full run uses one file of 1 GiB and 100,000 files." % ", ".join(
+            ["one file of %s" % fmt_size_param(p) for p in ix.params("sync-bigfile")] +
+            ["%s files" % fmt_count(p) for p in ix.params("sync-files")]), ""]
+    out += ["#### Targets", ""] + sync_targets(ix, mode) + [""]
+    for p in ix.params("sync-bigfile"):
+        out += ["#### One file of %s (random bytes), wall time" % fmt_size_param(p), "",
+                sync_table(ix, "sync-bigfile", p, "MB"), ""]
+    for p in ix.params("sync-files"):
+        out += ["#### %s files of 1 KiB (1,000 per folder), wall time" % fmt_count(p), "",
+                sync_table(ix, "sync-files", p, "files"), ""]
+    points = [("sync-bigfile", p) for p in ix.params("sync-bigfile")] + [
+        ("sync-files", p) for p in ix.params("sync-files")]
+    out += ["#### Peak RSS of clone and push, client and server", "", sync_rss_table(ix, points), ""]
+    return out
+
+
+def section(mode, per_exp):
+    parts, run = combine(per_exp)
     ix = Index(run)
-    cfg = run["meta"].get("config", {})
-    out = ["## %s run" % mode.capitalize(), ""] + header(run)
+    cfg = per_exp["status"]["meta"].get("config", {}) if "status" in per_exp else {}
+    out = ["## %s run%s" % (mode.capitalize(), "s" if len(parts) > 1 else ""), ""]
+    if len(parts) > 1:
+        out += ["The experiments below come from %d runs: for each experiment, the latest %s run that "
+                "measured it." % (len(parts), mode), ""]
+    for part_run, exps in parts:
+        out += header(part_run, exps if len(parts) > 1 else None)
     plot_notes = []
 
     if ix.params("filesize"):
@@ -376,6 +545,10 @@ def section(mode, run):
                         out.append("| | | %s | | | |" % r["error"].replace("|", "/")[-200:])
         out.append("")
 
+    if ix.params("sync-bigfile") or ix.params("sync-files"):
+        sync_run = per_exp.get("sync-files") or per_exp.get("sync-bigfile")
+        out += sync_section(ix, mode, sync_run["meta"].get("config", {}))
+
     fl = failures(ix)
     if fl:
         out += ["### Failures", "", "First failure of each kind (a tool that fails a commit or times out "
@@ -389,7 +562,8 @@ def main():
            "<!-- Generated by `python3 bench/report.py` from bench/results/*.jsonl. Do not edit by hand. -->", "",
            "DMV against git, Mercurial (hg), bup and plain `cp`, measured side by side on one machine by "
            "`python3 bench/run.py` (see [bench/README.md](bench/README.md)), after the experiments of "
-           "Murphy et al., 2017. This file shows the latest run of each mode.", "",
+           "Murphy et al., 2017. This file shows, for each mode (full, quick, huge) and each experiment, "
+           "the latest run of that mode that measured the experiment.", "",
            "How to read it:", "",
            "- Wall time of each step, one run per point (no repetition); the machine may be shared, so "
            "small figures are noisy (each raw record carries the 1-minute load average).",
@@ -411,8 +585,9 @@ def main():
             out += section(mode, latest[mode])
     with open(OUT, "w") as f:
         f.write("\n".join(out).rstrip() + "\n")
-    print("wrote %s (%s)" % (os.path.relpath(OUT), ", ".join("%s: %s" % (m, r["meta"]["run_id"])
-                                                           for m, r in sorted(latest.items())) or "no runs"))
+    print("wrote %s (%s)" % (os.path.relpath(OUT), "; ".join(
+        "%s: %s" % (m, ", ".join(sorted({r["meta"]["run_id"] for r in per_exp.values()})))
+        for m, per_exp in sorted(latest.items())) or "no runs"))
 
 
 if __name__ == "__main__":

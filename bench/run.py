@@ -3,6 +3,7 @@
 
     python3 bench/run.py --quick      # about 5 minutes
     python3 bench/run.py --full       # hours
+    python3 bench/run.py --quick --experiments sync   # clone/push over ssh and HTTP
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -32,12 +33,17 @@ KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 MODES = {
     "quick": dict(sizes="1,64,4K,256K,1M,4M,16M,64M", counts="1,10,100,1000,2500,5000,10000",
                   status_files=10_000, status_changed=500,
-                  refs="1,1000,100000", refs_separate="1,1000", timeout=600),
+                  refs="1,1000,100000", refs_separate="1,1000",
+                  sync_sizes="256M", sync_counts="10000", timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
-                 refs="1,1000,100000,1000000", refs_separate="1,1000", timeout=1800),
+                 refs="1,1000,100000,1000000", refs_separate="1,1000",
+                 sync_sizes="1G", sync_counts="100000", timeout=1800),
 }
-DEFAULT_EXPERIMENTS = ["filesize", "filecount", "status", "refs"]
+# the experiments each mode runs when --experiments is not given
+DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
+                       "full": ["filesize", "filecount", "status", "refs", "sync"]}
+ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "huge"]
 
 
 def parse_number(text, binary):
@@ -153,7 +159,13 @@ def main(argv=None):
     ap.add_argument("--status-changed", type=lambda s: parse_number(s, False),
                     help="files changed in the status table")
     ap.add_argument("--refs", help="ref counts, e.g. '1,1000,100000'")
-    ap.add_argument("--experiments", help="comma list of " + ",".join(DEFAULT_EXPERIMENTS + ["huge"]))
+    ap.add_argument("--sync-sizes", help="sync: size of the one big file, binary units (quick 256M, full 1G)")
+    ap.add_argument("--sync-counts", help="sync: number of 1 KiB files (quick 10000, full 100000)")
+    ap.add_argument("--sync-settle", type=float,
+                    help="sync: seconds to wait before the many-files steps so that no tool creates files "
+                         "among inodes freed just before (default: 65 on ext4 without a journal, else 0)")
+    ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync)" % (
+        ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER), help="comma list (default: %(default)s)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
@@ -167,10 +179,10 @@ def main(argv=None):
     if args.experiments:
         exps = [e.strip() for e in args.experiments.split(",") if e.strip()]
     else:
-        exps = [] if mode == "huge" else list(DEFAULT_EXPERIMENTS)
+        exps = [] if mode == "huge" else list(DEFAULT_EXPERIMENTS[mode])
     if args.huge and "huge" not in exps:
         exps.append("huge")
-    unknown = set(exps) - set(DEFAULT_EXPERIMENTS + ["huge"])
+    unknown = set(exps) - set(ALL_EXPERIMENTS)
     if unknown:
         ap.error("unknown experiments: %s" % ", ".join(sorted(unknown)))
     sizes = parse_points(args.sizes or cfg["sizes"], True)
@@ -179,6 +191,10 @@ def main(argv=None):
     separate = parse_points(cfg["refs_separate"], False)
     status_files = args.status_files or cfg["status_files"]
     status_changed = min(args.status_changed or cfg["status_changed"], status_files)
+    sync_sizes = parse_points(args.sync_sizes or cfg["sync_sizes"], True)
+    sync_counts = parse_points(args.sync_counts or cfg["sync_counts"], False)
+    sync_settle = args.sync_settle if args.sync_settle is not None else (
+        65 if measure.ext4_without_journal(args.workdir) else 0)
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -232,7 +248,8 @@ def main(argv=None):
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
                 tools=[t.name for t in chosen],
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
-                            status_changed=status_changed, refs=ref_counts, refs_separate=separate),
+                            status_changed=status_changed, refs=ref_counts, refs_separate=separate,
+                            sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -257,6 +274,8 @@ def main(argv=None):
                 experiments.status_table(ctx, status_files, status_changed)
             elif exp == "refs":
                 experiments.refs(ctx, ref_counts, separate)
+            elif exp == "sync":
+                experiments.sync(ctx, sync_sizes, sync_counts, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

@@ -7,10 +7,20 @@ when the tool has no such operation (recorded as "n/a"). A point directory
 other (the suite removes `meta(pt)` between tools).
 """
 import os
+import shlex
 import shutil
 import subprocess
 
 from measure import Cmd
+
+
+class Remote:
+    """The far side of a sync step: `kind` "ssh" or "http", the URL the client
+    uses, extra environment for the client, the repository's path on the
+    server and, over ssh, the argv that logs in (for the tar floor)."""
+
+    def __init__(self, kind, url, env, path, login=None):
+        self.kind, self.url, self.env, self.path, self.login = kind, url, env, path, login
 
 
 class Point:
@@ -61,6 +71,13 @@ class Tool:
     def diff_stat(self, pt): return None
     def gc(self, pt): return None
 
+    # sync (experiment `sync`): which transports the tool is measured over
+    sync = ()
+    def init_remote(self, pt, path): return None   # an empty repository to push into
+    def push(self, pt, remote): return None          # the current branch to `remote`
+    def clone(self, pt, remote, dest): return None   # `remote` into the new directory `dest`
+    def clone_meta(self, dest): return dest          # what the repository size is measured on
+
 
 class Git(Tool):
     name = binary = "git"
@@ -84,6 +101,13 @@ class Git(Tool):
     def show_refs(self, pt): return [self.cmd(pt, "show-ref", stdout="hash")]
     def show_ref(self, pt, ref): return [self.cmd(pt, "show-ref", "--verify", ref, stdout="capture")]
     def pack_refs(self, pt): return [self.cmd(pt, "pack-refs", "--all")]
+
+    # sync: git over ssh (HTTP would need a web server running git-http-backend)
+    sync = ("ssh",)
+    def init_remote(self, pt, path): return [self.cmd(pt, "init", "-q", "--bare", path, cwd=pt.root)]
+    def push(self, pt, remote): return [self.cmd(pt, "push", "-q", remote.url, "HEAD:refs/heads/main", env=remote.env)]
+    def clone(self, pt, remote, dest): return [self.cmd(pt, "clone", "-q", remote.url, dest, cwd=pt.root, env=remote.env)]
+    def clone_meta(self, dest): return os.path.join(dest, ".git")
 
 
 class Hg(Tool):
@@ -135,6 +159,23 @@ class Cp(Tool):
     def read(self, pt, rel):
         return [Cmd(["cat", os.path.join(self.meta(pt), str(pt.commits), rel)], cwd=pt.root, stdout="hash")]
 
+    # sync: the floor of the ssh transport, the work tree as a tar stream through
+    # ssh; and the floor of the disk, a local copy that writes the data once
+    sync = ("ssh",)
+
+    def copy_local(self, pt, dest):
+        return [Cmd(["cp", "-r", pt.work, dest], cwd=pt.root)]
+
+    def push(self, pt, remote):
+        far = "mkdir -p %s && tar -xf - -C %s" % (shlex.quote(remote.path), shlex.quote(remote.path))
+        return [Cmd(["bash", "-o", "pipefail", "-c", "tar -C %s -cf - . | %s" % (
+            shlex.quote(pt.work), shlex.join(remote.login + [far]))], cwd=pt.root)]
+
+    def clone(self, pt, remote, dest):
+        far = "tar -C %s -cf - ." % shlex.quote(remote.path)
+        return [Cmd(["bash", "-o", "pipefail", "-c", "mkdir %s && %s | tar -xf - -C %s" % (
+            shlex.quote(dest), shlex.join(remote.login + [far]), shlex.quote(dest))], cwd=pt.root)]
+
 
 class Dmv(Tool):
     name = binary = "dmv"
@@ -161,6 +202,13 @@ class Dmv(Tool):
     def show_refs(self, pt): return [self.cmd(pt, "show-ref", stdout="hash")]
     def show_ref(self, pt, ref): return [self.cmd(pt, "show-ref", ref, stdout="capture")]
     def pack_refs(self, pt): return None
+
+    # sync
+    sync = ("ssh", "http")
+    def init_remote(self, pt, path): return [self.cmd(pt, "init", "--bare", path, cwd=pt.root)]
+    def push(self, pt, remote): return [self.cmd(pt, "push", remote.url, env=remote.env)]
+    def clone(self, pt, remote, dest): return [self.cmd(pt, "clone", remote.url, dest, cwd=pt.root, env=remote.env)]
+    def clone_meta(self, dest): return os.path.join(dest, ".dmv")
 
 
 ALL = {t.name: t for t in (Dmv, Git, Hg, Bup, Cp)}
