@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, RemoteConfig, Repository};
-use dmv_sync::{fetch_remote, push, FetchedRef, PushRef, RemoteSpec, SyncError, Transport};
+use dmv_sync::{fetch_remote, push, BucketOptions, FetchedRef, PushRef, RemoteSpec, SyncError, Transport};
 
 use crate::open_repo;
 use crate::progress::Progress;
@@ -31,19 +31,56 @@ fn normalize_url(url: &str) -> Result<String> {
     }
 }
 
+/// How to reach an object-storage (`s3://`) remote, beyond the standard AWS
+/// environment variables and files.
+#[derive(Args, Clone, Default)]
+pub struct BucketFlags {
+    /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL, else AWS).
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// S3 region (default: AWS_REGION, else us-east-1).
+    #[arg(long)]
+    region: Option<String>,
+    /// Address the bucket as BUCKET.HOST (AWS) instead of HOST/BUCKET (MinIO, Ceph, Garage).
+    #[arg(long)]
+    virtual_host_style: bool,
+}
+
+impl BucketFlags {
+    fn options(&self) -> BucketOptions {
+        BucketOptions { endpoint: self.endpoint.clone(), region: self.region.clone(), virtual_host_style: self.virtual_host_style }
+    }
+
+    fn store_in(&self, config: &mut RemoteConfig) {
+        config.endpoint = self.endpoint.clone();
+        config.region = self.region.clone();
+        config.virtual_host_style = self.virtual_host_style;
+    }
+}
+
+/// Where an object-storage remote's pack indexes are mirrored in `repo`.
+fn remote_cache_dir(repo: &Repository, url: &str) -> PathBuf {
+    let key = blake3::hash(url.as_bytes()).to_hex();
+    repo.dmv.join("remote-cache").join(&key[..16])
+}
+
 /// A configured remote by name, or a URL/path used directly.
 fn remote_spec(repo: &Repository, name_or_url: &str) -> Result<(RemoteSpec, Option<String>)> {
-    if let Some(r) = repo.config.remotes.get(name_or_url) {
+    let (mut spec, name) = if let Some(r) = repo.config.remotes.get(name_or_url) {
         let mut spec = RemoteSpec::parse(&r.url)?;
         spec.token = r.token.clone();
         spec.remote_dmv = r.remote_dmv.clone();
-        return Ok((spec, Some(name_or_url.to_string())));
-    }
-    let looks_like_url = name_or_url.contains("://") || name_or_url.contains('/') || Path::new(name_or_url).join(".dmv").exists();
-    if !looks_like_url {
-        bail!("no remote named {name_or_url}; add one with `dmv remote add {name_or_url} URL`");
-    }
-    Ok((RemoteSpec::parse(&normalize_url(name_or_url)?)?, None))
+        spec.bucket = BucketOptions { endpoint: r.endpoint.clone(), region: r.region.clone(), virtual_host_style: r.virtual_host_style };
+        (spec, Some(name_or_url.to_string()))
+    } else {
+        let looks_like_url = name_or_url.contains("://") || name_or_url.contains('/') || Path::new(name_or_url).join(".dmv").exists();
+        if !looks_like_url {
+            bail!("no remote named {name_or_url}; add one with `dmv remote add {name_or_url} URL`");
+        }
+        (RemoteSpec::parse(&normalize_url(name_or_url)?)?, None)
+    };
+    spec.cache_dir = Some(remote_cache_dir(repo, &spec.url));
+    Ok((spec, name))
 }
 
 fn current_branch(repo: &Repository) -> Result<String> {
@@ -71,7 +108,7 @@ fn print_fetched(url: &str, changed: &[FetchedRef]) {
 
 #[derive(Args)]
 pub struct CloneArgs {
-    /// A path, ssh://[user@]host[:port]/path or http(s)://host:port/NAME.
+    /// A path, ssh://[user@]host[:port]/path, http(s)://host:port/NAME or s3://bucket/prefix.
     source: String,
     /// Directory to create (default: the source's last path component).
     directory: Option<PathBuf>,
@@ -81,6 +118,8 @@ pub struct CloneArgs {
     /// Bearer token for an HTTP server (stored with the remote).
     #[arg(long)]
     token: Option<String>,
+    #[command(flatten)]
+    bucket: BucketFlags,
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
@@ -102,21 +141,27 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     }
     let mut spec = RemoteSpec::parse(&url)?;
     spec.token = a.token.clone();
+    spec.bucket = a.bucket.options();
+    if resuming {
+        spec.cache_dir = Some(remote_cache_dir(&Repository::open(&dir)?, &url));
+    }
     let mut client = spec.connect()?;
     let repo = if resuming {
         eprintln!("Resuming the clone of {url} into {}", dir.display());
         Repository::open(&dir)?
     } else {
-        let repo = Repository::init_with(&dir, client.chunking, a.bare)?;
+        let repo = Repository::init_with(&dir, client.chunking(), a.bare)?;
         std::fs::write(repo.dmv.join(CLONE_MARKER), format!("{url}\n")).context("cannot mark the clone as in progress")?;
         let mut repo = repo;
-        repo.config.remotes.insert("origin".into(), RemoteConfig { url: url.clone(), token: a.token.clone(), remote_dmv: None });
+        let mut origin = RemoteConfig { url: url.clone(), token: a.token.clone(), ..Default::default() };
+        a.bucket.store_in(&mut origin);
+        repo.config.remotes.insert("origin".into(), origin);
         repo.save_config()?;
         repo
     };
     let interrupted = |e: anyhow::Error| e.context(format!("clone of {url} stopped; run the same command again to resume"));
     let progress = Progress::new("receiving");
-    let (head, changed, stats) = fetch_remote(&repo, &mut client, "origin", &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
+    let (head, changed, stats) = fetch_remote(&repo, client.as_mut(), "origin", &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
     progress.finish();
     drop(client);
     print_fetched(&url, &changed);
@@ -166,7 +211,7 @@ pub struct RemoteArgs {
 
 #[derive(Subcommand)]
 enum RemoteAction {
-    /// Add a remote: a path, ssh://[user@]host[:port]/path or http(s)://host:port/NAME.
+    /// Add a remote: a path, ssh://[user@]host[:port]/path, http(s)://host:port/NAME or s3://bucket/prefix.
     Add {
         name: String,
         url: String,
@@ -176,6 +221,8 @@ enum RemoteAction {
         /// The dmv command on the far side of ssh (default: dmv).
         #[arg(long)]
         remote_dmv: Option<String>,
+        #[command(flatten)]
+        bucket: BucketFlags,
     },
     /// Remove a remote and its remote-tracking branches.
     Remove { name: String },
@@ -202,7 +249,7 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             let list: BTreeMap<&String, &String> = repo.config.remotes.iter().map(|(n, r)| (n, &r.url)).collect();
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
-        Some(RemoteAction::Add { name, url, token, remote_dmv }) => {
+        Some(RemoteAction::Add { name, url, token, remote_dmv, bucket }) => {
             dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).map_err(|_| anyhow!("{name:?} is not a valid remote name"))?;
             if name.contains('/') {
                 bail!("{name:?} is not a valid remote name");
@@ -211,7 +258,9 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
                 bail!("remote {name} already exists");
             }
             let url = normalize_url(&url)?;
-            repo.config.remotes.insert(name, RemoteConfig { url, token, remote_dmv });
+            let mut config = RemoteConfig { url, token, remote_dmv, ..Default::default() };
+            bucket.store_in(&mut config);
+            repo.config.remotes.insert(name, config);
             repo.save_config()?;
         }
         Some(RemoteAction::Remove { name }) => {
@@ -244,7 +293,7 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
     let (spec, remote_name) = remote_spec(&repo, &name)?;
     let mut client = spec.connect()?;
     let progress = Progress::new("receiving");
-    let (_, changed, stats) = fetch_remote(&repo, &mut client, remote_name.as_deref().unwrap_or("FETCH"), &|d, t| progress.update(d, t))?;
+    let (_, changed, stats) = fetch_remote(&repo, client.as_mut(), remote_name.as_deref().unwrap_or("FETCH"), &|d, t| progress.update(d, t))?;
     progress.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": changed, "stats": stats }))?);
@@ -273,7 +322,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     };
     let mut client = spec.connect()?;
     let progress = Progress::new("receiving");
-    let (_, changed, _) = fetch_remote(&repo, &mut client, &remote_name, &|d, t| progress.update(d, t))?;
+    let (_, changed, _) = fetch_remote(&repo, client.as_mut(), &remote_name, &|d, t| progress.update(d, t))?;
     progress.finish();
     drop(client);
     print_fetched(&spec.url, &changed);
@@ -315,7 +364,9 @@ fn is_ancestor(repo: &Repository, ancestor: &ObjectId, descendant: &ObjectId) ->
 pub fn push_cmd(a: PushArgs) -> Result<u8> {
     let repo = open_repo()?;
     let name = a.remote.unwrap_or_else(|| "origin".into());
-    let (spec, remote_name) = remote_spec(&repo, &name)?;
+    let (mut spec, remote_name) = remote_spec(&repo, &name)?;
+    // An empty object-storage location becomes a repository on its first push.
+    spec.create_with = Some(repo.config.chunking);
     let branches = if a.branches.is_empty() { vec![current_branch(&repo)?] } else { a.branches };
     let mut client = spec.connect()?;
     let (_, remote_refs) = client.list_refs()?;
@@ -361,7 +412,7 @@ pub fn push_cmd(a: PushArgs) -> Result<u8> {
     }
     let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
     let progress = Progress::new("sending");
-    let result = push(&repo, &mut client, &updates, &tips, &|d, t| progress.update(d, t));
+    let result = push(&repo, client.as_mut(), &updates, &tips, &|d, t| progress.update(d, t));
     progress.finish();
     match result {
         Ok(_) => {}

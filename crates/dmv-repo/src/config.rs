@@ -38,6 +38,15 @@ pub struct RemoteConfig {
     /// The dmv command on the far side of an ssh remote (default `dmv`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_dmv: Option<String>,
+    /// Object storage: the S3 endpoint (default: AWS_ENDPOINT_URL, else AWS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Object storage: the region (default: AWS_REGION, else us-east-1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Object storage: virtual-host-style addressing instead of path style.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub virtual_host_style: bool,
 }
 
 impl Config {

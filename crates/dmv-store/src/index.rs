@@ -86,6 +86,18 @@ pub fn write_index(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry
     Ok(())
 }
 
+/// Checks a per-pack index that came from elsewhere (an object store) before
+/// it is trusted: readable, checksum right, ids in order, and it describes
+/// exactly the pack `pack`.
+pub fn verify_pack_index(path: &Path, pack: &ObjectId) -> StoreResult<()> {
+    let idx = PackIndex::open(path)?;
+    idx.verify()?;
+    if idx.packs() != [*pack] {
+        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: format!("does not index pack {pack}") });
+    }
+    Ok(())
+}
+
 struct HashingWriter<W: Write> {
     inner: W,
     hasher: blake3::Hasher,

@@ -22,10 +22,12 @@ pub use chunker::{ChunkBatch, ChunkParams, Chunker};
 pub use error::{StoreError, StoreResult};
 pub use gc::GcReport;
 pub use id::{ObjectId, ObjectKind};
+pub use index::{verify_pack_index, Located};
+pub use pack::{check_record_header, pack_file_name, index_file_name, Entry as PackEntry, RECORD_HEADER_LEN};
 pub use hashonly::hash_file;
 pub use ingest::{Ingested, IngestSource};
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
-pub use store::{Stats, Store, StoredObject, WriteSession};
+pub use store::{SealedPack, MULTI_PACK_INDEX, Stats, Store, StoredObject, WriteSession};
 pub use verify::{Damage, VerifyReport};
 
 /// Counters for tests and `--trace`: how often the store opened files for content.

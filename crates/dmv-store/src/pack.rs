@@ -35,6 +35,11 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Bytes the record takes in its pack: header and payload.
+    pub fn record_len(&self) -> usize {
+        RECORD_HEADER_LEN + self.stored_len as usize
+    }
+
     pub fn encode_toc(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.id.0);
         out.push(self.kind as u8);
@@ -197,14 +202,27 @@ pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u
 /// A record's payload as stored (maybe compressed), after checking its header
 /// against the index; the content is not verified.
 pub fn read_stored_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
-    let damaged = |detail: String| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail };
-    let mut buf = vec![0u8; RECORD_HEADER_LEN + e.stored_len as usize];
-    file.read_exact_at(&mut buf, e.offset).map_err(|err| damaged(format!("cannot read record: {err}")))?;
-    if buf[0] != e.kind as u8 || buf[1] != e.compression || buf[12..44] != e.id.0 || buf[8..12] != e.stored_len.to_le_bytes() {
-        return Err(damaged("record header does not match the index".into()));
-    }
+    let mut buf = vec![0u8; e.record_len()];
+    file.read_exact_at(&mut buf, e.offset)
+        .map_err(|err| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: format!("cannot read record: {err}") })?;
+    check_record_header(&buf, pack_name, e)?;
     buf.drain(..RECORD_HEADER_LEN);
     Ok(buf)
+}
+
+/// Checks that `record` (header and payload, as read from a pack) is the one
+/// the index entry describes.
+pub fn check_record_header(record: &[u8], pack_name: &str, e: &Entry) -> StoreResult<()> {
+    let matches = record.len() == e.record_len()
+        && record[0] == e.kind as u8
+        && record[1] == e.compression
+        && record[12..44] == e.id.0
+        && record[8..12] == e.stored_len.to_le_bytes()
+        && record[4..8] == e.raw_len.to_le_bytes();
+    if !matches {
+        return Err(StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: "record header does not match the index".into() });
+    }
+    Ok(())
 }
 
 /// Decompresses a stored payload and checks that it hashes to `id`.

@@ -288,6 +288,7 @@ impl Store {
         self.reload()?;
         Ok(WriteSession {
             store: self,
+            on_seal: None,
             pack: None,
             pending: HashSet::new(),
             compressor: zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?,
@@ -340,8 +341,18 @@ pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
 
 /// An open batch of writes: objects go into new packs; nothing is visible to
 /// other processes until [`WriteSession::finish`] has sealed and indexed them.
+/// A pack a write session has just sealed (data and index durable and visible).
+pub struct SealedPack<'p> {
+    pub checksum: ObjectId,
+    pub pack_path: &'p Path,
+    pub index_path: &'p Path,
+}
+
+type SealHook<'a> = Box<dyn FnMut(&SealedPack<'_>) -> StoreResult<()> + 'a>;
+
 pub struct WriteSession<'a> {
     pub(crate) store: &'a Store,
+    on_seal: Option<SealHook<'a>>,
     pack: Option<PackWriter>,
     /// Ids in the pack being written (sealed packs are found through the store).
     pending: HashSet<ObjectId>,
@@ -380,6 +391,12 @@ pub(crate) fn maybe_compress(compressor: &mut zstd::bulk::Compressor<'static>, s
 impl<'a> WriteSession<'a> {
     pub fn store(&self) -> &'a Store {
         self.store
+    }
+
+    /// Runs `hook` after each pack this session seals (an object-store remote
+    /// uploads it there); an error from the hook fails the write that sealed it.
+    pub fn on_seal(&mut self, hook: impl FnMut(&SealedPack<'_>) -> StoreResult<()> + 'a) {
+        self.on_seal = Some(Box::new(hook));
     }
 
     pub fn has(&self, id: &ObjectId) -> StoreResult<bool> {
@@ -451,7 +468,7 @@ impl<'a> WriteSession<'a> {
             pack.discard();
             return Ok(());
         }
-        let (checksum, _path, entries) = pack.finish()?;
+        let (checksum, pack_path, entries) = pack.finish()?;
         let idx_path = self.store.packs_dir.join(index_file_name(&checksum));
         write_index(&idx_path, &[checksum], entries.into_iter().map(|e: Entry| (0, e)).collect())?;
         sync_dir(&self.store.packs_dir)?;
@@ -459,6 +476,9 @@ impl<'a> WriteSession<'a> {
         self.store.add_index(PackIndex::open(&idx_path)?);
         self.pending.clear();
         self.sealed_packs += 1;
+        if let Some(hook) = self.on_seal.as_mut() {
+            hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;
+        }
         Ok(())
     }
 

@@ -17,17 +17,51 @@ pub trait Wire {
     fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>>;
 }
 
+/// Hands each object of an upload to the remote (children before parents).
+pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
+
+/// A remote as the transfer code sees it, whatever carries the requests: a
+/// DMV server at the other end of a pipe or HTTP, or an object store with
+/// nothing of DMV running there.
+pub trait Remote {
+    fn url(&self) -> &str;
+    /// The chunking every replica of this history must use.
+    fn chunking(&self) -> ChunkParams;
+    /// Whether the remote has no working tree (so any branch may be pushed).
+    fn bare(&self) -> bool;
+    /// Branches and tags, and the branch HEAD names.
+    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)>;
+    /// Commits reachable from `wants` and not from `haves`. A remote that
+    /// cannot walk history cheaply may answer with `wants` alone: the fetch
+    /// explores parents like any other reference and stops at what it has.
+    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>>;
+    /// Which of these objects the remote has (with everything they reach).
+    fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
+    /// The objects (chunks as stubs unless `chunks`), each once, in any order.
+    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
+    /// How many chunks a fetch asks for per `get` (bounds what one request holds).
+    fn chunks_per_get(&self) -> usize {
+        512
+    }
+    /// Uploads what `objects` produces; returns (objects, bytes) stored.
+    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)>;
+    /// All or nothing; each update compares-and-swaps on its `old` value.
+    /// An empty list checks write access.
+    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
+}
+
 /// What arrives for a requested id.
 pub enum Received {
     Object(StoredObject),
     ChunkStub { id: ObjectId, raw_len: u32 },
 }
 
+/// A DMV server reached through a [`Wire`].
 pub struct Client {
     wire: Box<dyn Wire>,
-    pub url: String,
-    pub chunking: ChunkParams,
-    pub bare: bool,
+    url: String,
+    chunking: ChunkParams,
+    bare: bool,
 }
 
 fn unexpected(what: &str, got: &Response) -> SyncError {
@@ -68,23 +102,36 @@ impl Client {
         let mut frames = self.wire.exchange(request.verb(), &request, None)?;
         read_response(&mut frames)
     }
+}
 
-    /// Branches and tags of the remote, and the branch its HEAD names.
-    pub fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)> {
+impl Remote for Client {
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn chunking(&self) -> ChunkParams {
+        self.chunking
+    }
+
+    fn bare(&self) -> bool {
+        self.bare
+    }
+
+    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)> {
         match self.call(Request::ListRefs)? {
             Response::Refs { head, refs } => Ok((head, refs)),
             other => Err(unexpected("refs", &other)),
         }
     }
 
-    pub fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
+    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
         match self.call(Request::WalkCommits { wants, haves })? {
             Response::Commits { ids } => Ok(ids),
             other => Err(unexpected("commits", &other)),
         }
     }
 
-    pub fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>> {
+    fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>> {
         let mut out = Vec::with_capacity(ids.len());
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
             match self.call(Request::Has { ids: batch.to_vec() })? {
@@ -95,8 +142,7 @@ impl Client {
         Ok(out)
     }
 
-    /// Fetches objects (chunks as stubs unless `chunks`), handing each to `sink`.
-    pub fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
+    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
             let mut frames = self.wire.exchange(Verb::Get, &Request::Get { ids: batch.to_vec(), chunks }, None)?;
             let mut expected = batch.iter();
@@ -123,16 +169,20 @@ impl Client {
         Ok(())
     }
 
-    /// Uploads objects written by `body` (children before parents).
-    pub fn put(&mut self, body: BodyWriter<'_>) -> SyncResult<(u64, u64)> {
-        let mut frames = self.wire.exchange(Verb::Put, &Request::Put, Some(body))?;
+    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
+        let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
+            let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
+            objects(&mut |obj| w.object(obj).map_err(lost))?;
+            w.end().map_err(lost)
+        };
+        let mut frames = self.wire.exchange(Verb::Put, &Request::Put, Some(&mut body))?;
         match read_response(&mut frames)? {
             Response::Stored { objects, bytes } => Ok((objects, bytes)),
             other => Err(unexpected("stored", &other)),
         }
     }
 
-    pub fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()> {
+    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()> {
         match self.call(Request::UpdateRefs { updates, who: who.into(), message: message.into() })? {
             Response::RefsUpdated => Ok(()),
             Response::Rejected { name, found } => Err(SyncError::Rejected { name, found }),

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::client::Client;
+use crate::bucket_remote::BucketRemote;
+use crate::client::{Client, Remote};
 use crate::http_client::HttpWire;
 use crate::stdio::{shell_quote, StdioWire};
 use crate::{SyncError, SyncResult};
@@ -16,6 +17,8 @@ pub enum Transport {
     Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
     /// `http(s)://host[:port]/NAME`: a `dmv serve` server.
     Http { base: String },
+    /// `s3://bucket[/prefix]`: an S3-compatible object store.
+    S3(dmv_bucket::BucketUrl),
 }
 
 #[derive(Clone, Debug)]
@@ -26,6 +29,14 @@ pub struct RemoteSpec {
     pub token: Option<String>,
     /// The dmv command on the far side of ssh.
     pub remote_dmv: Option<String>,
+    /// Endpoint, region and addressing of an object store.
+    pub bucket: dmv_bucket::BucketOptions,
+    /// Where an object-store remote's pack indexes are mirrored (default: a
+    /// temporary directory, downloaded again next time).
+    pub cache_dir: Option<PathBuf>,
+    /// Pushing may create the repository in an empty object-store location,
+    /// with these chunking parameters.
+    pub create_with: Option<dmv_repo::store::ChunkParams>,
 }
 
 impl RemoteSpec {
@@ -56,7 +67,7 @@ impl RemoteSpec {
             }
             Transport::Http { base }
         } else if url.starts_with("s3://") {
-            return Err(SyncError::Invalid(format!("{url}: object storage remotes are not supported yet")));
+            Transport::S3(dmv_bucket::BucketUrl::parse(url)?)
         } else if let Some(path) = url.strip_prefix("file://") {
             Transport::Path(PathBuf::from(path))
         } else if url.contains("://") {
@@ -64,10 +75,10 @@ impl RemoteSpec {
         } else {
             Transport::Path(PathBuf::from(url))
         };
-        Ok(RemoteSpec { url: url.to_string(), transport, token: None, remote_dmv: None })
+        Ok(RemoteSpec { url: url.to_string(), transport, token: None, remote_dmv: None, bucket: Default::default(), cache_dir: None, create_with: None })
     }
 
-    pub fn connect(&self) -> SyncResult<Client> {
+    pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
         let wire: Box<dyn crate::client::Wire> = match &self.transport {
             Transport::Path(path) => {
                 let exe = std::env::current_exe().map_err(|e| SyncError::Invalid(format!("cannot find the dmv executable: {e}")))?;
@@ -95,11 +106,16 @@ impl RemoteSpec {
                 let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
                 Box::new(HttpWire::new(base, token)?)
             }
+            Transport::S3(_) => {
+                let bucket = dmv_bucket::Bucket::open(&self.url, &self.bucket, self.cache_dir.as_deref(), self.create_with)?;
+                return Ok(Box::new(BucketRemote::new(bucket)));
+            }
         };
-        Client::connect(wire, &self.url).map_err(|e| match e {
+        let client = Client::connect(wire, &self.url).map_err(|e| match e {
             SyncError::Disconnected(detail) => SyncError::Unreachable { url: self.url.clone(), detail },
             other => other,
-        })
+        })?;
+        Ok(Box::new(client))
     }
 }
 
@@ -115,7 +131,8 @@ mod tests {
         assert_eq!(t("http://127.0.0.1:8080/photos/").unwrap(), Transport::Http { base: "http://127.0.0.1:8080/photos".into() });
         assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
         assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
-        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://bucket/p"] {
+        assert_eq!(t("s3://photos/studio").unwrap(), Transport::S3(dmv_bucket::BucketUrl { bucket: "photos".into(), prefix: "studio".into() }));
+        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://B/p"] {
             assert!(t(bad).is_err(), "{bad} should be refused");
         }
     }

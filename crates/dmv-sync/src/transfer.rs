@@ -14,13 +14,10 @@ use dmv_repo::store::object::{decode, EntryKind, FileNode, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::Repository;
 
-use crate::client::{Client, Received};
+use crate::client::{Received, Remote};
 use crate::protocol::WireRefUpdate;
 use crate::serve::commits_between;
 use crate::{SyncError, SyncResult};
-
-/// Chunks asked for per `get` request: about 32 MiB at the default chunk size.
-const CHUNKS_PER_REQUEST: usize = 512;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransferStats {
@@ -91,7 +88,7 @@ fn damaged(obj: &StoredObject, detail: String) -> SyncError {
 /// Fetches everything reachable from `wants` that the local store lacks.
 /// `then` runs once all of it is durable, while gc is still held off (the
 /// caller moves refs there).
-pub fn fetch(repo: &Repository, client: &mut Client, wants: &[ObjectId], progress: &dyn Fn(u64, u64), then: impl FnOnce() -> SyncResult<()>) -> SyncResult<TransferStats> {
+pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], progress: &dyn Fn(u64, u64), then: impl FnOnce() -> SyncResult<()>) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut stats = TransferStats::default();
     let mut session = store.begin_write()?;
@@ -157,7 +154,7 @@ pub fn fetch(repo: &Repository, client: &mut Client, wants: &[ObjectId], progres
     let total: u64 = chunks.iter().map(|(_, s)| s).sum();
     let mut done = 0u64;
     let ids: Vec<ObjectId> = chunks.iter().map(|(id, _)| *id).collect();
-    for batch in ids.chunks(CHUNKS_PER_REQUEST) {
+    for batch in ids.chunks(client.chunks_per_get()) {
         client.get(batch, true, &mut |got| {
             let Received::Object(obj) = got else {
                 return Err(SyncError::Protocol("remote sent a stub where a chunk was asked for".into()));
@@ -211,7 +208,7 @@ pub struct PushResult {
 
 /// Sends what the remote lacks of the new tips, then moves its refs with a
 /// compare-and-swap on each expected old value (all or nothing).
-pub fn push(repo: &Repository, client: &mut Client, updates: &[PushRef], remote_tips: &[ObjectId], progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<PushResult> {
+pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId], progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<PushResult> {
     let store = &repo.store;
     let mut stats = TransferStats::default();
     // An empty ref update checks write access, so a refusal comes before any upload.
@@ -270,20 +267,19 @@ pub fn push(repo: &Repository, client: &mut Client, updates: &[PushRef], remote_
     let order = children_first(&graph);
     if !missing_chunks.is_empty() || !order.is_empty() {
         let total: u64 = missing_chunks.iter().map(|(_, s)| s).sum();
-        let mut body = |w: &mut crate::FrameWriter<&mut dyn std::io::Write>| -> SyncResult<()> {
-            let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
+        let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
             let mut done = 0;
             for (id, size) in &missing_chunks {
-                w.object(&store.read_stored(id)?).map_err(lost)?;
+                send(&store.read_stored(id)?)?;
                 done += size;
                 progress(done, total);
             }
             for id in &order {
-                w.object(&store.read_stored(id)?).map_err(lost)?;
+                send(&store.read_stored(id)?)?;
             }
-            w.end().map_err(lost)
+            Ok(())
         };
-        client.put(&mut body)?;
+        client.put(&mut objects)?;
         stats.objects = (missing_chunks.len() + order.len()) as u64;
         stats.chunk_bytes = total;
     }
@@ -306,7 +302,7 @@ pub struct FetchedRef {
 /// Fetches a remote's branches into `refs/remotes/REMOTE/*` and its tags
 /// into `refs/tags/*` (an existing different tag is kept, not clobbered).
 /// Returns the remote's HEAD branch and the refs that changed.
-pub fn fetch_remote(repo: &Repository, client: &mut Client, remote: &str, progress: &dyn Fn(u64, u64)) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
+pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, progress: &dyn Fn(u64, u64)) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
     let (head, refs) = client.list_refs()?;
     let mut changed = Vec::new();
     for (name, id) in &refs {

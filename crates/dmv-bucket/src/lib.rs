@@ -1,0 +1,592 @@
+//! A DMV repository kept in an S3-compatible object store (MinIO, Ceph,
+//! Garage, AWS S3) with nothing of DMV running there. The layout is the local
+//! one (docs/object-storage.md): `packs/pack-<sum>.pack` and `.idx` exactly as
+//! in `.dmv/objects/packs`, a ref table replaced by compare-and-swap, and a
+//! small config fixing the format and chunking.
+//!
+//! Visibility rules that keep readers from ever seeing a half-written state:
+//! a pack counts only once its index exists, an index is uploaded only after
+//! its pack, packs are published one after another in the order they were
+//! written (chunks before the metadata that refers to them), and refs move
+//! only after everything they reach is published. So the bucket, like a
+//! local store, holds an object only together with everything it reaches,
+//! and an interrupted push resumes by skipping the packs it finished.
+//!
+//! The bucket's pack indexes are mirrored in a local cache directory, opened
+//! as an ordinary [`Store`]: lookups are the local ones, and a push stages
+//! its packs there (the store's own pack writer) before uploading them.
+
+mod ranges;
+mod refs;
+pub mod trace;
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dmv_store::{check_record_header, index_file_name, pack_file_name, verify_pack_index, ChunkParams, Located, ObjectId, Store, StoreError, StoredObject};
+use futures_util::StreamExt;
+use opendal::layers::{RetryLayer, TimeoutLayer};
+use opendal::{ErrorKind, Operator};
+use serde::{Deserialize, Serialize};
+
+pub use ranges::{plan as plan_reads, ReadRange};
+pub use refs::RefTable;
+
+pub const CONFIG_KEY: &str = "dmv-repository.json";
+pub const REFS_KEY: &str = "refs";
+pub const PACKS_PREFIX: &str = "packs/";
+pub const FORMAT_VERSION: u32 = 1;
+/// Packs in a bucket roll over at this size: large enough that listing and
+/// request costs stay small, small enough that a resumed push resends little.
+pub const PACK_SIZE: u64 = 32 << 20;
+/// Multipart part size and how many parts of one pack upload at once.
+const PART_SIZE: usize = 8 << 20;
+const UPLOAD_CONCURRENCY: usize = 4;
+/// Ranged GETs in flight, and how they are cut.
+const READ_CONCURRENCY: usize = 8;
+const MAX_READ_GAP: u64 = 256 << 10;
+const MAX_READ_LEN: u64 = 8 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BucketError {
+    #[error("{url}: {detail}")]
+    NotARepository { url: String, detail: String },
+    #[error("authentication failed for {url}: {detail}")]
+    Auth { url: String, detail: String },
+    #[error("{url}: the bucket {bucket} does not exist")]
+    NoBucket { url: String, bucket: String },
+    #[error("cannot reach {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("{url}: {detail}")]
+    Storage { url: String, detail: String },
+    #[error("{url}: damaged data in the bucket: {detail}")]
+    Damaged { url: String, detail: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type BucketResult<T> = Result<T, BucketError>;
+
+/// `s3://bucket[/prefix]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketUrl {
+    pub bucket: String,
+    pub prefix: String,
+}
+
+impl BucketUrl {
+    pub fn parse(url: &str) -> BucketResult<BucketUrl> {
+        let bad = |why: &str| BucketError::Invalid(format!("bad object storage remote {url:?}: {why}"));
+        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("it must start with s3://"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let bucket_ok = (3..=63).contains(&bucket.len())
+            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && !bucket.starts_with(['-', '.'])
+            && !bucket.ends_with(['-', '.']);
+        if !bucket_ok {
+            return Err(bad("a bucket name is 3-63 lowercase letters, digits, '-' or '.'"));
+        }
+        let prefix = prefix.trim_end_matches('/');
+        if prefix.split('/').any(|seg| seg == "." || seg == "..") || prefix.contains("//") || prefix.starts_with('/') {
+            return Err(bad("the prefix has an empty, '.' or '..' component"));
+        }
+        Ok(BucketUrl { bucket: bucket.to_string(), prefix: prefix.to_string() })
+    }
+}
+
+/// Where and how to reach the store, besides what the standard AWS
+/// environment variables and files say (credentials, region, `AWS_ENDPOINT_URL`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketOptions {
+    /// e.g. `http://127.0.0.1:9000`; default: AWS for the region.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// `bucket.host/key` instead of `host/bucket/key` (path style, the default,
+    /// is what MinIO, Ceph and Garage expect).
+    pub virtual_host_style: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketConfig {
+    pub format: u32,
+    pub chunking: ChunkParams,
+}
+
+/// A ref table as read, with the version a compare-and-swap must match.
+#[derive(Clone, Debug, Default)]
+pub struct RefSnapshot {
+    pub table: RefTable,
+    etag: Option<String>,
+}
+
+/// One ref change: applied only if the ref is still at `old`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefChange {
+    pub name: String,
+    /// `None`: the ref must not exist.
+    pub old: Option<ObjectId>,
+    /// `None`: delete.
+    pub new: Option<ObjectId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefUpdateOutcome {
+    Updated,
+    /// A ref is not where the caller expected: someone else moved it.
+    Rejected { name: String, found: Option<ObjectId> },
+}
+
+pub struct Bucket {
+    url: String,
+    runtime: tokio::runtime::Runtime,
+    op: Operator,
+    config: BucketConfig,
+    /// The bucket's pack indexes (and the packs a push is staging).
+    cache: Store,
+    cache_dir: PathBuf,
+    _cache_tmp: Option<tempfile::TempDir>,
+}
+
+/// The code and message S3 put in an error body, without opendal's context.
+fn s3_detail(err: &opendal::Error) -> String {
+    let msg = err.message();
+    let field = |name: &str| {
+        let at = msg.find(&format!("{name}: \""))? + name.len() + 3;
+        let end = msg[at..].find('"')?;
+        Some(msg[at..at + end].to_string()).filter(|s| !s.is_empty())
+    };
+    match (field("code"), field("message")) {
+        (Some(code), Some(text)) => format!("{code}: {text}"),
+        (Some(code), None) => code,
+        _ => {
+            let mut text = err.to_string();
+            if let Some(cut) = text.find(", context:") {
+                text.truncate(cut);
+            }
+            text.replace('\n', " ")
+        }
+    }
+}
+
+impl Bucket {
+    fn classify(&self, err: opendal::Error, what: &str) -> BucketError {
+        classify(&self.url, &BucketUrl::parse(&self.url).map(|u| u.bucket).unwrap_or_default(), err, what)
+    }
+}
+
+fn classify(url: &str, bucket: &str, err: opendal::Error, what: &str) -> BucketError {
+    let url = url.to_string();
+    let detail = s3_detail(&err);
+    match err.kind() {
+        ErrorKind::PermissionDenied => BucketError::Auth { url, detail: format!("{detail} (check the AWS credentials: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile)") },
+        ErrorKind::ConfigInvalid if detail.contains("NoSuchBucket") => BucketError::NoBucket { url, bucket: bucket.to_string() },
+        ErrorKind::ConfigInvalid => BucketError::Invalid(format!("{url}: {detail}")),
+        _ => {
+            let full = format!("{err:#}");
+            let unreachable = ["error sending request", "connection", "Connection", "dns error", "timed out", "timeout"].iter().any(|s| full.contains(s));
+            if unreachable {
+                BucketError::Unreachable { url, detail: format!("{what}: the object store does not answer") }
+            } else {
+                BucketError::Storage { url, detail: format!("{what}: {detail}") }
+            }
+        }
+    }
+}
+
+/// opendal's HTTP client is process-wide, as is rustls's crypto provider
+/// (ring: the one the rest of DMV builds with). Both calls are idempotent.
+fn install_http_transport() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    opendal_http_transport_reqwest::install_default();
+}
+
+impl Bucket {
+    /// Connects and reads the repository's config. With `create`, an empty
+    /// location becomes a repository with those chunking parameters (the
+    /// first push creates it); without, it is an error.
+    pub fn open(url: &str, options: &BucketOptions, cache_dir: Option<&Path>, create: Option<ChunkParams>) -> BucketResult<Bucket> {
+        install_http_transport();
+        let parsed = BucketUrl::parse(url)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| BucketError::Invalid(format!("cannot start the I/O runtime: {e}")))?;
+        let op = operator(&parsed, options).map_err(|e| classify(url, &parsed.bucket, e, "configuration"))?;
+        let (cache_dir, cache_tmp) = match cache_dir {
+            Some(dir) => (dir.to_path_buf(), None),
+            None => {
+                let tmp = tempfile::Builder::new().prefix("dmv-bucket-cache").tempdir().map_err(|e| BucketError::Invalid(format!("cannot create a cache directory: {e}")))?;
+                (tmp.path().to_path_buf(), Some(tmp))
+            }
+        };
+        let config = runtime.block_on(read_or_create_config(&op, url, &parsed.bucket, create))?;
+        Store::create(&cache_dir)?;
+        let cache = Store::open(&cache_dir, config.chunking, PACK_SIZE)?;
+        let bucket = Bucket { url: url.to_string(), runtime, op, config, cache, cache_dir, _cache_tmp: cache_tmp };
+        bucket.refresh()?;
+        Ok(bucket)
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn chunking(&self) -> ChunkParams {
+        self.config.chunking
+    }
+
+    /// Mirrors the bucket's list of pack indexes into the cache: downloads
+    /// (and verifies) the new ones, forgets the ones gone from the bucket.
+    pub fn refresh(&self) -> BucketResult<()> {
+        let listed = self.runtime.block_on(async {
+            let entries = self.op.list_with(PACKS_PREFIX).await.map_err(|e| self.classify(e, "listing packs"))?;
+            Ok::<_, BucketError>(entries.into_iter().filter_map(|e| pack_of_index_name(e.name())).collect::<HashSet<ObjectId>>())
+        })?;
+        let packs_dir = self.cache.packs_dir().to_path_buf();
+        let mut cached = HashSet::new();
+        let mut forgot = false;
+        for entry in std::fs::read_dir(&packs_dir).map_err(|e| BucketError::Invalid(format!("{}: {e}", packs_dir.display())))? {
+            let Ok(entry) = entry else { continue };
+            let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else { continue };
+            if listed.contains(&pack) {
+                cached.insert(pack);
+            } else if !packs_dir.join(pack_file_name(&pack)).exists() {
+                // Gone from the bucket (and not a pack this machine is uploading).
+                let _ = std::fs::remove_file(entry.path());
+                forgot = true;
+            }
+        }
+        if forgot {
+            let _ = std::fs::remove_file(packs_dir.join(dmv_store::MULTI_PACK_INDEX));
+        }
+        let missing: Vec<ObjectId> = listed.difference(&cached).copied().collect();
+        self.runtime.block_on(async {
+            let mut downloads = futures_util::stream::iter(missing.into_iter().map(|pack| {
+                let op = self.op.clone();
+                async move {
+                    let key = format!("{PACKS_PREFIX}{}", index_file_name(&pack));
+                    (pack, key.clone(), op.read(&key).await)
+                }
+            }))
+            .buffer_unordered(READ_CONCURRENCY);
+            while let Some((pack, key, got)) = downloads.next().await {
+                let bytes = got.map_err(|e| self.classify(e, &format!("reading {key}")))?.to_vec();
+                trace::count_received(bytes.len() as u64);
+                self.install_index(&pack, &key, &bytes)?;
+            }
+            Ok::<_, BucketError>(())
+        })?;
+        self.cache.reload()?;
+        Ok(())
+    }
+
+    fn install_index(&self, pack: &ObjectId, key: &str, bytes: &[u8]) -> BucketResult<()> {
+        let dir = self.cache.packs_dir();
+        let tmp = tempfile::Builder::new().prefix("download-").suffix(".tmp").tempfile_in(dir).map_err(|e| BucketError::Invalid(format!("{}: {e}", dir.display())))?;
+        std::fs::write(tmp.path(), bytes).map_err(|e| BucketError::Invalid(format!("{}: {e}", tmp.path().display())))?;
+        verify_pack_index(tmp.path(), pack).map_err(|e| BucketError::Damaged { url: self.url.clone(), detail: format!("{key}: {e}") })?;
+        tmp.persist(dir.join(index_file_name(pack))).map_err(|e| BucketError::Invalid(format!("{}: {e}", dir.display())))?;
+        Ok(())
+    }
+
+    /// Where an object is in the bucket, if it is there (with all it reaches).
+    pub fn locate(&self, id: &ObjectId) -> BucketResult<Option<Located>> {
+        Ok(self.cache.locate(id)?)
+    }
+
+    /// Reads objects with as few ranged GETs as their positions allow, several
+    /// at once. Objects reach `sink` in pack order, not in the order asked.
+    pub fn read_objects<E: From<BucketError>>(&self, wanted: Vec<Located>, sink: &mut dyn FnMut(StoredObject) -> Result<(), E>) -> Result<(), E> {
+        let plan = ranges::plan(wanted, MAX_READ_GAP, MAX_READ_LEN);
+        let handle = self.runtime.handle().clone();
+        self.runtime.block_on(async {
+            // Each GET runs as its own task, so downloads go on while `sink` writes.
+            let mut reads = futures_util::stream::iter(plan.into_iter().map(|range| {
+                let op = self.op.clone();
+                let task = handle.spawn(async move {
+                    let key = format!("{PACKS_PREFIX}{}", pack_file_name(&range.pack));
+                    let got = op.read_with(&key).range(range.start..range.end).await;
+                    (range, key, got)
+                });
+                async move { task.await }
+            }))
+            .buffered(READ_CONCURRENCY);
+            while let Some(joined) = reads.next().await {
+                let (range, key, got) = joined.map_err(|e| BucketError::Invalid(format!("a download task failed: {e}")))?;
+                let bytes = got.map_err(|e| self.classify(e, &format!("reading {key}")))?.to_bytes();
+                trace::count_received(bytes.len() as u64);
+                if bytes.len() as u64 != range.end - range.start {
+                    return Err(BucketError::Damaged { url: self.url.clone(), detail: format!("{key} is shorter than its index says") }.into());
+                }
+                for e in &range.entries {
+                    let at = (e.offset - range.start) as usize;
+                    let record = &bytes[at..at + e.record_len()];
+                    check_record_header(record, &key, e).map_err(BucketError::from)?;
+                    let payload = record[dmv_store::RECORD_HEADER_LEN..].to_vec();
+                    sink(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Uploads the objects `produce` hands over (chunks first, then each
+    /// object after the ones it refers to), as packs. Packs upload in the
+    /// background while the next is written, and are published in order.
+    /// Returns (objects, bytes) stored; objects the bucket has are skipped.
+    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<(ObjectId, PathBuf, PathBuf)>(1);
+        let op = self.op.clone();
+        let handle = self.runtime.handle().clone();
+        let url = self.url.clone();
+        let uploader = std::thread::spawn(move || -> BucketResult<()> {
+            for (checksum, pack_path, index_path) in queue {
+                let published = handle.block_on(publish_pack(&op, &url, &checksum, &pack_path, &index_path));
+                match published {
+                    Ok(()) => {
+                        let _ = std::fs::remove_file(&pack_path);
+                    }
+                    Err(e) => {
+                        // The cache must not claim what the bucket lacks.
+                        let _ = std::fs::remove_file(&index_path);
+                        let _ = std::fs::remove_file(&pack_path);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(())
+        });
+        let mut stored = (0u64, 0u64);
+        let produced = (|| -> Result<(), E> {
+            let mut session = self.cache.begin_write()?;
+            session.on_seal(move |sealed| {
+                jobs.send((sealed.checksum, sealed.pack_path.to_path_buf(), sealed.index_path.to_path_buf()))
+                    .map_err(|_| StoreError::Other("the upload stopped".into()))
+            });
+            produce(&mut |obj: &StoredObject| {
+                if session.put_stored(obj)? {
+                    stored.0 += 1;
+                    stored.1 += obj.payload.len() as u64;
+                }
+                Ok(())
+            })?;
+            session.finish()?;
+            Ok(())
+        })();
+        let uploaded = uploader.join().unwrap_or_else(|_| Err(BucketError::Invalid("the upload thread failed".into())));
+        if uploaded.is_err() || produced.is_err() {
+            let _ = self.cache.reload();
+        }
+        // The upload's own error says more than "the upload stopped".
+        uploaded.map_err(E::from)?;
+        produced?;
+        Ok(stored)
+    }
+
+    /// The ref table and its version.
+    pub fn read_refs(&self) -> BucketResult<RefSnapshot> {
+        self.runtime.block_on(async {
+            loop {
+                let etag = match self.op.stat(REFS_KEY).await {
+                    Ok(meta) => meta.etag().map(str::to_string),
+                    Err(e) if e.kind() == ErrorKind::NotFound => return Ok(RefSnapshot::default()),
+                    Err(e) => return Err(self.classify(e, "reading refs")),
+                };
+                let Some(etag) = etag else {
+                    return Err(BucketError::Storage { url: self.url.clone(), detail: "the object store gives no ETag for refs; it cannot do compare-and-swap".into() });
+                };
+                match self.op.read_with(REFS_KEY).if_match(&etag).await {
+                    Ok(bytes) => {
+                        let bytes = bytes.to_vec();
+                        trace::count_received(bytes.len() as u64);
+                        let table = RefTable::decode(&bytes).map_err(|d| BucketError::Damaged { url: self.url.clone(), detail: format!("{REFS_KEY}: {d}") })?;
+                        return Ok(RefSnapshot { table, etag: Some(etag) });
+                    }
+                    // Replaced between the two requests: read the new one.
+                    Err(e) if matches!(e.kind(), ErrorKind::ConditionNotMatch | ErrorKind::NotFound) => continue,
+                    Err(e) => return Err(self.classify(e, "reading refs")),
+                }
+            }
+        })
+    }
+
+    /// Applies `changes` all or nothing, each only if its ref is still at
+    /// `old`. Concurrent writers race on the ref table's ETag: exactly one
+    /// wins each round, and a loser whose refs were not touched retries.
+    pub fn update_refs(&self, changes: &[RefChange]) -> BucketResult<RefUpdateOutcome> {
+        loop {
+            let snapshot = self.read_refs()?;
+            let mut table = snapshot.table.clone();
+            for c in changes {
+                let found = table.refs.get(&c.name).copied();
+                if found != c.old {
+                    return Ok(RefUpdateOutcome::Rejected { name: c.name.clone(), found });
+                }
+                match c.new {
+                    Some(id) => {
+                        table.refs.insert(c.name.clone(), id);
+                    }
+                    None => {
+                        table.refs.remove(&c.name);
+                    }
+                }
+            }
+            if changes.is_empty() {
+                return Ok(RefUpdateOutcome::Updated);
+            }
+            if table.head.is_none() {
+                table.head = changes.iter().find(|c| c.new.is_some() && c.name.starts_with("refs/heads/")).map(|c| c.name.clone());
+            }
+            if self.swap_refs(&table, snapshot.etag.as_deref())? {
+                return Ok(RefUpdateOutcome::Updated);
+            }
+        }
+    }
+
+    /// Writes the ref table if it is still at `etag` (None: if there is none).
+    fn swap_refs(&self, table: &RefTable, etag: Option<&str>) -> BucketResult<bool> {
+        let bytes = table.encode();
+        let len = bytes.len() as u64;
+        let written = self.runtime.block_on(async {
+            let write = self.op.write_with(REFS_KEY, bytes);
+            match etag {
+                Some(etag) => write.if_match(etag).await,
+                None => write.if_not_exists(true).await,
+            }
+        });
+        match written {
+            Ok(_) => {
+                trace::count_sent(len);
+                Ok(true)
+            }
+            Err(e) if lost_race(&e) => Ok(false),
+            Err(e) => Err(self.classify(e, "updating refs")),
+        }
+    }
+
+    /// Where the cache lives (for tests and `DMV_TRACE`).
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+}
+
+/// Another writer got there first (412), or the store saw two conditional
+/// writes at once (409 ConditionalRequestConflict): either way, re-read.
+fn lost_race(e: &opendal::Error) -> bool {
+    e.kind() == ErrorKind::ConditionNotMatch || e.kind() == ErrorKind::AlreadyExists || e.message().contains("ConditionalRequestConflict") || e.message().contains("PreconditionFailed")
+}
+
+fn pack_of_index_name(name: &str) -> Option<ObjectId> {
+    let name = name.rsplit('/').next()?;
+    ObjectId::from_hex(name.strip_prefix("pack-")?.strip_suffix(".idx")?)
+}
+
+fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operator> {
+    let mut builder = opendal::services::S3::default().bucket(&url.bucket).root(&format!("/{}", url.prefix)).disable_ec2_metadata();
+    if let Some(endpoint) = options.endpoint.as_deref().filter(|e| !e.is_empty()) {
+        builder = builder.endpoint(endpoint);
+    }
+    let region = options
+        .region
+        .clone()
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "us-east-1".into());
+    builder = builder.region(&region);
+    if options.virtual_host_style {
+        builder = builder.enable_virtual_host_style();
+    }
+    Ok(Operator::new(builder)?
+        .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(60)).with_io_timeout(Duration::from_secs(30)))
+        .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter())
+)
+}
+
+async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: Option<ChunkParams>) -> BucketResult<BucketConfig> {
+    let not_repo = |detail: String| BucketError::NotARepository { url: url.to_string(), detail };
+    loop {
+        match op.read(CONFIG_KEY).await {
+            Ok(bytes) => {
+                let bytes = bytes.to_vec();
+                trace::count_received(bytes.len() as u64);
+                let config: BucketConfig = serde_json::from_slice(&bytes).map_err(|e| not_repo(format!("{CONFIG_KEY} is not a DMV repository config: {e}")))?;
+                if config.format != FORMAT_VERSION {
+                    return Err(BucketError::Invalid(format!("{url}: repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", config.format)));
+                }
+                config.chunking.validate().map_err(|d| not_repo(format!("{CONFIG_KEY}: {d}")))?;
+                return Ok(config);
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let Some(chunking) = create else {
+                    return Err(not_repo(format!("not a DMV repository (no {CONFIG_KEY} there; push to it to create one)")));
+                };
+                let config = BucketConfig { format: FORMAT_VERSION, chunking };
+                let bytes = serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Invalid(e.to_string()))?;
+                trace::count_sent(bytes.len() as u64);
+                match op.write_with(CONFIG_KEY, bytes).if_not_exists(true).await {
+                    // Created, or someone else created it at the same moment: read what won.
+                    Ok(_) => continue,
+                    Err(e) if lost_race(&e) => continue,
+                    Err(e) => return Err(classify(url, bucket, e, "creating the repository")),
+                }
+            }
+            Err(e) => return Err(classify(url, bucket, e, "reading the repository config")),
+        }
+    }
+}
+
+/// Uploads a sealed pack, then its index: the index makes it visible.
+async fn publish_pack(op: &Operator, url: &str, checksum: &ObjectId, pack_path: &Path, index_path: &Path) -> BucketResult<()> {
+    let bucket = BucketUrl::parse(url).map(|u| u.bucket).unwrap_or_default();
+    let fail = |e: opendal::Error, key: &str| classify(url, &bucket, e, &format!("uploading {key}"));
+    let local = |path: &Path, e: std::io::Error| BucketError::Invalid(format!("{}: {e}", path.display()));
+    let pack_key = format!("{PACKS_PREFIX}{}", pack_file_name(checksum));
+    let mut writer = op.writer_with(&pack_key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(|e| fail(e, &pack_key))?;
+    let mut file = std::fs::File::open(pack_path).map_err(|e| local(pack_path, e))?;
+    loop {
+        let mut part = Vec::with_capacity(PART_SIZE);
+        (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(|e| local(pack_path, e))?;
+        if part.is_empty() {
+            break;
+        }
+        let n = part.len() as u64;
+        writer.write(part).await.map_err(|e| fail(e, &pack_key))?;
+        trace::count_sent(n);
+    }
+    writer.close().await.map_err(|e| fail(e, &pack_key))?;
+    dmv_store::failpoint("bucket-pack-uploaded");
+    let index_key = format!("{PACKS_PREFIX}{}", index_file_name(checksum));
+    let index = std::fs::read(index_path).map_err(|e| local(index_path, e))?;
+    let n = index.len() as u64;
+    op.write(&index_key, index).await.map_err(|e| fail(e, &index_key))?;
+    trace::count_sent(n);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bucket_urls() {
+        assert_eq!(BucketUrl::parse("s3://photos").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "".into() });
+        assert_eq!(BucketUrl::parse("s3://photos/studio/2026/").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "studio/2026".into() });
+        for bad in ["s3://", "s3://ab", "s3://Photos/x", "s3://photos/../x", "s3://photos//x", "s3://-x/y", "http://photos/x", "s3://photos/./x"] {
+            assert!(BucketUrl::parse(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn index_names_give_their_pack() {
+        let id = ObjectId([7; 32]);
+        assert_eq!(pack_of_index_name(&format!("packs/{}", index_file_name(&id))), Some(id));
+        assert_eq!(pack_of_index_name(&pack_file_name(&id)), None);
+        assert_eq!(pack_of_index_name("packs/pack-zz.idx"), None);
+    }
+}

@@ -1,0 +1,80 @@
+//! Which byte ranges of which packs to GET for a set of objects: records
+//! close together in one pack share one request, so a clone reads packs in
+//! a few large ranges and a partial fetch reads only what it needs.
+
+use dmv_store::{Located, ObjectId, PackEntry};
+
+/// One ranged GET and the records it covers (in pack order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadRange {
+    pub pack: ObjectId,
+    pub start: u64,
+    pub end: u64,
+    pub entries: Vec<PackEntry>,
+}
+
+/// Groups records into ranges: a gap of up to `max_gap` bytes between two
+/// records is read through rather than paid for with another request; no
+/// range grows past `max_len` unless a single record is larger.
+pub fn plan(mut wanted: Vec<Located>, max_gap: u64, max_len: u64) -> Vec<ReadRange> {
+    wanted.sort_by(|a, b| (a.pack, a.entry.offset).cmp(&(b.pack, b.entry.offset)));
+    wanted.dedup_by(|a, b| a.pack == b.pack && a.entry.offset == b.entry.offset);
+    let mut out: Vec<ReadRange> = Vec::new();
+    for loc in wanted {
+        let start = loc.entry.offset;
+        let end = start + loc.entry.record_len() as u64;
+        if let Some(last) = out.last_mut() {
+            if last.pack == loc.pack && start >= last.end && start - last.end <= max_gap && end - last.start <= max_len {
+                last.end = end;
+                last.entries.push(loc.entry);
+                continue;
+            }
+        }
+        out.push(ReadRange { pack: loc.pack, start, end, entries: vec![loc.entry] });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmv_store::ObjectKind;
+    use proptest::prelude::*;
+
+    fn located(pack: u8, offset: u64, stored_len: u32) -> Located {
+        let entry = PackEntry { id: ObjectId([offset as u8; 32]), kind: ObjectKind::Chunk, compression: 0, offset, raw_len: stored_len, stored_len };
+        Located { pack: ObjectId([pack; 32]), entry }
+    }
+
+    #[test]
+    fn neighbours_share_a_request_and_packs_never_mix() {
+        let rec = dmv_store::RECORD_HEADER_LEN as u64;
+        let a = located(1, 16, 100);
+        let b = located(1, 16 + rec + 100, 50); // right after a
+        let c = located(1, 10_000_000, 10); // far away
+        let d = located(2, 16, 10); // another pack
+        let plan = plan(vec![d, c, b, a], 1024, 1 << 20);
+        assert_eq!(plan.len(), 3);
+        assert_eq!((plan[0].start, plan[0].end, plan[0].entries.len()), (16, 16 + 2 * rec + 150, 2));
+        assert_eq!(plan[1].entries[0].offset, 10_000_000);
+        assert_eq!(plan[2].pack, ObjectId([2; 32]));
+    }
+
+    proptest! {
+        #[test]
+        fn every_record_is_inside_exactly_one_range(offsets in proptest::collection::btree_set(0u64..1_000_000, 1..60), gap in 0u64..5000, max_len in 1u64..200_000) {
+            // Records of 100 bytes at distinct offsets 200 apart at least (no overlap).
+            let wanted: Vec<Located> = offsets.iter().map(|o| located(1, o * 200, 100 - dmv_store::RECORD_HEADER_LEN as u32)).collect();
+            let ranges = plan(wanted.clone(), gap, max_len);
+            let mut covered = 0;
+            for r in &ranges {
+                prop_assert!(r.end - r.start <= max_len.max(100));
+                for e in &r.entries {
+                    prop_assert!(e.offset >= r.start && e.offset + e.record_len() as u64 <= r.end);
+                    covered += 1;
+                }
+            }
+            prop_assert_eq!(covered, wanted.len());
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Byte counters of everything written to and read from remotes (pipes,
+//! HTTP and object storage alike), for `DMV_TRACE` and the tests that check
+//! what travelled.
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
+pub static BYTES_RECEIVED: AtomicU64 = AtomicU64::new(0);
+
+pub fn bytes_sent() -> u64 {
+    BYTES_SENT.load(Ordering::Relaxed)
+}
+
+pub fn bytes_received() -> u64 {
+    BYTES_RECEIVED.load(Ordering::Relaxed)
+}
+
+pub fn count_sent(n: u64) {
+    BYTES_SENT.fetch_add(n, Ordering::Relaxed);
+    check_abort();
+}
+
+pub fn count_received(n: u64) {
+    BYTES_RECEIVED.fetch_add(n, Ordering::Relaxed);
+    check_abort();
+}
+
+/// `DMV_ABORT_AFTER_BYTES=N` kills the process once N bytes have crossed
+/// the wire: the tests' way to interrupt a transfer half way.
+fn check_abort() {
+    if let Some(limit) = std::env::var("DMV_ABORT_AFTER_BYTES").ok().and_then(|v| v.parse::<u64>().ok()) {
+        if bytes_sent() + bytes_received() >= limit {
+            eprintln!("dmv: DMV_ABORT_AFTER_BYTES reached, aborting");
+            std::process::abort();
+        }
+    }
+}
+
+pub struct Counting<T>(pub T);
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        count_received(n as u64);
+        Ok(n)
+    }
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.0.write(buf)?;
+        count_sent(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}

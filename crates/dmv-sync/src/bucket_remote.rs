@@ -1,0 +1,96 @@
+//! An object-storage remote (`s3://bucket/prefix`) as a [`Remote`]: the
+//! same negotiation as with a DMV server, answered from the bucket's pack
+//! indexes (mirrored locally) and ranged GETs, with refs moved by
+//! compare-and-swap on the bucket's ref table.
+
+use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
+use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
+
+use crate::client::{ObjectProducer, Received, Remote};
+use crate::protocol::WireRefUpdate;
+use crate::{SyncError, SyncResult};
+
+/// Chunks per `get`: the bucket streams them in bounded ranges whatever the
+/// count, and fewer calls keep the downloads overlapping.
+const CHUNKS_PER_GET: usize = 16 * 1024;
+
+pub struct BucketRemote {
+    bucket: Bucket,
+}
+
+impl BucketRemote {
+    pub fn new(bucket: Bucket) -> BucketRemote {
+        BucketRemote { bucket }
+    }
+}
+
+impl From<BucketError> for SyncError {
+    fn from(e: BucketError) -> SyncError {
+        match e {
+            BucketError::NotARepository { url, detail } => SyncError::NotARepository { url, detail },
+            BucketError::Auth { url, detail } => SyncError::Auth { url, detail },
+            BucketError::Unreachable { url, detail } => SyncError::Unreachable { url, detail },
+            BucketError::Store(e) => SyncError::Store(e),
+            other => SyncError::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl Remote for BucketRemote {
+    fn url(&self) -> &str {
+        self.bucket.url()
+    }
+
+    fn chunking(&self) -> ChunkParams {
+        self.bucket.chunking()
+    }
+
+    fn bare(&self) -> bool {
+        true
+    }
+
+    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)> {
+        let table = self.bucket.read_refs()?.table;
+        Ok((table.head, table.refs.into_iter().collect()))
+    }
+
+    fn walk_commits(&mut self, wants: Vec<ObjectId>, _haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
+        Ok(wants)
+    }
+
+    fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>> {
+        ids.iter().map(|id| Ok(self.bucket.locate(id)?.is_some())).collect()
+    }
+
+    fn chunks_per_get(&self) -> usize {
+        CHUNKS_PER_GET
+    }
+
+    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
+        let mut wanted = Vec::with_capacity(ids.len());
+        for id in ids {
+            let loc = self.bucket.locate(id)?.ok_or_else(|| SyncError::Invalid(format!("{}: object {id} is not in the bucket", self.bucket.url())))?;
+            if !chunks && loc.entry.kind == ObjectKind::Chunk {
+                sink(Received::ChunkStub { id: *id, raw_len: loc.entry.raw_len })?;
+            } else {
+                wanted.push(loc);
+            }
+        }
+        self.bucket.read_objects(wanted, &mut |obj| sink(Received::Object(obj)))
+    }
+
+    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
+        self.bucket.put_objects(objects)
+    }
+
+    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, _who: &str, _message: &str) -> SyncResult<()> {
+        for u in &updates {
+            dmv_repo::validate_ref_name(&u.name).map_err(|e| SyncError::Invalid(e.to_string()))?;
+        }
+        let changes: Vec<RefChange> = updates.into_iter().map(|u| RefChange { name: u.name, old: u.old, new: u.new }).collect();
+        match self.bucket.update_refs(&changes)? {
+            RefUpdateOutcome::Updated => Ok(()),
+            RefUpdateOutcome::Rejected { name, found } => Err(SyncError::Rejected { name, found }),
+        }
+    }
+}
