@@ -38,6 +38,8 @@ pub const CONFIG_KEY: &str = "dmv-repository.json";
 pub const REFS_KEY: &str = "refs";
 pub const PACKS_PREFIX: &str = "packs/";
 pub const FORMAT_VERSION: u32 = 1;
+/// Packs a push is writing live in `<cache>/staging-<pid>` until uploaded.
+const STAGING_PREFIX: &str = "staging-";
 /// Packs in a bucket roll over at this size: large enough that listing and
 /// request costs stay small, small enough that a resumed push resends little.
 pub const PACK_SIZE: u64 = 32 << 20;
@@ -45,9 +47,9 @@ pub const PACK_SIZE: u64 = 32 << 20;
 const PART_SIZE: usize = 8 << 20;
 const UPLOAD_CONCURRENCY: usize = 4;
 /// Ranged GETs in flight, and how they are cut.
-const READ_CONCURRENCY: usize = 8;
+const READ_CONCURRENCY: usize = 6;
 const MAX_READ_GAP: u64 = 256 << 10;
-const MAX_READ_LEN: u64 = 8 << 20;
+const MAX_READ_LEN: u64 = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BucketError {
@@ -200,6 +202,9 @@ fn classify(url: &str, bucket: &str, err: opendal::Error, what: &str) -> BucketE
 /// opendal's HTTP client is process-wide, as is rustls's crypto provider
 /// (ring: the one the rest of DMV builds with). Both calls are idempotent.
 fn install_http_transport() {
+    // A server that goes away mid-upload must be an error, not a SIGPIPE death.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let _ = rustls::crypto::ring::default_provider().install_default();
     opendal_http_transport_reqwest::install_default();
 }
@@ -226,6 +231,7 @@ impl Bucket {
         };
         let config = runtime.block_on(read_or_create_config(&op, url, &parsed.bucket, create))?;
         Store::create(&cache_dir)?;
+        remove_dead_staging(&cache_dir);
         let cache = Store::open(&cache_dir, config.chunking, PACK_SIZE)?;
         let bucket = Bucket { url: url.to_string(), runtime, op, config, cache, cache_dir, _cache_tmp: cache_tmp };
         bucket.refresh()?;
@@ -255,8 +261,8 @@ impl Bucket {
             let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else { continue };
             if listed.contains(&pack) {
                 cached.insert(pack);
-            } else if !packs_dir.join(pack_file_name(&pack)).exists() {
-                // Gone from the bucket (and not a pack this machine is uploading).
+            } else {
+                // Gone from the bucket: the cache must never claim what the bucket lacks.
                 let _ = std::fs::remove_file(entry.path());
                 forgot = true;
             }
@@ -336,40 +342,46 @@ impl Bucket {
     }
 
     /// Uploads the objects `produce` hands over (chunks first, then each
-    /// object after the ones it refers to), as packs. Packs upload in the
-    /// background while the next is written, and are published in order.
-    /// Returns (objects, bytes) stored; objects the bucket has are skipped.
+    /// object after the ones it refers to), as packs. Packs are staged in a
+    /// directory of their own (so the mirror of the bucket never holds what
+    /// is not published), upload in the background while the next is
+    /// written, and are published in order. Returns (objects, bytes) stored;
+    /// objects the bucket has are skipped.
     pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
+        let staging_dir = self.cache_dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging_dir);
+        Store::create(&staging_dir)?;
+        let result = self.put_staged(&staging_dir, produce);
+        let _ = std::fs::remove_dir_all(&staging_dir);
+        let _ = self.cache.reload();
+        result
+    }
+
+    fn put_staged<E: From<BucketError> + From<StoreError>>(&self, staging_dir: &Path, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
+        let staging = Store::open(staging_dir, self.config.chunking, PACK_SIZE)?;
         let (jobs, queue) = std::sync::mpsc::sync_channel::<(ObjectId, PathBuf, PathBuf)>(1);
         let op = self.op.clone();
         let handle = self.runtime.handle().clone();
         let url = self.url.clone();
+        let mirror = self.cache.packs_dir().to_path_buf();
         let uploader = std::thread::spawn(move || -> BucketResult<()> {
             for (checksum, pack_path, index_path) in queue {
-                let published = handle.block_on(publish_pack(&op, &url, &checksum, &pack_path, &index_path));
-                match published {
-                    Ok(()) => {
-                        let _ = std::fs::remove_file(&pack_path);
-                    }
-                    Err(e) => {
-                        // The cache must not claim what the bucket lacks.
-                        let _ = std::fs::remove_file(&index_path);
-                        let _ = std::fs::remove_file(&pack_path);
-                        return Err(e);
-                    }
-                }
+                handle.block_on(publish_pack(&op, &url, &checksum, &pack_path, &index_path))?;
+                // Published: the index joins the mirror, the staged pack goes.
+                let _ = std::fs::rename(&index_path, mirror.join(index_file_name(&checksum)));
+                let _ = std::fs::remove_file(&pack_path);
             }
             Ok(())
         });
         let mut stored = (0u64, 0u64);
         let produced = (|| -> Result<(), E> {
-            let mut session = self.cache.begin_write()?;
+            let mut session = staging.begin_write()?;
             session.on_seal(move |sealed| {
                 jobs.send((sealed.checksum, sealed.pack_path.to_path_buf(), sealed.index_path.to_path_buf()))
                     .map_err(|_| StoreError::Other("the upload stopped".into()))
             });
             produce(&mut |obj: &StoredObject| {
-                if session.put_stored(obj)? {
+                if !self.cache.contains(&obj.id)? && session.put_stored(obj)? {
                     stored.0 += 1;
                     stored.1 += obj.payload.len() as u64;
                 }
@@ -379,9 +391,6 @@ impl Bucket {
             Ok(())
         })();
         let uploaded = uploader.join().unwrap_or_else(|_| Err(BucketError::Invalid("the upload thread failed".into())));
-        if uploaded.is_err() || produced.is_err() {
-            let _ = self.cache.reload();
-        }
         // The upload's own error says more than "the upload stopped".
         uploaded.map_err(E::from)?;
         produced?;
@@ -472,6 +481,20 @@ impl Bucket {
     /// Where the cache lives (for tests and `DMV_TRACE`).
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
+    }
+}
+
+/// Removes what pushes killed before they finished left behind.
+fn remove_dead_staging(cache_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache_dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.parse::<i32>().ok()) else { continue };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

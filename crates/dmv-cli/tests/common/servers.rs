@@ -129,3 +129,146 @@ impl Drop for HttpServer {
         self.kill();
     }
 }
+
+/// A real MinIO on 127.0.0.1 with its own data folder (`DMV_MINIO` names
+/// the binary; scripts/test builds it when missing). Killed on drop.
+pub struct Minio {
+    child: Option<Child>,
+    pub port: u16,
+    data: tempfile::TempDir,
+}
+
+pub const MINIO_USER: &str = "dmv-test-user";
+pub const MINIO_SECRET: &str = "dmv-test-secret-key";
+
+fn minio_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("DMV_MINIO").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let cache = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".cache"));
+    let candidates = [cache.join("dmv-test/bin/minio"), home.join("go/bin/minio")];
+    let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join("minio"));
+    on_path.chain(candidates).find(|p| p.is_file()).expect("MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO")
+}
+
+impl Minio {
+    pub fn start() -> Minio {
+        let mut m = Minio { child: None, port: free_port(), data: tempfile::tempdir().unwrap() };
+        m.restart();
+        m
+    }
+
+    /// Starts the server again on the same port and data (after [`Minio::stop`]).
+    pub fn restart(&mut self) {
+        let log = self.data.path().with_extension("log");
+        let console = free_port();
+        let mut child = Command::new(minio_binary())
+            .args(["server", "--quiet", "--address", &format!("127.0.0.1:{}", self.port), "--console-address", &format!("127.0.0.1:{console}")])
+            .arg(self.data.path())
+            .env("MINIO_ROOT_USER", MINIO_USER)
+            .env("MINIO_ROOT_PASSWORD", MINIO_SECRET)
+            .env("MINIO_BROWSER", "off")
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_port(self.port, &mut child, &log);
+        // The port opens a moment before requests are served.
+        let start = Instant::now();
+        while !self.curl(&["-X", "GET"], "/minio/health/ready").0 {
+            assert!(start.elapsed() < Duration::from_secs(20), "MinIO did not become ready: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.child = Some(child);
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A signed request with curl; returns (success, body).
+    fn curl(&self, args: &[&str], path: &str) -> (bool, String) {
+        let out = Command::new("curl")
+            .args(["-s", "-S", "-f", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", &format!("{MINIO_USER}:{MINIO_SECRET}")])
+            .args(args)
+            .arg(format!("{}{path}", self.endpoint()))
+            .output()
+            .expect("curl is not installed (scripts/test installs it)");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    }
+
+    pub fn create_bucket(&self, name: &str) {
+        let (ok, body) = self.curl(&["-X", "PUT"], &format!("/{name}"));
+        assert!(ok, "cannot create bucket {name}: {body}");
+    }
+
+    /// Every key under `prefix` in `bucket` (ListObjectsV2, all pages).
+    pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            // SigV4 signs the query as percent-encoded; curl sends it as given.
+            let encode = |v: &str| v.replace('%', "%25").replace('+', "%2B").replace('/', "%2F").replace('=', "%3D");
+            let mut query = format!("/{bucket}?list-type=2&prefix={}", encode(prefix));
+            if let Some(t) = &token {
+                query = format!("/{bucket}?continuation-token={}&list-type=2&prefix={}", encode(t), encode(prefix));
+            }
+            let (ok, body) = self.curl(&[], &query);
+            assert!(ok, "listing {bucket}/{prefix} failed: {body}");
+            keys.extend(xml_values(&body, "Key"));
+            token = xml_values(&body, "NextContinuationToken").into_iter().next();
+            if token.is_none() {
+                return keys;
+            }
+        }
+    }
+
+    /// The ETag of an object (a multipart upload's ends in `-PARTS`).
+    pub fn etag(&self, bucket: &str, key: &str) -> String {
+        let out = Command::new("curl")
+            .args(["-s", "-f", "-I", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", &format!("{MINIO_USER}:{MINIO_SECRET}")])
+            .arg(format!("{}/{bucket}/{key}", self.endpoint()))
+            .output()
+            .unwrap();
+        let head = String::from_utf8_lossy(&out.stdout).into_owned();
+        head.lines().find_map(|l| l.to_ascii_lowercase().starts_with("etag:").then(|| l[5..].trim().trim_matches('"').to_string())).unwrap_or_else(|| panic!("no ETag for {key}: {head}"))
+    }
+
+    /// Replaces an object's bytes (to damage it on purpose).
+    pub fn put(&self, bucket: &str, key: &str, body: &Path) {
+        let (ok, out) = self.curl(&["-T", &body.display().to_string()], &format!("/{bucket}/{key}"));
+        assert!(ok, "cannot put {key}: {out}");
+    }
+
+    pub fn get(&self, bucket: &str, key: &str, to: &Path) {
+        let (ok, out) = self.curl(&["-o", &to.display().to_string()], &format!("/{bucket}/{key}"));
+        assert!(ok, "cannot get {key}: {out}");
+    }
+
+    /// Sets the credentials and region a dmv command needs (not the endpoint).
+    pub fn env(&self, cmd: &mut Command) {
+        cmd.env("AWS_ACCESS_KEY_ID", MINIO_USER).env("AWS_SECRET_ACCESS_KEY", MINIO_SECRET).env("AWS_REGION", "us-east-1");
+        for v in ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_S3_ENDPOINT"] {
+            cmd.env_remove(v);
+        }
+    }
+}
+
+fn xml_values(body: &str, tag: &str) -> Vec<String> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    body.split(&open).skip(1).filter_map(|s| s.split_once(&close).map(|(v, _)| v.replace("&amp;", "&"))).collect()
+}
+
+impl Drop for Minio {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

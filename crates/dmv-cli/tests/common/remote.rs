@@ -1,0 +1,46 @@
+//! Helpers shared by the tests of replicas (sync and object storage).
+
+use std::path::Path;
+use std::process::Output;
+
+use super::*;
+
+/// Runs dmv with DMV_TRACE and returns (output, bytes sent, bytes received).
+pub fn traced(dir: &Path, args: &[&str], setup: impl FnOnce(&mut std::process::Command)) -> (Output, u64, u64) {
+    let mut cmd = dmv_cmd(dir);
+    cmd.args(args).env("DMV_TRACE", "1");
+    setup(&mut cmd);
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    let line = err.lines().find(|l| l.starts_with("trace: bytes-sent")).unwrap_or_else(|| panic!("no trace line in: {err}"));
+    let nums: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    (out, nums[0], nums[1])
+}
+
+pub fn ok(out: &Output) {
+    assert!(out.status.success(), "failed: {}\n{}", stderr(out), String::from_utf8_lossy(&out.stdout));
+}
+
+pub fn commit_all(dir: &Path, msg: &str) {
+    dmv(dir, &["add", "."]);
+    dmv(dir, &["commit", "-m", msg]);
+}
+
+pub fn head_of(dir: &Path, rev: &str) -> String {
+    String::from_utf8_lossy(&dmv_out(dir, &["show-ref"]).stdout).lines().find(|l| l.ends_with(rev)).map(|l| l.split_whitespace().next().unwrap().to_string()).unwrap_or_default()
+}
+
+pub fn fsck_clean(dir: &Path) {
+    let out = dmv_out(dir, &["fsck", "--full"]);
+    assert!(out.status.success(), "fsck of {} failed: {}{}", dir.display(), stderr(&out), String::from_utf8_lossy(&out.stdout));
+}
+
+/// One line, "dmv: ", exit 128.
+pub fn one_line_error(out: &Output) -> String {
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("trace:")).collect();
+    assert_eq!(out.status.code(), Some(128), "expected failure, got {:?}: {err}", out.status);
+    assert_eq!(lines.len(), 1, "expected one line: {err}");
+    assert!(lines[0].starts_with("dmv: "), "{err}");
+    lines[0].to_string()
+}

@@ -1,0 +1,361 @@
+//! Object-storage remotes against a real MinIO on loopback: what lands in
+//! the bucket, how many bytes travel, interrupted and racing pushes, and the
+//! errors a user sees when credentials, the bucket or the server are wrong.
+
+mod common;
+use common::remote::*;
+use common::servers::Minio;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+
+fn s3(minio: &Minio, dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = dmv_cmd(dir);
+    cmd.args(args);
+    minio.env(&mut cmd);
+    cmd.output().unwrap()
+}
+
+fn s3_ok(minio: &Minio, dir: &Path, args: &[&str]) -> Output {
+    let out = s3(minio, dir, args);
+    ok(&out);
+    out
+}
+
+fn s3_traced(minio: &Minio, dir: &Path, args: &[&str]) -> (Output, u64, u64) {
+    traced(dir, args, |c| minio.env(c))
+}
+
+/// Every regular file and symlink under `root` (without `.dmv`), with its bytes or target.
+fn snapshot(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".dmv" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                out.insert(rel, (std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes(), false));
+            } else if meta.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel, (std::fs::read(&p).unwrap(), meta.permissions().mode() & 0o111 != 0));
+            }
+        }
+    }
+    out
+}
+
+fn assert_same_tree(a: &Path, b: &Path) {
+    let (sa, sb) = (snapshot(a), snapshot(b));
+    assert_eq!(sa.keys().collect::<Vec<_>>(), sb.keys().collect::<Vec<_>>(), "different files in {} and {}", a.display(), b.display());
+    for (k, v) in &sa {
+        assert!(sb[k] == *v, "{k} differs between {} and {}", a.display(), b.display());
+    }
+}
+
+fn is_pack_key(key: &str, ext: &str) -> bool {
+    key.strip_prefix("packs/pack-").and_then(|k| k.strip_suffix(ext)).is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The bucket holds only the documented layout; returns the pack keys.
+fn check_layout(minio: &Minio, bucket: &str, prefix: &str) -> Vec<String> {
+    let keys: Vec<String> = minio.list(bucket, &format!("{prefix}/")).into_iter().map(|k| k[prefix.len() + 1..].to_string()).collect();
+    let packs: Vec<String> = keys.iter().filter(|k| is_pack_key(k, ".pack")).cloned().collect();
+    for k in &keys {
+        assert!(k == "dmv-repository.json" || k == "refs" || is_pack_key(k, ".pack") || is_pack_key(k, ".idx"), "unexpected object {k} in the bucket");
+    }
+    for p in &packs {
+        assert!(keys.contains(&p.replace(".pack", ".idx")), "{p} has no index");
+    }
+    packs
+}
+
+#[test]
+fn push_clone_pull_and_merge_through_a_bucket() {
+    let minio = Minio::start();
+    minio.create_bucket("studio");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("take.mov"), 40 * MIB, 1);
+    std::fs::create_dir_all(a.join("stills")).unwrap();
+    for i in 0..200 {
+        std::fs::write(a.join(format!("stills/{i:03}.jpg")), Noise::new(100 + i).bytes(1024)).unwrap();
+    }
+    std::fs::write(a.join("notes.txt"), "day one\n").unwrap();
+    std::fs::write(a.join("empty"), "").unwrap();
+    std::fs::write(a.join("render.sh"), "#!/bin/sh\necho render\n").unwrap();
+    std::fs::set_permissions(a.join("render.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("notes.txt", a.join("latest")).unwrap();
+    commit_all(&a, "day one");
+
+    dmv(&a, &["remote", "add", "origin", "s3://studio/shoots/day1", "--endpoint", &minio.endpoint()]);
+    let (out, sent, _) = s3_traced(&minio, &a, &["push"]);
+    ok(&out);
+    let content = 40 * MIB + 200 * 1024 + 40;
+    assert!(sent > content && sent < content + MIB, "first push sent {sent}");
+
+    // Packs and indexes in the local format, never one object per chunk or file.
+    let packs = check_layout(&minio, "studio", "shoots/day1");
+    assert!((2..=3).contains(&packs.len()), "{} packs for 40 MiB", packs.len());
+    // A full 32 MiB pack went up as a multipart upload of 8 MiB parts (its ETag ends in -PARTS).
+    let parts = |p: &String| minio.etag("studio", &format!("shoots/day1/{p}")).rsplit_once('-').and_then(|(_, n)| n.parse::<u32>().ok()).unwrap_or(1);
+    assert!(packs.iter().any(|p| parts(p) >= 4), "no multipart pack");
+
+    // Clone with the endpoint from the standard AWS variable instead of a flag.
+    let mut clone = dmv_cmd(t);
+    clone.args(["clone", "s3://studio/shoots/day1", "b"]);
+    minio.env(&mut clone);
+    ok(&clone.env("AWS_ENDPOINT_URL", minio.endpoint()).output().unwrap());
+    let b = t.join("b");
+    assert_same_tree(&a, &b);
+    assert!(dmv(&b, &["status", "--short"]).is_empty(), "a fresh clone is clean");
+
+    // b pushes a change (its remote config carries no endpoint: the variable again).
+    std::fs::write(b.join("notes.txt"), "day one, edited in b\n").unwrap();
+    commit_all(&b, "edit in b");
+    let mut push = dmv_cmd(&b);
+    push.arg("push");
+    minio.env(&mut push);
+    ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).output().unwrap());
+    s3_ok(&minio, &a, &["pull"]);
+    assert_eq!(head_of(&a, "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    assert_same_tree(&a, &b);
+
+    // Diverged work: the second push is refused and says to pull; after a pull (merge) it goes.
+    std::fs::write(a.join("from-a.txt"), "a's work\n").unwrap();
+    commit_all(&a, "a's work");
+    s3_ok(&minio, &a, &["push"]);
+    std::fs::write(b.join("from-b.txt"), "b's work\n").unwrap();
+    commit_all(&b, "b's work");
+    let mut push = dmv_cmd(&b);
+    push.arg("push");
+    minio.env(&mut push);
+    let refused = push.env("AWS_ENDPOINT_URL", minio.endpoint()).output().unwrap();
+    assert!(one_line_error(&refused).contains("pull"));
+    // From here on b's remote carries its endpoint, as `remote add --endpoint` stores it.
+    dmv(&b, &["remote", "remove", "origin"]);
+    dmv(&b, &["remote", "add", "origin", "s3://studio/shoots/day1", "--endpoint", &minio.endpoint()]);
+    s3_ok(&minio, &b, &["pull"]);
+    s3_ok(&minio, &b, &["push"]);
+    s3_ok(&minio, &a, &["pull"]);
+    assert_eq!(head_of(&a, "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    assert!(a.join("from-b.txt").exists() && b.join("from-a.txt").exists());
+
+    s3_ok(&minio, t, &["clone", "s3://studio/shoots/day1", "c", "--endpoint", &minio.endpoint()]);
+    assert_same_tree(&a, &t.join("c"));
+    check_layout(&minio, "studio", "shoots/day1");
+    for r in ["a", "b", "c"] {
+        fsck_clean(&t.join(r));
+    }
+}
+
+#[test]
+fn edits_push_and_fetch_only_what_changed_with_ranged_reads() {
+    let minio = Minio::start();
+    minio.create_bucket("takes");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    let big = a.join("take.mov");
+    write_noise(&big, 96 * MIB, 7);
+    commit_all(&a, "96 MiB take");
+    dmv(&a, &["remote", "add", "origin", "s3://takes/p", "--endpoint", &minio.endpoint()]);
+    s3_ok(&minio, &a, &["push"]);
+    s3_ok(&minio, t, &["clone", "s3://takes/p", "b", "--endpoint", &minio.endpoint()]);
+    let b = t.join("b");
+
+    // Overwrite 1 MiB in the middle: the push sends the changed chunks, a few nodes and an index.
+    let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+    f.write_all_at(&Noise::new(99).bytes(MIB as usize), 48 * MIB).unwrap();
+    drop(f);
+    commit_all(&a, "graded");
+    let (out, sent, _) = s3_traced(&minio, &a, &["push"]);
+    ok(&out);
+    assert!(sent < 2 * MIB, "pushing a 1 MiB edit sent {sent}");
+
+    // Nothing new: the push says so and moves (almost) nothing.
+    let (out, sent, received) = s3_traced(&minio, &a, &["push"]);
+    ok(&out);
+    assert!(sent + received < 16 * 1024, "a no-op push moved {sent} + {received}");
+
+    // The fetch reads only the new objects out of 32 MiB packs, by ranged GETs.
+    let (out, _, received) = s3_traced(&minio, &b, &["pull"]);
+    ok(&out);
+    assert!(received < 3 * MIB, "fetching a 1 MiB edit received {received}");
+    assert_eq!(std::fs::read(b.join("take.mov")).unwrap(), std::fs::read(&big).unwrap());
+    // The second fetch reuses the mirrored indexes: nothing but the ref table.
+    let (out, _, received) = s3_traced(&minio, &b, &["fetch"]);
+    ok(&out);
+    assert!(received < 4096, "a no-op fetch received {received}");
+    fsck_clean(&b);
+}
+
+#[test]
+fn interrupted_pushes_resume_without_reuploading_finished_packs() {
+    let minio = Minio::start();
+    minio.create_bucket("resume");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("take.mov"), 160 * MIB, 3);
+    commit_all(&a, "160 MiB");
+    dmv(&a, &["remote", "add", "origin", "s3://resume/r", "--endpoint", &minio.endpoint()]);
+
+    // Killed after 100 MiB went up: the packs finished by then are published, nothing else.
+    let mut killed = dmv_cmd(&a);
+    killed.args(["push"]).env("DMV_TRACE", "1").env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string());
+    minio.env(&mut killed);
+    assert!(!killed.output().unwrap().status.success());
+    let published = check_layout(&minio, "resume", "r").len() as u64;
+    assert!(published >= 2, "only {published} packs published after 100 MiB");
+    assert!(!minio.list("resume", "r/").contains(&"r/refs".to_string()), "refs moved before the data was there");
+    // A reader sees an empty repository, not a half-written one.
+    let out = s3_ok(&minio, t, &["clone", "s3://resume/r", "early", "--endpoint", &minio.endpoint()]);
+    assert!(stderr(&out).contains("empty repository"), "{}", stderr(&out));
+
+    let (out, sent, _) = s3_traced(&minio, &a, &["push"]);
+    ok(&out);
+    let left = 160 * MIB - published * 32 * MIB;
+    assert!(sent < left + MIB, "the resumed push sent {sent}, but only {left} bytes were left");
+
+    // Killed between a pack and its index: the retry completes and the result is whole.
+    std::fs::write(a.join("second.bin"), Noise::new(5).bytes(40 * MIB as usize)).unwrap();
+    commit_all(&a, "second");
+    let mut killed = dmv_cmd(&a);
+    killed.args(["push"]).env("DMV_FAILPOINT", "bucket-pack-uploaded");
+    minio.env(&mut killed);
+    assert!(!killed.output().unwrap().status.success());
+    s3_ok(&minio, &a, &["push"]);
+
+    // The clone's memory stays bounded whatever the size of the data.
+    let mut clone = dmv_cmd(t);
+    clone.args(["clone", "s3://resume/r", "b", "--endpoint", &minio.endpoint()]);
+    minio.env(&mut clone);
+    let (code, peak) = run_with_peak_rss(clone);
+    assert_eq!(code, 0);
+    assert!(peak < 100 * MIB, "clone peak RSS {} MiB", peak / MIB);
+    assert_same_tree(&a, &t.join("b"));
+    fsck_clean(&t.join("b"));
+}
+
+#[test]
+fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
+    let minio = Minio::start();
+    minio.create_bucket("race");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("base.txt"), "base\n").unwrap();
+    commit_all(&a, "base");
+    dmv(&a, &["remote", "add", "origin", "s3://race/r", "--endpoint", &minio.endpoint()]);
+    s3_ok(&minio, &a, &["push"]);
+    for name in ["b", "c"] {
+        s3_ok(&minio, t, &["clone", "s3://race/r", name, "--endpoint", &minio.endpoint()]);
+    }
+    let (b, c) = (t.join("b"), t.join("c"));
+    for round in 0..4 {
+        for (dir, who) in [(&b, "b"), (&c, "c")] {
+            std::fs::write(dir.join(format!("{who}-{round}.bin")), Noise::new(round * 2 + (who == "c") as u64).bytes(256 * 1024)).unwrap();
+            commit_all(dir, &format!("{who} round {round}"));
+        }
+        let spawn = |dir: &Path| {
+            let mut cmd: Command = dmv_cmd(dir);
+            cmd.arg("push").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+            minio.env(&mut cmd);
+            cmd.spawn().unwrap()
+        };
+        let (pb, pc) = (spawn(&b), spawn(&c));
+        let (ob, oc) = (pb.wait_with_output().unwrap(), pc.wait_with_output().unwrap());
+        assert!(ob.status.success() != oc.status.success(), "round {round}: exactly one push must win: b {:?} {}, c {:?} {}", ob.status, stderr(&ob), oc.status, stderr(&oc));
+        let (loser_dir, loser) = if ob.status.success() { (&c, &oc) } else { (&b, &ob) };
+        assert!(one_line_error(loser).contains("pull"), "round {round}");
+        s3_ok(&minio, loser_dir, &["pull"]);
+        s3_ok(&minio, loser_dir, &["push"]);
+        let winner_dir = if ob.status.success() { &b } else { &c };
+        s3_ok(&minio, winner_dir, &["pull"]);
+    }
+    s3_ok(&minio, t, &["clone", "s3://race/r", "d", "--endpoint", &minio.endpoint()]);
+    let d = t.join("d");
+    for round in 0..4 {
+        for who in ["b", "c"] {
+            assert!(d.join(format!("{who}-{round}.bin")).exists(), "{who}'s round {round} was lost");
+        }
+    }
+    fsck_clean(&d);
+}
+
+#[test]
+fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_errors() {
+    let mut minio = Minio::start();
+    minio.create_bucket("photos");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("take.mov"), 256 * MIB, 11);
+    commit_all(&a, "take");
+    let endpoint = minio.endpoint();
+
+    let mut wrong = dmv_cmd(&a);
+    wrong.args(["push", "s3://photos/p"]);
+    minio.env(&mut wrong);
+    let line = one_line_error(&wrong.env("AWS_SECRET_ACCESS_KEY", "not-the-secret").env("AWS_ENDPOINT_URL", &endpoint).output().unwrap());
+    assert!(line.contains("authentication failed"), "{line}");
+
+    dmv(&a, &["remote", "add", "nobucket", "s3://no-such-bucket/p", "--endpoint", &endpoint]);
+    let line = one_line_error(&s3(&minio, &a, &["push", "nobucket"]));
+    assert!(line.contains("no-such-bucket does not exist"), "{line}");
+
+    let line = one_line_error(&s3(&minio, t, &["clone", "s3://photos/nothing-here", "x", "--endpoint", &endpoint]));
+    assert!(line.contains("not a DMV repository"), "{line}");
+    assert!(!t.join("x").exists(), "a failed clone left a directory behind");
+
+    let line = one_line_error(&s3(&minio, t, &["clone", "s3://photos/p", "y", "--endpoint", "http://127.0.0.1:9"]));
+    assert!(line.contains("cannot reach"), "{line}");
+
+    // The server dies in the middle of a push: one line, and readers see the old state.
+    dmv(&a, &["remote", "add", "origin", "s3://photos/p", "--endpoint", &endpoint]);
+    let mut push = dmv_cmd(&a);
+    push.arg("push").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    minio.env(&mut push);
+    let child = push.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    minio.stop();
+    let out = child.wait_with_output().unwrap();
+    one_line_error(&out);
+    minio.restart();
+    let out = s3_ok(&minio, t, &["clone", "s3://photos/p", "before", "--endpoint", &endpoint]);
+    assert!(stderr(&out).contains("empty repository"), "{}", stderr(&out));
+    s3_ok(&minio, &a, &["push"]);
+    s3_ok(&minio, t, &["clone", "s3://photos/p", "after", "--endpoint", &endpoint]);
+    assert_same_tree(&a, &t.join("after"));
+
+    // A flipped byte in a pack: the clone names the damaged object and stops cleanly.
+    let pack = check_layout(&minio, "photos", "p").into_iter().next().unwrap();
+    let local = t.join("pack");
+    minio.get("photos", &format!("p/{pack}"), &local);
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&local).unwrap();
+    let mut byte = [0u8];
+    f.read_exact_at(&mut byte, 1_000_000).unwrap();
+    f.write_all_at(&[byte[0] ^ 0x5a], 1_000_000).unwrap();
+    minio.put("photos", &format!("p/{pack}"), &local);
+    let out = s3(&minio, t, &["clone", "s3://photos/p", "damaged", "--endpoint", &endpoint]);
+    let line = one_line_error(&out);
+    assert!(line.contains("damaged"), "{line}");
+}
