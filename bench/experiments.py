@@ -15,7 +15,7 @@ import time
 import datagen
 import servers
 from measure import Outcome, disk_usage, free_bytes, run_cmds
-from tools import Point, Remote
+from tools import Bucket, Point, Remote
 
 GiB = 1 << 30
 AGED = 1_500_000_000 * 10**9  # mtime (ns) given to generated files: well before any index
@@ -540,3 +540,148 @@ def _sync_transport(ctx, sshd, dmv, tool, pt, skips, experiment, param, kind, so
         return True
     finally:
         _remove([remote_path, dest], later)
+
+
+TRACE = re.compile(r"trace: bytes-sent (\d+) bytes-received (\d+)")
+
+
+def s3(ctx, tools, minio_bin, sizes, counts, settle=0, minio_missing=None):
+    """Push to and clone from object storage: a real MinIO on 127.0.0.1, one
+    big file (`sizes`) and many 1 KiB files (`counts`).
+
+    Per tool, each into a fresh bucket of the same MinIO (one data directory
+    per point, on the work disk): dmv commits, pushes to s3://BUCKET/dmv and
+    clones from it; restic inits and backs up to s3:.../BUCKET/restic and
+    restores the snapshot; rclone uploads every file as one object and
+    downloads them all (the raw floor). Every "clone" is compared with the
+    source (untimed). MinIO is restarted (untimed) before each push and clone
+    so that its VmHWM is that step's peak. Recorded as experiments
+    `s3-bigfile` (parameter: bytes) and `s3-files` (parameter: files)."""
+    tools = [t for t in tools if t.s3]
+    points = [("s3-bigfile", n) for n in sizes] + [("s3-files", n) for n in counts]
+    if not minio_bin:
+        why = "no MinIO server: %s" % (minio_missing or "minio not found")
+        print("s3: %s" % why, flush=True)
+        for experiment, n in points:
+            for tool in tools:
+                ctx.rec.note(tool.name, experiment, str(n), "all", "fail", why)
+        return
+    skips = {e: Skips(ctx, e) for e in ("s3-bigfile", "s3-files")}
+    for experiment, n in points:
+        _s3_point(ctx, minio_bin, tools, skips[experiment], experiment, n, settle)
+
+
+def _s3_point(ctx, minio_bin, tools, skips, experiment, n, settle):
+    param = str(n)
+    many = experiment == "s3-files"
+    settle = settle if many else 0
+    if not many:
+        # data, dmv's repository, three buckets, one clone at a time (dmv's: repository + checkout)
+        need = 7 * n + GiB
+        if free_bytes(ctx.workdir) < need:
+            for tool in tools:
+                if skips.active(tool, param):
+                    ctx.rec.note(tool.name, experiment, param, "all", "skipped",
+                                 "not enough free disk: need %s" % human_bytes(need))
+            return
+    pt = ctx.point(experiment, n)
+    try:
+        if many:
+            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
+            datagen.write_tree(pt.work, n)
+        else:
+            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
+        source = datagen.tree_hash(pt.work)
+        try:
+            with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), ctx.rec.env) as minio:
+                print("%s: MinIO listening on %s, data in %s" % (experiment, minio.endpoint, minio.data), flush=True)
+                _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+                for tool in tools:
+                    if skips.active(tool, param):
+                        _s3_tool(ctx, minio, tool, pt, skips, experiment, param, source, settle, many)
+        except servers.ServerError as e:
+            print("%s: %s" % (experiment, e), flush=True)
+            for tool in tools:
+                ctx.rec.note(tool.name, experiment, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _s3_tool(ctx, minio, tool, pt, skips, experiment, param, source, settle, many):
+    """[init, commit,] setup, push, clone of one tool into its own fresh bucket."""
+    b = Bucket(minio.endpoint, "%s-%s" % (tool.name, experiment), tool.name,
+               servers.MINIO_USER, servers.MINIO_PASSWORD, servers.MINIO_REGION)
+    data = dict(data_bytes=source[2], data_files=source[1], bucket=b.bucket, prefix=b.prefix,
+                endpoint=minio.endpoint)
+    dest = os.path.join(pt.root, "clone-%s" % tool.name)
+    try:
+        if tool.name == "dmv":  # restic and rclone read the work tree itself
+            if not _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                    S("init", lambda: tool.init(pt), fatal=True),
+                    Prep(os.sync),
+                    S("commit", lambda: tool.commit(pt, True), fatal=True)]):
+                return
+            _settle(settle, "after dmv's commit")
+        try:
+            minio.make_bucket(b.bucket)
+        except servers.ServerError as e:
+            ctx.rec.note(tool.name, experiment, param, "all", "fail", str(e))
+            return
+        bucket_dir = os.path.join(minio.data, b.bucket)
+        setup = tool.s3_setup(pt, b)
+        if setup:
+            out = ctx.rec.step(tool, experiment, param, tool.s3_setup_step, setup, None,
+                               after=lambda out: dict(data))
+            if not out.ok:
+                if out.timed_out:
+                    skips.fail(tool, param, out)
+                return
+
+        def after_push(out):
+            extra = dict(data, server_peak_rss_kib=minio.server_rss_kib())
+            objects, apparent, disk, files = minio.usage(b.bucket)
+            extra.update(bucket_objects=objects, bucket_bytes_apparent=apparent, bucket_bytes_disk=disk,
+                         bucket_files=files)
+            extra.update(_trace(out))
+            return extra
+
+        try:
+            os.sync()  # no step pays for writing back what the one before it wrote
+            minio.restart()  # a fresh server process: its VmHWM is this step's
+            out = ctx.rec.step(tool, experiment, param, "push", tool.s3_push(pt, b), bucket_dir, after=after_push)
+            if out.ok:
+                os.sync()
+                minio.restart()
+        except servers.ServerError as e:
+            ctx.rec.note(tool.name, experiment, param, "all", "fail", str(e))
+            return
+        if out.ok:
+            verify = _verify_clone(dest, source, data)
+
+            def after_clone(out):
+                rss = minio.server_rss_kib()  # before the (slow) verification
+                extra = verify(out)
+                extra.update(server_peak_rss_kib=rss, **_trace(out))
+                return extra
+            out = ctx.rec.step(tool, experiment, param, "clone", tool.s3_clone(pt, b, dest), tool.clone_meta(dest),
+                               after=after_clone)
+        if out.timed_out:
+            skips.fail(tool, param, out)
+    finally:
+        # the next tool reads the work tree: dmv's repository must leave it
+        meta = os.path.join(pt.work, ".dmv")
+        if os.path.isdir(meta):
+            os.rename(meta, os.path.join(pt.root, "meta-%s" % tool.name))
+        if not many:  # with many files, delete nothing until the point is done (see sync)
+            for path in (dest, os.path.join(pt.root, "meta-%s" % tool.name)):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _trace(out):
+    """dmv's DMV_TRACE=1 line: bytes sent and received over the network (the last one printed)."""
+    found = TRACE.findall(getattr(out, "stderr_tail", "") or "")
+    if not found:
+        return {}
+    sent, received = found[-1]
+    return dict(bytes_sent=int(sent), bytes_received=int(received))

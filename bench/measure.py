@@ -61,6 +61,7 @@ class Outcome:
     stdout_hash: str = None
     stdout_bytes: int = 0
     captured: bytes = b""
+    stderr_tail: str = ""     # the last STDERR_TAIL bytes of the last command's stderr
     commands: list = field(default_factory=list)
 
 
@@ -159,10 +160,11 @@ def run_cmds(cmds, base_env, timeout):
                 out.ok, out.timed_out = False, True
                 out.error = "timeout after %ss: %s" % (timeout, " ".join(cmd.argv))
                 return out
+            err.seek(0, os.SEEK_END)
+            err.seek(max(0, err.tell() - STDERR_TAIL))
+            tail = err.read().decode("utf-8", "replace").strip()
+            out.stderr_tail = tail
             if p.returncode != 0:
-                err.seek(0, os.SEEK_END)
-                err.seek(max(0, err.tell() - STDERR_TAIL))
-                tail = err.read().decode("utf-8", "replace").strip()
                 out.ok = False
                 out.error = "exit %d: %s: %s" % (p.returncode, " ".join(cmd.argv[:3]), tail)
                 return out

@@ -17,13 +17,14 @@ REPO = os.path.dirname(HERE)
 RESULTS, PLOTS = os.path.join(HERE, "results"), os.path.join(HERE, "plots")
 OUT = os.path.join(REPO, "BENCHMARKS.md")
 
-TOOLS = ["dmv", "git", "hg", "bup", "cp"]
+TOOLS = ["dmv", "git", "hg", "bup", "cp", "restic", "rclone"]
 STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#ff7f0e", marker="s"),
          "hg": dict(color="#1f77b4", marker="^"), "bup": dict(color="#2ca02c", marker="D"),
          "cp": dict(color="#7f7f7f", ls="--", marker=".")}
 SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
 # order of the experiments (as recorded in the results) in a mode's section
-EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "huge"]
+EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
+               "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -276,7 +277,7 @@ def header(run, exps=None):
     out.append("")
     out.append("| tool | version |")
     out.append("|---|---|")
-    for t in TOOLS:
+    for t in TOOLS + ["minio"]:
         if t in m["versions"]:
             out.append("| %s | %s |" % (t, m["versions"][t]))
         elif t in m.get("missing", {}):
@@ -429,6 +430,134 @@ def sync_section(ix, mode, cfg):
     return out
 
 
+S3_PEERS = [("restic", "restic", "restic"), ("rclone", "raw (rclone)", "raw")]
+S3_OPS = [("push", "push / backup / upload"), ("clone", "clone / restore / download")]
+S3_TARGET_BIG, S3_TARGET_FACTOR = 1 << 30, 1.5
+S3_TARGET_FILES, S3_TARGET_SPEEDUP = 100_000, 5
+
+
+def s3_table(ix, exp, p, per):
+    tools = ix.tools_in(exp)
+    peers = [x for x in S3_PEERS if x[0] in tools]
+    rate = "MB/s" if per == "MB" else "files/s"
+    head = ["operation", "dmv", "dmv " + rate]
+    for _, label, short in peers:
+        head += [label, "%s %s" % (short, rate), "%s/dmv" % short]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for step, label in S3_OPS:
+        dmv = ix.get("dmv", exp, p, step)
+        dv, dtext = cell(dmv, "time")
+        row = [label, dtext, fmt_rate(dmv, per)[1]]
+        for t, _, _ in peers:
+            rec = ix.get(t, exp, p, step)
+            v, text = cell(rec, "time")
+            row += [text, fmt_rate(rec, per)[1], ratio(v, dv)]
+        lines.append("| " + " | ".join(row) + " |")
+    for tool, step, label in (("dmv", "commit", "dmv: commit the source (local, for reference)"),
+                              ("dmv", "remote_add", "dmv: remote add (local)"),
+                              ("restic", "init_remote", "restic: init the repository in the bucket")):
+        rec = ix.by.get((tool, exp, str(p), step))
+        if rec:
+            v, text = cell(rec, "time")
+            row = [label, text if tool == "dmv" else "", ""]
+            for t, _, _ in peers:
+                row += [text if t == tool else "", "", ""]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def s3_store_table(ix, exp, p):
+    """Per tool: what the push left in the bucket, bytes over the wire (dmv), peak RSS."""
+    head = ["tool", "objects in the bucket", "bucket bytes (files)", "bucket on disk",
+            "bytes sent (push)", "bytes received (clone)",
+            "client peak RSS push", "client peak RSS clone", "MinIO peak RSS push", "MinIO peak RSS clone"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for tool in ix.tools_in(exp):
+        push, clone = ix.by.get((tool, exp, str(p), "push")), ix.by.get((tool, exp, str(p), "clone"))
+        pok = push is not None and push["status"] == "ok"
+        cok = clone is not None and clone["status"] == "ok"
+        label = {"rclone": "raw (rclone)"}.get(tool, tool)
+        row = [label,
+               fmt_count(push["bucket_objects"]) if pok and push.get("bucket_objects") is not None else "—",
+               fmt_bytes(push.get("bucket_bytes_apparent")) if pok else "—",
+               fmt_bytes(push.get("bucket_bytes_disk")) if pok else "—",
+               fmt_bytes(push.get("bytes_sent")) if pok and push.get("bytes_sent") is not None else "—",
+               fmt_bytes(clone.get("bytes_received")) if cok and clone.get("bytes_received") is not None else "—",
+               fmt_kib(push["peak_rss_kib"]) if pok else "—", fmt_kib(clone["peak_rss_kib"]) if cok else "—",
+               fmt_kib(push.get("server_peak_rss_kib")) if pok else "—",
+               fmt_kib(clone.get("server_peak_rss_kib")) if cok else "—"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def s3_targets(ix):
+    out = ["| target | measured | met |", "|---|---|---|"]
+    sizes, counts = ix.params("s3-bigfile"), ix.params("s3-files")
+    big = S3_TARGET_BIG if S3_TARGET_BIG in sizes else (sizes[-1] if sizes else None)
+    if big is not None:
+        dv, _ = cell(ix.get("dmv", "s3-bigfile", big, "push"), "time")
+        rv, _ = cell(ix.get("rclone", "s3-bigfile", big, "push"), "time")
+        r = dv / rv if dv and rv else None
+        at = "" if big == S3_TARGET_BIG else " (at %s, not 1 GiB: indicative only)" % fmt_size_param(big)
+        met = "—" if r is None or big != S3_TARGET_BIG else ("yes" if r <= S3_TARGET_FACTOR else "**no**")
+        out.append("| push of the big file (1 GiB) within %.1f× of a raw upload of the same bytes "
+                   "(dmv push time / raw upload time ≤ %.1f) | %s%s | %s |" % (
+                       S3_TARGET_FACTOR, S3_TARGET_FACTOR, ("dmv/raw = %.2f" % r) if r else "—", at, met))
+    n = S3_TARGET_FILES if S3_TARGET_FILES in counts else (counts[-1] if counts else None)
+    if n is not None:
+        dv, _ = cell(ix.get("dmv", "s3-files", n, "push"), "time")
+        rv, _ = cell(ix.get("rclone", "s3-files", n, "push"), "time")
+        r = rv / dv if dv and rv else None
+        at = "" if n == S3_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+        met = "—" if r is None or n != S3_TARGET_FILES else ("yes" if r >= S3_TARGET_SPEEDUP else "**no**")
+        out.append("| push of 100,000 files of 1 KiB at least %d× faster than uploading them one object per "
+                   "file (raw upload time / dmv push time ≥ %d) | %s%s | %s |" % (
+                       S3_TARGET_SPEEDUP, S3_TARGET_SPEEDUP, ("raw/dmv = %.2g" % r) if r else "—", at, met))
+    return out
+
+
+def s3_section(ix, mode, cfg):
+    out = ["### Object storage: push and clone through a MinIO on loopback", "",
+           "A real MinIO server (single drive, its data directory on the same disk as everything else) "
+           "on 127.0.0.1, path-style addressing, plain HTTP. Per tool, in the same run, each into its "
+           "own fresh bucket of the same MinIO: **dmv** commits the data, `dmv remote add origin "
+           "s3://BUCKET/dmv --endpoint ...`, `dmv push` (the empty prefix becomes a repository) and "
+           "`dmv clone s3://BUCKET/dmv DIR` (checkout included); **restic** `init`s and `backup`s the work "
+           "tree to `s3:http://127.0.0.1:PORT/BUCKET/restic` and `restore latest --target DIR` is its clone, "
+           "each restic step with a fresh, empty cache directory; **raw (rclone)** uploads every file as one "
+           "object (`rclone copy --transfers 16 --checkers 16 --s3-disable-checksum`) and downloads them all "
+           "(`rclone copy --transfers 16 --checkers 16`): the floor of one object per file, no version "
+           "control. Every clone is compared with the source file by file (untimed). `restic/dmv` and "
+           "`raw/dmv` above 1: DMV is faster. MB/s: 10^6 bytes of file content per second of wall time.", "",
+           "Before every step the suite calls sync(2), untimed; the page cache is not dropped. MinIO is "
+           "restarted (untimed, same data) before each push and clone, so its peak RSS (VmHWM of the fresh "
+           "server process) is that step's alone; it includes MinIO's own start-up footprint. Client peak RSS: "
+           "the tool's process tree (GNU time). Objects in the bucket: MinIO keeps every object as a "
+           "directory holding an `xl.meta` file (small objects inline in it, larger ones as part files "
+           "beside it), counted in MinIO's data directory after the push; bucket bytes: the apparent size "
+           "of those files; on disk: their blocks and the directories'. Bytes sent and received: dmv's own "
+           "count (`DMV_TRACE=1`).", ""]
+    settle = cfg.get("s3_settle_s")
+    if settle:
+        out += ["With many files the suite waits %.0f s (untimed) before the first step and after dmv's "
+                "commit, and deletes nothing until all tools are done (ext4 without a journal: see the sync "
+                "section)." % settle, ""]
+    if mode == "quick":
+        out += ["Quick run: %s; the full run uses one file of 1 GiB and 100,000 files." % ", ".join(
+            ["one file of %s" % fmt_size_param(p) for p in ix.params("s3-bigfile")] +
+            ["%s files" % fmt_count(p) for p in ix.params("s3-files")]), ""]
+    out += ["#### Targets", ""] + s3_targets(ix) + [""]
+    for p in ix.params("s3-bigfile"):
+        out += ["#### One file of %s (random bytes), wall time" % fmt_size_param(p), "",
+                s3_table(ix, "s3-bigfile", p, "MB"), "",
+                "Stored in the bucket after the push, and peak RSS:", "", s3_store_table(ix, "s3-bigfile", p), ""]
+    for p in ix.params("s3-files"):
+        out += ["#### %s files of 1 KiB (1,000 per folder), wall time" % fmt_count(p), "",
+                s3_table(ix, "s3-files", p, "files"), "",
+                "Stored in the bucket after the push, and peak RSS:", "", s3_store_table(ix, "s3-files", p), ""]
+    return out
+
+
 def section(mode, per_exp):
     parts, run = combine(per_exp)
     ix = Index(run)
@@ -548,6 +677,10 @@ def section(mode, per_exp):
     if ix.params("sync-bigfile") or ix.params("sync-files"):
         sync_run = per_exp.get("sync-files") or per_exp.get("sync-bigfile")
         out += sync_section(ix, mode, sync_run["meta"].get("config", {}))
+
+    if ix.params("s3-bigfile") or ix.params("s3-files"):
+        s3_run = per_exp.get("s3-files") or per_exp.get("s3-bigfile")
+        out += s3_section(ix, mode, s3_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

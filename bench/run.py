@@ -4,6 +4,7 @@
     python3 bench/run.py --quick      # about 5 minutes
     python3 bench/run.py --full       # hours
     python3 bench/run.py --quick --experiments sync   # clone/push over ssh and HTTP
+    python3 bench/run.py --quick --experiments s3     # push/clone to a MinIO on loopback
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -26,6 +27,7 @@ sys.path.insert(0, HERE)
 
 import experiments  # noqa: E402
 import measure      # noqa: E402
+import servers      # noqa: E402
 import tools        # noqa: E402
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
@@ -34,16 +36,16 @@ MODES = {
     "quick": dict(sizes="1,64,4K,256K,1M,4M,16M,64M", counts="1,10,100,1000,2500,5000,10000",
                   status_files=10_000, status_changed=500,
                   refs="1,1000,100000", refs_separate="1,1000",
-                  sync_sizes="256M", sync_counts="10000", timeout=600),
+                  sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000", timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
-                 sync_sizes="1G", sync_counts="100000", timeout=1800),
+                 sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000", timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
-                       "full": ["filesize", "filecount", "status", "refs", "sync"]}
-ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "huge"]
+                       "full": ["filesize", "filecount", "status", "refs", "sync", "s3"]}
+ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "huge"]
 
 
 def parse_number(text, binary):
@@ -117,6 +119,32 @@ def build_dmv(log_path):
     return (path, None) if os.path.exists(path) else (None, "build succeeded but %s is missing" % path)
 
 
+def apt_install(package):
+    """apt-get install -y PACKAGE (after apt-get update when the first try fails);
+    returns (ok, tail of the output)."""
+    if not shutil.which("apt-get") or os.geteuid() != 0:
+        return False, "cannot run apt-get here (not root or no apt-get)"
+    print("installing %s: apt-get install -y %s" % (package, package), flush=True)
+    out = ""
+    for argvs in ([["apt-get", "install", "-y", "--no-install-recommends", package]],
+                  [["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", package]]):
+        ok = True
+        for argv in argvs:
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+                                   env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+            except (OSError, subprocess.TimeoutExpired) as e:
+                ok, out = False, str(e)
+                break
+            out = (r.stdout + r.stderr).strip()[-300:]
+            if r.returncode != 0:
+                ok = False
+                break
+        if ok:
+            return True, out
+    return False, out
+
+
 def tool_env(home):
     """A clean environment: no user or system configuration of the tools."""
     os.makedirs(home, exist_ok=True)
@@ -164,9 +192,14 @@ def main(argv=None):
     ap.add_argument("--sync-settle", type=float,
                     help="sync: seconds to wait before the many-files steps so that no tool creates files "
                          "among inodes freed just before (default: 65 on ext4 without a journal, else 0)")
-    ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync)" % (
+    ap.add_argument("--s3-sizes", help="s3: size of the one big file, binary units (quick 256M, full 1G)")
+    ap.add_argument("--s3-counts", help="s3: number of 1 KiB files (quick 10000, full 100000)")
+    ap.add_argument("--s3-settle", type=float,
+                    help="s3: seconds to wait before the many-files steps (default: as --sync-settle)")
+    ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync and s3)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
-    ap.add_argument("--tools", default=",".join(tools.ORDER), help="comma list (default: %(default)s)")
+    ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS)),
+                    help="comma list (default: %(default)s; restic and rclone only run in the s3 experiment)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
@@ -195,6 +228,9 @@ def main(argv=None):
     sync_counts = parse_points(args.sync_counts or cfg["sync_counts"], False)
     sync_settle = args.sync_settle if args.sync_settle is not None else (
         65 if measure.ext4_without_journal(args.workdir) else 0)
+    s3_sizes = parse_points(args.s3_sizes or cfg["s3_sizes"], True)
+    s3_counts = parse_points(args.s3_counts or cfg["s3_counts"], False)
+    s3_settle = args.s3_settle if args.s3_settle is not None else sync_settle
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -230,6 +266,31 @@ def main(argv=None):
         # a missing dmv still runs: every step records the failure
         if version or name == "dmv":
             chosen.append(tool)
+    # the s3 experiment's own peers and server: installed when missing
+    s3_tools, minio_bin, minio_why = [], None, None
+    if "s3" in exps:
+        s3_tools = [t for t in chosen if t.name == "dmv"]
+        for name, cls in tools.S3_PEERS.items():
+            if name not in wanted:
+                continue
+            tool = cls()
+            version, why = tool.probe()
+            if not version:
+                ok, log = apt_install(cls.apt_package)
+                tool = cls()
+                version, why = tool.probe()
+                if not version:
+                    why = "%s; apt-get install -y %s: %s" % (why, cls.apt_package, log)
+            if version:
+                versions[name] = version
+                s3_tools.append(tool)
+            else:
+                missing[name] = why
+        minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
+        if minio_bin:
+            versions["minio"] = servers.minio_version(minio_bin)
+        else:
+            missing["minio"] = minio_why
     for name, why in missing.items():
         hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
         print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
@@ -246,10 +307,12 @@ def main(argv=None):
     meta = dict(run_id=run_id, mode=mode, date=now.isoformat(timespec="seconds"),
                 machine=machine_info(args.workdir), versions=versions, missing=missing,
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
-                tools=[t.name for t in chosen],
+                tools=[t.name for t in chosen] + [t.name for t in s3_tools if t.name != "dmv"],
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
-                            sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle),
+                            sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
+                            s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
+                            s3_minio=minio_bin),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -276,6 +339,8 @@ def main(argv=None):
                 experiments.refs(ctx, ref_counts, separate)
             elif exp == "sync":
                 experiments.sync(ctx, sync_sizes, sync_counts, sync_settle)
+            elif exp == "s3":
+                experiments.s3(ctx, s3_tools, minio_bin, s3_sizes, s3_counts, s3_settle, minio_why)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

@@ -1,7 +1,8 @@
-"""Servers on loopback for the sync experiment: OpenSSH's sshd with its own
-keys and config, and `dmv serve` over HTTP (as in crates/dmv-cli/tests/common/servers.rs).
+"""Servers on loopback: for the sync experiment OpenSSH's sshd with its own
+keys and config, and `dmv serve` over HTTP (as in crates/dmv-cli/tests/common/servers.rs);
+for the s3 experiment a MinIO object store.
 
-Both are context managers that kill their server on exit, also after a
+All are context managers that kill their server on exit, also after a
 failure or an interrupt; the servers also die with this Python process
 (PR_SET_PDEATHSIG), so a killed suite leaves none behind.
 
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 
 from measure import TIME_BIN
 
@@ -212,3 +214,171 @@ class DmvHttp:
         except (OSError, ValueError):
             return None
         return None
+
+
+# ---------------------------------------------------------------- MinIO (s3 experiment)
+
+MINIO_USER, MINIO_PASSWORD = "benchadmin", "bench-secret-key"
+MINIO_REGION = "us-east-1"
+
+
+def minio_binary():
+    """~/go/bin/minio (where `go install` puts it), else a minio on PATH, else None."""
+    home = os.path.expanduser("~")
+    for path in (os.path.join(os.environ.get("GOBIN") or os.path.join(home, "go", "bin"), "minio"),
+                 shutil.which("minio")):
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def install_minio(log_path, timeout=1800):
+    """`go install github.com/minio/minio@latest` (about 4 minutes here) unless a
+    minio binary exists already. Returns (path, None) or (None, reason)."""
+    path = minio_binary()
+    if path:
+        return path, None
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if not go:
+        return None, "minio is not installed and there is no go to build it (go install github.com/minio/minio@latest)"
+    print("s3: building MinIO: go install github.com/minio/minio@latest (about 4 minutes)", flush=True)
+    with open(log_path, "wb") as log:
+        try:
+            r = subprocess.run([go, "install", "github.com/minio/minio@latest"], stdout=log,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, "go install github.com/minio/minio@latest failed: %s" % e
+    path = minio_binary()
+    if r.returncode != 0 or not path:
+        return None, "go install github.com/minio/minio@latest failed (exit %d): %s" % (
+            r.returncode, _read_tail(log_path, 400))
+    return path, None
+
+
+def minio_version(path):
+    """The module version `go version -m` reports (`minio --version` of a go-installed
+    build only says DEVELOPMENT.GOGET)."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    try:
+        r = subprocess.run([go, "version", "-m", path], capture_output=True, text=True, timeout=60)
+        lines = r.stdout.splitlines()
+        mod = next((l.split() for l in lines if l.strip().startswith("mod\t") or l.strip().startswith("mod ")), None)
+        built = lines[0].split(":", 1)[1].strip() if lines and ":" in lines[0] else "?"
+        if mod and len(mod) >= 3:
+            return "minio %s (%s)" % (mod[2], built)
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        pass
+    try:
+        r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        return (r.stdout or r.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "minio (version unknown)"
+
+
+class MinIO:
+    """`minio server` on 127.0.0.1 with its data in `data_dir` (on disk, never tmpfs).
+
+    `restart()` starts a fresh server process on the same data (and the same
+    port): the s3 experiment restarts it before every timed step, so that the
+    process's VmHWM (`server_rss_kib`) is that step's peak alone; a Go
+    process keeps the memory it once used, so resetting the high-water mark
+    (clear_refs) would still show the previous steps' heap."""
+
+    def __init__(self, binary, root, data_dir, env):
+        self.binary, self.dir, self.data, self.env = binary, root, data_dir, env
+        self.proc, self.port, self.console_port = None, None, None
+        self.log = os.path.join(root, "minio.log")
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def __enter__(self):
+        os.makedirs(self.data, exist_ok=True)
+        self.port, self.console_port = free_port(), free_port()
+        self.start()
+        return self
+
+    def start(self):
+        env = dict(self.env, MINIO_ROOT_USER=MINIO_USER, MINIO_ROOT_PASSWORD=MINIO_PASSWORD,
+                   MINIO_UPDATE="off", MINIO_BROWSER="off")
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.binary, "server", "--quiet", "--address", "127.0.0.1:%d" % self.port,
+                 "--console-address", "127.0.0.1:%d" % self.console_port, self.data],
+                env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + 60
+        while True:
+            try:  # ready = the object layer is up, not just the port
+                with urllib.request.urlopen(self.endpoint + "/minio/health/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise ServerError("minio did not start: %s" % _read_tail(self.log))
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def make_bucket(self, name):
+        """PUT /BUCKET with curl's SigV4 signing (path-style)."""
+        r = subprocess.run(["curl", "-sS", "-f", "--aws-sigv4", "aws:amz:%s:s3" % MINIO_REGION,
+                            "--user", "%s:%s" % (MINIO_USER, MINIO_PASSWORD), "-X", "PUT",
+                            "%s/%s" % (self.endpoint, name)],
+                           env=self.env, capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise ServerError("could not create bucket %s: %s" % (name, (r.stderr or r.stdout).strip()[-300:]))
+
+    def server_rss_kib(self):
+        """VmHWM of the server process (alive; restarted before every measured step)."""
+        if not self.proc:
+            return None
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def usage(self, bucket, prefix=""):
+        """What a bucket (or a prefix in it) holds, from MinIO's data directory:
+        (objects, apparent bytes of the files, bytes on disk of files and
+        directories, files). MinIO (single drive)
+        keeps every object as a directory with an `xl.meta` (small objects inline
+        in it, larger ones as part files beside it), so the number of xl.meta
+        files is the number of objects a listing shows."""
+        top = os.path.join(self.data, bucket, prefix) if prefix else os.path.join(self.data, bucket)
+        objects = apparent = disk = files = 0
+        for root, dirs, names in os.walk(top):
+            for name in dirs:  # every object is a directory: its blocks count on disk
+                disk += os.lstat(os.path.join(root, name)).st_blocks * 512
+            for name in names:
+                st = os.lstat(os.path.join(root, name))
+                apparent += st.st_size
+                disk += st.st_blocks * 512
+                files += 1
+                if name == "xl.meta":
+                    objects += 1
+        return objects, apparent, disk, files

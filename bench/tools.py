@@ -23,6 +23,19 @@ class Remote:
         self.kind, self.url, self.env, self.path, self.login = kind, url, env, path, login
 
 
+class Bucket:
+    """The far side of an s3 step: a bucket (and a prefix in it) on an S3
+    endpoint, and the client environment that holds the credentials."""
+
+    def __init__(self, endpoint, bucket, prefix, user, password, region):
+        self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
+        self.env = {"AWS_ACCESS_KEY_ID": user, "AWS_SECRET_ACCESS_KEY": password, "AWS_REGION": region}
+
+    @property
+    def url(self):
+        return "s3://%s/%s" % (self.bucket, self.prefix)
+
+
 class Point:
     """One measurement point: a directory with a work tree in it."""
 
@@ -77,6 +90,13 @@ class Tool:
     def push(self, pt, remote): return None          # the current branch to `remote`
     def clone(self, pt, remote, dest): return None   # `remote` into the new directory `dest`
     def clone_meta(self, dest): return dest          # what the repository size is measured on
+
+    # s3 (experiment `s3`): an object-storage bucket on MinIO
+    s3 = False
+    s3_setup_step = None                             # name of the (small) step before the push
+    def s3_setup(self, pt, bucket): return None      # e.g. add the remote, init the repository
+    def s3_push(self, pt, bucket): return None        # the committed work tree (or the work tree) to the bucket
+    def s3_clone(self, pt, bucket, dest): return None  # the bucket into the new directory `dest`
 
 
 class Git(Tool):
@@ -210,6 +230,78 @@ class Dmv(Tool):
     def clone(self, pt, remote, dest): return [self.cmd(pt, "clone", remote.url, dest, cwd=pt.root, env=remote.env)]
     def clone_meta(self, dest): return os.path.join(dest, ".dmv")
 
+    # s3: DMV_TRACE=1 prints `trace: bytes-sent N bytes-received M` on stderr
+    s3 = True
+    s3_setup_step = "remote_add"
+
+    def s3_setup(self, pt, b):
+        return [self.cmd(pt, "remote", "add", "origin", b.url, "--endpoint", b.endpoint, env=b.env)]
+
+    def s3_push(self, pt, b):
+        return [self.cmd(pt, "push", "origin", env=dict(b.env, DMV_TRACE="1"))]
+
+    def s3_clone(self, pt, b, dest):
+        return [self.cmd(pt, "clone", b.url, dest, "--endpoint", b.endpoint, cwd=pt.root,
+                         env=dict(b.env, DMV_TRACE="1"))]
+
 
 ALL = {t.name: t for t in (Dmv, Git, Hg, Bup, Cp)}
 ORDER = list(ALL)  # dmv first: every table compares the others against it
+
+
+# ---------------------------------------------------------------- peers of the s3 experiment only
+
+class Restic(Tool):
+    """restic backup to an s3: repository; restore of the latest snapshot as
+    its clone. Each step gets a fresh, empty cache directory (RESTIC_CACHE_DIR),
+    as on a machine that has never seen the repository: restore must not read
+    the index the backup left in the local cache."""
+    name = binary = "restic"
+    version_args = ["version"]
+    apt_package = "restic"
+    s3 = True
+    s3_setup_step = "init_remote"
+    PASSWORD = "bench-restic-password"
+
+    def _env(self, pt, b, step):
+        return dict(b.env, RESTIC_REPOSITORY="s3:%s/%s/%s" % (b.endpoint, b.bucket, b.prefix),
+                    RESTIC_PASSWORD=self.PASSWORD,
+                    RESTIC_CACHE_DIR=os.path.join(pt.root, "restic-cache-%s" % step))
+
+    def s3_setup(self, pt, b): return [self.cmd(pt, "init", env=self._env(pt, b, "init"))]
+    # `backup .` from the work tree: the snapshot's root is the work tree itself
+    def s3_push(self, pt, b): return [self.cmd(pt, "backup", ".", env=self._env(pt, b, "push"))]
+
+    def s3_clone(self, pt, b, dest):
+        return [self.cmd(pt, "restore", "latest", "--target", dest, cwd=pt.root, env=self._env(pt, b, "clone"))]
+
+
+class Rclone(Tool):
+    """The raw upload: every file of the work tree as one object, with rclone
+    (16 files at a time), and the download of all of them. Configured entirely
+    through RCLONE_CONFIG_MINIO_* variables (no config file)."""
+    name = binary = "rclone"
+    version_args = ["version"]
+    apt_package = "rclone"
+    s3 = True
+    PARALLEL = ["--transfers", "16", "--checkers", "16"]
+
+    def _env(self, b):
+        return {"RCLONE_CONFIG_MINIO_TYPE": "s3", "RCLONE_CONFIG_MINIO_PROVIDER": "Minio",
+                "RCLONE_CONFIG_MINIO_ENDPOINT": b.endpoint,
+                "RCLONE_CONFIG_MINIO_ACCESS_KEY_ID": b.env["AWS_ACCESS_KEY_ID"],
+                "RCLONE_CONFIG_MINIO_SECRET_ACCESS_KEY": b.env["AWS_SECRET_ACCESS_KEY"],
+                "RCLONE_CONFIG_MINIO_REGION": b.env["AWS_REGION"]}
+
+    # --s3-disable-checksum: do not read a multipart file once more before the
+    # upload only to store its MD5 in the object's metadata
+    def s3_push(self, pt, b):
+        return [self.cmd(pt, "copy", pt.work, "minio:%s/%s" % (b.bucket, b.prefix), *self.PARALLEL,
+                         "--s3-disable-checksum", cwd=pt.root, env=self._env(b))]
+
+    def s3_clone(self, pt, b, dest):
+        return [self.cmd(pt, "copy", "minio:%s/%s" % (b.bucket, b.prefix), dest, *self.PARALLEL,
+                         cwd=pt.root, env=self._env(b))]
+
+
+S3_PEERS = {t.name: t for t in (Restic, Rclone)}
