@@ -50,6 +50,8 @@ const UPLOAD_CONCURRENCY: usize = 4;
 const READ_CONCURRENCY: usize = 6;
 const MAX_READ_GAP: u64 = 256 << 10;
 const MAX_READ_LEN: u64 = 4 << 20;
+/// Above this many mirrored indexes outside the multi-pack index, it is rebuilt.
+const MAX_UNCOVERED_PACKS: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BucketError {
@@ -288,6 +290,10 @@ impl Bucket {
             Ok::<_, BucketError>(())
         })?;
         self.cache.reload()?;
+        // Thousands of packs must not mean thousands of probes per lookup.
+        if self.cache.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
+            self.cache.write_multi_pack_index()?;
+        }
         Ok(())
     }
 

@@ -154,7 +154,16 @@ fn push_clone_pull_and_merge_through_a_bucket() {
     assert_eq!(head_of(&a, "refs/heads/main"), head_of(&b, "refs/heads/main"));
     assert!(a.join("from-b.txt").exists() && b.join("from-a.txt").exists());
 
-    s3_ok(&minio, t, &["clone", "s3://studio/shoots/day1", "c", "--endpoint", &minio.endpoint()]);
+    // Credentials from a profile in ~/.aws/credentials instead of the environment.
+    let home = t.join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    let profile = format!("[archive]\naws_access_key_id = {}\naws_secret_access_key = {}\n", common::servers::MINIO_USER, common::servers::MINIO_SECRET);
+    std::fs::write(home.join(".aws/credentials"), profile).unwrap();
+    let mut clone = dmv_cmd(t);
+    clone.args(["clone", "s3://studio/shoots/day1", "c", "--endpoint", &minio.endpoint()]);
+    minio.env(&mut clone);
+    clone.env_remove("AWS_ACCESS_KEY_ID").env_remove("AWS_SECRET_ACCESS_KEY").env("HOME", &home).env("AWS_PROFILE", "archive");
+    ok(&clone.output().unwrap());
     assert_same_tree(&a, &t.join("c"));
     check_layout(&minio, "studio", "shoots/day1");
     for r in ["a", "b", "c"] {
@@ -290,6 +299,13 @@ fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
         let winner_dir = if ob.status.success() { &b } else { &c };
         s3_ok(&minio, winner_dir, &["pull"]);
     }
+    // Nine packs in the bucket: the mirrored indexes get a multi-pack index, so
+    // a lookup does not probe every pack's index.
+    assert!(check_layout(&minio, "race", "r").len() > 8);
+    s3_ok(&minio, &b, &["fetch"]);
+    let caches: Vec<_> = std::fs::read_dir(b.join(".dmv/remote-cache")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(caches.len(), 1);
+    assert!(caches[0].join("packs/multi-pack-index").exists());
     s3_ok(&minio, t, &["clone", "s3://race/r", "d", "--endpoint", &minio.endpoint()]);
     let d = t.join("d");
     for round in 0..4 {

@@ -329,7 +329,8 @@ impl Store {
         self.reload()
     }
 
-    fn uncovered_pack_count(&self) -> usize {
+    /// How many pack indexes a lookup probes besides the multi-pack index.
+    pub fn uncovered_pack_count(&self) -> usize {
         let indexes = self.indexes();
         indexes.iter().filter(|i| i.path().file_name().is_some_and(|n| n != MULTI_PACK_INDEX)).count()
     }

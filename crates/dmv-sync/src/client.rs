@@ -39,7 +39,8 @@ pub trait Remote {
     fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
     /// The objects (chunks as stubs unless `chunks`), each once, in any order.
     fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
-    /// How many chunks a fetch asks for per `get` (bounds what one request holds).
+    /// How many chunks a fetch asks for per `get` (512: one answer of about
+    /// 32 MiB at the default chunk size).
     fn chunks_per_get(&self) -> usize {
         512
     }
