@@ -43,9 +43,11 @@ const STAGING_PREFIX: &str = "staging-";
 /// Packs in a bucket roll over at this size: large enough that listing and
 /// request costs stay small, small enough that a resumed push resends little.
 pub const PACK_SIZE: u64 = 32 << 20;
-/// Multipart part size and how many parts of one pack upload at once.
+/// Multipart part size, how many parts of one pack upload at once, and how
+/// many packs upload at once (their indexes still go up one after another).
 const PART_SIZE: usize = 8 << 20;
-const UPLOAD_CONCURRENCY: usize = 4;
+const UPLOAD_CONCURRENCY: usize = 3;
+const PACKS_IN_FLIGHT: usize = 2;
 /// Ranged GETs in flight, and how they are cut.
 const READ_CONCURRENCY: usize = 6;
 const MAX_READ_GAP: u64 = 256 << 10;
@@ -178,7 +180,7 @@ fn s3_detail(err: &opendal::Error) -> String {
 
 impl Bucket {
     fn classify(&self, err: opendal::Error, what: &str) -> BucketError {
-        classify(&self.url, &BucketUrl::parse(&self.url).map(|u| u.bucket).unwrap_or_default(), err, what)
+        classify(&self.url, &bucket_of(&self.url), err, what)
     }
 }
 
@@ -364,27 +366,19 @@ impl Bucket {
     }
 
     fn put_staged<E: From<BucketError> + From<StoreError>>(&self, staging_dir: &Path, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
-        let staging = Store::open(staging_dir, self.config.chunking, PACK_SIZE)?;
-        let (jobs, queue) = std::sync::mpsc::sync_channel::<(ObjectId, PathBuf, PathBuf)>(1);
+        let staging = Store::open_scratch(staging_dir, self.config.chunking, PACK_SIZE)?;
+        let (jobs, queue) = tokio::sync::mpsc::channel::<Sealed>(1);
         let op = self.op.clone();
         let handle = self.runtime.handle().clone();
         let url = self.url.clone();
         let mirror = self.cache.packs_dir().to_path_buf();
-        let uploader = std::thread::spawn(move || -> BucketResult<()> {
-            for (checksum, pack_path, index_path) in queue {
-                handle.block_on(publish_pack(&op, &url, &checksum, &pack_path, &index_path))?;
-                // Published: the index joins the mirror, the staged pack goes.
-                let _ = std::fs::rename(&index_path, mirror.join(index_file_name(&checksum)));
-                let _ = std::fs::remove_file(&pack_path);
-            }
-            Ok(())
-        });
+        let uploader = std::thread::spawn(move || handle.block_on(upload_in_order(op, url, queue, mirror)));
         let mut stored = (0u64, 0u64);
         let produced = (|| -> Result<(), E> {
             let mut session = staging.begin_write()?;
             session.on_seal(move |sealed| {
-                jobs.send((sealed.checksum, sealed.pack_path.to_path_buf(), sealed.index_path.to_path_buf()))
-                    .map_err(|_| StoreError::Other("the upload stopped".into()))
+                let job = Sealed { checksum: sealed.checksum, pack: sealed.pack_path.to_path_buf(), index: sealed.index_path.to_path_buf() };
+                jobs.blocking_send(job).map_err(|_| StoreError::Other("the upload stopped".into()))
             });
             produce(&mut |obj: &StoredObject| {
                 if !self.cache.contains(&obj.id)? && session.put_stored(obj)? {
@@ -570,32 +564,65 @@ async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: O
     }
 }
 
-/// Uploads a sealed pack, then its index: the index makes it visible.
-async fn publish_pack(op: &Operator, url: &str, checksum: &ObjectId, pack_path: &Path, index_path: &Path) -> BucketResult<()> {
-    let bucket = BucketUrl::parse(url).map(|u| u.bucket).unwrap_or_default();
-    let fail = |e: opendal::Error, key: &str| classify(url, &bucket, e, &format!("uploading {key}"));
-    let local = |path: &Path, e: std::io::Error| BucketError::Invalid(format!("{}: {e}", path.display()));
-    let pack_key = format!("{PACKS_PREFIX}{}", pack_file_name(checksum));
-    let mut writer = op.writer_with(&pack_key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(|e| fail(e, &pack_key))?;
-    let mut file = std::fs::File::open(pack_path).map_err(|e| local(pack_path, e))?;
+/// A pack staged for upload.
+struct Sealed {
+    checksum: ObjectId,
+    pack: PathBuf,
+    index: PathBuf,
+}
+
+/// Uploads staged packs as they come, the bodies of up to
+/// [`PACKS_IN_FLIGHT`] at once, and publishes each (uploads its index) only
+/// after every pack before it: a pack becomes visible in the order written.
+async fn upload_in_order(op: Operator, url: String, mut queue: tokio::sync::mpsc::Receiver<Sealed>, mirror: PathBuf) -> BucketResult<()> {
+    let mut bodies = futures_util::stream::FuturesOrdered::new();
+    let mut more = true;
+    loop {
+        while more && bodies.len() < PACKS_IN_FLIGHT {
+            match queue.recv().await {
+                // A task of its own, so the body keeps uploading while this waits for the next pack.
+                Some(job) => bodies.push_back(tokio::spawn(upload_body(op.clone(), url.clone(), job))),
+                None => more = false,
+            }
+        }
+        let Some(done) = bodies.next().await else { return Ok(()) };
+        let job = done.map_err(|e| BucketError::Invalid(format!("an upload task failed: {e}")))??;
+        let index_key = format!("{PACKS_PREFIX}{}", index_file_name(&job.checksum));
+        let index = std::fs::read(&job.index).map_err(|e| BucketError::Invalid(format!("{}: {e}", job.index.display())))?;
+        let n = index.len() as u64;
+        op.write(&index_key, index).await.map_err(|e| classify(&url, &bucket_of(&url), e, &format!("uploading {index_key}")))?;
+        trace::count_sent(n);
+        // Published: the index joins the mirror, the staged pack goes.
+        let _ = std::fs::rename(&job.index, mirror.join(index_file_name(&job.checksum)));
+        let _ = std::fs::remove_file(&job.pack);
+    }
+}
+
+/// Uploads a staged pack's bytes (multipart, parts in parallel); invisible
+/// until its index follows.
+async fn upload_body(op: Operator, url: String, job: Sealed) -> BucketResult<Sealed> {
+    let pack_key = format!("{PACKS_PREFIX}{}", pack_file_name(&job.checksum));
+    let fail = |e: opendal::Error| classify(&url, &bucket_of(&url), e, &format!("uploading {pack_key}"));
+    let local = |e: std::io::Error| BucketError::Invalid(format!("{}: {e}", job.pack.display()));
+    let mut writer = op.writer_with(&pack_key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(fail)?;
+    let mut file = std::fs::File::open(&job.pack).map_err(local)?;
     loop {
         let mut part = Vec::with_capacity(PART_SIZE);
-        (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(|e| local(pack_path, e))?;
+        (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(local)?;
         if part.is_empty() {
             break;
         }
         let n = part.len() as u64;
-        writer.write(part).await.map_err(|e| fail(e, &pack_key))?;
+        writer.write(part).await.map_err(fail)?;
         trace::count_sent(n);
     }
-    writer.close().await.map_err(|e| fail(e, &pack_key))?;
+    writer.close().await.map_err(fail)?;
     dmv_store::failpoint("bucket-pack-uploaded");
-    let index_key = format!("{PACKS_PREFIX}{}", index_file_name(checksum));
-    let index = std::fs::read(index_path).map_err(|e| local(index_path, e))?;
-    let n = index.len() as u64;
-    op.write(&index_key, index).await.map_err(|e| fail(e, &index_key))?;
-    trace::count_sent(n);
-    Ok(())
+    Ok(job)
+}
+
+fn bucket_of(url: &str) -> String {
+    BucketUrl::parse(url).map(|u| u.bucket).unwrap_or_default()
 }
 
 #[cfg(test)]

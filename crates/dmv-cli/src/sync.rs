@@ -264,9 +264,11 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             repo.save_config()?;
         }
         Some(RemoteAction::Remove { name }) => {
-            if repo.config.remotes.remove(&name).is_none() {
+            let Some(removed) = repo.config.remotes.remove(&name) else {
                 bail!("no remote named {name}");
-            }
+            };
+            // An object-storage remote's mirrored indexes go with it.
+            let _ = std::fs::remove_dir_all(remote_cache_dir(&repo, &removed.url));
             let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
             let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
             if !deletes.is_empty() {

@@ -146,7 +146,9 @@ fn push_clone_pull_and_merge_through_a_bucket() {
     let refused = push.env("AWS_ENDPOINT_URL", minio.endpoint()).output().unwrap();
     assert!(one_line_error(&refused).contains("pull"));
     // From here on b's remote carries its endpoint, as `remote add --endpoint` stores it.
+    assert_eq!(std::fs::read_dir(b.join(".dmv/remote-cache")).unwrap().count(), 1, "the bucket's indexes are mirrored");
     dmv(&b, &["remote", "remove", "origin"]);
+    assert_eq!(std::fs::read_dir(b.join(".dmv/remote-cache")).unwrap().count(), 0, "removing the remote drops its mirror");
     dmv(&b, &["remote", "add", "origin", "s3://studio/shoots/day1", "--endpoint", &minio.endpoint()]);
     s3_ok(&minio, &b, &["pull"]);
     s3_ok(&minio, &b, &["push"]);
@@ -374,4 +376,20 @@ fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_erro
     let out = s3(&minio, t, &["clone", "s3://photos/p", "damaged", "--endpoint", &endpoint]);
     let line = one_line_error(&out);
     assert!(line.contains("damaged"), "{line}");
+
+    // A damaged index or ref table is refused before anything is trusted.
+    let index = pack.replace(".pack", ".idx");
+    for (key, what) in [(index.as_str(), "idx"), ("refs", "refs")] {
+        let saved = t.join(format!("saved-{what}"));
+        minio.get("photos", &format!("p/{key}"), &saved);
+        let mut bytes = std::fs::read(&saved).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        let bad = t.join(format!("bad-{what}"));
+        std::fs::write(&bad, &bytes).unwrap();
+        minio.put("photos", &format!("p/{key}"), &bad);
+        let line = one_line_error(&s3(&minio, t, &["clone", "s3://photos/p", &format!("damaged-{what}"), "--endpoint", &endpoint]));
+        assert!(line.contains("damaged data in the bucket") && line.contains(key), "{line}");
+        minio.put("photos", &format!("p/{key}"), &saved);
+    }
 }

@@ -35,7 +35,12 @@ pub struct PackIndex {
 }
 
 /// Writes an index for `entries` spread over `packs` (`(pack number, entry)`).
-pub fn write_index(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>) -> StoreResult<()> {
+pub fn write_index(path: &Path, packs: &[ObjectId], entries: Vec<(u32, Entry)>) -> StoreResult<()> {
+    write_index_with(path, packs, entries, true)
+}
+
+/// [`write_index`], without the fsync when `durable` is false (scratch stores).
+pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>, durable: bool) -> StoreResult<()> {
     entries.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
     entries.dedup_by(|a, b| a.1.id == b.1.id);
     let mut fanout = [0u32; 256];
@@ -79,7 +84,9 @@ pub fn write_index(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry
     out.inner.write_all(&sum).at(&tmp)?;
     let file = out.inner.into_inner().map_err(|e| StoreError::io(&tmp, e.into_error()))?;
     crate::failpoint("index-before-sync");
-    file.sync_all().at(&tmp)?;
+    if durable {
+        file.sync_all().at(&tmp)?;
+    }
     drop(file);
     crate::failpoint("index-before-rename");
     std::fs::rename(&tmp, path).at(path)?;

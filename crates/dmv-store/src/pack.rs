@@ -83,10 +83,16 @@ pub struct PackWriter {
     /// Where the bytes not yet handed to the kernel's writeback begin.
     writeback_from: u64,
     entries: Vec<Entry>,
+    /// Scratch packs (staged for upload, deleted right after) skip writeback and fsync.
+    durable: bool,
 }
 
 impl PackWriter {
     pub fn create(dir: &Path) -> StoreResult<PackWriter> {
+        Self::create_with(dir, true)
+    }
+
+    pub fn create_with(dir: &Path, durable: bool) -> StoreResult<PackWriter> {
         let tmp_path = dir.join(format!("tmp-{}-{:016x}.pack", std::process::id(), rand_u64()));
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp_path).at(&tmp_path)?;
         let mut w = PackWriter {
@@ -97,6 +103,7 @@ impl PackWriter {
             offset: 0,
             writeback_from: 0,
             entries: Vec::new(),
+            durable,
         };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(PACK_MAGIC);
@@ -134,7 +141,7 @@ impl PackWriter {
         self.write_all(&header)?;
         self.write_all(payload)?;
         self.entries.push(entry);
-        if self.offset - self.writeback_from >= WRITEBACK_STEP {
+        if self.durable && self.offset - self.writeback_from >= WRITEBACK_STEP {
             self.start_writeback()?;
         }
         Ok(())
@@ -172,7 +179,9 @@ impl PackWriter {
         self.out.write_all(&checksum.0).at(&self.tmp_path)?;
         let file = self.out.into_inner().map_err(|e| StoreError::io(&self.tmp_path, e.into_error()))?;
         crate::failpoint("pack-before-sync");
-        file.sync_all().at(&self.tmp_path)?;
+        if self.durable {
+            file.sync_all().at(&self.tmp_path)?;
+        }
         drop(file);
         let final_path = self.dir.join(pack_file_name(&checksum));
         crate::failpoint("pack-before-rename");

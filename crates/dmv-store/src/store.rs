@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::IoContext;
-use crate::index::{write_index, Located, PackIndex};
+use crate::index::{write_index, write_index_with, Located, PackIndex};
 use crate::lock::GcLock;
 use crate::nodes::NodeSink;
 use crate::object::{decode, FileNode};
@@ -25,6 +25,9 @@ pub struct Store {
     pack_limit: u64,
     indexes: RwLock<Vec<Arc<PackIndex>>>,
     files: Mutex<HashMap<ObjectId, Arc<File>>>,
+    /// False for a scratch store whose packs are copied elsewhere and deleted
+    /// (an object-store push stages its packs in one): no fsync there.
+    durable: bool,
 }
 
 /// An object as a pack stores it (maybe compressed): what sync sends and
@@ -72,6 +75,16 @@ impl Store {
     }
 
     pub fn open(dir: &Path, params: ChunkParams, pack_limit: u64) -> StoreResult<Store> {
+        Self::open_with(dir, params, pack_limit, true)
+    }
+
+    /// A store whose writes need not survive a crash: the caller copies its
+    /// packs elsewhere and deletes them. It skips every fsync.
+    pub fn open_scratch(dir: &Path, params: ChunkParams, pack_limit: u64) -> StoreResult<Store> {
+        Self::open_with(dir, params, pack_limit, false)
+    }
+
+    fn open_with(dir: &Path, params: ChunkParams, pack_limit: u64, durable: bool) -> StoreResult<Store> {
         let packs_dir = dir.join("packs");
         if !packs_dir.is_dir() {
             return Err(StoreError::io(&packs_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "object store missing")));
@@ -83,6 +96,7 @@ impl Store {
             pack_limit: pack_limit.max(1 << 16),
             indexes: RwLock::new(Vec::new()),
             files: Mutex::new(HashMap::new()),
+            durable,
         };
         store.reload()?;
         Ok(store)
@@ -446,7 +460,7 @@ impl<'a> WriteSession<'a> {
 
     fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
         if self.pack.is_none() {
-            self.pack = Some(PackWriter::create(&self.store.packs_dir)?);
+            self.pack = Some(PackWriter::create_with(&self.store.packs_dir, self.store.durable)?);
         }
         let pack = self.pack.as_mut().ok_or_else(|| StoreError::Other("no pack".into()))?;
         pack.append(id, kind, raw_len, compression, payload)?;
@@ -471,8 +485,10 @@ impl<'a> WriteSession<'a> {
         }
         let (checksum, pack_path, entries) = pack.finish()?;
         let idx_path = self.store.packs_dir.join(index_file_name(&checksum));
-        write_index(&idx_path, &[checksum], entries.into_iter().map(|e: Entry| (0, e)).collect())?;
-        sync_dir(&self.store.packs_dir)?;
+        write_index_with(&idx_path, &[checksum], entries.into_iter().map(|e: Entry| (0, e)).collect(), self.store.durable)?;
+        if self.store.durable {
+            sync_dir(&self.store.packs_dir)?;
+        }
         crate::failpoint("pack-sealed");
         self.store.add_index(PackIndex::open(&idx_path)?);
         self.pending.clear();
