@@ -352,7 +352,8 @@ impl Bucket {
     }
 
     /// Uploads the objects `produce` hands over (chunks first, then each
-    /// object after the ones it refers to), as packs. Packs are staged in a
+    /// object after the ones it refers to; each verified, as
+    /// [`Store::read_stored`] gives them: readers re-hash on receipt), as packs. Packs are staged in a
     /// directory of their own (so the mirror of the bucket never holds what
     /// is not published), upload in the background while the next is
     /// written, and are published in order. Returns (objects, bytes) stored;
@@ -383,7 +384,7 @@ impl Bucket {
                 jobs.blocking_send(job).map_err(|_| StoreError::Other("the upload stopped".into()))
             });
             produce(&mut |obj: &StoredObject| {
-                if !self.cache.contains(&obj.id)? && session.put_stored(obj)? {
+                if !self.cache.contains(&obj.id)? && session.put_verified(obj)? {
                     stored.0 += 1;
                     stored.1 += obj.payload.len() as u64;
                 }

@@ -453,6 +453,16 @@ impl<'a> WriteSession<'a> {
         Ok(true)
     }
 
+    /// [`WriteSession::put_stored`] for an object whose content the caller has
+    /// just verified ([`Store::read_stored`] does): skips hashing it again.
+    pub fn put_verified(&mut self, obj: &StoredObject) -> StoreResult<bool> {
+        if self.has(&obj.id)? {
+            return Ok(false);
+        }
+        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
+        Ok(true)
+    }
+
     /// Packs sealed so far by this session (each durable on its own).
     pub fn sealed_packs(&self) -> usize {
         self.sealed_packs
