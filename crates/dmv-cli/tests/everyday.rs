@@ -268,3 +268,19 @@ fn gc_between_add_and_commit_keeps_the_staged_content() {
     assert_eq!(out.stdout, std::fs::read(d.join("staged.raw")).unwrap());
     dmv(d, &["fsck", "--full"]);
 }
+
+#[test]
+fn fsck_full_counts_each_object_once() {
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("a.bin"), 3 << 20, 1);
+    std::fs::write(d.join("b.txt"), "text\n").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    std::fs::write(d.join("b.txt"), "text, edited\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "two"]);
+    let stats: serde_json::Value = serde_json::from_str(&dmv(d, &["stats", "--json"])).unwrap();
+    let fsck: serde_json::Value = serde_json::from_str(&dmv(d, &["fsck", "--full", "--json"])).unwrap();
+    assert!(stats["objects"].as_u64().unwrap() > 20);
+    assert_eq!(fsck["report"]["objects_checked"], stats["objects"]);
+}
