@@ -54,6 +54,8 @@ const PACKS_IN_FLIGHT: usize = 1;
 const READ_CONCURRENCY: usize = 6;
 const MAX_READ_GAP: u64 = 256 << 10;
 const MAX_READ_LEN: u64 = 4 << 20;
+/// A push gives up on the ref table after losing this many races in a row.
+const MAX_SWAP_ATTEMPTS: u32 = 30;
 /// Above this many mirrored indexes outside the multi-pack index, it is rebuilt.
 const MAX_UNCOVERED_PACKS: usize = 8;
 
@@ -118,10 +120,15 @@ pub struct BucketOptions {
     pub virtual_host_style: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketConfig {
     pub format: u32,
     pub chunking: ChunkParams,
+    /// Random, fixed at creation: the local mirror of this repository's
+    /// indexes is kept per id, so two repositories behind one URL (another
+    /// endpoint, a recreated bucket) never share a mirror.
+    #[serde(default)]
+    pub id: String,
 }
 
 /// A ref table as read, with the version a compare-and-swap must match.
@@ -153,13 +160,16 @@ pub struct Bucket {
     runtime: tokio::runtime::Runtime,
     op: Operator,
     config: BucketConfig,
-    /// The bucket's pack indexes (and the packs a push is staging).
+    /// The config object exactly as stored (the conditional-write probe rewrites it).
+    config_bytes: Vec<u8>,
+    /// The bucket's pack indexes, and only those of published packs.
     cache: Store,
     cache_dir: PathBuf,
     _cache_tmp: Option<tempfile::TempDir>,
 }
 
-/// The code and message S3 put in an error body, without opendal's context.
+/// The code and message S3 put in an error body, or opendal's own message
+/// and root cause, without the request context (headers, URI).
 fn s3_detail(err: &opendal::Error) -> String {
     let msg = err.message();
     let field = |name: &str| {
@@ -171,13 +181,33 @@ fn s3_detail(err: &opendal::Error) -> String {
         (Some(code), Some(text)) => format!("{code}: {text}"),
         (Some(code), None) => code,
         _ => {
-            let mut text = err.to_string();
-            if let Some(cut) = text.find(", context:") {
-                text.truncate(cut);
+            let mut text = format!("{} {}", err.kind(), msg.trim());
+            if let Some(cause) = root_cause(err) {
+                text = format!("{text}: {cause}");
             }
-            text.replace('\n', " ")
+            text.replace('\n', " ").trim().to_string()
         }
     }
+}
+
+fn root_cause(err: &opendal::Error) -> Option<String> {
+    let mut cause: &dyn std::error::Error = std::error::Error::source(err)?;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    Some(cause.to_string())
+}
+
+/// Whether the failure is the network's (nothing answered, or not in time),
+/// judged from the error's causes, never from the request context.
+fn is_unreachable(err: &opendal::Error) -> bool {
+    let mut texts = vec![err.message().to_string()];
+    let mut cause = std::error::Error::source(err);
+    while let Some(c) = cause {
+        texts.push(c.to_string());
+        cause = c.source();
+    }
+    texts.iter().any(|t| ["error sending request", "connect", "dns error", "timed out", "timeout", "connection closed", "connection reset", "broken pipe"].iter().any(|s| t.to_ascii_lowercase().contains(s)))
 }
 
 impl Bucket {
@@ -194,9 +224,7 @@ fn classify(url: &str, bucket: &str, err: opendal::Error, what: &str) -> BucketE
         ErrorKind::ConfigInvalid if detail.contains("NoSuchBucket") => BucketError::NoBucket { url, bucket: bucket.to_string() },
         ErrorKind::ConfigInvalid => BucketError::Invalid(format!("{url}: {detail}")),
         _ => {
-            let full = format!("{err:#}");
-            let unreachable = ["error sending request", "connection", "Connection", "dns error", "timed out", "timeout"].iter().any(|s| full.contains(s));
-            if unreachable {
+            if is_unreachable(&err) {
                 BucketError::Unreachable { url, detail: format!("{what}: the object store does not answer") }
             } else {
                 BucketError::Storage { url, detail: format!("{what}: {detail}") }
@@ -235,11 +263,16 @@ impl Bucket {
                 (tmp.path().to_path_buf(), Some(tmp))
             }
         };
-        let config = runtime.block_on(read_or_create_config(&op, url, &parsed.bucket, create))?;
+        let (config, config_bytes) = runtime.block_on(read_or_create_config(&op, url, &parsed.bucket, create))?;
+        let id = if config.id.is_empty() { "no-id".to_string() } else { config.id.clone() };
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(BucketError::NotARepository { url: url.to_string(), detail: format!("{CONFIG_KEY} has an invalid id") });
+        }
+        let cache_dir = cache_dir.join(id);
         Store::create(&cache_dir)?;
         remove_dead_staging(&cache_dir);
         let cache = Store::open(&cache_dir, config.chunking, PACK_SIZE)?;
-        let bucket = Bucket { url: url.to_string(), runtime, op, config, cache, cache_dir, _cache_tmp: cache_tmp };
+        let bucket = Bucket { url: url.to_string(), runtime, op, config, config_bytes, cache, cache_dir, _cache_tmp: cache_tmp };
         bucket.refresh()?;
         Ok(bucket)
     }
@@ -268,8 +301,8 @@ impl Bucket {
             if listed.contains(&pack) {
                 cached.insert(pack);
             } else {
-                // Gone from the bucket: the cache must never claim what the bucket lacks.
-                let _ = std::fs::remove_file(entry.path());
+                // Gone from the bucket: the mirror must never claim what the bucket lacks.
+                std::fs::remove_file(entry.path()).map_err(|e| BucketError::Invalid(format!("{}: {e}", entry.path().display())))?;
                 forgot = true;
             }
         }
@@ -318,6 +351,14 @@ impl Bucket {
     /// Reads objects with as few ranged GETs as their positions allow, several
     /// at once. Objects reach `sink` in pack order, not in the order asked.
     pub fn read_objects<E: From<BucketError>>(&self, wanted: Vec<Located>, sink: &mut dyn FnMut(StoredObject) -> Result<(), E>) -> Result<(), E> {
+        for loc in &wanted {
+            // An index that passed its checksum can still lie about offsets.
+            let end = loc.entry.offset.checked_add(loc.entry.record_len() as u64);
+            if loc.entry.offset < dmv_store::PACK_HEADER_LEN || end.is_none_or(|e| e > u64::MAX / 2) {
+                let detail = format!("the index of pack {} puts object {} at offset {}", loc.pack, loc.entry.id, loc.entry.offset);
+                return Err(BucketError::Damaged { url: self.url.clone(), detail }.into());
+            }
+        }
         let plan = ranges::plan(wanted, MAX_READ_GAP, MAX_READ_LEN);
         let handle = self.runtime.handle().clone();
         self.runtime.block_on(async {
@@ -337,7 +378,7 @@ impl Bucket {
                 let bytes = got.map_err(|e| self.classify(e, &format!("reading {key}")))?.to_bytes();
                 trace::count_received(bytes.len() as u64);
                 if bytes.len() as u64 != range.end - range.start {
-                    return Err(BucketError::Damaged { url: self.url.clone(), detail: format!("{key} is shorter than its index says") }.into());
+                    return Err(BucketError::Damaged { url: self.url.clone(), detail: format!("{key}: a ranged read returned {} bytes, its index says {}", bytes.len(), range.end - range.start) }.into());
                 }
                 for e in &range.entries {
                     let at = (e.offset - range.start) as usize;
@@ -431,8 +472,17 @@ impl Bucket {
     /// `old`. Concurrent writers race on the ref table's ETag: exactly one
     /// wins each round, and a loser whose refs were not touched retries.
     pub fn update_refs(&self, changes: &[RefChange]) -> BucketResult<RefUpdateOutcome> {
+        if changes.is_empty() {
+            return self.check_writable().map(|_| RefUpdateOutcome::Updated);
+        }
+        let mut lost = 0u32;
         loop {
             let snapshot = self.read_refs()?;
+            // After a lost race: a swap of ours that landed although its answer
+            // was lost (and retried into a 412) shows as our own values.
+            if lost > 0 && changes.iter().all(|c| snapshot.table.refs.get(&c.name).copied() == c.new) {
+                return Ok(RefUpdateOutcome::Updated);
+            }
             let mut table = snapshot.table.clone();
             for c in changes {
                 let found = table.refs.get(&c.name).copied();
@@ -448,15 +498,36 @@ impl Bucket {
                     }
                 }
             }
-            if changes.is_empty() {
-                return Ok(RefUpdateOutcome::Updated);
-            }
             if table.head.is_none() {
                 table.head = changes.iter().find(|c| c.new.is_some() && c.name.starts_with("refs/heads/")).map(|c| c.name.clone());
             }
+            test_pause_before_swap();
             if self.swap_refs(&table, snapshot.etag.as_deref())? {
                 return Ok(RefUpdateOutcome::Updated);
             }
+            lost += 1;
+            if lost >= MAX_SWAP_ATTEMPTS {
+                return Err(BucketError::Storage { url: self.url.clone(), detail: format!("the ref table changed under {lost} attempts to update it; try again") });
+            }
+            // Jittered backoff, so racing writers stop colliding.
+            let jitter = u64::from(std::process::id() % 7 + lost) * 15;
+            std::thread::sleep(Duration::from_millis(jitter.min(500)));
+        }
+    }
+
+    /// Checks, before anything is uploaded, that this client may write and
+    /// that the store honours conditional writes (without them refs could
+    /// be lost): rewriting the config with `If-None-Match: *` must be refused.
+    pub fn check_writable(&self) -> BucketResult<()> {
+        let written = self.runtime.block_on(async { self.op.write_with(CONFIG_KEY, self.config_bytes.clone()).if_not_exists(true).await });
+        match written {
+            Err(e) if lost_race(&e) => Ok(()),
+            Err(e) => Err(self.classify(e, "checking write access")),
+            // It rewrote the same bytes: harmless, but the store ignores the condition.
+            Ok(_) => Err(BucketError::Storage {
+                url: self.url.clone(),
+                detail: "this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it".into(),
+            }),
         }
     }
 
@@ -485,6 +556,22 @@ impl Bucket {
     pub fn cache_dir(&self) -> &Path {
         &self.cache_dir
     }
+}
+
+/// `DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS`: the tests' way to make two pushes
+/// read the same ref table and then race on the swap.
+fn test_pause_before_swap() {
+    if let Some(ms) = std::env::var("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
+/// 128 random-enough bits: unique per repository, not a secret.
+fn new_repository_id() -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
+    h.update(&(&h as *const _ as usize).to_le_bytes());
+    h.finalize().to_hex()[..32].to_string()
 }
 
 /// Removes what pushes killed before they finished left behind.
@@ -529,12 +616,13 @@ fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operato
         builder = builder.enable_virtual_host_style();
     }
     Ok(Operator::new(builder)?
-        .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(60)).with_io_timeout(Duration::from_secs(30)))
+        // A pack's close waits for its last parts: generous enough for slow uplinks.
+        .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(120)).with_io_timeout(Duration::from_secs(300)))
         .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter())
 )
 }
 
-async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: Option<ChunkParams>) -> BucketResult<BucketConfig> {
+async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
     let not_repo = |detail: String| BucketError::NotARepository { url: url.to_string(), detail };
     loop {
         match op.read(CONFIG_KEY).await {
@@ -546,13 +634,13 @@ async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: O
                     return Err(BucketError::Invalid(format!("{url}: repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", config.format)));
                 }
                 config.chunking.validate().map_err(|d| not_repo(format!("{CONFIG_KEY}: {d}")))?;
-                return Ok(config);
+                return Ok((config, bytes));
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let Some(chunking) = create else {
                     return Err(not_repo(format!("not a DMV repository (no {CONFIG_KEY} there; push to it to create one)")));
                 };
-                let config = BucketConfig { format: FORMAT_VERSION, chunking };
+                let config = BucketConfig { format: FORMAT_VERSION, chunking, id: new_repository_id() };
                 let bytes = serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Invalid(e.to_string()))?;
                 trace::count_sent(bytes.len() as u64);
                 match op.write_with(CONFIG_KEY, bytes).if_not_exists(true).await {

@@ -18,13 +18,17 @@ pub struct ReadRange {
 /// range grows past `max_len` unless a single record is larger.
 pub fn plan(mut wanted: Vec<Located>, max_gap: u64, max_len: u64) -> Vec<ReadRange> {
     wanted.sort_by(|a, b| (a.pack, a.entry.offset).cmp(&(b.pack, b.entry.offset)));
-    wanted.dedup_by(|a, b| a.pack == b.pack && a.entry.offset == b.entry.offset);
+    // Duplicates by id only: two ids an index puts at one offset both get read,
+    // and the record header check then refuses the one that is not there.
+    let mut seen = std::collections::HashSet::new();
+    wanted.retain(|loc| seen.insert(loc.entry.id));
     let mut out: Vec<ReadRange> = Vec::new();
     for loc in wanted {
         let start = loc.entry.offset;
         let end = start + loc.entry.record_len() as u64;
         if let Some(last) = out.last_mut() {
-            if last.pack == loc.pack && start >= last.end && start - last.end <= max_gap && end - last.start <= max_len {
+            let next_to_last = last.pack == loc.pack && start >= last.end && start - last.end <= max_gap;
+            if next_to_last && end - last.start <= max_len {
                 last.end = end;
                 last.entries.push(loc.entry);
                 continue;

@@ -285,17 +285,13 @@ fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
             std::fs::write(dir.join(format!("{who}-{round}.bin")), Noise::new(round * 2 + (who == "c") as u64).bytes(256 * 1024)).unwrap();
             commit_all(dir, &format!("{who} round {round}"));
         }
-        let spawn = |dir: &Path| {
-            let mut cmd: Command = dmv_cmd(dir);
-            cmd.arg("push").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-            minio.env(&mut cmd);
-            cmd.spawn().unwrap()
-        };
-        let (pb, pc) = (spawn(&b), spawn(&c));
+        let (pb, pc) = (spawn_push(&minio, &b, &[]), spawn_push(&minio, &c, &[]));
         let (ob, oc) = (pb.wait_with_output().unwrap(), pc.wait_with_output().unwrap());
         assert!(ob.status.success() != oc.status.success(), "round {round}: exactly one push must win: b {:?} {}, c {:?} {}", ob.status, stderr(&ob), oc.status, stderr(&oc));
         let (loser_dir, loser) = if ob.status.success() { (&c, &oc) } else { (&b, &ob) };
-        assert!(one_line_error(loser).contains("pull"), "round {round}");
+        // Both read the same ref table before either swapped it: the loser lost the compare-and-swap.
+        let line = one_line_error(loser);
+        assert!(line.contains("changed on the remote while pushing") && line.contains("pull"), "round {round}: {line}");
         s3_ok(&minio, loser_dir, &["pull"]);
         s3_ok(&minio, loser_dir, &["push"]);
         let winner_dir = if ob.status.success() { &b } else { &c };
@@ -307,7 +303,9 @@ fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
     s3_ok(&minio, &b, &["fetch"]);
     let caches: Vec<_> = std::fs::read_dir(b.join(".dmv/remote-cache")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(caches.len(), 1);
-    assert!(caches[0].join("packs/multi-pack-index").exists());
+    let mirrors: Vec<_> = std::fs::read_dir(&caches[0]).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(mirrors.len(), 1, "one mirror per repository id");
+    assert!(mirrors[0].join("packs/multi-pack-index").exists());
     s3_ok(&minio, t, &["clone", "s3://race/r", "d", "--endpoint", &minio.endpoint()]);
     let d = t.join("d");
     for round in 0..4 {
@@ -316,6 +314,30 @@ fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
         }
     }
     fsck_clean(&d);
+
+    // Two pushes to different branches race on the same ref table: both land.
+    for (dir, branch) in [(&b, "from-b"), (&c, "from-c")] {
+        dmv(dir, &["switch", "-c", branch]);
+        std::fs::write(dir.join(format!("{branch}.txt")), branch).unwrap();
+        commit_all(dir, branch);
+    }
+    let (pb, pc) = (spawn_push(&minio, &b, &["origin", "from-b"]), spawn_push(&minio, &c, &["origin", "from-c"]));
+    for out in [pb.wait_with_output().unwrap(), pc.wait_with_output().unwrap()] {
+        ok(&out);
+    }
+    s3_ok(&minio, &d, &["fetch"]);
+    assert_eq!(head_of(&d, "refs/remotes/origin/from-b"), head_of(&b, "refs/heads/from-b"));
+    assert_eq!(head_of(&d, "refs/remotes/origin/from-c"), head_of(&c, "refs/heads/from-c"));
+}
+
+/// A push that pauses between reading the ref table and swapping it, so two
+/// of them started together always race on the swap.
+fn spawn_push(minio: &Minio, dir: &Path, args: &[&str]) -> std::process::Child {
+    let mut cmd: Command = dmv_cmd(dir);
+    cmd.arg("push").args(args).env("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS", "400");
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    minio.env(&mut cmd);
+    cmd.spawn().unwrap()
 }
 
 #[test]
@@ -356,7 +378,8 @@ fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_erro
     std::thread::sleep(Duration::from_millis(400));
     minio.stop();
     let out = child.wait_with_output().unwrap();
-    one_line_error(&out);
+    let line = one_line_error(&out);
+    assert!(line.contains("cannot reach") && line.contains("uploading"), "{line}");
     minio.restart();
     let out = s3_ok(&minio, t, &["clone", "s3://photos/p", "before", "--endpoint", &endpoint]);
     assert!(stderr(&out).contains("empty repository"), "{}", stderr(&out));

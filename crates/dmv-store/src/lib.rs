@@ -23,7 +23,7 @@ pub use error::{StoreError, StoreResult};
 pub use gc::GcReport;
 pub use id::{ObjectId, ObjectKind};
 pub use index::{verify_pack_index, Located};
-pub use pack::{check_record_header, pack_file_name, index_file_name, Entry as PackEntry, RECORD_HEADER_LEN};
+pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
 pub use hashonly::hash_file;
 pub use ingest::{Ingested, IngestSource};
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};

@@ -148,7 +148,12 @@ impl Store {
                 .and_then(ObjectId::from_hex)
                 .is_some_and(|p| covered.contains(&p));
             if !covered_pack {
-                indexes.push(Arc::new(PackIndex::open(&path)?));
+                match PackIndex::open(&path) {
+                    Ok(idx) => indexes.push(Arc::new(idx)),
+                    // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
+                    Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
@@ -328,7 +333,11 @@ impl Store {
             if !is_idx {
                 continue;
             }
-            let idx = PackIndex::open(&path)?;
+            let idx = match PackIndex::open(&path) {
+                Ok(idx) => idx,
+                Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
             for i in 0..idx.len() {
                 let loc = idx.located_at(i)?;
                 let no = *pack_no.entry(loc.pack).or_insert_with(|| {
@@ -513,7 +522,8 @@ impl<'a> WriteSession<'a> {
     /// afterwards and only then drops the session (releasing the gc lock).
     pub fn finish(&mut self) -> StoreResult<()> {
         self.seal()?;
-        if self.sealed_packs > 0 && self.store.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
+        // A scratch store's packs are moved away as they are sealed: no multi-pack index there.
+        if self.store.durable && self.sealed_packs > 0 && self.store.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
             self.store.write_multi_pack_index()?;
         }
         Ok(())

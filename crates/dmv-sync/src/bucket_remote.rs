@@ -3,6 +3,8 @@
 //! indexes (mirrored locally) and ranged GETs, with refs moved by
 //! compare-and-swap on the bucket's ref table.
 
+use std::collections::HashSet;
+
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
 
@@ -68,15 +70,27 @@ impl Remote for BucketRemote {
 
     fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
         let mut wanted = Vec::with_capacity(ids.len());
+        let mut owed: HashSet<ObjectId> = HashSet::with_capacity(ids.len());
         for id in ids {
             let loc = self.bucket.locate(id)?.ok_or_else(|| SyncError::Invalid(format!("{}: object {id} is not in the bucket", self.bucket.url())))?;
             if !chunks && loc.entry.kind == ObjectKind::Chunk {
                 sink(Received::ChunkStub { id: *id, raw_len: loc.entry.raw_len })?;
-            } else {
+            } else if owed.insert(*id) {
                 wanted.push(loc);
             }
         }
-        self.bucket.read_objects(wanted, &mut |obj| sink(Received::Object(obj)))
+        let url = self.bucket.url().to_string();
+        self.bucket.read_objects(wanted, &mut |obj| {
+            if !owed.remove(&obj.id) {
+                return Err(SyncError::Invalid(format!("{url}: read object {} twice or unasked", obj.id)));
+            }
+            sink(Received::Object(obj))
+        })?;
+        // Every object asked for arrived, or the caller would trust a gap.
+        match owed.iter().next() {
+            Some(id) => Err(SyncError::Invalid(format!("{url}: object {id} could not be read from the bucket"))),
+            None => Ok(()),
+        }
     }
 
     fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
