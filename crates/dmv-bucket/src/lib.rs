@@ -696,18 +696,26 @@ async fn upload_body(op: Operator, url: String, job: Sealed) -> BucketResult<Sea
     let fail = |e: opendal::Error| classify(&url, &bucket_of(&url), e, &format!("uploading {pack_key}"));
     let local = |e: std::io::Error| BucketError::Invalid(format!("{}: {e}", job.pack.display()));
     let mut writer = op.writer_with(&pack_key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(fail)?;
-    let mut file = std::fs::File::open(&job.pack).map_err(local)?;
-    loop {
-        let mut part = Vec::with_capacity(PART_SIZE);
-        (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(local)?;
-        if part.is_empty() {
-            break;
+    let written = async {
+        let mut file = std::fs::File::open(&job.pack).map_err(local)?;
+        loop {
+            let mut part = Vec::with_capacity(PART_SIZE);
+            (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(local)?;
+            if part.is_empty() {
+                break;
+            }
+            let n = part.len() as u64;
+            writer.write(part).await.map_err(fail)?;
+            trace::count_sent(n);
         }
-        let n = part.len() as u64;
-        writer.write(part).await.map_err(fail)?;
-        trace::count_sent(n);
+        writer.close().await.map_err(fail)
     }
-    writer.close().await.map_err(fail)?;
+    .await;
+    if let Err(e) = written {
+        // Best effort: an abandoned multipart upload costs storage until a lifecycle rule ends it.
+        let _ = writer.abort().await;
+        return Err(e);
+    }
     dmv_store::failpoint("bucket-pack-uploaded");
     Ok(job)
 }

@@ -46,7 +46,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn located(pack: u8, offset: u64, stored_len: u32) -> Located {
-        let entry = PackEntry { id: ObjectId([offset as u8; 32]), kind: ObjectKind::Chunk, compression: 0, offset, raw_len: stored_len, stored_len };
+        let mut id = [pack; 32];
+        id[..8].copy_from_slice(&offset.to_le_bytes());
+        let entry = PackEntry { id: ObjectId(id), kind: ObjectKind::Chunk, compression: 0, offset, raw_len: stored_len, stored_len };
         Located { pack: ObjectId([pack; 32]), entry }
     }
 
@@ -62,6 +64,19 @@ mod tests {
         assert_eq!((plan[0].start, plan[0].end, plan[0].entries.len()), (16, 16 + 2 * rec + 150, 2));
         assert_eq!(plan[1].entries[0].offset, 10_000_000);
         assert_eq!(plan[2].pack, ObjectId([2; 32]));
+    }
+
+    #[test]
+    fn two_ids_at_one_offset_are_both_read() {
+        // An index that lies: both get planned, and the header check refuses the false one.
+        let mut a = located(1, 16, 10);
+        let mut b = located(1, 16, 10);
+        a.entry.id = ObjectId([1; 32]);
+        b.entry.id = ObjectId([2; 32]);
+        let plan = plan(vec![a, b, a], 0, 1 << 20);
+        let ids: Vec<ObjectId> = plan.iter().flat_map(|r| r.entries.iter().map(|e| e.id)).collect();
+        assert_eq!(ids.len(), 2);
+        assert!(ids.contains(&a.entry.id) && ids.contains(&b.entry.id));
     }
 
     proptest! {
