@@ -409,11 +409,7 @@ def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
     later = [] if many else None
     if experiment == "sync-bigfile":
         need = 6 * n + GiB  # data, source repository, pushed repository, clone (repository + checkout)
-        if free_bytes(ctx.workdir) < need:
-            for tool in tools:
-                if skips.active(tool, param):
-                    ctx.rec.note(tool.name, experiment, param, "all", "skipped",
-                                 "not enough free disk: need %s" % human_bytes(need))
+        if not _enough_disk(ctx, tools, skips, experiment, param, need):
             return
     pt = ctx.point(experiment, n)
     try:
@@ -452,6 +448,17 @@ def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
                     os.rename(tool.meta(pt), later[-1])
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _enough_disk(ctx, tools, skips, experiment, param, need):
+    """Whether the workdir has `need` bytes free; if not, records every active tool as skipped."""
+    if free_bytes(ctx.workdir) >= need:
+        return True
+    for tool in tools:
+        if skips.active(tool, param):
+            ctx.rec.note(tool.name, experiment, param, "all", "skipped",
+                         "not enough free disk: need %s" % human_bytes(need))
+    return False
 
 
 def _verify_clone(dest, source, extra):
@@ -578,11 +585,7 @@ def _s3_point(ctx, minio_bin, tools, skips, experiment, n, settle):
     if not many:
         # data, dmv's repository, three buckets, one clone at a time (dmv's: repository + checkout)
         need = 7 * n + GiB
-        if free_bytes(ctx.workdir) < need:
-            for tool in tools:
-                if skips.active(tool, param):
-                    ctx.rec.note(tool.name, experiment, param, "all", "skipped",
-                                 "not enough free disk: need %s" % human_bytes(need))
+        if not _enough_disk(ctx, tools, skips, experiment, param, need):
             return
     pt = ctx.point(experiment, n)
     try:

@@ -50,6 +50,18 @@ def _read_tail(path, n=800):
         return ""
 
 
+
+def vm_hwm_kib(pid):
+    """Peak resident memory (VmHWM) of a live process, in KiB, or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
 class ServerError(Exception):
     pass
 
@@ -206,14 +218,7 @@ class DmvHttp:
 
     def server_rss_kib(self):
         """VmHWM of the server process (alive; one fresh server per step)."""
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            return None
-        return None
+        return vm_hwm_kib(self.proc.pid)
 
 
 # ---------------------------------------------------------------- MinIO (s3 experiment)
@@ -351,16 +356,7 @@ class MinIO:
 
     def server_rss_kib(self):
         """VmHWM of the server process (alive; restarted before every measured step)."""
-        if not self.proc:
-            return None
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            return None
-        return None
+        return vm_hwm_kib(self.proc.pid) if self.proc else None
 
     def usage(self, bucket, prefix=""):
         """What a bucket (or a prefix in it) holds, from MinIO's data directory:

@@ -31,7 +31,6 @@ use opendal::layers::{RetryLayer, TimeoutLayer};
 use opendal::{ErrorKind, Operator};
 use serde::{Deserialize, Serialize};
 
-pub use ranges::{plan as plan_reads, ReadRange};
 pub use refs::RefTable;
 
 pub const CONFIG_KEY: &str = "dmv-repository.json";
@@ -54,10 +53,8 @@ const PACKS_IN_FLIGHT: usize = 1;
 const READ_CONCURRENCY: usize = 6;
 const MAX_READ_GAP: u64 = 256 << 10;
 const MAX_READ_LEN: u64 = 4 << 20;
-/// A push gives up on the ref table after losing this many races in a row.
+/// Reading or swapping the ref table gives up after losing this many races in a row.
 const MAX_SWAP_ATTEMPTS: u32 = 30;
-/// Above this many mirrored indexes outside the multi-pack index, it is rebuilt.
-const MAX_UNCOVERED_PACKS: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BucketError {
@@ -264,8 +261,8 @@ impl Bucket {
             }
         };
         let (config, config_bytes) = runtime.block_on(read_or_create_config(&op, url, &parsed.bucket, create))?;
-        let id = if config.id.is_empty() { "no-id".to_string() } else { config.id.clone() };
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        let id = if config.id.is_empty() { "no-id" } else { config.id.as_str() };
+        if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
             return Err(BucketError::NotARepository { url: url.to_string(), detail: format!("{CONFIG_KEY} has an invalid id") });
         }
         let cache_dir = cache_dir.join(id);
@@ -328,9 +325,7 @@ impl Bucket {
         })?;
         self.cache.reload()?;
         // Thousands of packs must not mean thousands of probes per lookup.
-        if self.cache.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
-            self.cache.write_multi_pack_index()?;
-        }
+        self.cache.index_packs_if_many()?;
         Ok(())
     }
 
@@ -444,7 +439,7 @@ impl Bucket {
     /// The ref table and its version.
     pub fn read_refs(&self) -> BucketResult<RefSnapshot> {
         self.runtime.block_on(async {
-            loop {
+            for _ in 0..MAX_SWAP_ATTEMPTS {
                 let etag = match self.op.stat(REFS_KEY).await {
                     Ok(meta) => meta.etag().map(str::to_string),
                     Err(e) if e.kind() == ErrorKind::NotFound => return Ok(RefSnapshot::default()),
@@ -465,6 +460,7 @@ impl Bucket {
                     Err(e) => return Err(self.classify(e, "reading refs")),
                 }
             }
+            Err(BucketError::Storage { url: self.url.clone(), detail: "the ref table kept changing while it was read; try again".into() })
         })
     }
 
@@ -550,11 +546,6 @@ impl Bucket {
             Err(e) if lost_race(&e) => Ok(false),
             Err(e) => Err(self.classify(e, "updating refs")),
         }
-    }
-
-    /// Where the cache lives (for tests and `DMV_TRACE`).
-    pub fn cache_dir(&self) -> &Path {
-        &self.cache_dir
     }
 }
 

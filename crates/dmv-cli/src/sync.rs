@@ -142,13 +142,14 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     let mut spec = RemoteSpec::parse(&url)?;
     spec.token = a.token.clone();
     spec.bucket = a.bucket.options();
-    if resuming {
-        spec.cache_dir = Some(remote_cache_dir(&Repository::open(&dir)?, &url));
+    let resumed = if resuming { Some(Repository::open(&dir)?) } else { None };
+    if let Some(r) = &resumed {
+        spec.cache_dir = Some(remote_cache_dir(r, &url));
     }
     let mut client = spec.connect()?;
-    let repo = if resuming {
+    let repo = if let Some(r) = resumed {
         eprintln!("Resuming the clone of {url} into {}", dir.display());
-        Repository::open(&dir)?
+        r
     } else {
         let repo = Repository::init_with(&dir, client.chunking(), a.bare)?;
         std::fs::write(repo.dmv.join(CLONE_MARKER), format!("{url}\n")).context("cannot mark the clone as in progress")?;

@@ -352,10 +352,14 @@ impl Store {
         self.reload()
     }
 
-    /// How many pack indexes a lookup probes besides the multi-pack index.
-    pub fn uncovered_pack_count(&self) -> usize {
-        let indexes = self.indexes();
-        indexes.iter().filter(|i| i.path().file_name().is_some_and(|n| n != MULTI_PACK_INDEX)).count()
+    /// Rewrites the multi-pack index once more than a few packs are outside
+    /// it, so a lookup probes a bounded number of indexes.
+    pub fn index_packs_if_many(&self) -> StoreResult<()> {
+        let uncovered = self.indexes().iter().filter(|i| i.path().file_name().is_some_and(|n| n != MULTI_PACK_INDEX)).count();
+        if uncovered > MAX_UNCOVERED_PACKS {
+            self.write_multi_pack_index()?;
+        }
+        Ok(())
     }
 }
 
@@ -523,8 +527,8 @@ impl<'a> WriteSession<'a> {
     pub fn finish(&mut self) -> StoreResult<()> {
         self.seal()?;
         // A scratch store's packs are moved away as they are sealed: no multi-pack index there.
-        if self.store.durable && self.sealed_packs > 0 && self.store.uncovered_pack_count() > MAX_UNCOVERED_PACKS {
-            self.store.write_multi_pack_index()?;
+        if self.store.durable && self.sealed_packs > 0 {
+            self.store.index_packs_if_many()?;
         }
         Ok(())
     }
