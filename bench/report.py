@@ -703,7 +703,12 @@ def main():
            "- Wall time of each step, one run per point (no repetition); the machine may be shared, so "
            "small figures are noisy (each raw record carries the 1-minute load average).",
            "- The data was written just before each step: files are warm in the page cache for all tools "
-           "alike; the page cache is not dropped.",
+           "alike; the page cache is not dropped. Before every timed step the suite calls sync(2), untimed, "
+           "so no step pays for writing back what the data generator or the step before it wrote (runs "
+           "before 2026-11-23T12:00 did this only in the sync and s3 experiments).",
+           "- On this kind of virtual machine, writing into memory the guest has not touched lately is "
+           "slow and varies a lot from run to run (a buffered write of 1 GiB: 0.3-3 s of kernel time); "
+           "`cp` pays it, DMV's pack writes do not (they go to the disk directly).",
            "- Peak RSS: the kernel's maximum resident set of the largest single process of the tool's "
            "process tree (`/usr/bin/time -f %M`, i.e. wait4's ru_maxrss), not an estimate.",
            "- Repository size: st_blocks × 512 summed over the metadata directory (.dmv, .git, .hg, the bup "

@@ -5,6 +5,7 @@
 //! builds on top of [`Store`] and [`WriteSession`].
 
 mod chunker;
+mod direct;
 mod error;
 mod gc;
 mod id;

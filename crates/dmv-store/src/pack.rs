@@ -6,6 +6,7 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::direct::DirectWriter;
 use crate::error::IoContext;
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
@@ -73,15 +74,26 @@ pub fn index_file_name(checksum: &ObjectId) -> String {
     format!("pack-{}.idx", checksum.to_hex())
 }
 
+/// Where a pack's bytes go.
+enum Sink {
+    /// Durable packs: straight to the disk (see `direct`).
+    Direct(DirectWriter),
+    /// Scratch packs (read back for upload at once, never synced), and durable
+    /// ones on file systems without direct I/O.
+    Buffered {
+        out: BufWriter<File>,
+        /// Where the bytes not yet handed to the kernel's writeback begin.
+        writeback_from: u64,
+    },
+}
+
 /// Appends records to a temporary file; `finish` seals it under its checksum name.
 pub struct PackWriter {
     dir: PathBuf,
     tmp_path: PathBuf,
-    out: BufWriter<File>,
+    out: Sink,
     hasher: blake3::Hasher,
     offset: u64,
-    /// Where the bytes not yet handed to the kernel's writeback begin.
-    writeback_from: u64,
     entries: Vec<Entry>,
     /// Scratch packs (staged for upload, deleted right after) skip writeback and fsync.
     durable: bool,
@@ -95,16 +107,12 @@ impl PackWriter {
     pub fn create_with(dir: &Path, durable: bool) -> StoreResult<PackWriter> {
         let tmp_path = dir.join(format!("tmp-{}-{:016x}.pack", std::process::id(), rand_u64()));
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp_path).at(&tmp_path)?;
-        let mut w = PackWriter {
-            dir: dir.to_path_buf(),
-            tmp_path,
-            out: BufWriter::with_capacity(1 << 20, file),
-            hasher: blake3::Hasher::new(),
-            offset: 0,
-            writeback_from: 0,
-            entries: Vec::new(),
-            durable,
+        let buffered = |file| Sink::Buffered { out: BufWriter::with_capacity(1 << 20, file), writeback_from: 0 };
+        let out = match durable {
+            true => DirectWriter::new(file).map_or_else(buffered, Sink::Direct),
+            false => buffered(file),
         };
+        let mut w = PackWriter { dir: dir.to_path_buf(), tmp_path, out, hasher: blake3::Hasher::new(), offset: 0, entries: Vec::new(), durable };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(PACK_MAGIC);
         header.extend_from_slice(&PACK_VERSION.to_le_bytes());
@@ -115,9 +123,17 @@ impl PackWriter {
 
     fn write_all(&mut self, bytes: &[u8]) -> StoreResult<()> {
         self.hasher.update(bytes);
-        self.out.write_all(bytes).at(&self.tmp_path)?;
+        self.write_unhashed(bytes)?;
         self.offset += bytes.len() as u64;
         Ok(())
+    }
+
+    fn write_unhashed(&mut self, bytes: &[u8]) -> StoreResult<()> {
+        match &mut self.out {
+            Sink::Direct(w) => w.write_all(bytes),
+            Sink::Buffered { out, .. } => out.write_all(bytes),
+        }
+        .at(&self.tmp_path)
     }
 
     pub fn bytes_written(&self) -> u64 {
@@ -141,23 +157,28 @@ impl PackWriter {
         self.write_all(&header)?;
         self.write_all(payload)?;
         self.entries.push(entry);
-        if self.durable && self.offset - self.writeback_from >= WRITEBACK_STEP {
+        if self.durable {
             self.start_writeback()?;
         }
         Ok(())
     }
 
-    /// Asks the kernel to start writing what we have written so far, so the
-    /// final fsync waits for the last few MiB instead of the whole pack (the
-    /// disk works while we chunk and hash). Only a hint: fsync still decides.
+    /// Through the page cache, asks the kernel every few MiB to start writing
+    /// what we have written so far, so the final fsync waits for the last few
+    /// MiB instead of the whole pack (the disk works while we chunk and hash).
+    /// Only a hint: fsync still decides.
     fn start_writeback(&mut self) -> StoreResult<()> {
         use std::os::unix::io::AsRawFd;
-        self.out.flush().at(&self.tmp_path)?;
-        let fd = self.out.get_ref().as_raw_fd();
-        let len = (self.offset - self.writeback_from) as libc::off64_t;
+        let Sink::Buffered { out, writeback_from } = &mut self.out else { return Ok(()) };
+        if self.offset - *writeback_from < WRITEBACK_STEP {
+            return Ok(());
+        }
+        out.flush().at(&self.tmp_path)?;
+        let fd = out.get_ref().as_raw_fd();
+        let len = (self.offset - *writeback_from) as libc::off64_t;
         // SAFETY: sync_file_range only reads its integer arguments; a bad fd or range is an error return.
-        unsafe { libc::sync_file_range(fd, self.writeback_from as libc::off64_t, len, libc::SYNC_FILE_RANGE_WRITE) };
-        self.writeback_from = self.offset;
+        unsafe { libc::sync_file_range(fd, *writeback_from as libc::off64_t, len, libc::SYNC_FILE_RANGE_WRITE) };
+        *writeback_from = self.offset;
         Ok(())
     }
 
@@ -176,8 +197,11 @@ impl PackWriter {
         toc.extend_from_slice(PACK_END_MAGIC);
         self.write_all(&toc)?;
         let checksum = ObjectId(*self.hasher.finalize().as_bytes());
-        self.out.write_all(&checksum.0).at(&self.tmp_path)?;
-        let file = self.out.into_inner().map_err(|e| StoreError::io(&self.tmp_path, e.into_error()))?;
+        self.write_unhashed(&checksum.0)?;
+        let file = match self.out {
+            Sink::Direct(w) => w.finish().at(&self.tmp_path)?,
+            Sink::Buffered { out, .. } => out.into_inner().map_err(|e| StoreError::io(&self.tmp_path, e.into_error()))?,
+        };
         crate::failpoint("pack-before-sync");
         if self.durable {
             file.sync_all().at(&self.tmp_path)?;
