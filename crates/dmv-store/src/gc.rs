@@ -153,6 +153,8 @@ impl Store {
                 let reindexed = std::fs::File::open(&path).ok().and_then(|f| {
                     let sum = pack::verify_checksum(&f, &path).ok()?;
                     let entries = pack::read_toc(&f, &path).ok()?;
+                    // The checksum leaves payloads to their ids: check each before trusting it.
+                    entries.iter().try_for_each(|e| pack::read_record(&f, &name, e).map(drop)).ok()?;
                     write_index(&path.with_extension("idx"), &[sum], entries.into_iter().map(|e| (0, e)).collect()).ok()
                 });
                 if reindexed.is_none() {
