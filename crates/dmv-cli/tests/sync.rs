@@ -299,3 +299,32 @@ fn unreachable_wrong_and_mismatched_remotes_fail_in_one_line() {
     let line = one_line_error(&dmv_out(t, &["clone", "a", "a"]));
     assert!(line.contains("not empty"), "{line}");
 }
+
+/// A server does not re-hash what it sends (the receiver does): a damaged
+/// chunk in the source's pack stops the clone with one line naming the object
+/// and pointing at the remote, and nothing of it is stored.
+#[test]
+fn clone_of_a_damaged_repository_names_the_object_and_stores_nothing() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    write_noise(&t.join("a/clip.mov"), 4 * MIB, 3);
+    commit_all(&t.join("a"), "clip");
+    let packs = t.join("a/.dmv/objects/packs");
+    let pack = std::fs::read_dir(&packs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pack")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&pack).unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, 2 * MIB).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], 2 * MIB).unwrap();
+    drop(f);
+
+    let out = dmv_out(t, &["clone", "a", "b"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    let line = one_line_error(&out);
+    assert!(line.contains("damaged") && line.contains("dmv fsck"), "{line}");
+    assert!(!t.join("b/clip.mov").exists(), "a damaged file must not be checked out");
+    if t.join("b/.dmv").exists() {
+        fsck_clean(&t.join("b"));
+        assert!(dmv_out(&t.join("b"), &["log"]).stdout.is_empty() || !dmv_out(&t.join("b"), &["log"]).status.success(), "no commit may arrive without all its data");
+    }
+}

@@ -82,7 +82,7 @@ fn children_first(graph: &HashMap<ObjectId, Vec<ObjectId>>) -> Vec<ObjectId> {
 }
 
 fn damaged(obj: &StoredObject, detail: String) -> SyncError {
-    SyncError::Protocol(format!("received object {} is damaged: {detail}", obj.id))
+    SyncError::Protocol(format!("received object {} is damaged: {detail} (the remote's copy may be corrupt: run `dmv fsck` there)", obj.id))
 }
 
 /// Fetches everything reachable from `wants` that the local store lacks.
@@ -162,7 +162,8 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
             if obj.kind != ObjectKind::Chunk {
                 return Err(SyncError::Protocol(format!("remote sent a {} where a chunk was expected", obj.kind.name())));
             }
-            if session.put_stored(&obj)? {
+            obj.content().map_err(|d| damaged(&obj, d))?;
+            if session.put_verified(&obj)? {
                 stats.objects += 1;
                 stats.chunk_bytes += obj.raw_len as u64;
             }
