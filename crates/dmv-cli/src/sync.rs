@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use dmv_repo::store::ObjectId;
-use dmv_repo::{Head, RefUpdate, RemoteConfig, Repository};
+use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
 use dmv_sync::{fetch_remote, push, BucketOptions, FetchedRef, PushRef, RemoteSpec, SyncError, Transport};
 
 use crate::open_repo;
@@ -162,7 +162,12 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     };
     let interrupted = |e: anyhow::Error| e.context(format!("clone of {url} stopped; run the same command again to resume"));
     let progress = Progress::new("receiving");
-    let (head, changed, stats) = fetch_remote(&repo, client.as_mut(), "origin", &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
+    // A fresh clone writes its large files while their chunks arrive (a resumed one has some already).
+    let mut early = match (repo.config.bare, repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty()) {
+        (false, true) => Some(EarlyCheckout::new(&repo)?),
+        _ => None,
+    };
+    let (head, changed, stats) = fetch_remote(&repo, client.as_mut(), "origin", &|d, t| progress.update(d, t), early.as_mut()).map_err(|e| interrupted(e.into()))?;
     progress.finish();
     drop(client);
     print_fetched(&url, &changed);
@@ -186,8 +191,15 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     if let (Some(tip), false) = (head_tip, repo.config.bare) {
         if repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty() {
             let tree = repo.commit(&tip)?.tree;
+            let written = match early {
+                Some(early) => early.finish(&repo)?,
+                None => Default::default(),
+            };
+            if std::env::var_os("DMV_TRACE").is_some() {
+                eprintln!("trace: files-written-while-receiving {}", written.len());
+            }
             let progress = Progress::new("checkout");
-            repo.checkout_tree(&tree, &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
+            repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
         }
     }
     if head_tip.is_none() {
@@ -296,7 +308,7 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
     let (spec, remote_name) = remote_spec(&repo, &name)?;
     let mut client = spec.connect()?;
     let progress = Progress::new("receiving");
-    let (_, changed, stats) = fetch_remote(&repo, client.as_mut(), remote_name.as_deref().unwrap_or("FETCH"), &|d, t| progress.update(d, t))?;
+    let (_, changed, stats) = fetch_remote(&repo, client.as_mut(), remote_name.as_deref().unwrap_or("FETCH"), &|d, t| progress.update(d, t), None)?;
     progress.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": changed, "stats": stats }))?);
@@ -325,7 +337,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     };
     let mut client = spec.connect()?;
     let progress = Progress::new("receiving");
-    let (_, changed, _) = fetch_remote(&repo, client.as_mut(), &remote_name, &|d, t| progress.update(d, t))?;
+    let (_, changed, _) = fetch_remote(&repo, client.as_mut(), &remote_name, &|d, t| progress.update(d, t), None)?;
     progress.finish();
     drop(client);
     print_fetched(&spec.url, &changed);

@@ -180,9 +180,12 @@ fn interrupted_clone_and_push_resume_resending_at_most_one_pack() {
     let out = dmv_cmd(t).args(["clone", "a", "b"]).env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string()).output().unwrap();
     assert!(!out.status.success());
     fsck_clean(&t.join("b"));
+    let worktree: Vec<_> = std::fs::read_dir(t.join("b")).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != ".dmv").collect();
+    assert!(worktree.is_empty(), "files written while receiving appear only once the fetch is done: {worktree:?}");
     let (out, _, received) = traced(t, &["clone", "a", "b"], |_| {});
     ok(&out);
     assert!(stderr(&out).contains("Resuming"));
+    assert!(!t.join("b/.dmv/early-checkout").exists());
     assert!(100 * MIB + received <= total + pack + MIB, "resent too much: {} + {received}", 100 * MIB);
     assert!(received < total - pack + 2 * MIB, "nothing was kept: received {received}");
     let b = t.join("b");
@@ -327,4 +330,66 @@ fn clone_of_a_damaged_repository_names_the_object_and_stores_nothing() {
         fsck_clean(&t.join("b"));
         assert!(dmv_out(&t.join("b"), &["log"]).stdout.is_empty() || !dmv_out(&t.join("b"), &["log"]).status.success(), "no commit may arrive without all its data");
     }
+}
+
+fn written_while_receiving(out: &std::process::Output) -> u64 {
+    let err = stderr(out);
+    let line = err.lines().find(|l| l.starts_with("trace: files-written-while-receiving")).unwrap_or_else(|| panic!("no trace line in: {err}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A clone writes large files as their chunks arrive (one pass over the data
+/// instead of storing and reading back) when they arrive in order, and falls
+/// back to the normal checkout for the others; either way the result is
+/// exact: content, exec bit, clean status, nothing left in `.dmv`.
+#[test]
+fn clone_writes_large_files_while_receiving_and_falls_back_exactly() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("take1.mov"), 8 * MIB, 41);
+    std::fs::create_dir(a.join("tools")).unwrap();
+    write_noise(&a.join("tools/render.sh"), 3 * MIB, 42);
+    std::fs::set_permissions(a.join("tools/render.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(a.join("silence.raw"), vec![0u8; 4 * MIB as usize]).unwrap(); // one chunk, repeated
+    std::fs::write(a.join("notes.txt"), "small files take the normal path\n").unwrap();
+    commit_all(&a, "first");
+
+    let (out, _, _) = traced(t, &["clone", "a", "b"], |_| {});
+    ok(&out);
+    assert_eq!(written_while_receiving(&out), 3, "the three large files arrive in order");
+    let b = t.join("b");
+    for f in ["take1.mov", "tools/render.sh", "silence.raw", "notes.txt"] {
+        assert!(std::fs::read(b.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(), "{f} differs");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_ne!(std::fs::metadata(b.join("tools/render.sh")).unwrap().permissions().mode() & 0o111, 0);
+    assert_eq!(std::fs::metadata(b.join("take1.mov")).unwrap().permissions().mode() & 0o111, 0);
+    assert!(dmv(&b, &["status", "--short"]).is_empty(), "a fresh clone is clean");
+    assert!(!b.join(".dmv/early-checkout").exists());
+    fsck_clean(&b);
+
+    // History, and a trimmed copy that comes first in the tree: most of
+    // take1.mov's chunks arrive for the trimmed copy before take1.mov's own
+    // first ones, so take1.mov is checked out from the store instead.
+    let f = std::fs::OpenOptions::new().write(true).open(a.join("take1.mov")).unwrap();
+    f.write_all_at(&Noise::new(43).bytes(MIB as usize), 3 * MIB).unwrap();
+    std::fs::write(a.join("take1-trimmed.mov"), &std::fs::read(a.join("take1.mov")).unwrap()[MIB as usize..]).unwrap();
+    commit_all(&a, "second");
+    let (out, _, _) = traced(t, &["clone", "a", "c"], |_| {});
+    ok(&out);
+    let c = t.join("c");
+    for f in ["take1.mov", "take1-trimmed.mov", "tools/render.sh", "silence.raw", "notes.txt"] {
+        assert!(std::fs::read(c.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(), "{f} differs");
+    }
+    assert_eq!(written_while_receiving(&out), 3, "all large files but take1.mov");
+    assert!(dmv(&c, &["status", "--short"]).is_empty());
+    assert_eq!(dmv(&c, &["log", "--oneline"]).lines().count(), 2);
+    fsck_clean(&c);
+
+    // A bare clone has no working tree to write.
+    let (out, _, _) = traced(t, &["clone", "--bare", "a", "d"], |_| {});
+    ok(&out);
+    assert!(!stderr(&out).contains("files-written-while-receiving"));
 }

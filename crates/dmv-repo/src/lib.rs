@@ -3,6 +3,7 @@
 
 mod config;
 mod dirstate;
+mod early;
 mod error;
 mod history;
 mod merge;
@@ -13,6 +14,7 @@ mod worktree;
 
 pub use config::{Config, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate};
+pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use history::{CommitInfo, LogWalk};
 pub use merge::{Conflict, ConflictStatus, MergeOutcome, MergePhase, MergeState, MergeStatus, Resolution, Resolved};

@@ -453,7 +453,7 @@ impl Repository {
         let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new() };
         self.save_merge_state(&state)?;
         dmv_store::failpoint("merge-state-written");
-        self.checkout_tree_during_merge(&target, progress)?;
+        self.checkout_tree_during_merge(&target, &BTreeMap::new(), progress)?;
         dmv_store::failpoint("merge-worktree-written");
         self.advance_head(head, theirs, &format!("merge {label}: fast-forward"))?;
         dmv_store::failpoint("merge-after-ref");
@@ -480,7 +480,7 @@ impl Repository {
         self.save_merge_state(&state)?;
         drop(session);
         dmv_store::failpoint("merge-state-written");
-        self.checkout_tree_during_merge(&target, progress)?;
+        self.checkout_tree_during_merge(&target, &BTreeMap::new(), progress)?;
         dmv_store::failpoint("merge-worktree-written");
         state.phase = MergePhase::Resolving;
         self.save_merge_state(&state)?;

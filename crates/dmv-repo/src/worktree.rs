@@ -411,9 +411,9 @@ impl Repository {
             use std::os::unix::fs::OpenOptionsExt;
             let mode = if e.kind == EntryKind::Executable { 0o777 } else { 0o666 };
             let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).at(&tmp)?;
-            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            let mut w = dmv_store::FileWriter::new(f, e.size);
             let written = self.store.write_content(&e.id, &mut w);
-            let flushed = w.into_inner().map_err(|err| RepoError::io(&tmp, err.into_error()));
+            let flushed = w.finish().map_err(|err| RepoError::io(&tmp, err));
             if let Err(err) = written.map_err(RepoError::from).and(flushed.map(|_| ())) {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(err);
@@ -430,12 +430,23 @@ impl Repository {
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::Conflict(format!("a merge of {} is in progress; commit it or run `dmv merge --abort` first", m.label)));
         }
-        self.checkout_tree_during_merge(target, progress)
+        self.checkout_tree_during_merge(target, &BTreeMap::new(), progress)
+    }
+
+    /// `checkout_tree` for a clone, some of whose files are already in place
+    /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
+    /// those whose entry is the target's are recorded with their stat data
+    /// instead of being written again.
+    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Metadata)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::Conflict(format!("a merge of {} is in progress; commit it or run `dmv merge --abort` first", m.label)));
+        }
+        self.checkout_tree_during_merge(target, written, progress)
     }
 
     /// `checkout_tree` without the merge-in-progress check: the merge itself
     /// writes its result this way.
-    pub(crate) fn checkout_tree_during_merge(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub(crate) fn checkout_tree_during_merge(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Metadata)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let (status, ds) = self.status_with_dirstate()?;
         if !status.is_clean() {
             let first = status.staged.iter().chain(&status.unstaged).next().map(|c| String::from_utf8_lossy(&c.path).into_owned()).unwrap_or_default();
@@ -446,11 +457,13 @@ impl Repository {
         let untracked: BTreeSet<&Vec<u8>> = status.untracked.iter().collect();
         let changes = diff_flat(&current, &wanted);
         for c in &changes {
-            if c.kind == ChangeKind::Added && untracked.contains(&c.path) {
+            let already = c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
+            if c.kind == ChangeKind::Added && untracked.contains(&c.path) && !already {
                 return Err(RepoError::Conflict(format!("untracked file {} would be overwritten; move or remove it first", String::from_utf8_lossy(&c.path))));
             }
         }
-        let total: u64 = changes.iter().filter_map(|c| c.new.map(|e| e.size)).sum();
+        let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
+        let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
         let mut done = 0;
         let mut new_ds = ds;
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
@@ -464,6 +477,11 @@ impl Repository {
         }
         for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
             let Some(e) = c.new else { continue };
+            if early(c) {
+                let (_, meta) = &written[&c.path];
+                new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
+                continue;
+            }
             let meta = self.write_entry(&c.path, &e)?;
             new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             done += e.size;

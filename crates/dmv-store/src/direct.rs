@@ -214,6 +214,62 @@ impl DirectWriter {
     }
 }
 
+impl io::Write for DirectWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    /// Nothing to do: the bytes reach the file in `finish`.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a working-tree file of known size is written in full: large files
+/// go straight to the disk (like packs, and for the same reason: a checkout
+/// of a 1 GiB file through the page cache spends most of its kernel time
+/// filling fresh pages), small ones through the page cache, where a direct
+/// write per file would wait for the disk each time.
+pub enum FileWriter {
+    Direct(DirectWriter),
+    Buffered(io::BufWriter<File>),
+}
+
+impl FileWriter {
+    pub fn new(file: File, size: u64) -> FileWriter {
+        let buffered = |file| FileWriter::Buffered(io::BufWriter::with_capacity(1 << 20, file));
+        if size < BLOCK as u64 {
+            return buffered(file);
+        }
+        DirectWriter::new(file).map_or_else(buffered, FileWriter::Direct)
+    }
+
+    /// Writes what is buffered; gives the file back (not synced).
+    pub fn finish(self) -> io::Result<File> {
+        match self {
+            FileWriter::Direct(w) => w.finish(),
+            FileWriter::Buffered(w) => w.into_inner().map_err(|e| e.into_error()),
+        }
+    }
+}
+
+impl io::Write for FileWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            FileWriter::Direct(w) => w.write(buf),
+            FileWriter::Buffered(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            FileWriter::Direct(w) => io::Write::flush(w),
+            FileWriter::Buffered(w) => w.flush(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

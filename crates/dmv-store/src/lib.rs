@@ -20,6 +20,7 @@ mod store;
 mod verify;
 
 pub use chunker::{ChunkBatch, ChunkParams, Chunker};
+pub use direct::FileWriter;
 pub use error::{StoreError, StoreResult};
 pub use gc::GcReport;
 pub use id::{ObjectId, ObjectKind};

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use dmv_repo::store::object::{decode, EntryKind, FileNode, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
-use dmv_repo::Repository;
+use dmv_repo::{EarlyCheckout, Repository};
 
 use crate::client::{Received, Remote};
 use crate::protocol::WireRefUpdate;
@@ -87,8 +87,10 @@ fn damaged(obj: &StoredObject, detail: String) -> SyncError {
 
 /// Fetches everything reachable from `wants` that the local store lacks.
 /// `then` runs once all of it is durable, while gc is still held off (the
-/// caller moves refs there).
-pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], progress: &dyn Fn(u64, u64), then: impl FnOnce() -> SyncResult<()>) -> SyncResult<TransferStats> {
+/// caller moves refs there). `early`, if given, sees the explored metadata
+/// and then every verified chunk as it arrives (a clone writes its large
+/// files that way).
+pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>, then: impl FnOnce() -> SyncResult<()>) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut stats = TransferStats::default();
     let mut session = store.begin_write()?;
@@ -150,6 +152,13 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
         frontier = next;
     }
 
+    if let Some(early) = early.as_deref_mut() {
+        early.plan(&|id: &ObjectId| match meta.get(id) {
+            Some((obj, _)) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
+            None => store.read(id).ok(),
+        });
+    }
+
     // Chunks first, in batches; every sealed pack survives an interruption.
     let total: u64 = chunks.iter().map(|(_, s)| s).sum();
     let mut done = 0u64;
@@ -162,7 +171,11 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
             if obj.kind != ObjectKind::Chunk {
                 return Err(SyncError::Protocol(format!("remote sent a {} where a chunk was expected", obj.kind.name())));
             }
-            obj.content().map_err(|d| damaged(&obj, d))?;
+            let content = obj.content().map_err(|d| damaged(&obj, d))?;
+            if let Some(early) = early.as_deref_mut() {
+                early.chunk(&obj.id, &content);
+            }
+            drop(content);
             if session.put_verified(&obj)? {
                 stats.objects += 1;
                 stats.chunk_bytes += obj.raw_len as u64;
@@ -303,8 +316,15 @@ pub struct FetchedRef {
 /// Fetches a remote's branches into `refs/remotes/REMOTE/*` and its tags
 /// into `refs/tags/*` (an existing different tag is kept, not clobbered).
 /// Returns the remote's HEAD branch and the refs that changed.
-pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, progress: &dyn Fn(u64, u64)) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
+/// `early`: see [`fetch`]; it is pointed at the remote's HEAD branch.
+pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
     let (head, refs) = client.list_refs()?;
+    if let Some(early) = early.as_deref_mut() {
+        let head_branch = head.as_deref().unwrap_or("refs/heads/main");
+        if let Some((_, tip)) = refs.iter().find(|(name, _)| name == head_branch) {
+            early.set_target(*tip);
+        }
+    }
     let mut changed = Vec::new();
     for (name, id) in &refs {
         let local_name = if let Some(branch) = name.strip_prefix("refs/heads/") {
@@ -321,7 +341,7 @@ pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, pr
         changed.push(FetchedRef { remote_name: name.clone(), local_name, old, new: *id });
     }
     let wants: Vec<ObjectId> = changed.iter().map(|c| c.new).collect();
-    let stats = fetch(repo, client, &wants, progress, || {
+    let stats = fetch(repo, client, &wants, progress, early, || {
         let updates: Vec<dmv_repo::RefUpdate> = changed.iter().map(|c| dmv_repo::RefUpdate { name: c.local_name.clone(), expected: Some(c.old), new: Some(c.new) }).collect();
         if !updates.is_empty() {
             repo.refs.update(&updates, &repo.who(), &format!("fetch {remote}"))?;

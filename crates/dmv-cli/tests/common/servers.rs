@@ -206,8 +206,16 @@ impl Minio {
     }
 
     pub fn create_bucket(&self, name: &str) {
-        let (ok, body) = self.curl(&["-X", "PUT"], &format!("/{name}"));
-        assert!(ok, "cannot create bucket {name}: {body}");
+        // Right after /minio/health/ready, MinIO may still answer 503 for a moment.
+        let start = Instant::now();
+        loop {
+            let (ok, body) = self.curl(&["-X", "PUT"], &format!("/{name}"));
+            if ok {
+                return;
+            }
+            assert!(body.contains("503") && start.elapsed() < Duration::from_secs(20), "cannot create bucket {name}: {body}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Every key under `prefix` in `bucket` (ListObjectsV2, all pages).

@@ -1,0 +1,250 @@
+//! Writing a clone's large files while their chunks arrive.
+//!
+//! A clone stores every chunk in a pack and then checks the files out, which
+//! reads all of it back: for a large file that is a second pass over the disk
+//! and a second hash. When the chunks of a file arrive in its own order, which
+//! is how a fetch asks for them (the newest commit's files first, each file's
+//! chunks in order), the file can be written as they come instead.
+//!
+//! This is opportunistic: a file whose chunks do not arrive in order (a chunk
+//! it repeats, a chunk an older file already brought, an object store
+//! answering ranges out of order) is dropped here and written by the normal
+//! checkout from the store afterwards. Only verified chunks are passed in, and
+//! a file counts only when every chunk arrived and its length is right. The
+//! files wait under `.dmv/` and are moved into the working tree only once the
+//! fetch has succeeded; until then the working tree is untouched.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::fs::Metadata;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeEntry, TreeNode};
+use dmv_store::{FileWriter, ObjectId, ObjectKind};
+
+use crate::tree::FlatEntry;
+use crate::{RepoError, RepoResult, Repository};
+
+/// Files smaller than this are left to the normal checkout: they are one or
+/// a few chunks, and their cost is creating the file, not reading it back.
+const MIN_FILE: u64 = 2 << 20;
+/// At most this many chunk placements are planned (each costs ~80 bytes of
+/// memory): 256k chunks are ~16 GiB of files at the default chunk size.
+const MAX_PLACEMENTS: usize = 256 * 1024;
+/// Files being written at once (each holds a few MiB of buffers).
+const MAX_OPEN: usize = 4;
+
+/// Where the waiting files live, inside the repository's `.dmv`.
+const STAGING_DIR: &str = "early-checkout";
+
+/// The content of an object of the transfer (or the local store), if known.
+pub type Lookup<'a> = dyn Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a;
+
+struct Planned {
+    rel: Vec<u8>,
+    entry: FlatEntry,
+    chunk_count: usize,
+    next: usize,
+    written: u64,
+    state: State,
+}
+
+enum State {
+    Waiting,
+    Open(FileWriter),
+    Done,
+    Dropped,
+}
+
+pub struct EarlyCheckout {
+    staging: PathBuf,
+    target: Option<ObjectId>,
+    files: Vec<Planned>,
+    placements: HashMap<ObjectId, Vec<(u32, u32)>>,
+    open: usize,
+    /// A write failed: stop, and leave everything to the normal checkout.
+    failed: bool,
+}
+
+impl EarlyCheckout {
+    /// Clears what an interrupted earlier attempt left.
+    pub fn new(repo: &Repository) -> RepoResult<EarlyCheckout> {
+        let staging = repo.dmv.join(STAGING_DIR);
+        match std::fs::remove_dir_all(&staging) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&staging, e)),
+            _ => {}
+        }
+        Ok(EarlyCheckout { staging, target: None, files: Vec::new(), placements: HashMap::new(), open: 0, failed: false })
+    }
+
+    /// The commit whose files will be checked out.
+    pub fn set_target(&mut self, commit: ObjectId) {
+        self.target = Some(commit);
+    }
+
+    /// Chooses the files to write early, once the transfer's metadata is known.
+    pub fn plan(&mut self, lookup: &Lookup<'_>) {
+        let Some(commit) = self.target else { return };
+        let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
+        let mut flat = BTreeMap::new();
+        if flatten(lookup, &tree, &[], &mut flat).is_none() {
+            return;
+        }
+        for (rel, entry) in flat {
+            if entry.kind == EntryKind::Symlink || entry.size < MIN_FILE {
+                continue;
+            }
+            let mut chunks = Vec::new();
+            if !chunks_of(lookup, &entry.id, &mut chunks) || self.placements.len() + chunks.len() > MAX_PLACEMENTS {
+                continue;
+            }
+            let index = self.files.len() as u32;
+            for (pos, id) in chunks.iter().enumerate() {
+                self.placements.entry(*id).or_default().push((index, pos as u32));
+            }
+            self.files.push(Planned { rel, entry, chunk_count: chunks.len(), next: 0, written: 0, state: State::Waiting });
+        }
+    }
+
+    /// A verified chunk has arrived.
+    pub fn chunk(&mut self, id: &ObjectId, content: &[u8]) {
+        if self.failed {
+            return;
+        }
+        let Some(places) = self.placements.get(id) else { return };
+        for &(file, pos) in places {
+            let f = &mut self.files[file as usize];
+            if matches!(f.state, State::Done | State::Dropped) {
+                continue;
+            }
+            if pos as usize != f.next {
+                // It came before the chunks preceding it: this file is left to the normal checkout.
+                if matches!(f.state, State::Open(_)) {
+                    self.open -= 1;
+                }
+                f.state = State::Dropped;
+                continue;
+            }
+            if matches!(f.state, State::Waiting) {
+                if self.open == MAX_OPEN {
+                    f.state = State::Dropped;
+                    continue;
+                }
+                let path = self.staging.join(format!("{file}"));
+                let created = std::fs::create_dir_all(&self.staging).and_then(|()| {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    let mode = if f.entry.kind == EntryKind::Executable { 0o777 } else { 0o666 };
+                    std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path)
+                });
+                match created {
+                    Ok(out) => {
+                        f.state = State::Open(FileWriter::new(out, f.entry.size));
+                        self.open += 1;
+                    }
+                    Err(_) => {
+                        self.failed = true;
+                        return;
+                    }
+                }
+            }
+            let State::Open(w) = &mut f.state else { continue };
+            if std::io::Write::write_all(w, content).is_err() {
+                self.failed = true;
+                return;
+            }
+            f.next += 1;
+            f.written += content.len() as u64;
+            if f.next == f.chunk_count {
+                let State::Open(w) = std::mem::replace(&mut f.state, State::Done) else { continue };
+                self.open -= 1;
+                if w.finish().is_err() || f.written != f.entry.size {
+                    f.state = State::Dropped;
+                }
+            }
+        }
+    }
+
+    /// After a successful fetch: moves the complete files into the working
+    /// tree and returns them with their stat data, for the checkout to skip.
+    pub fn finish(mut self, repo: &Repository) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
+        let mut placed = BTreeMap::new();
+        if !self.failed {
+            for (index, f) in self.files.iter_mut().enumerate() {
+                if !matches!(f.state, State::Done) {
+                    continue;
+                }
+                let staged = self.staging.join(format!("{index}"));
+                let dest = repo.root.join(OsStr::from_bytes(&f.rel));
+                // The clone's working tree is empty: only directories are made here.
+                if let Some(parent) = dest.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| RepoError::io(parent, e))?;
+                }
+                std::fs::rename(&staged, &dest).map_err(|e| RepoError::io(&dest, e))?;
+                let meta = std::fs::symlink_metadata(&dest).map_err(|e| RepoError::io(&dest, e))?;
+                placed.insert(std::mem::take(&mut f.rel), (f.entry, meta));
+            }
+        }
+        self.files.clear();
+        let _ = std::fs::remove_dir_all(&self.staging);
+        Ok(placed)
+    }
+}
+
+impl Drop for EarlyCheckout {
+    /// A fetch that failed leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.files.is_empty() {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind: ObjectKind) -> Option<T> {
+    let (actual, bytes) = lookup(id)?;
+    if actual != kind {
+        return None;
+    }
+    decode(id, kind, &bytes).ok()
+}
+
+fn flatten(lookup: &Lookup<'_>, tree: &ObjectId, prefix: &[u8], out: &mut BTreeMap<Vec<u8>, FlatEntry>) -> Option<()> {
+    let mut entries: Vec<TreeEntry> = Vec::new();
+    let mut stack = vec![*tree];
+    while let Some(id) = stack.pop() {
+        match read::<TreeNode>(lookup, &id, ObjectKind::Tree)? {
+            TreeNode::Leaf(found) => entries.extend(found),
+            TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
+        }
+    }
+    for e in entries {
+        let mut path = prefix.to_vec();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(&e.name);
+        if e.kind == EntryKind::Dir {
+            flatten(lookup, &e.id, &path, out)?;
+        } else {
+            out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
+        }
+    }
+    Some(())
+}
+
+/// The chunk ids of a file's content, in order; false when a node is unknown
+/// or there are too many to plan.
+fn chunks_of(lookup: &Lookup<'_>, id: &ObjectId, out: &mut Vec<ObjectId>) -> bool {
+    let Some(node) = read::<FileNode>(lookup, id, ObjectKind::FileNode) else { return false };
+    for e in node.entries {
+        if out.len() >= MAX_PLACEMENTS {
+            return false;
+        }
+        if node.level == 0 {
+            out.push(e.id);
+        } else if !chunks_of(lookup, &e.id, out) {
+            return false;
+        }
+    }
+    true
+}
