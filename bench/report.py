@@ -388,6 +388,39 @@ def sync_targets(ix, mode):
     return out
 
 
+def core_targets(ix):
+    """The core's performance targets, from the filesize, filecount and status experiments."""
+    rows = []
+
+    def secs(tool, exp, n, step):
+        return cell(ix.get(tool, exp, n, step), "time")[0]
+
+    if TARGET_BIG in ix.params("filesize"):
+        d, c = secs("dmv", "filesize", TARGET_BIG, "commit1"), secs("cp", "filesize", TARGET_BIG, "commit1")
+        r = d / c if d and c else None
+        rows.append("| commit of a 1 GiB file within 2.5× the time `cp` takes to copy it | %s | %s |" % (
+            "dmv %s, cp %s: dmv/cp = %.2f" % (fmt_time(d), fmt_time(c), r) if r else "—",
+            "—" if r is None else ("yes" if r <= 2.5 else "**no**")))
+        d2 = secs("dmv", "filesize", TARGET_BIG, "commit2")
+        rows.append("| re-commit after a 1/1024 edit of a 1 GiB file under 1 s | %s | %s |" % (
+            fmt_time(d2) if d2 else "—", "—" if d2 is None else ("yes" if d2 < 1 else "**no**")))
+    if TARGET_FILES in ix.params("filecount"):
+        d, c = secs("dmv", "filecount", TARGET_FILES, "commit1"), secs("cp", "filecount", TARGET_FILES, "commit1")
+        rows.append("| commit of 100,000 files of 1 KiB faster than `cp -r` of them | %s | %s |" % (
+            "dmv %s, cp %s" % (fmt_time(d), fmt_time(c)) if d and c else "—",
+            "—" if not (d and c) else ("yes" if d < c else "**no**")))
+    if TARGET_FILES in ix.params("status"):
+        d = secs("dmv", "status", TARGET_FILES, "status_clean")
+        rows.append("| status of 100,000 unchanged files under 0.5 s | %s | %s |" % (
+            fmt_time(d) if d else "—", "—" if d is None else ("yes" if d < 0.5 else "**no**")))
+    if not rows:
+        return []
+    return ["### Targets of the core", "",
+            "From the experiments below (each figure is one run of one step; the machine is shared, so a figure "
+            "close to its threshold can land on either side of it from run to run).", "",
+            "| target | measured | met |", "|---|---|---|"] + rows + [""]
+
+
 def sync_section(ix, mode, cfg):
     out = ["### Sync over loopback: clone and push", "",
            "Per tool, in the same run: commit the data; push it into a fresh, empty repository on this "
@@ -571,6 +604,7 @@ def section(mode, per_exp):
     for part_run, exps in parts:
         out += header(part_run, exps if len(parts) > 1 else None)
     plot_notes = []
+    out += core_targets(ix)
 
     if ix.params("filesize"):
         p1 = "%s-filesize-commit.png" % mode

@@ -1,10 +1,10 @@
 //! The working tree: scanning, status, add/rm/mv/restore, and writing trees out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use dmv_store::object::EntryKind;
@@ -423,6 +423,39 @@ impl Repository {
         std::fs::symlink_metadata(&path).at(&path)
     }
 
+    /// `write_entry` where nothing stands at the path or in its way (an
+    /// empty working tree): the file is created under its own name, as git
+    /// does. The temporary name, the rename and the checks of what is in the
+    /// way are most of the system calls of checking out many small files,
+    /// and each looks the name up in its directory again.
+    fn write_new_entry(&self, rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<PathBuf>) -> RepoResult<Metadata> {
+        let path = self.abs_path(rel);
+        if let Some(parent) = path.parent() {
+            if !dirs_made.contains(parent) {
+                std::fs::create_dir_all(parent).at(parent)?;
+                dirs_made.insert(parent.to_path_buf());
+            }
+        }
+        if e.kind == EntryKind::Symlink {
+            let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
+            std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path).at(&path)?;
+            return std::fs::symlink_metadata(&path).at(&path);
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        let mode = if e.kind == EntryKind::Executable { 0o777 } else { 0o666 };
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path).at(&path)?;
+        let mut w = dmv_store::FileWriter::new(f, e.size);
+        let written = self.store.write_content(&e.id, &mut w).map_err(RepoError::from);
+        // The stat data of the open file: no second lookup of the name.
+        match written.and_then(|_| w.finish().and_then(|f| f.metadata()).map_err(|err| RepoError::io(&path, err))) {
+            Ok(meta) => Ok(meta),
+            Err(err) => {
+                let _ = std::fs::remove_file(&path);
+                Err(err)
+            }
+        }
+    }
+
     /// Makes the working tree and dirstate match `target`. Refuses when tracked
     /// files have uncommitted changes or untracked files would be overwritten,
     /// and during a merge (switching away would strand its state).
@@ -465,6 +498,10 @@ impl Repository {
         let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
         let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
         let mut done = 0;
+        // Nothing in the working tree (a clone, or a switch from an empty
+        // branch): files are created under their own names.
+        let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
+        let mut dirs_made = HashSet::new();
         let mut new_ds = ds;
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
             let abs = self.abs_path(&c.path);
@@ -482,7 +519,10 @@ impl Repository {
                 new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
                 continue;
             }
-            let meta = self.write_entry(&c.path, &e)?;
+            let meta = match into_empty {
+                true => self.write_new_entry(&c.path, &e, &mut dirs_made)?,
+                false => self.write_entry(&c.path, &e)?,
+            };
             new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             done += e.size;
             progress(done, total);

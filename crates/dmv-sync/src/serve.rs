@@ -108,12 +108,14 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Has { present }).map_err(io_lost)?;
         }
         Request::Get { ids, chunks } => {
-            for id in &ids {
-                let loc = store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?;
+            let found = ids.iter().map(|id| store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })).collect::<Result<Vec<_>, _>>()?;
+            let sent: Vec<_> = found.iter().filter(|l| chunks || l.entry.kind != ObjectKind::Chunk).copied().collect();
+            store.prefetch(&sent);
+            for (id, loc) in ids.iter().zip(&found) {
                 if !chunks && loc.entry.kind == ObjectKind::Chunk {
                     out.chunk_stub(id, loc.entry.raw_len).map_err(io_lost)?;
                 } else {
-                    out.object(&store.read_stored_unverified(id)?).map_err(io_lost)?;
+                    out.object(&store.read_stored_unverified(loc)?).map_err(io_lost)?;
                 }
             }
             out.end().map_err(io_lost)?;

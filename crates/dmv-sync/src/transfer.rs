@@ -205,6 +205,9 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
     Ok(stats)
 }
 
+/// Chunks a push asks the kernel to read ahead at a time (~32 MiB).
+const PREFETCH_CHUNKS: usize = 512;
+
 /// One ref a push sets on the remote.
 #[derive(Clone, Debug)]
 pub struct PushRef {
@@ -283,7 +286,11 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
         let total: u64 = missing_chunks.iter().map(|(_, s)| s).sum();
         let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
             let mut done = 0;
-            for (id, size) in &missing_chunks {
+            for (i, (id, size)) in missing_chunks.iter().enumerate() {
+                if i % PREFETCH_CHUNKS == 0 {
+                    let next = missing_chunks[i..].iter().take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
+                    store.prefetch(&next.collect::<Vec<_>>());
+                }
                 send(&store.read_stored(id)?)?;
                 done += size;
                 progress(done, total);
