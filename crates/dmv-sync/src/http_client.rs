@@ -1,7 +1,7 @@
 //! The HTTP transport: each request is one `POST BASE/dmv/VERB` whose body
 //! is the request's frames and whose response body is the answer's frames.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::time::Duration;
 
 use crate::client::{BodyWriter, Wire};
@@ -11,9 +11,70 @@ use crate::trace::Counting;
 use crate::{SyncError, SyncResult};
 
 pub struct HttpWire {
-    client: reqwest::blocking::Client,
+    /// Drives the requests on the calling thread: a response is read where
+    /// it is consumed, without a hand-over between threads per piece.
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
     base: String,
     token: Option<String>,
+}
+
+/// Bytes of a streamed request body handed to the sending side at a time.
+const BODY_PIECE: usize = 1 << 20;
+
+/// The write end of a streamed request body: frames are gathered into 1 MiB
+/// pieces and passed to the request (a pipe and the blocking client's 8 KiB
+/// reads made a 1 GiB push spend most of its time switching threads).
+struct BodyPieces {
+    tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>,
+    piece: Vec<u8>,
+}
+
+impl BodyPieces {
+    fn send_piece(&mut self) -> std::io::Result<()> {
+        if self.piece.is_empty() {
+            return Ok(());
+        }
+        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(BODY_PIECE));
+        self.tx.blocking_send(Ok(piece.into())).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the request ended before its body was sent"))
+    }
+}
+
+impl Write for BodyPieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(BODY_PIECE - self.piece.len());
+        self.piece.extend_from_slice(&buf[..n]);
+        if self.piece.len() == BODY_PIECE {
+            self.send_piece()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send_piece()
+    }
+}
+
+/// A response body as a `Read`, pulled by the caller's thread.
+struct ResponseBody<'r> {
+    runtime: &'r tokio::runtime::Runtime,
+    response: reqwest::Response,
+    piece: bytes::Bytes,
+}
+
+impl Read for ResponseBody<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.piece.is_empty() {
+            match self.runtime.block_on(self.response.chunk()) {
+                Ok(Some(piece)) => self.piece = piece,
+                Ok(None) => return Ok(0),
+                Err(e) => return Err(std::io::Error::other(root_cause(&e))),
+            }
+        }
+        let n = buf.len().min(self.piece.len());
+        buf[..n].copy_from_slice(&self.piece.split_to(n));
+        Ok(n)
+    }
 }
 
 /// The innermost cause of an error, which is the one that says what happened.
@@ -29,13 +90,14 @@ impl HttpWire {
     pub fn new(base: &str, token: Option<String>) -> SyncResult<HttpWire> {
         // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        let client = reqwest::blocking::Client::builder()
-            .timeout(None::<Duration>)
+        let setup = |detail: String| SyncError::Invalid(format!("cannot set up HTTP: {detail}"));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
+        let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
             .user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| SyncError::Invalid(format!("cannot set up HTTP: {}", root_cause(&e))))?;
-        Ok(HttpWire { client, base: base.to_string(), token })
+            .map_err(|e| setup(root_cause(&e)))?;
+        Ok(HttpWire { runtime, client, base: base.to_string(), token })
     }
 }
 
@@ -46,26 +108,28 @@ impl Wire for HttpWire {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
+        let runtime = &self.runtime;
         let sent = match body {
             None => {
                 let mut buf = Vec::new();
                 FrameWriter::new(&mut buf).message(request).map_err(|e| SyncError::Protocol(e.to_string()))?;
                 crate::trace::BYTES_SENT.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                req.body(buf).send()
+                runtime.block_on(req.body(buf).send())
             }
             Some(body) => {
-                // The body streams from a producer thread through a pipe, so a
-                // 1 TB push never sits in memory.
-                let (reader, writer) = std::io::pipe().map_err(|e| SyncError::Invalid(format!("cannot create a pipe: {e}")))?;
+                // The body is produced on another thread while this one sends
+                // it, a piece at a time, so a 1 TB push never sits in memory.
+                let (tx, rx) = tokio::sync::mpsc::channel(4);
                 let (sent, produced) = std::thread::scope(|s| {
                     let producer = s.spawn(move || -> SyncResult<()> {
-                        let mut out = BufWriter::with_capacity(1 << 20, Counting(writer));
+                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE) });
                         let mut w = FrameWriter::new(&mut out as &mut dyn Write);
                         w.message(request).map_err(|e| SyncError::Disconnected(e.to_string()))?;
                         body(&mut w)?;
                         w.flush().map_err(|e| SyncError::Disconnected(e.to_string()))
                     });
-                    let sent = req.body(reqwest::blocking::Body::new(reader)).send();
+                    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+                    let sent = runtime.block_on(req.body(reqwest::Body::wrap_stream(stream)).send());
                     (sent, producer.join())
                 });
                 match produced {
@@ -87,7 +151,7 @@ impl Wire for HttpWire {
         })?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().unwrap_or_default();
+            let text = runtime.block_on(response.text()).unwrap_or_default();
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
                 401 => SyncError::Auth { url: self.base.clone(), detail: format!("{text} (set DMV_TOKEN or `dmv remote add --token`)") },
@@ -96,6 +160,6 @@ impl Wire for HttpWire {
                 _ => SyncError::Remote(format!("HTTP {status}: {text}")),
             });
         }
-        Ok(FrameReader::new(Box::new(BufReader::with_capacity(1 << 20, Counting(response)))))
+        Ok(FrameReader::new(Box::new(BufReader::with_capacity(1 << 20, Counting(ResponseBody { runtime, response, piece: bytes::Bytes::new() })))))
     }
 }
