@@ -39,10 +39,11 @@ pub trait Remote {
     fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
     /// The objects (chunks as stubs unless `chunks`), each once, in any order.
     fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
-    /// How many chunks a fetch asks for per `get` (512: one answer of about
-    /// 32 MiB at the default chunk size).
+    /// How many chunks a fetch asks for per `get` (4096: one answer of about
+    /// 256 MiB at the default chunk size, so the pause between two answers,
+    /// while the server starts reading the disk again, is rare).
     fn chunks_per_get(&self) -> usize {
-        512
+        4096
     }
     /// Uploads what `objects` produces; returns (objects, bytes) stored.
     fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)>;
