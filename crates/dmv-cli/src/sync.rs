@@ -162,7 +162,7 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     };
     let interrupted = |e: anyhow::Error| e.context(format!("clone of {url} stopped; run the same command again to resume"));
     let progress = Progress::new("receiving");
-    // A fresh clone writes its large files while their chunks arrive (a resumed one has some already).
+    // A clone with a working tree to fill writes its large files while their chunks arrive.
     let mut early = match (repo.config.bare, repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty()) {
         (false, true) => Some(EarlyCheckout::new(&repo)?),
         _ => None,

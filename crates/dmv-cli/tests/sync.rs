@@ -393,3 +393,40 @@ fn clone_writes_large_files_while_receiving_and_falls_back_exactly() {
     ok(&out);
     assert!(!stderr(&out).contains("files-written-while-receiving"));
 }
+
+/// Trees come from other replicas: a name that would lead a checkout out of
+/// its place (`..`, a `/`, `.dmv`, an empty name, one name twice) makes the
+/// clone fail in one line, and nothing is written outside the clone.
+#[test]
+fn a_tree_with_a_name_leading_out_of_the_working_tree_is_refused() {
+    use dmv_repo::store::object::{encode, Commit, EntryKind, Signature, TreeEntry, TreeNode};
+    use dmv_repo::store::ObjectKind;
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let cases: [&[&[u8]]; 6] = [&[b".."], &[b"../escape.txt"], &[b".dmv"], &[b".DMV"], &[b""], &[b"a", b"a"]];
+    for (n, names) in cases.iter().enumerate() {
+        let evil = t.join(format!("evil{n}"));
+        dmv(t, &["init", evil.to_str().unwrap()]);
+        let repo = dmv_repo::Repository::open(&evil).unwrap();
+        let mut s = repo.store.begin_write().unwrap();
+        let chunk = s.put_object(ObjectKind::Chunk, b"escaped\n").unwrap();
+        let inner = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(vec![TreeEntry { name: b"escape.txt".to_vec(), kind: EntryKind::File, id: chunk, size: 8 }]))).unwrap();
+        let entries = names.iter().map(|name| match *name {
+            b".." => TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, id: inner, size: 0 },
+            _ => TreeEntry { name: name.to_vec(), kind: EntryKind::File, id: chunk, size: 8 },
+        });
+        let root = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(entries.collect()))).unwrap();
+        let who = Signature { name: "m".into(), email: "m@example.com".into(), time: 0, tz_minutes: 0 };
+        let commit = s.put_object(ObjectKind::Commit, &encode(&Commit { tree: root, parents: vec![], author: who.clone(), committer: who, message: "evil".into() })).unwrap();
+        s.finish().unwrap();
+        drop(s);
+        repo.refs.update(&[dmv_repo::RefUpdate { name: "refs/heads/main".into(), expected: Some(None), new: Some(commit) }], "test", "evil").unwrap();
+
+        let dest = format!("clone{n}");
+        let line = one_line_error(&dmv_out(t, &["clone", evil.file_name().unwrap().to_str().unwrap(), &dest]));
+        assert!(line.contains("malformed"), "{names:?}: {line}");
+        assert!(!t.join("escape.txt").exists() && !t.join(&dest).join(".dmv/escape.txt").exists(), "{names:?}: a file escaped");
+        let config = std::fs::read_to_string(t.join(&dest).join(".dmv/config")).unwrap_or_default();
+        assert!(!config.contains("escaped"), "{names:?}: .dmv was written into");
+    }
+}

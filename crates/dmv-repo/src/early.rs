@@ -7,9 +7,9 @@
 //! chunks in order), the file can be written as they come instead.
 //!
 //! This is opportunistic: a file whose chunks do not arrive in order (a chunk
-//! it repeats, a chunk an older file already brought, an object store
-//! answering ranges out of order) is dropped here and written by the normal
-//! checkout from the store afterwards. Only verified chunks are passed in, and
+//! an earlier file of the transfer already brought, one the local store
+//! already had, an object store answering ranges out of order) is dropped
+//! here and written by the normal checkout from the store afterwards. Only verified chunks are passed in, and
 //! a file counts only when every chunk arrived and its length is right. The
 //! files wait under `.dmv/` and are moved into the working tree only once the
 //! fetch has succeeded; until then the working tree is untouched.
@@ -20,17 +20,18 @@ use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeEntry, TreeNode};
+use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeNode};
 use dmv_store::{FileWriter, ObjectId, ObjectKind};
 
-use crate::tree::FlatEntry;
+use crate::tree::{read_dir_with, FlatEntry};
 use crate::{RepoError, RepoResult, Repository};
 
 /// Files smaller than this are left to the normal checkout: they are one or
 /// a few chunks, and their cost is creating the file, not reading it back.
 const MIN_FILE: u64 = 2 << 20;
-/// At most this many chunk placements are planned (each costs ~80 bytes of
-/// memory): 256k chunks are ~16 GiB of files at the default chunk size.
+/// At most this many chunk placements (a chunk at a place in a file) are
+/// planned, each ~80 bytes of memory: 256k are ~16 GiB of files at the
+/// default chunk size.
 const MAX_PLACEMENTS: usize = 256 * 1024;
 /// Files being written at once (each holds a few MiB of buffers).
 const MAX_OPEN: usize = 4;
@@ -62,6 +63,7 @@ pub struct EarlyCheckout {
     target: Option<ObjectId>,
     files: Vec<Planned>,
     placements: HashMap<ObjectId, Vec<(u32, u32)>>,
+    planned: usize,
     open: usize,
     /// A write failed: stop, and leave everything to the normal checkout.
     failed: bool,
@@ -75,7 +77,7 @@ impl EarlyCheckout {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&staging, e)),
             _ => {}
         }
-        Ok(EarlyCheckout { staging, target: None, files: Vec::new(), placements: HashMap::new(), open: 0, failed: false })
+        Ok(EarlyCheckout { staging, target: None, files: Vec::new(), placements: HashMap::new(), planned: 0, open: 0, failed: false })
     }
 
     /// The commit whose files will be checked out.
@@ -83,8 +85,10 @@ impl EarlyCheckout {
         self.target = Some(commit);
     }
 
-    /// Chooses the files to write early, once the transfer's metadata is known.
-    pub fn plan(&mut self, lookup: &Lookup<'_>) {
+    /// Chooses the files to write early, once the transfer's metadata is
+    /// known. `stored` tells the chunks the local store already has: those
+    /// will not arrive, so files that use them are left out.
+    pub fn plan(&mut self, lookup: &Lookup<'_>, stored: &dyn Fn(&ObjectId) -> bool) {
         let Some(commit) = self.target else { return };
         let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
         let mut flat = BTreeMap::new();
@@ -96,9 +100,10 @@ impl EarlyCheckout {
                 continue;
             }
             let mut chunks = Vec::new();
-            if !chunks_of(lookup, &entry.id, &mut chunks) || self.placements.len() + chunks.len() > MAX_PLACEMENTS {
+            if !chunks_of(lookup, &entry.id, &mut chunks) || self.planned + chunks.len() > MAX_PLACEMENTS || chunks.iter().any(stored) {
                 continue;
             }
+            self.planned += chunks.len();
             let index = self.files.len() as u32;
             for (pos, id) in chunks.iter().enumerate() {
                 self.placements.entry(*id).or_default().push((index, pos as u32));
@@ -208,16 +213,11 @@ fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind
     decode(id, kind, &bytes).ok()
 }
 
+/// Like `tree::flatten`, with the same checks of names; None for anything
+/// unknown or malformed (the normal checkout then reports it).
 fn flatten(lookup: &Lookup<'_>, tree: &ObjectId, prefix: &[u8], out: &mut BTreeMap<Vec<u8>, FlatEntry>) -> Option<()> {
-    let mut entries: Vec<TreeEntry> = Vec::new();
-    let mut stack = vec![*tree];
-    while let Some(id) = stack.pop() {
-        match read::<TreeNode>(lookup, &id, ObjectKind::Tree)? {
-            TreeNode::Leaf(found) => entries.extend(found),
-            TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
-        }
-    }
-    for e in entries {
+    let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or_else(|| RepoError::Invalid(format!("tree node {id} is unknown")));
+    for e in read_dir_with(&node, tree).ok()? {
         let mut path = prefix.to_vec();
         if !path.is_empty() {
             path.push(b'/');

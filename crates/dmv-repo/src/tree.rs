@@ -6,7 +6,7 @@ use dmv_store::object::{EntryKind, TreeEntry, TreeNode};
 use dmv_store::{ListBuilder, ObjectId, ObjectKind, Store, TreeList, WriteSession};
 use serde::{Deserialize, Serialize};
 
-use crate::RepoResult;
+use crate::{RepoError, RepoResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlatEntry {
@@ -18,13 +18,34 @@ pub struct FlatEntry {
 /// Every non-directory entry of a tree, by full path ('/'-separated bytes).
 pub type FlatTree = BTreeMap<Vec<u8>, FlatEntry>;
 
+/// Whether a tree may name an entry so. Trees come from other replicas too:
+/// a name that is empty, `.` or `..`, holds a `/` or a NUL, or is `.dmv`
+/// (in any case) would make a checkout write outside its place, so a tree
+/// that has one is refused as a whole.
+pub fn valid_entry_name(name: &[u8]) -> bool {
+    !(name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) || name.eq_ignore_ascii_case(b".dmv"))
+}
+
 /// The entries of one directory, in name order, across its nodes.
 pub fn read_dir(store: &Store, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
-    let mut out = Vec::new();
+    read_dir_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
+}
+
+/// `read_dir` over any source of tree nodes; checks the names and that they
+/// are in strictly increasing order (so none appears twice).
+pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
+    let mut out: Vec<TreeEntry> = Vec::new();
     let mut stack = vec![*tree];
     while let Some(id) = stack.pop() {
-        match store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
-            TreeNode::Leaf(entries) => out.extend(entries),
+        match read(&id)? {
+            TreeNode::Leaf(entries) => {
+                for e in entries {
+                    if !valid_entry_name(&e.name) || out.last().is_some_and(|prev| prev.name >= e.name) {
+                        return Err(RepoError::Invalid(format!("tree {tree} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name))));
+                    }
+                    out.push(e);
+                }
+            }
             TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
         }
     }

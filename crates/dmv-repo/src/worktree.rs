@@ -383,22 +383,7 @@ impl Repository {
     /// rename, so a reader never sees half a file) and returns its new stat.
     pub(crate) fn write_entry(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
-        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
-        // A file standing where a directory must go (or the reverse) is replaced.
-        let mut anc = Path::new(OsStr::from_bytes(rel)).parent();
-        let mut chain = Vec::new();
-        while let Some(a) = anc.filter(|a| !a.as_os_str().is_empty()) {
-            chain.push(self.root.join(a));
-            anc = a.parent();
-        }
-        for a in chain.iter().rev() {
-            if let Ok(m) = a.symlink_metadata() {
-                if !m.is_dir() {
-                    std::fs::remove_file(a).at(a)?;
-                }
-            }
-        }
-        std::fs::create_dir_all(&parent).at(&parent)?;
+        let parent = self.make_parent_dirs(rel)?;
         if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             std::fs::remove_dir_all(&path).at(&path)?;
         }
@@ -423,27 +408,57 @@ impl Repository {
         std::fs::symlink_metadata(&path).at(&path)
     }
 
-    /// `write_entry` where nothing stands at the path or in its way (an
-    /// empty working tree): the file is created under its own name, as git
-    /// does. The temporary name, the rename and the checks of what is in the
-    /// way are most of the system calls of checking out many small files,
-    /// and each looks the name up in its directory again.
+    /// Makes the directories above `rel`; a file or symlink standing where
+    /// one of them must go is replaced (never followed). Returns the parent.
+    fn make_parent_dirs(&self, rel: &[u8]) -> RepoResult<PathBuf> {
+        let mut anc = Path::new(OsStr::from_bytes(rel)).parent();
+        let mut chain = Vec::new();
+        while let Some(a) = anc.filter(|a| !a.as_os_str().is_empty()) {
+            chain.push(self.root.join(a));
+            anc = a.parent();
+        }
+        for a in chain.iter().rev() {
+            if let Ok(m) = a.symlink_metadata() {
+                if !m.is_dir() {
+                    std::fs::remove_file(a).at(a)?;
+                }
+            }
+        }
+        let parent = self.abs_path(rel).parent().unwrap_or(&self.root).to_path_buf();
+        std::fs::create_dir_all(&parent).at(&parent)?;
+        Ok(parent)
+    }
+
+    /// `write_entry` into an empty working tree: the file is created under
+    /// its own name, as git does. The temporary name, the rename and the
+    /// checks of what is in the way are most of the system calls of checking
+    /// out many small files, and each looks the name up in its directory
+    /// again. The way to a directory is checked once per directory. A kill
+    /// can leave the file being written short, as with git; a path that
+    /// exists after all (an ignored file) takes the careful way.
     fn write_new_entry(&self, rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<PathBuf>) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
         if let Some(parent) = path.parent() {
             if !dirs_made.contains(parent) {
-                std::fs::create_dir_all(parent).at(parent)?;
+                self.make_parent_dirs(rel)?;
                 dirs_made.insert(parent.to_path_buf());
             }
         }
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
-            std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path).at(&path)?;
-            return std::fs::symlink_metadata(&path).at(&path);
+            return match std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path) {
+                Ok(()) => std::fs::symlink_metadata(&path).at(&path),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => self.write_entry(rel, e),
+                Err(err) => Err(RepoError::io(&path, err)),
+            };
         }
         use std::os::unix::fs::OpenOptionsExt;
         let mode = if e.kind == EntryKind::Executable { 0o777 } else { 0o666 };
-        let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path).at(&path)?;
+        let f = match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path) {
+            Ok(f) => f,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => return self.write_entry(rel, e),
+            Err(err) => return Err(RepoError::io(&path, err)),
+        };
         let mut w = dmv_store::FileWriter::new(f, e.size);
         let written = self.store.write_content(&e.id, &mut w).map_err(RepoError::from);
         // The stat data of the open file: no second lookup of the name.
@@ -498,8 +513,9 @@ impl Repository {
         let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
         let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
         let mut done = 0;
-        // Nothing in the working tree (a clone, or a switch from an empty
-        // branch): files are created under their own names.
+        // Nothing tracked and no untracked file but those written while
+        // receiving (a clone, or a switch from an empty branch): files are
+        // created under their own names.
         let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
         let mut dirs_made = HashSet::new();
         let mut new_ds = ds;

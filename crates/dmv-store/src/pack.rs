@@ -316,7 +316,7 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
     let mut entries = Vec::with_capacity(count as usize);
     for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
         let e = Entry::decode_toc(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
-        if e.offset < HEADER_LEN || e.offset + RECORD_HEADER_LEN as u64 + e.stored_len as u64 > toc_offset {
+        if e.offset < HEADER_LEN || e.offset.saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64) > toc_offset {
             return Err(corrupt("table-of-contents entry out of bounds"));
         }
         entries.push(e);

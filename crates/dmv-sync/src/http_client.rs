@@ -2,6 +2,7 @@
 //! is the request's frames and whose response body is the answer's frames.
 
 use std::io::{BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::client::{BodyWriter, Wire};
@@ -25,22 +26,41 @@ const BODY_PIECE: usize = 1 << 20;
 /// The write end of a streamed request body: frames are gathered into 1 MiB
 /// pieces and passed to the request (a pipe and the blocking client's 8 KiB
 /// reads made a 1 GiB push spend most of its time switching threads).
-struct BodyPieces {
+struct BodyPieces<'a> {
     tx: tokio::sync::mpsc::Sender<std::io::Result<bytes::Bytes>>,
     piece: Vec<u8>,
+    /// Set once the request has ended. The runtime runs only inside
+    /// `block_on`, so after an early answer (a 401 before the body was read)
+    /// nothing would ever make room in the channel again: the producer
+    /// checks this instead of blocking on a full channel.
+    ended: &'a AtomicBool,
 }
 
-impl BodyPieces {
+impl BodyPieces<'_> {
     fn send_piece(&mut self) -> std::io::Result<()> {
+        use tokio::sync::mpsc::error::TrySendError;
         if self.piece.is_empty() {
             return Ok(());
         }
-        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(BODY_PIECE));
-        self.tx.blocking_send(Ok(piece.into())).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the request ended before its body was sent"))
+        let mut piece = Ok(std::mem::replace(&mut self.piece, Vec::with_capacity(BODY_PIECE)).into());
+        let ended = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the request ended before its body was sent");
+        loop {
+            match self.tx.try_send(piece) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Closed(_)) => return Err(ended()),
+                Err(TrySendError::Full(back)) => {
+                    if self.ended.load(Ordering::Acquire) {
+                        return Err(ended());
+                    }
+                    piece = back;
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }
     }
 }
 
-impl Write for BodyPieces {
+impl Write for BodyPieces<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = buf.len().min(BODY_PIECE - self.piece.len());
         self.piece.extend_from_slice(&buf[..n]);
@@ -120,9 +140,11 @@ impl Wire for HttpWire {
                 // The body is produced on another thread while this one sends
                 // it, a piece at a time, so a 1 TB push never sits in memory.
                 let (tx, rx) = tokio::sync::mpsc::channel(4);
+                let ended = AtomicBool::new(false);
                 let (sent, produced) = std::thread::scope(|s| {
+                    let ended = &ended;
                     let producer = s.spawn(move || -> SyncResult<()> {
-                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE) });
+                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE), ended });
                         let mut w = FrameWriter::new(&mut out as &mut dyn Write);
                         w.message(request).map_err(|e| SyncError::Disconnected(e.to_string()))?;
                         body(&mut w)?;
@@ -130,6 +152,7 @@ impl Wire for HttpWire {
                     });
                     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
                     let sent = runtime.block_on(req.body(reqwest::Body::wrap_stream(stream)).send());
+                    ended.store(true, Ordering::Release);
                     (sent, producer.join())
                 });
                 match produced {

@@ -44,7 +44,13 @@ fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResult<Vec<Edge
             std::iter::once(c.tree).chain(c.parents).map(|p| other(p, 0)).collect()
         }
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
-            TreeNode::Leaf(entries) => entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size }).collect(),
+            TreeNode::Leaf(entries) => {
+                // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
+                if let Some(bad) = entries.iter().enumerate().find(|(i, e)| !dmv_repo::tree::valid_entry_name(&e.name) || (*i > 0 && entries[i - 1].name >= e.name)) {
+                    return Err(SyncError::Protocol(format!("received tree {id} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&bad.1.name))));
+                }
+                entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size }).collect()
+            }
             TreeNode::Inner { children, .. } => children.into_iter().map(|c| other(c.id, c.size)).collect(),
         },
         ObjectKind::FileNode => {
@@ -153,10 +159,11 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
     }
 
     if let Some(early) = early.as_deref_mut() {
-        early.plan(&|id: &ObjectId| match meta.get(id) {
+        let lookup = |id: &ObjectId| match meta.get(id) {
             Some((obj, _)) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
             None => store.read(id).ok(),
-        });
+        };
+        early.plan(&lookup, &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
 
     // Chunks first, in batches; every sealed pack survives an interruption.
@@ -205,8 +212,8 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
     Ok(stats)
 }
 
-/// Chunks a push asks the kernel to read ahead at a time (~32 MiB).
-const PREFETCH_CHUNKS: usize = 512;
+/// Chunks a push asks the kernel to read ahead at a time (~8 MiB).
+const PREFETCH_CHUNKS: usize = 128;
 
 /// One ref a push sets on the remote.
 #[derive(Clone, Debug)]
@@ -286,10 +293,15 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
         let total: u64 = missing_chunks.iter().map(|(_, s)| s).sum();
         let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
             let mut done = 0;
+            // The disk reads the next window while this one is sent.
+            let prefetch = |from: usize| {
+                let window = missing_chunks.iter().skip(from).take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
+                store.prefetch(&window.collect::<Vec<_>>());
+            };
+            prefetch(0);
             for (i, (id, size)) in missing_chunks.iter().enumerate() {
                 if i % PREFETCH_CHUNKS == 0 {
-                    let next = missing_chunks[i..].iter().take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
-                    store.prefetch(&next.collect::<Vec<_>>());
+                    prefetch(i + PREFETCH_CHUNKS);
                 }
                 send(&store.read_stored(id)?)?;
                 done += size;
