@@ -191,10 +191,14 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     if let (Some(tip), false) = (head_tip, repo.config.bare) {
         if repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty() {
             let tree = repo.commit(&tip)?.tree;
-            let written = match early {
-                Some(early) => early.finish(&repo)?,
-                None => Default::default(),
+            // A clone stopped during its checkout before keeps what is in place and right.
+            let mut written = match resuming {
+                true => repo.take_over_interrupted_checkout(&tree).map_err(|e| interrupted(e.into()))?,
+                false => Default::default(),
             };
+            if let Some(early) = early {
+                written.extend(early.finish(&repo).map_err(|e| interrupted(e.into()))?);
+            }
             if std::env::var_os("DMV_TRACE").is_some() {
                 eprintln!("trace: files-written-while-receiving {}", written.len());
             }

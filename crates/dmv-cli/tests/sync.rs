@@ -430,3 +430,41 @@ fn a_tree_with_a_name_leading_out_of_the_working_tree_is_refused() {
         assert!(!config.contains("escaped"), "{names:?}: .dmv was written into");
     }
 }
+
+/// A clone stopped during its checkout (files in place, no dirstate, no
+/// branch yet) resumes: the files already right are kept, a file cut short
+/// is written again, and the result is a clean clone.
+#[test]
+fn a_clone_stopped_during_its_checkout_resumes() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("reel.mov"), 6 * MIB, 51);
+    for i in 0..50 {
+        std::fs::write(a.join(format!("note{i}.txt")), format!("note {i}\n")).unwrap();
+    }
+    commit_all(&a, "reel and notes");
+    dmv(t, &["clone", "a", "b"]);
+    let b = t.join("b");
+    // The state a kill during the checkout leaves: marker, files, nothing else.
+    std::fs::remove_file(b.join(".dmv/dirstate")).unwrap();
+    let mut del = dmv_cmd(&b);
+    del.args(["update-ref", "--stdin"]).stdin(std::process::Stdio::piped());
+    let mut child = del.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"delete refs/heads/main\n").unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    std::fs::write(b.join(".dmv/clone-in-progress"), format!("{}\n", a.canonicalize().unwrap().display())).unwrap();
+    std::fs::OpenOptions::new().write(true).open(b.join("reel.mov")).unwrap().set_len(2 * MIB).unwrap();
+    std::fs::write(b.join("note7.txt"), "cut").unwrap();
+
+    let out = dmv_out(t, &["clone", "a", "b"]);
+    ok(&out);
+    assert!(stderr(&out).contains("Resuming"), "{}", stderr(&out));
+    assert!(std::fs::read(b.join("reel.mov")).unwrap() == std::fs::read(a.join("reel.mov")).unwrap());
+    assert_eq!(std::fs::read_to_string(b.join("note7.txt")).unwrap(), "note 7\n");
+    assert!(dmv(&b, &["status", "--short"]).is_empty(), "the resumed clone is clean");
+    assert!(!b.join(".dmv/clone-in-progress").exists());
+    fsck_clean(&b);
+}

@@ -481,6 +481,29 @@ impl Repository {
         self.checkout_tree_during_merge(target, &BTreeMap::new(), progress)
     }
 
+    /// For a clone resumed after it was stopped during its checkout: the
+    /// working tree was empty when the clone began, so every file there is
+    /// its own. Those that already have the content `target` gives them are
+    /// kept (returned for [`Repository::checkout_tree_with`]); the others
+    /// (cut short by the interruption) are removed, to be written again.
+    pub fn take_over_interrupted_checkout(&self, target: &ObjectId) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
+        let wanted = flatten(&self.store, target)?;
+        let mut kept = BTreeMap::new();
+        for (rel, meta) in self.scan()? {
+            let entry = wanted.get(&rel).filter(|e| kind_of(&meta) == Some(e.kind));
+            match entry {
+                Some(e) if self.current_id(&rel, &meta)? == (e.id, e.size) => {
+                    kept.insert(rel, (*e, meta));
+                }
+                _ => {
+                    let abs = self.abs_path(&rel);
+                    std::fs::remove_file(&abs).at(&abs)?;
+                }
+            }
+        }
+        Ok(kept)
+    }
+
     /// `checkout_tree` for a clone, some of whose files are already in place
     /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
     /// those whose entry is the target's are recorded with their stat data
