@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use dmv_repo::store::object::children;
@@ -26,7 +27,11 @@ pub fn server_version() -> u32 {
 /// Serves the repository at `path` over stdin/stdout until the client hangs up.
 pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let stdin = std::io::stdin().lock();
-    let stdout = std::io::stdout().lock();
+    crate::stdio::widen_pipe(0);
+    crate::stdio::widen_pipe(1);
+    // Straight to file descriptor 1: std's stdout is line-buffered, and
+    // object data is full of newlines.
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned().map(std::fs::File::from).map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
     let mut input = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdin));
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(1 << 20, stdout));
     let repo = Repository::open(path);
