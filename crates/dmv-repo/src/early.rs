@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeNode};
 use dmv_store::{FileWriter, ObjectId, ObjectKind};
 
-use crate::tree::{read_dir_with, FlatEntry};
+use crate::tree::{flatten_with, FlatEntry};
 use crate::{RepoError, RepoResult, Repository};
 
 /// Files smaller than this are left to the normal checkout: they are one or
@@ -91,10 +91,9 @@ impl EarlyCheckout {
     pub fn plan(&mut self, lookup: &Lookup<'_>, stored: &dyn Fn(&ObjectId) -> bool) {
         let Some(commit) = self.target else { return };
         let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
-        let mut flat = BTreeMap::new();
-        if flatten(lookup, &tree, &[], &mut flat).is_none() {
-            return;
-        }
+        // Anything unknown or malformed is left to the normal checkout, which reports it.
+        let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or_else(|| RepoError::Invalid(format!("tree node {id} is unknown")));
+        let Ok(flat) = flatten_with(&node, &tree) else { return };
         for (rel, entry) in flat {
             if entry.kind == EntryKind::Symlink || entry.size < MIN_FILE {
                 continue;
@@ -211,25 +210,6 @@ fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind
         return None;
     }
     decode(id, kind, &bytes).ok()
-}
-
-/// Like `tree::flatten`, with the same checks of names; None for anything
-/// unknown or malformed (the normal checkout then reports it).
-fn flatten(lookup: &Lookup<'_>, tree: &ObjectId, prefix: &[u8], out: &mut BTreeMap<Vec<u8>, FlatEntry>) -> Option<()> {
-    let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or_else(|| RepoError::Invalid(format!("tree node {id} is unknown")));
-    for e in read_dir_with(&node, tree).ok()? {
-        let mut path = prefix.to_vec();
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(&e.name);
-        if e.kind == EntryKind::Dir {
-            flatten(lookup, &e.id, &path, out)?;
-        } else {
-            out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
-        }
-    }
-    Some(())
 }
 
 /// The chunk ids of a file's content, in order; false when a node is unknown

@@ -53,20 +53,26 @@ pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Ob
 }
 
 pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
+    flatten_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
+}
+
+/// `flatten` over any source of tree nodes (a clone plans with the ones
+/// still in flight).
+pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FlatTree> {
     let mut out = FlatTree::new();
-    flatten_into(store, tree, &[], &mut out)?;
+    flatten_into(read, tree, &[], &mut out)?;
     Ok(out)
 }
 
-fn flatten_into(store: &Store, tree: &ObjectId, prefix: &[u8], out: &mut FlatTree) -> RepoResult<()> {
-    for e in read_dir(store, tree)? {
+fn flatten_into(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, prefix: &[u8], out: &mut FlatTree) -> RepoResult<()> {
+    for e in read_dir_with(read, tree)? {
         let mut path = prefix.to_vec();
         if !path.is_empty() {
             path.push(b'/');
         }
         path.extend_from_slice(&e.name);
         if e.kind == EntryKind::Dir {
-            flatten_into(store, &e.id, &path, out)?;
+            flatten_into(read, &e.id, &path, out)?;
         } else {
             out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
         }
