@@ -162,10 +162,12 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     };
     let interrupted = |e: anyhow::Error| e.context(format!("clone of {url} stopped; run the same command again to resume"));
     let progress = Progress::new("receiving");
-    // A clone with a working tree to fill writes its large files while their chunks arrive.
-    let mut early = match (repo.config.bare, repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty()) {
-        (false, true) => Some(EarlyCheckout::new(&repo)?),
-        _ => None,
+    // The working tree is still to fill (a resumed clone may have stopped during its checkout):
+    // large files are written while their chunks arrive.
+    let fills_worktree = !repo.config.bare && repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty();
+    let mut early = match fills_worktree {
+        true => Some(EarlyCheckout::new(&repo)?),
+        false => None,
     };
     let (head, changed, stats) = fetch_remote(&repo, client.as_mut(), "origin", &|d, t| progress.update(d, t), early.as_mut()).map_err(|e| interrupted(e.into()))?;
     progress.finish();
@@ -188,23 +190,22 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     // The working tree is written while HEAD is still unborn (so it counts as
     // clean), then the branch is created: a resumed clone whose branch exists
     // has its files.
-    if let (Some(tip), false) = (head_tip, repo.config.bare) {
-        if repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty() {
-            let tree = repo.commit(&tip)?.tree;
-            // A clone stopped during its checkout before keeps what is in place and right.
-            let mut written = match resuming {
-                true => repo.take_over_interrupted_checkout(&tree).map_err(|e| interrupted(e.into()))?,
-                false => Default::default(),
-            };
-            if let Some(early) = early {
-                written.extend(early.finish(&repo).map_err(|e| interrupted(e.into()))?);
-            }
+    if let (Some(tip), true) = (head_tip, fills_worktree) {
+        let tree = repo.commit(&tip)?.tree;
+        // A clone stopped during its checkout before keeps what is in place and right.
+        let mut written = match resuming {
+            true => repo.take_over_interrupted_checkout(&tree).map_err(|e| interrupted(e.into()))?,
+            false => Default::default(),
+        };
+        if let Some(early) = early {
+            let early_written = early.finish(&repo).map_err(|e| interrupted(e.into()))?;
             if std::env::var_os("DMV_TRACE").is_some() {
-                eprintln!("trace: files-written-while-receiving {}", written.len());
+                eprintln!("trace: files-written-while-receiving {}", early_written.len());
             }
-            let progress = Progress::new("checkout");
-            repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
+            written.extend(early_written);
         }
+        let progress = Progress::new("checkout");
+        repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
     }
     if head_tip.is_none() {
         eprintln!("warning: you cloned an empty repository");

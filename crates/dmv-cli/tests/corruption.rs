@@ -22,14 +22,21 @@ fn no_panic(o: &std::process::Output) {
     assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
 }
 
-#[test]
-fn flipped_byte_in_a_pack_is_named_by_fsck_and_fails_reads_cleanly() {
+/// A repository with one committed 2 MiB clip, and the pack holding it.
+fn committed_clip() -> (tempfile::TempDir, std::path::PathBuf) {
     let repo = new_repo();
     let d = repo.path();
     write_noise(&d.join("clip.mov"), 2 << 20, 9);
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "clip"]);
     let pack = pack_files(d, "pack").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    (repo, pack)
+}
+
+#[test]
+fn flipped_byte_in_a_pack_is_named_by_fsck_and_fails_reads_cleanly() {
+    let (repo, pack) = committed_clip();
+    let d = repo.path();
     let pack_name = pack.file_name().unwrap().to_string_lossy().into_owned();
     flip(&pack, 1 << 20);
 
@@ -59,12 +66,8 @@ fn flipped_byte_in_a_pack_is_named_by_fsck_and_fails_reads_cleanly() {
 /// contents that no reader looks at (a reserved field) is still caught.
 #[test]
 fn flipped_byte_in_a_pack_table_of_contents_fails_the_checksum() {
-    let repo = new_repo();
+    let (repo, pack) = committed_clip();
     let d = repo.path();
-    write_noise(&d.join("clip.mov"), 2 << 20, 9);
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "clip"]);
-    let pack = pack_files(d, "pack").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
     let bytes = std::fs::read(&pack).unwrap();
     let footer = bytes.len() - 56;
     let toc_offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap());

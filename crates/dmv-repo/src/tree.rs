@@ -31,20 +31,29 @@ pub fn read_dir(store: &Store, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
     read_dir_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
 }
 
-/// `read_dir` over any source of tree nodes; checks the names and that they
-/// are in strictly increasing order (so none appears twice).
+/// Checks that `entries` (following `before`, the last name of the same
+/// directory seen so far) have valid names in strictly increasing order, so
+/// none appears twice.
+pub fn check_entries(tree: &ObjectId, before: Option<&[u8]>, entries: &[TreeEntry]) -> RepoResult<()> {
+    let mut prev = before;
+    for e in entries {
+        if !valid_entry_name(&e.name) || prev.is_some_and(|p| p >= e.name.as_slice()) {
+            return Err(RepoError::Invalid(format!("tree {tree} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name))));
+        }
+        prev = Some(&e.name);
+    }
+    Ok(())
+}
+
+/// `read_dir` over any source of tree nodes, with [`check_entries`].
 pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
     let mut out: Vec<TreeEntry> = Vec::new();
     let mut stack = vec![*tree];
     while let Some(id) = stack.pop() {
         match read(&id)? {
             TreeNode::Leaf(entries) => {
-                for e in entries {
-                    if !valid_entry_name(&e.name) || out.last().is_some_and(|prev| prev.name >= e.name) {
-                        return Err(RepoError::Invalid(format!("tree {tree} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name))));
-                    }
-                    out.push(e);
-                }
+                check_entries(tree, out.last().map(|e| e.name.as_slice()), &entries)?;
+                out.extend(entries);
             }
             TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
         }

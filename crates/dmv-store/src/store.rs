@@ -210,11 +210,8 @@ impl Store {
     /// An object as stored, verified; for sending it elsewhere.
     pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
         let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        let file = self.pack_file(&loc.pack)?;
-        let name = pack_file_name(&loc.pack);
-        let e = loc.entry;
-        let obj = StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload: pack::read_stored_record(&file, &name, &e)? };
-        obj.content().map_err(|detail| StoreError::DamagedObject { id: e.id, pack: name, detail })?;
+        let obj = self.read_stored_unverified(&loc)?;
+        obj.content().map_err(|detail| StoreError::DamagedObject { id: *id, pack: pack_file_name(&loc.pack), detail })?;
         Ok(obj)
     }
 

@@ -46,9 +46,7 @@ fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResult<Vec<Edge
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
             TreeNode::Leaf(entries) => {
                 // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
-                if let Some(bad) = entries.iter().enumerate().find(|(i, e)| !dmv_repo::tree::valid_entry_name(&e.name) || (*i > 0 && entries[i - 1].name >= e.name)) {
-                    return Err(SyncError::Protocol(format!("received tree {id} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&bad.1.name))));
-                }
+                dmv_repo::tree::check_entries(id, None, &entries).map_err(|e| SyncError::Protocol(format!("received {e}")))?;
                 entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size }).collect()
             }
             TreeNode::Inner { children, .. } => children.into_iter().map(|c| other(c.id, c.size)).collect(),
