@@ -32,38 +32,6 @@ fn s3_traced(minio: &Minio, dir: &Path, args: &[&str]) -> (Output, u64, u64) {
     traced(dir, args, |c| minio.env(c))
 }
 
-/// Every regular file and symlink under `root` (without `.dmv`), with its bytes or target.
-fn snapshot(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            if rel == ".dmv" {
-                continue;
-            }
-            let meta = std::fs::symlink_metadata(&p).unwrap();
-            if meta.file_type().is_symlink() {
-                out.insert(rel, (std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes(), false));
-            } else if meta.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(rel, (std::fs::read(&p).unwrap(), meta.permissions().mode() & 0o111 != 0));
-            }
-        }
-    }
-    out
-}
-
-fn assert_same_tree(a: &Path, b: &Path) {
-    let (sa, sb) = (snapshot(a), snapshot(b));
-    assert_eq!(sa.keys().collect::<Vec<_>>(), sb.keys().collect::<Vec<_>>(), "different files in {} and {}", a.display(), b.display());
-    for (k, v) in &sa {
-        assert!(sb[k] == *v, "{k} differs between {} and {}", a.display(), b.display());
-    }
-}
-
 fn is_pack_key(key: &str, ext: &str) -> bool {
     key.strip_prefix("packs/pack-").and_then(|k| k.strip_suffix(ext)).is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }

@@ -431,6 +431,19 @@ fn a_tree_with_a_name_leading_out_of_the_working_tree_is_refused() {
     }
 }
 
+/// Leaves the clone `b` of `a` as a kill during its checkout would: the
+/// marker and the files, no dirstate, no branch.
+fn stop_as_if_killed_during_checkout(a: &Path, b: &Path) {
+    std::fs::remove_file(b.join(".dmv/dirstate")).unwrap();
+    let mut del = dmv_cmd(b);
+    del.args(["update-ref", "--stdin"]).stdin(std::process::Stdio::piped());
+    let mut child = del.spawn().unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"delete refs/heads/main\n").unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    std::fs::write(b.join(".dmv/clone-in-progress"), format!("{}\n", a.canonicalize().unwrap().display())).unwrap();
+}
+
 /// A clone stopped during its checkout (files in place, no dirstate, no
 /// branch yet) resumes: the files already right are kept, a file cut short
 /// is written again, and the result is a clean clone.
@@ -447,15 +460,7 @@ fn a_clone_stopped_during_its_checkout_resumes() {
     commit_all(&a, "reel and notes");
     dmv(t, &["clone", "a", "b"]);
     let b = t.join("b");
-    // The state a kill during the checkout leaves: marker, files, nothing else.
-    std::fs::remove_file(b.join(".dmv/dirstate")).unwrap();
-    let mut del = dmv_cmd(&b);
-    del.args(["update-ref", "--stdin"]).stdin(std::process::Stdio::piped());
-    let mut child = del.spawn().unwrap();
-    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"delete refs/heads/main\n").unwrap();
-    drop(child.stdin.take());
-    assert!(child.wait().unwrap().success());
-    std::fs::write(b.join(".dmv/clone-in-progress"), format!("{}\n", a.canonicalize().unwrap().display())).unwrap();
+    stop_as_if_killed_during_checkout(&a, &b);
     std::fs::OpenOptions::new().write(true).open(b.join("reel.mov")).unwrap().set_len(2 * MIB).unwrap();
     std::fs::write(b.join("note7.txt"), "cut").unwrap();
 
@@ -467,4 +472,79 @@ fn a_clone_stopped_during_its_checkout_resumes() {
     assert!(dmv(&b, &["status", "--short"]).is_empty(), "the resumed clone is clean");
     assert!(!b.join(".dmv/clone-in-progress").exists());
     fsck_clean(&b);
+}
+
+/// A clone of many files in nested directories (written on several threads,
+/// each taking whole directories): every file, symlink, exec bit and empty
+/// file arrives exactly, and nothing else.
+#[test]
+fn a_clone_of_many_files_in_nested_directories_is_exact() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    for i in 0..40 {
+        std::fs::write(a.join(format!("note{i}.txt")), format!("note {i}\n")).unwrap();
+    }
+    for d in 0..8 {
+        // Files of one directory on both sides of a subdirectory in tree order.
+        std::fs::create_dir_all(a.join(format!("d{d}/m/deeper"))).unwrap();
+        for i in 0..60 {
+            std::fs::write(a.join(format!("d{d}/{}{i}", if i % 2 == 0 { "a" } else { "z" })), format!("{d}/{i}\n")).unwrap();
+            std::fs::write(a.join(format!("d{d}/m/deeper/g{i}")), format!("deeper {d}/{i}\n")).unwrap();
+        }
+        std::fs::write(a.join(format!("d{d}/run.sh")), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(a.join(format!("d{d}/run.sh")), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(a.join(format!("d{d}/m/empty")), "").unwrap();
+        std::os::unix::fs::symlink("../a0", a.join(format!("d{d}/m/link"))).unwrap();
+    }
+    write_noise(&a.join("d3/m/deeper/take.mov"), 3 * MIB, 61);
+    commit_all(&a, "many");
+    dmv(t, &["clone", "a", "b"]);
+    let b = t.join("b");
+    assert_eq!(snapshot(&b).len(), 40 + 8 * (120 + 3) + 1);
+    assert_same_tree(&a, &b);
+    assert!(dmv(&b, &["status", "--short"]).is_empty());
+    fsck_clean(&b);
+}
+
+/// A checkout that meets a damaged chunk halfway through many files stops
+/// with one line naming the object, whichever thread met it.
+#[test]
+fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    for i in 0..600 {
+        std::fs::create_dir_all(a.join(format!("d{}", i / 100))).unwrap();
+        std::fs::write(a.join(format!("d{}/f{i}", i / 100)), format!("file number {i} with some words to fill it\n")).unwrap();
+    }
+    commit_all(&a, "many");
+    dmv(t, &["clone", "a", "b"]);
+    let b = t.join("b");
+    stop_as_if_killed_during_checkout(&a, &b);
+    for entry in std::fs::read_dir(&b).unwrap() {
+        let p = entry.unwrap().path();
+        if p.file_name().unwrap() != ".dmv" {
+            std::fs::remove_dir_all(p).unwrap();
+        }
+    }
+    // Damage the stored copy of one file of the middle directory.
+    let needle = b"file number 345 with some words";
+    let pack = std::fs::read_dir(b.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).find(|p| {
+        p.extension().is_some_and(|e| e == "pack") && std::fs::read(p).unwrap().windows(needle.len()).any(|w| w == needle)
+    });
+    let pack = pack.expect("small files are stored uncompressed here");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let at = bytes.windows(needle.len()).position(|w| w == needle).unwrap();
+    bytes[at] ^= 0x40;
+    std::fs::write(&pack, bytes).unwrap();
+
+    let out = dmv_out(t, &["clone", "a", "b"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    let errors: Vec<String> = stderr(&out).lines().filter(|l| l.starts_with("dmv: ")).map(String::from).collect();
+    assert!(errors.len() == 1 && errors[0].contains("does not hash to its id"), "{}", stderr(&out));
+    assert!(!b.join("d3/f345").exists(), "a damaged file must not be written out");
 }

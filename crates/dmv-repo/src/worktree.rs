@@ -5,7 +5,8 @@ use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 
 use dmv_store::object::EntryKind;
 use dmv_store::{hash_file, IngestSource, ObjectId, ObjectKind};
@@ -387,7 +388,9 @@ impl Repository {
         if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             std::fs::remove_dir_all(&path).at(&path)?;
         }
-        let tmp = parent.join(format!("{TEMP_PREFIX}{}-{}", std::process::id(), e.id.short()));
+        // Unique per call: checkout writes from several threads at once.
+        static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+        let tmp = parent.join(format!("{TEMP_PREFIX}{}-{}-{}", std::process::id(), NEXT_TEMP.fetch_add(1, Ordering::Relaxed), e.id.short()));
         let _ = std::fs::remove_file(&tmp);
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
@@ -540,7 +543,6 @@ impl Repository {
         // receiving (a clone, or a switch from an empty branch): files are
         // created under their own names.
         let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
-        let mut dirs_made = HashSet::new();
         let mut new_ds = ds;
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
             let abs = self.abs_path(&c.path);
@@ -551,22 +553,112 @@ impl Repository {
             }
             new_ds.entries.remove(&c.path);
         }
+        let mut to_write = Vec::new();
         for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
             let Some(e) = c.new else { continue };
             if early(c) {
                 let (_, meta) = &written[&c.path];
                 new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
-                continue;
+            } else {
+                to_write.push((c.path.as_slice(), e));
             }
-            let meta = match into_empty {
-                true => self.write_new_entry(&c.path, &e, &mut dirs_made)?,
-                false => self.write_entry(&c.path, &e)?,
-            };
-            new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+        }
+        let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
+            new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
             done += e.size;
             progress(done, total);
+        };
+        if into_empty {
+            self.write_new_entries(&to_write, &mut record)?;
+        } else {
+            for (rel, e) in &to_write {
+                let meta = self.write_entry(rel, e)?;
+                record(rel, e, &meta);
+            }
         }
         self.save_dirstate(&new_ds)
+    }
+
+    /// `write_new_entry` for many files, on several threads when there are
+    /// enough of them: creating a file is mostly kernel time (its directory
+    /// is searched twice, a page is allocated for its content), and two
+    /// threads creating files in different directories do not wait for each
+    /// other. Each thread takes whole runs of files of one directory, in tree
+    /// order. `record` is called on this thread, once per file written.
+    fn write_new_entries(&self, entries: &[(&[u8], FlatEntry)], record: &mut dyn FnMut(&[u8], &FlatEntry, &Metadata)) -> RepoResult<()> {
+        const PARALLEL_FROM: usize = 256;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        if threads == 1 || entries.len() < PARALLEL_FROM {
+            let mut dirs_made = HashSet::new();
+            for (rel, e) in entries {
+                let meta = self.write_new_entry(rel, e, &mut dirs_made)?;
+                record(rel, e, &meta);
+            }
+            return Ok(());
+        }
+        fn parent(rel: &[u8]) -> &[u8] {
+            &rel[..rel.iter().rposition(|&b| b == b'/').unwrap_or(0)]
+        }
+        let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+        for (i, (rel, _)) in entries.iter().enumerate() {
+            match runs.last_mut() {
+                Some(run) if parent(entries[run.start].0) == parent(rel) => run.end = i + 1,
+                _ => runs.push(i..i + 1),
+            }
+        }
+        let next_run = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        // Results go to this thread in batches: a message per file would
+        // cost more in wake-ups than the file itself.
+        const BATCH_FILES: usize = 256;
+        const BATCH_BYTES: u64 = 16 << 20;
+        let (tx, rx) = mpsc::sync_channel::<(Vec<(usize, Metadata)>, Option<RepoError>)>(16);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                let tx = tx.clone();
+                let (runs, next_run, stop) = (&runs, &next_run, &stop);
+                scope.spawn(move || {
+                    let mut dirs_made = HashSet::new();
+                    let (mut batch, mut batch_bytes) = (Vec::new(), 0);
+                    while let Some(run) = runs.get(next_run.fetch_add(1, Ordering::Relaxed)) {
+                        for i in run.clone() {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            let (rel, e) = &entries[i];
+                            match self.write_new_entry(rel, e, &mut dirs_made) {
+                                Ok(meta) => batch.push((i, meta)),
+                                Err(err) => {
+                                    stop.store(true, Ordering::Relaxed);
+                                    let _ = tx.send((batch, Some(err)));
+                                    return;
+                                }
+                            }
+                            batch_bytes += e.size;
+                            if batch.len() == BATCH_FILES || batch_bytes >= BATCH_BYTES {
+                                if tx.send((std::mem::take(&mut batch), None)).is_err() {
+                                    return;
+                                }
+                                batch_bytes = 0;
+                            }
+                        }
+                    }
+                    let _ = tx.send((batch, None));
+                });
+            }
+            drop(tx);
+            let mut first_error = None;
+            for (batch, err) in rx {
+                for (i, meta) in batch {
+                    record(entries[i].0, &entries[i].1, &meta);
+                }
+                if let Some(err) = err {
+                    stop.store(true, Ordering::Relaxed);
+                    first_error.get_or_insert(err);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        })
     }
 
     /// `restore`: worktree files from the dirstate (or `source`), or with

@@ -1,5 +1,7 @@
 //! Helpers shared by the tests of replicas (sync and object storage).
 
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
@@ -43,4 +45,36 @@ pub fn one_line_error(out: &Output) -> String {
     assert_eq!(lines.len(), 1, "expected one line: {err}");
     assert!(lines[0].starts_with("dmv: "), "{err}");
     lines[0].to_string()
+}
+
+/// Every regular file and symlink under `root` (without `.dmv`), with its bytes or target.
+pub fn snapshot(root: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".dmv" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                out.insert(rel, (std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes(), false));
+            } else if meta.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel, (std::fs::read(&p).unwrap(), meta.permissions().mode() & 0o111 != 0));
+            }
+        }
+    }
+    out
+}
+
+pub fn assert_same_tree(a: &Path, b: &Path) {
+    let (sa, sb) = (snapshot(a), snapshot(b));
+    assert_eq!(sa.keys().collect::<Vec<_>>(), sb.keys().collect::<Vec<_>>(), "different files in {} and {}", a.display(), b.display());
+    for (k, v) in &sa {
+        assert!(sb[k] == *v, "{k} differs between {} and {}", a.display(), b.display());
+    }
 }
