@@ -68,6 +68,34 @@ fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
     }
 }
 
+/// With AES instructions and no cipher configured, an ssh remote asks for
+/// AES-GCM first (ssh's CPU is what limits a fast link); a cipher the user
+/// chose (here with `-c`, as ssh_config would) is kept.
+#[test]
+fn ssh_prefers_aes_gcm_unless_a_cipher_is_configured() {
+    let sshd = Sshd::start();
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("note.txt"), "hello\n").unwrap();
+    commit_all(&a, "one");
+    let cipher_of_clone = |dest: &str, extra: &str| {
+        let log = t.join(format!("{dest}.ssh.log"));
+        let ssh = format!("{} -E {} {extra}", sshd.ssh_command().replace("LogLevel=ERROR", "LogLevel=DEBUG1"), log.display());
+        let out = dmv_cmd(t).args(["clone", &sshd.url(&a), dest]).env("DMV_REMOTE_DMV", bin()).env("DMV_SSH", ssh).output().unwrap();
+        ok(&out);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let line = text.lines().find(|l| l.contains("kex: server->client cipher:")).unwrap_or_else(|| panic!("no cipher in {text}"));
+        line.split("cipher: ").nth(1).unwrap().split_whitespace().next().unwrap().to_string()
+    };
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let has = |f: &str| flags.lines().any(|l| (l.starts_with("flags") || l.starts_with("Features")) && l.split_whitespace().any(|w| w == f));
+    let aes = (has("aes") && (has("pclmulqdq") || has("pmull"))).then_some("aes128-gcm@openssh.com");
+    assert_eq!(cipher_of_clone("b", ""), aes.unwrap_or("chacha20-poly1305@openssh.com"));
+    assert_eq!(cipher_of_clone("c", "-c aes256-ctr"), "aes256-ctr");
+}
+
 #[test]
 fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
     let sshd = Sshd::start();

@@ -11,6 +11,7 @@ pub mod protocol;
 mod remote;
 pub mod server;
 mod serve;
+mod ssh;
 mod stdio;
 mod transfer;
 

@@ -6,7 +6,7 @@ use std::process::Command;
 use crate::bucket_remote::BucketRemote;
 use crate::client::{Client, Remote};
 use crate::http_client::HttpWire;
-use crate::stdio::{shell_quote, StdioWire};
+use crate::stdio::StdioWire;
 use crate::{SyncError, SyncResult};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,20 +87,8 @@ impl RemoteSpec {
                 Box::new(StdioWire::spawn(cmd, &self.url)?)
             }
             Transport::Ssh { user, host, port, path } => {
-                let ssh = std::env::var("DMV_SSH").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "ssh".into());
-                let mut words = ssh.split_whitespace();
-                let mut cmd = Command::new(words.next().unwrap_or("ssh"));
-                cmd.args(words);
-                if let Some(p) = port {
-                    cmd.arg("-p").arg(p.to_string());
-                }
-                cmd.arg(match user {
-                    Some(u) => format!("{u}@{host}"),
-                    None => host.clone(),
-                });
                 let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
-                cmd.arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
-                Box::new(StdioWire::spawn(cmd, &self.url)?)
+                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url)?)
             }
             Transport::Http { base } => {
                 let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
