@@ -427,8 +427,9 @@ def sync_section(ix, mode, cfg):
            "machine; clone that repository into a fresh directory. The clone checks the files out and is "
            "then compared with the source, file by file (untimed). ssh: a real OpenSSH sshd on 127.0.0.1 "
            "with its own keys, reached by the tool's own `ssh` client (`DMV_SSH`, `GIT_SSH_COMMAND`) with no "
-           "ssh_config; git and tar get ssh's default cipher (ChaCha20), DMV asks for AES-GCM first on a CPU "
-           "with AES instructions (docs/protocol.md; this moves the same bytes with about half ssh's CPU); HTTP: `dmv serve` (plain HTTP, a fresh server per step). git over HTTP is "
+           "ssh_config; git gets ssh's default cipher (ChaCha20); DMV asks for AES-GCM first on a CPU with AES "
+           "instructions (docs/protocol.md; this moves the same bytes with about half ssh's CPU), and so does "
+           "tar over ssh from run 2026-11-23T161643-full on (before it, tar got ChaCha20); HTTP: `dmv serve` (plain HTTP, a fresh server per step). git over HTTP is "
            "not measured (it needs a web server running git-http-backend). `tar over ssh` is the floor of "
            "the ssh transport: the work tree as one tar stream through the same ssh, no version control. "
            "`peer/dmv` above 1: DMV is faster. MB/s: 10^6 bytes of file content per second of wall time.", "",
