@@ -210,16 +210,37 @@ impl Store {
     /// An object as stored, verified; for sending it elsewhere.
     pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
         let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        let obj = self.read_stored_unverified(&loc)?;
-        obj.content().map_err(|detail| StoreError::DamagedObject { id: *id, pack: pack_file_name(&loc.pack), detail })?;
+        self.read_stored_at(&loc)
+    }
+
+    /// [`Store::read_stored`] of an object already located.
+    pub fn read_stored_at(&self, loc: &Located) -> StoreResult<StoredObject> {
+        let obj = self.read_stored_unverified(loc)?;
+        obj.content().map_err(|detail| StoreError::DamagedObject { id: loc.entry.id, pack: pack_file_name(&loc.pack), detail })?;
         Ok(obj)
     }
 
-    /// Asks the kernel to start reading these records (a batch about to be
-    /// read one by one) in the background, a contiguous span per request:
-    /// reading a cold pack record by record otherwise waits for the disk a
-    /// small read-ahead at a time. Only a hint; errors are ignored.
-    pub fn prefetch(&self, records: &[Located]) {
+    /// For records read one by one in order (a transfer sending them): call
+    /// before reading `records[i]`. Every `READ_AHEAD` records it asks the
+    /// kernel for the next window (at the start, for the first two), so the
+    /// disk reads one window while the one before it is sent.
+    pub fn read_ahead(&self, records: &[Located], i: usize) {
+        const READ_AHEAD: usize = 128; // ~8 MiB of chunks
+        if i % READ_AHEAD != 0 {
+            return;
+        }
+        let window = |k: usize| &records[(k * READ_AHEAD).min(records.len())..((k + 1) * READ_AHEAD).min(records.len())];
+        if i == 0 {
+            self.prefetch(window(0));
+        }
+        self.prefetch(window(i / READ_AHEAD + 1));
+    }
+
+    /// Asks the kernel to start reading these records in the background, a
+    /// contiguous span per request: reading a cold pack record by record
+    /// otherwise waits for the disk a small read-ahead at a time. Only a
+    /// hint; errors are ignored.
+    fn prefetch(&self, records: &[Located]) {
         use std::os::unix::io::AsRawFd;
         let mut spans: Vec<(ObjectId, u64, u64)> = records.iter().map(|l| (l.pack, l.entry.offset, l.entry.offset + l.entry.record_len() as u64)).collect();
         spans.sort_unstable();

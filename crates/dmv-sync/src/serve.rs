@@ -15,9 +15,6 @@ use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, WireRefUpdate, VERSION};
 use crate::{SyncError, SyncResult};
 
-/// Records of a `Get` answer read ahead at a time (~8 MiB of chunks).
-const READ_AHEAD_RECORDS: usize = 128;
-
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
 pub fn server_version() -> u32 {
@@ -117,18 +114,13 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
         }
         Request::Get { ids, chunks } => {
             let found = ids.iter().map(|id| store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })).collect::<Result<Vec<_>, _>>()?;
-            // The disk reads the next window while this one is sent.
             let sent: Vec<_> = found.iter().filter(|l| chunks || l.entry.kind != ObjectKind::Chunk).copied().collect();
-            let window = |k: usize| &sent[(k * READ_AHEAD_RECORDS).min(sent.len())..((k + 1) * READ_AHEAD_RECORDS).min(sent.len())];
-            store.prefetch(window(0));
             let mut sent_so_far = 0;
             for (id, loc) in ids.iter().zip(&found) {
                 if !chunks && loc.entry.kind == ObjectKind::Chunk {
                     out.chunk_stub(id, loc.entry.raw_len).map_err(io_lost)?;
                 } else {
-                    if sent_so_far % READ_AHEAD_RECORDS == 0 {
-                        store.prefetch(window(sent_so_far / READ_AHEAD_RECORDS + 1));
-                    }
+                    store.read_ahead(&sent, sent_so_far);
                     sent_so_far += 1;
                     out.object(&store.read_stored_unverified(loc)?).map_err(io_lost)?;
                 }
