@@ -210,13 +210,8 @@ impl Store {
     /// An object as stored, verified; for sending it elsewhere.
     pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
         let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        self.read_stored_at(&loc)
-    }
-
-    /// [`Store::read_stored`] of an object already located.
-    pub fn read_stored_at(&self, loc: &Located) -> StoreResult<StoredObject> {
-        let obj = self.read_stored_unverified(loc)?;
-        obj.content().map_err(|detail| StoreError::DamagedObject { id: loc.entry.id, pack: pack_file_name(&loc.pack), detail })?;
+        let obj = self.read_stored_unverified(&loc)?;
+        obj.content().map_err(|detail| StoreError::DamagedObject { id: *id, pack: pack_file_name(&loc.pack), detail })?;
         Ok(obj)
     }
 
@@ -240,7 +235,7 @@ impl Store {
     /// contiguous span per request: reading a cold pack record by record
     /// otherwise waits for the disk a small read-ahead at a time. Only a
     /// hint; errors are ignored.
-    fn prefetch(&self, records: &[Located]) {
+    pub fn prefetch(&self, records: &[Located]) {
         use std::os::unix::io::AsRawFd;
         let mut spans: Vec<(ObjectId, u64, u64)> = records.iter().map(|l| (l.pack, l.entry.offset, l.entry.offset + l.entry.record_len() as u64)).collect();
         spans.sort_unstable();

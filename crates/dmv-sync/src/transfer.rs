@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use dmv_repo::store::object::{decode, EntryKind, FileNode, TreeNode};
-use dmv_repo::store::{Located, ObjectId, ObjectKind, StoredObject};
+use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::{EarlyCheckout, Repository};
 
 use crate::client::{Received, Remote};
@@ -210,6 +210,9 @@ pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], pro
     Ok(stats)
 }
 
+/// Chunks a push asks the kernel to read ahead at a time (~8 MiB).
+const PREFETCH_CHUNKS: usize = 128;
+
 /// One ref a push sets on the remote.
 #[derive(Clone, Debug)]
 pub struct PushRef {
@@ -244,7 +247,7 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
     let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
-    let mut missing_chunks: Vec<Located> = Vec::new();
+    let mut missing_chunks: Vec<(ObjectId, u64)> = Vec::new();
     let mut level = commits;
     while !level.is_empty() {
         let present = client.has(&level)?;
@@ -255,7 +258,7 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
             }
             let (kind, content) = store.read(id)?;
             if kind == ObjectKind::Chunk {
-                missing_chunks.push(store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?);
+                missing_chunks.push((*id, content.len() as u64));
                 continue;
             }
             let mut kids = Vec::new();
@@ -278,19 +281,28 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
     let present = client.has(&chunk_candidates)?;
     for (id, there) in chunk_candidates.iter().zip(present) {
         if !there {
-            missing_chunks.push(store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?);
+            let size = store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?.entry.raw_len as u64;
+            missing_chunks.push((*id, size));
         }
     }
 
     let order = children_first(&graph);
     if !missing_chunks.is_empty() || !order.is_empty() {
-        let total: u64 = missing_chunks.iter().map(|l| l.entry.raw_len as u64).sum();
+        let total: u64 = missing_chunks.iter().map(|(_, s)| s).sum();
         let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
             let mut done = 0;
-            for (i, loc) in missing_chunks.iter().enumerate() {
-                store.read_ahead(&missing_chunks, i);
-                send(&store.read_stored_at(loc)?)?;
-                done += loc.entry.raw_len as u64;
+            // The disk reads the next window while this one is sent.
+            let prefetch = |from: usize| {
+                let window = missing_chunks.iter().skip(from).take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
+                store.prefetch(&window.collect::<Vec<_>>());
+            };
+            prefetch(0);
+            for (i, (id, size)) in missing_chunks.iter().enumerate() {
+                if i % PREFETCH_CHUNKS == 0 {
+                    prefetch(i + PREFETCH_CHUNKS);
+                }
+                send(&store.read_stored(id)?)?;
+                done += size;
                 progress(done, total);
             }
             for id in &order {
