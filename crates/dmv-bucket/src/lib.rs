@@ -20,7 +20,7 @@ mod ranges;
 mod refs;
 pub mod trace;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +55,15 @@ const MAX_READ_GAP: u64 = 256 << 10;
 const MAX_READ_LEN: u64 = 4 << 20;
 /// Reading or swapping the ref table gives up after losing this many races in a row.
 const MAX_SWAP_ATTEMPTS: u32 = 30;
+/// The largest objects read whole from a bucket: what the bucket says it
+/// holds is checked against these before anything is downloaded, so a
+/// damaged or hostile bucket cannot make a client hold gigabytes. The config
+/// is a few hundred bytes; the ref table ~80 bytes per ref (1.6 million refs);
+/// a pack index 56 bytes per object of a pack of at most `PACK_SIZE` plus
+/// one object, each object at least a 44-byte record header (~90 MiB).
+const MAX_CONFIG_SIZE: u64 = 1 << 20;
+const MAX_REF_TABLE_SIZE: u64 = 128 << 20;
+const MAX_INDEX_SIZE: u64 = 256 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BucketError {
@@ -287,7 +296,7 @@ impl Bucket {
     pub fn refresh(&self) -> BucketResult<()> {
         let listed = self.runtime.block_on(async {
             let entries = self.op.list_with(PACKS_PREFIX).await.map_err(|e| self.classify(e, "listing packs"))?;
-            Ok::<_, BucketError>(entries.into_iter().filter_map(|e| pack_of_index_name(e.name())).collect::<HashSet<ObjectId>>())
+            Ok::<_, BucketError>(entries.into_iter().filter_map(|e| Some((pack_of_index_name(e.name())?, e.metadata().content_length()))).collect::<HashMap<ObjectId, u64>>())
         })?;
         let packs_dir = self.cache.packs_dir().to_path_buf();
         let mut cached = HashSet::new();
@@ -295,7 +304,7 @@ impl Bucket {
         for entry in std::fs::read_dir(&packs_dir).map_err(|e| BucketError::Invalid(format!("{}: {e}", packs_dir.display())))? {
             let Ok(entry) = entry else { continue };
             let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else { continue };
-            if listed.contains(&pack) {
+            if listed.contains_key(&pack) {
                 cached.insert(pack);
             } else {
                 // Gone from the bucket: the mirror must never claim what the bucket lacks.
@@ -306,13 +315,24 @@ impl Bucket {
         if forgot {
             let _ = std::fs::remove_file(packs_dir.join(dmv_store::MULTI_PACK_INDEX));
         }
-        let missing: Vec<ObjectId> = listed.difference(&cached).copied().collect();
+        let missing: Vec<(ObjectId, u64)> = listed.into_iter().filter(|(pack, _)| !cached.contains(pack)).collect();
+        for (pack, len) in &missing {
+            if *len > MAX_INDEX_SIZE {
+                let detail = format!("{PACKS_PREFIX}{} is {len} bytes, more than a pack index can be ({} MiB)", index_file_name(pack), MAX_INDEX_SIZE >> 20);
+                return Err(BucketError::Damaged { url: self.url.clone(), detail });
+            }
+        }
         self.runtime.block_on(async {
-            let mut downloads = futures_util::stream::iter(missing.into_iter().map(|pack| {
+            let mut downloads = futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
                 let op = self.op.clone();
                 async move {
                     let key = format!("{PACKS_PREFIX}{}", index_file_name(&pack));
-                    (pack, key.clone(), op.read(&key).await)
+                    // The listed length bounds the read (an index is never replaced).
+                    let got = match len {
+                        0 => Ok(opendal::Buffer::new()),
+                        _ => op.read_with(&key).range(0..len).await,
+                    };
+                    (pack, key, got)
                 }
             }))
             .buffer_unordered(READ_CONCURRENCY);
@@ -441,6 +461,10 @@ impl Bucket {
         self.runtime.block_on(async {
             for _ in 0..MAX_SWAP_ATTEMPTS {
                 let etag = match self.op.stat(REFS_KEY).await {
+                    Ok(meta) if meta.content_length() > MAX_REF_TABLE_SIZE => {
+                        let detail = format!("{REFS_KEY} is {} bytes, more than a ref table can be ({} MiB)", meta.content_length(), MAX_REF_TABLE_SIZE >> 20);
+                        return Err(BucketError::Damaged { url: self.url.clone(), detail });
+                    }
                     Ok(meta) => meta.etag().map(str::to_string),
                     Err(e) if e.kind() == ErrorKind::NotFound => return Ok(RefSnapshot::default()),
                     Err(e) => return Err(self.classify(e, "reading refs")),
@@ -616,7 +640,16 @@ fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operato
 async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
     let not_repo = |detail: String| BucketError::NotARepository { url: url.to_string(), detail };
     loop {
-        match op.read(CONFIG_KEY).await {
+        let read = match op.stat(CONFIG_KEY).await {
+            Ok(meta) if meta.content_length() > MAX_CONFIG_SIZE => {
+                return Err(not_repo(format!("{CONFIG_KEY} is {} bytes, more than a DMV repository config can be", meta.content_length())));
+            }
+            Ok(meta) if meta.content_length() == 0 => Ok(opendal::Buffer::new()),
+            // The config is written once (if absent) and never replaced: its length bounds the read.
+            Ok(meta) => op.read_with(CONFIG_KEY).range(0..meta.content_length()).await,
+            Err(e) => Err(e),
+        };
+        match read {
             Ok(bytes) => {
                 let bytes = bytes.to_vec();
                 trace::count_received(bytes.len() as u64);

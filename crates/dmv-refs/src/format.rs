@@ -233,4 +233,34 @@ mod tests {
         assert_eq!(e.message, "msg\nline");
         assert!(decode_log(&k, &v[..v.len() - 1]).is_err());
     }
+
+    proptest::proptest! {
+        /// Record parsers take any bytes: an error, never a panic, and a
+        /// declared text length never sizes a buffer past the value's bytes.
+        #[test]
+        fn parsers_never_panic(key in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48), value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..160), vtype in 0u8..6) {
+            let _ = parse_log_key(&key);
+            let _ = parse_ref_key(&key);
+            let _ = decode_ref(vtype, &value);
+            let mut pos = 0;
+            let _ = get_varint(&value, &mut pos);
+            let mut log_key_bytes = Vec::new();
+            log_key("r", 1, &mut log_key_bytes);
+            let _ = decode_log(&key, &value);
+            let _ = decode_log(&log_key_bytes, &value);
+        }
+
+        #[test]
+        fn declared_text_lengths_are_checked(declared in proptest::prelude::any::<u64>(), have in 0usize..64) {
+            let mut k = Vec::new();
+            log_key("a", 3, &mut k);
+            let mut v = vec![0u8];
+            v.extend_from_slice(&[0; 10]);
+            put_varint(&mut v, declared);
+            v.extend(std::iter::repeat_n(b'w', have));
+            put_varint(&mut v, 0);
+            let ok = decode_log(&k, &v).is_ok();
+            proptest::prop_assert_eq!(ok, declared == have as u64);
+        }
+    }
 }

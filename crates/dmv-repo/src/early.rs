@@ -20,8 +20,8 @@ use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeNode};
-use dmv_store::{FileWriter, ObjectId, ObjectKind};
+use dmv_store::object::{decode, ChunkWalk, Commit, EntryKind, FileNode, TreeNode};
+use dmv_store::{FileWriter, ObjectId, ObjectKind, StoreError};
 
 use crate::tree::{flatten_with, FlatEntry};
 use crate::{RepoError, RepoResult, Repository};
@@ -213,18 +213,18 @@ fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind
 }
 
 /// The chunk ids of a file's content, in order; false when a node is unknown
-/// or there are too many to plan.
+/// or malformed (a child not one level below its parent), or there are too
+/// many to plan. Iterative, so a hostile chain of nodes cannot exhaust the stack.
 fn chunks_of(lookup: &Lookup<'_>, id: &ObjectId, out: &mut Vec<ObjectId>) -> bool {
     let Some(node) = read::<FileNode>(lookup, id, ObjectKind::FileNode) else { return false };
-    for e in node.entries {
-        if out.len() >= MAX_PLACEMENTS {
-            return false;
-        }
-        if node.level == 0 {
-            out.push(e.id);
-        } else if !chunks_of(lookup, &e.id, out) {
-            return false;
+    let mut walk = ChunkWalk::new(*id, node);
+    let mut read_node = |id: &ObjectId| read::<FileNode>(lookup, id, ObjectKind::FileNode).ok_or(StoreError::NotFound { id: *id });
+    loop {
+        match walk.next_chunk(&mut read_node) {
+            Ok(Some(_)) if out.len() >= MAX_PLACEMENTS => return false,
+            Ok(Some(chunk)) => out.push(chunk.id),
+            Ok(None) => return true,
+            Err(_) => return false,
         }
     }
-    true
 }

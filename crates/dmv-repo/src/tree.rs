@@ -18,6 +18,17 @@ pub struct FlatEntry {
 /// Every non-directory entry of a tree, by full path ('/'-separated bytes).
 pub type FlatTree = BTreeMap<Vec<u8>, FlatEntry>;
 
+/// The most directories a path may nest (so at most this many `/` in a
+/// path). Trees come from other replicas too: deeper ones are refused as
+/// malformed, so no walk is as deep as a hostile replica would like. Every
+/// walk here is iterative besides, and within one directory a node's
+/// children are exactly one level below it, so its nodes nest at most 256 deep.
+pub const MAX_PATH_DEPTH: usize = 4096;
+
+fn too_deep(tree: &ObjectId) -> RepoError {
+    RepoError::Invalid(format!("tree {tree} is malformed: its directories nest more than {MAX_PATH_DEPTH} deep"))
+}
+
 /// Whether a tree may name an entry so. Trees come from other replicas too:
 /// a name that is empty, `.` or `..`, holds a `/` or a NUL, or is `.dmv`
 /// (in any case) would make a checkout write outside its place, so a tree
@@ -45,17 +56,30 @@ pub fn check_entries(tree: &ObjectId, before: Option<&[u8]>, entries: &[TreeEntr
     Ok(())
 }
 
-/// `read_dir` over any source of tree nodes, with [`check_entries`].
+/// `read_dir` over any source of tree nodes, with [`check_entries`], and a
+/// check that each inner node's children are one level below it (level 0:
+/// leaves).
 pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
     let mut out: Vec<TreeEntry> = Vec::new();
-    let mut stack = vec![*tree];
-    while let Some(id) = stack.pop() {
-        match read(&id)? {
+    // Nodes to read, each with the level its parent says it has (none for the root).
+    let mut stack: Vec<(ObjectId, Option<u8>)> = vec![(*tree, None)];
+    while let Some((id, expected)) = stack.pop() {
+        let node = read(&id)?;
+        let level = match &node {
+            TreeNode::Leaf(_) => 0,
+            TreeNode::Inner { level, .. } => *level,
+        };
+        let inner_at_zero = matches!(node, TreeNode::Inner { level: 0, .. });
+        if inner_at_zero || expected.is_some_and(|e| e != level) {
+            let want = expected.map_or("a level above 0".to_string(), |e| format!("level {e}"));
+            return Err(RepoError::Invalid(format!("tree {tree} is malformed: its node {id} has level {level} where {want} belongs")));
+        }
+        match node {
             TreeNode::Leaf(entries) => {
                 check_entries(tree, out.last().map(|e| e.name.as_slice()), &entries)?;
                 out.extend(entries);
             }
-            TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
+            TreeNode::Inner { children, level } => stack.extend(children.iter().rev().map(|c| (c.id, Some(level - 1)))),
         }
     }
     Ok(out)
@@ -66,27 +90,31 @@ pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
 }
 
 /// `flatten` over any source of tree nodes (a clone plans with the ones
-/// still in flight).
+/// still in flight). Iterative; directories nesting deeper than
+/// [`MAX_PATH_DEPTH`] make the tree malformed.
 pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FlatTree> {
     let mut out = FlatTree::new();
-    flatten_into(read, tree, &[], &mut out)?;
-    Ok(out)
-}
-
-fn flatten_into(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, prefix: &[u8], out: &mut FlatTree) -> RepoResult<()> {
-    for e in read_dir_with(read, tree)? {
-        let mut path = prefix.to_vec();
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(&e.name);
-        if e.kind == EntryKind::Dir {
-            flatten_into(read, &e.id, &path, out)?;
-        } else {
-            out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
+    // Directories still to read: their tree, path and depth (the root is 0).
+    let mut pending: Vec<(ObjectId, Vec<u8>, usize)> = vec![(*tree, Vec::new(), 0)];
+    while let Some((dir, prefix, depth)) = pending.pop() {
+        for e in read_dir_with(read, &dir)? {
+            let mut path = Vec::with_capacity(prefix.len() + 1 + e.name.len());
+            path.extend_from_slice(&prefix);
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(&e.name);
+            if e.kind == EntryKind::Dir {
+                if depth >= MAX_PATH_DEPTH {
+                    return Err(too_deep(tree));
+                }
+                pending.push((e.id, path, depth + 1));
+            } else {
+                out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
+            }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Finds one path (file or directory) in a tree.
@@ -105,31 +133,55 @@ pub fn lookup(store: &Store, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<
 }
 
 /// Writes the trees for a flat map (sorted by path bytes) and returns the root.
+/// Iterative: the directories being built are a stack, innermost last (the
+/// items of one directory are contiguous, as sorted paths sharing a prefix
+/// are); a path nesting more than [`MAX_PATH_DEPTH`] directories is refused.
 pub fn build(session: &mut WriteSession<'_>, flat: &[(&[u8], FlatEntry)]) -> RepoResult<ObjectId> {
-    Ok(build_dir(session, flat, 0)?.0)
-}
-
-/// Builds the directory whose entries are `items` with `strip` bytes of prefix removed.
-fn build_dir(session: &mut WriteSession<'_>, items: &[(&[u8], FlatEntry)], strip: usize) -> RepoResult<(ObjectId, u64)> {
-    let mut entries: Vec<TreeEntry> = Vec::new();
-    let mut i = 0;
-    while i < items.len() {
-        let rest = &items[i].0[strip..];
-        match rest.iter().position(|b| *b == b'/') {
-            None => {
-                let e = items[i].1;
-                entries.push(TreeEntry { name: rest.to_vec(), kind: e.kind, id: e.id, size: e.size });
-                i += 1;
+    struct OpenDir {
+        name: Vec<u8>,
+        /// Length of `prefix` while this directory is open.
+        prefix_len: usize,
+        entries: Vec<TreeEntry>,
+    }
+    fn close(session: &mut WriteSession<'_>, open: &mut Vec<OpenDir>, prefix: &mut Vec<u8>) -> RepoResult<()> {
+        let Some(dir) = open.pop() else { return Ok(()) };
+        let (id, size) = write_dir(session, dir.entries)?;
+        if let Some(parent) = open.last_mut() {
+            prefix.truncate(parent.prefix_len);
+            parent.entries.push(TreeEntry { name: dir.name, kind: EntryKind::Dir, id, size });
+        }
+        Ok(())
+    }
+    let mut open = vec![OpenDir { name: Vec::new(), prefix_len: 0, entries: Vec::new() }];
+    // The innermost open directory's path with a trailing '/' (empty at the root).
+    let mut prefix: Vec<u8> = Vec::new();
+    for (path, e) in flat {
+        while open.len() > 1 && !path.starts_with(&prefix) {
+            close(session, &mut open, &mut prefix)?;
+        }
+        let mut start = prefix.len();
+        while let Some(slash) = path[start..].iter().position(|b| *b == b'/') {
+            if open.len() > MAX_PATH_DEPTH {
+                let shown = String::from_utf8_lossy(&path[..path.len().min(80)]).into_owned();
+                return Err(RepoError::Invalid(format!("path {shown}... nests more than {MAX_PATH_DEPTH} directories")));
             }
-            Some(slash) => {
-                let name = &rest[..slash + 1];
-                let end = i + items[i..].iter().take_while(|(p, _)| p[strip..].starts_with(name)).count();
-                let (id, size) = build_dir(session, &items[i..end], strip + slash + 1)?;
-                entries.push(TreeEntry { name: name[..slash].to_vec(), kind: EntryKind::Dir, id, size });
-                i = end;
-            }
+            prefix.extend_from_slice(&path[start..start + slash + 1]);
+            open.push(OpenDir { name: path[start..start + slash].to_vec(), prefix_len: prefix.len(), entries: Vec::new() });
+            start += slash + 1;
+        }
+        if let Some(dir) = open.last_mut() {
+            dir.entries.push(TreeEntry { name: path[start..].to_vec(), kind: e.kind, id: e.id, size: e.size });
         }
     }
+    while open.len() > 1 {
+        close(session, &mut open, &mut prefix)?;
+    }
+    let root = open.pop().map(|d| d.entries).unwrap_or_default();
+    Ok(write_dir(session, root)?.0)
+}
+
+/// Writes one directory's nodes; returns its id and the total size of its files.
+fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let total = entries.iter().map(|e| e.size).sum();
     let mut list = ListBuilder::<TreeList>::new();

@@ -13,6 +13,9 @@ pub struct ChunkParams {
     pub max: u32,
 }
 
+// Every chunk fits in one object: `validate` caps `max` at fastcdc's largest.
+const _: () = assert!(fastcdc::v2020::MAXIMUM_MAX as usize <= crate::object::MAX_OBJECT_SIZE);
+
 impl Default for ChunkParams {
     fn default() -> Self {
         ChunkParams { min: 16 * 1024, avg: 64 * 1024, max: 256 * 1024 }

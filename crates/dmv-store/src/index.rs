@@ -145,6 +145,7 @@ impl PackIndex {
             .and_then(|v| v.checked_add(FANOUT_LEN as u64))
             .and_then(|v| count.checked_mul(32 + ENTRY_LEN as u64).and_then(|c| v.checked_add(c)))
             .and_then(|v| v.checked_add(32));
+        // The counts must fit the file exactly before they size anything.
         if expected != Some(len as u64) {
             return Err(corrupt("size does not match its header"));
         }
@@ -219,17 +220,17 @@ impl PackIndex {
         let pack = *self.packs.get(pack_no).ok_or_else(|| corrupt("entry names a pack outside the pack table"))?;
         let kind = ObjectKind::from_u8(b[4]).ok_or_else(|| corrupt("entry has an unknown object kind"))?;
         let id = ObjectId::from_slice(self.id_at(i)).ok_or_else(|| corrupt("bad id"))?;
-        Ok(Located {
-            pack,
-            entry: Entry {
-                id,
-                kind,
-                compression: b[5],
-                offset: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
-                raw_len: u32::from_le_bytes(b[16..20].try_into().unwrap_or_default()),
-                stored_len: u32::from_le_bytes(b[20..24].try_into().unwrap_or_default()),
-            },
-        })
+        let entry = Entry {
+            id,
+            kind,
+            compression: b[5],
+            offset: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
+            raw_len: u32::from_le_bytes(b[16..20].try_into().unwrap_or_default()),
+            stored_len: u32::from_le_bytes(b[20..24].try_into().unwrap_or_default()),
+        };
+        // Lengths size the buffers a read allocates: never trust them past the largest object.
+        entry.check_lengths().map_err(|d| corrupt(&format!("entry for {id}: {d}")))?;
+        Ok(Located { pack, entry })
     }
 
     pub fn lookup(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
@@ -250,6 +251,10 @@ impl PackIndex {
             if self.id_at(i - 1) >= self.id_at(i) {
                 return Err(StoreError::CorruptFile { path: self.path.clone(), detail: "ids out of order".into() });
             }
+        }
+        // Every entry readable: pack number, kind and lengths in range.
+        for i in 0..self.count {
+            self.located_at(i)?;
         }
         Ok(())
     }

@@ -7,6 +7,21 @@ use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const FORMAT: u8 = 1;
 
+/// The largest object a repository holds, as stored and as content: twice the
+/// largest chunk FastCDC allows (16 MiB). Tree and file nodes stay far below it
+/// (nodes are split at 1024 and 256 items); only a huge commit message can
+/// reach it. Writers refuse larger objects, and every length read from a pack,
+/// an index or a peer is checked against it before it sizes an allocation.
+pub const MAX_OBJECT_SIZE: usize = 32 << 20;
+
+/// Why a declared object length cannot be right, if it cannot.
+pub fn check_object_len(what: &str, len: u64) -> Result<(), String> {
+    if len > MAX_OBJECT_SIZE as u64 {
+        return Err(format!("{what} of {len} bytes is larger than the largest object ({} MiB)", MAX_OBJECT_SIZE >> 20));
+    }
+    Ok(())
+}
+
 /// One entry of a file's chunk list: a chunk (level-0 node) or a child node,
 /// with the number of content bytes below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +35,46 @@ pub struct NodeEntry {
 pub struct FileNode {
     pub level: u8,
     pub entries: Vec<NodeEntry>,
+}
+
+/// Walks a file's node tree in content order without recursion, yielding its
+/// chunks. A node's children must be exactly one level below it (level 0
+/// lists chunks), so the walk holds at most 256 nodes whatever a damaged
+/// store or a hostile replica holds.
+pub struct ChunkWalk {
+    /// Per open node: its id, its level, and the entries not walked yet.
+    stack: Vec<(ObjectId, u8, std::vec::IntoIter<NodeEntry>)>,
+}
+
+impl ChunkWalk {
+    pub fn new(id: ObjectId, root: FileNode) -> ChunkWalk {
+        ChunkWalk { stack: vec![(id, root.level, root.entries.into_iter())] }
+    }
+
+    /// The next chunk (its id and size), reading nodes with `read` on the
+    /// way down; `None` after the last.
+    pub fn next_chunk(&mut self, read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>) -> StoreResult<Option<NodeEntry>> {
+        loop {
+            let Some((parent, level, entries)) = self.stack.last_mut() else { return Ok(None) };
+            let Some(entry) = entries.next() else {
+                self.stack.pop();
+                continue;
+            };
+            if *level == 0 {
+                return Ok(Some(entry));
+            }
+            let (parent, level) = (*parent, *level);
+            let node = read(&entry.id)?;
+            if node.level != level - 1 {
+                return Err(StoreError::BadEncoding {
+                    id: entry.id,
+                    kind: ObjectKind::FileNode.name(),
+                    detail: format!("it has level {} but node {parent} of level {level} lists it (a file node's children are one level below it)", node.level),
+                });
+            }
+            self.stack.push((entry.id, node.level, node.entries.into_iter()));
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

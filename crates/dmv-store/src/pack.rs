@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::direct::DirectWriter;
 use crate::error::IoContext;
+use crate::object::{check_object_len, MAX_OBJECT_SIZE};
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const PACK_MAGIC: &[u8; 8] = b"DMVPACK\0";
@@ -43,6 +44,14 @@ impl Entry {
     /// Bytes the record takes in its pack: header and payload.
     pub fn record_len(&self) -> usize {
         RECORD_HEADER_LEN + self.stored_len as usize
+    }
+
+    /// Refuses lengths no writer produces (above [`MAX_OBJECT_SIZE`]), so a
+    /// damaged or hostile table of contents, index or record header never
+    /// sizes a buffer.
+    pub fn check_lengths(&self) -> Result<(), String> {
+        check_object_len("a declared length", self.raw_len as u64)?;
+        check_object_len("a stored length", self.stored_len as u64)
     }
 
     pub fn encode_toc(&self, out: &mut Vec<u8>) {
@@ -157,8 +166,12 @@ impl PackWriter {
     }
 
     pub fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
-        let raw_len = u32::try_from(raw_len).map_err(|_| StoreError::Other(format!("object {id} is too large for a pack record")))?;
-        let stored_len = u32::try_from(payload.len()).map_err(|_| StoreError::Other(format!("object {id} is too large for a pack record")))?;
+        let len = raw_len.max(payload.len());
+        if len > MAX_OBJECT_SIZE {
+            return Err(StoreError::Other(format!("{} {id} is {len} bytes, larger than the largest object a repository holds ({} MiB)", kind.name(), MAX_OBJECT_SIZE >> 20)));
+        }
+        let raw_len = raw_len as u32;
+        let stored_len = payload.len() as u32;
         let entry = Entry { id, kind, compression, offset: self.offset, raw_len, stored_len };
         let mut header = [0u8; RECORD_HEADER_LEN];
         header[0] = kind as u8;
@@ -247,6 +260,7 @@ pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u
 /// A record's payload as stored (maybe compressed), after checking its header
 /// against the index; the content is not verified.
 pub fn read_stored_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
+    e.check_lengths().map_err(|detail| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail })?;
     let mut buf = vec![0u8; e.record_len()];
     file.read_exact_at(&mut buf, e.offset)
         .map_err(|err| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: format!("cannot read record: {err}") })?;
@@ -272,6 +286,9 @@ pub fn check_record_header(record: &[u8], pack_name: &str, e: &Entry) -> StoreRe
 
 /// Decompresses a stored payload and checks that it hashes to `id`.
 pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: usize, stored: Vec<u8>) -> Result<Vec<u8>, String> {
+    // The output buffer is sized by `raw_len`: check it before trusting it.
+    check_object_len("a declared length", raw_len as u64)?;
+    check_object_len("a stored length", stored.len() as u64)?;
     let data = match compression {
         COMP_NONE => stored,
         COMP_ZSTD => zstd::bulk::decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?,
@@ -308,6 +325,7 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
     }
     let toc_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap_or_default());
     let count = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default()) as u64;
+    // The count must fit the file exactly before it sizes the buffer below.
     if toc_offset < HEADER_LEN || toc_offset.checked_add(count * TOC_ENTRY_LEN as u64) != Some(len - FOOTER_LEN) {
         return Err(corrupt("table of contents out of bounds"));
     }
@@ -316,6 +334,7 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
     let mut entries = Vec::with_capacity(count as usize);
     for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
         let e = Entry::decode_toc(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+        e.check_lengths().map_err(|d| corrupt(&format!("table-of-contents entry for {}: {d}", e.id)))?;
         if e.offset < HEADER_LEN || e.offset.saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64) > toc_offset {
             return Err(corrupt("table-of-contents entry out of bounds"));
         }
@@ -380,4 +399,155 @@ pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
         return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "checksum mismatch".into() });
     }
     Ok(actual)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{write_index, PackIndex};
+    use proptest::prelude::*;
+
+    /// A sealed pack holding one small zstd-compressed chunk.
+    fn one_object_pack(dir: &Path) -> (PathBuf, Entry, Vec<u8>) {
+        let data = b"hello hello hello hello hello hello hello hello hello hello hello".repeat(50);
+        let id = ObjectId::hash(ObjectKind::Chunk, &data);
+        let stored = zstd::bulk::compress(&data, 1).unwrap();
+        let mut w = PackWriter::create(dir).unwrap();
+        w.append(id, ObjectKind::Chunk, data.len(), COMP_ZSTD, &stored).unwrap();
+        let (_, path, entries) = w.finish().unwrap();
+        (path, entries[0], data)
+    }
+
+    /// Rewrites the raw length of the only record, in its header and in the
+    /// table of contents (the checksum is left stale: readers meet the
+    /// lengths before they could check it).
+    fn declare_raw_len(path: &Path, e: &Entry, raw_len: u32) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = e.offset as usize + 4;
+        bytes[at..at + 4].copy_from_slice(&raw_len.to_le_bytes());
+        let toc_at = bytes.len() - FOOTER_LEN as usize - TOC_ENTRY_LEN;
+        bytes[toc_at + 36..toc_at + 40].copy_from_slice(&raw_len.to_le_bytes());
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// Every way a 4 GiB declared length reaches the store comes back as an
+    /// error naming the limit.
+    fn refuse_huge_declared_lengths() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, good, data) = one_object_pack(dir.path());
+        let file = File::open(&path).unwrap();
+        assert_eq!(read_record(&file, "p", &good).unwrap(), data);
+
+        let huge = Entry { raw_len: u32::MAX, ..good };
+        // The zstd output buffer would be sized by the declared length.
+        let stored = read_stored_record(&file, "p", &good).unwrap();
+        let err = decode_payload(huge.id, huge.kind, COMP_ZSTD, huge.raw_len as usize, stored).unwrap_err();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        // An index entry declaring it: refused by the index and by the reader.
+        let err = read_record(&file, "p", &huge).unwrap_err().to_string();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        let idx_path = dir.path().join("huge.idx");
+        write_index(&idx_path, &[ObjectId([1; 32])], vec![(0, huge)]).unwrap();
+        let idx = PackIndex::open(&idx_path).unwrap();
+        let err = idx.lookup(&huge.id).unwrap_err().to_string();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        assert!(idx.verify().is_err());
+        // A stored length of 4 GiB: refused before the record is read.
+        let err = read_stored_record(&file, "p", &Entry { stored_len: u32::MAX, ..good }).unwrap_err().to_string();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        // The pack itself declaring it, in its record header and table of contents.
+        drop(file);
+        declare_raw_len(&path, &good, u32::MAX);
+        let file = File::open(&path).unwrap();
+        let err = read_toc(&file, &path).unwrap_err().to_string();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        assert!(verify_checksum(&file, &path).is_err());
+        // Writers refuse such objects too.
+        let mut w = PackWriter::create(dir.path()).unwrap();
+        let err = w.append(good.id, ObjectKind::Chunk, u32::MAX as usize, COMP_ZSTD, b"x").unwrap_err().to_string();
+        assert!(err.contains("larger than the largest object"), "{err}");
+        let big = vec![0u8; MAX_OBJECT_SIZE + 1];
+        assert!(w.append(good.id, ObjectKind::Commit, big.len(), COMP_NONE, &big).is_err());
+        w.append(good.id, ObjectKind::Chunk, MAX_OBJECT_SIZE, COMP_NONE, &big[..MAX_OBJECT_SIZE]).unwrap();
+        w.discard();
+    }
+
+    #[test]
+    fn huge_declared_lengths_are_refused() {
+        refuse_huge_declared_lengths();
+    }
+
+    /// The same, in a process whose address space cannot hold a 4 GiB
+    /// buffer: an allocation sized by a declared length would abort it.
+    #[test]
+    fn huge_declared_lengths_are_refused_before_allocating() {
+        const NAME: &str = "pack::tests::huge_declared_lengths_are_refused_before_allocating";
+        if std::env::var_os("DMV_TEST_SMALL_ADDRESS_SPACE").is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+                .env("DMV_TEST_SMALL_ADDRESS_SPACE", "1")
+                .output()
+                .unwrap();
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
+            return;
+        }
+        limit_address_space(1 << 30);
+        // The limit holds: 2 GiB cannot be had.
+        assert!(Vec::<u8>::new().try_reserve(2 << 30).is_err());
+        refuse_huge_declared_lengths();
+    }
+
+    /// Caps this process's address space at its current size plus `headroom`.
+    fn limit_address_space(headroom: u64) {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+        let limit = vm_kib * 1024 + headroom;
+        let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+        // SAFETY: setrlimit only reads the struct passed by reference.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Any bytes as a pack: errors, never a panic or a huge allocation.
+        #[test]
+        fn arbitrary_packs_never_panic(body in proptest::collection::vec(any::<u8>(), 0..400), count in any::<u32>(), lens in any::<(u32, u32)>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("x.pack");
+            // A plausible header and footer around arbitrary bytes, and a
+            // table of contents entry with arbitrary lengths.
+            let mut bytes = PACK_MAGIC.to_vec();
+            bytes.extend_from_slice(&PACK_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&[0; 4]);
+            bytes.extend_from_slice(&body);
+            let toc_offset = bytes.len() as u64;
+            let e = Entry { id: ObjectId([5; 32]), kind: ObjectKind::Chunk, compression: COMP_ZSTD, offset: HEADER_LEN, raw_len: lens.0, stored_len: lens.1 };
+            e.encode_toc(&mut bytes);
+            bytes.extend_from_slice(&toc_offset.to_le_bytes());
+            bytes.extend_from_slice(&(count % 3).to_le_bytes());
+            bytes.extend_from_slice(&[0; 4]);
+            bytes.extend_from_slice(PACK_END_MAGIC);
+            bytes.extend_from_slice(&[0; 32]);
+            for candidate in [bytes.clone(), body.clone()] {
+                std::fs::write(&path, &candidate).unwrap();
+                let file = File::open(&path).unwrap();
+                let _ = verify_checksum(&file, &path);
+                if let Ok(entries) = read_toc(&file, &path) {
+                    for e in entries {
+                        prop_assert!(e.check_lengths().is_ok());
+                        let _ = read_record(&file, "x", &e);
+                    }
+                }
+            }
+        }
+
+        /// Declared lengths from anywhere never size a buffer past the limit.
+        #[test]
+        fn decode_payload_refuses_lengths_past_the_limit(raw_len in (MAX_OBJECT_SIZE as u64 + 1)..=u32::MAX as u64, comp in 0u8..3) {
+            let stored = zstd::bulk::compress(b"abc", 1).unwrap();
+            prop_assert!(decode_payload(ObjectId([0; 32]), ObjectKind::Chunk, comp, raw_len as usize, stored).is_err());
+        }
+    }
 }

@@ -1,13 +1,61 @@
 //! Integrity checks. `verify_reachable` re-hashes every object reachable from
 //! the given roots; `verify_packs` re-hashes every pack and every object in it.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 
 use crate::error::IoContext;
-use crate::object::children;
+use crate::object::{decode, Commit, FileNode, TreeNode};
 use crate::pack::{self, read_record};
-use crate::{ObjectId, Store, StoreError, StoreResult};
+use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
+
+/// An object's kind and level (a file or tree node's; 0 for a tree leaf and
+/// for the other kinds).
+type Shape = (ObjectKind, u8);
+/// An object's children, each with the shape its parent requires, if any.
+type Children = Vec<(ObjectId, Option<Shape>)>;
+/// What a visit checks: the parent, its shape, and the shape it requires.
+type Wanted = Option<(ObjectId, Shape, Shape)>;
+
+/// The object's level, and its children, each with the shape its parent
+/// requires of it when it requires one: a file node's children are file
+/// nodes one level below it (chunks below level 0), an inner tree node's
+/// children are tree nodes one level below it (leaves at level 0).
+fn edges(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<(u8, Children)> {
+    Ok(match kind {
+        ObjectKind::Chunk => (0, Vec::new()),
+        ObjectKind::FileNode => {
+            let node: FileNode = decode(id, kind, bytes)?;
+            let below = match node.level {
+                0 => (ObjectKind::Chunk, 0),
+                l => (ObjectKind::FileNode, l - 1),
+            };
+            (node.level, node.entries.into_iter().map(|e| (e.id, Some(below))).collect())
+        }
+        ObjectKind::Tree => match decode::<TreeNode>(id, kind, bytes)? {
+            TreeNode::Leaf(entries) => (0, entries.into_iter().map(|e| (e.id, None)).collect()),
+            TreeNode::Inner { level, children } => {
+                // An inner node of level 0 has no level its children could have.
+                let below = level.checked_sub(1).map(|l| (ObjectKind::Tree, l));
+                if below.is_none() {
+                    return Err(StoreError::BadEncoding { id: *id, kind: kind.name(), detail: "an inner node of level 0".into() });
+                }
+                (level, children.into_iter().map(|c| (c.id, below)).collect())
+            }
+        },
+        ObjectKind::Commit => {
+            let c: Commit = decode(id, kind, bytes)?;
+            (0, std::iter::once(c.tree).chain(c.parents).map(|p| (p, None)).collect())
+        }
+    })
+}
+
+fn shape_name((kind, level): Shape) -> String {
+    match kind {
+        ObjectKind::FileNode | ObjectKind::Tree => format!("a {} node of level {level}", kind.name()),
+        other => format!("a {}", other.name()),
+    }
+}
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Damage {
@@ -46,26 +94,49 @@ impl VerifyReport {
 }
 
 impl Store {
-    /// Walks from `roots`, reading (and so re-hashing) every object once.
+    /// Walks from `roots` (iteratively), reading (and so re-hashing) every
+    /// object once, and checks that file and tree nodes list nodes exactly
+    /// one level below them, as every reader requires.
     pub fn verify_reachable(&self, roots: &[ObjectId], progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
         let mut report = VerifyReport::default();
-        let mut seen: HashSet<ObjectId> = HashSet::new();
-        let mut stack: Vec<ObjectId> = roots.to_vec();
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            match self.read(&id) {
-                Ok((kind, bytes)) => {
-                    report.objects_checked += 1;
-                    report.bytes_checked += bytes.len() as u64;
-                    progress(bytes.len() as u64);
-                    match children(&id, kind, &bytes) {
-                        Ok(kids) => stack.extend(kids),
-                        Err(e) => report.record(e),
-                    }
+        // Objects read so far, with their shape (none when unreadable).
+        let mut seen: HashMap<ObjectId, Option<Shape>> = HashMap::new();
+        // Objects to visit, with their parent and the shape it requires.
+        let mut stack: Vec<(ObjectId, Wanted)> = roots.iter().map(|r| (*r, None)).collect();
+        while let Some((id, wanted)) = stack.pop() {
+            let shape = match seen.get(&id) {
+                Some(shape) => *shape,
+                None => {
+                    let shape = match self.read(&id) {
+                        Ok((kind, bytes)) => {
+                            report.objects_checked += 1;
+                            report.bytes_checked += bytes.len() as u64;
+                            progress(bytes.len() as u64);
+                            match edges(&id, kind, &bytes) {
+                                Ok((level, kids)) => {
+                                    stack.extend(kids.into_iter().map(|(kid, want)| (kid, want.map(|w| (id, (kind, level), w)))));
+                                    Some((kind, level))
+                                }
+                                Err(e) => {
+                                    report.record(e);
+                                    None
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            report.record(e);
+                            None
+                        }
+                    };
+                    seen.insert(id, shape);
+                    shape
                 }
-                Err(e) => report.record(e),
+            };
+            if let (Some(actual), Some((parent, parent_shape, want))) = (shape, wanted) {
+                if actual != want {
+                    let detail = format!("it is {} but {parent}, {}, lists it where {} belongs", shape_name(actual), shape_name(parent_shape), shape_name(want));
+                    report.record(StoreError::BadEncoding { id, kind: actual.0.name(), detail });
+                }
             }
         }
         Ok(report)

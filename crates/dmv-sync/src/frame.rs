@@ -4,6 +4,7 @@
 
 use std::io::{self, Read, Write};
 
+use dmv_repo::store::object::{check_object_len, MAX_OBJECT_SIZE};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -16,9 +17,13 @@ const TYPE_END: u8 = 4;
 
 /// Bytes of an object frame's body before the payload: kind, compression, raw length, id.
 const OBJECT_HEADER_LEN: usize = 1 + 1 + 4 + 32;
-/// The largest frame a peer may send: a whole chunk (at most 64 MiB, the
-/// largest maximum chunk size fastcdc allows) plus headers, or a long id list.
+/// The largest frame a peer may send: a message (a long id or ref list).
 pub const MAX_FRAME: usize = (64 << 20) + 1024;
+/// The largest object frame: type, header and the largest object a store holds.
+const MAX_OBJECT_FRAME: usize = 1 + OBJECT_HEADER_LEN + MAX_OBJECT_SIZE;
+/// A frame's body is read this much at a time, so a length a peer declares
+/// but does not send never sizes a buffer.
+const READ_STEP: usize = 1 << 20;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame {
@@ -107,8 +112,26 @@ impl<R: Read> FrameReader<R> {
         if len == 0 || len > MAX_FRAME {
             return Err(SyncError::Protocol(format!("bad frame length {len}")));
         }
-        let mut body = vec![0u8; len];
-        self.input.read_exact(&mut body).map_err(|e| SyncError::Disconnected(format!("stream ended inside a frame: {e}")))?;
+        let ended = |e: io::Error| SyncError::Disconnected(format!("stream ended inside a frame: {e}"));
+        let mut frame_type = [0u8; 1];
+        self.input.read_exact(&mut frame_type).map_err(ended)?;
+        let (name, limit) = match frame_type[0] {
+            TYPE_MESSAGE => ("message", MAX_FRAME),
+            TYPE_OBJECT => ("object", MAX_OBJECT_FRAME),
+            TYPE_CHUNK_STUB => ("chunk stub", 1 + 36),
+            TYPE_END => ("end", 1),
+            other => return Err(SyncError::Protocol(format!("unknown frame type {other}"))),
+        };
+        if len > limit {
+            return Err(SyncError::Protocol(format!("{name} frame of {len} bytes is larger than the largest one ({limit} bytes)")));
+        }
+        let mut body = Vec::with_capacity(len.min(READ_STEP));
+        body.push(frame_type[0]);
+        while body.len() < len {
+            let at = body.len();
+            body.resize(at + (len - at).min(READ_STEP), 0);
+            self.input.read_exact(&mut body[at..]).map_err(ended)?;
+        }
         parse_frame(body).map(Some)
     }
 
@@ -134,6 +157,7 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             let compression = body[2];
             let raw_len = u32::from_le_bytes(body[3..7].try_into().map_err(|_| bad("object"))?);
             let id = ObjectId::from_slice(&body[7..39]).ok_or_else(|| bad("object"))?;
+            check_object_len(&format!("object {id} declares a length"), raw_len as u64).map_err(SyncError::Protocol)?;
             body.drain(..1 + OBJECT_HEADER_LEN);
             Ok(Frame::Object(StoredObject { id, kind, compression, raw_len, payload: body }))
         }
@@ -143,6 +167,7 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             }
             let id = ObjectId::from_slice(&body[1..33]).ok_or_else(|| bad("chunk stub"))?;
             let raw_len = u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
+            check_object_len(&format!("chunk {id} declares a length"), raw_len as u64).map_err(SyncError::Protocol)?;
             Ok(Frame::ChunkStub { id, raw_len })
         }
         TYPE_END if body.len() == 1 => Ok(Frame::End),
@@ -211,10 +236,93 @@ mod tests {
         }
 
         #[test]
-        fn object_frames_round_trip(payload in proptest::collection::vec(any::<u8>(), 0..300), kind in 1u8..=4, comp in any::<u8>(), raw_len in any::<u32>(), id in any::<[u8; 32]>()) {
+        fn object_frames_round_trip(payload in proptest::collection::vec(any::<u8>(), 0..300), kind in 1u8..=4, comp in any::<u8>(), raw_len in 0..=MAX_OBJECT_SIZE as u32, id in any::<[u8; 32]>()) {
             let obj = StoredObject { id: ObjectId(id), kind: ObjectKind::from_u8(kind).unwrap(), compression: comp, raw_len, payload };
             let frames = round_trip(|w| w.object(&obj).unwrap());
             prop_assert_eq!(frames, vec![Frame::Object(obj)]);
         }
+
+        /// Whatever length and type a frame header declares, a short stream
+        /// is an error, never a panic or a buffer of the declared size.
+        #[test]
+        fn declared_lengths_never_size_a_buffer(len in any::<u32>(), frame_type in any::<u8>(), body in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let mut bytes = len.to_le_bytes().to_vec();
+            bytes.push(frame_type);
+            bytes.extend_from_slice(&body);
+            let mut r = FrameReader::new(&bytes[..]);
+            if (len as usize) > 1 + body.len() {
+                prop_assert!(r.next_frame().is_err());
+            } else {
+                let _ = r.next_frame();
+            }
+        }
+
+        #[test]
+        fn object_frames_declaring_more_than_the_largest_object_are_refused(raw_len in (MAX_OBJECT_SIZE as u32 + 1)..=u32::MAX) {
+            let obj = StoredObject { id: ObjectId([3; 32]), kind: ObjectKind::Chunk, compression: 1, raw_len, payload: vec![1, 2, 3] };
+            let mut buf = Vec::new();
+            FrameWriter::new(&mut buf).object(&obj).unwrap();
+            let err = FrameReader::new(&buf[..]).next_frame().unwrap_err().to_string();
+            prop_assert!(err.contains("larger than the largest object"), "{}", err);
+        }
+    }
+
+    /// A 4 GiB frame, an object frame past the largest object, an object
+    /// declaring 4 GiB of content and a message declaring 64 MiB that never
+    /// comes: each a clear error.
+    fn refuse_huge_frames() {
+        let err = FrameReader::new(&[0xff, 0xff, 0xff, 0xff, TYPE_MESSAGE][..]).next_frame().unwrap_err().to_string();
+        assert!(err.contains("bad frame length 4294967295"), "{err}");
+
+        let mut frame = ((MAX_FRAME - 1) as u32).to_le_bytes().to_vec();
+        frame.push(TYPE_OBJECT);
+        let err = FrameReader::new(&frame[..]).next_frame().unwrap_err().to_string();
+        assert!(err.contains("object frame of") && err.contains("larger than the largest one"), "{err}");
+
+        let obj = StoredObject { id: ObjectId([3; 32]), kind: ObjectKind::Chunk, compression: 1, raw_len: u32::MAX, payload: vec![0; 100] };
+        let mut buf = Vec::new();
+        FrameWriter::new(&mut buf).object(&obj).unwrap();
+        let err = FrameReader::new(&buf[..]).next_frame().unwrap_err().to_string();
+        assert!(err.contains("declares a length of 4294967295 bytes") && err.contains("larger than the largest object (32 MiB)"), "{err}");
+
+        let mut frame = ((MAX_FRAME) as u32).to_le_bytes().to_vec();
+        frame.push(TYPE_MESSAGE);
+        frame.extend_from_slice(b"only this");
+        let err = FrameReader::new(&frame[..]).next_frame().unwrap_err();
+        assert!(matches!(err, SyncError::Disconnected(_)), "{err}");
+
+        let mut stub = Vec::new();
+        FrameWriter::new(&mut stub).chunk_stub(&ObjectId([4; 32]), u32::MAX).unwrap();
+        assert!(FrameReader::new(&stub[..]).next_frame().is_err());
+    }
+
+    #[test]
+    fn huge_frames_are_refused() {
+        refuse_huge_frames();
+    }
+
+    /// The same in a process that cannot allocate 64 MiB more: a buffer
+    /// sized by a declared length would abort it.
+    #[test]
+    fn huge_frames_are_refused_before_allocating() {
+        const NAME: &str = "frame::tests::huge_frames_are_refused_before_allocating";
+        if std::env::var_os("DMV_TEST_SMALL_ADDRESS_SPACE").is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+                .env("DMV_TEST_SMALL_ADDRESS_SPACE", "1")
+                .output()
+                .unwrap();
+            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
+            return;
+        }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let vm_kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+        let limit = vm_kib * 1024 + (32 << 20);
+        let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+        // SAFETY: setrlimit only reads the struct passed by reference.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
+        assert!(Vec::<u8>::new().try_reserve(MAX_FRAME).is_err());
+        refuse_huge_frames();
     }
 }

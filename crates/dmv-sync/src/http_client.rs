@@ -22,6 +22,21 @@ pub struct HttpWire {
 
 /// Bytes of a streamed request body handed to the sending side at a time.
 const BODY_PIECE: usize = 1 << 20;
+/// At most this much of an error answer's body is read: it becomes part of
+/// a one-line message, and a server must not make us hold more.
+const MAX_ERROR_BODY: usize = 4096;
+
+/// The start of an error answer's body, as text.
+async fn error_text(mut response: reqwest::Response) -> String {
+    let mut text = Vec::new();
+    while text.len() < MAX_ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(piece)) => text.extend_from_slice(&piece[..piece.len().min(MAX_ERROR_BODY - text.len())]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
 
 /// The write end of a streamed request body: frames are gathered into 1 MiB
 /// pieces and passed to the request (a pipe and the blocking client's 8 KiB
@@ -174,7 +189,7 @@ impl Wire for HttpWire {
         })?;
         let status = response.status();
         if !status.is_success() {
-            let text = runtime.block_on(response.text()).unwrap_or_default();
+            let text = runtime.block_on(error_text(response));
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
                 401 => SyncError::Auth { url: self.base.clone(), detail: format!("{text} (set DMV_TOKEN or `dmv remote add --token`)") },

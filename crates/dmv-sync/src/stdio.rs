@@ -46,10 +46,14 @@ impl StdioWire {
         let done = Arc::new(Mutex::new(false));
         let (lines2, done2) = (lines.clone(), done.clone());
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
+            let mut stderr = BufReader::new(stderr);
+            let mut line = Vec::new();
+            while let Ok(n) = read_line_bounded(&mut stderr, &mut line, MAX_STDERR_LINE) {
+                if n == 0 {
+                    break;
+                }
                 let mut l = lines2.lock().unwrap_or_else(|e| e.into_inner());
-                l.push(line);
+                l.push(String::from_utf8_lossy(&line).trim_end_matches(['\n', '\r']).to_string());
                 let excess = l.len().saturating_sub(20);
                 l.drain(..excess);
             }
@@ -66,6 +70,38 @@ impl StdioWire {
 
     fn lost(&self, detail: String) -> SyncError {
         SyncError::Disconnected(last_words(&self.stderr, &self.stderr_done).unwrap_or(detail))
+    }
+}
+
+/// The longest line of the child's stderr kept (the rest of a longer one is
+/// read and dropped): a remote cannot make us hold an endless line.
+const MAX_STDERR_LINE: usize = 4096;
+
+/// Reads one line (through its `\n`) into `line`, keeping at most `max`
+/// bytes of it; returns the bytes consumed, 0 at the end.
+fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<usize> {
+    line.clear();
+    let mut consumed = 0;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(consumed);
+        }
+        let (used, end) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let keep = used.min(max.saturating_sub(line.len()));
+        line.extend_from_slice(&buf[..keep]);
+        input.consume(used);
+        consumed += used;
+        if end {
+            return Ok(consumed);
+        }
     }
 }
 
@@ -138,4 +174,22 @@ impl Drop for StdioWire {
 /// Quotes one word for the remote shell ssh hands the command to.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_lines_are_bounded() {
+        let mut input = std::io::Cursor::new([b"short\n".to_vec(), vec![b'x'; 100_000], b"\nlast".to_vec()].concat());
+        let mut line = Vec::new();
+        assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 6);
+        assert_eq!(line, b"short\n");
+        assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 100_001);
+        assert_eq!(line, vec![b'x'; 10]);
+        assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 4);
+        assert_eq!(line, b"last");
+        assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 0);
+    }
 }
