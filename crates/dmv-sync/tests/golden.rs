@@ -1,0 +1,202 @@
+//! Golden vectors for the sync protocol (docs/protocol.md): every request and
+//! response variant and every frame type, written with the crate's own
+//! `FrameWriter` from fixed values, their exact bytes checked in as hex, and
+//! the golden bytes read back. Messages are postcard, which encodes an enum
+//! variant by its position: reordering a variant or a field changes the
+//! bytes and fails here. If a change is intended, bump `protocol::VERSION`
+//! and replace these vectors.
+
+use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
+use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
+use dmv_sync::{Frame, FrameReader, FrameWriter};
+
+/// Joins hex parts into one string (whitespace ignored).
+fn hex_of(parts: &[&str]) -> String {
+    parts.concat().chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn bytes_of(parts: &[&str]) -> Vec<u8> {
+    let h = hex_of(parts);
+    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Compares `actual` with the golden parts; on a mismatch, shows every part
+/// next to the bytes actually found at its place.
+fn assert_golden(what: &str, actual: &[u8], parts: &[&str]) {
+    let expected = hex_of(parts);
+    let got = to_hex(actual);
+    if got == expected {
+        return;
+    }
+    let mut report = String::new();
+    let mut at = 0;
+    for p in parts {
+        let p = hex_of(&[p]);
+        let here = got.get(at..(at + p.len()).min(got.len())).unwrap_or("");
+        let mark = if here == p { "  " } else { "!!" };
+        report.push_str(&format!("{mark} expected {p}\n   actual   {here}\n"));
+        at += p.len();
+    }
+    if got.len() > at {
+        report.push_str(&format!("!! trailing {}\n", &got[at..]));
+    }
+    panic!("{what}: encoding changed\n{report}full actual: {got}");
+}
+
+fn id(byte: u8) -> ObjectId {
+    ObjectId([byte; 32])
+}
+
+const MAIN: &str = "0f 726566732f68656164732f6d61696e"; // "refs/heads/main"
+
+/// Each request in a message frame: `length u32 LE | type 1 | postcard`.
+fn requests() -> Vec<(Request, Vec<&'static str>)> {
+    vec![
+        (Request::Hello { version: 1 }, vec!["03000000 01", "00", "01"]), // variant 0, version 1
+        (Request::ListRefs, vec!["02000000 01", "01"]),
+        (
+            Request::WalkCommits { wants: vec![id(0x11)], haves: vec![] },
+            vec!["24000000 01", "02", "01", "1111111111111111111111111111111111111111111111111111111111111111", "00"], // wants: [id], haves: []
+        ),
+        (Request::Has { ids: vec![id(0x22)] }, vec!["23000000 01", "03", "01", "2222222222222222222222222222222222222222222222222222222222222222"]),
+        (
+            Request::Get { ids: vec![id(0x33)], chunks: false },
+            vec!["24000000 01", "04", "01", "3333333333333333333333333333333333333333333333333333333333333333", "00"], // chunks: false
+        ),
+        (Request::Put, vec!["02000000 01", "05"]),
+        (
+            Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: None, new: Some(id(0x44)) }], who: "Ada <ada@example.org>".into(), message: "push".into() },
+            vec![
+                "50000000 01",
+                "06", // UpdateRefs
+                "01", // 1 update
+                MAIN, // name
+                "00", // old: None
+                "01 4444444444444444444444444444444444444444444444444444444444444444", // new: Some(id)
+                "15 416461203c616461406578616d706c652e6f72673e", // who
+                "04 70757368", // message "push"
+            ],
+        ),
+    ]
+}
+
+fn responses() -> Vec<(Response, Vec<&'static str>)> {
+    vec![
+        (
+            Response::Hello { version: 1, chunking: ChunkParams::default(), bare: false },
+            vec!["0d000000 01", "00", "01", "808001 808004 808010", "00"], // version 1, chunking {16 KiB, 64 KiB, 256 KiB}, bare false
+        ),
+        (
+            Response::Refs { head: Some("refs/heads/main".into()), refs: vec![("refs/heads/main".into(), id(0x55))] },
+            vec!["44000000 01", "01", "01", MAIN, "01", MAIN, "5555555555555555555555555555555555555555555555555555555555555555"], // head: Some(name); refs: [(name, id)]
+        ),
+        (Response::Commits { ids: vec![id(0x66)] }, vec!["23000000 01", "02", "01", "6666666666666666666666666666666666666666666666666666666666666666"]),
+        (Response::Has { present: vec![true, false] }, vec!["05000000 01", "03", "02 01 00"]),
+        (Response::Stored { objects: 3, bytes: 300 }, vec!["05000000 01", "04", "03", "ac02"]),
+        (Response::RefsUpdated, vec!["02000000 01", "05"]),
+        (
+            Response::Rejected { name: "refs/heads/main".into(), found: Some(id(0x77)) },
+            vec!["33000000 01", "06", MAIN, "01 7777777777777777777777777777777777777777777777777777777777777777"],
+        ),
+        (Response::Error { message: "no".into() }, vec!["05000000 01", "07", "02 6e6f"]),
+    ]
+}
+
+fn message_frame<T: serde::Serialize>(msg: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    FrameWriter::new(&mut out).message(msg).unwrap();
+    out
+}
+
+fn only_message(bytes: &[u8]) -> Vec<u8> {
+    let mut r = FrameReader::new(bytes);
+    let Some(Frame::Message(body)) = r.next_frame().unwrap() else { panic!("not a message frame") };
+    assert!(r.next_frame().unwrap().is_none(), "one frame only");
+    body
+}
+
+#[test]
+fn protocol_version_and_verbs_are_fixed() {
+    assert_eq!(VERSION, 1);
+    // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
+    let verbs = [
+        (Verb::Hello, "hello"),
+        (Verb::ListRefs, "list-refs"),
+        (Verb::WalkCommits, "walk-commits"),
+        (Verb::Has, "has"),
+        (Verb::Get, "get"),
+        (Verb::Put, "put"),
+        (Verb::UpdateRefs, "update-refs"),
+    ];
+    for (verb, name) in verbs {
+        assert_eq!(verb.name(), name);
+        assert_eq!(Verb::from_name(name), Some(verb));
+    }
+    let of_requests: Vec<Verb> = requests().iter().map(|(r, _)| r.verb()).collect();
+    assert_eq!(of_requests, verbs.map(|(v, _)| v));
+}
+
+#[test]
+fn request_messages_golden() {
+    for (request, parts) in requests() {
+        let what = format!("{:?}", request.verb());
+        assert_golden(&what, &message_frame(&request), &parts);
+        let decoded: Request = postcard::from_bytes(&only_message(&bytes_of(&parts))).unwrap();
+        assert_eq!(decoded, request, "{what}: decoding the golden bytes");
+    }
+}
+
+#[test]
+fn response_messages_golden() {
+    for (response, parts) in responses() {
+        let what = format!("{response:?}");
+        assert_golden(&what, &message_frame(&response), &parts);
+        let decoded: Response = postcard::from_bytes(&only_message(&bytes_of(&parts))).unwrap();
+        assert_eq!(decoded, response, "{what}: decoding the golden bytes");
+    }
+}
+
+/// BLAKE3(0x01 || "hello\n"), as in dmv-store's golden vectors.
+const HELLO_ID: &str = "60200926b98f21cddd0dc4fb5c05e6a4d7ab691b9c8b01295ebefe1daca3bbe5";
+
+const OBJECT_FRAMES: &[&str] = &[
+    // object frame
+    "2d000000", // length 45
+    "02",       // type 2: object
+    "01",       // kind chunk
+    "00",       // compression none
+    "06000000", // raw length 6
+    HELLO_ID,   // id
+    "68656c6c6f0a", // payload "hello\n"
+    // chunk stub frame
+    "25000000", // length 37
+    "03",       // type 3: chunk stub
+    HELLO_ID,
+    "06000000", // raw length 6
+    // end frame
+    "01000000", // length 1
+    "04",       // type 4: end
+];
+
+#[test]
+fn object_frames_golden() {
+    let id = ObjectId::from_hex(HELLO_ID).unwrap();
+    let obj = StoredObject { id, kind: ObjectKind::Chunk, compression: 0, raw_len: 6, payload: b"hello\n".to_vec() };
+    let mut out = Vec::new();
+    let mut w = FrameWriter::new(&mut out);
+    w.object(&obj).unwrap();
+    w.chunk_stub(&id, 6).unwrap();
+    w.end().unwrap();
+    assert_golden("object, chunk stub and end frames", &out, OBJECT_FRAMES);
+
+    let golden = bytes_of(OBJECT_FRAMES);
+    let mut r = FrameReader::new(&golden[..]);
+    assert_eq!(r.next_frame().unwrap(), Some(Frame::Object(obj)));
+    assert_eq!(r.next_frame().unwrap(), Some(Frame::ChunkStub { id, raw_len: 6 }));
+    assert_eq!(r.next_frame().unwrap(), Some(Frame::End));
+    assert_eq!(r.next_frame().unwrap(), None);
+}
