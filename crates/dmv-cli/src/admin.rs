@@ -4,9 +4,9 @@ use std::collections::HashSet;
 
 use anyhow::Result;
 use clap::Args;
-use dmv_repo::store::VerifyReport;
+use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
-use dmv_repo::{LogWalk, Repository};
+use dmv_repo::{GcPolicy, LogWalk, Repository};
 
 use crate::open_repo;
 use crate::progress::Progress;
@@ -29,7 +29,7 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
     if let Err(e) = repo.load_dirstate() {
         problems.push(format!("dirstate: {e}"));
     }
-    let roots = repo.roots()?;
+    let roots = repo.roots_to_check()?;
     let p = Progress::new("checking");
     let done = std::cell::Cell::new(0u64);
     let tick = |n: u64| {
@@ -74,20 +74,46 @@ pub struct GcArgs {
     /// Also drop history only the reflog remembers (deleted branches, amended tips).
     #[arg(long)]
     prune_reflog: bool,
+    /// Keep packs written less than AGE ago, whole ("now" keeps none): they
+    /// may hold a transfer that is still to finish or resume. AGE is a number
+    /// with s, m, h, d or w.
+    #[arg(long, value_name = "AGE", default_value = "2w", value_parser = parse_age)]
+    prune: std::time::Duration,
     #[arg(long)]
     json: bool,
 }
 
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    if text == "now" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let unit = |s: &str| -> Option<u64> {
+        Some(match s {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86400,
+            "w" => 7 * 86400,
+            _ => return None,
+        })
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (n, u) = text.split_at(split);
+    match (n.parse::<u64>(), unit(u)) {
+        (Ok(n), Some(u)) => Ok(std::time::Duration::from_secs(n.saturating_mul(u))),
+        _ => Err(format!("{text:?} is not an age like 30m, 12h, 2w or now")),
+    }
+}
+
 pub fn gc(a: GcArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let roots = repo.roots_with(!a.prune_reflog)?;
     let p = Progress::new("gc");
     let done = std::cell::Cell::new(0u64);
-    let report = repo.store.gc(&roots, &|n| {
+    let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune } };
+    let report = repo.gc(policy, &|n| {
         done.set(done.get() + n);
         p.update(done.get(), 0);
     })?;
-    repo.refs.compact()?;
     p.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -96,6 +122,9 @@ pub fn gc(a: GcArgs) -> Result<u8> {
             "packs {} -> {}, bytes {} -> {}, {} unreachable objects dropped",
             report.packs_before, report.packs_after, report.bytes_before, report.bytes_after, report.objects_dropped
         );
+        if report.recent_packs_kept > 0 && !a.prune.is_zero() {
+            println!("{} recent packs kept whole with all they reach (gc --prune=now drops what is unreachable in them)", report.recent_packs_kept);
+        }
     }
     Ok(0)
 }
@@ -125,7 +154,7 @@ pub struct RepoStats {
 pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
     let s = repo.store.stats()?;
     let commit_roots: Vec<_> = repo
-        .roots()?
+        .roots_to_check()?
         .into_iter()
         .filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false))
         .collect();

@@ -90,7 +90,7 @@ pub fn update_ref(a: UpdateRefArgs) -> Result<u8> {
         }
     }
     if !updates.is_empty() {
-        repo.refs.update(&updates, &repo.who(), &a.message)?;
+        repo.update_refs(&updates, &repo.who(), &a.message)?;
     }
     Ok(0)
 }

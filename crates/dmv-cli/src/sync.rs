@@ -185,6 +185,7 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
             updates.push(RefUpdate { name: format!("refs/heads/{branch}"), expected: None, new: Some(*id) });
         }
     }
+    let _wlock = repo.lock_worktree()?;
     repo.set_head(&Head::Branch(format!("refs/heads/{short_head}")))?;
     let head_tip = updates.iter().find(|u| u.name == format!("refs/heads/{short_head}")).and_then(|u| u.new);
     // The working tree is written while HEAD is still unborn (so it counts as
@@ -211,7 +212,7 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
         eprintln!("warning: you cloned an empty repository");
     }
     if !updates.is_empty() {
-        repo.refs.update(&updates, &repo.who(), &format!("clone: from {url}")).map_err(|e| interrupted(e.into()))?;
+        repo.update_refs(&updates, &repo.who(), &format!("clone: from {url}")).map_err(|e| interrupted(e.into()))?;
     }
     std::fs::remove_file(repo.dmv.join(CLONE_MARKER)).context("cannot clear the clone marker")?;
     eprintln!("Cloned {url} into {}: {} objects, {} bytes of content received", dir.display(), stats.objects, stats.chunk_bytes);
@@ -290,7 +291,7 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
             let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
             if !deletes.is_empty() {
-                repo.refs.update(&deletes, &repo.who(), &format!("remote remove {name}"))?;
+                repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;
             }
             repo.save_config()?;
         }
@@ -454,7 +455,7 @@ pub fn push_cmd(a: PushArgs) -> Result<u8> {
             .filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new }))
             .collect();
         if !tracking.is_empty() {
-            repo.refs.update(&tracking, &repo.who(), &format!("push {r}"))?;
+            repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }
     }
     Ok(0)

@@ -177,6 +177,8 @@ pub struct CommitArgs {
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
+    // commit -a stages and commits as one change of the working-tree state.
+    let _wlock = repo.lock_worktree()?;
     if a.all {
         let p = Progress::new("adding");
         repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
@@ -270,14 +272,14 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
                 bail!("cannot delete branch '{name}': it is checked out");
             }
             let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("branch '{name}' not found"))?;
-            repo.refs.update(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &who, "branch: deleted")?;
+            repo.update_refs(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &who, "branch: deleted")?;
             println!("Deleted branch {name} (was {}).", old.short());
         }
         (Some(old_name), false, true) => {
             let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
             let (old_full, new_full) = (format!("refs/heads/{old_name}"), format!("refs/heads/{new_name}"));
             let id = repo.refs.get(&old_full)?.ok_or_else(|| anyhow!("branch '{old_name}' not found"))?;
-            repo.refs.update(
+            repo.update_refs(
                 &[
                     RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) },
                     RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None },
@@ -308,11 +310,9 @@ pub struct SwitchArgs {
 
 fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
     let full = format!("refs/heads/{name}");
-    let id = repo.refs.get(&full)?.ok_or_else(|| anyhow!("no branch named '{name}'"))?;
-    let tree = repo.commit(&id)?.tree;
+    repo.refs.get(&full)?.ok_or_else(|| anyhow!("no branch named '{name}'"))?;
     let p = Progress::new("checkout");
-    repo.checkout_tree(&tree, &|d, t| p.update(d, t))?;
-    repo.set_head(&Head::Branch(full))?;
+    repo.switch_to(&Head::Branch(full), &|d, t| p.update(d, t))?;
     eprintln!("Switched to branch '{name}'");
     Ok(())
 }
@@ -358,10 +358,8 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
         return Ok(0);
     }
     let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;
-    let tree = repo.commit(&id)?.tree;
     let p = Progress::new("checkout");
-    repo.checkout_tree(&tree, &|d, t| p.update(d, t))?;
-    repo.set_head(&Head::Detached(id))?;
+    repo.switch_to(&Head::Detached(id), &|d, t| p.update(d, t))?;
     eprintln!("HEAD is now at {} (detached)", id.short());
     Ok(0)
 }
@@ -387,7 +385,7 @@ pub fn tag(a: TagArgs) -> Result<u8> {
         Some(name) if a.delete => {
             let full = format!("refs/tags/{name}");
             let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("tag '{name}' not found"))?;
-            repo.refs.update(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &repo.who(), "tag: deleted")?;
+            repo.update_refs(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &repo.who(), "tag: deleted")?;
             println!("Deleted tag '{name}' (was {})", old.short());
         }
         Some(name) => {

@@ -106,11 +106,11 @@ fn gc_killed_before_deleting_loses_nothing() {
     dmv(d, &["commit", "-a", "-m", "second"]);
     let new = std::fs::read(d.join("media/big.bin")).unwrap();
     dmv(d, &["branch", "-d", "keep"]);
-    let out = dmv_cmd(d).args(["gc"]).env("DMV_FAILPOINT", "gc-before-delete").output().unwrap();
-    assert!(!out.status.success());
+    let out = dmv_cmd(d).args(["gc", "--prune-reflog", "--prune=now"]).env("DMV_FAILPOINT", "gc-before-delete").output().unwrap();
+    assert!(!out.status.success() && stderr(&out).contains("gc-before-delete"), "{}", stderr(&out));
     assert_eq!(head_content(d), new);
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
-    dmv(d, &["gc"]);
+    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     assert_eq!(head_content(d), new);
     assert_eq!(dmv_out(d, &["cat", "HEAD~1:media/big.bin"]).stdout, old);
 }

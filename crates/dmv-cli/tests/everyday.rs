@@ -261,7 +261,8 @@ fn gc_between_add_and_commit_keeps_the_staged_content() {
     dmv(d, &["commit", "-m", "one"]);
     write_noise(&d.join("staged.raw"), 700_000, 5);
     dmv(d, &["add", "staged.raw"]);
-    dmv(d, &["gc", "--prune-reflog"]);
+    // No grace period: only the dirstate can keep the staged file.
+    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     dmv(d, &["commit", "-m", "two"]);
     let out = dmv_cmd(d).args(["cat", "HEAD:staged.raw"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));

@@ -416,7 +416,8 @@ fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
     let d = repo.path();
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     dmv(d, &["branch", "-d", "feature"]);
-    dmv(d, &["gc", "--prune-reflog"]);
+    // No grace period: only MERGE_STATE can keep their side.
+    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     fsck_clean(d);
     dmv(d, &["resolve", "--theirs", "shot.jpg"]);
     assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 3));

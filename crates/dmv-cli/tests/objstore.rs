@@ -7,7 +7,6 @@ use common::remote::*;
 use common::servers::Minio;
 use common::*;
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output};

@@ -6,7 +6,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::IoContext;
 use crate::{RepoError, RepoResult};
 
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: the repository lists its requirements in `.dmv/requires` (the dmv of
+/// format 1 refuses format 2, so it cannot misread what it does not know).
+pub const FORMAT_VERSION: u32 = 2;
+/// Repositories made before `.dmv/requires`: opened, and upgraded.
+pub const FORMAT_WITHOUT_REQUIRES: u32 = 1;
 
 /// `.dmv/config` (JSON). `format` and `chunking` are fixed at init.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -57,7 +61,7 @@ impl Config {
     pub fn load(path: &Path) -> RepoResult<Config> {
         let text = std::fs::read(path).at(path)?;
         let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt { path: path.into(), detail: e.to_string() })?;
-        if cfg.format != FORMAT_VERSION {
+        if cfg.format != FORMAT_VERSION && cfg.format != FORMAT_WITHOUT_REQUIRES {
             return Err(RepoError::Invalid(format!("repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", cfg.format)));
         }
         cfg.chunking.validate().map_err(|d| RepoError::Corrupt { path: path.into(), detail: d })?;
@@ -66,6 +70,6 @@ impl Config {
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
         let text = serde_json::to_vec_pretty(self).map_err(|e| RepoError::Invalid(e.to_string()))?;
-        crate::repo::write_atomic(path, &text)
+        crate::atomic::write_atomic(path, &text)
     }
 }

@@ -108,7 +108,7 @@ impl Dirstate {
         bytes.extend(postcard::to_stdvec(&disk).map_err(|e| RepoError::Invalid(e.to_string()))?);
         let sum = blake3::hash(&bytes);
         bytes.extend_from_slice(sum.as_bytes());
-        crate::repo::write_atomic(path, &bytes)
+        crate::atomic::write_atomic(path, &bytes)
     }
 }
 

@@ -30,6 +30,10 @@ pub enum RepoError {
     Invalid(String),
     #[error("{} is corrupt: {detail}", path.display())]
     Corrupt { path: PathBuf, detail: String },
+    #[error("{what} is in use by {holder}; try again when it has finished")]
+    Locked { what: String, holder: String },
+    #[error("{} needs a newer dmv: it requires {}", path.display(), missing.join(", "))]
+    UnknownRequirements { path: PathBuf, missing: Vec<String> },
 }
 
 impl RepoError {

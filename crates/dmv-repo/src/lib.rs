@@ -1,6 +1,7 @@
 //! A DMV repository: configuration, refs, commits and trees, the working tree
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 
+mod atomic;
 mod config;
 mod dirstate;
 mod early;
@@ -9,10 +10,13 @@ mod history;
 mod merge;
 mod refs;
 mod repo;
+mod requires;
 pub mod tree;
 mod worktree;
+mod wlock;
 
 pub use config::{Config, RemoteConfig};
+pub use requires::REQUIREMENTS;
 pub use dirstate::{DirEntry, Dirstate};
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
@@ -20,8 +24,9 @@ pub use history::{CommitInfo, LogWalk};
 pub use merge::{Conflict, ConflictStatus, MergeOutcome, MergePhase, MergeState, MergeStatus, Resolution, Resolved};
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use dmv_refs;
-pub use repo::Repository;
+pub use repo::{GcPolicy, Repository};
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use worktree::{Status, StatusEntry};
+pub use wlock::{WorktreeGuard, WorktreeLock};
 
 pub use dmv_store as store;

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dirstate::{kind_of, DirEntry, Dirstate};
 use crate::error::IoContext;
-use crate::repo::write_atomic;
+use crate::atomic::write_atomic;
 use crate::tree::{flatten, FlatEntry, FlatTree};
 use crate::worktree::{flat_of, matches, ser_path, Status, TEMP_PREFIX};
 use crate::{Repository, RepoError, RepoResult};
@@ -315,8 +315,11 @@ impl Repository {
         let Some(state) = MergeState::load(&self.merge_state_path())? else { return Ok(None) };
         let head = self.head_commit()?;
         if head != state.head && self.merge_finished(&state, head)? {
-            // Losing this removal (read-only repository) is harmless: it is recognised again next time.
-            let _ = self.remove_merge_state();
+            // Losing this removal (read-only repository, or another command
+            // holds the lock) is harmless: it is recognised again next time.
+            if let Some(_wlock) = self.try_lock_worktree() {
+                let _ = self.remove_merge_state();
+            }
             return Ok(None);
         }
         Ok(Some(state))
@@ -348,10 +351,12 @@ impl Repository {
     }
 
     fn save_merge_state(&self, state: &MergeState) -> RepoResult<()> {
+        self.check_worktree_locked("MERGE_STATE")?;
         write_atomic(&self.merge_state_path(), &state.encode()?)
     }
 
     pub(crate) fn remove_merge_state(&self) -> RepoResult<()> {
+        self.check_worktree_locked("MERGE_STATE")?;
         let path = self.merge_state_path();
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -420,6 +425,7 @@ impl Repository {
 
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
     pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+        let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::Conflict(format!("a merge of {} is already in progress; finish it with `dmv commit` or run `dmv merge --abort`", m.label)));
         }
@@ -585,6 +591,7 @@ impl Repository {
     /// merge state removed. Files the merge added go, files it changed or
     /// removed come back from HEAD; other untracked files are left alone.
     pub fn merge_abort(&self) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         let state = match self.merge_state() {
             Ok(Some(s)) => Some(s),
             Ok(None) => return Err(RepoError::Invalid("there is no merge to abort".into())),
@@ -656,6 +663,7 @@ impl Repository {
     /// Settles the conflicts at or under `specs` (repository-relative paths;
     /// empty = all) and stages the result. Each spec must name a conflict.
     pub fn resolve_conflicts(&self, specs: &[Vec<u8>], how: Resolution) -> RepoResult<Vec<Resolved>> {
+        let _wlock = self.lock_worktree()?;
         let mut state = self.merge_state()?.ok_or_else(|| RepoError::Invalid("there is no merge in progress".into()))?;
         if state.phase == MergePhase::Applying {
             return Err(interrupted(&state.label));

@@ -52,7 +52,7 @@ impl Head {
             Head::Branch(name) => format!("ref: {name}\n"),
             Head::Detached(id) => format!("{id}\n"),
         };
-        crate::repo::write_atomic(path, text.as_bytes())
+        crate::atomic::write_atomic(path, text.as_bytes())
     }
 }
 

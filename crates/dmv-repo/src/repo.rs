@@ -1,12 +1,12 @@
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dmv_store::object::{Commit, Signature};
-use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
+use dmv_store::{ChunkParams, GcOptions, GcReport, ObjectId, ObjectKind, Store};
 
 use crate::error::IoContext;
 use crate::refs::{validate_ref_name, Reftable};
-use crate::{Config, Head, RefBackend, RefUpdate, RepoError, RepoResult};
+use crate::wlock::{WorktreeGuard, WorktreeLock};
+use crate::{config, requires, Config, Head, RefBackend, RefUpdate, RepoError, RepoResult};
 
 pub const DMV_DIR: &str = ".dmv";
 
@@ -16,22 +16,16 @@ pub struct Repository {
     pub config: Config,
     pub store: Store,
     pub refs: Box<dyn RefBackend>,
+    wlock: WorktreeLock,
 }
 
-/// Write to a temporary file, sync it, rename over `path`, sync the directory:
-/// readers see the old or the new content, never a mix.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-    let mut f = std::fs::File::create(&tmp).at(&tmp)?;
-    f.write_all(bytes).at(&tmp)?;
-    f.sync_all().at(&tmp)?;
-    drop(f);
-    std::fs::rename(&tmp, path).at(path)?;
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
-    Ok(())
+/// What gc may drop besides what no root reaches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GcPolicy {
+    /// Also drop history only the reflog remembers (deleted branches, amended tips).
+    pub prune_reflog: bool,
+    pub store: GcOptions,
 }
-
 
 impl Repository {
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
@@ -51,6 +45,7 @@ impl Repository {
         let tmp = root.join(format!(".dmv-init-{}", std::process::id()));
         std::fs::create_dir(&tmp).at(&tmp)?;
         let result = (|| {
+            requires::write(&tmp)?;
             Store::create(&tmp.join("objects"))?;
             Reftable::init(&tmp.join("refs"))?;
             let mut config = Config::new(chunking);
@@ -94,10 +89,47 @@ impl Repository {
 
     fn open_at(root: &Path) -> RepoResult<Repository> {
         let dmv = root.join(DMV_DIR);
-        let config = Config::load(&dmv.join("config"))?;
+        let listed = requires::check(&dmv)?;
+        let mut config = Config::load(&dmv.join("config"))?;
+        if config.format == config::FORMAT_WITHOUT_REQUIRES {
+            // Made before requirements were listed: list them, then move to
+            // the format older dmvs refuse. Read-only to us: use it as it is.
+            let upgraded = requires::write(&dmv).and_then(|_| {
+                config.format = config::FORMAT_VERSION;
+                config.save(&dmv.join("config"))
+            });
+            match upgraded {
+                Err(e) if !requires::read_only(&e) => return Err(e),
+                _ => {}
+            }
+        } else if !listed {
+            return Err(RepoError::Corrupt { path: dmv.join(requires::FILE), detail: "missing (the repository's format needs it)".into() });
+        }
         let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
         let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
-        Ok(Repository { root: root.to_path_buf(), dmv, config, store, refs })
+        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs })
+    }
+
+    /// Takes the working-tree lock: one command at a time changes the
+    /// dirstate, HEAD, MERGE_STATE and the working tree. Waits a while for
+    /// another command, then fails naming it. Re-entrant in a process.
+    pub fn lock_worktree(&self) -> RepoResult<WorktreeGuard<'_>> {
+        self.wlock.acquire()
+    }
+
+    /// The working-tree lock if it is free now (for work that can be
+    /// skipped, like refreshing a cache; a read-only repository gives none).
+    pub(crate) fn try_lock_worktree(&self) -> Option<WorktreeGuard<'_>> {
+        self.wlock.try_acquire().ok().flatten()
+    }
+
+    /// Refuses a change of the working-tree state made without the lock: a
+    /// missing lock would let two commands overwrite each other's changes.
+    pub(crate) fn check_worktree_locked(&self, what: &str) -> RepoResult<()> {
+        if self.wlock.held_here() {
+            return Ok(());
+        }
+        Err(RepoError::Invalid(format!("internal error: {what} changed without the working-tree lock")))
     }
 
     pub fn head(&self) -> RepoResult<Head> {
@@ -105,6 +137,7 @@ impl Repository {
     }
 
     pub fn set_head(&self, head: &Head) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         head.save(&self.dmv.join("HEAD"))
     }
 
@@ -143,7 +176,7 @@ impl Repository {
     /// Moves HEAD's branch (or detached HEAD) from `old` to `new`.
     pub fn advance_head(&self, old: Option<ObjectId>, new: ObjectId, message: &str) -> RepoResult<()> {
         match self.head()? {
-            Head::Branch(name) => self.refs.update(&[RefUpdate { name, expected: Some(old), new: Some(new) }], &self.who(), message),
+            Head::Branch(name) => self.update_refs(&[RefUpdate { name, expected: Some(old), new: Some(new) }], &self.who(), message),
             Head::Detached(_) => self.set_head(&Head::Detached(new)),
         }
     }
@@ -194,21 +227,53 @@ impl Repository {
         Ok(id)
     }
 
+    /// Moves refs (all or nothing), after checking that every new value is
+    /// here, while gc is held off: gc may not delete an object between the
+    /// check and the moment a ref keeps it alive.
+    pub fn update_refs(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()> {
+        let _gc = self.store.hold_off_gc()?;
+        for u in updates {
+            if let Some(new) = u.new {
+                if !self.store.contains(&new)? {
+                    return Err(RepoError::Store(dmv_store::StoreError::NotFound { id: new }));
+                }
+            }
+        }
+        self.refs.update(updates, who, message)
+    }
+
     pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
         validate_ref_name(name)?;
-        self.refs.update(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
+        self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
             RepoError::RefChanged { .. } => RepoError::Invalid(format!("{name} already exists")),
             other => other,
         })
     }
 
-    /// Ids gc and fsck start from: every ref, HEAD, staged files, and the
-    /// reflog (so a deleted branch stays recoverable until the reflog is pruned).
+    /// Ids gc and fsck start from: every ref, HEAD, staged files, an
+    /// unfinished merge, and the reflog (so a deleted branch stays
+    /// recoverable until the reflog is pruned). A dirstate that cannot be
+    /// read is an error: its staged files would be lost to gc.
     pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
-        self.roots_with(true)
+        self.roots_with(true, true)
     }
 
-    pub fn roots_with(&self, include_reflog: bool) -> RepoResult<Vec<ObjectId>> {
+    /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
+    /// reports on its own) does not stop the check of everything else.
+    pub fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true, false)
+    }
+
+    /// Drops unreachable objects and merges small packs, and compacts the
+    /// ref tables. Safe while any other command runs: roots are read under
+    /// the store's exclusive gc lock, after every writer has finished.
+    pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
+        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), policy.store, progress)?;
+        self.refs.compact()?;
+        Ok(report)
+    }
+
+    fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
         let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
         if let Some(h) = self.head_commit()? {
             roots.push(h);
@@ -217,8 +282,10 @@ impl Repository {
         roots.extend(self.merge_roots()?);
         // Staged content is referenced by nothing but the dirstate until it is committed.
         if !self.config.bare {
-            if let Ok(staged) = self.load_dirstate() {
-                roots.extend(staged.entries.values().map(|e| e.id));
+            match self.load_dirstate() {
+                Ok(staged) => roots.extend(staged.entries.values().map(|e| e.id)),
+                Err(e) if dirstate_must_load => return Err(e),
+                Err(_) => {}
             }
         }
         if include_reflog {

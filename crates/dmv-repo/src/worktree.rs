@@ -76,7 +76,9 @@ impl Repository {
         Dirstate::load(&self.dirstate_path())
     }
 
+    /// Callers hold the working-tree lock from before they loaded what they change.
     pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
+        self.check_worktree_locked("the dirstate")?;
         ds.save(&self.dirstate_path())
     }
 
@@ -142,6 +144,9 @@ impl Repository {
 
     /// Status, and the (refreshed) dirstate it was computed from.
     pub(crate) fn status_with_dirstate(&self) -> RepoResult<(Status, Dirstate)> {
+        // Status only refreshes stat data, which may wait for another time:
+        // while another command holds the lock it saves nothing.
+        let wlock = self.try_lock_worktree();
         let mut ds = self.load_dirstate()?;
         let head_flat = match self.head_tree()? {
             Some(t) => flatten(&self.store, &t)?,
@@ -177,10 +182,11 @@ impl Repository {
                 unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(old), new: Some(FlatEntry { kind, id, size }) });
             }
         }
-        if refreshed {
+        if refreshed && wlock.is_some() {
             // Only a cache refresh: losing it (e.g. read-only repository) costs a re-read next time.
             let _ = self.save_dirstate(&ds);
         }
+        drop(wlock);
         let branch = match self.head()? {
             crate::Head::Branch(b) => Some(b),
             crate::Head::Detached(_) => None,
@@ -206,6 +212,7 @@ impl Repository {
     /// new and modified files are stored, vanished tracked files are unstaged.
     /// With `tracked_only`, untracked files are left alone (`commit -a`).
     pub fn add(&self, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
+        let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let mut files = self.scan()?;
         // A file named explicitly is added even if an ignore rule matches it.
@@ -277,6 +284,7 @@ impl Repository {
     /// there is nothing to commit. During a merge (all conflicts resolved) the
     /// commit gets both parents, even when its tree equals HEAD's.
     pub fn commit_staged(&self, message: &str) -> RepoResult<Option<ObjectId>> {
+        let _wlock = self.lock_worktree()?;
         let merging = self.merge_state()?;
         let parent = self.head_commit()?;
         if let Some(m) = &merging {
@@ -314,6 +322,7 @@ impl Repository {
     }
 
     pub fn rm(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
+        let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let mut removed = Vec::new();
         for spec in specs {
@@ -352,6 +361,7 @@ impl Repository {
 
     /// Renames a tracked file or directory in the working tree and the dirstate.
     pub fn mv(&self, src: &[u8], dst: &[u8]) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let mut dst = dst.to_vec();
         if self.abs_path(&dst).is_dir() {
@@ -477,7 +487,20 @@ impl Repository {
     /// Makes the working tree and dirstate match `target`. Refuses when tracked
     /// files have uncommitted changes or untracked files would be overwritten,
     /// and during a merge (switching away would strand its state).
+    /// Checks out the commit `head` names and makes it HEAD, as one change
+    /// of the working tree (switch, checkout).
+    pub fn switch_to(&self, head: &crate::Head, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
+        let commit = match head {
+            crate::Head::Branch(name) => self.refs.get(name)?.ok_or_else(|| RepoError::UnknownRevision(name.clone()))?,
+            crate::Head::Detached(id) => *id,
+        };
+        self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
+        self.set_head(head)
+    }
+
     pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::Conflict(format!("a merge of {} is in progress; commit it or run `dmv merge --abort` first", m.label)));
         }
@@ -512,6 +535,7 @@ impl Repository {
     /// those whose entry is the target's are recorded with their stat data
     /// instead of being written again.
     pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Metadata)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::Conflict(format!("a merge of {} is in progress; commit it or run `dmv merge --abort` first", m.label)));
         }
@@ -521,6 +545,7 @@ impl Repository {
     /// `checkout_tree` without the merge-in-progress check: the merge itself
     /// writes its result this way.
     pub(crate) fn checkout_tree_during_merge(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Metadata)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
         let (status, ds) = self.status_with_dirstate()?;
         if !status.is_clean() {
             let first = status.staged.iter().chain(&status.unstaged).next().map(|c| String::from_utf8_lossy(&c.path).into_owned()).unwrap_or_default();
@@ -664,6 +689,7 @@ impl Repository {
     /// `restore`: worktree files from the dirstate (or `source`), or with
     /// `staged` the dirstate entries from `source` (default HEAD).
     pub fn restore(&self, specs: &[Vec<u8>], source: Option<ObjectId>, staged: bool) -> RepoResult<usize> {
+        let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let source_flat = match source {
             Some(commit) => Some(flatten(&self.store, &self.commit(&commit)?.tree)?),

@@ -1,7 +1,17 @@
 //! Garbage collection: rewrites packs holding unreachable objects (and merges
 //! small packs), under the exclusive gc lock so no writer is mid-session.
+//!
+//! Safe against every writer at once: writers hold the gc lock shared from
+//! before they look for an object until whatever refers to their objects (a
+//! ref, the dirstate, MERGE_STATE) is durable, and gc reads its roots only
+//! once it holds the lock exclusively. Packs written recently are kept whole
+//! with everything they reach (a grace period, like git's `gc.pruneExpire`):
+//! that covers objects received whose ref update is still to come (a server
+//! between a push's upload and its ref update) and an interrupted fetch or
+//! clone that will resume.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime};
 
 use crate::error::IoContext;
 use crate::index::write_index;
@@ -19,33 +29,71 @@ pub struct GcReport {
     pub bytes_before: u64,
     pub bytes_after: u64,
     pub leftovers_removed: u64,
+    /// Packs kept whole because they were written within the grace period.
+    pub recent_packs_kept: usize,
 }
+
+/// What gc keeps besides what its roots reach.
+#[derive(Clone, Copy, Debug)]
+pub struct GcOptions {
+    /// Packs last written less than this long ago are kept whole, with
+    /// everything their objects reach. Zero prunes everything unreachable.
+    pub keep_recent: Duration,
+}
+
+impl Default for GcOptions {
+    fn default() -> Self {
+        GcOptions { keep_recent: DEFAULT_KEEP_RECENT }
+    }
+}
+
+/// Git's default `gc.pruneExpire`: long enough to resume an interrupted transfer.
+pub const DEFAULT_KEEP_RECENT: Duration = Duration::from_secs(14 * 24 * 3600);
 
 impl Store {
     /// Objects reachable from `roots`; chunks are located but not read.
     pub fn reachable(&self, roots: &[ObjectId]) -> StoreResult<HashSet<ObjectId>> {
         let mut seen = HashSet::new();
-        let mut stack = roots.to_vec();
+        self.mark_reachable(roots.to_vec(), true, &mut seen)?;
+        Ok(seen)
+    }
+
+    /// Adds to `seen` what `stack` reaches. With `strict`, a missing object is
+    /// an error (the repository is damaged); without, what is absent is
+    /// skipped (the objects of an unfinished fetch need not be complete).
+    fn mark_reachable(&self, mut stack: Vec<ObjectId>, strict: bool, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
         while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
+            if seen.contains(&id) {
                 continue;
             }
-            let loc = self.locate(&id)?.ok_or(StoreError::NotFound { id })?;
+            let Some(loc) = self.locate(&id)? else {
+                if strict {
+                    return Err(StoreError::NotFound { id });
+                }
+                continue;
+            };
+            seen.insert(id);
             if loc.entry.kind != ObjectKind::Chunk {
                 let bytes = self.read_located(&loc)?;
                 stack.extend(children(&id, loc.entry.kind, &bytes)?);
             }
         }
-        Ok(seen)
+        Ok(())
     }
 
-    pub fn gc(&self, roots: &[ObjectId], progress: &dyn Fn(u64)) -> StoreResult<GcReport> {
+    /// Drops what neither `roots` nor a recent pack reaches. `roots` is called
+    /// once gc holds the lock exclusively, so it sees every ref, dirstate and
+    /// merge state a finished writer left.
+    pub fn gc<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, options: GcOptions, progress: &dyn Fn(u64)) -> Result<GcReport, E> {
         let _lock = self.exclusive_lock()?;
+        let started = SystemTime::now();
         let mut report = GcReport::default();
         let dir = self.packs_dir().to_path_buf();
         report.leftovers_removed = self.remove_leftovers()?;
         self.reload()?;
-        let live = self.reachable(roots)?;
+        let roots = roots()?;
+        let mut live = HashSet::new();
+        self.mark_reachable(roots, true, &mut live)?;
 
         let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
         for idx in self.indexes() {
@@ -55,12 +103,20 @@ impl Store {
             }
         }
         let mut pack_sizes = HashMap::new();
-        for p in by_pack.keys() {
+        let mut recent = Vec::new();
+        for (p, entries) in &by_pack {
             let path = dir.join(pack_file_name(p));
-            let len = std::fs::metadata(&path).at(&path)?.len();
-            report.bytes_before += len;
-            pack_sizes.insert(*p, len);
+            let meta = std::fs::metadata(&path).at(&path)?;
+            report.bytes_before += meta.len();
+            pack_sizes.insert(*p, meta.len());
+            // A clock set back makes a pack look recent: that only keeps more.
+            let age = meta.modified().ok().and_then(|m| started.duration_since(m).ok()).unwrap_or(Duration::ZERO);
+            if age < options.keep_recent {
+                report.recent_packs_kept += 1;
+                recent.extend(entries.iter().map(|e| e.id));
+            }
         }
+        self.mark_reachable(recent, false, &mut live)?;
         report.packs_before = by_pack.len();
         let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
         let small_count = by_pack.keys().filter(|p| small(p)).count();

@@ -22,7 +22,8 @@ mod verify;
 pub use chunker::{ChunkBatch, ChunkParams, Chunker};
 pub use direct::FileWriter;
 pub use error::{StoreError, StoreResult};
-pub use gc::GcReport;
+pub use gc::{GcOptions, GcReport, DEFAULT_KEEP_RECENT};
+pub use lock::GcLock;
 pub use id::{ObjectId, ObjectKind};
 pub use index::{verify_pack_index, Located};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
@@ -45,13 +46,27 @@ pub mod trace {
     }
 }
 
-/// Abort the process at a named point when `DMV_FAILPOINT` names it; the crash
-/// tests use this to stop a commit between any two durable steps.
+/// Test hooks at named points between durable steps. `DMV_FAILPOINT=NAME`
+/// aborts the process there (the crash tests stop a commit between any two
+/// steps that way). `DMV_PAUSEPOINT=NAME:FILE` stops the process there the
+/// first time: it creates FILE and waits until FILE is removed, so a test can
+/// run another command at exactly that moment (the concurrency tests).
 pub fn failpoint(name: &str) {
     if let Ok(wanted) = std::env::var("DMV_FAILPOINT") {
         if wanted.split(',').any(|w| w == name) {
             eprintln!("dmv: failpoint {name} reached, aborting");
             std::process::abort();
+        }
+    }
+    if let Some((point, file)) = std::env::var("DMV_PAUSEPOINT").ok().as_deref().and_then(|s| s.split_once(':')) {
+        static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if point == name && !PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let file = std::path::Path::new(file);
+            if std::fs::write(file, std::process::id().to_string()).is_ok() {
+                while file.exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
         }
     }
 }

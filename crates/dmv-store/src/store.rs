@@ -196,8 +196,24 @@ impl Store {
         Ok(f)
     }
 
+    /// The open pack holding a located object. A pack gc has rewritten since
+    /// our indexes were read is gone (packs already open stay readable): the
+    /// indexes are read again and the object is found in its new pack.
+    fn open_located(&self, loc: &Located) -> StoreResult<(Arc<File>, Located)> {
+        match self.pack_file(&loc.pack) {
+            Err(StoreError::Io { source, path }) if source.kind() == std::io::ErrorKind::NotFound => {
+                self.reload()?;
+                match self.locate(&loc.entry.id)? {
+                    Some(moved) if moved.pack != loc.pack => Ok((self.pack_file(&moved.pack)?, moved)),
+                    _ => Err(StoreError::Io { source, path }),
+                }
+            }
+            other => Ok((other?, *loc)),
+        }
+    }
+
     pub(crate) fn read_located(&self, loc: &Located) -> StoreResult<Vec<u8>> {
-        let file = self.pack_file(&loc.pack)?;
+        let (file, loc) = self.open_located(loc)?;
         pack::read_record(&file, &pack_file_name(&loc.pack), &loc.entry)
     }
 
@@ -260,7 +276,7 @@ impl Store {
     /// it receives anyway (hashing on both ends would double the CPU a
     /// transfer costs).
     pub fn read_stored_unverified(&self, loc: &Located) -> StoreResult<StoredObject> {
-        let file = self.pack_file(&loc.pack)?;
+        let (file, loc) = self.open_located(loc)?;
         let e = loc.entry;
         let payload = pack::read_stored_record(&file, &pack_file_name(&loc.pack), &e)?;
         Ok(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })
@@ -280,18 +296,25 @@ impl Store {
     }
 
     /// Streams a file's content (a chunk or a chunk-list tree) to `out`.
+    /// The node tree is walked without recursion, each node exactly one
+    /// level above its children ([`crate::object::ChunkWalk`]), so a
+    /// damaged or hostile chain of nodes is an error, not a stack overflow.
     pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
+        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(|e| StoreError::Other(format!("cannot write output: {e}")));
         let (kind, bytes) = self.read(id)?;
         match kind {
             ObjectKind::Chunk => {
-                out.write_all(&bytes).map_err(|e| StoreError::Other(format!("cannot write output: {e}")))?;
+                write(out, &bytes)?;
                 Ok(bytes.len() as u64)
             }
             ObjectKind::FileNode => {
-                let node: FileNode = decode(id, kind, &bytes)?;
+                let mut walk = crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?);
+                let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
                 let mut total = 0;
-                for e in node.entries {
-                    total += self.write_content(&e.id, out)?;
+                while let Some(e) = walk.next_chunk(&mut read_node)? {
+                    let chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
+                    write(out, &chunk)?;
+                    total += chunk.len() as u64;
                 }
                 Ok(total)
             }
@@ -360,10 +383,17 @@ impl Store {
             pending: HashSet::new(),
             compressor: zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?,
             scratch: Vec::new(),
-            sealed_packs: 0,
+            sealed: Vec::new(),
             bytes_written: 0,
             _lock: lock,
         })
+    }
+
+    /// Holds gc off (the gc lock, shared) until dropped: for a caller that
+    /// checks an object is present and then makes a ref point at it, so gc
+    /// cannot delete it in between.
+    pub fn hold_off_gc(&self) -> StoreResult<GcLock> {
+        GcLock::shared(&self.lock_path)
     }
 
     pub(crate) fn exclusive_lock(&self) -> StoreResult<GcLock> {
@@ -375,12 +405,16 @@ impl Store {
         let mut packs = Vec::new();
         let mut pack_no = HashMap::new();
         let mut entries = Vec::new();
+        let mut idx_paths = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let path = entry.at(&self.packs_dir)?.path();
-            let is_idx = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx"));
-            if !is_idx {
-                continue;
+            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx")) {
+                idx_paths.push(path);
             }
+        }
+        // Packs numbered in checksum order: the same packs give the same bytes on any file system.
+        idx_paths.sort();
+        for path in idx_paths {
             let idx = match PackIndex::open(&path) {
                 Ok(idx) => idx,
                 Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
@@ -434,7 +468,8 @@ pub struct WriteSession<'a> {
     pending: HashSet<ObjectId>,
     compressor: zstd::bulk::Compressor<'static>,
     scratch: Vec<u8>,
-    sealed_packs: usize,
+    /// Packs sealed so far by this session.
+    sealed: Vec<PathBuf>,
     bytes_written: u64,
     _lock: GcLock,
 }
@@ -526,7 +561,7 @@ impl<'a> WriteSession<'a> {
 
     /// Packs sealed so far by this session (each durable on its own).
     pub fn sealed_packs(&self) -> usize {
-        self.sealed_packs
+        self.sealed.len()
     }
 
     fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
@@ -563,10 +598,10 @@ impl<'a> WriteSession<'a> {
         crate::failpoint("pack-sealed");
         self.store.add_index(PackIndex::open(&idx_path)?);
         self.pending.clear();
-        self.sealed_packs += 1;
         if let Some(hook) = self.on_seal.as_mut() {
             hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;
         }
+        self.sealed.push(pack_path);
         Ok(())
     }
 
@@ -575,7 +610,13 @@ impl<'a> WriteSession<'a> {
     pub fn finish(&mut self) -> StoreResult<()> {
         self.seal()?;
         // A scratch store's packs are moved away as they are sealed: no multi-pack index there.
-        if self.store.durable && self.sealed_packs > 0 {
+        if self.store.durable && !self.sealed.is_empty() {
+            // gc's grace period counts from now, when the objects become
+            // usable, not from when a long session sealed its first pack.
+            let now = std::fs::FileTimes::new().set_modified(std::time::SystemTime::now());
+            for path in &self.sealed {
+                File::open(path).and_then(|f| f.set_times(now)).at(path)?;
+            }
             self.store.index_packs_if_many()?;
         }
         Ok(())

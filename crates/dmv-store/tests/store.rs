@@ -1,8 +1,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dmv_store::{ChunkParams, IngestSource, ObjectKind, Store, StoreError};
+use dmv_store::object::{encode, FileNode, NodeEntry};
+use dmv_store::{ChunkParams, GcOptions, IngestSource, ObjectId, ObjectKind, Store, StoreError};
 use proptest::prelude::*;
 
 fn open(dir: &std::path::Path, pack_limit: u64) -> Store {
@@ -87,8 +88,23 @@ fn a_file_changed_while_stored_is_never_recorded_torn() {
     }
 }
 
+fn prune_now() -> GcOptions {
+    GcOptions { keep_recent: Duration::ZERO }
+}
+
+/// Makes every pack look written `age` ago, so gc's grace period does not cover it.
+fn age_packs(objects: &std::path::Path, age: Duration) {
+    let then = std::time::SystemTime::now() - age;
+    for e in std::fs::read_dir(objects.join("packs")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "pack") {
+            std::fs::File::open(&path).unwrap().set_times(std::fs::FileTimes::new().set_modified(then)).unwrap();
+        }
+    }
+}
+
 #[test]
-fn gc_waits_for_an_open_write_session() {
+fn gc_reads_its_roots_after_a_running_writer_has_finished() {
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");
     let store = Arc::new(open(&objects, 64 << 20));
@@ -98,24 +114,78 @@ fn gc_waits_for_an_open_write_session() {
         id = s.put_object(ObjectKind::Chunk, b"unreferenced for now").unwrap();
         s.finish().unwrap();
     }
+    // What a ref or the dirstate would say: nothing refers to the object yet.
+    let refs: Arc<Mutex<Vec<ObjectId>>> = Arc::default();
     // A writer dedups against the (currently unreachable) object and will reference it.
     let session_store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
     let mut s = session_store.begin_write().unwrap();
     assert!(s.has(&id).unwrap());
     let gc_done = Arc::new(AtomicBool::new(false));
     let gc = {
-        let (store, done) = (store.clone(), gc_done.clone());
+        let (store, done, refs) = (store.clone(), gc_done.clone(), refs.clone());
         std::thread::spawn(move || {
-            store.gc(&[id], &|_| {}).unwrap();
+            let report = store.gc(|| Ok::<_, StoreError>(refs.lock().unwrap().clone()), prune_now(), &|_| {}).unwrap();
             done.store(true, Ordering::SeqCst);
+            report
         })
     };
     std::thread::sleep(Duration::from_millis(300));
     assert!(!gc_done.load(Ordering::SeqCst), "gc must wait while a writer holds the store");
     s.finish().unwrap();
+    // The writer's "ref update", made before it lets gc in.
+    refs.lock().unwrap().push(id);
     drop(s);
-    gc.join().unwrap();
-    assert!(store.contains(&id).unwrap());
+    let report = gc.join().unwrap();
+    assert!(store.contains(&id).unwrap(), "gc dropped an object the writer referenced before it finished");
+    assert_eq!(report.objects_dropped, 0);
+}
+
+#[test]
+fn gc_drops_the_unreachable_but_keeps_recent_packs_and_what_they_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let store = open(&objects, 64 << 20);
+    let (kept, dropped) = {
+        let mut s = store.begin_write().unwrap();
+        let kept = s.put_object(ObjectKind::Chunk, &noise(5000, 1)).unwrap();
+        let dropped = s.put_object(ObjectKind::Chunk, &noise(5000, 2)).unwrap();
+        s.finish().unwrap();
+        (kept, dropped)
+    };
+    age_packs(&objects, Duration::from_secs(30 * 24 * 3600));
+    // A recent pack (a push whose ref update is still to come) refers to `kept` in an old pack.
+    let node = {
+        let mut s = store.begin_write().unwrap();
+        let node = FileNode { level: 0, entries: vec![NodeEntry { id: kept, size: 5000 }, NodeEntry { id: kept, size: 5000 }] };
+        let node = s.put_object(ObjectKind::FileNode, &encode(&node)).unwrap();
+        s.finish().unwrap();
+        node
+    };
+    let no_roots = || Ok::<_, StoreError>(Vec::new());
+    let report = store.gc(no_roots, GcOptions::default(), &|_| {}).unwrap();
+    assert_eq!((report.objects_dropped, report.recent_packs_kept), (1, 1));
+    assert!(store.contains(&node).unwrap() && store.contains(&kept).unwrap());
+    assert!(!store.contains(&dropped).unwrap());
+    assert_eq!(content(&store, &node), [noise(5000, 1), noise(5000, 1)].concat());
+    // Pruning now drops the rest.
+    let report = store.gc(no_roots, prune_now(), &|_| {}).unwrap();
+    assert_eq!((report.objects_dropped, report.recent_packs_kept), (2, 0));
+    assert!(!store.contains(&node).unwrap() && !store.contains(&kept).unwrap());
+}
+
+#[test]
+fn a_missing_root_stops_gc_before_it_deletes_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let store = open(&objects, 64 << 20);
+    let mut s = store.begin_write().unwrap();
+    let present = s.put_object(ObjectKind::Chunk, b"garbage").unwrap();
+    s.finish().unwrap();
+    drop(s);
+    let missing = ObjectId::hash(ObjectKind::Chunk, b"never stored");
+    let err = store.gc(|| Ok::<_, StoreError>(vec![missing]), prune_now(), &|_| {}).unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { id } if id == missing), "{err}");
+    assert!(store.contains(&present).unwrap());
 }
 
 proptest! {

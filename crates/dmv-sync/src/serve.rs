@@ -91,6 +91,12 @@ fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
 
 fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let store = &repo.store;
+    if let Request::Has { ids } | Request::Get { ids, .. } = &request {
+        // The answer is sized by the request: bound it as the client does.
+        if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
+            return Err(SyncError::Protocol(format!("{} ids asked for at once; at most {} are answered", ids.len(), crate::protocol::MAX_IDS_PER_REQUEST)));
+        }
+    }
     match request {
         Request::Hello { .. } => {
             out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare }).map_err(io_lost)?;
@@ -166,6 +172,9 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
         }
     }
     session.finish()?;
+    drop(session);
+    // Until the client's ref update comes, gc's grace period for recent packs keeps these.
+    dmv_repo::store::failpoint("push-received");
     Ok((objects, bytes))
 }
 
@@ -174,6 +183,8 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
         // Clients send this to learn whether they may write before uploading anything.
         return Ok(Response::RefsUpdated);
     }
+    // From the check that each new commit is here until the refs keep it alive.
+    let _gc = repo.store.hold_off_gc()?;
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,
@@ -191,7 +202,8 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
             )));
         }
         if let Some(new) = u.new {
-            // Objects only land with everything they reach, so the commit being present is enough.
+            // Objects only land with everything they reach, and gc keeps that
+            // so, so the commit being present is enough.
             match repo.store.locate(&new)? {
                 Some(loc) if loc.entry.kind == ObjectKind::Commit => {}
                 Some(_) => return Err(SyncError::Invalid(format!("{new} is not a commit"))),

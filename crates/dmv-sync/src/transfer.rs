@@ -361,7 +361,7 @@ pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, pr
     let stats = fetch(repo, client, &wants, progress, early, || {
         let updates: Vec<dmv_repo::RefUpdate> = changed.iter().map(|c| dmv_repo::RefUpdate { name: c.local_name.clone(), expected: Some(c.old), new: Some(c.new) }).collect();
         if !updates.is_empty() {
-            repo.refs.update(&updates, &repo.who(), &format!("fetch {remote}"))?;
+            repo.update_refs(&updates, &repo.who(), &format!("fetch {remote}"))?;
         }
         Ok(())
     })?;

@@ -97,7 +97,13 @@ impl HttpServer {
     }
 
     pub fn start_with(config: &Path, port: u16) -> HttpServer {
+        Self::start_with_env(config, port, &[])
+    }
+
+    /// [`HttpServer::start_with`] with extra environment for the server (test hooks).
+    pub fn start_with_env(config: &Path, port: u16, env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(bin())
+            .envs(env.iter().copied())
             .arg("serve")
             .arg("--config")
             .arg(config)

@@ -1,0 +1,350 @@
+//! Two commands at once: gc against every writer, and writers against each
+//! other. A writer is stopped at an exact point (DMV_PAUSEPOINT) while the
+//! other command runs, so the race happens every time, not by luck. gc runs
+//! with --prune=now so no grace period hides a lost root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::remote::{assert_same_tree, fsck_clean, ok, one_line_error};
+use common::servers::HttpServer;
+use common::*;
+
+/// A dmv command stopped at a named point until [`Paused::resume`].
+struct Paused {
+    child: Child,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Paused {
+    fn start(mut cmd: Command, point: &str) -> Paused {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("paused");
+        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        while !file.exists() {
+            if let Some(status) = child.try_wait().unwrap() {
+                let out = child.wait_with_output().unwrap();
+                panic!("the command ended ({status}) before reaching {point}: {}", stderr(&out));
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "{point} not reached");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Paused { child, file, _dir: dir }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn resume(self) -> Output {
+        std::fs::remove_file(&self.file).unwrap();
+        self.child.wait_with_output().unwrap()
+    }
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    dmv_cmd(dir).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// gc with nothing but its roots to keep data alive.
+const GC_NOW: &[&str] = &["gc", "--prune-reflog", "--prune=now"];
+
+/// Runs a strict gc while `paused` is stopped mid-way, then lets it go on:
+/// gc must wait for the writer or keep what the writer will refer to.
+fn gc_while_paused(gc_dir: &Path, paused: Paused) -> Output {
+    let gc = spawn(gc_dir, GC_NOW);
+    // Let gc start and look at the repository before the writer goes on.
+    std::thread::sleep(Duration::from_millis(200));
+    let writer = paused.resume();
+    ok(&gc.wait_with_output().unwrap());
+    writer
+}
+
+/// Small packs, so a few MiB make a write session seal several.
+fn small_packs(d: &Path) {
+    let path = d.join(".dmv/config");
+    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    cfg["pack_size_limit"] = (1u64 << 20).into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+}
+
+fn repo_with_one_commit() -> tempfile::TempDir {
+    let repo = new_repo();
+    let d = repo.path();
+    small_packs(d);
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "a"]);
+    repo
+}
+
+fn cat(d: &Path, spec: &str) -> Vec<u8> {
+    let out = dmv_out(d, &["cat", spec]);
+    ok(&out);
+    out.stdout
+}
+
+#[test]
+fn gc_during_add_keeps_what_is_being_staged() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("big.raw"), 6 << 20, 1);
+    let mut add = dmv_cmd(d);
+    add.args(["add", "big.raw"]);
+    ok(&gc_while_paused(d, Paused::start(add, "pack-sealed")));
+    dmv(d, &["commit", "-m", "big"]);
+    fsck_clean(d);
+    assert!(cat(d, "HEAD:big.raw") == std::fs::read(d.join("big.raw")).unwrap());
+}
+
+#[test]
+fn gc_during_commit_all_keeps_the_new_commit() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("a.txt"), 4 << 20, 2);
+    let mut commit = dmv_cmd(d);
+    commit.args(["commit", "-a", "-m", "edit"]);
+    ok(&gc_while_paused(d, Paused::start(commit, "commit-before-ref")));
+    fsck_clean(d);
+    assert!(cat(d, "HEAD:a.txt") == std::fs::read(d.join("a.txt")).unwrap());
+    assert_eq!(cat(d, "HEAD~1:a.txt"), b"a\n");
+}
+
+#[test]
+fn gc_during_a_merge_keeps_both_sides_and_the_result() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    dmv(d, &["switch", "-c", "feature"]);
+    write_noise(&d.join("theirs.raw"), 3 << 20, 3);
+    dmv(d, &["add", "theirs.raw"]);
+    dmv(d, &["commit", "-m", "theirs"]);
+    dmv(d, &["switch", "main"]);
+    write_noise(&d.join("ours.raw"), 3 << 20, 4);
+    dmv(d, &["add", "ours.raw"]);
+    dmv(d, &["commit", "-m", "ours"]);
+    let mut merge = dmv_cmd(d);
+    merge.args(["merge", "feature"]);
+    let paused = Paused::start(merge, "merge-state-written");
+    // Only MERGE_STATE and the merge itself keep their side once the branch is gone.
+    dmv(d, &["branch", "-d", "feature"]);
+    ok(&gc_while_paused(d, paused));
+    fsck_clean(d);
+    let mut want = Noise::new(3);
+    assert!(cat(d, "HEAD:theirs.raw") == want.bytes(3 << 20));
+    assert!(std::fs::read(d.join("theirs.raw")).unwrap() == cat(d, "HEAD:theirs.raw"));
+    assert!(cat(d, "HEAD:ours.raw") == std::fs::read(d.join("ours.raw")).unwrap());
+}
+
+#[test]
+fn gc_during_fetch_and_clone_of_a_path_remote_keeps_what_arrives() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    dmv(&src, &["init"]);
+    write_noise(&src.join("one.raw"), 3 << 20, 5);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "one"]);
+
+    // The clone's repository exists from its start: gc runs in it mid-way.
+    let copy = t.path().join("copy");
+    let mut clone = dmv_cmd(t.path());
+    clone.args(["clone", src.to_str().unwrap(), "copy"]);
+    let paused = Paused::start(clone, "pack-sealed");
+    ok(&gc_while_paused(&copy, paused));
+    fsck_clean(&copy);
+    assert_same_tree(&src, &copy);
+
+    write_noise(&src.join("two.raw"), 6 << 20, 6);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "two"]);
+    small_packs(&copy);
+    let mut fetch = dmv_cmd(&copy);
+    fetch.args(["fetch"]);
+    ok(&gc_while_paused(&copy, Paused::start(fetch, "pack-sealed")));
+    fsck_clean(&copy);
+    assert!(cat(&copy, "origin/main:two.raw") == std::fs::read(src.join("two.raw")).unwrap());
+}
+
+/// A hub served over HTTP whose server stops after storing a push's objects
+/// and before the push's ref update reaches it.
+fn hub_and_client(t: &Path) -> (PathBuf, PathBuf) {
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", "hub"]);
+    let work = t.join("work");
+    std::fs::create_dir(&work).unwrap();
+    dmv(&work, &["init"]);
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    dmv(&work, &["add", "."]);
+    dmv(&work, &["commit", "-m", "a"]);
+    (hub, work)
+}
+
+fn start_hub(t: &Path, pause_file: &Path) -> HttpServer {
+    let config = t.join("server.toml");
+    std::fs::write(&config, "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n").unwrap();
+    HttpServer::start_with_env(&config, 0, &[("DMV_PAUSEPOINT", &format!("push-received:{}", pause_file.display()))])
+}
+
+fn wait_for(file: &Path) {
+    let started = Instant::now();
+    while !file.exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "the server never paused");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn gc_on_a_server_between_a_push_and_its_ref_update_loses_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let (hub, work) = hub_and_client(t.path());
+    let pause = t.path().join("paused");
+    let server = start_hub(t.path(), &pause);
+    dmv(&work, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    write_noise(&work.join("big.raw"), 8 << 20, 7);
+    dmv(&work, &["add", "."]);
+    dmv(&work, &["commit", "-m", "big"]);
+
+    // The push's objects are stored but no ref names them yet: a default gc keeps them.
+    let push = spawn(&work, &["push", "origin", "main"]);
+    wait_for(&pause);
+    let out = dmv(&hub, &["gc", "--prune-reflog"]);
+    assert!(out.contains("recent packs kept"), "{out}");
+    std::fs::remove_file(&pause).unwrap();
+    ok(&push.wait_with_output().unwrap());
+    fsck_clean(&hub);
+    let clone = t.path().join("clone");
+    dmv(t.path(), &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    assert_same_tree(&work, &clone);
+}
+
+#[test]
+fn a_push_whose_objects_a_strict_gc_dropped_fails_and_can_be_repeated() {
+    let t = tempfile::tempdir().unwrap();
+    let (hub, work) = hub_and_client(t.path());
+    let pause = t.path().join("paused");
+    let server = start_hub(t.path(), &pause);
+    dmv(&work, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    write_noise(&work.join("big.raw"), 8 << 20, 8);
+    dmv(&work, &["add", "."]);
+    dmv(&work, &["commit", "-m", "big"]);
+
+    let push = spawn(&work, &["push", "origin", "main"]);
+    wait_for(&pause);
+    // With no grace period the unreferenced upload goes: the push must then fail, not claim success.
+    dmv(&hub, GC_NOW);
+    std::fs::remove_file(&pause).unwrap();
+    let line = one_line_error(&push.wait_with_output().unwrap());
+    assert!(line.contains("not received"), "{line}");
+    assert!(dmv_out(&hub, &["show-ref"]).stdout.is_empty());
+    fsck_clean(&hub);
+    dmv(&work, &["push", "origin", "main"]);
+    fsck_clean(&hub);
+    let clone = t.path().join("clone");
+    dmv(t.path(), &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    assert_same_tree(&work, &clone);
+}
+
+#[test]
+fn eight_concurrent_adds_all_end_up_staged() {
+    let repo = new_repo();
+    let d = repo.path();
+    for i in 0..8 {
+        write_noise(&d.join(format!("f{i}.raw")), 200_000, 10 + i);
+    }
+    let adds: Vec<Child> = (0..8).map(|i| spawn(d, &["add", &format!("f{i}.raw")])).collect();
+    for a in adds {
+        ok(&a.wait_with_output().unwrap());
+    }
+    let status = dmv(d, &["status", "--short"]);
+    for i in 0..8 {
+        assert!(status.contains(&format!("A  f{i}.raw")), "f{i}.raw not staged:\n{status}");
+    }
+    dmv(d, &["commit", "-m", "eight"]);
+    for i in 0..8 {
+        assert!(cat(d, &format!("HEAD:f{i}.raw")) == std::fs::read(d.join(format!("f{i}.raw"))).unwrap());
+    }
+}
+
+#[test]
+fn a_second_writer_waits_for_the_first_then_gives_up_naming_it() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("big.raw"), 4 << 20, 20);
+    std::fs::write(d.join("small.txt"), "small\n").unwrap();
+    let mut add = dmv_cmd(d);
+    add.args(["add", "big.raw"]);
+    let paused = Paused::start(add, "pack-sealed");
+    let out = dmv_cmd(d).args(["add", "small.txt"]).env("DMV_LOCK_WAIT_MS", "300").output().unwrap();
+    let line = one_line_error(&out);
+    assert!(line.contains("in use by") && line.contains(&format!("pid {}", paused.pid())) && line.contains("add big.raw"), "{line}");
+    // A writer that waits long enough gets its turn.
+    let second = spawn(d, &["add", "small.txt"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&paused.resume());
+    ok(&second.wait_with_output().unwrap());
+    let status = dmv(d, &["status", "--short"]);
+    assert!(status.contains("A  big.raw") && status.contains("A  small.txt"), "{status}");
+}
+
+#[test]
+fn the_lock_of_a_killed_writer_is_taken_over() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("big.raw"), 4 << 20, 21);
+    let mut add = dmv_cmd(d);
+    add.args(["add", "big.raw"]);
+    let mut paused = Paused::start(add, "pack-sealed");
+    paused.child.kill().unwrap();
+    paused.child.wait().unwrap();
+    assert!(std::fs::read_to_string(d.join(".dmv/wlock")).unwrap().contains("add big.raw"));
+    let out = dmv_cmd(d).args(["add", "big.raw"]).env("DMV_LOCK_WAIT_MS", "0").output().unwrap();
+    ok(&out);
+    dmv(d, &["commit", "-m", "big"]);
+    assert!(cat(d, "HEAD:big.raw") == std::fs::read(d.join("big.raw")).unwrap());
+    dmv(d, GC_NOW);
+    fsck_clean(d);
+}
+
+#[test]
+fn of_two_pushes_stopped_before_their_ref_updates_exactly_one_wins() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (hub, seed) = hub_and_client(t);
+    dmv(&seed, &["push", hub.to_str().unwrap(), "main"]);
+    for name in ["x", "y"] {
+        dmv(t, &["clone", hub.to_str().unwrap(), name]);
+        let d = t.join(name);
+        write_noise(&d.join(format!("{name}.raw")), 2 << 20, name.as_bytes()[0] as u64);
+        dmv(&d, &["add", "."]);
+        dmv(&d, &["commit", "-m", name]);
+    }
+    // Each push's own `dmv serve --stdio` stops once the upload is stored: both have sent
+    // everything and both ref updates expect the same old value.
+    let push = |name: &str| {
+        let mut cmd = dmv_cmd(&t.join(name));
+        cmd.args(["push", "origin", "main"]);
+        Paused::start(cmd, "push-received")
+    };
+    let (px, py) = (push("x"), push("y"));
+    let (ox, oy) = (px.resume(), py.resume());
+    assert!(ox.status.success() != oy.status.success(), "exactly one push must win: x {} / y {}", stderr(&ox), stderr(&oy));
+    let (winner, loser, loser_out) = if ox.status.success() { ("x", "y", oy) } else { ("y", "x", ox) };
+    let line = one_line_error(&loser_out);
+    assert!(line.contains("changed on the remote while pushing"), "{line}");
+    assert_eq!(common::remote::head_of(&hub, "refs/heads/main"), common::remote::head_of(&t.join(winner), "refs/heads/main"));
+    fsck_clean(&hub);
+    // Nothing is lost: the loser pulls and pushes again.
+    dmv(&t.join(loser), &["pull"]);
+    dmv(&t.join(loser), &["push", "origin", "main"]);
+    let clone = t.join("check");
+    dmv(t, &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    for name in ["x", "y"] {
+        assert!(std::fs::read(clone.join(format!("{name}.raw"))).unwrap() == std::fs::read(t.join(name).join(format!("{name}.raw"))).unwrap());
+    }
+}

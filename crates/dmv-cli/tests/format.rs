@@ -1,0 +1,89 @@
+//! The repository's format requirements (`.dmv/requires`): a dmv refuses a
+//! repository that needs what it does not know, before touching it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::remote::one_line_error;
+use common::*;
+
+/// Every file under `.dmv` with its bytes: to show a command changed nothing.
+fn dmv_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.join(".dmv")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn config(d: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(d.join(".dmv/config")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_new_repository_lists_its_requirements() {
+    let repo = new_repo();
+    let d = repo.path();
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\ngc-lock-v2\nworktree-lock\n");
+    assert_eq!(config(d)["format"], 2);
+}
+
+#[test]
+fn an_unknown_requirement_is_refused_before_anything_is_touched() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "a"]);
+    std::fs::write(d.join("b.txt"), "b\n").unwrap();
+    let mut requires = std::fs::read_to_string(d.join(".dmv/requires")).unwrap();
+    requires.push_str("packs-v9\n");
+    std::fs::write(d.join(".dmv/requires"), requires).unwrap();
+    let before = dmv_files(d);
+    for args in [&["status"][..], &["log"], &["add", "b.txt"], &["commit", "-am", "b"], &["gc", "--prune=now"], &["fsck"], &["branch", "x"], &["cat", "HEAD:a.txt"]] {
+        let line = one_line_error(&dmv_out(d, args));
+        assert!(line.contains("needs a newer dmv") && line.contains("packs-v9") && !line.contains("packs-v2"), "{args:?}: {line}");
+    }
+    assert!(dmv_files(d) == before, "a refused command changed the repository");
+    // A clone from it is refused by the serving side, in one line.
+    let t = tempfile::tempdir().unwrap();
+    let line = one_line_error(&dmv_out(t.path(), &["clone", d.to_str().unwrap(), "copy"]));
+    assert!(line.contains("packs-v9"), "{line}");
+}
+
+#[test]
+fn a_repository_from_before_requirements_is_upgraded_when_opened() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "a"]);
+    // As the dmv of format 1 left it.
+    std::fs::remove_file(d.join(".dmv/requires")).unwrap();
+    let mut cfg = config(d);
+    cfg["format"] = 1.into();
+    std::fs::write(d.join(".dmv/config"), serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    assert!(dmv(d, &["log", "--oneline"]).contains(" a"));
+    assert_eq!(config(d)["format"], 2);
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\ngc-lock-v2\nworktree-lock\n");
+    // Format 2 without its list is damage, not an old repository.
+    std::fs::remove_file(d.join(".dmv/requires")).unwrap();
+    let line = one_line_error(&dmv_out(d, &["status"]));
+    assert!(line.contains("requires") && line.contains("missing"), "{line}");
+    // A format this dmv does not know at all.
+    let mut cfg = config(d);
+    cfg["format"] = 3.into();
+    std::fs::write(d.join(".dmv/config"), serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    let line = one_line_error(&dmv_out(d, &["status"]));
+    assert!(line.contains("format 3"), "{line}");
+}

@@ -1,0 +1,52 @@
+//! `.dmv/requires`: the format features a repository uses, one per line (like
+//! Mercurial's `.hg/requires`). A dmv that does not know one of them refuses
+//! the repository before touching it, instead of misreading it or, worse,
+//! running a gc by older rules. A new incompatible feature adds a line here.
+//!
+//! Repositories of config format 1 predate this file; opening one writes it
+//! (and config format 2, which the dmv of those days refuses).
+
+use std::path::Path;
+
+use crate::atomic::write_atomic;
+use crate::{RepoError, RepoResult};
+
+pub const FILE: &str = "requires";
+
+/// Everything this dmv understands, and writes into every repository it creates.
+pub const REQUIREMENTS: &[&str] = &[
+    // Packs of version 2: the checksum covers the skeleton, payloads are covered by their ids.
+    "packs-v2",
+    // Writers hold objects/gc.lock shared until what refers to their objects is durable;
+    // gc reads its roots under the lock held exclusively and keeps recent packs.
+    "gc-lock-v2",
+    // One command at a time changes the dirstate, HEAD and MERGE_STATE (.dmv/wlock).
+    "worktree-lock",
+];
+
+/// Refuses a repository that requires something this dmv does not know.
+/// A missing file is the caller's to judge (format 1 had none).
+pub fn check(dmv: &Path) -> RepoResult<bool> {
+    let path = dmv.join(FILE);
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(RepoError::io(&path, e)),
+    };
+    let text = String::from_utf8(text).map_err(|_| RepoError::Corrupt { path: path.clone(), detail: "not UTF-8".into() })?;
+    let missing: Vec<String> = text.lines().map(str::trim).filter(|r| !r.is_empty() && !REQUIREMENTS.contains(r)).map(String::from).collect();
+    if !missing.is_empty() {
+        return Err(RepoError::UnknownRequirements { path: dmv.parent().unwrap_or(dmv).to_path_buf(), missing });
+    }
+    Ok(true)
+}
+
+pub fn write(dmv: &Path) -> RepoResult<()> {
+    let text: String = REQUIREMENTS.iter().map(|r| format!("{r}\n")).collect();
+    write_atomic(&dmv.join(FILE), text.as_bytes())
+}
+
+/// Whether an error writing into the repository means it is read-only to us.
+pub fn read_only(e: &RepoError) -> bool {
+    matches!(e, RepoError::Io { source, .. } if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem))
+}

@@ -1,0 +1,109 @@
+//! The working-tree lock (`.dmv/wlock`, like Mercurial's wlock): one command
+//! at a time changes the dirstate, HEAD, MERGE_STATE and the files they
+//! describe. It is an flock(2) (std's File::lock), so the kernel drops it when its holder dies
+//! and a stale lock is never left behind; the file names the holder so a
+//! waiter can say who it waited for.
+//!
+//! Re-entrant within a process: an operation made of others (commit -a is
+//! add then commit) takes it once around all of them.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::error::IoContext;
+use crate::{RepoError, RepoResult};
+
+/// How long a command waits for another to finish before giving up
+/// (`DMV_LOCK_WAIT_MS` overrides it).
+const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+pub struct WorktreeLock {
+    path: PathBuf,
+    /// The locked file and how many guards of this process hold it.
+    held: Mutex<(Option<File>, usize)>,
+}
+
+/// Holds the working-tree lock until dropped.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct WorktreeGuard<'a> {
+    lock: &'a WorktreeLock,
+}
+
+impl WorktreeLock {
+    pub fn new(path: &Path) -> WorktreeLock {
+        WorktreeLock { path: path.to_path_buf(), held: Mutex::new((None, 0)) }
+    }
+
+    /// Takes the lock, waiting a while for another command to finish.
+    pub fn acquire(&self) -> RepoResult<WorktreeGuard<'_>> {
+        let wait = std::env::var("DMV_LOCK_WAIT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(DEFAULT_WAIT);
+        self.take(Some(wait))?.ok_or_else(|| RepoError::Locked { what: "the working tree".into(), holder: self.holder() })
+    }
+
+    /// Takes the lock only if nobody holds it (for refreshing a cache, which
+    /// can be skipped).
+    pub fn try_acquire(&self) -> RepoResult<Option<WorktreeGuard<'_>>> {
+        self.take(None)
+    }
+
+    fn take(&self, wait: Option<Duration>) -> RepoResult<Option<WorktreeGuard<'_>>> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.1 > 0 {
+            held.1 += 1;
+            return Ok(Some(WorktreeGuard { lock: self }));
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&self.path).at(&self.path)?;
+        let deadline = wait.map(|w| Instant::now() + w);
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&self.path, e)),
+            }
+            match deadline {
+                Some(d) if Instant::now() < d => std::thread::sleep(pause.min(d.saturating_duration_since(Instant::now()))),
+                _ => return Ok(None),
+            }
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+        // Only a description for waiters: failing to write it does not matter.
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "{}", describe_self()));
+        *held = (Some(file), 1);
+        Ok(Some(WorktreeGuard { lock: self }))
+    }
+
+    /// Whether this process holds the lock now.
+    pub fn held_here(&self) -> bool {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).1 > 0
+    }
+
+    /// Who holds the lock, as its holder described itself.
+    fn holder(&self) -> String {
+        let mut text = String::new();
+        let _ = File::open(&self.path).and_then(|mut f| f.read_to_string(&mut text));
+        match text.trim() {
+            "" => "another dmv command".into(),
+            t => t.to_string(),
+        }
+    }
+}
+
+impl Drop for WorktreeGuard<'_> {
+    fn drop(&mut self) {
+        let mut held = self.lock.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.1 -= 1;
+        if held.1 == 0 {
+            // Closing the file releases the flock.
+            held.0 = None;
+        }
+    }
+}
+
+fn describe_self() -> String {
+    let command: String = std::env::args().collect::<Vec<_>>().join(" ").chars().take(200).collect();
+    format!("pid {} ({command})", std::process::id())
+}
