@@ -30,6 +30,8 @@ pub enum RepoError {
     Invalid(String),
     #[error("{} is corrupt: {detail}", path.display())]
     Corrupt { path: PathBuf, detail: String },
+    #[error("cannot check out {path}: {reason}; the working tree was not changed")]
+    CheckoutRefused { path: String, reason: StoreError },
     #[error("{what} is in use by {holder}; try again when it has finished")]
     Locked { what: String, holder: String },
     #[error("{} needs a newer dmv: it requires {}", path.display(), missing.join(", "))]

@@ -303,6 +303,11 @@ fn refuse_overwriting_untracked(status: &Status, ds: &Dirstate, target: &FlatTre
     Ok(())
 }
 
+/// What a checkout of `wanted` would write: entries the dirstate does not already have.
+fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item = (&'a [u8], &'a FlatEntry)> {
+    wanted.iter().filter(|(p, e)| ds.entries.get(*p).is_none_or(|d| d.id != e.id || d.kind != e.kind)).map(|(p, e)| (p.as_slice(), e))
+}
+
 impl Repository {
     fn merge_state_path(&self) -> PathBuf {
         self.dmv.join(STATE_FILE)
@@ -455,7 +460,9 @@ impl Repository {
 
     fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&Status, &Dirstate), progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
         let target = self.commit(&theirs)?.tree;
-        refuse_overwriting_untracked(now.0, now.1, &flatten(&self.store, &target)?)?;
+        let wanted = flatten(&self.store, &target)?;
+        refuse_overwriting_untracked(now.0, now.1, &wanted)?;
+        self.check_data_present(new_entries(now.1, &wanted))?;
         let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new() };
         self.save_merge_state(&state)?;
         dmv_store::failpoint("merge-state-written");
@@ -475,6 +482,7 @@ impl Repository {
         };
         let (merged, conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
         refuse_overwriting_untracked(now.0, now.1, &merged)?;
+        self.check_data_present(new_entries(now.1, &merged))?;
 
         let mut session = self.store.begin_write()?;
         let entries: Vec<(&[u8], FlatEntry)> = merged.iter().map(|(p, e)| (p.as_slice(), *e)).collect();

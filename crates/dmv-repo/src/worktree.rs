@@ -569,15 +569,6 @@ impl Repository {
         // created under their own names.
         let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
         let mut new_ds = ds;
-        for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
-            let abs = self.abs_path(&c.path);
-            match std::fs::remove_file(&abs) {
-                Ok(()) => self.remove_empty_parents(&c.path),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(RepoError::io(abs, e)),
-            }
-            new_ds.entries.remove(&c.path);
-        }
         let mut to_write = Vec::new();
         for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
             let Some(e) = c.new else { continue };
@@ -587,6 +578,20 @@ impl Repository {
             } else {
                 to_write.push((c.path.as_slice(), e));
             }
+        }
+        // Into an empty tree nothing can be lost and a stopped clone resumes:
+        // clone, its hot path, skips the check (a lookup per file).
+        if !into_empty {
+            self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
+        }
+        for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
+            let abs = self.abs_path(&c.path);
+            match std::fs::remove_file(&abs) {
+                Ok(()) => self.remove_empty_parents(&c.path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(RepoError::io(abs, e)),
+            }
+            new_ds.entries.remove(&c.path);
         }
         let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
             new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
@@ -602,6 +607,18 @@ impl Repository {
             }
         }
         self.save_dirstate(&new_ds)
+    }
+
+    /// Refuses, before anything is deleted or written, a checkout of entries
+    /// whose data is not all here (or whose file nodes are damaged).
+    pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
+        let mut checked = HashSet::new();
+        for (rel, e) in entries {
+            if e.kind != EntryKind::Dir && checked.insert(e.id) {
+                self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: String::from_utf8_lossy(rel).into_owned(), reason })?;
+            }
+        }
+        Ok(())
     }
 
     /// `write_new_entry` for many files, on several threads when there are

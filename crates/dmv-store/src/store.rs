@@ -322,6 +322,25 @@ impl Store {
         }
     }
 
+    /// Checks that a file's content is all here: its nodes are read (and
+    /// their levels checked), its chunks located but not read. A checkout
+    /// asks this before it changes anything, so missing data stops it while
+    /// the working tree is still as it was.
+    pub fn check_content_present(&self, id: &ObjectId) -> StoreResult<()> {
+        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        if loc.entry.kind != ObjectKind::FileNode {
+            return Ok(());
+        }
+        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
+        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        while let Some(e) = walk.next_chunk(&mut read_node)? {
+            if !self.contains(&e.id)? {
+                return Err(StoreError::NotFound { id: e.id });
+            }
+        }
+        Ok(())
+    }
+
     /// Resolves a unique id from a hex prefix of at least 4 digits.
     pub fn resolve_prefix(&self, prefix: &str) -> StoreResult<Option<ObjectId>> {
         if prefix.len() == 64 {
