@@ -81,19 +81,49 @@ mod tests {
 
     proptest! {
         #[test]
-        fn every_record_is_inside_exactly_one_range(offsets in proptest::collection::btree_set(0u64..1_000_000, 1..60), gap in 0u64..5000, max_len in 1u64..200_000) {
-            // Records of 100 bytes at distinct offsets 200 apart at least (no overlap).
-            let wanted: Vec<Located> = offsets.iter().map(|o| located(1, o * 200, 100 - dmv_store::RECORD_HEADER_LEN as u32)).collect();
-            let ranges = plan(wanted.clone(), gap, max_len);
+        fn every_record_is_inside_exactly_one_range(offsets in proptest::collection::btree_set(0u64..1_000_000, 1..60), gap in 0u64..5000, max_len in 1u64..200_000, packs in proptest::collection::vec(1u8..4, 60), repeats in proptest::collection::vec(0usize..3, 60)) {
+            // Records of 100 bytes at distinct offsets 200 apart at least (no overlap),
+            // spread over up to three packs; some asked for more than once.
+            let wanted: Vec<Located> = offsets.iter().zip(&packs).map(|(o, p)| located(*p, o * 200, 100 - dmv_store::RECORD_HEADER_LEN as u32)).collect();
+            let mut asked = Vec::new();
+            for (loc, n) in wanted.iter().zip(&repeats) {
+                for _ in 0..=*n {
+                    asked.push(*loc);
+                }
+            }
+            asked.reverse();
+            let ranges = plan(asked, gap, max_len);
             let mut covered = 0;
+            // (pack, id) of every planned record: each exactly once.
+            let mut planned = std::collections::BTreeSet::new();
             for r in &ranges {
                 prop_assert!(r.end - r.start <= max_len.max(100));
                 for e in &r.entries {
                     prop_assert!(e.offset >= r.start && e.offset + e.record_len() as u64 <= r.end);
                     covered += 1;
+                    prop_assert!(planned.insert((r.pack, e.id)), "{} planned twice", e.id);
                 }
+                // In pack order, and the range starts and ends with its records.
+                prop_assert!(r.entries.windows(2).all(|w| w[0].offset < w[1].offset));
+                prop_assert_eq!(r.start, r.entries[0].offset);
+                let last = r.entries.last().unwrap();
+                prop_assert_eq!(r.end, last.offset + last.record_len() as u64);
             }
             prop_assert_eq!(covered, wanted.len());
+            let want: std::collections::BTreeSet<(ObjectId, ObjectId)> = wanted.iter().map(|l| (l.pack, l.entry.id)).collect();
+            prop_assert_eq!(&planned, &want);
+            // Ranges of one pack never overlap, so no record's bytes are read twice.
+            for (i, a) in ranges.iter().enumerate() {
+                for b in &ranges[i + 1..] {
+                    prop_assert!(a.pack != b.pack || a.end <= b.start || b.end <= a.start, "{:?} overlaps {:?}", (a.start, a.end), (b.start, b.end));
+                }
+            }
+            // Each wanted record lies in exactly one range of its pack.
+            for l in &wanted {
+                let end = l.entry.offset + l.entry.record_len() as u64;
+                let n = ranges.iter().filter(|r| r.pack == l.pack && r.start <= l.entry.offset && end <= r.end).count();
+                prop_assert_eq!(n, 1);
+            }
         }
     }
 }

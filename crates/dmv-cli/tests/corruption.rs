@@ -83,16 +83,26 @@ fn flipped_byte_in_a_pack_table_of_contents_fails_the_checksum() {
 
 #[test]
 fn damaged_index_dirstate_and_truncated_pack_give_one_line_errors() {
+    use common::remote::one_line_error;
     let repo = new_repo();
     let d = repo.path();
     write_noise(&d.join("a"), 300_000, 1);
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "a"]);
     let idx = pack_files(d, "idx").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let idx_name = idx.file_name().unwrap().to_string_lossy().into_owned();
     flip(&idx, 40);
     let out = dmv_out(d, &["fsck", "--full"]);
     no_panic(&out);
     assert_ne!(out.status.code(), Some(0));
+    // A damaged index is a finding (exit 1) naming the file, not a crash.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains(&idx_name) && report.contains("checksum mismatch"), "{report}");
+    // Reading the file through it fails with one line.
+    let out = dmv_out(d, &["cat", "HEAD:a"]);
+    no_panic(&out);
+    one_line_error(&out);
 
     let repo2 = new_repo();
     let d2 = repo2.path();
@@ -100,13 +110,29 @@ fn damaged_index_dirstate_and_truncated_pack_give_one_line_errors() {
     dmv(d2, &["add", "."]);
     dmv(d2, &["commit", "-m", "a"]);
     let pack = pack_files(d2, "pack").into_iter().max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let pack_name = pack.file_name().unwrap().to_string_lossy().into_owned();
     let f = std::fs::OpenOptions::new().write(true).open(&pack).unwrap();
     f.set_len(1000).unwrap();
-    for args in [&["cat", "HEAD:a"][..], &["fsck"], &["fsck", "--full"], &["log"], &["status"], &["gc"]] {
+    // The truncated pack holds the file's chunks; commits and trees are in
+    // another pack, so log and status (which read no chunk) still work.
+    let expected: &[(&[&str], i32)] = &[(&["cat", "HEAD:a"], 128), (&["fsck"], 1), (&["fsck", "--full"], 1), (&["log"], 0), (&["status"], 0), (&["gc"], 128)];
+    for (args, code) in expected {
         let out = dmv_out(d2, args);
         no_panic(&out);
-        if out.status.code() == Some(128) {
-            assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("dmv:")).count(), 1, "{args:?}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {}", stderr(&out));
+        match code {
+            128 => {
+                let line = one_line_error(&out);
+                assert_eq!(stderr(&out).lines().filter(|l| l.starts_with("dmv:")).count(), 1, "{args:?}: {}", stderr(&out));
+                assert!(line.contains(&pack_name) && line.contains("damaged"), "{args:?}: {line}");
+            }
+            1 => {
+                // fsck: the findings on stdout, a one-line summary on stderr.
+                let report = String::from_utf8_lossy(&out.stdout);
+                assert!(report.contains(&pack_name) && report.contains("damaged"), "{args:?}: {report}");
+                assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+            }
+            _ => assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out)),
         }
     }
     assert_eq!(dmv_out(d2, &["fsck"]).status.code(), Some(1));
@@ -115,6 +141,8 @@ fn damaged_index_dirstate_and_truncated_pack_give_one_line_errors() {
     let out = dmv_out(d2, &["status"]);
     no_panic(&out);
     assert!(stderr(&out).contains("dirstate") && stderr(&out).contains("corrupt"), "{}", stderr(&out));
+    let line = one_line_error(&out);
+    assert!(line.contains("dirstate") && line.contains("corrupt"), "{line}");
 }
 
 #[test]

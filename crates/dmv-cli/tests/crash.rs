@@ -74,23 +74,60 @@ fn kill_at_every_failpoint_of_a_commit() {
     }
 }
 
+/// Every file under .dmv, by relative path.
+fn dmv_files(d: &Path) -> std::collections::BTreeSet<String> {
+    let root = d.join(".dmv");
+    let mut out = std::collections::BTreeSet::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn sigkill_at_random_moments_of_a_commit() {
     let (repo, _) = setup(77);
     let d = repo.path();
+    // One uninterrupted commit of the same size times the kills below.
+    write_noise(&d.join("media/big.bin"), 24 << 20, 4999);
+    let t = std::time::Instant::now();
+    dmv(d, &["commit", "-a", "-m", "timed"]);
+    let full = t.elapsed();
     let mut old = std::fs::read(d.join("media/big.bin")).unwrap();
-    // Delays spread over the commit's duration (tens of ms on this machine).
-    for (round, delay_ms) in [0u64, 2, 5, 8, 12, 17, 25, 35, 50, 80, 120, 200].iter().enumerate() {
+    // Kills spread over the commit's duration, and one just past it.
+    let delays: Vec<Duration> = [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110].iter().map(|pct| full * *pct / 100).collect();
+    // Rounds killed mid-commit: HEAD still old, yet the commit had left
+    // files in .dmv (a temporary or unreferenced pack, an index, a lock).
+    let mut interrupted = 0;
+    for (round, delay) in delays.iter().enumerate() {
         write_noise(&d.join("media/big.bin"), 24 << 20, 5000 + round as u64);
         let new = std::fs::read(d.join("media/big.bin")).unwrap();
+        let files_before = dmv_files(d);
         let mut child = dmv_cmd(d).args(["commit", "-a", "-m", "killed"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(*delay_ms));
+        std::thread::sleep(*delay);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-        let _ = child.wait();
-        check_recovers(d, &old, &new, &format!("kill after {delay_ms} ms"));
+        let status = child.wait().unwrap();
+        let left: Vec<String> = dmv_files(d).difference(&files_before).cloned().collect();
+        let head_old = head_content(d) == old;
+        use std::os::unix::process::ExitStatusExt;
+        let killed = status.signal() == Some(libc::SIGKILL);
+        if killed && head_old && !left.is_empty() {
+            interrupted += 1;
+        }
+        eprintln!("kill after {delay:?} of {full:?}: killed {killed}, HEAD old {head_old}, left {left:?}");
+        check_recovers(d, &old, &new, &format!("kill after {delay:?}"));
         old = new;
     }
+    assert!(interrupted >= 3, "only {interrupted} of {} kills landed inside a commit (one takes {full:?})", delays.len());
     // Leftovers of the killed writers are garbage that gc removes.
     dmv(d, &["gc"]);
     let full = dmv(d, &["fsck", "--full"]);
@@ -106,11 +143,40 @@ fn gc_killed_before_deleting_loses_nothing() {
     dmv(d, &["commit", "-a", "-m", "second"]);
     let new = std::fs::read(d.join("media/big.bin")).unwrap();
     dmv(d, &["branch", "-d", "keep"]);
+    // Unreachable data for gc to drop: a commit on a branch that is then
+    // deleted (its reflog goes with --prune-reflog).
+    dmv(d, &["switch", "-c", "doomed"]);
+    write_noise(&d.join("media/doomed.bin"), 8 << 20, 5);
+    dmv(d, &["add", "media/doomed.bin"]);
+    dmv(d, &["commit", "-m", "doomed"]);
+    let doomed = std::fs::read(d.join("media/doomed.bin")).unwrap();
+    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
+    let doomed_rev = format!("{}:media/doomed.bin", log[0]["id"].as_str().unwrap());
+    dmv(d, &["switch", "main"]);
+    dmv(d, &["branch", "-d", "doomed"]);
+    assert!(!d.join("media/doomed.bin").exists());
+    let packs = d.join(".dmv/objects/packs");
+    let before = bytes_under(&packs);
     let out = dmv_cmd(d).args(["gc", "--prune-reflog", "--prune=now"]).env("DMV_FAILPOINT", "gc-before-delete").output().unwrap();
     assert!(!out.status.success() && stderr(&out).contains("gc-before-delete"), "{}", stderr(&out));
     assert_eq!(head_content(d), new);
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
-    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
+    // Killed before deleting: the unreachable commit is still all there.
+    let cat = dmv_out(d, &["cat", &doomed_rev]);
+    assert!(cat.status.success(), "{}", stderr(&cat));
+    assert!(cat.stdout == doomed, "the killed gc damaged the unreachable file");
+    assert!(bytes_under(&packs) >= before, "the killed gc deleted packs");
+    let report: serde_json::Value = serde_json::from_str(&dmv(d, &["gc", "--prune-reflog", "--prune=now", "--json"])).unwrap();
     assert_eq!(head_content(d), new);
     assert_eq!(dmv_out(d, &["cat", "HEAD~1:media/big.bin"]).stdout, old);
+    for i in [0, 17, 49] {
+        assert_eq!(dmv_out(d, &["cat", &format!("HEAD:media/small{i}")]).stdout, format!("{i}").into_bytes());
+    }
+    // The complete gc dropped what was unreachable, and only that.
+    assert!(report["objects_dropped"].as_u64().unwrap() > 100, "{report}");
+    let freed = before - bytes_under(&packs);
+    assert!(freed > 7 << 20, "gc freed only {freed} bytes of the 8 MiB unreachable file: {report}");
+    let gone = dmv_out(d, &["cat", &doomed_rev]);
+    assert!(!gone.status.success(), "the unreachable commit survived gc");
+    assert!(dmv_out(d, &["fsck", "--full"]).status.success());
 }

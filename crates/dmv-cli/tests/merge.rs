@@ -508,6 +508,15 @@ fn merge_killed_at_every_step_recovers() {
         let head = rev(d, "main");
         let out = dmv_cmd(d).args(["merge", "feature"]).env("DMV_FAILPOINT", point).output().unwrap();
         assert!(!out.status.success(), "{point}: never reached: {}", stderr(&out));
+        // It died at the fail point, not of some other failure: ref-store
+        // points SIGKILL the process, the others abort after naming the point.
+        use std::os::unix::process::ExitStatusExt;
+        if point.starts_with("refs-") {
+            assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{point} (ff {ff}): never reached: {:?} {}", out.status, stderr(&out));
+        } else {
+            assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{point} (ff {ff}): never reached: {:?} {}", out.status, stderr(&out));
+            assert!(stderr(&out).contains(&format!("failpoint {point} reached")), "{point} (ff {ff}): {}", stderr(&out));
+        }
         fsck_clean(d);
         let st = status_json(d);
         if rev(d, "main") == head {
@@ -550,10 +559,23 @@ fn merge_sigkilled_at_random_moments_recovers() {
     let d = repo.path();
     let before = snapshot(d);
     let head = rev(d, "main");
+    // Time one uninterrupted merge in a copy of the repository; the kills
+    // below are spread over that duration.
+    let probe = tempfile::tempdir().unwrap();
+    let cp = std::process::Command::new("cp").arg("-a").arg(d.join(".")).arg(probe.path()).status().unwrap();
+    assert!(cp.success());
+    let t = std::time::Instant::now();
+    dmv(probe.path(), &["merge", "feature"]);
+    let full = t.elapsed();
+    drop(probe);
     let mut finished = false;
-    for delay_ms in [0u64, 3, 6, 10, 15, 20, 30, 40, 60, 90, 130, 200] {
+    // Rounds killed mid-merge: main unmoved, but a merge state or some of
+    // the merge's files were left behind.
+    let mut interrupted = 0;
+    for pct in [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150] {
+        let delay = full * pct / 100;
         let mut child = dmv_cmd(d).args(["merge", "feature"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        std::thread::sleep(delay);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
         let _ = child.wait();
@@ -563,13 +585,19 @@ fn merge_sigkilled_at_random_moments_recovers() {
             break;
         }
         let st = status_json(d);
-        eprintln!("killed after {delay_ms} ms: merge state {}, {} untracked", st["merge"], st["untracked"].as_array().map_or(0, |u| u.len()));
+        let untracked = st["untracked"].as_array().map_or(0, |u| u.len());
+        let touched = snapshot(d) != before;
+        if !st["merge"].is_null() || untracked > 0 || touched {
+            interrupted += 1;
+        }
+        eprintln!("killed after {delay:?} of {full:?}: merge state {}, {untracked} untracked, worktree changed {touched}", st["merge"]);
         if !st["merge"].is_null() {
             dmv(d, &["merge", "--abort"]);
         }
-        assert_same_files(&snapshot(d), &before, &format!("killed after {delay_ms} ms: abort must restore the worktree"));
-        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "after {delay_ms} ms");
+        assert_same_files(&snapshot(d), &before, &format!("killed after {delay:?}: abort must restore the worktree"));
+        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "after {delay:?}");
     }
+    assert!(interrupted >= 3, "only {interrupted} kills landed inside a merge (one takes {full:?})");
     if !finished {
         dmv(d, &["merge", "feature"]);
     }

@@ -109,6 +109,10 @@ fn random_sigkill_leaves_old_or_new_state() {
     ok(&dir, &["init"]);
     let mut prev = 0;
     let mut kills_mid_run = 0;
+    // Rounds whose kill provably landed inside a transaction or compaction:
+    // the dead writer's lock or an unlisted table is left behind, or the
+    // transaction was published but its "committed" line never printed.
+    let mut interrupted = 0;
     for round in 0..30u64 {
         let mut child = Command::new(BIN)
             .arg(&dir)
@@ -139,18 +143,31 @@ fn random_sigkill_leaves_old_or_new_state() {
             );
         }
         let p = last_committed(&out.stdout).unwrap_or(prev);
+        // Looked at before anything opens the store again.
+        let stale_lock = dir.join(LOCK_FILE).exists();
+        let orphans = !no_orphans(&dir);
         let c = check(&dir);
         assert!(
             c == p || c == p + 1,
             "round {round}: counter {c}, last printed {p}"
         );
+        let unprinted = c == p + 1;
+        if stale_lock || orphans || unprinted {
+            interrupted += 1;
+        }
         eprintln!(
-            "round {round}: slept {ms} ms, counter {c}, stderr {}",
+            "round {round}: slept {ms} ms, counter {c}, lock {stale_lock}, orphans {orphans}, unprinted {unprinted}, stderr {}",
             String::from_utf8_lossy(&out.stderr)
         );
         prev = c;
     }
     assert_eq!(kills_mid_run, 30);
+    // A runner spends nearly all its time inside commit(), so most kills
+    // must land there; none would mean the kills never hit a transaction.
+    assert!(
+        interrupted >= 10,
+        "only {interrupted} of 30 kills left evidence of an interrupted transaction"
+    );
     assert!(prev >= 30, "too few transactions ran ({prev})");
     let out = ok(&dir, &["run", "2"]);
     assert_eq!(last_committed(out.as_bytes()), Some(prev + 2));
@@ -162,19 +179,28 @@ fn concurrent_processes_serialise_through_cas() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("refs");
     ok(&dir, &["init"]);
+    // Both runners open the store, then wait for this file: they start
+    // together however slowly each process comes up.
+    let start = d.path().join("start");
     let children: Vec<_> = (0..2)
         .map(|_| {
             Command::new(BIN)
                 .arg(&dir)
                 .args(["run", "25"])
                 .env_remove("DMV_FAILPOINT")
+                .env("DMV_TORTURE_START", &start)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    std::fs::write(&start, b"").unwrap();
     let mut total = 0;
+    // Per runner: the transactions it committed and the ones it lost.
+    let mut committed: Vec<Vec<u64>> = Vec::new();
+    let mut lost: Vec<Vec<u64>> = Vec::new();
     for c in children {
         let out = c.wait_with_output().unwrap();
         assert!(
@@ -186,7 +212,43 @@ fn concurrent_processes_serialise_through_cas() {
             .lines()
             .filter(|l| l.starts_with("committed "))
             .count();
+        let numbers = |prefix: &str| -> Vec<u64> {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix)?.parse().ok())
+                .collect()
+        };
+        committed.push(numbers("committed "));
+        lost.push(numbers("lost "));
     }
     assert_eq!(total, 50);
     assert_eq!(check(&dir), 50);
+    // Together the runners committed each of 1..=50 exactly once.
+    let mut all: Vec<u64> = committed.concat();
+    all.sort_unstable();
+    assert_eq!(all, (1..=50).collect::<Vec<u64>>());
+    // They really competed: some compare-and-swaps were lost, each to a
+    // transaction the other runner committed.
+    let lost_total = lost[0].len() + lost[1].len();
+    assert!(
+        lost_total >= 1,
+        "no compare-and-swap was ever lost: the runners did not overlap"
+    );
+    for (me, other) in [(0, 1), (1, 0)] {
+        for i in &lost[me] {
+            assert!(
+                committed[other].contains(i),
+                "runner {me} lost transaction {i}, which runner {other} did not commit"
+            );
+        }
+    }
+    // Their commits interleave: the merged sequence switches runner more
+    // than once (one runner's 25 then the other's would switch once).
+    let owner = |i: u64| usize::from(committed[1].contains(&i));
+    let switches = (2..=50u64).filter(|&i| owner(i) != owner(i - 1)).count();
+    assert!(
+        switches >= 3,
+        "commits barely interleave ({switches} switches): {committed:?}"
+    );
+    eprintln!("lost {lost:?}, {switches} switches");
 }

@@ -544,44 +544,105 @@ fn partial_compaction_keeps_tombstones() {
 
 #[test]
 fn readers_see_consistent_state_during_compactions() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
     let (_d, dir, s) = new_store(Options::default());
     set(&s, "c", Some(v(0)));
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    // Reads finished so far.
+    let reads = Arc::new(AtomicU64::new(0));
+    // Odd while the writer is inside compact_all(); bumped on entry and exit.
+    let epoch = Arc::new(AtomicU64::new(0));
+    // Reads that began and ended inside one compact_all().
+    let during = Arc::new(AtomicU64::new(0));
     let reader = {
         let dir = dir.clone();
-        let done = done.clone();
+        let (done, reads, epoch, during) =
+            (done.clone(), reads.clone(), epoch.clone(), during.clone());
         std::thread::spawn(move || {
             let s = RefStore::open(&dir, Options::default()).unwrap();
             let mut last = 0u8;
-            let mut reads = 0;
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(SeqCst) {
+                let e1 = epoch.load(SeqCst);
                 let c = s.get("c").unwrap().unwrap()[0];
                 assert!(c >= last, "counter went back from {last} to {c}");
                 last = c;
                 // Every commit sets c and k<c % 10> together.
                 let all = s.list("").unwrap();
                 let c2 = all.iter().find(|(n, _)| n == "c").unwrap().1[0];
+                assert!(c2 >= c, "list is older than the get before it: {c2} < {c}");
                 if c2 > 0 {
                     let k = format!("k{}", c2 % 10);
                     let kv = all.iter().find(|(n, _)| *n == k).unwrap().1[0];
                     assert_eq!(kv, c2, "list is not a snapshot of one commit");
                 }
-                reads += 1;
+                seen.insert(c);
+                seen.insert(c2);
+                if e1 % 2 == 1 && epoch.load(SeqCst) == e1 {
+                    during.fetch_add(1, SeqCst);
+                }
+                reads.fetch_add(1, SeqCst);
             }
-            reads
+            seen
         })
     };
+    // Waits until the reader has finished `n` more reads (at most 10 s).
+    let wait_reads = |n: u64| {
+        let target = reads.load(SeqCst) + n;
+        let t = std::time::Instant::now();
+        while reads.load(SeqCst) < target {
+            assert!(t.elapsed() < Duration::from_secs(10), "reader stalled");
+            std::thread::yield_now();
+        }
+    };
+    // Writes the filler without compacting, so compact_all has tables to merge.
+    let filler = RefStore::open(&dir, no_compact()).unwrap();
+    let mut compactions = 0;
     for i in 1..=150u8 {
         let mut tx = s.transaction();
         tx.update("c", Expect::Any, Some(v(i))).unwrap();
         tx.update(&format!("k{}", i % 10), Expect::Any, Some(v(i)))
             .unwrap();
         tx.commit(WHO, WHEN, "w").unwrap();
+        // A read that starts now must see i: the reader sees every value.
+        wait_reads(2);
         if i % 50 == 0 {
-            s.compact_all().unwrap();
+            // Compact until the reader has read inside compactions a few
+            // times (a filler ref gives each compaction two tables to merge).
+            let before = during.load(SeqCst);
+            let mut rounds = 0;
+            while during.load(SeqCst) < before + 5 {
+                assert!(
+                    rounds < 200,
+                    "no read ever overlapped a compaction ({rounds} compactions)"
+                );
+                set(&filler, "filler", Some(v(rounds as u8)));
+                assert!(s.table_count().unwrap() >= 2);
+                epoch.fetch_add(1, SeqCst);
+                s.compact_all().unwrap();
+                epoch.fetch_add(1, SeqCst);
+                assert_eq!(s.table_count().unwrap(), 1);
+                rounds += 1;
+                compactions += 1;
+            }
         }
     }
-    done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let reads = reader.join().unwrap();
+    done.store(true, SeqCst);
+    let seen = reader.join().unwrap();
+    let reads = reads.load(SeqCst);
     assert!(reads > 0);
+    // Every committed value was observed (1..=150), nothing else.
+    let want: std::collections::BTreeSet<u8> = (1..=150).collect();
+    let seen_committed: std::collections::BTreeSet<u8> =
+        seen.iter().copied().filter(|&c| c > 0).collect();
+    assert_eq!(seen_committed, want, "values seen by the reader");
+    assert!(
+        during.load(SeqCst) >= 15,
+        "reads during compactions: {}",
+        during.load(SeqCst)
+    );
+    eprintln!(
+        "{reads} reads, {} during {compactions} compactions",
+        during.load(SeqCst)
+    );
 }

@@ -142,33 +142,108 @@ mod tests {
     use super::*;
 
     fn chunks_of(data: &[u8], params: ChunkParams) -> Vec<Vec<u8>> {
-        let mut c = Chunker::new(data, params);
+        chunks_and_fills(data, params).0
+    }
+
+    /// xorshift noise: content-defined cuts land at data-dependent places,
+    /// so chunks come in many sizes (a linear pattern never cuts before max).
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = 0x1234_5678_9abc_def1u64 ^ seed;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// Records where each `read` of the source ended (input offsets): the
+    /// ends of the chunker's buffer fills.
+    struct Reads<'a> {
+        data: &'a [u8],
+        pos: usize,
+        ends: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+    }
+
+    impl Read for Reads<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            if n > 0 {
+                self.ends.borrow_mut().push(self.pos);
+            }
+            Ok(n)
+        }
+    }
+
+    /// The chunks, and the input offsets where a buffer fill ended before
+    /// the end of the input (a chunk spanning one was cut after a refill).
+    fn chunks_and_fills(data: &[u8], params: ChunkParams) -> (Vec<Vec<u8>>, Vec<usize>) {
+        let ends = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut c = Chunker::new(Reads { data, pos: 0, ends: ends.clone() }, params);
         let mut out = Vec::new();
         while let Some(ch) = c.next_chunk().unwrap() {
             out.push(ch.to_vec());
         }
-        out
+        let fills = ends.borrow().iter().copied().filter(|&e| e < data.len()).collect();
+        (out, fills)
+    }
+
+    /// Chunk boundaries as input offsets (start, end).
+    fn spans(lens: impl IntoIterator<Item = usize>) -> Vec<(usize, usize)> {
+        let mut at = 0;
+        lens.into_iter()
+            .map(|l| {
+                at += l;
+                (at - l, at)
+            })
+            .collect()
+    }
+
+    /// Most chunks end at a content-defined cut, not at the maximum size.
+    fn assert_mostly_content_defined(lens: &[usize], p: ChunkParams) {
+        let short = lens.iter().filter(|&&l| l < p.max as usize).count();
+        assert!(short * 4 >= lens.len() * 3, "only {short} of {} chunks are shorter than max: {lens:?}", lens.len());
     }
 
     #[test]
     fn chunks_concatenate_to_input_and_respect_bounds() {
-        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let data = noise(6_000_000, 1);
         let p = ChunkParams::default();
-        let chunks = chunks_of(&data, p);
+        let (chunks, fills) = chunks_and_fills(&data, p);
         assert_eq!(chunks.concat(), data);
         for c in &chunks[..chunks.len() - 1] {
             assert!(c.len() >= p.min as usize && c.len() <= p.max as usize, "{}", c.len());
         }
         assert!(chunks.len() > 3);
+        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        assert_mostly_content_defined(&lens, p);
+        // Average size near avg (64 KiB): far more chunks than 6 MB / max.
+        assert!(chunks.len() > 3 * data.len() / p.max as usize, "{} chunks", chunks.len());
+        // The input is larger than the buffer: at least one chunk began
+        // before a refill and ended after it.
+        assert!(!fills.is_empty(), "the input never needed a second buffer fill");
+        let sp = spans(lens);
+        assert!(fills.iter().all(|&f| sp.iter().any(|&(s, e)| s < f && f < e)), "no chunk spans a buffer refill at {fills:?}");
     }
 
     #[test]
     fn matches_fastcdc_on_whole_buffer() {
-        let data: Vec<u8> = (0..9_000_000u32).map(|i| (i.wrapping_mul(2246822519) >> 7) as u8).collect();
+        let data = noise(9_000_000, 2);
         let p = ChunkParams::default();
-        let ours: Vec<usize> = chunks_of(&data, p).iter().map(|c| c.len()).collect();
+        let (chunks, fills) = chunks_and_fills(&data, p);
+        let ours: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
         let theirs: Vec<usize> = FastCDC::new(&data, p.min, p.avg, p.max).map(|c| c.length).collect();
         assert_eq!(ours, theirs);
+        assert_mostly_content_defined(&ours, p);
+        assert!(fills.len() >= 2, "buffer fills ended at {fills:?}");
+        let sp = spans(ours.iter().copied());
+        for f in &fills {
+            assert!(sp.iter().any(|&(s, e)| s < *f && *f < e), "no chunk spans the buffer refill at {f}");
+        }
     }
 
     #[test]

@@ -289,13 +289,91 @@ mod tests {
 
     proptest! {
         #[test]
-        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        fn arbitrary_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..4096),
+            pack_count in 0usize..4,
+            count in 0usize..40,
+            monotonic in any::<bool>(),
+            seed in any::<u64>(),
+            probes in proptest::collection::vec(any::<[u8; 32]>(), 1..16),
+        ) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("y.idx");
+            // Random bytes alone never get past MAGIC: also build a header
+            // whose counts fit the length, so every reader sees garbage.
             std::fs::write(&path, &bytes).unwrap();
             if let Ok(idx) = PackIndex::open(&path) {
                 let _ = idx.verify();
                 for i in 0..idx.len() { let _ = idx.located_at(i); }
+            }
+            let mut x = seed | 1;
+            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut b = Vec::new();
+            b.extend_from_slice(MAGIC);
+            b.extend_from_slice(&VERSION.to_le_bytes());
+            b.extend_from_slice(&(pack_count as u32).to_le_bytes());
+            b.extend_from_slice(&(count as u64).to_le_bytes());
+            for _ in 0..pack_count * 32 { b.push(rnd() as u8); }
+            // Either sorted ids with their true fanout (so lookups find them
+            // and reach the entries), or random ids under a wild fanout (past
+            // count, going down), always ending at count as open() demands.
+            let mut ids: Vec<[u8; 32]> = (0..count).map(|_| { let mut id = [0u8; 32]; for byte in id.iter_mut() { *byte = rnd() as u8; } id }).collect();
+            if monotonic {
+                ids.sort_unstable();
+                ids.dedup();
+                while ids.len() < count { let mut id = ids[0]; id[31] = id[31].wrapping_add(ids.len() as u8); ids.push(id); ids.sort_unstable(); ids.dedup(); }
+            }
+            for byte in 0..256usize {
+                let v = if byte == 255 {
+                    count as u32
+                } else if monotonic {
+                    ids.iter().filter(|id| id[0] as usize <= byte).count() as u32
+                } else {
+                    (rnd() % (count as u64 * 2 + 2)) as u32
+                };
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            for id in &ids { b.extend_from_slice(id); }
+            for _ in 0..count {
+                let mut e = [0u8; ENTRY_LEN];
+                for byte in e.iter_mut() { *byte = rnd() as u8; }
+                // Often a pack number and kind in range, to get past those checks.
+                if rnd() % 2 == 0 { e[0..4].copy_from_slice(&((rnd() % (pack_count as u64 + 1)) as u32).to_le_bytes()); }
+                if rnd() % 2 == 0 { e[4] = (rnd() % 8) as u8; }
+                if rnd() % 2 == 0 { e[16..20].copy_from_slice(&((rnd() % 5000) as u32).to_le_bytes()); }
+                if rnd() % 2 == 0 { e[20..24].copy_from_slice(&((rnd() % 5000) as u32).to_le_bytes()); }
+                b.extend_from_slice(&e);
+            }
+            for _ in 0..32 { b.push(rnd() as u8); }
+            std::fs::write(&path, &b).unwrap();
+            let idx = PackIndex::open(&path);
+            prop_assert!(idx.is_ok(), "a header consistent with the length must open: {:?}", idx.err());
+            let idx = idx.unwrap();
+            prop_assert_eq!(idx.len(), count);
+            prop_assert_eq!(idx.packs().len(), pack_count);
+            prop_assert!(idx.verify().is_err(), "a random checksum cannot match");
+            for i in 0..idx.len() {
+                if let Ok(loc) = idx.located_at(i) {
+                    prop_assert_eq!(&loc.entry.id.0[..], idx.id_at(i));
+                    prop_assert!(idx.packs().contains(&loc.pack));
+                }
+            }
+            for b in 0..=255u8 {
+                let r = idx.bucket(b);
+                prop_assert!(r.end <= count);
+            }
+            for p in &probes {
+                let _ = idx.lookup(&ObjectId(*p));
+            }
+            for i in 0..idx.len() {
+                let id = ObjectId::from_slice(idx.id_at(i)).unwrap();
+                match idx.lookup(&id) {
+                    Ok(Some(loc)) => prop_assert_eq!(loc.entry.id, id),
+                    // Sorted ids under their true fanout are always found.
+                    Ok(None) => prop_assert!(!monotonic, "id {} at {} not found", id, i),
+                    // A bad entry (pack, kind or lengths): an error, not a panic.
+                    Err(_) => {}
+                }
             }
         }
 

@@ -363,7 +363,17 @@ mod tests {
     #[test]
     fn chunker_thread_cuts_like_the_streaming_chunker() {
         let params = ChunkParams::default();
-        let data: Vec<u8> = (0..(2 * BLOCK as u32 + 777_777)).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+        // xorshift noise: content-defined cuts at data-dependent places, so
+        // chunks straddle block ends and the carry between blocks is used.
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let data: Vec<u8> = (0..(4 * BLOCK + 777_777))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
         let mut expected = Vec::new();
         let mut c = Chunker::new(&data[..], params);
         while let Some(ch) = c.next_chunk().unwrap() {
@@ -383,10 +393,17 @@ mod tests {
         chunker(params, raw_rx, job_tx);
         let mut got = Vec::new();
         let mut count = None;
+        // Chunks cut from the carried tail of the previous block plus the
+        // start of this one.
+        let mut from_carry = 0;
         for job in job_rx {
             match job {
                 Job::Chunks { first_seq, batch, .. } => {
                     assert_eq!(first_seq, got.len() as u64);
+                    // Block buffers hold the carry in the `head` bytes before the block.
+                    if batch.data.len() == head + BLOCK {
+                        from_carry += batch.cuts.iter().filter(|c| c.start < head && head < c.end).count();
+                    }
                     got.extend((0..batch.cuts.len()).map(|i| batch.chunk(i).to_vec()));
                 }
                 Job::End { chunks, .. } => count = Some(chunks),
@@ -395,5 +412,20 @@ mod tests {
         }
         assert_eq!(count, Some(expected.len() as u64));
         assert!(got == expected, "block chunking differs from streaming chunking");
+        // Cuts are content-defined: most chunks are shorter than max.
+        let short = expected.iter().filter(|c| c.len() < params.max as usize).count();
+        assert!(short * 4 >= expected.len() * 3, "only {short} of {} chunks are shorter than max", expected.len());
+        // Some chunks straddle a block end: they were cut from the carry plus the next block.
+        let mut at = 0;
+        let straddling = expected
+            .iter()
+            .filter(|c| {
+                let (s, e) = (at, at + c.len());
+                at = e;
+                (1..=data.len() / BLOCK).any(|k| s < k * BLOCK && k * BLOCK < e)
+            })
+            .count();
+        assert!(straddling >= 3, "only {straddling} chunks span a block boundary");
+        assert_eq!(from_carry, straddling, "every chunk spanning a block end is cut from the carry and the next block");
     }
 }

@@ -4,11 +4,14 @@
 //! expected state is `model(counter)` and can be checked exactly.
 //!
 //!   dmv-refs-torture DIR init
-//!   dmv-refs-torture DIR run N     # N transactions (0 = forever); prints "committed i"
+//!   dmv-refs-torture DIR run N     # N transactions (0 = forever); prints "committed i",
+//!                                  # and "lost i" when another runner committed i first
 //!   dmv-refs-torture DIR check     # verify + compare with the model; prints "ok i"
 //!
 //! Several `run`s may share DIR: a loser of the counter CAS simply builds the
-//! next transaction, so the model still holds.
+//! next transaction, so the model still holds. With `DMV_TORTURE_START=FILE`
+//! set, `run` opens the store and then waits until FILE exists, so a test can
+//! start several runners at the same moment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -102,6 +105,12 @@ fn run(dir: &Path, n: u64) -> Result<(), RefError> {
     let store = RefStore::open(dir, Options::default())?;
     let mut done = 0;
     let stdout = std::io::stdout();
+    if let Some(start) = std::env::var_os("DMV_TORTURE_START") {
+        let start = Path::new(&start);
+        while !start.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
     while n == 0 || done < n {
         let c = counter(&store)?;
         let i = c + 1;
@@ -127,7 +136,12 @@ fn run(dir: &Path, n: u64) -> Result<(), RefError> {
                 }
             }
             // Another runner committed transaction i first; build i+1.
-            Err(RefError::Changed { .. }) => continue,
+            Err(RefError::Changed { .. }) => {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "lost {i}");
+                let _ = out.flush();
+                continue;
+            }
             Err(e) => return Err(e),
         }
     }
