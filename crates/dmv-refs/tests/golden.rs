@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use dmv_refs::{internals, Expect, Options, RefStore, ReflogEntry};
-use dmv_golden::{assert_golden, bytes_of};
+use dmv_testkit::golden::{assert_golden, bytes_of};
 
 const MAIN: &str = "refs/heads/main";
 const TAG: &str = "refs/tags/v1";

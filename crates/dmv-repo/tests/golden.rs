@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
 use dmv_repo::{tree, Conflict, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository};
-use dmv_golden::{assert_golden, bytes_of};
+use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id_hex(hex: &str) -> ObjectId {
     ObjectId::from_hex(hex).unwrap()

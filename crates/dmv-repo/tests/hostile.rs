@@ -133,26 +133,6 @@ fn early_checkout_planning_survives_a_deep_chain_of_file_nodes() {
     assert!(repo.store.write_content(&file, &mut out).is_err());
 }
 
-/// Runs the named test again in a child process whose address space is
-/// capped at 1 GiB (`ulimit -v`): there an allocation sized by a declared
-/// length aborts instead of quietly reserving memory. True in the child.
-fn in_small_address_space(name: &str) -> bool {
-    if std::env::var_os("DMV_TEST_SMALL_ADDRESS_SPACE").is_none() {
-        let out = std::process::Command::new("sh")
-            .args(["-c", "ulimit -v 1048576 && exec \"$0\" \"$@\""])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--test-threads=1", "--nocapture"])
-            .env("DMV_TEST_SMALL_ADDRESS_SPACE", "1")
-            .output()
-            .unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
-        return false;
-    }
-    assert!(Vec::<u8>::new().try_reserve(1 << 30).is_err(), "the address space is not limited");
-    true
-}
-
 fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -176,7 +156,7 @@ fn checksummed(magic: &[u8], body: &[u8]) -> Vec<u8> {
 /// declaring 2^60 entries or a 2^60-byte path is an error, not an abort.
 #[test]
 fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
-    if !in_small_address_space("huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors") {
+    if !dmv_testkit::in_small_address_space("huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors", 1 << 30) {
         return;
     }
     let (_dir, repo) = repo();

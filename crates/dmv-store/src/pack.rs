@@ -481,31 +481,10 @@ mod tests {
     /// buffer: an allocation sized by a declared length would abort it.
     #[test]
     fn huge_declared_lengths_are_refused_before_allocating() {
-        const NAME: &str = "pack::tests::huge_declared_lengths_are_refused_before_allocating";
-        if std::env::var_os("DMV_TEST_SMALL_ADDRESS_SPACE").is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
-                .env("DMV_TEST_SMALL_ADDRESS_SPACE", "1")
-                .output()
-                .unwrap();
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
+        if !dmv_testkit::in_small_address_space("pack::tests::huge_declared_lengths_are_refused_before_allocating", 1 << 30) {
             return;
         }
-        limit_address_space(1 << 30);
-        // The limit holds: 2 GiB cannot be had.
-        assert!(Vec::<u8>::new().try_reserve(2 << 30).is_err());
         refuse_huge_declared_lengths();
-    }
-
-    /// Caps this process's address space at its current size plus `headroom`.
-    fn limit_address_space(headroom: u64) {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let vm_kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
-        let limit = vm_kib * 1024 + headroom;
-        let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-        // SAFETY: setrlimit only reads the struct passed by reference.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
     }
 
     proptest! {

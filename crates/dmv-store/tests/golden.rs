@@ -9,7 +9,7 @@ use std::path::Path;
 
 use dmv_store::object::{self, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode};
 use dmv_store::{ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store, StoreResult, StoredObject, TreeList};
-use dmv_golden::{assert_golden, bytes_of, to_hex};
+use dmv_testkit::golden::{assert_golden, bytes_of, to_hex};
 
 // ---------------------------------------------------------------------------
 // helpers

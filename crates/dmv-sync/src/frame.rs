@@ -305,23 +305,9 @@ mod tests {
     /// sized by a declared length would abort it.
     #[test]
     fn huge_frames_are_refused_before_allocating() {
-        const NAME: &str = "frame::tests::huge_frames_are_refused_before_allocating";
-        if std::env::var_os("DMV_TEST_SMALL_ADDRESS_SPACE").is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
-                .env("DMV_TEST_SMALL_ADDRESS_SPACE", "1")
-                .output()
-                .unwrap();
-            let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
+        if !dmv_testkit::in_small_address_space("frame::tests::huge_frames_are_refused_before_allocating", 32 << 20) {
             return;
         }
-        let status = std::fs::read_to_string("/proc/self/status").unwrap();
-        let vm_kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
-        let limit = vm_kib * 1024 + (32 << 20);
-        let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-        // SAFETY: setrlimit only reads the struct passed by reference.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
         assert!(Vec::<u8>::new().try_reserve(MAX_FRAME).is_err());
         refuse_huge_frames();
     }

@@ -9,7 +9,7 @@
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
 use dmv_sync::{Frame, FrameReader, FrameWriter};
-use dmv_golden::{assert_golden, bytes_of};
+use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id(byte: u8) -> ObjectId {
     ObjectId([byte; 32])

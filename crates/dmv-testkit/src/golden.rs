@@ -1,5 +1,5 @@
-//! Golden vectors' helpers for the crates' tests: hex written in labelled
-//! parts, and a comparison that shows which part changed.
+//! Golden vectors: hex written in labelled parts, and a comparison that
+//! shows which part changed.
 
 /// Joins hex parts into one string (whitespace ignored).
 pub fn hex_of(parts: &[&str]) -> String {
