@@ -158,8 +158,15 @@ pub struct RefChange {
 pub enum RefUpdateOutcome {
     Updated,
     /// A ref is not where the caller expected: someone else moved it.
-    Rejected { name: String, found: Option<ObjectId> },
+    Rejected {
+        name: String,
+        found: Option<ObjectId>,
+    },
 }
+
+/// Hands each object of an upload to a sink (children before parents).
+pub type Producer<'a, E> = &'a mut dyn FnMut(ObjectSink<'_, E>) -> Result<(), E>;
+pub type ObjectSink<'a, E> = &'a mut dyn FnMut(&StoredObject) -> Result<(), E>;
 
 pub struct Bucket {
     url: String,
@@ -213,7 +220,11 @@ fn is_unreachable(err: &opendal::Error) -> bool {
         texts.push(c.to_string());
         cause = c.source();
     }
-    texts.iter().any(|t| ["error sending request", "connect", "dns error", "timed out", "timeout", "connection closed", "connection reset", "broken pipe"].iter().any(|s| t.to_ascii_lowercase().contains(s)))
+    texts.iter().any(|t| {
+        ["error sending request", "connect", "dns error", "timed out", "timeout", "connection closed", "connection reset", "broken pipe"]
+            .iter()
+            .any(|s| t.to_ascii_lowercase().contains(s))
+    })
 }
 
 impl Bucket {
@@ -256,11 +267,8 @@ impl Bucket {
     pub fn open(url: &str, options: &BucketOptions, cache_dir: Option<&Path>, create: Option<ChunkParams>) -> BucketResult<Bucket> {
         install_http_transport();
         let parsed = BucketUrl::parse(url)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| BucketError::Invalid(format!("cannot start the I/O runtime: {e}")))?;
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| BucketError::Invalid(format!("cannot start the I/O runtime: {e}")))?;
         let op = operator(&parsed, options).map_err(|e| classify(url, &parsed.bucket, e, "configuration"))?;
         let (cache_dir, cache_tmp) = match cache_dir {
             Some(dir) => (dir.to_path_buf(), None),
@@ -385,7 +393,7 @@ impl Bucket {
                     let got = op.read_with(&key).range(range.start..range.end).await;
                     (range, key, got)
                 });
-                async move { task.await }
+                task
             }))
             .buffered(READ_CONCURRENCY);
             while let Some(joined) = reads.next().await {
@@ -393,7 +401,11 @@ impl Bucket {
                 let bytes = got.map_err(|e| self.classify(e, &format!("reading {key}")))?.to_bytes();
                 trace::count_received(bytes.len() as u64);
                 if bytes.len() as u64 != range.end - range.start {
-                    return Err(BucketError::Damaged { url: self.url.clone(), detail: format!("{key}: a ranged read returned {} bytes, its index says {}", bytes.len(), range.end - range.start) }.into());
+                    return Err(BucketError::Damaged {
+                        url: self.url.clone(),
+                        detail: format!("{key}: a ranged read returned {} bytes, its index says {}", bytes.len(), range.end - range.start),
+                    }
+                    .into());
                 }
                 for e in &range.entries {
                     let at = (e.offset - range.start) as usize;
@@ -414,7 +426,7 @@ impl Bucket {
     /// is not published), upload in the background while the next is
     /// written, and are published in order. Returns (objects, bytes) stored;
     /// objects the bucket has are skipped.
-    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
+    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
         let staging_dir = self.cache_dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&staging_dir);
         Store::create(&staging_dir)?;
@@ -424,7 +436,7 @@ impl Bucket {
         result
     }
 
-    fn put_staged<E: From<BucketError> + From<StoreError>>(&self, staging_dir: &Path, produce: &mut dyn FnMut(&mut dyn FnMut(&StoredObject) -> Result<(), E>) -> Result<(), E>) -> Result<(u64, u64), E> {
+    fn put_staged<E: From<BucketError> + From<StoreError>>(&self, staging_dir: &Path, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
         let staging = Store::open_scratch(staging_dir, self.config.chunking, PACK_SIZE)?;
         let (jobs, queue) = tokio::sync::mpsc::channel::<Sealed>(1);
         let op = self.op.clone();
@@ -606,7 +618,10 @@ fn remove_dead_staging(cache_dir: &Path) {
 /// Another writer got there first (412), or the store saw two conditional
 /// writes at once (409 ConditionalRequestConflict): either way, re-read.
 fn lost_race(e: &opendal::Error) -> bool {
-    e.kind() == ErrorKind::ConditionNotMatch || e.kind() == ErrorKind::AlreadyExists || e.message().contains("ConditionalRequestConflict") || e.message().contains("PreconditionFailed")
+    e.kind() == ErrorKind::ConditionNotMatch
+        || e.kind() == ErrorKind::AlreadyExists
+        || e.message().contains("ConditionalRequestConflict")
+        || e.message().contains("PreconditionFailed")
 }
 
 fn pack_of_index_name(name: &str) -> Option<ObjectId> {
@@ -633,8 +648,7 @@ fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operato
     Ok(Operator::new(builder)?
         // A pack's close waits for its last parts: generous enough for slow uplinks.
         .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(120)).with_io_timeout(Duration::from_secs(300)))
-        .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter())
-)
+        .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter()))
 }
 
 async fn read_or_create_config(op: &Operator, url: &str, bucket: &str, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {

@@ -17,7 +17,7 @@ pub struct ReadRange {
 /// records is read through rather than paid for with another request; no
 /// range grows past `max_len` unless a single record is larger.
 pub fn plan(mut wanted: Vec<Located>, max_gap: u64, max_len: u64) -> Vec<ReadRange> {
-    wanted.sort_by(|a, b| (a.pack, a.entry.offset).cmp(&(b.pack, b.entry.offset)));
+    wanted.sort_by_key(|a| (a.pack, a.entry.offset));
     // Duplicates by id only: two ids an index puts at one offset both get read,
     // and the record header check then refuses the one that is not there.
     let mut seen = std::collections::HashSet::new();

@@ -153,11 +153,7 @@ pub struct RepoStats {
 
 pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
     let s = repo.store.stats()?;
-    let commit_roots: Vec<_> = repo
-        .roots_to_check()?
-        .into_iter()
-        .filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false))
-        .collect();
+    let commit_roots: Vec<_> = repo.roots_to_check()?.into_iter().filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false)).collect();
     let mut commits = 0;
     let mut logical = 0;
     for info in LogWalk::new(repo, &commit_roots)? {
@@ -180,9 +176,7 @@ pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
 }
 
 fn walk_count(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { walk_count(&e.path()) } else { 1 }).sum())
-        .unwrap_or(0)
+    std::fs::read_dir(dir).map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { walk_count(&e.path()) } else { 1 }).sum()).unwrap_or(0)
 }
 
 pub fn human(bytes: u64) -> String {

@@ -181,14 +181,7 @@ fn print_stat(changes: &[Change]) -> Result<()> {
     }
     if !changes.is_empty() {
         let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
-        writeln!(
-            out,
-            " {} files changed, {} added, {} modified, {} deleted",
-            changes.len(),
-            count(ChangeKind::Added),
-            count(ChangeKind::Modified),
-            count(ChangeKind::Deleted)
-        )?;
+        writeln!(out, " {} files changed, {} added, {} modified, {} deleted", changes.len(), count(ChangeKind::Added), count(ChangeKind::Modified), count(ChangeKind::Deleted))?;
     }
     Ok(())
 }

@@ -163,7 +163,20 @@ fn main() -> ExitCode {
 }
 
 fn needs_worktree(c: &Command) -> bool {
-    matches!(c, Command::Status(_) | Command::Add(_) | Command::Rm(_) | Command::Mv(_) | Command::Commit(_) | Command::Restore(_) | Command::Switch(_) | Command::Checkout(_) | Command::Pull(_) | Command::Merge(_) | Command::Resolve(_))
+    matches!(
+        c,
+        Command::Status(_)
+            | Command::Add(_)
+            | Command::Rm(_)
+            | Command::Mv(_)
+            | Command::Commit(_)
+            | Command::Restore(_)
+            | Command::Switch(_)
+            | Command::Checkout(_)
+            | Command::Pull(_)
+            | Command::Merge(_)
+            | Command::Resolve(_)
+    )
 }
 
 /// Opens the repository containing the current directory.

@@ -1,8 +1,8 @@
 //! Progress bars that appear only on a terminal and only once work has lasted
 //! a second, so quick commands and piped output stay quiet.
 
-use std::sync::Mutex;
 use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -27,11 +27,7 @@ impl Progress {
         let mut bar = self.bar.lock().unwrap_or_else(|e| e.into_inner());
         let bar = bar.get_or_insert_with(|| {
             let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
-            let template = if total > 0 {
-                "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"
-            } else {
-                "{prefix:>10} {spinner} {bytes} {bytes_per_sec}"
-            };
+            let template = if total > 0 { "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}" } else { "{prefix:>10} {spinner} {bytes} {bytes_per_sec}" };
             if let Ok(style) = ProgressStyle::with_template(template) {
                 b.set_style(style.progress_chars("=> "));
             }

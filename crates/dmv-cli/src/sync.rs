@@ -390,7 +390,7 @@ pub fn push_cmd(a: PushArgs) -> Result<u8> {
     spec.create_with = Some(repo.config.chunking);
     let branches = if a.branches.is_empty() { vec![current_branch(&repo)?] } else { a.branches };
     let mut client = spec.connect()?;
-    let (_, remote_refs) = client.list_refs()?;
+    let remote_refs = client.list_refs()?.refs;
     let remote_refs: BTreeMap<String, ObjectId> = remote_refs.into_iter().collect();
     let mut updates = Vec::new();
     let mut up_to_date = Vec::new();
@@ -450,10 +450,8 @@ pub fn push_cmd(a: PushArgs) -> Result<u8> {
         }
     }
     if let Some(r) = remote_name {
-        let tracking: Vec<RefUpdate> = updates
-            .iter()
-            .filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new }))
-            .collect();
+        let tracking: Vec<RefUpdate> =
+            updates.iter().filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new })).collect();
         if !tracking.is_empty() {
             repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }

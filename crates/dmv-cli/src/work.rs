@@ -257,7 +257,10 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             let current = current_branch(&repo)?;
             let list = repo.refs.list("refs/heads/")?;
             if a.json {
-                let v: Vec<_> = list.iter().map(|(n, id)| serde_json::json!({"name": n.trim_start_matches("refs/heads/"), "id": id.to_hex(), "current": Some(n) == current.as_ref()})).collect();
+                let v: Vec<_> = list
+                    .iter()
+                    .map(|(n, id)| serde_json::json!({"name": n.trim_start_matches("refs/heads/"), "id": id.to_hex(), "current": Some(n) == current.as_ref()}))
+                    .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 for (name, _) in list {
@@ -280,10 +283,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             let (old_full, new_full) = (format!("refs/heads/{old_name}"), format!("refs/heads/{new_name}"));
             let id = repo.refs.get(&old_full)?.ok_or_else(|| anyhow!("branch '{old_name}' not found"))?;
             repo.update_refs(
-                &[
-                    RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) },
-                    RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None },
-                ],
+                &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
                 &who,
                 &format!("branch: renamed {old_full} to {new_full}"),
             )?;

@@ -167,7 +167,10 @@ fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
     assert_eq!(out.status.code(), Some(128));
     let out = dmv_out(d, &["init"]);
     assert!(stderr(&out).contains("already"), "{}", stderr(&out));
-    for cmd in ["init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo", "merge", "resolve", "clone", "remote", "fetch", "pull", "push", "serve"] {
+    for cmd in [
+        "init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo",
+        "merge", "resolve", "clone", "remote", "fetch", "pull", "push", "serve",
+    ] {
         let out = dmv_out(d, &[cmd, "--help"]);
         assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
     }
@@ -186,7 +189,11 @@ fn unreadable_file_is_named_and_nothing_is_staged() {
         let perms = |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
         perms(d, 0o777);
         for e in walk(d) {
-            if e.is_dir() { perms(&e, 0o777) } else if !e.ends_with("secret") { perms(&e, 0o666) }
+            if e.is_dir() {
+                perms(&e, 0o777)
+            } else if !e.ends_with("secret") {
+                perms(&e, 0o666)
+            }
         }
         let mut c = std::process::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(bin());

@@ -148,14 +148,8 @@ fn changes_to_different_files_merge_into_a_two_parent_commit() {
     assert_eq!(parents(d, "HEAD"), [main_before, feature]);
     let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
     assert_eq!(log[0]["message"], "Merge feature");
-    let expected: BTreeMap<String, Vec<u8>> = [
-        ("media/a.bin", noise(200_000, 20)),
-        ("media/b.bin", noise(200_000, 21)),
-        ("new/dir/c.bin", noise(1000, 22)),
-    ]
-    .into_iter()
-    .map(|(p, b)| (p.to_string(), b))
-    .collect();
+    let expected: BTreeMap<String, Vec<u8>> =
+        [("media/a.bin", noise(200_000, 20)), ("media/b.bin", noise(200_000, 21)), ("new/dir/c.bin", noise(1000, 22))].into_iter().map(|(p, b)| (p.to_string(), b)).collect();
     assert_eq!(snapshot(d), expected);
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
     assert!(status_json(d)["merge"].is_null());

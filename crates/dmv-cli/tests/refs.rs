@@ -77,7 +77,8 @@ fn reflog_survives_branch_deletion_and_fsck_names_a_damaged_table() {
     assert!(log.contains("two on topic") && log.contains("(deleted)"), "{log}");
 
     let refs = d.join(".dmv/refs");
-    let table = std::fs::read_dir(&refs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "ref")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let table =
+        std::fs::read_dir(&refs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "ref")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
     let mut bytes = std::fs::read(&table).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x20;

@@ -342,7 +342,8 @@ fn clone_of_a_damaged_repository_names_the_object_and_stores_nothing() {
     write_noise(&t.join("a/clip.mov"), 4 * MIB, 3);
     commit_all(&t.join("a"), "clip");
     let packs = t.join("a/.dmv/objects/packs");
-    let pack = std::fs::read_dir(&packs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pack")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let pack =
+        std::fs::read_dir(&packs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pack")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
     let f = std::fs::OpenOptions::new().read(true).write(true).open(&pack).unwrap();
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, 2 * MIB).unwrap();
@@ -561,9 +562,10 @@ fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
     }
     // Damage the stored copy of one file of the middle directory.
     let needle = b"file number 345 with some words";
-    let pack = std::fs::read_dir(b.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).find(|p| {
-        p.extension().is_some_and(|e| e == "pack") && std::fs::read(p).unwrap().windows(needle.len()).any(|w| w == needle)
-    });
+    let pack = std::fs::read_dir(b.join(".dmv/objects/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack") && std::fs::read(p).unwrap().windows(needle.len()).any(|w| w == needle));
     let pack = pack.expect("small files are stored uncompressed here");
     let mut bytes = std::fs::read(&pack).unwrap();
     let at = bytes.windows(needle.len()).position(|w| w == needle).unwrap();

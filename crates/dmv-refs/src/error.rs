@@ -11,23 +11,14 @@ pub enum RefError {
 
     /// Compare-and-swap failure: the ref did not hold the expected value.
     #[error("ref '{name}' changed: expected {}, found {}", show(.expected), show(.found))]
-    Changed {
-        name: String,
-        expected: Option<RefValue>,
-        found: Option<RefValue>,
-    },
+    Changed { name: String, expected: Option<RefValue>, found: Option<RefValue> },
 
     #[error("ref '{name}' is updated twice in one transaction")]
     DuplicateUpdate { name: String },
 
     /// Another writer holds `tables.list.lock` and did not release it in time.
     #[error("refs are locked by {holder} (file {}); waited {}; {advice}", .path.display(), secs(.waited))]
-    Locked {
-        path: PathBuf,
-        holder: String,
-        waited: Duration,
-        advice: String,
-    },
+    Locked { path: PathBuf, holder: String, waited: Duration, advice: String },
 
     #[error("ref table {} is corrupt: {reason}", .path.display())]
     Corrupt { path: PathBuf, reason: String },
@@ -72,15 +63,9 @@ fn secs(d: &Duration) -> String {
 
 impl RefError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RefError {
-        RefError::Io {
-            path: path.into(),
-            source,
-        }
+        RefError::Io { path: path.into(), source }
     }
     pub(crate) fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> RefError {
-        RefError::Corrupt {
-            path: path.into(),
-            reason: reason.into(),
-        }
+        RefError::Corrupt { path: path.into(), reason: reason.into() }
     }
 }

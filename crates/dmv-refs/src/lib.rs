@@ -40,10 +40,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            lock_timeout: Duration::from_secs(5),
-            auto_compact: true,
-        }
+        Options { lock_timeout: Duration::from_secs(5), auto_compact: true }
     }
 }
 
@@ -93,18 +90,12 @@ impl RefStore {
             return Err(RefError::AlreadyExists(dir.to_path_buf()));
         }
         lock.commit("", "", "")?;
-        Ok(RefStore {
-            dir: dir.to_path_buf(),
-            opts,
-        })
+        Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
     pub fn open(dir: &Path, opts: Options) -> Result<RefStore, RefError> {
         read_list(dir)?;
-        Ok(RefStore {
-            dir: dir.to_path_buf(),
-            opts,
-        })
+        Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
     pub fn dir(&self) -> &Path {
@@ -139,10 +130,7 @@ impl RefStore {
     }
 
     pub fn transaction(&self) -> Transaction<'_> {
-        Transaction {
-            store: self,
-            updates: BTreeMap::new(),
-        }
+        Transaction { store: self, updates: BTreeMap::new() }
     }
 
     /// Reflog of `name`, newest first; still there after the ref is deleted.
@@ -220,10 +208,7 @@ impl RefStore {
         for (i, t) in stack.tables.iter().enumerate() {
             t.verify()?;
             if i > 0 && t.footer.min_index <= prev_max {
-                return Err(RefError::corrupt(
-                    &t.path,
-                    "update indexes overlap the table below it",
-                ));
+                return Err(RefError::corrupt(&t.path, "update indexes overlap the table below it"));
             }
             prev_max = t.footer.max_index;
         }
@@ -237,10 +222,7 @@ impl RefStore {
     /// Table files of the current stack, bottom first (for tests and fsck
     /// messages).
     pub fn table_paths(&self) -> Result<Vec<PathBuf>, RefError> {
-        Ok(read_list(&self.dir)?
-            .into_iter()
-            .map(|n| self.dir.join(n))
-            .collect())
+        Ok(read_list(&self.dir)?.into_iter().map(|n| self.dir.join(n)).collect())
     }
 
     /// Deletes table files not named by the list: leftovers of writers that
@@ -253,20 +235,14 @@ impl RefStore {
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            let orphan_table =
-                name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name);
+            let orphan_table = name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name);
             if orphan_table || lock::is_dead_lock_temp(name) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
     }
 
-    fn compact_locked(
-        &self,
-        lock: Lock,
-        stack: &Stack,
-        range: std::ops::Range<usize>,
-    ) -> Result<(), RefError> {
+    fn compact_locked(&self, lock: Lock, stack: &Stack, range: std::ops::Range<usize>) -> Result<(), RefError> {
         failpoint::hit("refs-compact-after-lock");
         self.remove_orphans(stack);
         let seg = &stack.tables[range.clone()];
@@ -305,11 +281,7 @@ impl RefStore {
             body.push_str(&t.name);
             body.push('\n');
         }
-        if let Err(e) = lock.commit(
-            &body,
-            "refs-compact-after-list-write",
-            "refs-compact-after-list-rename",
-        ) {
+        if let Err(e) = lock.commit(&body, "refs-compact-after-list-write", "refs-compact-after-list-rename") {
             if !self.dir.join(LIST).exists() || !read_list(&self.dir)?.contains(&name) {
                 let _ = std::fs::remove_file(&path);
             }
@@ -354,10 +326,7 @@ pub struct Transaction<'a> {
 
 impl std::fmt::Debug for Transaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transaction")
-            .field("dir", &self.store.dir)
-            .field("updates", &self.updates.len())
-            .finish()
+        f.debug_struct("Transaction").field("dir", &self.store.dir).field("updates", &self.updates.len()).finish()
     }
 }
 
@@ -365,17 +334,10 @@ impl<'a> Transaction<'a> {
     /// Queues an update; `new: None` deletes. Deleting an absent ref is a
     /// no-op under `Expect::Any`/`Expect::Absent` and a CAS failure under
     /// `Expect::Value`.
-    pub fn update(
-        &mut self,
-        name: &str,
-        expect: Expect,
-        new: Option<RefValue>,
-    ) -> Result<&mut Self, RefError> {
+    pub fn update(&mut self, name: &str, expect: Expect, new: Option<RefValue>) -> Result<&mut Self, RefError> {
         validate_name(name)?;
         if self.updates.contains_key(name) {
-            return Err(RefError::DuplicateUpdate {
-                name: name.to_string(),
-            });
+            return Err(RefError::DuplicateUpdate { name: name.to_string() });
         }
         self.updates.insert(name.to_string(), (expect, new));
         Ok(self)
@@ -420,12 +382,7 @@ impl<'a> Transaction<'a> {
             }
         }
         // Deleting an absent ref changes nothing and leaves no reflog entry.
-        let live: Vec<bool> = self
-            .updates
-            .values()
-            .zip(&olds)
-            .map(|((_, new), old)| new.is_some() || old.is_some())
-            .collect();
+        let live: Vec<bool> = self.updates.values().zip(&olds).map(|((_, new), old)| new.is_some() || old.is_some()).collect();
         if !live.contains(&true) {
             return Ok(());
         }
@@ -439,24 +396,12 @@ impl<'a> Transaction<'a> {
             let mut val = Vec::new();
             // Log keys ('l' name NUL idx) sort in name order, like ref keys,
             // and all of them sort before the ref keys ('r' name).
-            for (((n, (_, new)), old), _) in
-                self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1)
-            {
+            for (((n, (_, new)), old), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
                 log_key(n, idx, &mut key);
-                encode_log(
-                    &mut val,
-                    old.as_ref(),
-                    new.as_ref(),
-                    when.0,
-                    when.1,
-                    who,
-                    message,
-                );
+                encode_log(&mut val, old.as_ref(), new.as_ref(), when.0, when.1, who, message);
                 w.add(&key, T_LOG, &val)?;
             }
-            for (((n, (_, new)), _), _) in
-                self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1)
-            {
+            for (((n, (_, new)), _), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
                 ref_key(n, &mut key);
                 match new {
                     Some(v) => w.add(&key, T_REF, v)?,

@@ -91,12 +91,7 @@ impl Lock {
                 Holder::Alive { desc, advice } => {
                     let waited = start.elapsed();
                     if waited >= timeout {
-                        return Err(RefError::Locked {
-                            path,
-                            holder: desc,
-                            waited: timeout,
-                            advice,
-                        });
+                        return Err(RefError::Locked { path, holder: desc, waited: timeout, advice });
                     }
                     // Jitter so two waiters do not retry in lock step.
                     let jitter = Duration::from_micros(rand::random::<u64>() % 1000);
@@ -132,18 +127,8 @@ impl Lock {
             return Ok(None);
         }
         let host = hostname();
-        let tmp = dir.join(format!(
-            "{LOCK}.tmp-{}-{}-{:08x}",
-            sanitize(&host),
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| RefError::io(&tmp, e))?;
+        let tmp = dir.join(format!("{LOCK}.tmp-{}-{}-{:08x}", sanitize(&host), std::process::id(), rand::random::<u32>()));
+        let mut file = OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(|e| RefError::io(&tmp, e))?;
         let res = (|| {
             if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -154,68 +139,37 @@ impl Lock {
         })();
         let _ = std::fs::remove_file(&tmp);
         match res {
-            Ok(()) => Ok(Some(Lock {
-                dir: dir.to_path_buf(),
-                path,
-                file: Some(file),
-                committed: false,
-            })),
+            Ok(()) => Ok(Some(Lock { dir: dir.to_path_buf(), path, file: Some(file), committed: false })),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
             // File systems without hard links: plain O_CREAT|O_EXCL, at the
             // price of a short window in which the lock has no owner line.
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)
-                ) =>
-            {
-                Self::create_direct(dir, &path, &host)
-            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)) => Self::create_direct(dir, &path, &host),
             Err(e) => Err(RefError::io(&path, e)),
         }
     }
 
     fn create_direct(dir: &Path, path: &Path, host: &str) -> Result<Option<Lock>, RefError> {
-        let mut file = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
+        let mut file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
             Err(e) => return Err(RefError::io(path, e)),
         };
-        let mut lock = Lock {
-            dir: dir.to_path_buf(),
-            path: path.to_path_buf(),
-            file: None,
-            committed: false,
-        };
+        let mut lock = Lock { dir: dir.to_path_buf(), path: path.to_path_buf(), file: None, committed: false };
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(RefError::io(path, std::io::Error::last_os_error()));
         }
         let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
-        file.write_all(header.as_bytes())
-            .map_err(|e| RefError::io(path, e))?;
+        file.write_all(header.as_bytes()).map_err(|e| RefError::io(path, e))?;
         lock.file = Some(file);
         Ok(Some(lock))
     }
 
     /// Publishes `body` (one table file name per line) as the new
     /// tables.list: append, fsync, rename over the list, fsync the directory.
-    pub(crate) fn commit(
-        mut self,
-        body: &str,
-        fp_written: &'static str,
-        fp_renamed: &'static str,
-    ) -> Result<(), RefError> {
+    pub(crate) fn commit(mut self, body: &str, fp_written: &'static str, fp_renamed: &'static str) -> Result<(), RefError> {
         let path = self.path.clone();
         let ioe = |e| RefError::io(&path, e);
-        let f = self
-            .file
-            .as_mut()
-            .ok_or_else(|| ioe(std::io::Error::other("lock already released")))?;
+        let f = self.file.as_mut().ok_or_else(|| ioe(std::io::Error::other("lock already released")))?;
         f.write_all(body.as_bytes()).map_err(ioe)?;
         f.sync_all().map_err(ioe)?;
         failpoint::hit(fp_written);
@@ -239,9 +193,7 @@ impl Drop for Lock {
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), RefError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| RefError::io(dir, e))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| RefError::io(dir, e))
 }
 
 /// Looks at an existing lock; removes it only when provably stale: written
@@ -260,9 +212,7 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
     let Some((pid, host)) = parse_header(&content) else {
         return Ok(Holder::Alive {
             desc: "an unknown process".to_string(),
-            advice: format!(
-                "the lock names no owner yet; if no dmv process is running, delete {shown} (safe: tables.list is only ever replaced atomically)"
-            ),
+            advice: format!("the lock names no owner yet; if no dmv process is running, delete {shown} (safe: tables.list is only ever replaced atomically)"),
         });
     };
     if host != here {
@@ -276,9 +226,7 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
     if pid_alive(pid) {
         return Ok(Holder::Alive {
             desc: format!("process {pid}"),
-            advice: format!(
-                "process {pid} is still running; if it is not a dmv process (reused pid), delete {shown} (safe once no dmv process is writing refs)"
-            ),
+            advice: format!("process {pid} is still running; if it is not a dmv process (reused pid), delete {shown} (safe once no dmv process is writing refs)"),
         });
     }
     let got = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
@@ -303,15 +251,7 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
 }
 
 fn sanitize(host: &str) -> String {
-    host.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect()
 }
 
 /// Whether `name` is a lock temp file of a dead process on this host, left
@@ -351,10 +291,5 @@ pub(crate) fn valid_table_name(s: &str) -> bool {
         return false;
     };
     let parts: Vec<&str> = stem.split('-').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| {
-            !p.is_empty()
-                && p.len() <= 16
-                && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        })
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }

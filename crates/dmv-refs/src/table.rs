@@ -50,13 +50,7 @@ struct BlockBuilder {
 
 impl BlockBuilder {
     fn new(kind: u8) -> Self {
-        let mut b = BlockBuilder {
-            kind,
-            buf: Vec::with_capacity(BLOCK_TARGET + 512),
-            restarts: Vec::new(),
-            last_key: Vec::new(),
-            count: 0,
-        };
+        let mut b = BlockBuilder { kind, buf: Vec::with_capacity(BLOCK_TARGET + 512), restarts: Vec::new(), last_key: Vec::new(), count: 0 };
         b.reset();
         b
     }
@@ -87,10 +81,7 @@ impl BlockBuilder {
             self.restarts.push(self.buf.len() as u32);
             0
         } else {
-            key.iter()
-                .zip(self.last_key.iter())
-                .take_while(|(a, b)| a == b)
-                .count()
+            key.iter().zip(self.last_key.iter()).take_while(|(a, b)| a == b).count()
         };
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, (key.len() - shared) as u64);
@@ -108,15 +99,9 @@ impl BlockBuilder {
         for r in &self.restarts {
             self.buf.extend_from_slice(&r.to_be_bytes());
         }
-        self.buf
-            .extend_from_slice(&(self.restarts.len() as u32).to_be_bytes());
+        self.buf.extend_from_slice(&(self.restarts.len() as u32).to_be_bytes());
         let total = self.buf.len() + BLOCK_CHECK;
-        let total32 = u32::try_from(total).map_err(|_| {
-            RefError::io(
-                "<table>",
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "ref record too large"),
-            )
-        })?;
+        let total32 = u32::try_from(total).map_err(|_| RefError::io("<table>", std::io::Error::new(std::io::ErrorKind::InvalidInput, "ref record too large")))?;
         self.buf[1..5].copy_from_slice(&total32.to_be_bytes());
         let c = block_check(&self.buf);
         self.buf.extend_from_slice(&c);
@@ -156,39 +141,16 @@ impl TableWriter {
     /// `fail_during` names the fail point hit after the data section is on
     /// disk but before the index and footer, i.e. a torn table file.
     pub(crate) fn create(path: &Path, fail_during: &'static str) -> Result<Self, RefError> {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| RefError::io(path, e))?;
-        let mut w = HashWriter {
-            out: BufWriter::with_capacity(1 << 20, f),
-            hasher: blake3::Hasher::new(),
-            offset: 0,
-        };
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RefError::io(path, e))?;
+        let mut w = HashWriter { out: BufWriter::with_capacity(1 << 20, f), hasher: blake3::Hasher::new(), offset: 0 };
         w.write(MAGIC).map_err(|e| RefError::io(path, e))?;
-        Ok(TableWriter {
-            path: path.to_path_buf(),
-            w,
-            block: BlockBuilder::new(KIND_DATA),
-            index: Vec::new(),
-            last_key: Vec::new(),
-            refs: 0,
-            logs: 0,
-            fail_during,
-        })
+        Ok(TableWriter { path: path.to_path_buf(), w, block: BlockBuilder::new(KIND_DATA), index: Vec::new(), last_key: Vec::new(), refs: 0, logs: 0, fail_during })
     }
 
     pub(crate) fn add(&mut self, key: &[u8], vtype: u8, value: &[u8]) -> Result<(), RefError> {
         let started = !self.index.is_empty() || !self.block.is_empty();
         if key.is_empty() || (started && key <= self.last_key.as_slice()) {
-            return Err(RefError::io(
-                &self.path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "internal error: table keys empty or out of order",
-                ),
-            ));
+            return Err(RefError::io(&self.path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "internal error: table keys empty or out of order")));
         }
         if key.first() == Some(&LOG_PREFIX) {
             self.logs += 1;
@@ -210,11 +172,8 @@ impl TableWriter {
         }
         self.block.seal()?;
         let off = self.w.offset;
-        self.w
-            .write(&self.block.buf)
-            .map_err(|e| RefError::io(&self.path, e))?;
-        self.index
-            .push((std::mem::take(&mut self.block.last_key), off));
+        self.w.write(&self.block.buf).map_err(|e| RefError::io(&self.path, e))?;
+        self.index.push((std::mem::take(&mut self.block.last_key), off));
         self.block.reset();
         Ok(())
     }
@@ -288,10 +247,7 @@ impl Source {
         match self {
             Source::File(f) => f.read_exact_at(buf, off),
             Source::Mem(m) => {
-                let s = usize::try_from(off)
-                    .ok()
-                    .and_then(|o| m.get(o..o.checked_add(buf.len())?))
-                    .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+                let s = usize::try_from(off).ok().and_then(|o| m.get(o..o.checked_add(buf.len())?)).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
                 buf.copy_from_slice(s);
                 Ok(())
             }
@@ -359,11 +315,7 @@ fn decode_rec(data: &[u8], pos: usize, end: usize, key: &mut Vec<u8>) -> Result<
     if key.is_empty() {
         return Err("empty key");
     }
-    Ok(Rec {
-        next: vend,
-        vtype,
-        val: (kend, vend),
-    })
+    Ok(Rec { next: vend, vtype, val: (kend, vend) })
 }
 
 impl Block {
@@ -402,12 +354,7 @@ impl Block {
     }
 }
 
-fn decode_first_at_restart(
-    data: &[u8],
-    pos: usize,
-    end: usize,
-    key: &mut Vec<u8>,
-) -> Result<Rec, &'static str> {
+fn decode_first_at_restart(data: &[u8], pos: usize, end: usize, key: &mut Vec<u8>) -> Result<Rec, &'static str> {
     let mut p = pos;
     if get_varint(&data[..end], &mut p)? != 0 {
         return Err("restart point has a shared prefix");
@@ -433,14 +380,12 @@ impl Table {
             return Err(bad("file too short"));
         }
         let mut magic = [0u8; 8];
-        src.read_at(0, &mut magic)
-            .map_err(|e| RefError::io(path, e))?;
+        src.read_at(0, &mut magic).map_err(|e| RefError::io(path, e))?;
         if &magic != MAGIC {
             return Err(bad("bad magic (not a DMV ref table)"));
         }
         let mut ft = [0u8; FOOTER_LEN as usize];
-        src.read_at(size - FOOTER_LEN, &mut ft)
-            .map_err(|e| RefError::io(path, e))?;
+        src.read_at(size - FOOTER_LEN, &mut ft).map_err(|e| RefError::io(path, e))?;
         if &ft[..8] != FOOTER_MAGIC {
             return Err(bad("bad footer magic (truncated table?)"));
         }
@@ -452,38 +397,20 @@ impl Table {
             b.copy_from_slice(&ft[8 + 8 * i..16 + 8 * i]);
             u64::from_be_bytes(b)
         };
-        let footer = Footer {
-            data_end: u(0),
-            index_root: u(1),
-            ref_records: u(2),
-            log_records: u(3),
-            min_index: u(4),
-            max_index: u(5),
-        };
+        let footer = Footer { data_end: u(0), index_root: u(1), ref_records: u(2), log_records: u(3), min_index: u(4), max_index: u(5) };
         let index_end = size - FOOTER_LEN;
         if footer.data_end < HEADER_LEN || footer.data_end > index_end {
             return Err(bad("footer: data section out of range"));
         }
         let has_data = footer.data_end > HEADER_LEN;
-        if has_data != (footer.index_root != 0)
-            || (has_data && (footer.index_root < footer.data_end || footer.index_root >= index_end))
-        {
+        if has_data != (footer.index_root != 0) || (has_data && (footer.index_root < footer.data_end || footer.index_root >= index_end)) {
             return Err(bad("footer: index root out of range"));
         }
         if footer.min_index > footer.max_index {
             return Err(bad("footer: update index range reversed"));
         }
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok(Table {
-            path: path.to_path_buf(),
-            name,
-            src,
-            size,
-            footer,
-        })
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok(Table { path: path.to_path_buf(), name, src, size, footer })
     }
 
     fn bad(&self, reason: impl Into<String>) -> RefError {
@@ -500,9 +427,7 @@ impl Table {
             return Err(self.bad(format!("block offset {off} out of range")));
         }
         let mut hdr = [0u8; BLOCK_HEADER];
-        self.src
-            .read_at(off, &mut hdr)
-            .map_err(|e| RefError::io(&self.path, e))?;
+        self.src.read_at(off, &mut hdr).map_err(|e| RefError::io(&self.path, e))?;
         let kind = hdr[0];
         let len = u32::from_be_bytes([hdr[1], hdr[2], hdr[3], hdr[4]]) as u64;
         let limit = match kind {
@@ -515,57 +440,31 @@ impl Table {
             return Err(self.bad(format!("bad block length at offset {off}")));
         }
         let mut data = vec![0u8; len as usize];
-        self.src
-            .read_at(off, &mut data)
-            .map_err(|e| RefError::io(&self.path, e))?;
+        self.src.read_at(off, &mut data).map_err(|e| RefError::io(&self.path, e))?;
         let body = data.len() - BLOCK_CHECK;
         if block_check(&data[..body]) != data[body..] {
             return Err(self.bad(format!("checksum mismatch in block at offset {off}")));
         }
-        let n = u32::from_be_bytes([
-            data[body - 4],
-            data[body - 3],
-            data[body - 2],
-            data[body - 1],
-        ]) as usize;
-        let restarts_at = (body - 4)
-            .checked_sub(n.saturating_mul(4))
-            .filter(|&r| r > BLOCK_HEADER && n > 0)
-            .ok_or_else(|| self.bad(format!("bad restart count in block at offset {off}")))?;
+        let n = u32::from_be_bytes([data[body - 4], data[body - 3], data[body - 2], data[body - 1]]) as usize;
+        let restarts_at =
+            (body - 4).checked_sub(n.saturating_mul(4)).filter(|&r| r > BLOCK_HEADER && n > 0).ok_or_else(|| self.bad(format!("bad restart count in block at offset {off}")))?;
         let mut restarts = Vec::with_capacity(n);
         for i in 0..n {
             let p = restarts_at + 4 * i;
             let r = u32::from_be_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]);
-            let ok = if i == 0 {
-                r as usize == BLOCK_HEADER
-            } else {
-                r > restarts[i - 1] && (r as usize) < restarts_at
-            };
+            let ok = if i == 0 { r as usize == BLOCK_HEADER } else { r > restarts[i - 1] && (r as usize) < restarts_at };
             if !ok {
                 return Err(self.bad(format!("bad restart point in block at offset {off}")));
             }
             restarts.push(r);
         }
-        Ok(Block {
-            off,
-            kind,
-            data,
-            records_end: restarts_at,
-            restarts,
-        })
+        Ok(Block { off, kind, data, records_end: restarts_at, restarts })
     }
 
     /// Iterator positioned at the first record with key >= `target`. Descends
     /// the index: O(levels) blocks, each searched by restart points.
     pub(crate) fn seek(&self, target: &[u8]) -> Result<TableIter<'_>, RefError> {
-        let mut it = TableIter {
-            table: self,
-            block: None,
-            pos: 0,
-            key: Vec::new(),
-            vtype: 0,
-            val: (0, 0),
-        };
+        let mut it = TableIter { table: self, block: None, pos: 0, key: Vec::new(), vtype: 0, val: (0, 0) };
         if self.footer.index_root == 0 {
             return Ok(it);
         }
@@ -582,8 +481,7 @@ impl Table {
                     return Err(self.bad("index block holds a non-index record"));
                 }
                 let mut p = rec.val.0;
-                let child =
-                    get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
+                let child = get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
                 // Children are always written before their parent, so a
                 // strictly decreasing offset guarantees the descent ends.
                 if child >= off {
@@ -630,16 +528,12 @@ impl Table {
         let mut buf = vec![0u8; 1 << 20];
         while off < body {
             let n = (body - off).min(buf.len() as u64) as usize;
-            self.src
-                .read_at(off, &mut buf[..n])
-                .map_err(|e| RefError::io(&self.path, e))?;
+            self.src.read_at(off, &mut buf[..n]).map_err(|e| RefError::io(&self.path, e))?;
             h.update(&buf[..n]);
             off += n as u64;
         }
         let mut sum = [0u8; 32];
-        self.src
-            .read_at(body, &mut sum)
-            .map_err(|e| RefError::io(&self.path, e))?;
+        self.src.read_at(body, &mut sum).map_err(|e| RefError::io(&self.path, e))?;
         if h.finalize().as_bytes() != &sum {
             return Err(self.bad("checksum mismatch"));
         }
@@ -663,12 +557,8 @@ impl Table {
                     restart_i += 1;
                     key.clear();
                 }
-                let rec = if at_restart {
-                    decode_first_at_restart(&b.data, pos, b.records_end, &mut key)
-                } else {
-                    decode_rec(&b.data, pos, b.records_end, &mut key)
-                }
-                .map_err(|r| self.bad(format!("{r} (block at offset {off})")))?;
+                let rec = if at_restart { decode_first_at_restart(&b.data, pos, b.records_end, &mut key) } else { decode_rec(&b.data, pos, b.records_end, &mut key) }
+                    .map_err(|r| self.bad(format!("{r} (block at offset {off})")))?;
                 if have_prev && key <= prev {
                     return Err(self.bad("keys out of order"));
                 }
@@ -703,12 +593,7 @@ impl Table {
         Ok(())
     }
 
-    fn walk_index(
-        &self,
-        off: u64,
-        out: &mut Vec<(Vec<u8>, u64)>,
-        depth: u32,
-    ) -> Result<(), RefError> {
+    fn walk_index(&self, off: u64, out: &mut Vec<(Vec<u8>, u64)>, depth: u32) -> Result<(), RefError> {
         if depth > 64 {
             return Err(self.bad("index too deep"));
         }
@@ -781,8 +666,7 @@ impl<'t> TableIter<'t> {
         loop {
             let Some(b) = &self.block else { return Ok(()) };
             if self.pos < b.records_end {
-                let rec = decode_rec(&b.data, self.pos, b.records_end, &mut self.key)
-                    .map_err(|r| self.table.bad(r))?;
+                let rec = decode_rec(&b.data, self.pos, b.records_end, &mut self.key).map_err(|r| self.table.bad(r))?;
                 self.vtype = rec.vtype;
                 self.val = rec.val;
                 self.pos = rec.next;
@@ -825,11 +709,7 @@ mod tests {
             .map(|i| {
                 let mut k = Vec::new();
                 ref_key(&format!("refs/heads/branch-{i:07}"), &mut k);
-                let val = if i % 7 == 0 {
-                    (T_DELETE, vec![])
-                } else {
-                    (T_REF, vec![(i % 251) as u8; 32])
-                };
+                let val = if i % 7 == 0 { (T_DELETE, vec![]) } else { (T_REF, vec![(i % 251) as u8; 32]) };
                 (k, val.0, val.1)
             })
             .collect();
@@ -922,39 +802,15 @@ mod tests {
                     key.extend(r.bytes(4));
                 }
             }
-            let shared = (if restart && !r.chance(16) {
-                0
-            } else {
-                r.below(prev_len as u64 + 2) as usize
-            })
-            .min(key.len());
-            let vtype = if kind == KIND_INDEX && !r.chance(8) {
-                T_INDEX
-            } else {
-                r.below(6) as u8
-            };
+            let shared = (if restart && !r.chance(16) { 0 } else { r.below(prev_len as u64 + 2) as usize }).min(key.len());
+            let vtype = if kind == KIND_INDEX && !r.chance(8) { T_INDEX } else { r.below(6) as u8 };
             let mut val = Vec::new();
             match vtype {
-                T_INDEX => put_varint(
-                    &mut val,
-                    if children.is_empty() || r.chance(8) {
-                        r.next() >> r.below(64)
-                    } else {
-                        children[r.below(children.len() as u64) as usize]
-                    },
-                ),
+                T_INDEX => put_varint(&mut val, if children.is_empty() || r.chance(8) { r.next() >> r.below(64) } else { children[r.below(children.len() as u64) as usize] }),
                 T_REF if !r.chance(4) => val = (0..32).map(|_| r.next() as u8).collect(),
                 T_LOG if !r.chance(4) => {
                     let v: Vec<u8> = (0..32).map(|_| r.next() as u8).collect();
-                    encode_log(
-                        &mut val,
-                        r.chance(2).then_some(&[7; 32]),
-                        Some(&v.try_into().unwrap()),
-                        r.next() as i64,
-                        r.next() as i16,
-                        "W <w@x>",
-                        "msg",
-                    );
+                    encode_log(&mut val, r.chance(2).then_some(&[7; 32]), Some(&v.try_into().unwrap()), r.next() as i64, r.next() as i16, "W <w@x>", "msg");
                 }
                 _ => val = r.bytes(40),
             }
@@ -1020,9 +876,7 @@ mod tests {
                 let (recs, mut restarts) = garbage_records(&mut r, KIND_INDEX, &children);
                 let mut ok = true;
                 if r.chance(10) {
-                    restarts = (0..r.below(4))
-                        .map(|_| r.next() as u32 >> r.below(32))
-                        .collect();
+                    restarts = (0..r.below(4)).map(|_| r.next() as u32 >> r.below(32)).collect();
                     ok = false;
                 }
                 root = b.len() as u64;
@@ -1032,11 +886,7 @@ mod tests {
             }
         }
         let mut f = FOOTER_MAGIC.to_vec();
-        let (refs, logs) = if clean_data {
-            (refs, 0)
-        } else {
-            (r.below(20), r.below(20))
-        };
+        let (refs, logs) = if clean_data { (refs, 0) } else { (r.below(20), r.below(20)) };
         for v in [data_end, root, refs, logs, 1, 1] {
             f.extend_from_slice(&v.to_be_bytes());
         }
@@ -1053,8 +903,7 @@ mod tests {
     /// `read_block`, and no check may fail on a checksum: whatever fails,
     /// fails in the decoder. Returns verify's outcome.
     fn poke_sealed(bytes: Vec<u8>, blocks: &[(u64, bool)]) -> Result<(), String> {
-        let t = Table::from_bytes(Path::new("fuzz.ref"), bytes.clone())
-            .expect("a correct footer must load");
+        let t = Table::from_bytes(Path::new("fuzz.ref"), bytes.clone()).expect("a correct footer must load");
         for &(off, ok) in blocks {
             match t.read_block(off) {
                 Ok(b) => assert!(b.records_end >= BLOCK_HEADER),
@@ -1066,10 +915,7 @@ mod tests {
         }
         let verified = t.verify().map_err(|e| e.to_string());
         if let Err(e) = &verified {
-            assert!(
-                !e.ends_with(": checksum mismatch"),
-                "file checksum is correct: {e}"
-            );
+            assert!(!e.ends_with(": checksum mismatch"), "file checksum is correct: {e}");
         }
         let _ = poke(bytes);
         verified
@@ -1087,14 +933,7 @@ mod tests {
                 Ok(()) => "ok".to_string(),
                 Err(e) => {
                     let reason = e.rsplit("is corrupt: ").next().unwrap();
-                    reason
-                        .split(" (block")
-                        .next()
-                        .unwrap()
-                        .split(" at offset")
-                        .next()
-                        .unwrap()
-                        .to_string()
+                    reason.split(" (block").next().unwrap().split(" at offset").next().unwrap().to_string()
                 }
             };
             *reasons.entry(reason).or_default() += 1;
@@ -1112,11 +951,7 @@ mod tests {
         ] {
             assert!(has(r), "no table failed with {r:?}: {reasons:?}");
         }
-        let decoder: usize = reasons
-            .iter()
-            .filter(|(k, _)| !k.contains("restart") && *k != "ok")
-            .map(|x| x.1)
-            .sum();
+        let decoder: usize = reasons.iter().filter(|(k, _)| !k.contains("restart") && *k != "ok").map(|x| x.1).sum();
         assert!(decoder > 1000, "{reasons:?}");
     }
 
@@ -1127,20 +962,14 @@ mod tests {
         let bytes = write_table(d.path(), &recs);
         let t = Table::from_bytes(Path::new("x"), bytes).unwrap();
         t.verify().unwrap();
-        assert_eq!(
-            poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(),
-            recs.len()
-        );
+        assert_eq!(poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(), recs.len());
         for (i, (k, ty, v)) in recs.iter().enumerate().step_by(97) {
             assert_eq!(t.get(k).unwrap(), Some((*ty, v.clone())), "{i}");
             let mut missing = k.clone();
             missing.push(b'!');
             assert_eq!(t.get(&missing).unwrap(), None);
             let it = t.seek(&missing).unwrap();
-            assert_eq!(
-                it.current().map(|c| c.0.to_vec()),
-                recs.get(i + 1).map(|r| r.0.clone())
-            );
+            assert_eq!(it.current().map(|c| c.0.to_vec()), recs.get(i + 1).map(|r| r.0.clone()));
         }
         assert!(t.seek(b"s").unwrap().current().is_none());
     }

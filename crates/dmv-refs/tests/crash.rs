@@ -25,11 +25,7 @@ fn torture(dir: &Path, args: &[&str], failpoint: Option<&str>) -> Output {
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = torture(dir, args, None);
-    assert!(
-        out.status.success(),
-        "torture {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "torture {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -40,10 +36,7 @@ fn check(dir: &Path) -> u64 {
 }
 
 fn last_committed(stdout: &[u8]) -> Option<u64> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("committed ")?.parse().ok())
-        .next_back()
+    String::from_utf8_lossy(stdout).lines().filter_map(|l| l.strip_prefix("committed ")?.parse().ok()).next_back()
 }
 
 /// Every *.ref file in the directory is listed (no orphans).
@@ -51,8 +44,7 @@ fn no_orphans(dir: &Path) -> bool {
     let list = std::fs::read_to_string(dir.join(LIST_FILE)).unwrap();
     std::fs::read_dir(dir).unwrap().flatten().all(|e| {
         let n = e.file_name().to_string_lossy().into_owned();
-        (!n.ends_with(".ref") || list.lines().any(|l| l == n))
-            && !n.starts_with("tables.list.lock.tmp-")
+        (!n.ends_with(".ref") || list.lines().any(|l| l == n)) && !n.starts_with("tables.list.lock.tmp-")
     })
 }
 
@@ -66,31 +58,19 @@ fn every_fail_point_leaves_old_or_new_state() {
         assert_eq!(check(&dir), 3);
         let spec = format!("{fp}@2");
         let out = torture(&dir, &["run", "300"], Some(&spec));
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGKILL),
-            "fail point {fp} never fired: {:?} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "fail point {fp} never fired: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
         let p = last_committed(&out.stdout).unwrap_or(3);
         let c = check(&dir);
         match *fp {
             // Killed before the list swap: the transaction is not there.
-            "refs-after-lock"
-            | "refs-during-table-write"
-            | "refs-after-table-write"
-            | "refs-after-list-write" => assert_eq!(c, p, "{fp}"),
+            "refs-after-lock" | "refs-during-table-write" | "refs-after-table-write" | "refs-after-list-write" => assert_eq!(c, p, "{fp}"),
             // Killed after the swap, before commit() returned.
             "refs-after-list-rename" => assert_eq!(c, p + 1, "{fp}"),
             // Compaction runs after a commit (auto) or between commits (gc).
             _ => assert!(c == p || c == p + 1, "{fp}: counter {c}, last printed {p}"),
         }
         if *fp == "refs-after-lock" {
-            assert!(
-                dir.join(LOCK_FILE).exists(),
-                "the dead writer's lock should remain"
-            );
+            assert!(dir.join(LOCK_FILE).exists(), "the dead writer's lock should remain");
         }
         // Recovery: a stale lock is broken, orphans are collected, and new
         // transactions commit.
@@ -114,14 +94,7 @@ fn random_sigkill_leaves_old_or_new_state() {
     // transaction was published but its "committed" line never printed.
     let mut interrupted = 0;
     for round in 0..30u64 {
-        let mut child = Command::new(BIN)
-            .arg(&dir)
-            .args(["run", "0"])
-            .env_remove("DMV_FAILPOINT")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = Command::new(BIN).arg(&dir).args(["run", "0"]).env_remove("DMV_FAILPOINT").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Wait for one commit so every round makes progress however slow
         // the machine is, then kill at a random moment of what follows.
         let mut rd = BufReader::new(child.stdout.take().unwrap());
@@ -136,38 +109,25 @@ fn random_sigkill_leaves_old_or_new_state() {
         if out.status.signal() == Some(libc::SIGKILL) {
             kills_mid_run += 1;
         } else {
-            panic!(
-                "torture exited by itself: {:?} {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
+            panic!("torture exited by itself: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
         }
         let p = last_committed(&out.stdout).unwrap_or(prev);
         // Looked at before anything opens the store again.
         let stale_lock = dir.join(LOCK_FILE).exists();
         let orphans = !no_orphans(&dir);
         let c = check(&dir);
-        assert!(
-            c == p || c == p + 1,
-            "round {round}: counter {c}, last printed {p}"
-        );
+        assert!(c == p || c == p + 1, "round {round}: counter {c}, last printed {p}");
         let unprinted = c == p + 1;
         if stale_lock || orphans || unprinted {
             interrupted += 1;
         }
-        eprintln!(
-            "round {round}: slept {ms} ms, counter {c}, lock {stale_lock}, orphans {orphans}, unprinted {unprinted}, stderr {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        eprintln!("round {round}: slept {ms} ms, counter {c}, lock {stale_lock}, orphans {orphans}, unprinted {unprinted}, stderr {}", String::from_utf8_lossy(&out.stderr));
         prev = c;
     }
     assert_eq!(kills_mid_run, 30);
     // A runner spends nearly all its time inside commit(), so most kills
     // must land there; none would mean the kills never hit a transaction.
-    assert!(
-        interrupted >= 10,
-        "only {interrupted} of 30 kills left evidence of an interrupted transaction"
-    );
+    assert!(interrupted >= 10, "only {interrupted} of 30 kills left evidence of an interrupted transaction");
     assert!(prev >= 30, "too few transactions ran ({prev})");
     let out = ok(&dir, &["run", "2"]);
     assert_eq!(last_committed(out.as_bytes()), Some(prev + 2));
@@ -203,21 +163,9 @@ fn concurrent_processes_serialise_through_cas() {
     let mut lost: Vec<Vec<u64>> = Vec::new();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        total += String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.starts_with("committed "))
-            .count();
-        let numbers = |prefix: &str| -> Vec<u64> {
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|l| l.strip_prefix(prefix)?.parse().ok())
-                .collect()
-        };
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        total += String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("committed ")).count();
+        let numbers = |prefix: &str| -> Vec<u64> { String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.strip_prefix(prefix)?.parse().ok()).collect() };
         committed.push(numbers("committed "));
         lost.push(numbers("lost "));
     }
@@ -230,25 +178,16 @@ fn concurrent_processes_serialise_through_cas() {
     // They really competed: some compare-and-swaps were lost, each to a
     // transaction the other runner committed.
     let lost_total = lost[0].len() + lost[1].len();
-    assert!(
-        lost_total >= 1,
-        "no compare-and-swap was ever lost: the runners did not overlap"
-    );
+    assert!(lost_total >= 1, "no compare-and-swap was ever lost: the runners did not overlap");
     for (me, other) in [(0, 1), (1, 0)] {
         for i in &lost[me] {
-            assert!(
-                committed[other].contains(i),
-                "runner {me} lost transaction {i}, which runner {other} did not commit"
-            );
+            assert!(committed[other].contains(i), "runner {me} lost transaction {i}, which runner {other} did not commit");
         }
     }
     // Their commits interleave: the merged sequence switches runner more
     // than once (one runner's 25 then the other's would switch once).
     let owner = |i: u64| usize::from(committed[1].contains(&i));
     let switches = (2..=50u64).filter(|&i| owner(i) != owner(i - 1)).count();
-    assert!(
-        switches >= 3,
-        "commits barely interleave ({switches} switches): {committed:?}"
-    );
+    assert!(switches >= 3, "commits barely interleave ({switches} switches): {committed:?}");
     eprintln!("lost {lost:?}, {switches} switches");
 }

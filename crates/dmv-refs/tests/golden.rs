@@ -24,66 +24,66 @@ const TABLE_1: &[&str] = &[
     "64",       // 'd'
     "00000131", // block length 305 (u32 BE)
     // record: shared | suffix_len | value type | value_len | key suffix | value
-    "00 19 03 46", // shared 0, 25-byte key, log, 70-byte value
-    "6c 726566732f68656164732f6d61696e 00 fffffffffffffffe", // 'l' "refs/heads/main" NUL !1
-    "02", // flags: new value only (a creation)
+    "00 19 03 46",                                                      // shared 0, 25-byte key, log, 70-byte value
+    "6c 726566732f68656164732f6d61696e 00 fffffffffffffffe",            // 'l' "refs/heads/main" NUL !1
+    "02",                                                               // flags: new value only (a creation)
     "1111111111111111111111111111111111111111111111111111111111111111", // new
-    "000000006553f100", // time 1700000000 (i64 BE)
-    "003c",             // tz +60 minutes (i16 BE)
-    "15 416461203c616461406578616d706c652e6f72673e", // who "Ada <ada@example.org>"
-    "04 696e6974",                                    // message "init"
-    "06 10 03 46", // shares "lrefs/" with the key before
-    "746167732f763100fffffffffffffffe", // "tags/v1" NUL !1
+    "000000006553f100",                                                 // time 1700000000 (i64 BE)
+    "003c",                                                             // tz +60 minutes (i16 BE)
+    "15 416461203c616461406578616d706c652e6f72673e",                    // who "Ada <ada@example.org>"
+    "04 696e6974",                                                      // message "init"
+    "06 10 03 46",                                                      // shares "lrefs/" with the key before
+    "746167732f763100fffffffffffffffe",                                 // "tags/v1" NUL !1
     "02",
     "2222222222222222222222222222222222222222222222222222222222222222",
     "000000006553f100 003c",
     "15 416461203c616461406578616d706c652e6f72673e",
     "04 696e6974",
-    "00 10 01 20", // shared 0, 16-byte key, ref, 32-byte value
+    "00 10 01 20",                       // shared 0, 16-byte key, ref, 32-byte value
     "72 726566732f68656164732f6d61696e", // 'r' "refs/heads/main"
     "1111111111111111111111111111111111111111111111111111111111111111",
-    "06 07 01 20", // shares "rrefs/"
+    "06 07 01 20",    // shares "rrefs/"
     "746167732f7631", // "tags/v1"
     "2222222222222222222222222222222222222222222222222222222222222222",
-    "00000005", // restart offsets: 5
-    "00000001", // 1 restart
+    "00000005",         // restart offsets: 5
+    "00000001",         // 1 restart
     "43926a29c61efeba", // check8 of the block
     // index block: one entry per data block, key = its last key
-    "69",       // 'i'
-    "00000027", // block length 39
-    "00 0d 04 01", // shared 0, 13-byte key, index entry, 1-byte value
+    "69",                         // 'i'
+    "00000027",                   // block length 39
+    "00 0d 04 01",                // shared 0, 13-byte key, index entry, 1-byte value
     "72726566732f746167732f7631", // "rrefs/tags/v1"
-    "08",       // child block offset 8 (varint)
+    "08",                         // child block offset 8 (varint)
     "00000005 00000001",
     "b7bfc770039860bb", // check8
     // footer
-    "444d565254454e44", // "DMVRTEND"
-    "0000000000000139", // data_end 313
-    "0000000000000139", // index_root 313
-    "0000000000000002", // ref records
-    "0000000000000002", // log records
-    "0000000000000001", // min update index
-    "0000000000000001", // max update index
-    "0bff3bc99a1510c7", // check8 of the footer so far
+    "444d565254454e44",                                                 // "DMVRTEND"
+    "0000000000000139",                                                 // data_end 313
+    "0000000000000139",                                                 // index_root 313
+    "0000000000000002",                                                 // ref records
+    "0000000000000002",                                                 // log records
+    "0000000000000001",                                                 // min update index
+    "0000000000000001",                                                 // max update index
+    "0bff3bc99a1510c7",                                                 // check8 of the footer so far
     "8693306422eb4db2a8bb9ebb0a0980c159dfb3ddfa067f40a1f3651c541a74f3", // BLAKE3 of the file before
 ];
 
 /// Transaction 2 (update index 2): MAIN [0x11; 32] -> [0x33; 32], TAG deleted.
 const TABLE_2: &[&str] = &[
-    "444d565254414231", // "DMVRTAB1"
-    "64 00000131", // data block, length 305
-    "00 19 03 66", // log, 102-byte value
-    "6c 726566732f68656164732f6d61696e 00 fffffffffffffffd", // 'l' MAIN NUL !2
-    "03", // flags: old and new value
+    "444d565254414231",                                                 // "DMVRTAB1"
+    "64 00000131",                                                      // data block, length 305
+    "00 19 03 66",                                                      // log, 102-byte value
+    "6c 726566732f68656164732f6d61696e 00 fffffffffffffffd",            // 'l' MAIN NUL !2
+    "03",                                                               // flags: old and new value
     "1111111111111111111111111111111111111111111111111111111111111111", // old
     "3333333333333333333333333333333333333333333333333333333333333333", // new
-    "000000006553f164", // time 1700000100
-    "fed4",             // tz -300
-    "15 426f62203c626f62406578616d706c652e6f72673e", // who "Bob <bob@example.org>"
-    "04 6d6f7665",                                    // message "move"
+    "000000006553f164",                                                 // time 1700000100
+    "fed4",                                                             // tz -300
+    "15 426f62203c626f62406578616d706c652e6f72673e",                    // who "Bob <bob@example.org>"
+    "04 6d6f7665",                                                      // message "move"
     "06 10 03 46",
-    "746167732f763100fffffffffffffffd", // "tags/v1" NUL !2
-    "01", // flags: old value only (a deletion)
+    "746167732f763100fffffffffffffffd",                                 // "tags/v1" NUL !2
+    "01",                                                               // flags: old value only (a deletion)
     "2222222222222222222222222222222222222222222222222222222222222222", // old
     "000000006553f164 fed4",
     "15 426f62203c626f62406578616d706c652e6f72673e",
@@ -95,18 +95,18 @@ const TABLE_2: &[&str] = &[
     "746167732f7631",
     "00000005 00000001",
     "c98dbdd737ad0f23", // check8
-    "69 00000027", // index block, length 39
+    "69 00000027",      // index block, length 39
     "00 0d 04 01 72726566732f746167732f7631 08",
     "00000005 00000001",
     "b7bfc770039860bb", // check8 (the same index block as table 1)
     "444d565254454e44",
-    "0000000000000139", // data_end 313
-    "0000000000000139", // index_root 313
-    "0000000000000002", // ref records (a value and a tombstone)
-    "0000000000000002", // log records
-    "0000000000000002", // min update index
-    "0000000000000002", // max update index
-    "9577369c9ac94534", // check8
+    "0000000000000139",                                                 // data_end 313
+    "0000000000000139",                                                 // index_root 313
+    "0000000000000002",                                                 // ref records (a value and a tombstone)
+    "0000000000000002",                                                 // log records
+    "0000000000000002",                                                 // min update index
+    "0000000000000002",                                                 // max update index
+    "9577369c9ac94534",                                                 // check8
     "3c9d59251d2eb267de99af0d625b6a4ebc6913ba74a8c7c369138ff0c9f9d44d", // BLAKE3
 ];
 

@@ -69,12 +69,7 @@ impl DirEntry {
 
     /// Same stat as recorded, so the content can be trusted without reading.
     pub fn stat_matches(&self, m: &Metadata, written_ns: i64) -> bool {
-        self.size == m.len()
-            && self.mtime_ns == mtime_ns(m)
-            && self.ctime_ns == ctime_ns(m)
-            && self.ino == m.ino()
-            && self.mode == m.mode()
-            && self.mtime_ns < written_ns
+        self.size == m.len() && self.mtime_ns == mtime_ns(m) && self.ctime_ns == ctime_ns(m) && self.ino == m.ino() && self.mode == m.mode() && self.mtime_ns < written_ns
     }
 }
 

@@ -4,7 +4,7 @@ use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind};
 use serde::Serialize;
 
-use crate::{Repository, RepoResult};
+use crate::{RepoResult, Repository};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct CommitInfo {

@@ -12,21 +12,21 @@ mod refs;
 mod repo;
 mod requires;
 pub mod tree;
-mod worktree;
 mod wlock;
+mod worktree;
 
 pub use config::{Config, RemoteConfig};
-pub use requires::REQUIREMENTS;
 pub use dirstate::{DirEntry, Dirstate};
+pub use dmv_refs;
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use history::{CommitInfo, LogWalk};
 pub use merge::{Conflict, ConflictStatus, MergeOutcome, MergePhase, MergeState, MergeStatus, Resolution, Resolved};
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
-pub use dmv_refs;
 pub use repo::{GcPolicy, Repository};
+pub use requires::REQUIREMENTS;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use worktree::{Status, StatusEntry};
 pub use wlock::{WorktreeGuard, WorktreeLock};
+pub use worktree::{Status, StatusEntry};
 
 pub use dmv_store as store;

@@ -28,12 +28,12 @@ use dmv_store::object::EntryKind;
 use dmv_store::{ObjectId, ObjectKind};
 use serde::{Deserialize, Serialize};
 
+use crate::atomic::write_atomic;
 use crate::dirstate::{kind_of, DirEntry, Dirstate};
 use crate::error::IoContext;
-use crate::atomic::write_atomic;
 use crate::tree::{flatten, FlatEntry, FlatTree};
 use crate::worktree::{flat_of, matches, ser_path, Status, TEMP_PREFIX};
-use crate::{Repository, RepoError, RepoResult};
+use crate::{RepoError, RepoResult, Repository};
 
 /// What `Repository::merge` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -474,7 +474,15 @@ impl Repository {
         Ok(MergeOutcome::FastForward(theirs))
     }
 
-    fn three_way_merge(&self, ours: ObjectId, base: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&Status, &Dirstate), progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+    fn three_way_merge(
+        &self,
+        ours: ObjectId,
+        base: Option<ObjectId>,
+        theirs: ObjectId,
+        label: &str,
+        now: (&Status, &Dirstate),
+        progress: &dyn Fn(u64, u64),
+    ) -> RepoResult<MergeOutcome> {
         let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
         let base_flat = match base {
             Some(b) => flat_of_commit(&b)?,
@@ -520,12 +528,8 @@ impl Repository {
     /// else: our version goes back into the working tree and the conflict stays.
     fn run_merge_tool(&self, tool: &str, state: &mut MergeState) -> RepoResult<()> {
         let regular = |e: Option<FlatEntry>| e.map(|e| e.kind != EntryKind::Symlink);
-        let candidates: Vec<Conflict> = state
-            .conflicts
-            .iter()
-            .filter(|c| regular(c.ours) == Some(true) && regular(c.theirs) == Some(true) && regular(c.base) != Some(false))
-            .cloned()
-            .collect();
+        let candidates: Vec<Conflict> =
+            state.conflicts.iter().filter(|c| regular(c.ours) == Some(true) && regular(c.theirs) == Some(true) && regular(c.base) != Some(false)).cloned().collect();
         if candidates.is_empty() {
             return Ok(());
         }
@@ -771,9 +775,8 @@ impl Repository {
         for (p, e) in &plan {
             let Some(e) = e else { continue };
             // A big file already right on disk (e.g. ours, shown during the merge) is not rewritten.
-            let staged_and_unchanged = ds.entries.get(p).is_some_and(|d| {
-                d.kind == e.kind && d.id == e.id && std::fs::symlink_metadata(self.abs_path(p)).is_ok_and(|m| d.stat_matches(&m, ds.written_ns))
-            });
+            let staged_and_unchanged =
+                ds.entries.get(p).is_some_and(|d| d.kind == e.kind && d.id == e.id && std::fs::symlink_metadata(self.abs_path(p)).is_ok_and(|m| d.stat_matches(&m, ds.written_ns)));
             if !staged_and_unchanged {
                 let meta = self.write_entry(p, e)?;
                 ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));

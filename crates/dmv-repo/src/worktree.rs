@@ -16,7 +16,7 @@ use crate::dirstate::{kind_of, DirEntry, Dirstate};
 use crate::error::IoContext;
 use crate::repo::DMV_DIR;
 use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
-use crate::{Repository, RepoError, RepoResult};
+use crate::{RepoError, RepoResult, Repository};
 
 pub fn ser_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(p))
@@ -164,7 +164,12 @@ impl Repository {
                 None => match std::fs::symlink_metadata(self.abs_path(path)) {
                     Ok(m) if m.is_file() || m.file_type().is_symlink() => m,
                     _ => {
-                        unstaged.push(Change { path: path.clone(), kind: ChangeKind::Deleted, old: Some(FlatEntry { kind: entry.kind, id: entry.id, size: entry.size }), new: None });
+                        unstaged.push(Change {
+                            path: path.clone(),
+                            kind: ChangeKind::Deleted,
+                            old: Some(FlatEntry { kind: entry.kind, id: entry.id, size: entry.size }),
+                            new: None,
+                        });
                         continue;
                     }
                 },

@@ -29,33 +29,33 @@ fn dirstate_entries() -> BTreeMap<Vec<u8>, DirEntry> {
 }
 
 const DIRSTATE: &[&str] = &[
-    "444d564449525300", // "DMVDIRS\0"
-    "01000000",         // version 1
-    "03",               // 3 entries, sorted by path
-    "05 612e747874",    // path "a.txt"
-    "00",               // EntryKind::File
+    "444d564449525300",                                                 // "DMVDIRS\0"
+    "01000000",                                                         // version 1
+    "03",                                                               // 3 entries, sorted by path
+    "05 612e747874",                                                    // path "a.txt"
+    "00",                                                               // EntryKind::File
     "1111111111111111111111111111111111111111111111111111111111111111", // id
-    "06", // size 6
-    "aab4aed8c7bfce972f", // mtime_ns 1700000000123456789 (zigzag varint)
-    "80a8a69ccebfce972f", // ctime_ns 1700000001000000000
-    "9221",   // ino 4242 (varint)
-    "a48302", // mode 0o100644
-    "0a 62696e2f72756e2e7368", // path "bin/run.sh"
-    "01", // EntryKind::Executable
+    "06",                                                               // size 6
+    "aab4aed8c7bfce972f",                                               // mtime_ns 1700000000123456789 (zigzag varint)
+    "80a8a69ccebfce972f",                                               // ctime_ns 1700000001000000000
+    "9221",                                                             // ino 4242 (varint)
+    "a48302",                                                           // mode 0o100644
+    "0a 62696e2f72756e2e7368",                                          // path "bin/run.sh"
+    "01",                                                               // EntryKind::Executable
     "2222222222222222222222222222222222222222222222222222222222222222",
-    "ac02", // size 300
-    "d00f", // mtime_ns 1000
-    "01",   // ctime_ns -1
-    "07",   // ino 7
-    "ed8302", // mode 0o100755
+    "ac02",        // size 300
+    "d00f",        // mtime_ns 1000
+    "01",          // ctime_ns -1
+    "07",          // ino 7
+    "ed8302",      // mode 0o100755
     "04 636166e9", // path "caf\xe9"
-    "02", // EntryKind::Symlink
+    "02",          // EntryKind::Symlink
     "3333333333333333333333333333333333333333333333333333333333333333",
-    "04", // size 4
-    "00", // mtime_ns 0
-    "00", // ctime_ns 0
-    "8080808080 20", // ino 2^40
-    "ffc302", // mode 0o120777
+    "04",                                                               // size 4
+    "00",                                                               // mtime_ns 0
+    "00",                                                               // ctime_ns 0
+    "8080808080 20",                                                    // ino 2^40
+    "ffc302",                                                           // mode 0o120777
     "7746f75fc69d727906caf290d941ed78f5b44eb108fcb22ffdd87d13d1c0981e", // BLAKE3 of everything before
 ];
 
@@ -98,20 +98,31 @@ const TARGET: &str = "7e328addc90f05725b1d1cd1d877fd2c024e22aa375ac1710838b855df
 const MERGE_STATE: &[&str] = &[
     "444d564d45524745", // "DMVMERGE"
     "01000000",         // version 1
-    "01", OURS,         // head: Some(ours)
-    THEIRS,             // theirs
+    "01",
+    OURS,                // head: Some(ours)
+    THEIRS,              // theirs
     "07 66656174757265", // label "feature"
-    TARGET,             // target tree
-    "01",               // MergePhase::Resolving
-    "02",               // 2 conflicts, sorted by path
-    "05 612e747874",    // path "a.txt"
-    "01 00", BASE_A, "05",   // base: Some(File, id, size 5)
-    "01 00", OURS_A, "05",   // ours: Some(File, id, size 5)
-    "01 00", THEIRS_A, "07", // theirs: Some(File, id, size 7)
-    "05 622e747874",    // path "b.txt"
-    "00",               // base: None
-    "01 00", OURS_B, "07",   // ours: Some(File, id, size 7)
-    "01 01", THEIRS_B, "09", // theirs: Some(Executable, id, size 9)
+    TARGET,              // target tree
+    "01",                // MergePhase::Resolving
+    "02",                // 2 conflicts, sorted by path
+    "05 612e747874",     // path "a.txt"
+    "01 00",
+    BASE_A,
+    "05", // base: Some(File, id, size 5)
+    "01 00",
+    OURS_A,
+    "05", // ours: Some(File, id, size 5)
+    "01 00",
+    THEIRS_A,
+    "07",            // theirs: Some(File, id, size 7)
+    "05 622e747874", // path "b.txt"
+    "00",            // base: None
+    "01 00",
+    OURS_B,
+    "07", // ours: Some(File, id, size 7)
+    "01 01",
+    THEIRS_B,
+    "09",                                                               // theirs: Some(Executable, id, size 9)
     "f549fb2c1149754703aef0493211e50edc9a547a2c4fcb9b0f0fc2ef9a3754b7", // BLAKE3 of everything before
 ];
 

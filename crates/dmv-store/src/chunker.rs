@@ -29,7 +29,8 @@ impl ChunkParams {
         if !(MINIMUM_MIN..=MINIMUM_MAX).contains(&self.min)
             || !(AVERAGE_MIN..=AVERAGE_MAX).contains(&self.avg)
             || !(MAXIMUM_MIN..=MAXIMUM_MAX).contains(&self.max)
-            || !(self.min <= self.avg && self.avg <= self.max)
+            || self.min > self.avg
+            || self.avg > self.max
         {
             return Err(format!(
                 "chunk sizes min {} avg {} max {} are invalid: need {MINIMUM_MIN} <= min <= avg <= max <= {MAXIMUM_MAX}, avg >= {AVERAGE_MIN}",
@@ -72,6 +73,8 @@ pub struct ChunkBatch {
 }
 
 impl ChunkBatch {
+    // One range covering the whole buffer, not a vector of its bytes.
+    #[allow(clippy::single_range_in_vec_init)]
     pub fn single(data: Vec<u8>) -> ChunkBatch {
         let len = data.len();
         ChunkBatch { data: Arc::new(data), cuts: vec![0..len] }

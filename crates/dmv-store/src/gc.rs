@@ -120,11 +120,8 @@ impl Store {
         report.packs_before = by_pack.len();
         let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
         let small_count = by_pack.keys().filter(|p| small(p)).count();
-        let mut rewrite: Vec<ObjectId> = by_pack
-            .iter()
-            .filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p)))
-            .map(|(p, _)| *p)
-            .collect();
+        let mut rewrite: Vec<ObjectId> =
+            by_pack.iter().filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p))).map(|(p, _)| *p).collect();
         rewrite.sort();
 
         let mut written: HashSet<ObjectId> = HashSet::new();

@@ -41,7 +41,7 @@ pub fn write_index(path: &Path, packs: &[ObjectId], entries: Vec<(u32, Entry)>) 
 
 /// [`write_index`], without the fsync when `durable` is false (scratch stores).
 pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>, durable: bool) -> StoreResult<()> {
-    entries.sort_unstable_by(|a, b| a.1.id.cmp(&b.1.id));
+    entries.sort_unstable_by_key(|a| a.1.id);
     entries.dedup_by(|a, b| a.1.id == b.1.id);
     let mut fanout = [0u32; 256];
     for (_, e) in &entries {

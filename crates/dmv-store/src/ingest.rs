@@ -49,10 +49,23 @@ fn modified_since(meta: &Metadata, read_start: std::time::SystemTime) -> bool {
 
 enum Job {
     /// Consecutive chunks of one file, the first being number `first_seq`.
-    Chunks { file: usize, gen: u32, first_seq: u64, batch: ChunkBatch },
+    Chunks {
+        file: usize,
+        gen: u32,
+        first_seq: u64,
+        batch: ChunkBatch,
+    },
     /// All chunks of this generation have been sent.
-    End { file: usize, gen: u32, chunks: u64, meta: Box<Metadata> },
-    Failed { file: usize, error: StoreError },
+    End {
+        file: usize,
+        gen: u32,
+        chunks: u64,
+        meta: Box<Metadata>,
+    },
+    Failed {
+        file: usize,
+        error: StoreError,
+    },
 }
 
 /// What a worker learned about one chunk of a batch.
@@ -347,10 +360,7 @@ impl WriteSession<'_> {
             Ok(())
         });
         outcome?;
-        Ok(results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(StoreError::Other("internal error: file was not processed".into()))))
-            .collect())
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(StoreError::Other("internal error: file was not processed".into())))).collect())
     }
 }
 

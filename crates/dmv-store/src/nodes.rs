@@ -112,7 +112,7 @@ impl<S: ListShape> ListBuilder<S> {
         if self.inner.len() <= level {
             self.inner.push(Vec::new());
         }
-        let boundary = id_hash(&child.id) % S::FANOUT == 0;
+        let boundary = id_hash(&child.id).is_multiple_of(S::FANOUT);
         self.inner[level].push(child);
         if boundary || self.inner[level].len() >= S::MAX {
             self.flush_inner(sink, level)?;

@@ -262,8 +262,7 @@ pub fn read_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u
 pub fn read_stored_record(file: &File, pack_name: &str, e: &Entry) -> StoreResult<Vec<u8>> {
     e.check_lengths().map_err(|detail| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail })?;
     let mut buf = vec![0u8; e.record_len()];
-    file.read_exact_at(&mut buf, e.offset)
-        .map_err(|err| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: format!("cannot read record: {err}") })?;
+    file.read_exact_at(&mut buf, e.offset).map_err(|err| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: format!("cannot read record: {err}") })?;
     check_record_header(&buf, pack_name, e)?;
     buf.drain(..RECORD_HEADER_LEN);
     Ok(buf)

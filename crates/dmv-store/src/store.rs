@@ -237,7 +237,7 @@ impl Store {
     /// disk reads one window while the one before it is sent.
     pub fn read_ahead(&self, records: &[Located], i: usize) {
         const READ_AHEAD: usize = 128; // ~8 MiB of chunks
-        if i % READ_AHEAD != 0 {
+        if !i.is_multiple_of(READ_AHEAD) {
             return;
         }
         let window = |k: usize| &records[(k * READ_AHEAD).min(records.len())..((k + 1) * READ_AHEAD).min(records.len())];
@@ -357,7 +357,7 @@ impl Store {
                 if hex::encode(idx.id_at(i)).starts_with(&prefix) {
                     let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Other("bad id".into()))?;
                     if found.is_some_and(|f| f != id) {
-                        return Err(StoreError::Ambiguous { prefix: prefix.into() });
+                        return Err(StoreError::Ambiguous { prefix });
                     }
                     found = Some(id);
                 }

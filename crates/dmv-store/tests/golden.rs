@@ -82,13 +82,13 @@ fn file_node() -> FileNode {
 }
 
 const FILE_NODE: &[&str] = &[
-    "01", // format
-    "00", // level 0
-    "02", // 2 entries
+    "01",                                                               // format
+    "00",                                                               // level 0
+    "02",                                                               // 2 entries
     "1111111111111111111111111111111111111111111111111111111111111111", // id
-    "808004", // size 65536 (varint)
+    "808004",                                                           // size 65536 (varint)
     "2222222222222222222222222222222222222222222222222222222222222222", // id
-    "64", // size 100
+    "64",                                                               // size 100
 ];
 const FILE_NODE_ID: &str = "55dd9d70c1b1cdc035859c536274e979db53ee4123a2b4d870d7dd31c9d42062";
 
@@ -110,23 +110,23 @@ fn tree_leaf() -> TreeNode {
 }
 
 const TREE_LEAF: &[&str] = &[
-    "01", // format
-    "00", // TreeNode::Leaf
-    "04", // 4 entries
-    "05 612e747874", // name "a.txt"
-    "00", // EntryKind::File
+    "01",                                                               // format
+    "00",                                                               // TreeNode::Leaf
+    "04",                                                               // 4 entries
+    "05 612e747874",                                                    // name "a.txt"
+    "00",                                                               // EntryKind::File
     "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1", // id
-    "06", // size 6
-    "03 62696e", // name "bin"
-    "03", // EntryKind::Dir
+    "06",                                                               // size 6
+    "03 62696e",                                                        // name "bin"
+    "03",                                                               // EntryKind::Dir
     "a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2",
-    "ac02", // size 300
+    "ac02",        // size 300
     "04 636166e9", // name "caf\xe9"
-    "02", // EntryKind::Symlink
+    "02",          // EntryKind::Symlink
     "a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3",
-    "04", // size 4
+    "04",              // size 4
     "06 72756e2e7368", // name "run.sh"
-    "01", // EntryKind::Executable
+    "01",              // EntryKind::Executable
     "a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4a4",
     "ac02", // size 300
 ];
@@ -142,14 +142,14 @@ fn tree_inner() -> TreeNode {
 }
 
 const TREE_INNER: &[&str] = &[
-    "01", // format
-    "01", // TreeNode::Inner
-    "01", // level 1
-    "02", // 2 children
+    "01",                                                               // format
+    "01",                                                               // TreeNode::Inner
+    "01",                                                               // level 1
+    "02",                                                               // 2 children
     "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1", // id
-    "e807", // size 1000
+    "e807",                                                             // size 1000
     "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2", // id
-    "00", // size 0
+    "00",                                                               // size 0
 ];
 const TREE_INNER_ID: &str = "cf52a33f6a0b6024cb396090cef24411afbb3faaf2b8d29ee191a28713df7fcc";
 
@@ -171,20 +171,20 @@ fn commit() -> Commit {
 }
 
 const COMMIT: &[&str] = &[
-    "01", // format
+    "01",                                                               // format
     "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1", // tree
-    "02", // 2 parents
+    "02",                                                               // 2 parents
     "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2",
     "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3",
-    "03 416461", // author name "Ada"
+    "03 416461",                         // author name "Ada"
     "0f 616461406578616d706c652e6f7267", // author email "ada@example.org"
-    "80c49fd50c", // time 1700000000 (zigzag varint)
-    "78", // tz_minutes 60 (zigzag varint)
-    "03 426f62", // committer name "Bob"
+    "80c49fd50c",                        // time 1700000000 (zigzag varint)
+    "78",                                // tz_minutes 60 (zigzag varint)
+    "03 426f62",                         // committer name "Bob"
     "0f 626f62406578616d706c652e6f7267", // committer email
-    "01", // time -1 (zigzag)
-    "d704", // tz_minutes -300 (zigzag)
-    "0e 4d657267652066656174757265 0a", // message "Merge feature\n"
+    "01",                                // time -1 (zigzag)
+    "d704",                              // tz_minutes -300 (zigzag)
+    "0e 4d657267652066656174757265 0a",  // message "Merge feature\n"
 ];
 const COMMIT_ID: &str = "b367d4d72d57d15538ee73a5b16518c5a8d7020e8c816eb626f18f52d7e7e347";
 
@@ -218,13 +218,13 @@ fn list_split_parameters_are_fixed() {
 /// Ids whose first 4 bytes (LE u32) are 0 mod 64 end a file-list node:
 /// [0x40; 32] (0x40404040 % 64 == 0) ends one, [0x11; 32] and [0x22; 32] do not.
 const SPLIT_FILE_ROOT: &[&str] = &[
-    "01", // format
-    "01", // level 1
-    "02", // 2 children
+    "01",                                                               // format
+    "01",                                                               // level 1
+    "02",                                                               // 2 children
     "4bb2d95ca1ac86bd4179de4d5ba029ad67dcd885ee4bb27ba012b18ee650f420", // node [0x40]
-    "80800c", // size 3 * 65536
+    "80800c",                                                           // size 3 * 65536
     "2aeb68205b827bec7c1e0326537d348670506a891a8ce98a3d916395ef0a98b4", // node [0x11, 0x22]
-    "808004", // size 65536
+    "808004",                                                           // size 65536
 ];
 const SPLIT_FILE_ROOT_ID: &str = "9a1764190419b7b6af6d15bc6bd41be5c553dfd6e9cc676a8839524ca2bad4ec";
 
@@ -257,14 +257,14 @@ fn file_list_split_golden() {
 /// Names whose BLAKE3 hash's first 4 bytes (LE u32) are 0 mod 256 end a
 /// directory node: "m173" does (BLAKE3 starts 006e3fba), "a" and "z" do not.
 const SPLIT_TREE_ROOT: &[&str] = &[
-    "01", // format
-    "01", // TreeNode::Inner
-    "01", // level 1
-    "02", // 2 children
+    "01",                                                               // format
+    "01",                                                               // TreeNode::Inner
+    "01",                                                               // level 1
+    "02",                                                               // 2 children
     "8acd9cad9068adde061d8efea2172d46bb4e461f107bf322cabdf2dec501b921", // leaf ["a", "m173"]
-    "03", // size 3
+    "03",                                                               // size 3
     "7307b1f5b7ed139791b0112014ae636090ef86fec744ef2b36f9a9219a945481", // leaf ["z"]
-    "04", // size 4
+    "04",                                                               // size 4
 ];
 const SPLIT_TREE_ROOT_ID: &str = "64b52652ab07b17c543db650ce6698ba80f869db07565395d0920f71a3a7504f";
 
@@ -315,11 +315,11 @@ fn pack_a() -> Vec<&'static str> {
         "02000000",         // version 2
         "00000000",         // reserved
         // record at 16
-        "01 00 0000",     // kind chunk, compression none, reserved
-        "06000000",       // raw_len 6
-        "06000000",       // stored_len 6
-        HELLO_ID,         // id
-        "68656c6c6f0a",   // "hello\n"
+        "01 00 0000",   // kind chunk, compression none, reserved
+        "06000000",     // raw_len 6
+        "06000000",     // stored_len 6
+        HELLO_ID,       // id
+        "68656c6c6f0a", // "hello\n"
         // record at 66
         "02 00 0000", // kind file node, compression none
         "24000000",   // raw_len 36

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
 
-use crate::client::{ObjectProducer, Received, Remote};
+use crate::client::{ObjectProducer, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
 
@@ -51,9 +51,9 @@ impl Remote for BucketRemote {
         true
     }
 
-    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)> {
+    fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         let table = self.bucket.read_refs()?.table;
-        Ok((table.head, table.refs.into_iter().collect()))
+        Ok(RemoteRefs { head: table.head, refs: table.refs.into_iter().collect() })
     }
 
     fn walk_commits(&mut self, wants: Vec<ObjectId>, _haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {

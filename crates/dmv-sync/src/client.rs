@@ -30,7 +30,7 @@ pub trait Remote {
     /// Whether the remote has no working tree (so any branch may be pushed).
     fn bare(&self) -> bool;
     /// Branches and tags, and the branch HEAD names.
-    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)>;
+    fn list_refs(&mut self) -> SyncResult<RemoteRefs>;
     /// Commits reachable from `wants` and not from `haves`. A remote that
     /// cannot walk history cheaply may answer with `wants` alone: the fetch
     /// explores parents like any other reference and stops at what it has.
@@ -50,6 +50,14 @@ pub trait Remote {
     /// All or nothing; each update compares-and-swaps on its `old` value.
     /// An empty list checks write access.
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
+}
+
+/// A remote's branches and tags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoteRefs {
+    /// The branch the remote's HEAD names (None: detached or unknown).
+    pub head: Option<String>,
+    pub refs: Vec<(String, ObjectId)>,
 }
 
 /// What arrives for a requested id.
@@ -119,9 +127,9 @@ impl Remote for Client {
         self.bare
     }
 
-    fn list_refs(&mut self) -> SyncResult<(Option<String>, Vec<(String, ObjectId)>)> {
+    fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         match self.call(Request::ListRefs)? {
-            Response::Refs { head, refs } => Ok((head, refs)),
+            Response::Refs { head, refs } => Ok(RemoteRefs { head, refs }),
             other => Err(unexpected("refs", &other)),
         }
     }

@@ -31,7 +31,10 @@ pub enum Frame {
     Message(Vec<u8>),
     Object(StoredObject),
     /// "This id is a chunk of this many bytes" (sent instead of the chunk while exploring).
-    ChunkStub { id: ObjectId, raw_len: u32 },
+    ChunkStub {
+        id: ObjectId,
+        raw_len: u32,
+    },
     End,
 }
 

@@ -180,13 +180,8 @@ impl Wire for HttpWire {
                 sent
             }
         };
-        let response = sent.map_err(|e| {
-            if e.is_connect() {
-                SyncError::Unreachable { url: self.base.clone(), detail: root_cause(&e) }
-            } else {
-                SyncError::Disconnected(root_cause(&e))
-            }
-        })?;
+        let response =
+            sent.map_err(|e| if e.is_connect() { SyncError::Unreachable { url: self.base.clone(), detail: root_cause(&e) } } else { SyncError::Disconnected(root_cause(&e)) })?;
         let status = response.status();
         if !status.is_success() {
             let text = runtime.block_on(error_text(response));

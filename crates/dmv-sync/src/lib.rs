@@ -9,13 +9,13 @@ mod frame;
 mod http_client;
 pub mod protocol;
 mod remote;
-pub mod server;
 mod serve;
+pub mod server;
 mod ssh;
 mod stdio;
 mod transfer;
 
-pub use client::{Client, ObjectProducer, Received, Remote};
+pub use client::{Client, ObjectProducer, Received, Remote, RemoteRefs};
 pub use dmv_bucket::BucketOptions;
 pub use frame::{Frame, FrameReader, FrameWriter};
 pub use remote::{RemoteSpec, Transport};

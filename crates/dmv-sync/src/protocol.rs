@@ -46,18 +46,32 @@ impl Verb {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
-    Hello { version: u32 },
+    Hello {
+        version: u32,
+    },
     ListRefs,
     /// Commits reachable from `wants` and not from `haves` (haves the server lacks are ignored).
-    WalkCommits { wants: Vec<ObjectId>, haves: Vec<ObjectId> },
+    WalkCommits {
+        wants: Vec<ObjectId>,
+        haves: Vec<ObjectId>,
+    },
     /// Which of these objects the server has (with all they reach).
-    Has { ids: Vec<ObjectId> },
+    Has {
+        ids: Vec<ObjectId>,
+    },
     /// The objects, in order; with `chunks: false` a chunk is answered by a stub.
-    Get { ids: Vec<ObjectId>, chunks: bool },
+    Get {
+        ids: Vec<ObjectId>,
+        chunks: bool,
+    },
     /// Followed by object frames, children before parents, and an `End` frame.
     Put,
     /// All or nothing; each update compares-and-swaps on `old`.
-    UpdateRefs { updates: Vec<WireRefUpdate>, who: String, message: String },
+    UpdateRefs {
+        updates: Vec<WireRefUpdate>,
+        who: String,
+        message: String,
+    },
 }
 
 impl Request {
@@ -85,13 +99,32 @@ pub struct WireRefUpdate {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
-    Hello { version: u32, chunking: ChunkParams, bare: bool },
-    Refs { head: Option<String>, refs: Vec<(String, ObjectId)> },
-    Commits { ids: Vec<ObjectId> },
-    Has { present: Vec<bool> },
-    Stored { objects: u64, bytes: u64 },
+    Hello {
+        version: u32,
+        chunking: ChunkParams,
+        bare: bool,
+    },
+    Refs {
+        head: Option<String>,
+        refs: Vec<(String, ObjectId)>,
+    },
+    Commits {
+        ids: Vec<ObjectId>,
+    },
+    Has {
+        present: Vec<bool>,
+    },
+    Stored {
+        objects: u64,
+        bytes: u64,
+    },
     RefsUpdated,
     /// A compare-and-swap lost: the ref is not at the value the client expected.
-    Rejected { name: String, found: Option<ObjectId> },
-    Error { message: String },
+    Rejected {
+        name: String,
+        found: Option<ObjectId>,
+    },
+    Error {
+        message: String,
+    },
 }

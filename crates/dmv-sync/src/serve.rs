@@ -58,11 +58,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 /// response; only a broken connection is returned as an error.
 pub fn handle<R: Read, W: Write>(repo: &Repository, may_write: bool, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let verb = request.verb();
-    let result = if verb.writes() && !may_write {
-        Err(SyncError::Invalid(format!("{} needs write access", verb.name())))
-    } else {
-        answer(repo, request, input, out)
-    };
+    let result = if verb.writes() && !may_write { Err(SyncError::Invalid(format!("{} needs write access", verb.name()))) } else { answer(repo, request, input, out) };
     match result {
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),

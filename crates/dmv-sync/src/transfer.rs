@@ -94,7 +94,14 @@ fn damaged(obj: &StoredObject, detail: String) -> SyncError {
 /// caller moves refs there). `early`, if given, sees the explored metadata
 /// and then every verified chunk as it arrives (a clone writes its large
 /// files that way).
-pub fn fetch(repo: &Repository, client: &mut dyn Remote, wants: &[ObjectId], progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>, then: impl FnOnce() -> SyncResult<()>) -> SyncResult<TransferStats> {
+pub fn fetch(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    wants: &[ObjectId],
+    progress: &dyn Fn(u64, u64),
+    mut early: Option<&mut EarlyCheckout>,
+    then: impl FnOnce() -> SyncResult<()>,
+) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut stats = TransferStats::default();
     let mut session = store.begin_write()?;
@@ -334,8 +341,14 @@ pub struct FetchedRef {
 /// into `refs/tags/*` (an existing different tag is kept, not clobbered).
 /// Returns the remote's HEAD branch and the refs that changed.
 /// `early`: see [`fetch`]; it is pointed at the remote's HEAD branch.
-pub fn fetch_remote(repo: &Repository, client: &mut dyn Remote, remote: &str, progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
-    let (head, refs) = client.list_refs()?;
+pub fn fetch_remote(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    remote: &str,
+    progress: &dyn Fn(u64, u64),
+    mut early: Option<&mut EarlyCheckout>,
+) -> SyncResult<(Option<String>, Vec<FetchedRef>, TransferStats)> {
+    let crate::client::RemoteRefs { head, refs } = client.list_refs()?;
     if let Some(early) = early.as_deref_mut() {
         let head_branch = head.as_deref().unwrap_or("refs/heads/main");
         if let Some((_, tip)) = refs.iter().find(|(name, _)| name == head_branch) {

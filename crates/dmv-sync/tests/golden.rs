@@ -33,16 +33,20 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
         ),
         (Request::Put, vec!["02000000 01", "05"]),
         (
-            Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: None, new: Some(id(0x44)) }], who: "Ada <ada@example.org>".into(), message: "push".into() },
+            Request::UpdateRefs {
+                updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: None, new: Some(id(0x44)) }],
+                who: "Ada <ada@example.org>".into(),
+                message: "push".into(),
+            },
             vec![
                 "50000000 01",
-                "06", // UpdateRefs
-                "01", // 1 update
-                MAIN, // name
-                "00", // old: None
+                "06",                                                                  // UpdateRefs
+                "01",                                                                  // 1 update
+                MAIN,                                                                  // name
+                "00",                                                                  // old: None
                 "01 4444444444444444444444444444444444444444444444444444444444444444", // new: Some(id)
-                "15 416461203c616461406578616d706c652e6f72673e", // who
-                "04 70757368", // message "push"
+                "15 416461203c616461406578616d706c652e6f72673e",                       // who
+                "04 70757368",                                                         // message "push"
             ],
         ),
     ]
@@ -129,12 +133,12 @@ const HELLO_ID: &str = "60200926b98f21cddd0dc4fb5c05e6a4d7ab691b9c8b01295ebefe1d
 
 const OBJECT_FRAMES: &[&str] = &[
     // object frame
-    "2d000000", // length 45
-    "02",       // type 2: object
-    "01",       // kind chunk
-    "00",       // compression none
-    "06000000", // raw length 6
-    HELLO_ID,   // id
+    "2d000000",     // length 45
+    "02",           // type 2: object
+    "01",           // kind chunk
+    "00",           // compression none
+    "06000000",     // raw length 6
+    HELLO_ID,       // id
     "68656c6c6f0a", // payload "hello\n"
     // chunk stub frame
     "25000000", // length 37

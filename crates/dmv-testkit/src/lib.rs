@@ -9,11 +9,7 @@ pub mod golden;
 pub fn in_small_address_space(name: &str, headroom: u64) -> bool {
     const CHILD: &str = "DMV_TEST_SMALL_ADDRESS_SPACE";
     if std::env::var_os(CHILD).is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--test-threads=1", "--nocapture"])
-            .env(CHILD, "1")
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap()).args(["--exact", name, "--test-threads=1", "--nocapture"]).env(CHILD, "1").output().unwrap();
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
         return false;

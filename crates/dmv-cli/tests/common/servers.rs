@@ -58,10 +58,7 @@ impl Sshd {
 
     /// The value for DMV_SSH: the system ssh with this server's key.
     pub fn ssh_command(&self) -> String {
-        format!(
-            "ssh -i {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR",
-            self.dir.path().join("client_key").display()
-        )
+        format!("ssh -i {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR", self.dir.path().join("client_key").display())
     }
 
     pub fn url(&self, path: &Path) -> String {
@@ -253,7 +250,9 @@ impl Minio {
             .output()
             .unwrap();
         let head = String::from_utf8_lossy(&out.stdout).into_owned();
-        head.lines().find_map(|l| l.to_ascii_lowercase().starts_with("etag:").then(|| l[5..].trim().trim_matches('"').to_string())).unwrap_or_else(|| panic!("no ETag for {key}: {head}"))
+        head.lines()
+            .find_map(|l| l.to_ascii_lowercase().starts_with("etag:").then(|| l[5..].trim().trim_matches('"').to_string()))
+            .unwrap_or_else(|| panic!("no ETag for {key}: {head}"))
     }
 
     /// Replaces an object's bytes (to damage it on purpose).
