@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
-use dmv_repo::{GcPolicy, LogWalk, Repository};
+use dmv_repo::{GcPolicy, Repository};
 
 use crate::open_repo;
 use crate::progress::Progress;
@@ -156,7 +156,7 @@ pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
     let commit_roots: Vec<_> = repo.roots_to_check()?.into_iter().filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false)).collect();
     let mut commits = 0;
     let mut logical = 0;
-    for info in LogWalk::new(repo, &commit_roots)? {
+    for info in repo.walk(&commit_roots)? {
         let info = info?;
         commits += 1;
         logical += read_dir(&repo.store, &info.commit.tree)?.iter().map(|e| e.size).sum::<u64>();

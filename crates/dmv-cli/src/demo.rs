@@ -128,7 +128,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     println!("  store grew by {} for {} of new history ({:.2} s)", human(added), human(second.logical_bytes - first.logical_bytes), t2);
 
     println!("\n3. dmv log --oneline");
-    for info in dmv_repo::LogWalk::new(&repo, &[repo.resolve("HEAD")?])? {
+    for info in repo.walk(&[repo.resolve("HEAD")?])? {
         let info = info?;
         println!("  {} {}", info.id.short(), info.commit.message);
     }

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, lookup, read_dir};
-use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, LogWalk, Repository};
+use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
 
 use crate::{open_repo, show_path};
 
@@ -45,10 +45,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    for (i, info) in LogWalk::new(&repo, &[start])?.enumerate() {
-        if a.max_count.is_some_and(|n| i >= n) {
-            break;
-        }
+    for info in repo.walk(&[start])?.take(a.max_count.unwrap_or(usize::MAX)) {
         let info = info?;
         let c = &info.commit;
         if a.json {

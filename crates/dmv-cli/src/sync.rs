@@ -1,6 +1,6 @@
 //! Commands that talk to other replicas: clone, remote, fetch, push, pull, serve.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -367,21 +367,6 @@ pub struct PushArgs {
     tags: bool,
 }
 
-/// Whether `ancestor` is reachable from `descendant` (walks `descendant`'s history).
-fn is_ancestor(repo: &Repository, ancestor: &ObjectId, descendant: &ObjectId) -> Result<bool> {
-    let mut seen = HashSet::new();
-    let mut stack = vec![*descendant];
-    while let Some(id) = stack.pop() {
-        if id == *ancestor {
-            return Ok(true);
-        }
-        if seen.insert(id) {
-            stack.extend(repo.commit(&id)?.parents);
-        }
-    }
-    Ok(false)
-}
-
 pub fn push_cmd(a: PushArgs) -> Result<u8> {
     let repo = open_repo()?;
     let name = a.remote.unwrap_or_else(|| "origin".into());
@@ -412,7 +397,7 @@ pub fn push_cmd(a: PushArgs) -> Result<u8> {
                 bail!("rejected: {b} on the remote moved since your last fetch; fetch and look before forcing");
             }
         } else if let Some(old) = old {
-            if !repo.store.contains(&old)? || !is_ancestor(&repo, &old, &new)? {
+            if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? {
                 bail!("rejected: the remote {b} has commits you do not have (not a fast-forward); pull first, or push --force to replace them");
             }
         }

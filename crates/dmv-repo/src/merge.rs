@@ -18,7 +18,7 @@
 //! recognises as finished and removes. Objects written by a killed merge are
 //! garbage for gc, never damage.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -373,59 +373,6 @@ impl Repository {
     /// Objects an unfinished merge still needs, for gc and fsck.
     pub(crate) fn merge_roots(&self) -> RepoResult<Vec<ObjectId>> {
         Ok(MergeState::load(&self.merge_state_path())?.map(|s| vec![s.theirs, s.target]).unwrap_or_default())
-    }
-
-    /// Every commit reachable from `starts`, including them.
-    fn ancestors(&self, starts: &[ObjectId]) -> RepoResult<HashSet<ObjectId>> {
-        let mut seen = HashSet::new();
-        let mut stack = starts.to_vec();
-        while let Some(id) = stack.pop() {
-            if seen.insert(id) {
-                stack.extend(self.commit(&id)?.parents);
-            }
-        }
-        Ok(seen)
-    }
-
-    /// A best common ancestor of `a` and `b`: a common ancestor that is not an
-    /// ancestor of another common one. Criss-cross histories can have several;
-    /// we take the newest (then the smallest id) instead of merging them
-    /// recursively as Git does: any of them gives a correct three-way merge,
-    /// at worst with more conflicts. Whole ancestries are walked rather than
-    /// trusting commit times, which clocks can get wrong; commits are small.
-    pub fn merge_base(&self, a: ObjectId, b: ObjectId) -> RepoResult<Option<ObjectId>> {
-        let of_b = self.ancestors(&[b])?;
-        // Walk back from `a`, stopping at common commits: what lies behind them is common too, and older.
-        let mut candidates = Vec::new();
-        let mut seen = HashSet::new();
-        let mut stack = vec![a];
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            if of_b.contains(&id) {
-                candidates.push(id);
-            } else {
-                stack.extend(self.commit(&id)?.parents);
-            }
-        }
-        if candidates.len() > 1 {
-            // Another path may have stopped at an ancestor of a candidate: drop those.
-            let mut parents = Vec::new();
-            for c in &candidates {
-                parents.extend(self.commit(c)?.parents);
-            }
-            let behind = self.ancestors(&parents)?;
-            candidates.retain(|c| !behind.contains(c));
-        }
-        let mut best: Option<(i64, std::cmp::Reverse<ObjectId>)> = None;
-        for c in candidates {
-            let key = (self.commit(&c)?.committer.time, std::cmp::Reverse(c));
-            if best.as_ref().is_none_or(|b| key > *b) {
-                best = Some(key);
-            }
-        }
-        Ok(best.map(|(_, std::cmp::Reverse(id))| id))
     }
 
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.

@@ -159,6 +159,12 @@ impl Repository {
         Ok(self.store.read_decoded(id, ObjectKind::Commit)?)
     }
 
+    pub fn write_commit(&self, session: &mut dmv_store::WriteSession<'_>, tree: ObjectId, parents: Vec<ObjectId>, message: &str) -> RepoResult<ObjectId> {
+        let me = self.identity();
+        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.to_string() };
+        Ok(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?)
+    }
+
     pub fn identity(&self) -> Signature {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let user = env("USER").unwrap_or_else(|| "dmv".into());

@@ -2,13 +2,12 @@
 //! repository. `dmv serve --stdio` (local paths and ssh) loops over requests
 //! on one stream; the HTTP server calls [`handle`] once per request.
 
-use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
 
 use dmv_repo::store::object::children;
-use dmv_repo::store::{ObjectId, ObjectKind};
+use dmv_repo::store::ObjectKind;
 use dmv_repo::{validate_ref_name, Head, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
@@ -107,7 +106,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
-            let ids = commits_between(repo, &wants, &haves)?;
+            let ids = repo.commits_between(&wants, &haves)?;
             out.message(&Response::Commits { ids }).map_err(io_lost)?;
         }
         Request::Has { ids } => {
@@ -216,34 +215,4 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
         }
         Err(e) => Err(e.into()),
     }
-}
-
-/// Commits reachable from `wants` but not from `haves`. Walks every ancestor
-/// of the haves the repository knows: O(history), fine for commits, which are
-/// small; a generation index would bound it.
-pub fn commits_between(repo: &Repository, wants: &[ObjectId], haves: &[ObjectId]) -> SyncResult<Vec<ObjectId>> {
-    let mut known = HashSet::new();
-    let mut stack: Vec<ObjectId> = Vec::new();
-    for h in haves {
-        if repo.store.locate(h)?.is_some_and(|l| l.entry.kind == ObjectKind::Commit) {
-            stack.push(*h);
-        }
-    }
-    while let Some(id) = stack.pop() {
-        if known.insert(id) {
-            stack.extend(repo.commit(&id)?.parents);
-        }
-    }
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack: Vec<ObjectId> = wants.iter().copied().filter(|w| !known.contains(w)).collect();
-    while let Some(id) = stack.pop() {
-        if known.contains(&id) || !seen.insert(id) {
-            continue;
-        }
-        let commit = repo.commit(&id)?;
-        out.push(id);
-        stack.extend(commit.parents);
-    }
-    Ok(out)
 }

@@ -16,7 +16,6 @@ use dmv_repo::{EarlyCheckout, Repository};
 
 use crate::client::{Received, Remote};
 use crate::protocol::WireRefUpdate;
-use crate::serve::commits_between;
 use crate::{SyncError, SyncResult};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -249,7 +248,7 @@ pub fn push(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], rem
             stop.push(*t);
         }
     }
-    let commits = commits_between(repo, &tips, &stop)?;
+    let commits = repo.commits_between(&tips, &stop)?;
 
     let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
