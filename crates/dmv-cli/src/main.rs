@@ -84,6 +84,8 @@ enum Command {
     Pull(sync::PullArgs),
     /// Send branches to a remote (fast-forward only unless --force).
     Push(sync::PushArgs),
+    /// Pull the current branch from a remote, then push it back if the merge is clean.
+    Sync(sync::SyncArgs),
     /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
     Serve(sync::ServeArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
@@ -91,10 +93,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Like git: `dmv log | head` ends quietly when the reader goes away.
-    // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    // Like git: `dmv log | head` ends quietly when the reader goes away. Commands
+    // talking to a remote through a pipe keep SIGPIPE ignored (as Rust starts),
+    // so a server that dies is reported, not a silent death.
+    if !talks_through_pipes(&cli.command) {
+        // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     if let Some(dir) = &cli.dir {
         if let Err(e) = std::env::set_current_dir(dir) {
             eprintln!("dmv: cannot change to {}: {e}", dir.display());
@@ -138,7 +144,8 @@ fn main() -> ExitCode {
         Command::Remote(a) => sync::remote(a),
         Command::Fetch(a) => sync::fetch(a),
         Command::Pull(a) => sync::pull(a),
-        Command::Push(a) => sync::push_cmd(a),
+        Command::Push(a) => sync::push(a),
+        Command::Sync(a) => sync::sync(a),
         Command::Serve(a) => sync::serve(a),
         Command::Demo(a) => demo::run(a),
     };
@@ -153,13 +160,23 @@ fn main() -> ExitCode {
             if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
                 return ExitCode::SUCCESS;
             }
-            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            // A cause already spelled out by the message above it is not repeated.
+            let mut msg: Vec<String> = Vec::new();
+            for cause in e.chain().map(|c| c.to_string()) {
+                if !msg.last().is_some_and(|m| m.contains(&cause)) {
+                    msg.push(cause);
+                }
+            }
             let mut line = msg.join(": ").replace('\n', " ");
             line.truncate(line.trim_end().len());
             eprintln!("dmv: {line}");
             ExitCode::from(128)
         }
     }
+}
+
+fn talks_through_pipes(c: &Command) -> bool {
+    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_))
 }
 
 fn needs_worktree(c: &Command) -> bool {

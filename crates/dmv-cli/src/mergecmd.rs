@@ -37,11 +37,16 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
     merge_and_report(&repo, theirs, &rev)
 }
 
-/// Merges `theirs` into HEAD and says what happened (exit 1 on conflicts); `pull` ends here too.
-pub fn merge_and_report(repo: &dmv_repo::Repository, theirs: dmv_repo::store::ObjectId, label: &str) -> Result<u8> {
+/// Merges `theirs` into HEAD and says what happened (exit 1 on conflicts).
+fn merge_and_report(repo: &dmv_repo::Repository, theirs: dmv_repo::store::ObjectId, label: &str) -> Result<u8> {
     let p = Progress::new("merging");
     let outcome = repo.merge(theirs, label, &|d, t| p.update(d, t))?;
     p.finish();
+    report(repo, &outcome, label)
+}
+
+/// Says what a merge did (exit 1 on conflicts); `pull` and `sync` end here too.
+pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) -> Result<u8> {
     match outcome {
         MergeOutcome::UpToDate => println!("Already up to date."),
         MergeOutcome::FastForward(id) => println!("Fast-forward to {}", id.short()),
@@ -49,7 +54,7 @@ pub fn merge_and_report(repo: &dmv_repo::Repository, theirs: dmv_repo::store::Ob
         MergeOutcome::Conflicts(paths) => {
             let state = repo.merge_state()?;
             let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
-            for path in &paths {
+            for path in paths {
                 let what = conflicts.iter().find(|c| &c.path == path).map_or("conflict", |c| c.describe().1);
                 println!("CONFLICT ({what}): {}", show_path(path));
             }

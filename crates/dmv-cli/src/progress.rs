@@ -52,3 +52,28 @@ impl Drop for Progress {
         self.finish();
     }
 }
+
+/// A bar per phase of a library operation (receiving, then checkout, …).
+#[derive(Default)]
+pub struct Phases {
+    current: Mutex<Option<Progress>>,
+}
+
+impl dmv_sync::Progress for Phases {
+    fn phase(&self, phase: dmv_sync::Phase) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        *current = Some(Progress::new(phase.label()));
+    }
+
+    fn update(&self, done: u64, total: u64) {
+        if let Some(p) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            p.update(done, total);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(p) = self.current.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            p.finish();
+        }
+    }
+}

@@ -1,34 +1,19 @@
 //! Commands that talk to other replicas: clone, remote, fetch, push, pull, serve.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use dmv_repo::store::ObjectId;
-use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
-use dmv_sync::{fetch_remote, push, BucketOptions, FetchedRef, PushRef, RemoteSpec, SyncError, Transport};
+use dmv_repo::RemoteConfig;
+use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
 use crate::open_repo;
-use crate::progress::Progress;
-
-/// Marks a clone that has not finished, so running it again resumes it.
-const CLONE_MARKER: &str = "clone-in-progress";
+use crate::progress::Phases;
 
 fn short(id: &ObjectId) -> String {
-    id.to_hex()[..12].to_string()
-}
-
-/// A remote URL as stored: local paths made absolute, so the remote still
-/// works from any directory.
-fn normalize_url(url: &str) -> Result<String> {
-    match RemoteSpec::parse(url)?.transport {
-        Transport::Path(p) => {
-            let abs = p.canonicalize().with_context(|| format!("cannot find repository {}", p.display()))?;
-            Ok(abs.to_string_lossy().into_owned())
-        }
-        _ => Ok(url.to_string()),
-    }
+    id.to_hex()[..7].to_string()
 }
 
 /// How to reach an object-storage (`s3://`) remote, beyond the standard AWS
@@ -50,44 +35,6 @@ impl BucketFlags {
     fn options(&self) -> BucketOptions {
         BucketOptions { endpoint: self.endpoint.clone(), region: self.region.clone(), virtual_host_style: self.virtual_host_style }
     }
-
-    fn store_in(&self, config: &mut RemoteConfig) {
-        config.endpoint = self.endpoint.clone();
-        config.region = self.region.clone();
-        config.virtual_host_style = self.virtual_host_style;
-    }
-}
-
-/// Where an object-storage remote's pack indexes are mirrored in `repo`.
-fn remote_cache_dir(repo: &Repository, url: &str) -> PathBuf {
-    let key = blake3::hash(url.as_bytes()).to_hex();
-    repo.dmv.join("remote-cache").join(&key[..16])
-}
-
-/// A configured remote by name, or a URL/path used directly.
-fn remote_spec(repo: &Repository, name_or_url: &str) -> Result<(RemoteSpec, Option<String>)> {
-    let (mut spec, name) = if let Some(r) = repo.config.remotes.get(name_or_url) {
-        let mut spec = RemoteSpec::parse(&r.url)?;
-        spec.token = r.token.clone();
-        spec.remote_dmv = r.remote_dmv.clone();
-        spec.bucket = BucketOptions { endpoint: r.endpoint.clone(), region: r.region.clone(), virtual_host_style: r.virtual_host_style };
-        (spec, Some(name_or_url.to_string()))
-    } else {
-        let looks_like_url = name_or_url.contains("://") || name_or_url.contains('/') || Path::new(name_or_url).join(".dmv").exists();
-        if !looks_like_url {
-            bail!("no remote named {name_or_url}; add one with `dmv remote add {name_or_url} URL`");
-        }
-        (RemoteSpec::parse(&normalize_url(name_or_url)?)?, None)
-    };
-    spec.cache_dir = Some(remote_cache_dir(repo, &spec.url));
-    Ok((spec, name))
-}
-
-fn current_branch(repo: &Repository) -> Result<String> {
-    match repo.head()? {
-        Head::Branch(b) => Ok(b.strip_prefix("refs/heads/").unwrap_or(&b).to_string()),
-        Head::Detached(_) => bail!("HEAD is detached; name the branch to use"),
-    }
 }
 
 fn print_fetched(url: &str, changed: &[FetchedRef]) {
@@ -101,7 +48,7 @@ fn print_fetched(url: &str, changed: &[FetchedRef]) {
         match c.old {
             None if c.remote_name.starts_with("refs/tags/") => eprintln!(" * [new tag]         {from} -> {to}"),
             None => eprintln!(" * [new branch]      {from} -> {to}"),
-            Some(old) => eprintln!("   {}..{}  {from} -> {to}", &old.to_hex()[..7], &c.new.to_hex()[..7]),
+            Some(old) => eprintln!("   {}..{}  {from} -> {to}", short(&old), short(&c.new)),
         }
     }
 }
@@ -123,99 +70,22 @@ pub struct CloneArgs {
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
-    let url = normalize_url(&a.source)?;
-    let dir = match a.directory {
-        Some(d) => d,
-        None => {
-            let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or("").trim_end_matches(".dmv");
-            if last.is_empty() {
-                bail!("cannot guess a directory name from {url}; give one");
-            }
-            PathBuf::from(last)
-        }
-    };
-    let marker = dir.join(".dmv").join(CLONE_MARKER);
-    let resuming = std::fs::read_to_string(&marker).is_ok_and(|m| m.trim() == url);
-    if !resuming && dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        bail!("destination {} already exists and is not empty", dir.display());
+    let plan = ClonePlan::new(CloneOptions { source: a.source, directory: a.directory, bare: a.bare, token: a.token, bucket: a.bucket.options(), ..Default::default() })?;
+    let mut remote = plan.spec.connect()?;
+    if plan.resuming {
+        eprintln!("Resuming the clone of {} into {}", plan.url, plan.dir.display());
     }
-    let mut spec = RemoteSpec::parse(&url)?;
-    spec.token = a.token.clone();
-    spec.bucket = a.bucket.options();
-    let resumed = if resuming { Some(Repository::open(&dir)?) } else { None };
-    if let Some(r) = &resumed {
-        spec.cache_dir = Some(remote_cache_dir(r, &url));
+    let dir = plan.dir.clone();
+    let cloned = plan.run(remote.as_mut(), &Phases::default())?;
+    drop(remote);
+    print_fetched(&cloned.url, &cloned.updated);
+    if std::env::var_os("DMV_TRACE").is_some() {
+        eprintln!("trace: files-written-while-receiving {}", cloned.written_while_receiving);
     }
-    let mut client = spec.connect()?;
-    let repo = if let Some(r) = resumed {
-        eprintln!("Resuming the clone of {url} into {}", dir.display());
-        r
-    } else {
-        let repo = Repository::init_with(&dir, client.chunking(), a.bare)?;
-        std::fs::write(repo.dmv.join(CLONE_MARKER), format!("{url}\n")).context("cannot mark the clone as in progress")?;
-        let mut repo = repo;
-        let mut origin = RemoteConfig { url: url.clone(), token: a.token.clone(), ..Default::default() };
-        a.bucket.store_in(&mut origin);
-        repo.config.remotes.insert("origin".into(), origin);
-        repo.save_config()?;
-        repo
-    };
-    let interrupted = |e: anyhow::Error| e.context(format!("clone of {url} stopped; run the same command again to resume"));
-    let progress = Progress::new("receiving");
-    // The working tree is still to fill (a resumed clone may have stopped during its checkout):
-    // large files are written while their chunks arrive.
-    let fills_worktree = !repo.config.bare && repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty();
-    let mut early = match fills_worktree {
-        true => Some(EarlyCheckout::new(&repo)?),
-        false => None,
-    };
-    let (head, changed, stats) = fetch_remote(&repo, client.as_mut(), "origin", &|d, t| progress.update(d, t), early.as_mut()).map_err(|e| interrupted(e.into()))?;
-    progress.finish();
-    drop(client);
-    print_fetched(&url, &changed);
-
-    let remote_branches = repo.refs.list("refs/remotes/origin/")?;
-    let head_branch = head.unwrap_or_else(|| "refs/heads/main".into());
-    let short_head = head_branch.strip_prefix("refs/heads/").unwrap_or(&head_branch).to_string();
-    let mut updates = Vec::new();
-    for (name, id) in &remote_branches {
-        let Some(branch) = name.strip_prefix("refs/remotes/origin/") else { continue };
-        // A bare clone mirrors every branch; a working clone starts with the remote's HEAD branch.
-        if a.bare || branch == short_head {
-            updates.push(RefUpdate { name: format!("refs/heads/{branch}"), expected: None, new: Some(*id) });
-        }
-    }
-    let _wlock = repo.lock_worktree()?;
-    repo.set_head(&Head::Branch(format!("refs/heads/{short_head}")))?;
-    let head_tip = updates.iter().find(|u| u.name == format!("refs/heads/{short_head}")).and_then(|u| u.new);
-    // The working tree is written while HEAD is still unborn (so it counts as
-    // clean), then the branch is created: a resumed clone whose branch exists
-    // has its files.
-    if let (Some(tip), true) = (head_tip, fills_worktree) {
-        let tree = repo.commit(&tip)?.tree;
-        // A clone stopped during its checkout before keeps what is in place and right.
-        let mut written = match resuming {
-            true => repo.take_over_interrupted_checkout(&tree).map_err(|e| interrupted(e.into()))?,
-            false => Default::default(),
-        };
-        if let Some(early) = early {
-            let early_written = early.finish(&repo).map_err(|e| interrupted(e.into()))?;
-            if std::env::var_os("DMV_TRACE").is_some() {
-                eprintln!("trace: files-written-while-receiving {}", early_written.len());
-            }
-            written.extend(early_written);
-        }
-        let progress = Progress::new("checkout");
-        repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t)).map_err(|e| interrupted(e.into()))?;
-    }
-    if head_tip.is_none() {
+    if cloned.empty {
         eprintln!("warning: you cloned an empty repository");
     }
-    if !updates.is_empty() {
-        repo.update_refs(&updates, &repo.who(), &format!("clone: from {url}")).map_err(|e| interrupted(e.into()))?;
-    }
-    std::fs::remove_file(repo.dmv.join(CLONE_MARKER)).context("cannot clear the clone marker")?;
-    eprintln!("Cloned {url} into {}: {} objects, {} bytes of content received", dir.display(), stats.objects, stats.chunk_bytes);
+    eprintln!("Cloned {} into {}: {} objects, {} bytes of content received", cloned.url, dir.display(), cloned.stats.objects, cloned.stats.chunk_bytes);
     Ok(0)
 }
 
@@ -269,31 +139,11 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
         Some(RemoteAction::Add { name, url, token, remote_dmv, bucket }) => {
-            dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).map_err(|_| anyhow!("{name:?} is not a valid remote name"))?;
-            if name.contains('/') {
-                bail!("{name:?} is not a valid remote name");
-            }
-            if repo.config.remotes.contains_key(&name) {
-                bail!("remote {name} already exists");
-            }
-            let url = normalize_url(&url)?;
-            let mut config = RemoteConfig { url, token, remote_dmv, ..Default::default() };
-            bucket.store_in(&mut config);
-            repo.config.remotes.insert(name, config);
-            repo.save_config()?;
+            let config = RemoteConfig { url, token, remote_dmv, endpoint: bucket.endpoint, region: bucket.region, virtual_host_style: bucket.virtual_host_style };
+            dmv_sync::add_remote(&mut repo, &name, config)?;
         }
         Some(RemoteAction::Remove { name }) => {
-            let Some(removed) = repo.config.remotes.remove(&name) else {
-                bail!("no remote named {name}");
-            };
-            // An object-storage remote's mirrored indexes go with it.
-            let _ = std::fs::remove_dir_all(remote_cache_dir(&repo, &removed.url));
-            let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
-            let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
-            if !deletes.is_empty() {
-                repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;
-            }
-            repo.save_config()?;
+            dmv_sync::remove_remote(&mut repo, &name)?;
         }
     }
     Ok(0)
@@ -310,16 +160,12 @@ pub struct FetchArgs {
 
 pub fn fetch(a: FetchArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let name = a.remote.unwrap_or_else(|| "origin".into());
-    let (spec, remote_name) = remote_spec(&repo, &name)?;
-    let mut client = spec.connect()?;
-    let progress = Progress::new("receiving");
-    let (_, changed, stats) = fetch_remote(&repo, client.as_mut(), remote_name.as_deref().unwrap_or("FETCH"), &|d, t| progress.update(d, t), None)?;
-    progress.finish();
+    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let fetched = dmv_sync::fetch(&repo, remote.connect()?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": changed, "stats": stats }))?);
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
     } else {
-        print_fetched(&spec.url, &changed);
+        print_fetched(&remote.spec.url, &fetched.updated);
     }
     Ok(0)
 }
@@ -334,22 +180,30 @@ pub struct PullArgs {
 
 pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let name = a.remote.unwrap_or_else(|| "origin".into());
-    let (spec, remote_name) = remote_spec(&repo, &name)?;
-    let remote_name = remote_name.ok_or_else(|| anyhow!("pull needs a configured remote (dmv remote add NAME URL)"))?;
-    let branch = match a.branch {
-        Some(b) => b,
-        None => current_branch(&repo)?,
-    };
-    let mut client = spec.connect()?;
-    let progress = Progress::new("receiving");
-    let (_, changed, _) = fetch_remote(&repo, client.as_mut(), &remote_name, &|d, t| progress.update(d, t), None)?;
-    progress.finish();
-    drop(client);
-    print_fetched(&spec.url, &changed);
-    let tracking = format!("refs/remotes/{remote_name}/{branch}");
-    let theirs = repo.refs.get(&tracking)?.ok_or_else(|| anyhow!("{} has no branch {branch}", spec.url))?;
-    crate::mergecmd::merge_and_report(&repo, theirs, &format!("{remote_name}/{branch}"))
+    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
+    let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, a.branch.as_deref(), &Phases::default())?;
+    print_fetched(&remote.spec.url, &pulled.fetched.updated);
+    crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)
+}
+
+#[derive(Args)]
+pub struct SyncArgs {
+    /// Remote name (default: origin).
+    remote: Option<String>,
+}
+
+pub fn sync(a: SyncArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
+    let synced = dmv_sync::sync(&repo, remote.connect_to_push(&repo)?.as_mut(), &name, &Phases::default())?;
+    print_fetched(&remote.spec.url, &synced.pulled.fetched.updated);
+    let code = crate::mergecmd::report(&repo, &synced.pulled.merge, &synced.pulled.label)?;
+    if let Some(pushed) = &synced.pushed {
+        print_pushed(&remote.spec.url, pushed, false);
+    }
+    Ok(code)
 }
 
 #[derive(Args)]
@@ -367,81 +221,32 @@ pub struct PushArgs {
     tags: bool,
 }
 
-pub fn push_cmd(a: PushArgs) -> Result<u8> {
+pub fn push(a: PushArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let name = a.remote.unwrap_or_else(|| "origin".into());
-    let (mut spec, remote_name) = remote_spec(&repo, &name)?;
-    // An empty object-storage location becomes a repository on its first push.
-    spec.create_with = Some(repo.config.chunking);
-    let branches = if a.branches.is_empty() { vec![current_branch(&repo)?] } else { a.branches };
-    let mut client = spec.connect()?;
-    let remote_refs = client.list_refs()?.refs;
-    let remote_refs: BTreeMap<String, ObjectId> = remote_refs.into_iter().collect();
-    let mut updates = Vec::new();
-    let mut up_to_date = Vec::new();
-    for b in &branches {
-        let b = b.strip_prefix("refs/heads/").unwrap_or(b);
-        let local = format!("refs/heads/{b}");
-        let new = repo.refs.get(&local)?.ok_or_else(|| anyhow!("no local branch {b}"))?;
-        let old = remote_refs.get(&local).copied();
-        if old == Some(new) {
-            up_to_date.push(b.to_string());
-            continue;
-        }
-        if a.force {
-            let lease = match &remote_name {
-                Some(r) => repo.refs.get(&format!("refs/remotes/{r}/{b}"))?,
-                None => old,
-            };
-            if lease != old {
-                bail!("rejected: {b} on the remote moved since your last fetch; fetch and look before forcing");
-            }
-        } else if let Some(old) = old {
-            if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? {
-                bail!("rejected: the remote {b} has commits you do not have (not a fast-forward); pull first, or push --force to replace them");
-            }
-        }
-        updates.push(PushRef { name: local, expected: old, new: Some(new) });
-    }
-    if a.tags {
-        for (tag, id) in repo.refs.list("refs/tags/")? {
-            match remote_refs.get(&tag) {
-                None => updates.push(PushRef { name: tag, expected: None, new: Some(id) }),
-                Some(theirs) if *theirs != id => eprintln!("warning: tag {tag} differs on the remote; not pushed"),
-                Some(_) => {}
-            }
-        }
-    }
-    if updates.is_empty() {
-        eprintln!("Everything up to date");
-        return Ok(0);
-    }
-    let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
-    let progress = Progress::new("sending");
-    let result = push(&repo, client.as_mut(), &updates, &tips, &|d, t| progress.update(d, t));
-    progress.finish();
-    match result {
-        Ok(_) => {}
-        Err(SyncError::Rejected { name, .. }) => bail!("rejected: {name} changed on the remote while pushing; pull and push again"),
-        Err(e) => return Err(e.into()),
-    }
-    eprintln!("To {}", spec.url);
-    for u in &updates {
-        let short_name = u.name.strip_prefix("refs/heads/").unwrap_or(&u.name);
-        match (u.expected, u.new) {
-            (None, _) => eprintln!(" * [new]             {short_name} -> {short_name}"),
-            (Some(o), Some(n)) => eprintln!("   {}..{}  {short_name} -> {short_name}{}", &short(&o)[..7], &short(&n)[..7], if a.force { " (forced)" } else { "" }),
-            (Some(_), None) => eprintln!(" - [deleted]         {short_name}"),
-        }
-    }
-    if let Some(r) = remote_name {
-        let tracking: Vec<RefUpdate> =
-            updates.iter().filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new })).collect();
-        if !tracking.is_empty() {
-            repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
-        }
-    }
+    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let options = PushOptions { branches: a.branches, force: a.force, tags: a.tags };
+    let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;
+    print_pushed(&remote.spec.url, &pushed, a.force);
     Ok(0)
+}
+
+fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool) {
+    for tag in &pushed.tags_differing {
+        eprintln!("warning: tag {tag} differs on the remote; not pushed");
+    }
+    if pushed.updated.is_empty() {
+        eprintln!("Everything up to date");
+        return;
+    }
+    eprintln!("To {url}");
+    for u in &pushed.updated {
+        let name = u.name.strip_prefix("refs/heads/").unwrap_or(&u.name);
+        match (u.expected, u.new) {
+            (None, _) => eprintln!(" * [new]             {name} -> {name}"),
+            (Some(o), Some(n)) => eprintln!("   {}..{}  {name} -> {name}{}", short(&o), short(&n), if forced { " (forced)" } else { "" }),
+            (Some(_), None) => eprintln!(" - [deleted]         {name}"),
+        }
+    }
 }
 
 #[derive(Args)]

@@ -33,7 +33,7 @@ impl From<BucketError> for SyncError {
             BucketError::Auth { url, detail } => SyncError::Auth { url, detail },
             BucketError::Unreachable { url, detail } => SyncError::Unreachable { url, detail },
             BucketError::Store(e) => SyncError::Store(e),
-            other => SyncError::Invalid(other.to_string()),
+            other => SyncError::Bucket(other),
         }
     }
 }
@@ -72,7 +72,7 @@ impl Remote for BucketRemote {
         let mut wanted = Vec::with_capacity(ids.len());
         let mut owed: HashSet<ObjectId> = HashSet::with_capacity(ids.len());
         for id in ids {
-            let loc = self.bucket.locate(id)?.ok_or_else(|| SyncError::Invalid(format!("{}: object {id} is not in the bucket", self.bucket.url())))?;
+            let loc = self.bucket.locate(id)?.ok_or_else(|| SyncError::MissingObject { url: self.bucket.url().to_string(), id: *id })?;
             if !chunks && loc.entry.kind == ObjectKind::Chunk {
                 sink(Received::ChunkStub { id: *id, raw_len: loc.entry.raw_len })?;
             } else if owed.insert(*id) {
@@ -82,13 +82,13 @@ impl Remote for BucketRemote {
         let url = self.bucket.url().to_string();
         self.bucket.read_objects(wanted, &mut |obj| {
             if !owed.remove(&obj.id) {
-                return Err(SyncError::Invalid(format!("{url}: read object {} twice or unasked", obj.id)));
+                return Err(SyncError::Protocol(format!("{url}: read object {} twice or unasked", obj.id)));
             }
             sink(Received::Object(obj))
         })?;
         // Every object asked for arrived, or the caller would trust a gap.
         match owed.iter().next() {
-            Some(id) => Err(SyncError::Invalid(format!("{url}: object {id} could not be read from the bucket"))),
+            Some(id) => Err(SyncError::MissingObject { url, id: *id }),
             None => Ok(()),
         }
     }
@@ -99,7 +99,7 @@ impl Remote for BucketRemote {
 
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, _who: &str, _message: &str) -> SyncResult<()> {
         for u in &updates {
-            dmv_repo::validate_ref_name(&u.name).map_err(|e| SyncError::Invalid(e.to_string()))?;
+            dmv_repo::validate_ref_name(&u.name)?;
         }
         let changes: Vec<RefChange> = updates.into_iter().map(|u| RefChange { name: u.name, old: u.old, new: u.new }).collect();
         match self.bucket.update_refs(&changes)? {

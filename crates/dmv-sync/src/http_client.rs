@@ -123,9 +123,7 @@ fn root_cause(e: &dyn std::error::Error) -> String {
 
 impl HttpWire {
     pub fn new(base: &str, token: Option<String>) -> SyncResult<HttpWire> {
-        // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        let setup = |detail: String| SyncError::Invalid(format!("cannot set up HTTP: {detail}"));
+        let setup = |detail: String| SyncError::Unreachable { url: base.to_string(), detail: format!("cannot set up HTTP: {detail}") };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
@@ -173,9 +171,9 @@ impl Wire for HttpWire {
                 match produced {
                     Ok(Ok(())) => {}
                     // A local failure (say a damaged object) matters more than what it did to the request.
-                    Ok(Err(e @ (SyncError::Store(_) | SyncError::Repo(_) | SyncError::Invalid(_)))) => return Err(e),
+                    Ok(Err(e @ (SyncError::Store(_) | SyncError::Repo(_) | SyncError::Local { .. }))) => return Err(e),
                     Ok(Err(_)) => {}
-                    Err(_) => return Err(SyncError::Invalid("the upload thread panicked".into())),
+                    Err(_) => return Err(SyncError::Disconnected("the upload thread panicked".into())),
                 }
                 sent
             }

@@ -2,54 +2,51 @@
 //! local path or ssh through `dmv serve --stdio`, HTTP to `dmv serve`, an
 //! S3-compatible object store with nothing of DMV running there), the
 //! negotiation that sends only what the other side lacks, and the server.
+//!
+//! A front end using the pipe transports (a path or ssh remote) must leave
+//! SIGPIPE ignored, as Rust programs start: a server that dies is then an
+//! error on the next write rather than the end of the process. The library
+//! does not change the disposition behind the front end's back.
 
 mod bucket_remote;
 mod client;
+mod clone;
+mod error;
+mod fetch;
 mod frame;
 mod http_client;
+mod in_process;
+mod memory_remote;
+mod objects;
+mod progress;
 pub mod protocol;
+mod pull;
+mod push;
+mod receive;
 mod remote;
+mod remotes;
+mod send;
 mod serve;
 pub mod server;
 mod ssh;
 mod stdio;
-mod transfer;
 
 pub use client::{Client, ObjectProducer, Received, Remote, RemoteRefs};
+pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use dmv_bucket::BucketOptions;
+pub use error::{SyncError, SyncResult};
+pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{Frame, FrameReader, FrameWriter};
-pub use remote::{RemoteSpec, Transport};
+pub use memory_remote::{MemoryRemote, Traffic};
+pub use objects::TransferStats;
+pub use progress::{Phase, Progress, Silent};
+pub use pull::{pull, sync, Pulled, Synced};
+pub use push::{current_branch, push, PushOptions, Pushed};
+pub use receive::fetch_objects;
+pub use remote::{LocalServer, RemoteSpec, Transport};
+pub use remotes::{add_remote, configured_spec, find_remote, normalize_url, remote_cache_dir, remove_remote, NamedRemote};
+pub use send::{send_objects, PushRef};
 pub use serve::serve_stdio;
-pub use transfer::{fetch, fetch_remote, push, FetchedRef, PushRef, PushResult, TransferStats};
-
-pub type SyncResult<T> = Result<T, SyncError>;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error(transparent)]
-    Repo(#[from] dmv_repo::RepoError),
-    #[error(transparent)]
-    Store(#[from] dmv_repo::store::StoreError),
-    #[error("connection to the remote lost: {0}")]
-    Disconnected(String),
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    #[error("remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side")]
-    Version { remote: u32, local: u32 },
-    #[error("cannot reach {url}: {detail}")]
-    Unreachable { url: String, detail: String },
-    #[error("authentication failed for {url}: {detail}")]
-    Auth { url: String, detail: String },
-    #[error("{url}: {detail}")]
-    NotARepository { url: String, detail: String },
-    /// The remote refused the request and said why.
-    #[error("remote: {0}")]
-    Remote(String),
-    #[error("{name} changed on the remote while pushing; fetch (or pull) and push again")]
-    Rejected { name: String, found: Option<dmv_repo::store::ObjectId> },
-    #[error("{0}")]
-    Invalid(String),
-}
 
 /// Byte counters of everything written to and read from remotes (object
 /// storage included), for `DMV_TRACE` and the tests that check what travelled.

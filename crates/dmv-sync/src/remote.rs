@@ -6,6 +6,7 @@ use std::process::Command;
 use crate::bucket_remote::BucketRemote;
 use crate::client::{Client, Remote};
 use crate::http_client::HttpWire;
+use crate::in_process::InProcessWire;
 use crate::stdio::StdioWire;
 use crate::{SyncError, SyncResult};
 
@@ -19,6 +20,19 @@ pub enum Transport {
     Http { base: String },
     /// `s3://bucket[/prefix]`: an S3-compatible object store.
     S3(dmv_bucket::BucketUrl),
+}
+
+/// How a repository on this machine is served to us.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LocalServer {
+    /// A child process running this program as `dmv serve --stdio PATH`
+    /// (the `dmv` command line: the server side gets its own process, like
+    /// `git upload-pack`).
+    #[default]
+    ChildProcess,
+    /// A thread of this process, for front ends that are not the `dmv`
+    /// binary (tests, an embedding application).
+    InProcess,
 }
 
 #[derive(Clone, Debug)]
@@ -37,11 +51,13 @@ pub struct RemoteSpec {
     /// Pushing may create the repository in an empty object-store location,
     /// with these chunking parameters.
     pub create_with: Option<dmv_repo::store::ChunkParams>,
+    /// How a local path is served.
+    pub local_server: LocalServer,
 }
 
 impl RemoteSpec {
     pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
-        let bad = |why: &str| SyncError::Invalid(format!("bad remote {url:?}: {why}"));
+        let bad = |why: &str| SyncError::BadUrl { url: url.to_string(), why: why.to_string() };
         let transport = if let Some(rest) = url.strip_prefix("ssh://") {
             let (authority, path) = rest.split_at(rest.find('/').ok_or_else(|| bad("ssh:// needs a path after the host"))?);
             let (user, hostport) = match authority.rsplit_once('@') {
@@ -75,13 +91,23 @@ impl RemoteSpec {
         } else {
             Transport::Path(PathBuf::from(url))
         };
-        Ok(RemoteSpec { url: url.to_string(), transport, token: None, remote_dmv: None, bucket: Default::default(), cache_dir: None, create_with: None })
+        Ok(RemoteSpec {
+            url: url.to_string(),
+            transport,
+            token: None,
+            remote_dmv: None,
+            bucket: Default::default(),
+            cache_dir: None,
+            create_with: None,
+            local_server: LocalServer::default(),
+        })
     }
 
     pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
         let wire: Box<dyn crate::client::Wire> = match &self.transport {
+            Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),
             Transport::Path(path) => {
-                let exe = std::env::current_exe().map_err(|e| SyncError::Invalid(format!("cannot find the dmv executable: {e}")))?;
+                let exe = std::env::current_exe().map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
                 let mut cmd = Command::new(exe);
                 cmd.arg("serve").arg("--stdio").arg(path);
                 Box::new(StdioWire::spawn(cmd, &self.url)?)

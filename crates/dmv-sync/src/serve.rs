@@ -57,7 +57,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 /// response; only a broken connection is returned as an error.
 pub fn handle<R: Read, W: Write>(repo: &Repository, may_write: bool, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let verb = request.verb();
-    let result = if verb.writes() && !may_write { Err(SyncError::Invalid(format!("{} needs write access", verb.name()))) } else { answer(repo, request, input, out) };
+    let result = if verb.writes() && !may_write { Err(SyncError::Refused(format!("{} needs write access", verb.name()))) } else { answer(repo, request, input, out) };
     match result {
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),
@@ -188,10 +188,10 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
     for u in updates {
         validate_ref_name(&u.name)?;
         if !(u.name.starts_with("refs/heads/") || u.name.starts_with("refs/tags/")) {
-            return Err(SyncError::Invalid(format!("refusing to update {}: only branches and tags can be pushed", u.name)));
+            return Err(SyncError::Refused(format!("refusing to update {}: only branches and tags can be pushed", u.name)));
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {
-            return Err(SyncError::Invalid(format!(
+            return Err(SyncError::Refused(format!(
                 "refusing to update the checked-out branch {} of a repository with a working tree; push to a bare repository (dmv init --bare) or to another branch",
                 u.name
             )));
@@ -201,8 +201,8 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
             // so, so the commit being present is enough.
             match repo.store.locate(&new)? {
                 Some(loc) if loc.entry.kind == ObjectKind::Commit => {}
-                Some(_) => return Err(SyncError::Invalid(format!("{new} is not a commit"))),
-                None => return Err(SyncError::Invalid(format!("cannot set {} to {new}: the commit was not received", u.name))),
+                Some(_) => return Err(SyncError::Refused(format!("{new} is not a commit"))),
+                None => return Err(SyncError::Refused(format!("cannot set {} to {new}: the commit was not received", u.name))),
             }
         }
         batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });

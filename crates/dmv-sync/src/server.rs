@@ -59,8 +59,8 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     pub fn load(path: &Path) -> SyncResult<ServerConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| SyncError::Invalid(format!("{}: {e}", path.display())))?;
-        let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::Invalid(format!("{}: {}", path.display(), e.message())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.to_string() })?;
+        let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
         // Repository paths are relative to the configuration file.
         let base = path.parent().unwrap_or(Path::new("."));
         for dir in config.repos.values_mut() {
@@ -69,7 +69,7 @@ impl ServerConfig {
             }
         }
         if config.repos.is_empty() {
-            return Err(SyncError::Invalid(format!("{}: no [repos] to serve", path.display())));
+            return Err(SyncError::ServerConfig { path: path.to_path_buf(), detail: "no [repos] to serve".into() });
         }
         Ok(config)
     }
@@ -124,14 +124,14 @@ fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<(
 /// Serves forever on `listen` (a `host:port`; port 0 picks a free one). The
 /// chosen address is printed on stderr as `listening on http://ADDR`.
 pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| SyncError::Invalid(format!("cannot start the server runtime: {e}")))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| SyncError::local("cannot start the server runtime", e))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| SyncError::Invalid(format!("cannot listen on {listen}: {e}")))?;
-        let addr = listener.local_addr().map_err(|e| SyncError::Invalid(e.to_string()))?;
+        let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
+        let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         eprintln!("dmv serve: listening on http://{addr}");
         let _ = std::io::stderr().flush();
         let app = Router::new().route("/{repo}/dmv/{verb}", post(rpc)).with_state(Arc::new(config));
-        axum::serve(listener, app).await.map_err(|e| SyncError::Invalid(format!("server stopped: {e}")))
+        axum::serve(listener, app).await.map_err(|e| SyncError::Server(e.to_string()))
     })
 }
 

@@ -32,9 +32,6 @@ pub(crate) fn widen_pipe(fd: std::os::unix::io::RawFd) {
 
 impl StdioWire {
     pub fn spawn(mut command: Command, what: &str) -> SyncResult<StdioWire> {
-        // A server that dies must show up as an error on write, not kill us.
-        // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|e| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot run {:?}: {e}", command.get_program()) })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {

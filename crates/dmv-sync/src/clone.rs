@@ -1,0 +1,180 @@
+//! `clone`, resumable: a new repository, every branch and tag of the source,
+//! and (unless bare) the working tree of its HEAD branch.
+//!
+//! A marker file names the clone's source until it has finished. Running the
+//! same clone again finds it and resumes: packs sealed before the stop stay
+//! (gc's grace period keeps them), the transfer skips what landed, and files
+//! a stopped checkout already wrote are kept if they are right. The branch
+//! is created last, so a clone whose branch exists has its files.
+
+use std::path::PathBuf;
+
+use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
+
+use crate::client::Remote;
+use crate::fetch::{fetch_refs, FetchedRef};
+use crate::objects::TransferStats;
+use crate::progress::{Phase, Progress};
+use crate::remote::{LocalServer, RemoteSpec};
+use crate::remotes::{normalize_url, remote_cache_dir};
+use crate::{BucketOptions, SyncError, SyncResult};
+
+/// Marks a clone that has not finished, so running it again resumes it.
+const CLONE_MARKER: &str = "clone-in-progress";
+
+#[derive(Clone, Debug, Default)]
+pub struct CloneOptions {
+    /// A path, ssh://, http(s):// or s3:// URL.
+    pub source: String,
+    /// Directory to create (default: the source's last path component).
+    pub directory: Option<PathBuf>,
+    /// No working tree: every branch is mirrored, for others to push to.
+    pub bare: bool,
+    /// Bearer token for an HTTP server (stored with the remote).
+    pub token: Option<String>,
+    /// How to reach an object store (stored with the remote).
+    pub bucket: BucketOptions,
+    /// How a local path source is served.
+    pub local_server: LocalServer,
+}
+
+/// A clone about to start or resume: where, from what, and whether it resumes.
+pub struct ClonePlan {
+    pub url: String,
+    pub dir: PathBuf,
+    /// A stopped clone of the same source is in `dir`.
+    pub resuming: bool,
+    pub spec: RemoteSpec,
+    options: CloneOptions,
+}
+
+/// What a clone did.
+pub struct Cloned {
+    pub repo: Repository,
+    pub url: String,
+    pub updated: Vec<FetchedRef>,
+    pub stats: TransferStats,
+    /// The branch checked out (or HEAD of a bare clone).
+    pub head_branch: String,
+    /// The source had no commits.
+    pub empty: bool,
+    /// Files written while their chunks arrived, before the checkout.
+    pub written_while_receiving: usize,
+}
+
+/// Clones with the source's own connection.
+pub fn clone(options: CloneOptions, progress: &dyn Progress) -> SyncResult<Cloned> {
+    let plan = ClonePlan::new(options)?;
+    let mut remote = plan.spec.connect()?;
+    plan.run(remote.as_mut(), progress)
+}
+
+impl ClonePlan {
+    /// Checks the destination: empty or absent, or a stopped clone of the same source.
+    pub fn new(options: CloneOptions) -> SyncResult<ClonePlan> {
+        let url = normalize_url(&options.source)?;
+        let dir = match &options.directory {
+            Some(d) => d.clone(),
+            None => {
+                let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or("").trim_end_matches(".dmv");
+                if last.is_empty() {
+                    return Err(SyncError::NoDirectoryName(url));
+                }
+                PathBuf::from(last)
+            }
+        };
+        let dmv_dir = dir.join(".dmv");
+        let resuming = std::fs::read_to_string(dmv_dir.join(CLONE_MARKER)).is_ok_and(|m| m.trim() == url);
+        if !resuming && dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+            return Err(SyncError::DestinationNotEmpty(dir));
+        }
+        let mut spec = RemoteSpec::parse(&url)?;
+        spec.token = options.token.clone();
+        spec.bucket = options.bucket.clone();
+        spec.local_server = options.local_server;
+        if resuming {
+            spec.cache_dir = Some(remote_cache_dir(&dmv_dir, &url));
+        }
+        Ok(ClonePlan { url, dir, resuming, spec, options })
+    }
+
+    /// Runs the clone against `remote` (connected with [`ClonePlan::spec`]).
+    pub fn run(self, remote: &mut dyn Remote, progress: &dyn Progress) -> SyncResult<Cloned> {
+        let stopped = |cause: SyncError| SyncError::CloneStopped { url: self.url.clone(), cause: Box::new(cause) };
+        let repo = match self.resuming {
+            true => Repository::open(&self.dir)?,
+            false => self.create(remote)?,
+        };
+        // The working tree is still to fill (a resumed clone may have stopped during its checkout):
+        // large files are written while their chunks arrive.
+        let fills_worktree = !repo.config.bare && repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty();
+        let mut early = match fills_worktree {
+            true => Some(EarlyCheckout::new(&repo)?),
+            false => None,
+        };
+        progress.phase(Phase::Receiving);
+        let fetched = fetch_refs(&repo, remote, "origin", &|d, t| progress.update(d, t), early.as_mut());
+        progress.finish();
+        let fetched = fetched.map_err(stopped)?;
+
+        let head_short = fetched.remote_head.as_deref().unwrap_or("refs/heads/main");
+        let head_short = head_short.strip_prefix("refs/heads/").unwrap_or(head_short).to_string();
+        let mut branches = Vec::new();
+        for (name, id) in repo.refs.list("refs/remotes/origin/")? {
+            let Some(branch) = name.strip_prefix("refs/remotes/origin/") else { continue };
+            // A bare clone mirrors every branch; a working clone starts with the remote's HEAD branch.
+            if self.options.bare || branch == head_short {
+                branches.push(RefUpdate { name: format!("refs/heads/{branch}"), expected: None, new: Some(id) });
+            }
+        }
+        let _wlock = repo.lock_worktree()?;
+        repo.set_head(&Head::Branch(format!("refs/heads/{head_short}")))?;
+        let head_tip = branches.iter().find(|u| u.name == format!("refs/heads/{head_short}")).and_then(|u| u.new);
+        let mut written_while_receiving = 0;
+        // The working tree is written while HEAD is still unborn (so it counts as
+        // clean), then the branch is created: a resumed clone whose branch exists
+        // has its files.
+        if let (Some(tip), true) = (head_tip, fills_worktree) {
+            let tree = repo.commit(&tip)?.tree;
+            // A clone stopped during its checkout before keeps what is in place and right.
+            let mut written = match self.resuming {
+                true => repo.take_over_interrupted_checkout(&tree).map_err(|e| stopped(e.into()))?,
+                false => Default::default(),
+            };
+            if let Some(early) = early {
+                let early_written = early.finish(&repo).map_err(|e| stopped(e.into()))?;
+                written_while_receiving = early_written.len();
+                written.extend(early_written);
+            }
+            progress.phase(Phase::CheckingOut);
+            let checkout = repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t));
+            progress.finish();
+            checkout.map_err(|e| stopped(e.into()))?;
+        }
+        if !branches.is_empty() {
+            repo.update_refs(&branches, &repo.who(), &format!("clone: from {}", self.url)).map_err(|e| stopped(e.into()))?;
+        }
+        let marker = repo.dmv.join(CLONE_MARKER);
+        std::fs::remove_file(&marker).map_err(|e| SyncError::local(format!("cannot clear the clone marker {}", marker.display()), e))?;
+        drop(_wlock);
+        Ok(Cloned { url: self.url, updated: fetched.updated, stats: fetched.stats, head_branch: head_short, empty: head_tip.is_none(), written_while_receiving, repo })
+    }
+
+    /// The new repository, with `origin` configured and the marker that makes a stopped clone resumable.
+    fn create(&self, remote: &dyn Remote) -> SyncResult<Repository> {
+        let mut repo = Repository::init_with(&self.dir, remote.chunking(), self.options.bare)?;
+        let marker = repo.dmv.join(CLONE_MARKER);
+        std::fs::write(&marker, format!("{}\n", self.url)).map_err(|e| SyncError::local(format!("cannot mark the clone as in progress in {}", marker.display()), e))?;
+        let origin = RemoteConfig {
+            url: self.url.clone(),
+            token: self.options.token.clone(),
+            endpoint: self.options.bucket.endpoint.clone(),
+            region: self.options.bucket.region.clone(),
+            virtual_host_style: self.options.bucket.virtual_host_style,
+            ..Default::default()
+        };
+        repo.config.remotes.insert("origin".into(), origin);
+        repo.save_config()?;
+        Ok(repo)
+    }
+}

@@ -1,0 +1,75 @@
+//! `fetch`: a remote's branches into `refs/remotes/REMOTE/*`, its tags into
+//! `refs/tags/*`, with the objects they need.
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
+
+use crate::client::{Remote, RemoteRefs};
+use crate::objects::TransferStats;
+use crate::progress::{Phase, Progress};
+use crate::receive::fetch_objects;
+use crate::SyncResult;
+
+/// A remote ref as a fetch saw it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FetchedRef {
+    pub remote_name: String,
+    pub local_name: String,
+    pub old: Option<ObjectId>,
+    pub new: ObjectId,
+}
+
+/// What a fetch did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Fetched {
+    /// The branch the remote's HEAD names.
+    pub remote_head: Option<String>,
+    /// The local refs that moved or were created.
+    pub updated: Vec<FetchedRef>,
+    pub stats: TransferStats,
+}
+
+/// Fetches `remote` (called `remote_name` in `refs/remotes/`). An existing
+/// tag that differs is kept, not clobbered. Refs move only once every object
+/// they reach is stored.
+pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Fetched> {
+    progress.phase(Phase::Receiving);
+    let result = fetch_refs(repo, remote, remote_name, &|d, t| progress.update(d, t), None);
+    progress.finish();
+    result
+}
+
+/// [`fetch`], with `early` (see [`fetch_objects`]) pointed at the remote's HEAD branch.
+pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>) -> SyncResult<Fetched> {
+    let RemoteRefs { head, refs } = remote.list_refs()?;
+    if let Some(early) = early.as_deref_mut() {
+        let head_branch = head.as_deref().unwrap_or("refs/heads/main");
+        if let Some((_, tip)) = refs.iter().find(|(name, _)| name == head_branch) {
+            early.set_target(*tip);
+        }
+    }
+    let mut updated = Vec::new();
+    for (name, id) in &refs {
+        let local_name = if let Some(branch) = name.strip_prefix("refs/heads/") {
+            format!("refs/remotes/{remote_name}/{branch}")
+        } else if name.starts_with("refs/tags/") {
+            name.clone()
+        } else {
+            continue;
+        };
+        let old = repo.refs.get(&local_name)?;
+        if old == Some(*id) || (old.is_some() && name.starts_with("refs/tags/")) {
+            continue;
+        }
+        updated.push(FetchedRef { remote_name: name.clone(), local_name, old, new: *id });
+    }
+    let wants: Vec<ObjectId> = updated.iter().map(|c| c.new).collect();
+    let stats = fetch_objects(repo, remote, &wants, progress, early, || {
+        let moves: Vec<RefUpdate> = updated.iter().map(|c| RefUpdate { name: c.local_name.clone(), expected: Some(c.old), new: Some(c.new) }).collect();
+        if !moves.is_empty() {
+            repo.update_refs(&moves, &repo.who(), &format!("fetch {remote_name}"))?;
+        }
+        Ok(())
+    })?;
+    Ok(Fetched { remote_head: head, updated, stats })
+}

@@ -1,0 +1,113 @@
+//! `push`: the rules that keep a push from losing anyone's work, then the
+//! transfer. A branch moves only forward unless forced; a forced push
+//! replaces the remote branch only if it is still where our last fetch saw
+//! it (force-with-lease); the remote compares-and-swaps every ref, so a
+//! push racing another fails whole instead of dropping the other's commits.
+
+use std::collections::BTreeMap;
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::{Head, RefUpdate, Repository};
+
+use crate::client::Remote;
+use crate::objects::TransferStats;
+use crate::progress::{Phase, Progress};
+use crate::send::{send_objects, PushRef};
+use crate::{SyncError, SyncResult};
+
+#[derive(Clone, Debug, Default)]
+pub struct PushOptions {
+    /// Branches to push (empty: the current branch).
+    pub branches: Vec<String>,
+    /// Replace remote branches even if that drops commits, but only if each
+    /// is still where it was at the last fetch.
+    pub force: bool,
+    /// Also push tags the remote does not have.
+    pub tags: bool,
+}
+
+/// What a push did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Pushed {
+    /// The refs set on the remote (empty: everything was up to date).
+    pub updated: Vec<PushRef>,
+    /// Branches the remote already had at our value.
+    pub up_to_date: Vec<String>,
+    /// Tags that differ on the remote and were left alone.
+    pub tags_differing: Vec<String>,
+    pub stats: TransferStats,
+}
+
+/// The branch HEAD is on, short (`main`).
+pub fn current_branch(repo: &Repository) -> SyncResult<String> {
+    match repo.head()? {
+        Head::Branch(b) => Ok(b.strip_prefix("refs/heads/").unwrap_or(&b).to_string()),
+        Head::Detached(_) => Err(SyncError::DetachedHead),
+    }
+}
+
+/// Pushes to `remote`; `remote_name` (if it is a configured remote) gives
+/// the lease for a forced push and has its remote-tracking branches moved.
+pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str>, options: &PushOptions, progress: &dyn Progress) -> SyncResult<Pushed> {
+    let branches = if options.branches.is_empty() { vec![current_branch(repo)?] } else { options.branches.clone() };
+    let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
+    let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: TransferStats::default() };
+    for b in &branches {
+        let b = b.strip_prefix("refs/heads/").unwrap_or(b);
+        let name = format!("refs/heads/{b}");
+        let new = repo.refs.get(&name)?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.to_string() })?;
+        let old = remote_refs.get(&name).copied();
+        if old == Some(new) {
+            pushed.up_to_date.push(b.to_string());
+            continue;
+        }
+        check_branch_move(repo, b, old, new, remote_name, options.force)?;
+        pushed.updated.push(PushRef { name, expected: old, new: Some(new) });
+    }
+    if options.tags {
+        for (tag, id) in repo.refs.list("refs/tags/")? {
+            match remote_refs.get(&tag) {
+                None => pushed.updated.push(PushRef { name: tag, expected: None, new: Some(id) }),
+                Some(theirs) if *theirs != id => pushed.tags_differing.push(tag),
+                Some(_) => {}
+            }
+        }
+    }
+    if pushed.updated.is_empty() {
+        return Ok(pushed);
+    }
+    let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
+    progress.phase(Phase::Sending);
+    let sent = send_objects(repo, remote, &pushed.updated, &tips, &|d, t| progress.update(d, t));
+    progress.finish();
+    pushed.stats = sent?;
+    if let Some(r) = remote_name {
+        let tracking: Vec<RefUpdate> = pushed
+            .updated
+            .iter()
+            .filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new }))
+            .collect();
+        if !tracking.is_empty() {
+            repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
+        }
+    }
+    Ok(pushed)
+}
+
+/// Whether remote branch `branch` may move from `old` to `new`.
+fn check_branch_move(repo: &Repository, branch: &str, old: Option<ObjectId>, new: ObjectId, remote_name: Option<&str>, force: bool) -> SyncResult<()> {
+    if force {
+        let lease = match remote_name {
+            Some(r) => repo.refs.get(&format!("refs/remotes/{r}/{branch}"))?,
+            None => old,
+        };
+        if lease != old {
+            return Err(SyncError::LeaseBroken { branch: branch.to_string() });
+        }
+        return Ok(());
+    }
+    match old {
+        Some(old) if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? => Err(SyncError::NotFastForward { branch: branch.to_string() }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,104 @@
+//! A repository's named remotes (`origin`, …): resolving a name or a URL to
+//! a connectable [`RemoteSpec`], adding and removing them.
+
+use std::path::{Path, PathBuf};
+
+use dmv_repo::{RefUpdate, RemoteConfig, Repository};
+
+use crate::client::Remote;
+use crate::remote::{RemoteSpec, Transport};
+use crate::{BucketOptions, SyncError, SyncResult};
+
+/// A remote as a command names it: a configured name, or a URL or path used directly.
+#[derive(Clone, Debug)]
+pub struct NamedRemote {
+    pub spec: RemoteSpec,
+    /// The configured name (None for a URL used directly: nothing is tracked for it).
+    pub name: Option<String>,
+}
+
+impl NamedRemote {
+    pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
+        self.spec.connect()
+    }
+
+    /// Connects to push from `repo`: an empty object-storage location
+    /// becomes a repository with `repo`'s chunking on its first push.
+    pub fn connect_to_push(&self, repo: &Repository) -> SyncResult<Box<dyn Remote>> {
+        let mut spec = self.spec.clone();
+        spec.create_with = Some(repo.config.chunking);
+        spec.connect()
+    }
+}
+
+/// A remote URL as stored: local paths made absolute, so the remote still
+/// works from any directory.
+pub fn normalize_url(url: &str) -> SyncResult<String> {
+    match RemoteSpec::parse(url)?.transport {
+        Transport::Path(p) => {
+            let abs = p.canonicalize().map_err(|cause| SyncError::NoLocalRepository { path: p.clone(), cause })?;
+            Ok(abs.to_string_lossy().into_owned())
+        }
+        _ => Ok(url.to_string()),
+    }
+}
+
+/// Where an object-storage remote's pack indexes are mirrored in the
+/// repository whose `.dmv` directory is `dmv_dir`.
+pub fn remote_cache_dir(dmv_dir: &Path, url: &str) -> PathBuf {
+    let key = blake3::hash(url.as_bytes()).to_hex();
+    dmv_dir.join("remote-cache").join(&key[..16])
+}
+
+/// The spec of a configured remote, with everything its config holds.
+pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<RemoteSpec> {
+    let mut spec = RemoteSpec::parse(&config.url)?;
+    spec.token = config.token.clone();
+    spec.remote_dmv = config.remote_dmv.clone();
+    spec.bucket = BucketOptions { endpoint: config.endpoint.clone(), region: config.region.clone(), virtual_host_style: config.virtual_host_style };
+    spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
+    Ok(spec)
+}
+
+/// A configured remote by name, or a URL or path used directly.
+pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemote> {
+    if let Some(config) = repo.config.remotes.get(name_or_url) {
+        return Ok(NamedRemote { spec: configured_spec(repo, config)?, name: Some(name_or_url.to_string()) });
+    }
+    let looks_like_url = name_or_url.contains("://") || name_or_url.contains('/') || Path::new(name_or_url).join(".dmv").exists();
+    if !looks_like_url {
+        return Err(SyncError::NoSuchRemote { name: name_or_url.to_string() });
+    }
+    let mut spec = RemoteSpec::parse(&normalize_url(name_or_url)?)?;
+    spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
+    Ok(NamedRemote { spec, name: None })
+}
+
+/// Adds remote `name` (its URL normalized) to the configuration.
+pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -> SyncResult<()> {
+    if name.contains('/') || dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).is_err() {
+        return Err(SyncError::BadRemoteName { name: name.to_string() });
+    }
+    if repo.config.remotes.contains_key(name) {
+        return Err(SyncError::RemoteExists { name: name.to_string() });
+    }
+    config.url = normalize_url(&config.url)?;
+    repo.config.remotes.insert(name.to_string(), config);
+    repo.save_config()?;
+    Ok(())
+}
+
+/// Removes remote `name`, its remote-tracking branches and its mirrored indexes.
+pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConfig> {
+    let Some(removed) = repo.config.remotes.remove(name) else {
+        return Err(SyncError::NoSuchRemote { name: name.to_string() });
+    };
+    let _ = std::fs::remove_dir_all(remote_cache_dir(&repo.dmv, &removed.url));
+    let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
+    let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
+    if !deletes.is_empty() {
+        repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;
+    }
+    repo.save_config()?;
+    Ok(removed)
+}

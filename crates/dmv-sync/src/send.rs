@@ -1,0 +1,134 @@
+//! Sending objects: what the remote lacks of some new tips, chunks first and
+//! then every other object after the ones it refers to, then the refs.
+
+use std::collections::{HashMap, HashSet};
+
+use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
+use dmv_repo::Repository;
+
+use crate::client::Remote;
+use crate::objects::{children_first, edges, TransferStats};
+use crate::protocol::WireRefUpdate;
+use crate::SyncResult;
+
+/// Chunks a push asks the kernel to read ahead at a time (~8 MiB).
+const PREFETCH_CHUNKS: usize = 128;
+
+/// One ref a push sets on the remote.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PushRef {
+    pub name: String,
+    /// The value the remote must still have (None: must not exist).
+    pub expected: Option<ObjectId>,
+    /// None deletes the remote ref.
+    pub new: Option<ObjectId>,
+}
+
+/// Sends what the remote lacks of the new tips, then moves its refs with a
+/// compare-and-swap on each expected old value (all or nothing).
+pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId], progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<TransferStats> {
+    // An empty ref update checks write access, so a refusal comes before any upload.
+    client.update_refs(Vec::new(), &repo.who(), "push")?;
+    let tips: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
+    let missing = find_missing(repo, client, &tips, remote_tips)?;
+    let stats = upload(repo, client, &missing, progress)?;
+    let wire: Vec<WireRefUpdate> = updates.iter().map(|u| WireRefUpdate { name: u.name.clone(), old: u.expected, new: u.new }).collect();
+    if !wire.is_empty() {
+        client.update_refs(wire, &repo.who(), "push")?;
+    }
+    Ok(stats)
+}
+
+/// What the remote lacks: chunks with their sizes, and the other objects
+/// with the missing objects each refers to.
+struct Missing {
+    chunks: Vec<(ObjectId, u64)>,
+    graph: HashMap<ObjectId, Vec<ObjectId>>,
+}
+
+/// Asks the remote, level by level from the new commits down, which objects
+/// it has, and does not descend into those it has.
+fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], remote_tips: &[ObjectId]) -> SyncResult<Missing> {
+    let store = &repo.store;
+    let mut stop = Vec::new();
+    for t in remote_tips {
+        if store.contains(t)? {
+            stop.push(*t);
+        }
+    }
+    let commits = repo.commits_between(tips, &stop)?;
+    let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
+    let mut missing = Missing { chunks: Vec::new(), graph: HashMap::new() };
+    let mut chunk_candidates: Vec<ObjectId> = Vec::new();
+    let mut level = commits;
+    while !level.is_empty() {
+        let present = client.has(&level)?;
+        let mut next = Vec::new();
+        for (id, there) in level.iter().zip(present) {
+            if there {
+                continue;
+            }
+            let (kind, content) = store.read(id)?;
+            if kind == ObjectKind::Chunk {
+                missing.chunks.push((*id, content.len() as u64));
+                continue;
+            }
+            let mut kids = Vec::new();
+            for e in edges(id, kind, &content)? {
+                if e.chunk {
+                    if seen.insert(e.id) {
+                        chunk_candidates.push(e.id);
+                    }
+                } else {
+                    kids.push(e.id);
+                    if seen.insert(e.id) {
+                        next.push(e.id);
+                    }
+                }
+            }
+            missing.graph.insert(*id, kids);
+        }
+        level = next;
+    }
+    let present = client.has(&chunk_candidates)?;
+    for (id, there) in chunk_candidates.iter().zip(present) {
+        if !there {
+            let size = store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?.entry.raw_len as u64;
+            missing.chunks.push((*id, size));
+        }
+    }
+    Ok(missing)
+}
+
+/// Streams the missing objects in one upload: chunks (read ahead from disk
+/// while the previous window is sent), then the rest children first.
+fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<TransferStats> {
+    let store = &repo.store;
+    let order = children_first(&missing.graph);
+    if missing.chunks.is_empty() && order.is_empty() {
+        return Ok(TransferStats::default());
+    }
+    let total: u64 = missing.chunks.iter().map(|(_, s)| s).sum();
+    let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
+        let mut done = 0;
+        let prefetch = |from: usize| {
+            let window = missing.chunks.iter().skip(from).take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
+            store.prefetch(&window.collect::<Vec<_>>());
+        };
+        prefetch(0);
+        for (i, (id, size)) in missing.chunks.iter().enumerate() {
+            if i % PREFETCH_CHUNKS == 0 {
+                prefetch(i + PREFETCH_CHUNKS);
+            }
+            send(&store.read_stored(id)?)?;
+            done += size;
+            progress(done, total);
+        }
+        for id in &order {
+            send(&store.read_stored(id)?)?;
+        }
+        Ok(())
+    };
+    client.put(&mut objects)?;
+    Ok(TransferStats { objects: (missing.chunks.len() + order.len()) as u64, chunk_bytes: total })
+}
