@@ -79,8 +79,8 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     let cloned = plan.run(remote.as_mut(), &Phases::default())?;
     drop(remote);
     print_fetched(&cloned.url, &cloned.updated);
-    if std::env::var_os("DMV_TRACE").is_some() {
-        eprintln!("trace: files-written-while-receiving {}", cloned.written_while_receiving);
+    if let (Some(n), Some(_)) = (cloned.written_while_receiving, std::env::var_os("DMV_TRACE")) {
+        eprintln!("trace: files-written-while-receiving {n}");
     }
     if cloned.empty {
         eprintln!("warning: you cloned an empty repository");

@@ -58,8 +58,8 @@ pub struct Cloned {
     pub head_branch: String,
     /// The source had no commits.
     pub empty: bool,
-    /// Files written while their chunks arrived, before the checkout.
-    pub written_while_receiving: usize,
+    /// Files written while their chunks arrived, before the checkout (None: no working tree was filled).
+    pub written_while_receiving: Option<usize>,
 }
 
 /// Clones with the source's own connection.
@@ -130,7 +130,7 @@ impl ClonePlan {
         let _wlock = repo.lock_worktree()?;
         repo.set_head(&Head::Branch(format!("refs/heads/{head_short}")))?;
         let head_tip = branches.iter().find(|u| u.name == format!("refs/heads/{head_short}")).and_then(|u| u.new);
-        let mut written_while_receiving = 0;
+        let mut written_while_receiving = None;
         // The working tree is written while HEAD is still unborn (so it counts as
         // clean), then the branch is created: a resumed clone whose branch exists
         // has its files.
@@ -143,7 +143,7 @@ impl ClonePlan {
             };
             if let Some(early) = early {
                 let early_written = early.finish(&repo).map_err(|e| stopped(e.into()))?;
-                written_while_receiving = early_written.len();
+                written_while_receiving = Some(early_written.len());
                 written.extend(early_written);
             }
             progress.phase(Phase::CheckingOut);

@@ -1,0 +1,128 @@
+//! The operations a second front end (a web UI, watch mode) would call,
+//! called in-process: clone, commit, push, pull and sync between three
+//! replicas without the `dmv` binary. Path remotes are served by a thread of
+//! this test (`LocalServer::InProcess`); with the default child process they
+//! would start this test binary as a server and fail, so passing proves no
+//! binary was needed.
+
+use std::path::Path;
+
+use dmv_repo::store::ChunkParams;
+use dmv_repo::{MergeOutcome, RemoteConfig, Repository};
+use dmv_sync::{CloneOptions, ClonePlan, LocalServer, NamedRemote, PushOptions, Silent, SyncError};
+
+fn connect(repo: &Repository) -> (NamedRemote, Box<dyn dmv_sync::Remote>) {
+    let mut remote = dmv_sync::find_remote(repo, "origin").unwrap();
+    remote.spec.local_server = LocalServer::InProcess;
+    let connection = remote.connect_to_push(repo).unwrap();
+    (remote, connection)
+}
+
+fn commit_all(repo: &Repository, message: &str) {
+    repo.add(&[Vec::new()], false, &|_, _| {}).unwrap();
+    repo.commit_staged(message).unwrap().expect("something to commit");
+}
+
+fn push(repo: &Repository, options: &PushOptions) -> Result<dmv_sync::Pushed, SyncError> {
+    let (_, mut remote) = connect(repo);
+    dmv_sync::push(repo, remote.as_mut(), Some("origin"), options, &Silent)
+}
+
+fn pull(repo: &Repository) -> dmv_sync::Pulled {
+    let (_, mut remote) = connect(repo);
+    dmv_sync::pull(repo, remote.as_mut(), "origin", None, &Silent).unwrap()
+}
+
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn same_files(a: &Path, b: &Path, files: &[&str]) {
+    for f in files {
+        assert!(std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(), "{f} differs between {} and {}", a.display(), b.display());
+    }
+}
+
+#[test]
+fn clone_commit_push_pull_and_sync_in_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (studio_dir, server_dir, laptop_dir) = (tmp.path().join("studio"), tmp.path().join("server"), tmp.path().join("laptop"));
+
+    // A studio with a shoot, and a bare server it pushes to.
+    let mut studio = Repository::init(&studio_dir, ChunkParams::default()).unwrap();
+    std::fs::create_dir_all(studio_dir.join("raw")).unwrap();
+    std::fs::write(studio_dir.join("raw/a.cr3"), noise(1, 3 << 20)).unwrap();
+    std::fs::write(studio_dir.join("notes.txt"), "day one\n").unwrap();
+    commit_all(&studio, "day one");
+    Repository::init_with(&server_dir, ChunkParams::default(), true).unwrap();
+    dmv_sync::add_remote(&mut studio, "origin", RemoteConfig { url: server_dir.to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    let pushed = push(&studio, &PushOptions::default()).unwrap();
+    assert_eq!(pushed.updated.len(), 1);
+    assert!(pushed.stats.chunk_bytes >= 3 << 20, "the photo's content was sent: {:?}", pushed.stats);
+
+    // A laptop clones the server.
+    let plan = ClonePlan::new(CloneOptions {
+        source: server_dir.to_string_lossy().into_owned(),
+        directory: Some(laptop_dir.clone()),
+        local_server: LocalServer::InProcess,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(!plan.resuming);
+    let mut remote = plan.spec.connect().unwrap();
+    let cloned = plan.run(remote.as_mut(), &Silent).unwrap();
+    drop(remote);
+    assert_eq!(cloned.head_branch, "main");
+    assert!(!cloned.empty);
+    same_files(&studio_dir, &laptop_dir, &["raw/a.cr3", "notes.txt"]);
+    let laptop = cloned.repo;
+    assert!(laptop.status().unwrap().is_clean());
+
+    // The laptop edits and pushes; the studio pulls a fast-forward.
+    std::fs::write(laptop_dir.join("notes.txt"), "day one, retouched\n").unwrap();
+    commit_all(&laptop, "retouch notes");
+    push(&laptop, &PushOptions::default()).unwrap();
+    let pulled = pull(&studio);
+    assert_eq!(pulled.merge, MergeOutcome::FastForward(laptop.head_commit().unwrap().unwrap()));
+    same_files(&studio_dir, &laptop_dir, &["raw/a.cr3", "notes.txt"]);
+
+    // Both change different files; the laptop pushes first, so the studio's
+    // push is refused (not a fast-forward), and a forced push without a fetch
+    // is refused too (the lease: the remote moved since the studio looked).
+    std::fs::write(laptop_dir.join("raw/b.cr3"), noise(2, 1 << 20)).unwrap();
+    commit_all(&laptop, "second photo");
+    push(&laptop, &PushOptions::default()).unwrap();
+    std::fs::write(studio_dir.join("shotlist.txt"), "harbour\n").unwrap();
+    commit_all(&studio, "shot list");
+    let refused = push(&studio, &PushOptions::default()).unwrap_err();
+    assert!(matches!(&refused, SyncError::NotFastForward { branch } if branch == "main"), "{refused}");
+    let refused = push(&studio, &PushOptions { force: true, ..Default::default() }).unwrap_err();
+    assert!(matches!(&refused, SyncError::LeaseBroken { branch } if branch == "main"), "{refused}");
+
+    // Sync: pull (a real merge) then push the merge.
+    let (_, mut remote) = connect(&studio);
+    let synced = dmv_sync::sync(&studio, remote.as_mut(), "origin", &Silent).unwrap();
+    drop(remote);
+    let MergeOutcome::Merged(merge) = synced.pulled.merge else { panic!("expected a merge commit, got {:?}", synced.pulled.merge) };
+    assert_eq!(synced.pushed.expect("pushed after a clean merge").updated.len(), 1);
+    assert_eq!(studio.commit(&merge).unwrap().parents.len(), 2);
+
+    // The laptop pulls the merge: all three replicas hold one history.
+    let pulled = pull(&laptop);
+    assert_eq!(pulled.merge, MergeOutcome::FastForward(merge));
+    same_files(&studio_dir, &laptop_dir, &["raw/a.cr3", "raw/b.cr3", "notes.txt", "shotlist.txt"]);
+    let server = Repository::open(&server_dir).unwrap();
+    assert_eq!(server.refs.get("refs/heads/main").unwrap(), Some(merge));
+    assert_eq!(laptop.refs.get("refs/remotes/origin/main").unwrap(), Some(merge));
+    assert!(studio.status().unwrap().is_clean() && laptop.status().unwrap().is_clean());
+    let report = server.store.verify_reachable(&server.roots().unwrap(), &|_| {}).unwrap();
+    assert!(report.is_clean());
+}
