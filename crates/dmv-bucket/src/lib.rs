@@ -449,7 +449,7 @@ impl Bucket {
             let mut session = staging.begin_write()?;
             session.on_seal(move |sealed| {
                 let job = Sealed { checksum: sealed.checksum, pack: sealed.pack_path.to_path_buf(), index: sealed.index_path.to_path_buf() };
-                jobs.blocking_send(job).map_err(|_| StoreError::Other("the upload stopped".into()))
+                jobs.blocking_send(job).map_err(|_| StoreError::Internal("the upload stopped".into()))
             });
             produce(&mut |obj: &StoredObject| {
                 if !self.cache.contains(&obj.id)? && session.put_verified(obj)? {

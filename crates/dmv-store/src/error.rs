@@ -20,8 +20,23 @@ pub enum StoreError {
     ChangedWhileReading { path: PathBuf, tries: u32 },
     #[error("ambiguous object id prefix {prefix}")]
     Ambiguous { prefix: String },
-    #[error("{0}")]
-    Other(String),
+    #[error("{kind} {id} is {len} bytes, larger than the largest object a repository holds ({max_mib} MiB)")]
+    TooLarge { kind: &'static str, id: ObjectId, len: u64, max_mib: u64 },
+    #[error("object {id} is a {actual}, not {expected}")]
+    WrongKind { id: ObjectId, actual: &'static str, expected: &'static str },
+    #[error("received object {id} is damaged: {detail}")]
+    Received { id: ObjectId, detail: String },
+    #[error("{} is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("{0:?} is not a hexadecimal object id prefix")]
+    BadPrefix(String),
+    #[error("cannot write output: {0}")]
+    Output(std::io::Error),
+    #[error("cannot start the compressor: {0}")]
+    Compressor(std::io::Error),
+    /// A broken invariant of this program, not of the data or the machine.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl StoreError {

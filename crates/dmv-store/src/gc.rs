@@ -130,7 +130,7 @@ impl Store {
                 written.extend(entries.iter().map(|e| e.id));
             }
         }
-        let mut compressor = zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?;
+        let mut compressor = zstd::bulk::Compressor::new(1).map_err(StoreError::Compressor)?;
         let mut scratch = Vec::new();
         let mut out: Option<PackWriter> = None;
         let mut new_packs = Vec::new();

@@ -77,4 +77,14 @@ impl ObjectKind {
             ObjectKind::Commit => "commit",
         }
     }
+
+    /// The name with its article, for messages: "a commit".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            ObjectKind::Chunk => "a chunk",
+            ObjectKind::FileNode => "a file",
+            ObjectKind::Tree => "a tree",
+            ObjectKind::Commit => "a commit",
+        }
+    }
 }

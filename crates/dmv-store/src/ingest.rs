@@ -118,7 +118,7 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     let mut f = File::open(path).map_err(|e| StoreError::io(path, e))?;
     let before = f.metadata().map_err(|e| StoreError::io(path, e))?;
     if !before.is_file() {
-        return Err(StoreError::Other(format!("{} is not a regular file", path.display())));
+        return Err(StoreError::NotAFile(path.to_path_buf()));
     }
     let mut total = 0u64;
     if before.len() <= params.min as u64 {
@@ -325,7 +325,7 @@ impl WriteSession<'_> {
                                 None if !h.present => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_NONE, data)?,
                                 // A worker found it stored already; gc cannot remove it while we hold the session.
                                 None if self.has(&h.id)? => false,
-                                None => return Err(StoreError::Other(format!("internal error: chunk {} vanished during the write", h.id))),
+                                None => return Err(StoreError::Internal(format!("chunk {} vanished during the write", h.id))),
                             };
                             progress(data.len() as u64);
                             state.reorder.insert(first_seq + i as u64, NodeEntry { id: h.id, size: data.len() as u64 });
@@ -353,14 +353,14 @@ impl WriteSession<'_> {
                         Some(only) => only.id,
                         None => state.list.finish(self)?.id,
                     };
-                    let meta = state.meta.ok_or_else(|| StoreError::Other("missing stat".into()))?;
+                    let meta = state.meta.ok_or_else(|| StoreError::Internal("a file was written without its metadata".into()))?;
                     results[file] = Some(Ok(Ingested { id, size: state.size, meta: *meta }));
                 }
             }
             Ok(())
         });
         outcome?;
-        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(StoreError::Other("internal error: file was not processed".into())))).collect())
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(StoreError::Internal("a file was not processed".into())))).collect())
     }
 }
 

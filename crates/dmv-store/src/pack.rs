@@ -168,7 +168,7 @@ impl PackWriter {
     pub fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
         let len = raw_len.max(payload.len());
         if len > MAX_OBJECT_SIZE {
-            return Err(StoreError::Other(format!("{} {id} is {len} bytes, larger than the largest object a repository holds ({} MiB)", kind.name(), MAX_OBJECT_SIZE >> 20)));
+            return Err(StoreError::TooLarge { kind: kind.name(), id, len: len as u64, max_mib: MAX_OBJECT_SIZE as u64 >> 20 });
         }
         let raw_len = raw_len as u32;
         let stored_len = payload.len() as u32;

@@ -285,7 +285,7 @@ impl Store {
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
         let (actual, bytes) = self.read(id)?;
         if actual != kind {
-            return Err(StoreError::Other(format!("object {id} is a {}, not a {}", actual.name(), kind.name())));
+            return Err(StoreError::WrongKind { id: *id, actual: actual.name(), expected: kind.with_article() });
         }
         Ok(bytes)
     }
@@ -300,7 +300,7 @@ impl Store {
     /// level above its children ([`crate::object::ChunkWalk`]), so a
     /// damaged or hostile chain of nodes is an error, not a stack overflow.
     pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
-        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(|e| StoreError::Other(format!("cannot write output: {e}")));
+        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(StoreError::Output);
         let (kind, bytes) = self.read(id)?;
         match kind {
             ObjectKind::Chunk => {
@@ -318,7 +318,7 @@ impl Store {
                 }
                 Ok(total)
             }
-            other => Err(StoreError::Other(format!("object {id} is a {}, not file content", other.name()))),
+            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
         }
     }
 
@@ -350,12 +350,12 @@ impl Store {
             return Ok(None);
         }
         let prefix = prefix.to_ascii_lowercase();
-        let first = u8::from_str_radix(&prefix[..2], 16).map_err(|_| StoreError::Other("bad prefix".into()))?;
+        let first = u8::from_str_radix(&prefix[..2], 16).map_err(|_| StoreError::BadPrefix(prefix.to_string()))?;
         let mut found: Option<ObjectId> = None;
         for idx in self.indexes() {
             for i in idx.bucket(first) {
                 if hex::encode(idx.id_at(i)).starts_with(&prefix) {
-                    let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Other("bad id".into()))?;
+                    let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Internal("an index entry is not an object id".into()))?;
                     if found.is_some_and(|f| f != id) {
                         return Err(StoreError::Ambiguous { prefix });
                     }
@@ -400,7 +400,7 @@ impl Store {
             on_seal: None,
             pack: None,
             pending: HashSet::new(),
-            compressor: zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Other(format!("zstd: {e}")))?,
+            compressor: zstd::bulk::Compressor::new(1).map_err(StoreError::Compressor)?,
             scratch: Vec::new(),
             sealed: Vec::new(),
             bytes_written: 0,
@@ -563,7 +563,7 @@ impl<'a> WriteSession<'a> {
         if self.has(&obj.id)? {
             return Ok(false);
         }
-        obj.content().map_err(|detail| StoreError::Other(format!("received object {} is damaged: {detail}", obj.id)))?;
+        obj.content().map_err(|detail| StoreError::Received { id: obj.id, detail })?;
         self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
         Ok(true)
     }
@@ -587,7 +587,7 @@ impl<'a> WriteSession<'a> {
         if self.pack.is_none() {
             self.pack = Some(PackWriter::create_with(&self.store.packs_dir, self.store.durable)?);
         }
-        let pack = self.pack.as_mut().ok_or_else(|| StoreError::Other("no pack".into()))?;
+        let pack = self.pack.as_mut().ok_or_else(|| StoreError::Internal("no pack open for writing".into()))?;
         pack.append(id, kind, raw_len, compression, payload)?;
         self.bytes_written += payload.len() as u64;
         self.pending.insert(id);
