@@ -578,3 +578,49 @@ fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
     assert!(errors.len() == 1 && errors[0].contains("does not hash to its id"), "{}", stderr(&out));
     assert!(!b.join("d3/f345").exists(), "a damaged file must not be written out");
 }
+
+/// `dmv sync` pulls the current branch and pushes it back when the merge is
+/// clean; with conflicts it pushes nothing and exits 1.
+#[test]
+fn sync_merges_then_pushes_and_stops_on_conflicts() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("shared.raw"), 2 * MIB, 5);
+    commit_all(&a, "first");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t, &["clone", "hub", "b"]);
+    let b = t.join("b");
+
+    // Different files on each side: b's sync merges a's push and sends the merge.
+    std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
+    commit_all(&a, "a's work");
+    dmv(&a, &["push"]);
+    std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
+    commit_all(&b, "b's work");
+    let out = dmv_out(&b, &["sync"]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Merged origin/main"), "{}", String::from_utf8_lossy(&out.stdout));
+    let merge = head_of(&b, "refs/heads/main");
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), merge, "the merge was pushed");
+    assert_eq!(head_of(&b, "refs/remotes/origin/main"), merge);
+    ok(&dmv_out(&a, &["sync"]));
+    assert_eq!(head_of(&a, "refs/heads/main"), merge, "a fast-forwards to the merge");
+    assert_same_tree(&a, &b);
+
+    // The same file changed on both sides: conflicts, exit 1, nothing pushed.
+    std::fs::write(a.join("from-a.txt"), "a again\n").unwrap();
+    commit_all(&a, "a edits");
+    dmv(&a, &["push"]);
+    std::fs::write(b.join("from-a.txt"), "b's take\n").unwrap();
+    commit_all(&b, "b edits");
+    let hub = head_of(&t.join("hub"), "refs/heads/main");
+    let out = dmv_out(&b, &["sync"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT"));
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), hub, "nothing pushed");
+    fsck_clean(&t.join("hub"));
+}
