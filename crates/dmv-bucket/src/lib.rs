@@ -18,13 +18,13 @@
 
 mod ranges;
 mod refs;
-pub mod trace;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dmv_store::trace;
 use dmv_store::{check_record_header, index_file_name, pack_file_name, verify_pack_index, ChunkParams, Located, ObjectId, Store, StoreError, StoredObject};
 use futures_util::StreamExt;
 use opendal::layers::{RetryLayer, TimeoutLayer};

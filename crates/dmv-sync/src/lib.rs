@@ -52,5 +52,6 @@ pub enum SyncError {
 }
 
 /// Byte counters of everything written to and read from remotes (object
-/// storage included), for `DMV_TRACE` and the tests that check what travelled.
-pub use dmv_bucket::trace;
+/// storage included), for `DMV_TRACE` and the tests that check what travelled
+/// (they live in dmv-store, which every transport shares).
+pub use dmv_repo::store::trace;
