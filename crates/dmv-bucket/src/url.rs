@@ -1,0 +1,119 @@
+//! Where a bucket is and how to reach it: the `s3://` URL, the endpoint
+//! options, and the connection (an opendal operator with its retries and
+//! timeouts, and the I/O runtime its requests run on).
+
+use std::time::Duration;
+
+use opendal::layers::{RetryLayer, TimeoutLayer};
+use opendal::Operator;
+
+use crate::error::{BucketError, BucketResult, Target};
+
+/// Requests in flight when many are independent (index downloads, ranged GETs).
+pub(crate) const READS_IN_FLIGHT: usize = 6;
+
+/// `s3://bucket[/prefix]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketUrl {
+    pub bucket: String,
+    pub prefix: String,
+}
+
+impl BucketUrl {
+    pub fn parse(url: &str) -> BucketResult<BucketUrl> {
+        let bad = |why: &str| BucketError::Invalid(format!("bad object storage remote {url:?}: {why}"));
+        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("it must start with s3://"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let bucket_ok = (3..=63).contains(&bucket.len())
+            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && !bucket.starts_with(['-', '.'])
+            && !bucket.ends_with(['-', '.']);
+        if !bucket_ok {
+            return Err(bad("a bucket name is 3-63 lowercase letters, digits, '-' or '.'"));
+        }
+        let prefix = prefix.trim_end_matches('/');
+        if prefix.split('/').any(|seg| seg == "." || seg == "..") || prefix.contains("//") || prefix.starts_with('/') {
+            return Err(bad("the prefix has an empty, '.' or '..' component"));
+        }
+        Ok(BucketUrl { bucket: bucket.to_string(), prefix: prefix.to_string() })
+    }
+}
+
+/// Where and how to reach the store, besides what the standard AWS
+/// environment variables and files say (credentials, region, `AWS_ENDPOINT_URL`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketOptions {
+    /// e.g. `http://127.0.0.1:9000`; default: AWS for the region.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// `bucket.host/key` instead of `host/bucket/key` (path style, the default,
+    /// is what MinIO, Ceph and Garage expect).
+    pub virtual_host_style: bool,
+}
+
+/// A connection to one bucket location: every request goes through `op`,
+/// driven by `runtime`; errors name `target`.
+pub(crate) struct Conn {
+    pub target: Target,
+    pub runtime: tokio::runtime::Runtime,
+    pub op: Operator,
+}
+
+impl Conn {
+    /// Checks the URL and sets up the client; nothing is sent yet.
+    pub fn new(url: &str, options: &BucketOptions) -> BucketResult<Conn> {
+        install_http_transport();
+        let parsed = BucketUrl::parse(url)?;
+        let target = Target { url: url.to_string(), bucket: parsed.bucket.clone() };
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| BucketError::Invalid(format!("cannot start the I/O runtime: {e}")))?;
+        let op = operator(&parsed, options).map_err(|e| target.classify(e, "configuration"))?;
+        Ok(Conn { target, runtime, op })
+    }
+}
+
+/// opendal's HTTP client is process-wide, as is rustls's crypto provider
+/// (ring: the one the rest of DMV builds with). Both calls are idempotent.
+fn install_http_transport() {
+    // A server that goes away mid-upload must be an error, not a SIGPIPE death.
+    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    opendal_http_transport_reqwest::install_default();
+}
+
+fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operator> {
+    let mut builder = opendal::services::S3::default().bucket(&url.bucket).root(&format!("/{}", url.prefix)).disable_ec2_metadata();
+    if let Some(endpoint) = options.endpoint.as_deref().filter(|e| !e.is_empty()) {
+        builder = builder.endpoint(endpoint);
+    }
+    let region = options
+        .region
+        .clone()
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "us-east-1".into());
+    builder = builder.region(&region);
+    if options.virtual_host_style {
+        builder = builder.enable_virtual_host_style();
+    }
+    Ok(Operator::new(builder)?
+        // A pack's close waits for its last parts: generous enough for slow uplinks.
+        .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(120)).with_io_timeout(Duration::from_secs(300)))
+        .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bucket_urls() {
+        assert_eq!(BucketUrl::parse("s3://photos").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "".into() });
+        assert_eq!(BucketUrl::parse("s3://photos/studio/2026/").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "studio/2026".into() });
+        for bad in ["s3://", "s3://ab", "s3://Photos/x", "s3://photos/../x", "s3://photos//x", "s3://-x/y", "http://photos/x", "s3://photos/./x"] {
+            assert!(BucketUrl::parse(bad).is_err(), "{bad} should be refused");
+        }
+    }
+}
