@@ -50,7 +50,7 @@ async fn read_or_create_async(op: &Operator, target: &Target, create: Option<Chu
                 trace::count_received(bytes.len() as u64);
                 let config: BucketConfig = serde_json::from_slice(&bytes).map_err(|e| not_repo(format!("{CONFIG_KEY} is not a DMV repository config: {e}")))?;
                 if config.format != FORMAT_VERSION {
-                    return Err(BucketError::Invalid(format!("{}: repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", target.url, config.format)));
+                    return Err(BucketError::UnsupportedFormat { url: target.url.clone(), found: config.format, supported: FORMAT_VERSION });
                 }
                 config.chunking.validate().map_err(|d| not_repo(format!("{CONFIG_KEY}: {d}")))?;
                 return Ok((config, bytes));
@@ -60,7 +60,7 @@ async fn read_or_create_async(op: &Operator, target: &Target, create: Option<Chu
                     return Err(not_repo(format!("not a DMV repository (no {CONFIG_KEY} there; push to it to create one)")));
                 };
                 let config = BucketConfig { format: FORMAT_VERSION, chunking, id: new_repository_id() };
-                let bytes = serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Invalid(e.to_string()))?;
+                let bytes = serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Internal { what: "writing the repository config", detail: e.to_string() })?;
                 trace::count_sent(bytes.len() as u64);
                 match op.write_with(CONFIG_KEY, bytes).if_not_exists(true).await {
                     // Created, or someone else created it at the same moment: read what won.

@@ -40,7 +40,8 @@ impl Mirror {
         let (root, tmp) = match root {
             Some(dir) => (dir.to_path_buf(), None),
             None => {
-                let tmp = tempfile::Builder::new().prefix("dmv-bucket-cache").tempdir().map_err(|e| BucketError::Invalid(format!("cannot create a cache directory: {e}")))?;
+                let tmp =
+                    tempfile::Builder::new().prefix("dmv-bucket-cache").tempdir().map_err(|e| BucketError::io("cannot create a cache directory in", std::env::temp_dir(), e))?;
                 (tmp.path().to_path_buf(), Some(tmp))
             }
         };
@@ -66,14 +67,14 @@ impl Mirror {
         let packs_dir = self.store.packs_dir().to_path_buf();
         let mut cached = HashSet::new();
         let mut forgot = false;
-        for entry in std::fs::read_dir(&packs_dir).map_err(|e| BucketError::Invalid(format!("{}: {e}", packs_dir.display())))? {
+        for entry in std::fs::read_dir(&packs_dir).map_err(|e| BucketError::io("cannot list the mirror of the bucket's indexes", &packs_dir, e))? {
             let Ok(entry) = entry else { continue };
             let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else { continue };
             if listed.contains_key(&pack) {
                 cached.insert(pack);
             } else {
                 // Gone from the bucket: the mirror must never claim what the bucket lacks.
-                std::fs::remove_file(entry.path()).map_err(|e| BucketError::Invalid(format!("{}: {e}", entry.path().display())))?;
+                std::fs::remove_file(entry.path()).map_err(|e| BucketError::io("cannot remove an index gone from the bucket from the mirror", entry.path(), e))?;
                 forgot = true;
             }
         }
@@ -116,10 +117,15 @@ impl Mirror {
 
     fn install_index(&self, conn: &Conn, pack: &ObjectId, key: &str, bytes: &[u8]) -> BucketResult<()> {
         let dir = self.store.packs_dir();
-        let tmp = tempfile::Builder::new().prefix("download-").suffix(".tmp").tempfile_in(dir).map_err(|e| BucketError::Invalid(format!("{}: {e}", dir.display())))?;
-        std::fs::write(tmp.path(), bytes).map_err(|e| BucketError::Invalid(format!("{}: {e}", tmp.path().display())))?;
+        let tmp = tempfile::Builder::new()
+            .prefix("download-")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|e| BucketError::io("cannot create a file in the mirror of the bucket's indexes", dir, e))?;
+        std::fs::write(tmp.path(), bytes).map_err(|e| BucketError::io("cannot write a downloaded index to", tmp.path(), e))?;
         verify_pack_index(tmp.path(), pack).map_err(|e| conn.target.damaged(format!("{key}: {e}")))?;
-        tmp.persist(dir.join(index_file_name(pack))).map_err(|e| BucketError::Invalid(format!("{}: {e}", dir.display())))?;
+        let path = dir.join(index_file_name(pack));
+        tmp.persist(&path).map_err(|e| BucketError::io("cannot install a downloaded index as", &path, e.error))?;
         Ok(())
     }
 }

@@ -40,7 +40,7 @@ pub(crate) fn read_objects<E: From<BucketError>>(conn: &Conn, wanted: Vec<Locate
         }))
         .buffered(READS_IN_FLIGHT);
         while let Some(joined) = reads.next().await {
-            let (range, key, got) = joined.map_err(|e| BucketError::Invalid(format!("a download task failed: {e}")))?;
+            let (range, key, got) = joined.map_err(|e| BucketError::Internal { what: "a download task", detail: e.to_string() })?;
             let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?.to_bytes();
             trace::count_received(bytes.len() as u64);
             if bytes.len() as u64 != range.end - range.start {

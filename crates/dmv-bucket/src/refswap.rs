@@ -61,7 +61,7 @@ pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
                 Err(e) => return Err(target.classify(e, "reading refs")),
             };
             let Some(etag) = etag else {
-                return Err(target.storage("the object store gives no ETag for refs; it cannot do compare-and-swap".into()));
+                return Err(target.unsupported("the object store gives no ETag for refs, so it cannot do compare-and-swap; DMV will not use it"));
             };
             match op.read_with(REFS_KEY).if_match(&etag).await {
                 Ok(bytes) => {
@@ -75,7 +75,7 @@ pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
                 Err(e) => return Err(target.classify(e, "reading refs")),
             }
         }
-        Err(target.storage("the ref table kept changing while it was read; try again".into()))
+        Err(target.contended("the ref table kept changing while it was read; try again".into()))
     })
 }
 
@@ -117,7 +117,7 @@ pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange
         }
         lost += 1;
         if lost >= MAX_SWAP_ATTEMPTS {
-            return Err(conn.target.storage(format!("the ref table changed under {lost} attempts to update it; try again")));
+            return Err(conn.target.contended(format!("the ref table changed under {lost} attempts to update it; try again")));
         }
         // Jittered backoff, so racing writers stop colliding.
         let jitter = u64::from(std::process::id() % 7 + lost) * 15;
@@ -135,7 +135,7 @@ pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<(
         Err(e) if lost_race(&e) => Ok(()),
         Err(e) => Err(conn.target.classify(e, "checking write access")),
         // It rewrote the same bytes: harmless, but the store ignores the condition.
-        Ok(_) => Err(conn.target.storage("this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it".into())),
+        Ok(_) => Err(conn.target.unsupported("this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it")),
     }
 }
 

@@ -67,7 +67,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mir
         session.finish()?;
         Ok(())
     })();
-    let uploaded = uploader.join().unwrap_or_else(|_| Err(BucketError::Invalid("the upload thread failed".into())));
+    let uploaded = uploader.join().unwrap_or_else(|_| Err(BucketError::Internal { what: "the upload thread", detail: "it panicked".into() }));
     // The upload's own error says more than "the upload stopped".
     uploaded.map_err(E::from)?;
     produced?;
@@ -97,9 +97,9 @@ async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::m
             }
         }
         let Some(done) = bodies.next().await else { return Ok(()) };
-        let job = done.map_err(|e| BucketError::Invalid(format!("an upload task failed: {e}")))??;
+        let job = done.map_err(|e| BucketError::Internal { what: "an upload task", detail: e.to_string() })??;
         let key = index_key(&job.checksum);
-        let index = std::fs::read(&job.index).map_err(|e| BucketError::Invalid(format!("{}: {e}", job.index.display())))?;
+        let index = std::fs::read(&job.index).map_err(|e| BucketError::io("cannot read the staged index", &job.index, e))?;
         let n = index.len() as u64;
         op.write(&key, index).await.map_err(|e| target.classify(e, &format!("uploading {key}")))?;
         trace::count_sent(n);
@@ -114,7 +114,7 @@ async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::m
 async fn upload_body(op: Operator, target: Target, job: Sealed) -> BucketResult<Sealed> {
     let key = pack_key(&job.checksum);
     let fail = |e: opendal::Error| target.classify(e, &format!("uploading {key}"));
-    let local = |e: std::io::Error| BucketError::Invalid(format!("{}: {e}", job.pack.display()));
+    let local = |e: std::io::Error| BucketError::io("cannot read the staged pack", &job.pack, e);
     let mut writer = op.writer_with(&key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(fail)?;
     let written = async {
         let mut file = std::fs::File::open(&job.pack).map_err(local)?;

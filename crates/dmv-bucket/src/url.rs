@@ -21,7 +21,7 @@ pub struct BucketUrl {
 
 impl BucketUrl {
     pub fn parse(url: &str) -> BucketResult<BucketUrl> {
-        let bad = |why: &str| BucketError::Invalid(format!("bad object storage remote {url:?}: {why}"));
+        let bad = |why: &'static str| BucketError::BadUrl { url: url.to_string(), why };
         let rest = url.strip_prefix("s3://").ok_or_else(|| bad("it must start with s3://"))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         let bucket_ok = (3..=63).contains(&bucket.len())
@@ -65,8 +65,7 @@ impl Conn {
         install_http_transport();
         let parsed = BucketUrl::parse(url)?;
         let target = Target { url: url.to_string(), bucket: parsed.bucket.clone() };
-        let runtime =
-            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| BucketError::Invalid(format!("cannot start the I/O runtime: {e}")))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|cause| BucketError::Runtime { cause })?;
         let op = operator(&parsed, options).map_err(|e| target.classify(e, "configuration"))?;
         Ok(Conn { target, runtime, op })
     }
@@ -115,5 +114,33 @@ mod tests {
         for bad in ["s3://", "s3://ab", "s3://Photos/x", "s3://photos/../x", "s3://photos//x", "s3://-x/y", "http://photos/x", "s3://photos/./x"] {
             assert!(BucketUrl::parse(bad).is_err(), "{bad} should be refused");
         }
+    }
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    /// A real refused connection through opendal's HTTP client, so the
+    /// classification sees the causes that client really gives.
+    #[test]
+    fn a_store_that_does_not_answer_is_unreachable() {
+        install_http_transport();
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let builder = opendal::services::S3::default()
+            .bucket("photos")
+            .endpoint(&format!("http://127.0.0.1:{port}"))
+            .region("us-east-1")
+            .access_key_id("key")
+            .secret_access_key("secret")
+            .disable_ec2_metadata();
+        let op = Operator::new(builder).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let err = runtime.block_on(op.stat("refs")).unwrap_err();
+        let target = Target { url: "s3://photos".into(), bucket: "photos".into() };
+        let e = target.classify(err, "reading refs");
+        assert!(matches!(e, BucketError::Unreachable { .. }), "{e}");
+        assert!(e.to_string().starts_with("cannot reach s3://photos: reading refs: the object store does not answer (Connection refused"), "{e}");
     }
 }
