@@ -29,10 +29,10 @@ pub struct BucketConfig {
 /// empty location becomes a repository with those chunking parameters;
 /// without, it is an error.
 pub(crate) fn read_or_create(conn: &Conn, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
-    conn.runtime.block_on(read_or_create_async(&conn.op, &conn.target, create))
+    conn.run("reading the repository config", read_or_create_async(conn.op.clone(), conn.target.clone(), create))
 }
 
-async fn read_or_create_async(op: &Operator, target: &Target, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
+async fn read_or_create_async(op: Operator, target: Target, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
     let not_repo = |detail: String| BucketError::NotARepository { url: target.url.clone(), detail };
     loop {
         let read = match op.stat(CONFIG_KEY).await {

@@ -60,9 +60,10 @@ impl Mirror {
     /// Mirrors the bucket's list of pack indexes: downloads (and verifies)
     /// the new ones, forgets the ones gone from the bucket.
     pub fn refresh(&self, conn: &Conn) -> BucketResult<()> {
-        let listed = conn.runtime.block_on(async {
-            let entries = conn.op.list_with(PACKS_PREFIX).await.map_err(|e| conn.target.classify(e, "listing packs"))?;
-            Ok::<_, BucketError>(entries.into_iter().filter_map(|e| Some((pack_of_index_name(e.name())?, e.metadata().content_length()))).collect::<HashMap<ObjectId, u64>>())
+        let (op, target) = (conn.op.clone(), conn.target.clone());
+        let listed = conn.run("listing packs", async move {
+            let entries = op.list_with(PACKS_PREFIX).await.map_err(|e| target.classify(e, "listing packs"))?;
+            Ok(entries.into_iter().filter_map(|e| Some((pack_of_index_name(e.name())?, e.metadata().content_length()))).collect::<HashMap<ObjectId, u64>>())
         })?;
         let packs_dir = self.store.packs_dir().to_path_buf();
         let mut cached = HashSet::new();
@@ -88,10 +89,12 @@ impl Mirror {
                 return Err(conn.target.damaged(detail));
             }
         }
+        let handle = conn.runtime.handle().clone();
         conn.runtime.block_on(async {
+            // Each download runs as a task of its own (see `Conn::run`); this thread installs them.
             let mut downloads = futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
                 let op = conn.op.clone();
-                async move {
+                handle.spawn(async move {
                     let key = index_key(&pack);
                     // The listed length bounds the read (an index is never replaced).
                     let got = match len {
@@ -99,10 +102,11 @@ impl Mirror {
                         _ => op.read_with(&key).range(0..len).await,
                     };
                     (pack, key, got)
-                }
+                })
             }))
             .buffer_unordered(READS_IN_FLIGHT);
-            while let Some((pack, key, got)) = downloads.next().await {
+            while let Some(joined) = downloads.next().await {
+                let (pack, key, got) = joined.map_err(|e| BucketError::Internal { what: "an index download task", detail: e.to_string() })?;
                 let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?.to_vec();
                 trace::count_received(bytes.len() as u64);
                 self.install_index(conn, &pack, &key, &bytes)?;

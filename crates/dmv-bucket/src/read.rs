@@ -29,7 +29,8 @@ pub(crate) fn read_objects<E: From<BucketError>>(conn: &Conn, wanted: Vec<Locate
     let plan = ranges::plan(wanted, MAX_READ_GAP, MAX_READ_LEN);
     let handle = conn.runtime.handle().clone();
     conn.runtime.block_on(async {
-        // Each GET runs as its own task, so downloads go on while `sink` writes.
+        // Each GET runs as its own task, so downloads go on while `sink` writes
+        // (and requests are made only on the runtime's threads: see `Conn::run`).
         let mut reads = futures_util::stream::iter(plan.into_iter().map(|range| {
             let op = conn.op.clone();
             handle.spawn(async move {

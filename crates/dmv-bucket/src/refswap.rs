@@ -48,8 +48,8 @@ pub enum RefUpdateOutcome {
 
 /// The ref table and its version.
 pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
-    let (op, target) = (&conn.op, &conn.target);
-    conn.runtime.block_on(async {
+    let (op, target) = (conn.op.clone(), conn.target.clone());
+    conn.run("reading refs", async move {
         for _ in 0..MAX_SWAP_ATTEMPTS {
             let etag = match op.stat(REFS_KEY).await {
                 Ok(meta) if meta.content_length() > MAX_REF_TABLE_SIZE => {
@@ -130,7 +130,8 @@ pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange
 /// lost): rewriting the config (`config_bytes`, as stored) with
 /// `If-None-Match: *` must be refused.
 pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<()> {
-    let written = conn.runtime.block_on(async { conn.op.write_with(CONFIG_KEY, config_bytes.to_vec()).if_not_exists(true).await });
+    let (op, config) = (conn.op.clone(), config_bytes.to_vec());
+    let written = conn.run("checking write access", async move { Ok(op.write_with(CONFIG_KEY, config).if_not_exists(true).await) })?;
     match written {
         Err(e) if lost_race(&e) => Ok(()),
         Err(e) => Err(conn.target.classify(e, "checking write access")),
@@ -143,13 +144,14 @@ pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<(
 fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<bool> {
     let bytes = table.encode();
     let len = bytes.len() as u64;
-    let written = conn.runtime.block_on(async {
-        let write = conn.op.write_with(REFS_KEY, bytes);
-        match etag {
-            Some(etag) => write.if_match(etag).await,
+    let (op, etag) = (conn.op.clone(), etag.map(str::to_string));
+    let written = conn.run("updating refs", async move {
+        let write = op.write_with(REFS_KEY, bytes);
+        Ok(match etag {
+            Some(etag) => write.if_match(&etag).await,
             None => write.if_not_exists(true).await,
-        }
-    });
+        })
+    })?;
     match written {
         Ok(_) => {
             trace::count_sent(len);

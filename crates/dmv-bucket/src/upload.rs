@@ -45,11 +45,8 @@ pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(conn: &Conn, 
 fn put_staged<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, staging_dir: &Path, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
     let staging = Store::open_scratch(staging_dir, chunking, PACK_SIZE)?;
     let (jobs, queue) = tokio::sync::mpsc::channel::<Sealed>(1);
-    let op = conn.op.clone();
-    let handle = conn.runtime.handle().clone();
-    let target = conn.target.clone();
-    let published = mirror.store.packs_dir().to_path_buf();
-    let uploader = std::thread::spawn(move || handle.block_on(upload_in_order(op, target, queue, published)));
+    // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
+    let uploader = conn.runtime.spawn(upload_in_order(conn.op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf()));
     let mut stored = (0u64, 0u64);
     let produced = (|| -> Result<(), E> {
         let mut session = staging.begin_write()?;
@@ -67,7 +64,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mir
         session.finish()?;
         Ok(())
     })();
-    let uploaded = uploader.join().unwrap_or_else(|_| Err(BucketError::Internal { what: "the upload thread", detail: "it panicked".into() }));
+    let uploaded = conn.runtime.block_on(uploader).unwrap_or_else(|e| Err(BucketError::Internal { what: "the upload task", detail: e.to_string() }));
     // The upload's own error says more than "the upload stopped".
     uploaded.map_err(E::from)?;
     produced?;

@@ -1,7 +1,16 @@
 //! Where a bucket is and how to reach it: the `s3://` URL, the endpoint
 //! options, and the connection (an opendal operator with its retries and
 //! timeouts, and the I/O runtime its requests run on).
+//!
+//! SIGPIPE: the HTTP client writes to its sockets with `writev`, which
+//! cannot ask for `MSG_NOSIGNAL` as `send` does, so a store that goes away
+//! mid-request raises SIGPIPE, and under the default disposition (the
+//! CLI's choice) that kills the process. The library leaves the process's
+//! disposition alone: every request runs on the runtime's own threads,
+//! which block SIGPIPE (it is sent to the writing thread), so the write
+//! fails with EPIPE and the push reports the store as unreachable.
 
+use std::future::Future;
 use std::time::Duration;
 
 use opendal::layers::{RetryLayer, TimeoutLayer};
@@ -65,18 +74,36 @@ impl Conn {
         install_http_transport();
         let parsed = BucketUrl::parse(url)?;
         let target = Target { url: url.to_string(), bucket: parsed.bucket.clone() };
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|cause| BucketError::Runtime { cause })?;
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_start(block_sigpipe).enable_all().build().map_err(|cause| BucketError::Runtime { cause })?;
         let op = operator(&parsed, options).map_err(|e| target.classify(e, "configuration"))?;
         Ok(Conn { target, runtime, op })
+    }
+
+    /// Runs `work` as a task on the runtime's threads (never on the calling
+    /// one: see SIGPIPE above) and waits for its result. Requests are made
+    /// only in such tasks, or in tasks they spawn.
+    pub fn run<T: Send + 'static>(&self, what: &'static str, work: impl Future<Output = BucketResult<T>> + Send + 'static) -> BucketResult<T> {
+        self.runtime.block_on(self.runtime.spawn(work)).map_err(|e| BucketError::Internal { what, detail: e.to_string() })?
+    }
+}
+
+/// Blocks SIGPIPE in the calling thread (a runtime thread), so that a write
+/// to a socket whose peer went away fails with EPIPE instead of raising it.
+fn block_sigpipe() {
+    // SAFETY: the set is initialised by sigemptyset before use, and
+    // pthread_sigmask changes only this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
 
 /// opendal's HTTP client is process-wide, as is rustls's crypto provider
 /// (ring: the one the rest of DMV builds with). Both calls are idempotent.
 fn install_http_transport() {
-    // A server that goes away mid-upload must be an error, not a SIGPIPE death.
-    // SAFETY: setting a signal disposition to SIG_IGN has no preconditions.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let _ = rustls::crypto::ring::default_provider().install_default();
     opendal_http_transport_reqwest::install_default();
 }
@@ -120,6 +147,38 @@ mod tests {
 #[cfg(test)]
 mod network_tests {
     use super::*;
+
+    fn sigpipe_blocked_here() -> bool {
+        // SAFETY: a null new set only reads this thread's mask into `mask`.
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+            libc::sigismember(&mask, libc::SIGPIPE) == 1
+        }
+    }
+
+    fn sigpipe_disposition() -> libc::sighandler_t {
+        // SAFETY: a null new action only reads the current one into `old`.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old);
+            old.sa_sigaction
+        }
+    }
+
+    /// Requests run where SIGPIPE is blocked, and opening a bucket leaves the
+    /// caller's thread and the process's disposition as they were.
+    #[test]
+    fn requests_run_on_threads_that_block_sigpipe() {
+        let before = sigpipe_disposition();
+        let options = BucketOptions { endpoint: Some("http://127.0.0.1:9".into()), ..Default::default() };
+        let conn = Conn::new("s3://photos/p", &options).unwrap();
+        assert!(conn.run("test", async { Ok(sigpipe_blocked_here()) }).unwrap());
+        assert!(conn.run("test", async { Ok(tokio::spawn(async { sigpipe_blocked_here() }).await.unwrap()) }).unwrap(), "tasks spawned by requests too");
+        assert!(conn.run("test", async { Ok(tokio::task::spawn_blocking(sigpipe_blocked_here).await.unwrap()) }).unwrap(), "and blocking threads");
+        assert!(!sigpipe_blocked_here());
+        assert_eq!(sigpipe_disposition(), before);
+    }
 
     /// A real refused connection through opendal's HTTP client, so the
     /// classification sees the causes that client really gives.
