@@ -95,9 +95,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Like git: `dmv log | head` ends quietly when the reader goes away. Commands
-    // talking to a remote through a pipe keep SIGPIPE ignored (as Rust starts),
-    // so a server that dies is reported, not a silent death.
-    if !talks_through_pipes(&cli.command) {
+    // talking to another replica keep SIGPIPE ignored (as Rust starts): pipes
+    // and the HTTP client's vectored socket writes cannot refuse the signal, and
+    // a peer that goes away must be reported, not end the process silently.
+    if !talks_to_peers(&cli.command) {
         // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -175,8 +176,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn talks_through_pipes(c: &Command) -> bool {
-    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_))
+fn talks_to_peers(c: &Command) -> bool {
+    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_)) || matches!(c, Command::Serve(a) if a.over_http())
 }
 
 fn needs_worktree(c: &Command) -> bool {

@@ -17,6 +17,7 @@ mod nodes;
 pub mod object;
 mod pack;
 mod store;
+pub mod trace;
 mod verify;
 
 pub use chunker::{ChunkBatch, ChunkParams, Chunker};
@@ -32,19 +33,6 @@ pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
 pub use store::{SealedPack, Stats, Store, StoredObject, WriteSession, MULTI_PACK_INDEX};
 pub use verify::{Damage, VerifyReport};
-
-/// Counters for tests and `--trace`: how often the store opened files for content.
-pub mod trace {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    /// Files opened to read working-tree content (ingest or hashing).
-    pub static CONTENT_FILES_OPENED: AtomicU64 = AtomicU64::new(0);
-    pub fn content_files_opened() -> u64 {
-        CONTENT_FILES_OPENED.load(Ordering::Relaxed)
-    }
-    pub(crate) fn count_content_open() {
-        CONTENT_FILES_OPENED.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// Test hooks at named points between durable steps. `DMV_FAILPOINT=NAME`
 /// aborts the process there (the crash tests stop a commit between any two

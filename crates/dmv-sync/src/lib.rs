@@ -3,10 +3,12 @@
 //! S3-compatible object store with nothing of DMV running there), the
 //! negotiation that sends only what the other side lacks, and the server.
 //!
-//! A front end using the pipe transports (a path or ssh remote) must leave
-//! SIGPIPE ignored, as Rust programs start: a server that dies is then an
-//! error on the next write rather than the end of the process. The library
-//! does not change the disposition behind the front end's back.
+//! A front end using the pipe transports (a path or ssh remote) or HTTP must
+//! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
+//! HTTP client's vectored socket writes, cannot refuse the signal, so only
+//! then is a peer that goes away an error rather than the end of the
+//! process. The library does not change the disposition behind the front
+//! end's back (object storage blocks it on its own threads).
 
 mod bucket_remote;
 mod client;
@@ -49,5 +51,6 @@ pub use send::{send_objects, PushRef};
 pub use serve::serve_stdio;
 
 /// Byte counters of everything written to and read from remotes (object
-/// storage included), for `DMV_TRACE` and the tests that check what travelled.
-pub use dmv_bucket::trace;
+/// storage included), for `DMV_TRACE` and the tests that check what travelled
+/// (they live in dmv-store, which every transport shares).
+pub use dmv_repo::store::trace;

@@ -1,9 +1,21 @@
-//! Byte counters of everything written to and read from remotes (pipes,
-//! HTTP and object storage alike), for `DMV_TRACE` and the tests that check
-//! what travelled.
+//! Counters for `DMV_TRACE` and the tests: how often the store opened files
+//! for content, and how many bytes were written to and read from remotes
+//! (pipes, HTTP and object storage alike: every transport counts here, so the
+//! counters live in the lowest crate they all share).
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Files opened to read working-tree content (ingest or hashing).
+pub static CONTENT_FILES_OPENED: AtomicU64 = AtomicU64::new(0);
+
+pub fn content_files_opened() -> u64 {
+    CONTENT_FILES_OPENED.load(Ordering::Relaxed)
+}
+
+pub(crate) fn count_content_open() {
+    CONTENT_FILES_OPENED.fetch_add(1, Ordering::Relaxed);
+}
 
 pub static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
 pub static BYTES_RECEIVED: AtomicU64 = AtomicU64::new(0);
@@ -37,6 +49,7 @@ fn check_abort() {
     }
 }
 
+/// A reader or writer whose bytes count as received or sent.
 pub struct Counting<T>(pub T);
 
 impl<R: Read> Read for Counting<R> {

@@ -1,0 +1,171 @@
+//! Moving refs: the ref table ([`RefTable`]) is one object, read with its
+//! ETag and replaced whole only if that ETag still holds. Concurrent
+//! writers race on it: exactly one wins each round, and a loser whose refs
+//! were not touched retries.
+
+use std::time::Duration;
+
+use dmv_store::{trace, ObjectId};
+use opendal::ErrorKind;
+
+use crate::error::{lost_race, BucketResult};
+use crate::layout::{CONFIG_KEY, REFS_KEY};
+use crate::refs::RefTable;
+use crate::url::Conn;
+
+/// Reading or swapping the ref table gives up after losing this many races in a row.
+const MAX_SWAP_ATTEMPTS: u32 = 30;
+/// The ref table is ~80 bytes per ref (1.6 million refs): what the bucket
+/// says it holds is checked against this before anything is downloaded.
+const MAX_REF_TABLE_SIZE: u64 = 128 << 20;
+
+/// A ref table as read, with the version a compare-and-swap must match.
+#[derive(Clone, Debug, Default)]
+pub struct RefSnapshot {
+    pub table: RefTable,
+    etag: Option<String>,
+}
+
+/// One ref change: applied only if the ref is still at `old`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefChange {
+    pub name: String,
+    /// `None`: the ref must not exist.
+    pub old: Option<ObjectId>,
+    /// `None`: delete.
+    pub new: Option<ObjectId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefUpdateOutcome {
+    Updated,
+    /// A ref is not where the caller expected: someone else moved it.
+    Rejected {
+        name: String,
+        found: Option<ObjectId>,
+    },
+}
+
+/// The ref table and its version.
+pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
+    let (op, target) = (conn.op.clone(), conn.target.clone());
+    conn.run("reading refs", async move {
+        for _ in 0..MAX_SWAP_ATTEMPTS {
+            let etag = match op.stat(REFS_KEY).await {
+                Ok(meta) if meta.content_length() > MAX_REF_TABLE_SIZE => {
+                    let detail = format!("{REFS_KEY} is {} bytes, more than a ref table can be ({} MiB)", meta.content_length(), MAX_REF_TABLE_SIZE >> 20);
+                    return Err(target.damaged(detail));
+                }
+                Ok(meta) => meta.etag().map(str::to_string),
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(RefSnapshot::default()),
+                Err(e) => return Err(target.classify(e, "reading refs")),
+            };
+            let Some(etag) = etag else {
+                return Err(target.unsupported("the object store gives no ETag for refs, so it cannot do compare-and-swap; DMV will not use it"));
+            };
+            match op.read_with(REFS_KEY).if_match(&etag).await {
+                Ok(bytes) => {
+                    let bytes = bytes.to_vec();
+                    trace::count_received(bytes.len() as u64);
+                    let table = RefTable::decode(&bytes).map_err(|d| target.damaged(format!("{REFS_KEY}: {d}")))?;
+                    return Ok(RefSnapshot { table, etag: Some(etag) });
+                }
+                // Replaced between the two requests: read the new one.
+                Err(e) if matches!(e.kind(), ErrorKind::ConditionNotMatch | ErrorKind::NotFound) => continue,
+                Err(e) => return Err(target.classify(e, "reading refs")),
+            }
+        }
+        Err(target.contended("the ref table kept changing while it was read; try again".into()))
+    })
+}
+
+/// Applies `changes` all or nothing, each only if its ref is still at
+/// `old`. `config_bytes`: the config as stored, for [`check_writable`].
+pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange]) -> BucketResult<RefUpdateOutcome> {
+    if changes.is_empty() {
+        return check_writable(conn, config_bytes).map(|_| RefUpdateOutcome::Updated);
+    }
+    let mut lost = 0u32;
+    loop {
+        let snapshot = read_refs(conn)?;
+        // After a lost race: a swap of ours that landed although its answer
+        // was lost (and retried into a 412) shows as our own values.
+        if lost > 0 && changes.iter().all(|c| snapshot.table.refs.get(&c.name).copied() == c.new) {
+            return Ok(RefUpdateOutcome::Updated);
+        }
+        let mut table = snapshot.table.clone();
+        for c in changes {
+            let found = table.refs.get(&c.name).copied();
+            if found != c.old {
+                return Ok(RefUpdateOutcome::Rejected { name: c.name.clone(), found });
+            }
+            match c.new {
+                Some(id) => {
+                    table.refs.insert(c.name.clone(), id);
+                }
+                None => {
+                    table.refs.remove(&c.name);
+                }
+            }
+        }
+        if table.head.is_none() {
+            table.head = changes.iter().find(|c| c.new.is_some() && c.name.starts_with("refs/heads/")).map(|c| c.name.clone());
+        }
+        test_pause_before_swap();
+        if swap_refs(conn, &table, snapshot.etag.as_deref())? {
+            return Ok(RefUpdateOutcome::Updated);
+        }
+        lost += 1;
+        if lost >= MAX_SWAP_ATTEMPTS {
+            return Err(conn.target.contended(format!("the ref table changed under {lost} attempts to update it; try again")));
+        }
+        // Jittered backoff, so racing writers stop colliding.
+        let jitter = u64::from(std::process::id() % 7 + lost) * 15;
+        std::thread::sleep(Duration::from_millis(jitter.min(500)));
+    }
+}
+
+/// Checks, before anything is uploaded, that this client may write and
+/// that the store honours conditional writes (without them refs could be
+/// lost): rewriting the config (`config_bytes`, as stored) with
+/// `If-None-Match: *` must be refused.
+pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<()> {
+    let (op, config) = (conn.op.clone(), config_bytes.to_vec());
+    let written = conn.run("checking write access", async move { Ok(op.write_with(CONFIG_KEY, config).if_not_exists(true).await) })?;
+    match written {
+        Err(e) if lost_race(&e) => Ok(()),
+        Err(e) => Err(conn.target.classify(e, "checking write access")),
+        // It rewrote the same bytes: harmless, but the store ignores the condition.
+        Ok(_) => Err(conn.target.unsupported("this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it")),
+    }
+}
+
+/// Writes the ref table if it is still at `etag` (None: if there is none).
+fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<bool> {
+    let bytes = table.encode();
+    let len = bytes.len() as u64;
+    let (op, etag) = (conn.op.clone(), etag.map(str::to_string));
+    let written = conn.run("updating refs", async move {
+        let write = op.write_with(REFS_KEY, bytes);
+        Ok(match etag {
+            Some(etag) => write.if_match(&etag).await,
+            None => write.if_not_exists(true).await,
+        })
+    })?;
+    match written {
+        Ok(_) => {
+            trace::count_sent(len);
+            Ok(true)
+        }
+        Err(e) if lost_race(&e) => Ok(false),
+        Err(e) => Err(conn.target.classify(e, "updating refs")),
+    }
+}
+
+/// `DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS`: the tests' way to make two pushes
+/// read the same ref table and then race on the swap.
+fn test_pause_before_swap() {
+    if let Some(ms) = std::env::var("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
