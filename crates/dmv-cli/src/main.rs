@@ -98,7 +98,8 @@ fn main() -> ExitCode {
     // talking to another replica keep SIGPIPE ignored (as Rust starts): pipes
     // and the HTTP client's vectored socket writes cannot refuse the signal, and
     // a peer that goes away must be reported, not end the process silently.
-    if !talks_to_peers(&cli.command) {
+    let talks_to_peers = talks_to_peers(&cli.command);
+    if !talks_to_peers {
         // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -157,8 +158,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // Broken pipe (e.g. `dmv log | head`) is not an error worth reporting.
-            if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+            // Broken pipe (e.g. `dmv log | head`) is not an error worth reporting;
+            // from a command talking to a peer it may be the peer's, and is reported.
+            if !talks_to_peers && e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
                 return ExitCode::SUCCESS;
             }
             // A cause already spelled out by the message above it is not repeated.
