@@ -29,7 +29,7 @@ pub(crate) fn side_name(path: &[u8], side: &str) -> Vec<u8> {
 }
 
 /// Serializes a path as a string (for `--json` output).
-pub fn ser_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(p))
 }
 
