@@ -2,7 +2,7 @@
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 //!
 //! Files, bottom up (a file only uses files listed before it):
-//! `error`, `paths`, `atomic`, `config`, `requires`, `wlock`, `refs`, `tree`,
+//! `paths`, `error`, `atomic`, `config`, `requires`, `wlock`, `refs`, `tree`,
 //! `dirstate`; `repo` (the `Repository` itself); `graph`, `early`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
