@@ -62,14 +62,14 @@ impl Config {
         let text = std::fs::read(path).at(path)?;
         let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt { path: path.into(), detail: e.to_string() })?;
         if cfg.format != FORMAT_VERSION && cfg.format != FORMAT_WITHOUT_REQUIRES {
-            return Err(RepoError::Invalid(format!("repository format {} is not supported by this dmv (supports {FORMAT_VERSION})", cfg.format)));
+            return Err(RepoError::UnsupportedFormat { found: cfg.format, supported: FORMAT_VERSION });
         }
         cfg.chunking.validate().map_err(|d| RepoError::Corrupt { path: path.into(), detail: d })?;
         Ok(cfg)
     }
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        let text = serde_json::to_vec_pretty(self).map_err(|e| RepoError::Invalid(e.to_string()))?;
+        let text = serde_json::to_vec_pretty(self).map_err(|e| RepoError::Encode { what: "the configuration", detail: e.to_string() })?;
         crate::atomic::write_atomic(path, &text)
     }
 }

@@ -8,10 +8,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use dmv_store::object::EntryKind;
-use dmv_store::ObjectId;
+use dmv_store::{ObjectId, WriteSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
+use crate::tree::{FlatEntry, FlatTree};
 use crate::{RepoError, RepoResult};
 
 const MAGIC: &[u8; 8] = b"DMVDIRS\0";
@@ -67,6 +68,11 @@ impl DirEntry {
         DirEntry { kind, id, size, mtime_ns: mtime_ns(m), ctime_ns: ctime_ns(m), ino: m.ino(), mode: m.mode() }
     }
 
+    /// What the entry stages, without its stat data.
+    pub(crate) fn flat(&self) -> FlatEntry {
+        FlatEntry { kind: self.kind, id: self.id, size: self.size }
+    }
+
     /// Same stat as recorded, so the content can be trusted without reading.
     pub fn stat_matches(&self, m: &Metadata, written_ns: i64) -> bool {
         self.size == m.len() && self.mtime_ns == mtime_ns(m) && self.ctime_ns == ctime_ns(m) && self.ino == m.ino() && self.mode == m.mode() && self.mtime_ns < written_ns
@@ -100,10 +106,21 @@ impl Dirstate {
         let disk = OnDisk { entries: self.entries.iter().map(|(p, e)| (serde_bytes::ByteBuf::from(p.clone()), e.clone())).collect() };
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&VERSION.to_le_bytes());
-        bytes.extend(postcard::to_stdvec(&disk).map_err(|e| RepoError::Invalid(e.to_string()))?);
+        bytes.extend(postcard::to_stdvec(&disk).map_err(|e| RepoError::Encode { what: "the dirstate", detail: e.to_string() })?);
         let sum = blake3::hash(&bytes);
         bytes.extend_from_slice(sum.as_bytes());
         crate::atomic::write_atomic(path, &bytes)
+    }
+
+    /// The staged tree as a flat tree.
+    pub(crate) fn flat(&self) -> FlatTree {
+        self.entries.iter().map(|(p, e)| (p.clone(), e.flat())).collect()
+    }
+
+    /// Writes the staged tree's objects; returns the root tree's id.
+    pub(crate) fn write_tree(&self, session: &mut WriteSession<'_>) -> RepoResult<ObjectId> {
+        let flat: Vec<(&[u8], FlatEntry)> = self.entries.iter().map(|(p, e)| (p.as_slice(), e.flat())).collect();
+        crate::tree::build(session, &flat)
     }
 }
 

@@ -92,7 +92,7 @@ impl EarlyCheckout {
         let Some(commit) = self.target else { return };
         let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
         // Anything unknown or malformed is left to the normal checkout, which reports it.
-        let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or_else(|| RepoError::Invalid(format!("tree node {id} is unknown")));
+        let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or(RepoError::UnknownTreeNode { id: *id });
         let Ok(flat) = flatten_with(&node, &tree) else { return };
         for (rel, entry) in flat {
             if entry.kind == EntryKind::Symlink || entry.size < MIN_FILE {

@@ -1,6 +1,17 @@
+//! The repository's errors. Each says what went wrong in one line and, where
+//! the user can do something, what to do.
+//!
+//! One rule for wrapped errors: a variant whose message includes the error it
+//! wraps (an OS error, a ref store error) does not also expose it as
+//! `source()`, since front ends print the chain of sources after the message
+//! and would show it twice. `Store` is transparent: its message and sources
+//! are the store error's own.
+
 use std::path::PathBuf;
 
-use dmv_store::StoreError;
+use dmv_store::{ObjectId, StoreError};
+
+use crate::paths::DMV_DIR;
 
 pub type RepoResult<T> = Result<T, RepoError>;
 
@@ -8,39 +19,108 @@ pub type RepoResult<T> = Result<T, RepoError>;
 pub enum RepoError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: {cause}", path.display())]
+    Io { path: PathBuf, cause: std::io::Error },
+
+    // The repository itself.
     #[error("not a dmv repository (or any parent up to /): {}", .0.display())]
     NotARepository(PathBuf),
     #[error("{} already holds a dmv repository", .0.display())]
     AlreadyExists(PathBuf),
-    #[error("{} is outside the working tree {}", path.display(), root.display())]
-    OutsideWorktree { path: PathBuf, root: PathBuf },
-    #[error("unknown revision or path: {0}")]
-    UnknownRevision(String),
-    #[error("pathspec '{0}' did not match any files")]
-    NoMatch(String),
-    #[error("ref {name} moved concurrently (expected {expected}, found {found}); try again")]
-    RefChanged { name: String, expected: String, found: String },
-    #[error("{0}")]
-    Conflict(String),
-    #[error("{0}")]
-    Refs(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{} is corrupt: {detail}", path.display())]
-    Corrupt { path: PathBuf, detail: String },
-    #[error("cannot check out {path}: {reason}; the working tree was not changed")]
-    CheckoutRefused { path: String, reason: StoreError },
-    #[error("{what} is in use by {holder}; try again when it has finished")]
-    Locked { what: String, holder: String },
+    #[error("{} is a bare repository: it has no working tree", root.display())]
+    Bare { root: PathBuf },
+    #[error("{detail}")]
+    BadChunking { detail: String },
+    #[error("repository format {found} is not supported by this dmv (supports {supported})")]
+    UnsupportedFormat { found: u32, supported: u32 },
     #[error("{} needs a newer dmv: it requires {}", path.display(), missing.join(", "))]
     UnknownRequirements { path: PathBuf, missing: Vec<String> },
+    #[error("{} is corrupt: {detail}", path.display())]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("cannot encode {what}: {detail}")]
+    Encode { what: &'static str, detail: String },
+    #[error("{what} is in use by {holder}; try again when it has finished")]
+    Locked { what: String, holder: String },
+    #[error("internal error: {what} changed without the working-tree lock")]
+    NotLocked { what: &'static str },
+
+    // Revisions and refs.
+    #[error("unknown revision or path: {0}")]
+    UnknownRevision(String),
+    #[error("{what} is not a commit")]
+    NotACommit { what: String },
+    #[error("ref {name} moved concurrently (expected {expected}, found {found}); try again")]
+    RefChanged { name: String, expected: String, found: String },
+    #[error("{name} already exists")]
+    RefExists { name: String },
+    /// Anything else the ref store reports (locked, corrupt, invalid name, I/O).
+    #[error("{0}")]
+    Refs(dmv_refs::RefError),
+
+    // Trees.
+    #[error("tree {tree} is malformed: {detail}")]
+    MalformedTree { tree: ObjectId, detail: String },
+    #[error("path {path}... nests more than {max} directories")]
+    PathTooDeep { path: String, max: usize },
+    #[error("tree node {id} is unknown")]
+    UnknownTreeNode { id: ObjectId },
+
+    // Paths and the working tree.
+    #[error("{} is outside the working tree {}", path.display(), root.display())]
+    OutsideWorktree { path: PathBuf, root: PathBuf },
+    #[error("{} is inside the repository's {DMV_DIR} directory", path.display())]
+    InsideDmvDir { path: PathBuf },
+    #[error("pathspec '{0}' did not match any files")]
+    NoMatch(String),
+    #[error("cannot scan the working tree: {detail}")]
+    Scan { detail: String },
+    #[error("destination {path} exists")]
+    DestinationExists { path: String },
+    /// `merge`: the refusal came from a merge (the message says so).
+    #[error("{}you have uncommitted changes (e.g. {path}); commit them or restore the files first", if *merge { "cannot merge: " } else { "" })]
+    UncommittedChanges { path: String, merge: bool },
+    #[error("untracked file {path} would be overwritten{}; move or remove it first", if *merge { " by the merge" } else { "" })]
+    UntrackedInTheWay { path: String, merge: bool },
+    #[error("cannot check out {path}: {reason}; the working tree was not changed")]
+    CheckoutRefused { path: String, reason: StoreError },
+
+    // Merges.
+    #[error("a merge of {label} is in progress; commit it or run `dmv merge --abort` first")]
+    MergeInProgress { label: String },
+    #[error("a merge of {label} is already in progress; finish it with `dmv commit` or run `dmv merge --abort`")]
+    MergeAlreadyInProgress { label: String },
+    #[error("the merge of {label} was interrupted before the working tree was written; run `dmv merge --abort` and merge again")]
+    MergeInterrupted { label: String },
+    #[error("HEAD moved since the merge of {label} started; run `dmv merge --abort`")]
+    HeadMoved { label: String },
+    #[error("unresolved conflicts: {}; run dmv resolve", first_ten(paths))]
+    UnresolvedConflicts { paths: Vec<String> },
+    #[error("there is no merge in progress")]
+    NoMergeInProgress,
+    #[error("there is no merge to abort")]
+    NoMergeToAbort,
+    #[error("{path} is not in conflict")]
+    NotInConflict { path: String },
+    /// `flag`: the `dmv resolve` option that was given.
+    #[error("{path} and {other} cannot both exist (one is a file, the other a directory); resolve them together, e.g. `dmv resolve {flag} {path} {other}`")]
+    FileDirectoryClash { path: String, other: String, flag: &'static str },
+    #[error("cannot keep both versions: {path} already exists; move it away first")]
+    SideNameTaken { path: String },
+}
+
+/// At most ten paths, then how many more.
+fn first_ten(paths: &[String]) -> String {
+    let mut names: Vec<&str> = paths.iter().take(10).map(String::as_str).collect();
+    let more = format!("and {} more", paths.len().saturating_sub(10));
+    if paths.len() > 10 {
+        names.push(&more);
+    }
+    names.join(", ")
 }
 
 impl RepoError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        RepoError::Io { path: path.into(), source }
+    pub fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        RepoError::Io { path: path.into(), cause }
     }
 }
 

@@ -1,32 +1,56 @@
 //! A DMV repository: configuration, refs, commits and trees, the working tree
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
+//!
+//! Files, bottom up (a file only uses files listed before it):
+//! `paths`, `error`, `atomic`, `config`, `requires`, `wlock`, `refs`, `tree`,
+//! `dirstate`; `repo` (the `Repository` itself); `graph`, `early`; the
+//! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
+//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
+//! top, `gc` and `ops` (status, commit and checkouts, which consult the
+//! merge in progress).
 
 mod atomic;
+mod checkout;
 mod config;
 mod dirstate;
 mod early;
 mod error;
+mod files;
+mod gc;
 mod graph;
 mod merge;
+mod merge_state;
+mod mergetool;
+mod ops;
+mod parallel;
+mod paths;
 mod refs;
 mod repo;
 mod requires;
+mod resolve;
+mod staging;
+mod status;
+mod three_way;
 pub mod tree;
 mod wlock;
-mod worktree;
 
 pub use config::{Config, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate};
 pub use dmv_refs;
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
+pub use gc::GcPolicy;
 pub use graph::{CommitInfo, CommitWalk};
-pub use merge::{Conflict, ConflictStatus, MergeOutcome, MergePhase, MergeState, MergeStatus, Resolution, Resolved};
+pub use merge::MergeOutcome;
+pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
+pub use ops::Status;
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
-pub use repo::{GcPolicy, Repository};
+pub use repo::Repository;
 pub use requires::REQUIREMENTS;
+pub use resolve::{Resolution, Resolved};
+pub use status::StatusEntry;
+pub use three_way::Conflict;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use wlock::{WorktreeGuard, WorktreeLock};
-pub use worktree::{Status, StatusEntry};
 
 pub use dmv_store as store;

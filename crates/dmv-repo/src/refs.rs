@@ -59,10 +59,10 @@ impl Head {
 /// Refuses names a user could not have meant, and names that would be
 /// ambiguous in revision syntax.
 pub fn validate_ref_name(name: &str) -> RepoResult<()> {
-    dmv_refs::validate_name(name).map_err(|e| RepoError::Invalid(e.to_string()))?;
+    dmv_refs::validate_name(name).map_err(RepoError::Refs)?;
     // As in Git: `A..B` reads as a range.
     if name.contains("..") {
-        return Err(RepoError::Invalid(format!("invalid ref name '{name}': '..' is not allowed")));
+        return Err(RepoError::Refs(dmv_refs::RefError::InvalidName { name: name.to_string(), reason: "'..' is not allowed" }));
     }
     Ok(())
 }
@@ -94,10 +94,12 @@ fn short(v: &Option<dmv_refs::RefValue>) -> String {
     v.map(|b| ObjectId(b).short()).unwrap_or_else(|| "nothing".into())
 }
 
-pub(crate) fn refs_error(e: dmv_refs::RefError) -> RepoError {
+/// A failed compare-and-swap becomes [`RepoError::RefChanged`] (with short
+/// ids); anything else stays the ref store's own error.
+fn refs_error(e: dmv_refs::RefError) -> RepoError {
     match e {
         dmv_refs::RefError::Changed { name, expected, found } => RepoError::RefChanged { name, expected: short(&expected), found: short(&found) },
-        other => RepoError::Refs(other.to_string()),
+        other => RepoError::Refs(other),
     }
 }
 

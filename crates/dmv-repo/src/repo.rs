@@ -1,14 +1,19 @@
+//! The repository: opening and creating it, its configuration, HEAD and
+//! refs, commits, revisions, the working-tree lock and the dirstate file.
+//! Other files add the operations (`impl Repository` blocks of their own).
+
 use std::path::{Path, PathBuf};
 
 use dmv_store::object::{Commit, Signature};
-use dmv_store::{ChunkParams, GcOptions, GcReport, ObjectId, ObjectKind, Store};
+use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
-use crate::error::IoContext;
-use crate::refs::{validate_ref_name, Reftable};
+use crate::config::{self, Config};
+use crate::dirstate::Dirstate;
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::paths::DMV_DIR;
+use crate::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
+use crate::requires;
 use crate::wlock::{WorktreeGuard, WorktreeLock};
-use crate::{config, requires, Config, Head, RefBackend, RefUpdate, RepoError, RepoResult};
-
-pub const DMV_DIR: &str = ".dmv";
 
 pub struct Repository {
     pub root: PathBuf,
@@ -19,14 +24,6 @@ pub struct Repository {
     wlock: WorktreeLock,
 }
 
-/// What gc may drop besides what no root reaches.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GcPolicy {
-    /// Also drop history only the reflog remembers (deleted branches, amended tips).
-    pub prune_reflog: bool,
-    pub store: GcOptions,
-}
-
 impl Repository {
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
         Repository::init_with(path, chunking, false)
@@ -34,7 +31,7 @@ impl Repository {
 
     /// `bare`: a repository without a working tree, for others to push to.
     pub fn init_with(path: &Path, chunking: ChunkParams, bare: bool) -> RepoResult<Repository> {
-        chunking.validate().map_err(RepoError::Invalid)?;
+        chunking.validate().map_err(|detail| RepoError::BadChunking { detail })?;
         std::fs::create_dir_all(path).at(path)?;
         let root = path.canonicalize().at(path)?;
         let dmv = root.join(DMV_DIR);
@@ -125,11 +122,33 @@ impl Repository {
 
     /// Refuses a change of the working-tree state made without the lock: a
     /// missing lock would let two commands overwrite each other's changes.
-    pub(crate) fn check_worktree_locked(&self, what: &str) -> RepoResult<()> {
+    pub(crate) fn check_worktree_locked(&self, what: &'static str) -> RepoResult<()> {
         if self.wlock.held_here() {
             return Ok(());
         }
-        Err(RepoError::Invalid(format!("internal error: {what} changed without the working-tree lock")))
+        Err(RepoError::NotLocked { what })
+    }
+
+    /// Refuses a bare repository: for operations on the working tree.
+    pub fn require_worktree(&self) -> RepoResult<()> {
+        if self.config.bare {
+            return Err(RepoError::Bare { root: self.root.clone() });
+        }
+        Ok(())
+    }
+
+    fn dirstate_path(&self) -> PathBuf {
+        self.dmv.join("dirstate")
+    }
+
+    pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
+        Dirstate::load(&self.dirstate_path())
+    }
+
+    /// Callers hold the working-tree lock from before they loaded what they change.
+    pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
+        self.check_worktree_locked("the dirstate")?;
+        ds.save(&self.dirstate_path())
     }
 
     pub fn head(&self) -> RepoResult<Head> {
@@ -213,7 +232,7 @@ impl Repository {
             return Err(unknown());
         };
         if self.store.kind_of(&id)? != ObjectKind::Commit {
-            return Err(RepoError::Invalid(format!("{rev} is not a commit")));
+            return Err(RepoError::NotACommit { what: rev.to_string() });
         }
         while !steps.is_empty() {
             let (count, rest) = if let Some(r) = steps.strip_prefix('~') {
@@ -251,60 +270,9 @@ impl Repository {
     pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
         validate_ref_name(name)?;
         self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
-            RepoError::RefChanged { .. } => RepoError::Invalid(format!("{name} already exists")),
+            RepoError::RefChanged { .. } => RepoError::RefExists { name: name.to_string() },
             other => other,
         })
-    }
-
-    /// Ids gc and fsck start from: every ref, HEAD, staged files, an
-    /// unfinished merge, and the reflog (so a deleted branch stays
-    /// recoverable until the reflog is pruned). A dirstate that cannot be
-    /// read is an error: its staged files would be lost to gc.
-    pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
-        self.roots_with(true, true)
-    }
-
-    /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
-    /// reports on its own) does not stop the check of everything else.
-    pub fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
-        self.roots_with(true, false)
-    }
-
-    /// Drops unreachable objects and merges small packs, and compacts the
-    /// ref tables. Safe while any other command runs: roots are read under
-    /// the store's exclusive gc lock, after every writer has finished.
-    pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
-        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), policy.store, progress)?;
-        self.refs.compact()?;
-        Ok(report)
-    }
-
-    fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
-        let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
-        if let Some(h) = self.head_commit()? {
-            roots.push(h);
-        }
-        // An unfinished merge still needs their commit and the tree it is writing out.
-        roots.extend(self.merge_roots()?);
-        // Staged content is referenced by nothing but the dirstate until it is committed.
-        if !self.config.bare {
-            match self.load_dirstate() {
-                Ok(staged) => roots.extend(staged.entries.values().map(|e| e.id)),
-                Err(e) if dirstate_must_load => return Err(e),
-                Err(_) => {}
-            }
-        }
-        if include_reflog {
-            // Reflog entries may name objects an earlier pruning gc removed.
-            for id in self.refs.reflog_ids()? {
-                if self.store.contains(&id)? {
-                    roots.push(id);
-                }
-            }
-        }
-        roots.sort();
-        roots.dedup();
-        Ok(roots)
     }
 
     /// A path given on the command line (relative to the current directory)
@@ -326,7 +294,7 @@ impl Repository {
         let normal: PathBuf = std::iter::once(std::ffi::OsStr::new("/")).chain(parts).collect();
         let rel = normal.strip_prefix(&self.root).map_err(|_| RepoError::OutsideWorktree { path: arg.to_path_buf(), root: self.root.clone() })?;
         if rel.components().next().is_some_and(|c| c.as_os_str() == DMV_DIR) {
-            return Err(RepoError::Invalid(format!("{} is inside the repository's {DMV_DIR} directory", arg.display())));
+            return Err(RepoError::InsideDmvDir { path: arg.to_path_buf() });
         }
         Ok(rel.as_os_str().as_bytes().to_vec())
     }

@@ -48,5 +48,5 @@ pub fn write(dmv: &Path) -> RepoResult<()> {
 
 /// Whether an error writing into the repository means it is read-only to us.
 pub fn read_only(e: &RepoError) -> bool {
-    matches!(e, RepoError::Io { source, .. } if matches!(source.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem))
+    matches!(e, RepoError::Io { cause, .. } if matches!(cause.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem))
 }

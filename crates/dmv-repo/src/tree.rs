@@ -26,7 +26,7 @@ pub type FlatTree = BTreeMap<Vec<u8>, FlatEntry>;
 pub const MAX_PATH_DEPTH: usize = 4096;
 
 fn too_deep(tree: &ObjectId) -> RepoError {
-    RepoError::Invalid(format!("tree {tree} is malformed: its directories nest more than {MAX_PATH_DEPTH} deep"))
+    RepoError::MalformedTree { tree: *tree, detail: format!("its directories nest more than {MAX_PATH_DEPTH} deep") }
 }
 
 /// Whether a tree may name an entry so. Trees come from other replicas too:
@@ -49,7 +49,7 @@ pub fn check_entries(tree: &ObjectId, before: Option<&[u8]>, entries: &[TreeEntr
     let mut prev = before;
     for e in entries {
         if !valid_entry_name(&e.name) || prev.is_some_and(|p| p >= e.name.as_slice()) {
-            return Err(RepoError::Invalid(format!("tree {tree} is malformed: entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name))));
+            return Err(RepoError::MalformedTree { tree: *tree, detail: format!("entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name)) });
         }
         prev = Some(&e.name);
     }
@@ -72,7 +72,7 @@ pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Ob
         let inner_at_zero = matches!(node, TreeNode::Inner { level: 0, .. });
         if inner_at_zero || expected.is_some_and(|e| e != level) {
             let want = expected.map_or("a level above 0".to_string(), |e| format!("level {e}"));
-            return Err(RepoError::Invalid(format!("tree {tree} is malformed: its node {id} has level {level} where {want} belongs")));
+            return Err(RepoError::MalformedTree { tree: *tree, detail: format!("its node {id} has level {level} where {want} belongs") });
         }
         match node {
             TreeNode::Leaf(entries) => {
@@ -163,7 +163,7 @@ pub fn build(session: &mut WriteSession<'_>, flat: &[(&[u8], FlatEntry)]) -> Rep
         while let Some(slash) = path[start..].iter().position(|b| *b == b'/') {
             if open.len() > MAX_PATH_DEPTH {
                 let shown = String::from_utf8_lossy(&path[..path.len().min(80)]).into_owned();
-                return Err(RepoError::Invalid(format!("path {shown}... nests more than {MAX_PATH_DEPTH} directories")));
+                return Err(RepoError::PathTooDeep { path: shown, max: MAX_PATH_DEPTH });
             }
             prefix.extend_from_slice(&path[start..start + slash + 1]);
             open.push(OpenDir { name: path[start..start + slash].to_vec(), prefix_len: prefix.len(), entries: Vec::new() });
@@ -210,7 +210,7 @@ impl ChangeKind {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Change {
-    #[serde(serialize_with = "crate::worktree::ser_path")]
+    #[serde(serialize_with = "crate::paths::ser_path")]
     pub path: Vec<u8>,
     pub kind: ChangeKind,
     pub old: Option<FlatEntry>,

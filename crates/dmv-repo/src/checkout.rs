@@ -1,0 +1,204 @@
+//! Checking out: making the working tree and the dirstate match a tree
+//! (one core, [`Repository::update_worktree`], for every kind of checkout:
+//! switch, clone, merge), taking over what an interrupted clone wrote, and
+//! `restore` of single paths.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs::Metadata;
+
+use dmv_store::object::EntryKind;
+use dmv_store::ObjectId;
+
+use crate::dirstate::{kind_of, DirEntry};
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::parallel::{run_batched, Batches};
+use crate::paths::{matches, show};
+use crate::repo::Repository;
+use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
+
+/// Files already in the working tree with the entry they hold and their stat
+/// (written by a clone while their data arrived).
+pub(crate) type Written = BTreeMap<Vec<u8>, (FlatEntry, Metadata)>;
+
+impl Repository {
+    /// Makes the working tree and dirstate match `target`. Refuses when
+    /// tracked files have uncommitted changes or untracked files would be
+    /// overwritten. Files in `written` that already hold the target's entry
+    /// are recorded with their stat data instead of being written again.
+    /// Knows nothing of merges: callers decide whether a checkout may happen now.
+    pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
+        let (status, ds) = self.worktree_status()?;
+        if let Some(c) = status.first_change() {
+            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+        }
+        let current = ds.flat();
+        let wanted = flatten(&self.store, target)?;
+        let untracked: BTreeSet<&Vec<u8>> = status.untracked.iter().collect();
+        let changes = diff_flat(&current, &wanted);
+        // Already in place: written while its data arrived.
+        let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
+        for c in &changes {
+            if c.kind == ChangeKind::Added && untracked.contains(&c.path) && !early(c) {
+                return Err(RepoError::UntrackedInTheWay { path: show(&c.path), merge: false });
+            }
+        }
+        let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
+        let mut done = 0;
+        // Nothing tracked and no untracked file but those written while
+        // receiving (a clone, or a switch from an empty branch): files are
+        // created under their own names.
+        let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
+        let mut new_ds = ds;
+        let mut to_write = Vec::new();
+        for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
+            let Some(e) = c.new else { continue };
+            if early(c) {
+                let (_, meta) = &written[&c.path];
+                new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
+            } else {
+                to_write.push((c.path.as_slice(), e));
+            }
+        }
+        // Into an empty tree nothing can be lost and a stopped clone resumes:
+        // clone, its hot path, skips the check (a lookup per file).
+        if !into_empty {
+            self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
+        }
+        for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
+            self.remove_worktree_file(&c.path)?;
+            new_ds.entries.remove(&c.path);
+        }
+        let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
+            new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
+            done += e.size;
+            progress(done, total);
+        };
+        if into_empty {
+            self.write_new_entries(&to_write, &mut record)?;
+        } else {
+            for (rel, e) in &to_write {
+                let meta = self.write_entry(rel, e)?;
+                record(rel, e, &meta);
+            }
+        }
+        self.save_dirstate(&new_ds)
+    }
+
+    /// Refuses, before anything is deleted or written, a checkout of entries
+    /// whose data is not all here (or whose file nodes are damaged).
+    pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
+        let mut checked = HashSet::new();
+        for (rel, e) in entries {
+            if e.kind != EntryKind::Dir && checked.insert(e.id) {
+                self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `write_new_entry` for many files, on several threads when there are
+    /// enough of them: creating a file is mostly kernel time (its directory
+    /// is searched twice, a page is allocated for its content), and two
+    /// threads creating files in different directories do not wait for each
+    /// other. Each thread takes whole runs of files of one directory, in tree
+    /// order. `record` is called on this thread, once per file written.
+    fn write_new_entries(&self, entries: &[(&[u8], FlatEntry)], record: &mut dyn FnMut(&[u8], &FlatEntry, &Metadata)) -> RepoResult<()> {
+        const PARALLEL_FROM: usize = 256;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        if threads == 1 || entries.len() < PARALLEL_FROM {
+            let mut dirs_made = HashSet::new();
+            for (rel, e) in entries {
+                let meta = self.write_new_entry(rel, e, &mut dirs_made)?;
+                record(rel, e, &meta);
+            }
+            return Ok(());
+        }
+        fn parent(rel: &[u8]) -> &[u8] {
+            &rel[..rel.iter().rposition(|&b| b == b'/').unwrap_or(0)]
+        }
+        let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+        for (i, (rel, _)) in entries.iter().enumerate() {
+            match runs.last_mut() {
+                Some(run) if parent(entries[run.start].0) == parent(rel) => run.end = i + 1,
+                _ => runs.push(i..i + 1),
+            }
+        }
+        run_batched(
+            &runs,
+            threads,
+            Batches { items: 256, weight: 16 << 20 },
+            |i| entries[i].1.size,
+            |i, dirs_made: &mut HashSet<_>| self.write_new_entry(entries[i].0, &entries[i].1, dirs_made),
+            |i, meta| record(entries[i].0, &entries[i].1, &meta),
+        )
+    }
+
+    /// For a clone resumed after it was stopped during its checkout: the
+    /// working tree was empty when the clone began, so every file there is
+    /// its own. Those that already have the content `target` gives them are
+    /// kept (returned for [`Repository::checkout_tree_with`]); the others
+    /// (cut short by the interruption) are removed, to be written again.
+    pub fn take_over_interrupted_checkout(&self, target: &ObjectId) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
+        let wanted = flatten(&self.store, target)?;
+        let mut kept = BTreeMap::new();
+        for (rel, meta) in self.scan()? {
+            let entry = wanted.get(&rel).filter(|e| kind_of(&meta) == Some(e.kind));
+            match entry {
+                Some(e) if self.current_id(&rel, &meta)? == (e.id, e.size) => {
+                    kept.insert(rel, (*e, meta));
+                }
+                _ => {
+                    let abs = self.abs_path(&rel);
+                    std::fs::remove_file(&abs).at(&abs)?;
+                }
+            }
+        }
+        Ok(kept)
+    }
+
+    /// `restore`: worktree files from the dirstate (or `source`), or with
+    /// `staged` the dirstate entries from `source` (default HEAD).
+    pub fn restore(&self, specs: &[Vec<u8>], source: Option<ObjectId>, staged: bool) -> RepoResult<usize> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        let source_flat = match source {
+            Some(commit) => Some(flatten(&self.store, &self.commit(&commit)?.tree)?),
+            None if staged => Some(match self.head_tree()? {
+                Some(t) => flatten(&self.store, &t)?,
+                None => FlatTree::new(),
+            }),
+            None => None,
+        };
+        let from: FlatTree = source_flat.clone().unwrap_or_else(|| ds.flat());
+        let mut count = 0;
+        for spec in specs {
+            let in_from: Vec<(Vec<u8>, FlatEntry)> = from.iter().filter(|(p, _)| matches(p, spec)).map(|(p, e)| (p.clone(), *e)).collect();
+            let in_ds: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).cloned().collect();
+            if in_from.is_empty() && in_ds.is_empty() {
+                return Err(RepoError::NoMatch(show(spec)));
+            }
+            if staged {
+                for p in in_ds {
+                    ds.entries.remove(&p);
+                }
+                for (p, e) in in_from {
+                    // Unknown stat: the next status re-reads the file once.
+                    ds.entries.insert(p, DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 });
+                    count += 1;
+                }
+            } else {
+                for (p, e) in in_from {
+                    let meta = self.write_entry(&p, &e)?;
+                    if source.is_none() {
+                        ds.entries.insert(p, DirEntry::new(e.kind, e.id, e.size, &meta));
+                    }
+                    count += 1;
+                }
+            }
+        }
+        self.save_dirstate(&ds)?;
+        Ok(count)
+    }
+}

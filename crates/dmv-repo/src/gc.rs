@@ -1,0 +1,67 @@
+//! What gc and fsck start from (the roots), and gc itself.
+
+use dmv_store::{GcOptions, GcReport, ObjectId};
+
+use crate::error::RepoResult;
+use crate::repo::Repository;
+
+/// What gc may drop besides what no root reaches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GcPolicy {
+    /// Also drop history only the reflog remembers (deleted branches, amended tips).
+    pub prune_reflog: bool,
+    pub store: GcOptions,
+}
+
+impl Repository {
+    /// Ids gc and fsck start from: every ref, HEAD, staged files, an
+    /// unfinished merge, and the reflog (so a deleted branch stays
+    /// recoverable until the reflog is pruned). A dirstate that cannot be
+    /// read is an error: its staged files would be lost to gc.
+    pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true, true)
+    }
+
+    /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
+    /// reports on its own) does not stop the check of everything else.
+    pub fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true, false)
+    }
+
+    /// Drops unreachable objects and merges small packs, and compacts the
+    /// ref tables. Safe while any other command runs: roots are read under
+    /// the store's exclusive gc lock, after every writer has finished.
+    pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
+        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), policy.store, progress)?;
+        self.refs.compact()?;
+        Ok(report)
+    }
+
+    fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
+        let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
+        if let Some(h) = self.head_commit()? {
+            roots.push(h);
+        }
+        // An unfinished merge still needs their commit and the tree it is writing out.
+        roots.extend(self.merge_roots()?);
+        // Staged content is referenced by nothing but the dirstate until it is committed.
+        if !self.config.bare {
+            match self.load_dirstate() {
+                Ok(staged) => roots.extend(staged.entries.values().map(|e| e.id)),
+                Err(e) if dirstate_must_load => return Err(e),
+                Err(_) => {}
+            }
+        }
+        if include_reflog {
+            // Reflog entries may name objects an earlier pruning gc removed.
+            for id in self.refs.reflog_ids()? {
+                if self.store.contains(&id)? {
+                    roots.push(id);
+                }
+            }
+        }
+        roots.sort();
+        roots.dedup();
+        Ok(roots)
+    }
+}

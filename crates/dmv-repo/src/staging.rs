@@ -1,0 +1,183 @@
+//! Staging: `add`, `rm` and `mv` change the dirstate (and the working tree
+//! for `rm` and `mv`), and a commit records the staged tree on HEAD.
+
+use std::fs::Metadata;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use dmv_store::object::EntryKind;
+use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
+
+use crate::dirstate::{kind_of, DirEntry};
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::files::symlink_target;
+use crate::paths::{matches, show};
+use crate::repo::Repository;
+
+impl Repository {
+    /// Stages files under the given repository-relative paths (empty = everything):
+    /// new and modified files are stored, vanished tracked files are unstaged.
+    /// With `tracked_only`, untracked files are left alone (`commit -a`).
+    pub fn add(&self, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        let mut files = self.scan()?;
+        // A file named explicitly is added even if an ignore rule matches it.
+        for spec in specs {
+            if !spec.is_empty() && !files.contains_key(spec) {
+                if let Ok(m) = std::fs::symlink_metadata(self.abs_path(spec)) {
+                    if m.is_file() || m.file_type().is_symlink() {
+                        files.insert(spec.clone(), m);
+                    }
+                }
+            }
+        }
+        let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
+        for spec in specs {
+            let hit = files.keys().any(|p| matches(p, spec)) || ds.entries.keys().any(|p| matches(p, spec));
+            if !hit {
+                return Err(RepoError::NoMatch(show(spec)));
+            }
+        }
+        let mut session = self.store.begin_write()?;
+        let mut to_ingest: Vec<(Vec<u8>, Metadata)> = Vec::new();
+        let mut changed = 0;
+        for (path, meta) in &files {
+            if !wanted(path) || (tracked_only && !ds.entries.contains_key(path)) {
+                continue;
+            }
+            let Some(kind) = kind_of(meta) else { continue };
+            if let Some(e) = ds.entries.get(path) {
+                if e.kind == kind && e.stat_matches(meta, ds.written_ns) {
+                    continue;
+                }
+            }
+            if kind == EntryKind::Symlink {
+                let target = symlink_target(&self.abs_path(path))?;
+                let id = session.put_object(ObjectKind::Chunk, &target)?;
+                ds.entries.insert(path.clone(), DirEntry::new(kind, id, target.len() as u64, meta));
+                changed += 1;
+            } else {
+                to_ingest.push((path.clone(), meta.clone()));
+            }
+        }
+        let gone: Vec<Vec<u8>> = ds.entries.keys().filter(|p| wanted(p) && !files.contains_key(*p)).cloned().collect();
+        for p in gone {
+            ds.entries.remove(&p);
+            changed += 1;
+        }
+        let total: u64 = to_ingest.iter().map(|(_, m)| m.len()).sum();
+        let done = AtomicU64::new(0);
+        let sources = to_ingest.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
+        let results = session.ingest(sources, &|n| {
+            let d = done.fetch_add(n, Ordering::Relaxed) + n;
+            progress(d, total);
+        })?;
+        for ((path, _), result) in to_ingest.iter().zip(results) {
+            let stored = result?;
+            let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
+            let new = DirEntry::new(kind, stored.id, stored.size, &stored.meta);
+            if ds.entries.get(path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
+                changed += 1;
+            }
+            ds.entries.insert(path.clone(), new);
+        }
+        session.finish()?;
+        self.save_dirstate(&ds)?;
+        Ok(changed)
+    }
+
+    /// Untracks the files at or under `specs` and, unless `cached`, deletes them.
+    pub fn rm(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        let mut removed = Vec::new();
+        for spec in specs {
+            let hits: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).cloned().collect();
+            if hits.is_empty() {
+                return Err(RepoError::NoMatch(show(spec)));
+            }
+            removed.extend(hits);
+        }
+        for p in &removed {
+            ds.entries.remove(p);
+        }
+        self.save_dirstate(&ds)?;
+        if !cached {
+            for p in &removed {
+                self.remove_worktree_file(p)?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Renames a tracked file or directory in the working tree and the dirstate.
+    pub fn mv(&self, src: &[u8], dst: &[u8]) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        let mut dst = dst.to_vec();
+        if self.abs_path(&dst).is_dir() {
+            let name = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
+            dst = if dst.is_empty() { name.to_vec() } else { [dst.as_slice(), b"/", name].concat() };
+        }
+        if self.abs_path(&dst).symlink_metadata().is_ok() {
+            return Err(RepoError::DestinationExists { path: show(&dst) });
+        }
+        let moving: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, src)).cloned().collect();
+        if moving.is_empty() || src.is_empty() {
+            return Err(RepoError::NoMatch(show(src)));
+        }
+        let to = self.abs_path(&dst);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).at(parent)?;
+        }
+        std::fs::rename(self.abs_path(src), &to).at(&to)?;
+        for p in moving {
+            if let Some(e) = ds.entries.remove(&p) {
+                let mut np = dst.clone();
+                np.extend_from_slice(&p[src.len()..]);
+                ds.entries.insert(np, e);
+            }
+        }
+        self.save_dirstate(&ds)
+    }
+
+    /// Records the staged tree as a new commit on HEAD (`head`: HEAD's
+    /// commit as the caller read it under the working-tree lock). Returns
+    /// None when the tree is HEAD's: there is nothing to commit.
+    pub(crate) fn commit_dirstate(&self, head: Option<ObjectId>, message: &str) -> RepoResult<Option<ObjectId>> {
+        let ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        let tree = ds.write_tree(&mut session)?;
+        if let Some(p) = head {
+            if self.commit(&p)?.tree == tree {
+                return Ok(None);
+            }
+        }
+        let id = self.commit_on_head(&mut session, tree, head, None, message)?;
+        drop(session);
+        Ok(Some(id))
+    }
+
+    /// Writes a commit of `tree` whose parents are `head` (HEAD's commit as
+    /// the caller read it; None: unborn) and `second` (the other side of a
+    /// merge), and moves HEAD to it. The caller drops `session`, which holds
+    /// gc off, only after that.
+    pub(crate) fn commit_on_head(&self, session: &mut WriteSession<'_>, tree: ObjectId, head: Option<ObjectId>, second: Option<ObjectId>, message: &str) -> RepoResult<ObjectId> {
+        let parents: Vec<ObjectId> = head.into_iter().chain(second).collect();
+        let id = self.write_commit(session, tree, parents, message)?;
+        session.finish()?;
+        dmv_store::failpoint("commit-before-ref");
+        let first_line = message.lines().next().unwrap_or("");
+        let what = match (head, second) {
+            (None, _) => "commit (initial)",
+            (Some(_), Some(_)) => "commit (merge)",
+            (Some(_), None) => "commit",
+        };
+        self.advance_head(head, id, &format!("{what}: {first_line}"))?;
+        dmv_store::failpoint("commit-after-ref");
+        Ok(id)
+    }
+}
