@@ -109,12 +109,11 @@ fn main() -> ExitCode {
             return ExitCode::from(128);
         }
     }
+    // Said before anything is done (a `switch -c` would create its branch first).
     if needs_worktree(&cli.command) {
-        if let Ok(repo) = open_repo() {
-            if repo.config.bare {
-                eprintln!("dmv: {} is a bare repository: it has no working tree", repo.root.display());
-                return ExitCode::from(128);
-            }
+        if let Ok(Err(e)) = open_repo().map(|repo| repo.require_worktree()) {
+            eprintln!("dmv: {e}");
+            return ExitCode::from(128);
         }
     }
     let result = match cli.command {

@@ -22,6 +22,7 @@ pub struct Pulled {
 /// Fetches `remote` (configured as `remote_name`) and merges its `branch`
 /// (default: the current branch's name) into the current branch.
 pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<Pulled> {
+    repo.require_worktree()?;
     let branch = match branch {
         Some(b) => b.to_string(),
         None => current_branch(repo)?,
