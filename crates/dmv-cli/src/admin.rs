@@ -8,8 +8,8 @@ use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
 use dmv_repo::{GcPolicy, Repository};
 
-use crate::open_repo;
 use crate::progress::Progress;
+use crate::repo_args::open_repo;
 
 #[derive(Args)]
 pub struct FsckArgs {

@@ -8,7 +8,7 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, lookup, read_dir};
 use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
 
-use crate::{open_repo, show_path};
+use crate::repo_args::{open_repo, show_path};
 
 #[derive(Args)]
 pub struct LogArgs {

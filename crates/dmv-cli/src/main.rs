@@ -6,6 +6,7 @@ mod inspect;
 mod mergecmd;
 mod progress;
 mod refcmds;
+mod repo_args;
 mod sync;
 mod work;
 
@@ -111,7 +112,7 @@ fn main() -> ExitCode {
     }
     // Said before anything is done (a `switch -c` would create its branch first).
     if needs_worktree(&cli.command) {
-        if let Ok(Err(e)) = open_repo().map(|repo| repo.require_worktree()) {
+        if let Ok(Err(e)) = repo_args::open_repo().map(|repo| repo.require_worktree()) {
             eprintln!("dmv: {e}");
             return ExitCode::from(128);
         }
@@ -196,20 +197,4 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Merge(_)
             | Command::Resolve(_)
     )
-}
-
-/// Opens the repository containing the current directory.
-pub fn open_repo() -> anyhow::Result<dmv_repo::Repository> {
-    let cwd = std::env::current_dir()?;
-    Ok(dmv_repo::Repository::discover(&cwd)?)
-}
-
-/// Command-line paths as repository-relative byte paths.
-pub fn repo_paths(repo: &dmv_repo::Repository, paths: &[PathBuf]) -> anyhow::Result<Vec<Vec<u8>>> {
-    let cwd = std::env::current_dir()?;
-    paths.iter().map(|p| Ok(repo.repo_path(&cwd, p)?)).collect()
-}
-
-pub fn show_path(p: &[u8]) -> String {
-    String::from_utf8_lossy(p).into_owned()
 }

@@ -7,7 +7,7 @@ use clap::{ArgGroup, Args};
 use dmv_repo::{MergeOutcome, Resolution};
 
 use crate::progress::Progress;
-use crate::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
 #[command(after_help = "A file changed on both sides is a conflict: nothing is merged inside files. \

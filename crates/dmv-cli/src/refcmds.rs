@@ -7,7 +7,7 @@ use clap::Args;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, Repository};
 
-use crate::open_repo;
+use crate::repo_args::open_repo;
 
 #[derive(Args)]
 pub struct UpdateRefArgs {

@@ -9,8 +9,8 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::RemoteConfig;
 use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
-use crate::open_repo;
 use crate::progress::Phases;
+use crate::repo_args::open_repo;
 
 fn short(id: &ObjectId) -> String {
     id.to_hex()[..7].to_string()

@@ -8,7 +8,7 @@ use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, Head, RefUpdate, Repository};
 
 use crate::progress::Progress;
-use crate::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
 pub struct InitArgs {

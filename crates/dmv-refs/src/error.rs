@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::RefValue;
+use crate::value::RefValue;
 
 /// Every message is a single line so the CLI can print it as is.
 #[derive(thiserror::Error, Debug)]

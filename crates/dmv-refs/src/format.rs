@@ -1,7 +1,7 @@
 //! Record keys and values (see docs/refs-format.md). Everything that parses
 //! bytes returns `Err(&'static str)` so the caller can name the table file.
 
-use crate::{RefValue, ReflogEntry};
+use crate::value::{RefValue, ReflogEntry};
 
 /// Key prefix of ref records. Chosen greater than `LOG_PREFIX` only by
 /// accident of the alphabet; the code never relies on the relative order.

@@ -13,6 +13,7 @@ mod lock;
 mod name;
 mod stack;
 mod table;
+mod value;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,14 +22,12 @@ use std::time::Duration;
 pub use error::RefError;
 pub use failpoint::FAIL_POINTS;
 pub use name::{validate_name, MAX_NAME_LEN};
+pub use value::{RefValue, ReflogEntry};
 
 use format::*;
 use lock::{sync_dir, Lock, LIST, LOCK};
 use stack::{open_stack, read_list, Merged, Stack};
 use table::{Table, TableWriter};
-
-/// An object id (BLAKE3), opaque to this crate.
-pub type RefValue = [u8; 32];
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -50,17 +49,6 @@ pub enum Expect {
     Any,
     Absent,
     Value(RefValue),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReflogEntry {
-    pub name: String,
-    pub old: Option<RefValue>,
-    pub new: Option<RefValue>,
-    pub who: String,
-    pub time: i64,
-    pub tz_minutes: i16,
-    pub message: String,
 }
 
 /// Handle on a ref directory. Holds no file handles or caches: every call

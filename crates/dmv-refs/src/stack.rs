@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::format::*;
 use crate::lock::{parse_list, LIST};
 use crate::table::{Table, TableIter};
-use crate::{RefError, RefValue};
+use crate::value::RefValue;
+use crate::RefError;
 
 pub(crate) struct Stack {
     /// Oldest (bottom) first; later tables shadow earlier ones.

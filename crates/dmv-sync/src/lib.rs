@@ -3,6 +3,17 @@
 //! S3-compatible object store with nothing of DMV running there), the
 //! negotiation that sends only what the other side lacks, and the server.
 //!
+//! The operations a front end calls are [`clone`], [`fetch`], [`push`],
+//! [`pull`] and [`sync`], with the named remotes of [`find_remote`].
+//!
+//! The files, each using only those listed before it: `error`, `progress`,
+//! `protocol`, `frame`, `client` (the [`Remote`] trait and the client of a
+//! DMV server over a wire), `serve` and `server` (the serving side), the
+//! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
+//! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
+//! `remotes` (a repository's named remotes), `objects`, `receive` and `send`
+//! (the transfer), then the operations `fetch`, `push`, `pull` and `clone`.
+//!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
 //! HTTP client's vectored socket writes, cannot refuse the signal, so only

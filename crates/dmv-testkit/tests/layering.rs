@@ -31,7 +31,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 fn workspace() -> PathBuf {
-    std::env::var_os("DMV_LAYERING_ROOT").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), PathBuf::from)
+    std::env::var_os("DMV_LAYERING_ROOT").filter(|root| !root.is_empty()).map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), PathBuf::from)
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -180,7 +180,8 @@ fn code_only(src: &str) -> String {
     let (mut i, mut attr_depth, mut last, mut before_last) = (0, 0usize, ' ', ' ');
     while i < c.len() {
         let at = |s: &str| s.chars().enumerate().all(|(k, ch)| c.get(i + k) == Some(&ch));
-        let string = if c[i] == '"' || (i == 0 || !is_ident(c[i - 1])) { string_at(&c, i) } else { None };
+        // A `b`, `c` or `r` prefix starts a literal only where a token starts (`r#type` is an identifier, and string_at says so).
+        let string = if c[i] == '"' || i == 0 || !is_ident(c[i - 1]) { string_at(&c, i) } else { None };
         let end = if at("//") {
             c[i..].iter().position(|&ch| ch == '\n').map_or(c.len(), |p| i + p)
         } else if at("/*") {
@@ -392,7 +393,8 @@ fn references(module: &str, toks: &[Tok], modules: &BTreeSet<String>) -> Vec<Ref
             continue;
         }
         let kind = match t {
-            "use" if prev == "pub" || prev == ")" && (0..i).rev().find(|&j| text(j) == "(").is_some_and(|j| j > 0 && text(j - 1) == "pub") => Kind::PubUse,
+            // `pub use` and `pub(crate) use` alike: a name other modules may reach through this one.
+            "use" if prev == "pub" || (prev == ")" && (0..i).rev().find(|&j| text(j) == "(").is_some_and(|j| j > 0 && text(j - 1) == "pub")) => Kind::PubUse,
             "use" => Kind::Use,
             _ => Kind::Path,
         };
@@ -548,6 +550,7 @@ fn crate_files(src: &Path) -> Result<Vec<(String, PathBuf, String)>, String> {
     Ok(out)
 }
 
+/// `krate: a -> b -> a` and, for each step, where it is made; the root module shows as `crate`.
 fn describe(krate: &str, cycle: &[String], edges: &Edges) -> String {
     let show = |m: &str| if m.is_empty() { "crate".to_string() } else { m.to_string() };
     let at = |a: &String, b: &String| edges.get(&(a.clone(), b.clone())).map_or("?", String::as_str).to_string();
