@@ -136,6 +136,24 @@ fn random_sigkill_leaves_old_or_new_state() {
 
 #[test]
 fn concurrent_processes_serialise_through_cas() {
+    // Whether two processes overlap is up to the scheduler (on a loaded
+    // machine one may finish before the other starts), so the race runs
+    // until it has been seen to overlap; every run must be exact.
+    for round in 1..=5 {
+        let (lost, switches) = race_two_runners();
+        eprintln!("round {round}: lost {lost:?}, {switches} switches");
+        if !lost.is_empty() && switches >= 3 {
+            return;
+        }
+    }
+    panic!("in 5 races the runners never overlapped (no lost compare-and-swap, or commits barely interleaving)");
+}
+
+/// Two runners commit 25 transactions each against one store; checks that
+/// together they committed each of 1..=50 exactly once and that every swap a
+/// runner lost went to a transaction the other committed. Returns the lost
+/// swaps and how often the sequence of commits switches runner.
+fn race_two_runners() -> (Vec<u64>, usize) {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("refs");
     ok(&dir, &["init"]);
@@ -171,23 +189,16 @@ fn concurrent_processes_serialise_through_cas() {
     }
     assert_eq!(total, 50);
     assert_eq!(check(&dir), 50);
-    // Together the runners committed each of 1..=50 exactly once.
     let mut all: Vec<u64> = committed.concat();
     all.sort_unstable();
     assert_eq!(all, (1..=50).collect::<Vec<u64>>());
-    // They really competed: some compare-and-swaps were lost, each to a
-    // transaction the other runner committed.
-    let lost_total = lost[0].len() + lost[1].len();
-    assert!(lost_total >= 1, "no compare-and-swap was ever lost: the runners did not overlap");
     for (me, other) in [(0, 1), (1, 0)] {
         for i in &lost[me] {
             assert!(committed[other].contains(i), "runner {me} lost transaction {i}, which runner {other} did not commit");
         }
     }
-    // Their commits interleave: the merged sequence switches runner more
-    // than once (one runner's 25 then the other's would switch once).
+    // One runner's 25 then the other's would switch once.
     let owner = |i: u64| usize::from(committed[1].contains(&i));
     let switches = (2..=50u64).filter(|&i| owner(i) != owner(i - 1)).count();
-    assert!(switches >= 3, "commits barely interleave ({switches} switches): {committed:?}");
-    eprintln!("lost {lost:?}, {switches} switches");
+    (lost.concat(), switches)
 }
