@@ -5,6 +5,9 @@
 //! would start this test binary as a server and fail, so passing proves no
 //! binary was needed.
 
+mod common;
+use common::{commit_all, noise};
+
 use std::path::Path;
 
 use dmv_repo::store::ChunkParams;
@@ -18,11 +21,6 @@ fn connect(repo: &Repository) -> (NamedRemote, Box<dyn dmv_sync::Remote>) {
     (remote, connection)
 }
 
-fn commit_all(repo: &Repository, message: &str) {
-    repo.add(&[Vec::new()], false, &|_, _| {}).unwrap();
-    repo.commit_staged(message).unwrap().expect("something to commit");
-}
-
 fn push(repo: &Repository, options: &PushOptions) -> Result<dmv_sync::Pushed, SyncError> {
     let (_, mut remote) = connect(repo);
     dmv_sync::push(repo, remote.as_mut(), Some("origin"), options, &Silent)
@@ -31,18 +29,6 @@ fn push(repo: &Repository, options: &PushOptions) -> Result<dmv_sync::Pushed, Sy
 fn pull(repo: &Repository) -> dmv_sync::Pulled {
     let (_, mut remote) = connect(repo);
     dmv_sync::pull(repo, remote.as_mut(), "origin", None, &Silent).unwrap()
-}
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn same_files(a: &Path, b: &Path, files: &[&str]) {

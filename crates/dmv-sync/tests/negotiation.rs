@@ -1,26 +1,12 @@
 //! The negotiation against an in-memory remote: what a push or fetch sends
 //! is exactly what the other side lacks, counted object by object.
 
+mod common;
+use common::{commit_all, noise};
+
 use dmv_repo::store::ChunkParams;
 use dmv_repo::Repository;
 use dmv_sync::{MemoryRemote, PushOptions, Remote, Silent, SyncError};
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn commit_all(repo: &Repository, message: &str) {
-    repo.add(&[Vec::new()], false, &|_, _| {}).unwrap();
-    repo.commit_staged(message).unwrap().expect("something to commit");
-}
 
 /// Objects reachable from the repository's refs and HEAD.
 fn reachable(repo: &Repository) -> u64 {
