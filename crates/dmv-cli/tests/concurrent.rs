@@ -348,3 +348,36 @@ fn of_two_pushes_stopped_before_their_ref_updates_exactly_one_wins() {
         assert!(std::fs::read(clone.join(format!("{name}.raw"))).unwrap() == std::fs::read(t.join(name).join(format!("{name}.raw"))).unwrap());
     }
 }
+
+#[test]
+fn gc_during_a_sync_keeps_the_fetched_side_the_merge_and_what_is_pushed() {
+    let t = tempfile::tempdir().unwrap();
+    let (a, hub, b) = (t.path().join("a"), t.path().join("hub"), t.path().join("b"));
+    dmv(t.path(), &["init", "a"]);
+    write_noise(&a.join("first.raw"), 2 << 20, 11);
+    dmv(&a, &["add", "."]);
+    dmv(&a, &["commit", "-m", "first"]);
+    dmv(t.path(), &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t.path(), &["clone", "hub", "b"]);
+    write_noise(&a.join("from-a.raw"), 3 << 20, 12);
+    dmv(&a, &["add", "."]);
+    dmv(&a, &["commit", "-m", "a's work"]);
+    dmv(&a, &["push"]);
+    write_noise(&b.join("from-b.raw"), 3 << 20, 13);
+    dmv(&b, &["add", "."]);
+    dmv(&b, &["commit", "-m", "b's work"]);
+
+    // Stopped in its merge, after fetching a's work: a strict gc runs in b.
+    let mut sync = dmv_cmd(&b);
+    sync.arg("sync");
+    ok(&gc_while_paused(&b, Paused::start(sync, "merge-state-written")));
+    fsck_clean(&b);
+    fsck_clean(&hub);
+    assert_eq!(common::remote::head_of(&hub, "refs/heads/main"), common::remote::head_of(&b, "refs/heads/main"), "the merge reached the hub");
+    assert!(cat(&b, "HEAD:from-a.raw") == Noise::new(12).bytes(3 << 20));
+    assert!(cat(&b, "HEAD:from-b.raw") == std::fs::read(b.join("from-b.raw")).unwrap());
+    dmv(&a, &["pull"]);
+    assert_same_tree(&a, &b);
+}
