@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use dmv_repo::store::ChunkParams;
-use dmv_repo::{ChangeKind, Head, RefUpdate, Repository};
+use dmv_repo::{ChangeKind, Head, Repository};
 
 use crate::progress::Progress;
 use crate::repo_args::{open_repo, repo_paths, show_path};
@@ -251,7 +251,6 @@ fn current_branch(repo: &Repository) -> Result<Option<String>> {
 
 pub fn branch(a: BranchArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let who = repo.who();
     match (a.name, a.delete, a.rename) {
         (None, _, _) => {
             let current = current_branch(&repo)?;
@@ -270,26 +269,12 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             }
         }
         (Some(name), true, _) => {
-            let full = format!("refs/heads/{name}");
-            if current_branch(&repo)?.as_deref() == Some(full.as_str()) {
-                bail!("cannot delete branch '{name}': it is checked out");
-            }
-            let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("branch '{name}' not found"))?;
-            repo.update_refs(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &who, "branch: deleted")?;
+            let old = repo.delete_branch(&name)?;
             println!("Deleted branch {name} (was {}).", old.short());
         }
         (Some(old_name), false, true) => {
             let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
-            let (old_full, new_full) = (format!("refs/heads/{old_name}"), format!("refs/heads/{new_name}"));
-            let id = repo.refs.get(&old_full)?.ok_or_else(|| anyhow!("branch '{old_name}' not found"))?;
-            repo.update_refs(
-                &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
-                &who,
-                &format!("branch: renamed {old_full} to {new_full}"),
-            )?;
-            if current_branch(&repo)?.as_deref() == Some(old_full.as_str()) {
-                repo.set_head(&Head::Branch(new_full))?;
-            }
+            repo.rename_branch(&old_name, &new_name)?;
         }
         (Some(name), false, false) => {
             let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
@@ -383,9 +368,7 @@ pub fn tag(a: TagArgs) -> Result<u8> {
             }
         }
         Some(name) if a.delete => {
-            let full = format!("refs/tags/{name}");
-            let old = repo.refs.get(&full)?.ok_or_else(|| anyhow!("tag '{name}' not found"))?;
-            repo.update_refs(&[RefUpdate { name: full, expected: Some(Some(old)), new: None }], &repo.who(), "tag: deleted")?;
+            let old = repo.delete_tag(&name)?;
             println!("Deleted tag '{name}' (was {})", old.short());
         }
         Some(name) => {

@@ -138,6 +138,16 @@ fn dmvignore_rm_mv_restore_and_tags() {
     assert!(branches.contains("topic") && !branches.contains("feature") && branches.contains("* main"), "{branches}");
     dmv(d, &["branch", "-d", "topic"]);
     assert!(!dmv(d, &["branch"]).contains("topic"));
+    // The checked-out branch is not deleted; renaming it takes HEAD along.
+    let out = dmv_out(d, &["branch", "-d", "main"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).trim(), "dmv: cannot delete branch 'main': it is checked out");
+    dmv(d, &["branch", "-m", "main", "trunk"]);
+    assert!(dmv(d, &["branch"]).contains("* trunk"));
+    dmv(d, &["branch", "-m", "trunk", "main"]);
+    dmv(d, &["tag", "-d", "v1"]);
+    assert!(!dmv(d, &["tag"]).contains("v1"));
+    assert_eq!(stderr(&dmv_out(d, &["tag", "-d", "v1"])).trim(), "dmv: tag 'v1' not found");
     let json: serde_json::Value = serde_json::from_str(&dmv(d, &["status", "--json"])).unwrap();
     assert_eq!(json["unstaged"][0]["path"], "moved/a");
 }

@@ -53,6 +53,10 @@ pub enum RepoError {
     RefChanged { name: String, expected: String, found: String },
     #[error("{name} already exists")]
     RefExists { name: String },
+    #[error("{kind} '{name}' not found")]
+    NoSuchRef { kind: &'static str, name: String },
+    #[error("cannot delete branch '{name}': it is checked out")]
+    BranchCheckedOut { name: String },
     /// Anything else the ref store reports (locked, corrupt, invalid name, I/O).
     #[error("{0}")]
     Refs(dmv_refs::RefError),

@@ -3,13 +3,14 @@
 //!
 //! Files, bottom up (a file only uses files listed before it):
 //! `paths`, `error`, `atomic`, `config`, `requires`, `wlock`, `refs`, `tree`,
-//! `dirstate`; `repo` (the `Repository` itself); `graph`, `early`; the
+//! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
 //! top, `gc` and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
 mod atomic;
+mod branches;
 mod checkout;
 mod config;
 mod dirstate;

@@ -1,0 +1,55 @@
+//! Branches and tags as a user names them (`main`, `v1`): creating,
+//! deleting and renaming them with the rules every front end keeps (the
+//! checked-out branch is not deleted; renaming it moves HEAD along).
+
+use dmv_store::ObjectId;
+
+use crate::refs::{Head, RefUpdate};
+use crate::repo::Repository;
+use crate::RepoError;
+use crate::RepoResult;
+
+impl Repository {
+    /// The full name of the branch HEAD is on, if any.
+    fn checked_out_branch(&self) -> RepoResult<Option<String>> {
+        Ok(match self.head()? {
+            Head::Branch(b) => Some(b),
+            Head::Detached(_) => None,
+        })
+    }
+
+    /// Deletes branch `name`; returns where it was.
+    pub fn delete_branch(&self, name: &str) -> RepoResult<ObjectId> {
+        let full = format!("refs/heads/{name}");
+        if self.checked_out_branch()?.as_deref() == Some(full.as_str()) {
+            return Err(RepoError::BranchCheckedOut { name: name.to_string() });
+        }
+        self.delete_named_ref(&full, "branch", name, "branch: deleted")
+    }
+
+    /// Renames branch `old` to `new` (which must not exist); HEAD follows if it was on `old`.
+    pub fn rename_branch(&self, old: &str, new: &str) -> RepoResult<()> {
+        let (old_full, new_full) = (format!("refs/heads/{old}"), format!("refs/heads/{new}"));
+        let id = self.refs.get(&old_full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: old.to_string() })?;
+        self.update_refs(
+            &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
+            &self.who(),
+            &format!("branch: renamed {old_full} to {new_full}"),
+        )?;
+        if self.checked_out_branch()?.as_deref() == Some(old_full.as_str()) {
+            self.set_head(&Head::Branch(new_full))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes tag `name`; returns what it pointed to.
+    pub fn delete_tag(&self, name: &str) -> RepoResult<ObjectId> {
+        self.delete_named_ref(&format!("refs/tags/{name}"), "tag", name, "tag: deleted")
+    }
+
+    fn delete_named_ref(&self, full: &str, kind: &'static str, name: &str, message: &str) -> RepoResult<ObjectId> {
+        let old = self.refs.get(full)?.ok_or_else(|| RepoError::NoSuchRef { kind, name: name.to_string() })?;
+        self.update_refs(&[RefUpdate { name: full.to_string(), expected: Some(Some(old)), new: None }], &self.who(), message)?;
+        Ok(old)
+    }
+}
