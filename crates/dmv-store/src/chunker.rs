@@ -148,19 +148,7 @@ mod tests {
         chunks_and_fills(data, params).0
     }
 
-    /// xorshift noise: content-defined cuts land at data-dependent places,
-    /// so chunks come in many sizes (a linear pattern never cuts before max).
-    fn noise(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = 0x1234_5678_9abc_def1u64 ^ seed;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
+    use dmv_testkit::noise;
 
     /// Records where each `read` of the source ended (input offsets): the
     /// ends of the chunker's buffer fills.

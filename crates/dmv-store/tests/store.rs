@@ -18,15 +18,7 @@ fn content(store: &Store, id: &dmv_store::ObjectId) -> Vec<u8> {
 }
 
 fn noise(len: usize, seed: u8) -> Vec<u8> {
-    let mut x = 0x1234_5678_9abc_def1u64 ^ seed as u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    dmv_testkit::noise(len, seed as u64)
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! binary was needed.
 
 mod common;
-use common::{commit_all, noise};
+use common::commit_all;
+use dmv_testkit::noise;
 
 use std::path::Path;
 
@@ -45,7 +46,7 @@ fn clone_commit_push_pull_and_sync_in_process() {
     // A studio with a shoot, and a bare server it pushes to.
     let mut studio = Repository::init(&studio_dir, ChunkParams::default()).unwrap();
     std::fs::create_dir_all(studio_dir.join("raw")).unwrap();
-    std::fs::write(studio_dir.join("raw/a.cr3"), noise(1, 3 << 20)).unwrap();
+    std::fs::write(studio_dir.join("raw/a.cr3"), noise(3 << 20, 1)).unwrap();
     std::fs::write(studio_dir.join("notes.txt"), "day one\n").unwrap();
     commit_all(&studio, "day one");
     Repository::init_with(&server_dir, ChunkParams::default(), true).unwrap();
@@ -83,7 +84,7 @@ fn clone_commit_push_pull_and_sync_in_process() {
     // Both change different files; the laptop pushes first, so the studio's
     // push is refused (not a fast-forward), and a forced push without a fetch
     // is refused too (the lease: the remote moved since the studio looked).
-    std::fs::write(laptop_dir.join("raw/b.cr3"), noise(2, 1 << 20)).unwrap();
+    std::fs::write(laptop_dir.join("raw/b.cr3"), noise(1 << 20, 2)).unwrap();
     commit_all(&laptop, "second photo");
     push(&laptop, &PushOptions::default()).unwrap();
     std::fs::write(studio_dir.join("shotlist.txt"), "harbour\n").unwrap();

@@ -2,7 +2,8 @@
 //! is exactly what the other side lacks, counted object by object.
 
 mod common;
-use common::{commit_all, noise};
+use common::commit_all;
+use dmv_testkit::noise;
 
 use dmv_repo::store::ChunkParams;
 use dmv_repo::Repository;
@@ -21,7 +22,7 @@ fn studio(dir: &std::path::Path) -> Repository {
     for folder in 0..3 {
         std::fs::create_dir_all(dir.join(format!("day{folder}"))).unwrap();
         for photo in 0..4 {
-            std::fs::write(dir.join(format!("day{folder}/img{photo}.raw")), noise(folder * 10 + photo + 1, 200_000 + photo as usize * 50_000)).unwrap();
+            std::fs::write(dir.join(format!("day{folder}/img{photo}.raw")), noise(200_000 + photo as usize * 50_000, folder * 10 + photo + 1)).unwrap();
         }
     }
     commit_all(&repo, "first");
@@ -49,7 +50,7 @@ fn push_sends_exactly_what_the_remote_lacks() {
     // One photo edited in one folder: the new commit, the trees on its path
     // and the photo's new objects, nothing of the other folders.
     let mut photo = std::fs::read(dir.join("day1/img2.raw")).unwrap();
-    photo[1000..1100].copy_from_slice(&noise(99, 100));
+    photo[1000..1100].copy_from_slice(&noise(100, 99));
     std::fs::write(dir.join("day1/img2.raw"), photo).unwrap();
     commit_all(&repo, "retouch");
     let new_objects = reachable(&repo) - first;
@@ -85,7 +86,7 @@ fn fetch_asks_only_for_new_objects_and_a_cut_leaves_no_ref_behind() {
 
     // A new commit upstream: the fetch gets that commit's new objects only.
     let dir = tmp.path().join("studio");
-    std::fs::write(dir.join("day2/new.raw"), noise(77, 300_000)).unwrap();
+    std::fs::write(dir.join("day2/new.raw"), noise(300_000, 77)).unwrap();
     commit_all(&source, "one more");
     dmv_sync::push(&source, &mut remote, None, &PushOptions::default(), &Silent).unwrap();
     let new_objects = reachable(&source) - all;

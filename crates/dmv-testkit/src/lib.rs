@@ -2,6 +2,20 @@
 
 pub mod golden;
 
+/// `len` bytes of xorshift noise from `seed`: it neither compresses nor
+/// repeats, and content-defined cuts land at data-dependent places.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = 0x1234_5678_9abc_def1u64 ^ seed;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// Runs the named test again in a child process whose address space has only
 /// `headroom` bytes to spare: there an allocation sized by a declared length
 /// aborts instead of quietly reserving memory. Returns true in the child,
