@@ -29,14 +29,13 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
     if let Err(e) = repo.load_dirstate() {
         problems.push(format!("dirstate: {e}"));
     }
-    let roots = repo.roots_to_check()?;
     let p = Progress::new("checking");
     let done = std::cell::Cell::new(0u64);
     let tick = |n: u64| {
         done.set(done.get() + n);
         p.update(done.get(), 0);
     };
-    let mut report: VerifyReport = repo.store.verify_reachable(&roots, &tick)?;
+    let mut report: VerifyReport = repo.verify_reachable(&tick)?;
     if a.full {
         let packs = repo.store.verify_packs(&tick)?;
         // Every object is in some pack: the pack pass's counts cover the walk's.
@@ -57,6 +56,13 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
         }
         for line in &report.garbage {
             println!("note: {line}");
+        }
+        if !report.absent.is_empty() {
+            println!(
+                "note: the data of {} file versions is not here (this replica's slice is {}, or it was dropped); `dmv ls --absent` lists them",
+                report.absent.len(),
+                repo.config.slice
+            );
         }
         eprintln!(
             "checked {} objects ({} bytes){}: {}",
@@ -109,7 +115,7 @@ pub fn gc(a: GcArgs) -> Result<u8> {
     let repo = open_repo()?;
     let p = Progress::new("gc");
     let done = std::cell::Cell::new(0u64);
-    let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune } };
+    let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune, ..Default::default() } };
     let report = repo.gc(policy, &|n| {
         done.set(done.get() + n);
         p.update(done.get(), 0);

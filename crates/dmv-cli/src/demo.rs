@@ -139,7 +139,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
         println!("  {}\t{}", c.kind.letter(), String::from_utf8_lossy(&c.path));
     }
     println!("\n5. dmv fsck");
-    let report = repo.store.verify_reachable(&repo.roots()?, &|_| {})?;
+    let report = repo.store.verify_reachable(&repo.roots()?, false, &|_| {})?;
     println!("  checked {} objects: {}", report.objects_checked, if report.is_clean() { "no problems found" } else { "DAMAGED" });
     println!("\n6. dmv stats");
     println!("  {} commits hold {} of files; the store holds {} in {} packs", second.commits, human(second.logical_bytes), human(second.stored_bytes), second.packs);

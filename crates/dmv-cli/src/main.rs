@@ -4,6 +4,7 @@ mod admin;
 mod demo;
 mod inspect;
 mod mergecmd;
+mod partial;
 mod progress;
 mod refcmds;
 mod repo_args;
@@ -89,6 +90,12 @@ enum Command {
     Sync(sync::SyncArgs),
     /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
     Serve(sync::ServeArgs),
+    /// Show or change which files' data this replica keeps (full, meta, paths:GLOB, recent:N).
+    Slice(partial::SliceArgs),
+    /// List files with whether their data is here: `dmv ls [--absent|--present] [REV] [PATH…]`.
+    Ls(partial::LsArgs),
+    /// Fetch the data of files this replica lacks and write them into the working tree.
+    Get(partial::GetArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
 }
@@ -149,6 +156,9 @@ fn main() -> ExitCode {
         Command::Push(a) => sync::push(a),
         Command::Sync(a) => sync::sync(a),
         Command::Serve(a) => sync::serve(a),
+        Command::Slice(a) => partial::slice(a),
+        Command::Ls(a) => partial::ls(a),
+        Command::Get(a) => partial::get(a),
         Command::Demo(a) => demo::run(a),
     };
     if std::env::var_os("DMV_TRACE").is_some() {
@@ -179,7 +189,8 @@ fn main() -> ExitCode {
 }
 
 fn talks_to_peers(c: &Command) -> bool {
-    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_)) || matches!(c, Command::Serve(a) if a.over_http())
+    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_) | Command::Get(_) | Command::Slice(_))
+        || matches!(c, Command::Serve(a) if a.over_http())
 }
 
 fn needs_worktree(c: &Command) -> bool {

@@ -67,10 +67,22 @@ pub struct CloneArgs {
     token: Option<String>,
     #[command(flatten)]
     bucket: BucketFlags,
+    /// Fetch only some files' data: meta (none), paths:GLOB[,GLOB…], or recent:N (the last N commits of each branch).
+    #[arg(long, value_parser = |s: &str| dmv_repo::Slice::parse(s))]
+    slice: Option<dmv_repo::Slice>,
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
-    let plan = ClonePlan::new(CloneOptions { source: a.source, directory: a.directory, bare: a.bare, token: a.token, bucket: a.bucket.options(), ..Default::default() })?;
+    let options = CloneOptions {
+        source: a.source,
+        directory: a.directory,
+        bare: a.bare,
+        token: a.token,
+        bucket: a.bucket.options(),
+        slice: a.slice.unwrap_or_default(),
+        ..Default::default()
+    };
+    let plan = ClonePlan::new(options)?;
     let mut remote = plan.spec.connect()?;
     if plan.resuming {
         eprintln!("Resuming the clone of {} into {}", plan.url, plan.dir.display());

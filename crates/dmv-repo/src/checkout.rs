@@ -51,11 +51,14 @@ impl Repository {
         let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
         let mut new_ds = ds;
         let mut to_write = Vec::new();
+        let mut now_absent = Vec::new();
         for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
             let Some(e) = c.new else { continue };
             if early(c) {
                 let (_, meta) = &written[&c.path];
                 new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
+            } else if self.is_absent(&e)? {
+                now_absent.push((c.path.as_slice(), e));
             } else {
                 to_write.push((c.path.as_slice(), e));
             }
@@ -68,6 +71,11 @@ impl Repository {
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
             self.remove_worktree_file(&c.path)?;
             new_ds.entries.remove(&c.path);
+        }
+        // A file whose new version's data is not here leaves the working tree.
+        for (rel, e) in now_absent {
+            self.remove_worktree_file(rel)?;
+            new_ds.entries.insert(rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size));
         }
         let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
             new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
@@ -200,5 +208,27 @@ impl Repository {
         }
         self.save_dirstate(&ds)?;
         Ok(count)
+    }
+
+    /// Writes the tracked files matching `specs` whose data was absent and
+    /// is here now (after a `get`); returns their paths. A file someone put
+    /// at such a path meanwhile is left alone (status shows it as changed).
+    pub fn fill_absent(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<Vec<u8>>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut ds = self.load_dirstate()?;
+        let mut filled = Vec::new();
+        let wanted: Vec<(Vec<u8>, FlatEntry)> =
+            ds.entries.iter().filter(|(p, e)| e.is_absent() && (specs.is_empty() || specs.iter().any(|s| matches(p, s)))).map(|(p, e)| (p.clone(), e.flat())).collect();
+        for (rel, e) in wanted {
+            if self.is_absent(&e)? || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok() {
+                continue;
+            }
+            let meta = self.write_entry(&rel, &e)?;
+            ds.entries.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+            filled.push(rel);
+        }
+        self.save_dirstate(&ds)?;
+        Ok(filled)
     }
 }

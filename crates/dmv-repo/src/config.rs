@@ -4,6 +4,7 @@ use dmv_store::ChunkParams;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
+use crate::slice::Slice;
 use crate::{RepoError, RepoResult};
 
 /// 2: the repository lists its requirements in `.dmv/requires` (the dmv of
@@ -30,6 +31,17 @@ pub struct Config {
     pub bare: bool,
     #[serde(default)]
     pub remotes: std::collections::BTreeMap<String, RemoteConfig>,
+    /// Which files' data this replica fetches and keeps.
+    #[serde(default, skip_serializing_if = "Slice::is_full")]
+    pub slice: Slice,
+    /// This replica may lack file data (it has a slice, or dropped some):
+    /// absent data is then a normal state, not damage.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// How many copies of a file's data `drop` leaves, counting every
+    /// replica that confirms it holds them (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numcopies: Option<u32>,
 }
 
 /// A named remote: where it is and how to talk to it.
@@ -55,7 +67,19 @@ pub struct RemoteConfig {
 
 impl Config {
     pub fn new(chunking: ChunkParams) -> Config {
-        Config { format: FORMAT_VERSION, chunking, pack_size_limit: 64 << 20, user_name: None, user_email: None, merge_tool: None, bare: false, remotes: Default::default() }
+        Config {
+            format: FORMAT_VERSION,
+            chunking,
+            pack_size_limit: 64 << 20,
+            user_name: None,
+            user_email: None,
+            merge_tool: None,
+            bare: false,
+            remotes: Default::default(),
+            slice: Slice::Full,
+            partial: false,
+            numcopies: None,
+        }
     }
 
     pub fn load(path: &Path) -> RepoResult<Config> {

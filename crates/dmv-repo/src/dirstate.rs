@@ -63,7 +63,20 @@ pub fn kind_of(m: &Metadata) -> Option<EntryKind> {
     }
 }
 
+/// The stat times of an entry whose data is not here: nothing is in the
+/// working tree at its path, and that is not a deletion.
+const ABSENT_NS: i64 = i64::MIN;
+
 impl DirEntry {
+    /// A tracked file whose data this (partial) replica does not hold.
+    pub fn absent(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
+        DirEntry { kind, id, size, mtime_ns: ABSENT_NS, ctime_ns: ABSENT_NS, ino: 0, mode: 0 }
+    }
+
+    pub fn is_absent(&self) -> bool {
+        self.mtime_ns == ABSENT_NS && self.ctime_ns == ABSENT_NS
+    }
+
     pub fn new(kind: EntryKind, id: ObjectId, size: u64, m: &Metadata) -> DirEntry {
         DirEntry { kind, id, size, mtime_ns: mtime_ns(m), ctime_ns: ctime_ns(m), ino: m.ino(), mode: m.mode() }
     }

@@ -1,6 +1,6 @@
 //! What gc and fsck start from (the roots), and gc itself.
 
-use dmv_store::{GcOptions, GcReport, ObjectId};
+use dmv_store::{GcOptions, GcReport, ObjectId, VerifyReport};
 
 use crate::error::RepoResult;
 use crate::repo::Repository;
@@ -32,9 +32,16 @@ impl Repository {
     /// ref tables. Safe while any other command runs: roots are read under
     /// the store's exclusive gc lock, after every writer has finished.
     pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
-        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), policy.store, progress)?;
+        let options = GcOptions { absent_data_ok: policy.store.absent_data_ok || self.config.partial, ..policy.store };
+        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), options, progress)?;
         self.refs.compact()?;
         Ok(report)
+    }
+
+    /// Reads (and so re-hashes) everything the roots reach. In a partial
+    /// replica, file data that is not here is listed as absent, not damage.
+    pub fn verify_reachable(&self, progress: &dyn Fn(u64)) -> RepoResult<VerifyReport> {
+        Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, progress)?)
     }
 
     fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
@@ -47,7 +54,8 @@ impl Repository {
         // Staged content is referenced by nothing but the dirstate until it is committed.
         if !self.config.bare {
             match self.load_dirstate() {
-                Ok(staged) => roots.extend(staged.entries.values().map(|e| e.id)),
+                // An absent file's data is not here to keep (its commit is).
+                Ok(staged) => roots.extend(staged.entries.values().filter(|e| !e.is_absent()).map(|e| e.id)),
                 Err(e) if dirstate_must_load => return Err(e),
                 Err(_) => {}
             }

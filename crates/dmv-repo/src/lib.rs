@@ -2,14 +2,16 @@
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 //!
 //! Files, bottom up (a file only uses files listed before it):
-//! `paths`, `error`, `atomic`, `config`, `requires`, `wlock`, `refs`, `tree`,
-//! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`; the
+//! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
+//! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
+//! `availability`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
 //! top, `gc` and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
 mod atomic;
+mod availability;
 mod branches;
 mod checkout;
 mod config;
@@ -29,12 +31,14 @@ mod refs;
 mod repo;
 mod requires;
 mod resolve;
+mod slice;
 mod staging;
 mod status;
 mod three_way;
 pub mod tree;
 mod wlock;
 
+pub use availability::FileAvailability;
 pub use config::{Config, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate};
 pub use dmv_refs;
@@ -49,6 +53,7 @@ pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repo::Repository;
 pub use requires::REQUIREMENTS;
 pub use resolve::{Resolution, Resolved};
+pub use slice::{BadSlice, PathFilter, Slice};
 pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};

@@ -122,6 +122,8 @@ impl Repository {
                 // Tracked files stay tracked even when an ignore rule matches them.
                 None => match std::fs::symlink_metadata(self.abs_path(path)) {
                     Ok(m) if m.is_file() || m.file_type().is_symlink() => m,
+                    // Its data is not here, so neither is the file: nothing changed.
+                    _ if entry.is_absent() => continue,
                     _ => {
                         unstaged.push(Change { path: path.clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None });
                         continue;

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::IoContext;
 use crate::index::write_index;
-use crate::object::children;
+use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::store::{maybe_compress, sync_dir};
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
@@ -39,43 +39,58 @@ pub struct GcOptions {
     /// Packs last written less than this long ago are kept whole, with
     /// everything their objects reach. Zero prunes everything unreachable.
     pub keep_recent: Duration,
+    /// A partial replica: file data its roots reach may be absent (not here
+    /// by its slice, or dropped), which is no reason to stop.
+    pub absent_data_ok: bool,
 }
 
 impl Default for GcOptions {
     fn default() -> Self {
-        GcOptions { keep_recent: DEFAULT_KEEP_RECENT }
+        GcOptions { keep_recent: DEFAULT_KEEP_RECENT, absent_data_ok: false }
     }
 }
 
 /// Git's default `gc.pruneExpire`: long enough to resume an interrupted transfer.
 pub const DEFAULT_KEEP_RECENT: Duration = Duration::from_secs(14 * 24 * 3600);
 
+/// What a walk makes of an object it cannot find.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    /// The repository is damaged.
+    IsDamage,
+    /// File data may be absent (a partial replica); anything else missing is damage.
+    DataMayBeAbsent,
+    /// Skipped: the objects of an unfinished fetch need not be complete.
+    MayBeAbsent,
+}
+
 impl Store {
     /// Objects reachable from `roots`; chunks are located but not read.
     pub fn reachable(&self, roots: &[ObjectId]) -> StoreResult<HashSet<ObjectId>> {
         let mut seen = HashSet::new();
-        self.mark_reachable(roots.to_vec(), true, &mut seen)?;
+        self.mark_reachable(roots.to_vec(), Missing::IsDamage, &mut seen)?;
         Ok(seen)
     }
 
-    /// Adds to `seen` what `stack` reaches. With `strict`, a missing object is
-    /// an error (the repository is damaged); without, what is absent is
-    /// skipped (the objects of an unfinished fetch need not be complete).
-    fn mark_reachable(&self, mut stack: Vec<ObjectId>, strict: bool, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
-        while let Some(id) = stack.pop() {
+    /// Adds to `seen` what `stack` reaches, treating a missing object as `missing` says.
+    fn mark_reachable(&self, roots: Vec<ObjectId>, missing: Missing, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
+        // Each id with whether it is file data.
+        let mut stack: Vec<(ObjectId, bool)> = roots.into_iter().map(|r| (r, false)).collect();
+        while let Some((id, data)) = stack.pop() {
             if seen.contains(&id) {
                 continue;
             }
             let Some(loc) = self.locate(&id)? else {
-                if strict {
-                    return Err(StoreError::NotFound { id });
+                match missing {
+                    Missing::IsDamage => return Err(StoreError::NotFound { id }),
+                    Missing::DataMayBeAbsent if !data => return Err(StoreError::NotFound { id }),
+                    Missing::DataMayBeAbsent | Missing::MayBeAbsent => continue,
                 }
-                continue;
             };
             seen.insert(id);
             if loc.entry.kind != ObjectKind::Chunk {
                 let bytes = self.read_located(&loc)?;
-                stack.extend(children(&id, loc.entry.kind, &bytes)?);
+                stack.extend(children_marked(&id, loc.entry.kind, &bytes)?);
             }
         }
         Ok(())
@@ -93,7 +108,8 @@ impl Store {
         self.reload()?;
         let roots = roots()?;
         let mut live = HashSet::new();
-        self.mark_reachable(roots, true, &mut live)?;
+        let missing = if options.absent_data_ok { Missing::DataMayBeAbsent } else { Missing::IsDamage };
+        self.mark_reachable(roots, missing, &mut live)?;
 
         let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
         for idx in self.indexes() {
@@ -116,7 +132,7 @@ impl Store {
                 recent.extend(entries.iter().map(|e| e.id));
             }
         }
-        self.mark_reachable(recent, false, &mut live)?;
+        self.mark_reachable(recent, Missing::MayBeAbsent, &mut live)?;
         report.packs_before = by_pack.len();
         let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
         let small_count = by_pack.keys().filter(|p| small(p)).count();

@@ -151,18 +151,23 @@ pub fn decode<T: DeserializeOwned>(id: &ObjectId, kind: ObjectKind, bytes: &[u8]
 
 /// Ids an object refers to, for reachability walks (fsck, gc, sync).
 pub fn children(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<Vec<ObjectId>> {
+    Ok(children_marked(id, kind, bytes)?.into_iter().map(|(child, _)| child).collect())
+}
+
+/// [`children`], each marked when it is file data: a file's content (its
+/// nodes and chunks), which a partial replica may lack, as opposed to the
+/// commits, trees and symlink targets every replica holds.
+pub fn children_marked(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<Vec<(ObjectId, bool)>> {
     Ok(match kind {
         ObjectKind::Chunk => Vec::new(),
-        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?.entries.into_iter().map(|e| e.id).collect(),
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?.entries.into_iter().map(|e| (e.id, true)).collect(),
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, bytes)? {
-            TreeNode::Leaf(entries) => entries.into_iter().map(|e| e.id).collect(),
-            TreeNode::Inner { children, .. } => children.into_iter().map(|e| e.id).collect(),
+            TreeNode::Leaf(entries) => entries.into_iter().map(|e| (e.id, e.kind.is_file())).collect(),
+            TreeNode::Inner { children, .. } => children.into_iter().map(|e| (e.id, false)).collect(),
         },
         ObjectKind::Commit => {
             let c: Commit = decode(id, kind, bytes)?;
-            let mut v = vec![c.tree];
-            v.extend(c.parents);
-            v
+            std::iter::once(c.tree).chain(c.parents).map(|p| (p, false)).collect()
         }
     })
 }

@@ -33,7 +33,7 @@ fn edges(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<(u8, Chil
             (node.level, node.entries.into_iter().map(|e| (e.id, Some(below))).collect())
         }
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, bytes)? {
-            TreeNode::Leaf(entries) => (0, entries.into_iter().map(|e| (e.id, None)).collect()),
+            TreeNode::Leaf(entries) => (0, entries.into_iter().map(|e| (e.id, e.kind.is_file().then_some(FILE_DATA))).collect()),
             TreeNode::Inner { level, children } => {
                 // An inner node of level 0 has no level its children could have.
                 let below = level.checked_sub(1).map(|l| (ObjectKind::Tree, l));
@@ -48,6 +48,16 @@ fn edges(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<(u8, Chil
             (0, std::iter::once(c.tree).chain(c.parents).map(|p| (p, None)).collect())
         }
     })
+}
+
+/// What a tree leaf requires of a file's content: any chunk or file node
+/// (checked against by [`is_file_data`] only, never compared as a shape).
+const FILE_DATA: Shape = (ObjectKind::Chunk, u8::MAX);
+
+/// Whether a parent's requirement marks the object as file data (a file's
+/// content or anything below it), which a partial replica may lack.
+fn is_file_data(wanted: &Wanted) -> bool {
+    wanted.is_some_and(|(_, (parent_kind, _), want)| parent_kind == ObjectKind::FileNode || want == FILE_DATA)
 }
 
 fn shape_name((kind, level): Shape) -> String {
@@ -72,6 +82,8 @@ pub struct VerifyReport {
     pub bytes_checked: u64,
     pub packs_checked: u64,
     pub damage: Vec<Damage>,
+    /// File data not here, in a replica that may lack it (by its slice or a drop).
+    pub absent: Vec<String>,
     /// Leftovers of interrupted writes (harmless; gc removes them).
     pub garbage: Vec<String>,
 }
@@ -97,7 +109,9 @@ impl Store {
     /// Walks from `roots` (iteratively), reading (and so re-hashing) every
     /// object once, and checks that file and tree nodes list nodes exactly
     /// one level below them, as every reader requires.
-    pub fn verify_reachable(&self, roots: &[ObjectId], progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
+    /// With `absent_data_ok` (a partial replica), file data that is not
+    /// here is listed in `absent`, not as damage.
+    pub fn verify_reachable(&self, roots: &[ObjectId], absent_data_ok: bool, progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
         let mut report = VerifyReport::default();
         // Objects read so far, with their shape (none when unreadable).
         let mut seen: HashMap<ObjectId, Option<Shape>> = HashMap::new();
@@ -123,6 +137,10 @@ impl Store {
                                 }
                             }
                         }
+                        Err(StoreError::NotFound { id }) if absent_data_ok && is_file_data(&wanted) => {
+                            report.absent.push(id.to_hex());
+                            None
+                        }
                         Err(e) => {
                             report.record(e);
                             None
@@ -133,7 +151,7 @@ impl Store {
                 }
             };
             if let (Some(actual), Some((parent, parent_shape, want))) = (shape, wanted) {
-                if actual != want {
+                if actual != want && !(want == FILE_DATA && matches!(actual.0, ObjectKind::Chunk | ObjectKind::FileNode)) {
                     let detail = format!("it is {} but {parent}, {}, lists it where {} belongs", shape_name(actual), shape_name(parent_shape), shape_name(want));
                     report.record(StoreError::BadEncoding { id, kind: actual.0.name(), detail });
                 }

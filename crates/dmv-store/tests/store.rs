@@ -88,7 +88,7 @@ fn a_file_changed_while_stored_is_never_recorded_torn() {
 }
 
 fn prune_now() -> GcOptions {
-    GcOptions { keep_recent: Duration::ZERO }
+    GcOptions { keep_recent: Duration::ZERO, ..Default::default() }
 }
 
 /// Makes every pack look written `age` ago, so gc's grace period does not cover it.
@@ -210,7 +210,7 @@ proptest! {
             for id in &ids { let _ = store.read(id); }
             let report = store.verify_packs(&|_| {}).unwrap();
             prop_assert!(!report.is_clean());
-            let _ = store.verify_reachable(&ids, &|_| {});
+            let _ = store.verify_reachable(&ids, false, &|_| {});
         }
     }
 }

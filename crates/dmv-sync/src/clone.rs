@@ -36,6 +36,8 @@ pub struct CloneOptions {
     pub bucket: BucketOptions,
     /// How a local path source is served.
     pub local_server: LocalServer,
+    /// Which files' data the new replica fetches and keeps.
+    pub slice: dmv_repo::Slice,
 }
 
 /// A clone about to start or resume: where, from what, and whether it resumes.
@@ -174,6 +176,8 @@ impl ClonePlan {
             ..Default::default()
         };
         repo.config.remotes.insert("origin".into(), origin);
+        repo.config.partial = !self.options.slice.is_full();
+        repo.config.slice = self.options.slice.clone();
         repo.save_config()?;
         Ok(repo)
     }

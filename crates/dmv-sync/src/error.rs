@@ -67,6 +67,10 @@ pub enum SyncError {
     /// A clone that stopped part way; running it again resumes it.
     #[error("clone of {url} stopped; run the same command again to resume: {cause}")]
     CloneStopped { url: String, cause: Box<SyncError> },
+    #[error("the data is not here and no remote answered; make one reachable: {}", if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
+    NoRemoteReachable { tried: Vec<String> },
+    #[error(transparent)]
+    BadSlice(#[from] dmv_repo::BadSlice),
     #[error("{what}: {cause}")]
     Local { what: String, cause: std::io::Error },
     #[error("{}: {detail}", path.display())]

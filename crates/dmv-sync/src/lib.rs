@@ -12,7 +12,8 @@
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
 //! `remotes` (a repository's named remotes), `objects`, `receive` and `send`
-//! (the transfer), then the operations `fetch`, `push`, `pull` and `clone`.
+//! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
+//! and `partial` (`get` and `set_slice` for partial replicas).
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
@@ -31,6 +32,7 @@ mod http_client;
 mod in_process;
 mod memory_remote;
 mod objects;
+mod partial;
 mod progress;
 pub mod protocol;
 mod pull;
@@ -52,6 +54,7 @@ pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{Frame, FrameReader, FrameWriter};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
+pub use partial::{connect_any, get, set_slice, GetOptions, Got, SliceChanged};
 pub use progress::{Phase, Progress, Silent};
 pub use pull::{pull, sync, Pulled, Synced};
 pub use push::{current_branch, push, PushOptions, Pushed};

@@ -31,10 +31,12 @@ pub(crate) struct Edge {
     /// Known to be a chunk (else: a tree, a file node, or a one-chunk file's chunk).
     pub chunk: bool,
     pub size: u64,
+    /// For a directory entry: its name and kind.
+    pub entry: Option<(Vec<u8>, EntryKind)>,
 }
 
 pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResult<Vec<Edge>> {
-    let other = |id: ObjectId, size: u64| Edge { id, chunk: false, size };
+    let other = |id: ObjectId, size: u64| Edge { id, chunk: false, size, entry: None };
     Ok(match kind {
         ObjectKind::Chunk => Vec::new(),
         ObjectKind::Commit => {
@@ -45,13 +47,13 @@ pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResu
             TreeNode::Leaf(entries) => {
                 // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
                 dmv_repo::tree::check_entries(id, None, &entries).map_err(|e| SyncError::Protocol(format!("received {e}")))?;
-                entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size }).collect()
+                entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size, entry: Some((e.name, e.kind)) }).collect()
             }
             TreeNode::Inner { children, .. } => children.into_iter().map(|c| other(c.id, c.size)).collect(),
         },
         ObjectKind::FileNode => {
             let node: FileNode = decode(id, kind, content)?;
-            node.entries.into_iter().map(|e| Edge { id: e.id, chunk: node.level == 0, size: e.size }).collect()
+            node.entries.into_iter().map(|e| Edge { id: e.id, chunk: node.level == 0, size: e.size, entry: None }).collect()
         }
     })
 }

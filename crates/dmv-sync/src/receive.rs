@@ -1,22 +1,25 @@
 //! Receiving objects: everything reachable from some wanted commits that
-//! this store lacks. Metadata is explored first (chunks come back as stubs),
-//! then the chunks arrive in large batches, then the metadata is stored
-//! children first, so whatever has landed when a transfer stops is complete.
+//! this store lacks, with the file data the replica's slice asks for.
+//! Metadata is explored first (chunks come back as stubs), then the chunks
+//! arrive in large batches, then the metadata is stored children first, so
+//! whatever has landed when a transfer stops is complete as far as the
+//! slice goes.
 
 use std::collections::{HashMap, HashSet};
 
+use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
-use dmv_repo::{EarlyCheckout, Repository};
+use dmv_repo::{EarlyCheckout, PathFilter, Repository};
 
 use crate::client::{Received, Remote};
 use crate::objects::{children_first, damaged, edges, TransferStats};
 use crate::{SyncError, SyncResult};
 
-/// Fetches everything reachable from `wants` that the local store lacks.
-/// `then` runs once all of it is durable, while gc is still held off (the
-/// caller moves refs there). `early`, if given, sees the explored metadata
-/// and then every verified chunk as it arrives (a clone writes its large
-/// files that way).
+/// Fetches everything reachable from `wants` that the local store lacks,
+/// with the file data the replica's slice asks for. `then` runs once all of
+/// it is durable, while gc is still held off (the caller moves refs there).
+/// `early`, if given, sees the explored metadata and then every verified
+/// chunk as it arrives (a clone writes its large files that way).
 pub fn fetch_objects(
     repo: &Repository,
     client: &mut dyn Remote,
@@ -37,20 +40,37 @@ pub fn fetch_objects(
         then()?;
         return Ok(TransferStats::default());
     }
-    let commits = client.walk_commits(missing_tips, local_tips(repo)?)?;
-    let found = explore(store, client, commits)?;
+    let rule = DataRule::of(repo)?;
+    let commits = client.walk_commits(missing_tips.clone(), local_tips(repo)?)?;
+    let mut found = explore_commits(store, client, commits, &missing_tips, &rule)?;
+    let starts = std::mem::take(&mut found.trees);
+    explore_below(store, client, starts, &rule.filter, &mut found)?;
     if let Some(early) = early.as_deref_mut() {
         let lookup = |id: &ObjectId| match found.meta.get(id) {
-            Some((obj, _)) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
+            Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
             None => store.read(id).ok(),
         };
         early.plan(&lookup, &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
     let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, early)?;
-    stats.objects += store_metadata(&mut session, found.meta)?;
+    stats.objects += store_metadata(&mut session, found.meta, repo.config.partial)?;
     session.finish()?;
     then()?;
     drop(session);
+    Ok(stats)
+}
+
+/// Fetches the data of some files (their content ids: file nodes and
+/// chunks) that the local store lacks.
+pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Fn(u64, u64)) -> SyncResult<TransferStats> {
+    let store = &repo.store;
+    let mut session = store.begin_write()?;
+    let mut found = Explored::default();
+    let starts = files.iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
+    explore_below(store, client, starts, &PathFilter::All, &mut found)?;
+    let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, None)?;
+    stats.objects += store_metadata(&mut session, found.meta, true)?;
+    session.finish()?;
     Ok(stats)
 }
 
@@ -63,57 +83,178 @@ fn local_tips(repo: &Repository) -> SyncResult<Vec<ObjectId>> {
     Ok(haves)
 }
 
-/// The new objects, found top-down one level per round trip.
-struct Explored {
-    /// Metadata objects (kept in memory until their children are stored), with the missing objects each refers to.
-    meta: HashMap<ObjectId, (StoredObject, Vec<ObjectId>)>,
-    /// Chunks to fetch, with their sizes.
-    chunks: Vec<(ObjectId, u64)>,
+/// Which files' data a fetch brings along with the history (the slice).
+struct DataRule {
+    filter: PathFilter,
+    /// Only the files of commits fewer than this many steps from a fetched tip.
+    recent: Option<usize>,
 }
 
-fn explore(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId>) -> SyncResult<Explored> {
-    let mut found = Explored { meta: HashMap::new(), chunks: Vec::new() };
+impl DataRule {
+    fn of(repo: &Repository) -> SyncResult<DataRule> {
+        let slice = &repo.config.slice;
+        let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
+        Ok(DataRule { filter, recent: slice.recent() })
+    }
+}
+
+/// An object to explore, where it was found: a tree with the path of its
+/// directory (kept only when a path rule needs it) and whether the files
+/// below bring their data; or a file's content (`data`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Visit {
+    id: ObjectId,
+    dir: Vec<u8>,
+    data: bool,
+}
+
+/// The new objects, found top-down one level per round trip.
+#[derive(Default)]
+struct Explored {
+    /// Metadata objects (kept in memory until their children are stored).
+    meta: HashMap<ObjectId, StoredObject>,
+    /// Chunks to fetch, with their sizes.
+    chunks: Vec<(ObjectId, u64)>,
+    chunks_seen: HashSet<ObjectId>,
+    /// The root trees of the new commits, still to explore.
+    trees: Vec<Visit>,
+}
+
+impl Explored {
+    fn add_chunk(&mut self, id: ObjectId, size: u64) {
+        if self.chunks_seen.insert(id) {
+            self.chunks.push((id, size));
+        }
+    }
+}
+
+/// The new commits, one generation per round trip when the remote cannot
+/// walk history itself, and which of their trees bring file data.
+fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId>, tips: &[ObjectId], rule: &DataRule) -> SyncResult<Explored> {
+    let mut found = Explored::default();
     let mut seen: HashSet<ObjectId> = HashSet::new();
-    let mut frontier: Vec<ObjectId> = Vec::new();
+    let mut frontier = Vec::new();
     for c in commits {
         if seen.insert(c) && !store.contains(&c)? {
             frontier.push(c);
         }
     }
+    // Each new commit's tree and parents.
+    let mut graph: HashMap<ObjectId, (ObjectId, Vec<ObjectId>)> = HashMap::new();
     while !frontier.is_empty() {
+        let mut got = Vec::new();
+        client.get(&frontier, false, &mut |r| match r {
+            Received::Object(obj) if obj.kind == ObjectKind::Commit => {
+                got.push(obj);
+                Ok(())
+            }
+            _ => Err(SyncError::Protocol("remote sent something else where a commit was asked for".into())),
+        })?;
         let mut next = Vec::new();
-        client.get(&frontier, false, &mut |got| {
-            match got {
-                Received::ChunkStub { id, raw_len } => found.chunks.push((id, raw_len as u64)),
-                Received::Object(obj) => {
-                    let content = obj.content().map_err(|d| damaged(&obj, d))?;
-                    let mut kids = Vec::new();
-                    for e in edges(&obj.id, obj.kind, &content)? {
-                        if store.contains(&e.id)? {
-                            continue;
-                        }
-                        if e.chunk {
-                            if seen.insert(e.id) {
-                                found.chunks.push((e.id, e.size));
-                            }
-                        } else {
-                            kids.push(e.id);
-                            if seen.insert(e.id) {
-                                next.push(e.id);
-                            }
-                        }
-                    }
-                    drop(content);
-                    found.meta.insert(obj.id, (obj, kids));
+        for obj in got {
+            let content = obj.content().map_err(|d| damaged(&obj, d))?;
+            let commit: dmv_repo::store::object::Commit = dmv_repo::store::object::decode(&obj.id, obj.kind, &content)?;
+            for p in &commit.parents {
+                if seen.insert(*p) && !store.contains(p)? {
+                    next.push(*p);
                 }
             }
-            Ok(())
-        })?;
+            drop(content);
+            graph.insert(obj.id, (commit.tree, commit.parents));
+            found.meta.insert(obj.id, obj);
+        }
         frontier = next;
     }
+    let with_data: HashSet<ObjectId> = match rule.recent {
+        None => graph.keys().copied().collect(),
+        // The commits fewer than n steps from a tip (what is older stays metadata).
+        Some(n) => {
+            let mut near = HashSet::new();
+            let mut level: Vec<ObjectId> = tips.iter().filter(|t| graph.contains_key(t)).copied().collect();
+            for _ in 0..n {
+                let mut next = Vec::new();
+                for c in level {
+                    if near.insert(c) {
+                        next.extend(graph[&c].1.iter().filter(|p| graph.contains_key(p)).copied());
+                    }
+                }
+                level = next;
+            }
+            near
+        }
+    };
+    let mut roots: Vec<(&ObjectId, &(ObjectId, Vec<ObjectId>))> = graph.iter().collect();
+    roots.sort_by_key(|(c, _)| **c);
+    found.trees = roots.into_iter().map(|(c, (tree, _))| Visit { id: *tree, dir: Vec::new(), data: with_data.contains(c) }).collect();
     Ok(found)
 }
 
+/// Explores trees and file contents level by level, skipping what the
+/// store has, and the data of files the filter (or a tree's `data: false`)
+/// leaves out.
+fn explore_below(store: &Store, client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilter, found: &mut Explored) -> SyncResult<()> {
+    let keep_paths = matches!(filter, PathFilter::Globs(_));
+    let mut seen: HashSet<Visit> = HashSet::new();
+    let mut frontier = Vec::new();
+    for v in starts {
+        if !store.contains(&v.id)? && seen.insert(v.clone()) {
+            frontier.push(v);
+        }
+    }
+    while !frontier.is_empty() {
+        let mut asked = HashSet::new();
+        let to_get: Vec<ObjectId> = frontier.iter().map(|v| v.id).filter(|id| !found.meta.contains_key(id) && !found.chunks_seen.contains(id) && asked.insert(*id)).collect();
+        if !to_get.is_empty() {
+            client.get(&to_get, false, &mut |got| {
+                match got {
+                    Received::ChunkStub { id, raw_len } => found.add_chunk(id, raw_len as u64),
+                    Received::Object(obj) => {
+                        obj.content().map_err(|d| damaged(&obj, d))?;
+                        found.meta.insert(obj.id, obj);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let mut next = Vec::new();
+        for v in frontier {
+            // A chunk arrives as a stub and has been queued.
+            let Some(obj) = found.meta.get(&v.id) else { continue };
+            let content = obj.content().map_err(|d| damaged(obj, d))?;
+            let edges = edges(&obj.id, obj.kind, &content)?;
+            drop(content);
+            for e in edges {
+                if store.contains(&e.id)? {
+                    continue;
+                }
+                let child = match &e.entry {
+                    Some((name, EntryKind::Dir)) => Visit { id: e.id, dir: if keep_paths { join(&v.dir, name) } else { Vec::new() }, data: v.data },
+                    Some((name, kind)) if kind.is_file() => {
+                        if !v.data || !filter.keeps(&join(&v.dir, name)) {
+                            continue;
+                        }
+                        Visit { id: e.id, dir: Vec::new(), data: true }
+                    }
+                    _ => Visit { id: e.id, dir: v.dir.clone(), data: v.data },
+                };
+                if e.chunk {
+                    found.add_chunk(e.id, e.size);
+                } else if seen.insert(child.clone()) {
+                    next.push(child);
+                }
+            }
+        }
+        frontier = next;
+    }
+    Ok(())
+}
+
+fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    match dir.is_empty() {
+        true => name.to_vec(),
+        false => [dir, b"/", name].concat(),
+    }
+}
 /// Chunks first, in batches; every sealed pack survives an interruption.
 fn receive_chunks(
     session: &mut WriteSession<'_>,
@@ -152,15 +293,22 @@ fn receive_chunks(
 }
 
 /// Stores the explored metadata, each object after everything it refers to
-/// (checked, so a remote that left something out cannot make a gap).
-fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, (StoredObject, Vec<ObjectId>)>) -> SyncResult<u64> {
-    let graph: HashMap<ObjectId, Vec<ObjectId>> = meta.iter().map(|(id, (_, kids))| (*id, kids.clone())).collect();
+/// (checked, so a remote that left something out cannot make a gap; in a
+/// partial replica a file's data may be absent, its nodes never in part).
+fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, StoredObject>, absent_data_ok: bool) -> SyncResult<u64> {
+    let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::with_capacity(meta.len());
+    for (id, obj) in &meta {
+        let content = obj.content().map_err(|d| damaged(obj, d))?;
+        let kids = dmv_repo::store::object::children(id, obj.kind, &content)?;
+        graph.insert(*id, kids.into_iter().filter(|k| meta.contains_key(k)).collect());
+    }
     let mut stored = 0;
     for id in children_first(&graph) {
-        let Some((obj, _)) = meta.remove(&id) else { continue };
+        let Some(obj) = meta.remove(&id) else { continue };
         let content = obj.content().map_err(|d| damaged(&obj, d))?;
-        for child in dmv_repo::store::object::children(&obj.id, obj.kind, &content)? {
-            if !session.has(&child)? {
+        for (child, data) in dmv_repo::store::object::children_marked(&obj.id, obj.kind, &content)? {
+            let may_be_absent = absent_data_ok && data && obj.kind != ObjectKind::FileNode;
+            if !may_be_absent && !session.has(&child)? {
                 return Err(SyncError::Protocol(format!("remote did not send {child}, which {} refers to", obj.id)));
             }
         }

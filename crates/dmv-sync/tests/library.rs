@@ -110,6 +110,6 @@ fn clone_commit_push_pull_and_sync_in_process() {
     assert_eq!(server.refs.get("refs/heads/main").unwrap(), Some(merge));
     assert_eq!(laptop.refs.get("refs/remotes/origin/main").unwrap(), Some(merge));
     assert!(studio.status().unwrap().is_clean() && laptop.status().unwrap().is_clean());
-    let report = server.store.verify_reachable(&server.roots().unwrap(), &|_| {}).unwrap();
+    let report = server.store.verify_reachable(&server.roots().unwrap(), false, &|_| {}).unwrap();
     assert!(report.is_clean());
 }

@@ -11,7 +11,7 @@ use dmv_sync::{MemoryRemote, PushOptions, Remote, Silent, SyncError};
 
 /// Objects reachable from the repository's refs and HEAD.
 fn reachable(repo: &Repository) -> u64 {
-    let report = repo.store.verify_reachable(&repo.roots().unwrap(), &|_| {}).unwrap();
+    let report = repo.store.verify_reachable(&repo.roots().unwrap(), false, &|_| {}).unwrap();
     assert!(report.is_clean());
     report.objects_checked
 }
@@ -76,13 +76,13 @@ fn fetch_asks_only_for_new_objects_and_a_cut_leaves_no_ref_behind() {
     let cut = dmv_sync::fetch(&replica, &mut remote, "origin", &Silent).unwrap_err();
     assert!(matches!(cut, SyncError::Disconnected(_)), "{cut}");
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), None);
-    assert!(replica.store.verify_reachable(&replica.roots().unwrap(), &|_| {}).unwrap().is_clean());
+    assert!(replica.store.verify_reachable(&replica.roots().unwrap(), false, &|_| {}).unwrap().is_clean());
     remote.cut_after(None);
     let fetched = dmv_sync::fetch(&replica, &mut remote, "origin", &Silent).unwrap();
     assert_eq!(fetched.updated.len(), 1);
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), source.head_commit().unwrap());
     let tip = source.head_commit().unwrap().unwrap();
-    assert_eq!(replica.store.verify_reachable(&[tip], &|_| {}).unwrap().objects_checked, all);
+    assert_eq!(replica.store.verify_reachable(&[tip], false, &|_| {}).unwrap().objects_checked, all);
 
     // A new commit upstream: the fetch gets that commit's new objects only.
     let dir = tmp.path().join("studio");

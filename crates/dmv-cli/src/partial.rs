@@ -1,0 +1,107 @@
+//! Partial replicas: `slice`, `ls`, `get`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use dmv_repo::Slice;
+use dmv_sync::GetOptions;
+
+use crate::progress::Phases;
+use crate::repo_args::{open_repo, repo_paths, show_path};
+
+#[derive(Args)]
+pub struct SliceArgs {
+    #[command(subcommand)]
+    action: Option<SliceAction>,
+}
+
+#[derive(Subcommand)]
+enum SliceAction {
+    /// Change the slice: full, meta, paths:GLOB[,GLOB…] or recent:N. Widening fetches what is now inside.
+    Set {
+        slice: String,
+        /// The remote to fetch from (default: the first that answers, origin first).
+        #[arg(long)]
+        remote: Option<String>,
+    },
+}
+
+pub fn slice(a: SliceArgs) -> Result<u8> {
+    let mut repo = open_repo()?;
+    match a.action {
+        None => println!("{}", repo.config.slice),
+        Some(SliceAction::Set { slice, remote }) => {
+            let slice = Slice::parse(&slice)?;
+            let changed = dmv_sync::set_slice(&mut repo, slice, remote.as_deref(), &Phases::default())?;
+            eprintln!("slice {} -> {}", changed.old, changed.new);
+            if let Some(from) = &changed.got.from {
+                eprintln!("fetched the data of {} file versions ({} bytes) from {from}", changed.got.fetched, changed.got.stats.chunk_bytes);
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct LsArgs {
+    /// Only files whose data is not here.
+    #[arg(long, conflicts_with = "present")]
+    absent: bool,
+    /// Only files whose data is here.
+    #[arg(long)]
+    present: bool,
+    #[arg(long)]
+    json: bool,
+    /// [REV] [PATH…]: a commit (default HEAD), then paths.
+    args: Vec<String>,
+}
+
+pub fn ls(a: LsArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let (rev, paths) = match a.args.split_first() {
+        Some((first, rest)) if repo.resolve(first).is_ok() => (repo.resolve(first)?, rest.to_vec()),
+        _ => (repo.resolve("HEAD")?, a.args.clone()),
+    };
+    let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+    let specs = repo_paths(&repo, &paths)?;
+    let files = repo.availability(&repo.commit(&rev)?.tree, &specs)?;
+    let shown: Vec<_> = files.into_iter().filter(|f| !(a.absent && f.present || a.present && !f.present)).collect();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+    } else {
+        for f in &shown {
+            println!("{:<7} {:>12}  {}", if f.present { "present" } else { "absent" }, f.entry.size, show_path(&f.path));
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct GetArgs {
+    /// Files or directories whose data to fetch.
+    paths: Vec<PathBuf>,
+    /// Fetch the data of this commit's version of the paths (the working tree is left alone).
+    #[arg(long)]
+    rev: Option<String>,
+    /// The remote to fetch from (default: the first that answers, origin first).
+    #[arg(long)]
+    remote: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn get(a: GetArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let rev = a.rev.as_deref().map(|r| repo.resolve(r)).transpose()?;
+    let options = GetOptions { paths: repo_paths(&repo, &a.paths)?, rev, remote: a.remote };
+    let got = dmv_sync::get(&repo, &options, &Phases::default())?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&got)?);
+    } else if let Some(from) = &got.from {
+        eprintln!("got the data of {} file versions ({} bytes) from {from}; {} files written", got.fetched, got.stats.chunk_bytes, got.written);
+    } else {
+        eprintln!("the data is already here; {} files written", got.written);
+    }
+    Ok(0)
+}

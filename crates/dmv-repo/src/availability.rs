@@ -1,0 +1,51 @@
+//! Which files' data this replica holds. In a partial replica a file's
+//! data (its nodes and chunks) may be absent: outside the slice, dropped,
+//! or a `get` cut short. Commits and trees are always here.
+
+use dmv_store::{ObjectId, StoreError};
+use serde::Serialize;
+
+use crate::error::RepoResult;
+use crate::paths::{matches, ser_path};
+use crate::repo::Repository;
+use crate::tree::{flatten, FlatEntry};
+
+/// A file of a tree and whether its data is here.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileAvailability {
+    #[serde(serialize_with = "ser_path")]
+    pub path: Vec<u8>,
+    pub entry: FlatEntry,
+    pub present: bool,
+}
+
+impl Repository {
+    /// Whether all of a file's data is here (its nodes read, its chunks located).
+    pub fn has_data(&self, id: &ObjectId) -> RepoResult<bool> {
+        match self.store.check_content_present(id) {
+            Ok(()) => Ok(true),
+            Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether a file's data is not (all) here in a partial replica, where
+    /// that is normal. In a full replica missing data is damage, never absence.
+    pub fn is_absent(&self, e: &FlatEntry) -> RepoResult<bool> {
+        Ok(self.config.partial && e.kind.is_file() && !self.has_data(&e.id)?)
+    }
+
+    /// The files (not symlinks) of `tree` under any of `specs` (all when
+    /// empty), in path order, each with whether its data is here.
+    pub fn availability(&self, tree: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {
+        let mut out = Vec::new();
+        for (path, entry) in flatten(&self.store, tree)? {
+            if !entry.kind.is_file() || !(specs.is_empty() || specs.iter().any(|s| matches(&path, s))) {
+                continue;
+            }
+            let present = self.has_data(&entry.id)?;
+            out.push(FileAvailability { path, entry, present });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,150 @@
+//! Partial replicas: getting the data of files this replica lacks from
+//! another replica, and changing which files' data it keeps (its slice).
+
+use std::collections::BTreeSet;
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::tree::flatten;
+use dmv_repo::{Repository, Slice};
+
+use crate::client::Remote;
+use crate::objects::TransferStats;
+use crate::progress::{Phase, Progress};
+use crate::receive::fetch_file_data;
+use crate::remotes::{find_remote, NamedRemote};
+use crate::{SyncError, SyncResult};
+
+/// What `get` fetches: files of HEAD's working tree, or of another commit.
+#[derive(Clone, Debug, Default)]
+pub struct GetOptions {
+    /// Paths (files or directories; empty: everything).
+    pub paths: Vec<Vec<u8>>,
+    /// A commit other than the checked-out one: its data is fetched, the working tree is left alone.
+    pub rev: Option<ObjectId>,
+    /// The remote to ask (default: the first configured one that answers, `origin` first).
+    pub remote: Option<String>,
+}
+
+/// What a `get` did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Got {
+    /// The file versions whose data was fetched.
+    pub fetched: usize,
+    /// Working-tree files written.
+    pub written: usize,
+    /// The remote the data came from (None: nothing was missing).
+    pub from: Option<String>,
+    pub stats: TransferStats,
+}
+
+/// Fetches the data of the files matching `options.paths` that is not here,
+/// from the first remote that answers, and writes those of the checked-out
+/// commit into the working tree.
+pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> SyncResult<Got> {
+    let worktree = options.rev.is_none() && !repo.config.bare;
+    let tree = match options.rev {
+        Some(rev) => Some(repo.commit(&rev)?.tree),
+        None => repo.head_tree()?,
+    };
+    let mut wanted = BTreeSet::new();
+    if let Some(tree) = tree {
+        for f in repo.availability(&tree, &options.paths)? {
+            if !f.present {
+                wanted.insert(f.entry.id);
+            }
+        }
+    }
+    let mut got = Got::default();
+    if !wanted.is_empty() {
+        let ids: Vec<ObjectId> = wanted.into_iter().collect();
+        let (name, mut remote) = connect_any(repo, options.remote.as_deref())?;
+        progress.phase(Phase::Receiving);
+        let stats = fetch_file_data(repo, remote.as_mut(), &ids, &|d, t| progress.update(d, t));
+        progress.finish();
+        got.stats = stats?;
+        got.fetched = ids.len();
+        got.from = Some(name);
+    }
+    if worktree {
+        got.written = repo.fill_absent(&options.paths)?.len();
+    }
+    Ok(got)
+}
+
+/// Connects to `name`, or to the first configured remote that answers
+/// (`origin` first). When none does, says which to make reachable.
+pub fn connect_any(repo: &Repository, name: Option<&str>) -> SyncResult<(String, Box<dyn Remote>)> {
+    if let Some(name) = name {
+        let remote = find_remote(repo, name)?;
+        return Ok((name.to_string(), remote.connect()?));
+    }
+    let mut names: Vec<&String> = repo.config.remotes.keys().collect();
+    names.sort_by_key(|n| (n.as_str() != "origin", n.as_str()));
+    let mut tried = Vec::new();
+    for name in names {
+        match find_remote(repo, name).and_then(|r: NamedRemote| r.connect()) {
+            Ok(remote) => return Ok((name.clone(), remote)),
+            Err(e) => tried.push(format!("{name} ({e})")),
+        }
+    }
+    Err(SyncError::NoRemoteReachable { tried })
+}
+
+/// What changing the slice did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SliceChanged {
+    pub old: String,
+    pub new: String,
+    /// What widening fetched (file versions now inside the slice whose data was not here).
+    pub got: Got,
+}
+
+/// Sets the replica's slice. Widening fetches the data now inside it (of
+/// every commit the refs reach, or for `recent:N` of the last N of each
+/// branch) and writes what the working tree lacked; narrowing frees
+/// nothing by itself (`drop` does, safely).
+pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, progress: &dyn Progress) -> SyncResult<SliceChanged> {
+    let old = repo.config.slice.to_string();
+    repo.config.slice = slice.clone();
+    repo.config.partial |= !slice.is_full();
+    repo.save_config()?;
+    let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
+    let mut tips: Vec<ObjectId> = repo.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+    tips.extend(repo.head_commit()?);
+    let commits = match slice.recent() {
+        Some(n) => {
+            let mut near = BTreeSet::new();
+            for tip in &tips {
+                near.extend(repo.walk(&[*tip])?.take(n).map(|c| c.map(|c| c.id)).collect::<Result<Vec<_>, _>>()?);
+            }
+            near.into_iter().collect()
+        }
+        None => repo.commits_between(&tips, &[])?,
+    };
+    let mut wanted = BTreeSet::new();
+    let mut trees_seen = BTreeSet::new();
+    for c in commits {
+        let tree = repo.commit(&c)?.tree;
+        if !trees_seen.insert(tree) {
+            continue;
+        }
+        for (path, e) in flatten(&repo.store, &tree)? {
+            if e.kind.is_file() && filter.keeps(&path) && !wanted.contains(&e.id) && !repo.has_data(&e.id)? {
+                wanted.insert(e.id);
+            }
+        }
+    }
+    let mut got = Got::default();
+    if !wanted.is_empty() {
+        let ids: Vec<ObjectId> = wanted.into_iter().collect();
+        let (name, mut remote) = connect_any(repo, remote)?;
+        progress.phase(Phase::Receiving);
+        let stats = fetch_file_data(repo, remote.as_mut(), &ids, &|d, t| progress.update(d, t));
+        progress.finish();
+        got = Got { fetched: ids.len(), written: 0, from: Some(name), stats: stats? };
+    }
+    if !repo.config.bare {
+        got.written = repo.fill_absent(&[])?.len();
+    }
+    Ok(SliceChanged { old, new: slice.to_string(), got })
+}
