@@ -19,13 +19,14 @@
 //! The files, each using only those listed before it: `error` (what can go
 //! wrong, and telling the store's failures apart), `url` (the URL, options
 //! and connection), `layout` (object keys), `config`, `mirror` (the local
-//! mirror of the indexes), `ranges` and `read` (ranged reads), `upload`,
+//! mirror of the indexes), `locations` (location logs), `ranges` and `read` (ranged reads), `upload`,
 //! `refs` (the ref table's format) and `refswap` (moving refs); this file
 //! ties them into a [`Bucket`].
 
 mod config;
 mod error;
 mod layout;
+mod locations;
 mod mirror;
 mod ranges;
 mod read;
@@ -41,6 +42,7 @@ use dmv_store::{ChunkParams, Located, ObjectId, StoreError, StoredObject};
 pub use config::{BucketConfig, FORMAT_VERSION};
 pub use error::{BucketError, BucketResult};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
+pub use locations::LOCATIONS_PREFIX;
 pub use refs::RefTable;
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use upload::{ObjectSink, Producer};
@@ -79,6 +81,21 @@ impl Bucket {
 
     pub fn chunking(&self) -> ChunkParams {
         self.config.chunking
+    }
+
+    /// The repository's id, fixed when it was created (its replica id).
+    pub fn id(&self) -> &str {
+        &self.config.id
+    }
+
+    /// Every location log kept in the bucket, as stored.
+    pub fn read_location_logs(&self) -> BucketResult<Vec<Vec<u8>>> {
+        locations::read_all(&self.conn)
+    }
+
+    /// Replaces the location log that replica `writer` keeps in the bucket.
+    pub fn write_location_log(&self, writer: &str, bytes: Vec<u8>) -> BucketResult<()> {
+        locations::write(&self.conn, writer, bytes)
     }
 
     /// Mirrors the bucket's list of pack indexes into the cache: downloads

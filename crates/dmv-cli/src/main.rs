@@ -96,6 +96,10 @@ enum Command {
     Ls(partial::LsArgs),
     /// Fetch the data of files this replica lacks and write them into the working tree.
     Get(partial::GetArgs),
+    /// List, per file, the replicas known to hold its data (asking the reachable remotes live).
+    Whereis(partial::WhereisArgs),
+    /// Free the data of files here (or on a remote) once enough other copies are confirmed.
+    Drop(partial::DropArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
 }
@@ -159,6 +163,8 @@ fn main() -> ExitCode {
         Command::Slice(a) => partial::slice(a),
         Command::Ls(a) => partial::ls(a),
         Command::Get(a) => partial::get(a),
+        Command::Whereis(a) => partial::whereis(a),
+        Command::Drop(a) => partial::drop(a),
         Command::Demo(a) => demo::run(a),
     };
     if std::env::var_os("DMV_TRACE").is_some() {
@@ -189,8 +195,18 @@ fn main() -> ExitCode {
 }
 
 fn talks_to_peers(c: &Command) -> bool {
-    matches!(c, Command::Clone(_) | Command::Fetch(_) | Command::Pull(_) | Command::Push(_) | Command::Sync(_) | Command::Get(_) | Command::Slice(_))
-        || matches!(c, Command::Serve(a) if a.over_http())
+    matches!(
+        c,
+        Command::Clone(_)
+            | Command::Fetch(_)
+            | Command::Pull(_)
+            | Command::Push(_)
+            | Command::Sync(_)
+            | Command::Get(_)
+            | Command::Slice(_)
+            | Command::Whereis(_)
+            | Command::Drop(_)
+    ) || matches!(c, Command::Serve(a) if a.over_http())
 }
 
 fn needs_worktree(c: &Command) -> bool {

@@ -105,3 +105,79 @@ pub fn get(a: GetArgs) -> Result<u8> {
     }
     Ok(0)
 }
+
+#[derive(Args)]
+pub struct WhereisArgs {
+    /// Files or directories (default: everything).
+    paths: Vec<PathBuf>,
+    /// The commit whose files to look up (default HEAD).
+    #[arg(long)]
+    rev: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn whereis(a: WhereisArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let rev = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    let tree = repo.commit(&rev)?.tree;
+    let files = dmv_sync::whereis(&repo, &tree, &repo_paths(&repo, &a.paths)?)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&files)?);
+        return Ok(0);
+    }
+    for f in &files {
+        println!("{} ({} copies)", show_path(&f.path), f.copies.len());
+        for c in &f.copies {
+            let name = match (&c.name, c.here) {
+                (_, true) => "here".to_string(),
+                (Some(n), _) => n.clone(),
+                (None, _) => "?".to_string(),
+            };
+            let how = if c.here {
+                ""
+            } else if c.reachable {
+                " [reachable]"
+            } else {
+                " [not reachable now]"
+            };
+            println!("  {}  {name}{how}", c.replica);
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+pub struct DropArgs {
+    /// Files or directories whose data to free.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Free the data on this remote instead of here.
+    #[arg(long, value_name = "REMOTE")]
+    from: Option<String>,
+    /// Copies that must remain elsewhere, confirmed live (default: the config's numcopies, else 2).
+    #[arg(long)]
+    numcopies: Option<u32>,
+    /// Drop without confirming any other copy: if none exists, the data is lost for good.
+    #[arg(long)]
+    force: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn drop(a: DropArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    if a.force {
+        eprintln!("warning: --force drops without confirming other copies; if no other replica holds this data, it is gone for good");
+    }
+    let options = dmv_sync::DropOptions { paths: repo_paths(&repo, &a.paths)?, from: a.from.clone(), numcopies: a.numcopies, force: a.force };
+    let dropped = dmv_sync::drop_files(&repo, &options)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&dropped)?);
+    } else {
+        let place = a.from.as_deref().unwrap_or("here");
+        let by = if dropped.confirmed_by.is_empty() { String::new() } else { format!("; copies confirmed by {}", dropped.confirmed_by.join(", ")) };
+        eprintln!("dropped the data of {} file versions {place}, {} bytes freed{by}", dropped.files, dropped.freed_bytes);
+    }
+    Ok(0)
+}

@@ -4,10 +4,10 @@
 //! Files, bottom up (a file only uses files listed before it):
 //! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
 //! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
-//! `availability`; the
+//! `availability`, `locations`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
-//! top, `gc` and `ops` (status, commit and checkouts, which consult the
+//! top, `gc`, `dropping` (freeing file data) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
 mod atomic;
@@ -16,11 +16,13 @@ mod branches;
 mod checkout;
 mod config;
 mod dirstate;
+mod dropping;
 mod early;
 mod error;
 mod files;
 mod gc;
 mod graph;
+mod locations;
 mod merge;
 mod merge_state;
 mod mergetool;
@@ -42,10 +44,12 @@ pub use availability::FileAvailability;
 pub use config::{Config, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate};
 pub use dmv_refs;
+pub use dropping::DataDropped;
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use gc::GcPolicy;
 pub use graph::{CommitInfo, CommitWalk};
+pub use locations::{now_ns, BadLocationLog, LocationLog, ReplicaId, Stamp};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
 pub use ops::Status;

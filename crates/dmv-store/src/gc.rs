@@ -74,6 +74,13 @@ impl Store {
 
     /// Adds to `seen` what `stack` reaches, treating a missing object as `missing` says.
     fn mark_reachable(&self, roots: Vec<ObjectId>, missing: Missing, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
+        self.mark_reachable_except(roots, missing, &HashSet::new(), seen)
+    }
+
+    /// [`Store::mark_reachable`], not entering the files whose content ids
+    /// are in `files` where a tree lists them (a file node that shares one
+    /// of their chunks still reaches it).
+    fn mark_reachable_except(&self, roots: Vec<ObjectId>, missing: Missing, files: &HashSet<ObjectId>, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
         // Each id with whether it is file data.
         let mut stack: Vec<(ObjectId, bool)> = roots.into_iter().map(|r| (r, false)).collect();
         while let Some((id, data)) = stack.pop() {
@@ -90,7 +97,8 @@ impl Store {
             seen.insert(id);
             if loc.entry.kind != ObjectKind::Chunk {
                 let bytes = self.read_located(&loc)?;
-                stack.extend(children_marked(&id, loc.entry.kind, &bytes)?);
+                let from_tree = loc.entry.kind == ObjectKind::Tree;
+                stack.extend(children_marked(&id, loc.entry.kind, &bytes)?.into_iter().filter(|(kid, data)| !(from_tree && *data && files.contains(kid))));
             }
         }
         Ok(())
@@ -111,13 +119,7 @@ impl Store {
         let missing = if options.absent_data_ok { Missing::DataMayBeAbsent } else { Missing::IsDamage };
         self.mark_reachable(roots, missing, &mut live)?;
 
-        let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
-        for idx in self.indexes() {
-            for i in 0..idx.len() {
-                let loc = idx.located_at(i)?;
-                by_pack.entry(loc.pack).or_default().push(loc.entry);
-            }
-        }
+        let by_pack = self.objects_by_pack()?;
         let mut pack_sizes = HashMap::new();
         let mut recent = Vec::new();
         for (p, entries) in &by_pack {
@@ -140,9 +142,36 @@ impl Store {
             by_pack.iter().filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p))).map(|(p, _)| *p).collect();
         rewrite.sort();
 
+        report.objects_dropped = self.rewrite_packs(&by_pack, &rewrite, &|id| live.contains(id), progress)?;
+        self.write_multi_pack_index()?;
+        let final_stats = self.stats()?;
+        report.packs_after = final_stats.packs;
+        report.bytes_after = final_stats.stored_bytes;
+        report.objects_kept = final_stats.objects as u64;
+        Ok(report)
+    }
+
+    /// Every object of the packs in `by_pack`, by pack.
+    fn objects_by_pack(&self) -> StoreResult<HashMap<ObjectId, Vec<Entry>>> {
+        let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
+        for idx in self.indexes() {
+            for i in 0..idx.len() {
+                let loc = idx.located_at(i)?;
+                by_pack.entry(loc.pack).or_default().push(loc.entry);
+            }
+        }
+        Ok(by_pack)
+    }
+
+    /// Writes the objects of the packs in `rewrite` that `keep` keeps (and
+    /// no other pack holds) into new packs, then removes the old packs.
+    /// Returns how many objects were left out. Only under the exclusive lock.
+    fn rewrite_packs(&self, by_pack: &HashMap<ObjectId, Vec<Entry>>, rewrite: &[ObjectId], keep: &dyn Fn(&ObjectId) -> bool, progress: &dyn Fn(u64)) -> StoreResult<u64> {
+        let dir = self.packs_dir().to_path_buf();
+        let mut left_out = 0;
         let mut written: HashSet<ObjectId> = HashSet::new();
-        for (p, entries) in &by_pack {
-            if rewrite.binary_search(p).is_err() {
+        for (p, entries) in by_pack {
+            if !rewrite.contains(p) {
                 written.extend(entries.iter().map(|e| e.id));
             }
         }
@@ -150,13 +179,13 @@ impl Store {
         let mut scratch = Vec::new();
         let mut out: Option<PackWriter> = None;
         let mut new_packs = Vec::new();
-        for p in &rewrite {
+        for p in rewrite {
             let file = self.pack_file(p)?;
             let mut entries = by_pack[p].clone();
             entries.sort_by_key(|e| e.offset);
             for e in entries {
-                if !live.contains(&e.id) {
-                    report.objects_dropped += 1;
+                if !keep(&e.id) {
+                    left_out += 1;
                     continue;
                 }
                 if !written.insert(e.id) {
@@ -188,8 +217,8 @@ impl Store {
         }
         sync_dir(&dir)?;
         crate::failpoint("gc-before-delete");
-        // Everything live is now in the kept or the new packs: old ones can go.
-        for p in &rewrite {
+        // Everything kept is now in the kept or the new packs: old ones can go.
+        for p in rewrite {
             if new_packs.contains(p) {
                 continue;
             }
@@ -198,12 +227,32 @@ impl Store {
             let pack = dir.join(pack_file_name(p));
             std::fs::remove_file(&pack).at(&pack)?;
         }
+        Ok(left_out)
+    }
+
+    /// Frees the data of `files` (content ids), keeping whatever else still
+    /// uses it: files that stay, objects of a transfer still to finish
+    /// (anything no root reaches). Returns the bytes freed.
+    pub fn drop_file_data<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+        let _lock = self.exclusive_lock()?;
+        self.reload()?;
+        let before = self.stats()?.stored_bytes;
+        let roots = roots()?;
+        // What stays: everything the roots reach without entering the dropped files.
+        let mut live = HashSet::new();
+        self.mark_reachable_except(roots.into_iter().filter(|r| !files.contains(r)).collect(), Missing::DataMayBeAbsent, files, &mut live)?;
+        let mut dropped = HashSet::new();
+        self.mark_reachable(files.iter().copied().collect(), Missing::MayBeAbsent, &mut dropped)?;
+        let by_pack = self.objects_by_pack()?;
+        let unreached: Vec<ObjectId> = by_pack.values().flatten().map(|e| e.id).filter(|id| !live.contains(id) && !dropped.contains(id)).collect();
+        self.mark_reachable(unreached, Missing::MayBeAbsent, &mut live)?;
+        let rewrite: Vec<ObjectId> = by_pack.iter().filter(|(_, entries)| entries.iter().any(|e| dropped.contains(&e.id) && !live.contains(&e.id))).map(|(p, _)| *p).collect();
+        if rewrite.is_empty() {
+            return Ok(0);
+        }
+        self.rewrite_packs(&by_pack, &rewrite, &|id| !dropped.contains(id) || live.contains(id), &|_| {})?;
         self.write_multi_pack_index()?;
-        let final_stats = self.stats()?;
-        report.packs_after = final_stats.packs;
-        report.bytes_after = final_stats.stored_bytes;
-        report.objects_kept = final_stats.objects as u64;
-        Ok(report)
+        Ok(before.saturating_sub(self.stats()?.stored_bytes))
     }
 
     /// Temporary files of dead writers, and packs whose index was never written

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
+use dmv_repo::{LocationLog, ReplicaId};
 
 use crate::client::{ObjectProducer, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
@@ -106,5 +107,29 @@ impl Remote for BucketRemote {
             RefUpdateOutcome::Updated => Ok(()),
             RefUpdateOutcome::Rejected { name, found } => Err(SyncError::Rejected { name, found }),
         }
+    }
+
+    fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
+        let id = ReplicaId::parse(self.bucket.id()).unwrap_or_else(|| ReplicaId::derived(self.bucket.url()));
+        Ok((id, self.bucket.url().to_string()))
+    }
+
+    fn get_locations(&mut self) -> SyncResult<LocationLog> {
+        let mut merged = LocationLog::default();
+        for bytes in self.bucket.read_location_logs()? {
+            let log = LocationLog::decode(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?;
+            merged.merge(&log);
+        }
+        Ok(merged)
+    }
+
+    fn put_locations(&mut self, from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
+        Ok(self.bucket.write_location_log(&from.to_string(), log.encode())?)
+    }
+
+    /// Nothing ever drops data from a bucket (it only grows), so a copy
+    /// there, once confirmed, stays: no lock is needed.
+    fn lock_content(&mut self, ids: &[ObjectId], _seconds: u64) -> SyncResult<(String, Vec<bool>)> {
+        Ok((String::new(), self.has(ids)?))
     }
 }

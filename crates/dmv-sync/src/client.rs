@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
+use dmv_repo::{LocationLog, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, MAX_IDS_PER_REQUEST, VERSION};
@@ -50,6 +51,32 @@ pub trait Remote {
     /// All or nothing; each update compares-and-swaps on its `old` value.
     /// An empty list checks write access.
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
+    /// The remote replica's id and name (a remote that stores none: one derived from its URL).
+    fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
+        Ok((ReplicaId::derived(self.url()), self.url().to_string()))
+    }
+    /// The remote's location log (one that keeps none: empty).
+    fn get_locations(&mut self) -> SyncResult<LocationLog> {
+        Ok(LocationLog::default())
+    }
+    /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
+    fn put_locations(&mut self, _from: ReplicaId, _log: &LocationLog) -> SyncResult<()> {
+        Ok(())
+    }
+    /// Confirms, per file content id, that all its data is there, and locks
+    /// what it confirms against the remote's own drop until unlocked or
+    /// `seconds` pass. Returns the lock's name and the confirmations.
+    fn lock_content(&mut self, _ids: &[ObjectId], _seconds: u64) -> SyncResult<(String, Vec<bool>)> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "confirming and locking copies" })
+    }
+    fn unlock_content(&mut self, _lock: &str) -> SyncResult<()> {
+        Ok(())
+    }
+    /// Frees these files' data there (the caller checked the other copies).
+    /// Returns the bytes freed and the ids another drop had locked (then nothing was freed).
+    fn drop_content(&mut self, _ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "dropping data" })
+    }
 }
 
 /// A remote's branches and tags.
@@ -197,6 +224,61 @@ impl Remote for Client {
             Response::RefsUpdated => Ok(()),
             Response::Rejected { name, found } => Err(SyncError::Rejected { name, found }),
             other => Err(unexpected("refs updated", &other)),
+        }
+    }
+
+    fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
+        match self.call(Request::Replica)? {
+            Response::Replica { id, name } => Ok((ReplicaId(id), name)),
+            other => Err(unexpected("replica", &other)),
+        }
+    }
+
+    fn get_locations(&mut self) -> SyncResult<LocationLog> {
+        match self.call(Request::GetLocations)? {
+            Response::Locations { log } => LocationLog::decode(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}"))),
+            other => Err(unexpected("locations", &other)),
+        }
+    }
+
+    fn put_locations(&mut self, _from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
+        match self.call(Request::PutLocations { log: log.encode() })? {
+            Response::LocationsMerged => Ok(()),
+            other => Err(unexpected("locations merged", &other)),
+        }
+    }
+
+    fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {
+        let (mut locks, mut held) = (Vec::new(), Vec::with_capacity(ids.len()));
+        for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
+            match self.call(Request::LockContent { ids: batch.to_vec(), seconds })? {
+                Response::ContentLocked { lock, held: h } if h.len() == batch.len() => {
+                    locks.push(lock);
+                    held.extend(h);
+                }
+                other => return Err(unexpected("content locked", &other)),
+            }
+        }
+        Ok((locks.join(","), held))
+    }
+
+    fn unlock_content(&mut self, lock: &str) -> SyncResult<()> {
+        for lock in lock.split(',').filter(|l| !l.is_empty()) {
+            match self.call(Request::UnlockContent { lock: lock.to_string() })? {
+                Response::Unlocked => {}
+                other => return Err(unexpected("unlocked", &other)),
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
+        if ids.len() > MAX_IDS_PER_REQUEST {
+            return Err(SyncError::Protocol(format!("at most {MAX_IDS_PER_REQUEST} files can be dropped from a remote at once")));
+        }
+        match self.call(Request::DropContent { ids: ids.to_vec() })? {
+            Response::ContentDropped { freed_bytes, locked } => Ok((freed_bytes, locked)),
+            other => Err(unexpected("content dropped", &other)),
         }
     }
 }

@@ -69,6 +69,12 @@ pub enum SyncError {
     CloneStopped { url: String, cause: Box<SyncError> },
     #[error("the data is not here and no remote answered; make one reachable: {}", if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
     NoRemoteReachable { tried: Vec<String> },
+    #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
+    NotEnoughCopies { needed: usize, files: Vec<String>, unreachable: Vec<String> },
+    #[error("refusing to drop: {count} of the files are locked on {replica} by another replica's drop that counts that copy; try again later")]
+    CopyLocked { replica: String, count: usize },
+    #[error("{url} does not support {what}")]
+    Unsupported { url: String, what: &'static str },
     #[error(transparent)]
     BadSlice(#[from] dmv_repo::BadSlice),
     #[error("{what}: {cause}")]

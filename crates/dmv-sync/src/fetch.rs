@@ -5,6 +5,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
 
 use crate::client::{Remote, RemoteRefs};
+use crate::locations::exchange_locations;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::receive::fetch_objects;
@@ -71,5 +72,6 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
         }
         Ok(())
     })?;
+    exchange_locations(repo, remote, false)?;
     Ok(Fetched { remote_head: head, updated, stats })
 }

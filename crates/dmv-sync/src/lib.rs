@@ -11,9 +11,10 @@
 //! DMV server over a wire), `serve` and `server` (the serving side), the
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
-//! `remotes` (a repository's named remotes), `objects`, `receive` and `send`
+//! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
 //! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
-//! and `partial` (`get` and `set_slice` for partial replicas).
+//! `partial` (`get` and `set_slice` for partial replicas) and `copies`
+//! (`whereis` and `drop`).
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
@@ -25,11 +26,13 @@
 mod bucket_remote;
 mod client;
 mod clone;
+mod copies;
 mod error;
 mod fetch;
 mod frame;
 mod http_client;
 mod in_process;
+mod locations;
 mod memory_remote;
 mod objects;
 mod partial;
@@ -48,10 +51,12 @@ mod stdio;
 
 pub use client::{Client, ObjectProducer, Received, Remote, RemoteRefs};
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
+pub use copies::{drop_files, whereis, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
 pub use error::{SyncError, SyncResult};
 pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{Frame, FrameReader, FrameWriter};
+pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
 pub use partial::{connect_any, get, set_slice, GetOptions, Got, SliceChanged};

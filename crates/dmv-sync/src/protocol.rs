@@ -5,7 +5,7 @@
 use dmv_repo::store::{ChunkParams, ObjectId};
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Above this many ids, `has` and `get` requests are split.
 pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
@@ -19,6 +19,12 @@ pub enum Verb {
     Get,
     Put,
     UpdateRefs,
+    Replica,
+    GetLocations,
+    PutLocations,
+    LockContent,
+    UnlockContent,
+    DropContent,
 }
 
 impl Verb {
@@ -31,16 +37,38 @@ impl Verb {
             Verb::Get => "get",
             Verb::Put => "put",
             Verb::UpdateRefs => "update-refs",
+            Verb::Replica => "replica",
+            Verb::GetLocations => "get-locations",
+            Verb::PutLocations => "put-locations",
+            Verb::LockContent => "lock-content",
+            Verb::UnlockContent => "unlock-content",
+            Verb::DropContent => "drop-content",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Verb> {
-        [Verb::Hello, Verb::ListRefs, Verb::WalkCommits, Verb::Has, Verb::Get, Verb::Put, Verb::UpdateRefs].into_iter().find(|v| v.name() == name)
+        [
+            Verb::Hello,
+            Verb::ListRefs,
+            Verb::WalkCommits,
+            Verb::Has,
+            Verb::Get,
+            Verb::Put,
+            Verb::UpdateRefs,
+            Verb::Replica,
+            Verb::GetLocations,
+            Verb::PutLocations,
+            Verb::LockContent,
+            Verb::UnlockContent,
+            Verb::DropContent,
+        ]
+        .into_iter()
+        .find(|v| v.name() == name)
     }
 
     /// Verbs that change the served repository need write access.
     pub fn writes(self) -> bool {
-        matches!(self, Verb::Put | Verb::UpdateRefs)
+        matches!(self, Verb::Put | Verb::UpdateRefs | Verb::PutLocations | Verb::LockContent | Verb::UnlockContent | Verb::DropContent)
     }
 }
 
@@ -72,6 +100,28 @@ pub enum Request {
         who: String,
         message: String,
     },
+    /// The served replica's id and name.
+    Replica,
+    /// The served replica's location log.
+    GetLocations,
+    /// Merges this location log into the served replica's.
+    PutLocations {
+        #[serde(with = "serde_bytes")]
+        log: Vec<u8>,
+    },
+    /// Confirms which of these files' data (content ids) is all here, and
+    /// keeps what it confirms from being dropped for `seconds` or until unlocked.
+    LockContent {
+        ids: Vec<ObjectId>,
+        seconds: u64,
+    },
+    UnlockContent {
+        lock: String,
+    },
+    /// Frees these files' data on the served replica, unless another replica's drop holds a lock on it.
+    DropContent {
+        ids: Vec<ObjectId>,
+    },
 }
 
 impl Request {
@@ -84,6 +134,12 @@ impl Request {
             Request::Get { .. } => Verb::Get,
             Request::Put => Verb::Put,
             Request::UpdateRefs { .. } => Verb::UpdateRefs,
+            Request::Replica => Verb::Replica,
+            Request::GetLocations => Verb::GetLocations,
+            Request::PutLocations { .. } => Verb::PutLocations,
+            Request::LockContent { .. } => Verb::LockContent,
+            Request::UnlockContent { .. } => Verb::UnlockContent,
+            Request::DropContent { .. } => Verb::DropContent,
         }
     }
 }
@@ -126,5 +182,24 @@ pub enum Response {
     },
     Error {
         message: String,
+    },
+    Replica {
+        id: [u8; 16],
+        name: String,
+    },
+    Locations {
+        #[serde(with = "serde_bytes")]
+        log: Vec<u8>,
+    },
+    LocationsMerged,
+    ContentLocked {
+        lock: String,
+        held: Vec<bool>,
+    },
+    Unlocked,
+    /// `locked`: ids another replica's drop holds (nothing was dropped then).
+    ContentDropped {
+        freed_bytes: u64,
+        locked: Vec<ObjectId>,
     },
 }

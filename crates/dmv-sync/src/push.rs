@@ -10,6 +10,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, Repository};
 
 use crate::client::Remote;
+use crate::locations::exchange_locations;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::send::{send_objects, PushRef};
@@ -74,6 +75,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
         }
     }
     if pushed.updated.is_empty() {
+        exchange_locations(repo, remote, true)?;
         return Ok(pushed);
     }
     let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
@@ -91,6 +93,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
             repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }
     }
+    exchange_locations(repo, remote, true)?;
     Ok(pushed)
 }
 

@@ -12,6 +12,7 @@ use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::{EarlyCheckout, PathFilter, Repository};
 
 use crate::client::{Received, Remote};
+use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, damaged, edges, TransferStats};
 use crate::{SyncError, SyncResult};
 
@@ -57,6 +58,8 @@ pub fn fetch_objects(
     session.finish()?;
     then()?;
     drop(session);
+    let source = remote_replica(repo, client)?;
+    record_transfer(repo, source, &found.files, true)?;
     Ok(stats)
 }
 
@@ -71,6 +74,9 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, None)?;
     stats.objects += store_metadata(&mut session, found.meta, true)?;
     session.finish()?;
+    drop(session);
+    let source = remote_replica(repo, client)?;
+    record_transfer(repo, source, files, true)?;
     Ok(stats)
 }
 
@@ -118,6 +124,8 @@ struct Explored {
     chunks_seen: HashSet<ObjectId>,
     /// The root trees of the new commits, still to explore.
     trees: Vec<Visit>,
+    /// The files (content ids) whose data is fetched.
+    files: Vec<ObjectId>,
 }
 
 impl Explored {
@@ -233,6 +241,7 @@ fn explore_below(store: &Store, client: &mut dyn Remote, starts: Vec<Visit>, fil
                         if !v.data || !filter.keeps(&join(&v.dir, name)) {
                             continue;
                         }
+                        found.files.push(e.id);
                         Visit { id: e.id, dir: Vec::new(), data: true }
                     }
                     _ => Visit { id: e.id, dir: v.dir.clone(), data: v.data },

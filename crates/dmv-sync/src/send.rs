@@ -7,6 +7,7 @@ use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::Repository;
 
 use crate::client::Remote;
+use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, edges, TransferStats};
 use crate::protocol::WireRefUpdate;
 use crate::SyncResult;
@@ -36,6 +37,8 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
     if !wire.is_empty() {
         client.update_refs(wire, &repo.who(), "push")?;
     }
+    let remote = remote_replica(repo, client)?;
+    record_transfer(repo, remote, &missing.files, true)?;
     Ok(stats)
 }
 
@@ -44,6 +47,8 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
 struct Missing {
     chunks: Vec<(ObjectId, u64)>,
     graph: HashMap<ObjectId, Vec<ObjectId>>,
+    /// The files (content ids) of the new trees: the remote holds their data once the push is done.
+    files: Vec<ObjectId>,
 }
 
 /// Asks the remote, level by level from the new commits down, which objects
@@ -58,7 +63,7 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     }
     let commits = repo.commits_between(tips, &stop)?;
     let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
-    let mut missing = Missing { chunks: Vec::new(), graph: HashMap::new() };
+    let mut missing = Missing { chunks: Vec::new(), graph: HashMap::new(), files: Vec::new() };
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
     let mut level = commits;
     while !level.is_empty() {
@@ -75,6 +80,9 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             }
             let mut kids = Vec::new();
             for e in edges(id, kind, &content)? {
+                if e.entry.as_ref().is_some_and(|(_, k)| k.is_file()) {
+                    missing.files.push(e.id);
+                }
                 if e.chunk {
                     if seen.insert(e.id) {
                         chunk_candidates.push(e.id);

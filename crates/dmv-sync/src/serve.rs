@@ -70,6 +70,9 @@ pub fn handle<R: Read, W: Write>(repo: &Repository, may_write: bool, request: Re
     }
 }
 
+/// The longest a drop elsewhere may keep a copy here locked.
+const MAX_CONTENT_LOCK_SECONDS: u64 = 3600;
+
 fn io_lost(e: std::io::Error) -> SyncError {
     SyncError::Disconnected(e.to_string())
 }
@@ -86,7 +89,7 @@ fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
 
 fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let store = &repo.store;
-    if let Request::Has { ids } | Request::Get { ids, .. } = &request {
+    if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
         // The answer is sized by the request: bound it as the client does.
         if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
             return Err(SyncError::Protocol(format!("{} ids asked for at once; at most {} are answered", ids.len(), crate::protocol::MAX_IDS_PER_REQUEST)));
@@ -135,6 +138,30 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
         Request::UpdateRefs { updates, who, message } => {
             let response = update_refs(repo, updates, &who, &message)?;
             out.message(&response).map_err(io_lost)?;
+        }
+        Request::Replica => {
+            let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            out.message(&Response::Replica { id: repo.replica_id()?.0, name }).map_err(io_lost)?;
+        }
+        Request::GetLocations => {
+            out.message(&Response::Locations { log: repo.load_locations()?.encode() }).map_err(io_lost)?;
+        }
+        Request::PutLocations { log } => {
+            let theirs = dmv_repo::LocationLog::decode(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;
+            repo.update_locations(|ours| ours.merge(&theirs))?;
+            out.message(&Response::LocationsMerged).map_err(io_lost)?;
+        }
+        Request::LockContent { ids, seconds } => {
+            let (lock, held) = repo.lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
+            out.message(&Response::ContentLocked { lock, held }).map_err(io_lost)?;
+        }
+        Request::UnlockContent { lock } => {
+            repo.unlock_content(&lock)?;
+            out.message(&Response::Unlocked).map_err(io_lost)?;
+        }
+        Request::DropContent { ids } => {
+            let dropped = repo.drop_data(&ids)?;
+            out.message(&Response::ContentDropped { freed_bytes: dropped.freed_bytes, locked: dropped.locked }).map_err(io_lost)?;
         }
     }
     Ok(())

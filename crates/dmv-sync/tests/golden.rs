@@ -49,6 +49,15 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
                 "04 70757368",                                                         // message "push"
             ],
         ),
+        (Request::Replica, vec!["02000000 01", "07"]),
+        (Request::GetLocations, vec!["02000000 01", "08"]),
+        (Request::PutLocations { log: vec![0xab, 0xcd] }, vec!["05000000 01", "09", "02 abcd"]), // log: 2 bytes
+        (
+            Request::LockContent { ids: vec![id(0x88)], seconds: 600 },
+            vec!["25000000 01", "0a", "01", "8888888888888888888888888888888888888888888888888888888888888888", "d804"], // ids: [id], seconds 600
+        ),
+        (Request::UnlockContent { lock: "ab".into() }, vec!["05000000 01", "0b", "02 6162"]),
+        (Request::DropContent { ids: vec![id(0x99)] }, vec!["23000000 01", "0c", "01", "9999999999999999999999999999999999999999999999999999999999999999"]),
     ]
 }
 
@@ -71,6 +80,15 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
             vec!["33000000 01", "06", MAIN, "01 7777777777777777777777777777777777777777777777777777777777777777"],
         ),
         (Response::Error { message: "no".into() }, vec!["05000000 01", "07", "02 6e6f"]),
+        (Response::Replica { id: [0x12; 16], name: "nas".into() }, vec!["16000000 01", "08", "12121212121212121212121212121212", "03 6e6173"]), // id: 16 bytes, name
+        (Response::Locations { log: vec![0xef] }, vec!["04000000 01", "09", "01 ef"]),
+        (Response::LocationsMerged, vec!["02000000 01", "0a"]),
+        (Response::ContentLocked { lock: "ab".into(), held: vec![true] }, vec!["07000000 01", "0b", "02 6162", "01 01"]),
+        (Response::Unlocked, vec!["02000000 01", "0c"]),
+        (
+            Response::ContentDropped { freed_bytes: 5, locked: vec![id(0xaa)] },
+            vec!["24000000 01", "0d", "05", "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], // freed 5, locked: [id]
+        ),
     ]
 }
 
@@ -89,7 +107,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 1);
+    assert_eq!(VERSION, 2);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),
@@ -99,6 +117,12 @@ fn protocol_version_and_verbs_are_fixed() {
         (Verb::Get, "get"),
         (Verb::Put, "put"),
         (Verb::UpdateRefs, "update-refs"),
+        (Verb::Replica, "replica"),
+        (Verb::GetLocations, "get-locations"),
+        (Verb::PutLocations, "put-locations"),
+        (Verb::LockContent, "lock-content"),
+        (Verb::UnlockContent, "unlock-content"),
+        (Verb::DropContent, "drop-content"),
     ];
     for (verb, name) in verbs {
         assert_eq!(verb.name(), name);

@@ -1,0 +1,331 @@
+//! Where file data lives: every replica's id, and the location log, which
+//! records per (file version, replica) whether that replica holds the
+//! version's data, and when that was learnt. Logs from any replicas merge
+//! without conflict: per key and replica the newest record wins (at equal
+//! times "absent" wins, so a merge never invents a copy).
+//!
+//! `.dmv/locations`: magic, version, record count, the records sorted by
+//! (key, replica), each 32 + 16 + 8 + 1 bytes, and a BLAKE3 checksum.
+//! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use dmv_store::ObjectId;
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::repo::Repository;
+
+const MAGIC: &[u8; 8] = b"DMVLOCS\0";
+const VERSION: u32 = 1;
+const RECORD_LEN: usize = 32 + 16 + 8 + 1;
+const HEADER_LEN: usize = 8 + 4 + 8;
+
+/// A replica's identity, made at random when it is first needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ReplicaId(pub [u8; 16]);
+
+impl ReplicaId {
+    /// A fresh id: unique in practice (time, process, place and a hash of them).
+    pub fn new_random(salt: &[u8]) -> ReplicaId {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let mut h = blake3::Hasher::new();
+        h.update(&now.to_le_bytes());
+        h.update(&std::process::id().to_le_bytes());
+        h.update(&(&now as *const u128 as usize).to_le_bytes());
+        h.update(salt);
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&h.finalize().as_bytes()[..16]);
+        ReplicaId(id)
+    }
+
+    /// An id derived from a name (for replicas that cannot store one of their own yet).
+    pub fn derived(name: &str) -> ReplicaId {
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
+        ReplicaId(id)
+    }
+
+    pub fn parse(text: &str) -> Option<ReplicaId> {
+        let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
+        let bytes = hex::decode(hex).ok()?;
+        Some(ReplicaId(bytes.try_into().ok()?))
+    }
+}
+
+impl fmt::Display for ReplicaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = hex::encode(self.0);
+        write!(f, "{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    }
+}
+
+/// What is known of one replica's copy of one file version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// When it was learnt (nanoseconds since the Unix epoch).
+    pub time_ns: u64,
+    pub present: bool,
+}
+
+impl Stamp {
+    fn newer_than(&self, other: &Stamp) -> bool {
+        (self.time_ns, !self.present) > (other.time_ns, !other.present)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocationLog {
+    pub records: BTreeMap<(ObjectId, ReplicaId), Stamp>,
+}
+
+/// Why bytes are not a location log.
+#[derive(Debug, thiserror::Error)]
+#[error("not a valid location log: {0}")]
+pub struct BadLocationLog(pub String);
+
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+impl LocationLog {
+    /// Adds a record; an older one than what is known changes nothing.
+    pub fn record(&mut self, key: ObjectId, replica: ReplicaId, stamp: Stamp) {
+        match self.records.get(&(key, replica)) {
+            Some(known) if !stamp.newer_than(known) => {}
+            _ => {
+                self.records.insert((key, replica), stamp);
+            }
+        }
+    }
+
+    /// Takes in every record of `other` (newest wins); returns how many changed this log.
+    pub fn merge(&mut self, other: &LocationLog) -> usize {
+        let before = self.clone();
+        for (&(key, replica), &stamp) in &other.records {
+            self.record(key, replica, stamp);
+        }
+        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count()
+    }
+
+    /// The replicas known to hold `key`'s data.
+    pub fn holders(&self, key: &ObjectId) -> Vec<(ReplicaId, Stamp)> {
+        let from = (*key, ReplicaId([0; 16]));
+        self.records.range(from..).take_while(|((k, _), _)| k == key).filter(|(_, s)| s.present).map(|((_, r), s)| (*r, *s)).collect()
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() * RECORD_LEN + 32);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(self.records.len() as u64).to_le_bytes());
+        for ((key, replica), stamp) in &self.records {
+            out.extend_from_slice(&key.0);
+            out.extend_from_slice(&replica.0);
+            out.extend_from_slice(&stamp.time_ns.to_le_bytes());
+            out.push(stamp.present as u8);
+        }
+        let sum = blake3::hash(&out);
+        out.extend_from_slice(sum.as_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
+        let bad = |d: &str| BadLocationLog(d.to_string());
+        if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {
+            return Err(bad("no location log header"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 32);
+        if blake3::hash(body).as_bytes()[..] != *sum {
+            return Err(bad("checksum mismatch"));
+        }
+        if body[8..12] != VERSION.to_le_bytes() {
+            return Err(bad("unknown version"));
+        }
+        let count = u64::from_le_bytes(body[12..20].try_into().map_err(|_| bad("short header"))?);
+        let records = &body[HEADER_LEN..];
+        if count.checked_mul(RECORD_LEN as u64) != Some(records.len() as u64) {
+            return Err(bad("record count does not match the length"));
+        }
+        let mut log = LocationLog::default();
+        let mut previous: Option<(ObjectId, ReplicaId)> = None;
+        for r in records.chunks_exact(RECORD_LEN) {
+            let key = ObjectId(r[..32].try_into().map_err(|_| bad("short record"))?);
+            let replica = ReplicaId(r[32..48].try_into().map_err(|_| bad("short record"))?);
+            let time_ns = u64::from_le_bytes(r[48..56].try_into().map_err(|_| bad("short record"))?);
+            let present = match r[56] {
+                0 => false,
+                1 => true,
+                _ => return Err(bad("a record is neither present nor absent")),
+            };
+            if previous.is_some_and(|p| p >= (key, replica)) {
+                return Err(bad("records out of order"));
+            }
+            previous = Some((key, replica));
+            log.records.insert((key, replica), Stamp { time_ns, present });
+        }
+        Ok(log)
+    }
+}
+
+impl Repository {
+    fn locations_path(&self) -> std::path::PathBuf {
+        self.dmv.join("locations")
+    }
+
+    /// This replica's id, made and stored the first time it is asked for.
+    pub fn replica_id(&self) -> RepoResult<ReplicaId> {
+        let path = self.dmv.join("replica-id");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return ReplicaId::parse(&text).ok_or_else(|| RepoError::Corrupt { path: path.clone(), detail: "not a replica id".into() });
+        }
+        let id = ReplicaId::new_random(self.root.as_os_str().as_encoded_bytes());
+        let tmp = self.dmv.join(format!("replica-id.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, format!("{id}\n")).at(&tmp)?;
+        // A hard link never replaces: of two processes making an id at once, the first wins and both use it.
+        let linked = std::fs::hard_link(&tmp, &path);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(id),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.replica_id(),
+            Err(e) => Err(RepoError::io(&path, e)),
+        }
+    }
+
+    /// The location log (empty when none was written yet).
+    pub fn load_locations(&self) -> RepoResult<LocationLog> {
+        let path = self.locations_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => LocationLog::decode(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LocationLog::default()),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// Changes the location log under its lock (so no two writers lose each other's records).
+    pub fn update_locations<T>(&self, change: impl FnOnce(&mut LocationLog) -> T) -> RepoResult<T> {
+        let lock_path = self.dmv.join("locations.lock");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        let mut log = self.load_locations()?;
+        let out = change(&mut log);
+        crate::atomic::write_atomic(&self.locations_path(), &log.encode())?;
+        drop(lock);
+        Ok(out)
+    }
+
+    /// Replicas this one has heard of, by id, with the name each gave (`.dmv/replicas`).
+    pub fn known_replicas(&self) -> RepoResult<BTreeMap<ReplicaId, String>> {
+        let path = self.dmv.join("replicas");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(RepoError::io(path, e)),
+        };
+        Ok(text.lines().filter_map(|l| l.split_once(' ')).filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string()))).collect())
+    }
+
+    /// Remembers a replica's id and name (one line each in `.dmv/replicas`).
+    pub fn remember_replica(&self, id: ReplicaId, name: &str) -> RepoResult<()> {
+        let name = name.replace('\n', " ");
+        let mut known = self.known_replicas()?;
+        if known.get(&id) == Some(&name) {
+            return Ok(());
+        }
+        known.insert(id, name);
+        let text: String = known.iter().map(|(id, name)| format!("{id} {name}\n")).collect();
+        crate::atomic::write_atomic(&self.dmv.join("replicas"), text.as_bytes())
+    }
+
+    /// Records that `replica` holds (or not) the data of `keys`, as of now.
+    pub fn record_locations(&self, keys: &[ObjectId], replica: ReplicaId, present: bool) -> RepoResult<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let stamp = Stamp { time_ns: now_ns(), present };
+        self.update_locations(|log| {
+            for k in keys {
+                log.record(*k, replica, stamp);
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn id(n: u8) -> ObjectId {
+        ObjectId([n; 32])
+    }
+
+    #[test]
+    fn the_newest_record_wins_and_absent_wins_a_tie() {
+        let (a, b) = (ReplicaId([1; 16]), ReplicaId([2; 16]));
+        let mut one = LocationLog::default();
+        one.record(id(7), a, Stamp { time_ns: 10, present: true });
+        one.record(id(7), b, Stamp { time_ns: 10, present: true });
+        let mut two = LocationLog::default();
+        two.record(id(7), a, Stamp { time_ns: 5, present: false });
+        two.record(id(7), b, Stamp { time_ns: 10, present: false });
+        let mut merged = one.clone();
+        assert_eq!(merged.merge(&two), 1);
+        assert_eq!(merged.holders(&id(7)), vec![(a, Stamp { time_ns: 10, present: true })]);
+        let mut other_way = two.clone();
+        other_way.merge(&one);
+        assert_eq!(merged, other_way);
+    }
+
+    #[test]
+    fn the_encoding_is_pinned() {
+        let mut log = LocationLog::default();
+        log.record(id(1), ReplicaId([2; 16]), Stamp { time_ns: 3, present: true });
+        let bytes = log.encode();
+        let mut expected = b"DMVLOCS\0".to_vec();
+        expected.extend([1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        expected.extend([1u8; 32]);
+        expected.extend([2u8; 16]);
+        expected.extend([3, 0, 0, 0, 0, 0, 0, 0, 1]);
+        expected.extend(blake3::hash(&expected).as_bytes());
+        assert_eq!(bytes, expected);
+        assert_eq!(LocationLog::decode(&bytes).unwrap(), log);
+        assert_eq!(ReplicaId([0xab; 16]).to_string(), "abababab-abab-abab-abab-abababababab");
+        assert_eq!(ReplicaId::parse("abababab-abab-abab-abab-abababababab"), Some(ReplicaId([0xab; 16])));
+    }
+
+    fn arb_log() -> impl Strategy<Value = LocationLog> {
+        proptest::collection::vec((0u8..4, 0u8..3, 0u64..4, any::<bool>()), 0..20).prop_map(|rs| {
+            let mut log = LocationLog::default();
+            for (k, r, t, p) in rs {
+                log.record(id(k), ReplicaId([r; 16]), Stamp { time_ns: t, present: p });
+            }
+            log
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn merging_is_commutative_associative_and_idempotent(a in arb_log(), b in arb_log(), c in arb_log()) {
+            let mut ab = a.clone(); ab.merge(&b);
+            let mut ba = b.clone(); ba.merge(&a);
+            prop_assert_eq!(&ab, &ba);
+            let mut ab_c = ab.clone(); ab_c.merge(&c);
+            let mut bc = b.clone(); bc.merge(&c);
+            let mut a_bc = a.clone(); a_bc.merge(&bc);
+            prop_assert_eq!(&ab_c, &a_bc);
+            let mut again = ab.clone();
+            prop_assert_eq!(again.merge(&ab), 0);
+            prop_assert_eq!(LocationLog::decode(&ab.encode()).unwrap(), ab);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400), with_header in any::<bool>()) {
+            let mut data = if with_header { let mut v = MAGIC.to_vec(); v.extend_from_slice(&VERSION.to_le_bytes()); v.extend_from_slice(&((bytes.len() / RECORD_LEN) as u64).to_le_bytes()); v } else { Vec::new() };
+            data.extend(bytes);
+            let sum = blake3::hash(&data);
+            data.extend_from_slice(sum.as_bytes());
+            let _ = LocationLog::decode(&data);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Copies of file data across replicas: `whereis` (who holds what, from the
+//! location log and, live, from the remotes that answer) and `drop` (freeing
+//! data here or on a remote only while enough other copies are confirmed,
+//! live and locked, never by trusting the log).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::{ReplicaId, Repository};
+use serde::Serialize;
+
+use crate::client::Remote;
+use crate::locations::{exchange_locations, remote_replica};
+use crate::remotes::find_remote;
+use crate::{SyncError, SyncResult};
+
+/// How long a drop keeps other replicas' copies locked at most (it unlocks them when done).
+const LOCK_SECONDS: u64 = 600;
+
+/// One replica's copy of a file's data.
+#[derive(Clone, Debug, Serialize)]
+pub struct CopyInfo {
+    pub replica: String,
+    /// The configured remote it is, or the URL it was last seen at.
+    pub name: Option<String>,
+    /// This replica.
+    pub here: bool,
+    /// Answered just now (and so confirmed, or not, live).
+    pub reachable: bool,
+}
+
+/// Where a file's data is.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileCopies {
+    #[serde(serialize_with = "ser_path")]
+    pub path: Vec<u8>,
+    pub id: String,
+    pub size: u64,
+    pub copies: Vec<CopyInfo>,
+}
+
+fn ser_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(p))
+}
+
+/// A configured remote that answered, with its replica id.
+struct Reached {
+    name: String,
+    id: ReplicaId,
+    remote: Box<dyn Remote>,
+}
+
+/// Connects to every configured remote that answers (the others are noted in `unreachable`).
+fn reach_all(repo: &Repository, except: Option<&str>, unreachable: &mut Vec<String>) -> SyncResult<Vec<Reached>> {
+    let mut reached = Vec::new();
+    for name in repo.config.remotes.keys().filter(|n| Some(n.as_str()) != except) {
+        match find_remote(repo, name).and_then(|r| r.connect()) {
+            Ok(mut remote) => {
+                let id = remote_replica(repo, remote.as_mut())?;
+                reached.push(Reached { name: name.clone(), id, remote });
+            }
+            Err(e) => unreachable.push(format!("{name} ({e})")),
+        }
+    }
+    Ok(reached)
+}
+
+/// Per file of `tree` under `specs`: the replicas known to hold its data.
+/// Every configured remote that answers is asked live (and its location
+/// log taken in); the others are known from the log only.
+pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncResult<Vec<FileCopies>> {
+    let files = repo.availability(tree, specs)?;
+    let ids: Vec<ObjectId> = files.iter().map(|f| f.entry.id).collect();
+    let mut unreachable = Vec::new();
+    let mut reached = reach_all(repo, None, &mut unreachable)?;
+    let mut live: BTreeMap<ReplicaId, Vec<bool>> = BTreeMap::new();
+    for r in &mut reached {
+        exchange_locations(repo, r.remote.as_mut(), false)?;
+        live.insert(r.id, r.remote.has(&ids)?);
+    }
+    let me = repo.replica_id()?;
+    let log = repo.load_locations()?;
+    let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
+    let known = repo.known_replicas()?;
+    let name_of = |id: &ReplicaId| -> Option<String> {
+        if let Some(r) = reached.iter().find(|r| r.id == *id) {
+            return Some(r.name.clone());
+        }
+        let url = known.get(id)?;
+        Some(urls.get(url).cloned().unwrap_or_else(|| url.clone()))
+    };
+    let mut out = Vec::new();
+    for (i, f) in files.into_iter().enumerate() {
+        let mut holders: BTreeSet<ReplicaId> = log.holders(&f.entry.id).into_iter().map(|(r, _)| r).collect();
+        holders.remove(&me);
+        for (id, answers) in &live {
+            match answers[i] {
+                true => holders.insert(*id),
+                false => holders.remove(id),
+            };
+        }
+        let mut copies = Vec::new();
+        if f.present {
+            copies.push(CopyInfo { replica: me.to_string(), name: None, here: true, reachable: true });
+        }
+        for id in holders {
+            copies.push(CopyInfo { replica: id.to_string(), name: name_of(&id), here: false, reachable: live.contains_key(&id) });
+        }
+        out.push(FileCopies { path: f.path, id: f.entry.id.to_hex(), size: f.entry.size, copies });
+    }
+    Ok(out)
+}
+
+/// What to drop, and under which rule.
+#[derive(Clone, Debug, Default)]
+pub struct DropOptions {
+    /// Paths (files or directories) of the checked-out commit.
+    pub paths: Vec<Vec<u8>>,
+    /// Drop from this remote instead of here.
+    pub from: Option<String>,
+    /// Copies that must remain (default: the config's numcopies, else 2).
+    pub numcopies: Option<u32>,
+    /// Drop without confirming other copies: the data may be lost for good.
+    pub force: bool,
+}
+
+/// What a drop did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Dropped {
+    /// File versions whose data was freed.
+    pub files: usize,
+    pub freed_bytes: u64,
+    /// Working-tree files removed (now absent).
+    pub files_removed: usize,
+    /// The replicas that confirmed copies, by name.
+    pub confirmed_by: Vec<String>,
+}
+
+/// Frees the data of the files under `options.paths` here (or on
+/// `options.from`), once at least `numcopies` other replicas confirmed,
+/// live, that they hold all of it, each copy locked there until the drop is
+/// done. Refuses otherwise, naming the files and the copies it could confirm.
+pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Dropped> {
+    let needed = options.numcopies.or(repo.config.numcopies).unwrap_or(2) as usize;
+    let Some(tree) = repo.head_tree()? else { return Err(SyncError::Refused("nothing to drop: there are no commits yet".into())) };
+    let mut source: Option<Reached> = None;
+    if let Some(from) = &options.from {
+        let mut remote = find_remote(repo, from)?.connect()?;
+        let id = remote_replica(repo, remote.as_mut())?;
+        source = Some(Reached { name: from.clone(), id, remote });
+    }
+    // The files whose data is to go: here, the ones present; on a remote, the ones it has.
+    let mut files: Vec<(Vec<u8>, ObjectId)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let listed = repo.availability(&tree, &options.paths)?;
+    if listed.is_empty() && !options.paths.is_empty() {
+        return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(String::from_utf8_lossy(&options.paths[0]).into_owned())));
+    }
+    let there = match source.as_mut() {
+        Some(s) => s.remote.has(&listed.iter().map(|f| f.entry.id).collect::<Vec<_>>())?,
+        None => listed.iter().map(|f| f.present).collect(),
+    };
+    for (f, there) in listed.into_iter().zip(there) {
+        if there && seen.insert(f.entry.id) {
+            files.push((f.path, f.entry.id));
+        }
+    }
+    if files.is_empty() {
+        return Ok(Dropped::default());
+    }
+    let ids: Vec<ObjectId> = files.iter().map(|(_, id)| *id).collect();
+    if source.is_none() && !options.force {
+        // Uncommitted changes to a file would be lost with it.
+        let status = repo.status()?;
+        if let Some(c) = status.unstaged.iter().chain(&status.staged).find(|c| options.paths.is_empty() || options.paths.iter().any(|p| c.path.starts_with(p))) {
+            return Err(SyncError::Refused(format!("{} has uncommitted changes; commit or restore it before dropping", String::from_utf8_lossy(&c.path))));
+        }
+    }
+
+    // Confirm and lock other copies until each file has `needed`.
+    let mut confirmations = vec![0usize; ids.len()];
+    let mut confirmed_by = Vec::new();
+    let mut locks: Vec<(Box<dyn Remote>, String)> = Vec::new();
+    let mut local_lock: Option<String> = None;
+    let mut unreachable = Vec::new();
+    if !options.force {
+        if source.is_some() {
+            // Dropping from a remote: this replica's own copy counts, locked here like any other.
+            let (lock, held) = repo.lock_content(&ids, LOCK_SECONDS)?;
+            count(&mut confirmations, &held, &mut confirmed_by, "here");
+            local_lock = Some(lock);
+        }
+        let except = options.from.as_deref();
+        for mut r in reach_all(repo, except, &mut unreachable)? {
+            if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
+                continue;
+            }
+            match r.remote.lock_content(&ids, LOCK_SECONDS) {
+                Ok((lock, held)) => {
+                    count(&mut confirmations, &held, &mut confirmed_by, &r.name);
+                    locks.push((r.remote, lock));
+                }
+                Err(e) => unreachable.push(format!("{} ({e})", r.name)),
+            }
+        }
+    }
+    let short: Vec<String> =
+        files.iter().zip(&confirmations).filter(|(_, c)| **c < needed).map(|((p, _), c)| format!("{} ({c} of {needed})", String::from_utf8_lossy(p))).collect();
+    let result = if !short.is_empty() && !options.force {
+        Err(SyncError::NotEnoughCopies { needed, files: short, unreachable: unreachable.clone() })
+    } else {
+        dmv_repo::store::failpoint("drop-confirmed");
+        match source.as_mut() {
+            Some(s) => match s.remote.drop_content(&ids)? {
+                (_, locked) if !locked.is_empty() => Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() }),
+                (freed_bytes, _) => {
+                    repo.record_locations(&ids, s.id, false)?;
+                    Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() })
+                }
+            },
+            None => {
+                let done = repo.drop_data(&ids)?;
+                match done.locked.is_empty() {
+                    true => Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() }),
+                    false => Err(SyncError::CopyLocked { replica: "this replica".into(), count: done.locked.len() }),
+                }
+            }
+        }
+    };
+    // Unlock whatever happened; a lock left behind expires by itself.
+    for (mut remote, lock) in locks {
+        let _ = remote.unlock_content(&lock);
+    }
+    if let Some(lock) = local_lock {
+        let _ = repo.unlock_content(&lock);
+    }
+    let dropped = result?;
+    if let Some(s) = source.as_mut() {
+        let _ = exchange_locations(repo, s.remote.as_mut(), true);
+    }
+    Ok(dropped)
+}
+
+fn count(confirmations: &mut [usize], held: &[bool], confirmed_by: &mut Vec<String>, name: &str) {
+    let mut any = false;
+    for (c, h) in confirmations.iter_mut().zip(held) {
+        if *h {
+            *c += 1;
+            any = true;
+        }
+    }
+    if any {
+        confirmed_by.push(name.to_string());
+    }
+}
