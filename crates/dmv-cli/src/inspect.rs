@@ -195,6 +195,11 @@ pub fn cat(a: CatArgs) -> Result<u8> {
     let rev = if rev.is_empty() { "HEAD" } else { rev };
     let tree = repo.commit(&repo.resolve(rev)?)?.tree;
     let entry = lookup(&repo.store, &tree, path.as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {rev}"))?;
+    if repo.is_absent(&entry)? {
+        // A partial replica fetches the data on demand.
+        let options = dmv_sync::GetOptions { paths: vec![path.as_bytes().to_vec()], rev: Some(repo.resolve(rev)?), remote: None };
+        dmv_sync::get(&repo, &options, &dmv_sync::Silent)?;
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     match entry.kind {

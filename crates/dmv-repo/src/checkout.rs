@@ -98,7 +98,8 @@ impl Repository {
     pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
         let mut checked = HashSet::new();
         for (rel, e) in entries {
-            if e.kind != EntryKind::Dir && checked.insert(e.id) {
+            // In a partial replica a file whose data is all absent stays absent.
+            if e.kind != EntryKind::Dir && checked.insert(e.id) && !self.is_absent(e)? {
                 self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
             }
         }

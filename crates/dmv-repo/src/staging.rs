@@ -133,7 +133,11 @@ impl Repository {
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).at(parent)?;
         }
-        std::fs::rename(self.abs_path(src), &to).at(&to)?;
+        match std::fs::rename(self.abs_path(src), &to) {
+            // Files whose data is absent are not in the working tree: only their entries move.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && moving.iter().all(|p| ds.entries[p].is_absent()) => {}
+            other => other.at(&to)?,
+        }
         for p in moving {
             if let Some(e) = ds.entries.remove(&p) {
                 let mut np = dst.clone();

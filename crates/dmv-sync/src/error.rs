@@ -67,7 +67,7 @@ pub enum SyncError {
     /// A clone that stopped part way; running it again resumes it.
     #[error("clone of {url} stopped; run the same command again to resume: {cause}")]
     CloneStopped { url: String, cause: Box<SyncError> },
-    #[error("the data is not here and no remote answered; make one reachable: {}", if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
+    #[error("the data is not here and no reachable remote has it; make one reachable that does: {}", if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
     NoRemoteReachable { tried: Vec<String> },
     #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
     NotEnoughCopies { needed: usize, files: Vec<String>, unreachable: Vec<String> },

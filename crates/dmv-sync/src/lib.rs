@@ -59,7 +59,7 @@ pub use frame::{Frame, FrameReader, FrameWriter};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
-pub use partial::{connect_any, get, set_slice, GetOptions, Got, SliceChanged};
+pub use partial::{get, set_slice, GetOptions, Got, SliceChanged};
 pub use progress::{Phase, Progress, Silent};
 pub use pull::{pull, sync, Pulled, Synced};
 pub use push::{current_branch, push, PushOptions, Pushed};

@@ -7,11 +7,10 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
 use dmv_repo::{Repository, Slice};
 
-use crate::client::Remote;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::receive::fetch_file_data;
-use crate::remotes::{find_remote, NamedRemote};
+use crate::remotes::find_remote;
 use crate::{SyncError, SyncResult};
 
 /// What `get` fetches: files of HEAD's working tree, or of another commit.
@@ -57,13 +56,8 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     let mut got = Got::default();
     if !wanted.is_empty() {
         let ids: Vec<ObjectId> = wanted.into_iter().collect();
-        let (name, mut remote) = connect_any(repo, options.remote.as_deref())?;
-        progress.phase(Phase::Receiving);
-        let stats = fetch_file_data(repo, remote.as_mut(), &ids, &|d, t| progress.update(d, t));
-        progress.finish();
-        got.stats = stats?;
-        got.fetched = ids.len();
-        got.from = Some(name);
+        let (from, stats) = fetch_from_remotes(repo, &ids, options.remote.as_deref(), progress)?;
+        got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if worktree {
         got.written = repo.fill_absent(&options.paths)?.len();
@@ -71,20 +65,42 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     Ok(got)
 }
 
-/// Connects to `name`, or to the first configured remote that answers
-/// (`origin` first). When none does, says which to make reachable.
-pub fn connect_any(repo: &Repository, name: Option<&str>) -> SyncResult<(String, Box<dyn Remote>)> {
-    if let Some(name) = name {
-        let remote = find_remote(repo, name)?;
-        return Ok((name.to_string(), remote.connect()?));
-    }
-    let mut names: Vec<&String> = repo.config.remotes.keys().collect();
-    names.sort_by_key(|n| (n.as_str() != "origin", n.as_str()));
-    let mut tried = Vec::new();
+/// Fetches the data of `ids` from `name`, or from the configured remotes
+/// in turn (`origin` first), each giving what it has of what is still
+/// missing. Returns the remotes that gave something.
+fn fetch_from_remotes(repo: &Repository, ids: &[ObjectId], name: Option<&str>, progress: &dyn Progress) -> SyncResult<(Vec<String>, TransferStats)> {
+    let mut names: Vec<String> = match name {
+        Some(n) => vec![n.to_string()],
+        None => repo.config.remotes.keys().cloned().collect(),
+    };
+    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
+    let mut missing: Vec<ObjectId> = ids.to_vec();
+    let (mut from, mut tried) = (Vec::new(), Vec::new());
+    let mut stats = TransferStats::default();
     for name in names {
-        match find_remote(repo, name).and_then(|r: NamedRemote| r.connect()) {
-            Ok(remote) => return Ok((name.clone(), remote)),
-            Err(e) => tried.push(format!("{name} ({e})")),
+        let mut remote = match find_remote(repo, &name).and_then(|r| r.connect()) {
+            Ok(r) => r,
+            Err(e) => {
+                tried.push(format!("{name} ({e})"));
+                continue;
+            }
+        };
+        let has = remote.has(&missing)?;
+        let here: Vec<ObjectId> = missing.iter().zip(&has).filter(|(_, h)| **h).map(|(id, _)| *id).collect();
+        if here.is_empty() {
+            tried.push(format!("{name} (does not have it)"));
+            continue;
+        }
+        progress.phase(Phase::Receiving);
+        let got = fetch_file_data(repo, remote.as_mut(), &here, &|d, t| progress.update(d, t));
+        progress.finish();
+        let got = got?;
+        stats.objects += got.objects;
+        stats.chunk_bytes += got.chunk_bytes;
+        from.push(name);
+        missing = missing.into_iter().zip(has).filter(|(_, h)| !*h).map(|(id, _)| id).collect();
+        if missing.is_empty() {
+            return Ok((from, stats));
         }
     }
     Err(SyncError::NoRemoteReachable { tried })
@@ -137,11 +153,8 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
     let mut got = Got::default();
     if !wanted.is_empty() {
         let ids: Vec<ObjectId> = wanted.into_iter().collect();
-        let (name, mut remote) = connect_any(repo, remote)?;
-        progress.phase(Phase::Receiving);
-        let stats = fetch_file_data(repo, remote.as_mut(), &ids, &|d, t| progress.update(d, t));
-        progress.finish();
-        got = Got { fetched: ids.len(), written: 0, from: Some(name), stats: stats? };
+        let (from, stats) = fetch_from_remotes(repo, &ids, remote, progress)?;
+        got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if !repo.config.bare {
         got.written = repo.fill_absent(&[])?.len();

@@ -1,0 +1,342 @@
+//! Partial replicas: slice clones hold only their slice's data (bytes
+//! counted), absent files are a normal state for status, fsck and gc, `get`
+//! fetches exactly one file's data, `whereis` knows who holds what, and
+//! `drop` frees data only while enough other copies are confirmed live.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::remote::{commit_all, fsck_clean, ok, one_line_error, traced};
+use common::servers::{HttpServer, Minio, Sshd};
+use common::*;
+
+const FILE: u64 = 200 * 1024;
+
+/// `folders` folders of `per` distinct noise files of `size` bytes, committed in `dir`.
+fn photos(dir: &Path, folders: usize, per: usize, size: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    dmv(dir, &["init"]);
+    for f in 0..folders {
+        for p in 0..per {
+            let path = dir.join(format!("f{f:02}/p{p}.raw"));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            write_noise(&path, size, (f * 100 + p) as u64 + 1);
+        }
+    }
+    commit_all(dir, "shoot");
+}
+
+/// The content bytes a command says it received ("…, N bytes of content received" or `--json` stats).
+fn content_received(out: &Output) -> u64 {
+    let err = stderr(out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        return v["stats"]["chunk_bytes"].as_u64().unwrap();
+    }
+    let line = err.lines().find(|l| l.contains("bytes of content received")).unwrap_or_else(|| panic!("{err}"));
+    line.split(", ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn ls(dir: &Path, which: &str) -> Vec<String> {
+    dmv(dir, &["ls", which]).lines().map(|l| l.split_whitespace().last().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 20, 3, FILE);
+
+    let (out, _, received) = traced(t, &["clone", "--slice", "paths:f03,f07", src.to_str().unwrap(), "a"], |_| {});
+    ok(&out);
+    let a = t.join("a");
+    // Exactly the slice's chunks, plus metadata (commits and trees: a few KiB).
+    assert_eq!(content_received(&out), 6 * FILE);
+    assert!(received >= 6 * FILE && received < 6 * FILE + 64 * 1024, "received {received}");
+    assert_eq!(dmv(&a, &["slice"]).trim(), "paths:f03,f07");
+    for f in 0..20 {
+        for p in 0..3 {
+            let rel = format!("f{f:02}/p{p}.raw");
+            let inside = f == 3 || f == 7;
+            assert_eq!(a.join(&rel).exists(), inside, "{rel}");
+            if inside {
+                assert!(std::fs::read(a.join(&rel)).unwrap() == std::fs::read(src.join(&rel)).unwrap());
+            }
+        }
+    }
+    assert_eq!(ls(&a, "--present").len(), 6);
+    assert_eq!(ls(&a, "--absent").len(), 54);
+    assert!(dmv(&a, &["status", "--short"]).is_empty(), "absent files are not deleted ones");
+    let fsck = dmv_out(&a, &["fsck", "--full"]);
+    ok(&fsck);
+    assert!(String::from_utf8_lossy(&fsck.stdout).contains("data of 54 file versions is not here"), "{}", String::from_utf8_lossy(&fsck.stdout));
+
+    // get: exactly that file's bytes, written into the working tree.
+    let out = dmv_out(&a, &["get", "--json", "f05/p1.raw"]);
+    ok(&out);
+    assert_eq!(content_received(&out), FILE);
+    assert!(std::fs::read(a.join("f05/p1.raw")).unwrap() == std::fs::read(src.join("f05/p1.raw")).unwrap());
+    assert!(dmv(&a, &["status", "--short"]).is_empty());
+    // gc keeps what get fetched.
+    ok(&dmv_out(&a, &["gc", "--prune", "now"]));
+    assert!(ls(&a, "--present").contains(&"f05/p1.raw".to_string()));
+    fsck_clean(&a);
+
+    // A new commit at the source: fetch and pull keep to the slice.
+    write_noise(&src.join("f03/new.raw"), FILE, 9001);
+    write_noise(&src.join("f11/new.raw"), FILE, 9002);
+    commit_all(&src, "more");
+    let out = dmv_out(&a, &["pull"]);
+    ok(&out);
+    assert!(a.join("f03/new.raw").exists() && !a.join("f11/new.raw").exists());
+    assert!(dmv(&a, &["status", "--short"]).is_empty());
+
+    // Widening fetches what is now inside, in every commit.
+    let out = dmv_out(&a, &["slice", "set", "paths:f03,f07,f09"]);
+    ok(&out);
+    assert!(stderr(&out).contains(&format!("data of 3 file versions ({} bytes)", 3 * FILE)), "{}", stderr(&out));
+    assert!(a.join("f09/p2.raw").exists());
+    fsck_clean(&a);
+
+    // Absent data of another commit: get --rev fetches it, cat fetches on demand.
+    let out = dmv_out(&a, &["get", "--json", "--rev", "HEAD~1", "f12"]);
+    ok(&out);
+    assert_eq!(content_received(&out), 3 * FILE);
+    assert!(!a.join("f12/p0.raw").exists(), "get --rev leaves the working tree alone");
+    let out = dmv_out(&a, &["cat", "HEAD:f13/p0.raw"]);
+    ok(&out);
+    assert!(out.stdout == std::fs::read(src.join("f13/p0.raw")).unwrap());
+    // With no remote reachable, one line says which to make reachable.
+    std::fs::rename(&src, t.join("away")).unwrap();
+    let line = one_line_error(&dmv_out(&a, &["cat", "HEAD:f14/p0.raw"]));
+    assert!(line.contains("no reachable remote has it") && line.contains("origin"), "{line}");
+}
+
+#[test]
+fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 10, 1000, 10 * 1024);
+    let out = dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]);
+    ok(&out);
+    assert_eq!(content_received(&out), 0);
+    let m = t.join("m");
+    let data = 10_000 * 10 * 1024u64;
+    let store = bytes_under(&m.join(".dmv/objects"));
+    assert!(store * 100 < data, "meta store {store} bytes for {data} bytes of data");
+    assert_eq!(files_under(&m) - files_under(&m.join(".dmv")), 0, "no file written");
+    assert_eq!(ls(&m, "--absent").len(), 10_000);
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    // A metadata-only replica can commit: a rename moves no data.
+    ok(&dmv_out(&m, &["mv", "f00", "g00"]));
+    ok(&dmv_out(&m, &["commit", "-m", "rename"]));
+    assert_eq!(ls(&m, "--absent").iter().filter(|p| p.starts_with("g00/")).count(), 1000);
+    fsck_clean(&m);
+}
+
+/// Runs dmv with a transport's environment.
+fn with_env(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Output {
+    let mut cmd = dmv_cmd(dir);
+    cmd.args(args);
+    env(&mut cmd);
+    cmd.output().unwrap()
+}
+
+/// A meta clone over `url`, a get of one file (exactly its bytes), and whereis naming origin.
+/// `copies`: the replicas known to hold a file (the remote and those that pushed to it).
+fn meta_clone_and_get(t: &Path, url: &str, extra: &[&str], name: &str, copies: usize, env: &dyn Fn(&mut Command), src: &Path) {
+    let mut args = vec!["clone", "--slice", "meta", url, name];
+    args.extend(extra);
+    let out = with_env(t, &args, env);
+    ok(&out);
+    assert_eq!(content_received(&out), 0, "{name}");
+    let d = t.join(name);
+    assert_eq!(ls(&d, "--absent").len(), 4, "{name}");
+    let out = with_env(&d, &["get", "--json", "f01/p0.raw"], env);
+    ok(&out);
+    assert_eq!(content_received(&out), FILE, "{name}");
+    assert!(std::fs::read(d.join("f01/p0.raw")).unwrap() == std::fs::read(src.join("f01/p0.raw")).unwrap(), "{name}");
+    let out = with_env(&d, &["whereis", "--json", "f01/p1.raw"], env);
+    ok(&out);
+    let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The remote, reachable now, and the replicas known from the log.
+    let known = w[0]["copies"].as_array().unwrap();
+    assert_eq!(known.len(), copies, "{name}: {w}");
+    let origin = known.iter().find(|c| c["name"] == "origin").unwrap_or_else(|| panic!("{name}: {w}"));
+    assert_eq!(origin["reachable"], true);
+    fsck_clean(&d);
+}
+
+#[test]
+fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 2, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["push", t.join("hub").to_str().unwrap(), "main"]);
+
+    let sshd = Sshd::start();
+    meta_clone_and_get(t, &sshd.url(&t.join("hub")), &[], "over-ssh", 2, &|c| sshd.env(c), &src);
+
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let url = server.url("hub");
+    let out = dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &url, "over-http"]);
+    ok(&out);
+    let d = t.join("over-http");
+    let out = dmv_out(&d, &["get", "--json", "f01/p0.raw"]);
+    ok(&out);
+    assert_eq!(content_received(&out), FILE);
+    assert_eq!(ls(&d, "--absent").len(), 3);
+
+    let minio = Minio::start();
+    minio.create_bucket("partial");
+    let bucket = "s3://partial/shoot";
+    let endpoint = minio.endpoint();
+    dmv(&src, &["remote", "add", "bucket", bucket, "--endpoint", &endpoint]);
+    ok(&with_env(&src, &["push", "bucket", "main"], &|c| minio.env(c)));
+    meta_clone_and_get(t, bucket, &["--endpoint", &endpoint], "over-s3", 3, &|c| minio.env(c), &src);
+}
+
+/// Runs a command that stops at `point` until resumed.
+struct Paused {
+    child: Child,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Paused {
+    fn start(mut cmd: Command, point: &str) -> Paused {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("paused");
+        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        while !file.exists() {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("ended ({status}) before {point}: {}", stderr(&child.wait_with_output().unwrap()));
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "{point} not reached");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Paused { child, file, _dir: dir }
+    }
+
+    fn resume(self) -> Output {
+        std::fs::remove_file(&self.file).unwrap();
+        self.child.wait_with_output().unwrap()
+    }
+}
+
+#[test]
+fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 2, 2 << 20);
+    dmv(t, &["init", "--bare", "hub1"]);
+    dmv(&src, &["remote", "add", "hub1", t.join("hub1").to_str().unwrap()]);
+    dmv(&src, &["push", "hub1", "main"]);
+    // whereis after a push names the remote.
+    let w = dmv(&src, &["whereis", "f00/p0.raw"]);
+    assert!(w.contains("hub1 [reachable]") && w.contains("here"), "{w}");
+
+    // hub1 loses its copy behind the log's back: src's log still says hub1 has it.
+    ok(&dmv_out(&t.join("hub1"), &["drop", "--force", "f00/p0.raw"]));
+    let line = one_line_error(&dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    assert!(line.contains("f00/p0.raw (0 of 1)") && line.contains("1 other copies are needed"), "{line}");
+    assert!(ls(&src, "--present").contains(&"f00/p0.raw".to_string()));
+
+    // A second remote holds it: now the drop goes through, and the space is freed.
+    dmv(t, &["init", "--bare", "hub2"]);
+    dmv(&src, &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()]);
+    dmv(&src, &["push", "hub2", "main"]);
+    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    let before = stored(&src);
+    let out = dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]);
+    ok(&out);
+    assert!(stderr(&out).contains("confirmed by hub2"), "{}", stderr(&out));
+    assert!(before - stored(&src) >= 2 << 20, "{before} -> {}", stored(&src));
+    assert!(!src.join("f00/p0.raw").exists() && src.join("f00/p1.raw").exists());
+    assert!(dmv(&src, &["status", "--short"]).is_empty());
+    fsck_clean(&src);
+    // Three other copies asked for, two exist: refused, naming the file and the count.
+    let line = one_line_error(&dmv_out(&src, &["drop", "--numcopies", "3", "f00/p1.raw"]));
+    assert!(line.contains("f00/p1.raw (2 of 3)"), "{line}");
+    // whereis knows: here no longer, hub2 yes.
+    let w = dmv(&src, &["whereis", "f00/p0.raw"]);
+    assert!(!w.contains("here") && w.contains("hub2 [reachable]") && !w.contains("hub1"), "{w}");
+    // Dropping from a remote: confirmed here (and locked), then freed there.
+    ok(&dmv_out(&src, &["get", "f00/p0.raw"]));
+    let out = dmv_out(&src, &["drop", "--numcopies", "1", "--from", "hub2", "f00/p0.raw"]);
+    ok(&out);
+    assert!(ls(&t.join("hub2"), "--absent").contains(&"f00/p0.raw".to_string()));
+    fsck_clean(&t.join("hub2"));
+}
+
+#[test]
+fn two_replicas_dropping_the_same_data_at_once_cannot_both_succeed() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    photos(&hub, 1, 1, FILE);
+    for name in ["a", "b"] {
+        dmv(t, &["clone", hub.to_str().unwrap(), name]);
+        dmv(&t.join(name), &["remote", "remove", "origin"]);
+    }
+    let (a, b) = (t.join("a"), t.join("b"));
+    dmv(&a, &["remote", "add", "b", b.to_str().unwrap()]);
+    dmv(&b, &["remote", "add", "a", a.to_str().unwrap()]);
+    // Each counts the other's copy: a confirms b's (and locks it), then b tries to drop.
+    let mut cmd = dmv_cmd(&a);
+    cmd.args(["drop", "--numcopies", "1", "f00/p0.raw"]);
+    let paused = Paused::start(cmd, "drop-confirmed");
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    assert!(line.contains("locked"), "{line}");
+    ok(&paused.resume());
+    assert_eq!(ls(&a, "--absent"), vec!["f00/p0.raw".to_string()]);
+    assert_eq!(ls(&b, "--present"), vec!["f00/p0.raw".to_string()]);
+    // And b, now the only copy, cannot drop it.
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    assert!(line.contains("f00/p0.raw (0 of 1)"), "{line}");
+    fsck_clean(&a);
+    fsck_clean(&b);
+}
+
+#[test]
+fn killed_gets_and_drops_leave_a_consistent_replica() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 2, 4 << 20);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    // A get cut half way through the transfer.
+    let mut cmd = dmv_cmd(&m);
+    cmd.args(["get", "f00/p0.raw"]).env("DMV_ABORT_AFTER_BYTES", (2 << 20).to_string());
+    assert!(!cmd.output().unwrap().status.success());
+    fsck_clean(&m);
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    assert!(!m.join("f00/p0.raw").exists());
+    ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
+    assert!(std::fs::read(m.join("f00/p0.raw")).unwrap() == std::fs::read(src.join("f00/p0.raw")).unwrap());
+
+    // Drops killed at each step: before anything is removed, and after the new packs are written.
+    for point in ["drop-confirmed", "gc-before-delete"] {
+        let mut cmd = dmv_cmd(&m);
+        cmd.args(["drop", "--numcopies", "1", "f00/p0.raw"]).env("DMV_FAILPOINT", point);
+        assert!(!cmd.output().unwrap().status.success(), "{point}");
+        fsck_clean(&m);
+        assert!(dmv(&m, &["status", "--short"]).is_empty(), "{point}");
+        ok(&dmv_out(&m, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+        assert!(ls(&m, "--absent").contains(&"f00/p0.raw".to_string()), "{point}");
+        ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
+        assert!(std::fs::read(m.join("f00/p0.raw")).unwrap() == std::fs::read(src.join("f00/p0.raw")).unwrap(), "{point}");
+    }
+    fsck_clean(&m);
+}
