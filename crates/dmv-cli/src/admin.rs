@@ -9,7 +9,7 @@ use dmv_repo::tree::read_dir;
 use dmv_repo::{GcPolicy, Repository};
 
 use crate::progress::Progress;
-use crate::repo_args::open_repo;
+use crate::repo_args::{open_repo, show_path};
 
 #[derive(Args)]
 pub struct FsckArgs {
@@ -48,11 +48,27 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
     }
     p.finish();
     problems.extend(report.damage.iter().map(|d| d.detail.clone()));
+    // In a partial replica: absent by the slice or a drop is normal; inside the slice and not dropped is lost.
+    let missing: Vec<String> = repo
+        .missing_in_slice()?
+        .iter()
+        .map(|f| {
+            format!(
+                "{} is inside this replica's slice ({}) but its data is not here and was not dropped; `dmv get {}` fetches it",
+                show_path(&f.path),
+                repo.config.slice,
+                show_path(&f.path)
+            )
+        })
+        .collect();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems}))?);
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems, "missing": missing}))?);
     } else {
         for line in &problems {
             println!("damaged: {line}");
+        }
+        for line in &missing {
+            println!("missing: {line}");
         }
         for line in &report.garbage {
             println!("note: {line}");
@@ -69,10 +85,10 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
             report.objects_checked,
             report.bytes_checked,
             if a.full { format!(" in {} packs", report.packs_checked) } else { String::new() },
-            if problems.is_empty() { "no problems found".to_string() } else { format!("{} problems", problems.len()) }
+            if problems.is_empty() && missing.is_empty() { "no problems found".to_string() } else { format!("{} problems", problems.len() + missing.len()) }
         );
     }
-    Ok(if problems.is_empty() { 0 } else { 1 })
+    Ok(if problems.is_empty() && missing.is_empty() { 0 } else { 1 })
 }
 
 #[derive(Args)]

@@ -201,13 +201,28 @@ pub fn pull(a: PullArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct SyncArgs {
-    /// Remote name (default: origin).
+    /// Remote name (default: every configured remote: fetch and merge from each, then push to each).
     remote: Option<String>,
 }
 
 pub fn sync(a: SyncArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let Some(name) = a.remote.as_deref() else {
+        let all = dmv_sync::sync_all(&repo, &Phases::default())?;
+        let mut code = 0;
+        for (name, pulled) in &all.pulled {
+            print_fetched(name, &pulled.fetched.updated);
+            code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
+        }
+        for (name, pushed) in &all.pushed {
+            print_pushed(name, pushed, false);
+        }
+        for (name, why) in &all.skipped {
+            eprintln!("skipped {name}: {why}");
+        }
+        return Ok(code);
+    };
+    let remote = dmv_sync::find_remote(&repo, name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
     let synced = dmv_sync::sync(&repo, remote.connect_to_push(&repo)?.as_mut(), &name, &Phases::default())?;
     print_fetched(&remote.spec.url, &synced.pulled.fetched.updated);

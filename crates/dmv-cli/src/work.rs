@@ -222,6 +222,9 @@ pub fn restore(a: RestoreArgs) -> Result<u8> {
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let source = a.source.map(|s| repo.resolve(&s)).transpose()?;
+    if !a.staged {
+        fetch_absent(&repo, &specs, source)?;
+    }
     repo.restore(&specs, source, a.staged)?;
     Ok(0)
 }
@@ -240,6 +243,14 @@ pub struct BranchArgs {
     rename: bool,
     #[arg(long)]
     json: bool,
+}
+
+/// A partial replica fetches the data of files it is asked to write and lacks.
+fn fetch_absent(repo: &Repository, specs: &[Vec<u8>], rev: Option<dmv_repo::store::ObjectId>) -> Result<()> {
+    if repo.config.partial {
+        dmv_sync::get(repo, &dmv_sync::GetOptions { paths: specs.to_vec(), rev, remote: None }, &crate::progress::Phases::default())?;
+    }
+    Ok(())
 }
 
 fn current_branch(repo: &Repository) -> Result<Option<String>> {
@@ -328,6 +339,7 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     let repo = open_repo()?;
     if !a.paths.is_empty() {
         let specs = repo_paths(&repo, &a.paths)?;
+        fetch_absent(&repo, &specs, None)?;
         repo.restore(&specs, None, false)?;
         return Ok(0);
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::remote::{commit_all, fsck_clean, ok, one_line_error, traced};
+use common::remote::{commit_all, fsck_clean, head_of, ok, one_line_error, traced};
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
 
@@ -74,6 +74,23 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     let fsck = dmv_out(&a, &["fsck", "--full"]);
     ok(&fsck);
     assert!(String::from_utf8_lossy(&fsck.stdout).contains("data of 54 file versions is not here"), "{}", String::from_utf8_lossy(&fsck.stdout));
+
+    // Data inside the slice that vanished is missing, not absent: fsck says so, get brings it back.
+    let packs = a.join(".dmv/objects/packs");
+    let before_loss = bytes_under(&packs);
+    let repo = dmv_repo::Repository::open(&a).unwrap();
+    let inside = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f07/p2.raw").unwrap().unwrap();
+    let lost: std::collections::HashSet<_> = [inside.id].into();
+    // The store alone frees it: no drop is recorded.
+    repo.store.drop_file_data(|| repo.roots(), &lost).unwrap();
+    drop(repo);
+    let fsck = dmv_out(&a, &["fsck"]);
+    assert!(!fsck.status.success());
+    let report = String::from_utf8_lossy(&fsck.stdout);
+    assert!(report.contains("missing: f07/p2.raw is inside this replica's slice"), "{report}");
+    ok(&dmv_out(&a, &["get", "f03", "f07"]));
+    fsck_clean(&a);
+    assert!(bytes_under(&packs) <= before_loss + 64 * 1024);
 
     // get: exactly that file's bytes, written into the working tree.
     let out = dmv_out(&a, &["get", "--json", "f05/p1.raw"]);
@@ -339,4 +356,67 @@ fn killed_gets_and_drops_leave_a_consistent_replica() {
         assert!(std::fs::read(m.join("f00/p0.raw")).unwrap() == std::fs::read(src.join("f00/p0.raw")).unwrap(), "{point}");
     }
     fsck_clean(&m);
+}
+
+#[test]
+fn a_recent_slice_commits_pushes_restores_on_demand_and_syncs_with_every_remote() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    dmv(t, &["init", "src"]);
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::create_dir_all(src.join("b")).unwrap();
+    write_noise(&src.join("a/1.raw"), FILE, 1);
+    commit_all(&src, "one");
+    write_noise(&src.join("b/2.raw"), FILE, 2);
+    commit_all(&src, "two");
+    write_noise(&src.join("a/1.raw"), FILE, 3);
+    commit_all(&src, "three");
+    for hub in ["hub", "hub2"] {
+        dmv(t, &["init", "--bare", hub]);
+        dmv(&src, &["push", t.join(hub).to_str().unwrap(), "main"]);
+    }
+
+    // recent:1: the files of the newest commit, not the first version of a/1.raw.
+    let out = dmv_out(t, &["clone", "--slice", "recent:1", t.join("hub").to_str().unwrap(), "r"]);
+    ok(&out);
+    assert_eq!(content_received(&out), 2 * FILE);
+    let r = t.join("r");
+    assert_eq!(ls(&r, "--present").len(), 2);
+    assert_eq!(ls(&r, "--absent"), Vec::<String>::new());
+    let old = dmv(&r, &["ls", "--absent", "HEAD~2"]);
+    assert!(old.contains("a/1.raw"), "{old}");
+
+    // A partial replica commits and pushes: the remote has the data it lacks.
+    write_noise(&r.join("new.raw"), FILE, 4);
+    commit_all(&r, "from the partial replica");
+    ok(&dmv_out(&r, &["push"]));
+    fsck_clean(&t.join("hub"));
+
+    // Restoring an old version fetches its data on demand.
+    ok(&dmv_out(&r, &["restore", "--source", "HEAD~3", "a/1.raw"]));
+    let expected = {
+        let p = t.join("first.raw");
+        write_noise(&p, FILE, 1);
+        std::fs::read(p).unwrap()
+    };
+    assert!(std::fs::read(r.join("a/1.raw")).unwrap() == expected);
+    ok(&dmv_out(&r, &["restore", "a/1.raw"]));
+    assert!(dmv(&r, &["status", "--short"]).is_empty());
+
+    // sync with every remote: src's new commit comes from origin, and both hubs get the merge.
+    dmv(&r, &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()]);
+    write_noise(&src.join("b/3.raw"), FILE, 5);
+    commit_all(&src, "four");
+    dmv(&src, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    ok(&dmv_out(&src, &["pull", "hub", "main"]));
+    ok(&dmv_out(&src, &["push", "hub", "main"]));
+    let out = dmv_out(&r, &["sync"]);
+    ok(&out);
+    assert!(r.join("b/3.raw").exists(), "the new commit's data came with it");
+    let head = head_of(&r, "refs/heads/main");
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head);
+    assert_eq!(head_of(&t.join("hub2"), "refs/heads/main"), head);
+    fsck_clean(&t.join("hub2"));
+    fsck_clean(&r);
 }

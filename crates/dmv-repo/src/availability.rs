@@ -5,7 +5,7 @@
 use dmv_store::{ObjectId, StoreError};
 use serde::Serialize;
 
-use crate::error::RepoResult;
+use crate::error::{RepoError, RepoResult};
 use crate::paths::{matches, ser_path};
 use crate::repo::Repository;
 use crate::tree::{flatten, FlatEntry};
@@ -47,5 +47,31 @@ impl Repository {
             out.push(FileAvailability { path, entry, present });
         }
         Ok(out)
+    }
+
+    /// Files of the branch tips that this replica's slice keeps but whose
+    /// data is not here, and was not dropped here: lost, not absent.
+    pub fn missing_in_slice(&self) -> RepoResult<Vec<FileAvailability>> {
+        if !self.config.partial {
+            return Ok(Vec::new());
+        }
+        let filter = self.config.slice.paths_filter().map_err(|detail| RepoError::Corrupt { path: self.dmv.join("config"), detail })?;
+        let me = self.replica_id()?;
+        let log = self.load_locations()?;
+        let dropped = |id: &ObjectId| log.records.get(&(*id, me)).is_some_and(|s| !s.present);
+        let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+        tips.extend(self.head_commit()?);
+        tips.sort();
+        tips.dedup();
+        let mut missing = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for tip in tips {
+            for f in self.availability(&self.commit(&tip)?.tree, &[])? {
+                if !f.present && filter.keeps(&f.path) && !dropped(&f.entry.id) && seen.insert(f.entry.id) {
+                    missing.push(f);
+                }
+            }
+        }
+        Ok(missing)
     }
 }

@@ -4,7 +4,7 @@
 //! Files, bottom up (a file only uses files listed before it):
 //! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
 //! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
-//! `availability`, `locations`; the
+//! `locations`, `availability`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
 //! top, `gc`, `dropping` (freeing file data) and `ops` (status, commit and checkouts, which consult the

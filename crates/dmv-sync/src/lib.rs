@@ -61,7 +61,7 @@ pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
 pub use partial::{get, set_slice, GetOptions, Got, SliceChanged};
 pub use progress::{Phase, Progress, Silent};
-pub use pull::{pull, sync, Pulled, Synced};
+pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, push, PushOptions, Pushed};
 pub use receive::fetch_objects;
 pub use remote::{LocalServer, RemoteSpec, Transport};

@@ -56,3 +56,61 @@ pub fn sync(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progr
     let pushed = push(repo, remote, Some(remote_name), &PushOptions { branches: vec![branch], ..Default::default() }, progress)?;
     Ok(Synced { pulled, pushed: Some(pushed) })
 }
+
+/// What a sync with every remote did.
+#[derive(Debug, Default)]
+pub struct SyncedAll {
+    /// Per remote that answered: what its pull did.
+    pub pulled: Vec<(String, Pulled)>,
+    /// Per remote pushed to.
+    pub pushed: Vec<(String, Pushed)>,
+    /// Remotes that did not answer, or refused the push, and why.
+    pub skipped: Vec<(String, String)>,
+    /// A merge stopped on conflicts (from this remote): nothing was pushed.
+    pub stopped_at: Option<String>,
+}
+
+/// What a person with several devices wants from one command: fetch from
+/// every configured remote that answers and merge each (a conflict stops
+/// it, before anything is pushed), then push the current branch to every
+/// remote that takes it. Location logs travel both ways with the transfers,
+/// and each fetch brings the data the replica's slice asks for.
+pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
+    let branch = current_branch(repo)?;
+    let mut names: Vec<String> = repo.config.remotes.keys().cloned().collect();
+    if names.is_empty() {
+        return Err(SyncError::NeedsNamedRemote { what: "sync" });
+    }
+    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
+    let mut done = SyncedAll::default();
+    let mut reached = Vec::new();
+    for name in names {
+        let remote = crate::remotes::find_remote(repo, &name)?;
+        let mut connection = match remote.connect_to_push(repo) {
+            Ok(c) => c,
+            Err(e) => {
+                done.skipped.push((name, e.to_string()));
+                continue;
+            }
+        };
+        let has_branch = connection.list_refs()?.refs.iter().any(|(r, _)| *r == format!("refs/heads/{branch}"));
+        if has_branch {
+            let pulled = pull(repo, connection.as_mut(), &name, Some(&branch), progress)?;
+            let conflicts = matches!(pulled.merge, MergeOutcome::Conflicts(_));
+            done.pulled.push((name.clone(), pulled));
+            if conflicts {
+                done.stopped_at = Some(name);
+                return Ok(done);
+            }
+        }
+        reached.push((name, connection));
+    }
+    for (name, mut connection) in reached {
+        match push(repo, connection.as_mut(), Some(&name), &PushOptions { branches: vec![branch.clone()], ..Default::default() }, progress) {
+            Ok(pushed) => done.pushed.push((name, pushed)),
+            Err(e @ (SyncError::NotFastForward { .. } | SyncError::Rejected { .. })) => return Err(e),
+            Err(e) => done.skipped.push((name, e.to_string())),
+        }
+    }
+    Ok(done)
+}
