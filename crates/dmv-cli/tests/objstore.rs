@@ -40,7 +40,8 @@ fn check_layout(minio: &Minio, bucket: &str, prefix: &str) -> Vec<String> {
     let keys: Vec<String> = minio.list(bucket, &format!("{prefix}/")).into_iter().map(|k| k[prefix.len() + 1..].to_string()).collect();
     let packs: Vec<String> = keys.iter().filter(|k| is_pack_key(k, ".pack")).cloned().collect();
     for k in &keys {
-        assert!(k == "dmv-repository.json" || k == "refs" || is_pack_key(k, ".pack") || is_pack_key(k, ".idx"), "unexpected object {k} in the bucket");
+        let location_log = k.strip_prefix("locations/").is_some_and(|id| dmv_repo::ReplicaId::parse(id).is_some());
+        assert!(k == "dmv-repository.json" || k == "refs" || is_pack_key(k, ".pack") || is_pack_key(k, ".idx") || location_log, "unexpected object {k} in the bucket");
     }
     for p in &packs {
         assert!(keys.contains(&p.replace(".pack", ".idx")), "{p} has no index");
