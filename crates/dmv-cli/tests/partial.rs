@@ -420,3 +420,32 @@ fn a_recent_slice_commits_pushes_restores_on_demand_and_syncs_with_every_remote(
     fsck_clean(&t.join("hub2"));
     fsck_clean(&r);
 }
+
+#[test]
+fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let a = t.join("a");
+    photos(&a, 1, 1, 4 << 20);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(&a, &["push", "hub", "main"]);
+    // A longer take that begins with the dropped file's bytes: it shares most of its chunks.
+    let mut longer = std::fs::read(a.join("f00/p0.raw")).unwrap();
+    longer.extend(Noise::new(77).bytes(1 << 20));
+    std::fs::write(a.join("longer.raw"), &longer).unwrap();
+    dmv(&a, &["add", "longer.raw"]);
+    let mut commit = dmv_cmd(&a);
+    commit.args(["commit", "-m", "longer"]);
+    let paused = Paused::start(commit, "commit-before-ref");
+    // The drop waits for the commit's write session, then must see the new commit as a root.
+    let drop = dmv_cmd(&a).args(["drop", "--numcopies", "1", "f00/p0.raw"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    ok(&paused.resume());
+    ok(&drop.wait_with_output().unwrap());
+    fsck_clean(&a);
+    assert_eq!(ls(&a, "--absent"), vec!["f00/p0.raw".to_string()]);
+    let out = dmv_out(&a, &["cat", "HEAD:longer.raw"]);
+    ok(&out);
+    assert!(out.stdout == longer);
+}
