@@ -178,6 +178,11 @@ fn meta_clone_and_get(t: &Path, url: &str, extra: &[&str], name: &str, copies: u
     ok(&out);
     assert_eq!(content_received(&out), FILE, "{name}");
     assert!(std::fs::read(d.join("f01/p0.raw")).unwrap() == std::fs::read(src.join("f01/p0.raw")).unwrap(), "{name}");
+    // Dropping it again: the remote confirms its copy over this transport.
+    let out = with_env(&d, &["drop", "--numcopies", "1", "f01/p0.raw"], env);
+    ok(&out);
+    assert!(stderr(&out).contains("confirmed by origin"), "{name}: {}", stderr(&out));
+    assert!(!d.join("f01/p0.raw").exists());
     let out = with_env(&d, &["whereis", "--json", "f01/p1.raw"], env);
     ok(&out);
     let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -210,6 +215,9 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     ok(&out);
     assert_eq!(content_received(&out), FILE);
     assert_eq!(ls(&d, "--absent").len(), 3);
+    let out = dmv_out(&d, &["drop", "--numcopies", "1", "f01/p0.raw"]);
+    ok(&out);
+    assert!(stderr(&out).contains("confirmed by origin"), "{}", stderr(&out));
 
     let minio = Minio::start();
     minio.create_bucket("partial");
