@@ -6,47 +6,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::remote::{assert_same_tree, fsck_clean, ok, one_line_error};
 use common::servers::HttpServer;
+use common::Paused;
 use common::*;
-
-/// A dmv command stopped at a named point until [`Paused::resume`].
-struct Paused {
-    child: Child,
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Paused {
-    fn start(mut cmd: Command, point: &str) -> Paused {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("paused");
-        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let started = Instant::now();
-        while !file.exists() {
-            if let Some(status) = child.try_wait().unwrap() {
-                let out = child.wait_with_output().unwrap();
-                panic!("the command ended ({status}) before reaching {point}: {}", stderr(&out));
-            }
-            assert!(started.elapsed() < Duration::from_secs(120), "{point} not reached");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Paused { child, file, _dir: dir }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn resume(self) -> Output {
-        std::fs::remove_file(&self.file).unwrap();
-        self.child.wait_with_output().unwrap()
-    }
-}
 
 fn spawn(dir: &Path, args: &[&str]) -> Child {
     dmv_cmd(dir).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()

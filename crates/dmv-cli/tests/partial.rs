@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use common::remote::{commit_all, fsck_clean, head_of, ok, one_line_error, traced};
 use common::servers::{HttpServer, Minio, Sshd};
@@ -226,36 +226,6 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     dmv(&src, &["remote", "add", "bucket", bucket, "--endpoint", &endpoint]);
     ok(&with_env(&src, &["push", "bucket", "main"], &|c| minio.env(c)));
     meta_clone_and_get(t, bucket, &["--endpoint", &endpoint], "over-s3", 3, &|c| minio.env(c), &src);
-}
-
-/// Runs a command that stops at `point` until resumed.
-struct Paused {
-    child: Child,
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Paused {
-    fn start(mut cmd: Command, point: &str) -> Paused {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("paused");
-        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let started = Instant::now();
-        while !file.exists() {
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("ended ({status}) before {point}: {}", stderr(&child.wait_with_output().unwrap()));
-            }
-            assert!(started.elapsed() < Duration::from_secs(60), "{point} not reached");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Paused { child, file, _dir: dir }
-    }
-
-    fn resume(self) -> Output {
-        std::fs::remove_file(&self.file).unwrap();
-        self.child.wait_with_output().unwrap()
-    }
 }
 
 #[test]

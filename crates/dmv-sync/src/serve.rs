@@ -141,7 +141,9 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
         }
         Request::Replica => {
             let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            out.message(&Response::Replica { id: repo.replica_id()?.0, name }).map_err(io_lost)?;
+            // A repository served read-only cannot store an id: one derived from its place stands in.
+            let id = repo.replica_id().unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
+            out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
         Request::GetLocations => {
             out.message(&Response::Locations { log: repo.load_locations()?.encode() }).map_err(io_lost)?;

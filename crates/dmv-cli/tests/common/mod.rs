@@ -7,7 +7,8 @@ pub mod servers;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dmv"))
@@ -95,4 +96,39 @@ pub fn new_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     dmv(dir.path(), &["init"]);
     dir
+}
+
+/// A dmv command stopped at a named point until [`Paused::resume`].
+pub struct Paused {
+    pub child: Child,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Paused {
+    pub fn start(mut cmd: Command, point: &str) -> Paused {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("paused");
+        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        while !file.exists() {
+            if let Some(status) = child.try_wait().unwrap() {
+                let out = child.wait_with_output().unwrap();
+                panic!("the command ended ({status}) before reaching {point}: {}", stderr(&out));
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "{point} not reached");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Paused { child, file, _dir: dir }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn resume(self) -> Output {
+        std::fs::remove_file(&self.file).unwrap();
+        self.child.wait_with_output().unwrap()
+    }
 }
