@@ -113,7 +113,11 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Commits { ids }).map_err(io_lost)?;
         }
         Request::Has { ids } => {
-            let present = ids.iter().map(|id| store.contains(id)).collect::<Result<Vec<bool>, _>>()?;
+            // A partial replica may hold a file's node without all its chunks: "has" means all of it.
+            let present = match repo.config.partial {
+                true => ids.iter().map(|id| repo.has_data(id)).collect::<Result<Vec<bool>, _>>()?,
+                false => ids.iter().map(|id| store.contains(id)).collect::<Result<Vec<bool>, _>>()?,
+            };
             out.message(&Response::Has { present }).map_err(io_lost)?;
         }
         Request::Get { ids, chunks } => {
