@@ -347,3 +347,51 @@ fn gc_during_a_sync_keeps_the_fetched_side_the_merge_and_what_is_pushed() {
     dmv(&a, &["pull"]);
     assert_same_tree(&a, &b);
 }
+
+/// A meta clone of a small shoot (and the source, which stays reachable as origin).
+fn meta_clone(t: &Path) -> PathBuf {
+    let src = t.join("src");
+    dmv(t, &["init", "src"]);
+    write_noise(&src.join("a.raw"), 3 << 20, 1);
+    write_noise(&src.join("b.raw"), 3 << 20, 2);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "shoot"]);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    small_packs(&m);
+    m
+}
+
+#[test]
+fn gc_during_a_get_keeps_what_it_fetched() {
+    let t = tempfile::tempdir().unwrap();
+    let m = meta_clone(t.path());
+    let mut get = dmv_cmd(&m);
+    get.args(["get", "a.raw"]);
+    let paused = Paused::start(get, "pack-sealed");
+    ok(&gc_while_paused(&m, paused));
+    fsck_clean(&m);
+    assert!(std::fs::read(m.join("a.raw")).unwrap() == std::fs::read(t.path().join("src/a.raw")).unwrap());
+    // And once more with the data in place: gc keeps it.
+    ok(&dmv_out(&m, GC_NOW));
+    fsck_clean(&m);
+    assert!(dmv(&m, &["ls", "--present"]).contains("a.raw"));
+}
+
+#[test]
+fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
+    let t = tempfile::tempdir().unwrap();
+    let m = meta_clone(t.path());
+    ok(&dmv_out(&m, &["get", "a.raw", "b.raw"]));
+    let mut drop = dmv_cmd(&m);
+    drop.args(["drop", "--numcopies", "1", "a.raw"]);
+    let paused = Paused::start(drop, "drop-confirmed");
+    // A get of the other file and a strict gc while the drop has confirmed its copies.
+    let get = spawn(&m, &["get", "b.raw"]);
+    ok(&gc_while_paused(&m, paused));
+    ok(&get.wait_with_output().unwrap());
+    fsck_clean(&m);
+    assert_eq!(dmv(&m, &["ls", "--absent"]).lines().count(), 1);
+    assert!(!m.join("a.raw").exists());
+    assert!(std::fs::read(m.join("b.raw")).unwrap() == std::fs::read(t.path().join("src/b.raw")).unwrap());
+}
