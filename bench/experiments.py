@@ -9,12 +9,13 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import time
 
 import datagen
 import servers
-from measure import Outcome, disk_usage, free_bytes, run_cmds
+from measure import Cmd, Outcome, disk_usage, free_bytes, run_cmds
 from tools import Bucket, Point, Remote
 
 GiB = 1 << 30
@@ -689,3 +690,156 @@ def _trace(out):
         return {}
     sent, received = found[-1]
     return dict(bytes_sent=int(sent), bytes_received=int(received))
+
+
+def partial(ctx, sizes, counts, settle=0):
+    """Partial replicas over loopback: a `meta` clone (commits and trees, no
+    file data) against a full clone and against git's blobless partial clone
+    (`git clone --filter=blob:none --no-checkout`) of the same history, over
+    ssh; then `dmv get` of one file from the meta clone against copying that
+    file's bytes over the same transport (`ssh cat FILE`, and `curl` from a
+    plain static HTTP server for HTTP). Recorded as experiments
+    `partial-bigfile` (parameter: bytes; the file got is the whole data) and
+    `partial-files` (parameter: number of 1 KiB files; one file is got)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    if dmv is None:
+        return
+    root = os.path.join(ctx.workdir, "partial-sshd")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    points = [("partial-bigfile", n) for n in sizes] + [("partial-files", n) for n in counts]
+    try:
+        with servers.Sshd(root, ctx.rec.env, dmv.path) as sshd:
+            for experiment, n in points:
+                _partial_point(ctx, sshd, dmv, git, experiment, n, settle)
+    except servers.ServerError as e:
+        print("partial: %s" % e, flush=True)
+        for experiment, n in points:
+            ctx.rec.note("dmv", experiment, str(n), "all", "fail", str(e))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class _Floor:
+    name = "cp"
+
+
+def _partial_point(ctx, sshd, dmv, git, experiment, n, settle):
+    param = str(n)
+    many = experiment == "partial-files"
+    pt = ctx.point(experiment, n)
+    rec = ctx.rec
+    try:
+        if many:
+            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
+            datagen.write_tree(pt.work, n)
+            got = os.path.join("d00000", sorted(os.listdir(os.path.join(pt.work, "d00000")))[0])
+        else:
+            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
+            got = "file.bin"
+        source = datagen.tree_hash(pt.work)
+        got_bytes = os.path.getsize(os.path.join(pt.work, got))
+        data = dict(data_bytes=source[2], data_files=source[1], got_bytes=got_bytes)
+        _settle(settle if many else 0, "files deleted before this point slow down creating files")
+        ssh_env = {"DMV_SSH": sshd.ssh_command(), "DMV_REMOTE_DMV": sshd.remote_dmv or "dmv", "GIT_SSH_COMMAND": sshd.ssh_command()}
+        remotes = {}
+        for tool in [t for t in (dmv, git) if t]:
+            remote_path = os.path.join(pt.root, "remote-%s" % tool.name)
+            remote = Remote("ssh", sshd.url(remote_path), ssh_env, remote_path, sshd.login())
+            steps = [tool.init(pt), tool.commit(pt, True), tool.init_remote(pt, remote_path)]
+            if tool.name == "git":
+                steps.append([tool.cmd(pt, "-C", remote_path, "config", "uploadpack.allowFilter", "true")])
+            steps.append(tool.push(pt, remote))
+            out = run_cmds([c for s in steps for c in s], rec.env, rec.timeout)
+            if not out.ok:
+                rec.note(tool.name, experiment, param, "prepare", "fail", out.error)
+                continue
+            remotes[tool.name] = remote
+            shutil.rmtree(tool.meta(pt), ignore_errors=True)
+        if "dmv" not in remotes:
+            return
+        r = remotes["dmv"]
+        full, meta = os.path.join(pt.root, "full-ssh"), os.path.join(pt.root, "meta-ssh")
+        os.sync()
+        rec.step(dmv, experiment, param, "clone_full_ssh", dmv.clone(pt, r, full), os.path.join(full, ".dmv"), after=lambda o: dict(data))
+        shutil.rmtree(full, ignore_errors=True)
+        os.sync()
+        rec.step(dmv, experiment, param, "clone_meta_ssh", [dmv.cmd(pt, "clone", "--slice", "meta", r.url, meta, cwd=pt.root, env=r.env)],
+                 os.path.join(meta, ".dmv"), after=lambda o: dict(data))
+        os.sync()
+        rec.step(dmv, experiment, param, "get_ssh", [dmv.cmd(pt, "get", got, cwd=meta, env=r.env)], os.path.join(meta, ".dmv"),
+                 after=_verify_got(os.path.join(meta, got), os.path.join(pt.work, got), data))
+        os.sync()
+        # The floor writes the bytes to a file too, as get does (get also keeps them in its store).
+        copy = os.path.join(pt.root, "copied")
+        login = " ".join(shlex.quote(a) for a in sshd.login() + ["cat", os.path.join(pt.work, got)])
+        rec.step(_Floor, experiment, param, "copy_ssh", [Cmd(["sh", "-c", "%s > %s" % (login, shlex.quote(copy))], cwd=pt.root)], None,
+                 after=lambda o: dict(data))
+        os.remove(copy)
+        shutil.rmtree(meta, ignore_errors=True)
+        if "git" in remotes:
+            dest = os.path.join(pt.root, "git-blobless")
+            os.sync()
+            rec.step(git, experiment, param, "clone_meta_ssh",
+                     [git.cmd(pt, "clone", "-q", "--filter=blob:none", "--no-checkout", remotes["git"].url, dest, cwd=pt.root, env=remotes["git"].env)],
+                     os.path.join(dest, ".git"), after=lambda o: dict(data))
+            shutil.rmtree(dest, ignore_errors=True)
+        _partial_http(ctx, dmv, pt, experiment, param, r.path, got, data)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _verify_got(path, source, data):
+    """Untimed: the file `get` wrote against the source's bytes."""
+    def check(out):
+        extra = dict(data)
+        if out.ok:
+            same = os.path.exists(path) and datagen.file_hash(path) == datagen.file_hash(source)
+            extra["verified"] = same
+            if not same:
+                out.ok, out.error = False, "the file get wrote differs from the source"
+        return extra
+    return check
+
+
+def _partial_http(ctx, dmv, pt, experiment, param, remote_path, got, data):
+    """The same meta clone and get over HTTP (`dmv serve`), and curl of the file from a static server."""
+    rec = ctx.rec
+    meta = os.path.join(pt.root, "meta-http")
+    try:
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {"r": remote_path}, SYNC_TOKEN) as srv:
+            env = {"DMV_TOKEN": SYNC_TOKEN}
+            os.sync()
+            rec.step(dmv, experiment, param, "clone_meta_http", [dmv.cmd(pt, "clone", "--slice", "meta", srv.url("r"), meta, cwd=pt.root, env=env)],
+                     os.path.join(meta, ".dmv"), after=lambda o: dict(data))
+            os.sync()
+            rec.step(dmv, experiment, param, "get_http", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
+                     after=_verify_got(os.path.join(meta, got), os.path.join(pt.work, got), data))
+    except servers.ServerError as e:
+        rec.note("dmv", experiment, param, "http", "fail", str(e))
+        return
+    finally:
+        shutil.rmtree(meta, ignore_errors=True)
+    import socket
+    import subprocess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    static = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", pt.work],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = "http://127.0.0.1:%d/%s" % (port, got)
+        for _ in range(100):
+            if subprocess.run(["curl", "-s", "-f", "-o", "/dev/null", "-r", "0-0", url]).returncode == 0:
+                break
+            time.sleep(0.05)
+        os.sync()
+        copy = os.path.join(pt.root, "copied")
+        rec.step(_Floor, experiment, param, "copy_http", [Cmd(["curl", "-s", "-f", "-o", copy, url], cwd=pt.root)], None,
+                 after=lambda o: dict(data))
+        os.remove(copy)
+    finally:
+        static.kill()
+        static.wait()

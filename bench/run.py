@@ -44,8 +44,8 @@ MODES = {
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
-                       "full": ["filesize", "filecount", "status", "refs", "sync", "s3"]}
-ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "huge"]
+                       "full": ["filesize", "filecount", "status", "refs", "sync", "s3", "partial"]}
+ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "huge"]
 
 
 def parse_number(text, binary):
@@ -339,6 +339,8 @@ def main(argv=None):
                 experiments.refs(ctx, ref_counts, separate)
             elif exp == "sync":
                 experiments.sync(ctx, sync_sizes, sync_counts, sync_settle)
+            elif exp == "partial":
+                experiments.partial(ctx, sync_sizes, sync_counts, sync_settle)
             elif exp == "s3":
                 experiments.s3(ctx, s3_tools, minio_bin, s3_sizes, s3_counts, s3_settle, minio_why)
             elif exp == "huge":

@@ -64,8 +64,9 @@ pub fn kind_of(m: &Metadata) -> Option<EntryKind> {
 }
 
 /// The stat times of an entry whose data is not here: nothing is in the
-/// working tree at its path, and that is not a deletion.
-const ABSENT_NS: i64 = i64::MIN;
+/// working tree at its path, and that is not a deletion. (-1 marks an
+/// unknown stat; a small value keeps the entry's encoding small.)
+const ABSENT_NS: i64 = -2;
 
 impl DirEntry {
     /// A tracked file whose data this (partial) replica does not hold.
@@ -141,6 +142,21 @@ impl Dirstate {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_absent_entry_is_pinned_and_survives_a_save() {
+        let e = DirEntry::absent(EntryKind::File, ObjectId([7; 32]), 300);
+        assert!(e.is_absent() && !DirEntry { mtime_ns: -1, ctime_ns: -1, ..e.clone() }.is_absent());
+        let mut expected = vec![0u8]; // kind File
+        expected.extend([7u8; 32]);
+        expected.extend([0xac, 0x02, 0x03, 0x03, 0x00, 0x00]); // size 300, mtime -2, ctime -2 (zigzag), ino 0, mode 0
+        assert_eq!(postcard::to_stdvec(&e).unwrap(), expected);
+        let dir = tempfile::tempdir().unwrap();
+        let mut ds = Dirstate::default();
+        ds.entries.insert(b"a/b.raw".to_vec(), e.clone());
+        ds.save(&dir.path().join("dirstate")).unwrap();
+        assert!(Dirstate::load(&dir.path().join("dirstate")).unwrap().entries[&b"a/b.raw"[..]].is_absent());
+    }
 
     proptest! {
         #[test]
