@@ -427,3 +427,44 @@ fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
     ok(&out);
     assert!(out.stdout == longer);
 }
+
+#[test]
+fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 1, 4 << 20);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    // Small packs: the file's chunks spread over several, its node comes last.
+    let config = m.join(".dmv/config");
+    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    cfg["pack_size_limit"] = (1u64 << 20).into();
+    std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
+    // Lose the pack of its first chunk, as a get or drop cut short can.
+    let repo = dmv_repo::Repository::open(&m).unwrap();
+    let file = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f00/p0.raw").unwrap().unwrap();
+    let read = |id: &dmv_repo::store::ObjectId| -> dmv_repo::store::object::FileNode { repo.store.read_decoded(id, dmv_repo::store::ObjectKind::FileNode).unwrap() };
+    let mut node = read(&file.id);
+    while node.level > 0 {
+        let first = node.entries[0].id;
+        node = read(&first);
+    }
+    let chunk_pack = repo.store.locate(&node.entries[0].id).unwrap().unwrap().pack;
+    assert_ne!(chunk_pack, repo.store.locate(&file.id).unwrap().unwrap().pack);
+    drop(repo);
+    let packs = m.join(".dmv/objects/packs");
+    for ext in ["pack", "idx"] {
+        std::fs::remove_file(packs.join(dmv_repo::store::pack_file_name(&chunk_pack)).with_extension(ext)).unwrap();
+    }
+    let _ = std::fs::remove_file(packs.join(dmv_repo::store::MULTI_PACK_INDEX));
+    assert_eq!(ls(&m, "--absent"), vec!["f00/p0.raw".to_string()]);
+    let out = dmv_out(&m, &["get", "--json", "f00/p0.raw"]);
+    ok(&out);
+    assert!(content_received(&out) > 0 && content_received(&out) < 2 << 20, "only the lost chunks: {}", content_received(&out));
+    assert_eq!(ls(&m, "--present"), vec!["f00/p0.raw".to_string()]);
+    let out = dmv_out(&m, &["cat", "HEAD:f00/p0.raw"]);
+    assert!(out.stdout == std::fs::read(src.join("f00/p0.raw")).unwrap());
+    fsck_clean(&m);
+}

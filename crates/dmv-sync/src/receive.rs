@@ -45,7 +45,7 @@ pub fn fetch_objects(
     let commits = client.walk_commits(missing_tips.clone(), local_tips(repo)?)?;
     let mut found = explore_commits(store, client, commits, &missing_tips, &rule)?;
     let starts = std::mem::take(&mut found.trees);
-    explore_below(store, client, starts, &rule.filter, &mut found)?;
+    explore_below(client, starts, &rule.filter, &|id| Ok(store.contains(id)?), &mut found)?;
     if let Some(early) = early.as_deref_mut() {
         let lookup = |id: &ObjectId| match found.meta.get(id) {
             Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
@@ -70,7 +70,7 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
     let starts = files.iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
-    explore_below(store, client, starts, &PathFilter::All, &mut found)?;
+    explore_below(client, starts, &PathFilter::All, &|id| Ok(repo.has_data(id)?), &mut found)?;
     let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, None)?;
     stats.objects += store_metadata(&mut session, found.meta, true)?;
     session.finish()?;
@@ -200,12 +200,16 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
 /// Explores trees and file contents level by level, skipping what the
 /// store has, and the data of files the filter (or a tree's `data: false`)
 /// leaves out.
-fn explore_below(store: &Store, client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilter, found: &mut Explored) -> SyncResult<()> {
+///
+/// `have` says whether an object is here with all it reaches (for a fetch,
+/// being in the store says so; a `get` also looks into a file's nodes, which
+/// a `get` or `drop` cut short may have left without all their chunks).
+fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilter, have: &dyn Fn(&ObjectId) -> SyncResult<bool>, found: &mut Explored) -> SyncResult<()> {
     let keep_paths = matches!(filter, PathFilter::Globs(_));
     let mut seen: HashSet<Visit> = HashSet::new();
     let mut frontier = Vec::new();
     for v in starts {
-        if !store.contains(&v.id)? && seen.insert(v.clone()) {
+        if !have(&v.id)? && seen.insert(v.clone()) {
             frontier.push(v);
         }
     }
@@ -232,7 +236,7 @@ fn explore_below(store: &Store, client: &mut dyn Remote, starts: Vec<Visit>, fil
             let edges = edges(&obj.id, obj.kind, &content)?;
             drop(content);
             for e in edges {
-                if store.contains(&e.id)? {
+                if have(&e.id)? {
                     continue;
                 }
                 let child = match &e.entry {
