@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import time
 
 import datagen
@@ -692,27 +693,44 @@ def _trace(out):
     return dict(bytes_sent=int(sent), bytes_received=int(received))
 
 
+PARTIAL_DATASETS = ("partial-bigfile", "partial-files")
+
+
 def partial(ctx, sizes, counts, settle=0):
-    """Partial replicas over loopback: a `meta` clone (commits and trees, no
-    file data) against a full clone and against git's blobless partial clone
-    (`git clone --filter=blob:none --no-checkout`) of the same history, over
-    ssh; then `dmv get` of one file from the meta clone against copying that
-    file's bytes over the same transport (`ssh cat FILE`, and `curl` from a
-    plain static HTTP server for HTTP). Recorded as experiments
-    `partial-bigfile` (parameter: bytes; the file got is the whole data) and
-    `partial-files` (parameter: number of 1 KiB files; one file is got)."""
+    """Partial replicas over loopback: one big file (`sizes`) and many 1 KiB
+    files (`counts`), the same data sets as the sync experiment.
+
+    Per point, untimed: dmv and git commit the work tree and push it to a bare
+    repository over ssh (a real sshd on 127.0.0.1). Then, timed: a full `dmv
+    clone`; `dmv clone --slice meta` (commits and trees, no file data) and
+    git's blobless partial clone (`git clone --filter=blob:none
+    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv get FILE` of
+    one file from the meta clone and git's on-demand fetch of the same blob
+    (`git checkout HEAD -- FILE` in the blobless clone), against copying the
+    file's bytes over the same transport (`ssh cat FILE`, into a file and into
+    /dev/null); and over HTTP (`dmv serve`) the meta clone and get against
+    `curl` from a plain static server (`python3 -m http.server`). git is
+    measured over ssh only (the harness has no git smart-HTTP server).
+    Recorded as experiments `partial-bigfile` (parameter: bytes; the file got
+    is the whole data) and `partial-files` (parameter: number of 1 KiB files;
+    one file is got).
+
+    With many files, nothing is deleted until the point is done and the suite
+    waits `settle` seconds after the preparation (see sync)."""
     dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
     git = next((t for t in ctx.tools if t.name == "git"), None)
     if dmv is None:
         return
+    points = [("partial-bigfile", n) for n in sizes] + [("partial-files", n) for n in counts]
     root = os.path.join(ctx.workdir, "partial-sshd")
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
-    points = [("partial-bigfile", n) for n in sizes] + [("partial-files", n) for n in counts]
     try:
         with servers.Sshd(root, ctx.rec.env, dmv.path) as sshd:
+            print("partial: sshd listening on 127.0.0.1:%d" % sshd.port, flush=True)
+            skips = {e: Skips(ctx, e) for e in PARTIAL_DATASETS}
             for experiment, n in points:
-                _partial_point(ctx, sshd, dmv, git, experiment, n, settle)
+                _partial_point(ctx, sshd, dmv, git, skips[experiment], experiment, n, settle)
     except servers.ServerError as e:
         print("partial: %s" % e, flush=True)
         for experiment, n in points:
@@ -722,14 +740,26 @@ def partial(ctx, sizes, counts, settle=0):
 
 
 class _Floor:
+    """The plain copies of one file's bytes (recorded as tool `cp`)."""
     name = "cp"
 
 
-def _partial_point(ctx, sshd, dmv, git, experiment, n, settle):
+def _partial_point(ctx, sshd, dmv, git, skips, experiment, n, settle):
     param = str(n)
     many = experiment == "partial-files"
+    settle = settle if many else 0
+    later = [] if many else None  # with many files, delete nothing until the point is done (see sync)
+    tools = [t for t in (dmv, git) if t]
+    if not many:
+        # data; dmv's and git's source repositories and bare remotes; a full clone (repository and
+        # checkout); the meta clone after get (store and file); the plain copy
+        need = 8 * n + GiB
+        if not _enough_disk(ctx, tools, skips, experiment, param, need):
+            return
+    tools = [t for t in tools if skips.active(t, param)]
+    if dmv not in tools:
+        return
     pt = ctx.point(experiment, n)
-    rec = ctx.rec
     try:
         if many:
             print("%s %d: writing %d files" % (experiment, n, n), flush=True)
@@ -740,106 +770,231 @@ def _partial_point(ctx, sshd, dmv, git, experiment, n, settle):
             datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
             got = "file.bin"
         source = datagen.tree_hash(pt.work)
-        got_bytes = os.path.getsize(os.path.join(pt.work, got))
-        data = dict(data_bytes=source[2], data_files=source[1], got_bytes=got_bytes)
-        _settle(settle if many else 0, "files deleted before this point slow down creating files")
-        ssh_env = {"DMV_SSH": sshd.ssh_command(), "DMV_REMOTE_DMV": sshd.remote_dmv or "dmv", "GIT_SSH_COMMAND": sshd.ssh_command()}
-        remotes = {}
-        for tool in [t for t in (dmv, git) if t]:
-            remote_path = os.path.join(pt.root, "remote-%s" % tool.name)
-            remote = Remote("ssh", sshd.url(remote_path), ssh_env, remote_path, sshd.login())
-            steps = [tool.init(pt), tool.commit(pt, True), tool.init_remote(pt, remote_path)]
-            if tool.name == "git":
-                steps.append([tool.cmd(pt, "-C", remote_path, "config", "uploadpack.allowFilter", "true")])
-            steps.append(tool.push(pt, remote))
-            out = run_cmds([c for s in steps for c in s], rec.env, rec.timeout)
-            if not out.ok:
-                rec.note(tool.name, experiment, param, "prepare", "fail", out.error)
-                continue
-            remotes[tool.name] = remote
-            shutil.rmtree(tool.meta(pt), ignore_errors=True)
+        data = dict(data_bytes=source[2], data_files=source[1], got_path=got,
+                    got_bytes=os.path.getsize(os.path.join(pt.work, got)))
+        remotes = _partial_prepare(ctx, sshd, tools, pt, experiment, param)
         if "dmv" not in remotes:
             return
-        r = remotes["dmv"]
-        full, meta = os.path.join(pt.root, "full-ssh"), os.path.join(pt.root, "meta-ssh")
-        os.sync()
-        rec.step(dmv, experiment, param, "clone_full_ssh", dmv.clone(pt, r, full), os.path.join(full, ".dmv"), after=lambda o: dict(data))
-        shutil.rmtree(full, ignore_errors=True)
-        os.sync()
-        rec.step(dmv, experiment, param, "clone_meta_ssh", [dmv.cmd(pt, "clone", "--slice", "meta", r.url, meta, cwd=pt.root, env=r.env)],
-                 os.path.join(meta, ".dmv"), after=lambda o: dict(data))
-        os.sync()
-        rec.step(dmv, experiment, param, "get_ssh", [dmv.cmd(pt, "get", got, cwd=meta, env=r.env)], os.path.join(meta, ".dmv"),
-                 after=_verify_got(os.path.join(meta, got), os.path.join(pt.work, got), data))
-        os.sync()
-        # The floor writes the bytes to a file too, as get does (get also keeps them in its store).
-        copy = os.path.join(pt.root, "copied")
-        login = " ".join(shlex.quote(a) for a in sshd.login() + ["cat", os.path.join(pt.work, got)])
-        rec.step(_Floor, experiment, param, "copy_ssh", [Cmd(["sh", "-c", "%s > %s" % (login, shlex.quote(copy))], cwd=pt.root)], None,
-                 after=lambda o: dict(data))
-        os.remove(copy)
-        shutil.rmtree(meta, ignore_errors=True)
-        if "git" in remotes:
-            dest = os.path.join(pt.root, "git-blobless")
-            os.sync()
-            rec.step(git, experiment, param, "clone_meta_ssh",
-                     [git.cmd(pt, "clone", "-q", "--filter=blob:none", "--no-checkout", remotes["git"].url, dest, cwd=pt.root, env=remotes["git"].env)],
-                     os.path.join(dest, ".git"), after=lambda o: dict(data))
-            shutil.rmtree(dest, ignore_errors=True)
-        _partial_http(ctx, dmv, pt, experiment, param, r.path, got, data)
+        _settle(settle, "files deleted before this point and by git's auto-gc slow down creating files "
+                        "(ext4 without a journal)")
+        _partial_ssh(ctx, sshd, dmv, git if "git" in remotes else None, remotes, skips, pt, experiment, param,
+                     got, source, data, later)
+        _partial_http(ctx, dmv, skips, pt, experiment, param, remotes["dmv"].path, got, data, later)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 
 
-def _verify_got(path, source, data):
-    """Untimed: the file `get` wrote against the source's bytes."""
+def _partial_prepare(ctx, sshd, tools, pt, experiment, param):
+    """Untimed: each tool commits the work tree and pushes it into a fresh bare
+    repository over ssh; its own repository then leaves the work tree (kept
+    aside until the point is done). Returns {tool name: Remote}."""
+    rec = ctx.rec
+    env = {"DMV_SSH": sshd.ssh_command(), "DMV_REMOTE_DMV": sshd.remote_dmv or "dmv",
+           "GIT_SSH_COMMAND": sshd.ssh_command()}
+    remotes = {}
+    for tool in tools:
+        print("  %s: commit and push over ssh (untimed)" % tool.name, flush=True)
+        remote_path = os.path.join(pt.root, "remote-%s" % tool.name)
+        remote = Remote("ssh", sshd.url(remote_path), env, remote_path, sshd.login())
+        steps = [tool.init(pt), tool.commit(pt, True), tool.init_remote(pt, remote_path)]
+        if tool.name == "git":
+            # the server must allow the blobless filter, and the later fetch of one blob by its id: over
+            # ssh without AcceptEnv GIT_PROTOCOL, git speaks protocol v0, which refuses unadvertised
+            # objects unless told otherwise (v2 servers, e.g. the big forges, allow them)
+            steps.append([tool.cmd(pt, "-C", remote_path, "config", "uploadpack.allowFilter", "true", cwd=pt.root),
+                          tool.cmd(pt, "-C", remote_path, "config", "uploadpack.allowAnySHA1InWant", "true",
+                                   cwd=pt.root)])
+        steps.append(tool.push(pt, remote))
+        os.sync()
+        out = run_cmds([c for s in steps for c in s], rec.env, rec.timeout)
+        if out.ok:
+            remotes[tool.name] = remote
+        else:
+            rec.note(tool.name, experiment, param, "prepare", "timeout" if out.timed_out else "fail", out.error)
+        if os.path.exists(tool.meta(pt)):
+            os.rename(tool.meta(pt), os.path.join(pt.root, "source-%s" % tool.name))
+    return remotes
+
+
+def _git_pack_bytes(dest):
+    """Bytes of the packs in a git clone: what it received (a clone keeps every pack it fetched)."""
+    pack = os.path.join(dest, ".git", "objects", "pack")
+    try:
+        return sum(os.path.getsize(os.path.join(pack, f)) for f in os.listdir(pack) if f.endswith(".pack"))
+    except OSError:
+        return None
+
+
+def _worktree_files(dest):
+    """Files in a clone outside its repository folder."""
+    count = 0
+    for top, dirs, names in os.walk(dest):
+        dirs[:] = [d for d in dirs if d not in (".dmv", ".git")]
+        count += len(names)
+    return count
+
+
+def _absent_files(dmv, dest, env):
+    """Untimed: the number of files `dmv ls --absent` lists in `dest` (None if it fails)."""
+    r = subprocess.run([dmv.path, "ls", "--absent"], cwd=dest, env=env, capture_output=True, timeout=600)
+    return len(r.stdout.splitlines()) if r.returncode == 0 else None
+
+
+def _verify_got(path, source):
+    """Untimed: the file get (or git's checkout) wrote against the source's bytes."""
     def check(out):
-        extra = dict(data)
+        extra = {}
         if out.ok:
             same = os.path.exists(path) and datagen.file_hash(path) == datagen.file_hash(source)
             extra["verified"] = same
             if not same:
-                out.ok, out.error = False, "the file get wrote differs from the source"
+                out.ok, out.error = False, "the file written differs from the source"
         return extra
     return check
 
 
-def _partial_http(ctx, dmv, pt, experiment, param, remote_path, got, data):
-    """The same meta clone and get over HTTP (`dmv serve`), and curl of the file from a static server."""
+def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got, source, data, later):
+    """The ssh half of a point: full clone, meta clone, ls --absent, get, the plain copies, git's side."""
+    rec = ctx.rec
+    r = remotes["dmv"]
+    env = dict(r.env, DMV_TRACE="1")
+    full, meta = os.path.join(pt.root, "full-ssh"), os.path.join(pt.root, "meta-ssh")
+    copy = os.path.join(pt.root, "copy-ssh")
+    source_file = os.path.join(pt.work, got)
+
+    def step(tool, name, cmds, measure_path, check=None, transport="ssh"):
+        """One timed step (sync(2) first, untimed); a timeout skips the tool for larger points."""
+        os.sync()
+        sshd.reset_rss()
+
+        def after(out):
+            extra = dict(data, transport=transport)
+            if transport == "ssh":
+                extra["server_peak_rss_kib"] = sshd.server_rss_kib()
+            extra.update(_trace(out))
+            if check:
+                extra.update(check(out))
+            return extra
+        out = rec.step(tool, experiment, param, name, cmds, measure_path, after=after)
+        if out.timed_out:
+            skips.fail(tool, param, out)
+        return out
+
+    def meta_check(dest):
+        def check(out):
+            return dict(worktree_files=_worktree_files(dest)) if out.ok else {}
+        return check
+
+    try:
+        step(dmv, "clone_full_ssh", dmv.clone(pt, Remote("ssh", r.url, env, r.path), full), os.path.join(full, ".dmv"),
+             check=_verify_clone(full, source, lambda: dict(worktree_files=_worktree_files(full))))
+        _remove([full], later)
+        out = step(dmv, "clone_meta_ssh", [dmv.cmd(pt, "clone", "--slice", "meta", r.url, meta, cwd=pt.root, env=env)],
+                   os.path.join(meta, ".dmv"), check=meta_check(meta))
+        if out.ok:
+            def absent(out):
+                listed = len(out.captured.splitlines())
+                extra = dict(absent_files=listed, verified=listed == data["data_files"])
+                if out.ok and not extra["verified"]:
+                    out.ok, out.error = False, "ls --absent listed %d files; the data has %d" % (
+                        listed, data["data_files"])
+                return extra
+            step(dmv, "ls_absent", [dmv.cmd(pt, "ls", "--absent", cwd=meta, stdout="capture")],
+                 os.path.join(meta, ".dmv"), check=absent, transport="local")
+
+            def got_check(out):
+                extra = _verify_got(os.path.join(meta, got), source_file)(out)
+                if out.ok:
+                    extra["worktree_files"] = _worktree_files(meta)
+                    extra["absent_files_after"] = _absent_files(dmv, meta, dict(rec.env, **r.env))
+                return extra
+            step(dmv, "get_ssh", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
+                 check=got_check)
+        # The floors: the same bytes through the same sshd (DMV's cipher order), into a file as get
+        # writes one (get also keeps them in its store), and into /dev/null (the transport alone).
+        login = shlex.join(sshd.login() + ["cat", source_file])
+        step(_Floor, "copy_ssh", [Cmd(["sh", "-c", "%s > %s" % (login, shlex.quote(copy))], cwd=pt.root)], None,
+             check=_verify_got(copy, source_file))
+        _remove([copy], later)
+        step(_Floor, "copy_ssh_null", [Cmd(["sh", "-c", "%s > /dev/null" % login], cwd=pt.root)], None)
+        if git:
+            g = remotes["git"]
+            dest = os.path.join(pt.root, "git-blobless")
+            out = step(git, "clone_meta_ssh", [git.cmd(pt, "clone", "-q", "--filter=blob:none", "--no-checkout", g.url,
+                                                       dest, cwd=pt.root, env=g.env)],
+                       os.path.join(dest, ".git"),
+                       check=lambda out: dict(meta_check(dest)(out),
+                                              pack_bytes_received=_git_pack_bytes(dest)))
+            if out.ok:
+                before = _git_pack_bytes(dest) or 0
+
+                def git_got(out):
+                    extra = _verify_got(os.path.join(dest, got), source_file)(out)
+                    after = _git_pack_bytes(dest)
+                    extra["worktree_files"] = _worktree_files(dest)
+                    extra["pack_bytes_received"] = after - before if after is not None else None
+                    return extra
+                step(git, "get_ssh", [git.cmd(pt, "checkout", "-q", "HEAD", "--", got, cwd=dest, env=g.env)],
+                     os.path.join(dest, ".git"), check=git_got)
+            _remove([dest], later)
+    finally:
+        _remove([meta, copy], later)
+
+
+def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data, later):
+    """The HTTP half: meta clone and get through one `dmv serve` (the clone's origin is its URL),
+    then curl of the file from a plain static server, into a file and into /dev/null."""
     rec = ctx.rec
     meta = os.path.join(pt.root, "meta-http")
+    source_file = os.path.join(pt.work, got)
+    env = {"DMV_TOKEN": SYNC_TOKEN, "DMV_TRACE": "1"}
+
+    def step(tool, name, cmds, measure_path, check=None, server=None):
+        os.sync()
+
+        def after(out):
+            extra = dict(data, transport="http")
+            if server is not None:
+                extra["server_peak_rss_kib"] = server.server_rss_kib()  # VmHWM since the server started
+            extra.update(_trace(out))
+            if check:
+                extra.update(check(out))
+            return extra
+        out = rec.step(tool, experiment, param, name, cmds, measure_path, after=after)
+        if out.timed_out:
+            skips.fail(tool, param, out)
+        return out
+
     try:
         with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {"r": remote_path}, SYNC_TOKEN) as srv:
-            env = {"DMV_TOKEN": SYNC_TOKEN}
-            os.sync()
-            rec.step(dmv, experiment, param, "clone_meta_http", [dmv.cmd(pt, "clone", "--slice", "meta", srv.url("r"), meta, cwd=pt.root, env=env)],
-                     os.path.join(meta, ".dmv"), after=lambda o: dict(data))
-            os.sync()
-            rec.step(dmv, experiment, param, "get_http", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
-                     after=_verify_got(os.path.join(meta, got), os.path.join(pt.work, got), data))
+            out = step(dmv, "clone_meta_http", [dmv.cmd(pt, "clone", "--slice", "meta", srv.url("r"), meta, cwd=pt.root,
+                                                        env=env)],
+                       os.path.join(meta, ".dmv"), server=srv,
+                       check=lambda out: dict(worktree_files=_worktree_files(meta)) if out.ok else {})
+            if out.ok:
+                step(dmv, "get_http", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
+                     server=srv, check=_verify_got(os.path.join(meta, got), source_file))
     except servers.ServerError as e:
         rec.note("dmv", experiment, param, "http", "fail", str(e))
-        return
     finally:
-        shutil.rmtree(meta, ignore_errors=True)
-    import socket
-    import subprocess
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    static = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port), "--directory", pt.work],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _remove([meta], later)
+    port = servers.free_port()
+    static = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port),
+                               "--directory", pt.work], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    copy = os.path.join(pt.root, "copy-http")
     try:
         url = "http://127.0.0.1:%d/%s" % (port, got)
-        for _ in range(100):
+        for _ in range(200):
             if subprocess.run(["curl", "-s", "-f", "-o", "/dev/null", "-r", "0-0", url]).returncode == 0:
                 break
             time.sleep(0.05)
-        os.sync()
-        copy = os.path.join(pt.root, "copied")
-        rec.step(_Floor, experiment, param, "copy_http", [Cmd(["curl", "-s", "-f", "-o", copy, url], cwd=pt.root)], None,
-                 after=lambda o: dict(data))
-        os.remove(copy)
+        else:
+            rec.note("cp", experiment, param, "copy_http", "fail", "python3 -m http.server did not answer on %s" % url)
+            return
+        step(_Floor, "copy_http", [Cmd(["curl", "-s", "-f", "-o", copy, url], cwd=pt.root)], None,
+             check=_verify_got(copy, source_file))
+        step(_Floor, "copy_http_null", [Cmd(["curl", "-s", "-f", "-o", "/dev/null", url], cwd=pt.root)], None)
     finally:
         static.kill()
         static.wait()
+        _remove([copy], later)

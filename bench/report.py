@@ -595,51 +595,163 @@ def s3_section(ix, mode, cfg):
     return out
 
 
+PARTIAL_TARGET_FILES, PARTIAL_TARGET_SPEEDUP = 100_000, 5
+PARTIAL_TARGET_BIG, PARTIAL_TARGET_GET = 1 << 30, 1.2
+PARTIAL_TARGET_STORE = 0.01
+# (dmv step, label, [(peer tool, peer step, peer label)])
+PARTIAL_OPS = [
+    ("clone_meta_ssh", "meta clone over ssh", [("git", "clone_meta_ssh", "git clone --filter=blob:none --no-checkout")]),
+    ("clone_full_ssh", "full clone over ssh (checkout included)", []),
+    ("ls_absent", "ls --absent in the meta clone (local)", []),
+    ("get_ssh", "get of one file over ssh (from the meta clone)", [
+        ("git", "get_ssh", "git checkout HEAD -- FILE in the blobless clone"),
+        ("cp", "copy_ssh", "ssh cat FILE > COPY"), ("cp", "copy_ssh_null", "ssh cat FILE > /dev/null")]),
+    ("clone_meta_http", "meta clone over HTTP", [(None, None, "git: not measured over HTTP")]),
+    ("get_http", "get of one file over HTTP (from the meta clone)", [
+        ("cp", "copy_http", "curl -o COPY from python3 -m http.server"),
+        ("cp", "copy_http_null", "curl -o /dev/null from the same")]),
+]
+
+
+def _received(rec):
+    """Bytes a step received: dmv's own count (DMV_TRACE), git's new packs."""
+    if not rec or rec["status"] != "ok":
+        return "—"
+    n = rec.get("bytes_received", rec.get("pack_bytes_received"))
+    return fmt_bytes(n)
+
+
 def partial_table(ix, exp, p):
-    """Meta clone against git's blobless clone, its store against the data, and get against a plain copy."""
-    def t(tool, step):
-        return cell(ix.get(tool, exp, p, step), "time")
-    rec = ix.get("dmv", exp, p, "clone_meta_ssh")
-    data = rec.get("data_bytes") if rec else None
-    lines = ["| operation | dmv | peer | peer | peer/dmv |", "|---|--:|---|--:|--:|"]
-    for step, label, peer, peer_step, peer_label in (
-            ("clone_meta_ssh", "meta clone over ssh", "git", "clone_meta_ssh", "git clone --filter=blob:none --no-checkout"),
-            ("clone_full_ssh", "full clone over ssh (checkout included)", None, None, ""),
-            ("clone_meta_http", "meta clone over HTTP", None, None, ""),
-            ("get_ssh", "get of one file over ssh (from the meta clone)", "cp", "copy_ssh", "ssh cat FILE > COPY"),
-            ("get_http", "get of one file over HTTP (from the meta clone)", "cp", "copy_http", "curl -o COPY from a static server")):
-        dv, dtext = t("dmv", step)
-        pv, ptext = t(peer, peer_step) if peer else (None, "")
-        lines.append("| %s | %s | %s | %s | %s |" % (label, dtext, peer_label, ptext, ratio(pv, dv)))
-    store = rec.get("repo_bytes_disk") if rec else None
-    git = ix.get("git", exp, p, "clone_meta_ssh")
-    git_store = git.get("repo_bytes_disk") if git else None
-    if store and data:
-        lines += ["", "The meta clone's `.dmv` on disk: %s, %.2f%% of the %s of data%s." % (
-            fmt_bytes(store), 100.0 * store / data, fmt_bytes(data),
-            "; git's blobless `.git`: %s" % fmt_bytes(git_store) if git_store else "")]
+    """Meta clone against git's blobless clone, get against git's on-demand fetch and the plain copies."""
+    head = ["operation", "dmv", "dmv received", "peer", "peer time", "peer received", "peer/dmv"]
+    lines = ["| " + " | ".join(head) + " |", "|---|--:|--:|---|--:|--:|--:|"]
+    loads = []
+    for step, label, peers in PARTIAL_OPS:
+        drec = ix.get("dmv", exp, p, step)
+        if drec is None:
+            continue
+        dv, dtext = cell(drec, "time")
+        first = [label, dtext, _received(drec) if step != "ls_absent" else ""]
+        for k, (tool, pstep, plabel) in enumerate(peers or [(None, None, "")]):
+            prec = ix.get(tool, exp, p, pstep) if tool else None
+            pv, ptext = cell(prec, "time") if tool else (None, "")
+            row = (first if k == 0 else ["", "", ""]) + [
+                plabel, ptext, _received(prec) if tool == "git" else "", ratio(pv, dv)]
+            lines.append("| " + " | ".join(row) + " |")
+    for (tool, e, param, step), r in ix.by.items():
+        if e == exp and param == str(p) and r.get("loadavg_1m") is not None:
+            loads.append(r["loadavg_1m"])
+    if loads:
+        lines += ["", "1-minute load average during these steps: %.2f to %.2f." % (min(loads), max(loads))]
     return "\n".join(lines)
 
 
-def partial_section(ix, mode):
+def partial_store_table(ix, exp, p):
+    """What each clone keeps on disk against the data it stands for."""
+    lines = ["| clone | repository on disk | of the data | files in the work tree |", "|---|--:|--:|--:|"]
+    for tool, step, label in (("dmv", "clone_meta_ssh", "dmv meta clone (`.dmv`)"),
+                              ("git", "clone_meta_ssh", "git blobless clone (`.git`)"),
+                              ("dmv", "get_ssh", "dmv meta clone after getting one file (`.dmv`)"),
+                              ("git", "get_ssh", "git blobless clone after fetching that blob (`.git`)"),
+                              ("dmv", "clone_full_ssh", "dmv full clone (`.dmv`)")):
+        r = ix.by.get((tool, exp, str(p), step))
+        if not r or r["status"] != "ok" or r.get("repo_bytes_disk") is None:
+            continue
+        data = r.get("data_bytes")
+        share = "%.2f%%" % (100.0 * r["repo_bytes_disk"] / data) if data else "—"
+        files = r.get("worktree_files")
+        lines.append("| %s | %s | %s | %s |" % (label, fmt_bytes(r["repo_bytes_disk"]), share,
+                                               "—" if files is None else fmt_count(files)))
+    return "\n".join(lines)
+
+
+def partial_targets(ix):
+    out = ["| target | measured | met |", "|---|---|---|"]
+    sizes, counts = ix.params("partial-bigfile"), ix.params("partial-files")
+    n = PARTIAL_TARGET_FILES if PARTIAL_TARGET_FILES in counts else (counts[-1] if counts else None)
+    if n is not None:
+        dv, _ = cell(ix.get("dmv", "partial-files", n, "clone_meta_ssh"), "time")
+        gv, _ = cell(ix.get("git", "partial-files", n, "clone_meta_ssh"), "time")
+        r = gv / dv if gv and dv else None
+        at = "" if n == PARTIAL_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+        met = "—" if r is None or n != PARTIAL_TARGET_FILES else ("yes" if r >= PARTIAL_TARGET_SPEEDUP else "**no**")
+        out.append("| meta clone of 100,000 files of 1 KiB over ssh at least %d× faster than git's blobless clone "
+                   "(git time / dmv time ≥ %d) | %s%s | %s |" % (
+                       PARTIAL_TARGET_SPEEDUP, PARTIAL_TARGET_SPEEDUP,
+                       ("dmv %s, git %s: git/dmv = %s" % (fmt_time(dv), fmt_time(gv), ratio(gv, dv))) if r else "—",
+                       at, met))
+    big = PARTIAL_TARGET_BIG if PARTIAL_TARGET_BIG in sizes else (sizes[-1] if sizes else None)
+    if big is not None:
+        at = "" if big == PARTIAL_TARGET_BIG else " (at %s, not 1 GiB: indicative only)" % fmt_size_param(big)
+        for kind, label, floor, floor_label in (("ssh", "ssh", "copy_ssh", "ssh cat"),
+                                                ("http", "HTTP", "copy_http", "curl")):
+            dv, _ = cell(ix.get("dmv", "partial-bigfile", big, "get_" + kind), "time")
+            cv, _ = cell(ix.get("cp", "partial-bigfile", big, floor), "time")
+            nv, _ = cell(ix.get("cp", "partial-bigfile", big, floor + "_null"), "time")
+            r = dv / cv if dv and cv else None
+            met = "—" if r is None or big != PARTIAL_TARGET_BIG else ("yes" if r <= PARTIAL_TARGET_GET else "**no**")
+            measured = "—"
+            if r:
+                measured = "dmv %s, %s into a file %s: dmv/copy = %.2f" % (fmt_time(dv), floor_label, fmt_time(cv), r)
+                if nv:
+                    measured += " (into /dev/null %s: %.2f)" % (fmt_time(nv), dv / nv)
+            out.append("| get of one 1 GiB file over %s within %.1f× of copying its bytes over the same transport "
+                       "(dmv time / copy time ≤ %.1f) | %s%s | %s |" % (
+                           label, PARTIAL_TARGET_GET, PARTIAL_TARGET_GET, measured, at, met))
+    for exp, pts, target, what in (("partial-bigfile", sizes, PARTIAL_TARGET_BIG, "one file of 1 GiB"),
+                                   ("partial-files", counts, PARTIAL_TARGET_FILES, "100,000 files of 1 KiB")):
+        if not pts:
+            continue
+        p = target if target in pts else pts[-1]
+        r = ix.by.get(("dmv", exp, str(p), "clone_meta_ssh"))
+        share = (r["repo_bytes_disk"] / r["data_bytes"] if r and r["status"] == "ok" and r.get("repo_bytes_disk")
+                 and r.get("data_bytes") else None)
+        at = "" if p == target else " (at %s, not %s: indicative only)" % (
+            fmt_size_param(p) if exp == "partial-bigfile" else "%s files" % fmt_count(p), what)
+        met = "—" if share is None or p != target else ("yes" if share < PARTIAL_TARGET_STORE else "**no**")
+        out.append("| a meta clone's store under %d%% of the data (%s) | %s%s | %s |" % (
+            100 * PARTIAL_TARGET_STORE, what,
+            ("%s for %s: %.2f%%" % (fmt_bytes(r["repo_bytes_disk"]), fmt_bytes(r["data_bytes"]), 100 * share))
+            if share is not None else "—", at, met))
+    return out
+
+
+def partial_section(ix, mode, cfg):
     out = ["### Partial replicas: metadata-only clones and getting one file", "",
-           "Per point, in the same run: dmv and git commit the same data and push it to a bare repository "
-           "over ssh (a real sshd on 127.0.0.1; untimed). Then, timed: `dmv clone --slice meta` (commits and "
-           "trees, no file data) against `git clone --filter=blob:none --no-checkout` (git's partial clone, "
-           "fetching blobs on demand); a full `dmv clone` for reference; and `dmv get FILE` from the meta "
-           "clone (the file's data fetched and written into the working tree, checked against the source, "
-           "untimed) against copying the same bytes into a file over the same transport: `ssh cat FILE > COPY` and "
-           "`curl -o COPY` from `python3 -m http.server`. `peer/dmv` above 1: DMV is faster. Targets (issue 15): a "
-           "meta clone of 100,000 files at least 5x faster than git's blobless clone; get within 1.2x of the "
-           "plain copy; a meta clone's store under 1% of the data.", ""]
+           "Per point, in the same run, untimed: dmv and git commit the same data and push it into a bare "
+           "repository over ssh (the same sshd on 127.0.0.1 as the sync experiment; git's bare repository "
+           "with `uploadpack.allowFilter` and `uploadpack.allowAnySHA1InWant`). Then, timed: a full `dmv clone` "
+           "for reference (checkout included, compared with the source); `dmv clone --slice meta` (commits "
+           "and trees, no file data) against `git clone --filter=blob:none --no-checkout` (git's partial "
+           "clone, fetching blobs on demand); `dmv ls --absent` in the meta clone (it must list every file); "
+           "`dmv get FILE` from the meta clone (the file's data fetched from origin and written into the "
+           "working tree) against git fetching the same blob on demand in its blobless clone (`git checkout "
+           "HEAD -- FILE`) and against copying the file's bytes over the same transport: `ssh cat FILE`, with "
+           "the same sshd and DMV's cipher order, into a file (get writes one too, and also keeps the data "
+           "in its store) and into /dev/null (the transport alone). Over HTTP: the meta clone and get through "
+           "one `dmv serve` (the clone's origin), against `curl` of the file from `python3 -m http.server` on "
+           "127.0.0.1, into a file and into /dev/null. git is measured over ssh only: the harness has no git "
+           "smart-HTTP server (it would need a web server running git-http-backend). Every file written is "
+           "compared with the source (untimed). `peer/dmv` above 1: DMV is faster. Received: dmv's own count "
+           "of the bytes it read from the remote (`DMV_TRACE=1`); for git, the size of the packs the step "
+           "added to `.git/objects/pack`. Over ssh, git speaks protocol v0 (the sshd does not accept "
+           "`GIT_PROTOCOL`).", ""]
+    settle = cfg.get("sync_settle_s")
+    if settle:
+        out += ["With many files the suite waits %.0f s (untimed) after the preparation (git's automatic gc "
+                "deletes its loose objects) and deletes nothing until the point is done (ext4 without a "
+                "journal: see the sync section)." % settle, ""]
     if mode == "quick":
         out += ["Quick run: %s; the full run uses one file of 1 GiB and 100,000 files." % ", ".join(
             ["one file of %s" % fmt_size_param(p) for p in ix.params("partial-bigfile")] +
             ["%s files" % fmt_count(p) for p in ix.params("partial-files")]), ""]
-    for p in ix.params("partial-bigfile"):
-        out += ["#### One file of %s (the file got is all the data)" % fmt_size_param(p), "", partial_table(ix, "partial-bigfile", p), ""]
-    for p in ix.params("partial-files"):
-        out += ["#### %s files of 1 KiB (one file got)" % fmt_count(p), "", partial_table(ix, "partial-files", p), ""]
+    out += ["#### Targets", ""] + partial_targets(ix) + [""]
+    for exp, title in (("partial-bigfile", "One file of %s (random bytes; the file got is all the data), wall time"),
+                       ("partial-files", "%s files of 1 KiB (1,000 per folder; one file got), wall time")):
+        for p in ix.params(exp):
+            what = fmt_size_param(p) if exp == "partial-bigfile" else fmt_count(p)
+            out += ["#### " + title % what, "", partial_table(ix, exp, p), "",
+                    "What the clones keep on disk:", "", partial_store_table(ix, exp, p), ""]
     return out
 
 
@@ -769,7 +881,8 @@ def section(mode, per_exp):
         out += s3_section(ix, mode, s3_run["meta"].get("config", {}))
 
     if ix.params("partial-bigfile") or ix.params("partial-files"):
-        out += partial_section(ix, mode)
+        partial_run = per_exp.get("partial-files") or per_exp.get("partial-bigfile")
+        out += partial_section(ix, mode, partial_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

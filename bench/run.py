@@ -5,6 +5,7 @@
     python3 bench/run.py --full       # hours
     python3 bench/run.py --quick --experiments sync   # clone/push over ssh and HTTP
     python3 bench/run.py --quick --experiments s3     # push/clone to a MinIO on loopback
+    python3 bench/run.py --quick --experiments partial  # meta clone and get over ssh and HTTP
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -187,16 +188,16 @@ def main(argv=None):
     ap.add_argument("--status-changed", type=lambda s: parse_number(s, False),
                     help="files changed in the status table")
     ap.add_argument("--refs", help="ref counts, e.g. '1,1000,100000'")
-    ap.add_argument("--sync-sizes", help="sync: size of the one big file, binary units (quick 256M, full 1G)")
-    ap.add_argument("--sync-counts", help="sync: number of 1 KiB files (quick 10000, full 100000)")
+    ap.add_argument("--sync-sizes", help="sync and partial: size of the one big file, binary units (quick 256M, full 1G)")
+    ap.add_argument("--sync-counts", help="sync and partial: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--sync-settle", type=float,
-                    help="sync: seconds to wait before the many-files steps so that no tool creates files "
+                    help="sync and partial: seconds to wait before the many-files steps so that no tool creates files "
                          "among inodes freed just before (default: 65 on ext4 without a journal, else 0)")
     ap.add_argument("--s3-sizes", help="s3: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--s3-counts", help="s3: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--s3-settle", type=float,
                     help="s3: seconds to wait before the many-files steps (default: as --sync-settle)")
-    ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync and s3)" % (
+    ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3 and partial)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS)),
                     help="comma list (default: %(default)s; restic and rclone only run in the s3 experiment)")
