@@ -916,6 +916,11 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
         step(_Floor, "copy_ssh", [Cmd(["sh", "-c", "%s > %s" % (login, shlex.quote(copy))], cwd=pt.root)], None,
              check=_verify_got(copy, source_file))
         _remove([copy], later)
+        # And into a file synced to the disk: get's store is durable (it fsyncs its packs).
+        step(_Floor, "copy_ssh_sync", [Cmd(["sh", "-c", "%s > %s && sync %s" % (login, shlex.quote(copy + "-synced"),
+                                                                             shlex.quote(copy + "-synced"))],
+                                           cwd=pt.root)], None, check=_verify_got(copy + "-synced", source_file))
+        _remove([copy + "-synced"], later)
         step(_Floor, "copy_ssh_null", [Cmd(["sh", "-c", "%s > /dev/null" % login], cwd=pt.root)], None)
         if git:
             g = remotes["git"]
@@ -993,6 +998,11 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
             return
         step(_Floor, "copy_http", [Cmd(["curl", "-s", "-f", "-o", copy, url], cwd=pt.root)], None,
              check=_verify_got(copy, source_file))
+        synced = copy + "-synced"
+        step(_Floor, "copy_http_sync", [Cmd(["sh", "-c", "curl -s -f -o %s %s && sync %s" % (
+            shlex.quote(synced), shlex.quote(url), shlex.quote(synced))], cwd=pt.root)], None,
+             check=_verify_got(synced, source_file))
+        _remove([synced], later)
         step(_Floor, "copy_http_null", [Cmd(["curl", "-s", "-f", "-o", "/dev/null", url], cwd=pt.root)], None)
     finally:
         static.kill()

@@ -605,10 +605,12 @@ PARTIAL_OPS = [
     ("ls_absent", "ls --absent in the meta clone (local)", []),
     ("get_ssh", "get of one file over ssh (from the meta clone)", [
         ("git", "get_ssh", "git checkout HEAD -- FILE in the blobless clone"),
-        ("cp", "copy_ssh", "ssh cat FILE > COPY"), ("cp", "copy_ssh_null", "ssh cat FILE > /dev/null")]),
+        ("cp", "copy_ssh", "ssh cat FILE > COPY"), ("cp", "copy_ssh_sync", "ssh cat FILE > COPY; sync COPY"),
+        ("cp", "copy_ssh_null", "ssh cat FILE > /dev/null")]),
     ("clone_meta_http", "meta clone over HTTP", [(None, None, "git: not measured over HTTP")]),
     ("get_http", "get of one file over HTTP (from the meta clone)", [
         ("cp", "copy_http", "curl -o COPY from python3 -m http.server"),
+        ("cp", "copy_http_sync", "curl -o COPY; sync COPY"),
         ("cp", "copy_http_null", "curl -o /dev/null from the same")]),
 ]
 
@@ -688,13 +690,16 @@ def partial_targets(ix):
             dv, _ = cell(ix.get("dmv", "partial-bigfile", big, "get_" + kind), "time")
             cv, _ = cell(ix.get("cp", "partial-bigfile", big, floor), "time")
             nv, _ = cell(ix.get("cp", "partial-bigfile", big, floor + "_null"), "time")
+            sv, _ = cell(ix.get("cp", "partial-bigfile", big, floor + "_sync"), "time")
             r = dv / cv if dv and cv else None
             met = "—" if r is None or big != PARTIAL_TARGET_BIG else ("yes" if r <= PARTIAL_TARGET_GET else "**no**")
             measured = "—"
             if r:
                 measured = "dmv %s, %s into a file %s: dmv/copy = %.2f" % (fmt_time(dv), floor_label, fmt_time(cv), r)
+                if sv:
+                    measured += "; into a file synced to the disk %s: %.2f" % (fmt_time(sv), dv / sv)
                 if nv:
-                    measured += " (into /dev/null %s: %.2f)" % (fmt_time(nv), dv / nv)
+                    measured += "; into /dev/null %s: %.2f" % (fmt_time(nv), dv / nv)
             out.append("| get of one 1 GiB file over %s within %.1f× of copying its bytes over the same transport "
                        "(dmv time / copy time ≤ %.1f) | %s%s | %s |" % (
                            label, PARTIAL_TARGET_GET, PARTIAL_TARGET_GET, measured, at, met))
@@ -728,9 +733,10 @@ def partial_section(ix, mode, cfg):
            "working tree) against git fetching the same blob on demand in its blobless clone (`git checkout "
            "HEAD -- FILE`) and against copying the file's bytes over the same transport: `ssh cat FILE`, with "
            "the same sshd and DMV's cipher order, into a file (get writes one too, and also keeps the data "
-           "in its store) and into /dev/null (the transport alone). Over HTTP: the meta clone and get through "
+           "in its store), into a file then synced to the disk (get's store is durable: its packs are "
+           "fsynced) and into /dev/null (the transport alone). Over HTTP: the meta clone and get through "
            "one `dmv serve` (the clone's origin), against `curl` of the file from `python3 -m http.server` on "
-           "127.0.0.1, into a file and into /dev/null. git is measured over ssh only: the harness has no git "
+           "127.0.0.1, into a file, into a synced file and into /dev/null. git is measured over ssh only: the harness has no git "
            "smart-HTTP server (it would need a web server running git-http-backend). Every file written is "
            "compared with the source (untimed). `peer/dmv` above 1: DMV is faster. Received: dmv's own count "
            "of the bytes it read from the remote (`DMV_TRACE=1`); for git, the size of the packs the step "

@@ -468,3 +468,55 @@ fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
     assert!(out.stdout == std::fs::read(src.join("f00/p0.raw")).unwrap());
     fsck_clean(&m);
 }
+
+/// The staging folders of early checkouts in `m` and the files waiting in them.
+fn staged(m: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(m.join(".dmv/early-checkout")).into_iter().flatten() {
+        let dir = dir.unwrap().path();
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap();
+            if f.file_name() != "held" {
+                out.push((dir.file_name().unwrap().to_string_lossy().into_owned(), f.metadata().unwrap().len()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn get_writes_large_files_while_their_data_arrives_and_two_gets_keep_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 3, 4 << 20);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    let same = |name: &str| std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap();
+    // Stopped once its data is in: the file is already written, waiting in its own folder.
+    let mut cmd = dmv_cmd(&m);
+    cmd.args(["get", "f00/p0.raw"]);
+    let first = Paused::start(cmd, "pack-sealed");
+    let waiting = staged(&m);
+    assert_eq!(waiting.iter().map(|(_, len)| *len).collect::<Vec<_>>(), vec![4 << 20], "{waiting:?}");
+    // Another get meanwhile leaves it alone.
+    ok(&dmv_out(&m, &["get", "f00/p1.raw"]));
+    assert!(same("f00/p1.raw"));
+    assert_eq!(staged(&m), waiting);
+    ok(&first.resume());
+    assert!(same("f00/p0.raw"));
+    assert!(!m.join(".dmv/early-checkout").exists());
+    // A get killed with its file waiting: the next one clears what it left.
+    let mut cmd = dmv_cmd(&m);
+    cmd.args(["get", "f00/p2.raw"]);
+    let mut killed = Paused::start(cmd, "pack-sealed");
+    assert_eq!(staged(&m).len(), 1);
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(!m.join("f00/p2.raw").exists());
+    ok(&dmv_out(&m, &["get", "f00/p2.raw"]));
+    assert!(same("f00/p2.raw"));
+    assert!(!m.join(".dmv/early-checkout").exists());
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    fsck_clean(&m);
+}

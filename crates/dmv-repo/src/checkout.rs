@@ -10,6 +10,7 @@ use dmv_store::object::EntryKind;
 use dmv_store::ObjectId;
 
 use crate::dirstate::{kind_of, DirEntry};
+use crate::early::EarlyCheckout;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{matches, show};
@@ -215,6 +216,12 @@ impl Repository {
     /// is here now (after a `get`); returns their paths. A file someone put
     /// at such a path meanwhile is left alone (status shows it as changed).
     pub fn fill_absent(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<Vec<u8>>> {
+        self.fill_absent_with(specs, None)
+    }
+
+    /// [`Repository::fill_absent`], moving in the files `early` wrote while
+    /// their data arrived instead of writing them again from the store.
+    pub fn fill_absent_with(&self, specs: &[Vec<u8>], mut early: Option<&mut EarlyCheckout>) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
@@ -225,7 +232,12 @@ impl Repository {
             if self.is_absent(&e)? || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok() {
                 continue;
             }
-            let meta = self.write_entry(&rel, &e)?;
+            // A staged file that cannot be moved in is written again from the store.
+            let moved = early.as_deref_mut().and_then(|early| early.take_staged(&rel, &e.id)).and_then(|staged| self.move_in(&rel, &staged).ok());
+            let meta = match moved {
+                Some(meta) => meta,
+                None => self.write_entry(&rel, &e)?,
+            };
             ds.entries.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             filled.push(rel);
         }

@@ -16,9 +16,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
-use std::fs::Metadata;
+use std::fs::{File, Metadata};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use dmv_store::object::{decode, ChunkWalk, Commit, EntryKind, FileNode, TreeNode};
 use dmv_store::{FileWriter, ObjectId, ObjectKind, StoreError};
@@ -36,8 +37,12 @@ const MAX_PLACEMENTS: usize = 256 * 1024;
 /// Files being written at once (each holds a few MiB of buffers).
 const MAX_OPEN: usize = 4;
 
-/// Where the waiting files live, inside the repository's `.dmv`.
+/// Where the waiting files live, inside the repository's `.dmv`: a folder
+/// per command (two `get`s may run at once), each with a file its command
+/// keeps locked (flock, dropped by the kernel when the command dies), so a
+/// folder whose lock is free was left by a command that was killed.
 const STAGING_DIR: &str = "early-checkout";
+const HELD: &str = "held";
 
 /// The content of an object of the transfer (or the local store), if known.
 pub type Lookup<'a> = dyn Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a;
@@ -60,6 +65,8 @@ enum State {
 
 pub struct EarlyCheckout {
     staging: PathBuf,
+    /// Locked while this command may still use `staging`.
+    _held: File,
     target: Option<ObjectId>,
     files: Vec<Planned>,
     placements: HashMap<ObjectId, Vec<(u32, u32)>>,
@@ -70,14 +77,16 @@ pub struct EarlyCheckout {
 }
 
 impl EarlyCheckout {
-    /// Clears what an interrupted earlier attempt left.
+    /// Clears what interrupted earlier commands left.
     pub fn new(repo: &Repository) -> RepoResult<EarlyCheckout> {
-        let staging = repo.dmv.join(STAGING_DIR);
-        match std::fs::remove_dir_all(&staging) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&staging, e)),
-            _ => {}
-        }
-        Ok(EarlyCheckout { staging, target: None, files: Vec::new(), placements: HashMap::new(), planned: 0, open: 0, failed: false })
+        let root = repo.dmv.join(STAGING_DIR);
+        remove_abandoned(&root)?;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let staging = root.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&staging).map_err(|e| RepoError::io(&staging, e))?;
+        let held_path = staging.join(HELD);
+        let held = File::create(&held_path).and_then(|f| f.lock().map(|()| f)).map_err(|e| RepoError::io(&held_path, e))?;
+        Ok(EarlyCheckout { staging, _held: held, target: None, files: Vec::new(), placements: HashMap::new(), planned: 0, open: 0, failed: false })
     }
 
     /// The commit whose files will be checked out.
@@ -94,7 +103,13 @@ impl EarlyCheckout {
         // Anything unknown or malformed is left to the normal checkout, which reports it.
         let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or(RepoError::UnknownTreeNode { id: *id });
         let Ok(flat) = flatten_with(&node, &tree) else { return };
-        for (rel, entry) in flat {
+        self.plan_files(lookup, stored, flat);
+    }
+
+    /// Chooses, among `files` (paths and entries), those to write early; for
+    /// a `get`, which fills some files of a working tree that is there.
+    pub fn plan_files(&mut self, lookup: &Lookup<'_>, stored: &dyn Fn(&ObjectId) -> bool, files: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>) {
+        for (rel, entry) in files {
             if entry.kind == EntryKind::Symlink || entry.size < MIN_FILE {
                 continue;
             }
@@ -169,6 +184,18 @@ impl EarlyCheckout {
         }
     }
 
+    /// After a successful fetch: where the complete file written for `rel`
+    /// with content `id` waits, if there is one; the caller moves it into the
+    /// working tree (anything not taken is removed with the staging folder).
+    pub fn take_staged(&mut self, rel: &[u8], id: &ObjectId) -> Option<PathBuf> {
+        if self.failed {
+            return None;
+        }
+        let index = self.files.iter().position(|f| matches!(f.state, State::Done) && f.rel == rel && f.entry.id == *id)?;
+        self.files[index].state = State::Dropped;
+        Some(self.staging.join(format!("{index}")))
+    }
+
     /// After a successful fetch: moves the complete files into the working
     /// tree and returns them with their stat data, for the checkout to skip.
     pub fn finish(mut self, repo: &Repository) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
@@ -189,19 +216,36 @@ impl EarlyCheckout {
                 placed.insert(std::mem::take(&mut f.rel), (f.entry, meta));
             }
         }
-        self.files.clear();
-        let _ = std::fs::remove_dir_all(&self.staging);
         Ok(placed)
     }
 }
 
 impl Drop for EarlyCheckout {
-    /// A fetch that failed leaves nothing behind.
+    /// Leaves nothing behind, whether the fetch succeeded or not.
     fn drop(&mut self) {
-        if !self.files.is_empty() {
-            let _ = std::fs::remove_dir_all(&self.staging);
+        let _ = std::fs::remove_dir_all(&self.staging);
+        if let Some(root) = self.staging.parent() {
+            let _ = std::fs::remove_dir(root);
         }
     }
+}
+
+/// Removes the staging folders of commands that are gone (their lock is free).
+fn remove_abandoned(root: &Path) -> RepoResult<()> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(RepoError::io(root, e)),
+    };
+    for entry in entries {
+        let dir = entry.map_err(|e| RepoError::io(root, e))?.path();
+        // No lock file yet: a command is just making its folder (nothing is written before the lock).
+        let Ok(held) = File::open(dir.join(HELD)) else { continue };
+        if held.try_lock().is_ok() {
+            std::fs::remove_dir_all(&dir).map_err(|e| RepoError::io(&dir, e))?;
+        }
+    }
+    Ok(())
 }
 
 fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind: ObjectKind) -> Option<T> {

@@ -54,6 +54,15 @@ impl Repository {
         std::fs::symlink_metadata(&path).at(&path)
     }
 
+    /// Moves a complete file written elsewhere in the repository's file
+    /// system (an early checkout's) to `rel`, where nothing is; returns its stat.
+    pub(crate) fn move_in(&self, rel: &[u8], written: &Path) -> RepoResult<Metadata> {
+        let path = self.abs_path(rel);
+        self.make_parent_dirs(rel)?;
+        std::fs::rename(written, &path).at(&path)?;
+        std::fs::symlink_metadata(&path).at(&path)
+    }
+
     /// Makes the directories above `rel`; a file or symlink standing where
     /// one of them must go is replaced (never followed). Returns the parent.
     fn make_parent_dirs(&self, rel: &[u8]) -> RepoResult<PathBuf> {

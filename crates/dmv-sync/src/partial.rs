@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::tree::flatten;
-use dmv_repo::{Repository, Slice};
+use dmv_repo::tree::{flatten, FlatEntry};
+use dmv_repo::{EarlyCheckout, Repository, Slice};
 
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
@@ -46,21 +46,31 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
         None => repo.head_tree()?,
     };
     let mut wanted = BTreeSet::new();
+    // The working-tree files to fill: large ones are written while their data arrives.
+    let mut to_fill = Vec::new();
     if let Some(tree) = tree {
         for f in repo.availability(&tree, &options.paths)? {
             if !f.present {
                 wanted.insert(f.entry.id);
+                if worktree {
+                    to_fill.push((f.path, f.entry));
+                }
             }
         }
     }
+    let mut early = match worktree {
+        true => Some(EarlyCheckout::new(repo)?),
+        false => None,
+    };
     let mut got = Got::default();
     if !wanted.is_empty() {
         let ids: Vec<ObjectId> = wanted.into_iter().collect();
-        let (from, stats) = fetch_from_remotes(repo, &ids, options.remote.as_deref(), progress)?;
+        let early = early.as_mut().map(|e| (e, to_fill.as_slice()));
+        let (from, stats) = fetch_from_remotes(repo, &ids, options.remote.as_deref(), early, progress)?;
         got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if worktree {
-        got.written = repo.fill_absent(&options.paths)?.len();
+        got.written = repo.fill_absent_with(&options.paths, early.as_mut())?.len();
     }
     Ok(got)
 }
@@ -68,7 +78,13 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
 /// Fetches the data of `ids` from `name`, or from the configured remotes
 /// in turn (`origin` first), each giving what it has of what is still
 /// missing. Returns the remotes that gave something.
-fn fetch_from_remotes(repo: &Repository, ids: &[ObjectId], name: Option<&str>, progress: &dyn Progress) -> SyncResult<(Vec<String>, TransferStats)> {
+fn fetch_from_remotes(
+    repo: &Repository,
+    ids: &[ObjectId],
+    name: Option<&str>,
+    mut early: Option<(&mut EarlyCheckout, &[(Vec<u8>, FlatEntry)])>,
+    progress: &dyn Progress,
+) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut names: Vec<String> = match name {
         Some(n) => vec![n.to_string()],
         None => repo.config.remotes.keys().cloned().collect(),
@@ -92,7 +108,8 @@ fn fetch_from_remotes(repo: &Repository, ids: &[ObjectId], name: Option<&str>, p
             continue;
         }
         progress.phase(Phase::Receiving);
-        let got = fetch_file_data(repo, remote.as_mut(), &here, &|d, t| progress.update(d, t));
+        let early = early.as_mut().map(|(e, paths)| (&mut **e, *paths));
+        let got = fetch_file_data(repo, remote.as_mut(), &here, &|d, t| progress.update(d, t), early);
         progress.finish();
         let got = got?;
         stats.objects += got.objects;
@@ -153,7 +170,7 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
     let mut got = Got::default();
     if !wanted.is_empty() {
         let ids: Vec<ObjectId> = wanted.into_iter().collect();
-        let (from, stats) = fetch_from_remotes(repo, &ids, remote, progress)?;
+        let (from, stats) = fetch_from_remotes(repo, &ids, remote, None, progress)?;
         got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if !repo.config.bare {

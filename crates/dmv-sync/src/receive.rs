@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
+use dmv_repo::tree::FlatEntry;
 use dmv_repo::{EarlyCheckout, PathFilter, Repository};
 
 use crate::client::{Received, Remote};
@@ -47,11 +48,7 @@ pub fn fetch_objects(
     let starts = std::mem::take(&mut found.trees);
     explore_below(client, starts, &rule.filter, &|id| Ok(store.contains(id)?), &mut found)?;
     if let Some(early) = early.as_deref_mut() {
-        let lookup = |id: &ObjectId| match found.meta.get(id) {
-            Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
-            None => store.read(id).ok(),
-        };
-        early.plan(&lookup, &|id: &ObjectId| store.contains(id).unwrap_or(true));
+        early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
     let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, early)?;
     stats.objects += store_metadata(&mut session, found.meta, repo.config.partial)?;
@@ -63,15 +60,34 @@ pub fn fetch_objects(
     Ok(stats)
 }
 
+/// An explored object's content, else a stored one's.
+fn lookup_in<'a>(store: &'a Store, found: &'a Explored) -> impl Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a {
+    move |id: &ObjectId| match found.meta.get(id) {
+        Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
+        None => store.read(id).ok(),
+    }
+}
+
 /// Fetches the data of some files (their content ids: file nodes and
-/// chunks) that the local store lacks.
-pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Fn(u64, u64)) -> SyncResult<TransferStats> {
+/// chunks) that the local store lacks. `early`, if given, writes those of
+/// `paths` (working-tree files and their entries) whose chunks arrive in order.
+pub fn fetch_file_data(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    files: &[ObjectId],
+    progress: &dyn Fn(u64, u64),
+    early: Option<(&mut EarlyCheckout, &[(Vec<u8>, FlatEntry)])>,
+) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
     let starts = files.iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
     explore_below(client, starts, &PathFilter::All, &|id| Ok(repo.has_data(id)?), &mut found)?;
-    let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, None)?;
+    let early = early.map(|(early, paths)| {
+        early.plan_files(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true), paths.iter().cloned());
+        early
+    });
+    let mut stats = receive_chunks(&mut session, client, &found.chunks, progress, early)?;
     stats.objects += store_metadata(&mut session, found.meta, true)?;
     session.finish()?;
     drop(session);
