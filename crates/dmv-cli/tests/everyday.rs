@@ -302,3 +302,49 @@ fn fsck_full_counts_each_object_once() {
     assert!(stats["objects"].as_u64().unwrap() > 20);
     assert_eq!(fsck["report"]["objects_checked"], stats["objects"]);
 }
+
+#[test]
+fn status_trusts_the_recorded_tree_only_for_the_entries_it_was_made_from() {
+    let repo = new_repo();
+    let d = repo.path();
+    let mark = d.join(".dmv/dirstate-tree");
+    std::fs::write(d.join("a"), "a").unwrap();
+    std::fs::write(d.join("b"), "b").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    let first = std::fs::read(&mark).unwrap();
+    dmv(d, &["branch", "one"]);
+
+    std::fs::write(d.join("a"), "changed").unwrap();
+    dmv(d, &["add", "a"]);
+    assert_eq!(dmv(d, &["status", "--short"]), "M  a\n");
+    // A mark made from other entries is not believed.
+    std::fs::write(&mark, &first).unwrap();
+    assert_eq!(dmv(d, &["status", "--short"]), "M  a\n");
+    dmv(d, &["commit", "-m", "two"]);
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    let second = std::fs::read(&mark).unwrap();
+    assert_ne!(first, second);
+
+    // Back on the first commit: neither the second commit's mark nor a damaged one misleads it.
+    dmv(d, &["switch", "one"]);
+    assert_eq!(std::fs::read(d.join("a")).unwrap(), b"a");
+    assert_eq!(std::fs::read(&mark).unwrap(), first);
+    for stale in [
+        second.clone(),
+        {
+            let mut m = first.clone();
+            m[20] ^= 1;
+            m
+        },
+        Vec::new(),
+    ] {
+        std::fs::write(&mark, stale).unwrap();
+        assert_eq!(dmv(d, &["status", "--short"]), "");
+    }
+    dmv(d, &["rm", "--cached", "b"]);
+    assert_eq!(dmv(d, &["status", "--short"]), "D  b\n?? b\n");
+    std::fs::write(&mark, &first).unwrap();
+    assert_eq!(dmv(d, &["status", "--short"]), "D  b\n?? b\n");
+}

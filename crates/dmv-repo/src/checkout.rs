@@ -9,7 +9,7 @@ use std::fs::Metadata;
 use dmv_store::object::EntryKind;
 use dmv_store::ObjectId;
 
-use crate::dirstate::{kind_of, DirEntry};
+use crate::dirstate::{DirEntry, Stat};
 use crate::early::EarlyCheckout;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
@@ -19,7 +19,7 @@ use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
 /// Files already in the working tree with the entry they hold and their stat
 /// (written by a clone while their data arrived).
-pub(crate) type Written = BTreeMap<Vec<u8>, (FlatEntry, Metadata)>;
+pub(crate) type Written = BTreeMap<Vec<u8>, (FlatEntry, Stat)>;
 
 impl Repository {
     /// Makes the working tree and dirstate match `target`. Refuses when
@@ -57,7 +57,7 @@ impl Repository {
             let Some(e) = c.new else { continue };
             if early(c) {
                 let (_, meta) = &written[&c.path];
-                new_ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, meta));
+                new_ds.entries.insert(c.path.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta));
             } else if self.is_absent(&e)? {
                 now_absent.push((c.path.as_slice(), e));
             } else {
@@ -91,7 +91,10 @@ impl Repository {
                 record(rel, e, &meta);
             }
         }
-        self.save_dirstate(&new_ds)
+        self.save_dirstate(&new_ds)?;
+        // Nothing was staged before (refused above): now the entries are the target's.
+        self.mark_tree(&new_ds, *target);
+        Ok(())
     }
 
     /// Refuses, before anything is deleted or written, a checkout of entries
@@ -149,11 +152,11 @@ impl Repository {
     /// its own. Those that already have the content `target` gives them are
     /// kept (returned for [`Repository::checkout_tree_with`]); the others
     /// (cut short by the interruption) are removed, to be written again.
-    pub fn take_over_interrupted_checkout(&self, target: &ObjectId) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
+    pub fn take_over_interrupted_checkout(&self, target: &ObjectId) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Stat)>> {
         let wanted = flatten(&self.store, target)?;
         let mut kept = BTreeMap::new();
         for (rel, meta) in self.scan()? {
-            let entry = wanted.get(&rel).filter(|e| kind_of(&meta) == Some(e.kind));
+            let entry = wanted.get(&rel).filter(|e| meta.kind() == Some(e.kind));
             match entry {
                 Some(e) if self.current_id(&rel, &meta)? == (e.id, e.size) => {
                     kept.insert(rel, (*e, meta));

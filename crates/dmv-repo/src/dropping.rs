@@ -16,7 +16,7 @@ use std::os::unix::fs::MetadataExt;
 use dmv_store::ObjectId;
 
 use crate::config::Config;
-use crate::dirstate::DirEntry;
+use crate::dirstate::{DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::locations::{now_ns, ReplicaId};
 use crate::repo::Repository;
@@ -143,7 +143,7 @@ impl Repository {
             }
             let abs = self.abs_path(rel);
             let clean = std::fs::symlink_metadata(&abs)
-                .is_ok_and(|m| entry.stat_matches(&m, written) || (m.len() == entry.size && m.ino() == entry.ino && self.has_same_content(rel, &m, &entry.id)));
+                .is_ok_and(|m| entry.stat_matches(&Stat::of(&m), written) || (m.len() == entry.size && m.ino() == entry.ino && self.has_same_content(rel, &m, &entry.id)));
             if !clean {
                 continue;
             }
@@ -156,6 +156,6 @@ impl Repository {
     }
 
     fn has_same_content(&self, rel: &[u8], meta: &std::fs::Metadata, id: &ObjectId) -> bool {
-        self.current_id(rel, meta).is_ok_and(|(current, _)| current == *id)
+        self.current_id(rel, &Stat::of(meta)).is_ok_and(|(current, _)| current == *id)
     }
 }

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dmv_store::object::{decode, ChunkWalk, Commit, EntryKind, FileNode, TreeNode};
 use dmv_store::{FileWriter, ObjectId, ObjectKind, StoreError};
 
+use crate::dirstate::Stat;
 use crate::tree::{flatten_with, FlatEntry};
 use crate::{RepoError, RepoResult, Repository};
 
@@ -198,7 +199,7 @@ impl EarlyCheckout {
 
     /// After a successful fetch: moves the complete files into the working
     /// tree and returns them with their stat data, for the checkout to skip.
-    pub fn finish(mut self, repo: &Repository) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Metadata)>> {
+    pub fn finish(mut self, repo: &Repository) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Stat)>> {
         let mut placed = BTreeMap::new();
         if !self.failed {
             for (index, f) in self.files.iter_mut().enumerate() {
@@ -213,7 +214,7 @@ impl EarlyCheckout {
                 }
                 std::fs::rename(&staged, &dest).map_err(|e| RepoError::io(&dest, e))?;
                 let meta = std::fs::symlink_metadata(&dest).map_err(|e| RepoError::io(&dest, e))?;
-                placed.insert(std::mem::take(&mut f.rel), (f.entry, meta));
+                placed.insert(std::mem::take(&mut f.rel), (f.entry, Stat::of(&meta)));
             }
         }
         Ok(placed)

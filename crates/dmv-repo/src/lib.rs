@@ -38,11 +38,12 @@ mod staging;
 mod status;
 mod three_way;
 pub mod tree;
+mod walk;
 mod wlock;
 
 pub use availability::FileAvailability;
 pub use config::{Config, RemoteConfig};
-pub use dirstate::{DirEntry, Dirstate};
+pub use dirstate::{DirEntry, Dirstate, Stat};
 pub use dmv_refs;
 pub use dropping::DataDropped;
 pub use early::{EarlyCheckout, Lookup};

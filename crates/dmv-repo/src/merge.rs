@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use dmv_store::{ObjectId, ObjectKind};
 
 use crate::checkout::Written;
-use crate::dirstate::{kind_of, DirEntry, Dirstate};
+use crate::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::merge_state::{MergePhase, MergeState};
 use crate::paths::{show, TEMP_PREFIX};
@@ -165,6 +165,7 @@ impl Repository {
         // `merge_state` recognises as finished and removes.
         self.remove_merge_state()?;
         drop(session);
+        self.mark_tree(&ds, tree);
         Ok(id)
     }
 
@@ -206,7 +207,7 @@ impl Repository {
                 }
                 let Some(want) = target.get(p) else { continue };
                 let Ok(meta) = std::fs::symlink_metadata(self.abs_path(p)) else { continue };
-                if kind_of(&meta) == Some(want.kind) && self.current_id(p, &meta)?.0 == want.id {
+                if kind_of(&meta) == Some(want.kind) && self.current_id(p, &Stat::of(&meta))?.0 == want.id {
                     doomed.push(p.clone());
                 }
             }

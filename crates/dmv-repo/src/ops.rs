@@ -4,11 +4,11 @@
 //! HEAD (`switch`, `checkout`, a clone's first checkout).
 
 use std::collections::BTreeMap;
-use std::fs::Metadata;
 
 use dmv_store::ObjectId;
 use serde::Serialize;
 
+use crate::dirstate::Stat;
 use crate::error::{RepoError, RepoResult};
 use crate::merge_state::MergeStatus;
 use crate::paths::ser_paths;
@@ -83,7 +83,7 @@ impl Repository {
     /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
     /// those whose entry is the target's are recorded with their stat data
     /// instead of being written again.
-    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Metadata)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

@@ -8,12 +8,15 @@ use dmv_store::object::{Commit, Signature};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::config::{self, Config};
-use crate::dirstate::Dirstate;
+use crate::dirstate::{Dirstate, TreeMark};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::DMV_DIR;
 use crate::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 use crate::requires;
 use crate::wlock::{WorktreeGuard, WorktreeLock};
+
+/// Where [`TreeMark`] is kept, in `.dmv`.
+const TREE_MARK_FILE: &str = "dirstate-tree";
 
 pub struct Repository {
     pub root: PathBuf,
@@ -149,6 +152,19 @@ impl Repository {
     pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
         self.check_worktree_locked("the dirstate")?;
         ds.save(&self.dirstate_path())
+    }
+
+    /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).
+    pub(crate) fn tree_mark(&self) -> Option<TreeMark> {
+        std::fs::read(self.dmv.join(TREE_MARK_FILE)).ok().and_then(|b| TreeMark::decode(&b))
+    }
+
+    /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
+    /// costs the next status a read of HEAD's tree, so it is not reported.
+    pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
+        if self.check_worktree_locked("the dirstate's tree").is_ok() {
+            let _ = crate::atomic::write_atomic(&self.dmv.join(TREE_MARK_FILE), &TreeMark::new(ds, tree).encode());
+        }
     }
 
     pub fn head(&self) -> RepoResult<Head> {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::dirstate::{kind_of, DirEntry, Dirstate};
+use crate::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::error::{RepoError, RepoResult};
 use crate::paths::{matches, show, side_name};
 use crate::repo::Repository;
@@ -135,8 +135,10 @@ impl Repository {
         for (p, e) in &plan {
             let Some(e) = e else { continue };
             // A big file already right on disk (e.g. ours, shown during the merge) is not rewritten.
-            let staged_and_unchanged =
-                ds.entries.get(p).is_some_and(|d| d.kind == e.kind && d.id == e.id && std::fs::symlink_metadata(self.abs_path(p)).is_ok_and(|m| d.stat_matches(&m, ds.written_ns)));
+            let staged_and_unchanged = ds
+                .entries
+                .get(p)
+                .is_some_and(|d| d.kind == e.kind && d.id == e.id && std::fs::symlink_metadata(self.abs_path(p)).is_ok_and(|m| d.stat_matches(&Stat::of(&m), ds.written_ns)));
             if !staged_and_unchanged {
                 let meta = self.write_entry(p, e)?;
                 ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
@@ -158,7 +160,7 @@ impl Repository {
         match std::fs::symlink_metadata(&abs) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(err) => Err(RepoError::io(abs, err)),
-            Ok(m) if kind_of(&m) == Some(e.kind) && self.current_id(name, &m)?.0 == e.id => Ok(()),
+            Ok(m) if kind_of(&m) == Some(e.kind) && self.current_id(name, &Stat::of(&m))?.0 == e.id => Ok(()),
             Ok(_) => Err(taken()),
         }
     }

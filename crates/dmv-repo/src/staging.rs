@@ -1,13 +1,12 @@
 //! Staging: `add`, `rm` and `mv` change the dirstate (and the working tree
 //! for `rm` and `mv`), and a commit records the staged tree on HEAD.
 
-use std::fs::Metadata;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dmv_store::object::EntryKind;
 use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
 
-use crate::dirstate::{kind_of, DirEntry};
+use crate::dirstate::{kind_of, DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::files::symlink_target;
 use crate::paths::{matches, show};
@@ -27,7 +26,7 @@ impl Repository {
             if !spec.is_empty() && !files.contains_key(spec) {
                 if let Ok(m) = std::fs::symlink_metadata(self.abs_path(spec)) {
                     if m.is_file() || m.file_type().is_symlink() {
-                        files.insert(spec.clone(), m);
+                        files.insert(spec.clone(), Stat::of(&m));
                     }
                 }
             }
@@ -40,13 +39,13 @@ impl Repository {
             }
         }
         let mut session = self.store.begin_write()?;
-        let mut to_ingest: Vec<(Vec<u8>, Metadata)> = Vec::new();
+        let mut to_ingest: Vec<(Vec<u8>, Stat)> = Vec::new();
         let mut changed = 0;
         for (path, meta) in &files {
             if !wanted(path) || (tracked_only && !ds.entries.contains_key(path)) {
                 continue;
             }
-            let Some(kind) = kind_of(meta) else { continue };
+            let Some(kind) = meta.kind() else { continue };
             if let Some(e) = ds.entries.get(path) {
                 if e.kind == kind && e.stat_matches(meta, ds.written_ns) {
                     continue;
@@ -55,10 +54,10 @@ impl Repository {
             if kind == EntryKind::Symlink {
                 let target = symlink_target(&self.abs_path(path))?;
                 let id = session.put_object(ObjectKind::Chunk, &target)?;
-                ds.entries.insert(path.clone(), DirEntry::new(kind, id, target.len() as u64, meta));
+                ds.entries.insert(path.clone(), DirEntry::with_stat(kind, id, target.len() as u64, meta));
                 changed += 1;
             } else {
-                to_ingest.push((path.clone(), meta.clone()));
+                to_ingest.push((path.clone(), *meta));
             }
         }
         let gone: Vec<Vec<u8>> = ds.entries.keys().filter(|p| wanted(p) && !files.contains_key(*p)).cloned().collect();
@@ -66,7 +65,7 @@ impl Repository {
             ds.entries.remove(&p);
             changed += 1;
         }
-        let total: u64 = to_ingest.iter().map(|(_, m)| m.len()).sum();
+        let total: u64 = to_ingest.iter().map(|(_, m)| m.size).sum();
         let done = AtomicU64::new(0);
         let sources = to_ingest.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
         let results = session.ingest(sources, &|n| {
@@ -157,11 +156,13 @@ impl Repository {
         let tree = ds.write_tree(&mut session)?;
         if let Some(p) = head {
             if self.commit(&p)?.tree == tree {
+                self.mark_tree(&ds, tree);
                 return Ok(None);
             }
         }
         let id = self.commit_on_head(&mut session, tree, head, None, message)?;
         drop(session);
+        self.mark_tree(&ds, tree);
         Ok(Some(id))
     }
 

@@ -4,18 +4,17 @@
 //! `status` with the merge in progress is made in `ops.rs`.
 
 use std::collections::BTreeMap;
-use std::fs::Metadata;
-use std::os::unix::ffi::OsStrExt;
-use std::sync::Mutex;
+use std::ops::Range;
 
 use dmv_store::object::EntryKind;
 use dmv_store::{hash_file, ObjectId, ObjectKind};
 use serde::Serialize;
 
-use crate::dirstate::{kind_of, DirEntry, Dirstate};
-use crate::error::{RepoError, RepoResult};
+use crate::dirstate::{DirEntry, Dirstate, Stat};
+use crate::error::RepoResult;
 use crate::files::symlink_target;
-use crate::paths::{ser_path, DMV_DIR};
+use crate::parallel::{run_batched, Batches};
+use crate::paths::ser_path;
 use crate::repo::Repository;
 use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
@@ -46,53 +45,22 @@ impl WorktreeStatus {
 impl Repository {
     /// Every file and symlink in the working tree with its lstat, honouring
     /// `.dmvignore`; walked in parallel.
-    pub fn scan(&self) -> RepoResult<BTreeMap<Vec<u8>, Metadata>> {
-        let found = Mutex::new(Vec::new());
-        let error: Mutex<Option<RepoError>> = Mutex::new(None);
-        let root = self.root.clone();
-        ignore::WalkBuilder::new(&self.root)
-            .hidden(false)
-            .parents(false)
-            .ignore(false)
-            .git_ignore(false)
-            .git_global(false)
-            .git_exclude(false)
-            .follow_links(false)
-            .add_custom_ignore_filename(".dmvignore")
-            .filter_entry(|e| !(e.depth() == 1 && e.file_name() == DMV_DIR))
-            .build_parallel()
-            .run(|| {
-                let found = &found;
-                let error = &error;
-                let root = &root;
-                Box::new(move |entry| {
-                    let entry = match entry {
-                        Ok(e) => e,
-                        Err(e) => {
-                            let mut slot = error.lock().unwrap_or_else(|p| p.into_inner());
-                            slot.get_or_insert(RepoError::Scan { detail: e.to_string() });
-                            return ignore::WalkState::Quit;
-                        }
-                    };
-                    let Some(ft) = entry.file_type() else { return ignore::WalkState::Continue };
-                    if ft.is_file() || ft.is_symlink() {
-                        if let (Ok(rel), Ok(meta)) = (entry.path().strip_prefix(root), entry.metadata()) {
-                            found.lock().unwrap_or_else(|p| p.into_inner()).push((rel.as_os_str().as_bytes().to_vec(), meta));
-                        }
-                    }
-                    ignore::WalkState::Continue
-                })
-            });
-        if let Some(e) = error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
-        }
-        Ok(found.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().collect())
+    pub fn scan(&self) -> RepoResult<BTreeMap<Vec<u8>, Stat>> {
+        Ok(self.scan_sorted()?.into_iter().collect())
+    }
+
+    /// [`Repository::scan`] as a list in path order.
+    pub(crate) fn scan_sorted(&self) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut found = crate::walk::walk(&self.root, threads)?;
+        found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(found)
     }
 
     /// The content id of a working-tree file or symlink as it is now.
-    pub(crate) fn current_id(&self, rel: &[u8], meta: &Metadata) -> RepoResult<(ObjectId, u64)> {
+    pub(crate) fn current_id(&self, rel: &[u8], st: &Stat) -> RepoResult<(ObjectId, u64)> {
         let path = self.abs_path(rel);
-        if meta.file_type().is_symlink() {
+        if st.is_symlink() {
             let target = symlink_target(&path)?;
             return Ok((ObjectId::hash(ObjectKind::Chunk, &target), target.len() as u64));
         }
@@ -107,21 +75,23 @@ impl Repository {
         // while another command holds the lock it saves nothing.
         let wlock = self.try_lock_worktree();
         let mut ds = self.load_dirstate()?;
-        let head_flat = match self.head_tree()? {
-            Some(t) => flatten(&self.store, &t)?,
-            None => FlatTree::new(),
-        };
-        let staged = diff_flat(&head_flat, &ds.flat());
-        let mut files = self.scan()?;
+        let staged = self.staged_changes(&ds, wlock.is_some())?;
+        // Both in path order: one pass over the two.
+        let mut files = self.scan_sorted()?.into_iter().peekable();
+        let mut untracked = Vec::new();
         let mut unstaged = Vec::new();
-        let mut refreshed = false;
         let written = ds.written_ns;
-        for (path, entry) in ds.entries.iter_mut() {
-            let meta = match files.remove(path) {
-                Some(m) => m,
+        // Files whose stat data differs from what was recorded, to be read.
+        let mut to_read: Vec<(Vec<u8>, Stat)> = Vec::new();
+        for (path, entry) in &ds.entries {
+            while let Some((p, _)) = files.next_if(|(p, _)| p < path) {
+                untracked.push(p);
+            }
+            let meta = match files.next_if(|(p, _)| p == path) {
+                Some((_, m)) => m,
                 // Tracked files stay tracked even when an ignore rule matches them.
                 None => match std::fs::symlink_metadata(self.abs_path(path)) {
-                    Ok(m) if m.is_file() || m.file_type().is_symlink() => m,
+                    Ok(m) if m.is_file() || m.file_type().is_symlink() => Stat::of(&m),
                     // Its data is not here, so neither is the file: nothing changed.
                     _ if entry.is_absent() => continue,
                     _ => {
@@ -130,25 +100,59 @@ impl Repository {
                     }
                 },
             };
-            let old = entry.flat();
-            let kind = kind_of(&meta).unwrap_or(EntryKind::File);
-            if kind == entry.kind && entry.stat_matches(&meta, written) {
-                continue;
-            }
-            let (id, size) = self.current_id(path, &meta)?;
-            if id == entry.id && kind == entry.kind {
-                *entry = DirEntry::new(kind, id, size, &meta);
-                refreshed = true;
-            } else {
-                unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(old), new: Some(FlatEntry { kind, id, size }) });
+            if meta.kind() != Some(entry.kind) || !entry.stat_matches(&meta, written) {
+                to_read.push((path.clone(), meta));
             }
         }
+        untracked.extend(files.map(|(p, _)| p));
+        let mut refreshed = false;
+        for ((path, meta), (id, size)) in to_read.iter().zip(self.current_ids(&to_read)?) {
+            let kind = meta.kind().unwrap_or(EntryKind::File);
+            let Some(entry) = ds.entries.get_mut(path) else { continue };
+            if id == entry.id && kind == entry.kind {
+                *entry = DirEntry::with_stat(kind, id, size, meta);
+                refreshed = true;
+            } else {
+                unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
+            }
+        }
+        unstaged.sort_by(|a, b| a.path.cmp(&b.path));
         if refreshed && wlock.is_some() {
             // Only a cache refresh: losing it (e.g. read-only repository) costs a re-read next time.
             let _ = self.save_dirstate(&ds);
         }
         drop(wlock);
-        Ok((WorktreeStatus { staged, unstaged, untracked: files.into_keys().collect() }, ds))
+        Ok((WorktreeStatus { staged, unstaged, untracked }, ds))
+    }
+
+    /// [`Repository::current_id`] of each file, read on a few threads (after
+    /// every file was touched, a status reads them all).
+    fn current_ids(&self, files: &[(Vec<u8>, Stat)]) -> RepoResult<Vec<(ObjectId, u64)>> {
+        const RUN: usize = 64;
+        let runs: Vec<Range<usize>> = (0..files.len()).step_by(RUN).map(|start| start..(start + RUN).min(files.len())).collect();
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut ids = vec![(ObjectId([0; 32]), 0); files.len()];
+        run_batched(&runs, threads, Batches { items: 256, weight: 16 << 20 }, |i| files[i].1.size, |i, _: &mut ()| self.current_id(&files[i].0, &files[i].1), |i, id| ids[i] = id)?;
+        Ok(ids)
+    }
+
+    /// How the dirstate differs from HEAD. Nothing, without reading HEAD's
+    /// tree, when a command recorded that the entries build HEAD's tree;
+    /// finding nothing the long way records it (with the lock, `locked`).
+    fn staged_changes(&self, ds: &Dirstate, locked: bool) -> RepoResult<Vec<Change>> {
+        let head = self.head_tree()?;
+        if head.is_some() && head == self.tree_mark().and_then(|m| m.tree_of(ds)) {
+            return Ok(Vec::new());
+        }
+        let head_flat = match head {
+            Some(t) => flatten(&self.store, &t)?,
+            None => FlatTree::new(),
+        };
+        let staged = diff_flat(&head_flat, &ds.flat());
+        if let (Some(tree), true, true) = (head, staged.is_empty(), locked) {
+            self.mark_tree(ds, tree);
+        }
+        Ok(staged)
     }
 
     /// The working tree as a flat tree (tracked files, with their current content ids).

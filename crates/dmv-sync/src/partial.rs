@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::tree::{flatten, FlatEntry};
+use dmv_repo::tree::flatten;
 use dmv_repo::{EarlyCheckout, Repository, Slice};
 
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
-use crate::receive::fetch_file_data;
+use crate::receive::{fetch_file_data, EarlyFill};
 use crate::remotes::find_remote;
 use crate::{SyncError, SyncResult};
 
@@ -82,7 +82,7 @@ fn fetch_from_remotes(
     repo: &Repository,
     ids: &[ObjectId],
     name: Option<&str>,
-    mut early: Option<(&mut EarlyCheckout, &[(Vec<u8>, FlatEntry)])>,
+    mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut names: Vec<String> = match name {

@@ -68,16 +68,13 @@ fn lookup_in<'a>(store: &'a Store, found: &'a Explored) -> impl Fn(&ObjectId) ->
     }
 }
 
+/// An early checkout and the working-tree files (paths and entries) it may write.
+pub(crate) type EarlyFill<'a> = (&'a mut EarlyCheckout, &'a [(Vec<u8>, FlatEntry)]);
+
 /// Fetches the data of some files (their content ids: file nodes and
 /// chunks) that the local store lacks. `early`, if given, writes those of
 /// `paths` (working-tree files and their entries) whose chunks arrive in order.
-pub fn fetch_file_data(
-    repo: &Repository,
-    client: &mut dyn Remote,
-    files: &[ObjectId],
-    progress: &dyn Fn(u64, u64),
-    early: Option<(&mut EarlyCheckout, &[(Vec<u8>, FlatEntry)])>,
-) -> SyncResult<TransferStats> {
+pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Fn(u64, u64), early: Option<EarlyFill<'_>>) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
