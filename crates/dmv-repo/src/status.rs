@@ -11,7 +11,7 @@ use dmv_store::{hash_file, ObjectId, ObjectKind};
 use serde::Serialize;
 
 use crate::dirstate::{DirEntry, Dirstate, Stat};
-use crate::error::RepoResult;
+use crate::error::{RepoError, RepoResult};
 use crate::files::symlink_target;
 use crate::parallel::{run_batched, Batches};
 use crate::paths::ser_path;
@@ -51,7 +51,9 @@ impl Repository {
 
     /// [`Repository::scan`] as a list in path order.
     pub(crate) fn scan_sorted(&self) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // More threads than cores: a stat waits now and then (dentry locks, a cold inode), and
+        // measured at 100,000 files on 2 cores, 8 threads beat 2 (git's status uses up to 20).
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(4).min(16);
         let mut found = crate::walk::walk(&self.root, threads)?;
         found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(found)
@@ -74,10 +76,16 @@ impl Repository {
         // Status only refreshes stat data, which may wait for another time:
         // while another command holds the lock it saves nothing.
         let wlock = self.try_lock_worktree();
-        let mut ds = self.load_dirstate()?;
-        let staged = self.staged_changes(&ds, wlock.is_some())?;
+        // The walk, most of the time, runs while the dirstate is read and compared with HEAD.
+        let (walked, loaded) = std::thread::scope(|s| {
+            let walk = s.spawn(|| self.scan_sorted());
+            let loaded = self.load_dirstate().and_then(|ds| Ok((self.staged_changes(&ds, wlock.is_some())?, ds)));
+            (walk.join(), loaded)
+        });
+        let walked = walked.map_err(|_| RepoError::Scan { detail: "the walk of the working tree stopped unexpectedly".into() })?;
+        let (staged, mut ds) = loaded?;
         // Both in path order: one pass over the two.
-        let mut files = self.scan_sorted()?.into_iter().peekable();
+        let mut files = walked?.into_iter().peekable();
         let mut untracked = Vec::new();
         let mut unstaged = Vec::new();
         let written = ds.written_ns;
