@@ -520,3 +520,25 @@ fn get_writes_large_files_while_their_data_arrives_and_two_gets_keep_apart() {
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     fsck_clean(&m);
 }
+
+#[test]
+fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_deleted() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 2, 2, 4096);
+    ok(&dmv_out(t, &["clone", "--slice", "paths:f00/*", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    std::fs::write(m.join("new.txt"), "new").unwrap();
+    dmv(&m, &["add", "."]);
+    assert_eq!(dmv(&m, &["status", "--short"]), "A  new.txt\n");
+    std::fs::write(m.join("f00/p0.raw"), "edited").unwrap();
+    dmv(&m, &["commit", "-a", "-m", "edit"]);
+    let tree = dmv(&m, &["ls-tree", "-r", "HEAD"]);
+    for path in ["f00/p0.raw", "f00/p1.raw", "f01/p0.raw", "f01/p1.raw", "new.txt"] {
+        assert!(tree.contains(path), "{path} left the commit:\n{tree}");
+    }
+    assert_eq!(ls(&m, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    fsck_clean(&m);
+}

@@ -20,47 +20,62 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
-        let mut files = self.scan()?;
+        let mut files = self.scan_sorted()?;
         // A file named explicitly is added even if an ignore rule matches it.
         for spec in specs {
-            if !spec.is_empty() && !files.contains_key(spec) {
+            if let (false, Err(at)) = (spec.is_empty(), files.binary_search_by(|(p, _)| p.as_slice().cmp(spec))) {
                 if let Ok(m) = std::fs::symlink_metadata(self.abs_path(spec)) {
                     if m.is_file() || m.file_type().is_symlink() {
-                        files.insert(spec.clone(), Stat::of(&m));
+                        files.insert(at, (spec.clone(), Stat::of(&m)));
                     }
                 }
             }
         }
         let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
         for spec in specs {
-            let hit = files.keys().any(|p| matches(p, spec)) || ds.entries.keys().any(|p| matches(p, spec));
+            let hit = files.iter().any(|(p, _)| matches(p, spec)) || ds.entries.keys().any(|p| matches(p, spec));
             if !hit {
                 return Err(RepoError::NoMatch(show(spec)));
             }
         }
-        let mut session = self.store.begin_write()?;
-        let mut to_ingest: Vec<(Vec<u8>, Stat)> = Vec::new();
-        let mut changed = 0;
+        // One pass over the working tree and the dirstate, both in path order.
+        let (mut to_ingest, mut symlinks, mut gone) = (Vec::new(), Vec::new(), Vec::new());
+        // A tracked file missing from the working tree is unstaged, unless its data is absent
+        // from this (partial) replica: then nothing is there, and that is not a deletion.
+        let mut note_gone = |p: &Vec<u8>, e: &DirEntry| {
+            if wanted(p) && !e.is_absent() {
+                gone.push(p.clone());
+            }
+        };
+        let mut entries = ds.entries.iter().peekable();
         for (path, meta) in &files {
-            if !wanted(path) || (tracked_only && !ds.entries.contains_key(path)) {
+            while let Some((p, e)) = entries.next_if(|(p, _)| *p < path) {
+                note_gone(p, e);
+            }
+            let entry = entries.next_if(|(p, _)| *p == path).map(|(_, e)| e);
+            if !wanted(path) || (tracked_only && entry.is_none()) {
                 continue;
             }
             let Some(kind) = meta.kind() else { continue };
-            if let Some(e) = ds.entries.get(path) {
-                if e.kind == kind && e.stat_matches(meta, ds.written_ns) {
-                    continue;
-                }
+            if entry.is_some_and(|e| e.kind == kind && e.stat_matches(meta, ds.written_ns)) {
+                continue;
             }
-            if kind == EntryKind::Symlink {
-                let target = symlink_target(&self.abs_path(path))?;
-                let id = session.put_object(ObjectKind::Chunk, &target)?;
-                ds.entries.insert(path.clone(), DirEntry::with_stat(kind, id, target.len() as u64, meta));
-                changed += 1;
-            } else {
-                to_ingest.push((path.clone(), *meta));
+            match kind {
+                EntryKind::Symlink => symlinks.push((path.clone(), *meta)),
+                _ => to_ingest.push((path.clone(), *meta)),
             }
         }
-        let gone: Vec<Vec<u8>> = ds.entries.keys().filter(|p| wanted(p) && !files.contains_key(*p)).cloned().collect();
+        for (p, e) in entries {
+            note_gone(p, e);
+        }
+        let mut session = self.store.begin_write()?;
+        let mut changed = 0;
+        for (path, meta) in symlinks {
+            let target = symlink_target(&self.abs_path(&path))?;
+            let id = session.put_object(ObjectKind::Chunk, &target)?;
+            ds.entries.insert(path, DirEntry::with_stat(EntryKind::Symlink, id, target.len() as u64, &meta));
+            changed += 1;
+        }
         for p in gone {
             ds.entries.remove(&p);
             changed += 1;
