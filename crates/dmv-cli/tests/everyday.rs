@@ -348,3 +348,25 @@ fn status_trusts_the_recorded_tree_only_for_the_entries_it_was_made_from() {
     std::fs::write(&mark, &first).unwrap();
     assert_eq!(dmv(d, &["status", "--short"]), "D  b\n?? b\n");
 }
+
+#[test]
+fn a_tracked_file_that_an_ignore_rule_matches_stays_tracked_through_add_and_commit_all() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("keep.log"), "v1").unwrap();
+    std::fs::write(d.join("a"), "a").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    std::fs::write(d.join(".dmvignore"), "*.log\n").unwrap();
+    std::fs::write(d.join("new.log"), "ignored").unwrap();
+    dmv(d, &["add", "."]);
+    assert_eq!(dmv(d, &["status", "--short"]), "A  .dmvignore\n");
+    std::fs::write(d.join("keep.log"), "v2").unwrap();
+    assert_eq!(dmv(d, &["status", "--short"]), "A  .dmvignore\n M keep.log\n");
+    dmv(d, &["commit", "-a", "-m", "two"]);
+    assert_eq!(dmv_out(d, &["cat", "HEAD:keep.log"]).stdout, b"v2");
+    assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("new.log"));
+    std::fs::remove_file(d.join("keep.log")).unwrap();
+    dmv(d, &["commit", "-a", "-m", "three"]);
+    assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("keep.log"));
+}

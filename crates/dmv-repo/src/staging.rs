@@ -20,7 +20,8 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
-        let mut files = self.scan_sorted()?;
+        // With `tracked_only`, only the tracked paths are looked at.
+        let mut files = if tracked_only { self.stat_tracked(&ds)? } else { self.scan_sorted()? };
         // A file named explicitly is added even if an ignore rule matches it.
         for spec in specs {
             if let (false, Err(at)) = (spec.is_empty(), files.binary_search_by(|(p, _)| p.as_slice().cmp(spec))) {
@@ -42,31 +43,36 @@ impl Repository {
         let (mut to_ingest, mut symlinks, mut gone) = (Vec::new(), Vec::new(), Vec::new());
         // A tracked file missing from the working tree is unstaged, unless its data is absent
         // from this (partial) replica: then nothing is there, and that is not a deletion.
-        let mut note_gone = |p: &Vec<u8>, e: &DirEntry| {
-            if wanted(p) && !e.is_absent() {
-                gone.push(p.clone());
-            }
-        };
-        let mut entries = ds.entries.iter().peekable();
-        for (path, meta) in &files {
-            while let Some((p, e)) = entries.next_if(|(p, _)| *p < path) {
-                note_gone(p, e);
-            }
-            let entry = entries.next_if(|(p, _)| *p == path).map(|(_, e)| e);
+        // (With `tracked_only`, every tracked path was stat'ed: one not listed is not there.)
+        let mut consider = |path: &Vec<u8>, meta: &Stat, entry: Option<&DirEntry>| {
             if !wanted(path) || (tracked_only && entry.is_none()) {
-                continue;
+                return;
             }
-            let Some(kind) = meta.kind() else { continue };
+            let Some(kind) = meta.kind() else { return };
             if entry.is_some_and(|e| e.kind == kind && e.stat_matches(meta, ds.written_ns)) {
-                continue;
+                return;
             }
             match kind {
                 EntryKind::Symlink => symlinks.push((path.clone(), *meta)),
                 _ => to_ingest.push((path.clone(), *meta)),
             }
+        };
+        // Tracked paths the walk did not list: ignored (they stay tracked), gone, or absent.
+        let mut unlisted = Vec::new();
+        let mut entries = ds.entries.iter().peekable();
+        for (path, meta) in &files {
+            unlisted.extend(std::iter::from_fn(|| entries.next_if(|(p, _)| *p < path)));
+            let entry = entries.next_if(|(p, _)| *p == path).map(|(_, e)| e);
+            consider(path, meta, entry);
         }
-        for (p, e) in entries {
-            note_gone(p, e);
+        unlisted.extend(entries);
+        for (p, e) in unlisted.into_iter().filter(|(p, _)| wanted(p)) {
+            let there = if tracked_only { None } else { std::fs::symlink_metadata(self.abs_path(p)).ok().filter(|m| m.is_file() || m.file_type().is_symlink()) };
+            match there {
+                Some(m) => consider(p, &Stat::of(&m), Some(e)),
+                None if !e.is_absent() => gone.push(p.clone()),
+                None => {}
+            }
         }
         let mut session = self.store.begin_write()?;
         let mut changed = 0;
