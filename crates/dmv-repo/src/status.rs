@@ -58,16 +58,22 @@ impl Repository {
 
     /// The tracked files (and symlinks) that are in the working tree, with
     /// their lstat, in path order: what `commit -a` looks at, without
-    /// reading every folder. Stat'ed on a few threads.
+    /// reading every folder.
     pub(crate) fn stat_tracked(&self, ds: &Dirstate) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
+        let paths: Vec<&[u8]> = ds.entries.keys().map(|p| p.as_slice()).collect();
+        let stats = self.stat_paths(&paths)?;
+        Ok(paths.into_iter().zip(stats).filter_map(|(p, st)| st.map(|st| (p.to_vec(), st))).collect())
+    }
+
+    /// The lstat of each path that is a file or a symlink (None: nothing, or
+    /// something else, is there), on a few threads.
+    fn stat_paths(&self, paths: &[&[u8]]) -> RepoResult<Vec<Option<Stat>>> {
         const RUN: usize = 256;
-        let paths: Vec<&Vec<u8>> = ds.entries.keys().collect();
         let runs: Vec<Range<usize>> = (0..paths.len()).step_by(RUN).map(|start| start..(start + RUN).min(paths.len())).collect();
-        let threads = stat_threads();
         let mut stats = vec![None; paths.len()];
         run_batched(
             &runs,
-            threads,
+            stat_threads(),
             Batches { items: 4 * RUN, weight: u64::MAX },
             |_| 1,
             |i, _: &mut ()| {
@@ -76,7 +82,7 @@ impl Repository {
             },
             |i, st| stats[i] = st,
         )?;
-        Ok(paths.into_iter().zip(stats).filter_map(|(p, st)| st.map(|st| (p.clone(), st))).collect())
+        Ok(stats)
     }
 
     /// The content id of a working-tree file or symlink as it is now.
@@ -111,25 +117,29 @@ impl Repository {
         let written = ds.written_ns;
         // Files whose stat data differs from what was recorded, to be read.
         let mut to_read: Vec<(Vec<u8>, Stat)> = Vec::new();
+        let mut compare = |path: &Vec<u8>, entry: &DirEntry, meta: Stat| {
+            if meta.kind() != Some(entry.kind) || !entry.stat_matches(&meta, written) {
+                to_read.push((path.clone(), meta));
+            }
+        };
+        // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
+        let mut unlisted = Vec::new();
         for (path, entry) in &ds.entries {
             while let Some((p, _)) = files.next_if(|(p, _)| p < path) {
                 untracked.push(p);
             }
-            let meta = match files.next_if(|(p, _)| p == path) {
-                Some((_, m)) => m,
-                // Tracked files stay tracked even when an ignore rule matches them.
-                None => match std::fs::symlink_metadata(self.abs_path(path)) {
-                    Ok(m) if m.is_file() || m.file_type().is_symlink() => Stat::of(&m),
-                    // Its data is not here, so neither is the file: nothing changed.
-                    _ if entry.is_absent() => continue,
-                    _ => {
-                        unstaged.push(Change { path: path.clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None });
-                        continue;
-                    }
-                },
-            };
-            if meta.kind() != Some(entry.kind) || !entry.stat_matches(&meta, written) {
-                to_read.push((path.clone(), meta));
+            match files.next_if(|(p, _)| p == path) {
+                Some((_, meta)) => compare(path, entry, meta),
+                None => unlisted.push((path, entry)),
+            }
+        }
+        let paths: Vec<&[u8]> = unlisted.iter().map(|(p, _)| p.as_slice()).collect();
+        for ((path, entry), there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
+            match there {
+                Some(meta) => compare(path, entry, meta),
+                // Its data is not here, so neither is the file: nothing changed.
+                None if entry.is_absent() => {}
+                None => unstaged.push(Change { path: (*path).clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
             }
         }
         untracked.extend(files.map(|(p, _)| p));
