@@ -395,3 +395,52 @@ fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
     assert!(!m.join("a.raw").exists());
     assert!(std::fs::read(m.join("b.raw")).unwrap() == std::fs::read(t.path().join("src/b.raw")).unwrap());
 }
+
+/// Small commits pile up small packs, which commits roll together as they
+/// go (auto-repack). Readers running all along never fail to find an object,
+/// a gc in the middle waits its turn, every commit stays whole, and the store
+/// ends with a bounded number of files.
+#[test]
+fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "0\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "0"]);
+    std::fs::write(d.join("a.txt"), "1\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "1"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (d, stop) = (d.to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for args in [&["log", "--oneline"][..], &["cat", "HEAD:a.txt"], &["cat", "HEAD~1:a.txt"]] {
+                    let out = dmv_out(&d, args);
+                    assert!(out.status.success(), "dmv {args:?} failed during the commits: {}", stderr(&out));
+                }
+                reads += 1;
+            }
+            reads
+        })
+    };
+    // More than dmv_store::AUTO_REPACK_SMALL_PACKS (16) small packs, three times over.
+    let commits = 48;
+    let mut gc = None;
+    for i in 2..=commits {
+        std::fs::write(d.join("a.txt"), format!("{i}\n")).unwrap();
+        dmv(d, &["commit", "-a", "-m", &i.to_string()]);
+        if i == commits / 2 {
+            gc = Some(spawn(d, GC_NOW));
+        }
+    }
+    ok(&gc.unwrap().wait_with_output().unwrap());
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(reader.join().unwrap() > 0);
+    fsck_clean(d);
+    for i in 0..=commits {
+        assert_eq!(cat(d, &format!("HEAD~{}:a.txt", commits - i)), format!("{i}\n").into_bytes());
+    }
+    let packs = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
+    assert!(packs <= 16, "{packs} packs after {commits} commits");
+}

@@ -53,10 +53,12 @@ impl Repository {
     pub fn commit_staged(&self, message: &str) -> RepoResult<Option<ObjectId>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        match self.merge_state()? {
-            Some(merge) => Ok(Some(self.commit_merge(&merge, message)?)),
-            None => self.commit_dirstate(self.head_commit()?, message),
-        }
+        let committed = match self.merge_state()? {
+            Some(merge) => Some(self.commit_merge(&merge, message)?),
+            None => self.commit_dirstate(self.head_commit()?, message)?,
+        };
+        self.tidy_store();
+        Ok(committed)
     }
 
     /// Checks out the commit `head` names and makes it HEAD, as one change

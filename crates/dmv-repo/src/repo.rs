@@ -283,6 +283,14 @@ impl Repository {
         self.refs.update(updates, who, message)
     }
 
+    /// For the end of a command that wrote to the store, once its refs
+    /// moved: rolls small packs together when they pile up (one or two per
+    /// commit), as `git gc --auto` does. Its failure is not the command's:
+    /// what the command wrote stands, and the next command tries again.
+    pub fn tidy_store(&self) {
+        let _ = self.store.repack_if_many_small();
+    }
+
     pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
         validate_ref_name(name)?;
         self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {

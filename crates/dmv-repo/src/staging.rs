@@ -104,6 +104,8 @@ impl Repository {
         }
         session.finish()?;
         self.save_dirstate(&ds)?;
+        drop(session);
+        self.tidy_store();
         Ok(changed)
     }
 

@@ -50,6 +50,23 @@ impl Default for GcOptions {
     }
 }
 
+/// Once more small packs than this lie in the store, the next command that
+/// wrote rolls the smallest together (one or two packs per commit pile up in
+/// a day of small commits).
+pub const AUTO_REPACK_SMALL_PACKS: usize = 16;
+/// The packs a repack keeps, and the one it makes, form a progression at
+/// least this steep (as git's `repack --geometric`): each object is rewritten
+/// O(log n) times over a history of n small commits, not O(n).
+const GEOMETRIC_FACTOR: u64 = 4;
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct RepackReport {
+    pub packs_rolled: usize,
+    pub packs_made: usize,
+    pub bytes_rewritten: u64,
+    pub leftovers_removed: u64,
+}
+
 /// Git's default `gc.pruneExpire`: long enough to resume an interrupted transfer.
 pub const DEFAULT_KEEP_RECENT: Duration = Duration::from_secs(14 * 24 * 3600);
 
@@ -142,13 +159,74 @@ impl Store {
             by_pack.iter().filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p))).map(|(p, _)| *p).collect();
         rewrite.sort();
 
-        report.objects_dropped = self.rewrite_packs(&by_pack, &rewrite, &|id| live.contains(id), progress)?;
+        report.objects_dropped = self.rewrite_packs(&by_pack, &rewrite, &|id| live.contains(id), progress)?.0;
         self.write_multi_pack_index()?;
         let final_stats = self.stats()?;
         report.packs_after = final_stats.packs;
         report.bytes_after = final_stats.stored_bytes;
         report.objects_kept = final_stats.objects as u64;
         Ok(report)
+    }
+
+    /// Rolls the smallest packs into one once more than
+    /// [`AUTO_REPACK_SMALL_PACKS`] small ones pile up, keeping every object
+    /// (reachable or not: that is gc's call). Only when nobody writes or
+    /// collects right now (else the next command tries again); readers go on
+    /// meanwhile, finding a moved object in its new pack. Returns None when
+    /// there was nothing to do or the lock was taken.
+    pub fn repack_if_many_small(&self) -> StoreResult<Option<RepackReport>> {
+        if !self.is_durable() || self.small_packs()?.len() <= AUTO_REPACK_SMALL_PACKS {
+            return Ok(None);
+        }
+        let Some(_lock) = self.try_exclusive_lock()? else { return Ok(None) };
+        let mut report = RepackReport { leftovers_removed: self.remove_leftovers()?, ..Default::default() };
+        self.reload()?;
+        let small = self.small_packs()?;
+        let roll = packs_to_roll(&small.iter().map(|p| p.size).collect::<Vec<_>>());
+        if roll < 2 {
+            return Ok(Some(report));
+        }
+        let rolled = &small[..roll];
+        let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
+        report.packs_rolled = roll;
+        report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
+        let (_, made) = self.rewrite_packs(&self.objects_by_pack()?, &rewrite, &|_| true, &|_| {})?;
+        // The new pack is as old as the newest it holds: gc's grace period
+        // for recent packs must not start again for old objects.
+        if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
+            for p in &made {
+                let path = self.packs_dir().join(pack_file_name(p));
+                std::fs::File::open(&path).and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(newest))).at(&path)?;
+            }
+        }
+        report.packs_made = made.len();
+        self.write_multi_pack_index()?;
+        Ok(Some(report))
+    }
+
+    /// The packs under half the size limit, smallest first.
+    fn small_packs(&self) -> StoreResult<Vec<PackFile>> {
+        let mut packs = Vec::new();
+        let mut seen = HashSet::new();
+        for idx in self.indexes() {
+            for p in idx.packs() {
+                if !seen.insert(*p) {
+                    continue;
+                }
+                let path = self.packs_dir().join(pack_file_name(p));
+                let meta = match std::fs::metadata(&path) {
+                    Ok(m) => m,
+                    // Rewritten by gc since our indexes were read.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(StoreError::io(&path, e)),
+                };
+                if meta.len() < self.pack_limit() / 2 {
+                    packs.push(PackFile { id: *p, size: meta.len(), modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) });
+                }
+            }
+        }
+        packs.sort_by_key(|p| (p.size, p.id));
+        Ok(packs)
     }
 
     /// Every object of the packs in `by_pack`, by pack.
@@ -165,8 +243,15 @@ impl Store {
 
     /// Writes the objects of the packs in `rewrite` that `keep` keeps (and
     /// no other pack holds) into new packs, then removes the old packs.
-    /// Returns how many objects were left out. Only under the exclusive lock.
-    fn rewrite_packs(&self, by_pack: &HashMap<ObjectId, Vec<Entry>>, rewrite: &[ObjectId], keep: &dyn Fn(&ObjectId) -> bool, progress: &dyn Fn(u64)) -> StoreResult<u64> {
+    /// Returns how many objects were left out, and the new packs. Only under
+    /// the exclusive lock.
+    fn rewrite_packs(
+        &self,
+        by_pack: &HashMap<ObjectId, Vec<Entry>>,
+        rewrite: &[ObjectId],
+        keep: &dyn Fn(&ObjectId) -> bool,
+        progress: &dyn Fn(u64),
+    ) -> StoreResult<(u64, Vec<ObjectId>)> {
         let dir = self.packs_dir().to_path_buf();
         let mut left_out = 0;
         let mut written: HashSet<ObjectId> = HashSet::new();
@@ -227,7 +312,7 @@ impl Store {
             let pack = dir.join(pack_file_name(p));
             std::fs::remove_file(&pack).at(&pack)?;
         }
-        Ok(left_out)
+        Ok((left_out, new_packs))
     }
 
     /// Frees the data of `files` (content ids), keeping whatever else still
@@ -282,6 +367,43 @@ impl Store {
             }
         }
         Ok(removed)
+    }
+}
+
+struct PackFile {
+    id: ObjectId,
+    size: u64,
+    modified: SystemTime,
+}
+
+/// How many of the smallest packs (`sizes` ascending) to roll into one so
+/// that the rolled pack and every pack above it each hold at least
+/// [`GEOMETRIC_FACTOR`] times what the one below holds.
+fn packs_to_roll(sizes: &[u64]) -> usize {
+    let steep = |small: u64, big: u64| big >= small.saturating_mul(GEOMETRIC_FACTOR);
+    (0..=sizes.len())
+        .find(|&k| {
+            let rolled: u64 = sizes[..k].iter().sum();
+            (k == 0 || k == sizes.len() || steep(rolled, sizes[k])) && sizes[k..].windows(2).all(|w| steep(w[0], w[1]))
+        })
+        .unwrap_or(sizes.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packs_to_roll;
+
+    #[test]
+    fn rolls_the_smallest_until_the_rest_is_a_steep_progression() {
+        assert_eq!(packs_to_roll(&[]), 0);
+        assert_eq!(packs_to_roll(&[10]), 0);
+        assert_eq!(packs_to_roll(&[10, 40, 160]), 0);
+        // Two equal packs: both roll, and the result (20) is below 4 × 20 of the next.
+        assert_eq!(packs_to_roll(&[10, 10, 80, 1000]), 2);
+        assert_eq!(packs_to_roll(&[10, 10, 50, 1000]), 3);
+        assert_eq!(packs_to_roll(&[5; 17]), 17);
+        // A steep tail above a pile of small ones is kept.
+        assert_eq!(packs_to_roll(&[1, 1, 1, 1, 100, 1000]), 4);
     }
 }
 

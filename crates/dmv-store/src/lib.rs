@@ -23,7 +23,7 @@ mod verify;
 pub use chunker::{ChunkBatch, ChunkParams, Chunker};
 pub use direct::FileWriter;
 pub use error::{StoreError, StoreResult};
-pub use gc::{GcOptions, GcReport, DEFAULT_KEEP_RECENT};
+pub use gc::{GcOptions, GcReport, RepackReport, AUTO_REPACK_SMALL_PACKS, DEFAULT_KEEP_RECENT};
 pub use hashonly::hash_file;
 pub use id::{ObjectId, ObjectKind};
 pub use index::{verify_pack_index, Located};

@@ -23,6 +23,16 @@ impl GcLock {
         Self::take(path, libc::LOCK_EX)
     }
 
+    /// The exclusive lock if nobody holds the lock now (no writer, no gc):
+    /// for work that may as well wait for the next chance.
+    pub fn try_exclusive(path: &Path) -> StoreResult<Option<GcLock>> {
+        match Self::take(path, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn take(path: &Path, mode: libc::c_int) -> StoreResult<GcLock> {
         let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).at(path)?;
         loop {

@@ -373,7 +373,12 @@ impl Store {
             for p in idx.packs() {
                 if seen_packs.insert(*p) {
                     let path = self.packs_dir.join(pack_file_name(p));
-                    s.stored_bytes += std::fs::metadata(&path).at(&path)?.len();
+                    match std::fs::metadata(&path) {
+                        Ok(meta) => s.stored_bytes += meta.len(),
+                        // Rolled into another pack since our indexes were read.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(StoreError::io(&path, e)),
+                    }
                 }
             }
             for i in 0..idx.len() {
@@ -417,6 +422,14 @@ impl Store {
 
     pub(crate) fn exclusive_lock(&self) -> StoreResult<GcLock> {
         GcLock::exclusive(&self.lock_path)
+    }
+
+    pub(crate) fn try_exclusive_lock(&self) -> StoreResult<Option<GcLock>> {
+        GcLock::try_exclusive(&self.lock_path)
+    }
+
+    pub(crate) fn is_durable(&self) -> bool {
+        self.durable
     }
 
     /// Rewrites the multi-pack index over every pack index present.

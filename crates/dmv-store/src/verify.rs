@@ -112,6 +112,10 @@ impl Store {
     /// With `absent_data_ok` (a partial replica), file data that is not
     /// here is listed in `absent`, not as damage.
     pub fn verify_reachable(&self, roots: &[ObjectId], absent_data_ok: bool, progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
+        // Held like a writer's, so neither gc nor an auto-repack moves packs
+        // under the check (a vanished pack would read as damage). A store we
+        // may not write to has no lock to take, and nobody moves its packs.
+        let _no_gc = self.hold_off_gc().ok();
         let mut report = VerifyReport::default();
         // Objects read so far, with their shape (none when unreadable).
         let mut seen: HashMap<ObjectId, Option<Shape>> = HashMap::new();
@@ -163,6 +167,10 @@ impl Store {
     /// Every pack: checksum, table of contents, and every record re-hashed;
     /// every index: checksum, order, and agreement with its pack.
     pub fn verify_packs(&self, progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
+        // Held like a writer's, so neither gc nor an auto-repack moves packs
+        // under the check (a vanished pack would read as damage). A store we
+        // may not write to has no lock to take, and nobody moves its packs.
+        let _no_gc = self.hold_off_gc().ok();
         let mut report = VerifyReport::default();
         let dir = self.packs_dir().to_path_buf();
         let mut names: Vec<_> = std::fs::read_dir(&dir).at(&dir)?.filter_map(|e| e.ok()).map(|e| e.path()).collect();

@@ -239,3 +239,59 @@ fn hashing_without_storing_gives_the_ids_ingest_stores() {
         }
     }
 }
+
+/// A day of small commits: each writes one small pack. The auto-repack keeps
+/// the store at a bounded number of files, rewrites each byte only a few
+/// times (geometric rolling), and loses nothing.
+#[test]
+fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 1 << 20);
+    let mut ids = Vec::new();
+    let (mut rewritten, mut written, mut repacks) = (0u64, 0u64, 0);
+    for i in 0..400u32 {
+        let mut s = store.begin_write().unwrap();
+        let bytes = noise(200 + (i as usize % 7) * 100, (i % 251) as u8);
+        let mut payload = i.to_le_bytes().to_vec();
+        payload.extend_from_slice(&bytes);
+        written += payload.len() as u64;
+        ids.push((s.put_object(ObjectKind::Chunk, &payload).unwrap(), payload));
+        s.finish().unwrap();
+        drop(s);
+        if let Some(report) = store.repack_if_many_small().unwrap() {
+            repacks += 1;
+            rewritten += report.bytes_rewritten;
+        }
+        let packs = std::fs::read_dir(store.packs_dir()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
+        assert!(packs <= dmv_store::AUTO_REPACK_SMALL_PACKS, "{packs} packs after {i} sessions");
+    }
+    assert!(repacks > 10, "{repacks} repacks");
+    // O(n log n), not O(n²): each byte rolled at most a dozen times (log₄ 400 ≈ 4.3 levels, plus the piles before each roll).
+    assert!(rewritten < 12 * written, "rewrote {rewritten} bytes of {written}");
+    let files = std::fs::read_dir(store.packs_dir()).unwrap().count();
+    assert!(files <= 2 * dmv_store::AUTO_REPACK_SMALL_PACKS + 1, "{files} files");
+    let reopened = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    for (id, payload) in &ids {
+        assert_eq!(&reopened.read(id).unwrap().1, payload);
+    }
+    assert!(reopened.verify_packs(&|_| {}).unwrap().is_clean());
+}
+
+/// The repack only runs when nobody else writes: a session holding the lock
+/// makes it wait for a later chance, and nothing is moved under it.
+#[test]
+fn the_auto_repack_leaves_a_store_alone_while_a_writer_is_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 1 << 20);
+    for i in 0..(dmv_store::AUTO_REPACK_SMALL_PACKS as u32 + 4) {
+        let mut s = store.begin_write().unwrap();
+        s.put_object(ObjectKind::Chunk, &i.to_le_bytes()).unwrap();
+        s.finish().unwrap();
+    }
+    let other = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    let writer = other.begin_write().unwrap();
+    assert!(store.repack_if_many_small().unwrap().is_none());
+    drop(writer);
+    let report = store.repack_if_many_small().unwrap().expect("a repack once the writer is gone");
+    assert!(report.packs_rolled > dmv_store::AUTO_REPACK_SMALL_PACKS);
+}

@@ -72,6 +72,7 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
         }
         Ok(())
     })?;
+    repo.tidy_store();
     exchange_locations(repo, remote, false)?;
     Ok(Fetched { remote_head: head, updated, stats })
 }

@@ -72,6 +72,7 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     if worktree {
         got.written = repo.fill_absent_with(&options.paths, early.as_mut())?.len();
     }
+    repo.tidy_store();
     Ok(got)
 }
 

@@ -142,6 +142,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
         Request::UpdateRefs { updates, who, message } => {
             let response = update_refs(repo, updates, &who, &message)?;
             out.message(&response).map_err(io_lost)?;
+            repo.tidy_store();
         }
         Request::Replica => {
             let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
