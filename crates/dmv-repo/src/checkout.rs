@@ -13,7 +13,7 @@ use crate::dirstate::{DirEntry, Stat};
 use crate::early::EarlyCheckout;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
-use crate::paths::{matches, show};
+use crate::paths::{clash_with, matches, show};
 use crate::repo::Repository;
 use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
@@ -35,13 +35,14 @@ impl Repository {
         }
         let current = ds.flat();
         let wanted = flatten(&self.store, target)?;
-        let untracked: BTreeSet<&Vec<u8>> = status.untracked.iter().collect();
+        let untracked: BTreeSet<Vec<u8>> = status.untracked.iter().cloned().collect();
         let changes = diff_flat(&current, &wanted);
         // Already in place: written while its data arrived.
         let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
-        for c in &changes {
-            if c.kind == ChangeKind::Added && untracked.contains(&c.path) && !early(c) {
-                return Err(RepoError::UntrackedInTheWay { path: show(&c.path), merge: false });
+        for c in changes.iter().filter(|c| c.kind == ChangeKind::Added && !early(c)) {
+            // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
+            if let Some(in_the_way) = untracked.get(&c.path).cloned().or_else(|| clash_with(&untracked, &c.path)) {
+                return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
             }
         }
         let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();

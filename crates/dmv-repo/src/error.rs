@@ -64,6 +64,8 @@ pub enum RepoError {
     // Trees.
     #[error("tree {tree} is malformed: {detail}")]
     MalformedTree { tree: ObjectId, detail: String },
+    #[error("cannot record {path}: {reason}")]
+    BadPath { path: String, reason: &'static str },
     #[error("path {path}... nests more than {max} directories")]
     PathTooDeep { path: String, max: usize },
     #[error("tree node {id} is unknown")]

@@ -13,7 +13,7 @@ use dmv_store::object::EntryKind;
 use dmv_store::ObjectKind;
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::paths::TEMP_PREFIX;
+use crate::paths::{Beneath, TEMP_PREFIX};
 use crate::repo::Repository;
 use crate::tree::FlatEntry;
 
@@ -130,6 +130,10 @@ impl Repository {
     /// directories above it that it leaves empty.
     pub(crate) fn remove_worktree_file(&self, rel: &[u8]) -> RepoResult<()> {
         let abs = self.abs_path(rel);
+        // Behind a folder that became a symlink, the tracked file is not there (see Beneath).
+        if Beneath::new(&self.root).lstat(rel).at(&abs)?.is_none() {
+            return Ok(());
+        }
         match std::fs::remove_file(&abs) {
             Ok(()) => {
                 self.remove_empty_parents(rel);

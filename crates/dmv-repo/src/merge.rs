@@ -26,10 +26,11 @@ use crate::checkout::Written;
 use crate::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::merge_state::{MergePhase, MergeState};
+use crate::paths::clash_with;
 use crate::paths::{show, TEMP_PREFIX};
 use crate::repo::Repository;
 use crate::status::{current_flat, WorktreeStatus};
-use crate::three_way::{clash_with, same, three_way};
+use crate::three_way::{same, three_way};
 use crate::tree::{build, flatten, FlatEntry, FlatTree};
 
 /// What `Repository::merge` did.

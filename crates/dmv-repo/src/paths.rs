@@ -59,3 +59,125 @@ mod tests {
         assert!(!matches(b"a", b"a/b"));
     }
 }
+
+/// A path in `set` that cannot coexist with `p`: a file at one of its
+/// ancestors, or anything below it.
+pub(crate) fn clash_with(set: &std::collections::BTreeSet<Vec<u8>>, p: &[u8]) -> Option<Vec<u8>> {
+    for (i, b) in p.iter().enumerate() {
+        if *b == b'/' && set.contains(&p[..i]) {
+            return Some(p[..i].to_vec());
+        }
+    }
+    let below = [p, b"/"].concat();
+    set.range(below.clone()..).next().filter(|q| q.starts_with(&below)).cloned()
+}
+
+/// Looks up tracked paths in the working tree without following a symlink
+/// on the way: a folder replaced by a symlink (to somewhere outside the
+/// tree, say) does not hold the tracked files, whatever the link points at,
+/// so they read as not there and nothing is read or removed through it (as
+/// git's `has_symlink_leading_path`). Remembers the last folder it checked:
+/// paths in order share most of their folders.
+pub(crate) struct Beneath<'r> {
+    root: &'r std::path::Path,
+    /// A folder (no trailing '/') known to be a real folder all the way down.
+    checked: Vec<u8>,
+}
+
+impl<'r> Beneath<'r> {
+    pub(crate) fn new(root: &'r std::path::Path) -> Beneath<'r> {
+        Beneath { root, checked: Vec::new() }
+    }
+
+    /// The lstat of `rel` (None: nothing there, or a folder on the way is
+    /// missing, not a folder, or a symlink). Any other error (a folder we
+    /// may not read) is an error: it says nothing about whether the file is there.
+    pub(crate) fn lstat(&mut self, rel: &[u8]) -> std::io::Result<Option<std::fs::Metadata>> {
+        use std::os::unix::ffi::OsStrExt;
+        let at = |p: &[u8]| self.root.join(std::ffi::OsStr::from_bytes(p));
+        let folder = &rel[..rel.iter().rposition(|b| *b == b'/').unwrap_or(0)];
+        if !matches(&self.checked, folder) {
+            // Check each folder below the longest part already known good.
+            let mut known = common_folder(folder, &self.checked);
+            while known < folder.len() {
+                let end = folder[known..].iter().skip(1).position(|b| *b == b'/').map_or(folder.len(), |i| known + 1 + i);
+                match std::fs::symlink_metadata(at(&folder[..end])) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => return Ok(None),
+                    Err(e) if is_not_there(&e) => return Ok(None),
+                    Err(e) => return Err(e),
+                }
+                known = end;
+            }
+            self.checked = folder.to_vec();
+        }
+        match std::fs::symlink_metadata(at(rel)) {
+            Ok(m) => Ok(Some(m)),
+            Err(e) if is_not_there(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The length of the longest folder path both `a` and `b` lie in or are.
+fn common_folder(a: &[u8], b: &[u8]) -> usize {
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    if same == a.len().min(b.len()) && (a.len() == b.len() || a.get(same) == Some(&b'/') || b.get(same) == Some(&b'/')) {
+        return same;
+    }
+    a[..same].iter().rposition(|x| *x == b'/').unwrap_or(0)
+}
+
+/// Errors that mean "nothing is there": missing, or a file where a folder was.
+pub(crate) fn is_not_there(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
+#[cfg(test)]
+mod lookup_tests {
+    use super::*;
+
+    #[test]
+    fn a_tracked_path_behind_a_symlinked_folder_is_not_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("tree"), dir.path().join("outside"));
+        for d in [root.join("a/b"), root.join("c"), outside.clone()] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        for f in [root.join("a/b/f"), root.join("a/g"), root.join("c/h"), outside.join("f")] {
+            std::fs::write(f, "x").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, root.join("l")).unwrap();
+        std::fs::write(root.join("file"), "x").unwrap();
+        let mut b = Beneath::new(&root);
+        let there = |b: &mut Beneath, p: &str| b.lstat(p.as_bytes()).unwrap().is_some();
+        assert!(there(&mut b, "a/b/f"));
+        assert!(there(&mut b, "a/g"));
+        assert!(!there(&mut b, "l/f"), "through a symlinked folder");
+        assert!(there(&mut b, "l"), "the symlink itself");
+        assert!(!there(&mut b, "file/x"), "under a file");
+        assert!(!there(&mut b, "gone/x"));
+        assert!(there(&mut b, "c/h"));
+        // Once a checked folder becomes a symlink, a fresh lookup sees it.
+        std::fs::rename(root.join("a"), dir.path().join("a2")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a2"), root.join("a")).unwrap();
+        assert!(!there(&mut Beneath::new(&root), "a/b/f"));
+    }
+
+    #[test]
+    fn clash_lookup() {
+        let set: std::collections::BTreeSet<Vec<u8>> = [b"a".to_vec(), b"a.txt".to_vec(), b"d/e".to_vec()].into();
+        assert_eq!(clash_with(&set, b"a/b"), Some(b"a".to_vec()));
+        assert_eq!(clash_with(&set, b"d"), Some(b"d/e".to_vec()));
+        assert_eq!(clash_with(&set, b"a.txt2"), None);
+    }
+
+    #[test]
+    fn common_folder_stops_at_a_whole_name() {
+        assert_eq!(common_folder(b"a/b", b"a/b"), 3);
+        assert_eq!(common_folder(b"a/b/c", b"a/b"), 3);
+        assert_eq!(common_folder(b"a/bc", b"a/b"), 1);
+        assert_eq!(common_folder(b"ab", b"a"), 0);
+        assert_eq!(common_folder(b"x", b""), 0);
+    }
+}

@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 
 use crate::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::error::{RepoError, RepoResult};
+use crate::paths::clash_with;
 use crate::paths::{matches, show, side_name};
 use crate::repo::Repository;
-use crate::three_way::{clash_with, Conflict};
+use crate::three_way::Conflict;
 use crate::tree::FlatEntry;
 
 /// How `resolve_conflicts` settles a path.

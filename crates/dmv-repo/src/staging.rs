@@ -9,7 +9,7 @@ use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
 use crate::dirstate::{kind_of, DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::files::symlink_target;
-use crate::paths::{matches, show};
+use crate::paths::{matches, show, Beneath};
 use crate::repo::Repository;
 
 impl Repository {
@@ -25,7 +25,7 @@ impl Repository {
         // A file named explicitly is added even if an ignore rule matches it.
         for spec in specs {
             if let (false, Err(at)) = (spec.is_empty(), files.binary_search_by(|(p, _)| p.as_slice().cmp(spec))) {
-                if let Ok(m) = std::fs::symlink_metadata(self.abs_path(spec)) {
+                if let Some(m) = Beneath::new(&self.root).lstat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? {
                     if m.is_file() || m.file_type().is_symlink() {
                         files.insert(at, (spec.clone(), Stat::of(&m)));
                     }
@@ -66,8 +66,12 @@ impl Repository {
             consider(path, meta, entry);
         }
         unlisted.extend(entries);
+        let mut beneath = Beneath::new(&self.root);
         for (p, e) in unlisted.into_iter().filter(|(p, _)| wanted(p)) {
-            let there = if tracked_only { None } else { std::fs::symlink_metadata(self.abs_path(p)).ok().filter(|m| m.is_file() || m.file_type().is_symlink()) };
+            let there = match tracked_only {
+                true => None,
+                false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
+            };
             match there {
                 Some(m) => consider(p, &Stat::of(&m), Some(e)),
                 None if !e.is_absent() => gone.push(p.clone()),

@@ -14,7 +14,7 @@ use crate::dirstate::{DirEntry, Dirstate, Stat};
 use crate::error::{RepoError, RepoResult};
 use crate::files::symlink_target;
 use crate::parallel::{run_batched, Batches};
-use crate::paths::ser_path;
+use crate::paths::{ser_path, Beneath};
 use crate::repo::Repository;
 use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
@@ -76,9 +76,10 @@ impl Repository {
             stat_threads(),
             Batches { items: 4 * RUN, weight: u64::MAX },
             |_| 1,
-            |i, _: &mut ()| {
-                let found = std::fs::symlink_metadata(self.abs_path(paths[i])).ok().filter(|m| m.is_file() || m.file_type().is_symlink());
-                Ok::<_, RepoError>(found.map(|m| Stat::of(&m)))
+            |i, beneath: &mut Option<Beneath>| {
+                let beneath = beneath.get_or_insert_with(|| Beneath::new(&self.root));
+                let found = beneath.lstat(paths[i]).map_err(|e| RepoError::io(self.abs_path(paths[i]), e))?;
+                Ok::<_, RepoError>(found.filter(|m| m.is_file() || m.file_type().is_symlink()).map(|m| Stat::of(&m)))
             },
             |i, st| stats[i] = st,
         )?;

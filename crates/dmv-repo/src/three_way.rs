@@ -95,18 +95,6 @@ fn clashes(tree: &FlatTree) -> BTreeSet<Vec<u8>> {
     out
 }
 
-/// A path in `set` that cannot coexist with `p`: a file at one of its
-/// ancestors, or anything below it.
-pub(crate) fn clash_with(set: &BTreeSet<Vec<u8>>, p: &[u8]) -> Option<Vec<u8>> {
-    for (i, b) in p.iter().enumerate() {
-        if *b == b'/' && set.contains(&p[..i]) {
-            return Some(p[..i].to_vec());
-        }
-    }
-    let below = [p, b"/"].concat();
-    set.range(below.clone()..).next().filter(|q| q.starts_with(&below)).cloned()
-}
-
 #[cfg(test)]
 mod tests {
     use dmv_store::object::EntryKind;
@@ -143,13 +131,5 @@ mod tests {
         assert_eq!(merged, tree(&[("x", 1), ("a", 2)]));
         assert_eq!(conflicts.len(), 3);
         assert!(clashes(&merged).is_empty());
-    }
-
-    #[test]
-    fn clash_lookup() {
-        let set: BTreeSet<Vec<u8>> = [b"a".to_vec(), b"a.txt".to_vec(), b"d/e".to_vec()].into();
-        assert_eq!(clash_with(&set, b"a/b"), Some(b"a".to_vec()));
-        assert_eq!(clash_with(&set, b"d"), Some(b"d/e".to_vec()));
-        assert_eq!(clash_with(&set, b"a.txt2"), None);
     }
 }

@@ -183,6 +183,16 @@ pub fn build(session: &mut WriteSession<'_>, flat: &[(&[u8], FlatEntry)]) -> Rep
 /// Writes one directory's nodes; returns its id and the total size of its files.
 fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
     entries.sort_by(|a, b| a.name.cmp(&b.name));
+    // Refused here, before a commit refers to it: a tree every reader would reject.
+    for (i, e) in entries.iter().enumerate() {
+        let shown = || String::from_utf8_lossy(&e.name).into_owned();
+        if !valid_entry_name(&e.name) {
+            return Err(RepoError::BadPath { path: shown(), reason: "a tree cannot hold that name" });
+        }
+        if i > 0 && entries[i - 1].name == e.name {
+            return Err(RepoError::BadPath { path: shown(), reason: "it is both a file and a folder (is a folder on its way a symlink?)" });
+        }
+    }
     let total = entries.iter().map(|e| e.size).sum();
     let mut list = ListBuilder::<TreeList>::new();
     for e in entries {

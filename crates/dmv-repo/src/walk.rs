@@ -17,7 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::dirstate::Stat;
 use crate::error::RepoError;
-use crate::paths::DMV_DIR;
+use crate::paths::{is_not_there, DMV_DIR};
 use crate::RepoResult;
 
 const IGNORE_FILE: &str = ".dmvignore";
@@ -83,7 +83,9 @@ fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, found: &Mutex<Vec<(Ve
             wake.notify_all();
             break;
         };
+        let busy = Busy { queue, wake };
         let result = read_folder(root, &folder, &mut files, &mut subfolders);
+        std::mem::forget(busy);
         let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
         q.busy -= 1;
         match result {
@@ -96,6 +98,24 @@ fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, found: &Mutex<Vec<(Ve
         wake.notify_all();
     }
     found.lock().unwrap_or_else(|p| p.into_inner()).append(&mut files);
+}
+
+/// A folder being read. Should reading it panic, the other threads must not
+/// wait forever for the folders it would have added: they stop, and the
+/// panic reaches the caller.
+struct Busy<'q> {
+    queue: &'q Mutex<Queue>,
+    wake: &'q Condvar,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        q.busy -= 1;
+        q.error.get_or_insert(RepoError::Scan { detail: "a thread reading folders failed".into() });
+        drop(q);
+        self.wake.notify_all();
+    }
 }
 
 fn scan_error(path: &Path, e: impl std::fmt::Display) -> RepoError {
@@ -115,11 +135,16 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Vec<(Vec<u8>, Stat)>, s
     for entry in entries {
         let entry = entry.map_err(|e| scan_error(&abs, e))?;
         let name = entry.file_name();
-        if folder.rel.is_empty() && name == DMV_DIR {
+        // A repository's own folder, or a nested repository's: no tree may hold it.
+        if name.as_bytes().eq_ignore_ascii_case(DMV_DIR.as_bytes()) {
             continue;
         }
         // From the folder's listing: no stat unless the file system leaves the type out.
-        let Ok(kind) = entry.file_type() else { continue };
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) if is_not_there(&e) => continue,
+            Err(e) => return Err(scan_error(&entry.path(), e)),
+        };
         let mut rel = Vec::with_capacity(folder.rel.len() + 1 + name.len());
         if !folder.rel.is_empty() {
             rel.extend_from_slice(&folder.rel);
@@ -132,9 +157,12 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Vec<(Vec<u8>, Stat)>, s
         if kind.is_dir() {
             subfolders.push(Folder { rel, ignores: ignores.clone() });
         } else if kind.is_file() || kind.is_symlink() {
-            // Gone since the folder was read: not there.
-            if let Ok(meta) = entry.metadata() {
-                files.push((rel, Stat::of(&meta)));
+            match entry.metadata() {
+                Ok(meta) => files.push((rel, Stat::of(&meta))),
+                // Gone since the folder was read: not there.
+                Err(e) if is_not_there(&e) => {}
+                // A folder we may list but not look into: its files are not gone, we cannot tell.
+                Err(e) => return Err(scan_error(&entry.path(), e)),
             }
         }
     }
@@ -207,7 +235,10 @@ mod tests {
         std::fs::write(root.join(".dmvignore"), "*.tmp\ncache/\n").unwrap();
         std::fs::write(root.join("sub/.dmvignore"), "!keep.tmp\n*.log\n").unwrap();
         std::os::unix::fs::symlink("b.txt", root.join("link")).unwrap();
-        assert_eq!(walked(root), [".dmvignore", ".hidden", "b.txt", "link", "sub/.dmv/f", "sub/.dmvignore", "sub/deep/e.txt", "sub/keep.tmp"]);
+        // A nested repository's .dmv (any case) is left out, as the root's is.
+        std::fs::create_dir_all(root.join("sub/deep/.DMV")).unwrap();
+        std::fs::write(root.join("sub/deep/.DMV/g"), "g").unwrap();
+        assert_eq!(walked(root), [".dmvignore", ".hidden", "b.txt", "link", "sub/.dmvignore", "sub/deep/e.txt", "sub/keep.tmp"]);
         let (_, meta) = walk(root, 1).unwrap().into_iter().find(|(p, _)| p == b"link").unwrap();
         assert!(meta.is_symlink());
     }

@@ -40,9 +40,13 @@ const TRIES: u32 = 4;
 /// is this close to (or after) the start of our read may have changed during it.
 const TIMESTAMP_GRANULARITY: std::time::Duration = std::time::Duration::from_millis(10);
 
+/// Whether the file's mtime falls in the time of our read (give or take a
+/// tick), where a write would not show as a change of stat. An mtime later
+/// than that (a camera's clock set ahead, an archive's) is not: a write
+/// during the read would have set the mtime to now, which the stats compare.
 fn modified_since(meta: &Metadata, read_start: std::time::SystemTime) -> bool {
     match meta.modified() {
-        Ok(m) => m + TIMESTAMP_GRANULARITY >= read_start,
+        Ok(m) => m + TIMESTAMP_GRANULARITY >= read_start && m <= std::time::SystemTime::now() + TIMESTAMP_GRANULARITY,
         Err(_) => true,
     }
 }

@@ -1,0 +1,121 @@
+//! What stands in the working tree that is not the repository's to touch: a
+//! folder replaced by a symlink, untracked files in the way of a checkout, a
+//! nested repository, a file stamped in the future. Nothing outside the
+//! tree is read or removed, no untracked file is lost, and no commit holds
+//! a tree its readers would refuse.
+
+mod common;
+
+use std::path::Path;
+
+use common::remote::{fsck_clean, one_line_error};
+use common::*;
+
+fn write(d: &Path, rel: &str, content: &str) {
+    let path = d.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn short_status(d: &Path) -> String {
+    dmv(d, &["status", "--short"])
+}
+
+#[test]
+fn a_folder_replaced_by_a_symlink_is_not_looked_through() {
+    let t = tempfile::tempdir().unwrap();
+    let (d, outside) = (t.path().join("repo"), t.path().join("outside"));
+    std::fs::create_dir_all(&d).unwrap();
+    dmv(&d, &["init"]);
+    write(&d, "x.txt", "x\n");
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-m", "x"]);
+    dmv(&d, &["branch", "old"]);
+    write(&d, "d/f.txt", "precious\n");
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-m", "d/f"]);
+    // The folder moves out of the tree (its file's stat unchanged), a symlink takes its place.
+    std::fs::rename(d.join("d"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, d.join("d")).unwrap();
+
+    let status = short_status(&d);
+    assert!(status.contains("d/f.txt") && status.contains("?? d"), "d/f.txt is gone from the tree, d is a new symlink: {status}");
+    // The switch must not delete outside/f.txt through the link (it refuses: d/f.txt is deleted here).
+    let _ = dmv_out(&d, &["switch", "old"]);
+    assert_eq!(std::fs::read(outside.join("f.txt")).unwrap(), b"precious\n");
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-m", "d is a link now"]);
+    let listed = dmv(&d, &["ls-tree", "-r", "HEAD"]);
+    assert!(!listed.contains("d/f.txt") && listed.contains('d'), "{listed}");
+    fsck_clean(&d);
+    assert_eq!(std::fs::read(outside.join("f.txt")).unwrap(), b"precious\n");
+    assert_eq!(short_status(&d), "");
+}
+
+#[test]
+fn a_switch_refuses_to_remove_untracked_files_in_the_way() {
+    let repo = new_repo();
+    let d = repo.path();
+    write(d, "x.txt", "x\n");
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "x"]);
+    dmv(d, &["switch", "-c", "files"]);
+    write(d, "d", "a file named d\n");
+    write(d, "e/f", "a file in a folder e\n");
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "d and e/f"]);
+    dmv(d, &["switch", "main"]);
+
+    // Untracked files where the branch has a file (d) and a folder's file (e/f).
+    write(d, "d/precious.jpg", "1");
+    let out = dmv_out(d, &["switch", "files"]);
+    assert!(!out.status.success());
+    assert!(one_line_error(&out).contains("d/precious.jpg"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("d/precious.jpg")).unwrap(), b"1");
+    std::fs::remove_dir_all(d.join("d")).unwrap();
+
+    write(d, "e", "an untracked file named e");
+    let out = dmv_out(d, &["switch", "files"]);
+    assert!(!out.status.success());
+    assert!(one_line_error(&out).contains("untracked file e "), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("e")).unwrap(), b"an untracked file named e");
+    assert!(dmv(d, &["status"]).contains("main"), "still on main");
+    std::fs::remove_file(d.join("e")).unwrap();
+    dmv(d, &["switch", "files"]);
+    assert_eq!(std::fs::read(d.join("e/f")).unwrap(), b"a file in a folder e\n");
+}
+
+#[test]
+fn a_nested_repository_is_left_out_of_the_commit() {
+    let repo = new_repo();
+    let d = repo.path();
+    write(d, "a.txt", "a\n");
+    std::fs::create_dir(d.join("sub")).unwrap();
+    dmv(&d.join("sub"), &["init"]);
+    write(d, "sub/b.txt", "b\n");
+    write(d, "deep/.DMV/c", "not a tree's name\n");
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "with a nested repository"]);
+    let listed = dmv(d, &["ls-tree", "-r", "HEAD"]);
+    assert!(listed.contains("sub/b.txt") && !listed.to_lowercase().contains(".dmv"), "{listed}");
+    fsck_clean(d);
+    let t = tempfile::tempdir().unwrap();
+    dmv(t.path(), &["clone", d.to_str().unwrap(), "copy"]);
+    assert_eq!(std::fs::read(t.path().join("copy/sub/b.txt")).unwrap(), b"b\n");
+}
+
+#[test]
+fn a_file_stamped_in_the_future_can_be_committed() {
+    let repo = new_repo();
+    let d = repo.path();
+    write(d, "from-the-camera.jpg", "a photo\n");
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+    std::fs::File::options().write(true).open(d.join("from-the-camera.jpg")).unwrap().set_modified(future).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "photo"]);
+    assert_eq!(dmv(d, &["cat", "HEAD:from-the-camera.jpg"]), "a photo\n");
+    assert_eq!(short_status(d), "");
+    // An edit (which stamps it now) is seen.
+    write(d, "from-the-camera.jpg", "retouched\n");
+    assert!(short_status(d).contains("from-the-camera.jpg"));
+}
