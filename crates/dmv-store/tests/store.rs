@@ -295,3 +295,24 @@ fn the_auto_repack_leaves_a_store_alone_while_a_writer_is_in_it() {
     let report = store.repack_if_many_small().unwrap().expect("a repack once the writer is gone");
     assert!(report.packs_rolled > dmv_store::AUTO_REPACK_SMALL_PACKS);
 }
+
+/// A large file not in the page cache is read past it (direct I/O): the
+/// content round-trips, also when its length is not a multiple of a block.
+#[test]
+fn a_large_file_read_past_the_page_cache_round_trips() {
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    let data = noise((64 << 20) + 12345, 9);
+    let path = dir.path().join("big");
+    std::fs::write(&path, &data).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: posix_fadvise only reads its integer arguments.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let mut s = store.begin_write().unwrap();
+    let stored = s.ingest(vec![IngestSource { path }], &|_| {}).unwrap().remove(0).unwrap();
+    s.finish().unwrap();
+    assert_eq!(stored.size, data.len() as u64);
+    assert!(content(&store, &stored.id) == data);
+}
