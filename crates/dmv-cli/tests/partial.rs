@@ -542,3 +542,99 @@ fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_delet
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     fsck_clean(&m);
 }
+
+#[test]
+fn one_replica_reached_under_two_names_or_as_itself_is_one_copy() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (a, b) = (t.join("a"), t.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    dmv(&a, &["init"]);
+    write_noise(&a.join("big.bin"), FILE, 5);
+    commit_all(&a, "big");
+    dmv(t, &["clone", a.to_str().unwrap(), "b"]);
+    // origin2 is origin by another path, self is b itself.
+    dmv(&b, &["remote", "add", "origin2", &format!("{}/.", a.display())]);
+    dmv(&b, &["remote", "add", "self", b.to_str().unwrap()]);
+    let line = one_line_error(&dmv_out(&b, &["drop", "big.bin"]));
+    assert!(line.contains("big.bin (1 of 2)"), "{line}");
+    assert_eq!(ls(&b, "--present"), vec!["big.bin".to_string()]);
+    assert!(std::fs::read(b.join("big.bin")).unwrap() == std::fs::read(a.join("big.bin")).unwrap());
+    // With only itself to ask, nothing is confirmed, and it is not a remote to drop from either.
+    dmv(&b, &["remote", "remove", "origin"]);
+    dmv(&b, &["remote", "remove", "origin2"]);
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "big.bin"]));
+    assert!(line.contains("big.bin (0 of 1)"), "{line}");
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "--from", "self", "big.bin"]));
+    assert!(line.contains("is this repository"), "{line}");
+    assert_eq!(ls(&b, "--present"), vec!["big.bin".to_string()]);
+    fsck_clean(&b);
+}
+
+#[test]
+fn numcopies_zero_drops_nothing_without_force() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    photos(&a, 1, 1, FILE);
+    let before = std::fs::read(a.join("f00/p0.raw")).unwrap();
+    let mtime = std::fs::metadata(a.join("f00/p0.raw")).unwrap().modified().unwrap();
+    let line = one_line_error(&dmv_out(&a, &["drop", "--numcopies", "0", "f00/p0.raw"]));
+    assert!(line.contains("numcopies is 0") && line.contains("--force"), "{line}");
+    // numcopies 0 in the config: the same.
+    let config = a.join(".dmv/config");
+    let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    json["numcopies"] = 0.into();
+    std::fs::write(&config, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    let line = one_line_error(&dmv_out(&a, &["drop", "f00/p0.raw"]));
+    assert!(line.contains("numcopies is 0"), "{line}");
+    let out = dmv_out(&a, &["cat", "HEAD:f00/p0.raw"]);
+    ok(&out);
+    assert!(out.stdout == before);
+    assert!(std::fs::read(a.join("f00/p0.raw")).unwrap() == before);
+    assert_eq!(std::fs::metadata(a.join("f00/p0.raw")).unwrap().modified().unwrap(), mtime);
+    assert!(dmv(&a, &["status", "--short"]).is_empty());
+    // --force drops it, with the warning.
+    let out = dmv_out(&a, &["drop", "--force", "f00/p0.raw"]);
+    ok(&out);
+    assert!(stderr(&out).contains("warning: --force"), "{}", stderr(&out));
+    assert_eq!(ls(&a, "--absent"), vec!["f00/p0.raw".to_string()]);
+}
+
+#[test]
+fn a_drop_killed_while_removing_files_leaves_none_looking_deleted() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 3, FILE);
+    dmv(t, &["clone", src.to_str().unwrap(), "m"]);
+    let m = t.join("m");
+    let tree = dmv(&m, &["ls-tree", "-r", "HEAD"]);
+    let kill = || {
+        let mut cmd = dmv_cmd(&m);
+        cmd.args(["drop", "--numcopies", "1", "f00"]).env("DMV_FAILPOINT", "drop-removed-first-file");
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success() && stderr(&out).contains("failpoint"), "{}", stderr(&out));
+        assert!(!m.join("f00/p0.raw").exists() && m.join("f00/p1.raw").exists() && m.join("f00/p2.raw").exists());
+    };
+    let all_absent = || {
+        assert_eq!(ls(&m, "--absent").len(), 3);
+        assert!(!m.join("f00").exists());
+        assert!(dmv(&m, &["status", "--short"]).is_empty());
+        fsck_clean(&m);
+    };
+    // Killed, then dropped again at once: the files left under absent entries go too.
+    kill();
+    ok(&dmv_out(&m, &["drop", "--numcopies", "1", "f00"]));
+    all_absent();
+
+    // Killed, then status and commit -a: nothing is deleted.
+    ok(&dmv_out(&m, &["get", "f00"]));
+    kill();
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    let _ = dmv_out(&m, &["commit", "-a", "-m", "x"]);
+    assert_eq!(dmv(&m, &["ls-tree", "-r", "HEAD"]), tree);
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    fsck_clean(&m);
+    ok(&dmv_out(&m, &["drop", "--numcopies", "1", "f00"]));
+    all_absent();
+}

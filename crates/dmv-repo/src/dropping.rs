@@ -131,28 +131,39 @@ impl Repository {
     }
 
     /// Removes the working tree's clean copies of dropped files and marks
-    /// their entries absent (a changed file is left as it is).
+    /// their entries absent (a changed file is left as it is). The entries
+    /// say absent, durably, before any file goes: a drop killed while
+    /// removing leaves each file either gone and absent, or still here under
+    /// an absent entry, which status and add take as present again (and the
+    /// next drop removes), never a file that looks deleted.
     fn unwrite_dropped(&self, files: &HashSet<ObjectId>) -> RepoResult<usize> {
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let written = ds.written_ns;
-        let mut removed = 0;
+        let mut clean = Vec::new();
         for (rel, entry) in ds.entries.iter_mut() {
-            if !files.contains(&entry.id) || entry.is_absent() {
+            if !files.contains(&entry.id) {
                 continue;
             }
+            // An absent entry has no stat to trust: a file found there (a drop cut short) is read.
             let abs = self.abs_path(rel);
-            let clean = std::fs::symlink_metadata(&abs)
-                .is_ok_and(|m| entry.stat_matches(&Stat::of(&m), written) || (m.len() == entry.size && m.ino() == entry.ino && self.has_same_content(rel, &m, &entry.id)));
-            if !clean {
+            let same = std::fs::symlink_metadata(&abs).is_ok_and(|m| {
+                entry.stat_matches(&Stat::of(&m), written) || (m.len() == entry.size && (m.ino() == entry.ino || entry.is_absent()) && self.has_same_content(rel, &m, &entry.id))
+            });
+            if !same {
                 continue;
             }
-            self.remove_worktree_file(rel)?;
             *entry = DirEntry::absent(entry.kind, entry.id, entry.size);
-            removed += 1;
+            clean.push(rel.clone());
         }
         self.save_dirstate(&ds)?;
-        Ok(removed)
+        for (i, rel) in clean.iter().enumerate() {
+            self.remove_worktree_file(rel)?;
+            if i == 0 {
+                dmv_store::failpoint("drop-removed-first-file");
+            }
+        }
+        Ok(clean.len())
     }
 
     fn has_same_content(&self, rel: &[u8], meta: &std::fs::Metadata, id: &ObjectId) -> bool {

@@ -4,6 +4,7 @@
 //! live and locked, never by trusting the log).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use dmv_repo::store::ObjectId;
 use dmv_repo::{ReplicaId, Repository};
@@ -16,6 +17,15 @@ use crate::{SyncError, SyncResult};
 
 /// How long a drop keeps other replicas' copies locked at most (it unlocks them when done).
 const LOCK_SECONDS: u64 = 600;
+
+/// A drop frees data only while its locks have at least this long left: a
+/// lock that expired before the drop lets its replica drop that copy too.
+const LOCK_MARGIN_SECONDS: u64 = LOCK_SECONDS / 2;
+
+/// Whether locks requested `elapsed` ago still outlast the drop by the margin.
+fn locks_still_hold(elapsed: Duration) -> bool {
+    elapsed < Duration::from_secs(LOCK_SECONDS - LOCK_MARGIN_SECONDS)
+}
 
 /// One replica's copy of a file's data.
 #[derive(Clone, Debug, Serialize)]
@@ -50,14 +60,20 @@ struct Reached {
     remote: Box<dyn Remote>,
 }
 
-/// Connects to every configured remote that answers (the others are noted in `unreachable`).
+/// Connects to every configured remote that answers (the others are noted in
+/// `unreachable`): one per replica, other than this one. Two names (or URLs)
+/// for the same replica, or one for this replica itself, are one copy, and
+/// a drop must not count it twice.
 fn reach_all(repo: &Repository, except: Option<&str>, unreachable: &mut Vec<String>) -> SyncResult<Vec<Reached>> {
-    let mut reached = Vec::new();
+    let me = repo.replica_id()?;
+    let mut reached: Vec<Reached> = Vec::new();
     for name in repo.config.remotes.keys().filter(|n| Some(n.as_str()) != except) {
         match find_remote(repo, name).and_then(|r| r.connect()) {
             Ok(mut remote) => {
                 let id = remote_replica(repo, remote.as_mut())?;
-                reached.push(Reached { name: name.clone(), id, remote });
+                if id != me && reached.iter().all(|r| r.id != id) {
+                    reached.push(Reached { name: name.clone(), id, remote });
+                }
             }
             Err(e) => unreachable.push(format!("{name} ({e})")),
         }
@@ -142,11 +158,19 @@ pub struct Dropped {
 /// done. Refuses otherwise, naming the files and the copies it could confirm.
 pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Dropped> {
     let needed = options.numcopies.or(repo.config.numcopies).unwrap_or(2) as usize;
+    if needed == 0 && !options.force {
+        // No copy to confirm is a drop that trusts nothing: only --force may do that.
+        return Err(SyncError::Refused("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming".into()));
+    }
     let Some(tree) = repo.head_tree()? else { return Err(SyncError::Refused("nothing to drop: there are no commits yet".into())) };
     let mut source: Option<Reached> = None;
     if let Some(from) = &options.from {
         let mut remote = find_remote(repo, from)?.connect()?;
         let id = remote_replica(repo, remote.as_mut())?;
+        if id == repo.replica_id()? {
+            // Its copy is this one: it would confirm itself.
+            return Err(SyncError::Refused(format!("refusing to drop: remote {from} is this repository; drop without --from")));
+        }
         source = Some(Reached { name: from.clone(), id, remote });
     }
     // The files whose data is to go: here, the ones present; on a remote, the ones it has.
@@ -183,6 +207,8 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let mut locks: Vec<(Box<dyn Remote>, String)> = Vec::new();
     let mut local_lock: Option<String> = None;
     let mut unreachable = Vec::new();
+    // Every lock is requested after this, so none is older.
+    let locking = Instant::now();
     if !options.force {
         if source.is_some() {
             // Dropping from a remote: this replica's own copy counts, locked here like any other.
@@ -210,7 +236,13 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         Err(SyncError::NotEnoughCopies { needed, files: short, unreachable: unreachable.clone() })
     } else {
         dmv_repo::store::failpoint("drop-confirmed");
+        let elapsed = locking.elapsed();
         match source.as_mut() {
+            // Remotes are locked one after another and each may wait: the first locks may be about to expire.
+            _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(format!(
+                "refusing to drop: confirming the other copies took {} s, too close to their locks' {LOCK_SECONDS} s; nothing was dropped, run the drop again",
+                elapsed.as_secs()
+            ))),
             Some(s) => match s.remote.drop_content(&ids)? {
                 (_, locked) if !locked.is_empty() => Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() }),
                 (freed_bytes, _) => {
@@ -251,5 +283,18 @@ fn count(confirmations: &mut [usize], held: &[bool], confirmed_by: &mut Vec<Stri
     }
     if any {
         confirmed_by.push(name.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drop_frees_data_only_while_its_locks_hold_by_the_margin() {
+        assert!(locks_still_hold(Duration::ZERO));
+        assert!(locks_still_hold(Duration::from_secs(LOCK_SECONDS - LOCK_MARGIN_SECONDS - 1)));
+        assert!(!locks_still_hold(Duration::from_secs(LOCK_SECONDS - LOCK_MARGIN_SECONDS)));
+        assert!(!locks_still_hold(Duration::from_secs(LOCK_SECONDS)));
     }
 }
