@@ -638,3 +638,29 @@ fn a_drop_killed_while_removing_files_leaves_none_looking_deleted() {
     ok(&dmv_out(&m, &["drop", "--numcopies", "1", "f00"]));
     all_absent();
 }
+
+/// A remote holding the data only under a branch since deleted keeps it no
+/// longer than its next gc: that copy is not confirmed, and the drop refuses.
+#[test]
+fn a_copy_that_no_branch_keeps_does_not_count() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (a, b) = (t.join("a"), t.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    dmv(&a, &["init"]);
+    std::fs::write(a.join("x.txt"), "x\n").unwrap();
+    commit_all(&a, "x");
+    dmv(t, &["clone", a.to_str().unwrap(), "b"]);
+    dmv(&b, &["switch", "-c", "feat"]);
+    write_noise(&b.join("y.bin"), FILE, 7);
+    commit_all(&b, "y");
+    dmv(&b, &["push", "origin", "feat"]);
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "2", "y.bin"]));
+    assert!(line.contains("y.bin (1 of 2)"), "kept by a branch, the copy counts: {line}");
+    dmv(&a, &["branch", "-d", "feat"]);
+    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "y.bin"]));
+    assert!(line.contains("y.bin (0 of 1)"), "{line}");
+    assert_eq!(ls(&b, "--present"), vec!["x.txt".to_string(), "y.bin".to_string()]);
+    dmv(&a, &["gc", "--prune-reflog", "--prune=now"]);
+    assert!(dmv_out(&b, &["cat", "HEAD:y.bin"]).stdout == std::fs::read(b.join("y.bin")).unwrap());
+}

@@ -13,15 +13,15 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 
-use dmv_store::ObjectId;
+use dmv_store::object::{EntryKind, TreeNode};
+use dmv_store::{ObjectId, ObjectKind};
 
 use crate::config::Config;
 use crate::dirstate::{DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
+use crate::gc::LOCK_DIR;
 use crate::locations::{now_ns, ReplicaId};
 use crate::repo::Repository;
-
-const LOCK_DIR: &str = "content-locks";
 
 /// What a drop did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -47,7 +47,11 @@ impl Repository {
     /// [`Repository::unlock_content`]). Returns the lock's name and, per id, whether it is held.
     pub fn lock_content(&self, ids: &[ObjectId], seconds: u64) -> RepoResult<(String, Vec<bool>)> {
         let _guard = self.drop_guard()?;
-        let held = ids.iter().map(|id| self.has_data(id)).collect::<RepoResult<Vec<bool>>>()?;
+        // Only a copy this replica keeps counts: data here that no branch,
+        // tag or HEAD reaches (a deleted branch's, a rewound push's) goes at
+        // its next gc, lock or no lock once the lock is gone.
+        let kept = self.kept_files(&ids.iter().copied().collect())?;
+        let held = ids.iter().map(|id| Ok(kept.contains(id) && self.has_data(id)?)).collect::<RepoResult<Vec<bool>>>()?;
         let lock = ReplicaId::new_random(b"content lock").to_string().replace('-', "");
         if held.iter().any(|h| *h) {
             let dir = self.dmv.join(LOCK_DIR);
@@ -63,6 +67,52 @@ impl Repository {
         Ok((lock, held))
     }
 
+    /// Which of `wanted` (file content ids) this replica keeps: reached from
+    /// a ref, HEAD or the dirstate, not only from the reflog (which gc may
+    /// prune). Stops once all are found; shared subtrees are read once.
+    fn kept_files(&self, wanted: &HashSet<ObjectId>) -> RepoResult<HashSet<ObjectId>> {
+        let mut found = HashSet::new();
+        let mut seen = HashSet::new();
+        // A copy only a lock keeps is kept no longer than the lock.
+        let locked = self.locked_content()?;
+        let mut stack: Vec<ObjectId> = self.roots_with(false, true)?.into_iter().filter(|r| !locked.contains(r)).collect();
+        while let Some(id) = stack.pop() {
+            if found.len() == wanted.len() {
+                break;
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            if wanted.contains(&id) {
+                found.insert(id);
+                continue;
+            }
+            // Not here: file data a partial replica lacks (trees and commits it always has).
+            let Some(loc) = self.store.locate(&id)? else { continue };
+            match loc.entry.kind {
+                ObjectKind::Commit => {
+                    let c = self.commit(&id)?;
+                    stack.push(c.tree);
+                    stack.extend(c.parents);
+                }
+                ObjectKind::Tree => match self.store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
+                    TreeNode::Leaf(entries) => {
+                        for e in entries {
+                            if e.kind == EntryKind::Dir {
+                                stack.push(e.id);
+                            } else if wanted.contains(&e.id) {
+                                found.insert(e.id);
+                            }
+                        }
+                    }
+                    TreeNode::Inner { children, .. } => stack.extend(children.into_iter().map(|c| c.id)),
+                },
+                _ => {}
+            }
+        }
+        Ok(found)
+    }
+
     /// Releases a lock [`Repository::lock_content`] took (gone already is fine).
     pub fn unlock_content(&self, lock: &str) -> RepoResult<()> {
         if lock.is_empty() || !lock.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -73,34 +123,6 @@ impl Repository {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RepoError::io(&path, e)),
             _ => Ok(()),
         }
-    }
-
-    /// Content some other replica's drop has locked here (expired locks are removed).
-    fn locked_content(&self) -> RepoResult<HashSet<ObjectId>> {
-        let dir = self.dmv.join(LOCK_DIR);
-        let mut locked = HashSet::new();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(locked),
-            Err(e) => return Err(RepoError::io(&dir, e)),
-        };
-        let now = now_ns();
-        for entry in entries {
-            let path = entry.at(&dir)?.path();
-            if path.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp")) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).at(&path)?;
-            let mut lines = text.lines();
-            // An unreadable lock holds everything it might name: better to refuse a drop.
-            let expires: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
-            if expires < now {
-                let _ = std::fs::remove_file(&path);
-                continue;
-            }
-            locked.extend(lines.filter_map(ObjectId::from_hex));
-        }
-        Ok(locked)
     }
 
     /// Frees the data of these files (content ids) here, keeping chunks that

@@ -1,9 +1,16 @@
 //! What gc and fsck start from (the roots), and gc itself.
 
+use std::collections::HashSet;
+
 use dmv_store::{GcOptions, GcReport, ObjectId, VerifyReport};
 
-use crate::error::RepoResult;
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::locations::now_ns;
 use crate::repo::Repository;
+
+/// Where other replicas' drops lock copies here (see dropping.rs): each file
+/// an expiry time, then the content ids it locks.
+pub(crate) const LOCK_DIR: &str = "content-locks";
 
 /// What gc may drop besides what no root reaches.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,7 +51,35 @@ impl Repository {
         Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, progress)?)
     }
 
-    fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
+    /// Content some other replica's drop has locked here (expired locks are removed).
+    pub(crate) fn locked_content(&self) -> RepoResult<HashSet<ObjectId>> {
+        let dir = self.dmv.join(LOCK_DIR);
+        let mut locked = HashSet::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(locked),
+            Err(e) => return Err(RepoError::io(&dir, e)),
+        };
+        let now = now_ns();
+        for entry in entries {
+            let path = entry.at(&dir)?.path();
+            if path.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).at(&path)?;
+            let mut lines = text.lines();
+            // An unreadable lock holds everything it might name: better to refuse a drop.
+            let expires: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
+            if expires < now {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            locked.extend(lines.filter_map(ObjectId::from_hex));
+        }
+        Ok(locked)
+    }
+
+    pub(crate) fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
         let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
         if let Some(h) = self.head_commit()? {
             roots.push(h);
@@ -58,6 +93,12 @@ impl Repository {
                 Ok(staged) => roots.extend(staged.entries.values().filter(|e| !e.is_absent()).map(|e| e.id)),
                 Err(e) if dirstate_must_load => return Err(e),
                 Err(_) => {}
+            }
+        }
+        // A copy another replica's drop counts on stays while the lock lasts.
+        for id in self.locked_content()? {
+            if self.store.contains(&id)? {
+                roots.push(id);
             }
         }
         if include_reflog {
