@@ -664,3 +664,31 @@ fn a_copy_that_no_branch_keeps_does_not_count() {
     dmv(&a, &["gc", "--prune-reflog", "--prune=now"]);
     assert!(dmv_out(&b, &["cat", "HEAD:y.bin"]).stdout == std::fs::read(b.join("y.bin")).unwrap());
 }
+
+/// A push from a partial replica to a remote that lacks data this replica
+/// does not hold either refuses in one line, naming a file, and lands
+/// nothing; once the data is here, the same push goes through.
+#[test]
+fn a_push_needing_data_this_replica_lacks_refuses_and_names_it() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let a = t.join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    dmv(&a, &["init"]);
+    write_noise(&a.join("big.bin"), FILE, 3);
+    commit_all(&a, "big");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(t, &["clone", "--slice", "meta", a.to_str().unwrap(), "m"]);
+    let m = t.join("m");
+    std::fs::write(m.join("n.txt"), "new\n").unwrap();
+    dmv(&m, &["add", "n.txt"]);
+    dmv(&m, &["commit", "-m", "n"]);
+    dmv(&m, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    let line = one_line_error(&dmv_out(&m, &["push", "hub", "main"]));
+    assert!(line.contains("big.bin") && line.contains("dmv get"), "{line}");
+    assert_eq!(dmv(&t.join("hub"), &["branch"]).trim(), "");
+    dmv(&m, &["get", "big.bin"]);
+    dmv(&m, &["push", "hub", "main"]);
+    fsck_clean(&t.join("hub"));
+    assert!(dmv_out(&t.join("hub"), &["cat", "main:big.bin"]).stdout == std::fs::read(a.join("big.bin")).unwrap());
+}

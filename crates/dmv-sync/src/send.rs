@@ -10,7 +10,7 @@ use crate::client::Remote;
 use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, edges, TransferStats};
 use crate::protocol::WireRefUpdate;
-use crate::SyncResult;
+use crate::{SyncError, SyncResult};
 
 /// Chunks a push asks the kernel to read ahead at a time (~8 MiB).
 const PREFETCH_CHUNKS: usize = 128;
@@ -65,6 +65,9 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
     let mut missing = Missing { chunks: Vec::new(), graph: HashMap::new(), files: Vec::new() };
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
+    // File data the remote lacks that a partial replica does not hold either, by name.
+    let mut names: HashMap<ObjectId, Vec<u8>> = HashMap::new();
+    let mut absent: Vec<Vec<u8>> = Vec::new();
     let mut level = commits;
     while !level.is_empty() {
         let present = client.has(&level)?;
@@ -73,15 +76,24 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             if there {
                 continue;
             }
-            let (kind, content) = store.read(id)?;
+            let (kind, content) = match store.read(id) {
+                Err(dmv_repo::store::StoreError::NotFound { .. }) if repo.config.partial && names.contains_key(id) => {
+                    absent.push(names[id].clone());
+                    continue;
+                }
+                other => other?,
+            };
             if kind == ObjectKind::Chunk {
                 missing.chunks.push((*id, content.len() as u64));
                 continue;
             }
             let mut kids = Vec::new();
             for e in edges(id, kind, &content)? {
-                if e.entry.as_ref().is_some_and(|(_, k)| k.is_file()) {
+                if let Some((name, k)) = e.entry.as_ref().filter(|(_, k)| k.is_file()) {
                     missing.files.push(e.id);
+                    if *k != dmv_repo::store::object::EntryKind::Symlink {
+                        names.entry(e.id).or_insert_with(|| name.clone());
+                    }
                 }
                 if e.chunk {
                     if seen.insert(e.id) {
@@ -101,9 +113,20 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     let present = client.has(&chunk_candidates)?;
     for (id, there) in chunk_candidates.iter().zip(present) {
         if !there {
-            let size = store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })?.entry.raw_len as u64;
-            missing.chunks.push((*id, size));
+            match store.locate(id)? {
+                Some(loc) => missing.chunks.push((*id, loc.entry.raw_len as u64)),
+                // A chunk of a file a get or drop left partly here.
+                None if repo.config.partial => absent.push(names.get(id).cloned().unwrap_or_else(|| b"a file".to_vec())),
+                None => return Err(dmv_repo::store::StoreError::NotFound { id: *id }.into()),
+            }
         }
+    }
+    if let Some(first) = absent.first() {
+        return Err(SyncError::Refused(format!(
+            "cannot push: the remote lacks the data of {} file version(s) this partial replica does not hold either (e.g. {}); `dmv get` them first, or push from a replica that has them",
+            absent.len(),
+            String::from_utf8_lossy(first)
+        )));
     }
     Ok(missing)
 }
