@@ -145,12 +145,18 @@ impl Repository {
         }
         untracked.extend(files.map(|(p, _)| p));
         let mut refreshed = false;
+        let read_start = now_ns();
         for ((path, meta), (id, size)) in to_read.iter().zip(self.current_ids(&to_read)?) {
             let kind = meta.kind().unwrap_or(EntryKind::File);
             let Some(entry) = ds.entries.get_mut(path) else { continue };
             if id == entry.id && kind == entry.kind {
-                *entry = DirEntry::with_stat(kind, id, size, meta);
-                refreshed = true;
+                // A file stamped within a clock tick of our read may have been
+                // written again in that tick, unseen by its stat: not recorded
+                // as checked, it is read again next time (as ingest does).
+                if meta.mtime_ns.saturating_add(TIMESTAMP_TICK_NS) < read_start {
+                    *entry = DirEntry::with_stat(kind, id, size, meta);
+                    refreshed = true;
+                }
             } else {
                 unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
             }
@@ -199,6 +205,13 @@ impl Repository {
         let (status, ds) = self.worktree_status()?;
         Ok(current_flat(&status, &ds))
     }
+}
+
+/// File timestamps come from the kernel's coarse clock (one tick, 1-10 ms).
+const TIMESTAMP_TICK_NS: i64 = 10_000_000;
+
+fn now_ns() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
 }
 
 /// Threads for stat'ing many files: more than cores, as a stat waits now and
