@@ -12,6 +12,9 @@ use crate::files::symlink_target;
 use crate::paths::{matches, show, Beneath};
 use crate::repo::Repository;
 
+/// Files handed to one ingest pipeline at a time by `add`.
+const INGEST_BATCH: usize = 8192;
+
 impl Repository {
     /// Stages files under the given repository-relative paths (empty = everything):
     /// new and modified files are stored, vanished tracked files are unstaged.
@@ -92,19 +95,22 @@ impl Repository {
         }
         let total: u64 = to_ingest.iter().map(|(_, m)| m.size).sum();
         let done = AtomicU64::new(0);
-        let sources = to_ingest.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
-        let results = session.ingest(sources, &|n| {
-            let d = done.fetch_add(n, Ordering::Relaxed) + n;
-            progress(d, total);
-        })?;
-        for ((path, _), result) in to_ingest.iter().zip(results) {
-            let stored = result?;
-            let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
-            let new = DirEntry::new(kind, stored.id, stored.size, &stored.meta);
-            if ds.entries.get(path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
-                changed += 1;
+        // In batches: a result holds a whole stat, too much to keep for a million files at once.
+        for batch in to_ingest.chunks(INGEST_BATCH) {
+            let sources = batch.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
+            let results = session.ingest(sources, &|n| {
+                let d = done.fetch_add(n, Ordering::Relaxed) + n;
+                progress(d, total);
+            })?;
+            for ((path, _), result) in batch.iter().zip(results) {
+                let stored = result?;
+                let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
+                let new = DirEntry::new(kind, stored.id, stored.size, &stored.meta);
+                if ds.entries.get(path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
+                    changed += 1;
+                }
+                ds.entries.insert(path.clone(), new);
             }
-            ds.entries.insert(path.clone(), new);
         }
         session.finish()?;
         self.save_dirstate(&ds)?;
