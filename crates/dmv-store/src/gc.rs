@@ -389,6 +389,12 @@ fn packs_to_roll(sizes: &[u64]) -> usize {
         .unwrap_or(sizes.len())
 }
 
+fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
+    let (sum, _, entries) = w.finish()?;
+    write_index(&dir.join(index_file_name(&sum)), &[sum], entries.into_iter().map(|e| (0, e)).collect())?;
+    Ok(sum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::packs_to_roll;
@@ -405,10 +411,4 @@ mod tests {
         // A steep tail above a pile of small ones is kept.
         assert_eq!(packs_to_roll(&[1, 1, 1, 1, 100, 1000]), 4);
     }
-}
-
-fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
-    let (sum, _, entries) = w.finish()?;
-    write_index(&dir.join(index_file_name(&sum)), &[sum], entries.into_iter().map(|e| (0, e)).collect())?;
-    Ok(sum)
 }
