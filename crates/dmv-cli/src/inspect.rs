@@ -8,7 +8,7 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, lookup, read_dir};
 use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
 
-use crate::repo_args::{open_repo, show_path};
+use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
 pub struct LogArgs {
@@ -22,6 +22,9 @@ pub struct LogArgs {
     oneline: bool,
     #[arg(long)]
     json: bool,
+    /// Only commits that change these paths (files or folders): `dmv log -- PATH...`.
+    #[arg(last = true)]
+    paths: Vec<std::path::PathBuf>,
 }
 
 fn format_time(secs: i64) -> String {
@@ -45,8 +48,17 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    for info in repo.walk(&[start])?.take(a.max_count.unwrap_or(usize::MAX)) {
+    let paths = repo_paths(&repo, &a.paths)?;
+    let mut left = a.max_count.unwrap_or(usize::MAX);
+    for info in repo.walk(&[start])? {
         let info = info?;
+        if left == 0 {
+            break;
+        }
+        if !repo.changes_paths(&info, &paths)? {
+            continue;
+        }
+        left -= 1;
         let c = &info.commit;
         if a.json {
             json.push(serde_json::json!({

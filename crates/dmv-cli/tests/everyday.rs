@@ -370,3 +370,33 @@ fn a_tracked_file_that_an_ignore_rule_matches_stays_tracked_through_add_and_comm
     dmv(d, &["commit", "-a", "-m", "three"]);
     assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("keep.log"));
 }
+
+#[test]
+fn log_of_a_path_lists_the_commits_that_changed_it() {
+    let repo = new_repo();
+    let d = repo.path();
+    let commit = |msg: &str| dmv(d, &["commit", "-m", msg]);
+    std::fs::create_dir_all(d.join("shoot")).unwrap();
+    std::fs::write(d.join("notes.txt"), "1\n").unwrap();
+    std::fs::write(d.join("shoot/a.jpg"), "a").unwrap();
+    std::fs::write(d.join("shoot/b.jpg"), "b").unwrap();
+    dmv(d, &["add", "."]);
+    commit("both");
+    std::fs::write(d.join("shoot/a.jpg"), "a2").unwrap();
+    dmv(d, &["add", "."]);
+    commit("retouch a");
+    std::fs::write(d.join("notes.txt"), "2\n").unwrap();
+    dmv(d, &["add", "."]);
+    commit("notes");
+    dmv(d, &["rm", "shoot/a.jpg"]);
+    commit("drop a");
+    let subjects = |args: &[&str]| -> Vec<String> { dmv(d, &[&["log", "--oneline"][..], args].concat()).lines().map(|l| l.split_once(' ').unwrap().1.to_string()).collect() };
+    assert_eq!(subjects(&["--", "notes.txt"]), ["notes", "both"]);
+    assert_eq!(subjects(&["--", "shoot"]), ["drop a", "retouch a", "both"]);
+    assert_eq!(subjects(&["-n", "1", "--", "shoot/a.jpg"]), ["drop a"]);
+    assert_eq!(subjects(&["HEAD~1", "--", "shoot/a.jpg"]), ["retouch a", "both"]);
+    assert_eq!(subjects(&["--", "notes.txt", "shoot"]).len(), 4);
+    assert!(subjects(&["--", "never-there"]).is_empty());
+    // From a subfolder, paths are relative to it, as in git.
+    assert_eq!(dmv(&d.join("shoot"), &["log", "--oneline", "--", "."]).lines().count(), 3);
+}

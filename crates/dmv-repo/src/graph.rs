@@ -12,6 +12,7 @@ use dmv_store::object::Commit;
 use dmv_store::{ObjectId, ObjectKind};
 use serde::Serialize;
 
+use crate::tree::{lookup, FlatEntry};
 use crate::{RepoResult, Repository};
 
 #[derive(Clone, Debug, Serialize)]
@@ -86,6 +87,28 @@ impl Repository {
     /// The ids of [`Repository::walk_between`], in no particular order.
     pub fn commits_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
         self.walk_between(wants, haves)?.map(|c| c.map(|c| c.id)).collect()
+    }
+
+    /// Whether `commit` changed anything at or under one of `paths` (empty:
+    /// everything): what `log -- PATH` shows. A commit changes a path when
+    /// what its tree holds there differs from its first parent's; a merge,
+    /// when it differs from every parent's (else it took that side as it was).
+    /// Looks up each path in each tree, never flattening one.
+    pub fn changes_paths(&self, commit: &CommitInfo, paths: &[Vec<u8>]) -> RepoResult<bool> {
+        if paths.is_empty() {
+            return Ok(true);
+        }
+        let at = |tree: &ObjectId| -> RepoResult<Vec<Option<FlatEntry>>> { paths.iter().map(|p| lookup(&self.store, tree, p)).collect() };
+        let mine = at(&commit.commit.tree)?;
+        if commit.commit.parents.is_empty() {
+            return Ok(mine.iter().any(Option::is_some));
+        }
+        for parent in &commit.commit.parents {
+            if at(&self.commit(parent)?.tree)? == mine {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Every commit reachable from `starts`, including them.
