@@ -11,7 +11,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
+import statistics
 import subprocess
+import tempfile
+import threading
 import time
 
 import datagen
@@ -86,6 +90,12 @@ class Recorder:
         status = "ok" if out.ok else ("timeout" if out.timed_out else "fail")
         self._record(tool.name, experiment, param, step, status, out, measure_path, **extra)
         return out
+
+    def record(self, tool, experiment, param, step, out, measure_path, **extra):
+        """Records a step the experiment timed itself (e.g. a loop of commands
+        timed one by one); its status comes from `out` as in `step`."""
+        status = "ok" if out.ok else ("timeout" if out.timed_out else "fail")
+        return self._record(tool.name, experiment, param, step, status, out, measure_path, **extra)
 
     def close(self, **end):
         self.write(dict(kind="end", run_id=self.meta["run_id"], **end))
@@ -357,6 +367,216 @@ def huge(ctx, tool, size):
         S("fsck1", lambda: tool.fsck(pt)),
     ])
     shutil.rmtree(pt.root, ignore_errors=True)
+
+
+HISTORY_FOLDERS, HISTORY_FILES_PER_FOLDER, HISTORY_LINES = 10, 10, 20
+HISTORY_SINGLES = 20               # extra commits timed one by one: "one small commit" is their median
+HISTORY_PATH = "d5/f50.txt"        # the file whose history `log -- PATH` lists
+
+
+class HistoryTree:
+    """100 small text files (20 lines each) in 10 folders. Edit k rewrites one
+    line of file k mod 100 (cycling through the files, then the lines) with a
+    text no earlier edit wrote, so every edit is a change to commit."""
+
+    def __init__(self, root):
+        self.root = root
+        self.files = HISTORY_FOLDERS * HISTORY_FILES_PER_FOLDER
+        self.text = [["file %02d line %02d: as first written\n" % (f, l) for l in range(HISTORY_LINES)]
+                     for f in range(self.files)]
+        self.edits = 0
+
+    def path(self, f):
+        return "d%d/f%02d.txt" % (f // HISTORY_FILES_PER_FOLDER, f)
+
+    def _write(self, f):
+        with open(os.path.join(self.root, self.path(f)), "w") as out:
+            out.write("".join(self.text[f]))
+
+    def write(self):
+        for d in range(HISTORY_FOLDERS):
+            os.makedirs(os.path.join(self.root, "d%d" % d), exist_ok=True)
+        for f in range(self.files):
+            self._write(f)
+
+    def edit(self):
+        k, f = self.edits, self.edits % self.files
+        line = (k // self.files) % HISTORY_LINES
+        self.text[f][line] = "file %02d line %02d: changed by edit %d\n" % (f, line, k)
+        self._write(f)
+        self.edits += 1
+        return k
+
+    def commits_of(self, rel):
+        """Commits that changed `rel` so far: the first commit and its edits."""
+        f = next(i for i in range(self.files) if self.path(i) == rel)
+        return 1 + sum(1 for k in range(self.edits) if k % self.files == f)
+
+
+def _commit_loop(ctx, tool, pt, tree, count):
+    """`count` commits of one edit each (`commit_all`), the edits untimed.
+    Returns (Outcome whose wall_s is the sum of the commits' times, the list of
+    the commits' times). Each commit is timed from fork to wait4 without GNU
+    time, whose extra process would add milliseconds to every commit (more than
+    a small commit takes on a loaded machine); so no peak RSS here."""
+    out, walls, current = Outcome(), [], [None]
+    timeout = ctx.rec.timeout
+    killed = threading.Event()
+
+    def kill():  # the whole loop is one step: one deadline for all its commits
+        killed.set()
+        if current[0]:
+            try:
+                os.killpg(current[0], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        with tempfile.TemporaryFile() as err:
+            for _ in range(count):
+                k = tree.edit()
+                for cmd in tool.commit_all(pt, "edit %d" % k):
+                    env = dict(ctx.rec.env)
+                    env.update(cmd.env or {})
+                    err.seek(0)
+                    err.truncate()
+                    start = time.perf_counter()
+                    p = subprocess.Popen(cmd.argv, cwd=cmd.cwd, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                    current[0] = p.pid
+                    _, status, _ = os.wait4(p.pid, 0)
+                    wall = time.perf_counter() - start
+                    current[0] = None
+                    p.returncode = os.waitstatus_to_exitcode(status)
+                    out.wall_s += wall
+                    walls.append(wall)
+                    out.commands = [" ".join(cmd.argv)]
+                    if killed.is_set():
+                        out.ok, out.timed_out = False, True
+                        out.error = "timeout after %ss at commit %d of %d: %s" % (
+                            timeout, len(walls), count, " ".join(cmd.argv))
+                        return out, walls
+                    if p.returncode != 0:
+                        err.seek(0)
+                        tail = err.read()[-1500:].decode("utf-8", "replace").strip()
+                        out.ok, out.returncode = False, p.returncode
+                        out.error = "exit %d at commit %d of %d: %s: %s" % (
+                            p.returncode, len(walls), count, " ".join(cmd.argv[:3]), tail)
+                        return out, walls
+    finally:
+        timer.cancel()
+    return out, walls
+
+
+def _commit_stats(walls):
+    ms = sorted(w * 1000 for w in walls)
+    if not ms:
+        return {}
+
+    def pct(q):
+        return round(ms[min(len(ms) - 1, int(q * len(ms)))], 3)
+    # mean per tenth of the run, in commit order: does a commit slow down as the history grows?
+    tenths = [walls[len(walls) * i // 10:len(walls) * (i + 1) // 10] for i in range(10)]
+    return dict(commits_done=len(ms), per_commit_ms=round(sum(ms) / len(ms), 3),
+                commit_mean_ms_tenths=[round(1000 * sum(t) / len(t), 3) if t else None for t in tenths],
+                commit_median_ms=round(statistics.median(ms), 3), commit_p90_ms=pct(0.9),
+                commit_p99_ms=pct(0.99), commit_max_ms=round(ms[-1], 3))
+
+
+def _store_usage(tool, pt):
+    """Files and bytes of the object store alone (.dmv/objects, .git/objects)."""
+    disk, apparent, files = disk_usage(os.path.join(tool.meta(pt), tool.store))
+    return dict(store_files=files, store_bytes_disk=disk, store_bytes_apparent=apparent)
+
+
+def _log_path_unsupported(ctx, tool, pt):
+    """Why `log -- PATH` cannot be measured for this dmv (None when it can):
+    its usage line must name paths (`-C <PATH>` is an option, not a filter)."""
+    if tool.name != "dmv":
+        return None
+    out = run_cmds([tool.cmd(pt, "log", "--help", stdout="capture")], ctx.rec.env, 60)
+    if not out.ok:
+        return "`dmv log --help` failed: %s" % (out.error or "")[-200:]
+    usage = next((l for l in out.captured.decode("utf-8", "replace").splitlines() if l.startswith("Usage:")), "")
+    if "PATH" not in usage:
+        return "`dmv log` has no path filter (%s)" % usage.strip()
+    return None
+
+
+def _log_lines(ctx, tool, pt, cmds, expected):
+    """Untimed check of a log step: it lists `expected` commits, one line each."""
+    def check(out):
+        if not out.ok:
+            return {}
+        again = run_cmds([Cmd(c.argv, c.cwd, c.env, stdout="capture") for c in cmds], ctx.rec.env, ctx.rec.timeout)
+        lines = len(again.captured.splitlines()) if again.ok else None
+        if lines != expected:
+            out.ok = False
+            out.error = "listed %s commits, expected %d%s" % (
+                lines, expected, "" if again.ok else ": " + (again.error or "")[-200:])
+        return dict(log_commits=lines, log_commits_expected=expected)
+    return check
+
+
+def history(ctx, commits):
+    """Long histories of small commits: `commits` commits of one changed line
+    each on 100 small text files, then 20 more timed one by one, then log,
+    log of one file and the commit that last changed that file."""
+    experiment, param = "history", str(commits)
+    skips = Skips(ctx, experiment)
+    for tool in ctx.tools:
+        if tool.commit_all(Point(ctx.workdir), "m") is None:
+            continue  # bup, cp: no commit of every modified file, no log
+        pt = ctx.point(experiment, commits)
+        tree = HistoryTree(pt.work)
+        tree.write()
+        meta = tool.meta(pt)
+        if not _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                S("init", lambda: tool.init(pt), fatal=True),
+                S("commit1", lambda: tool.commit(pt, True), fatal=True)]):
+            shutil.rmtree(pt.root, ignore_errors=True)
+            continue
+        print("history %s: {:,} commits".format(commits) % tool.name, flush=True)
+        os.sync()
+        t = time.perf_counter()
+        out, walls = _commit_loop(ctx, tool, pt, tree, commits)
+        ctx.rec.record(tool, experiment, param, "commits", out, meta, commits=commits, peak_rss_kib=None,
+                       loop_elapsed_s=round(time.perf_counter() - t, 3), **_commit_stats(walls),
+                       **_store_usage(tool, pt))
+        if not out.ok:
+            skips.fail(tool, param, out)
+            shutil.rmtree(pt.root, ignore_errors=True)
+            continue
+        # one small commit: the median of HISTORY_SINGLES commits timed alone; its
+        # peak RSS from one more commit run under GNU time like every other step
+        os.sync()
+        out, walls = _commit_loop(ctx, tool, pt, tree, HISTORY_SINGLES)
+        rss = run_cmds(tool.commit_all(pt, "edit %d" % tree.edit()), ctx.rec.env, ctx.rec.timeout) if out.ok else None
+        one = Outcome(wall_s=statistics.median(walls) if walls else 0.0,
+                      peak_rss_kib=rss.peak_rss_kib if rss else 0, ok=out.ok and rss.ok,
+                      timed_out=out.timed_out or bool(rss and rss.timed_out), error=out.error or (rss and rss.error))
+        ctx.rec.record(tool, experiment, param, "commit_one", one, meta, commits=commits + HISTORY_SINGLES + 1,
+                       commit_samples_ms=[round(w * 1000, 3) for w in walls],
+                       rss_commit_wall_s=round(rss.wall_s, 6) if rss else None, **_store_usage(tool, pt))
+        if not one.ok:
+            skips.fail(tool, param, one)
+            shutil.rmtree(pt.root, ignore_errors=True)
+            continue
+        total = 1 + tree.edits
+        on_path = tree.commits_of(HISTORY_PATH)
+        unsupported = _log_path_unsupported(ctx, tool, pt)
+        for step, cmds, expected in (("log", tool.log(pt), total),
+                                     ("log_path", tool.log(pt, HISTORY_PATH), on_path),
+                                     ("log_path_last", tool.log(pt, HISTORY_PATH, last=True), 1)):
+            if step != "log" and unsupported:
+                ctx.rec.note(tool.name, experiment, param, step, "unsupported", unsupported)
+                continue
+            os.sync()
+            ctx.rec.step(tool, experiment, param, step, cmds, meta,
+                         after=_log_lines(ctx, tool, pt, cmds, expected) if cmds else None)
+        shutil.rmtree(pt.root, ignore_errors=True)
 
 
 SYNC_TOKEN = "bench-write-token"

@@ -24,7 +24,7 @@ STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#f
 SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
-               "partial-bigfile", "partial-files", "huge"]
+               "partial-bigfile", "partial-files", "history", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -761,6 +761,120 @@ def partial_section(ix, mode, cfg):
     return out
 
 
+HISTORY_TARGET_COMMITS, HISTORY_TARGET_FILES = 10_000, 50
+# (step, field, label); field "wall" and "rss" are the step's own wall time and peak RSS
+HISTORY_ROWS = [
+    ("commits", "wall", "the %s commits of one changed line, total"),
+    ("commits", "per_commit_ms", "per commit, mean"),
+    ("commits", "first_tenth_ms", "per commit, mean of the first tenth of them"),
+    ("commits", "last_tenth_ms", "per commit, mean of the last tenth of them"),
+    ("commits", "commit_median_ms", "per commit, median"),
+    ("commits", "commit_p99_ms", "per commit, 99th percentile"),
+    ("commits", "commit_max_ms", "slowest commit"),
+    ("commit_one", "wall", "one small commit after them (median of 20 timed alone)"),
+    ("commit_one", "rss", "peak RSS of one small commit"),
+    ("commits", "store_files", "files in the object store after the commits (`.dmv/objects`, `.git/objects`)"),
+    ("commits", "repo_files", "files in the whole metadata folder (`.dmv`, `.git`)"),
+    ("commits", "store_bytes_disk", "object store on disk"),
+    ("commits", "store_bytes_apparent", "object store, apparent size"),
+    ("log", "wall", "log of every commit (`log --oneline > /dev/null`)"),
+    ("log", "rss", "peak RSS of that log"),
+    ("log_path", "wall", "log of one file (`log --oneline -- PATH`)"),
+    ("log_path_last", "wall", "the commit that last changed that file (`log --oneline -n 1 -- PATH`)"),
+    ("log_path", "rss", "peak RSS of the log of one file"),
+]
+
+
+def history_cell(rec, field):
+    """(value, text) of one figure of a history step."""
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, SHORT.get(rec["status"], rec["status"])
+    if field in ("wall", "rss"):
+        return cell(rec, "time" if field == "wall" else "rss")
+    tenths = rec.get("commit_mean_ms_tenths") or [None]
+    v = {"first_tenth_ms": tenths[0], "last_tenth_ms": tenths[-1]}.get(field, rec.get(field))
+    if v is None:
+        return None, "—"
+    if field.endswith("_ms"):
+        return v, fmt_time(v / 1000)
+    if field.endswith("_files"):
+        return v, fmt_count(v)
+    return v, fmt_bytes(v)
+
+
+def history_table(ix, p):
+    tools = ix.tools_in("history")
+    peers = [t for t in tools if t != "dmv"]
+    head = ["measure"] + (["dmv"] if "dmv" in tools else [])
+    for t in peers:
+        head += [t] + (["%s/dmv" % t] if "dmv" in tools else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for step, field, label in HISTORY_ROWS:
+        recs = {t: ix.get(t, "history", p, step) for t in tools}
+        if not any(recs.values()):
+            continue
+        vals = {t: history_cell(recs[t], field) for t in tools}
+        row = [label % fmt_count(p) if "%s" in label else label]
+        if "dmv" in tools:
+            row.append(vals["dmv"][1])
+        for t in peers:
+            row.append(vals[t][1])
+            if "dmv" in tools:
+                row.append(ratio(vals[t][0], vals["dmv"][0]))
+        lines.append("| " + " | ".join(row) + " |")
+    loads = [r["loadavg_1m"] for (t, e, q, s), r in ix.by.items()
+             if e == "history" and q == str(p) and r.get("loadavg_1m") is not None]
+    if loads:
+        lines += ["", "1-minute load average during these steps: %.2f to %.2f." % (min(loads), max(loads))]
+    return "\n".join(lines)
+
+
+def history_targets(ix):
+    params = ix.params("history")
+    if not params:
+        return []
+    n = HISTORY_TARGET_COMMITS if HISTORY_TARGET_COMMITS in params else params[-1]
+    at = "" if n == HISTORY_TARGET_COMMITS else " (after %s commits, not 10,000: indicative only)" % fmt_count(n)
+    out = ["| target | measured | met |", "|---|---|---|"]
+    files, _ = history_cell(ix.get("dmv", "history", n, "commits"), "store_files")
+    met = "—" if files is None or n != HISTORY_TARGET_COMMITS else ("yes" if files < HISTORY_TARGET_FILES else "**no**")
+    out.append("| after 10,000 commits of one small change each, the object store holds fewer than %d files | %s%s | %s |" % (
+        HISTORY_TARGET_FILES, "—" if files is None else "%s files" % fmt_count(files), at, met))
+    dv, _ = history_cell(ix.get("dmv", "history", n, "commit_one"), "wall")
+    gv, _ = history_cell(ix.get("git", "history", n, "commit_one"), "wall")
+    met = "—" if not (dv and gv) or n != HISTORY_TARGET_COMMITS else ("yes" if dv <= gv else "**no**")
+    out.append("| a commit of one small change no slower than git's (median of 20 single commits, dmv time / "
+               "git time ≤ 1) | %s%s | %s |" % (
+                   "dmv %s, git %s: dmv/git = %.2f" % (fmt_time(dv), fmt_time(gv), dv / gv) if dv and gv else "—",
+                   at, met))
+    return out
+
+
+def history_section(ix, mode):
+    out = ["### Long histories of small commits", "",
+           "Per tool, in a fresh repository: 100 small text files (20 lines each) in 10 folders, committed "
+           "once; then N commits, each changing one line of one file (cycling through the files) and "
+           "committing it with `dmv commit -a -m MSG` or `git commit -qam MSG` (git with its defaults, so its "
+           "automatic gc, `gc --auto`, runs inside the commit that triggers it: `gc.autoDetach=false`); then 20 "
+           "more commits timed one by one, whose median is \"one small commit\", and one more under GNU time "
+           "for its peak RSS; then the log of every commit, the log of one file (`d5/f50.txt`, changed by "
+           "every 100th commit) and the commit that last changed that file, each written to /dev/null and "
+           "checked afterwards (untimed) for the number of commits it lists. The commits are timed one by one "
+           "from fork to exit, without GNU time (its extra process would add milliseconds to each), and the "
+           "edits between them are not timed; sync(2) runs before the N commits, not between them. Files and "
+           "bytes of the store are counted after the N commits. `git/dmv` above 1: DMV is faster or smaller. "
+           "bup and cp are not measured (no commit of every modified file, no log).", ""]
+    params = ix.params("history")
+    if mode == "quick":
+        out += ["Quick run: %s commits; the full run makes 10,000." % ", ".join(fmt_count(p) for p in params), ""]
+    out += ["#### Targets", ""] + history_targets(ix) + [""]
+    for p in params:
+        out += ["#### %s commits of one changed line each" % fmt_count(p), "", history_table(ix, p), ""]
+    return out
+
+
 def section(mode, per_exp):
     parts, run = combine(per_exp)
     ix = Index(run)
@@ -889,6 +1003,9 @@ def section(mode, per_exp):
     if ix.params("partial-bigfile") or ix.params("partial-files"):
         partial_run = per_exp.get("partial-files") or per_exp.get("partial-bigfile")
         out += partial_section(ix, mode, partial_run["meta"].get("config", {}))
+
+    if ix.params("history"):
+        out += history_section(ix, mode)
 
     fl = failures(ix)
     if fl:

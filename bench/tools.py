@@ -84,6 +84,11 @@ class Tool:
     def diff_stat(self, pt): return None
     def gc(self, pt): return None
 
+    # history (experiment `history`): many commits of one small change each
+    store = None                                     # the object store, relative to meta(pt)
+    def commit_all(self, pt, msg): return None       # commit every modified tracked file
+    def log(self, pt, path=None, last=False): return None  # history (of `path`; only the newest commit)
+
     # sync (experiment `sync`): which transports the tool is measured over
     sync = ()
     def init_remote(self, pt, path): return None   # an empty repository to push into
@@ -115,6 +120,13 @@ class Git(Tool):
     def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
     def gc(self, pt): return [self.cmd(pt, "gc", "-q")]
 
+    # history
+    store = "objects"
+    def commit_all(self, pt, msg): return [self.cmd(pt, "commit", "-qam", msg)]
+
+    def log(self, pt, path=None, last=False):
+        return [self.cmd(pt, "log", "--oneline", *(["-n", "1"] if last else []), *(["--", path] if path else []))]
+
     # refs
     def head_id(self, pt): return [self.cmd(pt, "rev-parse", "HEAD", stdout="capture")]
     def update_refs(self, pt, text): return [self.cmd(pt, "update-ref", "--stdin", stdin=text)]
@@ -141,6 +153,13 @@ class Hg(Tool):
     def read(self, pt, rel): return [self.cmd(pt, "cat", "-r", ".", rel, stdout="hash")]
     def status(self, pt): return [self.cmd(pt, "status")]
     def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
+
+    # history: hg commits every modified tracked file by default
+    store = "store"
+    def commit_all(self, pt, msg): return [self.cmd(pt, "commit", "-q", "-m", msg)]
+
+    def log(self, pt, path=None, last=False):
+        return [self.cmd(pt, "log", "-q", *(["-l", "1"] if last else []), *(["--", path] if path else []))]
 
 
 class Bup(Tool):
@@ -214,6 +233,13 @@ class Dmv(Tool):
     def status(self, pt): return [self.cmd(pt, "status")]
     def diff_stat(self, pt): return [self.cmd(pt, "diff", "--stat")]
     def gc(self, pt): return [self.cmd(pt, "gc")]
+
+    # history (log of a path only if this dmv has it; see experiments.history)
+    store = "objects"
+    def commit_all(self, pt, msg): return [self.cmd(pt, "commit", "-a", "-m", msg)]
+
+    def log(self, pt, path=None, last=False):
+        return [self.cmd(pt, "log", "--oneline", *(["-n", "1"] if last else []), *(["--", path] if path else []))]
 
     # refs (only if this dmv has them; see experiments.refs)
     def head_id(self, pt): return [self.cmd(pt, "rev-parse", "HEAD", stdout="capture")]
