@@ -283,6 +283,25 @@ pub fn check_record_header(record: &[u8], pack_name: &str, e: &Entry) -> StoreRe
     Ok(())
 }
 
+/// zstd with one decompression context per thread: making one (~100 KiB,
+/// zeroed) for each object read was most of reading a small tree or commit,
+/// a sixth of `log` over 10,000 commits.
+fn decompress(stored: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
+    thread_local! {
+        static CONTEXT: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    CONTEXT.with(|context| {
+        let mut context = context.borrow_mut();
+        if context.is_none() {
+            *context = Some(zstd::bulk::Decompressor::new()?);
+        }
+        match context.as_mut() {
+            Some(d) => d.decompress(stored, raw_len),
+            None => zstd::bulk::decompress(stored, raw_len),
+        }
+    })
+}
+
 /// Decompresses a stored payload and checks that it hashes to `id`.
 pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: usize, stored: Vec<u8>) -> Result<Vec<u8>, String> {
     // The output buffer is sized by `raw_len`: check it before trusting it.
@@ -290,7 +309,7 @@ pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: 
     check_object_len("a stored length", stored.len() as u64)?;
     let data = match compression {
         COMP_NONE => stored,
-        COMP_ZSTD => zstd::bulk::decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?,
+        COMP_ZSTD => decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?,
         other => return Err(format!("unknown compression {other}")),
     };
     if data.len() != raw_len {
