@@ -692,3 +692,45 @@ fn a_push_needing_data_this_replica_lacks_refuses_and_names_it() {
     fsck_clean(&t.join("hub"));
     assert!(dmv_out(&t.join("hub"), &["cat", "main:big.bin"]).stdout == std::fs::read(a.join("big.bin")).unwrap());
 }
+
+/// Fills `dir`'s location log with `count` made-up records of one replica.
+fn many_locations(dir: &Path, count: u32, replica: u8) {
+    let repo = dmv_repo::Repository::open(dir).unwrap();
+    repo.update_locations(|log| {
+        for i in 0..count {
+            let mut key = [replica; 32];
+            key[..4].copy_from_slice(&i.to_be_bytes());
+            log.record(dmv_repo::store::ObjectId(key), dmv_repo::ReplicaId([replica; 16]), dmv_repo::Stamp { time_ns: 1 + i as u64, present: true });
+        }
+    })
+    .unwrap();
+}
+
+fn location_count(dir: &Path) -> usize {
+    dmv_repo::Repository::open(dir).unwrap().load_locations().unwrap().records.len()
+}
+
+/// A location log larger than a protocol frame (64 MiB: 1.18 million
+/// records) travels whole with a clone and with a push, in pages.
+#[test]
+fn a_location_log_larger_than_a_frame_travels_in_pages() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let a = t.join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    dmv(&a, &["init"]);
+    std::fs::write(a.join("x.txt"), "x\n").unwrap();
+    commit_all(&a, "x");
+    let big = 1_300_000;
+    many_locations(&a, big, 0xa1);
+    assert!(std::fs::metadata(a.join(".dmv/locations")).unwrap().len() > 64 << 20);
+    dmv(t, &["clone", a.to_str().unwrap(), "b"]);
+    let b = t.join("b");
+    assert!(location_count(&b) >= big as usize);
+    many_locations(&b, 300_000, 0xb2);
+    dmv(&b, &["switch", "-c", "side"]);
+    std::fs::write(b.join("y.txt"), "y\n").unwrap();
+    commit_all(&b, "y");
+    dmv(&b, &["push", "origin", "side"]);
+    assert!(location_count(&a) >= big as usize + 300_000);
+}

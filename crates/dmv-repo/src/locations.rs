@@ -114,6 +114,17 @@ impl LocationLog {
         self.records.range(from..).take_while(|((k, _), _)| k == key).filter(|(_, s)| s.present).map(|((_, r), s)| (*r, *s)).collect()
     }
 
+    /// Up to `max` records following `after` in key order (from the first
+    /// when None), and whether more follow: a log sent in pieces, each of
+    /// them a log of its own that merges like the whole.
+    pub fn page(&self, after: Option<(ObjectId, ReplicaId)>, max: usize) -> (LocationLog, bool) {
+        use std::ops::Bound;
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut records = self.records.range((from, Bound::Unbounded));
+        let page = LocationLog { records: records.by_ref().take(max).map(|(k, v)| (*k, *v)).collect() };
+        (page, records.next().is_some())
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() * RECORD_LEN + 32);
         out.extend_from_slice(MAGIC);

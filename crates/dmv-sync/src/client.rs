@@ -6,7 +6,7 @@ use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
 use dmv_repo::{LocationLog, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, Verb, WireRefUpdate, MAX_IDS_PER_REQUEST, VERSION};
+use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
 use crate::{SyncError, SyncResult};
 
 /// Writes a request's body (object frames) after the request itself.
@@ -235,16 +235,38 @@ impl Remote for Client {
     }
 
     fn get_locations(&mut self) -> SyncResult<LocationLog> {
-        match self.call(Request::GetLocations)? {
-            Response::Locations { log } => LocationLog::decode(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}"))),
-            other => Err(unexpected("locations", &other)),
+        let mut log = LocationLog::default();
+        let mut after = None;
+        loop {
+            let (page, more) = match self.call(Request::GetLocations { after })? {
+                Response::Locations { log, more } => (LocationLog::decode(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?, more),
+                other => return Err(unexpected("locations", &other)),
+            };
+            let last = page.records.keys().next_back().copied();
+            // Pages come in key order: one that does not move on would never end.
+            if more && (last.is_none() || last.map(|(k, r)| (k, r.0)) <= after) {
+                return Err(SyncError::Protocol("the remote's location log pages do not advance".into()));
+            }
+            log.records.extend(page.records);
+            match (more, last) {
+                (true, Some((key, replica))) => after = Some((key, replica.0)),
+                _ => return Ok(log),
+            }
         }
     }
 
     fn put_locations(&mut self, _from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
-        match self.call(Request::PutLocations { log: log.encode() })? {
-            Response::LocationsMerged => Ok(()),
-            other => Err(unexpected("locations merged", &other)),
+        let mut after = None;
+        loop {
+            let (page, more) = log.page(after, LOCATIONS_PER_PAGE);
+            after = page.records.keys().next_back().copied();
+            match self.call(Request::PutLocations { log: page.encode() })? {
+                Response::LocationsMerged => {}
+                other => return Err(unexpected("locations merged", &other)),
+            }
+            if !more {
+                return Ok(());
+            }
         }
     }
 

@@ -5,7 +5,11 @@
 use dmv_repo::store::{ChunkParams, ObjectId};
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
+
+/// Location records per `GetLocations` answer and `PutLocations` request
+/// (57 B each: 14 MiB, well inside a frame), so a log of any size travels.
+pub const LOCATIONS_PER_PAGE: usize = 250_000;
 
 /// Above this many ids, `has` and `get` requests are split.
 pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
@@ -102,8 +106,11 @@ pub enum Request {
     },
     /// The served replica's id and name.
     Replica,
-    /// The served replica's location log.
-    GetLocations,
+    /// The served replica's location log: up to [`LOCATIONS_PER_PAGE`]
+    /// records following `after` (a key and replica), in order.
+    GetLocations {
+        after: Option<(ObjectId, [u8; 16])>,
+    },
     /// Merges this location log into the served replica's.
     PutLocations {
         #[serde(with = "serde_bytes")]
@@ -135,7 +142,7 @@ impl Request {
             Request::Put => Verb::Put,
             Request::UpdateRefs { .. } => Verb::UpdateRefs,
             Request::Replica => Verb::Replica,
-            Request::GetLocations => Verb::GetLocations,
+            Request::GetLocations { .. } => Verb::GetLocations,
             Request::PutLocations { .. } => Verb::PutLocations,
             Request::LockContent { .. } => Verb::LockContent,
             Request::UnlockContent { .. } => Verb::UnlockContent,
@@ -187,9 +194,11 @@ pub enum Response {
         id: [u8; 16],
         name: String,
     },
+    /// A page of the location log; `more`: ask again after its last record.
     Locations {
         #[serde(with = "serde_bytes")]
         log: Vec<u8>,
+        more: bool,
     },
     LocationsMerged,
     ContentLocked {

@@ -11,7 +11,7 @@ use dmv_repo::store::ObjectKind;
 use dmv_repo::{validate_ref_name, Head, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, WireRefUpdate, VERSION};
+use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PAGE, VERSION};
 use crate::{SyncError, SyncResult};
 
 /// The protocol version this server announces (tests override it to check
@@ -150,8 +150,9 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             let id = repo.replica_id().unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
             out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
-        Request::GetLocations => {
-            out.message(&Response::Locations { log: repo.load_locations()?.encode() }).map_err(io_lost)?;
+        Request::GetLocations { after } => {
+            let (page, more) = repo.load_locations()?.page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE);
+            out.message(&Response::Locations { log: page.encode(), more }).map_err(io_lost)?;
         }
         Request::PutLocations { log } => {
             let theirs = dmv_repo::LocationLog::decode(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;

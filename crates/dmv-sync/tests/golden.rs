@@ -50,7 +50,10 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
             ],
         ),
         (Request::Replica, vec!["02000000 01", "07"]),
-        (Request::GetLocations, vec!["02000000 01", "08"]),
+        (
+            Request::GetLocations { after: Some((id(0x77), [0x66; 16])) },
+            vec!["33000000 01", "08", "01", "7777777777777777777777777777777777777777777777777777777777777777", "66666666666666666666666666666666"], // after: Some((key, replica))
+        ),
         (Request::PutLocations { log: vec![0xab, 0xcd] }, vec!["05000000 01", "09", "02 abcd"]), // log: 2 bytes
         (
             Request::LockContent { ids: vec![id(0x88)], seconds: 600 },
@@ -81,7 +84,7 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
         ),
         (Response::Error { message: "no".into() }, vec!["05000000 01", "07", "02 6e6f"]),
         (Response::Replica { id: [0x12; 16], name: "nas".into() }, vec!["16000000 01", "08", "12121212121212121212121212121212", "03 6e6173"]), // id: 16 bytes, name
-        (Response::Locations { log: vec![0xef] }, vec!["04000000 01", "09", "01 ef"]),
+        (Response::Locations { log: vec![0xef], more: true }, vec!["05000000 01", "09", "01 ef", "01"]),
         (Response::LocationsMerged, vec!["02000000 01", "0a"]),
         (Response::ContentLocked { lock: "ab".into(), held: vec![true] }, vec!["07000000 01", "0b", "02 6162", "01 01"]),
         (Response::Unlocked, vec!["02000000 01", "0c"]),
@@ -107,7 +110,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 2);
+    assert_eq!(VERSION, 3);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),
