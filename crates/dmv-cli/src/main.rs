@@ -98,6 +98,8 @@ enum Command {
     Get(partial::GetArgs),
     /// List, per file, the replicas known to hold its data (asking the reachable remotes live).
     Whereis(partial::WhereisArgs),
+    /// Show this replica's id and name, or name it (`--name NAME`): other replicas show it in whereis.
+    Replica(partial::ReplicaArgs),
     /// Free the data of files here (or on a remote) once enough other copies are confirmed.
     Drop(partial::DropArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
@@ -164,6 +166,7 @@ fn main() -> ExitCode {
         Command::Ls(a) => partial::ls(a),
         Command::Get(a) => partial::get(a),
         Command::Whereis(a) => partial::whereis(a),
+        Command::Replica(a) => partial::replica(a),
         Command::Drop(a) => partial::drop(a),
         Command::Demo(a) => demo::run(a),
     };

@@ -44,6 +44,23 @@ pub fn slice(a: SliceArgs) -> Result<u8> {
 }
 
 #[derive(Args)]
+pub struct ReplicaArgs {
+    /// Name this replica (what other replicas' whereis shows; default user@host:path).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+pub fn replica(a: ReplicaArgs) -> Result<u8> {
+    let mut repo = open_repo()?;
+    if let Some(name) = a.name {
+        repo.config.replica_name = Some(name);
+        repo.save_config()?;
+    }
+    println!("{} {}", repo.replica_id()?, repo.replica_name());
+    Ok(0)
+}
+
+#[derive(Args)]
 pub struct LsArgs {
     /// Only files whose data is not here.
     #[arg(long, conflicts_with = "present")]
@@ -130,7 +147,8 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
         println!("{} ({} copies)", show_path(&f.path), f.copies.len());
         for c in &f.copies {
             let name = match (&c.name, c.here) {
-                (_, true) => "here".to_string(),
+                (Some(n), true) => format!("here ({n})"),
+                (None, true) => "here".to_string(),
                 (Some(n), _) => n.clone(),
                 (None, _) => "?".to_string(),
             };

@@ -749,3 +749,26 @@ fn a_location_log_larger_than_a_frame_travels_in_pages() {
     dmv(&b, &["push", "origin", "side"]);
     assert!(location_count(&a) >= big as usize + 300_000);
 }
+
+/// A replica heard of only through another is shown by the name it gave
+/// itself: the names travel in the location logs.
+#[test]
+fn whereis_names_a_replica_known_only_through_another() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let a = t.join("a");
+    photos(&a, 1, 1, FILE);
+    assert!(dmv(&a, &["replica", "--name", "studio-nas"]).trim().ends_with(" studio-nas"));
+    dmv(t, &["clone", a.to_str().unwrap(), "b"]);
+    dmv(t, &["clone", t.join("b").to_str().unwrap(), "c"]);
+    let c = t.join("c");
+    dmv(&c, &["replica", "--name", "laptop"]);
+    let files: serde_json::Value = serde_json::from_str(&dmv(&c, &["whereis", "--json"])).unwrap();
+    let copies = files[0]["copies"].as_array().unwrap();
+    let named = |name: &str| copies.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no copy named {name}: {copies:?}"));
+    assert_eq!(named("laptop")["here"], true);
+    assert_eq!(named("origin")["reachable"], true);
+    assert_eq!(named("studio-nas")["reachable"], false, "a is not a remote of c");
+    assert_eq!(copies.len(), 3);
+    assert!(dmv(&c, &["whereis"]).contains("studio-nas [not reachable now]"));
+}

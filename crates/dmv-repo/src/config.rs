@@ -42,6 +42,9 @@ pub struct Config {
     /// replica that confirms it holds them (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numcopies: Option<u32>,
+    /// What other replicas call this one (default: user@host:path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_name: Option<String>,
 }
 
 /// A named remote: where it is and how to talk to it.
@@ -78,6 +81,7 @@ impl Config {
             remotes: Default::default(),
             slice: Slice::Full,
             partial: false,
+            replica_name: None,
             numcopies: None,
         }
     }

@@ -4,8 +4,13 @@
 //! without conflict: per key and replica the newest record wins (at equal
 //! times "absent" wins, so a merge never invents a copy).
 //!
+//! It also carries each replica's name (the newest a replica gave itself
+//! wins), so a replica heard of only through others is shown by name.
+//!
 //! `.dmv/locations`: magic, version, record count, the records sorted by
-//! (key, replica), each 32 + 16 + 8 + 1 bytes, and a BLAKE3 checksum.
+//! (key, replica), each 32 + 16 + 8 + 1 bytes, then (version 2) the name
+//! count and the names sorted by replica, each 16 + 8 + 1 + length bytes,
+//! and a BLAKE3 checksum. Version 1 (no names) is still read.
 //! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
 
 use std::collections::BTreeMap;
@@ -17,7 +22,11 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repo::Repository;
 
 const MAGIC: &[u8; 8] = b"DMVLOCS\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Version 1: the same without the names.
+const VERSION_WITHOUT_NAMES: u32 = 1;
+/// Longer names are cut (at a character boundary) when recorded.
+pub const MAX_NAME_LEN: usize = 255;
 const RECORD_LEN: usize = 32 + 16 + 8 + 1;
 const HEADER_LEN: usize = 8 + 4 + 8;
 
@@ -77,6 +86,8 @@ impl Stamp {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocationLog {
     pub records: BTreeMap<(ObjectId, ReplicaId), Stamp>,
+    /// Each replica's name, with when it gave it (nanoseconds since the epoch).
+    pub names: BTreeMap<ReplicaId, (u64, String)>,
 }
 
 /// Why bytes are not a location log.
@@ -99,13 +110,32 @@ impl LocationLog {
         }
     }
 
-    /// Takes in every record of `other` (newest wins); returns how many changed this log.
+    /// Records a replica's name as of `time_ns`; an older one changes nothing
+    /// (at equal times the greater name wins, so merges agree).
+    pub fn name(&mut self, replica: ReplicaId, time_ns: u64, name: &str) {
+        let mut end = name.len().min(MAX_NAME_LEN);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let candidate = (time_ns, name[..end].to_string());
+        match self.names.get(&replica) {
+            Some(known) if *known >= candidate => {}
+            _ => {
+                self.names.insert(replica, candidate);
+            }
+        }
+    }
+
+    /// Takes in every record and name of `other` (newest wins); returns how many changed this log.
     pub fn merge(&mut self, other: &LocationLog) -> usize {
         let before = self.clone();
         for (&(key, replica), &stamp) in &other.records {
             self.record(key, replica, stamp);
         }
-        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count()
+        for (replica, (time_ns, name)) in &other.names {
+            self.name(*replica, *time_ns, name);
+        }
+        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count() + self.names.iter().filter(|(k, v)| before.names.get(k) != Some(v)).count()
     }
 
     /// The replicas known to hold `key`'s data.
@@ -121,7 +151,9 @@ impl LocationLog {
         use std::ops::Bound;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut records = self.records.range((from, Bound::Unbounded));
-        let page = LocationLog { records: records.by_ref().take(max).map(|(k, v)| (*k, *v)).collect() };
+        // The names travel with the first page.
+        let names = if after.is_none() { self.names.clone() } else { BTreeMap::new() };
+        let page = LocationLog { records: records.by_ref().take(max).map(|(k, v)| (*k, *v)).collect(), names };
         (page, records.next().is_some())
     }
 
@@ -135,6 +167,15 @@ impl LocationLog {
             out.extend_from_slice(&replica.0);
             out.extend_from_slice(&stamp.time_ns.to_le_bytes());
             out.push(stamp.present as u8);
+        }
+        out.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
+        for (replica, (time_ns, name)) in &self.names {
+            out.extend_from_slice(&replica.0);
+            out.extend_from_slice(&time_ns.to_le_bytes());
+            // `name` keeps names to MAX_NAME_LEN bytes; one made otherwise is cut here.
+            let bytes = &name.as_bytes()[..name.len().min(MAX_NAME_LEN)];
+            out.push(bytes.len() as u8);
+            out.extend_from_slice(bytes);
         }
         let sum = blake3::hash(&out);
         out.extend_from_slice(sum.as_bytes());
@@ -150,12 +191,16 @@ impl LocationLog {
         if blake3::hash(body).as_bytes()[..] != *sum {
             return Err(bad("checksum mismatch"));
         }
-        if body[8..12] != VERSION.to_le_bytes() {
-            return Err(bad("unknown version"));
-        }
+        let with_names = match u32::from_le_bytes(body[8..12].try_into().map_err(|_| bad("short header"))?) {
+            VERSION => true,
+            VERSION_WITHOUT_NAMES => false,
+            _ => return Err(bad("unknown version")),
+        };
         let count = u64::from_le_bytes(body[12..20].try_into().map_err(|_| bad("short header"))?);
-        let records = &body[HEADER_LEN..];
-        if count.checked_mul(RECORD_LEN as u64) != Some(records.len() as u64) {
+        let rest = &body[HEADER_LEN..];
+        let records_len = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= rest.len() as u64).ok_or_else(|| bad("record count does not match the length"))? as usize;
+        let (records, names) = rest.split_at(records_len);
+        if !with_names && !names.is_empty() {
             return Err(bad("record count does not match the length"));
         }
         let mut log = LocationLog::default();
@@ -175,8 +220,41 @@ impl LocationLog {
             previous = Some((key, replica));
             log.records.insert((key, replica), Stamp { time_ns, present });
         }
+        if with_names {
+            decode_names(names, &mut log)?;
+        }
         Ok(log)
     }
+}
+
+/// The names section of a version 2 log: count, then (replica, time, length, name) sorted by replica.
+fn decode_names(mut bytes: &[u8], log: &mut LocationLog) -> Result<(), BadLocationLog> {
+    let bad = |d: &str| BadLocationLog(d.to_string());
+    let mut take = |n: usize| -> Result<&[u8], BadLocationLog> {
+        if bytes.len() < n {
+            return Err(bad("a name runs past the end"));
+        }
+        let (head, tail) = bytes.split_at(n);
+        bytes = tail;
+        Ok(head)
+    };
+    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad("short name count"))?);
+    let mut previous: Option<ReplicaId> = None;
+    for _ in 0..count {
+        let replica = ReplicaId(take(16)?.try_into().map_err(|_| bad("short name"))?);
+        let time_ns = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad("short name"))?);
+        let len = take(1)?[0] as usize;
+        let name = std::str::from_utf8(take(len)?).map_err(|_| bad("a name is not UTF-8"))?;
+        if previous.is_some_and(|p| p >= replica) {
+            return Err(bad("names out of order"));
+        }
+        previous = Some(replica);
+        log.names.insert(replica, (time_ns, name.to_string()));
+    }
+    if !bytes.is_empty() {
+        return Err(bad("bytes after the names"));
+    }
+    Ok(())
 }
 
 impl Repository {
@@ -200,6 +278,26 @@ impl Repository {
             Ok(()) => Ok(id),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.replica_id(),
             Err(e) => Err(RepoError::io(&path, e)),
+        }
+    }
+
+    /// This replica's name: the config's `replica_name`, else user@host:path
+    /// (as git-annex describes a repository).
+    pub fn replica_name(&self) -> String {
+        if let Some(name) = self.config.replica_name.as_deref().filter(|n| !n.trim().is_empty()) {
+            return name.to_string();
+        }
+        let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "dmv".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).unwrap_or_else(|| "localhost".into());
+        format!("{user}@{host}:{}", self.root.display())
+    }
+
+    /// `log` with this replica's current name in it (if it has an id yet).
+    pub fn with_my_name(&self, log: &mut LocationLog) {
+        let Ok(me) = self.replica_id() else { return };
+        let name = self.replica_name();
+        if log.names.get(&me).map(|(_, n)| n.as_str()) != Some(name.as_str()) {
+            log.name(me, now_ns(), &name);
         }
     }
 
@@ -292,27 +390,60 @@ mod tests {
     fn the_encoding_is_pinned() {
         let mut log = LocationLog::default();
         log.record(id(1), ReplicaId([2; 16]), Stamp { time_ns: 3, present: true });
+        log.name(ReplicaId([2; 16]), 4, "nas");
         let bytes = log.encode();
         let mut expected = b"DMVLOCS\0".to_vec();
-        expected.extend([1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        expected.extend([2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
         expected.extend([1u8; 32]);
         expected.extend([2u8; 16]);
         expected.extend([3, 0, 0, 0, 0, 0, 0, 0, 1]);
+        expected.extend([1, 0, 0, 0]);
+        expected.extend([2u8; 16]);
+        expected.extend([4, 0, 0, 0, 0, 0, 0, 0, 3]);
+        expected.extend(b"nas");
         expected.extend(blake3::hash(&expected).as_bytes());
         assert_eq!(bytes, expected);
         assert_eq!(LocationLog::decode(&bytes).unwrap(), log);
+        // Version 1, without names, is still read.
+        let mut v1 = b"DMVLOCS\0".to_vec();
+        v1.extend([1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        v1.extend([1u8; 32]);
+        v1.extend([2u8; 16]);
+        v1.extend([3, 0, 0, 0, 0, 0, 0, 0, 1]);
+        v1.extend(blake3::hash(&v1).as_bytes());
+        let old = LocationLog::decode(&v1).unwrap();
+        assert_eq!(old.records, log.records);
+        assert!(old.names.is_empty());
         assert_eq!(ReplicaId([0xab; 16]).to_string(), "abababab-abab-abab-abab-abababababab");
         assert_eq!(ReplicaId::parse("abababab-abab-abab-abab-abababababab"), Some(ReplicaId([0xab; 16])));
     }
 
     fn arb_log() -> impl Strategy<Value = LocationLog> {
-        proptest::collection::vec((0u8..4, 0u8..3, 0u64..4, any::<bool>()), 0..20).prop_map(|rs| {
+        let records = proptest::collection::vec((0u8..4, 0u8..3, 0u64..4, any::<bool>()), 0..20);
+        let names = proptest::collection::vec((0u8..3, 0u64..3, "[a-zé]{0,3}"), 0..4);
+        (records, names).prop_map(|(rs, ns)| {
             let mut log = LocationLog::default();
             for (k, r, t, p) in rs {
                 log.record(id(k), ReplicaId([r; 16]), Stamp { time_ns: t, present: p });
             }
+            for (r, t, n) in ns {
+                log.name(ReplicaId([r; 16]), t, &n);
+            }
             log
         })
+    }
+
+    #[test]
+    fn a_long_name_is_cut_at_a_character_boundary_and_the_newest_name_wins() {
+        let mut log = LocationLog::default();
+        let long = "é".repeat(200);
+        log.name(ReplicaId([1; 16]), 5, &long);
+        let (_, kept) = &log.names[&ReplicaId([1; 16])];
+        assert!(kept.len() <= MAX_NAME_LEN && long.starts_with(kept.as_str()) && kept.len() == 254);
+        log.name(ReplicaId([1; 16]), 4, "older");
+        log.name(ReplicaId([1; 16]), 6, "laptop");
+        assert_eq!(log.names[&ReplicaId([1; 16])], (6, "laptop".to_string()));
+        assert_eq!(LocationLog::decode(&log.encode()).unwrap(), log);
     }
 
     proptest! {
@@ -332,7 +463,7 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400), with_header in any::<bool>()) {
-            let mut data = if with_header { let mut v = MAGIC.to_vec(); v.extend_from_slice(&VERSION.to_le_bytes()); v.extend_from_slice(&((bytes.len() / RECORD_LEN) as u64).to_le_bytes()); v } else { Vec::new() };
+            let mut data = if with_header { let mut v = MAGIC.to_vec(); v.extend_from_slice(&VERSION.to_le_bytes()); v.extend_from_slice(&((bytes.len() / RECORD_LEN / 2) as u64).to_le_bytes()); v } else { Vec::new() };
             data.extend(bytes);
             let sum = blake3::hash(&data);
             data.extend_from_slice(sum.as_bytes());

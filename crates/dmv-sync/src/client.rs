@@ -247,7 +247,9 @@ impl Remote for Client {
             if more && (last.is_none() || last.map(|(k, r)| (k, r.0)) <= after) {
                 return Err(SyncError::Protocol("the remote's location log pages do not advance".into()));
             }
+            // Pages hold disjoint records; the names come with the first.
             log.records.extend(page.records);
+            log.names.extend(page.names);
             match (more, last) {
                 (true, Some((key, replica))) => after = Some((key, replica.0)),
                 _ => return Ok(log),

@@ -98,12 +98,16 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncRes
     let log = repo.load_locations()?;
     let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
     let known = repo.known_replicas()?;
+    // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
     let name_of = |id: &ReplicaId| -> Option<String> {
         if let Some(r) = reached.iter().find(|r| r.id == *id) {
             return Some(r.name.clone());
         }
-        let url = known.get(id)?;
-        Some(urls.get(url).cloned().unwrap_or_else(|| url.clone()))
+        let url = known.get(id);
+        if let Some(remote) = url.and_then(|u| urls.get(u)) {
+            return Some(remote.clone());
+        }
+        log.names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
     };
     let mut out = Vec::new();
     for (i, f) in files.into_iter().enumerate() {
@@ -117,7 +121,7 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncRes
         }
         let mut copies = Vec::new();
         if f.present {
-            copies.push(CopyInfo { replica: me.to_string(), name: None, here: true, reachable: true });
+            copies.push(CopyInfo { replica: me.to_string(), name: Some(repo.replica_name()), here: true, reachable: true });
         }
         for id in holders {
             copies.push(CopyInfo { replica: id.to_string(), name: name_of(&id), here: false, reachable: live.contains_key(&id) });

@@ -24,6 +24,8 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &[Obj
     let me = repo.replica_id()?;
     let stamp = Stamp { time_ns: now_ns(), present: true };
     repo.update_locations(|log| {
+        // Whoever this log reaches learns what this replica is called.
+        repo.with_my_name(log);
         for f in files {
             log.record(*f, remote, stamp);
             if here {

@@ -151,7 +151,9 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
         Request::GetLocations { after } => {
-            let (page, more) = repo.load_locations()?.page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE);
+            let mut log = repo.load_locations()?;
+            repo.with_my_name(&mut log);
+            let (page, more) = log.page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE);
             out.message(&Response::Locations { log: page.encode(), more }).map_err(io_lost)?;
         }
         Request::PutLocations { log } => {
