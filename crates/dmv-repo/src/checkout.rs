@@ -13,7 +13,7 @@ use crate::dirstate::{DirEntry, Stat};
 use crate::early::EarlyCheckout;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
-use crate::paths::{clash_with, matches, show};
+use crate::paths::{clash_with, matches, show, Beneath};
 use crate::repo::Repository;
 use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
@@ -70,13 +70,15 @@ impl Repository {
         if !into_empty {
             self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
         }
+        let mut beneath = Beneath::new(&self.root);
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
-            self.remove_worktree_file(&c.path)?;
+            self.remove_worktree_file_in(&mut beneath, &c.path)?;
             new_ds.entries.remove(&c.path);
         }
         // A file whose new version's data is not here leaves the working tree.
+        let mut beneath = Beneath::new(&self.root);
         for (rel, e) in now_absent {
-            self.remove_worktree_file(rel)?;
+            self.remove_worktree_file_in(&mut beneath, rel)?;
             new_ds.entries.insert(rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size));
         }
         let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {

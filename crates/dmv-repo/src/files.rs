@@ -129,9 +129,15 @@ impl Repository {
     /// Removes a working-tree file (already gone is fine) and the
     /// directories above it that it leaves empty.
     pub(crate) fn remove_worktree_file(&self, rel: &[u8]) -> RepoResult<()> {
+        self.remove_worktree_file_in(&mut Beneath::new(&self.root), rel)
+    }
+
+    /// [`Repository::remove_worktree_file`] for many files in path order,
+    /// which share `beneath`'s checks of the folders on the way.
+    pub(crate) fn remove_worktree_file_in(&self, beneath: &mut Beneath, rel: &[u8]) -> RepoResult<()> {
         let abs = self.abs_path(rel);
         // Behind a folder that became a symlink, the tracked file is not there (see Beneath).
-        if Beneath::new(&self.root).lstat(rel).at(&abs)?.is_none() {
+        if beneath.lstat(rel).at(&abs)?.is_none() {
             return Ok(());
         }
         match std::fs::remove_file(&abs) {
