@@ -38,28 +38,6 @@ pub(crate) fn ser_paths<S: serde::Serializer>(p: &[Vec<u8>], s: S) -> Result<S::
     s.collect_seq(p.iter().map(|p| String::from_utf8_lossy(p).into_owned()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn side_names() {
-        assert_eq!(side_name(b"shot.jpg", "ours"), b"shot.ours.jpg");
-        assert_eq!(side_name(b"dir.d/README", "theirs"), b"dir.d/README.theirs");
-        assert_eq!(side_name(b"a/.hidden", "ours"), b"a/.hidden.ours");
-        assert_eq!(side_name(b"a/b.tar.gz", "ours"), b"a/b.tar.ours.gz");
-    }
-
-    #[test]
-    fn pathspecs() {
-        assert!(matches(b"a/b", b""));
-        assert!(matches(b"a/b", b"a"));
-        assert!(matches(b"a/b", b"a/b"));
-        assert!(!matches(b"ab", b"a"));
-        assert!(!matches(b"a", b"a/b"));
-    }
-}
-
 /// A path in `set` that cannot coexist with `p`: a file at one of its
 /// ancestors, or anything below it.
 pub(crate) fn clash_with(set: &std::collections::BTreeSet<Vec<u8>>, p: &[u8]) -> Option<Vec<u8>> {
@@ -134,8 +112,25 @@ pub(crate) fn is_not_there(e: &std::io::Error) -> bool {
 }
 
 #[cfg(test)]
-mod lookup_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn side_names() {
+        assert_eq!(side_name(b"shot.jpg", "ours"), b"shot.ours.jpg");
+        assert_eq!(side_name(b"dir.d/README", "theirs"), b"dir.d/README.theirs");
+        assert_eq!(side_name(b"a/.hidden", "ours"), b"a/.hidden.ours");
+        assert_eq!(side_name(b"a/b.tar.gz", "ours"), b"a/b.tar.ours.gz");
+    }
+
+    #[test]
+    fn pathspecs() {
+        assert!(matches(b"a/b", b""));
+        assert!(matches(b"a/b", b"a"));
+        assert!(matches(b"a/b", b"a/b"));
+        assert!(!matches(b"ab", b"a"));
+        assert!(!matches(b"a", b"a/b"));
+    }
 
     #[test]
     fn a_tracked_path_behind_a_symlinked_folder_is_not_there() {
