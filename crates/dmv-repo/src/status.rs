@@ -153,7 +153,7 @@ impl Repository {
                 // A file stamped within a clock tick of our read may have been
                 // written again in that tick, unseen by its stat: not recorded
                 // as checked, it is read again next time (as ingest does).
-                if meta.mtime_ns.saturating_add(TIMESTAMP_TICK_NS) < read_start {
+                if meta.mtime_ns.saturating_add(dmv_store::timestamp_granularity().as_nanos() as i64) < read_start {
                     *entry = DirEntry::with_stat(kind, id, size, meta);
                     refreshed = true;
                 }
@@ -206,9 +206,6 @@ impl Repository {
         Ok(current_flat(&status, &ds))
     }
 }
-
-/// File timestamps come from the kernel's coarse clock (one tick, 1-10 ms).
-const TIMESTAMP_TICK_NS: i64 = 10_000_000;
 
 fn now_ns() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)

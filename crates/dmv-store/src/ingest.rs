@@ -34,10 +34,27 @@ pub struct Ingested {
 
 const TRIES: u32 = 4;
 
-/// File timestamps come from the kernel's coarse clock (one tick, 1-10 ms), so
-/// several writes within one tick leave the stat unchanged. A file whose mtime
-/// is this close to (or after) the start of our read may have changed during it.
-const TIMESTAMP_GRANULARITY: std::time::Duration = std::time::Duration::from_millis(10);
+/// File timestamps come from the kernel's coarse clock, so several writes
+/// within one of its ticks leave the stat unchanged: a file whose mtime is
+/// within a tick of the start of our read may have changed during it. The
+/// tick is the coarse clock's resolution (1-10 ms by the kernel's HZ; 4 ms
+/// here), plus a millisecond; 10 ms where the kernel does not say.
+pub fn timestamp_granularity() -> std::time::Duration {
+    static GRANULARITY: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *GRANULARITY.get_or_init(|| {
+        let fallback = std::time::Duration::from_millis(10);
+        #[cfg(target_os = "linux")]
+        {
+            let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_getres writes one timespec we own.
+            if unsafe { libc::clock_getres(libc::CLOCK_REALTIME_COARSE, &mut res) } == 0 {
+                let tick = std::time::Duration::new(res.tv_sec.max(0) as u64, res.tv_nsec.clamp(0, 999_999_999) as u32);
+                return (tick + std::time::Duration::from_millis(1)).clamp(std::time::Duration::from_millis(2), fallback);
+            }
+        }
+        fallback
+    })
+}
 
 /// Whether the file's mtime falls in the time of our read (give or take a
 /// tick), where a write would not show as a change of stat. An mtime later
@@ -45,7 +62,7 @@ const TIMESTAMP_GRANULARITY: std::time::Duration = std::time::Duration::from_mil
 /// during the read would have set the mtime to now, which the stats compare.
 fn modified_since(meta: &Metadata, read_start: std::time::SystemTime) -> bool {
     match meta.modified() {
-        Ok(m) => m + TIMESTAMP_GRANULARITY >= read_start && m <= std::time::SystemTime::now() + TIMESTAMP_GRANULARITY,
+        Ok(m) => m + timestamp_granularity() >= read_start && m <= std::time::SystemTime::now() + timestamp_granularity(),
         Err(_) => true,
     }
 }
@@ -208,7 +225,9 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     // Also compare with the path's current stat: a file replaced by rename keeps our fd valid.
     let now = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
     if !same_stat(&before, &after) || !same_stat(&before, &now) || total != before.len() || modified_since(&after, read_start) {
-        std::thread::sleep(TIMESTAMP_GRANULARITY * 2);
+        // The next read starts once the mtime is a tick behind it (a file still being written waits again).
+        let settled = after.modified().ok().and_then(|m| (m + timestamp_granularity()).duration_since(std::time::SystemTime::now()).ok());
+        std::thread::sleep(settled.unwrap_or_default().min(timestamp_granularity() * 2) + std::time::Duration::from_millis(1));
         return Ok(false);
     }
     let _ = raw.send(Raw::End { file: file_no, gen, meta: Box::new(before) });

@@ -27,7 +27,7 @@ pub use gc::{GcOptions, GcReport, RepackReport, AUTO_REPACK_SMALL_PACKS, DEFAULT
 pub use hashonly::hash_file;
 pub use id::{ObjectId, ObjectKind};
 pub use index::{verify_pack_index, Located};
-pub use ingest::{IngestSource, Ingested};
+pub use ingest::{timestamp_granularity, IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
