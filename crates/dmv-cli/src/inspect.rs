@@ -48,14 +48,14 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    let paths = repo_paths(&repo, &a.paths)?;
+    let mut changes = dmv_repo::PathChanges::new(&repo, repo_paths(&repo, &a.paths)?);
     let mut left = a.max_count.unwrap_or(usize::MAX);
     for info in repo.walk(&[start])? {
         let info = info?;
         if left == 0 {
             break;
         }
-        if !repo.changes_paths(&info, &paths)? {
+        if !changes.changes(&info)? {
             continue;
         }
         left -= 1;

@@ -6,13 +6,13 @@
 //! early, since clocks can be wrong; commits are small. A generation index
 //! would bound the walks on long histories.
 
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use dmv_store::object::Commit;
+use dmv_store::object::{Commit, EntryKind, TreeEntry};
 use dmv_store::{ObjectId, ObjectKind};
 use serde::Serialize;
 
-use crate::tree::{lookup, FlatEntry};
+use crate::tree::{read_dir, FlatEntry};
 use crate::{RepoResult, Repository};
 
 #[derive(Clone, Debug, Serialize)]
@@ -89,28 +89,6 @@ impl Repository {
         self.walk_between(wants, haves)?.map(|c| c.map(|c| c.id)).collect()
     }
 
-    /// Whether `commit` changed anything at or under one of `paths` (empty:
-    /// everything): what `log -- PATH` shows. A commit changes a path when
-    /// what its tree holds there differs from its first parent's; a merge,
-    /// when it differs from every parent's (else it took that side as it was).
-    /// Looks up each path in each tree, never flattening one.
-    pub fn changes_paths(&self, commit: &CommitInfo, paths: &[Vec<u8>]) -> RepoResult<bool> {
-        if paths.is_empty() {
-            return Ok(true);
-        }
-        let at = |tree: &ObjectId| -> RepoResult<Vec<Option<FlatEntry>>> { paths.iter().map(|p| lookup(&self.store, tree, p)).collect() };
-        let mine = at(&commit.commit.tree)?;
-        if commit.commit.parents.is_empty() {
-            return Ok(mine.iter().any(Option::is_some));
-        }
-        for parent in &commit.commit.parents {
-            if at(&self.commit(parent)?.tree)? == mine {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
     /// Every commit reachable from `starts`, including them.
     pub fn ancestors(&self, starts: &[ObjectId]) -> RepoResult<HashSet<ObjectId>> {
         let mut seen = HashSet::new();
@@ -177,5 +155,72 @@ impl Repository {
             }
         }
         Ok(best.map(|(_, std::cmp::Reverse(id))| id))
+    }
+}
+
+/// Which commits change some paths: what `log -- PATH` shows. A commit
+/// changes a path when what its tree holds there differs from its first
+/// parent's; a merge, when it differs from every parent's (else it took that
+/// side as it was). Each path is looked up level by level, and every folder
+/// read is kept for the next commit of the walk, whose tree is mostly this
+/// one's parent's: a commit costs about one read of its root.
+pub struct PathChanges<'r> {
+    repo: &'r Repository,
+    paths: Vec<Vec<u8>>,
+    folders: HashMap<ObjectId, Vec<TreeEntry>>,
+}
+
+/// Folders kept between commits at most (a few MiB of entries).
+const KEPT_FOLDERS: usize = 4096;
+
+impl<'r> PathChanges<'r> {
+    /// `paths` empty: every commit changes something.
+    pub fn new(repo: &'r Repository, paths: Vec<Vec<u8>>) -> PathChanges<'r> {
+        PathChanges { repo, paths, folders: HashMap::new() }
+    }
+
+    pub fn changes(&mut self, commit: &CommitInfo) -> RepoResult<bool> {
+        if self.paths.is_empty() {
+            return Ok(true);
+        }
+        let mine = self.at(&commit.commit.tree)?;
+        if commit.commit.parents.is_empty() {
+            return Ok(mine.iter().any(Option::is_some));
+        }
+        for parent in &commit.commit.parents {
+            let tree = self.repo.commit(parent)?.tree;
+            if tree == commit.commit.tree || self.at(&tree)? == mine {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// What `tree` holds at each path.
+    fn at(&mut self, tree: &ObjectId) -> RepoResult<Vec<Option<FlatEntry>>> {
+        let paths = std::mem::take(&mut self.paths);
+        let found = paths.iter().map(|p| self.lookup(tree, p)).collect();
+        self.paths = paths;
+        found
+    }
+
+    fn lookup(&mut self, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
+        let mut current = FlatEntry { kind: EntryKind::Dir, id: *tree, size: 0 };
+        for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
+            if current.kind != EntryKind::Dir {
+                return Ok(None);
+            }
+            if !self.folders.contains_key(&current.id) {
+                if self.folders.len() >= KEPT_FOLDERS {
+                    self.folders.clear();
+                }
+                self.folders.insert(current.id, read_dir(&self.repo.store, &current.id)?);
+            }
+            match self.folders[&current.id].iter().find(|e| e.name == part) {
+                Some(e) => current = FlatEntry { kind: e.kind, id: e.id, size: e.size },
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
     }
 }

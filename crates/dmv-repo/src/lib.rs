@@ -49,7 +49,7 @@ pub use dropping::DataDropped;
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use gc::GcPolicy;
-pub use graph::{CommitInfo, CommitWalk};
+pub use graph::{CommitInfo, CommitWalk, PathChanges};
 pub use locations::{now_ns, BadLocationLog, LocationLog, ReplicaId, Stamp};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
