@@ -8,12 +8,23 @@ use crate::RepoResult;
 
 /// Writes to a temporary file, syncs it, renames it over `path` and syncs the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
+    write_atomic_with(path, &mut |out| out.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `write` writes, streamed (nothing held whole in memory).
+pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
-    let mut f = std::fs::File::create(&tmp).at(&tmp)?;
-    f.write_all(bytes).at(&tmp)?;
-    f.sync_all().at(&tmp)?;
-    drop(f);
+    let written = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        write(&mut out)?;
+        let f = out.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(crate::RepoError::io(&tmp, e));
+    }
     std::fs::rename(&tmp, path).at(path)?;
     std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
     Ok(())

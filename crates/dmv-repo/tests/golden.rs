@@ -74,7 +74,12 @@ fn golden_dirstate_decodes() {
     let path = tmp.path().join("dirstate");
     std::fs::write(&path, bytes_of(DIRSTATE)).unwrap();
     // `written_ns` is the file's own mtime, not part of its bytes.
-    assert_eq!(Dirstate::load(&path).unwrap().entries, dirstate_entries());
+    let loaded = Dirstate::load(&path).unwrap();
+    assert_eq!(loaded.entries, dirstate_entries());
+    // Saving writes the same bytes again (the save streams, the load decodes in place).
+    let again = tmp.path().join("again");
+    loaded.save(&again).unwrap();
+    assert_eq!(std::fs::read(&again).unwrap(), bytes_of(DIRSTATE));
 }
 
 // ---------------------------------------------------------------------------
