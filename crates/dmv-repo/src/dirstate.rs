@@ -46,7 +46,8 @@ impl Serialize for Saving<'_> {
     }
 }
 
-struct Loaded(BTreeMap<Vec<u8>, DirEntry>);
+/// The entries in file order, before they become the map.
+struct Loaded(Vec<(Vec<u8>, DirEntry)>);
 
 impl<'de> Deserialize<'de> for Loaded {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -57,14 +58,14 @@ impl<'de> Deserialize<'de> for Loaded {
                 f.write_str("a sequence of (path, entry)")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Loaded, A::Error> {
-                // Collected, then built in one pass: a map built from sorted
-                // entries has full nodes, one grown entry by entry half-full ones.
-                // (The count comes from the file: trusted for at most 2 M entries.)
+                // Collected, for the map to be built in one pass: one built from
+                // sorted entries has full nodes, one grown entry by entry half-full
+                // ones. (The count comes from the file: trusted for at most 2 M entries.)
                 let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 21));
                 while let Some((path, e)) = seq.next_element::<(serde_bytes::ByteBuf, DirEntry)>()? {
                     entries.push((path.into_vec(), e));
                 }
-                Ok(Loaded(entries.into_iter().collect()))
+                Ok(Loaded(entries))
             }
         }
         d.deserialize_seq(Entries)
@@ -195,7 +196,9 @@ impl Dirstate {
             return Err(corrupt("unsupported dirstate version"));
         }
         let disk: OnDisk<Loaded> = postcard::from_bytes(&body[12..]).map_err(|e| corrupt(&e.to_string()))?;
-        Ok(Dirstate { entries: disk.entries.0, written_ns })
+        // The file's bytes go before the map is built: never the file, the entries and the map at once.
+        drop(bytes);
+        Ok(Dirstate { entries: disk.entries.0.into_iter().collect(), written_ns })
     }
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
