@@ -772,3 +772,26 @@ fn whereis_names_a_replica_known_only_through_another() {
     assert_eq!(copies.len(), 3);
     assert!(dmv(&c, &["whereis"]).contains("studio-nas [not reachable now]"));
 }
+
+/// A drop that fails after it locked other replicas' copies unlocks them:
+/// they are not held against those replicas' own drops for ten minutes.
+#[test]
+fn a_drop_that_fails_after_locking_releases_the_locks() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let a = t.join("a");
+    photos(&a, 1, 1, FILE);
+    dmv(t, &["clone", a.to_str().unwrap(), "b"]);
+    let b = t.join("b");
+    // b's location log cannot be written (a folder stands in its place): the drop fails at its last step.
+    let _ = std::fs::remove_file(b.join(".dmv/locations"));
+    std::fs::create_dir(b.join(".dmv/locations")).unwrap();
+    let out = dmv_out(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]);
+    assert!(!out.status.success());
+    let locks = a.join(".dmv/content-locks");
+    let held = std::fs::read_dir(&locks).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(held, 0, "locks left in {}", locks.display());
+    std::fs::remove_dir(b.join(".dmv/locations")).unwrap();
+    dmv(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]);
+    assert!(ls(&b, "--absent").contains(&"f00/p0.raw".to_string()));
+}

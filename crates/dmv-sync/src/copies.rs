@@ -213,56 +213,59 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let mut unreachable = Vec::new();
     // Every lock is requested after this, so none is older.
     let locking = Instant::now();
-    if !options.force {
-        if source.is_some() {
-            // Dropping from a remote: this replica's own copy counts, locked here like any other.
-            let (lock, held) = repo.lock_content(&ids, LOCK_SECONDS)?;
-            count(&mut confirmations, &held, &mut confirmed_by, "here");
-            local_lock = Some(lock);
-        }
-        let except = options.from.as_deref();
-        for mut r in reach_all(repo, except, &mut unreachable)? {
-            if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
-                continue;
+    // Everything that may fail once a lock is taken, so the locks are released whatever happens.
+    let result = (|| -> SyncResult<Dropped> {
+        if !options.force {
+            if source.is_some() {
+                // Dropping from a remote: this replica's own copy counts, locked here like any other.
+                let (lock, held) = repo.lock_content(&ids, LOCK_SECONDS)?;
+                count(&mut confirmations, &held, &mut confirmed_by, "here");
+                local_lock = Some(lock);
             }
-            match r.remote.lock_content(&ids, LOCK_SECONDS) {
-                Ok((lock, held)) => {
-                    count(&mut confirmations, &held, &mut confirmed_by, &r.name);
-                    locks.push((r.remote, lock));
+            let except = options.from.as_deref();
+            for mut r in reach_all(repo, except, &mut unreachable)? {
+                if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
+                    continue;
                 }
-                Err(e) => unreachable.push(format!("{} ({e})", r.name)),
-            }
-        }
-    }
-    let short: Vec<String> =
-        files.iter().zip(&confirmations).filter(|(_, c)| **c < needed).map(|((p, _), c)| format!("{} ({c} of {needed})", String::from_utf8_lossy(p))).collect();
-    let result = if !short.is_empty() && !options.force {
-        Err(SyncError::NotEnoughCopies { needed, files: short, unreachable: unreachable.clone() })
-    } else {
-        dmv_repo::store::failpoint("drop-confirmed");
-        let elapsed = locking.elapsed();
-        match source.as_mut() {
-            // Remotes are locked one after another and each may wait: the first locks may be about to expire.
-            _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(format!(
-                "refusing to drop: confirming the other copies took {} s, too close to their locks' {LOCK_SECONDS} s; nothing was dropped, run the drop again",
-                elapsed.as_secs()
-            ))),
-            Some(s) => match s.remote.drop_content(&ids)? {
-                (_, locked) if !locked.is_empty() => Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() }),
-                (freed_bytes, _) => {
-                    repo.record_locations(&ids, s.id, false)?;
-                    Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() })
-                }
-            },
-            None => {
-                let done = repo.drop_data(&ids)?;
-                match done.locked.is_empty() {
-                    true => Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() }),
-                    false => Err(SyncError::CopyLocked { replica: "this replica".into(), count: done.locked.len() }),
+                match r.remote.lock_content(&ids, LOCK_SECONDS) {
+                    Ok((lock, held)) => {
+                        count(&mut confirmations, &held, &mut confirmed_by, &r.name);
+                        locks.push((r.remote, lock));
+                    }
+                    Err(e) => unreachable.push(format!("{} ({e})", r.name)),
                 }
             }
         }
-    };
+        let short: Vec<String> =
+            files.iter().zip(&confirmations).filter(|(_, c)| **c < needed).map(|((p, _), c)| format!("{} ({c} of {needed})", String::from_utf8_lossy(p))).collect();
+        if !short.is_empty() && !options.force {
+            Err(SyncError::NotEnoughCopies { needed, files: short, unreachable: unreachable.clone() })
+        } else {
+            dmv_repo::store::failpoint("drop-confirmed");
+            let elapsed = locking.elapsed();
+            match source.as_mut() {
+                // Remotes are locked one after another and each may wait: the first locks may be about to expire.
+                _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(format!(
+                    "refusing to drop: confirming the other copies took {} s, too close to their locks' {LOCK_SECONDS} s; nothing was dropped, run the drop again",
+                    elapsed.as_secs()
+                ))),
+                Some(s) => match s.remote.drop_content(&ids)? {
+                    (_, locked) if !locked.is_empty() => Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() }),
+                    (freed_bytes, _) => {
+                        repo.record_locations(&ids, s.id, false)?;
+                        Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() })
+                    }
+                },
+                None => {
+                    let done = repo.drop_data(&ids)?;
+                    match done.locked.is_empty() {
+                        true => Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() }),
+                        false => Err(SyncError::CopyLocked { replica: "this replica".into(), count: done.locked.len() }),
+                    }
+                }
+            }
+        }
+    })();
     // Unlock whatever happened; a lock left behind expires by itself.
     for (mut remote, lock) in locks {
         let _ = remote.unlock_content(&lock);
