@@ -398,7 +398,8 @@ fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
 
 /// Small commits pile up small packs, which commits roll together as they
 /// go (auto-repack). Readers running all along never fail to find an object,
-/// a gc in the middle waits its turn, every commit stays whole, and the store
+/// a second writer (fetches from another repository, which repack too) and a
+/// gc in the middle take their turns, every commit stays whole, and the store
 /// ends with a bounded number of files.
 #[test]
 fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
@@ -424,6 +425,21 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
             reads
         })
     };
+    let other = new_repo();
+    std::fs::write(other.path().join("b.txt"), "b0\n").unwrap();
+    dmv(other.path(), &["add", "b.txt"]);
+    dmv(other.path(), &["commit", "-m", "b0"]);
+    dmv(d, &["remote", "add", "other", other.path().to_str().unwrap()]);
+    let fetcher = {
+        let (d, o) = (d.to_path_buf(), other.path().to_path_buf());
+        std::thread::spawn(move || {
+            for k in 1..=12 {
+                std::fs::write(o.join("b.txt"), format!("b{k}\n")).unwrap();
+                dmv(&o, &["commit", "-a", "-m", &format!("b{k}")]);
+                dmv(&d, &["fetch", "other"]);
+            }
+        })
+    };
     // More than dmv_store::AUTO_REPACK_SMALL_PACKS (16) small packs, three times over.
     let commits = 48;
     let mut gc = None;
@@ -435,12 +451,16 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
         }
     }
     ok(&gc.unwrap().wait_with_output().unwrap());
+    fetcher.join().unwrap();
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(reader.join().unwrap() > 0);
     fsck_clean(d);
     for i in 0..=commits {
         assert_eq!(cat(d, &format!("HEAD~{}:a.txt", commits - i)), format!("{i}\n").into_bytes());
     }
+    for k in 0..=12 {
+        assert_eq!(cat(d, &format!("other/main~{}:b.txt", 12 - k)), format!("b{k}\n").into_bytes());
+    }
     let packs = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
-    assert!(packs <= 16, "{packs} packs after {commits} commits");
+    assert!(packs <= 16, "{packs} packs after {commits} commits and 12 fetches");
 }

@@ -72,23 +72,6 @@ impl<'de> Deserialize<'de> for Loaded {
     }
 }
 
-/// Hashes what it writes: the dirstate's checksum, computed while it streams.
-struct Hashing<'w> {
-    out: &'w mut dyn std::io::Write,
-    hash: blake3::Hasher,
-}
-
-impl std::io::Write for Hashing<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
 #[derive(Default)]
 pub struct Dirstate {
     pub entries: BTreeMap<Vec<u8>, DirEntry>,
@@ -204,7 +187,7 @@ impl Dirstate {
     pub fn save(&self, path: &Path) -> RepoResult<()> {
         let disk = OnDisk { entries: Saving(&self.entries) };
         crate::atomic::write_atomic_with(path, &mut |out| {
-            let mut hashing = Hashing { out, hash: blake3::Hasher::new() };
+            let mut hashing = dmv_store::HashingWriter::new(out);
             // Buffered above the hash, which then takes large pieces (postcard writes field by field).
             let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut hashing);
             buffered.write_all(MAGIC)?;
@@ -212,8 +195,8 @@ impl Dirstate {
             postcard::to_io(&disk, &mut buffered).map_err(|e| std::io::Error::other(format!("cannot encode the dirstate: {e}")))?;
             buffered.flush()?;
             drop(buffered);
-            let sum = hashing.hash.finalize();
-            hashing.out.write_all(sum.as_bytes())
+            let sum = hashing.hasher.finalize();
+            hashing.inner.write_all(sum.as_bytes())
         })
     }
 

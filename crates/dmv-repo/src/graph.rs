@@ -8,11 +8,11 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use dmv_store::object::{Commit, EntryKind, TreeEntry};
+use dmv_store::object::{Commit, TreeEntry};
 use dmv_store::{ObjectId, ObjectKind};
 use serde::Serialize;
 
-use crate::tree::{read_dir, FlatEntry};
+use crate::tree::{lookup_in, read_dir, FlatEntry};
 use crate::{RepoResult, Repository};
 
 #[derive(Clone, Debug, Serialize)]
@@ -205,22 +205,19 @@ impl<'r> PathChanges<'r> {
     }
 
     fn lookup(&mut self, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
-        let mut current = FlatEntry { kind: EntryKind::Dir, id: *tree, size: 0 };
-        for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
-            if current.kind != EntryKind::Dir {
-                return Ok(None);
-            }
-            if !self.folders.contains_key(&current.id) {
-                if self.folders.len() >= KEPT_FOLDERS {
-                    self.folders.clear();
+        let (store, folders) = (&self.repo.store, &mut self.folders);
+        lookup_in(
+            &mut |dir, name| {
+                if !folders.contains_key(dir) {
+                    if folders.len() >= KEPT_FOLDERS {
+                        folders.clear();
+                    }
+                    folders.insert(*dir, read_dir(store, dir)?);
                 }
-                self.folders.insert(current.id, read_dir(&self.repo.store, &current.id)?);
-            }
-            match self.folders[&current.id].iter().find(|e| e.name == part) {
-                Some(e) => current = FlatEntry { kind: e.kind, id: e.id, size: e.size },
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(current))
+                Ok(folders[dir].iter().find(|e| e.name == name).cloned())
+            },
+            tree,
+            path,
+        )
     }
 }

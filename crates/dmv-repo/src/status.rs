@@ -145,7 +145,7 @@ impl Repository {
         }
         untracked.extend(files.map(|(p, _)| p));
         let mut refreshed = false;
-        let read_start = now_ns();
+        let read_start = crate::locations::now_ns() as i64;
         for ((path, meta), (id, size)) in to_read.iter().zip(self.current_ids(&to_read)?) {
             let kind = meta.kind().unwrap_or(EntryKind::File);
             let Some(entry) = ds.entries.get_mut(path) else { continue };
@@ -205,10 +205,6 @@ impl Repository {
         let (status, ds) = self.worktree_status()?;
         Ok(current_flat(&status, &ds))
     }
-}
-
-fn now_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
 }
 
 /// Threads for stat'ing many files: more than cores, as a stat waits now and

@@ -119,12 +119,17 @@ pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obj
 
 /// Finds one path (file or directory) in a tree.
 pub fn lookup(store: &Store, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
+    lookup_in(&mut |dir, name| Ok(read_dir(store, dir)?.into_iter().find(|e| e.name == name)), tree, path)
+}
+
+/// [`lookup`], finding each name in its folder with `find` (which may keep the folders it read).
+pub fn lookup_in(find: &mut dyn FnMut(&ObjectId, &[u8]) -> RepoResult<Option<TreeEntry>>, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
     let mut current = FlatEntry { kind: EntryKind::Dir, id: *tree, size: 0 };
     for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
         if current.kind != EntryKind::Dir {
             return Ok(None);
         }
-        match read_dir(store, &current.id)?.into_iter().find(|e| e.name == part) {
+        match find(&current.id, part)? {
             Some(e) => current = FlatEntry { kind: e.kind, id: e.id, size: e.size },
             None => return Ok(None),
         }

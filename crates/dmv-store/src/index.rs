@@ -105,9 +105,16 @@ pub fn verify_pack_index(path: &Path, pack: &ObjectId) -> StoreResult<()> {
     Ok(())
 }
 
-struct HashingWriter<W: Write> {
-    inner: W,
-    hasher: blake3::Hasher,
+/// Hashes what passes through it (BLAKE3): a checksum computed while a file streams out.
+pub struct HashingWriter<W: Write> {
+    pub inner: W,
+    pub hasher: blake3::Hasher,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub fn new(inner: W) -> HashingWriter<W> {
+        HashingWriter { inner, hasher: blake3::Hasher::new() }
+    }
 }
 
 impl<W: Write> Write for HashingWriter<W> {

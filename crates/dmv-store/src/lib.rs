@@ -26,7 +26,7 @@ pub use error::{StoreError, StoreResult};
 pub use gc::{GcOptions, GcReport, RepackReport, AUTO_REPACK_SMALL_PACKS, DEFAULT_KEEP_RECENT};
 pub use hashonly::hash_file;
 pub use id::{ObjectId, ObjectKind};
-pub use index::{verify_pack_index, Located};
+pub use index::{verify_pack_index, HashingWriter, Located};
 pub use ingest::{timestamp_granularity, IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
