@@ -122,8 +122,11 @@ pub fn lookup(store: &Store, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<
     lookup_in(&mut |dir, name| Ok(read_dir(store, dir)?.into_iter().find(|e| e.name == name)), tree, path)
 }
 
+/// Finds the entry of a name in a folder (a tree id).
+pub type FindInFolder<'a> = dyn FnMut(&ObjectId, &[u8]) -> RepoResult<Option<TreeEntry>> + 'a;
+
 /// [`lookup`], finding each name in its folder with `find` (which may keep the folders it read).
-pub fn lookup_in(find: &mut dyn FnMut(&ObjectId, &[u8]) -> RepoResult<Option<TreeEntry>>, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
+pub fn lookup_in(find: &mut FindInFolder<'_>, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
     let mut current = FlatEntry { kind: EntryKind::Dir, id: *tree, size: 0 };
     for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
         if current.kind != EntryKind::Dir {
