@@ -76,8 +76,15 @@ async fn read_or_create_async(op: Operator, target: Target, create: Option<Chunk
 
 /// 128 random-enough bits: unique per repository, not a secret.
 fn new_repository_id() -> String {
+    new_token()
+}
+
+/// 128 random-enough bits as 32 hex digits: unique, not a secret.
+pub(crate) fn new_token() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut h = blake3::Hasher::new();
-    h.update(format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
+    h.update(format!("{:?}{}{:?}{n}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
     h.update(&(&h as *const _ as usize).to_le_bytes());
     h.finalize().to_hex()[..32].to_string()
 }

@@ -16,16 +16,23 @@
 //! as an ordinary [`Store`]: lookups are the local ones, and a push stages
 //! its packs there (the store's own pack writer) before uploading them.
 //!
+//! Data leaves a bucket only by `dmv drop --from`: see `leases` for how a
+//! drop keeps clear of pushes and of other replicas' drops, and `dropping`
+//! for how it rewrites packs.
+//!
 //! The files, each using only those listed before it: `error` (what can go
 //! wrong, and telling the store's failures apart), `url` (the URL, options
 //! and connection), `layout` (object keys), `config`, `mirror` (the local
 //! mirror of the indexes), `locations` (location logs), `ranges` and `read` (ranged reads), `upload`,
-//! `refs` (the ref table's format) and `refswap` (moving refs); this file
-//! ties them into a [`Bucket`].
+//! `refs` (the ref table's format), `refswap` (moving refs), `leases`
+//! (drops, pushes and content locks in the bucket) and `dropping`; this
+//! file ties them into a [`Bucket`].
 
 mod config;
+mod dropping;
 mod error;
 mod layout;
+mod leases;
 mod locations;
 mod mirror;
 mod ranges;
@@ -36,15 +43,19 @@ mod upload;
 mod url;
 
 use std::path::Path;
+use std::sync::Mutex;
 
-use dmv_store::{ChunkParams, Located, ObjectId, StoreError, StoredObject};
+use dmv_store::object::FileNode;
+use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, StoreError, StoredObject};
 
 pub use config::{BucketConfig, FORMAT_VERSION};
+pub use dropping::BucketDropped;
 pub use error::{BucketError, BucketResult};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
+pub use leases::LOCKS_PREFIX;
 pub use locations::LOCATIONS_PREFIX;
-pub use refs::RefTable;
-pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
+pub use refs::{DropLease, DropState, RefTable};
+pub use refswap::{DropsSeen, RefChange, RefSnapshot, RefUpdateOutcome};
 pub use upload::{ObjectSink, Producer};
 pub use url::{BucketOptions, BucketUrl};
 
@@ -58,6 +69,11 @@ pub struct Bucket {
     config_bytes: Vec<u8>,
     /// The bucket's pack indexes, and only those of published packs.
     mirror: Mirror,
+    /// The drops the mirror's answers reflect: a ref update lands only if
+    /// none began since (objects a push skipped as there may be gone).
+    drops_seen: Mutex<DropsSeen>,
+    /// This client's push registration (see `leases`), while it pushes.
+    push_token: Mutex<Option<String>>,
 }
 
 impl Bucket {
@@ -70,7 +86,9 @@ impl Bucket {
         let conn = Conn::new(url, options)?;
         let (config, config_bytes) = config::read_or_create(&conn, create)?;
         let mirror = Mirror::open(cache_dir, &config, url)?;
-        let bucket = Bucket { conn, config, config_bytes, mirror };
+        // Read before the indexes are mirrored, so the mirror is at least as new.
+        let seen = DropsSeen::of(&refswap::read_refs(&conn)?.table);
+        let bucket = Bucket { conn, config, config_bytes, mirror, drops_seen: Mutex::new(seen), push_token: Mutex::new(None) };
         bucket.refresh()?;
         Ok(bucket)
     }
@@ -124,7 +142,12 @@ impl Bucket {
     /// order. Returns (objects, bytes) stored; objects the bucket has are
     /// skipped.
     pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
-        upload::put_objects(&self.conn, &self.mirror, self.config.chunking, produce)
+        let token = self.push_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let renew = || match &token {
+            Some(t) => leases::renew_push(&self.conn, t),
+            None => Ok(()),
+        };
+        upload::put_objects(&self.conn, &self.mirror, self.config.chunking, upload::Skip::Present, &renew, produce)
     }
 
     /// The ref table and its version.
@@ -135,9 +158,122 @@ impl Bucket {
     /// Applies `changes` all or nothing, each only if its ref is still at
     /// `old`. Concurrent writers race on the ref table's ETag: exactly one
     /// wins each round, and a loser whose refs were not touched retries.
-    /// No changes: only checks that this client may push ([`Bucket::check_writable`]).
+    /// Refused if data was dropped from the bucket since it was opened.
+    ///
+    /// No changes: the start of a push. Checks that this client may push
+    /// ([`Bucket::check_writable`]) and registers the push, so that no drop
+    /// runs until its changes come (or the bucket is closed).
     pub fn update_refs(&self, changes: &[RefChange]) -> BucketResult<RefUpdateOutcome> {
-        refswap::update_refs(&self.conn, &self.config_bytes, changes)
+        if changes.is_empty() {
+            self.check_writable()?;
+            return self.register_push().map(|_| RefUpdateOutcome::Updated);
+        }
+        let seen = *self.drops_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = refswap::update_refs(&self.conn, &self.config_bytes, changes, seen);
+        let unregistered = self.unregister_push();
+        let outcome = outcome?;
+        unregistered?;
+        Ok(outcome)
+    }
+
+    fn register_push(&self) -> BucketResult<()> {
+        let mut token = self.push_token.lock().unwrap_or_else(|e| e.into_inner());
+        if token.is_some() {
+            return Ok(());
+        }
+        let t = config::new_token();
+        let now = leases::register_push(&self.conn, &t)?;
+        *token = Some(t);
+        let mut seen = self.drops_seen.lock().unwrap_or_else(|e| e.into_inner());
+        if *seen != now {
+            // A drop ran since the bucket was opened: mirror what it left.
+            self.refresh()?;
+            *seen = now;
+        }
+        Ok(())
+    }
+
+    fn unregister_push(&self) -> BucketResult<()> {
+        match self.push_token.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(t) => leases::unregister_push(&self.conn, &t),
+            None => Ok(()),
+        }
+    }
+
+    /// Confirms which of these files' data is all in the bucket, and locks
+    /// those copies against drops from it for `seconds`. Returns the lock's
+    /// name (empty when nothing is held) and, per file, whether it is held.
+    /// While a drop runs there, nothing is held.
+    pub fn lock_content(&self, ids: &[ObjectId], seconds: u64) -> BucketResult<(String, Vec<bool>)> {
+        let token = config::new_token();
+        if !leases::lock_content(&self.conn, &token, ids, seconds)? {
+            return Ok((String::new(), vec![false; ids.len()]));
+        }
+        let held = self.refresh().and_then(|_| self.whole_files(ids));
+        let held = match held {
+            Ok(held) if held.iter().any(|h| *h) => held,
+            other => {
+                leases::unlock_content(&self.conn, &token)?;
+                return other.map(|held| (String::new(), held));
+            }
+        };
+        Ok((token, held))
+    }
+
+    /// Releases a lock [`Bucket::lock_content`] took (gone already is fine).
+    pub fn unlock_content(&self, lock: &str) -> BucketResult<()> {
+        if lock.is_empty() || !lock.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(self.conn.target.damaged(format!("{lock:?} is not a content lock")));
+        }
+        leases::unlock_content(&self.conn, lock)
+    }
+
+    /// Per file (content id): whether the bucket holds it and every chunk
+    /// it is made of, reading its nodes level by level.
+    fn whole_files(&self, ids: &[ObjectId]) -> BucketResult<Vec<bool>> {
+        let mut whole = Vec::with_capacity(ids.len());
+        for id in ids {
+            let mut level: Vec<Located> = Vec::new();
+            // A damaged or hostile node that lists itself must not loop.
+            let mut seen = std::collections::HashSet::new();
+            let mut ok = match self.locate(id)? {
+                None => false,
+                Some(loc) if loc.entry.kind == ObjectKind::Chunk => true,
+                Some(loc) => {
+                    level.push(loc);
+                    true
+                }
+            };
+            while ok && !level.is_empty() {
+                let mut next = Vec::new();
+                self.read_objects(std::mem::take(&mut level), &mut |obj| {
+                    let content = obj.content().map_err(|e| self.conn.target.damaged(format!("object {}: {e}", obj.id)))?;
+                    let node: FileNode = dmv_store::object::decode(&obj.id, obj.kind, &content)?;
+                    for e in node.entries {
+                        match self.locate(&e.id)? {
+                            None => ok = false,
+                            Some(loc) if loc.entry.kind != ObjectKind::Chunk => {
+                                if seen.insert(e.id) {
+                                    next.push(loc);
+                                }
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    Ok::<_, BucketError>(())
+                })?;
+                level = next;
+            }
+            whole.push(ok);
+        }
+        Ok(whole)
+    }
+
+    /// Frees these files' data in the bucket (the caller has confirmed
+    /// enough other copies): see `dropping`. Nothing is freed if another
+    /// replica's drop has locked some of it (`locked` names it).
+    pub fn drop_files(&self, files: &[ObjectId]) -> BucketResult<BucketDropped> {
+        dropping::drop_files(&self.conn, &self.mirror, self.config.chunking, files)
     }
 
     /// Checks, before anything is uploaded, that this client may write and
@@ -145,5 +281,13 @@ impl Bucket {
     /// be lost).
     pub fn check_writable(&self) -> BucketResult<()> {
         refswap::check_writable(&self.conn, &self.config_bytes)
+    }
+}
+
+impl Drop for Bucket {
+    /// A push that stopped before its ref update leaves no registration to
+    /// hold off drops until it expires (a killed one does, for an hour at most).
+    fn drop(&mut self) {
+        let _ = self.unregister_push();
     }
 }

@@ -79,25 +79,48 @@ pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
     })
 }
 
+/// What a caller saw of the bucket's drops when it mirrored the pack
+/// indexes: its answers to "does the bucket have X" hold only while no
+/// drop has begun since, nor was running then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropsSeen {
+    pub begun: u64,
+    pub running: bool,
+}
+
+impl DropsSeen {
+    pub(crate) fn of(table: &RefTable) -> DropsSeen {
+        DropsSeen { begun: table.drops.begun, running: table.drops.lease.as_ref().is_some_and(|l| l.active(now_ns())) }
+    }
+}
+
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
 /// Applies `changes` all or nothing, each only if its ref is still at
-/// `old`. `config_bytes`: the config as stored, for [`check_writable`].
-pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange]) -> BucketResult<RefUpdateOutcome> {
+/// `old`, and only if no drop ran since `seen` (what the caller decided to
+/// upload or skip rested on the bucket's objects then). `config_bytes`: the
+/// config as stored, for [`check_writable`].
+pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange], seen: DropsSeen) -> BucketResult<RefUpdateOutcome> {
     if changes.is_empty() {
         return check_writable(conn, config_bytes).map(|_| RefUpdateOutcome::Updated);
     }
-    let mut lost = 0u32;
-    loop {
-        let snapshot = read_refs(conn)?;
+    swap_with(conn, &mut |snapshot, lost| {
         // After a lost race: a swap of ours that landed although its answer
         // was lost (and retried into a 412) shows as our own values.
         if lost > 0 && changes.iter().all(|c| snapshot.table.refs.get(&c.name).copied() == c.new) {
-            return Ok(RefUpdateOutcome::Updated);
+            return Ok(Swap::Stop(RefUpdateOutcome::Updated));
+        }
+        if seen.running || DropsSeen::of(&snapshot.table) != seen {
+            let detail = "data was dropped from it while this push ran, so objects the push counted on may be gone; nothing changed there, push again";
+            return Err(conn.target.contended(detail.into()));
         }
         let mut table = snapshot.table.clone();
         for c in changes {
             let found = table.refs.get(&c.name).copied();
             if found != c.old {
-                return Ok(RefUpdateOutcome::Rejected { name: c.name.clone(), found });
+                return Ok(Swap::Stop(RefUpdateOutcome::Rejected { name: c.name.clone(), found }));
             }
             match c.new {
                 Some(id) => {
@@ -112,8 +135,31 @@ pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange
             table.head = changes.iter().find(|c| c.new.is_some() && c.name.starts_with("refs/heads/")).map(|c| c.name.clone());
         }
         test_pause_before_swap();
+        Ok(Swap::Write(table, RefUpdateOutcome::Updated))
+    })
+}
+
+/// What an edit of the ref table decided.
+pub(crate) enum Swap<T> {
+    /// Write this table (if nobody swapped first), then answer.
+    Write(RefTable, T),
+    /// Answer without writing.
+    Stop(T),
+}
+
+/// Reads the ref table, lets `edit` decide (given the rounds lost so far),
+/// and swaps the new table in if the one read still holds; a lost race
+/// reads again and asks `edit` again.
+pub(crate) fn swap_with<T>(conn: &Conn, edit: &mut dyn FnMut(&RefSnapshot, u32) -> BucketResult<Swap<T>>) -> BucketResult<T> {
+    let mut lost = 0u32;
+    loop {
+        let snapshot = read_refs(conn)?;
+        let (table, answer) = match edit(&snapshot, lost)? {
+            Swap::Stop(answer) => return Ok(answer),
+            Swap::Write(table, answer) => (table, answer),
+        };
         if swap_refs(conn, &table, snapshot.etag.as_deref())? {
-            return Ok(RefUpdateOutcome::Updated);
+            return Ok(answer);
         }
         lost += 1;
         if lost >= MAX_SWAP_ATTEMPTS {

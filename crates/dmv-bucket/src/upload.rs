@@ -8,6 +8,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use dmv_store::{index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject};
 use futures_util::StreamExt;
@@ -30,19 +31,56 @@ const PACKS_IN_FLIGHT: usize = 1;
 pub type Producer<'a, E> = &'a mut dyn FnMut(ObjectSink<'_, E>) -> Result<(), E>;
 pub type ObjectSink<'a, E> = &'a mut dyn FnMut(&StoredObject) -> Result<(), E>;
 
-/// Uploads what `produce` hands over; objects the mirror (so the bucket)
-/// has are skipped. Returns (objects, bytes) stored.
-pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
+/// An upload's writer renews its hold on the bucket (a push its
+/// registration, a drop its lease) at least this often.
+const RENEW_EVERY: Duration = Duration::from_secs(30);
+
+/// Which objects an upload leaves out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// Those the mirror (so the bucket) has: a push.
+    Present,
+    /// None: a drop rewriting packs, whose objects are all there already.
+    Nothing,
+}
+
+/// Uploads what `produce` hands over, leaving out what `skip` says, and
+/// calls `renew` every [`RENEW_EVERY`] while it runs. Returns (objects,
+/// bytes) stored.
+pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(
+    conn: &Conn,
+    mirror: &Mirror,
+    chunking: ChunkParams,
+    skip: Skip,
+    renew: &dyn Fn() -> BucketResult<()>,
+    produce: Producer<'_, E>,
+) -> Result<(u64, u64), E> {
     let staging_dir = mirror.staging_dir();
     let _ = std::fs::remove_dir_all(&staging_dir);
     Store::create(&staging_dir)?;
-    let result = put_staged(conn, mirror, chunking, &staging_dir, produce);
+    let mut renewed = Instant::now();
+    let mut renew_now = || -> BucketResult<()> {
+        if renewed.elapsed() >= RENEW_EVERY {
+            renew()?;
+            renewed = Instant::now();
+        }
+        Ok(())
+    };
+    let result = put_staged(conn, mirror, chunking, &staging_dir, skip, &mut renew_now, produce);
     let _ = std::fs::remove_dir_all(&staging_dir);
     let _ = mirror.store.reload();
     result
 }
 
-fn put_staged<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, staging_dir: &Path, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
+fn put_staged<E: From<BucketError> + From<StoreError>>(
+    conn: &Conn,
+    mirror: &Mirror,
+    chunking: ChunkParams,
+    staging_dir: &Path,
+    skip: Skip,
+    renew: &mut dyn FnMut() -> BucketResult<()>,
+    produce: Producer<'_, E>,
+) -> Result<(u64, u64), E> {
     let staging = Store::open_scratch(staging_dir, chunking, PACK_SIZE)?;
     let (jobs, queue) = tokio::sync::mpsc::channel::<Sealed>(1);
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
@@ -55,7 +93,9 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(conn: &Conn, mirror: &Mir
             jobs.blocking_send(job).map_err(|_| StoreError::Internal("the upload stopped".into()))
         });
         produce(&mut |obj: &StoredObject| {
-            if !mirror.store.contains(&obj.id)? && session.put_verified(obj)? {
+            renew()?;
+            let there = skip == Skip::Present && mirror.store.contains(&obj.id)?;
+            if !there && session.put_verified(obj)? {
                 stored.0 += 1;
                 stored.1 += obj.payload.len() as u64;
             }

@@ -795,3 +795,72 @@ fn a_drop_that_fails_after_locking_releases_the_locks() {
     dmv(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]);
     assert!(ls(&b, "--absent").contains(&"f00/p0.raw".to_string()));
 }
+
+/// The bytes of every pack in the bucket.
+fn bucket_pack_bytes(minio: &Minio, bucket: &str) -> u64 {
+    minio.list_sizes(bucket, "").iter().filter(|(k, _)| k.ends_with(".pack")).map(|(_, n)| n).sum()
+}
+
+/// `src`, holding `f00/p0.raw` (2 MiB), `f00/p1.raw` (p0's bytes and 1 MiB
+/// more: it shares p0's chunks) and `f00/p2.raw` (1 MiB of its own),
+/// pushed to `s3://<bucket>/shoot` as remote `bucket`.
+fn shoot_in_a_bucket(minio: &Minio, t: &Path, bucket: &str) -> std::path::PathBuf {
+    let src = t.join("src");
+    std::fs::create_dir_all(src.join("f00")).unwrap();
+    dmv(&src, &["init"]);
+    write_noise(&src.join("f00/p0.raw"), 2 << 20, 1);
+    let mut longer = std::fs::read(src.join("f00/p0.raw")).unwrap();
+    longer.extend(Noise::new(2).bytes(1 << 20));
+    std::fs::write(src.join("f00/p1.raw"), longer).unwrap();
+    write_noise(&src.join("f00/p2.raw"), 1 << 20, 3);
+    commit_all(&src, "shoot");
+    minio.create_bucket(bucket);
+    dmv(&src, &["remote", "add", "bucket", &format!("s3://{bucket}/shoot"), "--endpoint", &minio.endpoint()]);
+    ok(&with_env(&src, &["push", "bucket", "main"], &|c| minio.env(c)));
+    src
+}
+
+#[test]
+fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() {
+    let minio = Minio::start();
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = shoot_in_a_bucket(&minio, t, "drops");
+    let env = |c: &mut Command| minio.env(c);
+    let before = bucket_pack_bytes(&minio, "drops");
+    // Only this replica's copy counts: numcopies 2 cannot be met.
+    let line = one_line_error(&with_env(&src, &["drop", "--from", "bucket", "f00/p0.raw"], &env));
+    assert!(line.contains("f00/p0.raw (1 of 2)"), "{line}");
+    assert_eq!(bucket_pack_bytes(&minio, "drops"), before);
+
+    let out = with_env(&src, &["drop", "--numcopies", "1", "--from", "bucket", "f00/p0.raw", "f00/p2.raw"], &env);
+    ok(&out);
+    let freed = before - bucket_pack_bytes(&minio, "drops");
+    // p2's MiB goes; of p0 only what p1 does not share (at most its last chunk and its node).
+    assert!(freed >= 1 << 20 && freed < (1 << 20) + (1 << 19), "freed {freed} of {before}");
+    assert!(stderr(&out).contains(&format!("{freed} bytes freed")), "{}", stderr(&out));
+    assert!(minio.list("drops", "shoot/locks/").is_empty(), "{:?}", minio.list("drops", "shoot/locks/"));
+    // Nothing was dropped here, and whereis no longer counts the bucket for them.
+    assert_eq!(ls(&src, "--absent"), Vec::<String>::new());
+    let w: serde_json::Value = serde_json::from_slice(&with_env(&src, &["whereis", "--json", "f00/p0.raw", "f00/p1.raw"], &env).stdout).unwrap();
+    let holders = |i: usize| w[i]["copies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert!(!holders(0).contains(&"bucket".to_string()) && holders(1).contains(&"bucket".to_string()), "{w}");
+
+    // A clone from the bucket: p1 whole (its chunks shared with p0 stayed), p0 and p2 absent and named.
+    ok(&with_env(t, &["clone", "--slice", "meta", "s3://drops/shoot", "c", "--endpoint", &minio.endpoint()], &env));
+    let c = t.join("c");
+    ok(&with_env(&c, &["get", "f00/p1.raw"], &env));
+    assert!(std::fs::read(c.join("f00/p1.raw")).unwrap() == std::fs::read(src.join("f00/p1.raw")).unwrap());
+    let line = one_line_error(&with_env(&c, &["get", "f00/p2.raw"], &env));
+    assert!(line.contains("f00/p2.raw"), "{line}");
+    fsck_clean(&c);
+    // The bucket takes pushes after a drop (a push does not bring back what was dropped).
+    std::fs::write(src.join("notes.txt"), b"after the drop").unwrap();
+    commit_all(&src, "notes");
+    ok(&with_env(&src, &["push", "bucket", "main"], &env));
+    ok(&with_env(&c, &["pull"], &env));
+    ok(&with_env(&c, &["get", "notes.txt"], &env));
+    assert_eq!(std::fs::read(c.join("notes.txt")).unwrap(), b"after the drop");
+    assert_eq!(ls(&c, "--absent"), vec!["f00/p0.raw".to_string(), "f00/p2.raw".to_string()]);
+    fsck_clean(&c);
+}

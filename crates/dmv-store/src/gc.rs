@@ -229,8 +229,8 @@ impl Store {
         Ok(packs)
     }
 
-    /// Every object of the packs in `by_pack`, by pack.
-    fn objects_by_pack(&self) -> StoreResult<HashMap<ObjectId, Vec<Entry>>> {
+    /// Every object of every pack, by pack (an object in two packs is listed in both).
+    pub fn objects_by_pack(&self) -> StoreResult<HashMap<ObjectId, Vec<Entry>>> {
         let mut by_pack: HashMap<ObjectId, Vec<Entry>> = HashMap::new();
         for idx in self.indexes() {
             for i in 0..idx.len() {

@@ -127,9 +127,21 @@ impl Remote for BucketRemote {
         Ok(self.bucket.write_location_log(&from.to_string(), log.encode())?)
     }
 
-    /// Nothing ever drops data from a bucket (it only grows), so a copy
-    /// there, once confirmed, stays: no lock is needed.
-    fn lock_content(&mut self, ids: &[ObjectId], _seconds: u64) -> SyncResult<(String, Vec<bool>)> {
-        Ok((String::new(), self.has(ids)?))
+    /// Confirms the bucket's copies and locks them there against a drop
+    /// from it (see `dmv_bucket::Bucket::lock_content`).
+    fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {
+        Ok(self.bucket.lock_content(ids, seconds)?)
+    }
+
+    fn unlock_content(&mut self, lock: &str) -> SyncResult<()> {
+        match lock.is_empty() {
+            true => Ok(()),
+            false => Ok(self.bucket.unlock_content(lock)?),
+        }
+    }
+
+    fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
+        let dropped = self.bucket.drop_files(ids)?;
+        Ok((dropped.freed_bytes, dropped.locked))
     }
 }

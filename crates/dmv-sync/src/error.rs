@@ -67,8 +67,8 @@ pub enum SyncError {
     /// A clone that stopped part way; running it again resumes it.
     #[error("clone of {url} stopped; run the same command again to resume: {cause}")]
     CloneStopped { url: String, cause: Box<SyncError> },
-    #[error("the data is not here and no reachable remote has it; make one reachable that does: {}", if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
-    NoRemoteReachable { tried: Vec<String> },
+    #[error("the data of {} is not here and no reachable remote has it; make one reachable that does: {}", some_of(files), if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
+    NoRemoteReachable { files: Vec<String>, tried: Vec<String> },
     #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
     NotEnoughCopies { needed: usize, files: Vec<String>, unreachable: Vec<String> },
     #[error("refusing to drop: {count} of the files are locked on {replica} by another replica's drop that counts that copy; try again later")]
@@ -89,5 +89,15 @@ impl SyncError {
     /// A local operation that failed with an OS error, said once.
     pub fn local(what: impl Into<String>, cause: std::io::Error) -> SyncError {
         SyncError::Local { what: what.into(), cause }
+    }
+}
+
+/// The first few of `names`, and how many more: a message stays one line.
+fn some_of(names: &[String]) -> String {
+    const SHOWN: usize = 3;
+    match names.len() {
+        0 => "these files".into(),
+        n if n <= SHOWN => names.join(", "),
+        n => format!("{} and {} more", names[..SHOWN].join(", "), n - SHOWN),
     }
 }

@@ -1,7 +1,7 @@
 //! Partial replicas: getting the data of files this replica lacks from
 //! another replica, and changing which files' data it keeps (its slice).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
@@ -45,13 +45,14 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
         Some(rev) => Some(repo.commit(&rev)?.tree),
         None => repo.head_tree()?,
     };
-    let mut wanted = BTreeSet::new();
+    // Each file version wanted, by one of its paths.
+    let mut wanted = BTreeMap::new();
     // The working-tree files to fill: large ones are written while their data arrives.
     let mut to_fill = Vec::new();
     if let Some(tree) = tree {
         for f in repo.availability(&tree, &options.paths)? {
             if !f.present {
-                wanted.insert(f.entry.id);
+                wanted.entry(f.entry.id).or_insert_with(|| f.path.clone());
                 if worktree {
                     to_fill.push((f.path, f.entry));
                 }
@@ -64,10 +65,9 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     };
     let mut got = Got::default();
     if !wanted.is_empty() {
-        let ids: Vec<ObjectId> = wanted.into_iter().collect();
         let early = early.as_mut().map(|e| (e, to_fill.as_slice()));
-        let (from, stats) = fetch_from_remotes(repo, &ids, options.remote.as_deref(), early, progress)?;
-        got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
+        let (from, stats) = fetch_from_remotes(repo, &wanted, options.remote.as_deref(), early, progress)?;
+        got = Got { fetched: wanted.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if worktree {
         got.written = repo.fill_absent_with(&options.paths, early.as_mut())?.len();
@@ -76,12 +76,13 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     Ok(got)
 }
 
-/// Fetches the data of `ids` from `name`, or from the configured remotes
-/// in turn (`origin` first), each giving what it has of what is still
-/// missing. Returns the remotes that gave something.
+/// Fetches the data of `wanted` (file versions, each with a path that
+/// names it) from `name`, or from the configured remotes in turn (`origin`
+/// first), each giving what it has of what is still missing. Returns the
+/// remotes that gave something.
 fn fetch_from_remotes(
     repo: &Repository,
-    ids: &[ObjectId],
+    wanted: &BTreeMap<ObjectId, Vec<u8>>,
     name: Option<&str>,
     mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
@@ -91,7 +92,7 @@ fn fetch_from_remotes(
         None => repo.config.remotes.keys().cloned().collect(),
     };
     names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
-    let mut missing: Vec<ObjectId> = ids.to_vec();
+    let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();
     for name in names {
@@ -121,7 +122,8 @@ fn fetch_from_remotes(
             return Ok((from, stats));
         }
     }
-    Err(SyncError::NoRemoteReachable { tried })
+    let files = missing.iter().map(|id| String::from_utf8_lossy(&wanted[id]).into_owned()).collect();
+    Err(SyncError::NoRemoteReachable { files, tried })
 }
 
 /// What changing the slice did.
@@ -155,7 +157,7 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
         }
         None => repo.commits_between(&tips, &[])?,
     };
-    let mut wanted = BTreeSet::new();
+    let mut wanted = BTreeMap::new();
     let mut trees_seen = BTreeSet::new();
     for c in commits {
         let tree = repo.commit(&c)?.tree;
@@ -163,16 +165,15 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
             continue;
         }
         for (path, e) in flatten(&repo.store, &tree)? {
-            if e.kind.is_file() && filter.keeps(&path) && !wanted.contains(&e.id) && !repo.has_data(&e.id)? {
-                wanted.insert(e.id);
+            if e.kind.is_file() && filter.keeps(&path) && !wanted.contains_key(&e.id) && !repo.has_data(&e.id)? {
+                wanted.insert(e.id, path);
             }
         }
     }
     let mut got = Got::default();
     if !wanted.is_empty() {
-        let ids: Vec<ObjectId> = wanted.into_iter().collect();
-        let (from, stats) = fetch_from_remotes(repo, &ids, remote, None, progress)?;
-        got = Got { fetched: ids.len(), written: 0, from: Some(from.join(", ")), stats };
+        let (from, stats) = fetch_from_remotes(repo, &wanted, remote, None, progress)?;
+        got = Got { fetched: wanted.len(), written: 0, from: Some(from.join(", ")), stats };
     }
     if !repo.config.bare {
         got.written = repo.fill_absent(&[])?.len();

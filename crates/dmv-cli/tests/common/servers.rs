@@ -223,6 +223,11 @@ impl Minio {
 
     /// Every key under `prefix` in `bucket` (ListObjectsV2, all pages).
     pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        self.list_sizes(bucket, prefix).into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// [`Minio::list`], each key with its object's size.
+    pub fn list_sizes(&self, bucket: &str, prefix: &str) -> Vec<(String, u64)> {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -234,7 +239,7 @@ impl Minio {
             }
             let (ok, body) = self.curl(&[], &query);
             assert!(ok, "listing {bucket}/{prefix} failed: {body}");
-            keys.extend(xml_values(&body, "Key"));
+            keys.extend(xml_values(&body, "Key").into_iter().zip(xml_values(&body, "Size").into_iter().map(|s| s.parse::<u64>().unwrap())));
             token = xml_values(&body, "NextContinuationToken").into_iter().next();
             if token.is_none() {
                 return keys;
