@@ -5,7 +5,9 @@
 //! runs meanwhile), refuses content that another replica's drop has locked
 //! here, and removes in two rounds, the files' nodes first and their chunks
 //! after: a drop cut short never leaves a file node whose chunks are gone,
-//! which a push would take for a whole file and not send again.
+//! which a push would take for a whole file and not send again. The chunks
+//! of the second round are written to a journal first, so that the next
+//! drop removes those a drop cut short left (no node names them any more).
 
 use std::collections::{HashMap, HashSet};
 
@@ -33,17 +35,23 @@ pub struct BucketDropped {
 /// marked whether it is file data).
 type Graph = HashMap<ObjectId, (ObjectKind, Vec<(ObjectId, bool)>)>;
 
+/// Frees `files` (none: only finishes what a drop cut short left).
 pub(crate) fn drop_files(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, files: &[ObjectId]) -> BucketResult<BucketDropped> {
+    if files.is_empty() && leases::read_journal(conn)?.is_empty() {
+        return Ok(BucketDropped::default());
+    }
     let holder = new_token();
     leases::take_drop_lease(conn, &holder)?;
-    let dropped = drop_leased(conn, mirror, chunking, &holder, &files.iter().copied().collect());
-    let released = leases::release_drop_lease(conn, &holder);
+    let mut removed_any = false;
+    let dropped = drop_leased(conn, mirror, chunking, &holder, &files.iter().copied().collect(), &mut removed_any);
+    let released = leases::release_drop_lease(conn, &holder, removed_any);
     let dropped = dropped?;
     released?;
     Ok(dropped)
 }
 
-fn drop_leased(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, files: &HashSet<ObjectId>) -> BucketResult<BucketDropped> {
+/// `removed_any` turns true before the first object leaves the bucket.
+fn drop_leased(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, files: &HashSet<ObjectId>, removed_any: &mut bool) -> BucketResult<BucketDropped> {
     let locked: Vec<ObjectId> = leases::locked_content(conn)?.intersection(files).copied().collect();
     if !locked.is_empty() {
         return Ok(BucketDropped { freed_bytes: 0, locked });
@@ -52,12 +60,15 @@ fn drop_leased(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str
     let by_pack = mirror.store.objects_by_pack()?;
     let present: HashSet<ObjectId> = by_pack.values().flatten().map(|e| e.id).collect();
     let graph = read_graph(conn, &by_pack)?;
-    let doomed = reached_only_through(&graph, &present, files);
+    let left_over = leases::read_journal(conn)?;
+    let doomed = reached_only_through(&graph, &present, files, &left_over);
     let (nodes, chunks): (HashSet<ObjectId>, HashSet<ObjectId>) = doomed.into_iter().partition(|id| graph.contains_key(id));
     let before = stored_bytes(conn)?;
-    rewrite_without(conn, mirror, chunking, holder, &nodes)?;
+    leases::write_journal(conn, &chunks.iter().copied().collect::<Vec<_>>())?;
+    rewrite_without(conn, mirror, chunking, holder, &nodes, removed_any)?;
     dmv_store::failpoint("bucket-drop-between-rounds");
-    rewrite_without(conn, mirror, chunking, holder, &chunks)?;
+    rewrite_without(conn, mirror, chunking, holder, &chunks, removed_any)?;
+    leases::write_journal(conn, &[])?;
     Ok(BucketDropped { freed_bytes: before.saturating_sub(stored_bytes(conn)?), locked })
 }
 
@@ -80,13 +91,14 @@ fn read_graph(conn: &Conn, by_pack: &HashMap<ObjectId, Vec<PackEntry>>) -> Bucke
     Ok(graph)
 }
 
-/// The objects the bucket holds that `files` reach and nothing else does:
-/// every other object the bucket holds counts as live, reachable or not
-/// (as a local drop keeps what no ref reaches), and a tree listing one of
-/// `files` does not keep it.
-fn reached_only_through(graph: &Graph, present: &HashSet<ObjectId>, files: &HashSet<ObjectId>) -> HashSet<ObjectId> {
+/// The objects the bucket holds that `files` (or `left_over`, chunks an
+/// earlier drop meant to remove) reach and nothing else does: every other
+/// object the bucket holds counts as live, reachable or not (as a local
+/// drop keeps what no ref reaches), and a tree listing one of `files` does
+/// not keep it.
+fn reached_only_through(graph: &Graph, present: &HashSet<ObjectId>, files: &HashSet<ObjectId>, left_over: &[ObjectId]) -> HashSet<ObjectId> {
     let mut doomed = HashSet::new();
-    let mut stack: Vec<ObjectId> = files.iter().copied().collect();
+    let mut stack: Vec<ObjectId> = files.iter().chain(left_over).copied().collect();
     while let Some(id) = stack.pop() {
         if present.contains(&id) && doomed.insert(id) {
             stack.extend(graph.get(&id).into_iter().flat_map(|(_, kids)| kids.iter().map(|(k, _)| *k)));
@@ -110,7 +122,7 @@ fn reached_only_through(graph: &Graph, present: &HashSet<ObjectId>, files: &Hash
 /// those packs goes up as new packs (published before anything is
 /// removed), then the old packs go, index first (a pack counts only while
 /// its index exists).
-fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, remove: &HashSet<ObjectId>) -> BucketResult<()> {
+fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, remove: &HashSet<ObjectId>, removed_any: &mut bool) -> BucketResult<()> {
     if remove.is_empty() {
         return Ok(());
     }
@@ -122,6 +134,7 @@ fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: 
     upload::put_objects::<BucketError>(conn, mirror, chunking, upload::Skip::Nothing, &renew, &mut |sink| read::read_objects(conn, keep.clone(), &mut |obj| sink(&obj)))?;
     // Still this drop's: no other can have begun removing.
     renew()?;
+    *removed_any |= !old.is_empty();
     for pack in &old {
         for key in [index_key(pack), pack_key(pack)] {
             let op = conn.op.clone();
@@ -160,13 +173,17 @@ mod tests {
             (id(3), (ObjectKind::FileNode, vec![(id(5), true), (id(6), true)])),
         ]);
         let present: HashSet<ObjectId> = (1..=9).map(id).collect();
-        let doomed = reached_only_through(&graph, &present, &HashSet::from([id(2)]));
+        let doomed = reached_only_through(&graph, &present, &HashSet::from([id(2)]), &[]);
         assert_eq!(doomed, HashSet::from([id(2), id(4)]));
         // Both files: every chunk, both nodes; the tree and commit stay.
-        let doomed = reached_only_through(&graph, &present, &HashSet::from([id(2), id(3)]));
+        let doomed = reached_only_through(&graph, &present, &HashSet::from([id(2), id(3)]), &[]);
         assert_eq!(doomed, HashSet::from([id(2), id(3), id(4), id(5), id(6)]));
-        // A file already absent here frees nothing.
-        let doomed = reached_only_through(&graph, &HashSet::from([id(9), id(1), id(3), id(5), id(6)]), &HashSet::from([id(2)]));
-        assert!(doomed.is_empty());
+        // A file whose node is gone frees nothing...
+        let mut partly = graph.clone();
+        partly.remove(&id(2));
+        let present: HashSet<ObjectId> = [9, 1, 3, 4, 5, 6].map(id).into();
+        assert!(reached_only_through(&partly, &present, &HashSet::from([id(2)]), &[]).is_empty());
+        // ...unless the drop that removed it was cut short and left its chunks (4 only: file 3 still uses 5).
+        assert_eq!(reached_only_through(&partly, &present, &HashSet::new(), &[id(4), id(5)]), HashSet::from([id(4)]));
     }
 }

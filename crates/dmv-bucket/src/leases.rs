@@ -28,6 +28,8 @@ use crate::url::Conn;
 pub const LOCKS_PREFIX: &str = "locks/";
 const PUSHES: &str = "locks/push/";
 const CONTENT: &str = "locks/content/";
+/// The chunks the running (or last, if it was cut short) drop removes in its second round.
+const JOURNAL: &str = "locks/drop-journal";
 /// A drop holds its lease this long past each renewal, a push its
 /// registration (both renewed every half minute as they upload): what one
 /// killed holds up. A content lock lasts as long as its writer asks.
@@ -179,7 +181,7 @@ pub(crate) fn take_drop_lease(conn: &Conn, holder: &str) -> BucketResult<()> {
         Ok(Swap::Write(table, ()))
     })?;
     if !active(conn, PUSHES)?.is_empty() {
-        release_drop_lease(conn, holder)?;
+        release_drop_lease(conn, holder, false)?;
         return Err(conn.target.contended("a push to it is running (or was killed in the last 5 minutes); nothing was dropped, drop again after it".into()));
     }
     Ok(())
@@ -198,16 +200,45 @@ pub(crate) fn renew_drop_lease(conn: &Conn, holder: &str) -> BucketResult<()> {
     })
 }
 
-/// Gives the lease back (if it is still `holder`'s).
-pub(crate) fn release_drop_lease(conn: &Conn, holder: &str) -> BucketResult<()> {
+/// Gives the lease back (if it is still `holder`'s). A drop that removed
+/// nothing is no longer counted as begun: pushes that started before it
+/// counted on nothing it touched.
+pub(crate) fn release_drop_lease(conn: &Conn, holder: &str, removed_any: bool) -> BucketResult<()> {
     swap_with(conn, &mut |snapshot, _| match &snapshot.table.drops.lease {
         Some(l) if l.holder == holder => {
             let mut table = snapshot.table.clone();
             table.drops.lease = None;
+            if !removed_any {
+                table.drops.begun = table.drops.begun.saturating_sub(1);
+            }
             Ok(Swap::Write(table, ()))
         }
         _ => Ok(Swap::Stop(())),
     })
+}
+
+/// Records the chunks a drop is about to remove (none: it is done).
+pub(crate) fn write_journal(conn: &Conn, chunks: &[ObjectId]) -> BucketResult<()> {
+    match chunks.is_empty() {
+        true => remove(conn, JOURNAL.to_string()),
+        false => write(conn, JOURNAL.to_string(), encode(u64::MAX, chunks)),
+    }
+}
+
+/// The chunks a drop cut short meant to remove (or none).
+pub(crate) fn read_journal(conn: &Conn) -> BucketResult<Vec<ObjectId>> {
+    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let bytes = conn.run("reading the drop journal", async move {
+        match op.stat(JOURNAL).await {
+            Ok(meta) if meta.content_length() > MAX_LOCK_SIZE => Err(target.damaged(format!("{JOURNAL} is {} bytes, more than a journal can be", meta.content_length()))),
+            Ok(meta) => op.read_with(JOURNAL).range(0..meta.content_length()).await.map(|b| Some(b.to_vec())).map_err(|e| target.classify(e, &format!("reading {JOURNAL}"))),
+            Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(target.classify(e, &format!("reading {JOURNAL}"))),
+        }
+    })?;
+    let Some(bytes) = bytes else { return Ok(Vec::new()) };
+    trace::count_received(bytes.len() as u64);
+    decode(&bytes).map(|(_, ids)| ids).ok_or_else(|| conn.target.damaged(format!("{JOURNAL} is not a drop journal")))
 }
 
 /// The ids that unexpired content locks hold.

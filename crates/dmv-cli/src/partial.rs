@@ -193,7 +193,7 @@ pub fn drop(a: DropArgs) -> Result<u8> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&dropped)?);
     } else {
-        let place = a.from.as_deref().unwrap_or("here");
+        let place = a.from.as_deref().map_or("here".to_string(), |r| format!("from {r}"));
         let by = if dropped.confirmed_by.is_empty() { String::new() } else { format!("; copies confirmed by {}", dropped.confirmed_by.join(", ")) };
         eprintln!("dropped the data of {} file versions {place}, {} bytes freed{by}", dropped.files, dropped.freed_bytes);
     }

@@ -837,7 +837,7 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
     ok(&out);
     let freed = before - bucket_pack_bytes(&minio, "drops");
     // p2's MiB goes; of p0 only what p1 does not share (at most its last chunk and its node).
-    assert!(freed >= 1 << 20 && freed < (1 << 20) + (1 << 19), "freed {freed} of {before}");
+    assert!((1 << 20..(1 << 20) + (1 << 19)).contains(&freed), "freed {freed} of {before}");
     assert!(stderr(&out).contains(&format!("{freed} bytes freed")), "{}", stderr(&out));
     assert!(minio.list("drops", "shoot/locks/").is_empty(), "{:?}", minio.list("drops", "shoot/locks/"));
     // Nothing was dropped here, and whereis no longer counts the bucket for them.
@@ -862,5 +862,81 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
     ok(&with_env(&c, &["get", "notes.txt"], &env));
     assert_eq!(std::fs::read(c.join("notes.txt")).unwrap(), b"after the drop");
     assert_eq!(ls(&c, "--absent"), vec!["f00/p0.raw".to_string(), "f00/p2.raw".to_string()]);
+    fsck_clean(&c);
+}
+
+#[test]
+fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kill() {
+    let minio = Minio::start();
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = shoot_in_a_bucket(&minio, t, "races");
+    let env = |c: &mut Command| minio.env(c);
+    ok(&with_env(t, &["clone", "s3://races/shoot", "b", "--endpoint", &minio.endpoint()], &env));
+    let b = t.join("b");
+    let drop_cmd = |file: &str| {
+        let mut cmd = dmv_cmd(&src);
+        cmd.args(["drop", "--numcopies", "1", "--from", "bucket", file]);
+        minio.env(&mut cmd);
+        cmd
+    };
+
+    // A push that is uploading: a drop refuses, and the push lands.
+    write_noise(&b.join("new.raw"), 1 << 20, 7);
+    commit_all(&b, "new");
+    let mut push = dmv_cmd(&b);
+    push.args(["push"]);
+    minio.env(&mut push);
+    let paused = Paused::start(push, "bucket-pack-uploaded");
+    let line = one_line_error(&drop_cmd("f00/p2.raw").output().unwrap());
+    assert!(line.contains("a push to it is running"), "{line}");
+    ok(&paused.resume());
+
+    // A drop between its rounds: a push refuses, moving nothing, and another
+    // replica's drop cannot count the bucket's copy.
+    let paused = Paused::start(drop_cmd("f00/p2.raw"), "bucket-drop-between-rounds");
+    std::fs::write(b.join("notes.txt"), b"while dropping").unwrap();
+    commit_all(&b, "notes");
+    let line = one_line_error(&with_env(&b, &["push"], &env));
+    assert!(line.contains("a drop of data is running"), "{line}");
+    let line = one_line_error(&with_env(&b, &["drop", "--numcopies", "1", "f00/p0.raw"], &env));
+    assert!(line.contains("f00/p0.raw (0 of 1)"), "{line}");
+    ok(&paused.resume());
+    ok(&with_env(&b, &["push"], &env));
+    // b's drop of p0 now counts the bucket's copy, locked there: a drop from the bucket meanwhile refuses.
+    let mut b_drop = dmv_cmd(&b);
+    b_drop.args(["drop", "--numcopies", "1", "f00/p0.raw"]);
+    minio.env(&mut b_drop);
+    let paused = Paused::start(b_drop, "drop-confirmed");
+    let line = one_line_error(&drop_cmd("f00/p0.raw").output().unwrap());
+    assert!(line.contains("locked"), "{line}");
+    ok(&paused.resume());
+    assert_eq!(ls(&b, "--absent"), vec!["f00/p0.raw".to_string()]);
+
+    // A drop killed after removing its first pack: the bucket holds every
+    // file whole or not at all, and once its lease lapses the next drop
+    // removes what it left.
+    let before = bucket_pack_bytes(&minio, "races");
+    let mut killed = drop_cmd("f00/p1.raw");
+    killed.env("DMV_FAILPOINT", "bucket-drop-removed-pack").env("DMV_TEST_LEASE_SECONDS", "2");
+    assert!(!killed.output().unwrap().status.success());
+    ok(&with_env(t, &["clone", "--slice", "meta", "s3://races/shoot", "c", "--endpoint", &minio.endpoint()], &env));
+    let c = t.join("c");
+    for (file, whole) in [("f00/p0.raw", true), ("f00/p1.raw", false), ("new.raw", true), ("notes.txt", true)] {
+        let out = with_env(&c, &["get", file], &env);
+        assert_eq!(out.status.success(), whole, "{file}: {}", stderr(&out));
+        if whole {
+            let from = if file.starts_with("f00") { &src } else { &b };
+            assert!(std::fs::read(c.join(file)).unwrap() == std::fs::read(from.join(file)).unwrap(), "{file}");
+        }
+    }
+    fsck_clean(&c);
+    std::thread::sleep(Duration::from_secs(2));
+    ok(&drop_cmd("f00/p1.raw").output().unwrap());
+    // p1's own MiB is gone (its first 2 MiB are p0's, which the bucket keeps).
+    let freed = before - bucket_pack_bytes(&minio, "races");
+    assert!((1 << 20..(1 << 20) + (1 << 19)).contains(&freed), "freed {freed} of {before}");
+    assert!(minio.list("races", "shoot/locks/").is_empty(), "{:?}", minio.list("races", "shoot/locks/"));
+    ok(&with_env(&c, &["get", "f00/p0.raw"], &env));
     fsck_clean(&c);
 }

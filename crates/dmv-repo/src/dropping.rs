@@ -133,6 +133,9 @@ impl Repository {
     /// "absent" before anything is removed, and the working tree's clean
     /// copies leave first, so a drop cut short leaves a consistent replica.
     pub fn drop_data(&self, ids: &[ObjectId]) -> RepoResult<DataDropped> {
+        if ids.is_empty() {
+            return Ok(DataDropped::default());
+        }
         let _guard = self.drop_guard()?;
         let files: HashSet<ObjectId> = ids.iter().copied().collect();
         let locked: Vec<ObjectId> = self.locked_content()?.intersection(&files).copied().collect();

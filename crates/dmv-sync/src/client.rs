@@ -72,8 +72,10 @@ pub trait Remote {
     fn unlock_content(&mut self, _lock: &str) -> SyncResult<()> {
         Ok(())
     }
-    /// Frees these files' data there (the caller checked the other copies).
-    /// Returns the bytes freed and the ids another drop had locked (then nothing was freed).
+    /// Frees these files' data there (the caller checked the other copies),
+    /// and finishes what a drop there that was cut short left (all that
+    /// no ids ask for). Returns the bytes freed and the ids another drop
+    /// had locked (then nothing was freed).
     fn drop_content(&mut self, _ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
         Err(SyncError::Unsupported { url: self.url().to_string(), what: "dropping data" })
     }

@@ -194,7 +194,13 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         }
     }
     if files.is_empty() {
-        return Ok(Dropped::default());
+        // Nothing of these files is there any more, perhaps because a drop
+        // from it was cut short: let the remote finish that one.
+        let freed_bytes = match source.as_mut() {
+            Some(s) => s.remote.drop_content(&[])?.0,
+            None => 0,
+        };
+        return Ok(Dropped { freed_bytes, ..Dropped::default() });
     }
     let ids: Vec<ObjectId> = files.iter().map(|(_, id)| *id).collect();
     if source.is_none() && !options.force {
