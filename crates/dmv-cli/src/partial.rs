@@ -53,8 +53,10 @@ pub struct ReplicaArgs {
 pub fn replica(a: ReplicaArgs) -> Result<u8> {
     let mut repo = open_repo()?;
     if let Some(name) = a.name {
-        repo.config.replica_name = Some(name);
-        repo.save_config()?;
+        repo.update_config(|c| {
+            c.replica_name = Some(name);
+            Ok::<_, dmv_repo::RepoError>(())
+        })?;
     }
     println!("{} {}", repo.replica_id()?, repo.replica_name());
     Ok(0)

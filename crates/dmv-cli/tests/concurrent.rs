@@ -238,6 +238,31 @@ fn eight_concurrent_adds_all_end_up_staged() {
 }
 
 #[test]
+fn two_commands_changing_the_config_at_once_both_keep_their_change() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    let hubs = tempfile::tempdir().unwrap();
+    let hub = |name: &str| {
+        dmv(hubs.path(), &["init", "--bare", name]);
+        hubs.path().join(name).to_str().unwrap().to_string()
+    };
+    let (one, two) = (hub("one"), hub("two"));
+    // One has read the config and is about to write it back; two others change other settings meanwhile.
+    let mut first = dmv_cmd(d);
+    first.args(["remote", "add", "one", &one]);
+    let paused = Paused::start(first, "config-loaded");
+    let second = spawn(d, &["replica", "--name", "studio-laptop"]);
+    let third = spawn(d, &["remote", "add", "two", &two]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&paused.resume());
+    ok(&second.wait_with_output().unwrap());
+    ok(&third.wait_with_output().unwrap());
+    let remotes = dmv(d, &["remote", "-v"]);
+    assert!(remotes.contains("one") && remotes.contains("two"), "{remotes}");
+    assert!(dmv(d, &["replica"]).contains("studio-laptop"));
+}
+
+#[test]
 fn a_second_writer_waits_for_the_first_then_gives_up_naming_it() {
     let repo = repo_with_one_commit();
     let d = repo.path();

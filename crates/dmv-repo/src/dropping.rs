@@ -16,7 +16,6 @@ use std::os::unix::fs::MetadataExt;
 use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{ObjectId, ObjectKind};
 
-use crate::config::Config;
 use crate::dirstate::{DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::gc::LOCK_DIR;
@@ -145,10 +144,10 @@ impl Repository {
         self.record_locations(ids, self.replica_id()?, false)?;
         if !self.config.partial {
             // Absent data is normal from now on (the config on disk: `self` may be shared).
-            let path = self.dmv.join("config");
-            let mut config = Config::load(&path)?;
-            config.partial = true;
-            config.save(&path)?;
+            self.edit_config_file(|c| {
+                c.partial = true;
+                Ok::<_, RepoError>(())
+            })?;
         }
         let files_removed = if self.config.bare { 0 } else { self.unwrite_dropped(&files)? };
         let freed_bytes = self.store.drop_file_data(|| self.roots(), &files)?;

@@ -83,8 +83,28 @@ impl Repository {
         Repository::open_at(&root)
     }
 
-    pub fn save_config(&self) -> RepoResult<()> {
-        self.config.save(&self.dmv.join("config"))
+    /// Changes the configuration as one step against other writers: under
+    /// `.dmv/config.lock`, the file is read again, `edit` changes it, and
+    /// it is written back whole. Two commands changing different settings
+    /// at once (a remote added while a drop marks the replica partial)
+    /// both keep their change. `self.config` becomes what was written.
+    pub fn update_config<T, E: From<RepoError>>(&mut self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<T, E> {
+        let (answer, config) = self.edit_config_file(edit)?;
+        self.config = config;
+        Ok(answer)
+    }
+
+    /// [`Repository::update_config`] without updating `self` (which other threads may share).
+    pub(crate) fn edit_config_file<T, E: From<RepoError>>(&self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<(T, Config), E> {
+        let lock_path = self.dmv.join("config.lock");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        let path = self.dmv.join("config");
+        let mut config = Config::load(&path)?;
+        dmv_store::failpoint("config-loaded");
+        let answer = edit(&mut config)?;
+        config.save(&path)?;
+        Ok((answer, config))
     }
 
     fn open_at(root: &Path) -> RepoResult<Repository> {

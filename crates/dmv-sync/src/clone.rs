@@ -175,10 +175,12 @@ impl ClonePlan {
             virtual_host_style: self.options.bucket.virtual_host_style,
             ..Default::default()
         };
-        repo.config.remotes.insert("origin".into(), origin);
-        repo.config.partial = !self.options.slice.is_full();
-        repo.config.slice = self.options.slice.clone();
-        repo.save_config()?;
+        repo.update_config(|c| {
+            c.remotes.insert("origin".into(), origin);
+            c.partial = !self.options.slice.is_full();
+            c.slice = self.options.slice.clone();
+            Ok::<_, SyncError>(())
+        })?;
         Ok(repo)
     }
 }

@@ -140,10 +140,11 @@ pub struct SliceChanged {
 /// branch) and writes what the working tree lacked; narrowing frees
 /// nothing by itself (`drop` does, safely).
 pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, progress: &dyn Progress) -> SyncResult<SliceChanged> {
-    let old = repo.config.slice.to_string();
-    repo.config.slice = slice.clone();
-    repo.config.partial |= !slice.is_full();
-    repo.save_config()?;
+    let old = repo.update_config(|c| {
+        let old = std::mem::replace(&mut c.slice, slice.clone());
+        c.partial |= !slice.is_full();
+        Ok::<_, SyncError>(old.to_string())
+    })?;
     let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
     let mut tips: Vec<ObjectId> = repo.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
     tips.extend(repo.head_commit()?);

@@ -79,26 +79,24 @@ pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -
     if name.contains('/') || dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).is_err() {
         return Err(SyncError::BadRemoteName { name: name.to_string() });
     }
-    if repo.config.remotes.contains_key(name) {
-        return Err(SyncError::RemoteExists { name: name.to_string() });
-    }
     config.url = normalize_url(&config.url)?;
-    repo.config.remotes.insert(name.to_string(), config);
-    repo.save_config()?;
-    Ok(())
+    repo.update_config(|c| {
+        if c.remotes.contains_key(name) {
+            return Err(SyncError::RemoteExists { name: name.to_string() });
+        }
+        c.remotes.insert(name.to_string(), config);
+        Ok(())
+    })
 }
 
 /// Removes remote `name`, its remote-tracking branches and its mirrored indexes.
 pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConfig> {
-    let Some(removed) = repo.config.remotes.remove(name) else {
-        return Err(SyncError::NoSuchRemote { name: name.to_string() });
-    };
+    let removed = repo.update_config(|c| c.remotes.remove(name).ok_or_else(|| SyncError::NoSuchRemote { name: name.to_string() }))?;
     let _ = std::fs::remove_dir_all(remote_cache_dir(&repo.dmv, &removed.url));
     let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
     let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
     if !deletes.is_empty() {
         repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;
     }
-    repo.save_config()?;
     Ok(removed)
 }
