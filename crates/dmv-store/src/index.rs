@@ -10,6 +10,7 @@ use memmap2::Mmap;
 
 use crate::error::IoContext;
 use crate::pack::Entry;
+use crate::temp::TempFile;
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 const MAGIC: &[u8; 8] = b"DMVIDX\0\0";
@@ -52,8 +53,9 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
         running += *f;
         *f = running;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let file = File::create(&tmp).at(&tmp)?;
+    let guard = TempFile::new(path.with_extension(format!("tmp-{}", std::process::id())));
+    let tmp = guard.path();
+    let file = File::create(tmp).at(tmp)?;
     let mut out = HashingWriter { inner: std::io::BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new() };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);
@@ -89,7 +91,8 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
     }
     drop(file);
     crate::failpoint("index-before-rename");
-    std::fs::rename(&tmp, path).at(path)?;
+    std::fs::rename(tmp, path).at(path)?;
+    guard.kept();
     Ok(())
 }
 

@@ -17,6 +17,7 @@ mod nodes;
 pub mod object;
 mod pack;
 mod store;
+mod temp;
 pub mod trace;
 mod verify;
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::direct::DirectWriter;
 use crate::error::IoContext;
 use crate::object::{check_object_len, MAX_OBJECT_SIZE};
+use crate::temp::TempFile;
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const PACK_MAGIC: &[u8; 8] = b"DMVPACK\0";
@@ -103,7 +104,7 @@ enum Sink {
 /// Appends records to a temporary file; `finish` seals it under its checksum name.
 pub struct PackWriter {
     dir: PathBuf,
-    tmp_path: PathBuf,
+    tmp: TempFile,
     out: Sink,
     hasher: blake3::Hasher,
     offset: u64,
@@ -120,12 +121,13 @@ impl PackWriter {
     pub fn create_with(dir: &Path, durable: bool) -> StoreResult<PackWriter> {
         let tmp_path = dir.join(format!("tmp-{}-{:016x}.pack", std::process::id(), rand_u64()));
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp_path).at(&tmp_path)?;
+        let tmp = TempFile::new(tmp_path);
         let buffered = |file| Sink::Buffered { out: BufWriter::with_capacity(1 << 20, file), writeback_from: 0 };
         let out = match durable {
             true => DirectWriter::new(file).map_or_else(buffered, Sink::Direct),
             false => buffered(file),
         };
-        let mut w = PackWriter { dir: dir.to_path_buf(), tmp_path, out, hasher: blake3::Hasher::new(), offset: 0, entries: Vec::new(), durable };
+        let mut w = PackWriter { dir: dir.to_path_buf(), tmp, out, hasher: blake3::Hasher::new(), offset: 0, entries: Vec::new(), durable };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(PACK_MAGIC);
         header.extend_from_slice(&PACK_VERSION.to_le_bytes());
@@ -154,7 +156,7 @@ impl PackWriter {
             Sink::Direct(w) => w.write_all(bytes),
             Sink::Buffered { out, .. } => out.write_all(bytes),
         }
-        .at(&self.tmp_path)
+        .at(self.tmp.path())
     }
 
     pub fn bytes_written(&self) -> u64 {
@@ -198,7 +200,7 @@ impl PackWriter {
         if self.offset - *writeback_from < WRITEBACK_STEP {
             return Ok(());
         }
-        out.flush().at(&self.tmp_path)?;
+        out.flush().at(self.tmp.path())?;
         let fd = out.get_ref().as_raw_fd();
         let len = (self.offset - *writeback_from) as libc::off64_t;
         // SAFETY: sync_file_range only reads its integer arguments; a bad fd or range is an error return.
@@ -224,24 +226,23 @@ impl PackWriter {
         let checksum = ObjectId(*self.hasher.finalize().as_bytes());
         self.write_unhashed(&checksum.0)?;
         let file = match self.out {
-            Sink::Direct(w) => w.finish().at(&self.tmp_path)?,
-            Sink::Buffered { out, .. } => out.into_inner().map_err(|e| StoreError::io(&self.tmp_path, e.into_error()))?,
+            Sink::Direct(w) => w.finish().at(self.tmp.path())?,
+            Sink::Buffered { out, .. } => out.into_inner().map_err(|e| StoreError::io(self.tmp.path(), e.into_error()))?,
         };
         crate::failpoint("pack-before-sync");
         if self.durable {
-            file.sync_all().at(&self.tmp_path)?;
+            file.sync_all().at(self.tmp.path())?;
         }
         drop(file);
         let final_path = self.dir.join(pack_file_name(&checksum));
         crate::failpoint("pack-before-rename");
-        std::fs::rename(&self.tmp_path, &final_path).at(&final_path)?;
+        std::fs::rename(self.tmp.path(), &final_path).at(&final_path)?;
+        self.tmp.kept();
         Ok((checksum, final_path, self.entries))
     }
 
     /// Abandons the pack (its temporary file is removed).
-    pub fn discard(self) {
-        let _ = std::fs::remove_file(&self.tmp_path);
-    }
+    pub fn discard(self) {}
 }
 
 pub(crate) fn rand_u64() -> u64 {
