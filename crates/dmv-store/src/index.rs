@@ -62,15 +62,15 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
     header.extend_from_slice(&VERSION.to_le_bytes());
     header.extend_from_slice(&(packs.len() as u32).to_le_bytes());
     header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    out.write_all(&header).at(&tmp)?;
+    out.write_all(&header).at(tmp)?;
     for p in packs {
-        out.write_all(&p.0).at(&tmp)?;
+        out.write_all(&p.0).at(tmp)?;
     }
     for f in fanout {
-        out.write_all(&f.to_le_bytes()).at(&tmp)?;
+        out.write_all(&f.to_le_bytes()).at(tmp)?;
     }
     for (_, e) in &entries {
-        out.write_all(&e.id.0).at(&tmp)?;
+        out.write_all(&e.id.0).at(tmp)?;
     }
     for (pack, e) in &entries {
         let mut b = [0u8; ENTRY_LEN];
@@ -80,14 +80,14 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
         b[8..16].copy_from_slice(&e.offset.to_le_bytes());
         b[16..20].copy_from_slice(&e.raw_len.to_le_bytes());
         b[20..24].copy_from_slice(&e.stored_len.to_le_bytes());
-        out.write_all(&b).at(&tmp)?;
+        out.write_all(&b).at(tmp)?;
     }
     let sum = *out.hasher.finalize().as_bytes();
-    out.inner.write_all(&sum).at(&tmp)?;
-    let file = out.inner.into_inner().map_err(|e| StoreError::io(&tmp, e.into_error()))?;
+    out.inner.write_all(&sum).at(tmp)?;
+    let file = out.inner.into_inner().map_err(|e| StoreError::io(tmp, e.into_error()))?;
     crate::failpoint("index-before-sync");
     if durable {
-        file.sync_all().at(&tmp)?;
+        file.sync_all().at(tmp)?;
     }
     drop(file);
     crate::failpoint("index-before-rename");
