@@ -22,13 +22,7 @@ pub struct FsckArgs {
 
 pub fn fsck(a: FsckArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let mut problems: Vec<String> = Vec::new();
-    if let Err(e) = repo.refs.verify() {
-        problems.push(format!("refs: {e}"));
-    }
-    if let Err(e) = repo.load_dirstate() {
-        problems.push(format!("dirstate: {e}"));
-    }
+    let mut problems: Vec<String> = repo.check_files()?;
     let p = Progress::new("checking");
     let done = std::cell::Cell::new(0u64);
     let tick = |n: u64| {

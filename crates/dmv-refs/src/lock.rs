@@ -269,11 +269,17 @@ pub(crate) fn is_dead_lock_temp(name: &str) -> bool {
 }
 
 /// The table names of a tables.list (its `#` header line is the lock owner).
+/// The list exactly as written: an optional first line naming its writer
+/// (`#`, for people), then one table name per line, each line ended. A
+/// stray byte anywhere else (a blank, a `#` that would hide a table, a lost
+/// newline) is damage, not something to read around.
 pub(crate) fn parse_list(content: &str) -> Option<Vec<String>> {
+    if !content.is_empty() && !content.ends_with('\n') {
+        return None;
+    }
     let mut out = Vec::new();
-    for line in content.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+    for (i, line) in content.split_terminator('\n').enumerate() {
+        if i == 0 && line.starts_with('#') {
             continue;
         }
         if !valid_table_name(line) {
@@ -292,4 +298,34 @@ pub(crate) fn valid_table_name(s: &str) -> bool {
     };
     let parts: Vec<&str> = stem.split('-').collect();
     parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LIST_TEXT: &str = "# dmv-refs tables.list; written by pid 7 on host h\n00000001-00000004-3e2117b8.ref\n00000005-00000005-f2e2e34c.ref\n";
+
+    #[test]
+    fn a_list_reads_as_written() {
+        assert_eq!(parse_list(LIST_TEXT).unwrap(), vec!["00000001-00000004-3e2117b8.ref", "00000005-00000005-f2e2e34c.ref"]);
+        assert_eq!(parse_list("").unwrap(), Vec::<String>::new());
+    }
+
+    proptest! {
+        /// Past the writer's line, every flipped bit changes what the list says or makes it unreadable.
+        #[test]
+        fn no_flip_past_the_header_goes_unnoticed(at in 50usize..LIST_TEXT.len(), bit in 0u8..8) {
+            let mut bytes = LIST_TEXT.as_bytes().to_vec();
+            bytes[at] ^= 1 << bit;
+            let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_list);
+            prop_assert_ne!(parsed, parse_list(LIST_TEXT));
+        }
+
+        #[test]
+        fn any_text_parses_without_panic(text in ".{0,200}") {
+            let _ = parse_list(&text);
+        }
+    }
 }

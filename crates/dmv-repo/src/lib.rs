@@ -7,13 +7,14 @@
 //! `locations`, `availability`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
-//! top, `gc`, `dropping` (freeing file data) and `ops` (status, commit and checkouts, which consult the
+//! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
 mod atomic;
 mod availability;
 mod branches;
 mod checkout;
+mod checks;
 mod config;
 mod dirstate;
 mod dropping;
