@@ -16,12 +16,52 @@ pub struct FsckArgs {
     /// Check every object in every pack, reachable or not, and every index.
     #[arg(long)]
     full: bool,
+    /// Rewrite what is damaged from what is still whole, fetch what is damaged or missing from another replica, then check everything
+    #[arg(long)]
+    pub repair: bool,
+    /// With --repair: the remote to fetch from (default: each configured one, origin first)
+    #[arg(long, requires = "repair", value_name = "REMOTE")]
+    from: Option<String>,
     #[arg(long)]
     json: bool,
 }
 
 pub fn fsck(a: FsckArgs) -> Result<u8> {
     let repo = open_repo()?;
+    if a.repair {
+        let done = dmv_sync::repair(&repo, a.from.as_deref())?;
+        let s = &done.salvaged;
+        if !a.json {
+            eprintln!(
+                "repair: {} damaged packs rewritten ({} whole objects kept), {} indexes rebuilt, {} files stored again from the working tree, {} objects fetched{}",
+                s.packs_rewritten,
+                s.objects_saved,
+                s.indexes_rebuilt,
+                done.restored_from_worktree,
+                done.fetched,
+                if done.from.is_empty() { String::new() } else { format!(" from {}", done.from.join(", ")) }
+            );
+            if done.dirstate_rebuilt {
+                eprintln!("repair: the dirstate was damaged and is rebuilt from HEAD; the working tree is untouched, changes you had staged are not staged any more");
+            }
+            if done.locations_reset {
+                eprintln!("repair: the location log was damaged (kept as .dmv/locations.damaged) and starts over; replicas are asked live and it fills again as you sync");
+            }
+            for r in &done.unreachable {
+                eprintln!("repair: could not ask {r}");
+            }
+            for line in &done.lost {
+                eprintln!("lost: {line}");
+            }
+        }
+        // The check that follows runs on the repaired repository.
+        let repo = open_repo()?;
+        return check(&repo, &FsckArgs { full: true, repair: false, from: None, json: a.json }, Some(&done));
+    }
+    check(&repo, &a, None)
+}
+
+fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>) -> Result<u8> {
     let mut problems: Vec<String> = repo.check_files()?;
     let p = Progress::new("checking");
     let done = std::cell::Cell::new(0u64);
@@ -56,7 +96,7 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
         })
         .collect();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems, "missing": missing}))?);
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems, "missing": missing, "repair": repaired}))?);
     } else {
         for line in &problems {
             println!("damaged: {line}");

@@ -278,6 +278,7 @@ fn talks_to_peers(c: &Command) -> bool {
             | Command::Whereis(_)
             | Command::Drop(_)
     ) || matches!(c, Command::Serve(a) if a.over_http())
+        || matches!(c, Command::Fsck(a) if a.repair)
 }
 
 fn needs_worktree(c: &Command) -> bool {

@@ -136,6 +136,8 @@ fn specimen(t: &Path) -> PathBuf {
     dmv(&r, &["gc"]);
     std::fs::write(r.join("sub/c.txt"), "after gc\n").unwrap();
     commit_all(&r, "three");
+    // The hub holds everything: a repair has a source for all of it.
+    dmv(&r, &["push", "hub", "main", "side"]);
     let files = files_under(&r.join(".dmv"));
     assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
     r
@@ -152,6 +154,14 @@ struct KindReport {
     detected: u64,
     /// Flips fsck passed, with where they were (file and bit).
     undetected: Vec<String>,
+    /// Flips `fsck --repair` was run on (kinds it can repair), and those after which fsck was clean and every file whole.
+    repair_runs: u64,
+    repaired: u64,
+}
+
+/// Kinds `fsck --repair` rebuilds (from what is whole, the working tree and the hub the specimen pushed to).
+fn repairable(kind: &str) -> bool {
+    kind.starts_with("pack") || kind == "multi-pack index" || kind == "dirstate" || kind == "location log"
 }
 
 #[test]
@@ -243,11 +253,21 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
                 }
                 outputs.push((args[0], out));
             }
+            if repairable(kind) {
+                entry.repair_runs += 1;
+                let repair = dmv_out(&r, &["fsck", "--repair"]);
+                let whole = committed.iter().all(|(path, content)| dmv_out(&r, &["cat", &format!("HEAD:{path}")]).stdout == *content);
+                match repair.status.success() && whole {
+                    true => entry.repaired += 1,
+                    false => failures.push(format!("{kind}: fsck --repair left damage after a flip at {place}: {}", stderr(&repair))),
+                }
+                outputs.push(("fsck --repair", repair));
+            }
             for (cmd, out) in &outputs {
                 if panicked(out) {
                     failures.push(format!("{kind}: {cmd} panicked after a flip at {place}: {}", stderr(out)));
                 }
-                if !out.status.success() && stderr(out).trim().lines().count() != 1 {
+                if !out.status.success() && *cmd != "fsck --repair" && stderr(out).trim().lines().count() != 1 {
                     failures.push(format!("{kind}: {cmd} failed in more than one line after a flip at {place}: {}", stderr(out)));
                 }
             }

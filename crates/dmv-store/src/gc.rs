@@ -389,7 +389,7 @@ fn packs_to_roll(sizes: &[u64]) -> usize {
         .unwrap_or(sizes.len())
 }
 
-fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
+pub(crate) fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
     let (sum, _, entries) = w.finish()?;
     write_index(&dir.join(index_file_name(&sum)), &[sum], entries.into_iter().map(|e| (0, e)).collect())?;
     Ok(sum)

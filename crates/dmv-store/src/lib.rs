@@ -16,6 +16,7 @@ mod lock;
 mod nodes;
 pub mod object;
 mod pack;
+mod repair;
 mod store;
 mod temp;
 pub mod trace;
@@ -32,6 +33,7 @@ pub use ingest::{timestamp_granularity, IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
+pub use repair::Salvaged;
 pub use store::{SealedPack, Stats, Store, StoredObject, WriteSession, MULTI_PACK_INDEX};
 pub use verify::{Damage, VerifyReport};
 

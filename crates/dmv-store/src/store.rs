@@ -24,6 +24,9 @@ pub struct Store {
     params: ChunkParams,
     pack_limit: u64,
     indexes: RwLock<Vec<Arc<PackIndex>>>,
+    /// A pack index that could not be opened (damaged): its objects cannot
+    /// be found, and a lookup that misses says so instead of "not found".
+    unreadable: RwLock<Option<StoreError>>,
     files: Mutex<HashMap<ObjectId, Arc<File>>>,
     /// False for a scratch store whose packs are copied elsewhere and deleted
     /// (an object-store push stages its packs in one): no fsync there.
@@ -95,6 +98,7 @@ impl Store {
             params,
             pack_limit: pack_limit.max(1 << 16),
             indexes: RwLock::new(Vec::new()),
+            unreadable: RwLock::new(None),
             files: Mutex::new(HashMap::new()),
             durable,
         };
@@ -128,6 +132,7 @@ impl Store {
         }
         idx_files.sort();
         let mut indexes = Vec::new();
+        let mut unreadable = None;
         let mut covered = HashSet::new();
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
@@ -152,11 +157,14 @@ impl Store {
                     Ok(idx) => indexes.push(Arc::new(idx)),
                     // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
                     Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    // The rest of the store stays usable (and repairable).
+                    Err(e @ StoreError::CorruptFile { .. }) => unreadable = Some(e),
                     Err(e) => return Err(e),
                 }
             }
         }
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
+        *self.unreadable.write().unwrap_or_else(|e| e.into_inner()) = unreadable;
         Ok(())
     }
 
@@ -173,6 +181,10 @@ impl Store {
             if let Some(found) = idx.lookup(id)? {
                 return Ok(Some(found));
             }
+        }
+        if let Some(StoreError::CorruptFile { path, detail }) = &*self.unreadable.read().unwrap_or_else(|e| e.into_inner()) {
+            let detail = format!("{detail}; the objects it indexes cannot be found (`dmv fsck --repair` rebuilds it)");
+            return Err(StoreError::CorruptFile { path: path.clone(), detail });
         }
         Ok(None)
     }
@@ -301,6 +313,8 @@ impl Store {
     /// damaged or hostile chain of nodes is an error, not a stack overflow.
     pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
         let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(StoreError::Output);
+        // A chunk that is not here fails the whole file before any byte of it is written.
+        self.check_content_present(id)?;
         let (kind, bytes) = self.read(id)?;
         match kind {
             ObjectKind::Chunk => {

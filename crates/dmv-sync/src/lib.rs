@@ -13,8 +13,8 @@
 //! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
 //! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
 //! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
-//! `partial` (`get` and `set_slice` for partial replicas) and `copies`
-//! (`whereis` and `drop`).
+//! `partial` (`get` and `set_slice` for partial replicas), `copies`
+//! (`whereis` and `drop`) and `repair` (`fsck --repair`).
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
@@ -43,6 +43,7 @@ mod push;
 mod receive;
 mod remote;
 mod remotes;
+mod repair;
 mod send;
 mod serve;
 pub mod server;
@@ -66,6 +67,7 @@ pub use push::{current_branch, push, PushOptions, Pushed};
 pub use receive::fetch_objects;
 pub use remote::{LocalServer, RemoteSpec, Transport};
 pub use remotes::{add_remote, configured_spec, find_remote, normalize_url, remote_cache_dir, remove_remote, NamedRemote};
+pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
 pub use serve::serve_stdio;
 
