@@ -88,7 +88,8 @@ fn fetch_by_id(repo: &Repository, remote: &mut dyn Remote, ids: &[ObjectId]) -> 
                 let content = obj.content().map_err(|e| crate::SyncError::Protocol(format!("object {} from the remote: {e}", obj.id)))?;
                 for (kid, data) in children_marked(&obj.id, obj.kind, &content)? {
                     // A partial replica lacks file data by design: `get` brings it when wanted.
-                    if !(data && repo.config.partial) && !session.has(&kid)? {
+                    let by_design = data && repo.config.partial;
+                    if !by_design && !session.has(&kid)? {
                         next.push(kid);
                     }
                 }
