@@ -67,8 +67,19 @@ impl Repository {
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
     pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
+        // The same merge again, after one was cut short while writing the
+        // working tree: undone (it started from a clean tree) and run anew.
+        if let Some(m) = self.merge_state()? {
+            if m.theirs == theirs && m.phase == MergePhase::Applying {
+                self.merge_abort()?;
+            }
+        }
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
+            // Cut short after writing a clean result, before committing it: committed now.
+            if m.theirs == theirs && m.phase == MergePhase::Resolving && m.conflicts.is_empty() {
+                return Ok(MergeOutcome::Merged(self.commit_merge(&m, &format!("Merge {label}"))?));
+            }
             return Err(RepoError::MergeAlreadyInProgress { label: m.label });
         }
         if self.store.kind_of(&theirs)? != ObjectKind::Commit {

@@ -3,6 +3,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use crate::error::IoContext;
 use crate::index::{write_index, write_index_with, Located, PackIndex};
@@ -13,6 +14,10 @@ use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
+/// Listings of the packs folder a reload makes while packs are being replaced under it.
+const RELIST_ATTEMPTS: usize = 5;
+/// A packs folder changed less than this long ago may have changed again within its timestamp's tick.
+const RECENT_CHANGE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Above this many packs outside the multi-pack index, it is rebuilt, so a
 /// lookup probes at most this many + 1 indexes.
 const MAX_UNCOVERED_PACKS: usize = 8;
@@ -27,6 +32,8 @@ pub struct Store {
     /// A pack index that could not be opened (damaged): its objects cannot
     /// be found, and a lookup that misses says so instead of "not found".
     unreadable: RwLock<Option<StoreError>>,
+    /// The packs folder's mtime when the indexes were last listed.
+    listed_at: Mutex<Option<SystemTime>>,
     files: Mutex<HashMap<ObjectId, Arc<File>>>,
     /// False for a scratch store whose packs are copied elsewhere and deleted
     /// (an object-store push stages its packs in one): no fsync there.
@@ -99,6 +106,7 @@ impl Store {
             pack_limit: pack_limit.max(1 << 16),
             indexes: RwLock::new(Vec::new()),
             unreadable: RwLock::new(None),
+            listed_at: Mutex::new(None),
             files: Mutex::new(HashMap::new()),
             durable,
         };
@@ -121,6 +129,20 @@ impl Store {
     /// Re-reads the set of indexes from disk: the multi-pack index plus the
     /// per-pack index of every pack it does not cover.
     pub fn reload(&self) -> StoreResult<()> {
+        // An index listed but gone before it is opened means a gc or repack
+        // is replacing packs right now: its new packs are in place before
+        // any old one goes, so a second listing sees them.
+        for _ in 0..RELIST_ATTEMPTS {
+            if self.load_indexes()? {
+                return Ok(());
+            }
+        }
+        self.load_indexes().map(|_| ())
+    }
+
+    /// Reads the indexes; false if one vanished between the listing and its opening.
+    fn load_indexes(&self) -> StoreResult<bool> {
+        *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
         let mut idx_files = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let entry = entry.at(&self.packs_dir)?;
@@ -133,6 +155,7 @@ impl Store {
         idx_files.sort();
         let mut indexes = Vec::new();
         let mut unreadable = None;
+        let mut vanished = false;
         let mut covered = HashSet::new();
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
@@ -156,7 +179,7 @@ impl Store {
                 match PackIndex::open(&path) {
                     Ok(idx) => indexes.push(Arc::new(idx)),
                     // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
-                    Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => vanished = true,
                     // The rest of the store stays usable (and repairable).
                     Err(e @ StoreError::CorruptFile { .. }) => unreadable = Some(e),
                     Err(e) => return Err(e),
@@ -165,7 +188,7 @@ impl Store {
         }
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
         *self.unreadable.write().unwrap_or_else(|e| e.into_inner()) = unreadable;
-        Ok(())
+        Ok(!vanished)
     }
 
     pub(crate) fn indexes(&self) -> Vec<Arc<PackIndex>> {
@@ -189,12 +212,32 @@ impl Store {
         Ok(None)
     }
 
+    /// [`Store::locate`] for a reader: an object it misses may be in a pack
+    /// another process wrote after this store listed its packs (a commit
+    /// that a ref read since points to), so on a miss the packs are listed
+    /// again if their folder changed since, or changed so recently that its
+    /// coarse timestamp cannot tell. Writers' lookups of new content miss
+    /// all the time and use `locate`, which never lists.
+    pub fn find(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
+        if let Some(found) = self.locate(id)? {
+            return Ok(Some(found));
+        }
+        let listed = *self.listed_at.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
+        let recent = now.and_then(|m| SystemTime::now().duration_since(m).ok()).is_none_or(|age| age < RECENT_CHANGE);
+        if now != listed || recent {
+            self.reload()?;
+            return self.locate(id);
+        }
+        Ok(None)
+    }
+
     pub fn contains(&self, id: &ObjectId) -> StoreResult<bool> {
         Ok(self.locate(id)?.is_some())
     }
 
     pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
-        Ok(self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
+        Ok(self.find(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
     }
 
     pub(crate) fn pack_file(&self, pack: &ObjectId) -> StoreResult<Arc<File>> {
@@ -231,13 +274,13 @@ impl Store {
 
     /// Reads an object and checks it hashes to its id.
     pub fn read(&self, id: &ObjectId) -> StoreResult<(ObjectKind, Vec<u8>)> {
-        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
         Ok((loc.entry.kind, self.read_located(&loc)?))
     }
 
     /// An object as stored, verified; for sending it elsewhere.
     pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
-        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
         let obj = self.read_stored_unverified(&loc)?;
         obj.content().map_err(|detail| StoreError::DamagedObject { id: *id, pack: pack_file_name(&loc.pack), detail })?;
         Ok(obj)
@@ -341,14 +384,14 @@ impl Store {
     /// asks this before it changes anything, so missing data stops it while
     /// the working tree is still as it was.
     pub fn check_content_present(&self, id: &ObjectId) -> StoreResult<()> {
-        let loc = self.locate(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
         if loc.entry.kind != ObjectKind::FileNode {
             return Ok(());
         }
         let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
         let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
         while let Some(e) = walk.next_chunk(&mut read_node)? {
-            if !self.contains(&e.id)? {
+            if self.find(&e.id)?.is_none() {
                 return Err(StoreError::NotFound { id: e.id });
             }
         }
