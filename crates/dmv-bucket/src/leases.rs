@@ -25,7 +25,6 @@ use crate::refs::{DropLease, DropState, RefTable};
 use crate::refswap::{now_ns, read_refs, swap_with, DropsSeen, Swap};
 use crate::url::Conn;
 
-pub const LOCKS_PREFIX: &str = "locks/";
 const PUSHES: &str = "locks/push/";
 const CONTENT: &str = "locks/content/";
 /// The chunks the running (or last, if it was cut short) drop removes in its second round.

@@ -52,14 +52,14 @@ pub use config::{BucketConfig, FORMAT_VERSION};
 pub use dropping::BucketDropped;
 pub use error::{BucketError, BucketResult};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
-pub use leases::LOCKS_PREFIX;
 pub use locations::LOCATIONS_PREFIX;
 pub use refs::{DropLease, DropState, RefTable};
-pub use refswap::{DropsSeen, RefChange, RefSnapshot, RefUpdateOutcome};
+pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use upload::{ObjectSink, Producer};
 pub use url::{BucketOptions, BucketUrl};
 
 use mirror::Mirror;
+use refswap::DropsSeen;
 use url::Conn;
 
 pub struct Bucket {

@@ -34,6 +34,13 @@ impl Repository {
 
     /// `bare`: a repository without a working tree, for others to push to.
     pub fn init_with(path: &Path, chunking: ChunkParams, bare: bool) -> RepoResult<Repository> {
+        Repository::init_set_up(path, chunking, bare, |_, _| Ok(()))
+    }
+
+    /// [`Repository::init_with`], `set_up` changing the config and adding
+    /// files to `.dmv` (given as the folder it is built in) before the
+    /// repository appears: a kill leaves it whole or not there at all.
+    pub fn init_set_up(path: &Path, chunking: ChunkParams, bare: bool, set_up: impl FnOnce(&Path, &mut Config) -> RepoResult<()>) -> RepoResult<Repository> {
         chunking.validate().map_err(|detail| RepoError::BadChunking { detail })?;
         std::fs::create_dir_all(path).at(path)?;
         let root = path.canonicalize().at(path)?;
@@ -50,6 +57,7 @@ impl Repository {
             Reftable::init(&tmp.join("refs"))?;
             let mut config = Config::new(chunking);
             config.bare = bare;
+            set_up(&tmp, &mut config)?;
             config.save(&tmp.join("config"))?;
             Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
             std::fs::rename(&tmp, &dmv).at(&dmv)
@@ -59,6 +67,11 @@ impl Repository {
         }
         result?;
         Repository::open_at(&root)
+    }
+
+    /// Whether `name` is the folder a killed `init` was building in.
+    pub fn is_init_leftover(name: &std::ffi::OsStr) -> bool {
+        name.to_str().and_then(|n| n.strip_prefix(".dmv-init-")).is_some_and(|pid| pid.parse::<u32>().is_ok())
     }
 
     /// Finds the repository containing `start` (or one of its parents).

@@ -16,8 +16,6 @@ use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
-/// A packs folder changed less than this long ago may have changed again within its timestamp's tick.
-const RECENT_CHANGE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Above this many packs outside the multi-pack index, it is rebuilt, so a
 /// lookup probes at most this many + 1 indexes.
 const MAX_UNCOVERED_PACKS: usize = 8;
@@ -32,8 +30,8 @@ pub struct Store {
     /// A pack index that could not be opened (damaged): its objects cannot
     /// be found, and a lookup that misses says so instead of "not found".
     unreadable: RwLock<Option<StoreError>>,
-    /// The packs folder's mtime when the indexes were last listed.
-    listed_at: Mutex<Option<SystemTime>>,
+    /// When the indexes were last listed, and the packs folder's mtime then.
+    listed_at: Mutex<Option<(SystemTime, SystemTime)>>,
     files: Mutex<HashMap<ObjectId, Arc<File>>>,
     /// False for a scratch store whose packs are copied elsewhere and deleted
     /// (an object-store push stages its packs in one): no fsync there.
@@ -142,7 +140,8 @@ impl Store {
 
     /// Reads the indexes; false if one vanished between the listing and its opening.
     fn load_indexes(&self) -> StoreResult<bool> {
-        *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
+        let mtime = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
+        *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) = mtime.map(|m| (SystemTime::now(), m));
         let mut idx_files = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let entry = entry.at(&self.packs_dir)?;
@@ -215,17 +214,21 @@ impl Store {
     /// [`Store::locate`] for a reader: an object it misses may be in a pack
     /// another process wrote after this store listed its packs (a commit
     /// that a ref read since points to), so on a miss the packs are listed
-    /// again if their folder changed since, or changed so recently that its
-    /// coarse timestamp cannot tell. Writers' lookups of new content miss
-    /// all the time and use `locate`, which never lists.
+    /// again if their folder changed since, or had changed so shortly before
+    /// the listing that its coarse timestamp could not show a change after
+    /// it. Writers' lookups of new content miss all the time and use
+    /// `locate`, which never lists.
     pub fn find(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
         if let Some(found) = self.locate(id)? {
             return Ok(Some(found));
         }
         let listed = *self.listed_at.lock().unwrap_or_else(|e| e.into_inner());
-        let now = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
-        let recent = now.and_then(|m| SystemTime::now().duration_since(m).ok()).is_none_or(|age| age < RECENT_CHANGE);
-        if now != listed || recent {
+        let mtime = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
+        let stale = match (listed, mtime) {
+            (Some((when, then)), Some(now)) => now != then || when.duration_since(now).is_ok_and(|gap| gap < 2 * crate::timestamp_granularity()) || when < now,
+            _ => true,
+        };
+        if stale {
             self.reload()?;
             return self.locate(id);
         }

@@ -87,8 +87,16 @@ impl ClonePlan {
         };
         let dmv_dir = dir.join(".dmv");
         let resuming = std::fs::read_to_string(dmv_dir.join(CLONE_MARKER)).is_ok_and(|m| m.trim() == url);
-        if !resuming && dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-            return Err(SyncError::DestinationNotEmpty(dir));
+        if !resuming && dir.exists() {
+            // What a clone killed while creating its repository left is not in the way.
+            let entries: Vec<_> = std::fs::read_dir(&dir).map(|d| d.flatten().collect()).unwrap_or_default();
+            if entries.iter().all(|e| Repository::is_init_leftover(&e.file_name())) {
+                for e in entries {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            } else {
+                return Err(SyncError::DestinationNotEmpty(dir));
+            }
         }
         let mut spec = RemoteSpec::parse(&url)?;
         spec.token = options.token.clone();
@@ -162,11 +170,10 @@ impl ClonePlan {
         Ok(Cloned { url: self.url, updated: fetched.updated, stats: fetched.stats, head_branch: head_short, empty: head_tip.is_none(), written_while_receiving, repo })
     }
 
-    /// The new repository, with `origin` configured and the marker that makes a stopped clone resumable.
+    /// The new repository, with `origin` configured and the marker that
+    /// makes a stopped clone resumable, both there before the repository
+    /// appears: a clone killed at any moment can be run again.
     fn create(&self, remote: &dyn Remote) -> SyncResult<Repository> {
-        let mut repo = Repository::init_with(&self.dir, remote.chunking(), self.options.bare)?;
-        let marker = repo.dmv.join(CLONE_MARKER);
-        std::fs::write(&marker, format!("{}\n", self.url)).map_err(|e| SyncError::local(format!("cannot mark the clone as in progress in {}", marker.display()), e))?;
         let origin = RemoteConfig {
             url: self.url.clone(),
             token: self.options.token.clone(),
@@ -175,11 +182,13 @@ impl ClonePlan {
             virtual_host_style: self.options.bucket.virtual_host_style,
             ..Default::default()
         };
-        repo.update_config(|c| {
+        let repo = Repository::init_set_up(&self.dir, remote.chunking(), self.options.bare, |dmv, c| {
+            let marker = dmv.join(CLONE_MARKER);
+            std::fs::write(&marker, format!("{}\n", self.url)).map_err(|e| dmv_repo::RepoError::io(&marker, e))?;
             c.remotes.insert("origin".into(), origin);
             c.partial = !self.options.slice.is_full();
             c.slice = self.options.slice.clone();
-            Ok::<_, SyncError>(())
+            Ok(())
         })?;
         Ok(repo)
     }
