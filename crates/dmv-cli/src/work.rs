@@ -235,9 +235,12 @@ pub struct BranchArgs {
     name: Option<String>,
     /// Where the new branch starts (default HEAD).
     start: Option<String>,
-    /// Delete the named branch.
+    /// Delete the named branch (only if HEAD or its remote-tracking branch holds its commits).
     #[arg(short, long, conflicts_with = "rename")]
     delete: bool,
+    /// Delete the named branch even if its commits would be left to gc.
+    #[arg(short = 'D', conflicts_with_all = ["rename", "delete"])]
+    force_delete: bool,
     /// Rename: `branch -m OLD NEW`.
     #[arg(short = 'm', long = "move")]
     rename: bool,
@@ -262,7 +265,7 @@ fn current_branch(repo: &Repository) -> Result<Option<String>> {
 
 pub fn branch(a: BranchArgs) -> Result<u8> {
     let repo = open_repo()?;
-    match (a.name, a.delete, a.rename) {
+    match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
             let current = current_branch(&repo)?;
             let list = repo.refs.list("refs/heads/")?;
@@ -280,7 +283,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             }
         }
         (Some(name), true, _) => {
-            let old = repo.delete_branch(&name)?;
+            let old = repo.delete_branch(&name, a.force_delete)?;
             println!("Deleted branch {name} (was {}).", old.short());
         }
         (Some(old_name), false, true) => {

@@ -98,7 +98,7 @@ fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     merge.args(["merge", "feature"]);
     let paused = Paused::start(merge, "merge-state-written");
     // Only MERGE_STATE and the merge itself keep their side once the branch is gone.
-    dmv(d, &["branch", "-d", "feature"]);
+    dmv(d, &["branch", "-D", "feature"]);
     ok(&gc_while_paused(d, paused));
     fsck_clean(d);
     let mut want = Noise::new(3);

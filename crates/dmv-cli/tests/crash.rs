@@ -142,7 +142,7 @@ fn gc_killed_before_deleting_loses_nothing() {
     write_noise(&d.join("media/big.bin"), 24 << 20, 4);
     dmv(d, &["commit", "-a", "-m", "second"]);
     let new = std::fs::read(d.join("media/big.bin")).unwrap();
-    dmv(d, &["branch", "-d", "keep"]);
+    dmv(d, &["branch", "-D", "keep"]);
     // Unreachable data for gc to drop: a commit on a branch that is then
     // deleted (its reflog goes with --prune-reflog).
     dmv(d, &["switch", "-c", "doomed"]);
@@ -153,7 +153,7 @@ fn gc_killed_before_deleting_loses_nothing() {
     let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
     let doomed_rev = format!("{}:media/doomed.bin", log[0]["id"].as_str().unwrap());
     dmv(d, &["switch", "main"]);
-    dmv(d, &["branch", "-d", "doomed"]);
+    dmv(d, &["branch", "-D", "doomed"]);
     assert!(!d.join("media/doomed.bin").exists());
     let packs = d.join(".dmv/objects/packs");
     let before = bytes_under(&packs);

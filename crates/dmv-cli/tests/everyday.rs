@@ -138,6 +138,20 @@ fn dmvignore_rm_mv_restore_and_tags() {
     assert!(branches.contains("topic") && !branches.contains("feature") && branches.contains("* main"), "{branches}");
     dmv(d, &["branch", "-d", "topic"]);
     assert!(!dmv(d, &["branch"]).contains("topic"));
+    // A branch with commits nothing else holds is deleted only with -D (gc would drop them).
+    dmv(d, &["restore", "moved/a"]);
+    dmv(d, &["switch", "-c", "experiment"]);
+    std::fs::write(d.join("experiment.txt"), "experiment").unwrap();
+    dmv(d, &["add", "experiment.txt"]);
+    dmv(d, &["commit", "-m", "experiment"]);
+    dmv(d, &["switch", "main"]);
+    let out = dmv_out(d, &["branch", "-d", "experiment"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("not merged") && stderr(&out).contains("dmv branch -D experiment"), "{}", stderr(&out));
+    assert!(dmv(d, &["branch"]).contains("experiment"));
+    dmv(d, &["branch", "-D", "experiment"]);
+    assert!(!dmv(d, &["branch"]).contains("experiment"));
+    dmv(d, &["restore", "--source", "v1", "moved/a"]);
     // The checked-out branch is not deleted; renaming it takes HEAD along.
     let out = dmv_out(d, &["branch", "-d", "main"]);
     assert_eq!(out.status.code(), Some(128));

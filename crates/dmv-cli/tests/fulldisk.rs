@@ -158,7 +158,7 @@ fn gc_on_a_full_disk_loses_nothing_and_works_once_space_is_freed() {
     write_noise(&r.join("scrap.raw"), 4 * MIB, 2);
     commit_all(&r, "scrap");
     dmv(&r, &["switch", "main"]);
-    dmv(&r, &["branch", "-d", "scrap"]);
+    dmv(&r, &["branch", "-D", "scrap"]);
     // gc writes the pack it keeps before removing the old ones: leave it no room.
     let filler = disk.fill_until(MIB);
     says_full(&dmv_out(&r, &["gc", "--prune", "now", "--prune-reflog"]), &disk);

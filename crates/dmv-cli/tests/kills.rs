@@ -157,7 +157,7 @@ struct Scenario {
     check: fn(&World, &Servers, bool),
     /// Prepares the world for this scenario (a change to commit, garbage for gc, ...).
     prepare: fn(&World, &Servers),
-    /// The fail points are armed in the HTTP server, not in the command.
+    /// The fail points are armed in the server (HTTP, or the one sshd starts), not in the command.
     server_side: bool,
 }
 
@@ -184,7 +184,8 @@ fn scenarios() -> Vec<Scenario> {
             _ => [STORE_POINTS.as_slice(), &["push-received"], REF_POINTS.as_slice()].concat(),
         };
         for server_side in [false, true] {
-            if server_side && transport != Transport::Http {
+            // The serving side: `dmv serve` over HTTP, `dmv serve --stdio` that sshd starts.
+            if server_side && !matches!(transport, Transport::Http | Transport::Ssh) {
                 continue;
             }
             all.push(Scenario {
@@ -287,7 +288,7 @@ fn scenarios() -> Vec<Scenario> {
             write_noise(&c.join("scrap.raw"), 2 << 20, 5);
             commit_all(&c, "scrap");
             dmv(&c, &["switch", "main"]);
-            dmv(&c, &["branch", "-d", "scrap"]);
+            dmv(&c, &["branch", "-D", "scrap"]);
         },
         |w, _, _| {
             fsck_clean(&w.client());
@@ -367,7 +368,7 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
         drop(old);
         w.http = Some(HttpServer::start_with_env(&config, port, env));
     };
-    let server_point = point.filter(|_| s.server_side);
+    let server_point = point.filter(|_| s.server_side && s.transport == Transport::Http);
     if let Some(p) = server_point {
         restart(&mut w, &[("DMV_FAILPOINT", p)]);
     }
@@ -377,8 +378,15 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
     let mut cmd = dmv_cmd(&dir);
     cmd.args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
     env_for(s.transport, servers, &mut cmd);
-    if let Some(p) = point.filter(|_| !s.server_side) {
-        cmd.env("DMV_FAILPOINT", p);
+    match point {
+        Some(p) if !s.server_side => {
+            cmd.env("DMV_FAILPOINT", p);
+        }
+        // The command sshd runs for the client, with the fail point armed.
+        Some(p) if s.transport == Transport::Ssh => {
+            cmd.env("DMV_REMOTE_DMV", format!("env DMV_FAILPOINT={p} {}", bin().display()));
+        }
+        _ => {}
     }
     let started = Instant::now();
     let mut child = cmd.spawn().unwrap();

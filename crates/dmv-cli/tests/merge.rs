@@ -409,7 +409,7 @@ fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
     let repo = photo_conflict();
     let d = repo.path();
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-    dmv(d, &["branch", "-d", "feature"]);
+    dmv(d, &["branch", "-D", "feature"]);
     // No grace period: only MERGE_STATE can keep their side.
     dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     fsck_clean(d);

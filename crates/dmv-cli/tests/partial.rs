@@ -672,7 +672,7 @@ fn a_copy_that_no_branch_keeps_does_not_count() {
     dmv(&b, &["push", "origin", "feat"]);
     let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "2", "y.bin"]));
     assert!(line.contains("y.bin (1 of 2)"), "kept by a branch, the copy counts: {line}");
-    dmv(&a, &["branch", "-d", "feat"]);
+    dmv(&a, &["branch", "-D", "feat"]);
     let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "y.bin"]));
     assert!(line.contains("y.bin (0 of 1)"), "{line}");
     assert_eq!(ls(&b, "--present"), vec!["x.txt".to_string(), "y.bin".to_string()]);

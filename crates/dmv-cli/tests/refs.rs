@@ -72,7 +72,7 @@ fn reflog_survives_branch_deletion_and_fsck_names_a_damaged_table() {
     std::fs::write(d.join("f"), "2").unwrap();
     dmv(d, &["commit", "-a", "-m", "two on topic"]);
     dmv(d, &["switch", "main"]);
-    dmv(d, &["branch", "-d", "topic"]);
+    dmv(d, &["branch", "-D", "topic"]);
     let log = dmv(d, &["reflog", "topic"]);
     assert!(log.contains("two on topic") && log.contains("(deleted)"), "{log}");
 

@@ -18,11 +18,29 @@ impl Repository {
         })
     }
 
-    /// Deletes branch `name`; returns where it was.
-    pub fn delete_branch(&self, name: &str) -> RepoResult<ObjectId> {
+    /// Deletes branch `name`; returns where it was. Unless `force`, only a
+    /// branch whose commits HEAD or one of its remote-tracking branches
+    /// (`refs/remotes/*/NAME`) also holds: the commits of any other would be
+    /// kept by nothing but the reflog, and gc would drop them (git's rule).
+    pub fn delete_branch(&self, name: &str, force: bool) -> RepoResult<ObjectId> {
         let full = format!("refs/heads/{name}");
         if self.checked_out_branch()?.as_deref() == Some(full.as_str()) {
             return Err(RepoError::BranchCheckedOut { name: name.to_string() });
+        }
+        let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: name.to_string() })?;
+        if !force {
+            let mut keepers: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
+            keepers.extend(self.refs.list("refs/remotes/")?.into_iter().filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name)).map(|(_, id)| id));
+            let mut merged = false;
+            for k in keepers {
+                if k == tip || self.merge_base(tip, k)? == Some(tip) {
+                    merged = true;
+                    break;
+                }
+            }
+            if !merged {
+                return Err(RepoError::BranchNotMerged { name: name.to_string() });
+            }
         }
         self.delete_named_ref(&full, "branch", name, "branch: deleted")
     }

@@ -57,6 +57,8 @@ pub enum RepoError {
     NoSuchRef { kind: &'static str, name: String },
     #[error("cannot delete branch '{name}': it is checked out")]
     BranchCheckedOut { name: String },
+    #[error("branch {name} is not merged into HEAD or its remote-tracking branch: deleting it would leave its commits to gc; merge or push it first, or delete it anyway with `dmv branch -D {name}`")]
+    BranchNotMerged { name: String },
     /// Anything else the ref store reports (locked, corrupt, invalid name, I/O).
     #[error("{0}")]
     Refs(dmv_refs::RefError),
