@@ -157,7 +157,7 @@ fn gc_drops_unreachable_history_and_keeps_the_rest() {
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "throwaway"]);
     dmv(d, &["switch", "main"]);
-    dmv(d, &["branch", "-d", "experiment"]);
+    dmv(d, &["branch", "-D", "experiment"]);
     let before = bytes_under(&d.join(".dmv/objects/packs"));
     // The reflog still remembers the deleted branch: a plain gc keeps its data.
     dmv(d, &["gc", "--prune=now"]);
