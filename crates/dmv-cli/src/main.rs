@@ -68,9 +68,11 @@ enum Command {
     UpdateRef(refcmds::UpdateRefArgs),
     /// List refs and the ids they point to.
     ShowRef(refcmds::ShowRefArgs),
+    /// Print the ids of revisions, the current branch (--abbrev-ref HEAD) or the top folder (--show-toplevel).
+    RevParse(refcmds::RevParseArgs),
     /// Show the history of a ref (also of deleted ones).
     Reflog(refcmds::ReflogArgs),
-    /// Verify the integrity of every reachable object (--full: every object in every pack).
+    /// Verify the integrity of every reachable object (--full: every object in every pack; --repair: rebuild and fetch what is damaged).
     Fsck(admin::FsckArgs),
     /// Drop unreachable objects and merge small packs.
     Gc(admin::GcArgs),
@@ -151,6 +153,7 @@ fn main() -> ExitCode {
         Command::LsTree(a) => inspect::ls_tree(a),
         Command::UpdateRef(a) => refcmds::update_ref(a),
         Command::ShowRef(a) => refcmds::show_ref(a),
+        Command::RevParse(a) => refcmds::rev_parse(a),
         Command::Reflog(a) => refcmds::reflog(a),
         Command::Fsck(a) => admin::fsck(a),
         Command::Gc(a) => admin::gc(a),

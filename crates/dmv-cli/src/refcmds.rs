@@ -161,3 +161,50 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
     }
     Ok(0)
 }
+
+#[derive(Args)]
+pub struct RevParseArgs {
+    /// Revisions to resolve: HEAD, a branch, a tag, an id or a prefix of one, REV~N, REV^.
+    revs: Vec<String>,
+    /// Print abbreviated ids.
+    #[arg(long)]
+    short: bool,
+    /// Print a name instead of an id: the branch HEAD is on (`HEAD` when detached), a branch or tag as given.
+    #[arg(long)]
+    abbrev_ref: bool,
+    /// Print the top folder of the working tree.
+    #[arg(long)]
+    show_toplevel: bool,
+    /// Exactly one revision, which must resolve.
+    #[arg(long)]
+    verify: bool,
+}
+
+/// `git rev-parse`'s everyday uses: ids of revisions for scripts, the current branch, the top folder.
+pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    if a.show_toplevel {
+        repo.require_worktree()?;
+        println!("{}", repo.root.display());
+    }
+    if a.verify && a.revs.len() != 1 {
+        bail!("--verify takes exactly one revision");
+    }
+    for rev in &a.revs {
+        if a.abbrev_ref {
+            let name = match (rev.as_str(), repo.head()?) {
+                ("HEAD", Head::Branch(b)) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+                ("HEAD", Head::Detached(_)) => "HEAD".to_string(),
+                (other, _) => match repo.full_ref(other)? {
+                    Some(full) => full.strip_prefix("refs/heads/").or_else(|| full.strip_prefix("refs/")).unwrap_or(&full).to_string(),
+                    None => bail!("unknown revision {other}"),
+                },
+            };
+            println!("{name}");
+            continue;
+        }
+        let id = repo.resolve(rev)?;
+        println!("{}", if a.short { id.short() } else { id.to_hex() });
+    }
+    Ok(0)
+}

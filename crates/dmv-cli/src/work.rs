@@ -173,6 +173,9 @@ pub struct CommitArgs {
     /// Stage every modified or deleted tracked file first.
     #[arg(short, long)]
     all: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
@@ -196,7 +199,9 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
                 Head::Detached(_) => "detached HEAD".into(),
             };
             let root = if parent.is_none() { " (root-commit)" } else { "" };
-            println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
+            if !a.quiet {
+                println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
+            }
             Ok(0)
         }
         None => {

@@ -414,3 +414,23 @@ fn log_of_a_path_lists_the_commits_that_changed_it() {
     // From a subfolder, paths are relative to it, as in git.
     assert_eq!(dmv(&d.join("shoot"), &["log", "--oneline", "--", "."]).lines().count(), 3);
 }
+
+#[test]
+fn rev_parse_and_a_quiet_commit_work_as_in_git() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    assert_eq!(dmv(d, &["commit", "-q", "-m", "one"]), "");
+    let id = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(id.len(), 64, "{id}");
+    assert_eq!(dmv(d, &["rev-parse", "main"]).trim(), id);
+    let short = dmv(d, &["rev-parse", "--short", "HEAD"]).trim().to_string();
+    assert!(id.starts_with(&short) && short.len() < id.len(), "{short}");
+    assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+    let top = dmv(d, &["rev-parse", "--show-toplevel"]);
+    assert_eq!(std::path::Path::new(top.trim()), d.canonicalize().unwrap());
+    let out = dmv_out(d, &["rev-parse", "--verify", "nosuch"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+}

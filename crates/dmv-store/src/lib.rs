@@ -5,6 +5,7 @@
 //! builds on top of [`Store`] and [`WriteSession`].
 
 mod chunker;
+mod clock;
 mod direct;
 mod error;
 mod gc;
@@ -23,13 +24,14 @@ pub mod trace;
 mod verify;
 
 pub use chunker::{ChunkBatch, ChunkParams, Chunker};
+pub use clock::timestamp_granularity;
 pub use direct::FileWriter;
 pub use error::{StoreError, StoreResult};
 pub use gc::{GcOptions, GcReport, RepackReport, AUTO_REPACK_SMALL_PACKS, DEFAULT_KEEP_RECENT};
 pub use hashonly::hash_file;
 pub use id::{ObjectId, ObjectKind};
 pub use index::{verify_pack_index, HashingWriter, Located};
-pub use ingest::{timestamp_granularity, IngestSource, Ingested};
+pub use ingest::{IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};

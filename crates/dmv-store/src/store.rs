@@ -225,7 +225,7 @@ impl Store {
         let listed = *self.listed_at.lock().unwrap_or_else(|e| e.into_inner());
         let mtime = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
         let stale = match (listed, mtime) {
-            (Some((when, then)), Some(now)) => now != then || when.duration_since(now).is_ok_and(|gap| gap < 2 * crate::timestamp_granularity()) || when < now,
+            (Some((when, then)), Some(now)) => now != then || when.duration_since(now).is_ok_and(|gap| gap < 2 * crate::clock::timestamp_granularity()) || when < now,
             _ => true,
         };
         if stale {
