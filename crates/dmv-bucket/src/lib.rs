@@ -42,6 +42,7 @@ mod refswap;
 mod upload;
 mod url;
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -69,9 +70,10 @@ pub struct Bucket {
     config_bytes: Vec<u8>,
     /// The bucket's pack indexes, and only those of published packs.
     mirror: Mirror,
-    /// The drops the mirror's answers reflect: a ref update lands only if
-    /// none began since (objects a push skipped as there may be gone).
-    drops_seen: Mutex<DropsSeen>,
+    /// The drops the mirror's answers reflect, from the start of a push: its
+    /// ref update lands only if none began since (objects it skipped as
+    /// there may be gone).
+    drops_seen: Mutex<Option<DropsSeen>>,
     /// This client's push registration (see `leases`), while it pushes.
     push_token: Mutex<Option<String>>,
 }
@@ -86,9 +88,7 @@ impl Bucket {
         let conn = Conn::new(url, options)?;
         let (config, config_bytes) = config::read_or_create(&conn, create)?;
         let mirror = Mirror::open(cache_dir, &config, url)?;
-        // Read before the indexes are mirrored, so the mirror is at least as new.
-        let seen = DropsSeen::of(&refswap::read_refs(&conn)?.table);
-        let bucket = Bucket { conn, config, config_bytes, mirror, drops_seen: Mutex::new(seen), push_token: Mutex::new(None) };
+        let bucket = Bucket { conn, config, config_bytes, mirror, drops_seen: Mutex::new(None), push_token: Mutex::new(None) };
         bucket.refresh()?;
         Ok(bucket)
     }
@@ -168,7 +168,8 @@ impl Bucket {
             self.check_writable()?;
             return self.register_push().map(|_| RefUpdateOutcome::Updated);
         }
-        let seen = *self.drops_seen.lock().unwrap_or_else(|e| e.into_inner());
+        self.register_push()?;
+        let seen = self.drops_seen.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
         let outcome = refswap::update_refs(&self.conn, &self.config_bytes, changes, seen);
         let unregistered = self.unregister_push();
         let outcome = outcome?;
@@ -184,12 +185,9 @@ impl Bucket {
         let t = config::new_token();
         let now = leases::register_push(&self.conn, &t)?;
         *token = Some(t);
-        let mut seen = self.drops_seen.lock().unwrap_or_else(|e| e.into_inner());
-        if *seen != now {
-            // A drop ran since the bucket was opened: mirror what it left.
-            self.refresh()?;
-            *seen = now;
-        }
+        // Mirrored after the drops were read, so what the push decides to skip is at least as new.
+        self.refresh()?;
+        *self.drops_seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
         Ok(())
     }
 
@@ -229,42 +227,43 @@ impl Bucket {
     }
 
     /// Per file (content id): whether the bucket holds it and every chunk
-    /// it is made of, reading its nodes level by level.
+    /// it is made of, reading the nodes of all the files level by level
+    /// (one round of ranged reads per level, not per file).
     fn whole_files(&self, ids: &[ObjectId]) -> BucketResult<Vec<bool>> {
-        let mut whole = Vec::with_capacity(ids.len());
-        for id in ids {
-            let mut level: Vec<Located> = Vec::new();
-            // A damaged or hostile node that lists itself must not loop.
-            let mut seen = std::collections::HashSet::new();
-            let mut ok = match self.locate(id)? {
-                None => false,
-                Some(loc) if loc.entry.kind == ObjectKind::Chunk => true,
-                Some(loc) => {
-                    level.push(loc);
-                    true
-                }
-            };
-            while ok && !level.is_empty() {
-                let mut next = Vec::new();
-                self.read_objects(std::mem::take(&mut level), &mut |obj| {
-                    let content = obj.content().map_err(|e| self.conn.target.damaged(format!("object {}: {e}", obj.id)))?;
-                    let node: FileNode = dmv_store::object::decode(&obj.id, obj.kind, &content)?;
-                    for e in node.entries {
-                        match self.locate(&e.id)? {
-                            None => ok = false,
-                            Some(loc) if loc.entry.kind != ObjectKind::Chunk => {
-                                if seen.insert(e.id) {
-                                    next.push(loc);
-                                }
-                            }
-                            Some(_) => {}
-                        }
-                    }
-                    Ok::<_, BucketError>(())
-                })?;
-                level = next;
+        let mut whole = vec![true; ids.len()];
+        // Nodes to read, each with the files it is part of; a node is read once.
+        let mut level: HashMap<ObjectId, (Located, Vec<usize>)> = HashMap::new();
+        let mut seen = HashSet::new();
+        for (i, id) in ids.iter().enumerate() {
+            match self.locate(id)? {
+                None => whole[i] = false,
+                Some(loc) if loc.entry.kind == ObjectKind::Chunk => {}
+                Some(loc) => level.entry(*id).or_insert((loc, Vec::new())).1.push(i),
             }
-            whole.push(ok);
+        }
+        while !level.is_empty() {
+            let mut next: HashMap<ObjectId, (Located, Vec<usize>)> = HashMap::new();
+            let wanted: Vec<Located> = level.values().map(|(loc, _)| *loc).collect();
+            self.read_objects(wanted, &mut |obj| {
+                let content = obj.content().map_err(|e| self.conn.target.damaged(format!("object {}: {e}", obj.id)))?;
+                let node: FileNode = dmv_store::object::decode(&obj.id, obj.kind, &content)?;
+                let files = &level[&obj.id].1;
+                for e in node.entries {
+                    match self.locate(&e.id)? {
+                        None => files.iter().for_each(|f| whole[*f] = false),
+                        Some(loc) if loc.entry.kind != ObjectKind::Chunk => match next.get_mut(&e.id) {
+                            // Shared by files of this level: read once, for all of them.
+                            Some((_, more)) => more.extend(files),
+                            // A damaged or hostile node that lists itself must not loop.
+                            None if seen.insert(e.id) => drop(next.insert(e.id, (loc, files.clone()))),
+                            None => {}
+                        },
+                        Some(_) => {}
+                    }
+                }
+                Ok::<_, BucketError>(())
+            })?;
+            level = next;
         }
         Ok(whole)
     }

@@ -489,3 +489,48 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
     let packs = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
     assert!(packs <= 16, "{packs} packs after {commits} commits and 12 fetches");
 }
+
+#[test]
+fn a_repair_with_a_gc_and_a_commit_at_the_same_moment_loses_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("r");
+    std::fs::create_dir(&d).unwrap();
+    dmv(&d, &["init"]);
+    write_noise(&d.join("a.raw"), 2 << 20, 1);
+    dmv(&d, &["add", "."]);
+    dmv(&d, &["commit", "-m", "a"]);
+    dmv(t.path(), &["init", "--bare", "hub"]);
+    dmv(&d, &["push", t.path().join("hub").to_str().unwrap(), "main"]);
+    dmv(&d, &["remote", "add", "hub", t.path().join("hub").to_str().unwrap()]);
+    let a = std::fs::read(d.join("a.raw")).unwrap();
+    // Damage the data, and change the file so the working tree holds no copy of it.
+    let pack = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    bytes[4000] ^= 0x10;
+    std::fs::write(&pack, bytes).unwrap();
+    write_noise(&d.join("b.raw"), 1 << 20, 2);
+    write_noise(&d.join("a.raw"), 1 << 20, 3);
+    dmv(&d, &["add", "b.raw"]);
+    let mut repair = dmv_cmd(&d);
+    repair.args(["fsck", "--repair", "--from", "hub"]);
+    let paused = Paused::start(repair, "salvage-written");
+    // A strict gc and a commit of both files wait for the repair or run around it.
+    let gc = spawn(&d, GC_NOW);
+    let commit = spawn(&d, &["commit", "-a", "-m", "b"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&paused.resume());
+    // gc refuses a store that still misses an object the repair has yet to fetch (one line); or it runs after.
+    let gc = gc.wait_with_output().unwrap();
+    if !gc.status.success() {
+        assert!(stderr(&gc).contains("not found"), "{}", stderr(&gc));
+        ok(&dmv_out(&d, GC_NOW));
+    }
+    let committed = commit.wait_with_output().unwrap();
+    if !committed.status.success() {
+        ok(&dmv_out(&d, &["commit", "-a", "-m", "b"]));
+    }
+    fsck_clean(&d);
+    assert!(cat(&d, "HEAD~1:a.raw") == a, "the repaired version was lost");
+    assert!(cat(&d, "HEAD:a.raw") == std::fs::read(d.join("a.raw")).unwrap());
+    assert!(cat(&d, "HEAD:b.raw") == std::fs::read(d.join("b.raw")).unwrap());
+}
