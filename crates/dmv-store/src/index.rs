@@ -1,7 +1,12 @@
 //! Pack indexes. A per-pack `.idx` and the `multi-pack-index` share one format:
-//! `header | pack table | fanout[256] | sorted ids | entries | checksum`,
+//! `header | pack table | fanout[256] | sorted ids | entries | filter | checksum`,
 //! memory-mapped and searched in place (never loaded whole into the heap).
+//! Version 1 has no filter; per-pack indexes stay version 1 (other replicas
+//! and buckets exchange them), the multi-pack index is version 2, whose
+//! filter answers most lookups of absent ids without a probe (filter.rs).
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,12 +14,14 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use crate::error::IoContext;
+use crate::filter;
 use crate::pack::Entry;
 use crate::temp::TempFile;
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 const MAGIC: &[u8; 8] = b"DMVIDX\0\0";
 const VERSION: u32 = 1;
+const FILTERED_VERSION: u32 = 2;
 const HEADER_LEN: usize = 24;
 const FANOUT_LEN: usize = 256 * 4;
 const ENTRY_LEN: usize = 24;
@@ -26,6 +33,16 @@ pub struct Located {
     pub entry: Entry,
 }
 
+/// Where an index's filter lives, if it has one.
+enum Filter {
+    None,
+    /// The filter section of a version 2 file: `len` bytes at `at`.
+    Mapped { at: usize, len: usize },
+    /// A version 1 file's, built in memory from its ids at its first lookup:
+    /// these are the few recent packs outside the multi-pack index.
+    Lazy(std::sync::OnceLock<Vec<u8>>),
+}
+
 pub struct PackIndex {
     path: PathBuf,
     map: Option<Mmap>,
@@ -33,9 +50,10 @@ pub struct PackIndex {
     count: usize,
     ids_at: usize,
     entries_at: usize,
+    filter: Filter,
 }
 
-/// Writes an index for `entries` spread over `packs` (`(pack number, entry)`).
+/// Writes a (version 1) index for `entries` spread over `packs` (`(pack number, entry)`).
 pub fn write_index(path: &Path, packs: &[ObjectId], entries: Vec<(u32, Entry)>) -> StoreResult<()> {
     write_index_with(path, packs, entries, true)
 }
@@ -44,35 +62,151 @@ pub fn write_index(path: &Path, packs: &[ObjectId], entries: Vec<(u32, Entry)>) 
 pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>, durable: bool) -> StoreResult<()> {
     entries.sort_unstable_by_key(|a| a.1.id);
     entries.dedup_by(|a, b| a.1.id == b.1.id);
-    let mut fanout = [0u32; 256];
-    for (_, e) in &entries {
-        fanout[e.id.0[0] as usize] += 1;
+    let fanout = fanout_of(entries.iter().map(|(_, e)| e.id.0[0]));
+    let parts = Parts { packs, count: entries.len(), fanout, filtered: false, durable };
+    write_parts(path, &parts, entries.iter().map(|(_, e)| Ok(e.id)), entries.iter().map(|&(p, e)| Ok((p, e))))
+}
+
+/// Writes the multi-pack index (version 2, with its filter) over `indexes`,
+/// merging their sorted ids in three streaming passes: memory holds the
+/// filter and one cursor per index, never every entry. Where two indexes
+/// hold one id, the first of `indexes` wins. Packs are numbered in the order
+/// of `indexes`.
+pub fn write_merged_index(path: &Path, indexes: &[PackIndex]) -> StoreResult<()> {
+    let mut packs = Vec::new();
+    let mut pack_no = HashMap::new();
+    for idx in indexes {
+        for p in idx.packs() {
+            pack_no.entry(*p).or_insert_with(|| {
+                packs.push(*p);
+                packs.len() as u32 - 1
+            });
+        }
     }
+    let mut count = 0;
+    let mut per_byte = [0u32; 256];
+    for step in Merge::new(indexes) {
+        let (i, at) = step?;
+        per_byte[indexes[i].id_at(at)[0] as usize] += 1;
+        count += 1;
+    }
+    let parts = Parts { packs: &packs, count, fanout: cumulative(per_byte), filtered: true, durable: true };
+    let ids = Merge::new(indexes).map(|step| step.and_then(|(i, at)| ObjectId::from_slice(indexes[i].id_at(at)).ok_or_else(|| indexes[i].corrupt("bad id"))));
+    let entries = Merge::new(indexes).map(|step| {
+        let (i, at) = step?;
+        let loc = indexes[i].located_at(at)?;
+        Ok((pack_no[&loc.pack], loc.entry))
+    });
+    write_parts(path, &parts, ids, entries)
+}
+
+/// Positions `(index, position)` of every id of `indexes` in id order, each id once.
+struct Merge<'a> {
+    indexes: &'a [PackIndex],
+    heap: BinaryHeap<Reverse<([u8; 32], usize, usize)>>,
+    last: Option<[u8; 32]>,
+}
+
+impl<'a> Merge<'a> {
+    fn new(indexes: &'a [PackIndex]) -> Merge<'a> {
+        let mut merge = Merge { indexes, heap: BinaryHeap::with_capacity(indexes.len()), last: None };
+        for i in 0..indexes.len() {
+            merge.push(i, 0);
+        }
+        merge
+    }
+
+    fn push(&mut self, i: usize, at: usize) {
+        if at < self.indexes[i].len() {
+            let id: [u8; 32] = self.indexes[i].id_at(at).try_into().unwrap_or_default();
+            self.heap.push(Reverse((id, i, at)));
+        }
+    }
+}
+
+impl Iterator for Merge<'_> {
+    type Item = StoreResult<(usize, usize)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Reverse((id, i, at)) = self.heap.pop()?;
+            self.push(i, at + 1);
+            // A merge of indexes whose ids are not in order would make an index that misses objects.
+            if at + 1 < self.indexes[i].len() && self.indexes[i].id_at(at + 1) <= &id[..] {
+                return Some(Err(self.indexes[i].corrupt("ids out of order")));
+            }
+            if self.last == Some(id) {
+                continue;
+            }
+            self.last = Some(id);
+            return Some(Ok((i, at)));
+        }
+    }
+}
+
+fn fanout_of(first_bytes: impl Iterator<Item = u8>) -> [u32; 256] {
+    let mut per_byte = [0u32; 256];
+    for b in first_bytes {
+        per_byte[b as usize] += 1;
+    }
+    cumulative(per_byte)
+}
+
+/// Entry b of a fanout counts the ids whose first byte is at most b.
+fn cumulative(mut per_byte: [u32; 256]) -> [u32; 256] {
     let mut running = 0u32;
-    for f in fanout.iter_mut() {
+    for f in per_byte.iter_mut() {
         running += *f;
         *f = running;
     }
+    per_byte
+}
+
+/// What an index file's header and layout follow from.
+struct Parts<'a> {
+    packs: &'a [ObjectId],
+    count: usize,
+    fanout: [u32; 256],
+    filtered: bool,
+    durable: bool,
+}
+
+/// Streams an index out: `ids` and `entries` must both give `parts.count`
+/// items in id order.
+fn write_parts(
+    path: &Path,
+    parts: &Parts<'_>,
+    ids: impl Iterator<Item = StoreResult<ObjectId>>,
+    entries: impl Iterator<Item = StoreResult<(u32, Entry)>>,
+) -> StoreResult<()> {
     let guard = TempFile::new(path.with_extension(format!("tmp-{}", std::process::id())));
     let tmp = guard.path();
     let file = File::create(tmp).at(tmp)?;
     let mut out = HashingWriter { inner: std::io::BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new() };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&VERSION.to_le_bytes());
-    header.extend_from_slice(&(packs.len() as u32).to_le_bytes());
-    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    header.extend_from_slice(&(if parts.filtered { FILTERED_VERSION } else { VERSION }).to_le_bytes());
+    header.extend_from_slice(&(parts.packs.len() as u32).to_le_bytes());
+    header.extend_from_slice(&(parts.count as u64).to_le_bytes());
     out.write_all(&header).at(tmp)?;
-    for p in packs {
+    for p in parts.packs {
         out.write_all(&p.0).at(tmp)?;
     }
-    for f in fanout {
+    for f in parts.fanout {
         out.write_all(&f.to_le_bytes()).at(tmp)?;
     }
-    for (_, e) in &entries {
-        out.write_all(&e.id.0).at(tmp)?;
+    let mut bloom = vec![0u8; if parts.filtered { filter::filter_len(parts.count) } else { 0 }];
+    let mut written = 0;
+    for id in ids {
+        let id = id?;
+        if !bloom.is_empty() {
+            filter::insert(&mut bloom, &id.0);
+        }
+        out.write_all(&id.0).at(tmp)?;
+        written += 1;
     }
-    for (pack, e) in &entries {
+    for entry in entries {
+        let (pack, e) = entry?;
         let mut b = [0u8; ENTRY_LEN];
         b[0..4].copy_from_slice(&pack.to_le_bytes());
         b[4] = e.kind as u8;
@@ -82,11 +216,16 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
         b[20..24].copy_from_slice(&e.stored_len.to_le_bytes());
         out.write_all(&b).at(tmp)?;
     }
+    // The sizes were counted in an earlier pass over the same indexes: they cannot differ unless one changed under it.
+    if written != parts.count {
+        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "its sources changed while it was written".into() });
+    }
+    out.write_all(&bloom).at(tmp)?;
     let sum = *out.hasher.finalize().as_bytes();
     out.inner.write_all(&sum).at(tmp)?;
     let file = out.inner.into_inner().map_err(|e| StoreError::io(tmp, e.into_error()))?;
     crate::failpoint("index-before-sync");
-    if durable {
+    if parts.durable {
         file.sync_all().at(tmp)?;
     }
     drop(file);
@@ -145,15 +284,18 @@ impl PackIndex {
         if &map[..8] != MAGIC {
             return Err(corrupt("not a DMV index"));
         }
-        if u32::from_le_bytes(map[8..12].try_into().unwrap_or_default()) != VERSION {
-            return Err(corrupt("unsupported index version"));
-        }
+        let filtered = match u32::from_le_bytes(map[8..12].try_into().unwrap_or_default()) {
+            VERSION => false,
+            FILTERED_VERSION => true,
+            _ => return Err(corrupt("unsupported index version")),
+        };
         let pack_count = u32::from_le_bytes(map[12..16].try_into().unwrap_or_default()) as usize;
         let count = u64::from_le_bytes(map[16..24].try_into().unwrap_or_default());
         let expected = (HEADER_LEN as u64)
             .checked_add((pack_count as u64).checked_mul(32).ok_or_else(|| corrupt("bad pack count"))?)
             .and_then(|v| v.checked_add(FANOUT_LEN as u64))
             .and_then(|v| count.checked_mul(32 + ENTRY_LEN as u64).and_then(|c| v.checked_add(c)))
+            .and_then(|v| v.checked_add(if filtered { filter::filter_len(usize::try_from(count).ok()?) as u64 } else { 0 }))
             .and_then(|v| v.checked_add(32));
         // The counts must fit the file exactly before they size anything.
         if expected != Some(len as u64) {
@@ -168,7 +310,11 @@ impl PackIndex {
         let fanout_at = HEADER_LEN + pack_count * 32;
         let ids_at = fanout_at + FANOUT_LEN;
         let entries_at = ids_at + count * 32;
-        let idx = PackIndex { path: path.to_path_buf(), map: Some(map), packs, count, ids_at, entries_at };
+        let filter = match filtered {
+            true => Filter::Mapped { at: entries_at + count * ENTRY_LEN, len: filter::filter_len(count) },
+            false => Filter::Lazy(std::sync::OnceLock::new()),
+        };
+        let idx = PackIndex { path: path.to_path_buf(), map: Some(map), packs, count, ids_at, entries_at, filter };
         if idx.fanout(255) as usize != count {
             return Err(corrupt("fanout does not match object count"));
         }
@@ -177,6 +323,32 @@ impl PackIndex {
 
     fn map(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+
+    fn corrupt(&self, detail: &str) -> StoreError {
+        StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() }
+    }
+
+    /// Drops the filter a version 1 file would build in memory: an old
+    /// multi-pack index is large, one probe costs less than reading all its ids.
+    pub fn probed_only(mut self) -> PackIndex {
+        if matches!(self.filter, Filter::Lazy(_)) {
+            self.filter = Filter::None;
+        }
+        self
+    }
+
+    fn ids(&self) -> impl Iterator<Item = &[u8; 32]> {
+        (0..self.count).map(|i| self.id_at(i).try_into().unwrap_or(&[0u8; 32]))
+    }
+
+    /// False only if the index cannot hold `id`; true without a filter.
+    pub fn may_contain(&self, id: &ObjectId) -> bool {
+        match &self.filter {
+            Filter::None => true,
+            Filter::Mapped { at, len } => filter::may_contain(&self.map()[*at..*at + *len], &id.0),
+            Filter::Lazy(bits) => filter::may_contain(bits.get_or_init(|| filter::build(self.count, self.ids())), &id.0),
+        }
     }
 
     fn fanout(&self, byte: usize) -> u32 {
@@ -223,7 +395,7 @@ impl PackIndex {
     }
 
     pub fn located_at(&self, i: usize) -> StoreResult<Located> {
-        let corrupt = |detail: &str| StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() };
+        let corrupt = |detail: &str| self.corrupt(detail);
         let at = self.entries_at + i * ENTRY_LEN;
         let b = &self.map()[at..at + ENTRY_LEN];
         let pack_no = u32::from_le_bytes(b[0..4].try_into().unwrap_or_default()) as usize;
@@ -266,6 +438,11 @@ impl PackIndex {
         for i in 0..self.count {
             self.located_at(i)?;
         }
+        if let Filter::Mapped { at, len } = self.filter {
+            if filter::build(self.count, self.ids()) != self.map()[at..at + len] {
+                return Err(self.corrupt("filter does not match its ids"));
+            }
+        }
         Ok(())
     }
 }
@@ -295,6 +472,33 @@ mod tests {
             assert_eq!(got.pack, packs[p as usize]);
         }
         assert!(idx.lookup(&ObjectId::hash(ObjectKind::Tree, &[0])).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_merged_index_holds_each_id_once_from_the_first_index_and_refuses_disorder() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, m) = (dir.path().join("a.idx"), dir.path().join("b.idx"), dir.path().join("m.idx"));
+        write_index(&a, &[ObjectId([1; 32])], (0..100u8).map(|n| (0, entry(n))).collect()).unwrap();
+        write_index(&b, &[ObjectId([2; 32])], (50..200u8).map(|n| (0, entry(n))).collect()).unwrap();
+        write_merged_index(&m, &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()]).unwrap();
+        let merged = PackIndex::open(&m).unwrap();
+        merged.verify().unwrap();
+        assert_eq!(merged.len(), 200);
+        for n in 0..200u8 {
+            let id = entry(n).id;
+            assert!(merged.may_contain(&id));
+            let want = if n < 100 { ObjectId([1; 32]) } else { ObjectId([2; 32]) };
+            assert_eq!(merged.lookup(&id).unwrap().unwrap().pack, want, "object {n}");
+        }
+        // Two ids swapped in a per-pack index (its checksum aside): the merge stops.
+        let mut bytes = std::fs::read(&b).unwrap();
+        let ids_at = HEADER_LEN + 32 + FANOUT_LEN;
+        let (first, second) = (bytes[ids_at..ids_at + 32].to_vec(), bytes[ids_at + 32..ids_at + 64].to_vec());
+        bytes[ids_at..ids_at + 32].copy_from_slice(&second);
+        bytes[ids_at + 32..ids_at + 64].copy_from_slice(&first);
+        std::fs::write(&b, &bytes).unwrap();
+        let err = write_merged_index(&m, &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()]).unwrap_err();
+        assert!(err.to_string().contains("ids out of order"), "{err}");
     }
 
     proptest! {

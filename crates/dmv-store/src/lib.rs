@@ -8,6 +8,7 @@ mod chunker;
 mod clock;
 mod direct;
 mod error;
+mod filter;
 mod gc;
 mod hashonly;
 mod id;

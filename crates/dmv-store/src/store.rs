@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use crate::error::IoContext;
-use crate::index::{write_index, write_index_with, Located, PackIndex};
+use crate::index::{write_index_with, write_merged_index, Located, PackIndex};
 use crate::lock::GcLock;
 use crate::nodes::NodeSink;
 use crate::object::{decode, FileNode};
@@ -17,7 +17,8 @@ pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
 /// Above this many packs outside the multi-pack index, it is rebuilt, so a
-/// lookup probes at most this many + 1 indexes.
+/// lookup probes at most this many + 1 indexes (those a write session
+/// sealed have a filter in memory and are rarely probed).
 const MAX_UNCOVERED_PACKS: usize = 8;
 
 /// The object store under `.dmv/objects`.
@@ -36,6 +37,9 @@ pub struct Store {
     /// False for a scratch store whose packs are copied elsewhere and deleted
     /// (an object-store push stages its packs in one): no fsync there.
     durable: bool,
+    /// Index probes made (binary searches), for tests and traces: the
+    /// filters are meant to keep this near one per lookup of a present id.
+    probes: std::sync::atomic::AtomicU64,
 }
 
 /// An object as a pack stores it (maybe compressed): what sync sends and
@@ -107,6 +111,7 @@ impl Store {
             listed_at: Mutex::new(None),
             files: Mutex::new(HashMap::new()),
             durable,
+            probes: Default::default(),
         };
         store.reload()?;
         Ok(store)
@@ -159,7 +164,7 @@ impl Store {
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
             // A damaged multi-pack index only costs speed: fall back to the per-pack ones.
-            if let Ok(midx) = PackIndex::open(&midx_path) {
+            if let Ok(midx) = PackIndex::open(&midx_path).map(PackIndex::probed_only) {
                 let all_present = midx.packs().iter().all(|p| self.packs_dir.join(index_file_name(p)).exists());
                 if all_present {
                     covered.extend(midx.packs().iter().copied());
@@ -200,6 +205,10 @@ impl Store {
 
     pub fn locate(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
         for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            if !idx.may_contain(id) {
+                continue;
+            }
+            self.probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Some(found) = idx.lookup(id)? {
                 return Ok(Some(found));
             }
@@ -233,6 +242,11 @@ impl Store {
             return self.locate(id);
         }
         Ok(None)
+    }
+
+    /// Index probes made since the store was opened.
+    pub fn index_probes(&self) -> u64 {
+        self.probes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn contains(&self, id: &ObjectId) -> StoreResult<bool> {
@@ -494,9 +508,6 @@ impl Store {
 
     /// Rewrites the multi-pack index over every pack index present.
     pub fn write_multi_pack_index(&self) -> StoreResult<()> {
-        let mut packs = Vec::new();
-        let mut pack_no = HashMap::new();
-        let mut entries = Vec::new();
         let mut idx_paths = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let path = entry.at(&self.packs_dir)?.path();
@@ -506,24 +517,33 @@ impl Store {
         }
         // Packs numbered in checksum order: the same packs give the same bytes on any file system.
         idx_paths.sort();
+        let mut indexes = Vec::with_capacity(idx_paths.len());
         for path in idx_paths {
-            let idx = match PackIndex::open(&path) {
-                Ok(idx) => idx,
+            match PackIndex::open(&path) {
+                Ok(idx) if idx.len() > 0 => indexes.push(idx),
+                Ok(_) => {}
                 Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            for i in 0..idx.len() {
-                let loc = idx.located_at(i)?;
-                let no = *pack_no.entry(loc.pack).or_insert_with(|| {
-                    packs.push(loc.pack);
-                    packs.len() as u32 - 1
-                });
-                entries.push((no, loc.entry));
-            }
         }
-        write_index(&self.packs_dir.join(MULTI_PACK_INDEX), &packs, entries)?;
+        write_merged_index(&self.packs_dir.join(MULTI_PACK_INDEX), &indexes)?;
         sync_dir(&self.packs_dir)?;
         self.reload()
+    }
+
+    /// A long write session (a file larger than RAM, a million files) seals
+    /// hundreds of packs, each one more filter to check at every lookup.
+    /// Folding them into the multi-pack index once they outnumber an eighth
+    /// of the packs it covers bounds that, and as each rewrite covers an
+    /// eighth more packs than the last, all of them together cost O(packs).
+    fn index_packs_if_grown(&self) -> StoreResult<()> {
+        let indexes = self.indexes();
+        let (midx, uncovered): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
+        let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
+        if uncovered.len() > MAX_UNCOVERED_PACKS.max(covered / 8) {
+            self.write_multi_pack_index()?;
+        }
+        Ok(())
     }
 
     /// Rewrites the multi-pack index once more than a few packs are outside
@@ -690,6 +710,9 @@ impl<'a> WriteSession<'a> {
         crate::failpoint("pack-sealed");
         self.store.add_index(PackIndex::open(&idx_path)?);
         self.pending.clear();
+        if self.store.durable {
+            self.store.index_packs_if_grown()?;
+        }
         if let Some(hook) = self.on_seal.as_mut() {
             hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;
         }

@@ -389,10 +389,23 @@ fn idx_a(fanout_hex: &str) -> Vec<&str> {
 /// First bytes of the ids in IDX_A, sorted.
 const IDX_A_FIRSTS: &[u8] = &[0x1c, 0x60, 0x85];
 
-const MIDX_CHECKSUM: &str = "a7b56b95eae86e6a13d38468bd9dac5104e303e946b19e2fef148f1dd61f3dc7";
+/// The multi-pack index as dmv wrote it before filters: still read.
+const MIDX_V1_CHECKSUM: &str = "a7b56b95eae86e6a13d38468bd9dac5104e303e946b19e2fef148f1dd61f3dc7";
+const MIDX_CHECKSUM: &str = "34c9c4dc7396c43daf01722a038d03c4176462f6a398affc3cbfe12c33a84195";
+/// The filter of the four ids (crates/dmv-store/src/filter.rs): one 64-byte
+/// block; each id sets the 8 bits given by 9-bit slices of its bytes 16..32
+/// (little-endian), in the block that its bytes 8..16 pick.
+const MIDX_FILTER: &str = "00102000200000000000000020000282000001101000001200002004000000100400000800080104000000280000000008000002000020008000c40400000000";
+fn midx_v1(fanout_hex: &str) -> Vec<&str> {
+    let mut parts = midx(fanout_hex);
+    parts[0] = "444d564944580000 01000000"; // magic, version 1
+    parts.truncate(parts.len() - 2); // no filter
+    parts.push(MIDX_V1_CHECKSUM);
+    parts
+}
 fn midx(fanout_hex: &str) -> Vec<&str> {
     vec![
-        "444d564944580000 01000000", // magic, version 1
+        "444d564944580000 02000000", // magic, version 2: with a filter
         "02000000",                  // 2 packs
         "0400000000000000",          // 4 objects
         PACK_B_CHECKSUM,             // pack 0 (see canonical_two_pack_midx)
@@ -406,6 +419,7 @@ fn midx(fanout_hex: &str) -> Vec<&str> {
         "01000000 01 00 0000 1000000000000000 06000000 06000000",
         "01000000 02 00 0000 4200000000000000 24000000 24000000",
         "00000000 01 00 0000 1000000000000000 06000000 06000000", // in pack 0 (B)
+        MIDX_FILTER,
         MIDX_CHECKSUM,
     ]
 }
@@ -547,13 +561,19 @@ fn golden_pack_and_index_decode() {
 
 #[test]
 fn golden_multi_pack_index_decodes() {
+    for version in [midx_v1, midx] {
+        multi_pack_index_decodes(&version(&fanout(MIDX_FIRSTS)));
+    }
+}
+
+fn multi_pack_index_decodes(golden: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");
     Store::create(&objects).unwrap();
     let packs = objects.join("packs");
     std::fs::write(packs.join(format!("pack-{PACK_A_CHECKSUM}.pack")), bytes_of(&pack_a())).unwrap();
     std::fs::write(packs.join(format!("pack-{PACK_B_CHECKSUM}.pack")), bytes_of(&pack_b())).unwrap();
-    std::fs::write(packs.join(dmv_store::MULTI_PACK_INDEX), bytes_of(&midx(&fanout(MIDX_FIRSTS)))).unwrap();
+    std::fs::write(packs.join(dmv_store::MULTI_PACK_INDEX), bytes_of(golden)).unwrap();
     // Empty per-pack indexes: the store only checks that they exist when the
     // multi-pack index covers their packs, and would fail to open them
     // otherwise. So every lookup below goes through the golden multi-pack index.

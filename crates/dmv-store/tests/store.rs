@@ -316,3 +316,46 @@ fn a_large_file_read_past_the_page_cache_round_trips() {
     assert_eq!(stored.size, data.len() as u64);
     assert!(content(&store, &stored.id) == data);
 }
+
+/// Most lookups while importing are for chunks the store lacks: the filters
+/// answer those without a probe of an index, also in a session that seals
+/// many packs (a file larger than RAM), and a present object costs one probe.
+#[test]
+fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let store = open(&objects, 1 << 16);
+    let mut s = store.begin_write().unwrap();
+    let mut ids = Vec::new();
+    for i in 0..3_000u32 {
+        ids.push(s.put_object(ObjectKind::Chunk, &noise(1024, 0).iter().chain(&i.to_le_bytes()).copied().collect::<Vec<_>>()).unwrap());
+        // Lookups of new ids inside the session, while packs pile up.
+        if i % 100 == 99 {
+            let before = store.index_probes();
+            for k in 0..1_000u32 {
+                assert!(!s.has(&ObjectId::hash(ObjectKind::Chunk, &(i * 1_000 + k).to_be_bytes())).unwrap());
+            }
+            let probes = store.index_probes() - before;
+            assert!(probes <= 100, "{probes} index probes for 1,000 absent ids after {} objects", i + 1);
+        }
+    }
+    s.finish().unwrap();
+    drop(s);
+    let packs = std::fs::read_dir(objects.join("packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
+    assert!(packs > 40, "the session sealed {packs} packs");
+
+    let store = Store::open(&objects, ChunkParams::default(), 1 << 16).unwrap();
+    for (n, id) in ids.iter().enumerate() {
+        assert!(store.contains(id).unwrap(), "object {n}");
+    }
+    // One probe each, but for the few that another index's filter lets through.
+    let probes = store.index_probes();
+    assert!((3_000..=3_060).contains(&probes), "{probes} index probes for 3,000 present ids");
+    let before = store.index_probes();
+    for k in 0..10_000u32 {
+        assert!(!store.contains(&ObjectId::hash(ObjectKind::Tree, &k.to_le_bytes())).unwrap());
+    }
+    let probes = store.index_probes() - before;
+    assert!(probes <= 200, "{probes} index probes for 10,000 absent ids");
+    assert!(store.verify_packs(&|_| {}).unwrap().is_clean());
+}
