@@ -182,17 +182,20 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.
     let _wlock = repo.lock_worktree()?;
-    if a.all {
-        let p = Progress::new("adding");
-        repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
-    }
     let message = match (a.message.is_empty(), repo.merge_state()?) {
         (false, _) => a.message.join("\n\n"),
         (true, Some(m)) => format!("Merge {}", m.label),
         (true, None) => bail!("a commit message is required: dmv commit -m MESSAGE"),
     };
     let parent = repo.head_commit()?;
-    match repo.commit_staged(&message)? {
+    let committed = match a.all {
+        true => {
+            let p = Progress::new("adding");
+            repo.commit_all(&message, &|d, t| p.update(d, t))?
+        }
+        false => repo.commit_staged(&message)?,
+    };
+    match committed {
         Some(id) => {
             let branch = match repo.head()? {
                 Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),

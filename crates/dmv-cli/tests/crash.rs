@@ -180,3 +180,30 @@ fn gc_killed_before_deleting_loses_nothing() {
     assert!(!gone.status.success(), "the unreachable commit survived gc");
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
 }
+
+/// `commit -a` stores its changes and its commit in one pack, and saves the
+/// dirstate before HEAD moves: stopped just before, its changes are staged,
+/// as after an `add`, and nothing else changed.
+#[test]
+fn commit_all_writes_one_pack_and_a_stop_before_the_ref_leaves_the_changes_staged() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "one").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    let packs = |d: &Path| dmv_files(d).into_iter().filter(|f| f.ends_with(".pack")).count();
+    let before = packs(d);
+    std::fs::write(d.join("a.txt"), "two").unwrap();
+    dmv(d, &["commit", "-a", "-m", "second"]);
+    assert_eq!(packs(d), before + 1, "one pack for the changed file, its tree and the commit");
+
+    std::fs::write(d.join("a.txt"), "three").unwrap();
+    let head = dmv_out(d, &["rev-parse", "HEAD"]).stdout;
+    let out = dmv_cmd(d).args(["commit", "-a", "-m", "third"]).env("DMV_FAILPOINT", "commit-before-ref").output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(dmv_out(d, &["rev-parse", "HEAD"]).stdout, head, "HEAD did not move");
+    let status = String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
+    assert_eq!(status, "M  a.txt\n", "the change is staged, and the working tree matches it");
+    dmv(d, &["commit", "-m", "third"]);
+    assert_eq!(dmv_out(d, &["cat", "HEAD:a.txt"]).stdout, b"three");
+}

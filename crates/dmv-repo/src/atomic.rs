@@ -29,3 +29,17 @@ pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut dyn Write) -> s
     std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
     Ok(())
 }
+
+/// Replaces a cache file: renamed into place but never synced. After a
+/// crash it may be the old content, the new, or empty; its reader must take
+/// any of them for stale, never for wrong (a fsync costs a small commit more
+/// than the cache saves it).
+pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}

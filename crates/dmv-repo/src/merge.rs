@@ -172,7 +172,7 @@ impl Repository {
         let ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
-        let id = self.commit_on_head(&mut session, tree, head, Some(state.theirs), message)?;
+        let id = self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?;
         // After the ref: a crash in between leaves a state file that
         // `merge_state` recognises as finished and removes.
         self.remove_merge_state()?;

@@ -196,7 +196,7 @@ impl Repository {
     /// costs the next status a read of HEAD's tree, so it is not reported.
     pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
         if self.check_worktree_locked("the dirstate's tree").is_ok() {
-            let _ = crate::atomic::write_atomic(&self.dmv.join(TREE_MARK_FILE), &TreeMark::new(ds, tree).encode());
+            let _ = crate::atomic::write_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark::new(ds, tree).encode());
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dmv_store::object::EntryKind;
 use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
 
-use crate::dirstate::{kind_of, DirEntry, Stat};
+use crate::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::files::symlink_target;
 use crate::paths::{matches, show, Beneath};
@@ -23,6 +23,49 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        let changed = self.stage(&mut session, &mut ds, specs, tracked_only, progress)?;
+        session.finish()?;
+        self.save_dirstate(&ds)?;
+        drop(session);
+        self.tidy_store();
+        Ok(changed)
+    }
+
+    /// `commit -a`: stages the changes of tracked files and commits them in
+    /// one write session (one pack, one index, one sync of each), saving the
+    /// dirstate before HEAD moves, so that a crash in between leaves the
+    /// changes staged, as an `add` would. During a merge it is `add` then
+    /// [`Repository::commit_staged`], which records both parents.
+    pub fn commit_all(&self, message: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<ObjectId>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if self.merge_state()?.is_some() {
+            self.add(&[Vec::new()], true, progress)?;
+            return self.commit_staged(message);
+        }
+        let head = self.head_commit()?;
+        let mut ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
+        let tree = ds.write_tree(&mut session)?;
+        let committed = match head {
+            Some(p) if self.commit(&p)?.tree == tree => {
+                session.finish()?;
+                self.save_dirstate(&ds)?;
+                None
+            }
+            _ => Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?),
+        };
+        drop(session);
+        self.mark_tree(&ds, tree);
+        self.tidy_store();
+        Ok(committed)
+    }
+
+    /// Stages into `ds` what `add` stages, storing new content in `session`;
+    /// returns how many entries changed.
+    fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
         // With `tracked_only`, only the tracked paths are looked at.
         let mut files = if tracked_only { self.stat_tracked(&ds)? } else { self.scan_sorted()? };
         // A file named explicitly is added even if an ignore rule matches it.
@@ -81,7 +124,6 @@ impl Repository {
                 None => {}
             }
         }
-        let mut session = self.store.begin_write()?;
         let mut changed = 0;
         for (path, meta) in symlinks {
             let target = symlink_target(&self.abs_path(&path))?;
@@ -112,10 +154,6 @@ impl Repository {
                 ds.entries.insert(path.clone(), new);
             }
         }
-        session.finish()?;
-        self.save_dirstate(&ds)?;
-        drop(session);
-        self.tidy_store();
         Ok(changed)
     }
 
@@ -193,7 +231,7 @@ impl Repository {
                 return Ok(None);
             }
         }
-        let id = self.commit_on_head(&mut session, tree, head, None, message)?;
+        let id = self.commit_on_head(&mut session, tree, head, None, message, None)?;
         drop(session);
         self.mark_tree(&ds, tree);
         Ok(Some(id))
@@ -201,12 +239,23 @@ impl Repository {
 
     /// Writes a commit of `tree` whose parents are `head` (HEAD's commit as
     /// the caller read it; None: unborn) and `second` (the other side of a
-    /// merge), and moves HEAD to it. The caller drops `session`, which holds
-    /// gc off, only after that.
-    pub(crate) fn commit_on_head(&self, session: &mut WriteSession<'_>, tree: ObjectId, head: Option<ObjectId>, second: Option<ObjectId>, message: &str) -> RepoResult<ObjectId> {
+    /// merge), and moves HEAD to it, saving `staged` as the dirstate just
+    /// before. The caller drops `session`, which holds gc off, only after that.
+    pub(crate) fn commit_on_head(
+        &self,
+        session: &mut WriteSession<'_>,
+        tree: ObjectId,
+        head: Option<ObjectId>,
+        second: Option<ObjectId>,
+        message: &str,
+        staged: Option<&Dirstate>,
+    ) -> RepoResult<ObjectId> {
         let parents: Vec<ObjectId> = head.into_iter().chain(second).collect();
         let id = self.write_commit(session, tree, parents, message)?;
         session.finish()?;
+        if let Some(ds) = staged {
+            self.save_dirstate(ds)?;
+        }
         dmv_store::failpoint("commit-before-ref");
         let first_line = message.lines().next().unwrap_or("");
         let what = match (head, second) {
