@@ -37,7 +37,10 @@ pub struct Located {
 enum Filter {
     None,
     /// The filter section of a version 2 file: `len` bytes at `at`.
-    Mapped { at: usize, len: usize },
+    Mapped {
+        at: usize,
+        len: usize,
+    },
     /// A version 1 file's, built in memory from its ids at its first lookup:
     /// these are the few recent packs outside the multi-pack index.
     Lazy(std::sync::OnceLock<Vec<u8>>),
@@ -173,12 +176,7 @@ struct Parts<'a> {
 
 /// Streams an index out: `ids` and `entries` must both give `parts.count`
 /// items in id order.
-fn write_parts(
-    path: &Path,
-    parts: &Parts<'_>,
-    ids: impl Iterator<Item = StoreResult<ObjectId>>,
-    entries: impl Iterator<Item = StoreResult<(u32, Entry)>>,
-) -> StoreResult<()> {
+fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreResult<ObjectId>>, entries: impl Iterator<Item = StoreResult<(u32, Entry)>>) -> StoreResult<()> {
     let guard = TempFile::new(path.with_extension(format!("tmp-{}", std::process::id())));
     let tmp = guard.path();
     let file = File::create(tmp).at(tmp)?;
