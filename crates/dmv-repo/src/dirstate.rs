@@ -2,9 +2,8 @@
 //! seen when each file was last read, so unchanged files are never re-read.
 //! Layout: magic, version, postcard-encoded entries, BLAKE3 checksum.
 
-use std::collections::BTreeMap;
 use std::fs::Metadata;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -13,6 +12,7 @@ use dmv_store::{ObjectId, WriteSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
+use crate::pathmap::PathMap;
 use crate::tree::{FlatEntry, FlatTree};
 use crate::{RepoError, RepoResult};
 
@@ -33,12 +33,12 @@ pub struct DirEntry {
 /// The entries as the file holds them: a sequence of (path bytes, entry),
 /// in path order. Saved from the map and loaded into it without a second
 /// copy of every path (at a million files each copy is ~100 MB).
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct OnDisk<E> {
     entries: E,
 }
 
-struct Saving<'a>(&'a BTreeMap<Vec<u8>, DirEntry>);
+struct Saving<'a>(&'a PathMap<DirEntry>);
 
 impl Serialize for Saving<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -46,35 +46,82 @@ impl Serialize for Saving<'_> {
     }
 }
 
-/// The entries in file order, before they become the map.
-struct Loaded(Vec<(Vec<u8>, DirEntry)>);
+/// Reads a dirstate's bytes a window at a time, hashing all it reads, and
+/// decodes its entries one by one from the window: at a million files the
+/// file is ~70 MB, which would otherwise sit in memory beside the entries.
+struct Window<R> {
+    reader: std::io::Take<R>,
+    hasher: blake3::Hasher,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
 
-impl<'de> Deserialize<'de> for Loaded {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries;
-        impl<'de> serde::de::Visitor<'de> for Entries {
-            type Value = Loaded;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a sequence of (path, entry)")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Loaded, A::Error> {
-                // Collected, for the map to be built in one pass: one built from
-                // sorted entries has full nodes, one grown entry by entry half-full
-                // ones. (The count comes from the file: trusted for at most 2 M entries.)
-                let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 21));
-                while let Some((path, e)) = seq.next_element::<(serde_bytes::ByteBuf, DirEntry)>()? {
-                    entries.push((path.into_vec(), e));
+const WINDOW: usize = 1 << 20;
+
+impl<R: Read> Window<R> {
+    /// Reads only the first `len` bytes of `reader`.
+    fn new(reader: R, len: u64) -> Window<R> {
+        Window { reader: reader.take(len), hasher: blake3::Hasher::new(), buf: Vec::with_capacity(WINDOW), pos: 0, eof: false }
+    }
+
+    /// Keeps what is not decoded yet and reads more after it.
+    fn refill(&mut self) -> std::io::Result<()> {
+        self.buf.drain(..self.pos);
+        self.pos = 0;
+        let old = self.buf.len();
+        self.buf.resize(WINDOW, 0);
+        let n = self.reader.read(&mut self.buf[old..])?;
+        self.buf.truncate(old + n);
+        self.hasher.update(&self.buf[old..]);
+        self.eof = n == 0;
+        Ok(())
+    }
+
+    fn next<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, String> {
+        loop {
+            match postcard::take_from_bytes::<T>(&self.buf[self.pos..]) {
+                Ok((value, rest)) => {
+                    self.pos = self.buf.len() - rest.len();
+                    return Ok(value);
                 }
-                Ok(Loaded(entries))
+                Err(postcard::Error::DeserializeUnexpectedEnd) if !self.eof && (self.pos > 0 || self.buf.len() < WINDOW) => self.refill().map_err(|e| e.to_string())?,
+                Err(postcard::Error::DeserializeUnexpectedEnd) if !self.eof => return Err("an entry larger than a megabyte".into()),
+                Err(e) => return Err(e.to_string()),
             }
         }
-        d.deserialize_seq(Entries)
+    }
+
+    /// The entries: a count, then (path, entry) in path order, then nothing.
+    fn entries(&mut self) -> Result<Vec<(Vec<u8>, DirEntry)>, String> {
+        let count: u64 = self.next()?;
+        // The count comes from the file: trusted for at most 2 M entries.
+        let mut entries = Vec::with_capacity(count.min(1 << 21) as usize);
+        for _ in 0..count {
+            let (path, e) = self.next::<(serde_bytes::ByteBuf, DirEntry)>()?;
+            entries.push((path.into_vec(), e));
+        }
+        if self.pos < self.buf.len() || self.drain().map_err(|e| e.to_string())? > 0 {
+            return Err("bytes after the last entry".into());
+        }
+        Ok(entries)
+    }
+
+    /// Reads (and hashes) the rest; returns how many bytes that was.
+    fn drain(&mut self) -> std::io::Result<u64> {
+        let mut rest = 0;
+        while !self.eof {
+            self.pos = self.buf.len();
+            self.refill()?;
+            rest += self.buf.len() as u64;
+        }
+        Ok(rest)
     }
 }
 
 #[derive(Default)]
 pub struct Dirstate {
-    pub entries: BTreeMap<Vec<u8>, DirEntry>,
+    pub entries: PathMap<DirEntry>,
     /// mtime of the dirstate file when loaded: a file modified at or after it
     /// may have changed after it was hashed within the same timestamp tick.
     pub written_ns: i64,
@@ -162,26 +209,37 @@ impl DirEntry {
 impl Dirstate {
     pub fn load(path: &Path) -> RepoResult<Dirstate> {
         let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: detail.into() };
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Dirstate::default()),
             Err(e) => return Err(RepoError::io(path, e)),
         };
-        let written_ns = std::fs::metadata(path).map(|m| mtime_ns(&m)).at(path)?;
-        if bytes.len() < 12 + 32 || &bytes[..8] != MAGIC {
+        let meta = file.metadata().at(path)?;
+        let written_ns = mtime_ns(&meta);
+        if meta.len() < 12 + 32 {
             return Err(corrupt("not a dirstate"));
         }
-        let (body, sum) = bytes.split_at(bytes.len() - 32);
-        if blake3::hash(body).as_bytes()[..] != *sum {
+        let mut window = Window::new(&mut file, meta.len() - 32);
+        window.refill().at(path)?;
+        if window.buf.len() < 12 || &window.buf[..8] != MAGIC {
+            return Err(corrupt("not a dirstate"));
+        }
+        let version = u32::from_le_bytes([window.buf[8], window.buf[9], window.buf[10], window.buf[11]]);
+        window.pos = 12;
+        let decoded = match version {
+            VERSION => window.entries(),
+            _ => Err("unsupported dirstate version".into()),
+        };
+        // Damage is named as such before anything the damaged bytes made the decoder say.
+        window.drain().at(path)?;
+        let computed = window.hasher.finalize();
+        let mut sum = [0u8; 32];
+        file.read_exact(&mut sum).at(path)?;
+        if computed.as_bytes()[..] != sum {
             return Err(corrupt("checksum mismatch (delete it and run `dmv restore --staged .` to rebuild from HEAD)"));
         }
-        if u32::from_le_bytes([body[8], body[9], body[10], body[11]]) != VERSION {
-            return Err(corrupt("unsupported dirstate version"));
-        }
-        let disk: OnDisk<Loaded> = postcard::from_bytes(&body[12..]).map_err(|e| corrupt(&e.to_string()))?;
-        // The file's bytes go before the map is built: never the file, the entries and the map at once.
-        drop(bytes);
-        Ok(Dirstate { entries: disk.entries.0.into_iter().collect(), written_ns })
+        let entries = PathMap::from_sorted(decoded.map_err(|e| corrupt(&e))?).ok_or_else(|| corrupt("entries out of order"))?;
+        Ok(Dirstate { entries, written_ns })
     }
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
@@ -294,7 +352,7 @@ mod tests {
         let mut ds = Dirstate::default();
         ds.entries.insert(b"a/b.raw".to_vec(), e.clone());
         ds.save(&dir.path().join("dirstate")).unwrap();
-        assert!(Dirstate::load(&dir.path().join("dirstate")).unwrap().entries[&b"a/b.raw"[..]].is_absent());
+        assert!(Dirstate::load(&dir.path().join("dirstate")).unwrap().entries.get(b"a/b.raw").unwrap().is_absent());
     }
 
     #[test]
@@ -313,7 +371,7 @@ mod tests {
         assert_eq!(mark.tree_of(&ds), Some(ObjectId([9; 32])));
         for change in 0..4 {
             let mut other = Dirstate::default();
-            let mut e = ds.entries[&b"a"[..]].clone();
+            let mut e = ds.entries.get(b"a").unwrap().clone();
             let mut path = b"a".to_vec();
             match change {
                 0 => e.kind = EntryKind::Executable,
@@ -345,6 +403,34 @@ mod tests {
             data.extend_from_slice(sum.as_bytes());
             std::fs::write(&path, &data).unwrap();
             let _ = Dirstate::load(&path);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Entries are decoded a window at a time: a file several windows
+        /// long, with entries across their edges, loads back exactly, and a
+        /// flipped bit anywhere is refused.
+        #[test]
+        fn a_file_longer_than_the_window_round_trips_and_a_flip_is_refused(flip in any::<u64>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("dirstate");
+            let mut ds = Dirstate::default();
+            for i in 0..30_000u32 {
+                let name = format!("folder-{:03}/a-rather-long-file-name-{i:06}.raw", i / 1000).into_bytes();
+                ds.entries.insert(name, DirEntry { kind: EntryKind::File, id: ObjectId([(i % 251) as u8; 32]), size: i as u64, mtime_ns: i as i64, ctime_ns: -(i as i64), ino: i as u64 * 7, mode: 0o100644 });
+            }
+            ds.save(&path).unwrap();
+            let len = std::fs::metadata(&path).unwrap().len();
+            prop_assert!(len > 2 * WINDOW as u64, "{len} bytes");
+            let back = Dirstate::load(&path).unwrap();
+            prop_assert!(back.entries.iter().eq(ds.entries.iter()));
+            let mut bytes = std::fs::read(&path).unwrap();
+            let at = (flip % (len * 8)) as usize;
+            bytes[at / 8] ^= 1 << (at % 8);
+            std::fs::write(&path, &bytes).unwrap();
+            prop_assert!(Dirstate::load(&path).is_err());
         }
     }
 }

@@ -205,7 +205,7 @@ impl Repository {
         }
         match std::fs::rename(self.abs_path(src), &to) {
             // Files whose data is absent are not in the working tree: only their entries move.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && moving.iter().all(|p| ds.entries[p].is_absent()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && moving.iter().all(|p| ds.entries.get(p).is_some_and(|e| e.is_absent())) => {}
             other => other.at(&to)?,
         }
         for p in moving {
