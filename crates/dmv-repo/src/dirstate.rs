@@ -285,8 +285,7 @@ impl Dirstate {
 
     /// Writes the staged tree's objects; returns the root tree's id.
     pub(crate) fn write_tree(&self, session: &mut WriteSession<'_>) -> RepoResult<ObjectId> {
-        let flat: Vec<(&[u8], FlatEntry)> = self.entries.iter().map(|(p, e)| (p.as_slice(), e.flat())).collect();
-        crate::tree::build(session, &flat)
+        crate::tree::build(session, self.entries.iter().map(|(p, e)| (p.as_slice(), e.flat())))
     }
 }
 

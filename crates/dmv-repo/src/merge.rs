@@ -49,7 +49,7 @@ pub enum MergeOutcome {
 /// Refuses a write-out that would destroy untracked files: written over,
 /// replaced by a directory, or inside a directory replaced by a file.
 fn refuse_overwriting_untracked(status: &WorktreeStatus, ds: &Dirstate, target: &FlatTree) -> RepoResult<()> {
-    let keys: BTreeSet<Vec<u8>> = target.keys().filter(|p| !ds.entries.contains_key(*p)).cloned().collect();
+    let keys: BTreeSet<Vec<u8>> = target.keys().filter(|p| !ds.entries.contains_key(p)).cloned().collect();
     for u in &status.untracked {
         if keys.contains(u) || clash_with(&keys, u).is_some() {
             return Err(RepoError::UntrackedInTheWay { path: show(u), merge: true });
@@ -60,7 +60,7 @@ fn refuse_overwriting_untracked(status: &WorktreeStatus, ds: &Dirstate, target: 
 
 /// What a checkout of `wanted` would write: entries the dirstate does not already have.
 fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item = (&'a [u8], &'a FlatEntry)> {
-    wanted.iter().filter(|(p, e)| ds.entries.get(*p).is_none_or(|d| d.id != e.id || d.kind != e.kind)).map(|(p, e)| (p.as_slice(), e))
+    wanted.iter().filter(|(p, e)| ds.entries.get(p).is_none_or(|d| d.id != e.id || d.kind != e.kind)).map(|(p, e)| (p.as_slice(), e))
 }
 
 impl Repository {
@@ -141,8 +141,7 @@ impl Repository {
         self.check_data_present(new_entries(now.1, &merged))?;
 
         let mut session = self.store.begin_write()?;
-        let entries: Vec<(&[u8], FlatEntry)> = merged.iter().map(|(p, e)| (p.as_slice(), *e)).collect();
-        let target = build(&mut session, &entries)?;
+        let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
         let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts };
         // Saved while the session still holds the gc lock: from here on the

@@ -59,10 +59,10 @@ impl Repository {
     /// The tracked files (and symlinks) that are in the working tree, with
     /// their lstat, in path order: what `commit -a` looks at, without
     /// reading every folder.
-    pub(crate) fn stat_tracked(&self, ds: &Dirstate) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
+    pub(crate) fn stat_tracked<'d>(&self, ds: &'d Dirstate) -> RepoResult<Vec<(std::borrow::Cow<'d, [u8]>, Stat)>> {
         let paths: Vec<&[u8]> = ds.entries.keys().map(|p| p.as_slice()).collect();
         let stats = self.stat_paths(&paths)?;
-        Ok(paths.into_iter().zip(stats).filter_map(|(p, st)| st.map(|st| (p.to_vec(), st))).collect())
+        Ok(paths.into_iter().zip(stats).filter_map(|(p, st)| st.map(|st| (std::borrow::Cow::Borrowed(p), st))).collect())
     }
 
     /// The lstat of each path that is a file or a symlink (None: nothing, or

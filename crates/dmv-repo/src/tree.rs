@@ -144,7 +144,7 @@ pub fn lookup_in(find: &mut FindInFolder<'_>, tree: &ObjectId, path: &[u8]) -> R
 /// Iterative: the directories being built are a stack, innermost last (the
 /// items of one directory are contiguous, as sorted paths sharing a prefix
 /// are); a path nesting more than [`MAX_PATH_DEPTH`] directories is refused.
-pub fn build(session: &mut WriteSession<'_>, flat: &[(&[u8], FlatEntry)]) -> RepoResult<ObjectId> {
+pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = (&'p [u8], FlatEntry)>) -> RepoResult<ObjectId> {
     struct OpenDir {
         name: Vec<u8>,
         /// Length of `prefix` while this directory is open.

@@ -146,9 +146,9 @@ fn make_history(repo: &Repository) -> (ObjectId, ObjectId, ObjectId) {
     let ours_b = file(EntryKind::File, b"b ours\n");
     let theirs_b = file(EntryKind::Executable, b"b theirs\n");
     let theirs_c = file(EntryKind::File, b"c\n");
-    let base_tree = tree::build(&mut s, &[(b"a.txt", base_a)]).unwrap();
-    let ours_tree = tree::build(&mut s, &[(b"a.txt", ours_a), (b"b.txt", ours_b)]).unwrap();
-    let theirs_tree = tree::build(&mut s, &[(b"a.txt", theirs_a), (b"b.txt", theirs_b), (b"c.txt", theirs_c)]).unwrap();
+    let base_tree = tree::build(&mut s, [(&b"a.txt"[..], base_a)]).unwrap();
+    let ours_tree = tree::build(&mut s, [(&b"a.txt"[..], ours_a), (&b"b.txt"[..], ours_b)]).unwrap();
+    let theirs_tree = tree::build(&mut s, [(&b"a.txt"[..], theirs_a), (&b"b.txt"[..], theirs_b), (&b"c.txt"[..], theirs_c)]).unwrap();
     let mut commit = |tree, parents, time, message: &str| {
         let c = Commit { tree, parents, author: sig(time), committer: sig(time), message: message.into() };
         s.put_object(ObjectKind::Commit, &encode(&c)).unwrap()

@@ -57,9 +57,9 @@ fn the_depth_limit_is_exact_and_build_keeps_to_it() {
     let file = FlatEntry { kind: EntryKind::File, id: ObjectId::hash(ObjectKind::Chunk, b"deep"), size: 4 };
     let path = deep_path(MAX_PATH_DEPTH);
     // Building the same flat map gives the same tree, without recursion.
-    assert_eq!(build(&mut s, &[(path.as_slice(), file)]).unwrap(), deepest);
+    assert_eq!(build(&mut s, [(path.as_slice(), file)]).unwrap(), deepest);
     let longer = deep_path(MAX_PATH_DEPTH + 1);
-    let err = build(&mut s, &[(longer.as_slice(), file)]).unwrap_err().to_string();
+    let err = build(&mut s, [(longer.as_slice(), file)]).unwrap_err().to_string();
     assert!(err.contains(&format!("nests more than {MAX_PATH_DEPTH} directories")) && err.len() < 300, "{err}");
     s.finish().unwrap();
     drop(s);
@@ -75,7 +75,7 @@ fn build_groups_directories_like_before() {
     // Sorted bytewise: "a-c" < "a/b" < "a/d/e" < "a0" < "b".
     let flat: Vec<(&[u8], FlatEntry)> = vec![(b"a-c", e(1)), (b"a/b", e(2)), (b"a/d/e", e(3)), (b"a0", e(4)), (b"b", e(5))];
     let mut s = repo.store.begin_write().unwrap();
-    let root = build(&mut s, &flat).unwrap();
+    let root = build(&mut s, flat.iter().copied()).unwrap();
     s.finish().unwrap();
     drop(s);
     let back = flatten(&repo.store, &root).unwrap();
@@ -201,7 +201,7 @@ fn large_directories_split_into_levels_read_back() {
     let names: Vec<Vec<u8>> = (0..200_000u32).map(|i| format!("d/f{i:07}").into_bytes()).collect();
     let flat: Vec<(&[u8], FlatEntry)> = names.iter().map(|n| (n.as_slice(), FlatEntry { kind: EntryKind::File, id: ObjectId::hash(ObjectKind::Chunk, n), size: 1 })).collect();
     let mut s = repo.store.begin_write().unwrap();
-    let root = build(&mut s, &flat).unwrap();
+    let root = build(&mut s, flat.iter().copied()).unwrap();
     s.finish().unwrap();
     drop(s);
     let dir = read_dir(&repo.store, &root).unwrap()[0].id;
