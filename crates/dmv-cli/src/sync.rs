@@ -287,6 +287,12 @@ pub struct ServeArgs {
     /// Address to listen on (overrides the file's `listen`; port 0 picks one).
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<String>,
+    /// Speak HTTPS with this PEM certificate chain (overrides the file's `tls_cert`).
+    #[arg(long, value_name = "FILE", requires = "config")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of the certificate (overrides the file's `tls_key`).
+    #[arg(long, value_name = "FILE", requires = "config")]
+    tls_key: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -304,7 +310,9 @@ pub fn serve(a: ServeArgs) -> Result<u8> {
     let Some(config_path) = a.config else {
         bail!("say what to serve: --stdio PATH or --config FILE");
     };
-    let config = dmv_sync::server::ServerConfig::load(&config_path)?;
+    let mut config = dmv_sync::server::ServerConfig::load(&config_path)?;
+    config.tls_cert = a.tls_cert.or(config.tls_cert);
+    config.tls_key = a.tls_key.or(config.tls_key);
     let listen = a.listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".into());
     dmv_sync::server::run(config, &listen)?;
     Ok(0)

@@ -25,6 +25,45 @@ const BODY_PIECE: usize = 1 << 20;
 /// At most this much of an error answer's body is read: it becomes part of
 /// a one-line message, and a server must not make us hold more.
 const MAX_ERROR_BODY: usize = 4096;
+/// A pooled connection idle longer than this is not used again. Servers
+/// close idle connections (`dmv serve` after `idle_timeout_secs`, at least
+/// 1 s), and this client's connections are only looked after while a request
+/// runs, so one the server closed meanwhile would still look open: a request
+/// sent on it would fail part way instead of going out on a new connection.
+const POOL_IDLE: Duration = Duration::from_millis(500);
+/// Names a PEM file of certificates to trust besides the usual roots: a
+/// private CA's, or the self-signed one of a `dmv serve` speaking TLS itself.
+const CA_CERT_VAR: &str = "DMV_CA_CERT";
+/// A certificate bundle larger than this is not one.
+const MAX_CA_FILE: u64 = 4 << 20;
+
+/// The certificates `DMV_CA_CERT` names (none when it is unset).
+fn extra_roots() -> Result<Vec<reqwest::Certificate>, String> {
+    let Some(path) = std::env::var_os(CA_CERT_VAR).filter(|p| !p.is_empty()).map(std::path::PathBuf::from) else {
+        return Ok(Vec::new());
+    };
+    let place = format!("{CA_CERT_VAR}={}", path.display());
+    let mut pem = Vec::new();
+    std::fs::File::open(&path).and_then(|f| f.take(MAX_CA_FILE + 1).read_to_end(&mut pem)).map_err(|e| format!("{place}: {e}"))?;
+    if pem.len() as u64 > MAX_CA_FILE {
+        return Err(format!("{place}: larger than {MAX_CA_FILE} bytes, not a certificate file"));
+    }
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("{place}: not a PEM certificate: {}", root_cause(&e)))?;
+    if certs.is_empty() {
+        return Err(format!("{place}: no certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)"));
+    }
+    Ok(certs)
+}
+
+/// What a failed connection says; a certificate the client does not trust
+/// also says how to trust it.
+fn connect_detail(e: &reqwest::Error) -> String {
+    let detail = root_cause(e);
+    if detail.contains("certificate") && std::env::var_os(CA_CERT_VAR).is_none() {
+        return format!("{detail} (a server with a private or self-signed certificate: set {CA_CERT_VAR}=FILE to trust it)");
+    }
+    detail
+}
 
 /// The start of an error answer's body, as text.
 async fn error_text(mut response: reqwest::Response) -> String {
@@ -125,11 +164,11 @@ impl HttpWire {
     pub fn new(base: &str, token: Option<String>) -> SyncResult<HttpWire> {
         let setup = |detail: String| SyncError::Unreachable { url: base.to_string(), detail: format!("cannot set up HTTP: {detail}") };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
-            .user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| setup(root_cause(&e)))?;
+        let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(15)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
+        for cert in extra_roots().map_err(setup)? {
+            builder = builder.add_root_certificate(cert);
+        }
+        let client = builder.build().map_err(|e| setup(root_cause(&e)))?;
         Ok(HttpWire { runtime, client, base: base.to_string(), token })
     }
 }
@@ -179,7 +218,7 @@ impl Wire for HttpWire {
             }
         };
         let response =
-            sent.map_err(|e| if e.is_connect() { SyncError::Unreachable { url: self.base.clone(), detail: root_cause(&e) } } else { SyncError::Disconnected(root_cause(&e)) })?;
+            sent.map_err(|e| if e.is_connect() { SyncError::Unreachable { url: self.base.clone(), detail: connect_detail(&e) } } else { SyncError::Disconnected(root_cause(&e)) })?;
         let status = response.status();
         if !status.is_success() {
             let text = runtime.block_on(error_text(response));

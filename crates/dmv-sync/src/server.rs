@@ -1,11 +1,20 @@
-//! `dmv serve`: repositories over HTTP (axum). Every request is
-//! `POST /NAME/dmv/VERB`; the protocol work runs on blocking threads against
-//! the repository, exactly as over ssh. See docs/server.md.
+//! `dmv serve`: repositories over HTTP or HTTPS (axum on hyper, rustls).
+//! Every request is `POST /NAME/dmv/VERB`; the protocol work runs on blocking
+//! threads against the repository, exactly as over ssh. See docs/server.md.
+//!
+//! The server faces the open network, so every wait on a client is bounded:
+//! a request's head, the next piece of a request's body, the client taking
+//! the next piece of an answer and a TLS handshake each get `idle_timeout_secs`,
+//! and a request's head is at most [`MAX_HEAD_BYTES`].
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Write};
+use std::future::Future;
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path as UrlPath, State};
@@ -15,9 +24,13 @@ use axum::routing::post;
 use axum::Router;
 use bytes::Bytes;
 use dmv_repo::Repository;
-use futures_util::TryStreamExt;
+use futures_util::StreamExt;
 use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::{self, PemObject};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response as WireResponse, Verb};
@@ -55,7 +68,30 @@ pub struct ServerConfig {
     /// Token → what it allows. Pushing always needs a write token.
     #[serde(default)]
     pub tokens: BTreeMap<String, TokenAccess>,
+    /// PEM certificate chain; with `tls_key`, the server speaks HTTPS itself.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Seconds the server waits on a client that sends or takes nothing
+    /// (default [`DEFAULT_IDLE_TIMEOUT_SECS`]).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
 }
+
+/// Long enough for a client on a slow link between two pieces of a
+/// transfer, short enough that idle or stalled connections do not pile up.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
+/// A day: beyond that a timeout is a mistake (and deadlines must not overflow).
+const MAX_IDLE_TIMEOUT_SECS: u64 = 24 * 3600;
+/// A request's head (request line and headers). Ours are a few hundred
+/// bytes; the bound keeps what a client can make the server hold small.
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Header lines per request (ours send about six).
+const MAX_HEADERS: usize = 64;
+/// A certificate or key file larger than this is not one.
+const MAX_PEM_FILE: u64 = 1 << 20;
 
 impl ServerConfig {
     pub fn load(path: &Path) -> SyncResult<ServerConfig> {
@@ -63,15 +99,23 @@ impl ServerConfig {
         let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
         // Repository paths are relative to the configuration file.
         let base = path.parent().unwrap_or(Path::new("."));
-        for dir in config.repos.values_mut() {
+        for dir in config.repos.values_mut().chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
             if dir.is_relative() {
                 *dir = base.join(&*dir);
             }
         }
+        let refuse = |detail: String| Err(SyncError::ServerConfig { path: path.to_path_buf(), detail });
         if config.repos.is_empty() {
-            return Err(SyncError::ServerConfig { path: path.to_path_buf(), detail: "no [repos] to serve".into() });
+            return refuse("no [repos] to serve".into());
+        }
+        if let Some(secs) = config.idle_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
+            return refuse(format!("idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
         }
         Ok(config)
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).clamp(1, MAX_IDLE_TIMEOUT_SECS))
     }
 
     /// Compares against every token in constant time per token, so timing
@@ -121,17 +165,187 @@ fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<(
     Ok(())
 }
 
-/// Serves forever on `listen` (a `host:port`; port 0 picks a free one). The
-/// chosen address is printed on stderr as `listening on http://ADDR`.
+/// Serves forever on `listen` (a `host:port`; port 0 picks a free one), over
+/// HTTPS when the configuration names a certificate and key. The chosen
+/// address is printed on stderr as `listening on http://ADDR` (or https).
 pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
+    // Before anything listens: a bad certificate is said at once, not at the first client.
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
+        (None, None) => None,
+        (Some(cert), None) => return Err(SyncError::ServerConfig { path: cert.clone(), detail: "a TLS certificate needs its key too (tls_key, --tls-key)".into() }),
+        (None, Some(key)) => return Err(SyncError::ServerConfig { path: key.clone(), detail: "a TLS key needs its certificate too (tls_cert, --tls-cert)".into() }),
+    };
+    let idle = config.idle_timeout();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| SyncError::local("cannot start the server runtime", e))?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
-        eprintln!("dmv serve: listening on http://{addr}");
+        eprintln!("dmv serve: listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         let _ = std::io::stderr().flush();
         let app = Router::new().route("/{repo}/dmv/{verb}", post(rpc)).with_state(Arc::new(config));
-        axum::serve(listener, app).await.map_err(|e| SyncError::Server(e.to_string()))
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // That client gave up before it was taken.
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset) => continue,
+                // Out of file descriptors, say: pause rather than spin, and
+                // go on serving the connections already open.
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
+            };
+            let (app, tls) = (app.clone(), tls.clone());
+            tokio::spawn(async move {
+                let stream = StallGuard::new(stream, idle);
+                match tls {
+                    None => serve_connection(stream, app, idle).await,
+                    Some(acceptor) => {
+                        // A failed or stalled handshake concerns that client only.
+                        if let Ok(Ok(stream)) = tokio::time::timeout(idle, acceptor.accept(stream)).await {
+                            serve_connection(stream, app, idle).await;
+                        }
+                    }
+                }
+            });
+        }
+    })
+}
+
+/// How long to wait before accepting again after `accept` failed.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// Serves HTTP/1.1 requests on one connection until either side ends it.
+async fn serve_connection<I>(io: I, app: Router, idle: Duration)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut http = hyper::server::conn::http1::Builder::new();
+    // The head timeout also runs between requests: a kept-alive connection
+    // that sends nothing more is closed like one that never sent anything.
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(idle).max_header_size(MAX_HEAD_BYTES).max_headers(MAX_HEADERS);
+    // How a connection ended concerns only its client; the server goes on.
+    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(io), hyper_util::service::TowerToHyperService::new(app)).await;
+}
+
+/// Reads a PEM file, bounded: a path naming something else must not make
+/// the server read it whole.
+fn read_pem(path: &Path, what: &str) -> SyncResult<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PEM_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: format!("cannot read the TLS {what}: {e}") })?;
+    if bytes.len() as u64 > MAX_PEM_FILE {
+        return Err(SyncError::ServerConfig { path: path.to_path_buf(), detail: format!("not a PEM TLS {what}: larger than {MAX_PEM_FILE} bytes") });
+    }
+    Ok(bytes)
+}
+
+/// The TLS side of the server from a PEM certificate chain and its key.
+fn tls_acceptor(cert: &Path, key: &Path) -> SyncResult<tokio_rustls::TlsAcceptor> {
+    let bad = |path: &Path, detail: String| SyncError::ServerConfig { path: path.to_path_buf(), detail };
+    let chain = CertificateDer::pem_slice_iter(&read_pem(cert, "certificate")?).collect::<Result<Vec<_>, _>>().map_err(|e| bad(cert, format!("not a PEM TLS certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(bad(cert, "no TLS certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)".into()));
+    }
+    let private = PrivateKeyDer::from_pem_slice(&read_pem(key, "key")?).map_err(|e| match e {
+        pem::Error::NoItemsFound => bad(key, "no TLS private key in it (a PEM file with -----BEGIN PRIVATE KEY-----)".into()),
+        e => bad(key, format!("not a PEM TLS private key: {e}")),
+    })?;
+    // Named, not the process default: which providers are compiled in
+    // depends on the features other crates of the program turn on.
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(cert, format!("cannot set up TLS: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|e| bad(key, format!("cannot serve TLS with this key and {}: {e}", cert.display())))?;
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
+}
+
+/// A connection whose writes give up once the client has taken nothing for
+/// `idle`: a client that stops reading an answer would otherwise hold its
+/// connection, and the thread producing the answer, for ever.
+struct StallGuard<I> {
+    io: I,
+    idle: Duration,
+    /// Runs from the first write that could not proceed until one does.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<I> StallGuard<I> {
+    fn new(io: I, idle: Duration) -> Self {
+        StallGuard { io, idle, stalled: None }
+    }
+
+    fn bounded<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let idle = self.idle;
+        let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.stalled = None;
+            return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped taking the answer")));
+        }
+        Poll::Pending
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for StallGuard<I> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        // Reads wait on the client by design (between requests, while an
+        // answer streams); the head and body timeouts bound the waits that matter.
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for StallGuard<I> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.bounded(cx, poll)
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.bounded(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.io).poll_flush(cx);
+        this.bounded(cx, poll)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.io).poll_shutdown(cx);
+        this.bounded(cx, poll)
+    }
+}
+
+/// A request's body as a stream whose every wait for the client's next
+/// piece ends after `idle`. Each wait is timed from when the handler asks,
+/// so time the handler spends storing what came does not count.
+fn body_with_idle_timeout(body: Body, idle: Duration) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
+    futures_util::stream::unfold(Some(body.into_data_stream()), move |state| async move {
+        let mut stream = state?;
+        match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(stream))),
+            Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("the client sent nothing more for {} s", idle.as_secs()))), None)),
+        }
     })
 }
 
@@ -145,7 +359,7 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
     if let Err(refused) = authorize(&config, &headers, verb) {
         return refused;
     }
-    let stream = body.into_data_stream().map_err(std::io::Error::other);
+    let stream = Box::pin(body_with_idle_timeout(body, config.idle_timeout()));
     let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
     if verb == Verb::Put {
         // An upload is answered only once it has been read and stored whole.

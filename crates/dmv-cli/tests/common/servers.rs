@@ -117,6 +117,17 @@ impl HttpServer {
         HttpServer { child, port, config: config.to_path_buf() }
     }
 
+    /// Starts `dmv serve --config CONFIG --listen 127.0.0.1:0 ARGS…` and
+    /// returns it with the line it printed first (`… listening on URL`).
+    pub fn start_with_args(config: &Path, args: &[&str]) -> (HttpServer, String) {
+        let mut child = Command::new(bin()).arg("serve").arg("--config").arg(config).args(["--listen", "127.0.0.1:0"]).args(args).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().expect("serve printed nothing").unwrap();
+        let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
+        std::thread::spawn(move || for _ in lines {});
+        (HttpServer { child, port, config: config.to_path_buf() }, first)
+    }
+
     pub fn url(&self, name: &str) -> String {
         format!("http://127.0.0.1:{}/{name}", self.port)
     }

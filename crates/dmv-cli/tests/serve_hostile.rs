@@ -1,0 +1,591 @@
+//! `dmv serve` facing hostile clients on loopback, spoken to in raw TCP:
+//! connections that send nothing or never finish their head, heads over
+//! the bound, bodies of garbage frames and of frames announcing absurd
+//! lengths, repository names that try to leave the configured map, and
+//! pushes without a write token. After each, a real clone from the same
+//! server still comes out exact. Then the same server speaking HTTPS with a
+//! self-signed certificate that clients trust through `DMV_CA_CERT`.
+
+mod common;
+use common::remote::*;
+use common::servers::HttpServer;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use dmv_repo::store::ObjectId;
+use dmv_sync::protocol::{Request, Response, WireRefUpdate, VERSION};
+use dmv_sync::{Frame, FrameReader, FrameWriter};
+use rand::{Rng, SeedableRng};
+
+/// The server's idle timeout in these tests (it defaults to 30 s).
+const IDLE_SECS: u64 = 2;
+/// Far past the idle timeout: a connection not cut by then never will be.
+const CUT_WITHIN: Duration = Duration::from_secs(20);
+const WRITER: &str = "writer-1";
+const READER: &str = "reader-1";
+const WRITING_VERBS: [&str; 6] = ["put", "update-refs", "put-locations", "lock-content", "unlock-content", "drop-content"];
+const READING_VERBS: [&str; 7] = ["hello", "list-refs", "walk-commits", "has", "get", "replica", "get-locations"];
+
+/// A source repository `a` pushed to the served bare `hub`, another bare
+/// repository `outside` next to it that the server does not list, and the
+/// server's configuration.
+fn setup() -> tempfile::TempDir {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    write_noise(&a.join("take.wav"), 3 << 20, 1);
+    std::fs::create_dir_all(a.join("scenes/one")).unwrap();
+    write_noise(&a.join("scenes/one/still.raw"), 100 << 10, 2);
+    std::fs::write(a.join("notes.txt"), "hostile clients\n").unwrap();
+    commit_all(&a, "media");
+    for bare in ["hub", "outside"] {
+        dmv(t, &["init", "--bare", bare]);
+        dmv(&a, &["push", &format!("../{bare}")]);
+    }
+    let config = format!("idle_timeout_secs = {IDLE_SECS}\n[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n\"{READER}\" = \"read\"\n");
+    std::fs::write(t.join("server.toml"), config).unwrap();
+    top
+}
+
+/// Clones `url` into a new directory next to `a`, checks it holds exactly
+/// what `a` does, and removes it.
+fn clone_is_exact(t: &Path, url: &str, env: &[(&str, &str)]) {
+    static CLONES: AtomicUsize = AtomicUsize::new(0);
+    let dir = t.join(format!("clone-{}", CLONES.fetch_add(1, Ordering::SeqCst)));
+    let out = dmv_cmd(t).args(["clone", url]).arg(&dir).envs(env.iter().copied()).env_remove("DMV_TOKEN").output().unwrap();
+    ok(&out);
+    assert_same_tree(&t.join("a"), &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every file under `dir` with its bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(CUT_WITHIN)).unwrap();
+    s.set_write_timeout(Some(CUT_WITHIN)).unwrap();
+    s
+}
+
+/// Reads until the server closes the connection; a reset counts as closed.
+fn read_until_closed(s: &mut TcpStream) -> Vec<u8> {
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 64 << 10]);
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe) => return got,
+            Err(e) => panic!("the server neither answered nor closed the connection within {CUT_WITHIN:?}: {e}"),
+        }
+    }
+}
+
+/// What came back on a connection: the status (None: closed without an
+/// answer) and the body, de-chunked.
+#[derive(Debug)]
+struct Answer {
+    status: Option<u16>,
+    body: Vec<u8>,
+}
+
+fn parse_answer(raw: &[u8]) -> Answer {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+        assert!(raw.is_empty(), "a partial answer: {:?}", String::from_utf8_lossy(raw));
+        return Answer { status: None, body: Vec::new() };
+    };
+    let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
+    assert!(head.starts_with("http/1.1 ") && status.is_some(), "not an HTTP answer: {head}");
+    let rest = &raw[end + 4..];
+    let header = |name: &str| head.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()));
+    let body = if header("transfer-encoding").as_deref() == Some("chunked") {
+        let (mut body, mut at) = (Vec::new(), 0);
+        loop {
+            let line_end = at + rest[at..].windows(2).position(|w| w == b"\r\n").expect("a chunk size line");
+            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[at..line_end]).split(';').next().unwrap().trim(), 16).expect("a chunk size");
+            at = line_end + 2;
+            if size == 0 {
+                break body;
+            }
+            body.extend_from_slice(&rest[at..at + size]);
+            at += size + 2;
+        }
+    } else {
+        let len = header("content-length").map_or(rest.len(), |l| l.parse().unwrap());
+        rest[..len].to_vec()
+    };
+    Answer { status, body }
+}
+
+/// Sends `bytes` on a new connection and reads what comes back until the
+/// server closes it. A server may answer and close before taking all of a
+/// hostile request, so a failed write is not an error.
+fn exchange(port: u16, bytes: &[u8]) -> Answer {
+    let mut s = connect(port);
+    let _ = s.write_all(bytes);
+    parse_answer(&read_until_closed(&mut s))
+}
+
+fn post(path: &str, token: Option<&str>, body: &[u8]) -> Vec<u8> {
+    let mut r = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-dmv-frames\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    if let Some(t) = token {
+        r += &format!("Authorization: Bearer {t}\r\n");
+    }
+    let mut r = (r + "\r\n").into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+fn message(request: &Request) -> Vec<u8> {
+    let mut buf = Vec::new();
+    FrameWriter::new(&mut buf).message(request).unwrap();
+    buf
+}
+
+/// The first frame of an answer's body as a response message.
+fn response(answer: &Answer) -> Response {
+    assert_eq!(answer.status, Some(200), "{answer:?}");
+    match FrameReader::new(&answer.body[..]).next_frame() {
+        Ok(Some(Frame::Message(m))) => postcard::from_bytes(&m).unwrap_or_else(|e| panic!("not a response ({e}): {:?}", answer.body)),
+        other => panic!("not a message frame: {other:?}"),
+    }
+}
+
+fn error_message(answer: &Answer) -> String {
+    match response(answer) {
+        Response::Error { message } => message,
+        other => panic!("not an error: {other:?}"),
+    }
+}
+
+/// A well-formed request for each writing verb, so that only the token can be the reason for a refusal.
+fn writing_request(verb: &str, head: ObjectId) -> Vec<u8> {
+    let request = match verb {
+        "put" => Request::Put,
+        "update-refs" => {
+            Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/evil".into(), old: None, new: Some(head) }], who: "mallory".into(), message: "x".into() }
+        }
+        "put-locations" => Request::PutLocations { log: Vec::new() },
+        "lock-content" => Request::LockContent { ids: vec![head], seconds: 60 },
+        "unlock-content" => Request::UnlockContent { lock: "nope".into() },
+        "drop-content" => Request::DropContent { ids: vec![head] },
+        other => panic!("{other} does not write"),
+    };
+    let mut body = message(&request);
+    if verb == "put" {
+        FrameWriter::new(&mut body).end().unwrap();
+    }
+    body
+}
+
+fn head_id(dir: &Path) -> ObjectId {
+    ObjectId::from_hex(&head_of(dir, "refs/heads/main")).expect("a main branch")
+}
+
+#[test]
+fn idle_slow_and_oversized_connections_are_cut_and_the_server_keeps_serving() {
+    let top = setup();
+    let t = top.path();
+    let (mut server, first) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    assert!(first.contains("listening on http://127.0.0.1:"), "{first}");
+    let (port, url) = (server.port, server.url("hub"));
+    clone_is_exact(t, &url, &[]);
+
+    // A connection that sends nothing is closed once the idle timeout passes.
+    let start = Instant::now();
+    let got = read_until_closed(&mut connect(port));
+    assert!(start.elapsed() < CUT_WITHIN && !String::from_utf8_lossy(&got).contains(" 200 "), "{got:?}");
+    clone_is_exact(t, &url, &[]);
+
+    // So is one whose head never ends, however steadily it trickles in.
+    let mut s = connect(port);
+    s.write_all(b"POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let (start, mut buf) = (Instant::now(), [0u8; 1024]);
+    loop {
+        assert!(start.elapsed() < CUT_WITHIN, "a head trickling in for {CUT_WITHIN:?} was never cut");
+        if s.write_all(b"a").is_err() {
+            break;
+        }
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => assert!(!String::from_utf8_lossy(&buf[..n]).contains(" 200 "), "a trickled head was served"),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(_) => break,
+        }
+    }
+    clone_is_exact(t, &url, &[]);
+
+    // Heads past the bound: 431, or cut while still sending; never a crash.
+    let head_with = |extra: &str| format!("POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n").into_bytes();
+    let big_header = head_with(&format!("X-Big: {}\r\n", "a".repeat(80 << 10)));
+    assert_eq!(exchange(port, &big_header).status, Some(431));
+    let many_headers = head_with(&(0..1000).map(|i| format!("X-{i}: v\r\n")).collect::<String>());
+    assert_eq!(exchange(port, &many_headers).status, Some(431));
+    let huge_header = head_with(&format!("X-Huge: {}\r\n", "a".repeat(16 << 20)));
+    let status = exchange(port, &huge_header).status;
+    assert!(status.is_none() || status == Some(431), "{status:?}");
+    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    clone_is_exact(t, &url, &[]);
+
+    // A body that stops half way: the request gives up after the idle timeout.
+    let mut s = connect(port);
+    let hello = message(&Request::Hello { version: VERSION });
+    let mut request = post("/hub/dmv/hello", None, &hello);
+    let announced = request.len();
+    request.truncate(announced - 2);
+    s.write_all(&request).unwrap();
+    let start = Instant::now();
+    let got = read_until_closed(&mut s);
+    assert!(start.elapsed() < CUT_WITHIN, "a stalled body was waited on for {:?}", start.elapsed());
+    if !got.is_empty() {
+        assert!(error_message(&parse_answer(&got)).contains("sent nothing more"), "{got:?}");
+    }
+    clone_is_exact(t, &url, &[]);
+
+    // A client that asks for a large answer and stops taking it: the server
+    // gives up on the connection rather than wait on it for ever.
+    let chunks = chunk_ids(&t.join("hub"));
+    let ids: Vec<ObjectId> = (0..16).flat_map(|_| chunks.iter().copied()).collect();
+    let mut s = connect(port);
+    s.write_all(&post("/hub/dmv/get", None, &message(&Request::Get { ids, chunks: true }))).unwrap();
+    // Well past the idle timeout once every buffer on the way has filled.
+    std::thread::sleep(Duration::from_secs(4 * IDLE_SECS));
+    let got = read_until_closed(&mut s);
+    assert!(got.starts_with(b"HTTP/1.1 200") && !got.ends_with(b"\r\n0\r\n\r\n"), "a stalled answer was carried on to its end ({} bytes)", got.len());
+    clone_is_exact(t, &url, &[]);
+    server.kill();
+}
+
+/// The ids of every chunk reachable from the main branch of `dir`.
+fn chunk_ids(dir: &Path) -> Vec<ObjectId> {
+    use dmv_repo::store::object::children;
+    use dmv_repo::store::ObjectKind;
+    let repo = dmv_repo::Repository::open(dir).unwrap();
+    let (mut todo, mut seen, mut chunks) = (vec![head_id(dir)], std::collections::BTreeSet::new(), Vec::new());
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let (kind, bytes) = repo.store.read(&id).unwrap();
+        if kind == ObjectKind::Chunk {
+            chunks.push(id);
+        }
+        todo.extend(children(&id, kind, &bytes).unwrap());
+    }
+    assert!(chunks.len() > 4, "{} chunks", chunks.len());
+    chunks
+}
+
+#[test]
+fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
+    let top = setup();
+    let t = top.path();
+    let (mut server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let (port, url) = (server.port, server.url("hub"));
+    let hub = t.join("hub");
+    let before = head_of(&hub, "refs/heads/main");
+
+    // Frame lengths that must be refused before anything of that size is
+    // allocated or waited for: the frame length is a u32, so 2^63 arrives
+    // as whichever four bytes come first.
+    let mut message_of_64_mib = ((64u32 << 20) + 1).to_le_bytes().to_vec();
+    message_of_64_mib.extend_from_slice(b"\x01only this");
+    let absurd: [(Vec<u8>, &[&str]); 6] = [
+        ([&u32::MAX.to_le_bytes()[..], &[1]].concat(), &["bad frame length 4294967295"]),
+        ((1u64 << 63).to_le_bytes().to_vec(), &["bad frame length 0"]),
+        ((1u64 << 63).to_be_bytes().to_vec(), &["unknown frame type 0"]),
+        ([&(64u32 << 20).to_le_bytes()[..], &[2]].concat(), &["larger than the largest one"]),
+        (message_of_64_mib, &["stream ended inside a frame"]),
+        // Inside an upload the server reads on to the end before answering,
+        // and says what stopped that if something did.
+        ([&message(&Request::Put)[..], &u32::MAX.to_le_bytes(), &[2]].concat(), &["bad frame length 4294967295", "stream ended inside a frame"]),
+    ];
+    for (body, expected) in &absurd {
+        for verb in ["hello", "list-refs", "get", "put"] {
+            let token = (verb == "put").then_some(WRITER);
+            let answer = exchange(port, &post(&format!("/hub/dmv/{verb}"), token, body));
+            let error = error_message(&answer);
+            // A body whose first frame is fine reaches the verb check first.
+            let expected: &[&str] = if body.starts_with(&message(&Request::Put)) && verb != "put" { &["a put request sent to the"] } else { expected };
+            assert!(expected.iter().any(|e| error.contains(e)), "{verb} with {:?}: {error}", &body[..body.len().min(16)]);
+        }
+    }
+    clone_is_exact(t, &url, &[]);
+
+    // Random garbage, from a fixed seed: each request gets a whole answer.
+    // Writing verbs other than put are sent without a token (their refusal
+    // must not depend on the body); put gets the write token so that its
+    // body is read.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e7e_0017);
+    let all_verbs: Vec<&str> = READING_VERBS.iter().chain(WRITING_VERBS.iter()).copied().collect();
+    for round in 0..300 {
+        let verb = all_verbs[rng.gen_range(0..all_verbs.len())];
+        let mut body = Vec::new();
+        match rng.gen_range(0..4) {
+            // Bytes of any kind.
+            0 => body.extend((0..rng.gen_range(0..2048)).map(|_| rng.gen::<u8>())),
+            // A frame head of any length and type, then a little of anything.
+            1 => {
+                let len: u32 = if rng.gen_bool(0.5) { rng.gen() } else { rng.gen_range(0..512) };
+                body.extend_from_slice(&len.to_le_bytes());
+                body.extend((0..rng.gen_range(0..256)).map(|_| rng.gen::<u8>()));
+            }
+            // A well-framed message of random content.
+            2 => {
+                let content: Vec<u8> = (0..rng.gen_range(0..64)).map(|_| rng.gen()).collect();
+                body.extend_from_slice(&(content.len() as u32 + 1).to_le_bytes());
+                body.push(1);
+                body.extend_from_slice(&content);
+            }
+            // An upload of random frames.
+            _ => {
+                body = message(&Request::Put);
+                for _ in 0..rng.gen_range(1..8) {
+                    let content: Vec<u8> = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect();
+                    body.extend_from_slice(&(content.len() as u32 + 1).to_le_bytes());
+                    body.push(rng.gen_range(0..6));
+                    body.extend_from_slice(&content);
+                }
+            }
+        }
+        let writes = WRITING_VERBS.contains(&verb);
+        let token = (verb == "put").then_some(WRITER);
+        let answer = exchange(port, &post(&format!("/hub/dmv/{verb}"), token, &body));
+        if writes && token.is_none() {
+            assert_eq!(answer.status, Some(401), "round {round}, {verb}: {answer:?}");
+            continue;
+        }
+        assert_eq!(answer.status, Some(200), "round {round}, {verb}: {answer:?}");
+        let frame = FrameReader::new(&answer.body[..]).next_frame();
+        assert!(matches!(frame, Ok(Some(_))), "round {round}, {verb}: the answer is not frames: {frame:?}");
+    }
+    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    clone_is_exact(t, &url, &[]);
+    assert_eq!(head_of(&hub, "refs/heads/main"), before);
+    server.kill();
+    fsck_clean(&hub);
+}
+
+#[test]
+fn names_cannot_leave_the_map_and_only_write_tokens_push() {
+    let top = setup();
+    let t = top.path();
+    let (mut server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let (port, url) = (server.port, server.url("hub"));
+    let (hub, outside) = (t.join("hub"), t.join("outside"));
+    let head = head_id(&t.join("a"));
+    let outside_before = files(&outside);
+    std::fs::write(t.join("secret"), "not for clients").unwrap();
+
+    let list_refs = message(&Request::ListRefs);
+    let answer = exchange(port, &post("/hub/dmv/list-refs", None, &list_refs));
+    assert!(matches!(response(&answer), Response::Refs { .. }), "{answer:?}");
+
+    let encoded_outside: String = outside.to_string_lossy().bytes().map(|b| format!("%{b:02X}")).collect();
+    let long_name = "n".repeat(20_000);
+    let names = [
+        "..%2Foutside",
+        "..%2F..%2F..%2Foutside",
+        "..%2Fsecret",
+        "%2E%2E",
+        "%2E%2E%2Foutside",
+        "hub%2F..%2Foutside",
+        "hub%2F..%2F..%2Fsecret",
+        "..",
+        "../outside",
+        "hub/../outside",
+        "./hub",
+        "outside",
+        "hub%00",
+        "HUB",
+        "%68ub%2F",
+        encoded_outside.as_str(),
+        long_name.as_str(),
+    ];
+    for name in names {
+        for (verb, token, body) in
+            [("list-refs", None, list_refs.clone()), ("update-refs", Some(WRITER), writing_request("update-refs", head)), ("put", Some(WRITER), writing_request("put", head))]
+        {
+            let answer = exchange(port, &post(&format!("/{name}/dmv/{verb}"), token, &body));
+            assert_eq!(answer.status, Some(404), "/{}/dmv/{verb}: {answer:?}", &name[..name.len().min(40)]);
+        }
+    }
+    // Verbs are looked up exactly too.
+    for path in ["/hub/dmv/..%2Fput", "/hub/dmv/put/..", "/hub/dmv/PUT", "/hub/dmv/"] {
+        assert_eq!(exchange(port, &post(path, Some(WRITER), &writing_request("put", head))).status, Some(404), "{path}");
+    }
+    // Names the HTTP parser itself refuses, or longer than a head may be.
+    for path in ["/..\\outside/dmv/list-refs".to_string(), format!("/{}/dmv/list-refs", "n".repeat(100_000))] {
+        let status = exchange(port, &post(&path, None, &list_refs)).status;
+        assert!(matches!(status, None | Some(400..=499)), "{}: {status:?}", &path[..40]);
+    }
+    assert_eq!(files(&outside), outside_before, "a request reached the unlisted repository");
+    assert_eq!(std::fs::read_to_string(t.join("secret")).unwrap(), "not for clients");
+    clone_is_exact(t, &url, &[]);
+
+    // On an open server, every writing verb needs a write token: none is
+    // 401, a read token or an unknown one 403, and the hub does not change.
+    let hub_before = files(&hub);
+    for verb in WRITING_VERBS {
+        let body = writing_request(verb, head);
+        let path = format!("/hub/dmv/{verb}");
+        assert_eq!(exchange(port, &post(&path, None, &body)).status, Some(401), "{verb} without a token");
+        assert_eq!(exchange(port, &post(&path, Some(READER), &body)).status, Some(403), "{verb} with a read token");
+        assert_eq!(exchange(port, &post(&path, Some("forged"), &body)).status, Some(403), "{verb} with an unknown token");
+    }
+    assert!(files(&hub) == hub_before, "a refused write changed the hub");
+    // The same request with the write token is carried out: the refusals were the tokens'.
+    let answer = exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &writing_request("update-refs", head)));
+    assert_eq!(response(&answer), Response::RefsUpdated);
+    assert_eq!(head_of(&hub, "refs/heads/evil"), head.to_hex());
+    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    clone_is_exact(t, &url, &[]);
+    server.kill();
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost, written as PEM
+/// files `NAME.pem` and `NAME.key` under `dir`.
+fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+#[test]
+fn https_with_a_self_signed_certificate_trusted_through_dmv_ca_cert() {
+    let top = setup();
+    let t = top.path();
+    self_signed(t, "server");
+    // Paths in the file are relative to it.
+    let config = std::fs::read_to_string(t.join("server.toml")).unwrap();
+    std::fs::write(t.join("server.toml"), format!("tls_cert = \"server.pem\"\ntls_key = \"server.key\"\n{config}")).unwrap();
+    let (mut server, first) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    assert!(first.contains("listening on https://127.0.0.1:"), "{first}");
+    let url = format!("https://127.0.0.1:{}/hub", server.port);
+    let ca = t.join("server.pem").to_string_lossy().into_owned();
+    let trusted = [("DMV_CA_CERT", ca.as_str())];
+
+    // Not trusted: one line naming the certificate problem, and no directory.
+    let out = dmv_cmd(t).args(["clone", &url, "untrusted"]).env_remove("DMV_CA_CERT").output().unwrap();
+    let line = one_line_error(&out);
+    assert!(line.contains("certificate") && line.contains("DMV_CA_CERT"), "{line}");
+    assert!(!t.join("untrusted").exists());
+    let out = dmv_cmd(t).args(["clone", &url, "untrusted"]).env("DMV_CA_CERT", t.join("missing.pem")).output().unwrap();
+    let line = one_line_error(&out);
+    assert!(line.contains("DMV_CA_CERT") && line.contains("missing.pem"), "{line}");
+
+    // Trusted: a clone and a push, byte-exact.
+    let b = t.join("b");
+    ok(&dmv_cmd(t).args(["clone", &url]).arg(&b).envs(trusted).output().unwrap());
+    assert_same_tree(&t.join("a"), &b);
+    write_noise(&b.join("take.wav"), 3 << 20, 9);
+    write_noise(&b.join("scenes/two.raw"), 700 << 10, 10);
+    commit_all(&b, "second take");
+    let out = dmv_cmd(&b).args(["push"]).envs(trusted).env("DMV_TOKEN", WRITER).output().unwrap();
+    ok(&out);
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    let c = t.join("c");
+    ok(&dmv_cmd(t).args(["clone", &url]).arg(&c).envs(trusted).output().unwrap());
+    assert_same_tree(&b, &c);
+
+    // Plain HTTP to the TLS port, and a connection that never says hello:
+    // each is cut, and the server goes on.
+    let mut s = connect(server.port);
+    let _ = s.write_all(&post("/hub/dmv/list-refs", None, &message(&Request::ListRefs)));
+    let got = read_until_closed(&mut s);
+    assert!(!got.starts_with(b"HTTP/"), "plain HTTP was answered on the TLS port: {got:?}");
+    let start = Instant::now();
+    read_until_closed(&mut connect(server.port));
+    assert!(start.elapsed() < CUT_WITHIN);
+    ok(&dmv_cmd(t).args(["clone", &url]).arg(t.join("d")).envs(trusted).output().unwrap());
+    assert_same_tree(&b, &t.join("d"));
+    server.kill();
+    fsck_clean(&t.join("hub"));
+
+    // The certificate and key given on the command line instead.
+    std::fs::write(t.join("server.toml"), config).unwrap();
+    let (mut server, first) = HttpServer::start_with_args(&t.join("server.toml"), &["--tls-cert", &ca, "--tls-key", &t.join("server.key").to_string_lossy()]);
+    assert!(first.contains("listening on https://"), "{first}");
+    let url = format!("https://127.0.0.1:{}/hub", server.port);
+    ok(&dmv_cmd(t).args(["clone", &url]).arg(t.join("e")).envs(trusted).output().unwrap());
+    assert_same_tree(&b, &t.join("e"));
+    server.kill();
+}
+
+/// Runs `dmv serve` expecting it to refuse to start.
+fn serve_refuses(dir: &Path, args: &[&str]) -> String {
+    let mut child = std::process::Command::new(bin())
+        .current_dir(dir)
+        .args(["serve", "--config", "server.toml", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > CUT_WITHIN {
+            let _ = child.kill();
+            let out: Output = child.wait_with_output().unwrap();
+            panic!("dmv serve {args:?} started: {}", stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    one_line_error(&child.wait_with_output().unwrap())
+}
+
+#[test]
+fn bad_tls_settings_stop_serve_in_one_line() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    std::fs::write(t.join("server.toml"), "[repos]\nhub = \"hub\"\n").unwrap();
+    self_signed(t, "one");
+    self_signed(t, "two");
+    std::fs::write(t.join("garbage.pem"), "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n").unwrap();
+    std::fs::write(t.join("text.pem"), "just some text\n").unwrap();
+
+    let cases: [(&[&str], &str); 7] = [
+        (&["--tls-cert", "missing.pem", "--tls-key", "one.key"], "missing.pem: cannot read the TLS certificate"),
+        (&["--tls-cert", "one.pem", "--tls-key", "missing.key"], "missing.key: cannot read the TLS key"),
+        (&["--tls-cert", "garbage.pem", "--tls-key", "one.key"], "garbage.pem: not a PEM TLS certificate"),
+        (&["--tls-cert", "text.pem", "--tls-key", "one.key"], "text.pem: no TLS certificate in it"),
+        (&["--tls-cert", "one.pem", "--tls-key", "one.pem"], "one.pem: no TLS private key in it"),
+        (&["--tls-cert", "one.pem", "--tls-key", "two.key"], "two.key: cannot serve TLS with this key"),
+        (&["--tls-cert", "one.pem"], "needs its key too"),
+    ];
+    for (args, expected) in cases {
+        let line = serve_refuses(t, args);
+        assert!(line.contains(expected), "{args:?}: {line}");
+    }
+    std::fs::write(t.join("server.toml"), "idle_timeout_secs = 0\n[repos]\nhub = \"hub\"\n").unwrap();
+    let line = serve_refuses(t, &[]);
+    assert!(line.contains("idle_timeout_secs = 0"), "{line}");
+}
