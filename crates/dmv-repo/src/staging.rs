@@ -91,32 +91,24 @@ impl Repository {
             }
         }
         // One pass over the working tree and the dirstate, both in path order.
-        let (mut to_ingest, mut symlinks, mut gone) = (Vec::new(), Vec::new(), Vec::new());
         // A tracked file missing from the working tree is unstaged, unless its data is absent
         // from this (partial) replica: then nothing is there, and that is not a deletion.
         // (With `tracked_only`, every tracked path was stat'ed: one not listed is not there.)
-        let mut consider = |path: &[u8], meta: &Stat, entry: Option<&DirEntry>| {
-            if !wanted(path) || (tracked_only && entry.is_none()) {
-                return;
-            }
-            let Some(kind) = meta.kind() else { return };
-            if entry.is_some_and(|e| e.kind == kind && e.stat_matches(meta, ds.written_ns)) {
-                return;
-            }
-            match kind {
-                EntryKind::Symlink => symlinks.push((path.to_vec(), *meta)),
-                _ => to_ingest.push((path.to_vec(), *meta)),
-            }
+        let to_store = |path: &[u8], meta: &Stat, entry: Option<&DirEntry>| {
+            let kind = meta.kind().filter(|_| wanted(path) && !(tracked_only && entry.is_none()))?;
+            (!entry.is_some_and(|e| e.kind == kind && e.stat_matches(meta, ds.written_ns))).then_some(kind)
         };
         // Tracked paths the walk did not list: ignored (they stay tracked), gone, or absent.
         let mut unlisted = Vec::new();
         let mut entries = ds.entries.iter().peekable();
+        let mut keep = Vec::with_capacity(files.len());
         for (path, meta) in &files {
             unlisted.extend(std::iter::from_fn(|| entries.next_if(|(p, _)| p.as_slice() < path.as_ref())));
             let entry = entries.next_if(|(p, _)| p.as_slice() == path.as_ref()).map(|(_, e)| e);
-            consider(path, meta, entry);
+            keep.push(to_store(path, meta, entry).is_some());
         }
         unlisted.extend(entries);
+        let (mut also, mut gone) = (Vec::new(), Vec::new());
         let mut beneath = Beneath::new(&self.root);
         for (p, e) in unlisted.into_iter().filter(|(p, _)| wanted(p)) {
             let there = match tracked_only {
@@ -124,11 +116,20 @@ impl Repository {
                 false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
             };
             match there {
-                Some(m) => consider(p, &Stat::of(&m), Some(e)),
+                Some(m) if to_store(p, &Stat::of(&m), Some(e)).is_some() => also.push((p.clone(), Stat::of(&m))),
+                Some(_) => {}
                 None if !e.is_absent() => gone.push(p.clone()),
                 None => {}
             }
         }
+        // What is to be stored, made from the list itself, in its place: a
+        // first add of a million files would otherwise copy every path.
+        let mut kept = keep.into_iter();
+        files.retain(|_| kept.next().unwrap_or(false));
+        files.shrink_to_fit();
+        let mut to_ingest: Vec<(Vec<u8>, Stat)> = files.into_iter().map(|(p, meta)| (p.into_owned(), meta)).collect();
+        to_ingest.extend(also);
+        let symlinks: Vec<(Vec<u8>, Stat)> = to_ingest.extract_if(.., |(_, meta)| meta.kind() == Some(EntryKind::Symlink)).collect();
         let mut changed = 0;
         for (path, meta) in symlinks {
             let target = symlink_target(&self.abs_path(&path))?;
