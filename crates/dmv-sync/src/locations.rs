@@ -40,8 +40,10 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &[Obj
 /// (everything both know). Returns how many records changed here.
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
     let theirs = remote.get_locations()?;
-    let (changed, ours) = repo.update_locations(|log| (log.merge(&theirs), log.clone()))?;
-    if send_back {
+    // A copy of ours only to send it: at a million files each copy is hundreds of MB.
+    let (changed, ours) = repo.update_locations(|log| (log.merge(&theirs), send_back.then(|| log.clone())))?;
+    drop(theirs);
+    if let Some(ours) = ours {
         remote.put_locations(repo.replica_id()?, &ours)?;
     }
     Ok(changed)
