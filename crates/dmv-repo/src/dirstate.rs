@@ -95,8 +95,10 @@ impl<R: Read> Window<R> {
     /// The entries: a count, then (path, entry) in path order, then nothing.
     fn entries(&mut self) -> Result<Vec<(Vec<u8>, DirEntry)>, String> {
         let count: u64 = self.next()?;
-        // The count comes from the file: trusted for at most 2 M entries.
-        let mut entries = Vec::with_capacity(count.min(1 << 21) as usize);
+        // The count comes from the file, read before its checksum: it sizes
+        // nothing beyond what the file's length can hold (an entry takes at
+        // least 39 bytes: a path's length, a kind, an id and five numbers).
+        let mut entries = Vec::with_capacity(count.min((self.reader.limit() + (self.buf.len() - self.pos) as u64) / 39 + 1) as usize);
         for _ in 0..count {
             let (path, e) = self.next::<(serde_bytes::ByteBuf, DirEntry)>()?;
             entries.push((path.into_vec(), e));

@@ -65,7 +65,7 @@ impl<V> PathMap<V> {
         match self.position(&path) {
             Ok(i) => {
                 if self.over.remove(&path).is_some() {
-                    // It was removed: it comes back.
+                    // A removal shadowed it: the entry lives in `base` again, so `over` holds no `Some` for a path of `base`.
                     self.removed -= 1;
                     self.base[i].1 = value;
                     return None;
@@ -114,6 +114,9 @@ impl<V> PathMap<V> {
     }
 
     fn fold(&mut self) {
+        if self.over.is_empty() {
+            return;
+        }
         let over = std::mem::take(&mut self.over);
         let base = std::mem::take(&mut self.base);
         let mut merged = Vec::with_capacity(base.len() + over.len() - 2 * self.removed);

@@ -104,7 +104,8 @@ impl Store {
             if seen.contains(&id) {
                 continue;
             }
-            let Some(loc) = self.locate(&id)? else {
+            // Past the filters: a damaged filter must never make live data look absent here.
+            let Some(loc) = self.locate_exhaustive(&id)? else {
                 match missing {
                     Missing::IsDamage => return Err(StoreError::NotFound { id }),
                     Missing::DataMayBeAbsent if !data => return Err(StoreError::NotFound { id }),

@@ -41,8 +41,9 @@ enum Filter {
         at: usize,
         len: usize,
     },
-    /// A version 1 file's, built in memory from its ids at its first lookup:
-    /// these are the few recent packs outside the multi-pack index.
+    /// A version 1 file's, built in memory from its ids at its first lookup
+    /// (the store gives one only while the packs outside the multi-pack
+    /// index are few or were written by this process).
     Lazy(std::sync::OnceLock<Vec<u8>>),
 }
 
@@ -177,9 +178,10 @@ struct Parts<'a> {
 /// Streams an index out: `ids` and `entries` must both give `parts.count`
 /// items in id order.
 fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreResult<ObjectId>>, entries: impl Iterator<Item = StoreResult<(u32, Entry)>>) -> StoreResult<()> {
-    let guard = TempFile::new(path.with_extension(format!("tmp-{}", std::process::id())));
+    // Unique per writer, not per process: a server writes indexes from many threads at once.
+    let guard = TempFile::new(path.with_extension(format!("tmp-{}-{:016x}", std::process::id(), crate::pack::rand_u64())));
     let tmp = guard.path();
-    let file = File::create(tmp).at(tmp)?;
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).at(tmp)?;
     let mut out = HashingWriter { inner: std::io::BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new() };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);

@@ -190,6 +190,13 @@ impl Store {
                 }
             }
         }
+        // Many packs outside the multi-pack index (it is missing, or being
+        // rebuilt): filters built from every one of them would cost a command
+        // that looks up one object a read of all their ids, so they are probed.
+        let uncovered = indexes.len() - usize::from(!covered.is_empty());
+        if uncovered > 2 * MAX_UNCOVERED_PACKS {
+            indexes = indexes.into_iter().map(|i| Arc::try_unwrap(i).map(|i| Arc::new(i.probed_only())).unwrap_or_else(|shared| shared)).collect();
+        }
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
         *self.unreadable.write().unwrap_or_else(|e| e.into_inner()) = unreadable;
         Ok(!vanished)
@@ -218,6 +225,17 @@ impl Store {
             return Err(StoreError::CorruptFile { path: path.clone(), detail });
         }
         Ok(None)
+    }
+
+    /// [`Store::locate`] past every filter: for gc, where a miss can make an
+    /// object dead, so a damaged filter must not decide it.
+    pub(crate) fn locate_exhaustive(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
+        for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            if let Some(found) = idx.lookup(id)? {
+                return Ok(Some(found));
+            }
+        }
+        self.locate(id)
     }
 
     /// [`Store::locate`] for a reader: an object it misses may be in a pack
@@ -520,9 +538,10 @@ impl Store {
         let mut indexes = Vec::with_capacity(idx_paths.len());
         for path in idx_paths {
             match PackIndex::open(&path) {
-                Ok(idx) if idx.len() > 0 => indexes.push(idx),
-                Ok(_) => {}
+                Ok(idx) => indexes.push(idx),
                 Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+                // Left uncovered: the store reports it where it is read, and repair rebuilds it.
+                Err(StoreError::CorruptFile { .. }) => continue,
                 Err(e) => return Err(e),
             };
         }
@@ -710,8 +729,9 @@ impl<'a> WriteSession<'a> {
         crate::failpoint("pack-sealed");
         self.store.add_index(PackIndex::open(&idx_path)?);
         self.pending.clear();
+        // Only speed is at stake: a failure (a damaged index, a full disk) is the next rewrite's to retry.
         if self.store.durable {
-            self.store.index_packs_if_grown()?;
+            let _ = self.store.index_packs_if_grown();
         }
         if let Some(hook) = self.on_seal.as_mut() {
             hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;

@@ -359,3 +359,34 @@ fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
     assert!(probes <= 200, "{probes} index probes for 10,000 absent ids");
     assert!(store.verify_packs(&|_| {}).unwrap().is_clean());
 }
+
+/// gc decides what is dead by looking objects up: in a partial replica a
+/// miss on file data means "absent here", so a damaged filter that hid
+/// stored chunks would make gc delete them. gc looks past the filters.
+#[test]
+fn gc_in_a_partial_replica_keeps_data_that_a_damaged_filter_hides() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let store = open(&objects, 64 << 20);
+    let mut s = store.begin_write().unwrap();
+    let (a, b) = (s.put_object(ObjectKind::Chunk, &noise(3000, 3)).unwrap(), s.put_object(ObjectKind::Chunk, &noise(3000, 4)).unwrap());
+    let node = s.put_object(ObjectKind::FileNode, &encode(&FileNode { level: 0, entries: vec![NodeEntry { id: a, size: 3000 }, NodeEntry { id: b, size: 3000 }] })).unwrap();
+    s.finish().unwrap();
+    drop(s);
+    store.write_multi_pack_index().unwrap();
+    drop(store);
+    // Every filter bit cleared: the filter now says no to every id.
+    let midx = objects.join("packs").join(dmv_store::MULTI_PACK_INDEX);
+    let mut bytes = std::fs::read(&midx).unwrap();
+    let count = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+    let filter_len = (count * 12).div_ceil(512) * 64;
+    let end = bytes.len() - 32;
+    bytes[end - filter_len..end].fill(0);
+    std::fs::write(&midx, &bytes).unwrap();
+
+    let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
+    assert!(!store.contains(&a).unwrap(), "the damaged filter hides the chunk");
+    let roots = || Ok::<_, StoreError>(vec![node]);
+    store.gc(roots, GcOptions { absent_data_ok: true, ..prune_now() }, &|_| {}).unwrap();
+    assert_eq!(content(&store, &node), [noise(3000, 3), noise(3000, 4)].concat(), "gc kept the chunks and rewrote the index");
+}
