@@ -5,7 +5,10 @@
 //! worth again.
 //!
 //! The suite cuts each transfer at 2 places; `DMV_CUTS=full` (scripts/faults)
-//! at 17 (102 cuts) and writes `cuts.json` to `$DMV_FAULTS_REPORT_DIR`.
+//! at 17 (102 cuts) and writes `cuts.json` to `$DMV_FAULTS_REPORT_DIR`. Each
+//! place is a random offset within its own slice of the transfer (so cuts
+//! cover all of it but its last answers, and no two runs cut at the same bytes), drawn
+//! from `DMV_CUTS_SEED` (a new seed each run when unset, printed to repeat it).
 
 mod common;
 
@@ -147,6 +150,22 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
     let minio_port: u16 = minio.endpoint().rsplit(':').next().unwrap().parse().unwrap();
     let proxies = BTreeMap::from([("http", CuttingProxy::start(http.port)), ("ssh", CuttingProxy::start(sshd.port)), ("s3", CuttingProxy::start(minio_port))]);
     let net = Net { sshd, minio, _http: http, proxies };
+    let seed: u64 = std::env::var("DMV_CUTS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+    eprintln!("cut offsets drawn with DMV_CUTS_SEED={seed}");
+    let mut rng = seed | 1;
+    // The k-th of `places` cuts of a transfer of `whole` bytes: somewhere in
+    // the k-th of `places + 1` slices (the last one holds the answers that
+    // end a transfer: cut there, a push may have landed before its client knew).
+    let mut cut_at = |whole: u64, k: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let slice = (whole / (places + 1)).max(1);
+        slice * (k - 1) + 1 + rng % slice
+    };
     let mut report: BTreeMap<String, Cuts> = BTreeMap::new();
     let mut n = 0;
     for t in [Transport::Http, Transport::Ssh, Transport::Bucket] {
@@ -163,7 +182,7 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
         for k in 1..=places {
             let name = hub_name(t, k);
             let url = net.url(t, &root, &name);
-            let cut = whole * k / (places + 1);
+            let cut = cut_at(whole, k);
             let (out, _) = net.run(t, &src, &["push", &url, "main"], Some(cut));
             // Object storage retries a cut request on a new connection (each one is cut again later): it may get through.
             if t != Transport::Bucket || !out.status.success() {
@@ -191,7 +210,7 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
         for k in 1..=places {
             n += 1;
             let dest = format!("clone-{n}");
-            let cut = whole * k / (places + 1);
+            let cut = cut_at(whole, k);
             let (out, _) = net.run(t, top.path(), &["clone", &url, &dest], Some(cut));
             let finished = out.status.success();
             if t != Transport::Bucket || !finished {
