@@ -33,6 +33,9 @@ impl Repository {
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
         }
+        if ds.entries.is_empty() {
+            return self.populate(target, ds, &status.untracked, written, progress);
+        }
         let current = ds.flat();
         let wanted = flatten(&self.store, target)?;
         let untracked: BTreeSet<Vec<u8>> = status.untracked.iter().cloned().collect();
@@ -100,6 +103,79 @@ impl Repository {
         Ok(())
     }
 
+    /// [`Repository::update_worktree`] when nothing is tracked (a clone, a
+    /// switch from an empty branch): every file of the target is new, so it
+    /// needs neither the current flat tree nor a list of changes with a copy
+    /// of every path, and the target's files are one sorted vector that
+    /// becomes the list to write (a million files: ~100 MB instead of ~400).
+    fn populate(&self, target: &ObjectId, mut new_ds: crate::dirstate::Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let mut wanted = crate::tree::flatten_sorted(&self.store, target)?;
+        let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
+        // Already in place: written while its data arrived.
+        let early = |rel: &[u8], e: &FlatEntry| written.get(rel).is_some_and(|(w, _)| w == e);
+        for (rel, _) in wanted.iter().filter(|(rel, e)| !early(rel, e)) {
+            // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
+            if let Some(in_the_way) = untracked_set.get(rel).cloned().or_else(|| clash_with(&untracked_set, rel)) {
+                return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
+            }
+        }
+        // No untracked file but those written while receiving: files are created under their own names.
+        let into_empty = untracked.iter().all(|p| written.contains_key(p));
+        let mut now_absent = Vec::new();
+        let mut failed = None;
+        wanted.retain(|(rel, e)| {
+            if early(rel, e) {
+                if let Some((_, meta)) = written.get(rel) {
+                    new_ds.entries.insert(rel.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta));
+                }
+                return false;
+            }
+            match self.is_absent(e) {
+                Ok(false) => true,
+                Ok(true) => {
+                    now_absent.push((rel.clone(), *e));
+                    false
+                }
+                Err(err) => {
+                    failed.get_or_insert(err);
+                    false
+                }
+            }
+        });
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        wanted.shrink_to_fit();
+        if !into_empty {
+            self.check_data_present(wanted.iter().map(|(rel, e)| (rel.as_slice(), e)))?;
+        }
+        let mut beneath = Beneath::new(&self.root);
+        for (rel, e) in now_absent {
+            self.remove_worktree_file_in(&mut beneath, &rel)?;
+            new_ds.entries.insert(rel, DirEntry::absent(e.kind, e.id, e.size));
+        }
+        let total: u64 = wanted.iter().map(|(_, e)| e.size).sum();
+        let mut done = 0;
+        let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
+            new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
+            done += e.size;
+            progress(done, total);
+        };
+        if into_empty {
+            self.write_new_entries(&wanted, &mut record)?;
+        } else {
+            for (rel, e) in &wanted {
+                let meta = self.write_entry(rel, e)?;
+                record(rel, e, &meta);
+            }
+        }
+        drop(wanted);
+        self.save_dirstate(&new_ds)?;
+        // Nothing was staged before: now the entries are the target's.
+        self.mark_tree(&new_ds, *target);
+        Ok(())
+    }
+
     /// Refuses, before anything is deleted or written, a checkout of entries
     /// whose data is not all here (or whose file nodes are damaged).
     pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
@@ -119,14 +195,14 @@ impl Repository {
     /// threads creating files in different directories do not wait for each
     /// other. Each thread takes whole runs of files of one directory, in tree
     /// order. `record` is called on this thread, once per file written.
-    fn write_new_entries(&self, entries: &[(&[u8], FlatEntry)], record: &mut dyn FnMut(&[u8], &FlatEntry, &Metadata)) -> RepoResult<()> {
+    fn write_new_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], record: &mut dyn FnMut(&[u8], &FlatEntry, &Metadata)) -> RepoResult<()> {
         const PARALLEL_FROM: usize = 256;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
         if threads == 1 || entries.len() < PARALLEL_FROM {
             let mut dirs_made = HashSet::new();
             for (rel, e) in entries {
-                let meta = self.write_new_entry(rel, e, &mut dirs_made)?;
-                record(rel, e, &meta);
+                let meta = self.write_new_entry(rel.as_ref(), e, &mut dirs_made)?;
+                record(rel.as_ref(), e, &meta);
             }
             return Ok(());
         }
@@ -136,7 +212,7 @@ impl Repository {
         let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
         for (i, (rel, _)) in entries.iter().enumerate() {
             match runs.last_mut() {
-                Some(run) if parent(entries[run.start].0) == parent(rel) => run.end = i + 1,
+                Some(run) if parent(entries[run.start].0.as_ref()) == parent(rel.as_ref()) => run.end = i + 1,
                 _ => runs.push(i..i + 1),
             }
         }
@@ -145,8 +221,8 @@ impl Repository {
             threads,
             Batches { items: 256, weight: 16 << 20 },
             |i| entries[i].1.size,
-            |i, dirs_made: &mut HashSet<_>| self.write_new_entry(entries[i].0, &entries[i].1, dirs_made),
-            |i, meta| record(entries[i].0, &entries[i].1, &meta),
+            |i, dirs_made: &mut HashSet<_>| self.write_new_entry(entries[i].0.as_ref(), &entries[i].1, dirs_made),
+            |i, meta| record(entries[i].0.as_ref(), &entries[i].1, &meta),
         )
     }
 

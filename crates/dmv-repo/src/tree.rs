@@ -94,6 +94,24 @@ pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
 /// [`MAX_PATH_DEPTH`] make the tree malformed.
 pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FlatTree> {
     let mut out = FlatTree::new();
+    visit_files(read, tree, &mut |path, e| {
+        out.insert(path, e);
+    })?;
+    Ok(out)
+}
+
+/// The files of a tree as one vector sorted by path: half the memory of a
+/// [`FlatTree`] grown entry by entry (a checkout into an empty working tree
+/// of a million files holds it whole).
+pub fn flatten_sorted(store: &Store, tree: &ObjectId) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+    let mut out = Vec::new();
+    visit_files(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree, &mut |path, e| out.push((path, e)))?;
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Every file of a tree with its path, in no particular order.
+fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, visit: &mut dyn FnMut(Vec<u8>, FlatEntry)) -> RepoResult<()> {
     // Directories still to read: their tree, path and depth (the root is 0).
     let mut pending: Vec<(ObjectId, Vec<u8>, usize)> = vec![(*tree, Vec::new(), 0)];
     while let Some((dir, prefix, depth)) = pending.pop() {
@@ -110,11 +128,11 @@ pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obj
                 }
                 pending.push((e.id, path, depth + 1));
             } else {
-                out.insert(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
+                visit(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Finds one path (file or directory) in a tree.
