@@ -25,7 +25,7 @@ use dmv_store::object::{decode, ChunkWalk, Commit, EntryKind, FileNode, TreeNode
 use dmv_store::{FileWriter, ObjectId, ObjectKind, StoreError};
 
 use crate::dirstate::Stat;
-use crate::tree::{flatten_with, FlatEntry};
+use crate::tree::FlatEntry;
 use crate::{RepoError, RepoResult, Repository};
 
 /// Files smaller than this are left to the normal checkout: they are one or
@@ -103,8 +103,19 @@ impl EarlyCheckout {
         let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
         // Anything unknown or malformed is left to the normal checkout, which reports it.
         let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or(RepoError::UnknownTreeNode { id: *id });
-        let Ok(flat) = flatten_with(&node, &tree) else { return };
-        self.plan_files(lookup, stored, flat);
+        // Only the files large enough to be written early are kept: the rest of
+        // a tree of a million small files would be ~150 MB held for nothing.
+        let mut large = Vec::new();
+        let walked = crate::tree::visit_files(&node, &tree, &mut |rel, entry| {
+            if entry.kind != EntryKind::Symlink && entry.size >= MIN_FILE {
+                large.push((rel, entry));
+            }
+        });
+        if walked.is_err() {
+            return;
+        }
+        large.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.plan_files(lookup, stored, large);
     }
 
     /// Chooses, among `files` (paths and entries), those to write early; for

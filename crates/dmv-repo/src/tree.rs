@@ -111,7 +111,7 @@ pub fn flatten_sorted(store: &Store, tree: &ObjectId) -> RepoResult<Vec<(Vec<u8>
 }
 
 /// Every file of a tree with its path, in no particular order.
-fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, visit: &mut dyn FnMut(Vec<u8>, FlatEntry)) -> RepoResult<()> {
+pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, visit: &mut dyn FnMut(Vec<u8>, FlatEntry)) -> RepoResult<()> {
     // Directories still to read: their tree, path and depth (the root is 0).
     let mut pending: Vec<(ObjectId, Vec<u8>, usize)> = vec![(*tree, Vec::new(), 0)];
     while let Some((dir, prefix, depth)) = pending.pop() {
