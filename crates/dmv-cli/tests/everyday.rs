@@ -434,3 +434,30 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     assert_eq!(out.status.code(), Some(128));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
 }
+
+#[test]
+fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "one").unwrap();
+    std::fs::write(d.join("b.txt"), "b").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    let main = dmv_out(d, &["rev-parse", "HEAD"]).stdout;
+    std::fs::write(d.join("a.txt"), "two").unwrap();
+    std::fs::write(d.join("b.txt"), "staged").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    let status = |d: &std::path::Path| String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
+    let before = status(d);
+    assert_eq!(before, "M  b.txt\n M a.txt\n");
+    for args in [&["switch", "-c", "feature"][..], &["checkout", "-b", "other"][..]] {
+        dmv(d, args);
+        assert_eq!(status(d), before, "{args:?} kept the changes, staged and not");
+        assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "two");
+    }
+    assert_eq!(dmv_out(d, &["rev-parse", "--abbrev-ref", "HEAD"]).stdout, b"other\n");
+    dmv(d, &["commit", "-a", "-m", "on other"]);
+    assert_eq!(dmv_out(d, &["rev-parse", "main"]).stdout, main, "main did not move");
+    dmv(d, &["switch", "main"]);
+    assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "one");
+}

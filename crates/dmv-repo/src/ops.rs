@@ -70,6 +70,11 @@ impl Repository {
             Head::Branch(name) => self.refs.get(name)?.ok_or_else(|| RepoError::UnknownRevision(name.clone()))?,
             Head::Detached(id) => *id,
         };
+        // To the commit HEAD is at (a branch just made here, say): no file
+        // changes, so uncommitted changes stay where they are, as git keeps them.
+        if self.head_commit()? == Some(commit) && self.merge_state()?.is_none() {
+            return self.set_head(head);
+        }
         self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
         self.set_head(head)
     }
