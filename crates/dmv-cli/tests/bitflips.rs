@@ -81,26 +81,9 @@ impl Rng {
     }
 }
 
-/// Every file under `dir`, by path relative to it.
-fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                let rel = e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// Puts `.dmv` back exactly as `saved` (a command may have rewritten or added files).
 fn restore(dmv: &Path, saved: &BTreeMap<String, Vec<u8>>) {
-    let now = files_under(dmv);
+    let now = file_bytes(dmv);
     for (rel, bytes) in &now {
         match saved.get(rel) {
             None => std::fs::remove_file(dmv.join(rel)).unwrap(),
@@ -138,7 +121,7 @@ fn specimen(t: &Path) -> PathBuf {
     commit_all(&r, "three");
     // The hub holds everything: a repair has a source for all of it.
     dmv(&r, &["push", "hub", "main", "side"]);
-    let files = files_under(&r.join(".dmv"));
+    let files = file_bytes(&r.join(".dmv"));
     assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
     r
 }
@@ -170,7 +153,7 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
     let t = tempfile::tempdir().unwrap();
     let r = specimen(t.path());
     let dmv_dir = r.join(".dmv");
-    let saved = files_under(&dmv_dir);
+    let saved = file_bytes(&dmv_dir);
     let committed: Vec<(String, Vec<u8>)> = ["big.raw", "a.txt", "sub/b.txt", "sub/c.txt"].iter().map(|p| (p.to_string(), std::fs::read(r.join(p)).unwrap())).collect();
     // Each pack's table of contents starts where its footer says.
     let pack_regions: BTreeMap<String, (usize, usize)> = saved

@@ -534,3 +534,59 @@ fn a_repair_with_a_gc_and_a_commit_at_the_same_moment_loses_nothing() {
     assert!(cat(&d, "HEAD:a.raw") == std::fs::read(d.join("a.raw")).unwrap());
     assert!(cat(&d, "HEAD:b.raw") == std::fs::read(d.join("b.raw")).unwrap());
 }
+
+/// Two pushes of many packs into one served hub at once, with gc running
+/// through them: the server receives both in one process, each push sealing
+/// a dozen packs and rewriting the multi-pack index as it goes. Both branches
+/// land whole, and nothing the hub held is lost.
+#[test]
+fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    small_packs(&t.join("hub"));
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let mut clients = Vec::new();
+    for (k, branch) in ["left", "right"].into_iter().enumerate() {
+        let work = t.join(branch);
+        std::fs::create_dir(&work).unwrap();
+        dmv(&work, &["init"]);
+        write_noise(&work.join(format!("{branch}.raw")), 12 << 20, 40 + k as u64);
+        dmv(&work, &["add", "."]);
+        dmv(&work, &["commit", "-m", branch]);
+        dmv(&work, &["switch", "-c", branch]);
+        clients.push(work);
+    }
+    let url = server.url("hub");
+    let url = url.as_str();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let gc = s.spawn(|| {
+            let mut runs = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = dmv_out(&t.join("hub"), &["gc"]);
+                assert!(out.status.success() || stderr(&out).lines().count() == 1, "gc: {}", stderr(&out));
+                runs += 1;
+            }
+            runs
+        });
+        let pushes: Vec<_> = clients
+            .iter()
+            .zip(["left", "right"])
+            .map(|(work, branch)| {
+                // The hub's HEAD names main: the left side brings it too.
+                let also_main = if branch == "left" { &["main"][..] } else { &[][..] };
+                s.spawn(move || dmv_cmd(work).env("DMV_TOKEN", "w").args(["push", url, branch]).args(also_main).output().unwrap())
+            })
+            .collect();
+        let pushed: Vec<Output> = pushes.into_iter().map(|p| p.join().unwrap()).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(gc.join().unwrap() > 0);
+        pushed.iter().for_each(ok);
+    });
+    fsck_clean(&t.join("hub"));
+    for (work, branch) in clients.iter().zip(["left", "right"]) {
+        let file = format!("{branch}.raw");
+        assert!(cat(&t.join("hub"), &format!("{branch}:{file}")) == std::fs::read(work.join(&file)).unwrap(), "{branch} landed whole");
+    }
+}

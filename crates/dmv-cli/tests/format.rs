@@ -3,28 +3,10 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::remote::one_line_error;
 use common::*;
-
-/// Every file under `.dmv` with its bytes: to show a command changed nothing.
-fn dmv_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.join(".dmv")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
 
 fn config(d: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(d.join(".dmv/config")).unwrap()).unwrap()
@@ -49,12 +31,12 @@ fn an_unknown_requirement_is_refused_before_anything_is_touched() {
     let mut requires = std::fs::read_to_string(d.join(".dmv/requires")).unwrap();
     requires.push_str("packs-v9\n");
     std::fs::write(d.join(".dmv/requires"), requires).unwrap();
-    let before = dmv_files(d);
+    let before = file_bytes(&d.join(".dmv"));
     for args in [&["status"][..], &["log"], &["add", "b.txt"], &["commit", "-am", "b"], &["gc", "--prune=now"], &["fsck"], &["branch", "x"], &["cat", "HEAD:a.txt"]] {
         let line = one_line_error(&dmv_out(d, args));
         assert!(line.contains("needs a newer dmv") && line.contains("packs-v9") && !line.contains("packs-v2"), "{args:?}: {line}");
     }
-    assert!(dmv_files(d) == before, "a refused command changed the repository");
+    assert!(file_bytes(&d.join(".dmv")) == before, "a refused command changed the repository");
     // A clone from it is refused by the serving side, in one line.
     let t = tempfile::tempdir().unwrap();
     let line = one_line_error(&dmv_out(t.path(), &["clone", d.to_str().unwrap(), "copy"]));

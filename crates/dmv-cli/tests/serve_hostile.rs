@@ -11,7 +11,6 @@ use common::remote::*;
 use common::servers::HttpServer;
 use common::*;
 
-use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -64,23 +63,6 @@ fn clone_is_exact(t: &Path, url: &str, env: &[(&str, &str)]) {
     ok(&out);
     assert_same_tree(&t.join("a"), &dir);
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Every file under `dir` with its bytes.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -399,7 +381,7 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
     let (port, url) = (server.port, server.url("hub"));
     let (hub, outside) = (t.join("hub"), t.join("outside"));
     let head = head_id(&t.join("a"));
-    let outside_before = files(&outside);
+    let outside_before = file_bytes(&outside);
     std::fs::write(t.join("secret"), "not for clients").unwrap();
 
     let list_refs = message(&Request::ListRefs);
@@ -444,13 +426,13 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
         let status = exchange(port, &post(&path, None, &list_refs)).status;
         assert!(matches!(status, None | Some(400..=499)), "{}: {status:?}", &path[..40]);
     }
-    assert_eq!(files(&outside), outside_before, "a request reached the unlisted repository");
+    assert_eq!(file_bytes(&outside), outside_before, "a request reached the unlisted repository");
     assert_eq!(std::fs::read_to_string(t.join("secret")).unwrap(), "not for clients");
     clone_is_exact(t, &url, &[]);
 
     // On an open server, every writing verb needs a write token: none is
     // 401, a read token or an unknown one 403, and the hub does not change.
-    let hub_before = files(&hub);
+    let hub_before = file_bytes(&hub);
     for verb in WRITING_VERBS {
         let body = writing_request(verb, head);
         let path = format!("/hub/dmv/{verb}");
@@ -458,7 +440,7 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
         assert_eq!(exchange(port, &post(&path, Some(READER), &body)).status, Some(403), "{verb} with a read token");
         assert_eq!(exchange(port, &post(&path, Some("forged"), &body)).status, Some(403), "{verb} with an unknown token");
     }
-    assert!(files(&hub) == hub_before, "a refused write changed the hub");
+    assert!(file_bytes(&hub) == hub_before, "a refused write changed the hub");
     // The same request with the write token is carried out: the refusals were the tokens'.
     let answer = exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &writing_request("update-refs", head)));
     assert_eq!(response(&answer), Response::RefsUpdated);

@@ -9,7 +9,7 @@ use std::fs::Metadata;
 use dmv_store::object::EntryKind;
 use dmv_store::ObjectId;
 
-use crate::dirstate::{DirEntry, Stat};
+use crate::dirstate::{DirEntry, Dirstate, Stat};
 use crate::early::EarlyCheckout;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
@@ -49,11 +49,6 @@ impl Repository {
             }
         }
         let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
-        let mut done = 0;
-        // Nothing tracked and no untracked file but those written while
-        // receiving (a clone, or a switch from an empty branch): files are
-        // created under their own names.
-        let into_empty = ds.entries.is_empty() && status.untracked.iter().all(|p| written.contains_key(p));
         let mut new_ds = ds;
         let mut to_write = Vec::new();
         let mut now_absent = Vec::new();
@@ -68,11 +63,7 @@ impl Repository {
                 to_write.push((c.path.as_slice(), e));
             }
         }
-        // Into an empty tree nothing can be lost and a stopped clone resumes:
-        // clone, its hot path, skips the check (a lookup per file).
-        if !into_empty {
-            self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
-        }
+        self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
         let mut beneath = Beneath::new(&self.root);
         for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
             self.remove_worktree_file_in(&mut beneath, &c.path)?;
@@ -84,23 +75,7 @@ impl Repository {
             self.remove_worktree_file_in(&mut beneath, rel)?;
             new_ds.entries.insert(rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size));
         }
-        let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
-            new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
-            done += e.size;
-            progress(done, total);
-        };
-        if into_empty {
-            self.write_new_entries(&to_write, &mut record)?;
-        } else {
-            for (rel, e) in &to_write {
-                let meta = self.write_entry(rel, e)?;
-                record(rel, e, &meta);
-            }
-        }
-        self.save_dirstate(&new_ds)?;
-        // Nothing was staged before (refused above): now the entries are the target's.
-        self.mark_tree(&new_ds, *target);
-        Ok(())
+        self.write_and_record(target, &to_write, false, total, new_ds, progress)
     }
 
     /// [`Repository::update_worktree`] when nothing is tracked (a clone, a
@@ -108,7 +83,7 @@ impl Repository {
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
     /// becomes the list to write (a million files: ~100 MB instead of ~400).
-    fn populate(&self, target: &ObjectId, mut new_ds: crate::dirstate::Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    fn populate(&self, target: &ObjectId, mut new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let mut wanted = crate::tree::flatten_sorted(&self.store, target)?;
         let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
         // Already in place: written while its data arrived.
@@ -155,6 +130,22 @@ impl Repository {
             new_ds.entries.insert(rel, DirEntry::absent(e.kind, e.id, e.size));
         }
         let total: u64 = wanted.iter().map(|(_, e)| e.size).sum();
+        self.write_and_record(target, &wanted, into_empty, total, new_ds, progress)
+    }
+
+    /// Writes `to_write` into the working tree, records each file in
+    /// `new_ds` and saves it as the dirstate of `target`. With `into_empty`
+    /// nothing is in their way: they are created under their own names,
+    /// several at a time.
+    fn write_and_record<P: AsRef<[u8]> + Sync>(
+        &self,
+        target: &ObjectId,
+        to_write: &[(P, FlatEntry)],
+        into_empty: bool,
+        total: u64,
+        mut new_ds: Dirstate,
+        progress: &dyn Fn(u64, u64),
+    ) -> RepoResult<()> {
         let mut done = 0;
         let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
             new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
@@ -162,16 +153,15 @@ impl Repository {
             progress(done, total);
         };
         if into_empty {
-            self.write_new_entries(&wanted, &mut record)?;
+            self.write_new_entries(to_write, &mut record)?;
         } else {
-            for (rel, e) in &wanted {
-                let meta = self.write_entry(rel, e)?;
-                record(rel, e, &meta);
+            for (rel, e) in to_write {
+                let meta = self.write_entry(rel.as_ref(), e)?;
+                record(rel.as_ref(), e, &meta);
             }
         }
-        drop(wanted);
         self.save_dirstate(&new_ds)?;
-        // Nothing was staged before: now the entries are the target's.
+        // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
         self.mark_tree(&new_ds, *target);
         Ok(())
     }

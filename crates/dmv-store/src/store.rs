@@ -161,6 +161,7 @@ impl Store {
         let mut unreadable = None;
         let mut vanished = false;
         let mut covered = HashSet::new();
+        let mut outside = Vec::new();
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
             // A damaged multi-pack index only costs speed: fall back to the per-pack ones.
@@ -181,7 +182,7 @@ impl Store {
                 .is_some_and(|p| covered.contains(&p));
             if !covered_pack {
                 match PackIndex::open(&path) {
-                    Ok(idx) => indexes.push(Arc::new(idx)),
+                    Ok(idx) => outside.push(idx),
                     // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
                     Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => vanished = true,
                     // The rest of the store stays usable (and repairable).
@@ -193,10 +194,8 @@ impl Store {
         // Many packs outside the multi-pack index (it is missing, or being
         // rebuilt): filters built from every one of them would cost a command
         // that looks up one object a read of all their ids, so they are probed.
-        let uncovered = indexes.len() - usize::from(!covered.is_empty());
-        if uncovered > 2 * MAX_UNCOVERED_PACKS {
-            indexes = indexes.into_iter().map(|i| Arc::try_unwrap(i).map(|i| Arc::new(i.probed_only())).unwrap_or_else(|shared| shared)).collect();
-        }
+        let many = outside.len() > 2 * MAX_UNCOVERED_PACKS;
+        indexes.extend(outside.into_iter().map(|idx| Arc::new(if many { idx.probed_only() } else { idx })));
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
         *self.unreadable.write().unwrap_or_else(|e| e.into_inner()) = unreadable;
         Ok(!vanished)
@@ -556,20 +555,21 @@ impl Store {
     /// of the packs it covers bounds that, and as each rewrite covers an
     /// eighth more packs than the last, all of them together cost O(packs).
     fn index_packs_if_grown(&self) -> StoreResult<()> {
-        let indexes = self.indexes();
-        let (midx, uncovered): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
-        let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
-        if uncovered.len() > MAX_UNCOVERED_PACKS.max(covered / 8) {
-            self.write_multi_pack_index()?;
-        }
-        Ok(())
+        self.index_packs_if_outside_over(|covered| MAX_UNCOVERED_PACKS.max(covered / 8))
     }
 
     /// Rewrites the multi-pack index once more than a few packs are outside
     /// it, so a lookup probes a bounded number of indexes.
     pub fn index_packs_if_many(&self) -> StoreResult<()> {
-        let uncovered = self.indexes().iter().filter(|i| i.path().file_name().is_some_and(|n| n != MULTI_PACK_INDEX)).count();
-        if uncovered > MAX_UNCOVERED_PACKS {
+        self.index_packs_if_outside_over(|_| MAX_UNCOVERED_PACKS)
+    }
+
+    /// Rewrites the multi-pack index when more packs than `bound(packs it covers)` are outside it.
+    fn index_packs_if_outside_over(&self, bound: impl Fn(usize) -> usize) -> StoreResult<()> {
+        let indexes = self.indexes();
+        let (midx, outside): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
+        let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
+        if outside.len() > bound(covered) {
             self.write_multi_pack_index()?;
         }
         Ok(())

@@ -89,6 +89,24 @@ pub fn files_under(dir: &Path) -> usize {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { files_under(&p) } else { 1 }).sum()
 }
 
+/// Every file under `dir` with its bytes, by path relative to it: to show
+/// that a command changed nothing there.
+pub fn file_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
 pub fn bytes_under(dir: &Path) -> u64 {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { bytes_under(&p) } else { p.metadata().unwrap().len() }).sum()
 }
