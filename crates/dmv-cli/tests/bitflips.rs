@@ -59,11 +59,11 @@ fn kind_of(rel: &str, at: usize, first_line_len: usize, pack_regions: &BTreeMap<
         "dirstate" => kind("dirstate", Expect::Detected),
         "dirstate-tree" => kind("dirstate tree mark", Expect::Cache),
         "locations" => kind("location log", Expect::Detected),
-        "config" => kind("config", Expect::Validated),
+        "config" => kind("config", Expect::Detected),
         "HEAD" => kind("HEAD", Expect::Validated),
         "requires" => kind("requires", Expect::Validated),
-        "replica-id" => kind("replica id", Expect::Validated),
-        "replicas" => kind("known replicas", Expect::Validated),
+        "replica-id" => kind("replica id", Expect::Detected),
+        "replicas" => kind("known replicas", Expect::Detected),
         "wlock" => kind("lock holder", Expect::NoMeaning),
         _ => None,
     }
@@ -190,9 +190,10 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
         assert!(places.contains_key(kind), "the specimen has no {kind}");
     }
 
-    // What status and log say of the undamaged repository: after a flip they say the same or fail.
+    // What status, log and replica say of the undamaged repository: after a flip they say the same or fail.
     let status = dmv(&r, &["status", "--short"]);
     let log = dmv(&r, &["log", "--oneline"]);
+    let replica = dmv(&r, &["replica"]);
     restore(&dmv_dir, &saved);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut report: BTreeMap<String, KindReport> = BTreeMap::new();
@@ -227,8 +228,8 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
                 }
                 outputs.push(("cat", cat));
             }
-            for (args, before) in [(["status", "--short"], &status), (["log", "--oneline"], &log)] {
-                let out = dmv_out(&r, &args);
+            for (args, before) in [(&["status", "--short"][..], &status), (&["log", "--oneline"], &log), (&["replica"], &replica)] {
+                let out = dmv_out(&r, args);
                 // Damaged text that names something else (HEAD naming another branch) reads as that, as in git; fsck must say so.
                 let names_another = *expect == Expect::Validated && detected;
                 if out.status.success() && String::from_utf8_lossy(&out.stdout) != **before && !names_another {

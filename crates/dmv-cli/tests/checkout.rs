@@ -33,10 +33,7 @@ fn a_switch_to_a_commit_whose_data_is_missing_changes_nothing() {
     let repo = new_repo();
     let d = repo.path();
     // Small packs: the big file's chunks fill packs of their own before its node is written.
-    let config = d.join(".dmv/config");
-    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
-    cfg["pack_size_limit"] = (1u64 << 20).into();
-    std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(d, |cfg| cfg["pack_size_limit"] = (1u64 << 20).into());
     std::fs::write(d.join("a.txt"), "kept\n").unwrap();
     dmv(d, &["add", "a.txt"]);
     dmv(d, &["commit", "-m", "a"]);

@@ -34,10 +34,7 @@ fn gc_while_paused(gc_dir: &Path, paused: Paused) -> Output {
 
 /// Small packs, so a few MiB make a write session seal several.
 fn small_packs(d: &Path) {
-    let path = d.join(".dmv/config");
-    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    cfg["pack_size_limit"] = (1u64 << 20).into();
-    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(d, |cfg| cfg["pack_size_limit"] = (1u64 << 20).into());
 }
 
 fn repo_with_one_commit() -> tempfile::TempDir {

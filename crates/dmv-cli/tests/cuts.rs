@@ -30,10 +30,7 @@ const BUCKET_PACK: u64 = 32 * MIB;
 const CLONE_PACK: u64 = 64 * MIB;
 
 fn set_pack_limit(repo: &Path) {
-    let path = repo.join(".dmv/config");
-    let mut config: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    config["pack_size_limit"] = serde_json::json!(PACK);
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    edit_config(repo, |cfg| cfg["pack_size_limit"] = serde_json::json!(PACK));
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

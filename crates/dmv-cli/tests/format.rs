@@ -52,9 +52,7 @@ fn a_repository_from_before_requirements_is_upgraded_when_opened() {
     dmv(d, &["commit", "-m", "a"]);
     // As the dmv of format 1 left it.
     std::fs::remove_file(d.join(".dmv/requires")).unwrap();
-    let mut cfg = config(d);
-    cfg["format"] = 1.into();
-    std::fs::write(d.join(".dmv/config"), serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(d, |cfg| cfg["format"] = 1.into());
     assert!(dmv(d, &["log", "--oneline"]).contains(" a"));
     assert_eq!(config(d)["format"], 2);
     assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\ngc-lock-v2\nworktree-lock\n");
@@ -63,9 +61,7 @@ fn a_repository_from_before_requirements_is_upgraded_when_opened() {
     let line = one_line_error(&dmv_out(d, &["status"]));
     assert!(line.contains("requires") && line.contains("missing"), "{line}");
     // A format this dmv does not know at all.
-    let mut cfg = config(d);
-    cfg["format"] = 3.into();
-    std::fs::write(d.join(".dmv/config"), serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(d, |cfg| cfg["format"] = 3.into());
     let line = one_line_error(&dmv_out(d, &["status"]));
     assert!(line.contains("format 3"), "{line}");
 }

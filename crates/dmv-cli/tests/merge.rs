@@ -420,10 +420,7 @@ fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
 }
 
 fn set_merge_tool(d: &Path, tool: &str) {
-    let path = d.join(".dmv/config");
-    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    cfg["merge_tool"] = tool.into();
-    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(d, |cfg| cfg["merge_tool"] = tool.into());
 }
 
 #[test]

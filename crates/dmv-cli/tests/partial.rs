@@ -452,10 +452,7 @@ fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
     ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
     let m = t.join("m");
     // Small packs: the file's chunks spread over several, its node comes last.
-    let config = m.join(".dmv/config");
-    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
-    cfg["pack_size_limit"] = (1u64 << 20).into();
-    std::fs::write(&config, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    edit_config(&m, |cfg| cfg["pack_size_limit"] = (1u64 << 20).into());
     ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
     // Lose the pack of its first chunk, as a get or drop cut short can.
     let repo = dmv_repo::Repository::open(&m).unwrap();
@@ -596,10 +593,7 @@ fn numcopies_zero_drops_nothing_without_force() {
     let line = one_line_error(&dmv_out(&a, &["drop", "--numcopies", "0", "f00/p0.raw"]));
     assert!(line.contains("numcopies is 0") && line.contains("--force"), "{line}");
     // numcopies 0 in the config: the same.
-    let config = a.join(".dmv/config");
-    let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
-    json["numcopies"] = 0.into();
-    std::fs::write(&config, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    edit_config(&a, |cfg| cfg["numcopies"] = 0.into());
     let line = one_line_error(&dmv_out(&a, &["drop", "f00/p0.raw"]));
     assert!(line.contains("numcopies is 0"), "{line}");
     let out = dmv_out(&a, &["cat", "HEAD:f00/p0.raw"]);

@@ -45,16 +45,21 @@ impl Repository {
         if let Err(e) = self.load_locations() {
             problems.push(format!("location log: {e}"));
         }
+        problems.extend(crate::config::Config::check_file(&self.dmv.join("config")));
         let id_path = self.dmv.join("replica-id");
-        if let Ok(text) = std::fs::read_to_string(&id_path) {
+        if let Some(text) = read_text(&id_path, &mut problems) {
             // Exactly as written: a stray byte is damage even where parsing would forgive it.
-            if ReplicaId::parse(&text).is_none_or(|id| text != format!("{id}\n")) {
+            let body = crate::seal::body(&text);
+            if !crate::seal::intact(&text) || ReplicaId::parse(body).is_none_or(|id| body != format!("{id}\n")) {
                 problems.push(format!("{}: not a replica id", id_path.display()));
             }
         }
         let replicas = self.dmv.join("replicas");
-        if let Ok(text) = std::fs::read_to_string(&replicas) {
-            for (n, line) in text.lines().enumerate() {
+        if let Some(text) = read_text(&replicas, &mut problems) {
+            if !crate::seal::intact(&text) {
+                problems.push(format!("{}: does not match its check line", replicas.display()));
+            }
+            for (n, line) in crate::seal::body(&text).lines().enumerate() {
                 let parsed = line.split_once(' ').and_then(|(id, _)| ReplicaId::parse(id));
                 if parsed.is_none_or(|id| !line.starts_with(&format!("{id} "))) {
                     problems.push(format!("{} line {}: not a replica id and name", replicas.display(), n + 1));
@@ -63,6 +68,14 @@ impl Repository {
         }
         Ok(problems)
     }
+}
+
+/// The text of a file dmv wrote (none when there is no such file), and a
+/// problem when its bytes are not text.
+fn read_text(path: &std::path::Path, problems: &mut Vec<String>) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let text = String::from_utf8(bytes).map_err(|_| problems.push(format!("{}: not text", path.display()))).ok();
+    text
 }
 
 /// A lost object's place, as a person reads it, at most this many lines.

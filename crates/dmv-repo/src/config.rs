@@ -96,8 +96,93 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Writes the settings with a `checksum` of them (see `check_file`).
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        let text = serde_json::to_vec_pretty(self).map_err(|e| RepoError::Encode { what: "the configuration", detail: e.to_string() })?;
+        let encode = |e: serde_json::Error| RepoError::Encode { what: "the configuration", detail: e.to_string() };
+        let mut value = serde_json::to_value(self).map_err(encode)?;
+        let sum = settings_checksum(&value);
+        value[CHECKSUM] = sum.into();
+        let text = serde_json::to_vec_pretty(&value).map_err(encode)?;
         crate::atomic::write_atomic(path, &text)
+    }
+
+    /// What `fsck` finds wrong with the config file at `path` that loading
+    /// forgives: settings that do not match the `checksum` dmv wrote with
+    /// them (a flipped bit that still parses, as another URL or number), or,
+    /// in a file without one (written by hand), keys dmv does not know.
+    pub fn check_file(path: &Path) -> Vec<String> {
+        let problem = |detail: String| vec![format!("{}: {detail}", path.display())];
+        let value: serde_json::Value = match std::fs::read(path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+            Ok(v) => v,
+            Err(e) => return problem(e),
+        };
+        match value.get(CHECKSUM) {
+            Some(sum) if sum.as_str() == Some(&settings_checksum(&value)) => Vec::new(),
+            Some(_) => problem(format!("the settings do not match their checksum: damaged, or edited by hand (if you edited it, delete its \"{CHECKSUM}\" line)")),
+            None => {
+                let mut unknown = Vec::new();
+                let _: Result<Config, _> = serde_ignored::deserialize(&value, |key| unknown.push(key.to_string()));
+                unknown.into_iter().flat_map(|k| problem(format!("unknown setting {k} (damaged, or misspelt)"))).collect()
+            }
+        }
+    }
+}
+
+/// The key of the settings' checksum in `.dmv/config`.
+const CHECKSUM: &str = "checksum";
+
+/// A hash of every setting but the checksum, as compact JSON with sorted
+/// keys: how the file is laid out does not change it, any value or key does.
+fn settings_checksum(value: &serde_json::Value) -> String {
+    let mut settings = value.clone();
+    if let Some(map) = settings.as_object_mut() {
+        map.remove(CHECKSUM);
+    }
+    crate::seal::digest(settings.to_string().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_checksum_is_pinned_and_fsck_sees_every_changed_setting() {
+        // Golden: compact JSON, keys sorted, without the checksum itself.
+        let value = serde_json::json!({"b": [1, "x"], "a": {"d": null, "c": true}, "checksum": "anything"});
+        assert_eq!(settings_checksum(&value), crate::seal::digest(br#"{"a":{"c":true,"d":null},"b":[1,"x"]}"#));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let mut config = Config::new(ChunkParams::default());
+        config.remotes.insert("hub".into(), RemoteConfig { url: "/srv/hub".into(), ..Default::default() });
+        config.save(&path).unwrap();
+        assert_eq!(Config::check_file(&path), Vec::<String>::new());
+        let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let write = |v: &serde_json::Value, pretty: bool| std::fs::write(&path, if pretty { serde_json::to_vec_pretty(v) } else { serde_json::to_vec(v) }.unwrap()).unwrap();
+
+        // Laid out otherwise, it means the same.
+        write(&saved, false);
+        assert!(Config::check_file(&path).is_empty());
+        // Another URL that parses, a renamed key: both reported.
+        let mut url = saved.clone();
+        url["remotes"]["hub"]["url"] = "/srv/hua".into();
+        write(&url, true);
+        assert!(Config::check_file(&path)[0].contains("do not match their checksum"), "{:?}", Config::check_file(&path));
+        let mut key = saved.clone();
+        let limit = key.as_object_mut().unwrap().remove("pack_size_limit").unwrap();
+        key["pack_size_limif"] = limit;
+        write(&key, true);
+        assert_eq!(Config::check_file(&path).len(), 1);
+        // Without a checksum (edited by hand): clean, unless a key is unknown, at any depth.
+        let mut hand = saved.clone();
+        let checksum = hand.as_object_mut().unwrap().remove(CHECKSUM).unwrap();
+        write(&hand, true);
+        assert!(Config::check_file(&path).is_empty());
+        hand["remotes"]["hub"]["tokem"] = "t".into();
+        hand["checksuo"] = checksum;
+        write(&hand, true);
+        let problems = Config::check_file(&path);
+        assert!(problems.len() == 2 && problems.iter().any(|p| p.contains("remotes.hub.tokem")) && problems.iter().any(|p| p.contains("checksuo")), "{problems:?}");
+        assert!(Config::load(&path).is_ok());
     }
 }

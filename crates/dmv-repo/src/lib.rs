@@ -35,6 +35,7 @@ mod refs;
 mod repo;
 mod requires;
 mod resolve;
+mod seal;
 mod slice;
 mod staging;
 mod status;

@@ -283,12 +283,17 @@ impl Repository {
     /// This replica's id, made and stored the first time it is asked for.
     pub fn replica_id(&self) -> RepoResult<ReplicaId> {
         let path = self.dmv.join("replica-id");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            return ReplicaId::parse(&text).ok_or_else(|| RepoError::Corrupt { path: path.clone(), detail: "not a replica id".into() });
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let id = std::str::from_utf8(&bytes).ok().filter(|text| crate::seal::intact(text)).and_then(|text| ReplicaId::parse(crate::seal::body(text)));
+                return id.ok_or_else(|| RepoError::Corrupt { path: path.clone(), detail: "not a replica id".into() });
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&path, e)),
+            Err(_) => {}
         }
         let id = ReplicaId::new_random(self.root.as_os_str().as_encoded_bytes());
         let tmp = self.dmv.join(format!("replica-id.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, format!("{id}\n")).at(&tmp)?;
+        std::fs::write(&tmp, crate::seal::seal(&format!("{id}\n"))).at(&tmp)?;
         // A hard link never replaces: of two processes making an id at once, the first wins and both use it.
         let linked = std::fs::hard_link(&tmp, &path);
         let _ = std::fs::remove_file(&tmp);
@@ -349,7 +354,10 @@ impl Repository {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(RepoError::io(path, e)),
         };
-        Ok(text.lines().filter_map(|l| l.split_once(' ')).filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string()))).collect())
+        if !crate::seal::intact(&text) {
+            return Err(RepoError::Corrupt { path, detail: "does not match its check line".into() });
+        }
+        Ok(crate::seal::body(&text).lines().filter_map(|l| l.split_once(' ')).filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string()))).collect())
     }
 
     /// Remembers a replica's id and name (one line each in `.dmv/replicas`).
@@ -361,7 +369,7 @@ impl Repository {
         }
         known.insert(id, name);
         let text: String = known.iter().map(|(id, name)| format!("{id} {name}\n")).collect();
-        crate::atomic::write_atomic(&self.dmv.join("replicas"), text.as_bytes())
+        crate::atomic::write_atomic(&self.dmv.join("replicas"), crate::seal::seal(&text).as_bytes())
     }
 
     /// Records that `replica` holds (or not) the data of `keys`, as of now.

@@ -111,6 +111,17 @@ pub fn bytes_under(dir: &Path) -> u64 {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { bytes_under(&p) } else { p.metadata().unwrap().len() }).sum()
 }
 
+/// Edits `.dmv/config` by hand, as a person would (who then deletes its
+/// checksum, as `fsck` asks).
+#[allow(dead_code)]
+pub fn edit_config(repo: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = repo.join(".dmv/config");
+    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut cfg);
+    cfg.as_object_mut().unwrap().remove("checksum");
+    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+}
+
 pub fn new_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     dmv(dir.path(), &["init"]);
