@@ -281,7 +281,9 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
         false => [dir, b"/", name].concat(),
     }
 }
-/// Chunks first, in batches; every sealed pack survives an interruption.
+/// Chunks first, in batches; every sealed pack survives an interruption,
+/// and a failed transfer seals what arrived before it (chunks, each
+/// verified: a rerun asks only for the rest, and gc takes them if none does).
 fn receive_chunks(
     session: &mut WriteSession<'_>,
     client: &mut dyn Remote,
@@ -294,7 +296,7 @@ fn receive_chunks(
     let mut done = 0u64;
     let ids: Vec<ObjectId> = chunks.iter().map(|(id, _)| *id).collect();
     for batch in ids.chunks(client.chunks_per_get()) {
-        client.get(batch, true, &mut |got| {
+        let received = client.get(batch, true, &mut |got| {
             let Received::Object(obj) = got else {
                 return Err(SyncError::Protocol("remote sent a stub where a chunk was asked for".into()));
             };
@@ -313,7 +315,12 @@ fn receive_chunks(
             done += obj.raw_len as u64;
             progress(done, total);
             Ok(())
-        })?;
+        });
+        if let Err(e) = received {
+            // Best effort: the transfer's own error is the one to report.
+            let _ = session.finish();
+            return Err(e);
+        }
     }
     Ok(stats)
 }
