@@ -50,15 +50,14 @@ impl Repository {
         if let Some(text) = read_text(&id_path, &mut problems) {
             // Exactly as written: a stray byte is damage even where parsing would forgive it.
             let body = crate::seal::body(&text);
-            if !crate::seal::intact(&text) || ReplicaId::parse(body).is_none_or(|id| body != format!("{id}\n")) {
+            problems.extend(check_line_problem(&id_path, &text));
+            if ReplicaId::parse(body).is_none_or(|id| body != format!("{id}\n")) {
                 problems.push(format!("{}: not a replica id", id_path.display()));
             }
         }
         let replicas = self.dmv.join("replicas");
         if let Some(text) = read_text(&replicas, &mut problems) {
-            if !crate::seal::intact(&text) {
-                problems.push(format!("{}: does not match its check line", replicas.display()));
-            }
+            problems.extend(check_line_problem(&replicas, &text));
             for (n, line) in crate::seal::body(&text).lines().enumerate() {
                 let parsed = line.split_once(' ').and_then(|(id, _)| ReplicaId::parse(id));
                 if parsed.is_none_or(|id| !line.starts_with(&format!("{id} "))) {
@@ -76,6 +75,15 @@ fn read_text(path: &std::path::Path, problems: &mut Vec<String>) -> Option<Strin
     let bytes = std::fs::read(path).ok()?;
     let text = String::from_utf8(bytes).map_err(|_| problems.push(format!("{}: not text", path.display()))).ok();
     text
+}
+
+/// What is wrong with the check line of a file dmv sealed (see seal.rs).
+fn check_line_problem(path: &std::path::Path, text: &str) -> Option<String> {
+    match crate::seal::checked(text) {
+        Some(true) => None,
+        Some(false) => Some(format!("{}: does not match its check line", path.display())),
+        None => Some(format!("{}: has no check line (damaged, or written by a dmv older than check lines)", path.display())),
+    }
 }
 
 /// A lost object's place, as a person reads it, at most this many lines.

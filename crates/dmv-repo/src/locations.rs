@@ -285,7 +285,7 @@ impl Repository {
         let path = self.dmv.join("replica-id");
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let id = std::str::from_utf8(&bytes).ok().filter(|text| crate::seal::intact(text)).and_then(|text| ReplicaId::parse(crate::seal::body(text)));
+                let id = std::str::from_utf8(&bytes).ok().filter(|text| crate::seal::checked(text) != Some(false)).and_then(|text| ReplicaId::parse(crate::seal::body(text)));
                 return id.ok_or_else(|| RepoError::Corrupt { path: path.clone(), detail: "not a replica id".into() });
             }
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&path, e)),
@@ -354,7 +354,7 @@ impl Repository {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(RepoError::io(path, e)),
         };
-        if !crate::seal::intact(&text) {
+        if crate::seal::checked(&text) == Some(false) {
             return Err(RepoError::Corrupt { path, detail: "does not match its check line".into() });
         }
         Ok(crate::seal::body(&text).lines().filter_map(|l| l.split_once(' ')).filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string()))).collect())
