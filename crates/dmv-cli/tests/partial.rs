@@ -705,14 +705,16 @@ fn a_push_needing_data_this_replica_lacks_refuses_and_names_it() {
 /// Fills `dir`'s location log with `count` made-up records of one replica.
 fn many_locations(dir: &Path, count: u32, replica: u8) {
     let repo = dmv_repo::Repository::open(dir).unwrap();
-    repo.update_locations(|log| {
-        for i in 0..count {
-            let mut key = [replica; 32];
-            key[..4].copy_from_slice(&i.to_be_bytes());
-            log.record(dmv_repo::store::ObjectId(key), dmv_repo::ReplicaId([replica; 16]), dmv_repo::Stamp { time_ns: 1 + i as u64, present: true });
-        }
-    })
-    .unwrap();
+    let records = (0..count).map(|i| {
+        let mut key = [replica; 32];
+        key[..4].copy_from_slice(&i.to_be_bytes());
+        Ok(dmv_repo::LocationRecord {
+            key: dmv_repo::store::ObjectId(key),
+            replica: dmv_repo::ReplicaId([replica; 16]),
+            stamp: dmv_repo::Stamp { time_ns: 1 + i as u64, present: true },
+        })
+    });
+    repo.merge_locations(records, &Default::default(), false).unwrap();
 }
 
 fn location_count(dir: &Path) -> usize {

@@ -75,7 +75,7 @@ impl Repository {
             self.remove_worktree_file_in(&mut beneath, rel)?;
             new_ds.entries.insert(rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size));
         }
-        self.write_and_record(target, &to_write, false, total, new_ds, progress)
+        self.write_and_record(target, &to_write, false, total, new_ds, Vec::new(), progress)
     }
 
     /// [`Repository::update_worktree`] when nothing is tracked (a clone, a
@@ -83,7 +83,7 @@ impl Repository {
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
     /// becomes the list to write (a million files: ~100 MB instead of ~400).
-    fn populate(&self, target: &ObjectId, mut new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    fn populate(&self, target: &ObjectId, new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let mut wanted = crate::tree::flatten_sorted(&self.store, target)?;
         let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
         // Already in place: written while its data arrived.
@@ -96,19 +96,22 @@ impl Repository {
         }
         // No untracked file but those written while receiving: files are created under their own names.
         let into_empty = untracked.iter().all(|p| written.contains_key(p));
+        // The dirstate entries of files not to write, in path order like `wanted`.
+        let mut side = Vec::new();
         let mut now_absent = Vec::new();
         let mut failed = None;
         wanted.retain(|(rel, e)| {
             if early(rel, e) {
                 if let Some((_, meta)) = written.get(rel) {
-                    new_ds.entries.insert(rel.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta));
+                    side.push((rel.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta)));
                 }
                 return false;
             }
             match self.is_absent(e) {
                 Ok(false) => true,
                 Ok(true) => {
-                    now_absent.push((rel.clone(), *e));
+                    now_absent.push(rel.clone());
+                    side.push((rel.clone(), DirEntry::absent(e.kind, e.id, e.size)));
                     false
                 }
                 Err(err) => {
@@ -125,18 +128,19 @@ impl Repository {
             self.check_data_present(wanted.iter().map(|(rel, e)| (rel.as_slice(), e)))?;
         }
         let mut beneath = Beneath::new(&self.root);
-        for (rel, e) in now_absent {
+        for rel in now_absent {
             self.remove_worktree_file_in(&mut beneath, &rel)?;
-            new_ds.entries.insert(rel, DirEntry::absent(e.kind, e.id, e.size));
         }
         let total: u64 = wanted.iter().map(|(_, e)| e.size).sum();
-        self.write_and_record(target, &wanted, into_empty, total, new_ds, progress)
+        self.write_and_record(target, &wanted, into_empty, total, new_ds, side, progress)
     }
 
-    /// Writes `to_write` into the working tree, records each file in
-    /// `new_ds` and saves it as the dirstate of `target`. With `into_empty`
-    /// nothing is in their way: they are created under their own names,
-    /// several at a time.
+    /// Writes `to_write` (in path order) into the working tree, records each
+    /// file in `new_ds`, with the entries of `side` (files not written, in
+    /// path order too), and saves it as the dirstate of `target`. With
+    /// `into_empty` nothing is in their way: they are created under their
+    /// own names, several at a time.
+    #[allow(clippy::too_many_arguments)]
     fn write_and_record<P: AsRef<[u8]> + Sync>(
         &self,
         target: &ObjectId,
@@ -144,21 +148,39 @@ impl Repository {
         into_empty: bool,
         total: u64,
         mut new_ds: Dirstate,
+        side: Vec<(Vec<u8>, DirEntry)>,
         progress: &dyn Fn(u64, u64),
     ) -> RepoResult<()> {
         let mut done = 0;
-        let mut record = |rel: &[u8], e: &FlatEntry, meta: &Metadata| {
-            new_ds.entries.insert(rel.to_vec(), DirEntry::new(e.kind, e.id, e.size, meta));
+        let mut side = side.into_iter().peekable();
+        // Entries go in in path order (files written at once finish in any
+        // order): into a dirstate holding nothing past them, each is appended,
+        // where out of order they would pile up beside it and be folded in.
+        let (mut next, mut waiting) = (0, BTreeMap::new());
+        let mut record = |i: usize, meta: &Metadata| {
+            let e = &to_write[i].1;
+            waiting.insert(i, DirEntry::new(e.kind, e.id, e.size, meta));
+            while let Some(entry) = waiting.remove(&next) {
+                let rel = to_write[next].0.as_ref();
+                while let Some((path, other)) = side.next_if(|(path, _)| path.as_slice() < rel) {
+                    new_ds.entries.insert(path, other);
+                }
+                new_ds.entries.insert(rel.to_vec(), entry);
+                next += 1;
+            }
             done += e.size;
             progress(done, total);
         };
         if into_empty {
             self.write_new_entries(to_write, &mut record)?;
         } else {
-            for (rel, e) in to_write {
+            for (i, (rel, e)) in to_write.iter().enumerate() {
                 let meta = self.write_entry(rel.as_ref(), e)?;
-                record(rel.as_ref(), e, &meta);
+                record(i, &meta);
             }
+        }
+        for (path, other) in side {
+            new_ds.entries.insert(path, other);
         }
         self.save_dirstate(&new_ds)?;
         // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
@@ -185,14 +207,14 @@ impl Repository {
     /// threads creating files in different directories do not wait for each
     /// other. Each thread takes whole runs of files of one directory, in tree
     /// order. `record` is called on this thread, once per file written.
-    fn write_new_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], record: &mut dyn FnMut(&[u8], &FlatEntry, &Metadata)) -> RepoResult<()> {
+    fn write_new_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], record: &mut dyn FnMut(usize, &Metadata)) -> RepoResult<()> {
         const PARALLEL_FROM: usize = 256;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
         if threads == 1 || entries.len() < PARALLEL_FROM {
             let mut dirs_made = HashSet::new();
-            for (rel, e) in entries {
+            for (i, (rel, e)) in entries.iter().enumerate() {
                 let meta = self.write_new_entry(rel.as_ref(), e, &mut dirs_made)?;
-                record(rel.as_ref(), e, &meta);
+                record(i, &meta);
             }
             return Ok(());
         }
@@ -212,7 +234,7 @@ impl Repository {
             Batches { items: 256, weight: 16 << 20 },
             |i| entries[i].1.size,
             |i, dirs_made: &mut HashSet<_>| self.write_new_entry(entries[i].0.as_ref(), &entries[i].1, dirs_made),
-            |i, meta| record(entries[i].0.as_ref(), &entries[i].1, &meta),
+            |i, meta| record(i, &meta),
         )
     }
 

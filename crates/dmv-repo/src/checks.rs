@@ -42,7 +42,7 @@ impl Repository {
         if let Err(e) = self.load_dirstate() {
             problems.push(format!("dirstate: {e}"));
         }
-        if let Err(e) = self.load_locations() {
+        if let Err(e) = self.check_locations() {
             problems.push(format!("location log: {e}"));
         }
         problems.extend(crate::config::Config::check_file(&self.dmv.join("config")));
@@ -147,7 +147,7 @@ impl Repository {
     /// and starts an empty one: replicas are asked live again, and the next
     /// exchange with each brings its records back. False when it was whole.
     pub fn reset_damaged_locations(&self) -> RepoResult<bool> {
-        if self.load_locations().is_ok() {
+        if self.check_locations().is_ok() {
             return Ok(false);
         }
         let path = self.dmv.join("locations");

@@ -22,14 +22,14 @@ use dmv_store::ObjectId;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repo::Repository;
 
-const MAGIC: &[u8; 8] = b"DMVLOCS\0";
-const VERSION: u32 = 2;
+pub(crate) const MAGIC: &[u8; 8] = b"DMVLOCS\0";
+pub(crate) const VERSION: u32 = 2;
 /// Version 1: the same without the names.
-const VERSION_WITHOUT_NAMES: u32 = 1;
+pub(crate) const VERSION_WITHOUT_NAMES: u32 = 1;
 /// Longer names are cut (at a character boundary) when recorded.
 pub const MAX_NAME_LEN: usize = 255;
-const RECORD_LEN: usize = 32 + 16 + 8 + 1;
-const HEADER_LEN: usize = 8 + 4 + 8;
+pub(crate) const RECORD_LEN: usize = 32 + 16 + 8 + 1;
+pub(crate) const HEADER_LEN: usize = 8 + 4 + 8;
 
 /// A replica's identity, made at random when it is first needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -79,8 +79,45 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    fn newer_than(&self, other: &Stamp) -> bool {
+    pub(crate) fn newer_than(&self, other: &Stamp) -> bool {
         (self.time_ns, !self.present) > (other.time_ns, !other.present)
+    }
+}
+
+/// One record: what is known of `replica`'s copy of `key`'s data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocationRecord {
+    pub key: ObjectId,
+    pub replica: ReplicaId,
+    pub stamp: Stamp,
+}
+
+impl LocationRecord {
+    /// Records are sorted, and unique, by this.
+    pub fn order(&self) -> (ObjectId, ReplicaId) {
+        (self.key, self.replica)
+    }
+
+    pub(crate) fn encode(&self) -> [u8; RECORD_LEN] {
+        let mut record = [0u8; RECORD_LEN];
+        record[..32].copy_from_slice(&self.key.0);
+        record[32..48].copy_from_slice(&self.replica.0);
+        record[48..56].copy_from_slice(&self.stamp.time_ns.to_le_bytes());
+        record[56] = self.stamp.present as u8;
+        record
+    }
+
+    pub(crate) fn decode(r: &[u8; RECORD_LEN]) -> Result<LocationRecord, BadLocationLog> {
+        let bad = |d: &str| BadLocationLog(d.to_string());
+        let key = ObjectId(r[..32].try_into().map_err(|_| bad("short record"))?);
+        let replica = ReplicaId(r[32..48].try_into().map_err(|_| bad("short record"))?);
+        let time_ns = u64::from_le_bytes(r[48..56].try_into().map_err(|_| bad("short record"))?);
+        let present = match r[56] {
+            0 => false,
+            1 => true,
+            _ => return Err(bad("a record is neither present nor absent")),
+        };
+        Ok(LocationRecord { key, replica, stamp: Stamp { time_ns, present } })
     }
 }
 
@@ -144,6 +181,11 @@ impl LocationLog {
         self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count() + self.names.iter().filter(|(k, v)| before.names.get(k) != Some(v)).count()
     }
 
+    /// Every record, in order.
+    pub fn iter(&self) -> impl Iterator<Item = LocationRecord> + '_ {
+        self.records.iter().map(|(&(key, replica), &stamp)| LocationRecord { key, replica, stamp })
+    }
+
     /// The replicas known to hold `key`'s data.
     pub fn holders(&self, key: &ObjectId) -> Vec<(ReplicaId, Stamp)> {
         let from = (*key, ReplicaId([0; 16]));
@@ -178,23 +220,10 @@ impl LocationLog {
         out.write_all(MAGIC)?;
         out.write_all(&VERSION.to_le_bytes())?;
         out.write_all(&(self.records.len() as u64).to_le_bytes())?;
-        let mut record = [0u8; RECORD_LEN];
-        for ((key, replica), stamp) in &self.records {
-            record[..32].copy_from_slice(&key.0);
-            record[32..48].copy_from_slice(&replica.0);
-            record[48..56].copy_from_slice(&stamp.time_ns.to_le_bytes());
-            record[56] = stamp.present as u8;
-            out.write_all(&record)?;
+        for record in self.iter() {
+            out.write_all(&record.encode())?;
         }
-        out.write_all(&(self.names.len() as u32).to_le_bytes())?;
-        for (replica, (time_ns, name)) in &self.names {
-            out.write_all(&replica.0)?;
-            out.write_all(&time_ns.to_le_bytes())?;
-            // `name` keeps names to MAX_NAME_LEN bytes; one made otherwise is cut here.
-            let bytes = &name.as_bytes()[..name.len().min(MAX_NAME_LEN)];
-            out.write_all(&[bytes.len() as u8])?;
-            out.write_all(bytes)?;
-        }
+        encode_names(&self.names, &mut out)?;
         let sum = out.hasher.finalize();
         out.inner.write_all(sum.as_bytes())?;
         out.inner.flush()
@@ -224,19 +253,12 @@ impl LocationLog {
         let mut log = LocationLog::default();
         let mut previous: Option<(ObjectId, ReplicaId)> = None;
         for r in records.chunks_exact(RECORD_LEN) {
-            let key = ObjectId(r[..32].try_into().map_err(|_| bad("short record"))?);
-            let replica = ReplicaId(r[32..48].try_into().map_err(|_| bad("short record"))?);
-            let time_ns = u64::from_le_bytes(r[48..56].try_into().map_err(|_| bad("short record"))?);
-            let present = match r[56] {
-                0 => false,
-                1 => true,
-                _ => return Err(bad("a record is neither present nor absent")),
-            };
-            if previous.is_some_and(|p| p >= (key, replica)) {
+            let record = LocationRecord::decode(r.try_into().map_err(|_| bad("short record"))?)?;
+            if previous.is_some_and(|p| p >= record.order()) {
                 return Err(bad("records out of order"));
             }
-            previous = Some((key, replica));
-            log.records.insert((key, replica), Stamp { time_ns, present });
+            previous = Some(record.order());
+            log.records.insert(record.order(), record.stamp);
         }
         if with_names {
             decode_names(names, &mut log)?;
@@ -246,7 +268,21 @@ impl LocationLog {
 }
 
 /// The names section of a version 2 log: count, then (replica, time, length, name) sorted by replica.
-fn decode_names(mut bytes: &[u8], log: &mut LocationLog) -> Result<(), BadLocationLog> {
+pub(crate) fn encode_names(names: &BTreeMap<ReplicaId, (u64, String)>, out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(&(names.len() as u32).to_le_bytes())?;
+    for (replica, (time_ns, name)) in names {
+        out.write_all(&replica.0)?;
+        out.write_all(&time_ns.to_le_bytes())?;
+        // `name` keeps names to MAX_NAME_LEN bytes; one made otherwise is cut here.
+        let bytes = &name.as_bytes()[..name.len().min(MAX_NAME_LEN)];
+        out.write_all(&[bytes.len() as u8])?;
+        out.write_all(bytes)?;
+    }
+    Ok(())
+}
+
+/// Reads what [`encode_names`] wrote.
+pub(crate) fn decode_names(mut bytes: &[u8], log: &mut LocationLog) -> Result<(), BadLocationLog> {
     let bad = |d: &str| BadLocationLog(d.to_string());
     let mut take = |n: usize| -> Result<&[u8], BadLocationLog> {
         if bytes.len() < n {
@@ -276,7 +312,7 @@ fn decode_names(mut bytes: &[u8], log: &mut LocationLog) -> Result<(), BadLocati
 }
 
 impl Repository {
-    fn locations_path(&self) -> std::path::PathBuf {
+    pub(crate) fn locations_path(&self) -> std::path::PathBuf {
         self.dmv.join("locations")
     }
 
@@ -334,18 +370,6 @@ impl Repository {
         }
     }
 
-    /// Changes the location log under its lock (so no two writers lose each other's records).
-    pub fn update_locations<T>(&self, change: impl FnOnce(&mut LocationLog) -> T) -> RepoResult<T> {
-        let lock_path = self.dmv.join("locations.lock");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
-        lock.lock().at(&lock_path)?;
-        let mut log = self.load_locations()?;
-        let out = change(&mut log);
-        crate::atomic::write_atomic_with(&self.locations_path(), &mut |out| log.encode_to(out))?;
-        drop(lock);
-        Ok(out)
-    }
-
     /// Replicas this one has heard of, by id, with the name each gave (`.dmv/replicas`).
     pub fn known_replicas(&self) -> RepoResult<BTreeMap<ReplicaId, String>> {
         let path = self.dmv.join("replicas");
@@ -370,19 +394,6 @@ impl Repository {
         known.insert(id, name);
         let text: String = known.iter().map(|(id, name)| format!("{id} {name}\n")).collect();
         crate::atomic::write_atomic(&self.dmv.join("replicas"), crate::seal::seal(&text).as_bytes())
-    }
-
-    /// Records that `replica` holds (or not) the data of `keys`, as of now.
-    pub fn record_locations(&self, keys: &[ObjectId], replica: ReplicaId, present: bool) -> RepoResult<()> {
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let stamp = Stamp { time_ns: now_ns(), present };
-        self.update_locations(|log| {
-            for k in keys {
-                log.record(*k, replica, stamp);
-            }
-        })
     }
 }
 

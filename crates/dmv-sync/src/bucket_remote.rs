@@ -114,13 +114,12 @@ impl Remote for BucketRemote {
         Ok((id, self.bucket.url().to_string()))
     }
 
-    fn get_locations(&mut self) -> SyncResult<LocationLog> {
-        let mut merged = LocationLog::default();
+    /// Each replica's log in the bucket, one piece each.
+    fn get_locations(&mut self, page: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
         for bytes in self.bucket.read_location_logs()? {
-            let log = LocationLog::decode(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?;
-            merged.merge(&log);
+            page(LocationLog::decode(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?)?;
         }
-        Ok(merged)
+        Ok(())
     }
 
     fn put_locations(&mut self, from: ReplicaId, log: &LocationLog) -> SyncResult<()> {

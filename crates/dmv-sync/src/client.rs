@@ -55,9 +55,10 @@ pub trait Remote {
     fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
         Ok((ReplicaId::derived(self.url()), self.url().to_string()))
     }
-    /// The remote's location log (one that keeps none: empty).
-    fn get_locations(&mut self) -> SyncResult<LocationLog> {
-        Ok(LocationLog::default())
+    /// The remote's location log, handed to `page` in pieces, each in key
+    /// order (one that keeps none: no piece).
+    fn get_locations(&mut self, _page: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
+        Ok(())
     }
     /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
     fn put_locations(&mut self, _from: ReplicaId, _log: &LocationLog) -> SyncResult<()> {
@@ -236,8 +237,7 @@ impl Remote for Client {
         }
     }
 
-    fn get_locations(&mut self) -> SyncResult<LocationLog> {
-        let mut log = LocationLog::default();
+    fn get_locations(&mut self, each: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
         let mut after = None;
         loop {
             let (page, more) = match self.call(Request::GetLocations { after })? {
@@ -249,12 +249,11 @@ impl Remote for Client {
             if more && (last.is_none() || last.map(|(k, r)| (k, r.0)) <= after) {
                 return Err(SyncError::Protocol("the remote's location log pages do not advance".into()));
             }
-            // Pages hold disjoint records; the names come with the first.
-            log.records.extend(page.records);
-            log.names.extend(page.names);
+            // Pages hold disjoint records in key order; the names come with the first.
+            each(page)?;
             match (more, last) {
                 (true, Some((key, replica))) => after = Some((key, replica.0)),
-                _ => return Ok(log),
+                _ => return Ok(()),
             }
         }
     }

@@ -126,6 +126,7 @@ impl ClonePlan {
         let fetched = fetch_refs(&repo, remote, "origin", &|d, t| progress.update(d, t), early.as_mut());
         progress.finish();
         let fetched = fetched.map_err(stopped)?;
+        release_free_memory();
 
         let head_short = fetched.remote_head.as_deref().unwrap_or("refs/heads/main");
         let head_short = head_short.strip_prefix("refs/heads/").unwrap_or(head_short).to_string();
@@ -191,5 +192,16 @@ impl ClonePlan {
             Ok(())
         })?;
         Ok(repo)
+    }
+}
+
+/// Hands the memory the transfer freed back to the system before the
+/// checkout allocates its own: glibc's allocator keeps freed memory in its
+/// arenas, where it would count twice in the clone's peak.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -2,8 +2,10 @@
 //! holds which file's data, and the exchange of location logs with a remote
 //! (they merge without conflict, so both directions are a plain merge).
 
+use std::collections::BTreeMap;
+
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, ReplicaId, Repository, Stamp};
+use dmv_repo::{now_ns, LocationLog, LocationRecord, LocationSpool, ReplicaId, Repository, Stamp};
 
 use crate::client::Remote;
 use crate::SyncResult;
@@ -21,30 +23,64 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &[Obj
     if files.is_empty() {
         return Ok(());
     }
-    let me = repo.replica_id()?;
     let stamp = Stamp { time_ns: now_ns(), present: true };
-    repo.update_locations(|log| {
-        // Whoever this log reaches learns what this replica is called.
-        repo.with_my_name(log);
-        for f in files {
-            log.record(*f, remote, stamp);
-            if here {
-                log.record(*f, me, stamp);
-            }
-        }
-    })?;
+    let mut replicas = vec![remote];
+    if here {
+        replicas.push(repo.replica_id()?);
+    }
+    replicas.sort();
+    replicas.dedup();
+    let mut keys = files.to_vec();
+    keys.sort_unstable();
+    keys.dedup();
+    let records = keys.iter().flat_map(|key| replicas.iter().map(|replica| Ok(LocationRecord { key: *key, replica: *replica, stamp })));
+    // Whoever this log reaches learns what this replica is called.
+    repo.merge_locations(records, &BTreeMap::new(), true)?;
     Ok(())
 }
 
 /// Takes in the remote's location log, and with `send_back` gives it ours
 /// (everything both know). Returns how many records changed here.
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
-    let theirs = remote.get_locations()?;
-    // A copy of ours only to send it: at a million files each copy is hundreds of MB.
-    let (changed, ours) = repo.update_locations(|log| (log.merge(&theirs), send_back.then(|| log.clone())))?;
-    drop(theirs);
-    if let Some(ours) = ours {
+    let mut run = Run::new(repo)?;
+    let mut changed = 0;
+    remote.get_locations(&mut |page: LocationLog| {
+        // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
+        if page.iter().next().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
+            changed += std::mem::replace(&mut run, Run::new(repo)?).merge(repo)?;
+        }
+        run.add(page)
+    })?;
+    changed += run.merge(repo)?;
+    if send_back {
+        let ours = repo.load_locations()?;
         remote.put_locations(repo.replica_id()?, &ours)?;
     }
     Ok(changed)
+}
+
+/// Pages of a remote's log in key order, spooled to disk until merged.
+struct Run {
+    spool: LocationSpool,
+    names: BTreeMap<ReplicaId, (u64, String)>,
+    last: Option<(ObjectId, ReplicaId)>,
+}
+
+impl Run {
+    fn new(repo: &Repository) -> SyncResult<Run> {
+        Ok(Run { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
+    }
+
+    fn add(&mut self, page: LocationLog) -> SyncResult<()> {
+        for record in page.iter() {
+            self.spool.push(&record)?;
+            self.last = Some(record.order());
+        }
+        self.names.extend(page.names);
+        Ok(())
+    }
+
+    fn merge(self, repo: &Repository) -> SyncResult<usize> {
+        Ok(repo.merge_locations(self.spool.records()?, &self.names, false)?)
+    }
 }

@@ -151,14 +151,12 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
         Request::GetLocations { after } => {
-            let mut log = repo.load_locations()?;
-            repo.with_my_name(&mut log);
-            let (page, more) = log.page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE);
+            let (page, more) = repo.locations_page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE)?;
             out.message(&Response::Locations { log: page.encode(), more }).map_err(io_lost)?;
         }
         Request::PutLocations { log } => {
             let theirs = dmv_repo::LocationLog::decode(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;
-            repo.update_locations(|ours| ours.merge(&theirs))?;
+            repo.merge_locations(theirs.iter().map(Ok), &theirs.names, false)?;
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
         Request::LockContent { ids, seconds } => {
