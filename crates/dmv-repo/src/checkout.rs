@@ -89,6 +89,7 @@ impl Repository {
         // Already in place: written while its data arrived.
         let early = |rel: &[u8], e: &FlatEntry| written.get(rel).is_some_and(|(w, _)| w == e);
         for (rel, _) in wanted.iter().filter(|(rel, e)| !early(rel, e)) {
+            let rel: &[u8] = rel;
             // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
             if let Some(in_the_way) = untracked_set.get(rel).cloned().or_else(|| clash_with(&untracked_set, rel)) {
                 return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
@@ -102,8 +103,8 @@ impl Repository {
         let mut failed = None;
         wanted.retain(|(rel, e)| {
             if early(rel, e) {
-                if let Some((_, meta)) = written.get(rel) {
-                    side.push((rel.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta)));
+                if let Some((_, meta)) = written.get(&rel[..]) {
+                    side.push((rel.to_vec(), DirEntry::with_stat(e.kind, e.id, e.size, meta)));
                 }
                 return false;
             }
@@ -111,7 +112,7 @@ impl Repository {
                 Ok(false) => true,
                 Ok(true) => {
                     now_absent.push(rel.clone());
-                    side.push((rel.clone(), DirEntry::absent(e.kind, e.id, e.size)));
+                    side.push((rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size)));
                     false
                 }
                 Err(err) => {
@@ -125,7 +126,7 @@ impl Repository {
         }
         wanted.shrink_to_fit();
         if !into_empty {
-            self.check_data_present(wanted.iter().map(|(rel, e)| (rel.as_slice(), e)))?;
+            self.check_data_present(wanted.iter().map(|(rel, e)| (&rel[..], e)))?;
         }
         let mut beneath = Beneath::new(&self.root);
         for rel in now_absent {
@@ -135,11 +136,14 @@ impl Repository {
         self.write_and_record(target, &wanted, into_empty, total, new_ds, side, progress)
     }
 
-    /// Writes `to_write` (in path order) into the working tree, records each
-    /// file in `new_ds`, with the entries of `side` (files not written, in
-    /// path order too), and saves it as the dirstate of `target`. With
-    /// `into_empty` nothing is in their way: they are created under their
-    /// own names, several at a time.
+    /// Writes `to_write` (in path order) into the working tree and saves as
+    /// the dirstate of `target` the entries of `new_ds`, those of `side`
+    /// (files not written, in path order too) and the written files with
+    /// their stat data, the last two over the first. The dirstate is written
+    /// from the three as one stream: a checkout of a million files keeps
+    /// their stat data beside its list, not a second map of every path.
+    /// With `into_empty` nothing is in their way: they are created under
+    /// their own names, several at a time.
     #[allow(clippy::too_many_arguments)]
     fn write_and_record<P: AsRef<[u8]> + Sync>(
         &self,
@@ -147,28 +151,16 @@ impl Repository {
         to_write: &[(P, FlatEntry)],
         into_empty: bool,
         total: u64,
-        mut new_ds: Dirstate,
+        new_ds: Dirstate,
         side: Vec<(Vec<u8>, DirEntry)>,
         progress: &dyn Fn(u64, u64),
     ) -> RepoResult<()> {
+        let mut stats = vec![WrittenStat::default(); to_write.len()];
         let mut done = 0;
-        let mut side = side.into_iter().peekable();
-        // Entries go in in path order (files written at once finish in any
-        // order): into a dirstate holding nothing past them, each is appended,
-        // where out of order they would pile up beside it and be folded in.
-        let (mut next, mut waiting) = (0, BTreeMap::new());
         let mut record = |i: usize, meta: &Metadata| {
-            let e = &to_write[i].1;
-            waiting.insert(i, DirEntry::new(e.kind, e.id, e.size, meta));
-            while let Some(entry) = waiting.remove(&next) {
-                let rel = to_write[next].0.as_ref();
-                while let Some((path, other)) = side.next_if(|(path, _)| path.as_slice() < rel) {
-                    new_ds.entries.insert(path, other);
-                }
-                new_ds.entries.insert(rel.to_vec(), entry);
-                next += 1;
-            }
-            done += e.size;
+            let st = Stat::of(meta);
+            stats[i] = WrittenStat { mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode };
+            done += to_write[i].1.size;
             progress(done, total);
         };
         if into_empty {
@@ -179,12 +171,19 @@ impl Repository {
                 record(i, &meta);
             }
         }
-        for (path, other) in side {
-            new_ds.entries.insert(path, other);
-        }
-        self.save_dirstate(&new_ds)?;
+        let entries = || {
+            let kept = new_ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()));
+            let side = side.iter().map(|(p, e)| (p.as_slice(), e.clone()));
+            let written = to_write
+                .iter()
+                .zip(&stats)
+                .map(|((rel, e), st)| (rel.as_ref(), DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }));
+            Overlay::new(Overlay::new(kept, side), written)
+        };
+        self.check_worktree_locked("the dirstate")?;
+        let staged = Dirstate::save_sorted(&self.dirstate_path(), entries().count(), entries())?;
         // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
-        self.mark_tree(&new_ds, *target);
+        self.mark_staged_tree(staged, *target);
         Ok(())
     }
 
@@ -337,5 +336,44 @@ impl Repository {
         }
         self.save_dirstate(&ds)?;
         Ok(filled)
+    }
+}
+
+/// What a written file's entry needs of its stat data (its size is the
+/// entry's): a checkout keeps one per file it writes.
+#[derive(Clone, Copy, Default)]
+struct WrittenStat {
+    mtime_ns: i64,
+    ctime_ns: i64,
+    ino: u64,
+    mode: u32,
+}
+
+/// Two sequences of entries in path order as one, `over`'s entry taking the
+/// place of `under`'s for a path both have.
+struct Overlay<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> {
+    under: std::iter::Peekable<A>,
+    over: std::iter::Peekable<B>,
+}
+
+impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> Overlay<'p, A, B> {
+    fn new(under: A, over: B) -> Self {
+        Overlay { under: under.peekable(), over: over.peekable() }
+    }
+}
+
+impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> Iterator for Overlay<'p, A, B> {
+    type Item = (&'p [u8], DirEntry);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match (self.under.peek(), self.over.peek()) {
+            (Some((u, _)), Some((o, _))) if u < o => self.under.next(),
+            (Some((u, _)), Some((o, _))) if u == o => {
+                self.under.next();
+                self.over.next()
+            }
+            (Some(_), None) => self.under.next(),
+            _ => self.over.next(),
+        }
     }
 }

@@ -38,11 +38,26 @@ struct OnDisk<E> {
     entries: E,
 }
 
-struct Saving<'a>(&'a PathMap<DirEntry>);
+/// `count` entries in path order, encoded as they come (taken once).
+struct Saving<I> {
+    entries: std::cell::RefCell<Option<I>>,
+    count: usize,
+}
 
-impl Serialize for Saving<'_> {
+impl<'p, I: Iterator<Item = (&'p [u8], DirEntry)>> Serialize for Saving<I> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|(path, e)| (serde_bytes::Bytes::new(path), e)))
+        use serde::ser::{Error, SerializeSeq};
+        let entries = self.entries.borrow_mut().take().ok_or_else(|| S::Error::custom("the entries were taken already"))?;
+        let mut seq = s.serialize_seq(Some(self.count))?;
+        let mut n = 0;
+        for (path, e) in entries {
+            seq.serialize_element(&(serde_bytes::Bytes::new(path), e))?;
+            n += 1;
+        }
+        if n != self.count {
+            return Err(S::Error::custom(format!("{n} entries where {} were announced", self.count)));
+        }
+        seq.end()
     }
 }
 
@@ -245,7 +260,17 @@ impl Dirstate {
     }
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        let disk = OnDisk { entries: Saving(&self.entries) };
+        Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p.as_slice(), e.clone())))?;
+        Ok(())
+    }
+
+    /// Saves `count` entries given in path order, with no map of them (a
+    /// checkout of a million files writes them as it reads its list), and
+    /// returns their [`Dirstate::staged_hash`].
+    pub(crate) fn save_sorted<'p>(path: &Path, count: usize, entries: impl Iterator<Item = (&'p [u8], DirEntry)>) -> RepoResult<[u8; 32]> {
+        let staged = std::cell::RefCell::new(blake3::Hasher::new());
+        let entries = entries.inspect(|(path, e)| hash_staged(&mut staged.borrow_mut(), path, e));
+        let disk = OnDisk { entries: Saving { entries: std::cell::RefCell::new(Some(entries)), count } };
         crate::atomic::write_atomic_with(path, &mut |out| {
             let mut hashing = dmv_store::HashingWriter::new(out);
             // Buffered above the hash, which then takes large pieces (postcard writes field by field).
@@ -257,7 +282,9 @@ impl Dirstate {
             drop(buffered);
             let sum = hashing.hasher.finalize();
             hashing.inner.write_all(sum.as_bytes())
-        })
+        })?;
+        let hash = *staged.borrow().finalize().as_bytes();
+        Ok(hash)
     }
 
     /// The staged tree as a flat tree.
@@ -270,17 +297,7 @@ impl Dirstate {
     pub fn staged_hash(&self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         for (path, e) in &self.entries {
-            let kind: u8 = match e.kind {
-                EntryKind::File => 0,
-                EntryKind::Executable => 1,
-                EntryKind::Symlink => 2,
-                EntryKind::Dir => 3,
-            };
-            h.update(&(path.len() as u64).to_le_bytes());
-            h.update(path);
-            h.update(&[kind]);
-            h.update(&e.id.0);
-            h.update(&e.size.to_le_bytes());
+            hash_staged(&mut h, path, e);
         }
         *h.finalize().as_bytes()
     }
@@ -289,6 +306,21 @@ impl Dirstate {
     pub(crate) fn write_tree(&self, session: &mut WriteSession<'_>) -> RepoResult<ObjectId> {
         crate::tree::build(session, self.entries.iter().map(|(p, e)| (p.as_slice(), e.flat())))
     }
+}
+
+/// One entry's part of [`Dirstate::staged_hash`].
+fn hash_staged(h: &mut blake3::Hasher, path: &[u8], e: &DirEntry) {
+    let kind: u8 = match e.kind {
+        EntryKind::File => 0,
+        EntryKind::Executable => 1,
+        EntryKind::Symlink => 2,
+        EntryKind::Dir => 3,
+    };
+    h.update(&(path.len() as u64).to_le_bytes());
+    h.update(path);
+    h.update(&[kind]);
+    h.update(&e.id.0);
+    h.update(&e.size.to_le_bytes());
 }
 
 /// `.dmv/dirstate-tree`: the tree that the dirstate's entries build, when a
@@ -309,10 +341,6 @@ const MARK_VERSION: u32 = 1;
 const MARK_LEN: usize = 8 + 4 + 32 + 32;
 
 impl TreeMark {
-    pub fn new(ds: &Dirstate, tree: ObjectId) -> TreeMark {
-        TreeMark { tree, entries: ds.staged_hash() }
-    }
-
     /// The tree `ds` builds, if this mark was made from the same entries.
     pub fn tree_of(&self, ds: &Dirstate) -> Option<ObjectId> {
         (self.entries == ds.staged_hash()).then_some(self.tree)
@@ -360,7 +388,14 @@ mod tests {
     fn a_tree_mark_is_pinned_and_holds_only_for_the_entries_it_was_made_from() {
         let mut ds = Dirstate::default();
         ds.entries.insert(b"a".to_vec(), DirEntry::absent(EntryKind::File, ObjectId([1; 32]), 5));
-        let mark = TreeMark::new(&ds, ObjectId([9; 32]));
+        let mark = TreeMark { tree: ObjectId([9; 32]), entries: ds.staged_hash() };
+        // Saved from a stream of entries, the file and the hash are those of the map.
+        let dir = tempfile::tempdir().unwrap();
+        ds.save(&dir.path().join("map")).unwrap();
+        let streamed = Dirstate::save_sorted(&dir.path().join("stream"), 1, ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))).unwrap();
+        assert_eq!(streamed, ds.staged_hash());
+        assert_eq!(std::fs::read(dir.path().join("map")).unwrap(), std::fs::read(dir.path().join("stream")).unwrap());
+        assert!(Dirstate::save_sorted(&dir.path().join("short"), 2, ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))).is_err());
         let mut expected = b"DMVDTRE\0\x01\0\0\0".to_vec();
         expected.extend([9u8; 32]);
         expected.extend(*blake3::hash(&[&1u64.to_le_bytes()[..], b"a", &[0], &[1; 32], &5u64.to_le_bytes()].concat()).as_bytes());

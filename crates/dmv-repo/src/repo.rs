@@ -173,7 +173,7 @@ impl Repository {
         Ok(())
     }
 
-    fn dirstate_path(&self) -> PathBuf {
+    pub(crate) fn dirstate_path(&self) -> PathBuf {
         self.dmv.join("dirstate")
     }
 
@@ -195,8 +195,13 @@ impl Repository {
     /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
     /// costs the next status a read of HEAD's tree, so it is not reported.
     pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
+        self.mark_staged_tree(ds.staged_hash(), tree);
+    }
+
+    /// [`Repository::mark_tree`] for entries whose staged hash is known.
+    pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
         if self.check_worktree_locked("the dirstate's tree").is_ok() {
-            let _ = crate::atomic::write_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark::new(ds, tree).encode());
+            let _ = crate::atomic::write_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark { tree, entries: staged }.encode());
         }
     }
 

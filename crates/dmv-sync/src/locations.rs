@@ -19,7 +19,7 @@ pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<
 
 /// Records that the remote holds these files' data (it sent or received
 /// them), and this replica too when `here`.
-pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &[ObjectId], here: bool) -> SyncResult<()> {
+pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: Vec<ObjectId>, here: bool) -> SyncResult<()> {
     if files.is_empty() {
         return Ok(());
     }
@@ -30,10 +30,9 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &[Obj
     }
     replicas.sort();
     replicas.dedup();
-    let mut keys = files.to_vec();
-    keys.sort_unstable();
-    keys.dedup();
-    let records = keys.iter().flat_map(|key| replicas.iter().map(|replica| Ok(LocationRecord { key: *key, replica: *replica, stamp })));
+    files.sort_unstable();
+    files.dedup();
+    let records = files.iter().flat_map(|key| replicas.iter().map(|replica| Ok(LocationRecord { key: *key, replica: *replica, stamp })));
     // Whoever this log reaches learns what this replica is called.
     repo.merge_locations(records, &BTreeMap::new(), true)?;
     Ok(())

@@ -51,12 +51,13 @@ pub fn fetch_objects(
         early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
     let mut stats = receive_chunks(&mut session, client, &found.chunks.list, progress, early)?;
+    found.chunks = ChunkList::default();
     stats.objects += store_metadata(&mut session, found.meta, repo.config.partial)?;
     session.finish()?;
     then()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    record_transfer(repo, source, &found.files, true)?;
+    record_transfer(repo, source, found.files, true)?;
     Ok(stats)
 }
 
@@ -89,7 +90,7 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     session.finish()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    record_transfer(repo, source, files, true)?;
+    record_transfer(repo, source, files.to_vec(), true)?;
     Ok(stats)
 }
 
@@ -238,7 +239,6 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
 /// being in the store says so; a `get` also looks into a file's nodes, which
 /// a `get` or `drop` cut short may have left without all their chunks).
 fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilter, have: &dyn Fn(&ObjectId) -> SyncResult<bool>, found: &mut Explored) -> SyncResult<()> {
-    let keep_paths = matches!(filter, PathFilter::Globs(_));
     let mut seen: HashSet<Visit> = HashSet::new();
     let mut frontier = Vec::new();
     for v in starts {
@@ -246,58 +246,83 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilte
             frontier.push(v);
         }
     }
-    while !frontier.is_empty() {
+    // The files found by the level before (a range of `found.files`): they
+    // are visited from there, not from a second list of a million visits.
+    let mut files = 0..0;
+    while !frontier.is_empty() || !files.is_empty() {
         let mut next = Vec::new();
+        let files_found = found.files.len();
         // A level can be a million files wide: asked for in slices, so what
         // one round trip needs stays small.
         for slice in frontier.chunks(VISITS_PER_ROUND) {
-            let mut asked = HashSet::new();
-            let to_get: Vec<ObjectId> = slice.iter().map(|v| v.id).filter(|id| !found.meta.contains_key(id) && !found.chunks.contains(id) && asked.insert(*id)).collect();
-            drop(asked);
-            if !to_get.is_empty() {
-                client.get(&to_get, false, &mut |got| {
-                    match got {
-                        Received::ChunkStub { id, raw_len } => found.chunks.add(id, raw_len as u64),
-                        Received::Object(obj) => {
-                            obj.content().map_err(|d| damaged(&obj, d))?;
-                            found.meta.insert(obj.id, obj);
-                        }
-                    }
-                    Ok(())
-                })?;
-            }
-            for v in slice {
-                // A chunk arrives as a stub and has been queued.
-                let Some(obj) = found.meta.get(&v.id) else { continue };
-                let content = obj.content().map_err(|d| damaged(obj, d))?;
-                let edges = edges(&obj.id, obj.kind, &content)?;
-                drop(content);
-                for e in edges {
-                    if have(&e.id)? {
-                        continue;
-                    }
-                    let child = match &e.entry {
-                        Some((name, EntryKind::Dir)) => Visit { id: e.id, dir: if keep_paths { join(&v.dir, name) } else { Vec::new() }, data: v.data },
-                        Some((name, kind)) if kind.is_file() => {
-                            if !v.data || !filter.keeps(&join(&v.dir, name)) {
-                                continue;
-                            }
-                            found.files.push(e.id);
-                            Visit { id: e.id, dir: Vec::new(), data: true }
-                        }
-                        _ => Visit { id: e.id, dir: v.dir.clone(), data: v.data },
-                    };
-                    // Files stay out of `seen` (a million of them): a content met twice is asked for once and its chunks listed once.
-                    let file = matches!(&e.entry, Some((_, kind)) if kind.is_file());
-                    if e.chunk {
-                        found.chunks.add(e.id, e.size);
-                    } else if file || seen.insert(child.clone()) {
-                        next.push(child);
-                    }
-                }
-            }
+            explore_slice(client, slice, filter, have, found, &mut seen, &mut next)?;
+        }
+        for start in files.clone().step_by(VISITS_PER_ROUND) {
+            let slice: Vec<Visit> = found.files[start..files.end.min(start + VISITS_PER_ROUND)].iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
+            explore_slice(client, &slice, filter, have, found, &mut seen, &mut next)?;
         }
         frontier = next;
+        files = files_found..found.files.len();
+    }
+    Ok(())
+}
+
+/// One round trip of [`explore_below`]: gets what `slice` names that is not
+/// known yet, and queues what those objects refer to (files in `found.files`,
+/// the rest in `next`).
+fn explore_slice(
+    client: &mut dyn Remote,
+    slice: &[Visit],
+    filter: &PathFilter,
+    have: &dyn Fn(&ObjectId) -> SyncResult<bool>,
+    found: &mut Explored,
+    seen: &mut HashSet<Visit>,
+    next: &mut Vec<Visit>,
+) -> SyncResult<()> {
+    let keep_paths = matches!(filter, PathFilter::Globs(_));
+    let mut asked = HashSet::new();
+    let to_get: Vec<ObjectId> = slice.iter().map(|v| v.id).filter(|id| !found.meta.contains_key(id) && !found.chunks.contains(id) && asked.insert(*id)).collect();
+    drop(asked);
+    if !to_get.is_empty() {
+        client.get(&to_get, false, &mut |got| {
+            match got {
+                Received::ChunkStub { id, raw_len } => found.chunks.add(id, raw_len as u64),
+                Received::Object(obj) => {
+                    obj.content().map_err(|d| damaged(&obj, d))?;
+                    found.meta.insert(obj.id, obj);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    for v in slice {
+        // A chunk arrives as a stub and has been queued.
+        let Some(obj) = found.meta.get(&v.id) else { continue };
+        let content = obj.content().map_err(|d| damaged(obj, d))?;
+        let edges = edges(&obj.id, obj.kind, &content)?;
+        drop(content);
+        for e in edges {
+            if have(&e.id)? {
+                continue;
+            }
+            let child = match &e.entry {
+                Some((name, EntryKind::Dir)) => Visit { id: e.id, dir: if keep_paths { join(&v.dir, name) } else { Vec::new() }, data: v.data },
+                Some((name, kind)) if kind.is_file() => {
+                    if !v.data || !filter.keeps(&join(&v.dir, name)) {
+                        continue;
+                    }
+                    // Visited from `found.files` on the next level (a content met twice is asked for once, its chunks listed once).
+                    found.files.push(e.id);
+                    continue;
+                }
+                _ => Visit { id: e.id, dir: v.dir.clone(), data: v.data },
+            };
+            if e.chunk {
+                found.chunks.add(e.id, e.size);
+            } else if seen.insert(child.clone()) {
+                next.push(child);
+            }
+        }
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
         client.update_refs(wire, &repo.who(), "push")?;
     }
     let remote = remote_replica(repo, client)?;
-    record_transfer(repo, remote, &missing.files, true)?;
+    record_transfer(repo, remote, missing.files, true)?;
     Ok(stats)
 }
 
