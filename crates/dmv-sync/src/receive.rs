@@ -6,6 +6,7 @@
 //! slice goes.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
@@ -147,26 +148,21 @@ struct Explored {
 struct ChunkList {
     list: Vec<(ObjectId, u64)>,
     positions: hashbrown::HashTable<usize>,
+    /// Keyed: the ids come from a remote, which could pick contents whose ids collide in a fixed hash.
+    hasher: std::hash::RandomState,
 }
 
 impl ChunkList {
-    /// Ids are hashes already: their first bytes are as good a hash as any.
-    fn hash(id: &ObjectId) -> u64 {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&id.0[..8]);
-        u64::from_le_bytes(first)
-    }
-
     fn add(&mut self, id: ObjectId, size: u64) {
-        let list = &self.list;
-        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(Self::hash(&id), |&i| list[i].0 == id, |&i| Self::hash(&list[i].0)) {
+        let (list, hasher) = (&self.list, &self.hasher);
+        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(hasher.hash_one(id), |&i| list[i].0 == id, |&i| hasher.hash_one(list[i].0)) {
             slot.insert(self.list.len());
             self.list.push((id, size));
         }
     }
 
     fn contains(&self, id: &ObjectId) -> bool {
-        self.positions.find(Self::hash(id), |&i| self.list[i].0 == *id).is_some()
+        self.positions.find(self.hasher.hash_one(id), |&i| self.list[i].0 == *id).is_some()
     }
 }
 
