@@ -113,7 +113,8 @@ impl<V> PathMap<V> {
         }
     }
 
-    fn fold(&mut self) {
+    /// Brings every change into the sorted vector, so that [`PathMap::sorted`] sees it.
+    pub fn fold(&mut self) {
         if self.over.is_empty() {
             return;
         }
@@ -134,6 +135,21 @@ impl<V> PathMap<V> {
         merged.extend(changes.filter_map(|(p, change)| change.map(|v| (p, v))));
         self.base = merged;
         self.removed = 0;
+    }
+
+    /// The entries as one slice in path order, when no change is left to
+    /// fold in (as loaded, or after [`PathMap::fold`]): positions in it
+    /// name entries for [`PathMap::sorted_value_mut`].
+    pub fn sorted(&self) -> Option<&[(Vec<u8>, V)]> {
+        self.over.is_empty().then_some(self.base.as_slice())
+    }
+
+    /// The value at position `i` of [`PathMap::sorted`], while that holds.
+    pub fn sorted_value_mut(&mut self, i: usize) -> Option<&mut V> {
+        match self.over.is_empty() {
+            true => self.base.get_mut(i).map(|(_, v)| v),
+            false => None,
+        }
     }
 
     pub fn iter(&self) -> Iter<'_, V> {

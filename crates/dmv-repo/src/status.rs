@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use dmv_store::object::EntryKind;
 use dmv_store::{hash_file, ObjectId, ObjectKind};
@@ -51,7 +53,9 @@ impl Repository {
 
     /// [`Repository::scan`] as a list in path order.
     pub(crate) fn scan_sorted(&self) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
-        let mut found = crate::walk::walk(&self.root, stat_threads())?;
+        let found = Mutex::new(Vec::new());
+        crate::walk::walk(&self.root, stat_threads(), &|files| lock(&found).append(files))?;
+        let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
         found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(found)
     }
@@ -103,64 +107,56 @@ impl Repository {
         // Status only refreshes stat data, which may wait for another time:
         // while another command holds the lock it saves nothing.
         let wlock = self.try_lock_worktree();
-        // The walk, most of the time, runs while the dirstate is read and compared with HEAD.
+        // The walk runs while the dirstate is read and compared with HEAD.
+        // Once it is read, the walk's threads compare each folder's files
+        // with it and keep only what differs: at a million files, a list of
+        // every file beside the dirstate was 100 MB. What they found before
+        // waits in `early`.
+        let sieve: OnceLock<Sieve> = OnceLock::new();
+        let early = Mutex::new(Vec::new());
+        let sifted = Mutex::new(Sifted::default());
         let (walked, loaded) = std::thread::scope(|s| {
-            let walk = s.spawn(|| self.scan_sorted());
-            let loaded = self.load_dirstate().and_then(|ds| Ok((self.staged_changes(&ds, wlock.is_some())?, ds)));
+            let walk = s.spawn(|| {
+                crate::walk::walk(&self.root, stat_threads(), &|files| match sieve.get() {
+                    Some(sieve) => {
+                        let own = sieve.sift(files);
+                        lock(&sifted).append(own)
+                    }
+                    None => lock(&early).append(files),
+                })
+            });
+            let loaded = self.load_dirstate().and_then(|ds| {
+                let sieve = sieve.get_or_init(|| Sieve::new(ds));
+                self.staged_changes(&sieve.ds, wlock.is_some())
+            });
             (walk.join(), loaded)
         });
         let walked = walked.map_err(|_| RepoError::Scan { detail: "the walk of the working tree stopped unexpectedly".into() })?;
-        let (staged, mut ds) = loaded?;
-        // Both in path order: one pass over the two.
-        let mut files = walked?.into_iter().peekable();
-        let mut untracked = Vec::new();
+        let staged = loaded?;
+        walked?;
+        let sieve = sieve.into_inner().ok_or_else(|| RepoError::Scan { detail: "the dirstate was not read".into() })?;
+        let mut found = sifted.into_inner().unwrap_or_else(|p| p.into_inner());
+        found.append(sieve.sift(&mut early.into_inner().unwrap_or_else(|p| p.into_inner())));
         let mut unstaged = Vec::new();
-        let written = ds.written_ns;
-        // Files whose stat data differs from what was recorded, to be read.
-        let mut to_read: Vec<(Vec<u8>, Stat)> = Vec::new();
-        let mut compare = |path: &Vec<u8>, entry: &DirEntry, meta: Stat| {
-            if meta.kind() != Some(entry.kind) || !entry.stat_matches(&meta, written) {
-                to_read.push((path.clone(), meta));
-            }
-        };
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
-        let mut unlisted = Vec::new();
-        for (path, entry) in &ds.entries {
-            while let Some((p, _)) = files.next_if(|(p, _)| p < path) {
-                untracked.push(p);
-            }
-            match files.next_if(|(p, _)| p == path) {
-                Some((_, meta)) => compare(path, entry, meta),
-                None => unlisted.push((path, entry)),
-            }
-        }
-        let paths: Vec<&[u8]> = unlisted.iter().map(|(p, _)| p.as_slice()).collect();
-        for ((path, entry), there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
+        let entries = sieve.entries();
+        let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.was_seen(i)).collect();
+        let paths: Vec<&[u8]> = unlisted.iter().map(|&i| entries[i].0.as_slice()).collect();
+        for (&i, there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
+            let (path, entry) = &entries[i];
             match there {
-                Some(meta) => compare(path, entry, meta),
+                Some(meta) if differs(entry, &meta, sieve.ds.written_ns) => found.changed.push((i, meta)),
+                Some(_) => {}
                 // Its data is not here, so neither is the file: nothing changed.
                 None if entry.is_absent() => {}
-                None => unstaged.push(Change { path: (*path).clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
+                None => unstaged.push(Change { path: path.clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
             }
         }
-        untracked.extend(files.map(|(p, _)| p));
-        let mut refreshed = false;
-        let read_start = crate::locations::now_ns() as i64;
-        for ((path, meta), (id, size)) in to_read.iter().zip(self.current_ids(&to_read)?) {
-            let kind = meta.kind().unwrap_or(EntryKind::File);
-            let Some(entry) = ds.entries.get_mut(path) else { continue };
-            if id == entry.id && kind == entry.kind {
-                // A file stamped within a clock tick of our read may have been
-                // written again in that tick, unseen by its stat: not recorded
-                // as checked, it is read again next time (as ingest does).
-                if meta.mtime_ns.saturating_add(dmv_store::timestamp_granularity().as_nanos() as i64) < read_start {
-                    *entry = DirEntry::with_stat(kind, id, size, meta);
-                    refreshed = true;
-                }
-            } else {
-                unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
-            }
-        }
+        let Sifted { mut untracked, mut changed } = found;
+        untracked.sort_unstable();
+        changed.sort_unstable_by_key(|(i, _)| *i);
+        let mut ds = sieve.ds;
+        let refreshed = self.read_changed(&mut ds, &changed, &mut unstaged)?;
         unstaged.sort_by(|a, b| a.path.cmp(&b.path));
         if refreshed && wlock.is_some() {
             // Only a cache refresh: losing it (e.g. read-only repository) costs a re-read next time.
@@ -170,14 +166,45 @@ impl Repository {
         Ok((WorktreeStatus { staged, unstaged, untracked }, ds))
     }
 
-    /// [`Repository::current_id`] of each file, read on a few threads (after
-    /// every file was touched, a status reads them all).
-    fn current_ids(&self, files: &[(Vec<u8>, Stat)]) -> RepoResult<Vec<(ObjectId, u64)>> {
+    /// Reads the tracked files whose stat data changed (positions in the
+    /// dirstate's sorted entries, in order): a change of content goes to
+    /// `unstaged`, and the entry of a file that is as recorded gets its new
+    /// stat data. Whether any entry did.
+    fn read_changed(&self, ds: &mut Dirstate, changed: &[(usize, Stat)], unstaged: &mut Vec<Change>) -> RepoResult<bool> {
+        let mut refreshed = false;
+        let read_start = crate::locations::now_ns() as i64;
+        // A slice at a time, so that the ids read wait beside a slice of the
+        // files rather than all of them (after a touch of every file, all).
+        for slice in changed.chunks(1 << 16) {
+            let entries = ds.entries.sorted().unwrap_or_default();
+            let ids = self.current_ids(slice.len(), |k| (entries[slice[k].0].0.as_slice(), &slice[k].1))?;
+            for (&(i, meta), (id, size)) in slice.iter().zip(ids) {
+                let kind = meta.kind().unwrap_or(EntryKind::File);
+                let (path, entry) = &ds.entries.sorted().unwrap_or_default()[i];
+                if id != entry.id || kind != entry.kind {
+                    unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
+                // A file stamped within a clock tick of our read may have been
+                // written again in that tick, unseen by its stat: not recorded
+                // as checked, it is read again next time (as ingest does).
+                } else if meta.mtime_ns.saturating_add(dmv_store::timestamp_granularity().as_nanos() as i64) < read_start {
+                    if let Some(entry) = ds.entries.sorted_value_mut(i) {
+                        *entry = DirEntry::with_stat(kind, id, size, &meta);
+                        refreshed = true;
+                    }
+                }
+            }
+        }
+        Ok(refreshed)
+    }
+
+    /// [`Repository::current_id`] of `count` files (`file(k)` is the k-th),
+    /// read on a few threads.
+    fn current_ids<'f>(&self, count: usize, file: impl Fn(usize) -> (&'f [u8], &'f Stat) + Sync) -> RepoResult<Vec<(ObjectId, u64)>> {
         const RUN: usize = 64;
-        let runs: Vec<Range<usize>> = (0..files.len()).step_by(RUN).map(|start| start..(start + RUN).min(files.len())).collect();
+        let runs: Vec<Range<usize>> = (0..count).step_by(RUN).map(|start| start..(start + RUN).min(count)).collect();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut ids = vec![(ObjectId([0; 32]), 0); files.len()];
-        run_batched(&runs, threads, Batches { items: 256, weight: 16 << 20 }, |i| files[i].1.size, |i, _: &mut ()| self.current_id(&files[i].0, &files[i].1), |i, id| ids[i] = id)?;
+        let mut ids = vec![(ObjectId([0; 32]), 0); count];
+        run_batched(&runs, threads, Batches { items: 256, weight: 16 << 20 }, |k| file(k).1.size, |k, _: &mut ()| self.current_id(file(k).0, file(k).1), |k, id| ids[k] = id)?;
         Ok(ids)
     }
 
@@ -205,6 +232,89 @@ impl Repository {
         let (status, ds) = self.worktree_status()?;
         Ok(current_flat(&status, &ds))
     }
+}
+
+/// The loaded dirstate, which the walk's threads compare the files they
+/// find with, and which of its entries they found.
+struct Sieve {
+    ds: Dirstate,
+    seen: Vec<AtomicU64>,
+}
+
+/// What the walk found that the dirstate does not settle: files it lacks,
+/// and tracked files whose stat data changed (with their position in it).
+#[derive(Default)]
+struct Sifted {
+    untracked: Vec<Vec<u8>>,
+    changed: Vec<(usize, Stat)>,
+}
+
+impl Sifted {
+    fn append(&mut self, mut other: Sifted) {
+        self.untracked.append(&mut other.untracked);
+        self.changed.append(&mut other.changed);
+    }
+}
+
+impl Sieve {
+    fn new(mut ds: Dirstate) -> Sieve {
+        // Positions in one sorted slice name the entries from here on.
+        ds.entries.fold();
+        let seen = (0..ds.entries.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Sieve { ds, seen }
+    }
+
+    fn entries(&self) -> &[(Vec<u8>, DirEntry)] {
+        // Folded in `new`.
+        self.ds.entries.sorted().unwrap_or_default()
+    }
+
+    fn was_seen(&self, i: usize) -> bool {
+        self.seen[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    /// Compares `files` (taken out of the list) with the entries.
+    fn sift(&self, files: &mut Vec<(Vec<u8>, Stat)>) -> Sifted {
+        let entries = self.entries();
+        let mut sifted = Sifted::default();
+        // In path order, a folder's files mostly follow each other among the
+        // entries: each is looked for where the last one was found before
+        // any search (a binary search per file was a fifth of a status).
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut from = 0;
+        for (path, meta) in files.drain(..) {
+            let at = match entries.get(from) {
+                Some((p, _)) if *p == path => Ok(from),
+                _ => match entries[from..].binary_search_by(|(p, _)| p.as_slice().cmp(&path)) {
+                    Ok(i) => Ok(from + i),
+                    Err(i) => Err(from + i),
+                },
+            };
+            match at {
+                Ok(i) => {
+                    from = i + 1;
+                    self.seen[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
+                    if differs(&entries[i].1, &meta, self.ds.written_ns) {
+                        sifted.changed.push((i, meta));
+                    }
+                }
+                Err(i) => {
+                    from = i;
+                    sifted.untracked.push(path);
+                }
+            }
+        }
+        sifted
+    }
+}
+
+/// Whether a tracked file's stat data says it may have changed since its entry was recorded.
+fn differs(entry: &DirEntry, meta: &Stat, written_ns: i64) -> bool {
+    meta.kind() != Some(entry.kind) || !entry.stat_matches(meta, written_ns)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Threads for stat'ing many files: more than cores, as a stat waits now and

@@ -40,26 +40,29 @@ struct Queue {
     error: Option<RepoError>,
 }
 
-/// Every file and symlink under `root` (not ignored) with its lstat, in no
-/// particular order, read by `threads` threads.
-pub(crate) fn walk(root: &Path, threads: usize) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
+/// Files found in one folder, as the walk hands them over.
+pub(crate) type Found = Vec<(Vec<u8>, Stat)>;
+
+/// Every file and symlink under `root` (not ignored) with its lstat, handed
+/// to `sink` folder by folder in no particular order (from any of the
+/// `threads` threads reading folders; it takes what it keeps out of the list).
+pub(crate) fn walk(root: &Path, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
     let queue = Mutex::new(Queue { folders: vec![Folder { rel: Vec::new(), ignores: Arc::default() }], ..Queue::default() });
     let wake = Condvar::new();
-    let found = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
-            s.spawn(|| work(root, &queue, &wake, &found));
+            s.spawn(|| work(root, &queue, &wake, sink));
         }
     });
     let queue = queue.into_inner().unwrap_or_else(|p| p.into_inner());
     match queue.error {
         Some(e) => Err(e),
-        None => Ok(found.into_inner().unwrap_or_else(|p| p.into_inner())),
+        None => Ok(()),
     }
 }
 
 /// One thread: takes folders until none is left and no other thread may add one.
-fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, found: &Mutex<Vec<(Vec<u8>, Stat)>>) {
+fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, sink: &(dyn Fn(&mut Found) + Sync)) {
     let mut files = Vec::new();
     let mut subfolders = Vec::new();
     loop {
@@ -97,8 +100,9 @@ fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, found: &Mutex<Vec<(Ve
         drop(q);
         wake.notify_all();
         // Handed over folder by folder: a list per thread would grow by
-        // doubling beside the shared one (at a million files, ~100 MB more).
-        found.lock().unwrap_or_else(|p| p.into_inner()).append(&mut files);
+        // doubling beside the caller's (at a million files, ~100 MB more).
+        sink(&mut files);
+        files.clear();
     }
 }
 
@@ -125,7 +129,7 @@ fn scan_error(path: &Path, e: impl std::fmt::Display) -> RepoError {
 }
 
 /// Reads one folder: its files into `files`, its folders into `subfolders`.
-fn read_folder(root: &Path, folder: &Folder, files: &mut Vec<(Vec<u8>, Stat)>, subfolders: &mut Vec<Folder>) -> RepoResult<()> {
+fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut Vec<Folder>) -> RepoResult<()> {
     let abs = root.join(OsStr::from_bytes(&folder.rel));
     let entries = match std::fs::read_dir(&abs) {
         Ok(entries) => entries,
@@ -205,8 +209,14 @@ fn is_ignored(ignores: &Ignores, rel: &[u8], is_dir: bool) -> bool {
 mod tests {
     use super::*;
 
+    fn walk_all(root: &Path, threads: usize) -> RepoResult<Found> {
+        let found = Mutex::new(Vec::new());
+        walk(root, threads, &|files| found.lock().unwrap().append(files))?;
+        Ok(found.into_inner().unwrap())
+    }
+
     fn walked(root: &Path) -> Vec<String> {
-        let mut out: Vec<String> = walk(root, 3).unwrap().into_iter().map(|(p, _)| String::from_utf8(p).unwrap()).collect();
+        let mut out: Vec<String> = walk_all(root, 3).unwrap().into_iter().map(|(p, _)| String::from_utf8(p).unwrap()).collect();
         out.sort();
         out
     }
@@ -241,7 +251,7 @@ mod tests {
         std::fs::create_dir_all(root.join("sub/deep/.DMV")).unwrap();
         std::fs::write(root.join("sub/deep/.DMV/g"), "g").unwrap();
         assert_eq!(walked(root), [".dmvignore", ".hidden", "b.txt", "link", "sub/.dmvignore", "sub/deep/e.txt", "sub/keep.tmp"]);
-        let (_, meta) = walk(root, 1).unwrap().into_iter().find(|(p, _)| p == b"link").unwrap();
+        let (_, meta) = walk_all(root, 1).unwrap().into_iter().find(|(p, _)| p == b"link").unwrap();
         assert!(meta.is_symlink());
     }
 
@@ -252,6 +262,6 @@ mod tests {
         std::fs::create_dir_all(root.join("ok")).unwrap();
         std::fs::write(root.join("ok/a"), "a").unwrap();
         std::fs::write(root.join(".dmvignore"), "*.tmp\n[z-a]\n").unwrap();
-        assert!(matches!(walk(root, 2), Err(RepoError::Scan { .. })));
+        assert!(matches!(walk_all(root, 2), Err(RepoError::Scan { .. })));
     }
 }
