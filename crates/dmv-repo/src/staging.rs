@@ -143,21 +143,31 @@ impl Repository {
         }
         let total: u64 = to_ingest.iter().map(|(_, m)| m.size).sum();
         let done = AtomicU64::new(0);
-        // In batches: a result holds a whole stat, too much to keep for a million files at once.
-        for batch in to_ingest.chunks(INGEST_BATCH) {
+        // In batches: a result holds a whole stat, too much to keep for a
+        // million files at once. Each batch is taken off the list in path
+        // order and its paths moved into the dirstate, so the list shrinks
+        // as the dirstate grows (a first add of a million files held both
+        // whole, ~100 MB more).
+        to_ingest.reverse();
+        while !to_ingest.is_empty() {
+            let mut batch = to_ingest.split_off(to_ingest.len().saturating_sub(INGEST_BATCH));
+            batch.reverse();
+            if to_ingest.capacity() > 2 * to_ingest.len() + INGEST_BATCH {
+                to_ingest.shrink_to_fit();
+            }
             let sources = batch.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
             let results = session.ingest(sources, &|n| {
                 let d = done.fetch_add(n, Ordering::Relaxed) + n;
                 progress(d, total);
             })?;
-            for ((path, _), result) in batch.iter().zip(results) {
+            for ((path, _), result) in batch.into_iter().zip(results) {
                 let stored = result?;
                 let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
                 let new = DirEntry::new(kind, stored.id, stored.size, &stored.meta);
-                if ds.entries.get(path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
+                if ds.entries.get(&path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
                     changed += 1;
                 }
-                ds.entries.insert(path.clone(), new);
+                ds.entries.insert(path, new);
             }
         }
         Ok(changed)

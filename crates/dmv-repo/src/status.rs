@@ -156,8 +156,9 @@ impl Repository {
         untracked.sort_unstable();
         changed.sort_unstable_by_key(|(i, _)| *i);
         let mut ds = sieve.ds;
-        let refreshed = self.read_changed(&mut ds, &changed, &mut unstaged)?;
-        unstaged.sort_by(|a, b| a.path.cmp(&b.path));
+        let refreshed = self.read_changed(&mut ds, changed, &mut unstaged)?;
+        // Unstable: no buffer of half the list (paths are unique).
+        unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         if refreshed && wlock.is_some() {
             // Only a cache refresh: losing it (e.g. read-only repository) costs a re-read next time.
             let _ = self.save_dirstate(&ds);
@@ -170,12 +171,15 @@ impl Repository {
     /// dirstate's sorted entries, in order): a change of content goes to
     /// `unstaged`, and the entry of a file that is as recorded gets its new
     /// stat data. Whether any entry did.
-    fn read_changed(&self, ds: &mut Dirstate, changed: &[(usize, Stat)], unstaged: &mut Vec<Change>) -> RepoResult<bool> {
+    fn read_changed(&self, ds: &mut Dirstate, mut changed: Vec<(usize, Stat)>, unstaged: &mut Vec<Change>) -> RepoResult<bool> {
         let mut refreshed = false;
         let read_start = crate::locations::now_ns() as i64;
-        // A slice at a time, so that the ids read wait beside a slice of the
-        // files rather than all of them (after a touch of every file, all).
-        for slice in changed.chunks(1 << 16) {
+        // A slice at a time from the end, each let go once read: the ids
+        // wait beside a slice of the files rather than all of them, and the
+        // list shrinks while the changes found grow (after a change to every
+        // file, both are a million long).
+        while !changed.is_empty() {
+            let slice = &changed[changed.len().saturating_sub(1 << 16)..];
             let entries = ds.entries.sorted().unwrap_or_default();
             let ids = self.current_ids(slice.len(), |k| (entries[slice[k].0].0.as_slice(), &slice[k].1))?;
             for (&(i, meta), (id, size)) in slice.iter().zip(ids) {
@@ -193,6 +197,8 @@ impl Repository {
                     }
                 }
             }
+            changed.truncate(changed.len().saturating_sub(1 << 16));
+            changed.shrink_to_fit();
         }
         Ok(refreshed)
     }
