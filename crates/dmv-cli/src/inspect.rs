@@ -48,17 +48,8 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    let mut changes = dmv_repo::PathChanges::new(&repo, repo_paths(&repo, &a.paths)?);
-    let mut left = a.max_count.unwrap_or(usize::MAX);
-    for info in repo.walk(&[start])? {
+    for info in repo.walk(&[start])?.touching(repo_paths(&repo, &a.paths)?).take(a.max_count.unwrap_or(usize::MAX)) {
         let info = info?;
-        if left == 0 {
-            break;
-        }
-        if !changes.changes(&info)? {
-            continue;
-        }
-        left -= 1;
         let c = &info.commit;
         if a.json {
             json.push(serde_json::json!({

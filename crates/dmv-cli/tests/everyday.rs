@@ -413,6 +413,19 @@ fn log_of_a_path_lists_the_commits_that_changed_it() {
     assert!(subjects(&["--", "never-there"]).is_empty());
     // From a subfolder, paths are relative to it, as in git.
     assert_eq!(dmv(&d.join("shoot"), &["log", "--oneline", "--", "."]).lines().count(), 3);
+    // A merge that took one side's file as it was is not listed for it.
+    dmv(d, &["switch", "-c", "side"]);
+    std::fs::write(d.join("shoot/b.jpg"), "b2").unwrap();
+    dmv(d, &["add", "."]);
+    commit("side b");
+    dmv(d, &["switch", "main"]);
+    std::fs::write(d.join("notes.txt"), "3\n").unwrap();
+    dmv(d, &["add", "."]);
+    commit("notes 3");
+    dmv(d, &["merge", "side"]);
+    assert_eq!(subjects(&["--", "shoot/b.jpg"]), ["side b", "both"]);
+    assert_eq!(subjects(&["--", "notes.txt"]), ["notes 3", "notes", "both"]);
+    assert_eq!(subjects(&[]).len(), 7);
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub use dropping::DataDropped;
 pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use gc::GcPolicy;
-pub use graph::{CommitInfo, CommitWalk, PathChanges};
+pub use graph::{CommitInfo, CommitWalk};
 pub use location_file::LocationSpool;
 pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, Stamp};
 pub use merge::MergeOutcome;

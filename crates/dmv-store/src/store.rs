@@ -303,7 +303,7 @@ impl Store {
 
     pub(crate) fn read_located(&self, loc: &Located) -> StoreResult<Vec<u8>> {
         let (file, loc) = self.open_located(loc)?;
-        pack::read_record(&file, &pack_file_name(&loc.pack), &loc.entry)
+        pack::read_record(&file, pack::PackFileName(&loc.pack), &loc.entry)
     }
 
     /// Reads an object and checks it hashes to its id.
@@ -367,7 +367,7 @@ impl Store {
     pub fn read_stored_unverified(&self, loc: &Located) -> StoreResult<StoredObject> {
         let (file, loc) = self.open_located(loc)?;
         let e = loc.entry;
-        let payload = pack::read_stored_record(&file, &pack_file_name(&loc.pack), &e)?;
+        let payload = pack::read_stored_record(&file, pack::PackFileName(&loc.pack), &e)?;
         Ok(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })
     }
 
