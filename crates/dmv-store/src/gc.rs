@@ -277,7 +277,7 @@ impl Store {
                 if !written.insert(e.id) {
                     continue;
                 }
-                let data = pack::read_record(&file, &pack_file_name(p), &e)?;
+                let data = pack::read_record(&file, pack::PackFileName(p), &e)?;
                 progress(data.len() as u64);
                 let w = match out.as_mut() {
                     Some(w) => w,
