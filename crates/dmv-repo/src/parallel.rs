@@ -38,7 +38,8 @@ where
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::sync_channel::<(Vec<(usize, R)>, Option<E>)>(16);
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        // No more threads than runs: a handful of files is not worth a thread each.
+        for _ in 0..threads.min(runs.len()).max(1) {
             let tx = tx.clone();
             let (next_run, stop, batches, weight, work) = (&next_run, &stop, &batches, &weight, &work);
             scope.spawn(move || {
