@@ -256,26 +256,30 @@ def minio_binary():
     return None
 
 
+# The MinIO scripts/test builds (MinIO publishes no tagged Go module versions).
+MINIO_MODULE = "github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
+
+
 def install_minio(log_path, timeout=1800):
-    """`go install github.com/minio/minio@latest` (about 4 minutes here) unless a
+    """`go install MINIO_MODULE` (about 4 minutes here) unless a
     minio binary exists already. Returns (path, None) or (None, reason)."""
     path = minio_binary()
     if path:
         return path, None
     go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
     if not go:
-        return None, "minio is not installed and there is no go to build it (go install github.com/minio/minio@latest)"
-    print("s3: building MinIO: go install github.com/minio/minio@latest (about 4 minutes)", flush=True)
+        return None, "minio is not installed and there is no go to build it (go install %s)" % MINIO_MODULE
+    print("s3: building MinIO: go install %s (about 4 minutes)" % MINIO_MODULE, flush=True)
     with open(log_path, "wb") as log:
         try:
-            r = subprocess.run([go, "install", "github.com/minio/minio@latest"], stdout=log,
+            r = subprocess.run([go, "install", MINIO_MODULE], stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as e:
-            return None, "go install github.com/minio/minio@latest failed: %s" % e
+            return None, "go install %s failed: %s" % (MINIO_MODULE, e)
     path = minio_binary()
     if r.returncode != 0 or not path:
-        return None, "go install github.com/minio/minio@latest failed (exit %d): %s" % (
-            r.returncode, _read_tail(log_path, 400))
+        return None, "go install %s failed (exit %d): %s" % (
+            MINIO_MODULE, r.returncode, _read_tail(log_path, 400))
     return path, None
 
 

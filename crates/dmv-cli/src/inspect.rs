@@ -20,6 +20,17 @@ pub struct LogArgs {
     /// One line per commit.
     #[arg(long)]
     oneline: bool,
+    /// Each commit as this text, with git's placeholders: %H %h (commit id),
+    /// %T %t (tree), %P %p (parents), %an %ae %ad %at (author), %cn %ce %cd
+    /// %ct (committer), %s (subject), %b (body), %n (newline), %%.
+    #[arg(long, alias = "pretty", value_name = "FORMAT")]
+    format: Option<String>,
+    /// After each commit, the files it changed and their sizes.
+    #[arg(long)]
+    stat: bool,
+    /// After each commit, A, M or D and the path of each file it changed.
+    #[arg(long)]
+    name_status: bool,
     #[arg(long)]
     json: bool,
     /// Only commits that change these paths (files or folders): `dmv log -- PATH...`.
@@ -58,6 +69,8 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 "author": format!("{} <{}>", c.author.name, c.author.email), "time": c.author.time,
                 "message": c.message,
             }));
+        } else if let Some(format) = &a.format {
+            writeln!(out, "{}", format_commit(format.strip_prefix("format:").unwrap_or(format), &info))?;
         } else if a.oneline {
             writeln!(out, "{} {}", info.id.short(), c.message.lines().next().unwrap_or(""))?;
         } else {
@@ -72,6 +85,14 @@ pub fn log(a: LogArgs) -> Result<u8> {
             }
             writeln!(out)?;
         }
+        if !a.json && (a.stat || a.name_status) {
+            let changes = repo.commit_changes(&info.id)?;
+            match a.name_status {
+                true => print_name_status(&mut out, &changes)?,
+                false => print_stat(&mut out, &changes)?,
+            }
+            writeln!(out)?;
+        }
     }
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
@@ -79,10 +100,60 @@ pub fn log(a: LogArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// A commit as `--format` asks, with git's placeholders (an unknown one is kept as written).
+fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
+    let c = &info.commit;
+    let (subject, body) = c.message.split_once('\n').map_or((c.message.as_str(), ""), |(s, b)| (s, b.trim_start_matches('\n')));
+    let ids = |short: bool| c.parents.iter().map(|p| if short { p.short() } else { p.to_hex() }).collect::<Vec<_>>().join(" ");
+    let mut out = String::new();
+    let mut rest = format;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        let two = rest.get(..2).unwrap_or("");
+        let (text, used) = match two {
+            "an" => (c.author.name.clone(), 2),
+            "ae" => (c.author.email.clone(), 2),
+            "ad" => (format_time(c.author.time), 2),
+            "at" => (c.author.time.to_string(), 2),
+            "cn" => (c.committer.name.clone(), 2),
+            "ce" => (c.committer.email.clone(), 2),
+            "cd" => (format_time(c.committer.time), 2),
+            "ct" => (c.committer.time.to_string(), 2),
+            _ => match rest.chars().next() {
+                Some('H') => (info.id.to_hex(), 1),
+                Some('h') => (info.id.short(), 1),
+                Some('T') => (c.tree.to_hex(), 1),
+                Some('t') => (c.tree.short(), 1),
+                Some('P') => (ids(false), 1),
+                Some('p') => (ids(true), 1),
+                Some('s') => (subject.to_string(), 1),
+                Some('b') => (body.to_string(), 1),
+                Some('n') => ("\n".to_string(), 1),
+                Some('%') => ("%".to_string(), 1),
+                _ => ("%".to_string(), 0),
+            },
+        };
+        out.push_str(&text);
+        rest = &rest[used..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[derive(Args)]
 pub struct ShowArgs {
     /// A commit (default HEAD), or REV:PATH to print a file.
     rev: Option<String>,
+    /// The files the commit changed and their sizes (the default).
+    #[arg(long)]
+    stat: bool,
+    /// A, M or D and the path of each file the commit changed.
+    #[arg(long, conflicts_with = "name_only")]
+    name_status: bool,
+    /// Only the paths the commit changed.
+    #[arg(long)]
+    name_only: bool,
 }
 
 pub fn show(a: ShowArgs) -> Result<u8> {
@@ -98,12 +169,17 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         println!("    {line}");
     }
     println!();
-    let new = flatten(&repo.store, &c.tree)?;
-    let old = match c.parents.first() {
-        Some(p) => flatten(&repo.store, &repo.commit(p)?.tree)?,
-        None => FlatTree::new(),
-    };
-    print_stat(&diff_flat(&old, &new))?;
+    let changes = repo.commit_changes(&id)?;
+    let mut out = std::io::stdout().lock();
+    if a.name_status {
+        print_name_status(&mut out, &changes)?;
+    } else if a.name_only {
+        for c in &changes {
+            writeln!(out, "{}", show_path(&c.path))?;
+        }
+    } else {
+        print_stat(&mut out, &changes)?;
+    }
     Ok(0)
 }
 
@@ -151,15 +227,13 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&changes)?);
     } else if a.name_status {
-        for c in &changes {
-            println!("{}\t{}", c.kind.letter(), show_path(&c.path));
-        }
+        print_name_status(&mut std::io::stdout().lock(), &changes)?;
     } else if a.name_only {
         for c in &changes {
             println!("{}", show_path(&c.path));
         }
     } else {
-        print_stat(&changes)?;
+        print_stat(&mut std::io::stdout().lock(), &changes)?;
     }
     Ok(0)
 }
@@ -171,8 +245,14 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
     })
 }
 
-fn print_stat(changes: &[Change]) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+fn print_name_status(out: &mut impl Write, changes: &[Change]) -> Result<()> {
+    for c in changes {
+        writeln!(out, "{}\t{}", c.kind.letter(), show_path(&c.path))?;
+    }
+    Ok(())
+}
+
+fn print_stat(out: &mut impl Write, changes: &[Change]) -> Result<()> {
     let width = changes.iter().map(|c| show_path(&c.path).chars().count()).max().unwrap_or(0);
     for c in changes {
         let before = c.old.map(|e| e.size).unwrap_or(0);

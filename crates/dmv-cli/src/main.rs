@@ -14,7 +14,7 @@ mod work;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "dmv", version, about = "Distributed Media Versioning: version control for large files and many files")]
@@ -42,6 +42,8 @@ enum Command {
     Commit(work::CommitArgs),
     /// Restore working-tree files, or unstage them with --staged.
     Restore(work::RestoreArgs),
+    /// Move HEAD (and the current branch) to another commit.
+    Reset(work::ResetArgs),
     /// List, create, delete or rename branches.
     Branch(work::BranchArgs),
     /// Switch to a branch.
@@ -106,6 +108,10 @@ enum Command {
     Drop(partial::DropArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
+    /// Print the completion script of a shell: `dmv completions bash > ~/.local/share/bash-completion/completions/dmv`.
+    Completions { shell: clap_complete::Shell },
+    /// Write man pages (dmv.1 and dmv-COMMAND.1 for each command) into a folder.
+    Manpages { folder: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -140,6 +146,7 @@ fn main() -> ExitCode {
         Command::Mv(a) => work::mv(a),
         Command::Commit(a) => work::commit(a),
         Command::Restore(a) => work::restore(a),
+        Command::Reset(a) => work::reset(a),
         Command::Branch(a) => work::branch(a),
         Command::Switch(a) => work::switch(a),
         Command::Checkout(a) => work::checkout(a),
@@ -172,6 +179,11 @@ fn main() -> ExitCode {
         Command::Replica(a) => partial::replica(a),
         Command::Drop(a) => partial::drop(a),
         Command::Demo(a) => demo::run(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "dmv", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Manpages { folder } => write_manpages(&folder),
     };
     if std::env::var_os("DMV_TRACE").is_some() {
         eprintln!("trace: content-files-opened {}", dmv_repo::store::trace::content_files_opened());
@@ -268,6 +280,24 @@ fn mount_point(path: &std::path::Path) -> std::path::PathBuf {
     at
 }
 
+/// Man pages made from the same definition as `--help`.
+fn write_manpages(dir: &std::path::Path) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(dir)?;
+    let write = |name: &str, cmd: clap::Command| -> anyhow::Result<()> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut page)?;
+        std::fs::write(dir.join(format!("{name}.1")), page)?;
+        Ok(())
+    };
+    let dmv = Cli::command();
+    for sub in dmv.get_subcommands() {
+        let name = format!("dmv-{}", sub.get_name());
+        write(&name, sub.clone().name(name.clone()))?;
+    }
+    write("dmv", dmv)?;
+    Ok(0)
+}
+
 fn talks_to_peers(c: &Command) -> bool {
     matches!(
         c,
@@ -293,6 +323,7 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Mv(_)
             | Command::Commit(_)
             | Command::Restore(_)
+            | Command::Reset(_)
             | Command::Switch(_)
             | Command::Checkout(_)
             | Command::Pull(_)

@@ -62,14 +62,22 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
     let staged: Vec<_> = st.staged.iter().filter(|c| !conflicts.iter().any(|u| u.path == c.path)).collect();
     if a.short {
-        for u in conflicts {
-            println!("{} {}", u.code, show_path(&u.path));
-        }
+        // As git's: one line per path in path order, its staged and
+        // unstaged letters side by side (`MM`), untracked files after.
+        let mut codes: std::collections::BTreeMap<&[u8], String> = std::collections::BTreeMap::new();
         for c in &staged {
-            println!("{}  {}", c.kind.letter(), show_path(&c.path));
+            codes.insert(&c.path, format!("{} ", c.kind.letter()));
         }
         for c in &st.unstaged {
-            println!(" {} {}", c.kind.letter(), show_path(&c.path));
+            let code = codes.entry(&c.path).or_insert_with(|| " ".into());
+            code.truncate(1);
+            code.push(c.kind.letter());
+        }
+        for u in conflicts {
+            codes.insert(&u.path, u.code.to_string());
+        }
+        for (path, code) in codes {
+            println!("{code} {}", show_path(path));
         }
         for p in &st.untracked {
             println!("?? {}", show_path(p));
@@ -176,12 +184,69 @@ pub struct CommitArgs {
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
+    /// Replace the last commit (same parents and author) with one of what is
+    /// staged now; its message is kept unless -m gives another.
+    #[arg(long)]
+    amend: bool,
+}
+
+/// HEAD's branch as a commit's first line names it.
+fn branch_label(repo: &dmv_repo::Repository) -> Result<String> {
+    Ok(match repo.head()? {
+        Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+        Head::Detached(_) => "detached HEAD".into(),
+    })
+}
+
+#[derive(Args)]
+pub struct ResetArgs {
+    /// Move HEAD only: what is staged and the files stay.
+    #[arg(long, conflicts_with_all = ["mixed", "hard"])]
+    soft: bool,
+    /// Move HEAD and make the staging area the commit's; the files stay (the default).
+    #[arg(long, conflicts_with = "hard")]
+    mixed: bool,
+    /// Move HEAD and make the staging area and the tracked files the
+    /// commit's: uncommitted changes to tracked files are lost (untracked
+    /// files stay).
+    #[arg(long)]
+    hard: bool,
+    /// The commit to move to (default HEAD).
+    rev: Option<String>,
+}
+
+pub fn reset(a: ResetArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let target = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    let mode = match (a.soft, a.hard) {
+        (true, _) => dmv_repo::ResetMode::Soft,
+        (_, true) => dmv_repo::ResetMode::Hard,
+        _ => dmv_repo::ResetMode::Mixed,
+    };
+    let p = Progress::new("checking out");
+    repo.reset(target, mode, &|d, t| p.update(d, t))?;
+    if a.hard {
+        println!("HEAD is now at {} {}", target.short(), repo.commit(&target)?.message.lines().next().unwrap_or(""));
+    }
+    Ok(0)
 }
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.
     let _wlock = repo.lock_worktree()?;
+    if a.amend {
+        if a.all {
+            let p = Progress::new("adding");
+            repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
+        }
+        let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+        let id = repo.commit_amend(message.as_deref())?;
+        if !a.quiet {
+            println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+        }
+        return Ok(0);
+    }
     let message = match (a.message.is_empty(), repo.merge_state()?) {
         (false, _) => a.message.join("\n\n"),
         (true, Some(m)) => format!("Merge {}", m.label),
@@ -197,10 +262,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     };
     match committed {
         Some(id) => {
-            let branch = match repo.head()? {
-                Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
-                Head::Detached(_) => "detached HEAD".into(),
-            };
+            let branch = branch_label(&repo)?;
             let root = if parent.is_none() { " (root-commit)" } else { "" };
             if !a.quiet {
                 println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
@@ -252,6 +314,12 @@ pub struct BranchArgs {
     /// Rename: `branch -m OLD NEW`.
     #[arg(short = 'm', long = "move")]
     rename: bool,
+    /// List the remote-tracking branches too.
+    #[arg(short = 'a', long = "all")]
+    all: bool,
+    /// With each branch, its commit and that commit's subject.
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    verbose: u8,
     #[arg(long)]
     json: bool,
 }
@@ -276,17 +344,25 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
     match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
             let current = current_branch(&repo)?;
-            let list = repo.refs.list("refs/heads/")?;
+            let mut list = repo.refs.list("refs/heads/")?;
+            if a.all {
+                list.extend(repo.refs.list("refs/remotes/")?);
+            }
             if a.json {
                 let v: Vec<_> = list
                     .iter()
-                    .map(|(n, id)| serde_json::json!({"name": n.trim_start_matches("refs/heads/"), "id": id.to_hex(), "current": Some(n) == current.as_ref()}))
+                    .map(|(n, id)| serde_json::json!({"name": n.strip_prefix("refs/heads/").unwrap_or(n), "id": id.to_hex(), "current": Some(n) == current.as_ref()}))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                for (name, _) in list {
-                    let mark = if Some(&name) == current.as_ref() { "*" } else { " " };
-                    println!("{mark} {}", name.trim_start_matches("refs/heads/"));
+                let shown = |n: &str| n.strip_prefix("refs/heads/").map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string);
+                let width = list.iter().map(|(n, _)| shown(n).chars().count()).max().unwrap_or(0);
+                for (name, id) in &list {
+                    let mark = if Some(name) == current.as_ref() { "*" } else { " " };
+                    match a.verbose {
+                        0 => println!("{mark} {}", shown(name)),
+                        _ => println!("{mark} {:<width$} {} {}", shown(name), id.short(), repo.commit(id)?.message.lines().next().unwrap_or("")),
+                    }
                 }
             }
         }
@@ -317,7 +393,20 @@ pub struct SwitchArgs {
 
 fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
     let full = format!("refs/heads/{name}");
-    repo.refs.get(&full)?.ok_or_else(|| anyhow!("no branch named '{name}'"))?;
+    if repo.refs.get(&full)?.is_none() {
+        // As git: a branch only one remote has is made here from its remote-tracking branch.
+        match repo.remote_branches_named(name)?.as_slice() {
+            [] => bail!("no branch named '{name}'"),
+            [(remote_ref, id)] => {
+                repo.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
+                eprintln!("Branch '{name}' made from '{}'.", remote_ref.trim_start_matches("refs/remotes/"));
+            }
+            several => {
+                let names: Vec<&str> = several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/")).collect();
+                bail!("'{name}' is a branch of several remotes ({}): name one, as in dmv switch -c {name} {}", names.join(", "), names[0]);
+            }
+        }
+    }
     let p = Progress::new("checkout");
     repo.switch_to(&Head::Branch(full), &|d, t| p.update(d, t))?;
     eprintln!("Switched to branch '{name}'");

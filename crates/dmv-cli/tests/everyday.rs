@@ -33,6 +33,11 @@ fn add_commit_status_log_show_cat_round_trip() {
     assert!(st.contains(" M photos/raw/a.cr3"), "{st}");
     let ns = dmv(d, &["diff", "--name-status", "HEAD"]);
     assert_eq!(ns.trim(), "M\tphotos/raw/a.cr3");
+    // As git's short status: path order, staged and unstaged letters on one line.
+    dmv(d, &["add", "photos"]);
+    write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 3);
+    std::fs::write(d.join("notes.txt"), "hello again\n").unwrap();
+    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\nMM photos/raw/a.cr3\n");
     dmv(d, &["commit", "-a", "-m", "second"]);
     let log = dmv(d, &["log", "--oneline"]);
     assert_eq!(log.lines().count(), 2);
@@ -43,7 +48,7 @@ fn add_commit_status_log_show_cat_round_trip() {
     let stat = dmv(d, &["diff", "--stat", "HEAD~1", "HEAD"]);
     assert!(stat.contains("photos/raw/a.cr3 | Bin 3000000 -> 3000000 bytes"), "{stat}");
     let show = dmv(d, &["show"]);
-    assert!(show.contains("second") && show.contains("1 files changed"), "{show}");
+    assert!(show.contains("second") && show.contains("2 files changed"), "{show}");
     let old = dmv_out(d, &["cat", "HEAD~1:photos/raw/a.cr3"]).stdout;
     let mut expected = vec![0u8; 3_000_000];
     Noise::new(1).fill(&mut expected);
@@ -462,7 +467,7 @@ fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
     dmv(d, &["add", "b.txt"]);
     let status = |d: &std::path::Path| String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
     let before = status(d);
-    assert_eq!(before, "M  b.txt\n M a.txt\n");
+    assert_eq!(before, " M a.txt\nM  b.txt\n");
     for args in [&["switch", "-c", "feature"][..], &["checkout", "-b", "other"][..]] {
         dmv(d, args);
         assert_eq!(status(d), before, "{args:?} kept the changes, staged and not");
@@ -473,4 +478,62 @@ fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
     assert_eq!(dmv_out(d, &["rev-parse", "main"]).stdout, main, "main did not move");
     dmv(d, &["switch", "main"]);
     assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "one");
+}
+
+#[test]
+fn reset_amend_show_and_log_format_work_as_in_git() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("shoot")).unwrap();
+    std::fs::write(d.join("shoot/a.jpg"), "a1").unwrap();
+    std::fs::write(d.join("notes.txt"), "n1").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    std::fs::write(d.join("shoot/a.jpg"), "a2").unwrap();
+    dmv(d, &["commit", "-a", "-m", "seccond"]);
+    // --amend: same parent, new message, the staged tree.
+    std::fs::write(d.join("shoot/b.jpg"), "b").unwrap();
+    dmv(d, &["add", "shoot/b.jpg"]);
+    dmv(d, &["commit", "-q", "--amend", "-m", "second"]);
+    assert_eq!(dmv(d, &["log", "--format=%s"]), "second\nfirst\n");
+    let head = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
+    let parent = dmv(d, &["rev-parse", "HEAD~1"]).trim().to_string();
+    assert_eq!(dmv(d, &["log", "-n", "1", "--format", "%H %P|%h|%an <%ae>|%%"]), format!("{head} {parent}|{}|Test <test@example.com>|%\n", &head[..12]));
+    assert_eq!(dmv(d, &["show", "--name-status"]).lines().filter(|l| l.contains('\t')).collect::<Vec<_>>(), ["M\tshoot/a.jpg", "A\tshoot/b.jpg"]);
+    assert_eq!(dmv(d, &["log", "--format=%s", "--name-status", "-n", "1"]), "second\nM\tshoot/a.jpg\nA\tshoot/b.jpg\n\n");
+
+    // --soft: HEAD moves, the change stays staged.
+    dmv(d, &["reset", "--soft", "HEAD~1"]);
+    assert_eq!(dmv(d, &["log", "--format=%s"]), "first\n");
+    assert_eq!(dmv(d, &["status", "--short"]), "M  shoot/a.jpg\nA  shoot/b.jpg\n");
+    // --mixed (the default): unstaged, the files as they were.
+    dmv(d, &["reset"]);
+    assert_eq!(dmv(d, &["status", "--short"]), " M shoot/a.jpg\n?? shoot/b.jpg\n");
+    assert_eq!(std::fs::read(d.join("shoot/a.jpg")).unwrap(), b"a2");
+    // --hard: the tracked files as the commit has them; untracked ones stay.
+    dmv(d, &["add", "shoot/b.jpg"]);
+    std::fs::write(d.join("notes.txt"), "edited").unwrap();
+    std::fs::write(d.join("loose.txt"), "x").unwrap();
+    let out = dmv(d, &["reset", "--hard"]);
+    assert!(out.starts_with("HEAD is now at"), "{out}");
+    assert_eq!(std::fs::read(d.join("shoot/a.jpg")).unwrap(), b"a1");
+    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"n1");
+    assert!(!d.join("shoot/b.jpg").exists());
+    assert_eq!(dmv(d, &["status", "--short"]), "?? loose.txt\n");
+    // Back to the amended commit: it is still in the store.
+    dmv(d, &["reset", "--hard", &head]);
+    assert_eq!(std::fs::read(d.join("shoot/b.jpg")).unwrap(), b"b");
+    assert_eq!(dmv(d, &["status", "--short"]), "?? loose.txt\n");
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_command_definitions() {
+    let top = tempfile::tempdir().unwrap();
+    let bash = dmv(top.path(), &["completions", "bash"]);
+    assert!(bash.contains("_dmv") && bash.contains("reset") && bash.contains("--amend"), "{}", &bash[..bash.len().min(400)]);
+    assert!(dmv(top.path(), &["completions", "zsh"]).contains("#compdef dmv"));
+    dmv(top.path(), &["manpages", "man"]);
+    let page = std::fs::read_to_string(top.path().join("man/dmv-commit.1")).unwrap();
+    assert!(page.contains(".TH dmv-commit") && page.contains("amend"), "{page}");
+    assert!(top.path().join("man/dmv.1").exists());
 }

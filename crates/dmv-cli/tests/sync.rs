@@ -624,3 +624,26 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
     assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), hub, "nothing pushed");
     fsck_clean(&t.join("hub"));
 }
+
+#[test]
+fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("notes.txt"), "day one\n").unwrap();
+    commit_all(&a, "day one");
+    dmv(&a, &["switch", "-c", "incoming"]);
+    std::fs::write(a.join("card.jpg"), "from the card").unwrap();
+    commit_all(&a, "from the card");
+    dmv(t, &["clone", "a", "b"]);
+    let b = t.join("b");
+    assert_eq!(dmv(&b, &["branch"]).lines().count(), 1, "only the clone's own branch");
+    let all = dmv(&b, &["branch", "-a", "-v"]);
+    assert!(all.contains("remotes/origin/incoming") && all.contains("from the card"), "{all}");
+    dmv(&b, &["switch", "incoming"]);
+    assert_eq!(head_of(&b, "refs/heads/incoming"), head_of(&a, "refs/heads/incoming"));
+    assert_eq!(std::fs::read(b.join("card.jpg")).unwrap(), b"from the card");
+    let none = dmv_out(&b, &["switch", "nowhere"]);
+    assert!(!none.status.success() && stderr(&none).contains("no branch named 'nowhere'"), "{}", stderr(&none));
+}

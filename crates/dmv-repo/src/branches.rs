@@ -10,6 +10,15 @@ use crate::RepoError;
 use crate::RepoResult;
 
 impl Repository {
+    /// The remote-tracking branches named `name` on any remote
+    /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
+    /// a remote has so far.
+    pub fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
+        let mut found = self.refs.list("refs/remotes/")?;
+        found.retain(|(full, _)| full.strip_prefix("refs/remotes/").and_then(|rest| rest.split_once('/')).is_some_and(|(_, branch)| branch == name));
+        Ok(found)
+    }
+
     /// The full name of the branch HEAD is on, if any.
     fn checked_out_branch(&self) -> RepoResult<Option<String>> {
         Ok(match self.head()? {

@@ -27,7 +27,11 @@ pub struct CommitInfo {
 /// [`CommitWalk::touching`], only those that change some paths.
 pub struct CommitWalk<'r> {
     repo: &'r Repository,
-    heap: BinaryHeap<(i64, ObjectId)>,
+    /// Newest committer time first; among equal times (commits made within
+    /// one second) the one queued first, so a child comes before its parents
+    /// as in git (ordering ties by id could put a parent first).
+    heap: BinaryHeap<(i64, std::cmp::Reverse<u64>, ObjectId)>,
+    queued_count: u64,
     seen: HashSet<ObjectId>,
     /// The commits in `heap`, read when they were queued: each commit is read once.
     queued: HashMap<ObjectId, Commit>,
@@ -36,7 +40,7 @@ pub struct CommitWalk<'r> {
 
 impl<'r> CommitWalk<'r> {
     fn new(repo: &'r Repository, starts: &[ObjectId], hidden: HashSet<ObjectId>) -> RepoResult<CommitWalk<'r>> {
-        let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), seen: hidden, queued: HashMap::new(), paths: None };
+        let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), queued_count: 0, seen: hidden, queued: HashMap::new(), paths: None };
         for s in starts {
             walk.push(*s)?;
         }
@@ -53,14 +57,15 @@ impl<'r> CommitWalk<'r> {
     fn push(&mut self, id: ObjectId) -> RepoResult<()> {
         if self.seen.insert(id) {
             let c = self.repo.commit(&id)?;
-            self.heap.push((c.committer.time, id));
+            self.heap.push((c.committer.time, std::cmp::Reverse(self.queued_count), id));
+            self.queued_count += 1;
             self.queued.insert(id, c);
         }
         Ok(())
     }
 
     fn step(&mut self) -> Option<RepoResult<CommitInfo>> {
-        let (_, id) = self.heap.pop()?;
+        let (_, _, id) = self.heap.pop()?;
         let commit = match self.queued.remove(&id).map_or_else(|| self.repo.commit(&id), Ok) {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),

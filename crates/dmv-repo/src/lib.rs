@@ -4,9 +4,9 @@
 //! Files, bottom up (a file only uses files listed before it):
 //! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
 //! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
-//! `locations`, `availability`; the
+//! `locations`, `availability`, `tree_diff`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
-//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; on
+//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`; on
 //! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
@@ -35,6 +35,7 @@ mod paths;
 mod refs;
 mod repo;
 mod requires;
+mod reset;
 mod resolve;
 mod seal;
 mod slice;
@@ -42,6 +43,7 @@ mod staging;
 mod status;
 mod three_way;
 pub mod tree;
+mod tree_diff;
 mod walk;
 mod wlock;
 
@@ -63,11 +65,13 @@ pub use pathmap::PathMap;
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repo::Repository;
 pub use requires::REQUIREMENTS;
+pub use reset::ResetMode;
 pub use resolve::{Resolution, Resolved};
 pub use slice::{BadSlice, PathFilter, Slice};
 pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
+pub use tree_diff::diff_trees;
 pub use wlock::{WorktreeGuard, WorktreeLock};
 
 pub use dmv_store as store;

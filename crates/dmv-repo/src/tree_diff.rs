@@ -1,0 +1,124 @@
+//! The changes between two trees, reading only the folders that differ: what
+//! `show` and `log --stat` list for a commit, at a cost that follows the
+//! change rather than the size of the tree (a commit of one file in a tree
+//! of a million reads the folders on that file's path, not a million
+//! entries twice).
+
+use dmv_store::object::{EntryKind, TreeEntry};
+use dmv_store::{ObjectId, Store};
+
+use crate::tree::{read_dir, Change, ChangeKind, FlatEntry};
+use crate::{RepoResult, Repository};
+
+/// Every file or symlink that differs between `old` and `new` (None: an
+/// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
+pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
+    let mut out = Vec::new();
+    diff_folder(store, &mut Vec::new(), old, new, &mut out)?;
+    // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn diff_folder(store: &Store, prefix: &mut Vec<u8>, old: Option<&ObjectId>, new: Option<&ObjectId>, out: &mut Vec<Change>) -> RepoResult<()> {
+    if old == new {
+        return Ok(());
+    }
+    let entries = |tree: Option<&ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(store, t));
+    let (mut olds, mut news) = (entries(old)?.into_iter().peekable(), entries(new)?.into_iter().peekable());
+    loop {
+        let (o, n) = match (olds.peek(), news.peek()) {
+            (None, None) => break,
+            (Some(a), Some(b)) if a.name == b.name => (olds.next(), news.next()),
+            (Some(a), Some(b)) if a.name < b.name => (olds.next(), None),
+            (Some(_), None) => (olds.next(), None),
+            _ => (None, news.next()),
+        };
+        let Some(name) = o.as_ref().or(n.as_ref()).map(|e| e.name.clone()) else { break };
+        let len = prefix.len();
+        if !prefix.is_empty() {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(&name);
+        let (old_file, new_file) = (file(&o), file(&n));
+        if old_file.map(|e| (e.kind, e.id)) != new_file.map(|e| (e.kind, e.id)) {
+            let kind = match (old_file, new_file) {
+                (None, _) => ChangeKind::Added,
+                (_, None) => ChangeKind::Deleted,
+                _ => ChangeKind::Modified,
+            };
+            out.push(Change { path: prefix.clone(), kind, old: old_file, new: new_file });
+        }
+        let (old_dir, new_dir) = (folder(&o), folder(&n));
+        if old_dir.is_some() || new_dir.is_some() {
+            diff_folder(store, prefix, old_dir.as_ref(), new_dir.as_ref(), out)?;
+        }
+        prefix.truncate(len);
+    }
+    Ok(())
+}
+
+fn file(e: &Option<TreeEntry>) -> Option<FlatEntry> {
+    e.as_ref().filter(|e| e.kind != EntryKind::Dir).map(|e| FlatEntry { kind: e.kind, id: e.id, size: e.size })
+}
+
+fn folder(e: &Option<TreeEntry>) -> Option<ObjectId> {
+    e.as_ref().filter(|e| e.kind == EntryKind::Dir).map(|e| e.id)
+}
+
+impl Repository {
+    /// What a commit changed: its tree against its first parent's (against
+    /// an empty tree for a root commit), as `git show` lists it.
+    pub fn commit_changes(&self, id: &ObjectId) -> RepoResult<Vec<Change>> {
+        let commit = self.commit(id)?;
+        let parent_tree = match commit.parents.first() {
+            Some(p) => Some(self.commit(p)?.tree),
+            None => None,
+        };
+        diff_trees(&self.store, parent_tree.as_ref(), Some(&commit.tree))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{build, diff_flat, flatten};
+    use proptest::prelude::*;
+
+    fn tree_of(store: &Store, files: &std::collections::BTreeMap<Vec<u8>, u8>) -> ObjectId {
+        let mut session = store.begin_write().unwrap();
+        let flat: Vec<(Vec<u8>, FlatEntry)> = files.iter().map(|(p, v)| (p.clone(), FlatEntry { kind: EntryKind::File, id: ObjectId([*v; 32]), size: *v as u64 })).collect();
+        let id = build(&mut session, flat.iter().map(|(p, e)| (p.as_slice(), *e))).unwrap();
+        session.finish().unwrap();
+        id
+    }
+
+    fn paths() -> impl Strategy<Value = std::collections::BTreeMap<Vec<u8>, u8>> {
+        // Few names, so that folders and files share them (`a`, `a/b`, `a.b`).
+        let part = prop::sample::select(vec![&b"a"[..], b"b", b"a.b", b"c"]);
+        let path = prop::collection::vec(part, 1..4).prop_map(|parts| parts.join(&b'/'));
+        prop::collection::btree_map(path, 1u8..4, 0..12)
+    }
+
+    /// A map of paths where no path is also a folder of another (as a tree holds them).
+    fn as_tree(mut files: std::collections::BTreeMap<Vec<u8>, u8>) -> std::collections::BTreeMap<Vec<u8>, u8> {
+        let all: Vec<Vec<u8>> = files.keys().cloned().collect();
+        files.retain(|p, _| !all.iter().any(|q| q.len() > p.len() && q.starts_with(p) && q[p.len()] == b'/'));
+        files
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn the_tree_diff_is_the_flat_diff(old in paths(), new in paths()) {
+            let dir = tempfile::tempdir().unwrap();
+            Store::create(dir.path()).unwrap();
+            let store = Store::open(dir.path(), dmv_store::ChunkParams::default(), 64 << 20).unwrap();
+            let (old, new) = (tree_of(&store, &as_tree(old)), tree_of(&store, &as_tree(new)));
+            let expected = diff_flat(&flatten(&store, &old).unwrap(), &flatten(&store, &new).unwrap());
+            let got = diff_trees(&store, Some(&old), Some(&new)).unwrap();
+            let show = |c: &[Change]| c.iter().map(|c| (c.path.clone(), c.kind, c.old, c.new)).collect::<Vec<_>>();
+            prop_assert_eq!(show(&got), show(&expected));
+        }
+    }
+}
