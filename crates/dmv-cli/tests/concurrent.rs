@@ -80,6 +80,29 @@ fn gc_during_commit_all_keeps_the_new_commit() {
 }
 
 #[test]
+fn gc_during_commit_amend_keeps_the_new_commit_and_drops_nothing_in_use() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("a.txt"), 4 << 20, 3);
+    dmv(d, &["commit", "-a", "-m", "edit"]);
+    write_noise(&d.join("b.raw"), 3 << 20, 4);
+    dmv(d, &["add", "b.raw"]);
+    let mut amend = dmv_cmd(d);
+    amend.args(["commit", "--amend", "-m", "edit, with b"]);
+    ok(&gc_while_paused(d, Paused::start(amend, "commit-before-ref")));
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["log", "--format=%s"]), "edit, with b\na\n");
+    assert!(cat(d, "HEAD:b.raw") == std::fs::read(d.join("b.raw")).unwrap());
+    assert!(cat(d, "HEAD:a.txt") == std::fs::read(d.join("a.txt")).unwrap());
+    // A reset --hard back past it, then gc: only what no ref or reflog keeps goes.
+    dmv(d, &["reset", "--hard", "HEAD~1"]);
+    assert!(!d.join("b.raw").exists());
+    dmv(d, &["gc"]);
+    fsck_clean(d);
+    assert_eq!(cat(d, "HEAD:a.txt"), b"a\n");
+}
+
+#[test]
 fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     let repo = repo_with_one_commit();
     let d = repo.path();

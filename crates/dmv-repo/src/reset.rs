@@ -61,6 +61,7 @@ impl Repository {
         let commit = Commit { tree, parents: old.parents, author: old.author, committer: self.identity(), message };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
+        dmv_store::failpoint("commit-before-ref");
         self.advance_head(Some(head), id, &format!("commit (amend): {}", commit.message.lines().next().unwrap_or("")))?;
         self.mark_tree(&ds, tree);
         Ok(id)
