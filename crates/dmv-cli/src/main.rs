@@ -44,6 +44,8 @@ enum Command {
     Restore(work::RestoreArgs),
     /// Move HEAD (and the current branch) to another commit.
     Reset(work::ResetArgs),
+    /// Commit the undoing of an earlier commit.
+    Revert(work::RevertArgs),
     /// List, create, delete or rename branches.
     Branch(work::BranchArgs),
     /// Switch to a branch.
@@ -147,6 +149,7 @@ fn main() -> ExitCode {
         Command::Commit(a) => work::commit(a),
         Command::Restore(a) => work::restore(a),
         Command::Reset(a) => work::reset(a),
+        Command::Revert(a) => work::revert(a),
         Command::Branch(a) => work::branch(a),
         Command::Switch(a) => work::switch(a),
         Command::Checkout(a) => work::checkout(a),
@@ -324,6 +327,7 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Commit(_)
             | Command::Restore(_)
             | Command::Reset(_)
+            | Command::Revert(_)
             | Command::Switch(_)
             | Command::Checkout(_)
             | Command::Pull(_)

@@ -231,6 +231,21 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
     Ok(0)
 }
 
+#[derive(Args)]
+pub struct RevertArgs {
+    /// The commit whose changes a new commit on HEAD undoes.
+    rev: String,
+}
+
+pub fn revert(a: RevertArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let target = repo.resolve(&a.rev)?;
+    let p = Progress::new("checking out");
+    let id = repo.revert(target, &|d, t| p.update(d, t))?;
+    println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+    Ok(0)
+}
+
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.

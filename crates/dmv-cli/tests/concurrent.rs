@@ -103,6 +103,25 @@ fn gc_during_commit_amend_keeps_the_new_commit_and_drops_nothing_in_use() {
 }
 
 #[test]
+fn gc_during_a_revert_keeps_the_new_tree_and_commit() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("b.raw"), 3 << 20, 5);
+    dmv(d, &["add", "b.raw"]);
+    dmv(d, &["commit", "-m", "add b"]);
+    std::fs::write(d.join("a.txt"), "a, later\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "edit a"]);
+    let mut revert = dmv_cmd(d);
+    revert.args(["revert", "HEAD~1"]);
+    ok(&gc_while_paused(d, Paused::start(revert, "commit-before-ref")));
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["log", "--format=%s", "-n", "1"]), "Revert \"add b\"\n");
+    assert!(!d.join("b.raw").exists());
+    assert_eq!(cat(d, "HEAD:a.txt"), b"a, later\n");
+    assert!(dmv_out(d, &["cat", "HEAD:b.raw"]).status.code() != Some(0));
+}
+
+#[test]
 fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     let repo = repo_with_one_commit();
     let d = repo.path();

@@ -537,3 +537,38 @@ fn completions_and_man_pages_come_from_the_command_definitions() {
     assert!(page.contains(".TH dmv-commit") && page.contains("amend"), "{page}");
     assert!(top.path().join("man/dmv.1").exists());
 }
+
+#[test]
+fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.jpg"), "a1").unwrap();
+    std::fs::write(d.join("b.jpg"), "b1").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    std::fs::write(d.join("a.jpg"), "a2").unwrap();
+    std::fs::write(d.join("c.jpg"), "c").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "retouch a, add c"]);
+    std::fs::write(d.join("b.jpg"), "b2").unwrap();
+    dmv(d, &["commit", "-a", "-m", "retouch b"]);
+    let out = dmv(d, &["revert", "HEAD~1"]);
+    assert!(out.contains("Revert \"retouch a, add c\""), "{out}");
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
+    assert!(!d.join("c.jpg").exists());
+    assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b2", "a later commit's change stays");
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 4);
+    // A path changed again since: refused, nothing changed.
+    std::fs::write(d.join("b.jpg"), "b3").unwrap();
+    dmv(d, &["commit", "-a", "-m", "retouch b again"]);
+    let head = dmv(d, &["rev-parse", "HEAD"]);
+    let out = dmv_out(d, &["revert", "HEAD~2"]);
+    let line = common::remote::one_line_error(&out);
+    assert!(line.contains("b.jpg was changed since"), "{line}");
+    assert_eq!(dmv(d, &["rev-parse", "HEAD"]), head);
+    assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b3");
+    // Uncommitted changes: refused.
+    std::fs::write(d.join("a.jpg"), "dirty").unwrap();
+    assert!(common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD"])).contains("uncommitted changes"));
+}

@@ -105,6 +105,11 @@ pub enum RepoError {
     UnresolvedConflicts { paths: Vec<String> },
     #[error("there is no merge in progress")]
     NoMergeInProgress,
+    /// `revert`: what the reverted commit changed was changed again since, at `path`.
+    #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand with `dmv restore --source`)")]
+    RevertConflict { commit: String, path: String },
+    #[error("cannot revert {commit}: it is a merge, and which side to keep is not known")]
+    RevertMerge { commit: String },
     #[error("there is no merge to abort")]
     NoMergeToAbort,
     #[error("{path} is not in conflict")]

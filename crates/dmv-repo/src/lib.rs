@@ -6,7 +6,7 @@
 //! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
 //! `locations`, `availability`, `tree_diff`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
-//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`; on
+//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`; on
 //! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
@@ -37,6 +37,7 @@ mod repo;
 mod requires;
 mod reset;
 mod resolve;
+mod revert;
 mod seal;
 mod slice;
 mod staging;
