@@ -46,6 +46,8 @@ enum Command {
     Reset(work::ResetArgs),
     /// Commit the undoing of an earlier commit.
     Revert(work::RevertArgs),
+    /// Delete untracked files (-n to list them, -f to delete).
+    Clean(work::CleanArgs),
     /// List, create, delete or rename branches.
     Branch(work::BranchArgs),
     /// Switch to a branch.
@@ -150,6 +152,7 @@ fn main() -> ExitCode {
         Command::Restore(a) => work::restore(a),
         Command::Reset(a) => work::reset(a),
         Command::Revert(a) => work::revert(a),
+        Command::Clean(a) => work::clean(a),
         Command::Branch(a) => work::branch(a),
         Command::Switch(a) => work::switch(a),
         Command::Checkout(a) => work::checkout(a),
@@ -328,6 +331,7 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Restore(_)
             | Command::Reset(_)
             | Command::Revert(_)
+            | Command::Clean(_)
             | Command::Switch(_)
             | Command::Checkout(_)
             | Command::Pull(_)

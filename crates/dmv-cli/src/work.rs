@@ -232,6 +232,35 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
 }
 
 #[derive(Args)]
+pub struct CleanArgs {
+    /// Only list what would be deleted.
+    #[arg(short = 'n', long)]
+    dry_run: bool,
+    /// Delete (required unless -n, as git's clean.requireForce).
+    #[arg(short, long)]
+    force: bool,
+    /// Also files in folders that hold no tracked file.
+    #[arg(short = 'd')]
+    folders: bool,
+    /// Only at or under these paths.
+    paths: Vec<PathBuf>,
+}
+
+pub fn clean(a: CleanArgs) -> Result<u8> {
+    if !a.force && !a.dry_run {
+        bail!("refusing to delete untracked files without -f (or -n to see which)");
+    }
+    let repo = open_repo()?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    let doomed = repo.clean(&specs, a.folders, a.dry_run)?;
+    let verb = if a.dry_run { "Would remove" } else { "Removing" };
+    for p in doomed {
+        println!("{verb} {}", show_path(&p));
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
 pub struct RevertArgs {
     /// The commit whose changes a new commit on HEAD undoes.
     rev: String,

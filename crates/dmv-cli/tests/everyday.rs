@@ -572,3 +572,27 @@ fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
     std::fs::write(d.join("a.jpg"), "dirty").unwrap();
     assert!(common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD"])).contains("uncommitted changes"));
 }
+
+#[test]
+fn clean_deletes_untracked_files_only_when_forced_and_keeps_ignored_ones() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("shoot")).unwrap();
+    std::fs::write(d.join("shoot/a.jpg"), "a").unwrap();
+    std::fs::write(d.join(".dmvignore"), "*.tmp\n").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "a"]);
+    std::fs::write(d.join("shoot/b.jpg"), "b").unwrap();
+    std::fs::write(d.join("cache.tmp"), "ignored").unwrap();
+    std::fs::create_dir_all(d.join("exports/web")).unwrap();
+    std::fs::write(d.join("exports/web/a.png"), "untracked folder").unwrap();
+    let refused = dmv_out(d, &["clean"]);
+    assert!(!refused.status.success() && stderr(&refused).contains("without -f"));
+    assert_eq!(dmv(d, &["clean", "-n"]), "Would remove shoot/b.jpg\n");
+    assert!(d.join("shoot/b.jpg").exists());
+    assert_eq!(dmv(d, &["clean", "-f"]), "Removing shoot/b.jpg\n");
+    assert!(!d.join("shoot/b.jpg").exists() && d.join("shoot/a.jpg").exists() && d.join("cache.tmp").exists());
+    assert_eq!(dmv(d, &["clean", "-f", "-d"]), "Removing exports/web/a.png\n");
+    assert!(!d.join("exports").exists(), "folders left empty go too");
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+}

@@ -173,6 +173,36 @@ impl Repository {
         Ok(changed)
     }
 
+    /// `clean`: deletes the untracked files (not the ignored ones) at or
+    /// under `specs` (all: empty), unless `dry_run`; returns their paths.
+    /// Files in folders that hold no tracked file are left unless
+    /// `folders_too` (git's `-d`). Folders left empty go too.
+    pub fn clean(&self, specs: &[Vec<u8>], folders_too: bool, dry_run: bool) -> RepoResult<Vec<Vec<u8>>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let (status, ds) = self.worktree_status()?;
+        let mut tracked_folders = std::collections::HashSet::new();
+        for (path, _) in ds.entries.iter() {
+            let mut folder = path.as_slice();
+            while let Some(at) = folder.iter().rposition(|b| *b == b'/') {
+                folder = &folder[..at];
+                if !tracked_folders.insert(folder.to_vec()) {
+                    break;
+                }
+            }
+        }
+        let in_tracked_folder = |p: &[u8]| p.iter().rposition(|b| *b == b'/').is_none_or(|at| tracked_folders.contains(&p[..at]));
+        let doomed: Vec<Vec<u8>> =
+            status.untracked.into_iter().filter(|p| specs.is_empty() || specs.iter().any(|s| matches(p, s))).filter(|p| folders_too || in_tracked_folder(p)).collect();
+        if !dry_run {
+            let mut beneath = Beneath::new(&self.root);
+            for p in &doomed {
+                self.remove_worktree_file_in(&mut beneath, p)?;
+            }
+        }
+        Ok(doomed)
+    }
+
     /// Untracks the files at or under `specs` and, unless `cached`, deletes them.
     pub fn rm(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
