@@ -25,7 +25,7 @@ pub type FlatTree = BTreeMap<Vec<u8>, FlatEntry>;
 /// children are exactly one level below it, so its nodes nest at most 256 deep.
 pub const MAX_PATH_DEPTH: usize = 4096;
 
-fn too_deep(tree: &ObjectId) -> RepoError {
+pub(crate) fn too_deep(tree: &ObjectId) -> RepoError {
     RepoError::MalformedTree { tree: *tree, detail: format!("its directories nest more than {MAX_PATH_DEPTH} deep") }
 }
 

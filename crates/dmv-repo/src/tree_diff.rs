@@ -7,55 +7,58 @@
 use dmv_store::object::{EntryKind, TreeEntry};
 use dmv_store::{ObjectId, Store};
 
-use crate::tree::{read_dir, Change, ChangeKind, FlatEntry};
+use crate::tree::{read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
 use crate::{RepoResult, Repository};
 
 /// Every file or symlink that differs between `old` and `new` (None: an
 /// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
 pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
-    diff_folder(store, &mut Vec::new(), old, new, &mut out)?;
+    // Folders still to compare, with their path and depth: a stack, not
+    // recursion, since a tree from elsewhere may nest without end.
+    let mut pending: Vec<(Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize)> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
+    while let Some((old_dir, new_dir, prefix, depth)) = pending.pop() {
+        if old_dir == new_dir {
+            continue;
+        }
+        let entries = |tree: Option<ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(store, &t));
+        let (mut olds, mut news) = (entries(old_dir)?.into_iter().peekable(), entries(new_dir)?.into_iter().peekable());
+        loop {
+            let (o, n) = match (olds.peek(), news.peek()) {
+                (None, None) => break,
+                (Some(a), Some(b)) if a.name == b.name => (olds.next(), news.next()),
+                (Some(a), Some(b)) if a.name < b.name => (olds.next(), None),
+                (Some(_), None) => (olds.next(), None),
+                _ => (None, news.next()),
+            };
+            let Some(name) = o.as_ref().or(n.as_ref()).map(|e| e.name.as_slice()) else { break };
+            let mut path = Vec::with_capacity(prefix.len() + 1 + name.len());
+            path.extend_from_slice(&prefix);
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+            let (old_file, new_file) = (file(&o), file(&n));
+            if old_file.map(|e| (e.kind, e.id)) != new_file.map(|e| (e.kind, e.id)) {
+                let kind = match (old_file, new_file) {
+                    (None, _) => ChangeKind::Added,
+                    (_, None) => ChangeKind::Deleted,
+                    _ => ChangeKind::Modified,
+                };
+                out.push(Change { path: path.clone(), kind, old: old_file, new: new_file });
+            }
+            let (old_sub, new_sub) = (folder(&o), folder(&n));
+            if old_sub.is_some() || new_sub.is_some() {
+                if depth >= MAX_PATH_DEPTH {
+                    return Err(too_deep(new.or(old).unwrap_or(&ObjectId([0; 32]))));
+                }
+                pending.push((old_sub, new_sub, path, depth + 1));
+            }
+        }
+    }
     // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
     out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
-}
-
-fn diff_folder(store: &Store, prefix: &mut Vec<u8>, old: Option<&ObjectId>, new: Option<&ObjectId>, out: &mut Vec<Change>) -> RepoResult<()> {
-    if old == new {
-        return Ok(());
-    }
-    let entries = |tree: Option<&ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(store, t));
-    let (mut olds, mut news) = (entries(old)?.into_iter().peekable(), entries(new)?.into_iter().peekable());
-    loop {
-        let (o, n) = match (olds.peek(), news.peek()) {
-            (None, None) => break,
-            (Some(a), Some(b)) if a.name == b.name => (olds.next(), news.next()),
-            (Some(a), Some(b)) if a.name < b.name => (olds.next(), None),
-            (Some(_), None) => (olds.next(), None),
-            _ => (None, news.next()),
-        };
-        let Some(name) = o.as_ref().or(n.as_ref()).map(|e| e.name.clone()) else { break };
-        let len = prefix.len();
-        if !prefix.is_empty() {
-            prefix.push(b'/');
-        }
-        prefix.extend_from_slice(&name);
-        let (old_file, new_file) = (file(&o), file(&n));
-        if old_file.map(|e| (e.kind, e.id)) != new_file.map(|e| (e.kind, e.id)) {
-            let kind = match (old_file, new_file) {
-                (None, _) => ChangeKind::Added,
-                (_, None) => ChangeKind::Deleted,
-                _ => ChangeKind::Modified,
-            };
-            out.push(Change { path: prefix.clone(), kind, old: old_file, new: new_file });
-        }
-        let (old_dir, new_dir) = (folder(&o), folder(&n));
-        if old_dir.is_some() || new_dir.is_some() {
-            diff_folder(store, prefix, old_dir.as_ref(), new_dir.as_ref(), out)?;
-        }
-        prefix.truncate(len);
-    }
-    Ok(())
 }
 
 fn file(e: &Option<TreeEntry>) -> Option<FlatEntry> {
