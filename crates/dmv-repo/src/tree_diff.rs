@@ -10,13 +10,16 @@ use dmv_store::{ObjectId, Store};
 use crate::tree::{read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
 use crate::{RepoResult, Repository};
 
+/// A pair of folders to compare (either may be absent), their path and depth.
+type Pending = (Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize);
+
 /// Every file or symlink that differs between `old` and `new` (None: an
 /// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
 pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
     // Folders still to compare, with their path and depth: a stack, not
     // recursion, since a tree from elsewhere may nest without end.
-    let mut pending: Vec<(Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize)> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
+    let mut pending: Vec<Pending> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
     while let Some((old_dir, new_dir, prefix, depth)) = pending.pop() {
         if old_dir == new_dir {
             continue;
