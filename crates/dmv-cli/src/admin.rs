@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
@@ -264,4 +264,60 @@ pub fn stats(a: StatsArgs) -> Result<u8> {
         println!("packs:          {}", s.packs);
     }
     Ok(0)
+}
+
+#[derive(Args)]
+pub struct ConfigArgs {
+    /// The user's settings for all their repositories (in $XDG_CONFIG_HOME/dmv/config).
+    #[arg(long)]
+    global: bool,
+    /// Every setting that is set.
+    #[arg(short, long, conflicts_with_all = ["unset", "key"])]
+    list: bool,
+    /// Remove the setting.
+    #[arg(long, requires = "key", conflicts_with = "value")]
+    unset: bool,
+    /// A setting: user.name, user.email, merge.tool, replica.name or drop.numcopies.
+    key: Option<String>,
+    /// Its new value (shown when omitted).
+    value: Option<String>,
+}
+
+/// `dmv config`, git's way: KEY shows a value (exit 1 when unset), KEY VALUE sets it.
+pub fn config(a: ConfigArgs) -> Result<u8> {
+    if a.global {
+        let settings = dmv_repo::GlobalSettings::load()?;
+        return match (a.list, a.key, a.value) {
+            (true, _, _) => print_settings(settings.list()),
+            (_, Some(key), _) if a.unset => Ok(dmv_repo::GlobalSettings::set(&key, None).map(|_| 0)?),
+            (_, Some(key), Some(value)) => Ok(dmv_repo::GlobalSettings::set(&key, Some(&value)).map(|_| 0)?),
+            (_, Some(key), None) => print_value(settings.get(&key)),
+            (false, None, _) => bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY"),
+        };
+    }
+    let mut repo = open_repo()?;
+    match (a.list, a.key, a.value) {
+        (true, _, _) => print_settings(repo.settings()),
+        (_, Some(key), _) if a.unset => Ok(repo.set_setting(&key, None).map(|_| 0)?),
+        (_, Some(key), Some(value)) => Ok(repo.set_setting(&key, Some(&value)).map(|_| 0)?),
+        (_, Some(key), None) => print_value(repo.setting(&key)?),
+        (false, None, _) => bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY"),
+    }
+}
+
+fn print_settings(list: Vec<(&str, String)>) -> Result<u8> {
+    for (key, value) in list {
+        println!("{key}={value}");
+    }
+    Ok(0)
+}
+
+fn print_value(value: Option<String>) -> Result<u8> {
+    match value {
+        Some(v) => {
+            println!("{v}");
+            Ok(0)
+        }
+        None => Ok(1),
+    }
 }

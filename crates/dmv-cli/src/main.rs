@@ -46,6 +46,8 @@ enum Command {
     Reset(work::ResetArgs),
     /// Commit the undoing of an earlier commit.
     Revert(work::RevertArgs),
+    /// Show or set a setting of this repository, or with --global of all yours.
+    Config(admin::ConfigArgs),
     /// Delete untracked files (-n to list them, -f to delete).
     Clean(work::CleanArgs),
     /// List, create, delete or rename branches.
@@ -152,6 +154,7 @@ fn main() -> ExitCode {
         Command::Restore(a) => work::restore(a),
         Command::Reset(a) => work::reset(a),
         Command::Revert(a) => work::revert(a),
+        Command::Config(a) => admin::config(a),
         Command::Clean(a) => work::clean(a),
         Command::Branch(a) => work::branch(a),
         Command::Switch(a) => work::switch(a),

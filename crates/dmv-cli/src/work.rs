@@ -308,6 +308,9 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         Some(id) => {
             let branch = branch_label(&repo)?;
             let root = if parent.is_none() { " (root-commit)" } else { "" };
+            if !repo.identity_is_set() {
+                eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
+            }
             if !a.quiet {
                 println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
             }

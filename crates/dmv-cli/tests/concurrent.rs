@@ -629,3 +629,19 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
         assert!(cat(&t.join("hub"), &format!("{branch}:{file}")) == std::fs::read(work.join(&file)).unwrap(), "{branch} landed whole");
     }
 }
+
+#[test]
+fn two_global_config_changes_at_once_both_stay() {
+    let home = tempfile::tempdir().unwrap();
+    let set = |key: &str, value: &str| {
+        dmv_cmd(home.path()).args(["config", "--global", key, value]).env("XDG_CONFIG_HOME", home.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    for round in 0..10 {
+        let (name, email, tool) = (set("user.name", &format!("n{round}")), set("user.email", &format!("e{round}")), set("merge.tool", &format!("t{round}")));
+        for child in [name, email, tool] {
+            ok(&child.wait_with_output().unwrap());
+        }
+        let list = dmv_cmd(home.path()).args(["config", "--global", "--list"]).env("XDG_CONFIG_HOME", home.path()).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&list.stdout), format!("user.name=n{round}\nuser.email=e{round}\nmerge.tool=t{round}\n"));
+    }
+}

@@ -596,3 +596,46 @@ fn clean_deletes_untracked_files_only_when_forced_and_keeps_ignored_ones() {
     assert!(!d.join("exports").exists(), "folders left empty go too");
     assert_eq!(dmv(d, &["status", "--short"]), "");
 }
+
+#[test]
+fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
+    let repo = new_repo();
+    let d = repo.path();
+    let home = tempfile::tempdir().unwrap();
+    // As a new user: no name in the environment, none set anywhere.
+    let run = |args: &[&str]| {
+        let out = dmv_cmd(d).args(args).env_remove("DMV_AUTHOR_NAME").env_remove("DMV_AUTHOR_EMAIL").env("XDG_CONFIG_HOME", home.path()).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    let (code, _, err) = run(&["commit", "-m", "one"]);
+    assert_eq!(code, Some(0));
+    assert!(err.contains("hint:") && err.contains("dmv config --global user.name"), "{err}");
+    assert_eq!(run(&["config", "user.name"]).0, Some(1), "unset: exit 1, as git");
+    assert_eq!(run(&["config", "--global", "user.name", "Ann Lee"]).0, Some(0));
+    assert_eq!(run(&["config", "--global", "user.email", "ann@studio.example"]).0, Some(0));
+    assert!(std::fs::read_to_string(home.path().join("dmv/config")).unwrap().contains("Ann Lee"));
+    assert_eq!(run(&["config", "user.name"]).1, "Ann Lee\n");
+    std::fs::write(d.join("a.txt"), "b").unwrap();
+    let (_, _, err) = run(&["commit", "-a", "-m", "two"]);
+    assert!(!err.contains("hint:"), "{err}");
+    assert_eq!(run(&["log", "-n", "1", "--format=%an <%ae>"]).1, "Ann Lee <ann@studio.example>\n");
+    // The repository's own setting wins; --unset removes it.
+    run(&["config", "user.name", "Ann (studio B)"]);
+    assert_eq!(run(&["config", "--list"]).1, "user.name=Ann (studio B)\n");
+    assert_eq!(run(&["config", "--global", "--list"]).1, "user.name=Ann Lee\nuser.email=ann@studio.example\n");
+    std::fs::write(d.join("a.txt"), "c").unwrap();
+    run(&["commit", "-a", "-m", "three"]);
+    assert_eq!(run(&["log", "-n", "1", "--format=%an"]).1, "Ann (studio B)\n");
+    run(&["config", "--unset", "user.name"]);
+    assert_eq!(run(&["config", "user.name"]).1, "Ann Lee\n");
+    // Unknown keys and bad values: one line, nothing changed.
+    let (code, _, err) = run(&["config", "core.bogus", "x"]);
+    assert!(code == Some(128) && err.lines().count() == 1 && err.contains("unknown setting core.bogus"), "{err}");
+    let (code, _, err) = run(&["config", "drop.numcopies", "zero"]);
+    assert!(code == Some(128) && err.contains("bad value for drop.numcopies"), "{err}");
+    run(&["config", "drop.numcopies", "3"]);
+    assert_eq!(run(&["config", "drop.numcopies"]).1, "3\n");
+    common::remote::fsck_clean(d);
+}

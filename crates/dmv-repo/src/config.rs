@@ -1,4 +1,4 @@
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dmv_store::ChunkParams;
 use serde::{Deserialize, Serialize};
@@ -139,6 +139,45 @@ fn settings_checksum(value: &serde_json::Value) -> String {
         map.remove(CHECKSUM);
     }
     crate::seal::digest(settings.to_string().as_bytes())
+}
+
+/// The global file's settings (JSON, written by dmv or by hand).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlobalSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_tool: Option<String>,
+}
+
+/// Where the global settings live, if a home is known.
+pub fn global_path() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config"))).map(|d| d.join("dmv").join("config"))
+}
+
+impl GlobalSettings {
+    /// The global settings; none when there is no file yet.
+    pub fn load() -> RepoResult<GlobalSettings> {
+        let Some(path) = global_path() else { return Ok(GlobalSettings::default()) };
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.to_string() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GlobalSettings::default()),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<String> {
+        match key {
+            "user.name" => self.user_name.clone(),
+            "user.email" => self.user_email.clone(),
+            "merge.tool" => self.merge_tool.clone(),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -105,6 +105,10 @@ pub enum RepoError {
     UnresolvedConflicts { paths: Vec<String> },
     #[error("there is no merge in progress")]
     NoMergeInProgress,
+    #[error("unknown setting {key} (known: {known})")]
+    UnknownSetting { key: String, known: String },
+    #[error("bad value for {key}: {detail}")]
+    BadSetting { key: String, detail: String },
     /// `revert`: what the reverted commit changed was changed again since, at `path`.
     #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand with `dmv restore --source`)")]
     RevertConflict { commit: String, path: String },

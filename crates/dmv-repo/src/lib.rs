@@ -3,7 +3,7 @@
 //!
 //! Files, bottom up (a file only uses files listed before it):
 //! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
-//! `dirstate`; `repo` (the `Repository` itself); `branches`, `graph`, `early`,
+//! `dirstate`; `repo` (the `Repository` itself); `settings`; `branches`, `graph`, `early`,
 //! `locations`, `availability`, `tree_diff`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`; on
@@ -39,6 +39,7 @@ mod reset;
 mod resolve;
 mod revert;
 mod seal;
+mod settings;
 mod slice;
 mod staging;
 mod status;
@@ -49,7 +50,7 @@ mod walk;
 mod wlock;
 
 pub use availability::FileAvailability;
-pub use config::{Config, RemoteConfig};
+pub use config::{global_path, Config, GlobalSettings, RemoteConfig};
 pub use dirstate::{DirEntry, Dirstate, Stat};
 pub use dmv_refs;
 pub use dropping::DataDropped;
@@ -68,6 +69,7 @@ pub use repo::Repository;
 pub use requires::REQUIREMENTS;
 pub use reset::ResetMode;
 pub use resolve::{Resolution, Resolved};
+pub use settings::KEYS as SETTING_KEYS;
 pub use slice::{BadSlice, PathFilter, Slice};
 pub use status::StatusEntry;
 pub use three_way::Conflict;

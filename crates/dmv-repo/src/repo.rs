@@ -241,10 +241,22 @@ impl Repository {
     pub fn identity(&self) -> Signature {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let user = env("USER").unwrap_or_else(|| "dmv".into());
-        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).unwrap_or_else(|| user.clone());
-        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
+        // Read when a command signs something; a damaged global file is
+        // reported by `dmv config`, and signing falls back as if it were not there.
+        let global = || crate::config::GlobalSettings::load().unwrap_or_default();
+        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).or_else(|| global().user_name).unwrap_or_else(|| user.clone());
+        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email).unwrap_or_else(|| format!("{user}@localhost"));
         let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         Signature { name, email, time, tz_minutes: 0 }
+    }
+
+    /// Whether a name and an email were set somewhere (else commits are
+    /// signed `$USER <$USER@localhost>`, and `commit` says how to set them).
+    pub fn identity_is_set(&self) -> bool {
+        let env = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
+        let global = crate::config::GlobalSettings::load().unwrap_or_default();
+        (env("DMV_AUTHOR_NAME") || self.config.user_name.is_some() || global.user_name.is_some())
+            && (env("DMV_AUTHOR_EMAIL") || self.config.user_email.is_some() || global.user_email.is_some())
     }
 
     pub fn who(&self) -> String {
