@@ -119,7 +119,8 @@ impl Repository {
             let walk = s.spawn(|| {
                 crate::walk::walk(&self.root, stat_threads(), &|files| match sieve.get() {
                     Some(sieve) => {
-                        let own = sieve.sift(files);
+                        let mut own = Sifted::default();
+                        sieve.sift(files, &mut own);
                         lock(&sifted).append(own)
                     }
                     None => lock(&early).append(files),
@@ -136,7 +137,14 @@ impl Repository {
         walked?;
         let sieve = sieve.into_inner().ok_or_else(|| RepoError::Scan { detail: "the dirstate was not read".into() })?;
         let mut found = sifted.into_inner().unwrap_or_else(|p| p.into_inner());
-        found.append(sieve.sift(&mut early.into_inner().unwrap_or_else(|p| p.into_inner())));
+        // A piece at a time from the end, each let go once sifted: the
+        // list and what it leaves are not both held whole.
+        let mut early = early.into_inner().unwrap_or_else(|p| p.into_inner());
+        while !early.is_empty() {
+            let mut piece = early.split_off(early.len().saturating_sub(1 << 12));
+            early.shrink_to(early.len() + (1 << 12));
+            sieve.sift(&mut piece, &mut found);
+        }
         let mut unstaged = Vec::new();
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
         let entries = sieve.entries();
@@ -279,10 +287,9 @@ impl Sieve {
         self.seen[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
     }
 
-    /// Compares `files` (taken out of the list) with the entries.
-    fn sift(&self, files: &mut Vec<(Vec<u8>, Stat)>) -> Sifted {
+    /// Compares `files` (taken out of the list) with the entries, adding what differs to `sifted`.
+    fn sift(&self, files: &mut Vec<(Vec<u8>, Stat)>, sifted: &mut Sifted) {
         let entries = self.entries();
-        let mut sifted = Sifted::default();
         // In path order, a folder's files mostly follow each other among the
         // entries: each is looked for where the last one was found before
         // any search (a binary search per file was a fifth of a status).
@@ -310,7 +317,6 @@ impl Sieve {
                 }
             }
         }
-        sifted
     }
 }
 
