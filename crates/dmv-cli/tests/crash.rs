@@ -96,18 +96,33 @@ fn dmv_files(d: &Path) -> std::collections::BTreeSet<String> {
 fn sigkill_at_random_moments_of_a_commit() {
     let (repo, _) = setup(77);
     let d = repo.path();
-    // One uninterrupted commit of the same size times the kills below.
-    write_noise(&d.join("media/big.bin"), 24 << 20, 4999);
-    let t = std::time::Instant::now();
-    dmv(d, &["commit", "-a", "-m", "timed"]);
-    let full = t.elapsed();
+    // An uninterrupted commit of the same size times the kills below; timed
+    // again every twelve rounds, since a loaded machine makes one commit
+    // slower than the next (kills timed from a slow one land after the rest).
+    let timed = |seed: u64| {
+        write_noise(&d.join("media/big.bin"), 24 << 20, seed);
+        let t = std::time::Instant::now();
+        dmv(d, &["commit", "-a", "-m", "timed"]);
+        t.elapsed()
+    };
+    let mut full = timed(4999);
     let mut old = std::fs::read(d.join("media/big.bin")).unwrap();
     // Kills spread over the commit's duration, and one just past it.
-    let delays: Vec<Duration> = [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110].iter().map(|pct| full * *pct / 100).collect();
+    const PERCENT: [u32; 12] = [0, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110];
     // Rounds killed mid-commit: HEAD still old, yet the commit had left
     // files in .dmv (a temporary or unreferenced pack, an index, a lock).
     let mut interrupted = 0;
-    for (round, delay) in delays.iter().enumerate() {
+    let mut rounds = 0;
+    for round in 0..36 {
+        if round > 0 && round % PERCENT.len() == 0 {
+            if interrupted >= 3 {
+                break;
+            }
+            full = timed(4000 + round as u64);
+            old = std::fs::read(d.join("media/big.bin")).unwrap();
+        }
+        rounds += 1;
+        let delay = &(full * PERCENT[round % PERCENT.len()] / 100);
         write_noise(&d.join("media/big.bin"), 24 << 20, 5000 + round as u64);
         let new = std::fs::read(d.join("media/big.bin")).unwrap();
         let files_before = dmv_files(d);
@@ -127,7 +142,7 @@ fn sigkill_at_random_moments_of_a_commit() {
         check_recovers(d, &old, &new, &format!("kill after {delay:?}"));
         old = new;
     }
-    assert!(interrupted >= 3, "only {interrupted} of {} kills landed inside a commit (one takes {full:?})", delays.len());
+    assert!(interrupted >= 3, "only {interrupted} of {rounds} kills landed inside a commit (one takes {full:?})");
     // Leftovers of the killed writers are garbage that gc removes.
     dmv(d, &["gc"]);
     let full = dmv(d, &["fsck", "--full"]);
