@@ -5,7 +5,6 @@ mod common;
 use common::*;
 
 use std::path::Path;
-use std::time::Duration;
 
 const FAILPOINTS: &[&str] = &[
     "pack-before-sync",
