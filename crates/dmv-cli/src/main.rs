@@ -46,6 +46,8 @@ enum Command {
     Reset(work::ResetArgs),
     /// Commit the undoing of an earlier commit.
     Revert(work::RevertArgs),
+    /// Put uncommitted changes aside (push), bring them back (pop, apply), list or drop them.
+    Stash(work::StashArgs),
     /// Show or set a setting of this repository, or with --global of all yours.
     Config(admin::ConfigArgs),
     /// Delete untracked files (-n to list them, -f to delete).
@@ -154,6 +156,7 @@ fn main() -> ExitCode {
         Command::Restore(a) => work::restore(a),
         Command::Reset(a) => work::reset(a),
         Command::Revert(a) => work::revert(a),
+        Command::Stash(a) => work::stash(a),
         Command::Config(a) => admin::config(a),
         Command::Clean(a) => work::clean(a),
         Command::Branch(a) => work::branch(a),
@@ -334,6 +337,7 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Restore(_)
             | Command::Reset(_)
             | Command::Revert(_)
+            | Command::Stash(_)
             | Command::Clean(_)
             | Command::Switch(_)
             | Command::Checkout(_)

@@ -184,17 +184,21 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct PullArgs {
-    /// Remote name or URL (default: origin).
+    /// Remote name or URL (default: the current branch's upstream remote, else origin).
     remote: Option<String>,
-    /// The remote branch to merge (default: the current branch's name).
+    /// The remote branch to merge (default: the upstream's, else the current branch's name).
     branch: Option<String>,
 }
 
 pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    // With nothing named, the current branch's upstream when it has one.
+    let upstream = current_upstream(&repo).filter(|_| a.remote.is_none());
+    let remote_name = a.remote.clone().or_else(|| upstream.as_ref().map(|u| u.remote.clone())).unwrap_or_else(|| "origin".into());
+    let branch = a.branch.clone().or_else(|| upstream.map(|u| u.branch));
+    let remote = dmv_sync::find_remote(&repo, &remote_name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
-    let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, a.branch.as_deref(), &Phases::default())?;
+    let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
     print_fetched(&remote.spec.url, &pulled.fetched.updated);
     crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)
 }
@@ -235,10 +239,15 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct PushArgs {
-    /// Remote name or URL (default: origin).
+    /// Remote name or URL (default: the current branch's upstream remote, else origin).
     remote: Option<String>,
-    /// Branches to push (default: the current branch).
+    /// Branches to push (default: the current branch), or SRC:DST to push
+    /// any revision to remote branch DST (`HEAD:review`).
     branches: Vec<String>,
+    /// Make each pushed branch follow the remote branch it was pushed to
+    /// (what `pull` then merges and `branch -vv` shows).
+    #[arg(short = 'u', long = "set-upstream")]
+    set_upstream: bool,
     /// Replace the remote branch even if that drops commits, but only if it
     /// is still where it was at your last fetch (force-with-lease).
     #[arg(short, long)]
@@ -249,12 +258,42 @@ pub struct PushArgs {
 }
 
 pub fn push(a: PushArgs) -> Result<u8> {
-    let repo = open_repo()?;
-    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
-    let options = PushOptions { branches: a.branches, force: a.force, tags: a.tags };
+    let mut repo = open_repo()?;
+    let upstream = current_upstream(&repo);
+    let remote_name = a.remote.clone().or_else(|| upstream.map(|u| u.remote)).unwrap_or_else(|| "origin".into());
+    let remote = dmv_sync::find_remote(&repo, &remote_name)?;
+    let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
+    let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
     let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;
     print_pushed(&remote.spec.url, &pushed, a.force);
+    if a.set_upstream {
+        let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
+        let mut set = Vec::new();
+        for spec in &specs {
+            let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
+            let (src, dst) = (src.strip_prefix("refs/heads/").unwrap_or(src), dst.strip_prefix("refs/heads/").unwrap_or(dst));
+            // Only a local branch can follow one.
+            if repo.refs.get(&format!("refs/heads/{src}"))?.is_some() {
+                set.push((src.to_string(), dmv_repo::Upstream { remote: name.clone(), branch: dst.to_string() }));
+            }
+        }
+        repo.update_config(|cfg| {
+            for (branch, up) in &set {
+                cfg.upstreams.insert(branch.clone(), up.clone());
+            }
+            Ok::<_, dmv_repo::RepoError>(())
+        })?;
+        for (branch, up) in set {
+            eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
+        }
+    }
     Ok(0)
+}
+
+/// The upstream of the branch HEAD is on, if it has one.
+fn current_upstream(repo: &dmv_repo::Repository) -> Option<dmv_repo::Upstream> {
+    let branch = dmv_sync::current_branch(repo).ok()?;
+    repo.config.upstreams.get(&branch).cloned()
 }
 
 fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool) {

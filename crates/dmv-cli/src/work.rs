@@ -232,6 +232,60 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
 }
 
 #[derive(Args)]
+pub struct StashArgs {
+    #[command(subcommand)]
+    action: Option<StashAction>,
+}
+
+#[derive(clap::Subcommand)]
+enum StashAction {
+    /// Put the changes to tracked files aside (the default).
+    Push {
+        #[arg(short, long)]
+        message: Option<String>,
+    },
+    /// Bring a stash back (default the newest, 0) and remove it.
+    Pop { index: Option<usize> },
+    /// Bring a stash back and keep it.
+    Apply { index: Option<usize> },
+    /// The stashes, newest first.
+    List,
+    /// Remove a stash (default the newest).
+    Drop { index: Option<usize> },
+}
+
+pub fn stash(a: StashArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    let p = Progress::new("stash");
+    match a.action.unwrap_or(StashAction::Push { message: None }) {
+        StashAction::Push { message } => match repo.stash_push(message.as_deref(), &|d, t| p.update(d, t))? {
+            Some(s) => println!("Saved working directory and index state {}", s.message),
+            None => {
+                println!("No local changes to save");
+                return Ok(1);
+            }
+        },
+        StashAction::Pop { index } => {
+            let s = repo.stash_apply(index.unwrap_or(0), true, &|d, t| p.update(d, t))?;
+            println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
+        }
+        StashAction::Apply { index } => {
+            repo.stash_apply(index.unwrap_or(0), false, &|d, t| p.update(d, t))?;
+        }
+        StashAction::List => {
+            for (i, s) in repo.stashes()?.iter().enumerate() {
+                println!("stash@{{{i}}}: {}", s.message);
+            }
+        }
+        StashAction::Drop { index } => {
+            let s = repo.stash_drop(index.unwrap_or(0))?;
+            println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
+        }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
 pub struct CleanArgs {
     /// Only list what would be deleted.
     #[arg(short = 'n', long)]
@@ -406,9 +460,12 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
                 let width = list.iter().map(|(n, _)| shown(n).chars().count()).max().unwrap_or(0);
                 for (name, id) in &list {
                     let mark = if Some(name) == current.as_ref() { "*" } else { " " };
-                    match a.verbose {
-                        0 => println!("{mark} {}", shown(name)),
-                        _ => println!("{mark} {:<width$} {} {}", shown(name), id.short(), repo.commit(id)?.message.lines().next().unwrap_or("")),
+                    let subject = || -> Result<String> { Ok(repo.commit(id)?.message.lines().next().unwrap_or("").to_string()) };
+                    let upstream = name.strip_prefix("refs/heads/").and_then(|b| repo.config.upstreams.get(b)).filter(|_| a.verbose >= 2);
+                    match (a.verbose, upstream) {
+                        (0, _) => println!("{mark} {}", shown(name)),
+                        (_, Some(up)) => println!("{mark} {:<width$} {} [{}/{}] {}", shown(name), id.short(), up.remote, up.branch, subject()?),
+                        (_, None) => println!("{mark} {:<width$} {} {}", shown(name), id.short(), subject()?),
                     }
                 }
             }
@@ -438,7 +495,7 @@ pub struct SwitchArgs {
     start: Option<String>,
 }
 
-fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
+fn switch_to_branch(repo: &mut Repository, name: &str) -> Result<()> {
     let full = format!("refs/heads/{name}");
     if repo.refs.get(&full)?.is_none() {
         // As git: a branch only one remote has is made here from its remote-tracking branch.
@@ -446,7 +503,12 @@ fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
             [] => bail!("no branch named '{name}'"),
             [(remote_ref, id)] => {
                 repo.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
-                eprintln!("Branch '{name}' made from '{}'.", remote_ref.trim_start_matches("refs/remotes/"));
+                let short = remote_ref.trim_start_matches("refs/remotes/");
+                if let Some((remote, branch)) = short.split_once('/') {
+                    let upstream = dmv_repo::Upstream { remote: remote.to_string(), branch: branch.to_string() };
+                    repo.update_config(|cfg| Ok::<_, dmv_repo::RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
+                }
+                eprintln!("Branch '{name}' set up to follow '{short}'.");
             }
             several => {
                 let names: Vec<&str> = several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/")).collect();
@@ -461,12 +523,12 @@ fn switch_to_branch(repo: &Repository, name: &str) -> Result<()> {
 }
 
 pub fn switch(a: SwitchArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let mut repo = open_repo()?;
     if a.create {
         let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&format!("refs/heads/{}", a.branch), start, "branch: created")?;
     }
-    switch_to_branch(&repo, &a.branch)?;
+    switch_to_branch(&mut repo, &a.branch)?;
     Ok(0)
 }
 
@@ -483,7 +545,7 @@ pub struct CheckoutArgs {
 }
 
 pub fn checkout(a: CheckoutArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let mut repo = open_repo()?;
     if !a.paths.is_empty() {
         let specs = repo_paths(&repo, &a.paths)?;
         fetch_absent(&repo, &specs, None)?;
@@ -493,12 +555,12 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     if let Some(b) = a.new_branch {
         let start = repo.resolve(a.target.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&format!("refs/heads/{b}"), start, "branch: created")?;
-        switch_to_branch(&repo, &b)?;
+        switch_to_branch(&mut repo, &b)?;
         return Ok(0);
     }
     let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
     if repo.refs.get(&format!("refs/heads/{target}"))?.is_some() {
-        switch_to_branch(&repo, target)?;
+        switch_to_branch(&mut repo, target)?;
         return Ok(0);
     }
     let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;

@@ -639,3 +639,45 @@ fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
     assert_eq!(run(&["config", "drop.numcopies"]).1, "3\n");
     common::remote::fsck_clean(d);
 }
+
+#[test]
+fn stash_puts_changes_aside_and_brings_them_back() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.jpg"), "a1").unwrap();
+    std::fs::write(d.join("b.jpg"), "b1").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    assert_eq!(dmv_out(d, &["stash"]).status.code(), Some(1), "nothing to put aside");
+    std::fs::write(d.join("a.jpg"), "a2 retouched").unwrap();
+    std::fs::write(d.join("new.jpg"), "new").unwrap();
+    dmv(d, &["add", "new.jpg"]);
+    std::fs::remove_file(d.join("b.jpg")).unwrap();
+    std::fs::write(d.join("loose.txt"), "untracked stays").unwrap();
+    let out = dmv(d, &["stash", "push", "-m", "half done"]);
+    assert!(out.contains("On main: half done"), "{out}");
+    assert_eq!(dmv(d, &["status", "--short"]), "?? loose.txt\n");
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
+    assert!(d.join("b.jpg").exists() && !d.join("new.jpg").exists());
+    // Meanwhile a commit elsewhere: the stash still comes back on top of it.
+    std::fs::write(d.join("c.jpg"), "c").unwrap();
+    dmv(d, &["add", "c.jpg"]);
+    dmv(d, &["commit", "-m", "c"]);
+    assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: half done\n");
+    dmv(d, &["stash", "pop"]);
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a2 retouched");
+    assert_eq!(std::fs::read(d.join("new.jpg")).unwrap(), b"new");
+    assert!(!d.join("b.jpg").exists() && d.join("c.jpg").exists());
+    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\n D b.jpg\nA  new.jpg\n?? loose.txt\n");
+    assert_eq!(dmv(d, &["stash", "list"]), "");
+    // A stash whose path changed differently since is refused and kept.
+    dmv(d, &["stash"]);
+    std::fs::write(d.join("a.jpg"), "a3 other retouch").unwrap();
+    dmv(d, &["commit", "-a", "-m", "other retouch"]);
+    let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
+    assert!(line.contains("a.jpg was changed differently since"), "{line}");
+    assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1);
+    dmv(d, &["stash", "drop"]);
+    assert_eq!(dmv(d, &["stash", "list"]), "");
+    common::remote::fsck_clean(d);
+}

@@ -636,9 +636,11 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     dmv(&a, &["switch", "-c", "incoming"]);
     std::fs::write(a.join("card.jpg"), "from the card").unwrap();
     commit_all(&a, "from the card");
+    dmv(&a, &["switch", "main"]);
     dmv(t, &["clone", "a", "b"]);
     let b = t.join("b");
-    assert_eq!(dmv(&b, &["branch"]).lines().count(), 1, "only the clone's own branch");
+    assert_eq!(dmv(&b, &["branch"]), "* main\n", "only the clone's own branch");
+    assert!(dmv(&b, &["branch", "-vv"]).contains("[origin/main]"), "a clone's branch follows origin's");
     let all = dmv(&b, &["branch", "-a", "-v"]);
     assert!(all.contains("remotes/origin/incoming") && all.contains("from the card"), "{all}");
     dmv(&b, &["switch", "incoming"]);
@@ -646,4 +648,25 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     assert_eq!(std::fs::read(b.join("card.jpg")).unwrap(), b"from the card");
     let none = dmv_out(&b, &["switch", "nowhere"]);
     assert!(!none.status.success() && stderr(&none).contains("no branch named 'nowhere'"), "{}", stderr(&none));
+    // The branch made from the remote follows it.
+    assert!(dmv(&b, &["branch", "-vv"]).contains("[origin/incoming]"));
+
+    // A refspec pushes any revision to a remote branch of another name.
+    std::fs::write(b.join("pick.jpg"), "the pick").unwrap();
+    commit_all(&b, "the pick");
+    dmv(&b, &["push", "origin", "HEAD:review"]);
+    assert_eq!(head_of(&a, "refs/heads/review"), head_of(&b, "refs/heads/incoming"));
+    assert_eq!(head_of(&b, "refs/remotes/origin/review"), head_of(&b, "refs/heads/incoming"));
+    let bad = dmv_out(&b, &["push", "origin", ":review"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("cannot push ':review'"), "{}", stderr(&bad));
+    // push -u: the branch follows the one it was pushed to, and a bare pull merges from it.
+    dmv(&b, &["switch", "-c", "edits"]);
+    dmv(&b, &["push", "-u", "origin", "edits:client-edits"]);
+    assert!(dmv(&b, &["branch", "-vv"]).contains("[origin/client-edits]"));
+    dmv(&a, &["switch", "client-edits"]);
+    std::fs::write(a.join("grade.txt"), "graded in a").unwrap();
+    commit_all(&a, "grade");
+    dmv(&b, &["pull"]);
+    assert_eq!(std::fs::read(b.join("grade.txt")).unwrap(), b"graded in a");
+    assert_eq!(head_of(&b, "refs/heads/edits"), head_of(&a, "refs/heads/client-edits"));
 }

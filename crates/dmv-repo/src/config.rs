@@ -45,6 +45,18 @@ pub struct Config {
     /// What other replicas call this one (default: user@host:path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_name: Option<String>,
+    /// Each local branch's upstream (git's branch.NAME.remote and .merge):
+    /// what `pull` merges and `branch -vv` shows.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub upstreams: std::collections::BTreeMap<String, Upstream>,
+}
+
+/// A remote branch a local branch follows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Upstream {
+    pub remote: String,
+    /// The branch's short name on the remote.
+    pub branch: String,
 }
 
 /// A named remote: where it is and how to talk to it.
@@ -83,6 +95,7 @@ impl Config {
             partial: false,
             replica_name: None,
             numcopies: None,
+            upstreams: Default::default(),
         }
     }
 

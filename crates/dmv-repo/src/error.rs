@@ -105,6 +105,10 @@ pub enum RepoError {
     UnresolvedConflicts { paths: Vec<String> },
     #[error("there is no merge in progress")]
     NoMergeInProgress,
+    #[error("no stash@{{{index}}}")]
+    NoStash { index: usize },
+    #[error("cannot apply the stash: {path} was changed differently since; nothing was changed and the stash is kept")]
+    StashConflict { path: String },
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },
     #[error("bad value for {key}: {detail}")]

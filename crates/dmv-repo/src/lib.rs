@@ -6,7 +6,7 @@
 //! `dirstate`; `repo` (the `Repository` itself); `settings`; `branches`, `graph`, `early`,
 //! `locations`, `availability`, `tree_diff`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
-//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`; on
+//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`, `stash`; on
 //! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
@@ -42,6 +42,7 @@ mod seal;
 mod settings;
 mod slice;
 mod staging;
+mod stash;
 mod status;
 mod three_way;
 pub mod tree;
@@ -50,7 +51,7 @@ mod walk;
 mod wlock;
 
 pub use availability::FileAvailability;
-pub use config::{global_path, Config, GlobalSettings, RemoteConfig};
+pub use config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
 pub use dirstate::{DirEntry, Dirstate, Stat};
 pub use dmv_refs;
 pub use dropping::DataDropped;
@@ -71,6 +72,7 @@ pub use reset::ResetMode;
 pub use resolve::{Resolution, Resolved};
 pub use settings::KEYS as SETTING_KEYS;
 pub use slice::{BadSlice, PathFilter, Slice};
+pub use stash::Stash;
 pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};

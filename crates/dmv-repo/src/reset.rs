@@ -70,7 +70,7 @@ impl Repository {
     /// The dirstate made `tree`'s entries; an entry whose content is the
     /// one recorded keeps its stat data, so files that did not change are
     /// not read again by the next status.
-    fn stage_tree(&self, tree: &ObjectId) -> RepoResult<()> {
+    pub(crate) fn stage_tree(&self, tree: &ObjectId) -> RepoResult<()> {
         let old = self.load_dirstate()?;
         let mut ds = crate::dirstate::Dirstate::default();
         for (path, e) in flatten_sorted(&self.store, tree)? {
@@ -89,7 +89,7 @@ impl Repository {
     /// Makes every tracked path as HEAD has it, in the dirstate and the
     /// working tree: staged and unstaged changes are dropped, and files
     /// staged that HEAD lacks are deleted. Untracked files stay.
-    fn discard_changes(&self) -> RepoResult<()> {
+    pub(crate) fn discard_changes(&self) -> RepoResult<()> {
         let (status, mut ds) = self.worktree_status()?;
         let put_back = |ds: &mut crate::dirstate::Dirstate, path: &[u8], e: &FlatEntry| -> RepoResult<()> {
             let meta = self.write_entry(path, e)?;

@@ -66,7 +66,7 @@ impl Repository {
 
     /// Stages into `ds` what `add` stages, storing new content in `session`;
     /// returns how many entries changed.
-    fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
+    pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
         // With `tracked_only`, only the tracked paths are looked at.
         // (Their paths borrowed from the dirstate: a million copies are ~100 MB.)
         let mut files: Vec<(Cow<[u8]>, Stat)> = match tracked_only {

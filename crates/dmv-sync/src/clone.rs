@@ -111,7 +111,7 @@ impl ClonePlan {
     /// Runs the clone against `remote` (connected with [`ClonePlan::spec`]).
     pub fn run(self, remote: &mut dyn Remote, progress: &dyn Progress) -> SyncResult<Cloned> {
         let stopped = |cause: SyncError| SyncError::CloneStopped { url: self.url.clone(), cause: Box::new(cause) };
-        let repo = match self.resuming {
+        let mut repo = match self.resuming {
             true => Repository::open(&self.dir)?,
             false => self.create(remote)?,
         };
@@ -168,6 +168,11 @@ impl ClonePlan {
         let marker = repo.dmv.join(CLONE_MARKER);
         std::fs::remove_file(&marker).map_err(|e| SyncError::local(format!("cannot clear the clone marker {}", marker.display()), e))?;
         drop(_wlock);
+        // As git's clone: the checked-out branch follows origin's.
+        if head_tip.is_some() && !self.options.bare {
+            let upstream = dmv_repo::Upstream { remote: "origin".into(), branch: head_short.clone() };
+            repo.update_config(|c| Ok::<_, dmv_repo::RepoError>(c.upstreams.insert(head_short.clone(), upstream))).map_err(|e| stopped(e.into()))?;
+        }
         Ok(Cloned { url: self.url, updated: fetched.updated, stats: fetched.stats, head_branch: head_short, empty: head_tip.is_none(), written_while_receiving, repo })
     }
 

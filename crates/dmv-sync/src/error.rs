@@ -56,6 +56,8 @@ pub enum SyncError {
     LeaseBroken { branch: String },
     #[error("no local branch {branch}")]
     NoLocalBranch { branch: String },
+    #[error("cannot push '{spec}': expected BRANCH or SRC:DST, DST a branch name (deleting a remote branch is not supported)")]
+    BadRefspec { spec: String },
     #[error("{url} has no branch {branch}")]
     NoRemoteBranch { url: String, branch: String },
     #[error("HEAD is detached; name the branch to use")]

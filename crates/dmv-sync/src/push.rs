@@ -18,7 +18,9 @@ use crate::{SyncError, SyncResult};
 
 #[derive(Clone, Debug, Default)]
 pub struct PushOptions {
-    /// Branches to push (empty: the current branch).
+    /// What to push (empty: the current branch): a branch name, pushed to
+    /// the remote branch of that name, or git's `SRC:DST`, any revision
+    /// pushed to remote branch DST (`HEAD:refs/heads/review`).
     pub branches: Vec<String>,
     /// Replace remote branches even if that drops commits, but only if each
     /// is still where it was at the last fetch.
@@ -53,10 +55,10 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     let branches = if options.branches.is_empty() { vec![current_branch(repo)?] } else { options.branches.clone() };
     let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
     let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: TransferStats::default() };
-    for b in &branches {
-        let b = b.strip_prefix("refs/heads/").unwrap_or(b);
+    for spec in &branches {
+        let (b, new) = resolve_refspec(repo, spec)?;
+        let b = b.as_str();
         let name = format!("refs/heads/{b}");
-        let new = repo.refs.get(&name)?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.to_string() })?;
         let old = remote_refs.get(&name).copied();
         if old == Some(new) {
             pushed.up_to_date.push(b.to_string());
@@ -95,6 +97,26 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     }
     exchange_locations(repo, remote, true)?;
     Ok(pushed)
+}
+
+/// A push's `SRC:DST` or `BRANCH`: the remote branch's short name and the commit it is to hold.
+pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, ObjectId)> {
+    let short = |b: &str| b.strip_prefix("refs/heads/").unwrap_or(b).to_string();
+    match spec.split_once(':') {
+        Some((src, dst)) => {
+            let dst = short(dst);
+            if src.is_empty() || dst.is_empty() || dst.starts_with("refs/") {
+                return Err(SyncError::BadRefspec { spec: spec.to_string() });
+            }
+            dmv_repo::validate_ref_name(&format!("refs/heads/{dst}")).map_err(|_| SyncError::BadRefspec { spec: spec.to_string() })?;
+            Ok((dst, repo.resolve(src)?))
+        }
+        None => {
+            let b = short(spec);
+            let new = repo.refs.get(&format!("refs/heads/{b}"))?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.clone() })?;
+            Ok((b, new))
+        }
+    }
 }
 
 /// Whether remote branch `branch` may move from `old` to `new`.
