@@ -191,7 +191,7 @@ pub struct DiffArgs {
     /// Compare HEAD with the staging area.
     #[arg(long, alias = "staged")]
     cached: bool,
-    /// Per file: bytes before and after (the default).
+    /// Per file: bytes before and after.
     #[arg(long)]
     stat: bool,
     /// Per file: A, M or D and the path.
@@ -224,6 +224,8 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
         _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
     };
     let changes = diff_flat(&old, &new);
+    // The new side is the working tree's files unless two commits or the staging area are compared.
+    let new_in_worktree = !a.cached && a.revs.len() < 2;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&changes)?);
     } else if a.name_status {
@@ -232,8 +234,10 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
         for c in &changes {
             println!("{}", show_path(&c.path));
         }
-    } else {
+    } else if a.stat {
         print_stat(&mut std::io::stdout().lock(), &changes)?;
+    } else {
+        print_patch(&mut std::io::stdout().lock(), &repo, &changes, new_in_worktree)?;
     }
     Ok(0)
 }
@@ -243,6 +247,69 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
         Some(t) => flatten(&repo.store, &t)?,
         None => FlatTree::new(),
     })
+}
+
+/// Files up to this size that are text get a unified diff; others one line.
+const TEXT_DIFF_LIMIT: u64 = 1 << 20;
+
+/// git's default diff: a unified diff of each text file, and for media and
+/// other binary files one line with the sizes before and after.
+fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
+    for c in changes {
+        let path = show_path(&c.path);
+        writeln!(out, "diff --dmv a/{path} b/{path}")?;
+        match (c.old, c.new) {
+            (None, Some(_)) => writeln!(out, "new file")?,
+            (Some(_), None) => writeln!(out, "deleted file")?,
+            _ => {}
+        }
+        let old = text_of(repo, c.old.as_ref(), None)?;
+        let new = text_of(repo, c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
+        match (old, new) {
+            (Some(old), Some(new)) => {
+                let (from, to) = (if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() }, if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() });
+                write!(out, "{}", similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to))?;
+            }
+            _ => {
+                let size = |e: Option<&dmv_repo::FlatEntry>| e.map_or_else(|| "none".to_string(), |e| human_bytes(e.size));
+                writeln!(out, "Binary files differ ({} -> {})", size(c.old.as_ref()), size(c.new.as_ref()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A file's content as text, if it is text and small enough to show
+/// (an absent entry is empty text); read from the working tree at `worktree_path`.
+fn text_of(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Option<&[u8]>) -> Result<Option<String>> {
+    let Some(e) = e else { return Ok(Some(String::new())) };
+    if e.size > TEXT_DIFF_LIMIT || e.kind == EntryKind::Dir {
+        return Ok(None);
+    }
+    let bytes = match worktree_path {
+        Some(p) if e.kind != EntryKind::Symlink => std::fs::read(repo.abs_path(p))?,
+        Some(p) => std::fs::read_link(repo.abs_path(p)).map(|t| t.into_os_string().into_encoded_bytes())?,
+        None if repo.is_absent(e)? => return Ok(None),
+        None => {
+            let mut bytes = Vec::with_capacity(e.size as usize);
+            repo.store.write_content(&e.id, &mut bytes)?;
+            bytes
+        }
+    };
+    // git's test for binary: a NUL in the first 8,000 bytes.
+    if bytes.iter().take(8000).any(|b| *b == 0) {
+        return Ok(None);
+    }
+    Ok(String::from_utf8(bytes).ok())
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
 }
 
 fn print_name_status(out: &mut impl Write, changes: &[Change]) -> Result<()> {

@@ -122,6 +122,23 @@ fn gc_during_a_revert_keeps_the_new_tree_and_commit() {
 }
 
 #[test]
+fn gc_during_a_stash_keeps_what_it_puts_aside() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("a.txt"), 3 << 20, 6);
+    let edited = std::fs::read(d.join("a.txt")).unwrap();
+    let mut stash = dmv_cmd(d);
+    stash.args(["stash"]);
+    ok(&gc_while_paused(d, Paused::start(stash, "stash-before-ref")));
+    fsck_clean(d);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a\n");
+    dmv(d, GC_NOW);
+    dmv(d, &["stash", "pop"]);
+    assert!(std::fs::read(d.join("a.txt")).unwrap() == edited);
+    fsck_clean(d);
+}
+
+#[test]
 fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     let repo = repo_with_one_commit();
     let d = repo.path();

@@ -681,3 +681,25 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     assert_eq!(dmv(d, &["stash", "list"]), "");
     common::remote::fsck_clean(d);
 }
+
+#[test]
+fn diff_shows_text_as_a_unified_diff_and_media_as_one_line() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    write_noise(&d.join("a.raw"), 300_000, 1);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    std::fs::write(d.join("notes.txt"), "one\n2\nthree\n").unwrap();
+    write_noise(&d.join("a.raw"), 310_000, 2);
+    let diff = dmv(d, &["diff"]);
+    assert!(diff.contains("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"), "{diff}");
+    assert!(diff.contains("diff --dmv a/a.raw b/a.raw\nBinary files differ (293.0 KiB -> 302.7 KiB)"), "{diff}");
+    dmv(d, &["commit", "-a", "-m", "second"]);
+    std::fs::write(d.join("new.txt"), "hello\n").unwrap();
+    dmv(d, &["add", "new.txt"]);
+    let staged = dmv(d, &["diff", "--cached"]);
+    assert!(staged.contains("new file\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"), "{staged}");
+    let between = dmv(d, &["diff", "HEAD~1", "HEAD"]);
+    assert!(between.contains("-two\n+2\n"), "{between}");
+}

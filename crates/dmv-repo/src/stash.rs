@@ -66,6 +66,7 @@ impl Repository {
         let commit = Commit { tree, parents: vec![head], author: me.clone(), committer: me, message: message.clone() };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
+        dmv_store::failpoint("stash-before-ref");
         let seq = self.refs.list(PREFIX)?.last().and_then(|(n, _)| n[PREFIX.len()..].parse::<u64>().ok()).map_or(1, |n| n + 1);
         let ref_name = format!("{PREFIX}{seq:010}");
         self.update_refs(&[RefUpdate { name: ref_name.clone(), expected: Some(None), new: Some(id) }], &self.who(), "stash")?;
