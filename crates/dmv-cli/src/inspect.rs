@@ -398,3 +398,42 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
     }
     Ok(0)
 }
+
+#[derive(Args)]
+pub struct ArchiveArgs {
+    /// The archive's format (tar only, for now).
+    #[arg(long, default_value = "tar")]
+    format: String,
+    /// Write to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// Put this before every path in the archive (`--prefix=shoot-2026/`).
+    #[arg(long, default_value = "")]
+    prefix: String,
+    /// The commit (or branch, tag) whose files go in.
+    rev: String,
+    /// Only the files at or under these paths.
+    paths: Vec<std::path::PathBuf>,
+}
+
+pub fn archive(a: ArchiveArgs) -> Result<u8> {
+    if a.format != "tar" {
+        bail!("format '{}' is not supported: dmv archive writes tar (--format=tar)", a.format);
+    }
+    let repo = open_repo()?;
+    let commit = repo.resolve(&a.rev)?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    match &a.output {
+        Some(path) => {
+            let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+            repo.archive_tar(&commit, &specs, &a.prefix, &mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        None => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+            repo.archive_tar(&commit, &specs, &a.prefix, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(0)
+}

@@ -46,6 +46,8 @@ enum Command {
     Reset(work::ResetArgs),
     /// Commit the undoing of an earlier commit.
     Revert(work::RevertArgs),
+    /// Write a commit's files as a tar archive (to a file, or standard output).
+    Archive(inspect::ArchiveArgs),
     /// Put uncommitted changes aside (push), bring them back (pop, apply), list or drop them.
     Stash(work::StashArgs),
     /// Show or set a setting of this repository, or with --global of all yours.
@@ -156,6 +158,7 @@ fn main() -> ExitCode {
         Command::Restore(a) => work::restore(a),
         Command::Reset(a) => work::reset(a),
         Command::Revert(a) => work::revert(a),
+        Command::Archive(a) => inspect::archive(a),
         Command::Stash(a) => work::stash(a),
         Command::Config(a) => admin::config(a),
         Command::Clean(a) => work::clean(a),

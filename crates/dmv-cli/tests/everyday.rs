@@ -703,3 +703,43 @@ fn diff_shows_text_as_a_unified_diff_and_media_as_one_line() {
     let between = dmv(d, &["diff", "HEAD~1", "HEAD"]);
     assert!(between.contains("-two\n+2\n"), "{between}");
 }
+
+#[test]
+fn archive_writes_a_commits_files_as_a_tar_that_tar_reads_back() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("shoot")).unwrap();
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    write_noise(&d.join("shoot/a.raw"), 3_000_000, 7);
+    std::fs::write(d.join("notes.txt"), "deliver friday\n").unwrap();
+    std::fs::write(d.join("bin/run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(d.join("bin/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("notes.txt", d.join("latest")).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "delivery"]);
+    let raw = std::fs::read(d.join("shoot/a.raw")).unwrap();
+    // What is archived is the commit, not the working tree.
+    std::fs::write(d.join("notes.txt"), "changed since").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let tarball = out.path().join("d.tar");
+    dmv(d, &["archive", "-o", tarball.to_str().unwrap(), "--prefix=delivery/", "HEAD"]);
+    let x = out.path().join("x");
+    std::fs::create_dir(&x).unwrap();
+    let untar = std::process::Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&x).output().unwrap();
+    assert!(untar.status.success(), "{}", String::from_utf8_lossy(&untar.stderr));
+    assert!(std::fs::read(x.join("delivery/shoot/a.raw")).unwrap() == raw);
+    assert_eq!(std::fs::read(x.join("delivery/notes.txt")).unwrap(), b"deliver friday\n");
+    assert_eq!(std::fs::metadata(x.join("delivery/bin/run.sh")).unwrap().permissions().mode() & 0o111, 0o111);
+    assert_eq!(std::fs::read_link(x.join("delivery/latest")).unwrap(), std::path::Path::new("notes.txt"));
+    // Only some paths, to standard output.
+    let only = dmv_out(d, &["archive", "HEAD", "shoot"]);
+    assert!(only.status.success());
+    let listed = std::process::Command::new("tar").arg("-t").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    let mut listed = listed;
+    listed.stdin.take().unwrap().write_all(&only.stdout).unwrap();
+    assert_eq!(String::from_utf8(listed.wait_with_output().unwrap().stdout).unwrap(), "shoot/a.raw\n");
+    let zip = dmv_out(d, &["archive", "--format=zip", "HEAD"]);
+    assert!(!zip.status.success() && stderr(&zip).lines().count() == 1, "{}", stderr(&zip));
+}

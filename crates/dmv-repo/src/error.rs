@@ -109,6 +109,10 @@ pub enum RepoError {
     NoStash { index: usize },
     #[error("cannot apply the stash: {path} was changed differently since; nothing was changed and the stash is kept")]
     StashConflict { path: String },
+    #[error("the data of {path} is not in this replica; `dmv get` it first")]
+    ArchiveDataAbsent { path: String },
+    #[error("cannot write the output: {detail}")]
+    Output { detail: String },
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },
     #[error("bad value for {key}: {detail}")]

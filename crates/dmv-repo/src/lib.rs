@@ -6,10 +6,11 @@
 //! `dirstate`; `repo` (the `Repository` itself); `settings`; `branches`, `graph`, `early`,
 //! `locations`, `availability`, `tree_diff`; the
 //! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
-//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`, `stash`; on
+//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`, `stash`, `archive`; on
 //! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
 
+mod archive;
 mod atomic;
 mod availability;
 mod branches;
