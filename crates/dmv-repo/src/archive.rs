@@ -1,6 +1,7 @@
 //! `archive`: a commit's files (or those under some paths) as one tar
-//! stream, written as it is made: deliveries of media are archives, often
-//! larger than memory or the disk that would hold a copy first.
+//! stream, written as it is made (each file read a chunk at a time):
+//! deliveries of media are archives, often larger than memory or the disk
+//! that would hold a copy first.
 
 use std::io::Write;
 
@@ -11,10 +12,6 @@ use crate::error::{RepoError, RepoResult};
 use crate::paths::{matches, show};
 use crate::repo::Repository;
 use crate::tree::flatten_sorted;
-
-/// Files up to this size are read whole before their entry is written; larger
-/// ones stream through a pipe from a thread reading their chunks.
-const READ_WHOLE: u64 = 1 << 20;
 
 impl Repository {
     /// Writes `commit`'s files at or under `specs` (all: empty) to `out` as a
@@ -54,28 +51,7 @@ impl Repository {
             header.set_entry_type(tar::EntryType::Regular);
             header.set_mode(if e.kind == EntryKind::Executable { 0o755 } else { 0o644 });
             header.set_size(e.size);
-            if e.size <= READ_WHOLE {
-                let mut bytes = Vec::with_capacity(e.size as usize);
-                self.store.write_content(&e.id, &mut bytes)?;
-                tar.append_data(&mut header, &name, bytes.as_slice()).map_err(io)?;
-                continue;
-            }
-            let (reader, mut writer) = std::io::pipe().map_err(io)?;
-            let (written, appended) = std::thread::scope(|s| {
-                let feeder = s.spawn(move || self.store.write_content(&e.id, &mut writer));
-                let mut reader = reader;
-                let appended = tar.append_data(&mut header, &name, &mut reader);
-                // Closed before waiting: a feeder blocked on a full pipe then stops.
-                drop(reader);
-                (feeder.join(), appended)
-            });
-            match written {
-                Ok(result) => {
-                    result?;
-                }
-                Err(_) => return Err(RepoError::Output { detail: format!("reading {} stopped unexpectedly", show(path)) }),
-            }
-            appended.map_err(io)?;
+            tar.append_data(&mut header, &name, self.store.content_reader(&e.id)?).map_err(io)?;
         }
         tar.finish().map_err(io)?;
         Ok(files.len())

@@ -111,7 +111,7 @@ pub enum RepoError {
     StashConflict { path: String },
     #[error("the data of {path} is not in this replica; `dmv get` it first")]
     ArchiveDataAbsent { path: String },
-    #[error("cannot write the output: {detail}")]
+    #[error("the archive stopped: {detail}")]
     Output { detail: String },
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },

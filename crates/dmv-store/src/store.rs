@@ -413,6 +413,21 @@ impl Store {
         }
     }
 
+    /// A file's content as a reader, a chunk at a time (what
+    /// [`Store::write_content`] writes), for writers that pull: a tar entry
+    /// of a file larger than memory. Checked present first, as there.
+    pub fn content_reader(&self, id: &ObjectId) -> StoreResult<ContentReader<'_>> {
+        self.check_content_present(id)?;
+        let (kind, bytes) = self.read(id)?;
+        match kind {
+            ObjectKind::Chunk => Ok(ContentReader { store: self, walk: None, chunk: bytes, at: 0 }),
+            ObjectKind::FileNode => {
+                Ok(ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 })
+            }
+            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+        }
+    }
+
     /// Checks that a file's content is all here: its nodes are read (and
     /// their levels checked), its chunks located but not read. A checkout
     /// asks this before it changes anything, so missing data stops it while
@@ -769,5 +784,34 @@ impl Drop for WriteSession<'_> {
 impl NodeSink for WriteSession<'_> {
     fn put(&mut self, kind: ObjectKind, bytes: Vec<u8>) -> StoreResult<ObjectId> {
         self.put_object(kind, &bytes)
+    }
+}
+
+/// See [`Store::content_reader`].
+pub struct ContentReader<'s> {
+    store: &'s Store,
+    walk: Option<crate::object::ChunkWalk>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for ContentReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.chunk.len() {
+            let store = self.store;
+            let Some(walk) = self.walk.as_mut() else { return Ok(0) };
+            let mut read_node = |node: &ObjectId| store.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+            match walk.next_chunk(&mut read_node).map_err(std::io::Error::other)? {
+                Some(e) => {
+                    self.chunk = store.read_kind(&e.id, ObjectKind::Chunk).map_err(std::io::Error::other)?;
+                    self.at = 0;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
