@@ -93,6 +93,8 @@ fn a_tree_100000_directories_deep_is_refused_by_every_walk() {
     refused(&run(d, &["ls-tree", "-r", "evil"]), why);
     refused(&run(d, &["show", "evil"]), why);
     refused(&run(d, &["diff", "main", "evil"]), why);
+    refused(&run(d, &["archive", "evil"]), why);
+    refused(&run(d, &["log", "--stat", "-n", "1", "evil"]), why);
     refused(&run(d, &["switch", "evil"]), why);
     refused(&run(d, &["checkout", "evil"]), why);
     // Nothing changed: still on main, with its file.
@@ -118,6 +120,7 @@ fn a_chain_of_100000_file_nodes_is_refused_by_every_read() {
     let d = dir.path();
     let why = "a file node's children are one level below it";
     refused(&run(d, &["cat", "evil:big"]), why);
+    refused(&run(d, &["archive", "evil"]), why);
     refused(&run(d, &["switch", "evil"]), why);
     // fsck walks the chain without recursion and names each misplaced node.
     let fsck = run(d, &["fsck"]);
