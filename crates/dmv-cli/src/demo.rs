@@ -135,8 +135,11 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     println!("\n4. dmv diff --name-status HEAD~1 HEAD");
     let old = dmv_repo::tree::flatten(&repo.store, &repo.commit(&repo.resolve("HEAD~1")?)?.tree)?;
     let new = dmv_repo::tree::flatten(&repo.store, &repo.commit(&repo.resolve("HEAD")?)?.tree)?;
-    for c in dmv_repo::diff_flat(&old, &new) {
-        println!("  {}\t{}", c.kind.letter(), String::from_utf8_lossy(&c.path));
+    for listed in dmv_repo::find_renames(&repo.store, dmv_repo::diff_flat(&old, &new))? {
+        match listed {
+            dmv_repo::Listed::Change(c) => println!("  {}\t{}", c.kind.letter(), String::from_utf8_lossy(&c.path)),
+            dmv_repo::Listed::Renamed { from, to, similarity, .. } => println!("  R{similarity:03}\t{}\t{}", String::from_utf8_lossy(&from), String::from_utf8_lossy(&to)),
+        }
     }
     println!("\n5. dmv fsck");
     let report = repo.store.verify_reachable(&repo.roots()?, false, &|_| {})?;

@@ -88,7 +88,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
         if !a.json && (a.stat || a.name_status) {
             let changes = repo.commit_changes(&info.id)?;
             match a.name_status {
-                true => print_name_status(&mut out, &changes)?,
+                true => print_name_status(&mut out, &repo, &changes)?,
                 false => print_stat(&mut out, &changes)?,
             }
             writeln!(out)?;
@@ -172,7 +172,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     let changes = repo.commit_changes(&id)?;
     let mut out = std::io::stdout().lock();
     if a.name_status {
-        print_name_status(&mut out, &changes)?;
+        print_name_status(&mut out, &repo, &changes)?;
     } else if a.name_only {
         for c in &changes {
             writeln!(out, "{}", show_path(&c.path))?;
@@ -229,7 +229,7 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&changes)?);
     } else if a.name_status {
-        print_name_status(&mut std::io::stdout().lock(), &changes)?;
+        print_name_status(&mut std::io::stdout().lock(), &repo, &changes)?;
     } else if a.name_only {
         for c in &changes {
             println!("{}", show_path(&c.path));
@@ -312,9 +312,13 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-fn print_name_status(out: &mut impl Write, changes: &[Change]) -> Result<()> {
-    for c in changes {
-        writeln!(out, "{}\t{}", c.kind.letter(), show_path(&c.path))?;
+/// A, M, D or R with the share of the content kept (git's R100, R087), and the paths.
+fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]) -> Result<()> {
+    for listed in dmv_repo::find_renames(&repo.store, changes.to_vec())? {
+        match listed {
+            dmv_repo::Listed::Change(c) => writeln!(out, "{}\t{}", c.kind.letter(), show_path(&c.path))?,
+            dmv_repo::Listed::Renamed { from, to, similarity, .. } => writeln!(out, "R{similarity:03}\t{}\t{}", show_path(&from), show_path(&to))?,
+        }
     }
     Ok(())
 }

@@ -64,20 +64,29 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     if a.short {
         // As git's: one line per path in path order, its staged and
         // unstaged letters side by side (`MM`), untracked files after.
-        let mut codes: std::collections::BTreeMap<&[u8], String> = std::collections::BTreeMap::new();
-        for c in &staged {
-            codes.insert(&c.path, format!("{} ", c.kind.letter()));
+        let mut codes: std::collections::BTreeMap<Vec<u8>, String> = std::collections::BTreeMap::new();
+        let mut shown: std::collections::BTreeMap<Vec<u8>, String> = std::collections::BTreeMap::new();
+        for listed in dmv_repo::find_renames(&repo.store, staged.iter().map(|c| (*c).clone()).collect())? {
+            match listed {
+                dmv_repo::Listed::Change(c) => {
+                    codes.insert(c.path.clone(), format!("{} ", c.kind.letter()));
+                }
+                dmv_repo::Listed::Renamed { from, to, .. } => {
+                    shown.insert(to.clone(), format!("{} -> {}", show_path(&from), show_path(&to)));
+                    codes.insert(to, "R ".into());
+                }
+            }
         }
         for c in &st.unstaged {
-            let code = codes.entry(&c.path).or_insert_with(|| " ".into());
+            let code = codes.entry(c.path.clone()).or_insert_with(|| " ".into());
             code.truncate(1);
             code.push(c.kind.letter());
         }
         for u in conflicts {
-            codes.insert(&u.path, u.code.to_string());
+            codes.insert(u.path.clone(), u.code.to_string());
         }
         for (path, code) in codes {
-            println!("{code} {}", show_path(path));
+            println!("{code} {}", shown.remove(&path).unwrap_or_else(|| show_path(&path)));
         }
         for p in &st.untracked {
             println!("?? {}", show_path(p));
@@ -105,8 +114,11 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     }
     if !staged.is_empty() {
         println!("\nChanges to be committed:");
-        for c in &staged {
-            println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
+        for listed in dmv_repo::find_renames(&repo.store, staged.iter().map(|c| (*c).clone()).collect())? {
+            match listed {
+                dmv_repo::Listed::Change(c) => println!("\t{:<12}{}", word(c.kind), show_path(&c.path)),
+                dmv_repo::Listed::Renamed { from, to, .. } => println!("\t{:<12}{} -> {}", "renamed:", show_path(&from), show_path(&to)),
+            }
         }
     }
     if !st.unstaged.is_empty() {

@@ -743,3 +743,45 @@ fn archive_writes_a_commits_files_as_a_tar_that_tar_reads_back() {
     let zip = dmv_out(d, &["archive", "--format=zip", "HEAD"]);
     assert!(!zip.status.success() && stderr(&zip).lines().count() == 1, "{}", stderr(&zip));
 }
+
+#[test]
+fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("audio")).unwrap();
+    for i in 0..3 {
+        std::fs::write(d.join(format!("audio/take_{i}.wav")), format!("take {i}")).unwrap();
+    }
+    std::fs::create_dir_all(d.join("raw")).unwrap();
+    write_noise(&d.join("raw/IMG_1.CR3"), 3_000_000, 11);
+    write_noise(&d.join("raw/IMG_2.CR3"), 3_000_000, 12);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "shoot"]);
+    dmv(d, &["mv", "audio", "sound"]);
+    // Retouched in the middle (a few chunks change) and moved.
+    let mut photo = std::fs::read(d.join("raw/IMG_1.CR3")).unwrap();
+    for b in &mut photo[1_500_000..1_520_000] {
+        *b ^= 0x5a;
+    }
+    std::fs::create_dir_all(d.join("selects")).unwrap();
+    std::fs::write(d.join("selects/IMG_1.CR3"), &photo).unwrap();
+    std::fs::remove_file(d.join("raw/IMG_1.CR3")).unwrap();
+    dmv(d, &["add", "."]);
+    let short = dmv(d, &["status", "--short"]);
+    assert!(short.contains("R  audio/take_0.wav -> sound/take_0.wav\n"), "{short}");
+    assert!(short.contains("R  raw/IMG_1.CR3 -> selects/IMG_1.CR3\n"), "{short}");
+    assert!(dmv(d, &["status"]).contains("renamed:    audio/take_1.wav -> sound/take_1.wav"));
+    dmv(d, &["commit", "-m", "select and rename"]);
+    let ns = dmv(d, &["show", "--name-status"]);
+    let lines: Vec<&str> = ns.lines().filter(|l| l.contains('\t')).collect();
+    assert_eq!(lines.len(), 4, "{ns}");
+    assert!(lines.contains(&"R100\taudio/take_2.wav\tsound/take_2.wav"), "{ns}");
+    let photo_line = lines.iter().find(|l| l.ends_with("\traw/IMG_1.CR3\tselects/IMG_1.CR3")).unwrap_or_else(|| panic!("{ns}"));
+    let percent: u32 = photo_line[1..4].parse().unwrap();
+    assert!((90..100).contains(&percent), "a retouched photo keeps most of its chunks: {photo_line}");
+    // Unrelated files are not paired: one deleted, one added.
+    std::fs::remove_file(d.join("raw/IMG_2.CR3")).unwrap();
+    write_noise(&d.join("other.CR3"), 3_000_000, 13);
+    dmv(d, &["add", "."]);
+    assert_eq!(dmv(d, &["diff", "--cached", "--name-status"]), "A\tother.CR3\nD\traw/IMG_2.CR3\n");
+}

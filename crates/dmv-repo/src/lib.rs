@@ -77,7 +77,7 @@ pub use stash::Stash;
 pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use tree_diff::diff_trees;
+pub use tree_diff::{diff_trees, find_renames, Listed};
 pub use wlock::{WorktreeGuard, WorktreeLock};
 
 pub use dmv_store as store;

@@ -72,6 +72,112 @@ fn folder(e: &Option<TreeEntry>) -> Option<ObjectId> {
     e.as_ref().filter(|e| e.kind == EntryKind::Dir).map(|e| e.id)
 }
 
+/// A change as `--name-status` and `status` list it: a rename pairs a
+/// deleted path with an added one.
+#[derive(Clone, Debug)]
+pub enum Listed {
+    Change(Change),
+    /// `similarity`: the percentage of the larger version's bytes in chunks
+    /// both share (100: the same content).
+    Renamed {
+        from: Vec<u8>,
+        to: Vec<u8>,
+        similarity: u8,
+        old: FlatEntry,
+        new: FlatEntry,
+    },
+}
+
+impl Listed {
+    /// The path it is listed under (a rename's new one).
+    pub fn path(&self) -> &[u8] {
+        match self {
+            Listed::Change(c) => &c.path,
+            Listed::Renamed { to, .. } => to,
+        }
+    }
+}
+
+/// Below this share of bytes in common, an added and a deleted file are two changes.
+const RENAME_SIMILARITY: u64 = 50;
+/// Past this many deleted or added files only exact renames are looked for
+/// (each side's chunk lists are read otherwise).
+const RENAME_CANDIDATES: usize = 1000;
+
+/// Pairs added files with deleted ones: first those of the same content
+/// (git's exact renames), then by the chunks their contents share, which
+/// no line-based tool can do for media (a retouched photo that also moved
+/// shares most of its chunks). In path order of what is listed.
+pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Listed>> {
+    let mut deleted: Vec<Option<Change>> = Vec::new();
+    let mut added: Vec<Change> = Vec::new();
+    let mut out = Vec::new();
+    for c in changes {
+        match c.kind {
+            ChangeKind::Deleted if c.old.is_some_and(|e| e.kind != EntryKind::Symlink) => deleted.push(Some(c)),
+            ChangeKind::Added if c.new.is_some_and(|e| e.kind != EntryKind::Symlink) => added.push(c),
+            _ => out.push(Listed::Change(c)),
+        }
+    }
+    let mut by_id: std::collections::HashMap<ObjectId, Vec<usize>> = std::collections::HashMap::new();
+    for (i, d) in deleted.iter().enumerate() {
+        if let Some(e) = d.as_ref().and_then(|d| d.old) {
+            by_id.entry(e.id).or_default().push(i);
+        }
+    }
+    let mut unpaired = Vec::new();
+    for a in added {
+        let Some(new) = a.new else { continue };
+        let exact = by_id.get_mut(&new.id).and_then(|v| v.pop());
+        match exact.and_then(|i| deleted[i].take()) {
+            Some(d) => out.push(Listed::Renamed { from: d.path, to: a.path, similarity: 100, old: d.old.unwrap_or(new), new }),
+            None => unpaired.push(a),
+        }
+    }
+    let remaining: Vec<usize> = (0..deleted.len()).filter(|i| deleted[*i].is_some()).collect();
+    if !unpaired.is_empty() && !remaining.is_empty() && unpaired.len() <= RENAME_CANDIDATES && remaining.len() <= RENAME_CANDIDATES {
+        // Which deleted files hold each chunk, then for each added file the bytes it shares with each.
+        let mut holders: std::collections::HashMap<ObjectId, Vec<usize>> = std::collections::HashMap::new();
+        for &i in &remaining {
+            if let Some(e) = deleted[i].as_ref().and_then(|d| d.old) {
+                let chunks: std::collections::HashSet<ObjectId> = store.chunk_list(&e.id)?.into_iter().map(|(c, _)| c).collect();
+                for chunk in chunks {
+                    holders.entry(chunk).or_default().push(i);
+                }
+            }
+        }
+        let mut still = Vec::new();
+        for a in unpaired {
+            let Some(new) = a.new else { continue };
+            let mut shared: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+            let chunks: std::collections::HashMap<ObjectId, u64> = store.chunk_list(&new.id)?.into_iter().collect();
+            for (chunk, size) in chunks {
+                for &i in holders.get(&chunk).into_iter().flatten() {
+                    *shared.entry(i).or_default() += size;
+                }
+            }
+            let best = shared
+                .into_iter()
+                .filter(|(i, _)| deleted[*i].is_some())
+                .filter_map(|(i, bytes)| {
+                    let old = deleted[i].as_ref()?.old?;
+                    let larger = old.size.max(new.size).max(1);
+                    Some((bytes.min(larger) * 100 / larger, i))
+                })
+                .max_by_key(|(percent, i)| (*percent, std::cmp::Reverse(*i)));
+            match best.filter(|(percent, _)| *percent >= RENAME_SIMILARITY).and_then(|(percent, i)| Some((percent, deleted[i].take()?))) {
+                Some((percent, d)) => out.push(Listed::Renamed { from: d.path, to: a.path, similarity: percent as u8, old: d.old.unwrap_or(new), new }),
+                None => still.push(a),
+            }
+        }
+        unpaired = still;
+    }
+    out.extend(unpaired.into_iter().map(Listed::Change));
+    out.extend(deleted.into_iter().flatten().map(Listed::Change));
+    out.sort_by(|a, b| a.path().cmp(b.path()));
+    Ok(out)
+}
+
 impl Repository {
     /// What a commit changed: its tree against its first parent's (against
     /// an empty tree for a root commit), as `git show` lists it.

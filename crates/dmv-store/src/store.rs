@@ -413,6 +413,23 @@ impl Store {
         }
     }
 
+    /// The chunks of a file's content, with their sizes, in order: its
+    /// nodes are read, its chunks only located (a rename of a retouched
+    /// photo is seen by the chunks the two versions share).
+    pub fn chunk_list(&self, id: &ObjectId) -> StoreResult<Vec<(ObjectId, u64)>> {
+        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        if loc.entry.kind != ObjectKind::FileNode {
+            return Ok(vec![(*id, loc.entry.raw_len as u64)]);
+        }
+        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
+        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        let mut out = Vec::new();
+        while let Some(e) = walk.next_chunk(&mut read_node)? {
+            out.push((e.id, e.size));
+        }
+        Ok(out)
+    }
+
     /// A file's content as a reader, a chunk at a time (what
     /// [`Store::write_content`] writes), for writers that pull: a tar entry
     /// of a file larger than memory. Checked present first, as there.
