@@ -559,6 +559,9 @@ fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
     assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b2", "a later commit's change stays");
     assert_eq!(dmv(d, &["status", "--short"]), "");
     assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 4);
+    // Its changes are undone already: nothing to do, said in one line.
+    let again = common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD~2"]));
+    assert!(again.contains("nothing to revert"), "{again}");
     // A path changed again since: refused, nothing changed.
     std::fs::write(d.join("b.jpg"), "b3").unwrap();
     dmv(d, &["commit", "-a", "-m", "retouch b again"]);

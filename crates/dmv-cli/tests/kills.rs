@@ -345,6 +345,69 @@ fn scenarios() -> Vec<Scenario> {
             }
         },
     ));
+    all.push(local(
+        "commit --amend",
+        [STORE_POINTS.as_slice(), &["commit-before-ref"], REF_POINTS.as_slice()].concat(),
+        |_| ["commit", "--amend", "-m", "amended"].map(String::from).to_vec(),
+        |w, _| {
+            write_noise(&w.client().join("b.raw"), 3 << 20, 7);
+            dmv(&w.client(), &["add", "b.raw"]);
+        },
+        |w, _, finished| {
+            let c = w.client();
+            fsck_clean(&c);
+            let main = head_of(&c, "refs/heads/main");
+            if main == w.new {
+                assert!(!finished, "an amend that finished moved main");
+                assert_eq!(dmv(&c, &["status", "--short"]), "M  b.raw\n", "killed before its ref: the change is still staged");
+            } else {
+                assert_eq!(dmv(&c, &["rev-parse", "HEAD~1"]).trim(), w.old, "the amended commit has the old one's parent");
+                assert_eq!(dmv(&c, &["log", "-n", "1", "--format=%s"]), "amended\n");
+            }
+        },
+    ));
+    all.push(local(
+        "revert",
+        [STORE_POINTS.as_slice(), &["commit-before-ref", "commit-after-ref"], REF_POINTS.as_slice()].concat(),
+        // By id: run again after it finished, it finds nothing left to undo.
+        |w| vec!["revert".to_string(), w.new.clone()],
+        nothing,
+        |w, _, finished| {
+            let c = w.client();
+            fsck_clean(&c);
+            let main = head_of(&c, "refs/heads/main");
+            if main != w.new {
+                assert_eq!(dmv(&c, &["rev-parse", "HEAD~1"]).trim(), w.new);
+                assert_eq!(dmv(&c, &["cat", "HEAD:notes.txt"]), "one\n");
+            }
+            if finished {
+                assert_ne!(main, w.new);
+                assert_eq!(dmv(&c, &["status", "--short"]), "");
+            }
+        },
+    ));
+    all.push(local(
+        "stash",
+        [STORE_POINTS.as_slice(), &["stash-before-ref"], REF_POINTS.as_slice()].concat(),
+        |_| ["stash"].map(String::from).to_vec(),
+        |w, _| write_noise(&w.client().join("b.raw"), 3 << 20, 8),
+        |w, _, finished| {
+            let c = w.client();
+            fsck_clean(&c);
+            assert_eq!(head_of(&c, "refs/heads/main"), w.new);
+            let mut expected = vec![0u8; 3 << 20];
+            Noise::new(8).fill(&mut expected);
+            // The change is in the working tree, or in the stash, or both: never lost.
+            let in_tree = std::fs::read(c.join("b.raw")).unwrap() == expected;
+            let stash = dmv(&c, &["show-ref"]).lines().find(|l| l.contains("refs/stashes/")).map(|l| l.split_whitespace().next().unwrap_or("").to_string());
+            let in_stash = stash.is_some_and(|id| dmv_out(&c, &["cat", &format!("{id}:b.raw")]).stdout == expected);
+            assert!(in_tree || in_stash, "the stashed change was lost");
+            if finished {
+                assert!(in_stash && !in_tree);
+                assert_eq!(dmv(&c, &["status", "--short"]), "");
+            }
+        },
+    ));
     all
 }
 

@@ -120,6 +120,8 @@ pub enum RepoError {
     /// `revert`: what the reverted commit changed was changed again since, at `path`.
     #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand with `dmv restore --source`)")]
     RevertConflict { commit: String, path: String },
+    #[error("nothing to revert: the changes of {commit} are already undone on HEAD")]
+    NothingToRevert { commit: String },
     #[error("cannot revert {commit}: it is a merge, and which side to keep is not known")]
     RevertMerge { commit: String },
     #[error("there is no merge to abort")]

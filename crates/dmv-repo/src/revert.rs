@@ -5,7 +5,8 @@
 use dmv_store::ObjectId;
 
 use crate::checkout::Written;
-use crate::error::{RepoError, RepoResult};
+use crate::dirstate::DirEntry;
+use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::show;
 use crate::repo::Repository;
 use crate::three_way::three_way;
@@ -22,10 +23,6 @@ impl Repository {
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        let (status, _) = self.worktree_status()?;
-        if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
-        }
         let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commits yet)".into()))?;
         let reverted = self.commit(&commit)?;
         let before = match reverted.parents.as_slice() {
@@ -39,18 +36,58 @@ impl Repository {
         if let Some(c) = conflicts.first() {
             return Err(RepoError::RevertConflict { commit: commit.short(), path: show(&c.path) });
         }
+        if merged == ours {
+            return Err(RepoError::NothingToRevert { commit: commit.short() });
+        }
+        // The same revert cut short while it wrote the working tree (which
+        // was clean when it began): HEAD's files go back where it changes
+        // them, and it runs anew.
+        let marker = self.dmv.join(MARKER);
+        let this = format!("{} {}\n", head.to_hex(), commit.to_hex());
+        if let Ok(found) = std::fs::read_to_string(&marker) {
+            if found == this {
+                self.put_back(&ours, &merged)?;
+            }
+            std::fs::remove_file(&marker).at(&marker)?;
+        }
+        let (status, _) = self.worktree_status()?;
+        if let Some(c) = status.first_change() {
+            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+        }
         let mut trees = self.store.begin_write()?;
         let target = build(&mut trees, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         // Sealed to be read by the checkout; the session stays open until the
         // commit refers to the tree, so gc keeps it meanwhile.
         trees.finish()?;
+        crate::atomic::write_atomic(&marker, this.as_bytes())?;
         self.update_worktree(&target, &Written::new(), progress)?;
         let subject = reverted.message.lines().next().unwrap_or("");
         let message = format!("Revert \"{subject}\"\n\nThis reverts commit {}.", commit.to_hex());
         let mut session = self.store.begin_write()?;
         let id = self.commit_on_head(&mut session, target, Some(head), None, &message, None)?;
         drop(trees);
+        std::fs::remove_file(&marker).at(&marker)?;
         self.mark_tree(&self.load_dirstate()?, target);
         Ok(id)
     }
+
+    /// The working tree and dirstate as HEAD (`ours`) has them at every path
+    /// where `target` differs: files the target adds go.
+    fn put_back(&self, ours: &FlatTree, target: &FlatTree) -> RepoResult<()> {
+        let mut ds = self.load_dirstate()?;
+        for (path, e) in ours.iter().filter(|(p, e)| target.get(*p) != Some(e)) {
+            let meta = self.write_entry(path, e)?;
+            ds.entries.insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+        }
+        for path in target.keys().filter(|p| !ours.contains_key(*p)) {
+            self.remove_worktree_file(path)?;
+            ds.entries.remove(path);
+        }
+        self.save_dirstate(&ds)
+    }
 }
+
+/// `.dmv/revert-in-progress`: HEAD and the reverted commit while a revert
+/// writes the working tree, so that the same revert run again after a kill
+/// knows the changed files are its own.
+const MARKER: &str = "revert-in-progress";
