@@ -28,6 +28,9 @@ pub struct LogArgs {
     /// After each commit, the files it changed and their sizes.
     #[arg(long)]
     stat: bool,
+    /// With one path: go on through the renames that brought it there.
+    #[arg(long)]
+    follow: bool,
     /// After each commit, A, M or D and the path of each file it changed.
     #[arg(long)]
     name_status: bool,
@@ -59,7 +62,15 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    for info in repo.walk(&[start])?.touching(repo_paths(&repo, &a.paths)?).take(a.max_count.unwrap_or(usize::MAX)) {
+    let paths = repo_paths(&repo, &a.paths)?;
+    if a.follow && paths.len() != 1 {
+        bail!("--follow takes exactly one path: dmv log --follow -- PATH");
+    }
+    let mut walk = repo.walk(&[start])?.touching(paths);
+    if a.follow {
+        walk = walk.following_renames();
+    }
+    for info in walk.take(a.max_count.unwrap_or(usize::MAX)) {
         let info = info?;
         let c = &info.commit;
         if a.json {

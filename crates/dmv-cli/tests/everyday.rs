@@ -782,6 +782,13 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
     let photo_line = lines.iter().find(|l| l.ends_with("\traw/IMG_1.CR3\tselects/IMG_1.CR3")).unwrap_or_else(|| panic!("{ns}"));
     let percent: u32 = photo_line[1..4].parse().unwrap();
     assert!((90..100).contains(&percent), "a retouched photo keeps most of its chunks: {photo_line}");
+    // log --follow goes on through the rename (and the retouch); without it, the new path begins there.
+    std::fs::write(d.join("selects/IMG_1.CR3"), [&photo[..], b"more"].concat()).unwrap();
+    dmv(d, &["commit", "-a", "-m", "grade"]);
+    let subjects = |args: &[&str]| dmv(d, &[&["log", "--format=%s"][..], args].concat());
+    assert_eq!(subjects(&["--", "selects/IMG_1.CR3"]), "grade\nselect and rename\n");
+    assert_eq!(subjects(&["--follow", "--", "selects/IMG_1.CR3"]), "grade\nselect and rename\nshoot\n");
+    assert!(!dmv_out(d, &["log", "--follow", "--", "a", "b"]).status.success());
     // Unrelated files are not paired: one deleted, one added.
     std::fs::remove_file(d.join("raw/IMG_2.CR3")).unwrap();
     write_noise(&d.join("other.CR3"), 3_000_000, 13);

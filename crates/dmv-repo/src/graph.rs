@@ -36,11 +36,13 @@ pub struct CommitWalk<'r> {
     /// The commits in `heap`, read when they were queued: each commit is read once.
     queued: HashMap<ObjectId, Commit>,
     paths: Option<PathChanges<'r>>,
+    /// `log --follow`: the one path asked for is followed back through renames.
+    follow: bool,
 }
 
 impl<'r> CommitWalk<'r> {
     fn new(repo: &'r Repository, starts: &[ObjectId], hidden: HashSet<ObjectId>) -> RepoResult<CommitWalk<'r>> {
-        let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), queued_count: 0, seen: hidden, queued: HashMap::new(), paths: None };
+        let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), queued_count: 0, seen: hidden, queued: HashMap::new(), paths: None, follow: false };
         for s in starts {
             walk.push(*s)?;
         }
@@ -51,6 +53,14 @@ impl<'r> CommitWalk<'r> {
     /// `log -- PATH` shows. None given: every commit.
     pub fn touching(mut self, paths: Vec<Vec<u8>>) -> CommitWalk<'r> {
         self.paths = (!paths.is_empty()).then(|| PathChanges::new(self.repo, paths));
+        self
+    }
+
+    /// With one path asked for ([`CommitWalk::touching`]): where a commit
+    /// added it by renaming another file (the same content, or most of its
+    /// chunks), the walk goes on with that file's path, as `git log --follow`.
+    pub fn following_renames(mut self) -> CommitWalk<'r> {
+        self.follow = true;
         self
     }
 
@@ -89,7 +99,25 @@ impl<'r> CommitWalk<'r> {
                 None => self.repo.commit(p)?.tree,
             });
         }
-        paths.changes(&commit.tree, &parent_trees)
+        let changed = paths.changes(&commit.tree, &parent_trees)?;
+        let single = match paths.paths.as_slice() {
+            [path] => Some(path.clone()),
+            _ => None,
+        };
+        if let (Some(path), [parent_tree], true) = (single, parent_trees.as_slice(), changed && self.follow) {
+            let added = paths.at(&commit.tree)?.first().is_some_and(Option::is_some) && paths.at(parent_tree)?.first().is_some_and(Option::is_none);
+            if added {
+                let changes = crate::tree_diff::diff_trees(&self.repo.store, Some(parent_tree), Some(&commit.tree))?;
+                let source = crate::tree_diff::find_renames(&self.repo.store, changes)?.into_iter().find_map(|l| match l {
+                    crate::tree_diff::Listed::Renamed { from, to, .. } if to == path => Some(from),
+                    _ => None,
+                });
+                if let Some(from) = source {
+                    paths.paths = vec![from];
+                }
+            }
+        }
+        Ok(changed)
     }
 }
 
