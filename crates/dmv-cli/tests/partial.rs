@@ -166,7 +166,10 @@ fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     // A metadata-only replica can commit: a rename moves no data.
     ok(&dmv_out(&m, &["mv", "f00", "g00"]));
+    // Renames are seen without the data: the same content ids.
+    assert_eq!(dmv(&m, &["status", "--short"]).lines().filter(|l| l.starts_with("R  f00/")).count(), 1000);
     ok(&dmv_out(&m, &["commit", "-m", "rename"]));
+    ok(&dmv_out(&m, &["show", "--name-status"]));
     assert_eq!(ls(&m, "--absent").iter().filter(|p| p.starts_with("g00/")).count(), 1000);
     fsck_clean(&m);
 }

@@ -140,7 +140,7 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
         let mut holders: std::collections::HashMap<ObjectId, Vec<usize>> = std::collections::HashMap::new();
         for &i in &remaining {
             if let Some(e) = deleted[i].as_ref().and_then(|d| d.old) {
-                let chunks: std::collections::HashSet<ObjectId> = store.chunk_list(&e.id)?.into_iter().map(|(c, _)| c).collect();
+                let chunks: std::collections::HashSet<ObjectId> = chunks_if_here(store, &e.id).into_iter().map(|(c, _)| c).collect();
                 for chunk in chunks {
                     holders.entry(chunk).or_default().push(i);
                 }
@@ -150,7 +150,7 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
         for a in unpaired {
             let Some(new) = a.new else { continue };
             let mut shared: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
-            let chunks: std::collections::HashMap<ObjectId, u64> = store.chunk_list(&new.id)?.into_iter().collect();
+            let chunks: std::collections::HashMap<ObjectId, u64> = chunks_if_here(store, &new.id).into_iter().collect();
             for (chunk, size) in chunks {
                 for &i in holders.get(&chunk).into_iter().flatten() {
                     *shared.entry(i).or_default() += size;
@@ -176,6 +176,13 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
     out.extend(deleted.into_iter().flatten().map(Listed::Change));
     out.sort_by(|a, b| a.path().cmp(b.path()));
     Ok(out)
+}
+
+/// A file's chunk list, or none when its nodes cannot be read here (a
+/// partial replica without the file's data): pairing by shared chunks is a
+/// guess that such a file takes no part in; damage is for fsck to name.
+fn chunks_if_here(store: &Store, id: &ObjectId) -> Vec<(ObjectId, u64)> {
+    store.chunk_list(id).unwrap_or_default()
 }
 
 impl Repository {
