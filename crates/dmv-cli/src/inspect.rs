@@ -282,8 +282,8 @@ fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_
                 write!(out, "{}", similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to))?;
             }
             _ => {
-                let size = |e: Option<&dmv_repo::FlatEntry>| e.map_or_else(|| "none".to_string(), |e| human_bytes(e.size));
-                writeln!(out, "Binary files differ ({} -> {})", size(c.old.as_ref()), size(c.new.as_ref()))?;
+                let (before, after) = (describe(repo, c.old.as_ref(), None)?, describe(repo, c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?);
+                writeln!(out, "Binary files differ ({before} -> {after})")?;
             }
         }
     }
@@ -312,6 +312,32 @@ fn text_of(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Op
         return Ok(None);
     }
     Ok(String::from_utf8(bytes).ok())
+}
+
+/// A binary file as a person knows it: an image's dimensions (read from
+/// its first bytes by the imagesize crate) and its size.
+fn describe(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Option<&[u8]>) -> Result<String> {
+    use std::io::Read;
+    let Some(e) = e else { return Ok("none".into()) };
+    let size = human_bytes(e.size);
+    if e.kind != EntryKind::File && e.kind != EntryKind::Executable {
+        return Ok(size);
+    }
+    const HEAD: u64 = 64 << 10;
+    let mut head = Vec::new();
+    match worktree_path {
+        Some(p) => {
+            std::fs::File::open(repo.abs_path(p))?.take(HEAD).read_to_end(&mut head)?;
+        }
+        None if repo.is_absent(e)? => return Ok(size),
+        None => {
+            repo.store.content_reader(&e.id)?.take(HEAD).read_to_end(&mut head)?;
+        }
+    }
+    Ok(match imagesize::blob_size(&head) {
+        Ok(dim) => format!("{}x{}, {size}", dim.width, dim.height),
+        Err(_) => size,
+    })
 }
 
 fn human_bytes(n: u64) -> String {

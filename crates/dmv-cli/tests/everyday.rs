@@ -706,6 +706,14 @@ fn diff_shows_text_as_a_unified_diff_and_media_as_one_line() {
     assert!(staged.contains("new file\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"), "{staged}");
     let between = dmv(d, &["diff", "HEAD~1", "HEAD"]);
     assert!(between.contains("-two\n+2\n"), "{between}");
+    // An image is named by its dimensions (a PNG's header says them), from the store and from the working tree.
+    let png = |w: u32, h: u32| [&b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"[..], &w.to_be_bytes(), &h.to_be_bytes(), &[8, 6, 0, 0, 0], &[0u8; 2000]].concat();
+    std::fs::write(d.join("cover.png"), png(4000, 3000)).unwrap();
+    dmv(d, &["add", "cover.png"]);
+    dmv(d, &["commit", "-m", "cover"]);
+    std::fs::write(d.join("cover.png"), png(2000, 1500)).unwrap();
+    let image = dmv(d, &["diff"]);
+    assert!(image.contains("Binary files differ (4000x3000, 2.0 KiB -> 2000x1500, 2.0 KiB)"), "{image}");
 }
 
 #[test]
