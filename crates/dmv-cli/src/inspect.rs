@@ -156,7 +156,7 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
 pub struct ShowArgs {
     /// A commit (default HEAD), or REV:PATH to print a file.
     rev: Option<String>,
-    /// The files the commit changed and their sizes (the default).
+    /// The files the commit changed and their sizes (by default, git's patch).
     #[arg(long)]
     stat: bool,
     /// A, M or D and the path of each file the commit changed.
@@ -188,8 +188,10 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         for c in &changes {
             writeln!(out, "{}", show_path(&c.path))?;
         }
-    } else {
+    } else if a.stat {
         print_stat(&mut out, &changes)?;
+    } else {
+        print_patch(&mut out, &repo, &changes, false)?;
     }
     Ok(0)
 }

@@ -47,8 +47,11 @@ fn add_commit_status_log_show_cat_round_trip() {
     assert_eq!(json[0]["message"], "second");
     let stat = dmv(d, &["diff", "--stat", "HEAD~1", "HEAD"]);
     assert!(stat.contains("photos/raw/a.cr3 | Bin 3000000 -> 3000000 bytes"), "{stat}");
-    let show = dmv(d, &["show"]);
+    let show = dmv(d, &["show", "--stat"]);
     assert!(show.contains("second") && show.contains("2 files changed"), "{show}");
+    // As git's, show prints the patch by default.
+    let patch = dmv(d, &["show"]);
+    assert!(patch.contains("second") && patch.contains("--- a/notes.txt\n+++ b/notes.txt\n") && patch.contains("Binary files differ (2.9 MiB -> 2.9 MiB)"), "{patch}");
     let old = dmv_out(d, &["cat", "HEAD~1:photos/raw/a.cr3"]).stdout;
     let mut expected = vec![0u8; 3_000_000];
     Noise::new(1).fill(&mut expected);
