@@ -807,3 +807,29 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
     dmv(d, &["add", "."]);
     assert_eq!(dmv(d, &["diff", "--cached", "--name-status"]), "A\tother.CR3\nD\traw/IMG_2.CR3\n");
 }
+
+#[test]
+fn a_revert_run_again_after_a_kill_overwrites_only_its_own_files() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.jpg"), "a1").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    std::fs::write(d.join("a.jpg"), "a2").unwrap();
+    dmv(d, &["commit", "-a", "-m", "second"]);
+    let head = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
+    // As a revert of HEAD killed while writing the files leaves it, but the
+    // file then edited by hand: the rerun refuses and keeps the edit.
+    std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();
+    std::fs::write(d.join("a.jpg"), "edited by hand").unwrap();
+    let line = common::remote::one_line_error(&dmv_out(d, &["revert", &head]));
+    assert!(line.contains("uncommitted changes (e.g. a.jpg)"), "{line}");
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"edited by hand");
+    // Holding the revert's own version (its write landed): put back and reverted anew.
+    std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();
+    std::fs::write(d.join("a.jpg"), "a1").unwrap();
+    dmv(d, &["revert", &head]);
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    assert!(!d.join(".dmv/revert-in-progress").exists());
+}

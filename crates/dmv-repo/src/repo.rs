@@ -243,9 +243,10 @@ impl Repository {
         let user = env("USER").unwrap_or_else(|| "dmv".into());
         // Read when a command signs something; a damaged global file is
         // reported by `dmv config`, and signing falls back as if it were not there.
-        let global = || crate::config::GlobalSettings::load().unwrap_or_default();
-        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).or_else(|| global().user_name).unwrap_or_else(|| user.clone());
-        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email).unwrap_or_else(|| format!("{user}@localhost"));
+        let global = std::cell::OnceCell::new();
+        let global = || global.get_or_init(|| crate::config::GlobalSettings::load().unwrap_or_default());
+        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).or_else(|| global().user_name.clone()).unwrap_or_else(|| user.clone());
+        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
         let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         Signature { name, email, time, tz_minutes: 0 }
     }

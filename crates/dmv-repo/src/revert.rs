@@ -5,9 +5,9 @@
 use dmv_store::ObjectId;
 
 use crate::checkout::Written;
-use crate::dirstate::DirEntry;
+use crate::dirstate::{DirEntry, Stat};
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::paths::show;
+use crate::paths::{show, Beneath};
 use crate::repo::Repository;
 use crate::three_way::three_way;
 use crate::tree::{build, flatten, FlatTree};
@@ -72,16 +72,31 @@ impl Repository {
     }
 
     /// The working tree and dirstate as HEAD (`ours`) has them at every path
-    /// where `target` differs: files the target adds go.
+    /// where `target` differs: files the target adds go. A file there that
+    /// holds neither version was changed by hand since the kill: refused,
+    /// nothing overwritten.
     fn put_back(&self, ours: &FlatTree, target: &FlatTree) -> RepoResult<()> {
         let mut ds = self.load_dirstate()?;
-        for (path, e) in ours.iter().filter(|(p, e)| target.get(*p) != Some(e)) {
-            let meta = self.write_entry(path, e)?;
-            ds.entries.insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
-        }
-        for path in target.keys().filter(|p| !ours.contains_key(*p)) {
-            self.remove_worktree_file(path)?;
-            ds.entries.remove(path);
+        let paths: std::collections::BTreeSet<&Vec<u8>> = ours.keys().chain(target.keys()).filter(|p| ours.get(*p) != target.get(*p)).collect();
+        for path in paths {
+            let here = match Beneath::new(&self.root).lstat(path).map_err(|e| RepoError::io(self.abs_path(path), e))? {
+                Some(m) if m.is_file() || m.file_type().is_symlink() => Some(self.current_id(path, &Stat::of(&m))?.0),
+                _ => None,
+            };
+            let (mine, theirs) = (ours.get(path), target.get(path));
+            if here != mine.map(|e| e.id) && here != theirs.map(|e| e.id) {
+                return Err(RepoError::UncommittedChanges { path: show(path), merge: false });
+            }
+            match mine {
+                Some(e) => {
+                    let meta = self.write_entry(path, e)?;
+                    ds.entries.insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                }
+                None => {
+                    self.remove_worktree_file(path)?;
+                    ds.entries.remove(path);
+                }
+            }
         }
         self.save_dirstate(&ds)
     }
