@@ -139,6 +139,33 @@ fn gc_during_a_stash_keeps_what_it_puts_aside() {
 }
 
 #[test]
+fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_committed() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("b.raw"), 3 << 20, 31);
+    let b = std::fs::read(d.join("b.raw")).unwrap();
+    dmv(d, &["add", "b.raw"]);
+    dmv(d, &["commit", "-m", "b"]);
+    let dropped = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
+    write_noise(&d.join("c.raw"), 2 << 20, 32);
+    let mut reset = dmv_cmd(d);
+    reset.args(["reset", "--hard", "HEAD~1"]);
+    let paused = Paused::start(reset, "reset-before-ref");
+    // A second writer waits for the working tree; gc runs meanwhile.
+    let add = spawn(d, &["add", "c.raw"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&gc_while_paused(d, paused));
+    ok(&add.wait_with_output().unwrap());
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["log", "--format=%s"]), "a\n");
+    assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n");
+    // The commit reset away is still there for its reflog, whole.
+    assert!(cat(d, &format!("{dropped}:b.raw")) == b);
+    dmv(d, &["commit", "-m", "c"]);
+    assert!(cat(d, "HEAD:c.raw") == std::fs::read(d.join("c.raw")).unwrap());
+}
+
+#[test]
 fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     let repo = repo_with_one_commit();
     let d = repo.path();

@@ -41,6 +41,7 @@ impl Repository {
                 self.checkout_tree(&tree, progress)?;
             }
         }
+        dmv_store::failpoint("reset-before-ref");
         self.advance_head(head, target, &format!("reset: moving to {}", target.short()))
     }
 
