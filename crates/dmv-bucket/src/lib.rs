@@ -35,6 +35,7 @@ mod layout;
 mod leases;
 mod locations;
 mod mirror;
+mod path_locks;
 mod ranges;
 mod read;
 mod refs;
@@ -114,6 +115,27 @@ impl Bucket {
     /// Replaces the location log that replica `writer` keeps in the bucket.
     pub fn write_location_log(&self, writer: &str, bytes: Vec<u8>) -> BucketResult<()> {
         locations::write(&self.conn, writer, bytes)
+    }
+
+    /// Creates the lock object of `path` holding `bytes`, unless one exists
+    /// (a conditional write: of two clients, exactly one creates it).
+    /// Returns whether this call created it.
+    pub fn create_path_lock(&self, path: &str, bytes: Vec<u8>) -> BucketResult<bool> {
+        path_locks::create(&self.conn, path, bytes)
+    }
+
+    /// The lock object of `path`, if one exists.
+    pub fn read_path_lock(&self, path: &str) -> BucketResult<Option<Vec<u8>>> {
+        path_locks::read(&self.conn, path)
+    }
+
+    /// Every lock object in the bucket.
+    pub fn read_path_locks(&self) -> BucketResult<Vec<Vec<u8>>> {
+        path_locks::read_all(&self.conn)
+    }
+
+    pub fn remove_path_lock(&self, path: &str) -> BucketResult<()> {
+        path_locks::remove(&self.conn, path)
     }
 
     /// Mirrors the bucket's list of pack indexes into the cache: downloads

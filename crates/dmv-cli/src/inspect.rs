@@ -41,22 +41,6 @@ pub struct LogArgs {
     paths: Vec<std::path::PathBuf>,
 }
 
-fn format_time(secs: i64) -> String {
-    // Civil date from days since the epoch (proleptic Gregorian), UTC.
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
     let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
@@ -90,7 +74,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 writeln!(out, "Merge: {}", c.parents.iter().map(|p| p.short()).collect::<Vec<_>>().join(" "))?;
             }
             writeln!(out, "Author: {} <{}>", c.author.name, c.author.email)?;
-            writeln!(out, "Date:   {}\n", format_time(c.author.time))?;
+            writeln!(out, "Date:   {}\n", dmv_repo::utc_time(c.author.time))?;
             for line in c.message.lines() {
                 writeln!(out, "    {line}")?;
             }
@@ -125,11 +109,11 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
         let (text, used) = match two {
             "an" => (c.author.name.clone(), 2),
             "ae" => (c.author.email.clone(), 2),
-            "ad" => (format_time(c.author.time), 2),
+            "ad" => (dmv_repo::utc_time(c.author.time), 2),
             "at" => (c.author.time.to_string(), 2),
             "cn" => (c.committer.name.clone(), 2),
             "ce" => (c.committer.email.clone(), 2),
-            "cd" => (format_time(c.committer.time), 2),
+            "cd" => (dmv_repo::utc_time(c.committer.time), 2),
             "ct" => (c.committer.time.to_string(), 2),
             _ => match rest.chars().next() {
                 Some('H') => (info.id.to_hex(), 1),
@@ -175,7 +159,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     let repo = open_repo()?;
     let id = repo.resolve(&rev)?;
     let c = repo.commit(&id)?;
-    println!("commit {id}\nAuthor: {} <{}>\nDate:   {}\n", c.author.name, c.author.email, format_time(c.author.time));
+    println!("commit {id}\nAuthor: {} <{}>\nDate:   {}\n", c.author.name, c.author.email, dmv_repo::utc_time(c.author.time));
     for line in c.message.lines() {
         println!("    {line}");
     }

@@ -3,6 +3,7 @@
 mod admin;
 mod demo;
 mod inspect;
+mod locks;
 mod mergecmd;
 mod partial;
 mod progress;
@@ -116,6 +117,12 @@ enum Command {
     Replica(partial::ReplicaArgs),
     /// Free the data of files here (or on a remote) once enough other copies are confirmed.
     Drop(partial::DropArgs),
+    /// Lock paths on the remote (for every branch) so nobody else can commit or push changes to them.
+    Lock(locks::LockArgs),
+    /// Release locks you hold (or, as an admin, break others' with --force).
+    Unlock(locks::UnlockArgs),
+    /// List the locks the remote holds (who, from which replica, since when).
+    Locks(locks::LocksArgs),
     /// Run DMV end to end on generated sample media in a temporary folder.
     Demo(demo::DemoArgs),
     /// Print the completion script of a shell: `dmv completions bash > ~/.local/share/bash-completion/completions/dmv`.
@@ -193,6 +200,9 @@ fn main() -> ExitCode {
         Command::Whereis(a) => partial::whereis(a),
         Command::Replica(a) => partial::replica(a),
         Command::Drop(a) => partial::drop(a),
+        Command::Lock(a) => locks::lock(a),
+        Command::Unlock(a) => locks::unlock(a),
+        Command::Locks(a) => locks::locks(a),
         Command::Demo(a) => demo::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "dmv", &mut std::io::stdout());
@@ -325,6 +335,9 @@ fn talks_to_peers(c: &Command) -> bool {
             | Command::Slice(_)
             | Command::Whereis(_)
             | Command::Drop(_)
+            | Command::Lock(_)
+            | Command::Unlock(_)
+            | Command::Locks(_)
     ) || matches!(c, Command::Serve(a) if a.over_http())
         || matches!(c, Command::Fsck(a) if a.repair)
 }

@@ -127,6 +127,16 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
         }
     }
+    // As last learned from the remote (lock, locks, push, commit): no network here.
+    let known = repo.known_locks();
+    let mut held: Vec<&dmv_repo::PathLock> = st.staged.iter().chain(&st.unstaged).filter_map(|c| known.other_holder(&show_path(&c.path))).collect();
+    held.dedup_by(|a, b| a.path == b.path);
+    if !held.is_empty() {
+        println!("\nChanged files locked by someone else (as {} said at {}):", known.remote, dmv_repo::utc_time(known.learned as i64));
+        for l in held {
+            println!("\t{}\tlocked by {}", l.path, l.holder());
+        }
+    }
     if !st.untracked.is_empty() {
         println!("\nUntracked files:");
         for p in &st.untracked {
@@ -345,6 +355,9 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.
     let _wlock = repo.lock_worktree()?;
+    if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = dmv_sync::check_commit(&repo, a.all)? {
+        eprintln!("warning: could not ask {remote} whether someone else holds a lock on the files you changed ({why}); committing anyway (the push will be checked)");
+    }
     if a.amend {
         if a.all {
             let p = Progress::new("adding");

@@ -182,7 +182,7 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     let before = head_of(&t.join("hub"), "refs/heads/main");
     let out = dmv_out(&b, &["push"]);
     let line = one_line_error(&out);
-    assert!(line.contains("may read but not push"), "{line}");
+    assert!(line.contains("may read but not write"), "{line}");
     assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), before);
     let out = dmv_cmd(&b).args(["push"]).env("DMV_TOKEN", "writer-1").output().unwrap();
     ok(&out);

@@ -33,6 +33,7 @@ impl Repository {
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
         }
+        self.read_only_rule_of(target)?;
         if ds.entries.is_empty() {
             return self.populate(target, ds, &status.untracked, written, progress);
         }
@@ -55,8 +56,8 @@ impl Repository {
         for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
             let Some(e) = c.new else { continue };
             if early(c) {
-                let (_, meta) = &written[&c.path];
-                new_ds.entries.insert(c.path.clone(), DirEntry::with_stat(e.kind, e.id, e.size, meta));
+                let meta = self.follow_lock_mode(&c.path, e.kind, &written[&c.path].1)?;
+                new_ds.entries.insert(c.path.clone(), DirEntry::with_stat(e.kind, e.id, e.size, &meta));
             } else if self.is_absent(&e)? {
                 now_absent.push((c.path.as_slice(), e));
             } else {
@@ -104,7 +105,12 @@ impl Repository {
         wanted.retain(|(rel, e)| {
             if early(rel, e) {
                 if let Some((_, meta)) = written.get(&rel[..]) {
-                    side.push((rel.to_vec(), DirEntry::with_stat(e.kind, e.id, e.size, meta)));
+                    match self.follow_lock_mode(rel, e.kind, meta) {
+                        Ok(meta) => side.push((rel.to_vec(), DirEntry::with_stat(e.kind, e.id, e.size, &meta))),
+                        Err(err) => {
+                            failed.get_or_insert(err);
+                        }
+                    }
                 }
                 return false;
             }
@@ -185,6 +191,19 @@ impl Repository {
         // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
         self.mark_staged_tree(staged, *target);
         Ok(())
+    }
+
+    /// A file written before the checkout (while its data arrived) made
+    /// read-only if a checkout would have written it so; its stat after that.
+    fn follow_lock_mode(&self, rel: &[u8], kind: EntryKind, stat: &Stat) -> RepoResult<Stat> {
+        let wanted = self.new_file_mode(rel, kind);
+        if wanted & 0o222 != 0 || stat.mode & 0o222 == 0 {
+            return Ok(*stat);
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.abs_path(rel);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(stat.mode & 0o7777 & !0o222)).at(&path)?;
+        Ok(Stat::of(&std::fs::symlink_metadata(&path).at(&path)?))
     }
 
     /// Refuses, before anything is deleted or written, a checkout of entries

@@ -113,6 +113,16 @@ pub enum RepoError {
     ArchiveDataAbsent { path: String },
     #[error("the archive stopped: {detail}")]
     Output { detail: String },
+    #[error("{path} is locked by {holder}")]
+    PathLocked { path: String, holder: String },
+    #[error("push refused: {path} is locked by {holder}, and commit {commit} changes it; nothing was updated (ask them to unlock it, or take that change out)")]
+    LockedPathChanged { path: String, holder: String, commit: String },
+    #[error("cannot commit: {path} is locked by {holder}; ask them to unlock it, or restore the file (nothing was committed)")]
+    CommitOverLock { path: String, holder: String },
+    #[error("{path} is not locked")]
+    PathNotLocked { path: String },
+    #[error("{path} is locked by {holder}; only they can unlock it (or an admin, with --force)")]
+    LockHeldByOther { path: String, holder: String },
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },
     #[error("bad value for {key}: {detail}")]

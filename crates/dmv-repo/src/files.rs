@@ -8,10 +8,15 @@ use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use dmv_store::object::EntryKind;
-use dmv_store::ObjectKind;
+use dmv_store::{ObjectId, ObjectKind};
 
+/// An attributes file larger than this is not read (it would be a mistake).
+const MAX_ATTRIBUTES_BYTES: u64 = 1 << 20;
+
+use crate::attributes::{Lockable, ReadOnlyRule, ATTRIBUTES_FILE};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::{Beneath, TEMP_PREFIX};
 use crate::repo::Repository;
@@ -40,8 +45,7 @@ impl Repository {
             std::os::unix::fs::symlink(OsStr::from_bytes(&target), &tmp).at(&tmp)?;
         } else {
             use std::os::unix::fs::OpenOptionsExt;
-            let mode = if e.kind == EntryKind::Executable { 0o777 } else { 0o666 };
-            let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp).at(&tmp)?;
+            let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&tmp).at(&tmp)?;
             let mut w = dmv_store::FileWriter::new(f, e.size);
             let written = self.store.write_content(&e.id, &mut w);
             let flushed = w.finish().map_err(|err| RepoError::io(&tmp, err));
@@ -108,8 +112,7 @@ impl Repository {
             };
         }
         use std::os::unix::fs::OpenOptionsExt;
-        let mode = if e.kind == EntryKind::Executable { 0o777 } else { 0o666 };
-        let f = match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path) {
+        let f = match std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&path) {
             Ok(f) => f,
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => return self.write_entry(rel, e),
             Err(err) => return Err(RepoError::io(&path, err)),
@@ -124,6 +127,69 @@ impl Repository {
                 Err(err)
             }
         }
+    }
+
+    /// The permissions a file is created with (before the umask): read-only
+    /// when it is lockable and this replica's user does not hold its lock.
+    pub(crate) fn new_file_mode(&self, rel: &[u8], kind: EntryKind) -> u32 {
+        let mode = if kind == EntryKind::Executable { 0o777 } else { 0o666 };
+        let rule = self.read_only.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let rule = rule.unwrap_or_else(|| {
+            let text = std::fs::read_to_string(self.root.join(ATTRIBUTES_FILE)).unwrap_or_default();
+            self.set_read_only_rule(&text)
+        });
+        if rule.read_only(rel) {
+            mode & !0o222
+        } else {
+            mode
+        }
+    }
+
+    /// Reads which files to write read-only from `.dmvattributes` as it is
+    /// in `tree` (a checkout's target: its files follow its attributes).
+    pub(crate) fn read_only_rule_of(&self, tree: &ObjectId) -> RepoResult<()> {
+        let text = match crate::tree::lookup(&self.store, tree, ATTRIBUTES_FILE.as_bytes())? {
+            Some(e) if e.kind == EntryKind::File && e.size <= MAX_ATTRIBUTES_BYTES && !self.is_absent(&e)? => {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut self.store.content_reader(&e.id)?, &mut bytes).map_err(|err| RepoError::io(self.root.join(ATTRIBUTES_FILE), err))?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            _ => String::new(),
+        };
+        self.set_read_only_rule(&text);
+        Ok(())
+    }
+
+    fn set_read_only_rule(&self, attributes: &str) -> Arc<ReadOnlyRule> {
+        let lockable = Lockable::parse(attributes);
+        let held = if lockable.is_empty() { Default::default() } else { self.known_locks().mine().map(|l| l.path.clone()).collect() };
+        let rule = Arc::new(ReadOnlyRule { lockable, held });
+        *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = Some(rule.clone());
+        rule
+    }
+
+    /// Makes a lockable file writable once its lock is held, and read-only
+    /// again once released; other files are left as they are. Returns
+    /// whether the file's permissions changed.
+    pub fn set_lock_mode(&self, rel: &str, held: bool) -> RepoResult<bool> {
+        let text = std::fs::read_to_string(self.root.join(ATTRIBUTES_FILE)).unwrap_or_default();
+        if !Lockable::parse(&text).matches(rel.as_bytes()) {
+            return Ok(false);
+        }
+        let path = self.abs_path(rel.as_bytes());
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => m,
+            _ => return Ok(false),
+        };
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        let new = if held { mode | 0o200 } else { mode & !0o222 };
+        if new != mode {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(new)).at(&path)?;
+        }
+        // The cached rule knew the old holder: read it again when next needed.
+        *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(new != mode)
     }
 
     /// Removes a working-tree file (already gone is fine) and the

@@ -12,6 +12,7 @@
 
 mod archive;
 mod atomic;
+mod attributes;
 mod availability;
 mod branches;
 mod checkout;
@@ -26,6 +27,7 @@ mod gc;
 mod graph;
 mod location_file;
 mod locations;
+mod locks;
 mod merge;
 mod merge_state;
 mod mergetool;
@@ -51,6 +53,7 @@ mod tree_diff;
 mod walk;
 mod wlock;
 
+pub use attributes::{Lockable, ATTRIBUTES_FILE};
 pub use availability::FileAvailability;
 pub use config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
 pub use dirstate::{DirEntry, Dirstate, Stat};
@@ -62,6 +65,7 @@ pub use gc::GcPolicy;
 pub use graph::{CommitInfo, CommitWalk};
 pub use location_file::LocationSpool;
 pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, Stamp};
+pub use locks::{check_lock_path, utc_time, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
 pub use ops::Status;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use dmv_store::object::{Commit, Signature};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
+use crate::attributes::ReadOnlyRule;
 use crate::config::{self, Config};
 use crate::dirstate::{Dirstate, TreeMark};
 use crate::error::{IoContext, RepoError, RepoResult};
@@ -25,6 +26,8 @@ pub struct Repository {
     pub store: Store,
     pub refs: Box<dyn RefBackend>,
     wlock: WorktreeLock,
+    /// Which files checkouts write read-only (read when first needed).
+    pub(crate) read_only: std::sync::RwLock<Option<std::sync::Arc<ReadOnlyRule>>>,
 }
 
 impl Repository {
@@ -140,7 +143,7 @@ impl Repository {
         }
         let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
         let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
-        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs })
+        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs, read_only: Default::default() })
     }
 
     /// Takes the working-tree lock: one command at a time changes the

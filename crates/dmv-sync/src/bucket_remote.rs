@@ -7,9 +7,9 @@ use std::collections::HashSet;
 
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{LocationLog, ReplicaId};
+use dmv_repo::{check_lock_path, LocationLog, PathLock, ReplicaId};
 
-use crate::client::{ObjectProducer, Received, Remote, RemoteRefs};
+use crate::client::{ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
 
@@ -142,5 +142,78 @@ impl Remote for BucketRemote {
     fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
         let dropped = self.bucket.drop_files(ids)?;
         Ok((dropped.freed_bytes, dropped.locked))
+    }
+
+    /// One conditional create per path. A path held by someone else undoes
+    /// the locks this call took before it, so the call takes all or none.
+    fn lock_paths(&mut self, paths: &[String], replica: &str, me: &str) -> SyncResult<PathLocks> {
+        for path in paths {
+            check_lock_path(path).map_err(|reason| dmv_repo::RepoError::BadPath { path: path.clone(), reason })?;
+        }
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let (mut taken, mut created): (Vec<PathLock>, Vec<&str>) = (Vec::new(), Vec::new());
+        for path in paths {
+            let lock = PathLock { path: path.clone(), owner: me.to_string(), replica: replica.to_string(), since };
+            let held = match self.bucket.create_path_lock(path, encode_lock(&lock))? {
+                true => Some(lock),
+                false => match self.read_lock(path)? {
+                    Some(theirs) if theirs.owner == me && theirs.replica == replica => {
+                        taken.push(theirs);
+                        continue;
+                    }
+                    // Released since the create failed: try once more.
+                    None if self.bucket.create_path_lock(path, encode_lock(&lock))? => Some(lock),
+                    other => {
+                        for mine in created {
+                            self.bucket.remove_path_lock(mine)?;
+                        }
+                        let holder = other.map_or_else(|| "someone else (it changed while we looked)".to_string(), |l| l.holder());
+                        return Err(dmv_repo::RepoError::PathLocked { path: path.clone(), holder }.into());
+                    }
+                },
+            };
+            created.push(path);
+            taken.extend(held);
+        }
+        Ok(PathLocks { you: Some(me.to_string()), locks: taken })
+    }
+
+    fn unlock_paths(&mut self, paths: &[String], force: bool, me: &str) -> SyncResult<PathLocks> {
+        let mut released = Vec::new();
+        for path in paths {
+            match self.read_lock(path)? {
+                None => return Err(dmv_repo::RepoError::PathNotLocked { path: path.clone() }.into()),
+                Some(l) if l.owner != me && !force => return Err(dmv_repo::RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }.into()),
+                Some(l) => released.push(l),
+            }
+        }
+        for lock in &released {
+            self.bucket.remove_path_lock(&lock.path)?;
+        }
+        Ok(PathLocks { you: Some(me.to_string()), locks: released })
+    }
+
+    fn list_locks(&mut self, me: &str) -> SyncResult<PathLocks> {
+        let mut locks = self.bucket.read_path_locks()?.iter().map(|b| self.decode_lock(b)).collect::<SyncResult<Vec<_>>>()?;
+        locks.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(PathLocks { you: Some(me.to_string()), locks })
+    }
+}
+
+/// A lock object's content: the lock as JSON (small, and readable by
+/// whoever looks in the bucket).
+fn encode_lock(lock: &PathLock) -> Vec<u8> {
+    serde_json::to_vec(lock).expect("a lock encodes")
+}
+
+impl BucketRemote {
+    fn read_lock(&self, path: &str) -> SyncResult<Option<PathLock>> {
+        self.bucket.read_path_lock(path)?.map(|b| self.decode_lock(&b)).transpose()
+    }
+
+    fn decode_lock(&self, bytes: &[u8]) -> SyncResult<PathLock> {
+        let lock: PathLock = serde_json::from_slice(bytes).map_err(|e| SyncError::Protocol(format!("{}: a lock object is damaged: {e}", self.bucket.url())))?;
+        check_lock_path(&lock.path).map_err(|why| SyncError::Protocol(format!("{}: a lock object names a bad path {:?}: {why}", self.bucket.url(), lock.path)))?;
+        Ok(lock)
     }
 }

@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationLog, ReplicaId};
+use dmv_repo::{LocationLog, PathLock, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
@@ -80,6 +80,27 @@ pub trait Remote {
     fn drop_content(&mut self, _ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
         Err(SyncError::Unsupported { url: self.url().to_string(), what: "dropping data" })
     }
+    /// Locks these paths for us, all or none, noting `replica` as where
+    /// from. `me` is our name where the remote cannot tell who we are (an
+    /// object store); a server names us itself. Returns the locks taken.
+    fn lock_paths(&mut self, _paths: &[String], _replica: &str, _me: &str) -> SyncResult<PathLocks> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
+    }
+    /// Releases these paths, all or none; `force` breaks other people's. Returns what was released.
+    fn unlock_paths(&mut self, _paths: &[String], _force: bool, _me: &str) -> SyncResult<PathLocks> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
+    }
+    /// Every lock there, and who we are there.
+    fn list_locks(&mut self, _me: &str) -> SyncResult<PathLocks> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
+    }
+}
+
+/// Path locks a remote answered with, and the name it knows us by.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathLocks {
+    pub you: Option<String>,
+    pub locks: Vec<PathLock>,
 }
 
 /// A remote's branches and tags.
@@ -304,6 +325,27 @@ impl Remote for Client {
         match self.call(Request::DropContent { ids: ids.to_vec() })? {
             Response::ContentDropped { freed_bytes, locked } => Ok((freed_bytes, locked)),
             other => Err(unexpected("content dropped", &other)),
+        }
+    }
+
+    fn lock_paths(&mut self, paths: &[String], replica: &str, _me: &str) -> SyncResult<PathLocks> {
+        self.call_locks(Request::LockPaths { paths: paths.to_vec(), replica: replica.to_string() })
+    }
+
+    fn unlock_paths(&mut self, paths: &[String], force: bool, _me: &str) -> SyncResult<PathLocks> {
+        self.call_locks(Request::UnlockPaths { paths: paths.to_vec(), force })
+    }
+
+    fn list_locks(&mut self, _me: &str) -> SyncResult<PathLocks> {
+        self.call_locks(Request::ListLocks)
+    }
+}
+
+impl Client {
+    fn call_locks(&mut self, request: Request) -> SyncResult<PathLocks> {
+        match self.call(request)? {
+            Response::PathLocks { you, locks } => Ok(PathLocks { you, locks }),
+            other => Err(unexpected("locks", &other)),
         }
     }
 }

@@ -38,12 +38,13 @@ impl Wire for InProcessWire {
         let (request_in, request_out) = std::io::pipe().map_err(lost)?;
         let (response_in, response_out) = std::io::pipe().map_err(lost)?;
         let repo = self.repo.clone();
+        let caller = crate::serve::Caller::local_account(&repo.root);
         let request = request.clone();
         // The server side ends with its answer; if it fails, the client sees the answer cut short.
         std::thread::spawn(move || {
             let mut input = FrameReader::new(BufReader::with_capacity(PIPE_BUFFER, request_in));
             let mut out = FrameWriter::new(BufWriter::with_capacity(PIPE_BUFFER, response_out));
-            if crate::serve::handle(&repo, true, request, &mut input, &mut out).is_ok() {
+            if crate::serve::handle(&repo, &caller, request, &mut input, &mut out).is_ok() {
                 let _ = out.flush();
             }
         });

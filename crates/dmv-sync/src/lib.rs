@@ -36,6 +36,7 @@ mod locations;
 mod memory_remote;
 mod objects;
 mod partial;
+mod path_locks;
 mod progress;
 pub mod protocol;
 mod pull;
@@ -50,7 +51,7 @@ pub mod server;
 mod ssh;
 mod stdio;
 
-pub use client::{Client, ObjectProducer, Received, Remote, RemoteRefs};
+pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{drop_files, whereis, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
@@ -61,6 +62,8 @@ pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
 pub use partial::{get, set_slice, GetOptions, Got, SliceChanged};
+pub use path_locks::list as list_locks;
+pub use path_locks::{check_commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use progress::{Phase, Progress, Silent};
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, push, PushOptions, Pushed};
@@ -69,7 +72,7 @@ pub use remote::{LocalServer, RemoteSpec, Transport};
 pub use remotes::{add_remote, configured_spec, find_remote, normalize_url, remote_cache_dir, remove_remote, NamedRemote};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
-pub use serve::serve_stdio;
+pub use serve::{serve_stdio, Caller};
 
 /// Byte counters of everything written to and read from remotes (object
 /// storage included), for `DMV_TRACE` and the tests that check what travelled

@@ -3,9 +3,10 @@
 //! an `End` frame. Bump [`VERSION`] on any change to these enums.
 
 use dmv_repo::store::{ChunkParams, ObjectId};
+use dmv_repo::PathLock;
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Location records per `GetLocations` answer and `PutLocations` request
 /// (57 B each: 14 MiB, well inside a frame), so a log of any size travels.
@@ -29,6 +30,9 @@ pub enum Verb {
     LockContent,
     UnlockContent,
     DropContent,
+    LockPaths,
+    UnlockPaths,
+    ListLocks,
 }
 
 impl Verb {
@@ -47,6 +51,9 @@ impl Verb {
             Verb::LockContent => "lock-content",
             Verb::UnlockContent => "unlock-content",
             Verb::DropContent => "drop-content",
+            Verb::LockPaths => "lock",
+            Verb::UnlockPaths => "unlock",
+            Verb::ListLocks => "list-locks",
         }
     }
 
@@ -65,6 +72,9 @@ impl Verb {
             Verb::LockContent,
             Verb::UnlockContent,
             Verb::DropContent,
+            Verb::LockPaths,
+            Verb::UnlockPaths,
+            Verb::ListLocks,
         ]
         .into_iter()
         .find(|v| v.name() == name)
@@ -72,7 +82,7 @@ impl Verb {
 
     /// Verbs that change the served repository need write access.
     pub fn writes(self) -> bool {
-        matches!(self, Verb::Put | Verb::UpdateRefs | Verb::PutLocations | Verb::LockContent | Verb::UnlockContent | Verb::DropContent)
+        matches!(self, Verb::Put | Verb::UpdateRefs | Verb::PutLocations | Verb::LockContent | Verb::UnlockContent | Verb::DropContent | Verb::LockPaths | Verb::UnlockPaths)
     }
 }
 
@@ -129,6 +139,18 @@ pub enum Request {
     DropContent {
         ids: Vec<ObjectId>,
     },
+    /// Locks these paths for the caller (all or none), taken from the named replica.
+    LockPaths {
+        paths: Vec<String>,
+        replica: String,
+    },
+    /// Releases these paths (all or none); `force` breaks others' locks (admins only).
+    UnlockPaths {
+        paths: Vec<String>,
+        force: bool,
+    },
+    /// Every lock, and who the server takes the caller for.
+    ListLocks,
 }
 
 impl Request {
@@ -147,6 +169,9 @@ impl Request {
             Request::LockContent { .. } => Verb::LockContent,
             Request::UnlockContent { .. } => Verb::UnlockContent,
             Request::DropContent { .. } => Verb::DropContent,
+            Request::LockPaths { .. } => Verb::LockPaths,
+            Request::UnlockPaths { .. } => Verb::UnlockPaths,
+            Request::ListLocks => Verb::ListLocks,
         }
     }
 }
@@ -210,5 +235,11 @@ pub enum Response {
     ContentDropped {
         freed_bytes: u64,
         locked: Vec<ObjectId>,
+    },
+    /// Path locks: those taken, released or held (by request), and the
+    /// caller's name there (None: the server does not know it).
+    PathLocks {
+        you: Option<String>,
+        locks: Vec<PathLock>,
     },
 }

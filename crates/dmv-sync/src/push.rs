@@ -81,6 +81,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
         return Ok(pushed);
     }
     let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
+    crate::path_locks::refuse_push_over_locks(repo, remote, &pushed.updated, &tips)?;
     progress.phase(Phase::Sending);
     let sent = send_objects(repo, remote, &pushed.updated, &tips, &|d, t| progress.update(d, t));
     progress.finish();

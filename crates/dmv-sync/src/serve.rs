@@ -20,6 +20,47 @@ pub fn server_version() -> u32 {
     std::env::var("DMV_TEST_PROTOCOL_VERSION").ok().and_then(|v| v.parse().ok()).unwrap_or(VERSION)
 }
 
+/// Who a request comes from, as the transport established it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub may_write: bool,
+    /// The caller's name for locks (None: unknown, so it may not lock).
+    pub user: Option<String>,
+    /// May break other people's locks.
+    pub admin: bool,
+}
+
+impl Caller {
+    /// A caller on this machine or through ssh: the account the server runs
+    /// as (ssh logs in as the user), who may write what the account can.
+    /// The account that owns the repository is its admin.
+    pub fn local_account(repo_dir: &Path) -> Caller {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let user = account_name(uid).or_else(|| ["USER", "LOGNAME"].iter().find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))).unwrap_or_else(|| format!("uid {uid}"));
+        use std::os::unix::fs::MetadataExt;
+        let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| m.uid() == uid);
+        Caller { may_write: true, user: Some(user), admin }
+    }
+}
+
+/// The account name of `uid` in the password database (sshd logs a user in as it).
+fn account_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: an all-zero passwd is a valid value to be overwritten.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to a live buffer of the length given; on success
+    // `found` points at `pwd`, whose strings point into `buf`.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string inside `buf`, which is still alive.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    name.to_str().ok().filter(|n| !n.is_empty()).map(str::to_string)
+}
+
 /// Serves the repository at `path` over stdin/stdout until the client hangs up.
 pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let stdin = std::io::stdin().lock();
@@ -31,13 +72,14 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let mut input = FrameReader::new(std::io::BufReader::with_capacity(1 << 20, stdin));
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(1 << 20, stdout));
     let repo = Repository::open(path);
+    let caller = Caller::local_account(path);
     while let Some(frame) = input.next_frame()? {
         let Frame::Message(bytes) = frame else {
             return Err(SyncError::Protocol("expected a request".into()));
         };
         let request: Request = decode_message(&bytes)?;
         match &repo {
-            Ok(repo) => handle(repo, true, request, &mut input, &mut out)?,
+            Ok(repo) => handle(repo, &caller, request, &mut input, &mut out)?,
             Err(e) => {
                 // Say why once, then end: there is nothing to serve.
                 let message = match e {
@@ -55,9 +97,10 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 
 /// Answers one request. Errors the client should see are sent as an `Error`
 /// response; only a broken connection is returned as an error.
-pub fn handle<R: Read, W: Write>(repo: &Repository, may_write: bool, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+pub fn handle<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let verb = request.verb();
-    let result = if verb.writes() && !may_write { Err(SyncError::Refused(format!("{} needs write access", verb.name()))) } else { answer(repo, request, input, out) };
+    let result =
+        if verb.writes() && !caller.may_write { Err(SyncError::Refused(format!("{} needs write access", verb.name()))) } else { answer(repo, caller, request, input, out) };
     match result {
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),
@@ -87,7 +130,7 @@ fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
     }
 }
 
-fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let store = &repo.store;
     if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
         // The answer is sized by the request: bound it as the client does.
@@ -140,7 +183,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
             out.message(&Response::Stored { objects, bytes }).map_err(io_lost)?;
         }
         Request::UpdateRefs { updates, who, message } => {
-            let response = update_refs(repo, updates, &who, &message)?;
+            let response = update_refs(repo, caller, updates, &who, &message)?;
             out.message(&response).map_err(io_lost)?;
             repo.tidy_store();
         }
@@ -170,6 +213,29 @@ fn answer<R: Read, W: Write>(repo: &Repository, request: Request, input: &mut Fr
         Request::DropContent { ids } => {
             let dropped = repo.drop_data(&ids)?;
             out.message(&Response::ContentDropped { freed_bytes: dropped.freed_bytes, locked: dropped.locked }).map_err(io_lost)?;
+        }
+        Request::LockPaths { paths, replica } => {
+            let user = caller_name(caller)?;
+            let mut held = repo.hold_locks()?;
+            let taken = held.table.lock(&paths, user, &replica, unix_now())?;
+            held.save()?;
+            out.message(&Response::PathLocks { you: caller.user.clone(), locks: taken }).map_err(io_lost)?;
+        }
+        Request::UnlockPaths { paths, force } => {
+            let user = caller_name(caller)?;
+            if force && !caller.admin {
+                return Err(SyncError::Refused(
+                    "breaking other people's locks (--force) needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository".into(),
+                ));
+            }
+            let mut held = repo.hold_locks()?;
+            let released = held.table.unlock(&paths, user, force)?;
+            held.save()?;
+            out.message(&Response::PathLocks { you: caller.user.clone(), locks: released }).map_err(io_lost)?;
+        }
+        Request::ListLocks => {
+            let locks = repo.path_locks()?.all().cloned().collect();
+            out.message(&Response::PathLocks { you: caller.user.clone(), locks }).map_err(io_lost)?;
         }
     }
     Ok(())
@@ -208,13 +274,28 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
     Ok((objects, bytes))
 }
 
-fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
+fn caller_name(caller: &Caller) -> SyncResult<&str> {
+    caller.user.as_deref().ok_or_else(|| {
+        SyncError::Refused(
+            "the server does not know who you are, so you cannot lock: give your token a user in its config (tokens: \"TOKEN\" = { access = \"write\", user = \"NAME\" })".into(),
+        )
+    })
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
     if updates.is_empty() {
         // Clients send this to learn whether they may write before uploading anything.
         return Ok(Response::RefsUpdated);
     }
     // From the check that each new commit is here until the refs keep it alive.
     let _gc = repo.store.hold_off_gc()?;
+    // From the check against the locks until the refs moved: a lock is
+    // taken either before this push is checked or after it landed.
+    let locks = repo.hold_locks()?;
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,
@@ -242,6 +323,7 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
         }
         batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });
     }
+    refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
     match repo.refs.update(&batch, who, message) {
         Ok(()) => Ok(Response::RefsUpdated),
         Err(RepoError::RefChanged { name, .. }) => {
@@ -250,4 +332,25 @@ fn update_refs(repo: &Repository, updates: Vec<WireRefUpdate>, who: &str, messag
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Refuses a push whose new commits (those no ref here reaches yet) change
+/// a path someone other than the caller holds, naming the path, the holder
+/// and the commit: nothing of the push lands.
+fn refuse_changes_to_others_locks(repo: &Repository, caller: &Caller, table: &dmv_repo::LockTable, batch: &[RefUpdate]) -> SyncResult<()> {
+    let others: Vec<_> = table.held_by_others(caller.user.as_deref()).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let mut known = repo.refs.list("refs/heads/")?;
+    known.extend(repo.refs.list("refs/tags/")?);
+    let known: Vec<_> = known.into_iter().map(|(_, id)| id).collect();
+    for update in batch {
+        let Some(new) = update.new else { continue };
+        let commits = repo.commits_between(&[new], &known)?;
+        if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
+            return Err(RepoError::LockedPathChanged { path: lock.path.clone(), holder: lock.holder(), commit: commit.short() }.into());
+        }
+    }
+    Ok(())
 }

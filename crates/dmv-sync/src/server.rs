@@ -34,7 +34,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response as WireResponse, Verb};
-use crate::serve::handle;
+use crate::serve::{handle, Caller};
 use crate::{SyncError, SyncResult};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -47,11 +47,44 @@ pub enum ReadAccess {
     Token,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenAccess {
     Read,
     Write,
+    /// Writes, and may break other people's locks.
+    Admin,
+}
+
+/// What a token allows and whose it is: `"read"`, `"write"`, `"admin"`, or
+/// `{ access = "write", user = "alice" }`. Locks need the user's name.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum TokenEntry {
+    Access(TokenAccess),
+    Named(NamedToken),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedToken {
+    pub access: TokenAccess,
+    pub user: String,
+}
+
+impl TokenEntry {
+    fn access(&self) -> TokenAccess {
+        match self {
+            TokenEntry::Access(a) | TokenEntry::Named(NamedToken { access: a, .. }) => *a,
+        }
+    }
+
+    fn user(&self) -> Option<&str> {
+        match self {
+            TokenEntry::Access(_) => None,
+            TokenEntry::Named(t) => Some(&t.user),
+        }
+    }
 }
 
 /// The server's configuration file (TOML).
@@ -65,9 +98,9 @@ pub struct ServerConfig {
     pub read: ReadAccess,
     /// Repository name (the URL's path) → directory.
     pub repos: BTreeMap<String, PathBuf>,
-    /// Token → what it allows. Pushing always needs a write token.
+    /// Token → what it allows (and whose it is). Pushing always needs a write token.
     #[serde(default)]
-    pub tokens: BTreeMap<String, TokenAccess>,
+    pub tokens: BTreeMap<String, TokenEntry>,
     /// PEM certificate chain; with `tls_key`, the server speaks HTTPS itself.
     #[serde(default)]
     pub tls_cert: Option<PathBuf>,
@@ -120,7 +153,7 @@ impl ServerConfig {
 
     /// Compares against every token in constant time per token, so timing
     /// does not reveal how much of a guess was right.
-    fn token_access(&self, presented: &str) -> Option<TokenAccess> {
+    fn token_access(&self, presented: &str) -> Option<&TokenEntry> {
         let mut found = None;
         for (token, access) in &self.tokens {
             let (a, b) = (token.as_bytes(), presented.as_bytes());
@@ -129,7 +162,7 @@ impl ServerConfig {
                 diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
             }
             if diff == 0 {
-                found = Some(*access);
+                found = Some(access);
             }
         }
         found
@@ -143,26 +176,28 @@ fn plain(status: StatusCode, text: String) -> Response {
 /// Checks the request's token against what the verb needs.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<(), Response> {
+fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<Caller, Response> {
     let presented = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
-    let access = match presented {
+    let entry = match presented {
         Some(t) => match config.token_access(t) {
             Some(a) => Some(a),
             None => return Err(plain(StatusCode::FORBIDDEN, "the token is not valid for this server".into())),
         },
         None => None,
     };
+    let access = entry.map(TokenEntry::access);
+    let caller = Caller { may_write: access >= Some(TokenAccess::Write), user: entry.and_then(TokenEntry::user).map(str::to_string), admin: access == Some(TokenAccess::Admin) };
     if verb.writes() {
         return match access {
-            Some(TokenAccess::Write) => Ok(()),
-            Some(TokenAccess::Read) => Err(plain(StatusCode::FORBIDDEN, "this token may read but not push".into())),
+            Some(TokenAccess::Write | TokenAccess::Admin) => Ok(caller),
+            Some(TokenAccess::Read) => Err(plain(StatusCode::FORBIDDEN, "this token may read but not write (push, lock)".into())),
             None => Err(plain(StatusCode::UNAUTHORIZED, "pushing needs a write token".into())),
         };
     }
     if config.read == ReadAccess::Token && access.is_none() {
         return Err(plain(StatusCode::UNAUTHORIZED, "this server needs a token to read".into()));
     }
-    Ok(())
+    Ok(caller)
 }
 
 /// Serves forever on `listen` (a `host:port`; port 0 picks a free one), over
@@ -356,16 +391,17 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
     let Some(path) = config.repos.get(&name).cloned() else {
         return plain(StatusCode::NOT_FOUND, format!("no repository named {name} here"));
     };
-    if let Err(refused) = authorize(&config, &headers, verb) {
-        return refused;
-    }
+    let caller = match authorize(&config, &headers, verb) {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     let stream = Box::pin(body_with_idle_timeout(body, config.idle_timeout()));
     let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
     if verb == Verb::Put {
         // An upload is answered only once it has been read and stored whole.
         let task = tokio::task::spawn_blocking(move || {
             let mut answer = Vec::new();
-            serve_request(&path, verb, reader, &mut answer);
+            serve_request(&path, &caller, verb, reader, &mut answer);
             answer
         });
         return match task.await {
@@ -376,14 +412,14 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter { tx, buf: Vec::new() };
-        serve_request(&path, verb, reader, &mut out);
+        serve_request(&path, &caller, verb, reader, &mut out);
         let _ = out.flush();
     });
     Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
 }
 
 /// One request against one repository; failures become an error frame.
-fn serve_request(path: &Path, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
+fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
     let mut input = FrameReader::new(BufReader::with_capacity(1 << 20, reader));
     let mut output = FrameWriter::new(out);
     let result = (|| -> SyncResult<()> {
@@ -398,7 +434,7 @@ fn serve_request(path: &Path, verb: Verb, reader: impl std::io::Read, out: &mut 
         if request.verb() != verb {
             return Err(SyncError::Protocol(format!("a {} request sent to the {} URL", request.verb().name(), verb.name())));
         }
-        handle(&repo, true, request, &mut input, &mut output)
+        handle(&repo, caller, request, &mut input, &mut output)
     })();
     if let Err(e) = result {
         let message = match e {

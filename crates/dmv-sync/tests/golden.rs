@@ -7,6 +7,7 @@
 //! and replace these vectors.
 
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
+use dmv_repo::PathLock;
 use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
 use dmv_sync::{Frame, FrameReader, FrameWriter};
 use dmv_testkit::golden::{assert_golden, bytes_of};
@@ -61,6 +62,9 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
         ),
         (Request::UnlockContent { lock: "ab".into() }, vec!["05000000 01", "0b", "02 6162"]),
         (Request::DropContent { ids: vec![id(0x99)] }, vec!["23000000 01", "0c", "01", "9999999999999999999999999999999999999999999999999999999999999999"]),
+        (Request::LockPaths { paths: vec!["a.psd".into()], replica: "nas".into() }, vec!["0d000000 01", "0d", "01 05 612e707364", "03 6e6173"]), // paths: ["a.psd"], replica "nas"
+        (Request::UnlockPaths { paths: vec!["a.psd".into()], force: true }, vec!["0a000000 01", "0e", "01 05 612e707364", "01"]),                // paths, force true
+        (Request::ListLocks, vec!["02000000 01", "0f"]),
     ]
 }
 
@@ -92,6 +96,10 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
             Response::ContentDropped { freed_bytes: 5, locked: vec![id(0xaa)] },
             vec!["24000000 01", "0d", "05", "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], // freed 5, locked: [id]
         ),
+        (
+            Response::PathLocks { you: Some("al".into()), locks: vec![PathLock { path: "a.psd".into(), owner: "al".into(), replica: "nas".into(), since: 300 }] },
+            vec!["16000000 01", "0e", "01 02 616c", "01", "05 612e707364", "02 616c", "03 6e6173", "ac02"], // you: Some("al"); locks: [{path, owner, replica, since 300}]
+        ),
     ]
 }
 
@@ -110,7 +118,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 3);
+    assert_eq!(VERSION, 4);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),
@@ -126,6 +134,9 @@ fn protocol_version_and_verbs_are_fixed() {
         (Verb::LockContent, "lock-content"),
         (Verb::UnlockContent, "unlock-content"),
         (Verb::DropContent, "drop-content"),
+        (Verb::LockPaths, "lock"),
+        (Verb::UnlockPaths, "unlock"),
+        (Verb::ListLocks, "list-locks"),
     ];
     for (verb, name) in verbs {
         assert_eq!(verb.name(), name);

@@ -1,0 +1,323 @@
+//! Exclusive path locks on every transport: who holds what, lockable files
+//! read-only until locked, commits and pushes over someone else's lock
+//! refused (by the client, and by the server when a lock comes between the
+//! client's check and the ref update), admins breaking locks, and two
+//! clients locking one path at the same moment.
+
+mod common;
+use common::remote::*;
+use common::servers::{HttpServer, Minio, Sshd};
+use common::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A working replica and how its commands reach the remote as one person.
+struct Client<'a> {
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+    setup: &'a dyn Fn(&mut Command),
+}
+
+impl Client<'_> {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = dmv_cmd(&self.dir);
+        c.args(args);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        (self.setup)(&mut c);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        ok(&out);
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(!out.status.success(), "{args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
+        one_line_error(&out)
+    }
+
+    fn locks(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str::<Vec<serde_json::Value>>(&self.ok(&["locks", "--json"])).unwrap()
+    }
+}
+
+fn writable(path: &Path) -> bool {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o222 != 0
+}
+
+/// A bare hub holding one commit: a lockable `cover.psd` and a plain `notes.txt`.
+fn seeded_hub(t: &Path) -> PathBuf {
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let seed = t.join("seed");
+    dmv(t, &["init", seed.to_str().unwrap()]);
+    std::fs::write(seed.join(".dmvattributes"), "*.psd lockable\n").unwrap();
+    std::fs::write(seed.join("cover.psd"), "layers v1").unwrap();
+    std::fs::write(seed.join("notes.txt"), "notes v1").unwrap();
+    commit_all(&seed, "seed");
+    dmv(&seed, &["push", hub.to_str().unwrap(), "main"]);
+    hub
+}
+
+fn clone(t: &Path, url: &str, name: &str, extra: &[&str], setup: &dyn Fn(&mut Command)) -> PathBuf {
+    let mut c = dmv_cmd(t);
+    c.args(["clone", url, name]).args(extra);
+    setup(&mut c);
+    ok(&c.output().unwrap());
+    t.join(name)
+}
+
+fn edit(dir: &Path, file: &str, content: &str) {
+    let path = dir.join(file);
+    let mut perms = std::fs::metadata(&path).unwrap().permissions();
+    perms.set_mode(perms.mode() | 0o200);
+    std::fs::set_permissions(&path, perms).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn packs(hub: &Path) -> usize {
+    files_under(&hub.join(".dmv/objects"))
+}
+
+const TOKENS: &str = "[tokens]\n\"tok-alice\" = { access = \"write\", user = \"alice\" }\n\"tok-bob\" = { access = \"write\", user = \"bob\" }\n\"tok-boss\" = { access = \"admin\", user = \"boss\" }\n\"tok-read\" = \"read\"\n\"tok-anon\" = \"write\"\n";
+
+#[test]
+fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushes() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    let mut server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let none = |_: &mut Command| {};
+    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+
+    // Lockable files are read-only in every working tree until locked.
+    for c in [&alice, &bob] {
+        assert!(!writable(&c.dir.join("cover.psd")), "cover.psd is lockable");
+        assert!(writable(&c.dir.join("notes.txt")));
+    }
+
+    // Bob changes cover.psd while nobody holds it: his commit asks the server and goes through.
+    edit(&bob.dir, "cover.psd", "layers v2 by bob");
+    bob.ok(&["commit", "-a", "-m", "bob's retouch"]);
+
+    assert_eq!(alice.ok(&["lock", "cover.psd"]).trim(), "Locked cover.psd");
+    assert!(writable(&alice.dir.join("cover.psd")), "a held lockable file is writable");
+    let err = bob.fails(&["lock", "cover.psd"]);
+    assert!(err.contains("cover.psd is locked by alice"), "{err}");
+    let listed = bob.locks();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0]["path"].as_str(), listed[0]["owner"].as_str(), listed[0]["mine"].as_bool()), (Some("cover.psd"), Some("alice"), Some(false)));
+    assert!(listed[0]["replica"].as_str().unwrap().contains("alice"), "the lock names the replica it came from");
+    assert_eq!(alice.ok(&["locks", "--mine"]).lines().count(), 1);
+    assert_eq!(bob.ok(&["locks", "--mine"]), "");
+
+    // Bob's commit from before the lock is refused at push, on any branch, and nothing lands.
+    let (main_before, packs_before) = (head_of(&hub, "main"), packs(&hub));
+    for target in ["main", "HEAD:side"] {
+        let err = bob.fails(&["push", "origin", target]);
+        assert!(err.contains("cover.psd is locked by alice") && err.contains("push refused"), "{err}");
+    }
+    assert_eq!(head_of(&hub, "main"), main_before);
+    assert!(!dmv(&hub, &["branch"]).contains("side"));
+    assert_eq!(packs(&hub), packs_before, "a refused push sends nothing");
+
+    // status names the holder of a changed file; a new commit to it is refused outright.
+    edit(&bob.dir, "cover.psd", "layers v3 by bob");
+    assert!(bob.ok(&["status"]).contains("cover.psd\tlocked by alice"));
+    let head = head_of(&bob.dir, "HEAD");
+    let err = bob.fails(&["commit", "-a", "-m", "over the lock"]);
+    assert!(err.contains("cannot commit: cover.psd is locked by alice"), "{err}");
+    assert_eq!(head_of(&bob.dir, "HEAD"), head);
+    // Other files stay free: notes.txt commits and pushes.
+    bob.ok(&["restore", "cover.psd"]);
+    bob.ok(&["reset", "--hard", "origin/main"]);
+    edit(&bob.dir, "notes.txt", "notes by bob");
+    bob.ok(&["commit", "-a", "-m", "notes"]);
+    bob.ok(&["push", "origin", "main"]);
+
+    // Only the holder or an admin releases a lock; read tokens and nameless tokens take none.
+    assert!(bob.fails(&["unlock", "cover.psd"]).contains("only they can unlock it"));
+    assert!(bob.fails(&["unlock", "--force", "cover.psd"]).contains("needs an admin"));
+    assert!(bob.run(&["lock", "x.psd"]).status.success() && bob.ok(&["unlock", "x.psd"]).contains("Unlocked x.psd"));
+    let reader = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-read".into())], setup: &none };
+    let err = reader.fails(&["lock", "y.psd"]);
+    assert!(err.contains("may read but not write"), "{err}");
+    let anon = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-anon".into())], setup: &none };
+    assert!(anon.fails(&["lock", "y.psd"]).contains("does not know who you are"));
+    let boss = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-boss".into())], setup: &none };
+    assert_eq!(boss.ok(&["unlock", "--force", "cover.psd"]).trim(), "Unlocked cover.psd");
+    assert!(bob.locks().is_empty());
+
+    // Without the server, a commit to a lockable file warns and goes on.
+    bob.ok(&["pull", "origin", "main"]);
+    server.kill();
+    edit(&bob.dir, "cover.psd", "layers v4 offline");
+    let out = bob.run(&["commit", "-a", "-m", "offline"]);
+    ok(&out);
+    assert!(stderr(&out).contains("warning: could not ask origin"), "{}", stderr(&out));
+    fsck_clean(&hub);
+}
+
+#[test]
+fn the_server_refuses_a_push_over_a_lock_taken_after_the_clients_check() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let none = |_: &mut Command| {};
+    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    edit(&bob.dir, "cover.psd", "bob's version");
+    bob.ok(&["commit", "-a", "-m", "retouch"]);
+    let main_before = head_of(&hub, "main");
+    // Bob's push has checked the locks (none) and is about to upload; alice locks now.
+    let paused = Paused::start(bob.cmd(&["push", "origin", "main"]), "push-locks-checked");
+    alice.ok(&["lock", "cover.psd"]);
+    let out = paused.resume();
+    assert!(!out.status.success());
+    let err = one_line_error(&out);
+    assert!(err.contains("push refused: cover.psd is locked by alice") && err.contains("nothing was updated"), "{err}");
+    assert_eq!(head_of(&hub, "main"), main_before, "the branch did not move");
+    // A merge that only takes the holder's version is no change of bob's: it pushes.
+    alice.ok(&["unlock", "cover.psd"]);
+    bob.ok(&["push", "origin", "main"]);
+    fsck_clean(&hub);
+}
+
+#[test]
+fn locks_over_ssh_name_the_ssh_user_and_its_repository_owner_may_break_them() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    let sshd = Sshd::start();
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let ssh_env = |c: &mut Command| sshd.env(c);
+    let none = |_: &mut Command| {};
+    let over_ssh = Client { dir: clone(t, &sshd.url(&hub), "ssh-user", &[], &ssh_env), env: vec![], setup: &ssh_env };
+    let alice = Client { dir: clone(t, &server.url("hub"), "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    assert!(!writable(&over_ssh.dir.join("cover.psd")));
+
+    over_ssh.ok(&["lock", "notes.txt"]);
+    let me = over_ssh.locks()[0]["owner"].as_str().unwrap().to_string();
+    let account = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+    assert_eq!(me, account.trim(), "over ssh the lock's owner is the ssh user");
+    assert!(alice.fails(&["lock", "notes.txt"]).contains(&format!("notes.txt is locked by {me}")));
+
+    alice.ok(&["lock", "cover.psd"]);
+    edit(&over_ssh.dir, "cover.psd", "ssh user's version");
+    let err = over_ssh.fails(&["commit", "-a", "-m", "over alice's lock"]);
+    assert!(err.contains("cover.psd is locked by alice"), "{err}");
+    // Committed anyway (the check is skipped without lockable patterns or known locks): the push is refused.
+    std::fs::remove_file(over_ssh.dir.join(".dmv/locks-known")).unwrap();
+    std::fs::write(over_ssh.dir.join(".dmvattributes"), "").unwrap();
+    over_ssh.ok(&["commit", "-a", "-m", "over alice's lock"]);
+    let main_before = head_of(&hub, "main");
+    let err = over_ssh.fails(&["push", "origin", "main"]);
+    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
+    assert_eq!(head_of(&hub, "main"), main_before);
+    // The account that owns the repository is its admin.
+    assert_eq!(over_ssh.ok(&["unlock", "--force", "cover.psd"]).trim(), "Unlocked cover.psd");
+    over_ssh.ok(&["push", "origin", "main"]);
+    fsck_clean(&hub);
+}
+
+#[test]
+fn locks_in_a_bucket_are_conditional_objects_that_hold_across_clients() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    seeded_hub(t);
+    let minio = Minio::start();
+    minio.create_bucket("locks");
+    let s3_env = |c: &mut Command| minio.env(c);
+    let seed = Client { dir: t.join("seed"), env: vec![], setup: &s3_env };
+    seed.ok(&["remote", "add", "origin", "s3://locks/studio", "--endpoint", &minio.endpoint()]);
+    seed.ok(&["push", "origin", "main"]);
+    let clone_as = |name: &'static str| Client {
+        dir: clone(t, "s3://locks/studio", name, &["--endpoint", &minio.endpoint()], &s3_env),
+        env: vec![("DMV_AUTHOR_NAME", name.to_string())],
+        setup: &s3_env,
+    };
+    let (alice, bob) = (clone_as("alice"), clone_as("bob"));
+    assert!(!writable(&bob.dir.join("cover.psd")));
+    edit(&bob.dir, "cover.psd", "bob's version");
+    bob.ok(&["commit", "-a", "-m", "retouch"]);
+
+    alice.ok(&["lock", "cover.psd"]);
+    assert_eq!(minio.list("locks", "studio/path-locks/").len(), 1, "one lock object");
+    assert!(bob.fails(&["lock", "cover.psd", "notes.txt"]).contains("cover.psd is locked by alice"));
+    assert!(bob.locks().iter().all(|l| l["path"] == "cover.psd"), "all or nothing: notes.txt was not kept");
+    let err = bob.fails(&["push", "origin", "main"]);
+    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
+    assert!(bob.fails(&["unlock", "cover.psd"]).contains("only they can unlock it"));
+    bob.ok(&["unlock", "--force", "cover.psd"]);
+    assert!(minio.list("locks", "studio/path-locks/").is_empty());
+    bob.ok(&["push", "origin", "main"]);
+}
+
+/// Two clients lock one path at the same moment, round after round: exactly one wins each.
+fn race(a: &Client, b: &Client, prefix: &str, rounds: usize) {
+    for round in 0..rounds {
+        let path = format!("{prefix}-{round}.psd");
+        let (mut ca, mut cb) = (a.cmd(&["lock", &path]), b.cmd(&["lock", &path]));
+        let (pa, pb) = (
+            ca.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(),
+            cb.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(),
+        );
+        let (oa, ob) = (pa.wait_with_output().unwrap(), pb.wait_with_output().unwrap());
+        assert!(oa.status.success() != ob.status.success(), "round {round}: exactly one wins ({} / {})", stderr(&oa), stderr(&ob));
+        let loser = if oa.status.success() { &ob } else { &oa };
+        assert!(one_line_error(loser).contains("is locked by"), "{}", stderr(loser));
+        let holders: Vec<_> = a.locks().into_iter().filter(|l| l["path"] == path.as_str()).collect();
+        assert_eq!(holders.len(), 1);
+        let winner = if oa.status.success() { a } else { b };
+        assert_eq!(holders[0]["replica"].as_str().unwrap().rsplit(':').next(), winner.dir.canonicalize().unwrap().to_str(), "the lock is the winner's");
+    }
+}
+
+#[test]
+fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    let none = |_: &mut Command| {};
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let http_a = Client { dir: clone(t, &url, "http-a", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let http_b = Client { dir: clone(t, &url, "http-b", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    race(&http_a, &http_b, "http", 8);
+
+    // Over ssh both are the same account, from two replicas: still one holder.
+    let sshd = Sshd::start();
+    let ssh_env = |c: &mut Command| sshd.env(c);
+    let ssh_a = Client { dir: clone(t, &sshd.url(&hub), "ssh-a", &[], &ssh_env), env: vec![], setup: &ssh_env };
+    let ssh_b = Client { dir: clone(t, &sshd.url(&hub), "ssh-b", &[], &ssh_env), env: vec![], setup: &ssh_env };
+    race(&ssh_a, &ssh_b, "ssh", 8);
+
+    let minio = Minio::start();
+    minio.create_bucket("race");
+    let s3_env = |c: &mut Command| minio.env(c);
+    let seed = Client { dir: t.join("seed"), env: vec![], setup: &s3_env };
+    seed.ok(&["remote", "add", "bucket", "s3://race/r", "--endpoint", &minio.endpoint()]);
+    seed.ok(&["push", "bucket", "main"]);
+    let s3_as = |name: &'static str| Client {
+        dir: clone(t, "s3://race/r", name, &["--endpoint", &minio.endpoint()], &s3_env),
+        env: vec![("DMV_AUTHOR_NAME", name.to_string())],
+        setup: &s3_env,
+    };
+    let (s3_a, s3_b) = (s3_as("s3-a"), s3_as("s3-b"));
+    race(&s3_a, &s3_b, "s3", 8);
+}
