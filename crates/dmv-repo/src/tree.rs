@@ -42,6 +42,32 @@ pub fn read_dir(store: &Store, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
     read_dir_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
 }
 
+/// A page of a folder: up to `limit` entries named after `after`, and
+/// whether more follow. The folder's nodes are read in order and only one
+/// leaf is held at a time, so a page of a folder of a million files does
+/// not load the million.
+pub fn read_dir_page(store: &Store, tree: &ObjectId, after: Option<&[u8]>, limit: usize) -> RepoResult<(Vec<TreeEntry>, bool)> {
+    let mut page = Vec::new();
+    let mut stack: Vec<ObjectId> = vec![*tree];
+    while let Some(id) = stack.pop() {
+        match store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
+            TreeNode::Leaf(entries) => {
+                for e in entries.into_iter().filter(|e| after.is_none_or(|a| e.name.as_slice() > a)) {
+                    if page.len() == limit {
+                        return Ok((page, true));
+                    }
+                    page.push(e);
+                }
+            }
+            TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
+        }
+        if stack.len() > 4096 {
+            return Err(RepoError::MalformedTree { tree: *tree, detail: "its nodes nest too deep".into() });
+        }
+    }
+    Ok((page, false))
+}
+
 /// Checks that `entries` (following `before`, the last name of the same
 /// directory seen so far) have valid names in strictly increasing order, so
 /// none appears twice.

@@ -75,6 +75,39 @@ impl ChunkWalk {
             self.stack.push((entry.id, node.level, node.entries.into_iter()));
         }
     }
+
+    /// Skips the first `bytes` of the content: whole nodes and chunks that
+    /// end before it are passed without being read. Returns how far into
+    /// the next chunk (the one [`ChunkWalk::next_chunk`] gives next) the
+    /// content then starts; past the end, the walk is over.
+    pub fn skip(&mut self, mut bytes: u64, read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>) -> StoreResult<u64> {
+        loop {
+            let Some((parent, level, entries)) = self.stack.last_mut() else { return Ok(0) };
+            let Some(first) = entries.as_slice().first() else {
+                self.stack.pop();
+                continue;
+            };
+            if first.size <= bytes {
+                bytes -= first.size;
+                entries.next();
+                continue;
+            }
+            if *level == 0 {
+                return Ok(bytes);
+            }
+            let (parent, level, id) = (*parent, *level, first.id);
+            entries.next();
+            let node = read(&id)?;
+            if node.level != level - 1 {
+                return Err(StoreError::BadEncoding {
+                    id,
+                    kind: ObjectKind::FileNode.name(),
+                    detail: format!("it has level {} but node {parent} of level {level} lists it (a file node's children are one level below it)", node.level),
+                });
+            }
+            self.stack.push((id, node.level, node.entries.into_iter()));
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

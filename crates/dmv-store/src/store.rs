@@ -445,6 +445,24 @@ impl Store {
         }
     }
 
+    /// [`Store::content_reader`] starting `offset` bytes in: what comes
+    /// before is skipped a node or chunk at a time without being read (a
+    /// player seeking into the middle of a film reads from there).
+    pub fn content_reader_at(&self, id: &ObjectId, offset: u64) -> StoreResult<ContentReader<'_>> {
+        let mut reader = self.content_reader(id)?;
+        let Some(walk) = reader.walk.as_mut() else {
+            reader.at = usize::try_from(offset).unwrap_or(usize::MAX).min(reader.chunk.len());
+            return Ok(reader);
+        };
+        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        let into_chunk = walk.skip(offset, &mut read_node)?;
+        if let Some(e) = walk.next_chunk(&mut read_node)? {
+            reader.chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
+            reader.at = usize::try_from(into_chunk).unwrap_or(usize::MAX).min(reader.chunk.len());
+        }
+        Ok(reader)
+    }
+
     /// Checks that a file's content is all here: its nodes are read (and
     /// their levels checked), its chunks located but not read. A checkout
     /// asks this before it changes anything, so missing data stops it while

@@ -390,3 +390,44 @@ fn gc_in_a_partial_replica_keeps_data_that_a_damaged_filter_hides() {
     store.gc(roots, GcOptions { absent_data_ok: true, ..prune_now() }, &|_| {}).unwrap();
     assert_eq!(content(&store, &node), [noise(3000, 3), noise(3000, 4)].concat(), "gc kept the chunks and rewrote the index");
 }
+
+#[test]
+fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    Store::create(&objects).unwrap();
+    // Small chunks, so a few megabytes make a node tree of several levels.
+    let store = Store::open(&objects, ChunkParams { min: 256, avg: 1024, max: 4096 }, 64 << 20).unwrap();
+    let data = noise(3_000_000, 9);
+    let path = dir.path().join("film");
+    std::fs::write(&path, &data).unwrap();
+    let mut s = store.begin_write().unwrap();
+    let id = s.ingest(vec![IngestSource { path }], &|_| {}).unwrap().remove(0).unwrap().id;
+    s.finish().unwrap();
+    drop(s);
+    let root: FileNode = store.read_decoded(&id, ObjectKind::FileNode).unwrap();
+    assert!(root.level >= 1, "the test needs a file with inner nodes");
+    let mut offsets = vec![0, 1, 1023, 1024, 65_537, 1_500_000, data.len() as u64 - 1, data.len() as u64, data.len() as u64 + 7];
+    let mut x = 12345u64;
+    for _ in 0..40 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        offsets.push((x >> 33) % data.len() as u64);
+    }
+    for offset in offsets {
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut store.content_reader_at(&id, offset).unwrap(), &mut got).unwrap();
+        let start = (offset as usize).min(data.len());
+        assert!(got == data[start..], "offset {offset}: {} bytes read, {} expected", got.len(), data.len() - start);
+    }
+    // A one-chunk file too.
+    let mut got = Vec::new();
+    let small = noise(100, 3);
+    let p = dir.path().join("small");
+    std::fs::write(&p, &small).unwrap();
+    let mut s = store.begin_write().unwrap();
+    let small_id = s.ingest(vec![IngestSource { path: p }], &|_| {}).unwrap().remove(0).unwrap().id;
+    s.finish().unwrap();
+    drop(s);
+    std::io::Read::read_to_end(&mut store.content_reader_at(&small_id, 40).unwrap(), &mut got).unwrap();
+    assert_eq!(got, small[40..]);
+}
