@@ -24,6 +24,7 @@
 //! end's back (object storage blocks it on its own threads).
 
 mod bucket_remote;
+mod channel;
 mod client;
 mod clone;
 mod copies;
@@ -48,8 +49,10 @@ mod repair;
 mod send;
 mod serve;
 pub mod server;
+mod server_config;
 mod ssh;
 mod stdio;
+mod web;
 
 pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};

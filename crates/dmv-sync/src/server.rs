@@ -7,10 +7,9 @@
 //! the next piece of an answer and a TLS handshake each get `idle_timeout_secs`,
 //! and a request's head is at most [`MAX_HEAD_BYTES`].
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,149 +24,18 @@ use axum::Router;
 use bytes::Bytes;
 use dmv_repo::Repository;
 use futures_util::StreamExt;
-use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::{self, PemObject};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use crate::channel::ChannelWriter;
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response as WireResponse, Verb};
 use crate::serve::{handle, Caller};
+pub use crate::server_config::{BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, DEFAULT_IDLE_TIMEOUT_SECS};
 use crate::{SyncError, SyncResult};
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReadAccess {
-    /// Anyone who can reach the server may fetch and clone.
-    #[default]
-    Open,
-    /// Fetching needs a token too (any token listed).
-    Token,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TokenAccess {
-    Read,
-    Write,
-    /// Writes, and may break other people's locks.
-    Admin,
-}
-
-/// What a token allows and whose it is: `"read"`, `"write"`, `"admin"`, or
-/// `{ access = "write", user = "alice" }`. Locks need the user's name.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum TokenEntry {
-    Access(TokenAccess),
-    Named(NamedToken),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NamedToken {
-    pub access: TokenAccess,
-    pub user: String,
-}
-
-impl TokenEntry {
-    fn access(&self) -> TokenAccess {
-        match self {
-            TokenEntry::Access(a) | TokenEntry::Named(NamedToken { access: a, .. }) => *a,
-        }
-    }
-
-    fn user(&self) -> Option<&str> {
-        match self {
-            TokenEntry::Access(_) => None,
-            TokenEntry::Named(t) => Some(&t.user),
-        }
-    }
-}
-
-/// The server's configuration file (TOML).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerConfig {
-    /// Address to listen on, e.g. `127.0.0.1:8080` (the command line may override it).
-    #[serde(default)]
-    pub listen: Option<String>,
-    #[serde(default)]
-    pub read: ReadAccess,
-    /// Repository name (the URL's path) → directory.
-    pub repos: BTreeMap<String, PathBuf>,
-    /// Token → what it allows (and whose it is). Pushing always needs a write token.
-    #[serde(default)]
-    pub tokens: BTreeMap<String, TokenEntry>,
-    /// PEM certificate chain; with `tls_key`, the server speaks HTTPS itself.
-    #[serde(default)]
-    pub tls_cert: Option<PathBuf>,
-    /// PEM private key of `tls_cert`.
-    #[serde(default)]
-    pub tls_key: Option<PathBuf>,
-    /// Seconds the server waits on a client that sends or takes nothing
-    /// (default [`DEFAULT_IDLE_TIMEOUT_SECS`]).
-    #[serde(default)]
-    pub idle_timeout_secs: Option<u64>,
-}
-
-/// Long enough for a client on a slow link between two pieces of a
-/// transfer, short enough that idle or stalled connections do not pile up.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
-/// A day: beyond that a timeout is a mistake (and deadlines must not overflow).
-const MAX_IDLE_TIMEOUT_SECS: u64 = 24 * 3600;
-/// A request's head (request line and headers). Ours are a few hundred
-/// bytes; the bound keeps what a client can make the server hold small.
-pub const MAX_HEAD_BYTES: usize = 64 << 10;
-/// Header lines per request (ours send about six).
-const MAX_HEADERS: usize = 64;
-/// A certificate or key file larger than this is not one.
-const MAX_PEM_FILE: u64 = 1 << 20;
-
-impl ServerConfig {
-    pub fn load(path: &Path) -> SyncResult<ServerConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.to_string() })?;
-        let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
-        // Repository paths are relative to the configuration file.
-        let base = path.parent().unwrap_or(Path::new("."));
-        for dir in config.repos.values_mut().chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
-            if dir.is_relative() {
-                *dir = base.join(&*dir);
-            }
-        }
-        let refuse = |detail: String| Err(SyncError::ServerConfig { path: path.to_path_buf(), detail });
-        if config.repos.is_empty() {
-            return refuse("no [repos] to serve".into());
-        }
-        if let Some(secs) = config.idle_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
-            return refuse(format!("idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
-        }
-        Ok(config)
-    }
-
-    fn idle_timeout(&self) -> Duration {
-        Duration::from_secs(self.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).clamp(1, MAX_IDLE_TIMEOUT_SECS))
-    }
-
-    /// Compares against every token in constant time per token, so timing
-    /// does not reveal how much of a guess was right.
-    fn token_access(&self, presented: &str) -> Option<&TokenEntry> {
-        let mut found = None;
-        for (token, access) in &self.tokens {
-            let (a, b) = (token.as_bytes(), presented.as_bytes());
-            let mut diff = (a.len() != b.len()) as u8;
-            for i in 0..a.len().max(b.len()) {
-                diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
-            }
-            if diff == 0 {
-                found = Some(access);
-            }
-        }
-        found
-    }
-}
 
 fn plain(status: StatusCode, text: String) -> Response {
     (status, text + "\n").into_response()
@@ -200,6 +68,14 @@ fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<C
     Ok(caller)
 }
 
+/// A request's head (request line and headers). Ours are a few hundred
+/// bytes; the bound keeps what a client can make the server hold small.
+pub const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Header lines per request (ours send about six).
+const MAX_HEADERS: usize = 64;
+/// A certificate or key file larger than this is not one.
+const MAX_PEM_FILE: u64 = 1 << 20;
+
 /// Serves forever on `listen` (a `host:port`; port 0 picks a free one), over
 /// HTTPS when the configuration names a certificate and key. The chosen
 /// address is printed on stderr as `listening on http://ADDR` (or https).
@@ -218,7 +94,12 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
         let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         eprintln!("dmv serve: listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         let _ = std::io::stderr().flush();
-        let app = Router::new().route("/{repo}/dmv/{verb}", post(rpc)).with_state(Arc::new(config));
+        let config = Arc::new(config);
+        let app = Router::new()
+            .route("/{repo}/dmv/{verb}", post(rpc))
+            .merge(crate::web::routes())
+            .layer(axum::middleware::from_fn_with_state(config.clone(), access_log))
+            .with_state(config);
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
@@ -418,6 +299,20 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
     Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
 }
 
+/// With `access_log`, one line per request on stderr: method, path, status,
+/// bytes of the answer (as its Content-Length says) and the Range asked for.
+async fn access_log(State(config): State<Arc<ServerConfig>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if !config.access_log {
+        return next.run(request).await;
+    }
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let range = request.headers().get(axum::http::header::RANGE).and_then(|v| v.to_str().ok()).map(|r| format!(" range={r}")).unwrap_or_default();
+    let response = next.run(request).await;
+    let bytes = response.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
+    eprintln!("dmv serve: {method} {path} {} {bytes}{range}", response.status().as_u16());
+    response
+}
+
 /// One request against one repository; failures become an error frame.
 fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
     let mut input = FrameReader::new(BufReader::with_capacity(1 << 20, reader));
@@ -444,28 +339,4 @@ fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io:
         let _ = output.message(&WireResponse::Error { message });
     }
     let _ = output.flush();
-}
-
-/// Streams what a blocking handler writes into the HTTP response body.
-struct ChannelWriter {
-    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
-    buf: Vec<u8>,
-}
-
-impl Write for ChannelWriter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= 256 << 10 {
-            self.flush()?;
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        self.tx.blocking_send(Ok(chunk)).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
-    }
 }

@@ -23,9 +23,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-refs", &[]),
     ("dmv-repo", &["dmv-store", "dmv-refs"]),
     ("dmv-bucket", &["dmv-store"]),
+    // The web UI's pages are made from a repository; the server (dmv-sync) sends them.
+    ("dmv-web", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
-    ("dmv-sync", &["dmv-repo", "dmv-bucket"]),
-    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-sync"]),
+    ("dmv-sync", &["dmv-repo", "dmv-bucket", "dmv-web"]),
+    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-sync"]),
     // Every crate's tests use it, so it must sit below all of them.
     ("dmv-testkit", &[]),
 ];

@@ -1,0 +1,151 @@
+//! `dmv serve`'s configuration file: where the repositories are, who may
+//! read, write and browse (tokens and their users), TLS and time limits.
+//! See docs/server.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::{SyncError, SyncResult};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAccess {
+    /// Anyone who can reach the server may fetch and clone.
+    #[default]
+    Open,
+    /// Fetching needs a token too (any token listed).
+    Token,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenAccess {
+    Read,
+    Write,
+    /// Writes, and may break other people's locks.
+    Admin,
+}
+
+/// What a token allows and whose it is: `"read"`, `"write"`, `"admin"`, or
+/// `{ access = "write", user = "alice" }`. Locks need the user's name.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum TokenEntry {
+    Access(TokenAccess),
+    Named(NamedToken),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedToken {
+    pub access: TokenAccess,
+    pub user: String,
+}
+
+impl TokenEntry {
+    pub(crate) fn access(&self) -> TokenAccess {
+        match self {
+            TokenEntry::Access(a) | TokenEntry::Named(NamedToken { access: a, .. }) => *a,
+        }
+    }
+
+    pub(crate) fn user(&self) -> Option<&str> {
+        match self {
+            TokenEntry::Access(_) => None,
+            TokenEntry::Named(t) => Some(&t.user),
+        }
+    }
+}
+
+/// The server's configuration file (TOML).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address to listen on, e.g. `127.0.0.1:8080` (the command line may override it).
+    #[serde(default)]
+    pub listen: Option<String>,
+    #[serde(default)]
+    pub read: ReadAccess,
+    /// Repository name (the URL's path) → directory.
+    pub repos: BTreeMap<String, PathBuf>,
+    /// Token → what it allows (and whose it is). Pushing always needs a write token.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, TokenEntry>,
+    /// PEM certificate chain; with `tls_key`, the server speaks HTTPS itself.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// Seconds the server waits on a client that sends or takes nothing
+    /// (default [`DEFAULT_IDLE_TIMEOUT_SECS`]).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Who may browse the web UI: "token" (default: any listed token, given
+    /// at /login) or "open" (anyone who reaches the server).
+    #[serde(default)]
+    pub browse: BrowseAccess,
+    /// One line on stderr per request: method, path, status, bytes.
+    #[serde(default)]
+    pub access_log: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BrowseAccess {
+    #[default]
+    Token,
+    Open,
+}
+
+/// Long enough for a client on a slow link between two pieces of a
+/// transfer, short enough that idle or stalled connections do not pile up.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
+/// A day: beyond that a timeout is a mistake (and deadlines must not overflow).
+const MAX_IDLE_TIMEOUT_SECS: u64 = 24 * 3600;
+
+impl ServerConfig {
+    pub fn load(path: &Path) -> SyncResult<ServerConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.to_string() })?;
+        let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
+        // Repository paths are relative to the configuration file.
+        let base = path.parent().unwrap_or(Path::new("."));
+        for dir in config.repos.values_mut().chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
+            if dir.is_relative() {
+                *dir = base.join(&*dir);
+            }
+        }
+        let refuse = |detail: String| Err(SyncError::ServerConfig { path: path.to_path_buf(), detail });
+        if config.repos.is_empty() {
+            return refuse("no [repos] to serve".into());
+        }
+        if let Some(secs) = config.idle_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
+            return refuse(format!("idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
+        }
+        Ok(config)
+    }
+
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).clamp(1, MAX_IDLE_TIMEOUT_SECS))
+    }
+
+    /// Compares against every token in constant time per token, so timing
+    /// does not reveal how much of a guess was right.
+    pub(crate) fn token_access(&self, presented: &str) -> Option<&TokenEntry> {
+        let mut found = None;
+        for (token, access) in &self.tokens {
+            let (a, b) = (token.as_bytes(), presented.as_bytes());
+            let mut diff = (a.len() != b.len()) as u8;
+            for i in 0..a.len().max(b.len()) {
+                diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+            }
+            if diff == 0 {
+                found = Some(access);
+            }
+        }
+        found
+    }
+}

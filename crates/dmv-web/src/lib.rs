@@ -1,0 +1,19 @@
+//! The web UI of `dmv serve`: pages of a repository's branches, history,
+//! commits (with before and after thumbnails), folders and files (pictures,
+//! players, text), image comparisons and locks. Plain HTML rendered here
+//! from the same library calls the command line uses; the HTTP server
+//! (dmv-sync) checks tokens and sends what these functions answer.
+
+mod media;
+mod pages;
+mod ranges;
+mod reply;
+mod routes;
+mod thumbs;
+
+pub use media::{content_type_of, media_of, Media};
+pub use pages::{index as index_page, login as login_page};
+pub use ranges::{parse_range, ByteRange};
+pub use reply::{Reply, Viewer};
+pub use routes::{break_lock, respond, write_content, PageRequest};
+pub use thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};

@@ -1,0 +1,115 @@
+//! Which page a URL under `/{repo}/` asks for, and the answers that are not
+//! pages: thumbnails, file content by range, the lock-breaking form.
+
+use std::collections::BTreeMap;
+
+use dmv_repo::store::object::FileNode;
+use dmv_repo::store::{ObjectId, ObjectKind};
+use dmv_repo::Repository;
+
+use crate::media::content_type_of;
+use crate::pages;
+use crate::ranges::{parse_range, ByteRange};
+use crate::reply::{Reply, Viewer};
+use crate::thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};
+
+/// A request for a page of one repository.
+pub struct PageRequest<'a> {
+    /// The URL path after `/{repo}/`, percent-decoded.
+    pub path: &'a str,
+    pub query: &'a BTreeMap<String, String>,
+    /// The `Range` header, if any.
+    pub range: Option<&'a str>,
+    pub viewer: &'a Viewer,
+}
+
+/// Answers a GET under `/{name}/` from `repo`.
+pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
+    let (head, rest) = req.path.split_once('/').unwrap_or((req.path, ""));
+    let query = |k: &str| req.query.get(k).map(String::as_str);
+    let answer = match head {
+        "" => pages::home(repo, name),
+        "log" => pages::log(repo, name, rest, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "commit" => pages::commit(repo, name, rest),
+        "tree" => split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"))),
+        "file" => split_rev(repo, rest).and_then(|(rev, path)| pages::file(repo, name, rev, path)),
+        "compare" => match rest.split_once('/') {
+            Some((a, b)) => pages::compare(repo, name, a, b, query("name").unwrap_or("")),
+            None => Err("compare needs two versions".into()),
+        },
+        "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
+        "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
+        "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
+        "raw" => content(repo, rest, req.range, query("download").is_some()),
+        _ => Err(format!("no page {}", req.path)),
+    };
+    answer.unwrap_or_else(|e| pages::error_page(404, Some(name), &e))
+}
+
+/// `REV/PATH`, where REV may itself hold slashes (a branch `feature/x`):
+/// the shortest leading part that names a revision.
+fn split_rev<'p>(repo: &Repository, rest: &'p str) -> Result<(&'p str, &'p str), String> {
+    let mut at = 0;
+    loop {
+        let end = rest[at..].find('/').map_or(rest.len(), |i| at + i);
+        if repo.resolve(&rest[..end]).is_ok() {
+            return Ok((&rest[..end], rest.get(end + 1..).unwrap_or("")));
+        }
+        if end == rest.len() {
+            return Err(format!("no revision at the start of {rest}"));
+        }
+        at = end + 1;
+    }
+}
+
+fn image(repo: &Repository, hex: &str, edge: u32) -> Reply {
+    match ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id")).and_then(|id| scaled_jpeg(repo, &id, edge)) {
+        Ok(jpeg) => Reply::Jpeg(jpeg),
+        Err(e) => pages::error_page(404, None, &e),
+    }
+}
+
+/// The length of a file's content, from its root object.
+fn content_size(repo: &Repository, id: &ObjectId) -> Result<u64, String> {
+    let loc = repo.store.locate(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("{id} is not here"))?;
+    match loc.entry.kind {
+        ObjectKind::Chunk => Ok(loc.entry.raw_len as u64),
+        ObjectKind::FileNode => Ok(repo.store.read_decoded::<FileNode>(id, ObjectKind::FileNode).map_err(|e| e.to_string())?.entries.iter().map(|e| e.size).sum()),
+        other => Err(format!("{id} is a {}, not a file", other.name())),
+    }
+}
+
+/// `ID/NAME`: a file's content (the name gives its type), by range.
+fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -> Result<Reply, String> {
+    let (hex, file_name) = rest.split_once('/').unwrap_or((rest, ""));
+    let id = ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id"))?;
+    repo.store.check_content_present(&id).map_err(|_| "this replica does not hold this file's data".to_string())?;
+    let total = content_size(repo, &id)?;
+    let (start, len, partial) = match parse_range(range, total) {
+        ByteRange::Whole => (0, total, false),
+        ByteRange::Part { start, len } => (start, len, true),
+        ByteRange::Unsatisfiable => return Ok(Reply::RangeNotSatisfiable { total }),
+    };
+    Ok(Reply::Content { id, content_type: content_type_of(file_name), start, len, total, partial, download: download.then(|| file_name.to_string()) })
+}
+
+/// Writes `len` bytes of content `id` from `start` (a [`Reply::Content`]).
+pub fn write_content(repo: &Repository, id: &ObjectId, start: u64, len: u64, out: &mut dyn std::io::Write) -> std::io::Result<u64> {
+    let reader = repo.store.content_reader_at(id, start).map_err(std::io::Error::other)?;
+    std::io::copy(&mut std::io::Read::take(reader, len), out)
+}
+
+/// The lock-breaking form: admins only; back to the locks page.
+pub fn break_lock(repo: &Repository, name: &str, path: &str, viewer: &Viewer) -> Reply {
+    if !viewer.admin {
+        return pages::error_page(403, Some(name), "breaking a lock needs an admin token");
+    }
+    let broken = repo.hold_locks().map_err(|e| e.to_string()).and_then(|mut held| {
+        held.table.unlock(&[path.to_string()], viewer.user.as_deref().unwrap_or(""), true).map_err(|e| e.to_string())?;
+        held.save().map_err(|e| e.to_string())
+    });
+    match broken {
+        Ok(()) => Reply::Redirect(format!("/{}/locks", pages::seg(name))),
+        Err(e) => pages::error_page(409, Some(name), &e),
+    }
+}

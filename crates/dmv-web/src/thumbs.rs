@@ -1,0 +1,128 @@
+//! Thumbnails and previews of images, made on the server and kept by
+//! content id (`.dmv/web-cache/`), so a version is decoded once whatever
+//! commit, branch or page shows it. Browsers get small JPEGs: a large
+//! photo is never decoded whole in the browser.
+//!
+//! A JPEG is decoded at the smallest of its DCT scales (1/8 to 1/1) that
+//! still covers the size asked for: a 24-megapixel photo is decoded as
+//! 0.4 megapixels for a thumbnail, in a few megabytes. Other formats are
+//! decoded whole, within an allocation limit, a few at a time.
+
+use std::io::{Cursor, Read};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::Repository;
+use image::{DynamicImage, GrayImage, ImageFormat, RgbImage};
+
+/// Edges in pixels: a thumbnail (lists, commit pages) and a preview (file and compare pages).
+pub const THUMBNAIL_EDGE: u32 = 256;
+pub const PREVIEW_EDGE: u32 = 1600;
+
+/// A source image larger than this is not read for a thumbnail.
+const MAX_SOURCE_BYTES: u64 = 512 << 20;
+/// What one decode of a format other than JPEG may allocate.
+const MAX_DECODE_ALLOC: u64 = 160 << 20;
+/// Images decoded at once: bounds the server's memory whatever many pages ask.
+const DECODES_AT_ONCE: usize = 2;
+
+static DECODING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// A slot among the [`DECODES_AT_ONCE`], released on drop.
+struct DecodeSlot;
+
+impl DecodeSlot {
+    fn take() -> DecodeSlot {
+        let (count, freed) = &DECODING;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= DECODES_AT_ONCE {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        DecodeSlot
+    }
+}
+
+impl Drop for DecodeSlot {
+    fn drop(&mut self) {
+        let (count, freed) = &DECODING;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
+
+fn cache_path(repo: &Repository, id: &ObjectId, edge: u32) -> PathBuf {
+    repo.dmv.join("web-cache").join(format!("{}-{edge}.jpg", id.to_hex()))
+}
+
+/// A JPEG of the image `id` fitting in `edge`×`edge` pixels, from the cache
+/// or made now. Errors say why in one line (not an image, data not here).
+pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8>, String> {
+    let cached = cache_path(repo, id, edge);
+    if let Ok(bytes) = std::fs::read(&cached) {
+        return Ok(bytes);
+    }
+    let _slot = DecodeSlot::take();
+    let mut source = Vec::new();
+    let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
+    reader.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut source).map_err(|e| e.to_string())?;
+    if source.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
+    }
+    let image = decode(&source, edge)?;
+    drop(source);
+    let rgb = image.thumbnail(edge, edge).to_rgb8();
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 82).encode_image(&rgb).map_err(|e| e.to_string())?;
+    // A cache: if it cannot be written (a read-only repository), the next request makes it again.
+    if std::fs::create_dir_all(cached.parent().unwrap_or(&repo.dmv)).is_ok() {
+        let tmp = cached.with_extension(format!("tmp-{}-{:?}", std::process::id(), std::thread::current().id()));
+        if std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, &cached)).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok(out)
+}
+
+fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
+    let format = image::guess_format(bytes).map_err(|_| "not an image this server can read".to_string())?;
+    if format == ImageFormat::Jpeg {
+        if let Some(image) = decode_jpeg_scaled(bytes, edge) {
+            return Ok(image);
+        }
+    }
+    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_ALLOC);
+    reader.limits(limits);
+    reader.decode().map_err(|e| format!("cannot decode the image: {e}"))
+}
+
+/// A JPEG decoded at the smallest DCT scale whose size covers `edge` (None:
+/// a JPEG this decoder cannot read, left to the general one).
+fn decode_jpeg_scaled(bytes: &[u8], edge: u32) -> Option<DynamicImage> {
+    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    decoder.read_info().ok()?;
+    let info = decoder.info()?;
+    // Scale the long side to the edge: the short side follows.
+    let (w, h) = (info.width as u32, info.height as u32);
+    let (want_w, want_h) = if w >= h { (edge.min(w), (edge as u64 * h as u64 / w.max(1) as u64) as u32) } else { ((edge as u64 * w as u64 / h.max(1) as u64) as u32, edge.min(h)) };
+    decoder.scale(want_w.clamp(1, u16::MAX as u32) as u16, want_h.clamp(1, u16::MAX as u32) as u16).ok()?;
+    let pixels = decoder.decode().ok()?;
+    let info = decoder.info()?;
+    let (w, h) = (info.width as u32, info.height as u32);
+    match info.pixel_format {
+        jpeg_decoder::PixelFormat::RGB24 => RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8),
+        jpeg_decoder::PixelFormat::L8 => GrayImage::from_raw(w, h, pixels).map(DynamicImage::ImageLuma8),
+        jpeg_decoder::PixelFormat::L16 => GrayImage::from_raw(w, h, pixels.chunks_exact(2).map(|p| p[0]).collect()).map(DynamicImage::ImageLuma8),
+        jpeg_decoder::PixelFormat::CMYK32 => {
+            // Adobe's inverted CMYK, as cameras and Photoshop write it.
+            let rgb = pixels.chunks_exact(4).flat_map(|p| {
+                let k = p[3] as u32;
+                [p[0], p[1], p[2]].map(|c| (c as u32 * k / 255) as u8)
+            });
+            RgbImage::from_raw(w, h, rgb.collect()).map(DynamicImage::ImageRgb8)
+        }
+    }
+}
