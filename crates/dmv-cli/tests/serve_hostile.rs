@@ -414,12 +414,15 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
             [("list-refs", None, list_refs.clone()), ("update-refs", Some(WRITER), writing_request("update-refs", head)), ("put", Some(WRITER), writing_request("put", head))]
         {
             let answer = exchange(port, &post(&format!("/{name}/dmv/{verb}"), token, &body));
-            assert_eq!(answer.status, Some(404), "/{}/dmv/{verb}: {answer:?}", &name[..name.len().min(40)]);
+            // A name with slashes is no protocol path at all: a web page's shape, which takes no POST (405).
+            let expected = if name.contains('/') { Some(405) } else { Some(404) };
+            assert_eq!(answer.status, expected, "/{}/dmv/{verb}: {answer:?}", &name[..name.len().min(40)]);
         }
     }
     // Verbs are looked up exactly too.
     for path in ["/hub/dmv/..%2Fput", "/hub/dmv/put/..", "/hub/dmv/PUT", "/hub/dmv/"] {
-        assert_eq!(exchange(port, &post(path, Some(WRITER), &writing_request("put", head))).status, Some(404), "{path}");
+        let status = exchange(port, &post(path, Some(WRITER), &writing_request("put", head))).status;
+        assert!(matches!(status, Some(404 | 405)), "{path}: {status:?}");
     }
     // Names the HTTP parser itself refuses, or longer than a head may be.
     for path in ["/..\\outside/dmv/list-refs".to_string(), format!("/{}/dmv/list-refs", "n".repeat(100_000))] {

@@ -83,6 +83,8 @@ pub struct HttpServer {
     pub child: Child,
     pub port: u16,
     pub config: PathBuf,
+    /// What the server printed after its first line (its access log, with `access_log = true`).
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -113,8 +115,10 @@ impl HttpServer {
         let first = lines.next().expect("serve printed nothing").unwrap();
         let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
         // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        HttpServer { child, port, config: config.to_path_buf() }
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| kept.lock().unwrap().push(l)));
+        HttpServer { child, port, config: config.to_path_buf(), log }
     }
 
     /// Starts `dmv serve --config CONFIG --listen 127.0.0.1:0 ARGS…` and
@@ -125,7 +129,7 @@ impl HttpServer {
         let first = lines.next().expect("serve printed nothing").unwrap();
         let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
         std::thread::spawn(move || for _ in lines {});
-        (HttpServer { child, port, config: config.to_path_buf() }, first)
+        (HttpServer { child, port, config: config.to_path_buf(), log: Default::default() }, first)
     }
 
     pub fn url(&self, name: &str) -> String {
