@@ -306,6 +306,10 @@ pub(crate) fn plan_compaction(sizes: &[u64]) -> Option<std::ops::Range<usize>> {
     (start < n - 1).then_some(start..n)
 }
 
+/// A table's bytes besides its records (header, index, footer), for planning
+/// a compaction before the table is written.
+const TABLE_OVERHEAD: u64 = 128;
+
 /// A batch of ref updates that commits all-or-nothing.
 pub struct Transaction<'a> {
     store: &'a RefStore,
@@ -375,28 +379,69 @@ impl<'a> Transaction<'a> {
             return Ok(());
         }
 
+        // Leftovers of a writer that died before its list swap go now, while we hold the lock.
+        store.remove_orphans(&stack);
         let idx = stack.max_index() + 1;
-        let name = table_file_name(idx, idx);
+        // The transaction's records, in key order: log keys ('l' name NUL
+        // idx) sort in name order like ref keys, and all before them ('r' name).
+        let mut records: Vec<(Vec<u8>, u8, Vec<u8>)> = Vec::new();
+        for (((n, (_, new)), old), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
+            let (mut key, mut val) = (Vec::new(), Vec::new());
+            log_key(n, idx, &mut key);
+            encode_log(&mut val, old.as_ref(), new.as_ref(), when.0, when.1, who, message);
+            records.push((key, T_LOG, val));
+        }
+        for (((n, (_, new)), _), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
+            let mut key = Vec::new();
+            ref_key(n, &mut key);
+            match new {
+                Some(v) => records.push((key, T_REF, v.to_vec())),
+                None => records.push((key, T_DELETE, Vec::new())),
+            }
+        }
+        // Geometric compaction planned with this table on top: the tables it
+        // would fold in are merged with it in the same write, so the commit
+        // and its compaction are one table, one fsync and one list swap.
+        let mut sizes: Vec<u64> = stack.tables.iter().map(|t| t.size).collect();
+        sizes.push(records.iter().map(|(k, _, v)| (k.len() + v.len() + 8) as u64).sum::<u64>() + TABLE_OVERHEAD);
+        let fold = if store.opts.auto_compact { plan_compaction(&sizes).map_or(stack.tables.len(), |r| r.start) } else { stack.tables.len() };
+        let seg = &stack.tables[fold..];
+        let min = seg.iter().map(|t| t.footer.min_index).min().unwrap_or(idx).min(idx);
+        let name = table_file_name(min, idx);
         let path = dir.join(&name);
         let res = (|| {
             let mut w = TableWriter::create(&path, "refs-during-table-write")?;
-            let mut key = Vec::new();
-            let mut val = Vec::new();
-            // Log keys ('l' name NUL idx) sort in name order, like ref keys,
-            // and all of them sort before the ref keys ('r' name).
-            for (((n, (_, new)), old), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
-                log_key(n, idx, &mut key);
-                encode_log(&mut val, old.as_ref(), new.as_ref(), when.0, when.1, who, message);
-                w.add(&key, T_LOG, &val)?;
-            }
-            for (((n, (_, new)), _), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
-                ref_key(n, &mut key);
-                match new {
-                    Some(v) => w.add(&key, T_REF, v)?,
-                    None => w.add(&key, T_DELETE, &[])?,
+            let mut below = Merged::new(seg, &[])?;
+            let mut mine = records.iter().peekable();
+            // Nothing below the bottom table can be shadowed: its tombstones have done their job.
+            let keep = |vtype: u8| !(fold == 0 && vtype == T_DELETE);
+            loop {
+                // Some(order of my next key against theirs), None: theirs comes first.
+                let mine_first = match (mine.peek(), below.current()) {
+                    (None, None) => break,
+                    (Some((k, ..)), Some((tk, ..))) => (k.as_slice() <= tk).then(|| k.as_slice() == tk),
+                    (Some(_), None) => Some(false),
+                    (None, Some(_)) => None,
+                };
+                match mine_first {
+                    Some(same_key) => {
+                        if same_key {
+                            // The transaction's record shadows the older one.
+                            below.advance()?;
+                        }
+                        if let Some((k, vt, v)) = mine.next().filter(|(_, vt, _)| keep(*vt)) {
+                            w.add(k, *vt, v)?;
+                        }
+                    }
+                    None => {
+                        if let Some((tk, vt, v, _)) = below.current().filter(|(_, vt, ..)| keep(*vt)) {
+                            w.add(tk, vt, v)?;
+                        }
+                        below.advance()?;
+                    }
                 }
             }
-            w.finish(idx, idx)?;
+            w.finish(min, idx)?;
             failpoint::hit("refs-after-table-write");
             sync_dir(dir)
         })();
@@ -405,7 +450,7 @@ impl<'a> Transaction<'a> {
             return Err(e);
         }
         let mut body = String::new();
-        for t in &stack.tables {
+        for t in &stack.tables[..fold] {
             body.push_str(&t.name);
             body.push('\n');
         }
@@ -417,11 +462,9 @@ impl<'a> Transaction<'a> {
             }
             return Err(e);
         }
-        drop(stack);
-        if store.opts.auto_compact {
-            // The transaction is durable; a failed compaction only leaves
-            // the stack deeper and is retried after the next commit.
-            let _ = store.auto_compact();
+        // Readers that still have the old list retry when these vanish.
+        for t in seg {
+            let _ = std::fs::remove_file(&t.path);
         }
         Ok(())
     }

@@ -201,8 +201,14 @@ fn geometric_compaction_keeps_stack_shallow() {
     let (_d, dir, s) = new_store(Options::default());
     let mut max_depth = 0;
     for i in 0..200u32 {
+        let before: Vec<String> = std::fs::read_to_string(dir.join("tables.list")).unwrap_or_default().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
         set(&s, &format!("refs/heads/b{}", i % 37), Some(v(i as u8)));
         max_depth = max_depth.max(s.table_count().unwrap());
+        // Each commit lists one new table (its own, any compaction folded in) and leaves none unlisted.
+        let listed: Vec<String> = std::fs::read_to_string(dir.join("tables.list")).unwrap().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+        assert_eq!(listed.iter().filter(|t| !before.contains(*t)).count(), 1, "commit {i}");
+        let files = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ref")).count();
+        assert_eq!(files, listed.len(), "commit {i} left a table unlisted");
     }
     // log2(200) ~ 7.6; geometric factor 2 allows about that many tables.
     assert!(max_depth <= 9, "stack reached {max_depth} tables");
