@@ -6,6 +6,8 @@ after the other, each in a fresh repository. A tool that fails a commit or
 times out is skipped for all larger points of that experiment.
 """
 import contextlib
+import http.client
+import io
 import json
 import os
 import re
@@ -1228,3 +1230,456 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
         static.kill()
         static.wait()
         _remove([copy], later)
+
+
+# ---------------------------------------------------------------- web UI (experiment `web`)
+
+WEB_REPO, WEB_TOKEN = "hub", "bench-read-token"
+WEB_CONNECTIONS = 6              # parallel connections per host of Chromium and Firefox
+WEB_THUMB_EDGE = 256             # the server's thumbnails fit in this square
+WEB_SEEK_ASK = 1 << 20           # the bounded range a seek asks for
+WEB_SEEK_READ = 4 << 20          # what the client reads of an open-ended range before it closes
+WEB_READ_CAP = 64 << 20          # a bounded answer is read at most this far (a server ignoring Range sends all)
+PHOTO_W, PHOTO_H = 6000, 4000    # 24 megapixels
+THUMB_SRC = re.compile(rb'<img[^>]*\ssrc="(/%s/thumb/[0-9a-f]{64})"' % WEB_REPO.encode())
+VIDEO_SRC = re.compile(rb'<video[^>]*\ssrc="(/%s/raw/[0-9a-f]{64}/[^"]+)"' % WEB_REPO.encode())
+ACCESS = re.compile(r"dmv serve: GET (\S+) (\d{3}) (\S+)(?: range=(\S+))?")
+
+
+def _photo(path, seed):
+    """One photo-like JPEG of PHOTO_W x PHOTO_H: a colour gradient in a random
+    direction, soft blotches (noise upscaled 50x) and per-pixel grain, so that
+    it compresses like a photo (about 4.5 MB at quality 88) and every seed
+    gives different bytes. Written to a temporary name first: a killed run
+    leaves no truncated photo to be reused."""
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    y = np.linspace(0, 1, PHOTO_H, dtype=np.float32)[:, None]
+    x = np.linspace(0, 1, PHOTO_W, dtype=np.float32)[None, :]
+    angle = rng.uniform(0, 2 * np.pi)
+    ramp = np.float32(np.cos(angle)) * x + np.float32(np.sin(angle)) * y
+    ramp -= ramp.min()
+    ramp /= ramp.max()
+    c0, c1 = rng.uniform(50, 205, 3).astype(np.float32), rng.uniform(50, 205, 3).astype(np.float32)
+    small = rng.integers(0, 256, (PHOTO_H // 50, PHOTO_W // 50, 3), dtype=np.uint8)
+    blotches = np.asarray(Image.fromarray(small).resize((PHOTO_W, PHOTO_H), Image.BICUBIC))
+    grain = rng.integers(-10, 11, (PHOTO_H, PHOTO_W, 3), dtype=np.int8)
+    pixels = np.empty((PHOTO_H, PHOTO_W, 3), np.uint8)
+    for k in range(3):  # one channel at a time: a float copy of the whole image would need 290 MB
+        channel = c0[k] + (c1[k] - c0[k]) * ramp
+        channel += blotches[:, :, k] * np.float32(0.2) - 25
+        channel += grain[:, :, k]
+        np.clip(channel, 0, 255, out=channel)
+        pixels[:, :, k] = channel
+    tmp = path + ".tmp"
+    Image.fromarray(pixels).save(tmp, "JPEG", quality=88)
+    os.replace(tmp, path)
+
+
+def _web_photos(cache, count):
+    """`count` photos in `cache` (outside the run's scratch space), made once
+    and reused by later runs. Returns (paths, how many were made now)."""
+    os.makedirs(cache, exist_ok=True)
+    paths, made = [], 0
+    for i in range(count):
+        path = os.path.join(cache, "photo-%03d.jpg" % i)
+        if not (os.path.exists(path) and os.path.getsize(path) > 0):
+            if made == 0:
+                print("web: making photos of %dx%d in %s (once; later runs reuse them)" % (
+                    PHOTO_W, PHOTO_H, cache), flush=True)
+            _photo(path, seed=1000 + i)
+            made += 1
+        paths.append(path)
+    return paths, made
+
+
+class _WebServer:
+    """`dmv serve` of one repository for the web experiment: a read-only
+    token and the access log on (one stderr line per request, all kept).
+    Also the process's counters: VmHWM (its peak RSS) and wchar (every byte
+    it passed to write(2), its sockets included)."""
+
+    def __init__(self, dmv, root, env, repo):
+        self.dmv, self.dir, self.env, self.repo = dmv, root, env, repo
+        self.proc, self.port, self.lines = None, None, []
+
+    def __enter__(self):
+        os.makedirs(self.dir, exist_ok=True)
+        config = os.path.join(self.dir, "server.toml")
+        with open(config, "w") as f:  # a JSON string is a TOML basic string; top-level keys before the tables
+            f.write("access_log = true\n[repos]\n%s = %s\n[tokens]\n%s = \"read\"\n" % (
+                WEB_REPO, json.dumps(self.repo), json.dumps(WEB_TOKEN)))
+        self.proc = subprocess.Popen([self.dmv.path, "serve", "--config", config, "--listen", "127.0.0.1:0"],
+                                     env=self.env, cwd=self.dir, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=servers._die_with_parent)
+        first = []
+        reader = threading.Thread(target=lambda: first.append(self.proc.stderr.readline()), daemon=True)
+        reader.start()
+        reader.join(20)
+        line = first[0].decode("utf-8", "replace").strip() if first else ""
+        if "listening on http://" not in line:
+            self.__exit__()
+            rest = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr else ""
+            raise servers.ServerError("dmv serve did not start: %r %s" % (line, rest[-500:]))
+        self.port = int(line.rsplit(":", 1)[1])
+
+        def drain():  # the server must never block on a full stderr pipe
+            for raw in self.proc.stderr:
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        threading.Thread(target=drain, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        return False
+
+    def connection(self, timeout):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def peak_rss_kib(self):
+        return servers.vm_hwm_kib(self.proc.pid)
+
+    def wchar(self):
+        try:
+            with open("/proc/%d/io" % self.proc.pid) as f:
+                return next(int(l.split()[1]) for l in f if l.startswith("wchar:"))
+        except (OSError, StopIteration, ValueError):
+            return None
+
+    def wchar_settled(self, quiet=0.3, limit=10.0):
+        """wchar once it has not grown for `quiet` seconds: the server has
+        written all it will for a request the client is done with."""
+        last, since, deadline = self.wchar(), time.monotonic(), time.monotonic() + limit
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = self.wchar()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                break
+        return last
+
+    def access(self, path, since, wait=2.0):
+        """The access-log line of `path` among the lines from index `since`:
+        (status, Content-Length or None, range) or None. The line is printed
+        with the answer's headers; the drain thread may lag behind a little."""
+        deadline = time.monotonic() + wait
+        while True:
+            for line in self.lines[since:]:
+                m = ACCESS.search(line)
+                if m and m.group(1) == path:
+                    return int(m.group(2)), int(m.group(3)) if m.group(3).isdigit() else None, m.group(4)
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
+
+
+def _get(conn, path, headers=None):
+    """One GET on a keep-alive connection: (status, content type, body)."""
+    conn.request("GET", path, headers=dict(headers or {}, Authorization="Bearer " + WEB_TOKEN))
+    resp = conn.getresponse()
+    return resp.status, resp.getheader("Content-Type", ""), resp.read()
+
+
+def _web_page(srv, path, timeout):
+    """GET one page on a fresh connection: (Outcome, body)."""
+    conn = srv.connection(timeout)
+    out = Outcome()
+    start = time.perf_counter()
+    try:
+        status, _, body = _get(conn, path)
+        out.wall_s = time.perf_counter() - start
+        if status != 200:
+            out.ok, out.error = False, "GET %s: %d %s" % (path, status, body[:200].decode("utf-8", "replace"))
+        return out, body
+    except (OSError, http.client.HTTPException) as e:
+        out.wall_s = time.perf_counter() - start
+        out.ok, out.timed_out = False, isinstance(e, TimeoutError)
+        out.error = "GET %s: %s" % (path, e)
+        return out, b""
+    finally:
+        conn.close()
+
+
+def _browse_commit(srv, page, timeout):
+    """A browser opening a commit page: GET the page, then every thumbnail it
+    shows, in page order, over WEB_CONNECTIONS keep-alive connections (the
+    page's own among them). Every time counts from the page request. Returns
+    (Outcome whose wall_s is the time to the last thumbnail, fields, thumbs);
+    thumbs: (url, status, content type, body, error) for the untimed check."""
+    conns = [srv.connection(timeout) for _ in range(WEB_CONNECTIONS)]
+    out, fields, thumbs = Outcome(), {}, []
+    start = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    try:
+        try:
+            status, _, body = _get(conns[0], page)
+        except (OSError, http.client.HTTPException) as e:
+            out.wall_s = time.perf_counter() - start
+            out.ok, out.timed_out, out.error = False, isinstance(e, TimeoutError), "GET %s: %s" % (page, e)
+            return out, fields, thumbs
+        fields["page_s"] = round(time.perf_counter() - start, 6)
+        fields["page_bytes"] = len(body)
+        if status != 200:
+            out.wall_s = fields["page_s"]
+            out.ok, out.error = False, "GET %s: %d" % (page, status)
+            return out, fields, thumbs
+        urls = [u.decode() for u in THUMB_SRC.findall(body)]
+        done, times, next_url = [None] * len(urls), [None] * len(urls), [0]
+        lock = threading.Lock()
+
+        def worker(conn):
+            while True:
+                with lock:
+                    i = next_url[0]
+                    next_url[0] += 1
+                if i >= len(urls):
+                    return
+                if time.monotonic() > deadline:
+                    done[i] = (urls[i], None, "", b"", "timeout")
+                    continue
+                try:
+                    status, ctype, data = _get(conn, urls[i])
+                    done[i] = (urls[i], status, ctype, data, None)
+                except (OSError, http.client.HTTPException) as e:
+                    done[i] = (urls[i], None, "", b"", "%s: %s" % (type(e).__name__, e))
+                    conn.close()  # the next request opens a new connection
+                times[i] = time.perf_counter() - start
+        workers = [threading.Thread(target=worker, args=(c,), daemon=True) for c in conns]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        out.wall_s = max([fields["page_s"]] + [t for t in times if t is not None])
+        ok_times = [t for t, d in zip(times, done) if d and d[1] == 200]
+        fields.update(thumbs=len(urls), first_thumb_s=round(min(ok_times), 6) if ok_times else None,
+                      all_thumbs_s=round(out.wall_s, 6),
+                      thumbs_only_s=round(out.wall_s - fields["page_s"], 6),
+                      thumb_bytes=sum(len(d[3]) for d in done if d))
+        if any(d and d[4] == "timeout" for d in done):
+            out.ok, out.timed_out = False, True
+            out.error = "timeout after %ss" % timeout
+        thumbs = done
+        return out, fields, thumbs
+    finally:
+        for c in conns:
+            c.close()
+
+
+def _check_thumbs(out, fields, thumbs, expected):
+    """Untimed: the page shows one thumbnail per photo, and every answer is
+    200 image/jpeg and decodes (PIL) to at most WEB_THUMB_EDGE px on its long
+    side. A failed check fails the step."""
+    from PIL import Image
+    errors, longest = [], 0
+    if fields.get("thumbs") is not None and fields["thumbs"] != expected:
+        errors.append("the commit page shows %d thumbnails, expected %d" % (fields["thumbs"], expected))
+    for url, status, ctype, body, error in thumbs:
+        if error:
+            errors.append("%s: %s" % (url, error))
+        elif status != 200 or ctype.split(";")[0].strip() != "image/jpeg":
+            errors.append("%s: %s %s %s" % (url, status, ctype, body[:120].decode("utf-8", "replace")))
+        else:
+            try:
+                with Image.open(io.BytesIO(body)) as im:
+                    im.load()
+                    fmt, size = im.format, im.size
+            except Exception as e:  # PIL raises many kinds for a bad image
+                errors.append("%s: does not decode: %s" % (url, e))
+                continue
+            longest = max(longest, *size)
+            if fmt != "JPEG" or max(size) > WEB_THUMB_EDGE:
+                errors.append("%s: %s of %dx%d" % (url, fmt, size[0], size[1]))
+    fields.update(thumbs_verified=not errors, thumb_longest_px=longest or None, thumb_errors=len(errors))
+    if errors and out.ok:
+        out.ok = False
+        out.error = "%d of %d thumbnails wrong; first: %s" % (len(errors), max(len(thumbs), 1), "; ".join(errors[:3]))
+
+
+def _web_cache_usage(repo):
+    disk, apparent, files = disk_usage(os.path.join(repo, ".dmv", "web-cache"))
+    return dict(cache_files=files, cache_bytes_apparent=apparent, cache_bytes_disk=disk)
+
+
+def _range_get(srv, path, first, last, read, film, timeout):
+    """GET `path` with `Range: bytes=FIRST-LAST` (LAST None: open-ended),
+    reading at most `read` bytes of the answer, then closing the connection.
+    Returns (Outcome timed from the request to the last byte read, fields);
+    the bytes read are compared with the film's (untimed)."""
+    asked = None if last is None else last - first + 1
+    spec = "bytes=%d-%s" % (first, "" if last is None else last)
+    since, w0 = len(srv.lines), srv.wchar()
+    conn = srv.connection(timeout)
+    out, fields = Outcome(), dict(range=spec, bytes_asked=asked, client_read_limit=read)
+    start = time.perf_counter()
+    try:
+        conn.request("GET", path, headers={"Authorization": "Bearer " + WEB_TOKEN, "Range": spec})
+        resp = conn.getresponse()
+        fields["headers_s"] = round(time.perf_counter() - start, 6)
+        body, chunk = bytearray(), None
+        while len(body) < read and chunk != b"":
+            chunk = resp.read(min(1 << 20, read - len(body)))
+            body += chunk
+        out.wall_s = time.perf_counter() - start
+        resp.close()
+    except (OSError, http.client.HTTPException) as e:
+        out.wall_s = time.perf_counter() - start
+        out.ok, out.timed_out, out.error = False, isinstance(e, TimeoutError), "GET %s %s: %s" % (path, spec, e)
+        return out, fields
+    finally:
+        conn.close()
+    # served: what the answer holds (its Content-Length), whether or not the client reads it all
+    length = resp.getheader("Content-Length")
+    served = int(length) if length and length.isdigit() else len(body)
+    fields.update(status_code=resp.status, content_range=resp.getheader("Content-Range"), bytes_received=len(body),
+                  bytes_promised=int(length) if length and length.isdigit() else None, server_bytes_written=None)
+    if asked:
+        fields["served_over_asked"] = round(served / asked, 4)
+    logged = srv.access(path, since)
+    fields["logged_bytes"] = logged[1] if logged else None
+    w1 = srv.wchar_settled()
+    if w0 is not None and w1 is not None:
+        fields["server_bytes_written"] = w1 - w0  # the answer and its access-log line
+    total = os.path.getsize(film)
+    end = total - 1 if last is None else min(last, total - 1)
+    with open(film, "rb") as f:
+        f.seek(first)
+        expected = f.read(len(body))
+    want = "bytes %d-%d/%d" % (first, end, total)
+    if resp.status != 206 or fields["content_range"] != want:
+        out.ok, out.error = False, "answered %d, Content-Range %s (expected 206, %s)" % (
+            resp.status, fields["content_range"], want)
+    elif bytes(body) != expected:
+        out.ok, out.error = False, "the %d bytes received differ from the film's at %d" % (len(body), first)
+    fields["verified"] = out.ok
+    return out, fields
+
+
+def web(ctx, images, film_size):
+    """The web UI of `dmv serve`: thumbnails of a commit of `images` new
+    photos of 24 megapixels (cold, then cached) with the server's peak RSS,
+    and seeking to the middle of a film of `film_size` random bytes.
+    Recorded as experiments `web-thumbs` (parameter: photos) and `web-seek`
+    (parameter: the film's bytes)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    thumbs_param, seek_param = str(images), str(film_size)
+    try:
+        import numpy  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as e:
+        for exp, param in (("web-thumbs", thumbs_param), ("web-seek", seek_param)):
+            ctx.rec.note("dmv", exp, param, "all", "fail", "cannot make the photos: %s (pip install pillow numpy)" % e)
+        return
+    photos, made = _web_photos(os.path.join(ctx.args.workdir, "web-photos"), images)
+    pt = ctx.point("web", images)
+    try:
+        os.makedirs(os.path.join(pt.work, "photos"))
+        for src in photos:  # hard links: the repository's work tree costs no disk
+            dest = os.path.join(pt.work, "photos", os.path.basename(src))
+            try:
+                os.link(src, dest)
+            except OSError:
+                shutil.copyfile(src, dest)
+        data = dict(images=images, photo_px="%dx%d" % (PHOTO_W, PHOTO_H), photos_made=made,
+                    photos_bytes=sum(os.path.getsize(p) for p in photos))
+        if not _run_tool_steps(ctx, Skips(ctx, "web-thumbs"), dmv, pt, "web-thumbs", thumbs_param, [
+                S("init", lambda: dmv.init(pt), fatal=True),
+                S("commit", lambda: dmv.commit(pt, True), fatal=True)]):
+            return
+        commit = _commit_id(ctx, dmv, pt)
+        film = _web_film(ctx, dmv, pt, seek_param, film_size)
+        try:
+            with _WebServer(dmv, os.path.join(pt.root, "server"), ctx.rec.env, pt.work) as srv:
+                print("web: dmv serve listening on 127.0.0.1:%d" % srv.port, flush=True)
+                _web_thumbs(ctx, dmv, srv, pt, thumbs_param, commit, data)
+                if film:
+                    _web_seek(ctx, dmv, srv, pt, seek_param, film)
+        except servers.ServerError as e:
+            print("web: %s" % e, flush=True)
+            ctx.rec.note("dmv", "web-thumbs", thumbs_param, "all", "fail", str(e))
+            if film:
+                ctx.rec.note("dmv", "web-seek", seek_param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)  # the photos stay in the workdir for the next run
+
+
+def _web_film(ctx, dmv, pt, param, size):
+    """`film.mp4` of `size` random bytes (a player only asks for byte ranges;
+    the content need not be a real video), committed on top of the photos.
+    Returns its path, or None (recorded) when it cannot be made."""
+    need = 2 * size + GiB  # the file and the repository's copy of it
+    if free_bytes(ctx.workdir) < need:
+        ctx.rec.note("dmv", "web-seek", param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return None
+    path = os.path.join(pt.work, "film.mp4")
+    print("web: writing a film of %s" % human_bytes(size), flush=True)
+    datagen.write_random_file(path, size, seed=7)
+    os.sync()
+    out = ctx.rec.step(dmv, "web-seek", param, "commit", [dmv.cmd(pt, "add", "film.mp4"),
+                                                           dmv.cmd(pt, "commit", "-m", "film")], dmv.meta(pt))
+    return path if out.ok else None
+
+
+def _web_thumbs(ctx, dmv, srv, pt, param, commit, data):
+    """The history page, then the photos' commit page with its thumbnails:
+    cold (fresh server, empty thumbnail cache), then again (cached)."""
+    rec, timeout = ctx.rec, ctx.rec.timeout
+    start_rss = srv.peak_rss_kib()
+    os.sync()
+    out, body = _web_page(srv, "/%s/log/main" % WEB_REPO, timeout)
+    if out.ok and commit and ("/%s/commit/%s" % (WEB_REPO, commit)).encode() not in body:
+        out.ok, out.error = False, "the history page does not link the commit %s" % commit
+    rec.record(dmv, "web-thumbs", param, "log_page", out, None, peak_rss_kib=None, page_bytes=len(body), **data)
+    if not commit:
+        rec.note("dmv", "web-thumbs", param, "cold", "fail", "no commit id from `dmv rev-parse HEAD`")
+        return
+    for step in ("cold", "cached"):
+        os.sync()  # untimed: the cold step's cache writes are not the cached step's to pay
+        out, fields, thumbs = _browse_commit(srv, "/%s/commit/%s" % (WEB_REPO, commit), timeout)
+        # VmHWM since the server started: the cold step's peak, then the peak over both
+        fields.update(server_peak_rss_kib=srv.peak_rss_kib(), server_start_rss_kib=start_rss,
+                      connections=WEB_CONNECTIONS, **_web_cache_usage(pt.work))
+        _check_thumbs(out, fields, thumbs, data["images"])
+        rec.record(dmv, "web-thumbs", param, step, out, None, peak_rss_kib=None, **dict(data, **fields))
+
+
+def _web_seek(ctx, dmv, srv, pt, param, film):
+    """The film's file page (the <video> element's URL), then a seek to its
+    middle: a bounded 1 MiB range and an open-ended range of which the client
+    reads 4 MiB before it closes the connection, as a player does; and, as
+    the floor, the same 1 MiB read from the plain file (warm)."""
+    rec, timeout = ctx.rec, ctx.rec.timeout
+    size = os.path.getsize(film)
+    os.sync()
+    out, body = _web_page(srv, "/%s/file/main/film.mp4" % WEB_REPO, timeout)
+    m = VIDEO_SRC.search(body)
+    if out.ok and not m:
+        out.ok, out.error = False, "no <video src=...> on the file page"
+    rec.record(dmv, "web-seek", param, "file_page", out, None, peak_rss_kib=None, film_bytes=size,
+               page_bytes=len(body))
+    if not m:
+        return
+    raw, middle = m.group(1).decode(), size // 2
+    for step, last, read in (("seek_range", middle + WEB_SEEK_ASK - 1, WEB_READ_CAP),
+                             ("seek_open", None, WEB_SEEK_READ)):
+        os.sync()
+        out, fields = _range_get(srv, raw, middle, last, read, film, timeout)
+        rec.record(dmv, "web-seek", param, step, out, None, peak_rss_kib=None, film_bytes=size,
+                   server_peak_rss_kib=srv.peak_rss_kib(), **fields)
+    # the floor: the same range from the plain file, warm in the page cache (it was just written and committed)
+    out = Outcome()
+    start = time.perf_counter()
+    with open(film, "rb", buffering=0) as f:
+        f.seek(middle)
+        got = f.read(WEB_SEEK_ASK)
+    out.wall_s = time.perf_counter() - start
+    rec.record(_Floor, "web-seek", param, "read_range_file", out, None, peak_rss_kib=None, film_bytes=size,
+               range="bytes=%d-%d" % (middle, middle + WEB_SEEK_ASK - 1), bytes_asked=WEB_SEEK_ASK,
+               bytes_received=len(got), page_cache="warm")

@@ -24,7 +24,7 @@ STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#f
 SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
-               "partial-bigfile", "partial-files", "history", "huge"]
+               "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -875,6 +875,135 @@ def history_section(ix, mode):
     return out
 
 
+WEB_TARGET_IMAGES, WEB_TARGET_FILM = 100, 4 << 30
+WEB_TARGET_CACHED_S, WEB_TARGET_RSS_KIB, WEB_TARGET_SEEK = 1.0, 256 << 10, 2.0
+
+
+def web_value(rec, field, fmt):
+    """(value, text) of one field of a web step; a failed step shows its status."""
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, SHORT.get(rec["status"], rec["status"])
+    v = rec.get(field)
+    return (None, "—") if v is None else (v, fmt(v))
+
+
+def web_targets(ix):
+    """Every measure of the latest web run: value, target, value/target, met."""
+    out = ["| measure | value | target | value/target | met |", "|---|--:|--:|--:|---|"]
+
+    def row(label, value, text, target=None, target_text="—", at_target=True, note=""):
+        if target is None:
+            out.append("| %s | %s | — | | |" % (label, text))
+            return
+        met = "—" if value is None or not at_target else ("yes" if value < target else "**no**")
+        out.append("| %s | %s%s | %s | %s | %s |" % (label, text, note, target_text, ratio(value, target), met))
+
+    photos = ix.params("web-thumbs")
+    if photos:
+        n = WEB_TARGET_IMAGES if WEB_TARGET_IMAGES in photos else photos[-1]
+        at = n == WEB_TARGET_IMAGES
+        note = "" if at else " (%s photos, not 100: indicative only)" % fmt_count(n)
+        get = lambda step: ix.get("dmv", "web-thumbs", n, step)  # noqa: E731
+        row("history page (`log/main`), the server's first request", *web_value(get("log_page"), "wall_s", fmt_time))
+        for step, word in (("cold", "cold"), ("cached", "cached")):
+            rec = get(step)
+            row("%s: commit page" % word, *web_value(rec, "page_s", fmt_time))
+            row("%s: first thumbnail complete (from the page request)" % word,
+                *web_value(rec, "first_thumb_s", fmt_time))
+            v, text = web_value(rec, "all_thumbs_s", fmt_time)
+            if step == "cold":
+                row("cold: page and all %s thumbnails" % fmt_count(n), v, text)
+            else:
+                row("cached: page and all %s thumbnails" % fmt_count(n), v, text, WEB_TARGET_CACHED_S,
+                    "< %s" % fmt_time(WEB_TARGET_CACHED_S), at, note)
+        row("server RSS when it started", *web_value(get("cold"), "server_start_rss_kib", fmt_kib))
+        # VmHWM is the process's peak since it started: after the cached load, the peak over both loads
+        rec = get("cached") if get("cached") and get("cached")["status"] == "ok" else get("cold")
+        v, text = web_value(rec, "server_peak_rss_kib", fmt_kib)
+        row("server peak RSS (VmHWM) while making and serving the thumbnails", v, text, WEB_TARGET_RSS_KIB,
+            "< %s" % fmt_kib(WEB_TARGET_RSS_KIB), at, note)
+    films = ix.params("web-seek")
+    if films:
+        f = WEB_TARGET_FILM if WEB_TARGET_FILM in films else films[-1]
+        at = f == WEB_TARGET_FILM
+        note = "" if at else " (a film of %s, not 4 GiB: indicative only)" % fmt_size_param(f)
+        rng = ix.get("dmv", "web-seek", f, "seek_range")
+        v, text = web_value(rng, "served_over_asked", lambda r: "%.3g" % r)
+        row("seek to the middle: bytes served / bytes asked (1 MiB range)", v, text, WEB_TARGET_SEEK,
+            "< %g" % WEB_TARGET_SEEK, at, note)
+        row("seek: the 1 MiB range over HTTP", *web_value(rng, "wall_s", fmt_time))
+        floor = ix.get("cp", "web-seek", f, "read_range_file")
+        row("floor: the same 1 MiB read from the plain file (Python, warm page cache)",
+            *web_value(floor, "wall_s", fmt_time))
+        hv, fv = web_value(rng, "wall_s", float)[0], web_value(floor, "wall_s", float)[0]
+        row("seek over HTTP / floor", hv / fv if hv and fv else None, ratio(hv, fv) or "—")
+        row("seek, open-ended range: time to the first 4 MiB",
+            *web_value(ix.get("dmv", "web-seek", f, "seek_open"), "wall_s", fmt_time))
+    return out
+
+
+def web_seek_table(ix, f):
+    """What each seek asked for, what the server promised and wrote, what the client read."""
+    lines = ["| request | status | bytes asked | Content-Length | access log | client read | server wrote | time |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for step, label in (("seek_range", "`Range: bytes=M-(M+1 MiB-1)`, read to the end"),
+                        ("seek_open", "`Range: bytes=M-`, the client reads 4 MiB and closes")):
+        r = ix.get("dmv", "web-seek", f, step)
+        if r is None:
+            continue
+        ok = r["status"] == "ok"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, r.get("status_code") or SHORT.get(r["status"], r["status"]),
+            fmt_bytes(r.get("bytes_asked")) if r.get("bytes_asked") else "(to the end)",
+            fmt_bytes(r.get("bytes_promised")), fmt_bytes(r.get("logged_bytes")),
+            fmt_bytes(r.get("bytes_received")), fmt_bytes(r.get("server_bytes_written")),
+            fmt_time(r["wall_s"]) if ok else SHORT.get(r["status"], r["status"])))
+    return "\n".join(lines)
+
+
+def web_section(ix, mode):
+    out = ["### Web UI: thumbnails of a commit, seeking in a film", "",
+           "One `dmv serve` (HTTP on 127.0.0.1, a read-only bearer token, access log on) serves a repository "
+           "holding a commit of N new photos (JPEG, 6000×4000 pixels: a colour gradient with blotches and grain, "
+           "about 4.5 MB each; N = 100, 20 in `--quick`) and on top of it a commit of `film.mp4`, random bytes "
+           "(4 GiB, 1 GiB in `--quick`; a player only asks for byte ranges). The client is Python, behaving "
+           "like a browser: it loads the history page, then the photos' commit page and every thumbnail the page "
+           "shows (`/thumb/ID`, in page order) over 6 keep-alive connections, as browsers open per host. "
+           "Times count from the commit page's request. **Cold**: the server process is fresh and its "
+           "thumbnail cache (`.dmv/web-cache/`) empty, so every thumbnail is made from the photo; the photos "
+           "are warm in the page cache (just committed). **Cached**: the same page and thumbnails again. "
+           "Every thumbnail is checked (untimed): 200, `image/jpeg`, decodes with PIL, at most 256 px on its "
+           "long side; one per photo. Server peak RSS: the server process's VmHWM since it started.", "",
+           "Seek: the film's file page gives the `<video>` URL (`/raw/ID/film.mp4`); then a range of 1 MiB at "
+           "the middle M of the film, read to the end, and an open-ended range from M of which the client "
+           "reads 4 MiB and then closes the connection, as a player does before seeking again. Content-Length: "
+           "what the server's answer declares; access log: what its log line says; server wrote: the "
+           "growth of the server's `wchar` (/proc/PID/io: bytes it passed to write(2), its socket included, "
+           "plus the log line) until it stops. The bytes received are compared with the film's. The floor "
+           "is the same 1 MiB read from the plain file with Python, warm in the page cache.", ""]
+    photos, films = ix.params("web-thumbs"), ix.params("web-seek")
+    if mode == "quick":
+        out += ["Quick run: %s; the full run uses 100 photos and a film of 4 GiB." % ", ".join(
+            ["%s photos" % fmt_count(p) for p in photos] + ["a film of %s" % fmt_size_param(p) for p in films]), ""]
+    out += ["#### Measures and targets", "", "value/target below 1: the target is met."
+            " One run on a shared 2-core machine: a figure close to its threshold can land on either side of "
+            "it from run to run.", ""] + web_targets(ix) + [""]
+    if photos:
+        n = photos[-1]
+        rec = ix.get("dmv", "web-thumbs", n, "cold")
+        if rec and rec.get("thumbs") is not None:
+            out += ["The commit page shows %s thumbnails, %s in all (the largest %s px on its long side); the "
+                    "cache holds %s files after the cold load. The photos: %s." % (
+                        fmt_count(rec["thumbs"]), fmt_bytes(rec.get("thumb_bytes")),
+                        rec.get("thumb_longest_px") or "—", fmt_count(rec.get("cache_files") or 0),
+                        fmt_bytes(rec.get("photos_bytes"))), ""]
+    for f in films:
+        out += ["#### Seek to the middle of a film of %s" % fmt_size_param(f), "", web_seek_table(ix, f), ""]
+    return out
+
+
 def section(mode, per_exp):
     parts, run = combine(per_exp)
     ix = Index(run)
@@ -1006,6 +1135,9 @@ def section(mode, per_exp):
 
     if ix.params("history"):
         out += history_section(ix, mode)
+
+    if ix.params("web-thumbs") or ix.params("web-seek"):
+        out += web_section(ix, mode)
 
     fl = failures(ix)
     if fl:

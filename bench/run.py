@@ -7,6 +7,7 @@
     python3 bench/run.py --quick --experiments s3     # push/clone to a MinIO on loopback
     python3 bench/run.py --quick --experiments partial  # meta clone and get over ssh and HTTP
     python3 bench/run.py --quick --experiments history  # 1,000 small commits, then log
+    python3 bench/run.py --quick --experiments web      # thumbnails of a commit, seeking in a film
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -39,17 +40,18 @@ MODES = {
                   status_files=10_000, status_changed=500,
                   refs="1,1000,100000", refs_separate="1,1000",
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
-                  history_commits=1000, timeout=600),
+                  history_commits=1000, web_images=20, web_film="1G", timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
-                 history_commits=10_000, timeout=1800),
+                 history_commits=10_000, web_images=100, web_film="4G", timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
                        "full": ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history"]}
-ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "huge"]
+# web is in no default list: it makes photos on first use (about 2 minutes for 100)
+ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "huge"]
 
 
 def parse_number(text, binary):
@@ -202,6 +204,10 @@ def main(argv=None):
                     help="s3: seconds to wait before the many-files steps (default: as --sync-settle)")
     ap.add_argument("--history-commits", type=lambda s: parse_number(s, False),
                     help="history: number of commits of one small change each (quick 1000, full 10000)")
+    ap.add_argument("--web-images", type=lambda s: parse_number(s, False),
+                    help="web: photos of 24 megapixels in the commit (quick 20, full 100; made once in "
+                         "WORKDIR/web-photos and reused)")
+    ap.add_argument("--web-film-size", help="web: size of the film seeked in, binary units (quick 1G, full 4G)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS)),
@@ -238,6 +244,8 @@ def main(argv=None):
     s3_counts = parse_points(args.s3_counts or cfg["s3_counts"], False)
     s3_settle = args.s3_settle if args.s3_settle is not None else sync_settle
     history_commits = args.history_commits or cfg["history_commits"]
+    web_images = args.web_images or cfg["web_images"]
+    web_film = parse_number(args.web_film_size or cfg["web_film"], True)
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -319,7 +327,8 @@ def main(argv=None):
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
                             s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
-                            s3_minio=minio_bin, history_commits=history_commits),
+                            s3_minio=minio_bin, history_commits=history_commits,
+                            web_images=web_images, web_film_bytes=web_film),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -352,6 +361,8 @@ def main(argv=None):
                 experiments.s3(ctx, s3_tools, minio_bin, s3_sizes, s3_counts, s3_settle, minio_why)
             elif exp == "history":
                 experiments.history(ctx, history_commits)
+            elif exp == "web":
+                experiments.web(ctx, web_images, web_film)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
