@@ -146,7 +146,10 @@ fn send(reply: Reply, repo: Repository) -> Response {
     match reply {
         Reply::Html { status, body } => (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Html(body)).into_response(),
         // The id names the content: a version never changes.
-        Reply::Jpeg(bytes) => ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "private, max-age=31536000, immutable")], bytes).into_response(),
+        Reply::Jpeg(bytes) => {
+            let len = bytes.len().to_string();
+            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "private, max-age=31536000, immutable"), (header::CONTENT_LENGTH, len.as_str())], bytes).into_response()
+        }
         Reply::Redirect(to) => see_other(&to, None),
         Reply::RangeNotSatisfiable { total } => (StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{total}"))]).into_response(),
         Reply::Content { id, content_type, start, len, total, partial, download } => {

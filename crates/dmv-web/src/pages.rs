@@ -106,6 +106,15 @@ pub fn login(message: Option<&str>) -> String {
 
 type PageResult = Result<Reply, String>;
 
+/// Whether a file's data is here: in a full replica its first object says
+/// so (objects land with all they reach); a partial one checks its chunks.
+pub fn data_here(repo: &Repository, id: &ObjectId) -> bool {
+    match repo.config.partial {
+        false => repo.store.contains(id).unwrap_or(false),
+        true => repo.store.check_content_present(id).is_ok(),
+    }
+}
+
 fn r(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -276,7 +285,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
     let base = format!("/{}", seg(name));
     let file_name = path.rsplit('/').next().unwrap_or(path);
     let raw = format!("{base}/raw/{}/{}", e.id.to_hex(), seg(file_name));
-    let present = repo.store.check_content_present(&e.id).is_ok();
+    let present = data_here(repo, &e.id);
     let text = (present && media_of(path) == Media::Text && e.size <= MAX_TEXT_SHOWN).then(|| {
         let mut bytes = Vec::new();
         repo.store.write_content(&e.id, &mut bytes).ok()?;

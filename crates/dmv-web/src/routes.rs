@@ -83,7 +83,9 @@ fn content_size(repo: &Repository, id: &ObjectId) -> Result<u64, String> {
 fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -> Result<Reply, String> {
     let (hex, file_name) = rest.split_once('/').unwrap_or((rest, ""));
     let id = ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id"))?;
-    repo.store.check_content_present(&id).map_err(|_| "this replica does not hold this file's data".to_string())?;
+    if !crate::pages::data_here(repo, &id) {
+        return Err("this replica does not hold this file's data".into());
+    }
     let total = content_size(repo, &id)?;
     let (start, len, partial) = match parse_range(range, total) {
         ByteRange::Whole => (0, total, false),
