@@ -2,6 +2,7 @@
 
 mod admin;
 mod demo;
+mod import;
 mod inspect;
 mod locks;
 mod mergecmd;
@@ -117,6 +118,8 @@ enum Command {
     Replica(partial::ReplicaArgs),
     /// Free the data of files here (or on a remote) once enough other copies are confirmed.
     Drop(partial::DropArgs),
+    /// Bring another tool's history in: `dmv import git PATH`.
+    Import(import::ImportArgs),
     /// Lock paths on the remote (for every branch) so nobody else can commit or push changes to them.
     Lock(locks::LockArgs),
     /// Release locks you hold (or, as an admin, break others' with --force).
@@ -200,6 +203,7 @@ fn main() -> ExitCode {
         Command::Whereis(a) => partial::whereis(a),
         Command::Replica(a) => partial::replica(a),
         Command::Drop(a) => partial::drop(a),
+        Command::Import(a) => import::import(a),
         Command::Lock(a) => locks::lock(a),
         Command::Unlock(a) => locks::unlock(a),
         Command::Locks(a) => locks::locks(a),

@@ -53,6 +53,7 @@ mod tree_diff;
 mod walk;
 mod wlock;
 
+pub use atomic::write_atomic;
 pub use attributes::{Lockable, ATTRIBUTES_FILE};
 pub use availability::FileAvailability;
 pub use config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};

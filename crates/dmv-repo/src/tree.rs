@@ -234,7 +234,7 @@ pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = 
 }
 
 /// Writes one directory's nodes; returns its id and the total size of its files.
-fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
+pub fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     // Refused here, before a commit refers to it: a tree every reader would reject.
     for (i, e) in entries.iter().enumerate() {

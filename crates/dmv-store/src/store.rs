@@ -448,8 +448,16 @@ impl Store {
     /// [`Store::content_reader`] starting `offset` bytes in: what comes
     /// before is skipped a node or chunk at a time without being read (a
     /// player seeking into the middle of a film reads from there).
+    /// Unlike there, the content is not checked present first (that reads
+    /// every node of the file, for each of a player's many requests): a
+    /// chunk found missing ends the reader with an error where it is.
     pub fn content_reader_at(&self, id: &ObjectId, offset: u64) -> StoreResult<ContentReader<'_>> {
-        let mut reader = self.content_reader(id)?;
+        let (kind, bytes) = self.read(id)?;
+        let mut reader = match kind {
+            ObjectKind::Chunk => ContentReader { store: self, walk: None, chunk: bytes, at: 0 },
+            ObjectKind::FileNode => ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 },
+            other => return Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+        };
         let Some(walk) = reader.walk.as_mut() else {
             reader.at = usize::try_from(offset).unwrap_or(usize::MAX).min(reader.chunk.len());
             return Ok(reader);
@@ -708,6 +716,35 @@ impl<'a> WriteSession<'a> {
         };
         self.scratch = scratch;
         result.map(|_| id)
+    }
+
+    /// Stores a file's content read from `source` (chunked as files are, so
+    /// the id is the one `ingest` gives the same bytes); returns its id and size.
+    pub fn put_content(&mut self, source: &mut dyn std::io::Read) -> StoreResult<(ObjectId, u64)> {
+        let params = self.store.params;
+        let mut chunker = crate::Chunker::new(source, params);
+        let mut list = crate::nodes::ListBuilder::<crate::nodes::FileList>::new();
+        let mut size = 0;
+        let mut chunks = 0u64;
+        let mut first = None;
+        loop {
+            let chunk = match chunker.next_chunk() {
+                Ok(Some(c)) => c.to_vec(),
+                Ok(None) => break,
+                Err(e) => return Err(StoreError::io(Path::new("(content being stored)"), e)),
+            };
+            let id = self.put_object(ObjectKind::Chunk, &chunk)?;
+            size += chunk.len() as u64;
+            chunks += 1;
+            first.get_or_insert(id);
+            list.push(self, crate::object::NodeEntry { id, size: chunk.len() as u64 })?;
+        }
+        let id = match (chunks, first) {
+            (0, _) => self.put_object(ObjectKind::Chunk, &[])?,
+            (1, Some(only)) => only,
+            _ => list.finish(self)?.id,
+        };
+        Ok((id, size))
     }
 
     /// Stores an already hashed (and maybe compressed) object unless it exists.

@@ -431,3 +431,21 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
     std::io::Read::read_to_end(&mut store.content_reader_at(&small_id, 40).unwrap(), &mut got).unwrap();
     assert_eq!(got, small[40..]);
 }
+
+#[test]
+fn content_stored_from_a_reader_gets_the_id_ingest_gives_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    for (i, len) in [0usize, 1, 5000, 16384, 300_000, 3_000_000].into_iter().enumerate() {
+        let data = noise(len, i as u8);
+        let path = dir.path().join(format!("f{i}"));
+        std::fs::write(&path, &data).unwrap();
+        let (hashed, size, _) = dmv_store::hash_file(&path, ChunkParams::default()).unwrap();
+        let mut s = store.begin_write().unwrap();
+        let (id, stored) = s.put_content(&mut data.as_slice()).unwrap();
+        s.finish().unwrap();
+        drop(s);
+        assert_eq!((id, stored), (hashed, size), "{len} bytes");
+        assert_eq!(content(&store, &id), data);
+    }
+}

@@ -25,9 +25,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-bucket", &["dmv-store"]),
     // The web UI's pages are made from a repository; the server (dmv-sync) sends them.
     ("dmv-web", &["dmv-repo"]),
+    // A Git repository's history converted into a repository.
+    ("dmv-gitimport", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
     ("dmv-sync", &["dmv-repo", "dmv-bucket", "dmv-web"]),
-    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-sync"]),
+    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync"]),
     // Every crate's tests use it, so it must sit below all of them.
     ("dmv-testkit", &[]),
 ];

@@ -1,0 +1,273 @@
+//! Converting a Git repository's history: each new commit, parents first,
+//! with its tree converted folder by folder (a folder Git shares between
+//! commits is converted once), its blobs stored as DMV content (an LFS
+//! pointer as the file it points to when Git LFS has it locally), and its
+//! author, committer, dates and message as they were. Then the branches
+//! and tags are set, except those someone moved since the last import.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use dmv_repo::store::object::{Commit, EntryKind, Signature, TreeEntry};
+use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
+use dmv_repo::{Head, RefUpdate, Repository};
+
+use crate::lfs::LfsPointer;
+use crate::map::ImportMap;
+
+/// Git folders nest at most this deep here (DMV's own limit on paths).
+const MAX_DEPTH: usize = 1024;
+/// Commits converted between two saves of the work done, so an interrupted
+/// import resumes from the last save.
+const COMMITS_PER_SAVE: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot open the Git repository {path}: {detail}")]
+    Open { path: String, detail: String },
+    #[error("reading the Git repository: {0}")]
+    Git(String),
+    #[error(transparent)]
+    Repo(#[from] dmv_repo::RepoError),
+    #[error(transparent)]
+    Store(#[from] dmv_repo::store::StoreError),
+    #[error("{0}")]
+    Map(String),
+}
+
+fn git_err(e: impl std::fmt::Display) -> ImportError {
+    ImportError::Git(e.to_string())
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// Commits converted now, and those converted by an earlier import.
+    pub commits: u64,
+    pub already: u64,
+    /// Branches and tags set (short names).
+    pub branches: Vec<String>,
+    pub tags: Vec<String>,
+    /// Refs moved here since the last import, left as they are.
+    pub left_alone: Vec<String>,
+    /// Git LFS files stored as their content, and as their pointer (content not in `.git/lfs/objects`).
+    pub lfs_content: u64,
+    pub lfs_pointers: u64,
+    /// Submodules (a commit of another repository), not imported.
+    pub submodules: u64,
+    /// The branch checked out afterwards (into an empty repository).
+    pub checked_out: Option<String>,
+}
+
+/// Imports the Git repository at `git_path` (its working tree, its `.git`
+/// or a bare one) into `repo`. `progress(done, total)` counts commits.
+pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64)) -> Result<Imported, ImportError> {
+    let git = gix::open(git_path).map_err(|e| ImportError::Open { path: git_path.display().to_string(), detail: e.to_string() })?;
+    let map_path = repo.dmv.join("git-import");
+    let mut map = ImportMap::load(&map_path).map_err(ImportError::Map)?;
+    let was_empty = repo.head_commit()?.is_none();
+
+    let refs = git_refs(&git)?;
+    let order = new_commits(&git, &refs, &map)?;
+    let mut done = Imported { already: map.commits.len() as u64, ..Imported::default() };
+    let mut converter = Converter { git: &git, git_dir: git.git_dir().to_path_buf(), trees: HashMap::new(), blobs: HashMap::new(), done: &mut done };
+    for batch in order.chunks(COMMITS_PER_SAVE) {
+        let mut session = repo.store.begin_write()?;
+        for id in batch {
+            let converted = converter.commit(&mut session, id, &map)?;
+            map.commits.insert(id.to_string(), converted);
+            converter.done.commits += 1;
+            progress(converter.done.commits, order.len() as u64);
+        }
+        session.finish()?;
+        drop(session);
+        save(&map_path, &map)?;
+    }
+
+    // Into an empty repository: Git's HEAD branch is checked out, as a clone
+    // would, before any ref moves (the working tree and the dirstate are empty
+    // until then, so nothing counts as changed).
+    let checkout = match was_empty && !repo.config.bare {
+        true => git
+            .head_name()
+            .map_err(git_err)?
+            .map(|n| n.as_bstr().to_string())
+            .and_then(|n| refs.iter().find(|(r, _)| *r == n).map(|(r, id)| (r.clone(), map.commits[&id.to_string()]))),
+        false => None,
+    };
+    if let Some((_, commit)) = &checkout {
+        repo.checkout_tree(&repo.commit(commit)?.tree, &|_, _| {})?;
+    }
+    let mut updates = Vec::new();
+    for (name, id) in &refs {
+        let new = map.commits[&id.to_string()];
+        let current = repo.refs.get(name)?;
+        let ours = current.is_none()
+            || current == Some(new)
+            || current == map.refs.get(name).copied()
+            || (name.starts_with("refs/heads/") && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
+        if !ours {
+            done.left_alone.push(name.clone());
+            continue;
+        }
+        if current != Some(new) {
+            updates.push(RefUpdate { name: name.clone(), expected: Some(current), new: Some(new) });
+        }
+        map.refs.insert(name.clone(), new);
+        match name.strip_prefix("refs/heads/") {
+            Some(b) => done.branches.push(b.to_string()),
+            None => done.tags.push(name.trim_start_matches("refs/tags/").to_string()),
+        }
+    }
+    if !updates.is_empty() {
+        repo.update_refs(&updates, &repo.who(), &format!("import git {}", git_path.display()))?;
+    }
+    save(&map_path, &map)?;
+    if let Some((branch, _)) = checkout {
+        repo.set_head(&Head::Branch(branch.clone()))?;
+        done.checked_out = Some(branch.trim_start_matches("refs/heads/").to_string());
+    }
+    Ok(done)
+}
+
+fn save(path: &Path, map: &ImportMap) -> Result<(), ImportError> {
+    dmv_repo::write_atomic(path, map.encode().as_bytes())?;
+    Ok(())
+}
+
+/// Branches and tags, each with the commit it names (tags peeled; tags of
+/// trees or blobs have no commit and are skipped).
+fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId)>, ImportError> {
+    let mut out = Vec::new();
+    let platform = git.references().map_err(git_err)?;
+    for r in platform.all().map_err(git_err)? {
+        let mut r = r.map_err(git_err)?;
+        let name = r.name().as_bstr().to_string();
+        if !(name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) || dmv_repo::validate_ref_name(&name).is_err() {
+            continue;
+        }
+        let id = r.peel_to_id().map_err(git_err)?.detach();
+        if git.find_object(id).map_err(git_err)?.kind == gix::object::Kind::Commit {
+            out.push((name, id));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The commits the refs reach that no import converted yet, parents first.
+fn new_commits(git: &gix::Repository, refs: &[(String, gix::ObjectId)], map: &ImportMap) -> Result<Vec<gix::ObjectId>, ImportError> {
+    let mut order = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<(gix::ObjectId, bool)> = refs.iter().map(|(_, id)| (*id, false)).collect();
+    while let Some((id, parents_done)) = stack.pop() {
+        if parents_done {
+            order.push(id);
+            continue;
+        }
+        if map.commits.contains_key(&id.to_string()) || !seen.insert(id) {
+            continue;
+        }
+        stack.push((id, true));
+        let commit = git.find_commit(id).map_err(git_err)?;
+        for p in commit.parent_ids() {
+            let p = p.detach();
+            if !seen.contains(&p) && !map.commits.contains_key(&p.to_string()) {
+                stack.push((p, false));
+            }
+        }
+    }
+    Ok(order)
+}
+
+struct Converter<'g, 'd> {
+    git: &'g gix::Repository,
+    git_dir: PathBuf,
+    /// Git folder → DMV tree and the size of its files.
+    trees: HashMap<gix::ObjectId, (ObjectId, u64)>,
+    /// Git blob → DMV content and size.
+    blobs: HashMap<gix::ObjectId, (ObjectId, u64)>,
+    done: &'d mut Imported,
+}
+
+fn signature(s: gix::actor::SignatureRef<'_>) -> Result<Signature, ImportError> {
+    let time = s.time().map_err(git_err)?;
+    Ok(Signature { name: s.name.to_string(), email: s.email.to_string(), time: time.seconds, tz_minutes: (time.offset / 60) as i16 })
+}
+
+impl Converter<'_, '_> {
+    fn commit(&mut self, session: &mut WriteSession<'_>, id: &gix::ObjectId, map: &ImportMap) -> Result<ObjectId, ImportError> {
+        let commit = self.git.find_commit(*id).map_err(git_err)?;
+        let decoded = commit.decode().map_err(git_err)?;
+        let (tree, _) = self.tree(session, decoded.tree(), 0)?;
+        let parents = decoded
+            .parents()
+            .map(|p| map.commits.get(&p.to_string()).copied().ok_or_else(|| ImportError::Git(format!("parent {p} of {id} was not converted first"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let message = decoded.message.to_string();
+        let converted = Commit {
+            tree,
+            parents,
+            author: signature(decoded.author().map_err(git_err)?)?,
+            committer: signature(decoded.committer().map_err(git_err)?)?,
+            message: message.strip_suffix('\n').unwrap_or(&message).to_string(),
+        };
+        Ok(session.put_object(ObjectKind::Commit, &dmv_repo::store::object::encode(&converted))?)
+    }
+
+    fn tree(&mut self, session: &mut WriteSession<'_>, id: gix::ObjectId, depth: usize) -> Result<(ObjectId, u64), ImportError> {
+        if let Some(t) = self.trees.get(&id) {
+            return Ok(*t);
+        }
+        if depth > MAX_DEPTH {
+            return Err(ImportError::Git(format!("tree {id} nests folders more than {MAX_DEPTH} deep")));
+        }
+        let tree = self.git.find_tree(id).map_err(git_err)?;
+        let decoded = tree.decode().map_err(git_err)?;
+        let mut entries = Vec::with_capacity(decoded.entries.len());
+        for e in &decoded.entries {
+            let oid = e.oid.to_owned();
+            let name = e.filename.to_vec();
+            use gix::object::tree::EntryKind as Git;
+            let (kind, (content, size)) = match e.mode.kind() {
+                Git::Tree => (EntryKind::Dir, self.tree(session, oid, depth + 1)?),
+                Git::Blob => (EntryKind::File, self.blob(session, oid)?),
+                Git::BlobExecutable => (EntryKind::Executable, self.blob(session, oid)?),
+                Git::Link => {
+                    let target = self.git.find_blob(oid).map_err(git_err)?.data.clone();
+                    (EntryKind::Symlink, (session.put_object(ObjectKind::Chunk, &target)?, target.len() as u64))
+                }
+                Git::Commit => {
+                    self.done.submodules += 1;
+                    continue;
+                }
+            };
+            entries.push(TreeEntry { name, kind, id: content, size });
+        }
+        let converted = dmv_repo::tree::write_dir(session, entries)?;
+        self.trees.insert(id, converted);
+        Ok(converted)
+    }
+
+    fn blob(&mut self, session: &mut WriteSession<'_>, id: gix::ObjectId) -> Result<(ObjectId, u64), ImportError> {
+        if let Some(b) = self.blobs.get(&id) {
+            return Ok(*b);
+        }
+        let blob = self.git.find_blob(id).map_err(git_err)?;
+        let pointer = LfsPointer::parse(&blob.data);
+        let local = pointer.as_ref().map(|p| p.object_path(&self.git_dir)).and_then(|path| std::fs::File::open(path).ok());
+        let stored = match (pointer, local) {
+            (Some(p), Some(mut file)) if file.metadata().is_ok_and(|m| m.len() == p.size) => {
+                self.done.lfs_content += 1;
+                session.put_content(&mut file)?
+            }
+            (Some(_), _) => {
+                self.done.lfs_pointers += 1;
+                session.put_content(&mut blob.data.as_slice())?
+            }
+            (None, _) => session.put_content(&mut blob.data.as_slice())?,
+        };
+        self.blobs.insert(id, stored);
+        Ok(stored)
+    }
+}

@@ -1,0 +1,9 @@
+//! `dmv import git PATH`: a Git repository's history brought into DMV, so a
+//! team moves without leaving its history behind.
+
+mod import;
+mod lfs;
+mod map;
+
+pub use import::{import_git, ImportError, Imported};
+pub use lfs::LfsPointer;
