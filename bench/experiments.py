@@ -1683,3 +1683,394 @@ def _web_seek(ctx, dmv, srv, pt, param, film):
     rec.record(_Floor, "web-seek", param, "read_range_file", out, None, peak_rss_kib=None, film_bytes=size,
                range="bytes=%d-%d" % (middle, middle + WEB_SEEK_ASK - 1), bytes_asked=WEB_SEEK_ASK,
                bytes_received=len(got), page_cache="warm")
+
+
+# ---------------------------------------------------------------- import
+
+IMPORT_CHANGED = 100               # files each commit after the first changes
+IMPORT_DATE = 1_700_000_000        # first commit date; one a minute after it: the same commit ids every time
+IMPORT_LINE = re.compile(r"Imported (\d+) commits? \((\d+) imported before\), (\d+) branch(?:es)?, (\d+) tags?")
+ARCHIVE_FILE = "film.bin"
+
+
+class _SourceError(Exception):
+    pass
+
+
+def _git(env, repo, *args, data=None, timeout=600):
+    """Untimed git plumbing in `repo`; returns stdout (bytes), raises _SourceError on failure."""
+    try:
+        r = subprocess.run(["git"] + list(args), cwd=repo, env=env, input=data, capture_output=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise _SourceError("git %s: %s" % (args[0], e))
+    if r.returncode != 0:
+        raise _SourceError("git %s: exit %d: %s" % (args[0], r.returncode,
+                                                    r.stderr.decode("utf-8", "replace").strip()[-300:]))
+    return r.stdout
+
+
+def _commit_header(c, parent=None):
+    """fast-import's header of commit number c (0: the first), bench as author and committer."""
+    ident = b"bench <bench@example.com> %d +0000" % (IMPORT_DATE + 60 * c)
+    msg = (b"add the files" if c == 0 else b"change %d files (commit %d)" % (IMPORT_CHANGED, c + 1)) + b"\n"
+    head = b"commit refs/heads/main\nauthor %s\ncommitter %s\ndata %d\n%s" % (ident, ident, len(msg), msg)
+    return head + (b"from %s\n" % parent if parent else b"")
+
+
+def _file_command(i, content):
+    """fast-import: file i (datagen's layout, 1,000 per folder) gets `content`, given inline."""
+    return b"M 100644 inline %s\ndata %d\n%s\n" % (
+        datagen.small_file_path("", i).encode(), len(content), content)
+
+
+def _changed(files, c):
+    """The files commit c (1: the second commit) changes: IMPORT_CHANGED of them spread evenly over
+    the folders, a different set each commit (the sets repeat after files/IMPORT_CHANGED commits)."""
+    n = min(IMPORT_CHANGED, files)
+    stride = files // n
+    return [k * stride + (c - 1) % stride for k in range(n)]
+
+
+def _edit(c, files, content):
+    """Commit c's changes: 64 bytes in the middle of each changed file get new random bytes, as
+    filecount's edit of every file (so git's repack can store each new version as a delta)."""
+    ids = _changed(files, c)
+    fresh = datagen.RandomStream(1_000_000 + c).read(len(ids) * datagen.SMALL_EDIT_LEN)
+    lo, n = datagen.SMALL_EDIT_OFFSET, datagen.SMALL_EDIT_LEN
+    return [(i, content(i)[:lo] + fresh[k * n:(k + 1) * n] + content(i)[lo + n:]) for k, i in enumerate(ids)]
+
+
+def _history_stream(files, commits):
+    """fast-import's input, chunk by chunk: the first commit adds `files` files of 1 KiB random
+    bytes, then commits-1 commits change IMPORT_CHANGED files each."""
+    per = datagen.FILES_PER_DIR
+    size = datagen.SMALL_FILE_SIZE
+    blocks, current = [], {}
+    yield _commit_header(0)
+    for d in range((files + per - 1) // per):
+        n = min(per, files - d * per)
+        blocks.append(datagen.RandomStream(d + 1).read(n * size))
+        yield b"".join(_file_command(d * per + k, blocks[d][k * size:(k + 1) * size]) for k in range(n))
+
+    def content(i):
+        return current.get(i) or blocks[i // per][(i % per) * size:(i % per + 1) * size]
+    for c in range(1, commits):
+        edits = _edit(c, files, content)
+        current.update(edits)
+        yield _commit_header(c) + b"".join(_file_command(i, data) for i, data in edits)
+
+
+def _fast_import(repo, env, chunks):
+    """Feeds `chunks` to `git fast-import` in `repo` (untimed set-up)."""
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(["git", "fast-import", "--quiet"], cwd=repo, env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            for chunk in chunks:
+                p.stdin.write(chunk)
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        if p.wait(timeout=3600) != 0:
+            err.seek(0)
+            raise _SourceError("git fast-import: exit %d: %s" % (
+                p.returncode, err.read().decode("utf-8", "replace").strip()[-300:]))
+
+
+def _import_source(ctx, files, commits):
+    """The Git repository to convert, made once in WORKDIR and reused by later runs (a bare
+    repository: nothing here needs its work tree). Made with `git fast-import` (seconds where
+    add/commit loops take minutes), then `git repack -a -d -f` as a repository that has seen a gc:
+    one pack, each changed file's new version a delta. Built under a temporary name and renamed
+    when complete, so a killed run leaves nothing to reuse. Returns (path, seconds spent making it,
+    0 when reused)."""
+    cache = os.path.join(ctx.args.workdir, "import-source-%d-files-%d-commits.git" % (files, commits))
+    if os.path.isfile(os.path.join(cache, "bench-complete")):
+        return cache, 0.0
+    env = ctx.rec.env
+    print("import: making the Git source, %s files and %d commits, in %s (once; later runs reuse it)" % (
+        "{:,}".format(files), commits, cache), flush=True)
+    t = time.perf_counter()
+    tmp = cache + ".tmp"
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    _git(env, tmp, "init", "-q", "--bare", "--initial-branch=main")
+    _fast_import(tmp, env, _history_stream(files, commits))
+    # -f: compute deltas afresh (fast-import stores its objects whole, and a plain repack reuses them so)
+    _git(env, tmp, "repack", "-a", "-d", "-f", "-q", timeout=3600)
+    count = int(_git(env, tmp, "rev-list", "--count", "main").strip())
+    if count != commits:
+        raise _SourceError("the source has %d commits on main, expected %d" % (count, commits))
+    with open(os.path.join(tmp, "bench-complete"), "w") as f:
+        json.dump(dict(files=files, commits=commits), f)
+    os.rename(tmp, cache)
+    return cache, time.perf_counter() - t
+
+
+def _add_source_commit(env, source, files, commits):
+    """Untimed: one more commit on the source's main, changing IMPORT_CHANGED files as before
+    (their current bytes read back with one `git cat-file --batch`)."""
+    ids = _changed(files, commits)
+    paths = [datagen.small_file_path("", i) for i in ids]
+    raw = _git(env, source, "cat-file", "--batch", data="".join("main:%s\n" % p for p in paths).encode())
+    current, pos = {}, 0
+    for i in ids:  # each answer: "<id> blob <size>\n<bytes>\n"
+        end = raw.index(b"\n", pos)
+        size = int(raw[pos:end].split()[2])
+        current[i] = raw[end + 1:end + 1 + size]
+        pos = end + 2 + size
+    edits = _edit(commits, files, current.__getitem__)
+    _fast_import(source, env, [_commit_header(commits, b"refs/heads/main^0")] +
+                 [_file_command(i, data) for i, data in edits])
+
+
+def _git_head(env, repo):
+    return _git(env, repo, "rev-parse", "refs/heads/main").strip().decode()
+
+
+def _git_blob_ids(env, repo):
+    """{path: blob id} of every file on main."""
+    ids = {}
+    for entry in _git(env, repo, "ls-tree", "-r", "-z", "main").split(b"\0"):
+        if entry:
+            meta, path = entry.split(b"\t", 1)
+            ids[path.decode()] = meta.split()[2].decode()
+    return ids
+
+
+def _worktree_blob_ids(root):
+    """{path: git blob id} of every file in a work tree outside .dmv and .git."""
+    import hashlib
+    ids = {}
+    for top, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in (".dmv", ".git")]
+        for name in names:
+            path = os.path.join(top, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            ids[os.path.relpath(path, root)] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return ids
+
+
+def _check_import(ctx, dmv, pt, dest, source, expected, before, data, first):
+    """Untimed, after a `dmv import git` step: the line it printed must count `expected` new
+    commits and `before` earlier ones. After the first import, the checked-out work tree must hold
+    main's files of the source, byte for byte, and `dmv log` list every commit. A mismatch fails
+    the step."""
+    def check(out):
+        env = ctx.rec.env
+        fields = dict(data, expected_commits=expected, expected_before=before)
+        disk, apparent, count = disk_usage(os.path.join(dest, ".dmv", "objects"))
+        fields.update(store_bytes_disk=disk, store_bytes_apparent=apparent, store_files=count)
+        if not out.ok:
+            return fields
+        text = out.captured.decode("utf-8", "replace") + "\n" + out.stderr_tail
+        m = IMPORT_LINE.search(text)
+        if not m:
+            out.ok, out.error = False, "no `Imported N commits (M imported before), ...` line in: %s" % text[-300:]
+            return fields
+        got = [int(x) for x in m.groups()]
+        fields.update(imported_commits=got[0], imported_before=got[1], imported_branches=got[2], imported_tags=got[3])
+        errors = []
+        if (got[0], got[1]) != (expected, before):
+            errors.append("printed %d commits (%d imported before), expected %d (%d)" % (got[0], got[1], expected, before))
+        if first:
+            want, have = _git_blob_ids(env, source), _worktree_blob_ids(dest)
+            differ = sum(1 for p in set(want) | set(have) if want.get(p) != have.get(p))
+            fields.update(worktree_files=len(have), worktree_differ=differ)
+            if differ:
+                errors.append("%d of %d files of the checkout differ from the source's main" % (differ, len(want)))
+        log = run_cmds([dmv.cmd(pt, "log", "--oneline", cwd=dest, stdout="capture")], env, ctx.rec.timeout)
+        fields["log_commits"] = len(log.captured.splitlines()) if log.ok else None
+        if fields["log_commits"] != expected + before:
+            errors.append("`dmv log` lists %s commits, expected %d" % (fields["log_commits"], expected + before))
+        fields["verified"] = not errors
+        if errors:
+            out.ok, out.error = False, "; ".join(errors)
+        return fields
+    return check
+
+
+def _hardlinked(root):
+    """(files, bytes) under `root` that have other links: shared with another repository."""
+    files = size = 0
+    for top, _, names in os.walk(root):
+        for name in names:
+            st = os.lstat(os.path.join(top, name))
+            if st.st_nlink > 1:
+                files, size = files + 1, size + st.st_size
+    return files, size
+
+
+def _check_mirror(ctx, dest, source, data):
+    """Untimed, after a git clone or fetch: the mirror's main is the source's; how much of its
+    object store is hard-linked to the source's (a local clone links instead of copying)."""
+    def check(out):
+        fields = dict(data)
+        disk, apparent, count = disk_usage(os.path.join(dest, "objects"))
+        linked, linked_bytes = _hardlinked(os.path.join(dest, "objects"))
+        fields.update(store_bytes_disk=disk, store_bytes_apparent=apparent, store_files=count,
+                      hardlinked_files=linked, hardlinked_bytes=linked_bytes)
+        if out.ok:
+            try:
+                fields["verified"] = _git_head(ctx.rec.env, dest) == _git_head(ctx.rec.env, source)
+            except _SourceError as e:
+                fields["verified"], out.error = False, str(e)
+            if not fields["verified"]:
+                out.ok = False
+                out.error = out.error or "the mirror's main differs from the source's"
+        return fields
+    return check
+
+
+def git_import(ctx, files, commits, archive_size, settle=0):
+    """`dmv import git` of a Git repository of `files` files of 1 KiB and `commits` commits against
+    `git clone --mirror` of it, then the import of one more commit against `git fetch`; and
+    `dmv archive` of one file of `archive_size` random bytes against `git archive`. Recorded as
+    experiments `import-git` (parameter: files) and `import-archive` (parameter: bytes)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    if dmv is None:
+        return
+    if git is None:  # the source is made with git
+        ctx.rec.note("dmv", "import-git", str(files), "all", "fail", "git is missing: no source to import")
+    else:
+        _import_point(ctx, dmv, git, files, commits, settle)
+    _archive_point(ctx, [t for t in (dmv, git) if t], archive_size)
+
+
+def _import_point(ctx, dmv, git, files, commits, settle):
+    experiment, param = "import-git", str(files)
+    rec = ctx.rec
+    # the source (cached and the run's copy), two mirrors, dmv's store and its checkout
+    need = 8 * files * datagen.SMALL_FILE_SIZE + GiB
+    if not _enough_disk(ctx, [dmv, git], Skips(ctx, experiment), experiment, param, need):
+        return
+    try:
+        cache, made_s = _import_source(ctx, files, commits)
+    except (OSError, ValueError, subprocess.SubprocessError, _SourceError) as e:
+        print("import: %s" % e, flush=True)
+        for tool in (dmv, git):
+            rec.note(tool.name, experiment, param, "all", "fail", "making the source: %s" % e)
+        return
+    pt = ctx.point(experiment, files)
+    try:
+        # a copy for this run: the incremental step adds a commit to it, the cached source stays as made
+        source = os.path.join(pt.root, "source.git")
+        shutil.copytree(cache, source, symlinks=True)
+        disk, apparent, count = disk_usage(source)
+        data = dict(source_files=files, source_commits=commits, changed_per_commit=min(IMPORT_CHANGED, files),
+                    file_bytes=datagen.SMALL_FILE_SIZE, source_made_s=round(made_s, 1) if made_s else None,
+                    source_bytes_disk=disk, source_bytes_apparent=apparent, source_repo_files=count)
+        dest = os.path.join(pt.root, "dmv")
+        mirror = os.path.join(pt.root, "mirror")
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        os.sync()
+        # dmv converts every commit and checks out main; a mirror clone copies git's objects as they are
+        out = rec.step(dmv, experiment, param, "import", [
+            dmv.cmd(pt, "init", dest, cwd=pt.root),
+            dmv.cmd(pt, "import", "git", source, cwd=dest, stdout="capture")], os.path.join(dest, ".dmv"),
+            after=_check_import(ctx, dmv, pt, dest, source, commits, 0, data, first=True))
+        imported = out.ok
+        os.sync()
+        out = rec.step(git, experiment, param, "clone_mirror", [
+            git.cmd(pt, "clone", "--mirror", "-q", source, mirror, cwd=pt.root)], mirror,
+            after=_check_mirror(ctx, mirror, source, data))
+        if _hardlinked(os.path.join(mirror, "objects"))[0]:
+            # a local clone of a path hard-links the objects (no copy, no conversion): --no-local
+            # sends them through upload-pack and pack-objects, as a clone from a remote does
+            os.sync()
+            nolocal = os.path.join(pt.root, "mirror-no-local")
+            rec.step(git, experiment, param, "clone_mirror_no_local", [
+                git.cmd(pt, "clone", "--mirror", "--no-local", "-q", source, nolocal, cwd=pt.root)], nolocal,
+                after=_check_mirror(ctx, nolocal, source, data))
+        try:
+            _add_source_commit(rec.env, source, files, commits)
+        except (OSError, ValueError, IndexError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "incremental", "fail", "adding a commit to the source: %s" % e)
+            return
+        data = dict(data, source_commits_after=commits + 1)
+        if not imported:
+            rec.note(dmv.name, experiment, param, "import_again", "skipped", "the first import failed")
+        else:
+            os.sync()
+            rec.step(dmv, experiment, param, "import_again", [
+                dmv.cmd(pt, "import", "git", source, cwd=dest, stdout="capture")], os.path.join(dest, ".dmv"),
+                after=_check_import(ctx, dmv, pt, dest, source, 1, commits, data, first=False))
+        if os.path.isdir(mirror):
+            os.sync()
+            rec.step(git, experiment, param, "fetch", [git.cmd(pt, "fetch", "-q", cwd=mirror)], mirror,
+                     after=_check_mirror(ctx, mirror, source, data))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)  # the cached source stays for the next run
+
+
+def _check_tar(tar, size, digest, data):
+    """Untimed, after an archive step: the tar holds one file, ARCHIVE_FILE, of `size` bytes whose
+    hash is the committed file's. A mismatch fails the step. The tar is deleted afterwards."""
+    import tarfile
+
+    def check(out):
+        fields = dict(data, tar_bytes=os.path.getsize(tar) if os.path.exists(tar) else None)
+        if not out.ok:
+            return fields
+        try:
+            with tarfile.open(tar, "r:") as tf:
+                members = [m for m in tf if m.isfile()]
+                fields["tar_files"] = len(members)
+                names = [m.name[2:] if m.name.startswith("./") else m.name for m in members]
+                if names != [ARCHIVE_FILE]:
+                    raise ValueError("the tar holds %s, expected only %s" % (names[:5], ARCHIVE_FILE))
+                fields["tar_file_bytes"] = members[0].size
+                if members[0].size != size:
+                    raise ValueError("%s is %d bytes in the tar, expected %d" % (ARCHIVE_FILE, members[0].size, size))
+                h, f = datagen.hasher(), tf.extractfile(members[0])
+                for block in iter(lambda: f.read(4 << 20), b""):
+                    h.update(block)
+                if h.hexdigest() != digest:
+                    raise ValueError("%s's bytes in the tar differ from the committed file's" % ARCHIVE_FILE)
+            fields["verified"] = True
+        except (OSError, ValueError, tarfile.TarError) as e:
+            fields["verified"] = False
+            out.ok, out.error = False, str(e)
+        return fields
+    return check
+
+
+def _archive_cmds(tool, pt, tar):
+    if tool.name == "dmv":
+        return [tool.cmd(pt, "archive", "-o", tar, "HEAD")]
+    return [tool.cmd(pt, "archive", "--format=tar", "-o", tar, "HEAD")]
+
+
+def _archive_point(ctx, tools, size):
+    """One file of `size` random bytes, committed by each tool in a fresh repository, then its
+    commit written as a tar file (`dmv archive -o` / `git archive --format=tar -o`)."""
+    experiment, param = "import-archive", str(size)
+    skips = Skips(ctx, experiment)
+    need = 3 * size + GiB  # the file, one repository's copy, one tar (each tool's are deleted before the next's)
+    if not _enough_disk(ctx, tools, skips, experiment, param, need):
+        return
+    pt = ctx.point(experiment, size)
+    try:
+        path = os.path.join(pt.work, ARCHIVE_FILE)
+        print("import-archive %s: writing data" % human_bytes(size), flush=True)
+        digest = datagen.write_random_file(path, size, seed=11)
+        os.utime(path, ns=(AGED, AGED))
+        data = dict(data_bytes=size, data_file=ARCHIVE_FILE)
+        for tool in tools:
+            tar = os.path.join(pt.root, "%s.tar" % tool.name)
+            if _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+                    S("init", lambda: tool.init(pt), fatal=True),
+                    S("commit", lambda: tool.commit(pt, True), fatal=True)]):
+                os.sync()
+                ctx.rec.step(tool, experiment, param, "archive", _archive_cmds(tool, pt, tar), tool.meta(pt),
+                             after=_check_tar(tar, size, digest, data))
+            # the next tool commits the same work tree: this one's repository and tar go first
+            shutil.rmtree(tool.meta(pt), ignore_errors=True)
+            if os.path.exists(tar):
+                os.remove(tar)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)

@@ -24,7 +24,8 @@ STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#f
 SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", "unsupported": "unsupported"}
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
-               "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "huge"]
+               "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
+               "import-archive", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -1004,6 +1005,145 @@ def web_section(ix, mode):
     return out
 
 
+IMPORT_METRICS = dict(METRICS, store=(lambda r: r.get("store_bytes_disk"), fmt_bytes),
+                      rate=(lambda r: r["data_bytes"] / r["wall_s"] / MB if r.get("wall_s") else None,
+                            lambda v: "—" if v is None else "%.0f MB/s" % v))
+# (label, dmv's step, git's step, metric); a row shows when either tool has that step
+IMPORT_ROWS = [
+    ("convert the history: `dmv init` + `dmv import git SOURCE` (checkout of main included) / "
+     "`git clone --mirror SOURCE` (a local path: hard-links the source's objects, no copy)",
+     "import", "clone_mirror", "time"),
+    ("the same / `git clone --mirror --no-local SOURCE` (objects through upload-pack and pack-objects, as "
+     "from a remote)", "import", "clone_mirror_no_local", "time"),
+    ("peak RSS / `git clone --mirror`", "import", "clone_mirror", "rss"),
+    ("peak RSS / `git clone --mirror --no-local`", "import", "clone_mirror_no_local", "rss"),
+    ("one more commit (100 files changed): `dmv import git SOURCE` again / `git fetch` in the mirror",
+     "import_again", "fetch", "time"),
+    ("peak RSS of that", "import_again", "fetch", "rss"),
+    ("repository on disk after the conversion: `.dmv` / the `--no-local` mirror", "import",
+     "clone_mirror_no_local", "disk"),
+    ("object store alone: `.dmv/objects` / the `--no-local` mirror's `objects`", "import",
+     "clone_mirror_no_local", "store"),
+    ("files in the repository", "import", "clone_mirror_no_local", "files"),
+    ("repository on disk after the one more commit: `.dmv` / the mirror (its hard-linked objects included)",
+     "import_again", "fetch", "disk"),
+]
+ARCHIVE_ROWS = [
+    ("`archive` of the commit to a tar file: `dmv archive -o FILE HEAD` / `git archive --format=tar -o FILE HEAD`",
+     "archive", "archive", "time"),
+    ("the same, MB/s of file content", "archive", "archive", "rate"),
+    ("peak RSS of `archive`", "archive", "archive", "rss"),
+    ("commit of the file, for reference: `dmv add .` + `dmv commit` / `git add -A` + `git commit`",
+     "commit", "commit", "time"),
+    ("peak RSS of the commit", "commit", "commit", "rss"),
+    ("repository on disk after the commit", "commit", "commit", "disk"),
+]
+
+
+def import_cell(rec, metric):
+    """(value, text) of one figure of an import step; a failed step shows its status."""
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, SHORT.get(rec["status"], rec["status"])
+    get, fmt = IMPORT_METRICS[metric]
+    v = get(rec)
+    return (None, "—") if v is None else (v, fmt(v))
+
+
+def import_table(ix, exp, p, rows):
+    """dmv and git side by side, and dmv/git (rates have no ratio: its sense would be the other way)."""
+    lines = ["| measure | dmv | git | dmv/git |", "|---|--:|--:|--:|"]
+    for label, dstep, gstep, metric in rows:
+        if not (ix.by.get(("dmv", exp, str(p), dstep)) or ix.by.get(("git", exp, str(p), gstep))):
+            continue
+        dv, dtext = import_cell(ix.get("dmv", exp, p, dstep), metric)
+        gv, gtext = import_cell(ix.get("git", exp, p, gstep), metric)
+        lines.append("| %s | %s | %s | %s |" % (label, dtext, gtext, "" if metric == "rate" else ratio(dv, gv)))
+    loads = [r["loadavg_1m"] for (t, e, q, s), r in ix.by.items()
+             if e == exp and q == str(p) and r.get("loadavg_1m") is not None]
+    if loads:
+        lines += ["", "1-minute load average during these steps: %.2f to %.2f." % (min(loads), max(loads))]
+    return "\n".join(lines)
+
+
+def import_notes(ix, p):
+    """What was checked, and what the source and the mirrors hold, from the records."""
+    imp = ix.by.get(("dmv", "import-git", str(p), "import"))
+    plain = ix.by.get(("git", "import-git", str(p), "clone_mirror"))
+    again = ix.by.get(("dmv", "import-git", str(p), "import_again"))
+    out = []
+    rec = imp or plain
+    if rec and rec.get("source_commits") is not None:
+        out.append("The source: %s files of 1 KiB, %d commits (the first adds every file, each other changes "
+                   "64 bytes of %d files), one branch, no tag; its repository on disk: %s." % (
+                       fmt_count(rec["source_files"]), rec["source_commits"], rec["changed_per_commit"],
+                       fmt_bytes(rec.get("source_bytes_disk"))))
+    if imp and imp.get("imported_commits") is not None:
+        out.append("dmv printed %d commits imported (%d before), %d branch(es), %d tag(s); its checkout holds "
+                   "%s files, %s; `dmv log` lists %s commits." % (
+                       imp["imported_commits"], imp["imported_before"], imp["imported_branches"],
+                       imp["imported_tags"], fmt_count(imp.get("worktree_files") or 0),
+                       "all equal to the source's main" if imp.get("worktree_differ") == 0 else
+                       "**%s differ from the source's main**" % fmt_count(imp.get("worktree_differ") or 0),
+                       imp.get("log_commits")))
+    if again and again.get("imported_commits") is not None:
+        out.append("The second import printed %d commit(s) imported (%d before); `dmv log` then lists %s." % (
+            again["imported_commits"], again["imported_before"], again.get("log_commits")))
+    if plain and plain.get("hardlinked_files") is not None:
+        out.append("The plain mirror clone hard-links %s files (%s) of its `objects` to the source's: its size "
+                   "on disk counts bytes it shares with the source." % (
+                       fmt_count(plain["hardlinked_files"]), fmt_bytes(plain.get("hardlinked_bytes"))))
+    return " ".join(out)
+
+
+def import_section(ix, mode):
+    out = ["### Import and archive", "",
+           "**Import**: a Git repository made with git (`git fast-import`, then `git repack -a -d -f` as a "
+           "repository that has seen a gc; bare; made once in the work directory and reused, each run working "
+           "on a copy): N files of 1 KiB random bytes, 1,000 per folder, in a first commit, then commits each "
+           "overwriting 64 bytes of 100 of the files (a different 100 each time). Timed, each into a fresh "
+           "destination: `dmv init D` and `dmv import git SOURCE` in it (every commit converted, then main "
+           "checked out: it writes the N files too, which a bare mirror does not), against `git clone "
+           "--mirror SOURCE D`. A local clone of a path hard-links git's objects instead of copying them, "
+           "which is no conversion, so `git clone --mirror --no-local` is measured too: the objects go "
+           "through upload-pack and pack-objects as from a remote (deltas reused). Then one more commit is "
+           "added to the source (untimed) and brought over: `dmv import git SOURCE` again (only the new "
+           "commit is converted) against `git fetch` in the plain mirror. Checked untimed: the commit counts "
+           "dmv prints (a mismatch fails the step), the checkout against the source's main (git blob ids of "
+           "every file), `dmv log`'s commit count, each mirror's main against the source's.", "",
+           "**Archive**: one file of random bytes (1 GiB, 256 MiB in `--quick`) committed by each tool in a "
+           "fresh repository (`dmv add .` + `dmv commit`, `git add -A` + `git commit`), then its commit "
+           "written as a tar file: `dmv archive -o FILE HEAD` against `git archive --format=tar -o FILE HEAD`. "
+           "Each tar is read back with Python's tarfile (untimed): it must hold that one file, of its size, "
+           "with its bytes (hash); a mismatch fails the step.", "",
+           "sync(2) before every timed step, untimed; everything is warm in the page cache. `dmv/git` is "
+           "DMV's figure divided by git's: **below 1, DMV is faster or smaller** (the other sections show "
+           "`peer/dmv`, the other way round).", ""]
+    counts, sizes = ix.params("import-git"), ix.params("import-archive")
+    if mode == "quick":
+        commits = [r.get("source_commits") for (t, e, q, s), r in ix.by.items()
+                   if e == "import-git" and r.get("source_commits")]
+        out += ["Quick run: %s; the full run uses 100,000 files in 100 commits, and a file of 1 GiB." % ", ".join(
+            ["%s files in %s commits" % (fmt_count(p), commits[0] if commits else "?") for p in counts] +
+            ["a file of %s" % fmt_size_param(p) for p in sizes]), ""]
+    for p in counts:
+        out += ["#### `dmv import git` of %s files against `git clone --mirror`" % fmt_count(p), "",
+                import_table(ix, "import-git", p, IMPORT_ROWS), ""]
+        notes = import_notes(ix, p)
+        if notes:
+            out += [notes, ""]
+    for p in sizes:
+        out += ["#### `archive` of one file of %s" % fmt_size_param(p), "",
+                import_table(ix, "import-archive", p, ARCHIVE_ROWS), ""]
+        tars = [(t, ix.by.get((t, "import-archive", str(p), "archive"))) for t in ("dmv", "git")]
+        tars = ["%s's tar %s%s" % (t, fmt_bytes(r.get("tar_bytes")), "" if r.get("verified") else " (**not verified**)")
+                for t, r in tars if r and r.get("tar_bytes") is not None]
+        if tars:
+            out += ["Tars written: %s." % ", ".join(tars), ""]
+    return out
+
+
 def section(mode, per_exp):
     parts, run = combine(per_exp)
     ix = Index(run)
@@ -1138,6 +1278,9 @@ def section(mode, per_exp):
 
     if ix.params("web-thumbs") or ix.params("web-seek"):
         out += web_section(ix, mode)
+
+    if ix.params("import-git") or ix.params("import-archive"):
+        out += import_section(ix, mode)
 
     fl = failures(ix)
     if fl:

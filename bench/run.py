@@ -8,6 +8,7 @@
     python3 bench/run.py --quick --experiments partial  # meta clone and get over ssh and HTTP
     python3 bench/run.py --quick --experiments history  # 1,000 small commits, then log
     python3 bench/run.py --quick --experiments web      # thumbnails of a commit, seeking in a film
+    python3 bench/run.py --quick --experiments import   # dmv import git against git clone --mirror; archive
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -40,18 +41,22 @@ MODES = {
                   status_files=10_000, status_changed=500,
                   refs="1,1000,100000", refs_separate="1,1000",
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
-                  history_commits=1000, web_images=20, web_film="1G", timeout=600),
+                  history_commits=1000, web_images=20, web_film="1G",
+                  import_files=10_000, import_commits=20, archive_size="256M", timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
-                 history_commits=10_000, web_images=100, web_film="4G", timeout=1800),
+                 history_commits=10_000, web_images=100, web_film="4G",
+                 import_files=100_000, import_commits=100, archive_size="1G", timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
                        "full": ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history"]}
-# web is in no default list: it makes photos on first use (about 2 minutes for 100)
-ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "huge"]
+# web is in no default list: it makes photos on first use (about 2 minutes for 100); nor is
+# import: it makes its Git source on first use and writes the archived file (1 GiB) twice more
+ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
+                   "huge"]
 
 
 def parse_number(text, binary):
@@ -208,6 +213,13 @@ def main(argv=None):
                     help="web: photos of 24 megapixels in the commit (quick 20, full 100; made once in "
                          "WORKDIR/web-photos and reused)")
     ap.add_argument("--web-film-size", help="web: size of the film seeked in, binary units (quick 1G, full 4G)")
+    ap.add_argument("--import-files", type=lambda s: parse_number(s, False),
+                    help="import: files of 1 KiB in the Git source (quick 10000, full 100000; made once in "
+                         "WORKDIR and reused)")
+    ap.add_argument("--import-commits", type=lambda s: parse_number(s, False),
+                    help="import: commits in the Git source, the first adding every file, each other changing "
+                         "100 files (quick 20, full 100)")
+    ap.add_argument("--archive-size", help="import: size of the file archived, binary units (quick 256M, full 1G)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS)),
@@ -246,6 +258,9 @@ def main(argv=None):
     history_commits = args.history_commits or cfg["history_commits"]
     web_images = args.web_images or cfg["web_images"]
     web_film = parse_number(args.web_film_size or cfg["web_film"], True)
+    import_files = args.import_files or cfg["import_files"]
+    import_commits = max(1, args.import_commits or cfg["import_commits"])
+    archive_size = parse_number(args.archive_size or cfg["archive_size"], True)
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -328,7 +343,8 @@ def main(argv=None):
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
                             s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
                             s3_minio=minio_bin, history_commits=history_commits,
-                            web_images=web_images, web_film_bytes=web_film),
+                            web_images=web_images, web_film_bytes=web_film, import_files=import_files,
+                            import_commits=import_commits, archive_bytes=archive_size),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -363,6 +379,8 @@ def main(argv=None):
                 experiments.history(ctx, history_commits)
             elif exp == "web":
                 experiments.web(ctx, web_images, web_film)
+            elif exp == "import":
+                experiments.git_import(ctx, import_files, import_commits, archive_size, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

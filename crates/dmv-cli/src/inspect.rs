@@ -428,9 +428,10 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct ArchiveArgs {
-    /// The archive's format (tar only, for now).
-    #[arg(long, default_value = "tar")]
-    format: String,
+    /// The archive's format: tar, or zip (stored, streamed; Zip64 for files of 4 GiB and more).
+    /// Without it, the output file's extension decides (.zip), else tar.
+    #[arg(long)]
+    format: Option<String>,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<std::path::PathBuf>,
@@ -444,21 +445,26 @@ pub struct ArchiveArgs {
 }
 
 pub fn archive(a: ArchiveArgs) -> Result<u8> {
-    if a.format != "tar" {
-        bail!("format '{}' is not supported: dmv archive writes tar (--format=tar)", a.format);
-    }
+    let by_name = a.output.as_ref().and_then(|o| o.extension()).is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    let format = match a.format.as_deref() {
+        Some("tar") => dmv_repo::ArchiveFormat::Tar,
+        Some("zip") => dmv_repo::ArchiveFormat::Zip,
+        Some(other) => bail!("format '{other}' is not supported: dmv archive writes tar or zip (--format=tar|zip)"),
+        None if by_name => dmv_repo::ArchiveFormat::Zip,
+        None => dmv_repo::ArchiveFormat::Tar,
+    };
     let repo = open_repo()?;
     let commit = repo.resolve(&a.rev)?;
     let specs = repo_paths(&repo, &a.paths)?;
     match &a.output {
         Some(path) => {
             let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-            repo.archive_tar(&commit, &specs, &a.prefix, &mut file)?;
+            repo.archive(&commit, &specs, &a.prefix, format, &mut file)?;
             file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         }
         None => {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-            repo.archive_tar(&commit, &specs, &a.prefix, &mut out)?;
+            repo.archive(&commit, &specs, &a.prefix, format, &mut out)?;
             out.flush()?;
         }
     }

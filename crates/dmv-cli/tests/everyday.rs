@@ -720,7 +720,7 @@ fn diff_shows_text_as_a_unified_diff_and_media_as_one_line() {
 }
 
 #[test]
-fn archive_writes_a_commits_files_as_a_tar_that_tar_reads_back() {
+fn archive_writes_a_commits_files_as_a_tar_and_a_zip_that_other_tools_read_back() {
     use std::os::unix::fs::PermissionsExt;
     let repo = new_repo();
     let d = repo.path();
@@ -755,8 +755,40 @@ fn archive_writes_a_commits_files_as_a_tar_that_tar_reads_back() {
     let mut listed = listed;
     listed.stdin.take().unwrap().write_all(&only.stdout).unwrap();
     assert_eq!(String::from_utf8(listed.wait_with_output().unwrap().stdout).unwrap(), "shoot/a.raw\n");
-    let zip = dmv_out(d, &["archive", "--format=zip", "HEAD"]);
-    assert!(!zip.status.success() && stderr(&zip).lines().count() == 1, "{}", stderr(&zip));
+    // Zip, chosen by the file's name or by --format, read back by Python's zipfile (another implementation).
+    let zipped = out.path().join("d.zip");
+    dmv(d, &["archive", "-o", zipped.to_str().unwrap(), "HEAD"]);
+    let to_stdout = dmv_out(d, &["archive", "--format=zip", "--prefix=p/", "HEAD", "shoot"]);
+    assert!(to_stdout.status.success());
+    let streamed = out.path().join("streamed.zip");
+    std::fs::write(&streamed, &to_stdout.stdout).unwrap();
+    let check = r#"
+import hashlib, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+for i in z.infolist():
+    data = z.read(i)
+    print(i.filename, len(data), oct(i.external_attr >> 16), i.compress_type, i.date_time[0], hashlib.sha256(data).hexdigest()[:12])
+"#;
+    let listing = |zip: &std::path::Path| {
+        let o = std::process::Command::new("python3").args(["-c", check]).arg(zip).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let raw_hash = {
+        let o = std::process::Command::new("sha256sum").arg(d.join("shoot/a.raw")).output().unwrap();
+        String::from_utf8(o.stdout).unwrap()[..12].to_string()
+    };
+    let whole = listing(&zipped);
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 4, "{whole}");
+    assert!(lines.iter().any(|l| l.starts_with("bin/run.sh 18 0o100755 0 ")), "{whole}");
+    assert!(lines.iter().any(|l| l.starts_with("latest 9 0o120777 0 ")), "a symlink: {whole}");
+    assert!(lines.iter().any(|l| l.starts_with("notes.txt 15 0o100644 0 ")), "{whole}");
+    assert!(lines.iter().any(|l| *l == format!("shoot/a.raw 3000000 0o100644 0 {} {raw_hash}", lines[0].split(' ').nth(4).unwrap())), "{whole}");
+    assert_eq!(listing(&streamed).lines().map(|l| l.split(' ').next().unwrap().to_string()).collect::<Vec<_>>(), ["p/shoot/a.raw"]);
+    let bad = dmv_out(d, &["archive", "--format=rar", "HEAD"]);
+    assert!(!bad.status.success() && stderr(&bad).lines().count() == 1, "{}", stderr(&bad));
 }
 
 #[test]

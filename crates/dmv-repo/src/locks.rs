@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repo::Repository;
+use crate::time::utc_time;
 use crate::tree::lookup;
 
 /// One held path.
@@ -281,22 +282,6 @@ impl Repository {
     }
 }
 
-/// A time in seconds since 1970 as `YYYY-MM-DD HH:MM:SS UTC` (proleptic Gregorian).
-pub fn utc_time(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,7 +308,6 @@ mod tests {
         expected.extend(hash.as_bytes());
         assert_eq!(bytes, expected);
         assert_eq!(LockTable::decode(&bytes).unwrap(), t);
-        assert_eq!(utc_time(1_764_079_380), "2025-11-25 14:03:00 UTC");
     }
 
     #[test]
