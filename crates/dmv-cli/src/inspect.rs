@@ -8,6 +8,7 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, lookup, read_dir};
 use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
 
+use crate::media::media_facts;
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
@@ -300,30 +301,21 @@ fn text_of(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Op
     Ok(String::from_utf8(bytes).ok())
 }
 
-/// A binary file as a person knows it: an image's dimensions (read from
-/// its first bytes by the imagesize crate) and its size.
+/// A binary file as a person knows it: a picture's size and date taken, a
+/// sound's or film's duration (see [`media_facts`]), and its size.
 fn describe(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Option<&[u8]>) -> Result<String> {
-    use std::io::Read;
     let Some(e) = e else { return Ok("none".into()) };
     let size = human_bytes(e.size);
     if e.kind != EntryKind::File && e.kind != EntryKind::Executable {
         return Ok(size);
     }
-    const HEAD: u64 = 64 << 10;
-    let mut head = Vec::new();
-    match worktree_path {
-        Some(p) => {
-            std::fs::File::open(repo.abs_path(p))?.take(HEAD).read_to_end(&mut head)?;
-        }
-        None if repo.is_absent(e)? => return Ok(size),
-        None => {
-            repo.store.content_reader(&e.id)?.take(HEAD).read_to_end(&mut head)?;
-        }
-    }
-    Ok(match imagesize::blob_size(&head) {
-        Ok(dim) => format!("{}x{}, {size}", dim.width, dim.height),
-        Err(_) => size,
-    })
+    let mut facts = match worktree_path {
+        Some(p) => media_facts(std::fs::File::open(repo.abs_path(p))?),
+        None if repo.is_absent(e)? => Vec::new(),
+        None => media_facts(repo.store.seekable_content(&e.id)?),
+    };
+    facts.push(size);
+    Ok(facts.join(", "))
 }
 
 fn human_bytes(n: u64) -> String {

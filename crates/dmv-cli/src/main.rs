@@ -5,6 +5,7 @@ mod demo;
 mod import;
 mod inspect;
 mod locks;
+mod media;
 mod mergecmd;
 mod partial;
 mod progress;

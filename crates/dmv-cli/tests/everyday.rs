@@ -865,3 +865,57 @@ fn a_revert_run_again_after_a_kill_overwrites_only_its_own_files() {
     assert_eq!(dmv(d, &["status", "--short"]), "");
     assert!(!d.join(".dmv/revert-in-progress").exists());
 }
+
+/// A JPEG of `w`×`h` with an EXIF date (IFD0 DateTime), as cameras write one.
+fn jpeg_taken(w: u32, h: u32, date: &str) -> Vec<u8> {
+    let mut jpeg = Vec::new();
+    image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 90])).write_to(&mut std::io::Cursor::new(&mut jpeg), image::ImageFormat::Jpeg).unwrap();
+    let mut tiff = b"II\x2a\x00\x08\x00\x00\x00".to_vec();
+    tiff.extend(1u16.to_le_bytes());
+    tiff.extend(0x0132u16.to_le_bytes()); // DateTime
+    tiff.extend(2u16.to_le_bytes()); // ASCII
+    tiff.extend(20u32.to_le_bytes());
+    tiff.extend(26u32.to_le_bytes());
+    tiff.extend(0u32.to_le_bytes());
+    tiff.extend(date.as_bytes());
+    tiff.push(0);
+    let mut app1 = vec![0xff, 0xe1];
+    app1.extend(((2 + 6 + tiff.len()) as u16).to_be_bytes());
+    app1.extend(b"Exif\0\0");
+    app1.extend(tiff);
+    [&jpeg[..2], &app1, &jpeg[2..]].concat()
+}
+
+/// A silent 16-bit mono WAV of `secs` seconds at 8 kHz.
+fn wav(secs: u32) -> Vec<u8> {
+    let data = 8000 * 2 * secs;
+    let mut w = b"RIFF".to_vec();
+    w.extend((36 + data).to_le_bytes());
+    w.extend(b"WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00");
+    w.extend(8000u32.to_le_bytes());
+    w.extend(16000u32.to_le_bytes());
+    w.extend(b"\x02\x00\x10\x00data");
+    w.extend(data.to_le_bytes());
+    w.resize(w.len() + data as usize, 0);
+    w
+}
+
+#[test]
+fn diffs_say_when_a_photo_was_taken_and_how_long_a_sound_lasts() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("photo.jpg"), jpeg_taken(64, 48, "2026:01:02 03:04:05")).unwrap();
+    std::fs::write(d.join("take.wav"), wav(1)).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "shoot"]);
+    std::fs::write(d.join("photo.jpg"), jpeg_taken(128, 96, "2026:02:03 04:05:06")).unwrap();
+    std::fs::write(d.join("take.wav"), wav(2)).unwrap();
+    // From the working tree, then from the store (a committed change).
+    for shown in [dmv(d, &["diff"]), {
+        dmv(d, &["commit", "-a", "-m", "retake"]);
+        dmv(d, &["show"])
+    }] {
+        assert!(shown.contains("(64x48, taken 2026-01-02 03:04:05, ") && shown.contains(" -> 128x96, taken 2026-02-03 04:05:06, "), "{shown}");
+        assert!(shown.contains("(1.0 s, 15.7 KiB -> 2.0 s, 31.3 KiB)"), "{shown}");
+    }
+}

@@ -37,7 +37,7 @@ pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
 pub use repair::Salvaged;
-pub use store::{ContentReader, SealedPack, Stats, Store, StoredObject, WriteSession, MULTI_PACK_INDEX};
+pub use store::{ContentReader, SealedPack, SeekableContent, Stats, Store, StoredObject, WriteSession, MULTI_PACK_INDEX};
 pub use verify::{Damage, VerifyReport};
 
 /// Test hooks at named points between durable steps. `DMV_FAILPOINT=NAME`

@@ -471,6 +471,23 @@ impl Store {
         Ok(reader)
     }
 
+    /// The length of a file's content, from its first object alone.
+    pub fn content_len(&self, id: &ObjectId) -> StoreResult<u64> {
+        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        match loc.entry.kind {
+            ObjectKind::Chunk => Ok(loc.entry.raw_len as u64),
+            ObjectKind::FileNode => Ok(self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?.entries.iter().map(|e| e.size).sum()),
+            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+        }
+    }
+
+    /// A file's content as a reader that can seek (for parsers that jump
+    /// to an index at the end of a file, as media containers keep one):
+    /// each seek starts a [`Store::content_reader_at`] there.
+    pub fn seekable_content(&self, id: &ObjectId) -> StoreResult<SeekableContent<'_>> {
+        Ok(SeekableContent { store: self, id: *id, len: self.content_len(id)?, pos: 0, reader: None })
+    }
+
     /// Checks that a file's content is all here: its nodes are read (and
     /// their levels checked), its chunks located but not read. A checkout
     /// asks this before it changes anything, so missing data stops it while
@@ -885,5 +902,46 @@ impl std::io::Read for ContentReader<'_> {
         buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
         self.at += n;
         Ok(n)
+    }
+}
+
+/// See [`Store::seekable_content`].
+pub struct SeekableContent<'s> {
+    store: &'s Store,
+    id: ObjectId,
+    len: u64,
+    pos: u64,
+    /// Reading from `pos`; None after a seek until the next read.
+    reader: Option<ContentReader<'s>>,
+}
+
+impl std::io::Read for SeekableContent<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.len {
+            return Ok(0);
+        }
+        let reader = match &mut self.reader {
+            Some(r) => r,
+            None => self.reader.insert(self.store.content_reader_at(&self.id, self.pos).map_err(std::io::Error::other)?),
+        };
+        let n = reader.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for SeekableContent<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        let target = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the content"))?;
+        if target != self.pos {
+            self.pos = target;
+            self.reader = None;
+        }
+        Ok(target)
     }
 }

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use dmv_repo::store::object::FileNode;
-use dmv_repo::store::{ObjectId, ObjectKind};
+use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 
 use crate::media::content_type_of;
@@ -69,16 +68,6 @@ fn image(repo: &Repository, hex: &str, edge: u32) -> Reply {
     }
 }
 
-/// The length of a file's content, from its root object.
-fn content_size(repo: &Repository, id: &ObjectId) -> Result<u64, String> {
-    let loc = repo.store.locate(id).map_err(|e| e.to_string())?.ok_or_else(|| format!("{id} is not here"))?;
-    match loc.entry.kind {
-        ObjectKind::Chunk => Ok(loc.entry.raw_len as u64),
-        ObjectKind::FileNode => Ok(repo.store.read_decoded::<FileNode>(id, ObjectKind::FileNode).map_err(|e| e.to_string())?.entries.iter().map(|e| e.size).sum()),
-        other => Err(format!("{id} is a {}, not a file", other.name())),
-    }
-}
-
 /// `ID/NAME`: a file's content (the name gives its type), by range.
 fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -> Result<Reply, String> {
     let (hex, file_name) = rest.split_once('/').unwrap_or((rest, ""));
@@ -86,7 +75,7 @@ fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -
     if !crate::pages::data_here(repo, &id) {
         return Err("this replica does not hold this file's data".into());
     }
-    let total = content_size(repo, &id)?;
+    let total = repo.store.content_len(&id).map_err(|e| e.to_string())?;
     let (start, len, partial) = match parse_range(range, total) {
         ByteRange::Whole => (0, total, false),
         ByteRange::Part { start, len } => (start, len, true),
