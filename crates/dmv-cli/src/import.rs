@@ -38,8 +38,8 @@ pub fn import(a: ImportArgs) -> Result<u8> {
     if done.submodules > 0 {
         println!("{} submodule entries left out (a submodule is another repository)", done.submodules);
     }
-    for r in &done.left_alone {
-        eprintln!("warning: {r} moved here since the last import; left as it is");
+    for (r, why) in &done.left_alone {
+        eprintln!("warning: {r} left as it is: {why}");
     }
     if let Some(b) = &done.checked_out {
         println!("Checked out {b}");

@@ -75,9 +75,15 @@ fn a_git_history_comes_over_whole_and_again_only_what_is_new() {
     assert!(dmv(&d, &["status", "--short"]).is_empty());
     fsck_clean(&d);
 
-    // Again after new Git commits: only those are converted.
+    // Again after a new Git commit on main, checked out here: only it is
+    // converted, and main's files here move with it.
     std::fs::write(g.join("notes.txt"), "shot list\nday two\nday three\n").unwrap();
     git(&g, &["commit", "-q", "-am", "day three"]);
+    let out = dmv(&d, &["import", "git", g.to_str().unwrap()]);
+    assert!(out.contains("Imported 1 commits (3 imported before)"), "{out}");
+    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "shot list\nday two\nday three\n");
+    assert!(dmv(&d, &["status", "--short"]).is_empty());
+    assert_eq!(dmv(&d, &["log", "--format=%s"]), git(&g, &["log", "--format=%s", "main"]));
     git(&g, &["checkout", "-q", "grade"]);
     std::fs::write(g.join("grade.txt"), "cold\n").unwrap();
     git(&g, &["commit", "-q", "-am", "regrade"]);
@@ -88,8 +94,8 @@ fn a_git_history_comes_over_whole_and_again_only_what_is_new() {
     let out = dmv_out(&d, &["import", "git", g.to_str().unwrap()]);
     ok(&out);
     let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(printed.contains("Imported 2 commits (3 imported before)"), "{printed}");
-    assert!(stderr(&out).contains("refs/heads/main moved here since the last import"), "{}", stderr(&out));
+    assert!(printed.contains("Imported 1 commits (4 imported before)"), "{printed}");
+    assert!(stderr(&out).contains("refs/heads/main left as it is: it moved here since the last import"), "{}", stderr(&out));
     assert_eq!(head_of(&d, "main"), local_main);
     assert_eq!(dmv(&d, &["log", "--format=%s", "grade"]), git(&g, &["log", "--format=%s", "grade"]));
     // Nothing new: nothing converted.

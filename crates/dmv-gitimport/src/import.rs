@@ -48,8 +48,8 @@ pub struct Imported {
     /// Branches and tags set (short names).
     pub branches: Vec<String>,
     pub tags: Vec<String>,
-    /// Refs moved here since the last import, left as they are.
-    pub left_alone: Vec<String>,
+    /// Refs left as they are, each with why.
+    pub left_alone: Vec<(String, String)>,
     /// Git LFS files stored as their content, and as their pointer (content not in `.git/lfs/objects`).
     pub lfs_content: u64,
     pub lfs_pointers: u64,
@@ -70,7 +70,16 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
     let refs = git_refs(&git)?;
     let order = new_commits(&git, &refs, &map)?;
     let mut done = Imported { already: map.commits.len() as u64, ..Imported::default() };
-    let mut converter = Converter { git: &git, git_dir: git.git_dir().to_path_buf(), trees: HashMap::new(), blobs: HashMap::new(), done: &mut done };
+    let mut converter = Converter {
+        git: &git,
+        repo,
+        git_dir: git.git_dir().to_path_buf(),
+        trees: HashMap::new(),
+        blobs: HashMap::new(),
+        earlier: map.commits.keys().cloned().collect(),
+        seeded: HashSet::new(),
+        done: &mut done,
+    };
     for batch in order.chunks(COMMITS_PER_SAVE) {
         let mut session = repo.store.begin_write()?;
         for id in batch {
@@ -98,6 +107,10 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
     if let Some((_, commit)) = &checkout {
         repo.checkout_tree(&repo.commit(commit)?.tree, &|_, _| {})?;
     }
+    let checked_out = match repo.head()? {
+        Head::Branch(b) if !repo.config.bare && checkout.is_none() => Some(b),
+        _ => None,
+    };
     let mut updates = Vec::new();
     for (name, id) in &refs {
         let new = map.commits[&id.to_string()];
@@ -107,8 +120,19 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
             || current == map.refs.get(name).copied()
             || (name.starts_with("refs/heads/") && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
         if !ours {
-            done.left_alone.push(name.clone());
+            done.left_alone.push((name.clone(), "it moved here since the last import".into()));
             continue;
+        }
+        // The branch checked out here moves with its files, as a pull's fast-forward does.
+        if checked_out.as_deref() == Some(name.as_str()) && current.is_some() && current != Some(new) {
+            match repo.checkout_tree(&repo.commit(&new)?.tree, &|_, _| {}) {
+                Ok(()) => {}
+                Err(e @ (dmv_repo::RepoError::UncommittedChanges { .. } | dmv_repo::RepoError::UntrackedInTheWay { .. })) => {
+                    done.left_alone.push((name.clone(), format!("it is checked out here and {e}")));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         if current != Some(new) {
             updates.push(RefUpdate { name: name.clone(), expected: Some(current), new: Some(new) });
@@ -182,11 +206,16 @@ fn new_commits(git: &gix::Repository, refs: &[(String, gix::ObjectId)], map: &Im
 
 struct Converter<'g, 'd> {
     git: &'g gix::Repository,
+    repo: &'g Repository,
     git_dir: PathBuf,
     /// Git folder → DMV tree and the size of its files.
     trees: HashMap<gix::ObjectId, (ObjectId, u64)>,
     /// Git blob → DMV content and size.
     blobs: HashMap<gix::ObjectId, (ObjectId, u64)>,
+    /// Commits converted by earlier imports, and those whose trees were
+    /// learned into the maps above.
+    earlier: HashSet<String>,
+    seeded: HashSet<gix::ObjectId>,
     done: &'d mut Imported,
 }
 
@@ -199,6 +228,13 @@ impl Converter<'_, '_> {
     fn commit(&mut self, session: &mut WriteSession<'_>, id: &gix::ObjectId, map: &ImportMap) -> Result<ObjectId, ImportError> {
         let commit = self.git.find_commit(*id).map_err(git_err)?;
         let decoded = commit.decode().map_err(git_err)?;
+        for p in decoded.parents() {
+            // Only commits of earlier imports: this one's are in the maps already (and in no pack yet).
+            if let Some(dmv) = map.commits.get(&p.to_string()).filter(|_| self.seeded.insert(p) && self.earlier.contains(&p.to_string())) {
+                let git_tree = self.git.find_commit(p).map_err(git_err)?.tree_id().map_err(git_err)?.detach();
+                self.seed(git_tree, self.repo.commit(dmv)?.tree)?;
+            }
+        }
         let (tree, _) = self.tree(session, decoded.tree(), 0)?;
         let parents = decoded
             .parents()
@@ -213,6 +249,36 @@ impl Converter<'_, '_> {
             message: message.strip_suffix('\n').unwrap_or(&message).to_string(),
         };
         Ok(session.put_object(ObjectKind::Commit, &dmv_repo::store::object::encode(&converted))?)
+    }
+
+    /// Learns what an earlier import made of a Git tree (`git`, converted to
+    /// `dmv`), folder by folder, so the commits that follow it reuse it
+    /// instead of converting its files again: walks both trees' folders
+    /// side by side, reading no file.
+    fn seed(&mut self, git: gix::ObjectId, dmv: ObjectId) -> Result<(), ImportError> {
+        let mut stack = vec![(git, dmv)];
+        while let Some((g, d)) = stack.pop() {
+            if self.trees.contains_key(&g) {
+                continue;
+            }
+            let converted = dmv_repo::tree::read_dir(&self.repo.store, &d)?;
+            self.trees.insert(g, (d, converted.iter().map(|e| e.size).sum()));
+            let tree = self.git.find_tree(g).map_err(git_err)?;
+            for e in &tree.decode().map_err(git_err)?.entries {
+                let name: &[u8] = e.filename.as_ref();
+                let Ok(at) = converted.binary_search_by(|c| c.name.as_slice().cmp(name)) else { continue };
+                let c = &converted[at];
+                use gix::object::tree::EntryKind as Git;
+                match (e.mode.kind(), c.kind) {
+                    (Git::Tree, EntryKind::Dir) => stack.push((e.oid.to_owned(), c.id)),
+                    (Git::Blob, EntryKind::File) | (Git::BlobExecutable, EntryKind::Executable) => {
+                        self.blobs.insert(e.oid.to_owned(), (c.id, c.size));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     fn tree(&mut self, session: &mut WriteSession<'_>, id: gix::ObjectId, depth: usize) -> Result<(ObjectId, u64), ImportError> {
