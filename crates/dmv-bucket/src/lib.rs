@@ -162,14 +162,14 @@ impl Bucket {
     /// the mirror of the bucket never holds what is not published), upload
     /// in the background while the next is written, and are published in
     /// order. Returns (objects, bytes) stored; objects the bucket has are
-    /// skipped.
-    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>) -> Result<(u64, u64), E> {
+    /// skipped. `sent(n)`: `n` more bytes of packs reached the bucket.
+    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>, sent: &dyn Fn(u64)) -> Result<(u64, u64), E> {
         let token = self.push_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let renew = || match &token {
             Some(t) => leases::renew_push(&self.conn, t),
             None => Ok(()),
         };
-        upload::put_objects(&self.conn, &self.mirror, self.config.chunking, upload::Skip::Present, &renew, produce)
+        upload::put_objects(&self.conn, &self.mirror, self.config.chunking, upload::Skip::Present, &renew, sent, produce)
     }
 
     /// The ref table and its version.

@@ -8,6 +8,8 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dmv_store::{index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject};
@@ -45,14 +47,18 @@ pub(crate) enum Skip {
 }
 
 /// Uploads what `produce` hands over, leaving out what `skip` says, and
-/// calls `renew` every [`RENEW_EVERY`] while it runs. Returns (objects,
-/// bytes) stored.
+/// calls `renew` every [`RENEW_EVERY`] while it runs. `sent(n)` is told of
+/// each `n` bytes of packs that reached the bucket (on this thread, also
+/// while the last pack uploads after the objects are all staged). Returns
+/// (objects, bytes) stored.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(
     conn: &Conn,
     mirror: &Mirror,
     chunking: ChunkParams,
     skip: Skip,
     renew: &dyn Fn() -> BucketResult<()>,
+    sent: &dyn Fn(u64),
     produce: Producer<'_, E>,
 ) -> Result<(u64, u64), E> {
     let staging_dir = mirror.staging_dir();
@@ -66,12 +72,13 @@ pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(
         }
         Ok(())
     };
-    let result = put_staged(conn, mirror, chunking, &staging_dir, skip, &mut renew_now, produce);
+    let result = put_staged(conn, mirror, chunking, &staging_dir, skip, &mut renew_now, sent, produce);
     let _ = std::fs::remove_dir_all(&staging_dir);
     let _ = mirror.store.reload();
     result
 }
 
+#[allow(clippy::too_many_arguments)]
 fn put_staged<E: From<BucketError> + From<StoreError>>(
     conn: &Conn,
     mirror: &Mirror,
@@ -79,12 +86,22 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
     staging_dir: &Path,
     skip: Skip,
     renew: &mut dyn FnMut() -> BucketResult<()>,
+    sent: &dyn Fn(u64),
     produce: Producer<'_, E>,
 ) -> Result<(u64, u64), E> {
     let staging = Store::open_scratch(staging_dir, chunking, PACK_SIZE)?;
     let (jobs, queue) = tokio::sync::mpsc::channel::<Sealed>(1);
+    let uploaded = Arc::new(AtomicU64::new(0));
+    let reported = AtomicU64::new(0);
+    let report = || {
+        let now = uploaded.load(Ordering::Relaxed);
+        let before = reported.swap(now, Ordering::Relaxed);
+        if now > before {
+            sent(now - before);
+        }
+    };
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
-    let uploader = conn.runtime.spawn(upload_in_order(conn.op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf()));
+    let mut uploader = conn.runtime.spawn(upload_in_order(conn.op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf(), uploaded.clone()));
     let mut stored = (0u64, 0u64);
     let produced = (|| -> Result<(), E> {
         let mut session = staging.begin_write()?;
@@ -94,6 +111,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         });
         produce(&mut |obj: &StoredObject| {
             renew()?;
+            report();
             let there = skip == Skip::Present && mirror.store.contains(&obj.id)?;
             if !there && session.put_verified(obj)? {
                 stored.0 += 1;
@@ -104,9 +122,19 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         session.finish()?;
         Ok(())
     })();
-    let uploaded = conn.runtime.block_on(uploader).unwrap_or_else(|e| Err(BucketError::Internal { what: "the upload task", detail: e.to_string() }));
+    // The last packs upload after everything is staged: their bytes are told as they go.
+    let finished = conn.runtime.block_on(async {
+        loop {
+            match tokio::time::timeout(Duration::from_millis(200), &mut uploader).await {
+                Ok(done) => return done,
+                Err(_) => report(),
+            }
+        }
+    });
+    report();
+    let finished = finished.unwrap_or_else(|e| Err(BucketError::Internal { what: "the upload task", detail: e.to_string() }));
     // The upload's own error says more than "the upload stopped".
-    uploaded.map_err(E::from)?;
+    finished.map_err(E::from)?;
     produced?;
     Ok(stored)
 }
@@ -122,14 +150,14 @@ struct Sealed {
 /// [`PACKS_IN_FLIGHT`] at once, and publishes each (uploads its index) only
 /// after every pack before it: a pack becomes visible in the order written.
 /// A published index joins the mirror (`published`).
-async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::mpsc::Receiver<Sealed>, published: PathBuf) -> BucketResult<()> {
+async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::mpsc::Receiver<Sealed>, published: PathBuf, uploaded: Arc<AtomicU64>) -> BucketResult<()> {
     let mut bodies = futures_util::stream::FuturesOrdered::new();
     let mut more = true;
     loop {
         while more && bodies.len() < PACKS_IN_FLIGHT {
             match queue.recv().await {
                 // A task of its own, so the body keeps uploading while this waits for the next pack.
-                Some(job) => bodies.push_back(tokio::spawn(upload_body(op.clone(), target.clone(), job))),
+                Some(job) => bodies.push_back(tokio::spawn(upload_body(op.clone(), target.clone(), job, uploaded.clone()))),
                 None => more = false,
             }
         }
@@ -148,7 +176,7 @@ async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::m
 
 /// Uploads a staged pack's bytes (multipart, parts in parallel); invisible
 /// until its index follows.
-async fn upload_body(op: Operator, target: Target, job: Sealed) -> BucketResult<Sealed> {
+async fn upload_body(op: Operator, target: Target, job: Sealed, uploaded: Arc<AtomicU64>) -> BucketResult<Sealed> {
     let key = pack_key(&job.checksum);
     let fail = |e: opendal::Error| target.classify(e, &format!("uploading {key}"));
     let local = |e: std::io::Error| BucketError::io("cannot read the staged pack", &job.pack, e);
@@ -164,6 +192,7 @@ async fn upload_body(op: Operator, target: Target, job: Sealed) -> BucketResult<
             let n = part.len() as u64;
             writer.write(part).await.map_err(fail)?;
             trace::count_sent(n);
+            uploaded.fetch_add(n, Ordering::Relaxed);
         }
         writer.close().await.map_err(fail)
     }

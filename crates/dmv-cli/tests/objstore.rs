@@ -387,3 +387,44 @@ fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_erro
         minio.put("photos", &format!("p/{key}"), &saved);
     }
 }
+
+/// What a push told its progress, phase by phase.
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<(dmv_sync::Phase, u64, u64)>>, std::sync::Mutex<Option<dmv_sync::Phase>>);
+
+impl dmv_sync::Progress for Recorded {
+    fn phase(&self, phase: dmv_sync::Phase) {
+        *self.1.lock().unwrap() = Some(phase);
+    }
+    fn update(&self, done: u64, total: u64) {
+        let phase = self.1.lock().unwrap().unwrap();
+        self.0.lock().unwrap().push((phase, done, total));
+    }
+}
+
+#[test]
+fn a_push_to_a_bucket_reports_the_bytes_that_reached_it() {
+    let minio = Minio::start();
+    minio.create_bucket("progress");
+    let repo = new_repo();
+    let d = repo.path();
+    write_noise(&d.join("film.bin"), 80 * MIB, 5);
+    commit_all(d, "film");
+    for (k, v) in [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")] {
+        std::env::set_var(k, v);
+    }
+    let r = dmv_repo::Repository::open(d).unwrap();
+    let mut spec = dmv_sync::RemoteSpec::parse("s3://progress/p").unwrap();
+    spec.bucket.endpoint = Some(minio.endpoint());
+    spec.create_with = Some(r.config.chunking);
+    let recorded = Recorded::default();
+    let options = dmv_sync::PushOptions { branches: vec!["main".into()], ..Default::default() };
+    dmv_sync::push(&r, spec.connect().unwrap().as_mut(), None, &options, &recorded).unwrap();
+    let sending: Vec<(u64, u64)> = recorded.0.lock().unwrap().iter().filter(|(p, ..)| *p == dmv_sync::Phase::Sending).map(|(_, d, t)| (*d, *t)).collect();
+    let &(last, total) = sending.last().expect("progress while sending");
+    assert_eq!(last, total, "the bar ends full once the last pack is up");
+    assert!(total >= 80 * MIB);
+    assert!(sending.windows(2).all(|w| w[0].0 <= w[1].0), "never backwards");
+    // Told as parts of packs reach the bucket (8 MiB each), not as each of the ~1,300 chunks is staged.
+    assert!((3..100).contains(&sending.len()), "{} updates", sending.len());
+}

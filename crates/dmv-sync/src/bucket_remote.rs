@@ -94,8 +94,8 @@ impl Remote for BucketRemote {
         }
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
-        self.bucket.put_objects(objects)
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
+        self.bucket.put_objects(objects, sent)
     }
 
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, _who: &str, _message: &str) -> SyncResult<()> {

@@ -47,7 +47,8 @@ pub trait Remote {
         4096
     }
     /// Uploads what `objects` produces; returns (objects, bytes) stored.
-    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)>;
+    /// `sent(n)`: `n` more bytes left for the remote (for progress).
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)>;
     /// All or nothing; each update compares-and-swaps on its `old` value.
     /// An empty list checks write access.
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
@@ -230,10 +231,14 @@ impl Remote for Client {
         Ok(())
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
         let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
             let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
-            objects(&mut |obj| w.object(obj).map_err(lost))?;
+            objects(&mut |obj| {
+                w.object(obj).map_err(lost)?;
+                sent(obj.payload.len() as u64);
+                Ok(())
+            })?;
             w.end().map_err(lost)
         };
         let mut frames = self.wire.exchange(Verb::Put, &Request::Put, Some(&mut body))?;

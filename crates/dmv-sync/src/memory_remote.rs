@@ -135,13 +135,14 @@ impl Remote for MemoryRemote {
         Ok(())
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>) -> SyncResult<(u64, u64)> {
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
         self.traffic.put_calls += 1;
         let (mut stored, mut bytes) = (0u64, 0u64);
         let store = &mut self.objects;
         let traffic = &mut self.traffic;
         objects(&mut |obj: &StoredObject| {
             traffic.objects_received += 1;
+            sent(obj.payload.len() as u64);
             let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
             for child in children(&obj.id, obj.kind, &content)? {
                 if !store.contains_key(&child) {

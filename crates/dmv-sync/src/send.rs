@@ -141,25 +141,29 @@ fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progres
     }
     let total: u64 = missing.chunks.iter().map(|(_, s)| s).sum();
     let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
-        let mut done = 0;
         let prefetch = |from: usize| {
             let window = missing.chunks.iter().skip(from).take(PREFETCH_CHUNKS).filter_map(|(id, _)| store.locate(id).ok().flatten());
             store.prefetch(&window.collect::<Vec<_>>());
         };
         prefetch(0);
-        for (i, (id, size)) in missing.chunks.iter().enumerate() {
+        for (i, (id, _)) in missing.chunks.iter().enumerate() {
             if i % PREFETCH_CHUNKS == 0 {
                 prefetch(i + PREFETCH_CHUNKS);
             }
             send(&store.read_stored(id)?)?;
-            done += size;
-            progress(done, total);
         }
         for id in &order {
             send(&store.read_stored(id)?)?;
         }
         Ok(())
     };
-    client.put(&mut objects)?;
+    // Progress counts what left for the remote (a bucket: packs uploaded, so
+    // the bar stays short of the end while the last pack goes up); the
+    // trees and commits after the chunks add a little over the total.
+    let sent = std::sync::atomic::AtomicU64::new(0);
+    client.put(&mut objects, &|n| {
+        let done = sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
+        progress(done.min(total), total);
+    })?;
     Ok(TransferStats { objects: (missing.chunks.len() + order.len()) as u64, chunk_bytes: total })
 }
