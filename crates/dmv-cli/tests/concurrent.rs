@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::remote::{assert_same_tree, fsck_clean, ok, one_line_error};
@@ -163,6 +163,45 @@ fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_com
     assert!(cat(d, &format!("{dropped}:b.raw")) == b);
     dmv(d, &["commit", "-m", "c"]);
     assert!(cat(d, "HEAD:c.raw") == std::fs::read(d.join("c.raw")).unwrap());
+}
+
+#[test]
+fn gc_during_a_git_import_keeps_every_converted_commit() {
+    let t = tempfile::tempdir().unwrap();
+    let g = t.path().join("g");
+    std::fs::create_dir(&g).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(&g)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@x")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@x")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for i in 0..3 {
+        write_noise(&g.join(format!("take{i}.raw")), 2 << 20, i);
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", &format!("take {i}")]);
+    }
+    let repo = new_repo();
+    let d = repo.path();
+    small_packs(d);
+    let mut import = dmv_cmd(d);
+    import.args(["import", "git", g.to_str().unwrap()]);
+    let out = gc_while_paused(d, Paused::start(import, "pack-sealed"));
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Imported 3 commits"));
+    fsck_clean(d);
+    assert!(cat(d, "HEAD:take2.raw") == std::fs::read(g.join("take2.raw")).unwrap());
+    // Again, with gc between the two runs: nothing to convert, nothing lost.
+    ok(&spawn(d, GC_NOW).wait_with_output().unwrap());
+    assert!(dmv(d, &["import", "git", g.to_str().unwrap()]).contains("Imported 0 commits (3 imported before)"));
+    fsck_clean(d);
 }
 
 #[test]

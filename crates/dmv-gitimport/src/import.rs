@@ -63,8 +63,22 @@ pub struct Imported {
 /// or a bare one) into `repo`. `progress(done, total)` counts commits.
 pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64)) -> Result<Imported, ImportError> {
     let git = gix::open(git_path).map_err(|e| ImportError::Open { path: git_path.display().to_string(), detail: e.to_string() })?;
+    // From the first object written until the refs keep them: a gc meanwhile
+    // must not take converted commits that no ref reaches yet.
+    let _gc = repo.store.hold_off_gc()?;
     let map_path = repo.dmv.join("git-import");
     let mut map = ImportMap::load(&map_path).map_err(ImportError::Map)?;
+    // A commit an earlier import made and something since removed (a gc
+    // after its branch was deleted) is converted again.
+    let mut gone = Vec::new();
+    for (git_id, dmv) in &map.commits {
+        if !repo.store.contains(dmv)? {
+            gone.push(git_id.clone());
+        }
+    }
+    for git_id in gone {
+        map.commits.remove(&git_id);
+    }
     let was_empty = repo.head_commit()?.is_none();
 
     let refs = git_refs(&git)?;
