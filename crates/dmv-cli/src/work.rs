@@ -267,9 +267,19 @@ enum StashAction {
         message: Option<String>,
     },
     /// Bring a stash back (default the newest, 0) and remove it.
-    Pop { index: Option<usize> },
+    Pop {
+        index: Option<usize>,
+        /// Stage again what was staged (otherwise changes come back unstaged, new files staged).
+        #[arg(long = "index")]
+        index_too: bool,
+    },
     /// Bring a stash back and keep it.
-    Apply { index: Option<usize> },
+    Apply {
+        index: Option<usize>,
+        /// Stage again what was staged.
+        #[arg(long = "index")]
+        index_too: bool,
+    },
     /// The stashes, newest first.
     List,
     /// Remove a stash (default the newest).
@@ -287,12 +297,12 @@ pub fn stash(a: StashArgs) -> Result<u8> {
                 return Ok(1);
             }
         },
-        StashAction::Pop { index } => {
-            let s = repo.stash_apply(index.unwrap_or(0), true, &|d, t| p.update(d, t))?;
+        StashAction::Pop { index, index_too } => {
+            let s = repo.stash_apply(index.unwrap_or(0), true, index_too, &|d, t| p.update(d, t))?;
             println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
         }
-        StashAction::Apply { index } => {
-            repo.stash_apply(index.unwrap_or(0), false, &|d, t| p.update(d, t))?;
+        StashAction::Apply { index, index_too } => {
+            repo.stash_apply(index.unwrap_or(0), false, index_too, &|d, t| p.update(d, t))?;
         }
         StashAction::List => {
             for (i, s) in repo.stashes()?.iter().enumerate() {

@@ -686,6 +686,22 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1);
     dmv(d, &["stash", "drop"]);
     assert_eq!(dmv(d, &["stash", "list"]), "");
+    // --index stages again what was staged: a.jpg staged then edited again, c.jpg only edited.
+    std::fs::write(d.join("a.jpg"), "a4 staged").unwrap();
+    dmv(d, &["add", "a.jpg"]);
+    std::fs::write(d.join("a.jpg"), "a5 edited after staging").unwrap();
+    std::fs::write(d.join("c.jpg"), "c2").unwrap();
+    let before = dmv(d, &["status", "--short"]);
+    assert_eq!(before, "MM a.jpg\n M c.jpg\n?? loose.txt\n");
+    dmv(d, &["stash"]);
+    dmv(d, &["stash", "apply", "--index"]);
+    assert_eq!(dmv(d, &["status", "--short"]), before);
+    assert_eq!(dmv(d, &["diff", "--cached", "--name-only"]), "a.jpg\n");
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a5 edited after staging");
+    // Without it, as git's pop: the changes come back unstaged.
+    dmv(d, &["reset", "--hard"]);
+    dmv(d, &["stash", "pop"]);
+    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\n M c.jpg\n?? loose.txt\n");
     common::remote::fsck_clean(d);
 }
 
@@ -918,4 +934,18 @@ fn diffs_say_when_a_photo_was_taken_and_how_long_a_sound_lasts() {
         assert!(shown.contains("(64x48, taken 2026-01-02 03:04:05, ") && shown.contains(" -> 128x96, taken 2026-02-03 04:05:06, "), "{shown}");
         assert!(shown.contains("(1.0 s, 15.7 KiB -> 2.0 s, 31.3 KiB)"), "{shown}");
     }
+}
+
+#[test]
+fn a_temporary_file_left_by_a_killed_write_is_not_shown_and_is_cleared() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    common::remote::commit_all(d, "files");
+    // Named as a write of a process that is gone, and of one that runs (pid 1).
+    std::fs::write(d.join(".dmv-tmp-4000000000-0-abcdef"), "half a file").unwrap();
+    std::fs::write(d.join(".dmv-tmp-1-0-abcdef"), "being written").unwrap();
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    assert!(!d.join(".dmv-tmp-4000000000-0-abcdef").exists(), "the dead writer's file is removed");
+    assert!(d.join(".dmv-tmp-1-0-abcdef").exists(), "a live writer's file is left to it");
 }

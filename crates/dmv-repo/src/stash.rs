@@ -1,8 +1,9 @@
 //! `stash`: the uncommitted changes to tracked files put aside as a commit
-//! (its tree the working tree's, its parent HEAD) under `refs/stashes/`, the
-//! working tree made HEAD's again, and later brought back. Staged and
-//! unstaged changes are kept as one tree (git keeps them apart); they come
-//! back unstaged, new files staged.
+//! (its tree the working tree's, its parents HEAD and, when something was
+//! staged, a commit of the staging area, as git keeps them) under
+//! `refs/stashes/`, the working tree made HEAD's again, and later brought
+//! back: as unstaged changes with new files staged, as git's `stash pop`
+//! does, or with `--index` with what was staged staged again.
 
 use dmv_store::object::Commit;
 use dmv_store::{ObjectId, ObjectKind};
@@ -47,6 +48,7 @@ impl Repository {
         let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to stash on)".into()))?;
         let mut ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
+        let staged = ds.write_tree(&mut session)?;
         // The changed files' content is stored as `add` would, into a copy of the dirstate that is not saved.
         self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
         let tree = ds.write_tree(&mut session)?;
@@ -63,7 +65,12 @@ impl Repository {
             None => format!("WIP on {on}: {} {}", head.short(), head_commit.message.lines().next().unwrap_or("")),
         };
         let me = self.identity();
-        let commit = Commit { tree, parents: vec![head], author: me.clone(), committer: me, message: message.clone() };
+        let mut parents = vec![head];
+        if staged != head_commit.tree {
+            let index = Commit { tree: staged, parents: vec![head], author: me.clone(), committer: me.clone(), message: format!("index on {on}: {}", head.short()) };
+            parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
+        }
+        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.clone() };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
         dmv_store::failpoint("stash-before-ref");
@@ -77,10 +84,11 @@ impl Repository {
     }
 
     /// Brings stash `index` (0: the newest) back into a working tree
-    /// without uncommitted changes; with `drop`, removes it once applied.
-    /// Refused, with nothing changed, when a path it changed was changed
-    /// differently on HEAD since.
-    pub fn stash_apply(&self, index: usize, drop: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<Stash> {
+    /// without uncommitted changes; with `drop`, removes it once applied;
+    /// with `restore_index`, what was staged is staged again. Refused, with
+    /// nothing changed, when a path it changed was changed differently on
+    /// HEAD since (with `restore_index`: changed at all, for a staged path).
+    pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<Stash> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
@@ -105,6 +113,15 @@ impl Repository {
         if let Some(c) = conflicts.first() {
             return Err(RepoError::StashConflict { path: show(&c.path) });
         }
+        // The staged versions to stage again: where the staging area differed from the stash's HEAD.
+        let staged: FlatTree = match (restore_index, stashed.parents.get(1)) {
+            (true, Some(index)) => flatten(&self.store, &self.commit(index)?.tree)?,
+            _ => base.clone(),
+        };
+        let restaged: Vec<&Vec<u8>> = base.keys().chain(staged.keys()).filter(|p| base.get(*p) != staged.get(*p)).collect();
+        if let Some(moved) = restaged.iter().find(|p| ours.get(**p) != base.get(**p)) {
+            return Err(RepoError::StashConflict { path: show(moved) });
+        }
         let mut session = self.store.begin_write()?;
         let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
@@ -122,6 +139,12 @@ impl Repository {
         }
         for (path, h) in ours.iter().filter(|(p, _)| !merged.contains_key(*p)) {
             ds.entries.insert(path.clone(), DirEntry { kind: h.kind, id: h.id, size: h.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 });
+        }
+        for path in restaged {
+            match staged.get(path) {
+                Some(i) => ds.entries.insert(path.clone(), DirEntry { kind: i.kind, id: i.id, size: i.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 }),
+                None => ds.entries.remove(path),
+            };
         }
         self.save_dirstate(&ds)?;
         if drop {

@@ -17,7 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::dirstate::Stat;
 use crate::error::RepoError;
-use crate::paths::{is_not_there, DMV_DIR};
+use crate::paths::{is_not_there, DMV_DIR, TEMP_PREFIX};
 use crate::RepoResult;
 
 const IGNORE_FILE: &str = ".dmvignore";
@@ -143,6 +143,15 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut
         let name = entry.file_name();
         // A repository's own folder, or a nested repository's: no tree may hold it.
         if name.as_bytes().eq_ignore_ascii_case(DMV_DIR.as_bytes()) {
+            continue;
+        }
+        // A file DMV was writing under a temporary name: never the user's.
+        // One whose writer is gone (killed mid-write) is removed.
+        if let Some(rest) = name.as_bytes().strip_prefix(TEMP_PREFIX.as_bytes()) {
+            let writer = rest.split(|b| *b == b'-').next().and_then(|pid| std::str::from_utf8(pid).ok()).and_then(|pid| pid.parse::<u32>().ok());
+            if writer.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
             continue;
         }
         // From the folder's listing: no stat unless the file system leaves the type out.
