@@ -213,15 +213,20 @@ fn commit_flat(repo: &Repository, rev: &str) -> Result<FlatTree> {
 
 pub fn diff(a: DiffArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let (old, new) = match (a.revs.as_slice(), a.cached) {
-        ([], false) => (staged_flat(&repo)?, repo.worktree_flat()?),
-        ([], true) => (commit_flat_or_empty(&repo)?, staged_flat(&repo)?),
-        ([r], true) => (commit_flat(&repo, r)?, staged_flat(&repo)?),
-        ([r], false) => (commit_flat(&repo, r)?, repo.worktree_flat()?),
-        ([r1, r2], false) => (commit_flat(&repo, r1)?, commit_flat(&repo, r2)?),
+    let changes = match (a.revs.as_slice(), a.cached) {
+        // The staging area against the working tree is what status finds
+        // unstaged: no flat list of every tracked file, twice.
+        ([], false) => {
+            let mut unstaged = repo.status()?.unstaged;
+            unstaged.sort_by(|x, y| x.path.cmp(&y.path));
+            unstaged
+        }
+        ([], true) => diff_flat(&commit_flat_or_empty(&repo)?, &staged_flat(&repo)?),
+        ([r], true) => diff_flat(&commit_flat(&repo, r)?, &staged_flat(&repo)?),
+        ([r], false) => diff_flat(&commit_flat(&repo, r)?, &repo.worktree_flat()?),
+        ([r1, r2], false) => diff_flat(&commit_flat(&repo, r1)?, &commit_flat(&repo, r2)?),
         _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
     };
-    let changes = diff_flat(&old, &new);
     // The new side is the working tree's files unless two commits or the staging area are compared.
     let new_in_worktree = !a.cached && a.revs.len() < 2;
     if a.json {
