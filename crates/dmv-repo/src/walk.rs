@@ -149,7 +149,13 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut
         // One whose writer is gone (killed mid-write) is removed.
         if let Some(rest) = name.as_bytes().strip_prefix(TEMP_PREFIX.as_bytes()) {
             let writer = rest.split(|b| *b == b'-').next().and_then(|pid| std::str::from_utf8(pid).ok()).and_then(|pid| pid.parse::<u32>().ok());
-            if writer.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            // SAFETY: kill with signal 0 sends nothing; it only says whether the process exists.
+            // (A pid too large for pid_t names no process.)
+            let gone = |pid: u32| match libc::pid_t::try_from(pid) {
+                Ok(pid) => (unsafe { libc::kill(pid, 0) }) != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
+                Err(_) => true,
+            };
+            if writer.is_some_and(gone) {
                 let _ = std::fs::remove_file(entry.path());
             }
             continue;

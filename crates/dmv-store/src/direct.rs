@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+#[cfg(all(target_os = "linux", not(dmv_portable)))]
 use std::os::unix::io::AsRawFd;
 use std::thread::JoinHandle;
 
@@ -71,6 +72,7 @@ impl AlignedBuf {
 }
 
 /// Sets or clears `O_DIRECT` on an open file.
+#[cfg(all(target_os = "linux", not(dmv_portable)))]
 fn set_direct(file: &File, on: bool) -> io::Result<()> {
     let fd = file.as_raw_fd();
     // SAFETY: fcntl with F_GETFL/F_SETFL reads and sets integer flags of a
@@ -86,6 +88,15 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Elsewhere there is no `O_DIRECT`: files are written through the page cache.
+#[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+fn set_direct(_file: &File, on: bool) -> io::Result<()> {
+    match on {
+        true => Err(io::Error::new(io::ErrorKind::Unsupported, "direct I/O is used on Linux only")),
+        false => Ok(()),
+    }
 }
 
 /// Writes `buf` at `offset`; if the file system rejects the direct write,

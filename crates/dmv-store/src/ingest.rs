@@ -216,7 +216,7 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
 /// Whether less than half of the file's pages are in the page cache
 /// (`cachestat`, Linux 6.5). Where the kernel cannot say: no.
 fn mostly_not_cached(f: &File, len: u64) -> bool {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(dmv_portable)))]
     {
         use std::os::unix::io::AsRawFd;
         const SYS_CACHESTAT: libc::c_long = 451;
@@ -247,9 +247,16 @@ fn mostly_not_cached(f: &File, len: u64) -> bool {
 }
 
 /// The file opened for direct reads, if the file system allows them.
+#[cfg(all(target_os = "linux", not(dmv_portable)))]
 fn open_direct(path: &Path) -> Option<File> {
     use std::os::unix::fs::OpenOptionsExt;
     File::options().read(true).custom_flags(libc::O_DIRECT).open(path).ok()
+}
+
+/// Direct reads are used on Linux only.
+#[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+fn open_direct(_path: &Path) -> Option<File> {
+    None
 }
 
 fn reader(sources: Vec<IngestSource>, params: ChunkParams, raw: Sender<Raw>, spares: Receiver<Vec<u8>>) {

@@ -213,9 +213,15 @@ impl PackWriter {
         }
         out.flush().at(self.tmp.path())?;
         let fd = out.get_ref().as_raw_fd();
-        let len = (self.offset - *writeback_from) as libc::off64_t;
+        let len = (self.offset - *writeback_from) as i64;
         // SAFETY: sync_file_range only reads its integer arguments; a bad fd or range is an error return.
-        unsafe { libc::sync_file_range(fd, *writeback_from as libc::off64_t, len, libc::SYNC_FILE_RANGE_WRITE) };
+        #[cfg(all(target_os = "linux", not(dmv_portable)))]
+        unsafe {
+            libc::sync_file_range(fd, *writeback_from as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        // Elsewhere no such hint: the final fsync writes it all.
+        #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+        let _ = (fd, len);
         *writeback_from = self.offset;
         Ok(())
     }

@@ -341,6 +341,7 @@ impl Store {
     /// otherwise waits for the disk a small read-ahead at a time. Only a
     /// hint; errors are ignored.
     pub fn prefetch(&self, records: &[Located]) {
+        #[cfg(all(target_os = "linux", not(dmv_portable)))]
         use std::os::unix::io::AsRawFd;
         let mut spans: Vec<(ObjectId, u64, u64)> = records.iter().map(|l| (l.pack, l.entry.offset, l.entry.offset + l.entry.record_len() as u64)).collect();
         spans.sort_unstable();
@@ -355,7 +356,13 @@ impl Store {
         for (pack, start, end) in merged {
             if let Ok(file) = self.pack_file(&pack) {
                 // SAFETY: posix_fadvise only reads its integer arguments; a bad fd or range is an error return.
-                unsafe { libc::posix_fadvise(file.as_raw_fd(), start as libc::off_t, (end - start) as libc::off_t, libc::POSIX_FADV_WILLNEED) };
+                #[cfg(all(target_os = "linux", not(dmv_portable)))]
+                unsafe {
+                    libc::posix_fadvise(file.as_raw_fd(), start as libc::off_t, (end - start) as libc::off_t, libc::POSIX_FADV_WILLNEED)
+                };
+                // Elsewhere no read-ahead hint: the reads come when they come.
+                #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+                let _ = (file, start, end);
             }
         }
     }

@@ -27,7 +27,13 @@ pub struct StdioWire {
 /// a speed-up: a descriptor that is not a pipe, or a lower limit, is fine.
 pub(crate) fn widen_pipe(fd: std::os::unix::io::RawFd) {
     // SAFETY: F_SETPIPE_SZ only reads its integer argument; a bad fd or size is an error return.
-    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20) };
+    #[cfg(all(target_os = "linux", not(dmv_portable)))]
+    unsafe {
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20)
+    };
+    // Elsewhere pipes keep their size.
+    #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
+    let _ = fd;
 }
 
 impl StdioWire {
