@@ -15,6 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
 struct Chromedriver {
@@ -45,14 +46,12 @@ impl Drop for Chromedriver {
 }
 
 async fn browser(driver: &Chromedriver) -> Client {
-    // fantoccini's TLS (unused on loopback) needs a crypto provider named.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut caps = serde_json::Map::new();
     caps.insert(
         "goog:chromeOptions".into(),
         json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--autoplay-policy=no-user-gesture-required", "--window-size=1280,1000"]}),
     );
-    ClientBuilder::rustls().expect("tls").capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
+    ClientBuilder::new(HttpConnector::new()).capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
 }
 
 /// A JPEG of a gradient (`tint` changes it), like a small photo.
