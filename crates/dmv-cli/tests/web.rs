@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dmv_testkit::camera_raw::{camera_raw, RawLayout};
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
@@ -58,6 +59,15 @@ async fn browser(driver: &Chromedriver) -> Client {
 fn photo(path: &Path, tint: u8) {
     let img = image::RgbImage::from_fn(1200, 800, |x, y| image::Rgb([(x / 5) as u8, (y / 4) as u8, tint]));
     img.save(path).unwrap();
+}
+
+/// A Nikon raw whose embedded preview is such a photo.
+fn raw_photo(path: &Path, tint: u8) {
+    let preview = path.with_extension("preview.jpg");
+    photo(&preview, tint);
+    let jpeg = std::fs::read(&preview).unwrap();
+    std::fs::remove_file(&preview).unwrap();
+    std::fs::write(path, camera_raw(RawLayout::Nef, &jpeg, &jpeg)).unwrap();
 }
 
 fn curl_status(url: &str, token: Option<&str>) -> (String, String) {
@@ -116,6 +126,7 @@ fn the_web_ui_in_a_real_browser() {
     for i in 0..4 {
         photo(&work.join(format!("shoot/img-{i}.jpg")), i as u8 * 60);
     }
+    raw_photo(&work.join("shoot/DSC_0001.NEF"), 30);
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clip.webm"), work.join("clip.webm")).unwrap();
     std::fs::create_dir_all(work.join("many")).unwrap();
     for i in 0..10_000 {
@@ -126,6 +137,7 @@ fn the_web_ui_in_a_real_browser() {
     for i in 0..4 {
         photo(&work.join(format!("shoot/img-{i}.jpg")), 255 - i as u8 * 60);
     }
+    raw_photo(&work.join("shoot/DSC_0001.NEF"), 220);
     commit_all(&work, "retouched");
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
     let server = HttpServer::start("access_log = true\n[repos]\nhub = \"hub\"\n[tokens]\n\"tok-read\" = \"read\"\n\"tok-boss\" = { access = \"admin\", user = \"boss\" }\n\"tok-al\" = { access = \"write\", user = \"al\" }\n", t, 0);
@@ -158,11 +170,14 @@ fn the_web_ui_in_a_real_browser() {
         c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
         page_with(&c, "Repositories").await;
 
-        // History, then the newest commit: eight thumbnails (before and after), all decoded.
+        // History, then the newest commit: ten thumbnails (before and after; one photo is a camera raw), all decoded.
         c.goto(&format!("{base}/hub/log/main")).await.unwrap();
         follow(&c, &base, Locator::Css("td a[href*='/commit/']")).await;
         let (loaded, all) = loaded_images(&c).await;
-        assert_eq!((loaded, all), (8, 8), "every thumbnail decoded in the browser");
+        assert_eq!((loaded, all), (10, 10), "every thumbnail decoded in the browser");
+        // The raw's thumbnails come from its 1200×800 preview, not its 16×12 thumbnail.
+        let raw_widths = c.execute("return Array.from(document.images).filter(i => i.alt.endsWith('.NEF')).map(i => i.naturalWidth);", vec![]).await.unwrap();
+        assert_eq!(raw_widths, json!([256, 256]));
 
         // Compare: both versions, and the slider moves the one on top.
         follow(&c, &base, Locator::LinkText("compare")).await;

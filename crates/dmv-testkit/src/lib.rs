@@ -1,5 +1,6 @@
 //! Helpers shared by the crates' tests (a dev-dependency only).
 
+pub mod camera_raw;
 pub mod golden;
 
 /// `len` bytes of xorshift noise from `seed`: it neither compresses nor

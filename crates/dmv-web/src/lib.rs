@@ -7,6 +7,7 @@
 mod media;
 mod pages;
 mod ranges;
+mod raw_preview;
 mod reply;
 mod routes;
 mod thumbs;
@@ -14,6 +15,7 @@ mod thumbs;
 pub use media::{content_type_of, media_of, Media};
 pub use pages::{index as index_page, login as login_page};
 pub use ranges::{parse_range, ByteRange};
+pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use reply::{Reply, Viewer};
 pub use routes::{break_lock, respond, write_content, PageRequest};
 pub use thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};

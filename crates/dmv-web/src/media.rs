@@ -19,6 +19,8 @@ pub fn media_of(name: &str) -> Media {
     let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
     match ext.as_str() {
         "jpg" | "jpeg" | "png" | "webp" | "gif" | "tif" | "tiff" => Media::Image,
+        // Camera raw formats whose embedded JPEG makes the thumbnail.
+        "dng" | "cr2" | "nef" | "nrw" | "arw" | "srf" | "sr2" | "pef" | "srw" | "rw2" | "rwl" | "raf" | "3fr" | "erf" | "kdc" | "dcr" | "mos" | "iiq" => Media::Image,
         "mp4" | "m4v" | "webm" | "mov" | "ogv" | "mkv" => Media::Video,
         "mp3" | "m4a" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus" => Media::Audio,
         "txt" | "md" | "json" | "toml" | "yaml" | "yml" | "csv" | "xml" | "html" | "css" | "js" | "rs" | "py" | "c" | "h" | "sh" | "ini" | "cfg" | "log" => Media::Text,
@@ -47,6 +49,7 @@ mod tests {
         assert_eq!(media_of("README"), Media::Text);
         assert_eq!(media_of(".dmvattributes"), Media::Text);
         assert_eq!(media_of("scene.psd"), Media::Other);
+        assert_eq!(media_of("DSC_0042.NEF"), Media::Image);
         assert_eq!(content_type_of("a.webm"), "video/webm");
         assert_eq!(content_type_of("a.jpg"), "image/jpeg");
         assert_eq!(content_type_of("notes.txt"), "text/plain; charset=utf-8");

@@ -6,7 +6,8 @@
 //! A JPEG is decoded at the smallest of its DCT scales (1/8 to 1/1) that
 //! still covers the size asked for: a 24-megapixel photo is decoded as
 //! 0.4 megapixels for a thumbnail, in a few megabytes. Other formats are
-//! decoded whole, within an allocation limit, a few at a time.
+//! decoded whole, within an allocation limit, a few at a time. A camera
+//! raw file gives the JPEG its camera embedded (see `raw_preview`).
 
 use std::io::{Cursor, Read};
 use std::path::PathBuf;
@@ -15,6 +16,8 @@ use std::sync::{Condvar, Mutex};
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 use image::{DynamicImage, GrayImage, ImageFormat, RgbImage};
+
+use crate::raw_preview::largest_embedded_jpeg;
 
 /// Edges in pixels: a thumbnail (lists, commit pages) and a preview (file and compare pages).
 pub const THUMBNAIL_EDGE: u32 = 256;
@@ -64,14 +67,18 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
         return Ok(bytes);
     }
     let _slot = DecodeSlot::take();
-    let mut source = Vec::new();
-    let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
-    reader.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut source).map_err(|e| e.to_string())?;
-    if source.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
-    }
-    let image = decode(&source, edge)?;
-    drop(source);
+    let image = match camera_preview(repo, id, edge) {
+        Some(image) => image,
+        None => {
+            let mut source = Vec::new();
+            let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
+            reader.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut source).map_err(|e| e.to_string())?;
+            if source.len() as u64 > MAX_SOURCE_BYTES {
+                return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
+            }
+            decode(&source, edge)?
+        }
+    };
     let rgb = image.thumbnail(edge, edge).to_rgb8();
     let mut out = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 82).encode_image(&rgb).map_err(|e| e.to_string())?;
@@ -83,6 +90,15 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
         }
     }
     Ok(out)
+}
+
+/// The camera's own JPEG inside a raw file, decoded (None: not a raw, or
+/// none of its JPEGs decodes: the file is then read as any image).
+fn camera_preview(repo: &Repository, id: &ObjectId, edge: u32) -> Option<DynamicImage> {
+    let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?)?;
+    let mut jpeg = Vec::with_capacity(preview.len as usize);
+    repo.store.content_reader_at(id, preview.offset).ok()?.take(preview.len).read_to_end(&mut jpeg).ok()?;
+    decode_jpeg_scaled(&jpeg, edge)
 }
 
 fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
