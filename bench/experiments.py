@@ -2074,3 +2074,57 @@ def _archive_point(ctx, tools, size):
                 os.remove(tar)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def store(ctx, tools, count, settle=0):
+    """How big is the store of many small random files: `count` files of 1 KiB (filecount's data and
+    layout, 1,000 per folder) stored once by each tool, each in its own fresh repository: dmv (init,
+    add, commit), git (init, add, commit without its automatic gc, then `git gc`), bup (when
+    installed), restic and borg (a local repository next to the work tree). Every step records the
+    whole repository (repo_*) and its object store (store_*: `.dmv/objects`, `.git/objects`, bup's
+    `objects`, restic's and borg's whole repository). Recorded as experiment `store` (parameter:
+    files). Nothing is deleted until every tool is done (ext4 without a journal: see sync)."""
+    experiment, param = "store", str(count)
+    tools = [t for t in tools if t.in_store]
+    skips = Skips(ctx, experiment)
+    # the data, git's loose objects (a block each) and every other store, kept until the end
+    need = 3 * count * 4096 + 4 * count * datagen.SMALL_FILE_SIZE + GiB
+    if not _enough_disk(ctx, tools, skips, experiment, param, need):
+        return
+    pt = _tree(ctx, experiment, count)
+    try:
+        src_disk, src_apparent, src_files = disk_usage(pt.work)
+        data = dict(data_bytes=count * datagen.SMALL_FILE_SIZE, data_files=count,
+                    source_bytes_disk=src_disk, source_bytes_apparent=src_apparent, source_files=src_files)
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        for tool in tools:
+            if skips.active(tool, param):
+                _store_tool(ctx, tool, pt, skips, experiment, param, data)
+            # the next tool stores the work tree: this one's repository leaves it (kept until the end)
+            repo = tool.store_repo(pt)
+            if os.path.exists(repo) and repo.startswith(pt.work + os.sep):
+                os.rename(repo, os.path.join(pt.root, "kept-%s" % tool.name))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _store_tool(ctx, tool, pt, skips, experiment, param, data):
+    """init, save (the store step), then any step after it (git gc), each measured on the whole
+    repository and, untimed, on its object store."""
+    def after(out):
+        disk, apparent, files = disk_usage(tool.store_objects(pt))
+        extra = dict(data, store_bytes_disk=disk, store_bytes_apparent=apparent, store_files=files,
+                     store_path=os.path.relpath(tool.store_objects(pt), pt.root))
+        cache = tool.store_cache(pt)
+        if cache and os.path.exists(cache):
+            extra["cache_bytes_disk"], _, extra["cache_files"] = disk_usage(cache)
+        return extra
+    steps = [("init", tool.store_init(pt), True), ("store", tool.store_save(pt), True)]
+    steps += [(name, cmds, False) for name, cmds in tool.store_after(pt)]
+    for name, cmds, fatal in steps:
+        os.sync()  # untimed: no step pays for writing back what the one before it (or the data generator) wrote
+        out = ctx.rec.step(tool, experiment, param, name, cmds, tool.store_repo(pt), after=after)
+        if not out.ok and (fatal or out.timed_out):
+            skips.fail(tool, param, out)
+            return False
+    return True

@@ -17,7 +17,7 @@ REPO = os.path.dirname(HERE)
 RESULTS, PLOTS = os.path.join(HERE, "results"), os.path.join(HERE, "plots")
 OUT = os.path.join(REPO, "BENCHMARKS.md")
 
-TOOLS = ["dmv", "git", "hg", "bup", "cp", "restic", "rclone"]
+TOOLS = ["dmv", "git", "hg", "bup", "cp", "restic", "rclone", "borg"]
 STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#ff7f0e", marker="s"),
          "hg": dict(color="#1f77b4", marker="^"), "bup": dict(color="#2ca02c", marker="D"),
          "cp": dict(color="#7f7f7f", ls="--", marker=".")}
@@ -25,7 +25,7 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "huge"]
+               "import-archive", "store", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -1144,6 +1144,166 @@ def import_section(ix, mode):
     return out
 
 
+STORE_TARGET_FILES = 100_000
+STORE_PEERS = ["git", "bup", "restic", "borg"]
+# (label, field, git's step: "store" or "gc", kind); every other tool's figure is from its store step, and a
+# "gc" row shows only dmv's (nothing to gc) and git's figures
+STORE_ROWS = [
+    ("object store on disk (`.dmv/objects`, `.git/objects` after the commit, bup's `objects`, restic's "
+     "repository, borg's repository)", "store_bytes_disk", "store", "bytes"),
+    ("object store on disk, git after `git gc` (`.git/objects`)", "store_bytes_disk", "gc", "bytes"),
+    ("whole repository on disk (`.dmv`, `.git`, bup's directory, restic's repository, borg's repository)",
+     "repo_bytes_disk", "store", "bytes"),
+    ("whole repository on disk, git after `git gc` (`.git`)", "repo_bytes_disk", "gc", "bytes"),
+    ("object store, apparent size (sum of the files' sizes)", "store_bytes_apparent", "store", "bytes"),
+    ("object store, apparent size, git after `git gc`", "store_bytes_apparent", "gc", "bytes"),
+    ("object store's overhead over the data, on disk", "store_bytes_disk", "store", "overhead"),
+    ("object store's overhead over the data, on disk, git after `git gc`", "store_bytes_disk", "gc", "overhead"),
+    ("object store's overhead over the data, apparent size", "store_bytes_apparent", "store", "overhead"),
+    ("object store's overhead over the data, apparent size, git after `git gc`", "store_bytes_apparent", "gc",
+     "overhead"),
+    ("files in the object store", "store_files", "store", "count"),
+    ("files in the object store, git after `git gc`", "store_files", "gc", "count"),
+    ("files in the whole repository", "repo_files", "store", "count"),
+    ("time to store (`dmv add .` + `dmv commit`, `git add -A` + `git commit`, `bup index` + `bup save`, "
+     "`restic backup`, `borg create`)", "wall_s", "store", "time"),
+    ("time of `git gc` after the commit", "wall_s", "gc", "time"),
+    ("peak RSS of the store step", "peak_rss_kib", "store", "rss"),
+    ("`init` of the empty repository, for reference", "wall_s", "init", "time"),
+]
+
+
+def store_value(rec, field, kind):
+    """(value, text) of one figure of a store step; a failed step shows its status."""
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, SHORT.get(rec["status"], rec["status"])
+    v = rec.get(field)
+    if v is None:
+        return None, "—"
+    if kind == "overhead":
+        data = rec.get("data_bytes")
+        if not data:
+            return None, "—"
+        return v / data - 1, "%+.1f%%" % (100.0 * (v / data - 1))
+    fmt = {"bytes": fmt_bytes, "count": fmt_count, "time": fmt_time, "rss": fmt_kib}[kind]
+    return v, fmt(v)
+
+
+def store_table(ix, p):
+    """dmv, then each peer and peer/dmv (above 1: DMV smaller or faster; overheads have no ratio)."""
+    tools = ix.tools_in("store")
+    peers = [t for t in STORE_PEERS if t in tools]
+    head = ["measure", "dmv"]
+    for t in peers:
+        head += [t, "%s/dmv" % t]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["--:"] * (len(head) - 1)) + "|"]
+    for label, field, git_step, kind in STORE_ROWS:
+        if git_step == "gc" and not ix.by.get(("git", "store", str(p), "gc")):
+            continue
+        # dmv's figure of a gc row is its store step's: it has nothing to gc
+        dv, dtext = store_value(ix.get("dmv", "store", p, "init" if git_step == "init" else "store"), field, kind)
+        if git_step == "gc" and field == "wall_s":
+            dv, dtext = None, ""
+        row = [label, dtext]
+        for t in peers:
+            if git_step == "gc" and t != "git":
+                row += ["", ""]
+                continue
+            v, text = store_value(ix.get(t, "store", p, git_step), field, kind)
+            row += [text, "" if kind == "overhead" else ratio(v, dv)]
+        lines.append("| " + " | ".join(row) + " |")
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e == "store" and q == str(p) and r.get("loadavg_1m") is not None]
+    if loads:
+        lines += ["", "1-minute load average during these steps: %.2f to %.2f." % (min(loads), max(loads))]
+    return "\n".join(lines)
+
+
+def store_notes(ix, p):
+    """The data, and what the tools keep outside their repositories (not counted above)."""
+    rec = next((r for (t, e, q, st), r in ix.by.items() if e == "store" and q == str(p) and r.get("data_bytes")), None)
+    out = []
+    if rec:
+        out.append("The data: %s files × 1 KiB = %s (%s bytes) of random bytes; the work tree holding them takes "
+                   "%s on disk (a block per file, and the folders)." % (
+                       fmt_count(rec["data_files"]), fmt_bytes(rec["data_bytes"]), fmt_count(rec["data_bytes"]),
+                       fmt_bytes(rec.get("source_bytes_disk"))))
+    caches = []
+    for tool, what in (("restic", "restic's cache after the backup"), ("borg", "borg's cache and config")):
+        r = ix.by.get((tool, "store", str(p), "store"))
+        if r and r["status"] == "ok" and r.get("cache_bytes_disk") is not None:
+            caches.append("%s %s (%s files)" % (what, fmt_bytes(r["cache_bytes_disk"]), fmt_count(r.get("cache_files") or 0)))
+    if caches:
+        out.append("Kept outside the repositories and not counted above: %s." % ", ".join(caches))
+    return " ".join(out)
+
+
+def store_targets(ix):
+    params = ix.params("store")
+    if not params:
+        return []
+    n = STORE_TARGET_FILES if STORE_TARGET_FILES in params else params[-1]
+    at = "" if n == STORE_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+    dmv = ix.get("dmv", "store", n, "store")
+    dv, _ = store_value(dmv, "store_bytes_disk", "bytes")
+    peers = {t: store_value(ix.get(t, "store", n, "store"), "store_bytes_disk", "bytes")[0] for t in ("restic", "borg")}
+    measured = "—"
+    if dv is not None:
+        parts = ["dmv %s (`.dmv/objects`; the whole `.dmv` %s)" % (fmt_bytes(dv), fmt_bytes(dmv.get("repo_bytes_disk")))]
+        parts += ["%s %s" % (t, fmt_bytes(v)) for t, v in peers.items() if v is not None]
+        ratios = ["%s/dmv = %.3f" % (t, v / dv) for t, v in peers.items() if v is not None and dv]
+        measured = ", ".join(parts) + (": " + ", ".join(ratios) if ratios else "")
+    known = [v for v in peers.values() if v is not None]
+    met = "—" if dv is None or not known or n != STORE_TARGET_FILES else (
+        "yes" if all(dv <= v for v in known) else "**no**")
+    return ["| target | measured | met |", "|---|---|---|",
+            "| store of 100,000 random 1 KiB files no larger than restic's or borg's (object store on disk, "
+            "`.dmv/objects` ≤ each one's repository) | %s%s | %s |" % (measured, at, met)]
+
+
+def store_section(ix, mode, cfg):
+    out = ["### Store of many small random files: DMV against git and backup tools", "",
+           "How big is the store of N files of 1 KiB of random bytes (the data and layout of experiment 2, "
+           "1,000 files per folder; N = 100,000, 10,000 in `--quick`, `--store-files`)? Per tool, in the same "
+           "run, each storing the same work tree once into its own fresh repository: **dmv**: `dmv init`, then "
+           "`dmv add .` and `dmv commit -m m` (the store step); `.dmv/objects` and the whole `.dmv` measured. "
+           "**git**: `git init`, then `git add -A` and `git -c gc.auto=0 commit -q -m m` (the store step: "
+           "with its defaults a commit leaving this many loose objects runs `gc --auto` itself, which would "
+           "pack them inside the commit; switched off here so that the loose objects are measured), then a "
+           "plain `git gc -q` (not aggressive), measured again; `.git/objects` and the whole `.git`. "
+           "**bup** (when installed): `bup init`, then `bup index` and `bup save`; its `objects` and its whole "
+           "directory. **restic** (restic 0.14, its default repository format 2, compression `auto`): `restic "
+           "init --repo DIR` and `restic backup --repo DIR .` from the work tree, into a local repository "
+           "directory next to it, with a fixed `RESTIC_PASSWORD` and for each step a fresh, empty "
+           "`RESTIC_CACHE_DIR` outside the repository. **borg** (its default lz4 compression): `borg init "
+           "--encryption=none DIR` and `borg create DIR::a .` from the work tree, with `BORG_BASE_DIR` a "
+           "fresh folder outside the repository (its cache, config and security records). restic's and "
+           "borg's object store is their whole repository. Each repository stays where it is (moved out of "
+           "the work tree when it is inside it) until every tool is done.", "",
+           "Sizes: on disk, st_blocks × 512 summed over the directory (files and folders), as everywhere in "
+           "this file; apparent, the files' sizes. Overhead: the object store's size over the data's (N × "
+           "1 KiB), minus 1. Time: wall time of the store step, sync(2) before it (untimed); peak RSS: GNU "
+           "time's. `peer/dmv` above 1: DMV is smaller or faster. git's rows \"after `git gc`\" show dmv's "
+           "figure after its store step (it has nothing to gc).", ""]
+    settle = cfg.get("store_settle_s")
+    if settle:
+        out += ["The work directory is on ext4 without a journal: after writing the data the suite waits %.0f s "
+                "(untimed) before the first step, so that no tool creates its files among inodes freed just "
+                "before (see the sync section)." % settle, ""]
+    params = ix.params("store")
+    if mode == "quick":
+        out += ["Quick run: %s files; the full run stores 100,000." % ", ".join(fmt_count(p) for p in params), ""]
+    out += ["#### Targets", ""] + store_targets(ix) + [""]
+    for p in params:
+        out += ["#### %s files of 1 KiB (random bytes, 1,000 per folder)" % fmt_count(p), "", store_table(ix, p), ""]
+        notes = store_notes(ix, p)
+        if notes:
+            out += [notes, ""]
+    return out
+
+
 def section(mode, per_exp):
     parts, run = combine(per_exp)
     ix = Index(run)
@@ -1281,6 +1441,9 @@ def section(mode, per_exp):
 
     if ix.params("import-git") or ix.params("import-archive"):
         out += import_section(ix, mode)
+
+    if ix.params("store"):
+        out += store_section(ix, mode, per_exp["store"]["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

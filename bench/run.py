@@ -9,6 +9,7 @@
     python3 bench/run.py --quick --experiments history  # 1,000 small commits, then log
     python3 bench/run.py --quick --experiments web      # thumbnails of a commit, seeking in a film
     python3 bench/run.py --quick --experiments import   # dmv import git against git clone --mirror; archive
+    python3 bench/run.py --quick --experiments store    # 10,000 files of 1 KiB stored by dmv, git, restic, borg
     python3 bench/run.py --huge       # one file larger than RAM, DMV only
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -42,21 +43,22 @@ MODES = {
                   refs="1,1000,100000", refs_separate="1,1000",
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
                   history_commits=1000, web_images=20, web_film="1G",
-                  import_files=10_000, import_commits=20, archive_size="256M", timeout=600),
+                  import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
                  history_commits=10_000, web_images=100, web_film="4G",
-                 import_files=100_000, import_commits=100, archive_size="1G", timeout=1800),
+                 import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
                        "full": ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history"]}
 # web is in no default list: it makes photos on first use (about 2 minutes for 100); nor is
-# import: it makes its Git source on first use and writes the archived file (1 GiB) twice more
+# import: it makes its Git source on first use and writes the archived file (1 GiB) twice more; nor is
+# store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "huge"]
+                   "store", "huge"]
 
 
 def parse_number(text, binary):
@@ -220,10 +222,14 @@ def main(argv=None):
                     help="import: commits in the Git source, the first adding every file, each other changing "
                          "100 files (quick 20, full 100)")
     ap.add_argument("--archive-size", help="import: size of the file archived, binary units (quick 256M, full 1G)")
+    ap.add_argument("--store-files", type=lambda s: parse_number(s, False),
+                    help="store: files of 1 KiB random bytes stored once by each tool (quick 10000, full 100000)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
-    ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS)),
-                    help="comma list (default: %(default)s; restic and rclone only run in the s3 experiment)")
+    ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
+                        t for t in tools.STORE_PEERS if t not in tools.S3_PEERS]),
+                    help="comma list (default: %(default)s; restic only runs in the s3 and store experiments, "
+                         "rclone only in s3, borg only in store)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
@@ -261,6 +267,7 @@ def main(argv=None):
     import_files = args.import_files or cfg["import_files"]
     import_commits = max(1, args.import_commits or cfg["import_commits"])
     archive_size = parse_number(args.archive_size or cfg["archive_size"], True)
+    store_files = args.store_files or cfg["store_files"]
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -296,6 +303,22 @@ def main(argv=None):
         # a missing dmv still runs: every step records the failure
         if version or name == "dmv":
             chosen.append(tool)
+    def peer(name, cls):
+        """A peer of the s3 or store experiment (installed with apt-get when missing), or None."""
+        tool = cls()
+        version, why = tool.probe()
+        if not version:
+            ok, log = apt_install(cls.apt_package)
+            tool = cls()
+            version, why = tool.probe()
+            if not version:
+                why = "%s; apt-get install -y %s: %s" % (why, cls.apt_package, log)
+        if version:
+            versions[name] = version
+            return tool
+        missing[name] = why
+        return None
+
     # the s3 experiment's own peers and server: installed when missing
     s3_tools, minio_bin, minio_why = [], None, None
     if "s3" in exps:
@@ -303,24 +326,23 @@ def main(argv=None):
         for name, cls in tools.S3_PEERS.items():
             if name not in wanted:
                 continue
-            tool = cls()
-            version, why = tool.probe()
-            if not version:
-                ok, log = apt_install(cls.apt_package)
-                tool = cls()
-                version, why = tool.probe()
-                if not version:
-                    why = "%s; apt-get install -y %s: %s" % (why, cls.apt_package, log)
-            if version:
-                versions[name] = version
+            tool = peer(name, cls)
+            if tool:
                 s3_tools.append(tool)
-            else:
-                missing[name] = why
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
             versions["minio"] = servers.minio_version(minio_bin)
         else:
             missing["minio"] = minio_why
+    # the store experiment's peers (restic, borg): installed when missing
+    store_tools = []
+    if "store" in exps:
+        store_tools = [t for t in chosen if t.in_store]
+        for name, cls in tools.STORE_PEERS.items():
+            if name in wanted and name not in missing:
+                tool = peer(name, cls)
+                if tool:
+                    store_tools.append(tool)
     for name, why in missing.items():
         hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
         print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
@@ -337,14 +359,15 @@ def main(argv=None):
     meta = dict(run_id=run_id, mode=mode, date=now.isoformat(timespec="seconds"),
                 machine=machine_info(args.workdir), versions=versions, missing=missing,
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
-                tools=[t.name for t in chosen] + [t.name for t in s3_tools if t.name != "dmv"],
+                tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools)),
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
                             s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
                             s3_minio=minio_bin, history_commits=history_commits,
                             web_images=web_images, web_film_bytes=web_film, import_files=import_files,
-                            import_commits=import_commits, archive_bytes=archive_size),
+                            import_commits=import_commits, archive_bytes=archive_size, store_files=store_files,
+                            store_settle_s=sync_settle),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -381,6 +404,8 @@ def main(argv=None):
                 experiments.web(ctx, web_images, web_film)
             elif exp == "import":
                 experiments.git_import(ctx, import_files, import_commits, archive_size, sync_settle)
+            elif exp == "store":
+                experiments.store(ctx, store_tools, store_files, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

@@ -103,6 +103,16 @@ class Tool:
     def s3_push(self, pt, bucket): return None        # the committed work tree (or the work tree) to the bucket
     def s3_clone(self, pt, bucket, dest): return None  # the bucket into the new directory `dest`
 
+    # store (experiment `store`): the work tree stored once, then the store measured
+    in_store = False                                 # measured in the store experiment
+    def store_repo(self, pt): return self.meta(pt)   # the whole repository
+    def store_objects(self, pt):                     # its object store (the whole repository when it has none apart)
+        return os.path.join(self.meta(pt), self.store) if self.store else self.store_repo(pt)
+    def store_init(self, pt): return self.init(pt)
+    def store_save(self, pt): return self.commit(pt, True)  # everything in the work tree, stored once
+    def store_after(self, pt): return ()             # [(step, commands)] run after the save, e.g. git gc
+    def store_cache(self, pt): return None           # a cache the tool keeps outside the repository, if any
+
 
 class Git(Tool):
     name = binary = "git"
@@ -140,6 +150,15 @@ class Git(Tool):
     def push(self, pt, remote): return [self.cmd(pt, "push", "-q", remote.url, "HEAD:refs/heads/main", env=remote.env)]
     def clone(self, pt, remote, dest): return [self.cmd(pt, "clone", "-q", remote.url, dest, cwd=pt.root, env=remote.env)]
     def clone_meta(self, dest): return os.path.join(dest, ".git")
+
+    # store: the commit runs without its automatic gc (`gc --auto` would pack the loose objects inside the
+    # commit), so the loose objects are measured after it, and the packed ones after an explicit `git gc`
+    in_store = True
+
+    def store_save(self, pt):
+        return [self.cmd(pt, "add", "-A"), self.cmd(pt, "-c", "gc.auto=0", "commit", "-q", "-m", "m")]
+
+    def store_after(self, pt): return [("gc", self.gc(pt))]
 
 
 class Hg(Tool):
@@ -181,6 +200,10 @@ class Bup(Tool):
     # closest thing and is what its next save starts with.
     def status(self, pt): return [self.cmd(pt, "index", pt.work)]
     def gc(self, pt): return [self.cmd(pt, "gc", "--unsafe")]
+
+    # store: the bup directory is a git repository (history and log do not use `store`)
+    in_store = True
+    store = "objects"
 
 
 class Cp(Tool):
@@ -270,6 +293,8 @@ class Dmv(Tool):
         return [self.cmd(pt, "clone", b.url, dest, "--endpoint", b.endpoint, cwd=pt.root,
                          env=dict(b.env, DMV_TRACE="1"))]
 
+    in_store = True  # store: init, add ., commit; .dmv/objects and .dmv measured
+
 
 ALL = {t.name: t for t in (Dmv, Git, Hg, Bup, Cp)}
 ORDER = list(ALL)  # dmv first: every table compares the others against it
@@ -301,6 +326,24 @@ class Restic(Tool):
     def s3_clone(self, pt, b, dest):
         return [self.cmd(pt, "restore", "latest", "--target", dest, cwd=pt.root, env=self._env(pt, b, "clone"))]
 
+    # store (experiment `store`): a local repository directory next to the work tree, each step with a
+    # fresh, empty cache directory outside it (the backup fills its cache; it is not counted as the store)
+    in_store = True
+
+    def store_repo(self, pt): return os.path.join(pt.root, "restic-repo")
+
+    def _local_env(self, pt, step):
+        return dict(RESTIC_PASSWORD=self.PASSWORD, RESTIC_CACHE_DIR=os.path.join(pt.root, "restic-cache-%s" % step))
+
+    def store_init(self, pt):
+        return [self.cmd(pt, "init", "--repo", self.store_repo(pt), cwd=pt.root, env=self._local_env(pt, "init"))]
+
+    # `backup .` from the work tree: the snapshot's paths are relative to it
+    def store_save(self, pt):
+        return [self.cmd(pt, "backup", "--repo", self.store_repo(pt), ".", env=self._local_env(pt, "store"))]
+
+    def store_cache(self, pt): return os.path.join(pt.root, "restic-cache-store")
+
 
 class Rclone(Tool):
     """The raw upload: every file of the work tree as one object, with rclone
@@ -331,3 +374,33 @@ class Rclone(Tool):
 
 
 S3_PEERS = {t.name: t for t in (Restic, Rclone)}
+
+
+# ---------------------------------------------------------------- peers of the store experiment only
+
+class Borg(Tool):
+    """borg create into a local, unencrypted repository: `borg init --encryption=none DIR`, then
+    `borg create DIR::a .` from the work tree. BORG_BASE_DIR points at a fresh folder of the point
+    (borg's cache, config and security records go there: nothing outside the point is touched, nothing
+    of it is counted as the repository)."""
+    name = binary = "borg"
+    apt_package = "borgbackup"
+    in_store = True
+
+    def store_repo(self, pt): return os.path.join(pt.root, "borg-repo")
+    def store_objects(self, pt): return self.store_repo(pt)
+    def store_cache(self, pt): return os.path.join(pt.root, "borg-base")
+
+    def _env(self, pt):
+        return {"BORG_BASE_DIR": self.store_cache(pt), "BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK": "yes",
+                "BORG_RELOCATED_REPO_ACCESS_IS_OK": "yes"}
+
+    def store_init(self, pt):
+        return [self.cmd(pt, "init", "--encryption=none", self.store_repo(pt), cwd=pt.root, env=self._env(pt))]
+
+    def store_save(self, pt):
+        return [self.cmd(pt, "create", self.store_repo(pt) + "::a", ".", env=self._env(pt))]
+
+
+# restic and borg; restic also takes part in s3 (S3_PEERS)
+STORE_PEERS = {t.name: t for t in (Restic, Borg)}
