@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
+use memmap2::{Mmap, UncheckedAdvice};
 
 use crate::error::IoContext;
 use crate::filter;
@@ -77,16 +77,12 @@ pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, 
 /// hold one id, the first of `indexes` wins. Packs are numbered in the order
 /// of `indexes`.
 pub fn write_merged_index(path: &Path, indexes: &[PackIndex]) -> StoreResult<()> {
-    let mut packs = Vec::new();
-    let mut pack_no = HashMap::new();
-    for idx in indexes {
-        for p in idx.packs() {
-            pack_no.entry(*p).or_insert_with(|| {
-                packs.push(*p);
-                packs.len() as u32 - 1
-            });
-        }
-    }
+    // Packs numbered in checksum order: the same packs give the same bytes,
+    // whichever indexes they were merged from.
+    let mut packs: Vec<ObjectId> = indexes.iter().flat_map(|idx| idx.packs().iter().copied()).collect();
+    packs.sort_unstable();
+    packs.dedup();
+    let pack_no: HashMap<ObjectId, u32> = packs.iter().enumerate().map(|(n, p)| (*p, n as u32)).collect();
     let mut count = 0;
     let mut per_byte = [0u32; 256];
     for step in Merge::new(indexes) {
@@ -103,6 +99,9 @@ pub fn write_merged_index(path: &Path, indexes: &[PackIndex]) -> StoreResult<()>
     });
     write_parts(path, &parts, ids, entries)
 }
+
+/// A merge lets go of each index's pages this many ids behind it.
+const RELEASE_EVERY: usize = 1024;
 
 /// Positions `(index, position)` of every id of `indexes` in id order, each id once.
 struct Merge<'a> {
@@ -121,6 +120,9 @@ impl<'a> Merge<'a> {
     }
 
     fn push(&mut self, i: usize, at: usize) {
+        if at.is_multiple_of(RELEASE_EVERY) && at > 0 {
+            self.indexes[i].release(at - RELEASE_EVERY..at);
+        }
         if at < self.indexes[i].len() {
             let id: [u8; 32] = self.indexes[i].id_at(at).try_into().unwrap_or_default();
             self.heap.push(Reverse((id, i, at)));
@@ -325,6 +327,22 @@ impl PackIndex {
         self.map.as_deref().unwrap_or(&[])
     }
 
+    /// Lets go of the pages holding the ids and entries at `positions`
+    /// once they are read through: the pages of a mapped file stay in the
+    /// process's resident set until it ends, and a multi-pack index rebuild
+    /// reads its sources whole. A page let go of costs a minor fault if it
+    /// is read again.
+    fn release(&self, positions: std::ops::Range<usize>) {
+        let Some(map) = &self.map else { return };
+        let positions = positions.start.min(self.count)..positions.end.min(self.count);
+        for (at, width) in [(self.ids_at, 32), (self.entries_at, ENTRY_LEN)] {
+            // SAFETY: index files never change once in place (see `open`), so
+            // a page let go of reads back the same bytes from the file when
+            // touched again; nothing is written through this mapping.
+            let _ = unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, at + positions.start * width, positions.len() * width) };
+        }
+    }
+
     fn corrupt(&self, detail: &str) -> StoreError {
         StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() }
     }
@@ -347,7 +365,14 @@ impl PackIndex {
         match &self.filter {
             Filter::None => true,
             Filter::Mapped { at, len } => filter::may_contain(&self.map()[*at..*at + *len], &id.0),
-            Filter::Lazy(bits) => filter::may_contain(bits.get_or_init(|| filter::build(self.count, self.ids())), &id.0),
+            Filter::Lazy(bits) => filter::may_contain(
+                bits.get_or_init(|| {
+                    let built = filter::build(self.count, self.ids());
+                    self.release(0..self.count);
+                    built
+                }),
+                &id.0,
+            ),
         }
     }
 

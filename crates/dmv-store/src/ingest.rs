@@ -101,12 +101,14 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
 /// chunk so that chunk is contiguous without copying the block.
 const BLOCK: usize = 1 << 20;
 
-/// Files at least this large whose pages are mostly not in the page cache
-/// are read past it (O_DIRECT): a file larger than RAM read through the cache
+/// The parts of files at least this large whose pages are mostly not in the
+/// page cache are read past it (O_DIRECT): a file larger than RAM read through the cache
 /// makes the kernel find a fresh page for every 4 KiB, which on the VMs DMV
 /// is measured on costs more than the disk (re-reading a 26 GiB file took
 /// 2.4x as long as the disk needs). Files in the cache are read from it.
 const DIRECT_READ_MIN: u64 = 64 << 20;
+/// How much of a file one look at the page cache decides for (a multiple of `BLOCK`).
+const DIRECT_WINDOW: u64 = 64 << 20;
 /// Address, offset and length alignment of a direct read.
 const ALIGN: usize = 4096;
 
@@ -159,8 +161,16 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
         }
     } else {
         let head = params.max as usize;
-        let mut direct = (before.len() >= DIRECT_READ_MIN && mostly_not_cached(&f, before.len())).then(|| open_direct(path)).flatten();
+        // Decided again for each window: a file larger than RAM that was just
+        // written or read has its tail in the cache and its head not, and
+        // reading the head through the cache would evict the tail before we
+        // got to it.
+        let mut direct_file: Option<Option<File>> = None;
+        let mut direct = false;
         loop {
+            if before.len() >= DIRECT_READ_MIN && total.is_multiple_of(DIRECT_WINDOW) {
+                direct = mostly_not_cached(&f, total, DIRECT_WINDOW.min(before.len().saturating_sub(total)).max(ALIGN as u64));
+            }
             let mut buf = spares.try_recv().ok().filter(|b| b.len() == head + BLOCK + ALIGN).unwrap_or_else(|| vec![0; head + BLOCK + ALIGN]);
             // Where the block starts: an aligned address at least `head` bytes in.
             let at = head + (ALIGN - (buf.as_ptr() as usize + head) % ALIGN) % ALIGN;
@@ -168,12 +178,13 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
             while len < BLOCK {
                 let dst = &mut buf[at + len..at + BLOCK];
                 let offset = total + len as u64;
-                let read = match direct.as_ref() {
+                let direct_fd = if direct { direct_file.get_or_insert_with(|| open_direct(path)).as_ref() } else { None };
+                let read = match direct_fd {
                     Some(d) => match d.read_at(dst, offset) {
                         // A direct read the file system refuses (or a short read
                         // that left us unaligned): the rest through the cache.
                         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                            direct = None;
+                            direct_file = Some(None);
                             continue;
                         }
                         other => other,
@@ -213,9 +224,9 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     Ok(true)
 }
 
-/// Whether less than half of the file's pages are in the page cache
-/// (`cachestat`, Linux 6.5). Where the kernel cannot say: no.
-fn mostly_not_cached(f: &File, len: u64) -> bool {
+/// Whether less than half of the pages of `len` bytes from `offset` are in
+/// the page cache (`cachestat`, Linux 6.5). Where the kernel cannot say: no.
+fn mostly_not_cached(f: &File, offset: u64, len: u64) -> bool {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(dmv_portable)))]
     {
         use std::os::unix::io::AsRawFd;
@@ -234,7 +245,7 @@ fn mostly_not_cached(f: &File, len: u64) -> bool {
             nr_evicted: u64,
             nr_recently_evicted: u64,
         }
-        let range = Range { off: 0, len: 0 };
+        let range = Range { off: offset, len };
         let mut stat = CacheStat::default();
         // SAFETY: cachestat reads `range` and writes `stat`, both live and of the kernel's layout; flags must be 0.
         let rc = unsafe { libc::syscall(SYS_CACHESTAT, f.as_raw_fd(), &range as *const Range, &mut stat as *mut CacheStat, 0u32) };
@@ -242,7 +253,7 @@ fn mostly_not_cached(f: &File, len: u64) -> bool {
             return stat.nr_cache.saturating_mul(ALIGN as u64) < len / 2;
         }
     }
-    let _ = (f, len);
+    let _ = (f, offset, len);
     false
 }
 

@@ -652,9 +652,47 @@ impl Store {
         let (midx, outside): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
         let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
         if outside.len() > bound(covered) {
-            self.write_multi_pack_index()?;
+            self.fold_into_multi_pack_index()?;
         }
         Ok(())
+    }
+
+    /// Merges the indexes of the packs outside the multi-pack index into it,
+    /// rather than every pack's index: a handful of sources instead of
+    /// hundreds, each read front to back. Writers only add packs (gc removes
+    /// them, under the exclusive lock, and rewrites the whole index), so the
+    /// old index stays right; if a pack it names is gone all the same, the
+    /// whole index is rewritten.
+    fn fold_into_multi_pack_index(&self) -> StoreResult<()> {
+        let path = self.packs_dir.join(MULTI_PACK_INDEX);
+        let old = match PackIndex::open(&path) {
+            Ok(old) => old,
+            Err(_) => return self.write_multi_pack_index(),
+        };
+        if old.packs().iter().any(|p| !self.packs_dir.join(pack_file_name(p)).exists()) {
+            return self.write_multi_pack_index();
+        }
+        let covered: HashSet<String> = old.packs().iter().map(|p| format!("pack-{}.idx", p.to_hex())).collect();
+        let mut idx_paths = Vec::new();
+        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
+            let entry = entry.at(&self.packs_dir)?;
+            let name = entry.file_name();
+            if name.to_str().is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !covered.contains(n)) {
+                idx_paths.push(entry.path());
+            }
+        }
+        let mut sources = vec![old];
+        for p in idx_paths {
+            match PackIndex::open(&p) {
+                Ok(idx) => sources.push(idx),
+                Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(StoreError::CorruptFile { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        write_merged_index(&path, &sources)?;
+        sync_dir(&self.packs_dir)?;
+        self.reload()
     }
 }
 
