@@ -132,10 +132,15 @@ class Skips:
 
 
 class S:
-    """A measured step: `make` returns its commands when it is about to run."""
+    """A measured step: `make` returns its commands when it is about to run.
 
-    def __init__(self, name, make, fatal=False, expect=None):
+    `tool`: run it as this tool instead (a floor among a tool's steps: no
+    repository measured, and its failure never stops the tool's steps);
+    `after`: as in Recorder.step."""
+
+    def __init__(self, name, make, fatal=False, expect=None, tool=None, after=None):
         self.name, self.make, self.fatal, self.expect = name, make, fatal, expect
+        self.tool, self.after = tool, after
 
 
 class Prep:
@@ -154,9 +159,11 @@ def _run_tool_steps(ctx, skips, tool, pt, experiment, param, steps):
             st.action()
             continue
         expect = st.expect() if callable(st.expect) else st.expect
+        who = st.tool or tool
         os.sync()  # untimed: no step pays for writing back what the one before it (or the data generator) wrote
-        out = ctx.rec.step(tool, experiment, param, st.name, st.make(), meta, expect_hash=expect)
-        if not out.ok and (st.fatal or out.timed_out):
+        out = ctx.rec.step(who, experiment, param, st.name, st.make(), meta if who is tool else None,
+                           expect_hash=expect, after=st.after)
+        if not out.ok and who is tool and (st.fatal or out.timed_out):
             skips.fail(tool, param, out)
             return False
     return True
@@ -344,30 +351,71 @@ def refs(ctx, counts, separate_counts):
             shutil.rmtree(pt.root, ignore_errors=True)
 
 
+def _verify_file(path, expected):
+    """Untimed: the file `path` against the hash `expected`; fails the step if it differs."""
+    def check(out):
+        if not out.ok:
+            return {}
+        verified = os.path.exists(path) and datagen.file_hash(path) == expected
+        if not verified:
+            out.ok = False
+            out.error = "%s is missing or its hash differs from the committed file's" % path
+        return dict(verified=verified)
+    return check
+
+
 def huge(ctx, tool, size):
-    """A file larger than RAM, DMV only: time and peak RSS of commit, read, fsck."""
+    """A file larger than RAM (issue 16): DMV's commit, re-commit after a small
+    edit, read, fsck, restore of the deleted file and clone, each with its
+    time and peak RSS, against `cat FILE > /dev/null` and `cp` + `sync` of the
+    same file in the same run (recorded as tool `cp`). The disk holds the file
+    and at most one more copy at a time (the cp floor's, then DMV's store),
+    and a clone only when there is room for it."""
     experiment, param = "huge", str(size)
     need = 2 * size + 2 * GiB
     free = free_bytes(ctx.workdir)
     if free < need:
-        msg = "cannot run: needs %s free in %s (file + repository), has %s" % (
+        msg = "cannot run: needs %s free in %s (the file and one more copy at a time), has %s" % (
             human_bytes(need), ctx.workdir, human_bytes(free))
         print(msg, flush=True)
         ctx.rec.note(tool.name, experiment, param, "all", "skipped", msg)
         return
     pt = ctx.point(experiment, size)
     data = os.path.join(pt.work, "huge.bin")
+    copy = os.path.join(pt.root, "copy.bin")
     print("huge %s: writing data" % human_bytes(size), flush=True)
     t = time.perf_counter()
     h = datagen.write_random_file(data, size)
     print("  written in %.0f s" % (time.perf_counter() - t), flush=True)
+    edit = datagen.BigFileEdit(data, size)
+    cat = [Cmd(["cat", data], cwd=pt.root)]  # stdout: /dev/null
     skips = Skips(ctx, experiment)
-    _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+    ok = _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
+        S("cat1", lambda: cat, tool=_Floor),
+        S("cp", lambda: [Cmd(["cp", data, copy], cwd=pt.root), Cmd(["sync", copy], cwd=pt.root)], tool=_Floor),
+        Prep(lambda: _remove([copy], None)),
         S("init", lambda: tool.init(pt), fatal=True),
         S("commit1", lambda: tool.commit(pt, True), fatal=True),
         S("read1", lambda: tool.read(pt, "huge.bin"), expect=h),
         S("fsck1", lambda: tool.fsck(pt)),
+        Prep(edit.apply),
+        S("cat2", lambda: cat, tool=_Floor),
+        S("commit2", lambda: tool.commit(pt, False), fatal=True),
+        S("read2", lambda: tool.read(pt, "huge.bin"), expect=edit.hash_after),
+        Prep(lambda: os.remove(data)),
+        S("checkout", lambda: [tool.cmd(pt, "restore", "huge.bin")], after=_verify_file(data, edit.hash_after)),
     ])
+    free = free_bytes(ctx.workdir)  # the clone's store and checkout: as much again
+    if ok and free < need:
+        ctx.rec.note(tool.name, experiment, param, "clone", "skipped",
+                     "not enough free disk for a clone: %d bytes free (%s), needs %d (%s)" % (
+                         free, human_bytes(free), need, human_bytes(need)))
+    elif ok:
+        dest = os.path.join(pt.root, "clone")
+        os.sync()
+        ctx.rec.step(tool, experiment, param, "clone", [tool.cmd(pt, "clone", pt.work, dest, cwd=pt.root)],
+                     tool.clone_meta(dest), after=_verify_file(os.path.join(dest, "huge.bin"), edit.hash_after))
+        _remove([dest], None)
     shutil.rmtree(pt.root, ignore_errors=True)
 
 

@@ -10,7 +10,7 @@
     python3 bench/run.py --quick --experiments web      # thumbnails of a commit, seeking in a film
     python3 bench/run.py --quick --experiments import   # dmv import git against git clone --mirror; archive
     python3 bench/run.py --quick --experiments store    # 10,000 files of 1 KiB stored by dmv, git, restic, borg
-    python3 bench/run.py --huge       # one file larger than RAM, DMV only
+    python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
 BENCHMARKS.md and bench/plots/. See bench/README.md.
@@ -190,8 +190,8 @@ def main(argv=None):
     g.add_argument("--quick", action="store_true", help="small points, about 5 minutes (default)")
     g.add_argument("--full", action="store_true", help="1 B..8 GiB, 1..1M files, 100k-file status table: hours")
     ap.add_argument("--huge", action="store_true",
-                    help="commit a file larger than RAM with DMV only (alone: only this; "
-                         "with --quick/--full: in addition)")
+                    help="commit, re-commit, read, restore and clone a file larger than RAM with DMV, against "
+                         "cat and cp of it (alone: only this; with --quick/--full: in addition)")
     ap.add_argument("--huge-size", default=None, help="size for --huge (default: RAM + 8 GiB, e.g. 32G)")
     ap.add_argument("--sizes", help="experiment 1 file sizes, binary units: '1K..1G' (ladder) or '1,1K,1M'")
     ap.add_argument("--counts", help="experiment 2 file counts, decimal units: '1..100K' or '1,10,100'")
