@@ -393,7 +393,7 @@ def huge(ctx, tool, size):
     ok = _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
         S("cat1", lambda: cat, tool=_Floor),
         S("cp", lambda: [Cmd(["cp", data, copy], cwd=pt.root), Cmd(["sync", copy], cwd=pt.root)], tool=_Floor),
-        Prep(lambda: _remove([copy], None)),
+        Prep(lambda: os.remove(copy)),
         S("init", lambda: tool.init(pt), fatal=True),
         S("commit1", lambda: tool.commit(pt, True), fatal=True),
         S("read1", lambda: tool.read(pt, "huge.bin"), expect=h),

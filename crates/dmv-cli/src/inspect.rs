@@ -203,7 +203,7 @@ pub struct DiffArgs {
 }
 
 fn staged_flat(repo: &Repository) -> Result<FlatTree> {
-    Ok(repo.load_dirstate()?.entries.iter().map(|(p, e)| (p.clone(), dmv_repo::FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect())
+    Ok(repo.load_dirstate()?.entries.iter().map(|(p, e)| (p.to_vec(), dmv_repo::FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect())
 }
 
 fn commit_flat(repo: &Repository, rev: &str) -> Result<FlatTree> {

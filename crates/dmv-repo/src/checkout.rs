@@ -178,7 +178,7 @@ impl Repository {
             }
         }
         let entries = || {
-            let kept = new_ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()));
+            let kept = new_ds.entries.iter().map(|(p, e)| (p, e.clone()));
             let side = side.iter().map(|(p, e)| (p.as_slice(), e.clone()));
             let written = to_write
                 .iter()
@@ -297,7 +297,7 @@ impl Repository {
         let mut count = 0;
         for spec in specs {
             let in_from: Vec<(Vec<u8>, FlatEntry)> = from.iter().filter(|(p, _)| matches(p, spec)).map(|(p, e)| (p.clone(), *e)).collect();
-            let in_ds: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).cloned().collect();
+            let in_ds: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).map(<[u8]>::to_vec).collect();
             if in_from.is_empty() && in_ds.is_empty() {
                 return Err(RepoError::NoMatch(show(spec)));
             }
@@ -339,7 +339,7 @@ impl Repository {
         let mut ds = self.load_dirstate()?;
         let mut filled = Vec::new();
         let wanted: Vec<(Vec<u8>, FlatEntry)> =
-            ds.entries.iter().filter(|(p, e)| e.is_absent() && (specs.is_empty() || specs.iter().any(|s| matches(p, s)))).map(|(p, e)| (p.clone(), e.flat())).collect();
+            ds.entries.iter().filter(|(p, e)| e.is_absent() && (specs.is_empty() || specs.iter().any(|s| matches(p, s)))).map(|(p, e)| (p.to_vec(), e.flat())).collect();
         for (rel, e) in wanted {
             if self.is_absent(&e)? || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok() {
                 continue;

@@ -128,7 +128,7 @@ impl Repository {
                 continue;
             }
             match self.store.check_content_present(&e.id) {
-                Err(StoreError::NotFound { .. }) | Err(StoreError::DamagedObject { .. }) => wanted.push((path.clone(), e.id)),
+                Err(StoreError::NotFound { .. }) | Err(StoreError::DamagedObject { .. }) => wanted.push((path.to_vec(), e.id)),
                 _ => {}
             }
         }

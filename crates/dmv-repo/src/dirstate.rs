@@ -108,25 +108,29 @@ impl<R: Read> Window<R> {
     }
 
     /// The entries: a count, then (path, entry) in path order, then nothing.
-    fn entries(&mut self) -> Result<Vec<(Vec<u8>, DirEntry)>, String> {
+    fn entries(&mut self) -> Result<PathMap<DirEntry>, String> {
         let count: u64 = self.next()?;
         // The count comes from the file, read before its checksum: it sizes
         // nothing beyond what the file's length can hold (an entry takes at
         // least 39 bytes: a path's length, a kind, an id and five numbers).
-        let mut entries = Vec::with_capacity(count.min((self.reader.limit() + (self.buf.len() - self.pos) as u64) / 39 + 1) as usize);
+        let bytes_left = self.reader.limit() + (self.buf.len() - self.pos) as u64;
+        let mut entries = PathMap::default();
+        entries.reserve(count.min(bytes_left / 39 + 1) as usize, 0);
         for _ in 0..count {
-            let (path, e) = loop {
+            loop {
                 match decode_entry(&self.buf[self.pos..])? {
                     Some((path, e, used)) => {
+                        if !entries.push_sorted(path, e) {
+                            return Err("entries out of order".into());
+                        }
                         self.pos += used;
-                        break (path, e);
+                        break;
                     }
                     None if !self.eof && (self.pos > 0 || self.buf.len() < WINDOW) => self.refill().map_err(|e| e.to_string())?,
                     None if !self.eof => return Err("an entry larger than a megabyte".into()),
                     None => return Err(postcard::Error::DeserializeUnexpectedEnd.to_string()),
                 }
-            };
-            entries.push((path, e));
+            }
         }
         if self.pos < self.buf.len() || self.drain().map_err(|e| e.to_string())? > 0 {
             return Err("bytes after the last entry".into());
@@ -265,12 +269,12 @@ impl Dirstate {
         if computed.as_bytes()[..] != sum {
             return Err(corrupt("checksum mismatch (delete it and run `dmv restore --staged .` to rebuild from HEAD)"));
         }
-        let entries = PathMap::from_sorted(decoded.map_err(|e| corrupt(&e))?).ok_or_else(|| corrupt("entries out of order"))?;
+        let entries = decoded.map_err(|e| corrupt(&e))?;
         Ok(Dirstate { entries, written_ns })
     }
 
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p.as_slice(), e.clone())))?;
+        Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
         Ok(())
     }
 
@@ -299,7 +303,7 @@ impl Dirstate {
 
     /// The staged tree as a flat tree.
     pub(crate) fn flat(&self) -> FlatTree {
-        self.entries.iter().map(|(p, e)| (p.clone(), e.flat())).collect()
+        self.entries.iter().map(|(p, e)| (p.to_vec(), e.flat())).collect()
     }
 
     /// What the entries stage (paths, kinds, ids and sizes; not stat data),
@@ -314,9 +318,12 @@ impl Dirstate {
 
     /// Writes the staged tree's objects; returns the root tree's id.
     pub(crate) fn write_tree(&self, session: &mut WriteSession<'_>) -> RepoResult<ObjectId> {
-        crate::tree::build(session, self.entries.iter().map(|(p, e)| (p.as_slice(), e.flat())))
+        crate::tree::build(session, self.entries.iter().map(|(p, e)| (p, e.flat())))
     }
 }
+
+/// An entry's path (borrowed from the buffer), the entry, and the bytes it took.
+type Decoded<'b> = (&'b [u8], DirEntry, usize);
 
 /// One entry as postcard lays out `(ByteBuf, DirEntry)` (what `save`
 /// writes): the path's length and bytes, the kind's index, the id's 32
@@ -325,7 +332,7 @@ impl Dirstate {
 /// byte: reading a million entries took 0.45 s. None: `buf` ends inside the
 /// entry. Anything postcard would refuse is refused (a proptest holds them
 /// to the same answers).
-fn decode_entry(buf: &[u8]) -> Result<Option<(Vec<u8>, DirEntry, usize)>, String> {
+fn decode_entry(buf: &[u8]) -> Result<Option<Decoded<'_>>, String> {
     let mut at = 0;
     macro_rules! take {
         ($e:expr) => {
@@ -337,7 +344,7 @@ fn decode_entry(buf: &[u8]) -> Result<Option<(Vec<u8>, DirEntry, usize)>, String
     }
     let len = take!(varint(buf, &mut at, 10)?);
     let len = usize::try_from(len).map_err(|_| "a path too long".to_string())?;
-    let path = take!(buf.get(at..at.saturating_add(len))).to_vec();
+    let path = take!(buf.get(at..at.saturating_add(len)));
     at += len;
     let kind = match take!(varint(buf, &mut at, 5)?) {
         0 => EntryKind::File,
@@ -461,10 +468,10 @@ mod tests {
         // Saved from a stream of entries, the file and the hash are those of the map.
         let dir = tempfile::tempdir().unwrap();
         ds.save(&dir.path().join("map")).unwrap();
-        let streamed = Dirstate::save_sorted(&dir.path().join("stream"), 1, ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))).unwrap();
+        let streamed = Dirstate::save_sorted(&dir.path().join("stream"), 1, ds.entries.iter().map(|(p, e)| (p, e.clone()))).unwrap();
         assert_eq!(streamed, ds.staged_hash());
         assert_eq!(std::fs::read(dir.path().join("map")).unwrap(), std::fs::read(dir.path().join("stream")).unwrap());
-        assert!(Dirstate::save_sorted(&dir.path().join("short"), 2, ds.entries.iter().map(|(p, e)| (p.as_slice(), e.clone()))).is_err());
+        assert!(Dirstate::save_sorted(&dir.path().join("short"), 2, ds.entries.iter().map(|(p, e)| (p, e.clone()))).is_err());
         let mut expected = b"DMVDTRE\0\x01\0\0\0".to_vec();
         expected.extend([9u8; 32]);
         expected.extend(*blake3::hash(&[&1u64.to_le_bytes()[..], b"a", &[0], &[1; 32], &5u64.to_le_bytes()].concat()).as_bytes());
@@ -525,7 +532,7 @@ mod tests {
             let kind = [EntryKind::File, EntryKind::Executable, EntryKind::Symlink, EntryKind::Dir][kind as usize];
             let e = DirEntry { kind, id: ObjectId(id), size, mtime_ns, ctime_ns, ino, mode };
             let bytes = postcard::to_stdvec(&(serde_bytes::Bytes::new(&path), &e)).unwrap();
-            prop_assert_eq!(decode_entry(&bytes).unwrap(), Some((path.clone(), e.clone(), bytes.len())));
+            prop_assert_eq!(decode_entry(&bytes).unwrap(), Some((path.as_slice(), e.clone(), bytes.len())));
             // Cut short: more is needed, as postcard says.
             let short = &bytes[..cut % bytes.len()];
             prop_assert!(matches!(decode_entry(short), Ok(None)));
@@ -534,7 +541,7 @@ mod tests {
             let mine = decode_entry(&junk);
             let theirs = postcard::take_from_bytes::<(serde_bytes::ByteBuf, DirEntry)>(&junk);
             match (mine, theirs) {
-                (Ok(Some((p, e, used))), Ok(((tp, te), rest))) => prop_assert!(p == tp.into_vec() && e == te && used == junk.len() - rest.len()),
+                (Ok(Some((p, e, used))), Ok(((tp, te), rest))) => prop_assert!(p == tp.as_slice() && e == te && used == junk.len() - rest.len()),
                 (Ok(Some(_)), Err(err)) => prop_assert!(false, "postcard refused what was taken: {err}"),
                 (Ok(None), result) => prop_assert!(result.is_err(), "postcard took what was short"),
                 (Err(_), result) => prop_assert!(result.is_err()),

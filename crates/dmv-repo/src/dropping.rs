@@ -178,7 +178,7 @@ impl Repository {
                 continue;
             }
             *entry = DirEntry::absent(entry.kind, entry.id, entry.size);
-            clean.push(rel.clone());
+            clean.push(rel.to_vec());
         }
         self.save_dirstate(&ds)?;
         for (i, rel) in clean.iter().enumerate() {

@@ -204,7 +204,7 @@ impl Repository {
         // What the working tree holds at tracked paths.
         let current = current_flat(&status, &ds);
 
-        let mut doomed: Vec<Vec<u8>> = ds.entries.keys().filter(|p| !head_flat.contains_key(*p)).cloned().collect();
+        let mut doomed: Vec<Vec<u8>> = ds.entries.keys().filter(|p| !head_flat.contains_key(*p)).map(<[u8]>::to_vec).collect();
         if let Some(s) = state.filter(|s| s.phase == MergePhase::Applying) {
             // Interrupted before the dirstate was saved: files the merge already
             // wrote show as untracked. Remove those holding exactly what it wrote,

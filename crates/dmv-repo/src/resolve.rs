@@ -116,7 +116,7 @@ impl Repository {
         }
 
         // The result must still be a tree: no path both a file and a directory.
-        let mut next: BTreeSet<Vec<u8>> = ds.entries.keys().cloned().collect();
+        let mut next: BTreeSet<Vec<u8>> = ds.entries.keys().map(<[u8]>::to_vec).collect();
         for (p, e) in &plan {
             match e {
                 Some(_) => next.insert(p.clone()),

@@ -103,8 +103,8 @@ impl Repository {
         let mut entries = ds.entries.iter().peekable();
         let mut keep = Vec::with_capacity(files.len());
         for (path, meta) in &files {
-            unlisted.extend(std::iter::from_fn(|| entries.next_if(|(p, _)| p.as_slice() < path.as_ref())));
-            let entry = entries.next_if(|(p, _)| p.as_slice() == path.as_ref()).map(|(_, e)| e);
+            unlisted.extend(std::iter::from_fn(|| entries.next_if(|(p, _)| *p < path.as_ref())));
+            let entry = entries.next_if(|(p, _)| *p == path.as_ref()).map(|(_, e)| e);
             keep.push(to_store(path, meta, entry).is_some());
         }
         unlisted.extend(entries);
@@ -116,9 +116,9 @@ impl Repository {
                 false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
             };
             match there {
-                Some(m) if to_store(p, &Stat::of(&m), Some(e)).is_some() => also.push((p.clone(), Stat::of(&m))),
+                Some(m) if to_store(p, &Stat::of(&m), Some(e)).is_some() => also.push((p.to_vec(), Stat::of(&m))),
                 Some(_) => {}
-                None if !e.is_absent() => gone.push(p.clone()),
+                None if !e.is_absent() => gone.push(p.to_vec()),
                 None => {}
             }
         }
@@ -183,7 +183,7 @@ impl Repository {
         let (status, ds) = self.worktree_status()?;
         let mut tracked_folders = std::collections::HashSet::new();
         for (path, _) in ds.entries.iter() {
-            let mut folder = path.as_slice();
+            let mut folder = path;
             while let Some(at) = folder.iter().rposition(|b| *b == b'/') {
                 folder = &folder[..at];
                 if !tracked_folders.insert(folder.to_vec()) {
@@ -210,7 +210,7 @@ impl Repository {
         let mut ds = self.load_dirstate()?;
         let mut removed = Vec::new();
         for spec in specs {
-            let hits: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).cloned().collect();
+            let hits: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).map(<[u8]>::to_vec).collect();
             if hits.is_empty() {
                 return Err(RepoError::NoMatch(show(spec)));
             }
@@ -241,7 +241,7 @@ impl Repository {
         if self.abs_path(&dst).symlink_metadata().is_ok() {
             return Err(RepoError::DestinationExists { path: show(&dst) });
         }
-        let moving: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, src)).cloned().collect();
+        let moving: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, src)).map(<[u8]>::to_vec).collect();
         if moving.is_empty() || src.is_empty() {
             return Err(RepoError::NoMatch(show(src)));
         }

@@ -135,7 +135,7 @@ impl Repository {
                 Some(h) if h.id != e.id || h.kind != e.kind => DirEntry { kind: h.kind, id: h.id, size: h.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 },
                 _ => e.clone(),
             };
-            ds.entries.insert(path.clone(), entry);
+            ds.entries.insert(path.to_vec(), entry);
         }
         for (path, h) in ours.iter().filter(|(p, _)| !merged.contains_key(*p)) {
             ds.entries.insert(path.clone(), DirEntry { kind: h.kind, id: h.id, size: h.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 });

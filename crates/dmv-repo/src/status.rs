@@ -69,7 +69,7 @@ impl Repository {
         // million files.
         const SLICE: usize = 1 << 16;
         let mut files = Vec::with_capacity(ds.entries.len());
-        let mut paths = ds.entries.keys().map(|p| p.as_slice()).peekable();
+        let mut paths = ds.entries.keys().peekable();
         while paths.peek().is_some() {
             let slice: Vec<&[u8]> = paths.by_ref().take(SLICE).collect();
             let stats = self.stat_paths(&slice)?;
@@ -157,15 +157,15 @@ impl Repository {
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
         let entries = sieve.entries();
         let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.was_seen(i)).collect();
-        let paths: Vec<&[u8]> = unlisted.iter().map(|&i| entries[i].0.as_slice()).collect();
+        let paths: Vec<&[u8]> = unlisted.iter().map(|&i| entries.path(i)).collect();
         for (&i, there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
-            let (path, entry) = &entries[i];
+            let (path, entry) = (entries.path(i), entries.value(i));
             match there {
                 Some(meta) if differs(entry, &meta, sieve.ds.written_ns) => found.changed.push((i, meta)),
                 Some(_) => {}
                 // Its data is not here, so neither is the file: nothing changed.
                 None if entry.is_absent() => {}
-                None => unstaged.push(Change { path: path.clone(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
+                None => unstaged.push(Change { path: path.to_vec(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
             }
         }
         let Sifted { mut untracked, mut changed } = found;
@@ -197,12 +197,13 @@ impl Repository {
         while !changed.is_empty() {
             let slice = &changed[changed.len().saturating_sub(1 << 16)..];
             let entries = ds.entries.sorted().unwrap_or_default();
-            let ids = self.current_ids(slice.len(), |k| (entries[slice[k].0].0.as_slice(), &slice[k].1))?;
+            let ids = self.current_ids(slice.len(), |k| (entries.path(slice[k].0), &slice[k].1))?;
             for (&(i, meta), (id, size)) in slice.iter().zip(ids) {
                 let kind = meta.kind().unwrap_or(EntryKind::File);
-                let (path, entry) = &ds.entries.sorted().unwrap_or_default()[i];
+                let entries = ds.entries.sorted().unwrap_or_default();
+                let (path, entry) = (entries.path(i), entries.value(i));
                 if id != entry.id || kind != entry.kind {
-                    unstaged.push(Change { path: path.clone(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
+                    unstaged.push(Change { path: path.to_vec(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
                 // A file stamped within a clock tick of our read may have been
                 // written again in that tick, unseen by its stat: not recorded
                 // as checked, it is read again next time (as ingest does).
@@ -296,7 +297,7 @@ impl Sieve {
         Sieve { ds, seen }
     }
 
-    fn entries(&self) -> &[(Vec<u8>, DirEntry)] {
+    fn entries(&self) -> crate::pathmap::Sorted<'_, DirEntry> {
         // Folded in `new`.
         self.ds.entries.sorted().unwrap_or_default()
     }
@@ -314,18 +315,15 @@ impl Sieve {
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut from = 0;
         for (path, meta) in files.drain(..) {
-            let at = match entries.get(from) {
-                Some((p, _)) if *p == path => Ok(from),
-                _ => match entries[from..].binary_search_by(|(p, _)| p.as_slice().cmp(&path)) {
-                    Ok(i) => Ok(from + i),
-                    Err(i) => Err(from + i),
-                },
+            let at = match from < entries.len() && entries.path(from) == path.as_slice() {
+                true => Ok(from),
+                false => entries.search_from(from, &path),
             };
             match at {
                 Ok(i) => {
                     from = i + 1;
                     self.seen[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
-                    if differs(&entries[i].1, &meta, self.ds.written_ns) {
+                    if differs(entries.value(i), &meta, self.ds.written_ns) {
                         sifted.changed.push((i, meta));
                     }
                 }

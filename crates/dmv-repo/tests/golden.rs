@@ -75,7 +75,7 @@ fn golden_dirstate_decodes() {
     std::fs::write(&path, bytes_of(DIRSTATE)).unwrap();
     // `written_ns` is the file's own mtime, not part of its bytes.
     let loaded = Dirstate::load(&path).unwrap();
-    assert_eq!(loaded.entries.iter().map(|(p, e)| (p.clone(), e.clone())).collect::<std::collections::BTreeMap<_, _>>(), dirstate_entries());
+    assert_eq!(loaded.entries.iter().map(|(p, e)| (p.to_vec(), e.clone())).collect::<std::collections::BTreeMap<_, _>>(), dirstate_entries());
     // Saving writes the same bytes again (the save streams, the load decodes in place).
     let again = tmp.path().join("again");
     loaded.save(&again).unwrap();

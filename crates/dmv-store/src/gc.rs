@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use crate::error::IoContext;
-use crate::index::write_index;
+use crate::index::{write_index, PackIndex};
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::store::{maybe_compress, sync_dir};
@@ -191,7 +191,7 @@ impl Store {
         let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
         report.packs_rolled = roll;
         report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
-        let (_, made) = self.rewrite_packs(&self.objects_by_pack()?, &rewrite, &|_| true, &|_| {})?;
+        let (_, made) = self.rewrite_packs(&self.objects_of_packs(&rewrite)?, &rewrite, &|_| true, &|_| {})?;
         // The new pack is as old as the newest it holds: gc's grace period
         // for recent packs must not start again for old objects.
         if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
@@ -228,6 +228,21 @@ impl Store {
         }
         packs.sort_by_key(|p| (p.size, p.id));
         Ok(packs)
+    }
+
+    /// The objects of `packs`, by pack, read from each one's own index: what
+    /// a repack inside a commit reads, rather than every object of the store
+    /// (at five million objects, a map of them all was 600 MB). An object
+    /// that a pack outside `packs` holds too is written again: a copy that
+    /// the next gc drops.
+    fn objects_of_packs(&self, packs: &[ObjectId]) -> StoreResult<HashMap<ObjectId, Vec<Entry>>> {
+        let mut by_pack = HashMap::new();
+        for p in packs {
+            let idx = PackIndex::open(&self.packs_dir().join(index_file_name(p)))?;
+            let entries = (0..idx.len()).map(|i| idx.located_at(i).map(|loc| loc.entry)).collect::<StoreResult<Vec<_>>>()?;
+            by_pack.insert(*p, entries);
+        }
+        Ok(by_pack)
     }
 
     /// Every object of every pack, by pack (an object in two packs is listed in both).

@@ -165,7 +165,7 @@ impl Store {
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
             // A damaged multi-pack index only costs speed: fall back to the per-pack ones.
-            if let Ok(midx) = PackIndex::open(&midx_path).map(PackIndex::probed_only) {
+            if let Ok(midx) = PackIndex::open(&midx_path).map(PackIndex::probed_only).map(PackIndex::read_at_random) {
                 let all_present = midx.packs().iter().all(|p| self.packs_dir.join(index_file_name(p)).exists());
                 if all_present {
                     covered.extend(midx.packs().iter().copied());
@@ -182,7 +182,7 @@ impl Store {
                 .is_some_and(|p| covered.contains(&p));
             if !covered_pack {
                 match PackIndex::open(&path) {
-                    Ok(idx) => outside.push(idx),
+                    Ok(idx) => outside.push(idx.read_at_random()),
                     // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
                     Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => vanished = true,
                     // The rest of the store stays usable (and repairable).
