@@ -154,7 +154,7 @@ fn main() -> ExitCode {
     }
     // Said before anything is done (a `switch -c` would create its branch first).
     if needs_worktree(&cli.command) {
-        if let Ok(Err(e)) = repo_args::open_repo().map(|repo| repo.require_worktree()) {
+        if let Some(e) = repo_args::check_worktree() {
             eprintln!("dmv: {e}");
             return ExitCode::from(128);
         }
