@@ -18,7 +18,7 @@ use crate::files::symlink_target;
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repo::Repository;
-use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
+use crate::tree::{diff_sorted, flatten, Change, ChangeKind, FlatEntry, FlatTree};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusEntry {
@@ -243,7 +243,9 @@ impl Repository {
             Some(t) => flatten(&self.store, &t)?,
             None => FlatTree::new(),
         };
-        let staged = diff_flat(&head_flat, &ds.flat());
+        // The dirstate as it is, in path order: a flat copy of it was a
+        // second map of every path (150 MB at a million files).
+        let staged = diff_sorted(head_flat.iter().map(|(p, e)| (p.as_slice(), *e)), ds.entries.iter().map(|(p, e)| (p, e.flat())));
         if let (Some(tree), true, true) = (head, staged.is_empty(), locked) {
             self.mark_tree(ds, tree);
         }

@@ -281,29 +281,35 @@ pub struct Change {
 }
 
 pub fn diff_flat(old: &FlatTree, new: &FlatTree) -> Vec<Change> {
+    diff_sorted(old.iter().map(|(p, e)| (p.as_slice(), *e)), new.iter().map(|(p, e)| (p.as_slice(), *e)))
+}
+
+/// [`diff_flat`] of two lists of entries in path order, each path once
+/// (a flat tree's, or a dirstate's without a copy of it).
+pub fn diff_sorted<'a, 'b>(old: impl Iterator<Item = (&'a [u8], FlatEntry)>, new: impl Iterator<Item = (&'b [u8], FlatEntry)>) -> Vec<Change> {
     let mut out = Vec::new();
-    let mut a = old.iter().peekable();
-    let mut b = new.iter().peekable();
+    let mut a = old.peekable();
+    let mut b = new.peekable();
     loop {
         match (a.peek(), b.peek()) {
             (None, None) => break,
             (Some((pa, ea)), Some((pb, eb))) if pa == pb => {
                 if ea.id != eb.id || ea.kind != eb.kind {
-                    out.push(Change { path: pa.to_vec(), kind: ChangeKind::Modified, old: Some(**ea), new: Some(**eb) });
+                    out.push(Change { path: pa.to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
                 }
                 a.next();
                 b.next();
             }
             (Some((pa, ea)), Some((pb, _))) if pa < pb => {
-                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(**ea), new: None });
+                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
                 a.next();
             }
             (Some((pa, ea)), None) => {
-                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(**ea), new: None });
+                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
                 a.next();
             }
             (_, Some((pb, eb))) => {
-                out.push(Change { path: pb.to_vec(), kind: ChangeKind::Added, old: None, new: Some(**eb) });
+                out.push(Change { path: pb.to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) });
                 b.next();
             }
         }
