@@ -672,7 +672,7 @@ impl Store {
         if old.packs().iter().any(|p| !self.packs_dir.join(pack_file_name(p)).exists()) {
             return self.write_multi_pack_index();
         }
-        let covered: HashSet<String> = old.packs().iter().map(|p| format!("pack-{}.idx", p.to_hex())).collect();
+        let covered: HashSet<String> = old.packs().iter().map(index_file_name).collect();
         let mut idx_paths = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let entry = entry.at(&self.packs_dir)?;
