@@ -607,28 +607,23 @@ impl Store {
 
     /// Rewrites the multi-pack index over every pack index present.
     pub fn write_multi_pack_index(&self) -> StoreResult<()> {
-        let mut idx_paths = Vec::new();
-        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
-            let path = entry.at(&self.packs_dir)?.path();
-            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx")) {
-                idx_paths.push(path);
-            }
-        }
-        // Packs numbered in checksum order: the same packs give the same bytes on any file system.
-        idx_paths.sort();
-        let mut indexes = Vec::with_capacity(idx_paths.len());
-        for path in idx_paths {
-            match PackIndex::open(&path) {
-                Ok(idx) => indexes.push(idx),
-                Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
-                // Left uncovered: the store reports it where it is read, and repair rebuilds it.
-                Err(StoreError::CorruptFile { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-        }
+        let indexes = open_to_merge(self.pack_index_paths(|_| false)?)?;
         write_merged_index(&self.packs_dir.join(MULTI_PACK_INDEX), &indexes)?;
         sync_dir(&self.packs_dir)?;
         self.reload()
+    }
+
+    /// The per-pack indexes in the packs folder, in name order, but those whose name `skip` picks.
+    fn pack_index_paths(&self, skip: impl Fn(&str) -> bool) -> StoreResult<Vec<PathBuf>> {
+        let mut paths = Vec::new();
+        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
+            let path = entry.at(&self.packs_dir)?.path();
+            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !skip(n)) {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        Ok(paths)
     }
 
     /// A long write session (a file larger than RAM, a million files) seals
@@ -673,27 +668,28 @@ impl Store {
             return self.write_multi_pack_index();
         }
         let covered: HashSet<String> = old.packs().iter().map(index_file_name).collect();
-        let mut idx_paths = Vec::new();
-        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
-            let entry = entry.at(&self.packs_dir)?;
-            let name = entry.file_name();
-            if name.to_str().is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !covered.contains(n)) {
-                idx_paths.push(entry.path());
-            }
-        }
         let mut sources = vec![old];
-        for p in idx_paths {
-            match PackIndex::open(&p) {
-                Ok(idx) => sources.push(idx),
-                Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(StoreError::CorruptFile { .. }) => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        sources.extend(open_to_merge(self.pack_index_paths(|name| covered.contains(name))?)?);
         write_merged_index(&path, &sources)?;
         sync_dir(&self.packs_dir)?;
         self.reload()
     }
+}
+
+/// Opens the indexes a multi-pack index is merged from. One removed since
+/// it was listed is left out, and so is a damaged one: left uncovered, the
+/// store reports it where it is read, and repair rebuilds it.
+fn open_to_merge(paths: Vec<PathBuf>) -> StoreResult<Vec<PackIndex>> {
+    let mut indexes = Vec::with_capacity(paths.len());
+    for path in paths {
+        match PackIndex::open(&path) {
+            Ok(idx) => indexes.push(idx),
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(StoreError::CorruptFile { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(indexes)
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
