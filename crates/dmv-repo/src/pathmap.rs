@@ -45,7 +45,8 @@ impl<V> PathMap<V> {
     /// Appends an entry whose path sorts after every path of the map (as a
     /// file's entries are read); false, and nothing added, if it does not.
     pub fn push_sorted(&mut self, path: &[u8], value: V) -> bool {
-        let after_all = self.ends.last().is_none_or(|_| self.path_at(self.ends.len() - 1) < path) && self.over.last_key_value().is_none_or(|(p, _)| p.as_slice() < path);
+        let run = self.run();
+        let after_all = (run.is_empty() || run.path(run.len() - 1) < path) && self.over.last_key_value().is_none_or(|(p, _)| p.as_slice() < path);
         if after_all {
             self.push(path, value);
         }
@@ -65,10 +66,9 @@ impl<V> PathMap<V> {
         self.values.reserve(more);
     }
 
-    /// The path of the run's entry `i`.
-    fn path_at(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+    /// The run, without the changes not folded into it yet.
+    fn run(&self) -> Sorted<'_, V> {
+        Sorted { bytes: &self.bytes, ends: &self.ends, values: &self.values }
     }
 
     pub fn len(&self) -> usize {
@@ -80,7 +80,7 @@ impl<V> PathMap<V> {
     }
 
     fn position(&self, path: &[u8]) -> Result<usize, usize> {
-        search(&self.bytes, &self.ends, 0, path)
+        self.run().search_from(0, path)
     }
 
     pub fn get(&self, path: &[u8]) -> Option<&V> {
@@ -193,7 +193,7 @@ impl<V> PathMap<V> {
     /// loaded, or after [`PathMap::fold`]): positions in it name entries for
     /// [`PathMap::sorted_value_mut`].
     pub fn sorted(&self) -> Option<Sorted<'_, V>> {
-        self.over.is_empty().then_some(Sorted { bytes: &self.bytes, ends: &self.ends, values: &self.values })
+        self.over.is_empty().then(|| self.run())
     }
 
     /// The value at position `i` of [`PathMap::sorted`], while that holds.
@@ -205,7 +205,7 @@ impl<V> PathMap<V> {
     }
 
     pub fn iter(&self) -> Iter<'_, V> {
-        Iter { run: Sorted { bytes: &self.bytes, ends: &self.ends, values: &self.values }, at: 0, over: self.over.iter().peekable(), remaining: self.len() }
+        Iter { run: self.run(), at: 0, over: self.over.iter().peekable(), remaining: self.len() }
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
@@ -223,22 +223,6 @@ impl<V> PathMap<V> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(self.ends.iter().copied()).map(move |(start, end)| &bytes[start..end]).zip(self.values.iter_mut())
     }
-}
-
-/// Where `path` is among the paths of a run from position `from` on (as
-/// `binary_search` answers).
-fn search(bytes: &[u8], ends: &[usize], from: usize, path: &[u8]) -> Result<usize, usize> {
-    let (mut lo, mut hi) = (from, ends.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let start = if mid == 0 { 0 } else { ends[mid - 1] };
-        match bytes[start..ends[mid]].cmp(path) {
-            std::cmp::Ordering::Less => lo = mid + 1,
-            std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return Ok(mid),
-        }
-    }
-    Err(lo)
 }
 
 /// The entries of a map with no change to fold in, by position in path order.
@@ -280,9 +264,19 @@ impl<'a, V> Sorted<'a, V> {
         &self.values[i]
     }
 
-    /// Where `path` is from position `from` on: `Ok` at it, `Err` where it would go.
+    /// Where `path` is from position `from` on: `Ok` at it, `Err` where it
+    /// would go (as `binary_search` answers).
     pub fn search_from(&self, from: usize, path: &[u8]) -> Result<usize, usize> {
-        search(self.bytes, self.ends, from, path)
+        let (mut lo, mut hi) = (from, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.path(mid).cmp(path) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
     }
 }
 
