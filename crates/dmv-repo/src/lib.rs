@@ -5,7 +5,7 @@
 //! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
 //! `dirstate`; `repo` (the `Repository` itself); `settings`; `branches`, `graph`, `early`,
 //! `locations`, `availability`, `tree_diff`; the
-//! working tree: `parallel`, `files`, `status`, `staging`, `checkout`; the
+//! working tree: `parallel`, `files`, `walk`, `sieve`, `status`, `staging`, `checkout`; the
 //! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`, `stash`, `archive`; on
 //! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
 //! merge in progress).
@@ -43,6 +43,7 @@ mod resolve;
 mod revert;
 mod seal;
 mod settings;
+mod sieve;
 mod slice;
 mod staging;
 mod stash;
@@ -85,7 +86,7 @@ pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use time::{civil, utc_time};
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use tree_diff::{diff_trees, find_renames, Listed};
+pub use tree_diff::{diff_trees, find_renames, list_renames, Listed};
 pub use wlock::{WorktreeGuard, WorktreeLock};
 
 pub use dmv_store as store;

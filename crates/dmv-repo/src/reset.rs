@@ -1,13 +1,13 @@
 //! Moving HEAD to another commit than the next one: `reset` (soft, mixed,
 //! hard, with git's meanings) and `commit --amend`.
 
-use dmv_store::object::Commit;
+use dmv_store::object::{Commit, TreeNode};
 use dmv_store::{ObjectId, ObjectKind};
 
 use crate::dirstate::DirEntry;
 use crate::error::{RepoError, RepoResult};
 use crate::repo::Repository;
-use crate::tree::{flatten_sorted, FlatEntry};
+use crate::tree::{FilesInOrder, FlatEntry};
 
 /// What `reset` makes like the target commit besides HEAD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,13 +74,20 @@ impl Repository {
     pub(crate) fn stage_tree(&self, tree: &ObjectId) -> RepoResult<()> {
         let old = self.load_dirstate()?;
         let mut ds = crate::dirstate::Dirstate::default();
-        for (path, e) in flatten_sorted(&self.store, tree)? {
-            let entry = match old.entries.get(&path) {
-                Some(was) if was.id == e.id && was.kind == e.kind => was.clone(),
+        // The tree a folder at a time beside the old entries, both in path
+        // order (the tree as a list beside both dirstates was 287 MB at a
+        // million files).
+        let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+        let mut was = old.entries.iter().peekable();
+        for file in FilesInOrder::new(&read, tree)? {
+            let (path, e) = file?;
+            while was.next_if(|(p, _)| *p < path.as_slice()).is_some() {}
+            let entry = match was.next_if(|(p, _)| *p == path.as_slice()) {
+                Some((_, was)) if was.id == e.id && was.kind == e.kind => was.clone(),
                 // Unknown stat: the next status reads the file once.
                 _ => DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 },
             };
-            ds.entries.insert(path.into_vec(), entry);
+            ds.entries.insert(path, entry);
         }
         self.save_dirstate(&ds)?;
         self.mark_tree(&ds, *tree);

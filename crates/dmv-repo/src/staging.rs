@@ -1,8 +1,8 @@
 //! Staging: `add`, `rm` and `mv` change the dirstate (and the working tree
 //! for `rm` and `mv`), and a commit records the staged tree on HEAD.
 
-use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use dmv_store::object::EntryKind;
 use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
@@ -12,6 +12,8 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::files::symlink_target;
 use crate::paths::{matches, show, Beneath};
 use crate::repo::Repository;
+use crate::sieve::{differs, sift, Seen};
+use crate::walk::stat_threads;
 
 /// Files handed to one ingest pipeline at a time by `add`.
 const INGEST_BATCH: usize = 8192;
@@ -67,110 +69,168 @@ impl Repository {
     /// Stages into `ds` what `add` stages, storing new content in `session`;
     /// returns how many entries changed.
     pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
-        // With `tracked_only`, only the tracked paths are looked at.
-        // (Their paths borrowed from the dirstate: a million copies are ~100 MB.)
-        let mut files: Vec<(Cow<[u8]>, Stat)> = match tracked_only {
-            true => self.stat_tracked(ds)?,
-            false => self.scan_sorted()?.into_iter().map(|(p, st)| (Cow::Owned(p), st)).collect(),
+        let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
+        // Positions in one sorted run name the tracked entries until the
+        // untracked files are inserted, last.
+        ds.entries.fold();
+        let seen = Seen::new(ds.entries.len());
+        let written_ns = ds.written_ns;
+        let total = AtomicU64::new(0);
+        let mut storing = Storing { repo: self, session, progress, done: AtomicU64::new(0), total: &total, changed: 0 };
+        // Tracked files whose stat changed are stored as they are found, and
+        // their entries changed in place; untracked ones are listed.
+        let mut untracked = {
+            let shared = RwLock::new(&mut *ds);
+            match tracked_only {
+                true => {
+                    self.stage_tracked_by_stat(&shared, &wanted, &seen, &mut storing)?;
+                    Vec::new()
+                }
+                false => self.stage_walked(&shared, &wanted, &seen, &mut storing)?,
+            }
         };
+        // Tracked paths not found: ignored (they stay tracked), gone, or
+        // absent. A tracked file missing from the working tree is unstaged,
+        // unless its data is absent from this (partial) replica: then nothing
+        // is there, and that is not a deletion. (With `tracked_only`, every
+        // tracked path was stat'ed: one not found is not there.)
+        let (mut also, mut gone) = (Vec::new(), Vec::new());
+        {
+            let entries = ds.entries.sorted().unwrap_or_default();
+            let mut beneath = Beneath::new(&self.root);
+            for i in (0..entries.len()).filter(|&i| !seen.was_seen(i) && wanted(entries.path(i))) {
+                let (p, e) = (entries.path(i), entries.value(i));
+                let there = match tracked_only {
+                    true => None,
+                    false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
+                };
+                match there {
+                    Some(m) if differs(e, &Stat::of(&m), written_ns) => also.push((i, Stat::of(&m))),
+                    Some(_) => {}
+                    None if !e.is_absent() => gone.push(p.to_vec()),
+                    None => {}
+                }
+            }
+        }
+        storing.store_tracked(&RwLock::new(&mut *ds), also)?;
+        untracked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // A file named explicitly is added even if an ignore rule matches it.
-        for spec in specs {
-            if let (false, Err(at)) = (spec.is_empty(), files.binary_search_by(|(p, _)| p.as_ref().cmp(spec.as_slice()))) {
+        for spec in specs.iter().filter(|s| !s.is_empty() && !tracked_only && !ds.entries.contains_key(s)) {
+            if let Err(at) = untracked.binary_search_by(|(p, _)| p.as_slice().cmp(spec)) {
                 if let Some(m) = Beneath::new(&self.root).lstat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? {
                     if m.is_file() || m.file_type().is_symlink() {
-                        files.insert(at, (Cow::Owned(spec.clone()), Stat::of(&m)));
+                        untracked.insert(at, (spec.clone(), Stat::of(&m)));
                     }
                 }
             }
         }
-        let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
+        // Nothing is saved when a path matches nothing: what was stored is
+        // garbage for gc.
         for spec in specs {
-            let hit = files.iter().any(|(p, _)| matches(p, spec)) || ds.entries.keys().any(|p| matches(p, spec));
-            if !hit {
+            if !untracked.iter().any(|(p, _)| matches(p, spec)) && !ds.entries.keys().any(|p| matches(p, spec)) {
                 return Err(RepoError::NoMatch(show(spec)));
             }
         }
-        // One pass over the working tree and the dirstate, both in path order.
-        // A tracked file missing from the working tree is unstaged, unless its data is absent
-        // from this (partial) replica: then nothing is there, and that is not a deletion.
-        // (With `tracked_only`, every tracked path was stat'ed: one not listed is not there.)
-        let to_store = |path: &[u8], meta: &Stat, entry: Option<&DirEntry>| {
-            let kind = meta.kind().filter(|_| wanted(path) && !(tracked_only && entry.is_none()))?;
-            (!entry.is_some_and(|e| e.kind == kind && e.stat_matches(meta, ds.written_ns))).then_some(kind)
-        };
-        // Tracked paths the walk did not list: ignored (they stay tracked), gone, or absent.
-        let mut unlisted = Vec::new();
-        let mut entries = ds.entries.iter().peekable();
-        let mut keep = Vec::with_capacity(files.len());
-        for (path, meta) in &files {
-            unlisted.extend(std::iter::from_fn(|| entries.next_if(|(p, _)| *p < path.as_ref())));
-            let entry = entries.next_if(|(p, _)| *p == path.as_ref()).map(|(_, e)| e);
-            keep.push(to_store(path, meta, entry).is_some());
-        }
-        unlisted.extend(entries);
-        let (mut also, mut gone) = (Vec::new(), Vec::new());
-        let mut beneath = Beneath::new(&self.root);
-        for (p, e) in unlisted.into_iter().filter(|(p, _)| wanted(p)) {
-            let there = match tracked_only {
-                true => None,
-                false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
-            };
-            match there {
-                Some(m) if to_store(p, &Stat::of(&m), Some(e)).is_some() => also.push((p.to_vec(), Stat::of(&m))),
-                Some(_) => {}
-                None if !e.is_absent() => gone.push(p.to_vec()),
-                None => {}
-            }
-        }
-        // What is to be stored, made from the list itself, in its place: a
-        // first add of a million files would otherwise copy every path.
-        let mut kept = keep.into_iter();
-        files.retain(|_| kept.next().unwrap_or(false));
-        files.shrink_to_fit();
-        let mut to_ingest: Vec<(Vec<u8>, Stat)> = files.into_iter().map(|(p, meta)| (p.into_owned(), meta)).collect();
-        to_ingest.extend(also);
-        let symlinks: Vec<(Vec<u8>, Stat)> = to_ingest.extract_if(.., |(_, meta)| meta.kind() == Some(EntryKind::Symlink)).collect();
-        let mut changed = 0;
-        for (path, meta) in symlinks {
-            let target = symlink_target(&self.abs_path(&path))?;
-            let id = session.put_object(ObjectKind::Chunk, &target)?;
-            ds.entries.insert(path, DirEntry::with_stat(EntryKind::Symlink, id, target.len() as u64, &meta));
-            changed += 1;
-        }
+        storing.changed += gone.len();
         for p in gone {
             ds.entries.remove(&p);
-            changed += 1;
         }
-        let total: u64 = to_ingest.iter().map(|(_, m)| m.size).sum();
-        let done = AtomicU64::new(0);
-        // In batches: a result holds a whole stat, too much to keep for a
-        // million files at once. Each batch is taken off the list in path
-        // order and its paths moved into the dirstate, so the list shrinks
-        // as the dirstate grows (a first add of a million files held both
-        // whole, ~100 MB more).
-        to_ingest.reverse();
-        while !to_ingest.is_empty() {
-            let mut batch = to_ingest.split_off(to_ingest.len().saturating_sub(INGEST_BATCH));
-            batch.reverse();
-            if to_ingest.capacity() > 2 * to_ingest.len() + INGEST_BATCH {
-                to_ingest.shrink_to_fit();
-            }
-            let sources = batch.iter().map(|(p, _)| IngestSource { path: self.abs_path(p) }).collect();
-            let results = session.ingest(sources, &|n| {
-                let d = done.fetch_add(n, Ordering::Relaxed) + n;
-                progress(d, total);
-            })?;
-            for ((path, _), result) in batch.into_iter().zip(results) {
-                let stored = result?;
-                let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
-                let new = DirEntry::new(kind, stored.id, stored.size, &stored.meta);
-                if ds.entries.get(&path).map(|e| (e.id, e.kind)) != Some((new.id, new.kind)) {
-                    changed += 1;
+        storing.store_untracked(ds, untracked)?;
+        Ok(storing.changed)
+    }
+
+    /// `add`'s walk of the working tree: each folder's files are compared
+    /// with the dirstate as the walk reads it, the tracked ones that changed
+    /// stored a batch at a time while the walk goes on. Returns the
+    /// untracked files `wanted` asks for.
+    fn stage_walked(
+        &self,
+        ds: &RwLock<&mut Dirstate>,
+        wanted: &(dyn Fn(&[u8]) -> bool + Sync),
+        seen: &Seen,
+        storing: &mut Storing<'_, '_, '_>,
+    ) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
+        let untracked = Mutex::new(Vec::new());
+        let pending = Mutex::new(Vec::new());
+        let failed = AtomicBool::new(false);
+        let total = storing.total;
+        // One batch waits while one is stored: the walk runs ahead by no more.
+        let (full, batches) = std::sync::mpsc::sync_channel::<Vec<(usize, Stat)>>(1);
+        let (walked, stored) = std::thread::scope(|s| {
+            let walk = s.spawn(|| {
+                let full = full;
+                crate::walk::walk(&self.root, stat_threads(), &|files| {
+                    if failed.load(Ordering::Relaxed) {
+                        files.clear();
+                        return;
+                    }
+                    let (mut changed, mut new) = (Vec::new(), Vec::new());
+                    {
+                        let ds = read(ds);
+                        let entries = ds.entries.sorted().unwrap_or_default();
+                        let tracked = |i: usize, meta: Stat| {
+                            if wanted(entries.path(i)) && differs(entries.value(i), &meta, ds.written_ns) {
+                                total.fetch_add(meta.size, Ordering::Relaxed);
+                                changed.push((i, meta));
+                            }
+                        };
+                        sift(entries, seen, files, tracked, |path, meta| {
+                            if wanted(&path) {
+                                new.push((path, meta));
+                            }
+                        });
+                    }
+                    lock(&untracked).append(&mut new);
+                    let batch = {
+                        let mut pending = lock(&pending);
+                        pending.append(&mut changed);
+                        (pending.len() >= INGEST_BATCH).then(|| std::mem::take(&mut *pending))
+                    };
+                    if let Some(batch) = batch {
+                        // Every batch is taken, even after a failure: refused only if this thread's caller panicked.
+                        let _ = full.send(batch);
+                    }
+                })
+            });
+            let mut stored = Ok(());
+            for batch in batches.iter() {
+                if stored.is_ok() {
+                    stored = storing.store_tracked(ds, batch);
+                    failed.store(stored.is_err(), Ordering::Relaxed);
                 }
-                ds.entries.insert(path, new);
             }
+            (walk.join(), stored)
+        });
+        walked.map_err(|_| RepoError::Scan { detail: "the walk of the working tree stopped unexpectedly".into() })??;
+        stored?;
+        storing.store_tracked(ds, pending.into_inner().unwrap_or_else(|p| p.into_inner()))?;
+        Ok(untracked.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// `commit -a`'s look at the working tree: the tracked paths are stat'ed
+    /// a slice at a time, and those that changed are stored.
+    fn stage_tracked_by_stat(&self, ds: &RwLock<&mut Dirstate>, wanted: &dyn Fn(&[u8]) -> bool, seen: &Seen, storing: &mut Storing<'_, '_, '_>) -> RepoResult<()> {
+        const SLICE: usize = 1 << 16;
+        let count = read(ds).entries.len();
+        for start in (0..count).step_by(SLICE) {
+            let changed = {
+                let ds = read(ds);
+                let entries = ds.entries.sorted().unwrap_or_default();
+                let paths: Vec<&[u8]> = (start..(start + SLICE).min(count)).map(|i| entries.path(i)).collect();
+                let mut changed = Vec::new();
+                for (i, meta) in (start..).zip(self.stat_paths(&paths)?) {
+                    let Some(meta) = meta else { continue };
+                    seen.mark(i);
+                    if wanted(entries.path(i)) && differs(entries.value(i), &meta, ds.written_ns) {
+                        storing.total.fetch_add(meta.size, Ordering::Relaxed);
+                        changed.push((i, meta));
+                    }
+                }
+                changed
+            };
+            storing.store_tracked(ds, changed)?;
         }
-        Ok(changed)
+        Ok(())
     }
 
     /// `clean`: deletes the untracked files (not the ignored ones) at or
@@ -313,4 +373,101 @@ impl Repository {
         dmv_store::failpoint("commit-after-ref");
         Ok(id)
     }
+}
+
+/// What `stage` has stored so far, and how it reports progress.
+struct Storing<'r, 's, 'w> {
+    repo: &'r Repository,
+    session: &'s mut WriteSession<'w>,
+    progress: &'r dyn Fn(u64, u64),
+    done: AtomicU64,
+    /// Bytes found to store so far (the walk adds to it as it goes).
+    total: &'r AtomicU64,
+    /// Entries changed.
+    changed: usize,
+}
+
+impl Storing<'_, '_, '_> {
+    /// Stores tracked files (by position in the dirstate's sorted run) and
+    /// changes their entries in place.
+    fn store_tracked(&mut self, ds: &RwLock<&mut Dirstate>, files: Vec<(usize, Stat)>) -> RepoResult<()> {
+        for batch in files.chunks(INGEST_BATCH) {
+            let paths: Vec<Vec<u8>> = {
+                let ds = read(ds);
+                let entries = ds.entries.sorted().unwrap_or_default();
+                batch.iter().map(|(i, _)| entries.path(*i).to_vec()).collect()
+            };
+            let stored = self.store(paths.iter().map(Vec::as_slice).zip(batch.iter().map(|(_, meta)| meta)))?;
+            let mut ds = ds.write().unwrap_or_else(|p| p.into_inner());
+            for ((i, _), new) in batch.iter().zip(stored) {
+                if let Some(entry) = ds.entries.sorted_value_mut(*i) {
+                    if (entry.id, entry.kind) != (new.id, new.kind) {
+                        self.changed += 1;
+                    }
+                    *entry = new;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores untracked files (in path order) and inserts their entries,
+    /// moving each path into the dirstate as its batch is stored, so that
+    /// the list shrinks as the dirstate grows (a first add of a million
+    /// files held both whole, ~100 MB more).
+    fn store_untracked(&mut self, ds: &mut Dirstate, mut files: Vec<(Vec<u8>, Stat)>) -> RepoResult<()> {
+        self.total.fetch_add(files.iter().map(|(_, m)| m.size).sum(), Ordering::Relaxed);
+        files.reverse();
+        while !files.is_empty() {
+            let mut batch = files.split_off(files.len().saturating_sub(INGEST_BATCH));
+            batch.reverse();
+            if files.capacity() > 2 * files.len() + INGEST_BATCH {
+                files.shrink_to_fit();
+            }
+            let stored = self.store(batch.iter().map(|(p, meta)| (p.as_slice(), meta)))?;
+            self.changed += batch.len();
+            for ((path, _), entry) in batch.into_iter().zip(stored) {
+                ds.entries.insert(path, entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores files and symlinks; their new entries, in the same order.
+    fn store<'p>(&mut self, files: impl Iterator<Item = (&'p [u8], &'p Stat)>) -> RepoResult<Vec<DirEntry>> {
+        let mut entries = Vec::new();
+        let mut sources = Vec::new();
+        // Where each file's entry goes: symlinks are stored here and now.
+        let mut at = Vec::new();
+        for (path, meta) in files {
+            if meta.kind() == Some(EntryKind::Symlink) {
+                let target = symlink_target(&self.repo.abs_path(path))?;
+                let id = self.session.put_object(ObjectKind::Chunk, &target)?;
+                entries.push(Some(DirEntry::with_stat(EntryKind::Symlink, id, target.len() as u64, meta)));
+            } else {
+                at.push(entries.len());
+                entries.push(None);
+                sources.push(IngestSource { path: self.repo.abs_path(path) });
+            }
+        }
+        let (done, total, progress) = (&self.done, self.total, self.progress);
+        let results = self.session.ingest(sources, &|n| {
+            let d = done.fetch_add(n, Ordering::Relaxed) + n;
+            progress(d, total.load(Ordering::Relaxed));
+        })?;
+        for (k, result) in at.into_iter().zip(results) {
+            let stored = result?;
+            let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
+            entries[k] = Some(DirEntry::new(kind, stored.id, stored.size, &stored.meta));
+        }
+        Ok(entries.into_iter().flatten().collect())
+    }
+}
+
+fn read<'l, 'd>(ds: &'l RwLock<&'d mut Dirstate>) -> std::sync::RwLockReadGuard<'l, &'d mut Dirstate> {
+    ds.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

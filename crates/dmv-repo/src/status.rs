@@ -5,10 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use dmv_store::object::EntryKind;
+use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{hash_file, ObjectId, ObjectKind};
 use serde::Serialize;
 
@@ -18,7 +17,9 @@ use crate::files::symlink_target;
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repo::Repository;
-use crate::tree::{diff_sorted, flatten, Change, ChangeKind, FlatEntry, FlatTree};
+use crate::sieve::{differs, sift, Seen};
+use crate::tree::{diff_sorted, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
+use crate::walk::stat_threads;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusEntry {
@@ -60,27 +61,9 @@ impl Repository {
         Ok(found)
     }
 
-    /// The tracked files (and symlinks) that are in the working tree, with
-    /// their lstat, in path order: what `commit -a` looks at, without
-    /// reading every folder.
-    pub(crate) fn stat_tracked<'d>(&self, ds: &'d Dirstate) -> RepoResult<Vec<(std::borrow::Cow<'d, [u8]>, Stat)>> {
-        // A slice of paths at a time, into one list sized once: a list of
-        // every path and one of every stat beside it doubled this at a
-        // million files.
-        const SLICE: usize = 1 << 16;
-        let mut files = Vec::with_capacity(ds.entries.len());
-        let mut paths = ds.entries.keys().peekable();
-        while paths.peek().is_some() {
-            let slice: Vec<&[u8]> = paths.by_ref().take(SLICE).collect();
-            let stats = self.stat_paths(&slice)?;
-            files.extend(slice.into_iter().zip(stats).filter_map(|(p, st)| st.map(|st| (std::borrow::Cow::Borrowed(p), st))));
-        }
-        Ok(files)
-    }
-
     /// The lstat of each path that is a file or a symlink (None: nothing, or
     /// something else, is there), on a few threads.
-    fn stat_paths(&self, paths: &[&[u8]]) -> RepoResult<Vec<Option<Stat>>> {
+    pub(crate) fn stat_paths(&self, paths: &[&[u8]]) -> RepoResult<Vec<Option<Stat>>> {
         const RUN: usize = 256;
         let runs: Vec<Range<usize>> = (0..paths.len()).step_by(RUN).map(|start| start..(start + RUN).min(paths.len())).collect();
         let mut stats = vec![None; paths.len()];
@@ -156,7 +139,7 @@ impl Repository {
         let mut unstaged = Vec::new();
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
         let entries = sieve.entries();
-        let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.was_seen(i)).collect();
+        let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.seen.was_seen(i)).collect();
         let paths: Vec<&[u8]> = unlisted.iter().map(|&i| entries.path(i)).collect();
         for (&i, there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
             let (path, entry) = (entries.path(i), entries.value(i));
@@ -239,13 +222,23 @@ impl Repository {
         if head.is_some() && head == self.tree_mark().and_then(|m| m.tree_of(ds)) {
             return Ok(Vec::new());
         }
-        let head_flat = match head {
-            Some(t) => flatten(&self.store, &t)?,
-            None => FlatTree::new(),
+        // HEAD's files a folder at a time and the dirstate as it is, both in
+        // path order: flat copies of them were two maps of every path
+        // (767 MB at a million staged changes).
+        let dirstate = ds.entries.iter().map(|(p, e)| (p, e.flat()));
+        let staged = match head {
+            Some(t) => {
+                let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+                let mut failed = None;
+                let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| failed = Some(e)).ok());
+                let staged = diff_sorted(files, dirstate);
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                staged
+            }
+            None => diff_sorted(std::iter::empty::<(&[u8], FlatEntry)>(), dirstate),
         };
-        // The dirstate as it is, in path order: a flat copy of it was a
-        // second map of every path (150 MB at a million files).
-        let staged = diff_sorted(head_flat.iter().map(|(p, e)| (p.as_slice(), *e)), ds.entries.iter().map(|(p, e)| (p, e.flat())));
         if let (Some(tree), true, true) = (head, staged.is_empty(), locked) {
             self.mark_tree(ds, tree);
         }
@@ -263,7 +256,7 @@ impl Repository {
 /// find with, and which of its entries they found.
 struct Sieve {
     ds: Dirstate,
-    seen: Vec<AtomicU64>,
+    seen: Seen,
 }
 
 /// Lets the walk's threads waiting for the dirstate go on (with nothing to
@@ -295,7 +288,7 @@ impl Sieve {
     fn new(mut ds: Dirstate) -> Sieve {
         // Positions in one sorted slice name the entries from here on.
         ds.entries.fold();
-        let seen = (0..ds.entries.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let seen = Seen::new(ds.entries.len());
         Sieve { ds, seen }
     }
 
@@ -304,54 +297,26 @@ impl Sieve {
         self.ds.entries.sorted().unwrap_or_default()
     }
 
-    fn was_seen(&self, i: usize) -> bool {
-        self.seen[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0
-    }
-
     /// Compares `files` (taken out of the list) with the entries, adding what differs to `sifted`.
     fn sift(&self, files: &mut Vec<(Vec<u8>, Stat)>, sifted: &mut Sifted) {
         let entries = self.entries();
-        // In path order, a folder's files mostly follow each other among the
-        // entries: each is looked for where the last one was found before
-        // any search (a binary search per file was a fifth of a status).
-        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut from = 0;
-        for (path, meta) in files.drain(..) {
-            let at = match from < entries.len() && entries.path(from) == path.as_slice() {
-                true => Ok(from),
-                false => entries.search_from(from, &path),
-            };
-            match at {
-                Ok(i) => {
-                    from = i + 1;
-                    self.seen[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
-                    if differs(entries.value(i), &meta, self.ds.written_ns) {
-                        sifted.changed.push((i, meta));
-                    }
+        let written_ns = self.ds.written_ns;
+        sift(
+            entries,
+            &self.seen,
+            files,
+            |i, meta| {
+                if differs(entries.value(i), &meta, written_ns) {
+                    sifted.changed.push((i, meta));
                 }
-                Err(i) => {
-                    from = i;
-                    sifted.untracked.push(path);
-                }
-            }
-        }
+            },
+            |path, _| sifted.untracked.push(path),
+        );
     }
-}
-
-/// Whether a tracked file's stat data says it may have changed since its entry was recorded.
-fn differs(entry: &DirEntry, meta: &Stat, written_ns: i64) -> bool {
-    meta.kind() != Some(entry.kind) || !entry.stat_matches(meta, written_ns)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Threads for stat'ing many files: more than cores, as a stat waits now and
-/// then (dentry locks, a cold inode). At 100,000 files on 2 cores, 8 threads
-/// beat 2 (git's status uses up to 20).
-fn stat_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(4).min(16)
 }
 
 /// What the working tree holds at tracked paths: the dirstate with the

@@ -162,6 +162,70 @@ pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obje
     Ok(())
 }
 
+/// The files of a tree in path order, read a folder at a time: what it
+/// holds is the folders along one path, not the tree (a status comparing
+/// HEAD with a dirstate of a million changes flattened HEAD's tree whole).
+pub struct FilesInOrder<'r> {
+    read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    tree: ObjectId,
+    /// The folders being listed: each one's path and its entries still to
+    /// visit, the next one last.
+    open: Vec<(Vec<u8>, Vec<TreeEntry>)>,
+}
+
+impl<'r> FilesInOrder<'r> {
+    pub fn new(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FilesInOrder<'r>> {
+        let root = Self::folder(read, tree)?;
+        Ok(FilesInOrder { read, tree: *tree, open: vec![(Vec::new(), root)] })
+    }
+
+    /// A folder's entries, the first in path order last: a folder `a`
+    /// holds paths `a/…`, which sort after a file `a-b` (`-` < `/`), though
+    /// its name sorts before.
+    fn folder(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, id: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
+        fn key(e: &TreeEntry) -> impl Iterator<Item = u8> + '_ {
+            e.name.iter().copied().chain((e.kind == EntryKind::Dir).then_some(b'/'))
+        }
+        let mut entries = read_dir_with(read, id)?;
+        entries.sort_by(|a, b| key(b).cmp(key(a)));
+        Ok(entries)
+    }
+}
+
+impl Iterator for FilesInOrder<'_> {
+    type Item = RepoResult<(Vec<u8>, FlatEntry)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (prefix, entries) = self.open.last_mut()?;
+            let Some(e) = entries.pop() else {
+                self.open.pop();
+                continue;
+            };
+            let mut path = Vec::with_capacity(prefix.len() + 1 + e.name.len());
+            path.extend_from_slice(prefix);
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(&e.name);
+            if e.kind != EntryKind::Dir {
+                return Some(Ok((path, FlatEntry { kind: e.kind, id: e.id, size: e.size })));
+            }
+            let opened = match self.open.len() > MAX_PATH_DEPTH {
+                true => Err(too_deep(&self.tree)),
+                false => Self::folder(self.read, &e.id),
+            };
+            match opened {
+                Ok(entries) => self.open.push((path, entries)),
+                Err(err) => {
+                    self.open.clear();
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+}
+
 /// Finds one path (file or directory) in a tree.
 pub fn lookup(store: &Store, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
     lookup_in(&mut |dir, name| Ok(read_dir(store, dir)?.into_iter().find(|e| e.name == name)), tree, path)
@@ -286,33 +350,107 @@ pub fn diff_flat(old: &FlatTree, new: &FlatTree) -> Vec<Change> {
 
 /// [`diff_flat`] of two lists of entries in path order, each path once
 /// (a flat tree's, or a dirstate's without a copy of it).
-pub fn diff_sorted<'a, 'b>(old: impl Iterator<Item = (&'a [u8], FlatEntry)>, new: impl Iterator<Item = (&'b [u8], FlatEntry)>) -> Vec<Change> {
+pub fn diff_sorted<A: AsRef<[u8]>, B: AsRef<[u8]>>(old: impl Iterator<Item = (A, FlatEntry)>, new: impl Iterator<Item = (B, FlatEntry)>) -> Vec<Change> {
     let mut out = Vec::new();
     let mut a = old.peekable();
     let mut b = new.peekable();
     loop {
         match (a.peek(), b.peek()) {
             (None, None) => break,
-            (Some((pa, ea)), Some((pb, eb))) if pa == pb => {
+            (Some((pa, ea)), Some((pb, eb))) if pa.as_ref() == pb.as_ref() => {
                 if ea.id != eb.id || ea.kind != eb.kind {
-                    out.push(Change { path: pa.to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
+                    out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
                 }
                 a.next();
                 b.next();
             }
-            (Some((pa, ea)), Some((pb, _))) if pa < pb => {
-                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
+            (Some((pa, ea)), Some((pb, _))) if pa.as_ref() < pb.as_ref() => {
+                out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
                 a.next();
             }
             (Some((pa, ea)), None) => {
-                out.push(Change { path: pa.to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
+                out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
                 a.next();
             }
             (_, Some((pb, eb))) => {
-                out.push(Change { path: pb.to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) });
+                out.push(Change { path: pb.as_ref().to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) });
                 b.next();
             }
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Trees held in memory by made-up ids, for walks that take a reader.
+    struct Trees(std::collections::HashMap<ObjectId, TreeNode>);
+
+    impl Trees {
+        /// Adds the folder holding `files` (paths under it) and returns its id.
+        fn folder(&mut self, files: &[(Vec<u8>, u64)]) -> ObjectId {
+            let mut children: BTreeMap<Vec<u8>, Vec<(Vec<u8>, u64)>> = BTreeMap::new();
+            let mut entries = Vec::new();
+            for (path, size) in files {
+                match path.iter().position(|b| *b == b'/') {
+                    Some(at) => children.entry(path[..at].to_vec()).or_default().push((path[at + 1..].to_vec(), *size)),
+                    None => entries.push(TreeEntry { name: path.clone(), kind: EntryKind::File, id: ObjectId([*size as u8; 32]), size: *size }),
+                }
+            }
+            for (name, below) in children {
+                let id = self.folder(&below);
+                entries.push(TreeEntry { name, kind: EntryKind::Dir, id, size: 0 });
+            }
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            let id = ObjectId::hash(ObjectKind::Tree, format!("{entries:?}").as_bytes());
+            self.0.insert(id, TreeNode::Leaf(entries));
+            id
+        }
+    }
+
+    fn in_order(trees: &Trees, root: &ObjectId) -> RepoResult<Vec<Vec<u8>>> {
+        let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
+        FilesInOrder::new(&read, root)?.map(|f| f.map(|(p, _)| p)).collect()
+    }
+
+    #[test]
+    fn a_folder_s_files_come_where_their_paths_sort_not_where_its_name_does() {
+        let mut trees = Trees(Default::default());
+        let paths: Vec<&[u8]> = vec![b"a/x", b"a-b", b"a.c", b"a/y/z", b"a0", b"b", b"a/y-1", b"a/y.d/e"];
+        let root = trees.folder(&paths.iter().map(|p| (p.to_vec(), 1)).collect::<Vec<_>>());
+        let mut want: Vec<Vec<u8>> = paths.iter().map(|p| p.to_vec()).collect();
+        want.sort();
+        assert_eq!(in_order(&trees, &root).unwrap(), want);
+    }
+
+    #[test]
+    fn a_missing_folder_is_an_error_and_ends_the_walk() {
+        let mut trees = Trees(Default::default());
+        let root = trees.folder(&[(b"a/b".to_vec(), 1), (b"c".to_vec(), 2)]);
+        let TreeNode::Leaf(entries) = &trees.0[&root] else { unreachable!() };
+        let folder = entries[0].id;
+        trees.0.remove(&folder);
+        let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
+        let walked: Vec<_> = FilesInOrder::new(&read, &root).unwrap().collect();
+        assert!(matches!(walked.as_slice(), [Err(RepoError::Scan { .. })]), "{walked:?}");
+    }
+
+    proptest! {
+        /// Any tree's files come out in path order, each once, as a flattened tree lists them.
+        #[test]
+        fn files_come_in_path_order(paths in proptest::collection::btree_set(proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'-'), Just(b'/'), Just(b'.')], 1..7), 0..40)) {
+            // Only paths that can be files together: valid names, no file that is also a folder.
+            let paths: Vec<Vec<u8>> = paths.into_iter().filter(|p| p.split(|b| *b == b'/').all(valid_entry_name)).collect();
+            let paths: Vec<Vec<u8>> = paths.iter().filter(|p| !paths.iter().any(|q| q.len() > p.len() && q.starts_with(p) && q[p.len()] == b'/')).cloned().collect();
+            let mut trees = Trees(Default::default());
+            let root = trees.folder(&paths.iter().map(|p| (p.clone(), 1)).collect::<Vec<_>>());
+            let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
+            let flat: Vec<Vec<u8>> = flatten_with(&read, &root).unwrap().into_keys().collect();
+            prop_assert_eq!(&flat, &paths);
+            prop_assert_eq!(in_order(&trees, &root).unwrap(), paths);
+        }
+    }
 }

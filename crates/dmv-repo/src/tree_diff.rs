@@ -178,6 +178,17 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
     Ok(out)
 }
 
+/// [`find_renames`] listed as it goes: when no added file can pair with a
+/// deleted one, the changes themselves in path order, without a second
+/// list of them (a status of a million staged changes held both).
+pub fn list_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Box<dyn Iterator<Item = Listed>>> {
+    let any = |kind: ChangeKind| changes.iter().any(|c| c.kind == kind && c.old.or(c.new).is_some_and(|e| e.kind != EntryKind::Symlink));
+    if !(any(ChangeKind::Added) && any(ChangeKind::Deleted)) && changes.is_sorted_by(|a, b| a.path < b.path) {
+        return Ok(Box::new(changes.into_iter().map(Listed::Change)));
+    }
+    Ok(Box::new(find_renames(store, changes)?.into_iter()))
+}
+
 /// A file's chunk list, or none when its nodes cannot be read here (a
 /// partial replica without the file's data): pairing by shared chunks is a
 /// guess that such a file takes no part in; damage is for fsck to name.
