@@ -577,7 +577,8 @@ pub struct CheckoutArgs {
     new_branch: Option<String>,
     /// A branch, or any revision (detaches HEAD).
     target: Option<String>,
-    /// Paths to restore from the staging area: `dmv checkout -- PATH...`.
+    /// Paths to restore from the staging area (`dmv checkout -- PATH...`),
+    /// or from the target, staged too (`dmv checkout REV -- PATH...`).
     #[arg(last = true)]
     paths: Vec<PathBuf>,
 }
@@ -586,6 +587,11 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     let mut repo = open_repo()?;
     if !a.paths.is_empty() {
         let specs = repo_paths(&repo, &a.paths)?;
+        // As git's: a revision's version of the paths is staged, then written.
+        if let Some(target) = &a.target {
+            let source = repo.resolve(target)?;
+            repo.restore(&specs, Some(source), true)?;
+        }
         fetch_absent(&repo, &specs, None)?;
         repo.restore(&specs, None, false)?;
         return Ok(0);

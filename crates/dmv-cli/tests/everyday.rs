@@ -109,6 +109,24 @@ fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
 }
 
 #[test]
+fn checkout_of_a_revision_s_paths_stages_and_writes_its_version() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::create_dir_all(d.join("dir")).unwrap();
+    std::fs::write(d.join("dir/a"), "old").unwrap();
+    std::fs::write(d.join("b"), "b").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    std::fs::write(d.join("dir/a"), "new").unwrap();
+    std::fs::write(d.join("b"), "b2").unwrap();
+    dmv(d, &["commit", "-a", "-m", "two"]);
+    dmv(d, &["checkout", "HEAD~1", "--", "dir"]);
+    assert_eq!(std::fs::read(d.join("dir/a")).unwrap(), b"old");
+    assert_eq!(std::fs::read(d.join("b")).unwrap(), b"b2");
+    assert_eq!(dmv(d, &["status", "--short"]), "M  dir/a\n");
+}
+
+#[test]
 fn dmvignore_rm_mv_restore_and_tags() {
     let repo = new_repo();
     let d = repo.path();

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::Metadata;
 
-use dmv_store::object::EntryKind;
-use dmv_store::ObjectId;
+use dmv_store::object::{EntryKind, TreeNode};
+use dmv_store::{ObjectId, ObjectKind};
 
 use crate::dirstate::{DirEntry, Dirstate, Stat};
 use crate::early::EarlyCheckout;
@@ -15,7 +15,7 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{clash_with, matches, show, Beneath};
 use crate::repo::Repository;
-use crate::tree::{diff_flat, flatten, Change, ChangeKind, FlatEntry, FlatTree};
+use crate::tree::{flatten, lookup, FilesInOrder, FlatEntry};
 
 /// Files already in the working tree with the entry they hold and their stat
 /// (written by a clone while their data arrived).
@@ -29,7 +29,7 @@ impl Repository {
     /// Knows nothing of merges: callers decide whether a checkout may happen now.
     pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let _wlock = self.lock_worktree()?;
-        let (status, ds) = self.worktree_status()?;
+        let (status, mut ds) = self.worktree_status()?;
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
         }
@@ -37,46 +37,131 @@ impl Repository {
         if ds.entries.is_empty() {
             return self.populate(target, ds, &status.untracked, written, progress);
         }
-        let current = ds.flat();
-        let wanted = flatten(&self.store, target)?;
-        let untracked: BTreeSet<Vec<u8>> = status.untracked.iter().cloned().collect();
-        let changes = diff_flat(&current, &wanted);
+        let untracked: BTreeSet<Vec<u8>> = status.untracked.into_iter().collect();
         // Already in place: written while its data arrived.
-        let early = |c: &Change| c.new.is_some_and(|n| written.get(&c.path).is_some_and(|(w, _)| *w == n));
-        for c in changes.iter().filter(|c| c.kind == ChangeKind::Added && !early(c)) {
+        let early = |rel: &[u8], e: &FlatEntry| written.get(rel).is_some_and(|(w, _)| w == e);
+        // The changes are gone through three times as the target's tree is
+        // read a folder at a time: what would refuse the checkout, before
+        // anything changes; the deletions; the writes. (A list of them beside
+        // two flat trees was 624 MB at a million files.)
+        let mut total = 0;
+        self.each_change_to(&mut ds, target, &mut |rel, tracked, new, _| {
+            let Some(e) = new.filter(|e| !early(rel, e)) else { return Ok(()) };
             // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
-            if let Some(in_the_way) = untracked.get(&c.path).cloned().or_else(|| clash_with(&untracked, &c.path)) {
+            if let (None, Some(in_the_way)) = (tracked, untracked.get(rel).cloned().or_else(|| clash_with(&untracked, rel))) {
                 return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
             }
-        }
-        let total: u64 = changes.iter().filter(|c| !early(c)).filter_map(|c| c.new.map(|e| e.size)).sum();
-        let mut new_ds = ds;
-        let mut to_write = Vec::new();
-        let mut now_absent = Vec::new();
-        for c in changes.iter().filter(|c| c.kind != ChangeKind::Deleted) {
-            let Some(e) = c.new else { continue };
-            if early(c) {
-                let meta = self.follow_lock_mode(&c.path, e.kind, &written[&c.path].1)?;
-                new_ds.entries.insert(c.path.clone(), DirEntry::with_stat(e.kind, e.id, e.size, &meta));
+            if !self.is_absent(&e)? {
+                self.check_present(rel, &e)?;
+                total += e.size;
+            }
+            Ok(())
+        })?;
+        let mut beneath = Beneath::new(&self.root);
+        let mut gone = Vec::new();
+        self.each_change_to(&mut ds, target, &mut |rel, tracked, new, _| {
+            if let (Some(i), None) = (tracked, new) {
+                self.remove_worktree_file_in(&mut beneath, rel)?;
+                gone.push(i);
+            }
+            Ok(())
+        })?;
+        // Files are written a batch at a time, several at once.
+        let mut writes = Writes { to_write: Vec::new(), at: Vec::new(), added: Vec::new(), done: 0, total };
+        self.each_change_to(&mut ds, target, &mut |rel, tracked, new, entries| {
+            let Some(e) = new else { return Ok(()) };
+            let entry = if early(rel, &e) {
+                let meta = self.follow_lock_mode(rel, e.kind, &written[rel].1)?;
+                DirEntry::with_stat(e.kind, e.id, e.size, &meta)
             } else if self.is_absent(&e)? {
-                now_absent.push((c.path.as_slice(), e));
+                // A file whose new version's data is not here leaves the working tree.
+                self.remove_worktree_file_in(&mut beneath, rel)?;
+                DirEntry::absent(e.kind, e.id, e.size)
             } else {
-                to_write.push((c.path.as_slice(), e));
+                writes.to_write.push((rel.to_vec(), e));
+                writes.at.push(tracked);
+                if writes.to_write.len() == WRITE_BATCH {
+                    self.write_batch(&mut writes, entries, progress)?;
+                }
+                return Ok(());
+            };
+            match tracked {
+                Some(i) => entries[i] = entry,
+                None => writes.added.push((rel.to_vec(), entry)),
+            }
+            Ok(())
+        })?;
+        if let Some((_, entries)) = ds.entries.sorted_mut() {
+            self.write_batch(&mut writes, entries, progress)?;
+        }
+        let entries = ds.entries.sorted().unwrap_or_default();
+        let gone: Vec<Vec<u8>> = gone.into_iter().map(|i| entries.path(i).to_vec()).collect();
+        for rel in gone {
+            ds.entries.remove(&rel);
+        }
+        for (rel, entry) in writes.added {
+            ds.entries.insert(rel, entry);
+        }
+        self.save_dirstate(&ds)?;
+        self.mark_tree(&ds, *target);
+        Ok(())
+    }
+
+    /// Each difference between the dirstate and `target`'s tree, in path
+    /// order, as the tree is read a folder at a time: `visit(path, tracked,
+    /// new, entries)` with the position of the dirstate's entry in its
+    /// sorted run (None: the target adds the path), the target's entry
+    /// (None: it deletes the path), and the run's entries to change.
+    #[allow(clippy::type_complexity)]
+    fn each_change_to(
+        &self,
+        ds: &mut Dirstate,
+        target: &ObjectId,
+        visit: &mut dyn FnMut(&[u8], Option<usize>, Option<FlatEntry>, &mut [DirEntry]) -> RepoResult<()>,
+    ) -> RepoResult<()> {
+        ds.entries.fold();
+        let (paths, entries) = ds.entries.sorted_mut().ok_or_else(|| RepoError::Scan { detail: "the dirstate could not be put in order".into() })?;
+        let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+        let mut i = 0;
+        for file in FilesInOrder::new(&read, target)? {
+            let (rel, e) = file?;
+            while i < paths.len() && paths.path(i) < rel.as_slice() {
+                visit(paths.path(i), Some(i), None, entries)?;
+                i += 1;
+            }
+            if i < paths.len() && paths.path(i) == rel.as_slice() {
+                if entries[i].id != e.id || entries[i].kind != e.kind {
+                    visit(&rel, Some(i), Some(e), entries)?;
+                }
+                i += 1;
+            } else {
+                visit(&rel, None, Some(e), entries)?;
             }
         }
-        self.check_data_present(to_write.iter().map(|(rel, e)| (*rel, e)))?;
-        let mut beneath = Beneath::new(&self.root);
-        for c in changes.iter().filter(|c| c.kind == ChangeKind::Deleted) {
-            self.remove_worktree_file_in(&mut beneath, &c.path)?;
-            new_ds.entries.remove(&c.path);
+        while i < paths.len() {
+            visit(paths.path(i), Some(i), None, entries)?;
+            i += 1;
         }
-        // A file whose new version's data is not here leaves the working tree.
-        let mut beneath = Beneath::new(&self.root);
-        for (rel, e) in now_absent {
-            self.remove_worktree_file_in(&mut beneath, rel)?;
-            new_ds.entries.insert(rel.to_vec(), DirEntry::absent(e.kind, e.id, e.size));
-        }
-        self.write_and_record(target, &to_write, false, total, new_ds, Vec::new(), progress)
+        Ok(())
+    }
+
+    /// Writes the files of `writes` (over what is there) and records their
+    /// entries: in `entries` at their positions, or as added.
+    fn write_batch(&self, writes: &mut Writes, entries: &mut [DirEntry], progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        let Writes { to_write, at, added, done, total } = writes;
+        self.write_entries(to_write, false, &mut |k, meta| {
+            let (rel, e) = &to_write[k];
+            let entry = DirEntry::new(e.kind, e.id, e.size, meta);
+            match at[k] {
+                Some(i) => entries[i] = entry,
+                None => added.push((rel.clone(), entry)),
+            }
+            *done += e.size;
+            progress(*done, *total);
+        })?;
+        to_write.clear();
+        at.clear();
+        Ok(())
     }
 
     /// [`Repository::update_worktree`] when nothing is tracked (a clone, a
@@ -149,7 +234,7 @@ impl Repository {
     /// from the three as one stream: a checkout of a million files keeps
     /// their stat data beside its list, not a second map of every path.
     /// With `into_empty` nothing is in their way: they are created under
-    /// their own names, several at a time.
+    /// their own names.
     #[allow(clippy::too_many_arguments)]
     fn write_and_record<P: AsRef<[u8]> + Sync>(
         &self,
@@ -169,14 +254,7 @@ impl Repository {
             done += to_write[i].1.size;
             progress(done, total);
         };
-        if into_empty {
-            self.write_new_entries(to_write, &mut record)?;
-        } else {
-            for (i, (rel, e)) in to_write.iter().enumerate() {
-                let meta = self.write_entry(rel.as_ref(), e)?;
-                record(i, &meta);
-            }
-        }
+        self.write_entries(to_write, into_empty, &mut record)?;
         let entries = || {
             let kept = new_ds.entries.iter().map(|(p, e)| (p, e.clone()));
             let side = side.iter().map(|(p, e)| (p.as_slice(), e.clone()));
@@ -211,27 +289,40 @@ impl Repository {
     pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
         let mut checked = HashSet::new();
         for (rel, e) in entries {
-            // In a partial replica a file whose data is all absent stays absent.
-            if e.kind != EntryKind::Dir && checked.insert(e.id) && !self.is_absent(e)? {
-                self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
+            if checked.insert(e.id) {
+                self.check_present(rel, e)?;
             }
         }
         Ok(())
     }
 
-    /// `write_new_entry` for many files, on several threads when there are
-    /// enough of them: creating a file is mostly kernel time (its directory
+    /// [`Repository::check_data_present`] of one entry.
+    fn check_present(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<()> {
+        // In a partial replica a file whose data is all absent stays absent.
+        if e.kind != EntryKind::Dir && !self.is_absent(e)? {
+            self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
+        }
+        Ok(())
+    }
+
+    /// Writes many files (with `into_empty`, each with `write_new_entry`,
+    /// else with `write_entry`), on several threads when there are enough of
+    /// them: creating a file is mostly kernel time (its directory
     /// is searched twice, a page is allocated for its content), and two
     /// threads creating files in different directories do not wait for each
     /// other. Each thread takes whole runs of files of one directory, in tree
     /// order. `record` is called on this thread, once per file written.
-    fn write_new_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], record: &mut dyn FnMut(usize, &Metadata)) -> RepoResult<()> {
+    fn write_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], into_empty: bool, record: &mut dyn FnMut(usize, &Metadata)) -> RepoResult<()> {
+        let write = |rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<_>| match into_empty {
+            true => self.write_new_entry(rel, e, dirs_made),
+            false => self.write_entry(rel, e),
+        };
         const PARALLEL_FROM: usize = 256;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
         if threads == 1 || entries.len() < PARALLEL_FROM {
             let mut dirs_made = HashSet::new();
             for (i, (rel, e)) in entries.iter().enumerate() {
-                let meta = self.write_new_entry(rel.as_ref(), e, &mut dirs_made)?;
+                let meta = write(rel.as_ref(), e, &mut dirs_made)?;
                 record(i, &meta);
             }
             return Ok(());
@@ -251,7 +342,7 @@ impl Repository {
             threads,
             Batches { items: 256, weight: 16 << 20 },
             |i| entries[i].1.size,
-            |i, dirs_made: &mut HashSet<_>| self.write_new_entry(entries[i].0.as_ref(), &entries[i].1, dirs_made),
+            |i, dirs_made: &mut HashSet<_>| write(entries[i].0.as_ref(), &entries[i].1, dirs_made),
             |i, meta| record(i, &meta),
         )
     }
@@ -285,18 +376,21 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
-        let source_flat = match source {
-            Some(commit) => Some(flatten(&self.store, &self.commit(&commit)?.tree)?),
-            None if staged => Some(match self.head_tree()? {
-                Some(t) => flatten(&self.store, &t)?,
-                None => FlatTree::new(),
-            }),
+        // The tree to restore from (None: nothing, an unborn HEAD), or the dirstate.
+        let from_tree = match source {
+            Some(commit) => Some(Some(self.commit(&commit)?.tree)),
+            None if staged => Some(self.head_tree()?),
             None => None,
         };
-        let from: FlatTree = source_flat.clone().unwrap_or_else(|| ds.flat());
         let mut count = 0;
         for spec in specs {
-            let in_from: Vec<(Vec<u8>, FlatEntry)> = from.iter().filter(|(p, _)| matches(p, spec)).map(|(p, e)| (p.clone(), *e)).collect();
+            // Only the folder the path names is read (a copy of the whole
+            // tree and of the dirstate was 275 MB for a folder of a million files).
+            let in_from: Vec<(Vec<u8>, FlatEntry)> = match from_tree {
+                Some(Some(tree)) => self.tree_files_at(&tree, spec)?,
+                Some(None) => Vec::new(),
+                None => ds.entries.iter().filter(|(p, _)| matches(p, spec)).map(|(p, e)| (p.to_vec(), e.flat())).collect(),
+            };
             let in_ds: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).map(<[u8]>::to_vec).collect();
             if in_from.is_empty() && in_ds.is_empty() {
                 return Err(RepoError::NoMatch(show(spec)));
@@ -322,6 +416,25 @@ impl Repository {
         }
         self.save_dirstate(&ds)?;
         Ok(count)
+    }
+
+    /// The files of `tree` at or under `spec`, in path order, read from the
+    /// folder `spec` names.
+    fn tree_files_at(&self, tree: &ObjectId, spec: &[u8]) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let folder = match spec.is_empty() {
+            true => *tree,
+            false => match lookup(&self.store, tree, spec)? {
+                None => return Ok(Vec::new()),
+                Some(e) if e.kind != EntryKind::Dir => return Ok(vec![(spec.to_vec(), e)]),
+                Some(e) => e.id,
+            },
+        };
+        let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+        let under = |rel: Vec<u8>| match spec.is_empty() {
+            true => rel,
+            false => [spec, b"/", &rel].concat(),
+        };
+        FilesInOrder::new(&read, &folder)?.map(|f| f.map(|(rel, e)| (under(rel), e))).collect()
     }
 
     /// Writes the tracked files matching `specs` whose data was absent and
@@ -356,6 +469,19 @@ impl Repository {
         self.save_dirstate(&ds)?;
         Ok(filled)
     }
+}
+
+/// Files a checkout writes at a time (each written batch's list is let go).
+const WRITE_BATCH: usize = 4096;
+
+/// The files a checkout is writing, and what it wrote.
+struct Writes {
+    to_write: Vec<(Vec<u8>, FlatEntry)>,
+    /// Each one's position among the dirstate's entries (None: added).
+    at: Vec<Option<usize>>,
+    added: Vec<(Vec<u8>, DirEntry)>,
+    done: u64,
+    total: u64,
 }
 
 /// What a written file's entry needs of its stat data (its size is the

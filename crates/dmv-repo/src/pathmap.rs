@@ -68,7 +68,7 @@ impl<V> PathMap<V> {
 
     /// The run, without the changes not folded into it yet.
     fn run(&self) -> Sorted<'_, V> {
-        Sorted { bytes: &self.bytes, ends: &self.ends, values: &self.values }
+        Sorted { paths: Paths { bytes: &self.bytes, ends: &self.ends }, values: &self.values }
     }
 
     pub fn len(&self) -> usize {
@@ -196,6 +196,11 @@ impl<V> PathMap<V> {
         self.over.is_empty().then(|| self.run())
     }
 
+    /// [`PathMap::sorted`]'s paths, with its values to change in place.
+    pub fn sorted_mut(&mut self) -> Option<(Paths<'_>, &mut [V])> {
+        self.over.is_empty().then(|| (Paths { bytes: &self.bytes, ends: &self.ends }, self.values.as_mut_slice()))
+    }
+
     /// The value at position `i` of [`PathMap::sorted`], while that holds.
     pub fn sorted_value_mut(&mut self, i: usize) -> Option<&mut V> {
         match self.over.is_empty() {
@@ -225,16 +230,52 @@ impl<V> PathMap<V> {
     }
 }
 
-/// The entries of a map with no change to fold in, by position in path order.
-pub struct Sorted<'a, V> {
+/// The paths of a map with no change to fold in, by position in path order.
+#[derive(Clone, Copy, Default)]
+pub struct Paths<'a> {
     bytes: &'a [u8],
     ends: &'a [usize],
+}
+
+impl<'a> Paths<'a> {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn path(&self, i: usize) -> &'a [u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Where `path` is from position `from` on: `Ok` at it, `Err` where it
+    /// would go (as `binary_search` answers).
+    pub fn search_from(&self, from: usize, path: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (from, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.path(mid).cmp(path) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+}
+
+/// The entries of a map with no change to fold in, by position in path order.
+pub struct Sorted<'a, V> {
+    paths: Paths<'a>,
     values: &'a [V],
 }
 
 impl<V> Default for Sorted<'_, V> {
     fn default() -> Self {
-        Sorted { bytes: &[], ends: &[], values: &[] }
+        Sorted { paths: Paths::default(), values: &[] }
     }
 }
 
@@ -256,27 +297,16 @@ impl<'a, V> Sorted<'a, V> {
     }
 
     pub fn path(&self, i: usize) -> &'a [u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+        self.paths.path(i)
     }
 
     pub fn value(&self, i: usize) -> &'a V {
         &self.values[i]
     }
 
-    /// Where `path` is from position `from` on: `Ok` at it, `Err` where it
-    /// would go (as `binary_search` answers).
+    /// [`Paths::search_from`].
     pub fn search_from(&self, from: usize, path: &[u8]) -> Result<usize, usize> {
-        let (mut lo, mut hi) = (from, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.path(mid).cmp(path) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        self.paths.search_from(from, path)
     }
 }
 
