@@ -58,7 +58,6 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         ChangeKind::Deleted => "deleted:",
         ChangeKind::Modified => "modified:",
     };
-    // A conflicted path is listed once, as unmerged, not also as staged.
     let clean = st.staged.is_empty() && st.unstaged.is_empty() && st.untracked.is_empty() && st.merge.is_none();
     // As last learned from the remote (lock, locks, push, commit): no network here.
     let known = repo.known_locks();
@@ -67,33 +66,30 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     // Handed to the listing, not copied: a million staged changes are 160 MB.
     let mut staged = std::mem::take(&mut st.staged);
     let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
+    // A conflicted path is listed once, as unmerged, not also as staged.
     staged.retain(|c| !conflicts.iter().any(|u| u.path == c.path));
     if a.short {
         // As git's: one line per path in path order, its staged and
         // unstaged letters side by side (`MM`), untracked files after.
-        let mut codes: std::collections::BTreeMap<Vec<u8>, String> = std::collections::BTreeMap::new();
-        let mut shown: std::collections::BTreeMap<Vec<u8>, String> = std::collections::BTreeMap::new();
-        for listed in dmv_repo::list_renames(&repo.store, staged)? {
-            match listed {
-                dmv_repo::Listed::Change(c) => {
-                    codes.insert(c.path.clone(), format!("{} ", c.kind.letter()));
-                }
-                dmv_repo::Listed::Renamed { from, to, .. } => {
-                    shown.insert(to.clone(), format!("{} -> {}", show_path(&from), show_path(&to)));
-                    codes.insert(to, "R ".into());
-                }
-            }
-        }
-        for c in &st.unstaged {
-            let code = codes.entry(c.path.clone()).or_insert_with(|| " ".into());
-            code.truncate(1);
-            code.push(c.kind.letter());
-        }
-        for u in conflicts {
-            codes.insert(u.path.clone(), u.code.to_string());
-        }
-        for (path, code) in codes {
-            println!("{code} {}", shown.remove(&path).unwrap_or_else(|| show_path(&path)));
+        // The three lists are in path order: merged as they are printed,
+        // not gathered into a map of every path (a million changes).
+        let mut listed = dmv_repo::list_renames(&repo.store, staged)?.peekable();
+        let mut unstaged = st.unstaged.iter().peekable();
+        let mut conflicted: Vec<_> = conflicts.iter().collect();
+        conflicted.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut conflicted = conflicted.into_iter().peekable();
+        loop {
+            let next = [listed.peek().map(|l| l.path()), unstaged.peek().map(|c| c.path.as_slice()), conflicted.peek().map(|u| u.path.as_slice())].into_iter().flatten().min();
+            let Some(path) = next.map(<[u8]>::to_vec) else { break };
+            let y = unstaged.next_if(|c| c.path == path).map_or(' ', |c| c.kind.letter());
+            let x = listed.next_if(|l| l.path() == path);
+            let line = match (conflicted.next_if(|u| u.path == path), x) {
+                (Some(u), _) => format!("{} {}", u.code, show_path(&path)),
+                (None, Some(dmv_repo::Listed::Renamed { from, to, .. })) => format!("R{y} {} -> {}", show_path(&from), show_path(&to)),
+                (None, Some(dmv_repo::Listed::Change(c))) => format!("{}{y} {}", c.kind.letter(), show_path(&path)),
+                (None, None) => format!(" {y} {}", show_path(&path)),
+            };
+            println!("{line}");
         }
         for p in &st.untracked {
             println!("?? {}", show_path(p));

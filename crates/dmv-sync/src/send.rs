@@ -91,7 +91,8 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             for e in edges(id, kind, &content)? {
                 if let Some((name, k)) = e.entry.as_ref().filter(|(_, k)| k.is_file()) {
                     missing.files.push(e.id);
-                    if *k != dmv_repo::store::object::EntryKind::Symlink {
+                    // Only a partial replica may lack data to name (a name for each of a million files is ~100 MB).
+                    if repo.config.partial && *k != dmv_repo::store::object::EntryKind::Symlink {
                         names.entry(e.id).or_insert_with(|| name.clone());
                     }
                 }
