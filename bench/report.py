@@ -397,6 +397,13 @@ def sync_targets(ix, mode):
             met = "—" if r is None or n != TARGET_FILES else ("yes" if r >= TARGET_SPEEDUP else "**no**")
             out.append("| clone of 100,000 files of 1 KiB over %s ≥ %d× faster than git over ssh | %s%s | %s |" % (
                 label, TARGET_SPEEDUP, ("git/dmv = %.2g" % r) if r else "—", at, met))
+    # issue 16: a million files over ssh as fast as their tar stream through the same ssh
+    if 1_000_000 in counts:
+        dv, dt = cell(ix.get("dmv", "sync-files", 1_000_000, "clone_ssh"), "time")
+        tv, tt = cell(ix.get("cp", "sync-files", 1_000_000, "clone_ssh"), "time")
+        met = "—" if not (dv and tv) else ("yes" if dv <= tv else "**no**")
+        out.append("| clone of 1,000,000 files of 1 KiB over ssh no slower than `tar` of them through the same ssh | "
+                   "dmv %s, tar %s%s | %s |" % (dt, tt, (": tar/dmv = %.3g" % (tv / dv)) if dv and tv else "", met))
     return out
 
 
