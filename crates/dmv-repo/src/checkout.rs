@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::Metadata;
 
-use dmv_store::object::{EntryKind, TreeNode};
-use dmv_store::{ObjectId, ObjectKind};
+use dmv_store::object::EntryKind;
+use dmv_store::ObjectId;
 
 use crate::dirstate::{DirEntry, Dirstate, Stat};
 use crate::early::EarlyCheckout;
@@ -15,7 +15,7 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{clash_with, matches, show, Beneath};
 use crate::repo::Repository;
-use crate::tree::{flatten, lookup, FilesInOrder, FlatEntry};
+use crate::tree::{flatten, lookup, tree_reader, FilesInOrder, FlatEntry};
 
 /// Files already in the working tree with the entry they hold and their stat
 /// (written by a clone while their data arrived).
@@ -121,7 +121,7 @@ impl Repository {
     ) -> RepoResult<()> {
         ds.entries.fold();
         let (paths, entries) = ds.entries.sorted_mut().ok_or_else(|| RepoError::Scan { detail: "the dirstate could not be put in order".into() })?;
-        let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+        let read = tree_reader(&self.store);
         let mut i = 0;
         for file in FilesInOrder::new(&read, target)? {
             let (rel, e) = file?;
@@ -429,7 +429,7 @@ impl Repository {
                 Some(e) => e.id,
             },
         };
-        let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+        let read = tree_reader(&self.store);
         let under = |rel: Vec<u8>| match spec.is_empty() {
             true => rel,
             false => [spec, b"/", &rel].concat(),

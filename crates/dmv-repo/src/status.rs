@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Mutex, OnceLock};
 
-use dmv_store::object::{EntryKind, TreeNode};
+use dmv_store::object::EntryKind;
 use dmv_store::{hash_file, ObjectId, ObjectKind};
 use serde::Serialize;
 
@@ -18,7 +18,7 @@ use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repo::Repository;
 use crate::sieve::{differs, sift, Seen};
-use crate::tree::{diff_sorted, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
+use crate::tree::{diff_sorted, tree_reader, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
 use crate::walk::stat_threads;
 
 #[derive(Clone, Debug, Serialize)]
@@ -228,7 +228,7 @@ impl Repository {
         let dirstate = ds.entries.iter().map(|(p, e)| (p, e.flat()));
         let staged = match head {
             Some(t) => {
-                let read = |id: &ObjectId| Ok(self.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
+                let read = tree_reader(&self.store);
                 let mut failed = None;
                 let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| failed = Some(e)).ok());
                 let staged = diff_sorted(files, dirstate);
