@@ -94,14 +94,7 @@ impl Repository {
         if let Some((_, entries)) = ds.entries.sorted_mut() {
             self.write_batch(&mut writes, entries, progress)?;
         }
-        let entries = ds.entries.sorted().unwrap_or_default();
-        let gone: Vec<Vec<u8>> = gone.into_iter().map(|i| entries.path(i).to_vec()).collect();
-        for rel in gone {
-            ds.entries.remove(&rel);
-        }
-        for (rel, entry) in writes.added {
-            ds.entries.insert(rel, entry);
-        }
+        ds.remove_and_insert(gone, writes.added);
         self.save_dirstate(&ds)?;
         self.mark_tree(&ds, *target);
         Ok(())
@@ -113,7 +106,7 @@ impl Repository {
     /// sorted run (None: the target adds the path), the target's entry
     /// (None: it deletes the path), and the run's entries to change.
     #[allow(clippy::type_complexity)]
-    fn each_change_to(
+    pub(crate) fn each_change_to(
         &self,
         ds: &mut Dirstate,
         target: &ObjectId,

@@ -273,6 +273,19 @@ impl Dirstate {
         Ok(Dirstate { entries, written_ns })
     }
 
+    /// Removes the entries at positions `gone` of the sorted run (as
+    /// [`PathMap::sorted`] numbers them) and inserts `added`.
+    pub(crate) fn remove_and_insert(&mut self, gone: Vec<usize>, added: Vec<(Vec<u8>, DirEntry)>) {
+        let entries = self.entries.sorted().unwrap_or_default();
+        let gone: Vec<Vec<u8>> = gone.into_iter().map(|i| entries.path(i).to_vec()).collect();
+        for path in gone {
+            self.entries.remove(&path);
+        }
+        for (path, entry) in added {
+            self.entries.insert(path, entry);
+        }
+    }
+
     pub fn save(&self, path: &Path) -> RepoResult<()> {
         Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
         Ok(())

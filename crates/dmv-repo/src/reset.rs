@@ -7,7 +7,7 @@ use dmv_store::{ObjectId, ObjectKind};
 use crate::dirstate::DirEntry;
 use crate::error::{RepoError, RepoResult};
 use crate::repo::Repository;
-use crate::tree::{tree_reader, FilesInOrder, FlatEntry};
+use crate::tree::FlatEntry;
 
 /// What `reset` makes like the target commit besides HEAD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,42 +73,21 @@ impl Repository {
     /// not read again by the next status.
     pub(crate) fn stage_tree(&self, tree: &ObjectId) -> RepoResult<()> {
         let mut ds = self.load_dirstate()?;
-        // The tree a folder at a time beside the entries, both in path
-        // order, changing them in place (the tree as a list beside two
-        // dirstates was 287 MB at a million files).
-        ds.entries.fold();
-        let read = tree_reader(&self.store);
+        // Changed in place as the tree is read a folder at a time (the tree
+        // as a list beside two dirstates was 287 MB at a million files).
         let (mut added, mut gone) = (Vec::new(), Vec::new());
-        {
-            let (paths, entries) = ds.entries.sorted_mut().ok_or_else(|| RepoError::Scan { detail: "the dirstate could not be put in order".into() })?;
-            let mut i = 0;
-            for file in FilesInOrder::new(&read, tree)? {
-                let (path, e) = file?;
-                while i < paths.len() && paths.path(i) < path.as_slice() {
-                    gone.push(i);
-                    i += 1;
-                }
-                // Unknown stat: the next status reads the file once.
-                let unknown = DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 };
-                if i < paths.len() && paths.path(i) == path.as_slice() {
-                    if entries[i].id != e.id || entries[i].kind != e.kind {
-                        entries[i] = unknown;
-                    }
-                    i += 1;
-                } else {
-                    added.push((path, unknown));
-                }
+        self.each_change_to(&mut ds, tree, &mut |path, tracked, new, entries| {
+            // Unknown stat: the next status reads the file once.
+            let unknown = |e: FlatEntry| DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 };
+            match (tracked, new) {
+                (Some(i), Some(e)) => entries[i] = unknown(e),
+                (Some(i), None) => gone.push(i),
+                (None, Some(e)) => added.push((path.to_vec(), unknown(e))),
+                (None, None) => {}
             }
-            gone.extend(i..paths.len());
-        }
-        let entries = ds.entries.sorted().unwrap_or_default();
-        let gone: Vec<Vec<u8>> = gone.into_iter().map(|i| entries.path(i).to_vec()).collect();
-        for path in gone {
-            ds.entries.remove(&path);
-        }
-        for (path, entry) in added {
-            ds.entries.insert(path, entry);
-        }
+            Ok(())
+        })?;
+        ds.remove_and_insert(gone, added);
         self.save_dirstate(&ds)?;
         self.mark_tree(&ds, *tree);
         Ok(())
