@@ -166,6 +166,36 @@ fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_com
 }
 
 #[test]
+fn a_mixed_reset_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    write_noise(&d.join("b.raw"), 3 << 20, 41);
+    let b = std::fs::read(d.join("b.raw")).unwrap();
+    dmv(d, &["add", "b.raw"]);
+    dmv(d, &["commit", "-m", "b"]);
+    let dropped = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
+    write_noise(&d.join("c.raw"), 2 << 20, 42);
+    let mut reset = dmv_cmd(d);
+    reset.args(["reset", "HEAD~1"]);
+    // The dirstate is HEAD~1's tree by now; the branch has not moved yet.
+    let paused = Paused::start(reset, "reset-before-ref");
+    let add = spawn(d, &["add", "c.raw"]);
+    std::thread::sleep(Duration::from_millis(200));
+    ok(&gc_while_paused(d, paused));
+    ok(&add.wait_with_output().unwrap());
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["log", "--format=%s"]), "a\n");
+    // The file of the commit reset away stays in the working tree, untracked; the second writer's is staged.
+    assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n?? b.raw\n");
+    assert!(std::fs::read(d.join("b.raw")).unwrap() == b);
+    assert!(cat(d, &format!("{dropped}:b.raw")) == b);
+    dmv(d, &["add", "b.raw"]);
+    dmv(d, &["commit", "-m", "b and c"]);
+    assert!(cat(d, "HEAD:b.raw") == b);
+    assert!(cat(d, "HEAD:c.raw") == std::fs::read(d.join("c.raw")).unwrap());
+}
+
+#[test]
 fn gc_during_a_git_import_keeps_every_converted_commit() {
     let t = tempfile::tempdir().unwrap();
     let g = t.path().join("g");
