@@ -39,7 +39,7 @@ pub fn valid_entry_name(name: &[u8]) -> bool {
 
 /// The entries of one directory, in name order, across its nodes.
 pub fn read_dir(store: &Store, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
-    read_dir_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
+    read_dir_with(&tree_reader(store), tree)
 }
 
 /// A page of a folder: up to `limit` entries named after `after`, and
@@ -112,7 +112,7 @@ pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Ob
 }
 
 pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
-    flatten_with(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree)
+    flatten_with(&tree_reader(store), tree)
 }
 
 /// `flatten` over any source of tree nodes (a clone plans with the ones
@@ -132,7 +132,7 @@ pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obj
 pub fn flatten_sorted(store: &Store, tree: &ObjectId) -> RepoResult<Vec<(Box<[u8]>, FlatEntry)>> {
     let mut out = Vec::new();
     // Boxed: a path's capacity is not kept (8 bytes a file, 8 MB at a million).
-    visit_files(&|id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?), tree, &mut |path, e| out.push((path.into_boxed_slice(), e)))?;
+    visit_files(&tree_reader(store), tree, &mut |path, e| out.push((path.into_boxed_slice(), e)))?;
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
@@ -162,17 +162,9 @@ pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obje
     Ok(())
 }
 
-/// Reads tree nodes from `store`, letting go of its index pages every 256
-/// reads: the lookups of a walk over the trees of a million files left
-/// ~90 MB of index pages resident in a store of 2 M objects.
+/// Reads tree nodes from `store`, for the walks that take a reader.
 pub fn tree_reader(store: &Store) -> impl Fn(&ObjectId) -> RepoResult<TreeNode> + '_ {
-    let reads = std::sync::atomic::AtomicUsize::new(0);
-    move |id| {
-        if reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 256 == 255 {
-            store.release_index_pages();
-        }
-        Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?)
-    }
+    |id| Ok(store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?)
 }
 
 /// The files of a tree in path order, read a folder at a time: what it

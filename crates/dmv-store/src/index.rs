@@ -351,11 +351,6 @@ impl PackIndex {
         }
     }
 
-    /// Lets go of every page of the index read so far (see `release`).
-    pub fn release_all(&self) {
-        self.release(0..self.count);
-    }
-
     fn corrupt(&self, detail: &str) -> StoreError {
         StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() }
     }

@@ -201,15 +201,6 @@ impl Store {
         Ok(!vanished)
     }
 
-    /// Lets go of the index pages this process has read: a walk that reads
-    /// a few objects now and then beside other work (the trees of a million
-    /// files) need not keep every page its lookups touched resident.
-    pub fn release_index_pages(&self) {
-        for idx in self.indexes() {
-            idx.release_all();
-        }
-    }
-
     pub(crate) fn indexes(&self) -> Vec<Arc<PackIndex>> {
         self.indexes.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
