@@ -67,7 +67,7 @@ pub use early::{EarlyCheckout, Lookup};
 pub use error::{RepoError, RepoResult};
 pub use gc::GcPolicy;
 pub use graph::{CommitInfo, CommitWalk};
-pub use location_file::LocationSpool;
+pub use location_file::{LocationPages, LocationSpool};
 pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, Stamp};
 pub use locks::{check_lock_path, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;

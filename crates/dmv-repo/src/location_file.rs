@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::locations::{decode_names, encode_names, now_ns, LocationLog, LocationRecord, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_WITHOUT_NAMES};
+use crate::locations::{decode_names, now_ns, write_framed, LocationLog, LocationRecord, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_WITHOUT_NAMES};
 use crate::repo::Repository;
 
 type Names = BTreeMap<ReplicaId, (u64, String)>;
@@ -31,11 +31,15 @@ struct LogReader {
 impl LogReader {
     /// None when there is no log yet.
     fn open(path: &Path) -> RepoResult<Option<LogReader>> {
-        let file = match File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(RepoError::io(path, e)),
-        };
+        match File::open(path) {
+            Ok(file) => LogReader::of(path, file).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// Reads `file` (the log at `path`) from where it stands.
+    fn of(path: &Path, file: File) -> RepoResult<LogReader> {
         let len = file.metadata().at(path)?.len();
         let mut reader =
             LogReader { path: path.to_path_buf(), input: BufReader::with_capacity(1 << 20, file), hasher: blake3::Hasher::new(), left: 0, names_len: 0, previous: None };
@@ -60,7 +64,7 @@ impl LogReader {
             return Err(reader.bad("record count does not match the length"));
         }
         reader.left = count;
-        Ok(Some(reader))
+        Ok(reader)
     }
 
     fn bad(&self, detail: &str) -> RepoError {
@@ -173,7 +177,79 @@ impl LocationSpool {
     }
 }
 
+/// The location log read a page at a time, for sending: checked whole
+/// first, in one pass over the same open file (so a log rewritten meanwhile
+/// is not mixed in), then read again page by page. Memory is a page's, where
+/// a decoded log of a million files' records is ~370 MB.
+pub struct LocationPages {
+    path: PathBuf,
+    reader: Option<LogReader>,
+    count: u64,
+    names: Option<Names>,
+}
+
+impl LocationPages {
+    /// Up to `max` records in key order, the names with the first page
+    /// (which comes even when the log is empty); None when all were given.
+    pub fn next_page(&mut self, max: usize) -> RepoResult<Option<LocationLog>> {
+        let names = self.names.take();
+        let first = names.is_some();
+        let mut page = LocationLog { records: BTreeMap::new(), names: names.unwrap_or_default() };
+        while page.records.len() < max {
+            let Some(record) = next_of(&mut self.reader)? else { break };
+            page.records.insert(record.order(), record.stamp);
+        }
+        Ok((first || !page.records.is_empty()).then_some(page))
+    }
+
+    /// The whole log, encoded as [`LocationLog::encode_to`] would.
+    pub fn encode_to(mut self, out: &mut dyn Write) -> RepoResult<()> {
+        let names = self.names.take().unwrap_or_default();
+        let mut failed = None;
+        let written = write_framed(
+            out,
+            self.count,
+            &mut |out| loop {
+                match next_of(&mut self.reader) {
+                    Ok(Some(record)) => out.write_all(&record.encode())?,
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        failed = Some(e);
+                        return Err(std::io::Error::other("the location log could not be read"));
+                    }
+                }
+            },
+            &names,
+        );
+        match (failed, written) {
+            (Some(e), _) => Err(e),
+            (None, written) => written.at(&self.path),
+        }
+    }
+}
+
 impl Repository {
+    /// The location log, to be read in pages (see [`LocationPages`]), with
+    /// this replica's current name among the names.
+    pub fn location_pages(&self) -> RepoResult<LocationPages> {
+        let path = self.locations_path();
+        let (reader, count, names) = match File::open(&path) {
+            Ok(file) => {
+                let check = LogReader::of(&path, file.try_clone().at(&path)?)?;
+                let count = check.left;
+                let names = check.finish()?;
+                let mut file = file;
+                file.rewind().at(&path)?;
+                (Some(LogReader::of(&path, file)?), count, names)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, 0, Names::new()),
+            Err(e) => return Err(RepoError::io(path, e)),
+        };
+        let mut named = LocationLog { records: BTreeMap::new(), names };
+        self.with_my_name(&mut named);
+        Ok(LocationPages { path, reader, count, names: Some(named.names) })
+    }
+
     /// Merges `records` (sorted by key and replica) and `names` into the
     /// location log under its lock, as [`LocationLog::merge`] does (per key
     /// and replica the newest wins), streamed through a temporary file; with
@@ -236,16 +312,7 @@ impl Repository {
         let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
-        crate::atomic::write_atomic_with(&path, &mut |out| {
-            let mut out = dmv_store::HashingWriter::new(out);
-            out.write_all(MAGIC)?;
-            out.write_all(&VERSION.to_le_bytes())?;
-            out.write_all(&count.to_le_bytes())?;
-            std::io::copy(&mut body, &mut out)?;
-            encode_names(&log.names, &mut out)?;
-            let sum = out.hasher.finalize();
-            out.inner.write_all(sum.as_bytes())
-        })?;
+        crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.names))?;
         Ok(changed)
     }
 
@@ -366,7 +433,28 @@ mod tests {
                     break;
                 }
             }
-            prop_assert_eq!(paged.records, merged.records);
+            prop_assert_eq!(&paged.records, &merged.records);
+            // Read for sending, in pages or encoded whole, it is the log with this replica's name.
+            // (Written down first, so the name's time is the file's.)
+            repo.merge_locations(std::iter::empty(), &Names::new(), true).unwrap();
+            let named = repo.load_locations().unwrap();
+            prop_assert_eq!(&named.records, &merged.records);
+            prop_assert!(named.names.len() == merged.names.len() + 1);
+            let mut pages = repo.location_pages().unwrap();
+            let mut sent = LocationLog::default();
+            let mut first = true;
+            while let Some(page) = pages.next_page(7).unwrap() {
+                prop_assert!(page.records.len() <= 7 && (first || !page.records.is_empty()));
+                prop_assert!(first || page.names.is_empty());
+                first = false;
+                sent.records.extend(page.records);
+                sent.names.extend(page.names);
+            }
+            prop_assert!(!first);
+            prop_assert_eq!(&sent, &named);
+            let mut whole = Vec::new();
+            repo.location_pages().unwrap().encode_to(&mut whole).unwrap();
+            prop_assert_eq!(whole, named.encode());
         }
     }
 
@@ -381,7 +469,7 @@ mod tests {
         let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &Names::new(), false).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
-        assert!(repo.check_locations().is_err() && repo.locations_page(None, 10).is_err());
+        assert!(repo.check_locations().is_err() && repo.locations_page(None, 10).is_err() && repo.location_pages().is_err());
 
         std::fs::remove_file(repo.locations_path()).unwrap();
         let err = repo.merge_locations([Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))], &Names::new(), false).unwrap_err();

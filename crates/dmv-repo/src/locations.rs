@@ -192,19 +192,6 @@ impl LocationLog {
         self.records.range(from..).take_while(|((k, _), _)| k == key).filter(|(_, s)| s.present).map(|((_, r), s)| (*r, *s)).collect()
     }
 
-    /// Up to `max` records following `after` in key order (from the first
-    /// when None), and whether more follow: a log sent in pieces, each of
-    /// them a log of its own that merges like the whole.
-    pub fn page(&self, after: Option<(ObjectId, ReplicaId)>, max: usize) -> (LocationLog, bool) {
-        use std::ops::Bound;
-        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut records = self.records.range((from, Bound::Unbounded));
-        // The names travel with the first page.
-        let names = if after.is_none() { self.names.clone() } else { BTreeMap::new() };
-        let page = LocationLog { records: records.by_ref().take(max).map(|(k, v)| (*k, *v)).collect(), names };
-        (page, records.next().is_some())
-    }
-
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() * RECORD_LEN + 32);
         // Writing to a vector cannot fail.
@@ -215,18 +202,7 @@ impl LocationLog {
     /// [`LocationLog::encode`], streamed: at a million files the encoding
     /// is ~60 MB a replica, which need not sit in memory beside the log.
     pub fn encode_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        // Buffered below the hash, which then takes large pieces (records are 57 bytes).
-        let mut out = dmv_store::HashingWriter::new(std::io::BufWriter::with_capacity(1 << 16, out));
-        out.write_all(MAGIC)?;
-        out.write_all(&VERSION.to_le_bytes())?;
-        out.write_all(&(self.records.len() as u64).to_le_bytes())?;
-        for record in self.iter() {
-            out.write_all(&record.encode())?;
-        }
-        encode_names(&self.names, &mut out)?;
-        let sum = out.hasher.finalize();
-        out.inner.write_all(sum.as_bytes())?;
-        out.inner.flush()
+        write_framed(out, self.records.len() as u64, &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())), &self.names)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
@@ -265,6 +241,26 @@ impl LocationLog {
         }
         Ok(log)
     }
+}
+
+/// A whole log around `count` records that `records` writes in order:
+/// header, records, names, checksum.
+pub(crate) fn write_framed(
+    out: &mut dyn Write,
+    count: u64,
+    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    names: &BTreeMap<ReplicaId, (u64, String)>,
+) -> std::io::Result<()> {
+    // Buffered below the hash, which then takes large pieces (records are 57 bytes).
+    let mut out = dmv_store::HashingWriter::new(std::io::BufWriter::with_capacity(1 << 16, out));
+    out.write_all(MAGIC)?;
+    out.write_all(&VERSION.to_le_bytes())?;
+    out.write_all(&count.to_le_bytes())?;
+    records(&mut out)?;
+    encode_names(names, &mut out)?;
+    let sum = out.hasher.finalize();
+    out.inner.write_all(sum.as_bytes())?;
+    out.inner.flush()
 }
 
 /// The names section of a version 2 log: count, then (replica, time, length, name) sorted by replica.

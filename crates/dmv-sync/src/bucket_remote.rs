@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{check_lock_path, LocationLog, PathLock, ReplicaId};
+use dmv_repo::{check_lock_path, LocationLog, LocationPages, PathLock, ReplicaId};
 
 use crate::client::{ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
@@ -122,8 +122,11 @@ impl Remote for BucketRemote {
         Ok(())
     }
 
-    fn put_locations(&mut self, from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
-        Ok(self.bucket.write_location_log(&from.to_string(), log.encode())?)
+    fn put_locations(&mut self, from: ReplicaId, log: LocationPages) -> SyncResult<()> {
+        // The bucket's object is written whole: its encoding is built here, not a decoded log.
+        let mut bytes = Vec::new();
+        log.encode_to(&mut bytes)?;
+        Ok(self.bucket.write_location_log(&from.to_string(), bytes)?)
     }
 
     /// Confirms the bucket's copies and locks them there against a drop

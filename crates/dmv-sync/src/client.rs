@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationLog, PathLock, ReplicaId};
+use dmv_repo::{LocationLog, LocationPages, PathLock, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
@@ -62,7 +62,7 @@ pub trait Remote {
         Ok(())
     }
     /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
-    fn put_locations(&mut self, _from: ReplicaId, _log: &LocationLog) -> SyncResult<()> {
+    fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {
         Ok(())
     }
     /// Confirms, per file content id, that all its data is there, and locks
@@ -284,19 +284,14 @@ impl Remote for Client {
         }
     }
 
-    fn put_locations(&mut self, _from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
-        let mut after = None;
-        loop {
-            let (page, more) = log.page(after, LOCATIONS_PER_PAGE);
-            after = page.records.keys().next_back().copied();
+    fn put_locations(&mut self, _from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
+        while let Some(page) = log.next_page(LOCATIONS_PER_PAGE)? {
             match self.call(Request::PutLocations { log: page.encode() })? {
                 Response::LocationsMerged => {}
                 other => return Err(unexpected("locations merged", &other)),
             }
-            if !more {
-                return Ok(());
-            }
         }
+        Ok(())
     }
 
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {

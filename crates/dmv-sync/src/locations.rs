@@ -52,8 +52,7 @@ pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back:
     })?;
     changed += run.merge(repo)?;
     if send_back {
-        let ours = repo.load_locations()?;
-        remote.put_locations(repo.replica_id()?, &ours)?;
+        remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
     }
     Ok(changed)
 }

@@ -92,41 +92,64 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             }
             let mut kids = Vec::new();
             for e in edges(id, kind, &content)? {
-                if let Some((name, k)) = e.entry.as_ref().filter(|(_, k)| k.is_file()) {
+                let file = e.entry.as_ref().filter(|(_, k)| k.is_file());
+                if let Some((name, k)) = file {
                     missing.files.push(e.id);
                     // Only a partial replica may lack data to name (a name for each of a million files is ~100 MB).
                     if repo.config.partial && *k != dmv_repo::store::object::EntryKind::Symlink {
                         names.entry(e.id).or_insert_with(|| name.clone());
                     }
                 }
-                if e.chunk {
+                // A file of one chunk is sent as a chunk: not read now, and nothing in the graph waits for it.
+                if e.chunk || (file.is_some() && store.locate(&e.id)?.is_some_and(|loc| loc.entry.kind == ObjectKind::Chunk)) {
                     chunk_candidates.push(e.id);
-                } else {
-                    kids.push(e.id);
-                    if seen.insert(e.id) {
-                        next.push(e.id);
-                    }
+                    continue;
+                }
+                kids.push(e.id);
+                // A file's content is listed again where it appears again (the repeats are dropped below),
+                // so the set of objects seen holds trees and file nodes, not every file.
+                if file.is_some() || seen.insert(e.id) {
+                    next.push(e.id);
                 }
             }
             missing.graph.insert(*id, kids);
         }
+        first_of_each(&mut next);
         level = next;
     }
     first_of_each(&mut chunk_candidates);
-    let present = client.has(&chunk_candidates)?;
-    for (id, there) in chunk_candidates.into_iter().zip(present) {
-        if !there {
-            match store.locate(&id)? {
-                Some(loc) => {
-                    missing.chunks.push(id);
-                    missing.chunk_bytes += loc.entry.raw_len as u64;
-                }
-                // A chunk of a file a get or drop left partly here.
-                None if repo.config.partial => absent.push(names.get(&id).cloned().unwrap_or_else(|| b"a file".to_vec())),
-                None => return Err(dmv_repo::store::StoreError::NotFound { id }.into()),
+    let mut present = client.has(&chunk_candidates)?.into_iter();
+    let mut failed = None;
+    // The list is kept as the list to send, in place: at a million files a second one is ~32 MB.
+    chunk_candidates.retain(|id| {
+        if present.next().unwrap_or(false) {
+            return false;
+        }
+        match store.locate(id) {
+            Ok(Some(loc)) => {
+                missing.chunk_bytes += loc.entry.raw_len as u64;
+                true
+            }
+            // A chunk of a file a get or drop left partly here.
+            Ok(None) if repo.config.partial => {
+                absent.push(names.get(id).cloned().unwrap_or_else(|| b"a file".to_vec()));
+                false
+            }
+            Ok(None) => {
+                failed.get_or_insert(dmv_repo::store::StoreError::NotFound { id: *id });
+                false
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+                false
             }
         }
+    });
+    if let Some(e) = failed {
+        return Err(e.into());
     }
+    chunk_candidates.append(&mut missing.chunks);
+    missing.chunks = chunk_candidates;
     if let Some(first) = absent.first() {
         return Err(SyncError::Refused(format!(
             "cannot push: the remote lacks the data of {} file version(s) this partial replica does not hold either (e.g. {}); `dmv get` them first, or push from a replica that has them",
