@@ -109,20 +109,33 @@ impl<R: Read> Window<R> {
 
     /// The entries: a count, then (path, entry) in path order, then nothing.
     fn entries(&mut self) -> Result<PathMap<DirEntry>, String> {
-        let count: u64 = self.next()?;
-        // The count comes from the file, read before its checksum: it sizes
-        // nothing beyond what the file's length can hold (an entry takes at
-        // least 39 bytes: a path's length, a kind, an id and five numbers).
-        let bytes_left = self.reader.limit() + (self.buf.len() - self.pos) as u64;
+        let (announced, plausible) = self.count()?;
         let mut entries = PathMap::default();
-        entries.reserve(count.min(bytes_left / 39 + 1) as usize, 0);
-        for _ in 0..count {
+        entries.reserve(plausible, 0);
+        self.each_entry(announced, &mut |path, e| match entries.push_sorted(path, e) {
+            true => Ok(()),
+            false => Err("entries out of order".into()),
+        })?;
+        Ok(entries)
+    }
+
+    /// The count of entries, and as many as the file's length can hold: the
+    /// count comes from the file, read before its checksum, so only the
+    /// second may size anything (an entry takes at least 39 bytes: a path's
+    /// length, a kind, an id and five numbers).
+    fn count(&mut self) -> Result<(u64, usize), String> {
+        let announced: u64 = self.next()?;
+        let bytes_left = self.reader.limit() + (self.buf.len() - self.pos) as u64;
+        Ok((announced, announced.min(bytes_left / 39 + 1) as usize))
+    }
+
+    /// Hands over each of `announced` entries as it is decoded; checks that nothing follows.
+    fn each_entry(&mut self, announced: u64, each: &mut dyn FnMut(&[u8], DirEntry) -> Result<(), String>) -> Result<(), String> {
+        for _ in 0..announced {
             loop {
                 match decode_entry(&self.buf[self.pos..])? {
                     Some((path, e, used)) => {
-                        if !entries.push_sorted(path, e) {
-                            return Err("entries out of order".into());
-                        }
+                        each(path, e)?;
                         self.pos += used;
                         break;
                     }
@@ -135,7 +148,7 @@ impl<R: Read> Window<R> {
         if self.pos < self.buf.len() || self.drain().map_err(|e| e.to_string())? > 0 {
             return Err("bytes after the last entry".into());
         }
-        Ok(entries)
+        Ok(())
     }
 
     /// Reads (and hashes) the rest; returns how many bytes that was.
@@ -239,10 +252,43 @@ impl DirEntry {
 
 impl Dirstate {
     pub fn load(path: &Path) -> RepoResult<Dirstate> {
+        Ok(Dirstate::read(path, |window| window.entries())?.map(|(entries, written_ns)| Dirstate { entries, written_ns }).unwrap_or_default())
+    }
+
+    /// The content ids of the entries whose data is here (not absent), in
+    /// path order, without the entries: what gc and fsck keep (the paths and
+    /// stats of a million files are ~100 MB more). Empty without a dirstate.
+    pub fn ids_here(path: &Path) -> RepoResult<Vec<ObjectId>> {
+        let ids = Dirstate::read(path, |window| {
+            let (announced, plausible) = window.count()?;
+            let mut ids = Vec::with_capacity(plausible);
+            let mut previous: Option<Vec<u8>> = None;
+            window.each_entry(announced, &mut |p, e| {
+                match &mut previous {
+                    Some(before) if before.as_slice() >= p => return Err("entries out of order".into()),
+                    Some(before) => {
+                        before.clear();
+                        before.extend_from_slice(p);
+                    }
+                    None => previous = Some(p.to_vec()),
+                }
+                if !e.is_absent() {
+                    ids.push(e.id);
+                }
+                Ok(())
+            })?;
+            Ok(ids)
+        })?;
+        Ok(ids.map(|(ids, _)| ids).unwrap_or_default())
+    }
+
+    /// Decodes the file at `path` with `decode`, checking its checksum;
+    /// with the file's mtime. None when there is no file.
+    fn read<T>(path: &Path, decode: impl FnOnce(&mut Window<&mut std::fs::File>) -> Result<T, String>) -> RepoResult<Option<(T, i64)>> {
         let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: detail.into() };
         let mut file = match std::fs::File::open(path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Dirstate::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(RepoError::io(path, e)),
         };
         let meta = file.metadata().at(path)?;
@@ -258,7 +304,7 @@ impl Dirstate {
         let version = u32::from_le_bytes([window.buf[8], window.buf[9], window.buf[10], window.buf[11]]);
         window.pos = 12;
         let decoded = match version {
-            VERSION => window.entries(),
+            VERSION => decode(&mut window),
             _ => Err("unsupported dirstate version".into()),
         };
         // Damage is named as such before anything the damaged bytes made the decoder say.
@@ -269,8 +315,7 @@ impl Dirstate {
         if computed.as_bytes()[..] != sum {
             return Err(corrupt("checksum mismatch (delete it and run `dmv restore --staged .` to rebuild from HEAD)"));
         }
-        let entries = decoded.map_err(|e| corrupt(&e))?;
-        Ok(Dirstate { entries, written_ns })
+        Ok(Some((decoded.map_err(|e| corrupt(&e))?, written_ns)))
     }
 
     /// Removes the entries at positions `gone` of the sorted run (as
@@ -471,6 +516,16 @@ mod tests {
         ds.entries.insert(b"a/b.raw".to_vec(), e.clone());
         ds.save(&dir.path().join("dirstate")).unwrap();
         assert!(Dirstate::load(&dir.path().join("dirstate")).unwrap().entries.get(b"a/b.raw").unwrap().is_absent());
+        // Only the data that is here is kept by gc: read without the entries, checksum and all.
+        ds.entries.insert(b"a/c.raw".to_vec(), DirEntry { mtime_ns: 5, ..DirEntry::absent(EntryKind::File, ObjectId([8; 32]), 9) });
+        ds.entries.insert(b"a/a.raw".to_vec(), DirEntry { mtime_ns: 5, ..DirEntry::absent(EntryKind::File, ObjectId([6; 32]), 9) });
+        ds.save(&dir.path().join("dirstate")).unwrap();
+        assert_eq!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap(), [ObjectId([6; 32]), ObjectId([8; 32])]);
+        assert_eq!(Dirstate::ids_here(&dir.path().join("none")).unwrap(), []);
+        let mut bytes = std::fs::read(dir.path().join("dirstate")).unwrap();
+        bytes[20] ^= 1;
+        std::fs::write(dir.path().join("dirstate"), &bytes).unwrap();
+        assert!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap_err().to_string().contains("checksum"));
     }
 
     #[test]

@@ -88,9 +88,9 @@ impl Repository {
         roots.extend(self.merge_roots()?);
         // Staged content is referenced by nothing but the dirstate until it is committed.
         if !self.config.bare {
-            match self.load_dirstate() {
-                // An absent file's data is not here to keep (its commit is).
-                Ok(staged) => roots.extend(staged.entries.values().filter(|e| !e.is_absent()).map(|e| e.id)),
+            // An absent file's data is not here to keep (its commit is).
+            match crate::dirstate::Dirstate::ids_here(&self.dirstate_path()) {
+                Ok(staged) => roots.extend(staged),
                 Err(e) if dirstate_must_load => return Err(e),
                 Err(_) => {}
             }

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::IoContext;
 use crate::index::{write_index, PackIndex};
+use crate::marks::Marks;
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::store::{maybe_compress, sync_dir};
@@ -81,38 +82,40 @@ enum Missing {
     MayBeAbsent,
 }
 
+/// Reached from the roots (or kept for another reason).
+const LIVE: u8 = 1;
+/// Reached from the files a drop frees.
+const DROPPED: u8 = 2;
+/// Written to a new pack by this rewrite.
+const WRITTEN: u8 = 4;
+
 impl Store {
-    /// Objects reachable from `roots`; chunks are located but not read.
-    pub fn reachable(&self, roots: &[ObjectId]) -> StoreResult<HashSet<ObjectId>> {
-        let mut seen = HashSet::new();
-        self.mark_reachable(roots.to_vec(), Missing::IsDamage, &mut seen)?;
-        Ok(seen)
-    }
-
-    /// Adds to `seen` what `stack` reaches, treating a missing object as `missing` says.
-    fn mark_reachable(&self, roots: Vec<ObjectId>, missing: Missing, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
-        self.mark_reachable_except(roots, missing, &HashSet::new(), seen)
-    }
-
-    /// [`Store::mark_reachable`], not entering the files whose content ids
-    /// are in `files` where a tree lists them (a file node that shares one
-    /// of their chunks still reaches it).
-    fn mark_reachable_except(&self, roots: Vec<ObjectId>, missing: Missing, files: &HashSet<ObjectId>, seen: &mut HashSet<ObjectId>) -> StoreResult<()> {
-        // Each id with whether it is file data.
-        let mut stack: Vec<(ObjectId, bool)> = roots.into_iter().map(|r| (r, false)).collect();
-        while let Some((id, data)) = stack.pop() {
-            if seen.contains(&id) {
-                continue;
-            }
-            // Past the filters: a damaged filter must never make live data look absent here.
-            let Some(loc) = self.locate_exhaustive(&id)? else {
+    /// Flags with `flag` what `roots` reach, treating a missing object as
+    /// `missing` says, not entering the files whose content ids are in
+    /// `files` where a tree lists them (a file node that shares one of
+    /// their chunks still reaches it).
+    fn mark(&self, marks: &mut Marks<u8>, roots: Vec<ObjectId>, missing: Missing, files: &HashSet<ObjectId>, flag: u8) -> StoreResult<()> {
+        // Each id with whether it is file data. Roots are taken one at a
+        // time: at a million staged files they are a million, nearly all
+        // reached already, and a stack of them all was ~40 MB.
+        let mut roots = roots.into_iter();
+        let mut stack: Vec<(ObjectId, bool)> = Vec::new();
+        while let Some((id, data)) = stack.pop().or_else(|| roots.next().map(|r| (r, false))) {
+            let Some(slot) = marks.slot(&id) else {
+                // An index that could not be read makes its objects damage, not absent.
+                self.locate(&id)?;
                 match missing {
                     Missing::IsDamage => return Err(StoreError::NotFound { id }),
                     Missing::DataMayBeAbsent if !data => return Err(StoreError::NotFound { id }),
                     Missing::DataMayBeAbsent | Missing::MayBeAbsent => continue,
                 }
             };
-            seen.insert(id);
+            let value = marks.get(slot);
+            if value & flag != 0 {
+                continue;
+            }
+            marks.set(slot, value | flag);
+            let loc = marks.located(slot)?;
             if loc.entry.kind != ObjectKind::Chunk {
                 let bytes = self.read_located(&loc)?;
                 let from_tree = loc.entry.kind == ObjectKind::Tree;
@@ -133,14 +136,14 @@ impl Store {
         report.leftovers_removed = self.remove_leftovers()?;
         self.reload()?;
         let roots = roots()?;
-        let mut live = HashSet::new();
+        let mut marks = Marks::new(self.indexes());
         let missing = if options.absent_data_ok { Missing::DataMayBeAbsent } else { Missing::IsDamage };
-        self.mark_reachable(roots, missing, &mut live)?;
+        self.mark(&mut marks, roots, missing, &HashSet::new(), LIVE)?;
 
-        let by_pack = self.objects_by_pack()?;
+        let packs = marks.packs();
         let mut pack_sizes = HashMap::new();
-        let mut recent = Vec::new();
-        for (p, entries) in &by_pack {
+        let mut recent = HashSet::new();
+        for p in &packs {
             let path = dir.join(pack_file_name(p));
             let meta = std::fs::metadata(&path).at(&path)?;
             report.bytes_before += meta.len();
@@ -148,19 +151,31 @@ impl Store {
             // A clock set back makes a pack look recent: that only keeps more.
             let age = meta.modified().ok().and_then(|m| started.duration_since(m).ok()).unwrap_or(Duration::ZERO);
             if age < options.keep_recent {
-                report.recent_packs_kept += 1;
-                recent.extend(entries.iter().map(|e| e.id));
+                recent.insert(*p);
             }
         }
-        self.mark_reachable(recent, Missing::MayBeAbsent, &mut live)?;
-        report.packs_before = by_pack.len();
+        report.recent_packs_kept = recent.len();
+        report.packs_before = packs.len();
+        // What recent packs hold stays, with all it reaches; a pack holding anything else unreached is rewritten.
+        let mut dirty = HashSet::new();
+        for slot in marks.slots() {
+            let loc = marks.located(slot)?;
+            if recent.contains(&loc.pack) && marks.get(slot) & LIVE == 0 {
+                self.mark(&mut marks, vec![loc.entry.id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+            }
+        }
+        for slot in marks.slots() {
+            let loc = marks.located(slot)?;
+            if marks.of(slot, &loc.entry.id) & LIVE == 0 {
+                dirty.insert(loc.pack);
+            }
+        }
         let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
-        let small_count = by_pack.keys().filter(|p| small(p)).count();
-        let mut rewrite: Vec<ObjectId> =
-            by_pack.iter().filter(|(p, entries)| entries.iter().any(|e| !live.contains(&e.id)) || (small_count > 1 && small(p))).map(|(p, _)| *p).collect();
+        let small_count = packs.iter().filter(|p| small(p)).count();
+        let mut rewrite: Vec<ObjectId> = packs.iter().filter(|p| dirty.contains(*p) || (small_count > 1 && small(p))).copied().collect();
         rewrite.sort();
 
-        report.objects_dropped = self.rewrite_packs(&by_pack, &rewrite, &|id| live.contains(id), progress)?.0;
+        report.objects_dropped = self.rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, progress)?.0;
         self.write_multi_pack_index()?;
         let final_stats = self.stats()?;
         report.packs_after = final_stats.packs;
@@ -191,7 +206,7 @@ impl Store {
         let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
         report.packs_rolled = roll;
         report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
-        let (_, made) = self.rewrite_packs(&self.objects_of_packs(&rewrite)?, &rewrite, &|_| true, &|_| {})?;
+        let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &|_| {})?;
         // The new pack is as old as the newest it holds: gc's grace period
         // for recent packs must not start again for old objects.
         if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
@@ -230,19 +245,12 @@ impl Store {
         Ok(packs)
     }
 
-    /// The objects of `packs`, by pack, read from each one's own index: what
-    /// a repack inside a commit reads, rather than every object of the store
-    /// (at five million objects, a map of them all was 600 MB). An object
-    /// that a pack outside `packs` holds too is written again: a copy that
-    /// the next gc drops.
-    fn objects_of_packs(&self, packs: &[ObjectId]) -> StoreResult<HashMap<ObjectId, Vec<Entry>>> {
-        let mut by_pack = HashMap::new();
-        for p in packs {
-            let idx = PackIndex::open(&self.packs_dir().join(index_file_name(p)))?;
-            let entries = (0..idx.len()).map(|i| idx.located_at(i).map(|loc| loc.entry)).collect::<StoreResult<Vec<_>>>()?;
-            by_pack.insert(*p, entries);
-        }
-        Ok(by_pack)
+    /// The objects of pack `p`, read from its own index: what a rewrite
+    /// holds at a time, rather than every object of the store (at five
+    /// million objects, a map of them all was 600 MB).
+    fn pack_entries(&self, p: &ObjectId) -> StoreResult<Vec<Entry>> {
+        let idx = PackIndex::open(&self.packs_dir().join(index_file_name(p)))?;
+        (0..idx.len()).map(|i| idx.located_at(i).map(|loc| loc.entry)).collect()
     }
 
     /// Every object of every pack, by pack (an object in two packs is listed in both).
@@ -257,41 +265,34 @@ impl Store {
         Ok(by_pack)
     }
 
-    /// Writes the objects of the packs in `rewrite` that `keep` keeps (and
-    /// no other pack holds) into new packs, then removes the old packs.
-    /// Returns how many objects were left out, and the new packs. Only under
-    /// the exclusive lock.
-    fn rewrite_packs(
-        &self,
-        by_pack: &HashMap<ObjectId, Vec<Entry>>,
-        rewrite: &[ObjectId],
-        keep: &dyn Fn(&ObjectId) -> bool,
-        progress: &dyn Fn(u64),
-    ) -> StoreResult<(u64, Vec<ObjectId>)> {
+    /// Writes the objects of the packs in `rewrite` whose marks `keep`
+    /// keeps (and no other pack holds) into new packs, then removes the old
+    /// packs. Returns how many objects were left out, and the new packs.
+    /// Only under the exclusive lock.
+    fn rewrite_packs(&self, marks: &mut Marks<u8>, rewrite: &[ObjectId], keep: &dyn Fn(u8) -> bool, progress: &dyn Fn(u64)) -> StoreResult<(u64, Vec<ObjectId>)> {
         let dir = self.packs_dir().to_path_buf();
         let mut left_out = 0;
-        let mut written: HashSet<ObjectId> = HashSet::new();
-        for (p, entries) in by_pack {
-            if !rewrite.contains(p) {
-                written.extend(entries.iter().map(|e| e.id));
-            }
-        }
+        let rewritten: HashSet<ObjectId> = rewrite.iter().copied().collect();
         let mut compressor = zstd::bulk::Compressor::new(1).map_err(StoreError::Compressor)?;
         let mut scratch = Vec::new();
         let mut out: Option<PackWriter> = None;
         let mut new_packs = Vec::new();
         for p in rewrite {
             let file = self.pack_file(p)?;
-            let mut entries = by_pack[p].clone();
+            let mut entries = self.pack_entries(p)?;
             entries.sort_by_key(|e| e.offset);
             for e in entries {
-                if !keep(&e.id) {
-                    left_out += 1;
+                // The copy the store finds is the one that counts: a second copy here is left out.
+                let Some(first) = marks.slot(&e.id) else { continue };
+                let (value, holder) = (marks.get(first), marks.located(first)?.pack);
+                if !keep(value) {
+                    left_out += (holder == *p) as u64;
                     continue;
                 }
-                if !written.insert(e.id) {
+                if !rewritten.contains(&holder) || value & WRITTEN != 0 {
                     continue;
                 }
+                marks.set(first, value | WRITTEN);
                 let data = pack::read_record(&file, pack::PackFileName(p), &e)?;
                 progress(data.len() as u64);
                 let w = match out.as_mut() {
@@ -339,19 +340,28 @@ impl Store {
         self.reload()?;
         let before = self.stats()?.stored_bytes;
         let roots = roots()?;
+        let mut marks = Marks::new(self.indexes());
         // What stays: everything the roots reach without entering the dropped files.
-        let mut live = HashSet::new();
-        self.mark_reachable_except(roots.into_iter().filter(|r| !files.contains(r)).collect(), Missing::DataMayBeAbsent, files, &mut live)?;
-        let mut dropped = HashSet::new();
-        self.mark_reachable(files.iter().copied().collect(), Missing::MayBeAbsent, &mut dropped)?;
-        let by_pack = self.objects_by_pack()?;
-        let unreached: Vec<ObjectId> = by_pack.values().flatten().map(|e| e.id).filter(|id| !live.contains(id) && !dropped.contains(id)).collect();
-        self.mark_reachable(unreached, Missing::MayBeAbsent, &mut live)?;
-        let rewrite: Vec<ObjectId> = by_pack.iter().filter(|(_, entries)| entries.iter().any(|e| dropped.contains(&e.id) && !live.contains(&e.id))).map(|(p, _)| *p).collect();
+        self.mark(&mut marks, roots.into_iter().filter(|r| !files.contains(r)).collect(), Missing::DataMayBeAbsent, files, LIVE)?;
+        self.mark(&mut marks, files.iter().copied().collect(), Missing::MayBeAbsent, &HashSet::new(), DROPPED)?;
+        // What nothing reaches (a transfer still to finish) stays too, with what it reaches.
+        for slot in marks.slots() {
+            let id = marks.located(slot)?.entry.id;
+            if marks.of(slot, &id) & (LIVE | DROPPED) == 0 {
+                self.mark(&mut marks, vec![id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+            }
+        }
+        let mut rewrite = Vec::new();
+        for slot in marks.slots() {
+            let loc = marks.located(slot)?;
+            if marks.of(slot, &loc.entry.id) & (LIVE | DROPPED) == DROPPED && !rewrite.contains(&loc.pack) {
+                rewrite.push(loc.pack);
+            }
+        }
         if rewrite.is_empty() {
             return Ok(0);
         }
-        self.rewrite_packs(&by_pack, &rewrite, &|id| !dropped.contains(id) || live.contains(id), &|_| {})?;
+        self.rewrite_packs(&mut marks, &rewrite, &|value| value & DROPPED == 0 || value & LIVE != 0, &|_| {})?;
         self.write_multi_pack_index()?;
         Ok(before.saturating_sub(self.stats()?.stored_bytes))
     }

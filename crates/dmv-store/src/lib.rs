@@ -15,6 +15,7 @@ mod id;
 mod index;
 mod ingest;
 mod lock;
+mod marks;
 mod nodes;
 pub mod object;
 mod pack;

@@ -226,17 +226,6 @@ impl Store {
         Ok(None)
     }
 
-    /// [`Store::locate`] past every filter: for gc, where a miss can make an
-    /// object dead, so a damaged filter must not decide it.
-    pub(crate) fn locate_exhaustive(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
-        for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
-            if let Some(found) = idx.lookup(id)? {
-                return Ok(Some(found));
-            }
-        }
-        self.locate(id)
-    }
-
     /// [`Store::locate`] for a reader: an object it misses may be in a pack
     /// another process wrote after this store listed its packs (a commit
     /// that a ref read since points to), so on a miss the packs are listed

@@ -173,6 +173,35 @@ fn gc_drops_the_unreachable_but_keeps_recent_packs_and_what_they_reach() {
 }
 
 #[test]
+fn gc_keeps_one_copy_of_an_object_two_writers_stored_at_once() {
+    for dead_beside_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = dir.path().join("objects");
+        let store = open(&objects, 64 << 20);
+        // Two sessions at once: neither sees the other's pack, so both store `twice`.
+        let mut one = store.begin_write().unwrap();
+        let mut two = store.begin_write().unwrap();
+        let twice = one.put_object(ObjectKind::Chunk, &noise(4000, 1)).unwrap();
+        assert_eq!(two.put_object(ObjectKind::Chunk, &noise(4000, 1)).unwrap(), twice);
+        let dead = match dead_beside_first {
+            true => one.put_object(ObjectKind::Chunk, &noise(4000, 2)).unwrap(),
+            false => two.put_object(ObjectKind::Chunk, &noise(4000, 2)).unwrap(),
+        };
+        one.finish().unwrap();
+        two.finish().unwrap();
+        drop((one, two));
+        store.reload().unwrap();
+        assert_eq!(store.stats().unwrap().objects, 3);
+        let report = store.gc(|| Ok::<_, StoreError>(vec![twice]), prune_now(), &|_| {}).unwrap();
+        assert_eq!(report.objects_dropped, 1);
+        assert_eq!((store.stats().unwrap().objects, store.stats().unwrap().packs), (1, 1));
+        assert!(!store.contains(&dead).unwrap());
+        assert_eq!(content(&store, &twice), noise(4000, 1));
+        assert!(store.verify_reachable(&[twice], false, &|_| {}).unwrap().is_clean());
+    }
+}
+
+#[test]
 fn a_missing_root_stops_gc_before_it_deletes_anything() {
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");
