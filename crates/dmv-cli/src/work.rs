@@ -1,5 +1,6 @@
 //! Commands that change the working tree, the staging area or refs.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -48,104 +49,156 @@ pub struct StatusArgs {
 
 pub fn status(a: StatusArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let mut st = repo.status()?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        println!("{}", serde_json::to_string_pretty(&repo.status()?)?);
         return Ok(0);
+    }
+    if a.short {
+        return status_short(&repo, repo.status_listing()?);
     }
     let word = |k: ChangeKind| match k {
         ChangeKind::Added => "new file:",
         ChangeKind::Deleted => "deleted:",
         ChangeKind::Modified => "modified:",
     };
-    let clean = st.staged.is_empty() && st.unstaged.is_empty() && st.untracked.is_empty() && st.merge.is_none();
+    // The staged changes are listed as they are read (see `StatusListing`); a million lines are written in large pieces.
+    let st = repo.status_listing()?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // As last learned from the remote (lock, locks, push, commit): no network here.
     let known = repo.known_locks();
-    let mut held: Vec<&dmv_repo::PathLock> = st.staged.iter().chain(&st.unstaged).filter_map(|c| known.other_holder(&show_path(&c.path))).collect();
-    held.dedup_by(|a, b| a.path == b.path);
-    // Handed to the listing, not copied: a million staged changes are 160 MB.
-    let mut staged = std::mem::take(&mut st.staged);
+    let mut held: Vec<&dmv_repo::PathLock> = Vec::new();
     let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
-    // A conflicted path is listed once, as unmerged, not also as staged.
-    staged.retain(|c| !conflicts.iter().any(|u| u.path == c.path));
-    if a.short {
-        // As git's: one line per path in path order, its staged and
-        // unstaged letters side by side (`MM`), untracked files after.
-        // The three lists are in path order: merged as they are printed,
-        // not gathered into a map of every path (a million changes).
-        let mut listed = dmv_repo::list_renames(&repo.store, staged)?.peekable();
-        let mut unstaged = st.unstaged.iter().peekable();
-        let mut conflicted: Vec<_> = conflicts.iter().collect();
-        conflicted.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut conflicted = conflicted.into_iter().peekable();
-        loop {
-            let next = [listed.peek().map(|l| l.path()), unstaged.peek().map(|c| c.path.as_slice()), conflicted.peek().map(|u| u.path.as_slice())].into_iter().flatten().min();
-            let Some(path) = next.map(<[u8]>::to_vec) else { break };
-            let y = unstaged.next_if(|c| c.path == path).map_or(' ', |c| c.kind.letter());
-            let x = listed.next_if(|l| l.path() == path);
-            let line = match (conflicted.next_if(|u| u.path == path), x) {
-                (Some(u), _) => format!("{} {}", u.code, show_path(&path)),
-                (None, Some(dmv_repo::Listed::Renamed { from, to, .. })) => format!("R{y} {} -> {}", show_path(&from), show_path(&to)),
-                (None, Some(dmv_repo::Listed::Change(c))) => format!("{}{y} {}", c.kind.letter(), show_path(&path)),
-                (None, None) => format!(" {y} {}", show_path(&path)),
-            };
-            println!("{line}");
-        }
-        for p in &st.untracked {
-            println!("?? {}", show_path(p));
-        }
-        return Ok(0);
-    }
     match &st.branch {
-        Some(b) => println!("On branch {}", b.strip_prefix("refs/heads/").unwrap_or(b)),
-        None => println!("HEAD detached"),
+        Some(b) => writeln!(out, "On branch {}", b.strip_prefix("refs/heads/").unwrap_or(b))?,
+        None => writeln!(out, "HEAD detached")?,
     }
     if let Some(m) = &st.merge {
-        println!("You are merging {} ({}).", m.label, m.theirs.short());
+        writeln!(out, "You are merging {} ({}).", m.label, m.theirs.short())?;
         if m.interrupted {
-            println!("The merge was interrupted before the working tree was written.\n  (use \"dmv merge --abort\" to start over)");
+            writeln!(out, "The merge was interrupted before the working tree was written.\n  (use \"dmv merge --abort\" to start over)")?;
         } else if conflicts.is_empty() {
-            println!("All conflicts fixed but you are still merging.\n  (use \"dmv commit\" to conclude the merge)");
+            writeln!(out, "All conflicts fixed but you are still merging.\n  (use \"dmv commit\" to conclude the merge)")?;
         } else {
-            println!("  (fix conflicts with \"dmv resolve --ours|--theirs|--both PATH...\", then run \"dmv commit\")");
-            println!("  (use \"dmv merge --abort\" to abort the merge)");
-            println!("\nUnmerged paths:");
+            writeln!(out, "  (fix conflicts with \"dmv resolve --ours|--theirs|--both PATH...\", then run \"dmv commit\")")?;
+            writeln!(out, "  (use \"dmv merge --abort\" to abort the merge)")?;
+            writeln!(out, "\nUnmerged paths:")?;
             for u in conflicts {
-                println!("\t{:<17}{}", format!("{}:", u.description), show_path(&u.path));
+                writeln!(out, "\t{:<17}{}", format!("{}:", u.description), show_path(&u.path))?;
             }
         }
     }
-    if !staged.is_empty() {
-        println!("\nChanges to be committed:");
-        for listed in dmv_repo::list_renames(&repo.store, staged)? {
-            match listed {
-                dmv_repo::Listed::Change(c) => println!("\t{:<12}{}", word(c.kind), show_path(&c.path)),
-                dmv_repo::Listed::Renamed { from, to, .. } => println!("\t{:<12}{} -> {}", "renamed:", show_path(&from), show_path(&to)),
+    let mut staged = 0;
+    let mut failed = None;
+    repo.list_staged(&st, &mut |listed| {
+        let line = match &listed {
+            // A conflicted path is listed once, as unmerged, not also as staged.
+            dmv_repo::Listed::Change(c) if conflicts.iter().any(|u| u.path == c.path) => return Ok(()),
+            dmv_repo::Listed::Change(c) => {
+                held.extend(known.other_holder(&show_path(&c.path)));
+                format!("\t{:<12}{}", word(c.kind), show_path(&c.path))
             }
-        }
+            dmv_repo::Listed::Renamed { from, to, .. } => {
+                held.extend(known.other_holder(&show_path(from)).into_iter().chain(known.other_holder(&show_path(to))));
+                format!("\t{:<12}{} -> {}", "renamed:", show_path(from), show_path(to))
+            }
+        };
+        let heading = if staged == 0 { "\nChanges to be committed:\n" } else { "" };
+        staged += 1;
+        // Written here, so the library's error type carries only its own errors.
+        writeln!(out, "{heading}{line}").map_err(|e| failed = Some(e)).ok();
+        Ok(())
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
     }
     if !st.unstaged.is_empty() {
-        println!("\nChanges not staged for commit:");
+        writeln!(out, "\nChanges not staged for commit:")?;
         for c in &st.unstaged {
-            println!("\t{:<12}{}", word(c.kind), show_path(&c.path));
+            held.extend(known.other_holder(&show_path(&c.path)));
+            writeln!(out, "\t{:<12}{}", word(c.kind), show_path(&c.path))?;
         }
     }
+    held.sort_by(|a, b| a.path.cmp(&b.path));
+    held.dedup_by(|a, b| a.path == b.path);
     if !held.is_empty() {
-        println!("\nChanged files locked by someone else (as {} said at {}):", known.remote, dmv_repo::utc_time(known.learned as i64));
+        writeln!(out, "\nChanged files locked by someone else (as {} said at {}):", known.remote, dmv_repo::utc_time(known.learned as i64))?;
         for l in held {
-            println!("\t{}\tlocked by {}", l.path, l.holder());
+            writeln!(out, "\t{}\tlocked by {}", l.path, l.holder())?;
         }
     }
     if !st.untracked.is_empty() {
-        println!("\nUntracked files:");
+        writeln!(out, "\nUntracked files:")?;
         for p in &st.untracked {
-            println!("\t{}", show_path(p));
+            writeln!(out, "\t{}", show_path(p))?;
         }
     }
-    if clean {
-        println!("nothing to commit, working tree clean");
+    if staged == 0 && st.unstaged.is_empty() && st.untracked.is_empty() && st.merge.is_none() {
+        writeln!(out, "nothing to commit, working tree clean")?;
     }
+    out.flush()?;
     Ok(0)
+}
+
+/// `status --short`, as git's: one line per path in path order, its staged
+/// and unstaged letters side by side (`MM`), untracked files after. The
+/// staged changes come in path order as they are read, and the unstaged
+/// changes and conflicts (lists in path order) are merged in as they pass.
+fn status_short(repo: &Repository, st: dmv_repo::StatusListing) -> Result<u8> {
+    let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
+    let mut conflicted: Vec<_> = conflicts.iter().collect();
+    conflicted.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut lines = ShortLines { out: std::io::BufWriter::new(std::io::stdout().lock()), unstaged: st.unstaged.iter().peekable(), conflicted: conflicted.into_iter().peekable() };
+    let mut failed = None;
+    repo.list_staged(&st, &mut |listed| {
+        // Written here, so the library's error type carries only its own errors.
+        lines.staged(listed).map_err(|e| failed = Some(e)).ok();
+        Ok(())
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    lines.before(None)?;
+    for p in &st.untracked {
+        writeln!(lines.out, "?? {}", show_path(p))?;
+    }
+    lines.out.flush()?;
+    Ok(0)
+}
+
+/// The lines of `status --short` so far: what is left of the unstaged changes and conflicts.
+struct ShortLines<'s, W: Write> {
+    out: W,
+    unstaged: std::iter::Peekable<std::slice::Iter<'s, dmv_repo::StatusEntry>>,
+    conflicted: std::iter::Peekable<std::vec::IntoIter<&'s dmv_repo::ConflictStatus>>,
+}
+
+impl<W: Write> ShortLines<'_, W> {
+    /// The line of a staged change, after those of the paths before it.
+    fn staged(&mut self, listed: dmv_repo::Listed) -> std::io::Result<()> {
+        self.before(Some(listed.path()))?;
+        // A conflicted path is listed once, as unmerged, not also as staged.
+        if self.conflicted.peek().is_some_and(|u| u.path == listed.path()) {
+            return Ok(());
+        }
+        let y = self.unstaged.next_if(|c| c.path == listed.path()).map_or(' ', |c| c.kind.letter());
+        match listed {
+            dmv_repo::Listed::Renamed { from, to, .. } => writeln!(self.out, "R{y} {} -> {}", show_path(&from), show_path(&to)),
+            dmv_repo::Listed::Change(c) => writeln!(self.out, "{}{y} {}", c.kind.letter(), show_path(&c.path)),
+        }
+    }
+
+    /// The lines of the unstaged changes and conflicts whose paths sort before `end` (all of them: None).
+    fn before(&mut self, end: Option<&[u8]>) -> std::io::Result<()> {
+        loop {
+            let next = [self.unstaged.peek().map(|c| c.path.as_slice()), self.conflicted.peek().map(|u| u.path.as_slice())].into_iter().flatten().min();
+            let Some(path) = next.filter(|p| end.is_none_or(|end| *p < end)).map(<[u8]>::to_vec) else { return Ok(()) };
+            let y = self.unstaged.next_if(|c| c.path == path).map_or(' ', |c| c.kind.letter());
+            match self.conflicted.next_if(|u| u.path == path) {
+                Some(u) => writeln!(self.out, "{} {}", u.code, show_path(&path))?,
+                None => writeln!(self.out, " {y} {}", show_path(&path))?,
+            }
+        }
+    }
 }
 
 #[derive(Args)]

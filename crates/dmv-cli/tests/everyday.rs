@@ -836,9 +836,11 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
     std::fs::create_dir_all(d.join("raw")).unwrap();
     write_noise(&d.join("raw/IMG_1.CR3"), 3_000_000, 11);
     write_noise(&d.join("raw/IMG_2.CR3"), 3_000_000, 12);
+    std::fs::write(d.join("notes.txt"), "day one").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "shoot"]);
     dmv(d, &["mv", "audio", "sound"]);
+    std::fs::write(d.join("notes.txt"), "day one, take two").unwrap();
     // Retouched in the middle (a few chunks change) and moved.
     let mut photo = std::fs::read(d.join("raw/IMG_1.CR3")).unwrap();
     for b in &mut photo[1_500_000..1_520_000] {
@@ -851,11 +853,25 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
     let short = dmv(d, &["status", "--short"]);
     assert!(short.contains("R  audio/take_0.wav -> sound/take_0.wav\n"), "{short}");
     assert!(short.contains("R  raw/IMG_1.CR3 -> selects/IMG_1.CR3\n"), "{short}");
-    assert!(dmv(d, &["status"]).contains("renamed:    audio/take_1.wav -> sound/take_1.wav"));
+    // The long listing reads the staged changes again as it prints them, the
+    // renames paired and in place: the same list as the short one.
+    let long = dmv(d, &["status"]);
+    let staged: Vec<&str> = long.split("Changes to be committed:\n").nth(1).unwrap_or_else(|| panic!("{long}")).lines().take_while(|l| !l.is_empty()).collect();
+    let expected: Vec<String> = short
+        .lines()
+        .map(|l| match l.split_at(3) {
+            ("R  ", rest) => format!("\trenamed:    {rest}"),
+            ("M  ", rest) => format!("\tmodified:   {rest}"),
+            (code, rest) => panic!("{code}{rest}"),
+        })
+        .collect();
+    assert_eq!(staged, expected, "{long}");
+    assert_eq!(staged.len(), 5);
+    assert!(staged[0].ends_with("notes.txt") && staged[2].ends_with("audio/take_0.wav -> sound/take_0.wav"), "{long}");
     dmv(d, &["commit", "-m", "select and rename"]);
     let ns = dmv(d, &["show", "--name-status"]);
     let lines: Vec<&str> = ns.lines().filter(|l| l.contains('\t')).collect();
-    assert_eq!(lines.len(), 4, "{ns}");
+    assert_eq!(lines.len(), 5, "{ns}");
     assert!(lines.contains(&"R100\taudio/take_2.wav\tsound/take_2.wav"), "{ns}");
     let photo_line = lines.iter().find(|l| l.ends_with("\traw/IMG_1.CR3\tselects/IMG_1.CR3")).unwrap_or_else(|| panic!("{ns}"));
     let percent: u32 = photo_line[1..4].parse().unwrap();

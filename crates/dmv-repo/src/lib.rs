@@ -72,7 +72,7 @@ pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, Replica
 pub use locks::{check_lock_path, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
-pub use ops::Status;
+pub use ops::{Status, StatusListing};
 pub use pathmap::PathMap;
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repo::Repository;
@@ -86,7 +86,7 @@ pub use status::StatusEntry;
 pub use three_way::Conflict;
 pub use time::{civil, utc_time};
 pub use tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use tree_diff::{diff_trees, find_renames, list_renames, Listed};
+pub use tree_diff::{diff_trees, find_renames, Listed};
 pub use wlock::{WorktreeGuard, WorktreeLock};
 
 pub use dmv_store as store;

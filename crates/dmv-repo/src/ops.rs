@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 use dmv_store::ObjectId;
 use serde::Serialize;
 
-use crate::dirstate::Stat;
+use crate::dirstate::{Dirstate, Stat};
 use crate::error::{RepoError, RepoResult};
 use crate::merge_state::MergeStatus;
 use crate::paths::ser_paths;
 use crate::refs::Head;
 use crate::repo::Repository;
-use crate::tree::{Change, FlatEntry};
+use crate::status::StatusEntry;
+use crate::tree::{Change, ChangeKind, FlatEntry};
+use crate::tree_diff::{find_renames, rename_candidate, Listed};
 
 #[derive(Debug, Default, Serialize)]
 pub struct Status {
@@ -35,14 +37,80 @@ impl Status {
     }
 }
 
+/// A status as `dmv status` prints it: the unstaged changes and untracked
+/// files, and the dirstate, from which [`Repository::list_staged`] reads the
+/// staged changes again as they are listed: a million staged changes (~160 B
+/// each) are never held at once, nor the old and new entries of a million
+/// unstaged ones.
+pub struct StatusListing {
+    pub branch: Option<String>,
+    /// dirstate → working tree (tracked files only), in path order.
+    pub unstaged: Vec<StatusEntry>,
+    pub untracked: Vec<Vec<u8>>,
+    pub merge: Option<MergeStatus>,
+    ds: Dirstate,
+    /// Whether files were both added and deleted, so that some may pair as renames.
+    renames: bool,
+}
+
 impl Repository {
+    /// [`Repository::status`] to be listed (see [`StatusListing`]).
+    pub fn status_listing(&self) -> RepoResult<StatusListing> {
+        self.require_worktree()?;
+        let mut unstaged = Vec::new();
+        let kinds = |ds: &Dirstate, locked: bool| {
+            let (mut added, mut deleted) = (false, false);
+            self.each_staged(ds, locked, &mut |c| {
+                added |= c.kind == ChangeKind::Added && rename_candidate(&c);
+                deleted |= c.kind == ChangeKind::Deleted && rename_candidate(&c);
+                Ok(())
+            })?;
+            Ok(added && deleted)
+        };
+        let (renames, untracked, ds) = self.compare_worktree(kinds, &mut |c| unstaged.push(StatusEntry { path: c.path, kind: c.kind }))?;
+        unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(StatusListing { branch: self.head_branch()?, unstaged, untracked, merge: self.merge_status()?, ds, renames })
+    }
+
+    /// The staged changes of `listing`, renames paired, handed to `each`
+    /// in path order as HEAD's tree and the dirstate are read (twice more
+    /// when files were both added and deleted: once to pair those).
+    pub fn list_staged(&self, listing: &StatusListing, each: &mut dyn FnMut(Listed) -> RepoResult<()>) -> RepoResult<()> {
+        if !listing.renames {
+            return self.each_staged(&listing.ds, false, &mut |c| each(Listed::Change(c)));
+        }
+        let mut candidates = Vec::new();
+        self.each_staged(&listing.ds, false, &mut |c| {
+            if rename_candidate(&c) {
+                candidates.push(c);
+            }
+            Ok(())
+        })?;
+        let mut paired = find_renames(&self.store, candidates)?.into_iter().peekable();
+        self.each_staged(&listing.ds, false, &mut |c| {
+            if rename_candidate(&c) {
+                return Ok(());
+            }
+            while let Some(listed) = paired.next_if(|l| l.path() < c.path.as_slice()) {
+                each(listed)?;
+            }
+            each(Listed::Change(c))
+        })?;
+        paired.try_for_each(each)
+    }
+
+    /// The branch HEAD is on (None: detached).
+    fn head_branch(&self) -> RepoResult<Option<String>> {
+        Ok(match self.head()? {
+            Head::Branch(b) => Some(b),
+            Head::Detached(_) => None,
+        })
+    }
+
     pub fn status(&self) -> RepoResult<Status> {
         self.require_worktree()?;
         let (worktree, _) = self.worktree_status()?;
-        let branch = match self.head()? {
-            Head::Branch(b) => Some(b),
-            Head::Detached(_) => None,
-        };
+        let branch = self.head_branch()?;
         let merge = self.merge_status()?;
         Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge })
     }

@@ -18,7 +18,7 @@ use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repo::Repository;
 use crate::sieve::{differs, sift, Seen};
-use crate::tree::{diff_sorted, tree_reader, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
+use crate::tree::{diff_sorted_each, tree_reader, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
 use crate::walk::stat_threads;
 
 #[derive(Clone, Debug, Serialize)]
@@ -96,6 +96,19 @@ impl Repository {
     /// The status of the working tree, and the (refreshed) dirstate it was
     /// computed from.
     pub(crate) fn worktree_status(&self) -> RepoResult<(WorktreeStatus, Dirstate)> {
+        let mut unstaged = Vec::new();
+        let (staged, untracked, ds) = self.compare_worktree(|ds, locked| self.staged_changes(ds, locked), &mut |c| unstaged.push(c))?;
+        // Unstable: no buffer of half the list (paths are unique).
+        unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok((WorktreeStatus { staged, unstaged, untracked }, ds))
+    }
+
+    /// Compares the working tree with the dirstate: hands each unstaged
+    /// change to `unstaged` (not in order), and returns what `staged` made
+    /// of the dirstate (called while the walk goes on, with whether this
+    /// command holds the working-tree lock), the untracked files, and the
+    /// dirstate with refreshed stat data.
+    pub(crate) fn compare_worktree<T>(&self, staged: impl FnOnce(&Dirstate, bool) -> RepoResult<T>, unstaged: &mut dyn FnMut(Change)) -> RepoResult<(T, Vec<Vec<u8>>, Dirstate)> {
         // Status only refreshes stat data, which may wait for another time:
         // while another command holds the lock it saves nothing.
         let wlock = self.try_lock_worktree();
@@ -123,7 +136,7 @@ impl Repository {
             let _release = ReleaseOnDrop(&sieve);
             let loaded = match self.load_dirstate() {
                 Ok(ds) => match sieve.get_or_init(|| Some(Sieve::new(ds))) {
-                    Some(sieve) => self.staged_changes(&sieve.ds, wlock.is_some()),
+                    Some(sieve) => staged(&sieve.ds, wlock.is_some()),
                     None => Err(RepoError::Scan { detail: "the dirstate was not read".into() }),
                 },
                 Err(e) => Err(e),
@@ -136,7 +149,6 @@ impl Repository {
         walked?;
         let sieve = sieve.into_inner().flatten().ok_or_else(|| RepoError::Scan { detail: "the dirstate was not read".into() })?;
         let mut found = sifted.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut unstaged = Vec::new();
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
         let entries = sieve.entries();
         let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.seen.was_seen(i)).collect();
@@ -148,29 +160,27 @@ impl Repository {
                 Some(_) => {}
                 // Its data is not here, so neither is the file: nothing changed.
                 None if entry.is_absent() => {}
-                None => unstaged.push(Change { path: path.to_vec(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
+                None => unstaged(Change { path: path.to_vec(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
             }
         }
         let Sifted { mut untracked, mut changed } = found;
         untracked.sort_unstable();
         changed.sort_unstable_by_key(|(i, _)| *i);
         let mut ds = sieve.ds;
-        let refreshed = self.read_changed(&mut ds, changed, &mut unstaged)?;
-        // Unstable: no buffer of half the list (paths are unique).
-        unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        let refreshed = self.read_changed(&mut ds, changed, unstaged)?;
         if refreshed && wlock.is_some() {
             // Only a cache refresh: losing it (e.g. read-only repository) costs a re-read next time.
             let _ = self.save_dirstate(&ds);
         }
         drop(wlock);
-        Ok((WorktreeStatus { staged, unstaged, untracked }, ds))
+        Ok((staged, untracked, ds))
     }
 
     /// Reads the tracked files whose stat data changed (positions in the
     /// dirstate's sorted entries, in order): a change of content goes to
     /// `unstaged`, and the entry of a file that is as recorded gets its new
     /// stat data. Whether any entry did.
-    fn read_changed(&self, ds: &mut Dirstate, mut changed: Vec<(usize, Stat)>, unstaged: &mut Vec<Change>) -> RepoResult<bool> {
+    fn read_changed(&self, ds: &mut Dirstate, mut changed: Vec<(usize, Stat)>, unstaged: &mut dyn FnMut(Change)) -> RepoResult<bool> {
         let mut refreshed = false;
         let read_start = crate::locations::now_ns() as i64;
         // A slice at a time from the end, each let go once read: the ids
@@ -186,7 +196,7 @@ impl Repository {
                 let entries = ds.entries.sorted().unwrap_or_default();
                 let (path, entry) = (entries.path(i), entries.value(i));
                 if id != entry.id || kind != entry.kind {
-                    unstaged.push(Change { path: path.to_vec(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
+                    unstaged(Change { path: path.to_vec(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
                 // A file stamped within a clock tick of our read may have been
                 // written again in that tick, unseen by its stat: not recorded
                 // as checked, it is read again next time (as ingest does).
@@ -214,35 +224,50 @@ impl Repository {
         Ok(ids)
     }
 
-    /// How the dirstate differs from HEAD. Nothing, without reading HEAD's
-    /// tree, when a command recorded that the entries build HEAD's tree;
-    /// finding nothing the long way records it (with the lock, `locked`).
+    /// How the dirstate differs from HEAD (see [`Repository::each_staged`]).
     fn staged_changes(&self, ds: &Dirstate, locked: bool) -> RepoResult<Vec<Change>> {
+        let mut staged = Vec::new();
+        self.each_staged(ds, locked, &mut |c| {
+            staged.push(c);
+            Ok(())
+        })?;
+        Ok(staged)
+    }
+
+    /// Hands each change from HEAD to the dirstate to `each`, in path
+    /// order. Nothing, without reading HEAD's tree, when a command recorded
+    /// that the entries build HEAD's tree; finding nothing the long way
+    /// records it (with the lock, `locked`).
+    pub(crate) fn each_staged(&self, ds: &Dirstate, locked: bool, each: &mut dyn FnMut(Change) -> RepoResult<()>) -> RepoResult<()> {
         let head = self.head_tree()?;
         if head.is_some() && head == self.tree_mark().and_then(|m| m.tree_of(ds)) {
-            return Ok(Vec::new());
+            return Ok(());
         }
         // HEAD's files a folder at a time and the dirstate as it is, both in
         // path order: flat copies of them were two maps of every path
         // (767 MB at a million staged changes).
         let dirstate = ds.entries.iter().map(|(p, e)| (p, e.flat()));
-        let staged = match head {
+        let mut any = false;
+        let mut counted = |c: Change| {
+            any = true;
+            each(c)
+        };
+        match head {
             Some(t) => {
                 let read = tree_reader(&self.store);
                 let mut failed = None;
                 let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| failed = Some(e)).ok());
-                let staged = diff_sorted(files, dirstate);
+                diff_sorted_each(files, dirstate, &mut counted)?;
                 if let Some(e) = failed {
                     return Err(e);
                 }
-                staged
             }
-            None => diff_sorted(std::iter::empty::<(&[u8], FlatEntry)>(), dirstate),
-        };
-        if let (Some(tree), true, true) = (head, staged.is_empty(), locked) {
+            None => diff_sorted_each(std::iter::empty::<(&[u8], FlatEntry)>(), dirstate, &mut counted)?,
+        }
+        if let (Some(tree), false, true) = (head, any, locked) {
             self.mark_tree(ds, tree);
         }
-        Ok(staged)
+        Ok(())
     }
 
     /// The working tree as a flat tree (tracked files, with their current content ids).

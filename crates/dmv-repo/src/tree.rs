@@ -357,33 +357,50 @@ pub fn diff_flat(old: &FlatTree, new: &FlatTree) -> Vec<Change> {
 /// (a flat tree's, or a dirstate's without a copy of it).
 pub fn diff_sorted<A: AsRef<[u8]>, B: AsRef<[u8]>>(old: impl Iterator<Item = (A, FlatEntry)>, new: impl Iterator<Item = (B, FlatEntry)>) -> Vec<Change> {
     let mut out = Vec::new();
+    let _ = diff_sorted_each(old, new, &mut |c| {
+        out.push(c);
+        Ok::<_, std::convert::Infallible>(())
+    });
+    out
+}
+
+/// [`diff_sorted`], each change handed to `each` as it is found; the first error stops it.
+pub fn diff_sorted_each<A: AsRef<[u8]>, B: AsRef<[u8]>, E>(
+    old: impl Iterator<Item = (A, FlatEntry)>,
+    new: impl Iterator<Item = (B, FlatEntry)>,
+    each: &mut dyn FnMut(Change) -> Result<(), E>,
+) -> Result<(), E> {
     let mut a = old.peekable();
     let mut b = new.peekable();
     loop {
-        match (a.peek(), b.peek()) {
-            (None, None) => break,
+        let change = match (a.peek(), b.peek()) {
+            (None, None) => return Ok(()),
             (Some((pa, ea)), Some((pb, eb))) if pa.as_ref() == pb.as_ref() => {
-                if ea.id != eb.id || ea.kind != eb.kind {
-                    out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
-                }
+                let change = (ea.id != eb.id || ea.kind != eb.kind).then(|| Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
                 a.next();
                 b.next();
+                change
             }
             (Some((pa, ea)), Some((pb, _))) if pa.as_ref() < pb.as_ref() => {
-                out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
+                let change = Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None };
                 a.next();
+                Some(change)
             }
             (Some((pa, ea)), None) => {
-                out.push(Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None });
+                let change = Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None };
                 a.next();
+                Some(change)
             }
             (_, Some((pb, eb))) => {
-                out.push(Change { path: pb.as_ref().to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) });
+                let change = Change { path: pb.as_ref().to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) };
                 b.next();
+                Some(change)
             }
+        };
+        if let Some(change) = change {
+            each(change)?;
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -104,6 +104,15 @@ const RENAME_SIMILARITY: u64 = 50;
 /// (each side's chunk lists are read otherwise).
 const RENAME_CANDIDATES: usize = 1000;
 
+/// Whether [`find_renames`] may pair the change: a file (not a symlink) added or deleted.
+pub(crate) fn rename_candidate(c: &Change) -> bool {
+    match c.kind {
+        ChangeKind::Deleted => c.old.is_some_and(|e| e.kind != EntryKind::Symlink),
+        ChangeKind::Added => c.new.is_some_and(|e| e.kind != EntryKind::Symlink),
+        ChangeKind::Modified => false,
+    }
+}
+
 /// Pairs added files with deleted ones: first those of the same content
 /// (git's exact renames), then by the chunks their contents share, which
 /// no line-based tool can do for media (a retouched photo that also moved
@@ -114,8 +123,8 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
     let mut out = Vec::new();
     for c in changes {
         match c.kind {
-            ChangeKind::Deleted if c.old.is_some_and(|e| e.kind != EntryKind::Symlink) => deleted.push(Some(c)),
-            ChangeKind::Added if c.new.is_some_and(|e| e.kind != EntryKind::Symlink) => added.push(c),
+            ChangeKind::Deleted if rename_candidate(&c) => deleted.push(Some(c)),
+            ChangeKind::Added if rename_candidate(&c) => added.push(c),
             _ => out.push(Listed::Change(c)),
         }
     }
@@ -176,17 +185,6 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
     out.extend(deleted.into_iter().flatten().map(Listed::Change));
     out.sort_by(|a, b| a.path().cmp(b.path()));
     Ok(out)
-}
-
-/// [`find_renames`] listed as it goes: when no added file can pair with a
-/// deleted one, the changes themselves in path order, without a second
-/// list of them (a status of a million staged changes held both).
-pub fn list_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Box<dyn Iterator<Item = Listed>>> {
-    let any = |kind: ChangeKind| changes.iter().any(|c| c.kind == kind && c.old.or(c.new).is_some_and(|e| e.kind != EntryKind::Symlink));
-    if !(any(ChangeKind::Added) && any(ChangeKind::Deleted)) && changes.is_sorted_by(|a, b| a.path < b.path) {
-        return Ok(Box::new(changes.into_iter().map(Listed::Change)));
-    }
-    Ok(Box::new(find_renames(store, changes)?.into_iter()))
 }
 
 /// A file's chunk list, or none when its nodes cannot be read here (a
