@@ -74,6 +74,9 @@ struct Window<R> {
 
 const WINDOW: usize = 1 << 20;
 
+/// Takes each entry a [`Window`] decodes, with its path.
+type EntrySink<'a> = dyn FnMut(&[u8], DirEntry) -> Result<(), String> + 'a;
+
 impl<R: Read> Window<R> {
     /// Reads only the first `len` bytes of `reader`.
     fn new(reader: R, len: u64) -> Window<R> {
@@ -130,7 +133,7 @@ impl<R: Read> Window<R> {
     }
 
     /// Hands over each of `announced` entries as it is decoded; checks that nothing follows.
-    fn each_entry(&mut self, announced: u64, each: &mut dyn FnMut(&[u8], DirEntry) -> Result<(), String>) -> Result<(), String> {
+    fn each_entry(&mut self, announced: u64, each: &mut EntrySink<'_>) -> Result<(), String> {
         for _ in 0..announced {
             loop {
                 match decode_entry(&self.buf[self.pos..])? {
