@@ -459,6 +459,24 @@ mod tests {
     }
 
     #[test]
+    fn pages_being_sent_are_of_the_log_as_it_was_when_they_began_whatever_is_merged_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let before: Vec<LocationRecord> = (1..=5).map(|k| record(k, 1, 1, true)).collect();
+        repo.merge_locations(before.iter().copied().map(Ok), &Names::new(), false).unwrap();
+        let mut pages = repo.location_pages().unwrap();
+        let first = pages.next_page(2).unwrap().unwrap();
+        // Another command merges records in (a fetch, a drop): the log is rewritten under the sender.
+        repo.merge_locations([Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))], &Names::new(), false).unwrap();
+        let mut sent: Vec<LocationRecord> = first.iter().collect();
+        while let Some(page) = pages.next_page(2).unwrap() {
+            sent.extend(page.iter());
+        }
+        assert_eq!(sent, before);
+        assert_eq!(repo.load_locations().unwrap().records.len(), 6);
+    }
+
+    #[test]
     fn a_damaged_log_is_refused_before_anything_is_written_and_out_of_order_records_too() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
