@@ -206,6 +206,15 @@ impl LocationLog {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
+        let (records, names) = LocationLog::read_encoded(bytes)?;
+        Ok(LocationLog { records: records.map(|r| (r.order(), r.stamp)).collect(), names })
+    }
+
+    /// The records (in order) and names of an encoded log, all checked
+    /// (checksum, each record, their order) before any is handed out, and
+    /// read from the bytes as they are taken rather than into a map: a page
+    /// of 250,000 records is ~14 MB encoded, ~30 MB as a map.
+    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, BTreeMap<ReplicaId, (u64, String)>), BadLocationLog> {
         let bad = |d: &str| BadLocationLog(d.to_string());
         if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {
             return Err(bad("no location log header"));
@@ -226,7 +235,6 @@ impl LocationLog {
         if !with_names && !names.is_empty() {
             return Err(bad("record count does not match the length"));
         }
-        let mut log = LocationLog::default();
         let mut previous: Option<(ObjectId, ReplicaId)> = None;
         for r in records.chunks_exact(RECORD_LEN) {
             let record = LocationRecord::decode(r.try_into().map_err(|_| bad("short record"))?)?;
@@ -234,12 +242,14 @@ impl LocationLog {
                 return Err(bad("records out of order"));
             }
             previous = Some(record.order());
-            log.records.insert(record.order(), record.stamp);
         }
+        let mut log = LocationLog::default();
         if with_names {
             decode_names(names, &mut log)?;
         }
-        Ok(log)
+        // Every record decoded above: none is left out here.
+        let records = records.chunks_exact(RECORD_LEN).filter_map(|r| LocationRecord::decode(r.try_into().ok()?).ok());
+        Ok((records, log.names))
     }
 }
 

@@ -248,21 +248,26 @@ impl Repository {
         // (767 MB at a million staged changes).
         let dirstate = ds.entries.iter().map(|(p, e)| (p, e.flat()));
         let mut any = false;
+        // A tree that cannot be read ends HEAD's side early: nothing is handed over once it did
+        // (the dirstate's entries left would look added).
+        let failed = std::cell::RefCell::new(None);
         let mut counted = |c: Change| {
+            if failed.borrow().is_some() {
+                return Ok(());
+            }
             any = true;
             each(c)
         };
         match head {
             Some(t) => {
                 let read = tree_reader(&self.store);
-                let mut failed = None;
-                let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| failed = Some(e)).ok());
+                let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| *failed.borrow_mut() = Some(e)).ok());
                 diff_sorted_each(files, dirstate, &mut counted)?;
-                if let Some(e) = failed {
-                    return Err(e);
-                }
             }
             None => diff_sorted_each(std::iter::empty::<(&[u8], FlatEntry)>(), dirstate, &mut counted)?,
+        }
+        if let Some(e) = failed.into_inner() {
+            return Err(e);
         }
         if let (Some(tree), false, true) = (head, any, locked) {
             self.mark_tree(ds, tree);

@@ -9,7 +9,7 @@ use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
 use dmv_repo::{check_lock_path, LocationLog, LocationPages, PathLock, ReplicaId};
 
-use crate::client::{ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
+use crate::client::{LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
 
@@ -115,9 +115,10 @@ impl Remote for BucketRemote {
     }
 
     /// Each replica's log in the bucket, one piece each.
-    fn get_locations(&mut self, page: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
+    fn get_locations(&mut self, page: &mut LocationPageSink<'_>) -> SyncResult<()> {
         for bytes in self.bucket.read_location_logs()? {
-            page(LocationLog::decode(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?)?;
+            let (mut records, names) = LocationLog::read_encoded(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?;
+            page(&mut records, names)?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationLog, LocationPages, PathLock, ReplicaId};
+use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
@@ -20,6 +20,9 @@ pub trait Wire {
 
 /// Hands each object of an upload to the remote (children before parents).
 pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
+
+/// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
+pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, std::collections::BTreeMap<ReplicaId, (u64, String)>) -> SyncResult<()> + 'a;
 
 /// A remote as the transfer code sees it, whatever carries the requests: a
 /// DMV server at the other end of a pipe or HTTP, or an object store with
@@ -56,9 +59,9 @@ pub trait Remote {
     fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
         Ok((ReplicaId::derived(self.url()), self.url().to_string()))
     }
-    /// The remote's location log, handed to `page` in pieces, each in key
-    /// order (one that keeps none: no piece).
-    fn get_locations(&mut self, _page: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
+    /// The remote's location log, handed to `page` in pieces, each its
+    /// records in key order and the names it carries (one that keeps none: no piece).
+    fn get_locations(&mut self, _page: &mut LocationPageSink<'_>) -> SyncResult<()> {
         Ok(())
     }
     /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
@@ -263,20 +266,21 @@ impl Remote for Client {
         }
     }
 
-    fn get_locations(&mut self, each: &mut dyn FnMut(LocationLog) -> SyncResult<()>) -> SyncResult<()> {
+    fn get_locations(&mut self, each: &mut LocationPageSink<'_>) -> SyncResult<()> {
         let mut after = None;
         loop {
-            let (page, more) = match self.call(Request::GetLocations { after })? {
-                Response::Locations { log, more } => (LocationLog::decode(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?, more),
+            let (log, more) = match self.call(Request::GetLocations { after })? {
+                Response::Locations { log, more } => (log, more),
                 other => return Err(unexpected("locations", &other)),
             };
-            let last = page.records.keys().next_back().copied();
+            let (records, names) = LocationLog::read_encoded(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?;
+            let mut last = None;
+            // Pages hold disjoint records in key order; the names come with the first.
+            each(&mut records.inspect(|r| last = Some(r.order())), names)?;
             // Pages come in key order: one that does not move on would never end.
             if more && (last.is_none() || last.map(|(k, r)| (k, r.0)) <= after) {
                 return Err(SyncError::Protocol("the remote's location log pages do not advance".into()));
             }
-            // Pages hold disjoint records in key order; the names come with the first.
-            each(page)?;
             match (more, last) {
                 (true, Some((key, replica))) => after = Some((key, replica.0)),
                 _ => return Ok(()),
@@ -286,7 +290,7 @@ impl Remote for Client {
 
     fn put_locations(&mut self, _from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
         while let Some(page) = log.next_page(LOCATIONS_PER_PAGE)? {
-            match self.call(Request::PutLocations { log: page.encode() })? {
+            match self.call(Request::PutLocations { log: page })? {
                 Response::LocationsMerged => {}
                 other => return Err(unexpected("locations merged", &other)),
             }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, LocationLog, LocationRecord, LocationSpool, ReplicaId, Repository, Stamp};
+use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, Repository, Stamp};
 
 use crate::client::Remote;
 use crate::SyncResult;
@@ -43,12 +43,13 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: V
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
     let mut run = Run::new(repo)?;
     let mut changed = 0;
-    remote.get_locations(&mut |page: LocationLog| {
+    remote.get_locations(&mut |records, names| {
+        let mut records = records.peekable();
         // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
-        if page.iter().next().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
+        if records.peek().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
             changed += std::mem::replace(&mut run, Run::new(repo)?).merge(repo)?;
         }
-        run.add(page)
+        run.add(&mut records, names)
     })?;
     changed += run.merge(repo)?;
     if send_back {
@@ -69,12 +70,12 @@ impl Run {
         Ok(Run { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
     }
 
-    fn add(&mut self, page: LocationLog) -> SyncResult<()> {
-        for record in page.iter() {
+    fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: BTreeMap<ReplicaId, (u64, String)>) -> SyncResult<()> {
+        for record in records {
             self.spool.push(&record)?;
             self.last = Some(record.order());
         }
-        self.names.extend(page.names);
+        self.names.extend(names);
         Ok(())
     }
 

@@ -194,12 +194,12 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
         Request::GetLocations { after } => {
-            let (page, more) = repo.locations_page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE)?;
-            out.message(&Response::Locations { log: page.encode(), more }).map_err(io_lost)?;
+            let (log, more) = repo.locations_page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE)?;
+            out.message(&Response::Locations { log, more }).map_err(io_lost)?;
         }
         Request::PutLocations { log } => {
-            let theirs = dmv_repo::LocationLog::decode(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;
-            repo.merge_locations(theirs.iter().map(Ok), &theirs.names, false)?;
+            let (records, names) = dmv_repo::LocationLog::read_encoded(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;
+            repo.merge_locations(records.map(Ok), &names, false)?;
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
         Request::LockContent { ids, seconds } => {
