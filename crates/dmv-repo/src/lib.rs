@@ -68,7 +68,7 @@ pub use error::{RepoError, RepoResult};
 pub use gc::GcPolicy;
 pub use graph::{CommitInfo, CommitWalk};
 pub use location_file::{LocationPages, LocationSpool};
-pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, Stamp};
+pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, ReplicaNames, Stamp};
 pub use locks::{check_lock_path, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};

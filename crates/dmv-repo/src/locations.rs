@@ -121,6 +121,9 @@ impl LocationRecord {
     }
 }
 
+/// Each replica's name, with when it gave it (nanoseconds since the epoch).
+pub type ReplicaNames = BTreeMap<ReplicaId, (u64, String)>;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocationLog {
     pub records: BTreeMap<(ObjectId, ReplicaId), Stamp>,
@@ -214,7 +217,7 @@ impl LocationLog {
     /// (checksum, each record, their order) before any is handed out, and
     /// read from the bytes as they are taken rather than into a map: a page
     /// of 250,000 records is ~14 MB encoded, ~30 MB as a map.
-    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, BTreeMap<ReplicaId, (u64, String)>), BadLocationLog> {
+    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaNames), BadLocationLog> {
         let bad = |d: &str| BadLocationLog(d.to_string());
         if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {
             return Err(bad("no location log header"));

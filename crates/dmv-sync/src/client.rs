@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId};
+use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
@@ -22,7 +22,7 @@ pub trait Wire {
 pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
 
 /// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
-pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, std::collections::BTreeMap<ReplicaId, (u64, String)>) -> SyncResult<()> + 'a;
+pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaNames) -> SyncResult<()> + 'a;
 
 /// A remote as the transfer code sees it, whatever carries the requests: a
 /// DMV server at the other end of a pipe or HTTP, or an object store with

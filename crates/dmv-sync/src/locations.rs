@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, Repository, Stamp};
+use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, ReplicaNames, Repository, Stamp};
 
 use crate::client::Remote;
 use crate::SyncResult;
@@ -61,7 +61,7 @@ pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back:
 /// Pages of a remote's log in key order, spooled to disk until merged.
 struct Run {
     spool: LocationSpool,
-    names: BTreeMap<ReplicaId, (u64, String)>,
+    names: ReplicaNames,
     last: Option<(ObjectId, ReplicaId)>,
 }
 
@@ -70,7 +70,7 @@ impl Run {
         Ok(Run { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
     }
 
-    fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: BTreeMap<ReplicaId, (u64, String)>) -> SyncResult<()> {
+    fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: ReplicaNames) -> SyncResult<()> {
         for record in records {
             self.spool.push(&record)?;
             self.last = Some(record.order());
