@@ -138,18 +138,22 @@ fn gc_during_a_stash_keeps_what_it_puts_aside() {
     fsck_clean(d);
 }
 
-#[test]
-fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_committed() {
+/// Commits `b.raw`, then runs `reset ARGS HEAD~1` paused before its ref
+/// moves, with `add c.raw` waiting for the working tree and gc running
+/// meanwhile; checks the store, that the branch is back at "a" and that the
+/// commit reset away is whole. Returns the repository and `b.raw`'s content.
+fn reset_with_gc_and_a_second_writer(mode: &[&str], seed: u64) -> (tempfile::TempDir, Vec<u8>) {
     let repo = repo_with_one_commit();
     let d = repo.path();
-    write_noise(&d.join("b.raw"), 3 << 20, 31);
+    write_noise(&d.join("b.raw"), 3 << 20, seed);
     let b = std::fs::read(d.join("b.raw")).unwrap();
     dmv(d, &["add", "b.raw"]);
     dmv(d, &["commit", "-m", "b"]);
     let dropped = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
-    write_noise(&d.join("c.raw"), 2 << 20, 32);
+    write_noise(&d.join("c.raw"), 2 << 20, seed + 1);
     let mut reset = dmv_cmd(d);
-    reset.args(["reset", "--hard", "HEAD~1"]);
+    reset.arg("reset").args(mode).arg("HEAD~1");
+    // The working tree and dirstate are HEAD~1's by now; the branch has not moved yet.
     let paused = Paused::start(reset, "reset-before-ref");
     // A second writer waits for the working tree; gc runs meanwhile.
     let add = spawn(d, &["add", "c.raw"]);
@@ -158,37 +162,27 @@ fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_com
     ok(&add.wait_with_output().unwrap());
     fsck_clean(d);
     assert_eq!(dmv(d, &["log", "--format=%s"]), "a\n");
-    assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n");
     // The commit reset away is still there for its reflog, whole.
     assert!(cat(d, &format!("{dropped}:b.raw")) == b);
+    (repo, b)
+}
+
+#[test]
+fn a_reset_hard_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing_committed() {
+    let (repo, _) = reset_with_gc_and_a_second_writer(&["--hard"], 31);
+    let d = repo.path();
+    assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n");
     dmv(d, &["commit", "-m", "c"]);
     assert!(cat(d, "HEAD:c.raw") == std::fs::read(d.join("c.raw")).unwrap());
 }
 
 #[test]
 fn a_mixed_reset_with_gc_and_a_second_writer_at_the_same_moment_loses_nothing() {
-    let repo = repo_with_one_commit();
+    let (repo, b) = reset_with_gc_and_a_second_writer(&[], 41);
     let d = repo.path();
-    write_noise(&d.join("b.raw"), 3 << 20, 41);
-    let b = std::fs::read(d.join("b.raw")).unwrap();
-    dmv(d, &["add", "b.raw"]);
-    dmv(d, &["commit", "-m", "b"]);
-    let dropped = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
-    write_noise(&d.join("c.raw"), 2 << 20, 42);
-    let mut reset = dmv_cmd(d);
-    reset.args(["reset", "HEAD~1"]);
-    // The dirstate is HEAD~1's tree by now; the branch has not moved yet.
-    let paused = Paused::start(reset, "reset-before-ref");
-    let add = spawn(d, &["add", "c.raw"]);
-    std::thread::sleep(Duration::from_millis(200));
-    ok(&gc_while_paused(d, paused));
-    ok(&add.wait_with_output().unwrap());
-    fsck_clean(d);
-    assert_eq!(dmv(d, &["log", "--format=%s"]), "a\n");
     // The file of the commit reset away stays in the working tree, untracked; the second writer's is staged.
     assert_eq!(dmv(d, &["status", "--short"]), "A  c.raw\n?? b.raw\n");
     assert!(std::fs::read(d.join("b.raw")).unwrap() == b);
-    assert!(cat(d, &format!("{dropped}:b.raw")) == b);
     dmv(d, &["add", "b.raw"]);
     dmv(d, &["commit", "-m", "b and c"]);
     assert!(cat(d, "HEAD:b.raw") == b);
