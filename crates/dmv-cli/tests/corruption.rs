@@ -63,22 +63,26 @@ fn flipped_byte_in_a_pack_is_named_by_fsck_and_fails_reads_cleanly() {
 }
 
 /// The pack checksum covers what no object id does: a byte of the table of
-/// contents that no reader looks at (a reserved field) is still caught.
+/// contents or of a record header that no reader looks at (a reserved
+/// field) is still caught.
 #[test]
-fn flipped_byte_in_a_pack_table_of_contents_fails_the_checksum() {
-    let (repo, pack) = committed_clip();
-    let d = repo.path();
-    let bytes = std::fs::read(&pack).unwrap();
-    let footer = bytes.len() - 56;
-    let toc_offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap());
-    flip(&pack, toc_offset + 34); // first entry: id [32], kind, compression, reserved [2]
+fn flipped_reserved_byte_in_a_pack_fails_the_checksum() {
+    for what in ["table of contents", "record header"] {
+        let (repo, pack) = committed_clip();
+        let d = repo.path();
+        let bytes = std::fs::read(&pack).unwrap();
+        let footer = bytes.len() - 56;
+        let toc_offset = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap());
+        // The first entry of either: kind, compression, reserved [2]; the first record is at 16.
+        flip(&pack, if what == "record header" { 16 + 2 } else { toc_offset + 2 });
 
-    assert!(dmv_out(d, &["fsck"]).status.success(), "objects are intact: the quick fsck passes");
-    let full = dmv_out(d, &["fsck", "--full"]);
-    no_panic(&full);
-    assert_eq!(full.status.code(), Some(1));
-    let report = String::from_utf8_lossy(&full.stdout);
-    assert!(report.contains("checksum mismatch") && report.contains(&pack.file_name().unwrap().to_string_lossy().into_owned()), "{report}");
+        assert!(dmv_out(d, &["fsck"]).status.success(), "{what}: objects are intact: the quick fsck passes");
+        let full = dmv_out(d, &["fsck", "--full"]);
+        no_panic(&full);
+        assert_eq!(full.status.code(), Some(1), "{what}");
+        let report = String::from_utf8_lossy(&full.stdout);
+        assert!(report.contains("checksum mismatch") && report.contains(&pack.file_name().unwrap().to_string_lossy().into_owned()), "{what}: {report}");
+    }
 }
 
 #[test]

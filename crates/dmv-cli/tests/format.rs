@@ -8,6 +8,9 @@ use std::path::Path;
 use common::remote::one_line_error;
 use common::*;
 
+/// What this dmv lists in every repository it makes.
+const ALL: &str = "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\n";
+
 fn config(d: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(d.join(".dmv/config")).unwrap()).unwrap()
 }
@@ -16,7 +19,7 @@ fn config(d: &Path) -> serde_json::Value {
 fn a_new_repository_lists_its_requirements() {
     let repo = new_repo();
     let d = repo.path();
-    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\ngc-lock-v2\nworktree-lock\n");
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), ALL);
     assert_eq!(config(d)["format"], 2);
 }
 
@@ -55,7 +58,7 @@ fn a_repository_from_before_requirements_is_upgraded_when_opened() {
     edit_config(d, |cfg| cfg["format"] = 1.into());
     assert!(dmv(d, &["log", "--oneline"]).contains(" a"));
     assert_eq!(config(d)["format"], 2);
-    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\ngc-lock-v2\nworktree-lock\n");
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), ALL);
     // Format 2 without its list is damage, not an old repository.
     std::fs::remove_file(d.join(".dmv/requires")).unwrap();
     let line = one_line_error(&dmv_out(d, &["status"]));
@@ -64,4 +67,18 @@ fn a_repository_from_before_requirements_is_upgraded_when_opened() {
     edit_config(d, |cfg| cfg["format"] = 3.into());
     let line = one_line_error(&dmv_out(d, &["status"]));
     assert!(line.contains("format 3"), "{line}");
+}
+
+#[test]
+fn a_repository_of_an_older_dmv_gets_the_full_list_when_opened() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "a"]);
+    // As the dmv that wrote packs of version 2 left it: it must not meet version 3.
+    std::fs::write(d.join(".dmv/requires"), "packs-v2\ngc-lock-v2\nworktree-lock\n").unwrap();
+    assert!(dmv(d, &["log", "--oneline"]).contains(" a"));
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), ALL);
+    dmv(d, &["fsck", "--full"]);
 }

@@ -127,19 +127,25 @@ impl Repository {
         let dmv = root.join(DMV_DIR);
         let listed = requires::check(&dmv)?;
         let mut config = Config::load(&dmv.join("config"))?;
-        if config.format == config::FORMAT_WITHOUT_REQUIRES {
-            // Made before requirements were listed: list them, then move to
-            // the format older dmvs refuse. Read-only to us: use it as it is.
-            let upgraded = requires::write(&dmv).and_then(|_| {
-                config.format = config::FORMAT_VERSION;
-                config.save(&dmv.join("config"))
-            });
-            match upgraded {
-                Err(e) if !requires::read_only(&e) => return Err(e),
-                _ => {}
+        // Read-only to us: used as it is (nothing new is written into it).
+        let tolerate_read_only = |written: RepoResult<()>| match written {
+            Err(e) if !requires::read_only(&e) => Err(e),
+            _ => Ok(()),
+        };
+        match listed {
+            requires::Listed::Nothing if config.format == config::FORMAT_WITHOUT_REQUIRES => {
+                // Made before requirements were listed: list them, then move to the format older dmvs refuse.
+                tolerate_read_only(requires::write(&dmv).and_then(|_| {
+                    config.format = config::FORMAT_VERSION;
+                    config.save(&dmv.join("config"))
+                }))?;
             }
-        } else if !listed {
-            return Err(RepoError::Corrupt { path: dmv.join(requires::FILE), detail: "missing (the repository's format needs it)".into() });
+            requires::Listed::Nothing => {
+                return Err(RepoError::Corrupt { path: dmv.join(requires::FILE), detail: "missing (the repository's format needs it)".into() });
+            }
+            // Made by an older dmv, which must not meet what this one writes (packs of version 3).
+            requires::Listed::Fewer => tolerate_read_only(requires::write(&dmv))?,
+            requires::Listed::All => {}
         }
         let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
         let refs = Box::new(Reftable::open(&dmv.join("refs"))?);

@@ -4,7 +4,9 @@
 //! running a gc by older rules. A new incompatible feature adds a line here.
 //!
 //! Repositories of config format 1 predate this file; opening one writes it
-//! (and config format 2, which the dmv of those days refuses).
+//! (and config format 2, which the dmv of those days refuses). A repository
+//! that lists fewer requirements than this dmv writes (made by an older one)
+//! gets the full list when opened, before anything new is written into it.
 
 use std::path::Path;
 
@@ -17,6 +19,8 @@ pub const FILE: &str = "requires";
 pub const REQUIREMENTS: &[&str] = &[
     // Packs of version 2: the checksum covers the skeleton, payloads are covered by their ids.
     "packs-v2",
+    // Packs of version 3: the table of contents without ids, the checksum over every record header.
+    "packs-v3",
     // Writers hold objects/gc.lock shared until what refers to their objects is durable;
     // gc reads its roots under the lock held exclusively and keeps recent packs.
     "gc-lock-v2",
@@ -24,13 +28,24 @@ pub const REQUIREMENTS: &[&str] = &[
     "worktree-lock",
 ];
 
+/// What a repository's list says, once nothing on it is unknown.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Listed {
+    /// No list (format 1 had none).
+    Nothing,
+    /// Everything this dmv writes.
+    All,
+    /// Less: an older dmv made the repository.
+    Fewer,
+}
+
 /// Refuses a repository that requires something this dmv does not know.
-/// A missing file is the caller's to judge (format 1 had none).
-pub fn check(dmv: &Path) -> RepoResult<bool> {
+/// A missing file is the caller's to judge.
+pub fn check(dmv: &Path) -> RepoResult<Listed> {
     let path = dmv.join(FILE);
     let text = match std::fs::read(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::Nothing),
         Err(e) => return Err(RepoError::io(&path, e)),
     };
     let text = String::from_utf8(text).map_err(|_| RepoError::Corrupt { path: path.clone(), detail: "not UTF-8".into() })?;
@@ -38,7 +53,10 @@ pub fn check(dmv: &Path) -> RepoResult<bool> {
     if !missing.is_empty() {
         return Err(RepoError::UnknownRequirements { path: dmv.parent().unwrap_or(dmv).to_path_buf(), missing });
     }
-    Ok(true)
+    match REQUIREMENTS.iter().all(|r| text.lines().any(|l| l.trim() == *r)) {
+        true => Ok(Listed::All),
+        false => Ok(Listed::Fewer),
+    }
 }
 
 pub fn write(dmv: &Path) -> RepoResult<()> {

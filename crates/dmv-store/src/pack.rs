@@ -14,14 +14,22 @@ use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const PACK_MAGIC: &[u8; 8] = b"DMVPACK\0";
 pub const PACK_END_MAGIC: &[u8; 8] = b"DMVPEND\0";
-/// Version 2: the checksum covers the pack's header, table of contents and
-/// footer, not the payloads (each payload is checked against its object id).
-/// Version 1 (checksum of every byte) is still read and verified.
-pub const PACK_VERSION: u32 = 2;
+/// Version 3: the table of contents gives each record's kind, compression
+/// and lengths, and no id or offset: its record header holds the id (once,
+/// not twice: 32 bytes an object, 3% of a store of 1 KiB files) and the
+/// lengths place it. The checksum covers the pack's header, every record
+/// header, the table of contents and the footer, not the payloads (each
+/// payload is checked against its object id).
+/// Version 2 (a table of contents with ids and offsets, and a checksum of the
+/// header, table of contents and footer) and version 1 (a checksum of every
+/// byte) are still read and verified.
+pub const PACK_VERSION: u32 = 3;
+const PACK_VERSION_TOC_WITH_IDS: u32 = 2;
 const PACK_VERSION_WHOLE_FILE_CHECKSUM: u32 = 1;
 pub const HEADER_LEN: u64 = 16;
 pub const RECORD_HEADER_LEN: usize = 44;
-pub const TOC_ENTRY_LEN: usize = 52;
+pub const TOC_ENTRY_LEN: usize = 12;
+const TOC_ENTRY_WITH_ID_LEN: usize = 52;
 pub const FOOTER_LEN: u64 = 56;
 
 /// How much a pack writer buffers before starting the kernel's writeback.
@@ -55,18 +63,41 @@ impl Entry {
         check_object_len("a stored length", self.stored_len as u64)
     }
 
-    pub fn encode_toc(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.id.0);
-        out.push(self.kind as u8);
-        out.push(self.compression);
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.raw_len.to_le_bytes());
-        out.extend_from_slice(&self.stored_len.to_le_bytes());
-        out.extend_from_slice(&self.offset.to_le_bytes());
+    /// The record header, which (from version 3) is also the only place
+    /// the pack names the object.
+    fn encode_record_header(&self) -> [u8; RECORD_HEADER_LEN] {
+        let mut header = [0u8; RECORD_HEADER_LEN];
+        header[..12].copy_from_slice(&self.encode_toc());
+        header[12..44].copy_from_slice(&self.id.0);
+        header
     }
 
-    pub fn decode_toc(b: &[u8]) -> Option<Entry> {
-        if b.len() < TOC_ENTRY_LEN {
+    /// A version 3 table-of-contents entry: the record header without its id.
+    fn encode_toc(&self) -> [u8; TOC_ENTRY_LEN] {
+        let mut b = [0u8; TOC_ENTRY_LEN];
+        b[0] = self.kind as u8;
+        b[1] = self.compression;
+        b[4..8].copy_from_slice(&self.raw_len.to_le_bytes());
+        b[8..12].copy_from_slice(&self.stored_len.to_le_bytes());
+        b
+    }
+
+    /// A version 3 table-of-contents entry, for the record at `offset` whose
+    /// header holds `id`.
+    fn decode_toc(b: &[u8], id: ObjectId, offset: u64) -> Option<Entry> {
+        Some(Entry {
+            id,
+            kind: ObjectKind::from_u8(*b.first()?)?,
+            compression: *b.get(1)?,
+            raw_len: u32::from_le_bytes(b.get(4..8)?.try_into().ok()?),
+            stored_len: u32::from_le_bytes(b.get(8..12)?.try_into().ok()?),
+            offset,
+        })
+    }
+
+    /// A version 1 or 2 table-of-contents entry: id, the fields of its record header, offset.
+    fn decode_toc_with_id(b: &[u8]) -> Option<Entry> {
+        if b.len() < TOC_ENTRY_WITH_ID_LEN {
             return None;
         }
         Some(Entry {
@@ -147,15 +178,15 @@ impl PackWriter {
         Ok(w)
     }
 
-    /// Writes bytes the checksum covers (header, table of contents, footer).
+    /// Writes bytes the checksum covers (header, record headers, table of contents, footer).
     fn write_all(&mut self, bytes: &[u8]) -> StoreResult<()> {
         self.hasher.update(bytes);
         self.write_record_bytes(bytes)
     }
 
-    /// Writes bytes of a record, which the checksum leaves out: the payload
-    /// is checked against its id, the header against the table of contents,
-    /// and hashing the data a second time would cost a fifth of a commit.
+    /// Writes a payload, which the checksum leaves out: it is checked
+    /// against its id, and hashing the data a second time would cost a fifth
+    /// of a commit.
     fn write_record_bytes(&mut self, bytes: &[u8]) -> StoreResult<()> {
         self.write_unhashed(bytes)?;
         self.offset += bytes.len() as u64;
@@ -186,13 +217,7 @@ impl PackWriter {
         let raw_len = raw_len as u32;
         let stored_len = payload.len() as u32;
         let entry = Entry { id, kind, compression, offset: self.offset, raw_len, stored_len };
-        let mut header = [0u8; RECORD_HEADER_LEN];
-        header[0] = kind as u8;
-        header[1] = compression;
-        header[4..8].copy_from_slice(&raw_len.to_le_bytes());
-        header[8..12].copy_from_slice(&stored_len.to_le_bytes());
-        header[12..44].copy_from_slice(&id.0);
-        self.write_record_bytes(&header)?;
+        self.write_all(&entry.encode_record_header())?;
         self.write_record_bytes(payload)?;
         self.entries.push(entry);
         if self.durable {
@@ -233,7 +258,7 @@ impl PackWriter {
         let toc_offset = self.offset;
         let mut toc = Vec::with_capacity(self.entries.len() * TOC_ENTRY_LEN + FOOTER_LEN as usize);
         for e in &self.entries {
-            e.encode_toc(&mut toc);
+            toc.extend_from_slice(&e.encode_toc());
         }
         toc.extend_from_slice(&toc_offset.to_le_bytes());
         toc.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
@@ -339,8 +364,16 @@ pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: 
     Ok(data)
 }
 
-/// Parses a pack's footer and table of contents (without verifying the checksum).
-pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
+/// What a pack's header and footer say: its version, where its table of
+/// contents begins, how many records it lists.
+struct Frame {
+    version: u32,
+    toc_offset: u64,
+    count: u64,
+    len: u64,
+}
+
+fn read_frame(file: &File, path: &Path) -> StoreResult<Frame> {
     let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
     let len = file.metadata().at(path)?.len();
     if len < HEADER_LEN + FOOTER_LEN {
@@ -351,7 +384,8 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
     if &header[..8] != PACK_MAGIC {
         return Err(corrupt("not a DMV pack"));
     }
-    if !matches!(pack_version(&header), PACK_VERSION | PACK_VERSION_WHOLE_FILE_CHECKSUM) {
+    let version = u32::from_le_bytes(header[8..12].try_into().unwrap_or_default());
+    if !matches!(version, PACK_VERSION | PACK_VERSION_TOC_WITH_IDS | PACK_VERSION_WHOLE_FILE_CHECKSUM) {
         return Err(corrupt("unsupported pack version"));
     }
     let mut footer = [0u8; FOOTER_LEN as usize];
@@ -361,26 +395,50 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
     }
     let toc_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap_or_default());
     let count = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default()) as u64;
-    // The count must fit the file exactly before it sizes the buffer below.
-    if toc_offset < HEADER_LEN || toc_offset.checked_add(count * TOC_ENTRY_LEN as u64) != Some(len - FOOTER_LEN) {
+    let entry_len = if version == PACK_VERSION { TOC_ENTRY_LEN } else { TOC_ENTRY_WITH_ID_LEN } as u64;
+    // The count must fit the file exactly before it sizes a buffer.
+    if toc_offset < HEADER_LEN || toc_offset.checked_add(count * entry_len) != Some(len - FOOTER_LEN) {
         return Err(corrupt("table of contents out of bounds"));
     }
-    let mut toc = vec![0u8; (count as usize) * TOC_ENTRY_LEN];
-    file.read_exact_at(&mut toc, toc_offset).at(path)?;
-    let mut entries = Vec::with_capacity(count as usize);
-    for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
-        let e = Entry::decode_toc(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+    Ok(Frame { version, toc_offset, count, len })
+}
+
+/// Parses a pack's footer and table of contents (without verifying the
+/// checksum). In a version 3 pack each record's id is read from its header;
+/// `read_record` checks the header's other fields against the entry.
+pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
+    let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+    let frame = read_frame(file, path)?;
+    let mut toc = vec![0u8; (frame.len - FOOTER_LEN - frame.toc_offset) as usize];
+    file.read_exact_at(&mut toc, frame.toc_offset).at(path)?;
+    let mut entries = Vec::with_capacity(frame.count as usize);
+    if frame.version == PACK_VERSION {
+        let mut at = HEADER_LEN;
+        let mut id = [0u8; 32];
+        for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
+            let e = Entry::decode_toc(raw, ObjectId(id), at).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+            e.check_lengths().map_err(|d| corrupt(&format!("table-of-contents entry for the record at {at}: {d}")))?;
+            if at + e.record_len() as u64 > frame.toc_offset {
+                return Err(corrupt("table-of-contents entry out of bounds"));
+            }
+            file.read_exact_at(&mut id, at + 12).at(path)?;
+            entries.push(Entry { id: ObjectId(id), ..e });
+            at += e.record_len() as u64;
+        }
+        if at != frame.toc_offset {
+            return Err(corrupt("bytes between the last record and the table of contents"));
+        }
+        return Ok(entries);
+    }
+    for raw in toc.chunks_exact(TOC_ENTRY_WITH_ID_LEN) {
+        let e = Entry::decode_toc_with_id(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
         e.check_lengths().map_err(|d| corrupt(&format!("table-of-contents entry for {}: {d}", e.id)))?;
-        if e.offset < HEADER_LEN || e.offset.saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64) > toc_offset {
+        if e.offset < HEADER_LEN || e.offset.saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64) > frame.toc_offset {
             return Err(corrupt("table-of-contents entry out of bounds"));
         }
         entries.push(e);
     }
     Ok(entries)
-}
-
-fn pack_version(header: &[u8]) -> u32 {
-    u32::from_le_bytes(header[8..12].try_into().unwrap_or_default())
 }
 
 /// Checks a pack's trailing checksum, and that its records fill the space
@@ -389,15 +447,10 @@ fn pack_version(header: &[u8]) -> u32 {
 /// checks each against its id.
 pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
     let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
-    let len = file.metadata().at(path)?.len();
-    if len < HEADER_LEN + FOOTER_LEN {
-        return Err(corrupt("too short to be a pack"));
-    }
-    let mut header = [0u8; HEADER_LEN as usize];
-    file.read_exact_at(&mut header, 0).at(path)?;
+    let frame = read_frame(file, path)?;
     let mut hasher = blake3::Hasher::new();
     let mut hash_range = |from: u64, to: u64| -> StoreResult<()> {
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![0u8; ((to - from) as usize).min(1 << 20)];
         let mut pos = from;
         while pos < to {
             let n = ((to - pos) as usize).min(buf.len());
@@ -407,29 +460,36 @@ pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
         }
         Ok(())
     };
-    if pack_version(&header) == PACK_VERSION_WHOLE_FILE_CHECKSUM {
-        hash_range(0, len - 32)?;
-    } else {
-        let mut entries = read_toc(file, path)?;
-        entries.sort_by_key(|e| e.offset);
-        let mut end = HEADER_LEN;
-        for e in &entries {
-            if e.offset != end {
-                return Err(corrupt("records do not follow each other as the table of contents says"));
+    match frame.version {
+        PACK_VERSION_WHOLE_FILE_CHECKSUM => hash_range(0, frame.len - 32)?,
+        PACK_VERSION_TOC_WITH_IDS => {
+            let mut entries = read_toc(file, path)?;
+            entries.sort_by_key(|e| e.offset);
+            let mut end = HEADER_LEN;
+            for e in &entries {
+                if e.offset != end {
+                    return Err(corrupt("records do not follow each other as the table of contents says"));
+                }
+                end += e.record_len() as u64;
             }
-            end += e.record_len() as u64;
+            if end != frame.toc_offset {
+                return Err(corrupt("bytes between the last record and the table of contents"));
+            }
+            hash_range(0, HEADER_LEN)?;
+            hash_range(frame.toc_offset, frame.len - 32)?;
         }
-        let mut footer = [0u8; 8];
-        file.read_exact_at(&mut footer, len - FOOTER_LEN).at(path)?;
-        let toc_offset = u64::from_le_bytes(footer);
-        if end != toc_offset {
-            return Err(corrupt("bytes between the last record and the table of contents"));
+        _ => {
+            // read_toc placed the records end to end up to the table of contents.
+            let entries = read_toc(file, path)?;
+            hash_range(0, HEADER_LEN)?;
+            for e in &entries {
+                hash_range(e.offset, e.offset + RECORD_HEADER_LEN as u64)?;
+            }
+            hash_range(frame.toc_offset, frame.len - 32)?;
         }
-        hash_range(0, HEADER_LEN)?;
-        hash_range(toc_offset, len - 32)?;
     }
     let mut stored = [0u8; 32];
-    file.read_exact_at(&mut stored, len - 32).at(path)?;
+    file.read_exact_at(&mut stored, frame.len - 32).at(path)?;
     let actual = ObjectId(*hasher.finalize().as_bytes());
     if actual.0 != stored {
         return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "checksum mismatch".into() });
@@ -462,7 +522,7 @@ mod tests {
         let at = e.offset as usize + 4;
         bytes[at..at + 4].copy_from_slice(&raw_len.to_le_bytes());
         let toc_at = bytes.len() - FOOTER_LEN as usize - TOC_ENTRY_LEN;
-        bytes[toc_at + 36..toc_at + 40].copy_from_slice(&raw_len.to_le_bytes());
+        bytes[toc_at + 4..toc_at + 8].copy_from_slice(&raw_len.to_le_bytes());
         std::fs::write(path, bytes).unwrap();
     }
 
@@ -508,6 +568,33 @@ mod tests {
         w.discard();
     }
 
+    /// The name covers the ids (in the record headers): two packs of
+    /// records alike in all but content are two files, and a flipped id
+    /// byte fails the checksum.
+    #[test]
+    fn a_pack_is_named_after_its_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let one_chunk = |data: &[u8]| {
+            let mut w = PackWriter::create(dir.path()).unwrap();
+            w.append(ObjectId::hash(ObjectKind::Chunk, data), ObjectKind::Chunk, data.len(), COMP_NONE, data).unwrap();
+            w.finish().unwrap()
+        };
+        let (a, a_path, entries) = one_chunk(b"one");
+        let (b, b_path, _) = one_chunk(b"two");
+        assert_ne!(a, b);
+        assert_eq!(std::fs::read(&a_path).unwrap().len(), HEADER_LEN as usize + RECORD_HEADER_LEN + 3 + TOC_ENTRY_LEN + FOOTER_LEN as usize);
+        for path in [&a_path, &b_path] {
+            let file = File::open(path).unwrap();
+            verify_checksum(&file, path).unwrap();
+        }
+        let mut bytes = std::fs::read(&a_path).unwrap();
+        bytes[entries[0].offset as usize + 12] ^= 1;
+        std::fs::write(&a_path, bytes).unwrap();
+        let file = File::open(&a_path).unwrap();
+        assert!(verify_checksum(&file, &a_path).unwrap_err().to_string().contains("checksum mismatch"));
+        assert_ne!(read_toc(&file, &a_path).unwrap()[0].id, entries[0].id);
+    }
+
     #[test]
     fn huge_declared_lengths_are_refused() {
         refuse_huge_declared_lengths();
@@ -528,18 +615,24 @@ mod tests {
 
         /// Any bytes as a pack: errors, never a panic or a huge allocation.
         #[test]
-        fn arbitrary_packs_never_panic(body in proptest::collection::vec(any::<u8>(), 0..400), count in any::<u32>(), lens in any::<(u32, u32)>()) {
+        fn arbitrary_packs_never_panic(body in proptest::collection::vec(any::<u8>(), 0..400), count in any::<u32>(), lens in any::<(u32, u32)>(), version in 1u32..=3) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("x.pack");
             // A plausible header and footer around arbitrary bytes, and a
-            // table of contents entry with arbitrary lengths.
+            // table of contents entry with arbitrary lengths, of any version.
             let mut bytes = PACK_MAGIC.to_vec();
-            bytes.extend_from_slice(&PACK_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&version.to_le_bytes());
             bytes.extend_from_slice(&[0; 4]);
             bytes.extend_from_slice(&body);
             let toc_offset = bytes.len() as u64;
             let e = Entry { id: ObjectId([5; 32]), kind: ObjectKind::Chunk, compression: COMP_ZSTD, offset: HEADER_LEN, raw_len: lens.0, stored_len: lens.1 };
-            e.encode_toc(&mut bytes);
+            if version < PACK_VERSION {
+                bytes.extend_from_slice(&e.id.0);
+            }
+            bytes.extend_from_slice(&e.encode_toc());
+            if version < PACK_VERSION {
+                bytes.extend_from_slice(&e.offset.to_le_bytes());
+            }
             bytes.extend_from_slice(&toc_offset.to_le_bytes());
             bytes.extend_from_slice(&(count % 3).to_le_bytes());
             bytes.extend_from_slice(&[0; 4]);

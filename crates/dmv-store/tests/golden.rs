@@ -308,11 +308,11 @@ const A100_ID: &str = "1cb13b2aac830e0d772b4de7ec90d71adaf26cfdc3a902cc1293636a0
 const WORLD_ID: &str = "b59b2219106047a3c2d2da5a7cb0b93d2be3082c93f9786ded238a9aae42c2d5";
 
 /// Pack A: the chunk "hello\n" (raw), a file node (raw), 100 × 'a' (zstd).
-const PACK_A_CHECKSUM: &str = "d221685e6b1281ff8fbf7e4313b1a3c4ce22f091c9862a9bf16592ff84d79d8e";
+const PACK_A_CHECKSUM: &str = "6a7408bdfbb06bb2de2c9cc024d12093e6f9a7fe69882d46a31a6aac3be16098";
 fn pack_a() -> Vec<&'static str> {
     vec![
         "444d565041434b00", // "DMVPACK\0"
-        "02000000",         // version 2
+        "03000000",         // version 3
         "00000000",         // reserved
         // record at 16
         "01 00 0000",   // kind chunk, compression none, reserved
@@ -334,46 +334,73 @@ fn pack_a() -> Vec<&'static str> {
         "0a000000",   // stored_len 10
         A100_ID,
         ZSTD_100_A,
-        // table of contents at 200: id | kind | compression | reserved | raw_len | stored_len | offset
-        HELLO_ID,
-        "01 00 0000 06000000 06000000 1000000000000000",
-        SMALL_FILE_NODE_ID,
-        "02 00 0000 24000000 24000000 4200000000000000",
-        A100_ID,
-        "01 01 0000 64000000 0a000000 9200000000000000",
+        // table of contents at 200, a record header without its id each: kind | compression | reserved | raw_len | stored_len
+        "01 00 0000 06000000 06000000",
+        "02 00 0000 24000000 24000000",
+        "01 01 0000 64000000 0a000000",
         // footer
         "c800000000000000", // toc_offset 200
         "03000000",         // count 3
         "00000000",         // reserved
         "444d5650454e4400", // "DMVPEND\0"
-        PACK_A_CHECKSUM,    // BLAKE3 of header + toc + footer before this
+        PACK_A_CHECKSUM,    // BLAKE3 of the header, the record headers, the toc and the footer before this
     ]
 }
 
+/// Pack A as version 2 wrote it (the table of contents with ids and offsets,
+/// the checksum over the header, table of contents and footer): still read.
+const PACK_A_V2_CHECKSUM: &str = "d221685e6b1281ff8fbf7e4313b1a3c4ce22f091c9862a9bf16592ff84d79d8e";
+fn pack_a_v2() -> Vec<&'static str> {
+    let mut parts = pack_a();
+    parts[1] = "02000000"; // version 2
+    let toc = parts.iter().position(|p| *p == "01 00 0000 06000000 06000000").unwrap();
+    parts.splice(
+        toc..toc + 3,
+        [
+            // id | kind | compression | reserved | raw_len | stored_len | offset
+            HELLO_ID,
+            "01 00 0000 06000000 06000000 1000000000000000",
+            SMALL_FILE_NODE_ID,
+            "02 00 0000 24000000 24000000 4200000000000000",
+            A100_ID,
+            "01 01 0000 64000000 0a000000 9200000000000000",
+        ],
+    );
+    *parts.last_mut().unwrap() = PACK_A_V2_CHECKSUM;
+    parts
+}
+
 /// Pack B: the chunk "world\n".
-const PACK_B_CHECKSUM: &str = "840dc8409a733796287023df50de192d175f4cbd0ade89a823fd038875a4e81f";
+const PACK_B_CHECKSUM: &str = "9a6c964a7d8a9aa968c520fc524c73781a35898032c53a5168c0de548732cc98";
 fn pack_b() -> Vec<&'static str> {
     vec![
-        "444d565041434b00 02000000 00000000", // header
+        "444d565041434b00 03000000 00000000", // header
         "01 00 0000 06000000 06000000",       // record header
         WORLD_ID,
-        "776f726c640a", // "world\n"
-        WORLD_ID,       // toc
-        "01 00 0000 06000000 06000000 1000000000000000",
+        "776f726c640a",                                        // "world\n"
+        "01 00 0000 06000000 06000000",                        // toc
         "4200000000000000 01000000 00000000 444d5650454e4400", // footer: toc at 66, 1 record
         PACK_B_CHECKSUM,
     ]
 }
 
 /// The index of pack A: ids sorted, so the order differs from the pack's.
-const IDX_A_CHECKSUM: &str = "ac4d3763831a72d4b26a881a5e0593fe752789f2cb08afc7d2c94afe09de940c";
+const IDX_A_CHECKSUM: &str = "7862660203eb817ba8a3b2bce1060ef7d56a2ed5c547cf0ecb3b677cd41f8223";
 fn idx_a(fanout_hex: &str) -> Vec<&str> {
+    idx_of_pack_a(fanout_hex, PACK_A_CHECKSUM, IDX_A_CHECKSUM)
+}
+/// The index of pack A of version 2 (it differs only in the pack's name).
+const IDX_A_V2_CHECKSUM: &str = "ac4d3763831a72d4b26a881a5e0593fe752789f2cb08afc7d2c94afe09de940c";
+fn idx_a_v2(fanout_hex: &str) -> Vec<&str> {
+    idx_of_pack_a(fanout_hex, PACK_A_V2_CHECKSUM, IDX_A_V2_CHECKSUM)
+}
+fn idx_of_pack_a<'a>(fanout_hex: &'a str, pack: &'a str, checksum: &'a str) -> Vec<&'a str> {
     vec![
         "444d564944580000", // "DMVIDX\0\0"
         "01000000",         // version 1
         "01000000",         // 1 pack
         "0300000000000000", // 3 objects
-        PACK_A_CHECKSUM,    // pack table
+        pack,               // pack table
         fanout_hex,         // 256 × u32
         // ids, sorted
         A100_ID,
@@ -383,15 +410,15 @@ fn idx_a(fanout_hex: &str) -> Vec<&str> {
         "00000000 01 01 0000 9200000000000000 64000000 0a000000",
         "00000000 01 00 0000 1000000000000000 06000000 06000000",
         "00000000 02 00 0000 4200000000000000 24000000 24000000",
-        IDX_A_CHECKSUM, // BLAKE3 of everything before
+        checksum, // BLAKE3 of everything before
     ]
 }
 /// First bytes of the ids in IDX_A, sorted.
 const IDX_A_FIRSTS: &[u8] = &[0x1c, 0x60, 0x85];
 
 /// The multi-pack index as dmv wrote it before filters: still read.
-const MIDX_V1_CHECKSUM: &str = "a7b56b95eae86e6a13d38468bd9dac5104e303e946b19e2fef148f1dd61f3dc7";
-const MIDX_CHECKSUM: &str = "34c9c4dc7396c43daf01722a038d03c4176462f6a398affc3cbfe12c33a84195";
+const MIDX_V1_CHECKSUM: &str = "cf19233a177079942172949570b894ca823a66fd4e06cc2b60bf32eebff2838d";
+const MIDX_CHECKSUM: &str = "f5ce38d1b85f551650304f01d67619872bf8c85de34be64b84a0857a4e958700";
 /// The filter of the four ids (crates/dmv-store/src/filter.rs): one 64-byte
 /// block; each id sets the 8 bits given by 9-bit slices of its bytes 16..32
 /// (little-endian), in the block that its bytes 8..16 pick.
@@ -408,17 +435,17 @@ fn midx(fanout_hex: &str) -> Vec<&str> {
         "444d564944580000 02000000", // magic, version 2: with a filter
         "02000000",                  // 2 packs
         "0400000000000000",          // 4 objects
-        PACK_B_CHECKSUM,             // pack 0 (see canonical_two_pack_midx)
-        PACK_A_CHECKSUM,             // pack 1
+        PACK_A_CHECKSUM,             // pack 0 (see canonical_two_pack_midx)
+        PACK_B_CHECKSUM,             // pack 1
         fanout_hex,
         A100_ID,
         HELLO_ID,
         SMALL_FILE_NODE_ID,
         WORLD_ID,
-        "01000000 01 01 0000 9200000000000000 64000000 0a000000", // in pack 1 (A)
-        "01000000 01 00 0000 1000000000000000 06000000 06000000",
-        "01000000 02 00 0000 4200000000000000 24000000 24000000",
-        "00000000 01 00 0000 1000000000000000 06000000 06000000", // in pack 0 (B)
+        "00000000 01 01 0000 9200000000000000 64000000 0a000000", // in pack 0 (A)
+        "00000000 01 00 0000 1000000000000000 06000000 06000000",
+        "00000000 02 00 0000 4200000000000000 24000000 24000000",
+        "01000000 01 00 0000 1000000000000000 06000000 06000000", // in pack 1 (B)
         MIDX_FILTER,
         MIDX_CHECKSUM,
     ]
@@ -533,8 +560,8 @@ impl Expected {
 }
 
 /// The objects of pack A as the golden vectors describe them.
-fn pack_a_objects() -> Vec<Expected> {
-    let e = |id, kind, content, compression, offset, stored_len| Expected { id, pack: PACK_A_CHECKSUM, kind, content, compression, offset, stored_len };
+fn pack_a_objects(pack: &'static str) -> Vec<Expected> {
+    let e = |id, kind, content, compression, offset, stored_len| Expected { id, pack, kind, content, compression, offset, stored_len };
     vec![
         e(HELLO_ID, ObjectKind::Chunk, HELLO.to_vec(), 0, 16, 6),
         e(SMALL_FILE_NODE_ID, ObjectKind::FileNode, object::encode(&small_file_node()), 0, 66, 36),
@@ -544,19 +571,27 @@ fn pack_a_objects() -> Vec<Expected> {
 
 #[test]
 fn golden_pack_and_index_decode() {
-    let dir = tempfile::tempdir().unwrap();
-    let objects = dir.path().join("objects");
-    Store::create(&objects).unwrap();
-    let packs = objects.join("packs");
-    std::fs::write(packs.join(format!("pack-{PACK_A_CHECKSUM}.pack")), bytes_of(&pack_a())).unwrap();
-    std::fs::write(packs.join(format!("pack-{PACK_A_CHECKSUM}.idx")), bytes_of(&idx_a(&fanout(IDX_A_FIRSTS)))).unwrap();
-    let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
-    for e in pack_a_objects() {
-        e.check(&store);
+    let fanout_hex = fanout(IDX_A_FIRSTS);
+    let versions: [(Vec<&str>, Vec<&str>, &str); 2] = [(pack_a(), idx_a(&fanout_hex), PACK_A_CHECKSUM), (pack_a_v2(), idx_a_v2(&fanout_hex), PACK_A_V2_CHECKSUM)];
+    for (pack, idx, checksum) in versions {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = dir.path().join("objects");
+        Store::create(&objects).unwrap();
+        let packs = objects.join("packs");
+        std::fs::write(packs.join(format!("pack-{checksum}.pack")), bytes_of(&pack)).unwrap();
+        std::fs::write(packs.join(format!("pack-{checksum}.idx")), bytes_of(&idx)).unwrap();
+        let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
+        for e in pack_a_objects(checksum) {
+            e.check(&store);
+        }
+        let report = store.verify_packs(&|_| {}).unwrap();
+        assert!(report.is_clean(), "{checksum}: {report:?}");
+        dmv_store::verify_pack_index(&packs.join(format!("pack-{checksum}.idx")), &id_hex(checksum)).unwrap();
+        // Its index lost, the pack is indexed again from its table of contents, byte for byte as before.
+        std::fs::remove_file(packs.join(format!("pack-{checksum}.idx"))).unwrap();
+        store.salvage().unwrap();
+        assert_eq!(std::fs::read(packs.join(format!("pack-{checksum}.idx"))).unwrap(), bytes_of(&idx), "{checksum}");
     }
-    let report = store.verify_packs(&|_| {}).unwrap();
-    assert!(report.is_clean(), "{report:?}");
-    dmv_store::verify_pack_index(&packs.join(format!("pack-{PACK_A_CHECKSUM}.idx")), &id_hex(PACK_A_CHECKSUM)).unwrap();
 }
 
 #[test]
@@ -567,6 +602,9 @@ fn golden_multi_pack_index_decodes() {
 }
 
 fn multi_pack_index_decodes(golden: &[&str]) {
+    let bytes = bytes_of(golden);
+    let body = bytes.len() - 32;
+    assert_eq!(blake3::hash(&bytes[..body]).as_bytes(), &bytes[body..], "the golden's own checksum");
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");
     Store::create(&objects).unwrap();
@@ -580,7 +618,7 @@ fn multi_pack_index_decodes(golden: &[&str]) {
     std::fs::write(packs.join(format!("pack-{PACK_A_CHECKSUM}.idx")), b"").unwrap();
     std::fs::write(packs.join(format!("pack-{PACK_B_CHECKSUM}.idx")), b"").unwrap();
     let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
-    let mut all = pack_a_objects();
+    let mut all = pack_a_objects(PACK_A_CHECKSUM);
     all.push(Expected { id: WORLD_ID, pack: PACK_B_CHECKSUM, kind: ObjectKind::Chunk, content: b"world\n".to_vec(), compression: 0, offset: 16, stored_len: 6 });
     for e in all {
         e.check(&store);
