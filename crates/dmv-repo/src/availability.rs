@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::error::{RepoError, RepoResult};
 use crate::paths::{matches, ser_path};
 use crate::repo::Repository;
-use crate::tree::{flatten, FlatEntry};
+use crate::tree::{tree_reader, FilesInOrder, FlatEntry};
 
 /// A file of a tree and whether its data is here.
 #[derive(Clone, Debug, Serialize)]
@@ -39,14 +39,27 @@ impl Repository {
     /// empty), in path order, each with whether its data is here.
     pub fn availability(&self, tree: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {
         let mut out = Vec::new();
-        for (path, entry) in flatten(&self.store, tree)? {
+        self.each_availability(tree, specs, &mut |f| {
+            out.push(f);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Repository::availability`], handed over file by file as the tree
+    /// is read a folder at a time: what is held is the folders along one
+    /// path, not the tree.
+    pub fn each_availability(&self, tree: &ObjectId, specs: &[Vec<u8>], visit: &mut dyn FnMut(FileAvailability) -> RepoResult<()>) -> RepoResult<()> {
+        let read = tree_reader(&self.store);
+        for file in FilesInOrder::new(&read, tree)? {
+            let (path, entry) = file?;
             if !entry.kind.is_file() || !(specs.is_empty() || specs.iter().any(|s| matches(&path, s))) {
                 continue;
             }
             let present = self.has_data(&entry.id)?;
-            out.push(FileAvailability { path, entry, present });
+            visit(FileAvailability { path, entry, present })?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Files of the branch tips that this replica's slice keeps but whose
@@ -57,8 +70,8 @@ impl Repository {
         }
         let filter = self.config.slice.paths_filter().map_err(|detail| RepoError::Corrupt { path: self.dmv.join("config"), detail })?;
         let me = self.replica_id()?;
-        let log = self.load_locations()?;
-        let dropped = |id: &ObjectId| log.records.get(&(*id, me)).is_some_and(|s| !s.present);
+        let log = self.locations_where(|r| r.replica == me && !r.stamp.present)?;
+        let dropped = |id: &ObjectId| log.records.contains_key(&(*id, me));
         let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
         tips.extend(self.head_commit()?);
         tips.sort();
@@ -66,11 +79,12 @@ impl Repository {
         let mut missing = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for tip in tips {
-            for f in self.availability(&self.commit(&tip)?.tree, &[])? {
+            self.each_availability(&self.commit(&tip)?.tree, &[], &mut |f| {
                 if !f.present && filter.keeps(&f.path) && !dropped(&f.entry.id) && seen.insert(f.entry.id) {
                     missing.push(f);
                 }
-            }
+                Ok(())
+            })?;
         }
         Ok(missing)
     }

@@ -369,16 +369,6 @@ impl Repository {
         }
     }
 
-    /// The location log (empty when none was written yet).
-    pub fn load_locations(&self) -> RepoResult<LocationLog> {
-        let path = self.locations_path();
-        match std::fs::read(&path) {
-            Ok(bytes) => LocationLog::decode(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LocationLog::default()),
-            Err(e) => Err(RepoError::io(path, e)),
-        }
-    }
-
     /// Replicas this one has heard of, by id, with the name each gave (`.dmv/replicas`).
     pub fn known_replicas(&self) -> RepoResult<BTreeMap<ReplicaId, String>> {
         let path = self.dmv.join("replicas");

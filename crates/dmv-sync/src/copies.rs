@@ -95,7 +95,8 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncRes
         live.insert(r.id, r.remote.has(&ids)?);
     }
     let me = repo.replica_id()?;
-    let log = repo.load_locations()?;
+    let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
+    let log = repo.locations_where(|r| wanted.contains(&r.key))?;
     let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
     let known = repo.known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
