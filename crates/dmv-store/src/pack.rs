@@ -16,8 +16,8 @@ pub const PACK_MAGIC: &[u8; 8] = b"DMVPACK\0";
 pub const PACK_END_MAGIC: &[u8; 8] = b"DMVPEND\0";
 /// Version 3: the table of contents gives each record's kind, compression
 /// and lengths, and no id or offset: its record header holds the id (once,
-/// not twice: 32 bytes an object, 3% of a store of 1 KiB files) and the
-/// lengths place it. The checksum covers the pack's header, every record
+/// not twice) and the lengths place it (40 bytes an object less, 3% of a
+/// store of 1 KiB files). The checksum covers the pack's header, every record
 /// header, the table of contents and the footer, not the payloads (each
 /// payload is checked against its object id).
 /// Version 2 (a table of contents with ids and offsets, and a checksum of the
