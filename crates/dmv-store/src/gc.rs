@@ -158,10 +158,12 @@ impl Store {
         report.packs_before = packs.len();
         // What recent packs hold stays, with all it reaches; a pack holding anything else unreached is rewritten.
         let mut dirty = HashSet::new();
-        for slot in marks.slots().filter(|_| !recent.is_empty()) {
-            let loc = marks.located(slot)?;
-            if recent.contains(&loc.pack) && marks.get(slot) & LIVE == 0 {
-                self.mark(&mut marks, vec![loc.entry.id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+        if !recent.is_empty() {
+            for slot in marks.slots() {
+                let loc = marks.located(slot)?;
+                if recent.contains(&loc.pack) && marks.get(slot) & LIVE == 0 {
+                    self.mark(&mut marks, vec![loc.entry.id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+                }
             }
         }
         for slot in marks.slots() {
