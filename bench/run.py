@@ -204,7 +204,7 @@ def main(argv=None):
     ap.add_argument("--sync-counts", help="sync and partial: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--sync-settle", type=float,
                     help="sync and partial: seconds to wait before the many-files steps so that no tool creates files "
-                         "among inodes freed just before (default: 65 on ext4 without a journal, else 0)")
+                         "among inodes freed just before (default: 180 on ext4 without a journal, else 0)")
     ap.add_argument("--s3-sizes", help="s3: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--s3-counts", help="s3: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--s3-settle", type=float,
@@ -257,7 +257,7 @@ def main(argv=None):
     sync_sizes = parse_points(args.sync_sizes or cfg["sync_sizes"], True)
     sync_counts = parse_points(args.sync_counts or cfg["sync_counts"], False)
     sync_settle = args.sync_settle if args.sync_settle is not None else (
-        65 if measure.ext4_without_journal(args.workdir) else 0)
+        180 if measure.ext4_without_journal(args.workdir) else 0)
     s3_sizes = parse_points(args.s3_sizes or cfg["s3_sizes"], True)
     s3_counts = parse_points(args.s3_counts or cfg["s3_counts"], False)
     s3_settle = args.s3_settle if args.s3_settle is not None else sync_settle

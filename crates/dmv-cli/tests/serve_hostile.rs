@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dmv_repo::store::ObjectId;
-use dmv_sync::protocol::{Request, Response, WireRefUpdate, VERSION};
+use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
 use dmv_sync::{Frame, FrameReader, FrameWriter};
 use rand::{Rng, SeedableRng};
 
@@ -171,14 +171,14 @@ fn writing_request(verb: &str, head: ObjectId) -> Vec<u8> {
         "update-refs" => {
             Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/evil".into(), old: None, new: Some(head) }], who: "mallory".into(), message: "x".into() }
         }
-        "put-locations" => Request::PutLocations { log: Vec::new() },
+        "put-locations" => Request::PutLocations,
         "lock-content" => Request::LockContent { ids: vec![head], seconds: 60 },
         "unlock-content" => Request::UnlockContent { lock: "nope".into() },
         "drop-content" => Request::DropContent { ids: vec![head] },
         other => panic!("{other} does not write"),
     };
     let mut body = message(&request);
-    if verb == "put" {
+    if Verb::from_name(verb).is_some_and(Verb::has_body) {
         FrameWriter::new(&mut body).end().unwrap();
     }
     body
@@ -371,6 +371,63 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
     assert_eq!(head_of(&hub, "refs/heads/main"), before);
     server.kill();
     fsck_clean(&hub);
+}
+
+/// A location log in one piece, with a record for each key byte.
+fn location_piece(keys: &[u8]) -> Vec<u8> {
+    let mut log = dmv_repo::LocationLog::default();
+    for &k in keys {
+        log.record(ObjectId([k; 32]), dmv_repo::ReplicaId([0x5a; 16]), dmv_repo::Stamp { time_ns: 1_000 + k as u64, present: true });
+    }
+    log.encode()
+}
+
+fn put_locations_body(pieces: &[Vec<u8>], end: bool) -> Vec<u8> {
+    let mut body = message(&Request::PutLocations);
+    let mut frames = FrameWriter::new(&mut body);
+    for piece in pieces {
+        frames.locations(piece).unwrap();
+    }
+    if end {
+        frames.end().unwrap();
+    }
+    body
+}
+
+/// A pushed location log arrives in pieces that the server spools and merges
+/// once the last has come: pieces out of key order, a damaged piece or a
+/// body cut short change nothing; pieces in order are merged, all of them.
+#[test]
+fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
+    let top = setup();
+    let t = top.path();
+    let (mut server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    let log_path = t.join("hub/.dmv/locations");
+    let before = std::fs::read(&log_path).unwrap();
+    let put = |body: &[u8]| exchange(port, &post("/hub/dmv/put-locations", Some(WRITER), body));
+
+    let error = error_message(&put(&put_locations_body(&[location_piece(&[0x20]), location_piece(&[0x10])], true)));
+    assert!(error.contains("not in key order"), "{error}");
+    let mut damaged = location_piece(&[0x30, 0x31]);
+    damaged[30] ^= 1;
+    let error = error_message(&put(&put_locations_body(&[location_piece(&[0x10]), damaged], true)));
+    assert!(error.contains("a piece of a location log: checksum mismatch"), "{error}");
+    let cut = put(&put_locations_body(&[location_piece(&[0x10])], false));
+    let error = error_message(&cut);
+    assert!(error.contains("closed the connection"), "{error}");
+    assert_eq!(std::fs::read(&log_path).unwrap(), before, "a refused push changed the location log");
+
+    assert_eq!(response(&put(&put_locations_body(&[location_piece(&[0x10, 0x11]), location_piece(&[0x20])], true))), Response::LocationsMerged);
+    let merged = dmv_repo::Repository::open(&t.join("hub")).unwrap().load_locations().unwrap();
+    for k in [0x10, 0x11, 0x20] {
+        assert_eq!(merged.holders(&ObjectId([k; 32])).len(), 1, "key {k:#x}");
+    }
+    let spools = std::fs::read_dir(t.join("hub/.dmv")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(".tmp")).count();
+    assert_eq!(spools, 0, "a spool was left behind");
+    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    server.kill();
+    fsck_clean(&t.join("hub"));
 }
 
 #[test]

@@ -191,8 +191,8 @@ pub struct LocationPages {
 impl LocationPages {
     /// Up to `max` records in key order, encoded as a log of their own
     /// (with the names on the first page, which comes even when the log is
-    /// empty); None when all were given. Encoded as read: a page of 250,000
-    /// records is ~14 MB, where a map of them was ~30 MB more.
+    /// empty); None when all were given. Encoded as read, not from a map of
+    /// the records (which took twice the bytes).
     pub fn next_page(&mut self, max: usize) -> RepoResult<Option<Vec<u8>>> {
         let left = self.reader.as_ref().map_or(0, |r| r.left);
         let count = left.min(max as u64);
@@ -340,38 +340,6 @@ impl Repository {
         Ok(())
     }
 
-    /// Up to `max` records of the location log after `after` (from the
-    /// first when None; the names, with this replica's current one, come
-    /// with the first page), encoded as a log of their own, and whether
-    /// more follow. Read through, checksum and all.
-    pub fn locations_page(&self, after: Option<(ObjectId, ReplicaId)>, max: usize) -> RepoResult<(Vec<u8>, bool)> {
-        let mut records: Vec<[u8; RECORD_LEN]> = Vec::new();
-        let mut more = false;
-        let mut named = LocationLog::default();
-        if let Some(mut reader) = LogReader::open(&self.locations_path())? {
-            while let Some(r) = reader.next()? {
-                if after.is_some_and(|a| r.order() <= a) {
-                    continue;
-                }
-                if records.len() == max {
-                    more = true;
-                    continue;
-                }
-                records.push(r.encode());
-            }
-            let names = reader.finish()?;
-            if after.is_none() {
-                named.names = names;
-            }
-        }
-        if after.is_none() {
-            self.with_my_name(&mut named);
-        }
-        let mut page = Vec::with_capacity(HEADER_LEN + records.len() * RECORD_LEN + 32);
-        write_framed(&mut page, records.len() as u64, &mut |out| records.iter().try_for_each(|r| out.write_all(r)), &named.names).at(&self.locations_path())?;
-        Ok((page, more))
-    }
-
     /// The records of the location log that `keep` chooses, with its names
     /// (empty when none was written yet), read record by record and checked
     /// whole: a command holds what it asked for, not the log (two million
@@ -464,20 +432,6 @@ mod tests {
             let expected_some: BTreeMap<_, _> = merged.records.iter().filter(|(k, s)| k.0 .0[0] % 2 == 0 && s.present).map(|(k, s)| (*k, *s)).collect();
             prop_assert_eq!(&some.records, &expected_some);
             prop_assert_eq!(&some.names, &merged.names);
-            // Paged, it reads back whole.
-            let mut paged = LocationLog::default();
-            let mut after = None;
-            loop {
-                let (page, more) = repo.locations_page(after, 7).unwrap();
-                let page = LocationLog::decode(&page).unwrap();
-                after = page.records.keys().next_back().copied().or(after);
-                paged.records.extend(page.records);
-                paged.names.extend(page.names);
-                if !more {
-                    break;
-                }
-            }
-            prop_assert_eq!(&paged.records, &merged.records);
             // Read for sending, in pages or encoded whole, it is the log with this replica's name.
             // (Written down first, so the name's time is the file's.)
             repo.merge_locations(std::iter::empty(), &Names::new(), true).unwrap();
@@ -532,7 +486,7 @@ mod tests {
         let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &Names::new(), false).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
-        assert!(repo.check_locations().is_err() && repo.locations_page(None, 10).is_err() && repo.location_pages().is_err());
+        assert!(repo.check_locations().is_err() && repo.location_pages().is_err());
         // Even a read that keeps none of the records checks them all.
         assert!(repo.locations_where(|_| false).unwrap_err().to_string().contains("checksum"));
 

@@ -215,8 +215,8 @@ impl LocationLog {
 
     /// The records (in order) and names of an encoded log, all checked
     /// (checksum, each record, their order) before any is handed out, and
-    /// read from the bytes as they are taken rather than into a map: a page
-    /// of 250,000 records is ~14 MB encoded, ~30 MB as a map.
+    /// read from the bytes as they are taken rather than into a map (which
+    /// takes about twice the bytes of the encoding).
     pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaNames), BadLocationLog> {
         let bad = |d: &str| BadLocationLog(d.to_string());
         if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {

@@ -566,7 +566,6 @@ impl Store {
             store: self,
             on_seal: None,
             pack: None,
-            pending: HashSet::new(),
             compressor: zstd::bulk::Compressor::new(1).map_err(StoreError::Compressor)?,
             scratch: Vec::new(),
             sealed: Vec::new(),
@@ -700,8 +699,6 @@ pub struct WriteSession<'a> {
     pub(crate) store: &'a Store,
     on_seal: Option<SealHook<'a>>,
     pack: Option<PackWriter>,
-    /// Ids in the pack being written (sealed packs are found through the store).
-    pending: HashSet<ObjectId>,
     compressor: zstd::bulk::Compressor<'static>,
     scratch: Vec<u8>,
     /// Packs sealed so far by this session.
@@ -747,7 +744,8 @@ impl<'a> WriteSession<'a> {
     }
 
     pub fn has(&self, id: &ObjectId) -> StoreResult<bool> {
-        Ok(self.pending.contains(id) || self.store.contains(id)?)
+        // The pack being written holds what is not in a sealed pack yet.
+        Ok(self.pack.as_ref().is_some_and(|p| p.contains(id)) || self.store.contains(id)?)
     }
 
     /// Stores an object unless it exists; returns its id.
@@ -836,7 +834,6 @@ impl<'a> WriteSession<'a> {
         let pack = self.pack.as_mut().ok_or_else(|| StoreError::Internal("no pack open for writing".into()))?;
         pack.append(id, kind, raw_len, compression, payload)?;
         self.bytes_written += payload.len() as u64;
-        self.pending.insert(id);
         if pack.bytes_written() >= self.store.pack_limit {
             self.seal()?;
         }
@@ -862,7 +859,6 @@ impl<'a> WriteSession<'a> {
         }
         crate::failpoint("pack-sealed");
         self.store.add_index(PackIndex::open(&idx_path)?);
-        self.pending.clear();
         // Only speed is at stake: a failure (a damaged index, a full disk) is the next rewrite's to retry.
         if self.store.durable {
             let _ = self.store.index_packs_if_grown();

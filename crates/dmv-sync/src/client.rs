@@ -6,7 +6,7 @@ use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
 use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PAGE, MAX_IDS_PER_REQUEST, VERSION};
+use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION};
 use crate::{SyncError, SyncResult};
 
 /// Writes a request's body (object frames) after the request itself.
@@ -217,6 +217,7 @@ impl Remote for Client {
                     Frame::Object(obj) => Received::Object(obj),
                     Frame::ChunkStub { id, raw_len } => Received::ChunkStub { id, raw_len },
                     Frame::Message(bytes) => return Err(unexpected("objects", &decode_message(&bytes)?)),
+                    Frame::Locations(_) => return Err(SyncError::Protocol("expected an object, got a piece of a location log".into())),
                 };
                 let id = match &got {
                     Received::Object(o) => o.id,
@@ -267,35 +268,33 @@ impl Remote for Client {
     }
 
     fn get_locations(&mut self, each: &mut LocationPageSink<'_>) -> SyncResult<()> {
-        let mut after = None;
+        let mut frames = self.wire.exchange(Verb::GetLocations, &Request::GetLocations, None)?;
         loop {
-            let (log, more) = match self.call(Request::GetLocations { after })? {
-                Response::Locations { log, more } => (log, more),
-                other => return Err(unexpected("locations", &other)),
-            };
-            let (records, names) = LocationLog::read_encoded(&log).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?;
-            let mut last = None;
-            // Pages hold disjoint records in key order; the names come with the first.
-            each(&mut records.inspect(|r| last = Some(r.order())), names)?;
-            // Pages come in key order: one that does not move on would never end.
-            if more && (last.is_none() || last.map(|(k, r)| (k, r.0)) <= after) {
-                return Err(SyncError::Protocol("the remote's location log pages do not advance".into()));
-            }
-            match (more, last) {
-                (true, Some((key, replica))) => after = Some((key, replica.0)),
-                _ => return Ok(()),
+            match frames.expect_frame()? {
+                Frame::End => return Ok(()),
+                Frame::Locations(piece) => {
+                    let (mut records, names) = LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?;
+                    each(&mut records, names)?;
+                }
+                Frame::Message(bytes) => return Err(unexpected("locations", &decode_message(&bytes)?)),
+                _ => return Err(SyncError::Protocol("expected a piece of a location log".into())),
             }
         }
     }
 
     fn put_locations(&mut self, _from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
-        while let Some(page) = log.next_page(LOCATIONS_PER_PAGE)? {
-            match self.call(Request::PutLocations { log: page })? {
-                Response::LocationsMerged => {}
-                other => return Err(unexpected("locations merged", &other)),
+        let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
+            let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
+            while let Some(piece) = log.next_page(LOCATIONS_PER_PIECE)? {
+                w.locations(&piece).map_err(lost)?;
             }
+            w.end().map_err(lost)
+        };
+        let mut frames = self.wire.exchange(Verb::PutLocations, &Request::PutLocations, Some(&mut body))?;
+        match read_response(&mut frames)? {
+            Response::LocationsMerged => Ok(()),
+            other => Err(unexpected("locations merged", &other)),
         }
-        Ok(())
     }
 
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {

@@ -14,6 +14,7 @@ const TYPE_MESSAGE: u8 = 1;
 const TYPE_OBJECT: u8 = 2;
 const TYPE_CHUNK_STUB: u8 = 3;
 const TYPE_END: u8 = 4;
+const TYPE_LOCATIONS: u8 = 5;
 
 /// Bytes of an object frame's body before the payload: kind, compression, raw length, id.
 const OBJECT_HEADER_LEN: usize = 1 + 1 + 4 + 32;
@@ -36,6 +37,8 @@ pub enum Frame {
         raw_len: u32,
     },
     End,
+    /// A piece of a location log, encoded as a log of its own (formats.md).
+    Locations(Vec<u8>),
 }
 
 pub struct FrameWriter<W: Write> {
@@ -78,6 +81,11 @@ impl<W: Write> FrameWriter<W> {
 
     pub fn end(&mut self) -> io::Result<()> {
         self.header(TYPE_END, 0)
+    }
+
+    pub fn locations(&mut self, piece: &[u8]) -> io::Result<()> {
+        self.header(TYPE_LOCATIONS, piece.len())?;
+        self.out.write_all(piece)
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
@@ -123,6 +131,7 @@ impl<R: Read> FrameReader<R> {
             TYPE_OBJECT => ("object", MAX_OBJECT_FRAME),
             TYPE_CHUNK_STUB => ("chunk stub", 1 + 36),
             TYPE_END => ("end", 1),
+            TYPE_LOCATIONS => ("locations", MAX_FRAME),
             other => return Err(SyncError::Protocol(format!("unknown frame type {other}"))),
         };
         if len > limit {
@@ -174,6 +183,10 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             Ok(Frame::ChunkStub { id, raw_len })
         }
         TYPE_END if body.len() == 1 => Ok(Frame::End),
+        TYPE_LOCATIONS => {
+            body.remove(0);
+            Ok(Frame::Locations(body))
+        }
         other => Err(SyncError::Protocol(format!("unknown frame type {other}"))),
     }
 }
@@ -205,14 +218,16 @@ mod tests {
             w.message(&("hello", 5u32)).unwrap();
             w.object(&obj).unwrap();
             w.chunk_stub(&ObjectId([9; 32]), 12345).unwrap();
+            w.locations(b"a piece").unwrap();
             w.end().unwrap();
         });
-        assert_eq!(frames.len(), 4);
+        assert_eq!(frames.len(), 5);
         let Frame::Message(m) = &frames[0] else { panic!("not a message") };
         assert_eq!(decode_message::<(String, u32)>(m).unwrap(), ("hello".to_string(), 5));
         assert_eq!(frames[1], Frame::Object(obj));
         assert_eq!(frames[2], Frame::ChunkStub { id: ObjectId([9; 32]), raw_len: 12345 });
-        assert_eq!(frames[3], Frame::End);
+        assert_eq!(frames[3], Frame::Locations(b"a piece".to_vec()));
+        assert_eq!(frames[4], Frame::End);
     }
 
     #[test]

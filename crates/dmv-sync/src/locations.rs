@@ -8,7 +8,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, ReplicaNames, Repository, Stamp};
 
 use crate::client::Remote;
-use crate::SyncResult;
+use crate::{SyncError, SyncResult};
 
 /// The remote's replica id, remembered with its URL (which names a configured remote).
 pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<ReplicaId> {
@@ -41,13 +41,13 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: V
 /// Takes in the remote's location log, and with `send_back` gives it ours
 /// (everything both know). Returns how many records changed here.
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
-    let mut run = Run::new(repo)?;
+    let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     remote.get_locations(&mut |records, names| {
         let mut records = records.peekable();
         // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
         if records.peek().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
-            changed += std::mem::replace(&mut run, Run::new(repo)?).merge(repo)?;
+            changed += std::mem::replace(&mut run, LocationRun::new(repo)?).merge(repo)?;
         }
         run.add(&mut records, names)
     })?;
@@ -58,20 +58,25 @@ pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back:
     Ok(changed)
 }
 
-/// Pages of a remote's log in key order, spooled to disk until merged.
-struct Run {
+/// Pieces of another replica's log in key order, spooled to disk until
+/// merged in one pass.
+pub(crate) struct LocationRun {
     spool: LocationSpool,
     names: ReplicaNames,
     last: Option<(ObjectId, ReplicaId)>,
 }
 
-impl Run {
-    fn new(repo: &Repository) -> SyncResult<Run> {
-        Ok(Run { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
+impl LocationRun {
+    pub(crate) fn new(repo: &Repository) -> SyncResult<LocationRun> {
+        Ok(LocationRun { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
     }
 
-    fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: ReplicaNames) -> SyncResult<()> {
+    /// Refuses a record that does not follow the last one: the merge reads the run as sorted.
+    pub(crate) fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: ReplicaNames) -> SyncResult<()> {
         for record in records {
+            if self.last.is_some_and(|last| record.order() <= last) {
+                return Err(SyncError::Protocol("the pieces of a location log are not in key order".into()));
+            }
             self.spool.push(&record)?;
             self.last = Some(record.order());
         }
@@ -79,7 +84,7 @@ impl Run {
         Ok(())
     }
 
-    fn merge(self, repo: &Repository) -> SyncResult<usize> {
+    pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
         Ok(repo.merge_locations(self.spool.records()?, &self.names, false)?)
     }
 }

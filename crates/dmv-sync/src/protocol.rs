@@ -1,16 +1,19 @@
 //! The requests a client makes and the responses a server gives. Each is one
 //! message frame; `Get` answers and `Put` bodies are object frames ending in
-//! an `End` frame. Bump [`VERSION`] on any change to these enums.
+//! an `End` frame, `GetLocations` answers and `PutLocations` bodies locations
+//! frames ending in one. Bump [`VERSION`] on any change to these enums or to
+//! the frames.
 
 use dmv_repo::store::{ChunkParams, ObjectId};
 use dmv_repo::PathLock;
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
-/// Location records per `GetLocations` answer and `PutLocations` request
-/// (57 B each: 14 MiB, well inside a frame), so a log of any size travels.
-pub const LOCATIONS_PER_PAGE: usize = 250_000;
+/// Location records per locations frame (57 B each: ~0.9 MiB). A sender
+/// reads its log a piece at a time and a receiver spools each piece to disk,
+/// so a piece is what either side holds of a log of any size.
+pub const LOCATIONS_PER_PIECE: usize = 16_384;
 
 /// Above this many ids, `has` and `get` requests are split.
 pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
@@ -80,6 +83,11 @@ impl Verb {
         .find(|v| v.name() == name)
     }
 
+    /// Verbs whose request is followed by frames up to an `End` frame.
+    pub fn has_body(self) -> bool {
+        matches!(self, Verb::Put | Verb::PutLocations)
+    }
+
     /// Verbs that change the served repository need write access.
     pub fn writes(self) -> bool {
         matches!(self, Verb::Put | Verb::UpdateRefs | Verb::PutLocations | Verb::LockContent | Verb::UnlockContent | Verb::DropContent | Verb::LockPaths | Verb::UnlockPaths)
@@ -116,16 +124,12 @@ pub enum Request {
     },
     /// The served replica's id and name.
     Replica,
-    /// The served replica's location log: up to [`LOCATIONS_PER_PAGE`]
-    /// records following `after` (a key and replica), in order.
-    GetLocations {
-        after: Option<(ObjectId, [u8; 16])>,
-    },
-    /// Merges this location log into the served replica's.
-    PutLocations {
-        #[serde(with = "serde_bytes")]
-        log: Vec<u8>,
-    },
+    /// The served replica's location log, answered by locations frames,
+    /// pieces of it in key order (the names on the first), and an `End` frame.
+    GetLocations,
+    /// Followed by locations frames, pieces of one log in key order, and an
+    /// `End` frame; merged into the served replica's log once all came.
+    PutLocations,
     /// Confirms which of these files' data (content ids) is all here, and
     /// keeps what it confirms from being dropped for `seconds` or until unlocked.
     LockContent {
@@ -164,8 +168,8 @@ impl Request {
             Request::Put => Verb::Put,
             Request::UpdateRefs { .. } => Verb::UpdateRefs,
             Request::Replica => Verb::Replica,
-            Request::GetLocations { .. } => Verb::GetLocations,
-            Request::PutLocations { .. } => Verb::PutLocations,
+            Request::GetLocations => Verb::GetLocations,
+            Request::PutLocations => Verb::PutLocations,
             Request::LockContent { .. } => Verb::LockContent,
             Request::UnlockContent { .. } => Verb::UnlockContent,
             Request::DropContent { .. } => Verb::DropContent,
@@ -218,12 +222,6 @@ pub enum Response {
     Replica {
         id: [u8; 16],
         name: String,
-    },
-    /// A page of the location log; `more`: ask again after its last record.
-    Locations {
-        #[serde(with = "serde_bytes")]
-        log: Vec<u8>,
-        more: bool,
     },
     LocationsMerged,
     ContentLocked {

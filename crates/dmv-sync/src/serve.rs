@@ -11,7 +11,8 @@ use dmv_repo::store::ObjectKind;
 use dmv_repo::{validate_ref_name, Head, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PAGE, VERSION};
+use crate::locations::LocationRun;
+use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{SyncError, SyncResult};
 
 /// The protocol version this server announces (tests override it to check
@@ -105,7 +106,7 @@ pub fn handle<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Re
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),
         Err(e) => {
-            if verb == crate::protocol::Verb::Put {
+            if verb.has_body() {
                 drain_until_end(input)?;
             }
             out.message(&Response::Error { message: e.to_string() }).map_err(io_lost)
@@ -193,13 +194,16 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             let id = repo.replica_id().unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
             out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
         }
-        Request::GetLocations { after } => {
-            let (log, more) = repo.locations_page(after.map(|(key, replica)| (key, dmv_repo::ReplicaId(replica))), LOCATIONS_PER_PAGE)?;
-            out.message(&Response::Locations { log, more }).map_err(io_lost)?;
+        Request::GetLocations => {
+            // Read from one open file: a log rewritten meanwhile is not mixed in.
+            let mut pieces = repo.location_pages()?;
+            while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
+                out.locations(&piece).map_err(io_lost)?;
+            }
+            out.end().map_err(io_lost)?;
         }
-        Request::PutLocations { log } => {
-            let (records, names) = dmv_repo::LocationLog::read_encoded(&log).map_err(|e| SyncError::Protocol(e.to_string()))?;
-            repo.merge_locations(records.map(Ok), &names, false)?;
+        Request::PutLocations => {
+            receive_locations(repo, input)?;
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
         Request::LockContent { ids, seconds } => {
@@ -272,6 +276,25 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
     // Until the client's ref update comes, gc's grace period for recent packs keeps these.
     dmv_repo::store::failpoint("push-received");
     Ok((objects, bytes))
+}
+
+/// Merges a pushed location log, which comes in pieces in key order, each
+/// checked whole as it comes and spooled to disk: the log is rewritten once,
+/// after the last piece, and a piece is all that is held in memory.
+fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<()> {
+    let mut run = LocationRun::new(repo)?;
+    loop {
+        match input.expect_frame()? {
+            Frame::End => break,
+            Frame::Locations(piece) => {
+                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(format!("a piece of a location log: {}", e.0)))?;
+                run.add(&mut records, names)?;
+            }
+            _ => return Err(SyncError::Protocol("expected a piece of a location log".into())),
+        }
+    }
+    run.merge(repo)?;
+    Ok(())
 }
 
 fn caller_name(caller: &Caller) -> SyncResult<&str> {

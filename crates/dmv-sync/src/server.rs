@@ -278,7 +278,7 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
     };
     let stream = Box::pin(body_with_idle_timeout(body, config.idle_timeout()));
     let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
-    if verb == Verb::Put {
+    if verb.has_body() {
         // An upload is answered only once it has been read and stored whole.
         let task = tokio::task::spawn_blocking(move || {
             let mut answer = Vec::new();

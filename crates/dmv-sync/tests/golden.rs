@@ -51,11 +51,8 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
             ],
         ),
         (Request::Replica, vec!["02000000 01", "07"]),
-        (
-            Request::GetLocations { after: Some((id(0x77), [0x66; 16])) },
-            vec!["33000000 01", "08", "01", "7777777777777777777777777777777777777777777777777777777777777777", "66666666666666666666666666666666"], // after: Some((key, replica))
-        ),
-        (Request::PutLocations { log: vec![0xab, 0xcd] }, vec!["05000000 01", "09", "02 abcd"]), // log: 2 bytes
+        (Request::GetLocations, vec!["02000000 01", "08"]),
+        (Request::PutLocations, vec!["02000000 01", "09"]),
         (
             Request::LockContent { ids: vec![id(0x88)], seconds: 600 },
             vec!["25000000 01", "0a", "01", "8888888888888888888888888888888888888888888888888888888888888888", "d804"], // ids: [id], seconds 600
@@ -88,17 +85,16 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
         ),
         (Response::Error { message: "no".into() }, vec!["05000000 01", "07", "02 6e6f"]),
         (Response::Replica { id: [0x12; 16], name: "nas".into() }, vec!["16000000 01", "08", "12121212121212121212121212121212", "03 6e6173"]), // id: 16 bytes, name
-        (Response::Locations { log: vec![0xef], more: true }, vec!["05000000 01", "09", "01 ef", "01"]),
-        (Response::LocationsMerged, vec!["02000000 01", "0a"]),
-        (Response::ContentLocked { lock: "ab".into(), held: vec![true] }, vec!["07000000 01", "0b", "02 6162", "01 01"]),
-        (Response::Unlocked, vec!["02000000 01", "0c"]),
+        (Response::LocationsMerged, vec!["02000000 01", "09"]),
+        (Response::ContentLocked { lock: "ab".into(), held: vec![true] }, vec!["07000000 01", "0a", "02 6162", "01 01"]),
+        (Response::Unlocked, vec!["02000000 01", "0b"]),
         (
             Response::ContentDropped { freed_bytes: 5, locked: vec![id(0xaa)] },
-            vec!["24000000 01", "0d", "05", "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], // freed 5, locked: [id]
+            vec!["24000000 01", "0c", "05", "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], // freed 5, locked: [id]
         ),
         (
             Response::PathLocks { you: Some("al".into()), locks: vec![PathLock { path: "a.psd".into(), owner: "al".into(), replica: "nas".into(), since: 300 }] },
-            vec!["16000000 01", "0e", "01 02 616c", "01", "05 612e707364", "02 616c", "03 6e6173", "ac02"], // you: Some("al"); locks: [{path, owner, replica, since 300}]
+            vec!["16000000 01", "0d", "01 02 616c", "01", "05 612e707364", "02 616c", "03 6e6173", "ac02"], // you: Some("al"); locks: [{path, owner, replica, since 300}]
         ),
     ]
 }
@@ -118,7 +114,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 4);
+    assert_eq!(VERSION, 5);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),
@@ -169,7 +165,7 @@ fn response_messages_golden() {
 /// BLAKE3(0x01 || "hello\n"), as in dmv-store's golden vectors.
 const HELLO_ID: &str = "60200926b98f21cddd0dc4fb5c05e6a4d7ab691b9c8b01295ebefe1daca3bbe5";
 
-const OBJECT_FRAMES: &[&str] = &[
+const FRAMES: &[&str] = &[
     // object frame
     "2d000000",     // length 45
     "02",           // type 2: object
@@ -183,26 +179,32 @@ const OBJECT_FRAMES: &[&str] = &[
     "03",       // type 3: chunk stub
     HELLO_ID,
     "06000000", // raw length 6
+    // locations frame
+    "03000000", // length 3
+    "05",       // type 5: locations
+    "abcd",     // a piece of a location log (bytes as they come: the receiver checks them)
     // end frame
     "01000000", // length 1
     "04",       // type 4: end
 ];
 
 #[test]
-fn object_frames_golden() {
+fn frames_golden() {
     let id = ObjectId::from_hex(HELLO_ID).unwrap();
     let obj = StoredObject { id, kind: ObjectKind::Chunk, compression: 0, raw_len: 6, payload: b"hello\n".to_vec() };
     let mut out = Vec::new();
     let mut w = FrameWriter::new(&mut out);
     w.object(&obj).unwrap();
     w.chunk_stub(&id, 6).unwrap();
+    w.locations(&[0xab, 0xcd]).unwrap();
     w.end().unwrap();
-    assert_golden("object, chunk stub and end frames", &out, OBJECT_FRAMES);
+    assert_golden("object, chunk stub, locations and end frames", &out, FRAMES);
 
-    let golden = bytes_of(OBJECT_FRAMES);
+    let golden = bytes_of(FRAMES);
     let mut r = FrameReader::new(&golden[..]);
     assert_eq!(r.next_frame().unwrap(), Some(Frame::Object(obj)));
     assert_eq!(r.next_frame().unwrap(), Some(Frame::ChunkStub { id, raw_len: 6 }));
+    assert_eq!(r.next_frame().unwrap(), Some(Frame::Locations(vec![0xab, 0xcd])));
     assert_eq!(r.next_frame().unwrap(), Some(Frame::End));
     assert_eq!(r.next_frame().unwrap(), None);
 }
