@@ -423,8 +423,6 @@ fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
     for k in [0x10, 0x11, 0x20] {
         assert_eq!(merged.holders(&ObjectId([k; 32])).len(), 1, "key {k:#x}");
     }
-    let spools = std::fs::read_dir(t.join("hub/.dmv")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(".tmp")).count();
-    assert_eq!(spools, 0, "a spool was left behind");
     assert!(server.child.try_wait().unwrap().is_none(), "the server died");
     server.kill();
     fsck_clean(&t.join("hub"));
