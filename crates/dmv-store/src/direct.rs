@@ -25,8 +25,14 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 /// Offsets, lengths and buffer addresses of direct I/O must be multiples of
 /// the device's logical block size; 4096 covers every common device.
 const ALIGN: usize = 4096;
-/// Bytes per write handed to the I/O thread.
-const BLOCK: usize = 2 << 20;
+/// Bytes per write handed to the I/O thread. 1 MiB adds a 1 GiB file as
+/// fast as 2 MiB did here (1.01-1.21 s against 1.06-1.17 s, four runs each)
+/// and keeps 4 MiB less in every writing command (the server of a push of
+/// 100,000 files: 23.5 MB against 28.0).
+const BLOCK: usize = 1 << 20;
+/// Files smaller than this are written through the page cache: an I/O
+/// thread and its buffers would cost them more than the copy.
+const DIRECT_FILES_FROM: u64 = 2 << 20;
 /// Buffers in rotation: one being filled, the others queued or being written.
 const BUFFERS: usize = 4;
 
@@ -250,7 +256,7 @@ pub enum FileWriter {
 impl FileWriter {
     pub fn new(file: File, size: u64) -> FileWriter {
         let buffered = |file| FileWriter::Buffered(io::BufWriter::with_capacity(1 << 20, file));
-        if size < BLOCK as u64 {
+        if size < DIRECT_FILES_FROM {
             return buffered(file);
         }
         DirectWriter::new(file).map_or_else(buffered, FileWriter::Direct)
