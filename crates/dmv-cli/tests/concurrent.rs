@@ -778,3 +778,34 @@ fn two_global_config_changes_at_once_both_stay() {
         assert_eq!(String::from_utf8_lossy(&list.stdout), format!("user.name=n{round}\nuser.email=e{round}\nmerge.tool=t{round}\n"));
     }
 }
+
+/// Two pushes to one hub at once, each to its own branch, while gc runs on
+/// the hub: both land, and the hub's location log holds both pushers'
+/// records (each push's pieces are spooled apart and merged after its last).
+#[test]
+fn two_pushes_and_gc_at_once_keep_both_location_logs() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (hub, seed) = hub_and_client(t);
+    dmv(&seed, &["push", hub.to_str().unwrap(), "main"]);
+    for (i, name) in ["x", "y"].into_iter().enumerate() {
+        dmv(t, &["clone", hub.to_str().unwrap(), name]);
+        let d = t.join(name);
+        dmv(&d, &["switch", "-c", name]);
+        write_noise(&d.join(format!("{name}.raw")), 2 << 20, 40 + i as u64);
+        dmv(&d, &["add", "."]);
+        dmv(&d, &["commit", "-m", name]);
+    }
+    let gc = spawn(&hub, GC_NOW);
+    let (px, py) = (spawn(&t.join("x"), &["push", "origin", "x"]), spawn(&t.join("y"), &["push", "origin", "y"]));
+    ok(&px.wait_with_output().unwrap());
+    ok(&py.wait_with_output().unwrap());
+    ok(&gc.wait_with_output().unwrap());
+    let log = dmv_repo::Repository::open(&hub).unwrap().load_locations().unwrap();
+    for name in ["x", "y"] {
+        let id = dmv_repo::Repository::open(&t.join(name)).unwrap().replica_id().unwrap();
+        assert!(log.records.keys().any(|(_, replica)| *replica == id), "the hub lost {name}'s location records");
+        assert_eq!(common::remote::head_of(&hub, &format!("refs/heads/{name}")), common::remote::head_of(&t.join(name), &format!("refs/heads/{name}")));
+    }
+    fsck_clean(&hub);
+}
