@@ -181,15 +181,17 @@ impl DirectWriter {
             self.io = Some(IoThread { to_write, written, handle });
         }
         let io = self.io.as_ref().expect("started above");
-        let next = if self.made < BUFFERS {
-            self.made += 1;
-            AlignedBuf::new()
-        } else {
-            match io.written.recv() {
-                Ok(buf) => buf,
-                Err(_) => return Err(self.failure()),
+        // A buffer is made only when none has come back: a writer slower
+        // than the disk (a push arriving through a pipe) keeps two.
+        let next = match io.written.try_recv() {
+            Ok(buf) => Some(buf),
+            Err(_) if self.made < BUFFERS => {
+                self.made += 1;
+                Some(AlignedBuf::new())
             }
+            Err(_) => io.written.recv().ok(),
         };
+        let Some(next) = next else { return Err(self.failure()) };
         let full = std::mem::replace(&mut self.current, next);
         let len = full.len as u64;
         if io.to_write.send((full, self.queued)).is_err() {

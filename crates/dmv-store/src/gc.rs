@@ -386,7 +386,7 @@ impl Store {
                     let entries = pack::read_toc(&f, &path).ok()?;
                     // The checksum leaves payloads to their ids: check each before trusting it.
                     entries.iter().try_for_each(|e| pack::read_record(&f, &name, e).map(drop)).ok()?;
-                    write_index(&path.with_extension("idx"), &[sum], entries.into_iter().map(|e| (0, e)).collect()).ok()
+                    write_index(&path.with_extension("idx"), &[sum], entries).ok()
                 });
                 if reindexed.is_none() {
                     std::fs::remove_file(&path).at(&path)?;
@@ -419,7 +419,7 @@ fn packs_to_roll(sizes: &[u64]) -> usize {
 
 pub(crate) fn seal(dir: &std::path::Path, w: PackWriter) -> StoreResult<ObjectId> {
     let (sum, _, entries) = w.finish()?;
-    write_index(&dir.join(index_file_name(&sum)), &[sum], entries.into_iter().map(|e| (0, e)).collect())?;
+    write_index(&dir.join(index_file_name(&sum)), &[sum], entries)?;
     Ok(sum)
 }
 

