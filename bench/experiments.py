@@ -642,10 +642,11 @@ def sync(ctx, sizes, counts, settle=0):
     Recorded as experiments `sync-bigfile` (parameter: bytes) and `sync-files`
     (parameter: number of files).
 
-    With many files, nothing is deleted until the point is done, and the suite
-    waits `settle` seconds at the start of the point and after each tool's
-    commit (git's auto-gc deletes its loose objects): see
-    measure.ext4_without_journal."""
+    With many files, nothing is deleted until the point is done, unless the
+    disk runs short before a tool (then the copies of the tools before it go,
+    and the suite waits), and the suite waits `settle` seconds at the start of
+    the point and after each tool's commit (git's auto-gc deletes its loose
+    objects): see measure.ext4_without_journal."""
     tools = [t for t in ctx.tools if t.sync]
     dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
     points = [("sync-bigfile", n) for n in sizes] + [("sync-files", n) for n in counts]
@@ -674,6 +675,12 @@ def _settle(seconds, why):
         time.sleep(seconds)
 
 
+# Disk one tool's copies of a file of the many-files point may take (its
+# repository, the pushed one, clones over ssh and HTTP with their checkouts,
+# at 4 KiB a file): git's alone came to about 20 GB at 1,000,000 files.
+ROOM_PER_SYNCED_FILE = 24 << 10
+
+
 def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
     param = str(n)
     many = experiment == "sync-files"
@@ -697,6 +704,11 @@ def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
         for tool in tools:
             if not skips.active(tool, param):
                 continue
+            if later and free_bytes(ctx.workdir) < n * ROOM_PER_SYNCED_FILE:
+                print("  deleting the copies of the tools before (%s free)" % human_bytes(free_bytes(ctx.workdir)), flush=True)
+                _remove(later, None)
+                later.clear()
+                _settle(settle, "files deleted before this tool slow down creating files (ext4 without a journal)")
             if tool.name != "cp":  # cp (tar) sends the work tree itself
                 if not _run_tool_steps(ctx, skips, tool, pt, experiment, param, [
                         S("init", lambda: tool.init(pt), fatal=True),
