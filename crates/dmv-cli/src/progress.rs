@@ -2,10 +2,19 @@
 //! a second, so quick commands and piped output stay quiet.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// Set by `-q`: no bar at all, even on a terminal.
+static SILENCED: AtomicBool = AtomicBool::new(false);
+
+/// No progress bars from now on (a command's `-q`).
+pub fn silence() {
+    SILENCED.store(true, Ordering::Relaxed);
+}
 
 pub struct Progress {
     label: &'static str,
@@ -16,7 +25,7 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(label: &'static str) -> Progress {
-        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal(), bar: Mutex::new(None) }
+        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal() && !SILENCED.load(Ordering::Relaxed), bar: Mutex::new(None) }
     }
 
     /// Bytes done out of total (0 when unknown).

@@ -70,9 +70,15 @@ pub struct CloneArgs {
     /// Fetch only some files' data: meta (none), paths:GLOB[,GLOB…], or recent:N (the last N commits of each branch).
     #[arg(long, value_parser = |s: &str| dmv_repo::Slice::parse(s))]
     slice: Option<dmv_repo::Slice>,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let options = CloneOptions {
         source: a.source,
         directory: a.directory,
@@ -84,20 +90,24 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     };
     let plan = ClonePlan::new(options)?;
     let mut remote = plan.spec.connect()?;
-    if plan.resuming {
+    if plan.resuming && !a.quiet {
         eprintln!("Resuming the clone of {} into {}", plan.url, plan.dir.display());
     }
     let dir = plan.dir.clone();
     let cloned = plan.run(remote.as_mut(), &Phases::default())?;
     drop(remote);
-    print_fetched(&cloned.url, &cloned.updated);
+    if !a.quiet {
+        print_fetched(&cloned.url, &cloned.updated);
+    }
     if let (Some(n), Some(_)) = (cloned.written_while_receiving, std::env::var_os("DMV_TRACE")) {
         eprintln!("trace: files-written-while-receiving {n}");
     }
     if cloned.empty {
         eprintln!("warning: you cloned an empty repository");
     }
-    eprintln!("Cloned {} into {}: {} objects, {} bytes of content received", cloned.url, dir.display(), cloned.stats.objects, cloned.stats.chunk_bytes);
+    if !a.quiet {
+        eprintln!("Cloned {} into {}: {} objects, {} bytes of content received", cloned.url, dir.display(), cloned.stats.objects, cloned.stats.chunk_bytes);
+    }
     Ok(0)
 }
 
@@ -168,15 +178,21 @@ pub struct FetchArgs {
     /// Print what changed as JSON.
     #[arg(long)]
     json: bool,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn fetch(a: FetchArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let repo = open_repo()?;
     let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
     let fetched = dmv_sync::fetch(&repo, remote.connect()?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
-    } else {
+    } else if !a.quiet {
         print_fetched(&remote.spec.url, &fetched.updated);
     }
     Ok(0)
@@ -188,9 +204,15 @@ pub struct PullArgs {
     remote: Option<String>,
     /// The remote branch to merge (default: the upstream's, else the current branch's name).
     branch: Option<String>,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn pull(a: PullArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let repo = open_repo()?;
     // With nothing named, the current branch's upstream when it has one.
     let upstream = current_upstream(&repo).filter(|_| a.remote.is_none());
@@ -199,7 +221,14 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let remote = dmv_sync::find_remote(&repo, &remote_name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
     let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
-    print_fetched(&remote.spec.url, &pulled.fetched.updated);
+    if a.quiet {
+        // Conflicts still need saying: they leave work to do.
+        if !matches!(pulled.merge, dmv_repo::MergeOutcome::Conflicts(_)) {
+            return Ok(0);
+        }
+    } else {
+        print_fetched(&remote.spec.url, &pulled.fetched.updated);
+    }
     crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)
 }
 
@@ -219,7 +248,7 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
             code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
         }
         for (name, pushed) in &all.pushed {
-            print_pushed(name, pushed, false);
+            print_pushed(name, pushed, false, false);
         }
         for (name, why) in &all.skipped {
             eprintln!("skipped {name}: {why}");
@@ -232,7 +261,7 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     print_fetched(&remote.spec.url, &synced.pulled.fetched.updated);
     let code = crate::mergecmd::report(&repo, &synced.pulled.merge, &synced.pulled.label)?;
     if let Some(pushed) = &synced.pushed {
-        print_pushed(&remote.spec.url, pushed, false);
+        print_pushed(&remote.spec.url, pushed, false, false);
     }
     Ok(code)
 }
@@ -255,9 +284,15 @@ pub struct PushArgs {
     /// Also push tags the remote does not have.
     #[arg(long)]
     tags: bool,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn push(a: PushArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let mut repo = open_repo()?;
     let upstream = current_upstream(&repo);
     let remote_name = a.remote.clone().or_else(|| upstream.map(|u| u.remote)).unwrap_or_else(|| "origin".into());
@@ -265,7 +300,7 @@ pub fn push(a: PushArgs) -> Result<u8> {
     let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
     let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
     let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;
-    print_pushed(&remote.spec.url, &pushed, a.force);
+    print_pushed(&remote.spec.url, &pushed, a.force, a.quiet);
     if a.set_upstream {
         let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
         let mut set = Vec::new();
@@ -283,7 +318,7 @@ pub fn push(a: PushArgs) -> Result<u8> {
             }
             Ok::<_, dmv_repo::RepoError>(())
         })?;
-        for (branch, up) in set {
+        for (branch, up) in set.into_iter().filter(|_| !a.quiet) {
             eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
         }
     }
@@ -296,9 +331,12 @@ fn current_upstream(repo: &dmv_repo::Repository) -> Option<dmv_repo::Upstream> {
     repo.config.upstreams.get(&branch).cloned()
 }
 
-fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool) {
+fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool) {
     for tag in &pushed.tags_differing {
         eprintln!("warning: tag {tag} differs on the remote; not pushed");
+    }
+    if quiet {
+        return;
     }
     if pushed.updated.is_empty() {
         eprintln!("Everything up to date");

@@ -27,13 +27,18 @@ pub struct InitArgs {
     /// No working tree: a repository for others to push to.
     #[arg(long)]
     bare: bool,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn init(a: InitArgs) -> Result<u8> {
     let path = a.path.unwrap_or_else(|| PathBuf::from("."));
     let params = ChunkParams { min: a.chunk_min, avg: a.chunk_avg, max: a.chunk_max };
     let repo = Repository::init_with(&path, params, a.bare)?;
-    println!("Initialized empty dmv repository in {}", repo.dmv.display());
+    if !a.quiet {
+        println!("Initialized empty dmv repository in {}", repo.dmv.display());
+    }
     Ok(0)
 }
 
@@ -206,9 +211,15 @@ pub struct AddArgs {
     /// Files or directories to stage (`.` for everything).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn add(a: AddArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let p = Progress::new("adding");
@@ -255,7 +266,7 @@ pub struct CommitArgs {
     /// Stage every modified or deleted tracked file first.
     #[arg(short, long)]
     all: bool,
-    /// Print nothing on success.
+    /// Print nothing but errors and warnings: no progress, no summary.
     #[arg(short, long)]
     quiet: bool,
     /// Replace the last commit (same parents and author) with one of what is
@@ -414,6 +425,9 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 }
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
+    if a.quiet {
+        crate::progress::silence();
+    }
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.
     let _wlock = repo.lock_worktree()?;
@@ -449,7 +463,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         Some(id) => {
             let branch = branch_label(&repo)?;
             let root = if parent.is_none() { " (root-commit)" } else { "" };
-            if !repo.identity_is_set() {
+            if !repo.identity_is_set() && !a.quiet {
                 eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
             }
             if !a.quiet {

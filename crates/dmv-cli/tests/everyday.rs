@@ -983,3 +983,38 @@ fn a_temporary_file_left_by_a_killed_write_is_not_shown_and_is_cleared() {
     assert!(!d.join(".dmv-tmp-4000000000-0-abcdef").exists(), "the dead writer's file is removed");
     assert!(d.join(".dmv-tmp-1-0-abcdef").exists(), "a live writer's file is left to it");
 }
+
+#[test]
+fn quiet_init_add_commit_push_clone_fetch_and_pull_print_nothing_as_in_git() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let quiet = |dir: &std::path::Path, args: &[&str]| {
+        let out = dmv_out(dir, args);
+        assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
+        assert_eq!((String::from_utf8_lossy(&out.stdout).as_ref(), stderr(&out).as_str()), ("", ""), "dmv {args:?}");
+    };
+    let hub = t.join("hub");
+    let hub = hub.to_str().unwrap();
+    quiet(t, &["init", "-q", "--bare", hub]);
+    quiet(t, &["init", "-q", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("f.txt"), "one").unwrap();
+    quiet(&a, &["add", "-q", "f.txt"]);
+    quiet(&a, &["commit", "-q", "-m", "one"]);
+    quiet(&a, &["remote", "add", "origin", hub]);
+    quiet(&a, &["push", "-q", "-u", "origin", "main"]);
+    quiet(t, &["clone", "-q", hub, "b"]);
+    let b = t.join("b");
+    assert_eq!(std::fs::read_to_string(b.join("f.txt")).unwrap(), "one");
+
+    std::fs::write(a.join("f.txt"), "two").unwrap();
+    quiet(&a, &["commit", "-q", "-a", "-m", "two"]);
+    quiet(&a, &["push", "-q"]);
+    quiet(&b, &["fetch", "-q"]);
+    quiet(&b, &["pull", "-q"]);
+    assert_eq!(std::fs::read_to_string(b.join("f.txt")).unwrap(), "two");
+    // Without -q the same commands report.
+    let out = dmv_out(&a, &["push"]);
+    assert!(out.status.success() && stderr(&out).contains("up to date"), "{}", stderr(&out));
+    assert!(dmv(&b, &["pull"]).contains("up to date"));
+}
