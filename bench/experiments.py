@@ -675,9 +675,9 @@ def _settle(seconds, why):
         time.sleep(seconds)
 
 
-# Disk one tool's copies of a file of the many-files point may take (its
-# repository, the pushed one, clones over ssh and HTTP with their checkouts,
-# at 4 KiB a file): git's alone came to about 20 GB at 1,000,000 files.
+# Disk one tool's copies of a file of the many-files point may take: its
+# repository, the pushed one, and clones over ssh and HTTP with their
+# checkouts, at most a 4 KiB block each, with a margin.
 ROOM_PER_SYNCED_FILE = 24 << 10
 
 
