@@ -11,9 +11,22 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Set by `-q`: no bar at all, even on a terminal.
 static SILENCED: AtomicBool = AtomicBool::new(false);
 
-/// No progress bars from now on (a command's `-q`).
-pub fn silence() {
-    SILENCED.store(true, Ordering::Relaxed);
+/// `-q`, as git's commands take it.
+#[derive(clap::Args)]
+pub struct Quiet {
+    /// Print nothing but errors and warnings: no progress, no summary.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+impl Quiet {
+    /// When given, no progress bars from now on. Whether it was given.
+    pub fn apply(&self) -> bool {
+        if self.quiet {
+            SILENCED.store(true, Ordering::Relaxed);
+        }
+        self.quiet
+    }
 }
 
 pub struct Progress {

@@ -9,7 +9,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::RemoteConfig;
 use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
-use crate::progress::Phases;
+use crate::progress::{Phases, Quiet};
 use crate::repo_args::open_repo;
 
 fn short(id: &ObjectId) -> String {
@@ -70,15 +70,12 @@ pub struct CloneArgs {
     /// Fetch only some files' data: meta (none), paths:GLOB[,GLOB…], or recent:N (the last N commits of each branch).
     #[arg(long, value_parser = |s: &str| dmv_repo::Slice::parse(s))]
     slice: Option<dmv_repo::Slice>,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    let quiet = a.quiet.apply();
     let options = CloneOptions {
         source: a.source,
         directory: a.directory,
@@ -90,13 +87,13 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     };
     let plan = ClonePlan::new(options)?;
     let mut remote = plan.spec.connect()?;
-    if plan.resuming && !a.quiet {
+    if plan.resuming && !quiet {
         eprintln!("Resuming the clone of {} into {}", plan.url, plan.dir.display());
     }
     let dir = plan.dir.clone();
     let cloned = plan.run(remote.as_mut(), &Phases::default())?;
     drop(remote);
-    if !a.quiet {
+    if !quiet {
         print_fetched(&cloned.url, &cloned.updated);
     }
     if let (Some(n), Some(_)) = (cloned.written_while_receiving, std::env::var_os("DMV_TRACE")) {
@@ -105,7 +102,7 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     if cloned.empty {
         eprintln!("warning: you cloned an empty repository");
     }
-    if !a.quiet {
+    if !quiet {
         eprintln!("Cloned {} into {}: {} objects, {} bytes of content received", cloned.url, dir.display(), cloned.stats.objects, cloned.stats.chunk_bytes);
     }
     Ok(0)
@@ -178,21 +175,18 @@ pub struct FetchArgs {
     /// Print what changed as JSON.
     #[arg(long)]
     json: bool,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn fetch(a: FetchArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
     let fetched = dmv_sync::fetch(&repo, remote.connect()?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
-    } else if !a.quiet {
+    } else if !quiet {
         print_fetched(&remote.spec.url, &fetched.updated);
     }
     Ok(0)
@@ -204,15 +198,12 @@ pub struct PullArgs {
     remote: Option<String>,
     /// The remote branch to merge (default: the upstream's, else the current branch's name).
     branch: Option<String>,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn pull(a: PullArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     // With nothing named, the current branch's upstream when it has one.
     let upstream = current_upstream(&repo).filter(|_| a.remote.is_none());
@@ -221,7 +212,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let remote = dmv_sync::find_remote(&repo, &remote_name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
     let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
-    if a.quiet {
+    if quiet {
         // Conflicts still need saying: they leave work to do.
         if !matches!(pulled.merge, dmv_repo::MergeOutcome::Conflicts(_)) {
             return Ok(0);
@@ -284,15 +275,12 @@ pub struct PushArgs {
     /// Also push tags the remote does not have.
     #[arg(long)]
     tags: bool,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn push(a: PushArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    let quiet = a.quiet.apply();
     let mut repo = open_repo()?;
     let upstream = current_upstream(&repo);
     let remote_name = a.remote.clone().or_else(|| upstream.map(|u| u.remote)).unwrap_or_else(|| "origin".into());
@@ -300,7 +288,7 @@ pub fn push(a: PushArgs) -> Result<u8> {
     let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
     let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
     let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;
-    print_pushed(&remote.spec.url, &pushed, a.force, a.quiet);
+    print_pushed(&remote.spec.url, &pushed, a.force, quiet);
     if a.set_upstream {
         let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
         let mut set = Vec::new();
@@ -318,8 +306,10 @@ pub fn push(a: PushArgs) -> Result<u8> {
             }
             Ok::<_, dmv_repo::RepoError>(())
         })?;
-        for (branch, up) in set.into_iter().filter(|_| !a.quiet) {
-            eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
+        if !quiet {
+            for (branch, up) in set {
+                eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
+            }
         }
     }
     Ok(0)

@@ -8,7 +8,7 @@ use clap::Args;
 use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, Head, Repository};
 
-use crate::progress::Progress;
+use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
@@ -27,16 +27,16 @@ pub struct InitArgs {
     /// No working tree: a repository for others to push to.
     #[arg(long)]
     bare: bool,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn init(a: InitArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let path = a.path.unwrap_or_else(|| PathBuf::from("."));
     let params = ChunkParams { min: a.chunk_min, avg: a.chunk_avg, max: a.chunk_max };
     let repo = Repository::init_with(&path, params, a.bare)?;
-    if !a.quiet {
+    if !quiet {
         println!("Initialized empty dmv repository in {}", repo.dmv.display());
     }
     Ok(0)
@@ -211,15 +211,12 @@ pub struct AddArgs {
     /// Files or directories to stage (`.` for everything).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn add(a: AddArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    a.quiet.apply();
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let p = Progress::new("adding");
@@ -266,9 +263,8 @@ pub struct CommitArgs {
     /// Stage every modified or deleted tracked file first.
     #[arg(short, long)]
     all: bool,
-    /// Print nothing but errors and warnings: no progress, no summary.
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: Quiet,
     /// Replace the last commit (same parents and author) with one of what is
     /// staged now; its message is kept unless -m gives another.
     #[arg(long)]
@@ -425,9 +421,7 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 }
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
-    if a.quiet {
-        crate::progress::silence();
-    }
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     // commit -a stages and commits as one change of the working-tree state.
     let _wlock = repo.lock_worktree()?;
@@ -441,7 +435,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         }
         let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
         let id = repo.commit_amend(message.as_deref())?;
-        if !a.quiet {
+        if !quiet {
             println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
         }
         return Ok(0);
@@ -463,10 +457,10 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         Some(id) => {
             let branch = branch_label(&repo)?;
             let root = if parent.is_none() { " (root-commit)" } else { "" };
-            if !repo.identity_is_set() && !a.quiet {
+            if !repo.identity_is_set() && !quiet {
                 eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
             }
-            if !a.quiet {
+            if !quiet {
                 println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
             }
             Ok(0)
