@@ -463,8 +463,8 @@ class HistoryTree:
         return 1 + sum(1 for k in range(self.edits) if k % self.files == f)
 
 
-def _commit_loop(ctx, tool, pt, tree, count):
-    """`count` commits of one edit each (`commit_all`), the edits untimed.
+def _commit_loop(ctx, tool, pt, tree, count, commit_all=None):
+    """`count` commits of one edit each (`commit_all`, by default the tool's), the edits untimed.
     Returns (Outcome whose wall_s is the sum of the commits' times, the list of
     the commits' times). Each commit is timed from fork to wait4 without GNU
     time, whose extra process would add milliseconds to every commit (more than
@@ -481,13 +481,14 @@ def _commit_loop(ctx, tool, pt, tree, count):
             except ProcessLookupError:
                 pass
 
+    commit_all = commit_all or tool.commit_all
     timer = threading.Timer(timeout, kill)
     timer.start()
     try:
         with tempfile.TemporaryFile() as err:
             for _ in range(count):
                 k = tree.edit()
-                for cmd in tool.commit_all(pt, "edit %d" % k):
+                for cmd in commit_all(pt, "edit %d" % k):
                     env = dict(ctx.rec.env)
                     env.update(cmd.env or {})
                     err.seek(0)
@@ -614,6 +615,13 @@ def history(ctx, commits):
             skips.fail(tool, param, one)
             shutil.rmtree(pt.root, ignore_errors=True)
             continue
+        if tool.commit_all_durable(pt, "m") is not None:
+            # the same 20 commits, each syncing to disk what it wrote (git's defaults do not)
+            out, walls = _commit_loop(ctx, tool, pt, tree, HISTORY_SINGLES, tool.commit_all_durable)
+            durable = Outcome(wall_s=statistics.median(walls) if walls else 0.0, ok=out.ok,
+                              timed_out=out.timed_out, error=out.error)
+            ctx.rec.record(tool, experiment, param, "commit_one_durable", durable, meta, peak_rss_kib=None,
+                           commit_samples_ms=[round(w * 1000, 3) for w in walls])
         total = 1 + tree.edits
         on_path = tree.commits_of(HISTORY_PATH)
         unsupported = _log_path_unsupported(ctx, tool, pt)

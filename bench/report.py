@@ -795,6 +795,8 @@ HISTORY_ROWS = [
     ("commits", "commit_max_ms", "slowest commit"),
     ("commit_one", "wall", "one small commit after them (median of 20 timed alone)"),
     ("commit_one", "rss", "peak RSS of one small commit"),
+    ("commit_one_durable", "wall", "one small commit syncing what it writes to disk, as every dmv commit does "
+     "(git: `-c core.fsync=committed,index -c core.fsyncMethod=fsync`; median of 20 timed alone)"),
     ("commits", "store_files", "files in the object store after the commits (`.dmv/objects`, `.git/objects`)"),
     ("commits", "repo_files", "files in the whole metadata folder (`.dmv`, `.git`)"),
     ("commits", "store_bytes_disk", "object store on disk"),

@@ -87,6 +87,7 @@ class Tool:
     # history (experiment `history`): many commits of one small change each
     store = None                                     # the object store, relative to meta(pt)
     def commit_all(self, pt, msg): return None       # commit every modified tracked file
+    def commit_all_durable(self, pt, msg): return None  # the same, syncing what a dmv commit syncs
     def log(self, pt, path=None, last=False): return None  # history (of `path`; only the newest commit)
 
     # sync (experiment `sync`): which transports the tool is measured over
@@ -133,6 +134,10 @@ class Git(Tool):
     # history
     store = "objects"
     def commit_all(self, pt, msg): return [self.cmd(pt, "commit", "-qam", msg)]
+
+    # git's defaults sync nothing in a commit; these sync its objects, refs and index to disk
+    def commit_all_durable(self, pt, msg):
+        return [self.cmd(pt, "-c", "core.fsync=committed,index", "-c", "core.fsyncMethod=fsync", "commit", "-qam", msg)]
 
     def log(self, pt, path=None, last=False):
         return [self.cmd(pt, "log", "--oneline", *(["-n", "1"] if last else []), *(["--", path] if path else []))]
@@ -260,6 +265,7 @@ class Dmv(Tool):
     # history (log of a path only if this dmv has it; see experiments.history)
     store = "objects"
     def commit_all(self, pt, msg): return [self.cmd(pt, "commit", "-a", "-m", msg)]
+    def commit_all_durable(self, pt, msg): return self.commit_all(pt, msg)  # a dmv commit always syncs
 
     def log(self, pt, path=None, last=False):
         return [self.cmd(pt, "log", "--oneline", *(["-n", "1"] if last else []), *(["--", path] if path else []))]

@@ -20,8 +20,8 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 300)]
     size_mib: u64,
     /// Keep the repository here instead of a temporary folder.
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    #[arg(long = "dir", value_name = "DIR")]
+    keep_in: Option<PathBuf>,
 }
 
 fn write_random(path: &Path, len: u64, rng: &mut rand::rngs::StdRng) -> Result<()> {
@@ -74,7 +74,7 @@ fn commit_all(repo: &Repository, message: &str) -> Result<f64> {
 
 pub fn run(a: DemoArgs) -> Result<u8> {
     let tmp;
-    let root = match a.dir {
+    let root = match a.keep_in {
         Some(d) => d,
         None => {
             tmp = tempfile::Builder::new().prefix("dmv-demo-").tempdir()?;

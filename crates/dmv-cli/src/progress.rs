@@ -11,7 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Set by `-q`: no bar at all, even on a terminal.
 static SILENCED: AtomicBool = AtomicBool::new(false);
 
-/// `-q`, as git's commands take it.
+// `-q`, as git's commands take it. (Not a doc comment: clap would make it
+// the about text of every command that flattens it.)
 #[derive(clap::Args)]
 pub struct Quiet {
     /// Print nothing but errors and warnings: no progress, no summary.

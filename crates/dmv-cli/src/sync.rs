@@ -16,8 +16,9 @@ fn short(id: &ObjectId) -> String {
     id.to_hex()[..7].to_string()
 }
 
-/// How to reach an object-storage (`s3://`) remote, beyond the standard AWS
-/// environment variables and files.
+// How to reach an object-storage (`s3://`) remote, beyond the standard AWS
+// environment variables and files. (Not a doc comment: clap would make it the
+// about text of the commands that flatten it.)
 #[derive(Args, Clone, Default)]
 pub struct BucketFlags {
     /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL, else AWS).

@@ -34,12 +34,21 @@ where
     R: Send,
     E: Send,
 {
+    if threads.min(runs.len()) <= 1 {
+        // One run (a hundred files) or one thread: a thread would cost more than it does.
+        let mut scratch = S::default();
+        for i in runs.iter().flat_map(Range::clone) {
+            let r = work(i, &mut scratch)?;
+            done(i, r);
+        }
+        return Ok(());
+    }
     let next_run = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::sync_channel::<(Vec<(usize, R)>, Option<E>)>(16);
     std::thread::scope(|scope| {
         // No more threads than runs: a handful of files is not worth a thread each.
-        for _ in 0..threads.min(runs.len()).max(1) {
+        for _ in 0..threads.min(runs.len()) {
             let tx = tx.clone();
             let (next_run, stop, batches, weight, work) = (&next_run, &stop, &batches, &weight, &work);
             scope.spawn(move || {

@@ -214,7 +214,15 @@ impl DirectWriter {
     /// exact length. The caller syncs it.
     pub fn finish(mut self) -> io::Result<File> {
         let (file, mut direct) = match self.io.take() {
-            None => (self.file.take().ok_or_else(|| io::Error::other("direct writer used after a failure"))?, self.direct),
+            // All of it fits in one buffer (a commit of a few small files):
+            // through the page cache, the bytes reach the disk with the
+            // caller's sync; a direct write would wait for the disk once
+            // more, and its padding would then have to be cut off.
+            None => {
+                let file = self.file.take().ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
+                set_direct(&file, false)?;
+                (file, false)
+            }
             Some(IoThread { to_write, written, handle }) => {
                 drop(to_write);
                 drop(written);
@@ -228,7 +236,10 @@ impl DirectWriter {
         if self.current.len > 0 {
             write_block(&file, &mut self.current, self.queued, &mut direct)?;
         }
-        file.set_len(len)?;
+        // Only a direct last write is padded past the end.
+        if direct {
+            file.set_len(len)?;
+        }
         Ok(file)
     }
 }

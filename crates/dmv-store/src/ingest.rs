@@ -2,6 +2,7 @@
 //! threads hash and compress chunks, and the calling thread (the only pack
 //! writer) deduplicates, appends, and assembles each file's chunk list.
 //! Bounded channels between the stages keep memory constant in file size.
+//! A handful of small files is stored on the calling thread alone.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, Metadata};
@@ -211,10 +212,7 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
             return Ok(false);
         }
     }
-    let after = f.metadata().map_err(|e| StoreError::io(path, e))?;
-    // Also compare with the path's current stat: a file replaced by rename keeps our fd valid.
-    let now = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
-    if !same_stat(&before, &after) || !same_stat(&before, &now) || total != before.len() || modified_since(&after, read_start) {
+    if let Some(after) = changed_while_read(&f, path, &before, total, read_start)? {
         // The next read starts once the mtime is a tick behind it (a file still being written waits again).
         let settled = after.modified().ok().and_then(|m| (m + timestamp_granularity()).duration_since(std::time::SystemTime::now()).ok());
         std::thread::sleep(settled.unwrap_or_default().min(timestamp_granularity() * 2) + std::time::Duration::from_millis(1));
@@ -222,6 +220,16 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
     }
     let _ = raw.send(Raw::End { file: file_no, gen, meta: Box::new(before) });
     Ok(true)
+}
+
+/// The file's stat now if it is not the file `before` describes, read whole
+/// (`total` bytes) since `read_start`; None if it is.
+fn changed_while_read(f: &File, path: &Path, before: &Metadata, total: u64, read_start: std::time::SystemTime) -> StoreResult<Option<Metadata>> {
+    let after = f.metadata().map_err(|e| StoreError::io(path, e))?;
+    // Also compare with the path's current stat: a file replaced by rename keeps our fd valid.
+    let now = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
+    let changed = !same_stat(before, &after) || !same_stat(before, &now) || total != before.len() || modified_since(&after, read_start);
+    Ok(changed.then_some(after))
 }
 
 /// Whether less than half of the pages of `len` bytes from `offset` are in
@@ -342,25 +350,24 @@ fn chunker(params: ChunkParams, raw: Receiver<Raw>, jobs: Sender<Job>) {
     }
 }
 
+fn hash_chunk(store: &crate::Store, compressor: &mut zstd::bulk::Compressor<'static>, scratch: &mut Vec<u8>, data: &[u8]) -> Hashed {
+    let id = ObjectId::hash(ObjectKind::Chunk, data);
+    // Re-committing an edited file: most chunks are stored already, skip compressing them.
+    if store.contains(&id).unwrap_or(false) {
+        Hashed { id, present: true, compressed: None }
+    } else {
+        let compressed = maybe_compress(compressor, scratch, data).map(|n| scratch[..n].to_vec());
+        Hashed { id, present: false, compressed }
+    }
+}
+
 fn worker(store: &crate::Store, jobs: Receiver<Job>, done: Sender<Done>) {
     let Ok(mut compressor) = zstd::bulk::Compressor::new(1) else { return };
     let mut scratch = Vec::new();
     for job in jobs {
         let out = match job {
             Job::Chunks { file, gen, first_seq, batch } => {
-                let hashed = (0..batch.cuts.len())
-                    .map(|i| {
-                        let data = batch.chunk(i);
-                        let id = ObjectId::hash(ObjectKind::Chunk, data);
-                        // Re-committing an edited file: most chunks are stored already, skip compressing them.
-                        if store.contains(&id).unwrap_or(false) {
-                            Hashed { id, present: true, compressed: None }
-                        } else {
-                            let compressed = maybe_compress(&mut compressor, &mut scratch, data).map(|n| scratch[..n].to_vec());
-                            Hashed { id, present: false, compressed }
-                        }
-                    })
-                    .collect();
+                let hashed = (0..batch.cuts.len()).map(|i| hash_chunk(store, &mut compressor, &mut scratch, batch.chunk(i))).collect();
                 Done::Chunks { file, gen, first_seq, batch, hashed }
             }
             Job::End { file, gen, chunks, meta } => Done::End { file, gen, chunks, meta },
@@ -372,10 +379,65 @@ fn worker(store: &crate::Store, jobs: Receiver<Job>, done: Sender<Done>) {
     }
 }
 
+/// Up to this many files, while each is one chunk, are stored on the calling
+/// thread: a commit of one edited file spent more on starting the pipeline's
+/// threads (a reader, a chunker and a worker per core) than on the file.
+const ON_THIS_THREAD: usize = 16;
+
 impl WriteSession<'_> {
     /// Stores the given files. Results are in input order; a failed file does
     /// not stop the others (the caller decides whether to record anything).
-    pub fn ingest(&mut self, sources: Vec<IngestSource>, progress: &dyn Fn(u64)) -> StoreResult<Vec<StoreResult<Ingested>>> {
+    pub fn ingest(&mut self, mut sources: Vec<IngestSource>, progress: &dyn Fn(u64)) -> StoreResult<Vec<StoreResult<Ingested>>> {
+        let mut results = Vec::with_capacity(sources.len());
+        if sources.len() <= ON_THIS_THREAD {
+            self.ingest_small(&sources, &mut results, progress)?;
+        }
+        let rest = sources.split_off(results.len());
+        if !rest.is_empty() {
+            results.extend(self.ingest_pipelined(rest, progress)?);
+        }
+        Ok(results)
+    }
+
+    /// Stores files from the first on, on this thread, while each is a
+    /// single chunk read unchanged. Any other file (larger, unreadable,
+    /// changing) ends it there: the pipeline takes it and the rest, and says
+    /// what went wrong or retries.
+    fn ingest_small(&mut self, sources: &[IngestSource], results: &mut Vec<StoreResult<Ingested>>, progress: &dyn Fn(u64)) -> StoreResult<()> {
+        let params = self.store().params();
+        let mut compressor = zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Internal(format!("zstd: {e}")))?;
+        let mut scratch = Vec::new();
+        for src in sources {
+            let read_start = std::time::SystemTime::now();
+            let Ok(mut f) = File::open(&src.path) else { break };
+            let Some(before) = f.metadata().ok().filter(|m| m.is_file() && m.len() <= params.min as u64) else { break };
+            crate::trace::count_content_open();
+            let Ok(Some(data)) = read_single_chunk(&mut f, params) else { break };
+            if !matches!(changed_while_read(&f, &src.path, &before, data.len() as u64, read_start), Ok(None)) {
+                break;
+            }
+            let h = hash_chunk(self.store(), &mut compressor, &mut scratch, &data);
+            self.put_hashed(&h, &data)?;
+            progress(data.len() as u64);
+            results.push(Ok(Ingested { id: h.id, size: data.len() as u64, meta: before }));
+        }
+        Ok(())
+    }
+
+    /// Appends a hashed chunk unless it is stored already.
+    fn put_hashed(&mut self, h: &Hashed, data: &[u8]) -> StoreResult<()> {
+        match &h.compressed {
+            Some(c) => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_ZSTD, c)?,
+            None if !h.present => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_NONE, data)?,
+            // Found stored already; gc cannot remove it while we hold the session.
+            None if self.has(&h.id)? => false,
+            None => return Err(StoreError::Internal(format!("chunk {} vanished during the write", h.id))),
+        };
+        Ok(())
+    }
+
+    /// Stores the given files through the threads of the pipeline.
+    fn ingest_pipelined(&mut self, sources: Vec<IngestSource>, progress: &dyn Fn(u64)) -> StoreResult<Vec<StoreResult<Ingested>>> {
         let count = sources.len();
         let params = self.store().params();
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 8);
@@ -422,13 +484,7 @@ impl WriteSession<'_> {
                     Done::Chunks { first_seq, batch, hashed, .. } => {
                         for (i, h) in hashed.into_iter().enumerate() {
                             let data = batch.chunk(i);
-                            match h.compressed {
-                                Some(c) => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_ZSTD, &c)?,
-                                None if !h.present => self.put_prepared(h.id, ObjectKind::Chunk, data.len(), COMP_NONE, data)?,
-                                // A worker found it stored already; gc cannot remove it while we hold the session.
-                                None if self.has(&h.id)? => false,
-                                None => return Err(StoreError::Internal(format!("chunk {} vanished during the write", h.id))),
-                            };
+                            self.put_hashed(&h, data)?;
                             progress(data.len() as u64);
                             state.reorder.insert(first_seq + i as u64, NodeEntry { id: h.id, size: data.len() as u64 });
                         }

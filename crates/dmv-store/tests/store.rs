@@ -50,6 +50,38 @@ fn files_round_trip_across_pack_rollover_and_reopen() {
 }
 
 #[test]
+fn a_few_small_files_stored_without_the_pipeline_get_the_pipelines_ids() {
+    // Up to 16 files are stored on the calling thread while each is one chunk;
+    // from the first larger file on, and for more than 16, the pipeline does it.
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    let min = ChunkParams::default().min as usize;
+    let data: Vec<Vec<u8>> = vec![Vec::new(), b"tiny".to_vec(), "text ".repeat(min / 5).into_bytes(), noise(min, 3), noise(min + 1, 4), b"after".to_vec()];
+    let paths: Vec<std::path::PathBuf> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let p = dir.path().join(format!("f{i}"));
+            std::fs::write(&p, d).unwrap();
+            p
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(30));
+    let sources = |n: usize| (0..n).map(|i| IngestSource { path: paths[i % paths.len()].clone() }).collect::<Vec<_>>();
+    let mut s = store.begin_write().unwrap();
+    let few: Vec<_> = s.ingest(sources(data.len()), &|_| {}).unwrap().into_iter().map(Result::unwrap).collect();
+    let many: Vec<_> = s.ingest(sources(17), &|_| {}).unwrap().into_iter().map(Result::unwrap).collect();
+    s.finish().unwrap();
+    drop(s);
+    for (i, d) in data.iter().enumerate() {
+        assert_eq!((few[i].id, few[i].size), (many[i].id, many[i].size), "file {i}");
+        assert_eq!((few[i].meta.len(), few[i].meta.modified().unwrap()), (many[i].meta.len(), many[i].meta.modified().unwrap()));
+        assert_eq!(&content(&store, &few[i].id), d, "file {i}");
+    }
+    assert!(store.verify_packs(&|_| {}).unwrap().is_clean());
+}
+
+#[test]
 fn a_file_changed_while_stored_is_never_recorded_torn() {
     use std::os::unix::fs::FileExt;
     let dir = tempfile::tempdir().unwrap();
