@@ -11,6 +11,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -46,13 +47,25 @@ pub(crate) type Found = Vec<(Vec<u8>, Stat)>;
 /// Every file and symlink under `root` (not ignored) with its lstat, handed
 /// to `sink` folder by folder in no particular order (from any of the
 /// `threads` threads reading folders; it takes what it keeps out of the list).
+/// The caller's thread walks alone until it has read this many entries: a
+/// tree of a few hundred files is read before more threads would have
+/// started (a status of 100 files spent longer starting eight than reading).
+pub(crate) const ALONE_UP_TO: usize = 1000;
+
 pub(crate) fn walk(root: &Path, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
     let queue = Mutex::new(Queue { folders: vec![Folder { rel: Vec::new(), ignores: Arc::default() }], ..Queue::default() });
     let wake = Condvar::new();
+    let read = AtomicUsize::new(0);
     std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| work(root, &queue, &wake, sink));
-        }
+        let mut others = threads.saturating_sub(1);
+        let mut start_others = || {
+            if others > 0 && read.load(Ordering::Relaxed) >= ALONE_UP_TO {
+                for _ in 0..std::mem::take(&mut others) {
+                    s.spawn(|| work(root, &queue, &wake, &read, sink, &mut || {}));
+                }
+            }
+        };
+        work(root, &queue, &wake, &read, sink, &mut start_others);
     });
     let queue = queue.into_inner().unwrap_or_else(|p| p.into_inner());
     match queue.error {
@@ -68,8 +81,9 @@ pub(crate) fn stat_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(4).min(16)
 }
 
-/// One thread: takes folders until none is left and no other thread may add one.
-fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, sink: &(dyn Fn(&mut Found) + Sync)) {
+/// One thread: takes folders until none is left and no other thread may add
+/// one, counting the entries it reads in `read` and calling `more` after each folder.
+fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, read: &AtomicUsize, sink: &(dyn Fn(&mut Found) + Sync), more: &mut dyn FnMut()) {
     let mut files = Vec::new();
     let mut subfolders = Vec::new();
     loop {
@@ -96,6 +110,7 @@ fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, sink: &(dyn Fn(&mut F
         let busy = Busy { queue, wake };
         let result = read_folder(root, &folder, &mut files, &mut subfolders);
         std::mem::forget(busy);
+        read.fetch_add(files.len() + subfolders.len(), Ordering::Relaxed);
         let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
         q.busy -= 1;
         match result {
@@ -106,6 +121,7 @@ fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, sink: &(dyn Fn(&mut F
         }
         drop(q);
         wake.notify_all();
+        more();
         // Handed over folder by folder: a list per thread would grow by
         // doubling beside the caller's (at a million files, ~100 MB more).
         sink(&mut files);
@@ -275,6 +291,38 @@ mod tests {
         assert_eq!(walked(root), [".dmvignore", ".hidden", "b.txt", "link", "sub/.dmvignore", "sub/deep/e.txt", "sub/keep.tmp"]);
         let (_, meta) = walk_all(root, 1).unwrap().into_iter().find(|(p, _)| p == b"link").unwrap();
         assert!(meta.is_symlink());
+    }
+
+    #[test]
+    fn a_small_tree_is_walked_on_the_callers_thread_and_a_large_one_whole_on_many() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let make = |folders: usize, per: usize| {
+            for d in 0..folders {
+                std::fs::create_dir_all(root.join(format!("d{d}/e"))).unwrap();
+                for f in 0..per {
+                    std::fs::write(root.join(format!("d{d}/e/f{f}")), "x").unwrap();
+                }
+            }
+        };
+        make(10, 10);
+        let threads_seen = Mutex::new(std::collections::HashSet::new());
+        let count = AtomicUsize::new(0);
+        walk(root, 8, &|files| {
+            threads_seen.lock().unwrap().insert(std::thread::current().id());
+            count.fetch_add(files.len(), Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(count.into_inner(), 100);
+        assert_eq!(threads_seen.into_inner().unwrap().into_iter().collect::<Vec<_>>(), [std::thread::current().id()]);
+        make(60, 50);
+        for threads in [1, 8] {
+            let mut found: Vec<Vec<u8>> = walk_all(root, threads).unwrap().into_iter().map(|(p, _)| p).collect();
+            found.sort();
+            let mut expected: Vec<Vec<u8>> = (0..60).flat_map(|d| (0..50).map(move |f| format!("d{d}/e/f{f}").into_bytes())).collect();
+            expected.sort();
+            assert!(found == expected, "{} files found on {threads} threads, {} expected", found.len(), expected.len());
+        }
     }
 
     #[test]
