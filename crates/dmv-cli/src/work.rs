@@ -445,7 +445,6 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         (true, Some(m)) => format!("Merge {}", m.label),
         (true, None) => bail!("a commit message is required: dmv commit -m MESSAGE"),
     };
-    let parent = repo.head_commit()?;
     let committed = match a.all {
         true => {
             let p = Progress::new("adding");
@@ -454,15 +453,14 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         false => repo.commit_staged(&message)?,
     };
     match committed {
+        Some(_) if quiet => Ok(0),
         Some(id) => {
             let branch = branch_label(&repo)?;
-            let root = if parent.is_none() { " (root-commit)" } else { "" };
-            if !repo.identity_is_set() && !quiet {
+            let root = if repo.commit(&id)?.parents.is_empty() { " (root-commit)" } else { "" };
+            if !repo.identity_is_set() {
                 eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
             }
-            if !quiet {
-                println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
-            }
+            println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
             Ok(0)
         }
         None => {
