@@ -35,6 +35,20 @@ impl Repository {
         Ok(self.config.partial && e.kind.is_file() && !self.has_data(&e.id)?)
     }
 
+    /// [`Repository::is_absent`] among the packs as the store last listed
+    /// them: what a checkout goes by (data arriving meanwhile is for the
+    /// next one, as a fetch during a git checkout is).
+    pub(crate) fn is_absent_as_listed(&self, e: &FlatEntry) -> RepoResult<bool> {
+        if !(self.config.partial && e.kind.is_file()) {
+            return Ok(false);
+        }
+        match self.store.check_content_listed(&e.id) {
+            Ok(()) => Ok(false),
+            Err(StoreError::NotFound { .. }) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The files (not symlinks) of `tree` under any of `specs` (all when
     /// empty), in path order, each with whether its data is here.
     pub fn availability(&self, tree: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {

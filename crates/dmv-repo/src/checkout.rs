@@ -51,7 +51,7 @@ impl Repository {
             if let (None, Some(in_the_way)) = (tracked, untracked.get(rel).cloned().or_else(|| clash_with(&untracked, rel))) {
                 return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
             }
-            if !self.is_absent(&e)? {
+            if !self.is_absent_as_listed(&e)? {
                 self.check_present(rel, &e)?;
                 total += e.size;
             }
@@ -73,7 +73,7 @@ impl Repository {
             let entry = if early(rel, &e) {
                 let meta = self.follow_lock_mode(rel, e.kind, &written[rel].1)?;
                 DirEntry::with_stat(e.kind, e.id, e.size, &meta)
-            } else if self.is_absent(&e)? {
+            } else if self.is_absent_as_listed(&e)? {
                 // A file whose new version's data is not here leaves the working tree.
                 self.remove_worktree_file_in(&mut beneath, rel)?;
                 DirEntry::absent(e.kind, e.id, e.size)
@@ -192,7 +192,7 @@ impl Repository {
                 }
                 return false;
             }
-            match self.is_absent(e) {
+            match self.is_absent_as_listed(e) {
                 Ok(false) => true,
                 Ok(true) => {
                     now_absent.push(rel.clone());
@@ -292,7 +292,7 @@ impl Repository {
     /// [`Repository::check_data_present`] of one entry.
     fn check_present(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<()> {
         // In a partial replica a file whose data is all absent stays absent.
-        if e.kind != EntryKind::Dir && !self.is_absent(e)? {
+        if e.kind != EntryKind::Dir && !self.is_absent_as_listed(e)? {
             self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
         }
         Ok(())

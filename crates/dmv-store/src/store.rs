@@ -497,14 +497,26 @@ impl Store {
     /// asks this before it changes anything, so missing data stops it while
     /// the working tree is still as it was.
     pub fn check_content_present(&self, id: &ObjectId) -> StoreResult<()> {
-        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
+        self.check_content(id, &|id| self.find(id))
+    }
+
+    /// [`Store::check_content_present`] among the packs as last listed: for
+    /// a checkout, which asks it of every file. On a miss, `find` looks at
+    /// the packs folder again, and a meta clone of 100,000 files, missing
+    /// every file's data, spent a third of its time doing so.
+    pub fn check_content_listed(&self, id: &ObjectId) -> StoreResult<()> {
+        self.check_content(id, &|id| self.locate(id))
+    }
+
+    fn check_content(&self, id: &ObjectId, lookup: &dyn Fn(&ObjectId) -> StoreResult<Option<Located>>) -> StoreResult<()> {
+        let loc = lookup(id)?.ok_or(StoreError::NotFound { id: *id })?;
         if loc.entry.kind != ObjectKind::FileNode {
             return Ok(());
         }
         let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
         let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
         while let Some(e) = walk.next_chunk(&mut read_node)? {
-            if self.find(&e.id)?.is_none() {
+            if lookup(&e.id)?.is_none() {
                 return Err(StoreError::NotFound { id: e.id });
             }
         }
