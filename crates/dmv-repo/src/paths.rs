@@ -129,6 +129,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_folder_found_missing_is_remembered_for_the_paths_beneath_it_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in ["ab/z", "b/z", "f"] {
+            std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        let mut beneath = Beneath::new(root);
+        assert!(beneath.lstat(b"a/x").unwrap().is_none());
+        assert!(beneath.lstat(b"a/deeper/x").unwrap().is_none());
+        // A folder whose name starts with the missing one's is another folder.
+        assert!(beneath.lstat(b"ab/z").unwrap().is_some());
+        assert!(beneath.lstat(b"b/z").unwrap().is_some());
+        // A file where a folder would be: nothing beneath it either.
+        assert!(beneath.lstat(b"f/x").unwrap().is_none());
+        assert!(beneath.lstat(b"b/z").unwrap().is_some());
+        assert!(beneath.lstat(b"f").unwrap().is_some());
+    }
+
+    #[test]
     fn side_names() {
         assert_eq!(side_name(b"shot.jpg", "ours"), b"shot.ours.jpg");
         assert_eq!(side_name(b"dir.d/README", "theirs"), b"dir.d/README.theirs");
