@@ -44,14 +44,15 @@ struct Queue {
 /// Files found in one folder, as the walk hands them over.
 pub(crate) type Found = Vec<(Vec<u8>, Stat)>;
 
-/// Every file and symlink under `root` (not ignored) with its lstat, handed
-/// to `sink` folder by folder in no particular order (from any of the
-/// `threads` threads reading folders; it takes what it keeps out of the list).
 /// The caller's thread walks alone until it has read this many entries: a
 /// tree of a few hundred files is read before more threads would have
 /// started (a status of 100 files spent longer starting eight than reading).
-pub(crate) const ALONE_UP_TO: usize = 1000;
+const ALONE_UP_TO: usize = 1000;
 
+/// Every file and symlink under `root` (not ignored) with its lstat, handed
+/// to `sink` folder by folder in no particular order (from any of the
+/// `threads` threads reading folders, started once the walk has read
+/// [`ALONE_UP_TO`] entries; it takes what it keeps out of the list).
 pub(crate) fn walk(root: &Path, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
     let queue = Mutex::new(Queue { folders: vec![Folder { rel: Vec::new(), ignores: Arc::default() }], ..Queue::default() });
     let wake = Condvar::new();
