@@ -29,6 +29,9 @@ impl Repository {
     /// Knows nothing of merges: callers decide whether a checkout may happen now.
     pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
         let _wlock = self.lock_worktree()?;
+        // Which files' data is here is asked of the packs as listed now
+        // (a long-lived process, a watcher, may have listed them long ago).
+        self.store.reload()?;
         let (status, mut ds) = self.worktree_status()?;
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
