@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::Metadata;
 
 use dmv_store::object::EntryKind;
-use dmv_store::ObjectId;
+use dmv_store::{ObjectId, StoreError};
 
 use crate::dirstate::{DirEntry, Dirstate, Stat};
 use crate::early::EarlyCheckout;
@@ -294,11 +294,21 @@ impl Repository {
 
     /// [`Repository::check_data_present`] of one entry.
     fn check_present(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<()> {
-        // In a partial replica a file whose data is all absent stays absent.
-        if e.kind != EntryKind::Dir && !self.is_absent_as_listed(e)? {
-            self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(rel), reason })?;
+        if e.kind == EntryKind::Dir {
+            return Ok(());
         }
-        Ok(())
+        let refused = |reason| RepoError::CheckoutRefused { path: show(rel), reason };
+        // Asked once among the packs as listed; only a miss is looked into further.
+        match self.store.check_content_listed(&e.id) {
+            Err(StoreError::NotFound { .. }) => {}
+            other => return other.map_err(refused),
+        }
+        // In a partial replica a file whose data is not all here stays absent.
+        if self.config.partial && e.kind.is_file() {
+            return Ok(());
+        }
+        // Elsewhere it is refused, unless a pack written since the listing holds it.
+        self.store.check_content_present(&e.id).map_err(refused)
     }
 
     /// Writes many files (with `into_empty`, each with `write_new_entry`,
