@@ -637,7 +637,7 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
             }
         })
     };
-    // More than dmv_store::AUTO_REPACK_SMALL_PACKS (16) small packs, three times over.
+    // More than dmv_store::AUTO_REPACK_SMALL_PACKS (8) small packs, five times over.
     let commits = 48;
     let mut gc = None;
     for i in 2..=commits {

@@ -11,6 +11,7 @@
 //! clone that will resume.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::IoContext;
@@ -18,7 +19,7 @@ use crate::index::{write_index, PackIndex};
 use crate::marks::Marks;
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
-use crate::store::{maybe_compress, sync_dir};
+use crate::store::{maybe_compress, sync_dir, FOLD_RATIO};
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
 
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -51,10 +52,10 @@ impl Default for GcOptions {
     }
 }
 
-/// Once more small packs than this lie in the store, the next command that
-/// wrote rolls the smallest together (one or two packs per commit pile up in
-/// a day of small commits).
-pub const AUTO_REPACK_SMALL_PACKS: usize = 16;
+/// Once more small packs than this lie outside the multi-pack index, the
+/// next command that wrote rolls the smallest together (one or two packs
+/// per commit pile up in a day of small commits).
+pub const AUTO_REPACK_SMALL_PACKS: usize = crate::store::MAX_UNCOVERED_PACKS;
 /// The packs a repack keeps, and the one it makes, form a progression at
 /// least this steep (as git's `repack --geometric`): each object is rewritten
 /// O(log n) times over a history of n small commits, not O(n).
@@ -186,47 +187,56 @@ impl Store {
         Ok(report)
     }
 
-    /// Rolls the smallest packs into one once more than
-    /// [`AUTO_REPACK_SMALL_PACKS`] small ones pile up, keeping every object
-    /// (reachable or not: that is gc's call). Only when nobody writes or
-    /// collects right now (else the next command tries again); readers go on
-    /// meanwhile, finding a moved object in its new pack. Returns None when
-    /// there was nothing to do or the lock was taken.
+    /// Rolls the smallest packs outside the multi-pack index into one once
+    /// more than [`AUTO_REPACK_SMALL_PACKS`] small ones pile up there,
+    /// keeping every object (reachable or not: that is gc's call). The
+    /// multi-pack index stays as it is, so its rewrite does not grow every
+    /// commit's cost with the history; once the packs outside it hold
+    /// 1/[`FOLD_RATIO`] of what it covers, the smallest of all packs are
+    /// rolled instead and the index is rewritten over them. Only when
+    /// nobody writes or collects right now (else the next command tries
+    /// again); readers go on meanwhile, finding a moved object in its new
+    /// pack. Returns None when there was nothing to do or the lock was taken.
     pub fn repack_if_many_small(&self) -> StoreResult<Option<RepackReport>> {
-        if !self.is_durable() || self.small_packs()?.len() <= AUTO_REPACK_SMALL_PACKS {
+        if !self.is_durable() || self.small_packs(&self.coverage().1)?.len() <= AUTO_REPACK_SMALL_PACKS {
             return Ok(None);
         }
         let Some(_lock) = self.try_exclusive_lock()? else { return Ok(None) };
         let mut report = RepackReport { leftovers_removed: self.remove_leftovers()?, ..Default::default() };
         self.reload()?;
-        let small = self.small_packs()?;
+        let (covered, outside) = self.coverage();
+        let outside_objects: usize = outside.iter().map(|i| i.len()).sum();
+        let fold = outside_objects.saturating_mul(FOLD_RATIO) >= covered;
+        let small = self.small_packs(&if fold { self.indexes() } else { outside })?;
         let roll = packs_to_roll(&small.iter().map(|p| p.size).collect::<Vec<_>>());
-        if roll < 2 {
-            return Ok(Some(report));
-        }
-        let rolled = &small[..roll];
-        let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
-        report.packs_rolled = roll;
-        report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
-        let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &|_| {})?;
-        // The new pack is as old as the newest it holds: gc's grace period
-        // for recent packs must not start again for old objects.
-        if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
-            for p in &made {
-                let path = self.packs_dir().join(pack_file_name(p));
-                std::fs::File::open(&path).and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(newest))).at(&path)?;
+        if roll >= 2 {
+            let rolled = &small[..roll];
+            let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
+            report.packs_rolled = roll;
+            report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
+            let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &|_| {})?;
+            // The new pack is as old as the newest it holds: gc's grace period
+            // for recent packs must not start again for old objects.
+            if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
+                for p in &made {
+                    let path = self.packs_dir().join(pack_file_name(p));
+                    std::fs::File::open(&path).and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(newest))).at(&path)?;
+                }
             }
+            report.packs_made = made.len();
         }
-        report.packs_made = made.len();
-        self.write_multi_pack_index()?;
+        match fold {
+            true => self.write_multi_pack_index()?,
+            false => self.reload()?,
+        }
         Ok(Some(report))
     }
 
-    /// The packs under half the size limit, smallest first.
-    fn small_packs(&self) -> StoreResult<Vec<PackFile>> {
+    /// The packs `indexes` cover that are under half the size limit, smallest first.
+    fn small_packs(&self, indexes: &[Arc<PackIndex>]) -> StoreResult<Vec<PackFile>> {
         let mut packs = Vec::new();
         let mut seen = HashSet::new();
-        for idx in self.indexes() {
+        for idx in indexes {
             for p in idx.packs() {
                 if !seen.insert(*p) {
                     continue;

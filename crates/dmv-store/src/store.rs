@@ -16,10 +16,17 @@ use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
-/// Above this many packs outside the multi-pack index, it is rebuilt, so a
-/// lookup probes at most this many + 1 indexes (those a write session
-/// sealed have a filter in memory and are rarely probed).
-const MAX_UNCOVERED_PACKS: usize = 8;
+/// The packs left outside the multi-pack index, each behind a filter built
+/// in memory (those a write session sealed have theirs already): the
+/// auto-repack rolls them together above this many, a long write session
+/// folds them in (see [`Store::index_packs_if_grown`]).
+pub(crate) const MAX_UNCOVERED_PACKS: usize = 8;
+/// The auto-repack folds the packs outside the multi-pack index into it
+/// once they hold at least 1/`FOLD_RATIO` of the objects it covers: each
+/// rewrite is then at least that much larger than the last, so all of them
+/// together write each object's entry O(1) times, where a rewrite every
+/// few commits wrote the whole index (every object of a long history) each time.
+pub(crate) const FOLD_RATIO: usize = 8;
 
 /// The object store under `.dmv/objects`.
 pub struct Store {
@@ -639,14 +646,31 @@ impl Store {
     /// Folding them into the multi-pack index once they outnumber an eighth
     /// of the packs it covers bounds that, and as each rewrite covers an
     /// eighth more packs than the last, all of them together cost O(packs).
+    /// Fewer are left to the auto-repack (see [`Store::index_packs_if_piled_up`]).
     fn index_packs_if_grown(&self) -> StoreResult<()> {
-        self.index_packs_if_outside_over(|covered| MAX_UNCOVERED_PACKS.max(covered / 8))
+        self.index_packs_if_outside_over(|covered| (2 * MAX_UNCOVERED_PACKS).max(covered / 8))
     }
 
     /// Rewrites the multi-pack index once more than a few packs are outside
     /// it, so a lookup probes a bounded number of indexes.
     pub fn index_packs_if_many(&self) -> StoreResult<()> {
         self.index_packs_if_outside_over(|_| MAX_UNCOVERED_PACKS)
+    }
+
+    /// After a write session: its packs stay outside the multi-pack index
+    /// for the auto-repack to roll and fold (see [`FOLD_RATIO`]); they are
+    /// folded in here only once twice as many as it allows pile up (it
+    /// could not run: other writers kept the store busy, or the command
+    /// does not call it).
+    fn index_packs_if_piled_up(&self) -> StoreResult<()> {
+        self.index_packs_if_outside_over(|_| 2 * MAX_UNCOVERED_PACKS)
+    }
+
+    /// The number of objects the multi-pack index covers, and the per-pack
+    /// indexes of the packs outside it.
+    pub(crate) fn coverage(&self) -> (usize, Vec<Arc<PackIndex>>) {
+        let (midx, outside): (Vec<_>, Vec<_>) = self.indexes().into_iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
+        (midx.iter().map(|i| i.len()).sum(), outside)
     }
 
     /// Rewrites the multi-pack index when more packs than `bound(packs it covers)` are outside it.
@@ -897,12 +921,13 @@ impl<'a> WriteSession<'a> {
         // A scratch store's packs are moved away as they are sealed: no multi-pack index there.
         if self.store.durable && !self.sealed.is_empty() {
             // gc's grace period counts from now, when the objects become
-            // usable, not from when a long session sealed its first pack.
+            // usable, not from when a long session sealed its first pack
+            // (the last one was written just now).
             let now = std::fs::FileTimes::new().set_modified(std::time::SystemTime::now());
-            for path in &self.sealed {
+            for path in &self.sealed[..self.sealed.len() - 1] {
                 File::open(path).and_then(|f| f.set_times(now)).at(path)?;
             }
-            self.store.index_packs_if_many()?;
+            self.store.index_packs_if_piled_up()?;
         }
         Ok(())
     }
