@@ -464,7 +464,18 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
             Ok(0)
         }
         None => {
-            println!("nothing to commit, working tree clean");
+            // As git says it: what there is instead, and what to do about it.
+            let st = repo.status_listing()?;
+            let why = if !st.unstaged.is_empty() {
+                "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")"
+            } else if !st.untracked.is_empty() {
+                "nothing added to commit but untracked files present (use \"dmv add\" to track)"
+            } else if repo.head_commit()?.is_none() {
+                "nothing to commit (create/copy files and use \"dmv add\" to track)"
+            } else {
+                "nothing to commit, working tree clean"
+            };
+            println!("{why}");
             Ok(1)
         }
     }

@@ -7,6 +7,35 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 
+/// A commit with nothing to record makes none, not even on an unborn
+/// branch, and says why as git does (exit 1); `commit -a` where nothing is
+/// tracked yet is that, not a pathspec error.
+#[test]
+fn a_commit_with_nothing_to_record_makes_none_and_says_why() {
+    let repo = new_repo();
+    let d = repo.path();
+    let nothing = |args: &[&str], says: &str| {
+        let out = dmv_out(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{says}\n"), "{args:?}");
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+    };
+    nothing(&["commit", "-m", "x"], "nothing to commit (create/copy files and use \"dmv add\" to track)");
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    let untracked = "nothing added to commit but untracked files present (use \"dmv add\" to track)";
+    nothing(&["commit", "-m", "x"], untracked);
+    nothing(&["commit", "-a", "-m", "x"], untracked);
+    assert!(!dmv_out(d, &["rev-parse", "HEAD"]).status.success(), "no commit was made");
+    dmv(d, &["add", "a.txt"]);
+    assert!(dmv(d, &["commit", "-m", "first"]).contains("root-commit"));
+    std::fs::write(d.join("a.txt"), "b\n").unwrap();
+    nothing(&["commit", "-m", "y"], "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")");
+    dmv(d, &["commit", "-a", "-m", "second"]);
+    nothing(&["commit", "-m", "z"], "nothing to commit, working tree clean");
+    nothing(&["commit", "-a", "-m", "z"], "nothing to commit, working tree clean");
+    assert_eq!(dmv(d, &["log", "--oneline"]).lines().count(), 2);
+}
+
 #[test]
 fn add_commit_status_log_show_cat_round_trip() {
     let repo = new_repo();

@@ -52,13 +52,18 @@ impl Repository {
         let mut session = self.store.begin_write()?;
         self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
         let tree = ds.write_tree(&mut session)?;
-        let committed = match head {
-            Some(p) if self.commit(&p)?.tree == tree => {
+        // Nothing to commit: the same tree as HEAD's, or no file at all on an unborn branch.
+        let nothing = match head {
+            Some(p) => self.commit(&p)?.tree == tree,
+            None => ds.entries.is_empty(),
+        };
+        let committed = match nothing {
+            true => {
                 session.finish()?;
                 self.save_dirstate(&ds)?;
                 None
             }
-            _ => Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?),
+            false => Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?),
         };
         drop(session);
         self.mark_tree(&ds, tree);
@@ -125,8 +130,9 @@ impl Repository {
             }
         }
         // Nothing is saved when a path matches nothing: what was stored is
-        // garbage for gc.
-        for spec in specs {
+        // garbage for gc. (The empty path, everything, matches nothing only
+        // where nothing is tracked yet: not an error.)
+        for spec in specs.iter().filter(|s| !s.is_empty()) {
             if !untracked.iter().any(|(p, _)| matches(p, spec)) && !ds.entries.keys().any(|p| matches(p, spec)) {
                 return Err(RepoError::NoMatch(show(spec)));
             }
@@ -329,6 +335,9 @@ impl Repository {
     /// None when the tree is HEAD's: there is nothing to commit.
     pub(crate) fn commit_dirstate(&self, head: Option<ObjectId>, message: &str) -> RepoResult<Option<ObjectId>> {
         let ds = self.load_dirstate()?;
+        if head.is_none() && ds.entries.is_empty() {
+            return Ok(None);
+        }
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         if let Some(p) = head {
