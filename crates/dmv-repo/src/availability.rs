@@ -6,7 +6,7 @@ use dmv_store::{ObjectId, StoreError};
 use serde::Serialize;
 
 use crate::error::{RepoError, RepoResult};
-use crate::paths::{matches, ser_path};
+use crate::paths::{matches, may_hold, ser_path};
 use crate::repo::Repository;
 use crate::tree::{tree_reader, FilesInOrder, FlatEntry};
 
@@ -65,7 +65,8 @@ impl Repository {
         // missing (`ls --absent` of 100,000 files did that 100,000 times).
         self.store.reload()?;
         let read = tree_reader(&self.store);
-        for file in FilesInOrder::new(&read, tree)? {
+        let enter = |dir: &[u8]| specs.is_empty() || specs.iter().any(|s| may_hold(dir, s));
+        for file in FilesInOrder::entering(&read, tree, &enter)? {
             let (path, entry) = file?;
             if !entry.kind.is_file() || !(specs.is_empty() || specs.iter().any(|s| matches(&path, s))) {
                 continue;

@@ -472,7 +472,9 @@ impl Repository {
             ds.entries.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             filled.push(rel);
         }
-        self.save_dirstate(&ds)?;
+        if !filled.is_empty() {
+            self.save_dirstate(&ds)?;
+        }
         Ok(filled)
     }
 }

@@ -13,6 +13,12 @@ pub(crate) fn matches(path: &[u8], spec: &[u8]) -> bool {
     spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
 }
 
+/// Whether the folder at `dir` may hold paths that `spec` matches: it lies
+/// under `spec`, or `spec` lies under it.
+pub(crate) fn may_hold(dir: &[u8], spec: &[u8]) -> bool {
+    matches(dir, spec) || matches(spec, dir)
+}
+
 /// A path as text for messages (bytes that are not UTF-8 shown as U+FFFD).
 pub(crate) fn show(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()

@@ -176,12 +176,24 @@ pub struct FilesInOrder<'r> {
     /// The folders being listed: each one's path and its entries still to
     /// visit, the next one last.
     open: Vec<(Vec<u8>, Vec<TreeEntry>)>,
+    /// Whether to enter the folder at a path (None: every folder).
+    enter: Option<&'r EnterFolder<'r>>,
 }
+
+/// Whether a walk enters the folder at a path.
+pub type EnterFolder<'a> = dyn Fn(&[u8]) -> bool + 'a;
 
 impl<'r> FilesInOrder<'r> {
     pub fn new(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FilesInOrder<'r>> {
         let root = Self::folder(read, tree)?;
-        Ok(FilesInOrder { read, tree: *tree, open: vec![(Vec::new(), root)] })
+        Ok(FilesInOrder { read, tree: *tree, open: vec![(Vec::new(), root)], enter: None })
+    }
+
+    /// The files in the folders `enter` accepts (its path given), and in
+    /// none of the others: what a command given a few paths of a large
+    /// tree reads is the folders along them, not the tree.
+    pub fn entering(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, enter: &'r EnterFolder<'r>) -> RepoResult<FilesInOrder<'r>> {
+        Ok(FilesInOrder { enter: Some(enter), ..Self::new(read, tree)? })
     }
 
     /// A folder's entries, the first in path order last: a folder `a`
@@ -215,6 +227,9 @@ impl Iterator for FilesInOrder<'_> {
             path.extend_from_slice(&e.name);
             if e.kind != EntryKind::Dir {
                 return Some(Ok((path, FlatEntry { kind: e.kind, id: e.id, size: e.size })));
+            }
+            if self.enter.is_some_and(|enter| !enter(&path)) {
+                continue;
             }
             let opened = match self.open.len() > MAX_PATH_DEPTH {
                 true => Err(too_deep(&self.tree)),
@@ -460,6 +475,30 @@ mod tests {
         assert!(matches!(walked.as_slice(), [Err(RepoError::Scan { .. })]), "{walked:?}");
     }
 
+    #[test]
+    fn a_walk_given_a_path_reads_the_folders_along_it_only() {
+        let mut trees = Trees(Default::default());
+        let paths: Vec<&[u8]> = vec![b"a/x", b"a/y/z", b"ab/c", b"b/c/d", b"b/e", b"f"];
+        let root = trees.folder(&paths.iter().map(|p| (p.to_vec(), 1)).collect::<Vec<_>>());
+        let reads = std::cell::Cell::new(0);
+        let read = |id: &ObjectId| {
+            reads.set(reads.get() + 1);
+            trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() })
+        };
+        let walk = |spec: &[u8]| {
+            reads.set(0);
+            let enter = |dir: &[u8]| crate::paths::may_hold(dir, spec);
+            let files: Vec<Vec<u8>> = FilesInOrder::entering(&read, &root, &enter).unwrap().map(|f| f.unwrap().0).filter(|p| crate::paths::matches(p, spec)).collect();
+            (files, reads.get())
+        };
+        // The root and `a` (not `ab`, whose name starts the same, nor `a/y`).
+        assert_eq!(walk(b"a/x"), (vec![b"a/x".to_vec()], 2));
+        assert_eq!(walk(b"a"), (vec![b"a/x".to_vec(), b"a/y/z".to_vec()], 3));
+        assert_eq!(walk(b"b/c"), (vec![b"b/c/d".to_vec()], 3));
+        assert_eq!(walk(b"f"), (vec![b"f".to_vec()], 1));
+        assert_eq!(walk(b"nothing/here"), (vec![], 1));
+    }
+
     proptest! {
         /// Any tree's files come out in path order, each once, as a flattened tree lists them.
         #[test]
@@ -472,7 +511,14 @@ mod tests {
             let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
             let flat: Vec<Vec<u8>> = flatten_with(&read, &root).unwrap().into_keys().collect();
             prop_assert_eq!(&flat, &paths);
-            prop_assert_eq!(in_order(&trees, &root).unwrap(), paths);
+            prop_assert_eq!(in_order(&trees, &root).unwrap(), paths.clone());
+            // Entering only the folders that may hold a path's files finds each of them.
+            for spec in paths.iter().flat_map(|p| (1..=p.len()).map(|n| p[..n].to_vec())) {
+                let enter = |dir: &[u8]| crate::paths::may_hold(dir, &spec);
+                let entered: Vec<Vec<u8>> = FilesInOrder::entering(&read, &root, &enter).unwrap().map(|f| f.unwrap().0).filter(|p| crate::paths::matches(p, &spec)).collect();
+                let want: Vec<Vec<u8>> = paths.iter().filter(|p| crate::paths::matches(p, &spec)).cloned().collect();
+                prop_assert_eq!(entered, want);
+            }
         }
     }
 }
