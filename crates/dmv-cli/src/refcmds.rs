@@ -164,7 +164,7 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct RevParseArgs {
-    /// Revisions to resolve: HEAD, a branch, a tag, an id or a prefix of one, REV~N, REV^.
+    /// Revisions to resolve: HEAD, a branch, a tag, an id or a prefix of one, REV~N, REV^; REV:PATH for the id of a file or folder in it.
     revs: Vec<String>,
     /// Print abbreviated ids.
     #[arg(long)]
@@ -203,7 +203,14 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
             println!("{name}");
             continue;
         }
-        let id = repo.resolve(rev)?;
+        let id = match rev.split_once(':') {
+            Some((commit, path)) => {
+                let commit = if commit.is_empty() { "HEAD" } else { commit };
+                let tree = repo.commit(&repo.resolve(commit)?)?.tree;
+                dmv_repo::tree::lookup(&repo.store, &tree, path.trim_matches('/').as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {commit}"))?.id
+            }
+            None => repo.resolve(rev)?,
+        };
         println!("{}", if a.short { id.short() } else { id.to_hex() });
     }
     Ok(0)

@@ -502,6 +502,16 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     let out = dmv_out(d, &["rev-parse", "--verify", "nosuch"]);
     assert_eq!(out.status.code(), Some(128));
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    // REV:PATH is the id of what the path names in that commit: the file's as ls-tree lists it, the root tree's for REV:.
+    let listed = dmv(d, &["ls-tree", "HEAD"]);
+    let file_id = listed.split_whitespace().nth(1).unwrap();
+    assert_eq!(dmv(d, &["rev-parse", "HEAD:a.txt"]).trim(), file_id);
+    let root = dmv(d, &["rev-parse", "HEAD:"]).trim().to_string();
+    assert_eq!(root.len(), 64);
+    assert_ne!(root, file_id);
+    let out = dmv_out(d, &["rev-parse", "HEAD:nosuch.txt"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("path 'nosuch.txt' does not exist in HEAD"), "{}", stderr(&out));
 }
 
 #[test]
