@@ -59,6 +59,7 @@ fn kind_of(rel: &str, at: usize, first_line_len: usize, pack_regions: &BTreeMap<
         "dirstate" => kind("dirstate", Expect::Detected),
         "dirstate-tree" => kind("dirstate tree mark", Expect::Cache),
         "locations" => kind("location log", Expect::Detected),
+        "locations.journal" => kind("location journal", Expect::Detected),
         "config" => kind("config", Expect::Detected),
         "HEAD" => kind("HEAD", Expect::Validated),
         "requires" => kind("requires", Expect::Validated),
@@ -100,7 +101,8 @@ fn restore(dmv: &Path, saved: &BTreeMap<String, Vec<u8>>) {
 
 /// A repository with every kind of file: packs with a chunked file and small
 /// ones, per-pack indexes and a multi-pack index, refs with a reflog, a tag
-/// and two branches, a dirstate, and a location log after a push.
+/// and two branches, a dirstate, and a location log after a push (and
+/// its journal after a second one).
 fn specimen(t: &Path) -> PathBuf {
     let r = t.join("r");
     std::fs::create_dir_all(r.join("sub")).unwrap();
@@ -121,6 +123,11 @@ fn specimen(t: &Path) -> PathBuf {
     commit_all(&r, "three");
     // The hub holds everything: a repair has a source for all of it.
     dmv(&r, &["push", "hub", "main", "side"]);
+    // A push merges the hub's log into ours; a `get` notes what it learnt in the journal, as here.
+    let repo = dmv_repo::Repository::open(&r).unwrap();
+    let key = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD:sub/c.txt"]).trim()).unwrap();
+    let stamp = dmv_repo::Stamp { time_ns: dmv_repo::now_ns(), present: true };
+    repo.note_locations(vec![dmv_repo::LocationRecord { key, replica: repo.replica_id().unwrap(), stamp }], false).unwrap();
     let files = file_bytes(&r.join(".dmv"));
     assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
     r
@@ -144,7 +151,7 @@ struct KindReport {
 
 /// Kinds `fsck --repair` rebuilds (from what is whole, the working tree and the hub the specimen pushed to).
 fn repairable(kind: &str) -> bool {
-    kind.starts_with("pack") || kind == "multi-pack index" || kind == "dirstate" || kind == "location log"
+    kind.starts_with("pack") || kind == "multi-pack index" || kind == "dirstate" || kind.starts_with("location")
 }
 
 #[test]
@@ -184,6 +191,7 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
         "ref table (refs and reflog)",
         "dirstate",
         "location log",
+        "location journal",
         "config",
         "HEAD",
     ] {

@@ -10,7 +10,7 @@ use dmv_store::object::EntryKind;
 use dmv_store::{ObjectId, StoreError};
 
 use crate::dirstate::{DirEntry, Dirstate, Stat};
-use crate::error::{IoContext, RepoResult};
+use crate::error::{RepoError, RepoResult};
 use crate::locations::ReplicaId;
 use crate::refs::Head;
 use crate::repo::Repository;
@@ -143,16 +143,21 @@ impl Repository {
         Ok(restored)
     }
 
-    /// Moves a location log that cannot be read aside (`locations.damaged`)
-    /// and starts an empty one: replicas are asked live again, and the next
-    /// exchange with each brings its records back. False when it was whole.
+    /// Moves a location log (and its journal) that cannot be read aside
+    /// (`locations.damaged`, `locations.journal.damaged`) and starts an
+    /// empty one: replicas are asked live again, and the next exchange with
+    /// each brings its records back. False when it was whole.
     pub fn reset_damaged_locations(&self) -> RepoResult<bool> {
         if self.check_locations().is_ok() {
             return Ok(false);
         }
-        let path = self.dmv.join("locations");
-        let aside = self.dmv.join("locations.damaged");
-        std::fs::rename(&path, &aside).at(&path)?;
+        for name in ["locations", "locations.journal"] {
+            let path = self.dmv.join(name);
+            match std::fs::rename(&path, self.dmv.join(format!("{name}.damaged"))) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&path, e)),
+                _ => {}
+            }
+        }
         Ok(true)
     }
 

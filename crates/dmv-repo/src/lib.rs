@@ -26,6 +26,7 @@ mod files;
 mod gc;
 mod graph;
 mod location_file;
+mod location_journal;
 mod locations;
 mod locks;
 mod merge;

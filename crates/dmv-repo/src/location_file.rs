@@ -1,8 +1,10 @@
 //! The location log on disk, read and merged as a stream. At a million
 //! files a log holds millions of records: merging new ones in (a clone, a
-//! fetch, a push received, a drop) reads the file record by record and
-//! writes the merged records out, and a page of it is read the same way,
-//! so memory is a buffer's, not the log's (the format is in locations.rs).
+//! fetch, a push received) reads the file record by record and writes the
+//! merged records out, and a page of it is read the same way, so memory is
+//! a buffer's, not the log's (the format is in locations.rs). A few records
+//! (a `get`, a drop) are appended to the journal instead, which every
+//! reading takes together with the log (location_journal.rs).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
+use crate::location_journal::{journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT};
 use crate::locations::{decode_names, now_ns, write_framed, LocationLog, LocationRecord, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_WITHOUT_NAMES};
 use crate::repo::Repository;
 
@@ -92,6 +95,20 @@ impl LogReader {
         Ok(Some(record))
     }
 
+    /// The names, read past the records without checking the checksum:
+    /// enough to decide whether this replica's name needs recording.
+    fn names_unchecked(mut self) -> RepoResult<Names> {
+        let at = HEADER_LEN as u64 + self.left * RECORD_LEN as u64;
+        self.input.seek(std::io::SeekFrom::Start(at)).at(&self.path)?;
+        let mut names = vec![0u8; self.names_len as usize];
+        self.input.read_exact(&mut names).at(&self.path)?;
+        let mut log = LocationLog::default();
+        if !names.is_empty() {
+            decode_names(&names, &mut log).map_err(|e| self.bad(&e.0))?;
+        }
+        Ok(log.names)
+    }
+
     /// Reads the rest, checks the checksum, and returns the names.
     fn finish(mut self) -> RepoResult<Names> {
         while self.next()?.is_some() {}
@@ -114,6 +131,40 @@ fn next_of(reader: &mut Option<LogReader>) -> RepoResult<Option<LocationRecord>>
     match reader {
         Some(r) => r.next(),
         None => Ok(None),
+    }
+}
+
+/// The log (if any) and the journal's records read together, in order;
+/// per key and replica the newer record of the two.
+struct Merged {
+    log: Option<LogReader>,
+    /// The log's next record, read ahead.
+    next_in_log: Option<LocationRecord>,
+    journal: std::iter::Peekable<std::vec::IntoIter<LocationRecord>>,
+}
+
+impl Merged {
+    fn new(mut log: Option<LogReader>, journal: Vec<LocationRecord>) -> RepoResult<Merged> {
+        let next_in_log = next_of(&mut log)?;
+        Ok(Merged { log, next_in_log, journal: journal.into_iter().peekable() })
+    }
+
+    fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
+        let Some(logged) = self.next_in_log else { return Ok(self.journal.next()) };
+        let noted = match self.journal.next_if(|j| j.order() <= logged.order()) {
+            Some(noted) if noted.order() < logged.order() => return Ok(Some(noted)),
+            noted => noted,
+        };
+        self.next_in_log = next_of(&mut self.log)?;
+        Ok(Some(match noted {
+            Some(noted) if noted.stamp.newer_than(&logged.stamp) => noted,
+            _ => logged,
+        }))
+    }
+
+    /// Checks the log's checksum and returns its names.
+    fn finish(self) -> RepoResult<Names> {
+        Ok(self.log.map(LogReader::finish).transpose()?.unwrap_or_default())
     }
 }
 
@@ -183,8 +234,10 @@ impl LocationSpool {
 /// a decoded log of a million files' records is ~370 MB.
 pub struct LocationPages {
     path: PathBuf,
-    reader: Option<LogReader>,
+    reader: Merged,
     count: u64,
+    /// Records not given yet.
+    left: u64,
     names: Option<Names>,
 }
 
@@ -194,8 +247,7 @@ impl LocationPages {
     /// empty); None when all were given. Encoded as read, not from a map of
     /// the records (which took twice the bytes).
     pub fn next_page(&mut self, max: usize) -> RepoResult<Option<Vec<u8>>> {
-        let left = self.reader.as_ref().map_or(0, |r| r.left);
-        let count = left.min(max as u64);
+        let count = self.left.min(max as u64);
         let names = match self.names.take() {
             Some(names) => names,
             None if count == 0 => return Ok(None),
@@ -214,8 +266,11 @@ impl LocationPages {
             count,
             &mut |out| {
                 for _ in 0..count {
-                    match next_of(&mut self.reader) {
-                        Ok(Some(record)) => out.write_all(&record.encode())?,
+                    match self.reader.next() {
+                        Ok(Some(record)) => {
+                            self.left -= 1;
+                            out.write_all(&record.encode())?
+                        }
                         Ok(None) => break,
                         Err(e) => {
                             failed = Some(e);
@@ -245,21 +300,47 @@ impl Repository {
     /// this replica's current name among the names.
     pub fn location_pages(&self) -> RepoResult<LocationPages> {
         let path = self.locations_path();
-        let (reader, count, names) = match File::open(&path) {
-            Ok(file) => {
-                let check = LogReader::of(&path, file.try_clone().at(&path)?)?;
-                let count = check.left;
-                let names = check.finish()?;
-                let mut file = file;
-                file.rewind().at(&path)?;
-                (Some(LogReader::of(&path, file)?), count, names)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, 0, Names::new()),
+        // The journal first: a fold meanwhile puts its records in the log read next (see `Merged`).
+        let journal = self.read_journal()?.records;
+        let file = match File::open(&path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(RepoError::io(path, e)),
         };
+        let log = |file: Option<&File>| file.map(|f| f.try_clone().at(&path).and_then(|f| LogReader::of(&path, f))).transpose();
+        let mut check = Merged::new(log(file.as_ref())?, journal.clone())?;
+        let mut count = 0;
+        while check.next()?.is_some() {
+            count += 1;
+        }
+        let names = check.finish()?;
+        if let Some(mut f) = file.as_ref() {
+            f.rewind().at(&path)?;
+        }
+        let reader = Merged::new(log(file.as_ref())?, journal)?;
         let mut named = LocationLog { records: BTreeMap::new(), names };
         self.with_my_name(&mut named);
-        Ok(LocationPages { path, reader, count, names: Some(named.names) })
+        Ok(LocationPages { path, reader, count, left: count, names: Some(named.names) })
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.dmv.join("locations.journal")
+    }
+
+    /// The journal's records (none when there is no journal).
+    fn read_journal(&self) -> RepoResult<Journal> {
+        let path = self.journal_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => parse_journal(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// The log and the journal, read together from their starts.
+    fn open_merged(&self) -> RepoResult<Merged> {
+        let journal = self.read_journal()?.records;
+        Merged::new(LogReader::open(&self.locations_path())?, journal)
     }
 
     /// Merges `records` (sorted by key and replica) and `names` into the
@@ -268,19 +349,24 @@ impl Repository {
     /// `my_name`, this replica's current name too. Returns how many records
     /// and names changed. A damaged log is refused before anything is written.
     pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
-        let path = self.locations_path();
         let _lock = self.lock_locations()?;
-        let mut ours = LogReader::open(&path)?;
+        self.merge_locked(records, names, my_name)
+    }
+
+    /// [`Repository::merge_locations`] under the lock, folding the journal in.
+    fn merge_locked(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
+        let path = self.locations_path();
+        let mut ours = self.open_merged()?;
         let mut theirs = Newest { input: records.into_iter().peekable(), path: path.clone() };
         let body = tempfile::tempfile_in(&self.dmv).at(&self.dmv)?;
         let mut out = BufWriter::with_capacity(1 << 20, body);
         let (mut count, mut changed) = (0u64, 0usize);
-        let (mut mine, mut other) = (next_of(&mut ours)?, theirs.next()?);
+        let (mut mine, mut other) = (ours.next()?, theirs.next()?);
         loop {
             let record = match (mine, other) {
                 (None, None) => break,
                 (Some(m), None) => {
-                    mine = next_of(&mut ours)?;
+                    mine = ours.next()?;
                     m
                 }
                 (None, Some(o)) => {
@@ -295,11 +381,11 @@ impl Repository {
                         o
                     }
                     std::cmp::Ordering::Greater => {
-                        mine = next_of(&mut ours)?;
+                        mine = ours.next()?;
                         m
                     }
                     std::cmp::Ordering::Equal => {
-                        (mine, other) = (next_of(&mut ours)?, theirs.next()?);
+                        (mine, other) = (ours.next()?, theirs.next()?);
                         changed += o.stamp.newer_than(&m.stamp) as usize;
                         if o.stamp.newer_than(&m.stamp) {
                             o
@@ -312,7 +398,7 @@ impl Repository {
             out.write_all(&record.encode()).at(&self.dmv)?;
             count += 1;
         }
-        let mut log = LocationLog { records: BTreeMap::new(), names: ours.map(LogReader::finish).transpose()?.unwrap_or_default() };
+        let mut log = LocationLog { records: BTreeMap::new(), names: ours.finish()? };
         let before = log.names.clone();
         for (replica, (time_ns, name)) in names {
             log.name(*replica, *time_ns, name);
@@ -321,11 +407,56 @@ impl Repository {
             self.with_my_name(&mut log);
         }
         changed += log.names.iter().filter(|(k, v)| before.get(k) != Some(v)).count();
+        // Nothing learnt (a fetch or push that brought nothing new): the log and journal stand.
+        if changed == 0 {
+            return Ok(0);
+        }
         let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
         crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.names))?;
+        // Folded in: kept after a crash here, it is read again with the log, and counts once.
+        match std::fs::remove_file(self.journal_path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(self.journal_path(), e)),
+            _ => {}
+        }
         Ok(changed)
+    }
+
+    /// Adds records learnt now (a `get`, a drop: a few) to the journal,
+    /// and with `my_name` this replica's name, as [`Repository::merge_locations`]
+    /// would, without rewriting the log: unless the journal is full, or the
+    /// name is not in the log as it is now, which a merge does.
+    pub fn note_locations(&self, mut records: Vec<LocationRecord>, my_name: bool) -> RepoResult<()> {
+        let _lock = self.lock_locations()?;
+        let journal = self.read_journal()?;
+        let named = !my_name || {
+            let mut log =
+                LocationLog { records: BTreeMap::new(), names: LogReader::open(&self.locations_path())?.map(LogReader::names_unchecked).transpose()?.unwrap_or_default() };
+            let before = log.names.clone();
+            self.with_my_name(&mut log);
+            log.names == before
+        };
+        if !named || journal.records.len() + records.len() > JOURNAL_LIMIT {
+            records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
+            return self.merge_locked(records.into_iter().map(Ok), &Names::new(), my_name).map(drop);
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let path = self.journal_path();
+        // Nothing whole in it (new, or its creation cut short): it starts again with a header.
+        let mut bytes = if journal.valid_len == 0 { journal_header() } else { Vec::new() };
+        bytes.extend(journal_frame(&records));
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).at(&path)?;
+        // An append a crash cut short is cut off, then this one written whole and synced.
+        file.set_len(journal.valid_len as u64).at(&path)?;
+        std::os::unix::fs::FileExt::write_all_at(&file, &bytes, journal.valid_len as u64).at(&path)?;
+        file.sync_all().at(&path)?;
+        if journal.valid_len == 0 {
+            File::open(&self.dmv).and_then(|d| d.sync_all()).at(&self.dmv)?;
+        }
+        Ok(())
     }
 
     /// Records that `replica` holds (or not) the data of `keys`, as of now.
@@ -334,10 +465,7 @@ impl Repository {
             return Ok(());
         }
         let stamp = Stamp { time_ns: now_ns(), present };
-        let mut keys = keys.to_vec();
-        keys.sort_unstable();
-        self.merge_locations(keys.into_iter().map(|key| Ok(LocationRecord { key, replica, stamp })), &Names::new(), false)?;
-        Ok(())
+        self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect(), false)
     }
 
     /// The records of the location log that `keep` chooses, with its names
@@ -346,14 +474,13 @@ impl Repository {
     /// records at a million files are ~370 MB as a map).
     pub fn locations_where(&self, mut keep: impl FnMut(&LocationRecord) -> bool) -> RepoResult<LocationLog> {
         let mut log = LocationLog::default();
-        if let Some(mut reader) = LogReader::open(&self.locations_path())? {
-            while let Some(r) = reader.next()? {
-                if keep(&r) {
-                    log.records.insert(r.order(), r.stamp);
-                }
+        let mut reader = self.open_merged()?;
+        while let Some(r) = reader.next()? {
+            if keep(&r) {
+                log.records.insert(r.order(), r.stamp);
             }
-            log.names = reader.finish()?;
         }
+        log.names = reader.finish()?;
         Ok(log)
     }
 
@@ -362,12 +489,9 @@ impl Repository {
         self.locations_where(|_| true)
     }
 
-    /// Reads the location log through: Ok when it is whole (or absent).
+    /// Reads the location log and its journal through: Ok when they are whole (or absent).
     pub fn check_locations(&self) -> RepoResult<()> {
-        if let Some(reader) = LogReader::open(&self.locations_path())? {
-            reader.finish()?;
-        }
-        Ok(())
+        self.open_merged()?.finish().map(drop)
     }
 
     /// The lock under which the location log is rewritten (so no two writers lose each other's records).
@@ -455,6 +579,91 @@ mod tests {
             repo.location_pages().unwrap().encode_to(&mut whole).unwrap();
             prop_assert_eq!(whole, named.encode());
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Records noted in the journal read, and are sent, as if each
+        /// note had been merged into the log; a merge folds the journal in.
+        #[test]
+        fn noting_in_the_journal_reads_as_merging(steps in proptest::collection::vec((any::<bool>(), arb_records()), 1..6), with_log in any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+            let mut expected = LocationLog::default();
+            if with_log {
+                expected = log_of(&[record(1, 1, 2, true), record(4, 2, 1, false)], &[(1, 5, "laptop")]);
+                std::fs::write(repo.locations_path(), expected.encode()).unwrap();
+            }
+            for (note, mut records) in steps {
+                match note {
+                    true => repo.note_locations(records.clone(), false).unwrap(),
+                    false => {
+                        records.sort_by_key(|r| r.order());
+                        repo.merge_locations(records.iter().copied().map(Ok), &Names::new(), false).unwrap();
+                        prop_assert!(!repo.journal_path().exists());
+                    }
+                }
+                for r in &records {
+                    expected.record(r.key, r.replica, r.stamp);
+                }
+                prop_assert_eq!(&repo.load_locations().unwrap(), &expected);
+            }
+            repo.check_locations().unwrap();
+            let mut sent = LocationLog::default();
+            let mut pages = repo.location_pages().unwrap();
+            while let Some(page) = pages.next_page(5).unwrap() {
+                sent.records.extend(LocationLog::decode(&page).unwrap().records);
+            }
+            prop_assert_eq!(&sent.records, &expected.records);
+            repo.merge_locations(std::iter::empty(), &Names::new(), false).unwrap();
+            prop_assert!(!repo.journal_path().exists());
+            prop_assert_eq!(&repo.load_locations().unwrap(), &expected);
+        }
+    }
+
+    #[test]
+    fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let me = repo.replica_id().unwrap();
+        // This replica's name is not in the log yet: the first note merges, to record it.
+        repo.note_locations(vec![record(1, 1, 1, true)], true).unwrap();
+        assert!(!repo.journal_path().exists());
+        let log = std::fs::read(repo.locations_path()).unwrap();
+        assert!(repo.load_locations().unwrap().names.contains_key(&me));
+        repo.note_locations(vec![record(2, 1, 1, true)], true).unwrap();
+        repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false).unwrap();
+        assert_eq!(std::fs::read(repo.locations_path()).unwrap(), log, "the log is not rewritten");
+        let journal = std::fs::read(repo.journal_path()).unwrap();
+        assert_eq!(journal.len(), crate::location_journal::JOURNAL_HEADER_LEN + 2 * (8 + RECORD_LEN + 32));
+        // A kill in the middle of an append: the frame is cut short.
+        let mut torn = journal.clone();
+        torn.extend(&journal_frame(&[record(9, 1, 1, true)])[..40]);
+        std::fs::write(repo.journal_path(), &torn).unwrap();
+        let keys = |repo: &Repository| repo.load_locations().unwrap().records.keys().map(|(k, _)| k.0[0]).collect::<Vec<_>>();
+        assert_eq!(keys(&repo), vec![1, 2, 3]);
+        repo.note_locations(vec![record(4, 1, 1, true)], false).unwrap();
+        assert_eq!(keys(&repo), vec![1, 2, 3, 4]);
+        assert_eq!(std::fs::read(repo.journal_path()).unwrap().len(), journal.len() + 8 + RECORD_LEN + 32);
+        // Once the journal would hold more than its limit, it is folded into the log.
+        let many: Vec<LocationRecord> = (0..JOURNAL_LIMIT as u32)
+            .map(|i| LocationRecord { key: ObjectId(blake3::hash(&i.to_le_bytes()).into()), replica: ReplicaId([7; 16]), stamp: Stamp { time_ns: 1, present: true } })
+            .collect();
+        repo.note_locations(many, false).unwrap();
+        assert!(!repo.journal_path().exists());
+        assert_eq!(repo.load_locations().unwrap().records.len(), 4 + JOURNAL_LIMIT);
+        // A damaged frame before the last is damage, reported by every reading.
+        repo.note_locations(vec![record(5, 1, 1, true)], false).unwrap();
+        repo.note_locations(vec![record(6, 1, 1, true)], false).unwrap();
+        let mut bytes = std::fs::read(repo.journal_path()).unwrap();
+        bytes[crate::location_journal::JOURNAL_HEADER_LEN + 9] ^= 1;
+        std::fs::write(repo.journal_path(), &bytes).unwrap();
+        assert!(repo.check_locations().unwrap_err().to_string().contains("journal"));
+        assert!(repo.note_locations(vec![record(7, 1, 1, true)], false).is_err());
+        assert_eq!(std::fs::read(repo.journal_path()).unwrap(), bytes);
+        assert!(repo.reset_damaged_locations().unwrap());
+        repo.check_locations().unwrap();
     }
 
     #[test]

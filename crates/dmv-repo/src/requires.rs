@@ -26,6 +26,8 @@ pub const REQUIREMENTS: &[&str] = &[
     "gc-lock-v2",
     // One command at a time changes the dirstate, HEAD and MERGE_STATE (.dmv/wlock).
     "worktree-lock",
+    // Location records are appended to .dmv/locations.journal, read together with .dmv/locations.
+    "locations-journal",
 ];
 
 /// What a repository's list says, once nothing on it is unknown.

@@ -32,9 +32,9 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: V
     replicas.dedup();
     files.sort_unstable();
     files.dedup();
-    let records = files.iter().flat_map(|key| replicas.iter().map(|replica| Ok(LocationRecord { key: *key, replica: *replica, stamp })));
+    let records = files.iter().flat_map(|key| replicas.iter().map(|replica| LocationRecord { key: *key, replica: *replica, stamp })).collect();
     // Whoever this log reaches learns what this replica is called.
-    repo.merge_locations(records, &BTreeMap::new(), true)?;
+    repo.note_locations(records, true)?;
     Ok(())
 }
 
