@@ -437,7 +437,8 @@ impl Repository {
             self.with_my_name(&mut log);
             log.names == before
         };
-        if !named || journal.records.len() + records.len() > JOURNAL_LIMIT {
+        // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
+        if !named || journal.appended + records.len() > JOURNAL_LIMIT {
             records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
             return self.merge_locked(records.into_iter().map(Ok), &Names::new(), my_name).map(drop);
         }

@@ -33,6 +33,8 @@ pub(crate) const JOURNAL_LIMIT: usize = 4096;
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Journal {
     pub records: Vec<LocationRecord>,
+    /// The records the whole frames hold, repeats included.
+    pub appended: usize,
     /// Where the whole frames end: the next append goes there.
     pub valid_len: usize,
 }
@@ -89,6 +91,7 @@ pub(crate) fn parse_journal(bytes: &[u8]) -> Result<Journal, BadLocationLog> {
         }
         at = end;
     }
+    let appended = records.len();
     // Sorted, and of repeats the newest (absent at equal times), as a merge keeps.
     records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
     let mut newest: Vec<LocationRecord> = Vec::with_capacity(records.len());
@@ -98,7 +101,7 @@ pub(crate) fn parse_journal(bytes: &[u8]) -> Result<Journal, BadLocationLog> {
             _ => newest.push(r),
         }
     }
-    Ok(Journal { records: newest, valid_len: at })
+    Ok(Journal { records: newest, appended, valid_len: at })
 }
 
 #[cfg(test)]
@@ -137,7 +140,7 @@ mod tests {
         bytes.extend(journal_frame(&[record(2, 1, 4, false), record(1, 1, 5, false), record(1, 2, 1, true)]));
         let j = parse_journal(&bytes).unwrap();
         assert_eq!(j.records, vec![record(1, 1, 5, false), record(1, 2, 1, true), record(2, 1, 5, true)]);
-        assert_eq!(j.valid_len, bytes.len());
+        assert_eq!((j.appended, j.valid_len), (5, bytes.len()));
     }
 
     #[test]
