@@ -593,6 +593,45 @@ fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
     assert!(std::fs::read(m.join("b.raw")).unwrap() == std::fs::read(t.path().join("src/b.raw")).unwrap());
 }
 
+/// Gets note what they learn in the location journal while a fetch merges
+/// the source's log into the log (folding the journal in) and a reader
+/// reads them: every record lands, once, whatever the order.
+#[test]
+fn gets_noting_locations_while_a_fetch_folds_the_journal_lose_no_record() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    dmv(t.path(), &["init", "src"]);
+    let names: Vec<String> = (0..8).map(|i| format!("f{i}.raw")).collect();
+    for (i, name) in names.iter().enumerate() {
+        write_noise(&src.join(name), 64 << 10, 100 + i as u64);
+    }
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "shoot"]);
+    ok(&dmv_out(t.path(), &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.path().join("m");
+    for round in names.chunks(4) {
+        std::fs::write(src.join("note.txt"), round.join(" ")).unwrap();
+        dmv(&src, &["add", "note.txt"]);
+        dmv(&src, &["commit", "-m", "note"]);
+        let mut running: Vec<_> = round.iter().map(|name| spawn(&m, &["get", name])).collect();
+        running.push(spawn(&m, &["fetch", "origin"]));
+        running.push(spawn(&m, &["whereis", &round[0]]));
+        for r in running {
+            ok(&r.wait_with_output().unwrap());
+        }
+    }
+    fsck_clean(&m);
+    let repo = dmv_repo::Repository::open(&m).unwrap();
+    let me = repo.replica_id().unwrap();
+    let log = repo.load_locations().unwrap();
+    for name in &names {
+        let id = dmv_repo::store::ObjectId::from_hex(dmv(&m, &["rev-parse", &format!("HEAD:{name}")]).trim()).unwrap();
+        assert!(log.records.get(&(id, me)).is_some_and(|s| s.present), "{name}: this replica's copy is not in the log");
+        assert!(log.holders(&id).len() >= 2, "{name}: {:?}", log.holders(&id));
+        assert!(std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap(), "{name}");
+    }
+}
+
 /// Small commits pile up small packs, which commits roll together as they
 /// go (auto-repack). Readers running all along never fail to find an object,
 /// a second writer (fetches from another repository, which repack too) and a
