@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use dmv_repo::Slice;
 use dmv_sync::GetOptions;
 
-use crate::progress::Phases;
+use crate::progress::{Phases, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
@@ -108,19 +108,23 @@ pub struct GetArgs {
     remote: Option<String>,
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn get(a: GetArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let rev = a.rev.as_deref().map(|r| repo.resolve(r)).transpose()?;
     let options = GetOptions { paths: repo_paths(&repo, &a.paths)?, rev, remote: a.remote };
     let got = dmv_sync::get(&repo, &options, &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&got)?);
-    } else if let Some(from) = &got.from {
-        eprintln!("got the data of {} file versions ({} bytes) from {from}; {} files written", got.fetched, got.stats.chunk_bytes, got.written);
-    } else {
-        eprintln!("the data is already here; {} files written", got.written);
+    } else if !quiet {
+        match &got.from {
+            Some(from) => eprintln!("got the data of {} file versions ({} bytes) from {from}; {} files written", got.fetched, got.stats.chunk_bytes, got.written),
+            None => eprintln!("the data is already here; {} files written", got.written),
+        }
     }
     Ok(0)
 }

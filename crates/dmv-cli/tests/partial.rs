@@ -113,6 +113,10 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     assert_eq!(content_received(&out), VIDEO);
     assert!(std::fs::read(a.join("f05/p1.raw")).unwrap() == std::fs::read(src.join("f05/p1.raw")).unwrap());
     assert!(dmv(&a, &["status", "--short"]).is_empty());
+    // -q: nothing but errors (else "the data is already here").
+    let out = dmv_out(&a, &["get", "-q", "f05/p1.raw"]);
+    ok(&out);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{}", stderr(&out));
     // gc keeps what get fetched.
     ok(&dmv_out(&a, &["gc", "--prune", "now"]));
     assert!(ls(&a, "--present").contains(&"f05/p1.raw".to_string()));
@@ -782,15 +786,14 @@ fn a_drop_that_fails_after_locking_releases_the_locks() {
     photos(&a, 1, 1, FILE);
     dmv(t, &["clone", a.to_str().unwrap(), "b"]);
     let b = t.join("b");
-    // b's location log cannot be written (a folder stands in its place): the drop fails at its last step.
-    let _ = std::fs::remove_file(b.join(".dmv/locations"));
-    std::fs::create_dir(b.join(".dmv/locations")).unwrap();
+    // b's location journal cannot be written (a folder stands in its place): the drop fails at its last step.
+    std::fs::create_dir(b.join(".dmv/locations.journal")).unwrap();
     let out = dmv_out(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]);
     assert!(!out.status.success());
     let locks = a.join(".dmv/content-locks");
     let held = std::fs::read_dir(&locks).map(|d| d.count()).unwrap_or(0);
     assert_eq!(held, 0, "locks left in {}", locks.display());
-    std::fs::remove_dir(b.join(".dmv/locations")).unwrap();
+    std::fs::remove_dir(b.join(".dmv/locations.journal")).unwrap();
     dmv(&b, &["drop", "--numcopies", "1", "f00/p0.raw"]);
     assert!(ls(&b, "--absent").contains(&"f00/p0.raw".to_string()));
 }
