@@ -127,7 +127,7 @@ fn specimen(t: &Path) -> PathBuf {
     let repo = dmv_repo::Repository::open(&r).unwrap();
     let key = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD:sub/c.txt"]).trim()).unwrap();
     let stamp = dmv_repo::Stamp { time_ns: dmv_repo::now_ns(), present: true };
-    repo.note_locations(vec![dmv_repo::LocationRecord { key, replica: repo.replica_id().unwrap(), stamp }], false).unwrap();
+    repo.note_locations(vec![dmv_repo::LocationRecord { key, replica: repo.replica_id().unwrap(), stamp }]).unwrap();
     let files = file_bytes(&r.join(".dmv"));
     assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
     r

@@ -95,20 +95,6 @@ impl LogReader {
         Ok(Some(record))
     }
 
-    /// The names, read past the records without checking the checksum:
-    /// enough to decide whether this replica's name needs recording.
-    fn names_unchecked(mut self) -> RepoResult<Names> {
-        let at = HEADER_LEN as u64 + self.left * RECORD_LEN as u64;
-        self.input.seek(std::io::SeekFrom::Start(at)).at(&self.path)?;
-        let mut names = vec![0u8; self.names_len as usize];
-        self.input.read_exact(&mut names).at(&self.path)?;
-        let mut log = LocationLog::default();
-        if !names.is_empty() {
-            decode_names(&names, &mut log).map_err(|e| self.bad(&e.0))?;
-        }
-        Ok(log.names)
-    }
-
     /// Reads the rest, checks the checksum, and returns the names.
     fn finish(mut self) -> RepoResult<Names> {
         while self.next()?.is_some() {}
@@ -423,24 +409,18 @@ impl Repository {
         Ok(changed)
     }
 
-    /// Adds records learnt now (a `get`, a drop: a few) to the journal,
-    /// and with `my_name` this replica's name, as [`Repository::merge_locations`]
-    /// would, without rewriting the log: unless the journal is full, or the
-    /// name is not in the log as it is now, which a merge does.
-    pub fn note_locations(&self, mut records: Vec<LocationRecord>, my_name: bool) -> RepoResult<()> {
+    /// Adds records learnt now (a `get`, a drop: a few) to the journal, as
+    /// [`Repository::merge_locations`] would add them to the log, without
+    /// rewriting it: unless the journal is full, when they are merged.
+    /// (This replica's name is not needed in the log: it is added to every
+    /// log it sends, see [`Repository::location_pages`].)
+    pub fn note_locations(&self, mut records: Vec<LocationRecord>) -> RepoResult<()> {
         let _lock = self.lock_locations()?;
         let journal = self.read_journal()?;
-        let named = !my_name || {
-            let mut log =
-                LocationLog { records: BTreeMap::new(), names: LogReader::open(&self.locations_path())?.map(LogReader::names_unchecked).transpose()?.unwrap_or_default() };
-            let before = log.names.clone();
-            self.with_my_name(&mut log);
-            log.names == before
-        };
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
-        if !named || journal.appended + records.len() > JOURNAL_LIMIT {
+        if journal.appended + records.len() > JOURNAL_LIMIT {
             records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
-            return self.merge_locked(records.into_iter().map(Ok), &Names::new(), my_name).map(drop);
+            return self.merge_locked(records.into_iter().map(Ok), &Names::new(), false).map(drop);
         }
         if records.is_empty() {
             return Ok(());
@@ -466,7 +446,7 @@ impl Repository {
             return Ok(());
         }
         let stamp = Stamp { time_ns: now_ns(), present };
-        self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect(), false)
+        self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect())
     }
 
     /// The records of the location log that `keep` chooses, with its names
@@ -598,7 +578,7 @@ mod tests {
             }
             for (note, mut records) in steps {
                 match note {
-                    true => repo.note_locations(records.clone(), false).unwrap(),
+                    true => repo.note_locations(records.clone()).unwrap(),
                     false => {
                         records.sort_by_key(|r| r.order());
                         let had_journal = repo.journal_path().exists();
@@ -626,13 +606,9 @@ mod tests {
     fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        let me = repo.replica_id().unwrap();
-        // This replica's name is not in the log yet: the first note merges, to record it.
-        repo.note_locations(vec![record(1, 1, 1, true)], true).unwrap();
-        assert!(!repo.journal_path().exists());
+        repo.merge_locations([Ok(record(1, 1, 1, true))], &Names::new(), false).unwrap();
         let log = std::fs::read(repo.locations_path()).unwrap();
-        assert!(repo.load_locations().unwrap().names.contains_key(&me));
-        repo.note_locations(vec![record(2, 1, 1, true)], true).unwrap();
+        repo.note_locations(vec![record(2, 1, 1, true)]).unwrap();
         repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false).unwrap();
         assert_eq!(std::fs::read(repo.locations_path()).unwrap(), log, "the log is not rewritten");
         let journal = std::fs::read(repo.journal_path()).unwrap();
@@ -643,24 +619,24 @@ mod tests {
         std::fs::write(repo.journal_path(), &torn).unwrap();
         let keys = |repo: &Repository| repo.load_locations().unwrap().records.keys().map(|(k, _)| k.0[0]).collect::<Vec<_>>();
         assert_eq!(keys(&repo), vec![1, 2, 3]);
-        repo.note_locations(vec![record(4, 1, 1, true)], false).unwrap();
+        repo.note_locations(vec![record(4, 1, 1, true)]).unwrap();
         assert_eq!(keys(&repo), vec![1, 2, 3, 4]);
         assert_eq!(std::fs::read(repo.journal_path()).unwrap().len(), journal.len() + 8 + RECORD_LEN + 32);
         // Once the journal would hold more than its limit, it is folded into the log.
         let many: Vec<LocationRecord> = (0..JOURNAL_LIMIT as u32)
             .map(|i| LocationRecord { key: ObjectId(blake3::hash(&i.to_le_bytes()).into()), replica: ReplicaId([7; 16]), stamp: Stamp { time_ns: 1, present: true } })
             .collect();
-        repo.note_locations(many, false).unwrap();
+        repo.note_locations(many).unwrap();
         assert!(!repo.journal_path().exists());
         assert_eq!(repo.load_locations().unwrap().records.len(), 4 + JOURNAL_LIMIT);
         // A damaged frame before the last is damage, reported by every reading.
-        repo.note_locations(vec![record(5, 1, 1, true)], false).unwrap();
-        repo.note_locations(vec![record(6, 1, 1, true)], false).unwrap();
+        repo.note_locations(vec![record(5, 1, 1, true)]).unwrap();
+        repo.note_locations(vec![record(6, 1, 1, true)]).unwrap();
         let mut bytes = std::fs::read(repo.journal_path()).unwrap();
         bytes[crate::location_journal::JOURNAL_HEADER_LEN + 9] ^= 1;
         std::fs::write(repo.journal_path(), &bytes).unwrap();
         assert!(repo.check_locations().unwrap_err().to_string().contains("journal"));
-        assert!(repo.note_locations(vec![record(7, 1, 1, true)], false).is_err());
+        assert!(repo.note_locations(vec![record(7, 1, 1, true)]).is_err());
         assert_eq!(std::fs::read(repo.journal_path()).unwrap(), bytes);
         assert!(repo.reset_damaged_locations().unwrap());
         repo.check_locations().unwrap();

@@ -33,8 +33,7 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: V
     files.sort_unstable();
     files.dedup();
     let records = files.iter().flat_map(|key| replicas.iter().map(|replica| LocationRecord { key: *key, replica: *replica, stamp })).collect();
-    // Whoever this log reaches learns what this replica is called.
-    repo.note_locations(records, true)?;
+    repo.note_locations(records)?;
     Ok(())
 }
 
