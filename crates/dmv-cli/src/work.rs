@@ -597,9 +597,11 @@ pub struct SwitchArgs {
     create: bool,
     branch: String,
     start: Option<String>,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
-fn switch_to_branch(repo: &mut Repository, name: &str) -> Result<()> {
+fn switch_to_branch(repo: &mut Repository, name: &str, quiet: bool) -> Result<()> {
     let full = format!("refs/heads/{name}");
     if repo.refs.get(&full)?.is_none() {
         // As git: a branch only one remote has is made here from its remote-tracking branch.
@@ -612,7 +614,9 @@ fn switch_to_branch(repo: &mut Repository, name: &str) -> Result<()> {
                     let upstream = dmv_repo::Upstream { remote: remote.to_string(), branch: branch.to_string() };
                     repo.update_config(|cfg| Ok::<_, dmv_repo::RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
                 }
-                eprintln!("Branch '{name}' set up to follow '{short}'.");
+                if !quiet {
+                    eprintln!("Branch '{name}' set up to follow '{short}'.");
+                }
             }
             several => {
                 let names: Vec<&str> = several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/")).collect();
@@ -622,17 +626,20 @@ fn switch_to_branch(repo: &mut Repository, name: &str) -> Result<()> {
     }
     let p = Progress::new("checkout");
     repo.switch_to(&Head::Branch(full), &|d, t| p.update(d, t))?;
-    eprintln!("Switched to branch '{name}'");
+    if !quiet {
+        eprintln!("Switched to branch '{name}'");
+    }
     Ok(())
 }
 
 pub fn switch(a: SwitchArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let mut repo = open_repo()?;
     if a.create {
         let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&format!("refs/heads/{}", a.branch), start, "branch: created")?;
     }
-    switch_to_branch(&mut repo, &a.branch)?;
+    switch_to_branch(&mut repo, &a.branch, quiet)?;
     Ok(0)
 }
 
@@ -647,9 +654,12 @@ pub struct CheckoutArgs {
     /// or from the target, staged too (`dmv checkout REV -- PATH...`).
     #[arg(last = true)]
     paths: Vec<PathBuf>,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn checkout(a: CheckoutArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let mut repo = open_repo()?;
     if !a.paths.is_empty() {
         let specs = repo_paths(&repo, &a.paths)?;
@@ -665,18 +675,20 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     if let Some(b) = a.new_branch {
         let start = repo.resolve(a.target.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&format!("refs/heads/{b}"), start, "branch: created")?;
-        switch_to_branch(&mut repo, &b)?;
+        switch_to_branch(&mut repo, &b, quiet)?;
         return Ok(0);
     }
     let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
     if repo.refs.get(&format!("refs/heads/{target}"))?.is_some() {
-        switch_to_branch(&mut repo, target)?;
+        switch_to_branch(&mut repo, target, quiet)?;
         return Ok(0);
     }
     let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;
     let p = Progress::new("checkout");
     repo.switch_to(&Head::Detached(id), &|d, t| p.update(d, t))?;
-    eprintln!("HEAD is now at {} (detached)", id.short());
+    if !quiet {
+        eprintln!("HEAD is now at {} (detached)", id.short());
+    }
     Ok(0)
 }
 

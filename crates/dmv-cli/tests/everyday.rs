@@ -512,6 +512,14 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     let out = dmv_out(d, &["rev-parse", "HEAD:nosuch.txt"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("path 'nosuch.txt' does not exist in HEAD"), "{}", stderr(&out));
+    // switch and checkout say where they went, but for -q.
+    assert!(stderr(&dmv_out(d, &["switch", "-c", "side"])).contains("Switched to branch 'side'"));
+    for args in [&["switch", "-q", "main"][..], &["checkout", "-q", "side"], &["checkout", "--quiet", &id]] {
+        let out = dmv_out(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "HEAD");
 }
 
 #[test]
