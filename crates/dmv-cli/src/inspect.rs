@@ -5,11 +5,11 @@ use std::io::Write;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use dmv_repo::store::object::EntryKind;
-use dmv_repo::tree::{flatten, lookup, read_dir};
+use dmv_repo::tree::{flatten, read_dir};
 use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
 
 use crate::media::media_facts;
-use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::repo_args::{entry_at, open_repo, repo_paths, show_path};
 
 #[derive(Args)]
 pub struct LogArgs {
@@ -366,18 +366,16 @@ pub struct CatArgs {
 pub fn cat(a: CatArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (rev, path) = a.spec.split_once(':').ok_or_else(|| anyhow!("expected REV:PATH, got '{}'", a.spec))?;
-    let rev = if rev.is_empty() { "HEAD" } else { rev };
-    let tree = repo.commit(&repo.resolve(rev)?)?.tree;
-    let entry = lookup(&repo.store, &tree, path.as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {rev}"))?;
+    let (commit, entry) = entry_at(&repo, rev, path)?;
     if repo.is_absent(&entry)? {
         // A partial replica fetches the data on demand.
-        let options = dmv_sync::GetOptions { paths: vec![path.as_bytes().to_vec()], rev: Some(repo.resolve(rev)?), remote: None };
+        let options = dmv_sync::GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: Some(commit), remote: None };
         dmv_sync::get(&repo, &options, &dmv_sync::Silent)?;
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     match entry.kind {
-        EntryKind::Dir => bail!("'{path}' is a directory in {rev}; use ls-tree"),
+        EntryKind::Dir => bail!("'{path}' is a directory; use ls-tree"),
         _ => {
             repo.store.write_content(&entry.id, &mut out)?;
         }
@@ -399,8 +397,7 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
     let repo = open_repo()?;
     let spec = a.spec.unwrap_or_else(|| "HEAD".into());
     let (rev, path) = spec.split_once(':').unwrap_or((&spec, ""));
-    let root = repo.commit(&repo.resolve(rev)?)?.tree;
-    let entry = lookup(&repo.store, &root, path.as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {rev}"))?;
+    let (_, entry) = entry_at(&repo, rev, path)?;
     if entry.kind != EntryKind::Dir {
         bail!("'{path}' is not a directory");
     }

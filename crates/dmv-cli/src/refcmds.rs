@@ -7,7 +7,7 @@ use clap::Args;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, Repository};
 
-use crate::repo_args::open_repo;
+use crate::repo_args::{entry_at, open_repo};
 
 #[derive(Args)]
 pub struct UpdateRefArgs {
@@ -204,11 +204,7 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
             continue;
         }
         let id = match rev.split_once(':') {
-            Some((commit, path)) => {
-                let commit = if commit.is_empty() { "HEAD" } else { commit };
-                let tree = repo.commit(&repo.resolve(commit)?)?.tree;
-                dmv_repo::tree::lookup(&repo.store, &tree, path.trim_matches('/').as_bytes())?.ok_or_else(|| anyhow!("path '{path}' does not exist in {commit}"))?.id
-            }
+            Some((commit, path)) => entry_at(&repo, commit, path)?.1.id,
             None => repo.resolve(rev)?,
         };
         println!("{}", if a.short { id.short() } else { id.to_hex() });

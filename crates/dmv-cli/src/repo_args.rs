@@ -33,6 +33,16 @@ pub fn check_worktree() -> Option<dmv_repo::RepoError> {
     }
 }
 
+/// What `REV:PATH` names: the commit `REV` resolves to (HEAD when empty)
+/// and the entry at `PATH` in it (its root folder when empty).
+pub fn entry_at(repo: &dmv_repo::Repository, rev: &str, path: &str) -> anyhow::Result<(dmv_repo::store::ObjectId, dmv_repo::FlatEntry)> {
+    let rev = if rev.is_empty() { "HEAD" } else { rev };
+    let commit = repo.resolve(rev)?;
+    let tree = repo.commit(&commit)?.tree;
+    let entry = dmv_repo::tree::lookup(&repo.store, &tree, path.trim_matches('/').as_bytes())?;
+    Ok((commit, entry.ok_or_else(|| anyhow::anyhow!("path '{path}' does not exist in {rev}"))?))
+}
+
 /// Command-line paths as repository-relative byte paths.
 pub fn repo_paths(repo: &dmv_repo::Repository, paths: &[PathBuf]) -> anyhow::Result<Vec<Vec<u8>>> {
     let cwd = std::env::current_dir()?;

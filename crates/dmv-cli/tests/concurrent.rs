@@ -594,10 +594,11 @@ fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
 }
 
 /// Gets note what they learn in the location journal while a fetch merges
-/// the source's log into the log (folding the journal in) and a reader
-/// reads them: every record lands, once, whatever the order.
+/// the source's log into the log (folding the journal in), a reader reads
+/// them and a strict gc runs: every record lands, whatever the order, and
+/// every file got stays whole.
 #[test]
-fn gets_noting_locations_while_a_fetch_folds_the_journal_lose_no_record() {
+fn gets_noting_locations_while_a_fetch_folds_the_journal_and_gc_runs_lose_no_record() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     dmv(t.path(), &["init", "src"]);
@@ -616,6 +617,7 @@ fn gets_noting_locations_while_a_fetch_folds_the_journal_lose_no_record() {
         let mut running: Vec<_> = round.iter().map(|name| spawn(&m, &["get", name])).collect();
         running.push(spawn(&m, &["fetch", "origin"]));
         running.push(spawn(&m, &["whereis", &round[0]]));
+        running.push(spawn(&m, GC_NOW));
         for r in running {
             ok(&r.wait_with_output().unwrap());
         }

@@ -419,7 +419,7 @@ impl Repository {
         let journal = self.read_journal()?;
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
         if journal.appended + records.len() > JOURNAL_LIMIT {
-            records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
+            records.sort_by_key(LocationRecord::order_then_age);
             return self.merge_locked(records.into_iter().map(Ok), &Names::new(), false).map(drop);
         }
         if records.is_empty() {

@@ -93,7 +93,7 @@ pub(crate) fn parse_journal(bytes: &[u8]) -> Result<Journal, BadLocationLog> {
     }
     let appended = records.len();
     // Sorted, and of repeats the newest (absent at equal times), as a merge keeps.
-    records.sort_by_key(|r| (r.order(), r.stamp.time_ns, !r.stamp.present));
+    records.sort_by_key(LocationRecord::order_then_age);
     let mut newest: Vec<LocationRecord> = Vec::with_capacity(records.len());
     for r in records {
         match newest.last_mut() {

@@ -98,6 +98,12 @@ impl LocationRecord {
         (self.key, self.replica)
     }
 
+    /// Sorts records by [`LocationRecord::order`], and the records of one
+    /// (key, replica) older first, as [`Stamp::newer_than`] judges them.
+    pub(crate) fn order_then_age(&self) -> ((ObjectId, ReplicaId), u64, bool) {
+        (self.order(), self.stamp.time_ns, !self.stamp.present)
+    }
+
     pub(crate) fn encode(&self) -> [u8; RECORD_LEN] {
         let mut record = [0u8; RECORD_LEN];
         record[..32].copy_from_slice(&self.key.0);
