@@ -473,7 +473,11 @@ fn hash_staged(h: &mut blake3::Hasher, path: &[u8], e: &DirEntry) {
 /// It holds the [`Dirstate::staged_hash`] of the entries it was made from and
 /// is believed only while they still hash so: a change to the entries by any
 /// command, or a damaged file, makes it stale, never wrong.
-/// Layout: magic, version (u32 LE), tree id, entries hash.
+/// Layout: magic, version (u32 LE), tree id, entries hash, and in version 2
+/// the BLAKE3 of those 76 bytes: version 2 is written in place (no rename),
+/// so a reader or a crash may meet a mix of two marks, which the checksum
+/// turns into no mark. Version 1 (no checksum) was only ever renamed into
+/// place whole, and is still believed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreeMark {
     pub tree: ObjectId,
@@ -481,8 +485,8 @@ pub struct TreeMark {
 }
 
 const MARK_MAGIC: &[u8; 8] = b"DMVDTRE\0";
-const MARK_VERSION: u32 = 1;
-const MARK_LEN: usize = 8 + 4 + 32 + 32;
+const MARK_VERSION: u32 = 2;
+const MARK_BODY_LEN: usize = 8 + 4 + 32 + 32;
 
 impl TreeMark {
     /// The tree `ds` builds, if this mark was made from the same entries.
@@ -491,20 +495,29 @@ impl TreeMark {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(MARK_LEN);
+        let mut out = Vec::with_capacity(MARK_BODY_LEN + 32);
         out.extend_from_slice(MARK_MAGIC);
         out.extend_from_slice(&MARK_VERSION.to_le_bytes());
         out.extend_from_slice(&self.tree.0);
         out.extend_from_slice(&self.entries);
+        let sum = blake3::hash(&out);
+        out.extend_from_slice(sum.as_bytes());
         out
     }
 
-    /// None for anything but a mark of this version (missing, short, damaged: only a cache).
+    /// None for anything but a whole mark of version 1 or 2 (missing, short,
+    /// torn, damaged: only a cache).
     pub fn decode(bytes: &[u8]) -> Option<TreeMark> {
-        if bytes.len() != MARK_LEN || &bytes[..8] != MARK_MAGIC || bytes[8..12] != MARK_VERSION.to_le_bytes() {
+        let body = bytes.get(..MARK_BODY_LEN)?;
+        if &body[..8] != MARK_MAGIC {
             return None;
         }
-        Some(TreeMark { tree: ObjectId(bytes[12..44].try_into().ok()?), entries: bytes[44..76].try_into().ok()? })
+        let whole = match u32::from_le_bytes(body[8..12].try_into().ok()?) {
+            1 => bytes.len() == MARK_BODY_LEN,
+            2 => bytes.len() == MARK_BODY_LEN + 32 && bytes[MARK_BODY_LEN..] == *blake3::hash(body).as_bytes(),
+            _ => false,
+        };
+        whole.then(|| TreeMark { tree: ObjectId(body[12..44].try_into().expect("32 bytes")), entries: body[44..76].try_into().expect("32 bytes") })
     }
 }
 
@@ -550,11 +563,24 @@ mod tests {
         assert_eq!(streamed, ds.staged_hash());
         assert_eq!(std::fs::read(dir.path().join("map")).unwrap(), std::fs::read(dir.path().join("stream")).unwrap());
         assert!(Dirstate::save_sorted(&dir.path().join("short"), 2, ds.entries.iter().map(|(p, e)| (p, e.clone()))).is_err());
-        let mut expected = b"DMVDTRE\0\x01\0\0\0".to_vec();
+        let mut expected = b"DMVDTRE\0\x02\0\0\0".to_vec();
         expected.extend([9u8; 32]);
         expected.extend(*blake3::hash(&[&1u64.to_le_bytes()[..], b"a", &[0], &[1; 32], &5u64.to_le_bytes()].concat()).as_bytes());
+        let version_1 = [b"DMVDTRE\0\x01\0\0\0".as_slice(), &expected[12..]].concat();
+        expected.extend(*blake3::hash(&expected).as_bytes());
         assert_eq!(mark.encode(), expected);
         assert_eq!(TreeMark::decode(&expected), Some(mark.clone()));
+        assert_eq!(TreeMark::decode(&version_1), Some(mark.clone()));
+        // Written in place, a mark may be met half old and half new: no mark.
+        let other = TreeMark { tree: ObjectId([3; 32]), entries: [4; 32] }.encode();
+        for cut in 1..expected.len() {
+            let torn = [&other[..cut], &expected[cut..]].concat();
+            if torn != expected && torn != other {
+                assert_eq!(TreeMark::decode(&torn), None, "torn at {cut}");
+            }
+        }
+        assert_eq!(TreeMark::decode(&[&expected[..], &[0]].concat()), None);
+        assert_eq!(TreeMark::decode(&[&version_1[..], &[0]].concat()), None);
         assert_eq!(mark.tree_of(&ds), Some(ObjectId([9; 32])));
         // Stat data is not what is staged; a kind, an id, a size or a path is.
         ds.entries.get_mut(&b"a"[..]).unwrap().mtime_ns = 77;
@@ -573,6 +599,7 @@ mod tests {
             assert_eq!(mark.tree_of(&other), None, "change {change}");
         }
         assert_eq!(TreeMark::decode(&expected[..75]), None);
+        assert_eq!(TreeMark::decode(&expected[..107]), None);
     }
 
     #[test]

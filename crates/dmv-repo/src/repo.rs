@@ -210,7 +210,7 @@ impl Repository {
     /// [`Repository::mark_tree`] for entries whose staged hash is known.
     pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
         if self.check_worktree_locked("the dirstate's tree").is_ok() {
-            let _ = crate::atomic::write_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark { tree, entries: staged }.encode());
+            let _ = crate::atomic::overwrite_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark { tree, entries: staged }.encode());
         }
     }
 
