@@ -8,7 +8,7 @@ use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
 use dmv_repo::{GcPolicy, Repository};
 
-use crate::progress::Progress;
+use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, show_path};
 
 #[derive(Args)]
@@ -137,6 +137,8 @@ pub struct GcArgs {
     prune: std::time::Duration,
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 fn parse_age(text: &str) -> Result<std::time::Duration, String> {
@@ -162,6 +164,7 @@ fn parse_age(text: &str) -> Result<std::time::Duration, String> {
 }
 
 pub fn gc(a: GcArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let p = Progress::new("gc");
     let done = std::cell::Cell::new(0u64);
@@ -173,7 +176,7 @@ pub fn gc(a: GcArgs) -> Result<u8> {
     p.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
+    } else if !quiet {
         println!(
             "packs {} -> {}, bytes {} -> {}, {} unreachable objects dropped",
             report.packs_before, report.packs_after, report.bytes_before, report.bytes_after, report.objects_dropped

@@ -359,7 +359,7 @@ fn print_stat(out: &mut impl Write, changes: &[Change]) -> Result<()> {
 
 #[derive(Args)]
 pub struct CatArgs {
-    /// REV:PATH
+    /// REV:PATH (`:PATH`: the staged version)
     spec: String,
 }
 
@@ -369,7 +369,7 @@ pub fn cat(a: CatArgs) -> Result<u8> {
     let (commit, entry) = entry_at(&repo, rev, path)?;
     if repo.is_absent(&entry)? {
         // A partial replica fetches the data on demand.
-        let options = dmv_sync::GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: Some(commit), remote: None };
+        let options = dmv_sync::GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: commit, remote: None };
         dmv_sync::get(&repo, &options, &dmv_sync::Silent)?;
     }
     let stdout = std::io::stdout();

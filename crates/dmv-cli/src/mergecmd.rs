@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgGroup, Args};
 use dmv_repo::{MergeOutcome, Resolution};
 
-use crate::progress::Progress;
+use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
@@ -20,29 +20,33 @@ pub struct MergeArgs {
     /// Give up the merge in progress: put the working tree and staging area back to HEAD.
     #[arg(long, conflicts_with = "rev")]
     abort: bool,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn merge(a: MergeArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     if a.abort {
         repo.merge_abort()?;
-        match repo.head_commit()? {
-            Some(id) => println!("Merge aborted; back at {}.", id.short()),
-            None => println!("Merge aborted."),
+        if !quiet {
+            match repo.head_commit()? {
+                Some(id) => println!("Merge aborted; back at {}.", id.short()),
+                None => println!("Merge aborted."),
+            }
         }
         return Ok(0);
     }
     let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
-    merge_and_report(&repo, theirs, &rev)
-}
-
-/// Merges `theirs` into HEAD and says what happened (exit 1 on conflicts).
-fn merge_and_report(repo: &dmv_repo::Repository, theirs: dmv_repo::store::ObjectId, label: &str) -> Result<u8> {
     let p = Progress::new("merging");
-    let outcome = repo.merge(theirs, label, &|d, t| p.update(d, t))?;
+    let outcome = repo.merge(theirs, &rev, &|d, t| p.update(d, t))?;
     p.finish();
-    report(repo, &outcome, label)
+    // Quiet, as pull's: conflicts still need saying, they leave work to do.
+    if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {
+        return Ok(0);
+    }
+    report(&repo, &outcome, &rev)
 }
 
 /// Says what a merge did (exit 1 on conflicts); `pull` and `sync` end here too.

@@ -512,6 +512,18 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     let out = dmv_out(d, &["rev-parse", "HEAD:nosuch.txt"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("path 'nosuch.txt' does not exist in HEAD"), "{}", stderr(&out));
+    // :PATH is the staged version, as in git.
+    std::fs::write(d.join("a.txt"), "staged").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    std::fs::write(d.join("a.txt"), "not staged").unwrap();
+    assert_eq!(dmv(d, &["cat", ":a.txt"]), "staged");
+    assert_eq!(dmv(d, &["cat", "HEAD:a.txt"]), "a");
+    let staged_id = dmv(d, &["rev-parse", ":a.txt"]).trim().to_string();
+    assert!(staged_id.len() == 64 && staged_id != file_id, "{staged_id}");
+    let out = dmv_out(d, &["cat", ":nosuch.txt"]);
+    assert!(!out.status.success() && stderr(&out).contains("path 'nosuch.txt' is not in the staging area"), "{}", stderr(&out));
+    dmv(d, &["restore", "--staged", "a.txt"]);
+    dmv(d, &["restore", "a.txt"]);
     // switch and checkout say where they went, but for -q.
     assert!(stderr(&dmv_out(d, &["switch", "-c", "side"])).contains("Switched to branch 'side'"));
     for args in [&["switch", "-q", "main"][..], &["checkout", "-q", "side"], &["checkout", "--quiet", &id]] {
@@ -520,6 +532,20 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
         assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
     }
     assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "HEAD");
+    // So do merge and gc.
+    dmv(d, &["switch", "-q", "-c", "ahead", "main"]);
+    std::fs::write(d.join("b.txt"), "b").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    dmv(d, &["commit", "-q", "-m", "two"]);
+    dmv(d, &["switch", "-q", "main"]);
+    assert!(dmv(d, &["merge", "ahead"]).contains("Fast-forward"));
+    dmv(d, &["reset", "--hard", &id]);
+    for args in [&["merge", "-q", "ahead"][..], &["gc", "-q"]] {
+        let out = dmv_out(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(dmv(d, &["rev-parse", "main"]), dmv(d, &["rev-parse", "ahead"]));
 }
 
 #[test]
