@@ -1341,6 +1341,8 @@ HUGE_ROWS = [
     ("read2", "cat2", "read back the edited file, hash checked"),
     ("checkout", "cp", "the file deleted, then `dmv restore FILE`, hash checked"),
     ("clone", "cp", "`dmv clone SRC DEST` on the same disk, checkout included, hash checked"),
+    ("clone_bare", "cp", "no room for a full clone: the source's file deleted, then `dmv clone --bare SRC DEST`"),
+    ("read_clone", "cat2", "the bare clone's file read back from its store: `dmv cat HEAD:FILE`, hash checked"),
 ]
 
 
@@ -1348,6 +1350,8 @@ def huge_table(ix, p):
     lines = ["| step | what | dmv | peak RSS | repository | floor | floor time | dmv/floor |",
              "|---|---|--:|--:|--:|---|--:|--:|"]
     for step, floor, label in HUGE_ROWS:
+        if step in ("clone_bare", "read_clone") and not ix.get("dmv", "huge", p, step):
+            continue  # only where the disk had no room for a full clone
         if floor is None and step != "init":  # a floor's own row
             lines.append("| %s | %s | | | | | %s | |" % (step, label, cell(ix.get("cp", "huge", p, step), "time")[1]))
             continue
@@ -1380,8 +1384,13 @@ def huge_targets(ix, p, mem_bytes):
             "—" if r is None or small else ("yes" if r <= HUGE_TARGET_FACTOR else "**no**")))
     rss = [(r["peak_rss_kib"], s) for (t, e, q, s), r in ix.by.items()
            if t == "dmv" and e == "huge" and q == str(p) and r["status"] == "ok" and r.get("peak_rss_kib")]
-    missing = [s for s, floor, _ in HUGE_ROWS if (floor or s == "init") and (
-        ix.get("dmv", "huge", p, s) or {}).get("status") != "ok"]
+    ok = {s for s, _, _ in HUGE_ROWS if (ix.get("dmv", "huge", p, s) or {}).get("status") == "ok"}
+
+    def done(s):  # a bare clone read back stands for the clone where the disk had no room for a full one
+        if s == "clone":
+            return s in ok or {"clone_bare", "read_clone"} <= ok
+        return s in ok or (s in ("clone_bare", "read_clone") and not ix.get("dmv", "huge", p, s))
+    missing = [s for s, floor, _ in HUGE_ROWS if (floor or s == "init") and not done(s)]
     top = max(rss) if rss else None
     measured = "—" if top is None else "largest %s (%s)%s%s" % (
         fmt_kib(top[0]), top[1], "; not measured: %s" % ", ".join(missing) if missing else "", at)
@@ -1401,7 +1410,7 @@ def huge_section(ix, mem_bytes):
            "of the edited file; then the file is deleted (untimed) and `dmv restore FILE` writes it back from "
            "the commit (checkout; its hash checked untimed); last `dmv clone SRC DEST` of the repository to a "
            "folder beside it on the same disk, only when the disk has twice the file's size and 2 GiB free at "
-           "that point (the clone's file checked untimed, then deleted). The floors are recorded as tool `cp`. "
+           "that point (the clone's file checked untimed, then deleted); with room for one more copy only, the source's file is deleted (its commit holds it), the clone is bare (`--bare`: its store, no working tree) and its file is read back from that store (read_clone). The floors are recorded as tool `cp`. "
            "Peak RSS: GNU time's. dmv/floor below 1: DMV is faster than the floor.", ""]
     for p in ix.params("huge"):
         ram = " (%.2f× this machine's RAM of %s)" % (p / mem_bytes, fmt_bytes(mem_bytes)) if mem_bytes else ""
