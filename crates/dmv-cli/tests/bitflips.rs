@@ -128,6 +128,15 @@ fn specimen(t: &Path) -> PathBuf {
     let key = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD:sub/c.txt"]).trim()).unwrap();
     let stamp = dmv_repo::Stamp { time_ns: dmv_repo::now_ns(), present: true };
     repo.note_locations(vec![dmv_repo::LocationRecord { key, replica: repo.replica_id().unwrap(), stamp }]).unwrap();
+    // A ref table in a file (a writer keeping no table inline folds the list's into one), and a
+    // small transaction's table inline in the list above it.
+    let head = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD"]).trim()).unwrap();
+    let plain = dmv_repo::dmv_refs::RefStore::open(&r.join(".dmv/refs"), Default::default()).unwrap();
+    let mut tx = plain.transaction();
+    tx.update("refs/heads/filed", dmv_repo::dmv_refs::Expect::Absent, Some(head.0)).unwrap();
+    tx.commit("t <t@x>", (0, 0), "a table in a file").unwrap();
+    dmv(&r, &["branch", "extra"]);
+    assert!(std::fs::read_to_string(r.join(".dmv/refs/tables.list")).unwrap().contains(".ref\ninline "));
     let files = file_bytes(&r.join(".dmv"));
     assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
     r

@@ -25,7 +25,7 @@ pub use name::{validate_name, MAX_NAME_LEN};
 pub use value::{RefValue, ReflogEntry};
 
 use format::*;
-use lock::{sync_dir, Lock, LIST, LOCK};
+use lock::{inline_line, sync_dir, Lock, LIST, LOCK};
 use stack::{open_stack, read_list, Merged, Stack};
 use table::{Table, TableWriter};
 
@@ -35,11 +35,16 @@ pub struct Options {
     pub lock_timeout: Duration,
     /// Run geometric compaction after every transaction.
     pub auto_compact: bool,
+    /// A transaction's new table of at most this many bytes travels inside
+    /// `tables.list` instead of in a file of its own (0: never). Readers
+    /// take either; only a store whose readers all know inline tables may
+    /// write them (dmv-repo lists the requirement `refs-inline`).
+    pub inline_limit: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { lock_timeout: Duration::from_secs(5), auto_compact: true }
+        Options { lock_timeout: Duration::from_secs(5), auto_compact: true, inline_limit: 0 }
     }
 }
 
@@ -167,7 +172,7 @@ impl RefStore {
             self.remove_orphans(&stack);
             return Ok(());
         }
-        self.compact_locked(lock, &stack, 0..n)
+        self.compact_locked(lock, &stack, 0)
     }
 
     /// Geometric compaction: while a table is not at least twice the size
@@ -180,7 +185,7 @@ impl RefStore {
         let stack = open_stack(&self.dir)?;
         let sizes: Vec<u64> = stack.tables.iter().map(|t| t.size).collect();
         match plan_compaction(&sizes) {
-            Some(r) => self.compact_locked(lock, &stack, r),
+            Some(r) => self.compact_locked(lock, &stack, r.start),
             None => {
                 self.remove_orphans(&stack);
                 Ok(())
@@ -203,14 +208,16 @@ impl RefStore {
         Ok(())
     }
 
+    /// Tables in the stack, the one inline in the list included.
     pub fn table_count(&self) -> Result<usize, RefError> {
-        Ok(read_list(&self.dir)?.len())
+        let list = read_list(&self.dir)?;
+        Ok(list.names.len() + usize::from(list.inline.is_some()))
     }
 
     /// Table files of the current stack, bottom first (for tests and fsck
-    /// messages).
+    /// messages); a table inline in the list has none.
     pub fn table_paths(&self) -> Result<Vec<PathBuf>, RefError> {
-        Ok(read_list(&self.dir)?.into_iter().map(|n| self.dir.join(n)).collect())
+        Ok(read_list(&self.dir)?.names.into_iter().map(|n| self.dir.join(n)).collect())
     }
 
     /// Deletes table files not named by the list: leftovers of writers that
@@ -230,11 +237,12 @@ impl RefStore {
         }
     }
 
-    fn compact_locked(&self, lock: Lock, stack: &Stack, range: std::ops::Range<usize>) -> Result<(), RefError> {
+    /// Merges the tables from `start` to the top into one table file.
+    fn compact_locked(&self, lock: Lock, stack: &Stack, start: usize) -> Result<(), RefError> {
         failpoint::hit("refs-compact-after-lock");
         self.remove_orphans(stack);
-        let seg = &stack.tables[range.clone()];
-        let bottom = range.start == 0;
+        let seg = &stack.tables[start..];
+        let bottom = start == 0;
         let min = seg.iter().map(|t| t.footer.min_index).min().unwrap_or(0);
         let max = seg.iter().map(|t| t.footer.max_index).max().unwrap_or(0);
         let name = table_file_name(min, max);
@@ -258,25 +266,16 @@ impl RefStore {
             let _ = std::fs::remove_file(&path);
             return Err(e);
         }
-        let mut body = String::new();
-        for t in &stack.tables[..range.start] {
-            body.push_str(&t.name);
-            body.push('\n');
-        }
-        body.push_str(&name);
-        body.push('\n');
-        for t in &stack.tables[range.end..] {
-            body.push_str(&t.name);
-            body.push('\n');
-        }
-        if let Err(e) = lock.commit(&body, "refs-compact-after-list-write", "refs-compact-after-list-rename") {
-            if !self.dir.join(LIST).exists() || !read_list(&self.dir)?.contains(&name) {
+        let committed =
+            list_body(&stack.tables[..start], &Top::File(name.clone())).and_then(|body| lock.commit(&body, "refs-compact-after-list-write", "refs-compact-after-list-rename"));
+        if let Err(e) = committed {
+            if !self.dir.join(LIST).exists() || !read_list(&self.dir)?.names.contains(&name) {
                 let _ = std::fs::remove_file(&path);
             }
             return Err(e);
         }
         // Readers that still have the old list retry when these vanish.
-        for (i, t) in seg.iter().enumerate() {
+        for (i, t) in seg.iter().filter(|t| !t.inline).enumerate() {
             let _ = std::fs::remove_file(&t.path);
             if i == 0 {
                 failpoint::hit("refs-compact-during-remove");
@@ -288,6 +287,39 @@ impl RefStore {
 
 fn table_file_name(min: u64, max: u64) -> String {
     format!("{min:08x}-{max:08x}-{:08x}.ref", rand::random::<u32>())
+}
+
+/// The new top table of the stack: a file, or its bytes inside the list.
+enum Top {
+    File(String),
+    Inline(Vec<u8>),
+}
+
+/// The new list: the table files kept below, then the new top table.
+fn list_body(below: &[Table], top: &Top) -> Result<String, RefError> {
+    let mut body = String::new();
+    for t in below {
+        if t.inline {
+            return Err(RefError::io(&t.path, std::io::Error::other("internal error: the table inline in the list would stay below a new one")));
+        }
+        body.push_str(&t.name);
+        body.push('\n');
+    }
+    match top {
+        Top::File(name) => {
+            body.push_str(name);
+            body.push('\n');
+        }
+        Top::Inline(bytes) => body.push_str(&inline_line(bytes)),
+    }
+    Ok(body)
+}
+
+/// A table built in memory but too large to travel in the list, in a file of its own.
+fn write_table_file(path: &Path, bytes: &[u8]) -> Result<(), RefError> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RefError::io(path, e))?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| RefError::io(path, e))
 }
 
 /// Returns the top segment of the stack to merge, if any. Sizes are bottom
@@ -402,15 +434,20 @@ impl<'a> Transaction<'a> {
         // Geometric compaction planned with this table on top: the tables it
         // would fold in are merged with it in the same write, so the commit
         // and its compaction are one table, one fsync and one list swap.
+        // A table inline in the list is the top one, and the list is
+        // rewritten: it is always folded in, so it is planned as part of the new one.
         let mut sizes: Vec<u64> = stack.tables.iter().map(|t| t.size).collect();
-        sizes.push(records.iter().map(|(k, _, v)| (k.len() + v.len() + 8) as u64).sum::<u64>() + TABLE_OVERHEAD);
-        let fold = if store.opts.auto_compact { plan_compaction(&sizes).map_or(stack.tables.len(), |r| r.start) } else { stack.tables.len() };
+        let inline_below = stack.tables.last().filter(|t| t.inline).map_or(0, |t| t.size);
+        let always = stack.tables.len() - usize::from(inline_below > 0);
+        sizes.truncate(always);
+        sizes.push(inline_below + records.iter().map(|(k, _, v)| (k.len() + v.len() + 8) as u64).sum::<u64>() + TABLE_OVERHEAD);
+        let fold = if store.opts.auto_compact { plan_compaction(&sizes).map_or(always, |r| r.start) } else { always };
         let seg = &stack.tables[fold..];
         let min = seg.iter().map(|t| t.footer.min_index).min().unwrap_or(idx).min(idx);
         let name = table_file_name(min, idx);
         let path = dir.join(&name);
-        let res = (|| {
-            let mut w = TableWriter::create(&path, "refs-during-table-write")?;
+        // The transaction's records merged with the folded tables, in key order.
+        let fill = |w: &mut TableWriter| -> Result<(), RefError> {
             let mut below = Merged::new(seg, &[])?;
             let mut mine = records.iter().peekable();
             // Nothing below the bottom table can be shadowed: its tombstones have done their job.
@@ -441,29 +478,49 @@ impl<'a> Transaction<'a> {
                     }
                 }
             }
-            w.finish(min, idx)?;
+            Ok(())
+        };
+        // A table small enough travels inside the new list: no file of its
+        // own, two flushes instead of four (table, folder, list, folder).
+        let limit = store.opts.inline_limit;
+        let small = limit > 0 && sizes[fold..].iter().sum::<u64>() <= limit;
+        let res = (|| {
+            let top = if small {
+                let mut w = TableWriter::in_memory(&dir.join(LIST))?;
+                fill(&mut w)?;
+                let bytes = w.finish_in_memory(min, idx)?;
+                if bytes.len() as u64 <= limit {
+                    failpoint::hit("refs-after-table-write");
+                    return Ok(Top::Inline(bytes));
+                }
+                write_table_file(&path, &bytes)?;
+                Top::File(name.clone())
+            } else {
+                let mut w = TableWriter::create(&path, "refs-during-table-write")?;
+                fill(&mut w)?;
+                w.finish(min, idx)?;
+                Top::File(name.clone())
+            };
             failpoint::hit("refs-after-table-write");
-            sync_dir(dir)
+            sync_dir(dir)?;
+            Ok(top)
         })();
-        if let Err(e) = res {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
-        }
-        let mut body = String::new();
-        for t in &stack.tables[..fold] {
-            body.push_str(&t.name);
-            body.push('\n');
-        }
-        body.push_str(&name);
-        body.push('\n');
-        if let Err(e) = lock.commit(&body, "refs-after-list-write", "refs-after-list-rename") {
-            if !read_list(dir).map(|l| l.contains(&name)).unwrap_or(true) {
+        let top = match res {
+            Ok(top) => top,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        let committed = list_body(&stack.tables[..fold], &top).and_then(|body| lock.commit(&body, "refs-after-list-write", "refs-after-list-rename"));
+        if let Err(e) = committed {
+            if matches!(top, Top::File(_)) && !read_list(dir).map(|l| l.names.contains(&name)).unwrap_or(true) {
                 let _ = std::fs::remove_file(&path);
             }
             return Err(e);
         }
         // Readers that still have the old list retry when these vanish.
-        for t in seg {
+        for t in seg.iter().filter(|t| !t.inline) {
             let _ = std::fs::remove_file(&t.path);
         }
         Ok(())

@@ -16,6 +16,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+
 use crate::failpoint;
 use crate::RefError;
 
@@ -274,25 +277,48 @@ pub(crate) fn is_dead_lock_temp(name: &str) -> bool {
     }
 }
 
-/// The table names of a tables.list (its `#` header line is the lock owner).
+/// What tables.list says: its table files, bottom first, and the top table
+/// itself when it is small enough to travel inside the list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct List {
+    pub names: Vec<String>,
+    pub inline: Option<Vec<u8>>,
+}
+
+/// The last line of a list whose top table travels inside it: this prefix,
+/// then the table's bytes in standard base64 (padded).
+const INLINE_PREFIX: &str = "inline ";
+
+/// The list line carrying `table` inline.
+pub(crate) fn inline_line(table: &[u8]) -> String {
+    format!("{INLINE_PREFIX}{}\n", BASE64.encode(table))
+}
+
 /// The list exactly as written: an optional first line naming its writer
-/// (`#`, for people), then one table name per line, each line ended. A
-/// stray byte anywhere else (a blank, a `#` that would hide a table, a lost
-/// newline) is damage, not something to read around.
-pub(crate) fn parse_list(content: &str) -> Option<Vec<String>> {
+/// (`#`, for people), then one table name per line, then maybe the inline
+/// table's line, each line ended. A stray byte anywhere else (a blank, a
+/// `#` that would hide a table, a lost newline) is damage, not something to
+/// read around.
+pub(crate) fn parse_list(content: &str) -> Option<List> {
     if !content.is_empty() && !content.ends_with('\n') {
         return None;
     }
-    let mut out = Vec::new();
+    let mut out = List::default();
     for (i, line) in content.split_terminator('\n').enumerate() {
-        // A writer line that ends like a table name swallowed one (a flipped newline).
-        if i == 0 && line.starts_with('#') && !line.ends_with(".ref") {
+        // A writer line that ends like a table name, or holds the inline
+        // table's prefix (host names hold no space), swallowed a line whose
+        // newline flipped.
+        if i == 0 && line.starts_with('#') && !line.ends_with(".ref") && !line.contains(INLINE_PREFIX) {
             continue;
         }
-        if !valid_table_name(line) {
-            return None;
+        if out.inline.is_some() {
+            return None; // the inline table is the top one: the last line
         }
-        out.push(line.to_string());
+        match line.strip_prefix(INLINE_PREFIX) {
+            Some(text) => out.inline = Some(BASE64.decode(text).ok()?),
+            None if valid_table_name(line) => out.names.push(line.to_string()),
+            None => return None,
+        }
     }
     Some(out)
 }
@@ -316,8 +342,31 @@ mod tests {
 
     #[test]
     fn a_list_reads_as_written() {
-        assert_eq!(parse_list(LIST_TEXT).unwrap(), vec!["00000001-00000004-3e2117b8.ref", "00000005-00000005-f2e2e34c.ref"]);
-        assert_eq!(parse_list("").unwrap(), Vec::<String>::new());
+        assert_eq!(parse_list(LIST_TEXT).unwrap().names, vec!["00000001-00000004-3e2117b8.ref", "00000005-00000005-f2e2e34c.ref"]);
+        assert_eq!(parse_list(LIST_TEXT).unwrap().inline, None);
+        assert_eq!(parse_list("").unwrap(), List::default());
+    }
+
+    const INLINE_TEXT: &str = "# dmv-refs tables.list; written by pid 7 on host h\n00000001-00000004-3e2117b8.ref\ninline AAFhYmM=\n";
+
+    #[test]
+    fn a_top_table_inline_is_the_last_line_in_base64() {
+        assert_eq!(inline_line(b"\x00\x01abc"), "inline AAFhYmM=\n");
+        let list = parse_list(INLINE_TEXT).unwrap();
+        assert_eq!(list.names, vec!["00000001-00000004-3e2117b8.ref"]);
+        assert_eq!(list.inline.as_deref(), Some(&b"\x00\x01abc"[..]));
+        assert_eq!(parse_list("inline AAFhYmM=\n").unwrap(), List { names: vec![], inline: Some(b"\x00\x01abc".to_vec()) });
+        // Only last, only once, only canonical base64; and a writer's line that swallowed it is damage.
+        for bad in [
+            "inline AAFhYmM=\n00000001-00000004-3e2117b8.ref\n",
+            "inline AAFhYmM=\ninline AAFhYmM=\n",
+            "inline AAFhYmN=\n",
+            "inline AAFhYmM\n",
+            "inline  AAFhYmM=\n",
+            "# dmv-refs tables.list; written by pid 7 on host hinline AAFhYmM=\n",
+        ] {
+            assert_eq!(parse_list(bad), None, "{bad:?}");
+        }
     }
 
     proptest! {
@@ -328,6 +377,14 @@ mod tests {
             bytes[at] ^= 1 << bit;
             let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_list);
             prop_assert_ne!(parsed, parse_list(LIST_TEXT));
+        }
+
+        #[test]
+        fn no_flip_past_the_header_of_an_inline_list_goes_unnoticed(at in 50usize..INLINE_TEXT.len(), bit in 0u8..8) {
+            let mut bytes = INLINE_TEXT.as_bytes().to_vec();
+            bytes[at] ^= 1 << bit;
+            let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_list);
+            prop_assert_ne!(parsed, parse_list(INLINE_TEXT));
         }
 
         #[test]

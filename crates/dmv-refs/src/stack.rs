@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::format::*;
-use crate::lock::{parse_list, LIST};
+use crate::lock::{parse_list, List, LIST};
 use crate::table::{Table, TableIter};
 use crate::value::RefValue;
 use crate::RefError;
@@ -14,7 +14,7 @@ pub(crate) struct Stack {
     pub tables: Vec<Table>,
 }
 
-pub(crate) fn read_list(dir: &Path) -> Result<Vec<String>, RefError> {
+pub(crate) fn read_list(dir: &Path) -> Result<List, RefError> {
     let path = dir.join(LIST);
     let content = match std::fs::read_to_string(&path) {
         Ok(c) => c,
@@ -22,7 +22,7 @@ pub(crate) fn read_list(dir: &Path) -> Result<Vec<String>, RefError> {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Err(RefError::CorruptList { path, reason: "not UTF-8".into() }),
         Err(e) => return Err(RefError::io(&path, e)),
     };
-    parse_list(&content).ok_or(RefError::CorruptList { path, reason: "a line is not a table file name".into() })
+    parse_list(&content).ok_or(RefError::CorruptList { path, reason: "a line is not a table file name, or an inline table is not the last line or not base64".into() })
 }
 
 /// Opens every listed table. Once open, a table stays readable even if a
@@ -31,17 +31,17 @@ pub(crate) fn read_list(dir: &Path) -> Result<Vec<String>, RefError> {
 pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
     let mut missing_from: Option<(Vec<String>, String)> = None;
     for attempt in 0..100u64 {
-        let names = read_list(dir)?;
+        let list = read_list(dir)?;
         if let Some((prev, table)) = &missing_from {
             // Table names carry a random part, so a list that reads the same
             // again has not been replaced: its table is really gone.
-            if *prev == names {
+            if *prev == list.names {
                 return Err(RefError::CorruptList { path: dir.join(LIST), reason: format!("it names table {table}, which does not exist") });
             }
         }
-        let mut tables = Vec::with_capacity(names.len());
+        let mut tables = Vec::with_capacity(list.names.len() + 1);
         let mut vanished = None;
-        for n in &names {
+        for n in &list.names {
             match Table::open(&dir.join(n)) {
                 Ok(t) => tables.push(t),
                 Err(RefError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -52,8 +52,13 @@ pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
             }
         }
         match vanished {
-            None => return Ok(Stack { tables }),
-            Some(t) => missing_from = Some((names, t)),
+            None => {
+                if let Some(bytes) = list.inline {
+                    tables.push(Table::inline(&dir.join(LIST), bytes)?);
+                }
+                return Ok(Stack { tables });
+            }
+            Some(t) => missing_from = Some((list.names, t)),
         }
         std::thread::sleep(Duration::from_millis(attempt.min(20)));
     }

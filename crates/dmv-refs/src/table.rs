@@ -109,8 +109,34 @@ impl BlockBuilder {
     }
 }
 
+/// Where a table's bytes go: its own file, or memory (a small table that
+/// travels inside `tables.list`).
+enum Sink {
+    File(BufWriter<File>),
+    Mem(Vec<u8>),
+}
+
+impl Sink {
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.write_all(b),
+            Sink::Mem(m) => {
+                m.extend_from_slice(b);
+                Ok(())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::File(f) => f.flush(),
+            Sink::Mem(_) => Ok(()),
+        }
+    }
+}
+
 struct HashWriter {
-    out: BufWriter<File>,
+    out: Sink,
     hasher: blake3::Hasher,
     offset: u64,
 }
@@ -125,7 +151,8 @@ impl HashWriter {
 }
 
 /// Streams records (which must arrive in strictly increasing key order) into
-/// a new table file. Memory is one block plus one index entry per block.
+/// a new table file (memory: one block plus one index entry per block), or
+/// into memory.
 pub(crate) struct TableWriter {
     path: PathBuf,
     w: HashWriter,
@@ -142,7 +169,16 @@ impl TableWriter {
     /// disk but before the index and footer, i.e. a torn table file.
     pub(crate) fn create(path: &Path, fail_during: &'static str) -> Result<Self, RefError> {
         let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RefError::io(path, e))?;
-        let mut w = HashWriter { out: BufWriter::with_capacity(1 << 20, f), hasher: blake3::Hasher::new(), offset: 0 };
+        Self::start(path, Sink::File(BufWriter::with_capacity(1 << 20, f)), fail_during)
+    }
+
+    /// A table built in memory; `path` only names it in errors.
+    pub(crate) fn in_memory(path: &Path) -> Result<Self, RefError> {
+        Self::start(path, Sink::Mem(Vec::new()), "")
+    }
+
+    fn start(path: &Path, out: Sink, fail_during: &'static str) -> Result<Self, RefError> {
+        let mut w = HashWriter { out, hasher: blake3::Hasher::new(), offset: 0 };
         w.write(MAGIC).map_err(|e| RefError::io(path, e))?;
         Ok(TableWriter { path: path.to_path_buf(), w, block: BlockBuilder::new(KIND_DATA), index: Vec::new(), last_key: Vec::new(), refs: 0, logs: 0, fail_during })
     }
@@ -179,7 +215,28 @@ impl TableWriter {
     }
 
     /// Writes index and footer, fsyncs, and returns the file size.
-    pub(crate) fn finish(mut self, min_index: u64, max_index: u64) -> Result<u64, RefError> {
+    pub(crate) fn finish(self, min_index: u64, max_index: u64) -> Result<u64, RefError> {
+        let path = self.path.clone();
+        let ioe = |e| RefError::io(&path, e);
+        let (out, size) = self.finish_bytes(min_index, max_index)?;
+        match out {
+            Sink::File(f) => f.into_inner().map_err(|e| ioe(e.into_error()))?.sync_all().map_err(ioe)?,
+            Sink::Mem(_) => return Err(ioe(std::io::Error::other("internal error: a table in memory finished as a file"))),
+        }
+        Ok(size)
+    }
+
+    /// The table's bytes, for one built [`TableWriter::in_memory`].
+    pub(crate) fn finish_in_memory(self, min_index: u64, max_index: u64) -> Result<Vec<u8>, RefError> {
+        let path = self.path.clone();
+        match self.finish_bytes(min_index, max_index)?.0 {
+            Sink::Mem(bytes) => Ok(bytes),
+            Sink::File(_) => Err(RefError::io(&path, std::io::Error::other("internal error: a table file finished in memory"))),
+        }
+    }
+
+    /// Writes the index, the footer and the checksum; returns where they went and the size.
+    fn finish_bytes(mut self, min_index: u64, max_index: u64) -> Result<(Sink, u64), RefError> {
         let path = self.path.clone();
         let ioe = |e| RefError::io(&path, e);
         self.flush_data_block()?;
@@ -229,9 +286,7 @@ impl TableWriter {
         let sum = self.w.hasher.finalize();
         self.w.out.write_all(sum.as_bytes()).map_err(ioe)?;
         self.w.offset += 32;
-        let f = self.w.out.into_inner().map_err(|e| ioe(e.into_error()))?;
-        f.sync_all().map_err(ioe)?;
-        Ok(self.w.offset)
+        Ok((self.w.out, self.w.offset))
     }
 }
 
@@ -269,6 +324,8 @@ pub(crate) struct Table {
     pub path: PathBuf,
     /// File name only, as it appears in tables.list.
     pub name: String,
+    /// Carried inside tables.list (its top table), not in a file of its own.
+    pub inline: bool,
     src: Source,
     pub size: u64,
     pub footer: Footer,
@@ -374,6 +431,11 @@ impl Table {
         Table::load(path, Source::Mem(bytes), size)
     }
 
+    /// The table `list` (the path of tables.list) carries inline.
+    pub(crate) fn inline(list: &Path, bytes: Vec<u8>) -> Result<Table, RefError> {
+        Ok(Table { inline: true, ..Table::from_bytes(list, bytes)? })
+    }
+
     fn load(path: &Path, src: Source, size: u64) -> Result<Table, RefError> {
         let bad = |r: &str| RefError::corrupt(path, r);
         if size < HEADER_LEN + FOOTER_LEN {
@@ -410,7 +472,7 @@ impl Table {
             return Err(bad("footer: update index range reversed"));
         }
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(Table { path: path.to_path_buf(), name, src, size, footer })
+        Ok(Table { path: path.to_path_buf(), name, inline: false, src, size, footer })
     }
 
     fn bad(&self, reason: impl Into<String>) -> RefError {

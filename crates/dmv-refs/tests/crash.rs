@@ -14,9 +14,24 @@ use dmv_refs::FAIL_POINTS;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dmv-refs-torture");
 
-fn torture(dir: &Path, args: &[&str], failpoint: Option<&str>) -> Output {
+/// Each test runs twice: its writers keep every table in a file of its own,
+/// then they carry small tables inside tables.list.
+const INLINE_LIMITS: [&str; 2] = ["0", "2048"];
+
+thread_local! {
+    static INLINE: std::cell::Cell<&'static str> = const { std::cell::Cell::new("0") };
+}
+
+/// The torture binary, writing inline tables as this test's round says.
+fn torture_cmd() -> Command {
     let mut c = Command::new(BIN);
-    c.arg(dir).args(args).env_remove("DMV_FAILPOINT");
+    c.env_remove("DMV_FAILPOINT").env("DMV_TORTURE_INLINE", INLINE.with(|i| i.get()));
+    c
+}
+
+fn torture(dir: &Path, args: &[&str], failpoint: Option<&str>) -> Output {
+    let mut c = torture_cmd();
+    c.arg(dir).args(args);
     if let Some(fp) = failpoint {
         c.env("DMV_FAILPOINT", fp);
     }
@@ -50,6 +65,13 @@ fn no_orphans(dir: &Path) -> bool {
 
 #[test]
 fn every_fail_point_leaves_old_or_new_state() {
+    for inline in INLINE_LIMITS {
+        INLINE.with(|i| i.set(inline));
+        every_fail_point_once();
+    }
+}
+
+fn every_fail_point_once() {
     for fp in FAIL_POINTS {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("refs");
@@ -84,6 +106,13 @@ fn every_fail_point_leaves_old_or_new_state() {
 
 #[test]
 fn random_sigkill_leaves_old_or_new_state() {
+    for inline in INLINE_LIMITS {
+        INLINE.with(|i| i.set(inline));
+        random_sigkills();
+    }
+}
+
+fn random_sigkills() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("refs");
     ok(&dir, &["init"]);
@@ -94,7 +123,7 @@ fn random_sigkill_leaves_old_or_new_state() {
     // transaction was published but its "committed" line never printed.
     let mut interrupted = 0;
     for round in 0..30u64 {
-        let mut child = Command::new(BIN).arg(&dir).args(["run", "0"]).env_remove("DMV_FAILPOINT").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = torture_cmd().arg(&dir).args(["run", "0"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         // Wait for one commit so every round makes progress however slow
         // the machine is, then kill at a random moment of what follows.
         let mut rd = BufReader::new(child.stdout.take().unwrap());
@@ -139,14 +168,17 @@ fn concurrent_processes_serialise_through_cas() {
     // Whether two processes overlap is up to the scheduler (on a loaded
     // machine one may finish before the other starts), so the race runs
     // until it has been seen to overlap; every run must be exact.
-    for round in 1..=5 {
-        let (lost, switches) = race_two_runners();
-        eprintln!("round {round}: lost {lost:?}, {switches} switches");
-        if !lost.is_empty() && switches >= 3 {
-            return;
+    'limits: for inline in INLINE_LIMITS {
+        INLINE.with(|i| i.set(inline));
+        for round in 1..=5 {
+            let (lost, switches) = race_two_runners();
+            eprintln!("inline {inline}, round {round}: lost {lost:?}, {switches} switches");
+            if !lost.is_empty() && switches >= 3 {
+                continue 'limits;
+            }
         }
+        panic!("inline {inline}: in 5 races the runners never overlapped (no lost compare-and-swap, or commits barely interleaving)");
     }
-    panic!("in 5 races the runners never overlapped (no lost compare-and-swap, or commits barely interleaving)");
 }
 
 /// Two runners commit 25 transactions each against one store; checks that
@@ -160,19 +192,8 @@ fn race_two_runners() -> (Vec<u64>, usize) {
     // Both runners open the store, then wait for this file: they start
     // together however slowly each process comes up.
     let start = d.path().join("start");
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            Command::new(BIN)
-                .arg(&dir)
-                .args(["run", "25"])
-                .env_remove("DMV_FAILPOINT")
-                .env("DMV_TORTURE_START", &start)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children: Vec<_> =
+        (0..2).map(|_| torture_cmd().arg(&dir).args(["run", "25"]).env("DMV_TORTURE_START", &start).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
     std::thread::sleep(Duration::from_millis(50));
     std::fs::write(&start, b"").unwrap();
     let mut total = 0;

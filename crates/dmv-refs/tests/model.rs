@@ -38,11 +38,11 @@ fn val(b: u8) -> RefValue {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
     #[test]
-    fn random_transactions_match_model(txns in proptest::collection::vec(txn(), 1..30), auto in any::<bool>()) {
+    fn random_transactions_match_model(txns in proptest::collection::vec(txn(), 1..30), auto in any::<bool>(), inline in prop_oneof![Just(0u64), Just(700), Just(4096)]) {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("refs");
         RefStore::init(&dir).unwrap();
-        let opts = Options { auto_compact: auto, ..Options::default() };
+        let opts = Options { auto_compact: auto, inline_limit: inline, ..Options::default() };
         let mut store = RefStore::open(&dir, opts.clone()).unwrap();
         let mut model: BTreeMap<&str, RefValue> = BTreeMap::new();
         let mut logs: BTreeMap<&str, usize> = BTreeMap::new();
@@ -96,7 +96,9 @@ proptest! {
                 prop_assert!(store.table_count().unwrap() <= 1);
             }
             if t.reopen {
-                store = RefStore::open(&dir, opts.clone()).unwrap();
+                // Every other reopen writes no inline table: it reads them, and folds one it finds.
+                let inline_limit = if i % 2 == 0 { inline } else { 0 };
+                store = RefStore::open(&dir, Options { inline_limit, ..opts.clone() }).unwrap();
             }
         }
 

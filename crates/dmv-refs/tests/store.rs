@@ -197,6 +197,48 @@ fn reflog_survives_delete_and_compaction() {
 }
 
 #[test]
+fn a_small_transaction_travels_inside_the_list_and_a_large_one_in_a_file() {
+    let (_d, dir, s) = new_store(Options { inline_limit: 2048, ..Options::default() });
+    let table_files = || {
+        std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ref")).map(|e| e.file_name()).collect::<std::collections::BTreeSet<_>>()
+    };
+    let (mut files_written, mut max_depth) = (0, 0);
+    for i in 0..200u32 {
+        let before = table_files();
+        set(&s, &format!("refs/heads/b{}", i % 37), Some(v(i as u8)));
+        let after = table_files();
+        files_written += after.difference(&before).count();
+        max_depth = max_depth.max(s.table_count().unwrap());
+        // Every listed file exists and none is left unlisted; the top table is inline or a file.
+        let list = std::fs::read_to_string(dir.join("tables.list")).unwrap();
+        let named = list.lines().filter(|l| l.ends_with(".ref")).count();
+        assert_eq!(after.len(), named, "commit {i}");
+        assert_eq!(s.table_count().unwrap(), named + usize::from(list.lines().last().unwrap().starts_with("inline ")), "commit {i}");
+    }
+    // A transaction's table is ~200 bytes: about one in ten spills the grown inline table to a file.
+    assert!((5..=40).contains(&files_written), "{files_written} table files written for 200 transactions");
+    assert!(max_depth <= 10, "stack reached {max_depth} tables");
+    assert_eq!(s.get("refs/heads/b36").unwrap(), Some(v(184)));
+    assert_eq!(s.reflog("refs/heads/b0").unwrap().len(), 6);
+    s.verify().unwrap();
+    // A writer that writes no inline table folds the one it finds into a file; readers take both.
+    assert!(std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("\ninline "));
+    let plain = RefStore::open(&dir, Options::default()).unwrap();
+    set(&plain, "refs/heads/plain", Some(v(1)));
+    assert!(!std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("inline "));
+    assert_eq!(s.get("refs/heads/b36").unwrap(), Some(v(184)));
+    assert_eq!(s.get("refs/heads/plain").unwrap(), Some(v(1)));
+    set(&s, "refs/heads/again", Some(v(2)));
+    assert!(std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("\ninline "));
+    // gc's compaction leaves one table file.
+    let all = s.list("").unwrap();
+    s.compact_all().unwrap();
+    assert_eq!((s.table_count().unwrap(), table_files().len()), (1, 1));
+    assert_eq!(s.list("").unwrap(), all);
+    s.verify().unwrap();
+}
+
+#[test]
 fn geometric_compaction_keeps_stack_shallow() {
     let (_d, dir, s) = new_store(Options::default());
     let mut max_depth = 0;

@@ -28,6 +28,8 @@ pub const REQUIREMENTS: &[&str] = &[
     "worktree-lock",
     // Location records are appended to .dmv/locations.journal, read together with .dmv/locations.
     "locations-journal",
+    // The top ref table may travel inside refs/tables.list (its last line, `inline <base64>`).
+    "refs-inline",
 ];
 
 /// What a repository's list says, once nothing on it is unknown.

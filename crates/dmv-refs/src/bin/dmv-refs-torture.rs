@@ -98,7 +98,9 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 }
 
 fn run(dir: &Path, n: u64) -> Result<(), RefError> {
-    let store = RefStore::open(dir, Options::default())?;
+    // DMV_TORTURE_INLINE: the largest table that travels inside tables.list (default 0: none).
+    let inline_limit = std::env::var("DMV_TORTURE_INLINE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let store = RefStore::open(dir, Options { inline_limit, ..Options::default() })?;
     let mut done = 0;
     let stdout = std::io::stdout();
     if let Some(start) = std::env::var_os("DMV_TORTURE_START") {
