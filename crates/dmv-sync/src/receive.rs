@@ -51,8 +51,7 @@ pub fn fetch_objects(
     if let Some(early) = early.as_deref_mut() {
         early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
-    let mut stats = receive_chunks(&mut session, client, &found.chunks.list, progress, early)?;
-    found.chunks = ChunkList::default();
+    let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
     stats.objects += store_metadata(&mut session, found.meta, repo.config.partial)?;
     session.finish()?;
     then()?;
@@ -86,7 +85,7 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
         early.plan_files(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true), paths.iter().cloned());
         early
     });
-    let mut stats = receive_chunks(&mut session, client, &found.chunks.list, progress, early)?;
+    let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
     stats.objects += store_metadata(&mut session, found.meta, true)?;
     session.finish()?;
     drop(session);
@@ -143,26 +142,39 @@ struct Explored {
 
 /// Chunks to fetch, with their sizes, in the order found and each once. The
 /// set that keeps them unique holds positions in the list, not ids: at a
-/// million files 16 MB instead of a 100 MB set of ids beside the list.
+/// million files 8 MB instead of a 100 MB set of ids beside the list.
 #[derive(Default)]
 struct ChunkList {
-    list: Vec<(ObjectId, u64)>,
-    positions: hashbrown::HashTable<usize>,
+    /// Ids and sizes (a chunk is at most 32 MiB).
+    list: Vec<(ObjectId, u32)>,
+    positions: hashbrown::HashTable<u32>,
     /// Keyed: the ids come from a remote, which could pick contents whose ids collide in a fixed hash.
     hasher: std::hash::RandomState,
 }
 
 impl ChunkList {
     fn add(&mut self, id: ObjectId, size: u64) {
+        let size = u32::try_from(size).unwrap_or(u32::MAX); // only counted for progress
+        let Ok(at) = u32::try_from(self.list.len()) else {
+            // Past four billion chunks a repeat is fetched twice rather than looked for.
+            self.list.push((id, size));
+            return;
+        };
         let (list, hasher) = (&self.list, &self.hasher);
-        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(hasher.hash_one(id), |&i| list[i].0 == id, |&i| hasher.hash_one(list[i].0)) {
-            slot.insert(self.list.len());
+        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(hasher.hash_one(id), |&i| list[i as usize].0 == id, |&i| hasher.hash_one(list[i as usize].0)) {
+            slot.insert(at);
             self.list.push((id, size));
         }
     }
 
     fn contains(&self, id: &ObjectId) -> bool {
-        self.positions.find(self.hasher.hash_one(id), |&i| self.list[i].0 == *id).is_some()
+        self.positions.find(self.hasher.hash_one(id), |&i| self.list[i as usize].0 == *id).is_some()
+    }
+
+    /// The chunks, in the order found; the set that kept them unique is
+    /// freed (a clone of one 32 GiB file holds half a million of them).
+    fn into_list(self) -> Vec<(ObjectId, u32)> {
+        self.list
     }
 }
 
@@ -338,16 +350,19 @@ fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 fn receive_chunks(
     session: &mut WriteSession<'_>,
     client: &mut dyn Remote,
-    chunks: &[(ObjectId, u64)],
+    chunks: Vec<(ObjectId, u32)>,
     progress: &dyn Fn(u64, u64),
     mut early: Option<&mut EarlyCheckout>,
 ) -> SyncResult<TransferStats> {
     let mut stats = TransferStats::default();
-    let total: u64 = chunks.iter().map(|(_, s)| s).sum();
+    let total: u64 = chunks.iter().map(|(_, s)| u64::from(*s)).sum();
     let mut done = 0u64;
-    let ids: Vec<ObjectId> = chunks.iter().map(|(id, _)| *id).collect();
-    for batch in ids.chunks(client.chunks_per_get()) {
-        let received = client.get(batch, true, &mut |got| {
+    // The ids of one batch at a time: a copy of them all would be 32 bytes a chunk more.
+    let mut batch = Vec::with_capacity(client.chunks_per_get());
+    for part in chunks.chunks(client.chunks_per_get().max(1)) {
+        batch.clear();
+        batch.extend(part.iter().map(|(id, _)| *id));
+        let received = client.get(&batch, true, &mut |got| {
             let Received::Object(obj) = got else {
                 return Err(SyncError::Protocol("remote sent a stub where a chunk was asked for".into()));
             };
