@@ -187,6 +187,15 @@ pub fn children(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<Ve
     Ok(children_marked(id, kind, bytes)?.into_iter().map(|(child, _)| child).collect())
 }
 
+/// Calls `each` with every child of [`children_marked`], without collecting
+/// them first: the node of a large file lists half a million chunks.
+pub fn for_each_child<E: From<StoreError>>(id: &ObjectId, kind: ObjectKind, bytes: &[u8], mut each: impl FnMut(&ObjectId, bool) -> Result<(), E>) -> Result<(), E> {
+    match kind {
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?.entries.iter().try_for_each(|e| each(&e.id, true)),
+        _ => children_marked(id, kind, bytes)?.iter().try_for_each(|(child, data)| each(child, *data)),
+    }
+}
+
 /// [`children`], each marked when it is file data: a file's content (its
 /// nodes and chunks), which a partial replica may lack, as opposed to the
 /// commits, trees and symlink targets every replica holds.
@@ -209,6 +218,38 @@ pub fn children_marked(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreRe
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn each_child_is_met_as_children_marked_lists_it() {
+        let node = FileNode { level: 0, entries: (0..5u8).map(|i| NodeEntry { id: ObjectId([i; 32]), size: 10 }).collect() };
+        let commit = Commit {
+            tree: ObjectId([3; 32]),
+            parents: vec![ObjectId([4; 32]), ObjectId([5; 32])],
+            author: Signature { name: "A".into(), email: "a@x".into(), time: 1, tz_minutes: 0 },
+            committer: Signature { name: "A".into(), email: "a@x".into(), time: 1, tz_minutes: 0 },
+            message: "m".into(),
+        };
+        for (kind, bytes) in [(ObjectKind::FileNode, encode(&node)), (ObjectKind::Commit, encode(&commit)), (ObjectKind::Chunk, b"data".to_vec())] {
+            let id = ObjectId::hash(kind, &bytes);
+            let mut met = Vec::new();
+            for_each_child(&id, kind, &bytes, |c, data| {
+                met.push((*c, data));
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+            assert_eq!(met, children_marked(&id, kind, &bytes).unwrap(), "{kind:?}");
+        }
+        // The first error stops the walk and is returned.
+        let bytes = encode(&node);
+        let id = ObjectId::hash(ObjectKind::FileNode, &bytes);
+        let mut calls = 0;
+        let stopped = for_each_child(&id, ObjectKind::FileNode, &bytes, |_, _| {
+            calls += 1;
+            Err(StoreError::BadEncoding { id, kind: "test", detail: "stop".into() })
+        });
+        assert!(stopped.is_err() && calls == 1);
+        assert!(for_each_child(&id, ObjectKind::FileNode, &bytes[..3], |_, _| Ok::<_, StoreError>(())).is_err());
+    }
 
     #[test]
     fn commit_round_trips() {

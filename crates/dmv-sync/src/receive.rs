@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
-use dmv_repo::store::object::EntryKind;
+use dmv_repo::store::object::{for_each_child, EntryKind};
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
 use dmv_repo::{EarlyCheckout, PathFilter, Repository};
@@ -398,19 +398,26 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::with_capacity(meta.len());
     for (id, obj) in &meta {
         let content = obj.content().map_err(|d| damaged(obj, d))?;
-        let kids = dmv_repo::store::object::children(id, obj.kind, &content)?;
-        graph.insert(*id, kids.into_iter().filter(|k| meta.contains_key(k)).collect());
+        let mut kids = Vec::new();
+        for_each_child(id, obj.kind, &content, |child, _| {
+            if meta.contains_key(child) {
+                kids.push(*child);
+            }
+            Ok::<_, SyncError>(())
+        })?;
+        graph.insert(*id, kids);
     }
     let mut stored = 0;
     for id in children_first(&graph) {
         let Some(obj) = meta.remove(&id) else { continue };
         let content = obj.content().map_err(|d| damaged(&obj, d))?;
-        for (child, data) in dmv_repo::store::object::children_marked(&obj.id, obj.kind, &content)? {
+        for_each_child(&obj.id, obj.kind, &content, |child, data| {
             let may_be_absent = absent_data_ok && data && obj.kind != ObjectKind::FileNode;
-            if !may_be_absent && !session.has(&child)? {
+            if !may_be_absent && !session.has(child)? {
                 return Err(SyncError::Protocol(format!("remote did not send {child}, which {} refers to", obj.id)));
             }
-        }
+            Ok(())
+        })?;
         if session.put_stored(&obj)? {
             stored += 1;
         }
