@@ -77,6 +77,21 @@ fn reflog_survives_branch_deletion_and_fsck_names_a_damaged_table() {
     assert!(log.contains("two on topic") && log.contains("(deleted)"), "{log}");
 
     let refs = d.join(".dmv/refs");
+    // A small transaction's table travels inside tables.list: damage there is named after the list.
+    let list = refs.join("tables.list");
+    let text = std::fs::read(&list).unwrap();
+    let at = text.windows(8).position(|w| w == b"\ninline ").expect("a table inline in the list") + 20;
+    let mut bytes = text.clone();
+    bytes[at] ^= 0x01;
+    std::fs::write(&list, bytes).unwrap();
+    let out = dmv_out(d, &["fsck"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out)).contains("tables.list"), "{}", stderr(&out));
+    std::fs::write(&list, text).unwrap();
+    // Enough branches make a table too large for the list: a file of its own.
+    for i in 0..20 {
+        dmv(d, &["branch", &format!("b{i}")]);
+    }
     let table =
         std::fs::read_dir(&refs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "ref")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
     let mut bytes = std::fs::read(&table).unwrap();
