@@ -369,22 +369,23 @@ mod tests {
         }
     }
 
+    /// What `text` says once bit `bit` of byte `at` is flipped (None: unreadable).
+    fn parsed_with_flip(text: &str, at: usize, bit: u8) -> Option<List> {
+        let mut bytes = text.as_bytes().to_vec();
+        bytes[at] ^= 1 << bit;
+        std::str::from_utf8(&bytes).ok().and_then(parse_list)
+    }
+
     proptest! {
         /// Past the writer's line, every flipped bit changes what the list says or makes it unreadable.
         #[test]
         fn no_flip_past_the_header_text_goes_unnoticed(at in 50usize..LIST_TEXT.len(), bit in 0u8..8) {
-            let mut bytes = LIST_TEXT.as_bytes().to_vec();
-            bytes[at] ^= 1 << bit;
-            let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_list);
-            prop_assert_ne!(parsed, parse_list(LIST_TEXT));
+            prop_assert_ne!(parsed_with_flip(LIST_TEXT, at, bit), parse_list(LIST_TEXT));
         }
 
         #[test]
         fn no_flip_past_the_header_of_an_inline_list_goes_unnoticed(at in 50usize..INLINE_TEXT.len(), bit in 0u8..8) {
-            let mut bytes = INLINE_TEXT.as_bytes().to_vec();
-            bytes[at] ^= 1 << bit;
-            let parsed = std::str::from_utf8(&bytes).ok().and_then(parse_list);
-            prop_assert_ne!(parsed, parse_list(INLINE_TEXT));
+            prop_assert_ne!(parsed_with_flip(INLINE_TEXT, at, bit), parse_list(INLINE_TEXT));
         }
 
         #[test]
