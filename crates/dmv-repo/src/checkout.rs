@@ -407,7 +407,7 @@ impl Repository {
                 }
                 for (p, e) in in_from {
                     // Unknown stat: the next status re-reads the file once.
-                    ds.entries.insert(p, DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 });
+                    ds.entries.insert(p, DirEntry::stat_unknown(e.kind, e.id, e.size));
                     count += 1;
                 }
             } else {

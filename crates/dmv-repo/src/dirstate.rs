@@ -249,6 +249,11 @@ impl DirEntry {
         DirEntry { kind, id, size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }
     }
 
+    /// An entry whose stat no file matches: the next status reads the file.
+    pub fn stat_unknown(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
+        DirEntry { kind, id, size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 }
+    }
+
     /// What the entry stages, without its stat data.
     pub(crate) fn flat(&self) -> FlatEntry {
         FlatEntry { kind: self.kind, id: self.id, size: self.size }

@@ -78,7 +78,7 @@ impl Repository {
         let (mut added, mut gone) = (Vec::new(), Vec::new());
         self.each_change_to(&mut ds, tree, &mut |path, tracked, new, entries| {
             // Unknown stat: the next status reads the file once.
-            let unknown = |e: FlatEntry| DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 };
+            let unknown = |e: FlatEntry| DirEntry::stat_unknown(e.kind, e.id, e.size);
             match (tracked, new) {
                 (Some(i), Some(e)) => entries[i] = unknown(e),
                 (Some(i), None) => gone.push(i),

@@ -467,7 +467,10 @@ impl Storing<'_, '_, '_> {
         for (k, result) in at.into_iter().zip(results) {
             let stored = result?;
             let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
-            entries[k] = Some(DirEntry::new(kind, stored.id, stored.size, &stored.meta));
+            entries[k] = Some(match stored.racy {
+                true => DirEntry::stat_unknown(kind, stored.id, stored.size),
+                false => DirEntry::new(kind, stored.id, stored.size, &stored.meta),
+            });
         }
         Ok(entries.into_iter().flatten().collect())
     }

@@ -132,17 +132,17 @@ impl Repository {
         let mut ds = Dirstate::default();
         for (path, e) in written.entries.iter() {
             let entry = match ours.get(path) {
-                Some(h) if h.id != e.id || h.kind != e.kind => DirEntry { kind: h.kind, id: h.id, size: h.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 },
+                Some(h) if h.id != e.id || h.kind != e.kind => DirEntry::stat_unknown(h.kind, h.id, h.size),
                 _ => e.clone(),
             };
             ds.entries.insert(path.to_vec(), entry);
         }
         for (path, h) in ours.iter().filter(|(p, _)| !merged.contains_key(*p)) {
-            ds.entries.insert(path.clone(), DirEntry { kind: h.kind, id: h.id, size: h.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 });
+            ds.entries.insert(path.clone(), DirEntry::stat_unknown(h.kind, h.id, h.size));
         }
         for path in restaged {
             match staged.get(path) {
-                Some(i) => ds.entries.insert(path.clone(), DirEntry { kind: i.kind, id: i.id, size: i.size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 }),
+                Some(i) => ds.entries.insert(path.clone(), DirEntry::stat_unknown(i.kind, i.id, i.size)),
                 None => ds.entries.remove(path),
             };
         }

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, Metadata};
+use std::io::Seek;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,10 @@ pub struct Ingested {
     pub id: ObjectId,
     pub size: u64,
     pub meta: Metadata,
+    /// Stamped within a clock tick of the read: a write later in that tick
+    /// would leave the stat as it is, so the stat cannot vouch for this
+    /// content (git's "racy" case; the dirstate records the stat as unknown).
+    pub racy: bool,
 }
 
 const TRIES: u32 = 4;
@@ -225,11 +230,28 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
 /// The file's stat now if it is not the file `before` describes, read whole
 /// (`total` bytes) since `read_start`; None if it is.
 fn changed_while_read(f: &File, path: &Path, before: &Metadata, total: u64, read_start: std::time::SystemTime) -> StoreResult<Option<Metadata>> {
+    let (after, same) = stat_again(f, path, before, total)?;
+    Ok((!same || modified_since(&after, read_start)).then_some(after))
+}
+
+/// The file's stat now, and whether it is still the file `before`
+/// describes, `total` bytes long.
+fn stat_again(f: &File, path: &Path, before: &Metadata, total: u64) -> StoreResult<(Metadata, bool)> {
     let after = f.metadata().map_err(|e| StoreError::io(path, e))?;
     // Also compare with the path's current stat: a file replaced by rename keeps our fd valid.
     let now = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
-    let changed = !same_stat(before, &after) || !same_stat(before, &now) || total != before.len() || modified_since(&after, read_start);
-    Ok(changed.then_some(after))
+    let same = same_stat(before, &after) && same_stat(before, &now) && total == before.len();
+    Ok((after, same))
+}
+
+/// Whether a one-chunk file read whole as `data` reads the same again, its
+/// stat still `before`. A write that tore the first read changed bytes it had
+/// read already, which the second read sees.
+fn reads_the_same_again(f: &File, path: &Path, before: &Metadata, data: &[u8], params: ChunkParams) -> bool {
+    let mut f = f;
+    f.seek(std::io::SeekFrom::Start(0)).is_ok()
+        && matches!(read_single_chunk(&mut f, params), Ok(Some(again)) if again == data)
+        && matches!(stat_again(f, path, before, data.len() as u64), Ok((_, true)))
 }
 
 /// Whether less than half of the pages of `len` bytes from `offset` are in
@@ -413,13 +435,19 @@ impl WriteSession<'_> {
             let Some(before) = f.metadata().ok().filter(|m| m.is_file() && m.len() <= params.min as u64) else { break };
             crate::trace::count_content_open();
             let Ok(Some(data)) = read_single_chunk(&mut f, params) else { break };
-            if !matches!(changed_while_read(&f, &src.path, &before, data.len() as u64, read_start), Ok(None)) {
-                break;
-            }
+            // A file saved just now is stored without waiting for its clock
+            // tick to pass (watch mode and `commit -a` right after a save
+            // spent ~3 ms here): a write in that tick that tore the read
+            // shows in a second one.
+            let racy = match changed_while_read(&f, &src.path, &before, data.len() as u64, read_start) {
+                Ok(None) => false,
+                Ok(Some(_)) if reads_the_same_again(&f, &src.path, &before, &data, params) => true,
+                _ => break,
+            };
             let h = hash_chunk(self.store(), &mut compressor, &mut scratch, &data);
             self.put_hashed(&h, &data)?;
             progress(data.len() as u64);
-            results.push(Ok(Ingested { id: h.id, size: data.len() as u64, meta: before }));
+            results.push(Ok(Ingested { id: h.id, size: data.len() as u64, meta: before, racy }));
         }
         Ok(())
     }
@@ -512,7 +540,8 @@ impl WriteSession<'_> {
                         None => state.list.finish(self)?.id,
                     };
                     let meta = state.meta.ok_or_else(|| StoreError::Internal("a file was written without its metadata".into()))?;
-                    results[file] = Some(Ok(Ingested { id, size: state.size, meta: *meta }));
+                    // The reader waited for a file stamped within a tick of its read to settle.
+                    results[file] = Some(Ok(Ingested { id, size: state.size, meta: *meta, racy: false }));
                 }
             }
             Ok(())

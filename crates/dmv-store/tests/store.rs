@@ -119,6 +119,35 @@ fn a_file_changed_while_stored_is_never_recorded_torn() {
     }
 }
 
+#[test]
+fn a_small_file_saved_just_now_is_stored_at_once_its_stat_marked_racy() {
+    // Its timestamp tick has not passed, so a write later in that tick would
+    // leave its stat as it is: the stat must not vouch for the content. A
+    // result not marked racy must have been read more than a tick after its
+    // mtime (the reader waits for that when it cannot check by reading twice).
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("objects"), 64 << 20);
+    let path = dir.path().join("saved");
+    let mut racy = 0;
+    for attempt in 0..50u8 {
+        let data = noise(1000, attempt);
+        std::fs::write(&path, &data).unwrap();
+        let mut s = store.begin_write().unwrap();
+        let stored = s.ingest(vec![IngestSource { path: path.clone() }], &|_| {}).unwrap().remove(0).unwrap();
+        s.finish().unwrap();
+        drop(s);
+        assert_eq!(content(&store, &stored.id), data);
+        if stored.racy {
+            racy += 1;
+        } else {
+            let age = std::time::SystemTime::now().duration_since(stored.meta.modified().unwrap()).unwrap_or_default();
+            assert!(age > dmv_store::timestamp_granularity(), "attempt {attempt}: stamped {age:?} before, not marked racy");
+        }
+    }
+    // Each attempt stores within microseconds of the write (a tick here is 2-10 ms).
+    assert!(racy > 0, "no file written just before its ingest was marked racy in 50 attempts");
+}
+
 fn prune_now() -> GcOptions {
     GcOptions { keep_recent: Duration::ZERO, ..Default::default() }
 }
