@@ -355,8 +355,8 @@ impl Dirstate {
     /// checkout of a million files writes them as it reads its list), and
     /// returns their [`Dirstate::staged_hash`].
     pub(crate) fn save_sorted<'p>(path: &Path, count: usize, entries: impl Iterator<Item = (&'p [u8], DirEntry)>) -> RepoResult<[u8; 32]> {
-        let staged = std::cell::RefCell::new(blake3::Hasher::new());
-        let entries = entries.inspect(|(path, e)| hash_staged(&mut staged.borrow_mut(), path, e));
+        let staged = std::cell::RefCell::new(StagedHash::new());
+        let entries = entries.inspect(|(path, e)| staged.borrow_mut().add(path, e));
         let disk = OnDisk { entries: Saving { entries: std::cell::RefCell::new(Some(entries)), count } };
         crate::atomic::write_atomic_with(path, &mut |out| {
             let mut hashing = dmv_store::HashingWriter::new(out);
@@ -370,8 +370,7 @@ impl Dirstate {
             let sum = hashing.hasher.finalize();
             hashing.inner.write_all(sum.as_bytes())
         })?;
-        let hash = *staged.borrow().finalize().as_bytes();
-        Ok(hash)
+        Ok(staged.into_inner().finish())
     }
 
     /// The staged tree as a flat tree.
@@ -382,11 +381,11 @@ impl Dirstate {
     /// What the entries stage (paths, kinds, ids and sizes; not stat data),
     /// as one hash: what a [`TreeMark`] is valid for.
     pub fn staged_hash(&self) -> [u8; 32] {
-        let mut h = blake3::Hasher::new();
+        let mut h = StagedHash::new();
         for (path, e) in &self.entries {
-            hash_staged(&mut h, path, e);
+            h.add(path, e);
         }
-        *h.finalize().as_bytes()
+        h.finish()
     }
 
     /// Writes the staged tree's objects; returns the root tree's id.
@@ -457,19 +456,43 @@ fn varint(buf: &[u8], at: &mut usize, max_bytes: usize) -> Result<Option<u64>, S
     Err(postcard::Error::DeserializeBadVarint.to_string())
 }
 
-/// One entry's part of [`Dirstate::staged_hash`].
-fn hash_staged(h: &mut blake3::Hasher, path: &[u8], e: &DirEntry) {
-    let kind: u8 = match e.kind {
-        EntryKind::File => 0,
-        EntryKind::Executable => 1,
-        EntryKind::Symlink => 2,
-        EntryKind::Dir => 3,
-    };
-    h.update(&(path.len() as u64).to_le_bytes());
-    h.update(path);
-    h.update(&[kind]);
-    h.update(&e.id.0);
-    h.update(&e.size.to_le_bytes());
+/// [`Dirstate::staged_hash`] as the entries come: their bytes gathered into
+/// pieces large enough for BLAKE3 to hash many chunks at once (fed an entry
+/// at a time it hashed a block at a time: 7% of a status of a million files).
+struct StagedHash {
+    hasher: blake3::Hasher,
+    pending: Vec<u8>,
+}
+
+impl StagedHash {
+    const PIECE: usize = 1 << 16;
+
+    fn new() -> StagedHash {
+        StagedHash { hasher: blake3::Hasher::new(), pending: Vec::with_capacity(StagedHash::PIECE + 1024) }
+    }
+
+    fn add(&mut self, path: &[u8], e: &DirEntry) {
+        let kind: u8 = match e.kind {
+            EntryKind::File => 0,
+            EntryKind::Executable => 1,
+            EntryKind::Symlink => 2,
+            EntryKind::Dir => 3,
+        };
+        self.pending.extend_from_slice(&(path.len() as u64).to_le_bytes());
+        self.pending.extend_from_slice(path);
+        self.pending.push(kind);
+        self.pending.extend_from_slice(&e.id.0);
+        self.pending.extend_from_slice(&e.size.to_le_bytes());
+        if self.pending.len() >= StagedHash::PIECE {
+            self.hasher.update(&self.pending);
+            self.pending.clear();
+        }
+    }
+
+    fn finish(mut self) -> [u8; 32] {
+        self.hasher.update(&self.pending);
+        *self.hasher.finalize().as_bytes()
+    }
 }
 
 /// `.dmv/dirstate-tree`: the tree that the dirstate's entries build, when a
@@ -554,6 +577,27 @@ mod tests {
         bytes[20] ^= 1;
         std::fs::write(dir.path().join("dirstate"), &bytes).unwrap();
         assert!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap_err().to_string().contains("checksum"));
+    }
+
+    #[test]
+    fn the_staged_hash_of_many_entries_is_blake3_of_their_bytes_in_order() {
+        // Gathered into pieces, hashed as one stream: past several pieces too.
+        let mut ds = Dirstate::default();
+        let mut bytes = Vec::new();
+        for i in 0..3000u32 {
+            let path = format!("folder{}/{}", i / 100, "x".repeat(i as usize % 90)).into_bytes();
+            let e = DirEntry::absent(EntryKind::Executable, ObjectId([i as u8; 32]), i as u64 * 7);
+            ds.entries.insert(path, e);
+        }
+        for (path, e) in &ds.entries {
+            bytes.extend((path.len() as u64).to_le_bytes());
+            bytes.extend(path);
+            bytes.push(1);
+            bytes.extend(e.id.0);
+            bytes.extend(e.size.to_le_bytes());
+        }
+        assert!(bytes.len() > 3 * StagedHash::PIECE);
+        assert_eq!(ds.staged_hash(), *blake3::hash(&bytes).as_bytes());
     }
 
     #[test]
