@@ -224,6 +224,11 @@ impl Stat {
     pub fn is_symlink(&self) -> bool {
         self.kind() == Some(EntryKind::Symlink)
     }
+
+    /// What a working tree holds at a tracked path: not a folder, socket, ...
+    pub fn is_file_or_symlink(&self) -> bool {
+        matches!(self.kind(), Some(EntryKind::File | EntryKind::Executable | EntryKind::Symlink))
+    }
 }
 
 /// The stat times of an entry whose data is not here: nothing is in the

@@ -2,6 +2,8 @@
 //! How they match a pathspec, how they are shown and serialized, and the
 //! names dmv reserves in the working tree.
 
+use crate::dirstate::Stat;
+
 /// The repository's own directory at the root of the working tree.
 pub const DMV_DIR: &str = ".dmv";
 
@@ -71,49 +73,126 @@ pub(crate) struct Beneath<'r> {
     /// A folder known not to be one (missing, a file, a symlink): nothing is
     /// beneath it.
     not_a_folder: Option<Vec<u8>>,
+    /// The last folder [`Beneath::stat`] looked in, open: the files in it are
+    /// stat'ed relative to it, so the kernel does not walk each one's whole
+    /// path again (a third of the stat's cost at this machine's depth).
+    open: Option<(Vec<u8>, std::fs::File)>,
 }
 
 impl<'r> Beneath<'r> {
     pub(crate) fn new(root: &'r std::path::Path) -> Beneath<'r> {
-        Beneath { root, checked: Vec::new(), not_a_folder: None }
+        Beneath { root, checked: Vec::new(), not_a_folder: None, open: None }
     }
 
     /// The lstat of `rel` (None: nothing there, or a folder on the way is
     /// missing, not a folder, or a symlink). Any other error (a folder we
     /// may not read) is an error: it says nothing about whether the file is there.
     pub(crate) fn lstat(&mut self, rel: &[u8]) -> std::io::Result<Option<std::fs::Metadata>> {
-        use std::os::unix::ffi::OsStrExt;
-        let at = |p: &[u8]| self.root.join(std::ffi::OsStr::from_bytes(p));
-        let folder = &rel[..rel.iter().rposition(|b| *b == b'/').unwrap_or(0)];
-        if self.not_a_folder.as_deref().is_some_and(|gone| matches(folder, gone)) {
+        if !self.folder_is_there(folder_of(rel))? {
             return Ok(None);
         }
-        if !matches(&self.checked, folder) {
-            // Check each folder below the longest part already known good.
-            let mut known = common_folder(folder, &self.checked);
-            while known < folder.len() {
-                let end = folder[known..].iter().skip(1).position(|b| *b == b'/').map_or(folder.len(), |i| known + 1 + i);
-                match std::fs::symlink_metadata(at(&folder[..end])) {
-                    Ok(m) if m.is_dir() => {}
-                    Ok(_) => return Ok(self.not_a_folder(&folder[..end])),
-                    Err(e) if is_not_there(&e) => return Ok(self.not_a_folder(&folder[..end])),
-                    Err(e) => return Err(e),
-                }
-                known = end;
-            }
-            self.checked = folder.to_vec();
-        }
-        match std::fs::symlink_metadata(at(rel)) {
+        match std::fs::symlink_metadata(self.at(rel)) {
             Ok(m) => Ok(Some(m)),
             Err(e) if is_not_there(&e) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    fn not_a_folder(&mut self, folder: &[u8]) -> Option<std::fs::Metadata> {
-        self.not_a_folder = Some(folder.to_vec());
-        None
+    /// [`Beneath::lstat`] as a [`Stat`], from the file's open folder.
+    pub(crate) fn stat(&mut self, rel: &[u8]) -> std::io::Result<Option<Stat>> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let folder = folder_of(rel);
+        if !self.folder_is_there(folder)? {
+            return Ok(None);
+        }
+        if self.open.as_ref().is_none_or(|(open, _)| open.as_slice() != folder) {
+            // The root may be reached through a symlink; a folder beneath it may not.
+            let flags = match folder.is_empty() {
+                true => libc::O_DIRECTORY,
+                false => libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            };
+            let dir = match std::fs::File::options().read(true).custom_flags(flags).open(self.at(folder)) {
+                Ok(dir) => dir,
+                // Replaced since it was checked: by a symlink (ELOOP), a file, or nothing.
+                Err(e) if is_not_there(&e) || e.raw_os_error() == Some(libc::ELOOP) => {
+                    self.not_a_folder(folder);
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            };
+            self.open = Some((folder.to_vec(), dir));
+        }
+        let Some((_, dir)) = &self.open else { return Ok(None) };
+        let name = &rel[rel.len() - file_name_len(rel)..];
+        match rustix::fs::statat(dir, std::ffi::OsStr::from_bytes(name), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            // The fields' integer types differ from target to target.
+            #[allow(clippy::unnecessary_cast)]
+            Ok(st) => Ok(Some(Stat {
+                size: st.st_size as u64,
+                mtime_ns: st.st_mtime as i64 * 1_000_000_000 + st.st_mtime_nsec as i64,
+                ctime_ns: st.st_ctime as i64 * 1_000_000_000 + st.st_ctime_nsec as i64,
+                ino: st.st_ino as u64,
+                mode: st.st_mode as u32,
+            })),
+            Err(e) => match std::io::Error::from(e) {
+                e if is_not_there(&e) => Ok(None),
+                e => Err(e),
+            },
+        }
     }
+
+    /// Whether `folder` is a real folder all the way down from the root.
+    fn folder_is_there(&mut self, folder: &[u8]) -> std::io::Result<bool> {
+        if self.not_a_folder.as_deref().is_some_and(|gone| matches(folder, gone)) {
+            return Ok(false);
+        }
+        if !matches(&self.checked, folder) {
+            // Check each folder below the longest part already known good.
+            let mut known = common_folder(folder, &self.checked);
+            while known < folder.len() {
+                let end = folder[known..].iter().skip(1).position(|b| *b == b'/').map_or(folder.len(), |i| known + 1 + i);
+                match std::fs::symlink_metadata(self.at(&folder[..end])) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => {
+                        self.not_a_folder(&folder[..end]);
+                        return Ok(false);
+                    }
+                    Err(e) if is_not_there(&e) => {
+                        self.not_a_folder(&folder[..end]);
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e),
+                }
+                known = end;
+            }
+            self.checked = folder.to_vec();
+        }
+        Ok(true)
+    }
+
+    fn at(&self, rel: &[u8]) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        self.root.join(std::ffi::OsStr::from_bytes(rel))
+    }
+
+    /// Remembers `folder` as not one, for the lookups beneath it.
+    fn not_a_folder(&mut self, folder: &[u8]) {
+        self.not_a_folder = Some(folder.to_vec());
+        if self.open.as_ref().is_some_and(|(open, _)| matches(open, folder)) {
+            self.open = None;
+        }
+    }
+}
+
+/// The folder part of a path (empty at the root).
+fn folder_of(rel: &[u8]) -> &[u8] {
+    &rel[..rel.iter().rposition(|b| *b == b'/').unwrap_or(0)]
+}
+
+/// The length of the last component of a path.
+fn file_name_len(rel: &[u8]) -> usize {
+    rel.len() - rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)
 }
 
 /// The length of the longest folder path both `a` and `b` lie in or are.
@@ -184,7 +263,13 @@ mod tests {
         std::os::unix::fs::symlink(&outside, root.join("l")).unwrap();
         std::fs::write(root.join("file"), "x").unwrap();
         let mut b = Beneath::new(&root);
-        let there = |b: &mut Beneath, p: &str| b.lstat(p.as_bytes()).unwrap().is_some();
+        // Both lookups, each with its own memory of folders: the same answer.
+        let there = |b: &mut Beneath, p: &str| {
+            let st = b.stat(p.as_bytes()).unwrap();
+            let meta = Beneath::new(b.root).lstat(p.as_bytes()).unwrap();
+            assert_eq!(st, meta.as_ref().map(Stat::of), "{p}");
+            st.is_some()
+        };
         assert!(there(&mut b, "a/b/f"));
         assert!(there(&mut b, "a/g"));
         assert!(!there(&mut b, "l/f"), "through a symlinked folder");
@@ -196,6 +281,19 @@ mod tests {
         std::fs::rename(root.join("a"), dir.path().join("a2")).unwrap();
         std::os::unix::fs::symlink(dir.path().join("a2"), root.join("a")).unwrap();
         assert!(!there(&mut Beneath::new(&root), "a/b/f"));
+        // So does one that opened the folder before it became a symlink and
+        // is past it, and one whose folder vanished.
+        assert!(there(&mut b, "c/h"));
+        std::fs::rename(root.join("c"), dir.path().join("c2")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("c2"), root.join("c")).unwrap();
+        let mut fresh = Beneath::new(&root);
+        assert!(!there(&mut fresh, "c/h"));
+        std::fs::remove_file(root.join("c")).unwrap();
+        assert!(!there(&mut fresh, "c/h"));
+        // The root itself may be reached through a symlink.
+        std::os::unix::fs::symlink(&root, dir.path().join("via")).unwrap();
+        assert!(there(&mut Beneath::new(&dir.path().join("via")), "file"));
+        assert!(!there(&mut Beneath::new(&dir.path().join("via")), "not-here"));
     }
 
     #[test]

@@ -107,10 +107,10 @@ impl Repository {
                 let (p, e) = (entries.path(i), entries.value(i));
                 let there = match tracked_only {
                     true => None,
-                    false => beneath.lstat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(|m| m.is_file() || m.file_type().is_symlink()),
+                    false => beneath.stat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(Stat::is_file_or_symlink),
                 };
                 match there {
-                    Some(m) if differs(e, &Stat::of(&m), written_ns) => also.push((i, Stat::of(&m))),
+                    Some(st) if differs(e, &st, written_ns) => also.push((i, st)),
                     Some(_) => {}
                     None if !e.is_absent() => gone.push(p.to_vec()),
                     None => {}

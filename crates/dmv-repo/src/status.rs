@@ -74,8 +74,8 @@ impl Repository {
             |_| 1,
             |i, beneath: &mut Option<Beneath>| {
                 let beneath = beneath.get_or_insert_with(|| Beneath::new(&self.root));
-                let found = beneath.lstat(paths[i]).map_err(|e| RepoError::io(self.abs_path(paths[i]), e))?;
-                Ok::<_, RepoError>(found.filter(|m| m.is_file() || m.file_type().is_symlink()).map(|m| Stat::of(&m)))
+                let found = beneath.stat(paths[i]).map_err(|e| RepoError::io(self.abs_path(paths[i]), e))?;
+                Ok::<_, RepoError>(found.filter(Stat::is_file_or_symlink))
             },
             |i, st| stats[i] = st,
         )?;
