@@ -225,7 +225,8 @@ impl Stat {
         self.kind() == Some(EntryKind::Symlink)
     }
 
-    /// What a working tree holds at a tracked path: not a folder, socket, ...
+    /// Whether this is what a tracked path can hold: a file or a symlink
+    /// (not a folder, a socket, a device).
     pub fn is_file_or_symlink(&self) -> bool {
         matches!(self.kind(), Some(EntryKind::File | EntryKind::Executable | EntryKind::Symlink))
     }

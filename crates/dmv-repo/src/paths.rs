@@ -75,7 +75,7 @@ pub(crate) struct Beneath<'r> {
     not_a_folder: Option<Vec<u8>>,
     /// The last folder [`Beneath::stat`] looked in, open: the files in it are
     /// stat'ed relative to it, so the kernel does not walk each one's whole
-    /// path again (a third of the stat's cost at this machine's depth).
+    /// path from `/` again.
     open: Option<(Vec<u8>, std::fs::File)>,
 }
 
@@ -124,7 +124,7 @@ impl<'r> Beneath<'r> {
             self.open = Some((folder.to_vec(), dir));
         }
         let Some((_, dir)) = &self.open else { return Ok(None) };
-        let name = &rel[rel.len() - file_name_len(rel)..];
+        let name = &rel[rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)..];
         match rustix::fs::statat(dir, std::ffi::OsStr::from_bytes(name), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
             // The fields' integer types differ from target to target.
             #[allow(clippy::unnecessary_cast)]
@@ -154,15 +154,11 @@ impl<'r> Beneath<'r> {
                 let end = folder[known..].iter().skip(1).position(|b| *b == b'/').map_or(folder.len(), |i| known + 1 + i);
                 match std::fs::symlink_metadata(self.at(&folder[..end])) {
                     Ok(m) if m.is_dir() => {}
-                    Ok(_) => {
+                    Err(e) if !is_not_there(&e) => return Err(e),
+                    _ => {
                         self.not_a_folder(&folder[..end]);
                         return Ok(false);
                     }
-                    Err(e) if is_not_there(&e) => {
-                        self.not_a_folder(&folder[..end]);
-                        return Ok(false);
-                    }
-                    Err(e) => return Err(e),
                 }
                 known = end;
             }
@@ -188,11 +184,6 @@ impl<'r> Beneath<'r> {
 /// The folder part of a path (empty at the root).
 fn folder_of(rel: &[u8]) -> &[u8] {
     &rel[..rel.iter().rposition(|b| *b == b'/').unwrap_or(0)]
-}
-
-/// The length of the last component of a path.
-fn file_name_len(rel: &[u8]) -> usize {
-    rel.len() - rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)
 }
 
 /// The length of the longest folder path both `a` and `b` lie in or are.
