@@ -4,7 +4,6 @@
 
 use std::fs::Metadata;
 use std::io::{Read, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use dmv_store::object::EntryKind;
@@ -13,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
 use crate::pathmap::PathMap;
+pub use crate::stat::{kind_of, mtime_ns, Stat};
 use crate::tree::{FlatEntry, FlatTree};
 use crate::{RepoError, RepoResult};
 
@@ -179,57 +179,6 @@ pub struct Dirstate {
     /// mtime of the dirstate file when loaded: a file modified at or after it
     /// may have changed after it was hashed within the same timestamp tick.
     pub written_ns: i64,
-}
-
-pub fn mtime_ns(m: &Metadata) -> i64 {
-    m.mtime() * 1_000_000_000 + m.mtime_nsec()
-}
-
-pub fn ctime_ns(m: &Metadata) -> i64 {
-    m.ctime() * 1_000_000_000 + m.ctime_nsec()
-}
-
-pub fn kind_of(m: &Metadata) -> Option<EntryKind> {
-    Stat::of(m).kind()
-}
-
-/// The stat data the dirstate compares, and no more: a walk of 100,000 files
-/// keeps one per file, and `Metadata` is five times its size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stat {
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub ino: u64,
-    /// File type and permission bits, as `st_mode`.
-    pub mode: u32,
-}
-
-impl Stat {
-    pub fn of(m: &Metadata) -> Stat {
-        Stat { size: m.len(), mtime_ns: mtime_ns(m), ctime_ns: ctime_ns(m), ino: m.ino(), mode: m.mode() }
-    }
-
-    pub fn kind(&self) -> Option<EntryKind> {
-        const TYPE: u32 = 0o170000;
-        match self.mode & TYPE {
-            0o120000 => Some(EntryKind::Symlink),
-            0o100000 if self.mode & 0o111 != 0 => Some(EntryKind::Executable),
-            0o100000 => Some(EntryKind::File),
-            0o040000 => Some(EntryKind::Dir),
-            _ => None,
-        }
-    }
-
-    pub fn is_symlink(&self) -> bool {
-        self.kind() == Some(EntryKind::Symlink)
-    }
-
-    /// Whether this is what a tracked path can hold: a file or a symlink
-    /// (not a folder, a socket, a device).
-    pub fn is_file_or_symlink(&self) -> bool {
-        matches!(self.kind(), Some(EntryKind::File | EntryKind::Executable | EntryKind::Symlink))
-    }
 }
 
 /// The stat times of an entry whose data is not here: nothing is in the

@@ -48,6 +48,7 @@ mod sieve;
 mod slice;
 mod staging;
 mod stash;
+mod stat;
 mod status;
 mod three_way;
 mod time;

@@ -2,7 +2,7 @@
 //! How they match a pathspec, how they are shown and serialized, and the
 //! names dmv reserves in the working tree.
 
-use crate::dirstate::Stat;
+use crate::stat::Stat;
 
 /// The repository's own directory at the root of the working tree.
 pub const DMV_DIR: &str = ".dmv";
@@ -126,15 +126,7 @@ impl<'r> Beneath<'r> {
         let Some((_, dir)) = &self.open else { return Ok(None) };
         let name = &rel[rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)..];
         match rustix::fs::statat(dir, std::ffi::OsStr::from_bytes(name), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            // The fields' integer types differ from target to target.
-            #[allow(clippy::unnecessary_cast)]
-            Ok(st) => Ok(Some(Stat {
-                size: st.st_size as u64,
-                mtime_ns: st.st_mtime as i64 * 1_000_000_000 + st.st_mtime_nsec as i64,
-                ctime_ns: st.st_ctime as i64 * 1_000_000_000 + st.st_ctime_nsec as i64,
-                ino: st.st_ino as u64,
-                mode: st.st_mode as u32,
-            })),
+            Ok(st) => Ok(Some(Stat::of_raw(&st))),
             Err(e) => match std::io::Error::from(e) {
                 e if is_not_there(&e) => Ok(None),
                 e => Err(e),
