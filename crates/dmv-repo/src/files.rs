@@ -203,7 +203,7 @@ impl Repository {
     pub(crate) fn remove_worktree_file_in(&self, beneath: &mut Beneath, rel: &[u8]) -> RepoResult<()> {
         let abs = self.abs_path(rel);
         // Behind a folder that became a symlink, the tracked file is not there (see Beneath).
-        if beneath.lstat(rel).at(&abs)?.is_none() {
+        if beneath.stat(rel).at(&abs)?.is_none() {
             return Ok(());
         }
         match std::fs::remove_file(&abs) {

@@ -85,20 +85,9 @@ impl<'r> Beneath<'r> {
     }
 
     /// The lstat of `rel` (None: nothing there, or a folder on the way is
-    /// missing, not a folder, or a symlink). Any other error (a folder we
-    /// may not read) is an error: it says nothing about whether the file is there.
-    pub(crate) fn lstat(&mut self, rel: &[u8]) -> std::io::Result<Option<std::fs::Metadata>> {
-        if !self.folder_is_there(folder_of(rel))? {
-            return Ok(None);
-        }
-        match std::fs::symlink_metadata(self.at(rel)) {
-            Ok(m) => Ok(Some(m)),
-            Err(e) if is_not_there(&e) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// [`Beneath::lstat`] as a [`Stat`], from the file's open folder.
+    /// missing, not a folder, or a symlink), taken from the file's open
+    /// folder. Any other error (a folder we may not read) is an error: it
+    /// says nothing about whether the file is there.
     pub(crate) fn stat(&mut self, rel: &[u8]) -> std::io::Result<Option<Stat>> {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::OpenOptionsExt;
@@ -205,15 +194,15 @@ mod tests {
             std::fs::write(root.join(f), f).unwrap();
         }
         let mut beneath = Beneath::new(root);
-        assert!(beneath.lstat(b"a/x").unwrap().is_none());
-        assert!(beneath.lstat(b"a/deeper/x").unwrap().is_none());
+        assert!(beneath.stat(b"a/x").unwrap().is_none());
+        assert!(beneath.stat(b"a/deeper/x").unwrap().is_none());
         // A folder whose name starts with the missing one's is another folder.
-        assert!(beneath.lstat(b"ab/z").unwrap().is_some());
-        assert!(beneath.lstat(b"b/z").unwrap().is_some());
+        assert!(beneath.stat(b"ab/z").unwrap().is_some());
+        assert!(beneath.stat(b"b/z").unwrap().is_some());
         // A file where a folder would be: nothing beneath it either.
-        assert!(beneath.lstat(b"f/x").unwrap().is_none());
-        assert!(beneath.lstat(b"b/z").unwrap().is_some());
-        assert!(beneath.lstat(b"f").unwrap().is_some());
+        assert!(beneath.stat(b"f/x").unwrap().is_none());
+        assert!(beneath.stat(b"b/z").unwrap().is_some());
+        assert!(beneath.stat(b"f").unwrap().is_some());
     }
 
     #[test]
@@ -246,11 +235,12 @@ mod tests {
         std::os::unix::fs::symlink(&outside, root.join("l")).unwrap();
         std::fs::write(root.join("file"), "x").unwrap();
         let mut b = Beneath::new(&root);
-        // Both lookups, each with its own memory of folders: the same answer.
+        // What it finds is the file's own lstat.
         let there = |b: &mut Beneath, p: &str| {
             let st = b.stat(p.as_bytes()).unwrap();
-            let meta = Beneath::new(b.root).lstat(p.as_bytes()).unwrap();
-            assert_eq!(st, meta.as_ref().map(Stat::of), "{p}");
+            if let Some(st) = st {
+                assert_eq!(st, Stat::of(&std::fs::symlink_metadata(b.root.join(p)).unwrap()), "{p}");
+            }
             st.is_some()
         };
         assert!(there(&mut b, "a/b/f"));

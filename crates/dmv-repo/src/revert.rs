@@ -5,7 +5,7 @@
 use dmv_store::ObjectId;
 
 use crate::checkout::Written;
-use crate::dirstate::{DirEntry, Stat};
+use crate::dirstate::DirEntry;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::{show, Beneath};
 use crate::repo::Repository;
@@ -79,8 +79,8 @@ impl Repository {
         let mut ds = self.load_dirstate()?;
         let paths: std::collections::BTreeSet<&Vec<u8>> = ours.keys().chain(target.keys()).filter(|p| ours.get(*p) != target.get(*p)).collect();
         for path in paths {
-            let here = match Beneath::new(&self.root).lstat(path).map_err(|e| RepoError::io(self.abs_path(path), e))? {
-                Some(m) if m.is_file() || m.file_type().is_symlink() => Some(self.current_id(path, &Stat::of(&m))?.0),
+            let here = match Beneath::new(&self.root).stat(path).map_err(|e| RepoError::io(self.abs_path(path), e))? {
+                Some(st) if st.is_file_or_symlink() => Some(self.current_id(path, &st)?.0),
                 _ => None,
             };
             let (mine, theirs) = (ours.get(path), target.get(path));

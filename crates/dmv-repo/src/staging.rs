@@ -122,9 +122,9 @@ impl Repository {
         // A file named explicitly is added even if an ignore rule matches it.
         for spec in specs.iter().filter(|s| !s.is_empty() && !tracked_only && !ds.entries.contains_key(s)) {
             if let Err(at) = untracked.binary_search_by(|(p, _)| p.as_slice().cmp(spec)) {
-                if let Some(m) = Beneath::new(&self.root).lstat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? {
-                    if m.is_file() || m.file_type().is_symlink() {
-                        untracked.insert(at, (spec.clone(), Stat::of(&m)));
+                if let Some(st) = Beneath::new(&self.root).stat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? {
+                    if st.is_file_or_symlink() {
+                        untracked.insert(at, (spec.clone(), st));
                     }
                 }
             }
