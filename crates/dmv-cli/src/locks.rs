@@ -7,7 +7,7 @@ use anyhow::{anyhow, Result};
 use clap::Args;
 use dmv_repo::{utc_time, PathLock, Repository};
 
-use crate::repo_args::{open_repo, repo_paths};
+use crate::repo_args::{open_repo, printable, repo_paths};
 
 #[derive(Args)]
 pub struct LockArgs {
@@ -74,8 +74,8 @@ fn print(locks: &[PathLock], you: Option<&str>, json: bool, verb: Option<&str>) 
     }
     for l in locks {
         match verb {
-            Some(verb) => println!("{verb} {}", l.path),
-            None => println!("{}\t{}\t{}\tsince {}", l.path, l.owner, l.replica, utc_time(l.since as i64)),
+            Some(verb) => println!("{verb} {}", printable(&l.path)),
+            None => println!("{}\t{}\t{}\tsince {}", printable(&l.path), printable(&l.owner), printable(&l.replica), utc_time(l.since as i64)),
         }
     }
     Ok(())

@@ -237,7 +237,7 @@ fn main() -> ExitCode {
                     msg.push(cause);
                 }
             }
-            let mut line = msg.join(": ").replace('\n', " ");
+            let mut line = repo_args::printable(&msg.join(": ").replace('\n', " "));
             line.truncate(line.trim_end().len());
             if let Some(mount) = full_disk(&e) {
                 line.push_str(&format!(" (the file system mounted at {} is full: free some space there and run the command again)", mount.display()));

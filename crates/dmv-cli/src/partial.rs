@@ -8,7 +8,7 @@ use dmv_repo::Slice;
 use dmv_sync::GetOptions;
 
 use crate::progress::{Phases, Quiet};
-use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, printable, repo_paths, show_path};
 
 #[derive(Args)]
 pub struct SliceArgs {
@@ -153,9 +153,9 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
         println!("{} ({} copies)", show_path(&f.path), f.copies.len());
         for c in &f.copies {
             let name = match (&c.name, c.here) {
-                (Some(n), true) => format!("here ({n})"),
+                (Some(n), true) => format!("here ({})", printable(n)),
                 (None, true) => "here".to_string(),
-                (Some(n), _) => n.clone(),
+                (Some(n), _) => printable(n),
                 (None, _) => "?".to_string(),
             };
             let how = if c.here {

@@ -56,5 +56,31 @@ pub fn repo_paths(repo: &dmv_repo::Repository, paths: &[PathBuf]) -> anyhow::Res
 }
 
 pub fn show_path(p: &[u8]) -> String {
-    String::from_utf8_lossy(p).into_owned()
+    printable(&String::from_utf8_lossy(p))
+}
+
+/// Text from elsewhere (a peer's error, a replica's or a lock holder's
+/// name, a committed file name) as it may reach a terminal: control
+/// characters, which could retitle the window or rewrite what is shown,
+/// appear escaped (`\x1b`, `\u{9b}`).
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c {
+            c if !c.is_control() => c.to_string(),
+            c if (c as u32) < 0x80 => format!("\\x{:02x}", c as u32),
+            c => format!("\\u{{{:x}}}", c as u32),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(super::printable("plain: élan"), "plain: élan");
+        assert_eq!(super::printable("a\x1b]0;pwned\x07b\u{9b}2J\n"), "a\\x1b]0;pwned\\x07b\\u{9b}2J\\x0a");
+    }
 }

@@ -245,7 +245,7 @@ fn idle_slow_and_oversized_connections_are_cut_and_the_server_keeps_serving() {
     let got = read_until_closed(&mut s);
     assert!(start.elapsed() < CUT_WITHIN, "a stalled body was waited on for {:?}", start.elapsed());
     if !got.is_empty() {
-        assert!(error_message(&parse_answer(&got)).contains("sent nothing more"), "{got:?}");
+        assert_eq!(parse_answer(&got).status, Some(408), "{got:?}");
     }
     clone_is_exact(t, &url, &[]);
 
@@ -628,4 +628,356 @@ fn bad_tls_settings_stop_serve_in_one_line() {
     std::fs::write(t.join("server.toml"), "idle_timeout_secs = 0\n[repos]\nhub = \"hub\"\n").unwrap();
     let line = serve_refuses(t, &[]);
     assert!(line.contains("idle_timeout_secs = 0"), "{line}");
+}
+
+/// The server's peak resident memory so far, in bytes.
+fn peak_rss(server: &HttpServer) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap();
+    kib << 10
+}
+
+/// Runs `hello` over HTTP and says whether a real answer came.
+fn hello_answers(port: u16) -> bool {
+    let answer = exchange(port, &post("/hub/dmv/hello", None, &message(&Request::Hello { version: VERSION })));
+    answer.status == Some(200) && matches!(response(&answer), Response::Hello { .. })
+}
+
+/// A JPEG of 128 bytes declaring 65535² pixels made the server allocate
+/// 8 GiB and die; thumbnails and previews of it are now refused from its
+/// header, and the server's memory stays small.
+#[test]
+fn a_jpeg_decompression_bomb_is_refused_from_its_header() {
+    let top = setup();
+    let t = top.path();
+    let a = t.join("a");
+    for (name, (w, h)) in [("bomb.jpg", (65535, 65535)), ("wide.jpg", (30000, 30000)), ("camera.jpg", (16384, 16384))] {
+        std::fs::write(a.join(name), dmv_testkit::jpeg_bomb(w, h)).unwrap();
+    }
+    commit_all(&a, "bombs");
+    dmv(&a, &["push", "../hub"]);
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let ids: Vec<String> = dmv(&a, &["ls-tree", "HEAD"]).lines().filter(|l| l.ends_with(".jpg")).map(|l| l.split_whitespace().nth(1).unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 3);
+    for id in &ids {
+        for page in ["thumb", "preview"] {
+            let out = std::process::Command::new("curl")
+                .args(["-s", "-w", "\n%{http_code}", "-H", &format!("Authorization: Bearer {READER}"), &format!("{base}/hub/{page}/{id}")])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(text.ends_with("\n404") && text.contains("too large to preview"), "{page} of {id}: {text}");
+        }
+    }
+    assert!(server.child.id() > 0 && hello_answers(server.port), "the server died");
+    let peak = peak_rss(&server);
+    assert!(peak < 128 << 20, "the server's peak memory was {} MiB", peak >> 20);
+    clone_is_exact(t, &server.url("hub"), &[]);
+}
+
+/// A write token dropped the server's only copy of a file on the client's
+/// word that other copies existed; only the repository's admin may.
+#[test]
+fn a_write_token_cannot_drop_the_servers_data() {
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let url = server.url("hub");
+    let meta = t.join("meta");
+    ok(&dmv_cmd(t).args(["clone", "--slice", "meta", &url]).arg(&meta).env("DMV_TOKEN", WRITER).output().unwrap());
+    let out = dmv_cmd(&meta).args(["drop", "--from", "origin", "--force", "notes.txt"]).env("DMV_TOKEN", WRITER).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).lines().last().unwrap().contains("needs its admin"), "{}", stderr(&out));
+    // The same request sent by hand.
+    let chunks = chunk_ids(&t.join("hub"));
+    let answer = exchange(server.port, &post("/hub/dmv/drop-content", Some(WRITER), &message(&Request::DropContent { ids: chunks })));
+    assert!(error_message(&answer).contains("needs its admin"));
+    fsck_clean(&t.join("hub"));
+    clone_is_exact(t, &url, &[]);
+}
+
+/// Objects for a push by hand: a chunk, a tree of `entries` and a commit of
+/// it on top of `parent`, in the order the server takes them.
+fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8], parent: ObjectId) -> (Vec<u8>, ObjectId) {
+    use dmv_repo::store::object::{encode, Commit, Signature, TreeNode};
+    use dmv_repo::store::{ObjectKind, StoredObject};
+    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject { id: ObjectId::hash(kind, &bytes), kind, compression: 0, raw_len: bytes.len() as u32, payload: bytes };
+    let chunk = stored(ObjectKind::Chunk, chunk.to_vec());
+    let entries: Vec<_> = entries
+        .into_iter()
+        .map(|mut e| {
+            if e.id == ObjectId([0; 32]) {
+                e.id = chunk.id;
+            }
+            e
+        })
+        .collect();
+    let tree = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(entries)));
+    let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
+    let commit = stored(ObjectKind::Commit, encode(&Commit { tree: tree.id, parents: vec![parent], author: who.clone(), committer: who, message: "hostile tree".into() }));
+    let mut body = message(&Request::Put);
+    let mut frames = FrameWriter::new(&mut body);
+    for obj in [&chunk, &tree, &commit] {
+        frames.object(obj).unwrap();
+    }
+    frames.end().unwrap();
+    (body, commit.id)
+}
+
+/// A write token pushed a tree holding `.dmv/config` (every later clone
+/// failed) and one claiming 4 EiB for a 6-byte file: each push is now held
+/// to the checks a clone makes, and nothing of it lands.
+#[test]
+fn pushes_of_trees_a_clone_would_refuse_are_refused() {
+    use dmv_repo::store::object::{EntryKind, TreeEntry};
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let (port, url) = (server.port, server.url("hub"));
+    let hub = t.join("hub");
+    let before = head_of(&hub, "refs/heads/main");
+    let head = head_id(&t.join("a"));
+    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry { name: name.to_vec(), kind, id: ObjectId([0; 32]), size };
+    let cases: Vec<(Vec<TreeEntry>, &str)> = vec![
+        (vec![entry(b".dmv", EntryKind::File, 6)], "not a valid name"),
+        (vec![entry(b".DMV", EntryKind::File, 6)], "not a valid name"),
+        (vec![entry(b"..", EntryKind::File, 6)], "not a valid name"),
+        (vec![entry(b"a/b", EntryKind::File, 6)], "not a valid name"),
+        (vec![entry(b"b", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
+        (vec![entry(b"a", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
+        (vec![entry(b"huge.bin", EntryKind::File, 1 << 62)], "holds 6"),
+        (vec![entry(b"small.bin", EntryKind::File, 5)], "holds 6"),
+        (vec![entry(b"dir", EntryKind::Dir, 6)], "is a chunk"),
+    ];
+    for (entries, expected) in cases {
+        let (body, commit) = pushed_commit(entries, b"evil!\n", head);
+        let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
+        assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
+        let update = message(&Request::UpdateRefs {
+            updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+            who: "mallory".into(),
+            message: "x".into(),
+        });
+        let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+        assert!(error.contains("was not received"), "{error}");
+    }
+    // A well-formed tree made the same way is taken: the refusals are the checks'.
+    let (body, commit) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
+    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }));
+    assert_eq!(head_of(&hub, "refs/heads/main"), before);
+    fsck_clean(&hub);
+    clone_is_exact(t, &url, &[]);
+    let _ = commit;
+}
+
+/// 530 clients each trickling a request body a byte at a time held 515
+/// of the server's threads, and `hello`, pages and fetches waited until
+/// they stopped. Requests other than uploads are now read without a
+/// thread, so a clone goes through while they trickle; each is cut once
+/// its request time is up.
+#[test]
+fn clients_trickling_request_bodies_hold_no_thread() {
+    let top = setup();
+    let t = top.path();
+    std::fs::write(
+        t.join("server.toml"),
+        format!("idle_timeout_secs = 5\nrequest_timeout_secs = 20\nmax_connections = 2000\n[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n"),
+    )
+    .unwrap();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let (port, url) = (server.port, server.url("hub"));
+    let body = message(&Request::Has { ids: vec![ObjectId([7; 32]); 1000] });
+    let started = Instant::now();
+    let mut slow: Vec<TcpStream> = (0..530)
+        .map(|_| {
+            let mut s = connect(port);
+            let mut request = post("/hub/dmv/has", None, &body);
+            request.truncate(request.len() - body.len() + 1);
+            s.write_all(&request).unwrap();
+            s
+        })
+        .collect();
+    let trickle = |slow: &mut Vec<TcpStream>, i: usize| {
+        for s in slow.iter_mut() {
+            let _ = s.write_all(&body[i..i + 1]);
+        }
+    };
+    trickle(&mut slow, 1);
+    clone_is_exact(t, &url, &[]);
+    assert!(hello_answers(port));
+    // Still trickling: the clone did not wait for them to end.
+    trickle(&mut slow, 2);
+    let still_open = slow
+        .iter_mut()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let open = matches!((&**s).read(&mut [0u8; 64]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+            s.set_nonblocking(false).unwrap();
+            open
+        })
+        .count();
+    assert!(still_open >= 500 && started.elapsed() < Duration::from_secs(20), "{still_open} trickling connections open after {:?}", started.elapsed());
+    // Once the request time is up, each is answered 408 and closed.
+    let mut s = slow.pop().unwrap();
+    let mut i = 3;
+    let answer = loop {
+        let _ = s.write_all(&body[i..i + 1]);
+        i += 1;
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(n) => break String::from_utf8_lossy(&buf[..n]).to_string(),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => assert!(started.elapsed() < Duration::from_secs(60), "a trickled request was never cut"),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    drop(slow);
+    assert!(hello_answers(port));
+}
+
+/// Sixteen connections each sending a 64 MiB frame took the server from
+/// 162 MB to 1.22 GB. A request other than an upload is refused past
+/// 8 MiB, and the server's memory stays bounded.
+#[test]
+fn request_bodies_are_bounded_in_size_and_together() {
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    let flood: Vec<std::thread::JoinHandle<Option<u16>>> = (0..16)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = connect(port);
+                let len = (64u32 << 20) - 1;
+                let head = format!("POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n", len as usize + 5);
+                s.write_all(head.as_bytes()).ok()?;
+                let mut frame = len.to_le_bytes().to_vec();
+                frame.push(1);
+                s.write_all(&frame).ok()?;
+                let piece = vec![0u8; 1 << 20];
+                for _ in 0..63 {
+                    if s.write_all(&piece).is_err() {
+                        break;
+                    }
+                }
+                parse_answer(&read_until_closed(&mut s)).status
+            })
+        })
+        .collect();
+    let statuses: Vec<Option<u16>> = flood.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(statuses.iter().all(|s| s.is_none() || *s == Some(413)), "{statuses:?}");
+    assert!(statuses.contains(&Some(413)), "{statuses:?}");
+    let peak = peak_rss(&server);
+    assert!(peak < 384 << 20, "the server's peak memory was {} MiB", peak >> 20);
+    assert!(hello_answers(port));
+    clone_is_exact(t, &server.url("hub"), &[]);
+}
+
+/// 1,100 idle connections at 1,024 open files made `hello` wait for an
+/// idle cut. Past `max_connections`, the quietest connection the server is
+/// not working for (idle, or a request trickling in) is closed to make
+/// room, at once, not at its timeout.
+#[test]
+fn past_the_connection_bound_idle_connections_make_room() {
+    let top = setup();
+    let t = top.path();
+    std::fs::write(t.join("server.toml"), format!("idle_timeout_secs = 120\nmax_connections = 64\n[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n")).unwrap();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    // Half send nothing, half have a request under way that trickles in.
+    let body = message(&Request::ListRefs);
+    let mut idle: Vec<TcpStream> = (0..200)
+        .map(|i| {
+            let mut s = connect(port);
+            if i % 2 == 1 {
+                let request = post("/hub/dmv/list-refs", None, &body);
+                s.write_all(&request[..request.len() - 1]).unwrap();
+            }
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    assert!(hello_answers(port));
+    clone_is_exact(t, &server.url("hub"), &[]);
+    // The first ones were closed to make room, long before their idle timeout.
+    let closed = idle
+        .iter_mut()
+        .take(100)
+        .filter(|s| {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            match (&**s).read(&mut [0u8; 16]) {
+                Ok(0) => true,
+                Err(e) => matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted),
+                Ok(_) => false,
+            }
+        })
+        .count();
+    assert!(closed >= 90 && started.elapsed() < Duration::from_secs(100), "{closed} of the first 100 closed");
+}
+
+/// Wrong tokens are rationed per client address: after a burst, even the
+/// right one waits (a guesser cannot tell which of its guesses was right).
+#[test]
+fn token_guessing_is_rationed() {
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    let list_refs = message(&Request::ListRefs);
+    let statuses: Vec<Option<u16>> = (0..30).map(|i| exchange(port, &post("/hub/dmv/list-refs", Some(&format!("guess-{i}")), &list_refs)).status).collect();
+    // Ten at once, then about one a second (the thirty take a fraction of one).
+    assert!((10..=12).contains(&statuses.iter().filter(|s| **s == Some(403)).count()), "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == Some(429)).count() >= 18, "{statuses:?}");
+    let login = |token: &str| {
+        let body = format!("token={token}");
+        let request = format!(
+            "POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        exchange(port, request.as_bytes()).status
+    };
+    assert_eq!(login(READER), Some(429));
+    // Without a token, reading is open here and unaffected.
+    assert!(hello_answers(port));
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(login(READER), Some(303));
+}
+
+/// A server's error text reached other users' terminals unescaped.
+#[test]
+fn terminal_escapes_from_a_server_are_shown_escaped() {
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let url = format!("http://127.0.0.1:{}/%1b%5d0%3bpwned%07", server.port);
+    let out = dmv_cmd(t).args(["clone", &url, "x"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(!err.bytes().any(|b| b == 0x1b || b == 0x07), "{err:?}");
+    assert!(err.contains("\\x1b]0;pwned\\x07"), "{err:?}");
+}
+
+/// Files holding tokens are their owner's alone, and serve says when its config is not.
+#[test]
+fn files_holding_tokens_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = setup();
+    let t = top.path();
+    dmv(&t.join("a"), &["remote", "add", "hub", "http://127.0.0.1:1/hub", "--token", "sekrit"]);
+    let mode = std::fs::metadata(t.join("a/.dmv/config")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let mut child = std::process::Command::new(bin())
+        .args(["serve", "--config"])
+        .arg(t.join("server.toml"))
+        .args(["--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stderr.take().unwrap()), &mut first).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.starts_with("warning: ") && first.contains("chmod 600"), "{first}");
 }

@@ -215,16 +215,167 @@ fn the_web_ui_in_a_real_browser() {
         c.goto(&format!("{base}/hub/locks")).await.unwrap();
         let page = c.source().await.unwrap();
         assert!(page.contains("shoot/img-1.jpg") && page.contains(">al<"));
-        assert!(c.find(Locator::Css("form button")).await.is_err(), "no break button without an admin token");
-        c.goto(&format!("{base}/logout")).await.unwrap();
+        assert!(c.find(Locator::Css("form[action$='/locks/break'] button")).await.is_err(), "no break button without an admin token");
+        c.find(Locator::Css("header form button")).await.unwrap().click().await.unwrap();
+        page_with(&c, "Log in").await;
         c.goto(&format!("{base}/login")).await.unwrap();
         c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("tok-boss").await.unwrap();
         c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
         page_with(&c, "Repositories").await;
         c.goto(&format!("{base}/hub/locks")).await.unwrap();
-        c.find(Locator::Css("form button")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("form[action$='/locks/break'] button")).await.unwrap().click().await.unwrap();
         page_with(&c, "Nobody holds a lock").await;
         c.close().await.unwrap();
     });
     fsck_clean(&hub);
+}
+
+/// Serves `dir` over HTTP on another port of the same host, as an
+/// attacker's site would (a page there is same-site, not same-origin).
+struct OtherSite {
+    child: Child,
+    port: u16,
+}
+
+impl OtherSite {
+    fn start(dir: &Path) -> OtherSite {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "python's http.server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        OtherSite { child, port }
+    }
+}
+
+impl Drop for OtherSite {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The response headers of a GET, lower-cased.
+fn curl_headers(url: &str, token: &str) -> String {
+    let out = Command::new("curl").args(["-s", "-D", "-", "-o", "/dev/null", "-H", &format!("Authorization: Bearer {token}"), url]).output().unwrap();
+    String::from_utf8(out.stdout).unwrap().to_ascii_lowercase()
+}
+
+fn locks_page(base: &str) -> String {
+    curl_status(&format!("{base}/hub/locks"), Some("tok-read")).1
+}
+
+/// Attacks replayed in a real browser logged in as an admin: a committed
+/// HTML file and SVG whose scripts break a lock (served from the UI's
+/// origin they ran as the admin), any file renamed to .htm in the URL, a
+/// forged lock-breaking form and a forged login on another port of the
+/// same host, and a session cookie that outlives its logout.
+#[test]
+fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    let script =
+        "<script>fetch('/hub/locks/break',{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:'path=notes.txt'});document.title='pwned';</script>";
+    std::fs::write(work.join("report.htm"), format!("<html><body>report{script}</body></html>")).unwrap();
+    std::fs::write(work.join("logo.svg"), "<svg xmlns='http://www.w3.org/2000/svg'><script>fetch('/hub/locks/break',{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:'path=notes.txt'});</script></svg>").unwrap();
+    std::fs::write(work.join("notes.txt"), format!("plain notes {script}")).unwrap();
+    commit_all(&work, "hostile content");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-read\" = \"read\"\n\"tok-boss\" = { access = \"admin\", user = \"boss\" }\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
+        t,
+        0,
+    );
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let mut lock = dmv_cmd(&work);
+    lock.args(["lock", "--remote", &format!("{base}/hub"), "notes.txt"]).env("DMV_TOKEN", "tok-al");
+    ok(&lock.output().unwrap());
+    assert!(locks_page(&base).contains("notes.txt"));
+
+    // Content goes out as an attachment or plain text, never as a document of this origin.
+    let id =
+        |path: &str| dmv(&work, &["ls-tree", "-r", "HEAD"]).lines().find(|l| l.ends_with(path)).and_then(|l| l.split_whitespace().find(|w| w.len() == 64)).unwrap().to_string();
+    let (report, logo, notes) = (id("report.htm"), id("logo.svg"), id("notes.txt"));
+    for (hex, name) in [(&report, "report.htm"), (&logo, "logo.svg"), (&notes, "notes.shtml"), (&notes, "x.xhtml"), (&report, "r.html")] {
+        let h = curl_headers(&format!("{base}/hub/raw/{hex}/{name}"), "tok-read");
+        assert!(h.starts_with("http/1.1 200"), "{name}: {h}");
+        assert!(h.contains("x-content-type-options: nosniff") && h.contains("content-security-policy: sandbox"), "{name}: {h}");
+        let content_type = h.lines().find(|l| l.starts_with("content-type:")).unwrap();
+        assert!(!content_type.contains("html") && !content_type.contains("svg") && !content_type.contains("xml"), "{name}: {h}");
+        assert!(h.contains("content-disposition: attachment") || h.contains("content-type: text/plain"), "{name}: {h}");
+    }
+    let page = curl_headers(&format!("{base}/hub/"), "tok-read");
+    assert!(page.contains("content-security-policy: default-src 'none'; script-src 'self'") && page.contains("x-frame-options: deny"), "{page}");
+
+    // The attacker's pages, on another port of the same host.
+    let site = t.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(
+        site.join("break.html"),
+        format!("<form id=f method=post action='{base}/hub/locks/break'><input name=path value=notes.txt></form><script>document.getElementById('f').submit()</script>"),
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("login.html"),
+        format!("<form id=f method=post action='{base}/login'><input name=token value=tok-read></form><script>document.getElementById('f').submit()</script>"),
+    )
+    .unwrap();
+    let other = OtherSite::start(&site);
+    let evil = format!("http://127.0.0.1:{}", other.port);
+
+    let driver = Chromedriver::start();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("{base}/login")).await.unwrap();
+        c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("tok-boss").await.unwrap();
+        c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        page_with(&c, "Repositories").await;
+        let session = c.get_named_cookie("dmv_session").await.unwrap();
+        assert_ne!(session.value(), "tok-boss", "the cookie is a session id, not the token");
+        assert_eq!(session.http_only(), Some(true));
+
+        // The admin opens links a writer committed, and links renamed to run as HTML.
+        for (hex, name) in [(&report, "report.htm"), (&logo, "logo.svg"), (&notes, "report.htm"), (&notes, "notes.txt")] {
+            c.goto(&format!("{base}/hub/raw/{hex}/{name}")).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let title = c.execute("return document.title", vec![]).await.unwrap();
+            assert_ne!(title.as_str(), Some("pwned"), "{name} ran as a page");
+        }
+        assert!(locks_page(&base).contains("notes.txt"), "a committed script broke the lock");
+
+        // A forged lock-breaking form from another port of the same host.
+        c.goto(&format!("{evil}/break.html")).await.unwrap();
+        page_with(&c, "did not come from this server").await;
+        assert!(locks_page(&base).contains("notes.txt"), "a forged form broke the lock");
+
+        // A forged login would swap the admin's session for the attacker's read token.
+        c.goto(&format!("{evil}/login.html")).await.unwrap();
+        page_with(&c, "did not come from this server").await;
+        c.goto(&format!("{base}/hub/locks")).await.unwrap();
+        assert!(c.find(Locator::Css("form[action$='/locks/break'] button")).await.is_ok(), "still the admin's session");
+
+        // Logging out ends the session on the server: its cookie no longer opens anything.
+        c.find(Locator::Css("header form button")).await.unwrap().click().await.unwrap();
+        page_with(&c, "Log in").await;
+        let stale = Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", &format!("Cookie: dmv_session={}", session.value()), &format!("{base}/hub/")])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&stale.stdout), "401");
+        c.close().await.unwrap();
+    });
+    assert!(locks_page(&base).contains("notes.txt"));
 }

@@ -13,10 +13,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
 
 /// [`write_atomic`] of what `write` writes, streamed (nothing held whole in memory).
 pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
+    write_atomic_mode(path, 0o666, write)
+}
+
+/// [`write_atomic`] of a file only its owner may read or write (it holds a secret).
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> RepoResult<()> {
+    write_atomic_mode(path, 0o600, &mut |out| out.write_all(bytes))
+}
+
+/// `mode` as `open` takes it (the umask applies too), from the file's creation on.
+fn write_atomic_mode(path: &Path, mode: u32, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
     let written = (|| {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        let _ = std::fs::remove_file(&tmp);
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         write(&mut out)?;
         let f = out.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()

@@ -116,7 +116,11 @@ impl Config {
         let sum = settings_checksum(&value);
         value[CHECKSUM] = sum.into();
         let text = serde_json::to_vec_pretty(&value).map_err(encode)?;
-        crate::atomic::write_atomic(path, &text)
+        // A token is a secret: the file holding one is for its owner's eyes only.
+        match self.remotes.values().any(|r| r.token.is_some()) {
+            true => crate::atomic::write_atomic_private(path, &text),
+            false => crate::atomic::write_atomic(path, &text),
+        }
     }
 
     /// What `fsck` finds wrong with the config file at `path` that loading

@@ -66,6 +66,9 @@ pub enum RepoError {
     // Trees.
     #[error("tree {tree} is malformed: {detail}")]
     MalformedTree { tree: ObjectId, detail: String },
+    /// An object that breaks the rules every object must keep (see `object_rules`).
+    #[error("{kind} {id} is malformed: {detail}")]
+    MalformedObject { kind: &'static str, id: ObjectId, detail: String },
     #[error("cannot record {path}: {reason}")]
     BadPath { path: String, reason: &'static str },
     #[error("path {path}... nests more than {max} directories")]

@@ -32,6 +32,7 @@ mod locks;
 mod merge;
 mod merge_state;
 mod mergetool;
+mod object_rules;
 mod ops;
 mod parallel;
 mod pathmap;
@@ -74,6 +75,7 @@ pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, Replica
 pub use locks::{check_lock_path, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
+pub use object_rules::{check_object, ObjectFacts};
 pub use ops::{Status, StatusListing};
 pub use pathmap::PathMap;
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};

@@ -230,7 +230,12 @@ impl PackWriter {
 
     /// Whether an object with this id was appended.
     pub fn contains(&self, id: &ObjectId) -> bool {
-        self.positions.find(self.id_hasher.hash_one(id), |&i| self.entries[i as usize].id == *id).is_some()
+        self.entry(id).is_some()
+    }
+
+    /// The record of an appended object.
+    pub fn entry(&self, id: &ObjectId) -> Option<&Entry> {
+        self.positions.find(self.id_hasher.hash_one(id), |&i| self.entries[i as usize].id == *id).map(|&i| &self.entries[i as usize])
     }
 
     pub fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {

@@ -792,6 +792,14 @@ impl<'a> WriteSession<'a> {
         Ok(self.pack.as_ref().is_some_and(|p| p.contains(id)) || self.store.contains(id)?)
     }
 
+    /// The kind and length of an object stored or being written (None: not here).
+    pub fn kind_and_len(&self, id: &ObjectId) -> StoreResult<Option<(ObjectKind, u32)>> {
+        if let Some(e) = self.pack.as_ref().and_then(|p| p.entry(id)) {
+            return Ok(Some((e.kind, e.raw_len)));
+        }
+        Ok(self.store.locate(id)?.map(|l| (l.entry.kind, l.entry.raw_len)))
+    }
+
     /// Stores an object unless it exists; returns its id.
     pub fn put_object(&mut self, kind: ObjectKind, bytes: &[u8]) -> StoreResult<ObjectId> {
         let id = ObjectId::hash(kind, bytes);

@@ -6,9 +6,11 @@ use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
 
-use dmv_repo::store::object::children;
-use dmv_repo::store::ObjectKind;
-use dmv_repo::{validate_ref_name, Head, RefUpdate, RepoError, Repository};
+use std::collections::HashMap;
+
+use dmv_repo::store::object::TreeNode;
+use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
+use dmv_repo::{check_object, validate_ref_name, Head, ObjectFacts, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::LocationRun;
@@ -220,6 +222,13 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Unlocked).map_err(io_lost)?;
         }
         Request::DropContent { ids } => {
+            // The caller's word that other copies exist is not enough to
+            // destroy data here: the repository's admin decides.
+            if !caller.admin {
+                return Err(SyncError::Refused(
+                    "dropping data from this repository needs its admin: a token with access = \"admin\", or over ssh the account that owns the repository".into(),
+                ));
+            }
             let dropped = repo.drop_data(&ids)?;
             out.message(&Response::ContentDropped { freed_bytes: dropped.freed_bytes, locked: dropped.locked }).map_err(io_lost)?;
         }
@@ -252,9 +261,13 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
 
 /// Stores uploaded objects. Each must arrive after everything it refers to,
 /// so whatever has landed when a connection drops is complete in itself and
-/// a retry skips it; packs sealed before the drop stay.
+/// a retry skips it; packs sealed before the drop stay. Each is held to the
+/// rules a clone would hold it to (`dmv_repo::check_object`: names, kinds,
+/// sizes) before it is stored: a pusher cannot break the clones of others.
 pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<(u64, u64)> {
     let mut session = repo.store.begin_write()?;
+    // The facts of what this upload brought other than chunks (a chunk's are in its pack record).
+    let mut received: HashMap<ObjectId, ObjectFacts> = HashMap::new();
     let (mut objects, mut bytes) = (0u64, 0u64);
     loop {
         match input.expect_frame()? {
@@ -262,11 +275,9 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
                     let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
-                    for child in children(&obj.id, obj.kind, &content)? {
-                        if !session.has(&child)? {
-                            return Err(SyncError::Protocol(format!("object {} arrived before {child}, which it refers to", obj.id)));
-                        }
-                    }
+                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(repo, &session, &received, child))
+                        .map_err(|e| SyncError::Refused(format!("refusing the upload: {e}")))?;
+                    received.insert(obj.id, facts);
                 }
                 bytes += obj.payload.len() as u64;
                 if session.put_stored(&obj)? {
@@ -281,6 +292,25 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
     // Until the client's ref update comes, gc's grace period for recent packs keeps these.
     dmv_repo::store::failpoint("push-received");
     Ok((objects, bytes))
+}
+
+/// What `check_object` needs to know of an object an upload refers to:
+/// from the upload itself, or from the store.
+fn facts_of(repo: &Repository, session: &WriteSession<'_>, received: &HashMap<ObjectId, ObjectFacts>, id: &ObjectId) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
+    if let Some(facts) = received.get(id) {
+        return Ok(Some(*facts));
+    }
+    let Some((kind, len)) = session.kind_and_len(id)? else { return Ok(None) };
+    let size = match kind {
+        ObjectKind::Chunk => len as u64,
+        ObjectKind::FileNode => repo.store.content_len(id)?,
+        ObjectKind::Tree => match repo.store.read_decoded::<TreeNode>(id, kind)? {
+            TreeNode::Leaf(entries) => entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
+            TreeNode::Inner { children, .. } => children.iter().map(|c| c.size).fold(0u64, u64::saturating_add),
+        },
+        ObjectKind::Commit => 0,
+    };
+    Ok(Some(ObjectFacts { kind, size }))
 }
 
 /// Merges a pushed location log, which comes in pieces in key order, each

@@ -5,7 +5,13 @@
 //! The server faces the open network, so every wait on a client is bounded:
 //! a request's head, the next piece of a request's body, the client taking
 //! the next piece of an answer and a TLS handshake each get `idle_timeout_secs`,
-//! and a request's head is at most [`MAX_HEAD_BYTES`].
+//! and a request's head is at most [`MAX_HEAD_BYTES`]. A request that is not
+//! an upload is read whole before any thread works on it, within
+//! `request_timeout_secs` in all and [`MAX_REQUEST_BYTES`], and bodies held at
+//! once share a budget (`server_state`): a client trickling bytes holds a
+//! little memory for a bounded time, never a thread. Uploads need a write
+//! token and are stored a few at a time. Connections are bounded in number
+//! (`connections`). Wrong tokens are rationed per client address.
 
 use std::future::Future;
 use std::io::{BufReader, Read, Write};
@@ -16,7 +22,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Extension, Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -31,26 +37,39 @@ use tokio_rustls::rustls::pki_types::pem::{self, PemObject};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::channel::ChannelWriter;
+use crate::connections::{Activity, Connections};
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response as WireResponse, Verb};
 use crate::serve::{handle, Caller};
 pub use crate::server_config::{BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, DEFAULT_IDLE_TIMEOUT_SECS};
+use crate::server_state::{Peer, ServerState};
 use crate::{SyncError, SyncResult};
 
 fn plain(status: StatusCode, text: String) -> Response {
     (status, text + "\n").into_response()
 }
 
-/// Checks the request's token against what the verb needs.
+/// Checks the request's token against what the verb needs; wrong tokens
+/// count against the client's ration of guesses.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<Caller, Response> {
+fn authorize(state: &ServerState, peer: Peer, headers: &HeaderMap, verb: Verb) -> Result<Caller, Response> {
+    let config = &state.config;
     let presented = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
     let entry = match presented {
-        Some(t) => match config.token_access(t) {
-            Some(a) => Some(a),
-            None => return Err(plain(StatusCode::FORBIDDEN, "the token is not valid for this server".into())),
-        },
+        Some(t) => {
+            let client = state.client_ip(peer, headers);
+            if let Err(wait) = state.guesses.check(client) {
+                return Err(plain(StatusCode::TOO_MANY_REQUESTS, format!("too many wrong tokens from {client}: try again in {} s", wait.as_secs().max(1))));
+            }
+            match config.token_access(t) {
+                Some(a) => Some(a),
+                None => {
+                    state.guesses.failed(client);
+                    return Err(plain(StatusCode::FORBIDDEN, "the token is not valid for this server".into()));
+                }
+            }
+        }
         None => None,
     };
     let access = entry.map(TokenEntry::access);
@@ -73,6 +92,8 @@ fn authorize(config: &ServerConfig, headers: &HeaderMap, verb: Verb) -> Result<C
 pub const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Header lines per request (ours send about six).
 const MAX_HEADERS: usize = 64;
+/// A request that is not an upload: the largest, `has` of 32,768 ids, is about 1.1 MiB.
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 /// A certificate or key file larger than this is not one.
 const MAX_PEM_FILE: u64 = 1 << 20;
 
@@ -88,21 +109,24 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
         (None, Some(key)) => return Err(SyncError::ServerConfig { path: key.clone(), detail: "a TLS key needs its certificate too (tls_cert, --tls-cert)".into() }),
     };
     let idle = config.idle_timeout();
+    raise_open_file_limit();
+    let connections = Connections::new(config.max_connections());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| SyncError::local("cannot start the server runtime", e))?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         eprintln!("dmv serve: listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         let _ = std::io::stderr().flush();
-        let config = Arc::new(config);
+        let state = Arc::new(ServerState::new(config));
         let app = Router::new()
             .route("/{repo}/dmv/{verb}", post(rpc))
             .merge(crate::web::routes())
-            .layer(axum::middleware::from_fn_with_state(config.clone(), access_log))
-            .with_state(config);
+            .layer(axum::middleware::from_fn(crate::web::hardening_headers))
+            .layer(axum::middleware::from_fn_with_state(state.clone(), access_log))
+            .with_state(state);
         loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
                 // That client gave up before it was taken.
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset) => continue,
                 // Out of file descriptors, say: pause rather than spin, and
@@ -112,18 +136,28 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
                     continue;
                 }
             };
+            // Every connection busy: this one waits for nothing and is closed.
+            let Some(admitted) = connections.admit() else { continue };
             let (app, tls) = (app.clone(), tls.clone());
             tokio::spawn(async move {
-                let stream = StallGuard::new(stream, idle);
-                match tls {
-                    None => serve_connection(stream, app, idle).await,
-                    Some(acceptor) => {
-                        // A failed or stalled handshake concerns that client only.
-                        if let Ok(Ok(stream)) = tokio::time::timeout(idle, acceptor.accept(stream)).await {
-                            serve_connection(stream, app, idle).await;
+                let activity = admitted.activity.clone();
+                let stream = StallGuard::new(stream, idle, activity.clone());
+                let served = async {
+                    match tls {
+                        None => serve_connection(stream, app, idle, Peer(peer), activity.clone()).await,
+                        Some(acceptor) => {
+                            // A failed or stalled handshake concerns that client only.
+                            if let Ok(Ok(stream)) = tokio::time::timeout(idle, acceptor.accept(stream)).await {
+                                serve_connection(stream, app, idle, Peer(peer), activity.clone()).await;
+                            }
                         }
                     }
+                };
+                tokio::select! {
+                    _ = served => {}
+                    _ = activity.closed.notified() => {}
                 }
+                drop(admitted);
             });
         }
     })
@@ -133,7 +167,9 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Serves HTTP/1.1 requests on one connection until either side ends it.
-async fn serve_connection<I>(io: I, app: Router, idle: Duration)
+/// Each request carries the connection's address, and counts as busy work
+/// of the connection until its answer has been produced.
+async fn serve_connection<I>(io: I, app: Router, idle: Duration, peer: Peer, activity: Arc<Activity>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -141,8 +177,39 @@ where
     // The head timeout also runs between requests: a kept-alive connection
     // that sends nothing more is closed like one that never sent anything.
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(idle).max_header_size(MAX_HEAD_BYTES).max_headers(MAX_HEADERS);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(peer);
+        request.extensions_mut().insert(activity.clone());
+        let answering = activity.answering();
+        let app = app.clone();
+        async move {
+            let response = tower::ServiceExt::oneshot(app, request.map(Body::new)).await;
+            // Busy until the answer's body is sent or dropped.
+            response.map(|r| {
+                r.map(|body| {
+                    Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                        let _ = &answering;
+                        frame
+                    }))
+                })
+            })
+        }
+    });
     // How a connection ended concerns only its client; the server goes on.
-    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(io), hyper_util::service::TowerToHyperService::new(app)).await;
+    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(io), service).await;
+}
+
+/// Lifts the soft bound on open files to the hard one: each connection is
+/// one, and the default soft bound (1024) is below what many servers allow.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// Reads a PEM file, bounded: a path naming something else must not make
@@ -185,20 +252,24 @@ fn tls_acceptor(cert: &Path, key: &Path) -> SyncResult<tokio_rustls::TlsAcceptor
 /// A connection whose writes give up once the client has taken nothing for
 /// `idle`: a client that stops reading an answer would otherwise hold its
 /// connection, and the thread producing the answer, for ever.
+/// It also notes when bytes last moved, for [`Connections`] to choose
+/// which idle connection to close.
 struct StallGuard<I> {
     io: I,
     idle: Duration,
     /// Runs from the first write that could not proceed until one does.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    activity: Arc<Activity>,
 }
 
 impl<I> StallGuard<I> {
-    fn new(io: I, idle: Duration) -> Self {
-        StallGuard { io, idle, stalled: None }
+    fn new(io: I, idle: Duration, activity: Arc<Activity>) -> Self {
+        StallGuard { io, idle, stalled: None, activity }
     }
 
     fn bounded<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
         if poll.is_ready() {
+            self.activity.moved_bytes();
             self.stalled = None;
             return poll;
         }
@@ -216,7 +287,12 @@ impl<I: AsyncRead + Unpin> AsyncRead for StallGuard<I> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         // Reads wait on the client by design (between requests, while an
         // answer streams); the head and body timeouts bound the waits that matter.
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.io).poll_read(cx, buf);
+        if poll.is_ready() {
+            this.activity.moved_bytes();
+        }
+        poll
     }
 }
 
@@ -265,22 +341,33 @@ fn body_with_idle_timeout(body: Body, idle: Duration) -> impl futures_util::Stre
     })
 }
 
-async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): UrlPath<(String, String)>, headers: HeaderMap, body: Body) -> Response {
+async fn rpc(
+    State(state): State<Arc<ServerState>>,
+    Extension(peer): Extension<Peer>,
+    Extension(activity): Extension<Arc<Activity>>,
+    UrlPath((name, verb)): UrlPath<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let Some(verb) = Verb::from_name(&verb) else {
         return plain(StatusCode::NOT_FOUND, format!("unknown request {verb}"));
     };
-    let Some(path) = config.repos.get(&name).cloned() else {
+    let Some(path) = state.config.repos.get(&name).cloned() else {
         return plain(StatusCode::NOT_FOUND, format!("no repository named {name} here"));
     };
-    let caller = match authorize(&config, &headers, verb) {
+    let caller = match authorize(&state, peer, &headers, verb) {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    let stream = Box::pin(body_with_idle_timeout(body, config.idle_timeout()));
-    let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
     if verb.has_body() {
         // An upload is answered only once it has been read and stored whole.
+        let Ok(turn) = state.uploads.clone().acquire_owned().await else {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down".into());
+        };
+        let stream = Box::pin(body_with_idle_timeout(body, state.config.idle_timeout()));
+        let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
         let task = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             let mut answer = Vec::new();
             serve_request(&path, &caller, verb, reader, &mut answer);
             answer
@@ -290,19 +377,55 @@ async fn rpc(State(config): State<Arc<ServerConfig>>, UrlPath((name, verb)): Url
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("request failed: {e}")),
         };
     }
+    let waiting = activity.waiting_on_client();
+    let read = read_request(&state, body).await;
+    drop(waiting);
+    let (request, held) = match read {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter { tx, buf: Vec::new() };
-        serve_request(&path, &caller, verb, reader, &mut out);
+        serve_request(&path, &caller, verb, std::io::Cursor::new(request), &mut out);
+        drop(held);
         let _ = out.flush();
     });
     Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
 }
 
+/// Reads a whole request that is not an upload, within the request
+/// timeout in all, the idle timeout per piece, [`MAX_REQUEST_BYTES`], and
+/// the bytes all requests may hold at once (whose share it returns).
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+async fn read_request(state: &ServerState, body: Body) -> Result<(Vec<u8>, Vec<tokio::sync::OwnedSemaphorePermit>), Response> {
+    let deadline = tokio::time::Instant::now() + state.config.request_timeout();
+    let idle = state.config.idle_timeout();
+    let mut stream = body.into_data_stream();
+    let (mut bytes, mut held) = (Vec::new(), Vec::new());
+    loop {
+        let piece = match tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + idle), stream.next()).await {
+            Ok(None) => return Ok((bytes, held)),
+            Ok(Some(Ok(piece))) => piece,
+            Ok(Some(Err(e))) => return Err(plain(StatusCode::BAD_REQUEST, format!("cannot read the request: {e}"))),
+            Err(_) => return Err(plain(StatusCode::REQUEST_TIMEOUT, "the request did not arrive in time".into())),
+        };
+        if bytes.len() + piece.len() > MAX_REQUEST_BYTES {
+            return Err(plain(StatusCode::PAYLOAD_TOO_LARGE, format!("a request other than an upload is at most {MAX_REQUEST_BYTES} bytes")));
+        }
+        match state.body_bytes.clone().try_acquire_many_owned(piece.len() as u32) {
+            Ok(share) => held.push(share),
+            Err(_) => return Err(plain(StatusCode::SERVICE_UNAVAILABLE, "the server is busy: try again in a moment".into())),
+        }
+        bytes.extend_from_slice(&piece);
+    }
+}
+
 /// With `access_log`, one line per request on stderr: method, path, status,
 /// bytes of the answer (as its Content-Length says) and the Range asked for.
-async fn access_log(State(config): State<Arc<ServerConfig>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if !config.access_log {
+async fn access_log(State(state): State<Arc<ServerState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if !state.config.access_log {
         return next.run(request).await;
     }
     let (method, path) = (request.method().clone(), request.uri().path().to_string());

@@ -91,6 +91,21 @@ pub struct ServerConfig {
     /// One line on stderr per request: method, path, status, bytes.
     #[serde(default)]
     pub access_log: bool,
+    /// Connections open at once (default [`DEFAULT_MAX_CONNECTIONS`]); at
+    /// the bound, a new one closes the longest idle one.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    /// Seconds a client has to send a whole request that is not an upload
+    /// (default [`DEFAULT_REQUEST_TIMEOUT_SECS`]), however it trickles.
+    #[serde(default)]
+    pub request_timeout_secs: Option<u64>,
+    /// Hours a web UI login lasts (default [`DEFAULT_SESSION_HOURS`]).
+    #[serde(default)]
+    pub session_hours: Option<u64>,
+    /// Reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto`
+    /// are believed (the client's address and whether it came over HTTPS).
+    #[serde(default)]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -106,6 +121,11 @@ pub enum BrowseAccess {
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
 /// A day: beyond that a timeout is a mistake (and deadlines must not overflow).
 const MAX_IDLE_TIMEOUT_SECS: u64 = 24 * 3600;
+/// Well under the 1024 files a process may open by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Requests other than uploads are a few hundred kilobytes at most.
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
+pub const DEFAULT_SESSION_HOURS: u64 = 12;
 
 impl ServerConfig {
     pub fn load(path: &Path) -> SyncResult<ServerConfig> {
@@ -125,7 +145,35 @@ impl ServerConfig {
         if let Some(secs) = config.idle_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
             return refuse(format!("idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
         }
+        if let Some(secs) = config.request_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
+            return refuse(format!("request_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
+        }
+        if let Some(n) = config.max_connections.filter(|n| !(4..=1_000_000).contains(n)) {
+            return refuse(format!("max_connections = {n}: give between 4 and 1000000"));
+        }
+        if let Some(h) = config.session_hours.filter(|h| !(1..=24 * 365).contains(h)) {
+            return refuse(format!("session_hours = {h}: give between 1 and {}", 24 * 365));
+        }
         Ok(config)
+    }
+
+    /// Whether the file at `path` may be read by accounts other than its
+    /// owner (its tokens are secrets: `chmod 600` it).
+    pub fn readable_by_others(path: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0)
+    }
+
+    pub(crate) fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS))
+    }
+
+    pub(crate) fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS)
+    }
+
+    pub(crate) fn session_lifetime(&self) -> Duration {
+        Duration::from_secs(self.session_hours.unwrap_or(DEFAULT_SESSION_HOURS) * 3600)
     }
 
     pub(crate) fn idle_timeout(&self) -> Duration {

@@ -1,14 +1,22 @@
 //! The web UI over HTTP: the same server, tokens and repositories as the
 //! protocol, with pages made by dmv-web. A browser logs in once with a
-//! token (kept in an HttpOnly cookie); scripts may send it as a bearer
-//! header. Reading a page needs a listed token unless the config says
-//! `browse = "open"`; breaking a lock needs an admin token.
+//! token and gets a session (an HttpOnly cookie naming it, see `sessions`);
+//! scripts may send the token as a bearer header. Reading a page needs a
+//! listed token unless the config says `browse = "open"`; breaking a lock
+//! needs an admin token.
+//!
+//! Committed content is hostile: every page goes out with a Content
+//! Security Policy allowing no script but our own file and no framing, and
+//! file content with a sandboxing policy, `nosniff`, and only passive types
+//! shown inline (dmv-web decides which). Forms that change something are
+//! refused unless they come from our own pages (see `server_state`) and,
+//! for a login, carry its secret.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Form, Path as UrlPath, Query, State};
+use axum::extract::{Extension, Form, Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,48 +28,97 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::channel::ChannelWriter;
-use crate::server_config::{BrowseAccess, ServerConfig, TokenAccess};
+use crate::server_config::{BrowseAccess, TokenAccess};
+use crate::server_state::{Peer, ServerState};
 
-const COOKIE: &str = "dmv_token";
+const COOKIE: &str = "dmv_session";
+
+/// Pages may run only our own script file, show pictures and media of this
+/// server, and may not be framed by anyone.
+const PAGE_POLICY: &str =
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// File content is never a document of our origin: no script, no forms, no plugins.
+const CONTENT_POLICY: &str = "sandbox; default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'";
+
+type Shared = Arc<ServerState>;
 
 /// The web UI's routes (the protocol's `POST /{repo}/dmv/{verb}` sits beside them).
-pub(crate) fn routes() -> Router<Arc<ServerConfig>> {
+pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(index))
+        .route("/-/compare.js", get(compare_script))
         .route("/login", get(login_form).post(login))
-        .route("/logout", get(logout))
+        .route("/logout", get(logout_form).post(logout))
         .route("/{repo}", get(to_repo_home))
         .route("/{repo}/", get(repo_home))
         .route("/{repo}/{*rest}", get(page))
         .route("/{repo}/locks/break", post(break_lock))
 }
 
+/// The headers every answer of the server carries (file content adds its own policy first).
+pub(crate) async fn hardening_headers(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
+    h.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(PAGE_POLICY));
+    response
+}
+
 fn login_page(status: StatusCode, message: &str) -> Response {
     (status, Html(dmv_web::login_page(Some(message)))).into_response()
 }
 
-/// Who is browsing, from the bearer header or the login cookie; a missing
-/// or unknown token gets the login page (401) and nothing of a repository.
+fn too_many_guesses(wait: std::time::Duration) -> Response {
+    let mut response = login_page(StatusCode::TOO_MANY_REQUESTS, "Too many wrong tokens from your address: wait a moment and try again.");
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+    response
+}
+
+/// The session id the request's cookie names, if any.
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|c| c.trim().strip_prefix("dmv_session="))
+}
+
+/// Who is browsing, from the bearer header or the login's session; a
+/// missing, unknown or expired one gets the login page (401) and nothing of
+/// a repository. Wrong bearer tokens count against the client's ration.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn viewer(config: &ServerConfig, headers: &HeaderMap) -> Result<Viewer, Response> {
+fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer, Response> {
     let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
-    let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|c| c.trim().strip_prefix("dmv_token="));
-    match bearer.or(cookie) {
-        Some(token) => match config.token_access(token) {
-            Some(entry) => Ok(Viewer { user: entry.user().map(str::to_string), admin: entry.access() == TokenAccess::Admin }),
-            None => Err(login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.")),
+    let (token, form_secret) = match (bearer, session_cookie(headers)) {
+        (Some(token), _) => {
+            let client = state.client_ip(peer, headers);
+            state.guesses.check(client).map_err(too_many_guesses)?;
+            if state.config.token_access(token).is_none() {
+                state.guesses.failed(client);
+            }
+            (token.to_string(), None)
+        }
+        (None, Some(id)) => match state.sessions.get(id) {
+            Some(session) => (session.token, Some(session.form_secret)),
+            None => return Err(login_page(StatusCode::UNAUTHORIZED, "Your login has ended: log in again.")),
         },
-        None if config.browse == BrowseAccess::Open => Ok(Viewer::default()),
-        None => Err(login_page(StatusCode::UNAUTHORIZED, "Log in with a token to browse.")),
+        (None, None) if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
+        (None, None) => return Err(login_page(StatusCode::UNAUTHORIZED, "Log in with a token to browse.")),
+    };
+    match state.config.token_access(&token) {
+        Some(entry) => Ok(Viewer { user: entry.user().map(str::to_string), admin: entry.access() == TokenAccess::Admin, form_secret }),
+        None => Err(login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.")),
     }
 }
 
-async fn index(State(config): State<Arc<ServerConfig>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = viewer(&config, &headers) {
+async fn index(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap) -> Response {
+    if let Err(refused) = viewer(&state, peer, &headers) {
         return refused;
     }
-    Html(dmv_web::index_page(&config.repos.keys().cloned().collect::<Vec<_>>())).into_response()
+    Html(dmv_web::index_page(&state.config.repos.keys().cloned().collect::<Vec<_>>())).into_response()
+}
+
+async fn compare_script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "private, max-age=3600")], dmv_web::COMPARE_SCRIPT).into_response()
 }
 
 async fn login_form() -> Response {
@@ -73,17 +130,44 @@ struct LoginForm {
     token: String,
 }
 
-async fn login(State(config): State<Arc<ServerConfig>>, Form(form): Form<LoginForm>) -> Response {
+fn refused_form() -> Response {
+    login_page(StatusCode::FORBIDDEN, "That form did not come from this server's pages.")
+}
+
+async fn login(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap, Form(form): Form<LoginForm>) -> Response {
+    if !state.comes_from_our_pages(peer, &headers) {
+        return refused_form();
+    }
+    let client = state.client_ip(peer, &headers);
+    if let Err(wait) = state.guesses.check(client) {
+        return too_many_guesses(wait);
+    }
     let token = form.token.trim();
-    if config.token_access(token).is_none() || !token.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'"') {
+    if state.config.token_access(token).is_none() {
+        state.guesses.failed(client);
         return login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.");
     }
-    let secure = if config.tls_cert.is_some() { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");
+    let id = match state.sessions.open(token) {
+        Ok(id) => id,
+        Err(e) => return login_page(StatusCode::INTERNAL_SERVER_ERROR, &format!("Cannot open a session: {e}")),
+    };
+    let secure = if state.over_https(peer, &headers) { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}", state.sessions.lifetime().as_secs());
     see_other("/", Some(cookie))
 }
 
-async fn logout() -> Response {
+/// A bookmark of the old logout link gets the button.
+async fn logout_form() -> Response {
+    Html(dmv_web::logout_page()).into_response()
+}
+
+async fn logout(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap) -> Response {
+    if !state.comes_from_our_pages(peer, &headers) {
+        return refused_form();
+    }
+    if let Some(id) = session_cookie(&headers) {
+        state.sessions.close(id);
+    }
     see_other("/login", Some(format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")))
 }
 
@@ -106,20 +190,33 @@ fn dmv_web_segment(name: &str) -> String {
     name.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
-async fn repo_home(state: State<Arc<ServerConfig>>, UrlPath(name): UrlPath<String>, query: Query<BTreeMap<String, String>>, headers: HeaderMap) -> Response {
-    serve_page(state, name, String::new(), query, headers).await
+async fn repo_home(state: State<Shared>, peer: Extension<Peer>, UrlPath(name): UrlPath<String>, query: Query<BTreeMap<String, String>>, headers: HeaderMap) -> Response {
+    serve_page(state, peer, name, String::new(), query, headers).await
 }
 
-async fn page(state: State<Arc<ServerConfig>>, UrlPath((name, rest)): UrlPath<(String, String)>, query: Query<BTreeMap<String, String>>, headers: HeaderMap) -> Response {
-    serve_page(state, name, rest, query, headers).await
+async fn page(
+    state: State<Shared>,
+    peer: Extension<Peer>,
+    UrlPath((name, rest)): UrlPath<(String, String)>,
+    query: Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    serve_page(state, peer, name, rest, query, headers).await
 }
 
-async fn serve_page(State(config): State<Arc<ServerConfig>>, name: String, rest: String, Query(query): Query<BTreeMap<String, String>>, headers: HeaderMap) -> Response {
-    let viewer = match viewer(&config, &headers) {
+async fn serve_page(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    name: String,
+    rest: String,
+    Query(query): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let viewer = match viewer(&state, peer, &headers) {
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let Some(dir) = config.repos.get(&name).cloned() else {
+    let Some(dir) = state.config.repos.get(&name).cloned() else {
         return (StatusCode::NOT_FOUND, Html(format!("no repository named {} here", html_text(&name)))).into_response();
     };
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -165,7 +262,9 @@ fn send(reply: Reply, repo: Repository) -> Response {
             let mut response = Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
             let h = response.headers_mut();
             let value = |s: String| HeaderValue::from_str(&s).unwrap_or(HeaderValue::from_static("application/octet-stream"));
-            h.insert(header::CONTENT_TYPE, value(content_type));
+            h.insert(header::CONTENT_TYPE, value(content_type.mime));
+            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_POLICY));
+            h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
             h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
@@ -185,14 +284,23 @@ fn send(reply: Reply, repo: Repository) -> Response {
 #[derive(Deserialize)]
 struct BreakForm {
     path: String,
+    /// The login's secret (forms of a session carry it; a bearer token needs none).
+    #[serde(default)]
+    form_secret: Option<String>,
 }
 
-async fn break_lock(State(config): State<Arc<ServerConfig>>, UrlPath(name): UrlPath<String>, headers: HeaderMap, Form(form): Form<BreakForm>) -> Response {
-    let viewer = match viewer(&config, &headers) {
+async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath(name): UrlPath<String>, headers: HeaderMap, Form(form): Form<BreakForm>) -> Response {
+    let viewer = match viewer(&state, peer, &headers) {
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let Some(dir) = config.repos.get(&name).cloned() else {
+    // A session's cookie goes with any request the browser makes: the form must prove it is ours.
+    if let Some(secret) = &viewer.form_secret {
+        if !state.comes_from_our_pages(peer, &headers) || form.form_secret.as_deref().is_none_or(|s| !same_secret(s, secret)) {
+            return refused_form();
+        }
+    }
+    let Some(dir) = state.config.repos.get(&name).cloned() else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let answered = tokio::task::spawn_blocking(move || {
@@ -205,4 +313,9 @@ async fn break_lock(State(config): State<Arc<ServerConfig>>, UrlPath(name): UrlP
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e.to_string()))).into_response(),
     }
+}
+
+/// Compares in time independent of where the strings differ.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

@@ -17,6 +17,27 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// The headers of a progressive three-component JPEG of `w`×`h` and the
+/// start of its first scan, 136 bytes: a decompression bomb (a decoder
+/// that believes the header allocates coefficients for every pixel).
+pub fn jpeg_bomb(w: u16, h: u16) -> Vec<u8> {
+    let mut j = vec![0xFF, 0xD8];
+    j.extend([0xFF, 0xDB, 0x00, 0x43, 0x00]);
+    j.extend([1u8; 64]);
+    j.extend([0xFF, 0xC2, 0x00, 0x11, 8]);
+    j.extend(h.to_be_bytes());
+    j.extend(w.to_be_bytes());
+    j.extend([3, 1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0]);
+    // One DC code of one bit, for the value 0.
+    j.extend([0xFF, 0xC4, 0x00, 0x14, 0x00, 1]);
+    j.extend([0u8; 15]);
+    j.push(0);
+    j.extend([0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0x00, 2, 0x00, 3, 0x00, 0, 0, 0]);
+    j.extend([0u8; 8]);
+    j.extend([0xFF, 0xD9]);
+    j
+}
+
 /// Runs the named test again in a child process whose address space has only
 /// `headroom` bytes to spare: there an allocation sized by a declared length
 /// aborts instead of quietly reserving memory. Returns true in the child,

@@ -29,13 +29,49 @@ pub fn media_of(name: &str) -> Media {
     }
 }
 
-/// The Content-Type to send a file with.
-pub fn content_type_of(name: &str) -> String {
+/// How file content is sent: its Content-Type, and whether a browser may
+/// show it in the page (`inline`) or must save it (an attachment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentType {
+    pub mime: String,
+    pub inline: bool,
+}
+
+/// The Content-Type to send a file with. The name comes from the URL, which
+/// whoever sends the link chooses, so only passive types are ever sent:
+/// pictures and sound a browser cannot run, and text as `text/plain`.
+/// Everything else (HTML, SVG, XML, PDF, scripts) goes as an attachment of
+/// type `application/octet-stream`, never as something the UI's origin runs.
+pub fn content_type_of(name: &str) -> ContentType {
+    let guessed = mime_guess::from_path(name).first_or_octet_stream().essence_str().to_string();
     match media_of(name) {
-        Media::Text => "text/plain; charset=utf-8".to_string(),
-        _ => mime_guess::from_path(name).first_or_octet_stream().essence_str().to_string(),
+        Media::Text => ContentType { mime: "text/plain; charset=utf-8".into(), inline: true },
+        Media::Image | Media::Video | Media::Audio if PASSIVE.contains(&guessed.as_str()) => ContentType { mime: guessed, inline: true },
+        _ => ContentType { mime: "application/octet-stream".into(), inline: false },
     }
 }
+
+/// Types a browser only decodes, never runs (SVG is an image that runs script, so it is not here).
+const PASSIVE: &[&str] = &[
+    "image/jpeg",
+    "image/png",
+    "image/gif",
+    "image/webp",
+    "video/mp4",
+    "video/webm",
+    "video/ogg",
+    "video/quicktime",
+    "video/x-matroska",
+    "audio/mpeg",
+    "audio/mp4",
+    "audio/m4a",
+    "audio/aac",
+    "audio/wav",
+    "audio/x-wav",
+    "audio/flac",
+    "audio/ogg",
+    "audio/opus",
+];
 
 #[cfg(test)]
 mod tests {
@@ -50,8 +86,20 @@ mod tests {
         assert_eq!(media_of(".dmvattributes"), Media::Text);
         assert_eq!(media_of("scene.psd"), Media::Other);
         assert_eq!(media_of("DSC_0042.NEF"), Media::Image);
-        assert_eq!(content_type_of("a.webm"), "video/webm");
-        assert_eq!(content_type_of("a.jpg"), "image/jpeg");
-        assert_eq!(content_type_of("notes.txt"), "text/plain; charset=utf-8");
+        let inline = |mime: &str| ContentType { mime: mime.into(), inline: true };
+        assert_eq!(content_type_of("a.webm"), inline("video/webm"));
+        assert_eq!(content_type_of("a.jpg"), inline("image/jpeg"));
+        assert_eq!(content_type_of("notes.txt"), inline("text/plain; charset=utf-8"));
+    }
+
+    #[test]
+    fn names_that_browsers_would_run_are_sent_as_plain_text_or_attachments() {
+        let attachment = ContentType { mime: "application/octet-stream".into(), inline: false };
+        for name in ["report.htm", "page.shtml", "logo.svg", "a.xhtml", "doc.pdf", "x.svgz", "feed.rss", "scene.psd", "DSC_0042.NEF", "a.swf", "x.mht"] {
+            assert_eq!(content_type_of(name), attachment, "{name}");
+        }
+        for name in ["index.html", "data.xml", "app.js", "style.css", "README"] {
+            assert_eq!(content_type_of(name).mime, "text/plain; charset=utf-8", "{name}");
+        }
     }
 }

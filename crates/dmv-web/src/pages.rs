@@ -54,9 +54,20 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#222}h
 main{padding:1em;max-width:1200px}table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
 .thumbs img{max-width:256px;max-height:256px;background:#eee}.muted{color:#777}pre{background:#f6f6f6;padding:1em;overflow:auto}\
 .compare{position:relative;display:inline-block}.compare img{display:block;max-width:100%}.compare .over{position:absolute;top:0;left:0;clip-path:inset(0 50% 0 0)}\
-.side{display:flex;gap:1em;flex-wrap:wrap}.side img{max-width:580px}";
+.side{display:flex;gap:1em;flex-wrap:wrap}.side img{max-width:580px}form.inline{display:inline}\
+button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}";
+
+/// The image comparison slider, served as a file of its own (`/-/compare.js`):
+/// pages allow no inline script.
+pub const COMPARE_SCRIPT: &str =
+    "document.getElementById('slider').addEventListener('input',function(e){document.getElementById('over').style.clipPath='inset(0 '+e.target.value+'% 0 0)';});";
 
 pub fn layout(title: &str, repo: Option<&str>, body: Markup) -> String {
+    layout_with(title, repo, body, true)
+}
+
+/// [`layout`], with or without the log out button (the login page has nothing to log out of).
+fn layout_with(title: &str, repo: Option<&str>, body: Markup, logout: bool) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -68,7 +79,7 @@ pub fn layout(title: &str, repo: Option<&str>, body: Markup) -> String {
                         " / " a href={ "/" (seg(r)) "/" } { (r) }
                         " · " a href={ "/" (seg(r)) "/locks" } { "locks" }
                     }
-                    " · " a href="/logout" { "log out" }
+                    @if logout { " · " form.inline method="post" action="/logout" { button.link type="submit" { "log out" } } }
                 }
                 main { (body) }
             }
@@ -90,7 +101,7 @@ pub fn index(repos: &[String]) -> String {
 }
 
 pub fn login(message: Option<&str>) -> String {
-    layout(
+    layout_with(
         "Log in",
         None,
         html! {
@@ -101,7 +112,13 @@ pub fn login(message: Option<&str>) -> String {
                 " " button type="submit" { "Log in" }
             }
         },
+        false,
     )
+}
+
+/// What an old bookmark of `GET /logout` gets: logging out is a form now.
+pub fn logout() -> String {
+    layout("Log out", None, html! { h1 { "Log out" } form method="post" action="/logout" { button type="submit" { "Log out" } } })
 }
 
 type PageResult = Result<Reply, String>;
@@ -343,7 +360,7 @@ pub fn compare(repo: &Repository, name: &str, before: &str, after: &str, label: 
         h2 { "Over each other" }
         div.compare { img src=(src_a) alt="before"; img.over #over src=(src_b) alt="after"; }
         p { label { "after ← → before " input #slider type="range" min="0" max="100" value="50"; } }
-        script { (PreEscaped("document.getElementById('slider').addEventListener('input',function(e){document.getElementById('over').style.clipPath='inset(0 '+e.target.value+'% 0 0)';});")) }
+        script src="/-/compare.js" {}
     };
     Ok(html(layout(&format!("Compare {label}"), Some(name), body)))
 }
@@ -359,7 +376,11 @@ pub fn locks(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
             tr {
                 td { (l.path) } td { (l.owner) } td.muted { (l.replica) } td.muted { "since " (utc_time(l.since as i64)) }
                 td { @if viewer.admin {
-                    form method="post" action={ (base) "/locks/break" } { input type="hidden" name="path" value=(l.path); button type="submit" { "Break" } }
+                    form method="post" action={ (base) "/locks/break" } {
+                        input type="hidden" name="path" value=(l.path);
+                        @if let Some(secret) = &viewer.form_secret { input type="hidden" name="form_secret" value=(secret); }
+                        button type="submit" { "Break" }
+                    }
                 } }
             }
         } }

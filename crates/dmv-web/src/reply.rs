@@ -9,6 +9,9 @@ pub struct Viewer {
     pub user: Option<String>,
     /// May break locks.
     pub admin: bool,
+    /// The login's secret, which every form of it carries back (None: the
+    /// viewer sent its token itself and no form of ours is needed).
+    pub form_secret: Option<String>,
 }
 
 /// An answer to a page request.
@@ -24,11 +27,13 @@ pub enum Reply {
     /// `partial`: a 206 answer to a Range request.
     Content {
         id: ObjectId,
-        content_type: String,
+        content_type: crate::media::ContentType,
         start: u64,
         len: u64,
         total: u64,
         partial: bool,
+        /// Sent as an attachment under this name (asked for, or a type a
+        /// browser must not show in the UI's origin).
         download: Option<String>,
     },
     /// A Range that starts past the end (416).

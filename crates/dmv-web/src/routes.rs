@@ -81,7 +81,9 @@ fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -
         ByteRange::Part { start, len } => (start, len, true),
         ByteRange::Unsatisfiable => return Ok(Reply::RangeNotSatisfiable { total }),
     };
-    Ok(Reply::Content { id, content_type: content_type_of(file_name), start, len, total, partial, download: download.then(|| file_name.to_string()) })
+    let content_type = content_type_of(file_name);
+    let download = (download || !content_type.inline).then(|| file_name.to_string());
+    Ok(Reply::Content { id, content_type, start, len, total, partial, download })
 }
 
 /// Writes `len` bytes of content `id` from `start` (a [`Reply::Content`]).

@@ -8,6 +8,12 @@
 //! 0.4 megapixels for a thumbnail, in a few megabytes. Other formats are
 //! decoded whole, within an allocation limit, a few at a time. A camera
 //! raw file gives the JPEG its camera embedded (see `raw_preview`).
+//!
+//! Every byte of a committed file is hostile: a JPEG's header says how
+//! large it is, and a progressive one makes the decoder hold coefficients
+//! for every pixel at full size whatever the scale (118 bytes declaring
+//! 16384² took 533 MB). So what a decode will allocate is computed from
+//! the header and checked against [`MAX_DECODE_ALLOC`] before decoding.
 
 use std::io::{Cursor, Read};
 use std::path::PathBuf;
@@ -25,7 +31,7 @@ pub const PREVIEW_EDGE: u32 = 1600;
 
 /// A source image larger than this is not read for a thumbnail.
 const MAX_SOURCE_BYTES: u64 = 512 << 20;
-/// What one decode of a format other than JPEG may allocate.
+/// What one decode may allocate (for a JPEG, as estimated from its header).
 const MAX_DECODE_ALLOC: u64 = 160 << 20;
 /// Images decoded at once: bounds the server's memory whatever many pages ask.
 const DECODES_AT_ONCE: usize = 2;
@@ -98,13 +104,13 @@ fn camera_preview(repo: &Repository, id: &ObjectId, edge: u32) -> Option<Dynamic
     let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?)?;
     let mut jpeg = Vec::with_capacity(preview.len as usize);
     repo.store.content_reader_at(id, preview.offset).ok()?.take(preview.len).read_to_end(&mut jpeg).ok()?;
-    decode_jpeg_scaled(&jpeg, edge)
+    decode_jpeg_scaled(&jpeg, edge).ok().flatten()
 }
 
 fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
     let format = image::guess_format(bytes).map_err(|_| "not an image this server can read".to_string())?;
     if format == ImageFormat::Jpeg {
-        if let Some(image) = decode_jpeg_scaled(bytes, edge) {
+        if let Some(image) = decode_jpeg_scaled(bytes, edge)? {
             return Ok(image);
         }
     }
@@ -115,18 +121,23 @@ fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
     reader.decode().map_err(|e| format!("cannot decode the image: {e}"))
 }
 
-/// A JPEG decoded at the smallest DCT scale whose size covers `edge` (None:
-/// a JPEG this decoder cannot read, left to the general one).
-fn decode_jpeg_scaled(bytes: &[u8], edge: u32) -> Option<DynamicImage> {
+/// A JPEG decoded at the smallest DCT scale whose size covers `edge`
+/// (`Ok(None)`: a JPEG this decoder cannot read, left to the general one;
+/// `Err`: one whose decode would take more than [`MAX_DECODE_ALLOC`]).
+fn decode_jpeg_scaled(bytes: &[u8], edge: u32) -> Result<Option<DynamicImage>, String> {
     let mut decoder = jpeg_decoder::Decoder::new(bytes);
-    decoder.read_info().ok()?;
-    let info = decoder.info()?;
+    let Some(info) = decoder.read_info().ok().and_then(|_| decoder.info()) else { return Ok(None) };
     // Scale the long side to the edge: the short side follows.
     let (w, h) = (info.width as u32, info.height as u32);
     let (want_w, want_h) = if w >= h { (edge.min(w), (edge as u64 * h as u64 / w.max(1) as u64) as u32) } else { ((edge as u64 * w as u64 / h.max(1) as u64) as u32, edge.min(h)) };
-    decoder.scale(want_w.clamp(1, u16::MAX as u32) as u16, want_h.clamp(1, u16::MAX as u32) as u16).ok()?;
-    let pixels = decoder.decode().ok()?;
-    let info = decoder.info()?;
+    let Ok((out_w, out_h)) = decoder.scale(want_w.clamp(1, u16::MAX as u32) as u16, want_h.clamp(1, u16::MAX as u32) as u16) else { return Ok(None) };
+    let needed = jpeg_decode_bytes(&info, out_w, out_h);
+    if needed > MAX_DECODE_ALLOC {
+        return Err(format!("the image is too large to preview: {w}×{h} pixels would take {} MiB to decode (at most {} MiB)", needed >> 20, MAX_DECODE_ALLOC >> 20));
+    }
+    decoder.set_max_decoding_buffer_size(MAX_DECODE_ALLOC as usize);
+    let Ok(pixels) = decoder.decode() else { return Ok(None) };
+    let Some(info) = decoder.info() else { return Ok(None) };
     let (w, h) = (info.width as u32, info.height as u32);
     match info.pixel_format {
         jpeg_decoder::PixelFormat::RGB24 => RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8),
@@ -140,5 +151,61 @@ fn decode_jpeg_scaled(bytes: &[u8], edge: u32) -> Option<DynamicImage> {
             });
             RgbImage::from_raw(w, h, rgb.collect()).map(DynamicImage::ImageRgb8)
         }
+    }
+    .map_or(Ok(None), |image| Ok(Some(image)))
+}
+
+/// What decoding a JPEG to `out_w`×`out_h` allocates, from its header: the
+/// output and its conversion, and for a progressive JPEG the coefficients
+/// of every block at full size (two bytes each, blocks padded to 16 pixels).
+fn jpeg_decode_bytes(info: &jpeg_decoder::ImageInfo, out_w: u16, out_h: u16) -> u64 {
+    let components: u64 = match info.pixel_format {
+        jpeg_decoder::PixelFormat::L8 => 1,
+        jpeg_decoder::PixelFormat::L16 => 2,
+        jpeg_decoder::PixelFormat::RGB24 => 3,
+        jpeg_decoder::PixelFormat::CMYK32 => 4,
+    };
+    let output = components.max(3) * out_w as u64 * out_h as u64 * 3;
+    let coefficients = match info.coding_process {
+        jpeg_decoder::CodingProcess::DctProgressive => components * (info.width as u64 + 15) * (info.height as u64 + 15) * 2,
+        _ => 0,
+    };
+    output + coefficients
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmv_testkit::jpeg_bomb as progressive_jpeg_header;
+
+    #[test]
+    fn a_progressive_jpeg_declaring_billions_of_pixels_is_refused_from_its_header() {
+        for (w, h) in [(65535, 65535), (30000, 30000), (16384, 16384)] {
+            let bomb = progressive_jpeg_header(w, h);
+            assert!(bomb.len() <= 140, "{} bytes", bomb.len());
+            for edge in [THUMBNAIL_EDGE, PREVIEW_EDGE] {
+                let refused = decode(&bomb, edge).map(|_| ()).unwrap_err();
+                assert!(refused.contains("too large to preview"), "{w}×{h}: {refused}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_photo_sized_progressive_jpeg_is_within_the_budget() {
+        let header = progressive_jpeg_header(6000, 4000);
+        let mut decoder = jpeg_decoder::Decoder::new(&header[..]);
+        decoder.read_info().unwrap();
+        let info = decoder.info().unwrap();
+        assert_eq!(info.coding_process, jpeg_decoder::CodingProcess::DctProgressive);
+        let (w, h) = decoder.scale(256, 171).unwrap();
+        assert!(jpeg_decode_bytes(&info, w, h) <= MAX_DECODE_ALLOC);
+        // The whole header of the bomb is read the same way: 65535² at 1/8 is 8192².
+        let bomb = progressive_jpeg_header(65535, 65535);
+        let mut decoder = jpeg_decoder::Decoder::new(&bomb[..]);
+        decoder.read_info().unwrap();
+        let info = decoder.info().unwrap();
+        let (w, h) = decoder.scale(256, 256).unwrap();
+        assert_eq!((w, h), (8192, 8192));
+        assert!(jpeg_decode_bytes(&info, w, h) > 16 << 30);
     }
 }

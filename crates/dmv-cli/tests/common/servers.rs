@@ -87,6 +87,17 @@ pub struct HttpServer {
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+/// The first line `dmv serve` printed that is not a warning (test
+/// configurations are readable by others, which serve warns of).
+fn listening_line(lines: &mut std::io::Lines<BufReader<std::process::ChildStderr>>) -> String {
+    loop {
+        let line = lines.next().expect("serve printed nothing").unwrap();
+        if !line.starts_with("warning: ") {
+            return line;
+        }
+    }
+}
+
 impl HttpServer {
     /// Starts `dmv serve` with a TOML config; `port` 0 picks a free one.
     pub fn start(config_text: &str, dir: &Path, port: u16) -> HttpServer {
@@ -112,7 +123,7 @@ impl HttpServer {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("serve printed nothing").unwrap();
+        let first = listening_line(&mut lines);
         let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
         // Keep draining stderr so the server never blocks on it.
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -126,7 +137,7 @@ impl HttpServer {
     pub fn start_with_args(config: &Path, args: &[&str]) -> (HttpServer, String) {
         let mut child = Command::new(bin()).arg("serve").arg("--config").arg(config).args(["--listen", "127.0.0.1:0"]).args(args).stderr(Stdio::piped()).spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().expect("serve printed nothing").unwrap();
+        let first = listening_line(&mut lines);
         let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
         std::thread::spawn(move || for _ in lines {});
         (HttpServer { child, port, config: config.to_path_buf(), log: Default::default() }, first)

@@ -1,0 +1,150 @@
+//! The connections `dmv serve` holds open, bounded in number. Past the
+//! bound a new connection closes the one that has been quiet longest
+//! among those the server is not working for (idle between requests, or
+//! waiting for a request to arrive): a thousand idle or trickling
+//! connections from one client then cost a legitimate client nothing,
+//! where waiting for their timeouts would cost it up to 30 s or more. When
+//! the server is working for every connection, the new one is closed at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+/// What one connection is doing, updated as it works.
+pub(crate) struct Activity {
+    started: Instant,
+    /// Milliseconds after `started` of the last byte moved either way.
+    last_io_ms: AtomicU64,
+    /// Requests being answered...
+    busy: AtomicUsize,
+    /// ...of which waiting for the client to send the rest of the request.
+    waiting: AtomicUsize,
+    /// Told to close.
+    pub closed: Notify,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity { started: Instant::now(), last_io_ms: AtomicU64::new(0), busy: AtomicUsize::new(0), waiting: AtomicUsize::new(0), closed: Notify::new() }
+    }
+
+    pub fn moved_bytes(&self) {
+        self.last_io_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Marks a request as being answered until the guard drops.
+    pub fn answering(self: &Arc<Self>) -> Answering {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        Answering(self.clone())
+    }
+
+    /// Marks a request being answered as waiting on its client until the guard drops.
+    pub fn waiting_on_client(self: &Arc<Self>) -> WaitingOnClient {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        WaitingOnClient(self.clone())
+    }
+
+    /// Whether closing it would cut work of the server's (not a wait on the client).
+    fn working(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) > self.waiting.load(Ordering::SeqCst)
+    }
+
+    /// When it last did anything, as an instant comparable across connections.
+    fn quiet_since(&self) -> Instant {
+        self.started + std::time::Duration::from_millis(self.last_io_ms.load(Ordering::Relaxed))
+    }
+}
+
+pub(crate) struct Answering(Arc<Activity>);
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.moved_bytes();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) struct WaitingOnClient(Arc<Activity>);
+
+impl Drop for WaitingOnClient {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub(crate) struct Connections {
+    open: Mutex<HashMap<u64, Arc<Activity>>>,
+    next: AtomicU64,
+    bound: usize,
+}
+
+/// A connection's place among the open ones, given up on drop.
+pub(crate) struct Admitted {
+    connections: Arc<Connections>,
+    key: u64,
+    pub activity: Arc<Activity>,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.connections.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
+}
+
+impl Connections {
+    pub fn new(bound: usize) -> Arc<Connections> {
+        Arc::new(Connections { open: Mutex::new(HashMap::new()), next: AtomicU64::new(0), bound })
+    }
+
+    /// Admits a new connection, closing the quietest one the server is not
+    /// working for if the bound is reached; None when it works for all.
+    pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= self.bound {
+            let quietest = open.iter().filter(|(_, a)| !a.working()).min_by_key(|(_, a)| a.quiet_since()).map(|(k, _)| *k)?;
+            if let Some(victim) = open.remove(&quietest) {
+                victim.closed.notify_one();
+            }
+        }
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let activity = Arc::new(Activity::new());
+        open.insert(key, activity.clone());
+        Some(Admitted { connections: self.clone(), key, activity })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_the_bound_the_quietest_idle_connection_goes_and_busy_ones_stay() {
+        let connections = Connections::new(3);
+        let a = connections.admit().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let b = connections.admit().unwrap();
+        let c = connections.admit().unwrap();
+        b.activity.moved_bytes();
+        c.activity.moved_bytes();
+        let _busy = a.activity.answering();
+        // `a` is the quietest but busy: `b` or `c`, whichever moved bytes first, goes.
+        let d = connections.admit().unwrap();
+        assert_eq!(connections.open.lock().unwrap().len(), 3);
+        assert!(connections.open.lock().unwrap().contains_key(&a.key));
+        let _all_busy = [b.activity.answering(), c.activity.answering(), d.activity.answering()];
+        assert!(connections.open.lock().unwrap().len() == 3);
+        assert!(connections.admit().is_none(), "every connection is busy");
+        drop(_busy);
+        assert!(connections.admit().is_some(), "a is idle again");
+        assert!(!connections.open.lock().unwrap().contains_key(&a.key));
+        // A request still arriving is a wait on the client, not work.
+        let e = connections.admit().unwrap();
+        let _waiting = [d.activity.waiting_on_client()];
+        assert!(connections.admit().is_some(), "d waits on its client");
+        assert!(!connections.open.lock().unwrap().contains_key(&d.key));
+        drop(e);
+    }
+}

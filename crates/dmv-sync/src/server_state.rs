@@ -1,0 +1,80 @@
+//! What `dmv serve` keeps while it runs, shared by the protocol and the web
+//! UI: its configuration, the web logins, the ration of token guesses, the
+//! memory that request bodies may hold at once, and who a request is from.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use tokio::sync::Semaphore;
+
+use crate::server_config::ServerConfig;
+use crate::sessions::{GuessRation, Sessions};
+
+/// Bytes of request bodies held in memory at once, over all connections:
+/// past it a request is answered 503 rather than the server growing.
+pub(crate) const BODY_BYTES_IN_FLIGHT: usize = 256 << 20;
+/// Uploads (pushes) stored at once; more wait their turn.
+pub(crate) const UPLOADS_AT_ONCE: usize = 16;
+
+pub(crate) struct ServerState {
+    pub config: ServerConfig,
+    pub sessions: Sessions,
+    pub guesses: GuessRation,
+    /// Permits are bytes of request bodies being held.
+    pub body_bytes: Arc<Semaphore>,
+    pub uploads: Arc<Semaphore>,
+}
+
+/// The address a connection came from, put on each of its requests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peer(pub SocketAddr);
+
+impl ServerState {
+    pub fn new(config: ServerConfig) -> ServerState {
+        let sessions = Sessions::new(config.session_lifetime());
+        ServerState {
+            config,
+            sessions,
+            guesses: GuessRation::default(),
+            body_bytes: Arc::new(Semaphore::new(BODY_BYTES_IN_FLIGHT)),
+            uploads: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
+        }
+    }
+
+    fn is_trusted_proxy(&self, peer: Peer) -> bool {
+        self.config.trusted_proxies.contains(&peer.0.ip())
+    }
+
+    /// The client's address: the connection's, or the last hop a trusted proxy names.
+    pub fn client_ip(&self, peer: Peer, headers: &HeaderMap) -> IpAddr {
+        let forwarded = || headers.get("x-forwarded-for")?.to_str().ok()?.rsplit(',').next()?.trim().parse().ok();
+        match self.is_trusted_proxy(peer) {
+            true => forwarded().unwrap_or(peer.0.ip()),
+            false => peer.0.ip(),
+        }
+    }
+
+    /// Whether the browser reached us over HTTPS (itself, or through a trusted proxy that says so).
+    pub fn over_https(&self, peer: Peer, headers: &HeaderMap) -> bool {
+        self.config.tls_cert.is_some()
+            || (self.is_trusted_proxy(peer) && headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
+    }
+
+    /// Whether a state-changing request comes from one of our own pages: a
+    /// browser says where a request comes from (`Sec-Fetch-Site`, `Origin`),
+    /// and a page of another site or port must not act with our cookie.
+    /// Requests without either header come from programs, not pages.
+    pub fn comes_from_our_pages(&self, peer: Peer, headers: &HeaderMap) -> bool {
+        let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase());
+        if let Some(site) = header("sec-fetch-site") {
+            if site != "same-origin" && site != "none" {
+                return false;
+            }
+        }
+        let Some(origin) = header("origin") else { return true };
+        let Some(host) = header("host") else { return false };
+        let scheme = if self.over_https(peer, headers) { "https" } else { "http" };
+        origin == format!("{scheme}://{host}")
+    }
+}
