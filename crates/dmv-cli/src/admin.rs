@@ -79,6 +79,7 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
         let seen: HashSet<String> = report.damage.iter().map(|d| d.detail.clone()).collect();
         report.damage.extend(packs.damage.into_iter().filter(|d| !seen.contains(&d.detail)));
         report.garbage = packs.garbage;
+        problems.extend(repo.check_object_rules()?);
     }
     p.finish();
     problems.extend(report.damage.iter().map(|d| d.detail.clone()));

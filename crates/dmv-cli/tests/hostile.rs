@@ -129,10 +129,12 @@ fn a_chain_of_100000_file_nodes_is_refused_by_every_read() {
     assert_eq!(report.lines().filter(|l| l.starts_with("damaged: ") && l.contains("lists it where a file node of level 0 belongs")).count(), DEPTH - 2);
 
     // The clone plans to write `big` while its chunks arrive (a recursive
-    // walk of its nodes overflowed the stack there), then checks it out.
+    // walk of its nodes overflowed the stack there), then stores the nodes,
+    // each checked against what it lists: the chain claims 5 MiB for a
+    // 5-byte chunk, and the first node that says so stops it.
     head_on_evil(d);
     let parent = tempfile::tempdir().unwrap();
-    refused(&run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]), why);
+    refused(&run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]), "holds 5242880 bytes; it holds 5");
 }
 
 /// A bucket whose objects claim sizes no DMV writes: each is refused from

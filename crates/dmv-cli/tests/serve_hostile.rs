@@ -369,8 +369,10 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
     assert!(server.child.try_wait().unwrap().is_none(), "the server died");
     clone_is_exact(t, &url, &[]);
     assert_eq!(head_of(&hub, "refs/heads/main"), before);
+    let peak = peak_rss(&server);
     server.kill();
     fsck_clean(&hub);
+    security_report("garbage", "garbage bodies and absurd frame lengths", absurd.len() * 4 + 300, absurd.len() * 4 + 300, Some(peak));
 }
 
 /// A location log in one piece, with a record for each key byte.
@@ -674,6 +676,7 @@ fn a_jpeg_decompression_bomb_is_refused_from_its_header() {
     let peak = peak_rss(&server);
     assert!(peak < 128 << 20, "the server's peak memory was {} MiB", peak >> 20);
     clone_is_exact(t, &server.url("hub"), &[]);
+    security_report("jpeg-bomb", "decompression bombs (JPEG of 136 bytes declaring up to 65535² pixels), thumbnail and preview", 6, 6, Some(peak));
 }
 
 /// A write token dropped the server's only copy of a file on the client's
@@ -695,6 +698,7 @@ fn a_write_token_cannot_drop_the_servers_data() {
     assert!(error_message(&answer).contains("needs its admin"));
     fsck_clean(&t.join("hub"));
     clone_is_exact(t, &url, &[]);
+    security_report("drop-by-writer", "a write token dropping the server's data (CLI and by hand)", 2, 2, None);
 }
 
 /// Objects for a push by hand: a chunk, a tree of `entries` and a commit of
@@ -750,6 +754,7 @@ fn pushes_of_trees_a_clone_would_refuse_are_refused() {
         (vec![entry(b"small.bin", EntryKind::File, 5)], "holds 6"),
         (vec![entry(b"dir", EntryKind::Dir, 6)], "is a chunk"),
     ];
+    let tried = cases.len();
     for (entries, expected) in cases {
         let (body, commit) = pushed_commit(entries, b"evil!\n", head);
         let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
@@ -769,6 +774,7 @@ fn pushes_of_trees_a_clone_would_refuse_are_refused() {
     fsck_clean(&hub);
     clone_is_exact(t, &url, &[]);
     let _ = commit;
+    security_report("malformed-push", "pushes of trees a clone would refuse (names, order, kinds, sizes)", tried, tried, None);
 }
 
 /// 530 clients each trickling a request body a byte at a time held 515
@@ -835,6 +841,7 @@ fn clients_trickling_request_bodies_hold_no_thread() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     drop(slow);
     assert!(hello_answers(port));
+    security_report("slow-bodies", "request bodies trickled a byte at a time (530 at once; a clone went through)", 530, 530, Some(peak_rss(&server)));
 }
 
 /// Sixteen connections each sending a 64 MiB frame took the server from
@@ -873,6 +880,7 @@ fn request_bodies_are_bounded_in_size_and_together() {
     assert!(peak < 384 << 20, "the server's peak memory was {} MiB", peak >> 20);
     assert!(hello_answers(port));
     clone_is_exact(t, &server.url("hub"), &[]);
+    security_report("body-flood", "64 MiB request bodies, 16 at once", 16, statuses.len(), Some(peak));
 }
 
 /// 1,100 idle connections at 1,024 open files made `hello` wait for an
@@ -915,6 +923,7 @@ fn past_the_connection_bound_idle_connections_make_room() {
         })
         .count();
     assert!(closed >= 90 && started.elapsed() < Duration::from_secs(100), "{closed} of the first 100 closed");
+    security_report("connections", "idle and trickling connections past max_connections = 64 (hello and a clone went through)", 200, 136, Some(peak_rss(&server)));
 }
 
 /// Wrong tokens are rationed per client address: after a burst, even the
@@ -943,6 +952,7 @@ fn token_guessing_is_rationed() {
     assert!(hello_answers(port));
     std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(login(READER), Some(303));
+    security_report("guessing", "wrong tokens from one address (the 11th on answered 429)", 30, 30, None);
 }
 
 /// A server's error text reached other users' terminals unescaped.
@@ -957,6 +967,7 @@ fn terminal_escapes_from_a_server_are_shown_escaped() {
     let err = stderr(&out);
     assert!(!err.bytes().any(|b| b == 0x1b || b == 0x07), "{err:?}");
     assert!(err.contains("\\x1b]0;pwned\\x07"), "{err:?}");
+    security_report("escapes", "terminal escapes in a server's answer", 1, 1, None);
 }
 
 /// Files holding tokens are their owner's alone, and serve says when its config is not.
@@ -980,4 +991,84 @@ fn files_holding_tokens_are_private() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(first.starts_with("warning: ") && first.contains("chmod 600"), "{first}");
+}
+
+/// A hostile peer serving a tree that claims 4 EiB for a 6-byte file (or
+/// holds `.dmv`): a clone refuses it in one line and keeps nothing of it,
+/// and `fsck --full` of the peer's repository names the object.
+#[test]
+fn trees_a_clone_would_refuse_are_refused_from_a_peer_and_found_by_fsck() {
+    use dmv_repo::store::object::{encode, Commit, EntryKind, Signature, TreeEntry, TreeNode};
+    use dmv_repo::store::ObjectKind;
+    let top = setup();
+    let t = top.path();
+    for (name, entry_name, claimed) in [("liar", &b"huge.bin"[..], 1u64 << 62), ("sneaky", &b".dmv"[..], 6)] {
+        let bare = t.join(name);
+        dmv(t, &["init", "--bare", name]);
+        let repo = dmv_repo::Repository::open(&bare).unwrap();
+        let mut session = repo.store.begin_write().unwrap();
+        let chunk = session.put_object(ObjectKind::Chunk, b"evil!\n").unwrap();
+        let tree =
+            session.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(vec![TreeEntry { name: entry_name.to_vec(), kind: EntryKind::File, id: chunk, size: claimed }]))).unwrap();
+        let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
+        let commit = session.put_object(ObjectKind::Commit, &encode(&Commit { tree, parents: vec![], author: who.clone(), committer: who, message: "lies".into() })).unwrap();
+        session.finish().unwrap();
+        drop(session);
+        repo.refs.update(&[dmv_repo::RefUpdate { name: "refs/heads/main".into(), expected: None, new: Some(commit) }], "mallory", "lies").unwrap();
+        let out = dmv_out(&bare, &["fsck", "--full"]);
+        assert!(!out.status.success(), "fsck --full of {name} is clean");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains(&tree.to_hex()) || said.contains(&commit.to_hex()), "{said}");
+        let out = dmv_cmd(t).arg("clone").arg(&bare).arg(t.join(format!("{name}-clone"))).output().unwrap();
+        assert!(!out.status.success(), "a clone of {name} took it");
+        let line = one_line_error(&out);
+        assert!(line.contains("malformed"), "{line}");
+    }
+    security_report("hostile-peer", "clones from a peer serving lying trees (4 EiB for 6 bytes, .dmv)", 2, 2, None);
+}
+
+/// A login's cookie is a session id, marked `Secure` when the request came
+/// over HTTPS through a trusted proxy; a proxy's forwarded headers are
+/// believed only from the addresses `trusted_proxies` lists.
+#[test]
+fn sessions_are_secure_behind_a_trusted_proxy_and_untrusted_headers_are_ignored() {
+    let top = setup();
+    let t = top.path();
+    for trusted in [false, true] {
+        let proxies = if trusted { "trusted_proxies = [\"127.0.0.1\"]\n" } else { "" };
+        std::fs::write(t.join("server.toml"), format!("{proxies}[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n\"{READER}\" = \"read\"\n")).unwrap();
+        let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+        let port = server.port;
+        let body = format!("token={READER}");
+        let login = format!(
+            "POST /login HTTP/1.1\r\nHost: dmv.example.com\r\nOrigin: https://dmv.example.com\r\nX-Forwarded-Proto: https\r\nX-Forwarded-For: 203.0.113.7\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut s = connect(port);
+        s.write_all(login.as_bytes()).unwrap();
+        let raw = String::from_utf8_lossy(&read_until_closed(&mut s)).to_ascii_lowercase();
+        let cookie = raw.lines().find(|l| l.starts_with("set-cookie:"));
+        match trusted {
+            // Believed: the page is https://dmv.example.com, the cookie Secure.
+            true => {
+                let cookie = cookie.unwrap_or_else(|| panic!("no session: {raw}"));
+                assert!(raw.starts_with("http/1.1 303") && cookie.contains("dmv_session=") && cookie.contains("; secure") && cookie.contains("httponly"), "{raw}");
+                assert!(!cookie.contains(READER), "{cookie}");
+            }
+            // Not believed: the request is plain HTTP from 127.0.0.1, and its Origin is not the server's.
+            false => assert!(raw.starts_with("http/1.1 403") && cookie.is_none(), "{raw}"),
+        }
+        // Wrong tokens are rationed per forwarded address only from a trusted proxy.
+        let guess = |from: &str| {
+            let request = format!(
+                "POST /hub/dmv/list-refs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\nX-Forwarded-For: {from}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            exchange(port, request.as_bytes()).status
+        };
+        for _ in 0..10 {
+            assert_eq!(guess("203.0.113.8"), Some(403));
+        }
+        assert_eq!(guess("203.0.113.8"), Some(429));
+        assert_eq!(guess("203.0.113.9"), Some(if trusted { 403 } else { 429 }));
+    }
 }

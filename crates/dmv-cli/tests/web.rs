@@ -378,4 +378,5 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
         c.close().await.unwrap();
     });
     assert!(locks_page(&base).contains("notes.txt"));
+    security_report("browser", "in Chromium as an admin: committed HTML and SVG, files renamed .htm, forged forms from another port, a logged-out cookie", 8, 8, None);
 }

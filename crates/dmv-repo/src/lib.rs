@@ -75,7 +75,7 @@ pub use locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, Replica
 pub use locks::{check_lock_path, HeldLocks, KnownLocks, LockTable, PathLock};
 pub use merge::MergeOutcome;
 pub use merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
-pub use object_rules::{check_object, ObjectFacts};
+pub use object_rules::{check_object, stored_facts, ObjectFacts};
 pub use ops::{Status, StatusListing};
 pub use pathmap::PathMap;
 pub use refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};

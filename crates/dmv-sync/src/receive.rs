@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 use dmv_repo::store::object::{for_each_child, EntryKind};
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
-use dmv_repo::{EarlyCheckout, PathFilter, Repository};
+use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Repository};
 
 use crate::client::{Received, Remote};
 use crate::locations::{record_transfer, remote_replica};
@@ -408,6 +408,9 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
         graph.insert(*id, kids);
     }
     let mut stored = 0;
+    // The facts of what this transfer stored other than chunks, for the
+    // checks of what refers to them (a chunk's are in its pack record).
+    let mut facts: HashMap<ObjectId, ObjectFacts> = HashMap::new();
     for id in children_first(&graph) {
         let Some(obj) = meta.remove(&id) else { continue };
         let content = obj.content().map_err(|d| damaged(&obj, d))?;
@@ -418,6 +421,13 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
             }
             Ok(())
         })?;
+        // Held to the rules a push is held to: a peer's names, kinds and sizes are checked, not trusted.
+        let own = check_object(&obj.id, obj.kind, &content, &mut |child| match facts.get(child) {
+            Some(f) => Ok(Some(*f)),
+            None => stored_facts(session, child),
+        })
+        .map_err(|e| SyncError::Protocol(format!("the remote sent a malformed object: {e}")))?;
+        facts.insert(obj.id, own);
         if session.put_stored(&obj)? {
             stored += 1;
         }

@@ -8,9 +8,8 @@ use std::path::Path;
 
 use std::collections::HashMap;
 
-use dmv_repo::store::object::TreeNode;
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
-use dmv_repo::{check_object, validate_ref_name, Head, ObjectFacts, RefUpdate, RepoError, Repository};
+use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::LocationRun;
@@ -275,7 +274,7 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
                     let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
-                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(repo, &session, &received, child))
+                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child))
                         .map_err(|e| SyncError::Refused(format!("refusing the upload: {e}")))?;
                     received.insert(obj.id, facts);
                 }
@@ -295,22 +294,12 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
 }
 
 /// What `check_object` needs to know of an object an upload refers to:
-/// from the upload itself, or from the store.
-fn facts_of(repo: &Repository, session: &WriteSession<'_>, received: &HashMap<ObjectId, ObjectFacts>, id: &ObjectId) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
-    if let Some(facts) = received.get(id) {
-        return Ok(Some(*facts));
+/// from the upload itself, or from the store (None: not here).
+fn facts_of(session: &WriteSession<'_>, received: &HashMap<ObjectId, ObjectFacts>, id: &ObjectId) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
+    match received.get(id) {
+        Some(facts) => Ok(Some(*facts)),
+        None => stored_facts(session, id),
     }
-    let Some((kind, len)) = session.kind_and_len(id)? else { return Ok(None) };
-    let size = match kind {
-        ObjectKind::Chunk => len as u64,
-        ObjectKind::FileNode => repo.store.content_len(id)?,
-        ObjectKind::Tree => match repo.store.read_decoded::<TreeNode>(id, kind)? {
-            TreeNode::Leaf(entries) => entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
-            TreeNode::Inner { children, .. } => children.iter().map(|c| c.size).fold(0u64, u64::saturating_add),
-        },
-        ObjectKind::Commit => 0,
-    };
-    Ok(Some(ObjectFacts { kind, size }))
 }
 
 /// Merges a pushed location log, which comes in pieces in key order, each

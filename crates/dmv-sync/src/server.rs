@@ -136,7 +136,7 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
                     continue;
                 }
             };
-            // Every connection busy: this one waits for nothing and is closed.
+            // The server works for every connection: this one is closed at once.
             let Some(admitted) = connections.admit() else { continue };
             let (app, tls) = (app.clone(), tls.clone());
             tokio::spawn(async move {

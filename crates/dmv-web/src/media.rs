@@ -62,9 +62,13 @@ const PASSIVE: &[&str] = &[
     "video/ogg",
     "video/quicktime",
     "video/x-matroska",
+    "video/x-m4v",
     "audio/mpeg",
     "audio/mp4",
     "audio/m4a",
+    "audio/x-m4a",
+    "audio/x-flac",
+    "audio/vnd.wave",
     "audio/aac",
     "audio/wav",
     "audio/x-wav",
@@ -90,6 +94,13 @@ mod tests {
         assert_eq!(content_type_of("a.webm"), inline("video/webm"));
         assert_eq!(content_type_of("a.jpg"), inline("image/jpeg"));
         assert_eq!(content_type_of("notes.txt"), inline("text/plain; charset=utf-8"));
+    }
+
+    #[test]
+    fn the_pictures_films_and_sound_pages_show_are_sent_inline() {
+        for ext in ["jpg", "jpeg", "png", "webp", "gif", "mp4", "m4v", "webm", "mov", "ogv", "mkv", "mp3", "m4a", "aac", "wav", "flac", "ogg", "oga", "opus"] {
+            assert!(content_type_of(&format!("a.{ext}")).inline, "{ext}: {:?}", content_type_of(&format!("a.{ext}")));
+        }
     }
 
     #[test]

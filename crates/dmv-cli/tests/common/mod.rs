@@ -162,3 +162,18 @@ impl Paused {
         self.child.wait_with_output().unwrap()
     }
 }
+
+/// Writes a fault test's figures to `$DMV_FAULTS_REPORT_DIR/NAME.json` when
+/// `scripts/faults` runs it (RELIABILITY.md is made from them).
+pub fn fault_report(name: &str, figures: serde_json::Value) {
+    if let Ok(dir) = std::env::var("DMV_FAULTS_REPORT_DIR") {
+        std::fs::write(Path::new(&dir).join(format!("{name}.json")), serde_json::to_vec_pretty(&figures).unwrap()).unwrap();
+    }
+}
+
+/// A security test's figures: how many hostile requests of one class it
+/// sent, how many the server refused (or answered harmlessly), the server's
+/// peak memory, and that nothing was lost (the test fails otherwise).
+pub fn security_report(test: &str, class: &str, tried: usize, refused: usize, peak_rss: Option<u64>) {
+    fault_report(&format!("security-{test}"), serde_json::json!({ "class": class, "tried": tried, "refused": refused, "peak_rss_mib": peak_rss.map(|b| b >> 20), "lost": 0 }));
+}
