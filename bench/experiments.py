@@ -16,6 +16,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -2209,3 +2210,206 @@ def _store_tool(ctx, tool, pt, skips, experiment, param, data):
             skips.fail(tool, param, out)
             return False
     return True
+
+
+# ---------------------------------------------------------------- attack
+
+ATTACK_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attack.py")
+ATTACK_REPO = "hub"
+ATTACK_SLOW, ATTACK_FLOOD = 530, 16       # slow-body and body-flood connections (bench/attack.py)
+ATTACK_BIG, ATTACK_SMALL, ATTACK_SMALL_FILES = 64 << 20, 1 << 20, 36   # 100 MiB in all
+ATTACK_BYTES = ATTACK_BIG + ATTACK_SMALL * ATTACK_SMALL_FILES
+# The server's bound on open connections, above its default of 512: the 546 attack connections
+# must not crowd out the clone's through the eviction of the quietest (see docs/server.md).
+# That eviction is a defence of its own; this experiment measures the others (bodies read
+# without a thread, within the request timeout, 8 MiB each, a shared budget).
+ATTACK_MAX_CONNECTIONS = 2000
+ATTACK_REQUEST_TIMEOUT_S = 60             # the server's default request_timeout_secs (not set in server.toml)
+ATTACK_RAMP_S = 60                        # the attackers report ready after this at the latest
+
+
+class _Attackers:
+    """bench/attack.py against 127.0.0.1:PORT as a child process (its busy
+    loop never shares this interpreter's GIL with the timing of the clone),
+    killed with this process. `ready()` waits for its first report, `stop()`
+    ends it and returns its counters at that moment."""
+
+    def __init__(self, port, deadline, workdir):
+        import queue
+        self.err = tempfile.TemporaryFile(dir=workdir)
+        self.proc = subprocess.Popen(
+            [sys.executable, ATTACK_SCRIPT, "--port", str(port), "--slow", str(ATTACK_SLOW),
+             "--flood", str(ATTACK_FLOOD), "--deadline", str(int(deadline)), "--ramp", str(ATTACK_RAMP_S)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, preexec_fn=servers._die_with_parent)
+        self.lines = queue.Queue()
+
+        def read(proc=self.proc, lines=self.lines):
+            for raw in proc.stdout:
+                lines.put(raw)
+            lines.put(None)
+        threading.Thread(target=read, daemon=True).start()
+
+    def _report(self, timeout):
+        import queue
+        try:
+            raw = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return None
+
+    def ready(self):
+        return self._report(ATTACK_RAMP_S + 30)
+
+    def stop(self):
+        try:
+            self.proc.stdin.write(b"stop\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        return self._report(30)
+
+    def error_tail(self):
+        self.err.seek(0)
+        return self.err.read().decode("utf-8", "replace")[-400:].strip()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.err.close()
+
+
+def _attack_fields(ready, end):
+    """The record's attack figures, from the attackers' counters when they
+    were ready (the clone then started) and when the clone had ended."""
+    def answers(snap, code):
+        return sum(int(snap.get(k + "_answers", {}).get(code, 0)) for k in ("slow", "flood"))
+    other = {}
+    for k in ("slow", "flood"):
+        for code, n in end.get(k + "_answers", {}).items():
+            if code not in ("408", "413"):
+                other["%s %s" % (k, code)] = n
+    return dict(
+        attack_slow=ATTACK_SLOW, attack_flood=ATTACK_FLOOD,
+        attack_ramp_s=ready.get("t"), attack_s=end.get("t"), attack_ended=end.get("event"),
+        attack_slow_ready=ready.get("ready_slow"), attack_flood_ready=ready.get("ready_flood"),
+        attack_slow_open_at_end=end.get("slow_open"), attack_flood_open_at_end=end.get("flood_open"),
+        attack_open_at_end=end.get("slow_open", 0) + end.get("flood_open", 0),
+        attack_413=answers(end, "413"), attack_408=answers(end, "408"),
+        attack_413_during_clone=answers(end, "413") - answers(ready, "413"),
+        attack_408_during_clone=answers(end, "408") - answers(ready, "408"),
+        attack_other_answers=other,
+        attack_closed_unanswered=end.get("slow_closed_unanswered", 0) + end.get("flood_closed_unanswered", 0),
+        attack_slow_connects=end.get("slow_connects"), attack_flood_connects=end.get("flood_connects"),
+        attack_connect_errors=end.get("slow_connect_errors", 0) + end.get("flood_connect_errors", 0),
+        attack_slow_bytes_sent=end.get("slow_bytes_sent"), attack_flood_bytes_sent=end.get("flood_bytes_sent"),
+        attack_ready=ready, attack_end=end)
+
+
+def attack(ctx, pairs):
+    """A clone of 100 MiB over HTTP from `dmv serve`, unloaded and under two
+    denial-of-service attacks at once (bench/attack.py: 530 slow request
+    bodies, 16 body floods), alternating unloaded and attacked `pairs` times
+    (A B A B ...), the server restarted (untimed) before every step so that
+    its VmHWM is that step's. Recorded as experiment `attack` (parameter:
+    the data's bytes), steps `clone_unloaded_N` and `clone_attack_N`."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    experiment, param = "attack", str(ATTACK_BYTES)
+    need = 4 * ATTACK_BYTES + GiB  # data, repository, hub, one clone (repository + checkout)
+    if free_bytes(ctx.workdir) < need:
+        ctx.rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point(experiment, ATTACK_BYTES)
+    try:
+        print("attack: writing %s (one file of %s, %d of %s)" % (
+            human_bytes(ATTACK_BYTES), human_bytes(ATTACK_BIG), ATTACK_SMALL_FILES, human_bytes(ATTACK_SMALL)),
+              flush=True)
+        datagen.write_random_file(os.path.join(pt.work, "big.bin"), ATTACK_BIG, seed=1)
+        os.makedirs(os.path.join(pt.work, "small"))
+        for i in range(ATTACK_SMALL_FILES):
+            datagen.write_random_file(os.path.join(pt.work, "small", "f%02d.bin" % i), ATTACK_SMALL, seed=100 + i)
+        source = datagen.tree_hash(pt.work)
+        hub = os.path.join(pt.root, ATTACK_REPO)
+        # set-up: commit and push into the served repository (recorded, not part of the measure)
+        if not _run_tool_steps(ctx, Skips(ctx, experiment), dmv, pt, experiment, param, [
+                S("init", lambda: dmv.init(pt), fatal=True),
+                S("commit", lambda: dmv.commit(pt, True), fatal=True),
+                S("init_hub", lambda: dmv.init_remote(pt, hub), fatal=True),
+                S("push", lambda: [dmv.cmd(pt, "push", hub)], fatal=True)]):
+            return
+        config = os.path.join(pt.root, "server.toml")
+        with open(config, "w") as f:  # top-level keys before the [repos] table
+            f.write("max_connections = %d\n[repos]\n%s = %s\n" % (
+                ATTACK_MAX_CONNECTIONS, ATTACK_REPO, json.dumps(ATTACK_REPO)))
+        data = dict(data_bytes=source[2], data_files=source[1], transport="http",
+                    server_max_connections=ATTACK_MAX_CONNECTIONS)
+        try:
+            with servers.DmvServe(dmv.path, pt.root, ctx.rec.env, config) as srv:
+                print("attack: dmv serve listening on 127.0.0.1:%d; %d pairs of clones, unloaded then attacked" % (
+                    srv.port, pairs), flush=True)
+                stopped = None
+                for i in range(1, pairs + 1):
+                    for load in ("unloaded", "attack"):
+                        name = "clone_%s_%d" % (load, i)
+                        if stopped:
+                            ctx.rec.note("dmv", experiment, param, name, "skipped", stopped)
+                            continue
+                        out = _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, i, source, data)
+                        if out is not None and out.timed_out:
+                            stopped = "%s timed out: %s" % (name, (out.error or "")[-200:])
+        except servers.ServerError as e:
+            print("attack: %s" % e, flush=True)
+            ctx.rec.note("dmv", experiment, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, pair, source, data):
+    """One timed clone into a fresh directory (removed after), the server
+    restarted before it; under attack, the attackers run from before the clone
+    (all connected) until it has ended."""
+    dest = os.path.join(pt.root, "clone-%s" % name)
+    shutil.rmtree(dest, ignore_errors=True)
+    srv.restart()  # untimed: a fresh process, its VmHWM this step's alone
+    extra = dict(data, load=load, pair=pair, server_start_rss_kib=srv.peak_rss_kib())
+    if srv.warnings:
+        extra["server_warnings"] = srv.warnings
+    os.sync()  # untimed: no step pays for writing back what the one before it wrote
+    attackers, ready = None, None
+    try:
+        if load == "attack":
+            attackers = _Attackers(srv.port, ctx.rec.timeout + ATTACK_RAMP_S + 60, pt.root)
+            ready = attackers.ready()
+            if not ready:
+                ctx.rec.note("dmv", experiment, param, name, "fail",
+                             "the attackers did not start: %s" % attackers.error_tail())
+                return None
+        verify = _verify_clone(dest, source, {})
+
+        def after(out):
+            # before the attackers stop: the peak, and the threads and descriptors the server holds
+            fields = dict(extra, server_peak_rss_kib=srv.peak_rss_kib(), server_threads_at_end=srv.threads(),
+                          server_open_files_at_end=srv.open_files())
+            if attackers:
+                end = attackers.stop()
+                if end:
+                    fields.update(_attack_fields(ready, end))
+                else:
+                    fields["attack_error"] = "no counters from the attackers: %s" % attackers.error_tail()
+            if not srv.alive():
+                out.ok = False
+                out.error = "dmv serve died (exit %s): %s" % (srv.proc.returncode, " / ".join(srv.lines)[-300:])
+            fields.update(verify(out))
+            return fields
+        return ctx.rec.step(dmv, experiment, param, name,
+                            [dmv.cmd(pt, "clone", srv.url(ATTACK_REPO), dest, cwd=pt.root)],
+                            dmv.clone_meta(dest), after=after)
+    finally:
+        if attackers:
+            attackers.close()
+        shutil.rmtree(dest, ignore_errors=True)

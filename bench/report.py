@@ -25,7 +25,7 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "store", "huge"]
+               "import-archive", "store", "attack", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -1327,6 +1327,173 @@ def store_section(ix, mode, cfg):
     return out
 
 
+ATTACK_TARGET_RATIO, ATTACK_TARGET_RSS_KIB = 2.0, 512 << 10
+
+
+def attack_steps(ix, p):
+    """{pair: {"unloaded": record, "attack": record}} of the attack experiment at parameter p."""
+    pairs = {}
+    for (tool, exp, param, step), r in ix.by.items():
+        if tool == "dmv" and exp == "attack" and param == str(p) and step.startswith("clone_"):
+            _, load, n = step.split("_", 2)
+            if n.isdigit():
+                pairs.setdefault(int(n), {})[load] = r
+    return dict(sorted(pairs.items()))
+
+
+def _median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _span(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    return fmt(min(values)) if min(values) == max(values) else "%s – %s" % (fmt(min(values)), fmt(max(values)))
+
+
+def attack_section(ix, mode, cfg):
+    out = ["### Denial of service: a clone of 100 MiB under attack", "",
+           "One `dmv serve` on 127.0.0.1 (`max_connections = 2000`, every other setting its default: "
+           "`request_timeout_secs` 60, `idle_timeout_secs` 30) serves a bare repository holding one commit of "
+           "100 MiB of random bytes (one file of 64 MiB and 36 of 1 MiB), pushed into it untimed. The timed step "
+           "is `dmv clone http://127.0.0.1:PORT/hub DIR` (checkout included) into a fresh directory, its files "
+           "compared with the source afterwards (untimed) and the directory removed. The clone runs **unloaded** "
+           "and **under attack**, alternately (unloaded, attacked, unloaded, attacked, ...), so that whatever "
+           "else this shared machine does weighs on both alike; before each clone the server is restarted and "
+           "sync(2) called (both untimed), so the server's peak RSS (VmHWM of the fresh process) is that step's "
+           "alone.", "",
+           "The attack (bench/attack.py, one Python process with one epoll loop, on loopback) is two at once, "
+           "started before the clone and stopped when it has ended, every connection reconnecting as soon as "
+           "the server closes it: **slow bodies**, 530 connections each sending the head of `POST /hub/dmv/has` "
+           "with `Content-Length: 1000` and `Connection: close`, then one byte of the body about every second "
+           "(the server reads such bodies without a thread, answering 408 when a body has not arrived within "
+           "`request_timeout_secs`); and a **body flood**, 16 connections each sending `POST /hub/dmv/has` with "
+           "`Content-Length: 67108868` and then the body as fast as they can (a frame length of 67108863, a byte "
+           "0x01, then zeros, in writes of 1 MiB), which the server cuts with 413 after 8 MiB. The clone starts "
+           "once every attacking connection is open (its head sent; each flood's first MiB sent). "
+           "`max_connections = 2000` rather than the default 512: at 512, the server makes room for a new "
+           "connection by closing the quietest idle one, which is a defence of its own; this experiment "
+           "measures the others (bodies read without a thread, within a time limit, at most 8 MiB each, from a "
+           "shared budget), so the 546 attacking connections and the clone's must all fit.", "",
+           "No peer row: git has no server of its own that could be put under the same attack, so nothing "
+           "is measured beside dmv.", ""]
+    for p in ix.params("attack"):
+        pairs = attack_steps(ix, p)
+        ok = lambda r: r is not None and r["status"] == "ok"  # noqa: E731
+        un = [pr["unloaded"] for pr in pairs.values() if ok(pr.get("unloaded"))]
+        at = [pr["attack"] for pr in pairs.values() if ok(pr.get("attack"))]
+        if mode == "quick" or len(pairs) != 10:
+            out += ["%s: %d pairs of clones%s." % (
+                "Quick run" if mode == "quick" else "This run", len(pairs),
+                "; the full run alternates 10" if mode == "quick" else ""), ""]
+        mu, ma = _median([r["wall_s"] for r in un]), _median([r["wall_s"] for r in at])
+        rss_un = [r.get("server_peak_rss_kib") for r in un]
+        rss_at = [r.get("server_peak_rss_kib") for r in at]
+        top = max((v for v in rss_at if v is not None), default=None)
+        r = ma / mu if ma and mu else None
+        failed = [name for pr in pairs.values() for name, rec in pr.items() if not ok(rec)]
+        note = " (%d step%s failed, left out: see Failures)" % (len(failed), "" if len(failed) == 1 else "s") \
+            if failed else ""
+        out += ["#### Targets", "",
+                "Absolute times are noise on this shared machine; the ratio of the medians, taken from "
+                "clones alternated in one run, is the figure to read.", "",
+                "| target | measured | met |", "|---|---|---|",
+                "| clone under attack within %.1f× of the unloaded clone (median over median) | **%s** "
+                "(%s / %s, %d and %d clones)%s | %s |" % (
+                    ATTACK_TARGET_RATIO, "%.2f" % r if r else "—", fmt_time(ma), fmt_time(mu), len(at), len(un),
+                    note, "—" if r is None else ("yes" if r <= ATTACK_TARGET_RATIO else "**no**")),
+                "| server peak RSS under attack below %s (largest VmHWM of the attacked steps) | %s | %s |" % (
+                    fmt_kib(ATTACK_TARGET_RSS_KIB), fmt_kib(top),
+                    "—" if top is None else ("yes" if top < ATTACK_TARGET_RSS_KIB else "**no**")), ""]
+        out += ["#### Clone, unloaded and under attack", "",
+                "| measure | unloaded | under attack | attacked/unloaded |", "|---|--:|--:|--:|",
+                "| clone time, median | %s | %s | %s |" % (fmt_time(mu), fmt_time(ma), "%.2f" % r if r else ""),
+                "| clone time, fastest – slowest | %s | %s | |" % (
+                    _span([x["wall_s"] for x in un], fmt_time), _span([x["wall_s"] for x in at], fmt_time)),
+                "| server peak RSS (VmHWM), median | %s | %s | |" % (fmt_kib(_median(rss_un)), fmt_kib(_median(rss_at))),
+                "| server peak RSS (VmHWM), largest | %s | %s | |" % (
+                    fmt_kib(max((v for v in rss_un if v is not None), default=None)), fmt_kib(top)),
+                "| server RSS when it started, median | %s | %s | |" % (
+                    fmt_kib(_median([x.get("server_start_rss_kib") for x in un])),
+                    fmt_kib(_median([x.get("server_start_rss_kib") for x in at]))),
+                "| client (`dmv clone`) peak RSS, largest | %s | %s | |" % (
+                    fmt_kib(max((x["peak_rss_kib"] for x in un if x.get("peak_rss_kib")), default=None)),
+                    fmt_kib(max((x["peak_rss_kib"] for x in at if x.get("peak_rss_kib")), default=None))),
+                "| clones verified (files equal to the source) | %d of %d | %d of %d | |" % (
+                    sum(1 for x in un if x.get("verified")), sum(1 for pr in pairs.values() if "unloaded" in pr),
+                    sum(1 for x in at if x.get("verified")), sum(1 for pr in pairs.values() if "attack" in pr)), ""]
+        for field, label in (("server_threads_at_end", "server threads when the clone had ended"),
+                             ("server_open_files_at_end", "server's open file descriptors when the clone had "
+                                                          "ended (its sockets among them)")):
+            if any(x.get(field) is not None for x in un + at):
+                out.insert(-2, "| %s | %s | %s | |" % (label, _span([x.get(field) for x in un], fmt_count),
+                                                         _span([x.get(field) for x in at], fmt_count)))
+        withc = [x for x in at if x.get("attack_end")]
+        if withc:
+            def f(field, fmt=fmt_count):
+                return _span([x.get(field) for x in withc], fmt)
+
+            def rate(x):
+                return x["attack_flood_bytes_sent"] / x["attack_s"] / MB if x.get("attack_s") else None
+            other = {}
+            for x in withc:
+                for code, n in (x.get("attack_other_answers") or {}).items():
+                    other[code] = other.get(code, 0) + n
+            longest = max((x.get("attack_s") or 0 for x in withc), default=0)
+            timeout = cfg.get("attack_request_timeout_s", 60)
+            out += ["#### The attack", "",
+                    "Per attacked step, from the attackers' counters: when every connection was open (the clone "
+                    "then started) and when the clone had ended (then they stopped). Ranges over the %d attacked "
+                    "steps." % len(withc), ""]
+            if longest < timeout:
+                out += ["A slow body is answered 408 only `request_timeout_secs` (%d s) after its head arrived; "
+                        "every attack here lasted %s at most, so no slow body reached its 408: during the clone "
+                        "the slow bodies only held their 530 connections open, trickling." % (
+                            timeout, fmt_time(longest)), ""]
+            out += ["| measure | value |", "|---|--:|",
+                    "| slow-body connections open when the clone finished (of 530) | %s |" % f("attack_slow_open_at_end"),
+                    "| flood connections open when the clone finished (of 16) | %s |" % f("attack_flood_open_at_end"),
+                    "| 413 answers to the flood during the clone | %s |" % f("attack_413_during_clone"),
+                    "| 408 answers to the slow bodies during the clone | %s |" % f("attack_408_during_clone"),
+                    "| 413 / 408 answers over the whole attack (ramp-up included) | %s / %s |" % (
+                        f("attack_413"), f("attack_408")),
+                    "| flood connections made (16 at the start, then one per reconnect) | %s |" % f("attack_flood_connects"),
+                    "| slow-body connections made | %s |" % f("attack_slow_connects"),
+                    "| bytes the flood sent | %s |" % f("attack_flood_bytes_sent", fmt_bytes),
+                    "| the flood's rate over the attack | %s |" % _span([rate(x) for x in withc],
+                                                                        lambda v: "%.0f MB/s" % v),
+                    "| attack before the clone started (all connections open) | %s |" % f("attack_ramp_s", fmt_time),
+                    "| attack in all (ramp-up and clone) | %s |" % f("attack_s", fmt_time),
+                    "| connections closed without an answer; failed connects | %s; %s |" % (
+                        f("attack_closed_unanswered"), f("attack_connect_errors")),
+                    "| other answers | %s |" % (", ".join("%s: %s" % kv for kv in sorted(other.items())) or "none"),
+                    ""]
+        out += ["#### Each pair", "",
+                "| pair | unloaded | under attack | attacked/unloaded | server peak RSS, unloaded | under attack "
+                "| attack connections open at the end | 413 during the clone | 408 during the clone |",
+                "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        for n, pr in pairs.items():
+            u, a = pr.get("unloaded"), pr.get("attack")
+            uv, ut = cell(u, "time")
+            av, atext = cell(a, "time")
+            aok = ok(a) and a.get("attack_end") is not None
+            out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                n, ut, atext, "%.2f" % (av / uv) if av and uv else "",
+                fmt_kib(u.get("server_peak_rss_kib")) if ok(u) else "—",
+                fmt_kib(a.get("server_peak_rss_kib")) if ok(a) else "—",
+                "%d (%d + %d)" % (a["attack_open_at_end"], a["attack_slow_open_at_end"], a["attack_flood_open_at_end"])
+                if aok else "—",
+                fmt_count(a["attack_413_during_clone"]) if aok else "—",
+                fmt_count(a["attack_408_during_clone"]) if aok else "—"))
+        out.append("")
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -1547,6 +1714,9 @@ def section(mode, per_exp, points):
 
     if ix.params("store"):
         out += store_section(ix, mode, per_exp["store"]["meta"].get("config", {}))
+
+    if ix.params("attack"):
+        out += attack_section(ix, mode, per_exp["attack"]["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

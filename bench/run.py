@@ -10,6 +10,7 @@
     python3 bench/run.py --quick --experiments web      # thumbnails of a commit, seeking in a film
     python3 bench/run.py --quick --experiments import   # dmv import git against git clone --mirror; archive
     python3 bench/run.py --quick --experiments store    # 10,000 files of 1 KiB stored by dmv, git, restic, borg
+    python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -43,22 +44,25 @@ MODES = {
                   refs="1,1000,100000", refs_separate="1,1000",
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
                   history_commits=1000, web_images=20, web_film="1G",
-                  import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, timeout=600),
+                  import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
+                  timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
                  history_commits=10_000, web_images=100, web_film="4G",
-                 import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, timeout=1800),
+                 import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
+                 timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
                        "full": ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history"]}
 # web is in no default list: it makes photos on first use (about 2 minutes for 100); nor is
 # import: it makes its Git source on first use and writes the archived file (1 GiB) twice more; nor is
-# store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations
+# store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations; nor is
+# attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "huge"]
+                   "store", "attack", "huge"]
 
 
 def parse_number(text, binary):
@@ -224,6 +228,9 @@ def main(argv=None):
     ap.add_argument("--archive-size", help="import: size of the file archived, binary units (quick 256M, full 1G)")
     ap.add_argument("--store-files", type=lambda s: parse_number(s, False),
                     help="store: files of 1 KiB random bytes stored once by each tool (quick 10000, full 100000)")
+    ap.add_argument("--attack-pairs", type=int,
+                    help="attack: pairs of clones, one unloaded and one under attack, alternated (quick 5, full 10; "
+                         "at least 3)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -268,6 +275,7 @@ def main(argv=None):
     import_commits = max(1, args.import_commits or cfg["import_commits"])
     archive_size = parse_number(args.archive_size or cfg["archive_size"], True)
     store_files = args.store_files or cfg["store_files"]
+    attack_pairs = max(3, args.attack_pairs or cfg["attack_pairs"])
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -367,7 +375,11 @@ def main(argv=None):
                             s3_minio=minio_bin, history_commits=history_commits,
                             web_images=web_images, web_film_bytes=web_film, import_files=import_files,
                             import_commits=import_commits, archive_bytes=archive_size, store_files=store_files,
-                            store_settle_s=sync_settle),
+                            store_settle_s=sync_settle, attack_pairs=attack_pairs,
+                            attack_bytes=experiments.ATTACK_BYTES, attack_slow=experiments.ATTACK_SLOW,
+                            attack_flood=experiments.ATTACK_FLOOD,
+                            attack_max_connections=experiments.ATTACK_MAX_CONNECTIONS,
+                            attack_request_timeout_s=experiments.ATTACK_REQUEST_TIMEOUT_S),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -406,6 +418,8 @@ def main(argv=None):
                 experiments.git_import(ctx, import_files, import_commits, archive_size, sync_settle)
             elif exp == "store":
                 experiments.store(ctx, store_tools, store_files, sync_settle)
+            elif exp == "attack":
+                experiments.attack(ctx, attack_pairs)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

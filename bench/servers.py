@@ -1,6 +1,7 @@
 """Servers on loopback: for the sync experiment OpenSSH's sshd with its own
 keys and config, and `dmv serve` over HTTP (as in crates/dmv-cli/tests/common/servers.rs);
-for the s3 experiment a MinIO object store.
+for the s3 experiment a MinIO object store; for the attack experiment a `dmv serve`
+restarted before every step (DmvServe).
 
 All are context managers that kill their server on exit, also after a
 failure or an interrupt; the servers also die with this Python process
@@ -14,6 +15,7 @@ runs it under GNU time, which appends the process tree's ru_maxrss to
 import ctypes
 import os
 import pwd
+import re
 import shlex
 import shutil
 import signal
@@ -238,6 +240,102 @@ class DmvHttp:
     def server_rss_kib(self):
         """VmHWM of the server process (alive; one fresh server per step)."""
         return vm_hwm_kib(self.proc.pid)
+
+
+class DmvServe:
+    """`dmv serve --config CONFIG --listen 127.0.0.1:0` with a configuration
+    file the caller wrote (the attack experiment). The port is parsed from the
+    line `dmv serve: listening on http://127.0.0.1:PORT` on stderr, lines
+    starting with `warning:` before it skipped (kept in `warnings`).
+
+    `restart()` starts a fresh server process (on a new port): the attack
+    experiment restarts it before every timed step, so that its VmHWM
+    (`peak_rss_kib`) is that step's alone. Writing 5 to /proc/PID/clear_refs
+    does reset VmHWM here (to the current RSS), but the current RSS still
+    holds what the allocator kept from earlier steps (a loaded step's
+    request bodies), so it would lift the next step's figure."""
+
+    START_TIMEOUT = 20
+
+    def __init__(self, dmv, root, env, config):
+        self.dmv, self.dir, self.env, self.config = dmv, root, env, config
+        self.proc, self.port, self.warnings, self.lines = None, None, [], []
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self):
+        import queue
+        self.proc = subprocess.Popen([self.dmv, "serve", "--config", self.config, "--listen", "127.0.0.1:0"],
+                                     env=self.env, cwd=self.dir, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=_die_with_parent)
+        lines, kept = queue.Queue(), []
+
+        def drain(proc=self.proc):  # the server must never block on a full stderr pipe
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                lines.put(line)
+                if len(kept) < 100:
+                    kept.append(line)
+            lines.put(None)
+        threading.Thread(target=drain, daemon=True).start()
+        self.lines, self.warnings = kept, []
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while True:
+            try:
+                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is not None and line.startswith("warning:"):
+                self.warnings.append(line)
+                continue
+            m = re.search(r"dmv serve: listening on http://127\.0\.0\.1:(\d+)", line or "")
+            if m:
+                self.port = int(m.group(1))
+                return
+            self.stop()
+            raise ServerError("dmv serve did not start: %r %s" % (line, " / ".join(kept)[-500:]))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def url(self, name):
+        return "http://127.0.0.1:%d/%s" % (self.port, name)
+
+    def peak_rss_kib(self):
+        """VmHWM of the server process since it started."""
+        return vm_hwm_kib(self.proc.pid) if self.proc else None
+
+    def threads(self):
+        """Threads of the server process now (/proc/PID/status), or None."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                return next(int(l.split()[1]) for l in f if l.startswith("Threads:"))
+        except (OSError, StopIteration, ValueError, AttributeError):
+            return None
+
+    def open_files(self):
+        """File descriptors the server process holds now (its sockets among them), or None."""
+        try:
+            return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+        except (OSError, AttributeError):
+            return None
 
 
 # ---------------------------------------------------------------- MinIO (s3 experiment)
