@@ -325,6 +325,34 @@ fn two_replicas_dropping_the_same_data_at_once_cannot_both_succeed() {
     fsck_clean(&b);
 }
 
+/// A drop here and a drop of the same file from a remote, at once in one
+/// replica: the second waited on `.dmv/drop.lock` while the first freed the
+/// data, then confirmed "here" from the store as it had listed it before,
+/// and the last copy went (issue 42). It now looks again under the lock.
+#[test]
+fn a_drop_here_and_a_drop_from_a_remote_at_once_keep_a_copy() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    photos(&hub, 1, 1, FILE);
+    dmv(t, &["clone", hub.to_str().unwrap(), "l"]);
+    let l = t.join("l");
+    let mut here = dmv_cmd(&l);
+    here.args(["drop", "--numcopies", "1", "f00/p0.raw"]);
+    let paused = Paused::start(here, "drop-data-guarded");
+    // Started while the first holds the lock, so it lists the store as it is before the drop.
+    let from_hub = dmv_cmd(&l).args(["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    ok(&paused.resume());
+    let out = from_hub.wait_with_output().unwrap();
+    assert!(!out.status.success(), "both drops went through");
+    assert!(one_line_error(&out).contains("f00/p0.raw (0 of 1)"), "{}", stderr(&out));
+    assert_eq!(ls(&hub, "--present"), vec!["f00/p0.raw".to_string()]);
+    assert_eq!(ls(&l, "--absent"), vec!["f00/p0.raw".to_string()]);
+    fsck_clean(&hub);
+    fsck_clean(&l);
+}
+
 #[test]
 fn killed_gets_and_drops_leave_a_consistent_replica() {
     let t = tempfile::tempdir().unwrap();

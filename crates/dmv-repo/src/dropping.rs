@@ -7,7 +7,8 @@
 //! copy is either confirmed and locked before a drop here looks at the locks
 //! (which then refuses), or dropped before the confirmation looks (which
 //! then finds nothing to confirm): two replicas dropping the same data at
-//! once cannot both count on each other.
+//! once cannot both count on each other. Both look at the store anew once
+//! they hold the lock: what a process listed before it waited may be gone.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -46,6 +47,10 @@ impl Repository {
     /// [`Repository::unlock_content`]). Returns the lock's name and, per id, whether it is held.
     pub fn lock_content(&self, ids: &[ObjectId], seconds: u64) -> RepoResult<(String, Vec<bool>)> {
         let _guard = self.drop_guard()?;
+        // The store as it is now, not as this process first listed it: a
+        // drop that held the lock meanwhile may have freed the data (a
+        // confirmation from the old listing destroyed the last copy).
+        self.store.reload()?;
         // Only a copy this replica keeps counts: data here that no branch,
         // tag or HEAD reaches (a deleted branch's, a rewound push's) goes at
         // its next gc, lock or no lock once the lock is gone.
@@ -136,6 +141,8 @@ impl Repository {
             return Ok(DataDropped::default());
         }
         let _guard = self.drop_guard()?;
+        dmv_store::failpoint("drop-data-guarded");
+        self.store.reload()?;
         let files: HashSet<ObjectId> = ids.iter().copied().collect();
         let locked: Vec<ObjectId> = self.locked_content()?.intersection(&files).copied().collect();
         if !locked.is_empty() {
