@@ -10,7 +10,7 @@ use dmv_repo::RemoteConfig;
 use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
 use crate::progress::{Phases, Quiet};
-use crate::repo_args::open_repo;
+use crate::repo_args::{open_repo, printable};
 
 fn short(id: &ObjectId) -> String {
     id.to_hex()[..7].to_string()
@@ -243,7 +243,13 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
             print_pushed(name, pushed, false, false);
         }
         for (name, why) in &all.skipped {
-            eprintln!("skipped {name}: {why}");
+            eprintln!("skipped {}: {}", printable(name), printable(why));
+        }
+        // A remote left out is a sync not done: scripts and watch mode must see it.
+        if !all.skipped.is_empty() {
+            let names: Vec<String> = all.skipped.iter().map(|(n, _)| printable(n)).collect();
+            eprintln!("dmv: sync did not reach {} of {} remotes: {}", names.len(), repo.config.remotes.len(), names.join(", "));
+            code = code.max(1);
         }
         return Ok(code);
     };

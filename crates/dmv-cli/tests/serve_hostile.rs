@@ -923,7 +923,13 @@ fn past_the_connection_bound_idle_connections_make_room() {
         })
         .count();
     assert!(closed >= 90 && started.elapsed() < Duration::from_secs(100), "{closed} of the first 100 closed");
-    security_report("connections", "idle and trickling connections past max_connections = 64 (hello and a clone went through)", 200, 136, Some(peak_rss(&server)));
+    security_report(
+        "connections",
+        "idle and trickling connections past max_connections = 64 (the oldest cut at once to make room; hello and a clone went through)",
+        200,
+        136,
+        Some(peak_rss(&server)),
+    );
 }
 
 /// Wrong tokens are rationed per client address: after a burst, even the

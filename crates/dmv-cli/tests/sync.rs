@@ -625,6 +625,35 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
     fsck_clean(&t.join("hub"));
 }
 
+/// A sync that reached only some remotes, or none, said "skipped" and
+/// exited 0 (issue 42): it now fails, naming the remotes left out, after
+/// doing what it could with the others.
+#[test]
+fn sync_fails_naming_the_remotes_it_could_not_reach() {
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("notes.txt"), "one\n").unwrap();
+    commit_all(&a, "one");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["remote", "add", "gone", "http://127.0.0.1:1/hub"]);
+    dmv(&a, &["push", "origin"]);
+    std::fs::write(a.join("notes.txt"), "two\n").unwrap();
+    commit_all(&a, "two");
+    let out = dmv_out(&a, &["sync"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let last = stderr(&out).lines().last().unwrap_or_default().to_string();
+    assert!(last.contains("sync did not reach 1 of 2 remotes: gone"), "{}", stderr(&out));
+    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"), "the reachable remote was synced");
+    // None reachable: the same, and nothing claims success.
+    dmv(&a, &["remote", "remove", "origin"]);
+    let out = dmv_out(&a, &["sync"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("sync did not reach 1 of 1 remotes: gone"), "{}", stderr(&out));
+}
+
 #[test]
 fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     let top = tempfile::tempdir().unwrap();
