@@ -353,6 +353,40 @@ fn a_drop_here_and_a_drop_from_a_remote_at_once_keep_a_copy() {
     fsck_clean(&l);
 }
 
+/// A partial replica that pushed one new file recorded itself as holding
+/// every file of the folders the push brought (issue 42: a phone "held" 31
+/// files, 2 of them really). Only what is here is recorded as here.
+#[test]
+fn a_partial_replicas_push_records_only_the_data_it_holds() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub) = (t.join("src"), t.join("hub"));
+    photos(&src, 2, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+    dmv(t, &["clone", "--slice", "paths:f00", hub.to_str().unwrap(), "phone"]);
+    let phone = t.join("phone");
+    let phone_id = dmv(&phone, &["replica"]).split_whitespace().next().unwrap().to_string();
+    std::fs::create_dir_all(phone.join("f01")).unwrap();
+    std::fs::write(phone.join("f01/caption.txt"), "a caption\n").unwrap();
+    dmv(&phone, &["add", "f01/caption.txt"]);
+    dmv(&phone, &["commit", "-m", "caption"]);
+    ok(&dmv_out(&phone, &["push", "origin", "main"]));
+    let holders = |dir: &Path, file: &str| -> Vec<String> {
+        let out = dmv_out(dir, &["whereis", "--json", file]);
+        ok(&out);
+        let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        w[0]["copies"].as_array().unwrap().iter().filter(|c| c["here"] != true).map(|c| c["replica"].as_str().unwrap().to_string()).collect()
+    };
+    // Both sides' logs: the phone holds its caption and its slice, not the folder's photos.
+    for dir in [&hub, &phone] {
+        let said = holders(dir, "f01/p0.raw");
+        assert!(!said.contains(&phone_id), "{}: the phone is said to hold f01/p0.raw: {said:?}", dir.display());
+    }
+    assert!(holders(&hub, "f01/caption.txt").contains(&phone_id));
+    assert!(dmv(&phone, &["whereis", "f01/p0.raw"]).lines().all(|l| !l.contains("here")));
+}
+
 #[test]
 fn killed_gets_and_drops_leave_a_consistent_replica() {
     let t = tempfile::tempdir().unwrap();

@@ -37,8 +37,17 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
     if !wire.is_empty() {
         client.update_refs(wire, &repo.who(), "push")?;
     }
+    // The remote holds every file of the new trees now (sent, or had already);
+    // this replica only those whose data is here: a partial one pushing a
+    // new file into a folder holds that folder's other files no more than before.
     let remote = remote_replica(repo, client)?;
-    record_transfer(repo, remote, missing.files, true)?;
+    if repo.config.partial {
+        let here: Vec<ObjectId> = missing.files.iter().filter(|f| repo.has_data(f).unwrap_or(false)).copied().collect();
+        record_transfer(repo, repo.replica_id()?, here, false)?;
+        record_transfer(repo, remote, missing.files, false)?;
+    } else {
+        record_transfer(repo, remote, missing.files, true)?;
+    }
     Ok(stats)
 }
 
