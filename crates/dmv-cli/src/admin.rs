@@ -9,7 +9,7 @@ use dmv_repo::tree::read_dir;
 use dmv_repo::{GcPolicy, Repository};
 
 use crate::progress::{Progress, Quiet};
-use crate::repo_args::{open_repo, show_path};
+use crate::repo_args::{open_repo, printable, show_path};
 
 #[derive(Args)]
 pub struct FsckArgs {
@@ -96,14 +96,36 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
             )
         })
         .collect();
+    // Absent versions too few other replicas are known to hold; none at all is a problem.
+    let absent: Vec<dmv_repo::store::ObjectId> = report.absent.iter().filter_map(|hex| dmv_repo::store::ObjectId::from_hex(hex)).collect();
+    let under = repo.under_copied(&absent)?;
+    let mut lost = Vec::new();
+    for u in &under {
+        let what = match &u.path {
+            Some(path) => format!("{} (version {})", printable(path), u.id.short()),
+            None => format!("version {} of a file of older history", u.id.short()),
+        };
+        match u.known_copies {
+            0 => lost.push(format!("{what}: its data is not here and no other replica is known to hold it (`dmv whereis` asks the remotes)")),
+            n => println!("note: {what}: {n} other copies known, drop.numcopies is {}", u.numcopies),
+        }
+    }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"report": report, "problems": problems, "missing": missing, "repair": repaired}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"report": report, "problems": problems, "missing": missing, "under_copied": under, "lost": lost, "repair": repaired})
+            )?
+        );
     } else {
         for line in &problems {
             println!("damaged: {line}");
         }
         for line in &missing {
             println!("missing: {line}");
+        }
+        for line in &lost {
+            println!("lost: {line}");
         }
         for line in &report.garbage {
             println!("note: {line}");
@@ -120,10 +142,14 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
             report.objects_checked,
             report.bytes_checked,
             if a.full { format!(" in {} packs", report.packs_checked) } else { String::new() },
-            if problems.is_empty() && missing.is_empty() { "no problems found".to_string() } else { format!("{} problems", problems.len() + missing.len()) }
+            if problems.is_empty() && missing.is_empty() && lost.is_empty() {
+                "no problems found".to_string()
+            } else {
+                format!("{} problems", problems.len() + missing.len() + lost.len())
+            }
         );
     }
-    Ok(if problems.is_empty() && missing.is_empty() { 0 } else { 1 })
+    Ok(if problems.is_empty() && missing.is_empty() && lost.is_empty() { 0 } else { 1 })
 }
 
 #[derive(Args)]

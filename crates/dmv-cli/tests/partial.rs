@@ -1004,3 +1004,35 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     ok(&with_env(&c, &["get", "f00/p0.raw"], &env));
     fsck_clean(&c);
 }
+
+/// `drop --force` of the only copy left the version with no copy anywhere,
+/// and `fsck` said nothing and exited 0 (issue 42). It now names the file
+/// as lost and fails; a version another replica holds is not reported.
+#[test]
+fn fsck_names_versions_no_replica_is_known_to_hold() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 1, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(&src, &["push", "hub", "main"]);
+    // Held by the hub: dropped here, known there.
+    ok(&dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    fsck_clean(&src);
+    // A new version only here, forced away: nobody holds it.
+    write_noise(&src.join("f00/p1.raw"), FILE, 99);
+    commit_all(&src, "retouched");
+    let out = dmv_out(&src, &["drop", "--force", "f00/p1.raw"]);
+    ok(&out);
+    let out = dmv_out(&src, &["fsck"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lost: Vec<&str> = said.lines().filter(|l| l.starts_with("lost: ")).collect();
+    assert_eq!(lost.len(), 1, "{said}");
+    assert!(lost[0].contains("f00/p1.raw") && lost[0].contains("no other replica is known to hold it"), "{said}");
+    // With two copies asked for, the hub's one is too few: a note, not a failure of its own.
+    dmv(&src, &["config", "drop.numcopies", "2"]);
+    let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
+    assert!(said.lines().any(|l| l.starts_with("note: f00/p0.raw") && l.contains("1 other copies known, drop.numcopies is 2")), "{said}");
+}

@@ -19,7 +19,59 @@ pub struct FileAvailability {
     pub present: bool,
 }
 
+/// A file version absent here that fewer other replicas are known to hold
+/// than `drop.numcopies` asks (0: none is known to: it may be lost).
+#[derive(Clone, Debug, Serialize)]
+pub struct UnderCopied {
+    pub id: ObjectId,
+    /// Where a branch tip or HEAD has it, if one does (older versions have no path now).
+    pub path: Option<String>,
+    /// Other replicas the location log says hold it.
+    pub known_copies: usize,
+    pub numcopies: usize,
+}
+
 impl Repository {
+    /// Of these absent file versions (as `fsck` found them in history), those
+    /// that the location log has records of and that fewer other replicas
+    /// are recorded to hold than numcopies asks: what git-annex's `fsck`
+    /// reports. The log may miss a copy (then this says too few), never
+    /// invent one.
+    pub fn under_copied(&self, absent: &[ObjectId]) -> RepoResult<Vec<UnderCopied>> {
+        if absent.is_empty() {
+            return Ok(Vec::new());
+        }
+        let numcopies = self.config.numcopies.unwrap_or(1) as usize;
+        let wanted: std::collections::HashSet<ObjectId> = absent.iter().copied().collect();
+        let me = self.replica_id()?;
+        let log = self.locations_where(|r| wanted.contains(&r.key))?;
+        // A version the log knows nothing of (a metadata-only clone's, say)
+        // is unknown, not under-copied: only what some replica recorded counts.
+        let recorded: std::collections::HashSet<ObjectId> = log.iter().map(|r| r.key).collect();
+        let mut under: Vec<UnderCopied> = wanted
+            .iter()
+            .filter(|id| recorded.contains(id))
+            .map(|id| (id, log.holders(id).iter().filter(|(r, _)| *r != me).count()))
+            .filter(|(_, known)| *known < numcopies)
+            .map(|(id, known_copies)| UnderCopied { id: *id, path: None, known_copies, numcopies })
+            .collect();
+        under.sort_by_key(|u| (u.known_copies, u.id));
+        // Names from the branch tips and HEAD, where they have one.
+        let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+        tips.extend(self.head_commit()?);
+        tips.sort();
+        tips.dedup();
+        for tip in tips {
+            self.each_availability(&self.commit(&tip)?.tree, &[], &mut |f| {
+                if let Some(u) = under.iter_mut().find(|u| u.id == f.entry.id && u.path.is_none()) {
+                    u.path = Some(String::from_utf8_lossy(&f.path).into_owned());
+                }
+                Ok(())
+            })?;
+        }
+        Ok(under)
+    }
+
     /// Whether all of a file's data is here (its nodes read, its chunks located).
     pub fn has_data(&self, id: &ObjectId) -> RepoResult<bool> {
         found(self.store.check_content_present(id))

@@ -61,7 +61,7 @@ mod wlock;
 pub use archive::ArchiveFormat;
 pub use atomic::write_atomic;
 pub use attributes::{Lockable, ATTRIBUTES_FILE};
-pub use availability::FileAvailability;
+pub use availability::{FileAvailability, UnderCopied};
 pub use config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
 pub use dirstate::{DirEntry, Dirstate, Stat};
 pub use dmv_refs;
