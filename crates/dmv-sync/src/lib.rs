@@ -8,7 +8,8 @@
 //!
 //! The files, each using only those listed before it: `error`, `progress`,
 //! `protocol`, `frame`, `client` (the [`Remote`] trait and the client of a
-//! DMV server over a wire), `serve` and `server` (the serving side), the
+//! DMV server over a wire), `serve` and `server` (the serving side, with
+//! `server_config`, `sessions`, `server_state`, `connections` and `web`), the
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
 //! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
