@@ -1036,3 +1036,45 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
     let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
     assert!(said.lines().any(|l| l.starts_with("note: f00/p0.raw") && l.contains("1 other copies known, drop.numcopies is 2")), "{said}");
 }
+
+/// `merge --abort` in a partial replica failed with `object … not found`
+/// when the merge touched files outside the slice, and `reset --hard` then
+/// refused (issue 42): HEAD's versions that are not here stay absent.
+#[test]
+fn merge_abort_and_reset_work_in_a_partial_replica() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub) = (t.join("src"), t.join("hub"));
+    photos(&src, 2, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&src, &["push", "origin", "main"]);
+    dmv(t, &["clone", "--slice", "paths:f00", hub.to_str().unwrap(), "phone"]);
+    let phone = t.join("phone");
+    // Theirs: both folders change, one file inside the slice and one outside.
+    dmv(&src, &["switch", "-c", "edits"]);
+    write_noise(&src.join("f00/p1.raw"), FILE, 501);
+    write_noise(&src.join("f01/p0.raw"), FILE, 502);
+    commit_all(&src, "their edits");
+    dmv(&src, &["push", "origin", "edits"]);
+    // Ours: the same file inside the slice.
+    write_noise(&phone.join("f00/p1.raw"), FILE, 503);
+    commit_all(&phone, "our edit");
+    let ours = std::fs::read(phone.join("f00/p1.raw")).unwrap();
+    ok(&dmv_out(&phone, &["fetch"]));
+    let out = dmv_out(&phone, &["merge", "origin/edits"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    ok(&dmv_out(&phone, &["merge", "--abort"]));
+    assert!(dmv(&phone, &["status", "--short"]).is_empty(), "{}", dmv(&phone, &["status"]));
+    assert_eq!(std::fs::read(phone.join("f00/p1.raw")).unwrap(), ours);
+    assert!(!phone.join("f01/p0.raw").exists());
+    assert_eq!(ls(&phone, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
+    // A merge stopped again, then reset --hard instead of --abort.
+    assert_eq!(dmv_out(&phone, &["merge", "origin/edits"]).status.code(), Some(1));
+    let out = dmv_out(&phone, &["reset", "--hard"]);
+    assert!(!out.status.success() && one_line_error(&out).contains("merge --abort"), "{}", stderr(&out));
+    ok(&dmv_out(&phone, &["merge", "--abort"]));
+    ok(&dmv_out(&phone, &["reset", "--hard", "HEAD~1"]));
+    assert!(dmv(&phone, &["status", "--short"]).is_empty());
+    fsck_clean(&phone);
+}

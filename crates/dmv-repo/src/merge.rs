@@ -236,6 +236,15 @@ impl Repository {
                 }
                 continue;
             }
+            // In a partial replica HEAD's version may not be here: it stays
+            // absent, as a checkout leaves it, and what the merge wrote there goes.
+            if self.is_absent(e)? {
+                if current.contains_key(p) {
+                    self.remove_worktree_file(p)?;
+                }
+                ds.entries.insert(p.clone(), DirEntry::absent(e.kind, e.id, e.size));
+                continue;
+            }
             let meta = self.write_entry(p, e)?;
             ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
         }
