@@ -1041,7 +1041,7 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
 /// when the merge touched files outside the slice, and `reset --hard` then
 /// refused (issue 42): HEAD's versions that are not here stay absent.
 #[test]
-fn merge_abort_and_reset_work_in_a_partial_replica() {
+fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let (src, hub) = (t.join("src"), t.join("hub"));
@@ -1076,5 +1076,13 @@ fn merge_abort_and_reset_work_in_a_partial_replica() {
     ok(&dmv_out(&phone, &["merge", "--abort"]));
     ok(&dmv_out(&phone, &["reset", "--hard", "HEAD~1"]));
     assert!(dmv(&phone, &["status", "--short"]).is_empty());
+    // A stash and its pop, with files outside the slice around.
+    write_noise(&phone.join("f00/p0.raw"), FILE, 504);
+    let edited = std::fs::read(phone.join("f00/p0.raw")).unwrap();
+    ok(&dmv_out(&phone, &["stash", "push", "-m", "wip"]));
+    assert!(dmv(&phone, &["status", "--short"]).is_empty());
+    ok(&dmv_out(&phone, &["stash", "pop"]));
+    assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), edited);
+    assert_eq!(ls(&phone, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
     fsck_clean(&phone);
 }
