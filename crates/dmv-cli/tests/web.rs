@@ -19,34 +19,45 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::json;
 
-struct Chromedriver {
+/// A program serving on a free port of loopback (chromedriver, an
+/// attacker's site), killed on drop.
+struct LocalServer {
     child: Child,
     port: u16,
 }
 
-impl Chromedriver {
-    fn start() -> Chromedriver {
-        let driver = Path::new("/usr/bin/chromedriver");
-        assert!(driver.exists(), "chromium-driver is not installed (scripts/test installs it)");
+impl LocalServer {
+    /// Starts `command(port)` and waits until the port answers.
+    fn start(what: &str, command: impl FnOnce(u16) -> Command) -> LocalServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(driver).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let child = command(port).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "chromedriver did not start");
+            assert!(started.elapsed() < Duration::from_secs(30), "{what} did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Chromedriver { child, port }
+        LocalServer { child, port }
     }
 }
 
-impl Drop for Chromedriver {
+impl Drop for LocalServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-async fn browser(driver: &Chromedriver) -> Client {
+fn chromedriver() -> LocalServer {
+    let driver = Path::new("/usr/bin/chromedriver");
+    assert!(driver.exists(), "chromium-driver is not installed (scripts/test installs it)");
+    LocalServer::start("chromedriver", |port| {
+        let mut c = Command::new(driver);
+        c.arg(format!("--port={port}"));
+        c
+    })
+}
+
+async fn browser(driver: &LocalServer) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert(
         "goog:chromeOptions".into(),
@@ -155,7 +166,7 @@ fn the_web_ui_in_a_real_browser() {
     lock.args(["lock", "--remote", &format!("{base}/hub"), "shoot/img-1.jpg"]).env("DMV_TOKEN", "tok-al");
     ok(&lock.output().unwrap());
 
-    let driver = Chromedriver::start();
+    let driver = chromedriver();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let log = server.log.clone();
     rt.block_on(async move {
@@ -232,35 +243,12 @@ fn the_web_ui_in_a_real_browser() {
 
 /// Serves `dir` over HTTP on another port of the same host, as an
 /// attacker's site would (a page there is same-site, not same-origin).
-struct OtherSite {
-    child: Child,
-    port: u16,
-}
-
-impl OtherSite {
-    fn start(dir: &Path) -> OtherSite {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "python's http.server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        OtherSite { child, port }
-    }
-}
-
-impl Drop for OtherSite {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn other_site(dir: &Path) -> LocalServer {
+    LocalServer::start("python's http.server", |port| {
+        let mut c = Command::new("python3");
+        c.args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"]).current_dir(dir);
+        c
+    })
 }
 
 /// The response headers of a GET, lower-cased.
@@ -332,10 +320,10 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
         format!("<form id=f method=post action='{base}/login'><input name=token value=tok-read></form><script>document.getElementById('f').submit()</script>"),
     )
     .unwrap();
-    let other = OtherSite::start(&site);
+    let other = other_site(&site);
     let evil = format!("http://127.0.0.1:{}", other.port);
 
-    let driver = Chromedriver::start();
+    let driver = chromedriver();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let c = browser(&driver).await;
