@@ -99,6 +99,8 @@ fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer
         }
         (None, Some(id)) => match state.sessions.get(id) {
             Some(session) => (session.token, Some(session.form_secret)),
+            // An ended login browses as anyone does where that is allowed.
+            None if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
             None => return Err(login_page(StatusCode::UNAUTHORIZED, "Your login has ended: log in again.")),
         },
         (None, None) if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
