@@ -92,6 +92,13 @@ fn curl_status(url: &str, token: Option<&str>) -> (String, String) {
     (code.to_string(), body.to_string())
 }
 
+/// Submits the login form with `token`, as a person would.
+async fn log_in(c: &Client, base: &str, token: &str) {
+    c.goto(&format!("{base}/login")).await.unwrap();
+    c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(token).await.unwrap();
+    c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+}
+
 /// Follows a link as a click would, but waits for the page to load (goto does).
 async fn follow(c: &Client, base: &str, link: Locator<'_>) {
     let href = c.find(link).await.unwrap().attr("href").await.unwrap().unwrap();
@@ -172,13 +179,9 @@ fn the_web_ui_in_a_real_browser() {
     rt.block_on(async move {
         let c = browser(&driver).await;
         // Log in: a wrong token is refused, a read token browses.
-        c.goto(&format!("{base}/login")).await.unwrap();
-        c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("wrong").await.unwrap();
-        c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        log_in(&c, &base, "wrong").await;
         page_with(&c, "That token is not valid here").await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("tok-read").await.unwrap();
-        c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        log_in(&c, &base, "tok-read").await;
         page_with(&c, "Repositories").await;
 
         // History, then the newest commit: ten thumbnails (before and after; one photo is a camera raw), all decoded.
@@ -229,9 +232,7 @@ fn the_web_ui_in_a_real_browser() {
         assert!(c.find(Locator::Css("form[action$='/locks/break'] button")).await.is_err(), "no break button without an admin token");
         c.find(Locator::Css("header form button")).await.unwrap().click().await.unwrap();
         page_with(&c, "Log in").await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("tok-boss").await.unwrap();
-        c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        log_in(&c, &base, "tok-boss").await;
         page_with(&c, "Repositories").await;
         c.goto(&format!("{base}/hub/locks")).await.unwrap();
         c.find(Locator::Css("form[action$='/locks/break'] button")).await.unwrap().click().await.unwrap();
@@ -327,9 +328,7 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let c = browser(&driver).await;
-        c.goto(&format!("{base}/login")).await.unwrap();
-        c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys("tok-boss").await.unwrap();
-        c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+        log_in(&c, &base, "tok-boss").await;
         page_with(&c, "Repositories").await;
         let session = c.get_named_cookie("dmv_session").await.unwrap();
         assert_ne!(session.value(), "tok-boss", "the cookie is a session id, not the token");
