@@ -297,6 +297,40 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
 }
 
 #[test]
+fn a_dropped_file_stays_dropped_through_later_pulls_until_a_get() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub, laptop) = (t.join("src"), t.join("hub"), t.join("laptop"));
+    photos(&src, 1, 2, 2 << 20);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+    dmv(t, &["clone", hub.to_str().unwrap(), "laptop"]);
+    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    let after_drop = stored(&laptop);
+    // New history reaches the laptop twice: once beside the dropped file, once changing the folder it is in.
+    for round in 0..2 {
+        std::fs::write(src.join(format!("f00/note{round}.txt")), format!("note {round}\n")).unwrap();
+        commit_all(&src, "note");
+        dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+        ok(&dmv_out(&laptop, &["pull"]));
+        assert!(ls(&laptop, "--absent").contains(&"f00/p0.raw".to_string()), "round {round}: the pull brought the dropped file back");
+        assert!(stored(&laptop) < after_drop + (1 << 20), "round {round}: {after_drop} -> {}", stored(&laptop));
+        assert!(!laptop.join("f00/p0.raw").exists() && laptop.join(format!("f00/note{round}.txt")).exists());
+        assert!(dmv(&laptop, &["status", "--short"]).is_empty());
+    }
+    // A get asks for it again: it is back, and the next pull leaves it here.
+    ok(&dmv_out(&laptop, &["get", "f00/p0.raw"]));
+    assert_eq!(std::fs::read(laptop.join("f00/p0.raw")).unwrap(), std::fs::read(src.join("f00/p0.raw")).unwrap());
+    std::fs::write(src.join("f00/note2.txt"), "note 2\n").unwrap();
+    commit_all(&src, "note");
+    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+    ok(&dmv_out(&laptop, &["pull"]));
+    assert!(ls(&laptop, "--present").contains(&"f00/p0.raw".to_string()));
+    fsck_clean(&laptop);
+}
+
+#[test]
 fn two_replicas_dropping_the_same_data_at_once_cannot_both_succeed() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();

@@ -161,6 +161,18 @@ impl Repository {
         Ok(DataDropped { freed_bytes, locked, files_removed })
     }
 
+    /// The file versions this replica dropped and has not fetched since (the
+    /// location log's newest word on them here is "absent"): a fetch leaves
+    /// them out as it leaves out what the slice does, and `get` brings them
+    /// back. Only a replica that ever dropped or sliced has any.
+    pub fn dropped_here(&self) -> RepoResult<HashSet<ObjectId>> {
+        if !self.config.partial {
+            return Ok(HashSet::new());
+        }
+        let me = self.replica_id()?;
+        Ok(self.locations_where(|r| r.replica == me && !r.stamp.present)?.iter().map(|r| r.key).collect())
+    }
+
     /// Removes the working tree's clean copies of dropped files and marks
     /// their entries absent (a changed file is left as it is). The entries
     /// say absent, durably, before any file goes: a drop killed while

@@ -47,7 +47,7 @@ pub fn fetch_objects(
     let commits = client.walk_commits(missing_tips.clone(), local_tips(repo)?)?;
     let mut found = explore_commits(store, client, commits, &missing_tips, &rule)?;
     let starts = std::mem::take(&mut found.trees);
-    explore_below(client, starts, &rule.filter, &|id| Ok(store.contains(id)?), &mut found)?;
+    explore_below(client, starts, &rule, &|id| Ok(store.contains(id)?), &mut found)?;
     if let Some(early) = early.as_deref_mut() {
         early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
@@ -80,7 +80,7 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
     let starts = files.iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
-    explore_below(client, starts, &PathFilter::All, &|id| Ok(repo.has_data(id)?), &mut found)?;
+    explore_below(client, starts, &DataRule::everything(), &|id| Ok(repo.has_data(id)?), &mut found)?;
     let early = early.map(|(early, paths)| {
         early.plan_files(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true), paths.iter().cloned());
         early
@@ -108,13 +108,20 @@ struct DataRule {
     filter: PathFilter,
     /// Only the files of commits fewer than this many steps from a fetched tip.
     recent: Option<usize>,
+    /// File versions this replica dropped: it does not want them back until a `get` asks.
+    dropped: HashSet<ObjectId>,
 }
 
 impl DataRule {
     fn of(repo: &Repository) -> SyncResult<DataRule> {
         let slice = &repo.config.slice;
         let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
-        Ok(DataRule { filter, recent: slice.recent() })
+        Ok(DataRule { filter, recent: slice.recent(), dropped: repo.dropped_here()? })
+    }
+
+    /// What a `get` asks for: the files named, whatever the slice or a drop said.
+    fn everything() -> DataRule {
+        DataRule { filter: PathFilter::All, recent: None, dropped: HashSet::new() }
     }
 }
 
@@ -240,13 +247,13 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
 }
 
 /// Explores trees and file contents level by level, skipping what the
-/// store has, and the data of files the filter (or a tree's `data: false`)
+/// store has, and the data of files the rule (or a tree's `data: false`)
 /// leaves out.
 ///
 /// `have` says whether an object is here with all it reaches (for a fetch,
 /// being in the store says so; a `get` also looks into a file's nodes, which
 /// a `get` or `drop` cut short may have left without all their chunks).
-fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilter, have: &dyn Fn(&ObjectId) -> SyncResult<bool>, found: &mut Explored) -> SyncResult<()> {
+fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, rule: &DataRule, have: &dyn Fn(&ObjectId) -> SyncResult<bool>, found: &mut Explored) -> SyncResult<()> {
     let mut seen: HashSet<Visit> = HashSet::new();
     let mut frontier = Vec::new();
     for v in starts {
@@ -263,11 +270,11 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilte
         // A level can be a million files wide: asked for in slices, so what
         // one round trip needs stays small.
         for slice in frontier.chunks(VISITS_PER_ROUND) {
-            explore_slice(client, slice, filter, have, found, &mut seen, &mut next)?;
+            explore_slice(client, slice, rule, have, found, &mut seen, &mut next)?;
         }
         for start in files.clone().step_by(VISITS_PER_ROUND) {
             let slice: Vec<Visit> = found.files[start..files.end.min(start + VISITS_PER_ROUND)].iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
-            explore_slice(client, &slice, filter, have, found, &mut seen, &mut next)?;
+            explore_slice(client, &slice, rule, have, found, &mut seen, &mut next)?;
         }
         frontier = next;
         files = files_found..found.files.len();
@@ -281,13 +288,13 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, filter: &PathFilte
 fn explore_slice(
     client: &mut dyn Remote,
     slice: &[Visit],
-    filter: &PathFilter,
+    rule: &DataRule,
     have: &dyn Fn(&ObjectId) -> SyncResult<bool>,
     found: &mut Explored,
     seen: &mut HashSet<Visit>,
     next: &mut Vec<Visit>,
 ) -> SyncResult<()> {
-    let keep_paths = matches!(filter, PathFilter::Globs(_));
+    let keep_paths = matches!(rule.filter, PathFilter::Globs(_));
     let mut asked = HashSet::new();
     let to_get: Vec<ObjectId> = slice.iter().map(|v| v.id).filter(|id| !found.meta.contains_key(id) && !found.chunks.contains(id) && asked.insert(*id)).collect();
     drop(asked);
@@ -316,7 +323,7 @@ fn explore_slice(
             let child = match &e.entry {
                 Some((name, EntryKind::Dir)) => Visit { id: e.id, dir: if keep_paths { join(&v.dir, name) } else { Vec::new() }, data: v.data },
                 Some((name, kind)) if kind.is_file() => {
-                    if !v.data || !filter.keeps(&join(&v.dir, name)) {
+                    if !v.data || rule.dropped.contains(&e.id) || !rule.filter.keeps(&join(&v.dir, name)) {
                         continue;
                     }
                     // Visited from `found.files` on the next level (a content met twice is asked for once, its chunks listed once).
