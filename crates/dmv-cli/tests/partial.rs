@@ -257,6 +257,8 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     let src = t.join("src");
     photos(&src, 1, 2, 2 << 20);
     dmv(t, &["init", "--bare", "hub1"]);
+    // Both hubs are partial replicas by their admin's choice: drops may free their data.
+    dmv(&t.join("hub1"), &["config", "drop.allowed", "true"]);
     dmv(&src, &["remote", "add", "hub1", t.join("hub1").to_str().unwrap()]);
     dmv(&src, &["push", "hub1", "main"]);
     // whereis after a push names the remote.
@@ -271,6 +273,7 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
 
     // A second remote holds it: now the drop goes through, and the space is freed.
     dmv(t, &["init", "--bare", "hub2"]);
+    dmv(&t.join("hub2"), &["config", "drop.allowed", "true"]);
     dmv(&src, &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()]);
     dmv(&src, &["push", "hub2", "main"]);
     let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
@@ -328,6 +331,42 @@ fn a_dropped_file_stays_dropped_through_later_pulls_until_a_get() {
     ok(&dmv_out(&laptop, &["pull"]));
     assert!(ls(&laptop, "--present").contains(&"f00/p0.raw".to_string()));
     fsck_clean(&laptop);
+}
+
+/// A full clone could make the hub partial with `drop --from origin`, and
+/// from then on every full clone of the hub failed (issue 42, item 2). A
+/// bare repository keeps everything until its admin allows drops there.
+#[test]
+fn a_hub_keeps_every_files_data_until_its_admin_allows_drops() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub) = (t.join("src"), t.join("hub"));
+    photos(&src, 1, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&src, &["push", "origin", "main"]);
+    for args in [&["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"][..], &["drop", "--force", "--from", "origin", "f00/p0.raw"]] {
+        // (--force warns on a line of its own first.)
+        let out = dmv_out(&src, args);
+        assert!(!out.status.success());
+        let line = stderr(&out).lines().last().unwrap().to_string();
+        assert!(line.contains("keeps every file's data") && line.contains("drop.allowed true"), "{line}");
+    }
+    let out = dmv_out(&hub, &["drop", "--force", "f00/p0.raw"]);
+    assert!(!out.status.success());
+    let line = stderr(&out).lines().last().unwrap().to_string();
+    assert!(line.contains("keeps every file's data"), "{line}");
+    assert_eq!(ls(&hub, "--present").len(), 2);
+    let locks = std::fs::read_dir(src.join(".dmv/content-locks")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(locks, 0, "a refused drop leaves no lock behind");
+    dmv(t, &["clone", hub.to_str().unwrap(), "full"]);
+    fsck_clean(&t.join("full"));
+    // Its admin allows drops: now the hub may be made partial.
+    dmv(&hub, &["config", "drop.allowed", "true"]);
+    ok(&dmv_out(&src, &["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"]));
+    assert_eq!(ls(&hub, "--absent"), vec!["f00/p0.raw".to_string()]);
+    let bad = one_line_error(&dmv_out(&hub, &["config", "drop.allowed", "sometimes"]));
+    assert!(bad.contains("not true or false"), "{bad}");
 }
 
 #[test]

@@ -42,6 +42,11 @@ pub struct Config {
     /// replica that confirms it holds them (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numcopies: Option<u32>,
+    /// Whether this replica's data may be dropped (default: yes, except in a
+    /// bare repository of full slice: a hub others clone keeps everything
+    /// unless its admin says otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drops_allowed: Option<bool>,
     /// What other replicas call this one (default: user@host:path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_name: Option<String>,
@@ -81,6 +86,11 @@ pub struct RemoteConfig {
 }
 
 impl Config {
+    /// See [`Config::drops_allowed`].
+    pub fn may_drop(&self) -> bool {
+        self.drops_allowed.unwrap_or(!self.bare || !self.slice.is_full())
+    }
+
     pub fn new(chunking: ChunkParams) -> Config {
         Config {
             format: FORMAT_VERSION,
@@ -95,6 +105,7 @@ impl Config {
             partial: false,
             replica_name: None,
             numcopies: None,
+            drops_allowed: None,
             upstreams: Default::default(),
         }
     }

@@ -140,6 +140,10 @@ impl Repository {
         if ids.is_empty() {
             return Ok(DataDropped::default());
         }
+        // The setting as it is on disk now: a server's `self` was loaded when it started.
+        if !crate::config::Config::load(&self.dmv.join("config"))?.may_drop() {
+            return Err(RepoError::DropsNotAllowed { path: self.root.clone() });
+        }
         let _guard = self.drop_guard()?;
         dmv_store::failpoint("drop-data-guarded");
         self.store.reload()?;

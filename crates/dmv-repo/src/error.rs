@@ -128,6 +128,9 @@ pub enum RepoError {
     LockHeldByOther { path: String, holder: String },
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },
+    /// A hub keeps every file's data unless its admin allows drops.
+    #[error("{path} keeps every file's data (a bare repository is a full replica others clone from); its admin can allow drops there with `dmv config drop.allowed true`")]
+    DropsNotAllowed { path: PathBuf },
     #[error("bad value for {key}: {detail}")]
     BadSetting { key: String, detail: String },
     /// `revert`: what the reverted commit changed was changed again since, at `path`.

@@ -8,7 +8,7 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repo::Repository;
 
 /// Keys `dmv config` knows; the first three may also be global.
-pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "replica.name", "drop.numcopies"];
+pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "replica.name", "drop.numcopies", "drop.allowed"];
 const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool"];
 
 impl GlobalSettings {
@@ -55,6 +55,7 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "merge.tool" => cfg.merge_tool.clone(),
         "replica.name" => cfg.replica_name.clone(),
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
+        "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
         _ => None,
     }
 }
@@ -75,6 +76,14 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
                         .filter(|n| *n >= 1)
                         .ok_or_else(|| RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not a whole number of at least 1") })?,
                 ),
+            }
+        }
+        "drop.allowed" => {
+            cfg.drops_allowed = match value {
+                None => None,
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                Some(v) => return Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not true or false") }),
             }
         }
         _ => return Err(unknown(key, KEYS)),

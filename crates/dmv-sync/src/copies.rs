@@ -167,6 +167,9 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         // No copy to confirm is a drop that trusts nothing: only --force may do that.
         return Err(SyncError::Refused("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming".into()));
     }
+    if options.from.is_none() && !repo.config.may_drop() {
+        return Err(dmv_repo::RepoError::DropsNotAllowed { path: repo.root.clone() }.into());
+    }
     let Some(tree) = repo.head_tree()? else { return Err(SyncError::Refused("nothing to drop: there are no commits yet".into())) };
     let mut source: Option<Reached> = None;
     if let Some(from) = &options.from {
