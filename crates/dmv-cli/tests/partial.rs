@@ -369,6 +369,114 @@ fn a_hub_keeps_every_files_data_until_its_admin_allows_drops() {
     assert!(bad.contains("not true or false"), "{bad}");
 }
 
+/// A full clone or pull from a partial replica stopped on the first file it
+/// lacked with `remote: object … not found` (issue 42, item 2). What the
+/// source lacks comes from the other remotes, or the command stops in one
+/// line naming the files and who holds them, with everything else in place.
+#[test]
+fn a_full_clone_or_pull_from_a_partial_replica_gets_the_rest_elsewhere_or_names_where_it_is() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub, laptop, desk) = (t.join("src"), t.join("hub"), t.join("laptop"), t.join("desk"));
+    photos(&src, 1, 2, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&src, &["push", "origin", "main"]);
+    dmv(t, &["clone", hub.to_str().unwrap(), "laptop"]);
+    dmv(t, &["clone", hub.to_str().unwrap(), "desk"]);
+    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+
+    // A full clone of the laptop: whole but for the dropped file, which it names with its holder.
+    let out = dmv_out(t, &["clone", laptop.to_str().unwrap(), "tablet"]);
+    let line = one_line_error(&out);
+    // (Replicas are named as they named themselves: user@host:path by default.)
+    assert!(line.contains("f00/p0.raw (held by ") && line.contains("/hub") && line.contains("origin (does not have it)"), "{line}");
+    let tablet = t.join("tablet");
+    assert_eq!(std::fs::read(tablet.join("f00/p1.raw")).unwrap(), std::fs::read(src.join("f00/p1.raw")).unwrap());
+    assert_eq!(ls(&tablet, "--absent"), vec!["f00/p0.raw".to_string()]);
+    assert!(dmv(&tablet, &["status", "--short"]).is_empty());
+    // fsck says what this full replica lacks, and how to get it.
+    let fsck = dmv_out(&tablet, &["fsck"]);
+    assert!(String::from_utf8_lossy(&fsck.stdout).contains("missing: f00/p0.raw") && !fsck.status.success());
+    // With a remote that holds it, get brings it.
+    dmv(&tablet, &["remote", "add", "hub", hub.to_str().unwrap()]);
+    ok(&dmv_out(&tablet, &["get", "f00/p0.raw"]));
+    assert_eq!(std::fs::read(tablet.join("f00/p0.raw")).unwrap(), std::fs::read(src.join("f00/p0.raw")).unwrap());
+    fsck_clean(&tablet);
+
+    // New work reaches the laptop, which drops part of it; the desk pulls from the laptop:
+    // what the laptop lacks comes from the hub, and the desk stays a full replica.
+    write_noise(&src.join("f00/p2.raw"), FILE, 77);
+    commit_all(&src, "more");
+    dmv(&src, &["push", "origin", "main"]);
+    ok(&dmv_out(&laptop, &["pull"]));
+    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p2.raw"]));
+    dmv(&desk, &["remote", "add", "laptop", laptop.to_str().unwrap()]);
+    ok(&dmv_out(&desk, &["pull", "laptop", "main"]));
+    assert_eq!(std::fs::read(desk.join("f00/p2.raw")).unwrap(), std::fs::read(src.join("f00/p2.raw")).unwrap());
+    assert!(ls(&desk, "--absent").is_empty());
+    fsck_clean(&desk);
+}
+
+/// The replicas `dir`'s location log says hold `file` (not counting `dir` itself).
+fn holders(dir: &Path, file: &str) -> Vec<String> {
+    let out = dmv_out(dir, &["whereis", "--json", file]);
+    ok(&out);
+    let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    w[0]["copies"].as_array().unwrap().iter().filter(|c| c["here"] != true).map(|c| c["replica"].as_str().unwrap().to_string()).collect()
+}
+
+fn replica_id(dir: &Path) -> String {
+    dmv(dir, &["replica"]).split_whitespace().next().unwrap().to_string()
+}
+
+/// A fetch never told the source it now held the data, and a push retried
+/// after losing a race never recorded the remote as holding the files the
+/// first attempt sent (issue 42, item 4).
+#[test]
+fn both_sides_learn_of_a_transfer_and_a_retried_push_records_what_landed() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub) = (t.join("src"), t.join("hub"));
+    photos(&src, 2, 1, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+    // A get and a clone: the hub's own log names the replica the data went to.
+    dmv(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"]);
+    let phone = t.join("phone");
+    ok(&dmv_out(&phone, &["get", "f01/p0.raw"]));
+    assert!(holders(&hub, "f01/p0.raw").contains(&replica_id(&phone)));
+    assert!(!holders(&hub, "f00/p0.raw").contains(&replica_id(&phone)));
+    for name in ["a", "b"] {
+        dmv(t, &["clone", hub.to_str().unwrap(), name]);
+        assert!(holders(&hub, "f00/p0.raw").contains(&replica_id(&t.join(name))), "{name}");
+    }
+
+    // a's push sends its new folder, then loses the race to b's push.
+    let (a, b) = (t.join("a"), t.join("b"));
+    std::fs::create_dir_all(a.join("x")).unwrap();
+    std::fs::create_dir_all(b.join("y")).unwrap();
+    write_noise(&a.join("x/a.raw"), FILE, 91);
+    commit_all(&a, "a");
+    write_noise(&b.join("y/b.raw"), FILE, 92);
+    commit_all(&b, "b");
+    let mut push = dmv_cmd(&a);
+    push.args(["push", "origin", "main"]);
+    let paused = Paused::start(push, "push-uploaded");
+    ok(&dmv_out(&b, &["push", "origin", "main"]));
+    assert!(!paused.resume().status.success());
+    // Pulled and pushed again: the folder is on the hub already and is not sent again, yet recorded.
+    ok(&dmv_out(&a, &["pull"]));
+    ok(&dmv_out(&a, &["push", "origin", "main"]));
+    let hub_id = replica_id(&hub);
+    // What a's log says, not what whereis would ask the hub live: the hub is out of reach.
+    std::fs::rename(&hub, t.join("hub-away")).unwrap();
+    let said = holders(&a, "x/a.raw");
+    std::fs::rename(t.join("hub-away"), &hub).unwrap();
+    assert!(said.contains(&hub_id), "a's log does not know the hub holds x/a.raw: {said:?}");
+    fsck_clean(&hub);
+}
+
 #[test]
 fn two_replicas_dropping_the_same_data_at_once_cannot_both_succeed() {
     let t = tempfile::tempdir().unwrap();
@@ -439,18 +547,12 @@ fn a_partial_replicas_push_records_only_the_data_it_holds() {
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
     dmv(t, &["clone", "--slice", "paths:f00", hub.to_str().unwrap(), "phone"]);
     let phone = t.join("phone");
-    let phone_id = dmv(&phone, &["replica"]).split_whitespace().next().unwrap().to_string();
+    let phone_id = replica_id(&phone);
     std::fs::create_dir_all(phone.join("f01")).unwrap();
     std::fs::write(phone.join("f01/caption.txt"), "a caption\n").unwrap();
     dmv(&phone, &["add", "f01/caption.txt"]);
     dmv(&phone, &["commit", "-m", "caption"]);
     ok(&dmv_out(&phone, &["push", "origin", "main"]));
-    let holders = |dir: &Path, file: &str| -> Vec<String> {
-        let out = dmv_out(dir, &["whereis", "--json", file]);
-        ok(&out);
-        let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        w[0]["copies"].as_array().unwrap().iter().filter(|c| c["here"] != true).map(|c| c["replica"].as_str().unwrap().to_string()).collect()
-    };
     // Both sides' logs: the phone holds its caption and its slice, not the folder's photos.
     for dir in [&hub, &phone] {
         let said = holders(dir, "f01/p0.raw");

@@ -1078,3 +1078,15 @@ fn sessions_are_secure_behind_a_trusted_proxy_and_untrusted_headers_are_ignored(
         assert_eq!(guess("203.0.113.9"), Some(if trusted { 403 } else { 429 }));
     }
 }
+
+/// A server asked for an object it lacks answered `object … not found`
+/// (issue 42): it says it does not hold it, and who else is known to.
+#[test]
+fn an_object_the_server_lacks_is_answered_with_who_holds_it() {
+    let top = setup();
+    let t = top.path();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let answer = exchange(server.port, &post("/hub/dmv/get", Some(READER), &message(&Request::Get { ids: vec![ObjectId([7; 32])], chunks: true })));
+    let said = error_message(&answer);
+    assert!(said.contains(&format!("does not hold object {}", ObjectId([7; 32]))) && said.contains("no other replica is known to hold it"), "{said}");
+}

@@ -153,16 +153,23 @@ impl Repository {
             return Ok(DataDropped { locked, ..Default::default() });
         }
         self.record_locations(ids, self.replica_id()?, false)?;
-        if !self.config.partial {
-            // Absent data is normal from now on (the config on disk: `self` may be shared).
-            self.edit_config_file(|c| {
-                c.partial = true;
-                Ok::<_, RepoError>(())
-            })?;
-        }
+        self.mark_partial()?;
         let files_removed = if self.config.bare { 0 } else { self.unwrite_dropped(&files)? };
         let freed_bytes = self.store.drop_file_data(|| self.roots(), &files)?;
         Ok(DataDropped { freed_bytes, locked, files_removed })
+    }
+
+    /// Makes absent file data a normal state here from now on (in the config
+    /// on disk: `self` may be shared, and keeps what it was loaded with).
+    pub fn mark_partial(&self) -> RepoResult<()> {
+        if self.config.partial {
+            return Ok(());
+        }
+        self.edit_config_file(|c| {
+            c.partial = true;
+            Ok::<_, RepoError>(())
+        })?;
+        Ok(())
     }
 
     /// The file versions this replica dropped and has not fetched since (the

@@ -309,6 +309,17 @@ impl Repository {
         Ok(LocationPages { path, reader, count, left: count, names: Some(named.names) })
     }
 
+    /// Some records (what one transfer taught), to be given in pages as
+    /// [`Repository::location_pages`] gives the whole log, with this replica's name.
+    pub fn location_pages_of(&self, mut records: Vec<LocationRecord>) -> RepoResult<LocationPages> {
+        records.sort_unstable_by_key(|r| r.order());
+        records.dedup_by_key(|r| r.order());
+        let count = records.len() as u64;
+        let mut named = LocationLog::default();
+        self.with_my_name(&mut named);
+        Ok(LocationPages { path: self.locations_path(), reader: Merged::new(None, records)?, count, left: count, names: Some(named.names) })
+    }
+
     fn journal_path(&self) -> PathBuf {
         self.dmv.join("locations.journal")
     }

@@ -52,6 +52,11 @@ impl Remote for BucketRemote {
         true
     }
 
+    /// A drop may have freed data there; asking is a lookup in the index already read.
+    fn may_lack_data(&self) -> bool {
+        true
+    }
+
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         let table = self.bucket.read_refs()?.table;
         Ok(RemoteRefs { head: table.head, refs: table.refs.into_iter().collect() })
@@ -121,6 +126,10 @@ impl Remote for BucketRemote {
             page(&mut records, names)?;
         }
         Ok(())
+    }
+
+    fn takes_pieces_of_logs(&self) -> bool {
+        false
     }
 
     fn put_locations(&mut self, from: ReplicaId, log: LocationPages) -> SyncResult<()> {

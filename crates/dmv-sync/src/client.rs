@@ -33,6 +33,11 @@ pub trait Remote {
     fn chunking(&self) -> ChunkParams;
     /// Whether the remote has no working tree (so any branch may be pushed).
     fn bare(&self) -> bool;
+    /// Whether the remote may lack some files' data (a partial replica): a
+    /// fetch then asks which it holds before asking for them.
+    fn may_lack_data(&self) -> bool {
+        false
+    }
     /// Branches and tags, and the branch HEAD names.
     fn list_refs(&mut self) -> SyncResult<RemoteRefs>;
     /// Commits reachable from `wants` and not from `haves`. A remote that
@@ -67,6 +72,12 @@ pub trait Remote {
     /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
     fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {
         Ok(())
+    }
+    /// Whether [`Remote::put_locations`] merges what it is given into what
+    /// it holds (a server), rather than keeping it as the sender's whole log
+    /// (an object store, one log object per replica).
+    fn takes_pieces_of_logs(&self) -> bool {
+        true
     }
     /// Confirms, per file content id, that all its data is there, and locks
     /// what it confirms against the remote's own drop until unlocked or
@@ -127,6 +138,7 @@ pub struct Client {
     url: String,
     chunking: ChunkParams,
     bare: bool,
+    partial: bool,
 }
 
 fn unexpected(what: &str, got: &Response) -> SyncError {
@@ -152,11 +164,11 @@ impl Client {
             read_response(&mut frames)?
         };
         match response {
-            Response::Hello { version, chunking, bare } => {
+            Response::Hello { version, chunking, bare, partial } => {
                 if version != VERSION {
                     return Err(SyncError::Version { remote: version, local: VERSION });
                 }
-                Ok(Client { wire, url: url.to_string(), chunking, bare })
+                Ok(Client { wire, url: url.to_string(), chunking, bare, partial })
             }
             Response::Error { message } if message.starts_with("not a dmv repository") => Err(not_repo(message)),
             other => Err(unexpected("hello", &other)),
@@ -180,6 +192,10 @@ impl Remote for Client {
 
     fn bare(&self) -> bool {
         self.bare
+    }
+
+    fn may_lack_data(&self) -> bool {
+        self.partial
     }
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {

@@ -9,11 +9,13 @@
 
 use std::path::PathBuf;
 
+use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
 
 use crate::client::Remote;
 use crate::fetch::{fetch_refs, FetchedRef};
 use crate::objects::TransferStats;
+use crate::partial::get_what_the_source_lacked;
 use crate::progress::{Phase, Progress};
 use crate::remote::{LocalServer, RemoteSpec};
 use crate::remotes::{normalize_url, remote_cache_dir};
@@ -125,8 +127,12 @@ impl ClonePlan {
         progress.phase(Phase::Receiving);
         let fetched = fetch_refs(&repo, remote, "origin", &|d, t| progress.update(d, t), early.as_mut());
         progress.finish();
-        let fetched = fetched.map_err(stopped)?;
+        let mut fetched = fetched.map_err(stopped)?;
         release_free_memory();
+        if !fetched.lacking.is_empty() {
+            // The fetch made the replica partial on disk: its checkout leaves those files absent.
+            repo.update_config(|c| Ok::<_, SyncError>(c.partial = true))?;
+        }
 
         let head_short = fetched.remote_head.as_deref().unwrap_or("refs/heads/main");
         let head_short = head_short.strip_prefix("refs/heads/").unwrap_or(head_short).to_string();
@@ -173,6 +179,10 @@ impl ClonePlan {
             let upstream = dmv_repo::Upstream { remote: "origin".into(), branch: head_short.clone() };
             repo.update_config(|c| Ok::<_, dmv_repo::RepoError>(c.upstreams.insert(head_short.clone(), upstream))).map_err(|e| stopped(e.into()))?;
         }
+        // The clone is whole but for the data the source lacked: fetched
+        // from elsewhere if a remote has it, else named with its holders.
+        let tips: Vec<ObjectId> = fetched.updated.iter().map(|u| u.new).collect();
+        get_what_the_source_lacked(&repo, &std::mem::take(&mut fetched.lacking), &tips, progress)?;
         Ok(Cloned { url: self.url, updated: fetched.updated, stats: fetched.stats, head_branch: head_short, empty: head_tip.is_none(), written_while_receiving, repo })
     }
 

@@ -48,6 +48,9 @@ pub enum SyncError {
     Refused(String),
     #[error("{url}: object {id} is missing there")]
     MissingObject { url: String, id: ObjectId },
+    /// A server asked for an object it lacks: who else the log says holds it.
+    #[error("this replica does not hold object {id}; {}", if holders.is_empty() { "no other replica is known to hold it".to_string() } else { format!("the location log says {} hold it", holders.join(", ")) })]
+    NotHeld { id: ObjectId, holders: Vec<String> },
     #[error("rejected: {name} changed on the remote while pushing; pull and push again")]
     Rejected { name: String, found: Option<ObjectId> },
     #[error("rejected: the remote {branch} has commits you do not have (not a fast-forward); pull first, or push --force to replace them")]

@@ -7,6 +7,7 @@ use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
 use crate::client::{Remote, RemoteRefs};
 use crate::locations::exchange_locations;
 use crate::objects::TransferStats;
+use crate::partial::get_what_the_source_lacked;
 use crate::progress::{Phase, Progress};
 use crate::receive::fetch_objects;
 use crate::SyncResult;
@@ -28,16 +29,26 @@ pub struct Fetched {
     /// The local refs that moved or were created.
     pub updated: Vec<FetchedRef>,
     pub stats: TransferStats,
+    /// Files whose data the source (a partial replica) lacked and no other remote gave.
+    #[serde(skip)]
+    pub lacking: Vec<ObjectId>,
 }
 
 /// Fetches `remote` (called `remote_name` in `refs/remotes/`). An existing
 /// tag that differs is kept, not clobbered. Refs move only once every object
 /// they reach is stored.
+///
+/// Data the source lacks (a partial replica) is fetched from the other
+/// remotes; what none gives stops the fetch, once the refs have moved, in
+/// one line naming the files and the replicas known to hold them.
 pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Fetched> {
     progress.phase(Phase::Receiving);
     let result = fetch_refs(repo, remote, remote_name, &|d, t| progress.update(d, t), None);
     progress.finish();
-    result
+    let mut fetched = result?;
+    let tips: Vec<ObjectId> = fetched.updated.iter().map(|u| u.new).collect();
+    get_what_the_source_lacked(repo, &std::mem::take(&mut fetched.lacking), &tips, progress)?;
+    Ok(fetched)
 }
 
 /// [`fetch`], with `early` (see [`fetch_objects`]) pointed at the remote's HEAD branch.
@@ -65,7 +76,7 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
         updated.push(FetchedRef { remote_name: name.clone(), local_name, old, new: *id });
     }
     let wants: Vec<ObjectId> = updated.iter().map(|c| c.new).collect();
-    let stats = fetch_objects(repo, remote, &wants, progress, early, || {
+    let objects = fetch_objects(repo, remote, &wants, progress, early, || {
         let moves: Vec<RefUpdate> = updated.iter().map(|c| RefUpdate { name: c.local_name.clone(), expected: Some(c.old), new: Some(c.new) }).collect();
         if !moves.is_empty() {
             repo.update_refs(&moves, &repo.who(), &format!("fetch {remote_name}"))?;
@@ -74,5 +85,5 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
     })?;
     repo.tidy_store();
     exchange_locations(repo, remote, false)?;
-    Ok(Fetched { remote_head: head, updated, stats })
+    Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking })
 }

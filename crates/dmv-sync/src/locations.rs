@@ -37,6 +37,29 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: V
     Ok(())
 }
 
+/// The replicas the location log says hold each of `ids` (other than this
+/// one), by the name of the remote that reaches them here, else the name
+/// they gave themselves, else their id. Ids no one is known to hold are left out.
+pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BTreeMap<ObjectId, Vec<String>>> {
+    let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
+    let log = repo.locations_where(|r| wanted.contains(&r.key) && r.stamp.present)?;
+    let me = repo.replica_id()?;
+    let remotes: BTreeMap<&str, &str> = repo.config.remotes.iter().map(|(n, c)| (c.url.as_str(), n.as_str())).collect();
+    let known = repo.known_replicas()?;
+    let name_of = |id: &ReplicaId| -> String {
+        let url = known.get(id);
+        match url.and_then(|u| remotes.get(u.as_str())) {
+            Some(remote) => remote.to_string(),
+            None => log.names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned()).unwrap_or_else(|| id.to_string()),
+        }
+    };
+    let mut out: BTreeMap<ObjectId, Vec<String>> = BTreeMap::new();
+    for r in log.iter().filter(|r| r.replica != me) {
+        out.entry(r.key).or_default().push(name_of(&r.replica));
+    }
+    Ok(out)
+}
+
 /// Takes in the remote's location log, and with `send_back` gives it ours
 /// (everything both know). Returns how many records changed here.
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
@@ -55,6 +78,23 @@ pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back:
         remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
     }
     Ok(changed)
+}
+
+/// After `files`' data arrived from the remote: tells it this replica holds
+/// them now, as this replica learnt of its copy (the records alone, not the
+/// whole log a push exchanges). Best effort: a caller that may only read is
+/// refused, and the remote learns at the next exchange it can take; the data
+/// here is whole either way.
+pub(crate) fn tell_of_new_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]) {
+    if files.is_empty() || !remote.takes_pieces_of_logs() {
+        return;
+    }
+    let Ok(me) = repo.replica_id() else { return };
+    let stamp = Stamp { time_ns: now_ns(), present: true };
+    let records = files.iter().map(|key| LocationRecord { key: *key, replica: me, stamp }).collect();
+    if let Ok(pages) = repo.location_pages_of(records) {
+        let _ = remote.put_locations(me, pages);
+    }
 }
 
 /// Pieces of another replica's log in key order, spooled to disk until

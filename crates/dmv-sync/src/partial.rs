@@ -7,6 +7,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
 use dmv_repo::{EarlyCheckout, Repository, Slice};
 
+use crate::locations::holder_names;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::receive::{fetch_file_data, EarlyFill};
@@ -122,8 +123,41 @@ fn fetch_from_remotes(
             return Ok((from, stats));
         }
     }
-    let files = missing.iter().map(|id| String::from_utf8_lossy(&wanted[id]).into_owned()).collect();
+    let holders = holder_names(repo, &missing)?;
+    let files = missing
+        .iter()
+        .map(|id| {
+            let path = String::from_utf8_lossy(&wanted[id]).into_owned();
+            match holders.get(id) {
+                Some(names) => format!("{path} (held by {})", names.join(", ")),
+                None => format!("{path} (no replica is known to hold it)"),
+            }
+        })
+        .collect();
     Err(SyncError::NoRemoteReachable { files, tried })
+}
+
+/// After a fetch from a partial source: the data it lacked (`lacking`, file
+/// versions of the commits `tips` reach), from the other remotes.
+pub(crate) fn get_what_the_source_lacked(repo: &Repository, lacking: &[ObjectId], tips: &[ObjectId], progress: &dyn Progress) -> SyncResult<()> {
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    // Each by a path it has in the new tips, where it has one there.
+    let mut wanted: BTreeMap<ObjectId, Vec<u8>> = lacking.iter().map(|id| (*id, id.to_hex().into_bytes())).collect();
+    let mut unnamed: BTreeSet<ObjectId> = lacking.iter().copied().collect();
+    for tip in tips {
+        if unnamed.is_empty() {
+            break;
+        }
+        for (path, e) in flatten(&repo.store, &repo.commit(tip)?.tree)? {
+            if unnamed.remove(&e.id) {
+                wanted.insert(e.id, path);
+            }
+        }
+    }
+    fetch_from_remotes(repo, &wanted, None, None, progress)?;
+    Ok(())
 }
 
 /// What changing the slice did.

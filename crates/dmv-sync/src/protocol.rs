@@ -8,7 +8,7 @@ use dmv_repo::store::{ChunkParams, ObjectId};
 use dmv_repo::PathLock;
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 /// Location records per locations frame (57 B each: ~0.9 MiB). A sender
 /// reads its log a piece at a time and a receiver spools each piece to disk,
@@ -195,6 +195,8 @@ pub enum Response {
         version: u32,
         chunking: ChunkParams,
         bare: bool,
+        /// The server may lack some file data (it has a slice, or dropped some).
+        partial: bool,
     },
     Refs {
         head: Option<String>,

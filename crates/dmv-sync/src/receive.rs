@@ -14,9 +14,18 @@ use dmv_repo::tree::FlatEntry;
 use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Repository};
 
 use crate::client::{Received, Remote};
-use crate::locations::{record_transfer, remote_replica};
+use crate::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::objects::{children_first, damaged, edges, TransferStats};
 use crate::{SyncError, SyncResult};
+
+/// What a fetch of objects brought.
+#[derive(Debug, Default)]
+pub struct ObjectsFetched {
+    pub stats: TransferStats,
+    /// Files (content ids) whose data the slice asked for and the source,
+    /// a partial replica, does not hold: the replica is partial for them now.
+    pub lacking: Vec<ObjectId>,
+}
 
 /// Fetches everything reachable from `wants` that the local store lacks,
 /// with the file data the replica's slice asks for. `then` runs once all of
@@ -30,7 +39,7 @@ pub fn fetch_objects(
     progress: &dyn Fn(u64, u64),
     mut early: Option<&mut EarlyCheckout>,
     then: impl FnOnce() -> SyncResult<()>,
-) -> SyncResult<TransferStats> {
+) -> SyncResult<ObjectsFetched> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut missing_tips = Vec::new();
@@ -41,7 +50,7 @@ pub fn fetch_objects(
     }
     if missing_tips.is_empty() {
         then()?;
-        return Ok(TransferStats::default());
+        return Ok(ObjectsFetched::default());
     }
     let rule = DataRule::of(repo)?;
     let commits = client.walk_commits(missing_tips.clone(), local_tips(repo)?)?;
@@ -52,13 +61,19 @@ pub fn fetch_objects(
         early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
     }
     let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
-    stats.objects += store_metadata(&mut session, found.meta, repo.config.partial)?;
+    let lacking = std::mem::take(&mut found.lacking);
+    if !lacking.is_empty() {
+        // Said before the files without their data are stored, so fsck and gc take them as absent, not damaged.
+        repo.mark_partial()?;
+    }
+    stats.objects += store_metadata(&mut session, found.meta, repo.config.partial || !lacking.is_empty())?;
     session.finish()?;
     then()?;
     drop(session);
     let source = remote_replica(repo, client)?;
+    tell_of_new_copies(repo, client, &found.files);
     record_transfer(repo, source, found.files, true)?;
-    Ok(stats)
+    Ok(ObjectsFetched { stats, lacking })
 }
 
 /// An explored object's content, else a stored one's.
@@ -90,7 +105,9 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     session.finish()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    record_transfer(repo, source, files.to_vec(), true)?;
+    let got: Vec<ObjectId> = files.iter().filter(|f| !found.lacking.contains(f)).copied().collect();
+    tell_of_new_copies(repo, client, &got);
+    record_transfer(repo, source, got, true)?;
     Ok(stats)
 }
 
@@ -145,6 +162,8 @@ struct Explored {
     trees: Vec<Visit>,
     /// The files (content ids) whose data is fetched.
     files: Vec<ObjectId>,
+    /// The files whose data was to be fetched and the source does not hold.
+    lacking: Vec<ObjectId>,
 }
 
 /// Chunks to fetch, with their sizes, in the order found and each once. The
@@ -276,8 +295,26 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, rule: &DataRule, h
             let slice: Vec<Visit> = found.files[start..files.end.min(start + VISITS_PER_ROUND)].iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
             explore_slice(client, &slice, rule, have, found, &mut seen, &mut next)?;
         }
+        if client.may_lack_data() && found.files.len() > files_found {
+            set_aside_what_the_source_lacks(client, found, files_found)?;
+        }
         frontier = next;
         files = files_found..found.files.len();
+    }
+    Ok(())
+}
+
+/// A partial source may lack some of the files found from `from` on: those
+/// it does not hold all of are set aside in `found.lacking` rather than asked
+/// for (which would stop the whole fetch on the first one).
+fn set_aside_what_the_source_lacks(client: &mut dyn Remote, found: &mut Explored, from: usize) -> SyncResult<()> {
+    let new = found.files.split_off(from);
+    let held = client.has(&new)?;
+    for (id, held) in new.into_iter().zip(held) {
+        match held {
+            true => found.files.push(id),
+            false => found.lacking.push(id),
+        }
     }
     Ok(())
 }

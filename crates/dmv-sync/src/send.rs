@@ -33,6 +33,7 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
     let tips: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
     let missing = find_missing(repo, client, &tips, remote_tips)?;
     let stats = upload(repo, client, &missing, progress)?;
+    dmv_repo::store::failpoint("push-uploaded");
     let wire: Vec<WireRefUpdate> = updates.iter().map(|u| WireRefUpdate { name: u.name.clone(), old: u.expected, new: u.new }).collect();
     if !wire.is_empty() {
         client.update_refs(wire, &repo.who(), "push")?;
@@ -41,12 +42,20 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
     // this replica only those whose data is here: a partial one pushing a
     // new file into a folder holds that folder's other files no more than before.
     let remote = remote_replica(repo, client)?;
+    let mut there = missing.files;
+    // Commits an earlier push sent whose refs did not move then (it lost a
+    // race): their files were never recorded. A full remote holds all the data of a commit it has.
+    if !client.may_lack_data() {
+        for commit in &missing.sent_before {
+            there.extend(repo.commit_changes(commit)?.into_iter().filter_map(|c| c.new).filter(|e| e.kind.is_file()).map(|e| e.id));
+        }
+    }
     if repo.config.partial {
-        let here: Vec<ObjectId> = missing.files.iter().filter(|f| repo.has_data(f).unwrap_or(false)).copied().collect();
+        let here: Vec<ObjectId> = there.iter().filter(|f| repo.has_data(f).unwrap_or(false)).copied().collect();
         record_transfer(repo, repo.replica_id()?, here, false)?;
-        record_transfer(repo, remote, missing.files, false)?;
+        record_transfer(repo, remote, there, false)?;
     } else {
-        record_transfer(repo, remote, missing.files, true)?;
+        record_transfer(repo, remote, there, true)?;
     }
     Ok(stats)
 }
@@ -60,6 +69,8 @@ struct Missing {
     graph: HashMap<ObjectId, Vec<ObjectId>>,
     /// The files (content ids) of the new trees: the remote holds their data once the push is done.
     files: Vec<ObjectId>,
+    /// New commits the remote has already: an earlier push sent them and lost its race.
+    sent_before: Vec<ObjectId>,
 }
 
 /// Asks the remote, level by level from the new commits down, which objects
@@ -74,7 +85,8 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     }
     let commits = repo.commits_between(tips, &stop)?;
     let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
-    let mut missing = Missing { chunks: Vec::new(), chunk_bytes: 0, graph: HashMap::new(), files: Vec::new() };
+    let mut missing = Missing { chunks: Vec::new(), chunk_bytes: 0, graph: HashMap::new(), files: Vec::new(), sent_before: Vec::new() };
+    let new_commits: HashSet<ObjectId> = commits.iter().copied().collect();
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
     // File data the remote lacks that a partial replica does not hold either, by name.
     let mut names: HashMap<ObjectId, Vec<u8>> = HashMap::new();
@@ -85,6 +97,9 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
         let mut next = Vec::new();
         for (id, there) in level.iter().zip(present) {
             if there {
+                if new_commits.contains(id) {
+                    missing.sent_before.push(*id);
+                }
                 continue;
             }
             let (kind, content) = match store.read(id) {

@@ -12,7 +12,7 @@ use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
 use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::locations::LocationRun;
+use crate::locations::{holder_names, LocationRun};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{SyncError, SyncResult};
 
@@ -137,6 +137,12 @@ fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
     }
 }
 
+/// The answer for an object asked for that is not here: the replicas the log says hold it.
+fn not_held(repo: &Repository, id: &ObjectId) -> SyncError {
+    let holders = holder_names(repo, &[*id]).ok().and_then(|mut h| h.remove(id)).unwrap_or_default();
+    SyncError::NotHeld { id: *id, holders }
+}
+
 fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let store = &repo.store;
     if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
@@ -147,7 +153,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
     }
     match request {
         Request::Hello { .. } => {
-            out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare }).map_err(io_lost)?;
+            out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare, partial: repo.config.partial }).map_err(io_lost)?;
         }
         Request::ListRefs => {
             let head = match repo.head()? {
@@ -171,7 +177,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Has { present }).map_err(io_lost)?;
         }
         Request::Get { ids, chunks } => {
-            let found = ids.iter().map(|id| store.locate(id)?.ok_or(dmv_repo::store::StoreError::NotFound { id: *id })).collect::<Result<Vec<_>, _>>()?;
+            let found = ids.iter().map(|id| store.locate(id)?.ok_or_else(|| not_held(repo, id))).collect::<SyncResult<Vec<_>>>()?;
             let sent: Vec<_> = found.iter().filter(|l| chunks || l.entry.kind != ObjectKind::Chunk).copied().collect();
             let mut sent_so_far = 0;
             for (id, loc) in ids.iter().zip(&found) {

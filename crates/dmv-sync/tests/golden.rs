@@ -68,8 +68,8 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
 fn responses() -> Vec<(Response, Vec<&'static str>)> {
     vec![
         (
-            Response::Hello { version: 1, chunking: ChunkParams::default(), bare: false },
-            vec!["0d000000 01", "00", "01", "808001 808004 808010", "00"], // version 1, chunking {16 KiB, 64 KiB, 256 KiB}, bare false
+            Response::Hello { version: 1, chunking: ChunkParams::default(), bare: false, partial: true },
+            vec!["0e000000 01", "00", "01", "808001 808004 808010", "00", "01"], // version 1, chunking {16 KiB, 64 KiB, 256 KiB}, bare false, partial true
         ),
         (
             Response::Refs { head: Some("refs/heads/main".into()), refs: vec![("refs/heads/main".into(), id(0x55))] },
@@ -114,7 +114,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 5);
+    assert_eq!(VERSION, 6);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),
