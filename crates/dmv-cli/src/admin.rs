@@ -162,6 +162,12 @@ pub struct GcArgs {
     /// with s, m, h, d or w.
     #[arg(long, value_name = "AGE", default_value = "2w", value_parser = parse_age)]
     prune: std::time::Duration,
+    /// First drop what this replica's slice does not keep (as `drop --unwanted`: other copies confirmed first).
+    #[arg(long)]
+    unwanted: bool,
+    /// With --unwanted: copies that must remain elsewhere (default: the config's numcopies, else 2).
+    #[arg(long, requires = "unwanted")]
+    numcopies: Option<u32>,
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -193,6 +199,12 @@ fn parse_age(text: &str) -> Result<std::time::Duration, String> {
 pub fn gc(a: GcArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
+    if a.unwanted {
+        let dropped = dmv_sync::drop_files(&repo, &dmv_sync::DropOptions { unwanted: true, numcopies: a.numcopies, ..Default::default() })?;
+        if !quiet && !a.json {
+            println!("dropped the data of {} file versions the slice does not keep, {} bytes freed", dropped.files, dropped.freed_bytes);
+        }
+    }
     let p = Progress::new("gc");
     let done = std::cell::Cell::new(0u64);
     let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune, ..Default::default() } };

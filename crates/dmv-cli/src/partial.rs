@@ -174,8 +174,14 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
 #[derive(Args)]
 pub struct DropArgs {
     /// Files or directories whose data to free.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "unwanted")]
     paths: Vec<PathBuf>,
+    /// The files as they are in this revision, not in the checked-out one (an old version's data).
+    #[arg(long, value_name = "REV")]
+    rev: Option<String>,
+    /// Every version here that this replica's slice (paths:, recent:N, meta) does not keep, in any commit.
+    #[arg(long, conflicts_with_all = ["paths", "rev", "from"])]
+    unwanted: bool,
     /// Free the data on this remote instead of here.
     #[arg(long, value_name = "REMOTE")]
     from: Option<String>,
@@ -194,7 +200,8 @@ pub fn drop(a: DropArgs) -> Result<u8> {
     if a.force {
         eprintln!("warning: --force drops without confirming other copies; if no other replica holds this data, it is gone for good");
     }
-    let options = dmv_sync::DropOptions { paths: repo_paths(&repo, &a.paths)?, from: a.from.clone(), numcopies: a.numcopies, force: a.force };
+    let rev = a.rev.as_deref().map(|r| repo.resolve(r)).transpose()?;
+    let options = dmv_sync::DropOptions { paths: repo_paths(&repo, &a.paths)?, from: a.from.clone(), numcopies: a.numcopies, force: a.force, rev, unwanted: a.unwanted };
     let dropped = dmv_sync::drop_files(&repo, &options)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&dropped)?);

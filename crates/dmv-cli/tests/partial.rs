@@ -477,6 +477,70 @@ fn both_sides_learn_of_a_transfer_and_a_retried_push_records_what_landed() {
     fsck_clean(&hub);
 }
 
+/// `recent:N` was never enforced and `drop` could not name a revision
+/// (issue 42, item 7): old versions stayed after pulls, gc freed nothing.
+#[test]
+fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (src, hub) = (t.join("src"), t.join("hub"));
+    photos(&src, 2, 1, FILE);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&src, &["push", "origin", "main"]);
+    dmv(t, &["clone", "--slice", "recent:1", hub.to_str().unwrap(), "phone"]);
+    let phone = t.join("phone");
+    // Two new versions of f00/p0.raw reach the phone: the older one falls out of its last commit.
+    for round in 0..2 {
+        write_noise(&src.join("f00/p0.raw"), FILE, 500 + round);
+        commit_all(&src, "edit");
+        dmv(&src, &["push", "origin", "main"]);
+        ok(&dmv_out(&phone, &["pull"]));
+    }
+    assert_eq!(ls(&phone, "--present").len(), 2, "the pulls bring the last commit's files");
+    // The versions the clone and the first pull brought are still here, outside the last commit.
+    for rev in ["HEAD~1", "HEAD~2"] {
+        assert_eq!(dmv(&phone, &["ls", "--present", rev, "f00/p0.raw"]).lines().count(), 1, "{rev}");
+    }
+    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    let before = stored(&phone);
+    let out = dmv_out(&phone, &["drop", "--unwanted", "--numcopies", "1", "--json"]);
+    ok(&out);
+    let dropped: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(dropped["files"], 2, "{dropped}");
+    assert!(before - stored(&phone) >= 2 * FILE, "{before} -> {}", stored(&phone));
+    assert_eq!(ls(&phone, "--present").len(), 2, "the last commit's files stay");
+    for rev in ["HEAD~1", "HEAD~2"] {
+        assert_eq!(dmv(&phone, &["ls", "--absent", rev, "f00/p0.raw"]).lines().count(), 1, "{rev}");
+    }
+    assert!(dmv(&phone, &["status", "--short"]).is_empty());
+    fsck_clean(&phone);
+    // Nothing more is unwanted; a full replica wants everything.
+    let again: serde_json::Value = serde_json::from_slice(&dmv_out(&phone, &["drop", "--unwanted", "--numcopies", "1", "--json"]).stdout).unwrap();
+    assert_eq!(again["files"], 0, "{again}");
+
+    // drop --rev: an old version's data, from a full replica, confirmed elsewhere; get --rev brings it back.
+    let before = stored(&src);
+    ok(&dmv_out(&src, &["drop", "--numcopies", "1", "--rev", "HEAD~2", "f00/p0.raw"]));
+    assert!(before - stored(&src) >= FILE);
+    assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 1);
+    assert!(src.join("f00/p0.raw").exists(), "the checked-out version stays");
+    ok(&dmv_out(&src, &["get", "--rev", "HEAD~2", "f00/p0.raw"]));
+    assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 0);
+    let usage = dmv_out(&src, &["drop", "--unwanted", "f00"]);
+    assert!(!usage.status.success() && stderr(&usage).contains("cannot be used with"), "{}", stderr(&usage));
+
+    // A narrowed paths: slice: gc --unwanted lets go of the folder now outside it, every version of it.
+    dmv(t, &["clone", hub.to_str().unwrap(), "cam"]);
+    let cam = t.join("cam");
+    ok(&dmv_out(&cam, &["slice", "set", "paths:f01"]));
+    ok(&dmv_out(&cam, &["gc", "--unwanted", "--numcopies", "1"]));
+    assert_eq!(ls(&cam, "--absent"), vec!["f00/p0.raw".to_string()]);
+    assert_eq!(dmv(&cam, &["ls", "--present", "HEAD~2", "f00/p0.raw"]), "");
+    assert_eq!(ls(&cam, "--present"), vec!["f01/p0.raw".to_string()]);
+    fsck_clean(&cam);
+}
+
 #[test]
 fn two_replicas_dropping_the_same_data_at_once_cannot_both_succeed() {
     let t = tempfile::tempdir().unwrap();

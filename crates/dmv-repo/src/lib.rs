@@ -42,6 +42,7 @@ mod repo;
 mod requires;
 mod reset;
 mod resolve;
+mod retention;
 mod revert;
 mod seal;
 mod settings;

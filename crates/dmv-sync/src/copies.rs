@@ -143,6 +143,11 @@ pub struct DropOptions {
     pub numcopies: Option<u32>,
     /// Drop without confirming other copies: the data may be lost for good.
     pub force: bool,
+    /// The files of this commit rather than the checked-out one's.
+    pub rev: Option<ObjectId>,
+    /// Instead of paths: every file version here that this replica's slice
+    /// does not keep (in any commit), as `recent:N` and `paths:` retain.
+    pub unwanted: bool,
 }
 
 /// What a drop did.
@@ -170,7 +175,9 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     if options.from.is_none() && !repo.config.may_drop() {
         return Err(dmv_repo::RepoError::DropsNotAllowed { path: repo.root.clone() }.into());
     }
-    let Some(tree) = repo.head_tree()? else { return Err(SyncError::Refused("nothing to drop: there are no commits yet".into())) };
+    if options.unwanted && (options.from.is_some() || options.rev.is_some() || !options.paths.is_empty()) {
+        return Err(SyncError::Refused("--unwanted drops what this replica's slice does not keep: it takes no paths, --rev or --from".into()));
+    }
     let mut source: Option<Reached> = None;
     if let Some(from) = &options.from {
         let mut remote = find_remote(repo, from)?.connect()?;
@@ -184,17 +191,27 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     // The files whose data is to go: here, the ones present; on a remote, the ones it has.
     let mut files: Vec<(Vec<u8>, ObjectId)> = Vec::new();
     let mut seen = BTreeSet::new();
-    let listed = repo.availability(&tree, &options.paths)?;
-    if listed.is_empty() && !options.paths.is_empty() {
-        return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(String::from_utf8_lossy(&options.paths[0]).into_owned())));
-    }
-    let there = match source.as_mut() {
-        Some(s) => s.remote.has(&listed.iter().map(|f| f.entry.id).collect::<Vec<_>>())?,
-        None => listed.iter().map(|f| f.present).collect(),
+    // Each candidate with whether its data is here.
+    let listed: Vec<(Vec<u8>, ObjectId, bool)> = if options.unwanted {
+        repo.unwanted_here()?.into_iter().map(|(path, id)| (path, id, true)).collect()
+    } else {
+        let tree = match options.rev {
+            Some(rev) => repo.commit(&rev)?.tree,
+            None => repo.head_tree()?.ok_or_else(|| SyncError::Refused("nothing to drop: there are no commits yet".into()))?,
+        };
+        let listed = repo.availability(&tree, &options.paths)?;
+        if listed.is_empty() && !options.paths.is_empty() {
+            return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(String::from_utf8_lossy(&options.paths[0]).into_owned())));
+        }
+        listed.into_iter().map(|f| (f.path, f.entry.id, f.present)).collect()
     };
-    for (f, there) in listed.into_iter().zip(there) {
-        if there && seen.insert(f.entry.id) {
-            files.push((f.path, f.entry.id));
+    let there = match source.as_mut() {
+        Some(s) => s.remote.has(&listed.iter().map(|(_, id, _)| *id).collect::<Vec<_>>())?,
+        None => listed.iter().map(|(_, _, present)| *present).collect(),
+    };
+    for ((path, id, _), there) in listed.into_iter().zip(there) {
+        if there && seen.insert(id) {
+            files.push((path, id));
         }
     }
     if files.is_empty() {
@@ -207,7 +224,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         return Ok(Dropped { freed_bytes, ..Dropped::default() });
     }
     let ids: Vec<ObjectId> = files.iter().map(|(_, id)| *id).collect();
-    if source.is_none() && !options.force {
+    if source.is_none() && !options.force && options.rev.is_none() && !options.unwanted {
         // Uncommitted changes to a file would be lost with it.
         let status = repo.status()?;
         if let Some(c) = status.unstaged.iter().chain(&status.staged).find(|c| options.paths.is_empty() || options.paths.iter().any(|p| c.path.starts_with(p))) {
