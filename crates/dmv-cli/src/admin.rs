@@ -19,8 +19,9 @@ pub struct FsckArgs {
     /// Rewrite what is damaged from what is still whole, fetch what is damaged or missing from another replica, then check everything
     #[arg(long)]
     pub repair: bool,
-    /// With --repair: the remote to fetch from (default: each configured one, origin first)
-    #[arg(long, requires = "repair", value_name = "REMOTE")]
+    /// Ask this remote live which versions it holds and correct the location log before counting copies;
+    /// with --repair: the remote to fetch from (default: each configured one, origin first)
+    #[arg(long, value_name = "REMOTE")]
     from: Option<String>,
     #[arg(long)]
     json: bool,
@@ -57,6 +58,15 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
         // The check that follows runs on the repaired repository.
         let repo = open_repo()?;
         return check(&repo, &FsckArgs { full: true, repair: false, from: None, json: a.json }, Some(&done));
+    }
+    if let Some(from) = &a.from {
+        let checked = dmv_sync::check_copies(&repo, from)?;
+        if !a.json {
+            for path in &checked.not_there {
+                println!("not on {from}: {} (the location log said it was; corrected)", printable(path));
+            }
+            eprintln!("asked {from} about {} file versions: {} the log wrongly had there, {} it did not know of", checked.versions, checked.not_there.len(), checked.newly_known);
+        }
     }
     check(&repo, &a, None)
 }

@@ -1274,6 +1274,23 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
     dmv(&src, &["config", "drop.numcopies", "2"]);
     let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
     assert!(said.lines().any(|l| l.starts_with("note: f00/p0.raw") && l.contains("1 other copies known, drop.numcopies is 2")), "{said}");
+    dmv(&src, &["config", "drop.numcopies", "1"]);
+
+    // The hub's admin lets its copy go behind the log's back: fsck believes the log until --from asks.
+    let hub = t.join("hub");
+    dmv(&hub, &["config", "drop.allowed", "true"]);
+    ok(&dmv_out(&hub, &["drop", "--force", "f00/p0.raw"]));
+    let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
+    assert!(!said.contains("lost: f00/p0.raw"), "{said}");
+    let out = dmv_out(&src, &["fsck", "--from", "hub"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.lines().any(|l| l.starts_with("not on hub: f00/p0.raw")), "{said}");
+    assert!(said.lines().any(|l| l.starts_with("lost: f00/p0.raw")), "{said}");
+    assert!(stderr(&out).contains("1 the log wrongly had there"), "{}", stderr(&out));
+    // The log stays corrected: a plain fsck now says so too.
+    let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
+    assert!(said.lines().any(|l| l.starts_with("lost: f00/p0.raw")), "{said}");
 }
 
 /// `merge --abort` in a partial replica failed with `object … not found`

@@ -307,6 +307,46 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     Ok(dropped)
 }
 
+/// What checking a remote's copies found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CopiesChecked {
+    pub remote: String,
+    /// File versions of the history asked about.
+    pub versions: usize,
+    /// Versions the log said the remote holds and it does not (the log now says absent), by path.
+    pub not_there: Vec<String>,
+    /// Versions the remote holds that the log did not know of (now recorded).
+    pub newly_known: usize,
+}
+
+/// git-annex's `fsck --from`: asks `name` live which versions of the
+/// history it holds, and corrects the location log from the answers, so
+/// the counts of copies that follow are the remote's truth, not hearsay.
+pub fn check_copies(repo: &Repository, name: &str) -> SyncResult<CopiesChecked> {
+    let mut remote = find_remote(repo, name)?.connect()?;
+    let id = remote_replica(repo, remote.as_mut())?;
+    let versions = repo.file_versions()?;
+    let ids: Vec<ObjectId> = versions.keys().copied().collect();
+    let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
+    // What this replica believed before asking (the remote's own log may know better, and is merged in next).
+    let log = repo.locations_where(|r| r.replica == id && wanted.contains(&r.key))?;
+    let said: std::collections::HashSet<ObjectId> = log.iter().filter(|r| r.stamp.present).map(|r| r.key).collect();
+    exchange_locations(repo, remote.as_mut(), false)?;
+    let there = remote.has(&ids)?;
+    let (mut gone, mut found) = (Vec::new(), Vec::new());
+    for (id, there) in ids.iter().zip(there) {
+        match (there, said.contains(id)) {
+            (false, true) => gone.push(*id),
+            (true, false) => found.push(*id),
+            _ => {}
+        }
+    }
+    repo.record_locations(&gone, id, false)?;
+    repo.record_locations(&found, id, true)?;
+    let not_there = gone.iter().map(|g| String::from_utf8_lossy(&versions[g]).into_owned()).collect();
+    Ok(CopiesChecked { remote: name.to_string(), versions: ids.len(), not_there, newly_known: found.len() })
+}
+
 fn count(confirmations: &mut [usize], held: &[bool], confirmed_by: &mut Vec<String>, name: &str) {
     let mut any = false;
     for (c, h) in confirmations.iter_mut().zip(held) {

@@ -60,7 +60,7 @@ mod web;
 
 pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
-pub use copies::{drop_files, whereis, CopyInfo, DropOptions, Dropped, FileCopies};
+pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
 pub use error::{SyncError, SyncResult};
 pub use fetch::{fetch, Fetched, FetchedRef};
