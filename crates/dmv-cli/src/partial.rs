@@ -1,5 +1,6 @@
 //! Partial replicas: `slice`, `ls`, `get`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -144,31 +145,50 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
     let repo = open_repo()?;
     let rev = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let tree = repo.commit(&rev)?.tree;
-    let files = dmv_sync::whereis(&repo, &tree, &repo_paths(&repo, &a.paths)?)?;
+    // Printed as each file is known: at 100,000 files the answer is not held whole.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut first = true;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&files)?);
-        return Ok(0);
+        write!(out, "[")?;
     }
-    for f in &files {
-        println!("{} ({} copies)", show_path(&f.path), f.copies.len());
-        for c in &f.copies {
-            let name = match (&c.name, c.here) {
-                (Some(n), true) => format!("here ({})", printable(n)),
-                (None, true) => "here".to_string(),
-                (Some(n), _) => printable(n),
-                (None, _) => "?".to_string(),
-            };
-            let how = if c.here {
-                ""
-            } else if c.reachable {
-                " [reachable]"
-            } else {
-                " [not reachable now]"
-            };
-            println!("  {}  {name}{how}", c.replica);
-        }
+    dmv_sync::whereis(&repo, &tree, &repo_paths(&repo, &a.paths)?, &mut |f| {
+        let written = match a.json {
+            true => write_json_item(&mut out, &f, std::mem::replace(&mut first, false)),
+            false => write_copies(&mut out, &f),
+        };
+        written.map_err(|e| dmv_sync::SyncError::local("cannot write to standard output", e))
+    })?;
+    if a.json {
+        writeln!(out, "{}]", if first { "" } else { "\n" })?;
     }
+    out.flush()?;
     Ok(0)
+}
+
+fn write_json_item(out: &mut dyn Write, f: &dmv_sync::FileCopies, first: bool) -> std::io::Result<()> {
+    let item = serde_json::to_string_pretty(f).map_err(std::io::Error::other)?;
+    write!(out, "{}\n{}", if first { "" } else { "," }, item)
+}
+
+fn write_copies(out: &mut dyn Write, f: &dmv_sync::FileCopies) -> std::io::Result<()> {
+    writeln!(out, "{} ({} copies)", show_path(&f.path), f.copies.len())?;
+    for c in &f.copies {
+        let name = match (&c.name, c.here) {
+            (Some(n), true) => format!("here ({})", printable(n)),
+            (None, true) => "here".to_string(),
+            (Some(n), _) => printable(n),
+            (None, _) => "?".to_string(),
+        };
+        let how = if c.here {
+            ""
+        } else if c.reachable {
+            " [reachable]"
+        } else {
+            " [not reachable now]"
+        };
+        writeln!(out, "  {}  {name}{how}", c.replica)?;
+    }
+    Ok(())
 }
 
 #[derive(Args)]

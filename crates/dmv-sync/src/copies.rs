@@ -81,22 +81,47 @@ fn reach_all(repo: &Repository, except: Option<&str>, unreachable: &mut Vec<Stri
     Ok(reached)
 }
 
-/// Per file of `tree` under `specs`: the replicas known to hold its data.
-/// Every configured remote that answers is asked live (and its location
-/// log taken in); the others are known from the log only.
-pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncResult<Vec<FileCopies>> {
-    let files = repo.availability(tree, specs)?;
-    let ids: Vec<ObjectId> = files.iter().map(|f| f.entry.id).collect();
+/// Per file of `tree` under `specs`, in path order: the replicas known to
+/// hold its data, handed to `each` one file at a time. Every configured
+/// remote that answers is asked live (and its location log taken in); the
+/// others are known from the log only.
+///
+/// A phone's command: at 100,000 files it holds the files' names and ids,
+/// and per file version the replicas holding it as small numbers, not a
+/// decoded log nor every answer at once (115 MiB before, 0.65 s).
+pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut dyn FnMut(FileCopies) -> SyncResult<()>) -> SyncResult<()> {
+    let mut files: Vec<(Box<[u8]>, ObjectId, u64, bool)> = Vec::new();
+    repo.each_availability(tree, specs, &mut |f| {
+        files.push((f.path.into_boxed_slice(), f.entry.id, f.entry.size, f.present));
+        Ok(())
+    })?;
+    let mut ids: Vec<ObjectId> = files.iter().map(|f| f.1).collect();
+    ids.sort_unstable();
+    ids.dedup();
     let mut unreachable = Vec::new();
     let mut reached = reach_all(repo, None, &mut unreachable)?;
-    let mut live: BTreeMap<ReplicaId, Vec<bool>> = BTreeMap::new();
+    // Replicas by number (u16: the few that hold copies, however many files).
+    let mut replicas: Vec<ReplicaId> = Vec::new();
+    let mut live: Vec<(u16, Vec<bool>)> = Vec::new();
     for r in &mut reached {
         exchange_locations(repo, r.remote.as_mut(), false)?;
-        live.insert(r.id, r.remote.has(&ids)?);
+        let answers = r.remote.has(&ids)?;
+        live.push((number(r.id, &mut replicas), answers));
     }
+    // The holders the log records, per version (by its place in `ids`), read record by record.
     let me = repo.replica_id()?;
-    let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
-    let log = repo.locations_where(|r| wanted.contains(&r.key))?;
+    let mut logged: Vec<Vec<u16>> = vec![Vec::new(); ids.len()];
+    let names = repo
+        .locations_where(|r| {
+            if r.stamp.present && r.replica != me {
+                if let Ok(i) = ids.binary_search(&r.key) {
+                    let n = number(r.replica, &mut replicas);
+                    logged[i].push(n);
+                }
+            }
+            false
+        })?
+        .names;
     let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
     let known = repo.known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
@@ -108,28 +133,44 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>]) -> SyncRes
         if let Some(remote) = url.and_then(|u| urls.get(u)) {
             return Some(remote.clone());
         }
-        log.names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
+        names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
     };
-    let mut out = Vec::new();
-    for (i, f) in files.into_iter().enumerate() {
-        let mut holders: BTreeSet<ReplicaId> = log.holders(&f.entry.id).into_iter().map(|(r, _)| r).collect();
-        holders.remove(&me);
-        for (id, answers) in &live {
-            match answers[i] {
-                true => holders.insert(*id),
-                false => holders.remove(id),
+    let shown: Vec<(String, Option<String>)> = replicas.iter().map(|id| (id.to_string(), name_of(id))).collect();
+    let me_shown = (me.to_string(), Some(repo.replica_name()));
+    for (path, id, size, present) in files {
+        let at = ids.binary_search(&id).expect("every file's id is listed");
+        let mut holders: BTreeSet<u16> = logged[at].iter().copied().collect();
+        for (n, answers) in &live {
+            match answers[at] {
+                true => holders.insert(*n),
+                false => holders.remove(n),
             };
         }
         let mut copies = Vec::new();
-        if f.present {
-            copies.push(CopyInfo { replica: me.to_string(), name: Some(repo.replica_name()), here: true, reachable: true });
+        if present {
+            copies.push(CopyInfo { replica: me_shown.0.clone(), name: me_shown.1.clone(), here: true, reachable: true });
         }
-        for id in holders {
-            copies.push(CopyInfo { replica: id.to_string(), name: name_of(&id), here: false, reachable: live.contains_key(&id) });
+        // In the order of the replicas' ids, as before.
+        let mut others: Vec<u16> = holders.into_iter().collect();
+        others.sort_by_key(|n| replicas[*n as usize]);
+        for n in others {
+            let (replica, name) = &shown[n as usize];
+            copies.push(CopyInfo { replica: replica.clone(), name: name.clone(), here: false, reachable: live.iter().any(|(l, _)| *l == n) });
         }
-        out.push(FileCopies { path: f.path, id: f.entry.id.to_hex(), size: f.entry.size, copies });
+        each(FileCopies { path: path.into_vec(), id: id.to_hex(), size, copies })?;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The number of replica `r` in `replicas`, which it joins if new.
+fn number(r: ReplicaId, replicas: &mut Vec<ReplicaId>) -> u16 {
+    match replicas.iter().position(|x| *x == r) {
+        Some(i) => i as u16,
+        None => {
+            replicas.push(r);
+            (replicas.len() - 1) as u16
+        }
+    }
 }
 
 /// What to drop, and under which rule.
