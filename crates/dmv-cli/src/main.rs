@@ -221,6 +221,13 @@ fn main() -> ExitCode {
     if std::env::var_os("DMV_TRACE").is_some() {
         eprintln!("trace: content-files-opened {}", dmv_repo::store::trace::content_files_opened());
         eprintln!("trace: bytes-sent {} bytes-received {}", dmv_sync::trace::bytes_sent(), dmv_sync::trace::bytes_received());
+        // This program's own high-water mark (VmHWM): wait4's figure also
+        // counts the parent's memory the child shared before it exec'd.
+        if let Some(kib) =
+            std::fs::read_to_string("/proc/self/status").ok().and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix(" kB")?.parse::<u64>().ok()))
+        {
+            eprintln!("trace: peak-rss-kib {kib}");
+        }
     }
     match result {
         Ok(code) => ExitCode::from(code),
