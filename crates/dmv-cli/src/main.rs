@@ -140,6 +140,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // This program is `dmv`: a path remote's server side gets its own process, as `git upload-pack` does.
+    dmv_sync::LocalServer::ChildProcess.make_default();
     // Like git: `dmv log | head` ends quietly when the reader goes away. Commands
     // talking to another replica keep SIGPIPE ignored (as Rust starts): pipes
     // and the HTTP client's vectored socket writes cannot refuse the signal, and

@@ -384,13 +384,13 @@ pub fn serve(a: ServeArgs) -> Result<u8> {
     let Some(config_path) = a.config else {
         bail!("say what to serve: --stdio PATH or --config FILE");
     };
-    let mut config = dmv_sync::server::ServerConfig::load(&config_path)?;
-    if !config.tokens.is_empty() && dmv_sync::server::ServerConfig::readable_by_others(&config_path) {
+    let mut config = dmv_server::ServerConfig::load(&config_path)?;
+    if !config.tokens.is_empty() && dmv_server::ServerConfig::readable_by_others(&config_path) {
         eprintln!("warning: {} holds tokens and other accounts may read it: chmod 600 {}", config_path.display(), config_path.display());
     }
     config.tls_cert = a.tls_cert.or(config.tls_cert);
     config.tls_key = a.tls_key.or(config.tls_key);
     let listen = a.listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".into());
-    dmv_sync::server::run(config, &listen)?;
+    dmv_server::run(config, &listen)?;
     Ok(0)
 }

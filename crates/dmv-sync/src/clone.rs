@@ -131,7 +131,10 @@ impl ClonePlan {
         release_free_memory();
         if !fetched.lacking.is_empty() {
             // The fetch made the replica partial on disk: its checkout leaves those files absent.
-            repo.update_config(|c| Ok::<_, SyncError>(c.partial = true))?;
+            repo.update_config(|c| {
+                c.partial = true;
+                Ok::<_, SyncError>(())
+            })?;
         }
 
         let head_short = fetched.remote_head.as_deref().unwrap_or("refs/heads/main");

@@ -44,7 +44,7 @@ impl Wire for InProcessWire {
         std::thread::spawn(move || {
             let mut input = FrameReader::new(BufReader::with_capacity(PIPE_BUFFER, request_in));
             let mut out = FrameWriter::new(BufWriter::with_capacity(PIPE_BUFFER, response_out));
-            if crate::serve::handle(&repo, &caller, request, &mut input, &mut out).is_ok() {
+            if crate::serve::handle_request(&repo, &caller, request, &mut input, &mut out).is_ok() {
                 let _ = out.flush();
             }
         });

@@ -1,16 +1,16 @@
 //! DMV replicas: the sync protocol (docs/protocol.md), its transports (a
 //! local path or ssh through `dmv serve --stdio`, HTTP to `dmv serve`, an
 //! S3-compatible object store with nothing of DMV running there), the
-//! negotiation that sends only what the other side lacks, and the server.
+//! negotiation that sends only what the other side lacks, and the answering
+//! of requests (`serve`: the HTTP server around it is the dmv-server crate).
 //!
 //! The operations a front end calls are [`clone`], [`fetch`], [`push`],
 //! [`pull`] and [`sync`], with the named remotes of [`find_remote`].
 //!
 //! The files, each using only those listed before it: `error`, `progress`,
 //! `protocol`, `frame`, `client` (the [`Remote`] trait and the client of a
-//! DMV server over a wire), `serve` and `server` (the serving side, with
-//! `server_config`, `sessions`, `server_state`, `connections` and `web`), the
-//! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
+//! DMV server over a wire), `serve` (answering requests, over a pipe or for
+//! dmv-server), the wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
 //! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
 //! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
@@ -25,10 +25,8 @@
 //! end's back (object storage blocks it on its own threads).
 
 mod bucket_remote;
-mod channel;
 mod client;
 mod clone;
-mod connections;
 mod copies;
 mod error;
 mod fetch;
@@ -50,13 +48,8 @@ mod remotes;
 mod repair;
 mod send;
 mod serve;
-pub mod server;
-mod server_config;
-mod server_state;
-mod sessions;
 mod ssh;
 mod stdio;
-mod web;
 
 pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
@@ -64,7 +57,7 @@ pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, Dro
 pub use dmv_bucket::BucketOptions;
 pub use error::{SyncError, SyncResult};
 pub use fetch::{fetch, Fetched, FetchedRef};
-pub use frame::{Frame, FrameReader, FrameWriter};
+pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use objects::TransferStats;
@@ -79,7 +72,7 @@ pub use remote::{LocalServer, RemoteSpec, Transport};
 pub use remotes::{add_remote, configured_spec, find_remote, normalize_url, remote_cache_dir, remove_remote, NamedRemote};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
-pub use serve::{serve_stdio, Caller};
+pub use serve::{handle_request, serve_stdio, Caller};
 
 /// Byte counters of everything written to and read from remotes (object
 /// storage included), for `DMV_TRACE` and the tests that check what travelled

@@ -23,16 +23,36 @@ pub enum Transport {
 }
 
 /// How a repository on this machine is served to us.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LocalServer {
     /// A child process running this program as `dmv serve --stdio PATH`
     /// (the `dmv` command line: the server side gets its own process, like
-    /// `git upload-pack`).
-    #[default]
+    /// `git upload-pack`). Only a program that is `dmv` can choose it.
     ChildProcess,
-    /// A thread of this process, for front ends that are not the `dmv`
-    /// binary (tests, an embedding application).
+    /// A thread of this process: the default, so a front end that is not
+    /// the `dmv` binary (an embedding application, a test) never starts
+    /// itself as a server.
     InProcess,
+}
+
+/// Whether this program chose [`LocalServer::ChildProcess`] as its default.
+static CHILD_PROCESS_BY_DEFAULT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl LocalServer {
+    /// Makes this the default of every remote this process connects to
+    /// from now on (the `dmv` binary chooses child processes at start).
+    pub fn make_default(self) {
+        CHILD_PROCESS_BY_DEFAULT.store(self == LocalServer::ChildProcess, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Default for LocalServer {
+    fn default() -> LocalServer {
+        match CHILD_PROCESS_BY_DEFAULT.load(std::sync::atomic::Ordering::Relaxed) {
+            true => LocalServer::ChildProcess,
+            false => LocalServer::InProcess,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -86,7 +86,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
         };
         let request: Request = decode_message(&bytes)?;
         match &repo {
-            Ok(repo) => handle(repo, &caller, request, &mut input, &mut out)?,
+            Ok(repo) => handle_request(repo, &caller, request, &mut input, &mut out)?,
             Err(e) => {
                 // Say why once, then end: there is nothing to serve.
                 let message = match e {
@@ -104,7 +104,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 
 /// Answers one request. Errors the client should see are sent as an `Error`
 /// response; only a broken connection is returned as an error.
-pub fn handle<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let verb = request.verb();
     let result =
         if verb.writes() && !caller.may_write { Err(SyncError::Refused(format!("{} needs write access", verb.name()))) } else { answer(repo, caller, request, input, out) };

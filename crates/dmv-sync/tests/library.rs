@@ -1,9 +1,10 @@
 //! The operations a second front end (a web UI, watch mode) would call,
 //! called in-process: clone, commit, push, pull and sync between three
 //! replicas without the `dmv` binary. Path remotes are served by a thread of
-//! this test (`LocalServer::InProcess`); with the default child process they
-//! would start this test binary as a server and fail, so passing proves no
-//! binary was needed.
+//! this test, the library's default (`LocalServer::InProcess`): a child
+//! process would start this test binary as a server and fail, so passing
+//! proves no binary was needed, including by the calls that connect to
+//! remotes themselves (whereis).
 
 mod common;
 use common::commit_all;
@@ -16,8 +17,8 @@ use dmv_repo::{MergeOutcome, RemoteConfig, Repository};
 use dmv_sync::{CloneOptions, ClonePlan, LocalServer, NamedRemote, PushOptions, Silent, SyncError};
 
 fn connect(repo: &Repository) -> (NamedRemote, Box<dyn dmv_sync::Remote>) {
-    let mut remote = dmv_sync::find_remote(repo, "origin").unwrap();
-    remote.spec.local_server = LocalServer::InProcess;
+    let remote = dmv_sync::find_remote(repo, "origin").unwrap();
+    assert_eq!(remote.spec.local_server, LocalServer::InProcess, "the library's default");
     let connection = remote.connect_to_push(repo).unwrap();
     (remote, connection)
 }
@@ -56,13 +57,7 @@ fn clone_commit_push_pull_and_sync_in_process() {
     assert!(pushed.stats.chunk_bytes >= 3 << 20, "the photo's content was sent: {:?}", pushed.stats);
 
     // A laptop clones the server.
-    let plan = ClonePlan::new(CloneOptions {
-        source: server_dir.to_string_lossy().into_owned(),
-        directory: Some(laptop_dir.clone()),
-        local_server: LocalServer::InProcess,
-        ..Default::default()
-    })
-    .unwrap();
+    let plan = ClonePlan::new(CloneOptions { source: server_dir.to_string_lossy().into_owned(), directory: Some(laptop_dir.clone()), ..Default::default() }).unwrap();
     assert!(!plan.resuming);
     let mut remote = plan.spec.connect().unwrap();
     let cloned = plan.run(remote.as_mut(), &Silent).unwrap();
@@ -112,4 +107,12 @@ fn clone_commit_push_pull_and_sync_in_process() {
     assert!(studio.status().unwrap().is_clean() && laptop.status().unwrap().is_clean());
     let report = server.store.verify_reachable(&server.roots().unwrap(), false, &|_| {}).unwrap();
     assert!(report.is_clean());
+    // A call that reaches the remotes by itself: the server holds the laptop's photo, asked live.
+    let mut held = Vec::new();
+    dmv_sync::whereis(&laptop, &laptop.head_tree().unwrap().unwrap(), &[b"raw/b.cr3".to_vec()], &mut |f| {
+        held.push(f.copies.iter().filter(|c| c.reachable && !c.here).count());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(held, vec![1]);
 }

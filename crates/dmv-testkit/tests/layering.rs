@@ -1,7 +1,9 @@
 //! The layering rules of docs/architecture.md, checked on the source:
 //!
 //! 1. a crate's `[dependencies]` name only the DMV crates `LAYERS` allows it;
-//! 2. no two files of a crate import each other, directly or round a longer loop.
+//! 2. no two files of a crate import each other, directly or round a longer loop;
+//! 3. only front ends and the server build command-line and HTTP-server
+//!    crates, and libraries start programs only in their transports.
 //!
 //! Rule 2 sees only paths: `use crate::a::X`, `crate::a::f()` anywhere in the
 //! code, `self::x`, `super::x`, a child module's bare name, and names a module
@@ -23,13 +25,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-refs", &[]),
     ("dmv-repo", &["dmv-store", "dmv-refs"]),
     ("dmv-bucket", &["dmv-store"]),
-    // The web UI's pages are made from a repository; the server (dmv-sync) sends them.
+    // The web UI's pages are made from a repository; the server (dmv-server) sends them.
     ("dmv-web", &["dmv-repo"]),
     // A Git repository's history converted into a repository.
     ("dmv-gitimport", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
-    ("dmv-sync", &["dmv-repo", "dmv-bucket", "dmv-web"]),
-    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync"]),
+    ("dmv-sync", &["dmv-repo", "dmv-bucket"]),
+    // The HTTP server: a leaf above the sync library, which embedders use without it.
+    ("dmv-server", &["dmv-repo", "dmv-web", "dmv-sync"]),
+    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync", "dmv-server"]),
     // Every crate's tests use it, so it must sit below all of them.
     ("dmv-testkit", &[]),
 ];
@@ -576,6 +580,64 @@ fn no_two_files_of_a_crate_import_each_other() -> Result<(), String> {
         problems.extend(cycles(&edges).iter().map(|cycle| describe(&name, cycle, &edges)));
     }
     assert!(problems.is_empty(), "files of a crate import each other (move what both need into a file below both):\n{}", problems.join("\n"));
+    Ok(())
+}
+
+// ---- Rule 3: what only front ends and the server build ----
+
+/// The DMV crates that are front ends or servers.
+const FRONT_ENDS: &[&str] = &["dmv-cli", "dmv-server"];
+/// Command-line, progress-bar and HTTP-server crates: an embedder of a library must not build them.
+const FRONT_END_DEPENDENCIES: &[&str] = &["clap", "clap_complete", "clap_mangen", "indicatif", "axum", "hyper", "hyper-util", "tokio-rustls"];
+/// Library files that may start programs, and why: the transports, and the merge tool a person configured.
+const STARTS_PROGRAMS: &[(&str, &str)] = &[
+    ("crates/dmv-sync/src/ssh.rs", "the ssh transport runs ssh"),
+    ("crates/dmv-sync/src/remote.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
+    ("crates/dmv-repo/src/mergetool.rs", "runs the merge tool the person configured"),
+    ("crates/dmv-testkit/src/lib.rs", "the tests' helpers run dmv, git and servers"),
+];
+
+/// Which library crates depend on front-end crates, as "crate depends on dep".
+fn front_end_problems(crates: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, manifest) in crates.iter().filter(|(name, _)| !FRONT_ENDS.contains(&name.as_str())) {
+        for (dep, _) in dependencies(manifest) {
+            if FRONT_END_DEPENDENCIES.contains(&dep.as_str()) {
+                problems.push(format!("{name} depends on {dep}, which only {} may", FRONT_ENDS.join(" and ")));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn only_front_ends_and_the_server_build_command_lines_and_http_servers() -> Result<(), String> {
+    let crates: Vec<(String, String)> = crates(&workspace())?.into_iter().map(|(name, _, manifest)| (name, manifest)).collect();
+    let problems = front_end_problems(&crates);
+    assert!(problems.is_empty(), "libraries building front-end crates:\n{}", problems.join("\n"));
+    // The check can fail: a library asking for clap is caught.
+    let bad = front_end_problems(&[("dmv-repo".into(), "[dependencies]\nclap = \"4\"\n".into())]);
+    assert_eq!(bad, vec!["dmv-repo depends on clap, which only dmv-cli and dmv-server may".to_string()]);
+    Ok(())
+}
+
+#[test]
+fn libraries_start_programs_only_in_their_transports() -> Result<(), String> {
+    let root = workspace();
+    let mut problems = Vec::new();
+    for (name, dir, _) in crates(&root)? {
+        if FRONT_ENDS.contains(&name.as_str()) || !dir.join("src").is_dir() {
+            continue;
+        }
+        for (_, path, src) in crate_files(&dir.join("src"))? {
+            let rel = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+            let code = code_only(&src);
+            if (code.contains("process::Command") || code.contains("Command::new")) && !STARTS_PROGRAMS.iter().any(|(file, _)| *file == rel) {
+                problems.push(rel);
+            }
+        }
+    }
+    assert!(problems.is_empty(), "library files starting programs outside the transports (see STARTS_PROGRAMS): {problems:?}");
     Ok(())
 }
 

@@ -38,12 +38,12 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::channel::ChannelWriter;
 use crate::connections::{Activity, Connections};
-use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response as WireResponse, Verb};
-use crate::serve::{handle, Caller};
-pub use crate::server_config::{BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, DEFAULT_IDLE_TIMEOUT_SECS};
+use crate::server_config::{ReadAccess, ServerConfig, TokenAccess, TokenEntry};
 use crate::server_state::{Peer, ServerState};
-use crate::{SyncError, SyncResult};
+use dmv_sync::protocol::{Request, Response as WireResponse, Verb};
+use dmv_sync::{decode_message, Frame, FrameReader, FrameWriter};
+use dmv_sync::{handle_request, Caller};
+use dmv_sync::{SyncError, SyncResult};
 
 fn plain(status: StatusCode, text: String) -> Response {
     (status, text + "\n").into_response()
@@ -452,7 +452,7 @@ fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io:
         if request.verb() != verb {
             return Err(SyncError::Protocol(format!("a {} request sent to the {} URL", request.verb().name(), verb.name())));
         }
-        handle(&repo, caller, request, &mut input, &mut output)
+        handle_request(&repo, caller, request, &mut input, &mut output)
     })();
     if let Err(e) = result {
         let message = match e {

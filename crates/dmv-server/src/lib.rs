@@ -1,0 +1,24 @@
+//! `dmv serve`: repositories over HTTP or HTTPS for the open network, with
+//! their web UI. A leaf above dmv-sync: the requests are answered by
+//! [`dmv_sync::handle_request`], exactly as over ssh; this crate adds what
+//! a server facing the internet needs around it (tokens and sessions,
+//! budgets for connections, bodies and waits, TLS, the web UI's pages from
+//! dmv-web), so an embedder of the sync library does not build a server.
+//!
+//! The files, each using only those listed before it: `server_config` (the
+//! TOML file), `sessions` (web logins and the rationing of token guesses),
+//! `connections` (how many, and which to evict), `channel` (a blocking
+//! writer feeding an async body), `server_state` (what every request
+//! shares), `web` (the UI's routes) and `server` (the listener and the
+//! protocol's routes).
+
+mod channel;
+mod connections;
+mod server;
+mod server_config;
+mod server_state;
+mod sessions;
+mod web;
+
+pub use server::{run, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
+pub use server_config::{BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, DEFAULT_IDLE_TIMEOUT_SECS};
