@@ -171,7 +171,7 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct FetchArgs {
-    /// Remote name or URL (default: origin).
+    /// Remote name or URL (default: the current branch's upstream remote, else origin, else the only remote).
     remote: Option<String>,
     /// Print what changed as JSON.
     #[arg(long)]
@@ -183,7 +183,10 @@ pub struct FetchArgs {
 pub fn fetch(a: FetchArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
-    let remote = dmv_sync::find_remote(&repo, a.remote.as_deref().unwrap_or("origin"))?;
+    let remote = match &a.remote {
+        Some(name) => dmv_sync::find_remote(&repo, name)?,
+        None => dmv_sync::default_remote(&repo, "fetch")?,
+    };
     let fetched = dmv_sync::fetch(&repo, remote.connect()?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
@@ -208,9 +211,11 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
     // With nothing named, the current branch's upstream when it has one.
     let upstream = current_upstream(&repo).filter(|_| a.remote.is_none());
-    let remote_name = a.remote.clone().or_else(|| upstream.as_ref().map(|u| u.remote.clone())).unwrap_or_else(|| "origin".into());
     let branch = a.branch.clone().or_else(|| upstream.map(|u| u.branch));
-    let remote = dmv_sync::find_remote(&repo, &remote_name)?;
+    let remote = match &a.remote {
+        Some(name) => dmv_sync::find_remote(&repo, name)?,
+        None => dmv_sync::default_remote(&repo, "pull")?,
+    };
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
     let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
     if quiet {
@@ -289,9 +294,10 @@ pub struct PushArgs {
 pub fn push(a: PushArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let mut repo = open_repo()?;
-    let upstream = current_upstream(&repo);
-    let remote_name = a.remote.clone().or_else(|| upstream.map(|u| u.remote)).unwrap_or_else(|| "origin".into());
-    let remote = dmv_sync::find_remote(&repo, &remote_name)?;
+    let remote = match &a.remote {
+        Some(name) => dmv_sync::find_remote(&repo, name)?,
+        None => dmv_sync::default_remote(&repo, "push")?,
+    };
     let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
     let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
     let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;

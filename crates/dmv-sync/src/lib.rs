@@ -69,7 +69,7 @@ pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, push, PushOptions, Pushed};
 pub use receive::fetch_objects;
 pub use remote::{LocalServer, RemoteSpec, Transport};
-pub use remotes::{add_remote, configured_spec, find_remote, normalize_url, remote_cache_dir, remove_remote, NamedRemote};
+pub use remotes::{add_remote, configured_spec, default_remote, find_remote, normalize_url, remote_cache_dir, remotes_in_order, remove_remote, NamedRemote};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
 pub use serve::{handle_request, serve_stdio, Caller};

@@ -11,7 +11,7 @@ use crate::locations::holder_names;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::receive::{fetch_file_data, EarlyFill};
-use crate::remotes::find_remote;
+use crate::remotes::{find_remote, remotes_in_order};
 use crate::{SyncError, SyncResult};
 
 /// What `get` fetches: files of HEAD's working tree, or of another commit.
@@ -88,11 +88,10 @@ fn fetch_from_remotes(
     mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
-    let mut names: Vec<String> = match name {
+    let names: Vec<String> = match name {
         Some(n) => vec![n.to_string()],
-        None => repo.config.remotes.keys().cloned().collect(),
+        None => remotes_in_order(repo),
     };
-    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();

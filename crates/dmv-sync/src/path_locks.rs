@@ -9,25 +9,17 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{KnownLocks, Lockable, PathLock, RepoError, Repository, ATTRIBUTES_FILE};
 
 use crate::client::{PathLocks, Remote};
-use crate::remotes::{find_remote, NamedRemote};
+use crate::remotes::{default_remote, find_remote, NamedRemote};
 use crate::send::PushRef;
 use crate::{SyncError, SyncResult};
 
 /// The remote locks are taken on: the one named, else the current branch's
 /// upstream remote, else `origin`, else the only remote.
 pub fn lock_remote(repo: &Repository, named: Option<&str>) -> SyncResult<NamedRemote> {
-    if let Some(name) = named {
-        return find_remote(repo, name);
-    }
-    let branch = match repo.head()? {
-        dmv_repo::Head::Branch(b) => b.strip_prefix("refs/heads/").map(str::to_string),
-        dmv_repo::Head::Detached(_) => None,
-    };
-    let upstream = branch.and_then(|b| repo.config.upstreams.get(&b).map(|u| u.remote.clone()));
-    let only = (repo.config.remotes.len() == 1).then(|| repo.config.remotes.keys().next().cloned()).flatten();
-    match upstream.or_else(|| repo.config.remotes.contains_key("origin").then(|| "origin".to_string())).or(only) {
-        Some(name) => find_remote(repo, &name),
-        None => Err(SyncError::NeedsNamedRemote { what: "locking" }),
+    match named {
+        Some(name) => find_remote(repo, name),
+        None if repo.config.remotes.is_empty() => Err(SyncError::NeedsNamedRemote { what: "locking" }),
+        None => default_remote(repo, "locking"),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::client::Remote;
 use crate::fetch::{fetch, Fetched};
 use crate::progress::{Phase, Progress};
 use crate::push::{current_branch, push, PushOptions, Pushed};
+use crate::remotes::remotes_in_order;
 use crate::{SyncError, SyncResult};
 
 /// What a pull did.
@@ -77,11 +78,10 @@ pub struct SyncedAll {
 /// and each fetch brings the data the replica's slice asks for.
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let branch = current_branch(repo)?;
-    let mut names: Vec<String> = repo.config.remotes.keys().cloned().collect();
+    let names = remotes_in_order(repo);
     if names.is_empty() {
         return Err(SyncError::NeedsNamedRemote { what: "sync" });
     }
-    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
     let mut done = SyncedAll::default();
     let mut reached = Vec::new();
     for name in names {

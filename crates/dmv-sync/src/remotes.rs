@@ -74,6 +74,31 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
     Ok(NamedRemote { spec, name: None })
 }
 
+/// The remote a command talks to when none is named (git's rule): the
+/// current branch's upstream remote, else `origin`, else the only remote.
+/// `what` names the command for the error when none is chosen.
+pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<NamedRemote> {
+    let branch = match repo.head()? {
+        dmv_repo::Head::Branch(b) => b.strip_prefix("refs/heads/").map(str::to_string),
+        dmv_repo::Head::Detached(_) => None,
+    };
+    let upstream = branch.and_then(|b| repo.config.upstreams.get(&b).map(|u| u.remote.clone()));
+    let only = (repo.config.remotes.len() == 1).then(|| repo.config.remotes.keys().next().cloned()).flatten();
+    match upstream.or_else(|| repo.config.remotes.contains_key("origin").then(|| "origin".to_string())).or(only) {
+        Some(name) => find_remote(repo, &name),
+        None if repo.config.remotes.is_empty() => find_remote(repo, "origin"),
+        None => Err(SyncError::NeedsNamedRemote { what }),
+    }
+}
+
+/// The configured remotes in the order to try them for data: `origin`
+/// first, then by name.
+pub fn remotes_in_order(repo: &Repository) -> Vec<String> {
+    let mut names: Vec<String> = repo.config.remotes.keys().cloned().collect();
+    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
+    names
+}
+
 /// Adds remote `name` (its URL normalized) to the configuration.
 pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -> SyncResult<()> {
     if name.contains('/') || dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).is_err() {
@@ -99,4 +124,31 @@ pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConf
         repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmv_repo::store::ChunkParams;
+    use dmv_repo::Upstream;
+
+    fn chosen(repo: &Repository) -> Option<String> {
+        default_remote(repo, "pull").ok().and_then(|r| r.name)
+    }
+
+    #[test]
+    fn the_default_remote_is_the_upstream_else_origin_else_the_only_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo = Repository::init(dir.path(), ChunkParams::default()).unwrap();
+        assert!(matches!(default_remote(&repo, "pull"), Err(SyncError::NoSuchRemote { name }) if name == "origin"));
+        add_remote(&mut repo, "nas", RemoteConfig { url: "http://nas:8080/photos".into(), ..Default::default() }).unwrap();
+        assert_eq!(chosen(&repo).as_deref(), Some("nas"));
+        add_remote(&mut repo, "backup", RemoteConfig { url: "http://backup:8080/photos".into(), ..Default::default() }).unwrap();
+        assert!(matches!(default_remote(&repo, "pull"), Err(SyncError::NeedsNamedRemote { what: "pull" })));
+        add_remote(&mut repo, "origin", RemoteConfig { url: "http://hub:8080/photos".into(), ..Default::default() }).unwrap();
+        assert_eq!(chosen(&repo).as_deref(), Some("origin"));
+        repo.update_config(|c| Ok::<_, SyncError>(c.upstreams.insert("main".into(), Upstream { remote: "nas".into(), branch: "main".into() }))).unwrap();
+        assert_eq!(chosen(&repo).as_deref(), Some("nas"));
+        assert_eq!(remotes_in_order(&repo), ["origin", "backup", "nas"]);
+    }
 }

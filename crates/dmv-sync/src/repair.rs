@@ -14,7 +14,7 @@ use dmv_repo::Repository;
 use serde::Serialize;
 
 use crate::client::{Received, Remote};
-use crate::remotes::find_remote;
+use crate::remotes::{find_remote, remotes_in_order};
 use crate::SyncResult;
 
 /// What a repair did, and what it could not.
@@ -42,11 +42,10 @@ pub fn repair(repo: &Repository, from: Option<&str>) -> SyncResult<Repaired> {
     done.locations_reset = repo.reset_damaged_locations()?;
     done.restored_from_worktree = repo.restore_from_worktree()?;
     let mut missing = repo.missing_objects()?;
-    let mut names: Vec<String> = match from {
+    let names: Vec<String> = match from {
         Some(n) => vec![n.to_string()],
-        None => repo.config.remotes.keys().cloned().collect(),
+        None => remotes_in_order(repo),
     };
-    names.sort_by_key(|n| (n.as_str() != "origin", n.clone()));
     for name in names {
         if missing.is_empty() {
             break;
