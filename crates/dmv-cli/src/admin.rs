@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use dmv_repo::store::{GcOptions, VerifyReport};
 use dmv_repo::tree::read_dir;
-use dmv_repo::{GcPolicy, Repository};
+use dmv_repo::{human_bytes, GcPolicy, Repository};
 
 use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, printable, show_path};
@@ -287,21 +287,6 @@ fn walk_count(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir).map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { walk_count(&e.path()) } else { 1 }).sum()).unwrap_or(0)
 }
 
-pub fn human(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
 pub fn stats(a: StatsArgs) -> Result<u8> {
     let repo = open_repo()?;
     let s = collect_stats(&repo)?;
@@ -309,8 +294,8 @@ pub fn stats(a: StatsArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         println!("commits:        {}", s.commits);
-        println!("logical bytes:  {} ({})", s.logical_bytes, human(s.logical_bytes));
-        println!("stored bytes:   {} ({})", s.stored_bytes, human(s.stored_bytes));
+        println!("logical bytes:  {} ({})", s.logical_bytes, human_bytes(s.logical_bytes));
+        println!("stored bytes:   {} ({})", s.stored_bytes, human_bytes(s.stored_bytes));
         println!("dedup ratio:    {:.2}x", s.dedup_ratio);
         println!("objects:        {} ({} chunks)", s.objects, s.chunks);
         println!("packs:          {}", s.packs);

@@ -8,10 +8,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use dmv_repo::store::ChunkParams;
-use dmv_repo::Repository;
+use dmv_repo::{human_bytes, Repository};
 use rand::{Rng, RngCore, SeedableRng};
 
-use crate::admin::{collect_stats, human};
+use crate::admin::collect_stats;
 use crate::progress::Progress;
 
 #[derive(Args)]
@@ -86,7 +86,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let photo_size = 8u64 << 20;
     let photos = ((total * 2 / 3) / photo_size).max(1);
     let takes = ((total / 3) / (8 << 20)).max(1);
-    println!("Generating {} of sample media in {}", human(total), root.display());
+    println!("Generating {} of sample media in {}", human_bytes(total), root.display());
     std::fs::create_dir_all(root.join("shoot/photos"))?;
     std::fs::create_dir_all(root.join("shoot/audio"))?;
     for i in 0..photos {
@@ -101,7 +101,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     println!("\n1. dmv init; dmv add .; dmv commit -m 'Day 1 shoot'");
     let t1 = commit_all(&repo, "Day 1 shoot")?;
     let first = collect_stats(&repo)?;
-    println!("  {} of media -> {} stored ({:.0} MB/s)", human(first.logical_bytes), human(first.stored_bytes), first.logical_bytes as f64 / 1e6 / t1);
+    println!("  {} of media -> {} stored ({:.0} MB/s)", human_bytes(first.logical_bytes), human_bytes(first.stored_bytes), first.logical_bytes as f64 / 1e6 / t1);
 
     println!("\n2. Retouch three photos, extend a take, add two photos, rename the audio folder");
     for i in 1..=3.min(photos) {
@@ -125,7 +125,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let t2 = commit_all(&repo, "Retouch, extra takes, rename audio")?;
     let second = collect_stats(&repo)?;
     let added = second.stored_bytes - first.stored_bytes;
-    println!("  store grew by {} for {} of new history ({:.2} s)", human(added), human(second.logical_bytes - first.logical_bytes), t2);
+    println!("  store grew by {} for {} of new history ({:.2} s)", human_bytes(added), human_bytes(second.logical_bytes - first.logical_bytes), t2);
 
     println!("\n3. dmv log --oneline");
     for info in repo.walk(&[repo.resolve("HEAD")?])? {
@@ -145,7 +145,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let report = repo.store.verify_reachable(&repo.roots()?, false, &|_| {})?;
     println!("  checked {} objects: {}", report.objects_checked, if report.is_clean() { "no problems found" } else { "DAMAGED" });
     println!("\n6. dmv stats");
-    println!("  {} commits hold {} of files; the store holds {} in {} packs", second.commits, human(second.logical_bytes), human(second.stored_bytes), second.packs);
-    println!("  dedup saves {} ({:.2}x)", human(second.logical_bytes.saturating_sub(second.stored_bytes)), second.dedup_ratio);
+    println!("  {} commits hold {} of files; the store holds {} in {} packs", second.commits, human_bytes(second.logical_bytes), human_bytes(second.stored_bytes), second.packs);
+    println!("  dedup saves {} ({:.2}x)", human_bytes(second.logical_bytes.saturating_sub(second.stored_bytes)), second.dedup_ratio);
     Ok(if report.is_clean() { 0 } else { 1 })
 }

@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, read_dir};
-use dmv_repo::{diff_flat, Change, ChangeKind, FlatTree, Repository};
+use dmv_repo::{diff_flat, human_bytes, Change, ChangeKind, FlatTree, Repository};
 
 use crate::media::media_facts;
 use crate::repo_args::{entry_at, open_repo, repo_paths, show_path};
@@ -321,15 +321,6 @@ fn describe(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: O
     };
     facts.push(size);
     Ok(facts.join(", "))
-}
-
-fn human_bytes(n: u64) -> String {
-    match n {
-        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
-        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
-        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
-        n => format!("{n} bytes"),
-    }
 }
 
 /// A, M, D or R with the share of the content kept (git's R100, R087), and the paths.

@@ -4,7 +4,7 @@
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
-use dmv_repo::{utc_time, Change, ChangeKind, FlatEntry, Listed, Repository};
+use dmv_repo::{human_bytes, utc_time, Change, ChangeKind, FlatEntry, Listed, Repository};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
@@ -249,15 +249,6 @@ fn tree_of(repo: &Repository, rev: &str) -> Result<(ObjectId, ObjectId), String>
     Ok((commit, repo.commit(&commit).map_err(r)?.tree))
 }
 
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
-}
-
 /// A folder at `rev`, a page of entries after the name `after`.
 pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>) -> PageResult {
     let (_, root) = tree_of(repo, rev)?;
@@ -279,7 +270,7 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
                     @if e.kind == EntryKind::Dir {
                         td { a href={ (here) (seg(&n)) "/" } { (n) "/" } } td {}
                     } @else {
-                        td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted { (human(e.size)) }
+                        td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted { (human_bytes(e.size)) }
                     }
                 }
             }
@@ -321,7 +312,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         .collect();
     let body = html! {
         h1 { (path) }
-        p.muted { (human(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
+        p.muted { (human_bytes(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
         @if !present { p { "This replica does not hold this file's data." } }
         @else {
             @match media_of(path) {
