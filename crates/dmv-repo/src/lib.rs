@@ -1,14 +1,20 @@
 //! A DMV repository: configuration, refs, commits and trees, the working tree
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 //!
-//! Files, bottom up (a file only uses files listed before it):
-//! `paths`, `error`, `atomic`, `slice`, `config`, `requires`, `wlock`, `refs`, `tree`,
-//! `dirstate`; `repo` (the `Repository` itself); `settings`; `branches`, `graph`, `early`,
-//! `locations`, `availability`, `tree_diff`; the
-//! working tree: `parallel`, `files`, `walk`, `sieve`, `status`, `staging`, `checkout`; the
-//! merge: `three_way`, `merge_state`, `mergetool`, `resolve`, `merge`; `reset`, `revert`, `stash`, `archive`; on
-//! top, `gc`, `dropping` (freeing file data), `checks` (what fsck checks beside the store) and `ops` (status, commit and checkouts, which consult the
-//! merge in progress).
+//! Files, bottom up (a file only uses files listed before it): the leaves
+//! `paths`, `pathmap`, `stat`, `seal` (checksums of text files), `time`,
+//! `sizes` and `attributes` (`.dmvattributes`); `error`, `atomic`, `slice`,
+//! `config`, `requires`, `wlock`, `refs`, `tree`, `dirstate`; `repo` (the
+//! `Repository` itself); `settings`; `branches`, `graph`, `early`; the
+//! replica: `locations`, `location_journal`, `location_file` (the location
+//! log), `availability`, `retention` (what a slice lets go), `locks` (path
+//! locks), `object_rules` (what every stored object keeps); `tree_diff`; the
+//! working tree: `parallel`, `files`, `walk`, `sieve`, `status`, `staging`,
+//! `checkout`; the merge: `three_way`, `merge_state`, `mergetool`,
+//! `resolve`, `merge`; `reset`, `revert`, `stash`, `archive`; on top, `gc`,
+//! `dropping` (freeing file data), `checks` (what fsck checks beside the
+//! store) and `ops` (status, commit and checkouts, which consult the merge
+//! in progress).
 
 mod archive;
 mod atomic;

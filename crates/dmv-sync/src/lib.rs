@@ -15,7 +15,8 @@
 //! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
 //! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
 //! `partial` (`get` and `set_slice` for partial replicas), `copies`
-//! (`whereis` and `drop`) and `repair` (`fsck --repair`).
+//! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
+//! checked against the remote's locks) and `repair` (`fsck --repair`).
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
