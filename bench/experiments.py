@@ -1008,7 +1008,10 @@ def partial(ctx, sizes, counts, settle=0):
     repository over ssh (a real sshd on 127.0.0.1). Then, timed: a full `dmv
     clone`; `dmv clone --slice meta` (commits and trees, no file data) and
     git's blobless partial clone (`git clone --filter=blob:none
-    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv get FILE` of
+    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv whereis` of
+    every file in the meta clone against `git ls-tree -r HEAD` in the blobless
+    clone and (many files, up to ANNEX_MAX_FILES, git-annex installed) `git
+    annex whereis` in a clone of an annex of the same files; `dmv get FILE` of
     one file from the meta clone and git's on-demand fetch of the same blob
     (`git checkout HEAD -- FILE` in the blobless clone), against copying the
     file's bytes over the same transport (`ssh cat FILE`, into a file and into
@@ -1048,6 +1051,16 @@ class _Floor:
     name = "cp"
 
 
+class _Annex:
+    """git-annex (Debian package), whose `git annex whereis` the partial experiment times against dmv's."""
+    name = "git-annex"
+
+
+# `git annex add` takes about 8.5 ms a file here (10,000 files: 1.5 min untimed; 100,000: a quarter of an
+# hour), so git-annex's side runs only up to this many files and is recorded as skipped above
+ANNEX_MAX_FILES = 10_000
+
+
 def _partial_point(ctx, sshd, dmv, git, skips, experiment, n, settle):
     param = str(n)
     many = experiment == "partial-files"
@@ -1079,10 +1092,13 @@ def _partial_point(ctx, sshd, dmv, git, skips, experiment, n, settle):
         remotes = _partial_prepare(ctx, sshd, tools, pt, experiment, param)
         if "dmv" not in remotes:
             return
+        annex = _annex_prepare(ctx, skips, pt, experiment, param, n) if many and git in tools else None
         _settle(settle, "files deleted before this point and by git's auto-gc slow down creating files "
                         "(ext4 without a journal)")
         _partial_ssh(ctx, sshd, dmv, git if "git" in remotes else None, remotes, skips, pt, experiment, param,
                      got, source, data, later)
+        if annex:
+            _partial_annex(ctx, skips, pt, experiment, param, data, annex)
         _partial_http(ctx, dmv, skips, pt, experiment, param, remotes["dmv"].path, got, data, later)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
@@ -1120,6 +1136,64 @@ def _partial_prepare(ctx, sshd, tools, pt, experiment, param):
     return remotes
 
 
+def _annex_prepare(ctx, skips, pt, experiment, param, n):
+    """Untimed: git-annex's counterpart of the meta clone. A copy of the work tree becomes an annex
+    (`git annex init`, `git annex add .`, `git commit`: the data moves into its `.git/annex/objects`),
+    then a plain `git clone` of it plus `git annex init` is a replica that knows, from the git-annex
+    branch, where every file's data is but holds none. Returns (the clone, git-annex's version, the
+    preparation's seconds), or None (git-annex not installed, more than ANNEX_MAX_FILES files, or a
+    failure: recorded)."""
+    rec = ctx.rec
+    if not shutil.which("git-annex", path=rec.env.get("PATH")):
+        rec.note(_Annex.name, experiment, param, "whereis", "skipped",
+                 "git-annex is not installed (apt-get install -y git-annex)")
+        return None
+    if n > ANNEX_MAX_FILES:
+        rec.note(_Annex.name, experiment, param, "whereis", "skipped",
+                 "more than {:,} files: `git annex add` takes about 8.5 ms a file here".format(ANNEX_MAX_FILES))
+        return None
+    if not skips.active(_Annex, param):
+        return None
+    src, dest = os.path.join(pt.root, "annex-source"), os.path.join(pt.root, "annex-meta")
+    print("  git-annex: copy the data, annex add, commit, clone, annex init (untimed)", flush=True)
+    shutil.copytree(pt.work, src, symlinks=True)
+    git = ["git", "-c", "gc.auto=0"]
+    out = run_cmds([Cmd(git + ["init", "-q"], cwd=src), Cmd(git + ["annex", "init", "-q", "source"], cwd=src),
+                    Cmd(git + ["annex", "add", "-q", "."], cwd=src), Cmd(git + ["commit", "-qm", "data"], cwd=src),
+                    Cmd(git + ["clone", "-q", src, dest], cwd=pt.root),
+                    Cmd(git + ["annex", "init", "-q", "meta"], cwd=dest)], rec.env, rec.timeout)
+    if not out.ok:
+        rec.note(_Annex.name, experiment, param, "prepare", "timeout" if out.timed_out else "fail", out.error)
+        skips.fail(_Annex, param, out)
+        return None
+    print("  git-annex: prepared in %.1f s" % out.wall_s, flush=True)
+    r = subprocess.run(["git", "annex", "version", "--raw"], cwd=dest, env=rec.env, capture_output=True,
+                       text=True, timeout=60)
+    return dest, (r.stdout.strip() or None), round(out.wall_s, 3)
+
+
+def _partial_annex(ctx, skips, pt, experiment, param, data, annex):
+    """Timed: `git annex whereis` of every file in git-annex's counterpart of the meta clone (local: it
+    reads the location logs of the git-annex branch; it asks no remote). Its output is read by the
+    harness (about 130 bytes a file) to check that it lists every file."""
+    dest, version, prepare_s = annex
+
+    def check(out):
+        listed = sum(1 for line in out.captured.splitlines() if line.startswith(b"whereis "))
+        extra = dict(data, transport="local", annex_version=version, annex_prepare_s=prepare_s,
+                     whereis_files=listed, whereis_bytes=out.stdout_bytes, verified=listed == data["data_files"])
+        if out.ok and not extra["verified"]:
+            out.ok, out.error = False, "git annex whereis listed %d files; the data has %d" % (
+                listed, data["data_files"])
+        return extra
+    os.sync()
+    out = ctx.rec.step(_Annex, experiment, param, "whereis",
+                       [Cmd(["git", "annex", "whereis"], cwd=dest, stdout="capture")],
+                       os.path.join(dest, ".git"), after=check)
+    if out.timed_out:
+        skips.fail(_Annex, param, out)
+
+
 def _git_pack_bytes(dest):
     """Bytes of the packs in a git clone: what it received (a clone keeps every pack it fetched)."""
     pack = os.path.join(dest, ".git", "objects", "pack")
@@ -1142,6 +1216,47 @@ def _absent_files(dmv, dest, env):
     """Untimed: the number of files `dmv ls --absent` lists in `dest` (None if it fails)."""
     r = subprocess.run([dmv.path, "ls", "--absent"], cwd=dest, env=env, capture_output=True, timeout=600)
     return len(r.stdout.splitlines()) if r.returncode == 0 else None
+
+
+def _trace_rss(out):
+    """dmv's own peak RSS (VmHWM) from its DMV_TRACE=1 line `trace: peak-rss-kib K`."""
+    found = re.findall(r"trace: peak-rss-kib (\d+)", getattr(out, "stderr_tail", "") or "")
+    return dict(self_peak_rss_kib=int(found[-1])) if found else {}
+
+
+def _whereis_check(dmv, dest, env, files):
+    """Untimed, after `dmv whereis`: its own peak RSS (DMV_TRACE), then one more run whose output is
+    read: one unindented line `PATH (N copies)` per file, which must be every file of the data."""
+    def check(out):
+        extra = _trace_rss(out)
+        if not out.ok:
+            return extra
+        r = subprocess.run([dmv.path, "whereis"], cwd=dest, env=env, capture_output=True, timeout=600)
+        heads = [line for line in r.stdout.splitlines() if line and not line[:1].isspace()]
+        copies = [int(m.group(1)) for m in (re.search(rb"\((\d+) cop(?:y|ies)\)$", h) for h in heads) if m]
+        extra.update(whereis_files=len(heads), whereis_bytes=len(r.stdout),
+                     whereis_copies_min=min(copies) if copies else None,
+                     whereis_copies_max=max(copies) if copies else None,
+                     verified=r.returncode == 0 and len(heads) == files)
+        if not extra["verified"]:
+            out.ok, out.error = False, "whereis listed %d files (exit %d); the data has %d" % (
+                len(heads), r.returncode, files)
+        return extra
+    return check
+
+
+def _lines_check(argv, cwd, env, files, what):
+    """Untimed: one more run of `argv` whose output must have one line per file of the data."""
+    def check(out):
+        if not out.ok:
+            return {}
+        r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=600)
+        listed = len(r.stdout.splitlines()) if r.returncode == 0 else None
+        extra = dict(listed_files=listed, verified=listed == files)
+        if not extra["verified"]:
+            out.ok, out.error = False, "%s listed %s files; the data has %d" % (what, listed, files)
+        return extra
+    return check
 
 
 def _verify_got(path, source):
@@ -1205,6 +1320,10 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                 return extra
             step(dmv, "ls_absent", [dmv.cmd(pt, "ls", "--absent", cwd=meta, stdout="capture")],
                  os.path.join(meta, ".dmv"), check=absent, transport="local")
+            # whereis of every file, output to /dev/null: it asks the reachable remotes live (origin, over
+            # the same sshd); checked afterwards by one more run, untimed
+            step(dmv, "whereis", [dmv.cmd(pt, "whereis", cwd=meta, env=env)], os.path.join(meta, ".dmv"),
+                 check=_whereis_check(dmv, meta, dict(rec.env, **env), data["data_files"]))
 
             def got_check(out):
                 extra = _verify_got(os.path.join(meta, got), source_file)(out)
@@ -1235,6 +1354,12 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                        check=lambda out: dict(meta_check(dest)(out),
                                               pack_bytes_received=_git_pack_bytes(dest)))
             if out.ok:
+                # the closest thing git has to whereis: every file of HEAD with its blob id, from the trees
+                # its blobless clone holds (no index: the clone has no checkout)
+                step(git, "ls_tree", [git.cmd(pt, "ls-tree", "-r", "HEAD", cwd=dest, env=g.env)],
+                     os.path.join(dest, ".git"), transport="local",
+                     check=_lines_check([git.path or git.binary, "ls-tree", "-r", "HEAD"], dest,
+                                        dict(rec.env, **g.env), data["data_files"], "ls-tree -r HEAD"))
                 before = _git_pack_bytes(dest) or 0
 
                 def git_got(out):
@@ -1275,7 +1400,8 @@ def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data
         return out
 
     try:
-        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {"r": remote_path}, SYNC_TOKEN) as srv:
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {"r": remote_path},
+                             SYNC_TOKEN) as srv:
             out = step(dmv, "clone_meta_http", [dmv.cmd(pt, "clone", "--slice", "meta", srv.url("r"), meta, cwd=pt.root,
                                                         env=env)],
                        os.path.join(meta, ".dmv"), server=srv,

@@ -620,6 +620,7 @@ def s3_section(ix, mode, cfg):
 PARTIAL_TARGET_FILES, PARTIAL_TARGET_SPEEDUP = 100_000, 5
 PARTIAL_TARGET_BIG, PARTIAL_TARGET_GET = 1 << 30, 1.2
 PARTIAL_TARGET_STORE = 0.01
+PARTIAL_TARGET_WHEREIS_MIB = 32
 # (dmv step, label, [(peer tool, peer step, peer label)])
 PARTIAL_OPS = [
     ("clone_meta_ssh", "meta clone over ssh", [("git", "clone_meta_ssh", "git clone --filter=blob:none --no-checkout")]),
@@ -689,6 +690,40 @@ def partial_store_table(ix, exp, p):
     return "\n".join(lines)
 
 
+# (tool, step, label) of whereis and its peers, in the meta clone and its counterparts
+PARTIAL_WHEREIS = [
+    ("dmv", "whereis", "`dmv whereis > /dev/null` in the meta clone (asks origin live, over ssh)"),
+    ("git", "ls_tree", "`git ls-tree -r HEAD > /dev/null` in git's blobless clone (local; file list and blob "
+     "ids only: git knows no other copies)"),
+    ("git-annex", "whereis", "`git annex whereis` in a `git clone` + `git annex init` of an annex of the same "
+     "files (local: the git-annex branch's location logs; output read by the harness to check it)"),
+]
+
+
+def partial_whereis_table(ix, exp, p):
+    """whereis in the meta clone: time and peak RSS, against git's ls-tree and git-annex's whereis."""
+    drec = ix.get("dmv", exp, p, "whereis")
+    if drec is None:
+        return None
+    dv, _ = cell(drec, "time")
+    dr, _ = cell(drec, "rss")
+    lines = ["| command | time | peer/dmv | peak RSS | peer/dmv | received |", "|---|--:|--:|--:|--:|--:|"]
+    for tool, step, label in PARTIAL_WHEREIS:
+        rec = ix.get(tool, exp, p, step)
+        if rec is None:
+            continue
+        tv, ttext = cell(rec, "time")
+        rv, rtext = cell(rec, "rss")
+        if tool == "dmv" and rec["status"] == "ok" and rec.get("self_peak_rss_kib") is not None:
+            rtext += " (own VmHWM %s)" % fmt_kib(rec["self_peak_rss_kib"])
+        if rec["status"] == "skipped" and rec.get("error"):
+            ttext = "skipped: %s" % rec["error"].replace("|", "/")
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            label, ttext, "" if tool == "dmv" else ratio(tv, dv), rtext, "" if tool == "dmv" else ratio(rv, dr),
+            _received(rec) if tool == "dmv" else ""))
+    return "\n".join(lines)
+
+
 def partial_targets(ix):
     out = ["| target | measured | met |", "|---|---|---|"]
     sizes, counts = ix.params("partial-bigfile"), ix.params("partial-files")
@@ -740,6 +775,17 @@ def partial_targets(ix):
             100 * PARTIAL_TARGET_STORE, what,
             ("%s for %s: %.2f%%" % (fmt_bytes(r["repo_bytes_disk"]), fmt_bytes(r["data_bytes"]), 100 * share))
             if share is not None else "—", at, met))
+    w = ix.get("dmv", "partial-files", n, "whereis") if n is not None else None
+    if w is not None:
+        rv, _ = cell(w, "rss")
+        at = "" if n == PARTIAL_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+        met = "—" if rv is None or n != PARTIAL_TARGET_FILES else (
+            "yes" if rv <= PARTIAL_TARGET_WHEREIS_MIB * 1024 else "**no**")
+        out.append("| `dmv whereis` of 100,000 files in a meta clone (the phone's command) at most %d MiB peak RSS "
+                   "(issue 42) | %s%s | %s |" % (
+                       PARTIAL_TARGET_WHEREIS_MIB,
+                       "%s in %s" % (fmt_kib(rv), fmt_time(w["wall_s"])) if rv is not None else
+                       SHORT.get(w["status"], w["status"]), at, met))
     return out
 
 
@@ -780,6 +826,11 @@ def partial_section(ix, mode, cfg):
             what = fmt_size_param(p) if exp == "partial-bigfile" else fmt_count(p)
             out += ["#### " + title % what, "", partial_table(ix, exp, p), "",
                     "What the clones keep on disk:", "", partial_store_table(ix, exp, p), ""]
+            whereis = partial_whereis_table(ix, exp, p)
+            if whereis:
+                out += ["`whereis` in the meta clone: the time and peak RSS of listing, for every file of HEAD, "
+                        "the replicas that hold its data (output to /dev/null; dmv also asks origin live, over the "
+                        "same sshd), against git's nearest command and git-annex's whereis:", "", whereis, ""]
     return out
 
 
