@@ -16,6 +16,11 @@ pub type BodyWriter<'a> = &'a mut (dyn FnMut(&mut FrameWriter<&mut dyn Write>) -
 /// (local or through ssh) or an HTTP request.
 pub trait Wire {
     fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>>;
+    /// Whether requests that write may be allowed (an HTTP server refuses
+    /// them without a token: not worth an upload it would cut short).
+    fn may_write(&self) -> bool {
+        true
+    }
 }
 
 /// Hands each object of an upload to the remote (children before parents).
@@ -196,6 +201,10 @@ impl Remote for Client {
 
     fn may_lack_data(&self) -> bool {
         self.partial
+    }
+
+    fn takes_pieces_of_logs(&self) -> bool {
+        self.wire.may_write()
     }
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {

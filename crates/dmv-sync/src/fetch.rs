@@ -5,7 +5,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
 
 use crate::client::{Remote, RemoteRefs};
-use crate::locations::exchange_locations;
+use crate::locations::{exchange_locations, tell_of_new_copies};
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
 use crate::progress::{Phase, Progress};
@@ -85,5 +85,7 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
     })?;
     repo.tidy_store();
     exchange_locations(repo, remote, false)?;
+    // The last request on this connection: a refusal (a reader may not write) cannot spoil another.
+    tell_of_new_copies(repo, remote, &objects.files);
     Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking })
 }

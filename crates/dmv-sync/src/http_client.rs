@@ -174,6 +174,10 @@ impl HttpWire {
 }
 
 impl Wire for HttpWire {
+    fn may_write(&self) -> bool {
+        self.token.is_some()
+    }
+
     fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
         let url = format!("{}/dmv/{}", self.base, verb.name());
         let mut req = self.client.post(&url).header("DMV-Protocol", VERSION.to_string()).header("Content-Type", "application/x-dmv-frames");

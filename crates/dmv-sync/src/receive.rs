@@ -25,6 +25,8 @@ pub struct ObjectsFetched {
     /// Files (content ids) whose data the slice asked for and the source,
     /// a partial replica, does not hold: the replica is partial for them now.
     pub lacking: Vec<ObjectId>,
+    /// Files whose data arrived (the source learns of the new copy from the caller, last).
+    pub files: Vec<ObjectId>,
 }
 
 /// Fetches everything reachable from `wants` that the local store lacks,
@@ -71,9 +73,8 @@ pub fn fetch_objects(
     then()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    tell_of_new_copies(repo, client, &found.files);
-    record_transfer(repo, source, found.files, true)?;
-    Ok(ObjectsFetched { stats, lacking })
+    record_transfer(repo, source, found.files.clone(), true)?;
+    Ok(ObjectsFetched { stats, lacking, files: found.files })
 }
 
 /// An explored object's content, else a stored one's.
@@ -106,8 +107,9 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     drop(session);
     let source = remote_replica(repo, client)?;
     let got: Vec<ObjectId> = files.iter().filter(|f| !found.lacking.contains(f)).copied().collect();
+    record_transfer(repo, source, got.clone(), true)?;
+    // The last request on this connection: a refusal cannot spoil another.
     tell_of_new_copies(repo, client, &got);
-    record_transfer(repo, source, got, true)?;
     Ok(stats)
 }
 
