@@ -159,6 +159,30 @@ impl Repository {
         Ok(DataDropped { freed_bytes, locked, files_removed })
     }
 
+    /// Records that this replica holds these files' data, as of now, for
+    /// those it does hold. Checked under the drop lock against the store as
+    /// it is then: a push begun before a drop here and ended after it
+    /// claimed the copy the drop had freed, and its newer "present" beat
+    /// the drop's "absent" in every log it reached.
+    pub fn record_held_here(&self, mut ids: Vec<ObjectId>) -> RepoResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.drop_guard()?;
+        // A replica that never dropped nor sliced holds everything it has the history of.
+        if crate::config::Config::load(&self.dmv.join("config"))?.partial {
+            self.store.reload()?;
+            let mut held = Vec::with_capacity(ids.len());
+            for id in ids {
+                if self.has_data(&id)? {
+                    held.push(id);
+                }
+            }
+            ids = held;
+        }
+        self.record_locations(&ids, self.replica_id()?, true)
+    }
+
     /// Makes absent file data a normal state here from now on (in the config
     /// on disk: `self` may be shared, and keeps what it was loaded with).
     pub fn mark_partial(&self) -> RepoResult<()> {

@@ -18,22 +18,21 @@ pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<
 }
 
 /// Records that the remote holds these files' data (it sent or received
-/// them), and this replica too when `here`.
+/// them), and this replica too when `here` (those it still holds: a drop
+/// here may have freed some meanwhile).
 pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: Vec<ObjectId>, here: bool) -> SyncResult<()> {
     if files.is_empty() {
         return Ok(());
     }
-    let stamp = Stamp { time_ns: now_ns(), present: true };
-    let mut replicas = vec![remote];
-    if here {
-        replicas.push(repo.replica_id()?);
-    }
-    replicas.sort();
-    replicas.dedup();
     files.sort_unstable();
     files.dedup();
-    let records = files.iter().flat_map(|key| replicas.iter().map(|replica| LocationRecord { key: *key, replica: *replica, stamp })).collect();
-    repo.note_locations(records)?;
+    if remote != repo.replica_id()? {
+        let stamp = Stamp { time_ns: now_ns(), present: true };
+        repo.note_locations(files.iter().map(|key| LocationRecord { key: *key, replica: remote, stamp }).collect())?;
+    }
+    if here {
+        repo.record_held_here(files)?;
+    }
     Ok(())
 }
 

@@ -50,13 +50,7 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
             there.extend(repo.commit_changes(commit)?.into_iter().filter_map(|c| c.new).filter(|e| e.kind.is_file()).map(|e| e.id));
         }
     }
-    if repo.config.partial {
-        let here: Vec<ObjectId> = there.iter().filter(|f| repo.has_data(f).unwrap_or(false)).copied().collect();
-        record_transfer(repo, repo.replica_id()?, here, false)?;
-        record_transfer(repo, remote, there, false)?;
-    } else {
-        record_transfer(repo, remote, there, true)?;
-    }
+    record_transfer(repo, remote, there, true)?;
     Ok(stats)
 }
 
