@@ -317,13 +317,20 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                     "refusing to drop: confirming the other copies took {} s, too close to their locks' {LOCK_SECONDS} s; nothing was dropped, run the drop again",
                     elapsed.as_secs()
                 ))),
-                Some(s) => match s.remote.drop_content(&ids)? {
-                    (_, locked) if !locked.is_empty() => Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() }),
-                    (freed_bytes, _) => {
-                        repo.record_locations(&ids, s.id, false)?;
-                        Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() })
+                Some(s) => {
+                    // Said before anything goes, as a drop here does: a drop cut
+                    // short (killed, the remote lost) leaves "not known to hold
+                    // it", never a claim of a copy that may be gone.
+                    repo.record_locations(&ids, s.id, false)?;
+                    match s.remote.drop_content(&ids)? {
+                        (_, locked) if !locked.is_empty() => {
+                            // Nothing was dropped there: its copies stand.
+                            repo.record_locations(&ids, s.id, true)?;
+                            Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() })
+                        }
+                        (freed_bytes, _) => Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() }),
                     }
-                },
+                }
                 None => {
                     let done = repo.drop_data(&ids)?;
                     match done.locked.is_empty() {
