@@ -164,23 +164,23 @@ impl Repository {
     /// it is then: a push begun before a drop here and ended after it
     /// claimed the copy the drop had freed, and its newer "present" beat
     /// the drop's "absent" in every log it reached.
-    pub fn record_held_here(&self, mut ids: Vec<ObjectId>) -> RepoResult<()> {
+    pub fn record_held_here(&self, ids: &[ObjectId]) -> RepoResult<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let _guard = self.drop_guard()?;
         // A replica that never dropped nor sliced holds everything it has the history of.
-        if crate::config::Config::load(&self.dmv.join("config"))?.partial {
-            self.store.reload()?;
-            let mut held = Vec::with_capacity(ids.len());
-            for id in ids {
-                if self.has_data(&id)? {
-                    held.push(id);
-                }
-            }
-            ids = held;
+        if !crate::config::Config::load(&self.dmv.join("config"))?.partial {
+            return self.record_locations(ids, self.replica_id()?, true);
         }
-        self.record_locations(&ids, self.replica_id()?, true)
+        self.store.reload()?;
+        let mut held = Vec::with_capacity(ids.len());
+        for id in ids {
+            if self.has_data(id)? {
+                held.push(*id);
+            }
+        }
+        self.record_locations(&held, self.replica_id()?, true)
     }
 
     /// Makes absent file data a normal state here from now on (in the config

@@ -20,7 +20,8 @@ pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<
 /// Records that the remote holds these files' data (it sent or received
 /// them), and this replica too when `here` (those it still holds: a drop
 /// here may have freed some meanwhile).
-pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, mut files: Vec<ObjectId>, here: bool) -> SyncResult<()> {
+/// `files` is left sorted, each once.
+pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &mut Vec<ObjectId>, here: bool) -> SyncResult<()> {
     if files.is_empty() {
         return Ok(());
     }

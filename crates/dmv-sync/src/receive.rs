@@ -73,7 +73,7 @@ pub fn fetch_objects(
     then()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    record_transfer(repo, source, found.files.clone(), true)?;
+    record_transfer(repo, source, &mut found.files, true)?;
     Ok(ObjectsFetched { stats, lacking, files: found.files })
 }
 
@@ -106,8 +106,9 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
     session.finish()?;
     drop(session);
     let source = remote_replica(repo, client)?;
-    let got: Vec<ObjectId> = files.iter().filter(|f| !found.lacking.contains(f)).copied().collect();
-    record_transfer(repo, source, got.clone(), true)?;
+    let lacking: HashSet<ObjectId> = found.lacking.into_iter().collect();
+    let mut got: Vec<ObjectId> = files.iter().filter(|f| !lacking.contains(f)).copied().collect();
+    record_transfer(repo, source, &mut got, true)?;
     // The last request on this connection: a refusal cannot spoil another.
     tell_of_new_copies(repo, client, &got);
     Ok(stats)

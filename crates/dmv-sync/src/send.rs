@@ -50,7 +50,7 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
             there.extend(repo.commit_changes(commit)?.into_iter().filter_map(|c| c.new).filter(|e| e.kind.is_file()).map(|e| e.id));
         }
     }
-    record_transfer(repo, remote, there, true)?;
+    record_transfer(repo, remote, &mut there, true)?;
     Ok(stats)
 }
 
