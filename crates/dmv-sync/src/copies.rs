@@ -100,23 +100,22 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
     ids.dedup();
     let mut unreachable = Vec::new();
     let mut reached = reach_all(repo, None, &mut unreachable)?;
-    // Replicas by number (u16: the few that hold copies, however many files).
-    let mut replicas: Vec<ReplicaId> = Vec::new();
-    let mut live: Vec<(u16, Vec<bool>)> = Vec::new();
+    // Replicas by number: the few that hold copies, however many files.
+    let mut replicas = Numbered::default();
+    let mut live: Vec<(u32, Vec<bool>)> = Vec::new();
     for r in &mut reached {
         exchange_locations(repo, r.remote.as_mut(), false)?;
         let answers = r.remote.has(&ids)?;
-        live.push((number(r.id, &mut replicas), answers));
+        live.push((replicas.number(r.id), answers));
     }
     // The holders the log records, per version (by its place in `ids`), read record by record.
     let me = repo.replica_id()?;
-    let mut logged: Vec<Vec<u16>> = vec![Vec::new(); ids.len()];
+    let mut logged: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
     let names = repo
         .locations_where(|r| {
             if r.stamp.present && r.replica != me {
                 if let Ok(i) = ids.binary_search(&r.key) {
-                    let n = number(r.replica, &mut replicas);
-                    logged[i].push(n);
+                    logged[i].push(replicas.number(r.replica));
                 }
             }
             false
@@ -135,11 +134,11 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         }
         names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
     };
-    let shown: Vec<(String, Option<String>)> = replicas.iter().map(|id| (id.to_string(), name_of(id))).collect();
+    let shown: Vec<(String, Option<String>)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id))).collect();
     let me_shown = (me.to_string(), Some(repo.replica_name()));
     for (path, id, size, present) in files {
         let at = ids.binary_search(&id).expect("every file's id is listed");
-        let mut holders: BTreeSet<u16> = logged[at].iter().copied().collect();
+        let mut holders: BTreeSet<u32> = logged[at].iter().copied().collect();
         for (n, answers) in &live {
             match answers[at] {
                 true => holders.insert(*n),
@@ -151,8 +150,8 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
             copies.push(CopyInfo { replica: me_shown.0.clone(), name: me_shown.1.clone(), here: true, reachable: true });
         }
         // In the order of the replicas' ids, as before.
-        let mut others: Vec<u16> = holders.into_iter().collect();
-        others.sort_by_key(|n| replicas[*n as usize]);
+        let mut others: Vec<u32> = holders.into_iter().collect();
+        others.sort_by_key(|n| replicas.ids[*n as usize]);
         for n in others {
             let (replica, name) = &shown[n as usize];
             copies.push(CopyInfo { replica: replica.clone(), name: name.clone(), here: false, reachable: live.iter().any(|(l, _)| *l == n) });
@@ -162,14 +161,20 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
     Ok(())
 }
 
-/// The number of replica `r` in `replicas`, which it joins if new.
-fn number(r: ReplicaId, replicas: &mut Vec<ReplicaId>) -> u16 {
-    match replicas.iter().position(|x| *x == r) {
-        Some(i) => i as u16,
-        None => {
-            replicas.push(r);
-            (replicas.len() - 1) as u16
-        }
+/// Replicas numbered in the order first met (a log from others may name many).
+#[derive(Default)]
+struct Numbered {
+    ids: Vec<ReplicaId>,
+    index: std::collections::HashMap<ReplicaId, u32>,
+}
+
+impl Numbered {
+    fn number(&mut self, r: ReplicaId) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.index.entry(r).or_insert_with(|| {
+            self.ids.push(r);
+            next
+        })
     }
 }
 
