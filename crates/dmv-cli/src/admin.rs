@@ -1,11 +1,8 @@
 //! fsck, gc, stats.
 
-use std::collections::HashSet;
-
 use anyhow::{bail, Result};
 use clap::Args;
-use dmv_repo::store::{GcOptions, VerifyReport};
-use dmv_repo::tree::read_dir;
+use dmv_repo::store::GcOptions;
 use dmv_repo::{human_bytes, GcPolicy, Repository};
 
 use crate::progress::{Progress, Quiet};
@@ -72,63 +69,35 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
 }
 
 fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>) -> Result<u8> {
-    let mut problems: Vec<String> = repo.check_files()?;
     let p = Progress::new("checking");
     let done = std::cell::Cell::new(0u64);
-    let tick = |n: u64| {
+    let found = repo.fsck(a.full, &|n| {
         done.set(done.get() + n);
         p.update(done.get(), 0);
-    };
-    let mut report: VerifyReport = repo.verify_reachable(&tick)?;
-    if a.full {
-        let packs = repo.store.verify_packs(&tick)?;
-        // Every object is in some pack: the pack pass's counts cover the walk's.
-        report.packs_checked = packs.packs_checked;
-        report.objects_checked = packs.objects_checked;
-        report.bytes_checked = packs.bytes_checked;
-        let seen: HashSet<String> = report.damage.iter().map(|d| d.detail.clone()).collect();
-        report.damage.extend(packs.damage.into_iter().filter(|d| !seen.contains(&d.detail)));
-        report.garbage = packs.garbage;
-        problems.extend(repo.check_object_rules()?);
-    }
+    })?;
     p.finish();
-    problems.extend(report.damage.iter().map(|d| d.detail.clone()));
-    // In a partial replica: absent by the slice or a drop is normal; inside the slice and not dropped is lost.
-    let missing: Vec<String> = repo
-        .missing_in_slice()?
+    let missing: Vec<String> = found
+        .missing
         .iter()
         .map(|f| {
-            format!(
-                "{} is inside this replica's slice ({}) but its data is not here and was not dropped; `dmv get {}` fetches it",
-                show_path(&f.path),
-                repo.config.slice,
-                show_path(&f.path)
-            )
+            let path = show_path(&f.path);
+            format!("{path} is inside this replica's slice ({}) but its data is not here and was not dropped; `dmv get {path}` fetches it", repo.config.slice)
         })
         .collect();
-    // Absent versions too few other replicas are known to hold; none at all is a problem.
-    let absent: Vec<dmv_repo::store::ObjectId> = report.absent.iter().filter_map(|hex| dmv_repo::store::ObjectId::from_hex(hex)).collect();
-    let under = repo.under_copied(&absent)?;
-    let mut lost = Vec::new();
-    for u in &under {
-        let what = match &u.path {
-            Some(path) => format!("{} (version {})", printable(path), u.id.short()),
-            None => format!("version {} of a file of older history", u.id.short()),
-        };
-        match u.known_copies {
-            0 => lost.push(format!("{what}: its data is not here and no other replica is known to hold it (`dmv whereis` asks the remotes)")),
-            n => println!("note: {what}: {n} other copies known, drop.numcopies is {}", u.numcopies),
-        }
-    }
+    let what = |u: &dmv_repo::UnderCopied| match &u.path {
+        Some(path) => format!("{} (version {})", printable(path), u.id.short()),
+        None => format!("version {} of a file of older history", u.id.short()),
+    };
+    let lost: Vec<String> = found.lost().map(|u| format!("{}: its data is not here and no other replica is known to hold it (`dmv whereis` asks the remotes)", what(u))).collect();
+    let report = &found.report;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"report": report, "problems": problems, "missing": missing, "under_copied": under, "lost": lost, "repair": repaired})
-            )?
-        );
+        let json = serde_json::json!({"report": report, "problems": found.problems, "missing": missing, "under_copied": found.under_copied, "lost": lost, "repair": repaired});
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        for line in &problems {
+        for u in found.under_copied.iter().filter(|u| u.known_copies > 0) {
+            println!("note: {}: {} other copies known, drop.numcopies is {}", what(u), u.known_copies, u.numcopies);
+        }
+        for line in &found.problems {
             println!("damaged: {line}");
         }
         for line in &missing {
@@ -152,14 +121,13 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
             report.objects_checked,
             report.bytes_checked,
             if a.full { format!(" in {} packs", report.packs_checked) } else { String::new() },
-            if problems.is_empty() && missing.is_empty() && lost.is_empty() {
-                "no problems found".to_string()
-            } else {
-                format!("{} problems", problems.len() + missing.len() + lost.len())
+            match found.problem_count() {
+                0 => "no problems found".to_string(),
+                n => format!("{n} problems"),
             }
         );
     }
-    Ok(if problems.is_empty() && missing.is_empty() && lost.is_empty() { 0 } else { 1 })
+    Ok(u8::from(found.problem_count() > 0))
 }
 
 #[derive(Args)]
@@ -243,53 +211,9 @@ pub struct StatsArgs {
     json: bool,
 }
 
-#[derive(serde::Serialize)]
-pub struct RepoStats {
-    pub commits: u64,
-    /// Sum over all commits of the size of every file in them: what plain copies would take.
-    pub logical_bytes: u64,
-    /// Bytes of pack files on disk.
-    pub stored_bytes: u64,
-    /// Raw bytes of distinct chunks.
-    pub unique_content_bytes: u64,
-    pub dedup_ratio: f64,
-    pub objects: usize,
-    pub chunks: usize,
-    pub packs: usize,
-    pub files_in_objects_dir: usize,
-}
-
-pub fn collect_stats(repo: &Repository) -> Result<RepoStats> {
-    let s = repo.store.stats()?;
-    let commit_roots: Vec<_> = repo.roots_to_check()?.into_iter().filter(|id| repo.store.kind_of(id).map(|k| k == dmv_repo::store::ObjectKind::Commit).unwrap_or(false)).collect();
-    let mut commits = 0;
-    let mut logical = 0;
-    for info in repo.walk(&commit_roots)? {
-        let info = info?;
-        commits += 1;
-        logical += read_dir(&repo.store, &info.commit.tree)?.iter().map(|e| e.size).sum::<u64>();
-    }
-    let files = walk_count(&repo.dmv.join("objects"));
-    Ok(RepoStats {
-        commits,
-        logical_bytes: logical,
-        stored_bytes: s.stored_bytes,
-        unique_content_bytes: s.unique_content_bytes,
-        dedup_ratio: if s.stored_bytes > 0 { logical as f64 / s.stored_bytes as f64 } else { 0.0 },
-        objects: s.objects,
-        chunks: s.chunks,
-        packs: s.packs,
-        files_in_objects_dir: files,
-    })
-}
-
-fn walk_count(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir).map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { walk_count(&e.path()) } else { 1 }).sum()).unwrap_or(0)
-}
-
 pub fn stats(a: StatsArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let s = collect_stats(&repo)?;
+    let s = repo.stats()?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {

@@ -11,7 +11,6 @@ use dmv_repo::store::ChunkParams;
 use dmv_repo::{human_bytes, Repository};
 use rand::{Rng, RngCore, SeedableRng};
 
-use crate::admin::collect_stats;
 use crate::progress::Progress;
 
 #[derive(Args)]
@@ -100,7 +99,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let repo = Repository::init(&root, ChunkParams::default())?;
     println!("\n1. dmv init; dmv add .; dmv commit -m 'Day 1 shoot'");
     let t1 = commit_all(&repo, "Day 1 shoot")?;
-    let first = collect_stats(&repo)?;
+    let first = repo.stats()?;
     println!("  {} of media -> {} stored ({:.0} MB/s)", human_bytes(first.logical_bytes), human_bytes(first.stored_bytes), first.logical_bytes as f64 / 1e6 / t1);
 
     println!("\n2. Retouch three photos, extend a take, add two photos, rename the audio folder");
@@ -123,7 +122,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     }
     repo.mv(b"shoot/audio", b"shoot/sound")?;
     let t2 = commit_all(&repo, "Retouch, extra takes, rename audio")?;
-    let second = collect_stats(&repo)?;
+    let second = repo.stats()?;
     let added = second.stored_bytes - first.stored_bytes;
     println!("  store grew by {} for {} of new history ({:.2} s)", human_bytes(added), human_bytes(second.logical_bytes - first.logical_bytes), t2);
 

@@ -6,10 +6,9 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, read_dir};
-use dmv_repo::{diff_flat, human_bytes, Change, ChangeKind, FlatTree, Repository};
+use dmv_repo::{diff_flat, human_bytes, Change, ChangeKind, DiffSide, FlatTree, Repository};
 
-use crate::media::media_facts;
-use crate::repo_args::{entry_at, open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
 pub struct LogArgs {
@@ -252,11 +251,9 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
     })
 }
 
-/// Files up to this size that are text get a unified diff; others one line.
-const TEXT_DIFF_LIMIT: u64 = 1 << 20;
-
 /// git's default diff: a unified diff of each text file, and for media and
-/// other binary files one line with the sizes before and after.
+/// other binary files one line with what a person knows them by and the
+/// sizes before and after.
 fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
     for c in changes {
         let path = show_path(&c.path);
@@ -266,61 +263,28 @@ fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_
             (Some(_), None) => writeln!(out, "deleted file")?,
             _ => {}
         }
-        let old = text_of(repo, c.old.as_ref(), None)?;
-        let new = text_of(repo, c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
+        let old = repo.diff_side(c.old.as_ref(), None)?;
+        let new = repo.diff_side(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
         match (old, new) {
-            (Some(old), Some(new)) => {
+            (DiffSide::Text(old), DiffSide::Text(new)) => {
                 let (from, to) = (if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() }, if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() });
                 write!(out, "{}", similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to))?;
             }
-            _ => {
-                let (before, after) = (describe(repo, c.old.as_ref(), None)?, describe(repo, c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?);
-                writeln!(out, "Binary files differ ({before} -> {after})")?;
-            }
+            (old, new) => writeln!(out, "Binary files differ ({} -> {})", describe(c.old.as_ref(), old), describe(c.new.as_ref(), new))?,
         }
     }
     Ok(())
 }
 
-/// A file's content as text, if it is text and small enough to show
-/// (an absent entry is empty text); read from the working tree at `worktree_path`.
-fn text_of(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Option<&[u8]>) -> Result<Option<String>> {
-    let Some(e) = e else { return Ok(Some(String::new())) };
-    if e.size > TEXT_DIFF_LIMIT || e.kind == EntryKind::Dir {
-        return Ok(None);
-    }
-    let bytes = match worktree_path {
-        Some(p) if e.kind != EntryKind::Symlink => std::fs::read(repo.abs_path(p))?,
-        Some(p) => std::fs::read_link(repo.abs_path(p)).map(|t| t.into_os_string().into_encoded_bytes())?,
-        None if repo.is_absent(e)? => return Ok(None),
-        None => {
-            let mut bytes = Vec::with_capacity(e.size as usize);
-            repo.store.write_content(&e.id, &mut bytes)?;
-            bytes
-        }
+/// A side of a binary change: its facts and size, or "none" where the file is not.
+fn describe(entry: Option<&dmv_repo::FlatEntry>, side: DiffSide) -> String {
+    let Some(e) = entry else { return "none".into() };
+    let mut facts = match side {
+        DiffSide::Binary { facts } => facts,
+        DiffSide::Text(_) => Vec::new(),
     };
-    // git's test for binary: a NUL in the first 8,000 bytes.
-    if bytes.iter().take(8000).any(|b| *b == 0) {
-        return Ok(None);
-    }
-    Ok(String::from_utf8(bytes).ok())
-}
-
-/// A binary file as a person knows it: a picture's size and date taken, a
-/// sound's or film's duration (see [`media_facts`]), and its size.
-fn describe(repo: &Repository, e: Option<&dmv_repo::FlatEntry>, worktree_path: Option<&[u8]>) -> Result<String> {
-    let Some(e) = e else { return Ok("none".into()) };
-    let size = human_bytes(e.size);
-    if e.kind != EntryKind::File && e.kind != EntryKind::Executable {
-        return Ok(size);
-    }
-    let mut facts = match worktree_path {
-        Some(p) => media_facts(std::fs::File::open(repo.abs_path(p))?),
-        None if repo.is_absent(e)? => Vec::new(),
-        None => media_facts(repo.store.seekable_content(&e.id)?),
-    };
-    facts.push(size);
-    Ok(facts.join(", "))
+    facts.push(human_bytes(e.size));
+    facts.join(", ")
 }
 
 /// A, M, D or R with the share of the content kept (git's R100, R087), and the paths.
@@ -357,20 +321,8 @@ pub struct CatArgs {
 pub fn cat(a: CatArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (rev, path) = a.spec.split_once(':').ok_or_else(|| anyhow!("expected REV:PATH, got '{}'", a.spec))?;
-    let (commit, entry) = entry_at(&repo, rev, path)?;
-    if repo.is_absent(&entry)? {
-        // A partial replica fetches the data on demand.
-        let options = dmv_sync::GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: commit, remote: None };
-        dmv_sync::get(&repo, &options, &dmv_sync::Silent)?;
-    }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    match entry.kind {
-        EntryKind::Dir => bail!("'{path}' is a directory; use ls-tree"),
-        _ => {
-            repo.store.write_content(&entry.id, &mut out)?;
-        }
-    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    dmv_sync::write_file_at(&repo, rev, path, &mut out, &dmv_sync::Silent)?;
     out.flush()?;
     Ok(0)
 }
@@ -388,7 +340,7 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
     let repo = open_repo()?;
     let spec = a.spec.unwrap_or_else(|| "HEAD".into());
     let (rev, path) = spec.split_once(':').unwrap_or((&spec, ""));
-    let (_, entry) = entry_at(&repo, rev, path)?;
+    let (_, entry) = repo.entry_at(rev, path)?;
     if entry.kind != EntryKind::Dir {
         bail!("'{path}' is not a directory");
     }

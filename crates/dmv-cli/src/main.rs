@@ -5,7 +5,6 @@ mod demo;
 mod import;
 mod inspect;
 mod locks;
-mod media;
 mod mergecmd;
 mod partial;
 mod progress;
@@ -248,78 +247,13 @@ fn main() -> ExitCode {
             }
             let mut line = repo_args::printable(&msg.join(": ").replace('\n', " "));
             line.truncate(line.trim_end().len());
-            if let Some(mount) = full_disk(&e) {
+            if let Some(mount) = dmv_sync::full_file_system(e.chain()) {
                 line.push_str(&format!(" (the file system mounted at {} is full: free some space there and run the command again)", mount.display()));
             }
             eprintln!("dmv: {line}");
             ExitCode::from(128)
         }
     }
-}
-
-/// Where the disk that ran out of space is mounted, if that is what went wrong.
-fn full_disk(e: &anyhow::Error) -> Option<std::path::PathBuf> {
-    let full = |io: &std::io::Error| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT));
-    let mut path = None;
-    let mut is_full = false;
-    for cause in e.chain() {
-        if let Some((p, io)) = failed_file(cause) {
-            (path, is_full) = (Some(p.to_path_buf()), is_full || full(io));
-        } else if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            is_full |= full(io);
-        }
-    }
-    if !is_full {
-        return None;
-    }
-    let path = path.or_else(|| std::env::current_dir().ok())?;
-    Some(mount_point(&path))
-}
-
-/// The file whose I/O failed, if the error says.
-fn failed_file<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<(&'a std::path::Path, &'a std::io::Error)> {
-    use dmv_repo::store::StoreError;
-    use dmv_repo::RepoError;
-    use dmv_sync::SyncError;
-    fn store(s: &StoreError) -> Option<(&std::path::Path, &std::io::Error)> {
-        match s {
-            StoreError::Io { path, source } => Some((path.as_path(), source)),
-            _ => None,
-        }
-    }
-    if let Some(s) = e.downcast_ref::<StoreError>() {
-        return store(s);
-    }
-    fn repo(r: &RepoError) -> Option<(&std::path::Path, &std::io::Error)> {
-        match r {
-            RepoError::Io { path, cause } => Some((path.as_path(), cause)),
-            RepoError::Store(s) => store(s),
-            _ => None,
-        }
-    }
-    if let Some(r) = e.downcast_ref::<RepoError>() {
-        return repo(r);
-    }
-    match e.downcast_ref::<SyncError>()? {
-        SyncError::Store(s) => store(s),
-        SyncError::Repo(r) => repo(r),
-        SyncError::CloneStopped { cause, .. } => failed_file(cause.as_ref()),
-        _ => None,
-    }
-}
-
-/// The mount point of the file system holding `path` (or its nearest existing folder).
-fn mount_point(path: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    let mut at = path.ancestors().find(|p| p.exists()).unwrap_or(std::path::Path::new("/")).to_path_buf();
-    let Ok(dev) = std::fs::metadata(&at).map(|m| m.dev()) else { return at };
-    while let Some(parent) = at.parent() {
-        if std::fs::metadata(parent).map(|m| m.dev()).ok() != Some(dev) {
-            break;
-        }
-        at = parent.to_path_buf();
-    }
-    at
 }
 
 /// Man pages made from the same definition as `--help`.

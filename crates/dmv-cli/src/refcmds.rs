@@ -7,7 +7,7 @@ use clap::Args;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, Repository};
 
-use crate::repo_args::{entry_at, open_repo};
+use crate::repo_args::open_repo;
 
 #[derive(Args)]
 pub struct UpdateRefArgs {
@@ -204,7 +204,7 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
             continue;
         }
         let id = match rev.split_once(':') {
-            Some((commit, path)) => entry_at(&repo, commit, path)?.1.id,
+            Some((commit, path)) => repo.entry_at(commit, path)?.1.id,
             None => repo.resolve(rev)?,
         };
         println!("{}", if a.short { id.short() } else { id.to_hex() });

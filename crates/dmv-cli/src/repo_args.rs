@@ -33,22 +33,6 @@ pub fn check_worktree() -> Option<dmv_repo::RepoError> {
     }
 }
 
-/// What `REV:PATH` names: the commit `REV` resolves to and the entry at
-/// `PATH` in it (its root folder when empty). `:PATH`, with no REV, names
-/// the staged version of a file, as git's does; with HEAD's commit, if any,
-/// for fetching its data.
-pub fn entry_at(repo: &dmv_repo::Repository, rev: &str, path: &str) -> anyhow::Result<(Option<dmv_repo::store::ObjectId>, dmv_repo::FlatEntry)> {
-    let path = path.trim_matches('/');
-    if rev.is_empty() {
-        let staged = repo.load_dirstate()?.entries.get(path.as_bytes()).map(|e| dmv_repo::FlatEntry { kind: e.kind, id: e.id, size: e.size });
-        return Ok((repo.head_commit()?, staged.ok_or_else(|| anyhow::anyhow!("path '{path}' is not in the staging area"))?));
-    }
-    let commit = repo.resolve(rev)?;
-    let tree = repo.commit(&commit)?.tree;
-    let entry = dmv_repo::tree::lookup(&repo.store, &tree, path.as_bytes())?;
-    Ok((Some(commit), entry.ok_or_else(|| anyhow::anyhow!("path '{path}' does not exist in {rev}"))?))
-}
-
 /// Command-line paths as repository-relative byte paths.
 pub fn repo_paths(repo: &dmv_repo::Repository, paths: &[PathBuf]) -> anyhow::Result<Vec<Vec<u8>>> {
     let cwd = std::env::current_dir()?;

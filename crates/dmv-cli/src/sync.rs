@@ -209,13 +209,7 @@ pub struct PullArgs {
 pub fn pull(a: PullArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
-    // With nothing named, the current branch's upstream when it has one.
-    let upstream = current_upstream(&repo).filter(|_| a.remote.is_none());
-    let branch = a.branch.clone().or_else(|| upstream.map(|u| u.branch));
-    let remote = match &a.remote {
-        Some(name) => dmv_sync::find_remote(&repo, name)?,
-        None => dmv_sync::default_remote(&repo, "pull")?,
-    };
+    let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
     let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
     if quiet {
@@ -304,21 +298,7 @@ pub fn push(a: PushArgs) -> Result<u8> {
     print_pushed(&remote.spec.url, &pushed, a.force, quiet);
     if a.set_upstream {
         let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
-        let mut set = Vec::new();
-        for spec in &specs {
-            let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
-            let (src, dst) = (src.strip_prefix("refs/heads/").unwrap_or(src), dst.strip_prefix("refs/heads/").unwrap_or(dst));
-            // Only a local branch can follow one.
-            if repo.refs.get(&format!("refs/heads/{src}"))?.is_some() {
-                set.push((src.to_string(), dmv_repo::Upstream { remote: name.clone(), branch: dst.to_string() }));
-            }
-        }
-        repo.update_config(|cfg| {
-            for (branch, up) in &set {
-                cfg.upstreams.insert(branch.clone(), up.clone());
-            }
-            Ok::<_, dmv_repo::RepoError>(())
-        })?;
+        let set = dmv_sync::follow_pushed(&mut repo, &name, &specs)?;
         if !quiet {
             for (branch, up) in set {
                 eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
@@ -326,12 +306,6 @@ pub fn push(a: PushArgs) -> Result<u8> {
         }
     }
     Ok(0)
-}
-
-/// The upstream of the branch HEAD is on, if it has one.
-fn current_upstream(repo: &dmv_repo::Repository) -> Option<dmv_repo::Upstream> {
-    let branch = dmv_sync::current_branch(repo).ok()?;
-    repo.config.upstreams.get(&branch).cloned()
 }
 
 fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use dmv_repo::store::ChunkParams;
-use dmv_repo::{ChangeKind, Head, Repository};
+use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repository};
 
 use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
@@ -423,59 +423,34 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
-    // commit -a stages and commits as one change of the working-tree state.
-    let _wlock = repo.lock_worktree()?;
-    if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = dmv_sync::check_commit(&repo, a.all)? {
+    let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    let request = CommitRequest { message: message.as_deref(), all: a.all, amend: a.amend };
+    let p = Progress::new("adding");
+    let (check, committed) = dmv_sync::commit(&repo, &request, &|d, t| p.update(d, t))?;
+    if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = check {
         eprintln!("warning: could not ask {remote} whether someone else holds a lock on the files you changed ({why}); committing anyway (the push will be checked)");
     }
-    if a.amend {
-        if a.all {
-            let p = Progress::new("adding");
-            repo.add(&[Vec::new()], true, &|d, t| p.update(d, t))?;
-        }
-        let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
-        let id = repo.commit_amend(message.as_deref())?;
-        if !quiet {
-            println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
-        }
-        return Ok(0);
-    }
-    let message = match (a.message.is_empty(), repo.merge_state()?) {
-        (false, _) => a.message.join("\n\n"),
-        (true, Some(m)) => format!("Merge {}", m.label),
-        (true, None) => bail!("a commit message is required: dmv commit -m MESSAGE"),
-    };
-    let committed = match a.all {
-        true => {
-            let p = Progress::new("adding");
-            repo.commit_all(&message, &|d, t| p.update(d, t))?
-        }
-        false => repo.commit_staged(&message)?,
-    };
     match committed {
-        Some(_) if quiet => Ok(0),
-        Some(id) => {
-            let branch = branch_label(&repo)?;
-            let root = if repo.commit(&id)?.parents.is_empty() { " (root-commit)" } else { "" };
-            if !repo.identity_is_set() {
+        Committed::Made { .. } if quiet => Ok(0),
+        Committed::Made { id, root } => {
+            if !a.amend && !repo.identity_is_set() {
                 eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
             }
-            println!("[{branch}{root} {}] {}", id.short(), message.lines().next().unwrap_or(""));
+            let root = if root { " (root-commit)" } else { "" };
+            println!("[{}{root} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
             Ok(0)
         }
-        None => {
-            // As git says it: what there is instead, and what to do about it.
-            let st = repo.status_listing()?;
-            let why = if !st.unstaged.is_empty() {
-                "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")"
-            } else if !st.untracked.is_empty() {
-                "nothing added to commit but untracked files present (use \"dmv add\" to track)"
-            } else if repo.head_commit()?.is_none() {
-                "nothing to commit (create/copy files and use \"dmv add\" to track)"
-            } else {
-                "nothing to commit, working tree clean"
-            };
-            println!("{why}");
+        // As git says it: what there is instead, and what to do about it.
+        Committed::Nothing(why) => {
+            println!(
+                "{}",
+                match why {
+                    NothingToCommit::ChangesNotStaged => "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")",
+                    NothingToCommit::OnlyUntracked => "nothing added to commit but untracked files present (use \"dmv add\" to track)",
+                    NothingToCommit::NoFiles => "nothing to commit (create/copy files and use \"dmv add\" to track)",
+                    NothingToCommit::Clean => "nothing to commit, working tree clean",
+                }
+            );
             Ok(1)
         }
     }
@@ -497,10 +472,7 @@ pub fn restore(a: RestoreArgs) -> Result<u8> {
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let source = a.source.map(|s| repo.resolve(&s)).transpose()?;
-    if !a.staged {
-        fetch_absent(&repo, &specs, source)?;
-    }
-    repo.restore(&specs, source, a.staged)?;
+    dmv_sync::restore(&repo, &specs, source, a.staged, &crate::progress::Phases::default())?;
     Ok(0)
 }
 
@@ -527,14 +499,6 @@ pub struct BranchArgs {
     verbose: u8,
     #[arg(long)]
     json: bool,
-}
-
-/// A partial replica fetches the data of files it is asked to write and lacks.
-fn fetch_absent(repo: &Repository, specs: &[Vec<u8>], rev: Option<dmv_repo::store::ObjectId>) -> Result<()> {
-    if repo.config.partial {
-        dmv_sync::get(repo, &dmv_sync::GetOptions { paths: specs.to_vec(), rev, remote: None }, &crate::progress::Phases::default())?;
-    }
-    Ok(())
 }
 
 fn current_branch(repo: &Repository) -> Result<Option<String>> {
@@ -602,31 +566,12 @@ pub struct SwitchArgs {
 }
 
 fn switch_to_branch(repo: &mut Repository, name: &str, quiet: bool) -> Result<()> {
-    let full = format!("refs/heads/{name}");
-    if repo.refs.get(&full)?.is_none() {
-        // As git: a branch only one remote has is made here from its remote-tracking branch.
-        match repo.remote_branches_named(name)?.as_slice() {
-            [] => bail!("no branch named '{name}'"),
-            [(remote_ref, id)] => {
-                repo.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
-                let short = remote_ref.trim_start_matches("refs/remotes/");
-                if let Some((remote, branch)) = short.split_once('/') {
-                    let upstream = dmv_repo::Upstream { remote: remote.to_string(), branch: branch.to_string() };
-                    repo.update_config(|cfg| Ok::<_, dmv_repo::RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
-                }
-                if !quiet {
-                    eprintln!("Branch '{name}' set up to follow '{short}'.");
-                }
-            }
-            several => {
-                let names: Vec<&str> = several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/")).collect();
-                bail!("'{name}' is a branch of several remotes ({}): name one, as in dmv switch -c {name} {}", names.join(", "), names[0]);
-            }
-        }
-    }
     let p = Progress::new("checkout");
-    repo.switch_to(&Head::Branch(full), &|d, t| p.update(d, t))?;
+    let made_from = repo.switch_to_branch(name, &|d, t| p.update(d, t))?;
     if !quiet {
+        if let Some(remote_branch) = made_from {
+            eprintln!("Branch '{name}' set up to follow '{remote_branch}'.");
+        }
         eprintln!("Switched to branch '{name}'");
     }
     Ok(())
@@ -668,8 +613,7 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
             let source = repo.resolve(target)?;
             repo.restore(&specs, Some(source), true)?;
         }
-        fetch_absent(&repo, &specs, None)?;
-        repo.restore(&specs, None, false)?;
+        dmv_sync::restore(&repo, &specs, None, false, &crate::progress::Phases::default())?;
         return Ok(0);
     }
     if let Some(b) = a.new_branch {

@@ -53,6 +53,17 @@ pub enum RepoError {
     RefChanged { name: String, expected: String, found: String },
     #[error("{name} already exists")]
     RefExists { name: String },
+    #[error("'{path}' is a folder")]
+    IsAFolder { path: String },
+    #[error("path '{path}' is not in the staging area")]
+    PathNotStaged { path: String },
+    #[error("path '{path}' does not exist in {rev}")]
+    PathNotInRevision { path: String, rev: String },
+    #[error("no branch named '{name}'")]
+    NoSuchBranch { name: String },
+    /// `remotes`: each remote's branch of that name, as `REMOTE/NAME`.
+    #[error("'{name}' is a branch of several remotes ({}): name the one to start from", remotes.join(", "))]
+    BranchOfSeveralRemotes { name: String, remotes: Vec<String> },
     #[error("{kind} '{name}' not found")]
     NoSuchRef { kind: &'static str, name: String },
     #[error("cannot delete branch '{name}': it is checked out")]
@@ -140,6 +151,8 @@ pub enum RepoError {
     NothingToRevert { commit: String },
     #[error("cannot revert {commit}: it is a merge, and which side to keep is not known")]
     RevertMerge { commit: String },
+    #[error("a commit message is required")]
+    MessageRequired,
     #[error("there is no merge to abort")]
     NoMergeToAbort,
     #[error("{path} is not in conflict")]
@@ -164,6 +177,15 @@ fn first_ten(paths: &[String]) -> String {
 impl RepoError {
     pub fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
         RepoError::Io { path: path.into(), cause }
+    }
+
+    /// The file whose I/O failed, and how, if that is what went wrong.
+    pub fn failed_file(&self) -> Option<(&std::path::Path, &std::io::Error)> {
+        match self {
+            RepoError::Io { path, cause } => Some((path, cause)),
+            RepoError::Store(s) => s.failed_file(),
+            _ => None,
+        }
     }
 }
 

@@ -43,6 +43,14 @@ impl StoreError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         StoreError::Io { path: path.into(), source }
     }
+
+    /// The file whose I/O failed, and how, if that is what went wrong.
+    pub fn failed_file(&self) -> Option<(&std::path::Path, &std::io::Error)> {
+        match self {
+            StoreError::Io { path, source } => Some((path, source)),
+            _ => None,
+        }
+    }
 }
 
 /// Attach a path to an io::Result.

@@ -95,6 +95,52 @@ impl SyncError {
     pub fn local(what: impl Into<String>, cause: std::io::Error) -> SyncError {
         SyncError::Local { what: what.into(), cause }
     }
+
+    /// The file whose I/O failed, and how, if that is what went wrong.
+    pub fn failed_file(&self) -> Option<(&std::path::Path, &std::io::Error)> {
+        match self {
+            SyncError::Store(s) => s.failed_file(),
+            SyncError::Repo(r) => r.failed_file(),
+            SyncError::CloneStopped { cause, .. } => cause.failed_file(),
+            _ => None,
+        }
+    }
+}
+
+/// Where the file system that ran out of space (or of quota) is mounted, if
+/// that is what an error, or one of its causes, says went wrong: the one
+/// fact that tells a person what to do about a failed write.
+pub fn full_file_system<'a>(causes: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<PathBuf> {
+    let full = |io: &std::io::Error| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT));
+    let (mut path, mut is_full) = (None, false);
+    for cause in causes {
+        let failed = cause.downcast_ref::<StoreError>().and_then(StoreError::failed_file);
+        let failed = failed.or_else(|| cause.downcast_ref::<RepoError>().and_then(RepoError::failed_file));
+        let failed = failed.or_else(|| cause.downcast_ref::<SyncError>().and_then(SyncError::failed_file));
+        if let Some((p, io)) = failed {
+            (path, is_full) = (Some(p.to_path_buf()), is_full || full(io));
+        } else if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            is_full |= full(io);
+        }
+    }
+    if !is_full {
+        return None;
+    }
+    Some(mount_point(&path.or_else(|| std::env::current_dir().ok())?))
+}
+
+/// The mount point of the file system holding `path` (or its nearest existing folder).
+fn mount_point(path: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let mut at = path.ancestors().find(|p| p.exists()).unwrap_or(std::path::Path::new("/")).to_path_buf();
+    let Ok(dev) = std::fs::metadata(&at).map(|m| m.dev()) else { return at };
+    while let Some(parent) = at.parent() {
+        if std::fs::metadata(parent).map(|m| m.dev()).ok() != Some(dev) {
+            break;
+        }
+        at = parent.to_path_buf();
+    }
+    at
 }
 
 /// The first few of `names`, and how many more: a message stays one line.

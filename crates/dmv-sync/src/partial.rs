@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
-use dmv_repo::{EarlyCheckout, Repository, Slice};
+use dmv_repo::{EarlyCheckout, RepoError, Repository, Slice};
 
 use crate::locations::holder_names;
 use crate::objects::TransferStats;
@@ -35,6 +36,29 @@ pub struct Got {
     /// The remote the data came from (None: nothing was missing).
     pub from: Option<String>,
     pub stats: TransferStats,
+}
+
+/// `restore` (and `checkout -- PATH`) in any replica: in a partial one the
+/// data of the files to be written is fetched first, from `source`'s
+/// commit or HEAD's.
+pub fn restore(repo: &Repository, paths: &[Vec<u8>], source: Option<ObjectId>, staged: bool, progress: &dyn Progress) -> SyncResult<usize> {
+    if !staged && repo.config.partial {
+        get(repo, &GetOptions { paths: paths.to_vec(), rev: source, remote: None }, progress)?;
+    }
+    Ok(repo.restore(paths, source, staged)?)
+}
+
+/// `cat REV:PATH`: writes a file version's content to `out`, fetching its
+/// data first when this replica lacks it. Returns the bytes written.
+pub fn write_file_at(repo: &Repository, rev: &str, path: &str, out: &mut dyn std::io::Write, progress: &dyn Progress) -> SyncResult<u64> {
+    let (commit, entry) = repo.entry_at(rev, path)?;
+    if entry.kind == EntryKind::Dir {
+        return Err(RepoError::IsAFolder { path: path.trim_matches('/').to_string() }.into());
+    }
+    if repo.is_absent(&entry)? {
+        get(repo, &GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: commit, remote: None }, progress)?;
+    }
+    Ok(repo.store.write_content(&entry.id, out)?)
 }
 
 /// Fetches the data of the files matching `options.paths` that is not here,

@@ -6,7 +6,7 @@
 //! lockable files to leave writable.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{KnownLocks, Lockable, PathLock, RepoError, Repository, ATTRIBUTES_FILE};
+use dmv_repo::{CommitRequest, Committed, KnownLocks, Lockable, PathLock, RepoError, Repository, ATTRIBUTES_FILE};
 
 use crate::client::{PathLocks, Remote};
 use crate::remotes::{default_remote, find_remote, NamedRemote};
@@ -100,6 +100,15 @@ pub enum CommitLockCheck {
     Clear,
     /// The remote could not be asked: go on, and say so.
     Unchecked { remote: String, why: String },
+}
+
+/// `commit`, as one call: the lock check of [`check_commit`], then
+/// [`Repository::commit_with`], under one hold of the working-tree lock so
+/// that what was checked is what is committed.
+pub fn commit(repo: &Repository, request: &CommitRequest<'_>, progress: &dyn Fn(u64, u64)) -> SyncResult<(CommitLockCheck, Committed)> {
+    let _wlock = repo.lock_worktree()?;
+    let check = check_commit(repo, request.all)?;
+    Ok((check, repo.commit_with(request, progress)?))
 }
 
 /// Before a commit (of the staged changes, or with `all` of every change

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{Head, RefUpdate, Repository};
+use dmv_repo::{Head, RefUpdate, RepoError, Repository, Upstream};
 
 use crate::client::Remote;
 use crate::locations::exchange_locations;
@@ -47,6 +47,28 @@ pub fn current_branch(repo: &Repository) -> SyncResult<String> {
         Head::Branch(b) => Ok(b.strip_prefix("refs/heads/").unwrap_or(&b).to_string()),
         Head::Detached(_) => Err(SyncError::DetachedHead),
     }
+}
+
+/// `push -u`: makes each local branch of the pushed `specs` (`BRANCH` or
+/// `SRC:DST`) follow the remote branch it was pushed to, as `pull` and
+/// `branch -vv` then take it. Returns what was set, by local branch.
+pub fn follow_pushed(repo: &mut Repository, remote_name: &str, specs: &[String]) -> SyncResult<Vec<(String, Upstream)>> {
+    let mut set = Vec::new();
+    for spec in specs {
+        let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
+        let (src, dst) = (src.strip_prefix("refs/heads/").unwrap_or(src), dst.strip_prefix("refs/heads/").unwrap_or(dst));
+        // Only a local branch can follow one.
+        if repo.refs.get(&format!("refs/heads/{src}"))?.is_some() {
+            set.push((src.to_string(), Upstream { remote: remote_name.to_string(), branch: dst.to_string() }));
+        }
+    }
+    repo.update_config(|cfg| {
+        for (branch, up) in &set {
+            cfg.upstreams.insert(branch.clone(), up.clone());
+        }
+        Ok::<_, RepoError>(())
+    })?;
+    Ok(set)
 }
 
 /// Pushes to `remote`; `remote_name` (if it is a configured remote) gives

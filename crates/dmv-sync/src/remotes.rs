@@ -91,6 +91,21 @@ pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<Named
     }
 }
 
+/// What a `pull` with `remote` and `branch` as given (either may be
+/// missing) merges: the named remote or the default one, and the named
+/// branch, else (with no remote named) the current branch's upstream's, else
+/// None (the current branch's name, as [`crate::pull`] takes it).
+pub fn pull_source(repo: &Repository, remote: Option<&str>, branch: Option<&str>) -> SyncResult<(NamedRemote, Option<String>)> {
+    let Some(name) = remote else {
+        let upstream = match repo.head()? {
+            dmv_repo::Head::Branch(b) => b.strip_prefix("refs/heads/").and_then(|b| repo.config.upstreams.get(b)).map(|u| u.branch.clone()),
+            dmv_repo::Head::Detached(_) => None,
+        };
+        return Ok((default_remote(repo, "pull")?, branch.map(str::to_string).or(upstream)));
+    };
+    Ok((find_remote(repo, name)?, branch.map(str::to_string)))
+}
+
 /// The configured remotes in the order to try them for data: `origin`
 /// first, then by name.
 pub fn remotes_in_order(repo: &Repository) -> Vec<String> {

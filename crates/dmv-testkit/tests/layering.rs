@@ -593,7 +593,7 @@ const FRONT_END_DEPENDENCIES: &[&str] = &["clap", "clap_complete", "clap_mangen"
 const STARTS_PROGRAMS: &[(&str, &str)] = &[
     ("crates/dmv-sync/src/ssh.rs", "the ssh transport runs ssh"),
     ("crates/dmv-sync/src/remote.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
-    ("crates/dmv-repo/src/mergetool.rs", "runs the merge tool the person configured"),
+    ("crates/dmv-repo/src/merge/mergetool.rs", "runs the merge tool the person configured"),
     ("crates/dmv-testkit/src/lib.rs", "the tests' helpers run dmv, git and servers"),
 ];
 

@@ -1,0 +1,105 @@
+//! Branches and tags as a user names them (`main`, `v1`): creating,
+//! deleting and renaming them with the rules every front end keeps (the
+//! checked-out branch is not deleted; renaming it moves HEAD along).
+
+use dmv_store::ObjectId;
+
+use crate::repository::config::Upstream;
+use crate::repository::refs::{Head, RefUpdate};
+use crate::repository::repo::Repository;
+use crate::RepoError;
+use crate::RepoResult;
+
+impl Repository {
+    /// The remote-tracking branches named `name` on any remote
+    /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
+    /// a remote has so far.
+    pub fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
+        let mut found = self.refs.list("refs/remotes/")?;
+        found.retain(|(full, _)| full.strip_prefix("refs/remotes/").and_then(|rest| rest.split_once('/')).is_some_and(|(_, branch)| branch == name));
+        Ok(found)
+    }
+
+    /// Makes branch `name`, which only a remote has so far, here from its
+    /// remote-tracking branch, following it (as git's `switch NAME`).
+    /// Returns that branch's short name (`origin/NAME`).
+    pub fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
+        let full = format!("refs/heads/{name}");
+        match self.remote_branches_named(name)?.as_slice() {
+            [] => Err(RepoError::NoSuchBranch { name: name.to_string() }),
+            [(remote_ref, id)] => {
+                self.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
+                let short = remote_ref.trim_start_matches("refs/remotes/");
+                if let Some((remote, branch)) = short.split_once('/') {
+                    let upstream = Upstream { remote: remote.to_string(), branch: branch.to_string() };
+                    self.update_config(|cfg| Ok::<_, RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
+                }
+                Ok(short.to_string())
+            }
+            several => {
+                Err(RepoError::BranchOfSeveralRemotes { name: name.to_string(), remotes: several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/").to_string()).collect() })
+            }
+        }
+    }
+
+    /// The full name of the branch HEAD is on, if any.
+    fn checked_out_branch(&self) -> RepoResult<Option<String>> {
+        Ok(match self.head()? {
+            Head::Branch(b) => Some(b),
+            Head::Detached(_) => None,
+        })
+    }
+
+    /// Deletes branch `name`; returns where it was. Unless `force`, only a
+    /// branch whose commits HEAD or one of its remote-tracking branches
+    /// (`refs/remotes/*/NAME`) also holds: the commits of any other would be
+    /// kept by nothing but the reflog, and gc would drop them (git's rule).
+    pub fn delete_branch(&self, name: &str, force: bool) -> RepoResult<ObjectId> {
+        let full = format!("refs/heads/{name}");
+        if self.checked_out_branch()?.as_deref() == Some(full.as_str()) {
+            return Err(RepoError::BranchCheckedOut { name: name.to_string() });
+        }
+        let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: name.to_string() })?;
+        if !force {
+            let mut keepers: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
+            keepers.extend(self.refs.list("refs/remotes/")?.into_iter().filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name)).map(|(_, id)| id));
+            let mut merged = false;
+            for k in keepers {
+                if k == tip || self.merge_base(tip, k)? == Some(tip) {
+                    merged = true;
+                    break;
+                }
+            }
+            if !merged {
+                return Err(RepoError::BranchNotMerged { name: name.to_string() });
+            }
+        }
+        self.delete_named_ref(&full, "branch", name, "branch: deleted")
+    }
+
+    /// Renames branch `old` to `new` (which must not exist); HEAD follows if it was on `old`.
+    pub fn rename_branch(&self, old: &str, new: &str) -> RepoResult<()> {
+        let (old_full, new_full) = (format!("refs/heads/{old}"), format!("refs/heads/{new}"));
+        let id = self.refs.get(&old_full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: old.to_string() })?;
+        self.update_refs(
+            &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
+            &self.who(),
+            &format!("branch: renamed {old_full} to {new_full}"),
+        )?;
+        if self.checked_out_branch()?.as_deref() == Some(old_full.as_str()) {
+            self.set_head(&Head::Branch(new_full))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes tag `name`; returns what it pointed to.
+    pub fn delete_tag(&self, name: &str) -> RepoResult<ObjectId> {
+        self.delete_named_ref(&format!("refs/tags/{name}"), "tag", name, "tag: deleted")
+    }
+
+    fn delete_named_ref(&self, full: &str, kind: &'static str, name: &str, message: &str) -> RepoResult<ObjectId> {
+        let old = self.refs.get(full)?.ok_or_else(|| RepoError::NoSuchRef { kind, name: name.to_string() })?;
+        self.update_refs(&[RefUpdate { name: full.to_string(), expected: Some(Some(old)), new: None }], &self.who(), message)?;
+        Ok(old)
+    }
+}

@@ -1,0 +1,185 @@
+//! `.dmv/MERGE_STATE`: the state kept while a merge is unfinished, read and
+//! written here, and the merge in progress as `status` reports it.
+//! Layout: magic, version, postcard-encoded state, BLAKE3 checksum.
+
+use std::path::{Path, PathBuf};
+
+use dmv_store::ObjectId;
+use serde::{Deserialize, Serialize};
+
+use crate::atomic::write_atomic;
+use crate::error::{RepoError, RepoResult};
+use crate::merge::three_way::Conflict;
+use crate::paths::{ser_path, show};
+use crate::repository::repo::Repository;
+
+const STATE_FILE: &str = "MERGE_STATE";
+const MAGIC: &[u8; 8] = b"DMVMERGE";
+const VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergePhase {
+    /// The working tree is being written; only `merge --abort` may follow.
+    Applying,
+    /// The working tree holds the merge result; conflicts are being resolved.
+    Resolving,
+}
+
+/// `.dmv/MERGE_STATE`: present exactly while a merge is unfinished.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MergeState {
+    /// HEAD when the merge started (None: unborn, which only fast-forwards).
+    pub head: Option<ObjectId>,
+    pub theirs: ObjectId,
+    /// How the other side is named in messages ("feature", "origin/main").
+    pub label: String,
+    /// The tree being written to the working tree (merge result or provisional).
+    pub target: ObjectId,
+    pub phase: MergePhase,
+    /// Unresolved paths, sorted.
+    pub conflicts: Vec<Conflict>,
+}
+
+impl MergeState {
+    fn load(path: &Path) -> RepoResult<Option<MergeState>> {
+        let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: format!("{detail} (`dmv merge --abort` discards it)") };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RepoError::io(path, e)),
+        };
+        if bytes.len() < 12 + 32 || &bytes[..8] != MAGIC {
+            return Err(corrupt("not a merge state file"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 32);
+        if blake3::hash(body).as_bytes()[..] != *sum {
+            return Err(corrupt("checksum mismatch"));
+        }
+        if u32::from_le_bytes([body[8], body[9], body[10], body[11]]) != VERSION {
+            return Err(corrupt("unsupported merge state version"));
+        }
+        postcard::from_bytes(&body[12..]).map(Some).map_err(|e| corrupt(&e.to_string()))
+    }
+
+    fn encode(&self) -> RepoResult<Vec<u8>> {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        bytes.extend(postcard::to_stdvec(self).map_err(|e| RepoError::Encode { what: "the merge state", detail: e.to_string() })?);
+        let sum = blake3::hash(&bytes);
+        bytes.extend_from_slice(sum.as_bytes());
+        Ok(bytes)
+    }
+
+    /// Why the staged tree cannot be committed as this merge yet, if it cannot.
+    pub(crate) fn check_ready_to_commit(&self, head: Option<ObjectId>) -> RepoResult<()> {
+        self.check_applied()?;
+        if head.is_none() || head != self.head {
+            return Err(RepoError::HeadMoved { label: self.label.clone() });
+        }
+        if !self.conflicts.is_empty() {
+            return Err(RepoError::UnresolvedConflicts { paths: self.conflicts.iter().map(|c| show(&c.path)).collect() });
+        }
+        Ok(())
+    }
+
+    /// Refuses a merge stopped while writing the working tree: only
+    /// `merge --abort` may follow it.
+    pub(crate) fn check_applied(&self) -> RepoResult<()> {
+        if self.phase == MergePhase::Applying {
+            return Err(RepoError::MergeInterrupted { label: self.label.clone() });
+        }
+        Ok(())
+    }
+}
+
+/// The merge in progress as `status` reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct MergeStatus {
+    pub label: String,
+    #[serde(serialize_with = "ser_id")]
+    pub theirs: ObjectId,
+    /// Stopped while writing the working tree: only `merge --abort` helps.
+    pub interrupted: bool,
+    pub conflicts: Vec<ConflictStatus>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConflictStatus {
+    #[serde(serialize_with = "ser_path")]
+    pub path: Vec<u8>,
+    /// UU, AA, DU, UD, AU or UA, as in `git status --short`.
+    pub code: &'static str,
+    pub description: &'static str,
+}
+
+fn ser_id<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_hex())
+}
+
+impl Repository {
+    fn merge_state_path(&self) -> PathBuf {
+        self.dmv.join(STATE_FILE)
+    }
+
+    /// The unfinished merge, if any. A state file left by a merge that was
+    /// stopped after its ref update (HEAD is their commit, or a commit whose
+    /// parents are exactly [the merge's HEAD, theirs]) is removed, not returned.
+    pub fn merge_state(&self) -> RepoResult<Option<MergeState>> {
+        let Some(state) = MergeState::load(&self.merge_state_path())? else { return Ok(None) };
+        let head = self.head_commit()?;
+        if head != state.head && self.merge_finished(&state, head)? {
+            // Losing this removal (read-only repository, or another command
+            // holds the lock) is harmless: it is recognised again next time.
+            if let Some(_wlock) = self.try_lock_worktree() {
+                let _ = self.remove_merge_state();
+            }
+            return Ok(None);
+        }
+        Ok(Some(state))
+    }
+
+    fn merge_finished(&self, state: &MergeState, head: Option<ObjectId>) -> RepoResult<bool> {
+        let Some(h) = head else { return Ok(false) };
+        if h == state.theirs {
+            return Ok(true);
+        }
+        let parents = self.commit(&h)?.parents;
+        Ok(state.head.is_some_and(|ours| parents == [ours, state.theirs]))
+    }
+
+    pub(crate) fn merge_status(&self) -> RepoResult<Option<MergeStatus>> {
+        Ok(self.merge_state()?.map(|s| MergeStatus {
+            label: s.label,
+            theirs: s.theirs,
+            interrupted: s.phase == MergePhase::Applying,
+            conflicts: s
+                .conflicts
+                .iter()
+                .map(|c| {
+                    let (code, description) = c.describe();
+                    ConflictStatus { path: c.path.clone(), code, description }
+                })
+                .collect(),
+        }))
+    }
+
+    pub(crate) fn save_merge_state(&self, state: &MergeState) -> RepoResult<()> {
+        self.check_worktree_locked("MERGE_STATE")?;
+        write_atomic(&self.merge_state_path(), &state.encode()?)
+    }
+
+    pub(crate) fn remove_merge_state(&self) -> RepoResult<()> {
+        self.check_worktree_locked("MERGE_STATE")?;
+        let path = self.merge_state_path();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// Objects an unfinished merge still needs, for gc and fsck.
+    pub(crate) fn merge_roots(&self) -> RepoResult<Vec<ObjectId>> {
+        Ok(MergeState::load(&self.merge_state_path())?.map(|s| vec![s.theirs, s.target]).unwrap_or_default())
+    }
+}

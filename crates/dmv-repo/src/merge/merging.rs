@@ -1,0 +1,254 @@
+//! `merge`: merging a commit into HEAD (fast-forward or three-way), the
+//! merge commit, and `merge --abort`. The per-path algorithm is in
+//! `three_way.rs`, the state file in `merge_state.rs`, the external tool in
+//! `mergetool.rs` and `resolve` in `resolve.rs`.
+//!
+//! Media cannot be merged line by line: a path both sides changed
+//! differently is a conflict that the user settles by taking ours, theirs,
+//! or keeping both. Nothing is ever merged inside a file (unless the user
+//! configured an external `merge_tool`).
+//!
+//! Crash safety. A merge writes, in order: its objects; the state file (phase
+//! `Applying`, naming the tree about to be written out); the working tree and
+//! dirstate; the state again (phase `Resolving`); and, when nothing
+//! conflicts, the commit and the ref. Killed before the working tree is
+//! complete, it leaves an `Applying` state: commit and resolve refuse it and
+//! `merge --abort` puts everything back to HEAD. Killed after the ref moved but
+//! before the state file was removed, it leaves a state that `merge_state`
+//! recognises as finished and removes. Objects written by a killed merge are
+//! garbage for gc, never damage.
+
+use std::collections::BTreeSet;
+
+use dmv_store::{ObjectId, ObjectKind};
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
+use crate::merge::merge_state::{MergePhase, MergeState};
+use crate::merge::three_way::{same, three_way};
+use crate::paths::clash_with;
+use crate::paths::{show, TEMP_PREFIX};
+use crate::repository::repo::Repository;
+use crate::worktree::checkout::Written;
+use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
+use crate::worktree::status::{current_flat, WorktreeStatus};
+
+/// What `Repository::merge` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// Their commit is already part of HEAD's history; nothing changed.
+    UpToDate,
+    /// HEAD was unborn or behind: it now points at their commit.
+    FastForward(ObjectId),
+    /// A merge commit with parents [HEAD, theirs] was made and checked out.
+    Merged(ObjectId),
+    /// These paths conflict; nothing was committed and a merge is in progress.
+    Conflicts(Vec<Vec<u8>>),
+}
+
+/// Refuses a write-out that would destroy untracked files: written over,
+/// replaced by a directory, or inside a directory replaced by a file.
+fn refuse_overwriting_untracked(status: &WorktreeStatus, ds: &Dirstate, target: &FlatTree) -> RepoResult<()> {
+    let keys: BTreeSet<Vec<u8>> = target.keys().filter(|p| !ds.entries.contains_key(p)).cloned().collect();
+    for u in &status.untracked {
+        if keys.contains(u) || clash_with(&keys, u).is_some() {
+            return Err(RepoError::UntrackedInTheWay { path: show(u), merge: true });
+        }
+    }
+    Ok(())
+}
+
+/// What a checkout of `wanted` would write: entries the dirstate does not already have.
+fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item = (&'a [u8], &'a FlatEntry)> {
+    wanted.iter().filter(|(p, e)| ds.entries.get(p).is_none_or(|d| d.id != e.id || d.kind != e.kind)).map(|(p, e)| (p.as_slice(), e))
+}
+
+impl Repository {
+    /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
+    pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+        self.require_worktree()?;
+        // The same merge again, after one was cut short while writing the
+        // working tree: undone (it started from a clean tree) and run anew.
+        if let Some(m) = self.merge_state()? {
+            if m.theirs == theirs && m.phase == MergePhase::Applying {
+                self.merge_abort()?;
+            }
+        }
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            // Cut short after writing a clean result, before committing it: committed now.
+            if m.theirs == theirs && m.phase == MergePhase::Resolving && m.conflicts.is_empty() {
+                return Ok(MergeOutcome::Merged(self.commit_merge(&m, &format!("Merge {label}"))?));
+            }
+            return Err(RepoError::MergeAlreadyInProgress { label: m.label });
+        }
+        if self.store.kind_of(&theirs)? != ObjectKind::Commit {
+            return Err(RepoError::NotACommit { what: label.to_string() });
+        }
+        let (status, ds) = self.worktree_status()?;
+        if let Some(c) = status.first_change() {
+            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true });
+        }
+        let Some(ours) = self.head_commit()? else {
+            return self.fast_forward(None, theirs, label, (&status, &ds), progress);
+        };
+        if ours == theirs {
+            return Ok(MergeOutcome::UpToDate);
+        }
+        let base = self.merge_base(ours, theirs)?;
+        if base == Some(theirs) {
+            return Ok(MergeOutcome::UpToDate);
+        }
+        if base == Some(ours) {
+            return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress);
+        }
+        // Unrelated histories (no base) merge as if from an empty tree: every path both add differently conflicts.
+        self.three_way_merge(ours, base, theirs, label, (&status, &ds), progress)
+    }
+
+    fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+        let target = self.commit(&theirs)?.tree;
+        let wanted = flatten(&self.store, &target)?;
+        refuse_overwriting_untracked(now.0, now.1, &wanted)?;
+        self.check_data_present(new_entries(now.1, &wanted))?;
+        let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new() };
+        self.save_merge_state(&state)?;
+        dmv_store::failpoint("merge-state-written");
+        self.update_worktree(&target, &Written::new(), progress)?;
+        dmv_store::failpoint("merge-worktree-written");
+        self.advance_head(head, theirs, &format!("merge {label}: fast-forward"))?;
+        dmv_store::failpoint("merge-after-ref");
+        self.remove_merge_state()?;
+        Ok(MergeOutcome::FastForward(theirs))
+    }
+
+    fn three_way_merge(
+        &self,
+        ours: ObjectId,
+        base: Option<ObjectId>,
+        theirs: ObjectId,
+        label: &str,
+        now: (&WorktreeStatus, &Dirstate),
+        progress: &dyn Fn(u64, u64),
+    ) -> RepoResult<MergeOutcome> {
+        let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
+        let base_flat = match base {
+            Some(b) => flat_of_commit(&b)?,
+            None => FlatTree::new(),
+        };
+        let (merged, conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
+        refuse_overwriting_untracked(now.0, now.1, &merged)?;
+        self.check_data_present(new_entries(now.1, &merged))?;
+
+        let mut session = self.store.begin_write()?;
+        let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
+        session.finish()?;
+        let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts };
+        // Saved while the session still holds the gc lock: from here on the
+        // state file keeps the new tree alive.
+        self.save_merge_state(&state)?;
+        drop(session);
+        dmv_store::failpoint("merge-state-written");
+        self.update_worktree(&target, &Written::new(), progress)?;
+        dmv_store::failpoint("merge-worktree-written");
+        state.phase = MergePhase::Resolving;
+        self.save_merge_state(&state)?;
+        if let Some(tool) = self.config.merge_tool.clone().filter(|t| !t.trim().is_empty()) {
+            self.run_merge_tool(&tool, &mut state)?;
+        }
+        if !state.conflicts.is_empty() {
+            return Ok(MergeOutcome::Conflicts(state.conflicts.into_iter().map(|c| c.path).collect()));
+        }
+        Ok(MergeOutcome::Merged(self.commit_merge(&state, &format!("Merge {label}"))?))
+    }
+
+    /// Commits the staged tree as the merge `state` describes (HEAD and
+    /// their commit as parents, even when the tree equals HEAD's), once the
+    /// merge is ready, then removes the state.
+    pub(crate) fn commit_merge(&self, state: &MergeState, message: &str) -> RepoResult<ObjectId> {
+        let head = self.head_commit()?;
+        state.check_ready_to_commit(head)?;
+        let ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        let tree = ds.write_tree(&mut session)?;
+        let id = self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?;
+        // After the ref: a crash in between leaves a state file that
+        // `merge_state` recognises as finished and removes.
+        self.remove_merge_state()?;
+        drop(session);
+        self.mark_tree(&ds, tree);
+        Ok(id)
+    }
+
+    /// `merge --abort`: the working tree and dirstate back to HEAD and the
+    /// merge state removed. Files the merge added go, files it changed or
+    /// removed come back from HEAD; other untracked files are left alone.
+    pub fn merge_abort(&self) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let state = match self.merge_state() {
+            Ok(Some(s)) => Some(s),
+            Ok(None) => return Err(RepoError::NoMergeToAbort),
+            // A damaged state file must not block the way out, which needs only HEAD.
+            Err(RepoError::Corrupt { .. }) => {
+                self.remove_merge_state()?;
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let head_flat = match self.head_tree()? {
+            Some(t) => flatten(&self.store, &t)?,
+            None => FlatTree::new(),
+        };
+        let (status, mut ds) = self.worktree_status()?;
+        // What the working tree holds at tracked paths.
+        let current = current_flat(&status, &ds);
+
+        let mut doomed: Vec<Vec<u8>> = ds.entries.keys().filter(|p| !head_flat.contains_key(*p)).map(<[u8]>::to_vec).collect();
+        if let Some(s) = state.filter(|s| s.phase == MergePhase::Applying) {
+            // Interrupted before the dirstate was saved: files the merge already
+            // wrote show as untracked. Remove those holding exactly what it wrote,
+            // and the temporary file of a write it was killed in.
+            let target = flatten(&self.store, &s.target)?;
+            for p in status.untracked.iter().filter(|p| !head_flat.contains_key(*p)) {
+                let name = p.rsplit(|b| *b == b'/').next().unwrap_or(p);
+                if name.starts_with(TEMP_PREFIX.as_bytes()) {
+                    doomed.push(p.clone());
+                    continue;
+                }
+                let Some(want) = target.get(p) else { continue };
+                let Ok(meta) = std::fs::symlink_metadata(self.abs_path(p)) else { continue };
+                if kind_of(&meta) == Some(want.kind) && self.current_id(p, &Stat::of(&meta))?.0 == want.id {
+                    doomed.push(p.clone());
+                }
+            }
+        }
+        for p in doomed {
+            self.remove_worktree_file(&p)?;
+            ds.entries.remove(&p);
+        }
+        for (p, e) in &head_flat {
+            if same(current.get(p), Some(e)) {
+                // The file is right; only a staged version may need to go.
+                if !ds.entries.get(p).is_some_and(|d| d.kind == e.kind && d.id == e.id) {
+                    let meta = std::fs::symlink_metadata(self.abs_path(p)).at(&self.abs_path(p))?;
+                    ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                }
+                continue;
+            }
+            // In a partial replica HEAD's version may not be here: it stays
+            // absent, as a checkout leaves it, and what the merge wrote there goes.
+            if self.is_absent(e)? {
+                if current.contains_key(p) {
+                    self.remove_worktree_file(p)?;
+                }
+                ds.entries.insert(p.clone(), DirEntry::absent(e.kind, e.id, e.size));
+                continue;
+            }
+            let meta = self.write_entry(p, e)?;
+            ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+        }
+        self.save_dirstate(&ds)?;
+        self.remove_merge_state()
+    }
+}

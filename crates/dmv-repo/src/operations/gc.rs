@@ -1,0 +1,116 @@
+//! What gc and fsck start from (the roots), and gc itself.
+
+use std::collections::HashSet;
+
+use dmv_store::{GcOptions, GcReport, ObjectId, VerifyReport};
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::replica::locations::now_ns;
+use crate::repository::repo::Repository;
+
+/// Where other replicas' drops lock copies here (see dropping.rs): each file
+/// an expiry time, then the content ids it locks.
+pub(crate) const LOCK_DIR: &str = "content-locks";
+
+/// What gc may drop besides what no root reaches.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GcPolicy {
+    /// Also drop history only the reflog remembers (deleted branches, amended tips).
+    pub prune_reflog: bool,
+    pub store: GcOptions,
+}
+
+impl Repository {
+    /// Ids gc and fsck start from: every ref, HEAD, staged files, an
+    /// unfinished merge, and the reflog (so a deleted branch stays
+    /// recoverable until the reflog is pruned). A dirstate that cannot be
+    /// read is an error: its staged files would be lost to gc.
+    pub fn roots(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true, true)
+    }
+
+    /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
+    /// reports on its own) does not stop the check of everything else.
+    pub fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
+        self.roots_with(true, false)
+    }
+
+    /// Drops unreachable objects and merges small packs, and compacts the
+    /// ref tables. Safe while any other command runs: roots are read under
+    /// the store's exclusive gc lock, after every writer has finished.
+    pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
+        let options = GcOptions { absent_data_ok: policy.store.absent_data_ok || self.config.partial, ..policy.store };
+        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), options, progress)?;
+        self.refs.compact()?;
+        Ok(report)
+    }
+
+    /// Reads (and so re-hashes) everything the roots reach. In a partial
+    /// replica, file data that is not here is listed as absent, not damage.
+    pub fn verify_reachable(&self, progress: &dyn Fn(u64)) -> RepoResult<VerifyReport> {
+        Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, progress)?)
+    }
+
+    /// Content some other replica's drop has locked here (expired locks are removed).
+    pub(crate) fn locked_content(&self) -> RepoResult<HashSet<ObjectId>> {
+        let dir = self.dmv.join(LOCK_DIR);
+        let mut locked = HashSet::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(locked),
+            Err(e) => return Err(RepoError::io(&dir, e)),
+        };
+        let now = now_ns();
+        for entry in entries {
+            let path = entry.at(&dir)?.path();
+            if path.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).at(&path)?;
+            let mut lines = text.lines();
+            // An unreadable lock holds everything it might name: better to refuse a drop.
+            let expires: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
+            if expires < now {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            locked.extend(lines.filter_map(ObjectId::from_hex));
+        }
+        Ok(locked)
+    }
+
+    pub(crate) fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
+        let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
+        if let Some(h) = self.head_commit()? {
+            roots.push(h);
+        }
+        // An unfinished merge still needs their commit and the tree it is writing out.
+        roots.extend(self.merge_roots()?);
+        // Staged content is referenced by nothing but the dirstate until it is committed.
+        if !self.config.bare {
+            // An absent file's data is not here to keep (its commit is).
+            match crate::worktree::dirstate::Dirstate::ids_here(&self.dirstate_path()) {
+                Ok(staged) => roots.extend(staged),
+                Err(e) if dirstate_must_load => return Err(e),
+                Err(_) => {}
+            }
+        }
+        // A copy another replica's drop counts on stays while the lock lasts.
+        for id in self.locked_content()? {
+            if self.store.contains(&id)? {
+                roots.push(id);
+            }
+        }
+        if include_reflog {
+            // Reflog entries may name objects an earlier pruning gc removed.
+            for id in self.refs.reflog_ids()? {
+                if self.store.contains(&id)? {
+                    roots.push(id);
+                }
+            }
+        }
+        roots.sort();
+        roots.dedup();
+        Ok(roots)
+    }
+}

@@ -1,0 +1,288 @@
+//! The operations that depend on whether a merge is in progress, on top of
+//! the working-tree building blocks (status, staging, checkout) and the
+//! merge: the full `status`, `commit`, and checkouts that move away from
+//! HEAD (`switch`, `checkout`, a clone's first checkout).
+
+use std::collections::BTreeMap;
+
+use dmv_store::ObjectId;
+use serde::Serialize;
+
+use crate::error::{RepoError, RepoResult};
+use crate::history::tree::{Change, ChangeKind, FlatEntry};
+use crate::history::tree_diff::{find_renames, rename_candidate, Listed};
+use crate::merge::merge_state::MergeStatus;
+use crate::paths::ser_paths;
+use crate::repository::refs::Head;
+use crate::repository::repo::Repository;
+use crate::worktree::dirstate::{Dirstate, Stat};
+use crate::worktree::status::StatusEntry;
+
+#[derive(Debug, Default, Serialize)]
+pub struct Status {
+    pub branch: Option<String>,
+    /// HEAD → dirstate.
+    pub staged: Vec<Change>,
+    /// dirstate → working tree (tracked files only).
+    pub unstaged: Vec<Change>,
+    #[serde(serialize_with = "ser_paths")]
+    pub untracked: Vec<Vec<u8>>,
+    /// The merge in progress, if any, with its unresolved paths.
+    pub merge: Option<MergeStatus>,
+}
+
+impl Status {
+    pub fn is_clean(&self) -> bool {
+        self.staged.is_empty() && self.unstaged.is_empty()
+    }
+}
+
+/// A status as `dmv status` prints it: the unstaged changes and untracked
+/// files, and the dirstate, from which [`Repository::list_staged`] reads the
+/// staged changes again as they are listed: a million staged changes (~160 B
+/// each) are never held at once, nor the old and new entries of a million
+/// unstaged ones.
+pub struct StatusListing {
+    pub branch: Option<String>,
+    /// dirstate → working tree (tracked files only), in path order.
+    pub unstaged: Vec<StatusEntry>,
+    pub untracked: Vec<Vec<u8>>,
+    pub merge: Option<MergeStatus>,
+    ds: Dirstate,
+    /// Whether files were both added and deleted, so that some may pair as renames.
+    renames: bool,
+}
+
+/// What `commit` is asked to do.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommitRequest<'a> {
+    /// None: the merge in progress's default message, or refused.
+    pub message: Option<&'a str>,
+    /// Stage every change of a tracked file first (`commit -a`).
+    pub all: bool,
+    /// Replace HEAD's commit (`--amend`), keeping its message when none is given.
+    pub amend: bool,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Committed {
+    /// A new commit, now HEAD; `root`: it has no parent.
+    Made { id: ObjectId, root: bool },
+    /// Nothing was committed, and why.
+    Nothing(NothingToCommit),
+}
+
+/// Why there was nothing to commit, with what there is instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NothingToCommit {
+    /// Tracked files changed, but none of the changes is staged.
+    ChangesNotStaged,
+    /// Nothing staged or changed, but untracked files are there.
+    OnlyUntracked,
+    /// No commit yet and no file to commit.
+    NoFiles,
+    /// The working tree is HEAD's.
+    Clean,
+}
+
+impl Repository {
+    /// [`Repository::status`] to be listed (see [`StatusListing`]).
+    pub fn status_listing(&self) -> RepoResult<StatusListing> {
+        self.require_worktree()?;
+        let mut unstaged = Vec::new();
+        let kinds = |ds: &Dirstate, locked: bool| {
+            let (mut added, mut deleted) = (false, false);
+            self.each_staged(ds, locked, &mut |c| {
+                added |= c.kind == ChangeKind::Added && rename_candidate(&c);
+                deleted |= c.kind == ChangeKind::Deleted && rename_candidate(&c);
+                Ok(())
+            })?;
+            Ok(added && deleted)
+        };
+        let (renames, untracked, ds) = self.compare_worktree(kinds, &mut |c| unstaged.push(StatusEntry { path: c.path, kind: c.kind }))?;
+        unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        Ok(StatusListing { branch: self.head_branch()?, unstaged, untracked, merge: self.merge_status()?, ds, renames })
+    }
+
+    /// The staged changes of `listing`, renames paired, handed to `each`
+    /// in path order as HEAD's tree and the dirstate are read (twice more
+    /// when files were both added and deleted: once to pair those).
+    pub fn list_staged(&self, listing: &StatusListing, each: &mut dyn FnMut(Listed) -> RepoResult<()>) -> RepoResult<()> {
+        if !listing.renames {
+            return self.each_staged(&listing.ds, false, &mut |c| each(Listed::Change(c)));
+        }
+        let mut candidates = Vec::new();
+        self.each_staged(&listing.ds, false, &mut |c| {
+            if rename_candidate(&c) {
+                candidates.push(c);
+            }
+            Ok(())
+        })?;
+        let mut paired = find_renames(&self.store, candidates)?.into_iter().peekable();
+        self.each_staged(&listing.ds, false, &mut |c| {
+            if rename_candidate(&c) {
+                return Ok(());
+            }
+            while let Some(listed) = paired.next_if(|l| l.path() < c.path.as_slice()) {
+                each(listed)?;
+            }
+            each(Listed::Change(c))
+        })?;
+        paired.try_for_each(each)
+    }
+
+    /// The branch HEAD is on (None: detached).
+    fn head_branch(&self) -> RepoResult<Option<String>> {
+        Ok(match self.head()? {
+            Head::Branch(b) => Some(b),
+            Head::Detached(_) => None,
+        })
+    }
+
+    pub fn status(&self) -> RepoResult<Status> {
+        self.require_worktree()?;
+        let (worktree, _) = self.worktree_status()?;
+        let branch = self.head_branch()?;
+        let merge = self.merge_status()?;
+        Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge })
+    }
+
+    /// Records the staged tree as a new commit on HEAD. Returns None when
+    /// there is nothing to commit. During a merge (all conflicts resolved) the
+    /// commit gets both parents, even when its tree equals HEAD's.
+    pub fn commit_staged(&self, message: &str) -> RepoResult<Option<ObjectId>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let committed = match self.merge_state()? {
+            Some(merge) => Some(self.commit_merge(&merge, message)?),
+            None => self.commit_dirstate(self.head_commit()?, message)?,
+        };
+        self.tidy_store();
+        Ok(committed)
+    }
+
+    /// `commit -a`: stages the changes of tracked files and commits them in
+    /// one write session (one pack, one index, one sync of each), saving the
+    /// dirstate before HEAD moves, so that a crash in between leaves the
+    /// changes staged, as an `add` would. During a merge it is `add` then
+    /// [`Repository::commit_staged`], which records both parents.
+    pub fn commit_all(&self, message: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<ObjectId>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if self.merge_state()?.is_some() {
+            self.add(&[Vec::new()], true, progress)?;
+            return self.commit_staged(message);
+        }
+        let head = self.head_commit()?;
+        let mut ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
+        let tree = ds.write_tree(&mut session)?;
+        // Nothing to commit: the same tree as HEAD's, or no file at all on an unborn branch.
+        let nothing = match head {
+            Some(p) => self.commit(&p)?.tree == tree,
+            None => ds.entries.is_empty(),
+        };
+        let committed = match nothing {
+            true => {
+                session.finish()?;
+                self.save_dirstate(&ds)?;
+                None
+            }
+            false => Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?),
+        };
+        drop(session);
+        self.mark_tree(&ds, tree);
+        self.tidy_store();
+        Ok(committed)
+    }
+
+    /// `commit`, whole: with `all` the changes of tracked files are staged
+    /// first, `amend` replaces HEAD's commit, and without a message a merge
+    /// in progress is committed as "Merge LABEL". When nothing is committed,
+    /// the outcome says why, as git does.
+    pub fn commit_with(&self, request: &CommitRequest<'_>, progress: &dyn Fn(u64, u64)) -> RepoResult<Committed> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if request.amend {
+            if request.all {
+                self.add(&[Vec::new()], true, progress)?;
+            }
+            return Ok(Committed::Made { id: self.commit_amend(request.message)?, root: false });
+        }
+        let message = match (request.message, self.merge_state()?) {
+            (Some(m), _) => m.to_string(),
+            (None, Some(merge)) => format!("Merge {}", merge.label),
+            (None, None) => return Err(RepoError::MessageRequired),
+        };
+        let committed = match request.all {
+            true => self.commit_all(&message, progress)?,
+            false => self.commit_staged(&message)?,
+        };
+        if let Some(id) = committed {
+            return Ok(Committed::Made { id, root: self.commit(&id)?.parents.is_empty() });
+        }
+        let listing = self.status_listing()?;
+        Ok(Committed::Nothing(if !listing.unstaged.is_empty() {
+            NothingToCommit::ChangesNotStaged
+        } else if !listing.untracked.is_empty() {
+            NothingToCommit::OnlyUntracked
+        } else if self.head_commit()?.is_none() {
+            NothingToCommit::NoFiles
+        } else {
+            NothingToCommit::Clean
+        }))
+    }
+
+    /// Checks out the commit `head` names and makes it HEAD, as one change
+    /// of the working tree (switch, checkout).
+    pub fn switch_to(&self, head: &Head, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let commit = match head {
+            Head::Branch(name) => self.refs.get(name)?.ok_or_else(|| RepoError::UnknownRevision(name.clone()))?,
+            Head::Detached(id) => *id,
+        };
+        // To the commit HEAD is at (a branch just made here, say): no file
+        // changes, so uncommitted changes stay where they are, as git keeps them.
+        if self.head_commit()? == Some(commit) && self.merge_state()?.is_none() {
+            return self.set_head(head);
+        }
+        self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
+        self.set_head(head)
+    }
+
+    /// `switch NAME`: checks out branch `name`, made first from the one
+    /// remote's branch of that name when there is none here. Returns the
+    /// remote branch it was made from, if it was.
+    pub fn switch_to_branch(&mut self, name: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<String>> {
+        let full = format!("refs/heads/{name}");
+        let made_from = match self.refs.get(&full)? {
+            Some(_) => None,
+            None => Some(self.branch_from_remote(name)?),
+        };
+        self.switch_to(&Head::Branch(full), progress)?;
+        Ok(made_from)
+    }
+
+    /// Makes the working tree and dirstate match `target`. Refuses when tracked
+    /// files have uncommitted changes or untracked files would be overwritten,
+    /// and during a merge (switching away would strand its state).
+    pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        self.checkout_tree_with(target, &BTreeMap::new(), progress)
+    }
+
+    /// `checkout_tree` for a clone, some of whose files are already in place
+    /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
+    /// those whose entry is the target's are recorded with their stat data
+    /// instead of being written again.
+    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::MergeInProgress { label: m.label });
+        }
+        self.update_worktree(target, written, progress)
+    }
+}

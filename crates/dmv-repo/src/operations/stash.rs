@@ -1,0 +1,162 @@
+//! `stash`: the uncommitted changes to tracked files put aside as a commit
+//! (its tree the working tree's, its parents HEAD and, when something was
+//! staged, a commit of the staging area, as git keeps them) under
+//! `refs/stashes/`, the working tree made HEAD's again, and later brought
+//! back: as unstaged changes with new files staged, as git's `stash pop`
+//! does, or with `--index` with what was staged staged again.
+
+use dmv_store::object::Commit;
+use dmv_store::{ObjectId, ObjectKind};
+
+use crate::error::{RepoError, RepoResult};
+use crate::history::tree::{build, flatten, FlatTree};
+use crate::merge::three_way::three_way;
+use crate::paths::show;
+use crate::repository::refs::{Head, RefUpdate};
+use crate::repository::repo::Repository;
+use crate::worktree::checkout::Written;
+use crate::worktree::dirstate::{DirEntry, Dirstate};
+
+const PREFIX: &str = "refs/stashes/";
+
+/// One stashed set of changes, newest first in [`Repository::stashes`].
+#[derive(Clone, Debug)]
+pub struct Stash {
+    pub ref_name: String,
+    pub id: ObjectId,
+    pub message: String,
+}
+
+impl Repository {
+    /// The stashes, newest first (`stash@{0}` is the first).
+    pub fn stashes(&self) -> RepoResult<Vec<Stash>> {
+        let mut out = Vec::new();
+        for (ref_name, id) in self.refs.list(PREFIX)?.into_iter().rev() {
+            out.push(Stash { message: self.commit(&id)?.message, ref_name, id });
+        }
+        Ok(out)
+    }
+
+    /// Puts the uncommitted changes to tracked files aside and makes the
+    /// working tree HEAD's. None when there is nothing to put aside.
+    pub fn stash_push(&self, message: Option<&str>, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<Stash>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::MergeInProgress { label: m.label });
+        }
+        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to stash on)".into()))?;
+        let mut ds = self.load_dirstate()?;
+        let mut session = self.store.begin_write()?;
+        let staged = ds.write_tree(&mut session)?;
+        // The changed files' content is stored as `add` would, into a copy of the dirstate that is not saved.
+        self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
+        let tree = ds.write_tree(&mut session)?;
+        let head_commit = self.commit(&head)?;
+        if tree == head_commit.tree {
+            return Ok(None);
+        }
+        let on = match self.head()? {
+            Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+            Head::Detached(_) => "(no branch)".into(),
+        };
+        let message = match message {
+            Some(m) => format!("On {on}: {m}"),
+            None => format!("WIP on {on}: {} {}", head.short(), head_commit.message.lines().next().unwrap_or("")),
+        };
+        let me = self.identity();
+        let mut parents = vec![head];
+        if staged != head_commit.tree {
+            let index = Commit { tree: staged, parents: vec![head], author: me.clone(), committer: me.clone(), message: format!("index on {on}: {}", head.short()) };
+            parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
+        }
+        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.clone() };
+        let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
+        session.finish()?;
+        dmv_store::failpoint("stash-before-ref");
+        let seq = self.refs.list(PREFIX)?.last().and_then(|(n, _)| n[PREFIX.len()..].parse::<u64>().ok()).map_or(1, |n| n + 1);
+        let ref_name = format!("{PREFIX}{seq:010}");
+        self.update_refs(&[RefUpdate { name: ref_name.clone(), expected: Some(None), new: Some(id) }], &self.who(), "stash")?;
+        drop(session);
+        // Kept under its ref first: now the working tree may go back to HEAD.
+        self.discard_changes()?;
+        Ok(Some(Stash { ref_name, id, message }))
+    }
+
+    /// Brings stash `index` (0: the newest) back into a working tree
+    /// without uncommitted changes; with `drop`, removes it once applied;
+    /// with `restore_index`, what was staged is staged again. Refused, with
+    /// nothing changed, when a path it changed was changed differently on
+    /// HEAD since (with `restore_index`: changed at all, for a staged path).
+    pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<Stash> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::MergeInProgress { label: m.label });
+        }
+        let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
+        let (status, _) = self.worktree_status()?;
+        if let Some(c) = status.first_change() {
+            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+        }
+        let head = self.head_commit()?;
+        let stashed = self.commit(&stash.id)?;
+        let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
+            match c {
+                Some(c) => flatten(&self.store, &self.commit(c)?.tree),
+                None => Ok(FlatTree::new()),
+            }
+        };
+        let base = flat_of(stashed.parents.first())?;
+        let ours = flat_of(head.as_ref())?;
+        let (merged, conflicts) = three_way(&base, &ours, &flatten(&self.store, &stashed.tree)?);
+        if let Some(c) = conflicts.first() {
+            return Err(RepoError::StashConflict { path: show(&c.path) });
+        }
+        // The staged versions to stage again: where the staging area differed from the stash's HEAD.
+        let staged: FlatTree = match (restore_index, stashed.parents.get(1)) {
+            (true, Some(index)) => flatten(&self.store, &self.commit(index)?.tree)?,
+            _ => base.clone(),
+        };
+        let restaged: Vec<&Vec<u8>> = base.keys().chain(staged.keys()).filter(|p| base.get(*p) != staged.get(*p)).collect();
+        if let Some(moved) = restaged.iter().find(|p| ours.get(**p) != base.get(**p)) {
+            return Err(RepoError::StashConflict { path: show(moved) });
+        }
+        let mut session = self.store.begin_write()?;
+        let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
+        session.finish()?;
+        self.update_worktree(&target, &Written::new(), progress)?;
+        // The changes back as changes: HEAD's entries where HEAD has the
+        // path (re-read, so they show as unstaged), the stash's new files staged.
+        let written = self.load_dirstate()?;
+        let mut ds = Dirstate::default();
+        for (path, e) in written.entries.iter() {
+            let entry = match ours.get(path) {
+                Some(h) if h.id != e.id || h.kind != e.kind => DirEntry::stat_unknown(h.kind, h.id, h.size),
+                _ => e.clone(),
+            };
+            ds.entries.insert(path.to_vec(), entry);
+        }
+        for (path, h) in ours.iter().filter(|(p, _)| !merged.contains_key(*p)) {
+            ds.entries.insert(path.clone(), DirEntry::stat_unknown(h.kind, h.id, h.size));
+        }
+        for path in restaged {
+            match staged.get(path) {
+                Some(i) => ds.entries.insert(path.clone(), DirEntry::stat_unknown(i.kind, i.id, i.size)),
+                None => ds.entries.remove(path),
+            };
+        }
+        self.save_dirstate(&ds)?;
+        if drop {
+            self.update_refs(&[RefUpdate { name: stash.ref_name.clone(), expected: Some(Some(stash.id)), new: None }], &self.who(), "stash pop")?;
+        }
+        Ok(stash)
+    }
+
+    /// Removes stash `index` (0: the newest).
+    pub fn stash_drop(&self, index: usize) -> RepoResult<Stash> {
+        let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
+        self.update_refs(&[RefUpdate { name: stash.ref_name.clone(), expected: Some(Some(stash.id)), new: None }], &self.who(), "stash drop")?;
+        Ok(stash)
+    }
+}

@@ -1,0 +1,695 @@
+//! The location log on disk, read and merged as a stream. At a million
+//! files a log holds millions of records: merging new ones in (a clone, a
+//! fetch, a push received) reads the file record by record and writes the
+//! merged records out, and a page of it is read the same way, so memory is
+//! a buffer's, not the log's (the format is in locations.rs). A few records
+//! (a `get`, a drop) are appended to the journal instead, which every
+//! reading takes together with the log (location_journal.rs).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use dmv_store::ObjectId;
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::replica::location_journal::{journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT};
+use crate::replica::locations::{decode_names, now_ns, write_framed, LocationLog, LocationRecord, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_WITHOUT_NAMES};
+use crate::repository::repo::Repository;
+
+type Names = BTreeMap<ReplicaId, (u64, String)>;
+
+/// `.dmv/locations` read record by record and hashed as it is read: what it
+/// yields counts only once [`LogReader::finish`] has checked the checksum.
+struct LogReader {
+    path: PathBuf,
+    input: BufReader<File>,
+    hasher: blake3::Hasher,
+    left: u64,
+    names_len: u64,
+    previous: Option<(ObjectId, ReplicaId)>,
+}
+
+impl LogReader {
+    /// None when there is no log yet.
+    fn open(path: &Path) -> RepoResult<Option<LogReader>> {
+        match File::open(path) {
+            Ok(file) => LogReader::of(path, file).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// Reads `file` (the log at `path`) from where it stands.
+    fn of(path: &Path, file: File) -> RepoResult<LogReader> {
+        let len = file.metadata().at(path)?.len();
+        let mut reader =
+            LogReader { path: path.to_path_buf(), input: BufReader::with_capacity(1 << 20, file), hasher: blake3::Hasher::new(), left: 0, names_len: 0, previous: None };
+        if len < (HEADER_LEN + 32) as u64 {
+            return Err(reader.bad("no location log header"));
+        }
+        let mut header = [0u8; HEADER_LEN];
+        reader.read(&mut header)?;
+        let (magic, rest) = header.split_at(8);
+        let (version, count) = rest.split_at(4);
+        let with_names = match u32::from_le_bytes(version.try_into().unwrap_or_default()) {
+            _ if magic != MAGIC => return Err(reader.bad("no location log header")),
+            VERSION => true,
+            VERSION_WITHOUT_NAMES => false,
+            _ => return Err(reader.bad("unknown version")),
+        };
+        let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
+        let body = len - (HEADER_LEN + 32) as u64;
+        let records = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= body).ok_or_else(|| reader.bad("record count does not match the length"))?;
+        reader.names_len = body - records;
+        if !with_names && reader.names_len != 0 {
+            return Err(reader.bad("record count does not match the length"));
+        }
+        reader.left = count;
+        Ok(reader)
+    }
+
+    fn bad(&self, detail: &str) -> RepoError {
+        RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: {detail}") }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> RepoResult<()> {
+        self.input.read_exact(buf).at(&self.path)?;
+        self.hasher.update(buf);
+        Ok(())
+    }
+
+    fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let mut bytes = [0u8; RECORD_LEN];
+        self.read(&mut bytes)?;
+        self.left -= 1;
+        let record = LocationRecord::decode(&bytes).map_err(|e| self.bad(&e.0))?;
+        if self.previous.is_some_and(|p| p >= record.order()) {
+            return Err(self.bad("records out of order"));
+        }
+        self.previous = Some(record.order());
+        Ok(Some(record))
+    }
+
+    /// Reads the rest, checks the checksum, and returns the names.
+    fn finish(mut self) -> RepoResult<Names> {
+        while self.next()?.is_some() {}
+        let mut names = vec![0u8; self.names_len as usize];
+        self.read(&mut names)?;
+        let mut sum = [0u8; 32];
+        self.input.read_exact(&mut sum).at(&self.path)?;
+        if self.hasher.finalize().as_bytes() != &sum {
+            return Err(self.bad("checksum mismatch"));
+        }
+        let mut log = LocationLog::default();
+        if !names.is_empty() {
+            decode_names(&names, &mut log).map_err(|e| self.bad(&e.0))?;
+        }
+        Ok(log.names)
+    }
+}
+
+fn next_of(reader: &mut Option<LogReader>) -> RepoResult<Option<LocationRecord>> {
+    match reader {
+        Some(r) => r.next(),
+        None => Ok(None),
+    }
+}
+
+/// The log (if any) and the journal's records read together, in order;
+/// per key and replica the newer record of the two.
+struct Merged {
+    log: Option<LogReader>,
+    /// The log's next record, read ahead.
+    next_in_log: Option<LocationRecord>,
+    journal: std::iter::Peekable<std::vec::IntoIter<LocationRecord>>,
+}
+
+impl Merged {
+    fn new(mut log: Option<LogReader>, journal: Vec<LocationRecord>) -> RepoResult<Merged> {
+        let next_in_log = next_of(&mut log)?;
+        Ok(Merged { log, next_in_log, journal: journal.into_iter().peekable() })
+    }
+
+    fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
+        let Some(logged) = self.next_in_log else { return Ok(self.journal.next()) };
+        let noted = match self.journal.next_if(|j| j.order() <= logged.order()) {
+            Some(noted) if noted.order() < logged.order() => return Ok(Some(noted)),
+            noted => noted,
+        };
+        self.next_in_log = next_of(&mut self.log)?;
+        Ok(Some(match noted {
+            Some(noted) if noted.stamp.newer_than(&logged.stamp) => noted,
+            _ => logged,
+        }))
+    }
+
+    /// Checks the log's checksum and returns its names.
+    fn finish(self) -> RepoResult<Names> {
+        Ok(self.log.map(LogReader::finish).transpose()?.unwrap_or_default())
+    }
+}
+
+/// Sorted records with each (key, replica) once: of repeats the newest is kept.
+struct Newest<I: Iterator<Item = RepoResult<LocationRecord>>> {
+    input: std::iter::Peekable<I>,
+    path: PathBuf,
+}
+
+impl<I: Iterator<Item = RepoResult<LocationRecord>>> Newest<I> {
+    fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
+        let Some(mut kept) = self.input.next().transpose()? else { return Ok(None) };
+        while let Some(Ok(next)) = self.input.peek() {
+            if next.order() > kept.order() {
+                break;
+            }
+            if next.order() < kept.order() {
+                return Err(RepoError::Corrupt { path: self.path.clone(), detail: "location records to merge in are out of order".into() });
+            }
+            if next.stamp.newer_than(&kept.stamp) {
+                kept = *next;
+            }
+            self.input.next();
+        }
+        Ok(Some(kept))
+    }
+}
+
+/// Records received in sorted pages (a remote's log), kept in an unnamed
+/// file until they are merged: a remote's log may be larger than memory
+/// should hold, and a kill leaves nothing behind.
+pub struct LocationSpool {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl LocationSpool {
+    pub fn new(repo: &Repository) -> RepoResult<LocationSpool> {
+        let file = tempfile::tempfile_in(&repo.dmv).at(&repo.dmv)?;
+        Ok(LocationSpool { path: repo.dmv.clone(), out: BufWriter::with_capacity(1 << 20, file) })
+    }
+
+    pub fn push(&mut self, record: &LocationRecord) -> RepoResult<()> {
+        self.out.write_all(&record.encode()).at(&self.path)
+    }
+
+    /// The records pushed, in the order pushed.
+    pub fn records(self) -> RepoResult<impl Iterator<Item = RepoResult<LocationRecord>>> {
+        let path = self.path;
+        let mut file = self.out.into_inner().map_err(|e| RepoError::io(&path, e.into_error()))?;
+        file.rewind().at(&path)?;
+        let mut input = BufReader::with_capacity(1 << 20, file);
+        Ok(std::iter::from_fn(move || {
+            let mut bytes = [0u8; RECORD_LEN];
+            match input.read_exact(&mut bytes) {
+                Ok(()) => Some(LocationRecord::decode(&bytes).map_err(|e| RepoError::Corrupt { path: path.clone(), detail: e.0 })),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+                Err(e) => Some(Err(RepoError::io(&path, e))),
+            }
+        }))
+    }
+}
+
+/// The location log read a page at a time, for sending: checked whole
+/// first, in one pass over the same open file (so a log rewritten meanwhile
+/// is not mixed in), then read again page by page. Memory is a page's, where
+/// a decoded log of a million files' records is ~370 MB.
+pub struct LocationPages {
+    path: PathBuf,
+    reader: Merged,
+    count: u64,
+    /// Records not given yet.
+    left: u64,
+    names: Option<Names>,
+}
+
+impl LocationPages {
+    /// Up to `max` records in key order, encoded as a log of their own
+    /// (with the names on the first page, which comes even when the log is
+    /// empty); None when all were given. Encoded as read, not from a map of
+    /// the records (which took twice the bytes).
+    pub fn next_page(&mut self, max: usize) -> RepoResult<Option<Vec<u8>>> {
+        let count = self.left.min(max as u64);
+        let names = match self.names.take() {
+            Some(names) => names,
+            None if count == 0 => return Ok(None),
+            None => Names::new(),
+        };
+        let mut page = Vec::with_capacity(HEADER_LEN + count as usize * RECORD_LEN + 32);
+        self.write_records(&mut page, count, &names)?;
+        Ok(Some(page))
+    }
+
+    /// Writes the next `count` records framed as a log with `names`.
+    fn write_records(&mut self, out: &mut dyn Write, count: u64, names: &Names) -> RepoResult<()> {
+        let mut failed = None;
+        let written = write_framed(
+            out,
+            count,
+            &mut |out| {
+                for _ in 0..count {
+                    match self.reader.next() {
+                        Ok(Some(record)) => {
+                            self.left -= 1;
+                            out.write_all(&record.encode())?
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            failed = Some(e);
+                            return Err(std::io::Error::other("the location log could not be read"));
+                        }
+                    }
+                }
+                Ok(())
+            },
+            names,
+        );
+        match (failed, written) {
+            (Some(e), _) => Err(e),
+            (None, written) => written.at(&self.path),
+        }
+    }
+
+    /// The whole log, encoded as [`LocationLog::encode_to`] would.
+    pub fn encode_to(mut self, out: &mut dyn Write) -> RepoResult<()> {
+        let names = self.names.take().unwrap_or_default();
+        self.write_records(out, self.count, &names)
+    }
+}
+
+impl Repository {
+    /// The location log, to be read in pages (see [`LocationPages`]), with
+    /// this replica's current name among the names.
+    pub fn location_pages(&self) -> RepoResult<LocationPages> {
+        let path = self.locations_path();
+        // The journal first: a fold meanwhile puts its records in the log read next (see `Merged`).
+        let journal = self.read_journal()?.records;
+        let file = match File::open(&path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(RepoError::io(path, e)),
+        };
+        let log = |file: Option<&File>| file.map(|f| f.try_clone().at(&path).and_then(|f| LogReader::of(&path, f))).transpose();
+        let mut check = Merged::new(log(file.as_ref())?, journal.clone())?;
+        let mut count = 0;
+        while check.next()?.is_some() {
+            count += 1;
+        }
+        let names = check.finish()?;
+        if let Some(mut f) = file.as_ref() {
+            f.rewind().at(&path)?;
+        }
+        let reader = Merged::new(log(file.as_ref())?, journal)?;
+        let mut named = LocationLog { records: BTreeMap::new(), names };
+        self.with_my_name(&mut named);
+        Ok(LocationPages { path, reader, count, left: count, names: Some(named.names) })
+    }
+
+    /// Some records (what one transfer taught), to be given in pages as
+    /// [`Repository::location_pages`] gives the whole log, with this replica's name.
+    pub fn location_pages_of(&self, mut records: Vec<LocationRecord>) -> RepoResult<LocationPages> {
+        records.sort_unstable_by_key(|r| r.order());
+        records.dedup_by_key(|r| r.order());
+        let count = records.len() as u64;
+        let mut named = LocationLog::default();
+        self.with_my_name(&mut named);
+        Ok(LocationPages { path: self.locations_path(), reader: Merged::new(None, records)?, count, left: count, names: Some(named.names) })
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.dmv.join("locations.journal")
+    }
+
+    /// The journal's records (none when there is no journal).
+    fn read_journal(&self) -> RepoResult<Journal> {
+        let path = self.journal_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => parse_journal(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    /// The log and the journal, read together from their starts.
+    fn open_merged(&self) -> RepoResult<Merged> {
+        let journal = self.read_journal()?.records;
+        Merged::new(LogReader::open(&self.locations_path())?, journal)
+    }
+
+    /// Merges `records` (sorted by key and replica) and `names` into the
+    /// location log under its lock, as [`LocationLog::merge`] does (per key
+    /// and replica the newest wins), streamed through a temporary file; with
+    /// `my_name`, this replica's current name too. Returns how many records
+    /// and names changed. A damaged log is refused before anything is written.
+    pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
+        let _lock = self.lock_locations()?;
+        self.merge_locked(records, names, my_name)
+    }
+
+    /// [`Repository::merge_locations`] under the lock, folding the journal in.
+    fn merge_locked(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
+        let path = self.locations_path();
+        let mut ours = self.open_merged()?;
+        let mut theirs = Newest { input: records.into_iter().peekable(), path: path.clone() };
+        let body = tempfile::tempfile_in(&self.dmv).at(&self.dmv)?;
+        let mut out = BufWriter::with_capacity(1 << 20, body);
+        let (mut count, mut changed) = (0u64, 0usize);
+        let (mut mine, mut other) = (ours.next()?, theirs.next()?);
+        loop {
+            let record = match (mine, other) {
+                (None, None) => break,
+                (Some(m), None) => {
+                    mine = ours.next()?;
+                    m
+                }
+                (None, Some(o)) => {
+                    other = theirs.next()?;
+                    changed += 1;
+                    o
+                }
+                (Some(m), Some(o)) => match o.order().cmp(&m.order()) {
+                    std::cmp::Ordering::Less => {
+                        other = theirs.next()?;
+                        changed += 1;
+                        o
+                    }
+                    std::cmp::Ordering::Greater => {
+                        mine = ours.next()?;
+                        m
+                    }
+                    std::cmp::Ordering::Equal => {
+                        (mine, other) = (ours.next()?, theirs.next()?);
+                        changed += o.stamp.newer_than(&m.stamp) as usize;
+                        if o.stamp.newer_than(&m.stamp) {
+                            o
+                        } else {
+                            m
+                        }
+                    }
+                },
+            };
+            out.write_all(&record.encode()).at(&self.dmv)?;
+            count += 1;
+        }
+        let mut log = LocationLog { records: BTreeMap::new(), names: ours.finish()? };
+        let before = log.names.clone();
+        for (replica, (time_ns, name)) in names {
+            log.name(*replica, *time_ns, name);
+        }
+        if my_name {
+            self.with_my_name(&mut log);
+        }
+        changed += log.names.iter().filter(|(k, v)| before.get(k) != Some(v)).count();
+        // Nothing learnt (a fetch or push that brought nothing new): the log and journal stand.
+        if changed == 0 {
+            return Ok(0);
+        }
+        let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
+        body.rewind().at(&self.dmv)?;
+        let mut body = BufReader::with_capacity(1 << 20, body);
+        crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.names))?;
+        // Folded in: kept after a crash here, it is read again with the log, and counts once.
+        match std::fs::remove_file(self.journal_path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(self.journal_path(), e)),
+            _ => {}
+        }
+        Ok(changed)
+    }
+
+    /// Adds records learnt now (a `get`, a drop: a few) to the journal, as
+    /// [`Repository::merge_locations`] would add them to the log, without
+    /// rewriting it: unless the journal is full, when they are merged.
+    /// (This replica's name is not needed in the log: it is added to every
+    /// log it sends, see [`Repository::location_pages`].)
+    pub fn note_locations(&self, mut records: Vec<LocationRecord>) -> RepoResult<()> {
+        let _lock = self.lock_locations()?;
+        let journal = self.read_journal()?;
+        // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
+        if journal.appended + records.len() > JOURNAL_LIMIT {
+            records.sort_by_key(LocationRecord::order_then_age);
+            return self.merge_locked(records.into_iter().map(Ok), &Names::new(), false).map(drop);
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let path = self.journal_path();
+        // Nothing whole in it (new, or its creation cut short): it starts again with a header.
+        let mut bytes = if journal.valid_len == 0 { journal_header() } else { Vec::new() };
+        bytes.extend(journal_frame(&records));
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).at(&path)?;
+        // An append a crash cut short is cut off, then this one written whole and synced.
+        file.set_len(journal.valid_len as u64).at(&path)?;
+        std::os::unix::fs::FileExt::write_all_at(&file, &bytes, journal.valid_len as u64).at(&path)?;
+        file.sync_all().at(&path)?;
+        if journal.valid_len == 0 {
+            File::open(&self.dmv).and_then(|d| d.sync_all()).at(&self.dmv)?;
+        }
+        Ok(())
+    }
+
+    /// Records that `replica` holds (or not) the data of `keys`, as of now.
+    pub fn record_locations(&self, keys: &[ObjectId], replica: ReplicaId, present: bool) -> RepoResult<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let stamp = Stamp { time_ns: now_ns(), present };
+        self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect())
+    }
+
+    /// The records of the location log that `keep` chooses, with its names
+    /// (empty when none was written yet), read record by record and checked
+    /// whole: a command holds what it asked for, not the log (two million
+    /// records at a million files are ~370 MB as a map).
+    pub fn locations_where(&self, mut keep: impl FnMut(&LocationRecord) -> bool) -> RepoResult<LocationLog> {
+        let mut log = LocationLog::default();
+        let mut reader = self.open_merged()?;
+        while let Some(r) = reader.next()? {
+            if keep(&r) {
+                log.records.insert(r.order(), r.stamp);
+            }
+        }
+        log.names = reader.finish()?;
+        Ok(log)
+    }
+
+    /// The whole location log.
+    pub fn load_locations(&self) -> RepoResult<LocationLog> {
+        self.locations_where(|_| true)
+    }
+
+    /// Reads the location log and its journal through: Ok when they are whole (or absent).
+    pub fn check_locations(&self) -> RepoResult<()> {
+        self.open_merged()?.finish().map(drop)
+    }
+
+    /// The lock under which the location log is rewritten (so no two writers lose each other's records).
+    fn lock_locations(&self) -> RepoResult<File> {
+        let lock_path = self.dmv.join("locations.lock");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        Ok(lock)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn record(k: u8, r: u8, t: u64, present: bool) -> LocationRecord {
+        LocationRecord { key: ObjectId([k; 32]), replica: ReplicaId([r; 16]), stamp: Stamp { time_ns: t, present } }
+    }
+
+    fn arb_records() -> impl Strategy<Value = Vec<LocationRecord>> {
+        proptest::collection::vec((0u8..6, 0u8..3, 0u64..4, any::<bool>()), 0..30).prop_map(|rs| rs.into_iter().map(|(k, r, t, p)| record(k, r, t, p)).collect())
+    }
+
+    fn log_of(records: &[LocationRecord], names: &[(u8, u64, &str)]) -> LocationLog {
+        let mut log = LocationLog::default();
+        for r in records {
+            log.record(r.key, r.replica, r.stamp);
+        }
+        for (r, t, n) in names {
+            log.name(ReplicaId([*r; 16]), *t, n);
+        }
+        log
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The streamed merge on disk does what the in-memory merge does,
+        /// repeats among the records merged in included, and counts the same.
+        #[test]
+        fn merging_on_disk_is_merging_in_memory(ours in arb_records(), mut theirs in arb_records(), with_log in any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+            let ours = log_of(&ours, &[(1, 5, "laptop")]);
+            if with_log {
+                std::fs::write(repo.locations_path(), ours.encode()).unwrap();
+            }
+            let mut expected = if with_log { ours.clone() } else { LocationLog::default() };
+            theirs.sort_by_key(|r| r.order());
+            let names: Names = [(ReplicaId([1; 16]), (6, "nas".to_string()))].into();
+            let mut theirs_log = log_of(&theirs, &[]);
+            theirs_log.names = names.clone();
+            let expected_changed = expected.merge(&theirs_log);
+            let changed = repo.merge_locations(theirs.iter().copied().map(Ok), &names, false).unwrap();
+            let merged = repo.load_locations().unwrap();
+            prop_assert_eq!(&merged, &expected);
+            prop_assert_eq!(changed, expected_changed);
+            repo.check_locations().unwrap();
+            // Read for some records, it holds those and the names.
+            let some = repo.locations_where(|r| r.key.0[0] % 2 == 0 && r.stamp.present).unwrap();
+            let expected_some: BTreeMap<_, _> = merged.records.iter().filter(|(k, s)| k.0 .0[0] % 2 == 0 && s.present).map(|(k, s)| (*k, *s)).collect();
+            prop_assert_eq!(&some.records, &expected_some);
+            prop_assert_eq!(&some.names, &merged.names);
+            // Read for sending, in pages or encoded whole, it is the log with this replica's name.
+            // (Written down first, so the name's time is the file's.)
+            repo.merge_locations(std::iter::empty(), &Names::new(), true).unwrap();
+            let named = repo.load_locations().unwrap();
+            prop_assert_eq!(&named.records, &merged.records);
+            prop_assert!(named.names.len() == merged.names.len() + 1);
+            let mut pages = repo.location_pages().unwrap();
+            let mut sent = LocationLog::default();
+            let mut first = true;
+            while let Some(page) = pages.next_page(7).unwrap() {
+                let page = LocationLog::decode(&page).unwrap();
+                prop_assert!(page.records.len() <= 7 && (first || !page.records.is_empty()));
+                prop_assert!(first || page.names.is_empty());
+                first = false;
+                sent.records.extend(page.records);
+                sent.names.extend(page.names);
+            }
+            prop_assert!(!first);
+            prop_assert_eq!(&sent, &named);
+            let mut whole = Vec::new();
+            repo.location_pages().unwrap().encode_to(&mut whole).unwrap();
+            prop_assert_eq!(whole, named.encode());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Records noted in the journal read, and are sent, as if each
+        /// note had been merged into the log.
+        #[test]
+        fn noting_in_the_journal_reads_as_merging(steps in proptest::collection::vec((any::<bool>(), arb_records()), 1..6), with_log in any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+            let mut expected = LocationLog::default();
+            if with_log {
+                expected = log_of(&[record(1, 1, 2, true), record(4, 2, 1, false)], &[(1, 5, "laptop")]);
+                std::fs::write(repo.locations_path(), expected.encode()).unwrap();
+            }
+            for (note, mut records) in steps {
+                match note {
+                    true => repo.note_locations(records.clone()).unwrap(),
+                    false => {
+                        records.sort_by_key(|r| r.order());
+                        let had_journal = repo.journal_path().exists();
+                        let changed = repo.merge_locations(records.iter().copied().map(Ok), &Names::new(), false).unwrap();
+                        // A merge that learns something folds the journal in; one that learns nothing writes nothing.
+                        prop_assert_eq!(repo.journal_path().exists(), had_journal && changed == 0);
+                    }
+                }
+                for r in &records {
+                    expected.record(r.key, r.replica, r.stamp);
+                }
+                prop_assert_eq!(&repo.load_locations().unwrap(), &expected);
+            }
+            repo.check_locations().unwrap();
+            let mut sent = LocationLog::default();
+            let mut pages = repo.location_pages().unwrap();
+            while let Some(page) = pages.next_page(5).unwrap() {
+                sent.records.extend(LocationLog::decode(&page).unwrap().records);
+            }
+            prop_assert_eq!(&sent.records, &expected.records);
+        }
+    }
+
+    #[test]
+    fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        repo.merge_locations([Ok(record(1, 1, 1, true))], &Names::new(), false).unwrap();
+        let log = std::fs::read(repo.locations_path()).unwrap();
+        repo.note_locations(vec![record(2, 1, 1, true)]).unwrap();
+        repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false).unwrap();
+        assert_eq!(std::fs::read(repo.locations_path()).unwrap(), log, "the log is not rewritten");
+        let journal = std::fs::read(repo.journal_path()).unwrap();
+        assert_eq!(journal.len(), crate::replica::location_journal::JOURNAL_HEADER_LEN + 2 * (8 + RECORD_LEN + 32));
+        // A kill in the middle of an append: the frame is cut short.
+        let mut torn = journal.clone();
+        torn.extend(&journal_frame(&[record(9, 1, 1, true)])[..40]);
+        std::fs::write(repo.journal_path(), &torn).unwrap();
+        let keys = |repo: &Repository| repo.load_locations().unwrap().records.keys().map(|(k, _)| k.0[0]).collect::<Vec<_>>();
+        assert_eq!(keys(&repo), vec![1, 2, 3]);
+        repo.note_locations(vec![record(4, 1, 1, true)]).unwrap();
+        assert_eq!(keys(&repo), vec![1, 2, 3, 4]);
+        assert_eq!(std::fs::read(repo.journal_path()).unwrap().len(), journal.len() + 8 + RECORD_LEN + 32);
+        // Once the journal would hold more than its limit, it is folded into the log.
+        let many: Vec<LocationRecord> = (0..JOURNAL_LIMIT as u32)
+            .map(|i| LocationRecord { key: ObjectId(blake3::hash(&i.to_le_bytes()).into()), replica: ReplicaId([7; 16]), stamp: Stamp { time_ns: 1, present: true } })
+            .collect();
+        repo.note_locations(many).unwrap();
+        assert!(!repo.journal_path().exists());
+        assert_eq!(repo.load_locations().unwrap().records.len(), 4 + JOURNAL_LIMIT);
+        // A damaged frame before the last is damage, reported by every reading.
+        repo.note_locations(vec![record(5, 1, 1, true)]).unwrap();
+        repo.note_locations(vec![record(6, 1, 1, true)]).unwrap();
+        let mut bytes = std::fs::read(repo.journal_path()).unwrap();
+        bytes[crate::replica::location_journal::JOURNAL_HEADER_LEN + 9] ^= 1;
+        std::fs::write(repo.journal_path(), &bytes).unwrap();
+        assert!(repo.check_locations().unwrap_err().to_string().contains("journal"));
+        assert!(repo.note_locations(vec![record(7, 1, 1, true)]).is_err());
+        assert_eq!(std::fs::read(repo.journal_path()).unwrap(), bytes);
+        assert!(repo.reset_damaged_locations().unwrap());
+        repo.check_locations().unwrap();
+    }
+
+    #[test]
+    fn pages_being_sent_are_of_the_log_as_it_was_when_they_began_whatever_is_merged_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let before: Vec<LocationRecord> = (1..=5).map(|k| record(k, 1, 1, true)).collect();
+        repo.merge_locations(before.iter().copied().map(Ok), &Names::new(), false).unwrap();
+        let mut pages = repo.location_pages().unwrap();
+        let first = LocationLog::decode(&pages.next_page(2).unwrap().unwrap()).unwrap();
+        // Another command merges records in (a fetch, a drop): the log is rewritten under the sender.
+        repo.merge_locations([Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))], &Names::new(), false).unwrap();
+        let mut sent: Vec<LocationRecord> = first.iter().collect();
+        while let Some(page) = pages.next_page(2).unwrap() {
+            sent.extend(LocationLog::decode(&page).unwrap().iter());
+        }
+        assert_eq!(sent, before);
+        assert_eq!(repo.load_locations().unwrap().records.len(), 6);
+    }
+
+    #[test]
+    fn a_damaged_log_is_refused_before_anything_is_written_and_out_of_order_records_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let log = log_of(&[record(1, 1, 1, true), record(2, 1, 1, true)], &[]);
+        let mut bytes = log.encode();
+        bytes[HEADER_LEN + 40] ^= 4;
+        std::fs::write(repo.locations_path(), &bytes).unwrap();
+        let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &Names::new(), false).unwrap_err();
+        assert!(err.to_string().contains("checksum"), "{err}");
+        assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
+        assert!(repo.check_locations().is_err() && repo.location_pages().is_err());
+        // Even a read that keeps none of the records checks them all.
+        assert!(repo.locations_where(|_| false).unwrap_err().to_string().contains("checksum"));
+
+        std::fs::remove_file(repo.locations_path()).unwrap();
+        let err = repo.merge_locations([Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))], &Names::new(), false).unwrap_err();
+        assert!(err.to_string().contains("out of order"), "{err}");
+        assert!(!repo.locations_path().exists());
+        assert_eq!(std::fs::read_dir(&repo.dmv).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("tmp")).count(), 0);
+    }
+}

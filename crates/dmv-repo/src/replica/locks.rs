@@ -1,0 +1,371 @@
+//! Exclusive locks on paths, for files nobody can merge (a Photoshop file,
+//! a video edit). A lock belongs to the repository, not to a branch: the
+//! served repository keeps one table (`.dmv/locks`) of which path is held
+//! by whom, since when and from which replica. Pushes that change a path
+//! held by someone else are refused by the repository that keeps the
+//! table, whatever branch they go to.
+//!
+//! A replica that works against such a repository keeps what it last
+//! learned of the table (`.dmv/locks-known`): who it is there and whose
+//! locks there were. That copy is only a hint (status shows it, and a
+//! lockable file it holds is left writable at checkout); the remote's
+//! table decides.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+
+use dmv_store::object::EntryKind;
+use dmv_store::ObjectId;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::history::tree::lookup;
+use crate::repository::repo::Repository;
+use crate::time::utc_time;
+
+/// One held path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathLock {
+    /// A path in the repository, `/`-separated, as in its trees.
+    pub path: String,
+    /// Who holds it: the server's name for the caller (a token's user, the ssh user).
+    pub owner: String,
+    /// The replica it was taken from (its name).
+    pub replica: String,
+    /// When, in seconds since 1970 (UTC).
+    pub since: u64,
+}
+
+impl PathLock {
+    /// "alice (from alice@laptop:/photos, since 2026-11-25 14:03:00 UTC)".
+    pub fn holder(&self) -> String {
+        format!("{} (from {}, since {})", self.owner, self.replica, utc_time(self.since as i64))
+    }
+}
+
+const MAGIC: &[u8; 8] = b"DMVLOCKS";
+const FORMAT: u8 = 1;
+/// A lock table larger than this is damage, not locks (a million paths take ~100 MB).
+const MAX_TABLE_BYTES: u64 = 256 << 20;
+
+/// Every lock of a repository, by path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockTable {
+    locks: BTreeMap<String, PathLock>,
+}
+
+impl LockTable {
+    /// `DMVLOCKS`, format 1, the locks in path order (postcard), then the
+    /// BLAKE3 hash of all that, so damage is found rather than read as locks.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.push(FORMAT);
+        let locks: Vec<&PathLock> = self.locks.values().collect();
+        out.extend(postcard::to_allocvec(&locks).expect("locks encode"));
+        let hash = blake3::hash(&out);
+        out.extend(hash.as_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<LockTable, String> {
+        if bytes.len() < MAGIC.len() + 1 + 32 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err("not a lock table".into());
+        }
+        let (body, hash) = bytes.split_at(bytes.len() - 32);
+        if blake3::hash(body).as_bytes() != hash {
+            return Err("its checksum does not match (damaged)".into());
+        }
+        if body[MAGIC.len()] != FORMAT {
+            return Err(format!("format {} is not known to this dmv", body[MAGIC.len()]));
+        }
+        let (locks, rest): (Vec<PathLock>, &[u8]) = postcard::take_from_bytes(&body[MAGIC.len() + 1..]).map_err(|e| format!("cannot read its locks: {e}"))?;
+        if !rest.is_empty() {
+            return Err("bytes after the locks".into());
+        }
+        let mut table = LockTable::default();
+        for lock in locks {
+            check_lock_path(&lock.path).map_err(|why| format!("lock on {:?}: {why}", lock.path))?;
+            let path = lock.path.clone();
+            if table.locks.insert(path.clone(), lock).is_some() {
+                return Err(format!("{path} is locked twice"));
+            }
+        }
+        Ok(table)
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &PathLock> {
+        self.locks.values()
+    }
+
+    pub fn get(&self, path: &str) -> Option<&PathLock> {
+        self.locks.get(path)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.locks.is_empty()
+    }
+
+    /// Locks every path for `owner` from `replica`, or none of them: a path
+    /// held by someone else, or by the same person from another replica,
+    /// refuses the whole call. Paths already held by this owner and replica
+    /// keep their lock. Returns the locks, in the order asked.
+    pub fn lock(&mut self, paths: &[String], owner: &str, replica: &str, now: u64) -> RepoResult<Vec<PathLock>> {
+        for path in paths {
+            check_lock_path(path).map_err(|reason| RepoError::BadPath { path: path.clone(), reason })?;
+            if let Some(held) = self.locks.get(path).filter(|l| l.owner != owner || l.replica != replica) {
+                return Err(RepoError::PathLocked { path: path.clone(), holder: held.holder() });
+            }
+        }
+        let mut taken = Vec::with_capacity(paths.len());
+        for path in paths {
+            let lock = self.locks.entry(path.clone()).or_insert_with(|| PathLock { path: path.clone(), owner: owner.into(), replica: replica.into(), since: now });
+            taken.push(lock.clone());
+        }
+        Ok(taken)
+    }
+
+    /// Releases every path, or none: a path not locked, or held by someone
+    /// else without `force`, refuses the whole call. Returns what was released.
+    pub fn unlock(&mut self, paths: &[String], owner: &str, force: bool) -> RepoResult<Vec<PathLock>> {
+        for path in paths {
+            match self.locks.get(path) {
+                None => return Err(RepoError::PathNotLocked { path: path.clone() }),
+                Some(l) if l.owner != owner && !force => return Err(RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }),
+                Some(_) => {}
+            }
+        }
+        Ok(paths.iter().filter_map(|p| self.locks.remove(p)).collect())
+    }
+
+    /// The locks someone other than `user` holds (every lock when `user` is unknown).
+    pub fn held_by_others<'a>(&'a self, user: Option<&'a str>) -> impl Iterator<Item = &'a PathLock> + 'a {
+        self.locks.values().filter(move |l| Some(l.owner.as_str()) != user)
+    }
+}
+
+/// A lock path is a path of the repository's trees: relative, `/`-separated,
+/// no empty, `.` or `..` parts, not inside `.dmv`.
+pub fn check_lock_path(path: &str) -> Result<(), &'static str> {
+    if path.is_empty() {
+        return Err("an empty path cannot be locked");
+    }
+    if path.len() > 4096 {
+        return Err("the path is longer than 4096 bytes");
+    }
+    for part in path.split('/') {
+        match part {
+            "" => return Err("a lock path is relative, without empty parts"),
+            "." | ".." => return Err("a lock path has no . or .. parts"),
+            ".dmv" => return Err("the repository's own files cannot be locked"),
+            _ if part.contains('\0') => return Err("a path has no NUL bytes"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The lock table, held against every other writer of it until dropped.
+pub struct HeldLocks {
+    path: PathBuf,
+    _flock: File,
+    pub table: LockTable,
+}
+
+impl HeldLocks {
+    /// Writes the table back (durably: a lock said to be taken stays taken).
+    pub fn save(&self) -> RepoResult<()> {
+        crate::atomic::write_atomic(&self.path, &self.table.encode())
+    }
+}
+
+impl Repository {
+    /// Takes the lock table's own lock (`.dmv/locks.lock`, an flock the
+    /// kernel drops if its holder dies) and reads the table. Locking a path
+    /// and checking a push against the locks both run under it, so a lock
+    /// is either taken before a push is checked or after its refs moved.
+    pub fn hold_locks(&self) -> RepoResult<HeldLocks> {
+        let lock_path = self.dmv.join("locks.lock");
+        let flock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        flock.lock().at(&lock_path)?;
+        let path = self.dmv.join("locks");
+        let table = read_table(&path)?;
+        Ok(HeldLocks { path, _flock: flock, table })
+    }
+
+    /// The lock table as it is now (without holding it).
+    pub fn path_locks(&self) -> RepoResult<LockTable> {
+        read_table(&self.dmv.join("locks"))
+    }
+
+    /// The first of `commits` (new to this repository) that changes a path
+    /// one of `locks` holds, with that lock. A commit changes a path when
+    /// the path's entry differs from the one in each of its parents (a
+    /// merge that takes one side's version changes nothing there).
+    pub fn change_to_locked<'l>(&self, commits: &[ObjectId], locks: &[&'l PathLock]) -> RepoResult<Option<(&'l PathLock, ObjectId)>> {
+        if locks.is_empty() {
+            return Ok(None);
+        }
+        let entry = |tree: &ObjectId, path: &str| -> RepoResult<Option<(EntryKind, ObjectId)>> { Ok(lookup(&self.store, tree, path.as_bytes())?.map(|e| (e.kind, e.id))) };
+        for id in commits {
+            let commit = self.commit(id)?;
+            let parent_trees = commit.parents.iter().map(|p| self.commit(p).map(|c| c.tree)).collect::<RepoResult<Vec<_>>>()?;
+            for lock in locks {
+                let now = entry(&commit.tree, &lock.path)?;
+                let mut changed = true;
+                for tree in &parent_trees {
+                    if entry(tree, &lock.path)? == now {
+                        changed = false;
+                        break;
+                    }
+                }
+                // A first commit "changes" only the paths it has.
+                if changed && (now.is_some() || !parent_trees.is_empty()) {
+                    return Ok(Some((lock, *id)));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn read_table(path: &std::path::Path) -> RepoResult<LockTable> {
+    let bytes = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockTable::default()),
+        Err(e) => return Err(RepoError::io(path, e)),
+        Ok(m) if m.len() > MAX_TABLE_BYTES => return Err(RepoError::Corrupt { path: path.to_path_buf(), detail: format!("{} bytes, more than a lock table can be", m.len()) }),
+        Ok(_) => std::fs::read(path).at(path)?,
+    };
+    LockTable::decode(&bytes).map_err(|detail| RepoError::Corrupt { path: path.to_path_buf(), detail })
+}
+
+/// What a replica last learned of a remote's locks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownLocks {
+    /// The remote's URL.
+    pub remote: String,
+    /// Who the remote says we are (None: it did not say).
+    pub you: Option<String>,
+    /// When this was learned, in seconds since 1970.
+    pub learned: u64,
+    pub locks: Vec<PathLock>,
+}
+
+impl KnownLocks {
+    /// Paths this replica's user holds there.
+    pub fn mine(&self) -> impl Iterator<Item = &PathLock> {
+        self.locks.iter().filter(|l| Some(&l.owner) == self.you.as_ref())
+    }
+
+    /// The lock on `path` held by someone else, if there is one.
+    pub fn other_holder(&self, path: &str) -> Option<&PathLock> {
+        self.locks.iter().find(|l| l.path == path && Some(&l.owner) != self.you.as_ref())
+    }
+}
+
+impl Repository {
+    fn known_locks_path(&self) -> PathBuf {
+        self.dmv.join("locks-known")
+    }
+
+    /// The last known state of the remote's locks (none known: empty). A
+    /// damaged copy counts as none: it is only a hint, and the next contact
+    /// with the remote writes it again.
+    pub fn known_locks(&self) -> KnownLocks {
+        std::fs::read(self.known_locks_path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    pub fn save_known_locks(&self, known: &KnownLocks) -> RepoResult<()> {
+        let path = self.known_locks_path();
+        let bytes = serde_json::to_vec_pretty(known).map_err(|e| RepoError::Encode { what: "known locks", detail: e.to_string() })?;
+        crate::atomic::write_cache(&path, &bytes).at(&path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn lock(path: &str, owner: &str) -> PathLock {
+        PathLock { path: path.into(), owner: owner.into(), replica: "r".into(), since: 1_764_079_380 }
+    }
+
+    #[test]
+    fn the_table_encoding_is_pinned() {
+        let mut t = LockTable::default();
+        t.lock(&["a.psd".into()], "al", "r", 1_764_079_380).unwrap();
+        let bytes = t.encode();
+        let mut expected = b"DMVLOCKS\x01".to_vec();
+        expected.extend([1, 5]); // one lock; "a.psd"
+        expected.extend(b"a.psd");
+        expected.extend([2]);
+        expected.extend(b"al");
+        expected.extend([1]);
+        expected.extend(b"r");
+        expected.extend([0x94, 0xee, 0x96, 0xc9, 0x06]); // since, varint
+        let hash = blake3::hash(&expected);
+        expected.extend(hash.as_bytes());
+        assert_eq!(bytes, expected);
+        assert_eq!(LockTable::decode(&bytes).unwrap(), t);
+    }
+
+    #[test]
+    fn one_owner_and_replica_holds_a_path() {
+        let mut t = LockTable::default();
+        t.lock(&["a".into(), "b/c".into()], "al", "r", 1).unwrap();
+        // All or nothing: "a" is free of bob only if "b/c" is too.
+        assert!(matches!(t.lock(&["x".into(), "b/c".into()], "bob", "s", 2), Err(RepoError::PathLocked { .. })));
+        assert!(t.get("x").is_none());
+        // The same owner from another replica does not hold it either.
+        assert!(matches!(t.lock(&["a".into()], "al", "other", 2), Err(RepoError::PathLocked { .. })));
+        assert_eq!(t.lock(&["a".into()], "al", "r", 9).unwrap()[0].since, 1, "taking it again keeps the lock");
+        assert!(matches!(t.unlock(&["a".into()], "bob", false), Err(RepoError::LockHeldByOther { .. })));
+        assert!(matches!(t.unlock(&["zzz".into()], "al", false), Err(RepoError::PathNotLocked { .. })));
+        assert_eq!(t.unlock(&["a".into()], "bob", true).unwrap(), vec![lock("a", "al")].into_iter().map(|l| PathLock { since: 1, ..l }).collect::<Vec<_>>());
+        assert_eq!(t.held_by_others(Some("al")).count(), 0);
+        assert_eq!(t.held_by_others(Some("bob")).count(), 1);
+        for bad in ["", "/a", "a//b", "a/../b", "./a", ".dmv/config", "a/"] {
+            assert!(t.lock(&[bad.into()], "al", "r", 1).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn damage_is_reported_not_read() {
+        let mut t = LockTable::default();
+        t.lock(&["a".into()], "al", "r", 1).unwrap();
+        let good = t.encode();
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x20;
+            assert!(LockTable::decode(&bad).is_err(), "flip at {i}");
+        }
+        assert!(LockTable::decode(&good[..good.len() - 1]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = LockTable::decode(&bytes);
+        }
+
+        #[test]
+        fn tables_round_trip(paths in proptest::collection::btree_set("[a-z]{1,8}(/[a-z]{1,8}){0,3}", 0..20), owner in "[a-z]{1,6}", since in any::<u64>()) {
+            let mut t = LockTable::default();
+            t.lock(&paths.into_iter().collect::<Vec<_>>(), &owner, "laptop", since).unwrap();
+            prop_assert_eq!(LockTable::decode(&t.encode()).unwrap(), t);
+        }
+
+        #[test]
+        fn a_checksummed_body_of_junk_is_refused(junk in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let mut bytes = b"DMVLOCKS\x01".to_vec();
+            bytes.extend(&junk);
+            let hash = blake3::hash(&bytes);
+            bytes.extend(hash.as_bytes());
+            // Junk may decode as locks only if every path in it is a valid one.
+            if let Ok(t) = LockTable::decode(&bytes) {
+                prop_assert!(t.all().all(|l| check_lock_path(&l.path).is_ok()));
+            }
+        }
+    }
+}

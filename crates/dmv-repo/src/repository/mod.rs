@@ -1,0 +1,13 @@
+//! The repository itself: `.dmv/`'s layout and its small files (the
+//! configuration, the settings a person sets, the format requirements, the
+//! working-tree lock, HEAD and the refs), and [`Repository`](repo::Repository),
+//! the facade every other folder adds its operations to.
+//!
+//! Read bottom up: `config`, `requires`, `wlock`, `refs`, `repo`, `settings`.
+
+pub(crate) mod config;
+pub(crate) mod refs;
+pub(crate) mod repo;
+pub(crate) mod requires;
+pub(crate) mod settings;
+pub(crate) mod wlock;

@@ -1,0 +1,390 @@
+//! The repository: opening and creating it, its configuration, HEAD and
+//! refs, commits, revisions, the working-tree lock and the dirstate file.
+//! Other files add the operations (`impl Repository` blocks of their own).
+
+use std::path::{Path, PathBuf};
+
+use dmv_store::object::{Commit, Signature};
+use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::paths::DMV_DIR;
+use crate::repository::config::{self, Config};
+use crate::repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
+use crate::repository::requires;
+use crate::repository::wlock::{WorktreeGuard, WorktreeLock};
+use crate::worktree::attributes::ReadOnlyRule;
+use crate::worktree::dirstate::{Dirstate, TreeMark};
+
+/// Where [`TreeMark`] is kept, in `.dmv`.
+const TREE_MARK_FILE: &str = "dirstate-tree";
+
+pub struct Repository {
+    pub root: PathBuf,
+    pub dmv: PathBuf,
+    pub config: Config,
+    pub store: Store,
+    pub refs: Box<dyn RefBackend>,
+    wlock: WorktreeLock,
+    /// Which files checkouts write read-only (read when first needed).
+    pub(crate) read_only: std::sync::RwLock<Option<std::sync::Arc<ReadOnlyRule>>>,
+}
+
+impl Repository {
+    pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
+        Repository::init_with(path, chunking, false)
+    }
+
+    /// `bare`: a repository without a working tree, for others to push to.
+    pub fn init_with(path: &Path, chunking: ChunkParams, bare: bool) -> RepoResult<Repository> {
+        Repository::init_set_up(path, chunking, bare, |_, _| Ok(()))
+    }
+
+    /// [`Repository::init_with`], `set_up` changing the config and adding
+    /// files to `.dmv` (given as the folder it is built in) before the
+    /// repository appears: a kill leaves it whole or not there at all.
+    pub fn init_set_up(path: &Path, chunking: ChunkParams, bare: bool, set_up: impl FnOnce(&Path, &mut Config) -> RepoResult<()>) -> RepoResult<Repository> {
+        chunking.validate().map_err(|detail| RepoError::BadChunking { detail })?;
+        std::fs::create_dir_all(path).at(path)?;
+        let root = path.canonicalize().at(path)?;
+        let dmv = root.join(DMV_DIR);
+        if dmv.exists() {
+            return Err(RepoError::AlreadyExists(root));
+        }
+        // Build in a temporary directory and rename, so a failed init leaves nothing.
+        let tmp = root.join(format!(".dmv-init-{}", std::process::id()));
+        std::fs::create_dir(&tmp).at(&tmp)?;
+        let result = (|| {
+            requires::write(&tmp)?;
+            Store::create(&tmp.join("objects"))?;
+            Reftable::init(&tmp.join("refs"))?;
+            let mut config = Config::new(chunking);
+            config.bare = bare;
+            set_up(&tmp, &mut config)?;
+            config.save(&tmp.join("config"))?;
+            Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
+            std::fs::rename(&tmp, &dmv).at(&dmv)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        result?;
+        Repository::open_at(&root)
+    }
+
+    /// Whether `name` is the folder a killed `init` was building in.
+    pub fn is_init_leftover(name: &std::ffi::OsStr) -> bool {
+        name.to_str().and_then(|n| n.strip_prefix(".dmv-init-")).is_some_and(|pid| pid.parse::<u32>().is_ok())
+    }
+
+    /// Finds the repository containing `start` (or one of its parents).
+    pub fn discover(start: &Path) -> RepoResult<Repository> {
+        let start = start.canonicalize().at(start)?;
+        let mut dir = Some(start.as_path());
+        while let Some(d) = dir {
+            if d.join(DMV_DIR).join("config").is_file() {
+                return Repository::open_at(d);
+            }
+            dir = d.parent();
+        }
+        Err(RepoError::NotARepository(start))
+    }
+
+    /// Opens the repository at exactly `root` (no search of parent directories).
+    pub fn open(root: &Path) -> RepoResult<Repository> {
+        let root = root.canonicalize().at(root)?;
+        if !root.join(DMV_DIR).join("config").is_file() {
+            return Err(RepoError::NotARepository(root));
+        }
+        Repository::open_at(&root)
+    }
+
+    /// Changes the configuration as one step against other writers: under
+    /// `.dmv/config.lock`, the file is read again, `edit` changes it, and
+    /// it is written back whole. Two commands changing different settings
+    /// at once (a remote added while a drop marks the replica partial)
+    /// both keep their change. `self.config` becomes what was written.
+    pub fn update_config<T, E: From<RepoError>>(&mut self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<T, E> {
+        let (answer, config) = self.edit_config_file(edit)?;
+        self.config = config;
+        Ok(answer)
+    }
+
+    /// [`Repository::update_config`] without updating `self` (which other threads may share).
+    pub(crate) fn edit_config_file<T, E: From<RepoError>>(&self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<(T, Config), E> {
+        let lock_path = self.dmv.join("config.lock");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        let path = self.dmv.join("config");
+        let mut config = Config::load(&path)?;
+        dmv_store::failpoint("config-loaded");
+        let answer = edit(&mut config)?;
+        config.save(&path)?;
+        Ok((answer, config))
+    }
+
+    fn open_at(root: &Path) -> RepoResult<Repository> {
+        let dmv = root.join(DMV_DIR);
+        let listed = requires::check(&dmv)?;
+        let mut config = Config::load(&dmv.join("config"))?;
+        // Read-only to us: used as it is (nothing new is written into it).
+        let tolerate_read_only = |written: RepoResult<()>| match written {
+            Err(e) if !requires::read_only(&e) => Err(e),
+            _ => Ok(()),
+        };
+        match listed {
+            requires::Listed::Nothing if config.format == config::FORMAT_WITHOUT_REQUIRES => {
+                // Made before requirements were listed: list them, then move to the format older dmvs refuse.
+                tolerate_read_only(requires::write(&dmv).and_then(|_| {
+                    config.format = config::FORMAT_VERSION;
+                    config.save(&dmv.join("config"))
+                }))?;
+            }
+            requires::Listed::Nothing => {
+                return Err(RepoError::Corrupt { path: dmv.join(requires::FILE), detail: "missing (the repository's format needs it)".into() });
+            }
+            // Made by an older dmv, which must not meet what this one writes (packs of version 3).
+            requires::Listed::Fewer => tolerate_read_only(requires::write(&dmv))?,
+            requires::Listed::All => {}
+        }
+        let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
+        let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
+        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs, read_only: Default::default() })
+    }
+
+    /// Takes the working-tree lock: one command at a time changes the
+    /// dirstate, HEAD, MERGE_STATE and the working tree. Waits a while for
+    /// another command, then fails naming it. Re-entrant in a process.
+    pub fn lock_worktree(&self) -> RepoResult<WorktreeGuard<'_>> {
+        self.wlock.acquire()
+    }
+
+    /// The working-tree lock if it is free now (for work that can be
+    /// skipped, like refreshing a cache; a read-only repository gives none).
+    pub(crate) fn try_lock_worktree(&self) -> Option<WorktreeGuard<'_>> {
+        self.wlock.try_acquire().ok().flatten()
+    }
+
+    /// Refuses a change of the working-tree state made without the lock: a
+    /// missing lock would let two commands overwrite each other's changes.
+    pub(crate) fn check_worktree_locked(&self, what: &'static str) -> RepoResult<()> {
+        if self.wlock.held_here() {
+            return Ok(());
+        }
+        Err(RepoError::NotLocked { what })
+    }
+
+    /// Refuses a bare repository: for operations on the working tree.
+    pub fn require_worktree(&self) -> RepoResult<()> {
+        if self.config.bare {
+            return Err(RepoError::Bare { root: self.root.clone() });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn dirstate_path(&self) -> PathBuf {
+        self.dmv.join("dirstate")
+    }
+
+    pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
+        Dirstate::load(&self.dirstate_path())
+    }
+
+    /// Callers hold the working-tree lock from before they loaded what they change.
+    pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
+        self.check_worktree_locked("the dirstate")?;
+        ds.save(&self.dirstate_path())
+    }
+
+    /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).
+    pub(crate) fn tree_mark(&self) -> Option<TreeMark> {
+        std::fs::read(self.dmv.join(TREE_MARK_FILE)).ok().and_then(|b| TreeMark::decode(&b))
+    }
+
+    /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
+    /// costs the next status a read of HEAD's tree, so it is not reported.
+    pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
+        self.mark_staged_tree(ds.staged_hash(), tree);
+    }
+
+    /// [`Repository::mark_tree`] for entries whose staged hash is known.
+    pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
+        if self.check_worktree_locked("the dirstate's tree").is_ok() {
+            let _ = crate::atomic::overwrite_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark { tree, entries: staged }.encode());
+        }
+    }
+
+    pub fn head(&self) -> RepoResult<Head> {
+        Head::load(&self.dmv.join("HEAD"))
+    }
+
+    pub fn set_head(&self, head: &Head) -> RepoResult<()> {
+        let _wlock = self.lock_worktree()?;
+        head.save(&self.dmv.join("HEAD"))
+    }
+
+    pub fn head_commit(&self) -> RepoResult<Option<ObjectId>> {
+        match self.head()? {
+            Head::Branch(name) => self.refs.get(&name),
+            Head::Detached(id) => Ok(Some(id)),
+        }
+    }
+
+    pub fn head_tree(&self) -> RepoResult<Option<ObjectId>> {
+        match self.head_commit()? {
+            Some(c) => Ok(Some(self.commit(&c)?.tree)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn commit(&self, id: &ObjectId) -> RepoResult<Commit> {
+        Ok(self.store.read_decoded(id, ObjectKind::Commit)?)
+    }
+
+    pub fn write_commit(&self, session: &mut dmv_store::WriteSession<'_>, tree: ObjectId, parents: Vec<ObjectId>, message: &str) -> RepoResult<ObjectId> {
+        let me = self.identity();
+        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.to_string() };
+        Ok(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?)
+    }
+
+    pub fn identity(&self) -> Signature {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let user = env("USER").unwrap_or_else(|| "dmv".into());
+        // Read when a command signs something; a damaged global file is
+        // reported by `dmv config`, and signing falls back as if it were not there.
+        let global = std::cell::OnceCell::new();
+        let global = || global.get_or_init(|| crate::repository::config::GlobalSettings::load().unwrap_or_default());
+        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).or_else(|| global().user_name.clone()).unwrap_or_else(|| user.clone());
+        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
+        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        Signature { name, email, time, tz_minutes: 0 }
+    }
+
+    /// Whether a name and an email were set somewhere (else commits are
+    /// signed `$USER <$USER@localhost>`, and `commit` says how to set them).
+    pub fn identity_is_set(&self) -> bool {
+        let env = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
+        let global = crate::repository::config::GlobalSettings::load().unwrap_or_default();
+        (env("DMV_AUTHOR_NAME") || self.config.user_name.is_some() || global.user_name.is_some())
+            && (env("DMV_AUTHOR_EMAIL") || self.config.user_email.is_some() || global.user_email.is_some())
+    }
+
+    pub fn who(&self) -> String {
+        let s = self.identity();
+        format!("{} <{}>", s.name, s.email)
+    }
+
+    /// Moves HEAD's branch (or detached HEAD) from `old` to `new`.
+    pub fn advance_head(&self, old: Option<ObjectId>, new: ObjectId, message: &str) -> RepoResult<()> {
+        match self.head()? {
+            Head::Branch(name) => self.update_refs(&[RefUpdate { name, expected: Some(old), new: Some(new) }], &self.who(), message),
+            Head::Detached(_) => self.set_head(&Head::Detached(new)),
+        }
+    }
+
+    /// Turns a branch or tag short name into its full ref name, if it exists.
+    pub fn full_ref(&self, name: &str) -> RepoResult<Option<String>> {
+        for candidate in [name.to_string(), format!("refs/heads/{name}"), format!("refs/tags/{name}"), format!("refs/remotes/{name}")] {
+            if candidate.starts_with("refs/") && self.refs.get(&candidate)?.is_some() {
+                return Ok(Some(candidate));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Resolves a revision: HEAD, a branch, tag or full ref, an id or unique
+    /// id prefix, each optionally followed by `~N` or `^` steps.
+    pub fn resolve(&self, rev: &str) -> RepoResult<ObjectId> {
+        let unknown = || RepoError::UnknownRevision(rev.to_string());
+        let base_end = rev.find(['~', '^']).unwrap_or(rev.len());
+        let (base, mut steps) = rev.split_at(base_end);
+        let mut id = if base == "HEAD" || base == "@" {
+            self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(format!("{rev} (no commits yet)")))?
+        } else if let Some(full) = self.full_ref(base)? {
+            self.refs.get(&full)?.ok_or_else(unknown)?
+        } else if let Some(id) = self.store.resolve_prefix(base)? {
+            id
+        } else {
+            return Err(unknown());
+        };
+        if self.store.kind_of(&id)? != ObjectKind::Commit {
+            return Err(RepoError::NotACommit { what: rev.to_string() });
+        }
+        while !steps.is_empty() {
+            let (count, rest) = if let Some(r) = steps.strip_prefix('~') {
+                let digits = r.bytes().take_while(|b| b.is_ascii_digit()).count();
+                let n = if digits == 0 { 1 } else { r[..digits].parse().map_err(|_| unknown())? };
+                (n, &r[digits..])
+            } else if let Some(r) = steps.strip_prefix('^') {
+                (1, r)
+            } else {
+                return Err(unknown());
+            };
+            for _ in 0..count {
+                id = *self.commit(&id)?.parents.first().ok_or_else(unknown)?;
+            }
+            steps = rest;
+        }
+        Ok(id)
+    }
+
+    /// Moves refs (all or nothing), after checking that every new value is
+    /// here, while gc is held off: gc may not delete an object between the
+    /// check and the moment a ref keeps it alive.
+    pub fn update_refs(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()> {
+        let _gc = self.store.hold_off_gc()?;
+        for u in updates {
+            if let Some(new) = u.new {
+                if !self.store.contains(&new)? {
+                    return Err(RepoError::Store(dmv_store::StoreError::NotFound { id: new }));
+                }
+            }
+        }
+        self.refs.update(updates, who, message)
+    }
+
+    /// For the end of a command that wrote to the store, once its refs
+    /// moved: rolls small packs together when they pile up (one or two per
+    /// commit), as `git gc --auto` does. Its failure is not the command's:
+    /// what the command wrote stands, and the next command tries again.
+    pub fn tidy_store(&self) {
+        let _ = self.store.repack_if_many_small();
+    }
+
+    pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
+        validate_ref_name(name)?;
+        self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
+            RepoError::RefChanged { .. } => RepoError::RefExists { name: name.to_string() },
+            other => other,
+        })
+    }
+
+    /// A path given on the command line (relative to the current directory)
+    /// as repository-relative bytes; refuses paths outside the working tree.
+    pub fn repo_path(&self, cwd: &Path, arg: &Path) -> RepoResult<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let joined = if arg.is_absolute() { arg.to_path_buf() } else { cwd.join(arg) };
+        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        for c in joined.components() {
+            match c {
+                std::path::Component::RootDir | std::path::Component::Prefix(_) => parts.clear(),
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    parts.pop();
+                }
+                std::path::Component::Normal(p) => parts.push(p),
+            }
+        }
+        let normal: PathBuf = std::iter::once(std::ffi::OsStr::new("/")).chain(parts).collect();
+        let rel = normal.strip_prefix(&self.root).map_err(|_| RepoError::OutsideWorktree { path: arg.to_path_buf(), root: self.root.clone() })?;
+        if rel.components().next().is_some_and(|c| c.as_os_str() == DMV_DIR) {
+            return Err(RepoError::InsideDmvDir { path: arg.to_path_buf() });
+        }
+        Ok(rel.as_os_str().as_bytes().to_vec())
+    }
+
+    pub fn abs_path(&self, rel: &[u8]) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        self.root.join(std::ffi::OsStr::from_bytes(rel))
+    }
+}

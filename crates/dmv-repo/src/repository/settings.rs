@@ -1,0 +1,115 @@
+//! What a person sets with `dmv config`, by git's key names: in the
+//! repository's `.dmv/config`, or for all of their repositories in a global
+//! file (`$XDG_CONFIG_HOME/dmv/config`, else `~/.config/dmv/config`). The
+//! repository's setting wins over the global one.
+
+use crate::error::{IoContext, RepoError, RepoResult};
+use crate::repository::config::{global_path, Config, GlobalSettings};
+use crate::repository::repo::Repository;
+
+/// Keys `dmv config` knows; the first three may also be global.
+pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "replica.name", "drop.numcopies", "drop.allowed"];
+const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool"];
+
+impl GlobalSettings {
+    fn slot(&mut self, key: &str) -> RepoResult<&mut Option<String>> {
+        match key {
+            "user.name" => Ok(&mut self.user_name),
+            "user.email" => Ok(&mut self.user_email),
+            "merge.tool" => Ok(&mut self.merge_tool),
+            _ => Err(unknown(key, GLOBAL_KEYS)),
+        }
+    }
+
+    /// Sets (or with None removes) a global setting, as one step against
+    /// another `dmv config --global` at the same moment.
+    pub fn set(key: &str, value: Option<&str>) -> RepoResult<()> {
+        let path = global_path().ok_or_else(|| RepoError::Scan { detail: "no home folder (HOME or XDG_CONFIG_HOME) for the global settings".into() })?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).at(dir)?;
+        }
+        let lock_path = path.with_extension("lock");
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        lock.lock().at(&lock_path)?;
+        let mut settings = GlobalSettings::load()?;
+        *settings.slot(key)? = value.map(str::to_string);
+        let text = serde_json::to_vec_pretty(&settings).map_err(|e| RepoError::Encode { what: "the global settings", detail: e.to_string() })?;
+        crate::atomic::write_atomic(&path, &text)
+    }
+
+    /// Every global setting that is set, by key.
+    pub fn list(&self) -> Vec<(&'static str, String)> {
+        GLOBAL_KEYS.iter().filter_map(|k| self.get(k).map(|v| (*k, v))).collect()
+    }
+}
+
+fn unknown(key: &str, known: &[&str]) -> RepoError {
+    RepoError::UnknownSetting { key: key.to_string(), known: known.join(", ") }
+}
+
+/// A repository setting by key (None: not set).
+pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
+    match key {
+        "user.name" => cfg.user_name.clone(),
+        "user.email" => cfg.user_email.clone(),
+        "merge.tool" => cfg.merge_tool.clone(),
+        "replica.name" => cfg.replica_name.clone(),
+        "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
+        "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
+        _ => None,
+    }
+}
+
+fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> {
+    let text = || value.map(str::to_string);
+    match key {
+        "user.name" => cfg.user_name = text(),
+        "user.email" => cfg.user_email = text(),
+        "merge.tool" => cfg.merge_tool = text(),
+        "replica.name" => cfg.replica_name = text(),
+        "drop.numcopies" => {
+            cfg.numcopies = match value {
+                None => None,
+                Some(v) => Some(
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not a whole number of at least 1") })?,
+                ),
+            }
+        }
+        "drop.allowed" => {
+            cfg.drops_allowed = match value {
+                None => None,
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                Some(v) => return Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not true or false") }),
+            }
+        }
+        _ => return Err(unknown(key, KEYS)),
+    }
+    Ok(())
+}
+
+impl Repository {
+    /// The value `dmv config KEY` shows: the repository's, else the global one.
+    pub fn setting(&self, key: &str) -> RepoResult<Option<String>> {
+        if !KEYS.contains(&key) {
+            return Err(unknown(key, KEYS));
+        }
+        Ok(match repo_get(&self.config, key) {
+            Some(v) => Some(v),
+            None => GlobalSettings::load()?.get(key),
+        })
+    }
+
+    /// Sets (or with None removes) a setting of this repository.
+    pub fn set_setting(&mut self, key: &str, value: Option<&str>) -> RepoResult<()> {
+        self.update_config(|cfg| repo_set(cfg, key, value))
+    }
+
+    /// Every setting of this repository that is set, by key.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        KEYS.iter().filter_map(|k| repo_get(&self.config, k).map(|v| (*k, v))).collect()
+    }
+}
