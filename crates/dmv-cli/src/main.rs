@@ -2,6 +2,7 @@
 
 mod admin;
 mod demo;
+mod hints;
 mod import;
 mod inspect;
 mod locks;
@@ -247,6 +248,9 @@ fn main() -> ExitCode {
             }
             let mut line = repo_args::printable(&msg.join(": ").replace('\n', " "));
             line.truncate(line.trim_end().len());
+            if let Some(hint) = hints::hint(&e) {
+                line.push_str(&repo_args::printable(&hint));
+            }
             if let Some(mount) = dmv_sync::full_file_system(e.chain()) {
                 line.push_str(&format!(" (the file system mounted at {} is full: free some space there and run the command again)", mount.display()));
             }

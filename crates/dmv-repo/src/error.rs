@@ -68,7 +68,7 @@ pub enum RepoError {
     NoSuchRef { kind: &'static str, name: String },
     #[error("cannot delete branch '{name}': it is checked out")]
     BranchCheckedOut { name: String },
-    #[error("branch {name} is not merged into HEAD or its remote-tracking branch: deleting it would leave its commits to gc; merge or push it first, or delete it anyway with `dmv branch -D {name}`")]
+    #[error("branch {name} is not merged into HEAD or its remote-tracking branch: deleting it would leave its commits to gc; merge or push it first, or delete it anyway")]
     BranchNotMerged { name: String },
     /// Anything else the ref store reports (locked, corrupt, invalid name, I/O).
     #[error("{0}")]
@@ -107,15 +107,15 @@ pub enum RepoError {
     CheckoutRefused { path: String, reason: StoreError },
 
     // Merges.
-    #[error("a merge of {label} is in progress; commit it or run `dmv merge --abort` first")]
+    #[error("a merge of {label} is in progress; commit it or abort it first")]
     MergeInProgress { label: String },
-    #[error("a merge of {label} is already in progress; finish it with `dmv commit` or run `dmv merge --abort`")]
+    #[error("a merge of {label} is already in progress; commit it or abort it")]
     MergeAlreadyInProgress { label: String },
-    #[error("the merge of {label} was interrupted before the working tree was written; run `dmv merge --abort` and merge again")]
+    #[error("the merge of {label} was interrupted before the working tree was written; abort it and merge again")]
     MergeInterrupted { label: String },
-    #[error("HEAD moved since the merge of {label} started; run `dmv merge --abort`")]
+    #[error("HEAD moved since the merge of {label} started; abort the merge")]
     HeadMoved { label: String },
-    #[error("unresolved conflicts: {}; run dmv resolve", first_ten(paths))]
+    #[error("unresolved conflicts: {}", first_ten(paths))]
     UnresolvedConflicts { paths: Vec<String> },
     #[error("there is no merge in progress")]
     NoMergeInProgress,
@@ -123,7 +123,7 @@ pub enum RepoError {
     NoStash { index: usize },
     #[error("cannot apply the stash: {path} was changed differently since; nothing was changed and the stash is kept")]
     StashConflict { path: String },
-    #[error("the data of {path} is not in this replica; `dmv get` it first")]
+    #[error("the data of {path} is not in this replica; fetch it first")]
     ArchiveDataAbsent { path: String },
     #[error("the archive stopped: {detail}")]
     Output { detail: String },
@@ -140,12 +140,12 @@ pub enum RepoError {
     #[error("unknown setting {key} (known: {known})")]
     UnknownSetting { key: String, known: String },
     /// A hub keeps every file's data unless its admin allows drops.
-    #[error("{path} keeps every file's data (a bare repository is a full replica others clone from); its admin can allow drops there with `dmv config drop.allowed true`")]
+    #[error("{path} keeps every file's data (a bare repository is a full replica others clone from); its admin can allow drops there (setting drop.allowed true)")]
     DropsNotAllowed { path: PathBuf },
     #[error("bad value for {key}: {detail}")]
     BadSetting { key: String, detail: String },
     /// `revert`: what the reverted commit changed was changed again since, at `path`.
-    #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand with `dmv restore --source`)")]
+    #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand from the commit's parent)")]
     RevertConflict { commit: String, path: String },
     #[error("nothing to revert: the changes of {commit} are already undone on HEAD")]
     NothingToRevert { commit: String },
@@ -157,9 +157,9 @@ pub enum RepoError {
     NoMergeToAbort,
     #[error("{path} is not in conflict")]
     NotInConflict { path: String },
-    /// `flag`: the `dmv resolve` option that was given.
-    #[error("{path} and {other} cannot both exist (one is a file, the other a directory); resolve them together, e.g. `dmv resolve {flag} {path} {other}`")]
-    FileDirectoryClash { path: String, other: String, flag: &'static str },
+    /// `how`: the resolution asked for, to ask again for both paths.
+    #[error("{path} and {other} cannot both exist (one is a file, the other a directory); resolve them together")]
+    FileDirectoryClash { path: String, other: String, how: crate::Resolution },
     #[error("cannot keep both versions: {path} already exists; move it away first")]
     SideNameTaken { path: String },
 }

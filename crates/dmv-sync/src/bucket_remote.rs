@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{check_lock_path, LocationLog, LocationPages, PathLock, ReplicaId};
+use dmv_repo::{check_lock_path, release_locks, take_locks, LocationLog, LocationPages, LockStore, PathLock, ReplicaId};
 
 use crate::client::{LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
@@ -157,59 +157,39 @@ impl Remote for BucketRemote {
         Ok((dropped.freed_bytes, dropped.locked))
     }
 
-    /// One conditional create per path. A path held by someone else undoes
-    /// the locks this call took before it, so the call takes all or none.
+    /// One conditional create per path (the rules: [`take_locks`]).
     fn lock_paths(&mut self, paths: &[String], replica: &str, me: &str) -> SyncResult<PathLocks> {
-        for path in paths {
-            check_lock_path(path).map_err(|reason| dmv_repo::RepoError::BadPath { path: path.clone(), reason })?;
-        }
         let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let (mut taken, mut created): (Vec<PathLock>, Vec<&str>) = (Vec::new(), Vec::new());
-        for path in paths {
-            let lock = PathLock { path: path.clone(), owner: me.to_string(), replica: replica.to_string(), since };
-            let held = match self.bucket.create_path_lock(path, encode_lock(&lock))? {
-                true => Some(lock),
-                false => match self.read_lock(path)? {
-                    Some(theirs) if theirs.owner == me && theirs.replica == replica => {
-                        taken.push(theirs);
-                        continue;
-                    }
-                    // Released since the create failed: try once more.
-                    None if self.bucket.create_path_lock(path, encode_lock(&lock))? => Some(lock),
-                    other => {
-                        for mine in created {
-                            self.bucket.remove_path_lock(mine)?;
-                        }
-                        let holder = other.map_or_else(|| "someone else (it changed while we looked)".to_string(), |l| l.holder());
-                        return Err(dmv_repo::RepoError::PathLocked { path: path.clone(), holder }.into());
-                    }
-                },
-            };
-            created.push(path);
-            taken.extend(held);
-        }
-        Ok(PathLocks { you: Some(me.to_string()), locks: taken })
+        Ok(PathLocks { you: Some(me.to_string()), locks: take_locks(&mut LockObjects(self), paths, me, replica, since)? })
     }
 
     fn unlock_paths(&mut self, paths: &[String], force: bool, me: &str) -> SyncResult<PathLocks> {
-        let mut released = Vec::new();
-        for path in paths {
-            match self.read_lock(path)? {
-                None => return Err(dmv_repo::RepoError::PathNotLocked { path: path.clone() }.into()),
-                Some(l) if l.owner != me && !force => return Err(dmv_repo::RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }.into()),
-                Some(l) => released.push(l),
-            }
-        }
-        for lock in &released {
-            self.bucket.remove_path_lock(&lock.path)?;
-        }
-        Ok(PathLocks { you: Some(me.to_string()), locks: released })
+        Ok(PathLocks { you: Some(me.to_string()), locks: release_locks(&mut LockObjects(self), paths, me, force)? })
     }
 
     fn list_locks(&mut self, me: &str) -> SyncResult<PathLocks> {
         let mut locks = self.bucket.read_path_locks()?.iter().map(|b| self.decode_lock(b)).collect::<SyncResult<Vec<_>>>()?;
         locks.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(PathLocks { you: Some(me.to_string()), locks })
+    }
+}
+
+/// The bucket's lock objects, one per locked path.
+struct LockObjects<'a>(&'a BucketRemote);
+
+impl LockStore for LockObjects<'_> {
+    type Error = SyncError;
+
+    fn create(&mut self, lock: &PathLock) -> SyncResult<bool> {
+        Ok(self.0.bucket.create_path_lock(&lock.path, encode_lock(lock))?)
+    }
+
+    fn read(&mut self, path: &str) -> SyncResult<Option<PathLock>> {
+        self.0.read_lock(path)
+    }
+
+    fn remove(&mut self, path: &str) -> SyncResult<()> {
+        Ok(self.0.bucket.remove_path_lock(path)?)
     }
 }
 

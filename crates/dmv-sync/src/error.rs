@@ -26,13 +26,16 @@ pub enum SyncError {
     Unreachable { url: String, detail: String },
     #[error("authentication failed for {url}: {detail}")]
     Auth { url: String, detail: String },
+    /// The server wants a token, and none or a wrong one was sent.
+    #[error("authentication failed for {url}: {detail} (no token, or a wrong one)")]
+    TokenRefused { url: String, detail: String },
     #[error("{url}: {detail}")]
     NotARepository { url: String, detail: String },
     #[error("bad remote {url:?}: {why}")]
     BadUrl { url: String, why: String },
-    #[error("no remote named {name}; add one with `dmv remote add {name} URL`")]
+    #[error("no remote named {name}")]
     NoSuchRemote { name: String },
-    #[error("{what} needs a configured remote (dmv remote add NAME URL)")]
+    #[error("{what} needs a configured remote")]
     NeedsNamedRemote { what: &'static str },
     #[error("remote {name} already exists")]
     RemoteExists { name: String },
@@ -72,7 +75,7 @@ pub enum SyncError {
     /// A clone that stopped part way; running it again resumes it.
     #[error("clone of {url} stopped; run the same command again to resume: {cause}")]
     CloneStopped { url: String, cause: Box<SyncError> },
-    #[error("the data of {} is not here and no reachable remote has it; make one reachable that does: {}", some_of(files), if tried.is_empty() { "none is configured (dmv remote add NAME URL)".to_string() } else { tried.join("; ") })]
+    #[error("the data of {} is not here and no reachable remote has it; make one reachable that does: {}", some_of(files), if tried.is_empty() { "none is configured".to_string() } else { tried.join("; ") })]
     NoRemoteReachable { files: Vec<String>, tried: Vec<String> },
     #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
     NotEnoughCopies { needed: usize, files: Vec<String>, unreachable: Vec<String> },

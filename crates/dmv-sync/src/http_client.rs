@@ -228,7 +228,7 @@ impl Wire for HttpWire {
             let text = runtime.block_on(error_text(response));
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
-                401 => SyncError::Auth { url: self.base.clone(), detail: format!("{text} (set DMV_TOKEN or `dmv remote add --token`)") },
+                401 => SyncError::TokenRefused { url: self.base.clone(), detail: text },
                 403 => SyncError::Auth { url: self.base.clone(), detail: text },
                 404 => SyncError::NotARepository { url: self.base.clone(), detail: text },
                 _ => SyncError::Remote(format!("HTTP {status}: {text}")),

@@ -42,7 +42,7 @@ pub struct MergeState {
 
 impl MergeState {
     fn load(path: &Path) -> RepoResult<Option<MergeState>> {
-        let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: format!("{detail} (`dmv merge --abort` discards it)") };
+        let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: format!("{detail} (aborting the merge discards it)") };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -24,17 +24,6 @@ pub enum Resolution {
     AsIs,
 }
 
-impl Resolution {
-    fn flag(self) -> &'static str {
-        match self {
-            Resolution::Ours => "--ours",
-            Resolution::Theirs => "--theirs",
-            Resolution::Both => "--both",
-            Resolution::AsIs => "",
-        }
-    }
-}
-
 /// One resolved conflict and the paths that now hold its content (empty: deleted).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {
@@ -125,7 +114,7 @@ impl Repository {
         }
         for (p, _) in plan.iter().filter(|(_, e)| e.is_some()) {
             if let Some(other) = clash_with(&next, p) {
-                return Err(RepoError::FileDirectoryClash { path: show(p), other: show(&other), flag: how.flag() });
+                return Err(RepoError::FileDirectoryClash { path: show(p), other: show(&other), how });
             }
         }
 

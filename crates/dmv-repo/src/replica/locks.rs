@@ -106,42 +106,106 @@ impl LockTable {
         self.locks.is_empty()
     }
 
-    /// Locks every path for `owner` from `replica`, or none of them: a path
-    /// held by someone else, or by the same person from another replica,
-    /// refuses the whole call. Paths already held by this owner and replica
-    /// keep their lock. Returns the locks, in the order asked.
+    /// Locks every path for `owner` from `replica`, or none of them (see
+    /// [`take_locks`]). Returns the locks, in the order asked.
     pub fn lock(&mut self, paths: &[String], owner: &str, replica: &str, now: u64) -> RepoResult<Vec<PathLock>> {
-        for path in paths {
-            check_lock_path(path).map_err(|reason| RepoError::BadPath { path: path.clone(), reason })?;
-            if let Some(held) = self.locks.get(path).filter(|l| l.owner != owner || l.replica != replica) {
-                return Err(RepoError::PathLocked { path: path.clone(), holder: held.holder() });
-            }
-        }
-        let mut taken = Vec::with_capacity(paths.len());
-        for path in paths {
-            let lock = self.locks.entry(path.clone()).or_insert_with(|| PathLock { path: path.clone(), owner: owner.into(), replica: replica.into(), since: now });
-            taken.push(lock.clone());
-        }
-        Ok(taken)
+        take_locks(self, paths, owner, replica, now)
     }
 
-    /// Releases every path, or none: a path not locked, or held by someone
-    /// else without `force`, refuses the whole call. Returns what was released.
+    /// Releases every path, or none (see [`release_locks`]).
     pub fn unlock(&mut self, paths: &[String], owner: &str, force: bool) -> RepoResult<Vec<PathLock>> {
-        for path in paths {
-            match self.locks.get(path) {
-                None => return Err(RepoError::PathNotLocked { path: path.clone() }),
-                Some(l) if l.owner != owner && !force => return Err(RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }),
-                Some(_) => {}
-            }
-        }
-        Ok(paths.iter().filter_map(|p| self.locks.remove(p)).collect())
+        release_locks(self, paths, owner, force)
     }
 
     /// The locks someone other than `user` holds (every lock when `user` is unknown).
     pub fn held_by_others<'a>(&'a self, user: Option<&'a str>) -> impl Iterator<Item = &'a PathLock> + 'a {
         self.locks.values().filter(move |l| Some(l.owner.as_str()) != user)
     }
+}
+
+impl LockStore for LockTable {
+    type Error = RepoError;
+
+    fn create(&mut self, lock: &PathLock) -> RepoResult<bool> {
+        match self.locks.contains_key(&lock.path) {
+            true => Ok(false),
+            false => Ok(self.locks.insert(lock.path.clone(), lock.clone()).is_none()),
+        }
+    }
+
+    fn read(&mut self, path: &str) -> RepoResult<Option<PathLock>> {
+        Ok(self.locks.get(path).cloned())
+    }
+
+    fn remove(&mut self, path: &str) -> RepoResult<()> {
+        self.locks.remove(path);
+        Ok(())
+    }
+}
+
+/// Where path locks are kept: a served repository's table, or a bucket's
+/// lock objects (one per path, made by a conditional create). The rules of
+/// taking and releasing locks are [`take_locks`] and [`release_locks`],
+/// written once for every such store.
+pub trait LockStore {
+    type Error: From<RepoError>;
+    /// Records `lock` if its path is not locked; false if it is.
+    fn create(&mut self, lock: &PathLock) -> Result<bool, Self::Error>;
+    fn read(&mut self, path: &str) -> Result<Option<PathLock>, Self::Error>;
+    fn remove(&mut self, path: &str) -> Result<(), Self::Error>;
+}
+
+/// Locks every path for `owner` from `replica`, or none of them: a path
+/// held by someone else, or by the same person from another replica,
+/// refuses the whole call and undoes the locks it took. Paths already held
+/// by this owner and replica keep their lock. Returns the locks, in the
+/// order asked.
+pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, replica: &str, now: u64) -> Result<Vec<PathLock>, S::Error> {
+    for path in paths {
+        check_lock_path(path).map_err(|reason| RepoError::BadPath { path: path.clone(), reason })?;
+    }
+    let (mut taken, mut created): (Vec<PathLock>, Vec<&str>) = (Vec::new(), Vec::new());
+    for path in paths {
+        let lock = PathLock { path: path.clone(), owner: owner.into(), replica: replica.into(), since: now };
+        if !store.create(&lock)? {
+            match store.read(path)? {
+                Some(held) if held.owner == owner && held.replica == replica => {
+                    taken.push(held);
+                    continue;
+                }
+                // Released since the create failed: try once more.
+                None if store.create(&lock)? => {}
+                other => {
+                    for mine in created {
+                        store.remove(mine)?;
+                    }
+                    let holder = other.map_or_else(|| "someone else (it changed while we looked)".to_string(), |l| l.holder());
+                    return Err(RepoError::PathLocked { path: path.clone(), holder }.into());
+                }
+            }
+        }
+        created.push(path);
+        taken.push(lock);
+    }
+    Ok(taken)
+}
+
+/// Releases every path, or none: a path not locked, or held by someone
+/// else without `force`, refuses the whole call. Returns what was released.
+pub fn release_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, force: bool) -> Result<Vec<PathLock>, S::Error> {
+    let mut released: Vec<PathLock> = Vec::new();
+    for path in paths {
+        match store.read(path)? {
+            None => return Err(RepoError::PathNotLocked { path: path.clone() }.into()),
+            Some(l) if l.owner != owner && !force => return Err(RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }.into()),
+            Some(l) if released.iter().any(|r| r.path == l.path) => {}
+            Some(l) => released.push(l),
+        }
+    }
+    for lock in &released {
+        store.remove(&lock.path)?;
+    }
+    Ok(released)
 }
 
 /// A lock path is a path of the repository's trees: relative, `/`-separated,

@@ -283,7 +283,7 @@ impl Dirstate {
         let mut sum = [0u8; 32];
         file.read_exact(&mut sum).at(path)?;
         if computed.as_bytes()[..] != sum {
-            return Err(corrupt("checksum mismatch (delete it and run `dmv restore --staged .` to rebuild from HEAD)"));
+            return Err(corrupt("checksum mismatch (deleting it and staging HEAD's files again rebuilds it)"));
         }
         Ok(Some((decoded.map_err(|e| corrupt(&e))?, written_ns)))
     }

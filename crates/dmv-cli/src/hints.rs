@@ -1,0 +1,67 @@
+//! The dmv command that deals with an error, said after the library's
+//! message: the libraries say what went wrong in words any front end can
+//! show, and only the command line knows its own commands. Matched on the
+//! errors' types, never on their text.
+
+use dmv_repo::store::StoreError;
+use dmv_repo::{RepoError, Resolution};
+use dmv_sync::SyncError;
+
+/// What to append to the error's line, if a command helps.
+pub fn hint(e: &anyhow::Error) -> Option<String> {
+    e.chain().find_map(|cause| {
+        if let Some(r) = cause.downcast_ref::<RepoError>() {
+            repo(r)
+        } else if let Some(s) = cause.downcast_ref::<SyncError>() {
+            sync(s)
+        } else {
+            cause.downcast_ref::<StoreError>().and_then(store)
+        }
+    })
+}
+
+fn repo(e: &RepoError) -> Option<String> {
+    Some(match e {
+        RepoError::BranchNotMerged { name } => format!(" (`dmv branch -D {name}` deletes it anyway)"),
+        RepoError::MergeInProgress { .. } | RepoError::MergeAlreadyInProgress { .. } | RepoError::MergeInterrupted { .. } | RepoError::HeadMoved { .. } => {
+            " (`dmv merge --abort` aborts it)".into()
+        }
+        RepoError::UnresolvedConflicts { .. } => "; run dmv resolve".into(),
+        RepoError::ArchiveDataAbsent { .. } => " (`dmv get` fetches it)".into(),
+        RepoError::DropsNotAllowed { .. } => ": `dmv config drop.allowed true` there".into(),
+        RepoError::RevertConflict { .. } => " (with `dmv restore --source`)".into(),
+        RepoError::FileDirectoryClash { path, other, how } => {
+            let flag = match how {
+                Resolution::Ours => " --ours",
+                Resolution::Theirs => " --theirs",
+                Resolution::Both => " --both",
+                Resolution::AsIs => "",
+            };
+            format!(", e.g. `dmv resolve{flag} {path} {other}`")
+        }
+        RepoError::MessageRequired => ": dmv commit -m MESSAGE".into(),
+        RepoError::BranchOfSeveralRemotes { name, remotes } => format!(", as in dmv switch -c {name} {}", remotes.first()?),
+        RepoError::IsAFolder { .. } => "; use ls-tree".into(),
+        RepoError::Corrupt { path, .. } if path.ends_with("dirstate") => " (`dmv fsck --repair` rebuilds it from HEAD)".into(),
+        RepoError::Corrupt { path, .. } if path.ends_with("MERGE_STATE") => " (`dmv merge --abort`)".into(),
+        RepoError::Store(s) => return store(s),
+        _ => return None,
+    })
+}
+
+fn sync(e: &SyncError) -> Option<String> {
+    Some(match e {
+        SyncError::NoSuchRemote { name } => format!("; add one with `dmv remote add {name} URL`"),
+        SyncError::NeedsNamedRemote { .. } => " (dmv remote add NAME URL)".into(),
+        SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => " (dmv remote add NAME URL)".into(),
+        SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
+        SyncError::Repo(r) => return repo(r),
+        SyncError::Store(s) => return store(s),
+        SyncError::CloneStopped { cause, .. } => return sync(cause),
+        _ => return None,
+    })
+}
+
+fn store(_: &StoreError) -> Option<String> {
+    None
+}
