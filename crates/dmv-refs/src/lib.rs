@@ -5,7 +5,18 @@
 //! in the same tables and outlive the refs they describe.
 //!
 //! Byte format: docs/refs-format.md.
+//!
+//! Files, bottom up (a file only uses files listed before it): `value` (what
+//! a ref holds, a reflog entry), `error`, `name` (which ref names are valid),
+//! `failpoint` (crash-test hooks), `format` (record keys and values), `lock`
+//! (the writer lock, whose file becomes the new `tables.list`); one table:
+//! `block` (the byte layout the writer and the reader share), `writer`,
+//! `table` (opening and reading it) and `verify` (its full check, for fsck),
+//! with their tests in `table_tests`; `stack` (a snapshot of the stack and a
+//! merged walk over it); and this file, the [`RefStore`]: reads, reflogs,
+//! transactions and compaction.
 
+mod block;
 mod error;
 mod failpoint;
 mod format;
@@ -13,7 +24,11 @@ mod lock;
 mod name;
 mod stack;
 mod table;
+#[cfg(test)]
+mod table_tests;
 mod value;
+mod verify;
+mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +42,8 @@ pub use value::{RefValue, ReflogEntry};
 use format::*;
 use lock::{inline_line, sync_dir, Lock, LIST, LOCK};
 use stack::{open_stack, read_list, Merged, Stack};
-use table::{Table, TableWriter};
+use table::Table;
+use writer::TableWriter;
 
 #[derive(Debug, Clone)]
 pub struct Options {
