@@ -1,3 +1,8 @@
+//! Content-defined chunking (FastCDC): where a file's bytes are cut into
+//! chunks. The cut points depend only on the content, so an edit moves only
+//! the chunks around it and every replica cuts the same bytes the same way:
+//! that is what lets chunks be shared between versions and between replicas.
+
 use std::io::Read;
 use std::sync::Arc;
 

@@ -1,3 +1,6 @@
+//! The store's one error type, so a caller can tell a missing object from a
+//! damaged one from a failing disk without reading messages.
+
 use std::path::PathBuf;
 
 use crate::ObjectId;

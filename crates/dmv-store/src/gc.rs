@@ -17,9 +17,11 @@ use std::time::{Duration, SystemTime};
 use crate::error::IoContext;
 use crate::index::{write_index, PackIndex};
 use crate::marks::Marks;
+use crate::multi_pack::FOLD_RATIO;
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
-use crate::store::{maybe_compress, sync_dir, FOLD_RATIO};
+use crate::session::maybe_compress;
+use crate::store::sync_dir;
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
 
 #[derive(Debug, Default, Clone, serde::Serialize)]

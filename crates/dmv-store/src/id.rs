@@ -1,3 +1,6 @@
+//! Object ids and kinds: every object is named by the hash of its kind and
+//! bytes, which every other file of the crate (and every replica) relies on.
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};

@@ -17,7 +17,7 @@ use crate::clock::timestamp_granularity;
 use crate::nodes::{FileList, ListBuilder};
 use crate::object::NodeEntry;
 use crate::pack::{COMP_NONE, COMP_ZSTD};
-use crate::store::maybe_compress;
+use crate::session::maybe_compress;
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, WriteSession};
 
 /// A file to store, by path.
