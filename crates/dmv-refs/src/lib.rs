@@ -16,6 +16,8 @@
 //! merged walk over it); and this file, the [`RefStore`]: reads, reflogs,
 //! transactions and compaction.
 
+#![warn(missing_docs)]
+
 mod block;
 mod error;
 mod failpoint;
@@ -45,6 +47,7 @@ use stack::{open_stack, read_list, Merged, Stack};
 use table::Table;
 use writer::TableWriter;
 
+/// How a [`RefStore`] opened with [`RefStore::open`] writes; reads ignore it.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// How long a writer waits for another writer's lock before failing.
@@ -67,8 +70,11 @@ impl Default for Options {
 /// Compare-and-swap condition of one update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
+    /// Whatever the ref holds, or its absence.
     Any,
+    /// The ref must not exist.
     Absent,
+    /// The ref must hold exactly this value.
     Value(RefValue),
 }
 
@@ -102,15 +108,18 @@ impl RefStore {
         Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
+    /// Opens the store in `dir`; fails if `tables.list` is missing or unreadable.
     pub fn open(dir: &Path, opts: Options) -> Result<RefStore, RefError> {
         read_list(dir)?;
         Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
+    /// The directory holding `tables.list` and the tables.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The ref's current value; None if it does not exist (or was deleted).
     pub fn get(&self, name: &str) -> Result<Option<RefValue>, RefError> {
         validate_name(name)?;
         open_stack(&self.dir)?.get_ref(name)
@@ -138,6 +147,7 @@ impl RefStore {
         Ok(out)
     }
 
+    /// An empty batch of updates; nothing is written until [`Transaction::commit`].
     pub fn transaction(&self) -> Transaction<'_> {
         Transaction { store: self, updates: BTreeMap::new() }
     }
@@ -383,10 +393,12 @@ impl<'a> Transaction<'a> {
         Ok(self)
     }
 
+    /// The number of updates queued.
     pub fn len(&self) -> usize {
         self.updates.len()
     }
 
+    /// True when no update is queued (a commit then writes nothing).
     pub fn is_empty(&self) -> bool {
         self.updates.is_empty()
     }
