@@ -23,6 +23,7 @@ use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, WriteSes
 /// A file to store, by path.
 #[derive(Clone, Debug)]
 pub struct IngestSource {
+    /// The file to read.
     pub path: PathBuf,
 }
 
@@ -30,8 +31,11 @@ pub struct IngestSource {
 /// (verified unchanged after reading), for the dirstate.
 #[derive(Clone, Debug)]
 pub struct Ingested {
+    /// Its content id: its chunk, or the root of its chunk list.
     pub id: ObjectId,
+    /// Its length in bytes.
     pub size: u64,
+    /// Its stat, taken before reading and checked unchanged after.
     pub meta: Metadata,
     /// Stamped within a clock tick of the read: a write later in that tick
     /// would leave the stat as it is, so the stat cannot vouch for this

@@ -15,6 +15,8 @@
 //! multi-pack index), `session` (writing objects) and `ingest` (storing
 //! working-tree files); and on top `verify`, `gc` and `repair`.
 
+#![warn(missing_docs)]
+
 mod chunker;
 mod clock;
 mod content;

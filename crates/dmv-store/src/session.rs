@@ -17,8 +17,11 @@ use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
 /// A pack a write session has just sealed (data and index durable and visible).
 pub struct SealedPack<'p> {
+    /// The pack's checksum, which names it.
     pub checksum: ObjectId,
+    /// The pack file.
     pub pack_path: &'p Path,
+    /// Its index.
     pub index_path: &'p Path,
 }
 
@@ -84,6 +87,7 @@ impl Store {
 }
 
 impl<'a> WriteSession<'a> {
+    /// The store this session writes to.
     pub fn store(&self) -> &'a Store {
         self.store
     }
@@ -94,6 +98,7 @@ impl<'a> WriteSession<'a> {
         self.on_seal = Some(Box::new(hook));
     }
 
+    /// Whether the object is stored, or written by this session already.
     pub fn has(&self, id: &ObjectId) -> StoreResult<bool> {
         // The pack being written holds what is not in a sealed pack yet.
         Ok(self.pack.as_ref().is_some_and(|p| p.contains(id)) || self.store.contains(id)?)
@@ -199,6 +204,7 @@ impl<'a> WriteSession<'a> {
         Ok(())
     }
 
+    /// Payload bytes this session appended so far (compressed as stored).
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written
     }

@@ -18,6 +18,7 @@ use crate::object::decode;
 use crate::pack::{self, index_file_name, pack_file_name, COMP_NONE};
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 
+/// The file name, in the packs folder, of the index that covers many packs at once.
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
@@ -52,10 +53,15 @@ pub struct Store {
 /// receives, so nothing is recompressed on the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
+    /// The object.
     pub id: ObjectId,
+    /// Its kind.
     pub kind: ObjectKind,
+    /// How `payload` is stored: 0 raw, 1 zstd.
     pub compression: u8,
+    /// Its length as content.
     pub raw_len: u32,
+    /// Its bytes as stored.
     pub payload: Vec<u8>,
 }
 
@@ -76,22 +82,32 @@ impl StoredObject {
     }
 }
 
+/// What [`Store::stats`] counts.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Stats {
+    /// Pack files.
     pub packs: usize,
+    /// Objects, of every kind (one stored in two packs counts twice).
     pub objects: usize,
+    /// Chunks among them.
     pub chunks: usize,
+    /// Bytes of the pack files.
     pub stored_bytes: u64,
+    /// Bytes of the chunks as content (a chunk many files share counts once).
     pub unique_content_bytes: u64,
 }
 
 impl Store {
+    /// Makes an empty store in `dir` (the `packs` folder in it); open it with [`Store::open`].
     pub fn create(dir: &Path) -> StoreResult<()> {
         let packs = dir.join("packs");
         std::fs::create_dir_all(&packs).at(&packs)?;
         Ok(())
     }
 
+    /// Opens the store in `dir`. `params` chunk what it ingests (they must be
+    /// the repository's, for ids to match other replicas'); packs roll over
+    /// at `pack_limit` bytes (64 KiB at least).
     pub fn open(dir: &Path, params: ChunkParams, pack_limit: u64) -> StoreResult<Store> {
         Self::open_with(dir, params, pack_limit, true)
     }
@@ -123,14 +139,17 @@ impl Store {
         Ok(store)
     }
 
+    /// The chunking it was opened with.
     pub fn params(&self) -> ChunkParams {
         self.params
     }
 
+    /// The folder of packs and indexes.
     pub fn packs_dir(&self) -> &Path {
         &self.packs_dir
     }
 
+    /// The size at which a write session starts a new pack.
     pub fn pack_limit(&self) -> u64 {
         self.pack_limit
     }
@@ -215,6 +234,7 @@ impl Store {
         self.indexes.write().unwrap_or_else(|e| e.into_inner()).push(Arc::new(idx));
     }
 
+    /// Where the object is, among the packs as last listed (see [`Store::find`]).
     pub fn locate(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
         self.probe_indexes(id, |idx| idx.lookup(id))
     }
@@ -273,6 +293,7 @@ impl Store {
         Ok(self.probe_indexes(id, |idx| Ok(idx.position(id)))?.is_some())
     }
 
+    /// The object's kind, from its index entry alone.
     pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
         Ok(self.find(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
     }
@@ -381,6 +402,7 @@ impl Store {
         Ok(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })
     }
 
+    /// [`Store::read`], failing with [`StoreError::WrongKind`] unless the object is of `kind`.
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
         let (actual, bytes) = self.read(id)?;
         if actual != kind {
@@ -389,6 +411,7 @@ impl Store {
         Ok(bytes)
     }
 
+    /// [`Store::read_kind`], then decoded as `T`.
     pub fn read_decoded<T: serde::de::DeserializeOwned>(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<T> {
         let bytes = self.read_kind(id, kind)?;
         decode(id, kind, &bytes)
@@ -419,6 +442,7 @@ impl Store {
         Ok(found)
     }
 
+    /// Counts packs, objects and bytes, reading every index.
     pub fn stats(&self) -> StoreResult<Stats> {
         let mut s = Stats::default();
         let mut seen_packs = HashSet::new();
