@@ -208,7 +208,7 @@ impl Store {
     /// keeping every object (reachable or not: that is gc's call). The
     /// multi-pack index stays as it is, so its rewrite does not grow every
     /// commit's cost with the history; once the packs outside it hold
-    /// 1/[`FOLD_RATIO`] of what it covers, the smallest of all packs are
+    /// 1/`FOLD_RATIO` of what it covers, the smallest of all packs are
     /// rolled instead and the index is rewritten over them. Only when
     /// nobody writes or collects right now (else the next command tries
     /// again); readers go on meanwhile, finding a moved object in its new
