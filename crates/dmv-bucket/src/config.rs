@@ -9,14 +9,18 @@ use crate::error::{lost_race, BucketError, BucketResult, Target};
 use crate::layout::CONFIG_KEY;
 use crate::url::Conn;
 
+/// The repository format this dmv writes and reads; a bucket with another is refused.
 pub const FORMAT_VERSION: u32 = 1;
 /// The config is a few hundred bytes: what the bucket says it holds is
 /// checked against this before anything is downloaded.
 const MAX_CONFIG_SIZE: u64 = 1 << 20;
 
+/// The repository config object (`dmv-repository.json`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketConfig {
+    /// The repository format ([`FORMAT_VERSION`]).
     pub format: u32,
+    /// The chunking every replica of the repository must use.
     pub chunking: ChunkParams,
     /// Random, fixed at creation: the local mirror of this repository's
     /// indexes is kept per id, so two repositories behind one URL (another

@@ -13,47 +13,134 @@ use opendal::ErrorKind;
 
 use dmv_store::StoreError;
 
+/// Why a bucket call failed. In every variant with one, `url` is the remote
+/// as given (`s3://bucket/prefix`) and `detail` what went wrong there, in one line.
 #[derive(Debug, thiserror::Error)]
 pub enum BucketError {
     /// The remote is not `s3://bucket[/prefix]`.
     #[error("bad object storage remote {url:?}: {why}")]
-    BadUrl { url: String, why: &'static str },
+    BadUrl {
+        /// The remote as given.
+        url: String,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
     /// The client refused the settings (an endpoint that is not a URL, ...).
     #[error("{url}: {detail} (check the remote's endpoint and region)")]
-    Config { url: String, detail: String },
+    Config {
+        /// The remote.
+        url: String,
+        /// What the client said.
+        detail: String,
+    },
+    /// The location holds no DMV repository: no config object, or one that
+    /// is not a valid DMV config.
     #[error("{url}: {detail}")]
-    NotARepository { url: String, detail: String },
+    NotARepository {
+        /// The remote.
+        url: String,
+        /// What was found instead.
+        detail: String,
+    },
+    /// The repository was written by a newer dmv.
     #[error("{url}: repository format {found} is not supported by this dmv (supports {supported}); upgrade dmv")]
-    UnsupportedFormat { url: String, found: u32, supported: u32 },
+    UnsupportedFormat {
+        /// The remote.
+        url: String,
+        /// The format its config names.
+        found: u32,
+        /// The one this dmv knows ([`crate::FORMAT_VERSION`]).
+        supported: u32,
+    },
+    /// The store refused the credentials (a 403).
     #[error("authentication failed for {url}: {detail}")]
-    Auth { url: String, detail: String },
+    Auth {
+        /// The remote.
+        url: String,
+        /// The store's error code and message.
+        detail: String,
+    },
+    /// The bucket does not exist.
     #[error("{url}: the bucket {bucket} does not exist; create it, or check the remote's URL and endpoint")]
-    NoBucket { url: String, bucket: String },
+    NoBucket {
+        /// The remote.
+        url: String,
+        /// The bucket's name.
+        bucket: String,
+    },
+    /// Nothing answered, or not in time.
     #[error("cannot reach {url}: {detail}")]
-    Unreachable { url: String, detail: String },
+    Unreachable {
+        /// The remote.
+        url: String,
+        /// What was being done, and the network's error.
+        detail: String,
+    },
     /// The store lacks what DMV's ref updates need (ETags, conditional writes).
     #[error("{url}: {detail}")]
-    Unsupported { url: String, detail: String },
-    /// Other writers kept replacing the ref table.
+    Unsupported {
+        /// The remote.
+        url: String,
+        /// What is missing.
+        detail: String,
+    },
+    /// Another client is in the way (a drop running, a push registered, a
+    /// drop's lease expired), or other writers kept replacing the ref table:
+    /// try again later.
     #[error("{url}: {detail}")]
-    Contended { url: String, detail: String },
+    Contended {
+        /// The remote.
+        url: String,
+        /// What is in the way, and what to do.
+        detail: String,
+    },
     /// Anything else the store answered.
     #[error("{url}: {detail}")]
-    Storage { url: String, detail: String },
+    Storage {
+        /// The remote.
+        url: String,
+        /// What was being done, and the store's answer.
+        detail: String,
+    },
+    /// An object in the bucket fails its checks (a pack, an index, the ref
+    /// table, a lock, a location log).
     #[error("{url}: damaged data in the bucket: {detail}")]
-    Damaged { url: String, detail: String },
+    Damaged {
+        /// The remote.
+        url: String,
+        /// Which object, and what is wrong with it.
+        detail: String,
+    },
     /// A local file: the mirror of the bucket's indexes, or a push's staged packs.
     #[error("{what} {}: {cause}", path.display())]
-    Io { what: &'static str, path: PathBuf, cause: std::io::Error },
+    Io {
+        /// What was being done to it.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        cause: std::io::Error,
+    },
+    /// The async runtime requests run on could not be started.
     #[error("cannot start the I/O runtime for object storage: {cause}")]
-    Runtime { cause: std::io::Error },
+    Runtime {
+        /// What the system said.
+        cause: std::io::Error,
+    },
     /// A bug in dmv (a task that panicked, say), not a problem of the bucket.
     #[error("internal error: {what}: {detail} (a bug in dmv; please report it)")]
-    Internal { what: &'static str, detail: String },
+    Internal {
+        /// What was being done.
+        what: &'static str,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The local store (the index mirror, staged packs) failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
+/// What the bucket's calls return.
 pub type BucketResult<T> = Result<T, BucketError>;
 
 impl BucketError {

@@ -4,8 +4,11 @@
 
 use dmv_store::{index_file_name, pack_file_name, ObjectId};
 
+/// The key of the repository's config object ([`crate::BucketConfig`]).
 pub const CONFIG_KEY: &str = "dmv-repository.json";
+/// The key of the ref table ([`crate::RefTable`]).
 pub const REFS_KEY: &str = "refs";
+/// Where packs and their indexes are, under their local file names.
 pub const PACKS_PREFIX: &str = "packs/";
 /// Packs in a bucket roll over at this size: large enough that listing and
 /// request costs stay small, small enough that a resumed push resends little.

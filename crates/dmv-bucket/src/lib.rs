@@ -13,8 +13,9 @@
 //! and an interrupted push resumes by skipping the packs it finished.
 //!
 //! The bucket's pack indexes are mirrored in a local cache directory, opened
-//! as an ordinary [`Store`]: lookups are the local ones, and a push stages
-//! its packs there (the store's own pack writer) before uploading them.
+//! as an ordinary [`Store`](dmv_store::Store): lookups are the local ones,
+//! and a push stages its packs there (the store's own pack writer) before
+//! uploading them.
 //!
 //! Data leaves a bucket only by `dmv drop --from`: see `leases` for how a
 //! drop keeps clear of pushes and of other replicas' drops, and `dropping`
@@ -27,6 +28,8 @@
 //! `refs` (the ref table's format), `refswap` (moving refs), `leases`
 //! (drops, pushes and content locks in the bucket) and `dropping`; this
 //! file ties them into a [`Bucket`].
+
+#![warn(missing_docs)]
 
 mod config;
 mod dropping;
@@ -64,6 +67,7 @@ use mirror::Mirror;
 use refswap::DropsSeen;
 use url::Conn;
 
+/// An open DMV repository in a bucket, with the local mirror of its indexes.
 pub struct Bucket {
     conn: Conn,
     config: BucketConfig,
@@ -94,10 +98,12 @@ impl Bucket {
         Ok(bucket)
     }
 
+    /// The remote as it was given to [`Bucket::open`].
     pub fn url(&self) -> &str {
         &self.conn.target.url
     }
 
+    /// The repository's chunking, which a replica pushing here must use.
     pub fn chunking(&self) -> ChunkParams {
         self.config.chunking
     }
@@ -134,6 +140,7 @@ impl Bucket {
         path_locks::read_all(&self.conn)
     }
 
+    /// Deletes the lock object of `path` (whoever created it).
     pub fn remove_path_lock(&self, path: &str) -> BucketResult<()> {
         path_locks::remove(&self.conn, path)
     }

@@ -8,6 +8,7 @@ use dmv_store::trace;
 use crate::error::BucketResult;
 use crate::url::Conn;
 
+/// Where the location logs are: `locations/<writer>`, one per replica.
 pub const LOCATIONS_PREFIX: &str = "locations/";
 /// A location log of a million records is ~57 MiB: larger is refused unread.
 const MAX_LOG_SIZE: u64 = 256 << 20;

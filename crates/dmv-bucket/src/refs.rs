@@ -15,11 +15,14 @@ const MAGIC: &[u8; 8] = b"DMVREFS\0";
 const VERSION: u32 = 2;
 const CHECKSUM_LEN: usize = 32;
 
+/// The bucket's refs, as one object.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefTable {
     /// The branch a clone checks out (`refs/heads/...`).
     pub head: Option<String>,
+    /// Every ref, by full name, and the commit it names.
     pub refs: BTreeMap<String, ObjectId>,
+    /// Drops begun and the one running now.
     pub drops: DropState,
 }
 
@@ -35,6 +38,8 @@ pub struct DropState {
     pub lease: Option<DropLease>,
 }
 
+/// The hold a running drop has on the bucket: no push moves refs while it
+/// is active, and no other drop starts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DropLease {
     /// A random token of the drop that holds it.
@@ -44,6 +49,7 @@ pub struct DropLease {
 }
 
 impl DropLease {
+    /// Whether it still holds at `now_ns` (nanoseconds since the Unix epoch).
     pub fn active(&self, now_ns: u64) -> bool {
         now_ns < self.expires_ns
     }
@@ -57,6 +63,7 @@ struct TableV1 {
 }
 
 impl RefTable {
+    /// The object's bytes: version 1 while no drop has run, else version 2.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.refs.len() * 80);
         out.extend_from_slice(MAGIC);
@@ -73,6 +80,7 @@ impl RefTable {
         out
     }
 
+    /// Reads either version, after checking the checksum; the error says what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<RefTable, String> {
         if bytes.len() < MAGIC.len() + 4 + CHECKSUM_LEN || &bytes[..MAGIC.len()] != MAGIC {
             return Err("not a DMV ref table".into());

@@ -22,6 +22,7 @@ const MAX_REF_TABLE_SIZE: u64 = 128 << 20;
 /// A ref table as read, with the version a compare-and-swap must match.
 #[derive(Clone, Debug, Default)]
 pub struct RefSnapshot {
+    /// The table (empty when the bucket has none yet).
     pub table: RefTable,
     etag: Option<String>,
 }
@@ -29,6 +30,7 @@ pub struct RefSnapshot {
 /// One ref change: applied only if the ref is still at `old`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefChange {
+    /// The ref's full name.
     pub name: String,
     /// `None`: the ref must not exist.
     pub old: Option<ObjectId>,
@@ -36,12 +38,18 @@ pub struct RefChange {
     pub new: Option<ObjectId>,
 }
 
+/// How a ref update ended, when it was not an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RefUpdateOutcome {
+    /// Every change landed, in one swap of the ref table (with no changes:
+    /// this client may push there).
     Updated,
     /// A ref is not where the caller expected: someone else moved it.
+    /// Nothing changed.
     Rejected {
+        /// The first such ref, in the order of the changes.
         name: String,
+        /// Where it is; None: it does not exist.
         found: Option<ObjectId>,
     },
 }

@@ -31,6 +31,7 @@ const PACKS_IN_FLIGHT: usize = 1;
 
 /// Hands each object of an upload to a sink (children before parents).
 pub type Producer<'a, E> = &'a mut dyn FnMut(ObjectSink<'_, E>) -> Result<(), E>;
+/// Takes one object of an upload; an error stops the upload.
 pub type ObjectSink<'a, E> = &'a mut dyn FnMut(&StoredObject) -> Result<(), E>;
 
 /// An upload's writer renews its hold on the bucket (a push its

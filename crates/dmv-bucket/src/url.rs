@@ -24,11 +24,15 @@ pub(crate) const READS_IN_FLIGHT: usize = 6;
 /// `s3://bucket[/prefix]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BucketUrl {
+    /// The bucket's name.
     pub bucket: String,
+    /// The repository's place in the bucket, without slashes at either end ("" for the root).
     pub prefix: String,
 }
 
 impl BucketUrl {
+    /// Checks the URL: `s3://`, a valid bucket name, and a prefix without
+    /// empty, `.` or `..` parts.
     pub fn parse(url: &str) -> BucketResult<BucketUrl> {
         let bad = |why: &'static str| BucketError::BadUrl { url: url.to_string(), why };
         let rest = url.strip_prefix("s3://").ok_or_else(|| bad("it must start with s3://"))?;
@@ -54,6 +58,7 @@ impl BucketUrl {
 pub struct BucketOptions {
     /// e.g. `http://127.0.0.1:9000`; default: AWS for the region.
     pub endpoint: Option<String>,
+    /// Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`.
     pub region: Option<String>,
     /// `bucket.host/key` instead of `host/bucket/key` (path style, the default,
     /// is what MinIO, Ceph and Garage expect).

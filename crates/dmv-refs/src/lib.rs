@@ -5,7 +5,20 @@
 //! in the same tables and outlive the refs they describe.
 //!
 //! Byte format: docs/refs-format.md.
+//!
+//! Files, bottom up (a file only uses files listed before it): `value` (what
+//! a ref holds, a reflog entry), `error`, `name` (which ref names are valid),
+//! `failpoint` (crash-test hooks), `format` (record keys and values), `lock`
+//! (the writer lock, whose file becomes the new `tables.list`); one table:
+//! `block` (the byte layout the writer and the reader share), `writer`,
+//! `table` (opening and reading it) and `verify` (its full check, for fsck),
+//! with their tests in `table_tests`; `stack` (a snapshot of the stack and a
+//! merged walk over it); and this file, the [`RefStore`]: reads, reflogs,
+//! transactions and compaction.
 
+#![warn(missing_docs)]
+
+mod block;
 mod error;
 mod failpoint;
 mod format;
@@ -13,7 +26,11 @@ mod lock;
 mod name;
 mod stack;
 mod table;
+#[cfg(test)]
+mod table_tests;
 mod value;
+mod verify;
+mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,8 +44,10 @@ pub use value::{RefValue, ReflogEntry};
 use format::*;
 use lock::{inline_line, sync_dir, Lock, LIST, LOCK};
 use stack::{open_stack, read_list, Merged, Stack};
-use table::{Table, TableWriter};
+use table::Table;
+use writer::TableWriter;
 
+/// How a [`RefStore`] opened with [`RefStore::open`] writes; reads ignore it.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// How long a writer waits for another writer's lock before failing.
@@ -51,8 +70,11 @@ impl Default for Options {
 /// Compare-and-swap condition of one update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
+    /// Whatever the ref holds, or its absence.
     Any,
+    /// The ref must not exist.
     Absent,
+    /// The ref must hold exactly this value.
     Value(RefValue),
 }
 
@@ -86,15 +108,18 @@ impl RefStore {
         Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
+    /// Opens the store in `dir`; fails if `tables.list` is missing or unreadable.
     pub fn open(dir: &Path, opts: Options) -> Result<RefStore, RefError> {
         read_list(dir)?;
         Ok(RefStore { dir: dir.to_path_buf(), opts })
     }
 
+    /// The directory holding `tables.list` and the tables.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The ref's current value; None if it does not exist (or was deleted).
     pub fn get(&self, name: &str) -> Result<Option<RefValue>, RefError> {
         validate_name(name)?;
         open_stack(&self.dir)?.get_ref(name)
@@ -122,6 +147,7 @@ impl RefStore {
         Ok(out)
     }
 
+    /// An empty batch of updates; nothing is written until [`Transaction::commit`].
     pub fn transaction(&self) -> Transaction<'_> {
         Transaction { store: self, updates: BTreeMap::new() }
     }
@@ -367,10 +393,12 @@ impl<'a> Transaction<'a> {
         Ok(self)
     }
 
+    /// The number of updates queued.
     pub fn len(&self) -> usize {
         self.updates.len()
     }
 
+    /// True when no update is queued (a commit then writes nothing).
     pub fn is_empty(&self) -> bool {
         self.updates.is_empty()
     }

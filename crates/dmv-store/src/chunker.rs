@@ -1,3 +1,8 @@
+//! Content-defined chunking (FastCDC): where a file's bytes are cut into
+//! chunks. The cut points depend only on the content, so an edit moves only
+//! the chunks around it and every replica cuts the same bytes the same way:
+//! that is what lets chunks be shared between versions and between replicas.
+
 use std::io::Read;
 use std::sync::Arc;
 
@@ -8,8 +13,11 @@ use serde::{Deserialize, Serialize};
 /// boundaries or dedup between them breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkParams {
+    /// No cut before this many bytes (but the last chunk of a file may be shorter).
     pub min: u32,
+    /// The size cuts aim at on average.
     pub avg: u32,
+    /// A chunk is cut here at the latest.
     pub max: u32,
 }
 
@@ -68,11 +76,14 @@ pub(crate) fn cut_run(data: &[u8], from: usize, params: ChunkParams, eof: bool) 
 
 /// Consecutive chunks of a file, as ranges of one shared buffer.
 pub struct ChunkBatch {
+    /// The bytes the chunks are cut from.
     pub data: Arc<Vec<u8>>,
+    /// Each chunk's range in `data`, in file order.
     pub cuts: Vec<std::ops::Range<usize>>,
 }
 
 impl ChunkBatch {
+    /// A batch of one chunk holding all of `data` (a file no larger than a chunk).
     // One range covering the whole buffer, not a vector of its bytes.
     #[allow(clippy::single_range_in_vec_init)]
     pub fn single(data: Vec<u8>) -> ChunkBatch {
@@ -80,6 +91,7 @@ impl ChunkBatch {
         ChunkBatch { data: Arc::new(data), cuts: vec![0..len] }
     }
 
+    /// The bytes of chunk `i`; panics if there are not that many.
     pub fn chunk(&self, i: usize) -> &[u8] {
         &self.data[self.cuts[i].clone()]
     }
@@ -99,6 +111,8 @@ pub struct Chunker<R> {
 const BUFFER: usize = 4 * 1024 * 1024;
 
 impl<R: Read> Chunker<R> {
+    /// A chunker over `source`; `params` must have passed [`ChunkParams::validate`]
+    /// (fastcdc panics on others).
     pub fn new(source: R, params: ChunkParams) -> Self {
         let size = BUFFER.max(params.max as usize * 2);
         Chunker { source, params, buf: vec![0; size], start: 0, end: 0, eof: false }

@@ -262,11 +262,14 @@ impl io::Write for DirectWriter {
 /// filling fresh pages), small ones through the page cache, where a direct
 /// write per file would wait for the disk each time.
 pub enum FileWriter {
+    /// Past the page cache (`O_DIRECT`): files of 2 MiB and more.
     Direct(DirectWriter),
+    /// Through the page cache: smaller files, and where direct writes are refused.
     Buffered(io::BufWriter<File>),
 }
 
 impl FileWriter {
+    /// Picks the way for a file about to receive `size` bytes.
     pub fn new(file: File, size: u64) -> FileWriter {
         let buffered = |file| FileWriter::Buffered(io::BufWriter::with_capacity(1 << 20, file));
         if size < DIRECT_FILES_FROM {

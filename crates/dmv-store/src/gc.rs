@@ -17,19 +17,30 @@ use std::time::{Duration, SystemTime};
 use crate::error::IoContext;
 use crate::index::{write_index, PackIndex};
 use crate::marks::Marks;
+use crate::multi_pack::FOLD_RATIO;
 use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
-use crate::store::{maybe_compress, sync_dir, FOLD_RATIO};
+use crate::session::maybe_compress;
+use crate::store::sync_dir;
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
 
+/// What [`Store::gc`] did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct GcReport {
+    /// Packs in the store when gc began.
     pub packs_before: usize,
+    /// Packs left.
     pub packs_after: usize,
+    /// Objects left (index entries, after the rewrite).
     pub objects_kept: u64,
+    /// Objects removed: unreachable, and in no recent pack.
     pub objects_dropped: u64,
+    /// Bytes of pack files when gc began.
     pub bytes_before: u64,
+    /// Bytes of pack files left.
     pub bytes_after: u64,
+    /// Temporary files of dead writers removed, and packs without an index
+    /// that could not be re-indexed.
     pub leftovers_removed: u64,
     /// Packs kept whole because they were written within the grace period.
     pub recent_packs_kept: usize,
@@ -61,11 +72,16 @@ pub const AUTO_REPACK_SMALL_PACKS: usize = crate::store::MAX_UNCOVERED_PACKS;
 /// O(log n) times over a history of n small commits, not O(n).
 const GEOMETRIC_FACTOR: u64 = 4;
 
+/// What [`Store::repack_if_many_small`] did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct RepackReport {
+    /// Small packs rolled together (0: none; it takes two).
     pub packs_rolled: usize,
+    /// Packs they were rolled into.
     pub packs_made: usize,
+    /// Bytes of the packs rolled.
     pub bytes_rewritten: u64,
+    /// As in [`GcReport::leftovers_removed`].
     pub leftovers_removed: u64,
 }
 
@@ -192,7 +208,7 @@ impl Store {
     /// keeping every object (reachable or not: that is gc's call). The
     /// multi-pack index stays as it is, so its rewrite does not grow every
     /// commit's cost with the history; once the packs outside it hold
-    /// 1/[`FOLD_RATIO`] of what it covers, the smallest of all packs are
+    /// 1/`FOLD_RATIO` of what it covers, the smallest of all packs are
     /// rolled instead and the index is rewritten over them. Only when
     /// nobody writes or collects right now (else the next command tries
     /// again); readers go on meanwhile, finding a moved object in its new

@@ -1,3 +1,6 @@
+//! Object ids and kinds: every object is named by the hash of its kind and
+//! bytes, which every other file of the crate (and every replica) relies on.
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -7,8 +10,10 @@ use serde::{Deserialize, Serialize};
 pub struct ObjectId(pub [u8; 32]);
 
 impl ObjectId {
+    /// Bytes in an id.
     pub const LEN: usize = 32;
 
+    /// The id of an object of `kind` whose encoding is `bytes`.
     pub fn hash(kind: ObjectKind, bytes: &[u8]) -> ObjectId {
         let mut h = blake3::Hasher::new();
         h.update(&[kind as u8]);
@@ -16,20 +21,24 @@ impl ObjectId {
         ObjectId(*h.finalize().as_bytes())
     }
 
+    /// The 64 lower-case hex digits, as ids are shown and typed.
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)
     }
 
+    /// The first 12 hex digits, for messages and logs.
     pub fn short(&self) -> String {
         hex::encode(&self.0[..6])
     }
 
+    /// Parses 64 hex digits (either case); None for anything else.
     pub fn from_hex(s: &str) -> Option<ObjectId> {
         let mut out = [0u8; 32];
         hex::decode_to_slice(s, &mut out).ok()?;
         Some(ObjectId(out))
     }
 
+    /// Takes exactly 32 bytes; None for any other length.
     pub fn from_slice(b: &[u8]) -> Option<ObjectId> {
         Some(ObjectId(b.try_into().ok()?))
     }
@@ -52,13 +61,18 @@ impl fmt::Debug for ObjectId {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(u8)]
 pub enum ObjectKind {
+    /// Raw bytes of file content (or a symlink's target).
     Chunk = 1,
+    /// A node of a file's chunk list ([`crate::object::FileNode`]).
     FileNode = 2,
+    /// A node of a directory ([`crate::object::TreeNode`]).
     Tree = 3,
+    /// A commit ([`crate::object::Commit`]).
     Commit = 4,
 }
 
 impl ObjectKind {
+    /// The kind of a tag byte as packs and indexes store it; None for an unknown tag.
     pub fn from_u8(b: u8) -> Option<ObjectKind> {
         match b {
             1 => Some(ObjectKind::Chunk),
@@ -69,6 +83,7 @@ impl ObjectKind {
         }
     }
 
+    /// The name messages use: "chunk", "file", "tree", "commit".
     pub fn name(self) -> &'static str {
         match self {
             ObjectKind::Chunk => "chunk",

@@ -29,7 +29,9 @@ const ENTRY_LEN: usize = 24;
 /// An index entry: which pack (by position in the pack table) and where.
 #[derive(Clone, Copy, Debug)]
 pub struct Located {
+    /// The pack's checksum (its name).
     pub pack: ObjectId,
+    /// The object's record in that pack.
     pub entry: Entry,
 }
 
@@ -279,11 +281,14 @@ pub fn verify_pack_index(path: &Path, pack: &ObjectId) -> StoreResult<()> {
 
 /// Hashes what passes through it (BLAKE3): a checksum computed while a file streams out.
 pub struct HashingWriter<W: Write> {
+    /// Where the bytes go.
     pub inner: W,
+    /// Every byte `inner` accepted so far.
     pub hasher: blake3::Hasher,
 }
 
 impl<W: Write> HashingWriter<W> {
+    /// Starts hashing in front of `inner`.
     pub fn new(inner: W) -> HashingWriter<W> {
         HashingWriter { inner, hasher: blake3::Hasher::new() }
     }

@@ -17,12 +17,13 @@ use crate::clock::timestamp_granularity;
 use crate::nodes::{FileList, ListBuilder};
 use crate::object::NodeEntry;
 use crate::pack::{COMP_NONE, COMP_ZSTD};
-use crate::store::maybe_compress;
+use crate::session::maybe_compress;
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, WriteSession};
 
 /// A file to store, by path.
 #[derive(Clone, Debug)]
 pub struct IngestSource {
+    /// The file to read.
     pub path: PathBuf,
 }
 
@@ -30,8 +31,11 @@ pub struct IngestSource {
 /// (verified unchanged after reading), for the dirstate.
 #[derive(Clone, Debug)]
 pub struct Ingested {
+    /// Its content id: its chunk, or the root of its chunk list.
     pub id: ObjectId,
+    /// Its length in bytes.
     pub size: u64,
+    /// Its stat, taken before reading and checked unchanged after.
     pub meta: Metadata,
     /// Stamped within a clock tick of the read: a write later in that tick
     /// would leave the stat as it is, so the stat cannot vouch for this

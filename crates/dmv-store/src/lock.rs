@@ -10,15 +10,18 @@ use std::path::Path;
 use crate::error::IoContext;
 use crate::{StoreError, StoreResult};
 
+/// The gc lock, held until dropped.
 pub struct GcLock {
     _file: File,
 }
 
 impl GcLock {
+    /// Takes the lock shared, as writers do; waits while gc holds it.
     pub fn shared(path: &Path) -> StoreResult<GcLock> {
         Self::take(path, libc::LOCK_SH)
     }
 
+    /// Takes the lock exclusively, as gc does; waits for every writer to finish.
     pub fn exclusive(path: &Path) -> StoreResult<GcLock> {
         Self::take(path, libc::LOCK_EX)
     }

@@ -7,23 +7,31 @@ use crate::{ObjectId, ObjectKind, StoreResult};
 
 /// Where nodes go as they are produced.
 pub trait NodeSink {
+    /// Stores one node (an object of `kind` encoded as `bytes`) and returns its id.
     fn put(&mut self, kind: ObjectKind, bytes: Vec<u8>) -> StoreResult<ObjectId>;
 }
 
 /// What differs between file lists and directory lists.
 pub trait ListShape {
+    /// An item of the list.
     type Leaf;
+    /// The kind the list's nodes are stored as.
     const OBJECT: ObjectKind;
     /// A node ends after an item whose hash is 0 modulo this (the average fan-out).
     const FANOUT: u32;
     /// Hard cap so a run without boundaries cannot grow a node without bound.
     const MAX: usize;
+    /// The item's hash that decides where nodes end (see `FANOUT`).
     fn leaf_hash(leaf: &Self::Leaf) -> u32;
+    /// The content bytes the item stands for.
     fn leaf_size(leaf: &Self::Leaf) -> u64;
+    /// The encoding of a level-0 node holding `leaves`.
     fn encode_leaves(leaves: &[Self::Leaf]) -> Vec<u8>;
+    /// The encoding of a node of `level` listing `children`.
     fn encode_inner(level: u8, children: &[NodeEntry]) -> Vec<u8>;
 }
 
+/// A file's chunk list: [`crate::object::FileNode`]s over chunks.
 pub struct FileList;
 impl ListShape for FileList {
     type Leaf = NodeEntry;
@@ -44,6 +52,7 @@ impl ListShape for FileList {
     }
 }
 
+/// A directory's entries: [`crate::object::TreeNode`]s.
 pub struct TreeList;
 impl ListShape for TreeList {
     type Leaf = TreeEntry;
@@ -85,10 +94,12 @@ impl<S: ListShape> Default for ListBuilder<S> {
 }
 
 impl<S: ListShape> ListBuilder<S> {
+    /// An empty list.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Adds the next item; writes the nodes it completes to `sink`.
     pub fn push(&mut self, sink: &mut dyn NodeSink, leaf: S::Leaf) -> StoreResult<()> {
         if self.cut_pending {
             self.flush_leaves(sink)?;

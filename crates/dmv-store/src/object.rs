@@ -5,6 +5,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::{ObjectId, ObjectKind, StoreError, StoreResult};
 
+/// The byte every structured object's encoding begins with.
 pub const FORMAT: u8 = 1;
 
 /// The largest object a repository holds, as stored and as content: twice the
@@ -26,14 +27,18 @@ pub fn check_object_len(what: &str, len: u64) -> Result<(), String> {
 /// with the number of content bytes below it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeEntry {
+    /// The chunk or node.
     pub id: ObjectId,
+    /// Content bytes below it.
     pub size: u64,
 }
 
 /// A node of a file's chunk list. Level 0 lists chunks; level n lists nodes of level n-1.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileNode {
+    /// 0: its entries are chunks; n: nodes of level n-1.
     pub level: u8,
+    /// In content order.
     pub entries: Vec<NodeEntry>,
 }
 
@@ -47,6 +52,7 @@ pub struct ChunkWalk {
 }
 
 impl ChunkWalk {
+    /// A walk from `root`, the node read from `id` (which errors name).
     pub fn new(id: ObjectId, root: FileNode) -> ChunkWalk {
         ChunkWalk { stack: vec![(id, root.level, root.entries.into_iter())] }
     }
@@ -110,15 +116,21 @@ impl ChunkWalk {
     }
 }
 
+/// What a directory entry is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EntryKind {
+    /// A regular file.
     File,
+    /// A regular file checked out executable.
     Executable,
+    /// A symbolic link.
     Symlink,
+    /// A directory.
     Dir,
 }
 
 impl EntryKind {
+    /// A regular file, executable or not.
     pub fn is_file(self) -> bool {
         matches!(self, EntryKind::File | EntryKind::Executable)
     }
@@ -129,10 +141,14 @@ impl EntryKind {
 /// a chunk holding the link target; for directories a tree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeEntry {
+    /// The name within the directory, as raw bytes (not necessarily UTF-8).
     #[serde(with = "serde_bytes")]
     pub name: Vec<u8>,
+    /// What it is.
     pub kind: EntryKind,
+    /// Its content, link target chunk or tree (see above).
     pub id: ObjectId,
+    /// Content bytes: the file's length, or the total of a directory's files.
     pub size: u64,
 }
 
@@ -140,27 +156,46 @@ pub struct TreeEntry {
 /// so a huge directory is not rewritten whole when one entry changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TreeNode {
+    /// Entries, sorted by name bytes.
     Leaf(Vec<TreeEntry>),
-    Inner { level: u8, children: Vec<NodeEntry> },
+    /// Nodes one level down.
+    Inner {
+        /// Leaves are level 0.
+        level: u8,
+        /// The child nodes, in the order of the names below them.
+        children: Vec<NodeEntry>,
+    },
 }
 
+/// Who made a commit, and when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signature {
+    /// Their name.
     pub name: String,
+    /// Their email address.
     pub email: String,
+    /// Seconds since the Unix epoch.
     pub time: i64,
+    /// Their time zone's offset, in minutes.
     pub tz_minutes: i16,
 }
 
+/// A commit: a root tree and the commits it follows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Commit {
+    /// The root directory.
     pub tree: ObjectId,
+    /// Empty for a first commit; a merge lists the commit merged into first.
     pub parents: Vec<ObjectId>,
+    /// Who wrote the change.
     pub author: Signature,
+    /// Who made the commit.
     pub committer: Signature,
+    /// The commit message.
     pub message: String,
 }
 
+/// The encoding of a structured object: [`FORMAT`], then postcard.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = vec![FORMAT];
     // Serializing plain structs into a Vec cannot fail.
@@ -168,6 +203,7 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     out
 }
 
+/// Decodes what [`encode`] wrote; `id` and `kind` only name the object in errors.
 pub fn decode<T: DeserializeOwned>(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<T> {
     let bad = |detail: String| StoreError::BadEncoding { id: *id, kind: kind.name(), detail };
     match bytes.first() {

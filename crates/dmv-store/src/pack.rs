@@ -27,7 +27,9 @@ pub const PACK_END_MAGIC: &[u8; 8] = b"DMVPEND\0";
 pub const PACK_VERSION: u32 = 3;
 const PACK_VERSION_TOC_WITH_IDS: u32 = 2;
 const PACK_VERSION_WHOLE_FILE_CHECKSUM: u32 = 1;
+/// Bytes before a pack's first record.
 pub const HEADER_LEN: u64 = 16;
+/// Bytes of a record before its payload (kind, compression, lengths, id).
 pub const RECORD_HEADER_LEN: usize = 44;
 pub const TOC_ENTRY_LEN: usize = 12;
 const TOC_ENTRY_WITH_ID_LEN: usize = 52;
@@ -44,11 +46,17 @@ pub const COMP_ZSTD: u8 = 1;
 /// Where one object lives inside a pack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The object.
     pub id: ObjectId,
+    /// Its kind.
     pub kind: ObjectKind,
+    /// How its payload is stored: `COMP_NONE` (0) or `COMP_ZSTD` (1).
     pub compression: u8,
+    /// Where its record starts in the pack file.
     pub offset: u64,
+    /// Its length as content.
     pub raw_len: u32,
+    /// Its payload's length in the pack.
     pub stored_len: u32,
 }
 
@@ -114,6 +122,7 @@ impl Entry {
     }
 }
 
+/// `pack-<checksum>.pack`, the name of the pack with that checksum.
 pub fn pack_file_name(checksum: &ObjectId) -> String {
     PackFileName(checksum).to_string()
 }
@@ -129,6 +138,7 @@ impl std::fmt::Display for PackFileName<'_> {
     }
 }
 
+/// `pack-<checksum>.idx`, the name of that pack's index.
 pub fn index_file_name(checksum: &ObjectId) -> String {
     format!("pack-{}.idx", checksum.to_hex())
 }

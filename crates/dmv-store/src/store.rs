@@ -1,18 +1,24 @@
+//! The [`Store`] itself: opening `.dmv/objects`, the set of pack indexes it
+//! reads (the multi-pack index and the packs outside it), and finding and
+//! reading single objects. Everything else in the crate builds on these
+//! calls, so this file depends on none of it: writing (`session`), keeping
+//! the multi-pack index (`multi_pack`), file content (`content`), gc,
+//! verify and repair each add their own `impl Store` above it.
+
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use crate::error::IoContext;
-use crate::index::{write_index_with, write_merged_index, Located, PackIndex};
+use crate::index::{Located, PackIndex};
 use crate::lock::GcLock;
-use crate::nodes::NodeSink;
-use crate::object::{decode, FileNode};
-use crate::pack::{self, index_file_name, pack_file_name, PackWriter, COMP_NONE, COMP_ZSTD};
+use crate::object::decode;
+use crate::pack::{self, index_file_name, pack_file_name, COMP_NONE};
 use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 
+/// The file name, in the packs folder, of the index that covers many packs at once.
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
@@ -21,12 +27,6 @@ const RELIST_ATTEMPTS: usize = 5;
 /// auto-repack rolls them together above this many, a long write session
 /// folds them in (see [`Store::index_packs_if_grown`]).
 pub(crate) const MAX_UNCOVERED_PACKS: usize = 8;
-/// The auto-repack folds the packs outside the multi-pack index into it
-/// once they hold at least 1/`FOLD_RATIO` of the objects it covers: each
-/// rewrite is then at least that much larger than the last, so all of them
-/// together write each object's entry O(1) times, where a rewrite every
-/// few commits wrote the whole index (every object of a long history) each time.
-pub(crate) const FOLD_RATIO: usize = 8;
 
 /// The object store under `.dmv/objects`.
 pub struct Store {
@@ -53,10 +53,15 @@ pub struct Store {
 /// receives, so nothing is recompressed on the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
+    /// The object.
     pub id: ObjectId,
+    /// Its kind.
     pub kind: ObjectKind,
+    /// How `payload` is stored: 0 raw, 1 zstd.
     pub compression: u8,
+    /// Its length as content.
     pub raw_len: u32,
+    /// Its bytes as stored.
     pub payload: Vec<u8>,
 }
 
@@ -77,22 +82,32 @@ impl StoredObject {
     }
 }
 
+/// What [`Store::stats`] counts.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Stats {
+    /// Pack files.
     pub packs: usize,
+    /// Objects, of every kind (one stored in two packs counts twice).
     pub objects: usize,
+    /// Chunks among them.
     pub chunks: usize,
+    /// Bytes of the pack files.
     pub stored_bytes: u64,
+    /// Bytes of the chunks as content (a chunk many files share counts once).
     pub unique_content_bytes: u64,
 }
 
 impl Store {
+    /// Makes an empty store in `dir` (the `packs` folder in it); open it with [`Store::open`].
     pub fn create(dir: &Path) -> StoreResult<()> {
         let packs = dir.join("packs");
         std::fs::create_dir_all(&packs).at(&packs)?;
         Ok(())
     }
 
+    /// Opens the store in `dir`. `params` chunk what it ingests (they must be
+    /// the repository's, for ids to match other replicas'); packs roll over
+    /// at `pack_limit` bytes (64 KiB at least).
     pub fn open(dir: &Path, params: ChunkParams, pack_limit: u64) -> StoreResult<Store> {
         Self::open_with(dir, params, pack_limit, true)
     }
@@ -124,14 +139,17 @@ impl Store {
         Ok(store)
     }
 
+    /// The chunking it was opened with.
     pub fn params(&self) -> ChunkParams {
         self.params
     }
 
+    /// The folder of packs and indexes.
     pub fn packs_dir(&self) -> &Path {
         &self.packs_dir
     }
 
+    /// The size at which a write session starts a new pack.
     pub fn pack_limit(&self) -> u64 {
         self.pack_limit
     }
@@ -212,10 +230,11 @@ impl Store {
         self.indexes.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn add_index(&self, idx: PackIndex) {
+    pub(crate) fn add_index(&self, idx: PackIndex) {
         self.indexes.write().unwrap_or_else(|e| e.into_inner()).push(Arc::new(idx));
     }
 
+    /// Where the object is, among the packs as last listed (see [`Store::find`]).
     pub fn locate(&self, id: &ObjectId) -> StoreResult<Option<Located>> {
         self.probe_indexes(id, |idx| idx.lookup(id))
     }
@@ -274,6 +293,7 @@ impl Store {
         Ok(self.probe_indexes(id, |idx| Ok(idx.position(id)))?.is_some())
     }
 
+    /// The object's kind, from its index entry alone.
     pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
         Ok(self.find(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
     }
@@ -382,6 +402,7 @@ impl Store {
         Ok(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })
     }
 
+    /// [`Store::read`], failing with [`StoreError::WrongKind`] unless the object is of `kind`.
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
         let (actual, bytes) = self.read(id)?;
         if actual != kind {
@@ -390,144 +411,10 @@ impl Store {
         Ok(bytes)
     }
 
+    /// [`Store::read_kind`], then decoded as `T`.
     pub fn read_decoded<T: serde::de::DeserializeOwned>(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<T> {
         let bytes = self.read_kind(id, kind)?;
         decode(id, kind, &bytes)
-    }
-
-    /// Streams a file's content (a chunk or a chunk-list tree) to `out`.
-    /// The node tree is walked without recursion, each node exactly one
-    /// level above its children ([`crate::object::ChunkWalk`]), so a
-    /// damaged or hostile chain of nodes is an error, not a stack overflow.
-    pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
-        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(StoreError::Output);
-        // A chunk that is not here fails the whole file before any byte of it is written.
-        self.check_content_present(id)?;
-        let (kind, bytes) = self.read(id)?;
-        match kind {
-            ObjectKind::Chunk => {
-                write(out, &bytes)?;
-                Ok(bytes.len() as u64)
-            }
-            ObjectKind::FileNode => {
-                let mut walk = crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?);
-                let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-                let mut total = 0;
-                while let Some(e) = walk.next_chunk(&mut read_node)? {
-                    let chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
-                    write(out, &chunk)?;
-                    total += chunk.len() as u64;
-                }
-                Ok(total)
-            }
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
-        }
-    }
-
-    /// The chunks of a file's content, with their sizes, in order: its
-    /// nodes are read, its chunks only located (a rename of a retouched
-    /// photo is seen by the chunks the two versions share).
-    pub fn chunk_list(&self, id: &ObjectId) -> StoreResult<Vec<(ObjectId, u64)>> {
-        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        if loc.entry.kind != ObjectKind::FileNode {
-            return Ok(vec![(*id, loc.entry.raw_len as u64)]);
-        }
-        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-        let mut out = Vec::new();
-        while let Some(e) = walk.next_chunk(&mut read_node)? {
-            out.push((e.id, e.size));
-        }
-        Ok(out)
-    }
-
-    /// A file's content as a reader, a chunk at a time (what
-    /// [`Store::write_content`] writes), for writers that pull: a tar entry
-    /// of a file larger than memory. Checked present first, as there.
-    pub fn content_reader(&self, id: &ObjectId) -> StoreResult<ContentReader<'_>> {
-        self.check_content_present(id)?;
-        let (kind, bytes) = self.read(id)?;
-        match kind {
-            ObjectKind::Chunk => Ok(ContentReader { store: self, walk: None, chunk: bytes, at: 0 }),
-            ObjectKind::FileNode => {
-                Ok(ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 })
-            }
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
-        }
-    }
-
-    /// [`Store::content_reader`] starting `offset` bytes in: what comes
-    /// before is skipped a node or chunk at a time without being read (a
-    /// player seeking into the middle of a film reads from there).
-    /// Unlike there, the content is not checked present first (that reads
-    /// every node of the file, for each of a player's many requests): a
-    /// chunk found missing ends the reader with an error where it is.
-    pub fn content_reader_at(&self, id: &ObjectId, offset: u64) -> StoreResult<ContentReader<'_>> {
-        let (kind, bytes) = self.read(id)?;
-        let mut reader = match kind {
-            ObjectKind::Chunk => ContentReader { store: self, walk: None, chunk: bytes, at: 0 },
-            ObjectKind::FileNode => ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 },
-            other => return Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
-        };
-        let Some(walk) = reader.walk.as_mut() else {
-            reader.at = usize::try_from(offset).unwrap_or(usize::MAX).min(reader.chunk.len());
-            return Ok(reader);
-        };
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-        let into_chunk = walk.skip(offset, &mut read_node)?;
-        if let Some(e) = walk.next_chunk(&mut read_node)? {
-            reader.chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
-            reader.at = usize::try_from(into_chunk).unwrap_or(usize::MAX).min(reader.chunk.len());
-        }
-        Ok(reader)
-    }
-
-    /// The length of a file's content, from its first object alone.
-    pub fn content_len(&self, id: &ObjectId) -> StoreResult<u64> {
-        let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        match loc.entry.kind {
-            ObjectKind::Chunk => Ok(loc.entry.raw_len as u64),
-            ObjectKind::FileNode => Ok(self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?.entries.iter().map(|e| e.size).sum()),
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
-        }
-    }
-
-    /// A file's content as a reader that can seek (for parsers that jump
-    /// to an index at the end of a file, as media containers keep one):
-    /// each seek starts a [`Store::content_reader_at`] there.
-    pub fn seekable_content(&self, id: &ObjectId) -> StoreResult<SeekableContent<'_>> {
-        Ok(SeekableContent { store: self, id: *id, len: self.content_len(id)?, pos: 0, reader: None })
-    }
-
-    /// Checks that a file's content is all here: its nodes are read (and
-    /// their levels checked), its chunks located but not read. A checkout
-    /// asks this before it changes anything, so missing data stops it while
-    /// the working tree is still as it was.
-    pub fn check_content_present(&self, id: &ObjectId) -> StoreResult<()> {
-        self.check_content(id, &|id| self.find(id))
-    }
-
-    /// [`Store::check_content_present`] among the packs as last listed: for
-    /// a checkout, which asks it of every file. On a miss, `find` looks at
-    /// the packs folder again, and a meta clone of 100,000 files, missing
-    /// every file's data, spent a third of its time doing so.
-    pub fn check_content_listed(&self, id: &ObjectId) -> StoreResult<()> {
-        self.check_content(id, &|id| self.locate(id))
-    }
-
-    fn check_content(&self, id: &ObjectId, lookup: &dyn Fn(&ObjectId) -> StoreResult<Option<Located>>) -> StoreResult<()> {
-        let loc = lookup(id)?.ok_or(StoreError::NotFound { id: *id })?;
-        if loc.entry.kind != ObjectKind::FileNode {
-            return Ok(());
-        }
-        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-        while let Some(e) = walk.next_chunk(&mut read_node)? {
-            if lookup(&e.id)?.is_none() {
-                return Err(StoreError::NotFound { id: e.id });
-            }
-        }
-        Ok(())
     }
 
     /// Resolves a unique id from a hex prefix of at least 4 digits.
@@ -555,6 +442,7 @@ impl Store {
         Ok(found)
     }
 
+    /// Counts packs, objects and bytes, reading every index.
     pub fn stats(&self) -> StoreResult<Stats> {
         let mut s = Stats::default();
         let mut seen_packs = HashSet::new();
@@ -583,24 +471,6 @@ impl Store {
         Ok(s)
     }
 
-    /// Starts writing objects. Holds the gc lock (shared) until dropped, so gc
-    /// never deletes an object this session deduplicated against.
-    pub fn begin_write(&self) -> StoreResult<WriteSession<'_>> {
-        let lock = GcLock::shared(&self.lock_path)?;
-        // Packs written by others since we opened may hold what we are about to write.
-        self.reload()?;
-        Ok(WriteSession {
-            store: self,
-            on_seal: None,
-            pack: None,
-            compressor: zstd::bulk::Compressor::new(1).map_err(StoreError::Compressor)?,
-            scratch: Vec::new(),
-            sealed: Vec::new(),
-            bytes_written: 0,
-            _lock: lock,
-        })
-    }
-
     /// Holds gc off (the gc lock, shared) until dropped: for a caller that
     /// checks an object is present and then makes a ref point at it, so gc
     /// cannot delete it in between.
@@ -619,408 +489,8 @@ impl Store {
     pub(crate) fn is_durable(&self) -> bool {
         self.durable
     }
-
-    /// Rewrites the multi-pack index over every pack index present.
-    pub fn write_multi_pack_index(&self) -> StoreResult<()> {
-        let indexes = open_to_merge(self.pack_index_paths(|_| false)?)?;
-        write_merged_index(&self.packs_dir.join(MULTI_PACK_INDEX), &indexes)?;
-        sync_dir(&self.packs_dir)?;
-        self.reload()
-    }
-
-    /// The per-pack indexes in the packs folder, in name order, but those whose name `skip` picks.
-    fn pack_index_paths(&self, skip: impl Fn(&str) -> bool) -> StoreResult<Vec<PathBuf>> {
-        let mut paths = Vec::new();
-        for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
-            let path = entry.at(&self.packs_dir)?.path();
-            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !skip(n)) {
-                paths.push(path);
-            }
-        }
-        paths.sort();
-        Ok(paths)
-    }
-
-    /// A long write session (a file larger than RAM, a million files) seals
-    /// hundreds of packs, each one more filter to check at every lookup.
-    /// Folding them into the multi-pack index once they outnumber an eighth
-    /// of the packs it covers bounds that, and as each rewrite covers an
-    /// eighth more packs than the last, all of them together cost O(packs).
-    /// Fewer are left to the auto-repack (see [`Store::index_packs_if_piled_up`]).
-    fn index_packs_if_grown(&self) -> StoreResult<()> {
-        self.index_packs_if_outside_over(|covered| (2 * MAX_UNCOVERED_PACKS).max(covered / 8))
-    }
-
-    /// Rewrites the multi-pack index once more than a few packs are outside
-    /// it, so a lookup probes a bounded number of indexes.
-    pub fn index_packs_if_many(&self) -> StoreResult<()> {
-        self.index_packs_if_outside_over(|_| MAX_UNCOVERED_PACKS)
-    }
-
-    /// After a write session: its packs stay outside the multi-pack index
-    /// for the auto-repack to roll and fold (see [`FOLD_RATIO`]); they are
-    /// folded in here only once twice as many as it allows pile up (it
-    /// could not run: other writers kept the store busy, or the command
-    /// does not call it).
-    fn index_packs_if_piled_up(&self) -> StoreResult<()> {
-        self.index_packs_if_outside_over(|_| 2 * MAX_UNCOVERED_PACKS)
-    }
-
-    /// The number of objects the multi-pack index covers, and the per-pack
-    /// indexes of the packs outside it.
-    pub(crate) fn coverage(&self) -> (usize, Vec<Arc<PackIndex>>) {
-        let (midx, outside): (Vec<_>, Vec<_>) = self.indexes().into_iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
-        (midx.iter().map(|i| i.len()).sum(), outside)
-    }
-
-    /// Rewrites the multi-pack index when more packs than `bound(packs it covers)` are outside it.
-    fn index_packs_if_outside_over(&self, bound: impl Fn(usize) -> usize) -> StoreResult<()> {
-        let indexes = self.indexes();
-        let (midx, outside): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
-        let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
-        if outside.len() > bound(covered) {
-            self.fold_into_multi_pack_index()?;
-        }
-        Ok(())
-    }
-
-    /// Merges the indexes of the packs outside the multi-pack index into it,
-    /// rather than every pack's index: a handful of sources instead of
-    /// hundreds, each read front to back. Writers only add packs (gc removes
-    /// them, under the exclusive lock, and rewrites the whole index), so the
-    /// old index stays right; if a pack it names is gone all the same, the
-    /// whole index is rewritten.
-    fn fold_into_multi_pack_index(&self) -> StoreResult<()> {
-        let path = self.packs_dir.join(MULTI_PACK_INDEX);
-        let old = match PackIndex::open(&path) {
-            Ok(old) => old,
-            Err(_) => return self.write_multi_pack_index(),
-        };
-        if old.packs().iter().any(|p| !self.packs_dir.join(pack_file_name(p)).exists()) {
-            return self.write_multi_pack_index();
-        }
-        let covered: HashSet<String> = old.packs().iter().map(index_file_name).collect();
-        let mut sources = vec![old];
-        sources.extend(open_to_merge(self.pack_index_paths(|name| covered.contains(name))?)?);
-        write_merged_index(&path, &sources)?;
-        sync_dir(&self.packs_dir)?;
-        self.reload()
-    }
-}
-
-/// Opens the indexes a multi-pack index is merged from. One removed since
-/// it was listed is left out, and so is a damaged one: left uncovered, the
-/// store reports it where it is read, and repair rebuilds it.
-fn open_to_merge(paths: Vec<PathBuf>) -> StoreResult<Vec<PackIndex>> {
-    let mut indexes = Vec::with_capacity(paths.len());
-    for path in paths {
-        match PackIndex::open(&path) {
-            Ok(idx) => indexes.push(idx),
-            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(StoreError::CorruptFile { .. }) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(indexes)
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
     File::open(dir).and_then(|d| d.sync_all()).at(dir)
-}
-
-/// An open batch of writes: objects go into new packs; nothing is visible to
-/// other processes until [`WriteSession::finish`] has sealed and indexed them.
-/// A pack a write session has just sealed (data and index durable and visible).
-pub struct SealedPack<'p> {
-    pub checksum: ObjectId,
-    pub pack_path: &'p Path,
-    pub index_path: &'p Path,
-}
-
-type SealHook<'a> = Box<dyn FnMut(&SealedPack<'_>) -> StoreResult<()> + 'a>;
-
-pub struct WriteSession<'a> {
-    pub(crate) store: &'a Store,
-    on_seal: Option<SealHook<'a>>,
-    pack: Option<PackWriter>,
-    compressor: zstd::bulk::Compressor<'static>,
-    scratch: Vec<u8>,
-    /// Packs sealed so far by this session.
-    sealed: Vec<PathBuf>,
-    bytes_written: u64,
-    _lock: GcLock,
-}
-
-/// zstd only when it saves at least 1/16: media is usually compressed already.
-pub(crate) fn maybe_compress(compressor: &mut zstd::bulk::Compressor<'static>, scratch: &mut Vec<u8>, data: &[u8]) -> Option<usize> {
-    if data.len() < 64 {
-        return None;
-    }
-    // A 4 KiB sample tells random or already-compressed media apart cheaply.
-    const SAMPLE: usize = 4096;
-    if data.len() > 4 * SAMPLE {
-        let sample = &data[..SAMPLE];
-        scratch.clear();
-        scratch.reserve(SAMPLE);
-        match compressor.compress_to_buffer(sample, scratch) {
-            Ok(n) if n < SAMPLE - SAMPLE / 16 => {}
-            _ => return None,
-        }
-    }
-    let budget = data.len() - data.len() / 16;
-    scratch.clear();
-    scratch.reserve(budget);
-    match compressor.compress_to_buffer(data, scratch) {
-        Ok(n) if n < budget => Some(n),
-        _ => None,
-    }
-}
-
-impl<'a> WriteSession<'a> {
-    pub fn store(&self) -> &'a Store {
-        self.store
-    }
-
-    /// Runs `hook` after each pack this session seals (an object-store remote
-    /// uploads it there); an error from the hook fails the write that sealed it.
-    pub fn on_seal(&mut self, hook: impl FnMut(&SealedPack<'_>) -> StoreResult<()> + 'a) {
-        self.on_seal = Some(Box::new(hook));
-    }
-
-    pub fn has(&self, id: &ObjectId) -> StoreResult<bool> {
-        // The pack being written holds what is not in a sealed pack yet.
-        Ok(self.pack.as_ref().is_some_and(|p| p.contains(id)) || self.store.contains(id)?)
-    }
-
-    /// The kind and length of an object stored or being written (None: not here).
-    pub fn kind_and_len(&self, id: &ObjectId) -> StoreResult<Option<(ObjectKind, u32)>> {
-        if let Some(e) = self.pack.as_ref().and_then(|p| p.entry(id)) {
-            return Ok(Some((e.kind, e.raw_len)));
-        }
-        Ok(self.store.locate(id)?.map(|l| (l.entry.kind, l.entry.raw_len)))
-    }
-
-    /// Stores an object unless it exists; returns its id.
-    pub fn put_object(&mut self, kind: ObjectKind, bytes: &[u8]) -> StoreResult<ObjectId> {
-        let id = ObjectId::hash(kind, bytes);
-        if self.has(&id)? {
-            return Ok(id);
-        }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let result = match maybe_compress(&mut self.compressor, &mut scratch, bytes) {
-            Some(n) => self.append(id, kind, bytes.len(), COMP_ZSTD, &scratch[..n]),
-            None => self.append(id, kind, bytes.len(), COMP_NONE, bytes),
-        };
-        self.scratch = scratch;
-        result.map(|_| id)
-    }
-
-    /// Stores a file's content read from `source` (chunked as files are, so
-    /// the id is the one `ingest` gives the same bytes); returns its id and size.
-    pub fn put_content(&mut self, source: &mut dyn std::io::Read) -> StoreResult<(ObjectId, u64)> {
-        let params = self.store.params;
-        let mut chunker = crate::Chunker::new(source, params);
-        let mut list = crate::nodes::ListBuilder::<crate::nodes::FileList>::new();
-        let mut size = 0;
-        let mut chunks = 0u64;
-        let mut first = None;
-        loop {
-            let chunk = match chunker.next_chunk() {
-                Ok(Some(c)) => c.to_vec(),
-                Ok(None) => break,
-                Err(e) => return Err(StoreError::io(Path::new("(content being stored)"), e)),
-            };
-            let id = self.put_object(ObjectKind::Chunk, &chunk)?;
-            size += chunk.len() as u64;
-            chunks += 1;
-            first.get_or_insert(id);
-            list.push(self, crate::object::NodeEntry { id, size: chunk.len() as u64 })?;
-        }
-        let id = match (chunks, first) {
-            (0, _) => self.put_object(ObjectKind::Chunk, &[])?,
-            (1, Some(only)) => only,
-            _ => list.finish(self)?.id,
-        };
-        Ok((id, size))
-    }
-
-    /// Stores an already hashed (and maybe compressed) object unless it exists.
-    pub(crate) fn put_prepared(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<bool> {
-        if self.has(&id)? {
-            return Ok(false);
-        }
-        self.append(id, kind, raw_len, compression, payload)?;
-        Ok(true)
-    }
-
-    /// Stores an object received from elsewhere, as it comes, after checking
-    /// its content hashes to its id. Returns false when it was already here.
-    pub fn put_stored(&mut self, obj: &StoredObject) -> StoreResult<bool> {
-        if self.has(&obj.id)? {
-            return Ok(false);
-        }
-        obj.content().map_err(|detail| StoreError::Received { id: obj.id, detail })?;
-        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
-        Ok(true)
-    }
-
-    /// [`WriteSession::put_stored`] for an object whose content the caller has
-    /// just verified ([`Store::read_stored`] does): skips hashing it again.
-    pub fn put_verified(&mut self, obj: &StoredObject) -> StoreResult<bool> {
-        if self.has(&obj.id)? {
-            return Ok(false);
-        }
-        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
-        Ok(true)
-    }
-
-    /// Packs sealed so far by this session (each durable on its own).
-    pub fn sealed_packs(&self) -> usize {
-        self.sealed.len()
-    }
-
-    fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
-        if self.pack.is_none() {
-            self.pack = Some(PackWriter::create_with(&self.store.packs_dir, self.store.durable)?);
-        }
-        let pack = self.pack.as_mut().ok_or_else(|| StoreError::Internal("no pack open for writing".into()))?;
-        pack.append(id, kind, raw_len, compression, payload)?;
-        self.bytes_written += payload.len() as u64;
-        if pack.bytes_written() >= self.store.pack_limit {
-            self.seal()?;
-        }
-        Ok(())
-    }
-
-    pub fn bytes_written(&self) -> u64 {
-        self.bytes_written
-    }
-
-    /// Seals the open pack: data synced, index written and synced, both renamed.
-    fn seal(&mut self) -> StoreResult<()> {
-        let Some(pack) = self.pack.take() else { return Ok(()) };
-        if pack.object_count() == 0 {
-            pack.discard();
-            return Ok(());
-        }
-        let (checksum, pack_path, entries) = pack.finish()?;
-        let idx_path = self.store.packs_dir.join(index_file_name(&checksum));
-        write_index_with(&idx_path, &[checksum], entries, self.store.durable)?;
-        if self.store.durable {
-            sync_dir(&self.store.packs_dir)?;
-        }
-        crate::failpoint("pack-sealed");
-        self.store.add_index(PackIndex::open(&idx_path)?);
-        // Only speed is at stake: a failure (a damaged index, a full disk) is the next rewrite's to retry.
-        if self.store.durable {
-            let _ = self.store.index_packs_if_grown();
-        }
-        if let Some(hook) = self.on_seal.as_mut() {
-            hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;
-        }
-        self.sealed.push(pack_path);
-        Ok(())
-    }
-
-    /// Makes everything written durable and visible. The caller updates refs
-    /// afterwards and only then drops the session (releasing the gc lock).
-    pub fn finish(&mut self) -> StoreResult<()> {
-        self.seal()?;
-        // A scratch store's packs are moved away as they are sealed: no multi-pack index there.
-        if self.store.durable && !self.sealed.is_empty() {
-            // gc's grace period counts from now, when the objects become
-            // usable, not from when a long session sealed its first pack
-            // (the last one was written just now).
-            let now = std::fs::FileTimes::new().set_modified(std::time::SystemTime::now());
-            for path in &self.sealed[..self.sealed.len() - 1] {
-                File::open(path).and_then(|f| f.set_times(now)).at(path)?;
-            }
-            self.store.index_packs_if_piled_up()?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for WriteSession<'_> {
-    fn drop(&mut self) {
-        if let Some(pack) = self.pack.take() {
-            pack.discard();
-        }
-    }
-}
-
-impl NodeSink for WriteSession<'_> {
-    fn put(&mut self, kind: ObjectKind, bytes: Vec<u8>) -> StoreResult<ObjectId> {
-        self.put_object(kind, &bytes)
-    }
-}
-
-/// See [`Store::content_reader`].
-pub struct ContentReader<'s> {
-    store: &'s Store,
-    walk: Option<crate::object::ChunkWalk>,
-    chunk: Vec<u8>,
-    at: usize,
-}
-
-impl std::io::Read for ContentReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.at == self.chunk.len() {
-            let store = self.store;
-            let Some(walk) = self.walk.as_mut() else { return Ok(0) };
-            let mut read_node = |node: &ObjectId| store.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-            match walk.next_chunk(&mut read_node).map_err(std::io::Error::other)? {
-                Some(e) => {
-                    self.chunk = store.read_kind(&e.id, ObjectKind::Chunk).map_err(std::io::Error::other)?;
-                    self.at = 0;
-                }
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.chunk.len() - self.at);
-        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// See [`Store::seekable_content`].
-pub struct SeekableContent<'s> {
-    store: &'s Store,
-    id: ObjectId,
-    len: u64,
-    pos: u64,
-    /// Reading from `pos`; None after a seek until the next read.
-    reader: Option<ContentReader<'s>>,
-}
-
-impl std::io::Read for SeekableContent<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos >= self.len {
-            return Ok(0);
-        }
-        let reader = match &mut self.reader {
-            Some(r) => r,
-            None => self.reader.insert(self.store.content_reader_at(&self.id, self.pos).map_err(std::io::Error::other)?),
-        };
-        let n = reader.read(buf)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl std::io::Seek for SeekableContent<'_> {
-    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        let target = match to {
-            std::io::SeekFrom::Start(n) => Some(n),
-            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
-            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        let target = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the content"))?;
-        if target != self.pos {
-            self.pos = target;
-            self.reader = None;
-        }
-        Ok(target)
-    }
 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Files opened to read working-tree content (ingest or hashing).
 pub static CONTENT_FILES_OPENED: AtomicU64 = AtomicU64::new(0);
 
+/// [`CONTENT_FILES_OPENED`] now.
 pub fn content_files_opened() -> u64 {
     CONTENT_FILES_OPENED.load(Ordering::Relaxed)
 }
@@ -17,22 +18,28 @@ pub(crate) fn count_content_open() {
     CONTENT_FILES_OPENED.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Bytes this process sent to remotes.
 pub static BYTES_SENT: AtomicU64 = AtomicU64::new(0);
+/// Bytes this process received from remotes.
 pub static BYTES_RECEIVED: AtomicU64 = AtomicU64::new(0);
 
+/// [`BYTES_SENT`] now.
 pub fn bytes_sent() -> u64 {
     BYTES_SENT.load(Ordering::Relaxed)
 }
 
+/// [`BYTES_RECEIVED`] now.
 pub fn bytes_received() -> u64 {
     BYTES_RECEIVED.load(Ordering::Relaxed)
 }
 
+/// Adds `n` to [`BYTES_SENT`]; a transport calls it for what it wrote.
 pub fn count_sent(n: u64) {
     BYTES_SENT.fetch_add(n, Ordering::Relaxed);
     check_abort();
 }
 
+/// Adds `n` to [`BYTES_RECEIVED`]; a transport calls it for what it read.
 pub fn count_received(n: u64) {
     BYTES_RECEIVED.fetch_add(n, Ordering::Relaxed);
     check_abort();

@@ -83,20 +83,27 @@ fn shape_name((kind, level): Shape) -> String {
     }
 }
 
+/// One damaged object or file that a check found.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Damage {
     /// The damaged object, when one can be named.
     pub object: Option<String>,
     /// The pack or index file holding it.
     pub file: Option<String>,
+    /// What is wrong, as the error said it.
     pub detail: String,
 }
 
+/// What [`Store::verify_reachable`] or [`Store::verify_packs`] found.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct VerifyReport {
+    /// Objects read back and re-hashed.
     pub objects_checked: u64,
+    /// Their bytes as content.
     pub bytes_checked: u64,
+    /// Packs checked whole (by [`Store::verify_packs`]).
     pub packs_checked: u64,
+    /// Everything found damaged; empty when the store is sound.
     pub damage: Vec<Damage>,
     /// File data not here, in a replica that may lack it (by its slice or a drop).
     pub absent: Vec<String>,
@@ -105,6 +112,7 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// No damage found (absent data and garbage do not count).
     pub fn is_clean(&self) -> bool {
         self.damage.is_empty()
     }

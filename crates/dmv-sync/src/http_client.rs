@@ -3,7 +3,11 @@
 
 use std::io::{BufReader, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 use crate::client::{BodyWriter, Wire};
 use crate::frame::{FrameReader, FrameWriter};
@@ -38,7 +42,7 @@ const CA_CERT_VAR: &str = "DMV_CA_CERT";
 const MAX_CA_FILE: u64 = 4 << 20;
 
 /// The certificates `DMV_CA_CERT` names (none when it is unset).
-fn extra_roots() -> Result<Vec<reqwest::Certificate>, String> {
+fn extra_roots() -> Result<Vec<CertificateDer<'static>>, String> {
     let Some(path) = std::env::var_os(CA_CERT_VAR).filter(|p| !p.is_empty()).map(std::path::PathBuf::from) else {
         return Ok(Vec::new());
     };
@@ -48,11 +52,35 @@ fn extra_roots() -> Result<Vec<reqwest::Certificate>, String> {
     if pem.len() as u64 > MAX_CA_FILE {
         return Err(format!("{place}: larger than {MAX_CA_FILE} bytes, not a certificate file"));
     }
-    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("{place}: not a PEM certificate: {}", root_cause(&e)))?;
+    let certs =
+        CertificateDer::pem_reader_iter(pem.as_slice()).collect::<Result<Vec<_>, _>>().map_err(|_| format!("{place}: not a PEM certificate: invalid certificate encoding"))?;
     if certs.is_empty() {
         return Err(format!("{place}: no certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)"));
     }
     Ok(certs)
+}
+
+/// The client's TLS, as reqwest 0.12 with `rustls-tls` set it up: the
+/// public roots webpki-roots bundles (Mozilla's, not the system's store)
+/// and `DMV_CA_CERT`'s; TLS 1.2 and 1.3; HTTP/1.1 by ALPN; the crypto
+/// provider the process installed, else ring (the one the rest of DMV
+/// builds with). Built here because reqwest 0.13 would check certificates
+/// against the system's store (rustls-platform-verifier) and fall back to
+/// aws-lc-rs.
+fn tls_config() -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in extra_roots()? {
+        roots.add(cert).map_err(|e| root_cause(&e))?;
+    }
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let provider = rustls::crypto::CryptoProvider::get_default().cloned().unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .map_err(|_| "invalid TLS versions".to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tls)
 }
 
 /// What a failed connection says; a certificate the client does not trust
@@ -164,11 +192,8 @@ impl HttpWire {
     pub fn new(base: &str, token: Option<String>) -> SyncResult<HttpWire> {
         let setup = |detail: String| SyncError::Unreachable { url: base.to_string(), detail: format!("cannot set up HTTP: {detail}") };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
-        let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(15)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
-        for cert in extra_roots().map_err(setup)? {
-            builder = builder.add_root_certificate(cert);
-        }
-        let client = builder.build().map_err(|e| setup(root_cause(&e)))?;
+        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(15)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
+        let client = builder.tls_backend_preconfigured(tls_config().map_err(setup)?).build().map_err(|e| setup(root_cause(&e)))?;
         Ok(HttpWire { runtime, client, base: base.to_string(), token })
     }
 }
