@@ -62,6 +62,9 @@ fn sync(e: &SyncError) -> Option<String> {
     })
 }
 
-fn store(_: &StoreError) -> Option<String> {
-    None
+fn store(e: &StoreError) -> Option<String> {
+    match e {
+        StoreError::CorruptFile { path, .. } if path.extension().is_some_and(|x| x == "idx") => Some(" (`dmv fsck --repair` rebuilds it)".into()),
+        _ => None,
+    }
 }

@@ -159,7 +159,7 @@ pub enum RepoError {
     NotInConflict { path: String },
     /// `how`: the resolution asked for, to ask again for both paths.
     #[error("{path} and {other} cannot both exist (one is a file, the other a directory); resolve them together")]
-    FileDirectoryClash { path: String, other: String, how: crate::Resolution },
+    FileDirectoryClash { path: String, other: String, how: crate::merge::resolution::Resolution },
     #[error("cannot keep both versions: {path} already exists; move it away first")]
     SideNameTaken { path: String },
 }

@@ -251,7 +251,7 @@ impl Store {
             }
         }
         if let Some(StoreError::CorruptFile { path, detail }) = &*self.unreadable.read().unwrap_or_else(|e| e.into_inner()) {
-            let detail = format!("{detail}; the objects it indexes cannot be found (`dmv fsck --repair` rebuilds it)");
+            let detail = format!("{detail}; the objects it indexes cannot be found");
             return Err(StoreError::CorruptFile { path: path.clone(), detail });
         }
         Ok(None)

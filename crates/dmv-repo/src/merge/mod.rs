@@ -1,11 +1,12 @@
 //! Merging: the three-way decision per path, the state an unfinished merge
 //! keeps, the external merge tool, settling conflicts, and the merge itself.
 //!
-//! Read bottom up: `three_way`, `merge_state`, `mergetool`, `resolve`,
+//! Read bottom up: `resolution`, `three_way`, `merge_state`, `mergetool`, `resolve`,
 //! `merging`.
 
 pub(crate) mod merge_state;
 pub(crate) mod mergetool;
 pub(crate) mod merging;
+pub(crate) mod resolution;
 pub(crate) mod resolve;
 pub(crate) mod three_way;

@@ -5,24 +5,12 @@ use std::collections::BTreeSet;
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
+use crate::merge::resolution::Resolution;
 use crate::merge::three_way::Conflict;
 use crate::paths::clash_with;
 use crate::paths::{matches, show, side_name};
 use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
-
-/// How `resolve_conflicts` settles a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resolution {
-    /// Our version (HEAD's); if we deleted the file, it is deleted.
-    Ours,
-    /// Their version; if they deleted the file, it is deleted.
-    Theirs,
-    /// Both versions side by side as `name.ours.ext` and `name.theirs.ext`.
-    Both,
-    /// The working-tree file as it is now (the user merged it by hand).
-    AsIs,
-}
 
 /// One resolved conflict and the paths that now hold its content (empty: deleted).
 #[derive(Clone, Debug, PartialEq, Eq)]
