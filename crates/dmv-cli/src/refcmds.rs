@@ -8,6 +8,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, Repository};
 
 use crate::repo_args::open_repo;
+use dmv_repo::ref_names::{branch_ref, BRANCHES, TAGS};
 
 #[derive(Args)]
 pub struct UpdateRefArgs {
@@ -120,8 +121,8 @@ pub fn show_ref(a: ShowRefArgs) -> Result<u8> {
         }
     } else {
         let prefix = match (a.heads, a.tags) {
-            (true, false) => "refs/heads/",
-            (false, true) => "refs/tags/",
+            (true, false) => BRANCHES,
+            (false, true) => TAGS,
             _ => "",
         };
         for (name, id) in repo.refs.list(prefix)? {
@@ -151,9 +152,9 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
             Head::Detached(_) => bail!("HEAD is detached; name a ref"),
         },
         Some(n) if n.starts_with("refs/") => n.to_string(),
-        Some(n) => repo.full_ref(n)?.unwrap_or_else(|| format!("refs/heads/{n}")),
+        Some(n) => repo.full_ref(n)?.unwrap_or_else(|| branch_ref(n)),
     };
-    let short = name.trim_start_matches("refs/heads/").to_string();
+    let short = name.trim_start_matches(BRANCHES).to_string();
     let mut out = std::io::stdout().lock();
     for (i, e) in repo.refs.reflog(&name)?.iter().enumerate() {
         let new = e.new.map(|v| ObjectId(v).short()).unwrap_or_else(|| "(deleted)".into());
@@ -193,10 +194,10 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
     for rev in &a.revs {
         if a.abbrev_ref {
             let name = match (rev.as_str(), repo.head()?) {
-                ("HEAD", Head::Branch(b)) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+                ("HEAD", Head::Branch(b)) => b.strip_prefix(BRANCHES).unwrap_or(&b).to_string(),
                 ("HEAD", Head::Detached(_)) => "HEAD".to_string(),
                 (other, _) => match repo.full_ref(other)? {
-                    Some(full) => full.strip_prefix("refs/heads/").or_else(|| full.strip_prefix("refs/")).unwrap_or(&full).to_string(),
+                    Some(full) => full.strip_prefix(BRANCHES).or_else(|| full.strip_prefix("refs/")).unwrap_or(&full).to_string(),
                     None => bail!("unknown revision {other}"),
                 },
             };

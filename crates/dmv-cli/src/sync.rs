@@ -11,6 +11,7 @@ use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
 use crate::progress::{Phases, Quiet};
 use crate::repo_args::{open_repo, printable};
+use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
 fn short(id: &ObjectId) -> String {
     id.to_hex()[..7].to_string()
@@ -44,10 +45,10 @@ fn print_fetched(url: &str, changed: &[FetchedRef]) {
     }
     eprintln!("From {url}");
     for c in changed {
-        let from = c.remote_name.strip_prefix("refs/heads/").or_else(|| c.remote_name.strip_prefix("refs/tags/")).unwrap_or(&c.remote_name);
-        let to = c.local_name.strip_prefix("refs/remotes/").or_else(|| c.local_name.strip_prefix("refs/tags/")).unwrap_or(&c.local_name);
+        let from = c.remote_name.strip_prefix(BRANCHES).or_else(|| c.remote_name.strip_prefix(TAGS)).unwrap_or(&c.remote_name);
+        let to = c.local_name.strip_prefix(REMOTE_BRANCHES).or_else(|| c.local_name.strip_prefix(TAGS)).unwrap_or(&c.local_name);
         match c.old {
-            None if c.remote_name.starts_with("refs/tags/") => eprintln!(" * [new tag]         {from} -> {to}"),
+            None if c.remote_name.starts_with(TAGS) => eprintln!(" * [new tag]         {from} -> {to}"),
             None => eprintln!(" * [new branch]      {from} -> {to}"),
             Some(old) => eprintln!("   {}..{}  {from} -> {to}", short(&old), short(&c.new)),
         }
@@ -321,7 +322,7 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
     }
     eprintln!("To {url}");
     for u in &pushed.updated {
-        let name = u.name.strip_prefix("refs/heads/").unwrap_or(&u.name);
+        let name = u.name.strip_prefix(BRANCHES).unwrap_or(&u.name);
         match (u.expected, u.new) {
             (None, _) => eprintln!(" * [new]             {name} -> {name}"),
             (Some(o), Some(n)) => eprintln!("   {}..{}  {name} -> {name}{}", short(&o), short(&n), if forced { " (forced)" } else { "" }),

@@ -10,6 +10,7 @@ use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repo
 
 use crate::progress::{Progress, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
+use dmv_repo::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES, TAGS};
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -74,7 +75,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     let mut held: Vec<&dmv_repo::PathLock> = Vec::new();
     let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
     match &st.branch {
-        Some(b) => writeln!(out, "On branch {}", b.strip_prefix("refs/heads/").unwrap_or(b))?,
+        Some(b) => writeln!(out, "On branch {}", b.strip_prefix(BRANCHES).unwrap_or(b))?,
         None => writeln!(out, "HEAD detached")?,
     }
     if let Some(m) = &st.merge {
@@ -274,7 +275,7 @@ pub struct CommitArgs {
 /// HEAD's branch as a commit's first line names it.
 fn branch_label(repo: &dmv_repo::Repository) -> Result<String> {
     Ok(match repo.head()? {
-        Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+        Head::Branch(b) => b.strip_prefix(BRANCHES).unwrap_or(&b).to_string(),
         Head::Detached(_) => "detached HEAD".into(),
     })
 }
@@ -513,23 +514,23 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
     match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
             let current = current_branch(&repo)?;
-            let mut list = repo.refs.list("refs/heads/")?;
+            let mut list = repo.refs.list(BRANCHES)?;
             if a.all {
-                list.extend(repo.refs.list("refs/remotes/")?);
+                list.extend(repo.refs.list(REMOTE_BRANCHES)?);
             }
             if a.json {
                 let v: Vec<_> = list
                     .iter()
-                    .map(|(n, id)| serde_json::json!({"name": n.strip_prefix("refs/heads/").unwrap_or(n), "id": id.to_hex(), "current": Some(n) == current.as_ref()}))
+                    .map(|(n, id)| serde_json::json!({"name": n.strip_prefix(BRANCHES).unwrap_or(n), "id": id.to_hex(), "current": Some(n) == current.as_ref()}))
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                let shown = |n: &str| n.strip_prefix("refs/heads/").map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string);
+                let shown = |n: &str| n.strip_prefix(BRANCHES).map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string);
                 let width = list.iter().map(|(n, _)| shown(n).chars().count()).max().unwrap_or(0);
                 for (name, id) in &list {
                     let mark = if Some(name) == current.as_ref() { "*" } else { " " };
                     let subject = || -> Result<String> { Ok(repo.commit(id)?.message.lines().next().unwrap_or("").to_string()) };
-                    let upstream = name.strip_prefix("refs/heads/").and_then(|b| repo.config.upstreams.get(b)).filter(|_| a.verbose >= 2);
+                    let upstream = name.strip_prefix(BRANCHES).and_then(|b| repo.config.upstreams.get(b)).filter(|_| a.verbose >= 2);
                     match (a.verbose, upstream) {
                         (0, _) => println!("{mark} {}", shown(name)),
                         (_, Some(up)) => println!("{mark} {:<width$} {} [{}/{}] {}", shown(name), id.short(), up.remote, up.branch, subject()?),
@@ -548,7 +549,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
         }
         (Some(name), false, false) => {
             let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
-            repo.create_ref(&format!("refs/heads/{name}"), start, "branch: created")?;
+            repo.create_ref(&branch_ref(&name), start, "branch: created")?;
         }
     }
     Ok(0)
@@ -582,7 +583,7 @@ pub fn switch(a: SwitchArgs) -> Result<u8> {
     let mut repo = open_repo()?;
     if a.create {
         let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
-        repo.create_ref(&format!("refs/heads/{}", a.branch), start, "branch: created")?;
+        repo.create_ref(&branch_ref(&a.branch), start, "branch: created")?;
     }
     switch_to_branch(&mut repo, &a.branch, quiet)?;
     Ok(0)
@@ -618,12 +619,12 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     }
     if let Some(b) = a.new_branch {
         let start = repo.resolve(a.target.as_deref().unwrap_or("HEAD"))?;
-        repo.create_ref(&format!("refs/heads/{b}"), start, "branch: created")?;
+        repo.create_ref(&branch_ref(&b), start, "branch: created")?;
         switch_to_branch(&mut repo, &b, quiet)?;
         return Ok(0);
     }
     let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
-    if repo.refs.get(&format!("refs/heads/{target}"))?.is_some() {
+    if repo.refs.get(&branch_ref(target))?.is_some() {
         switch_to_branch(&mut repo, target, quiet)?;
         return Ok(0);
     }
@@ -650,8 +651,8 @@ pub fn tag(a: TagArgs) -> Result<u8> {
     let repo = open_repo()?;
     match a.name {
         None => {
-            for (name, _) in repo.refs.list("refs/tags/")? {
-                println!("{}", name.trim_start_matches("refs/tags/"));
+            for (name, _) in repo.refs.list(TAGS)? {
+                println!("{}", name.trim_start_matches(TAGS));
             }
         }
         Some(name) if a.delete => {
@@ -660,7 +661,7 @@ pub fn tag(a: TagArgs) -> Result<u8> {
         }
         Some(name) => {
             let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
-            repo.create_ref(&format!("refs/tags/{name}"), id, "tag: created")?;
+            repo.create_ref(&tag_ref(&name), id, "tag: created")?;
         }
     }
     Ok(0)

@@ -14,6 +14,7 @@ use dmv_repo::{Head, RefUpdate, Repository};
 
 use crate::lfs::LfsPointer;
 use crate::map::ImportMap;
+use dmv_repo::ref_names::{BRANCHES, TAGS};
 
 /// Git folders nest at most this deep here (DMV's own limit on paths).
 const MAX_DEPTH: usize = 1024;
@@ -132,7 +133,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
         let ours = current.is_none()
             || current == Some(new)
             || current == map.refs.get(name).copied()
-            || (name.starts_with("refs/heads/") && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
+            || (name.starts_with(BRANCHES) && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
         if !ours {
             done.left_alone.push((name.clone(), "it moved here since the last import".into()));
             continue;
@@ -152,9 +153,9 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
             updates.push(RefUpdate { name: name.clone(), expected: Some(current), new: Some(new) });
         }
         map.refs.insert(name.clone(), new);
-        match name.strip_prefix("refs/heads/") {
+        match name.strip_prefix(BRANCHES) {
             Some(b) => done.branches.push(b.to_string()),
-            None => done.tags.push(name.trim_start_matches("refs/tags/").to_string()),
+            None => done.tags.push(name.trim_start_matches(TAGS).to_string()),
         }
     }
     if !updates.is_empty() {
@@ -163,7 +164,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
     save(&map_path, &map)?;
     if let Some((branch, _)) = checkout {
         repo.set_head(&Head::Branch(branch.clone()))?;
-        done.checked_out = Some(branch.trim_start_matches("refs/heads/").to_string());
+        done.checked_out = Some(branch.trim_start_matches(BRANCHES).to_string());
     }
     Ok(done)
 }
@@ -181,7 +182,7 @@ fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId)>, Impor
     for r in platform.all().map_err(git_err)? {
         let mut r = r.map_err(git_err)?;
         let name = r.name().as_bstr().to_string();
-        if !(name.starts_with("refs/heads/") || name.starts_with("refs/tags/")) || dmv_repo::validate_ref_name(&name).is_err() {
+        if !(name.starts_with(BRANCHES) || name.starts_with(TAGS)) || dmv_repo::validate_ref_name(&name).is_err() {
             continue;
         }
         let id = r.peel_to_id().map_err(git_err)?.detach();

@@ -4,7 +4,7 @@
 //! Folders by concern, read bottom up (a file only uses files listed before
 //! it; each folder's `mod.rs` gives its own order): the leaves here (`paths`,
 //! `pathmap`, `stat`, `seal` for checksums of text files, `time`, `sizes`,
-//! `media` (what a person knows a media file by),
+//! `media` (what a person knows a media file by), `ref_names`,
 //! `error`, `atomic`, `parallel`); `repository` (`.dmv/`, HEAD and refs, the
 //! [`Repository`] facade); `history` (trees, the commit graph, branches, the
 //! rules of stored objects); `replica` (the slice, the location log,
@@ -22,6 +22,7 @@ mod operations;
 mod parallel;
 mod pathmap;
 mod paths;
+pub mod ref_names;
 mod replica;
 mod repository;
 mod seal;
@@ -51,6 +52,7 @@ pub use operations::merge_aware::{CommitRequest, Committed, NothingToCommit, Sta
 pub use operations::reset::ResetMode;
 pub use operations::stash::Stash;
 pub use pathmap::PathMap;
+pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::dropping::DataDropped;
 pub use replica::location_file::{LocationPages, LocationSpool};

@@ -10,6 +10,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
 use crate::media::{media_of, Media};
 use crate::reply::{Reply, Viewer};
+use dmv_repo::ref_names::{BRANCHES, TAGS};
 
 /// Commits per page of history, entries per page of a folder.
 pub const COMMITS_PER_PAGE: usize = 50;
@@ -138,21 +139,21 @@ fn r(e: impl std::fmt::Display) -> String {
 
 /// Branches and tags.
 pub fn home(repo: &Repository, name: &str) -> PageResult {
-    let branches = repo.refs.list("refs/heads/").map_err(r)?;
-    let tags = repo.refs.list("refs/tags/").map_err(r)?;
+    let branches = repo.refs.list(BRANCHES).map_err(r)?;
+    let tags = repo.refs.list(TAGS).map_err(r)?;
     let base = format!("/{}", seg(name));
     let body = html! {
         h1 { (name) }
         h2 { "Branches" }
         @if branches.is_empty() { p.muted { "No commits yet." } }
         table { @for (b, id) in &branches {
-            @let short = b.trim_start_matches("refs/heads/");
+            @let short = b.trim_start_matches(BRANCHES);
             tr { td { (short) } td { a href={ (base) "/log/" (seg(short)) } { "history" } } td { a href={ (base) "/tree/" (seg(short)) "/" } { "files" } } td.muted { (id.short()) } }
         } }
         @if !tags.is_empty() {
             h2 { "Tags" }
             table { @for (t, id) in &tags {
-                @let short = t.trim_start_matches("refs/tags/");
+                @let short = t.trim_start_matches(TAGS);
                 tr { td { (short) } td { a href={ (base) "/commit/" (id.to_hex()) } { (id.short()) } } }
             } }
         }

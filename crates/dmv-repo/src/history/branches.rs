@@ -4,6 +4,7 @@
 
 use dmv_store::ObjectId;
 
+use crate::ref_names::{branch_ref, tag_ref, REMOTE_BRANCHES};
 use crate::repository::config::Upstream;
 use crate::repository::refs::{Head, RefUpdate};
 use crate::repository::repo::Repository;
@@ -15,8 +16,8 @@ impl Repository {
     /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
     /// a remote has so far.
     pub fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
-        let mut found = self.refs.list("refs/remotes/")?;
-        found.retain(|(full, _)| full.strip_prefix("refs/remotes/").and_then(|rest| rest.split_once('/')).is_some_and(|(_, branch)| branch == name));
+        let mut found = self.refs.list(REMOTE_BRANCHES)?;
+        found.retain(|(full, _)| full.strip_prefix(REMOTE_BRANCHES).and_then(|rest| rest.split_once('/')).is_some_and(|(_, branch)| branch == name));
         Ok(found)
     }
 
@@ -24,12 +25,12 @@ impl Repository {
     /// remote-tracking branch, following it (as git's `switch NAME`).
     /// Returns that branch's short name (`origin/NAME`).
     pub fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
-        let full = format!("refs/heads/{name}");
+        let full = branch_ref(name);
         match self.remote_branches_named(name)?.as_slice() {
             [] => Err(RepoError::NoSuchBranch { name: name.to_string() }),
             [(remote_ref, id)] => {
                 self.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
-                let short = remote_ref.trim_start_matches("refs/remotes/");
+                let short = remote_ref.trim_start_matches(REMOTE_BRANCHES);
                 if let Some((remote, branch)) = short.split_once('/') {
                     let upstream = Upstream { remote: remote.to_string(), branch: branch.to_string() };
                     self.update_config(|cfg| Ok::<_, RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
@@ -37,7 +38,7 @@ impl Repository {
                 Ok(short.to_string())
             }
             several => {
-                Err(RepoError::BranchOfSeveralRemotes { name: name.to_string(), remotes: several.iter().map(|(r, _)| r.trim_start_matches("refs/remotes/").to_string()).collect() })
+                Err(RepoError::BranchOfSeveralRemotes { name: name.to_string(), remotes: several.iter().map(|(r, _)| r.trim_start_matches(REMOTE_BRANCHES).to_string()).collect() })
             }
         }
     }
@@ -55,14 +56,14 @@ impl Repository {
     /// (`refs/remotes/*/NAME`) also holds: the commits of any other would be
     /// kept by nothing but the reflog, and gc would drop them (git's rule).
     pub fn delete_branch(&self, name: &str, force: bool) -> RepoResult<ObjectId> {
-        let full = format!("refs/heads/{name}");
+        let full = branch_ref(name);
         if self.checked_out_branch()?.as_deref() == Some(full.as_str()) {
             return Err(RepoError::BranchCheckedOut { name: name.to_string() });
         }
         let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: name.to_string() })?;
         if !force {
             let mut keepers: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
-            keepers.extend(self.refs.list("refs/remotes/")?.into_iter().filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name)).map(|(_, id)| id));
+            keepers.extend(self.refs.list(REMOTE_BRANCHES)?.into_iter().filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name)).map(|(_, id)| id));
             let mut merged = false;
             for k in keepers {
                 if k == tip || self.merge_base(tip, k)? == Some(tip) {
@@ -79,7 +80,7 @@ impl Repository {
 
     /// Renames branch `old` to `new` (which must not exist); HEAD follows if it was on `old`.
     pub fn rename_branch(&self, old: &str, new: &str) -> RepoResult<()> {
-        let (old_full, new_full) = (format!("refs/heads/{old}"), format!("refs/heads/{new}"));
+        let (old_full, new_full) = (branch_ref(old), branch_ref(new));
         let id = self.refs.get(&old_full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: old.to_string() })?;
         self.update_refs(
             &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
@@ -94,7 +95,7 @@ impl Repository {
 
     /// Deletes tag `name`; returns what it pointed to.
     pub fn delete_tag(&self, name: &str) -> RepoResult<ObjectId> {
-        self.delete_named_ref(&format!("refs/tags/{name}"), "tag", name, "tag: deleted")
+        self.delete_named_ref(&tag_ref(name), "tag", name, "tag: deleted")
     }
 
     fn delete_named_ref(&self, full: &str, kind: &'static str, name: &str, message: &str) -> RepoResult<ObjectId> {

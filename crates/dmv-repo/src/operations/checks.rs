@@ -11,6 +11,7 @@ use dmv_store::{ObjectId, StoreError};
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{flatten, read_dir};
+use crate::ref_names::BRANCHES;
 use crate::replica::locations::ReplicaId;
 use crate::repository::refs::Head;
 use crate::repository::repo::Repository;
@@ -28,7 +29,7 @@ impl Repository {
             Err(e) => problems.push(format!("HEAD: {e}")),
             Ok(Head::Branch(name)) => {
                 // A branch with no commits yet is normal only while no branch has any.
-                let branches = self.refs.list("refs/heads/")?;
+                let branches = self.refs.list(BRANCHES)?;
                 if self.refs.get(&name)?.is_none() && !branches.is_empty() {
                     problems.push(format!("HEAD names {name}, which does not exist (branches: {})", branches.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")));
                 }

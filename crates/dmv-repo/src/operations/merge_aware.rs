@@ -13,6 +13,7 @@ use crate::history::tree::{Change, ChangeKind, FlatEntry};
 use crate::history::tree_diff::{find_renames, rename_candidate, Listed};
 use crate::merge::merge_state::MergeStatus;
 use crate::paths::ser_paths;
+use crate::ref_names::branch_ref;
 use crate::repository::refs::Head;
 use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{Dirstate, Stat};
@@ -257,7 +258,7 @@ impl Repository {
     /// remote's branch of that name when there is none here. Returns the
     /// remote branch it was made from, if it was.
     pub fn switch_to_branch(&mut self, name: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<String>> {
-        let full = format!("refs/heads/{name}");
+        let full = branch_ref(name);
         let made_from = match self.refs.get(&full)? {
             Some(_) => None,
             None => Some(self.branch_from_remote(name)?),

@@ -12,12 +12,13 @@ use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
 use crate::merge::three_way::three_way;
 use crate::paths::show;
+use crate::ref_names::{BRANCHES, STASHES};
 use crate::repository::refs::{Head, RefUpdate};
 use crate::repository::repo::Repository;
 use crate::worktree::checkout::Written;
 use crate::worktree::dirstate::{DirEntry, Dirstate};
 
-const PREFIX: &str = "refs/stashes/";
+const PREFIX: &str = STASHES;
 
 /// One stashed set of changes, newest first in [`Repository::stashes`].
 #[derive(Clone, Debug)]
@@ -57,7 +58,7 @@ impl Repository {
             return Ok(None);
         }
         let on = match self.head()? {
-            Head::Branch(b) => b.strip_prefix("refs/heads/").unwrap_or(&b).to_string(),
+            Head::Branch(b) => b.strip_prefix(BRANCHES).unwrap_or(&b).to_string(),
             Head::Detached(_) => "(no branch)".into(),
         };
         let message = match message {

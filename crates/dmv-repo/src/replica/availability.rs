@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{tree_reader, FilesInOrder, FlatEntry};
 use crate::paths::{matches, may_hold, ser_path};
+use crate::ref_names::BRANCHES;
 use crate::repository::repo::Repository;
 
 /// A file of a tree and whether its data is here.
@@ -57,7 +58,7 @@ impl Repository {
             .collect();
         under.sort_by_key(|u| (u.known_copies, u.id));
         // Names from the branch tips and HEAD, where they have one.
-        let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
         tips.extend(self.head_commit()?);
         tips.sort();
         tips.dedup();
@@ -139,7 +140,7 @@ impl Repository {
         let me = self.replica_id()?;
         let log = self.locations_where(|r| r.replica == me && !r.stamp.present)?;
         let dropped = |id: &ObjectId| log.records.contains_key(&(*id, me));
-        let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
         tips.extend(self.head_commit()?);
         tips.sort();
         tips.dedup();

@@ -10,6 +10,7 @@ use dmv_store::ObjectId;
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::flatten;
+use crate::ref_names::BRANCHES;
 use crate::repository::repo::Repository;
 
 impl Repository {
@@ -56,7 +57,7 @@ impl Repository {
 
     /// The last `n` commits of each branch and of HEAD: what `recent:N` keeps.
     pub fn recent_commits(&self, n: usize) -> RepoResult<HashSet<ObjectId>> {
-        let mut tips: Vec<ObjectId> = self.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
         tips.extend(self.head_commit()?);
         let mut near = HashSet::new();
         for tip in tips {

@@ -9,6 +9,7 @@ use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::DMV_DIR;
+use crate::ref_names::{branch_ref, tag_ref, REMOTE_BRANCHES};
 use crate::repository::config::{self, Config};
 use crate::repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 use crate::repository::requires;
@@ -62,7 +63,7 @@ impl Repository {
             config.bare = bare;
             set_up(&tmp, &mut config)?;
             config.save(&tmp.join("config"))?;
-            Head::Branch("refs/heads/main".into()).save(&tmp.join("HEAD"))?;
+            Head::Branch(branch_ref("main")).save(&tmp.join("HEAD"))?;
             std::fs::rename(&tmp, &dmv).at(&dmv)
         })();
         if result.is_err() {
@@ -284,7 +285,7 @@ impl Repository {
 
     /// Turns a branch or tag short name into its full ref name, if it exists.
     pub fn full_ref(&self, name: &str) -> RepoResult<Option<String>> {
-        for candidate in [name.to_string(), format!("refs/heads/{name}"), format!("refs/tags/{name}"), format!("refs/remotes/{name}")] {
+        for candidate in [name.to_string(), branch_ref(name), tag_ref(name), format!("{REMOTE_BRANCHES}{name}")] {
             if candidate.starts_with("refs/") && self.refs.get(&candidate)?.is_some() {
                 return Ok(Some(candidate));
             }
