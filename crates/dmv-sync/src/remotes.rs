@@ -166,4 +166,27 @@ mod tests {
         assert_eq!(chosen(&repo).as_deref(), Some("nas"));
         assert_eq!(remotes_in_order(&repo), ["origin", "backup", "nas"]);
     }
+
+    #[test]
+    fn a_pull_merges_the_upstreams_branch_unless_a_remote_or_branch_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo = Repository::init(dir.path(), ChunkParams::default()).unwrap();
+        for name in ["origin", "nas"] {
+            add_remote(&mut repo, name, RemoteConfig { url: format!("http://{name}:8080/photos"), ..Default::default() }).unwrap();
+        }
+        let source = |remote: Option<&str>, branch: Option<&str>| {
+            let (r, b) = pull_source(&repo, remote, branch).unwrap();
+            (r.name.unwrap(), b)
+        };
+        assert_eq!(source(None, None), ("origin".into(), None), "no upstream: origin, and the current branch's name");
+        repo.update_config(|c| Ok::<_, SyncError>(c.upstreams.insert("main".into(), Upstream { remote: "nas".into(), branch: "trunk".into() }))).unwrap();
+        let source = |remote: Option<&str>, branch: Option<&str>| {
+            let (r, b) = pull_source(&repo, remote, branch).unwrap();
+            (r.name.unwrap(), b)
+        };
+        assert_eq!(source(None, None), ("nas".into(), Some("trunk".into())));
+        assert_eq!(source(None, Some("dev")), ("nas".into(), Some("dev".into())));
+        // A remote named: its branch of the current branch's name, not the upstream's.
+        assert_eq!(source(Some("origin"), None), ("origin".into(), None));
+    }
 }
