@@ -86,8 +86,6 @@ pub enum SyncError {
     Local { what: String, cause: std::io::Error },
     #[error("{}: {detail}", path.display())]
     ServerConfig { path: PathBuf, detail: String },
-    #[error("the HTTP server stopped: {0}")]
-    Server(String),
 }
 
 impl SyncError {
