@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use dmv_repo::store::{ObjectId, StoreError};
-use dmv_repo::RepoError;
+use dmv_repo::{BadLocationLog, RepoError};
 
 pub type SyncResult<T> = Result<T, SyncError>;
 
@@ -18,8 +18,9 @@ pub enum SyncError {
     Bucket(dmv_bucket::BucketError),
     #[error("connection to the remote lost: {0}")]
     Disconnected(String),
+    /// The other side (or what a bucket holds) broke the protocol.
     #[error("protocol error: {0}")]
-    Protocol(String),
+    Protocol(Violation),
     #[error("remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side")]
     Version { remote: u32, local: u32 },
     #[error("cannot reach {url}: {detail}")]
@@ -105,6 +106,63 @@ impl SyncError {
     }
 }
 
+/// How a peer broke the protocol: what it sent (or a bucket holds) that
+/// the protocol does not allow, or a request this side cannot put in it.
+#[derive(Debug, thiserror::Error)]
+pub enum Violation {
+    /// A frame's length is 0 or larger than any frame.
+    #[error("bad frame length {len}")]
+    FrameLength { len: usize },
+    #[error("unknown frame type {frame_type}")]
+    UnknownFrame { frame_type: u8 },
+    #[error("{frame} frame of {len} bytes is larger than the largest one ({limit} bytes)")]
+    FrameTooLarge { frame: &'static str, len: usize, limit: usize },
+    #[error("malformed {frame} frame")]
+    MalformedFrame { frame: &'static str },
+    /// An object or chunk frame declares more bytes than any object holds.
+    #[error("{what} {id} declares a length of {len} bytes, larger than the largest object ({} MiB)", dmv_repo::store::object::MAX_OBJECT_SIZE >> 20)]
+    DeclaredTooLarge { what: &'static str, id: ObjectId, len: u64 },
+    #[error("malformed message: {0}")]
+    MalformedMessage(postcard::Error),
+    /// A request this side cannot put in a frame.
+    #[error("cannot encode the request: {detail}")]
+    Unencodable { detail: String },
+    /// Something other than what the exchange has next (`got`, when it can be said).
+    #[error("expected {expected}{}", got.as_ref().map(|g| format!(", got {g}")).unwrap_or_default())]
+    Unexpected { expected: &'static str, got: Option<String> },
+    /// A request of one verb sent to the URL of another.
+    #[error("a {sent} request sent to the {url} URL")]
+    WrongUrl { sent: &'static str, url: &'static str },
+    #[error("{asked} ids asked for at once; at most {limit} are answered")]
+    TooManyIds { asked: usize, limit: usize },
+    /// An object that was not asked for, not then, or a second time.
+    #[error("remote sent {id}, which was not asked for next")]
+    NotAskedFor { id: ObjectId },
+    #[error("remote sent fewer objects than asked for")]
+    FewerThanAsked,
+    #[error("remote did not send {child}, which {id} refers to")]
+    NotSent { id: ObjectId, child: ObjectId },
+    /// Uploads send each object after the objects it refers to.
+    #[error("object {id} arrived before {child}, which it refers to")]
+    ArrivedBefore { id: ObjectId, child: ObjectId },
+    #[error("received object {id} is damaged: {detail} (the sender's copy may be corrupt)")]
+    Damaged { id: ObjectId, detail: String },
+    /// A received object breaks the rules every object is held to (names, kinds, sizes).
+    #[error("received a malformed object: {0}")]
+    Malformed(RepoError),
+    #[error("a piece of a location log: {}", .0.0)]
+    BadLocationPiece(BadLocationLog),
+    #[error("the pieces of a location log are not in key order")]
+    LocationsOutOfOrder,
+    #[error("a lock object is damaged: {0}")]
+    DamagedLock(serde_json::Error),
+    #[error("a lock object names a bad path {path:?}: {why}")]
+    BadLockPath { path: String, why: &'static str },
+    /// What a bucket holds, which speaks no protocol of its own.
+    #[error("{url}: {violation}")]
+    At { url: String, violation: Box<Violation> },
+}
+
 /// Where the file system that ran out of space (or of quota) is mounted, if
 /// that is what an error, or one of its causes, says went wrong: the one
 /// fact that tells a person what to do about a failed write.
@@ -148,5 +206,44 @@ fn some_of(names: &[String]) -> String {
         0 => "these files".into(),
         n if n <= SHOWN => names.join(", "),
         n => format!("{} and {} more", names[..SHOWN].join(", "), n - SHOWN),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A violation says, in one line, what the other side did wrong.
+    #[test]
+    fn violations_say_what_in_one_line() {
+        let id = ObjectId([0xab; 32]);
+        let protocol = |v: Violation| SyncError::Protocol(v).to_string();
+        let said = [
+            (protocol(Violation::FrameLength { len: 0 }), "protocol error: bad frame length 0".to_string()),
+            (
+                protocol(Violation::Unexpected { expected: "an object", got: Some("a piece of a location log".into()) }),
+                "protocol error: expected an object, got a piece of a location log".into(),
+            ),
+            (protocol(Violation::Unexpected { expected: "a request", got: None }), "protocol error: expected a request".into()),
+            (protocol(Violation::WrongUrl { sent: "put", url: "get" }), "protocol error: a put request sent to the get URL".into()),
+            (protocol(Violation::TooManyIds { asked: 40_000, limit: 32_768 }), "protocol error: 40000 ids asked for at once; at most 32768 are answered".into()),
+            (
+                protocol(Violation::DeclaredTooLarge { what: "chunk", id, len: u32::MAX.into() }),
+                format!("protocol error: chunk {id} declares a length of 4294967295 bytes, larger than the largest object (32 MiB)"),
+            ),
+            (
+                protocol(Violation::Damaged { id, detail: "checksum mismatch".into() }),
+                format!("protocol error: received object {id} is damaged: checksum mismatch (the sender's copy may be corrupt)"),
+            ),
+            (protocol(Violation::BadLocationPiece(BadLocationLog("checksum mismatch".into()))), "protocol error: a piece of a location log: checksum mismatch".into()),
+            (
+                protocol(Violation::At { url: "s3://bucket/photos".into(), violation: Box::new(Violation::NotAskedFor { id }) }),
+                format!("protocol error: s3://bucket/photos: remote sent {id}, which was not asked for next"),
+            ),
+        ];
+        for (said, want) in said {
+            assert_eq!(said, want);
+            assert!(!said.contains('\n'), "{said}");
+        }
     }
 }

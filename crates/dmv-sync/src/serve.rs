@@ -14,7 +14,7 @@ use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts,
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -82,7 +82,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let caller = Caller::local_account(path);
     while let Some(frame) = input.next_frame()? {
         let Frame::Message(bytes) = frame else {
-            return Err(SyncError::Protocol("expected a request".into()));
+            return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
         };
         let request: Request = decode_message(&bytes)?;
         match &repo {
@@ -148,7 +148,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
     if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
         // The answer is sized by the request: bound it as the client does.
         if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
-            return Err(SyncError::Protocol(format!("{} ids asked for at once; at most {} are answered", ids.len(), crate::protocol::MAX_IDS_PER_REQUEST)));
+            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: crate::protocol::MAX_IDS_PER_REQUEST }));
         }
     }
     match request {
@@ -279,7 +279,7 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::End => break,
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
-                    let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
+                    let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: obj.id, detail }))?;
                     let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child))
                         .map_err(|e| SyncError::Refused(format!("refusing the upload: {e}")))?;
                     received.insert(obj.id, facts);
@@ -289,7 +289,7 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
                     objects += 1;
                 }
             }
-            _ => return Err(SyncError::Protocol("expected an object".into())),
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: None })),
         }
     }
     session.finish()?;
@@ -317,10 +317,10 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
         match input.expect_frame()? {
             Frame::End => break,
             Frame::Locations(piece) => {
-                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(format!("a piece of a location log: {}", e.0)))?;
+                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
                 run.add(&mut records, names)?;
             }
-            _ => return Err(SyncError::Protocol("expected a piece of a location log".into())),
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
         }
     }
     run.merge(repo)?;
