@@ -44,9 +44,9 @@ pub enum SyncError {
     /// The remote refused the request and said why.
     #[error("remote: {0}")]
     Remote(String),
-    /// This side, serving, refuses a request (sent to the client as its error).
+    /// This side refuses a request or an operation (serving, sent to the client as its error).
     #[error("{0}")]
-    Refused(String),
+    Refused(Refusal),
     #[error("{url}: object {id} is missing there")]
     MissingObject { url: String, id: ObjectId },
     /// A server asked for an object it lacks: who else the log says holds it.
@@ -163,6 +163,46 @@ pub enum Violation {
     At { url: String, violation: Box<Violation> },
 }
 
+/// What this side refuses to do, and why (serving: sent to the client as its error).
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("{verb} needs write access")]
+    NeedsWriteAccess { verb: &'static str },
+    #[error("dropping data from this repository needs its admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
+    DropNeedsAdmin,
+    #[error("breaking other people's locks (--force) needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
+    BreakingLocksNeedsAdmin,
+    #[error("the server does not know who you are, so you cannot lock: give your token a user in its config (tokens: \"TOKEN\" = {{ access = \"write\", user = \"NAME\" }})")]
+    UnknownUser,
+    /// An upload holding an object a clone would refuse.
+    #[error("refusing the upload: {0}")]
+    Upload(RepoError),
+    #[error("refusing to update {name}: only branches and tags can be pushed")]
+    NotBranchOrTag { name: String },
+    #[error("refusing to update the checked-out branch {name} of a repository with a working tree; push to a bare repository or to another branch")]
+    CheckedOutBranch { name: String },
+    #[error("{id} is not a commit")]
+    NotACommit { id: ObjectId },
+    #[error("cannot set {name} to {id}: the commit was not received")]
+    CommitNotReceived { name: String, id: ObjectId },
+    /// A push from a partial replica of file versions whose data neither side holds.
+    #[error("cannot push: the remote lacks the data of {count} file version(s) this partial replica does not hold either (e.g. {example}); fetch their data first, or push from a replica that has them")]
+    DataHeldByNeither { count: usize, example: String },
+    #[error("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming")]
+    NoCopiesToConfirm,
+    #[error("--unwanted drops what this replica's slice does not keep: it takes no paths, --rev or --from")]
+    UnwantedTakesNoSelection,
+    #[error("refusing to drop: remote {remote} is this repository; drop without --from")]
+    DropFromItself { remote: String },
+    #[error("nothing to drop: there are no commits yet")]
+    NoCommits,
+    #[error("{path} has uncommitted changes; commit or restore it before dropping")]
+    UncommittedChanges { path: String },
+    /// The first copies confirmed may be unlocked before the drop is done.
+    #[error("refusing to drop: confirming the other copies took {took_secs} s, too close to their locks' {lock_secs} s; nothing was dropped, run the drop again")]
+    LocksNearExpiry { took_secs: u64, lock_secs: u64 },
+}
+
 /// Where the file system that ran out of space (or of quota) is mounted, if
 /// that is what an error, or one of its causes, says went wrong: the one
 /// fact that tells a person what to do about a failed write.
@@ -244,6 +284,57 @@ mod tests {
         for (said, want) in said {
             assert_eq!(said, want);
             assert!(!said.contains('\n'), "{said}");
+        }
+    }
+
+    /// A refusal says, in one line, what this side will not do and why.
+    #[test]
+    fn refusals_say_why_in_one_line() {
+        let id = ObjectId([0xab; 32]);
+        let refused = |r: Refusal| SyncError::Refused(r).to_string();
+        let said = [
+            (refused(Refusal::NeedsWriteAccess { verb: "put" }), "put needs write access".to_string()),
+            (
+                refused(Refusal::CheckedOutBranch { name: "refs/heads/main".into() }),
+                "refusing to update the checked-out branch refs/heads/main of a repository with a working tree; push to a bare repository or to another branch".into(),
+            ),
+            (refused(Refusal::CommitNotReceived { name: "refs/heads/main".into(), id }), format!("cannot set refs/heads/main to {id}: the commit was not received")),
+            (
+                refused(Refusal::DataHeldByNeither { count: 2, example: "shots/a.exr".into() }),
+                "cannot push: the remote lacks the data of 2 file version(s) this partial replica does not hold either (e.g. shots/a.exr); fetch their data first, or push from a replica that has them".into(),
+            ),
+        ];
+        for (said, want) in said {
+            assert_eq!(said, want);
+            assert!(!said.contains('\n'), "{said}");
+        }
+    }
+
+    /// A refusal says what to do in words: the front end names its own commands.
+    #[test]
+    fn refusals_name_no_command() {
+        let id = ObjectId([1; 32]);
+        let refusals = [
+            Refusal::NeedsWriteAccess { verb: "put" },
+            Refusal::DropNeedsAdmin,
+            Refusal::BreakingLocksNeedsAdmin,
+            Refusal::UnknownUser,
+            Refusal::Upload(RepoError::MalformedTree { tree: id, detail: "entry \"..\" is not a valid name or out of order".into() }),
+            Refusal::NotBranchOrTag { name: "refs/notes/x".into() },
+            Refusal::CheckedOutBranch { name: "refs/heads/main".into() },
+            Refusal::NotACommit { id },
+            Refusal::CommitNotReceived { name: "refs/heads/main".into(), id },
+            Refusal::DataHeldByNeither { count: 1, example: "a.jpg".into() },
+            Refusal::NoCopiesToConfirm,
+            Refusal::UnwantedTakesNoSelection,
+            Refusal::DropFromItself { remote: "origin".into() },
+            Refusal::NoCommits,
+            Refusal::UncommittedChanges { path: "a.jpg".into() },
+            Refusal::LocksNearExpiry { took_secs: 590, lock_secs: 600 },
+        ];
+        for r in refusals {
+            let said = r.to_string();
+            assert!(!said.contains("dmv ") && !said.contains('`') && !said.contains('\n'), "{said}");
         }
     }
 }
