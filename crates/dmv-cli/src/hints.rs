@@ -5,7 +5,7 @@
 
 use dmv_repo::store::StoreError;
 use dmv_repo::{RepoError, Resolution};
-use dmv_sync::SyncError;
+use dmv_sync::{Refusal, SyncError, Violation};
 
 /// What to append to the error's line, if a command helps.
 pub fn hint(e: &anyhow::Error) -> Option<String> {
@@ -55,11 +55,21 @@ fn sync(e: &SyncError) -> Option<String> {
         SyncError::NeedsNamedRemote { .. } => " (dmv remote add NAME URL)".into(),
         SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => " (dmv remote add NAME URL)".into(),
         SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
+        SyncError::Refused(Refusal::DataHeldByNeither { .. }) => " (`dmv get` fetches data)".into(),
+        SyncError::Protocol(v) => return violation(v),
         SyncError::Repo(r) => return repo(r),
         SyncError::Store(s) => return store(s),
         SyncError::CloneStopped { cause, .. } => return sync(cause),
         _ => return None,
     })
+}
+
+fn violation(v: &Violation) -> Option<String> {
+    match v {
+        Violation::Damaged { .. } => Some("; run `dmv fsck` there".into()),
+        Violation::At { violation, .. } => self::violation(violation),
+        _ => None,
+    }
 }
 
 fn store(e: &StoreError) -> Option<String> {

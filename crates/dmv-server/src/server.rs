@@ -43,7 +43,7 @@ use crate::server_state::{Peer, ServerState};
 use dmv_sync::protocol::{Request, Response as WireResponse, Verb};
 use dmv_sync::{decode_message, Frame, FrameReader, FrameWriter};
 use dmv_sync::{handle_request, Caller};
-use dmv_sync::{SyncError, SyncResult};
+use dmv_sync::{SyncError, SyncResult, Violation};
 
 fn plain(status: StatusCode, text: String) -> Response {
     (status, text + "\n").into_response()
@@ -446,11 +446,11 @@ fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io:
             other => SyncError::Remote(format!("not a dmv repository: {other}")),
         })?;
         let Some(Frame::Message(bytes)) = input.next_frame()? else {
-            return Err(SyncError::Protocol("expected a request".into()));
+            return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
         };
         let request: Request = decode_message(&bytes)?;
         if request.verb() != verb {
-            return Err(SyncError::Protocol(format!("a {} request sent to the {} URL", request.verb().name(), verb.name())));
+            return Err(SyncError::Protocol(Violation::WrongUrl { sent: request.verb().name(), url: verb.name() }));
         }
         handle_request(&repo, caller, request, &mut input, &mut output)
     })();

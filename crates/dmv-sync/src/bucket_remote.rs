@@ -11,7 +11,7 @@ use dmv_repo::{check_lock_path, release_locks, take_locks, LocationLog, Location
 
 use crate::client::{LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// Chunks per `get`: the bucket streams them in bounded ranges whatever the
 /// count, and fewer calls keep the downloads overlapping.
@@ -88,7 +88,7 @@ impl Remote for BucketRemote {
         let url = self.bucket.url().to_string();
         self.bucket.read_objects(wanted, &mut |obj| {
             if !owed.remove(&obj.id) {
-                return Err(SyncError::Protocol(format!("{url}: read object {} twice or unasked", obj.id)));
+                return Err(violation_at(&url, Violation::NotAskedFor { id: obj.id }));
             }
             sink(Received::Object(obj))
         })?;
@@ -122,7 +122,7 @@ impl Remote for BucketRemote {
     /// Each replica's log in the bucket, one piece each.
     fn get_locations(&mut self, page: &mut LocationPageSink<'_>) -> SyncResult<()> {
         for bytes in self.bucket.read_location_logs()? {
-            let (mut records, names) = LocationLog::read_encoded(&bytes).map_err(|e| SyncError::Protocol(format!("{}: a {e}", self.bucket.url())))?;
+            let (mut records, names) = LocationLog::read_encoded(&bytes).map_err(|e| violation_at(self.bucket.url(), Violation::BadLocationPiece(e)))?;
             page(&mut records, names)?;
         }
         Ok(())
@@ -193,6 +193,11 @@ impl LockStore for LockObjects<'_> {
     }
 }
 
+/// What the bucket at `url` holds that breaks the protocol.
+fn violation_at(url: &str, violation: Violation) -> SyncError {
+    SyncError::Protocol(Violation::At { url: url.to_string(), violation: Box::new(violation) })
+}
+
 /// A lock object's content: the lock as JSON (small, and readable by
 /// whoever looks in the bucket).
 fn encode_lock(lock: &PathLock) -> Vec<u8> {
@@ -205,8 +210,8 @@ impl BucketRemote {
     }
 
     fn decode_lock(&self, bytes: &[u8]) -> SyncResult<PathLock> {
-        let lock: PathLock = serde_json::from_slice(bytes).map_err(|e| SyncError::Protocol(format!("{}: a lock object is damaged: {e}", self.bucket.url())))?;
-        check_lock_path(&lock.path).map_err(|why| SyncError::Protocol(format!("{}: a lock object names a bad path {:?}: {why}", self.bucket.url(), lock.path)))?;
+        let lock: PathLock = serde_json::from_slice(bytes).map_err(|e| violation_at(self.bucket.url(), Violation::DamagedLock(e)))?;
+        check_lock_path(&lock.path).map_err(|why| violation_at(self.bucket.url(), Violation::BadLockPath { path: lock.path.clone(), why }))?;
         Ok(lock)
     }
 }

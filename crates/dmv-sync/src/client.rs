@@ -7,7 +7,7 @@ use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId, 
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION};
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// Writes a request's body (object frames) after the request itself.
 pub type BodyWriter<'a> = &'a mut (dyn FnMut(&mut FrameWriter<&mut dyn Write>) -> SyncResult<()> + Send);
@@ -146,17 +146,17 @@ pub struct Client {
     partial: bool,
 }
 
-fn unexpected(what: &str, got: &Response) -> SyncError {
+fn unexpected(what: &'static str, got: &Response) -> SyncError {
     match got {
         Response::Error { message } => SyncError::Remote(message.clone()),
-        other => SyncError::Protocol(format!("expected {what}, got {other:?}")),
+        other => SyncError::Protocol(Violation::Unexpected { expected: what, got: Some(format!("{other:?}")) }),
     }
 }
 
 fn read_response<R: Read>(frames: &mut FrameReader<R>) -> SyncResult<Response> {
     match frames.expect_frame()? {
         Frame::Message(bytes) => decode_message(&bytes),
-        _ => Err(SyncError::Protocol("expected a response message".into())),
+        _ => Err(SyncError::Protocol(Violation::Unexpected { expected: "a response message", got: None })),
     }
 }
 
@@ -242,19 +242,19 @@ impl Remote for Client {
                     Frame::Object(obj) => Received::Object(obj),
                     Frame::ChunkStub { id, raw_len } => Received::ChunkStub { id, raw_len },
                     Frame::Message(bytes) => return Err(unexpected("objects", &decode_message(&bytes)?)),
-                    Frame::Locations(_) => return Err(SyncError::Protocol("expected an object, got a piece of a location log".into())),
+                    Frame::Locations(_) => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: Some("a piece of a location log".into()) })),
                 };
                 let id = match &got {
                     Received::Object(o) => o.id,
                     Received::ChunkStub { id, .. } => *id,
                 };
                 if expected.next() != Some(&id) {
-                    return Err(SyncError::Protocol(format!("remote sent {id}, which was not asked for next")));
+                    return Err(SyncError::Protocol(Violation::NotAskedFor { id }));
                 }
                 sink(got)?;
             }
             if expected.next().is_some() {
-                return Err(SyncError::Protocol("remote sent fewer objects than asked for".into()));
+                return Err(SyncError::Protocol(Violation::FewerThanAsked));
             }
         }
         Ok(())
@@ -298,11 +298,11 @@ impl Remote for Client {
             match frames.expect_frame()? {
                 Frame::End => return Ok(()),
                 Frame::Locations(piece) => {
-                    let (mut records, names) = LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(format!("the remote's {e}")))?;
+                    let (mut records, names) = LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
                     each(&mut records, names)?;
                 }
                 Frame::Message(bytes) => return Err(unexpected("locations", &decode_message(&bytes)?)),
-                _ => return Err(SyncError::Protocol("expected a piece of a location log".into())),
+                _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
             }
         }
     }
@@ -348,7 +348,7 @@ impl Remote for Client {
 
     fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
         if ids.len() > MAX_IDS_PER_REQUEST {
-            return Err(SyncError::Protocol(format!("at most {MAX_IDS_PER_REQUEST} files can be dropped from a remote at once")));
+            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: MAX_IDS_PER_REQUEST }));
         }
         match self.call(Request::DropContent { ids: ids.to_vec() })? {
             Response::ContentDropped { freed_bytes, locked } => Ok((freed_bytes, locked)),

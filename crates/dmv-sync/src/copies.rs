@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::client::Remote;
 use crate::locations::{exchange_locations, remote_replica};
 use crate::remotes::find_remote;
-use crate::{SyncError, SyncResult};
+use crate::{Refusal, SyncError, SyncResult};
 
 /// How long a drop keeps other replicas' copies locked at most (it unlocks them when done).
 const LOCK_SECONDS: u64 = 600;
@@ -216,13 +216,13 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let needed = options.numcopies.or(repo.config.numcopies).unwrap_or(2) as usize;
     if needed == 0 && !options.force {
         // No copy to confirm is a drop that trusts nothing: only --force may do that.
-        return Err(SyncError::Refused("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming".into()));
+        return Err(SyncError::Refused(Refusal::NoCopiesToConfirm));
     }
     if options.from.is_none() && !repo.config.may_drop() {
         return Err(dmv_repo::RepoError::DropsNotAllowed { path: repo.root.clone() }.into());
     }
     if options.unwanted && (options.from.is_some() || options.rev.is_some() || !options.paths.is_empty()) {
-        return Err(SyncError::Refused("--unwanted drops what this replica's slice does not keep: it takes no paths, --rev or --from".into()));
+        return Err(SyncError::Refused(Refusal::UnwantedTakesNoSelection));
     }
     let mut source: Option<Reached> = None;
     if let Some(from) = &options.from {
@@ -230,7 +230,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         let id = remote_replica(repo, remote.as_mut())?;
         if id == repo.replica_id()? {
             // Its copy is this one: it would confirm itself.
-            return Err(SyncError::Refused(format!("refusing to drop: remote {from} is this repository; drop without --from")));
+            return Err(SyncError::Refused(Refusal::DropFromItself { remote: from.clone() }));
         }
         source = Some(Reached { name: from.clone(), id, remote });
     }
@@ -243,7 +243,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     } else {
         let tree = match options.rev {
             Some(rev) => repo.commit(&rev)?.tree,
-            None => repo.head_tree()?.ok_or_else(|| SyncError::Refused("nothing to drop: there are no commits yet".into()))?,
+            None => repo.head_tree()?.ok_or(SyncError::Refused(Refusal::NoCommits))?,
         };
         let listed = repo.availability(&tree, &options.paths)?;
         if listed.is_empty() && !options.paths.is_empty() {
@@ -274,7 +274,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         // Uncommitted changes to a file would be lost with it.
         let status = repo.status()?;
         if let Some(c) = status.unstaged.iter().chain(&status.staged).find(|c| options.paths.is_empty() || options.paths.iter().any(|p| c.path.starts_with(p))) {
-            return Err(SyncError::Refused(format!("{} has uncommitted changes; commit or restore it before dropping", String::from_utf8_lossy(&c.path))));
+            return Err(SyncError::Refused(Refusal::UncommittedChanges { path: String::from_utf8_lossy(&c.path).into_owned() }));
         }
     }
 
@@ -318,10 +318,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
             let elapsed = locking.elapsed();
             match source.as_mut() {
                 // Remotes are locked one after another and each may wait: the first locks may be about to expire.
-                _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(format!(
-                    "refusing to drop: confirming the other copies took {} s, too close to their locks' {LOCK_SECONDS} s; nothing was dropped, run the drop again",
-                    elapsed.as_secs()
-                ))),
+                _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(Refusal::LocksNearExpiry { took_secs: elapsed.as_secs(), lock_secs: LOCK_SECONDS })),
                 Some(s) => {
                     // Said before anything goes, as a drop here does: a drop cut
                     // short (killed, the remote lost) leaves "not known to hold

@@ -8,7 +8,7 @@ use dmv_repo::store::object::{check_object_len, MAX_OBJECT_SIZE};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 const TYPE_MESSAGE: u8 = 1;
 const TYPE_OBJECT: u8 = 2;
@@ -121,7 +121,7 @@ impl<R: Read> FrameReader<R> {
         }
         let len = u32::from_le_bytes(len) as usize;
         if len == 0 || len > MAX_FRAME {
-            return Err(SyncError::Protocol(format!("bad frame length {len}")));
+            return Err(SyncError::Protocol(Violation::FrameLength { len }));
         }
         let ended = |e: io::Error| SyncError::Disconnected(format!("stream ended inside a frame: {e}"));
         let mut frame_type = [0u8; 1];
@@ -132,10 +132,10 @@ impl<R: Read> FrameReader<R> {
             TYPE_CHUNK_STUB => ("chunk stub", 1 + 36),
             TYPE_END => ("end", 1),
             TYPE_LOCATIONS => ("locations", MAX_FRAME),
-            other => return Err(SyncError::Protocol(format!("unknown frame type {other}"))),
+            other => return Err(SyncError::Protocol(Violation::UnknownFrame { frame_type: other })),
         };
         if len > limit {
-            return Err(SyncError::Protocol(format!("{name} frame of {len} bytes is larger than the largest one ({limit} bytes)")));
+            return Err(SyncError::Protocol(Violation::FrameTooLarge { frame: name, len, limit }));
         }
         let mut body = Vec::with_capacity(len.min(READ_STEP));
         body.push(frame_type[0]);
@@ -154,7 +154,7 @@ impl<R: Read> FrameReader<R> {
 }
 
 fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
-    let bad = |what: &str| SyncError::Protocol(format!("malformed {what} frame"));
+    let bad = |frame: &'static str| SyncError::Protocol(Violation::MalformedFrame { frame });
     let frame_type = body[0];
     match frame_type {
         TYPE_MESSAGE => {
@@ -169,7 +169,7 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             let compression = body[2];
             let raw_len = u32::from_le_bytes(body[3..7].try_into().map_err(|_| bad("object"))?);
             let id = ObjectId::from_slice(&body[7..39]).ok_or_else(|| bad("object"))?;
-            check_object_len(&format!("object {id} declares a length"), raw_len as u64).map_err(SyncError::Protocol)?;
+            check_declared_len("object", &id, raw_len)?;
             body.drain(..1 + OBJECT_HEADER_LEN);
             Ok(Frame::Object(StoredObject { id, kind, compression, raw_len, payload: body }))
         }
@@ -179,7 +179,7 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             }
             let id = ObjectId::from_slice(&body[1..33]).ok_or_else(|| bad("chunk stub"))?;
             let raw_len = u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
-            check_object_len(&format!("chunk {id} declares a length"), raw_len as u64).map_err(SyncError::Protocol)?;
+            check_declared_len("chunk", &id, raw_len)?;
             Ok(Frame::ChunkStub { id, raw_len })
         }
         TYPE_END if body.len() == 1 => Ok(Frame::End),
@@ -187,12 +187,20 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             body.remove(0);
             Ok(Frame::Locations(body))
         }
-        other => Err(SyncError::Protocol(format!("unknown frame type {other}"))),
+        other => Err(SyncError::Protocol(Violation::UnknownFrame { frame_type: other })),
     }
 }
 
 pub fn decode_message<T: DeserializeOwned>(bytes: &[u8]) -> SyncResult<T> {
-    postcard::from_bytes(bytes).map_err(|e| SyncError::Protocol(format!("malformed message: {e}")))
+    postcard::from_bytes(bytes).map_err(|e| SyncError::Protocol(Violation::MalformedMessage(e)))
+}
+
+/// An object or chunk frame's declared length, held to the store's rule.
+fn check_declared_len(what: &'static str, id: &ObjectId, len: u32) -> SyncResult<()> {
+    if check_object_len(what, len.into()).is_err() {
+        return Err(SyncError::Protocol(Violation::DeclaredTooLarge { what, id: *id, len: len.into() }));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

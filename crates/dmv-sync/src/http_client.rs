@@ -13,7 +13,7 @@ use crate::client::{BodyWriter, Wire};
 use crate::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb, VERSION};
 use crate::trace::Counting;
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 pub struct HttpWire {
     /// Drives the requests on the calling thread: a response is read where
@@ -213,7 +213,7 @@ impl Wire for HttpWire {
         let sent = match body {
             None => {
                 let mut buf = Vec::new();
-                FrameWriter::new(&mut buf).message(request).map_err(|e| SyncError::Protocol(e.to_string()))?;
+                FrameWriter::new(&mut buf).message(request).map_err(|e| SyncError::Protocol(Violation::Unencodable { detail: e.to_string() }))?;
                 crate::trace::BYTES_SENT.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 runtime.block_on(req.body(buf).send())
             }

@@ -56,7 +56,7 @@ pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
-pub use error::{full_file_system, SyncError, SyncResult};
+pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
 pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use locations::{exchange_locations, remote_replica};

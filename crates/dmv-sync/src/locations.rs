@@ -8,7 +8,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, ReplicaNames, Repository, Stamp};
 
 use crate::client::Remote;
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// The remote's replica id, remembered with its URL (which names a configured remote).
 pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<ReplicaId> {
@@ -114,7 +114,7 @@ impl LocationRun {
     pub(crate) fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: ReplicaNames) -> SyncResult<()> {
         for record in records {
             if self.last.is_some_and(|last| record.order() <= last) {
-                return Err(SyncError::Protocol("the pieces of a location log are not in key order".into()));
+                return Err(SyncError::Protocol(Violation::LocationsOutOfOrder));
             }
             self.spool.push(&record)?;
             self.last = Some(record.order());

@@ -11,7 +11,7 @@ use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 
 use crate::client::{ObjectProducer, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// What crossed between a client and a [`MemoryRemote`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl MemoryRemote {
 
     fn commit(&self, id: &ObjectId) -> SyncResult<Commit> {
         let obj = self.objects.get(id).ok_or_else(|| SyncError::MissingObject { url: self.url.clone(), id: *id })?;
-        let content = obj.content().map_err(SyncError::Protocol)?;
+        let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: *id, detail }))?;
         Ok(decode(id, ObjectKind::Commit, &content)?)
     }
 
@@ -143,10 +143,10 @@ impl Remote for MemoryRemote {
         objects(&mut |obj: &StoredObject| {
             traffic.objects_received += 1;
             sent(obj.payload.len() as u64);
-            let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
+            let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: obj.id, detail }))?;
             for child in children(&obj.id, obj.kind, &content)? {
                 if !store.contains_key(&child) {
-                    return Err(SyncError::Protocol(format!("object {} arrived before {child}, which it refers to", obj.id)));
+                    return Err(SyncError::Protocol(Violation::ArrivedBefore { id: obj.id, child }));
                 }
             }
             if store.insert(obj.id, obj.clone()).is_none() {

@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use dmv_repo::store::object::{decode, EntryKind, FileNode, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransferStats {
@@ -46,7 +46,7 @@ pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResu
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
             TreeNode::Leaf(entries) => {
                 // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
-                dmv_repo::tree::check_entries(id, None, &entries).map_err(|e| SyncError::Protocol(format!("received {e}")))?;
+                dmv_repo::tree::check_entries(id, None, &entries).map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
                 entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size, entry: Some((e.name, e.kind)) }).collect()
             }
             TreeNode::Inner { children, .. } => children.into_iter().map(|c| other(c.id, c.size)).collect(),
@@ -86,7 +86,7 @@ pub(crate) fn children_first(graph: &HashMap<ObjectId, Vec<ObjectId>>) -> Vec<Ob
 }
 
 pub(crate) fn damaged(obj: &StoredObject, detail: String) -> SyncError {
-    SyncError::Protocol(format!("received object {} is damaged: {detail} (the remote's copy may be corrupt: run `dmv fsck` there)", obj.id))
+    SyncError::Protocol(Violation::Damaged { id: obj.id, detail })
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilte
 use crate::client::{Received, Remote};
 use crate::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::objects::{children_first, damaged, edges, TransferStats};
-use crate::{SyncError, SyncResult};
+use crate::{SyncError, SyncResult, Violation};
 
 /// What a fetch of objects brought.
 #[derive(Debug, Default)]
@@ -227,7 +227,8 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
                 got.push(obj);
                 Ok(())
             }
-            _ => Err(SyncError::Protocol("remote sent something else where a commit was asked for".into())),
+            Received::Object(obj) => Err(SyncError::Protocol(Violation::Unexpected { expected: "a commit", got: Some(format!("a {}", obj.kind.name())) })),
+            Received::ChunkStub { .. } => Err(SyncError::Protocol(Violation::Unexpected { expected: "a commit", got: Some("a chunk stub".into()) })),
         })?;
         let mut next = Vec::new();
         for obj in got {
@@ -411,10 +412,10 @@ fn receive_chunks(
         batch.extend(part.iter().map(|(id, _)| *id));
         let received = client.get(&batch, true, &mut |got| {
             let Received::Object(obj) = got else {
-                return Err(SyncError::Protocol("remote sent a stub where a chunk was asked for".into()));
+                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk", got: Some("a chunk stub".into()) }));
             };
             if obj.kind != ObjectKind::Chunk {
-                return Err(SyncError::Protocol(format!("remote sent a {} where a chunk was expected", obj.kind.name())));
+                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk", got: Some(format!("a {}", obj.kind.name())) }));
             }
             let content = obj.content().map_err(|d| damaged(&obj, d))?;
             if let Some(early) = early.as_deref_mut() {
@@ -464,7 +465,7 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
         for_each_child(&obj.id, obj.kind, &content, |child, data| {
             let may_be_absent = absent_data_ok && data && obj.kind != ObjectKind::FileNode;
             if !may_be_absent && !session.has(child)? {
-                return Err(SyncError::Protocol(format!("remote did not send {child}, which {} refers to", obj.id)));
+                return Err(SyncError::Protocol(Violation::NotSent { id: obj.id, child: *child }));
             }
             Ok(())
         })?;
@@ -473,7 +474,7 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
             Some(f) => Ok(Some(*f)),
             None => stored_facts(session, child),
         })
-        .map_err(|e| SyncError::Protocol(format!("the remote sent a malformed object: {e}")))?;
+        .map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
         facts.insert(obj.id, own);
         if session.put_stored(&obj)? {
             stored += 1;

@@ -84,7 +84,7 @@ fn fetch_by_id(repo: &Repository, remote: &mut dyn Remote, ids: &[ObjectId]) -> 
         for batch in ask.chunks(remote.chunks_per_get().max(1)) {
             remote.get(batch, true, &mut |r| {
                 let Received::Object(obj) = r else { return Ok(()) };
-                let content = obj.content().map_err(|e| crate::SyncError::Protocol(format!("object {} from the remote: {e}", obj.id)))?;
+                let content = obj.content().map_err(|detail| crate::SyncError::Protocol(crate::Violation::Damaged { id: obj.id, detail }))?;
                 for (kid, data) in children_marked(&obj.id, obj.kind, &content)? {
                     // A partial replica lacks file data by design: `get` brings it when wanted.
                     let by_design = data && repo.config.partial;

@@ -10,7 +10,7 @@ use crate::client::Remote;
 use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, edges, TransferStats};
 use crate::protocol::WireRefUpdate;
-use crate::{SyncError, SyncResult};
+use crate::{Refusal, SyncError, SyncResult};
 
 /// Chunks a push asks the kernel to read ahead at a time (~8 MiB).
 const PREFETCH_CHUNKS: usize = 128;
@@ -169,11 +169,7 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     chunk_candidates.append(&mut missing.chunks);
     missing.chunks = chunk_candidates;
     if let Some(first) = absent.first() {
-        return Err(SyncError::Refused(format!(
-            "cannot push: the remote lacks the data of {} file version(s) this partial replica does not hold either (e.g. {}); `dmv get` them first, or push from a replica that has them",
-            absent.len(),
-            String::from_utf8_lossy(first)
-        )));
+        return Err(SyncError::Refused(Refusal::DataHeldByNeither { count: absent.len(), example: String::from_utf8_lossy(first).into_owned() }));
     }
     Ok(missing)
 }

@@ -14,7 +14,7 @@ use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts,
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
-use crate::{SyncError, SyncResult};
+use crate::{Refusal, SyncError, SyncResult, Violation};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -82,7 +82,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     let caller = Caller::local_account(path);
     while let Some(frame) = input.next_frame()? {
         let Frame::Message(bytes) = frame else {
-            return Err(SyncError::Protocol("expected a request".into()));
+            return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
         };
         let request: Request = decode_message(&bytes)?;
         match &repo {
@@ -107,7 +107,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
     let verb = request.verb();
     let result =
-        if verb.writes() && !caller.may_write { Err(SyncError::Refused(format!("{} needs write access", verb.name()))) } else { answer(repo, caller, request, input, out) };
+        if verb.writes() && !caller.may_write { Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })) } else { answer(repo, caller, request, input, out) };
     match result {
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),
@@ -148,7 +148,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
     if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
         // The answer is sized by the request: bound it as the client does.
         if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
-            return Err(SyncError::Protocol(format!("{} ids asked for at once; at most {} are answered", ids.len(), crate::protocol::MAX_IDS_PER_REQUEST)));
+            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: crate::protocol::MAX_IDS_PER_REQUEST }));
         }
     }
     match request {
@@ -230,9 +230,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             // The caller's word that other copies exist is not enough to
             // destroy data here: the repository's admin decides.
             if !caller.admin {
-                return Err(SyncError::Refused(
-                    "dropping data from this repository needs its admin: a token with access = \"admin\", or over ssh the account that owns the repository".into(),
-                ));
+                return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
             }
             let dropped = repo.drop_data(&ids)?;
             out.message(&Response::ContentDropped { freed_bytes: dropped.freed_bytes, locked: dropped.locked }).map_err(io_lost)?;
@@ -247,9 +245,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
         Request::UnlockPaths { paths, force } => {
             let user = caller_name(caller)?;
             if force && !caller.admin {
-                return Err(SyncError::Refused(
-                    "breaking other people's locks (--force) needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository".into(),
-                ));
+                return Err(SyncError::Refused(Refusal::BreakingLocksNeedsAdmin));
             }
             let mut held = repo.hold_locks()?;
             let released = held.table.unlock(&paths, user, force)?;
@@ -279,9 +275,8 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::End => break,
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
-                    let content = obj.content().map_err(|d| SyncError::Protocol(format!("received object {} is damaged: {d}", obj.id)))?;
-                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child))
-                        .map_err(|e| SyncError::Refused(format!("refusing the upload: {e}")))?;
+                    let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: obj.id, detail }))?;
+                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child)).map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
                     received.insert(obj.id, facts);
                 }
                 bytes += obj.payload.len() as u64;
@@ -289,7 +284,7 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
                     objects += 1;
                 }
             }
-            _ => return Err(SyncError::Protocol("expected an object".into())),
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: None })),
         }
     }
     session.finish()?;
@@ -317,10 +312,10 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
         match input.expect_frame()? {
             Frame::End => break,
             Frame::Locations(piece) => {
-                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(format!("a piece of a location log: {}", e.0)))?;
+                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
                 run.add(&mut records, names)?;
             }
-            _ => return Err(SyncError::Protocol("expected a piece of a location log".into())),
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
         }
     }
     run.merge(repo)?;
@@ -328,11 +323,7 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
 }
 
 fn caller_name(caller: &Caller) -> SyncResult<&str> {
-    caller.user.as_deref().ok_or_else(|| {
-        SyncError::Refused(
-            "the server does not know who you are, so you cannot lock: give your token a user in its config (tokens: \"TOKEN\" = { access = \"write\", user = \"NAME\" })".into(),
-        )
-    })
+    caller.user.as_deref().ok_or(SyncError::Refused(Refusal::UnknownUser))
 }
 
 fn unix_now() -> u64 {
@@ -357,21 +348,18 @@ fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, 
     for u in updates {
         validate_ref_name(&u.name)?;
         if !(u.name.starts_with("refs/heads/") || u.name.starts_with("refs/tags/")) {
-            return Err(SyncError::Refused(format!("refusing to update {}: only branches and tags can be pushed", u.name)));
+            return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {
-            return Err(SyncError::Refused(format!(
-                "refusing to update the checked-out branch {} of a repository with a working tree; push to a bare repository (dmv init --bare) or to another branch",
-                u.name
-            )));
+            return Err(SyncError::Refused(Refusal::CheckedOutBranch { name: u.name }));
         }
         if let Some(new) = u.new {
             // Objects only land with everything they reach, and gc keeps that
             // so, so the commit being present is enough.
             match repo.store.locate(&new)? {
                 Some(loc) if loc.entry.kind == ObjectKind::Commit => {}
-                Some(_) => return Err(SyncError::Refused(format!("{new} is not a commit"))),
-                None => return Err(SyncError::Refused(format!("cannot set {} to {new}: the commit was not received", u.name))),
+                Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
+                None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name, id: new })),
             }
         }
         batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });
