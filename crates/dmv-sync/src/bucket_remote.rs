@@ -9,8 +9,8 @@ use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
 use dmv_repo::{check_lock_path, release_locks, take_locks, LocationLog, LocationPages, LockStore, PathLock, ReplicaId};
 
-use crate::client::{LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
+use crate::remote::{KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::{SyncError, SyncResult, Violation};
 
 /// Chunks per `get`: the bucket streams them in bounded ranges whatever the
@@ -139,6 +139,16 @@ impl Remote for BucketRemote {
         Ok(self.bucket.write_location_log(&from.to_string(), bytes)?)
     }
 
+    fn copies(&mut self) -> SyncResult<&mut dyn KeepsCopies> {
+        Ok(self)
+    }
+
+    fn path_locks(&mut self) -> SyncResult<&mut dyn KeepsPathLocks> {
+        Ok(self)
+    }
+}
+
+impl KeepsCopies for BucketRemote {
     /// Confirms the bucket's copies and locks them there against a drop
     /// from it (see `dmv_bucket::Bucket::lock_content`).
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {
@@ -156,7 +166,9 @@ impl Remote for BucketRemote {
         let dropped = self.bucket.drop_files(ids)?;
         Ok((dropped.freed_bytes, dropped.locked))
     }
+}
 
+impl KeepsPathLocks for BucketRemote {
     /// One conditional create per path (the rules: [`take_locks`]).
     fn lock_paths(&mut self, paths: &[String], replica: &str, me: &str) -> SyncResult<PathLocks> {
         let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());

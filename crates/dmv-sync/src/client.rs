@@ -2,11 +2,12 @@
 
 use std::io::{Read, Write};
 
-use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationLog, LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames};
+use dmv_repo::store::{ChunkParams, ObjectId};
+use dmv_repo::{LocationLog, LocationPages, ReplicaId};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION};
+use crate::remote::{KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 use crate::{SyncError, SyncResult, Violation};
 
 /// Writes a request's body (object frames) after the request itself.
@@ -21,120 +22,6 @@ pub trait Wire {
     fn may_write(&self) -> bool {
         true
     }
-}
-
-/// Hands each object of an upload to the remote (children before parents).
-pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
-
-/// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
-pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaNames) -> SyncResult<()> + 'a;
-
-/// A remote as the transfer code sees it, whatever carries the requests: a
-/// DMV server at the other end of a pipe or HTTP, or an object store with
-/// nothing of DMV running there.
-pub trait Remote {
-    fn url(&self) -> &str;
-    /// The chunking every replica of this history must use.
-    fn chunking(&self) -> ChunkParams;
-    /// Whether the remote has no working tree (so any branch may be pushed).
-    fn bare(&self) -> bool;
-    /// Whether the remote may lack some files' data (a partial replica): a
-    /// fetch then asks which it holds before asking for them.
-    fn may_lack_data(&self) -> bool {
-        false
-    }
-    /// Branches and tags, and the branch HEAD names.
-    fn list_refs(&mut self) -> SyncResult<RemoteRefs>;
-    /// Commits reachable from `wants` and not from `haves`. A remote that
-    /// cannot walk history cheaply may answer with `wants` alone: the fetch
-    /// explores parents like any other reference and stops at what it has.
-    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>>;
-    /// Which of these objects the remote has (with everything they reach).
-    fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
-    /// The objects (chunks as stubs unless `chunks`), each once, in any order.
-    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
-    /// How many chunks a fetch asks for per `get` (4096: one answer of about
-    /// 256 MiB at the default chunk size, so the pause between two answers,
-    /// while the server starts reading the disk again, is rare).
-    fn chunks_per_get(&self) -> usize {
-        4096
-    }
-    /// Uploads what `objects` produces; returns (objects, bytes) stored.
-    /// `sent(n)`: `n` more bytes left for the remote (for progress).
-    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)>;
-    /// All or nothing; each update compares-and-swaps on its `old` value.
-    /// An empty list checks write access.
-    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
-    /// The remote replica's id and name (a remote that stores none: one derived from its URL).
-    fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
-        Ok((ReplicaId::derived(self.url()), self.url().to_string()))
-    }
-    /// The remote's location log, handed to `page` in pieces, each its
-    /// records in key order and the names it carries (one that keeps none: no piece).
-    fn get_locations(&mut self, _page: &mut LocationPageSink<'_>) -> SyncResult<()> {
-        Ok(())
-    }
-    /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
-    fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {
-        Ok(())
-    }
-    /// Whether [`Remote::put_locations`] merges what it is given into what
-    /// it holds (a server), rather than keeping it as the sender's whole log
-    /// (an object store, one log object per replica).
-    fn takes_pieces_of_logs(&self) -> bool {
-        true
-    }
-    /// Confirms, per file content id, that all its data is there, and locks
-    /// what it confirms against the remote's own drop until unlocked or
-    /// `seconds` pass. Returns the lock's name and the confirmations.
-    fn lock_content(&mut self, _ids: &[ObjectId], _seconds: u64) -> SyncResult<(String, Vec<bool>)> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "confirming and locking copies" })
-    }
-    fn unlock_content(&mut self, _lock: &str) -> SyncResult<()> {
-        Ok(())
-    }
-    /// Frees these files' data there (the caller checked the other copies),
-    /// and finishes what a drop there that was cut short left (all that
-    /// no ids ask for). Returns the bytes freed and the ids another drop
-    /// had locked (then nothing was freed).
-    fn drop_content(&mut self, _ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "dropping data" })
-    }
-    /// Locks these paths for us, all or none, noting `replica` as where
-    /// from. `me` is our name where the remote cannot tell who we are (an
-    /// object store); a server names us itself. Returns the locks taken.
-    fn lock_paths(&mut self, _paths: &[String], _replica: &str, _me: &str) -> SyncResult<PathLocks> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
-    }
-    /// Releases these paths, all or none; `force` breaks other people's. Returns what was released.
-    fn unlock_paths(&mut self, _paths: &[String], _force: bool, _me: &str) -> SyncResult<PathLocks> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
-    }
-    /// Every lock there, and who we are there.
-    fn list_locks(&mut self, _me: &str) -> SyncResult<PathLocks> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
-    }
-}
-
-/// Path locks a remote answered with, and the name it knows us by.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PathLocks {
-    pub you: Option<String>,
-    pub locks: Vec<PathLock>,
-}
-
-/// A remote's branches and tags.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RemoteRefs {
-    /// The branch the remote's HEAD names (None: detached or unknown).
-    pub head: Option<String>,
-    pub refs: Vec<(String, ObjectId)>,
-}
-
-/// What arrives for a requested id.
-pub enum Received {
-    Object(StoredObject),
-    ChunkStub { id: ObjectId, raw_len: u32 },
 }
 
 /// A DMV server reached through a [`Wire`].
@@ -322,6 +209,16 @@ impl Remote for Client {
         }
     }
 
+    fn copies(&mut self) -> SyncResult<&mut dyn KeepsCopies> {
+        Ok(self)
+    }
+
+    fn path_locks(&mut self) -> SyncResult<&mut dyn KeepsPathLocks> {
+        Ok(self)
+    }
+}
+
+impl KeepsCopies for Client {
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {
         let (mut locks, mut held) = (Vec::new(), Vec::with_capacity(ids.len()));
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
@@ -355,7 +252,9 @@ impl Remote for Client {
             other => Err(unexpected("content dropped", &other)),
         }
     }
+}
 
+impl KeepsPathLocks for Client {
     fn lock_paths(&mut self, paths: &[String], replica: &str, _me: &str) -> SyncResult<PathLocks> {
         self.call_locks(Request::LockPaths { paths: paths.to_vec(), replica: replica.to_string() })
     }

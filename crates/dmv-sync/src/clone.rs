@@ -12,14 +12,15 @@ use std::path::PathBuf;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
 
-use crate::client::Remote;
 use crate::fetch::{fetch_refs, FetchedRef};
+use crate::named_remotes::{normalize_url, remote_cache_dir};
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
 use crate::progress::{Phase, Progress};
-use crate::remote::{LocalServer, RemoteSpec};
-use crate::remotes::{normalize_url, remote_cache_dir};
+use crate::remote::Remote;
+use crate::remote_spec::{LocalServer, RemoteSpec};
 use crate::{BucketOptions, SyncError, SyncResult};
+use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES};
 
 /// Marks a clone that has not finished, so running it again resumes it.
 const CLONE_MARKER: &str = "clone-in-progress";
@@ -137,19 +138,20 @@ impl ClonePlan {
             })?;
         }
 
-        let head_short = fetched.remote_head.as_deref().unwrap_or("refs/heads/main");
-        let head_short = head_short.strip_prefix("refs/heads/").unwrap_or(head_short).to_string();
+        let default_head = branch_ref("main");
+        let head_short = fetched.remote_head.as_deref().unwrap_or(&default_head);
+        let head_short = head_short.strip_prefix(BRANCHES).unwrap_or(head_short).to_string();
         let mut branches = Vec::new();
-        for (name, id) in repo.refs.list("refs/remotes/origin/")? {
-            let Some(branch) = name.strip_prefix("refs/remotes/origin/") else { continue };
+        for (name, id) in repo.refs.list(&remote_branch_ref("origin", ""))? {
+            let Some(branch) = name.strip_prefix(&remote_branch_ref("origin", "")) else { continue };
             // A bare clone mirrors every branch; a working clone starts with the remote's HEAD branch.
             if self.options.bare || branch == head_short {
-                branches.push(RefUpdate { name: format!("refs/heads/{branch}"), expected: None, new: Some(id) });
+                branches.push(RefUpdate { name: branch_ref(branch), expected: None, new: Some(id) });
             }
         }
         let _wlock = repo.lock_worktree()?;
-        repo.set_head(&Head::Branch(format!("refs/heads/{head_short}")))?;
-        let head_tip = branches.iter().find(|u| u.name == format!("refs/heads/{head_short}")).and_then(|u| u.new);
+        repo.set_head(&Head::Branch(branch_ref(&head_short)))?;
+        let head_tip = branches.iter().find(|u| u.name == branch_ref(&head_short)).and_then(|u| u.new);
         let mut written_while_receiving = None;
         // The working tree is written while HEAD is still unborn (so it counts as
         // clean), then the branch is created: a resumed clone whose branch exists

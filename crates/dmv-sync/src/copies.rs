@@ -10,9 +10,9 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{ReplicaId, Repository};
 use serde::Serialize;
 
-use crate::client::Remote;
 use crate::locations::{exchange_locations, remote_replica};
-use crate::remotes::find_remote;
+use crate::named_remotes::find_remote;
+use crate::remote::Remote;
 use crate::{Refusal, SyncError, SyncResult};
 
 /// How long a drop keeps other replicas' copies locked at most (it unlocks them when done).
@@ -264,7 +264,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         // Nothing of these files is there any more, perhaps because a drop
         // from it was cut short: let the remote finish that one.
         let freed_bytes = match source.as_mut() {
-            Some(s) => s.remote.drop_content(&[])?.0,
+            Some(s) => s.remote.copies()?.drop_content(&[])?.0,
             None => 0,
         };
         return Ok(Dropped { freed_bytes, ..Dropped::default() });
@@ -300,7 +300,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
                     continue;
                 }
-                match r.remote.lock_content(&ids, LOCK_SECONDS) {
+                match r.remote.copies().and_then(|c| c.lock_content(&ids, LOCK_SECONDS)) {
                     Ok((lock, held)) => {
                         count(&mut confirmations, &held, &mut confirmed_by, &r.name);
                         locks.push((r.remote, lock));
@@ -324,7 +324,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                     // short (killed, the remote lost) leaves "not known to hold
                     // it", never a claim of a copy that may be gone.
                     repo.record_locations(&ids, s.id, false)?;
-                    match s.remote.drop_content(&ids)? {
+                    match s.remote.copies()?.drop_content(&ids)? {
                         (_, locked) if !locked.is_empty() => {
                             // Nothing was dropped there: its copies stand.
                             repo.record_locations(&ids, s.id, true)?;
@@ -345,7 +345,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     })();
     // Unlock whatever happened; a lock left behind expires by itself.
     for (mut remote, lock) in locks {
-        let _ = remote.unlock_content(&lock);
+        let _ = remote.copies().and_then(|c| c.unlock_content(&lock));
     }
     if let Some(lock) = local_lock {
         let _ = repo.unlock_content(&lock);

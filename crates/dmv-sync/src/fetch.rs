@@ -4,13 +4,14 @@
 use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
 
-use crate::client::{Remote, RemoteRefs};
 use crate::locations::{exchange_locations, tell_of_new_copies};
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
 use crate::progress::{Phase, Progress};
 use crate::receive::fetch_objects;
+use crate::remote::{Remote, RemoteRefs};
 use crate::SyncResult;
+use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES, TAGS};
 
 /// A remote ref as a fetch saw it.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -55,22 +56,23 @@ pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, prog
 pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>) -> SyncResult<Fetched> {
     let RemoteRefs { head, refs } = remote.list_refs()?;
     if let Some(early) = early.as_deref_mut() {
-        let head_branch = head.as_deref().unwrap_or("refs/heads/main");
+        let default_head = branch_ref("main");
+        let head_branch = head.as_deref().unwrap_or(&default_head);
         if let Some((_, tip)) = refs.iter().find(|(name, _)| name == head_branch) {
             early.set_target(*tip);
         }
     }
     let mut updated = Vec::new();
     for (name, id) in &refs {
-        let local_name = if let Some(branch) = name.strip_prefix("refs/heads/") {
-            format!("refs/remotes/{remote_name}/{branch}")
-        } else if name.starts_with("refs/tags/") {
+        let local_name = if let Some(branch) = name.strip_prefix(BRANCHES) {
+            remote_branch_ref(remote_name, branch)
+        } else if name.starts_with(TAGS) {
             name.clone()
         } else {
             continue;
         };
         let old = repo.refs.get(&local_name)?;
-        if old == Some(*id) || (old.is_some() && name.starts_with("refs/tags/")) {
+        if old == Some(*id) || (old.is_some() && name.starts_with(TAGS)) {
             continue;
         }
         updated.push(FetchedRef { remote_name: name.clone(), local_name, old, new: *id });

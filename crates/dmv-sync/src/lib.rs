@@ -8,13 +8,15 @@
 //! [`pull`] and [`sync`], with the named remotes of [`find_remote`].
 //!
 //! The files, each using only those listed before it: `error`, `progress`,
-//! `protocol`, `frame`, `client` (the [`Remote`] trait and the client of a
-//! DMV server over a wire), `serve` (answering requests, over a pipe or for
-//! dmv-server), the wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
-//! `bucket_remote` and `memory_remote`, `remote` (URLs and connecting),
-//! `remotes` (a repository's named remotes), `locations`, `objects`, `receive` and `send`
-//! (the transfer), then the operations `fetch`, `push`, `pull`, `clone`,
-//! `partial` (`get` and `set_slice` for partial replicas), `copies`
+//! `protocol`, `frame`, `remote` (the [`Remote`] trait and the capabilities
+//! only some remotes have), `client` (the client of a DMV server over a
+//! wire), `serve` (answering requests, over a pipe or for dmv-server), the
+//! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
+//! `bucket_remote` and `memory_remote`, `remote_spec` (URLs and
+//! connecting), `named_remotes` (a repository's named remotes), `locations`,
+//! `objects`, `receive` and `send` (the transfer), then the operations
+//! `fetch`, `push`, `pull`, `clone`, `partial` (`get`, `restore`,
+//! `write_file_at` and `set_slice` for partial replicas), `copies`
 //! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
 //! checked against the remote's locks) and `repair` (`fsck --repair`).
 //!
@@ -36,6 +38,7 @@ mod http_client;
 mod in_process;
 mod locations;
 mod memory_remote;
+mod named_remotes;
 mod objects;
 mod partial;
 mod path_locks;
@@ -45,14 +48,14 @@ mod pull;
 mod push;
 mod receive;
 mod remote;
-mod remotes;
+mod remote_spec;
 mod repair;
 mod send;
 mod serve;
 mod ssh;
 mod stdio;
 
-pub use client::{Client, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
+pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
@@ -61,6 +64,7 @@ pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
+pub use named_remotes::{add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, NamedRemote};
 pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;
@@ -69,8 +73,8 @@ pub use progress::{Phase, Progress, Silent};
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use receive::fetch_objects;
-pub use remote::{LocalServer, RemoteSpec, Transport};
-pub use remotes::{add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, NamedRemote};
+pub use remote::{KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
+pub use remote_spec::{LocalServer, RemoteSpec, Transport};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
 pub use serve::{handle_request, serve_stdio, Caller};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, ReplicaNames, Repository, Stamp};
 
-use crate::client::Remote;
+use crate::remote::Remote;
 use crate::{SyncError, SyncResult, Violation};
 
 /// The remote's replica id, remembered with its URL (which names a configured remote).

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use dmv_repo::store::object::{children, decode, Commit};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 
-use crate::client::{ObjectProducer, Received, Remote, RemoteRefs};
 use crate::protocol::WireRefUpdate;
+use crate::remote::{ObjectProducer, Received, Remote, RemoteRefs};
 use crate::{SyncError, SyncResult, Violation};
 
 /// What crossed between a client and a [`MemoryRemote`].

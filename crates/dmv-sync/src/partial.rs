@@ -9,11 +9,12 @@ use dmv_repo::tree::flatten;
 use dmv_repo::{EarlyCheckout, RepoError, Repository, Slice};
 
 use crate::locations::holder_names;
+use crate::named_remotes::{find_remote, remotes_in_order};
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
 use crate::receive::{fetch_file_data, EarlyFill};
-use crate::remotes::{find_remote, remotes_in_order};
 use crate::{SyncError, SyncResult};
+use dmv_repo::ref_names::BRANCHES;
 
 /// What `get` fetches: files of HEAD's working tree, or of another commit.
 #[derive(Clone, Debug, Default)]
@@ -203,7 +204,7 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
         Ok::<_, SyncError>(old.to_string())
     })?;
     let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
-    let mut tips: Vec<ObjectId> = repo.refs.list("refs/heads/")?.into_iter().map(|(_, id)| id).collect();
+    let mut tips: Vec<ObjectId> = repo.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
     tips.extend(repo.head_commit()?);
     let commits = match slice.recent() {
         Some(n) => {

@@ -8,8 +8,8 @@
 use dmv_repo::store::ObjectId;
 use dmv_repo::{CommitRequest, Committed, KnownLocks, Lockable, PathLock, RepoError, Repository, ATTRIBUTES_FILE};
 
-use crate::client::{PathLocks, Remote};
-use crate::remotes::{default_remote, find_remote, NamedRemote};
+use crate::named_remotes::{default_remote, find_remote, NamedRemote};
+use crate::remote::{PathLocks, Remote};
 use crate::send::PushRef;
 use crate::{SyncError, SyncResult};
 
@@ -31,7 +31,7 @@ fn me(repo: &Repository) -> String {
 /// Locks `paths` on the remote for us (all or none) and makes the lockable
 /// ones among them writable here.
 pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> SyncResult<PathLocks> {
-    let taken = remote.lock_paths(paths, &repo.replica_name(), &me(repo))?;
+    let taken = remote.path_locks()?.lock_paths(paths, &repo.replica_name(), &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &taken.locks {
         repo.set_lock_mode(&l.path, true)?;
@@ -42,7 +42,7 @@ pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> Syn
 /// Releases `paths` on the remote (all or none; `force` breaks other
 /// people's locks, for admins) and makes the lockable ones read-only here.
 pub fn unlock(repo: &Repository, remote: &mut dyn Remote, paths: &[String], force: bool) -> SyncResult<PathLocks> {
-    let released = remote.unlock_paths(paths, force, &me(repo))?;
+    let released = remote.path_locks()?.unlock_paths(paths, force, &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &released.locks {
         repo.set_lock_mode(&l.path, false)?;
@@ -52,7 +52,7 @@ pub fn unlock(repo: &Repository, remote: &mut dyn Remote, paths: &[String], forc
 
 /// Every lock on the remote, remembered here.
 pub fn list(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<PathLocks> {
-    let listed = remote.list_locks(&me(repo))?;
+    let listed = remote.path_locks()?.list_locks(&me(repo))?;
     remember(repo, remote.url(), &listed)?;
     Ok(listed)
 }

@@ -4,12 +4,13 @@
 
 use dmv_repo::{MergeOutcome, Repository};
 
-use crate::client::Remote;
 use crate::fetch::{fetch, Fetched};
+use crate::named_remotes::remotes_in_order;
 use crate::progress::{Phase, Progress};
 use crate::push::{current_branch, push, PushOptions, Pushed};
-use crate::remotes::remotes_in_order;
+use crate::remote::Remote;
 use crate::{SyncError, SyncResult};
+use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 
 /// What a pull did.
 #[derive(Debug)]
@@ -29,8 +30,7 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
         None => current_branch(repo)?,
     };
     let fetched = fetch(repo, remote, remote_name, progress)?;
-    let theirs =
-        repo.refs.get(&format!("refs/remotes/{remote_name}/{branch}"))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
+    let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
     let label = format!("{remote_name}/{branch}");
     progress.phase(Phase::Merging);
     let merge = repo.merge(theirs, &label, &|d, t| progress.update(d, t));
@@ -85,7 +85,7 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     let mut done = SyncedAll::default();
     let mut reached = Vec::new();
     for name in names {
-        let remote = crate::remotes::find_remote(repo, &name)?;
+        let remote = crate::named_remotes::find_remote(repo, &name)?;
         let mut connection = match remote.connect_to_push(repo) {
             Ok(c) => c,
             Err(e) => {
@@ -93,7 +93,7 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
                 continue;
             }
         };
-        let has_branch = connection.list_refs()?.refs.iter().any(|(r, _)| *r == format!("refs/heads/{branch}"));
+        let has_branch = connection.list_refs()?.refs.iter().any(|(r, _)| *r == branch_ref(&branch));
         if has_branch {
             let pulled = pull(repo, connection.as_mut(), &name, Some(&branch), progress)?;
             let conflicts = matches!(pulled.merge, MergeOutcome::Conflicts(_));

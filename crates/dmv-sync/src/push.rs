@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, RefUpdate, RepoError, Repository, Upstream};
 
-use crate::client::Remote;
 use crate::locations::exchange_locations;
 use crate::objects::TransferStats;
 use crate::progress::{Phase, Progress};
+use crate::remote::Remote;
 use crate::send::{send_objects, PushRef};
 use crate::{SyncError, SyncResult};
+use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES, TAGS};
 
 #[derive(Clone, Debug, Default)]
 pub struct PushOptions {
@@ -44,7 +45,7 @@ pub struct Pushed {
 /// The branch HEAD is on, short (`main`).
 pub fn current_branch(repo: &Repository) -> SyncResult<String> {
     match repo.head()? {
-        Head::Branch(b) => Ok(b.strip_prefix("refs/heads/").unwrap_or(&b).to_string()),
+        Head::Branch(b) => Ok(b.strip_prefix(BRANCHES).unwrap_or(&b).to_string()),
         Head::Detached(_) => Err(SyncError::DetachedHead),
     }
 }
@@ -56,9 +57,9 @@ pub fn follow_pushed(repo: &mut Repository, remote_name: &str, specs: &[String])
     let mut set = Vec::new();
     for spec in specs {
         let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
-        let (src, dst) = (src.strip_prefix("refs/heads/").unwrap_or(src), dst.strip_prefix("refs/heads/").unwrap_or(dst));
+        let (src, dst) = (src.strip_prefix(BRANCHES).unwrap_or(src), dst.strip_prefix(BRANCHES).unwrap_or(dst));
         // Only a local branch can follow one.
-        if repo.refs.get(&format!("refs/heads/{src}"))?.is_some() {
+        if repo.refs.get(&branch_ref(src))?.is_some() {
             set.push((src.to_string(), Upstream { remote: remote_name.to_string(), branch: dst.to_string() }));
         }
     }
@@ -80,7 +81,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     for spec in &branches {
         let (b, new) = resolve_refspec(repo, spec)?;
         let b = b.as_str();
-        let name = format!("refs/heads/{b}");
+        let name = branch_ref(b);
         let old = remote_refs.get(&name).copied();
         if old == Some(new) {
             pushed.up_to_date.push(b.to_string());
@@ -90,7 +91,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
         pushed.updated.push(PushRef { name, expected: old, new: Some(new) });
     }
     if options.tags {
-        for (tag, id) in repo.refs.list("refs/tags/")? {
+        for (tag, id) in repo.refs.list(TAGS)? {
             match remote_refs.get(&tag) {
                 None => pushed.updated.push(PushRef { name: tag, expected: None, new: Some(id) }),
                 Some(theirs) if *theirs != id => pushed.tags_differing.push(tag),
@@ -109,11 +110,8 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     progress.finish();
     pushed.stats = sent?;
     if let Some(r) = remote_name {
-        let tracking: Vec<RefUpdate> = pushed
-            .updated
-            .iter()
-            .filter_map(|u| Some(RefUpdate { name: format!("refs/remotes/{r}/{}", u.name.strip_prefix("refs/heads/")?), expected: None, new: u.new }))
-            .collect();
+        let tracking: Vec<RefUpdate> =
+            pushed.updated.iter().filter_map(|u| Some(RefUpdate { name: remote_branch_ref(r, u.name.strip_prefix(BRANCHES)?), expected: None, new: u.new })).collect();
         if !tracking.is_empty() {
             repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }
@@ -124,19 +122,19 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
 
 /// A push's `SRC:DST` or `BRANCH`: the remote branch's short name and the commit it is to hold.
 pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, ObjectId)> {
-    let short = |b: &str| b.strip_prefix("refs/heads/").unwrap_or(b).to_string();
+    let short = |b: &str| b.strip_prefix(BRANCHES).unwrap_or(b).to_string();
     match spec.split_once(':') {
         Some((src, dst)) => {
             let dst = short(dst);
             if src.is_empty() || dst.is_empty() || dst.starts_with("refs/") {
                 return Err(SyncError::BadRefspec { spec: spec.to_string() });
             }
-            dmv_repo::validate_ref_name(&format!("refs/heads/{dst}")).map_err(|_| SyncError::BadRefspec { spec: spec.to_string() })?;
+            dmv_repo::validate_ref_name(&branch_ref(&dst)).map_err(|_| SyncError::BadRefspec { spec: spec.to_string() })?;
             Ok((dst, repo.resolve(src)?))
         }
         None => {
             let b = short(spec);
-            let new = repo.refs.get(&format!("refs/heads/{b}"))?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.clone() })?;
+            let new = repo.refs.get(&branch_ref(&b))?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.clone() })?;
             Ok((b, new))
         }
     }
@@ -146,7 +144,7 @@ pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, Obj
 fn check_branch_move(repo: &Repository, branch: &str, old: Option<ObjectId>, new: ObjectId, remote_name: Option<&str>, force: bool) -> SyncResult<()> {
     if force {
         let lease = match remote_name {
-            Some(r) => repo.refs.get(&format!("refs/remotes/{r}/{branch}"))?,
+            Some(r) => repo.refs.get(&remote_branch_ref(r, branch))?,
             None => old,
         };
         if lease != old {

@@ -13,9 +13,9 @@ use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
 use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Repository};
 
-use crate::client::{Received, Remote};
 use crate::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::objects::{children_first, damaged, edges, TransferStats};
+use crate::remote::{Received, Remote};
 use crate::{SyncError, SyncResult, Violation};
 
 /// What a fetch of objects brought.

@@ -1,173 +1,130 @@
-//! Where a remote is, and opening a connection to it.
+//! What a remote is to the code that talks to it: the [`Remote`] trait every
+//! transport implements (a DMV server over a pipe or HTTP, an object store,
+//! memory for tests), and the capabilities only some have ([`KeepsCopies`],
+//! [`KeepsPathLocks`]), with what they answer.
 
-use std::path::PathBuf;
-use std::process::Command;
+use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
+use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames};
 
-use crate::bucket_remote::BucketRemote;
-use crate::client::{Client, Remote};
-use crate::http_client::HttpWire;
-use crate::in_process::InProcessWire;
-use crate::stdio::StdioWire;
+use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Transport {
-    /// A repository on this machine (served by a child `dmv serve --stdio`).
-    Path(PathBuf),
-    /// `ssh://[user@]host[:port]/path`: `dmv serve --stdio` on the far side.
-    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
-    /// `http(s)://host[:port]/NAME`: a `dmv serve` server.
-    Http { base: String },
-    /// `s3://bucket[/prefix]`: an S3-compatible object store.
-    S3(dmv_bucket::BucketUrl),
-}
+/// Hands each object of an upload to the remote (children before parents).
+pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
 
-/// How a repository on this machine is served to us.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LocalServer {
-    /// A child process running this program as `dmv serve --stdio PATH`
-    /// (the `dmv` command line: the server side gets its own process, like
-    /// `git upload-pack`). Only a program that is `dmv` can choose it.
-    ChildProcess,
-    /// A thread of this process: the default, so a front end that is not
-    /// the `dmv` binary (an embedding application, a test) never starts
-    /// itself as a server.
-    InProcess,
-}
+/// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
+pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaNames) -> SyncResult<()> + 'a;
 
-/// Whether this program chose [`LocalServer::ChildProcess`] as its default.
-static CHILD_PROCESS_BY_DEFAULT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-impl LocalServer {
-    /// Makes this the default of every remote this process connects to
-    /// from now on (the `dmv` binary chooses child processes at start).
-    pub fn make_default(self) {
-        CHILD_PROCESS_BY_DEFAULT.store(self == LocalServer::ChildProcess, std::sync::atomic::Ordering::Relaxed);
+/// A remote as the transfer code sees it, whatever carries the requests: a
+/// DMV server at the other end of a pipe or HTTP, or an object store with
+/// nothing of DMV running there.
+pub trait Remote {
+    fn url(&self) -> &str;
+    /// The chunking every replica of this history must use.
+    fn chunking(&self) -> ChunkParams;
+    /// Whether the remote has no working tree (so any branch may be pushed).
+    fn bare(&self) -> bool;
+    /// Whether the remote may lack some files' data (a partial replica): a
+    /// fetch then asks which it holds before asking for them.
+    fn may_lack_data(&self) -> bool {
+        false
+    }
+    /// Branches and tags, and the branch HEAD names.
+    fn list_refs(&mut self) -> SyncResult<RemoteRefs>;
+    /// Commits reachable from `wants` and not from `haves`. A remote that
+    /// cannot walk history cheaply may answer with `wants` alone: the fetch
+    /// explores parents like any other reference and stops at what it has.
+    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>>;
+    /// Which of these objects the remote has (with everything they reach).
+    fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
+    /// The objects (chunks as stubs unless `chunks`), each once, in any order.
+    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
+    /// How many chunks a fetch asks for per `get` (4096: one answer of about
+    /// 256 MiB at the default chunk size, so the pause between two answers,
+    /// while the server starts reading the disk again, is rare).
+    fn chunks_per_get(&self) -> usize {
+        4096
+    }
+    /// Uploads what `objects` produces; returns (objects, bytes) stored.
+    /// `sent(n)`: `n` more bytes left for the remote (for progress).
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)>;
+    /// All or nothing; each update compares-and-swaps on its `old` value.
+    /// An empty list checks write access.
+    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
+    /// The remote replica's id and name (a remote that stores none: one derived from its URL).
+    fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
+        Ok((ReplicaId::derived(self.url()), self.url().to_string()))
+    }
+    /// The remote's location log, handed to `page` in pieces, each its
+    /// records in key order and the names it carries (one that keeps none: no piece).
+    fn get_locations(&mut self, _page: &mut LocationPageSink<'_>) -> SyncResult<()> {
+        Ok(())
+    }
+    /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
+    fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {
+        Ok(())
+    }
+    /// Whether [`Remote::put_locations`] merges what it is given into what
+    /// it holds (a server), rather than keeping it as the sender's whole log
+    /// (an object store, one log object per replica).
+    fn takes_pieces_of_logs(&self) -> bool {
+        true
+    }
+    /// What a replica that holds copies does for another's drop; a remote
+    /// that cannot answers `Unsupported`.
+    fn copies(&mut self) -> SyncResult<&mut dyn KeepsCopies> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "confirming, locking and dropping copies" })
+    }
+    /// Path locks kept there; a remote that keeps none answers `Unsupported`.
+    fn path_locks(&mut self) -> SyncResult<&mut dyn KeepsPathLocks> {
+        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
     }
 }
 
-impl Default for LocalServer {
-    fn default() -> LocalServer {
-        match CHILD_PROCESS_BY_DEFAULT.load(std::sync::atomic::Ordering::Relaxed) {
-            true => LocalServer::ChildProcess,
-            false => LocalServer::InProcess,
-        }
-    }
+/// A replica that holds copies, as another replica's drop asks it: to
+/// confirm and lock its copies for a while, and to drop its own.
+pub trait KeepsCopies {
+    /// Confirms, per file content id, that all its data is there, and locks
+    /// what it confirms against the remote's own drop until unlocked or
+    /// `seconds` pass. Returns the lock's name and the confirmations.
+    fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)>;
+    fn unlock_content(&mut self, lock: &str) -> SyncResult<()>;
+    /// Frees these files' data there (the caller checked the other copies),
+    /// and finishes what a drop there that was cut short left (all that
+    /// no ids ask for). Returns the bytes freed and the ids another drop
+    /// had locked (then nothing was freed).
+    fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)>;
 }
 
-#[derive(Clone, Debug)]
-pub struct RemoteSpec {
-    pub url: String,
-    pub transport: Transport,
-    /// Bearer token for HTTP.
-    pub token: Option<String>,
-    /// The dmv command on the far side of ssh.
-    pub remote_dmv: Option<String>,
-    /// Endpoint, region and addressing of an object store.
-    pub bucket: dmv_bucket::BucketOptions,
-    /// Where an object-store remote's pack indexes are mirrored (default: a
-    /// temporary directory, downloaded again next time).
-    pub cache_dir: Option<PathBuf>,
-    /// Pushing may create the repository in an empty object-store location,
-    /// with these chunking parameters.
-    pub create_with: Option<dmv_repo::store::ChunkParams>,
-    /// How a local path is served.
-    pub local_server: LocalServer,
+/// A replica that keeps the path locks of a repository.
+pub trait KeepsPathLocks {
+    /// Locks these paths for us, all or none, noting `replica` as where
+    /// from. `me` is our name where the remote cannot tell who we are (an
+    /// object store); a server names us itself. Returns the locks taken.
+    fn lock_paths(&mut self, paths: &[String], replica: &str, me: &str) -> SyncResult<PathLocks>;
+    /// Releases these paths, all or none; `force` breaks other people's. Returns what was released.
+    fn unlock_paths(&mut self, paths: &[String], force: bool, me: &str) -> SyncResult<PathLocks>;
+    /// Every lock there, and who we are there.
+    fn list_locks(&mut self, me: &str) -> SyncResult<PathLocks>;
 }
 
-impl RemoteSpec {
-    pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
-        let bad = |why: &str| SyncError::BadUrl { url: url.to_string(), why: why.to_string() };
-        let transport = if let Some(rest) = url.strip_prefix("ssh://") {
-            let (authority, path) = rest.split_at(rest.find('/').ok_or_else(|| bad("ssh:// needs a path after the host"))?);
-            let (user, hostport) = match authority.rsplit_once('@') {
-                Some((u, h)) => (Some(u.to_string()), h),
-                None => (None, authority),
-            };
-            let (host, port) = match hostport.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)),
-                None => (hostport, None),
-            };
-            if host.is_empty() || host.starts_with('-') {
-                return Err(bad("missing or invalid host"));
-            }
-            if path.len() < 2 {
-                return Err(bad("ssh:// needs a path after the host"));
-            }
-            Transport::Ssh { user, host: host.to_string(), port, path: path.to_string() }
-        } else if url.starts_with("http://") || url.starts_with("https://") {
-            let base = url.trim_end_matches('/').to_string();
-            let after_scheme = &base[base.find("://").map_or(0, |i| i + 3)..];
-            if !after_scheme.contains('/') {
-                return Err(bad("an HTTP remote names a repository: http://host:port/NAME"));
-            }
-            Transport::Http { base }
-        } else if url.starts_with("s3://") {
-            Transport::S3(dmv_bucket::BucketUrl::parse(url)?)
-        } else if let Some(path) = url.strip_prefix("file://") {
-            Transport::Path(PathBuf::from(path))
-        } else if url.contains("://") {
-            return Err(bad("unknown scheme (use a path, ssh://, http:// or https://)"));
-        } else {
-            Transport::Path(PathBuf::from(url))
-        };
-        Ok(RemoteSpec {
-            url: url.to_string(),
-            transport,
-            token: None,
-            remote_dmv: None,
-            bucket: Default::default(),
-            cache_dir: None,
-            create_with: None,
-            local_server: LocalServer::default(),
-        })
-    }
-
-    pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
-        let wire: Box<dyn crate::client::Wire> = match &self.transport {
-            Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),
-            Transport::Path(path) => {
-                let exe = std::env::current_exe().map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
-                let mut cmd = Command::new(exe);
-                cmd.arg("serve").arg("--stdio").arg(path);
-                Box::new(StdioWire::spawn(cmd, &self.url)?)
-            }
-            Transport::Ssh { user, host, port, path } => {
-                let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
-                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url)?)
-            }
-            Transport::Http { base } => {
-                let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
-                Box::new(HttpWire::new(base, token)?)
-            }
-            Transport::S3(_) => {
-                let bucket = dmv_bucket::Bucket::open(&self.url, &self.bucket, self.cache_dir.as_deref(), self.create_with)?;
-                return Ok(Box::new(BucketRemote::new(bucket)));
-            }
-        };
-        let client = Client::connect(wire, &self.url).map_err(|e| match e {
-            SyncError::Disconnected(detail) => SyncError::Unreachable { url: self.url.clone(), detail },
-            other => other,
-        })?;
-        Ok(Box::new(client))
-    }
+/// Path locks a remote answered with, and the name it knows us by.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathLocks {
+    pub you: Option<String>,
+    pub locks: Vec<PathLock>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A remote's branches and tags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoteRefs {
+    /// The branch the remote's HEAD names (None: detached or unknown).
+    pub head: Option<String>,
+    pub refs: Vec<(String, ObjectId)>,
+}
 
-    #[test]
-    fn parses_every_kind_of_remote() {
-        let t = |u: &str| RemoteSpec::parse(u).map(|r| r.transport);
-        assert_eq!(t("ssh://alice@host:2222/srv/repo").unwrap(), Transport::Ssh { user: Some("alice".into()), host: "host".into(), port: Some(2222), path: "/srv/repo".into() });
-        assert_eq!(t("ssh://host/r").unwrap(), Transport::Ssh { user: None, host: "host".into(), port: None, path: "/r".into() });
-        assert_eq!(t("http://127.0.0.1:8080/photos/").unwrap(), Transport::Http { base: "http://127.0.0.1:8080/photos".into() });
-        assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
-        assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
-        assert_eq!(t("s3://photos/studio").unwrap(), Transport::S3(dmv_bucket::BucketUrl { bucket: "photos".into(), prefix: "studio".into() }));
-        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://B/p"] {
-            assert!(t(bad).is_err(), "{bad} should be refused");
-        }
-    }
+/// What arrives for a requested id.
+pub enum Received {
+    Object(StoredObject),
+    ChunkStub { id: ObjectId, raw_len: u32 },
 }

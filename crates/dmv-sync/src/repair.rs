@@ -13,8 +13,8 @@ use dmv_repo::store::{ObjectId, Salvaged};
 use dmv_repo::Repository;
 use serde::Serialize;
 
-use crate::client::{Received, Remote};
-use crate::remotes::{find_remote, remotes_in_order};
+use crate::named_remotes::{find_remote, remotes_in_order};
+use crate::remote::{Received, Remote};
 use crate::SyncResult;
 
 /// What a repair did, and what it could not.

@@ -6,10 +6,10 @@ use std::collections::{HashMap, HashSet};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::Repository;
 
-use crate::client::Remote;
 use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, edges, TransferStats};
 use crate::protocol::WireRefUpdate;
+use crate::remote::Remote;
 use crate::{Refusal, SyncError, SyncResult};
 
 /// Chunks a push asks the kernel to read ahead at a time (~8 MiB).

@@ -15,6 +15,7 @@ use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{Refusal, SyncError, SyncResult, Violation};
+use dmv_repo::ref_names::{BRANCHES, TAGS};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -160,8 +161,8 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
                 Head::Branch(b) => Some(b),
                 Head::Detached(_) => None,
             };
-            let mut refs = repo.refs.list("refs/heads/")?;
-            refs.extend(repo.refs.list("refs/tags/")?);
+            let mut refs = repo.refs.list(BRANCHES)?;
+            refs.extend(repo.refs.list(TAGS)?);
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
@@ -347,7 +348,7 @@ fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, 
     let mut batch = Vec::new();
     for u in updates {
         validate_ref_name(&u.name)?;
-        if !(u.name.starts_with("refs/heads/") || u.name.starts_with("refs/tags/")) {
+        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS)) {
             return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {
@@ -383,8 +384,8 @@ fn refuse_changes_to_others_locks(repo: &Repository, caller: &Caller, table: &dm
     if others.is_empty() {
         return Ok(());
     }
-    let mut known = repo.refs.list("refs/heads/")?;
-    known.extend(repo.refs.list("refs/tags/")?);
+    let mut known = repo.refs.list(BRANCHES)?;
+    known.extend(repo.refs.list(TAGS)?);
     let known: Vec<_> = known.into_iter().map(|(_, id)| id).collect();
     for update in batch {
         let Some(new) = update.new else { continue };

@@ -592,7 +592,7 @@ const FRONT_END_DEPENDENCIES: &[&str] = &["clap", "clap_complete", "clap_mangen"
 /// Library files that may start programs, and why: the transports, and the merge tool a person configured.
 const STARTS_PROGRAMS: &[(&str, &str)] = &[
     ("crates/dmv-sync/src/ssh.rs", "the ssh transport runs ssh"),
-    ("crates/dmv-sync/src/remote.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
+    ("crates/dmv-sync/src/remote_spec.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
     ("crates/dmv-repo/src/merge/mergetool.rs", "runs the merge tool the person configured"),
     ("crates/dmv-testkit/src/lib.rs", "the tests' helpers run dmv, git and servers"),
 ];

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 
-use crate::client::Remote;
-use crate::remote::{RemoteSpec, Transport};
+use crate::remote::Remote;
+use crate::remote_spec::{RemoteSpec, Transport};
 use crate::{BucketOptions, SyncError, SyncResult};
+use dmv_repo::ref_names::{remote_branch_ref, BRANCHES};
 
 /// A remote as a command names it: a configured name, or a URL or path used directly.
 #[derive(Clone, Debug)]
@@ -79,7 +80,7 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
 /// `what` names the command for the error when none is chosen.
 pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<NamedRemote> {
     let branch = match repo.head()? {
-        dmv_repo::Head::Branch(b) => b.strip_prefix("refs/heads/").map(str::to_string),
+        dmv_repo::Head::Branch(b) => b.strip_prefix(BRANCHES).map(str::to_string),
         dmv_repo::Head::Detached(_) => None,
     };
     let upstream = branch.and_then(|b| repo.config.upstreams.get(&b).map(|u| u.remote.clone()));
@@ -98,7 +99,7 @@ pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<Named
 pub fn pull_source(repo: &Repository, remote: Option<&str>, branch: Option<&str>) -> SyncResult<(NamedRemote, Option<String>)> {
     let Some(name) = remote else {
         let upstream = match repo.head()? {
-            dmv_repo::Head::Branch(b) => b.strip_prefix("refs/heads/").and_then(|b| repo.config.upstreams.get(b)).map(|u| u.branch.clone()),
+            dmv_repo::Head::Branch(b) => b.strip_prefix(BRANCHES).and_then(|b| repo.config.upstreams.get(b)).map(|u| u.branch.clone()),
             dmv_repo::Head::Detached(_) => None,
         };
         return Ok((default_remote(repo, "pull")?, branch.map(str::to_string).or(upstream)));
@@ -116,7 +117,7 @@ pub fn remotes_in_order(repo: &Repository) -> Vec<String> {
 
 /// Adds remote `name` (its URL normalized) to the configuration.
 pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -> SyncResult<()> {
-    if name.contains('/') || dmv_repo::validate_ref_name(&format!("refs/remotes/{name}/x")).is_err() {
+    if name.contains('/') || dmv_repo::validate_ref_name(&remote_branch_ref(name, "x")).is_err() {
         return Err(SyncError::BadRemoteName { name: name.to_string() });
     }
     config.url = normalize_url(&config.url)?;
@@ -133,7 +134,7 @@ pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -
 pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConfig> {
     let removed = repo.update_config(|c| c.remotes.remove(name).ok_or_else(|| SyncError::NoSuchRemote { name: name.to_string() }))?;
     let _ = std::fs::remove_dir_all(remote_cache_dir(&repo.dmv, &removed.url));
-    let tracking = repo.refs.list(&format!("refs/remotes/{name}/"))?;
+    let tracking = repo.refs.list(&remote_branch_ref(name, ""))?;
     let deletes: Vec<RefUpdate> = tracking.into_iter().map(|(n, id)| RefUpdate { name: n, expected: Some(Some(id)), new: None }).collect();
     if !deletes.is_empty() {
         repo.update_refs(&deletes, &repo.who(), &format!("remote remove {name}"))?;

@@ -1,0 +1,174 @@
+//! Where a remote is, and opening a connection to it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::bucket_remote::BucketRemote;
+use crate::client::Client;
+use crate::http_client::HttpWire;
+use crate::in_process::InProcessWire;
+use crate::remote::Remote;
+use crate::stdio::StdioWire;
+use crate::{SyncError, SyncResult};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A repository on this machine (served by a child `dmv serve --stdio`).
+    Path(PathBuf),
+    /// `ssh://[user@]host[:port]/path`: `dmv serve --stdio` on the far side.
+    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
+    /// `http(s)://host[:port]/NAME`: a `dmv serve` server.
+    Http { base: String },
+    /// `s3://bucket[/prefix]`: an S3-compatible object store.
+    S3(dmv_bucket::BucketUrl),
+}
+
+/// How a repository on this machine is served to us.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalServer {
+    /// A child process running this program as `dmv serve --stdio PATH`
+    /// (the `dmv` command line: the server side gets its own process, like
+    /// `git upload-pack`). Only a program that is `dmv` can choose it.
+    ChildProcess,
+    /// A thread of this process: the default, so a front end that is not
+    /// the `dmv` binary (an embedding application, a test) never starts
+    /// itself as a server.
+    InProcess,
+}
+
+/// Whether this program chose [`LocalServer::ChildProcess`] as its default.
+static CHILD_PROCESS_BY_DEFAULT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl LocalServer {
+    /// Makes this the default of every remote this process connects to
+    /// from now on (the `dmv` binary chooses child processes at start).
+    pub fn make_default(self) {
+        CHILD_PROCESS_BY_DEFAULT.store(self == LocalServer::ChildProcess, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Default for LocalServer {
+    fn default() -> LocalServer {
+        match CHILD_PROCESS_BY_DEFAULT.load(std::sync::atomic::Ordering::Relaxed) {
+            true => LocalServer::ChildProcess,
+            false => LocalServer::InProcess,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RemoteSpec {
+    pub url: String,
+    pub transport: Transport,
+    /// Bearer token for HTTP.
+    pub token: Option<String>,
+    /// The dmv command on the far side of ssh.
+    pub remote_dmv: Option<String>,
+    /// Endpoint, region and addressing of an object store.
+    pub bucket: dmv_bucket::BucketOptions,
+    /// Where an object-store remote's pack indexes are mirrored (default: a
+    /// temporary directory, downloaded again next time).
+    pub cache_dir: Option<PathBuf>,
+    /// Pushing may create the repository in an empty object-store location,
+    /// with these chunking parameters.
+    pub create_with: Option<dmv_repo::store::ChunkParams>,
+    /// How a local path is served.
+    pub local_server: LocalServer,
+}
+
+impl RemoteSpec {
+    pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
+        let bad = |why: &str| SyncError::BadUrl { url: url.to_string(), why: why.to_string() };
+        let transport = if let Some(rest) = url.strip_prefix("ssh://") {
+            let (authority, path) = rest.split_at(rest.find('/').ok_or_else(|| bad("ssh:// needs a path after the host"))?);
+            let (user, hostport) = match authority.rsplit_once('@') {
+                Some((u, h)) => (Some(u.to_string()), h),
+                None => (None, authority),
+            };
+            let (host, port) = match hostport.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)),
+                None => (hostport, None),
+            };
+            if host.is_empty() || host.starts_with('-') {
+                return Err(bad("missing or invalid host"));
+            }
+            if path.len() < 2 {
+                return Err(bad("ssh:// needs a path after the host"));
+            }
+            Transport::Ssh { user, host: host.to_string(), port, path: path.to_string() }
+        } else if url.starts_with("http://") || url.starts_with("https://") {
+            let base = url.trim_end_matches('/').to_string();
+            let after_scheme = &base[base.find("://").map_or(0, |i| i + 3)..];
+            if !after_scheme.contains('/') {
+                return Err(bad("an HTTP remote names a repository: http://host:port/NAME"));
+            }
+            Transport::Http { base }
+        } else if url.starts_with("s3://") {
+            Transport::S3(dmv_bucket::BucketUrl::parse(url)?)
+        } else if let Some(path) = url.strip_prefix("file://") {
+            Transport::Path(PathBuf::from(path))
+        } else if url.contains("://") {
+            return Err(bad("unknown scheme (use a path, ssh://, http:// or https://)"));
+        } else {
+            Transport::Path(PathBuf::from(url))
+        };
+        Ok(RemoteSpec {
+            url: url.to_string(),
+            transport,
+            token: None,
+            remote_dmv: None,
+            bucket: Default::default(),
+            cache_dir: None,
+            create_with: None,
+            local_server: LocalServer::default(),
+        })
+    }
+
+    pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
+        let wire: Box<dyn crate::client::Wire> = match &self.transport {
+            Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),
+            Transport::Path(path) => {
+                let exe = std::env::current_exe().map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
+                let mut cmd = Command::new(exe);
+                cmd.arg("serve").arg("--stdio").arg(path);
+                Box::new(StdioWire::spawn(cmd, &self.url)?)
+            }
+            Transport::Ssh { user, host, port, path } => {
+                let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
+                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url)?)
+            }
+            Transport::Http { base } => {
+                let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
+                Box::new(HttpWire::new(base, token)?)
+            }
+            Transport::S3(_) => {
+                let bucket = dmv_bucket::Bucket::open(&self.url, &self.bucket, self.cache_dir.as_deref(), self.create_with)?;
+                return Ok(Box::new(BucketRemote::new(bucket)));
+            }
+        };
+        let client = Client::connect(wire, &self.url).map_err(|e| match e {
+            SyncError::Disconnected(detail) => SyncError::Unreachable { url: self.url.clone(), detail },
+            other => other,
+        })?;
+        Ok(Box::new(client))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_remote() {
+        let t = |u: &str| RemoteSpec::parse(u).map(|r| r.transport);
+        assert_eq!(t("ssh://alice@host:2222/srv/repo").unwrap(), Transport::Ssh { user: Some("alice".into()), host: "host".into(), port: Some(2222), path: "/srv/repo".into() });
+        assert_eq!(t("ssh://host/r").unwrap(), Transport::Ssh { user: None, host: "host".into(), port: None, path: "/r".into() });
+        assert_eq!(t("http://127.0.0.1:8080/photos/").unwrap(), Transport::Http { base: "http://127.0.0.1:8080/photos".into() });
+        assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
+        assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
+        assert_eq!(t("s3://photos/studio").unwrap(), Transport::S3(dmv_bucket::BucketUrl { bucket: "photos".into(), prefix: "studio".into() }));
+        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://B/p"] {
+            assert!(t(bad).is_err(), "{bad} should be refused");
+        }
+    }
+}
