@@ -148,8 +148,12 @@ pub enum Violation {
     /// Uploads send each object after the objects it refers to.
     #[error("object {id} arrived before {child}, which it refers to")]
     ArrivedBefore { id: ObjectId, child: ObjectId },
-    #[error("received object {id} is damaged: {detail} (the sender's copy may be corrupt)")]
+    /// An object from a remote: its copy there may be corrupt.
+    #[error("received object {id} is damaged: {detail} (the remote's copy may be corrupt: run `dmv fsck` there)")]
     Damaged { id: ObjectId, detail: String },
+    /// An object in an upload (the answer goes to the uploader, whose copy it was).
+    #[error("received object {id} is damaged: {detail}")]
+    DamagedUpload { id: ObjectId, detail: String },
     /// A received object breaks the rules every object is held to (names, kinds, sizes).
     #[error("received a malformed object: {0}")]
     Malformed(RepoError),
@@ -276,8 +280,9 @@ mod tests {
             ),
             (
                 protocol(Violation::Damaged { id, detail: "checksum mismatch".into() }),
-                format!("protocol error: received object {id} is damaged: checksum mismatch (the sender's copy may be corrupt)"),
+                format!("protocol error: received object {id} is damaged: checksum mismatch (the remote's copy may be corrupt: run `dmv fsck` there)"),
             ),
+            (protocol(Violation::DamagedUpload { id, detail: "checksum mismatch".into() }), format!("protocol error: received object {id} is damaged: checksum mismatch")),
             (protocol(Violation::BadLocationPiece(BadLocationLog("checksum mismatch".into()))), "protocol error: a piece of a location log: checksum mismatch".into()),
             (
                 protocol(Violation::At { url: "s3://bucket/photos".into(), violation: Box::new(Violation::NotAskedFor { id }) }),

@@ -74,7 +74,7 @@ impl MemoryRemote {
 
     fn commit(&self, id: &ObjectId) -> SyncResult<Commit> {
         let obj = self.objects.get(id).ok_or_else(|| SyncError::MissingObject { url: self.url.clone(), id: *id })?;
-        let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: *id, detail }))?;
+        let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: *id, detail }))?;
         Ok(decode(id, ObjectKind::Commit, &content)?)
     }
 
@@ -143,7 +143,7 @@ impl Remote for MemoryRemote {
         objects(&mut |obj: &StoredObject| {
             traffic.objects_received += 1;
             sent(obj.payload.len() as u64);
-            let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: obj.id, detail }))?;
+            let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
             for child in children(&obj.id, obj.kind, &content)? {
                 if !store.contains_key(&child) {
                     return Err(SyncError::Protocol(Violation::ArrivedBefore { id: obj.id, child }));

@@ -276,7 +276,7 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::End => break,
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
-                    let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::Damaged { id: obj.id, detail }))?;
+                    let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
                     let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child)).map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
                     received.insert(obj.id, facts);
                 }
