@@ -22,16 +22,30 @@ const MAX_DEPTH: usize = 1024;
 /// import resumes from the last save.
 const COMMITS_PER_SAVE: usize = 1000;
 
+/// Why an import stopped. Converted commits are recorded a thousand at a
+/// time, so running the import again resumes from the last thousand done.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// The path is not a Git repository that can be opened.
     #[error("cannot open the Git repository {path}: {detail}")]
-    Open { path: String, detail: String },
+    Open {
+        /// The path as given.
+        path: String,
+        /// Why gix could not open it.
+        detail: String,
+    },
+    /// Reading the Git repository failed (a missing or corrupt object or
+    /// ref), or a tree nests folders deeper than DMV allows.
     #[error("reading the Git repository: {0}")]
     Git(String),
+    /// The DMV repository failed: its refs, HEAD, working tree or files.
     #[error(transparent)]
     Repo(#[from] dmv_repo::RepoError),
+    /// DMV's object store failed (reading, or writing the converted objects).
     #[error(transparent)]
     Store(#[from] dmv_repo::store::StoreError),
+    /// The record of earlier imports (`.dmv/git-import`) cannot be read or
+    /// is corrupt; the message names the file and the line.
     #[error("{0}")]
     Map(String),
 }
@@ -43,16 +57,21 @@ fn git_err(e: impl std::fmt::Display) -> ImportError {
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Imported {
-    /// Commits converted now, and those converted by an earlier import.
+    /// Commits converted by this import.
     pub commits: u64,
+    /// Commits an earlier import converted (and still in the store): not converted again.
     pub already: u64,
-    /// Branches and tags set (short names).
+    /// Branches that name their Git commit now, moved or already there (short names: `main`).
     pub branches: Vec<String>,
+    /// Tags that name their Git commit now, moved or already there (short names: `v1.0`).
     pub tags: Vec<String>,
-    /// Refs left as they are, each with why.
+    /// Refs (full names) left as they are, each with why: moved since the
+    /// last import, or checked out here with changes in the way.
     pub left_alone: Vec<(String, String)>,
-    /// Git LFS files stored as their content, and as their pointer (content not in `.git/lfs/objects`).
+    /// Git LFS files stored as their content (found in `.git/lfs/objects`).
     pub lfs_content: u64,
+    /// Git LFS files stored as their pointer text: their content is not in
+    /// `.git/lfs/objects` (`git lfs fetch --all` brings it), or not at the size the pointer says.
     pub lfs_pointers: u64,
     /// Submodules (a commit of another repository), not imported.
     pub submodules: u64,

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 pub struct LfsPointer {
     /// SHA-256 of the content, lowercase hex.
     pub oid: String,
+    /// The content's length in bytes, as the pointer claims (the import
+    /// uses a local LFS file only if its length matches).
     pub size: u64,
 }
 

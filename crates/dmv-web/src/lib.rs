@@ -2,7 +2,9 @@
 //! commits (with before and after thumbnails), folders and files (pictures,
 //! players, text), image comparisons and locks. Plain HTML rendered here
 //! from the same library calls the command line uses; the HTTP server
-//! (dmv-sync) checks tokens and sends what these functions answer.
+//! (dmv-server) checks tokens and sends what these functions answer.
+
+#![warn(missing_docs)]
 
 mod media;
 mod pages;

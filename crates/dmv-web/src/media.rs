@@ -11,6 +11,7 @@ pub enum Media {
     Audio,
     /// Shown as text when small enough and UTF-8.
     Text,
+    /// Offered for download only: no preview, player or text.
     Other,
 }
 
@@ -33,7 +34,9 @@ pub fn media_of(name: &str) -> Media {
 /// show it in the page (`inline`) or must save it (an attachment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContentType {
+    /// The Content-Type header's value (text carries `; charset=utf-8`).
     pub mime: String,
+    /// May be shown in the page; false: sent with `Content-Disposition: attachment`.
     pub inline: bool,
 }
 

@@ -97,10 +97,14 @@ pub fn error_page(status: u16, repo: Option<&str>, message: &str) -> Reply {
     Reply::Html { status, body: layout("Error", repo, html! { h1 { "Error " (status) } p { (message) } }) }
 }
 
+/// The server's front page: the repositories it serves (by the names in
+/// `repos`), each a link to its page.
 pub fn index(repos: &[String]) -> String {
     layout("Repositories", None, html! { h1 { "Repositories" } ul { @for r in repos { li { a href={ "/" (seg(r)) "/" } { (r) } } } } })
 }
 
+/// The log-in form (a token, posted to `/login`), with `message` above it
+/// when given: why the viewer has to log in (again).
 pub fn login(message: Option<&str>) -> String {
     layout_with(
         "Log in",

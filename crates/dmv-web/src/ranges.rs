@@ -7,7 +7,12 @@ pub enum ByteRange {
     /// No usable range asked for: all of it (200).
     Whole,
     /// `start..start+len` (206, with Content-Range).
-    Part { start: u64, len: u64 },
+    Part {
+        /// Offset of the first byte to send.
+        start: u64,
+        /// Bytes to send, at least one.
+        len: u64,
+    },
     /// Starts past the end (416).
     Unsatisfiable,
 }

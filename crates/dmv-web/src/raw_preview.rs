@@ -16,9 +16,13 @@ use std::io::{self, Read, Seek, SeekFrom};
 /// A baseline or progressive JPEG stored whole inside a raw file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EmbeddedJpeg {
+    /// Where the JPEG starts in the raw file, in bytes.
     pub offset: u64,
+    /// Its length in bytes; it ends within the file.
     pub len: u64,
+    /// Its width in pixels, from its frame header (never 0).
     pub width: u16,
+    /// Its height in pixels, never 0.
     pub height: u16,
 }
 

@@ -17,20 +17,30 @@ pub struct Viewer {
 /// An answer to a page request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Reply {
+    /// A page, or an error page.
     Html {
+        /// The HTTP status: 200, or the error's (403, 404, 409).
         status: u16,
+        /// The whole HTML document.
         body: String,
     },
     /// A JPEG made from an image (cacheable: its id names its content).
     Jpeg(Vec<u8>),
     /// File content: `len` bytes from `start` of content `id` (`total` long).
     /// `partial`: a 206 answer to a Range request.
+    /// The server streams it with [`write_content`](crate::write_content).
     Content {
+        /// The file's content.
         id: ObjectId,
+        /// Its Content-Type, from the file's name in the URL.
         content_type: crate::media::ContentType,
+        /// Offset of the first byte to send.
         start: u64,
+        /// Bytes to send: the Content-Length.
         len: u64,
+        /// The content's whole length, for Content-Range.
         total: u64,
+        /// Send 206 with Content-Range; false: 200, all of it.
         partial: bool,
         /// Sent as an attachment under this name (asked for, or a type a
         /// browser must not show in the UI's origin).
@@ -38,6 +48,7 @@ pub enum Reply {
     },
     /// A Range that starts past the end (416).
     RangeNotSatisfiable {
+        /// The content's length, for `Content-Range: bytes */total`.
         total: u64,
     },
     /// See other (303), after a form was handled.

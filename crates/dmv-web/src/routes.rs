@@ -16,9 +16,13 @@ use crate::thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};
 pub struct PageRequest<'a> {
     /// The URL path after `/{repo}/`, percent-decoded.
     pub path: &'a str,
+    /// The URL's query parameters, percent-decoded (`skip`, `after`,
+    /// `name`, `download`; others are ignored).
     pub query: &'a BTreeMap<String, String>,
     /// The `Range` header, if any.
     pub range: Option<&'a str>,
+    /// Who asks: whether the locks page offers to break locks, and the
+    /// secret its forms carry.
     pub viewer: &'a Viewer,
 }
 

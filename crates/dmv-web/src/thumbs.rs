@@ -25,8 +25,9 @@ use image::{DynamicImage, GrayImage, ImageFormat, RgbImage};
 
 use crate::raw_preview::largest_embedded_jpeg;
 
-/// Edges in pixels: a thumbnail (lists, commit pages) and a preview (file and compare pages).
+/// A thumbnail (lists, commit pages) fits in a square this many pixels a side.
 pub const THUMBNAIL_EDGE: u32 = 256;
+/// A preview (file and compare pages) fits in a square this many pixels a side.
 pub const PREVIEW_EDGE: u32 = 1600;
 
 /// A source image larger than this is not read for a thumbnail.
