@@ -149,7 +149,7 @@ pub enum Violation {
     #[error("object {id} arrived before {child}, which it refers to")]
     ArrivedBefore { id: ObjectId, child: ObjectId },
     /// An object from a remote: its copy there may be corrupt.
-    #[error("received object {id} is damaged: {detail} (the remote's copy may be corrupt: run `dmv fsck` there)")]
+    #[error("received object {id} is damaged: {detail} (the remote's copy may be corrupt)")]
     Damaged { id: ObjectId, detail: String },
     /// An object in an upload (the answer goes to the uploader, whose copy it was).
     #[error("received object {id} is damaged: {detail}")]
@@ -280,7 +280,7 @@ mod tests {
             ),
             (
                 protocol(Violation::Damaged { id, detail: "checksum mismatch".into() }),
-                format!("protocol error: received object {id} is damaged: checksum mismatch (the remote's copy may be corrupt: run `dmv fsck` there)"),
+                format!("protocol error: received object {id} is damaged: checksum mismatch (the remote's copy may be corrupt)"),
             ),
             (protocol(Violation::DamagedUpload { id, detail: "checksum mismatch".into() }), format!("protocol error: received object {id} is damaged: checksum mismatch")),
             (protocol(Violation::BadLocationPiece(BadLocationLog("checksum mismatch".into()))), "protocol error: a piece of a location log: checksum mismatch".into()),
