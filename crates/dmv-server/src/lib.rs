@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! `dmv serve`: repositories over HTTP or HTTPS for the open network, with
 //! their web UI. A leaf above dmv-sync: the requests are answered by
 //! [`dmv_sync::handle_request`], exactly as over ssh; this crate adds what

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use dmv_sync::{SyncError, SyncResult};
 
+/// Who may fetch and clone: the config's `read`, `"open"` or `"token"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadAccess {
@@ -20,10 +21,13 @@ pub enum ReadAccess {
     Token,
 }
 
+/// What a token allows, each level all the one before it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenAccess {
+    /// Fetching and cloning.
     Read,
+    /// Pushing and locking too.
     Write,
     /// Writes, and may break other people's locks.
     Admin,
@@ -34,14 +38,20 @@ pub enum TokenAccess {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum TokenEntry {
+    /// Just the access, `"read"`, `"write"` or `"admin"`: whose the token is
+    /// is not known, so it cannot lock.
     Access(TokenAccess),
+    /// The access and the user it is for.
     Named(NamedToken),
 }
 
+/// A token with its user: `{ access = "write", user = "alice" }`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NamedToken {
+    /// What it allows.
     pub access: TokenAccess,
+    /// Whose it is: the name locks are held under.
     pub user: String,
 }
 
@@ -67,6 +77,7 @@ pub struct ServerConfig {
     /// Address to listen on, e.g. `127.0.0.1:8080` (the command line may override it).
     #[serde(default)]
     pub listen: Option<String>,
+    /// Who may fetch and clone (default: anyone who reaches the server).
     #[serde(default)]
     pub read: ReadAccess,
     /// Repository name (the URL's path) → directory.
@@ -91,15 +102,15 @@ pub struct ServerConfig {
     /// One line on stderr per request: method, path, status, bytes.
     #[serde(default)]
     pub access_log: bool,
-    /// Connections open at once (default [`DEFAULT_MAX_CONNECTIONS`]); at
+    /// Connections open at once (default `DEFAULT_MAX_CONNECTIONS`); at
     /// the bound, a new one closes the longest idle one.
     #[serde(default)]
     pub max_connections: Option<usize>,
     /// Seconds a client has to send a whole request that is not an upload
-    /// (default [`DEFAULT_REQUEST_TIMEOUT_SECS`]), however it trickles.
+    /// (default `DEFAULT_REQUEST_TIMEOUT_SECS`), however it trickles.
     #[serde(default)]
     pub request_timeout_secs: Option<u64>,
-    /// Hours a web UI login lasts (default [`DEFAULT_SESSION_HOURS`]).
+    /// Hours a web UI login lasts (default `DEFAULT_SESSION_HOURS`).
     #[serde(default)]
     pub session_hours: Option<u64>,
     /// Reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto`
@@ -108,11 +119,14 @@ pub struct ServerConfig {
     pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
+/// Who may browse the web UI: the config's `browse`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BrowseAccess {
+    /// Anyone logged in (at /login) with a listed token.
     #[default]
     Token,
+    /// Anyone who reaches the server.
     Open,
 }
 
@@ -128,6 +142,9 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
 pub const DEFAULT_SESSION_HOURS: u64 = 12;
 
 impl ServerConfig {
+    /// Reads the file at `path`, with relative paths in it taken from the
+    /// file's folder. Fails with [`SyncError::ServerConfig`] when it cannot be
+    /// read or parsed, serves no repository, or a limit is out of its range.
     pub fn load(path: &Path) -> SyncResult<ServerConfig> {
         let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.to_string() })?;
         let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;

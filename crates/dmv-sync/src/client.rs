@@ -24,7 +24,7 @@ pub trait Wire {
     }
 }
 
-/// A DMV server reached through a [`Wire`].
+/// A DMV server reached through a `Wire`.
 pub struct Client {
     wire: Box<dyn Wire>,
     url: String,

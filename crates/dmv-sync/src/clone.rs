@@ -25,6 +25,7 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES};
 /// Marks a clone that has not finished, so running it again resumes it.
 const CLONE_MARKER: &str = "clone-in-progress";
 
+/// What to clone, and into what ([`ClonePlan::new`]).
 #[derive(Clone, Debug, Default)]
 pub struct CloneOptions {
     /// A path, ssh://, http(s):// or s3:// URL.
@@ -45,19 +46,27 @@ pub struct CloneOptions {
 
 /// A clone about to start or resume: where, from what, and whether it resumes.
 pub struct ClonePlan {
+    /// The source's URL, local paths made absolute (what the `origin` remote
+    /// is set to).
     pub url: String,
+    /// The directory the repository is created in.
     pub dir: PathBuf,
     /// A stopped clone of the same source is in `dir`.
     pub resuming: bool,
+    /// How to connect to the source (a resumed clone's with the cache it had).
     pub spec: RemoteSpec,
     options: CloneOptions,
 }
 
 /// What a clone did.
 pub struct Cloned {
+    /// The new repository.
     pub repo: Repository,
+    /// The source's URL, as `origin` holds it.
     pub url: String,
+    /// The refs created.
     pub updated: Vec<FetchedRef>,
+    /// What was received.
     pub stats: TransferStats,
     /// The branch checked out (or HEAD of a bare clone).
     pub head_branch: String,

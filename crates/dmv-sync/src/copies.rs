@@ -30,6 +30,7 @@ fn locks_still_hold(elapsed: Duration) -> bool {
 /// One replica's copy of a file's data.
 #[derive(Clone, Debug, Serialize)]
 pub struct CopyInfo {
+    /// The replica's id.
     pub replica: String,
     /// The configured remote it is, or the URL it was last seen at.
     pub name: Option<String>,
@@ -42,10 +43,15 @@ pub struct CopyInfo {
 /// Where a file's data is.
 #[derive(Clone, Debug, Serialize)]
 pub struct FileCopies {
+    /// The file's path in the repository (bytes; shown lossily as UTF-8).
     #[serde(serialize_with = "ser_path")]
     pub path: Vec<u8>,
+    /// The file version's content id, in hex.
     pub id: String,
+    /// The file's size, in bytes.
     pub size: u64,
+    /// The replicas holding all its data, as the location log and the remotes
+    /// that answered say: this one first if it does, then the others by id.
     pub copies: Vec<CopyInfo>,
 }
 
@@ -201,6 +207,7 @@ pub struct DropOptions {
 pub struct Dropped {
     /// File versions whose data was freed.
     pub files: usize,
+    /// How many bytes of data were freed.
     pub freed_bytes: u64,
     /// Working-tree files removed (now absent).
     pub files_removed: usize,
@@ -360,6 +367,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
 /// What checking a remote's copies found.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CopiesChecked {
+    /// The remote's name, as given.
     pub remote: String,
     /// File versions of the history asked about.
     pub versions: usize,

@@ -6,90 +6,270 @@ use std::path::PathBuf;
 use dmv_repo::store::{ObjectId, StoreError};
 use dmv_repo::{BadLocationLog, RepoError};
 
+/// What the operations of this crate return.
 pub type SyncResult<T> = Result<T, SyncError>;
 
+/// Why an operation on replicas failed, or why a request could not be
+/// answered. The message is one line, said to a person.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
+    /// The repository failed (this one, or the served one): its files, refs or
+    /// objects.
     #[error(transparent)]
     Repo(#[from] RepoError),
+    /// The object store failed: reading or writing packs, or a damaged object.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// An object-storage remote failed in a way none of the variants here
+    /// says (those of access, reachability and the store are mapped to them).
     #[error(transparent)]
     Bucket(dmv_bucket::BucketError),
+    /// The connection broke part way: the pipe or stream closed (inside a
+    /// frame, or before an answer came), or an HTTP request failed after it
+    /// connected. The text says how (with what the remote process last wrote
+    /// on stderr, when there is that).
     #[error("connection to the remote lost: {0}")]
     Disconnected(String),
     /// The other side (or what a bucket holds) broke the protocol.
     #[error("protocol error: {0}")]
     Protocol(Violation),
+    /// The remote's `Hello` names another protocol version than this side's.
     #[error("remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side")]
-    Version { remote: u32, local: u32 },
+    Version {
+        /// The version the remote speaks.
+        remote: u32,
+        /// The version this side speaks ([`VERSION`](crate::protocol::VERSION)).
+        local: u32,
+    },
+    /// The remote could not be reached: connecting failed, HTTP could not be
+    /// set up, or the child process (ssh, `dmv serve --stdio`) could not be
+    /// started.
     #[error("cannot reach {url}: {detail}")]
-    Unreachable { url: String, detail: String },
+    Unreachable {
+        /// The remote's URL, or what was to be run for it.
+        url: String,
+        /// What failed, in the words of the OS or the HTTP or storage library.
+        detail: String,
+    },
+    /// The remote refused the credentials: a server answered 403 (the token
+    /// lacks the access), or an object store refused its keys.
     #[error("authentication failed for {url}: {detail}")]
-    Auth { url: String, detail: String },
+    Auth {
+        /// The remote's URL.
+        url: String,
+        /// What the server or the object store said.
+        detail: String,
+    },
     /// The server wants a token, and none or a wrong one was sent.
     #[error("authentication failed for {url}: {detail} (no token, or a wrong one)")]
-    TokenRefused { url: String, detail: String },
+    TokenRefused {
+        /// The remote's URL.
+        url: String,
+        /// What the server said (the body of its 401 answer).
+        detail: String,
+    },
+    /// Nothing at the URL is a DMV repository: the server answered `Hello`
+    /// so, or the bucket holds none.
     #[error("{url}: {detail}")]
-    NotARepository { url: String, detail: String },
+    NotARepository {
+        /// The remote's URL.
+        url: String,
+        /// What the server or the bucket said.
+        detail: String,
+    },
+    /// A remote's URL or path that cannot be parsed or is not supported.
     #[error("bad remote {url:?}: {why}")]
-    BadUrl { url: String, why: String },
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No configured remote has this name, and it does not look like a URL
+    /// or a path; also when removing a remote that is not configured.
     #[error("no remote named {name}")]
-    NoSuchRemote { name: String },
+    NoSuchRemote {
+        /// The name as given.
+        name: String,
+    },
+    /// An operation that needs a configured remote (its remote-tracking refs,
+    /// its upstream) was given a URL, or none was named and none is the
+    /// default (several remotes, none `origin` or the upstream).
     #[error("{what} needs a configured remote")]
-    NeedsNamedRemote { what: &'static str },
+    NeedsNamedRemote {
+        /// The operation, e.g. `"pull"` or `"sync"`.
+        what: &'static str,
+    },
+    /// Adding a remote under a name already configured.
     #[error("remote {name} already exists")]
-    RemoteExists { name: String },
+    RemoteExists {
+        /// The name as given.
+        name: String,
+    },
+    /// Adding a remote under a name that contains `/` or cannot be part of a
+    /// ref name.
     #[error("{name:?} is not a valid remote name")]
-    BadRemoteName { name: String },
+    BadRemoteName {
+        /// The name as given.
+        name: String,
+    },
+    /// A remote given as a local path that cannot be resolved (it does not
+    /// exist, or cannot be read).
     #[error("cannot find repository {}: {cause}", path.display())]
-    NoLocalRepository { path: PathBuf, cause: std::io::Error },
+    NoLocalRepository {
+        /// The path as given.
+        path: PathBuf,
+        /// Why it could not be made absolute.
+        cause: std::io::Error,
+    },
     /// The remote refused the request and said why.
     #[error("remote: {0}")]
     Remote(String),
     /// This side refuses a request or an operation (serving, sent to the client as its error).
     #[error("{0}")]
     Refused(Refusal),
+    /// A remote that speaks no protocol (a bucket, a memory remote) lacks an
+    /// object asked of it.
     #[error("{url}: object {id} is missing there")]
-    MissingObject { url: String, id: ObjectId },
+    MissingObject {
+        /// The remote's URL.
+        url: String,
+        /// The object asked for.
+        id: ObjectId,
+    },
     /// A server asked for an object it lacks: who else the log says holds it.
     #[error("this replica does not hold object {id}; {}", if holders.is_empty() { "no other replica is known to hold it".to_string() } else { format!("the location log says {} hold it", holders.join(", ")) })]
-    NotHeld { id: ObjectId, holders: Vec<String> },
+    NotHeld {
+        /// The object asked for.
+        id: ObjectId,
+        /// The names of the replicas the location log says hold it (empty: none
+        /// is known to).
+        holders: Vec<String>,
+    },
+    /// A push's ref update lost its compare-and-swap: another push moved the
+    /// ref since the remote's refs were listed (`Rejected` in the protocol).
     #[error("rejected: {name} changed on the remote while pushing; pull and push again")]
-    Rejected { name: String, found: Option<ObjectId> },
+    Rejected {
+        /// The full ref name, e.g. `refs/heads/main`.
+        name: String,
+        /// What the ref holds on the remote now (`None`: it does not exist).
+        found: Option<ObjectId>,
+    },
+    /// A push without force of a branch whose remote tip is not an ancestor of
+    /// the pushed commit (or is a commit this side does not have).
     #[error("rejected: the remote {branch} has commits you do not have (not a fast-forward); pull first, or push --force to replace them")]
-    NotFastForward { branch: String },
+    NotFastForward {
+        /// The branch's short name, e.g. `main`.
+        branch: String,
+    },
+    /// A forced push of a branch whose remote tip is not what this side's
+    /// remote-tracking ref says (force-with-lease).
     #[error("rejected: {branch} on the remote moved since your last fetch; fetch and look before forcing")]
-    LeaseBroken { branch: String },
+    LeaseBroken {
+        /// The branch's short name, e.g. `main`.
+        branch: String,
+    },
+    /// A push of a `BRANCH` that does not exist here.
     #[error("no local branch {branch}")]
-    NoLocalBranch { branch: String },
+    NoLocalBranch {
+        /// The branch's short name, as given.
+        branch: String,
+    },
+    /// A push's `SRC:DST` with an empty side, or a `DST` that is not a valid
+    /// branch name.
     #[error("cannot push '{spec}': expected BRANCH or SRC:DST, DST a branch name (deleting a remote branch is not supported)")]
-    BadRefspec { spec: String },
+    BadRefspec {
+        /// The refspec as given.
+        spec: String,
+    },
+    /// A pull of a branch the remote does not have (after fetching).
     #[error("{url} has no branch {branch}")]
-    NoRemoteBranch { url: String, branch: String },
+    NoRemoteBranch {
+        /// The remote's URL.
+        url: String,
+        /// The branch's short name.
+        branch: String,
+    },
+    /// A push or pull that names no branch while HEAD is not on one.
     #[error("HEAD is detached; name the branch to use")]
     DetachedHead,
+    /// A clone into a directory that holds files (other than what an earlier
+    /// clone killed while creating its repository left).
     #[error("destination {} already exists and is not empty", .0.display())]
     DestinationNotEmpty(PathBuf),
+    /// A clone given no directory, whose URL (the field) ends in no name to
+    /// call it.
     #[error("cannot guess a directory name from {0}; give one")]
     NoDirectoryName(String),
     /// A clone that stopped part way; running it again resumes it.
     #[error("clone of {url} stopped; run the same command again to resume: {cause}")]
-    CloneStopped { url: String, cause: Box<SyncError> },
+    CloneStopped {
+        /// The URL cloned from.
+        url: String,
+        /// What stopped it.
+        cause: Box<SyncError>,
+    },
+    /// A partial replica needs files' data it does not hold, and no configured
+    /// remote that was reached holds it.
     #[error("the data of {} is not here and no reachable remote has it; make one reachable that does: {}", some_of(files), if tried.is_empty() { "none is configured".to_string() } else { tried.join("; ") })]
-    NoRemoteReachable { files: Vec<String>, tried: Vec<String> },
+    NoRemoteReachable {
+        /// The files still lacking, each with the replicas the location log says
+        /// hold it.
+        files: Vec<String>,
+        /// Each remote tried and why it did not serve (empty: none is
+        /// configured).
+        tried: Vec<String>,
+    },
+    /// A drop without force of files fewer than `needed` other replicas
+    /// confirmed holding: nothing was dropped.
     #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
-    NotEnoughCopies { needed: usize, files: Vec<String>, unreachable: Vec<String> },
+    NotEnoughCopies {
+        /// How many other copies must be confirmed (`numcopies`).
+        needed: usize,
+        /// The files short of copies, each with how many were confirmed.
+        files: Vec<String>,
+        /// The remotes that could not be asked, each with why.
+        unreachable: Vec<String>,
+    },
+    /// A drop from a remote (`--from`) where another replica's drop holds a
+    /// lock on some of the files: nothing was dropped there.
     #[error("refusing to drop: {count} of the files are locked on {replica} by another replica's drop that counts that copy; try again later")]
-    CopyLocked { replica: String, count: usize },
+    CopyLocked {
+        /// The name of the remote dropped from.
+        replica: String,
+        /// How many of the files are locked there.
+        count: usize,
+    },
+    /// The remote cannot do what was asked: a capability only some remotes
+    /// have (see [`KeepsCopies`](crate::KeepsCopies) and
+    /// [`KeepsPathLocks`](crate::KeepsPathLocks)).
     #[error("{url} does not support {what}")]
-    Unsupported { url: String, what: &'static str },
+    Unsupported {
+        /// The remote's URL.
+        url: String,
+        /// What it cannot do, e.g. `"locks"`.
+        what: &'static str,
+    },
+    /// A replica's slice (which files' data it keeps) that cannot be parsed.
     #[error(transparent)]
     BadSlice(#[from] dmv_repo::BadSlice),
+    /// A local operation failed with an OS error (made by [`SyncError::local`]).
     #[error("{what}: {cause}")]
-    Local { what: String, cause: std::io::Error },
+    Local {
+        /// What was being done, e.g. "cannot listen on 0.0.0.0:8080".
+        what: String,
+        /// The OS error.
+        cause: std::io::Error,
+    },
+    /// A server's configuration file (or a TLS file it names) that cannot be
+    /// read, parsed, or is refused.
     #[error("{}: {detail}", path.display())]
-    ServerConfig { path: PathBuf, detail: String },
+    ServerConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
 }
 
 impl SyncError {
@@ -115,99 +295,243 @@ impl SyncError {
 pub enum Violation {
     /// A frame's length is 0 or larger than any frame.
     #[error("bad frame length {len}")]
-    FrameLength { len: usize },
+    FrameLength {
+        /// The length declared, in bytes.
+        len: usize,
+    },
+    /// A frame whose type byte is none of the protocol's.
     #[error("unknown frame type {frame_type}")]
-    UnknownFrame { frame_type: u8 },
+    UnknownFrame {
+        /// The type byte.
+        frame_type: u8,
+    },
+    /// A frame whose declared length is more than its type allows.
     #[error("{frame} frame of {len} bytes is larger than the largest one ({limit} bytes)")]
-    FrameTooLarge { frame: &'static str, len: usize, limit: usize },
+    FrameTooLarge {
+        /// The frame type's name, e.g. `"object"`.
+        frame: &'static str,
+        /// The length declared, in bytes.
+        len: usize,
+        /// The largest this type allows, in bytes.
+        limit: usize,
+    },
+    /// An object, chunk stub or end frame whose body is not what its type
+    /// says (too short, an unknown object kind, a stray byte).
     #[error("malformed {frame} frame")]
-    MalformedFrame { frame: &'static str },
+    MalformedFrame {
+        /// The frame type's name.
+        frame: &'static str,
+    },
     /// An object or chunk frame declares more bytes than any object holds.
     #[error("{what} {id} declares a length of {len} bytes, larger than the largest object ({} MiB)", dmv_repo::store::object::MAX_OBJECT_SIZE >> 20)]
-    DeclaredTooLarge { what: &'static str, id: ObjectId, len: u64 },
+    DeclaredTooLarge {
+        /// `"object"` or `"chunk"`.
+        what: &'static str,
+        /// The id the frame names.
+        id: ObjectId,
+        /// The raw length declared, in bytes.
+        len: u64,
+    },
+    /// A message frame that does not decode as the message expected.
     #[error("malformed message: {0}")]
     MalformedMessage(postcard::Error),
     /// A request this side cannot put in a frame.
     #[error("cannot encode the request: {detail}")]
-    Unencodable { detail: String },
+    Unencodable {
+        /// Why it could not be encoded.
+        detail: String,
+    },
     /// Something other than what the exchange has next (`got`, when it can be said).
     #[error("expected {expected}{}", got.as_ref().map(|g| format!(", got {g}")).unwrap_or_default())]
-    Unexpected { expected: &'static str, got: Option<String> },
+    Unexpected {
+        /// What was expected, e.g. `"an object"`.
+        expected: &'static str,
+        /// What came instead (`None`: not said).
+        got: Option<String>,
+    },
     /// A request of one verb sent to the URL of another.
     #[error("a {sent} request sent to the {url} URL")]
-    WrongUrl { sent: &'static str, url: &'static str },
+    WrongUrl {
+        /// The request's verb.
+        sent: &'static str,
+        /// The verb the URL names.
+        url: &'static str,
+    },
+    /// A `Has`, `Get`, `LockContent` or `DropContent` of more ids than
+    /// [`MAX_IDS_PER_REQUEST`](crate::protocol::MAX_IDS_PER_REQUEST).
     #[error("{asked} ids asked for at once; at most {limit} are answered")]
-    TooManyIds { asked: usize, limit: usize },
+    TooManyIds {
+        /// How many were asked for.
+        asked: usize,
+        /// The most one request may ask for.
+        limit: usize,
+    },
     /// An object that was not asked for, not then, or a second time.
     #[error("remote sent {id}, which was not asked for next")]
-    NotAskedFor { id: ObjectId },
+    NotAskedFor {
+        /// The object sent.
+        id: ObjectId,
+    },
+    /// A `Get` answer that ended before every id asked for was sent.
     #[error("remote sent fewer objects than asked for")]
     FewerThanAsked,
+    /// A transfer ended without an object that another one it sent refers
+    /// to (and that this side does not have).
     #[error("remote did not send {child}, which {id} refers to")]
-    NotSent { id: ObjectId, child: ObjectId },
+    NotSent {
+        /// The object that refers to it.
+        id: ObjectId,
+        /// The object missing.
+        child: ObjectId,
+    },
     /// Uploads send each object after the objects it refers to.
     #[error("object {id} arrived before {child}, which it refers to")]
-    ArrivedBefore { id: ObjectId, child: ObjectId },
-    /// An object from a remote: its copy there may be corrupt.
+    ArrivedBefore {
+        /// The object that came too early.
+        id: ObjectId,
+        /// The object it refers to, not yet received.
+        child: ObjectId,
+    },
+    /// An object from a remote that does not decompress, or does not hash
+    /// to its id: its copy there may be corrupt.
     #[error("received object {id} is damaged: {detail} (the remote's copy may be corrupt)")]
-    Damaged { id: ObjectId, detail: String },
-    /// An object in an upload (the answer goes to the uploader, whose copy it was).
+    Damaged {
+        /// The id it was sent as.
+        id: ObjectId,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// An object in an upload that is damaged (the answer goes to the
+    /// uploader, whose copy it was).
     #[error("received object {id} is damaged: {detail}")]
-    DamagedUpload { id: ObjectId, detail: String },
+    DamagedUpload {
+        /// The id it was sent as.
+        id: ObjectId,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A received object breaks the rules every object is held to (names, kinds, sizes).
     #[error("received a malformed object: {0}")]
     Malformed(RepoError),
+    /// A piece of a location log (a locations frame, or one a bucket holds)
+    /// that does not decode: a bad checksum or record.
     #[error("a piece of a location log: {}", .0.0)]
     BadLocationPiece(BadLocationLog),
+    /// A piece of a location log whose records are not in key order after the
+    /// piece before it.
     #[error("the pieces of a location log are not in key order")]
     LocationsOutOfOrder,
+    /// A path lock object a bucket holds that does not decode.
     #[error("a lock object is damaged: {0}")]
     DamagedLock(serde_json::Error),
+    /// A path lock object a bucket holds whose path is not a valid repository
+    /// path.
     #[error("a lock object names a bad path {path:?}: {why}")]
-    BadLockPath { path: String, why: &'static str },
+    BadLockPath {
+        /// The path it names.
+        path: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// What a bucket holds, which speaks no protocol of its own.
     #[error("{url}: {violation}")]
-    At { url: String, violation: Box<Violation> },
+    At {
+        /// The bucket's URL.
+        url: String,
+        /// What is wrong with what it holds.
+        violation: Box<Violation>,
+    },
 }
 
 /// What this side refuses to do, and why (serving: sent to the client as its error).
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
+    /// A request that changes the served repository, from a caller with read
+    /// access only.
     #[error("{verb} needs write access")]
-    NeedsWriteAccess { verb: &'static str },
+    NeedsWriteAccess {
+        /// The request's verb, e.g. `"put"`.
+        verb: &'static str,
+    },
+    /// A `DropContent` from a caller who is not the repository's admin.
     #[error("dropping data from this repository needs its admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
     DropNeedsAdmin,
+    /// An `UnlockPaths` with `force` from a caller who is not an admin.
     #[error("breaking other people's locks (--force) needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
     BreakingLocksNeedsAdmin,
+    /// Locking or unlocking paths for a caller the server has no user name
+    /// for.
     #[error("the server does not know who you are, so you cannot lock: give your token a user in its config (tokens: \"TOKEN\" = {{ access = \"write\", user = \"NAME\" }})")]
     UnknownUser,
     /// An upload holding an object a clone would refuse.
     #[error("refusing the upload: {0}")]
     Upload(RepoError),
+    /// A ref update of a name outside `refs/heads/` and `refs/tags/`.
     #[error("refusing to update {name}: only branches and tags can be pushed")]
-    NotBranchOrTag { name: String },
+    NotBranchOrTag {
+        /// The full ref name.
+        name: String,
+    },
+    /// A ref update of the branch checked out in a served repository that has
+    /// a working tree.
     #[error("refusing to update the checked-out branch {name} of a repository with a working tree; push to a bare repository or to another branch")]
-    CheckedOutBranch { name: String },
+    CheckedOutBranch {
+        /// The full ref name.
+        name: String,
+    },
+    /// A ref update to an object that is not a commit.
     #[error("{id} is not a commit")]
-    NotACommit { id: ObjectId },
+    NotACommit {
+        /// The object the ref was to hold.
+        id: ObjectId,
+    },
+    /// A ref update to a commit the served repository does not have (it was
+    /// not uploaded first).
     #[error("cannot set {name} to {id}: the commit was not received")]
-    CommitNotReceived { name: String, id: ObjectId },
+    CommitNotReceived {
+        /// The full ref name.
+        name: String,
+        /// The commit it was to hold.
+        id: ObjectId,
+    },
     /// A push from a partial replica of file versions whose data neither side holds.
     #[error("cannot push: the remote lacks the data of {count} file version(s) this partial replica does not hold either (e.g. {example}); fetch their data first, or push from a replica that has them")]
-    DataHeldByNeither { count: usize, example: String },
+    DataHeldByNeither {
+        /// How many file versions.
+        count: usize,
+        /// The path of one of them.
+        example: String,
+    },
+    /// A drop without force while `numcopies` is 0.
     #[error("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming")]
     NoCopiesToConfirm,
+    /// A drop of what the slice does not keep (`--unwanted`) that also names
+    /// paths, a revision or a remote.
     #[error("--unwanted drops what this replica's slice does not keep: it takes no paths, --rev or --from")]
     UnwantedTakesNoSelection,
+    /// A drop `--from` a remote that is this repository itself.
     #[error("refusing to drop: remote {remote} is this repository; drop without --from")]
-    DropFromItself { remote: String },
+    DropFromItself {
+        /// The remote's name as given.
+        remote: String,
+    },
+    /// A drop that names no revision in a repository with no commits yet.
     #[error("nothing to drop: there are no commits yet")]
     NoCommits,
+    /// A drop of a file that has changes not committed (staged or not).
     #[error("{path} has uncommitted changes; commit or restore it before dropping")]
-    UncommittedChanges { path: String },
+    UncommittedChanges {
+        /// The file's path in the repository.
+        path: String,
+    },
     /// The first copies confirmed may be unlocked before the drop is done.
     #[error("refusing to drop: confirming the other copies took {took_secs} s, too close to their locks' {lock_secs} s; nothing was dropped, run the drop again")]
-    LocksNearExpiry { took_secs: u64, lock_secs: u64 },
+    LocksNearExpiry {
+        /// How long confirming took, in seconds.
+        took_secs: u64,
+        /// How long each lock lasts, in seconds.
+        lock_secs: u64,
+    },
 }
 
 /// Where the file system that ran out of space (or of quota) is mounted, if

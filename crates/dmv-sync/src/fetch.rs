@@ -16,9 +16,14 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES, TAGS};
 /// A remote ref as a fetch saw it.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FetchedRef {
+    /// The ref's name on the remote, e.g. `refs/heads/main`.
     pub remote_name: String,
+    /// The local ref it moves: `refs/remotes/REMOTE/BRANCH` for a branch,
+    /// the same name for a tag.
     pub local_name: String,
+    /// What the local ref held before (`None`: it is new).
     pub old: Option<ObjectId>,
+    /// What it holds now: the remote's commit.
     pub new: ObjectId,
 }
 
@@ -29,6 +34,7 @@ pub struct Fetched {
     pub remote_head: Option<String>,
     /// The local refs that moved or were created.
     pub updated: Vec<FetchedRef>,
+    /// What was received.
     pub stats: TransferStats,
     /// Files whose data the source (a partial replica) lacked and no other remote gave.
     #[serde(skip)]

@@ -26,26 +26,35 @@ const MAX_OBJECT_FRAME: usize = 1 + OBJECT_HEADER_LEN + MAX_OBJECT_SIZE;
 /// but does not send never sizes a buffer.
 const READ_STEP: usize = 1 << 20;
 
+/// One frame of the protocol, as read.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame {
     /// A request or response, postcard-encoded.
     Message(Vec<u8>),
+    /// An object as a pack stores it (compressed or raw), not yet verified.
     Object(StoredObject),
     /// "This id is a chunk of this many bytes" (sent instead of the chunk while exploring).
     ChunkStub {
+        /// The chunk's id.
         id: ObjectId,
+        /// Its size, uncompressed, in bytes.
         raw_len: u32,
     },
+    /// Ends a list of objects or of location pieces.
     End,
     /// A piece of a location log, encoded as a log of its own (formats.md).
     Locations(Vec<u8>),
 }
 
+/// Writes frames to a pipe, a stream or an HTTP body. Nothing is
+/// buffered here: give it a buffered writer, and [`flush`](Self::flush)
+/// at the end of a request or answer.
 pub struct FrameWriter<W: Write> {
     out: W,
 }
 
 impl<W: Write> FrameWriter<W> {
+    /// Frames written to `out`.
     pub fn new(out: W) -> Self {
         FrameWriter { out }
     }
@@ -56,12 +65,14 @@ impl<W: Write> FrameWriter<W> {
         self.out.write_all(&[frame_type])
     }
 
+    /// Writes a request or response (postcard-encoded) as a message frame.
     pub fn message<T: Serialize>(&mut self, msg: &T) -> io::Result<()> {
         let body = postcard::to_stdvec(msg).map_err(io::Error::other)?;
         self.header(TYPE_MESSAGE, body.len())?;
         self.out.write_all(&body)
     }
 
+    /// Writes an object as it is stored, never recompressed.
     pub fn object(&mut self, obj: &StoredObject) -> io::Result<()> {
         self.header(TYPE_OBJECT, OBJECT_HEADER_LEN + obj.payload.len())?;
         let mut head = [0u8; OBJECT_HEADER_LEN];
@@ -73,35 +84,46 @@ impl<W: Write> FrameWriter<W> {
         self.out.write_all(&obj.payload)
     }
 
+    /// Writes a chunk stub: "`id` is a chunk of `raw_len` bytes", in place of
+    /// the chunk.
     pub fn chunk_stub(&mut self, id: &ObjectId, raw_len: u32) -> io::Result<()> {
         self.header(TYPE_CHUNK_STUB, 36)?;
         self.out.write_all(&id.0)?;
         self.out.write_all(&raw_len.to_le_bytes())
     }
 
+    /// Writes an end frame, which closes a list of objects or of location
+    /// pieces.
     pub fn end(&mut self) -> io::Result<()> {
         self.header(TYPE_END, 0)
     }
 
+    /// Writes a piece of a location log (encoded as a log of its own) as a
+    /// locations frame.
     pub fn locations(&mut self, piece: &[u8]) -> io::Result<()> {
         self.header(TYPE_LOCATIONS, piece.len())?;
         self.out.write_all(piece)
     }
 
+    /// Flushes the writer underneath.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
 
+    /// The writer underneath.
     pub fn into_inner(self) -> W {
         self.out
     }
 }
 
+/// Reads frames, holding each to its type's size limit before anything is
+/// allocated for it. Give it a buffered reader.
 pub struct FrameReader<R: Read> {
     input: R,
 }
 
 impl<R: Read> FrameReader<R> {
+    /// Frames read from `input`.
     pub fn new(input: R) -> Self {
         FrameReader { input }
     }
@@ -191,6 +213,8 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
     }
 }
 
+/// Decodes a message frame's body as `T` (a [`Request`](crate::protocol::Request)
+/// or [`Response`](crate::protocol::Response)).
 pub fn decode_message<T: DeserializeOwned>(bytes: &[u8]) -> SyncResult<T> {
     postcard::from_bytes(bytes).map_err(|e| SyncError::Protocol(Violation::MalformedMessage(e)))
 }

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! DMV replicas: the sync protocol (docs/protocol.md), its transports (a
 //! local path or ssh through `dmv serve --stdio`, HTTP to `dmv serve`, an
 //! S3-compatible object store with nothing of DMV running there), the

@@ -18,15 +18,21 @@ use crate::{SyncError, SyncResult, Violation};
 pub struct Traffic {
     /// Requests of each kind.
     pub has_calls: u64,
+    /// `get` requests.
     pub get_calls: u64,
+    /// `put` requests.
     pub put_calls: u64,
     /// Objects handed out by `get` (chunk stubs not counted).
     pub objects_sent: u64,
     /// Objects received by `put`, and how many of them were new.
     pub objects_received: u64,
+    /// Of those, the ones it did not have.
     pub objects_stored: u64,
 }
 
+/// A remote held in memory, for tests: objects and refs with no store
+/// under them, the traffic counted, and a connection that can be cut.
+/// Its URL is `memory:` and its HEAD names `refs/heads/main`.
 pub struct MemoryRemote {
     url: String,
     chunking: ChunkParams,
@@ -35,10 +41,12 @@ pub struct MemoryRemote {
     head: Option<String>,
     /// Fail every `get` once this many objects have been handed out (a connection cut mid-transfer).
     cut_after: Option<u64>,
+    /// What crossed so far.
     pub traffic: Traffic,
 }
 
 impl MemoryRemote {
+    /// An empty remote whose history uses `chunking`.
     pub fn new(chunking: ChunkParams) -> MemoryRemote {
         MemoryRemote {
             url: "memory:".into(),
@@ -56,6 +64,7 @@ impl MemoryRemote {
         self.cut_after = objects;
     }
 
+    /// Its refs, by full name.
     pub fn refs(&self) -> &BTreeMap<String, ObjectId> {
         &self.refs
     }
@@ -68,6 +77,7 @@ impl MemoryRemote {
         };
     }
 
+    /// The ids of every object it holds.
     pub fn object_ids(&self) -> HashSet<ObjectId> {
         self.objects.keys().copied().collect()
     }

@@ -13,12 +13,14 @@ use dmv_repo::ref_names::{remote_branch_ref, BRANCHES};
 /// A remote as a command names it: a configured name, or a URL or path used directly.
 #[derive(Clone, Debug)]
 pub struct NamedRemote {
+    /// How to reach it.
     pub spec: RemoteSpec,
     /// The configured name (None for a URL used directly: nothing is tracked for it).
     pub name: Option<String>,
 }
 
 impl NamedRemote {
+    /// Connects to it (see [`RemoteSpec::connect`]).
     pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
         self.spec.connect()
     }

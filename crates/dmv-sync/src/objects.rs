@@ -17,6 +17,7 @@ use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 
 use crate::{SyncError, SyncResult, Violation};
 
+/// What a transfer moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransferStats {
     /// Objects sent or received.

@@ -36,6 +36,7 @@ pub struct Got {
     pub written: usize,
     /// The remote the data came from (None: nothing was missing).
     pub from: Option<String>,
+    /// What was received.
     pub stats: TransferStats,
 }
 
@@ -187,7 +188,10 @@ pub(crate) fn get_what_the_source_lacked(repo: &Repository, lacking: &[ObjectId]
 /// What changing the slice did.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SliceChanged {
+    /// The slice before, as written in the config (e.g. `full`, `meta`,
+    /// `paths:GLOB`, `recent:N`).
     pub old: String,
+    /// The slice now, written the same way.
     pub new: String,
     /// What widening fetched (file versions now inside the slice whose data was not here).
     pub got: Got,

@@ -99,7 +99,12 @@ pub enum CommitLockCheck {
     /// No change touches a lockable or locked path, or none held by others.
     Clear,
     /// The remote could not be asked: go on, and say so.
-    Unchecked { remote: String, why: String },
+    Unchecked {
+        /// The remote's name.
+        remote: String,
+        /// Why it could not be asked.
+        why: String,
+    },
 }
 
 /// `commit`, as one call: the lock check of [`check_commit`], then

@@ -4,13 +4,18 @@
 /// What an operation is doing; each phase counts its own bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Receiving objects from a remote.
     Receiving,
+    /// Sending objects to a remote.
     Sending,
+    /// Writing files into the working tree.
     CheckingOut,
+    /// Merging a fetched branch into the current one.
     Merging,
 }
 
 impl Phase {
+    /// A short name to show, e.g. `"receiving"`.
     pub fn label(self) -> &'static str {
         match self {
             Phase::Receiving => "receiving",
@@ -21,6 +26,8 @@ impl Phase {
     }
 }
 
+/// Where an operation reports how far it is (it may report from several
+/// threads).
 pub trait Progress: Sync {
     /// A new phase starts; the previous one is over.
     fn phase(&self, phase: Phase);

@@ -8,6 +8,8 @@ use dmv_repo::store::{ChunkParams, ObjectId};
 use dmv_repo::PathLock;
 use serde::{Deserialize, Serialize};
 
+/// The protocol version this side speaks; both sides of a connection must
+/// speak the same one (`Hello`).
 pub const VERSION: u32 = 6;
 
 /// Location records per locations frame (57 B each: ~0.9 MiB). A sender
@@ -18,27 +20,47 @@ pub const LOCATIONS_PER_PIECE: usize = 16_384;
 /// Above this many ids, `has` and `get` requests are split.
 pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
 
+/// The kind of a request, without its arguments: what the HTTP URL names
+/// (`POST /NAME/dmv/VERB`), so a server can check access before it reads the
+/// body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
+    /// Opens a connection: the versions are compared.
     Hello,
+    /// The branches and tags, and what HEAD names.
     ListRefs,
+    /// The commits between wants and haves.
     WalkCommits,
+    /// Which of some objects the server has.
     Has,
+    /// Some objects.
     Get,
+    /// Uploads objects.
     Put,
+    /// Moves refs.
     UpdateRefs,
+    /// The served replica's id and name.
     Replica,
+    /// The served replica's location log.
     GetLocations,
+    /// Merges location records into the served replica's log.
     PutLocations,
+    /// Confirms and locks files' data against a drop.
     LockContent,
+    /// Releases a `LockContent` lock.
     UnlockContent,
+    /// Frees files' data there.
     DropContent,
+    /// Locks paths.
     LockPaths,
+    /// Releases path locks.
     UnlockPaths,
+    /// Lists path locks.
     ListLocks,
 }
 
 impl Verb {
+    /// The name in URLs and messages, e.g. `"list-refs"`.
     pub fn name(self) -> &'static str {
         match self {
             Verb::Hello => "hello",
@@ -60,6 +82,7 @@ impl Verb {
         }
     }
 
+    /// The verb of a [`name`](Verb::name) (`None`: no verb has it).
     pub fn from_name(name: &str) -> Option<Verb> {
         [
             Verb::Hello,
@@ -94,32 +117,47 @@ impl Verb {
     }
 }
 
+/// What a client asks, one message frame each (docs/protocol.md, "Requests").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
+    /// Opens a connection; the server answers with its own version whatever
+    /// the client's, and the client stops if they differ.
     Hello {
+        /// The protocol version the client speaks ([`VERSION`]).
         version: u32,
     },
+    /// Every branch and tag, answered by [`Response::Refs`].
     ListRefs,
     /// Commits reachable from `wants` and not from `haves` (haves the server lacks are ignored).
     WalkCommits {
+        /// The commits to start from (the tips the client lacks).
         wants: Vec<ObjectId>,
+        /// The commits the client has (its ref tips): the walk stops at them.
         haves: Vec<ObjectId>,
     },
     /// Which of these objects the server has (with all they reach).
     Has {
+        /// At most [`MAX_IDS_PER_REQUEST`]; a partial replica says yes to a file's
+        /// content id only when all its data is there.
         ids: Vec<ObjectId>,
     },
     /// The objects, in order; with `chunks: false` a chunk is answered by a stub.
     Get {
+        /// At most [`MAX_IDS_PER_REQUEST`], answered in this order.
         ids: Vec<ObjectId>,
+        /// `false`: answer a chunk with a chunk stub (its id and size) instead.
         chunks: bool,
     },
     /// Followed by object frames, children before parents, and an `End` frame.
     Put,
     /// All or nothing; each update compares-and-swaps on `old`.
     UpdateRefs {
+        /// The refs to move; none changes nothing, and tells the client whether
+        /// it may write.
         updates: Vec<WireRefUpdate>,
+        /// Who moves them, for the served repository's reflog.
         who: String,
+        /// Why, for the reflog, e.g. "push".
         message: String,
     },
     /// The served replica's id and name.
@@ -133,24 +171,33 @@ pub enum Request {
     /// Confirms which of these files' data (content ids) is all here, and
     /// keeps what it confirms from being dropped for `seconds` or until unlocked.
     LockContent {
+        /// Files' content ids.
         ids: Vec<ObjectId>,
+        /// How long the lock lasts (the server allows at most an hour).
         seconds: u64,
     },
+    /// Releases a lock `LockContent` took before it expires.
     UnlockContent {
+        /// The lock's name, from [`Response::ContentLocked`].
         lock: String,
     },
     /// Frees these files' data on the served replica, unless another replica's drop holds a lock on it.
     DropContent {
+        /// Files' content ids.
         ids: Vec<ObjectId>,
     },
     /// Locks these paths for the caller (all or none), taken from the named replica.
     LockPaths {
+        /// Paths in the repository, `/`-separated.
         paths: Vec<String>,
+        /// The name of the replica the caller locks from.
         replica: String,
     },
     /// Releases these paths (all or none); `force` breaks others' locks (admins only).
     UnlockPaths {
+        /// Paths in the repository, `/`-separated.
         paths: Vec<String>,
+        /// Release them whoever holds them.
         force: bool,
     },
     /// Every lock, and who the server takes the caller for.
@@ -158,6 +205,7 @@ pub enum Request {
 }
 
 impl Request {
+    /// Which request this is.
     pub fn verb(&self) -> Verb {
         match self {
             Request::Hello { .. } => Verb::Hello,
@@ -180,8 +228,10 @@ impl Request {
     }
 }
 
+/// One ref an `UpdateRefs` moves, compared-and-swapped on its old value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireRefUpdate {
+    /// The full ref name, e.g. `refs/heads/main`.
     pub name: String,
     /// `None`: the ref must not exist.
     pub old: Option<ObjectId>,
@@ -189,57 +239,95 @@ pub struct WireRefUpdate {
     pub new: Option<ObjectId>,
 }
 
+/// What a server answers, one message frame each; any request may be
+/// answered by [`Response::Error`] instead.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
+    /// Answers `Hello`.
     Hello {
+        /// The protocol version the server speaks.
         version: u32,
+        /// The served repository's chunking: a clone takes it, so the same file
+        /// cuts into the same chunks on both sides.
         chunking: ChunkParams,
+        /// The served repository has no working tree.
         bare: bool,
         /// The server may lack some file data (it has a slice, or dropped some).
         partial: bool,
     },
+    /// Answers `ListRefs`.
     Refs {
+        /// The branch HEAD names, e.g. `refs/heads/main` (`None`: HEAD is
+        /// detached).
         head: Option<String>,
+        /// Every `refs/heads/*` and `refs/tags/*`, by full name, with its commit.
         refs: Vec<(String, ObjectId)>,
     },
+    /// Answers `WalkCommits`.
     Commits {
+        /// The commits reachable from the wants and not from the haves.
         ids: Vec<ObjectId>,
     },
+    /// Answers `Has`.
     Has {
+        /// One per id asked, in order: whether the server has it.
         present: Vec<bool>,
     },
+    /// Answers `Put` once its `End` frame came and the objects are stored.
     Stored {
+        /// How many objects were new to the server.
         objects: u64,
+        /// The bytes of the object payloads received (as sent, compressed or not).
         bytes: u64,
     },
+    /// Answers `UpdateRefs`: every ref moved.
     RefsUpdated,
     /// A compare-and-swap lost: the ref is not at the value the client expected.
     Rejected {
+        /// The full ref name of the update that lost.
         name: String,
+        /// What the ref holds now (`None`: it does not exist).
         found: Option<ObjectId>,
     },
+    /// The request failed or was refused; nothing else comes for it.
     Error {
+        /// Why, in one line for a person.
         message: String,
     },
+    /// Answers `Replica`.
     Replica {
+        /// The served replica's id (`.dmv/replica-id`; one derived from its path
+        /// when it is served read-only and has none).
         id: [u8; 16],
+        /// The name of its directory.
         name: String,
     },
+    /// Answers `PutLocations`: the pieces were merged into the served
+    /// replica's log.
     LocationsMerged,
+    /// Answers `LockContent`.
     ContentLocked {
+        /// The lock's name, for `UnlockContent`.
         lock: String,
+        /// One per id asked, in order: whether all that file's data is there (and
+        /// now locked).
         held: Vec<bool>,
     },
+    /// Answers `UnlockContent`.
     Unlocked,
     /// `locked`: ids another replica's drop holds (nothing was dropped then).
     ContentDropped {
+        /// The bytes freed on the served replica (0 when `locked` is not empty).
         freed_bytes: u64,
+        /// The ids another replica's drop holds locked (empty: the drop was done).
         locked: Vec<ObjectId>,
     },
     /// Path locks: those taken, released or held (by request), and the
     /// caller's name there (None: the server does not know it).
     PathLocks {
+        /// The caller's user name there (`None`: the server does not know it).
         you: Option<String>,
+        /// The locks taken, released or held, by request.
         locks: Vec<PathLock>,
     },
 }

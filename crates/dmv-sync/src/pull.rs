@@ -15,9 +15,12 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 /// What a pull did.
 #[derive(Debug)]
 pub struct Pulled {
+    /// What the fetch before the merge did.
     pub fetched: Fetched,
     /// What was merged, as `REMOTE/BRANCH`.
     pub label: String,
+    /// How the merge ended: up to date, a fast-forward, a merge commit, or
+    /// conflicts (then a merge is in progress).
     pub merge: MergeOutcome,
 }
 
@@ -41,6 +44,7 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
 /// What a sync did.
 #[derive(Debug)]
 pub struct Synced {
+    /// What the pull did.
     pub pulled: Pulled,
     /// None when the merge stopped on conflicts: nothing was pushed.
     pub pushed: Option<Pushed>,

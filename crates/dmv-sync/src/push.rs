@@ -17,6 +17,7 @@ use crate::send::{send_objects, PushRef};
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES, TAGS};
 
+/// What to push, and how ([`push`](crate::push)).
 #[derive(Clone, Debug, Default)]
 pub struct PushOptions {
     /// What to push (empty: the current branch): a branch name, pushed to
@@ -39,6 +40,7 @@ pub struct Pushed {
     pub up_to_date: Vec<String>,
     /// Tags that differ on the remote and were left alone.
     pub tags_differing: Vec<String>,
+    /// What was sent.
     pub stats: TransferStats,
 }
 

@@ -19,6 +19,7 @@ pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecor
 /// DMV server at the other end of a pipe or HTTP, or an object store with
 /// nothing of DMV running there.
 pub trait Remote {
+    /// The remote's URL, for messages and the location log.
     fn url(&self) -> &str;
     /// The chunking every replica of this history must use.
     fn chunking(&self) -> ChunkParams;
@@ -88,6 +89,8 @@ pub trait KeepsCopies {
     /// what it confirms against the remote's own drop until unlocked or
     /// `seconds` pass. Returns the lock's name and the confirmations.
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)>;
+    /// Releases a lock [`lock_content`](Self::lock_content) took, before it
+    /// expires.
     fn unlock_content(&mut self, lock: &str) -> SyncResult<()>;
     /// Frees these files' data there (the caller checked the other copies),
     /// and finishes what a drop there that was cut short left (all that
@@ -111,7 +114,10 @@ pub trait KeepsPathLocks {
 /// Path locks a remote answered with, and the name it knows us by.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PathLocks {
+    /// The name the remote knows us by (`None`: it does not know us, so we
+    /// cannot lock).
     pub you: Option<String>,
+    /// The locks taken, released or held, by request.
     pub locks: Vec<PathLock>,
 }
 
@@ -120,11 +126,20 @@ pub struct PathLocks {
 pub struct RemoteRefs {
     /// The branch the remote's HEAD names (None: detached or unknown).
     pub head: Option<String>,
+    /// Every branch and tag, by full name (`refs/heads/…`, `refs/tags/…`),
+    /// with its commit.
     pub refs: Vec<(String, ObjectId)>,
 }
 
 /// What arrives for a requested id.
 pub enum Received {
+    /// The object, as the remote stores it (not yet verified).
     Object(StoredObject),
-    ChunkStub { id: ObjectId, raw_len: u32 },
+    /// A chunk, not sent (its data was not asked for): its id and size.
+    ChunkStub {
+        /// The chunk's id.
+        id: ObjectId,
+        /// Its size, uncompressed, in bytes.
+        raw_len: u32,
+    },
 }

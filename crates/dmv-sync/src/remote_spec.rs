@@ -11,14 +11,27 @@ use crate::remote::Remote;
 use crate::stdio::StdioWire;
 use crate::{SyncError, SyncResult};
 
+/// What carries the requests to a remote, from its URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
     /// A repository on this machine (served by a child `dmv serve --stdio`).
     Path(PathBuf),
     /// `ssh://[user@]host[:port]/path`: `dmv serve --stdio` on the far side.
-    Ssh { user: Option<String>, host: String, port: Option<u16>, path: String },
+    Ssh {
+        /// The user to log in as (`None`: ssh's default).
+        user: Option<String>,
+        /// The host, as ssh takes it (a name in ssh_config works).
+        host: String,
+        /// The port (`None`: ssh's default).
+        port: Option<u16>,
+        /// The repository's path on the host, from the `/` after the host.
+        path: String,
+    },
     /// `http(s)://host[:port]/NAME`: a `dmv serve` server.
-    Http { base: String },
+    Http {
+        /// The URL without a trailing `/`: requests go to `BASE/dmv/VERB`.
+        base: String,
+    },
     /// `s3://bucket[/prefix]`: an S3-compatible object store.
     S3(dmv_bucket::BucketUrl),
 }
@@ -56,9 +69,13 @@ impl Default for LocalServer {
     }
 }
 
+/// A remote's URL and how to connect to it: what [`parse`](Self::parse)
+/// reads from the URL, and what a remote's configuration adds.
 #[derive(Clone, Debug)]
 pub struct RemoteSpec {
+    /// The URL as given.
     pub url: String,
+    /// What carries the requests.
     pub transport: Transport,
     /// Bearer token for HTTP.
     pub token: Option<String>,
@@ -77,6 +94,9 @@ pub struct RemoteSpec {
 }
 
 impl RemoteSpec {
+    /// Reads a URL: `ssh://`, `http(s)://`, `s3://`, `file://` or a path.
+    /// The rest of the spec is left at its default. Fails with
+    /// [`SyncError::BadUrl`] on anything else.
     pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
         let bad = |why: &str| SyncError::BadUrl { url: url.to_string(), why: why.to_string() };
         let transport = if let Some(rest) = url.strip_prefix("ssh://") {
@@ -124,6 +144,8 @@ impl RemoteSpec {
         })
     }
 
+    /// Connects: to a DMV server (through a child process, ssh or HTTP),
+    /// checking both sides speak the same protocol; or to an object store.
     pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
         let wire: Box<dyn crate::client::Wire> = match &self.transport {
             Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),

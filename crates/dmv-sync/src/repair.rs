@@ -20,6 +20,7 @@ use crate::SyncResult;
 /// What a repair did, and what it could not.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Repaired {
+    /// What the store saved of its damaged packs and indexes.
     pub salvaged: Salvaged,
     /// The dirstate could not be read and was rebuilt from HEAD.
     pub dirstate_rebuilt: bool,
@@ -29,6 +30,7 @@ pub struct Repaired {
     pub restored_from_worktree: u64,
     /// Objects fetched from other replicas, and from which.
     pub fetched: u64,
+    /// The remotes they came from, by name.
     pub from: Vec<String>,
     /// Remotes that could not be asked, and why.
     pub unreachable: Vec<String>,
@@ -36,6 +38,9 @@ pub struct Repaired {
     pub lost: Vec<String>,
 }
 
+/// Repairs `repo` (see the module's docs), fetching what it lacks from the
+/// remote named `from`, else from each configured remote in turn. A remote
+/// that cannot be reached is noted and skipped, unless it is the one named.
 pub fn repair(repo: &Repository, from: Option<&str>) -> SyncResult<Repaired> {
     let mut done = Repaired { salvaged: repo.store.salvage()?, ..Repaired::default() };
     done.dirstate_rebuilt = repo.rebuild_damaged_dirstate()?;

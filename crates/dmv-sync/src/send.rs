@@ -18,6 +18,7 @@ const PREFETCH_CHUNKS: usize = 128;
 /// One ref a push sets on the remote.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PushRef {
+    /// The full ref name on the remote, e.g. `refs/heads/main`.
     pub name: String,
     /// The value the remote must still have (None: must not exist).
     pub expected: Option<ObjectId>,

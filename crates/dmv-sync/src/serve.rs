@@ -26,6 +26,7 @@ pub fn server_version() -> u32 {
 /// Who a request comes from, as the transport established it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Caller {
+    /// May make requests that change the repository (`Put`, `UpdateRefs`, …).
     pub may_write: bool,
     /// The caller's name for locks (None: unknown, so it may not lock).
     pub user: Option<String>,
