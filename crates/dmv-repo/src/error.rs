@@ -67,8 +67,8 @@ pub enum RepoError {
         /// The requirements this build does not know.
         missing: Vec<String>,
     },
-    /// A file of the repository's own (config, refs, dirstate, merge state,
-    /// location log, locks) cannot be parsed.
+    /// A file of the repository's own (config, HEAD, dirstate, merge state,
+    /// location log, locks, ...) cannot be parsed.
     #[error("{} is corrupt: {detail}", path.display())]
     Corrupt {
         /// The damaged file.
