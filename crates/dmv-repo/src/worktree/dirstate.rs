@@ -352,7 +352,7 @@ impl Dirstate {
     }
 
     /// What the entries stage (paths, kinds, ids and sizes; not stat data),
-    /// as one hash: what a [`TreeMark`] is valid for.
+    /// as one hash: what a `TreeMark` is valid for.
     pub fn staged_hash(&self) -> [u8; 32] {
         let mut h = StagedHash::new();
         for (path, e) in &self.entries {
