@@ -13,155 +13,455 @@ use dmv_store::{ObjectId, StoreError};
 
 use crate::paths::DMV_DIR;
 
+/// What every fallible call of this crate returns.
 pub type RepoResult<T> = Result<T, RepoError>;
 
+/// Everything that can go wrong in a repository. Front ends print the
+/// message; the variants let them add a hint or react to particular cases.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
+    /// The object store failed (missing or damaged object, store I/O).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Reading or writing a file of the repository or working tree failed.
     #[error("{}: {cause}", path.display())]
-    Io { path: PathBuf, cause: std::io::Error },
+    Io {
+        /// The file or folder the operation was on.
+        path: PathBuf,
+        /// The OS error.
+        cause: std::io::Error,
+    },
 
     // The repository itself.
+    /// No `.dmv` folder at the path (or, when discovering, in any folder above it).
     #[error("not a dmv repository (or any parent up to /): {}", .0.display())]
     NotARepository(PathBuf),
+    /// `init` on a folder that already has a `.dmv`.
     #[error("{} already holds a dmv repository", .0.display())]
     AlreadyExists(PathBuf),
+    /// An operation on the working tree in a bare repository.
     #[error("{} is a bare repository: it has no working tree", root.display())]
-    Bare { root: PathBuf },
+    Bare {
+        /// The repository's root.
+        root: PathBuf,
+    },
+    /// `init` with chunking parameters that do not validate.
     #[error("{detail}")]
-    BadChunking { detail: String },
+    BadChunking {
+        /// What is wrong with them.
+        detail: String,
+    },
+    /// The config's format version is newer than this build knows.
     #[error("repository format {found} is not supported by this dmv (supports {supported})")]
-    UnsupportedFormat { found: u32, supported: u32 },
+    UnsupportedFormat {
+        /// The version in the config.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The repository's `requires` file names features this build lacks.
     #[error("{} needs a newer dmv: it requires {}", path.display(), missing.join(", "))]
-    UnknownRequirements { path: PathBuf, missing: Vec<String> },
+    UnknownRequirements {
+        /// The repository's root.
+        path: PathBuf,
+        /// The requirements this build does not know.
+        missing: Vec<String>,
+    },
+    /// A file of the repository's own (config, HEAD, dirstate, merge state,
+    /// location log, locks, ...) cannot be parsed.
     #[error("{} is corrupt: {detail}", path.display())]
-    Corrupt { path: PathBuf, detail: String },
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong in it.
+        detail: String,
+    },
+    /// Serializing a file of the repository's own failed before it was written.
     #[error("cannot encode {what}: {detail}")]
-    Encode { what: &'static str, detail: String },
+    Encode {
+        /// What was being encoded, e.g. "the configuration".
+        what: &'static str,
+        /// The serializer's error.
+        detail: String,
+    },
+    /// The working-tree lock is held by another command and was not
+    /// released within the wait (`DMV_LOCK_WAIT_MS`).
     #[error("{what} is in use by {holder}; try again when it has finished")]
-    Locked { what: String, holder: String },
+    Locked {
+        /// What is locked.
+        what: String,
+        /// Who holds it, as the lock file says.
+        holder: String,
+    },
+    /// A bug: the working-tree state was about to change without the lock held.
     #[error("internal error: {what} changed without the working-tree lock")]
-    NotLocked { what: &'static str },
+    NotLocked {
+        /// What was about to change.
+        what: &'static str,
+    },
 
     // Revisions and refs.
+    /// A revision (or branch) that resolves to no commit.
     #[error("unknown revision or path: {0}")]
     UnknownRevision(String),
+    /// A revision that names an object other than a commit.
     #[error("{what} is not a commit")]
-    NotACommit { what: String },
+    NotACommit {
+        /// The revision as given.
+        what: String,
+    },
+    /// A ref update whose expected old value no longer holds: another
+    /// process moved the ref. Nothing was updated.
     #[error("ref {name} moved concurrently (expected {expected}, found {found}); try again")]
-    RefChanged { name: String, expected: String, found: String },
+    RefChanged {
+        /// The full ref name.
+        name: String,
+        /// The short id expected, or "nothing".
+        expected: String,
+        /// The short id found, or "nothing".
+        found: String,
+    },
+    /// Creating a ref (branch, tag) that already exists.
     #[error("{name} already exists")]
-    RefExists { name: String },
+    RefExists {
+        /// The ref's name.
+        name: String,
+    },
+    /// A path that names a folder where a file is needed.
     #[error("'{path}' is a folder")]
-    IsAFolder { path: String },
+    IsAFolder {
+        /// The path in the repository.
+        path: String,
+    },
+    /// Reading a staged file (empty revision) that is not in the dirstate.
     #[error("path '{path}' is not in the staging area")]
-    PathNotStaged { path: String },
+    PathNotStaged {
+        /// The path in the repository.
+        path: String,
+    },
+    /// Reading a file at a revision whose tree does not hold it.
     #[error("path '{path}' does not exist in {rev}")]
-    PathNotInRevision { path: String, rev: String },
+    PathNotInRevision {
+        /// The path in the repository.
+        path: String,
+        /// The revision as given.
+        rev: String,
+    },
+    /// Switching to a branch that exists neither here nor on any remote.
     #[error("no branch named '{name}'")]
-    NoSuchBranch { name: String },
+    NoSuchBranch {
+        /// The branch name as given.
+        name: String,
+    },
+    /// Switching to a branch that is not local and that several remotes have.
     /// `remotes`: each remote's branch of that name, as `REMOTE/NAME`.
     #[error("'{name}' is a branch of several remotes ({}): name the one to start from", remotes.join(", "))]
-    BranchOfSeveralRemotes { name: String, remotes: Vec<String> },
+    BranchOfSeveralRemotes {
+        /// The branch name as given.
+        name: String,
+        /// `REMOTE/NAME` for each remote that has it.
+        remotes: Vec<String>,
+    },
+    /// Deleting or renaming a branch or tag that does not exist.
     #[error("{kind} '{name}' not found")]
-    NoSuchRef { kind: &'static str, name: String },
+    NoSuchRef {
+        /// "branch" or "tag".
+        kind: &'static str,
+        /// The short name as given.
+        name: String,
+    },
+    /// Deleting the branch HEAD is on.
     #[error("cannot delete branch '{name}': it is checked out")]
-    BranchCheckedOut { name: String },
+    BranchCheckedOut {
+        /// The branch's short name.
+        name: String,
+    },
+    /// Deleting, without force, a branch whose commits nothing else keeps.
     #[error("branch {name} is not merged into HEAD or its remote-tracking branch: deleting it would leave its commits to gc; merge or push it first, or delete it anyway")]
-    BranchNotMerged { name: String },
+    BranchNotMerged {
+        /// The branch's short name.
+        name: String,
+    },
     /// Anything else the ref store reports (locked, corrupt, invalid name, I/O).
     #[error("{0}")]
     Refs(dmv_refs::RefError),
 
     // Trees.
+    /// A stored tree that cannot be read: bad names, order or nesting.
     #[error("tree {tree} is malformed: {detail}")]
-    MalformedTree { tree: ObjectId, detail: String },
+    MalformedTree {
+        /// The tree node's id.
+        tree: ObjectId,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// An object that breaks the rules every object must keep (see `object_rules`).
     #[error("{kind} {id} is malformed: {detail}")]
-    MalformedObject { kind: &'static str, id: ObjectId, detail: String },
+    MalformedObject {
+        /// The object's kind, e.g. "commit".
+        kind: &'static str,
+        /// The object's id.
+        id: ObjectId,
+        /// Which rule it breaks.
+        detail: String,
+    },
+    /// A path that cannot be written into a tree or locked (bad name, a
+    /// name that is both a file and a folder). Nothing was recorded.
     #[error("cannot record {path}: {reason}")]
-    BadPath { path: String, reason: &'static str },
+    BadPath {
+        /// The path or name.
+        path: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A path with more folders than a tree may nest (`tree::MAX_PATH_DEPTH`).
     #[error("path {path}... nests more than {max} directories")]
-    PathTooDeep { path: String, max: usize },
+    PathTooDeep {
+        /// The path's first 80 bytes.
+        path: String,
+        /// The most folders allowed.
+        max: usize,
+    },
+    /// A tree node that is not in the objects at hand (early checkout
+    /// during a transfer).
     #[error("tree node {id} is unknown")]
-    UnknownTreeNode { id: ObjectId },
+    UnknownTreeNode {
+        /// The node's id.
+        id: ObjectId,
+    },
 
     // Paths and the working tree.
+    /// A path given on the command line that is not under the working tree.
     #[error("{} is outside the working tree {}", path.display(), root.display())]
-    OutsideWorktree { path: PathBuf, root: PathBuf },
+    OutsideWorktree {
+        /// The path as given.
+        path: PathBuf,
+        /// The working tree's root.
+        root: PathBuf,
+    },
+    /// A path given on the command line that is inside `.dmv`.
     #[error("{} is inside the repository's {DMV_DIR} directory", path.display())]
-    InsideDmvDir { path: PathBuf },
+    InsideDmvDir {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A pathspec (add, rm, mv, restore, archive, drop) that matches nothing.
     #[error("pathspec '{0}' did not match any files")]
     NoMatch(String),
+    /// Walking the working tree or reading the dirstate failed, or a
+    /// setting's file has no place (no home folder).
     #[error("cannot scan the working tree: {detail}")]
-    Scan { detail: String },
+    Scan {
+        /// What failed.
+        detail: String,
+    },
+    /// `mv` onto a path that is already there.
     #[error("destination {path} exists")]
-    DestinationExists { path: String },
+    DestinationExists {
+        /// The destination, in the repository.
+        path: String,
+    },
+    /// An operation that would lose changes not committed (checkout, merge,
+    /// revert, stash apply).
     /// `merge`: the refusal came from a merge (the message says so).
     #[error("{}you have uncommitted changes (e.g. {path}); commit them or restore the files first", if *merge { "cannot merge: " } else { "" })]
-    UncommittedChanges { path: String, merge: bool },
+    UncommittedChanges {
+        /// The first changed path.
+        path: String,
+        /// Whether a merge refused.
+        merge: bool,
+    },
+    /// A checkout or merge would write over an untracked file (or a folder
+    /// of them). Nothing was changed.
     #[error("untracked file {path} would be overwritten{}; move or remove it first", if *merge { " by the merge" } else { "" })]
-    UntrackedInTheWay { path: String, merge: bool },
+    UntrackedInTheWay {
+        /// The untracked path in the way.
+        path: String,
+        /// Whether a merge refused.
+        merge: bool,
+    },
+    /// A checkout or archive whose file data is missing or damaged in the
+    /// store, found before anything was written.
     #[error("cannot check out {path}: {reason}; the working tree was not changed")]
-    CheckoutRefused { path: String, reason: StoreError },
+    CheckoutRefused {
+        /// The file in the repository.
+        path: String,
+        /// What the store found.
+        reason: StoreError,
+    },
 
     // Merges.
+    /// An operation refused while a merge is in progress (commit --amend,
+    /// reset, revert, stash, switch).
     #[error("a merge of {label} is in progress; commit it or abort it first")]
-    MergeInProgress { label: String },
+    MergeInProgress {
+        /// What is being merged, as the user named it.
+        label: String,
+    },
+    /// Starting a merge while another is in progress.
     #[error("a merge of {label} is already in progress; commit it or abort it")]
-    MergeAlreadyInProgress { label: String },
+    MergeAlreadyInProgress {
+        /// What is being merged.
+        label: String,
+    },
+    /// A merge stopped while writing the working tree: only abort may follow.
     #[error("the merge of {label} was interrupted before the working tree was written; abort it and merge again")]
-    MergeInterrupted { label: String },
+    MergeInterrupted {
+        /// What was being merged.
+        label: String,
+    },
+    /// Committing a merge after HEAD moved away from where it started.
     #[error("HEAD moved since the merge of {label} started; abort the merge")]
-    HeadMoved { label: String },
+    HeadMoved {
+        /// What is being merged.
+        label: String,
+    },
+    /// Committing a merge that still has conflicts.
     #[error("unresolved conflicts: {}", first_ten(paths))]
-    UnresolvedConflicts { paths: Vec<String> },
+    UnresolvedConflicts {
+        /// Every conflicted path (the message shows ten).
+        paths: Vec<String>,
+    },
+    /// Resolving conflicts when no merge is in progress.
     #[error("there is no merge in progress")]
     NoMergeInProgress,
+    /// Applying or dropping a stash entry that does not exist.
     #[error("no stash@{{{index}}}")]
-    NoStash { index: usize },
+    NoStash {
+        /// The entry asked for, 0 the newest.
+        index: usize,
+    },
+    /// Applying a stash over a file changed since it was stashed.
     #[error("cannot apply the stash: {path} was changed differently since; nothing was changed and the stash is kept")]
-    StashConflict { path: String },
+    StashConflict {
+        /// The file changed both ways.
+        path: String,
+    },
+    /// An archive of a file whose data this replica does not hold.
     #[error("the data of {path} is not in this replica; fetch it first")]
-    ArchiveDataAbsent { path: String },
+    ArchiveDataAbsent {
+        /// The file in the repository.
+        path: String,
+    },
+    /// Writing the archive to its output failed part way.
     #[error("the archive stopped: {detail}")]
-    Output { detail: String },
+    Output {
+        /// The writer's or zip's error.
+        detail: String,
+    },
+    /// Locking a path that someone else has locked. No lock was taken.
     #[error("{path} is locked by {holder}")]
-    PathLocked { path: String, holder: String },
+    PathLocked {
+        /// The locked path.
+        path: String,
+        /// Who holds the lock.
+        holder: String,
+    },
+    /// A push whose commits change a path someone else has locked.
     #[error("push refused: {path} is locked by {holder}, and commit {commit} changes it; nothing was updated (ask them to unlock it, or take that change out)")]
-    LockedPathChanged { path: String, holder: String, commit: String },
+    LockedPathChanged {
+        /// The locked path.
+        path: String,
+        /// Who holds the lock.
+        holder: String,
+        /// The short id of the commit that changes it.
+        commit: String,
+    },
+    /// A commit that changes a path someone else has locked.
     #[error("cannot commit: {path} is locked by {holder}; ask them to unlock it, or restore the file (nothing was committed)")]
-    CommitOverLock { path: String, holder: String },
+    CommitOverLock {
+        /// The locked path.
+        path: String,
+        /// Who holds the lock.
+        holder: String,
+    },
+    /// Unlocking a path that has no lock.
     #[error("{path} is not locked")]
-    PathNotLocked { path: String },
+    PathNotLocked {
+        /// The path as given.
+        path: String,
+    },
+    /// Unlocking, without force, a path someone else has locked.
     #[error("{path} is locked by {holder}; only they can unlock it (or an admin, with --force)")]
-    LockHeldByOther { path: String, holder: String },
+    LockHeldByOther {
+        /// The locked path.
+        path: String,
+        /// Who holds the lock.
+        holder: String,
+    },
+    /// Reading or setting a setting this build does not know.
     #[error("unknown setting {key} (known: {known})")]
-    UnknownSetting { key: String, known: String },
+    UnknownSetting {
+        /// The key as given.
+        key: String,
+        /// The known keys, comma-separated.
+        known: String,
+    },
+    /// Dropping file data in a bare repository that does not allow it.
     /// A hub keeps every file's data unless its admin allows drops.
     #[error("{path} keeps every file's data (a bare repository is a full replica others clone from); its admin can allow drops there (setting drop.allowed true)")]
-    DropsNotAllowed { path: PathBuf },
+    DropsNotAllowed {
+        /// The repository's root.
+        path: PathBuf,
+    },
+    /// A setting given a value it cannot take.
     #[error("bad value for {key}: {detail}")]
-    BadSetting { key: String, detail: String },
+    BadSetting {
+        /// The setting's key.
+        key: String,
+        /// Why the value is refused.
+        detail: String,
+    },
     /// `revert`: what the reverted commit changed was changed again since, at `path`.
     #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand from the commit's parent)")]
-    RevertConflict { commit: String, path: String },
+    RevertConflict {
+        /// The short id of the commit to revert.
+        commit: String,
+        /// The first path changed since.
+        path: String,
+    },
+    /// Reverting a commit whose changes HEAD has already undone.
     #[error("nothing to revert: the changes of {commit} are already undone on HEAD")]
-    NothingToRevert { commit: String },
+    NothingToRevert {
+        /// The short id of the commit.
+        commit: String,
+    },
+    /// Reverting a merge commit: there is no one parent to go back to.
     #[error("cannot revert {commit}: it is a merge, and which side to keep is not known")]
-    RevertMerge { commit: String },
+    RevertMerge {
+        /// The short id of the commit.
+        commit: String,
+    },
+    /// A commit with no message, and no merge whose message could be used.
     #[error("a commit message is required")]
     MessageRequired,
+    /// `merge --abort` with no merge in progress.
     #[error("there is no merge to abort")]
     NoMergeToAbort,
+    /// Resolving a path that has no conflict in the merge in progress.
     #[error("{path} is not in conflict")]
-    NotInConflict { path: String },
+    NotInConflict {
+        /// The path as given.
+        path: String,
+    },
+    /// Resolving one of two conflicted paths where one is a file and the
+    /// other a folder: they must be resolved together.
     /// `how`: the resolution asked for, to ask again for both paths.
     #[error("{path} and {other} cannot both exist (one is a file, the other a directory); resolve them together")]
-    FileDirectoryClash { path: String, other: String, how: crate::merge::resolution::Resolution },
+    FileDirectoryClash {
+        /// The path asked to resolve.
+        path: String,
+        /// The clashing path.
+        other: String,
+        /// The resolution asked for.
+        how: crate::merge::resolution::Resolution,
+    },
+    /// Keeping both versions of a conflicted file when a side's new name is taken.
     #[error("cannot keep both versions: {path} already exists; move it away first")]
-    SideNameTaken { path: String },
+    SideNameTaken {
+        /// The name taken.
+        path: String,
+    },
 }
 
 /// At most ten paths, then how many more.
@@ -175,6 +475,7 @@ fn first_ten(paths: &[String]) -> String {
 }
 
 impl RepoError {
+    /// An [`RepoError::Io`] at `path`.
     pub fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
         RepoError::Io { path: path.into(), cause }
     }

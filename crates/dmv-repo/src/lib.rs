@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! A DMV repository: configuration, refs, commits and trees, the working tree
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 //!

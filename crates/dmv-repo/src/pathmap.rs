@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 
+/// A map from paths (bytes) to `V`, iterated in path order, compact at a
+/// million entries (see the module's doc).
 pub struct PathMap<V> {
     /// The run's paths, sorted, each once, end to end.
     bytes: Vec<u8>,
@@ -71,10 +73,12 @@ impl<V> PathMap<V> {
         Sorted { paths: Paths { bytes: &self.bytes, ends: &self.ends }, values: &self.values }
     }
 
+    /// How many paths it holds.
     pub fn len(&self) -> usize {
         self.values.len() + self.over.len() - 2 * self.removed
     }
 
+    /// Whether it holds no path.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -83,6 +87,7 @@ impl<V> PathMap<V> {
         self.run().search_from(0, path)
     }
 
+    /// The entry of `path`, if any.
     pub fn get(&self, path: &[u8]) -> Option<&V> {
         match self.over.get(path) {
             Some(change) => change.as_ref(),
@@ -90,6 +95,7 @@ impl<V> PathMap<V> {
         }
     }
 
+    /// The entry of `path`, mutably, if any.
     pub fn get_mut(&mut self, path: &[u8]) -> Option<&mut V> {
         if self.over.contains_key(path) {
             return self.over.get_mut(path).and_then(|change| change.as_mut());
@@ -98,6 +104,7 @@ impl<V> PathMap<V> {
         Some(&mut self.values[i])
     }
 
+    /// Whether `path` has an entry.
     pub fn contains_key(&self, path: &[u8]) -> bool {
         self.get(path).is_some()
     }
@@ -128,6 +135,7 @@ impl<V> PathMap<V> {
         }
     }
 
+    /// Removes the entry of `path`; returns it, None if there was none.
     pub fn remove(&mut self, path: &[u8]) -> Option<V>
     where
         V: Clone,
@@ -209,14 +217,17 @@ impl<V> PathMap<V> {
         }
     }
 
+    /// Every entry, in path order.
     pub fn iter(&self) -> Iter<'_, V> {
         Iter { run: self.run(), at: 0, over: self.over.iter().peekable(), remaining: self.len() }
     }
 
+    /// Every path, in order.
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.iter().map(|(p, _)| p)
     }
 
+    /// Every entry's value, in path order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, v)| v)
     }

@@ -35,7 +35,12 @@ pub enum RefName<'a> {
     /// `refs/tags/NAME`.
     Tag(&'a str),
     /// `refs/remotes/REMOTE/BRANCH`.
-    RemoteBranch { remote: &'a str, branch: &'a str },
+    RemoteBranch {
+        /// The remote's name.
+        remote: &'a str,
+        /// The branch's name on the remote.
+        branch: &'a str,
+    },
     /// Anything else (`refs/stashes/…`, or a name outside `refs/`).
     Other(&'a str),
 }

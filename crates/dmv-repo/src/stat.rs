@@ -22,15 +22,21 @@ pub fn kind_of(m: &Metadata) -> Option<EntryKind> {
 /// keeps one per file, and `Metadata` is five times its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stat {
+    /// Length in bytes.
     pub size: u64,
+    /// Modification time, in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// Status-change time, in nanoseconds since the Unix epoch.
     pub ctime_ns: i64,
+    /// Inode number.
     pub ino: u64,
     /// File type and permission bits, as `st_mode`.
     pub mode: u32,
 }
 
 impl Stat {
+    /// The stat data of `m`; for a symlink to be seen as one, `m` comes from
+    /// `symlink_metadata`.
     pub fn of(m: &Metadata) -> Stat {
         Stat { size: m.len(), mtime_ns: mtime_ns(m), ctime_ns: ctime_ns(m), ino: m.ino(), mode: m.mode() }
     }
@@ -47,6 +53,7 @@ impl Stat {
         }
     }
 
+    /// What a tree would record it as; None for what a tree cannot hold (socket, device, FIFO).
     pub fn kind(&self) -> Option<EntryKind> {
         const TYPE: u32 = 0o170000;
         match self.mode & TYPE {
@@ -58,6 +65,7 @@ impl Stat {
         }
     }
 
+    /// Whether it is a symbolic link.
     pub fn is_symlink(&self) -> bool {
         self.kind() == Some(EntryKind::Symlink)
     }

@@ -16,6 +16,7 @@ use crate::repository::repo::Repository;
 /// The kinds of archive `archive` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArchiveFormat {
+    /// A tar stream (GNU headers), not compressed.
     Tar,
     /// Stored, not compressed (media does not compress), Zip64 where a
     /// file needs it, streamed with data descriptors.

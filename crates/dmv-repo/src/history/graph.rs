@@ -15,9 +15,12 @@ use serde::Serialize;
 use crate::history::tree::{lookup_in, read_dir, FlatEntry};
 use crate::{RepoResult, Repository};
 
+/// A commit met in a walk of history, with its id.
 #[derive(Clone, Debug, Serialize)]
 pub struct CommitInfo {
+    /// The commit's id.
     pub id: ObjectId,
+    /// The decoded commit.
     #[serde(flatten)]
     pub commit: Commit,
 }

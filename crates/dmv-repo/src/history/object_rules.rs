@@ -22,6 +22,7 @@ use crate::repository::repo::Repository;
 /// What an object's parent needs to know of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObjectFacts {
+    /// The object's kind.
     pub kind: ObjectKind,
     /// Bytes of file content: a chunk's length, a file's, a folder's files' together (0 for a commit).
     pub size: u64,

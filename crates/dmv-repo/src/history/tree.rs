@@ -8,10 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::{RepoError, RepoResult};
 
+/// One entry of a tree as [`FlatTree`] holds it (and checkouts and diffs use).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlatEntry {
+    /// File, executable, symlink, or (for a folder looked up by path) directory.
     pub kind: EntryKind,
+    /// The file's content (a chunk or a file node), a symlink's target chunk, or a directory's tree.
     pub id: ObjectId,
+    /// Content length in bytes (a directory's: its files' total).
     pub size: u64,
 }
 
@@ -111,6 +115,8 @@ pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Ob
     Ok(out)
 }
 
+/// Every file of `tree` in `store`, by path; fails with [`RepoError::MalformedTree`]
+/// on a tree that breaks the rules.
 pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
     flatten_with(&tree_reader(store), tree)
 }
@@ -184,6 +190,7 @@ pub struct FilesInOrder<'r> {
 pub type EnterFolder<'a> = dyn Fn(&[u8]) -> bool + 'a;
 
 impl<'r> FilesInOrder<'r> {
+    /// A walk of every file of `tree`, in path order, nodes read through `read`.
     pub fn new(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FilesInOrder<'r>> {
         let root = Self::folder(read, tree)?;
         Ok(FilesInOrder { read, tree: *tree, open: vec![(Vec::new(), root)], enter: None })
@@ -338,14 +345,19 @@ pub fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) ->
     Ok((list.finish(session)?.id, total))
 }
 
+/// How a path differs between two trees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum ChangeKind {
+    /// Only in the new tree.
     Added,
+    /// Only in the old tree.
     Deleted,
+    /// In both, with a different kind or content.
     Modified,
 }
 
 impl ChangeKind {
+    /// `A`, `D` or `M`, as status and diff listings show it.
     pub fn letter(self) -> char {
         match self {
             ChangeKind::Added => 'A',
@@ -355,15 +367,21 @@ impl ChangeKind {
     }
 }
 
+/// One path that differs between two trees.
 #[derive(Clone, Debug, Serialize)]
 pub struct Change {
+    /// The path, '/'-separated bytes.
     #[serde(serialize_with = "crate::paths::ser_path")]
     pub path: Vec<u8>,
+    /// Added, deleted or modified.
     pub kind: ChangeKind,
+    /// The entry in the old tree; None when added.
     pub old: Option<FlatEntry>,
+    /// The entry in the new tree; None when deleted.
     pub new: Option<FlatEntry>,
 }
 
+/// The paths that differ between `old` and `new`, in path order.
 pub fn diff_flat(old: &FlatTree, new: &FlatTree) -> Vec<Change> {
     diff_sorted(old.iter().map(|(p, e)| (p.as_slice(), *e)), new.iter().map(|(p, e)| (p.as_slice(), *e)))
 }

@@ -76,14 +76,20 @@ fn folder(e: &Option<TreeEntry>) -> Option<ObjectId> {
 /// deleted path with an added one.
 #[derive(Clone, Debug)]
 pub enum Listed {
+    /// A change not paired with another.
     Change(Change),
     /// `similarity`: the percentage of the larger version's bytes in chunks
     /// both share (100: the same content).
     Renamed {
+        /// The deleted path.
         from: Vec<u8>,
+        /// The added path.
         to: Vec<u8>,
+        /// Percent, 0 to 100 (see above).
         similarity: u8,
+        /// The entry at `from` before.
         old: FlatEntry,
+        /// The entry at `to` after.
         new: FlatEntry,
     },
 }

@@ -17,6 +17,7 @@ const STATE_FILE: &str = "MERGE_STATE";
 const MAGIC: &[u8; 8] = b"DMVMERGE";
 const VERSION: u32 = 1;
 
+/// Where a merge in progress stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MergePhase {
     /// The working tree is being written; only `merge --abort` may follow.
@@ -30,11 +31,13 @@ pub enum MergePhase {
 pub struct MergeState {
     /// HEAD when the merge started (None: unborn, which only fast-forwards).
     pub head: Option<ObjectId>,
+    /// The commit being merged in.
     pub theirs: ObjectId,
     /// How the other side is named in messages ("feature", "origin/main").
     pub label: String,
     /// The tree being written to the working tree (merge result or provisional).
     pub target: ObjectId,
+    /// Whether the working tree is still being written.
     pub phase: MergePhase,
     /// Unresolved paths, sorted.
     pub conflicts: Vec<Conflict>,
@@ -95,20 +98,26 @@ impl MergeState {
 /// The merge in progress as `status` reports it.
 #[derive(Clone, Debug, Serialize)]
 pub struct MergeStatus {
+    /// How the other side is named in messages ("feature", "origin/main").
     pub label: String,
+    /// The commit being merged in.
     #[serde(serialize_with = "ser_id")]
     pub theirs: ObjectId,
     /// Stopped while writing the working tree: only `merge --abort` helps.
     pub interrupted: bool,
+    /// The unresolved paths, sorted.
     pub conflicts: Vec<ConflictStatus>,
 }
 
+/// One unresolved path of a merge in progress.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConflictStatus {
+    /// The path, '/'-separated bytes.
     #[serde(serialize_with = "ser_path")]
     pub path: Vec<u8>,
     /// UU, AA, DU, UD, AU or UA, as in `git status --short`.
     pub code: &'static str,
+    /// The code in words, e.g. "both modified", "deleted by us".
     pub description: &'static str,
 }
 

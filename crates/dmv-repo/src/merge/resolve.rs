@@ -15,7 +15,9 @@ use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 /// One resolved conflict and the paths that now hold its content (empty: deleted).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {
+    /// The conflicted path.
     pub path: Vec<u8>,
+    /// Where its content is now (both sides' names when both were kept).
     pub kept: Vec<Vec<u8>>,
 }
 

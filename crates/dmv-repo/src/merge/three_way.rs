@@ -15,10 +15,14 @@ use crate::history::tree::{FlatEntry, FlatTree};
 /// One conflicted path and its version in the base and on each side (None: absent).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conflict {
+    /// The path, '/'-separated bytes.
     #[serde(with = "serde_bytes")]
     pub path: Vec<u8>,
+    /// The version in the merge base.
     pub base: Option<FlatEntry>,
+    /// The version on HEAD's side.
     pub ours: Option<FlatEntry>,
+    /// The version on the side merged in.
     pub theirs: Option<FlatEntry>,
 }
 

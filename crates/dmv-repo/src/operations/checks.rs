@@ -175,7 +175,7 @@ impl Repository {
     /// Where `lost` objects were used: "PATH in commit ID" for each file
     /// whose content, or part of it, is lost, a whole folder when its tree
     /// is, and commits that are lost themselves, newest first, at most
-    /// [`MAX_LOST_LINES`] lines and a count of the rest.
+    /// `MAX_LOST_LINES` lines and a count of the rest.
     pub fn describe_lost(&self, lost: &[ObjectId]) -> RepoResult<Vec<String>> {
         let lost: HashSet<ObjectId> = lost.iter().copied().collect();
         let mut lines: Vec<String> = Vec::new();

@@ -24,7 +24,11 @@ pub enum DiffSide {
     Text(String),
     /// Not text, too large, or its data not here: what a person knows it by,
     /// before its size (empty: nothing known).
-    Binary { facts: Vec<String> },
+    Binary {
+        /// Each fact as shown, e.g. a picture's size in pixels, when it was
+        /// taken, a film's duration.
+        facts: Vec<String>,
+    },
 }
 
 impl Repository {

@@ -46,6 +46,7 @@ impl FsckReport {
 /// A repository's sizes, as `dmv stats` shows them.
 #[derive(Debug, Serialize)]
 pub struct RepoStats {
+    /// Commits reachable from the refs, HEAD, a merge in progress and the reflog.
     pub commits: u64,
     /// Sum over all commits of the size of every file in them: what plain copies would take.
     pub logical_bytes: u64,
@@ -53,10 +54,15 @@ pub struct RepoStats {
     pub stored_bytes: u64,
     /// Raw bytes of distinct chunks.
     pub unique_content_bytes: u64,
+    /// `logical_bytes` over `stored_bytes` (0 with an empty store).
     pub dedup_ratio: f64,
+    /// Objects in the packs, of every kind (one in two packs counts twice).
     pub objects: usize,
+    /// Chunks among them.
     pub chunks: usize,
+    /// Pack files.
     pub packs: usize,
+    /// Files under `.dmv/objects` (packs, indexes and the rest).
     pub files_in_objects_dir: usize,
 }
 

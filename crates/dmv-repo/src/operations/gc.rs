@@ -17,6 +17,8 @@ pub(crate) const LOCK_DIR: &str = "content-locks";
 pub struct GcPolicy {
     /// Also drop history only the reflog remembers (deleted branches, amended tips).
     pub prune_reflog: bool,
+    /// The store's own options: how long recent packs are kept whole, and
+    /// whether absent file data is expected (a partial replica).
     pub store: GcOptions,
 }
 

@@ -19,13 +19,16 @@ use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{Dirstate, Stat};
 use crate::worktree::status::StatusEntry;
 
+/// How HEAD, the dirstate and the working tree differ, as `dmv status --json` shows it.
 #[derive(Debug, Default, Serialize)]
 pub struct Status {
+    /// The branch HEAD is on, as a full ref name; None when detached.
     pub branch: Option<String>,
     /// HEAD → dirstate.
     pub staged: Vec<Change>,
     /// dirstate → working tree (tracked files only).
     pub unstaged: Vec<Change>,
+    /// Files neither tracked nor ignored, in path order.
     #[serde(serialize_with = "ser_paths")]
     pub untracked: Vec<Vec<u8>>,
     /// The merge in progress, if any, with its unresolved paths.
@@ -33,6 +36,7 @@ pub struct Status {
 }
 
 impl Status {
+    /// Whether nothing is staged or changed (untracked files do not count).
     pub fn is_clean(&self) -> bool {
         self.staged.is_empty() && self.unstaged.is_empty()
     }
@@ -44,10 +48,13 @@ impl Status {
 /// each) are never held at once, nor the old and new entries of a million
 /// unstaged ones.
 pub struct StatusListing {
+    /// The branch HEAD is on, as a full ref name; None when detached.
     pub branch: Option<String>,
     /// dirstate → working tree (tracked files only), in path order.
     pub unstaged: Vec<StatusEntry>,
+    /// Files neither tracked nor ignored, in path order.
     pub untracked: Vec<Vec<u8>>,
+    /// The merge in progress, if any, with its unresolved paths.
     pub merge: Option<MergeStatus>,
     ds: Dirstate,
     /// Whether files were both added and deleted, so that some may pair as renames.
@@ -69,7 +76,12 @@ pub struct CommitRequest<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Committed {
     /// A new commit, now HEAD; `root`: it has no parent.
-    Made { id: ObjectId, root: bool },
+    Made {
+        /// The new commit.
+        id: ObjectId,
+        /// Whether it has no parent (the repository's first commit).
+        root: bool,
+    },
     /// Nothing was committed, and why.
     Nothing(NothingToCommit),
 }
@@ -141,6 +153,7 @@ impl Repository {
         })
     }
 
+    /// The whole status at once; fails with [`RepoError::Bare`] in a bare repository.
     pub fn status(&self) -> RepoResult<Status> {
         self.require_worktree()?;
         let (worktree, _) = self.worktree_status()?;

@@ -23,8 +23,11 @@ const PREFIX: &str = STASHES;
 /// One stashed set of changes, newest first in [`Repository::stashes`].
 #[derive(Clone, Debug)]
 pub struct Stash {
+    /// Its ref, `refs/stashes/` and a sequence number.
     pub ref_name: String,
+    /// Its commit (its parents: HEAD then, and the staged tree's commit if that differed).
     pub id: ObjectId,
+    /// `On BRANCH: MESSAGE`, or `WIP on BRANCH: ID SUBJECT` when none was given.
     pub message: String,
 }
 

@@ -14,9 +14,12 @@ use crate::repository::repo::Repository;
 /// A file of a tree and whether its data is here.
 #[derive(Clone, Debug, Serialize)]
 pub struct FileAvailability {
+    /// The file's path, '/'-separated bytes.
     #[serde(serialize_with = "ser_path")]
     pub path: Vec<u8>,
+    /// The file's entry in the tree.
     pub entry: FlatEntry,
+    /// Whether its data is in this replica's store.
     pub present: bool,
 }
 
@@ -24,11 +27,13 @@ pub struct FileAvailability {
 /// than `drop.numcopies` asks (0: none is known to: it may be lost).
 #[derive(Clone, Debug, Serialize)]
 pub struct UnderCopied {
+    /// The file version, by its content id.
     pub id: ObjectId,
     /// Where a branch tip or HEAD has it, if one does (older versions have no path now).
     pub path: Option<String>,
     /// Other replicas the location log says hold it.
     pub known_copies: usize,
+    /// The copies `drop.numcopies` asks for.
     pub numcopies: usize,
 }
 

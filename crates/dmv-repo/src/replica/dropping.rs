@@ -26,6 +26,7 @@ use crate::worktree::dirstate::{DirEntry, Stat};
 /// What a drop did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct DataDropped {
+    /// Bytes of the store freed (data other files still use stays and is not counted).
     pub freed_bytes: u64,
     /// Content another replica's drop has locked here: nothing was dropped.
     pub locked: Vec<ObjectId>,

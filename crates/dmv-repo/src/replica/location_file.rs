@@ -188,11 +188,14 @@ pub struct LocationSpool {
 }
 
 impl LocationSpool {
+    /// An empty spool in an unnamed temporary file in `.dmv`.
     pub fn new(repo: &Repository) -> RepoResult<LocationSpool> {
         let file = tempfile::tempfile_in(&repo.dmv).at(&repo.dmv)?;
         Ok(LocationSpool { path: repo.dmv.clone(), out: BufWriter::with_capacity(1 << 20, file) })
     }
 
+    /// Appends a record. The caller pushes them in (content id, replica) order:
+    /// the merge reads them as sorted, and this does not check.
     pub fn push(&mut self, record: &LocationRecord) -> RepoResult<()> {
         self.out.write_all(&record.encode()).at(&self.path)
     }

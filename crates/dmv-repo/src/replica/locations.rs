@@ -56,6 +56,8 @@ impl ReplicaId {
         ReplicaId(id)
     }
 
+    /// Reads an id as [`fmt::Display`] writes it (hex, dashes optional);
+    /// None if it is not 16 bytes of hex.
     pub fn parse(text: &str) -> Option<ReplicaId> {
         let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
         let bytes = hex::decode(hex).ok()?;
@@ -75,6 +77,7 @@ impl fmt::Display for ReplicaId {
 pub struct Stamp {
     /// When it was learnt (nanoseconds since the Unix epoch).
     pub time_ns: u64,
+    /// Whether the replica holds the data (false: it was dropped or lost).
     pub present: bool,
 }
 
@@ -87,8 +90,11 @@ impl Stamp {
 /// One record: what is known of `replica`'s copy of `key`'s data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocationRecord {
+    /// The file version, by its content id.
     pub key: ObjectId,
+    /// The replica the record is about.
     pub replica: ReplicaId,
+    /// Whether it holds the data, and since when.
     pub stamp: Stamp,
 }
 
@@ -130,8 +136,11 @@ impl LocationRecord {
 /// Each replica's name, with when it gave it (nanoseconds since the epoch).
 pub type ReplicaNames = BTreeMap<ReplicaId, (u64, String)>;
 
+/// `.dmv/locations` in memory: per file version and replica, the newest
+/// record, and the replicas' names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocationLog {
+    /// The newest stamp per (content id, replica).
     pub records: BTreeMap<(ObjectId, ReplicaId), Stamp>,
     /// Each replica's name, with when it gave it (nanoseconds since the epoch).
     pub names: BTreeMap<ReplicaId, (u64, String)>,
@@ -142,6 +151,7 @@ pub struct LocationLog {
 #[error("not a valid location log: {0}")]
 pub struct BadLocationLog(pub String);
 
+/// The time now, in nanoseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
@@ -201,6 +211,7 @@ impl LocationLog {
         self.records.range(from..).take_while(|((k, _), _)| k == key).filter(|(_, s)| s.present).map(|((_, r), s)| (*r, *s)).collect()
     }
 
+    /// The log in its file format (see the module's doc).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + self.records.len() * RECORD_LEN + 32);
         // Writing to a vector cannot fail.
@@ -214,6 +225,7 @@ impl LocationLog {
         write_framed(out, self.records.len() as u64, &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())), &self.names)
     }
 
+    /// Reads a log in its file format, checking checksum, records and order.
     pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
         let (records, names) = LocationLog::read_encoded(bytes)?;
         Ok(LocationLog { records: records.map(|r| (r.order(), r.stamp)).collect(), names })

@@ -68,6 +68,8 @@ impl LockTable {
         out
     }
 
+    /// Reads an encoded table; the error says what is wrong (damage, an
+    /// unknown format, a bad or doubled path).
     pub fn decode(bytes: &[u8]) -> Result<LockTable, String> {
         if bytes.len() < MAGIC.len() + 1 + 32 || &bytes[..MAGIC.len()] != MAGIC {
             return Err("not a lock table".into());
@@ -94,14 +96,17 @@ impl LockTable {
         Ok(table)
     }
 
+    /// Every lock, in path order.
     pub fn all(&self) -> impl Iterator<Item = &PathLock> {
         self.locks.values()
     }
 
+    /// The lock on `path`, if it is locked.
     pub fn get(&self, path: &str) -> Option<&PathLock> {
         self.locks.get(path)
     }
 
+    /// Whether no path is locked.
     pub fn is_empty(&self) -> bool {
         self.locks.is_empty()
     }
@@ -148,10 +153,13 @@ impl LockStore for LockTable {
 /// taking and releasing locks are [`take_locks`] and [`release_locks`],
 /// written once for every such store.
 pub trait LockStore {
+    /// The store's error; the rules' refusals are [`RepoError`]s.
     type Error: From<RepoError>;
     /// Records `lock` if its path is not locked; false if it is.
     fn create(&mut self, lock: &PathLock) -> Result<bool, Self::Error>;
+    /// The lock on `path`; None if it is not locked.
     fn read(&mut self, path: &str) -> Result<Option<PathLock>, Self::Error>;
+    /// Removes the lock on `path` (release checks first that it is there).
     fn remove(&mut self, path: &str) -> Result<(), Self::Error>;
 }
 
@@ -233,6 +241,7 @@ pub fn check_lock_path(path: &str) -> Result<(), &'static str> {
 pub struct HeldLocks {
     path: PathBuf,
     _flock: File,
+    /// The locks; changed here, written with [`HeldLocks::save`].
     pub table: LockTable,
 }
 
@@ -312,6 +321,7 @@ pub struct KnownLocks {
     pub you: Option<String>,
     /// When this was learned, in seconds since 1970.
     pub learned: u64,
+    /// The remote's locks, everyone's.
     pub locks: Vec<PathLock>,
 }
 
@@ -339,6 +349,7 @@ impl Repository {
         std::fs::read(self.known_locks_path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
+    /// Replaces `.dmv/locks-known` (as a cache: not synced, a crash may lose it).
     pub fn save_known_locks(&self, known: &KnownLocks) -> RepoResult<()> {
         let path = self.known_locks_path();
         let bytes = serde_json::to_vec_pretty(known).map_err(|e| RepoError::Encode { what: "known locks", detail: e.to_string() })?;

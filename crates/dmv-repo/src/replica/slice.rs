@@ -26,11 +26,15 @@ pub enum Slice {
 #[derive(Debug, thiserror::Error)]
 #[error("bad slice {text:?}: {detail} (expected full, meta, paths:GLOB[,GLOB…] or recent:N)")]
 pub struct BadSlice {
+    /// The text as given.
     pub text: String,
+    /// What is wrong with it.
     pub detail: String,
 }
 
 impl Slice {
+    /// Reads a slice as written on the command line and shown by [`fmt::Display`]:
+    /// `full`, `meta`, `paths:GLOB[,GLOB…]` or `recent:N` (N at least 1).
     pub fn parse(text: &str) -> Result<Slice, BadSlice> {
         let bad = |detail: &str| BadSlice { text: text.to_string(), detail: detail.to_string() };
         let slice = match text.split_once(':') {
@@ -53,6 +57,7 @@ impl Slice {
         Ok(slice)
     }
 
+    /// Whether this replica keeps all file data (the default).
     pub fn is_full(&self) -> bool {
         *self == Slice::Full
     }
@@ -99,12 +104,16 @@ impl fmt::Display for Slice {
 /// A compiled path rule of a slice.
 #[derive(Clone, Debug)]
 pub enum PathFilter {
+    /// Every path.
     All,
+    /// No path.
     Nothing,
+    /// The paths matching any glob (or under a folder one matches).
     Globs(globset::GlobSet),
 }
 
 impl PathFilter {
+    /// Whether the data of `path` ('/'-separated bytes) is kept.
     pub fn keeps(&self, path: &[u8]) -> bool {
         match self {
             PathFilter::All => true,

@@ -16,11 +16,16 @@ pub const FORMAT_WITHOUT_REQUIRES: u32 = 1;
 /// `.dmv/config` (JSON). `format` and `chunking` are fixed at init.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Config {
+    /// The repository format (`FORMAT_VERSION`, or `FORMAT_WITHOUT_REQUIRES` until upgraded at open).
     pub format: u32,
+    /// How file data is cut into chunks; fixed at init.
     pub chunking: ChunkParams,
+    /// The size, in bytes, at which the store starts a new pack file (64 MiB at init).
     pub pack_size_limit: u64,
+    /// `user.name`: who signs commits here (before the global setting).
     #[serde(default)]
     pub user_name: Option<String>,
+    /// `user.email`: the signer's email (before the global setting).
     #[serde(default)]
     pub user_email: Option<String>,
     /// Shell command run on each file both sides of a merge changed (see merge.rs).
@@ -29,6 +34,7 @@ pub struct Config {
     /// A bare repository has no working tree: it only receives pushes.
     #[serde(default)]
     pub bare: bool,
+    /// The remotes, by name.
     #[serde(default)]
     pub remotes: std::collections::BTreeMap<String, RemoteConfig>,
     /// Which files' data this replica fetches and keeps.
@@ -59,6 +65,7 @@ pub struct Config {
 /// A remote branch a local branch follows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upstream {
+    /// The remote's name in [`Config::remotes`].
     pub remote: String,
     /// The branch's short name on the remote.
     pub branch: String,
@@ -67,6 +74,7 @@ pub struct Upstream {
 /// A named remote: where it is and how to talk to it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RemoteConfig {
+    /// Where the remote is: a path or a URL (`dmv-sync` parses it).
     pub url: String,
     /// Bearer token for an HTTP remote (DMV_TOKEN overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +99,7 @@ impl Config {
         self.drops_allowed.unwrap_or(!self.bare || !self.slice.is_full())
     }
 
+    /// The config of a new repository: current format, a full slice, no remotes.
     pub fn new(chunking: ChunkParams) -> Config {
         Config {
             format: FORMAT_VERSION,
@@ -110,6 +119,8 @@ impl Config {
         }
     }
 
+    /// Reads `.dmv/config`. Fails with [`RepoError::Corrupt`] if it does not parse or its
+    /// chunking is invalid, [`RepoError::UnsupportedFormat`] if its format is unknown.
     pub fn load(path: &Path) -> RepoResult<Config> {
         let text = std::fs::read(path).at(path)?;
         let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt { path: path.into(), detail: e.to_string() })?;
@@ -173,10 +184,13 @@ fn settings_checksum(value: &serde_json::Value) -> String {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GlobalSettings {
+    /// `user.name` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_name: Option<String>,
+    /// `user.email` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_email: Option<String>,
+    /// `merge.tool` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_tool: Option<String>,
 }
@@ -198,6 +212,7 @@ impl GlobalSettings {
         }
     }
 
+    /// A setting by its key (`user.name`, `user.email`, `merge.tool`); None if unset or unknown.
     pub fn get(&self, key: &str) -> Option<String> {
         match key {
             "user.name" => self.user_name.clone(),

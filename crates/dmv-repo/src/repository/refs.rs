@@ -9,8 +9,10 @@ use dmv_store::ObjectId;
 use crate::error::IoContext;
 use crate::{RepoError, RepoResult};
 
+/// One change in a [`RefBackend::update`].
 #[derive(Clone, Debug)]
 pub struct RefUpdate {
+    /// The full ref name, e.g. `refs/heads/main`.
     pub name: String,
     /// `None`: any old value; `Some(None)`: must not exist; `Some(Some(id))`: must equal.
     pub expected: Option<Option<ObjectId>>,
@@ -18,12 +20,18 @@ pub struct RefUpdate {
     pub new: Option<ObjectId>,
 }
 
+/// Where the repository's refs are kept. Names are full (`refs/heads/...`).
 pub trait RefBackend: Send + Sync {
+    /// The ref's commit; None if it does not exist.
     fn get(&self, name: &str) -> RepoResult<Option<ObjectId>>;
+    /// Every ref whose name starts with `prefix`, with its id, in name order.
     fn list(&self, prefix: &str) -> RepoResult<Vec<(String, ObjectId)>>;
     /// All or nothing, each update checked against its expected old value.
     fn update(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()>;
+    /// Checks the stored refs (checksums, order, contents), for fsck;
+    /// fails with [`RepoError::Refs`] if they are damaged.
     fn verify(&self) -> RepoResult<()>;
+    /// Merges the stored tables into one, dropping deleted refs (gc).
     fn compact(&self) -> RepoResult<()>;
     /// Every id the reflog remembers (gc keeps them).
     fn reflog_ids(&self) -> RepoResult<Vec<ObjectId>>;
@@ -31,13 +39,17 @@ pub trait RefBackend: Send + Sync {
     fn reflog(&self, name: &str) -> RepoResult<Vec<dmv_refs::ReflogEntry>>;
 }
 
+/// What HEAD points at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Head {
+    /// A branch, by full ref name; it may not exist yet (a new repository).
     Branch(String),
+    /// A commit, not on any branch.
     Detached(ObjectId),
 }
 
 impl Head {
+    /// Reads a HEAD file; fails with [`RepoError::Corrupt`] if it is neither.
     pub fn load(path: &Path) -> RepoResult<Head> {
         let text = std::fs::read_to_string(path).at(path)?;
         let text = text.trim_end();
@@ -47,6 +59,7 @@ impl Head {
         ObjectId::from_hex(text).map(Head::Detached).ok_or_else(|| RepoError::Corrupt { path: path.into(), detail: "HEAD is neither a ref nor an id".into() })
     }
 
+    /// Writes a HEAD file atomically.
     pub fn save(&self, path: &Path) -> RepoResult<()> {
         let text = match self {
             Head::Branch(name) => format!("ref: {name}\n"),
@@ -77,10 +90,13 @@ pub struct Reftable {
 }
 
 impl Reftable {
+    /// Creates an empty ref store in `dir`.
     pub fn init(dir: &Path) -> RepoResult<()> {
         dmv_refs::RefStore::init(dir).map(|_| ()).map_err(refs_error)
     }
 
+    /// Opens the ref store in `dir`. `DMV_REF_LOCK_TIMEOUT` (seconds) sets how
+    /// long an update waits for another writer.
     pub fn open(dir: &Path) -> RepoResult<Reftable> {
         // The repository lists `refs-inline`: a small transaction's table travels inside
         // tables.list (one file written and two flushes instead of two and four).
@@ -91,6 +107,7 @@ impl Reftable {
         Ok(Reftable { store: dmv_refs::RefStore::open(dir, opts).map_err(refs_error)? })
     }
 
+    /// The underlying `dmv-refs` store, for what the interface does not cover.
     pub fn inner(&self) -> &dmv_refs::RefStore {
         &self.store
     }

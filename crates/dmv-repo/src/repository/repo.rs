@@ -20,11 +20,18 @@ use crate::worktree::dirstate::{Dirstate, TreeMark};
 /// Where [`TreeMark`] is kept, in `.dmv`.
 const TREE_MARK_FILE: &str = "dirstate-tree";
 
+/// An open repository: its folders, configuration, object store and refs.
+/// Operations on it are methods, spread over the crate's files.
 pub struct Repository {
+    /// The working tree's root (a bare repository's own folder), canonical.
     pub root: PathBuf,
+    /// The `.dmv` folder under `root`.
     pub dmv: PathBuf,
+    /// `.dmv/config` as loaded at open (or as last written by [`Repository::update_config`]).
     pub config: Config,
+    /// The object store, `.dmv/objects`.
     pub store: Store,
+    /// Branches, tags and remote-tracking branches (`.dmv/refs`).
     pub refs: Box<dyn RefBackend>,
     wlock: WorktreeLock,
     /// Which files checkouts write read-only (read when first needed).
@@ -32,6 +39,8 @@ pub struct Repository {
 }
 
 impl Repository {
+    /// Creates a repository with a working tree at `path` (made if missing).
+    /// Fails with [`RepoError::AlreadyExists`] if it already holds one.
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
         Repository::init_with(path, chunking, false)
     }
@@ -187,6 +196,7 @@ impl Repository {
         self.dmv.join("dirstate")
     }
 
+    /// Reads the dirstate; a missing file is an empty one.
     pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
         Dirstate::load(&self.dirstate_path())
     }
@@ -215,15 +225,19 @@ impl Repository {
         }
     }
 
+    /// Reads `.dmv/HEAD`.
     pub fn head(&self) -> RepoResult<Head> {
         Head::load(&self.dmv.join("HEAD"))
     }
 
+    /// Points HEAD at a branch or a commit, under the working-tree lock;
+    /// the working tree and dirstate are left as they are.
     pub fn set_head(&self, head: &Head) -> RepoResult<()> {
         let _wlock = self.lock_worktree()?;
         head.save(&self.dmv.join("HEAD"))
     }
 
+    /// The commit HEAD is on; None on a branch with no commits yet.
     pub fn head_commit(&self) -> RepoResult<Option<ObjectId>> {
         match self.head()? {
             Head::Branch(name) => self.refs.get(&name),
@@ -231,6 +245,7 @@ impl Repository {
         }
     }
 
+    /// The tree of HEAD's commit; None when there is no commit yet.
     pub fn head_tree(&self) -> RepoResult<Option<ObjectId>> {
         match self.head_commit()? {
             Some(c) => Ok(Some(self.commit(&c)?.tree)),
@@ -238,16 +253,22 @@ impl Repository {
         }
     }
 
+    /// Reads and decodes commit `id`; fails if it is missing or not a commit.
     pub fn commit(&self, id: &ObjectId) -> RepoResult<Commit> {
         Ok(self.store.read_decoded(id, ObjectKind::Commit)?)
     }
 
+    /// Writes a commit of `tree` signed by [`Repository::identity`] into `session`,
+    /// returning its id. Moves no ref.
     pub fn write_commit(&self, session: &mut dmv_store::WriteSession<'_>, tree: ObjectId, parents: Vec<ObjectId>, message: &str) -> RepoResult<ObjectId> {
         let me = self.identity();
         let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.to_string() };
         Ok(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?)
     }
 
+    /// Who signs commits: `DMV_AUTHOR_NAME`/`DMV_AUTHOR_EMAIL`, else the
+    /// repository's then the global `user.name`/`user.email`, else `$USER <$USER@localhost>`;
+    /// dated now, UTC.
     pub fn identity(&self) -> Signature {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let user = env("USER").unwrap_or_else(|| "dmv".into());
@@ -270,6 +291,7 @@ impl Repository {
             && (env("DMV_AUTHOR_EMAIL") || self.config.user_email.is_some() || global.user_email.is_some())
     }
 
+    /// [`Repository::identity`] as `Name <email>`, as ref updates record it.
     pub fn who(&self) -> String {
         let s = self.identity();
         format!("{} <{}>", s.name, s.email)
@@ -352,6 +374,8 @@ impl Repository {
         let _ = self.store.repack_if_many_small();
     }
 
+    /// Creates ref `name` (full name, e.g. `refs/tags/v1`) at `id`; fails with
+    /// [`RepoError::RefExists`] if it exists.
     pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
         validate_ref_name(name)?;
         self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
@@ -384,6 +408,7 @@ impl Repository {
         Ok(rel.as_os_str().as_bytes().to_vec())
     }
 
+    /// The absolute path of repository-relative `rel`.
     pub fn abs_path(&self, rel: &[u8]) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;
         self.root.join(std::ffi::OsStr::from_bytes(rel))

@@ -21,6 +21,8 @@ use crate::{RepoError, RepoResult};
 /// (`DMV_LOCK_WAIT_MS` overrides it).
 const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
+/// The working-tree lock, `.dmv/wlock`: an OS file lock, so a killed
+/// command leaves it free. Held by [`WorktreeGuard`]s.
 pub struct WorktreeLock {
     path: PathBuf,
     /// The locked file and how many guards of this process hold it.
@@ -34,6 +36,7 @@ pub struct WorktreeGuard<'a> {
 }
 
 impl WorktreeLock {
+    /// The lock at `path`; nothing is taken until [`WorktreeLock::acquire`].
     pub fn new(path: &Path) -> WorktreeLock {
         WorktreeLock { path: path.to_path_buf(), held: Mutex::new((None, 0)) }
     }

@@ -49,10 +49,13 @@ impl Lockable {
         Lockable { set: builder.build().unwrap_or_else(|_| GlobSet::empty()), patterns }
     }
 
+    /// Whether no file is lockable (no valid `lockable` pattern).
     pub fn is_empty(&self) -> bool {
         self.patterns == 0
     }
 
+    /// Whether `path` ('/'-separated, from the root) is lockable; a path
+    /// that is not UTF-8 never is.
     pub fn matches(&self, path: &[u8]) -> bool {
         self.patterns > 0 && std::str::from_utf8(path).is_ok_and(|p| self.set.is_match(p))
     }

@@ -19,14 +19,24 @@ use crate::{RepoError, RepoResult};
 const MAGIC: &[u8; 8] = b"DMVDIRS\0";
 const VERSION: u32 = 1;
 
+/// One staged path: what it stages and the stat data of the file when it
+/// was last read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirEntry {
+    /// File, executable or symlink.
     pub kind: EntryKind,
+    /// The staged content (a chunk or file node; a symlink's target chunk).
     pub id: ObjectId,
+    /// Content length in bytes.
     pub size: u64,
+    /// The file's mtime when read, in nanoseconds since the epoch; -1 when no
+    /// file can match (see [`DirEntry::stat_unknown`]), -2 with `ctime_ns` when the data is absent.
     pub mtime_ns: i64,
+    /// The file's ctime when read, in nanoseconds since the epoch (-1 and -2 as for `mtime_ns`).
     pub ctime_ns: i64,
+    /// The file's inode number when read (0 when unknown or absent).
     pub ino: u64,
+    /// The file's `st_mode` when read (0 when unknown or absent).
     pub mode: u32,
 }
 
@@ -173,8 +183,10 @@ impl<R: Read> Window<R> {
     }
 }
 
+/// `.dmv/dirstate` in memory: the staged tree with each file's stat data.
 #[derive(Default)]
 pub struct Dirstate {
+    /// The staged paths ('/'-separated bytes) and their entries.
     pub entries: PathMap<DirEntry>,
     /// mtime of the dirstate file when loaded: a file modified at or after it
     /// may have changed after it was hashed within the same timestamp tick.
@@ -192,14 +204,17 @@ impl DirEntry {
         DirEntry { kind, id, size, mtime_ns: ABSENT_NS, ctime_ns: ABSENT_NS, ino: 0, mode: 0 }
     }
 
+    /// Whether the entry's data is not in this replica (see [`DirEntry::absent`]).
     pub fn is_absent(&self) -> bool {
         self.mtime_ns == ABSENT_NS && self.ctime_ns == ABSENT_NS
     }
 
+    /// An entry for a file just read, with its metadata's stat.
     pub fn new(kind: EntryKind, id: ObjectId, size: u64, m: &Metadata) -> DirEntry {
         DirEntry::with_stat(kind, id, size, &Stat::of(m))
     }
 
+    /// An entry for a file just read, with stat data already taken.
     pub fn with_stat(kind: EntryKind, id: ObjectId, size: u64, st: &Stat) -> DirEntry {
         DirEntry { kind, id, size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }
     }
@@ -221,6 +236,8 @@ impl DirEntry {
 }
 
 impl Dirstate {
+    /// Reads the dirstate at `path`; empty if there is no file. Fails with
+    /// [`RepoError::Corrupt`] if it is damaged or of an unknown version.
     pub fn load(path: &Path) -> RepoResult<Dirstate> {
         Ok(Dirstate::read(path, |window| window.entries())?.map(|(entries, written_ns)| Dirstate { entries, written_ns }).unwrap_or_default())
     }
@@ -301,6 +318,7 @@ impl Dirstate {
         }
     }
 
+    /// Writes the dirstate to `path` atomically, in path order.
     pub fn save(&self, path: &Path) -> RepoResult<()> {
         Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
         Ok(())
@@ -334,7 +352,7 @@ impl Dirstate {
     }
 
     /// What the entries stage (paths, kinds, ids and sizes; not stat data),
-    /// as one hash: what a [`TreeMark`] is valid for.
+    /// as one hash: what a `TreeMark` is valid for.
     pub fn staged_hash(&self) -> [u8; 32] {
         let mut h = StagedHash::new();
         for (path, e) in &self.entries {

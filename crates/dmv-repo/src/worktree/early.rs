@@ -64,6 +64,8 @@ enum State {
     Dropped,
 }
 
+/// The files of a clone being written while their chunks arrive (see the
+/// module's doc); they wait under `.dmv/` until the fetch has succeeded.
 pub struct EarlyCheckout {
     staging: PathBuf,
     /// Locked while this command may still use `staging`.

@@ -21,10 +21,13 @@ use crate::worktree::files::symlink_target;
 use crate::worktree::sieve::{differs, sift, Seen};
 use crate::worktree::walk::stat_threads;
 
+/// One path of a status listing, without its entries.
 #[derive(Clone, Debug, Serialize)]
 pub struct StatusEntry {
+    /// The path, '/'-separated bytes.
     #[serde(serialize_with = "ser_path")]
     pub path: Vec<u8>,
+    /// Added, deleted or modified.
     pub kind: ChangeKind,
 }
 
