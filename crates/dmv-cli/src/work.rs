@@ -502,18 +502,11 @@ pub struct BranchArgs {
     json: bool,
 }
 
-fn current_branch(repo: &Repository) -> Result<Option<String>> {
-    Ok(match repo.head()? {
-        Head::Branch(b) => Some(b),
-        Head::Detached(_) => None,
-    })
-}
-
 pub fn branch(a: BranchArgs) -> Result<u8> {
     let repo = open_repo()?;
     match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
-            let current = current_branch(&repo)?;
+            let current = repo.head_branch()?;
             let mut list = repo.refs.list(BRANCHES)?;
             if a.all {
                 list.extend(repo.refs.list(REMOTE_BRANCHES)?);

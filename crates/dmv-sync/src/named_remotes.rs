@@ -8,7 +8,7 @@ use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 use crate::remote::Remote;
 use crate::remote_spec::{RemoteSpec, Transport};
 use crate::{BucketOptions, SyncError, SyncResult};
-use dmv_repo::ref_names::{remote_branch_ref, BRANCHES};
+use dmv_repo::ref_names::remote_branch_ref;
 
 /// A remote as a command names it: a configured name, or a URL or path used directly.
 #[derive(Clone, Debug)]
@@ -81,11 +81,7 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
 /// current branch's upstream remote, else `origin`, else the only remote.
 /// `what` names the command for the error when none is chosen.
 pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<NamedRemote> {
-    let branch = match repo.head()? {
-        dmv_repo::Head::Branch(b) => b.strip_prefix(BRANCHES).map(str::to_string),
-        dmv_repo::Head::Detached(_) => None,
-    };
-    let upstream = branch.and_then(|b| repo.config.upstreams.get(&b).map(|u| u.remote.clone()));
+    let upstream = repo.head_upstream()?.map(|u| u.remote);
     let only = (repo.config.remotes.len() == 1).then(|| repo.config.remotes.keys().next().cloned()).flatten();
     match upstream.or_else(|| repo.config.remotes.contains_key("origin").then(|| "origin".to_string())).or(only) {
         Some(name) => find_remote(repo, &name),
@@ -100,10 +96,7 @@ pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<Named
 /// None (the current branch's name, as [`crate::pull`] takes it).
 pub fn pull_source(repo: &Repository, remote: Option<&str>, branch: Option<&str>) -> SyncResult<(NamedRemote, Option<String>)> {
     let Some(name) = remote else {
-        let upstream = match repo.head()? {
-            dmv_repo::Head::Branch(b) => b.strip_prefix(BRANCHES).and_then(|b| repo.config.upstreams.get(b)).map(|u| u.branch.clone()),
-            dmv_repo::Head::Detached(_) => None,
-        };
+        let upstream = repo.head_upstream()?.map(|u| u.branch);
         return Ok((default_remote(repo, "pull")?, branch.map(str::to_string).or(upstream)));
     };
     Ok((find_remote(repo, name)?, branch.map(str::to_string)))

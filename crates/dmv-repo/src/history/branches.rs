@@ -4,7 +4,7 @@
 
 use dmv_store::ObjectId;
 
-use crate::ref_names::{branch_ref, tag_ref, REMOTE_BRANCHES};
+use crate::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES};
 use crate::repository::config::Upstream;
 use crate::repository::refs::{Head, RefUpdate};
 use crate::repository::repo::Repository;
@@ -43,12 +43,18 @@ impl Repository {
         }
     }
 
-    /// The full name of the branch HEAD is on, if any.
-    fn checked_out_branch(&self) -> RepoResult<Option<String>> {
+    /// The full name of the branch HEAD is on (None: detached).
+    pub fn head_branch(&self) -> RepoResult<Option<String>> {
         Ok(match self.head()? {
             Head::Branch(b) => Some(b),
             Head::Detached(_) => None,
         })
+    }
+
+    /// What the branch HEAD is on follows, if it follows a remote's branch.
+    pub fn head_upstream(&self) -> RepoResult<Option<Upstream>> {
+        let branch = self.head_branch()?;
+        Ok(branch.as_deref().and_then(|full| full.strip_prefix(BRANCHES)).and_then(|b| self.config.upstreams.get(b)).cloned())
     }
 
     /// Deletes branch `name`; returns where it was. Unless `force`, only a
@@ -57,7 +63,7 @@ impl Repository {
     /// kept by nothing but the reflog, and gc would drop them (git's rule).
     pub fn delete_branch(&self, name: &str, force: bool) -> RepoResult<ObjectId> {
         let full = branch_ref(name);
-        if self.checked_out_branch()?.as_deref() == Some(full.as_str()) {
+        if self.head_branch()?.as_deref() == Some(full.as_str()) {
             return Err(RepoError::BranchCheckedOut { name: name.to_string() });
         }
         let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: name.to_string() })?;
@@ -87,7 +93,7 @@ impl Repository {
             &self.who(),
             &format!("branch: renamed {old_full} to {new_full}"),
         )?;
-        if self.checked_out_branch()?.as_deref() == Some(old_full.as_str()) {
+        if self.head_branch()?.as_deref() == Some(old_full.as_str()) {
             self.set_head(&Head::Branch(new_full))?;
         }
         Ok(())

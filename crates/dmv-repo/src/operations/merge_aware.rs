@@ -145,14 +145,6 @@ impl Repository {
         paired.try_for_each(each)
     }
 
-    /// The branch HEAD is on (None: detached).
-    fn head_branch(&self) -> RepoResult<Option<String>> {
-        Ok(match self.head()? {
-            Head::Branch(b) => Some(b),
-            Head::Detached(_) => None,
-        })
-    }
-
     /// The whole status at once; fails with [`RepoError::Bare`] in a bare repository.
     pub fn status(&self) -> RepoResult<Status> {
         self.require_worktree()?;

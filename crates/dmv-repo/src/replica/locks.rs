@@ -132,10 +132,11 @@ impl LockStore for LockTable {
     type Error = RepoError;
 
     fn create(&mut self, lock: &PathLock) -> RepoResult<bool> {
-        match self.locks.contains_key(&lock.path) {
-            true => Ok(false),
-            false => Ok(self.locks.insert(lock.path.clone(), lock.clone()).is_none()),
+        if self.locks.contains_key(&lock.path) {
+            return Ok(false);
         }
+        self.locks.insert(lock.path.clone(), lock.clone());
+        Ok(true)
     }
 
     fn read(&mut self, path: &str) -> RepoResult<Option<PathLock>> {
