@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use dmv_store::object::children_marked;
-use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, PackEntry};
+use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, PackEntry, Tally};
 
 use crate::config::new_token;
 use crate::error::{BucketError, BucketResult};
@@ -131,7 +131,9 @@ fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: 
     let keep: Vec<Located> = old.iter().flat_map(|p| by_pack[p].iter().filter(|e| !remove.contains(&e.id)).map(|e| Located { pack: *p, entry: *e })).collect();
     let renew = || leases::renew_drop_lease(conn, holder);
     renew()?;
-    upload::put_objects::<BucketError>(conn, mirror, chunking, upload::Skip::Nothing, &renew, &|_| {}, &mut |sink| read::read_objects(conn, keep.clone(), &mut |obj| sink(&obj)))?;
+    upload::put_objects::<BucketError>(conn, mirror, chunking, upload::Skip::Nothing, &renew, &Tally::silent(), &mut |sink| {
+        read::read_objects(conn, keep.clone(), &mut |obj| sink(&obj))
+    })?;
     // Still this drop's: no other can have begun removing.
     renew()?;
     *removed_any |= !old.is_empty();

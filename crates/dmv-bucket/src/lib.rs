@@ -51,7 +51,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use dmv_store::object::FileNode;
-use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, StoreError, StoredObject};
+use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, StoreError, StoredObject, Tally};
 
 pub use config::{BucketConfig, FORMAT_VERSION};
 pub use dropping::BucketDropped;
@@ -169,8 +169,8 @@ impl Bucket {
     /// the mirror of the bucket never holds what is not published), upload
     /// in the background while the next is written, and are published in
     /// order. Returns (objects, bytes) stored; objects the bucket has are
-    /// skipped. `sent(n)`: `n` more bytes of packs reached the bucket.
-    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>, sent: &dyn Fn(u64)) -> Result<(u64, u64), E> {
+    /// skipped. `sent`: bytes of packs that reached the bucket.
+    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>, sent: &Tally<'_>) -> Result<(u64, u64), E> {
         let token = self.push_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let renew = || match &token {
             Some(t) => leases::renew_push(&self.conn, t),

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dmv_store::{index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject};
+use dmv_store::{index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally};
 use futures_util::StreamExt;
 use opendal::Operator;
 
@@ -48,8 +48,8 @@ pub(crate) enum Skip {
 }
 
 /// Uploads what `produce` hands over, leaving out what `skip` says, and
-/// calls `renew` every [`RENEW_EVERY`] while it runs. `sent(n)` is told of
-/// each `n` bytes of packs that reached the bucket (on this thread, also
+/// calls `renew` every [`RENEW_EVERY`] while it runs. `sent` counts the
+/// bytes of packs that reached the bucket (on this thread, also
 /// while the last pack uploads after the objects are all staged). Returns
 /// (objects, bytes) stored.
 #[allow(clippy::too_many_arguments)]
@@ -59,7 +59,7 @@ pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(
     chunking: ChunkParams,
     skip: Skip,
     renew: &dyn Fn() -> BucketResult<()>,
-    sent: &dyn Fn(u64),
+    sent: &Tally<'_>,
     produce: Producer<'_, E>,
 ) -> Result<(u64, u64), E> {
     let staging_dir = mirror.staging_dir();
@@ -87,7 +87,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
     staging_dir: &Path,
     skip: Skip,
     renew: &mut dyn FnMut() -> BucketResult<()>,
-    sent: &dyn Fn(u64),
+    sent: &Tally<'_>,
     produce: Producer<'_, E>,
 ) -> Result<(u64, u64), E> {
     let staging = Store::open_scratch(staging_dir, chunking, PACK_SIZE)?;
@@ -98,7 +98,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         let now = uploaded.load(Ordering::Relaxed);
         let before = reported.swap(now, Ordering::Relaxed);
         if now > before {
-            sent(now - before);
+            sent.add(now - before);
         }
     };
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.

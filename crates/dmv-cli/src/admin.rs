@@ -5,7 +5,7 @@ use clap::Args;
 use dmv_repo::store::GcOptions;
 use dmv_repo::{human_bytes, GcPolicy, Repository};
 
-use crate::progress::{Progress, Quiet};
+use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, printable, show_path};
 
 #[derive(Args)]
@@ -69,12 +69,8 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
 }
 
 fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>) -> Result<u8> {
-    let p = Progress::new("checking");
-    let done = std::cell::Cell::new(0u64);
-    let found = repo.fsck(a.full, &|n| {
-        done.set(done.get() + n);
-        p.update(done.get(), 0);
-    })?;
+    let p = Bar::new("checking");
+    let found = repo.fsck(a.full, &p)?;
     p.finish();
     let missing: Vec<String> = found
         .missing
@@ -183,13 +179,9 @@ pub fn gc(a: GcArgs) -> Result<u8> {
             println!("dropped the data of {} file versions the slice does not keep, {} bytes freed", dropped.files, dropped.freed_bytes);
         }
     }
-    let p = Progress::new("gc");
-    let done = std::cell::Cell::new(0u64);
+    let p = Bar::new("gc");
     let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune, ..Default::default() } };
-    let report = repo.gc(policy, &|n| {
-        done.set(done.get() + n);
-        p.update(done.get(), 0);
-    })?;
+    let report = repo.gc(policy, &p)?;
     p.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -11,7 +11,7 @@ use dmv_repo::store::ChunkParams;
 use dmv_repo::{human_bytes, Repository};
 use rand::{Rng, RngCore, SeedableRng};
 
-use crate::progress::Progress;
+use crate::progress::Bar;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -62,8 +62,8 @@ fn write_wav(path: &Path, seconds: u32, rng: &mut rand::rngs::StdRng) -> Result<
 
 fn commit_all(repo: &Repository, message: &str) -> Result<f64> {
     let start = Instant::now();
-    let p = Progress::new("adding");
-    repo.add(&[Vec::new()], false, &|d, t| p.update(d, t))?;
+    let p = Bar::new("adding");
+    repo.add(&[Vec::new()], false, &p)?;
     p.finish();
     let id = repo.commit_staged(message)?.context("nothing to commit")?;
     let secs = start.elapsed().as_secs_f64();
@@ -141,7 +141,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
         }
     }
     println!("\n5. dmv fsck");
-    let report = repo.store.verify_reachable(&repo.roots()?, false, &|_| {})?;
+    let report = repo.store.verify_reachable(&repo.roots()?, false, &dmv_repo::Tally::silent())?;
     println!("  checked {} objects: {}", report.objects_checked, if report.is_clean() { "no problems found" } else { "DAMAGED" });
     println!("\n6. dmv stats");
     println!("  {} commits hold {} of files; the store holds {} in {} packs", second.commits, human_bytes(second.logical_bytes), human_bytes(second.stored_bytes), second.packs);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::progress::Progress;
+use crate::progress::Bar;
 use crate::repo_args::open_repo;
 
 #[derive(Args)]
@@ -28,8 +28,8 @@ enum ImportFrom {
 pub fn import(a: ImportArgs) -> Result<u8> {
     let ImportFrom::Git { path } = a.from;
     let repo = open_repo()?;
-    let p = Progress::new("importing commits");
-    let done = dmv_gitimport::import_git(&repo, &path, &|d, t| p.update(d, t))?;
+    let p = Bar::new("importing commits");
+    let done = dmv_gitimport::import_git(&repo, &path, &p)?;
     drop(p);
     println!("Imported {} commits ({} imported before), {} branches, {} tags", done.commits, done.already, done.branches.len(), done.tags.len());
     if done.lfs_content + done.lfs_pointers > 0 {

@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgGroup, Args};
 use dmv_repo::{MergeOutcome, Resolution};
 
-use crate::progress::{Progress, Quiet};
+use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
@@ -39,8 +39,8 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
     }
     let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
-    let p = Progress::new("merging");
-    let outcome = repo.merge(theirs, &rev, &|d, t| p.update(d, t))?;
+    let p = Bar::new("merging");
+    let outcome = repo.merge(theirs, &rev, &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {

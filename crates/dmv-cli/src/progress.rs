@@ -30,16 +30,17 @@ impl Quiet {
     }
 }
 
-pub struct Progress {
+/// One bar under a fixed label; it reports whatever phase the work is in.
+pub struct Bar {
     label: &'static str,
     start: Instant,
     enabled: bool,
     bar: Mutex<Option<ProgressBar>>,
 }
 
-impl Progress {
-    pub fn new(label: &'static str) -> Progress {
-        Progress { label, start: Instant::now(), enabled: std::io::stderr().is_terminal() && !SILENCED.load(Ordering::Relaxed), bar: Mutex::new(None) }
+impl Bar {
+    pub fn new(label: &'static str) -> Bar {
+        Bar { label, start: Instant::now(), enabled: std::io::stderr().is_terminal() && !SILENCED.load(Ordering::Relaxed), bar: Mutex::new(None) }
     }
 
     /// Bytes done out of total (0 when unknown).
@@ -70,7 +71,17 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl dmv_sync::Progress for Bar {
+    fn update(&self, done: u64, total: u64) {
+        Bar::update(self, done, total)
+    }
+
+    fn finish(&self) {
+        Bar::finish(self)
+    }
+}
+
+impl Drop for Bar {
     fn drop(&mut self) {
         self.finish();
     }
@@ -79,13 +90,13 @@ impl Drop for Progress {
 /// A bar per phase of a library operation (receiving, then checkout, …).
 #[derive(Default)]
 pub struct Phases {
-    current: Mutex<Option<Progress>>,
+    current: Mutex<Option<Bar>>,
 }
 
 impl dmv_sync::Progress for Phases {
     fn phase(&self, phase: dmv_sync::Phase) {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        *current = Some(Progress::new(phase.label()));
+        *current = Some(Bar::new(phase.label()));
     }
 
     fn update(&self, done: u64, total: u64) {

@@ -8,7 +8,7 @@ use clap::Args;
 use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repository};
 
-use crate::progress::{Progress, Quiet};
+use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 use dmv_repo::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES, TAGS};
 
@@ -220,8 +220,8 @@ pub fn add(a: AddArgs) -> Result<u8> {
     a.quiet.apply();
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
-    let p = Progress::new("adding");
-    repo.add(&specs, false, &|d, t| p.update(d, t))?;
+    let p = Bar::new("adding");
+    repo.add(&specs, false, &p)?;
     Ok(0)
 }
 
@@ -305,8 +305,8 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
         (_, true) => dmv_repo::ResetMode::Hard,
         _ => dmv_repo::ResetMode::Mixed,
     };
-    let p = Progress::new("checking out");
-    repo.reset(target, mode, &|d, t| p.update(d, t))?;
+    let p = Bar::new("checking out");
+    repo.reset(target, mode, &p)?;
     if a.hard {
         println!("HEAD is now at {} {}", target.short(), repo.commit(&target)?.message.lines().next().unwrap_or(""));
     }
@@ -348,9 +348,9 @@ enum StashAction {
 
 pub fn stash(a: StashArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let p = Progress::new("stash");
+    let p = Bar::new("stash");
     match a.action.unwrap_or(StashAction::Push { message: None }) {
-        StashAction::Push { message } => match repo.stash_push(message.as_deref(), &|d, t| p.update(d, t))? {
+        StashAction::Push { message } => match repo.stash_push(message.as_deref(), &p)? {
             Some(s) => println!("Saved working directory and index state {}", s.message),
             None => {
                 println!("No local changes to save");
@@ -358,11 +358,11 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             }
         },
         StashAction::Pop { index, index_too } => {
-            let s = repo.stash_apply(index.unwrap_or(0), true, index_too, &|d, t| p.update(d, t))?;
+            let s = repo.stash_apply(index.unwrap_or(0), true, index_too, &p)?;
             println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
         }
         StashAction::Apply { index, index_too } => {
-            repo.stash_apply(index.unwrap_or(0), false, index_too, &|d, t| p.update(d, t))?;
+            repo.stash_apply(index.unwrap_or(0), false, index_too, &p)?;
         }
         StashAction::List => {
             for (i, s) in repo.stashes()?.iter().enumerate() {
@@ -415,8 +415,8 @@ pub struct RevertArgs {
 pub fn revert(a: RevertArgs) -> Result<u8> {
     let repo = open_repo()?;
     let target = repo.resolve(&a.rev)?;
-    let p = Progress::new("checking out");
-    let id = repo.revert(target, &|d, t| p.update(d, t))?;
+    let p = Bar::new("checking out");
+    let id = repo.revert(target, &p)?;
     println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
     Ok(0)
 }
@@ -426,8 +426,8 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
     let request = CommitRequest { message: message.as_deref(), all: a.all, amend: a.amend };
-    let p = Progress::new("adding");
-    let (check, committed) = dmv_sync::commit(&repo, &request, &|d, t| p.update(d, t))?;
+    let p = Bar::new("adding");
+    let (check, committed) = dmv_sync::commit(&repo, &request, &p)?;
     if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = check {
         eprintln!("warning: could not ask {remote} whether someone else holds a lock on the files you changed ({why}); committing anyway (the push will be checked)");
     }
@@ -560,8 +560,8 @@ pub struct SwitchArgs {
 }
 
 fn switch_to_branch(repo: &mut Repository, name: &str, quiet: bool) -> Result<()> {
-    let p = Progress::new("checkout");
-    let made_from = repo.switch_to_branch(name, &|d, t| p.update(d, t))?;
+    let p = Bar::new("checkout");
+    let made_from = repo.switch_to_branch(name, &p)?;
     if !quiet {
         if let Some(remote_branch) = made_from {
             eprintln!("Branch '{name}' set up to follow '{remote_branch}'.");
@@ -622,8 +622,8 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
         return Ok(0);
     }
     let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;
-    let p = Progress::new("checkout");
-    repo.switch_to(&Head::Detached(id), &|d, t| p.update(d, t))?;
+    let p = Bar::new("checkout");
+    repo.switch_to(&Head::Detached(id), &p)?;
     if !quiet {
         eprintln!("HEAD is now at {} (detached)", id.short());
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use dmv_repo::store::object::{Commit, EntryKind, Signature, TreeEntry};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
-use dmv_repo::{Head, RefUpdate, Repository};
+use dmv_repo::{Head, Progress, RefUpdate, Repository, Silent};
 
 use crate::lfs::LfsPointer;
 use crate::map::ImportMap;
@@ -81,7 +81,7 @@ pub struct Imported {
 
 /// Imports the Git repository at `git_path` (its working tree, its `.git`
 /// or a bare one) into `repo`. `progress(done, total)` counts commits.
-pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64)) -> Result<Imported, ImportError> {
+pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -> Result<Imported, ImportError> {
     let git = gix::open(git_path).map_err(|e| ImportError::Open { path: git_path.display().to_string(), detail: e.to_string() })?;
     // From the first object written until the refs keep them: a gc meanwhile
     // must not take converted commits that no ref reaches yet.
@@ -120,7 +120,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
             let converted = converter.commit(&mut session, id, &map)?;
             map.commits.insert(id.to_string(), converted);
             converter.done.commits += 1;
-            progress(converter.done.commits, order.len() as u64);
+            progress.update(converter.done.commits, order.len() as u64);
         }
         session.finish()?;
         drop(session);
@@ -139,7 +139,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
         false => None,
     };
     if let Some((_, commit)) = &checkout {
-        repo.checkout_tree(&repo.commit(commit)?.tree, &|_, _| {})?;
+        repo.checkout_tree(&repo.commit(commit)?.tree, &Silent)?;
     }
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare && checkout.is_none() => Some(b),
@@ -159,7 +159,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Fn(u64, u64
         }
         // The branch checked out here moves with its files, as a pull's fast-forward does.
         if checked_out.as_deref() == Some(name.as_str()) && current.is_some() && current != Some(new) {
-            match repo.checkout_tree(&repo.commit(&new)?.tree, &|_, _| {}) {
+            match repo.checkout_tree(&repo.commit(&new)?.tree, &Silent) {
                 Ok(()) => {}
                 Err(e @ (dmv_repo::RepoError::UncommittedChanges { .. } | dmv_repo::RepoError::UntrackedInTheWay { .. })) => {
                     done.left_alone.push((name.clone(), format!("it is checked out here and {e}")));

@@ -74,3 +74,4 @@ pub use worktree::early::{EarlyCheckout, Lookup};
 pub use worktree::status::StatusEntry;
 
 pub use dmv_store as store;
+pub use dmv_store::{Phase, Progress, Silent, Tally};

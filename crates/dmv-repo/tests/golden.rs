@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{tree, Conflict, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository};
+use dmv_repo::{tree, Conflict, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository, Silent};
 use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id_hex(hex: &str) -> ObjectId {
@@ -175,10 +175,10 @@ fn merge_state_golden_and_decode() {
     let repo = Repository::init(&tmp.path().join("repo"), ChunkParams::default()).unwrap();
     let (ours_tree, ours, theirs) = make_history(&repo);
     assert_eq!((ours.to_hex().as_str(), theirs.to_hex().as_str()), (OURS, THEIRS));
-    repo.checkout_tree(&ours_tree, &|_, _| {}).unwrap();
+    repo.checkout_tree(&ours_tree, &Silent).unwrap();
     repo.advance_head(None, ours, "golden").unwrap();
 
-    let outcome = repo.merge(theirs, "feature", &|_, _| {}).unwrap();
+    let outcome = repo.merge(theirs, "feature", &Silent).unwrap();
     assert_eq!(outcome, MergeOutcome::Conflicts(vec![b"a.txt".to_vec(), b"b.txt".to_vec()]));
     let path = repo.dmv.join("MERGE_STATE");
     assert_golden("MERGE_STATE", &std::fs::read(&path).unwrap(), MERGE_STATE);

@@ -6,20 +6,18 @@
 use std::path::Path;
 
 use dmv_repo::store::ChunkParams;
-use dmv_repo::{CommitRequest, Committed, DiffSide, FlatEntry, Head, NothingToCommit, RepoError, Repository};
-
-const SILENT: &dyn Fn(u64, u64) = &|_, _| {};
+use dmv_repo::{CommitRequest, Committed, DiffSide, FlatEntry, Head, NothingToCommit, RepoError, Repository, Silent};
 
 fn repo_at(dir: &Path) -> Repository {
     Repository::init(dir, ChunkParams::default()).unwrap()
 }
 
 fn commit(repo: &Repository, message: &str, all: bool) -> Committed {
-    repo.commit_with(&CommitRequest { message: Some(message), all, amend: false }, SILENT).unwrap()
+    repo.commit_with(&CommitRequest { message: Some(message), all, amend: false }, &Silent).unwrap()
 }
 
 fn add_all(repo: &Repository) {
-    repo.add(&[Vec::new()], false, SILENT).unwrap();
+    repo.add(&[Vec::new()], false, &Silent).unwrap();
 }
 
 #[test]
@@ -38,11 +36,11 @@ fn a_commit_that_commits_nothing_says_why_as_git_does() {
     let Committed::Made { id: second, root: false } = commit(&repo, "second", true) else { panic!("commit -a commits a tracked file's change") };
     assert_eq!(repo.commit(&second).unwrap().parents, vec![id]);
     // No message, no merge in progress: refused, nothing changed.
-    let refused = repo.commit_with(&CommitRequest { message: None, all: true, amend: false }, SILENT);
+    let refused = repo.commit_with(&CommitRequest { message: None, all: true, amend: false }, &Silent);
     assert!(matches!(refused, Err(RepoError::MessageRequired)), "{refused:?}");
     assert_eq!(repo.head_commit().unwrap(), Some(second));
     // Amend without a message keeps the message and the parents.
-    let Committed::Made { id: amended, .. } = repo.commit_with(&CommitRequest { message: None, all: false, amend: true }, SILENT).unwrap() else { panic!() };
+    let Committed::Made { id: amended, .. } = repo.commit_with(&CommitRequest { message: None, all: false, amend: true }, &Silent).unwrap() else { panic!() };
     let c = repo.commit(&amended).unwrap();
     assert_eq!((c.message.as_str(), c.parents.clone()), ("second", vec![id]));
 }
@@ -54,17 +52,17 @@ fn a_branch_only_a_remote_has_is_made_from_it_and_follows_it_unless_several_have
     std::fs::write(t.path().join("a.txt"), "one\n").unwrap();
     add_all(&repo);
     let Committed::Made { id, .. } = commit(&repo, "first", false) else { panic!() };
-    assert!(matches!(repo.switch_to_branch("feature", SILENT), Err(RepoError::NoSuchBranch { name }) if name == "feature"));
+    assert!(matches!(repo.switch_to_branch("feature", &Silent), Err(RepoError::NoSuchBranch { name }) if name == "feature"));
     repo.create_ref("refs/remotes/origin/feature", id, "test").unwrap();
-    assert_eq!(repo.switch_to_branch("feature", SILENT).unwrap().as_deref(), Some("origin/feature"));
+    assert_eq!(repo.switch_to_branch("feature", &Silent).unwrap().as_deref(), Some("origin/feature"));
     assert_eq!(repo.head().unwrap(), Head::Branch("refs/heads/feature".into()));
     let up = repo.config.upstreams.get("feature").expect("the new branch follows the remote's");
     assert_eq!((up.remote.as_str(), up.branch.as_str()), ("origin", "feature"));
     // A branch that exists here is switched to; nothing is made.
-    assert_eq!(repo.switch_to_branch("main", SILENT).unwrap(), None);
+    assert_eq!(repo.switch_to_branch("main", &Silent).unwrap(), None);
     repo.create_ref("refs/remotes/origin/topic", id, "test").unwrap();
     repo.create_ref("refs/remotes/nas/topic", id, "test").unwrap();
-    match repo.switch_to_branch("topic", SILENT) {
+    match repo.switch_to_branch("topic", &Silent) {
         Err(RepoError::BranchOfSeveralRemotes { name, mut remotes }) => {
             remotes.sort();
             assert_eq!((name.as_str(), remotes), ("topic", vec!["nas/topic".to_string(), "origin/topic".to_string()]));
@@ -122,7 +120,7 @@ fn fsck_finds_a_whole_repository_whole_and_counts_a_damaged_dirstate() {
     std::fs::write(t.path().join("a.txt"), "one\n").unwrap();
     add_all(&repo);
     commit(&repo, "first", false);
-    let found = repo.fsck(true, &|_| {}).unwrap();
+    let found = repo.fsck(true, &Silent).unwrap();
     assert_eq!(found.problem_count(), 0, "{:?}", found.problems);
     assert!(found.report.objects_checked >= 3, "a commit, a tree and a file at least");
     let dirstate = t.path().join(".dmv/dirstate");
@@ -130,7 +128,7 @@ fn fsck_finds_a_whole_repository_whole_and_counts_a_damaged_dirstate() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x40;
     std::fs::write(&dirstate, bytes).unwrap();
-    let found = repo.fsck(false, &|_| {}).unwrap();
+    let found = repo.fsck(false, &Silent).unwrap();
     assert_eq!(found.problem_count(), 1, "{:?}", found.problems);
     assert!(found.problems[0].contains("dirstate"), "{:?}", found.problems);
     let stats = repo.stats().unwrap();

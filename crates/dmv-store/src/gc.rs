@@ -22,7 +22,7 @@ use crate::object::children_marked;
 use crate::pack::{self, index_file_name, pack_file_name, Entry, PackWriter, COMP_NONE, COMP_ZSTD};
 use crate::session::maybe_compress;
 use crate::store::sync_dir;
-use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
+use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult, Tally};
 
 /// What [`Store::gc`] did.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -145,7 +145,7 @@ impl Store {
     /// Drops what neither `roots` nor a recent pack reaches. `roots` is called
     /// once gc holds the lock exclusively, so it sees every ref, dirstate and
     /// merge state a finished writer left.
-    pub fn gc<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, options: GcOptions, progress: &dyn Fn(u64)) -> Result<GcReport, E> {
+    pub fn gc<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, options: GcOptions, tally: &Tally<'_>) -> Result<GcReport, E> {
         let _lock = self.exclusive_lock()?;
         let started = SystemTime::now();
         let mut report = GcReport::default();
@@ -194,7 +194,7 @@ impl Store {
         let mut rewrite: Vec<ObjectId> = packs.iter().filter(|p| dirty.contains(*p) || (small_count > 1 && small(p))).copied().collect();
         rewrite.sort();
 
-        report.objects_dropped = self.rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, progress)?.0;
+        report.objects_dropped = self.rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, tally)?.0;
         self.write_multi_pack_index()?;
         let final_stats = self.stats()?;
         report.packs_after = final_stats.packs;
@@ -230,7 +230,7 @@ impl Store {
             let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
             report.packs_rolled = roll;
             report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
-            let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &|_| {})?;
+            let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &Tally::silent())?;
             // The new pack is as old as the newest it holds: gc's grace period
             // for recent packs must not start again for old objects.
             if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
@@ -297,7 +297,7 @@ impl Store {
     /// keeps (and no other pack holds) into new packs, then removes the old
     /// packs. Returns how many objects were left out, and the new packs.
     /// Only under the exclusive lock.
-    fn rewrite_packs(&self, marks: &mut Marks<u8>, rewrite: &[ObjectId], keep: &dyn Fn(u8) -> bool, progress: &dyn Fn(u64)) -> StoreResult<(u64, Vec<ObjectId>)> {
+    fn rewrite_packs(&self, marks: &mut Marks<u8>, rewrite: &[ObjectId], keep: &dyn Fn(u8) -> bool, tally: &Tally<'_>) -> StoreResult<(u64, Vec<ObjectId>)> {
         let dir = self.packs_dir().to_path_buf();
         let mut left_out = 0;
         let rewritten: HashSet<ObjectId> = rewrite.iter().copied().collect();
@@ -322,7 +322,7 @@ impl Store {
                 }
                 marks.set(first, value | WRITTEN);
                 let data = pack::read_record(&file, pack::PackFileName(p), &e)?;
-                progress(data.len() as u64);
+                tally.add(data.len() as u64);
                 let w = match out.as_mut() {
                     Some(w) => w,
                     None => out.insert(PackWriter::create(&dir)?),
@@ -389,7 +389,7 @@ impl Store {
         if rewrite.is_empty() {
             return Ok(0);
         }
-        self.rewrite_packs(&mut marks, &rewrite, &|value| value & DROPPED == 0 || value & LIVE != 0, &|_| {})?;
+        self.rewrite_packs(&mut marks, &rewrite, &|value| value & DROPPED == 0 || value & LIVE != 0, &Tally::silent())?;
         self.write_multi_pack_index()?;
         Ok(before.saturating_sub(self.stats()?.stored_bytes))
     }

@@ -18,7 +18,7 @@ use crate::nodes::{FileList, ListBuilder};
 use crate::object::NodeEntry;
 use crate::pack::{COMP_NONE, COMP_ZSTD};
 use crate::session::maybe_compress;
-use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, WriteSession};
+use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult, Tally, WriteSession};
 
 /// A file to store, by path.
 #[derive(Clone, Debug)]
@@ -413,14 +413,14 @@ const ON_THIS_THREAD: usize = 16;
 impl WriteSession<'_> {
     /// Stores the given files. Results are in input order; a failed file does
     /// not stop the others (the caller decides whether to record anything).
-    pub fn ingest(&mut self, mut sources: Vec<IngestSource>, progress: &dyn Fn(u64)) -> StoreResult<Vec<StoreResult<Ingested>>> {
+    pub fn ingest(&mut self, mut sources: Vec<IngestSource>, tally: &Tally<'_>) -> StoreResult<Vec<StoreResult<Ingested>>> {
         let mut results = Vec::with_capacity(sources.len());
         if sources.len() <= ON_THIS_THREAD {
-            self.ingest_small(&sources, &mut results, progress)?;
+            self.ingest_small(&sources, &mut results, tally)?;
         }
         let rest = sources.split_off(results.len());
         if !rest.is_empty() {
-            results.extend(self.ingest_pipelined(rest, progress)?);
+            results.extend(self.ingest_pipelined(rest, tally)?);
         }
         Ok(results)
     }
@@ -429,7 +429,7 @@ impl WriteSession<'_> {
     /// single chunk read unchanged. Any other file (larger, unreadable,
     /// changing) ends it there: the pipeline takes it and the rest, and says
     /// what went wrong or retries.
-    fn ingest_small(&mut self, sources: &[IngestSource], results: &mut Vec<StoreResult<Ingested>>, progress: &dyn Fn(u64)) -> StoreResult<()> {
+    fn ingest_small(&mut self, sources: &[IngestSource], results: &mut Vec<StoreResult<Ingested>>, tally: &Tally<'_>) -> StoreResult<()> {
         let params = self.store().params();
         let mut compressor = zstd::bulk::Compressor::new(1).map_err(|e| StoreError::Internal(format!("zstd: {e}")))?;
         let mut scratch = Vec::new();
@@ -450,7 +450,7 @@ impl WriteSession<'_> {
             };
             let h = hash_chunk(self.store(), &mut compressor, &mut scratch, &data);
             self.put_hashed(&h, &data)?;
-            progress(data.len() as u64);
+            tally.add(data.len() as u64);
             results.push(Ok(Ingested { id: h.id, size: data.len() as u64, meta: before, racy }));
         }
         Ok(())
@@ -469,7 +469,7 @@ impl WriteSession<'_> {
     }
 
     /// Stores the given files through the threads of the pipeline.
-    fn ingest_pipelined(&mut self, sources: Vec<IngestSource>, progress: &dyn Fn(u64)) -> StoreResult<Vec<StoreResult<Ingested>>> {
+    fn ingest_pipelined(&mut self, sources: Vec<IngestSource>, tally: &Tally<'_>) -> StoreResult<Vec<StoreResult<Ingested>>> {
         let count = sources.len();
         let params = self.store().params();
         let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 8);
@@ -517,7 +517,7 @@ impl WriteSession<'_> {
                         for (i, h) in hashed.into_iter().enumerate() {
                             let data = batch.chunk(i);
                             self.put_hashed(&h, data)?;
-                            progress(data.len() as u64);
+                            tally.add(data.len() as u64);
                             state.reorder.insert(first_seq + i as u64, NodeEntry { id: h.id, size: data.len() as u64 });
                         }
                         if let Ok(buffer) = std::sync::Arc::try_unwrap(batch.data) {

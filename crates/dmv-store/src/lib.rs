@@ -5,7 +5,7 @@
 //! builds on top of [`Store`] and [`WriteSession`].
 //!
 //! Files, bottom up (a file only uses files listed before it): the leaves
-//! `id` (object ids and kinds), `clock`, `temp`, `trace`, `filter` (the Bloom
+//! `id` (object ids and kinds), `progress`, `clock`, `temp`, `trace`, `filter` (the Bloom
 //! filters in front of indexes) and `direct` (writing past the page cache);
 //! `error`, `object` (the encodings of the object kinds), `chunker`, `nodes`
 //! (long lists split into nodes), `hashonly`, `lock` (the gc lock); packs:
@@ -34,6 +34,7 @@ mod multi_pack;
 mod nodes;
 pub mod object;
 mod pack;
+mod progress;
 mod repair;
 mod session;
 mod store;
@@ -54,6 +55,7 @@ pub use ingest::{IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
 pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
+pub use progress::{Phase, Progress, Silent, Tally};
 pub use repair::Salvaged;
 pub use session::{SealedPack, WriteSession};
 pub use store::{Stats, Store, StoredObject, MULTI_PACK_INDEX};

@@ -8,7 +8,7 @@ use crate::error::IoContext;
 use crate::marks::Marks;
 use crate::object::{decode, Commit, FileNode, TreeNode};
 use crate::pack::{self, read_record};
-use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult};
+use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult, Tally};
 
 /// An object's kind and level (a file or tree node's; 0 for a tree leaf and
 /// for the other kinds).
@@ -135,7 +135,7 @@ impl Store {
     /// one level below them, as every reader requires.
     /// With `absent_data_ok` (a partial replica), file data that is not
     /// here is listed in `absent`, not as damage.
-    pub fn verify_reachable(&self, roots: &[ObjectId], absent_data_ok: bool, progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
+    pub fn verify_reachable(&self, roots: &[ObjectId], absent_data_ok: bool, tally: &Tally<'_>) -> StoreResult<VerifyReport> {
         // Held like a writer's, so neither gc nor an auto-repack moves packs
         // under the check (a vanished pack would read as damage). A store we
         // may not write to has no lock to take, and nobody moves its packs.
@@ -162,7 +162,7 @@ impl Store {
                         Ok((kind, bytes)) => {
                             report.objects_checked += 1;
                             report.bytes_checked += bytes.len() as u64;
-                            progress(bytes.len() as u64);
+                            tally.add(bytes.len() as u64);
                             match edges(&id, kind, &bytes) {
                                 Ok((level, kids)) => {
                                     stack.extend(kids.into_iter().map(|(kid, want)| (kid, want.map(|w| (id, (kind, level), w)))));
@@ -202,7 +202,7 @@ impl Store {
 
     /// Every pack: checksum, table of contents, and every record re-hashed;
     /// every index: checksum, order, and agreement with its pack.
-    pub fn verify_packs(&self, progress: &dyn Fn(u64)) -> StoreResult<VerifyReport> {
+    pub fn verify_packs(&self, tally: &Tally<'_>) -> StoreResult<VerifyReport> {
         // Held like a writer's, so neither gc nor an auto-repack moves packs
         // under the check (a vanished pack would read as damage). A store we
         // may not write to has no lock to take, and nobody moves its packs.
@@ -238,7 +238,7 @@ impl Store {
                                 Ok(data) => {
                                     report.objects_checked += 1;
                                     report.bytes_checked += data.len() as u64;
-                                    progress(data.len() as u64);
+                                    tally.add(data.len() as u64);
                                 }
                                 Err(err) => report.record(err),
                             }

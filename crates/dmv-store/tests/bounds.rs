@@ -2,7 +2,7 @@
 //! declares: deep node chains and huge declared lengths are errors.
 
 use dmv_store::object::{encode, Commit, FileNode, NodeEntry, Signature, MAX_OBJECT_SIZE};
-use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store, StoredObject};
+use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store, StoredObject, Tally};
 
 fn open(dir: &std::path::Path) -> Store {
     Store::create(dir).unwrap();
@@ -34,7 +34,7 @@ fn a_deep_chain_of_file_nodes_is_an_error_not_a_stack_overflow() {
     let err = write_content(&store, &root).unwrap_err();
     assert!(err.contains("level") && !err.contains('\n'), "{err}");
     // fsck walks it without recursion and names every misplaced node.
-    let report = store.verify_reachable(&[root], false, &|_| {}).unwrap();
+    let report = store.verify_reachable(&[root], false, &Tally::silent()).unwrap();
     assert_eq!(report.objects_checked, 100_001);
     assert_eq!(report.damage.len(), 99_998);
     assert!(report.damage[0].detail.contains("file node of level 1 but"), "{}", report.damage[0].detail);
@@ -61,7 +61,7 @@ fn the_deepest_well_formed_file_is_read() {
     }
     s.finish().unwrap();
     assert_eq!(write_content(&store, &child).unwrap(), b"ab".repeat(256));
-    assert!(store.verify_reachable(&[child], false, &|_| {}).unwrap().is_clean());
+    assert!(store.verify_reachable(&[child], false, &Tally::silent()).unwrap().is_clean());
 }
 
 #[test]
@@ -80,9 +80,9 @@ fn a_level_zero_node_lists_chunks_only() {
     assert!(err.contains("not a chunk"), "{err}");
     let err = write_content(&store, &skips).unwrap_err();
     assert!(err.contains("not a file"), "{err}");
-    assert!(store.verify_reachable(&[inner], false, &|_| {}).unwrap().is_clean());
+    assert!(store.verify_reachable(&[inner], false, &Tally::silent()).unwrap().is_clean());
     for bad in [outer, skips] {
-        let report = store.verify_reachable(&[bad], false, &|_| {}).unwrap();
+        let report = store.verify_reachable(&[bad], false, &Tally::silent()).unwrap();
         assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
         assert!(report.damage[0].detail.contains("lists it where a"), "{}", report.damage[0].detail);
     }
@@ -104,9 +104,9 @@ fn fsck_checks_the_levels_of_tree_nodes() {
     let chunk_below = s.put_object(ObjectKind::Tree, &inner(1, chunk)).unwrap();
     s.finish().unwrap();
     drop(s);
-    assert!(store.verify_reachable(&[good2], false, &|_| {}).unwrap().is_clean());
+    assert!(store.verify_reachable(&[good2], false, &Tally::silent()).unwrap().is_clean());
     for bad in [skips, zero, chunk_below] {
-        let report = store.verify_reachable(&[bad], false, &|_| {}).unwrap();
+        let report = store.verify_reachable(&[bad], false, &Tally::silent()).unwrap();
         assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
     }
 }

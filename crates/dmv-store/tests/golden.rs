@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use dmv_store::object::{self, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode};
-use dmv_store::{ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store, StoreResult, StoredObject, TreeList};
+use dmv_store::{ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store, StoreResult, StoredObject, Tally, TreeList};
 use dmv_testkit::golden::{assert_golden, bytes_of, to_hex};
 
 // ---------------------------------------------------------------------------
@@ -584,7 +584,7 @@ fn golden_pack_and_index_decode() {
         for e in pack_a_objects(checksum) {
             e.check(&store);
         }
-        let report = store.verify_packs(&|_| {}).unwrap();
+        let report = store.verify_packs(&Tally::silent()).unwrap();
         assert!(report.is_clean(), "{checksum}: {report:?}");
         dmv_store::verify_pack_index(&packs.join(format!("pack-{checksum}.idx")), &id_hex(checksum)).unwrap();
         // Its index lost, the pack is indexed again from its table of contents, byte for byte as before.

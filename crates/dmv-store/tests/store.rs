@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dmv_store::object::{encode, FileNode, NodeEntry};
-use dmv_store::{ChunkParams, GcOptions, IngestSource, ObjectId, ObjectKind, Store, StoreError};
+use dmv_store::{ChunkParams, GcOptions, IngestSource, ObjectId, ObjectKind, Store, StoreError, Tally};
 use proptest::prelude::*;
 
 fn open(dir: &std::path::Path, pack_limit: u64) -> Store {
@@ -33,7 +33,7 @@ fn files_round_trip_across_pack_rollover_and_reopen() {
         sources.push(IngestSource { path: p });
     }
     let mut s = store.begin_write().unwrap();
-    let results = s.ingest(sources, &|_| {}).unwrap();
+    let results = s.ingest(sources, &Tally::silent()).unwrap();
     s.finish().unwrap();
     drop(s);
     let reopened = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
@@ -46,7 +46,7 @@ fn files_round_trip_across_pack_rollover_and_reopen() {
     assert!(stats.packs >= 5, "1 MiB packs must roll over: {}", stats.packs);
     // Text is compressed, random data is not.
     assert!(stats.stored_bytes < 5_000_000 + 16384 + 1_000_000 / 4, "{}", stats.stored_bytes);
-    assert!(reopened.verify_packs(&|_| {}).unwrap().is_clean());
+    assert!(reopened.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
 #[test]
@@ -69,8 +69,8 @@ fn a_few_small_files_stored_without_the_pipeline_get_the_pipelines_ids() {
     std::thread::sleep(Duration::from_millis(30));
     let sources = |n: usize| (0..n).map(|i| IngestSource { path: paths[i % paths.len()].clone() }).collect::<Vec<_>>();
     let mut s = store.begin_write().unwrap();
-    let few: Vec<_> = s.ingest(sources(data.len()), &|_| {}).unwrap().into_iter().map(Result::unwrap).collect();
-    let many: Vec<_> = s.ingest(sources(17), &|_| {}).unwrap().into_iter().map(Result::unwrap).collect();
+    let few: Vec<_> = s.ingest(sources(data.len()), &Tally::silent()).unwrap().into_iter().map(Result::unwrap).collect();
+    let many: Vec<_> = s.ingest(sources(17), &Tally::silent()).unwrap().into_iter().map(Result::unwrap).collect();
     s.finish().unwrap();
     drop(s);
     for (i, d) in data.iter().enumerate() {
@@ -78,7 +78,7 @@ fn a_few_small_files_stored_without_the_pipeline_get_the_pipelines_ids() {
         assert_eq!((few[i].meta.len(), few[i].meta.modified().unwrap()), (many[i].meta.len(), many[i].meta.modified().unwrap()));
         assert_eq!(&content(&store, &few[i].id), d, "file {i}");
     }
-    assert!(store.verify_packs(&|_| {}).unwrap().is_clean());
+    assert!(store.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
 #[test]
@@ -93,17 +93,21 @@ fn a_file_changed_while_stored_is_never_recorded_torn() {
     // Halfway through the read, change a byte already read and one not yet read:
     // the file never holds (old early byte, new late byte), a torn read would.
     let changed = AtomicBool::new(false);
-    let done = std::sync::atomic::AtomicU64::new(0);
     let mut s = store.begin_write().unwrap();
     let r = s
-        .ingest(vec![IngestSource { path: path.clone() }], &|n| {
-            let total = done.fetch_add(n, Ordering::SeqCst) + n;
-            if total > 32 << 20 && !changed.swap(true, Ordering::SeqCst) {
-                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-                f.write_all_at(b"X", 4 << 20).unwrap();
-                f.write_all_at(b"Y", 60 << 20).unwrap();
-            }
-        })
+        .ingest(
+            vec![IngestSource { path: path.clone() }],
+            &Tally::new(
+                &|done: u64, _| {
+                    if done > 32 << 20 && !changed.swap(true, Ordering::SeqCst) {
+                        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                        f.write_all_at(b"X", 4 << 20).unwrap();
+                        f.write_all_at(b"Y", 60 << 20).unwrap();
+                    }
+                },
+                0,
+            ),
+        )
         .unwrap()
         .pop()
         .unwrap();
@@ -133,7 +137,7 @@ fn a_small_file_saved_just_now_is_stored_at_once_its_stat_marked_racy() {
         let data = noise(1000, attempt);
         std::fs::write(&path, &data).unwrap();
         let mut s = store.begin_write().unwrap();
-        let stored = s.ingest(vec![IngestSource { path: path.clone() }], &|_| {}).unwrap().remove(0).unwrap();
+        let stored = s.ingest(vec![IngestSource { path: path.clone() }], &Tally::silent()).unwrap().remove(0).unwrap();
         s.finish().unwrap();
         drop(s);
         assert_eq!(content(&store, &stored.id), data);
@@ -184,7 +188,7 @@ fn gc_reads_its_roots_after_a_running_writer_has_finished() {
     let gc = {
         let (store, done, refs) = (store.clone(), gc_done.clone(), refs.clone());
         std::thread::spawn(move || {
-            let report = store.gc(|| Ok::<_, StoreError>(refs.lock().unwrap().clone()), prune_now(), &|_| {}).unwrap();
+            let report = store.gc(|| Ok::<_, StoreError>(refs.lock().unwrap().clone()), prune_now(), &Tally::silent()).unwrap();
             done.store(true, Ordering::SeqCst);
             report
         })
@@ -222,13 +226,13 @@ fn gc_drops_the_unreachable_but_keeps_recent_packs_and_what_they_reach() {
         node
     };
     let no_roots = || Ok::<_, StoreError>(Vec::new());
-    let report = store.gc(no_roots, GcOptions::default(), &|_| {}).unwrap();
+    let report = store.gc(no_roots, GcOptions::default(), &Tally::silent()).unwrap();
     assert_eq!((report.objects_dropped, report.recent_packs_kept), (1, 1));
     assert!(store.contains(&node).unwrap() && store.contains(&kept).unwrap());
     assert!(!store.contains(&dropped).unwrap());
     assert_eq!(content(&store, &node), [noise(5000, 1), noise(5000, 1)].concat());
     // Pruning now drops the rest.
-    let report = store.gc(no_roots, prune_now(), &|_| {}).unwrap();
+    let report = store.gc(no_roots, prune_now(), &Tally::silent()).unwrap();
     assert_eq!((report.objects_dropped, report.recent_packs_kept), (2, 0));
     assert!(!store.contains(&node).unwrap() && !store.contains(&kept).unwrap());
 }
@@ -253,12 +257,12 @@ fn gc_keeps_one_copy_of_an_object_two_writers_stored_at_once() {
         drop((one, two));
         store.reload().unwrap();
         assert_eq!(store.stats().unwrap().objects, 3);
-        let report = store.gc(|| Ok::<_, StoreError>(vec![twice]), prune_now(), &|_| {}).unwrap();
+        let report = store.gc(|| Ok::<_, StoreError>(vec![twice]), prune_now(), &Tally::silent()).unwrap();
         assert_eq!(report.objects_dropped, 1);
         assert_eq!((store.stats().unwrap().objects, store.stats().unwrap().packs), (1, 1));
         assert!(!store.contains(&dead).unwrap());
         assert_eq!(content(&store, &twice), noise(4000, 1));
-        assert!(store.verify_reachable(&[twice], false, &|_| {}).unwrap().is_clean());
+        assert!(store.verify_reachable(&[twice], false, &Tally::silent()).unwrap().is_clean());
     }
 }
 
@@ -272,7 +276,7 @@ fn a_missing_root_stops_gc_before_it_deletes_anything() {
     s.finish().unwrap();
     drop(s);
     let missing = ObjectId::hash(ObjectKind::Chunk, b"never stored");
-    let err = store.gc(|| Ok::<_, StoreError>(vec![missing]), prune_now(), &|_| {}).unwrap_err();
+    let err = store.gc(|| Ok::<_, StoreError>(vec![missing]), prune_now(), &Tally::silent()).unwrap_err();
     assert!(matches!(err, StoreError::NotFound { id } if id == missing), "{err}");
     assert!(store.contains(&present).unwrap());
 }
@@ -298,9 +302,9 @@ proptest! {
         std::fs::write(&pack, &bytes).unwrap();
         if let Ok(store) = Store::open(&objects, ChunkParams::default(), 64 << 20) {
             for id in &ids { let _ = store.read(id); }
-            let report = store.verify_packs(&|_| {}).unwrap();
+            let report = store.verify_packs(&Tally::silent()).unwrap();
             prop_assert!(!report.is_clean());
-            let _ = store.verify_reachable(&ids, false, &|_| {});
+            let _ = store.verify_reachable(&ids, false, &Tally::silent());
         }
     }
 }
@@ -318,7 +322,7 @@ fn hashing_without_storing_gives_the_ids_ingest_stores() {
         sources.push(IngestSource { path: p });
     }
     let mut s = store.begin_write().unwrap();
-    let stored = s.ingest(sources.clone(), &|_| {}).unwrap();
+    let stored = s.ingest(sources.clone(), &Tally::silent()).unwrap();
     s.finish().unwrap();
     for (src, r) in sources.iter().zip(stored) {
         let r = r.unwrap();
@@ -393,7 +397,7 @@ fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
     for (id, payload) in &ids {
         assert_eq!(&reopened.read(id).unwrap().1, payload);
     }
-    assert!(reopened.verify_packs(&|_| {}).unwrap().is_clean());
+    assert!(reopened.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
 /// The repack only runs when nobody else writes: a session holding the lock
@@ -435,7 +439,7 @@ fn a_large_file_read_past_the_page_cache_round_trips() {
         libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
     };
     let mut s = store.begin_write().unwrap();
-    let stored = s.ingest(vec![IngestSource { path }], &|_| {}).unwrap().remove(0).unwrap();
+    let stored = s.ingest(vec![IngestSource { path }], &Tally::silent()).unwrap().remove(0).unwrap();
     s.finish().unwrap();
     assert_eq!(stored.size, data.len() as u64);
     assert!(content(&store, &stored.id) == data);
@@ -485,7 +489,7 @@ fn a_file_partly_in_the_page_cache_is_read_past_it_where_it_is_not() {
     assert!(cached_pages(&f, 0, WINDOW) < window_pages / 10, "the first window is not in the cache");
 
     let mut s = store.begin_write().unwrap();
-    let stored = s.ingest(vec![IngestSource { path: path.clone() }], &|_| {}).unwrap().remove(0).unwrap();
+    let stored = s.ingest(vec![IngestSource { path: path.clone() }], &Tally::silent()).unwrap().remove(0).unwrap();
     s.finish().unwrap();
     assert_eq!(stored.size, data.len() as u64);
     assert!(content(&store, &stored.id) == data);
@@ -534,7 +538,7 @@ fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
     }
     let probes = store.index_probes() - before;
     assert!(probes <= 200, "{probes} index probes for 10,000 absent ids");
-    assert!(store.verify_packs(&|_| {}).unwrap().is_clean());
+    assert!(store.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
 /// gc decides what is dead by looking objects up: in a partial replica a
@@ -564,7 +568,7 @@ fn gc_in_a_partial_replica_keeps_data_that_a_damaged_filter_hides() {
     let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
     assert!(!store.contains(&a).unwrap(), "the damaged filter hides the chunk");
     let roots = || Ok::<_, StoreError>(vec![node]);
-    store.gc(roots, GcOptions { absent_data_ok: true, ..prune_now() }, &|_| {}).unwrap();
+    store.gc(roots, GcOptions { absent_data_ok: true, ..prune_now() }, &Tally::silent()).unwrap();
     assert_eq!(content(&store, &node), [noise(3000, 3), noise(3000, 4)].concat(), "gc kept the chunks and rewrote the index");
 }
 
@@ -579,7 +583,7 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
     let path = dir.path().join("film");
     std::fs::write(&path, &data).unwrap();
     let mut s = store.begin_write().unwrap();
-    let id = s.ingest(vec![IngestSource { path }], &|_| {}).unwrap().remove(0).unwrap().id;
+    let id = s.ingest(vec![IngestSource { path }], &Tally::silent()).unwrap().remove(0).unwrap().id;
     s.finish().unwrap();
     drop(s);
     let root: FileNode = store.read_decoded(&id, ObjectKind::FileNode).unwrap();
@@ -602,7 +606,7 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
     let p = dir.path().join("small");
     std::fs::write(&p, &small).unwrap();
     let mut s = store.begin_write().unwrap();
-    let small_id = s.ingest(vec![IngestSource { path: p }], &|_| {}).unwrap().remove(0).unwrap().id;
+    let small_id = s.ingest(vec![IngestSource { path: p }], &Tally::silent()).unwrap().remove(0).unwrap().id;
     s.finish().unwrap();
     drop(s);
     std::io::Read::read_to_end(&mut store.content_reader_at(&small_id, 40).unwrap(), &mut got).unwrap();

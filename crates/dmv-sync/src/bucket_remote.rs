@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use dmv_bucket::{Bucket, BucketError, RefChange, RefUpdateOutcome};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{check_lock_path, release_locks, take_locks, LocationLog, LocationPages, LockStore, PathLock, ReplicaId};
+use dmv_repo::{check_lock_path, release_locks, take_locks, LocationLog, LocationPages, LockStore, PathLock, ReplicaId, Tally};
 
 use crate::protocol::WireRefUpdate;
 use crate::remote::{KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
@@ -99,7 +99,7 @@ impl Remote for BucketRemote {
         }
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)> {
         self.bucket.put_objects(objects, sent)
     }
 

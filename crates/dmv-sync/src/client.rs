@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId};
-use dmv_repo::{LocationLog, LocationPages, ReplicaId};
+use dmv_repo::{LocationLog, LocationPages, ReplicaId, Tally};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION};
@@ -147,12 +147,12 @@ impl Remote for Client {
         Ok(())
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)> {
         let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
             let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
             objects(&mut |obj| {
                 w.object(obj).map_err(lost)?;
-                sent(obj.payload.len() as u64);
+                sent.add(obj.payload.len() as u64);
                 Ok(())
             })?;
             w.end().map_err(lost)

@@ -10,13 +10,12 @@
 use std::path::PathBuf;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{EarlyCheckout, Head, RefUpdate, RemoteConfig, Repository};
+use dmv_repo::{EarlyCheckout, Head, Phase, Progress, RefUpdate, RemoteConfig, Repository};
 
 use crate::fetch::{fetch_refs, FetchedRef};
 use crate::named_remotes::{normalize_url, remote_cache_dir};
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
-use crate::progress::{Phase, Progress};
 use crate::remote::Remote;
 use crate::remote_spec::{LocalServer, RemoteSpec};
 use crate::{BucketOptions, SyncError, SyncResult};
@@ -135,7 +134,7 @@ impl ClonePlan {
             false => None,
         };
         progress.phase(Phase::Receiving);
-        let fetched = fetch_refs(&repo, remote, "origin", &|d, t| progress.update(d, t), early.as_mut());
+        let fetched = fetch_refs(&repo, remote, "origin", progress, early.as_mut());
         progress.finish();
         let mut fetched = fetched.map_err(stopped)?;
         release_free_memory();
@@ -178,7 +177,7 @@ impl ClonePlan {
                 written.extend(early_written);
             }
             progress.phase(Phase::CheckingOut);
-            let checkout = repo.checkout_tree_with(&tree, &written, &|d, t| progress.update(d, t));
+            let checkout = repo.checkout_tree_with(&tree, &written, progress);
             progress.finish();
             checkout.map_err(|e| stopped(e.into()))?;
         }

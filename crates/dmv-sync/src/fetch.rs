@@ -2,12 +2,11 @@
 //! `refs/tags/*`, with the objects they need.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{EarlyCheckout, RefUpdate, Repository};
+use dmv_repo::{EarlyCheckout, Phase, Progress, RefUpdate, Repository};
 
 use crate::locations::{exchange_locations, tell_of_new_copies};
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
-use crate::progress::{Phase, Progress};
 use crate::receive::fetch_objects;
 use crate::remote::{Remote, RemoteRefs};
 use crate::SyncResult;
@@ -50,7 +49,7 @@ pub struct Fetched {
 /// one line naming the files and the replicas known to hold them.
 pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Fetched> {
     progress.phase(Phase::Receiving);
-    let result = fetch_refs(repo, remote, remote_name, &|d, t| progress.update(d, t), None);
+    let result = fetch_refs(repo, remote, remote_name, progress, None);
     progress.finish();
     let mut fetched = result?;
     let tips: Vec<ObjectId> = fetched.updated.iter().map(|u| u.new).collect();
@@ -59,7 +58,7 @@ pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, prog
 }
 
 /// [`fetch`], with `early` (see [`fetch_objects`]) pointed at the remote's HEAD branch.
-pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Fn(u64, u64), mut early: Option<&mut EarlyCheckout>) -> SyncResult<Fetched> {
+pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress, mut early: Option<&mut EarlyCheckout>) -> SyncResult<Fetched> {
     let RemoteRefs { head, refs } = remote.list_refs()?;
     if let Some(early) = early.as_deref_mut() {
         let default_head = branch_ref("main");

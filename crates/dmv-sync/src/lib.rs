@@ -8,7 +8,7 @@
 //! The operations a front end calls are [`clone`], [`fetch`], [`push`],
 //! [`pull`] and [`sync`], with the named remotes of [`find_remote`].
 //!
-//! The files, each using only those listed before it: `error`, `progress`,
+//! The files, each using only those listed before it: `error`,
 //! `protocol`, `frame`, `remote` (the [`Remote`] trait and the capabilities
 //! only some remotes have), `client` (the client of a DMV server over a
 //! wire), `serve` (answering requests, over a pipe or for dmv-server), the
@@ -43,7 +43,6 @@ mod named_remotes;
 mod objects;
 mod partial;
 mod path_locks;
-mod progress;
 pub mod protocol;
 mod pull;
 mod push;
@@ -60,6 +59,7 @@ pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
 pub use dmv_bucket::BucketOptions;
+pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
 pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
@@ -70,7 +70,6 @@ pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
-pub use progress::{Phase, Progress, Silent};
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use receive::fetch_objects;

@@ -4,6 +4,7 @@
 //! and counts what crossed, so tests of the negotiation run fast and can say
 //! exactly what a fetch or push sent.
 
+use dmv_repo::Tally;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use dmv_repo::store::object::{children, decode, Commit};
@@ -145,14 +146,14 @@ impl Remote for MemoryRemote {
         Ok(())
     }
 
-    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)> {
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)> {
         self.traffic.put_calls += 1;
         let (mut stored, mut bytes) = (0u64, 0u64);
         let store = &mut self.objects;
         let traffic = &mut self.traffic;
         objects(&mut |obj: &StoredObject| {
             traffic.objects_received += 1;
-            sent(obj.payload.len() as u64);
+            sent.add(obj.payload.len() as u64);
             let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
             for child in children(&obj.id, obj.kind, &content)? {
                 if !store.contains_key(&child) {

@@ -6,12 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
-use dmv_repo::{EarlyCheckout, RepoError, Repository, Slice};
+use dmv_repo::{EarlyCheckout, Phase, Progress, RepoError, Repository, Slice};
 
 use crate::locations::holder_names;
 use crate::named_remotes::{find_remote, remotes_in_order};
 use crate::objects::TransferStats;
-use crate::progress::{Phase, Progress};
 use crate::receive::{fetch_file_data, EarlyFill};
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::BRANCHES;
@@ -137,7 +136,7 @@ fn fetch_from_remotes(
         }
         progress.phase(Phase::Receiving);
         let early = early.as_mut().map(|(e, paths)| (&mut **e, *paths));
-        let got = fetch_file_data(repo, remote.as_mut(), &here, &|d, t| progress.update(d, t), early);
+        let got = fetch_file_data(repo, remote.as_mut(), &here, progress, early);
         progress.finish();
         let got = got?;
         stats.objects += got.objects;

@@ -6,7 +6,7 @@
 //! lockable files to leave writable.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{CommitRequest, Committed, KnownLocks, Lockable, PathLock, RepoError, Repository, ATTRIBUTES_FILE};
+use dmv_repo::{CommitRequest, Committed, KnownLocks, Lockable, PathLock, Progress, RepoError, Repository, ATTRIBUTES_FILE};
 
 use crate::named_remotes::{default_remote, find_remote, NamedRemote};
 use crate::remote::{PathLocks, Remote};
@@ -110,7 +110,7 @@ pub enum CommitLockCheck {
 /// `commit`, as one call: the lock check of [`check_commit`], then
 /// [`Repository::commit_with`], under one hold of the working-tree lock so
 /// that what was checked is what is committed.
-pub fn commit(repo: &Repository, request: &CommitRequest<'_>, progress: &dyn Fn(u64, u64)) -> SyncResult<(CommitLockCheck, Committed)> {
+pub fn commit(repo: &Repository, request: &CommitRequest<'_>, progress: &dyn Progress) -> SyncResult<(CommitLockCheck, Committed)> {
     let _wlock = repo.lock_worktree()?;
     let check = check_commit(repo, request.all)?;
     Ok((check, repo.commit_with(request, progress)?))

@@ -2,11 +2,10 @@
 //! `sync` (pull, then push what the merge made), the call a watcher or a
 //! "sync now" button makes.
 
-use dmv_repo::{MergeOutcome, Repository};
+use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
-use crate::progress::{Phase, Progress};
 use crate::push::{current_branch, push, PushOptions, Pushed};
 use crate::remote::Remote;
 use crate::{SyncError, SyncResult};
@@ -36,7 +35,7 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
     let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
     let label = format!("{remote_name}/{branch}");
     progress.phase(Phase::Merging);
-    let merge = repo.merge(theirs, &label, &|d, t| progress.update(d, t));
+    let merge = repo.merge(theirs, &label, progress);
     progress.finish();
     Ok(Pulled { fetched, label, merge: merge? })
 }

@@ -7,11 +7,10 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{Head, RefUpdate, RepoError, Repository, Upstream};
+use dmv_repo::{Head, Phase, Progress, RefUpdate, RepoError, Repository, Upstream};
 
 use crate::locations::exchange_locations;
 use crate::objects::TransferStats;
-use crate::progress::{Phase, Progress};
 use crate::remote::Remote;
 use crate::send::{send_objects, PushRef};
 use crate::{SyncError, SyncResult};
@@ -108,7 +107,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
     crate::path_locks::refuse_push_over_locks(repo, remote, &pushed.updated, &tips)?;
     progress.phase(Phase::Sending);
-    let sent = send_objects(repo, remote, &pushed.updated, &tips, &|d, t| progress.update(d, t));
+    let sent = send_objects(repo, remote, &pushed.updated, &tips, progress);
     progress.finish();
     pushed.stats = sent?;
     if let Some(r) = remote_name {

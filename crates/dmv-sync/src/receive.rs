@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 use dmv_repo::store::object::{for_each_child, EntryKind};
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
-use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Repository};
+use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Progress, Repository};
 
 use crate::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::objects::{children_first, damaged, edges, TransferStats};
@@ -38,7 +38,7 @@ pub fn fetch_objects(
     repo: &Repository,
     client: &mut dyn Remote,
     wants: &[ObjectId],
-    progress: &dyn Fn(u64, u64),
+    progress: &dyn Progress,
     mut early: Option<&mut EarlyCheckout>,
     then: impl FnOnce() -> SyncResult<()>,
 ) -> SyncResult<ObjectsFetched> {
@@ -91,7 +91,7 @@ pub(crate) type EarlyFill<'a> = (&'a mut EarlyCheckout, &'a [(Vec<u8>, FlatEntry
 /// Fetches the data of some files (their content ids: file nodes and
 /// chunks) that the local store lacks. `early`, if given, writes those of
 /// `paths` (working-tree files and their entries) whose chunks arrive in order.
-pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Fn(u64, u64), early: Option<EarlyFill<'_>>) -> SyncResult<TransferStats> {
+pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Progress, early: Option<EarlyFill<'_>>) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
@@ -399,7 +399,7 @@ fn receive_chunks(
     session: &mut WriteSession<'_>,
     client: &mut dyn Remote,
     chunks: Vec<(ObjectId, u32)>,
-    progress: &dyn Fn(u64, u64),
+    progress: &dyn Progress,
     mut early: Option<&mut EarlyCheckout>,
 ) -> SyncResult<TransferStats> {
     let mut stats = TransferStats::default();
@@ -427,7 +427,7 @@ fn receive_chunks(
                 stats.chunk_bytes += obj.raw_len as u64;
             }
             done += obj.raw_len as u64;
-            progress(done, total);
+            progress.update(done, total);
             Ok(())
         });
         if let Err(e) = received {

@@ -4,7 +4,7 @@
 //! [`KeepsPathLocks`]), with what they answer.
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames};
+use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames, Tally};
 
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
@@ -47,8 +47,8 @@ pub trait Remote {
         4096
     }
     /// Uploads what `objects` produces; returns (objects, bytes) stored.
-    /// `sent(n)`: `n` more bytes left for the remote (for progress).
-    fn put(&mut self, objects: ObjectProducer<'_>, sent: &(dyn Fn(u64) + Sync)) -> SyncResult<(u64, u64)>;
+    /// `sent` counts the bytes that left for the remote.
+    fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)>;
     /// All or nothing; each update compares-and-swaps on its `old` value.
     /// An empty list checks write access.
     fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
-use dmv_repo::Repository;
+use dmv_repo::{Progress, Repository, Tally};
 
 use crate::locations::{record_transfer, remote_replica};
 use crate::objects::{children_first, edges, TransferStats};
@@ -28,7 +28,7 @@ pub struct PushRef {
 
 /// Sends what the remote lacks of the new tips, then moves its refs with a
 /// compare-and-swap on each expected old value (all or nothing).
-pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId], progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<TransferStats> {
+pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId], progress: &dyn Progress) -> SyncResult<TransferStats> {
     // An empty ref update checks write access, so a refusal comes before any upload.
     client.update_refs(Vec::new(), &repo.who(), "push")?;
     let tips: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
@@ -197,7 +197,7 @@ fn first_of_each(ids: &mut Vec<ObjectId>) {
 
 /// Streams the missing objects in one upload: chunks (read ahead from disk
 /// while the previous window is sent), then the rest children first.
-fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progress: &(dyn Fn(u64, u64) + Sync)) -> SyncResult<TransferStats> {
+fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progress: &dyn Progress) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let order = children_first(&missing.graph);
     if missing.chunks.is_empty() && order.is_empty() {
@@ -224,11 +224,7 @@ fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progres
     // Progress counts what left for the remote (a bucket: packs uploaded, so
     // the bar stays short of the end while the last pack goes up); the
     // trees and commits after the chunks add a little over the total.
-    let sent = std::sync::atomic::AtomicU64::new(0);
-    client.put(&mut objects, &|n| {
-        let done = sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed) + n;
-        progress(done.min(total), total);
-    })?;
+    client.put(&mut objects, &Tally::new(progress, total))?;
     Ok(TransferStats { objects: (missing.chunks.len() + order.len()) as u64, chunk_bytes: total })
 }
 

@@ -13,7 +13,7 @@ use dmv_testkit::noise;
 use std::path::Path;
 
 use dmv_repo::store::ChunkParams;
-use dmv_repo::{MergeOutcome, RemoteConfig, Repository};
+use dmv_repo::{MergeOutcome, RemoteConfig, Repository, Tally};
 use dmv_sync::{CloneOptions, ClonePlan, LocalServer, NamedRemote, PushOptions, Silent, SyncError};
 
 fn connect(repo: &Repository) -> (NamedRemote, Box<dyn dmv_sync::Remote>) {
@@ -105,7 +105,7 @@ fn clone_commit_push_pull_and_sync_in_process() {
     assert_eq!(server.refs.get("refs/heads/main").unwrap(), Some(merge));
     assert_eq!(laptop.refs.get("refs/remotes/origin/main").unwrap(), Some(merge));
     assert!(studio.status().unwrap().is_clean() && laptop.status().unwrap().is_clean());
-    let report = server.store.verify_reachable(&server.roots().unwrap(), false, &|_| {}).unwrap();
+    let report = server.store.verify_reachable(&server.roots().unwrap(), false, &Tally::silent()).unwrap();
     assert!(report.is_clean());
     // A call that reaches the remotes by itself: the server holds the laptop's photo, asked live.
     let mut held = Vec::new();

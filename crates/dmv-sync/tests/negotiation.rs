@@ -6,12 +6,12 @@ use common::commit_all;
 use dmv_testkit::noise;
 
 use dmv_repo::store::ChunkParams;
-use dmv_repo::Repository;
+use dmv_repo::{Repository, Tally};
 use dmv_sync::{MemoryRemote, PushOptions, Remote, Silent, SyncError};
 
 /// Objects reachable from the repository's refs and HEAD.
 fn reachable(repo: &Repository) -> u64 {
-    let report = repo.store.verify_reachable(&repo.roots().unwrap(), false, &|_| {}).unwrap();
+    let report = repo.store.verify_reachable(&repo.roots().unwrap(), false, &Tally::silent()).unwrap();
     assert!(report.is_clean());
     report.objects_checked
 }
@@ -76,13 +76,13 @@ fn fetch_asks_only_for_new_objects_and_a_cut_leaves_no_ref_behind() {
     let cut = dmv_sync::fetch(&replica, &mut remote, "origin", &Silent).unwrap_err();
     assert!(matches!(cut, SyncError::Disconnected(_)), "{cut}");
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), None);
-    assert!(replica.store.verify_reachable(&replica.roots().unwrap(), false, &|_| {}).unwrap().is_clean());
+    assert!(replica.store.verify_reachable(&replica.roots().unwrap(), false, &Tally::silent()).unwrap().is_clean());
     remote.cut_after(None);
     let fetched = dmv_sync::fetch(&replica, &mut remote, "origin", &Silent).unwrap();
     assert_eq!(fetched.updated.len(), 1);
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), source.head_commit().unwrap());
     let tip = source.head_commit().unwrap().unwrap();
-    assert_eq!(replica.store.verify_reachable(&[tip], false, &|_| {}).unwrap().objects_checked, all);
+    assert_eq!(replica.store.verify_reachable(&[tip], false, &Tally::silent()).unwrap().objects_checked, all);
 
     // A new commit upstream: the fetch gets that commit's new objects only.
     let dir = tmp.path().join("studio");
@@ -116,7 +116,7 @@ fn a_ref_moved_by_someone_else_during_a_push_fails_the_push_whole() {
     assert_eq!(refs.refs.len(), 1);
     remote.set_ref("refs/heads/main", None);
     let updates = vec![dmv_sync::PushRef { name: "refs/heads/main".into(), expected: first, new: repo.head_commit().unwrap() }];
-    let err = dmv_sync::send_objects(&repo, &mut remote, &updates, &[first.unwrap()], &|_, _| {}).unwrap_err();
+    let err = dmv_sync::send_objects(&repo, &mut remote, &updates, &[first.unwrap()], &Silent).unwrap_err();
     assert!(matches!(&err, SyncError::Rejected { name, found: None } if name == "refs/heads/main"), "{err}");
     assert_eq!(remote.refs().get("refs/heads/main"), None, "the ref was not set");
 }

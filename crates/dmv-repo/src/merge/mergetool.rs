@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use dmv_store::object::EntryKind;
+use dmv_store::Silent;
 
 use crate::error::{IoContext, RepoResult};
 use crate::history::tree::FlatEntry;
@@ -50,7 +51,7 @@ impl Repository {
         }
         if !resolved.is_empty() {
             // Every resolved path is tracked (ours had it), so `add` stages a deleted one as deleted.
-            self.add(&resolved, false, &|_, _| {})?;
+            self.add(&resolved, false, &Silent)?;
             state.conflicts.retain(|c| !resolved.contains(&c.path));
             self.save_merge_state(state)?;
         }

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use dmv_store::{ObjectId, ObjectKind};
+use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
@@ -65,7 +65,7 @@ fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item
 
 impl Repository {
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
-    pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+    pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
         // The same merge again, after one was cut short while writing the
         // working tree: undone (it started from a clean tree) and run anew.
@@ -106,7 +106,7 @@ impl Repository {
         self.three_way_merge(ours, base, theirs, label, (&status, &ds), progress)
     }
 
-    fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Fn(u64, u64)) -> RepoResult<MergeOutcome> {
+    fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         let target = self.commit(&theirs)?.tree;
         let wanted = flatten(&self.store, &target)?;
         refuse_overwriting_untracked(now.0, now.1, &wanted)?;
@@ -129,7 +129,7 @@ impl Repository {
         theirs: ObjectId,
         label: &str,
         now: (&WorktreeStatus, &Dirstate),
-        progress: &dyn Fn(u64, u64),
+        progress: &dyn Progress,
     ) -> RepoResult<MergeOutcome> {
         let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
         let base_flat = match base {

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use dmv_store::Silent;
+
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
 use crate::merge::resolution::Resolution;
@@ -65,7 +67,7 @@ impl Repository {
         }
         drop(ds);
         if !to_stage.is_empty() {
-            self.add(&to_stage, false, &|_, _| {})?;
+            self.add(&to_stage, false, &Silent)?;
         }
         Ok(results)
     }

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use dmv_store::object::EntryKind;
-use dmv_store::{ObjectId, StoreError};
+use dmv_store::{ObjectId, StoreError, Tally};
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{flatten, read_dir};
@@ -138,7 +138,7 @@ impl Repository {
         }
         let mut session = self.store.begin_write()?;
         let sources = wanted.iter().map(|(p, _)| dmv_store::IngestSource { path: self.abs_path(p) }).collect();
-        let results = session.ingest(sources, &|_| {})?;
+        let results = session.ingest(sources, &Tally::silent())?;
         let restored = wanted.iter().zip(results).filter(|((_, id), got)| got.as_ref().is_ok_and(|g| g.id == *id)).count() as u64;
         session.finish()?;
         Ok(restored)
@@ -165,7 +165,7 @@ impl Repository {
     /// The objects the history needs that are damaged or not here (file
     /// data a partial replica lacks by its slice or a drop is not missing).
     pub fn missing_objects(&self) -> RepoResult<Vec<ObjectId>> {
-        let report = self.verify_reachable(&|_| {})?;
+        let report = self.verify_reachable(&Tally::silent())?;
         let mut ids: Vec<ObjectId> = report.damage.iter().filter_map(|d| d.object.as_deref().and_then(ObjectId::from_hex)).collect();
         ids.sort_by_key(|id| id.0);
         ids.dedup();

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use dmv_store::{ObjectId, ObjectKind, VerifyReport};
+use dmv_store::{ObjectId, ObjectKind, Progress, Tally, VerifyReport};
 use serde::Serialize;
 
 use crate::error::RepoResult;
@@ -69,12 +69,13 @@ pub struct RepoStats {
 impl Repository {
     /// Checks the repository: what is reachable (with `full`, every object
     /// of every pack and every index), the files beside the store, and the
-    /// copies of what is absent here. `progress` is told of objects checked.
-    pub fn fsck(&self, full: bool, progress: &dyn Fn(u64)) -> RepoResult<FsckReport> {
+    /// copies of what is absent here. `progress` is told of bytes checked.
+    pub fn fsck(&self, full: bool, progress: &dyn Progress) -> RepoResult<FsckReport> {
         let mut problems = self.check_files()?;
-        let mut report = self.verify_reachable(progress)?;
+        let tally = Tally::new(progress, 0);
+        let mut report = self.verify_reachable(&tally)?;
         if full {
-            let packs = self.store.verify_packs(progress)?;
+            let packs = self.store.verify_packs(&tally)?;
             // Every object is in some pack: the pack pass's counts cover the walk's.
             report.packs_checked = packs.packs_checked;
             report.objects_checked = packs.objects_checked;

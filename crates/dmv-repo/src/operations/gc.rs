@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use dmv_store::{GcOptions, GcReport, ObjectId, VerifyReport};
+use dmv_store::{GcOptions, GcReport, ObjectId, Progress, Tally, VerifyReport};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::replica::locations::now_ns;
@@ -40,17 +40,17 @@ impl Repository {
     /// Drops unreachable objects and merges small packs, and compacts the
     /// ref tables. Safe while any other command runs: roots are read under
     /// the store's exclusive gc lock, after every writer has finished.
-    pub fn gc(&self, policy: GcPolicy, progress: &dyn Fn(u64)) -> RepoResult<GcReport> {
+    pub fn gc(&self, policy: GcPolicy, progress: &dyn Progress) -> RepoResult<GcReport> {
         let options = GcOptions { absent_data_ok: policy.store.absent_data_ok || self.config.partial, ..policy.store };
-        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), options, progress)?;
+        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), options, &Tally::new(progress, 0))?;
         self.refs.compact()?;
         Ok(report)
     }
 
     /// Reads (and so re-hashes) everything the roots reach. In a partial
     /// replica, file data that is not here is listed as absent, not damage.
-    pub fn verify_reachable(&self, progress: &dyn Fn(u64)) -> RepoResult<VerifyReport> {
-        Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, progress)?)
+    pub fn verify_reachable(&self, tally: &Tally<'_>) -> RepoResult<VerifyReport> {
+        Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, tally)?)
     }
 
     /// Content some other replica's drop has locked here (expired locks are removed).

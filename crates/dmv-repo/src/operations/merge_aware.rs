@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use dmv_store::ObjectId;
+use dmv_store::Progress;
 use serde::Serialize;
 
 use crate::error::{RepoError, RepoResult};
@@ -173,7 +174,7 @@ impl Repository {
     /// dirstate before HEAD moves, so that a crash in between leaves the
     /// changes staged, as an `add` would. During a merge it is `add` then
     /// [`Repository::commit_staged`], which records both parents.
-    pub fn commit_all(&self, message: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<ObjectId>> {
+    pub fn commit_all(&self, message: &str, progress: &dyn Progress) -> RepoResult<Option<ObjectId>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if self.merge_state()?.is_some() {
@@ -208,7 +209,7 @@ impl Repository {
     /// first, `amend` replaces HEAD's commit, and without a message a merge
     /// in progress is committed as "Merge LABEL". When nothing is committed,
     /// the outcome says why, as git does.
-    pub fn commit_with(&self, request: &CommitRequest<'_>, progress: &dyn Fn(u64, u64)) -> RepoResult<Committed> {
+    pub fn commit_with(&self, request: &CommitRequest<'_>, progress: &dyn Progress) -> RepoResult<Committed> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if request.amend {
@@ -243,7 +244,7 @@ impl Repository {
 
     /// Checks out the commit `head` names and makes it HEAD, as one change
     /// of the working tree (switch, checkout).
-    pub fn switch_to(&self, head: &Head, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub fn switch_to(&self, head: &Head, progress: &dyn Progress) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let commit = match head {
@@ -262,7 +263,7 @@ impl Repository {
     /// `switch NAME`: checks out branch `name`, made first from the one
     /// remote's branch of that name when there is none here. Returns the
     /// remote branch it was made from, if it was.
-    pub fn switch_to_branch(&mut self, name: &str, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<String>> {
+    pub fn switch_to_branch(&mut self, name: &str, progress: &dyn Progress) -> RepoResult<Option<String>> {
         let full = branch_ref(name);
         let made_from = match self.refs.get(&full)? {
             Some(_) => None,
@@ -275,7 +276,7 @@ impl Repository {
     /// Makes the working tree and dirstate match `target`. Refuses when tracked
     /// files have uncommitted changes or untracked files would be overwritten,
     /// and during a merge (switching away would strand its state).
-    pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub fn checkout_tree(&self, target: &ObjectId, progress: &dyn Progress) -> RepoResult<()> {
         self.checkout_tree_with(target, &BTreeMap::new(), progress)
     }
 
@@ -283,7 +284,7 @@ impl Repository {
     /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
     /// those whose entry is the target's are recorded with their stat data
     /// instead of being written again.
-    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>, progress: &dyn Progress) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

@@ -2,7 +2,7 @@
 //! hard, with git's meanings) and `commit --amend`.
 
 use dmv_store::object::Commit;
-use dmv_store::{ObjectId, ObjectKind};
+use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
@@ -25,7 +25,7 @@ impl Repository {
     /// `reset [--soft|--mixed|--hard] TARGET`: moves HEAD's branch (or a
     /// detached HEAD) to `target`. Refused during a merge (`merge --abort`
     /// ends one).
-    pub fn reset(&self, target: ObjectId, mode: ResetMode, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub fn reset(&self, target: ObjectId, mode: ResetMode, progress: &dyn Progress) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

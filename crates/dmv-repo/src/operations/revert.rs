@@ -3,6 +3,7 @@
 //! own tree as the base.
 
 use dmv_store::ObjectId;
+use dmv_store::Progress;
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
@@ -17,7 +18,7 @@ impl Repository {
     /// nothing changed, when the working tree has uncommitted changes, when
     /// a path it changed was changed again since (git would stop for the
     /// conflict; DMV's files are rarely mergeable by hand), or for a merge.
-    pub fn revert(&self, commit: ObjectId, progress: &dyn Fn(u64, u64)) -> RepoResult<ObjectId> {
+    pub fn revert(&self, commit: ObjectId, progress: &dyn Progress) -> RepoResult<ObjectId> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

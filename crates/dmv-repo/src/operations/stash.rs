@@ -6,7 +6,7 @@
 //! does, or with `--index` with what was staged staged again.
 
 use dmv_store::object::Commit;
-use dmv_store::{ObjectId, ObjectKind};
+use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
@@ -43,7 +43,7 @@ impl Repository {
 
     /// Puts the uncommitted changes to tracked files aside and makes the
     /// working tree HEAD's. None when there is nothing to put aside.
-    pub fn stash_push(&self, message: Option<&str>, progress: &dyn Fn(u64, u64)) -> RepoResult<Option<Stash>> {
+    pub fn stash_push(&self, message: Option<&str>, progress: &dyn Progress) -> RepoResult<Option<Stash>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
@@ -92,7 +92,7 @@ impl Repository {
     /// with `restore_index`, what was staged is staged again. Refused, with
     /// nothing changed, when a path it changed was changed differently on
     /// HEAD since (with `restore_index`: changed at all, for a staged path).
-    pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<Stash> {
+    pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Progress) -> RepoResult<Stash> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

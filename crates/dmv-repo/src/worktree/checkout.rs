@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::Metadata;
 
 use dmv_store::object::EntryKind;
-use dmv_store::{ObjectId, StoreError};
+use dmv_store::{ObjectId, Progress, StoreError};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{flatten, lookup, tree_reader, FilesInOrder, FlatEntry};
@@ -27,7 +27,7 @@ impl Repository {
     /// overwritten. Files in `written` that already hold the target's entry
     /// are recorded with their stat data instead of being written again.
     /// Knows nothing of merges: callers decide whether a checkout may happen now.
-    pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Progress) -> RepoResult<()> {
         let _wlock = self.lock_worktree()?;
         // Which files' data is here is asked of the packs as listed now
         // (a long-lived process, a watcher, may have listed them long ago).
@@ -143,7 +143,7 @@ impl Repository {
 
     /// Writes the files of `writes` (over what is there) and records their
     /// entries: in `entries` at their positions, or as added.
-    fn write_batch(&self, writes: &mut Writes, entries: &mut [DirEntry], progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    fn write_batch(&self, writes: &mut Writes, entries: &mut [DirEntry], progress: &dyn Progress) -> RepoResult<()> {
         let Writes { to_write, at, added, done, total } = writes;
         self.write_entries(to_write, false, &mut |k, meta| {
             let (rel, e) = &to_write[k];
@@ -153,7 +153,7 @@ impl Repository {
                 None => added.push((rel.clone(), entry)),
             }
             *done += e.size;
-            progress(*done, *total);
+            progress.update(*done, *total);
         })?;
         to_write.clear();
         at.clear();
@@ -165,7 +165,7 @@ impl Repository {
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
     /// becomes the list to write (a million files: ~100 MB instead of ~400).
-    fn populate(&self, target: &ObjectId, new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Fn(u64, u64)) -> RepoResult<()> {
+    fn populate(&self, target: &ObjectId, new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Progress) -> RepoResult<()> {
         let mut wanted = crate::history::tree::flatten_sorted(&self.store, target)?;
         let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
         // Already in place: written while its data arrived.
@@ -240,7 +240,7 @@ impl Repository {
         total: u64,
         new_ds: Dirstate,
         side: Vec<(Vec<u8>, DirEntry)>,
-        progress: &dyn Fn(u64, u64),
+        progress: &dyn Progress,
     ) -> RepoResult<()> {
         let mut stats = vec![WrittenStat::default(); to_write.len()];
         let mut done = 0;
@@ -248,7 +248,7 @@ impl Repository {
             let st = Stat::of(meta);
             stats[i] = WrittenStat { mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode };
             done += to_write[i].1.size;
-            progress(done, total);
+            progress.update(done, total);
         };
         self.write_entries(to_write, into_empty, &mut record)?;
         let entries = || {

@@ -3,11 +3,11 @@
 //! commit commands, which consult a merge in progress, are in
 //! `operations::merge_aware`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use dmv_store::object::EntryKind;
-use dmv_store::{IngestSource, ObjectId, ObjectKind, WriteSession};
+use dmv_store::{IngestSource, ObjectId, ObjectKind, Progress, Tally, WriteSession};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::{matches, show, Beneath};
@@ -24,7 +24,7 @@ impl Repository {
     /// Stages files under the given repository-relative paths (empty = everything):
     /// new and modified files are stored, vanished tracked files are unstaged.
     /// With `tracked_only`, untracked files are left alone (`commit -a`).
-    pub fn add(&self, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
+    pub fn add(&self, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Progress) -> RepoResult<usize> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
@@ -39,15 +39,15 @@ impl Repository {
 
     /// Stages into `ds` what `add` stages, storing new content in `session`;
     /// returns how many entries changed.
-    pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Fn(u64, u64)) -> RepoResult<usize> {
+    pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Progress) -> RepoResult<usize> {
         let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
         // Positions in one sorted run name the tracked entries until the
         // untracked files are inserted, last.
         ds.entries.fold();
         let seen = Seen::new(ds.entries.len());
         let written_ns = ds.written_ns;
-        let total = AtomicU64::new(0);
-        let mut storing = Storing { repo: self, session, progress, done: AtomicU64::new(0), total: &total, changed: 0 };
+        let tally = Tally::new(progress, 0);
+        let mut storing = Storing { repo: self, session, tally: &tally, changed: 0 };
         // Tracked files whose stat changed are stored as they are found, and
         // their entries changed in place; untracked ones are listed.
         let mut untracked = {
@@ -125,7 +125,7 @@ impl Repository {
         let untracked = Mutex::new(Vec::new());
         let pending = Mutex::new(Vec::new());
         let failed = AtomicBool::new(false);
-        let total = storing.total;
+        let tally = storing.tally;
         // One batch waits while one is stored: the walk runs ahead by no more.
         let (full, batches) = std::sync::mpsc::sync_channel::<Vec<(usize, Stat)>>(1);
         let (walked, stored) = std::thread::scope(|s| {
@@ -142,7 +142,7 @@ impl Repository {
                         let entries = ds.entries.sorted().unwrap_or_default();
                         let tracked = |i: usize, meta: Stat| {
                             if wanted(entries.path(i)) && differs(entries.value(i), &meta, ds.written_ns) {
-                                total.fetch_add(meta.size, Ordering::Relaxed);
+                                tally.expect(meta.size);
                                 changed.push((i, meta));
                             }
                         };
@@ -194,7 +194,7 @@ impl Repository {
                     let Some(meta) = meta else { continue };
                     seen.mark(i);
                     if wanted(entries.path(i)) && differs(entries.value(i), &meta, ds.written_ns) {
-                        storing.total.fetch_add(meta.size, Ordering::Relaxed);
+                        storing.tally.expect(meta.size);
                         changed.push((i, meta));
                     }
                 }
@@ -354,10 +354,9 @@ impl Repository {
 struct Storing<'r, 's, 'w> {
     repo: &'r Repository,
     session: &'s mut WriteSession<'w>,
-    progress: &'r dyn Fn(u64, u64),
-    done: AtomicU64,
-    /// Bytes found to store so far (the walk adds to it as it goes).
-    total: &'r AtomicU64,
+    /// Bytes stored of those found to store so far (the walk adds to them
+    /// as it goes).
+    tally: &'r Tally<'r>,
     /// Entries changed.
     changed: usize,
 }
@@ -391,7 +390,7 @@ impl Storing<'_, '_, '_> {
     /// the list shrinks as the dirstate grows (a first add of a million
     /// files held both whole, ~100 MB more).
     fn store_untracked(&mut self, ds: &mut Dirstate, mut files: Vec<(Vec<u8>, Stat)>) -> RepoResult<()> {
-        self.total.fetch_add(files.iter().map(|(_, m)| m.size).sum(), Ordering::Relaxed);
+        self.tally.expect(files.iter().map(|(_, m)| m.size).sum());
         files.reverse();
         while !files.is_empty() {
             let mut batch = files.split_off(files.len().saturating_sub(INGEST_BATCH));
@@ -425,11 +424,7 @@ impl Storing<'_, '_, '_> {
                 sources.push(IngestSource { path: self.repo.abs_path(path) });
             }
         }
-        let (done, total, progress) = (&self.done, self.total, self.progress);
-        let results = self.session.ingest(sources, &|n| {
-            let d = done.fetch_add(n, Ordering::Relaxed) + n;
-            progress(d, total.load(Ordering::Relaxed));
-        })?;
+        let results = self.session.ingest(sources, self.tally)?;
         for (k, result) in at.into_iter().zip(results) {
             let stored = result?;
             let kind = kind_of(&stored.meta).unwrap_or(EntryKind::File);
