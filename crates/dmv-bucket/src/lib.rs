@@ -61,7 +61,7 @@ pub use locations::LOCATIONS_PREFIX;
 pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use upload::{ObjectSink, Producer};
-pub use url::{BucketOptions, BucketUrl};
+pub use url::{BucketOptions, BucketUrl, DEFAULT_STALL_AFTER, RETRIES};
 
 use mirror::Mirror;
 use refswap::DropsSeen;

@@ -102,7 +102,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         }
     };
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
-    let mut uploader = conn.runtime.spawn(upload_in_order(conn.op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf(), uploaded.clone()));
+    let mut uploader = conn.runtime.spawn(upload_in_order(conn.upload_op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf(), uploaded.clone()));
     let mut stored = (0u64, 0u64);
     let produced = (|| -> Result<(), E> {
         let mut session = staging.begin_write()?;

@@ -63,14 +63,30 @@ pub struct BucketOptions {
     /// `bucket.host/key` instead of `host/bucket/key` (path style, the default,
     /// is what MinIO, Ceph and Garage expect).
     pub virtual_host_style: bool,
+    /// How long a request may wait for the store to answer (each attempt;
+    /// a failed one is tried again up to [`RETRIES`] times). Default
+    /// [`DEFAULT_STALL_AFTER`].
+    pub stall_after: Option<Duration>,
 }
 
+/// How long a request waits for the store when the options do not say.
+pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(30);
+/// Times a failed request is tried again: a busy store's refusals and
+/// dropped connections are often gone a moment later.
+pub const RETRIES: usize = 3;
+/// How long one call of a pack upload (a part, or the close that waits for
+/// the last parts) may take: a part goes out at the speed of the uplink,
+/// and a slow one is not a stalled store.
+const UPLOAD_PART_WAIT: Duration = Duration::from_secs(300);
+
 /// A connection to one bucket location: every request goes through `op`,
-/// driven by `runtime`; errors name `target`.
+/// or `upload_op` for the packs and indexes uploaded, driven by `runtime`;
+/// errors name `target`.
 pub(crate) struct Conn {
     pub target: Target,
     pub runtime: tokio::runtime::Runtime,
     pub op: Operator,
+    pub upload_op: Operator,
 }
 
 impl Conn {
@@ -81,8 +97,10 @@ impl Conn {
         let target = Target { url: url.to_string(), bucket: parsed.bucket.clone() };
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_start(block_sigpipe).enable_all().build().map_err(|cause| BucketError::Runtime { cause })?;
-        let op = operator(&parsed, options).map_err(|e| target.classify(e, "configuration"))?;
-        Ok(Conn { target, runtime, op })
+        let wait = options.stall_after.unwrap_or(DEFAULT_STALL_AFTER);
+        let op = operator(&parsed, options, wait, wait).map_err(|e| target.classify(e, "configuration"))?;
+        let upload_op = operator(&parsed, options, wait.max(UPLOAD_PART_WAIT), wait.max(UPLOAD_PART_WAIT)).map_err(|e| target.classify(e, "configuration"))?;
+        Ok(Conn { target, runtime, op, upload_op })
     }
 
     /// Runs `work` as a task on the runtime's threads (never on the calling
@@ -113,7 +131,10 @@ fn install_http_transport() {
     opendal_http_transport_reqwest::install_default();
 }
 
-fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operator> {
+/// The store's client: `control` bounds a request without a body to stream
+/// (stat, a conditional write, a delete), `io` each call on a body (a read
+/// of a range, a part written, a listing's next page).
+fn operator(url: &BucketUrl, options: &BucketOptions, control: Duration, io: Duration) -> opendal::Result<Operator> {
     let mut builder = opendal::services::S3::default().bucket(&url.bucket).root(&format!("/{}", url.prefix)).disable_ec2_metadata();
     if let Some(endpoint) = options.endpoint.as_deref().filter(|e| !e.is_empty()) {
         builder = builder.endpoint(endpoint);
@@ -130,9 +151,8 @@ fn operator(url: &BucketUrl, options: &BucketOptions) -> opendal::Result<Operato
         builder = builder.enable_virtual_host_style();
     }
     Ok(Operator::new(builder)?
-        // A pack's close waits for its last parts: generous enough for slow uplinks.
-        .layer(TimeoutLayer::new().with_timeout(Duration::from_secs(120)).with_io_timeout(Duration::from_secs(300)))
-        .layer(RetryLayer::new().with_max_times(3).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter()))
+        .layer(TimeoutLayer::new().with_timeout(control).with_io_timeout(io))
+        .layer(RetryLayer::new().with_max_times(RETRIES).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter()))
 }
 
 #[cfg(test)]

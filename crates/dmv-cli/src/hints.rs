@@ -54,6 +54,7 @@ fn sync(e: &SyncError) -> Option<String> {
         SyncError::NoSuchRemote { name } => format!("; add one with `dmv remote add {name} URL`"),
         SyncError::NeedsNamedRemote { .. } => " (dmv remote add NAME URL)".into(),
         SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => " (dmv remote add NAME URL)".into(),
+        SyncError::Stalled { .. } => " (`dmv config remote.timeout SECONDS` waits longer)".into(),
         SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
         SyncError::Refused(Refusal::DataHeldByNeither { .. }) => " (`dmv get` fetches data)".into(),
         SyncError::Protocol(v) => return violation(v),

@@ -151,7 +151,7 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
     if a.json {
         write!(out, "[")?;
     }
-    dmv_sync::whereis(&repo, &tree, &repo_paths(&repo, &a.paths)?, &mut |f| {
+    let unasked = dmv_sync::whereis(&repo, &tree, &repo_paths(&repo, &a.paths)?, &mut |f| {
         let written = match a.json {
             true => write_json_item(&mut out, &f, std::mem::replace(&mut first, false)),
             false => write_copies(&mut out, &f),
@@ -162,6 +162,9 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
         writeln!(out, "{}]", if first { "" } else { "\n" })?;
     }
     out.flush()?;
+    for remote in unasked {
+        eprintln!("warning: could not ask {remote}; its copies are as last known");
+    }
     Ok(0)
 }
 

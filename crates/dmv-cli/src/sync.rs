@@ -35,7 +35,7 @@ pub struct BucketFlags {
 
 impl BucketFlags {
     fn options(&self) -> BucketOptions {
-        BucketOptions { endpoint: self.endpoint.clone(), region: self.region.clone(), virtual_host_style: self.virtual_host_style }
+        BucketOptions { endpoint: self.endpoint.clone(), region: self.region.clone(), virtual_host_style: self.virtual_host_style, ..Default::default() }
     }
 }
 

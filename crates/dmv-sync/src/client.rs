@@ -149,7 +149,7 @@ impl Remote for Client {
 
     fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)> {
         let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
-            let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
+            let lost = SyncError::connection_lost;
             objects(&mut |obj| {
                 w.object(obj).map_err(lost)?;
                 sent.add(obj.payload.len() as u64);
@@ -196,7 +196,7 @@ impl Remote for Client {
 
     fn put_locations(&mut self, _from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
         let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
-            let lost = |e: std::io::Error| SyncError::Disconnected(e.to_string());
+            let lost = SyncError::connection_lost;
             while let Some(piece) = log.next_page(LOCATIONS_PER_PIECE)? {
                 w.locations(&piece).map_err(lost)?;
             }

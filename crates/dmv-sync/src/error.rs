@@ -51,6 +51,16 @@ pub enum SyncError {
         /// What failed, in the words of the OS or the HTTP or storage library.
         detail: String,
     },
+    /// The remote stopped answering: nothing came, or nothing could be sent,
+    /// for as long as `remote.timeout` allows, and it was abandoned (a
+    /// frozen server, a dead link that still looks open).
+    #[error("{url} stopped answering: nothing for {seconds} s")]
+    Stalled {
+        /// The remote's URL.
+        url: String,
+        /// How long it was waited for.
+        seconds: u64,
+    },
     /// The remote refused the credentials: a server answered 403 (the token
     /// lacks the access), or an object store refused its keys.
     #[error("authentication failed for {url}: {detail}")]
@@ -272,7 +282,53 @@ pub enum SyncError {
     },
 }
 
+/// What a wire puts inside the `io::Error` of a read or write it gave up on
+/// because the remote stopped answering, so the error reaches the caller as
+/// [`SyncError::Stalled`] through code that only passes I/O errors on.
+#[derive(Debug, thiserror::Error)]
+#[error("{url} stopped answering: nothing for {seconds} s")]
+pub(crate) struct GaveUpWaiting {
+    pub url: String,
+    pub seconds: u64,
+}
+
+impl GaveUpWaiting {
+    pub(crate) fn io_error(url: &str, after: std::time::Duration) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, GaveUpWaiting { url: url.to_string(), seconds: after.as_secs() })
+    }
+}
+
 impl SyncError {
+    /// The connection failed part way: [`SyncError::Stalled`] when a wire
+    /// gave up waiting, else [`SyncError::Disconnected`] saying how.
+    pub(crate) fn connection_lost(e: std::io::Error) -> SyncError {
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<GaveUpWaiting>()) {
+            Some(GaveUpWaiting { url, seconds }) => SyncError::Stalled { url: url.clone(), seconds: *seconds },
+            None => SyncError::Disconnected(e.to_string()),
+        }
+    }
+
+    /// Whether the remote failed (did not answer, stalled, broke off, broke
+    /// the protocol, refused our credentials, or is not a repository), as
+    /// opposed to this side (its disk, its repository, the request asked):
+    /// another remote that holds a copy may still serve.
+    pub fn is_remote_failure(&self) -> bool {
+        matches!(
+            self,
+            SyncError::Disconnected(_)
+                | SyncError::Stalled { .. }
+                | SyncError::Unreachable { .. }
+                | SyncError::Protocol(_)
+                | SyncError::Version { .. }
+                | SyncError::Auth { .. }
+                | SyncError::TokenRefused { .. }
+                | SyncError::NotARepository { .. }
+                | SyncError::Remote(_)
+                | SyncError::MissingObject { .. }
+                | SyncError::Bucket(_)
+        )
+    }
+
     /// A local operation that failed with an OS error, said once.
     pub fn local(what: impl Into<String>, cause: std::io::Error) -> SyncError {
         SyncError::Local { what: what.into(), cause }

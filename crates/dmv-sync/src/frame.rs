@@ -138,14 +138,17 @@ impl<R: Read> FrameReader<R> {
                 Ok(0) => return Err(SyncError::Disconnected("stream ended inside a frame".into())),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(SyncError::Disconnected(e.to_string())),
+                Err(e) => return Err(SyncError::connection_lost(e)),
             }
         }
         let len = u32::from_le_bytes(len) as usize;
         if len == 0 || len > MAX_FRAME {
             return Err(SyncError::Protocol(Violation::FrameLength { len }));
         }
-        let ended = |e: io::Error| SyncError::Disconnected(format!("stream ended inside a frame: {e}"));
+        let ended = |e: io::Error| match SyncError::connection_lost(e) {
+            SyncError::Disconnected(how) => SyncError::Disconnected(format!("stream ended inside a frame: {how}")),
+            stalled => stalled,
+        };
         let mut frame_type = [0u8; 1];
         self.input.read_exact(&mut frame_type).map_err(ended)?;
         let (name, limit) = match frame_type[0] {

@@ -2,14 +2,15 @@
 //! is the request's frames and whose response body is the answer's frames.
 
 use std::io::{BufReader, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
 use crate::client::{BodyWriter, Wire};
+use crate::error::GaveUpWaiting;
 use crate::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb, VERSION};
 use crate::trace::Counting;
@@ -22,6 +23,44 @@ pub struct HttpWire {
     client: reqwest::Client,
     base: String,
     token: Option<String>,
+    /// How long the server may go without taking or giving a byte.
+    stall_after: Duration,
+}
+
+/// When bytes last moved either way: a request is abandoned once nothing
+/// has for the wait allowed. Our own side producing a body counts as
+/// moving, so a slow disk here is not taken for a stalled server.
+struct LastMoved {
+    start: Instant,
+    millis: AtomicU64,
+}
+
+impl LastMoved {
+    fn now() -> LastMoved {
+        LastMoved { start: Instant::now(), millis: AtomicU64::new(0) }
+    }
+
+    fn touch(&self) {
+        self.millis.store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle(&self) -> Duration {
+        self.start.elapsed().saturating_sub(Duration::from_millis(self.millis.load(Ordering::Relaxed)))
+    }
+}
+
+/// Runs `work` until it ends, or None once nothing has moved for `after`.
+async fn unless_stalled<T>(work: impl std::future::Future<Output = T>, moved: &LastMoved, after: Duration) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    loop {
+        let idle = moved.idle();
+        if idle >= after {
+            return None;
+        }
+        if let Ok(done) = tokio::time::timeout(after - idle, &mut work).await {
+            return Some(done);
+        }
+    }
 }
 
 /// Bytes of a streamed request body handed to the sending side at a time.
@@ -116,6 +155,7 @@ struct BodyPieces<'a> {
     /// nothing would ever make room in the channel again: the producer
     /// checks this instead of blocking on a full channel.
     ended: &'a AtomicBool,
+    moved: &'a LastMoved,
 }
 
 impl BodyPieces<'_> {
@@ -144,6 +184,7 @@ impl BodyPieces<'_> {
 
 impl Write for BodyPieces<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.moved.touch();
         let n = buf.len().min(BODY_PIECE - self.piece.len());
         self.piece.extend_from_slice(&buf[..n]);
         if self.piece.len() == BODY_PIECE {
@@ -159,18 +200,21 @@ impl Write for BodyPieces<'_> {
 
 /// A response body as a `Read`, pulled by the caller's thread.
 struct ResponseBody<'r> {
+    url: &'r str,
     runtime: &'r tokio::runtime::Runtime,
     response: reqwest::Response,
     piece: bytes::Bytes,
+    stall_after: Duration,
 }
 
 impl Read for ResponseBody<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.piece.is_empty() {
-            match self.runtime.block_on(self.response.chunk()) {
-                Ok(Some(piece)) => self.piece = piece,
-                Ok(None) => return Ok(0),
-                Err(e) => return Err(std::io::Error::other(root_cause(&e))),
+            match self.runtime.block_on(async { tokio::time::timeout(self.stall_after, self.response.chunk()).await }) {
+                Ok(Ok(Some(piece))) => self.piece = piece,
+                Ok(Ok(None)) => return Ok(0),
+                Ok(Err(e)) => return Err(std::io::Error::other(root_cause(&e))),
+                Err(_) => return Err(GaveUpWaiting::io_error(self.url, self.stall_after)),
             }
         }
         let n = buf.len().min(self.piece.len());
@@ -188,13 +232,16 @@ fn root_cause(e: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
+/// How long connecting may take at most (a dead host's packets vanish).
+const CONNECT_WAIT: Duration = Duration::from_secs(15);
+
 impl HttpWire {
-    pub fn new(base: &str, token: Option<String>) -> SyncResult<HttpWire> {
+    pub fn new(base: &str, token: Option<String>, stall_after: Duration) -> SyncResult<HttpWire> {
         let setup = |detail: String| SyncError::Unreachable { url: base.to_string(), detail: format!("cannot set up HTTP: {detail}") };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
-        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(15)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
+        let builder = reqwest::Client::builder().connect_timeout(CONNECT_WAIT.min(stall_after)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
         let client = builder.tls_backend_preconfigured(tls_config().map_err(setup)?).build().map_err(|e| setup(root_cause(&e)))?;
-        Ok(HttpWire { runtime, client, base: base.to_string(), token })
+        Ok(HttpWire { runtime, client, base: base.to_string(), token, stall_after })
     }
 }
 
@@ -209,13 +256,14 @@ impl Wire for HttpWire {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let runtime = &self.runtime;
+        let (runtime, stall_after) = (&self.runtime, self.stall_after);
+        let moved = Arc::new(LastMoved::now());
         let sent = match body {
             None => {
                 let mut buf = Vec::new();
                 FrameWriter::new(&mut buf).message(request).map_err(|e| SyncError::Protocol(Violation::Unencodable { detail: e.to_string() }))?;
                 crate::trace::BYTES_SENT.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                runtime.block_on(req.body(buf).send())
+                runtime.block_on(unless_stalled(req.body(buf).send(), &moved, stall_after))
             }
             Some(body) => {
                 // The body is produced on another thread while this one sends
@@ -224,15 +272,20 @@ impl Wire for HttpWire {
                 let ended = AtomicBool::new(false);
                 let (sent, produced) = std::thread::scope(|s| {
                     let ended = &ended;
+                    let on_our_side = moved.clone();
                     let producer = s.spawn(move || -> SyncResult<()> {
-                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE), ended });
+                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE), ended, moved: &on_our_side });
                         let mut w = FrameWriter::new(&mut out as &mut dyn Write);
                         w.message(request).map_err(|e| SyncError::Disconnected(e.to_string()))?;
                         body(&mut w)?;
                         w.flush().map_err(|e| SyncError::Disconnected(e.to_string()))
                     });
-                    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-                    let sent = runtime.block_on(req.body(reqwest::Body::wrap_stream(stream)).send());
+                    let taken = moved.clone();
+                    let stream = tokio_stream::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), move |piece| {
+                        taken.touch();
+                        piece
+                    });
+                    let sent = runtime.block_on(unless_stalled(req.body(reqwest::Body::wrap_stream(stream)).send(), &moved, stall_after));
                     ended.store(true, Ordering::Release);
                     (sent, producer.join())
                 });
@@ -246,11 +299,17 @@ impl Wire for HttpWire {
                 sent
             }
         };
-        let response =
-            sent.map_err(|e| if e.is_connect() { SyncError::Unreachable { url: self.base.clone(), detail: connect_detail(&e) } } else { SyncError::Disconnected(root_cause(&e)) })?;
+        let stalled = || SyncError::Stalled { url: self.base.clone(), seconds: stall_after.as_secs() };
+        let response = sent.ok_or_else(stalled)?.map_err(|e| {
+            if e.is_connect() {
+                SyncError::Unreachable { url: self.base.clone(), detail: connect_detail(&e) }
+            } else {
+                SyncError::Disconnected(root_cause(&e))
+            }
+        })?;
         let status = response.status();
         if !status.is_success() {
-            let text = runtime.block_on(error_text(response));
+            let text = runtime.block_on(async { tokio::time::timeout(stall_after, error_text(response)).await }).map_err(|_| stalled())?;
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
                 401 => SyncError::TokenRefused { url: self.base.clone(), detail: text },
@@ -259,6 +318,6 @@ impl Wire for HttpWire {
                 _ => SyncError::Remote(format!("HTTP {status}: {text}")),
             });
         }
-        Ok(FrameReader::new(Box::new(BufReader::with_capacity(1 << 20, Counting(ResponseBody { runtime, response, piece: bytes::Bytes::new() })))))
+        Ok(FrameReader::new(Box::new(BufReader::with_capacity(1 << 20, Counting(ResponseBody { url: &self.base, runtime, response, piece: bytes::Bytes::new(), stall_after })))))
     }
 }

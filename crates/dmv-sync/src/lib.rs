@@ -74,7 +74,7 @@ pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use receive::fetch_objects;
 pub use remote::{KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
-pub use remote_spec::{LocalServer, RemoteSpec, Transport};
+pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
 pub use serve::{handle_request, serve_stdio, Caller};

@@ -2,6 +2,7 @@
 //! a connectable [`RemoteSpec`], adding and removing them.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 
@@ -58,9 +59,15 @@ pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<R
     let mut spec = RemoteSpec::parse(&config.url)?;
     spec.token = config.token.clone();
     spec.remote_dmv = config.remote_dmv.clone();
-    spec.bucket = BucketOptions { endpoint: config.endpoint.clone(), region: config.region.clone(), virtual_host_style: config.virtual_host_style };
+    spec.bucket = BucketOptions { endpoint: config.endpoint.clone(), region: config.region.clone(), virtual_host_style: config.virtual_host_style, ..Default::default() };
     spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
+    spec.stall_after = stall_after(repo, spec.stall_after);
     Ok(spec)
+}
+
+/// The repository's `remote.timeout`, else `otherwise` (the global one).
+fn stall_after(repo: &Repository, otherwise: Duration) -> Duration {
+    repo.config.remote_timeout.map_or(otherwise, |s| Duration::from_secs(s.into()))
 }
 
 /// A configured remote by name, or a URL or path used directly.
@@ -74,6 +81,7 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
     }
     let mut spec = RemoteSpec::parse(&normalize_url(name_or_url)?)?;
     spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
+    spec.stall_after = stall_after(repo, spec.stall_after);
     Ok(NamedRemote { spec, name: None })
 }
 

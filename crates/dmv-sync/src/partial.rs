@@ -128,7 +128,14 @@ fn fetch_from_remotes(
                 continue;
             }
         };
-        let has = remote.has(&missing)?;
+        let has = match remote.has(&missing) {
+            Ok(has) => has,
+            Err(e) if e.is_remote_failure() => {
+                tried.push(format!("{name} ({e})"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let here: Vec<ObjectId> = missing.iter().zip(&has).filter(|(_, h)| **h).map(|(id, _)| *id).collect();
         if here.is_empty() {
             tried.push(format!("{name} (does not have it)"));
@@ -138,11 +145,20 @@ fn fetch_from_remotes(
         let early = early.as_mut().map(|(e, paths)| (&mut **e, *paths));
         let got = fetch_file_data(repo, remote.as_mut(), &here, progress, early);
         progress.finish();
-        let got = got?;
-        stats.objects += got.objects;
-        stats.chunk_bytes += got.chunk_bytes;
-        from.push(name);
-        missing = missing.into_iter().zip(has).filter(|(_, h)| !*h).map(|(id, _)| id).collect();
+        match got {
+            Ok(got) => {
+                stats.objects += got.objects;
+                stats.chunk_bytes += got.chunk_bytes;
+                from.push(name);
+                missing = missing.into_iter().zip(has).filter(|(_, h)| !*h).map(|(id, _)| id).collect();
+            }
+            // What arrived before it failed stays; the rest from the next remote.
+            Err(e) if e.is_remote_failure() => {
+                tried.push(format!("{name} ({e})"));
+                missing.retain(|id| repo.store.check_content_present(id).is_err());
+            }
+            Err(e) => return Err(e),
+        }
         if missing.is_empty() {
             return Ok((from, stats));
         }

@@ -96,9 +96,24 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
                 continue;
             }
         };
-        let has_branch = connection.list_refs()?.refs.iter().any(|(r, _)| *r == branch_ref(&branch));
+        let has_branch = match connection.list_refs() {
+            Ok(listed) => listed.refs.iter().any(|(r, _)| *r == branch_ref(&branch)),
+            Err(e) if e.is_remote_failure() => {
+                done.skipped.push((name, e.to_string()));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if has_branch {
-            let pulled = pull(repo, connection.as_mut(), &name, Some(&branch), progress)?;
+            let pulled = match pull(repo, connection.as_mut(), &name, Some(&branch), progress) {
+                Ok(pulled) => pulled,
+                // Nothing was merged: the next remote is still worth a try.
+                Err(e) if e.is_remote_failure() => {
+                    done.skipped.push((name, e.to_string()));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let conflicts = matches!(pulled.merge, MergeOutcome::Conflicts(_));
             done.pulled.push((name.clone(), pulled));
             if conflicts {

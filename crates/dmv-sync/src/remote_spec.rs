@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::bucket_remote::BucketRemote;
 use crate::client::Client;
@@ -91,6 +92,19 @@ pub struct RemoteSpec {
     pub create_with: Option<dmv_repo::store::ChunkParams>,
     /// How a local path is served.
     pub local_server: LocalServer,
+    /// How long the remote may go without answering (or without taking
+    /// what is sent) before it is abandoned as stalled.
+    pub stall_after: Duration,
+}
+
+/// How long a remote may go without answering when nothing sets
+/// `remote.timeout`: long enough for a server to seal and sync a pack, short
+/// enough that a frozen one is left for the next copy in well under a minute.
+pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(30);
+
+/// `remote.timeout` of the global settings, else [`DEFAULT_STALL_AFTER`].
+fn global_stall_after() -> Duration {
+    dmv_repo::GlobalSettings::load().ok().and_then(|g| g.remote_timeout).map_or(DEFAULT_STALL_AFTER, |s| Duration::from_secs(s.into()))
 }
 
 impl RemoteSpec {
@@ -141,6 +155,7 @@ impl RemoteSpec {
             cache_dir: None,
             create_with: None,
             local_server: LocalServer::default(),
+            stall_after: global_stall_after(),
         })
     }
 
@@ -153,18 +168,19 @@ impl RemoteSpec {
                 let exe = std::env::current_exe().map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
                 let mut cmd = Command::new(exe);
                 cmd.arg("serve").arg("--stdio").arg(path);
-                Box::new(StdioWire::spawn(cmd, &self.url)?)
+                Box::new(StdioWire::spawn(cmd, &self.url, self.stall_after)?)
             }
             Transport::Ssh { user, host, port, path } => {
                 let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
-                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url)?)
+                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url, self.stall_after)?)
             }
             Transport::Http { base } => {
                 let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
-                Box::new(HttpWire::new(base, token)?)
+                Box::new(HttpWire::new(base, token, self.stall_after)?)
             }
             Transport::S3(_) => {
-                let bucket = dmv_bucket::Bucket::open(&self.url, &self.bucket, self.cache_dir.as_deref(), self.create_with)?;
+                let options = dmv_bucket::BucketOptions { stall_after: Some(self.stall_after), ..self.bucket.clone() };
+                let bucket = dmv_bucket::Bucket::open(&self.url, &options, self.cache_dir.as_deref(), self.create_with)?;
                 return Ok(Box::new(BucketRemote::new(bucket)));
             }
         };

@@ -3,12 +3,14 @@
 //! system `ssh` (like Git, so keys, agents and ssh config just work).
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, RawFd};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::{BodyWriter, Wire};
+use crate::error::GaveUpWaiting;
 use crate::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb};
 use crate::trace::Counting;
@@ -16,10 +18,94 @@ use crate::{SyncError, SyncResult};
 
 pub struct StdioWire {
     child: Child,
-    input: Option<BufWriter<Counting<ChildStdin>>>,
-    output: BufReader<Counting<ChildStdout>>,
+    input: Option<BufWriter<Counting<Patient<ChildStdin>>>>,
+    output: BufReader<Counting<Patient<ChildStdout>>>,
     stderr: Arc<Mutex<Vec<String>>>,
     stderr_done: Arc<Mutex<bool>>,
+    /// Set once a read or write gave up waiting: the child is then killed
+    /// at once, not given its seconds to finish.
+    gave_up: Arc<AtomicBool>,
+}
+
+/// Our end of a pipe to the child, read and written without blocking for
+/// longer than `after` at a time: a frozen ssh server (or a frozen child)
+/// never answers, and a blocking read would wait for it forever.
+struct Patient<P> {
+    pipe: P,
+    url: String,
+    after: Duration,
+    gave_up: Arc<AtomicBool>,
+}
+
+impl<P: AsRawFd> Patient<P> {
+    fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>> {
+        let fd = pipe.as_raw_fd();
+        // SAFETY: F_GETFL/F_SETFL on a descriptor we own change only its flags; errors are returned.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(Patient { pipe, url: url.to_string(), after, gave_up })
+    }
+
+    /// Waits until the pipe can be read (`POLLIN`) or written (`POLLOUT`),
+    /// or has closed; fails once `after` has passed without that.
+    fn wait(&self, events: libc::c_short) -> std::io::Result<()> {
+        let deadline = Instant::now() + self.after;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.gave_up.store(true, Ordering::Relaxed);
+                return Err(GaveUpWaiting::io_error(&self.url, self.after));
+            }
+            if ready(self.pipe.as_raw_fd(), events, left)? {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Whether `fd` became ready for `events` (or closed) within `within`.
+fn ready(fd: RawFd, events: libc::c_short, within: Duration) -> std::io::Result<bool> {
+    let mut poll = libc::pollfd { fd, events, revents: 0 };
+    let millis = within.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd, and its count is 1.
+    match unsafe { libc::poll(&mut poll, 1, millis) } {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::Interrupted => Ok(false),
+            e => Err(e),
+        },
+    }
+}
+
+impl<P: Read + AsRawFd> Read for Patient<P> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.pipe.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.wait(libc::POLLIN)?,
+                done => return done,
+            }
+        }
+    }
+}
+
+impl<P: Write + AsRawFd> Write for Patient<P> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        loop {
+            match self.pipe.write(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.wait(libc::POLLOUT)?,
+                done => return done,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.pipe.flush()
+    }
 }
 
 /// Grows a pipe from the default 64 KiB to 1 MiB (the usual limit), so a
@@ -37,7 +123,9 @@ pub(crate) fn widen_pipe(fd: std::os::unix::io::RawFd) {
 }
 
 impl StdioWire {
-    pub fn spawn(mut command: Command, what: &str) -> SyncResult<StdioWire> {
+    /// Starts `command`, whose stdin and stdout carry the requests to
+    /// `what`; a read or write that waits longer than `stall_after` fails.
+    pub fn spawn(mut command: Command, what: &str, stall_after: Duration) -> SyncResult<StdioWire> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|e| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot run {:?}: {e}", command.get_program()) })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
@@ -45,6 +133,10 @@ impl StdioWire {
         };
         widen_pipe(stdin.as_raw_fd());
         widen_pipe(stdout.as_raw_fd());
+        let gave_up = Arc::new(AtomicBool::new(false));
+        let patient = |e: std::io::Error| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot set up the pipes to the child process: {e}") };
+        let stdin = Patient::new(stdin, what, stall_after, gave_up.clone()).map_err(patient)?;
+        let stdout = Patient::new(stdout, what, stall_after, gave_up.clone()).map_err(patient)?;
         let lines = Arc::new(Mutex::new(Vec::new()));
         let done = Arc::new(Mutex::new(false));
         let (lines2, done2) = (lines.clone(), done.clone());
@@ -68,11 +160,16 @@ impl StdioWire {
             output: BufReader::with_capacity(1 << 20, Counting(stdout)),
             stderr: lines,
             stderr_done: done,
+            gave_up,
         })
     }
 
     fn lost(&self, detail: String) -> SyncError {
         SyncError::Disconnected(last_words(&self.stderr, &self.stderr_done).unwrap_or(detail))
+    }
+
+    fn gave_up(&self) -> bool {
+        self.gave_up.load(Ordering::Relaxed)
     }
 }
 
@@ -121,7 +218,7 @@ fn last_words(lines: &Mutex<Vec<String>>, done: &Mutex<bool>) -> Option<String> 
 /// Reads the child's stdout; its end is always an error here (the client
 /// only reads when it expects an answer), reported with the child's stderr.
 struct ChildOutput<'a> {
-    output: &'a mut BufReader<Counting<ChildStdout>>,
+    output: &'a mut BufReader<Counting<Patient<ChildStdout>>>,
     stderr: Arc<Mutex<Vec<String>>>,
     stderr_done: Arc<Mutex<bool>>,
 }
@@ -142,14 +239,15 @@ impl Wire for StdioWire {
         let input = self.input.as_mut().ok_or_else(|| SyncError::Disconnected("already closed".into()))?;
         let mut w = FrameWriter::new(input as &mut dyn Write);
         let sent = (|| {
-            w.message(request).map_err(|e| SyncError::Disconnected(e.to_string()))?;
+            w.message(request).map_err(SyncError::connection_lost)?;
             if let Some(body) = body {
                 body(&mut w)?;
             }
-            w.flush().map_err(|e| SyncError::Disconnected(e.to_string()))
+            w.flush().map_err(SyncError::connection_lost)
         })();
         match sent {
             Ok(()) => {}
+            Err(stalled @ SyncError::Stalled { .. }) => return Err(stalled),
             // The server may have refused and said why before hanging up.
             Err(SyncError::Disconnected(detail)) => return Err(self.lost(detail)),
             Err(other) => return Err(other),
@@ -160,6 +258,11 @@ impl Wire for StdioWire {
 
 impl Drop for StdioWire {
     fn drop(&mut self) {
+        if self.gave_up() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return;
+        }
         // Closing stdin tells the server we are done.
         drop(self.input.take());
         let start = Instant::now();

@@ -56,6 +56,11 @@ impl Sshd {
         Sshd { child, port, dir }
     }
 
+    /// The listening daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The value for DMV_SSH: the system ssh with this server's key.
     pub fn ssh_command(&self) -> String {
         format!("ssh -i {} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR", self.dir.path().join("client_key").display())
@@ -221,6 +226,11 @@ impl Minio {
 
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// A signed request with curl; returns (success, body).

@@ -53,6 +53,10 @@ pub struct Config {
     /// unless its admin says otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drops_allowed: Option<bool>,
+    /// Seconds a remote may go without answering before it is abandoned
+    /// (`remote.timeout`; default in dmv-sync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_timeout: Option<u32>,
     /// What other replicas call this one (default: user@host:path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_name: Option<String>,
@@ -115,6 +119,7 @@ impl Config {
             replica_name: None,
             numcopies: None,
             drops_allowed: None,
+            remote_timeout: None,
             upstreams: Default::default(),
         }
     }
@@ -193,6 +198,9 @@ pub struct GlobalSettings {
     /// `merge.tool` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_tool: Option<String>,
+    /// `remote.timeout` for every repository without its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_timeout: Option<u32>,
 }
 
 /// Where the global settings live, if a home is known.
@@ -212,12 +220,14 @@ impl GlobalSettings {
         }
     }
 
-    /// A setting by its key (`user.name`, `user.email`, `merge.tool`); None if unset or unknown.
+    /// A setting by its key (`user.name`, `user.email`, `merge.tool`,
+    /// `remote.timeout`); None if unset or unknown.
     pub fn get(&self, key: &str) -> Option<String> {
         match key {
             "user.name" => self.user_name.clone(),
             "user.email" => self.user_email.clone(),
             "merge.tool" => self.merge_tool.clone(),
+            "remote.timeout" => self.remote_timeout.map(|s| s.to_string()),
             _ => None,
         }
     }

@@ -7,18 +7,21 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
-/// Keys `dmv config` knows; the first three may also be global.
-pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "replica.name", "drop.numcopies", "drop.allowed"];
-const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool"];
+/// Keys `dmv config` knows; the first four may also be global.
+pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "remote.timeout", "replica.name", "drop.numcopies", "drop.allowed"];
+const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "remote.timeout"];
 
 impl GlobalSettings {
-    fn slot(&mut self, key: &str) -> RepoResult<&mut Option<String>> {
+    fn put(&mut self, key: &str, value: Option<&str>) -> RepoResult<()> {
+        let text = || value.map(str::to_string);
         match key {
-            "user.name" => Ok(&mut self.user_name),
-            "user.email" => Ok(&mut self.user_email),
-            "merge.tool" => Ok(&mut self.merge_tool),
-            _ => Err(unknown(key, GLOBAL_KEYS)),
+            "user.name" => self.user_name = text(),
+            "user.email" => self.user_email = text(),
+            "merge.tool" => self.merge_tool = text(),
+            "remote.timeout" => self.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
+            _ => return Err(unknown(key, GLOBAL_KEYS)),
         }
+        Ok(())
     }
 
     /// Sets (or with None removes) a global setting, as one step against
@@ -32,7 +35,7 @@ impl GlobalSettings {
         let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
         lock.lock().at(&lock_path)?;
         let mut settings = GlobalSettings::load()?;
-        *settings.slot(key)? = value.map(str::to_string);
+        settings.put(key, value)?;
         let text = serde_json::to_vec_pretty(&settings).map_err(|e| RepoError::Encode { what: "the global settings", detail: e.to_string() })?;
         crate::atomic::write_atomic(&path, &text)
     }
@@ -41,6 +44,11 @@ impl GlobalSettings {
     pub fn list(&self) -> Vec<(&'static str, String)> {
         GLOBAL_KEYS.iter().filter_map(|k| self.get(k).map(|v| (*k, v))).collect()
     }
+}
+
+/// A wait in whole seconds, at least one.
+fn seconds(key: &str, v: &str) -> RepoResult<u32> {
+    v.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not a whole number of seconds, at least 1") })
 }
 
 fn unknown(key: &str, known: &[&str]) -> RepoError {
@@ -56,6 +64,7 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "replica.name" => cfg.replica_name.clone(),
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
         "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
+        "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
         _ => None,
     }
 }
@@ -67,6 +76,7 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "user.email" => cfg.user_email = text(),
         "merge.tool" => cfg.merge_tool = text(),
         "replica.name" => cfg.replica_name = text(),
+        "remote.timeout" => cfg.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
         "drop.numcopies" => {
             cfg.numcopies = match value {
                 None => None,

@@ -1,0 +1,150 @@
+//! A remote that stops answering (a frozen server: `SIGSTOP`, as a hung
+//! machine or a dead link that still looks open behaves) is abandoned after
+//! `remote.timeout`, and the next copy serves: over HTTP, over ssh and on an
+//! object store, for get, whereis, cat, fetch and sync.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::remote::{head_of, ok, one_line_error};
+use common::servers::{HttpServer, Minio, Sshd};
+use common::*;
+
+/// The wait each remote is allowed here, in seconds.
+const TIMEOUT: &str = "2";
+/// A command still running after this long hangs: before waits were
+/// bounded, a get from a frozen hub waited for 408 s and more.
+const HUNG: Duration = Duration::from_secs(120);
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with the pid of a server this test started, and a standard signal.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig})");
+}
+
+/// Runs dmv in `dir` with `env` set, failing the test if it hangs; with
+/// how long it took.
+fn run(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> (Output, Duration) {
+    let mut cmd = dmv_cmd(dir);
+    env(&mut cmd);
+    let start = Instant::now();
+    let mut child = cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // The pipes are read on threads, so a long output cannot block the child.
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).map(|_| v).unwrap_or_default()
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).map(|_| v).unwrap_or_default()
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > HUNG {
+            let _ = child.kill();
+            panic!("dmv {} hung: still running after {} s", args.join(" "), HUNG.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = start.elapsed();
+    (Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }, took)
+}
+
+#[test]
+fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    std::fs::create_dir(&src).unwrap();
+    dmv(&src, &["init"]);
+    write_noise(&src.join("a.raw"), 300_000, 1);
+    write_noise(&src.join("b.raw"), 300_000, 2);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "shoot"]);
+    let want = file_bytes(&src);
+
+    // Four full copies: a hub over HTTP, one over ssh, a bucket, and a backup on this disk.
+    let sshd = Sshd::start();
+    let minio = Minio::start();
+    minio.create_bucket("stalls");
+    let env = |c: &mut Command| {
+        sshd.env(c);
+        minio.env(c);
+    };
+    for hub in ["hub", "sshhub"] {
+        dmv(t, &["init", "--bare", hub]);
+        dmv(&src, &["push", t.join(hub).to_str().unwrap(), "main"]);
+    }
+    dmv(&src, &["remote", "add", "bucket", "s3://stalls/shoot", "--endpoint", &minio.endpoint()]);
+    ok(&run(&src, &["push", "bucket", "main"], &env).0);
+    dmv(t, &["clone", "--bare", src.to_str().unwrap(), "backup"]);
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+
+    // A phone's meta clone of the HTTP hub, knowing the others; the stalled ones come first.
+    ok(&dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &server.url("hub"), "phone"]));
+    let phone = t.join("phone");
+    dmv(&phone, &["remote", "add", "b-ssh", &sshd.url(&t.join("sshhub"))]);
+    dmv(&phone, &["remote", "add", "c-bucket", "s3://stalls/shoot", "--endpoint", &minio.endpoint()]);
+    dmv(&phone, &["remote", "add", "z-backup", t.join("backup").to_str().unwrap()]);
+    dmv(&phone, &["config", "remote.timeout", TIMEOUT]);
+
+    let frozen = [server.child.id(), sshd.pid(), minio.pid().unwrap()];
+    for pid in frozen {
+        signal(pid, libc::SIGSTOP);
+    }
+    let mut took = Vec::new();
+
+    // get: each frozen remote is left after the wait, and the backup serves.
+    let (out, time) = run(&phone, &["get", "a.raw"], &env);
+    ok(&out);
+    took.push(("get", time));
+    assert_eq!(std::fs::read(phone.join("a.raw")).unwrap(), want["a.raw"]);
+
+    // whereis: the copies as known, and which remotes could not be asked, and why.
+    let (out, time) = run(&phone, &["whereis", "b.raw"], &env);
+    ok(&out);
+    took.push(("whereis", time));
+    let (said, warned) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(said.contains("z-backup [reachable]"), "{said}");
+    for name in ["origin", "b-ssh", "c-bucket"] {
+        assert!(warned.lines().any(|l| l.starts_with(&format!("warning: could not ask {name} ("))), "{name} not named: {warned}");
+    }
+    assert!(warned.contains("stopped answering: nothing for 2 s"), "{warned}");
+
+    // cat of a file whose data is not here.
+    let (out, time) = run(&phone, &["cat", "HEAD:b.raw"], &env);
+    ok(&out);
+    took.push(("cat", time));
+    assert_eq!(out.stdout, want["b.raw"]);
+
+    // fetch from a frozen remote fails in one line naming it.
+    for (remote, names) in [("origin", server.url("hub")), ("b-ssh", sshd.url(&t.join("sshhub"))), ("c-bucket", "s3://stalls/shoot".to_string())] {
+        let (out, time) = run(&phone, &["fetch", remote], &env);
+        took.push(("fetch", time));
+        let line = one_line_error(&out);
+        assert!(line.contains(&names), "{line}");
+        assert!(line.contains("stopped answering") || line.contains("does not answer"), "{line}");
+    }
+
+    // sync: the frozen remotes are skipped (and said), the backup takes the new commit.
+    std::fs::write(phone.join("notes.txt"), "picked a.raw").unwrap();
+    dmv(&phone, &["add", "notes.txt"]);
+    dmv(&phone, &["commit", "-m", "notes"]);
+    let (out, time) = run(&phone, &["sync"], &env);
+    took.push(("sync", time));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("sync did not reach 3 of 4 remotes: origin, b-ssh, c-bucket"), "{}", stderr(&out));
+    assert_eq!(head_of(&t.join("backup"), "main"), head_of(&phone, "main"));
+
+    for pid in frozen {
+        signal(pid, libc::SIGCONT);
+    }
+    // What each command took with three frozen remotes and a 2 s wait (for the note).
+    eprintln!("took: {}", took.iter().map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));
+}
