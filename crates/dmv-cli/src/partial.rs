@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use dmv_repo::Slice;
-use dmv_sync::GetOptions;
+use dmv_repo::{human_bytes, Slice};
+use dmv_sync::{GetOptions, Reach};
 
 use crate::progress::{Phases, Quiet};
 use crate::repo_args::{open_repo, printable, repo_paths, show_path};
@@ -182,16 +182,24 @@ fn write_copies(out: &mut dyn Write, f: &dmv_sync::FileCopies) -> std::io::Resul
             (Some(n), _) => printable(n),
             (None, _) => "?".to_string(),
         };
-        let how = if c.here {
-            ""
-        } else if c.reachable {
-            " [reachable]"
-        } else {
-            " [not reachable now]"
-        };
+        let how = if c.here { String::new() } else { format!(" [{}]", reach_facts(c)) };
         writeln!(out, "  {}  {name}{how}", c.replica)?;
     }
     Ok(())
+}
+
+/// A copy's class and what it was judged by, e.g. `near, 3 ms, 110 MiB/s`;
+/// a class from an earlier command says so.
+fn reach_facts(c: &dmv_sync::CopyInfo) -> String {
+    let mut facts = vec![c.class.name().to_string()];
+    if matches!(c.class, Reach::Near | Reach::Far) {
+        facts.extend(c.connect_ms.map(|ms| format!("{ms} ms")));
+        facts.extend(c.bytes_per_sec.map(|speed| format!("{}/s", human_bytes(speed))));
+        if !c.reachable {
+            facts.push("when last asked".into());
+        }
+    }
+    facts.join(", ")
 }
 
 #[derive(Args)]

@@ -263,7 +263,7 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     dmv(&src, &["push", "hub1", "main"]);
     // whereis after a push names the remote.
     let w = dmv(&src, &["whereis", "f00/p0.raw"]);
-    assert!(w.contains("hub1 [reachable]") && w.contains("here"), "{w}");
+    assert!(w.contains("hub1 [near, ") && w.contains("here"), "{w}");
 
     // hub1 loses its copy behind the log's back: src's log still says hub1 has it.
     ok(&dmv_out(&t.join("hub1"), &["drop", "--force", "f00/p0.raw"]));
@@ -290,7 +290,7 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     assert!(line.contains("f00/p1.raw (2 of 3)"), "{line}");
     // whereis knows: here no longer, hub2 yes.
     let w = dmv(&src, &["whereis", "f00/p0.raw"]);
-    assert!(!w.contains("here") && w.contains("hub2 [reachable]") && !w.contains("hub1"), "{w}");
+    assert!(!w.contains("here") && w.contains("hub2 [near, ") && !w.contains("hub1"), "{w}");
     // Dropping from a remote: confirmed here (and locked), then freed there.
     ok(&dmv_out(&src, &["get", "f00/p0.raw"]));
     let out = dmv_out(&src, &["drop", "--numcopies", "1", "--from", "hub2", "f00/p0.raw"]);
@@ -1106,7 +1106,7 @@ fn whereis_names_a_replica_known_only_through_another() {
     assert_eq!(named("origin")["reachable"], true);
     assert_eq!(named("studio-nas")["reachable"], false, "a is not a remote of c");
     assert_eq!(copies.len(), 3);
-    assert!(dmv(&c, &["whereis"]).contains("studio-nas [not reachable now]"));
+    assert!(dmv(&c, &["whereis"]).contains("studio-nas [unknown]"));
 }
 
 /// A drop that fails after it locked other replicas' copies unlocks them:

@@ -65,6 +65,7 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     dmv(&src, &["init"]);
     write_noise(&src.join("a.raw"), 300_000, 1);
     write_noise(&src.join("b.raw"), 300_000, 2);
+    write_noise(&src.join("c.raw"), 300_000, 3);
     dmv(&src, &["add", "."]);
     dmv(&src, &["commit", "-m", "shoot"]);
     let want = file_bytes(&src);
@@ -111,7 +112,11 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     ok(&out);
     took.push(("whereis", time));
     let (said, warned) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
-    assert!(said.contains("z-backup [reachable]"), "{said}");
+    assert!(said.contains("z-backup [near, "), "{said}");
+    // The hub's copy is classed by what was seen of it; the phone never
+    // reached the other two, so it cannot tell their copies are theirs.
+    assert!(said.contains("origin [unreachable]"), "{said}");
+    assert!(said.contains("sshhub [unknown]"), "{said}");
     for name in ["origin", "b-ssh", "c-bucket"] {
         assert!(warned.lines().any(|l| l.starts_with(&format!("warning: could not ask {name} ("))), "{name} not named: {warned}");
     }
@@ -144,6 +149,22 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
 
     for pid in frozen {
         signal(pid, libc::SIGCONT);
+    }
+    // Thawed, all four answer; the copy that answered last time is tried
+    // first, ahead of origin, which did not.
+    let (out, _) = run(&phone, &["get", "--json", "c.raw"], &env);
+    ok(&out);
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["from"], "z-backup", "{got}");
+    let (out, _) = run(&phone, &["whereis", "--json", "c.raw"], &env);
+    ok(&out);
+    let files: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let copies = files[0]["copies"].as_array().unwrap();
+    for name in ["origin", "b-ssh", "c-bucket", "z-backup"] {
+        let copy = copies.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no copy named {name}: {files}"));
+        assert_eq!(copy["reachable"], true, "{copy}");
+        assert!(copy["class"] == "near" || copy["class"] == "far", "{copy}");
+        assert!(copy["connect_ms"].is_u64(), "{copy}");
     }
     // What each command took with three frozen remotes and a 2 s wait (for the note).
     eprintln!("took: {}", took.iter().map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));

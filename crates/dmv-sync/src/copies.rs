@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::locations::{exchange_locations, remote_replica};
 use crate::named_remotes::find_remote;
+use crate::reach::{Reach, ReachBook, Seen};
 use crate::remote::Remote;
 use crate::{Refusal, SyncError, SyncResult};
 
@@ -38,6 +39,14 @@ pub struct CopyInfo {
     pub here: bool,
     /// Answered just now (and so confirmed, or not, live).
     pub reachable: bool,
+    /// Its availability class, from what was seen of it now or last time.
+    pub class: Reach,
+    /// How long connecting to it took, when it last answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<u64>,
+    /// How fast its last transfer of file data here went, in bytes a second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_sec: Option<u64>,
 }
 
 /// Where a file's data is.
@@ -62,6 +71,7 @@ fn ser_path<S: serde::Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
 /// A configured remote that answered, with its replica id.
 struct Reached {
     name: String,
+    url: String,
     id: ReplicaId,
     remote: Box<dyn Remote>,
 }
@@ -69,19 +79,29 @@ struct Reached {
 /// Connects to every configured remote that answers (the others are noted in
 /// `unreachable`): one per replica, other than this one. Two names (or URLs)
 /// for the same replica, or one for this replica itself, are one copy, and
-/// a drop must not count it twice.
-fn reach_all(repo: &Repository, except: Option<&str>, unreachable: &mut Vec<String>) -> SyncResult<Vec<Reached>> {
+/// a drop must not count it twice. How each answered goes in `book`.
+fn reach_all(repo: &Repository, except: Option<&str>, book: &mut ReachBook, unreachable: &mut Vec<String>) -> SyncResult<Vec<Reached>> {
     let me = repo.replica_id()?;
     let mut reached: Vec<Reached> = Vec::new();
     for name in repo.config.remotes.keys().filter(|n| Some(n.as_str()) != except) {
-        match find_remote(repo, name).and_then(|r| r.connect()) {
-            Ok(mut remote) => {
-                let id = remote_replica(repo, remote.as_mut())?;
+        let spec = match find_remote(repo, name) {
+            Ok(remote) => remote.spec,
+            Err(e) => {
+                unreachable.push(format!("{name} ({e})"));
+                continue;
+            }
+        };
+        match book.connect(&spec).and_then(|mut remote| Ok((remote_replica(repo, remote.as_mut())?, remote))) {
+            Ok((id, remote)) => {
                 if id != me && reached.iter().all(|r| r.id != id) {
-                    reached.push(Reached { name: name.clone(), id, remote });
+                    reached.push(Reached { name: name.clone(), url: spec.url, id, remote });
                 }
             }
-            Err(e) => unreachable.push(format!("{name} ({e})")),
+            Err(e) if e.is_remote_failure() || matches!(e, SyncError::BadUrl { .. }) => {
+                book.failed(&spec.url, &e);
+                unreachable.push(format!("{name} ({e})"));
+            }
+            Err(e) => return Err(e),
         }
     }
     Ok(reached)
@@ -106,18 +126,12 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
     ids.sort_unstable();
     ids.dedup();
     let mut unreachable = Vec::new();
-    let mut reached = reach_all(repo, None, &mut unreachable)?;
+    let mut book = ReachBook::load(repo);
+    let reached = reach_all(repo, None, &mut book, &mut unreachable);
+    let answered = reached.and_then(|reached| ask_all(repo, reached, &ids, &mut book, &mut unreachable));
+    book.save();
     // Replicas by number: the few that hold copies, however many files.
-    let mut replicas = Numbered::default();
-    let mut live: Vec<(u32, Vec<bool>)> = Vec::new();
-    for r in &mut reached {
-        let asked = exchange_locations(repo, r.remote.as_mut(), false).and_then(|_| r.remote.has(&ids));
-        match asked {
-            Ok(answers) => live.push((replicas.number(r.id), answers)),
-            Err(e) if e.is_remote_failure() => unreachable.push(format!("{} ({e})", r.name)),
-            Err(e) => return Err(e),
-        }
-    }
+    let (reached, mut replicas, live) = answered?;
     // The holders the log records, per version (by its place in `ids`), read record by record.
     let me = repo.replica_id()?;
     let mut logged: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
@@ -144,7 +158,12 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         }
         names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
     };
-    let shown: Vec<(String, Option<String>)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id))).collect();
+    // What was seen of it, now or last time, where it was reached.
+    let seen_of = |id: &ReplicaId| -> Option<&Seen> {
+        let url = reached.iter().find(|r| r.id == *id).map(|r| &r.url).or_else(|| known.get(id))?;
+        book.seen(url)
+    };
+    let shown: Vec<(String, Option<String>, Option<&Seen>)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id), seen_of(id))).collect();
     let me_shown = (me.to_string(), Some(repo.replica_name()));
     for (path, id, size, present) in files {
         let at = ids.binary_search(&id).expect("every file's id is listed");
@@ -157,18 +176,53 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         }
         let mut copies = Vec::new();
         if present {
-            copies.push(CopyInfo { replica: me_shown.0.clone(), name: me_shown.1.clone(), here: true, reachable: true });
+            copies.push(CopyInfo { replica: me_shown.0.clone(), name: me_shown.1.clone(), here: true, reachable: true, class: Reach::Here, connect_ms: None, bytes_per_sec: None });
         }
         // In the order of the replicas' ids, as before.
         let mut others: Vec<u32> = holders.into_iter().collect();
         others.sort_by_key(|n| replicas.ids[*n as usize]);
         for n in others {
-            let (replica, name) = &shown[n as usize];
-            copies.push(CopyInfo { replica: replica.clone(), name: name.clone(), here: false, reachable: live.iter().any(|(l, _)| *l == n) });
+            let (replica, name, seen) = &shown[n as usize];
+            copies.push(CopyInfo {
+                replica: replica.clone(),
+                name: name.clone(),
+                here: false,
+                reachable: live.iter().any(|(l, _)| *l == n),
+                class: seen.map_or(Reach::Unknown, |s| s.class()),
+                connect_ms: seen.and_then(|s| s.connect_ms),
+                bytes_per_sec: seen.and_then(|s| s.bytes_per_sec),
+            });
         }
         each(FileCopies { path: path.into_vec(), id: id.to_hex(), size, copies })?;
     }
     Ok(unreachable)
+}
+
+/// Asks each replica reached for its location log and which of `ids` it
+/// holds; one that fails part way is noted as not asked. The replicas
+/// answering, numbered, with their answers by number.
+#[allow(clippy::type_complexity)]
+fn ask_all(
+    repo: &Repository,
+    mut reached: Vec<Reached>,
+    ids: &[ObjectId],
+    book: &mut ReachBook,
+    unreachable: &mut Vec<String>,
+) -> SyncResult<(Vec<Reached>, Numbered, Vec<(u32, Vec<bool>)>)> {
+    let mut replicas = Numbered::default();
+    let mut live = Vec::new();
+    for r in &mut reached {
+        let asked = exchange_locations(repo, r.remote.as_mut(), false).and_then(|_| r.remote.has(ids));
+        match asked {
+            Ok(answers) => live.push((replicas.number(r.id), answers)),
+            Err(e) if e.is_remote_failure() => {
+                book.failed(&r.url, &e);
+                unreachable.push(format!("{} ({e})", r.name));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((reached, replicas, live))
 }
 
 /// Replicas numbered in the order first met (a log from others may name many).
@@ -237,13 +291,14 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     }
     let mut source: Option<Reached> = None;
     if let Some(from) = &options.from {
-        let mut remote = find_remote(repo, from)?.connect()?;
+        let spec = find_remote(repo, from)?.spec;
+        let mut remote = spec.connect()?;
         let id = remote_replica(repo, remote.as_mut())?;
         if id == repo.replica_id()? {
             // Its copy is this one: it would confirm itself.
             return Err(SyncError::Refused(Refusal::DropFromItself { remote: from.clone() }));
         }
-        source = Some(Reached { name: from.clone(), id, remote });
+        source = Some(Reached { name: from.clone(), url: spec.url, id, remote });
     }
     // The files whose data is to go: here, the ones present; on a remote, the ones it has.
     let mut files: Vec<(Vec<u8>, ObjectId)> = Vec::new();
@@ -307,7 +362,10 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 local_lock = Some(lock);
             }
             let except = options.from.as_deref();
-            for mut r in reach_all(repo, except, &mut unreachable)? {
+            let mut book = ReachBook::load(repo);
+            let reached = reach_all(repo, except, &mut book, &mut unreachable);
+            book.save();
+            for mut r in reached? {
                 if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
                     continue;
                 }

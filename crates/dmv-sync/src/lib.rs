@@ -14,7 +14,8 @@
 //! wire), `serve` (answering requests, over a pipe or for dmv-server), the
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote_spec` (URLs and
-//! connecting), `named_remotes` (a repository's named remotes), `locations`,
+//! connecting), `named_remotes` (a repository's named remotes), `reach` (how
+//! each remote answered when last asked), `locations`,
 //! `objects`, `receive` and `send` (the transfer), then the operations
 //! `fetch`, `push`, `pull`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `copies`
@@ -46,6 +47,7 @@ mod path_locks;
 pub mod protocol;
 mod pull;
 mod push;
+mod reach;
 mod receive;
 mod remote;
 mod remote_spec;
@@ -72,6 +74,7 @@ pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
+pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;
 pub use remote::{KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};

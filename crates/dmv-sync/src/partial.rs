@@ -2,6 +2,7 @@
 //! another replica, and changing which files' data it keeps (its slice).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
@@ -11,6 +12,7 @@ use dmv_repo::{EarlyCheckout, Phase, Progress, RepoError, Repository, Slice};
 use crate::locations::holder_names;
 use crate::named_remotes::{find_remote, remotes_in_order};
 use crate::objects::TransferStats;
+use crate::reach::{Reach, ReachBook};
 use crate::receive::{fetch_file_data, EarlyFill};
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::BRANCHES;
@@ -103,25 +105,52 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
 }
 
 /// Fetches the data of `wanted` (file versions, each with a path that
-/// names it) from `name`, or from the configured remotes in turn (`origin`
-/// first), each giving what it has of what is still missing. Returns the
-/// remotes that gave something.
+/// names it) from `name`, or from the configured remotes in turn (nearest
+/// first by what was last seen of them, `origin` first of a class), each
+/// giving what it has of what is still missing. Returns the remotes that
+/// gave something.
 fn fetch_from_remotes(
     repo: &Repository,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
     name: Option<&str>,
+    early: Option<EarlyFill<'_>>,
+    progress: &dyn Progress,
+) -> SyncResult<(Vec<String>, TransferStats)> {
+    let mut book = ReachBook::load(repo);
+    let names: Vec<String> = match name {
+        Some(n) => vec![n.to_string()],
+        None => {
+            let mut names = remotes_in_order(repo);
+            names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
+            names
+        }
+    };
+    let fetched = fetch_in_turn(repo, &mut book, wanted, names, early, progress);
+    book.save();
+    fetched
+}
+
+/// [`fetch_from_remotes`] from `names` in that order, noting in `book` how each answered.
+fn fetch_in_turn(
+    repo: &Repository,
+    book: &mut ReachBook,
+    wanted: &BTreeMap<ObjectId, Vec<u8>>,
+    names: Vec<String>,
     mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
-    let names: Vec<String> = match name {
-        Some(n) => vec![n.to_string()],
-        None => remotes_in_order(repo),
-    };
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();
     for name in names {
-        let mut remote = match find_remote(repo, &name).and_then(|r| r.connect()) {
+        let spec = match find_remote(repo, &name) {
+            Ok(remote) => remote.spec,
+            Err(e) => {
+                tried.push(format!("{name} ({e})"));
+                continue;
+            }
+        };
+        let mut remote = match book.connect(&spec) {
             Ok(r) => r,
             Err(e) => {
                 tried.push(format!("{name} ({e})"));
@@ -131,6 +160,7 @@ fn fetch_from_remotes(
         let has = match remote.has(&missing) {
             Ok(has) => has,
             Err(e) if e.is_remote_failure() => {
+                book.failed(&spec.url, &e);
                 tried.push(format!("{name} ({e})"));
                 continue;
             }
@@ -143,10 +173,12 @@ fn fetch_from_remotes(
         }
         progress.phase(Phase::Receiving);
         let early = early.as_mut().map(|(e, paths)| (&mut **e, *paths));
+        let start = Instant::now();
         let got = fetch_file_data(repo, remote.as_mut(), &here, progress, early);
         progress.finish();
         match got {
             Ok(got) => {
+                book.transferred(&spec.url, got.chunk_bytes, start.elapsed());
                 stats.objects += got.objects;
                 stats.chunk_bytes += got.chunk_bytes;
                 from.push(name);
@@ -154,6 +186,7 @@ fn fetch_from_remotes(
             }
             // What arrived before it failed stays; the rest from the next remote.
             Err(e) if e.is_remote_failure() => {
+                book.failed(&spec.url, &e);
                 tried.push(format!("{name} ({e})"));
                 missing.retain(|id| repo.store.check_content_present(id).is_err());
             }
