@@ -148,12 +148,12 @@ impl ReachBook {
         self.changed = true;
     }
 
-    /// Writes what changed; a failure to is no failure of the command (the
-    /// book is a cache).
+    /// Writes what changed, as a cache is written (not synced; a torn file
+    /// reads as an empty book); a failure to is no failure of the command.
     pub(crate) fn save(&self) {
         if self.changed {
             if let Ok(bytes) = serde_json::to_vec_pretty(&self.by_url) {
-                let _ = dmv_repo::write_atomic(&self.path, &bytes);
+                let _ = dmv_repo::write_cache(&self.path, &bytes);
             }
         }
     }
