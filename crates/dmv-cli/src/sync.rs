@@ -188,7 +188,7 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
         Some(name) => dmv_sync::find_remote(&repo, name)?,
         None => dmv_sync::default_remote(&repo, "fetch")?,
     };
-    let fetched = dmv_sync::fetch(&repo, remote.connect()?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
+    let fetched = dmv_sync::fetch(&repo, remote.connect_from(&repo)?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
     } else if !quiet {
@@ -212,7 +212,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
-    let pulled = dmv_sync::pull(&repo, remote.connect()?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
+    let pulled = dmv_sync::pull(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
     if quiet {
         // Conflicts still need saying: they leave work to do.
         if !matches!(pulled.merge, dmv_repo::MergeOutcome::Conflicts(_)) {

@@ -14,8 +14,8 @@
 //! wire), `serve` (answering requests, over a pipe or for dmv-server), the
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote_spec` (URLs and
-//! connecting), `named_remotes` (a repository's named remotes), `reach` (how
-//! each remote answered when last asked), `locations`,
+//! connecting), `reach` (how each remote answered when last asked),
+//! `named_remotes` (a repository's named remotes), `locations`,
 //! `objects`, `receive` and `send` (the transfer), then the operations
 //! `fetch`, `push`, `pull`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `copies`

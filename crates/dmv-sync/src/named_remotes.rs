@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 
+use crate::reach::ReachBook;
 use crate::remote::Remote;
 use crate::remote_spec::{RemoteSpec, Transport};
 use crate::{BucketOptions, SyncError, SyncResult};
@@ -26,13 +27,27 @@ impl NamedRemote {
         self.spec.connect()
     }
 
-    /// Connects to push from `repo`: an empty object-storage location
-    /// becomes a repository with `repo`'s chunking on its first push.
+    /// Connects to it for `repo`, noting in `repo`'s reach book how long
+    /// that took or why it failed (see [`ReachBook`]).
+    pub fn connect_from(&self, repo: &Repository) -> SyncResult<Box<dyn Remote>> {
+        connect_noted(repo, &self.spec)
+    }
+
+    /// Connects to push from `repo`, as [`connect_from`](Self::connect_from):
+    /// an empty object-storage location becomes a repository with `repo`'s
+    /// chunking on its first push.
     pub fn connect_to_push(&self, repo: &Repository) -> SyncResult<Box<dyn Remote>> {
         let mut spec = self.spec.clone();
         spec.create_with = Some(repo.config.chunking);
-        spec.connect()
+        connect_noted(repo, &spec)
     }
+}
+
+fn connect_noted(repo: &Repository, spec: &RemoteSpec) -> SyncResult<Box<dyn Remote>> {
+    let mut book = ReachBook::load(repo);
+    let connected = book.connect(spec);
+    book.save();
+    connected
 }
 
 /// A remote URL as stored: local paths made absolute, so the remote still

@@ -7,6 +7,7 @@ use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
 use crate::push::{current_branch, push, PushOptions, Pushed};
+use crate::reach::{Reach, ReachBook};
 use crate::remote::Remote;
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
@@ -81,10 +82,13 @@ pub struct SyncedAll {
 /// and each fetch brings the data the replica's slice asks for.
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let branch = current_branch(repo)?;
-    let names = remotes_in_order(repo);
+    let mut names = remotes_in_order(repo);
     if names.is_empty() {
         return Err(SyncError::NeedsNamedRemote { what: "sync" });
     }
+    // Nearest first, the one that stalled last time last: its wait comes after the others' work.
+    let book = ReachBook::load(repo);
+    names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
     let mut done = SyncedAll::default();
     let mut reached = Vec::new();
     for name in names {
