@@ -235,6 +235,9 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     let Some(name) = a.remote.as_deref() else {
         let all = dmv_sync::sync_all(&repo, &Phases::default())?;
         let mut code = 0;
+        for (label, merge) in &all.offers {
+            code = code.max(crate::mergecmd::report(&repo, merge, label)?);
+        }
         for (name, pulled) in &all.pulled {
             print_fetched(name, &pulled.fetched.updated);
             code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
@@ -256,8 +259,14 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     let remote = dmv_sync::find_remote(&repo, name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
     let synced = dmv_sync::sync(&repo, remote.connect_to_push(&repo)?.as_mut(), &name, &Phases::default())?;
-    print_fetched(&remote.spec.url, &synced.pulled.fetched.updated);
-    let code = crate::mergecmd::report(&repo, &synced.pulled.merge, &synced.pulled.label)?;
+    let mut code = 0;
+    for (label, merge) in &synced.offers {
+        code = code.max(crate::mergecmd::report(&repo, merge, label)?);
+    }
+    if let Some(pulled) = &synced.pulled {
+        print_fetched(&remote.spec.url, &pulled.fetched.updated);
+        code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
+    }
     if let Some(pushed) = &synced.pushed {
         print_pushed(&remote.spec.url, pushed, false, false);
     }

@@ -699,3 +699,54 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     assert_eq!(std::fs::read(b.join("grade.txt")).unwrap(), b"graded in a");
     assert_eq!(head_of(&b, "refs/heads/edits"), head_of(&a, "refs/heads/client-edits"));
 }
+
+/// Three laptops, no hub: each syncs with the next in a ring. A peer's
+/// checked-out branch is never moved from outside (what is sent lands in
+/// its `refs/remotes/NAME/main`, merged when it next syncs), and after two
+/// rounds all three hold one history, every file, and agree where each
+/// file's data is.
+#[test]
+fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let names = ["laptop-a", "laptop-b", "laptop-c"];
+    let dirs: Vec<_> = names.iter().map(|n| t.join(n)).collect();
+    std::fs::create_dir(&dirs[0]).unwrap();
+    dmv(&dirs[0], &["init"]);
+    std::fs::write(dirs[0].join("shared.txt"), "from the start\n").unwrap();
+    commit_all(&dirs[0], "start");
+    for d in &dirs[1..] {
+        dmv(t, &["clone", dirs[0].to_str().unwrap(), d.to_str().unwrap()]);
+    }
+    for (i, d) in dirs.iter().enumerate() {
+        dmv(d, &["replica", "--name", names[i]]);
+        dmv(d, &["remote", "add", "next", dirs[(i + 1) % 3].to_str().unwrap()]);
+        write_noise(&d.join(format!("{}.raw", names[i])), 100_000, i as u64);
+        commit_all(d, &format!("work on {}", names[i]));
+    }
+    let b_before = head_of(&dirs[1], "main");
+    ok(&dmv_out(&dirs[0], &["sync", "next"]));
+    // b's checked-out branch stayed; a's work waits beside it.
+    assert_eq!(head_of(&dirs[1], "main"), b_before);
+    assert_eq!(head_of(&dirs[1], "refs/remotes/laptop-a/main"), head_of(&dirs[0], "main"));
+    for round in 0..2 {
+        for d in &dirs[usize::from(round == 0)..] {
+            ok(&dmv_out(d, &["sync", "next"]));
+        }
+    }
+    let head = head_of(&dirs[0], "main");
+    for (i, d) in dirs.iter().enumerate() {
+        assert_eq!(head_of(d, "main"), head, "{} differs", names[i]);
+        assert!(dmv(d, &["status", "--short"]).is_empty(), "{} is not clean", names[i]);
+        for name in names {
+            assert!(d.join(format!("{name}.raw")).exists(), "{} lacks {name}.raw", names[i]);
+        }
+        fsck_clean(d);
+    }
+    // The location logs travelled with the transfers: each knows all three hold a's file.
+    for d in &dirs {
+        let files: serde_json::Value = serde_json::from_str(&dmv(d, &["whereis", "--json", "laptop-a.raw"])).unwrap();
+        let holders: Vec<&str> = files[0]["copies"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(holders.len(), 3, "{holders:?}");
+    }
+}

@@ -17,7 +17,8 @@
 //! connecting), `reach` (how each remote answered when last asked),
 //! `named_remotes` (a repository's named remotes), `locations`,
 //! `objects`, `receive` and `send` (the transfer), then the operations
-//! `fetch`, `push`, `pull`, `clone`, `partial` (`get`, `restore`,
+//! `fetch`, `push`, `peers` (offering a branch to a replica with a working
+//! tree, and merging what peers offered), `pull`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `copies`
 //! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
 //! checked against the remote's locks) and `repair` (`fsck --repair`).
@@ -44,6 +45,7 @@ mod named_remotes;
 mod objects;
 mod partial;
 mod path_locks;
+mod peers;
 pub mod protocol;
 mod pull;
 mod push;
@@ -72,6 +74,7 @@ pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
+pub use peers::{merge_offers, offer, offer_name};
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};

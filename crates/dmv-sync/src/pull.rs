@@ -6,6 +6,7 @@ use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
+use crate::peers::{merge_offers, offer};
 use crate::push::{current_branch, push, PushOptions, Pushed};
 use crate::reach::{Reach, ReachBook};
 use crate::remote::Remote;
@@ -44,27 +45,49 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
 /// What a sync did.
 #[derive(Debug)]
 pub struct Synced {
-    /// What the pull did.
-    pub pulled: Pulled,
-    /// None when the merge stopped on conflicts: nothing was pushed.
+    /// What peers offered here, merged first (see [`merge_offers`]).
+    pub offers: Vec<(String, MergeOutcome)>,
+    /// What the pull did (None when merging an offer left conflicts: nothing more was done).
+    pub pulled: Option<Pulled>,
+    /// None when a merge stopped on conflicts: nothing was pushed.
     pub pushed: Option<Pushed>,
 }
 
-/// Pulls the current branch from `remote`, then, unless the merge left
-/// conflicts to settle, pushes it back: both replicas end with one history.
+fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
+    merges.iter().any(|(_, m)| matches!(m, MergeOutcome::Conflicts(_)))
+}
+
+/// Merges what peers offered, pulls the current branch from `remote`,
+/// then, unless a merge left conflicts to settle, sends it back: pushed to
+/// a bare remote, offered to a peer (which merges it when it next syncs).
+/// Both replicas end with one history.
 pub fn sync(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Synced> {
     let branch = current_branch(repo)?;
+    let offers = merge_offers(repo, &branch, progress)?;
+    if stopped(&offers) {
+        return Ok(Synced { offers, pulled: None, pushed: None });
+    }
     let pulled = pull(repo, remote, remote_name, Some(&branch), progress)?;
     if matches!(pulled.merge, MergeOutcome::Conflicts(_)) {
-        return Ok(Synced { pulled, pushed: None });
+        return Ok(Synced { offers, pulled: Some(pulled), pushed: None });
     }
-    let pushed = push(repo, remote, Some(remote_name), &PushOptions { branches: vec![branch], ..Default::default() }, progress)?;
-    Ok(Synced { pulled, pushed: Some(pushed) })
+    let pushed = send_back(repo, remote, remote_name, &branch, progress)?;
+    Ok(Synced { offers, pulled: Some(pulled), pushed: Some(pushed) })
+}
+
+/// The current `branch` to `remote`: pushed to a bare one, offered to a peer.
+fn send_back(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: &str, progress: &dyn Progress) -> SyncResult<Pushed> {
+    match remote.bare() {
+        true => push(repo, remote, Some(remote_name), &PushOptions { branches: vec![branch.to_string()], ..Default::default() }, progress),
+        false => offer(repo, remote, branch, progress),
+    }
 }
 
 /// What a sync with every remote did.
 #[derive(Debug, Default)]
 pub struct SyncedAll {
+    /// What peers offered here, merged first (see [`merge_offers`]).
+    pub offers: Vec<(String, MergeOutcome)>,
     /// Per remote that answered: what its pull did.
     pub pulled: Vec<(String, Pulled)>,
     /// Per remote pushed to.
@@ -75,21 +98,27 @@ pub struct SyncedAll {
     pub stopped_at: Option<String>,
 }
 
-/// What a person with several devices wants from one command: fetch from
-/// every configured remote that answers and merge each (a conflict stops
-/// it, before anything is pushed), then push the current branch to every
-/// remote that takes it. Location logs travel both ways with the transfers,
+/// What a person with several devices wants from one command: merge what
+/// peers offered, fetch from every configured remote that answers and
+/// merge each (a conflict stops it, before anything is sent), then push the
+/// current branch to every bare remote that takes it and offer it to every
+/// peer. Location logs travel both ways with the transfers,
 /// and each fetch brings the data the replica's slice asks for.
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let branch = current_branch(repo)?;
+    let mut done = SyncedAll { offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
+    if let Some((label, _)) = done.offers.iter().find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_))) {
+        done.stopped_at = Some(label.clone());
+        return Ok(done);
+    }
     let mut names = remotes_in_order(repo);
-    if names.is_empty() {
+    // A replica only peers sync with has offers to merge and nowhere to send.
+    if names.is_empty() && done.offers.is_empty() {
         return Err(SyncError::NeedsNamedRemote { what: "sync" });
     }
     // Nearest first, the one that stalled last time last: its wait comes after the others' work.
     let book = ReachBook::load(repo);
     names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
-    let mut done = SyncedAll::default();
     let mut reached = Vec::new();
     for name in names {
         let remote = crate::named_remotes::find_remote(repo, &name)?;
@@ -128,7 +157,7 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
         reached.push((name, connection));
     }
     for (name, mut connection) in reached {
-        match push(repo, connection.as_mut(), Some(&name), &PushOptions { branches: vec![branch.clone()], ..Default::default() }, progress) {
+        match send_back(repo, connection.as_mut(), &name, &branch, progress) {
             Ok(pushed) => done.pushed.push((name, pushed)),
             Err(e @ (SyncError::NotFastForward { .. } | SyncError::Rejected { .. })) => return Err(e),
             Err(e) => done.skipped.push((name, e.to_string())),

@@ -15,7 +15,7 @@ use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{Refusal, SyncError, SyncResult, Violation};
-use dmv_repo::ref_names::{BRANCHES, TAGS};
+use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
@@ -164,6 +164,10 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             };
             let mut refs = repo.refs.list(BRANCHES)?;
             refs.extend(repo.refs.list(TAGS)?);
+            // A peer offers its branches here, and needs to know what it offered last.
+            if !repo.config.bare {
+                refs.extend(repo.refs.list(REMOTE_BRANCHES)?);
+            }
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
@@ -349,7 +353,9 @@ fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, 
     let mut batch = Vec::new();
     for u in updates {
         validate_ref_name(&u.name)?;
-        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS)) {
+        // A repository with a working tree takes a peer's offers (see peers.rs) beside its branches and tags.
+        let offered = !repo.config.bare && u.name.starts_with(REMOTE_BRANCHES);
+        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS) || offered) {
             return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {

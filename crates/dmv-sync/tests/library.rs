@@ -93,7 +93,8 @@ fn clone_commit_push_pull_and_sync_in_process() {
     let (_, mut remote) = connect(&studio);
     let synced = dmv_sync::sync(&studio, remote.as_mut(), "origin", &Silent).unwrap();
     drop(remote);
-    let MergeOutcome::Merged(merge) = synced.pulled.merge else { panic!("expected a merge commit, got {:?}", synced.pulled.merge) };
+    let pulled = synced.pulled.expect("pulled");
+    let MergeOutcome::Merged(merge) = pulled.merge else { panic!("expected a merge commit, got {:?}", pulled.merge) };
     assert_eq!(synced.pushed.expect("pushed after a clean merge").updated.len(), 1);
     assert_eq!(studio.commit(&merge).unwrap().parents.len(), 2);
 
