@@ -75,7 +75,14 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     let mut held: Vec<&dmv_repo::PathLock> = Vec::new();
     let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
     match &st.branch {
-        Some(b) => writeln!(out, "On branch {}", b.strip_prefix(BRANCHES).unwrap_or(b))?,
+        Some(b) => {
+            let short = b.strip_prefix(BRANCHES).unwrap_or(b);
+            writeln!(out, "On branch {short}")?;
+            // Local refs only: no network here.
+            for (label, _) in dmv_sync::pending_offers(&repo, short)? {
+                writeln!(out, "{label} was offered by a peer and is not merged yet.\n  (use \"dmv sync\" to merge it)")?;
+            }
+        }
         None => writeln!(out, "HEAD detached")?,
     }
     if let Some(m) = &st.merge {

@@ -729,6 +729,8 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
     // b's checked-out branch stayed; a's work waits beside it.
     assert_eq!(head_of(&dirs[1], "main"), b_before);
     assert_eq!(head_of(&dirs[1], "refs/remotes/laptop-a/main"), head_of(&dirs[0], "main"));
+    let said = dmv(&dirs[1], &["status"]);
+    assert!(said.contains("laptop-a/main was offered by a peer and is not merged yet"), "{said}");
     for round in 0..2 {
         for d in &dirs[usize::from(round == 0)..] {
             ok(&dmv_out(d, &["sync", "next"]));
