@@ -752,3 +752,43 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
         assert_eq!(holders.len(), 3, "{holders:?}");
     }
 }
+
+/// Two peers offer their work to a third at the same moment while it runs
+/// gc: both offers land (the compare-and-swaps are on different refs), gc
+/// keeps what they refer to, and the third's next sync merges both.
+#[test]
+fn two_peers_offering_at_once_during_gc_lose_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("desk");
+    std::fs::create_dir(&hub).unwrap();
+    dmv(&hub, &["init"]);
+    std::fs::write(hub.join("start.txt"), "start\n").unwrap();
+    commit_all(&hub, "start");
+    let peers = ["laptop-b", "laptop-c"];
+    for (i, p) in peers.iter().enumerate() {
+        let d = t.join(p);
+        dmv(t, &["clone", hub.to_str().unwrap(), d.to_str().unwrap()]);
+        dmv(&d, &["replica", "--name", p]);
+        write_noise(&d.join(format!("{p}.raw")), 3 << 20, 10 + i as u64);
+        commit_all(&d, p);
+    }
+    for _ in 0..3 {
+        let gc = dmv_cmd(&hub).args(["gc"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let syncs: Vec<_> =
+            peers.iter().map(|p| dmv_cmd(&t.join(p)).args(["sync", "origin"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()).collect();
+        for child in syncs.into_iter().chain([gc]) {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    for p in peers {
+        assert_eq!(head_of(&hub, &format!("refs/remotes/{p}/main")), head_of(&t.join(p), "main"));
+    }
+    ok(&dmv_out(&hub, &["sync"]));
+    for p in peers {
+        assert_eq!(std::fs::read(hub.join(format!("{p}.raw"))).unwrap(), std::fs::read(t.join(p).join(format!("{p}.raw"))).unwrap());
+    }
+    assert!(dmv(&hub, &["status", "--short"]).is_empty());
+    fsck_clean(&hub);
+}
