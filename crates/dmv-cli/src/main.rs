@@ -118,7 +118,7 @@ enum Command {
     Get(partial::GetArgs),
     /// List, per file, the replicas known to hold its data (asking the reachable remotes live).
     Whereis(partial::WhereisArgs),
-    /// Show this replica's id and name, or name it (`--name NAME`): other replicas show it in whereis.
+    /// Show this replica's id and name; name it, publish URLs it can be reached at, declare it metered.
     Replica(partial::ReplicaArgs),
     /// Free the data of files here (or on a remote) once enough other copies are confirmed.
     Drop(partial::DropArgs),

@@ -49,6 +49,23 @@ pub struct ReplicaArgs {
     /// Name this replica (what other replicas' whereis shows; default user@host:path).
     #[arg(long)]
     name: Option<String>,
+    /// Publish a URL this replica can be reached at (http://, https:// or
+    /// ssh://, no credentials): it travels with the location log, and any
+    /// replica that hears of it may fetch from here. Repeatable.
+    #[arg(long, value_name = "URL")]
+    publish: Vec<String>,
+    /// Stop publishing a URL. Repeatable.
+    #[arg(long, value_name = "URL")]
+    unpublish: Vec<String>,
+    /// Declare this replica metered (e.g. a phone on mobile data): others
+    /// do not pull file data from it unless they name it.
+    #[arg(long, conflicts_with = "unmetered")]
+    metered: bool,
+    /// Declare this replica not metered.
+    #[arg(long)]
+    unmetered: bool,
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn replica(a: ReplicaArgs) -> Result<u8> {
@@ -59,7 +76,30 @@ pub fn replica(a: ReplicaArgs) -> Result<u8> {
             Ok::<_, dmv_repo::RepoError>(())
         })?;
     }
-    println!("{} {}", repo.replica_id()?, repo.replica_name());
+    for url in &a.unpublish {
+        if !dmv_sync::unpublish(&mut repo, url)? {
+            eprintln!("warning: {} was not published", printable(url));
+        }
+    }
+    for url in &a.publish {
+        dmv_sync::publish(&mut repo, url)?;
+    }
+    if a.metered || a.unmetered {
+        dmv_sync::set_metered(&mut repo, a.metered)?;
+    }
+    let card = repo.my_card();
+    if a.json {
+        let shown = serde_json::json!({ "id": repo.replica_id()?.to_string(), "name": card.name, "published": card.urls, "metered": card.metered });
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+        return Ok(0);
+    }
+    println!("{} {}", repo.replica_id()?, card.name);
+    for url in &card.urls {
+        println!("published at {}", printable(url));
+    }
+    if card.metered {
+        println!("metered: other replicas do not pull file data from here unless they name it");
+    }
     Ok(0)
 }
 
@@ -198,6 +238,12 @@ fn reach_facts(c: &dmv_sync::CopyInfo) -> String {
         if !c.reachable {
             facts.push("when last asked".into());
         }
+    }
+    if c.metered {
+        facts.push("metered".into());
+    }
+    if !c.reachable && !c.published.is_empty() {
+        facts.push(format!("at {}", c.published.iter().map(|u| printable(u)).collect::<Vec<_>>().join(" ")));
     }
     facts.join(", ")
 }

@@ -1374,3 +1374,72 @@ fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
     assert_eq!(ls(&phone, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
     fsck_clean(&phone);
 }
+
+/// Issue 44, item 2: a tablet whose only remote is a hub without the data
+/// learns through the location log where the laptop that holds it listens,
+/// and gets it from there; no credential of the tablet's goes to a URL a
+/// peer published; a metered laptop is not pulled from unless named.
+#[test]
+fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_published() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (laptop, hub) = (t.join("laptop"), t.join("hub"));
+    photos(&laptop, 1, 2, FILE);
+    for dir in ["open", "locked"] {
+        std::fs::create_dir_all(t.join(dir)).unwrap();
+    }
+    let open = HttpServer::start(&format!("[repos]\nlaptop = \"{}\"\n", laptop.display()), &t.join("open"), 0);
+    let locked = HttpServer::start(&format!("read = \"token\"\n[repos]\nlaptop = \"{}\"\n[tokens]\n\"t1\" = \"read\"\n", laptop.display()), &t.join("locked"), 0);
+    // Credentials never travel: a URL with a password, a query or a local path is refused.
+    for bad in ["http://alice:secret@127.0.0.1:1/laptop", "http://127.0.0.1:1/laptop?token=x", "/srv/laptop"] {
+        let line = one_line_error(&dmv_out(&laptop, &["replica", "--publish", bad]));
+        assert!(line.contains("publish"), "{line}");
+    }
+    ok(&dmv_out(&laptop, &["replica", "--name", "laptop", "--publish", &open.url("laptop")]));
+    let card: serde_json::Value = serde_json::from_str(&dmv(&laptop, &["replica", "--json"])).unwrap();
+    assert_eq!(card["published"], serde_json::json!([open.url("laptop")]));
+    // The laptop's log says it holds the shoot once it has backed it up to a drive, now in a drawer.
+    dmv(t, &["init", "--bare", "drive"]);
+    dmv(&laptop, &["remote", "add", "drive", t.join("drive").to_str().unwrap()]);
+    ok(&dmv_out(&laptop, &["push", "drive", "main"]));
+    std::fs::rename(t.join("drive"), t.join("drawer")).unwrap();
+    // The hub holds no file data; the tablet's only remote is the hub.
+    ok(&dmv_out(t, &["clone", "--slice", "meta", laptop.to_str().unwrap(), "hub"]));
+    ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "tablet"]));
+    let tablet = t.join("tablet");
+    let w: serde_json::Value = serde_json::from_str(&dmv(&tablet, &["whereis", "--json", "f00/p0.raw"])).unwrap();
+    let copy = w[0]["copies"].as_array().unwrap().iter().find(|c| c["name"] == "laptop").unwrap_or_else(|| panic!("{w}")).clone();
+    assert_eq!(copy["published"], serde_json::json!([open.url("laptop")]));
+    let out = dmv_cmd(&tablet).args(["get", "--json", "f00/p0.raw"]).env("DMV_TOKEN", "t1").output().unwrap();
+    ok(&out);
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["from"], format!("laptop at {}", open.url("laptop")), "{got}");
+    assert_eq!(std::fs::read(tablet.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
+    fsck_clean(&tablet);
+
+    // Published behind a token: the tablet's DMV_TOKEN is not sent to a URL a peer chose.
+    ok(&dmv_out(&laptop, &["replica", "--unpublish", &open.url("laptop"), "--publish", &locked.url("laptop")]));
+    ok(&dmv_out(&hub, &["fetch"]));
+    ok(&dmv_out(&tablet, &["fetch"]));
+    let out = dmv_cmd(&tablet).args(["get", "f00/p1.raw"]).env("DMV_TOKEN", "t1").output().unwrap();
+    let line = one_line_error(&out);
+    assert!(line.contains("f00/p1.raw (held by ") && line.contains(&format!("laptop at {} (authentication failed", locked.url("laptop"))), "{line}");
+    // Named by the user, the URL is the user's choice, and the token goes with it.
+    ok(&dmv_cmd(&tablet).args(["get", "--remote", &locked.url("laptop"), "f00/p1.raw"]).env("DMV_TOKEN", "t1").output().unwrap());
+    assert_eq!(std::fs::read(tablet.join("f00/p1.raw")).unwrap(), std::fs::read(laptop.join("f00/p1.raw")).unwrap());
+
+    // A metered laptop: its card travels, get does not pull from it unless it is named.
+    ok(&dmv_out(&laptop, &["replica", "--metered", "--unpublish", &locked.url("laptop"), "--publish", &open.url("laptop")]));
+    ok(&dmv_out(&hub, &["fetch"]));
+    ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"]));
+    let phone = t.join("phone");
+    let line = one_line_error(&dmv_out(&phone, &["get", "f00/p0.raw"]));
+    assert!(line.contains("f00/p0.raw (held by ") && line.contains("laptop (metered)") && !line.contains("laptop at"), "{line}");
+    let w: serde_json::Value = serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f00/p0.raw"])).unwrap();
+    let copy = w[0]["copies"].as_array().unwrap().iter().find(|c| c["name"] == "laptop").unwrap_or_else(|| panic!("{w}")).clone();
+    assert_eq!((copy["metered"].clone(), copy["class"].clone()), (serde_json::json!(true), serde_json::json!("far")), "{copy}");
+    assert!(dmv(&phone, &["whereis", "f00/p0.raw"]).contains("metered"));
+    ok(&dmv_out(&phone, &["get", "--remote", &open.url("laptop"), "f00/p0.raw"]));
+    assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
+    fsck_clean(&phone);
+}

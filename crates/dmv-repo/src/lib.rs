@@ -57,7 +57,7 @@ pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::dropping::DataDropped;
 pub use replica::location_file::{LocationPages, LocationSpool};
-pub use replica::locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaId, ReplicaNames, Stamp};
+pub use replica::locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId, Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN};
 pub use replica::locks::{check_lock_path, release_locks, take_locks, HeldLocks, KnownLocks, LockStore, LockTable, PathLock};
 pub use replica::slice::{BadSlice, PathFilter, Slice};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};

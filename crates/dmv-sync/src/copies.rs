@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{ReplicaId, Repository};
+use dmv_repo::{ReplicaCard, ReplicaId, Repository};
 use serde::Serialize;
 
 use crate::locations::{exchange_locations, remote_replica};
@@ -47,6 +47,12 @@ pub struct CopyInfo {
     /// How fast its last transfer of file data here went, in bytes a second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_per_sec: Option<u64>,
+    /// The URLs it publishes (any replica may fetch from it there).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub published: Vec<String>,
+    /// It declared itself metered: file data is not pulled from it unless asked for by name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub metered: bool,
 }
 
 /// Where a file's data is.
@@ -135,7 +141,7 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
     // The holders the log records, per version (by its place in `ids`), read record by record.
     let me = repo.replica_id()?;
     let mut logged: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
-    let names = repo
+    let cards = repo
         .locations_where(|r| {
             if r.stamp.present && r.replica != me {
                 if let Ok(i) = ids.binary_search(&r.key) {
@@ -144,7 +150,7 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
             }
             false
         })?
-        .names;
+        .cards;
     let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
     let known = repo.known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
@@ -156,14 +162,16 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         if let Some(remote) = url.and_then(|u| urls.get(u)) {
             return Some(remote.clone());
         }
-        names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned())
+        cards.get(id).map(|(_, c)| c.name.clone()).or_else(|| url.cloned())
     };
-    // What was seen of it, now or last time, where it was reached.
+    // What was seen of it, now or last time, where it was reached (or at a URL it publishes).
     let seen_of = |id: &ReplicaId| -> Option<&Seen> {
-        let url = reached.iter().find(|r| r.id == *id).map(|r| &r.url).or_else(|| known.get(id))?;
-        book.seen(url)
+        let url = reached.iter().find(|r| r.id == *id).map(|r| &r.url).or_else(|| known.get(id));
+        let published = cards.get(id).into_iter().flat_map(|(_, c)| &c.urls);
+        url.into_iter().chain(published).find_map(|u| book.seen(u))
     };
-    let shown: Vec<(String, Option<String>, Option<&Seen>)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id), seen_of(id))).collect();
+    let card_of = |id: &ReplicaId| cards.get(id).map(|(_, c)| c.clone()).unwrap_or_default();
+    let shown: Vec<(String, Option<String>, Option<&Seen>, ReplicaCard)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id), seen_of(id), card_of(id))).collect();
     let me_shown = (me.to_string(), Some(repo.replica_name()));
     for (path, id, size, present) in files {
         let at = ids.binary_search(&id).expect("every file's id is listed");
@@ -176,21 +184,34 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         }
         let mut copies = Vec::new();
         if present {
-            copies.push(CopyInfo { replica: me_shown.0.clone(), name: me_shown.1.clone(), here: true, reachable: true, class: Reach::Here, connect_ms: None, bytes_per_sec: None });
+            copies.push(CopyInfo {
+                replica: me_shown.0.clone(),
+                name: me_shown.1.clone(),
+                here: true,
+                reachable: true,
+                class: Reach::Here,
+                connect_ms: None,
+                bytes_per_sec: None,
+                published: Vec::new(),
+                metered: false,
+            });
         }
         // In the order of the replicas' ids, as before.
         let mut others: Vec<u32> = holders.into_iter().collect();
         others.sort_by_key(|n| replicas.ids[*n as usize]);
         for n in others {
-            let (replica, name, seen) = &shown[n as usize];
+            let (replica, name, seen, card) = &shown[n as usize];
+            let class = seen.map_or(Reach::Unknown, |s| s.class());
             copies.push(CopyInfo {
                 replica: replica.clone(),
                 name: name.clone(),
                 here: false,
                 reachable: live.iter().any(|(l, _)| *l == n),
-                class: seen.map_or(Reach::Unknown, |s| s.class()),
+                class: if card.metered { class.max(Reach::Far) } else { class },
                 connect_ms: seen.and_then(|s| s.connect_ms),
                 bytes_per_sec: seen.and_then(|s| s.bytes_per_sec),
+                published: card.urls.clone(),
+                metered: card.metered,
             });
         }
         each(FileCopies { path: path.into_vec(), id: id.to_hex(), size, copies })?;

@@ -15,7 +15,8 @@
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
 //! `bucket_remote` and `memory_remote`, `remote_spec` (URLs and
 //! connecting), `reach` (how each remote answered when last asked),
-//! `named_remotes` (a repository's named remotes), `locations`,
+//! `named_remotes` (a repository's named remotes), `address_book` (the
+//! URLs replicas publish of themselves, and metered ones), `locations`,
 //! `objects`, `receive` and `send` (the transfer), then the operations
 //! `fetch`, `push`, `peers` (offering a branch to a replica with a working
 //! tree, and merging what peers offered), `pull`, `clone`, `partial` (`get`, `restore`,
@@ -30,6 +31,7 @@
 //! process. The library does not change the disposition behind the front
 //! end's back (object storage blocks it on its own threads).
 
+mod address_book;
 mod bucket_remote;
 mod client;
 mod clone;
@@ -59,6 +61,7 @@ mod serve;
 mod ssh;
 mod stdio;
 
+pub use address_book::{check_publishable, publish, set_metered, unpublish};
 pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};

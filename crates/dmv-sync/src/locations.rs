@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaId, ReplicaNames, Repository, Stamp};
+use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp};
 
 use crate::remote::Remote;
 use crate::{SyncError, SyncResult, Violation};
@@ -48,9 +48,13 @@ pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BT
     let known = repo.known_replicas()?;
     let name_of = |id: &ReplicaId| -> String {
         let url = known.get(id);
-        match url.and_then(|u| remotes.get(u.as_str())) {
+        let name = match url.and_then(|u| remotes.get(u.as_str())) {
             Some(remote) => remote.to_string(),
-            None => log.names.get(id).map(|(_, n)| n.clone()).or_else(|| url.cloned()).unwrap_or_else(|| id.to_string()),
+            None => log.cards.get(id).map(|(_, c)| c.name.clone()).or_else(|| url.cloned()).unwrap_or_else(|| id.to_string()),
+        };
+        match log.cards.get(id).is_some_and(|(_, c)| c.metered) {
+            true => format!("{name} (metered)"),
+            false => name,
         }
     };
     let mut out: BTreeMap<ObjectId, Vec<String>> = BTreeMap::new();
@@ -101,17 +105,17 @@ pub(crate) fn tell_of_new_copies(repo: &Repository, remote: &mut dyn Remote, fil
 /// merged in one pass.
 pub(crate) struct LocationRun {
     spool: LocationSpool,
-    names: ReplicaNames,
+    cards: ReplicaCards,
     last: Option<(ObjectId, ReplicaId)>,
 }
 
 impl LocationRun {
     pub(crate) fn new(repo: &Repository) -> SyncResult<LocationRun> {
-        Ok(LocationRun { spool: LocationSpool::new(repo)?, names: BTreeMap::new(), last: None })
+        Ok(LocationRun { spool: LocationSpool::new(repo)?, cards: BTreeMap::new(), last: None })
     }
 
     /// Refuses a record that does not follow the last one: the merge reads the run as sorted.
-    pub(crate) fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, names: ReplicaNames) -> SyncResult<()> {
+    pub(crate) fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, cards: ReplicaCards) -> SyncResult<()> {
         for record in records {
             if self.last.is_some_and(|last| record.order() <= last) {
                 return Err(SyncError::Protocol(Violation::LocationsOutOfOrder));
@@ -119,11 +123,11 @@ impl LocationRun {
             self.spool.push(&record)?;
             self.last = Some(record.order());
         }
-        self.names.extend(names);
+        self.cards.extend(cards);
         Ok(())
     }
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
-        Ok(repo.merge_locations(self.spool.records()?, &self.names, false)?)
+        Ok(repo.merge_locations(self.spool.records()?, &self.cards, false)?)
     }
 }

@@ -81,7 +81,7 @@ pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<R
 }
 
 /// The repository's `remote.timeout`, else `otherwise` (the global one).
-fn stall_after(repo: &Repository, otherwise: Duration) -> Duration {
+pub(crate) fn stall_after(repo: &Repository, otherwise: Duration) -> Duration {
     repo.config.remote_timeout.map_or(otherwise, |s| Duration::from_secs(s.into()))
 }
 

@@ -9,11 +9,13 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
 use dmv_repo::{EarlyCheckout, Phase, Progress, RepoError, Repository, Slice};
 
+use crate::address_book::{holders_to_ask, stranger_spec};
 use crate::locations::holder_names;
 use crate::named_remotes::{find_remote, remotes_in_order};
 use crate::objects::TransferStats;
 use crate::reach::{Reach, ReachBook};
 use crate::receive::{fetch_file_data, EarlyFill};
+use crate::remote_spec::RemoteSpec;
 use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::BRANCHES;
 
@@ -105,10 +107,12 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
 }
 
 /// Fetches the data of `wanted` (file versions, each with a path that
-/// names it) from `name`, or from the configured remotes in turn (nearest
-/// first by what was last seen of them, `origin` first of a class), each
-/// giving what it has of what is still missing. Returns the remotes that
-/// gave something.
+/// names it) from `name`, or from every replica that may hold it in turn,
+/// each giving what it has of what is still missing: the configured remotes
+/// and the replicas the log says hold some of it at the URLs they publish,
+/// nearest first by what was last seen of them (`origin` first of a class,
+/// configured remotes before published URLs), metered replicas never.
+/// Returns the sources that gave something.
 fn fetch_from_remotes(
     repo: &Repository,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
@@ -117,34 +121,57 @@ fn fetch_from_remotes(
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut book = ReachBook::load(repo);
-    let names: Vec<String> = match name {
-        Some(n) => vec![n.to_string()],
-        None => {
-            let mut names = remotes_in_order(repo);
-            names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
-            names
-        }
+    let sources = match name {
+        Some(n) => vec![Source { label: n.to_string(), spec: find_remote(repo, n).map(|r| r.spec) }],
+        None => sources_in_order(repo, &book, wanted)?,
     };
-    let fetched = fetch_in_turn(repo, &mut book, wanted, names, early, progress);
+    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, early, progress);
     book.save();
     fetched
 }
 
-/// [`fetch_from_remotes`] from `names` in that order, noting in `book` how each answered.
+/// A replica to ask for data, by the name the user knows it by.
+struct Source {
+    label: String,
+    spec: SyncResult<RemoteSpec>,
+}
+
+/// The replicas that may hold `wanted`, in the order to ask them (see [`fetch_from_remotes`]).
+fn sources_in_order(repo: &Repository, book: &ReachBook, wanted: &BTreeMap<ObjectId, Vec<u8>>) -> SyncResult<Vec<Source>> {
+    let ids: Vec<ObjectId> = wanted.keys().copied().collect();
+    let (published, metered) = holders_to_ask(repo, &ids)?;
+    let mut sources: Vec<(Reach, bool, Source)> = Vec::new();
+    for name in remotes_in_order(repo).into_iter().filter(|n| !metered.contains(n)) {
+        let spec = find_remote(repo, &name).map(|r| r.spec);
+        let class = spec.as_ref().map_or(Reach::Unknown, |s| book.class(&s.url));
+        sources.push((class, false, Source { label: name, spec }));
+    }
+    for replica in published {
+        for url in replica.urls {
+            let label = format!("{} at {url}", replica.name);
+            sources.push((book.class(&url), true, Source { label, spec: stranger_spec(repo, &url) }));
+        }
+    }
+    // Stable: origin first of the configured remotes of a class.
+    sources.sort_by_key(|(class, published, _)| (*class, *published));
+    Ok(sources.into_iter().map(|(_, _, source)| source).collect())
+}
+
+/// [`fetch_from_remotes`] from `sources` in that order, noting in `book` how each answered.
 fn fetch_in_turn(
     repo: &Repository,
     book: &mut ReachBook,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
-    names: Vec<String>,
+    sources: Vec<Source>,
     mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();
-    for name in names {
-        let spec = match find_remote(repo, &name) {
-            Ok(remote) => remote.spec,
+    for Source { label: name, spec } in sources {
+        let spec = match spec {
+            Ok(spec) => spec,
             Err(e) => {
                 tried.push(format!("{name} ({e})"));
                 continue;

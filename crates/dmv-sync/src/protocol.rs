@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// The protocol version this side speaks; both sides of a connection must
 /// speak the same one (`Hello`).
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 /// Location records per locations frame (57 B each: ~0.9 MiB). A sender
 /// reads its log a piece at a time and a receiver spools each piece to disk,

@@ -4,7 +4,7 @@
 //! [`KeepsPathLocks`]), with what they answer.
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaId, ReplicaNames, Tally};
+use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaCards, ReplicaId, Tally};
 
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
@@ -13,7 +13,7 @@ use crate::{SyncError, SyncResult};
 pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
 
 /// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
-pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaNames) -> SyncResult<()> + 'a;
+pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaCards) -> SyncResult<()> + 'a;
 
 /// A remote as the transfer code sees it, whatever carries the requests: a
 /// DMV server at the other end of a pipe or HTTP, or an object store with

@@ -95,6 +95,9 @@ pub struct RemoteSpec {
     /// How long the remote may go without answering (or without taking
     /// what is sent) before it is abandoned as stalled.
     pub stall_after: Duration,
+    /// A URL another replica published (its card in the location log): no
+    /// credential of this user goes with it, not even `DMV_TOKEN`.
+    pub stranger: bool,
 }
 
 /// How long a remote may go without answering when nothing sets
@@ -156,6 +159,7 @@ impl RemoteSpec {
             create_with: None,
             local_server: LocalServer::default(),
             stall_after: global_stall_after(),
+            stranger: false,
         })
     }
 
@@ -175,7 +179,10 @@ impl RemoteSpec {
                 Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url, self.stall_after)?)
             }
             Transport::Http { base } => {
-                let token = std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone());
+                let token = match self.stranger {
+                    true => None,
+                    false => std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone()),
+                };
                 Box::new(HttpWire::new(base, token, self.stall_after)?)
             }
             Transport::S3(_) => {

@@ -114,7 +114,7 @@ fn only_message(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn protocol_version_and_verbs_are_fixed() {
-    assert_eq!(VERSION, 6);
+    assert_eq!(VERSION, 7);
     // Verbs are not serialized; their names are the HTTP paths (`POST /NAME/dmv/VERB`).
     let verbs = [
         (Verb::Hello, "hello"),

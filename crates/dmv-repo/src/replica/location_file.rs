@@ -15,10 +15,11 @@ use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::replica::location_journal::{journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT};
-use crate::replica::locations::{decode_names, now_ns, write_framed, LocationLog, LocationRecord, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_WITHOUT_NAMES};
+use crate::replica::locations::{
+    decode_cards, now_ns, write_framed, LocationLog, LocationRecord, ReplicaCards, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY,
+    VERSION_WITHOUT_NAMES,
+};
 use crate::repository::repo::Repository;
-
-type Names = BTreeMap<ReplicaId, (u64, String)>;
 
 /// `.dmv/locations` read record by record and hashed as it is read: what it
 /// yields counts only once [`LogReader::finish`] has checked the checksum.
@@ -27,7 +28,8 @@ struct LogReader {
     input: BufReader<File>,
     hasher: blake3::Hasher,
     left: u64,
-    names_len: u64,
+    version: u32,
+    cards_len: u64,
     previous: Option<(ObjectId, ReplicaId)>,
 }
 
@@ -44,8 +46,15 @@ impl LogReader {
     /// Reads `file` (the log at `path`) from where it stands.
     fn of(path: &Path, file: File) -> RepoResult<LogReader> {
         let len = file.metadata().at(path)?.len();
-        let mut reader =
-            LogReader { path: path.to_path_buf(), input: BufReader::with_capacity(1 << 20, file), hasher: blake3::Hasher::new(), left: 0, names_len: 0, previous: None };
+        let mut reader = LogReader {
+            path: path.to_path_buf(),
+            input: BufReader::with_capacity(1 << 20, file),
+            hasher: blake3::Hasher::new(),
+            left: 0,
+            version: VERSION,
+            cards_len: 0,
+            previous: None,
+        };
         if len < (HEADER_LEN + 32) as u64 {
             return Err(reader.bad("no location log header"));
         }
@@ -53,17 +62,18 @@ impl LogReader {
         reader.read(&mut header)?;
         let (magic, rest) = header.split_at(8);
         let (version, count) = rest.split_at(4);
-        let with_names = match u32::from_le_bytes(version.try_into().unwrap_or_default()) {
+        reader.version = u32::from_le_bytes(version.try_into().unwrap_or_default());
+        let with_cards = match reader.version {
             _ if magic != MAGIC => return Err(reader.bad("no location log header")),
-            VERSION => true,
+            VERSION | VERSION_NAMES_ONLY => true,
             VERSION_WITHOUT_NAMES => false,
             _ => return Err(reader.bad("unknown version")),
         };
         let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
         let body = len - (HEADER_LEN + 32) as u64;
         let records = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= body).ok_or_else(|| reader.bad("record count does not match the length"))?;
-        reader.names_len = body - records;
-        if !with_names && reader.names_len != 0 {
+        reader.cards_len = body - records;
+        if !with_cards && reader.cards_len != 0 {
             return Err(reader.bad("record count does not match the length"));
         }
         reader.left = count;
@@ -95,21 +105,21 @@ impl LogReader {
         Ok(Some(record))
     }
 
-    /// Reads the rest, checks the checksum, and returns the names.
-    fn finish(mut self) -> RepoResult<Names> {
+    /// Reads the rest, checks the checksum, and returns the cards.
+    fn finish(mut self) -> RepoResult<ReplicaCards> {
         while self.next()?.is_some() {}
-        let mut names = vec![0u8; self.names_len as usize];
-        self.read(&mut names)?;
+        let mut cards = vec![0u8; self.cards_len as usize];
+        self.read(&mut cards)?;
         let mut sum = [0u8; 32];
         self.input.read_exact(&mut sum).at(&self.path)?;
         if self.hasher.finalize().as_bytes() != &sum {
             return Err(self.bad("checksum mismatch"));
         }
         let mut log = LocationLog::default();
-        if !names.is_empty() {
-            decode_names(&names, &mut log).map_err(|e| self.bad(&e.0))?;
+        if !cards.is_empty() {
+            decode_cards(&cards, self.version, &mut log).map_err(|e| self.bad(&e.0))?;
         }
-        Ok(log.names)
+        Ok(log.cards)
     }
 }
 
@@ -148,8 +158,8 @@ impl Merged {
         }))
     }
 
-    /// Checks the log's checksum and returns its names.
-    fn finish(self) -> RepoResult<Names> {
+    /// Checks the log's checksum and returns its cards.
+    fn finish(self) -> RepoResult<ReplicaCards> {
         Ok(self.log.map(LogReader::finish).transpose()?.unwrap_or_default())
     }
 }
@@ -227,28 +237,28 @@ pub struct LocationPages {
     count: u64,
     /// Records not given yet.
     left: u64,
-    names: Option<Names>,
+    cards: Option<ReplicaCards>,
 }
 
 impl LocationPages {
     /// Up to `max` records in key order, encoded as a log of their own
-    /// (with the names on the first page, which comes even when the log is
+    /// (with the cards on the first page, which comes even when the log is
     /// empty); None when all were given. Encoded as read, not from a map of
     /// the records (which took twice the bytes).
     pub fn next_page(&mut self, max: usize) -> RepoResult<Option<Vec<u8>>> {
         let count = self.left.min(max as u64);
-        let names = match self.names.take() {
-            Some(names) => names,
+        let cards = match self.cards.take() {
+            Some(cards) => cards,
             None if count == 0 => return Ok(None),
-            None => Names::new(),
+            None => ReplicaCards::new(),
         };
         let mut page = Vec::with_capacity(HEADER_LEN + count as usize * RECORD_LEN + 32);
-        self.write_records(&mut page, count, &names)?;
+        self.write_records(&mut page, count, &cards)?;
         Ok(Some(page))
     }
 
-    /// Writes the next `count` records framed as a log with `names`.
-    fn write_records(&mut self, out: &mut dyn Write, count: u64, names: &Names) -> RepoResult<()> {
+    /// Writes the next `count` records framed as a log with `cards`.
+    fn write_records(&mut self, out: &mut dyn Write, count: u64, cards: &ReplicaCards) -> RepoResult<()> {
         let mut failed = None;
         let written = write_framed(
             out,
@@ -269,7 +279,7 @@ impl LocationPages {
                 }
                 Ok(())
             },
-            names,
+            cards,
         );
         match (failed, written) {
             (Some(e), _) => Err(e),
@@ -279,14 +289,14 @@ impl LocationPages {
 
     /// The whole log, encoded as [`LocationLog::encode_to`] would.
     pub fn encode_to(mut self, out: &mut dyn Write) -> RepoResult<()> {
-        let names = self.names.take().unwrap_or_default();
-        self.write_records(out, self.count, &names)
+        let cards = self.cards.take().unwrap_or_default();
+        self.write_records(out, self.count, &cards)
     }
 }
 
 impl Repository {
     /// The location log, to be read in pages (see [`LocationPages`]), with
-    /// this replica's current name among the names.
+    /// this replica's current card among the cards.
     pub fn location_pages(&self) -> RepoResult<LocationPages> {
         let path = self.locations_path();
         // The journal first: a fold meanwhile puts its records in the log read next (see `Merged`).
@@ -302,14 +312,14 @@ impl Repository {
         while check.next()?.is_some() {
             count += 1;
         }
-        let names = check.finish()?;
+        let cards = check.finish()?;
         if let Some(mut f) = file.as_ref() {
             f.rewind().at(&path)?;
         }
         let reader = Merged::new(log(file.as_ref())?, journal)?;
-        let mut named = LocationLog { records: BTreeMap::new(), names };
-        self.with_my_name(&mut named);
-        Ok(LocationPages { path, reader, count, left: count, names: Some(named.names) })
+        let mut named = LocationLog { records: BTreeMap::new(), cards };
+        self.with_my_card(&mut named);
+        Ok(LocationPages { path, reader, count, left: count, cards: Some(named.cards) })
     }
 
     /// Some records (what one transfer taught), to be given in pages as
@@ -319,8 +329,8 @@ impl Repository {
         records.dedup_by_key(|r| r.order());
         let count = records.len() as u64;
         let mut named = LocationLog::default();
-        self.with_my_name(&mut named);
-        Ok(LocationPages { path: self.locations_path(), reader: Merged::new(None, records)?, count, left: count, names: Some(named.names) })
+        self.with_my_card(&mut named);
+        Ok(LocationPages { path: self.locations_path(), reader: Merged::new(None, records)?, count, left: count, cards: Some(named.cards) })
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -343,18 +353,18 @@ impl Repository {
         Merged::new(LogReader::open(&self.locations_path())?, journal)
     }
 
-    /// Merges `records` (sorted by key and replica) and `names` into the
+    /// Merges `records` (sorted by key and replica) and `cards` into the
     /// location log under its lock, as [`LocationLog::merge`] does (per key
     /// and replica the newest wins), streamed through a temporary file; with
     /// `my_name`, this replica's current name too. Returns how many records
-    /// and names changed. A damaged log is refused before anything is written.
-    pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
+    /// and cards changed. A damaged log is refused before anything is written.
+    pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards, my_card: bool) -> RepoResult<usize> {
         let _lock = self.lock_locations()?;
-        self.merge_locked(records, names, my_name)
+        self.merge_locked(records, cards, my_card)
     }
 
     /// [`Repository::merge_locations`] under the lock, folding the journal in.
-    fn merge_locked(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, names: &Names, my_name: bool) -> RepoResult<usize> {
+    fn merge_locked(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards, my_card: bool) -> RepoResult<usize> {
         let path = self.locations_path();
         let mut ours = self.open_merged()?;
         let mut theirs = Newest { input: records.into_iter().peekable(), path: path.clone() };
@@ -398,15 +408,15 @@ impl Repository {
             out.write_all(&record.encode()).at(&self.dmv)?;
             count += 1;
         }
-        let mut log = LocationLog { records: BTreeMap::new(), names: ours.finish()? };
-        let before = log.names.clone();
-        for (replica, (time_ns, name)) in names {
-            log.name(*replica, *time_ns, name);
+        let mut log = LocationLog { records: BTreeMap::new(), cards: ours.finish()? };
+        let before = log.cards.clone();
+        for (replica, (time_ns, card)) in cards {
+            log.card(*replica, *time_ns, card.clone());
         }
-        if my_name {
-            self.with_my_name(&mut log);
+        if my_card {
+            self.with_my_card(&mut log);
         }
-        changed += log.names.iter().filter(|(k, v)| before.get(k) != Some(v)).count();
+        changed += log.cards.iter().filter(|(k, v)| before.get(k) != Some(v)).count();
         // Nothing learnt (a fetch or push that brought nothing new): the log and journal stand.
         if changed == 0 {
             return Ok(0);
@@ -414,7 +424,7 @@ impl Repository {
         let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
-        crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.names))?;
+        crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.cards))?;
         // Folded in: kept after a crash here, it is read again with the log, and counts once.
         match std::fs::remove_file(self.journal_path()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(self.journal_path(), e)),
@@ -434,7 +444,7 @@ impl Repository {
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
         if journal.appended + records.len() > JOURNAL_LIMIT {
             records.sort_by_key(LocationRecord::order_then_age);
-            return self.merge_locked(records.into_iter().map(Ok), &Names::new(), false).map(drop);
+            return self.merge_locked(records.into_iter().map(Ok), &ReplicaCards::new(), false).map(drop);
         }
         if records.is_empty() {
             return Ok(());
@@ -463,7 +473,7 @@ impl Repository {
         self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect())
     }
 
-    /// The records of the location log that `keep` chooses, with its names
+    /// The records of the location log that `keep` chooses, with its cards
     /// (empty when none was written yet), read record by record and checked
     /// whole: a command holds what it asked for, not the log (two million
     /// records at a million files are ~370 MB as a map).
@@ -475,7 +485,7 @@ impl Repository {
                 log.records.insert(r.order(), r.stamp);
             }
         }
-        log.names = reader.finish()?;
+        log.cards = reader.finish()?;
         Ok(log)
     }
 
@@ -517,7 +527,7 @@ mod tests {
             log.record(r.key, r.replica, r.stamp);
         }
         for (r, t, n) in names {
-            log.name(ReplicaId([*r; 16]), *t, n);
+            log.card(ReplicaId([*r; 16]), *t, crate::replica::locations::ReplicaCard::named(n));
         }
         log
     }
@@ -537,9 +547,9 @@ mod tests {
             }
             let mut expected = if with_log { ours.clone() } else { LocationLog::default() };
             theirs.sort_by_key(|r| r.order());
-            let names: Names = [(ReplicaId([1; 16]), (6, "nas".to_string()))].into();
+            let names: ReplicaCards = [(ReplicaId([1; 16]), (6, crate::replica::locations::ReplicaCard::named("nas")))].into();
             let mut theirs_log = log_of(&theirs, &[]);
-            theirs_log.names = names.clone();
+            theirs_log.cards = names.clone();
             let expected_changed = expected.merge(&theirs_log);
             let changed = repo.merge_locations(theirs.iter().copied().map(Ok), &names, false).unwrap();
             let merged = repo.load_locations().unwrap();
@@ -550,23 +560,23 @@ mod tests {
             let some = repo.locations_where(|r| r.key.0[0] % 2 == 0 && r.stamp.present).unwrap();
             let expected_some: BTreeMap<_, _> = merged.records.iter().filter(|(k, s)| k.0 .0[0] % 2 == 0 && s.present).map(|(k, s)| (*k, *s)).collect();
             prop_assert_eq!(&some.records, &expected_some);
-            prop_assert_eq!(&some.names, &merged.names);
+            prop_assert_eq!(&some.cards, &merged.cards);
             // Read for sending, in pages or encoded whole, it is the log with this replica's name.
             // (Written down first, so the name's time is the file's.)
-            repo.merge_locations(std::iter::empty(), &Names::new(), true).unwrap();
+            repo.merge_locations(std::iter::empty(), &ReplicaCards::new(), true).unwrap();
             let named = repo.load_locations().unwrap();
             prop_assert_eq!(&named.records, &merged.records);
-            prop_assert!(named.names.len() == merged.names.len() + 1);
+            prop_assert!(named.cards.len() == merged.cards.len() + 1);
             let mut pages = repo.location_pages().unwrap();
             let mut sent = LocationLog::default();
             let mut first = true;
             while let Some(page) = pages.next_page(7).unwrap() {
                 let page = LocationLog::decode(&page).unwrap();
                 prop_assert!(page.records.len() <= 7 && (first || !page.records.is_empty()));
-                prop_assert!(first || page.names.is_empty());
+                prop_assert!(first || page.cards.is_empty());
                 first = false;
                 sent.records.extend(page.records);
-                sent.names.extend(page.names);
+                sent.cards.extend(page.cards);
             }
             prop_assert!(!first);
             prop_assert_eq!(&sent, &named);
@@ -596,7 +606,7 @@ mod tests {
                     false => {
                         records.sort_by_key(|r| r.order());
                         let had_journal = repo.journal_path().exists();
-                        let changed = repo.merge_locations(records.iter().copied().map(Ok), &Names::new(), false).unwrap();
+                        let changed = repo.merge_locations(records.iter().copied().map(Ok), &ReplicaCards::new(), false).unwrap();
                         // A merge that learns something folds the journal in; one that learns nothing writes nothing.
                         prop_assert_eq!(repo.journal_path().exists(), had_journal && changed == 0);
                     }
@@ -620,7 +630,7 @@ mod tests {
     fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        repo.merge_locations([Ok(record(1, 1, 1, true))], &Names::new(), false).unwrap();
+        repo.merge_locations([Ok(record(1, 1, 1, true))], &ReplicaCards::new(), false).unwrap();
         let log = std::fs::read(repo.locations_path()).unwrap();
         repo.note_locations(vec![record(2, 1, 1, true)]).unwrap();
         repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false).unwrap();
@@ -661,11 +671,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
         let before: Vec<LocationRecord> = (1..=5).map(|k| record(k, 1, 1, true)).collect();
-        repo.merge_locations(before.iter().copied().map(Ok), &Names::new(), false).unwrap();
+        repo.merge_locations(before.iter().copied().map(Ok), &ReplicaCards::new(), false).unwrap();
         let mut pages = repo.location_pages().unwrap();
         let first = LocationLog::decode(&pages.next_page(2).unwrap().unwrap()).unwrap();
         // Another command merges records in (a fetch, a drop): the log is rewritten under the sender.
-        repo.merge_locations([Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))], &Names::new(), false).unwrap();
+        repo.merge_locations([Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))], &ReplicaCards::new(), false).unwrap();
         let mut sent: Vec<LocationRecord> = first.iter().collect();
         while let Some(page) = pages.next_page(2).unwrap() {
             sent.extend(LocationLog::decode(&page).unwrap().iter());
@@ -682,7 +692,7 @@ mod tests {
         let mut bytes = log.encode();
         bytes[HEADER_LEN + 40] ^= 4;
         std::fs::write(repo.locations_path(), &bytes).unwrap();
-        let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &Names::new(), false).unwrap_err();
+        let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &ReplicaCards::new(), false).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
         assert!(repo.check_locations().is_err() && repo.location_pages().is_err());
@@ -690,7 +700,7 @@ mod tests {
         assert!(repo.locations_where(|_| false).unwrap_err().to_string().contains("checksum"));
 
         std::fs::remove_file(repo.locations_path()).unwrap();
-        let err = repo.merge_locations([Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))], &Names::new(), false).unwrap_err();
+        let err = repo.merge_locations([Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))], &ReplicaCards::new(), false).unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
         assert!(!repo.locations_path().exists());
         assert_eq!(std::fs::read_dir(&repo.dmv).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("tmp")).count(), 0);

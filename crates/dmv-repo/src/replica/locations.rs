@@ -4,13 +4,15 @@
 //! without conflict: per key and replica the newest record wins (at equal
 //! times "absent" wins, so a merge never invents a copy).
 //!
-//! It also carries each replica's name (the newest a replica gave itself
-//! wins), so a replica heard of only through others is shown by name.
+//! It also carries each replica's card (the newest a replica gave of itself
+//! wins): its name, so a replica heard of only through others is shown by
+//! name, the URLs it publishes, so any replica can reach one it has only
+//! heard of, and whether it is metered, so others do not pull from it.
 //!
 //! `.dmv/locations`: magic, version, record count, the records sorted by
-//! (key, replica), each 32 + 16 + 8 + 1 bytes, then (version 2) the name
-//! count and the names sorted by replica, each 16 + 8 + 1 + length bytes,
-//! and a BLAKE3 checksum. Version 1 (no names) is still read.
+//! (key, replica), each 32 + 16 + 8 + 1 bytes, then the card count and the
+//! cards sorted by replica (see [`encode_cards`]), and a BLAKE3 checksum.
+//! Versions 1 (no cards) and 2 (cards of a name only) are still read.
 //! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
 
 use std::collections::BTreeMap;
@@ -23,11 +25,17 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::repository::repo::Repository;
 
 pub(crate) const MAGIC: &[u8; 8] = b"DMVLOCS\0";
-pub(crate) const VERSION: u32 = 2;
-/// Version 1: the same without the names.
+pub(crate) const VERSION: u32 = 3;
+/// Version 2: cards of a name only.
+pub(crate) const VERSION_NAMES_ONLY: u32 = 2;
+/// Version 1: the same without the cards.
 pub(crate) const VERSION_WITHOUT_NAMES: u32 = 1;
 /// Longer names are cut (at a character boundary) when recorded.
 pub const MAX_NAME_LEN: usize = 255;
+/// A card publishes at most this many URLs, each of at most [`MAX_PUBLISHED_URL_LEN`] bytes.
+pub const MAX_PUBLISHED_URLS: usize = 8;
+/// The longest URL a card publishes.
+pub const MAX_PUBLISHED_URL_LEN: usize = 1024;
 pub(crate) const RECORD_LEN: usize = 32 + 16 + 8 + 1;
 pub(crate) const HEADER_LEN: usize = 8 + 4 + 8;
 
@@ -133,17 +141,51 @@ impl LocationRecord {
     }
 }
 
-/// Each replica's name, with when it gave it (nanoseconds since the epoch).
-pub type ReplicaNames = BTreeMap<ReplicaId, (u64, String)>;
+/// What a replica says of itself in the logs it sends. Only the replica
+/// writes its own card (from its config), so the newest one is the truth.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ReplicaCard {
+    /// What others show it by (`replica_name`, default user@host:path).
+    pub name: String,
+    /// Where it can be reached (`dmv replica --publish`): URLs without
+    /// credentials, which every reader supplies for itself.
+    pub urls: Vec<String>,
+    /// It pays for what it sends (a phone on mobile data): others do not
+    /// pull file data from it unless told to.
+    pub metered: bool,
+}
+
+impl ReplicaCard {
+    /// A card of a name only (what a version 2 log carries).
+    pub fn named(name: &str) -> ReplicaCard {
+        ReplicaCard { name: name.to_string(), ..Default::default() }
+    }
+
+    /// The card within the format's limits: the name cut at a character
+    /// boundary, at most [`MAX_PUBLISHED_URLS`] URLs of at most [`MAX_PUBLISHED_URL_LEN`] bytes.
+    fn bounded(mut self) -> ReplicaCard {
+        let mut end = self.name.len().min(MAX_NAME_LEN);
+        while !self.name.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.name.truncate(end);
+        self.urls.retain(|u| u.len() <= MAX_PUBLISHED_URL_LEN);
+        self.urls.truncate(MAX_PUBLISHED_URLS);
+        self
+    }
+}
+
+/// Each replica's card, with when it gave it (nanoseconds since the epoch).
+pub type ReplicaCards = BTreeMap<ReplicaId, (u64, ReplicaCard)>;
 
 /// `.dmv/locations` in memory: per file version and replica, the newest
-/// record, and the replicas' names.
+/// record, and the replicas' cards.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocationLog {
     /// The newest stamp per (content id, replica).
     pub records: BTreeMap<(ObjectId, ReplicaId), Stamp>,
-    /// Each replica's name, with when it gave it (nanoseconds since the epoch).
-    pub names: BTreeMap<ReplicaId, (u64, String)>,
+    /// Each replica's card, with when it gave it (nanoseconds since the epoch).
+    pub cards: ReplicaCards,
 }
 
 /// Why bytes are not a location log.
@@ -167,37 +209,33 @@ impl LocationLog {
         }
     }
 
-    /// Records a replica's name as of `time_ns`; an older one changes nothing
-    /// (at equal times the greater name wins, so merges agree).
-    pub fn name(&mut self, replica: ReplicaId, time_ns: u64, name: &str) {
-        let mut end = name.len().min(MAX_NAME_LEN);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        let candidate = (time_ns, name[..end].to_string());
-        match self.names.get(&replica) {
+    /// Records a replica's card as of `time_ns`; an older one changes nothing
+    /// (at equal times the greater card wins, so merges agree).
+    pub fn card(&mut self, replica: ReplicaId, time_ns: u64, card: ReplicaCard) {
+        let candidate = (time_ns, card.bounded());
+        match self.cards.get(&replica) {
             Some(known) if *known >= candidate => {}
             _ => {
-                self.names.insert(replica, candidate);
+                self.cards.insert(replica, candidate);
             }
         }
     }
 
-    /// Takes in every record and name of `other` (newest wins); returns how many changed this log.
+    /// Takes in every record and card of `other` (newest wins); returns how many changed this log.
     pub fn merge(&mut self, other: &LocationLog) -> usize {
-        if self.records.is_empty() && self.names.is_empty() {
+        if self.records.is_empty() && self.cards.is_empty() {
             // A new replica's first exchange: the same result without a lookup per record.
             *self = other.clone();
-            return self.records.len() + self.names.len();
+            return self.records.len() + self.cards.len();
         }
         let before = self.clone();
         for (&(key, replica), &stamp) in &other.records {
             self.record(key, replica, stamp);
         }
-        for (replica, (time_ns, name)) in &other.names {
-            self.name(*replica, *time_ns, name);
+        for (replica, (time_ns, card)) in &other.cards {
+            self.card(*replica, *time_ns, card.clone());
         }
-        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count() + self.names.iter().filter(|(k, v)| before.names.get(k) != Some(v)).count()
+        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count() + self.cards.iter().filter(|(k, v)| before.cards.get(k) != Some(v)).count()
     }
 
     /// Every record, in order.
@@ -222,20 +260,20 @@ impl LocationLog {
     /// [`LocationLog::encode`], streamed: at a million files the encoding
     /// is ~60 MB a replica, which need not sit in memory beside the log.
     pub fn encode_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        write_framed(out, self.records.len() as u64, &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())), &self.names)
+        write_framed(out, self.records.len() as u64, &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())), &self.cards)
     }
 
     /// Reads a log in its file format, checking checksum, records and order.
     pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
-        let (records, names) = LocationLog::read_encoded(bytes)?;
-        Ok(LocationLog { records: records.map(|r| (r.order(), r.stamp)).collect(), names })
+        let (records, cards) = LocationLog::read_encoded(bytes)?;
+        Ok(LocationLog { records: records.map(|r| (r.order(), r.stamp)).collect(), cards })
     }
 
-    /// The records (in order) and names of an encoded log, all checked
+    /// The records (in order) and cards of an encoded log, all checked
     /// (checksum, each record, their order) before any is handed out, and
     /// read from the bytes as they are taken rather than into a map (which
     /// takes about twice the bytes of the encoding).
-    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaNames), BadLocationLog> {
+    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaCards), BadLocationLog> {
         let bad = |d: &str| BadLocationLog(d.to_string());
         if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {
             return Err(bad("no location log header"));
@@ -244,8 +282,9 @@ impl LocationLog {
         if blake3::hash(body).as_bytes()[..] != *sum {
             return Err(bad("checksum mismatch"));
         }
-        let with_names = match u32::from_le_bytes(body[8..12].try_into().map_err(|_| bad("short header"))?) {
-            VERSION => true,
+        let version = u32::from_le_bytes(body[8..12].try_into().map_err(|_| bad("short header"))?);
+        let with_names = match version {
+            VERSION | VERSION_NAMES_ONLY => true,
             VERSION_WITHOUT_NAMES => false,
             _ => return Err(bad("unknown version")),
         };
@@ -266,74 +305,96 @@ impl LocationLog {
         }
         let mut log = LocationLog::default();
         if with_names {
-            decode_names(names, &mut log)?;
+            decode_cards(names, version, &mut log)?;
         }
         // Every record decoded above: none is left out here.
         let records = records.chunks_exact(RECORD_LEN).filter_map(|r| LocationRecord::decode(r.try_into().ok()?).ok());
-        Ok((records, log.names))
+        Ok((records, log.cards))
     }
 }
 
 /// A whole log around `count` records that `records` writes in order:
-/// header, records, names, checksum.
-pub(crate) fn write_framed(
-    out: &mut dyn Write,
-    count: u64,
-    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
-    names: &BTreeMap<ReplicaId, (u64, String)>,
-) -> std::io::Result<()> {
+/// header, records, cards, checksum.
+pub(crate) fn write_framed(out: &mut dyn Write, count: u64, records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>, cards: &ReplicaCards) -> std::io::Result<()> {
     // Buffered below the hash, which then takes large pieces (records are 57 bytes).
     let mut out = dmv_store::HashingWriter::new(std::io::BufWriter::with_capacity(1 << 16, out));
     out.write_all(MAGIC)?;
     out.write_all(&VERSION.to_le_bytes())?;
     out.write_all(&count.to_le_bytes())?;
     records(&mut out)?;
-    encode_names(names, &mut out)?;
+    encode_cards(cards, &mut out)?;
     let sum = out.hasher.finalize();
     out.inner.write_all(sum.as_bytes())?;
     out.inner.flush()
 }
 
-/// The names section of a version 2 log: count, then (replica, time, length, name) sorted by replica.
-pub(crate) fn encode_names(names: &BTreeMap<ReplicaId, (u64, String)>, out: &mut dyn Write) -> std::io::Result<()> {
-    out.write_all(&(names.len() as u32).to_le_bytes())?;
-    for (replica, (time_ns, name)) in names {
+/// The cards section of a version 3 log: the count (u32), then per replica,
+/// in replica order: `id [16] | time ns u64 | name length u8 | name |
+/// flags u8 (bit 0: metered) | URL count u8 | URL count × (length u16 | URL)`.
+/// (Version 2 has each card's id, time, name length and name only.)
+pub(crate) fn encode_cards(cards: &ReplicaCards, out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(&(cards.len() as u32).to_le_bytes())?;
+    for (replica, (time_ns, card)) in cards {
+        // `card` keeps cards within the limits; one made otherwise is cut here.
+        let card = card.clone().bounded();
         out.write_all(&replica.0)?;
         out.write_all(&time_ns.to_le_bytes())?;
-        // `name` keeps names to MAX_NAME_LEN bytes; one made otherwise is cut here.
-        let bytes = &name.as_bytes()[..name.len().min(MAX_NAME_LEN)];
-        out.write_all(&[bytes.len() as u8])?;
-        out.write_all(bytes)?;
+        out.write_all(&[card.name.len() as u8])?;
+        out.write_all(card.name.as_bytes())?;
+        out.write_all(&[card.metered as u8, card.urls.len() as u8])?;
+        for url in &card.urls {
+            out.write_all(&(url.len() as u16).to_le_bytes())?;
+            out.write_all(url.as_bytes())?;
+        }
     }
     Ok(())
 }
 
-/// Reads what [`encode_names`] wrote.
-pub(crate) fn decode_names(mut bytes: &[u8], log: &mut LocationLog) -> Result<(), BadLocationLog> {
+/// Reads what [`encode_cards`] wrote (or, for `version` 2, the names).
+pub(crate) fn decode_cards(mut bytes: &[u8], version: u32, log: &mut LocationLog) -> Result<(), BadLocationLog> {
     let bad = |d: &str| BadLocationLog(d.to_string());
     let mut take = |n: usize| -> Result<&[u8], BadLocationLog> {
         if bytes.len() < n {
-            return Err(bad("a name runs past the end"));
+            return Err(bad("a card runs past the end"));
         }
         let (head, tail) = bytes.split_at(n);
         bytes = tail;
         Ok(head)
     };
-    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad("short name count"))?);
+    let text = |b: &[u8]| std::str::from_utf8(b).map(str::to_string).map_err(|_| bad("a card is not UTF-8"));
+    let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad("short card count"))?);
     let mut previous: Option<ReplicaId> = None;
     for _ in 0..count {
-        let replica = ReplicaId(take(16)?.try_into().map_err(|_| bad("short name"))?);
-        let time_ns = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad("short name"))?);
+        let replica = ReplicaId(take(16)?.try_into().map_err(|_| bad("short card"))?);
+        let time_ns = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad("short card"))?);
         let len = take(1)?[0] as usize;
-        let name = std::str::from_utf8(take(len)?).map_err(|_| bad("a name is not UTF-8"))?;
+        let mut card = ReplicaCard::named(&text(take(len)?)?);
+        if version >= VERSION {
+            let flags = take(1)?[0];
+            if flags > 1 {
+                return Err(bad("unknown card flags"));
+            }
+            card.metered = flags == 1;
+            let urls = take(1)?[0] as usize;
+            if urls > MAX_PUBLISHED_URLS {
+                return Err(bad("a card publishes too many URLs"));
+            }
+            for _ in 0..urls {
+                let len = u16::from_le_bytes(take(2)?.try_into().map_err(|_| bad("short card"))?) as usize;
+                if len > MAX_PUBLISHED_URL_LEN {
+                    return Err(bad("a published URL is too long"));
+                }
+                card.urls.push(text(take(len)?)?);
+            }
+        }
         if previous.is_some_and(|p| p >= replica) {
-            return Err(bad("names out of order"));
+            return Err(bad("cards out of order"));
         }
         previous = Some(replica);
-        log.names.insert(replica, (time_ns, name.to_string()));
+        log.cards.insert(replica, (time_ns, card));
     }
     if !bytes.is_empty() {
-        return Err(bad("bytes after the names"));
+        return Err(bad("bytes after the cards"));
     }
     Ok(())
 }
@@ -378,12 +439,18 @@ impl Repository {
         format!("{user}@{host}:{}", self.root.display())
     }
 
-    /// `log` with this replica's current name in it (if it has an id yet).
-    pub fn with_my_name(&self, log: &mut LocationLog) {
+    /// What this replica says of itself: its name, the URLs it publishes
+    /// and whether it is metered (`dmv replica`).
+    pub fn my_card(&self) -> ReplicaCard {
+        ReplicaCard { name: self.replica_name(), urls: self.config.publish.clone(), metered: self.config.metered }.bounded()
+    }
+
+    /// `log` with this replica's current card in it (if it has an id yet).
+    pub fn with_my_card(&self, log: &mut LocationLog) {
         let Ok(me) = self.replica_id() else { return };
-        let name = self.replica_name();
-        if log.names.get(&me).map(|(_, n)| n.as_str()) != Some(name.as_str()) {
-            log.name(me, now_ns(), &name);
+        let card = self.my_card();
+        if log.cards.get(&me).map(|(_, c)| c) != Some(&card) {
+            log.card(me, now_ns(), card);
         }
     }
 
@@ -444,10 +511,10 @@ mod tests {
     fn the_encoding_is_pinned() {
         let mut log = LocationLog::default();
         log.record(id(1), ReplicaId([2; 16]), Stamp { time_ns: 3, present: true });
-        log.name(ReplicaId([2; 16]), 4, "nas");
+        log.card(ReplicaId([2; 16]), 4, ReplicaCard { name: "nas".into(), urls: vec!["ssh://n/r".into()], metered: true });
         let bytes = log.encode();
         let mut expected = b"DMVLOCS\0".to_vec();
-        expected.extend([2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+        expected.extend([3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
         expected.extend([1u8; 32]);
         expected.extend([2u8; 16]);
         expected.extend([3, 0, 0, 0, 0, 0, 0, 0, 1]);
@@ -455,9 +522,20 @@ mod tests {
         expected.extend([2u8; 16]);
         expected.extend([4, 0, 0, 0, 0, 0, 0, 0, 3]);
         expected.extend(b"nas");
+        expected.extend([1, 1, 9, 0]);
+        expected.extend(b"ssh://n/r");
         expected.extend(blake3::hash(&expected).as_bytes());
         assert_eq!(bytes, expected);
         assert_eq!(LocationLog::decode(&bytes).unwrap(), log);
+        // Version 2, cards of a name only, is still read.
+        let mut v2 = b"DMVLOCS\0".to_vec();
+        v2.extend([2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        v2.extend([1, 0, 0, 0]);
+        v2.extend([2u8; 16]);
+        v2.extend([4, 0, 0, 0, 0, 0, 0, 0, 3]);
+        v2.extend(b"nas");
+        v2.extend(blake3::hash(&v2).as_bytes());
+        assert_eq!(LocationLog::decode(&v2).unwrap().cards[&ReplicaId([2; 16])], (4, ReplicaCard::named("nas")));
         // Version 1, without names, is still read.
         let mut v1 = b"DMVLOCS\0".to_vec();
         v1.extend([1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
@@ -467,36 +545,39 @@ mod tests {
         v1.extend(blake3::hash(&v1).as_bytes());
         let old = LocationLog::decode(&v1).unwrap();
         assert_eq!(old.records, log.records);
-        assert!(old.names.is_empty());
+        assert!(old.cards.is_empty());
         assert_eq!(ReplicaId([0xab; 16]).to_string(), "abababab-abab-abab-abab-abababababab");
         assert_eq!(ReplicaId::parse("abababab-abab-abab-abab-abababababab"), Some(ReplicaId([0xab; 16])));
     }
 
     fn arb_log() -> impl Strategy<Value = LocationLog> {
         let records = proptest::collection::vec((0u8..4, 0u8..3, 0u64..4, any::<bool>()), 0..20);
-        let names = proptest::collection::vec((0u8..3, 0u64..3, "[a-zé]{0,3}"), 0..4);
-        (records, names).prop_map(|(rs, ns)| {
+        let cards = proptest::collection::vec((0u8..3, 0u64..3, "[a-zé]{0,3}", proptest::collection::vec("[a-z:/]{0,6}", 0..3), any::<bool>()), 0..4);
+        (records, cards).prop_map(|(rs, cs)| {
             let mut log = LocationLog::default();
             for (k, r, t, p) in rs {
                 log.record(id(k), ReplicaId([r; 16]), Stamp { time_ns: t, present: p });
             }
-            for (r, t, n) in ns {
-                log.name(ReplicaId([r; 16]), t, &n);
+            for (r, t, name, urls, metered) in cs {
+                log.card(ReplicaId([r; 16]), t, ReplicaCard { name, urls, metered });
             }
             log
         })
     }
 
     #[test]
-    fn a_long_name_is_cut_at_a_character_boundary_and_the_newest_name_wins() {
+    fn a_card_is_kept_within_limits_and_the_newest_card_wins() {
         let mut log = LocationLog::default();
         let long = "é".repeat(200);
-        log.name(ReplicaId([1; 16]), 5, &long);
-        let (_, kept) = &log.names[&ReplicaId([1; 16])];
-        assert!(kept.len() <= MAX_NAME_LEN && long.starts_with(kept.as_str()) && kept.len() == 254);
-        log.name(ReplicaId([1; 16]), 4, "older");
-        log.name(ReplicaId([1; 16]), 6, "laptop");
-        assert_eq!(log.names[&ReplicaId([1; 16])], (6, "laptop".to_string()));
+        let urls: Vec<String> = (0..20).map(|i| format!("https://h{i}/r")).chain(["x".repeat(MAX_PUBLISHED_URL_LEN + 1)]).collect();
+        log.card(ReplicaId([1; 16]), 5, ReplicaCard { name: long.clone(), urls, metered: false });
+        let (_, kept) = &log.cards[&ReplicaId([1; 16])];
+        assert!(kept.name.len() <= MAX_NAME_LEN && long.starts_with(kept.name.as_str()) && kept.name.len() == 254);
+        assert_eq!(kept.urls.len(), MAX_PUBLISHED_URLS);
+        assert_eq!(LocationLog::decode(&log.encode()).unwrap(), log);
+        log.card(ReplicaId([1; 16]), 4, ReplicaCard::named("older"));
+        log.card(ReplicaId([1; 16]), 6, ReplicaCard::named("laptop"));
+        assert_eq!(log.cards[&ReplicaId([1; 16])], (6, ReplicaCard::named("laptop")));
         assert_eq!(LocationLog::decode(&log.encode()).unwrap(), log);
     }
 

@@ -60,6 +60,15 @@ pub struct Config {
     /// What other replicas call this one (default: user@host:path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_name: Option<String>,
+    /// URLs this replica publishes to every replica that hears of it
+    /// (`dmv replica --publish`), so they can fetch from it without
+    /// configuring it as a remote. Never with credentials.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publish: Vec<String>,
+    /// This replica pays for what it sends (a phone on mobile data): others
+    /// do not pull file data from it unless told to (`dmv replica --metered`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub metered: bool,
     /// Each local branch's upstream (git's branch.NAME.remote and .merge):
     /// what `pull` merges and `branch -vv` shows.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -117,6 +126,8 @@ impl Config {
             slice: Slice::Full,
             partial: false,
             replica_name: None,
+            publish: Vec::new(),
+            metered: false,
             numcopies: None,
             drops_allowed: None,
             remote_timeout: None,
