@@ -136,6 +136,18 @@ enum RemoteAction {
     },
     /// Remove a remote and its remote-tracking branches.
     Remove { name: String },
+    /// Change a remote's URL; with --add, give it another URL, tried when
+    /// the others do not answer (a hub behind several addresses).
+    SetUrl {
+        name: String,
+        url: String,
+        /// Add the URL after the remote's others instead of replacing the first.
+        #[arg(long, conflicts_with = "delete")]
+        add: bool,
+        /// Remove the URL from the remote.
+        #[arg(long)]
+        delete: bool,
+    },
     /// List remotes.
     List {
         #[arg(long)]
@@ -149,7 +161,9 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
         None | Some(RemoteAction::List { json: false }) => {
             for (name, r) in &repo.config.remotes {
                 if a.verbose {
-                    println!("{name}\t{}", r.url);
+                    for url in r.urls() {
+                        println!("{name}\t{}", printable(url));
+                    }
                 } else {
                     println!("{name}");
                 }
@@ -160,8 +174,17 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
         Some(RemoteAction::Add { name, url, token, remote_dmv, bucket }) => {
-            let config = RemoteConfig { url, token, remote_dmv, endpoint: bucket.endpoint, region: bucket.region, virtual_host_style: bucket.virtual_host_style };
+            let config =
+                RemoteConfig { url, token, remote_dmv, endpoint: bucket.endpoint, region: bucket.region, virtual_host_style: bucket.virtual_host_style, ..Default::default() };
             dmv_sync::add_remote(&mut repo, &name, config)?;
+        }
+        Some(RemoteAction::SetUrl { name, url, add, delete }) => {
+            let change = match (add, delete) {
+                (true, _) => dmv_sync::UrlChange::Add,
+                (_, true) => dmv_sync::UrlChange::Delete,
+                _ => dmv_sync::UrlChange::Replace,
+            };
+            dmv_sync::set_remote_url(&mut repo, &name, &url, change)?;
         }
         Some(RemoteAction::Remove { name }) => {
             dmv_sync::remove_remote(&mut repo, &name)?;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::remote::{head_of, ok, one_line_error};
+use common::remote::{head_of, ok, one_line_error, snapshot};
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
 
@@ -168,4 +168,85 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     }
     // What each command took with three frozen remotes and a 2 s wait (for the issue's note).
     eprintln!("took: {}", took.iter().map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));
+}
+
+/// Issue 44, item 5 (the part that needs no bucket): a remote listing two
+/// URLs, two `dmv serve` over one hub. While one server is killed mid-push,
+/// frozen, or restarted, every push and clone completes on the other URL,
+/// and every push acknowledged is in the hub.
+#[test]
+fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_restarted() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    let config = t.join("server.toml");
+    std::fs::write(&config, "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n").unwrap();
+    let mut servers = [HttpServer::start_with(&config, 0), HttpServer::start_with(&config, 0)];
+    let ports = [servers[0].port, servers[1].port];
+    let laptop = t.join("laptop");
+    std::fs::create_dir(&laptop).unwrap();
+    dmv(&laptop, &["init"]);
+    dmv(&laptop, &["remote", "add", "origin", &servers[0].url("hub"), "--token", "w"]);
+    dmv(&laptop, &["remote", "set-url", "--add", "origin", &servers[1].url("hub")]);
+    dmv(&laptop, &["config", "remote.timeout", TIMEOUT]);
+    assert_eq!(dmv(&laptop, &["remote", "-v"]), format!("origin\t{}\norigin\t{}\n", servers[0].url("hub"), servers[1].url("hub")));
+    let none = |_: &mut Command| {};
+    let mut acknowledged = Vec::new();
+    for round in 0..6usize {
+        write_noise(&laptop.join(format!("r{round}.raw")), 400_000, round as u64 + 10);
+        dmv(&laptop, &["add", "."]);
+        dmv(&laptop, &["commit", "-m", &format!("round {round}")]);
+        let victim = round % 2;
+        let push = match round % 3 {
+            // Killed before the push: refused connections, the next URL at once.
+            0 => {
+                servers[victim].kill();
+                run(&laptop, &["push", "origin", "main"], &none).0
+            }
+            // Frozen: abandoned after the timeout.
+            1 => {
+                signal(servers[victim].child.id(), libc::SIGSTOP);
+                let (out, took) = run(&laptop, &["push", "origin", "main"], &none);
+                signal(servers[victim].child.id(), libc::SIGCONT);
+                assert!(took < HUNG, "{took:?}");
+                out
+            }
+            // Killed part way through (or just before or after) the push.
+            _ => {
+                let pid = servers[victim].child.id();
+                let killer = std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(20 + 40 * round as u64));
+                    signal(pid, libc::SIGKILL);
+                });
+                let out = run(&laptop, &["push", "origin", "main"], &none).0;
+                killer.join().unwrap();
+                servers[victim].kill();
+                // A push cut short by the kill is retried as a user would: the other URL takes it.
+                match out.status.success() {
+                    true => out,
+                    false => run(&laptop, &["push", "origin", "main"], &none).0,
+                }
+            }
+        };
+        ok(&push);
+        acknowledged.push(head_of(&laptop, "HEAD"));
+        if servers[victim].child.try_wait().unwrap().is_some() {
+            servers[victim] = HttpServer::start_with(&config, ports[victim]);
+        }
+    }
+    // A clone from either server, with the other's URL too, holds every acknowledged push.
+    for (first, second) in [(0, 1), (1, 0)] {
+        let dir = format!("clone{first}");
+        ok(&run(t, &["clone", "--token", "w", &servers[first].url("hub"), &dir], &none).0);
+        let clone = t.join(&dir);
+        dmv(&clone, &["remote", "set-url", "--add", "origin", &servers[second].url("hub")]);
+        assert_eq!(&head_of(&clone, "HEAD"), acknowledged.last().unwrap());
+        assert!(snapshot(&clone) == snapshot(&laptop), "the clone's files differ from the laptop's");
+        // The first URL gone: fetch completes on the second.
+        servers[first].kill();
+        ok(&run(&clone, &["fetch"], &none).0);
+        servers[first] = HttpServer::start_with(&config, ports[first]);
+    }
+    let log = dmv(&laptop, &["log", "--oneline"]);
+    assert_eq!(log.lines().count(), 6, "{log}");
 }

@@ -121,7 +121,7 @@ pub(crate) fn holders_to_ask(repo: &Repository, ids: &[ObjectId]) -> SyncResult<
 
 /// The configured remotes by the replica each was last found to be.
 fn configured_replicas(repo: &Repository) -> SyncResult<BTreeMap<ReplicaId, String>> {
-    let by_url: BTreeMap<&str, &str> = repo.config.remotes.iter().map(|(n, c)| (c.url.as_str(), n.as_str())).collect();
+    let by_url: BTreeMap<&str, &str> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str()))).collect();
     Ok(repo.known_replicas()?.into_iter().filter_map(|(id, url)| Some((id, by_url.get(url.as_str())?.to_string()))).collect())
 }
 

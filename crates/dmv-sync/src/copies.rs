@@ -151,7 +151,7 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
             false
         })?
         .cards;
-    let urls: BTreeMap<String, String> = repo.config.remotes.iter().map(|(n, c)| (c.url.clone(), n.clone())).collect();
+    let urls: BTreeMap<String, String> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u.to_string(), n.clone()))).collect();
     let known = repo.known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
     let name_of = |id: &ReplicaId| -> Option<String> {

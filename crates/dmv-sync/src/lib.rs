@@ -72,7 +72,9 @@ pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
-pub use named_remotes::{add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, NamedRemote};
+pub use named_remotes::{
+    add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
+};
 pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;

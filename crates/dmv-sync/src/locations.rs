@@ -44,7 +44,7 @@ pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BT
     let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
     let log = repo.locations_where(|r| wanted.contains(&r.key) && r.stamp.present)?;
     let me = repo.replica_id()?;
-    let remotes: BTreeMap<&str, &str> = repo.config.remotes.iter().map(|(n, c)| (c.url.as_str(), n.as_str())).collect();
+    let remotes: BTreeMap<&str, &str> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str()))).collect();
     let known = repo.known_replicas()?;
     let name_of = |id: &ReplicaId| -> String {
         let url = known.get(id);

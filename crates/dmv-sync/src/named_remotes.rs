@@ -72,6 +72,10 @@ pub fn remote_cache_dir(dmv_dir: &Path, url: &str) -> PathBuf {
 /// The spec of a configured remote, with everything its config holds.
 pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<RemoteSpec> {
     let mut spec = RemoteSpec::parse(&config.url)?;
+    for url in &config.other_urls {
+        RemoteSpec::parse(url)?;
+    }
+    spec.other_urls = config.other_urls.clone();
     spec.token = config.token.clone();
     spec.remote_dmv = config.remote_dmv.clone();
     spec.bucket = BucketOptions { endpoint: config.endpoint.clone(), region: config.region.clone(), virtual_host_style: config.virtual_host_style, ..Default::default() };
@@ -148,6 +152,48 @@ pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -
     })
 }
 
+/// How `set_remote_url` changes a remote's URLs (git's `remote set-url`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlChange {
+    /// The first URL becomes this one (a token or ssh user kept in the config stays).
+    Replace,
+    /// The URL is added after the others: tried when they do not answer.
+    Add,
+    /// The URL is removed (the last one cannot be).
+    Delete,
+}
+
+/// Changes remote `name`'s URLs (normalized as `add_remote` does). Returns them all.
+pub fn set_remote_url(repo: &mut Repository, name: &str, url: &str, change: UrlChange) -> SyncResult<Vec<String>> {
+    let url = match change {
+        UrlChange::Delete => url.to_string(),
+        _ => normalize_url(url)?,
+    };
+    repo.update_config(|c| {
+        let remote = c.remotes.get_mut(name).ok_or_else(|| SyncError::NoSuchRemote { name: name.to_string() })?;
+        match change {
+            UrlChange::Replace => {
+                remote.other_urls.retain(|u| *u != url);
+                remote.url = url.clone();
+            }
+            UrlChange::Add if remote.urls().any(|u| u == url) => {}
+            UrlChange::Add => remote.other_urls.push(url.clone()),
+            UrlChange::Delete => {
+                let mut urls: Vec<String> = remote.urls().filter(|u| *u != url).map(str::to_string).collect();
+                if urls.len() == remote.other_urls.len() + 1 {
+                    return Err(SyncError::BadUrl { url: url.clone(), why: format!("not a URL of remote {name}") });
+                }
+                if urls.is_empty() {
+                    return Err(SyncError::BadUrl { url: url.clone(), why: format!("the only URL of remote {name} (remove the remote instead)") });
+                }
+                remote.url = urls.remove(0);
+                remote.other_urls = urls;
+            }
+        }
+        Ok(remote.urls().map(str::to_string).collect())
+    })
+}
+
 /// Removes remote `name`, its remote-tracking branches and its mirrored indexes.
 pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConfig> {
     let removed = repo.update_config(|c| c.remotes.remove(name).ok_or_else(|| SyncError::NoSuchRemote { name: name.to_string() }))?;
@@ -184,6 +230,24 @@ mod tests {
         repo.update_config(|c| Ok::<_, SyncError>(c.upstreams.insert("main".into(), Upstream { remote: "nas".into(), branch: "main".into() }))).unwrap();
         assert_eq!(chosen(&repo).as_deref(), Some("nas"));
         assert_eq!(remotes_in_order(&repo), ["origin", "backup", "nas"]);
+    }
+
+    #[test]
+    fn a_remotes_urls_are_added_replaced_and_deleted_as_git_does_and_the_last_one_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut repo = Repository::init(dir.path(), ChunkParams::default()).unwrap();
+        add_remote(&mut repo, "origin", RemoteConfig { url: "http://a:8080/photos".into(), token: Some("t".into()), ..Default::default() }).unwrap();
+        let set = |repo: &mut Repository, url: &str, change| set_remote_url(repo, "origin", url, change);
+        assert_eq!(set(&mut repo, "http://b:8080/photos", UrlChange::Add).unwrap(), ["http://a:8080/photos", "http://b:8080/photos"]);
+        assert_eq!(set(&mut repo, "http://b:8080/photos", UrlChange::Add).unwrap().len(), 2, "a URL is listed once");
+        assert_eq!(set(&mut repo, "http://c:8080/photos", UrlChange::Replace).unwrap(), ["http://c:8080/photos", "http://b:8080/photos"]);
+        assert_eq!(set(&mut repo, "http://c:8080/photos", UrlChange::Delete).unwrap(), ["http://b:8080/photos"]);
+        assert!(set(&mut repo, "http://z:8080/photos", UrlChange::Delete).is_err(), "not one of its URLs");
+        assert!(set(&mut repo, "http://b:8080/photos", UrlChange::Delete).is_err(), "the last URL stays");
+        assert!(set(&mut repo, "not a url://x", UrlChange::Add).is_err());
+        assert_eq!(repo.config.remotes["origin"].token.as_deref(), Some("t"), "the token stays with the remote");
+        let spec = find_remote(&repo, "origin").unwrap().spec;
+        assert_eq!((spec.url.as_str(), spec.other_urls.len()), ("http://b:8080/photos", 0));
     }
 
     #[test]

@@ -112,18 +112,31 @@ impl ReachBook {
         self.seen(url).map_or(Reach::Unknown, Seen::class)
     }
 
-    /// Connects to `spec`, noting how long that took, or why it failed.
+    /// Connects to `spec` at the nearest of its URLs that answers (as last
+    /// seen; in the order listed within a class), noting how long each
+    /// attempt took, or why it failed. When none answers, the last error.
     pub(crate) fn connect(&mut self, spec: &RemoteSpec) -> SyncResult<Box<dyn Remote>> {
-        let start = Instant::now();
-        let connected = spec.connect();
-        match &connected {
-            Ok(_) => self.note(&spec.url, |seen| {
-                seen.connect_ms = Some(start.elapsed().as_millis() as u64);
-                seen.failed = None;
-            }),
-            Err(e) => self.failed(&spec.url, e),
+        let mut urls = spec.each_url()?;
+        urls.sort_by_key(|s| self.class(&s.url));
+        let mut failed = None;
+        for spec in urls {
+            let start = Instant::now();
+            match spec.connect_here() {
+                Ok(remote) => {
+                    self.note(&spec.url, |seen| {
+                        seen.connect_ms = Some(start.elapsed().as_millis() as u64);
+                        seen.failed = None;
+                    });
+                    return Ok(remote);
+                }
+                Err(e) if e.is_remote_failure() => {
+                    self.failed(&spec.url, &e);
+                    failed = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        connected
+        Err(failed.expect("a remote has a URL"))
     }
 
     /// `bytes` of file data came from `url` in `took`.

@@ -95,6 +95,8 @@ pub struct RemoteSpec {
     /// How long the remote may go without answering (or without taking
     /// what is sent) before it is abandoned as stalled.
     pub stall_after: Duration,
+    /// The same remote's other URLs, tried in turn when one does not answer.
+    pub other_urls: Vec<String>,
     /// A URL another replica published (its card in the location log): no
     /// credential of this user goes with it, not even `DMV_TOKEN`.
     pub stranger: bool,
@@ -159,13 +161,38 @@ impl RemoteSpec {
             create_with: None,
             local_server: LocalServer::default(),
             stall_after: global_stall_after(),
+            other_urls: Vec::new(),
             stranger: false,
         })
     }
 
-    /// Connects: to a DMV server (through a child process, ssh or HTTP),
-    /// checking both sides speak the same protocol; or to an object store.
+    /// Every URL of the remote, each as a spec of its own (the first: this one).
+    pub fn each_url(&self) -> SyncResult<Vec<RemoteSpec>> {
+        let mut specs = vec![RemoteSpec { other_urls: Vec::new(), ..self.clone() }];
+        for url in &self.other_urls {
+            let transport = RemoteSpec::parse(url)?.transport;
+            specs.push(RemoteSpec { url: url.clone(), transport, other_urls: Vec::new(), ..self.clone() });
+        }
+        Ok(specs)
+    }
+
+    /// Connects at the first of the remote's URLs that answers, in the
+    /// order listed (see [`RemoteSpec::connect_here`]); when none does, the
+    /// last one's error.
     pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
+        let mut failed = None;
+        for spec in self.each_url()? {
+            match spec.connect_here() {
+                Err(e) if e.is_remote_failure() => failed = Some(e),
+                connected => return connected,
+            }
+        }
+        Err(failed.expect("a remote has a URL"))
+    }
+
+    /// Connects at this URL only: to a DMV server (through a child process, ssh or HTTP),
+    /// checking both sides speak the same protocol; or to an object store.
+    pub fn connect_here(&self) -> SyncResult<Box<dyn Remote>> {
         let wire: Box<dyn crate::client::Wire> = match &self.transport {
             Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),
             Transport::Path(path) => {

@@ -89,6 +89,10 @@ pub struct Upstream {
 pub struct RemoteConfig {
     /// Where the remote is: a path or a URL (`dmv-sync` parses it).
     pub url: String,
+    /// The same remote's other URLs (a hub tier behind several addresses):
+    /// when one does not answer, the next is tried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_urls: Vec<String>,
     /// Bearer token for an HTTP remote (DMV_TOKEN overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -104,6 +108,13 @@ pub struct RemoteConfig {
     /// Object storage: virtual-host-style addressing instead of path style.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub virtual_host_style: bool,
+}
+
+impl RemoteConfig {
+    /// Every URL of the remote, the first one first.
+    pub fn urls(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.url.as_str()).chain(self.other_urls.iter().map(String::as_str))
+    }
 }
 
 impl Config {
