@@ -57,7 +57,7 @@ pub use config::{BucketConfig, FORMAT_VERSION};
 pub use dropping::BucketDropped;
 pub use error::{BucketError, BucketResult};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
-pub use locations::LOCATIONS_PREFIX;
+pub use locations::{LogMerge, LOCATIONS_PREFIX};
 pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
 pub use upload::{ObjectSink, Producer};
@@ -121,6 +121,12 @@ impl Bucket {
     /// Replaces the location log that replica `writer` keeps in the bucket.
     pub fn write_location_log(&self, writer: &str, bytes: Vec<u8>) -> BucketResult<()> {
         locations::write(&self.conn, writer, bytes)
+    }
+
+    /// Merges records into the location log replica `writer` keeps in the
+    /// bucket (see `locations::merge`: `merge` makes the new log from the stored one).
+    pub fn merge_location_log(&self, writer: &str, merge: &mut LogMerge<'_>) -> BucketResult<()> {
+        locations::merge(&self.conn, writer, merge)
     }
 
     /// Creates the lock object of `path` holding `bytes`, unless one exists

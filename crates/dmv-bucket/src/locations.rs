@@ -5,8 +5,13 @@
 
 use dmv_store::trace;
 
-use crate::error::BucketResult;
+use opendal::ErrorKind;
+
+use crate::error::{lost_race, BucketResult};
 use crate::url::Conn;
+
+/// Tries of a merge that keep losing to other writers of the same log before it gives up.
+const MERGE_TRIES: usize = 8;
 
 /// Where the location logs are: `locations/<writer>`, one per replica.
 pub const LOCATIONS_PREFIX: &str = "locations/";
@@ -44,4 +49,57 @@ pub(crate) fn write(conn: &Conn, writer: &str, bytes: Vec<u8>) -> BucketResult<(
         op.write(&key, bytes).await.map_err(|e| target.classify(e, "writing a location log"))?;
         Ok(())
     })
+}
+
+/// Makes a location log from the one stored (None: none yet).
+pub type LogMerge<'a> = dyn FnMut(Option<&[u8]>) -> BucketResult<Vec<u8>> + 'a;
+
+/// Merges into the location log `writer` keeps here: `merge` takes the log
+/// as stored (None: there is none yet) and returns the new one, which is
+/// written only if the log is still as read (a compare-and-swap on its
+/// version), else read and merged again: of two servers merging records of
+/// one replica at once, neither loses the other's.
+pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> BucketResult<()> {
+    let key = format!("{LOCATIONS_PREFIX}{writer}");
+    for _ in 0..MERGE_TRIES {
+        let (op, target, at) = (conn.op.clone(), conn.target.clone(), key.clone());
+        let read = conn.run("reading a location log", async move {
+            let meta = match op.stat(&at).await {
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(target.classify(e, "reading a location log")),
+                Ok(meta) if meta.content_length() > MAX_LOG_SIZE => return Err(target.damaged(format!("{at} is {} bytes, more than a location log can be", meta.content_length()))),
+                Ok(meta) => meta,
+            };
+            let etag = meta.etag().map(str::to_string).ok_or_else(|| target.unsupported("the store gives objects no ETag, which a merge of location logs needs"))?;
+            match op.read_with(&at).if_match(&etag).await {
+                Ok(bytes) => Ok(Some((bytes.to_vec(), etag))),
+                // Replaced between the two calls: read again.
+                Err(e) if lost_race(&e) => Ok(Some((Vec::new(), String::new()))),
+                Err(e) => Err(target.classify(e, "reading a location log")),
+            }
+        })?;
+        if matches!(&read, Some((_, etag)) if etag.is_empty()) {
+            continue;
+        }
+        trace::count_received(read.as_ref().map_or(0, |(b, _)| b.len() as u64));
+        let merged = merge(read.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
+        let (op, target, at, etag) = (conn.op.clone(), conn.target.clone(), key.clone(), read.map(|(_, etag)| etag));
+        trace::count_sent(merged.len() as u64);
+        let written = conn.run("writing a location log", async move {
+            let write = op.write_with(&at, merged);
+            let result = match etag {
+                Some(etag) => write.if_match(&etag).await,
+                None => write.if_not_exists(true).await,
+            };
+            match result {
+                Ok(_) => Ok(true),
+                Err(e) if lost_race(&e) => Ok(false),
+                Err(e) => Err(target.classify(e, "writing a location log")),
+            }
+        })?;
+        if written {
+            return Ok(());
+        }
+    }
+    Err(conn.target.contended(format!("{key} kept changing while records were merged into it")))
 }

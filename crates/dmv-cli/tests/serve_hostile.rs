@@ -171,7 +171,7 @@ fn writing_request(verb: &str, head: ObjectId) -> Vec<u8> {
         "update-refs" => {
             Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/evil".into(), old: None, new: Some(head) }], who: "mallory".into(), message: "x".into() }
         }
-        "put-locations" => Request::PutLocations,
+        "put-locations" => Request::PutLocations { from: [1; 16] },
         "lock-content" => Request::LockContent { ids: vec![head], seconds: 60 },
         "unlock-content" => Request::UnlockContent { lock: "nope".into() },
         "drop-content" => Request::DropContent { ids: vec![head] },
@@ -385,7 +385,7 @@ fn location_piece(keys: &[u8]) -> Vec<u8> {
 }
 
 fn put_locations_body(pieces: &[Vec<u8>], end: bool) -> Vec<u8> {
-    let mut body = message(&Request::PutLocations);
+    let mut body = message(&Request::PutLocations { from: [1; 16] });
     let mut frames = FrameWriter::new(&mut body);
     for piece in pieces {
         frames.locations(piece).unwrap();
@@ -1089,4 +1089,66 @@ fn an_object_the_server_lacks_is_answered_with_who_holds_it() {
     let answer = exchange(server.port, &post("/hub/dmv/get", Some(READER), &message(&Request::Get { ids: vec![ObjectId([7; 32])], chunks: true })));
     let said = error_message(&answer);
     assert!(said.contains(&format!("does not hold object {}", ObjectId([7; 32]))) && said.contains("no other replica is known to hold it"), "{said}");
+}
+
+/// A server in front of a bucket (issue 44, item 5) keeps a server's rules:
+/// uploads a clone would refuse, a damaged object and a ref moved to a
+/// commit the bucket lacks are refused, and nothing of them reaches the bucket.
+#[test]
+fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
+    use dmv_repo::store::object::{EntryKind, TreeEntry};
+    use dmv_repo::store::{ObjectKind, StoredObject};
+    let top = setup();
+    let t = top.path();
+    let minio = common::servers::Minio::start();
+    minio.create_bucket("hostile");
+    let mut push = dmv_cmd(&t.join("a"));
+    minio.env(&mut push);
+    ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).args(["push", "s3://hostile/hub", "main"]).output().unwrap());
+    let config = t.join("bucket.toml");
+    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://hostile/hub\", endpoint = \"{}\" }}\n[tokens]\n\"{WRITER}\" = \"write\"\n", minio.endpoint())).unwrap();
+    let credentials = [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+    let server = HttpServer::start_with_env(&config, 0, &credentials);
+    let port = server.port;
+    let packs_before = minio.list("hostile", "hub/packs/");
+    let head = head_id(&t.join("a"));
+    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry { name: name.to_vec(), kind, id: ObjectId([0; 32]), size };
+    let cases: Vec<(Vec<TreeEntry>, &str)> = vec![
+        (vec![entry(b".dmv", EntryKind::File, 6)], "not a valid name"),
+        (vec![entry(b"b", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
+        (vec![entry(b"huge.bin", EntryKind::File, 1 << 62)], "holds 6"),
+        (vec![entry(b"dir", EntryKind::Dir, 6)], "is a chunk"),
+    ];
+    let mut tried = 0;
+    for (entries, expected) in cases {
+        tried += 1;
+        let (body, commit) = pushed_commit(entries, b"evil!\n", head);
+        let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
+        assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
+        let update = message(&Request::UpdateRefs {
+            updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+            who: "mallory".into(),
+            message: "x".into(),
+        });
+        let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+        assert!(error.contains("was not received"), "{error}");
+    }
+    // A chunk whose bytes do not hash to its id.
+    tried += 1;
+    let mut body = message(&Request::Put);
+    let mut frames = FrameWriter::new(&mut body);
+    frames.object(&StoredObject { id: ObjectId([7; 32]), kind: ObjectKind::Chunk, compression: 0, raw_len: 5, payload: b"evil!".to_vec() }).unwrap();
+    frames.end().unwrap();
+    let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
+    assert!(error.contains(&ObjectId([7; 32]).to_hex()), "{error}");
+    // Without a write token, nothing is written at all.
+    tried += 1;
+    let (body, _) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
+    assert_eq!(exchange(port, &post("/hub/dmv/put", None, &body)).status, Some(401));
+    assert_eq!(minio.list("hostile", "hub/packs/"), packs_before, "a refused upload reached the bucket");
+    // A well-formed tree made the same way is taken: the refusals are the checks'.
+    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }));
+    assert_ne!(minio.list("hostile", "hub/packs/"), packs_before);
+    clone_is_exact(t, &server.url("hub"), &[]);
+    security_report("bucket-relay-push", "a server in front of a bucket: malformed trees, a damaged chunk, a ref to a missing commit, no token", tried, tried, None);
 }

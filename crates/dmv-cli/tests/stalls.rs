@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::remote::{head_of, ok, one_line_error, snapshot};
-use common::servers::{HttpServer, Minio, Sshd};
+use common::servers::{HttpServer, Minio, Sshd, MINIO_SECRET, MINIO_USER};
 use common::*;
 
 /// The wait each remote is allowed here, in seconds.
@@ -170,10 +170,10 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     eprintln!("took: {}", took.iter().map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));
 }
 
-/// Issue 44, item 5 (the part that needs no bucket): a remote listing two
-/// URLs, two `dmv serve` over one hub. While one server is killed mid-push,
-/// frozen, or restarted, every push and clone completes on the other URL,
-/// and every push acknowledged is in the hub.
+/// Issue 44, item 5: a remote listing two URLs, two `dmv serve` over one hub
+/// on this disk. While one server is killed mid-push, frozen, or restarted,
+/// every push and clone completes on the other URL, and every push
+/// acknowledged is in the hub.
 #[test]
 fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_restarted() {
     let t = tempfile::tempdir().unwrap();
@@ -181,32 +181,71 @@ fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_res
     dmv(t, &["init", "--bare", "hub"]);
     let config = t.join("server.toml");
     std::fs::write(&config, "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n").unwrap();
-    let mut servers = [HttpServer::start_with(&config, 0), HttpServer::start_with(&config, 0)];
-    let ports = [servers[0].port, servers[1].port];
     let laptop = t.join("laptop");
     std::fs::create_dir(&laptop).unwrap();
     dmv(&laptop, &["init"]);
-    dmv(&laptop, &["remote", "add", "origin", &servers[0].url("hub"), "--token", "w"]);
-    dmv(&laptop, &["remote", "set-url", "--add", "origin", &servers[1].url("hub")]);
-    dmv(&laptop, &["config", "remote.timeout", TIMEOUT]);
-    assert_eq!(dmv(&laptop, &["remote", "-v"]), format!("origin\t{}\norigin\t{}\n", servers[0].url("hub"), servers[1].url("hub")));
+    push_and_clone_through_two_servers_failing_in_turn(t, &config, &[], &laptop);
+}
+
+/// Issue 44, item 5: the hub tier with no single machine. Two `dmv serve`
+/// over one repository in a real MinIO bucket (nothing of it on their
+/// disks), pushes and clones while each is killed, frozen and restarted.
+#[test]
+fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_and_restarted() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = Minio::start();
+    minio.create_bucket("tier");
+    let laptop = t.join("laptop");
+    std::fs::create_dir(&laptop).unwrap();
+    dmv(&laptop, &["init"]);
+    write_noise(&laptop.join("first.raw"), 300_000, 1);
+    dmv(&laptop, &["add", "."]);
+    dmv(&laptop, &["commit", "-m", "first"]);
+    // The repository is made in the bucket by a first push straight to it.
+    let made = run(&laptop, &["push", "s3://tier/hub", "main"], &|c: &mut Command| {
+        minio.env(c);
+        c.env("AWS_ENDPOINT_URL", minio.endpoint());
+    });
+    ok(&made.0);
+    let config = t.join("server.toml");
+    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://tier/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
+    let credentials = [("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+    push_and_clone_through_two_servers_failing_in_turn(t, &config, &credentials, &laptop);
+    // Nothing of the repository is on the servers' side but the bucket: a new server over it serves everything.
+    let third = HttpServer::start_with_env(&config, 0, &credentials);
+    ok(&run(t, &["clone", "--token", "w", &third.url("hub"), "late"], &|_: &mut Command| {}).0);
+    assert_eq!(head_of(&t.join("late"), "HEAD"), head_of(&laptop, "HEAD"));
+    assert!(snapshot(&t.join("late")) == snapshot(&laptop), "the late clone's files differ from the laptop's");
+}
+
+/// Two `dmv serve` with `config` (and `env`), `laptop` pushing to them as one
+/// remote with two URLs for six rounds, each round failing one server in
+/// another way; then clones from each, fetching with the first URL gone.
+fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, env: &[(&str, &str)], laptop: &Path) {
+    let mut servers = [HttpServer::start_with_env(config, 0, env), HttpServer::start_with_env(config, 0, env)];
+    let ports = [servers[0].port, servers[1].port];
+    dmv(laptop, &["remote", "add", "origin", &servers[0].url("hub"), "--token", "w"]);
+    dmv(laptop, &["remote", "set-url", "--add", "origin", &servers[1].url("hub")]);
+    dmv(laptop, &["config", "remote.timeout", TIMEOUT]);
+    assert_eq!(dmv(laptop, &["remote", "-v"]), format!("origin\t{}\norigin\t{}\n", servers[0].url("hub"), servers[1].url("hub")));
     let none = |_: &mut Command| {};
-    let mut acknowledged = Vec::new();
+    let commits_before = dmv(laptop, &["log", "--oneline"]).lines().count();
     for round in 0..6usize {
         write_noise(&laptop.join(format!("r{round}.raw")), 400_000, round as u64 + 10);
-        dmv(&laptop, &["add", "."]);
-        dmv(&laptop, &["commit", "-m", &format!("round {round}")]);
+        dmv(laptop, &["add", "."]);
+        dmv(laptop, &["commit", "-m", &format!("round {round}")]);
         let victim = round % 2;
         let push = match round % 3 {
             // Killed before the push: refused connections, the next URL at once.
             0 => {
                 servers[victim].kill();
-                run(&laptop, &["push", "origin", "main"], &none).0
+                run(laptop, &["push", "origin", "main"], &none).0
             }
             // Frozen: abandoned after the timeout.
             1 => {
                 signal(servers[victim].child.id(), libc::SIGSTOP);
-                let (out, took) = run(&laptop, &["push", "origin", "main"], &none);
+                let (out, took) = run(laptop, &["push", "origin", "main"], &none);
                 signal(servers[victim].child.id(), libc::SIGCONT);
                 assert!(took < HUNG, "{took:?}");
                 out
@@ -218,35 +257,35 @@ fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_res
                     std::thread::sleep(Duration::from_millis(20 + 40 * round as u64));
                     signal(pid, libc::SIGKILL);
                 });
-                let out = run(&laptop, &["push", "origin", "main"], &none).0;
+                let out = run(laptop, &["push", "origin", "main"], &none).0;
                 killer.join().unwrap();
                 servers[victim].kill();
                 // A push cut short by the kill is retried as a user would: the other URL takes it.
                 match out.status.success() {
                     true => out,
-                    false => run(&laptop, &["push", "origin", "main"], &none).0,
+                    false => run(laptop, &["push", "origin", "main"], &none).0,
                 }
             }
         };
         ok(&push);
-        acknowledged.push(head_of(&laptop, "HEAD"));
         if servers[victim].child.try_wait().unwrap().is_some() {
-            servers[victim] = HttpServer::start_with(&config, ports[victim]);
+            servers[victim] = HttpServer::start_with_env(config, ports[victim], env);
         }
     }
+    let acknowledged = head_of(laptop, "HEAD");
     // A clone from either server, with the other's URL too, holds every acknowledged push.
     for (first, second) in [(0, 1), (1, 0)] {
         let dir = format!("clone{first}");
         ok(&run(t, &["clone", "--token", "w", &servers[first].url("hub"), &dir], &none).0);
         let clone = t.join(&dir);
         dmv(&clone, &["remote", "set-url", "--add", "origin", &servers[second].url("hub")]);
-        assert_eq!(&head_of(&clone, "HEAD"), acknowledged.last().unwrap());
-        assert!(snapshot(&clone) == snapshot(&laptop), "the clone's files differ from the laptop's");
+        assert_eq!(head_of(&clone, "HEAD"), acknowledged);
+        assert!(snapshot(&clone) == snapshot(laptop), "the clone's files differ from the laptop's");
         // The first URL gone: fetch completes on the second.
         servers[first].kill();
         ok(&run(&clone, &["fetch"], &none).0);
-        servers[first] = HttpServer::start_with(&config, ports[first]);
+        servers[first] = HttpServer::start_with_env(config, ports[first], env);
     }
-    let log = dmv(&laptop, &["log", "--oneline"]);
-    assert_eq!(log.lines().count(), 6, "{log}");
+    let log = dmv(laptop, &["log", "--oneline"]);
+    assert_eq!(log.lines().count(), commits_before + 6, "{log}");
 }

@@ -38,11 +38,11 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::channel::ChannelWriter;
 use crate::connections::{Activity, Connections};
-use crate::server_config::{ReadAccess, ServerConfig, TokenAccess, TokenEntry};
+use crate::server_config::{ReadAccess, RepoPlace, ServerConfig, TokenAccess, TokenEntry};
 use crate::server_state::{Peer, ServerState};
 use dmv_sync::protocol::{Request, Response as WireResponse, Verb};
 use dmv_sync::{decode_message, Frame, FrameReader, FrameWriter};
-use dmv_sync::{handle_request, Caller};
+use dmv_sync::{handle_relayed, handle_request, BucketRemote, Caller};
 use dmv_sync::{SyncError, SyncResult, Violation};
 
 fn plain(status: StatusCode, text: String) -> Response {
@@ -117,7 +117,7 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
         let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
         eprintln!("dmv serve: listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
         let _ = std::io::stderr().flush();
-        let state = Arc::new(ServerState::new(config));
+        let state = Arc::new(ServerState::new(config).map_err(|e| SyncError::local("cannot make a cache directory for the served buckets", e))?);
         let app = Router::new()
             .route("/{repo}/dmv/{verb}", post(rpc))
             .merge(crate::web::routes())
@@ -352,9 +352,10 @@ async fn rpc(
     let Some(verb) = Verb::from_name(&verb) else {
         return plain(StatusCode::NOT_FOUND, format!("unknown request {verb}"));
     };
-    let Some(path) = state.config.repos.get(&name).cloned() else {
+    let Some(place) = state.config.repos.get(&name).cloned() else {
         return plain(StatusCode::NOT_FOUND, format!("no repository named {name} here"));
     };
+    let cache = state.bucket_cache.clone();
     let caller = match authorize(&state, peer, &headers, verb) {
         Ok(caller) => caller,
         Err(refused) => return refused,
@@ -369,7 +370,7 @@ async fn rpc(
         let task = tokio::task::spawn_blocking(move || {
             let _turn = turn;
             let mut answer = Vec::new();
-            serve_request(&path, &caller, verb, reader, &mut answer);
+            serve_request(&place, &cache, &caller, verb, reader, &mut answer);
             answer
         });
         return match task.await {
@@ -387,7 +388,7 @@ async fn rpc(
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter { tx, buf: Vec::new() };
-        serve_request(&path, &caller, verb, std::io::Cursor::new(request), &mut out);
+        serve_request(&place, &cache, &caller, verb, std::io::Cursor::new(request), &mut out);
         drop(held);
         let _ = out.flush();
     });
@@ -437,14 +438,10 @@ async fn access_log(State(state): State<Arc<ServerState>>, request: axum::extrac
 }
 
 /// One request against one repository; failures become an error frame.
-fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
+fn serve_request(place: &RepoPlace, cache: &tempfile::TempDir, caller: &Caller, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
     let mut input = FrameReader::new(BufReader::with_capacity(1 << 20, reader));
     let mut output = FrameWriter::new(out);
     let result = (|| -> SyncResult<()> {
-        let repo = Repository::open(path).map_err(|e| match e {
-            dmv_repo::RepoError::NotARepository(_) | dmv_repo::RepoError::Io { .. } => SyncError::Remote("not a dmv repository".into()),
-            other => SyncError::Remote(format!("not a dmv repository: {other}")),
-        })?;
         let Some(Frame::Message(bytes)) = input.next_frame()? else {
             return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
         };
@@ -452,7 +449,24 @@ fn serve_request(path: &Path, caller: &Caller, verb: Verb, reader: impl std::io:
         if request.verb() != verb {
             return Err(SyncError::Protocol(Violation::WrongUrl { sent: request.verb().name(), url: verb.name() }));
         }
-        handle_request(&repo, caller, request, &mut input, &mut output)
+        match place {
+            RepoPlace::Dir(path) => {
+                let repo = Repository::open(path).map_err(|e| match e {
+                    dmv_repo::RepoError::NotARepository(_) | dmv_repo::RepoError::Io { .. } => SyncError::Remote("not a dmv repository".into()),
+                    other => SyncError::Remote(format!("not a dmv repository: {other}")),
+                })?;
+                handle_request(&repo, caller, request, &mut input, &mut output)
+            }
+            RepoPlace::Bucket { url, endpoint, region, virtual_host_style } => {
+                let options = dmv_sync::BucketOptions { endpoint: endpoint.clone(), region: region.clone(), virtual_host_style: *virtual_host_style, ..Default::default() };
+                // An upload stages its packs beside the mirror: each in a mirror of its own, so two never share.
+                let mut bucket = match verb.writes() {
+                    true => BucketRemote::open(url, &options, None)?,
+                    false => BucketRemote::open(url, &options, Some(cache.path()))?,
+                };
+                handle_relayed(&mut bucket, caller, request, &mut input, &mut output)
+            }
+        }
     })();
     if let Err(e) = result {
         let message = match e {

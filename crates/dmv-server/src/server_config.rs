@@ -80,8 +80,8 @@ pub struct ServerConfig {
     /// Who may fetch and clone (default: anyone who reaches the server).
     #[serde(default)]
     pub read: ReadAccess,
-    /// Repository name (the URL's path) → directory.
-    pub repos: BTreeMap<String, PathBuf>,
+    /// Repository name (the URL's path) → directory, or bucket.
+    pub repos: BTreeMap<String, RepoPlace>,
     /// Token → what it allows (and whose it is). Pushing always needs a write token.
     #[serde(default)]
     pub tokens: BTreeMap<String, TokenEntry>,
@@ -119,6 +119,41 @@ pub struct ServerConfig {
     pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
+/// Where a served repository is.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RepoPlace {
+    /// A repository's directory on this machine (relative: to the configuration file).
+    Dir(PathBuf),
+    /// A repository in an S3-compatible bucket, `{ url = "s3://bucket/prefix",
+    /// endpoint = "http://host:port" }`: credentials come from the standard AWS
+    /// variables and files, as for `s3://` remotes. Several servers may
+    /// serve one bucket at once.
+    Bucket {
+        /// `s3://bucket[/prefix]`.
+        url: String,
+        /// The S3 endpoint (default: AWS_ENDPOINT_URL, else AWS).
+        #[serde(default)]
+        endpoint: Option<String>,
+        /// The region (default: AWS_REGION, else us-east-1).
+        #[serde(default)]
+        region: Option<String>,
+        /// Virtual-host-style addressing instead of path style.
+        #[serde(default)]
+        virtual_host_style: bool,
+    },
+}
+
+impl RepoPlace {
+    /// The directory, for a repository on this machine.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            RepoPlace::Dir(dir) => Some(dir),
+            RepoPlace::Bucket { .. } => None,
+        }
+    }
+}
+
 /// Who may browse the web UI: the config's `browse`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -150,12 +185,26 @@ impl ServerConfig {
         let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
         // Repository paths are relative to the configuration file.
         let base = path.parent().unwrap_or(Path::new("."));
-        for dir in config.repos.values_mut().chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
+        let dirs = config.repos.values_mut().filter_map(|place| match place {
+            RepoPlace::Dir(dir) => Some(dir),
+            RepoPlace::Bucket { .. } => None,
+        });
+        for dir in dirs.chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
             if dir.is_relative() {
                 *dir = base.join(&*dir);
             }
         }
         let refuse = |detail: String| Err(SyncError::ServerConfig { path: path.to_path_buf(), detail });
+        for (name, place) in &config.repos {
+            if let RepoPlace::Bucket { url, .. } = place {
+                if let Err(e) = dmv_sync::RemoteSpec::parse(url).map(|s| s.transport).and_then(|t| match t {
+                    dmv_sync::Transport::S3(_) => Ok(()),
+                    _ => Err(SyncError::BadUrl { url: url.clone(), why: "a repository in a bucket is s3://bucket[/prefix]".into() }),
+                }) {
+                    return refuse(format!("[repos] {name}: {e}"));
+                }
+            }
+        }
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
         }

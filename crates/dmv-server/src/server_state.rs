@@ -24,6 +24,9 @@ pub(crate) struct ServerState {
     /// Permits are bytes of request bodies being held.
     pub body_bytes: Arc<Semaphore>,
     pub uploads: Arc<Semaphore>,
+    /// Where the pack indexes of served buckets are mirrored for reading
+    /// (removed when the server stops; an upload mirrors into a directory of its own).
+    pub bucket_cache: Arc<tempfile::TempDir>,
 }
 
 /// The address a connection came from, put on each of its requests.
@@ -31,15 +34,17 @@ pub(crate) struct ServerState {
 pub(crate) struct Peer(pub SocketAddr);
 
 impl ServerState {
-    pub fn new(config: ServerConfig) -> ServerState {
+    pub fn new(config: ServerConfig) -> std::io::Result<ServerState> {
         let sessions = Sessions::new(config.session_lifetime());
-        ServerState {
+        let bucket_cache = Arc::new(tempfile::Builder::new().prefix("dmv-serve-buckets").tempdir()?);
+        Ok(ServerState {
             config,
             sessions,
             guesses: GuessRation::default(),
             body_bytes: Arc::new(Semaphore::new(BODY_BYTES_IN_FLIGHT)),
             uploads: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
-        }
+            bucket_cache,
+        })
     }
 
     fn is_trusted_proxy(&self, peer: Peer) -> bool {

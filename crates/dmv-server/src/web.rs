@@ -13,6 +13,7 @@
 //! for a login, carry its secret.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -218,8 +219,8 @@ async fn serve_page(
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let Some(dir) = state.config.repos.get(&name).cloned() else {
-        return (StatusCode::NOT_FOUND, Html(format!("no repository named {} here", html_text(&name)))).into_response();
+    let Some(dir) = state.config.repos.get(&name).and_then(|place| place.dir()).map(Path::to_path_buf) else {
+        return (StatusCode::NOT_FOUND, Html(format!("no repository named {} here to browse (one in a bucket has no web pages yet)", html_text(&name)))).into_response();
     };
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let answered = tokio::task::spawn_blocking(move || {
@@ -302,7 +303,7 @@ async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer
             return refused_form();
         }
     }
-    let Some(dir) = state.config.repos.get(&name).cloned() else {
+    let Some(dir) = state.config.repos.get(&name).and_then(|place| place.dir()).map(Path::to_path_buf) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let answered = tokio::task::spawn_blocking(move || {

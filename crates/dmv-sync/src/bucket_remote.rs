@@ -17,11 +17,40 @@ use crate::{SyncError, SyncResult, Violation};
 /// count, and fewer calls keep the downloads overlapping.
 const CHUNKS_PER_GET: usize = 16 * 1024;
 
+/// A repository in an S3-compatible bucket as a [`Remote`] (and, behind `dmv serve`, answering requests: relay.rs).
 pub struct BucketRemote {
     bucket: Bucket,
 }
 
 impl BucketRemote {
+    /// The kind of object `id` is in the bucket, and its length as content (None: not there).
+    pub(crate) fn kind_and_len(&self, id: &ObjectId) -> SyncResult<Option<(ObjectKind, u32)>> {
+        Ok(self.bucket.locate(id)?.map(|loc| (loc.entry.kind, loc.entry.raw_len)))
+    }
+
+    /// Merges `log` into the log replica `from` keeps in the bucket, by
+    /// compare-and-swap (a server in front of the bucket takes pieces of
+    /// logs, where a client writing here itself sends its whole log).
+    pub(crate) fn merge_locations(&mut self, from: ReplicaId, log: &LocationLog) -> SyncResult<()> {
+        let url = self.bucket.url().to_string();
+        let mut merge = |stored: Option<&[u8]>| -> dmv_bucket::BucketResult<Vec<u8>> {
+            let mut merged = match stored {
+                Some(bytes) => LocationLog::decode(bytes).map_err(|e| BucketError::Damaged { url: url.clone(), detail: e.to_string() })?,
+                None => LocationLog::default(),
+            };
+            merged.merge(log);
+            Ok(merged.encode())
+        };
+        Ok(self.bucket.merge_location_log(&from.to_string(), &mut merge)?)
+    }
+
+    /// Opens the repository in the bucket at `url` (s3://bucket[/prefix]),
+    /// its pack indexes mirrored under `cache_dir` (None: a temporary directory).
+    pub fn open(url: &str, options: &dmv_bucket::BucketOptions, cache_dir: Option<&std::path::Path>) -> SyncResult<BucketRemote> {
+        Ok(BucketRemote::new(Bucket::open(url, options, cache_dir, None)?))
+    }
+
+    /// The repository in `bucket` as a remote.
     pub fn new(bucket: Bucket) -> BucketRemote {
         BucketRemote { bucket }
     }

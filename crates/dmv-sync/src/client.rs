@@ -194,7 +194,7 @@ impl Remote for Client {
         }
     }
 
-    fn put_locations(&mut self, _from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
+    fn put_locations(&mut self, from: ReplicaId, mut log: LocationPages) -> SyncResult<()> {
         let mut body = |w: &mut FrameWriter<&mut dyn Write>| -> SyncResult<()> {
             let lost = SyncError::connection_lost;
             while let Some(piece) = log.next_page(LOCATIONS_PER_PIECE)? {
@@ -202,7 +202,7 @@ impl Remote for Client {
             }
             w.end().map_err(lost)
         };
-        let mut frames = self.wire.exchange(Verb::PutLocations, &Request::PutLocations, Some(&mut body))?;
+        let mut frames = self.wire.exchange(Verb::PutLocations, &Request::PutLocations { from: from.0 }, Some(&mut body))?;
         match read_response(&mut frames)? {
             Response::LocationsMerged => Ok(()),
             other => Err(unexpected("locations merged", &other)),

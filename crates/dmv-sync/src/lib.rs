@@ -13,7 +13,8 @@
 //! only some remotes have), `client` (the client of a DMV server over a
 //! wire), `serve` (answering requests, over a pipe or for dmv-server), the
 //! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
-//! `bucket_remote` and `memory_remote`, `remote_spec` (URLs and
+//! `bucket_remote` and `memory_remote`, `relay` (answering requests from a
+//! bucket, for a server in front of one), `remote_spec` (URLs and
 //! connecting), `reach` (how each remote answered when last asked),
 //! `named_remotes` (a repository's named remotes), `address_book` (the
 //! URLs replicas publish of themselves, and metered ones), `locations`,
@@ -53,6 +54,7 @@ mod pull;
 mod push;
 mod reach;
 mod receive;
+mod relay;
 mod remote;
 mod remote_spec;
 mod repair;
@@ -62,6 +64,7 @@ mod ssh;
 mod stdio;
 
 pub use address_book::{check_publishable, publish, set_metered, unpublish};
+pub use bucket_remote::BucketRemote;
 pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
@@ -84,6 +87,7 @@ pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;
+pub use relay::handle_relayed;
 pub use remote::{KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
 pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use repair::{repair, Repaired};

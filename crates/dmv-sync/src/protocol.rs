@@ -167,7 +167,12 @@ pub enum Request {
     GetLocations,
     /// Followed by locations frames, pieces of one log in key order, and an
     /// `End` frame; merged into the served replica's log once all came.
-    PutLocations,
+    PutLocations {
+        /// The replica whose log (or records) these are: a server in front
+        /// of a bucket keeps each replica's log apart, as a client writing
+        /// to the bucket itself does.
+        from: [u8; 16],
+    },
     /// Confirms which of these files' data (content ids) is all here, and
     /// keeps what it confirms from being dropped for `seconds` or until unlocked.
     LockContent {
@@ -217,7 +222,7 @@ impl Request {
             Request::UpdateRefs { .. } => Verb::UpdateRefs,
             Request::Replica => Verb::Replica,
             Request::GetLocations => Verb::GetLocations,
-            Request::PutLocations => Verb::PutLocations,
+            Request::PutLocations { .. } => Verb::PutLocations,
             Request::LockContent { .. } => Verb::LockContent,
             Request::UnlockContent { .. } => Verb::UnlockContent,
             Request::DropContent { .. } => Verb::DropContent,

@@ -123,14 +123,14 @@ pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, req
 }
 
 /// The longest a drop elsewhere may keep a copy here locked.
-const MAX_CONTENT_LOCK_SECONDS: u64 = 3600;
+pub(crate) const MAX_CONTENT_LOCK_SECONDS: u64 = 3600;
 
-fn io_lost(e: std::io::Error) -> SyncError {
+pub(crate) fn io_lost(e: std::io::Error) -> SyncError {
     SyncError::Disconnected(e.to_string())
 }
 
 /// After refusing an upload, reads the rest of it so the client gets to read our answer.
-fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
+pub(crate) fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
     loop {
         match input.next_frame()? {
             None | Some(Frame::End) => return Ok(()),
@@ -220,7 +220,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             }
             out.end().map_err(io_lost)?;
         }
-        Request::PutLocations => {
+        Request::PutLocations { .. } => {
             receive_locations(repo, input)?;
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
@@ -328,7 +328,7 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
     Ok(())
 }
 
-fn caller_name(caller: &Caller) -> SyncResult<&str> {
+pub(crate) fn caller_name(caller: &Caller) -> SyncResult<&str> {
     caller.user.as_deref().ok_or(SyncError::Refused(Refusal::UnknownUser))
 }
 

@@ -52,7 +52,7 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
         ),
         (Request::Replica, vec!["02000000 01", "07"]),
         (Request::GetLocations, vec!["02000000 01", "08"]),
-        (Request::PutLocations, vec!["02000000 01", "09"]),
+        (Request::PutLocations { from: [0x77; 16] }, vec!["12000000 01", "09", "77777777777777777777777777777777"]), // from: 16 bytes, no length
         (
             Request::LockContent { ids: vec![id(0x88)], seconds: 600 },
             vec!["25000000 01", "0a", "01", "8888888888888888888888888888888888888888888888888888888888888888", "d804"], // ids: [id], seconds 600

@@ -106,17 +106,26 @@ pub fn stored_facts(session: &WriteSession<'_>, id: &ObjectId) -> RepoResult<Opt
 
 /// The facts of an object from its record (kind and length), if it has one.
 fn facts_of_record(store: &Store, record: Option<(ObjectKind, u32)>, id: &ObjectId) -> RepoResult<Option<ObjectFacts>> {
-    let Some((kind, len)) = record else { return Ok(None) };
+    match record {
+        None => Ok(None),
+        Some((ObjectKind::Chunk, len)) => Ok(Some(ObjectFacts { kind: ObjectKind::Chunk, size: len as u64 })),
+        Some((kind, _)) => facts_of_content(id, kind, &store.read_kind(id, kind)?).map(Some),
+    }
+}
+
+/// The facts of an object from its content (checked against its id by the
+/// caller): what [`stored_facts`] says of it once stored.
+pub fn facts_of_content(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> RepoResult<ObjectFacts> {
     let size = match kind {
-        ObjectKind::Chunk => len as u64,
-        ObjectKind::FileNode => store.read_decoded::<FileNode>(id, kind)?.entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
-        ObjectKind::Tree => match store.read_decoded::<TreeNode>(id, kind)? {
+        ObjectKind::Chunk => content.len() as u64,
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, content)?.entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
+        ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
             TreeNode::Leaf(entries) => entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
             TreeNode::Inner { children, .. } => children.iter().map(|c| c.size).fold(0u64, u64::saturating_add),
         },
         ObjectKind::Commit => 0,
     };
-    Ok(Some(ObjectFacts { kind, size }))
+    Ok(ObjectFacts { kind, size })
 }
 
 impl Repository {

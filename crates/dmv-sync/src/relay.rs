@@ -1,0 +1,293 @@
+//! Answering requests from a repository in an object store: `dmv serve` in
+//! front of a bucket (docs/server.md), so several servers with nothing of
+//! the repository on their disks serve it at once, any of them killed at any
+//! moment: refs move by the bucket's compare-and-swap, path locks are
+//! objects created only if absent, and each replica's location log is
+//! merged by compare-and-swap too.
+//!
+//! The server's rules hold as in `serve.rs`: access is the server's
+//! decision (the caller), an upload is checked whole (every object hashes
+//! to its id and keeps the object rules) and spooled to disk before any of
+//! it goes to the bucket, so a refused or cut upload leaves nothing, and a
+//! ref moves only to a commit the bucket holds.
+
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+
+use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
+use dmv_repo::{check_object, facts_of_content, validate_ref_name, LocationLog, ObjectFacts, ReplicaId, Silent, Tally};
+
+use crate::bucket_remote::BucketRemote;
+use crate::frame::{Frame, FrameReader, FrameWriter};
+use crate::protocol::{Request, Response, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
+use crate::remote::{Received, Remote};
+use crate::serve::{caller_name, drain_until_end, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS};
+use crate::{Refusal, SyncError, SyncResult, Violation};
+use dmv_repo::ref_names::{BRANCHES, TAGS};
+
+/// Answers one request from the bucket. Errors the client should see are
+/// sent as an `Error` response; only a broken connection is returned.
+pub fn handle_relayed<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    let verb = request.verb();
+    let result = match verb.writes() && !caller.may_write {
+        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })),
+        false => answer(bucket, caller, request, input, out),
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(e @ SyncError::Disconnected(_)) => Err(e),
+        Err(e) => {
+            if verb.has_body() {
+                drain_until_end(input)?;
+            }
+            out.message(&Response::Error { message: e.to_string() }).map_err(io_lost)
+        }
+    }
+}
+
+fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
+        if ids.len() > MAX_IDS_PER_REQUEST {
+            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: MAX_IDS_PER_REQUEST }));
+        }
+    }
+    let response = match request {
+        Request::Hello { .. } => Response::Hello { version: server_version(), chunking: bucket.chunking(), bare: true, partial: bucket.may_lack_data() },
+        Request::ListRefs => {
+            let refs = bucket.list_refs()?;
+            Response::Refs { head: refs.head, refs: refs.refs }
+        }
+        Request::WalkCommits { wants, haves } => Response::Commits { ids: bucket.walk_commits(wants, haves)? },
+        Request::Has { ids } => Response::Has { present: bucket.has(&ids)? },
+        Request::Get { ids, chunks } => {
+            send_in_order(bucket, &ids, chunks, out)?;
+            return out.end().map_err(io_lost);
+        }
+        Request::Put => {
+            let spool = receive_checked(bucket, input)?;
+            let (objects, bytes) = upload(bucket, spool)?;
+            Response::Stored { objects, bytes }
+        }
+        Request::UpdateRefs { updates, who, message } => {
+            for u in &updates {
+                validate_ref_name(&u.name)?;
+                if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS)) {
+                    return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name.clone() }));
+                }
+                if let Some(new) = u.new {
+                    match bucket.kind_and_len(&new)?.map(|(kind, _)| kind) {
+                        Some(ObjectKind::Commit) => {}
+                        Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
+                        None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name.clone(), id: new })),
+                    }
+                }
+            }
+            match bucket.update_refs(updates, &who, &message) {
+                Ok(()) => Response::RefsUpdated,
+                Err(SyncError::Rejected { name, found }) => Response::Rejected { name, found },
+                Err(e) => return Err(e),
+            }
+        }
+        Request::Replica => {
+            let (id, name) = bucket.replica()?;
+            Response::Replica { id: id.0, name }
+        }
+        Request::GetLocations => {
+            bucket.get_locations(&mut |records, cards| {
+                // Each of the bucket's logs (one per replica) in pieces, its cards on its first.
+                let mut piece = LocationLog { records: Default::default(), cards };
+                for record in records {
+                    piece.records.insert(record.order(), record.stamp);
+                    if piece.records.len() == LOCATIONS_PER_PIECE {
+                        out.locations(&std::mem::take(&mut piece).encode()).map_err(io_lost)?;
+                    }
+                }
+                if !piece.records.is_empty() || !piece.cards.is_empty() {
+                    out.locations(&piece.encode()).map_err(io_lost)?;
+                }
+                Ok(())
+            })?;
+            return out.end().map_err(io_lost);
+        }
+        Request::PutLocations { from } => {
+            let log = receive_log(input)?;
+            bucket.merge_locations(ReplicaId(from), &log)?;
+            Response::LocationsMerged
+        }
+        Request::LockContent { ids, seconds } => {
+            let (lock, held) = bucket.copies()?.lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
+            Response::ContentLocked { lock, held }
+        }
+        Request::UnlockContent { lock } => {
+            bucket.copies()?.unlock_content(&lock)?;
+            Response::Unlocked
+        }
+        Request::DropContent { ids } => {
+            if !caller.admin {
+                return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
+            }
+            let (freed_bytes, locked) = bucket.copies()?.drop_content(&ids)?;
+            Response::ContentDropped { freed_bytes, locked }
+        }
+        Request::LockPaths { paths, replica } => {
+            let user = caller_name(caller)?;
+            let taken = bucket.path_locks()?.lock_paths(&paths, &replica, user)?;
+            Response::PathLocks { you: caller.user.clone(), locks: taken.locks }
+        }
+        Request::UnlockPaths { paths, force } => {
+            let user = caller_name(caller)?;
+            if force && !caller.admin {
+                return Err(SyncError::Refused(Refusal::BreakingLocksNeedsAdmin));
+            }
+            let released = bucket.path_locks()?.unlock_paths(&paths, force, user)?;
+            Response::PathLocks { you: caller.user.clone(), locks: released.locks }
+        }
+        Request::ListLocks => {
+            let held = bucket.path_locks()?.list_locks(caller.user.as_deref().unwrap_or(""))?;
+            Response::PathLocks { you: caller.user.clone(), locks: held.locks }
+        }
+    };
+    out.message(&response).map_err(io_lost)
+}
+
+/// What a `Get` answer holds in memory at most while it puts a window of
+/// objects (which the bucket reads in its packs' order) in the order asked.
+const GET_WINDOW_BYTES: u64 = 16 << 20;
+
+/// Answers a `Get`: one frame per id, in the order asked, as the protocol
+/// says, read from the bucket a window at a time.
+fn send_in_order<W: Write>(bucket: &mut BucketRemote, ids: &[ObjectId], chunks: bool, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    // Everything asked for is there before the first object goes out: an error mid-answer would read as a cut.
+    let mut sizes = Vec::with_capacity(ids.len());
+    for id in ids {
+        let (kind, len) = bucket.kind_and_len(id)?.ok_or_else(|| SyncError::MissingObject { url: bucket.url().to_string(), id: *id })?;
+        sizes.push(if kind == ObjectKind::Chunk && !chunks { 0 } else { len as u64 });
+    }
+    let mut start = 0;
+    while start < ids.len() {
+        let (mut end, mut bytes) = (start, 0);
+        while end < ids.len() && (end == start || bytes + sizes[end] <= GET_WINDOW_BYTES) {
+            bytes += sizes[end];
+            end += 1;
+        }
+        let window = &ids[start..end];
+        let mut got: HashMap<ObjectId, Received> = HashMap::with_capacity(window.len());
+        bucket.get(window, chunks, &mut |received| {
+            let id = match &received {
+                Received::Object(obj) => obj.id,
+                Received::ChunkStub { id, .. } => *id,
+            };
+            got.insert(id, received);
+            Ok(())
+        })?;
+        for id in window {
+            match got.get(id) {
+                Some(Received::Object(obj)) => out.object(obj).map_err(io_lost)?,
+                Some(Received::ChunkStub { id, raw_len }) => out.chunk_stub(id, *raw_len).map_err(io_lost)?,
+                None => return Err(SyncError::MissingObject { url: bucket.url().to_string(), id: *id }),
+            }
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+/// Reads an upload whole into an unnamed file, each object checked as it
+/// comes: it hashes to its id, and (but for chunks) keeps the object rules
+/// against what it refers to, from the upload or from the bucket. Returns
+/// the file, at its start, holding the objects as frames.
+fn receive_checked<R: Read>(bucket: &mut BucketRemote, input: &mut FrameReader<R>) -> SyncResult<std::fs::File> {
+    let spool = tempfile::tempfile().map_err(|e| SyncError::local("cannot make a file to hold an upload", e))?;
+    let mut writer = FrameWriter::new(BufWriter::with_capacity(1 << 20, spool));
+    let mut received: HashMap<ObjectId, ObjectFacts> = HashMap::new();
+    let mut stored: HashMap<ObjectId, Option<ObjectFacts>> = HashMap::new();
+    loop {
+        let obj = match input.expect_frame()? {
+            Frame::End => break,
+            Frame::Object(obj) => obj,
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: None })),
+        };
+        let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
+        if obj.kind == ObjectKind::Chunk {
+            // What a file's entry says of its size is checked against it.
+            received.insert(obj.id, ObjectFacts { kind: ObjectKind::Chunk, size: content.len() as u64 });
+        } else {
+            let mut child = |id: &ObjectId| -> dmv_repo::RepoResult<Option<ObjectFacts>> {
+                if let Some(facts) = received.get(id) {
+                    return Ok(Some(*facts));
+                }
+                if !stored.contains_key(id) {
+                    let facts = facts_in_bucket(bucket, id).map_err(|e| dmv_repo::RepoError::Corrupt { path: bucket.url().into(), detail: e.to_string() })?;
+                    stored.insert(*id, facts);
+                }
+                Ok(stored[id])
+            };
+            let facts = check_object(&obj.id, obj.kind, &content, &mut child).map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
+            received.insert(obj.id, facts);
+        }
+        writer.object(&obj).map_err(|e| SyncError::local("cannot hold an upload on disk", e))?;
+    }
+    writer.end().map_err(|e| SyncError::local("cannot hold an upload on disk", e))?;
+    let mut spool = writer.into_inner().into_inner().map_err(|e| SyncError::local("cannot hold an upload on disk", e.into_error()))?;
+    spool.rewind().map_err(|e| SyncError::local("cannot read back an upload", e))?;
+    Ok(spool)
+}
+
+/// What the object rules need to know of an object the bucket holds (None: it does not).
+fn facts_in_bucket(bucket: &mut BucketRemote, id: &ObjectId) -> SyncResult<Option<ObjectFacts>> {
+    if !bucket.has(&[*id])?[0] {
+        return Ok(None);
+    }
+    let mut facts = None;
+    bucket.get(&[*id], false, &mut |received| {
+        facts = Some(match received {
+            Received::ChunkStub { raw_len, .. } => ObjectFacts { kind: ObjectKind::Chunk, size: raw_len as u64 },
+            Received::Object(obj) => {
+                let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
+                facts_of_content(&obj.id, obj.kind, &content)?
+            }
+        });
+        Ok(())
+    })?;
+    Ok(facts)
+}
+
+/// Sends a checked upload to the bucket.
+fn upload(bucket: &mut BucketRemote, spool: std::fs::File) -> SyncResult<(u64, u64)> {
+    let mut frames = FrameReader::new(BufReader::with_capacity(1 << 20, spool));
+    let mut produce = |emit: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
+        loop {
+            match frames.expect_frame()? {
+                Frame::End => return Ok(()),
+                Frame::Object(obj) => emit(&obj)?,
+                _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: None })),
+            }
+        }
+    };
+    bucket.put(&mut produce, &Tally::new(&Silent, 0))
+}
+
+/// Reads a pushed location log, which comes in pieces in key order, each checked whole.
+fn receive_log<R: Read>(input: &mut FrameReader<R>) -> SyncResult<LocationLog> {
+    let mut log = LocationLog::default();
+    let mut last = None;
+    loop {
+        match input.expect_frame()? {
+            Frame::End => return Ok(log),
+            Frame::Locations(piece) => {
+                let (records, cards) = LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
+                for record in records {
+                    if last.is_some_and(|last| record.order() <= last) {
+                        return Err(SyncError::Protocol(Violation::LocationsOutOfOrder));
+                    }
+                    last = Some(record.order());
+                    log.records.insert(record.order(), record.stamp);
+                }
+                for (replica, (time_ns, card)) in cards {
+                    log.card(replica, time_ns, card);
+                }
+            }
+            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
+        }
+    }
+}
