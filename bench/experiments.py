@@ -2539,3 +2539,297 @@ def _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, pair, source,
         if attackers:
             attackers.close()
         shutil.rmtree(dest, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- availability
+
+AVAIL_STALL_S = 5              # `dmv config remote.timeout` in the client of the stalled get
+AVAIL_MARGIN_S = 2             # target: stalled get within AVAIL_STALL_S + the unstalled get + this
+AVAIL_MAX_ROUNDS = 5           # the ring stops after this many rounds, converged or not
+AVAIL_PEERS = ("a", "b", "c")  # the ring's peers, each syncing with the next
+GOT_FROM = re.compile(r"\) from (.+?); \d+ files? written")
+
+
+def availability(ctx, size, files, settle=0):
+    """Availability, in one run: (1) `dmv get FILE` (one file of `size` random
+    bytes) in a meta clone whose origin is one of two `dmv serve` copies on
+    loopback, with both up and with the origin frozen (SIGSTOP), against curl
+    of the same bytes from a static server; (2) three peers, each with `files`
+    files of its own, syncing in a ring without a hub (`dmv sync NEXT`) until
+    all hold one HEAD and every file, against git doing the same ring with
+    `git pull NEXT main`. Recorded as experiments `availability-get`
+    (parameter: bytes) and `availability-ring` (parameter: files per peer)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    if dmv is None:
+        return
+    _avail_get(ctx, dmv, git, size)
+    _avail_ring(ctx, dmv, git, files, settle)
+
+
+def _run_untimed(ctx, cmds, tool, experiment, param, step):
+    """Untimed set-up commands; a failure is recorded (step `step`) and returns False."""
+    out = run_cmds(cmds, ctx.rec.env, ctx.rec.timeout)
+    if not out.ok:
+        ctx.rec.note(tool.name, experiment, param, step, "timeout" if out.timed_out else "fail", out.error)
+    return out.ok
+
+
+def _reach(dest, urls):
+    """Untimed: what the client's `.dmv/reach` says of each remote ({name: {class fields}})."""
+    try:
+        with open(os.path.join(dest, ".dmv", "reach")) as f:
+            book = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return {name: book.get(url) for name, url in urls.items()}
+
+
+@contextlib.contextmanager
+def _static_server(directory):
+    """`python3 -m http.server` on 127.0.0.1 serving `directory`; yields its base URL (None if it does not answer)."""
+    port = servers.free_port()
+    proc = subprocess.Popen(["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port),
+                             "--directory", directory], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=servers._die_with_parent)
+    try:
+        url = "http://127.0.0.1:%d" % port
+        for _ in range(200):
+            if subprocess.run(["curl", "-s", "-o", "/dev/null", url + "/"]).returncode == 0:
+                break
+            time.sleep(0.05)
+        else:
+            url = None
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _avail_get(ctx, dmv, git, size):
+    """Two `dmv serve` on loopback, each serving its own bare copy of one commit of `size` bytes. Per
+    timed step, untimed first: a fresh `dmv clone --slice meta` from A (origin), `dmv remote add second
+    URL_B`, `dmv config remote.timeout AVAIL_STALL_S` (a fresh clone each time: it has no `.dmv/reach`,
+    so `origin` goes first; a clone that saw A stall would try B first). Timed: `dmv get FILE` with both up
+    (`get_nearest`), then with A frozen by SIGSTOP (`get_stalled`, SIGCONT after it, untimed)."""
+    rec = ctx.rec
+    experiment, param = "availability-get", str(size)
+    need = 6 * size + GiB  # data, source store, two bare copies, the meta clone (store and file), the copy
+    if free_bytes(ctx.workdir) < need:
+        rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point(experiment, size)
+    got = "file.bin"
+    try:
+        print("%s %s: writing data" % (experiment, human_bytes(size)), flush=True)
+        datagen.write_random_file(os.path.join(pt.work, got), size)
+        source_file = os.path.join(pt.work, got)
+        data = dict(data_bytes=size, data_files=1, got_path=got, got_bytes=size, transport="http",
+                    stall_after_s=AVAIL_STALL_S)
+        hubs = {name: os.path.join(pt.root, "hub-%s" % name) for name in ("a", "b")}
+        print("  dmv: commit, two bare copies (untimed)", flush=True)
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True) + [
+                c for name in ("a", "b") for c in dmv.init_remote(pt, hubs[name]) + [
+                    dmv.cmd(pt, "push", hubs[name])]], dmv, experiment, param, "prepare"):
+            return
+        env = {"DMV_TOKEN": SYNC_TOKEN, "DMV_TRACE": "1"}
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http-a"), rec.env, {"r": hubs["a"]},
+                             SYNC_TOKEN) as srv_a, \
+                servers.DmvHttp(dmv.path, os.path.join(pt.root, "http-b"), rec.env, {"r": hubs["b"]},
+                                SYNC_TOKEN) as srv_b:
+            urls = {"origin": srv_a.url("r"), "second": srv_b.url("r")}
+            print("  copies: origin %s, second %s" % (urls["origin"], urls["second"]), flush=True)
+            nearest = None
+            for name in ("get_nearest", "get_stalled"):
+                dest = os.path.join(pt.root, "meta-%s" % name)
+                if not _run_untimed(ctx, [
+                        dmv.cmd(pt, "clone", "--slice", "meta", urls["origin"], dest, cwd=pt.root, env=env),
+                        dmv.cmd(pt, "remote", "add", "second", urls["second"], cwd=dest, env=env),
+                        dmv.cmd(pt, "config", "remote.timeout", str(AVAIL_STALL_S), cwd=dest, env=env)],
+                        dmv, experiment, param, name):
+                    continue
+                stalled = name == "get_stalled"
+                reach_before = _reach(dest, urls)
+
+                def check(out, dest=dest, stalled=stalled, reach_before=reach_before):
+                    extra = dict(data, stalled=stalled, stalled_remote="origin" if stalled else None,
+                                 server_a_peak_rss_kib=srv_a.server_rss_kib(),
+                                 server_b_peak_rss_kib=srv_b.server_rss_kib(),
+                                 reach_before=reach_before, reach_after=_reach(dest, urls))
+                    extra.update(_trace(out))
+                    m = GOT_FROM.search(out.stderr_tail or "")
+                    extra["got_from"] = m.group(1) if m else None
+                    extra.update(_verify_got(os.path.join(dest, got), source_file)(out))
+                    return extra
+                # a stalled get that never gives up ends long before the suite's timeout
+                timeout = rec.timeout if not stalled or nearest is None else min(
+                    rec.timeout, max(120, 10 * (AVAIL_STALL_S + nearest)))
+                os.sync()  # untimed
+                if stalled:
+                    os.kill(srv_a.proc.pid, signal.SIGSTOP)
+                try:
+                    out = rec.step(dmv, experiment, param, name, [dmv.cmd(pt, "get", got, cwd=dest, env=env)],
+                                   os.path.join(dest, ".dmv"), timeout=timeout, after=check)
+                finally:
+                    if stalled:
+                        os.kill(srv_a.proc.pid, signal.SIGCONT)
+                if not stalled and out.ok:
+                    nearest = out.wall_s
+                shutil.rmtree(dest, ignore_errors=True)
+        if git:
+            for name in ("get_nearest", "get_stalled"):
+                rec.note(git.name, experiment, param, name, "n/a",
+                         "no git equivalent: a blobless clone fetches a missing blob from its promisor remote, "
+                         "with no second copy to move on to")
+        # the floor: the same bytes with curl from a plain static server, into a file (and synced: get's
+        # store is durable)
+        copy = os.path.join(pt.root, "copy-http")
+        with _static_server(pt.work) as base:
+            if base is None:
+                rec.note(_Floor.name, experiment, param, "copy_http", "fail", "python3 -m http.server did not answer")
+                return
+            url = "%s/%s" % (base, got)
+            for name, script in (("copy_http", "curl -s -f -o {c} {u}"),
+                                 ("copy_http_sync", "curl -s -f -o {c} {u} && sync {c}")):
+                os.sync()
+                rec.step(_Floor, experiment, param, name,
+                         [Cmd(["sh", "-c", script.format(c=shlex.quote(copy), u=shlex.quote(url))], cwd=pt.root)],
+                         None, after=lambda out: dict(data, **_verify_got(copy, source_file)(out)))
+                if os.path.exists(copy):
+                    os.remove(copy)
+    except servers.ServerError as e:
+        print("%s: %s" % (experiment, e), flush=True)
+        rec.note("dmv", experiment, param, "all", "fail", str(e))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+class _Ring:
+    """One tool's side of the ring: how to make the seed, the peers and their remotes, how a peer
+    syncs with the next, and how to read a peer's HEAD."""
+
+    def __init__(self, tool, root):
+        self.tool, self.root = tool, root
+        self.seed = os.path.join(root, "%s-seed" % tool.name)
+        self.peers = {p: os.path.join(root, "%s-%s" % (tool.name, p)) for p in AVAIL_PEERS}
+
+    def cmd(self, cwd, *args):
+        return Cmd([self.tool.path or self.tool.binary] + list(args), cwd=cwd)
+
+    def init_seed(self):
+        if self.tool.name == "dmv":
+            return [self.cmd(self.seed, "init"), self.cmd(self.seed, "add", "."),
+                    self.cmd(self.seed, "commit", "-m", "seed")]
+        return [self.cmd(self.seed, "init", "-q"), self.cmd(self.seed, "add", "-A"),
+                self.cmd(self.seed, "commit", "-q", "-m", "seed")]
+
+    def clone(self, peer):
+        q = ["-q"] if self.tool.name == "git" else []
+        return [self.cmd(self.root, "clone", *q, self.seed, self.peers[peer])]
+
+    def commit(self, peer):
+        d = self.peers[peer]
+        if self.tool.name == "dmv":
+            return [self.cmd(d, "add", "."), self.cmd(d, "commit", "-m", "work on %s" % peer)]
+        return [self.cmd(d, "add", "-A"), self.cmd(d, "commit", "-q", "-m", "work on %s" % peer)]
+
+    def add_remotes(self, peer):
+        return [self.cmd(self.peers[peer], "remote", "add", other, self.peers[other])
+                for other in AVAIL_PEERS if other != peer]
+
+    def sync(self, peer, nxt):
+        if self.tool.name == "dmv":
+            return self.cmd(self.peers[peer], "sync", nxt)
+        return self.cmd(self.peers[peer], "pull", "-q", "--no-edit", "--no-rebase", nxt, "main")
+
+    def head(self, env, peer):
+        r = subprocess.run([self.tool.path or self.tool.binary, "rev-parse", "HEAD"], cwd=self.peers[peer],
+                           env=env, capture_output=True, text=True, timeout=600)
+        return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _avail_ring(ctx, dmv, git, files, settle):
+    """Three non-bare replicas cloned from one seed, each with `files` files of 1 KiB of its own
+    (committed), each with the other two as remotes. Timed: rounds of each syncing with the next (a
+    with b, b with c, c with a) until all three HEADs are equal and every working tree holds every
+    file (checked untimed after each round), at most AVAIL_MAX_ROUNDS rounds; dmv with `dmv sync
+    NEXT`, git with `git pull --no-edit --no-rebase NEXT main`. Steps `round_N` (the three syncs of
+    round N) and `ring` (all rounds up to convergence, or all run)."""
+    rec = ctx.rec
+    experiment, param = "availability-ring", str(files)
+    pt = ctx.point(experiment, files)
+    rings = [_Ring(t, pt.root) for t in (dmv, git) if t]
+    expected = 3 * files + 1  # every peer's files and the seed's README
+    try:
+        # Untimed: the seeds, the clones, each peer's files and commit, the remotes. Nothing is deleted
+        # until the point is done (see sync).
+        ready = []
+        for ring in rings:
+            print("%s %d: %s seed, three clones, %d files each, commits (untimed)" % (
+                experiment, files, ring.tool.name, files), flush=True)
+            os.makedirs(ring.seed)
+            with open(os.path.join(ring.seed, "README"), "w") as f:
+                f.write("three peers in a ring\n")
+            cmds = ring.init_seed() + [c for p in AVAIL_PEERS for c in ring.clone(p)]
+            if not _run_untimed(ctx, cmds, ring.tool, experiment, param, "prepare"):
+                continue
+            for i, p in enumerate(AVAIL_PEERS):
+                datagen.write_tree(os.path.join(ring.peers[p], "peer-%s" % p), files, seed=11 + i)
+            cmds = [c for p in AVAIL_PEERS for c in ring.commit(p) + ring.add_remotes(p)]
+            if _run_untimed(ctx, cmds, ring.tool, experiment, param, "prepare"):
+                ready.append(ring)
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        for ring in ready:
+            _ring_rounds(ctx, ring, experiment, param, files, expected)
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _ring_rounds(ctx, ring, experiment, param, files, expected):
+    rec = ctx.rec
+    tool = ring.tool
+    total, peak, syncs, converged_at, trees_at, per_round = 0.0, 0, 0, None, None, []
+    failed = None
+    for r in range(1, AVAIL_MAX_ROUNDS + 1):
+        out = Outcome()
+        sync_s = []
+        for i, p in enumerate(AVAIL_PEERS):
+            os.sync()  # untimed
+            one = run_cmds([ring.sync(p, AVAIL_PEERS[(i + 1) % len(AVAIL_PEERS)])], rec.env, rec.timeout)
+            out.wall_s += one.wall_s
+            out.peak_rss_kib = max(out.peak_rss_kib, one.peak_rss_kib)
+            out.commands += one.commands
+            out.stderr_tail = one.stderr_tail
+            sync_s.append(round(one.wall_s, 6))
+            syncs += 1
+            if not one.ok:
+                out.ok, out.timed_out, out.error = False, one.timed_out, "%s: %s" % (p, one.error)
+                break
+        # untimed: one HEAD? every file in every working tree? the same files everywhere?
+        heads = {p: ring.head(rec.env, p) for p in AVAIL_PEERS}
+        worktree = {p: _worktree_files(ring.peers[p]) for p in AVAIL_PEERS}
+        heads_equal = None not in heads.values() and len(set(heads.values())) == 1
+        all_files = all(n == expected for n in worktree.values())
+        trees_equal = all_files and len({datagen.tree_hash(ring.peers[p])[0] for p in AVAIL_PEERS}) == 1
+        converged = out.ok and heads_equal and all_files
+        total += out.wall_s
+        peak = max(peak, out.peak_rss_kib)
+        per_round.append(round(out.wall_s, 6))
+        if trees_equal and trees_at is None:
+            trees_at = r
+        rec.record(tool, experiment, param, "round_%d" % r, out, None, round=r, sync_s=sync_s,
+                   heads={p: (h or "")[:16] for p, h in heads.items()}, heads_equal=heads_equal,
+                   worktree_files=worktree, expected_files=expected, trees_equal=trees_equal,
+                   converged=converged, files_per_peer=files, peers=len(AVAIL_PEERS))
+        if not out.ok:
+            failed = out
+            break
+        if converged:
+            converged_at = r
+            break
+    ring_out = Outcome(wall_s=total, peak_rss_kib=peak, ok=failed is None,
+                       timed_out=bool(failed and failed.timed_out), error=failed.error if failed else None)
+    rec.record(tool, experiment, param, "ring", ring_out, None, converged=converged_at is not None,
+               rounds=converged_at, rounds_run=len(per_round), round_s=per_round, syncs=syncs,
+               trees_equal_round=trees_at, max_rounds=AVAIL_MAX_ROUNDS, files_per_peer=files,
+               peers=len(AVAIL_PEERS), expected_files=expected)

@@ -25,7 +25,7 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "store", "attack", "huge"]
+               "import-archive", "store", "attack", "availability-get", "availability-ring", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -1545,6 +1545,177 @@ def attack_section(ix, mode, cfg):
     return out
 
 
+AVAIL_GET_ROWS = [
+    ("dmv", "get_nearest", "`dmv get FILE`, both copies up"),
+    ("dmv", "get_stalled", "`dmv get FILE`, origin frozen (SIGSTOP)"),
+    ("cp", "copy_http", "floor: `curl` from `python3 -m http.server` into a file"),
+    ("cp", "copy_http_sync", "floor: the same, then `sync` of the file"),
+    ("git", "get_nearest", "git, both copies up"),
+    ("git", "get_stalled", "git, origin frozen"),
+]
+
+
+def _reach_class(entry):
+    """The class a `.dmv/reach` entry gives a remote (docs/formats.md)."""
+    if entry is None:
+        return "unknown"
+    if entry.get("failed"):
+        return "unreachable"
+    speed = entry.get("bytes_per_sec")
+    if (entry.get("connect_ms") or 0) > 1000 or (speed is not None and speed < (1 << 20)):
+        return "far"
+    return "near"
+
+
+def availability_get_table(ix, p, stall_s):
+    out = ["#### get of one file of %s with its nearest copy stalled" % fmt_size_param(p), "",
+           "| step | time | peak RSS | data from | bytes received | origin / second in `.dmv/reach` after it "
+           "| file equal to the source |", "|---|--:|--:|---|--:|---|---|"]
+    for tool, step, label in AVAIL_GET_ROWS:
+        rec = ix.by.get((tool, "availability-get", str(p), step))
+        if rec is None:
+            continue
+        if rec["status"] == "n/a":
+            out.append("| %s | n/a | n/a | | | | |" % label)
+            continue
+        _, t = cell(rec, "time")
+        _, rss = cell(rec, "rss")
+        reach = rec.get("reach_after")
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            label, t, rss, rec.get("got_from") or ("—" if tool == "dmv" else "the static server"),
+            fmt_bytes(rec.get("bytes_received")) if rec.get("bytes_received") is not None else "—",
+            "%s / %s" % (_reach_class(reach.get("origin")), _reach_class(reach.get("second"))) if reach else "—",
+            {True: "yes", False: "**no**"}.get(rec.get("verified"), "—")))
+    near, stalled = (ix.by.get(("dmv", "availability-get", str(p), s)) for s in ("get_nearest", "get_stalled"))
+    floor = ix.by.get(("cp", "availability-get", str(p), "copy_http"))
+    ok = lambda r: r is not None and r["status"] == "ok"  # noqa: E731
+    lines = []
+    if ok(near) and ok(floor):
+        lines.append("get with both copies up / curl into a file: %.2f." % (near["wall_s"] / floor["wall_s"]))
+    if ok(near) and ok(stalled):
+        lines.append("The stall cost %s: the stalled get minus the unstalled one, against a `remote.timeout` "
+                     "of %d s." % (fmt_time(stalled["wall_s"] - near["wall_s"]), stall_s))
+    if ok(stalled):
+        lines.append("Servers' peak RSS (VmHWM since they started, cumulative over both gets): origin %s, "
+                     "second %s." % (fmt_kib(stalled.get("server_a_peak_rss_kib")),
+                                     fmt_kib(stalled.get("server_b_peak_rss_kib"))))
+    return out + ([""] + [" ".join(lines)] if lines else []) + [""]
+
+
+def availability_targets(ix, cfg):
+    stall_s = cfg.get("avail_stall_s", 5)
+    margin = cfg.get("avail_margin_s", 2)
+    cap = cfg.get("avail_max_rounds", 5)
+    out = ["#### Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for p in ix.params("availability-get"):
+        near, stalled = (ix.get("dmv", "availability-get", p, s) for s in ("get_nearest", "get_stalled"))
+        if near and stalled and near["status"] == "ok" and stalled["status"] == "ok":
+            bound = stall_s + near["wall_s"] + margin
+            measured = "%s against %d s + %s + %d s = %s" % (
+                fmt_time(stalled["wall_s"]), stall_s, fmt_time(near["wall_s"]), margin, fmt_time(bound))
+            met = "yes" if stalled["wall_s"] <= bound else "**no**"
+        else:
+            bad = next((r for r in (stalled, near) if r and r["status"] != "ok"), None)
+            measured = "%s: %s" % (bad["step"], SHORT.get(bad["status"], bad["status"])) if bad else "—"
+            met = "**no**" if bad else "—"
+        out.append("| get (%s) with the nearest copy stalled within the timeout (`remote.timeout` %d s) plus the "
+                   "unstalled get plus %d s | %s | %s |" % (fmt_size_param(p), stall_s, margin, measured, met))
+    for p in ix.params("availability-ring"):
+        ring = ix.get("dmv", "availability-ring", p, "ring")
+        if ring and ring["status"] == "ok" and ring.get("rounds") is not None:
+            measured, met = "%d round%s, %s" % (ring["rounds"], "" if ring["rounds"] == 1 else "s",
+                                               fmt_time(ring["wall_s"])), "yes"
+        elif ring and ring["status"] == "ok":
+            measured, met = "not converged after %d rounds" % ring.get("rounds_run", cap), "**no**"
+        else:
+            measured = SHORT.get(ring["status"], ring["status"]) if ring else "—"
+            met = "**no**" if ring else "—"
+        out.append("| three peers of %s files each syncing in a ring (`dmv sync NEXT`) converge: one HEAD, every "
+                   "file in every working tree, within %d rounds | %s | %s |" % (fmt_count(p), cap, measured, met))
+    return out + [""]
+
+
+def availability_ring_table(ix, p, cap):
+    out = ["#### Three peers of %s files each, syncing in a ring without a hub" % fmt_count(p), "",
+           "| tool | converged (one HEAD, %s files in every working tree) | time | rounds run | time per round "
+           "| syncs | largest peak RSS of a sync | working trees equal from round |" % fmt_count(3 * p + 1),
+           "|---|---|--:|--:|---|--:|--:|--:|"]
+    for tool in ("dmv", "git"):
+        ring = ix.by.get((tool, "availability-ring", str(p), "ring"))
+        if ring is None:
+            continue
+        if ring["status"] != "ok":
+            conv = SHORT.get(ring["status"], ring["status"])
+        elif ring.get("converged"):
+            conv = "yes, in %d round%s" % (ring["rounds"], "" if ring["rounds"] == 1 else "s")
+        else:
+            conv = "**no**, not after %d rounds (the cap)" % ring.get("rounds_run", cap)
+        out.append("| %s | %s | %s | %d | %s | %d | %s | %s |" % (
+            tool, conv, fmt_time(ring["wall_s"]), ring.get("rounds_run") or 0,
+            ", ".join(fmt_time(x) for x in ring.get("round_s") or []), ring.get("syncs") or 0,
+            fmt_kib(ring.get("peak_rss_kib")), ring.get("trees_equal_round") or "never"))
+    out.append("")
+    git = ix.by.get(("git", "availability-ring", str(p), "ring"))
+    if git and git["status"] == "ok" and not git.get("converged") and git.get("trees_equal_round"):
+        out += ["git's working trees hold the same files from round %d on, but its HEADs never become one: each "
+                "`git pull` merges two commits neither of which contains the other, so every pull makes a new "
+                "merge commit." % git["trees_equal_round"], ""]
+    per = []
+    for tool in ("dmv", "git"):
+        for r in range(1, cap + 1):
+            rec = ix.by.get((tool, "availability-ring", str(p), "round_%d" % r))
+            if rec is None:
+                continue
+            per.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+                tool, r, cell(rec, "time")[1], ", ".join(fmt_time(x) for x in rec.get("sync_s") or []),
+                "yes" if rec.get("heads_equal") else "no",
+                " / ".join(fmt_count(rec.get("worktree_files", {}).get(k, 0)) for k in ("a", "b", "c")),
+                "yes" if rec.get("trees_equal") else "no"))
+    if per:
+        out += ["Each round (a syncs with b, b with c, c with a), checked after it:", "",
+                "| tool | round | time | each sync (a, b, c) | one HEAD | files in a / b / c | working trees "
+                "equal |", "|---|--:|--:|---|---|---|---|"] + per + [""]
+    return out
+
+
+def availability_section(ix, mode, cfg):
+    stall_s = cfg.get("avail_stall_s", 5)
+    cap = cfg.get("avail_max_rounds", 5)
+    out = ["### Availability: a stalled copy, and three peers without a hub", "",
+           "**get with the nearest copy stalled.** One file of random bytes (%s; the full run: 1 GiB) is committed "
+           "and pushed into two bare repositories, each served by its own `dmv serve` on 127.0.0.1 (two copies). "
+           "Before each timed step, untimed: a fresh `dmv clone --slice meta` from the first server (`origin`), "
+           "`dmv remote add second URL` of the other, and `dmv config remote.timeout %d`. A fresh clone each "
+           "time, because dmv remembers in `.dmv/reach` how each remote answered and tries the one that stalled "
+           "last after the others: a fresh clone has no `.dmv/reach`, so both remotes are unknown and "
+           "`origin` is tried first. Timed: `dmv get FILE` with both servers up, then with the origin frozen by "
+           "SIGSTOP (SIGCONT after the step, untimed): the kernel still accepts its connections, so dmv must "
+           "wait `remote.timeout` without a byte before it leaves it for the second copy. The file got is "
+           "compared with the source (untimed). Floor: `curl` of the same bytes from `python3 -m http.server` "
+           "on 127.0.0.1 (tool `cp`), into a file and into a file then `sync`ed (get's store is durable). No "
+           "git row (n/a): a blobless clone fetches a missing blob from its promisor remote, with no second "
+           "copy to move on to." % (
+               fmt_size_param(cfg["avail_bytes"]) if cfg.get("avail_bytes") else "64 MiB in the quick run",
+               stall_s), "",
+           "**Three peers syncing in a ring without a hub.** A seed repository with one file, cloned into three "
+           "replicas with working trees (a, b, c); each writes %s files of 1 KiB of its own and commits them, "
+           "and has the other two as remotes (their local paths). Timed: rounds in which a syncs with b, b with "
+           "c and c with a (`dmv sync NEXT`: it merges what peers offered here first, then what NEXT has, and "
+           "offers our branch to NEXT as its `refs/remotes/OURS/main`), until all three HEADs are equal and "
+           "every working tree holds every file (checked untimed after each round), %d rounds at most. git "
+           "does the same ring with `git pull --no-edit --no-rebase NEXT main`. Time: the syncs up to "
+           "convergence (or all of them). Peak RSS: GNU time's, the largest of the syncs." % (
+               fmt_count(cfg["avail_files"]) if cfg.get("avail_files") else "N", cap), ""]
+    if mode == "quick":
+        out += ["Quick run: the full run gets a file of 1 GiB and its peers add 10,000 files each.", ""]
+    out += availability_targets(ix, cfg)
+    for p in ix.params("availability-get"):
+        out += availability_get_table(ix, p, stall_s)
+    for p in ix.params("availability-ring"):
+        out += availability_ring_table(ix, p, cap)
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -1768,6 +1939,10 @@ def section(mode, per_exp, points):
 
     if ix.params("attack"):
         out += attack_section(ix, mode, per_exp["attack"]["meta"].get("config", {}))
+
+    if ix.params("availability-get") or ix.params("availability-ring"):
+        avail_run = per_exp.get("availability-get") or per_exp.get("availability-ring")
+        out += availability_section(ix, mode, avail_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

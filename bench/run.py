@@ -11,6 +11,7 @@
     python3 bench/run.py --quick --experiments import   # dmv import git against git clone --mirror; archive
     python3 bench/run.py --quick --experiments store    # 10,000 files of 1 KiB stored by dmv, git, restic, borg
     python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
+    python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -45,14 +46,14 @@ MODES = {
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
                   history_commits=1000, web_images=20, web_film="1G",
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
-                  timeout=600),
+                  avail_size="64M", avail_files=1000, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
                  history_commits=10_000, web_images=100, web_film="4G",
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
-                 timeout=1800),
+                 avail_size="1G", avail_files=10_000, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -60,9 +61,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # web is in no default list: it makes photos on first use (about 2 minutes for 100); nor is
 # import: it makes its Git source on first use and writes the archived file (1 GiB) twice more; nor is
 # store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations; nor is
-# attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed
+# attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed; nor is
+# availability: it freezes a server on purpose and waits out the client's stall timeout
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "huge"]
+                   "store", "attack", "availability", "huge"]
 
 
 def parse_number(text, binary):
@@ -207,8 +209,8 @@ def main(argv=None):
     ap.add_argument("--sync-sizes", help="sync and partial: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--sync-counts", help="sync and partial: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--sync-settle", type=float,
-                    help="sync and partial: seconds to wait before the many-files steps so that no tool creates files "
-                         "among inodes freed just before (default: 180 on ext4 without a journal, else 0)")
+                    help="sync, partial and availability: seconds to wait before the many-files steps so that no tool "
+                         "creates files among inodes freed just before (default: 180 on ext4 without a journal, else 0)")
     ap.add_argument("--s3-sizes", help="s3: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--s3-counts", help="s3: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--s3-settle", type=float,
@@ -231,6 +233,11 @@ def main(argv=None):
     ap.add_argument("--attack-pairs", type=int,
                     help="attack: pairs of clones, one unloaded and one under attack, alternated (quick 5, full 10; "
                          "at least 3)")
+    ap.add_argument("--avail-size", help="availability: size of the file got with the nearest copy stalled, binary "
+                                         "units (quick 64M, full 1G)")
+    ap.add_argument("--avail-files", type=lambda s: parse_number(s, False),
+                    help="availability: files of 1 KiB that each of the ring's three peers adds (quick 1000, "
+                         "full 10000)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -276,6 +283,8 @@ def main(argv=None):
     archive_size = parse_number(args.archive_size or cfg["archive_size"], True)
     store_files = args.store_files or cfg["store_files"]
     attack_pairs = max(3, args.attack_pairs or cfg["attack_pairs"])
+    avail_size = parse_number(args.avail_size or cfg["avail_size"], True)
+    avail_files = args.avail_files or cfg["avail_files"]
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -379,7 +388,10 @@ def main(argv=None):
                             attack_bytes=experiments.ATTACK_BYTES, attack_slow=experiments.ATTACK_SLOW,
                             attack_flood=experiments.ATTACK_FLOOD,
                             attack_max_connections=experiments.ATTACK_MAX_CONNECTIONS,
-                            attack_request_timeout_s=experiments.ATTACK_REQUEST_TIMEOUT_S),
+                            attack_request_timeout_s=experiments.ATTACK_REQUEST_TIMEOUT_S,
+                            avail_bytes=avail_size, avail_files=avail_files, avail_settle_s=sync_settle,
+                            avail_stall_s=experiments.AVAIL_STALL_S, avail_margin_s=experiments.AVAIL_MARGIN_S,
+                            avail_max_rounds=experiments.AVAIL_MAX_ROUNDS),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -420,6 +432,8 @@ def main(argv=None):
                 experiments.store(ctx, store_tools, store_files, sync_settle)
             elif exp == "attack":
                 experiments.attack(ctx, attack_pairs)
+            elif exp == "availability":
+                experiments.availability(ctx, avail_size, avail_files, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
