@@ -1403,8 +1403,8 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
     dmv(&laptop, &["remote", "add", "drive", t.join("drive").to_str().unwrap()]);
     ok(&dmv_out(&laptop, &["push", "drive", "main"]));
     std::fs::rename(t.join("drive"), t.join("drawer")).unwrap();
-    // The hub holds no file data; the tablet's only remote is the hub.
-    ok(&dmv_out(t, &["clone", "--slice", "meta", laptop.to_str().unwrap(), "hub"]));
+    // The hub holds no file data (a bare meta clone: where logs meet); the tablet's only remote is the hub.
+    ok(&dmv_out(t, &["clone", "--bare", "--slice", "meta", laptop.to_str().unwrap(), "hub"]));
     ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "tablet"]));
     let tablet = t.join("tablet");
     let w: serde_json::Value = serde_json::from_str(&dmv(&tablet, &["whereis", "--json", "f00/p0.raw"])).unwrap();
@@ -1419,6 +1419,8 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
 
     // Published behind a token: the tablet's DMV_TOKEN is not sent to a URL a peer chose.
     ok(&dmv_out(&laptop, &["replica", "--unpublish", &open.url("laptop"), "--publish", &locked.url("laptop")]));
+    let mut open = open;
+    open.kill();
     ok(&dmv_out(&hub, &["fetch"]));
     ok(&dmv_out(&tablet, &["fetch"]));
     let out = dmv_cmd(&tablet).args(["get", "f00/p1.raw"]).env("DMV_TOKEN", "t1").output().unwrap();
@@ -1429,6 +1431,7 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
     assert_eq!(std::fs::read(tablet.join("f00/p1.raw")).unwrap(), std::fs::read(laptop.join("f00/p1.raw")).unwrap());
 
     // A metered laptop: its card travels, get does not pull from it unless it is named.
+    let open = HttpServer::start_with(&open.config, 0);
     ok(&dmv_out(&laptop, &["replica", "--metered", "--unpublish", &locked.url("laptop"), "--publish", &open.url("laptop")]));
     ok(&dmv_out(&hub, &["fetch"]));
     ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"]));
@@ -1441,5 +1444,39 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
     assert!(dmv(&phone, &["whereis", "f00/p0.raw"]).contains("metered"));
     ok(&dmv_out(&phone, &["get", "--remote", &open.url("laptop"), "f00/p0.raw"]));
     assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
+    fsck_clean(&phone);
+}
+
+/// Issue 44, item 6: a meta clone (the phone's clone) takes no location log
+/// with the clone, nor with each fetch: at 10,000 files the hub's log is
+/// 1.14 MB (two records of 57 bytes a file), more than the commits and trees
+/// the clone needs. It learns the log when it needs it: `whereis` asks live.
+#[test]
+fn a_meta_clone_takes_location_logs_only_when_it_needs_them() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 10, 1000, 1024);
+    dmv(t, &["init", "--bare", "hub"]);
+    ok(&dmv_out(&src, &["push", t.join("hub").to_str().unwrap(), "main"]));
+    let log_bytes = 10_000 * 2 * 57;
+    let (out, _, received) = traced(t, &["clone", "--slice", "meta", t.join("hub").to_str().unwrap(), "phone"], |_| {});
+    ok(&out);
+    let phone = t.join("phone");
+    assert!(received < log_bytes, "a meta clone received {received} bytes, more than the log ({log_bytes} bytes)");
+    assert!(!phone.join(".dmv/locations").exists() || std::fs::metadata(phone.join(".dmv/locations")).unwrap().len() < 1024);
+    // New work on the hub: the fetch brings its commit and trees, not the log again.
+    write_noise(&src.join("f00/new.raw"), 1024, 99);
+    commit_all(&src, "one more");
+    ok(&dmv_out(&src, &["push", t.join("hub").to_str().unwrap(), "main"]));
+    let (out, _, received) = traced(&phone, &["fetch"], |_| {});
+    ok(&out);
+    assert!(received < 64 * 1024, "a fetch of one new file received {received} bytes");
+    // whereis learns the log live: both full replicas hold every file.
+    let w: serde_json::Value = serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f03"])).unwrap();
+    let files = w.as_array().unwrap();
+    assert_eq!(files.len(), 1000);
+    assert!(files.iter().all(|f| f["copies"].as_array().unwrap().len() == 2), "{}", files[0]);
+    ok(&dmv_out(&phone, &["get", "f03/p0.raw"]));
     fsck_clean(&phone);
 }

@@ -10,7 +10,7 @@ use dmv_repo::tree::flatten;
 use dmv_repo::{EarlyCheckout, Phase, Progress, RepoError, Repository, Slice};
 
 use crate::address_book::{holders_to_ask, stranger_spec};
-use crate::locations::holder_names;
+use crate::locations::{exchange_locations, holder_names, takes_logs_lazily};
 use crate::named_remotes::{find_remote, remotes_in_order};
 use crate::objects::TransferStats;
 use crate::reach::{Reach, ReachBook};
@@ -125,9 +125,36 @@ fn fetch_from_remotes(
         Some(n) => vec![Source { label: n.to_string(), spec: find_remote(repo, n).map(|r| r.spec) }],
         None => sources_in_order(repo, &book, wanted)?,
     };
-    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, early, progress);
+    // A replica that takes logs lazily learns who else holds the data only once its remotes lack it.
+    let learn = (name.is_none() && takes_logs_lazily(repo)).then_some(learn_holders as Learn);
+    let fetched = fetch_in_turn(repo, &mut book, wanted, sources, learn, early, progress);
     book.save();
     fetched
+}
+
+/// Finds more replicas to ask for `missing`.
+type Learn = fn(&Repository, &mut ReachBook, &[ObjectId]) -> SyncResult<Vec<Source>>;
+
+/// Takes in the location logs of the configured remotes that answer, then
+/// returns the replicas they say hold some of `missing` at the URLs they publish.
+fn learn_holders(repo: &Repository, book: &mut ReachBook, missing: &[ObjectId]) -> SyncResult<Vec<Source>> {
+    for name in remotes_in_order(repo) {
+        let Ok(remote) = find_remote(repo, &name) else { continue };
+        if let Ok(mut connected) = book.connect(&remote.spec) {
+            match exchange_locations(repo, connected.as_mut(), false) {
+                Err(e) if !e.is_remote_failure() => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    let (published, _) = holders_to_ask(repo, missing)?;
+    let mut sources: Vec<(Reach, Source)> = published
+        .into_iter()
+        .flat_map(|replica| replica.urls.into_iter().map(move |url| (replica.name.clone(), url)))
+        .map(|(name, url)| (book.class(&url), Source { label: format!("{name} at {url}"), spec: stranger_spec(repo, &url) }))
+        .collect();
+    sources.sort_by_key(|(class, _)| *class);
+    Ok(sources.into_iter().map(|(_, source)| source).collect())
 }
 
 /// A replica to ask for data, by the name the user knows it by.
@@ -163,14 +190,27 @@ fn fetch_in_turn(
     book: &mut ReachBook,
     wanted: &BTreeMap<ObjectId, Vec<u8>>,
     sources: Vec<Source>,
+    mut learn: Option<Learn>,
     mut early: Option<EarlyFill<'_>>,
     progress: &dyn Progress,
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut missing: Vec<ObjectId> = wanted.keys().copied().collect();
     let (mut from, mut tried) = (Vec::new(), Vec::new());
     let mut stats = TransferStats::default();
-    for Source { label: name, spec } in sources {
+    let mut sources: std::collections::VecDeque<Source> = sources.into();
+    let mut asked = BTreeSet::new();
+    loop {
+        let Some(Source { label: name, spec }) = sources.pop_front() else {
+            match learn.take() {
+                Some(learn) => {
+                    sources.extend(learn(repo, book, &missing)?);
+                    continue;
+                }
+                None => break,
+            }
+        };
         let spec = match spec {
+            Ok(spec) if !asked.insert(spec.url.clone()) => continue,
             Ok(spec) => spec,
             Err(e) => {
                 tried.push(format!("{name} ({e})"));

@@ -10,7 +10,7 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref, REMOTE_BRANCHES};
 use dmv_repo::store::ObjectId;
 use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
 
-use crate::locations::exchange_locations;
+use crate::locations::share_locations;
 use crate::push::Pushed;
 use crate::remote::Remote;
 use crate::send::{send_objects, PushRef};
@@ -38,7 +38,7 @@ pub fn offer(repo: &Repository, remote: &mut dyn Remote, branch: &str, progress:
     let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: Default::default() };
     if old == Some(new) {
         pushed.up_to_date.push(name);
-        exchange_locations(repo, remote, true)?;
+        share_locations(repo, remote, true)?;
         return Ok(pushed);
     }
     pushed.updated.push(PushRef { name, expected: old, new: Some(new) });
@@ -47,7 +47,7 @@ pub fn offer(repo: &Repository, remote: &mut dyn Remote, branch: &str, progress:
     let sent = send_objects(repo, remote, &pushed.updated, &tips, progress);
     progress.finish();
     pushed.stats = sent?;
-    exchange_locations(repo, remote, true)?;
+    share_locations(repo, remote, true)?;
     Ok(pushed)
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Head, Phase, Progress, RefUpdate, RepoError, Repository, Upstream};
 
-use crate::locations::exchange_locations;
+use crate::locations::share_locations;
 use crate::objects::TransferStats;
 use crate::remote::Remote;
 use crate::send::{send_objects, PushRef};
@@ -101,7 +101,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
         }
     }
     if pushed.updated.is_empty() {
-        exchange_locations(repo, remote, true)?;
+        share_locations(repo, remote, true)?;
         return Ok(pushed);
     }
     let tips: Vec<ObjectId> = remote_refs.values().copied().collect();
@@ -117,7 +117,7 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
             repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }
     }
-    exchange_locations(repo, remote, true)?;
+    share_locations(repo, remote, true)?;
     Ok(pushed)
 }
 
