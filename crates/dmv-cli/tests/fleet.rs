@@ -9,7 +9,8 @@
 //!   is fine, a false "holds" is not.
 //!
 //! The fleet: a bare hub served by `dmv serve` over HTTP (its admin allows
-//! drops there), a bucket in a real MinIO, and four working replicas, each
+//! drops there), a bucket in a real MinIO (which the same server also
+//! serves: the desk reaches the bucket through it, the others directly), and four working replicas, each
 //! with the hub as `origin`: `laptop` (full, also reachable by the others as
 //! an ssh peer through a real sshd), `desk` (full), `phone`
 //! (`paths:phone,desk`) and `tablet` (`meta`); see [`REPLICAS`] for who has
@@ -386,7 +387,12 @@ impl Fleet {
         let minio = Minio::start();
         minio.create_bucket(BUCKET);
         dmv(&root, &["init", "--bare", "hub"]);
-        let config = format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{ADMIN_TOKEN}\" = \"admin\"\n\"{WRITE_TOKEN}\" = \"write\"\n");
+        // The same server also serves the bucket (issue 44, item 5): the desk reaches it through the server, the others directly.
+        let config = format!(
+            "[repos]\nhub = \"hub\"\nbucket = {{ url = \"{}\", endpoint = \"{}\" }}\n[tokens]\n\"{ADMIN_TOKEN}\" = \"admin\"\n\"{WRITE_TOKEN}\" = \"write\"\n",
+            bucket_url(),
+            minio.endpoint()
+        );
         let hub = HttpServer::start(&config, &root, 0);
         let mut env_probe = Command::new("true");
         minio.env(&mut env_probe);
@@ -395,7 +401,10 @@ impl Fleet {
         let env = env_probe.get_envs().map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned()))).collect();
         let fleet =
             Fleet { hub_port: hub.port, hub_logs: Mutex::new(vec![hub.log.clone()]), hub: Mutex::new(hub), endpoint: minio.endpoint(), minio: Mutex::new(minio), sshd, env, root };
-        let hub_url = fleet.hub.lock().unwrap().url("hub");
+        let (hub_url, relay_url) = {
+            let hub = fleet.hub.lock().unwrap();
+            (hub.url("hub"), hub.url("bucket"))
+        };
         let laptop_url = fleet.sshd.url(&fleet.dir("laptop"));
         // The first version of every file of every folder, so that every path the operations name exists.
         std::fs::create_dir_all(fleet.dir("laptop")).unwrap();
@@ -421,6 +430,7 @@ impl Fleet {
         for spec in &REPLICAS {
             for remote in spec.remotes.iter().filter(|r| **r != "origin") {
                 match *remote {
+                    "bucket" if spec.name == "desk" => fleet.setup(spec.name, &["remote", "add", "bucket", &relay_url, "--token", spec.token]),
                     "bucket" => fleet.setup(spec.name, &["remote", "add", "bucket", &bucket_url(), "--endpoint", &fleet.endpoint]),
                     _ => fleet.setup(spec.name, &["remote", "add", remote, &laptop_url]),
                 };
