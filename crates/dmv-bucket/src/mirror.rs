@@ -1,7 +1,7 @@
 //! The local mirror of a bucket's pack indexes: a cache directory per
 //! repository id, opened as an ordinary [`Store`] that holds the indexes of
 //! the bucket's published packs and nothing else, so lookups are the local
-//! ones. Pushes stage their packs in `staging-<pid>` directories beside it.
+//! ones. Pushes stage their packs in `staging-<pid>-<n>` directories beside it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use crate::error::{BucketError, BucketResult};
 use crate::layout::{index_key, pack_of_index_name, CONFIG_KEY, PACKS_PREFIX, PACK_SIZE};
 use crate::url::{Conn, READS_IN_FLIGHT};
 
-/// Packs a push is writing live in `<mirror>/staging-<pid>` until uploaded.
+/// Packs a push is writing live in `<mirror>/staging-<pid>-<n>` until uploaded.
 const STAGING_PREFIX: &str = "staging-";
 /// A pack index is 56 bytes per object of a pack of at most `PACK_SIZE`
 /// plus one object, each object at least a 44-byte record header (~90 MiB):
@@ -52,9 +52,12 @@ impl Mirror {
         Ok(Mirror { store, dir, _tmp: tmp })
     }
 
-    /// Where this process stages the packs of a push.
+    /// A directory of its own where a push stages its packs: `staging-PID-N`
+    /// (a server runs several pushes at once over one mirror).
     pub fn staging_dir(&self) -> PathBuf {
-        self.dir.join(format!("{STAGING_PREFIX}{}", std::process::id()))
+        static PUSHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = PUSHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.dir.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()))
     }
 
     /// Mirrors the bucket's list of pack indexes: downloads (and verifies)
@@ -139,7 +142,9 @@ fn remove_dead_staging(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.parse::<i32>().ok()) else { continue };
+        // `staging-PID-N`, or `staging-PID` as older versions named it.
+        let pid = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<i32>().ok());
+        let Some(pid) = pid else { continue };
         // SAFETY: kill with signal 0 only checks whether the process exists.
         let alive = unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
         if !alive {

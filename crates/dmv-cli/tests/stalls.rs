@@ -215,7 +215,7 @@ fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_
     // Nothing of the repository is on the servers' side but the bucket: a new server over it serves everything.
     let third = HttpServer::start_with_env(&config, 0, &credentials);
     ok(&run(t, &["clone", "--token", "w", &third.url("hub"), "late"], &|_: &mut Command| {}).0);
-    assert_eq!(head_of(&t.join("late"), "HEAD"), head_of(&laptop, "HEAD"));
+    assert_eq!(head_of(&t.join("late"), "HEAD"), head_of(&laptop, "refs/heads/main"));
     assert!(snapshot(&t.join("late")) == snapshot(&laptop), "the late clone's files differ from the laptop's");
 }
 
@@ -281,14 +281,14 @@ fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, e
             servers[victim] = HttpServer::start_with_env(config, ports[victim], env);
         }
     }
-    let acknowledged = head_of(laptop, "HEAD");
+    let acknowledged = head_of(laptop, "refs/heads/main");
     // A clone from either server, with the other's URL too, holds every acknowledged push.
     for (first, second) in [(0, 1), (1, 0)] {
         let dir = format!("clone{first}");
         ok(&run(t, &["clone", "--token", "w", &servers[first].url("hub"), &dir], &none).0);
         let clone = t.join(&dir);
         dmv(&clone, &["remote", "set-url", "--add", "origin", &servers[second].url("hub")]);
-        assert_eq!(head_of(&clone, "HEAD"), acknowledged);
+        assert_eq!(head_of(&clone, "refs/heads/main"), acknowledged);
         assert!(snapshot(&clone) == snapshot(laptop), "the clone's files differ from the laptop's");
         // The first URL gone: fetch completes on the second.
         servers[first].kill();
@@ -296,4 +296,63 @@ fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, e
         servers[first] = HttpServer::start_with_env(config, ports[first], env);
     }
     assert_eq!(commits(laptop), commits_before + 6);
+}
+
+/// Two pushes at once through one server in front of a bucket: to two
+/// branches, both land (each upload stages its packs apart); to one branch,
+/// exactly one wins and the other is told to pull, and nothing is lost.
+#[test]
+fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_pull() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = Minio::start();
+    minio.create_bucket("twice");
+    let seed = t.join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    dmv(&seed, &["init"]);
+    write_noise(&seed.join("first.raw"), 100_000, 1);
+    dmv(&seed, &["add", "."]);
+    dmv(&seed, &["commit", "-m", "first"]);
+    ok(&run(&seed, &["push", "s3://twice/hub", "main"], &|c: &mut Command| {
+        minio.env(c);
+        c.env("AWS_ENDPOINT_URL", minio.endpoint());
+    })
+    .0);
+    let config = t.join("server.toml");
+    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://twice/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
+    let server = HttpServer::start_with_env(&config, 0, &[("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")]);
+    let none = |_: &mut Command| {};
+    for (name, seed) in [("a", 2u64), ("b", 3)] {
+        ok(&run(t, &["clone", "--token", "w", &server.url("hub"), name], &none).0);
+        write_noise(&t.join(name).join(format!("{name}.raw")), 3_000_000, seed);
+        dmv(&t.join(name), &["add", "."]);
+        dmv(&t.join(name), &["commit", "-m", name]);
+    }
+    let push_both = |args: [&[&str]; 2]| -> Vec<Output> {
+        std::thread::scope(|s| {
+            let pushes: Vec<_> = ["a", "b"].iter().zip(args).map(|(name, args)| s.spawn(move || run(&t.join(name), args, &|_: &mut Command| {}).0)).collect();
+            pushes.into_iter().map(|p| p.join().unwrap()).collect()
+        })
+    };
+    // Two branches: both land.
+    for out in push_both([&["push", "origin", "main:from-a"], &["push", "origin", "main:from-b"]]) {
+        ok(&out);
+    }
+    ok(&run(t, &["clone", "--token", "w", &server.url("hub"), "check"], &none).0);
+    let check = t.join("check");
+    ok(&dmv_out(&check, &["fetch"]));
+    for (name, branch) in [("a", "origin/from-a"), ("b", "origin/from-b")] {
+        assert_eq!(head_of(&check, branch), head_of(&t.join(name), "HEAD"));
+    }
+    // One branch: exactly one wins; the other is refused, and nothing is lost after a pull.
+    let outs = push_both([&["push", "origin", "main"], &["push", "origin", "main"]]);
+    assert_eq!(outs.iter().filter(|o| o.status.success()).count(), 1, "{:?}", outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>());
+    let loser = if outs[0].status.success() { "b" } else { "a" };
+    assert!(one_line_error(&outs[if loser == "a" { 0 } else { 1 }]).contains("pull"));
+    ok(&dmv_out(&t.join(loser), &["pull"]));
+    ok(&run(&t.join(loser), &["push", "origin", "main"], &none).0);
+    ok(&dmv_out(&check, &["pull"]));
+    for f in ["first.raw", "a.raw", "b.raw"] {
+        assert!(check.join(f).exists(), "{f} is lost");
+    }
 }

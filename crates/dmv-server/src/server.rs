@@ -459,11 +459,8 @@ fn serve_request(place: &RepoPlace, cache: &tempfile::TempDir, caller: &Caller, 
             }
             RepoPlace::Bucket { url, endpoint, region, virtual_host_style } => {
                 let options = dmv_sync::BucketOptions { endpoint: endpoint.clone(), region: region.clone(), virtual_host_style: *virtual_host_style, ..Default::default() };
-                // An upload stages its packs beside the mirror: each in a mirror of its own, so two never share.
-                let mut bucket = match verb.writes() {
-                    true => BucketRemote::open(url, &options, None)?,
-                    false => BucketRemote::open(url, &options, Some(cache.path()))?,
-                };
+                // One mirror of the pack indexes for every request (each upload stages its packs apart).
+                let mut bucket = BucketRemote::open(url, &options, Some(cache.path()))?;
                 handle_relayed(&mut bucket, caller, request, &mut input, &mut output)
             }
         }

@@ -25,7 +25,7 @@ pub(crate) struct ServerState {
     pub body_bytes: Arc<Semaphore>,
     pub uploads: Arc<Semaphore>,
     /// Where the pack indexes of served buckets are mirrored for reading
-    /// (removed when the server stops; an upload mirrors into a directory of its own).
+    /// (removed when the server stops; each upload stages its packs in a folder of its own there).
     pub bucket_cache: Arc<tempfile::TempDir>,
 }
 

@@ -28,7 +28,13 @@ pub fn commit_all(dir: &Path, msg: &str) {
     dmv(dir, &["commit", "-m", msg]);
 }
 
+/// The commit of the ref whose name ends in `rev` ("" when there is none),
+/// or of `HEAD`.
 pub fn head_of(dir: &Path, rev: &str) -> String {
+    if rev == "HEAD" {
+        // No ref is named HEAD: show-ref would find nothing, and every comparison would hold.
+        return String::from_utf8_lossy(&dmv_out(dir, &["rev-parse", "HEAD"]).stdout).trim().to_string();
+    }
     String::from_utf8_lossy(&dmv_out(dir, &["show-ref"]).stdout).lines().find(|l| l.ends_with(rev)).map(|l| l.split_whitespace().next().unwrap().to_string()).unwrap_or_default()
 }
 
