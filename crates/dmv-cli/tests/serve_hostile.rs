@@ -1106,7 +1106,14 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     minio.env(&mut push);
     ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).args(["push", "s3://hostile/hub", "main"]).output().unwrap());
     let config = t.join("bucket.toml");
-    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://hostile/hub\", endpoint = \"{}\" }}\n[tokens]\n\"{WRITER}\" = \"write\"\n", minio.endpoint())).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[repos]\nhub = {{ url = \"s3://hostile/hub\", endpoint = \"{}\" }}\n[tokens]\n\"{WRITER}\" = \"write\"\n\"alice-1\" = {{ access = \"write\", user = \"alice\" }}\n",
+            minio.endpoint()
+        ),
+    )
+    .unwrap();
     let credentials = [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")];
     let server = HttpServer::start_with_env(&config, 0, &credentials);
     let port = server.port;
@@ -1149,6 +1156,24 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     // A well-formed tree made the same way is taken: the refusals are the checks'.
     assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }));
     assert_ne!(minio.list("hostile", "hub/packs/"), packs_before);
+    // It drops notes.txt, which alice has locked: the ref does not move past her lock.
+    tried += 1;
+    let (_, commit) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
+    let lock = message(&Request::LockPaths { paths: vec!["notes.txt".into()], replica: "alice@laptop".into() });
+    assert!(matches!(response(&exchange(port, &post("/hub/dmv/lock", Some("alice-1"), &lock))), Response::PathLocks { .. }));
+    let update = message(&Request::UpdateRefs {
+        updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+        who: "mallory".into(),
+        message: "x".into(),
+    });
+    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+    assert!(error.contains("notes.txt") && error.contains("alice"), "{error}");
     clone_is_exact(t, &server.url("hub"), &[]);
-    security_report("bucket-relay-push", "a server in front of a bucket: malformed trees, a damaged chunk, a ref to a missing commit, no token", tried, tried, None);
+    security_report(
+        "bucket-relay-push",
+        "a server in front of a bucket: malformed trees, a damaged chunk, a ref to a missing commit, no token, a change to a locked path",
+        tried,
+        tried,
+        None,
+    );
 }

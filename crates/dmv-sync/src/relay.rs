@@ -8,18 +8,21 @@
 //! The server's rules hold as in `serve.rs`: access is the server's
 //! decision (the caller), an upload is checked whole (every object hashes
 //! to its id and keeps the object rules) and spooled to disk before any of
-//! it goes to the bucket, so a refused or cut upload leaves nothing, and a
-//! ref moves only to a commit the bucket holds.
+//! it goes to the bucket, so a refused or cut upload leaves nothing, a ref
+//! moves only to a commit the bucket holds, and not past someone else's
+//! lock on a path it changes.
 
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 
+use dmv_repo::store::object::{decode, Commit, EntryKind, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
-use dmv_repo::{check_object, facts_of_content, validate_ref_name, LocationLog, ObjectFacts, ReplicaId, Silent, Tally};
+use dmv_repo::tree::{lookup_in, read_dir_with};
+use dmv_repo::{check_object, facts_of_content, validate_ref_name, LocationLog, ObjectFacts, PathLock, ReplicaId, Silent, Tally};
 
 use crate::bucket_remote::BucketRemote;
 use crate::frame::{Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
+use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
 use crate::remote::{Received, Remote};
 use crate::serve::{caller_name, drain_until_end, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS};
 use crate::{Refusal, SyncError, SyncResult, Violation};
@@ -82,6 +85,7 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
                     }
                 }
             }
+            refuse_changes_to_others_locks(bucket, caller, &updates)?;
             match bucket.update_refs(updates, &who, &message) {
                 Ok(()) => Response::RefsUpdated,
                 Err(SyncError::Rejected { name, found }) => Response::Rejected { name, found },
@@ -148,6 +152,52 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
         }
     };
     out.message(&response).map_err(io_lost)
+}
+
+/// Refuses a ref update whose new commit changes a path someone other than
+/// the caller has locked: the path's entry at the new commit differs from
+/// the one at the ref's old commit (for a new ref, the HEAD branch's). Only
+/// the tips are compared (a server on a disk walks every new commit): a
+/// change undone within the push changes nothing here.
+fn refuse_changes_to_others_locks(bucket: &mut BucketRemote, caller: &Caller, updates: &[WireRefUpdate]) -> SyncResult<()> {
+    let locks = bucket.path_locks()?.list_locks(caller.user.as_deref().unwrap_or(""))?.locks;
+    let others: Vec<&PathLock> = locks.iter().filter(|l| Some(l.owner.as_str()) != caller.user.as_deref()).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let refs = bucket.list_refs()?;
+    let head_tip = refs.head.as_ref().and_then(|head| refs.refs.iter().find(|(name, _)| name == head)).map(|(_, id)| *id);
+    for u in updates {
+        let Some(new) = u.new else { continue };
+        let Some(base) = u.old.or(head_tip) else { continue };
+        for lock in &others {
+            if entry_at(bucket, &new, &lock.path)? != entry_at(bucket, &base, &lock.path)? {
+                return Err(dmv_repo::RepoError::LockedPathChanged { path: lock.path.clone(), holder: lock.holder(), commit: new.short() }.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entry at `path` in `commit`'s tree, read from the bucket.
+fn entry_at(bucket: &mut BucketRemote, commit: &ObjectId, path: &str) -> SyncResult<Option<(EntryKind, ObjectId)>> {
+    let bucket = std::cell::RefCell::new(bucket);
+    let read = |id: &ObjectId, kind: ObjectKind| -> dmv_repo::RepoResult<Vec<u8>> {
+        let mut content = None;
+        let got = bucket.borrow_mut().get(&[*id], true, &mut |received| {
+            if let Received::Object(obj) = received {
+                content = Some(obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?.into_owned());
+            }
+            Ok(())
+        });
+        let damaged = |detail: String| dmv_repo::RepoError::MalformedObject { kind: kind.name(), id: *id, detail };
+        got.map_err(|e| damaged(e.to_string()))?;
+        content.ok_or_else(|| damaged("not in the bucket".into()))
+    };
+    let tree = decode::<Commit>(commit, ObjectKind::Commit, &read(commit, ObjectKind::Commit)?)?.tree;
+    let read_tree = |id: &ObjectId| -> dmv_repo::RepoResult<TreeNode> { Ok(decode::<TreeNode>(id, ObjectKind::Tree, &read(id, ObjectKind::Tree)?)?) };
+    let found = lookup_in(&mut |dir, name| Ok(read_dir_with(&read_tree, dir)?.into_iter().find(|e| e.name == name)), &tree, path.as_bytes())?;
+    Ok(found.map(|e| (e.kind, e.id)))
 }
 
 /// What a `Get` answer holds in memory at most while it puts a window of
