@@ -729,6 +729,21 @@ fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8],
     (body, commit.id)
 }
 
+/// Pushes a commit of a tree of `entries` by hand: the upload is refused
+/// with `expected` in the message, and main cannot be moved to the commit.
+fn push_is_refused(port: u16, head: ObjectId, entries: Vec<dmv_repo::store::object::TreeEntry>, expected: &str) {
+    let (body, commit) = pushed_commit(entries, b"evil!\n", head);
+    let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
+    assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
+    let update = message(&Request::UpdateRefs {
+        updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+        who: "mallory".into(),
+        message: "x".into(),
+    });
+    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+    assert!(error.contains("was not received"), "{error}");
+}
+
 /// A write token pushed a tree holding `.dmv/config` (every later clone
 /// failed) and one claiming 4 EiB for a 6-byte file: each push is now held
 /// to the checks a clone makes, and nothing of it lands.
@@ -756,16 +771,7 @@ fn pushes_of_trees_a_clone_would_refuse_are_refused() {
     ];
     let tried = cases.len();
     for (entries, expected) in cases {
-        let (body, commit) = pushed_commit(entries, b"evil!\n", head);
-        let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
-        assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
-        let update = message(&Request::UpdateRefs {
-            updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
-            who: "mallory".into(),
-            message: "x".into(),
-        });
-        let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
-        assert!(error.contains("was not received"), "{error}");
+        push_is_refused(port, head, entries, expected);
     }
     // A well-formed tree made the same way is taken: the refusals are the checks'.
     let (body, commit) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
@@ -1129,16 +1135,7 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     let mut tried = 0;
     for (entries, expected) in cases {
         tried += 1;
-        let (body, commit) = pushed_commit(entries, b"evil!\n", head);
-        let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
-        assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
-        let update = message(&Request::UpdateRefs {
-            updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
-            who: "mallory".into(),
-            message: "x".into(),
-        });
-        let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
-        assert!(error.contains("was not received"), "{error}");
+        push_is_refused(port, head, entries, expected);
     }
     // A chunk whose bytes do not hash to its id.
     tried += 1;

@@ -187,6 +187,30 @@ fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_res
     push_and_clone_through_two_servers_failing_in_turn(t, &config, &[], &laptop);
 }
 
+/// What a server over MinIO needs in its environment.
+const BUCKET_CREDENTIALS: [(&str, &str); 3] = [("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+
+/// A repository made in `bucket` (created) by a first push from a new
+/// repository at `first` with one commit; returns the configuration of a
+/// server serving it as `hub`, with the write token `w`, next to `first`.
+fn repository_in_a_bucket(minio: &Minio, bucket: &str, first: &Path) -> std::path::PathBuf {
+    minio.create_bucket(bucket);
+    std::fs::create_dir(first).unwrap();
+    dmv(first, &["init"]);
+    write_noise(&first.join("first.raw"), 300_000, 1);
+    dmv(first, &["add", "."]);
+    dmv(first, &["commit", "-m", "first"]);
+    // The repository is made in the bucket by a first push straight to it.
+    let made = run(first, &["push", &format!("s3://{bucket}/hub"), "main"], &|c: &mut Command| {
+        minio.env(c);
+        c.env("AWS_ENDPOINT_URL", minio.endpoint());
+    });
+    ok(&made.0);
+    let config = first.parent().unwrap().join("server.toml");
+    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://{bucket}/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
+    config
+}
+
 /// Issue 44, item 5: the hub tier with no single machine. Two `dmv serve`
 /// over one repository in a real MinIO bucket (nothing of it on their
 /// disks), pushes and clones while each is killed, frozen and restarted.
@@ -195,22 +219,9 @@ fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let minio = Minio::start();
-    minio.create_bucket("tier");
     let laptop = t.join("laptop");
-    std::fs::create_dir(&laptop).unwrap();
-    dmv(&laptop, &["init"]);
-    write_noise(&laptop.join("first.raw"), 300_000, 1);
-    dmv(&laptop, &["add", "."]);
-    dmv(&laptop, &["commit", "-m", "first"]);
-    // The repository is made in the bucket by a first push straight to it.
-    let made = run(&laptop, &["push", "s3://tier/hub", "main"], &|c: &mut Command| {
-        minio.env(c);
-        c.env("AWS_ENDPOINT_URL", minio.endpoint());
-    });
-    ok(&made.0);
-    let config = t.join("server.toml");
-    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://tier/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
-    let credentials = [("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+    let config = repository_in_a_bucket(&minio, "tier", &laptop);
+    let credentials = BUCKET_CREDENTIALS;
     push_and_clone_through_two_servers_failing_in_turn(t, &config, &credentials, &laptop);
     // Nothing of the repository is on the servers' side but the bucket: a new server over it serves everything.
     let third = HttpServer::start_with_env(&config, 0, &credentials);
@@ -306,21 +317,8 @@ fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_p
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let minio = Minio::start();
-    minio.create_bucket("twice");
-    let seed = t.join("seed");
-    std::fs::create_dir(&seed).unwrap();
-    dmv(&seed, &["init"]);
-    write_noise(&seed.join("first.raw"), 100_000, 1);
-    dmv(&seed, &["add", "."]);
-    dmv(&seed, &["commit", "-m", "first"]);
-    ok(&run(&seed, &["push", "s3://twice/hub", "main"], &|c: &mut Command| {
-        minio.env(c);
-        c.env("AWS_ENDPOINT_URL", minio.endpoint());
-    })
-    .0);
-    let config = t.join("server.toml");
-    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://twice/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
-    let server = HttpServer::start_with_env(&config, 0, &[("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")]);
+    let config = repository_in_a_bucket(&minio, "twice", &t.join("seed"));
+    let server = HttpServer::start_with_env(&config, 0, &BUCKET_CREDENTIALS);
     let none = |_: &mut Command| {};
     for (name, seed) in [("a", 2u64), ("b", 3)] {
         ok(&run(t, &["clone", "--token", "w", &server.url("hub"), name], &none).0);

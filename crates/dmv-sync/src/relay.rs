@@ -24,28 +24,14 @@ use crate::bucket_remote::BucketRemote;
 use crate::frame::{Frame, FrameReader, FrameWriter};
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
 use crate::remote::{Received, Remote};
-use crate::serve::{caller_name, drain_until_end, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS};
+use crate::serve::{answer_as_allowed, caller_name, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS};
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, TAGS};
 
 /// Answers one request from the bucket. Errors the client should see are
 /// sent as an `Error` response; only a broken connection is returned.
 pub fn handle_relayed<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
-    let verb = request.verb();
-    let result = match verb.writes() && !caller.may_write {
-        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })),
-        false => answer(bucket, caller, request, input, out),
-    };
-    match result {
-        Ok(()) => Ok(()),
-        Err(e @ SyncError::Disconnected(_)) => Err(e),
-        Err(e) => {
-            if verb.has_body() {
-                drain_until_end(input)?;
-            }
-            out.message(&Response::Error { message: e.to_string() }).map_err(io_lost)
-        }
-    }
+    answer_as_allowed(caller, request, input, out, &mut |request, input, out| answer(bucket, caller, request, input, out))
 }
 
 fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {

@@ -107,9 +107,24 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 /// Answers one request. Errors the client should see are sent as an `Error`
 /// response; only a broken connection is returned as an error.
 pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+    answer_as_allowed(caller, request, input, out, &mut |request, input, out| answer(repo, caller, request, input, out))
+}
+
+/// Answers `request` with `answer` if the caller may make it. Errors the
+/// client should see are sent as an `Error` response (after the rest of an
+/// upload is read, so the client reads it); only a broken connection is returned.
+pub(crate) fn answer_as_allowed<R: Read, W: Write>(
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+    answer: &mut dyn FnMut(Request, &mut FrameReader<R>, &mut FrameWriter<W>) -> SyncResult<()>,
+) -> SyncResult<()> {
     let verb = request.verb();
-    let result =
-        if verb.writes() && !caller.may_write { Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })) } else { answer(repo, caller, request, input, out) };
+    let result = match verb.writes() && !caller.may_write {
+        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })),
+        false => answer(request, input, out),
+    };
     match result {
         Ok(()) => Ok(()),
         Err(e @ SyncError::Disconnected(_)) => Err(e),
@@ -130,7 +145,7 @@ pub(crate) fn io_lost(e: std::io::Error) -> SyncError {
 }
 
 /// After refusing an upload, reads the rest of it so the client gets to read our answer.
-pub(crate) fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
+fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
     loop {
         match input.next_frame()? {
             None | Some(Frame::End) => return Ok(()),
