@@ -31,7 +31,7 @@ use dmv_repo::ref_names::{BRANCHES, TAGS};
 /// Answers one request from the bucket. Errors the client should see are
 /// sent as an `Error` response; only a broken connection is returned.
 pub fn handle_relayed<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
-    answer_as_allowed(caller, request, input, out, &mut |request, input, out| answer(bucket, caller, request, input, out))
+    answer_as_allowed(caller, request, input, out, |request, input, out| answer(bucket, caller, request, input, out))
 }
 
 fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {

@@ -107,7 +107,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
 /// Answers one request. Errors the client should see are sent as an `Error`
 /// response; only a broken connection is returned as an error.
 pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
-    answer_as_allowed(caller, request, input, out, &mut |request, input, out| answer(repo, caller, request, input, out))
+    answer_as_allowed(caller, request, input, out, |request, input, out| answer(repo, caller, request, input, out))
 }
 
 /// Answers `request` with `answer` if the caller may make it. Errors the
@@ -118,7 +118,7 @@ pub(crate) fn answer_as_allowed<R: Read, W: Write>(
     request: Request,
     input: &mut FrameReader<R>,
     out: &mut FrameWriter<W>,
-    answer: &mut dyn FnMut(Request, &mut FrameReader<R>, &mut FrameWriter<W>) -> SyncResult<()>,
+    answer: impl FnOnce(Request, &mut FrameReader<R>, &mut FrameWriter<W>) -> SyncResult<()>,
 ) -> SyncResult<()> {
     let verb = request.verb();
     let result = match verb.writes() && !caller.may_write {
