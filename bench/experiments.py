@@ -2833,3 +2833,243 @@ def _ring_rounds(ctx, ring, experiment, param, files, expected):
                rounds=converged_at, rounds_run=len(per_round), round_s=per_round, syncs=syncs,
                trees_equal_round=trees_at, max_rounds=AVAIL_MAX_ROUNDS, files_per_peer=files,
                peers=len(AVAIL_PEERS), expected_files=expected)
+
+
+# ---------------------------------------------------------------- hubtier
+
+HUBTIER_TOKEN = "w"                                  # the servers' write token (the client's `--token`)
+HUBTIER_REPO = "hub"                                 # the repository's name on every server
+HUBTIER_BUCKET, HUBTIER_PREFIX = "hubtier", "hub"    # the bucket repository: s3://hubtier/hub
+HUBTIER_RAW_BUCKET = "hubtier-raw"                   # the floor's bucket (rclone)
+HUBTIER_SEED = "README"                              # the seed commit's one file, pushed untimed
+
+
+def hubtier(ctx, rclone, minio_bin, size, files, settle=0, minio_missing=None, rclone_missing=None):
+    """The hub tier: push to and clone from one `dmv serve` over a bare repository on this disk (the
+    baseline), against two `dmv serve` over one repository in a MinIO bucket (the client's remote lists
+    both URLs; the push goes through the first, the clone through the second), against the same bytes
+    uploaded and downloaded by rclone (the floor), for one file of `size` random bytes and `files` files of
+    1 KiB. Recorded as `hubtier-bigfile` (parameter: bytes) and `hubtier-files` (parameter: files)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    points = [("hubtier-bigfile", size), ("hubtier-files", files)]
+    if not minio_bin:
+        why = "no MinIO server: %s" % (minio_missing or "minio not found")
+        print("hubtier: %s" % why, flush=True)
+        for experiment, n in points:
+            ctx.rec.note("dmv", experiment, str(n), "all", "fail", why)
+        return
+    for experiment, n in points:
+        _hubtier_point(ctx, dmv, rclone, rclone_missing, minio_bin, experiment, n, settle)
+
+
+def _hubtier_config(path, repo_line):
+    """A server.toml with the access log on (requests counted per server), one repository, one write token.
+    It holds a token: for its owner's eyes only (dmv serve warns otherwise)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write('access_log = true\n[repos]\n%s = %s\n[tokens]\n"%s" = "write"\n' % (
+            HUBTIER_REPO, repo_line, HUBTIER_TOKEN))
+    return path
+
+
+def _server_log(srv):
+    """The server's own stderr lines (access-log lines left out), for a failed step's record."""
+    return list(srv.lines or [])[-30:]
+
+
+def _hubtier_point(ctx, dmv, rclone, rclone_missing, minio_bin, experiment, n, settle):
+    rec = ctx.rec
+    param = str(n)
+    many = experiment == "hubtier-files"
+    settle = settle if many else 0
+    if not many:
+        # data, the client's store, the disk hub, the bucket repository, the raw bucket, one clone at a time
+        need = 7 * n + GiB
+        if free_bytes(ctx.workdir) < need:
+            rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+            return
+    pt = ctx.point(experiment, n)
+    later = [] if many else None  # with many files, delete nothing until the point is done (see sync)
+    creds = {"AWS_ACCESS_KEY_ID": servers.MINIO_USER, "AWS_SECRET_ACCESS_KEY": servers.MINIO_PASSWORD,
+             "AWS_REGION": servers.MINIO_REGION}
+    trace = {"DMV_TRACE": "1"}
+    running = []
+    try:
+        with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), rec.env) as minio:
+            print("%s: MinIO listening on %s, data in %s" % (experiment, minio.endpoint, minio.data), flush=True)
+            bucket_url = "s3://%s/%s" % (HUBTIER_BUCKET, HUBTIER_PREFIX)
+            hub_disk = os.path.join(pt.root, "hub-disk")
+            # untimed: a seed commit of one tiny file, pushed into the bare repository on the disk and straight
+            # into the bucket (which makes the repository there), so that the timed pushes carry the same data
+            with open(os.path.join(pt.work, HUBTIER_SEED), "w") as f:
+                f.write("hubtier seed\n")
+            if not _run_untimed(ctx, dmv.init(pt) + [dmv.cmd(pt, "add", HUBTIER_SEED),
+                                                     dmv.cmd(pt, "commit", "-m", "seed")] +
+                                dmv.init_remote(pt, hub_disk) + [dmv.cmd(pt, "push", hub_disk, "main")],
+                                dmv, experiment, param, "prepare"):
+                return
+            minio.make_bucket(HUBTIER_BUCKET)
+            if not _run_untimed(ctx, [dmv.cmd(pt, "push", bucket_url, "main",
+                                              env=dict(creds, AWS_ENDPOINT_URL=minio.endpoint))],
+                                dmv, experiment, param, "seed_bucket"):
+                return
+            if many:
+                print("%s %d: writing %d files" % (experiment, n, n), flush=True)
+                datagen.write_tree(pt.work, n)
+            else:
+                print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+                datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
+            source = datagen.tree_hash(pt.work)
+            data = dict(data_bytes=source[2], data_files=source[1], bucket=HUBTIER_BUCKET, prefix=HUBTIER_PREFIX,
+                        endpoint=minio.endpoint)
+            skips = Skips(ctx, experiment)
+            if not _run_tool_steps(ctx, skips, dmv, pt, experiment, param, [
+                    S("commit", lambda: dmv.commit(pt, True), fatal=True)]):
+                return
+            _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+
+            ports = {k: servers.free_port() for k in ("disk", "a", "b")}
+            env = dict(rec.env, **creds)
+            disk_conf = _hubtier_config(os.path.join(pt.root, "serve-disk", "server.toml"), '"%s"' % hub_disk)
+            tier_conf = _hubtier_config(os.path.join(pt.root, "serve-tier", "server.toml"),
+                                        '{ url = "%s", endpoint = "%s" }' % (bucket_url, minio.endpoint))
+            srv = {"disk": servers.DmvServe(dmv.path, os.path.dirname(disk_conf), env, disk_conf, ports["disk"]),
+                   "a": servers.DmvServe(dmv.path, os.path.dirname(tier_conf), env, tier_conf, ports["a"]),
+                   "b": servers.DmvServe(dmv.path, os.path.dirname(tier_conf), env, tier_conf, ports["b"])}
+            url = {k: "http://127.0.0.1:%d/%s" % (p, HUBTIER_REPO) for k, p in ports.items()}
+            # the client's remotes: `disk` (one URL) and `tier` (both bucket servers' URLs, A first)
+            if not _run_untimed(ctx, [
+                    dmv.cmd(pt, "remote", "add", "disk", url["disk"], "--token", HUBTIER_TOKEN),
+                    dmv.cmd(pt, "remote", "add", "tier", url["a"], "--token", HUBTIER_TOKEN),
+                    dmv.cmd(pt, "remote", "set-url", "--add", "tier", url["b"])], dmv, experiment, param, "remotes"):
+                return
+            print("  servers: disk %s, bucket A %s, bucket B %s" % (url["disk"], url["a"], url["b"]), flush=True)
+
+            def fresh(names, with_minio):
+                """Untimed: fresh server processes (same ports), so that each VmHWM is this step's alone."""
+                for k in names:
+                    srv[k].stop()
+                if with_minio:
+                    minio.restart()
+                for k in names:
+                    srv[k].start()
+                    if srv[k] not in running:
+                        running.append(srv[k])
+
+            def servers_fields(names, out, minio_too):
+                extra = {}
+                for k in names:
+                    extra["server_%s_peak_rss_kib" % k] = srv[k].peak_rss_kib()
+                    extra["server_%s_requests" % k] = srv[k].requests
+                    if not out.ok:
+                        extra["server_%s_log" % k] = _server_log(srv[k])
+                rss = [extra["server_%s_peak_rss_kib" % k] for k in names
+                       if extra["server_%s_peak_rss_kib" % k] is not None]
+                extra["server_peak_rss_kib"] = max(rss) if rss else None
+                if minio_too:
+                    extra["minio_peak_rss_kib"] = minio.server_rss_kib()
+                return extra
+
+            def push(name, remote, names, hub, measure_path):
+                def after(out):
+                    extra = dict(data, hub=hub, urls=[url[k] for k in names], **servers_fields(names, out, hub == "bucket"))
+                    if hub == "bucket":
+                        objects, apparent, disk, files = minio.usage(HUBTIER_BUCKET)
+                        extra.update(bucket_objects=objects, bucket_bytes_apparent=apparent, bucket_bytes_disk=disk,
+                                     bucket_files=files)
+                    extra.update(_trace(out))
+                    return extra
+                os.sync()  # untimed
+                fresh(names, hub == "bucket")
+                return rec.step(dmv, experiment, param, name,
+                                [dmv.cmd(pt, "push", remote, "main", env=trace)], measure_path, after=after)
+
+            def clone(name, k, names, hub):
+                dest = os.path.join(pt.root, "clone-%s" % hub)
+                verify = _verify_clone(dest, source, {})
+
+                def after(out):
+                    fields = servers_fields(names, out, hub == "bucket")  # before the (slow) verification
+                    extra = dict(data, hub=hub, url=url[k], **fields)
+                    extra.update(verify(out))
+                    extra.update(_trace(out))
+                    extra["worktree_files"] = _worktree_files(dest) if out.ok else None
+                    return extra
+                os.sync()  # untimed
+                fresh(names, hub == "bucket")
+                out = rec.step(dmv, experiment, param, name,
+                               [dmv.cmd(pt, "clone", "--token", HUBTIER_TOKEN, url[k], dest, cwd=pt.root, env=trace)],
+                               os.path.join(dest, ".dmv"), after=after)
+                return out, dest
+
+            try:
+                out = push("push_disk", "disk", ["disk"], "disk", hub_disk)
+                if out.ok:
+                    _remove([clone("clone_disk", "disk", ["disk"], "disk")[1]], later)
+                srv["disk"].stop()
+                bucket_dir = os.path.join(minio.data, HUBTIER_BUCKET)
+                out = push("push_bucket", "tier", ["a", "b"], "bucket", bucket_dir)
+                if out.ok:
+                    out, dest = clone("clone_bucket", "b", ["a", "b"], "bucket")
+                    if out.ok:  # untimed: the clone's remote lists both servers too
+                        _run_untimed(ctx, [dmv.cmd(pt, "remote", "set-url", "--add", "origin", url["a"], cwd=dest)],
+                                     dmv, experiment, param, "clone_bucket_second_url")
+                    _remove([dest], later)
+                for k in ("a", "b"):
+                    srv[k].stop()
+            except servers.ServerError as e:
+                print("%s: %s" % (experiment, e), flush=True)
+                rec.note("dmv", experiment, param, "all", "fail", str(e))
+            _hubtier_raw(ctx, rclone, rclone_missing, minio, pt, experiment, param, source, data, later)
+    except servers.ServerError as e:
+        print("%s: %s" % (experiment, e), flush=True)
+        rec.note("dmv", experiment, param, "all", "fail", str(e))
+    finally:
+        for s in running:
+            s.stop()
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _hubtier_raw(ctx, rclone, rclone_missing, minio, pt, experiment, param, source, data, later):
+    """The floor: the work tree's files uploaded to the same MinIO by rclone (one object per file, as in the
+    s3 experiment) and downloaded again, each after a fresh MinIO process (its VmHWM: that step's)."""
+    rec = ctx.rec
+    if rclone is None:
+        for step in ("upload_raw", "download_raw"):
+            rec.note("rclone", experiment, param, step, "n/a", "rclone is not installed: %s" % (rclone_missing or "?"))
+        return
+    meta = os.path.join(pt.work, ".dmv")
+    if os.path.isdir(meta):  # rclone copies the work tree: the client's repository leaves it
+        os.rename(meta, os.path.join(pt.root, "client-dmv"))
+    b = Bucket(minio.endpoint, HUBTIER_RAW_BUCKET, "rclone", servers.MINIO_USER, servers.MINIO_PASSWORD,
+               servers.MINIO_REGION)
+    dest = os.path.join(pt.root, "download-raw")
+    try:
+        minio.make_bucket(b.bucket)
+        os.sync()
+        minio.restart()
+
+        def after_up(out):
+            objects, apparent, disk, files = minio.usage(b.bucket)
+            return dict(data, hub="raw", minio_peak_rss_kib=minio.server_rss_kib(), bucket_objects=objects,
+                        bucket_bytes_apparent=apparent, bucket_bytes_disk=disk, bucket_files=files)
+        out = rec.step(rclone, experiment, param, "upload_raw", rclone.s3_push(pt, b),
+                       os.path.join(minio.data, b.bucket), after=after_up)
+        if not out.ok:
+            return
+        os.sync()
+        minio.restart()
+        verify = _verify_clone(dest, source, {})
+
+        def after_down(out):
+            rss = minio.server_rss_kib()  # before the (slow) verification
+            extra = dict(data, hub="raw", minio_peak_rss_kib=rss)
+            extra.update(verify(out))
+            return extra
+        rec.step(rclone, experiment, param, "download_raw", rclone.s3_clone(pt, b, dest), None, after=after_down)
+    except servers.ServerError as e:
+        rec.note("rclone", experiment, param, "all", "fail", str(e))
+    finally:
+        _remove([dest], later)

@@ -25,7 +25,8 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "store", "attack", "availability-get", "availability-ring", "huge"]
+               "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
+               "hubtier-files", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -647,21 +648,24 @@ def _received(rec):
 
 
 def partial_table(ix, exp, p):
-    """Meta clone against git's blobless clone, get against git's on-demand fetch and the plain copies."""
-    head = ["operation", "dmv", "dmv received", "peer", "peer time", "peer received", "peer/dmv"]
-    lines = ["| " + " | ".join(head) + " |", "|---|--:|--:|---|--:|--:|--:|"]
+    """Meta clone against git's blobless clone, get against git's on-demand fetch and the plain copies: time,
+    bytes received and peak RSS (the client's, GNU time's) of each."""
+    head = ["operation", "dmv", "dmv received", "dmv peak RSS", "peer", "peer time", "peer received",
+            "peer peak RSS", "peer/dmv"]
+    lines = ["| " + " | ".join(head) + " |", "|---|--:|--:|--:|---|--:|--:|--:|--:|"]
     loads = []
     for step, label, peers in PARTIAL_OPS:
         drec = ix.get("dmv", exp, p, step)
         if drec is None:
             continue
         dv, dtext = cell(drec, "time")
-        first = [label, dtext, _received(drec) if step != "ls_absent" else ""]
+        first = [label, dtext, _received(drec) if step != "ls_absent" else "", cell(drec, "rss")[1]]
         for k, (tool, pstep, plabel) in enumerate(peers or [(None, None, "")]):
             prec = ix.get(tool, exp, p, pstep) if tool else None
             pv, ptext = cell(prec, "time") if tool else (None, "")
-            row = (first if k == 0 else ["", "", ""]) + [
-                plabel, ptext, _received(prec) if tool == "git" else "", ratio(pv, dv)]
+            row = (first if k == 0 else ["", "", "", ""]) + [
+                plabel, ptext, _received(prec) if tool == "git" else "", cell(prec, "rss")[1] if tool else "",
+                ratio(pv, dv)]
             lines.append("| " + " | ".join(row) + " |")
     for (tool, e, param, step), r in ix.by.items():
         if e == exp and param == str(p) and r.get("loadavg_1m") is not None:
@@ -808,8 +812,8 @@ def partial_section(ix, mode, cfg):
            "smart-HTTP server (it would need a web server running git-http-backend). Every file written is "
            "compared with the source (untimed). `peer/dmv` above 1: DMV is faster. Received: dmv's own count "
            "of the bytes it read from the remote (`DMV_TRACE=1`); for git, the size of the packs the step "
-           "added to `.git/objects/pack`. Over ssh, git speaks protocol v0 (the sshd does not accept "
-           "`GIT_PROTOCOL`).", ""]
+           "added to `.git/objects/pack`. Peak RSS: the client's process tree (GNU time; over ssh the server side "
+           "is not counted). Over ssh, git speaks protocol v0 (the sshd does not accept `GIT_PROTOCOL`).", ""]
     settle = cfg.get("sync_settle_s")
     if settle:
         out += ["With many files the suite waits %.0f s (untimed) after the preparation (git's automatic gc "
@@ -1716,6 +1720,135 @@ def availability_section(ix, mode, cfg):
     return out
 
 
+# (tool, step, label, the baseline step it is compared with)
+HUBTIER_ROWS = [
+    ("dmv", "push_disk", "push: one `dmv serve`, bare repository on the disk (baseline)", "push_disk"),
+    ("dmv", "push_bucket", "push: two `dmv serve` over one MinIO bucket (remote lists both; through A)",
+     "push_disk"),
+    ("rclone", "upload_raw", "floor: `rclone copy` of the files to the same MinIO", "push_disk"),
+    ("dmv", "clone_disk", "clone: one `dmv serve`, bare repository on the disk (baseline)", "clone_disk"),
+    ("dmv", "clone_bucket", "clone: two `dmv serve` over one MinIO bucket (through B)", "clone_disk"),
+    ("rclone", "download_raw", "floor: `rclone copy` of the files from the same MinIO", "clone_disk"),
+]
+
+
+def _hubtier_servers(rec):
+    """The dmv serve figures of a step: peak RSS of each server, and the requests each answered."""
+    if rec.get("server_disk_peak_rss_kib") is not None:
+        return fmt_kib(rec["server_disk_peak_rss_kib"]), fmt_count(rec.get("server_disk_requests") or 0)
+    if rec.get("server_a_peak_rss_kib") is not None or rec.get("server_b_peak_rss_kib") is not None:
+        return ("A %s / B %s" % (fmt_kib(rec.get("server_a_peak_rss_kib")), fmt_kib(rec.get("server_b_peak_rss_kib"))),
+                "A %s / B %s" % (fmt_count(rec.get("server_a_requests") or 0),
+                                 fmt_count(rec.get("server_b_requests") or 0)))
+    return "—", "—"
+
+
+def hubtier_table(ix, exp, p, per):
+    rate = "MB/s" if per == "MB" else "files/s"
+    head = ["operation", "time", "/ baseline", rate, "client peak RSS", "dmv serve peak RSS", "requests answered",
+            "MinIO peak RSS", "bytes sent", "bytes received", "files equal to the source"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 2) + "---|"]
+    for tool, step, label, base in HUBTIER_ROWS:
+        rec = ix.by.get((tool, exp, str(p), step))
+        if rec is None:
+            continue
+        v, t = cell(rec, "time")
+        if rec["status"] == "n/a":
+            t = "n/a: %s" % (rec.get("error") or "").replace("|", "/")
+        bv, _ = cell(ix.by.get(("dmv", exp, str(p), base)), "time")
+        ok = rec["status"] == "ok"
+        rss, reqs = _hubtier_servers(rec) if ok else ("—", "—")
+        lines.append("| " + " | ".join([
+            label, t, "" if step == base else ratio(v, bv), fmt_rate(rec, per)[1], cell(rec, "rss")[1] if ok else "—",
+            rss, reqs, fmt_kib(rec.get("minio_peak_rss_kib")) if ok else "—",
+            fmt_bytes(rec.get("bytes_sent")) if ok and rec.get("bytes_sent") is not None else "—",
+            fmt_bytes(rec.get("bytes_received")) if ok and rec.get("bytes_received") is not None else "—",
+            {True: "yes", False: "**no**"}.get(rec.get("verified"), "" if "clone" not in step and "download" not in step
+                                              else "—")]) + " |")
+    commit = ix.by.get(("dmv", exp, str(p), "commit"))
+    if commit:
+        lines += ["", "For reference, dmv's commit of the data (local): %s, peak RSS %s." % (
+            cell(commit, "time")[1], cell(commit, "rss")[1])]
+    push = ix.by.get(("dmv", exp, str(p), "push_bucket"))
+    if push and push["status"] == "ok" and push.get("bucket_objects") is not None:
+        lines += ["", "The bucket repository after the push: %s objects, %s (%s on MinIO's disk)." % (
+            fmt_count(push["bucket_objects"]), fmt_bytes(push.get("bucket_bytes_apparent")),
+            fmt_bytes(push.get("bucket_bytes_disk")))]
+    bad = [r for (tool, e, param, step), r in sorted(ix.by.items())
+           if e == exp and param == str(p) and r["status"] in ("fail", "timeout")]
+    for r in bad:
+        lines += ["", "**%s %s: %s** — %s" % (r["tool"], r["step"], r["status"],
+                                              (r.get("error") or "").replace("\n", " / ").replace("|", "/")[-600:])]
+        for k in ("a", "b", "disk"):
+            log = r.get("server_%s_log" % k)
+            if log:
+                lines += ["", "server %s said: `%s`" % (k, " / ".join(log)[-400:].replace("`", "'"))]
+    return "\n".join(lines)
+
+
+def hubtier_summary(ix):
+    """One row per data set: the bucket tier's and the floor's times over the disk baseline's."""
+    out = ["| data | push on disk | push via the bucket | bucket / disk | rclone upload / disk push "
+           "| bucket push / rclone upload | clone on disk | clone via the bucket | bucket / disk "
+           "| rclone download / disk clone | bucket clone / rclone download |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for exp, fmt in (("hubtier-bigfile", lambda p: "one file of %s" % fmt_size_param(p)),
+                     ("hubtier-files", lambda p: "%s files of 1 KiB" % fmt_count(p))):
+        for p in ix.params(exp):
+            v = {s: cell(ix.get(t, exp, p, s), "time") for t, s, _, _ in HUBTIER_ROWS}
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                fmt(p), v["push_disk"][1], v["push_bucket"][1], ratio(v["push_bucket"][0], v["push_disk"][0]),
+                ratio(v["upload_raw"][0], v["push_disk"][0]) or v["upload_raw"][1],
+                ratio(v["push_bucket"][0], v["upload_raw"][0]),
+                v["clone_disk"][1], v["clone_bucket"][1], ratio(v["clone_bucket"][0], v["clone_disk"][0]),
+                ratio(v["download_raw"][0], v["clone_disk"][0]) or v["download_raw"][1],
+                ratio(v["clone_bucket"][0], v["download_raw"][0])))
+    return out
+
+
+def hubtier_section(ix, mode, cfg):
+    out = ["### Hub tier: one server on a disk against two servers over one bucket", "",
+           "What a hub with no single machine costs. The same data is pushed to, and cloned from, a hub three "
+           "ways, on loopback, in one run: **on the disk** (the baseline): one `dmv serve` over a bare repository "
+           "in a directory of this disk; **over a bucket**: two `dmv serve` processes over one repository in a "
+           "bucket of a real MinIO on 127.0.0.1 (`[repos] hub = { url = \"s3://BUCKET/PREFIX\", endpoint = ... }`; "
+           "nothing of the repository on their side), the client's remote listing both URLs (`dmv remote add "
+           "tier URL_A --token ...`, `dmv remote set-url --add tier URL_B`): the push goes through the first "
+           "listed (A), the clone through the other (`dmv clone URL_B`), and after it the clone's remote gets "
+           "A's URL too (untimed); **the floor**: the same files uploaded to the same MinIO by `rclone copy` (one "
+           "object per file, 16 transfers at a time, as in the object-storage section) and downloaded again. "
+           "Before the timed steps, untimed: a seed commit of one tiny file pushed into the bare repository and "
+           "straight into the bucket (`dmv push s3://BUCKET/PREFIX main`, which makes the repository there), "
+           "then the data committed (its time shown for reference): both timed pushes carry the same commit. "
+           "Each clone (checkout included) and the download are compared with the source file by file "
+           "(untimed). `/ baseline`: the step's time over the same direction's time on the disk (push, clone); "
+           "above 1: slower than the one server on the disk.", "",
+           "Before every step the suite calls sync(2), untimed, and starts fresh server processes on the same "
+           "ports (MinIO too, for the bucket and floor steps), so each peak RSS (VmHWM) is that step's alone; "
+           "MinIO's includes its own start-up footprint. Client peak RSS: GNU time's. Requests answered: the "
+           "servers' access-log lines during the step (which server the client used). Bytes sent and received: "
+           "dmv's own count (`DMV_TRACE=1`).", ""]
+    settle = cfg.get("hubtier_settle_s")
+    if settle:
+        out += ["With many files the suite waits %.0f s (untimed) before the first timed step and deletes nothing "
+                "until the point is done (ext4 without a journal: see the sync section)." % settle, ""]
+    if mode == "quick":
+        out += ["Quick run: %s; the full run uses one file of 1 GiB and 100,000 files." % ", ".join(
+            ["one file of %s" % fmt_size_param(p) for p in ix.params("hubtier-bigfile")] +
+            ["%s files" % fmt_count(p) for p in ix.params("hubtier-files")]), ""]
+    out += ["#### Against the baseline", "",
+            "Each figure over the one server on the disk (above 1: slower than it), and the bucket tier over "
+            "the floor (above 1: slower than rclone moving the same files to or from the same MinIO).", ""] + \
+        hubtier_summary(ix) + [""]
+    for p in ix.params("hubtier-bigfile"):
+        out += ["#### One file of %s (random bytes)" % fmt_size_param(p), "", hubtier_table(ix, "hubtier-bigfile", p, "MB"),
+                ""]
+    for p in ix.params("hubtier-files"):
+        out += ["#### %s files of 1 KiB (1,000 per folder)" % fmt_count(p), "",
+                hubtier_table(ix, "hubtier-files", p, "files"), ""]
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -1943,6 +2076,10 @@ def section(mode, per_exp, points):
     if ix.params("availability-get") or ix.params("availability-ring"):
         avail_run = per_exp.get("availability-get") or per_exp.get("availability-ring")
         out += availability_section(ix, mode, avail_run["meta"].get("config", {}))
+
+    if ix.params("hubtier-bigfile") or ix.params("hubtier-files"):
+        tier_run = per_exp.get("hubtier-files") or per_exp.get("hubtier-bigfile")
+        out += hubtier_section(ix, mode, tier_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

@@ -12,6 +12,7 @@
     python3 bench/run.py --quick --experiments store    # 10,000 files of 1 KiB stored by dmv, git, restic, borg
     python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
     python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
+    python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -46,14 +47,14 @@ MODES = {
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
                   history_commits=1000, web_images=20, web_film="1G",
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
-                  avail_size="64M", avail_files=1000, timeout=600),
+                  avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
                  history_commits=10_000, web_images=100, web_film="4G",
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
-                 avail_size="1G", avail_files=10_000, timeout=1800),
+                 avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -62,9 +63,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # import: it makes its Git source on first use and writes the archived file (1 GiB) twice more; nor is
 # store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations; nor is
 # attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed; nor is
-# availability: it freezes a server on purpose and waits out the client's stall timeout
+# availability: it freezes a server on purpose and waits out the client's stall timeout; nor is hubtier: a
+# comparison of two ways to host a hub, measured when the hub tier changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "huge"]
+                   "store", "attack", "availability", "hubtier", "huge"]
 
 
 def parse_number(text, binary):
@@ -238,6 +240,9 @@ def main(argv=None):
     ap.add_argument("--avail-files", type=lambda s: parse_number(s, False),
                     help="availability: files of 1 KiB that each of the ring's three peers adds (quick 1000, "
                          "full 10000)")
+    ap.add_argument("--hubtier-size", help="hubtier: size of the one big file, binary units (quick 256M, full 1G)")
+    ap.add_argument("--hubtier-files", type=lambda s: parse_number(s, False),
+                    help="hubtier: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -285,6 +290,8 @@ def main(argv=None):
     attack_pairs = max(3, args.attack_pairs or cfg["attack_pairs"])
     avail_size = parse_number(args.avail_size or cfg["avail_size"], True)
     avail_files = args.avail_files or cfg["avail_files"]
+    hubtier_size = parse_number(args.hubtier_size or cfg["hubtier_size"], True)
+    hubtier_files = args.hubtier_files or cfg["hubtier_files"]
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -346,6 +353,16 @@ def main(argv=None):
             tool = peer(name, cls)
             if tool:
                 s3_tools.append(tool)
+    # the hubtier experiment's floor (rclone, installed when missing) and server (MinIO)
+    hubtier_rclone, hubtier_rclone_why = None, None
+    if "hubtier" in exps:
+        if "rclone" in wanted:
+            hubtier_rclone = next((t for t in s3_tools if t.name == "rclone"), None) or (
+                None if "rclone" in missing else peer("rclone", tools.Rclone))
+            hubtier_rclone_why = None if hubtier_rclone else missing.get("rclone")
+        else:
+            hubtier_rclone_why = "not among --tools"
+    if "s3" in exps or "hubtier" in exps:
         minio_bin, minio_why = servers.install_minio(os.path.join(scratch, "minio-build.log"))
         if minio_bin:
             versions["minio"] = servers.minio_version(minio_bin)
@@ -376,7 +393,8 @@ def main(argv=None):
     meta = dict(run_id=run_id, mode=mode, date=now.isoformat(timespec="seconds"),
                 machine=machine_info(args.workdir), versions=versions, missing=missing,
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
-                tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools)),
+                tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools +
+                                         ([hubtier_rclone] if hubtier_rclone else []))),
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
@@ -391,7 +409,9 @@ def main(argv=None):
                             attack_request_timeout_s=experiments.ATTACK_REQUEST_TIMEOUT_S,
                             avail_bytes=avail_size, avail_files=avail_files, avail_settle_s=sync_settle,
                             avail_stall_s=experiments.AVAIL_STALL_S, avail_margin_s=experiments.AVAIL_MARGIN_S,
-                            avail_max_rounds=experiments.AVAIL_MAX_ROUNDS),
+                            avail_max_rounds=experiments.AVAIL_MAX_ROUNDS,
+                            hubtier_bytes=hubtier_size, hubtier_files=hubtier_files, hubtier_settle_s=sync_settle,
+                            hubtier_minio=minio_bin if "hubtier" in exps else None),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -434,6 +454,9 @@ def main(argv=None):
                 experiments.attack(ctx, attack_pairs)
             elif exp == "availability":
                 experiments.availability(ctx, avail_size, avail_files, sync_settle)
+            elif exp == "hubtier":
+                experiments.hubtier(ctx, hubtier_rclone, minio_bin, hubtier_size, hubtier_files, sync_settle,
+                                    minio_why, hubtier_rclone_why)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size

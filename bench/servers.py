@@ -243,6 +243,10 @@ class DmvHttp:
         return vm_hwm_kib(self.proc.pid)
 
 
+# one line per request with `access_log = true` (crates/dmv-server/src/server.rs): method, path, status, bytes
+ACCESS_LINE = re.compile(r"dmv serve: [A-Z]+ /\S* \d{3} ")
+
+
 class DmvServe:
     """`dmv serve --config CONFIG --listen 127.0.0.1:0` with a configuration
     file the caller wrote (the attack experiment). The port is parsed from the
@@ -258,9 +262,13 @@ class DmvServe:
 
     START_TIMEOUT = 20
 
-    def __init__(self, dmv, root, env, config):
+    def __init__(self, dmv, root, env, config, port=0):
+        """`port` 0: a new port each start; else this port every time (the hubtier experiment
+        restarts its servers on the ports its client's remotes name)."""
         self.dmv, self.dir, self.env, self.config = dmv, root, env, config
+        self.fixed_port = port
         self.proc, self.port, self.warnings, self.lines = None, None, [], []
+        self.requests = 0  # access-log lines (`access_log = true`) of the current process
 
     def __enter__(self):
         self.start()
@@ -272,17 +280,22 @@ class DmvServe:
 
     def start(self):
         import queue
-        self.proc = subprocess.Popen([self.dmv, "serve", "--config", self.config, "--listen", "127.0.0.1:0"],
+        self.proc = subprocess.Popen([self.dmv, "serve", "--config", self.config,
+                                      "--listen", "127.0.0.1:%d" % self.fixed_port],
                                      env=self.env, cwd=self.dir, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      preexec_fn=_die_with_parent)
         lines, kept = queue.Queue(), []
+        self.requests = 0
 
         def drain(proc=self.proc):  # the server must never block on a full stderr pipe
             for raw in proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 lines.put(line)
-                if len(kept) < 100:
+                if ACCESS_LINE.match(line):
+                    if proc is self.proc:
+                        self.requests += 1
+                elif len(kept) < 100:
                     kept.append(line)
             lines.put(None)
         threading.Thread(target=drain, daemon=True).start()
@@ -346,10 +359,13 @@ MINIO_REGION = "us-east-1"
 
 
 def minio_binary():
-    """~/go/bin/minio (where `go install` puts it), else a minio on PATH, else None."""
+    """~/go/bin/minio (where `go install` puts it), else a minio on PATH, else the Rust tests' build in
+    ~/.cache/dmv-test/bin, else None."""
     home = os.path.expanduser("~")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    # ./scripts/test builds the same MinIO (MINIO_MODULE) into ~/.cache/dmv-test/bin for the Rust tests
     for path in (os.path.join(os.environ.get("GOBIN") or os.path.join(home, "go", "bin"), "minio"),
-                 shutil.which("minio")):
+                 shutil.which("minio"), os.path.join(cache, "dmv-test", "bin", "minio")):
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     return None
