@@ -41,7 +41,7 @@ fn repo(e: &RepoError) -> Option<String> {
         }
         RepoError::MessageRequired => ": dmv commit -m MESSAGE".into(),
         RepoError::BranchOfSeveralRemotes { name, remotes } => format!(", as in dmv switch -c {name} {}", remotes.first()?),
-        RepoError::IsAFolder { .. } => "; use ls-tree".into(),
+        RepoError::IsAFolder { .. } => "; dmv ls-tree REV:PATH lists a folder".into(),
         RepoError::Corrupt { path, .. } if path.ends_with("dirstate") => " (`dmv fsck --repair` rebuilds it from HEAD)".into(),
         RepoError::Corrupt { path, .. } if path.ends_with("MERGE_STATE") => " (`dmv merge --abort`)".into(),
         RepoError::Store(s) => return store(s),

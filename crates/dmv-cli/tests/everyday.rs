@@ -56,6 +56,9 @@ fn add_commit_status_log_show_cat_round_trip() {
     let cat = dmv_out(d, &["cat", "HEAD:photos/raw/a.cr3"]);
     assert_eq!(cat.stdout, std::fs::read(d.join("photos/raw/a.cr3")).unwrap());
     assert_eq!(dmv_out(d, &["cat", "HEAD:empty"]).stdout, b"");
+    // A folder is not a file: the message names it (the top folder too, not as '').
+    assert_eq!(stderr(&dmv_out(d, &["cat", "HEAD:"])).trim(), "dmv: an empty path names the top folder, not a file; dmv ls-tree REV:PATH lists a folder");
+    assert_eq!(stderr(&dmv_out(d, &["cat", "HEAD:photos"])).trim(), "dmv: 'photos' is a folder, not a file; dmv ls-tree REV:PATH lists a folder");
 
     write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 2);
     let st = dmv(d, &["status", "--short"]);

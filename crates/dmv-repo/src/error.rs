@@ -128,7 +128,7 @@ pub enum RepoError {
         name: String,
     },
     /// A path that names a folder where a file is needed.
-    #[error("'{path}' is a folder")]
+    #[error("{}", folder_not_file(path))]
     IsAFolder {
         /// The path in the repository.
         path: String,
@@ -497,5 +497,13 @@ pub(crate) trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn at(self, path: &std::path::Path) -> RepoResult<T> {
         self.map_err(|e| RepoError::io(path, e))
+    }
+}
+
+/// Why a folder's path is not a file's (the empty path is the top folder).
+fn folder_not_file(path: &str) -> String {
+    match path.is_empty() {
+        true => "an empty path names the top folder, not a file".into(),
+        false => format!("'{path}' is a folder, not a file"),
     }
 }
