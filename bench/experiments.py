@@ -690,6 +690,18 @@ def sync(ctx, sizes, counts, settle=0):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _write_point_data(experiment, n, many, work):
+    """The data of a point in `work`: n files of 1 KiB when `many`, else
+    one file of n bytes (`file.bin`). Returns its tree hash."""
+    if many:
+        print("%s %d: writing %d files" % (experiment, n, n), flush=True)
+        datagen.write_tree(work, n)
+    else:
+        print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
+        datagen.write_random_file(os.path.join(work, "file.bin"), n)
+    return datagen.tree_hash(work)
+
+
 def _settle(seconds, why):
     if seconds > 0:
         print("  waiting %.0f s: %s" % (seconds, why), flush=True)
@@ -715,13 +727,7 @@ def _sync_point(ctx, sshd, dmv, tools, skips, experiment, n, settle):
             return
     pt = ctx.point(experiment, n)
     try:
-        if experiment == "sync-bigfile":
-            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
-            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
-        else:
-            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
-            datagen.write_tree(pt.work, n)
-        source = datagen.tree_hash(pt.work)
+        source = _write_point_data(experiment, n, experiment != "sync-bigfile", pt.work)
         _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
         for tool in tools:
             if not skips.active(tool, param):
@@ -896,13 +902,7 @@ def _s3_point(ctx, minio_bin, tools, skips, experiment, n, settle):
             return
     pt = ctx.point(experiment, n)
     try:
-        if many:
-            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
-            datagen.write_tree(pt.work, n)
-        else:
-            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
-            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
-        source = datagen.tree_hash(pt.work)
+        source = _write_point_data(experiment, n, many, pt.work)
         try:
             with servers.MinIO(minio_bin, pt.root, os.path.join(pt.root, "minio-data"), ctx.rec.env) as minio:
                 print("%s: MinIO listening on %s, data in %s" % (experiment, minio.endpoint, minio.data), flush=True)
@@ -1078,15 +1078,8 @@ def _partial_point(ctx, sshd, dmv, git, skips, experiment, n, settle):
         return
     pt = ctx.point(experiment, n)
     try:
-        if many:
-            print("%s %d: writing %d files" % (experiment, n, n), flush=True)
-            datagen.write_tree(pt.work, n)
-            got = os.path.join("d00000", sorted(os.listdir(os.path.join(pt.work, "d00000")))[0])
-        else:
-            print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
-            datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
-            got = "file.bin"
-        source = datagen.tree_hash(pt.work)
+        source = _write_point_data(experiment, n, many, pt.work)
+        got = os.path.join("d00000", sorted(os.listdir(os.path.join(pt.work, "d00000")))[0]) if many else "file.bin"
         data = dict(data_bytes=source[2], data_files=source[1], got_path=got,
                     got_bytes=os.path.getsize(os.path.join(pt.work, got)))
         remotes = _partial_prepare(ctx, sshd, tools, pt, experiment, param)
@@ -2915,13 +2908,7 @@ def _hubtier_point(ctx, dmv, rclone, rclone_missing, minio_bin, experiment, n, s
                                               env=dict(creds, AWS_ENDPOINT_URL=minio.endpoint))],
                                 dmv, experiment, param, "seed_bucket"):
                 return
-            if many:
-                print("%s %d: writing %d files" % (experiment, n, n), flush=True)
-                datagen.write_tree(pt.work, n)
-            else:
-                print("%s %s: writing data" % (experiment, human_bytes(n)), flush=True)
-                datagen.write_random_file(os.path.join(pt.work, "file.bin"), n)
-            source = datagen.tree_hash(pt.work)
+            source = _write_point_data(experiment, n, many, pt.work)
             data = dict(data_bytes=source[2], data_files=source[1], bucket=HUBTIER_BUCKET, prefix=HUBTIER_PREFIX,
                         endpoint=minio.endpoint)
             skips = Skips(ctx, experiment)
