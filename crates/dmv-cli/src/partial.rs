@@ -235,7 +235,8 @@ fn reach_facts(c: &dmv_sync::CopyInfo) -> String {
     if matches!(c.class, Reach::Near | Reach::Far) {
         facts.extend(c.connect_ms.map(|ms| format!("{ms} ms")));
         facts.extend(c.bytes_per_sec.map(|speed| format!("{}/s", human_bytes(speed))));
-        if !c.reachable {
+        // Measures from an earlier command say so (a metered copy is far without any).
+        if !c.reachable && facts.len() > 1 {
             facts.push("when last asked".into());
         }
     }

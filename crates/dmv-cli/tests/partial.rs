@@ -1441,7 +1441,8 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
     let w: serde_json::Value = serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f00/p0.raw"])).unwrap();
     let copy = w[0]["copies"].as_array().unwrap().iter().find(|c| c["name"] == "laptop").unwrap_or_else(|| panic!("{w}")).clone();
     assert_eq!((copy["metered"].clone(), copy["class"].clone()), (serde_json::json!(true), serde_json::json!("far")), "{copy}");
-    assert!(dmv(&phone, &["whereis", "f00/p0.raw"]).contains("metered"));
+    let shown = dmv(&phone, &["whereis", "f00/p0.raw"]);
+    assert!(shown.contains("laptop [far, metered, at http://"), "{shown}");
     ok(&dmv_out(&phone, &["get", "--remote", &open.url("laptop"), "f00/p0.raw"]));
     assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
     fsck_clean(&phone);

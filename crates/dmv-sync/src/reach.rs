@@ -7,13 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dmv_repo::Repository;
 use serde::{Deserialize, Serialize};
 
 use crate::remote::Remote;
-use crate::remote_spec::RemoteSpec;
+use crate::remote_spec::{connect_first, RemoteSpec};
 use crate::{SyncError, SyncResult};
 
 /// Connecting (and the protocol's hello) within this is near: a server on
@@ -118,25 +118,13 @@ impl ReachBook {
     pub(crate) fn connect(&mut self, spec: &RemoteSpec) -> SyncResult<Box<dyn Remote>> {
         let mut urls = spec.each_url()?;
         urls.sort_by_key(|s| self.class(&s.url));
-        let mut failed = None;
-        for spec in urls {
-            let start = Instant::now();
-            match spec.connect_here() {
-                Ok(remote) => {
-                    self.note(&spec.url, |seen| {
-                        seen.connect_ms = Some(start.elapsed().as_millis() as u64);
-                        seen.failed = None;
-                    });
-                    return Ok(remote);
-                }
-                Err(e) if e.is_remote_failure() => {
-                    self.failed(&spec.url, &e);
-                    failed = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(failed.expect("a remote has a URL"))
+        connect_first(urls, &mut |spec, attempt| match attempt {
+            Ok(took) => self.note(&spec.url, |seen| {
+                seen.connect_ms = Some(took.as_millis() as u64);
+                seen.failed = None;
+            }),
+            Err(e) => self.failed(&spec.url, e),
+        })
     }
 
     /// `bytes` of file data came from `url` in `took`.

@@ -180,14 +180,7 @@ impl RemoteSpec {
     /// order listed (see [`RemoteSpec::connect_here`]); when none does, the
     /// last one's error.
     pub fn connect(&self) -> SyncResult<Box<dyn Remote>> {
-        let mut failed = None;
-        for spec in self.each_url()? {
-            match spec.connect_here() {
-                Err(e) if e.is_remote_failure() => failed = Some(e),
-                connected => return connected,
-            }
-        }
-        Err(failed.expect("a remote has a URL"))
+        connect_first(self.each_url()?, &mut |_, _| {})
     }
 
     /// Connects at this URL only: to a DMV server (through a child process, ssh or HTTP),
@@ -224,6 +217,29 @@ impl RemoteSpec {
         })?;
         Ok(Box::new(client))
     }
+}
+
+/// Connects at the first of `urls` (specs of one remote) that answers,
+/// telling `attempt` of each: how long connecting took, or why it failed.
+/// A failure other than the remote's own ends the search; when every URL
+/// fails, the last one's error.
+pub(crate) fn connect_first(urls: Vec<RemoteSpec>, attempt: &mut dyn FnMut(&RemoteSpec, Result<Duration, &SyncError>)) -> SyncResult<Box<dyn Remote>> {
+    let mut failed = SyncError::NoSuchRemote { name: "(a remote without a URL)".into() };
+    for spec in urls {
+        let start = std::time::Instant::now();
+        match spec.connect_here() {
+            Ok(remote) => {
+                attempt(&spec, Ok(start.elapsed()));
+                return Ok(remote);
+            }
+            Err(e) if e.is_remote_failure() => {
+                attempt(&spec, Err(&e));
+                failed = e;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(failed)
 }
 
 #[cfg(test)]
