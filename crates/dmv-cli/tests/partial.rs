@@ -166,6 +166,9 @@ fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
     let store = bytes_under(&m.join(".dmv/objects"));
     assert!(store * 100 < data, "meta store {store} bytes for {data} bytes of data");
     assert_eq!(files_under(&m) - files_under(&m.join(".dmv")), 0, "no file written");
+    // The dirstate names the tree it is over and no entry of its own: magic,
+    // version, tree id, an entry count of 0, checksum.
+    assert_eq!(std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len(), 8 + 4 + 32 + 1 + 32);
     assert_eq!(ls(&m, "--absent").len(), 10_000);
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     // A metadata-only replica can commit: a rename moves no data.
@@ -176,6 +179,40 @@ fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
     ok(&dmv_out(&m, &["show", "--name-status"]));
     assert_eq!(ls(&m, "--absent").iter().filter(|p| p.starts_with("g00/")).count(), 1000);
     fsck_clean(&m);
+}
+
+/// A meta clone's dirstate is kept over the tree it was checked out from
+/// (its files absent unless it says otherwise): gc keeps that tree even
+/// when nothing else reaches it, and the dirstate stays small as files
+/// arrive, are staged and are committed.
+#[test]
+fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 4, 50, 1024);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    ok(&dmv_out(&m, &["get", "f01/p3.raw"]));
+    std::fs::write(m.join("new.txt"), b"new").unwrap();
+    ok(&dmv_out(&m, &["add", "new.txt"]));
+    ok(&dmv_out(&m, &["rm", "--cached", "f02/p7.raw"]));
+    // Its own entries: the file got, the one added, the one no longer staged.
+    let dirstate = std::fs::read(m.join(".dmv/dirstate")).unwrap();
+    assert_eq!((&dirstate[8..12], dirstate[44]), (&2u32.to_le_bytes()[..], 3), "version 2, three entries of its own");
+    // The only commit that reached the tree is amended away, its remote
+    // branch removed and the reflog pruned: only the dirstate names it now.
+    ok(&dmv_out(&m, &["commit", "--amend", "-m", "amended"]));
+    ok(&dmv_out(&m, &["remote", "remove", "origin"]));
+    ok(&dmv_out(&m, &["gc", "--prune-reflog", "--prune", "now"]));
+    let status = dmv(&m, &["status", "--short"]);
+    assert!(status.is_empty(), "{status}");
+    assert_eq!(ls(&m, "--absent").len(), 4 * 50 - 2);
+    fsck_clean(&m);
+    // Files written after a checkout are kept over the new tree.
+    ok(&dmv_out(&m, &["switch", "-c", "other"]));
+    assert!(std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len() < 1024);
+    assert_eq!(std::fs::read(m.join("f01/p3.raw")).unwrap(), std::fs::read(src.join("f01/p3.raw")).unwrap());
 }
 
 /// Runs dmv with a transport's environment.

@@ -63,7 +63,7 @@ const DIRSTATE: &[&str] = &[
 fn dirstate_golden() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("dirstate");
-    let ds = Dirstate { entries: dirstate_entries().into_iter().collect(), written_ns: 0 };
+    let ds = Dirstate { entries: dirstate_entries().into_iter().collect(), written_ns: 0, absent_base: None };
     ds.save(&path).unwrap();
     assert_golden("dirstate", &std::fs::read(&path).unwrap(), DIRSTATE);
 }

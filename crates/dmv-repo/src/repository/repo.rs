@@ -8,6 +8,7 @@ use dmv_store::object::{Commit, Signature};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::error::{IoContext, RepoError, RepoResult};
+use crate::history::tree::tree_reader;
 use crate::paths::DMV_DIR;
 use crate::ref_names::{branch_ref, tag_ref, REMOTE_BRANCHES};
 use crate::repository::config::{self, Config};
@@ -198,13 +199,17 @@ impl Repository {
 
     /// Reads the dirstate; a missing file is an empty one.
     pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
-        Dirstate::load(&self.dirstate_path())
+        Dirstate::load_over(&self.dirstate_path(), &tree_reader(&self.store))
     }
 
     /// Callers hold the working-tree lock from before they loaded what they change.
     pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
         self.check_worktree_locked("the dirstate")?;
-        ds.save(&self.dirstate_path())
+        let base = match ds.absent_base {
+            Some(tree) => Some(tree),
+            None => self.head_tree()?,
+        };
+        ds.save_over(&self.dirstate_path(), base.as_ref(), &tree_reader(&self.store))
     }
 
     /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).

@@ -38,7 +38,7 @@ impl Repository {
         }
         self.read_only_rule_of(target)?;
         if ds.entries.is_empty() {
-            return self.populate(target, ds, &status.untracked, written, progress);
+            return self.populate(target, &status.untracked, written, progress);
         }
         let untracked: BTreeSet<Vec<u8>> = status.untracked.into_iter().collect();
         // Already in place: written while its data arrived.
@@ -98,6 +98,8 @@ impl Repository {
             self.write_batch(&mut writes, entries, progress)?;
         }
         ds.remove_and_insert(gone, writes.added);
+        // Absent files are most likely the target's (a meta clone's switch).
+        ds.absent_base = Some(*target);
         self.save_dirstate(&ds)?;
         self.mark_tree(&ds, *target);
         Ok(())
@@ -165,7 +167,7 @@ impl Repository {
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
     /// becomes the list to write (a million files: ~100 MB instead of ~400).
-    fn populate(&self, target: &ObjectId, new_ds: Dirstate, untracked: &[Vec<u8>], written: &Written, progress: &dyn Progress) -> RepoResult<()> {
+    fn populate(&self, target: &ObjectId, untracked: &[Vec<u8>], written: &Written, progress: &dyn Progress) -> RepoResult<()> {
         let mut wanted = crate::history::tree::flatten_sorted(&self.store, target)?;
         let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
         // Already in place: written while its data arrived.
@@ -220,25 +222,22 @@ impl Repository {
             self.remove_worktree_file_in(&mut beneath, &rel)?;
         }
         let total: u64 = wanted.iter().map(|(_, e)| e.size).sum();
-        self.write_and_record(target, &wanted, into_empty, total, new_ds, side, progress)
+        self.write_and_record(target, &wanted, into_empty, total, side, progress)
     }
 
     /// Writes `to_write` (in path order) into the working tree and saves as
-    /// the dirstate of `target` the entries of `new_ds`, those of `side`
-    /// (files not written, in path order too) and the written files with
-    /// their stat data, the last two over the first. The dirstate is written
-    /// from the three as one stream: a checkout of a million files keeps
-    /// their stat data beside its list, not a second map of every path.
-    /// With `into_empty` nothing is in their way: they are created under
-    /// their own names.
-    #[allow(clippy::too_many_arguments)]
+    /// the dirstate of `target` the entries of `side` (files not written, in
+    /// path order too) and the written files with their stat data, the
+    /// second over the first. The dirstate is written from the two as one
+    /// stream: a checkout of a million files keeps their stat data beside
+    /// its list, not a second map of every path. With `into_empty` nothing
+    /// is in their way: they are created under their own names.
     fn write_and_record<P: AsRef<[u8]> + Sync>(
         &self,
         target: &ObjectId,
         to_write: &[(P, FlatEntry)],
         into_empty: bool,
         total: u64,
-        new_ds: Dirstate,
         side: Vec<(Vec<u8>, DirEntry)>,
         progress: &dyn Progress,
     ) -> RepoResult<()> {
@@ -251,17 +250,19 @@ impl Repository {
             progress.update(done, total);
         };
         self.write_entries(to_write, into_empty, &mut record)?;
-        let entries = || {
-            let kept = new_ds.entries.iter().map(|(p, e)| (p, e.clone()));
-            let side = side.iter().map(|(p, e)| (p.as_slice(), e.clone()));
-            let written = to_write
+        let written = || {
+            to_write
                 .iter()
                 .zip(&stats)
-                .map(|((rel, e), st)| (rel.as_ref(), DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }));
-            Overlay::new(Overlay::new(kept, side), written)
+                .map(|((rel, e), st)| (rel.as_ref(), DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }))
         };
+        let side_of = |with_absent: bool| side.iter().filter(move |(_, e)| with_absent || !e.is_absent()).map(|(p, e)| (p.as_slice(), e.clone()));
+        let entries = || Overlay::new(side_of(true), written());
+        // Every file of the target is written or in `side`: what differs from
+        // its absent files is known without reading it again.
+        let own = || -> Box<dyn Iterator<Item = _>> { Box::new(Overlay::new(side_of(false), written())) };
         self.check_worktree_locked("the dirstate")?;
-        let staged = Dirstate::save_sorted(&self.dirstate_path(), entries().count(), entries())?;
+        let staged = Dirstate::save_sorted_knowing(&self.dirstate_path(), entries().count(), entries, target, own)?;
         // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
         self.mark_staged_tree(staged, *target);
         Ok(())

@@ -1,23 +1,30 @@
 //! `.dmv/dirstate`: the staged tree (path → kind, id, size) plus the stat data
 //! seen when each file was last read, so unchanged files are never re-read.
-//! Layout: magic, version, postcard-encoded entries, BLAKE3 checksum.
+//! Layout: magic, version, (version 2: a tree's id,) postcard-encoded
+//! entries, BLAKE3 checksum.
+//!
+//! A version 2 file is a dirstate *over a tree*: every file of the tree is
+//! an absent entry unless the file says otherwise (an entry of its own, or a
+//! tombstone: not staged). A meta clone of 100,000 files is then a few bytes
+//! instead of 5.4 MB of entries repeating the tree it already holds.
 
 use std::fs::Metadata;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use dmv_store::object::EntryKind;
+use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{ObjectId, WriteSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
-use crate::history::tree::{FlatEntry, FlatTree};
+use crate::history::tree::{FilesInOrder, FlatEntry, FlatTree};
 use crate::pathmap::PathMap;
 pub use crate::stat::{kind_of, mtime_ns, Stat};
 use crate::{RepoError, RepoResult};
 
 const MAGIC: &[u8; 8] = b"DMVDIRS\0";
 const VERSION: u32 = 1;
+const VERSION_OVER_TREE: u32 = 2;
 
 /// One staged path: what it stages and the stat data of the file when it
 /// was last read.
@@ -191,12 +198,23 @@ pub struct Dirstate {
     /// mtime of the dirstate file when loaded: a file modified at or after it
     /// may have changed after it was hashed within the same timestamp tick.
     pub written_ns: i64,
+    /// The tree the file was saved over, or a checkout's target: what a
+    /// dirstate whose entries are mostly absent is saved over (HEAD's tree
+    /// when None).
+    pub absent_base: Option<ObjectId>,
 }
 
 /// The stat times of an entry whose data is not here: nothing is in the
 /// working tree at its path, and that is not a deletion. (-1 marks an
 /// unknown stat; a small value keeps the entry's encoding small.)
 const ABSENT_NS: i64 = -2;
+
+/// The stat times of a tombstone in a file over a tree: the tree's file at
+/// its path is not staged. Only ever in the file, never in a loaded dirstate.
+const REMOVED_NS: i64 = -3;
+
+/// Reads tree nodes (a dirstate over a tree needs its files).
+pub type TreeRead<'r> = dyn Fn(&ObjectId) -> RepoResult<TreeNode> + 'r;
 
 impl DirEntry {
     /// A tracked file whose data this (partial) replica does not hold.
@@ -207,6 +225,15 @@ impl DirEntry {
     /// Whether the entry's data is not in this replica (see [`DirEntry::absent`]).
     pub fn is_absent(&self) -> bool {
         self.mtime_ns == ABSENT_NS && self.ctime_ns == ABSENT_NS
+    }
+
+    /// A tombstone: in a file over a tree, the tree's file is not staged.
+    fn removed(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
+        DirEntry { kind, id, size, mtime_ns: REMOVED_NS, ctime_ns: REMOVED_NS, ino: 0, mode: 0 }
+    }
+
+    fn is_removed(&self) -> bool {
+        self.mtime_ns == REMOVED_NS && self.ctime_ns == REMOVED_NS
     }
 
     /// An entry for a file just read, with its metadata's stat.
@@ -237,18 +264,35 @@ impl DirEntry {
 
 impl Dirstate {
     /// Reads the dirstate at `path`; empty if there is no file. Fails with
-    /// [`RepoError::Corrupt`] if it is damaged or of an unknown version.
+    /// [`RepoError::Corrupt`] if it is damaged or of an unknown version, or
+    /// saved over a tree (which only [`Dirstate::load_over`] can read).
     pub fn load(path: &Path) -> RepoResult<Dirstate> {
-        Ok(Dirstate::read(path, |window| window.entries())?.map(|(entries, written_ns)| Dirstate { entries, written_ns }).unwrap_or_default())
+        Dirstate::load_over(path, &|_| Err(RepoError::Scan { detail: "a dirstate saved over a tree is read with the tree's store".into() }))
     }
 
-    /// The content ids of the entries whose data is here (not absent), in
-    /// path order, without the entries: what gc and fsck keep (the paths and
-    /// stats of a million files are ~100 MB more). Empty without a dirstate.
+    /// [`Dirstate::load`] of a file that may be saved over a tree, whose
+    /// folders are read through `read`.
+    pub fn load_over(path: &Path, read: &TreeRead<'_>) -> RepoResult<Dirstate> {
+        let Some(((base, own), written_ns)) = Dirstate::read(path, |window, base| Ok((base, window.entries()?)))? else {
+            return Ok(Dirstate::default());
+        };
+        let entries = match base {
+            None => own,
+            Some(base) => over_tree(&base, &own, read).map_err(|detail| RepoError::Corrupt { path: path.into(), detail })?,
+        };
+        Ok(Dirstate { entries, written_ns, absent_base: base })
+    }
+
+    /// What the dirstate at `path` needs kept, without its entries: the
+    /// content ids of the entries whose data is here (not absent), in path
+    /// order, and the tree it is saved over: what gc and fsck keep (the
+    /// paths and stats of a million files are ~100 MB more). Empty without
+    /// a dirstate.
     pub fn ids_here(path: &Path) -> RepoResult<Vec<ObjectId>> {
-        let ids = Dirstate::read(path, |window| {
+        let ids = Dirstate::read(path, |window, base| {
             let (announced, plausible) = window.count()?;
-            let mut ids = Vec::with_capacity(plausible);
+            let mut ids = Vec::with_capacity(plausible + 1);
+            ids.extend(base);
             let mut previous: Option<Vec<u8>> = None;
             window.each_entry(announced, &mut |p, e| {
                 match &mut previous {
@@ -259,7 +303,7 @@ impl Dirstate {
                     }
                     None => previous = Some(p.to_vec()),
                 }
-                if !e.is_absent() {
+                if !e.is_absent() && !e.is_removed() {
                     ids.push(e.id);
                 }
                 Ok(())
@@ -269,9 +313,10 @@ impl Dirstate {
         Ok(ids.map(|(ids, _)| ids).unwrap_or_default())
     }
 
-    /// Decodes the file at `path` with `decode`, checking its checksum;
-    /// with the file's mtime. None when there is no file.
-    fn read<T>(path: &Path, decode: impl FnOnce(&mut Window<&mut std::fs::File>) -> Result<T, String>) -> RepoResult<Option<(T, i64)>> {
+    /// Decodes the file at `path` with `decode` (given the tree a version 2
+    /// file is over), checking its checksum; with the file's mtime. None
+    /// when there is no file.
+    fn read<T>(path: &Path, decode: impl FnOnce(&mut Window<&mut std::fs::File>, Option<ObjectId>) -> Result<T, String>) -> RepoResult<Option<(T, i64)>> {
         let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: detail.into() };
         let mut file = match std::fs::File::open(path) {
             Ok(f) => f,
@@ -291,7 +336,15 @@ impl Dirstate {
         let version = u32::from_le_bytes([window.buf[8], window.buf[9], window.buf[10], window.buf[11]]);
         window.pos = 12;
         let decoded = match version {
-            VERSION => decode(&mut window),
+            VERSION => decode(&mut window, None),
+            VERSION_OVER_TREE => match window.buf.get(12..44) {
+                Some(base) => {
+                    let base = ObjectId(base.try_into().expect("32 bytes"));
+                    window.pos = 44;
+                    decode(&mut window, Some(base))
+                }
+                None => Err("no tree after the version".into()),
+            },
             _ => Err("unsupported dirstate version".into()),
         };
         // Damage is named as such before anything the damaged bytes made the decoder say.
@@ -318,16 +371,65 @@ impl Dirstate {
         }
     }
 
-    /// Writes the dirstate to `path` atomically, in path order.
+    /// Writes the dirstate to `path` atomically, in path order, entry by entry.
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        Dirstate::save_sorted(path, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
+        Dirstate::write_file(path, None, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
         Ok(())
     }
 
-    /// Saves `count` entries given in path order, with no map of them (a
-    /// checkout of a million files writes them as it reads its list), and
-    /// returns their [`Dirstate::staged_hash`].
-    pub(crate) fn save_sorted<'p>(path: &Path, count: usize, entries: impl Iterator<Item = (&'p [u8], DirEntry)>) -> RepoResult<[u8; 32]> {
+    /// [`Dirstate::save`], over `base` when that is smaller (see
+    /// [`Dirstate::save_sorted_over`]).
+    pub fn save_over(&self, path: &Path, base: Option<&ObjectId>, read: &TreeRead<'_>) -> RepoResult<()> {
+        Dirstate::save_sorted_over(path, self.entries.len(), || self.entries.iter().map(|(p, e)| (p, e.clone())), base, read)?;
+        Ok(())
+    }
+
+    /// Saves `count` entries given in path order (each call of `entries`
+    /// gives them all), with no map of them (a checkout of a million files
+    /// writes them as it reads its list), and returns their
+    /// [`Dirstate::staged_hash`]. When most of them are absent, and `base`
+    /// is a tree whose files they mostly are, the file is saved over it:
+    /// only the entries that differ from its files' absent entries.
+    pub(crate) fn save_sorted_over<'p, I: Iterator<Item = (&'p [u8], DirEntry)>>(
+        path: &Path,
+        count: usize,
+        entries: impl Fn() -> I,
+        base: Option<&ObjectId>,
+        read: &TreeRead<'_>,
+    ) -> RepoResult<[u8; 32]> {
+        if let Some(base) = base.filter(|_| 2 * entries().filter(|(_, e)| e.is_absent()).count() > count) {
+            if let Some((own, staged)) = own_entries(base, entries(), count / 2, read)? {
+                Dirstate::write_file(path, Some(base), own.len(), own.iter().map(|(p, e)| (p.as_slice(), e.clone())))?;
+                return Ok(staged);
+            }
+        }
+        Dirstate::write_file(path, None, count, entries())
+    }
+
+    /// [`Dirstate::save_sorted_over`] when the caller knows which entries
+    /// differ from `base`'s files' absent entries: `own`, in path order,
+    /// with every file of `base` among `entries` (so no tombstones). No
+    /// tree is read.
+    pub(crate) fn save_sorted_knowing<'p, 'o, I: Iterator<Item = (&'p [u8], DirEntry)>>(
+        path: &Path,
+        count: usize,
+        entries: impl Fn() -> I,
+        base: &ObjectId,
+        own: impl Fn() -> Box<dyn Iterator<Item = (&'o [u8], DirEntry)> + 'o>,
+    ) -> RepoResult<[u8; 32]> {
+        let own_count = own().count();
+        if 2 * own_count >= count {
+            return Dirstate::write_file(path, None, count, entries());
+        }
+        let mut staged = StagedHash::new();
+        entries().for_each(|(p, e)| staged.add(p, &e));
+        Dirstate::write_file(path, Some(base), own_count, own())?;
+        Ok(staged.finish())
+    }
+
+    /// Writes the file: over `base` (version 2) or not (version 1), with
+    /// `count` entries given in path order; returns their staged hash.
+    fn write_file<'p>(path: &Path, base: Option<&ObjectId>, count: usize, entries: impl Iterator<Item = (&'p [u8], DirEntry)>) -> RepoResult<[u8; 32]> {
         let staged = std::cell::RefCell::new(StagedHash::new());
         let entries = entries.inspect(|(path, e)| staged.borrow_mut().add(path, e));
         let disk = OnDisk { entries: Saving { entries: std::cell::RefCell::new(Some(entries)), count } };
@@ -336,7 +438,13 @@ impl Dirstate {
             // Buffered above the hash, which then takes large pieces (postcard writes field by field).
             let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut hashing);
             buffered.write_all(MAGIC)?;
-            buffered.write_all(&VERSION.to_le_bytes())?;
+            match base {
+                None => buffered.write_all(&VERSION.to_le_bytes())?,
+                Some(base) => {
+                    buffered.write_all(&VERSION_OVER_TREE.to_le_bytes())?;
+                    buffered.write_all(&base.0)?;
+                }
+            }
             postcard::to_io(&disk, &mut buffered).map_err(|e| std::io::Error::other(format!("cannot encode the dirstate: {e}")))?;
             buffered.flush()?;
             drop(buffered);
@@ -365,6 +473,66 @@ impl Dirstate {
     pub(crate) fn write_tree(&self, session: &mut WriteSession<'_>) -> RepoResult<ObjectId> {
         crate::history::tree::build(session, self.entries.iter().map(|(p, e)| (p, e.flat())))
     }
+}
+
+/// The entries of a file over `base`: each file of `base` absent, unless
+/// `own` has an entry at its path (a tombstone: not staged); then the rest
+/// of `own`. An error names what is wrong with the file.
+fn over_tree(base: &ObjectId, own: &PathMap<DirEntry>, read: &TreeRead<'_>) -> Result<PathMap<DirEntry>, String> {
+    let mut entries = PathMap::default();
+    let mut own = own.iter().peekable();
+    let push = |entries: &mut PathMap<DirEntry>, path: &[u8], e: DirEntry| match e.is_removed() {
+        true => Err("a tombstone where the tree has no file".to_string()),
+        false if entries.push_sorted(path, e) => Ok(()),
+        false => Err("entries out of order".to_string()),
+    };
+    let files = FilesInOrder::new(read, base).map_err(|e| format!("the tree it is saved over: {e}"))?;
+    for file in files {
+        let (path, e) = file.map_err(|e| format!("the tree it is saved over: {e}"))?;
+        while let Some((p, o)) = own.next_if(|(p, _)| *p < path.as_slice()) {
+            push(&mut entries, p, o.clone())?;
+        }
+        match own.next_if(|(p, _)| *p == path.as_slice()) {
+            Some((_, o)) if o.is_removed() => {}
+            Some((p, o)) => push(&mut entries, p, o.clone())?,
+            None => push(&mut entries, &path, DirEntry::absent(e.kind, e.id, e.size))?,
+        }
+    }
+    for (p, o) in own {
+        push(&mut entries, p, o.clone())?;
+    }
+    Ok(entries)
+}
+
+/// What a file over `base` holds for `entries` (in path order), with their
+/// staged hash; None when that would be more than `limit` entries.
+#[allow(clippy::type_complexity)]
+fn own_entries<'p>(
+    base: &ObjectId,
+    entries: impl Iterator<Item = (&'p [u8], DirEntry)>,
+    limit: usize,
+    read: &TreeRead<'_>,
+) -> RepoResult<Option<(Vec<(Vec<u8>, DirEntry)>, [u8; 32])>> {
+    let mut staged = StagedHash::new();
+    let mut entries = entries.inspect(|(p, e)| staged.add(p, e)).peekable();
+    let mut own = Vec::new();
+    for file in FilesInOrder::new(read, base)? {
+        let (path, e) = file?;
+        while let Some((p, o)) = entries.next_if(|(p, _)| *p < path.as_slice()) {
+            own.push((p.to_vec(), o));
+        }
+        match entries.next_if(|(p, _)| *p == path.as_slice()) {
+            Some((_, o)) if o == DirEntry::absent(e.kind, e.id, e.size) => {}
+            Some((p, o)) => own.push((p.to_vec(), o)),
+            None => own.push((path, DirEntry::removed(e.kind, e.id, e.size))),
+        }
+        if own.len() > limit {
+            return Ok(None);
+        }
+    }
+    own.extend(entries.by_ref().map(|(p, o)| (p.to_vec(), o)));
+    drop(entries);
+    Ok((own.len() <= limit).then(|| (own, staged.finish())))
 }
 
 /// An entry's path (borrowed from the buffer), the entry, and the bytes it took.
@@ -552,6 +720,102 @@ mod tests {
         assert!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap_err().to_string().contains("checksum"));
     }
 
+    /// A tree of one folder, `f0`..`f{n-1}` (file i: id [i; 32], size i), read without a store.
+    fn one_folder(n: u8) -> (ObjectId, impl Fn(&ObjectId) -> RepoResult<TreeNode>) {
+        let base = ObjectId([0xee; 32]);
+        let mut entries: Vec<dmv_store::object::TreeEntry> =
+            (0..n).map(|i| dmv_store::object::TreeEntry { name: format!("f{i}").into_bytes(), kind: EntryKind::File, id: ObjectId([i; 32]), size: i as u64 }).collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        (base, move |id: &ObjectId| match *id == base {
+            true => Ok(TreeNode::Leaf(entries.clone())),
+            false => Err(RepoError::Scan { detail: "no such tree".into() }),
+        })
+    }
+
+    #[test]
+    fn a_dirstate_over_a_tree_is_pinned_and_loads_whole() {
+        let (base, read) = one_folder(5);
+        let mut ds = Dirstate::default();
+        for i in 0..4u8 {
+            ds.entries.insert(format!("f{i}").into_bytes(), DirEntry::absent(EntryKind::File, ObjectId([i; 32]), i as u64));
+        }
+        // f4 is not staged; g is, with its data here.
+        let g = DirEntry { kind: EntryKind::File, id: ObjectId([9; 32]), size: 3, mtime_ns: 1000, ctime_ns: 1000, ino: 7, mode: 0o100644 };
+        ds.entries.insert(b"g".to_vec(), g.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dirstate");
+        ds.save_over(&path, Some(&base), &read).unwrap();
+        let mut expected = b"DMVDIRS\0\x02\0\0\0".to_vec();
+        expected.extend([0xee; 32]); // the tree it is over
+        expected.push(2); // two entries of its own
+        expected.extend([2, b'f', b'4', 0]); // f4, a file,
+        expected.extend([4; 32]);
+        expected.extend([4, 5, 5, 0, 0]); // size 4, mtime and ctime -3 (zigzag): not staged
+        expected.extend([1, b'g', 0]);
+        expected.extend([9; 32]);
+        expected.extend([3, 0xd0, 0x0f, 0xd0, 0x0f, 7, 0xa4, 0x83, 0x02]);
+        expected.extend(*blake3::hash(&expected).as_bytes());
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+        let back = Dirstate::load_over(&path, &read).unwrap();
+        assert!(back.entries.iter().eq(ds.entries.iter()));
+        assert_eq!(back.absent_base, Some(base));
+        assert_eq!(back.staged_hash(), ds.staged_hash());
+        // gc keeps the tree and the data that is here.
+        assert_eq!(Dirstate::ids_here(&path).unwrap(), [base, ObjectId([9; 32])]);
+        // Without the tree's store, or with the tree gone, it is damage, in one line.
+        for err in [Dirstate::load(&path).err().unwrap(), Dirstate::load_over(&path, &|_| Err(RepoError::Scan { detail: "gone".into() })).err().unwrap()] {
+            assert!(matches!(err, RepoError::Corrupt { .. }) && !err.to_string().contains('\n'), "{err}");
+        }
+        // Mostly present: saved entry by entry, as before.
+        ds.entries.insert(b"h".to_vec(), g.clone());
+        ds.entries.insert(b"i".to_vec(), g.clone());
+        ds.entries.insert(b"j".to_vec(), g.clone());
+        ds.save_over(&path, Some(&base), &read).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap()[8..12], 1u32.to_le_bytes());
+        assert_eq!(Dirstate::load(&path).unwrap().absent_base, None);
+    }
+
+    #[test]
+    fn a_tombstone_where_the_tree_has_no_file_is_damage() {
+        let (base, read) = one_folder(3);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dirstate");
+        let own = [(b"f9".as_slice(), DirEntry::removed(EntryKind::File, ObjectId([1; 32]), 1))];
+        Dirstate::write_file(&path, Some(&base), 1, own.into_iter()).unwrap();
+        let err = Dirstate::load_over(&path, &read).err().unwrap().to_string();
+        assert!(err.contains("tombstone"), "{err}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever is staged over a tree (its files absent or not, changed,
+        /// unstaged, files beside them), it loads back exactly.
+        #[test]
+        fn any_dirstate_saved_over_a_tree_loads_back_exactly(fates in proptest::collection::vec(0u8..5, 1..40), added in proptest::collection::vec(any::<u8>(), 0..6)) {
+            let (base, read) = one_folder(fates.len() as u8);
+            let mut ds = Dirstate::default();
+            for (i, fate) in fates.iter().enumerate() {
+                let (path, id) = (format!("f{i}").into_bytes(), ObjectId([i as u8; 32]));
+                match fate {
+                    0 | 1 => ds.entries.insert(path, DirEntry::absent(EntryKind::File, id, i as u64)),
+                    2 => ds.entries.insert(path, DirEntry::absent(EntryKind::Executable, ObjectId([0xaa; 32]), 1)),
+                    3 => ds.entries.insert(path, DirEntry { mtime_ns: 5, ..DirEntry::absent(EntryKind::File, id, i as u64) }),
+                    _ => None,
+                };
+            }
+            for a in added {
+                ds.entries.insert(format!("f{a}x").into_bytes(), DirEntry::absent(EntryKind::File, ObjectId([a; 32]), 2));
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("dirstate");
+            let staged = Dirstate::save_sorted_over(&path, ds.entries.len(), || ds.entries.iter().map(|(p, e)| (p, e.clone())), Some(&base), &read).unwrap();
+            prop_assert_eq!(staged, ds.staged_hash());
+            let back = Dirstate::load_over(&path, &read).unwrap();
+            prop_assert!(back.entries.iter().eq(ds.entries.iter()));
+        }
+    }
+
     #[test]
     fn the_staged_hash_of_many_entries_is_blake3_of_their_bytes_in_order() {
         // Gathered into pieces, hashed as one stream: past several pieces too.
@@ -581,10 +845,10 @@ mod tests {
         // Saved from a stream of entries, the file and the hash are those of the map.
         let dir = tempfile::tempdir().unwrap();
         ds.save(&dir.path().join("map")).unwrap();
-        let streamed = Dirstate::save_sorted(&dir.path().join("stream"), 1, ds.entries.iter().map(|(p, e)| (p, e.clone()))).unwrap();
+        let streamed = Dirstate::write_file(&dir.path().join("stream"), None, 1, ds.entries.iter().map(|(p, e)| (p, e.clone()))).unwrap();
         assert_eq!(streamed, ds.staged_hash());
         assert_eq!(std::fs::read(dir.path().join("map")).unwrap(), std::fs::read(dir.path().join("stream")).unwrap());
-        assert!(Dirstate::save_sorted(&dir.path().join("short"), 2, ds.entries.iter().map(|(p, e)| (p, e.clone()))).is_err());
+        assert!(Dirstate::write_file(&dir.path().join("short"), None, 2, ds.entries.iter().map(|(p, e)| (p, e.clone()))).is_err());
         let mut expected = b"DMVDTRE\0\x02\0\0\0".to_vec();
         expected.extend([9u8; 32]);
         expected.extend(*blake3::hash(&[&1u64.to_le_bytes()[..], b"a", &[0], &[1; 32], &5u64.to_le_bytes()].concat()).as_bytes());
@@ -676,15 +940,24 @@ mod tests {
         }
 
         #[test]
-        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048), with_header in any::<bool>()) {
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048), header in 0u32..3) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("dirstate");
-            let mut data = if with_header { let mut v = MAGIC.to_vec(); v.extend_from_slice(&VERSION.to_le_bytes()); v } else { Vec::new() };
+            let (base, read) = one_folder(20);
+            let mut data = Vec::new();
+            if header > 0 {
+                data.extend(MAGIC);
+                data.extend(header.to_le_bytes());
+            }
+            if header == VERSION_OVER_TREE {
+                data.extend(base.0);
+            }
             data.extend(bytes);
             let sum = blake3::hash(&data);
             data.extend_from_slice(sum.as_bytes());
             std::fs::write(&path, &data).unwrap();
-            let _ = Dirstate::load(&path);
+            let _ = Dirstate::load_over(&path, &read);
+            let _ = Dirstate::ids_here(&path);
         }
     }
 
