@@ -127,9 +127,9 @@ impl ClonePlan {
             false => self.create(remote)?,
         };
         // The working tree is still to fill (a resumed clone may have stopped during its checkout):
-        // large files are written while their chunks arrive.
+        // large files are written while their chunks arrive (a meta clone receives none).
         let fills_worktree = !repo.config.bare && repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty();
-        let mut early = match fills_worktree {
+        let mut early = match fills_worktree && repo.config.slice != dmv_repo::Slice::Meta {
             true => Some(EarlyCheckout::new(&repo)?),
             false => None,
         };
