@@ -219,6 +219,14 @@ impl FolderWatch {
                 return Ok(None);
             }
             if self.overflowed.swap(false, Ordering::Relaxed) {
+                // The events still queued are older than the scan about to be
+                // taken, which covers them; the close events of their writes
+                // may be among those dropped, so their marks would never clear.
+                for _ in 0..QUEUE {
+                    if self.events.try_recv().is_err() {
+                        break;
+                    }
+                }
                 self.needs_rescan = true;
             }
             if self.needs_rescan {
@@ -412,7 +420,8 @@ impl FolderWatch {
                     self.merge(path, Some(stamp));
                 }
                 Look::Missing => {
-                    self.writing.remove(&path);
+                    // A folder moved away takes its open files' marks with it.
+                    self.writing.retain(|open, _| !open.starts_with(&path));
                     let inside: Vec<PathBuf> = self.reported.range(path.clone()..).map(|(p, _)| p).take_while(|p| p.starts_with(&path)).cloned().collect();
                     for gone in inside {
                         self.merge(gone, None);
