@@ -50,6 +50,14 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 /// thread drops them and we rescan, rather than hold millions in memory.
 const QUEUE: usize = 65_536;
 
+/// The shortest interval between two full scans, whatever the settings say.
+const MIN_SCAN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Only inotify says when a file opened for writing is closed; elsewhere
+/// (FSEvents, ReadDirectoryChangesW, kqueue) a write's mark would never clear,
+/// so stability alone decides.
+const CLOSE_EVENTS: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
 /// How many events one round takes before looking at what they named, so a
 /// flood still lets the loop check its stop flag and timers.
 const ROUND: usize = 10_000;
@@ -60,7 +68,8 @@ pub struct Settings {
     /// How long nothing may change before a batch settles.
     pub quiet: Duration,
     /// How often to compare a full stat scan with the tree, in case events
-    /// were lost without the OS saying so.
+    /// were lost without the OS saying so. Also how long a file written to
+    /// and never closed (as far as events say) may hold a batch back.
     pub rescan: Duration,
     /// How often to scan in [`Mode::Polling`].
     pub poll: Duration,
@@ -191,7 +200,7 @@ impl FolderWatch {
         // the first scan is seen by one or the other.
         watch.reported = watch.scan()?;
         watch.last_scan = if watch.polling() { watch.reported.clone() } else { BTreeMap::new() };
-        watch.next_scan = Instant::now() + watch.scan_interval();
+        watch.next_scan = later(Instant::now(), watch.scan_interval());
         Ok(watch)
     }
 
@@ -240,7 +249,7 @@ impl FolderWatch {
             }
             self.forget_silent_writers();
             let now = Instant::now();
-            let quiet_until = self.last_change + self.settings.quiet;
+            let quiet_until = later(self.last_change, self.settings.quiet);
             let may_settle = !self.pending.is_empty() && self.writing.is_empty();
             if may_settle && now >= quiet_until {
                 // When polling, a file may have appeared since the last scan: look once more first.
@@ -252,7 +261,7 @@ impl FolderWatch {
                 }
                 continue;
             }
-            let mut wake = (now + STOP_CHECK).min(self.next_scan);
+            let mut wake = later(now, STOP_CHECK).min(self.next_scan);
             if may_settle {
                 wake = wake.min(quiet_until);
             }
@@ -274,12 +283,9 @@ impl FolderWatch {
         matches!(self.mode, Mode::Polling(_))
     }
 
+    /// A zero interval from a config must not become a busy loop.
     fn scan_interval(&self) -> Duration {
-        if self.polling() {
-            self.settings.poll
-        } else {
-            self.settings.rescan
-        }
+        if self.polling() { self.settings.poll } else { self.settings.rescan }.max(MIN_SCAN_INTERVAL)
     }
 
     fn fall_back_to_polling(&mut self, reason: PollReason) {
@@ -319,12 +325,12 @@ impl FolderWatch {
         if found {
             self.last_change = Instant::now();
         }
-        self.rescanned |= found || lost;
+        self.rescanned |= found;
         self.needs_rescan = false;
         if self.polling() {
             self.last_scan = files;
         }
-        self.next_scan = Instant::now() + self.scan_interval();
+        self.next_scan = later(Instant::now(), self.scan_interval());
         Ok(())
     }
 
@@ -343,7 +349,7 @@ impl FolderWatch {
             self.rescanned = true;
         }
         self.last_scan = files;
-        self.next_scan = Instant::now() + self.settings.poll;
+        self.next_scan = later(Instant::now(), self.scan_interval());
         Ok(found)
     }
 
@@ -365,7 +371,9 @@ impl FolderWatch {
                 return;
             }
         };
-        if event.need_rescan() {
+        // The root removed or moved away: the scan that follows reports it.
+        let root_gone = matches!(event.kind, EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))) && event.paths.contains(&self.tree.root);
+        if event.need_rescan() || root_gone {
             self.needs_rescan = true;
             return;
         }
@@ -378,12 +386,12 @@ impl FolderWatch {
                 }
             }
             EventKind::Access(_) => return,
-            EventKind::Create(CreateKind::File) => {
+            EventKind::Create(CreateKind::File) if CLOSE_EVENTS => {
                 for path in paths.iter().filter(|path| self.tree.fresh_file(path)) {
                     self.writing.insert(path.clone(), now);
                 }
             }
-            EventKind::Modify(ModifyKind::Data(_)) => {
+            EventKind::Modify(ModifyKind::Data(_)) if CLOSE_EVENTS => {
                 for path in &paths {
                     self.writing.insert(path.clone(), now);
                 }
@@ -492,6 +500,11 @@ impl FolderWatch {
         let rescanned = std::mem::take(&mut self.rescanned);
         (!paths.is_empty()).then_some(Settled { paths, rescanned })
     }
+}
+
+/// `from + wait`, or far ahead for a wait too long to add (a config's way to say "never").
+fn later(from: Instant, wait: Duration) -> Instant {
+    from.checked_add(wait).or_else(|| from.checked_add(Duration::from_secs(1 << 32))).unwrap_or(from)
 }
 
 /// The OS's thread sends events here; it drops those that say only that a

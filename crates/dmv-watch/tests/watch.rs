@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use dmv_watch::{FolderWatch, Ignore, Mode, PollReason, Settings, Settled};
+use dmv_watch::{FolderWatch, Ignore, Mode, PollReason, Settings, Settled, WatchError};
 
 /// The tests run one at a time: two bursts of files on two cores would make
 /// a writer thread pause longer than a quiet period.
@@ -319,4 +319,20 @@ fn deletions_and_renames_name_the_files() {
     fs::remove_dir_all(root.join("trip")).unwrap();
     assert_eq!(watching.next().0.paths, paths(&["trip/c.jpg", "trip/d.jpg"]));
     watching.no_batch_within(Duration::from_secs(1));
+}
+
+#[test]
+fn a_removed_root_is_an_error() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    fs::create_dir(&root).unwrap();
+    fs::write(root.join("a.jpg"), b"pixels").unwrap();
+    let mut watch = FolderWatch::start(&root, nothing_ignored(), quiet(300)).unwrap();
+    fs::remove_dir_all(&root).unwrap();
+    assert!(matches!(watch.next_settled(&AtomicBool::new(false)), Err(WatchError::Root { .. })));
+    assert!(matches!(FolderWatch::start(&root, nothing_ignored(), quiet(300)), Err(WatchError::Root { .. })));
+    let file = dir.path().join("file");
+    fs::write(&file, b"x").unwrap();
+    assert!(matches!(FolderWatch::start(&file, nothing_ignored(), quiet(300)), Err(WatchError::NotAFolder { .. })));
 }
