@@ -146,7 +146,7 @@ fn links(_: &Metadata) -> u64 {
 /// Whether the folder is on a file system whose changes made on another
 /// machine raise no events here (NFS, SMB, 9p as in WSL's /mnt/c, Ceph, AFS,
 /// FUSE such as sshfs): there only polling sees everything.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(dmv_portable)))]
 pub(crate) fn on_network_fs(root: &Path) -> bool {
     const REMOTE: [u32; 8] = [0x6969, 0x517b, 0xff53_4d42, 0xfe53_4d42, 0x0102_1997, 0x00c3_6400, 0x5346_414f, 0x6573_5546];
     // The field's type differs between targets; the magic numbers fit 32 bits.
@@ -154,7 +154,7 @@ pub(crate) fn on_network_fs(root: &Path) -> bool {
     rustix::fs::statfs(root).is_ok_and(|fs| REMOTE.contains(&(fs.f_type as u32)))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(dmv_portable))))]
 pub(crate) fn on_network_fs(_: &Path) -> bool {
     false
 }
