@@ -308,9 +308,9 @@ impl FolderWatch {
         Ok(files)
     }
 
-    /// Compares a full scan with the tree as last reported. `lost`: events
-    /// were lost, so whatever is pending must come from this scan, and a
-    /// close event may never come.
+    /// Compares a full scan with the tree as last reported; what differs
+    /// joins the batch. `lost`: events were lost, among them perhaps the
+    /// close events that would clear the marks of files being written.
     fn rescan(&mut self, lost: bool) -> Result<(), WatchError> {
         let files = self.scan()?;
         let mut found = false;
