@@ -32,7 +32,16 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
             if len > MAX_LOG_SIZE {
                 return Err(target.damaged(format!("{} is {len} bytes, more than a location log can be", e.path())));
             }
-            let bytes = op.read_with(e.path()).range(0..len).await.map_err(|err| target.classify(err, "reading a location log"))?.to_vec();
+            // Whole, not the listed length: its writer may have replaced it
+            // since the listing, and the first bytes of a longer log are no log.
+            let bytes = match op.read(e.path()).await {
+                Ok(bytes) => bytes.to_vec(),
+                Err(err) if err.kind() == ErrorKind::NotFound => continue,
+                Err(err) => return Err(target.classify(err, "reading a location log")),
+            };
+            if bytes.len() as u64 > MAX_LOG_SIZE {
+                return Err(target.damaged(format!("{} is {} bytes, more than a location log can be", e.path(), bytes.len())));
+            }
             trace::count_received(bytes.len() as u64);
             logs.push(bytes);
         }

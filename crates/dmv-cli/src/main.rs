@@ -12,6 +12,7 @@ mod progress;
 mod refcmds;
 mod repo_args;
 mod sync;
+mod watch;
 mod work;
 
 use std::path::PathBuf;
@@ -108,6 +109,8 @@ enum Command {
     Push(sync::PushArgs),
     /// Pull the current branch from a remote, then push it back if the merge is clean.
     Sync(sync::SyncArgs),
+    /// Commit changes once they settle and, with --sync, keep every remote in step.
+    Watch(watch::WatchArgs),
     /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
     Serve(sync::ServeArgs),
     /// Show or change which files' data this replica keeps (full, meta, paths:GLOB, recent:N).
@@ -202,6 +205,7 @@ fn main() -> ExitCode {
         Command::Pull(a) => sync::pull(a),
         Command::Push(a) => sync::push(a),
         Command::Sync(a) => sync::sync(a),
+        Command::Watch(a) => watch::watch(a),
         Command::Serve(a) => sync::serve(a),
         Command::Slice(a) => partial::slice(a),
         Command::Ls(a) => partial::ls(a),
@@ -286,6 +290,7 @@ fn talks_to_peers(c: &Command) -> bool {
             | Command::Pull(_)
             | Command::Push(_)
             | Command::Sync(_)
+            | Command::Watch(_)
             | Command::Get(_)
             | Command::Slice(_)
             | Command::Whereis(_)

@@ -428,3 +428,52 @@ fn a_push_to_a_bucket_reports_the_bytes_that_reached_it() {
     // Told as parts of packs reach the bucket (8 MiB each), not as each of the ~1,300 chunks is staged.
     assert!((3..100).contains(&sending.len()), "{} updates", sending.len());
 }
+
+/// A fetch reads every location log in the bucket while a push replaces its
+/// writer's with a longer one: read at the length listed before, a log was
+/// cut short and the fetch failed with "checksum mismatch" (two watchers
+/// syncing through one bucket met it). Each log is read whole now.
+#[test]
+fn a_fetch_reads_location_logs_whole_while_a_push_grows_one() {
+    let minio = Minio::start();
+    minio.create_bucket("growing");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let url = "s3://growing/r";
+    let (laptop, desk) = (t.join("laptop"), t.join("desk"));
+    std::fs::create_dir(&laptop).unwrap();
+    dmv(&laptop, &["init"]);
+    std::fs::write(laptop.join("f0"), b"0").unwrap();
+    commit_all(&laptop, "first");
+    s3_ok(&minio, &laptop, &["remote", "add", "bucket", url, "--endpoint", &minio.endpoint()]);
+    s3_ok(&minio, &laptop, &["push", "bucket", "main"]);
+    s3_ok(&minio, t, &["clone", url, "desk", "--endpoint", &minio.endpoint()]);
+    let pushing = std::sync::atomic::AtomicBool::new(true);
+    let fetches = std::thread::scope(|s| {
+        let fetcher = s.spawn(|| {
+            let mut failed = Vec::new();
+            let mut n = 0;
+            while pushing.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = s3(&minio, &desk, &["fetch", "origin"]);
+                if !out.status.success() {
+                    failed.push(stderr(&out));
+                }
+                n += 1;
+            }
+            (n, failed)
+        });
+        for i in 1..40 {
+            // Many files a commit: the laptop's log grows by a lot each push.
+            for k in 0..50 {
+                std::fs::write(laptop.join(format!("f{i}-{k}")), format!("{i} {k}")).unwrap();
+            }
+            commit_all(&laptop, &format!("commit {i}"));
+            s3_ok(&minio, &laptop, &["push", "bucket", "main"]);
+        }
+        pushing.store(false, std::sync::atomic::Ordering::Relaxed);
+        fetcher.join().unwrap()
+    });
+    let (n, failed) = fetches;
+    assert!(failed.is_empty(), "{} of {n} fetches failed: {:?}", failed.len(), failed.first());
+    assert!(n >= 10, "only {n} fetches ran beside the pushes");
+}

@@ -46,6 +46,7 @@ pub use merge::merging::MergeOutcome;
 pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
+pub use operations::autocommit::{describe_changes, AutoCommit};
 pub use operations::diff_sides::DiffSide;
 pub use operations::fsck::{FsckReport, RepoStats};
 pub use operations::gc::GcPolicy;

@@ -42,6 +42,7 @@ mod fetch;
 mod frame;
 mod http_client;
 mod in_process;
+mod keep_both;
 mod locations;
 mod memory_remote;
 mod named_remotes;
@@ -73,6 +74,7 @@ pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
 pub use fetch::{fetch, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
+pub use keep_both::{sync_keeping_both, SyncedKeepingBoth};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use named_remotes::{

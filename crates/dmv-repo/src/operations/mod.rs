@@ -1,11 +1,12 @@
 //! The operations on top of the working tree and the merge: those that
 //! consult a merge in progress (status, commit, switch), reset and amend,
-//! revert, stash, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
+//! revert, stash, a watcher's commit of everything, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
 //! as one call each.
 //!
-//! Read bottom up: `merge_aware`, `reset`, `revert`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
+//! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
 //! `revision_paths`.
 
+pub(crate) mod autocommit;
 pub(crate) mod checks;
 pub(crate) mod diff_sides;
 pub(crate) mod fsck;

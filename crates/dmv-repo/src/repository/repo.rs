@@ -193,6 +193,12 @@ impl Repository {
         Ok(())
     }
 
+    /// The lock a watcher holds while it runs (`.dmv/watch.lock`): one
+    /// `dmv watch` per repository, named with its pid.
+    pub fn watcher_lock(&self) -> WorktreeLock {
+        WorktreeLock::new(&self.dmv.join("watch.lock"))
+    }
+
     pub(crate) fn dirstate_path(&self) -> PathBuf {
         self.dmv.join("dirstate")
     }

@@ -89,8 +89,13 @@ impl WorktreeLock {
         self.held.lock().unwrap_or_else(|e| e.into_inner()).1 > 0
     }
 
+    /// The process that holds the lock, as its holder described itself.
+    pub fn holder_pid(&self) -> Option<u32> {
+        self.holder().strip_prefix("pid ")?.split(' ').next()?.parse().ok()
+    }
+
     /// Who holds the lock, as its holder described itself.
-    fn holder(&self) -> String {
+    pub fn holder(&self) -> String {
         let mut text = String::new();
         let _ = File::open(&self.path).and_then(|mut f| f.read_to_string(&mut text));
         match text.trim() {

@@ -1,0 +1,360 @@
+//! `dmv watch`: commits what settled in the working tree and, with `--sync`,
+//! keeps it in step with every remote. A thin loop over the libraries: the
+//! folder watch (dmv-watch), the commit of everything (dmv-repo) and the
+//! sync that keeps both versions of a conflict (dmv-sync).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, ValueEnum};
+use dmv_repo::{Repository, Silent};
+use dmv_watch::{FolderWatch, Mode, Settings};
+
+use crate::repo_args::{open_repo, printable};
+
+#[derive(Args)]
+pub struct WatchArgs {
+    /// Seconds without a change before what changed is committed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    quiet: f64,
+    /// After each commit, and every --sync-every seconds, sync with every
+    /// remote (a file changed on two replicas keeps both versions).
+    #[arg(long)]
+    sync: bool,
+    /// Seconds between syncs when nothing changes here.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    sync_every: f64,
+    /// Look for changes by reading the tree's stat data every few seconds
+    /// instead of the OS's file events.
+    #[arg(long)]
+    poll: bool,
+    /// Run in the background: its log in .dmv/watch.log.
+    #[arg(long, conflicts_with_all = ["stop", "status", "install"])]
+    background: bool,
+    /// Stop the watcher running in this repository.
+    #[arg(long, conflicts_with_all = ["status", "install"])]
+    stop: bool,
+    /// Say whether a watcher runs here, and what it did last.
+    #[arg(long, conflicts_with = "install")]
+    status: bool,
+    /// Write a service that starts this watcher at login (a systemd user
+    /// unit on Linux, a launchd agent on macOS) and say how to enable it.
+    #[arg(long)]
+    install: bool,
+    /// The kind of service --install writes (default: this system's).
+    #[arg(long, value_enum, requires = "install", hide = true)]
+    service: Option<Service>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Service {
+    Systemd,
+    Launchd,
+}
+
+const LOG: &str = "watch.log";
+
+pub fn watch(a: WatchArgs) -> Result<u8> {
+    let repo = open_repo()?;
+    repo.require_worktree()?;
+    if a.stop {
+        return stop(&repo);
+    }
+    if a.status {
+        return status(&repo);
+    }
+    if a.install {
+        return install(&repo, &a);
+    }
+    if !(a.quiet.is_finite() && a.quiet >= 0.0 && a.sync_every.is_finite() && a.sync_every > 0.0) {
+        bail!("--quiet and --sync-every take a number of seconds (and --sync-every more than 0)");
+    }
+    if a.background {
+        return background(&repo, &a);
+    }
+    run(&repo, &a)
+}
+
+/// The watcher itself, until SIGTERM or SIGINT.
+fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
+    let lock = repo.watcher_lock();
+    let Some(_held) = lock.try_acquire()? else {
+        bail!("a watcher already runs in this repository ({})", lock.holder());
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    // `wake` ends a wait for changes: a signal, or the time to sync.
+    let wake = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, stop.clone())?;
+        signal_hook::flag::register(signal, wake.clone())?;
+    }
+    let settings = Settings { quiet: Duration::from_secs_f64(a.quiet), force_poll: a.poll, ..Settings::default() };
+    let mut folder = FolderWatch::start(&repo.root, Arc::new(|_: &Path| false), settings)?;
+    match folder.mode() {
+        Mode::Events => say(&format!("watching {} (file events)", repo.root.display())),
+        Mode::Polling(why) => say(&format!("watching {} (reading the tree every few seconds: {why})", repo.root.display())),
+    }
+    let sync_every = Duration::from_secs_f64(a.sync_every);
+    let mut next_sync = Instant::now();
+    // What changed while no watcher ran is committed first.
+    let mut changed = true;
+    while !stop.load(Ordering::Relaxed) {
+        if changed {
+            commit(repo);
+        }
+        if a.sync && (changed || Instant::now() >= next_sync) {
+            sync(repo);
+            next_sync = Instant::now() + sync_every;
+        }
+        wake.store(false, Ordering::Relaxed);
+        // A signal taken before `wake` was cleared set `stop` too.
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let timer = a.sync.then(|| wake_at(next_sync, wake.clone()));
+        changed = folder.next_settled(&wake)?.is_some();
+        drop(timer);
+    }
+    say("stopped");
+    Ok(0)
+}
+
+/// Sets `wake` at `when`, unless dropped first.
+fn wake_at(when: Instant, wake: Arc<AtomicBool>) -> Timer {
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let gone = cancelled.clone();
+    std::thread::spawn(move || {
+        while !gone.load(Ordering::Relaxed) {
+            let left = when.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                wake.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(500)));
+        }
+    });
+    Timer { cancelled }
+}
+
+struct Timer {
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One commit of what changed; a failure is logged and the watch goes on
+/// (a full disk, a file that vanished while it was read: the next change
+/// tries again).
+fn commit(repo: &Repository) {
+    match repo.commit_everything(&Silent) {
+        Ok(Some(made)) => say(&format!("committed {}: {}", made.id.short(), made.message)),
+        Ok(None) => {}
+        Err(e) => say(&format!("cannot commit: {}", printable(&e.to_string()))),
+    }
+}
+
+fn sync(repo: &Repository) {
+    let done = match dmv_sync::sync_keeping_both(repo, &Silent) {
+        Ok(done) => done,
+        Err(e) => return say(&format!("cannot sync: {}", printable(&e.to_string()))),
+    };
+    for pass in &done.passes {
+        for (name, pulled) in &pulled_with_changes(pass) {
+            say(&format!("merged {} from {name}", pulled));
+        }
+        for (name, pushed) in &pass.pushed {
+            if !pushed.updated.is_empty() {
+                say(&format!("sent to {name}"));
+            }
+        }
+        for (name, why) in &pass.skipped {
+            say(&format!("did not reach {name}: {}", printable(why)));
+        }
+    }
+    for kept in &done.kept_both {
+        let names: Vec<String> = kept.kept.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        say(&format!("changed on two replicas, both versions kept: {} ({})", String::from_utf8_lossy(&kept.path), names.join(", ")));
+    }
+}
+
+/// The remotes whose pull changed something here, with what was merged.
+fn pulled_with_changes(pass: &dmv_sync::SyncedAll) -> Vec<(String, String)> {
+    pass.pulled.iter().filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate)).map(|(name, p)| (name.clone(), p.label.clone())).collect()
+}
+
+/// A line of the watcher's log, with the time: stdout, which is the log
+/// file when it runs in the background.
+fn say(line: &str) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{} {line}", dmv_repo::utc_time(now));
+    let _ = out.flush();
+}
+
+/// Starts `dmv watch` with the same options, detached, its output appended
+/// to the log; returns once it holds the watcher lock.
+fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
+    let lock = repo.watcher_lock();
+    if let Some(pid) = lock.try_acquire()?.is_none().then(|| lock.holder()) {
+        bail!("a watcher already runs in this repository ({pid})");
+    }
+    let log_path = repo.dmv.join(LOG);
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(watch_args(a))
+        .current_dir(&repo.root)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        // Its own process group: a Ctrl-C in the terminal that started it does not stop it.
+        .process_group(0)
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lock.holder_pid() != Some(child.id()) {
+        if let Some(exit) = child.try_wait()? {
+            bail!("the watcher stopped at once ({exit}); its log: {}", log_path.display());
+        }
+        if Instant::now() > deadline {
+            bail!("the watcher did not start within 10 s; its log: {}", log_path.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("watching in the background (pid {}); log: {}", child.id(), log_path.display());
+    Ok(0)
+}
+
+fn stop(repo: &Repository) -> Result<u8> {
+    let lock = repo.watcher_lock();
+    let Some(pid) = running(repo)? else {
+        println!("no watcher runs in this repository");
+        return Ok(0);
+    };
+    // SAFETY: kill(2) with a pid read from the lock its holder still holds.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
+        bail!("cannot stop the watcher (pid {pid}): {}", std::io::Error::last_os_error());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lock.try_acquire()?.is_none() {
+        if Instant::now() > deadline {
+            bail!("the watcher (pid {pid}) did not stop within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("stopped the watcher (pid {pid})");
+    Ok(0)
+}
+
+/// The pid of the watcher running here, if one does.
+fn running(repo: &Repository) -> Result<Option<u32>> {
+    let lock = repo.watcher_lock();
+    if lock.try_acquire()?.is_some() {
+        return Ok(None);
+    }
+    lock.holder_pid().map(Some).ok_or_else(|| anyhow!("a watcher runs here, but its lock does not name it ({})", lock.holder()))
+}
+
+/// Whether a watcher runs, and the last lines of its log.
+fn status(repo: &Repository) -> Result<u8> {
+    match running(repo)? {
+        Some(pid) => println!("a watcher runs in this repository (pid {pid})"),
+        None => println!("no watcher runs in this repository"),
+    }
+    let log_path = repo.dmv.join(LOG);
+    let Ok(file) = std::fs::File::open(&log_path) else { return Ok(0) };
+    let lines: Vec<String> = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+    let kept: Vec<&String> = lines.iter().filter(|l| l.contains("both versions kept")).collect();
+    if !kept.is_empty() {
+        println!("files changed on two replicas (both versions kept):");
+        for line in kept.iter().rev().take(20).rev() {
+            println!("  {line}");
+        }
+    }
+    println!("last of {}:", log_path.display());
+    for line in &lines[lines.len().saturating_sub(10)..] {
+        println!("  {line}");
+    }
+    Ok(0)
+}
+
+/// Writes the service that starts `dmv watch` at login with the options
+/// given (but --install), and says how to enable it.
+fn install(repo: &Repository, a: &WatchArgs) -> Result<u8> {
+    let service = a.service.unwrap_or(if cfg!(target_os = "macos") { Service::Launchd } else { Service::Systemd });
+    let mut argv = vec![std::env::current_exe()?.to_string_lossy().into_owned()];
+    argv.extend(watch_args(a));
+    let home = PathBuf::from(std::env::var_os("HOME").ok_or_else(|| anyhow!("HOME is not set: nowhere to write the service"))?);
+    let name = service_name(&repo.root);
+    let (path, text, enable) = match service {
+        Service::Systemd => (
+            home.join(".config/systemd/user").join(format!("{name}.service")),
+            systemd_unit(&repo.root, &argv),
+            format!("systemctl --user daemon-reload && systemctl --user enable --now {name}.service"),
+        ),
+        Service::Launchd => {
+            let path = home.join("Library/LaunchAgents").join(format!("{name}.plist"));
+            let enable = format!("launchctl load -w {}", path.display());
+            (path, launchd_plist(&name, &repo.root, &argv), enable)
+        }
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    dmv_repo::write_atomic(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {}", path.display());
+    println!("to start it now and at every login: {enable}");
+    Ok(0)
+}
+
+/// `watch` and the options of `a` that the watcher itself takes.
+fn watch_args(a: &WatchArgs) -> Vec<String> {
+    let mut args = vec!["watch".to_string(), "--quiet".into(), a.quiet.to_string()];
+    if a.sync {
+        args.extend(["--sync".into(), "--sync-every".into(), a.sync_every.to_string()]);
+    }
+    if a.poll {
+        args.push("--poll".into());
+    }
+    args
+}
+
+/// `dmv-watch-<folder>-<hash of the path>`: one service per repository.
+fn service_name(root: &Path) -> String {
+    let folder: String = root.file_name().map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect()).unwrap_or_default();
+    let hash = blake3_hex(root.as_os_str().as_encoded_bytes());
+    format!("dmv-watch-{folder}-{}", &hash[..8])
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    dmv_repo::store::ObjectId::hash(dmv_repo::store::ObjectKind::Chunk, bytes).to_hex()
+}
+
+/// A systemd user unit: arguments quoted as systemd reads them.
+fn systemd_unit(root: &Path, argv: &[String]) -> String {
+    let quoted: Vec<String> = argv.iter().map(|a| format!("\"{}\"", a.replace('\\', "\\\\").replace('"', "\\\"").replace('%', "%%"))).collect();
+    format!(
+        "[Unit]\nDescription=dmv watch of {root}\n\n[Service]\nWorkingDirectory=\"{root}\"\nExecStart={exec}\nRestart=on-failure\nRestartSec=10\n\n[Install]\nWantedBy=default.target\n",
+        root = root.display(),
+        exec = quoted.join(" ")
+    )
+}
+
+/// A launchd agent: started at load, restarted when it exits, its output in the watch log.
+fn launchd_plist(label: &str, root: &Path, argv: &[String]) -> String {
+    let xml = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let args: String = argv.iter().map(|a| format!("\t\t<string>{}</string>\n", xml(a))).collect();
+    let root = xml(&root.to_string_lossy());
+    let log = xml(&format!("{root}/.dmv/{LOG}"));
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\">\n<dict>\n\t<key>Label</key>\n\t<string>{label}</string>\n\t<key>ProgramArguments</key>\n\t<array>\n{args}\t</array>\n\t<key>WorkingDirectory</key>\n\t<string>{root}</string>\n\t<key>RunAtLoad</key>\n\t<true/>\n\t<key>KeepAlive</key>\n\t<true/>\n\t<key>StandardOutPath</key>\n\t<string>{log}</string>\n\t<key>StandardErrorPath</key>\n\t<string>{log}</string>\n</dict>\n</plist>\n"
+    )
+}

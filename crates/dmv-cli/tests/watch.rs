@@ -1,0 +1,309 @@
+//! `dmv watch`: what settles is committed as one commit, a second watcher is
+//! refused, the background watcher starts, reports and stops, kills lose
+//! nothing, and two watching replicas keep in step through an HTTP hub and
+//! a bucket, keeping both versions of a file changed on both.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::remote::{fsck_clean, ok};
+use common::servers::{HttpServer, Minio};
+use common::*;
+
+/// Long enough for any of these waits on a loaded two-core machine; a
+/// condition met sooner ends the wait at once.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Waits until `done` holds, polling; panics naming `what` after [`PATIENCE`].
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < PATIENCE, "waited {PATIENCE:?} for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// [`wait_for`], with the watchers' logs in the panic's message.
+fn wait_for_logged(what: &str, watchers: &[&Watcher], mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > PATIENCE {
+            let logs: Vec<String> = watchers.iter().map(|w| format!("{}:\n{}", w.log.display(), w.log())).collect();
+            panic!("waited {PATIENCE:?} for {what}\n{}", logs.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A foreground `dmv watch` in `dir`, its log read back from a file.
+struct Watcher {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Watcher {
+    fn start(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Watcher {
+        let log = dir.join(format!("../{}-watch.log", dir.file_name().unwrap().to_string_lossy()));
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let mut cmd = dmv_cmd(dir);
+        cmd.arg("watch").args(args).stdin(Stdio::null()).stdout(file.try_clone().unwrap()).stderr(file);
+        env(&mut cmd);
+        let watcher = Watcher { child: cmd.spawn().unwrap(), log };
+        wait_for("the watcher to start", || watcher.log().contains("watching "));
+        watcher
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then its exit status: it stops cleanly, and soon.
+    fn stop(mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), libc::SIGTERM);
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < PATIENCE, "the watcher did not stop on SIGTERM: {}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with the pid of a process this test started, and a standard signal.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig})");
+}
+
+fn no_env(_: &mut Command) {}
+
+/// The messages of HEAD's history, newest first.
+fn messages(dir: &Path) -> Vec<String> {
+    let out = dmv_out(dir, &["log", "--format", "%s"]);
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn what_settles_is_one_commit_and_a_second_watcher_is_refused() {
+    let t = new_repo();
+    let r = t.path();
+    std::fs::write(r.join("before.txt"), b"written before the watch").unwrap();
+    let watcher = Watcher::start(r, &["--quiet", "0.5"], &no_env);
+    // What changed while no watcher ran is committed first.
+    wait_for("the first commit", || messages(r).len() == 1);
+    assert_eq!(messages(r), ["1 added"]);
+    let second = dmv_out(r, &["watch"]);
+    assert_eq!(second.status.code(), Some(128));
+    assert!(stderr(&second).contains("a watcher already runs in this repository (pid"), "{}", stderr(&second));
+    // A burst of 10,000 new files is one commit.
+    for f in 0..10 {
+        std::fs::create_dir_all(r.join(format!("photos/2026/day{f}"))).unwrap();
+        for i in 0..1000 {
+            std::fs::write(r.join(format!("photos/2026/day{f}/IMG_{i:04}.jpg")), format!("{f} {i}")).unwrap();
+        }
+    }
+    wait_for("the burst's commit", || messages(r).len() == 2);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(messages(r), ["10000 added in photos/2026/", "1 added"]);
+    assert!(dmv(r, &["status", "--short"]).is_empty());
+    // Changes and deletions, counted.
+    std::fs::write(r.join("photos/2026/day0/IMG_0000.jpg"), b"edited").unwrap();
+    std::fs::remove_file(r.join("photos/2026/day1/IMG_0001.jpg")).unwrap();
+    wait_for("the edit's commit", || messages(r).len() == 3);
+    assert_eq!(messages(r)[0], "1 modified, 1 deleted in photos/2026/");
+    let log = watcher.log();
+    assert!(watcher.stop().success(), "{log}");
+    fsck_clean(r);
+}
+
+#[test]
+fn the_background_watcher_starts_reports_idles_and_stops() {
+    let t = new_repo();
+    let r = t.path();
+    let out = dmv_out(r, &["watch", "--background", "--quiet", "0.3"]);
+    ok(&out);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    let pid: u32 = said.split("(pid ").nth(1).and_then(|s| s.split(')').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{said}"));
+    let status = dmv(r, &["watch", "--status"]);
+    assert!(status.contains(&format!("a watcher runs in this repository (pid {pid})")), "{status}");
+    std::fs::write(r.join("a.txt"), b"a").unwrap();
+    wait_for("a commit", || messages(r).len() == 1);
+    // Idle, it uses next to no CPU: clock ticks of user and system time over 5 s.
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(5));
+    let used = ticks() - before;
+    assert!(used <= 5, "{used} ticks (1/100 s) of CPU in 5 s of idling");
+    let stopped = dmv(r, &["watch", "--stop"]);
+    assert!(stopped.contains(&format!("stopped the watcher (pid {pid})")), "{stopped}");
+    assert!(dmv(r, &["watch", "--status"]).contains("no watcher runs in this repository"));
+    let log = std::fs::read_to_string(r.join(".dmv/watch.log")).unwrap();
+    assert!(log.contains("committed ") && log.contains(": 1 added") && log.contains("stopped"), "{log}");
+}
+
+/// A watcher killed (`SIGKILL`) at random moments of a stream of new files,
+/// then started again, commits every file; nothing is half-committed.
+#[test]
+fn a_watcher_killed_at_any_moment_loses_nothing() {
+    let t = new_repo();
+    let r = t.path();
+    let mut noise = Noise::new(7);
+    let mut written = 0;
+    for round in 0..4 {
+        let mut watcher = Watcher::start(r, &["--quiet", "0.2"], &no_env);
+        for _ in 0..20 {
+            std::fs::write(r.join(format!("f{written:03}.raw")), vec![round as u8; 1000 + written * 10]).unwrap();
+            written += 1;
+            std::thread::sleep(Duration::from_millis(below(&mut noise, 60)));
+        }
+        std::thread::sleep(Duration::from_millis(below(&mut noise, 800)));
+        let _ = watcher.child.kill();
+        let _ = watcher.child.wait();
+    }
+    let watcher = Watcher::start(r, &["--quiet", "0.2"], &no_env);
+    wait_for("every file committed", || dmv(r, &["status", "--short"]).is_empty() && dmv(r, &["ls-tree", "-r", "HEAD"]).lines().count() == written);
+    assert!(watcher.stop().success());
+    fsck_clean(r);
+}
+
+fn below(noise: &mut Noise, n: u64) -> u64 {
+    u64::from_le_bytes(noise.bytes(8).try_into().unwrap()) % n
+}
+
+const TOKEN: &str = "watch-test-token";
+
+/// Two replicas, each watching and syncing with an HTTP hub and a bucket:
+/// a file made on one arrives on the other; a file changed on both while
+/// one watcher was stopped keeps both versions on both; either watcher and
+/// the hub killed and started again lose nothing.
+#[test]
+fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = Minio::start();
+    minio.create_bucket("watched");
+    dmv(t, &["init", "--bare", "hub"]);
+    let config = format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n");
+    let mut hub = HttpServer::start(&config, t, 0);
+    let env = |cmd: &mut Command| {
+        minio.env(cmd);
+        cmd.env("DMV_TOKEN", TOKEN);
+    };
+    let run = |dir: &Path, args: &[&str]| {
+        let mut cmd = dmv_cmd(dir);
+        cmd.args(args);
+        env(&mut cmd);
+        let out = cmd.output().unwrap();
+        ok(&out);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    std::fs::create_dir(t.join("laptop")).unwrap();
+    let laptop = t.join("laptop");
+    run(&laptop, &["init"]);
+    std::fs::write(laptop.join("IMG_1.jpg"), b"the first version").unwrap();
+    run(&laptop, &["add", "."]);
+    run(&laptop, &["commit", "-m", "first"]);
+    run(&laptop, &["remote", "add", "origin", &hub.url("hub")]);
+    run(&laptop, &["remote", "add", "bucket", "s3://watched/photos", "--endpoint", &minio.endpoint()]);
+    run(&laptop, &["push", "origin", "main"]);
+    run(&laptop, &["push", "bucket", "main"]);
+    run(t, &["clone", &hub.url("hub"), "desk"]);
+    let desk = t.join("desk");
+    run(&desk, &["remote", "add", "bucket", "s3://watched/photos", "--endpoint", &minio.endpoint()]);
+    let args = ["--quiet", "0.3", "--sync", "--sync-every", "1"];
+    let mut on_laptop = Watcher::start(&laptop, &args, &env);
+    let on_desk = Watcher::start(&desk, &args, &env);
+    // Made on the laptop, it arrives on the desk.
+    std::fs::write(laptop.join("IMG_2.jpg"), b"from the laptop").unwrap();
+    wait_for_logged("IMG_2 on the desk", &[&on_laptop, &on_desk], || std::fs::read(desk.join("IMG_2.jpg")).is_ok_and(|b| b == b"from the laptop"));
+    // The desk's watcher stops; both change IMG_1.
+    assert!(on_desk.stop().success());
+    std::fs::write(laptop.join("IMG_1.jpg"), b"edited on the laptop").unwrap();
+    wait_for("the laptop's edit at the hub", || {
+        let mut cmd = dmv_cmd(&laptop);
+        cmd.args(["log", "--format", "%s", "origin/main", "-n", "1"]);
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).contains("1 modified")
+    });
+    std::fs::write(desk.join("IMG_1.jpg"), b"edited on the desk").unwrap();
+    // The hub is killed and started again meanwhile: the watchers carry on.
+    hub.kill();
+    let port = hub.port;
+    hub = HttpServer::start_with(&t.join("server.toml"), port);
+    let on_desk = Watcher::start(&desk, &args, &env);
+    let both = |dir: &Path| std::fs::read(dir.join("IMG_1.ours.jpg")).is_ok() && std::fs::read(dir.join("IMG_1.theirs.jpg")).is_ok();
+    wait_for_logged("both versions on the desk", &[&on_laptop, &on_desk], || both(&desk));
+    wait_for_logged("both versions on the laptop", &[&on_laptop, &on_desk], || both(&laptop));
+    let versions = |dir: &Path| {
+        let mut v = vec![std::fs::read(dir.join("IMG_1.ours.jpg")).unwrap(), std::fs::read(dir.join("IMG_1.theirs.jpg")).unwrap()];
+        v.sort();
+        v
+    };
+    assert_eq!(versions(&desk), [b"edited on the desk".to_vec(), b"edited on the laptop".to_vec()]);
+    assert_eq!(versions(&laptop), versions(&desk));
+    assert!(on_desk.log().contains("changed on two replicas, both versions kept: IMG_1.jpg"), "{}", on_desk.log());
+    // The laptop's watcher killed outright, a file made meanwhile: picked up when it starts again.
+    let _ = on_laptop.child.kill();
+    let _ = on_laptop.child.wait();
+    std::fs::write(laptop.join("IMG_3.jpg"), b"while no watcher ran").unwrap();
+    on_laptop = Watcher::start(&laptop, &args, &env);
+    wait_for_logged("IMG_3 on the desk", &[&on_laptop, &on_desk], || std::fs::read(desk.join("IMG_3.jpg")).is_ok());
+    // Both replicas and the bucket end with one history.
+    wait_for_logged("one history", &[&on_laptop, &on_desk], || {
+        let head = |dir: &Path| dmv(dir, &["rev-parse", "HEAD"]);
+        run(&laptop, &["fetch", "bucket"]);
+        head(&laptop) == head(&desk) && dmv(&laptop, &["rev-parse", "bucket/main"]) == head(&laptop)
+    });
+    assert!(on_laptop.stop().success());
+    assert!(on_desk.stop().success());
+    fsck_clean(&laptop);
+    fsck_clean(&desk);
+    drop(hub);
+}
+
+#[test]
+fn install_writes_a_systemd_unit_and_a_launchd_agent_that_parse() {
+    let t = new_repo();
+    let r = t.path();
+    let home = tempfile::tempdir().unwrap();
+    for (service, dir, ext) in [("systemd", ".config/systemd/user", "service"), ("launchd", "Library/LaunchAgents", "plist")] {
+        let out = dmv_cmd(r).args(["watch", "--install", "--service", service, "--sync"]).env("HOME", home.path()).output().unwrap();
+        ok(&out);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        let written: Vec<PathBuf> = std::fs::read_dir(home.path().join(dir)).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+        assert_eq!(written.len(), 1, "{said}");
+        let text = std::fs::read_to_string(&written[0]).unwrap();
+        assert!(said.contains(&written[0].display().to_string()), "{said}");
+        match service {
+            "systemd" => {
+                assert!(said.contains("systemctl --user enable --now"), "{said}");
+                assert!(text.contains(&format!("WorkingDirectory=\"{}\"", r.display())), "{text}");
+                assert!(text.contains(&format!("ExecStart=\"{}\" \"watch\"", bin().display())) && text.contains("\"--sync\""), "{text}");
+            }
+            _ => {
+                assert!(said.contains("launchctl load -w"), "{said}");
+                // Read by a real plist parser, its types checked.
+                let check = "import plistlib,sys\np=plistlib.load(open(sys.argv[1],'rb'))\nassert isinstance(p['Label'],str) and p['RunAtLoad'] is True and p['KeepAlive'] is True\nassert p['ProgramArguments'][1:3]==['watch','--quiet'] and '--sync' in p['ProgramArguments'], p\nprint(p['WorkingDirectory'])";
+                let out = Command::new("python3").args(["-c", check]).arg(&written[0]).output().unwrap();
+                assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r.display().to_string());
+            }
+        }
+    }
+}

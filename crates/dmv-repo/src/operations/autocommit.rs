@@ -1,0 +1,99 @@
+//! What a watcher commits: everything that changed in the working tree, as
+//! one commit whose message says what changed and where.
+
+use dmv_store::{ObjectId, Progress};
+
+use crate::error::RepoResult;
+use crate::history::tree::{Change, ChangeKind};
+use crate::repository::repo::Repository;
+
+/// A commit made of every change in the working tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoCommit {
+    /// The commit made.
+    pub id: ObjectId,
+    /// Its message, as [`describe_changes`] wrote it.
+    pub message: String,
+}
+
+impl Repository {
+    /// Stages every change of the working tree (new, changed and deleted
+    /// files, not ignored ones; a partial replica's absent files stay
+    /// absent) and commits it as one commit with a message counting the
+    /// changes. None when nothing changed, or while a merge is in progress
+    /// (whoever started it settles it). One working-tree lock is held from
+    /// the staging to the commit: a change staged by another command in
+    /// between cannot slip into the commit under this message.
+    pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<Option<AutoCommit>> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if self.merge_state()?.is_some() {
+            return Ok(None);
+        }
+        self.add(&[Vec::new()], false, progress)?;
+        let staged = self.status()?.staged;
+        if staged.is_empty() {
+            return Ok(None);
+        }
+        let message = describe_changes(&staged);
+        Ok(self.commit_staged(&message)?.map(|id| AutoCommit { id, message }))
+    }
+}
+
+/// "12 added, 3 modified, 1 deleted in photos/2026/": the changes counted
+/// by kind, and the deepest folder holding them all (none when that is the
+/// top folder). A person reading `dmv log` of a watched folder sees at a
+/// glance what each commit was.
+pub fn describe_changes(changes: &[Change]) -> String {
+    let count = |kind| changes.iter().filter(|c| c.kind == kind).count();
+    let parts: Vec<String> = [(ChangeKind::Added, "added"), (ChangeKind::Modified, "modified"), (ChangeKind::Deleted, "deleted")]
+        .into_iter()
+        .map(|(kind, word)| (count(kind), word))
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+    let mut message = parts.join(", ");
+    let folder = common_folder(changes.iter().map(|c| c.path.as_slice()));
+    if !folder.is_empty() {
+        message.push_str(&format!(" in {}/", String::from_utf8_lossy(folder)));
+    }
+    message
+}
+
+/// The deepest folder (no trailing '/') holding every path; empty for the top.
+fn common_folder<'p>(mut paths: impl Iterator<Item = &'p [u8]>) -> &'p [u8] {
+    let Some(first) = paths.next() else { return b"" };
+    let mut folder = folder_of(first);
+    for path in paths {
+        let holds = |folder: &[u8]| path.starts_with(folder) && path.get(folder.len()) == Some(&b'/');
+        while !folder.is_empty() && !holds(folder) {
+            folder = folder_of(folder);
+        }
+    }
+    folder
+}
+
+/// The folder part of a '/'-separated path (empty for a top-level name).
+fn folder_of(path: &[u8]) -> &[u8] {
+    path.iter().rposition(|&b| b == b'/').map_or(&[][..], |i| &path[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, kind: ChangeKind) -> Change {
+        Change { path: path.as_bytes().to_vec(), kind, old: None, new: None }
+    }
+
+    #[test]
+    fn a_message_counts_the_changes_and_names_the_folder_holding_them() {
+        let photos = [change("photos/2026/a.jpg", ChangeKind::Added), change("photos/2026/b.jpg", ChangeKind::Added), change("photos/2026/day2/c.jpg", ChangeKind::Modified)];
+        assert_eq!(describe_changes(&photos), "2 added, 1 modified in photos/2026/");
+        assert_eq!(describe_changes(&[change("a.jpg", ChangeKind::Deleted)]), "1 deleted");
+        assert_eq!(describe_changes(&[change("x/a", ChangeKind::Added), change("y/b", ChangeKind::Added)]), "2 added");
+        // A folder named like the start of another is not theirs.
+        assert_eq!(describe_changes(&[change("ab/c", ChangeKind::Added), change("a/d", ChangeKind::Added)]), "2 added");
+        assert_eq!(describe_changes(&[change("a/b/c", ChangeKind::Added), change("a/b", ChangeKind::Deleted)]), "1 added, 1 deleted in a/");
+    }
+}
