@@ -29,6 +29,15 @@ pub struct WatchArgs {
     /// Seconds between syncs when nothing changes here.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     sync_every: f64,
+    /// After each sync that reached every remote, free the data of the
+    /// files here once --numcopies other copies are confirmed live (a
+    /// camera card's or a phone's ingest: shoot, send, free the space).
+    #[arg(long, requires = "sync")]
+    drop_after_push: bool,
+    /// Copies that must remain elsewhere for --drop-after-push (default:
+    /// the config's numcopies, else 2).
+    #[arg(long, value_name = "N", requires = "drop_after_push")]
+    numcopies: Option<u32>,
     /// Look for changes by reading the tree's stat data every few seconds
     /// instead of the OS's file events.
     #[arg(long)]
@@ -93,6 +102,9 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         signal_hook::flag::register(signal, stop.clone())?;
         signal_hook::flag::register(signal, wake.clone())?;
     }
+    let log_path = repo.dmv.join(LOG);
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+    let _ = LOG_FILE.set(std::sync::Mutex::new(log));
     let settings = Settings { quiet: Duration::from_secs_f64(a.quiet), force_poll: a.poll, ..Settings::default() };
     let mut folder = FolderWatch::start(&repo.root, Arc::new(|_: &Path| false), settings)?;
     match folder.mode() {
@@ -108,7 +120,10 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
             commit(repo);
         }
         if a.sync && (changed || Instant::now() >= next_sync) {
-            sync(repo);
+            let reached_all = sync(repo);
+            if reached_all && a.drop_after_push {
+                drop_sent(repo, a.numcopies);
+            }
             next_sync = Instant::now() + sync_every;
         }
         wake.store(false, Ordering::Relaxed);
@@ -162,10 +177,14 @@ fn commit(repo: &Repository) {
     }
 }
 
-fn sync(repo: &Repository) {
+/// One sync with every remote; whether it reached them all.
+fn sync(repo: &Repository) -> bool {
     let done = match dmv_sync::sync_keeping_both(repo, &Silent) {
         Ok(done) => done,
-        Err(e) => return say(&format!("cannot sync: {}", printable(&e.to_string()))),
+        Err(e) => {
+            say(&format!("cannot sync: {}", printable(&e.to_string())));
+            return false;
+        }
     };
     for pass in &done.passes {
         for (name, pulled) in &pulled_with_changes(pass) {
@@ -184,6 +203,25 @@ fn sync(repo: &Repository) {
         let names: Vec<String> = kept.kept.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
         say(&format!("changed on two replicas, both versions kept: {} ({})", String::from_utf8_lossy(&kept.path), names.join(", ")));
     }
+    done.passes.last().is_some_and(|pass| pass.skipped.is_empty() && pass.stopped_at.is_none())
+}
+
+/// Frees the data of every file here whose copies elsewhere are confirmed
+/// (the drop's own rule: all of them, or none and the reason logged).
+fn drop_sent(repo: &Repository, numcopies: Option<u32>) {
+    let here = match repo.load_dirstate() {
+        Ok(ds) => ds.entries.values().filter(|e| !e.is_absent()).count(),
+        Err(e) => return say(&format!("cannot read the dirstate: {}", printable(&e.to_string()))),
+    };
+    if here == 0 {
+        return;
+    }
+    let options = dmv_sync::DropOptions { paths: vec![Vec::new()], numcopies, ..Default::default() };
+    match dmv_sync::drop_files(repo, &options) {
+        Ok(dropped) if dropped.files > 0 => say(&format!("freed {} files ({} bytes), copies confirmed by {}", dropped.files, dropped.freed_bytes, dropped.confirmed_by.join(", "))),
+        Ok(_) => {}
+        Err(e) => say(&format!("kept the data here: {}", printable(&e.to_string()))),
+    }
 }
 
 /// The remotes whose pull changed something here, with what was merged.
@@ -191,13 +229,19 @@ fn pulled_with_changes(pass: &dmv_sync::SyncedAll) -> Vec<(String, String)> {
     pass.pulled.iter().filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate)).map(|(name, p)| (name.clone(), p.label.clone())).collect()
 }
 
-/// A line of the watcher's log, with the time: stdout, which is the log
-/// file when it runs in the background.
+/// The watcher's log, `.dmv/watch.log`, once [`run`] opened it.
+static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<std::fs::File>> = std::sync::OnceLock::new();
+
+/// A line of the watcher's log, with the time: on stdout, and in
+/// `.dmv/watch.log`, which `dmv watch --status` reads.
 fn say(line: &str) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let line = format!("{} {line}\n", dmv_repo::utc_time(now));
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{} {line}", dmv_repo::utc_time(now));
-    let _ = out.flush();
+    let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
+    if let Some(file) = LOG_FILE.get() {
+        let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(line.as_bytes());
+    }
 }
 
 /// Starts `dmv watch` with the same options, detached, its output appended
@@ -214,7 +258,8 @@ fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         .args(watch_args(a))
         .current_dir(&repo.root)
         .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
+        // It writes its log itself; what it cannot say there (it failed to start) goes there too.
+        .stdout(Stdio::null())
         .stderr(log)
         // Its own process group: a Ctrl-C in the terminal that started it does not stop it.
         .process_group(0)
@@ -269,16 +314,16 @@ fn status(repo: &Repository) -> Result<u8> {
         Some(pid) => println!("a watcher runs in this repository (pid {pid})"),
         None => println!("no watcher runs in this repository"),
     }
+    let kept = repo.kept_both();
+    if !kept.is_empty() {
+        println!("files changed on two replicas (both versions kept):");
+        for k in &kept {
+            println!("  {}: {}", printable(&k.path), k.kept.iter().map(|p| printable(p)).collect::<Vec<_>>().join(", "));
+        }
+    }
     let log_path = repo.dmv.join(LOG);
     let Ok(file) = std::fs::File::open(&log_path) else { return Ok(0) };
     let lines: Vec<String> = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).collect();
-    let kept: Vec<&String> = lines.iter().filter(|l| l.contains("both versions kept")).collect();
-    if !kept.is_empty() {
-        println!("files changed on two replicas (both versions kept):");
-        for line in kept.iter().rev().take(20).rev() {
-            println!("  {line}");
-        }
-    }
     println!("last of {}:", log_path.display());
     for line in &lines[lines.len().saturating_sub(10)..] {
         println!("  {line}");
@@ -320,6 +365,12 @@ fn watch_args(a: &WatchArgs) -> Vec<String> {
     let mut args = vec!["watch".to_string(), "--quiet".into(), a.quiet.to_string()];
     if a.sync {
         args.extend(["--sync".into(), "--sync-every".into(), a.sync_every.to_string()]);
+    }
+    if a.drop_after_push {
+        args.push("--drop-after-push".into());
+    }
+    if let Some(n) = a.numcopies {
+        args.extend(["--numcopies".into(), n.to_string()]);
     }
     if a.poll {
         args.push("--poll".into());

@@ -9,7 +9,7 @@ use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repository};
 
 use crate::progress::{Bar, Quiet};
-use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, printable, repo_paths, show_path};
 use dmv_repo::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES, TAGS};
 
 #[derive(Args)]
@@ -137,6 +137,13 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         writeln!(out, "\nChanged files locked by someone else (as {} said at {}):", known.remote, dmv_repo::utc_time(known.learned as i64))?;
         for l in held {
             writeln!(out, "\t{}\tlocked by {}", l.path, l.holder())?;
+        }
+    }
+    let kept_both = repo.kept_both();
+    if !kept_both.is_empty() {
+        writeln!(out, "\nChanged on two replicas, both versions kept:\n  (delete the one you do not want, or merge them by hand)")?;
+        for k in &kept_both {
+            writeln!(out, "\t{}: {}", printable(&k.path), k.kept.iter().map(|p| printable(p)).collect::<Vec<_>>().join(", "))?;
         }
     }
     if !st.untracked.is_empty() {

@@ -258,6 +258,11 @@ fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
     assert_eq!(versions(&desk), [b"edited on the desk".to_vec(), b"edited on the laptop".to_vec()]);
     assert_eq!(versions(&laptop), versions(&desk));
     assert!(on_desk.log().contains("changed on two replicas, both versions kept: IMG_1.jpg"), "{}", on_desk.log());
+    // `dmv status` says so on the replica that kept them, until a person chooses.
+    let status = dmv(&desk, &["status"]);
+    assert!(status.contains("Changed on two replicas, both versions kept:") && status.contains("IMG_1.jpg: IMG_1.ours.jpg, IMG_1.theirs.jpg"), "{status}");
+    let said = dmv(&desk, &["watch", "--status"]);
+    assert!(said.contains("files changed on two replicas (both versions kept):") && said.contains("IMG_1.jpg"), "{said}");
     // The laptop's watcher killed outright, a file made meanwhile: picked up when it starts again.
     let _ = on_laptop.child.kill();
     let _ = on_laptop.child.wait();
@@ -272,6 +277,8 @@ fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
     });
     assert!(on_laptop.stop().success());
     assert!(on_desk.stop().success());
+    std::fs::remove_file(desk.join("IMG_1.theirs.jpg")).unwrap();
+    assert!(!dmv(&desk, &["status"]).contains("both versions kept"));
     fsck_clean(&laptop);
     fsck_clean(&desk);
     drop(hub);
@@ -306,4 +313,64 @@ fn install_writes_a_systemd_unit_and_a_launchd_agent_that_parse() {
             }
         }
     }
+}
+
+/// The camera-card flow: a phone holding only `paths:camera` watches with
+/// --drop-after-push; a new photo is committed, sent to the hub and the
+/// bucket, then freed on the phone once both copies are confirmed. Its
+/// data stays at both, and a get brings it back.
+#[test]
+fn a_partial_replica_sends_new_photos_and_frees_them_once_two_copies_exist() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = Minio::start();
+    minio.create_bucket("ingest");
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n"), t, 0);
+    let env = |cmd: &mut Command| {
+        minio.env(cmd);
+        cmd.env("DMV_TOKEN", TOKEN);
+    };
+    let run = |dir: &Path, args: &[&str]| {
+        let mut cmd = dmv_cmd(dir);
+        cmd.args(args);
+        env(&mut cmd);
+        let out = cmd.output().unwrap();
+        ok(&out);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let desk = t.join("desk");
+    std::fs::create_dir(&desk).unwrap();
+    run(&desk, &["init"]);
+    std::fs::create_dir_all(desk.join("edits")).unwrap();
+    std::fs::write(desk.join("edits/plan.txt"), b"what to shoot").unwrap();
+    run(&desk, &["add", "."]);
+    run(&desk, &["commit", "-m", "plan"]);
+    run(&desk, &["remote", "add", "origin", &hub.url("hub")]);
+    run(&desk, &["remote", "add", "bucket", "s3://ingest/photos", "--endpoint", &minio.endpoint()]);
+    run(&desk, &["push", "origin", "main"]);
+    run(&desk, &["push", "bucket", "main"]);
+    run(t, &["clone", "--slice", "paths:camera", &hub.url("hub"), "phone"]);
+    let phone = t.join("phone");
+    run(&phone, &["remote", "add", "bucket", "s3://ingest/photos", "--endpoint", &minio.endpoint()]);
+    let watcher = Watcher::start(&phone, &["--quiet", "0.3", "--sync", "--sync-every", "1", "--drop-after-push"], &env);
+    std::fs::create_dir_all(phone.join("camera")).unwrap();
+    let mut photo = vec![0u8; 300_000];
+    Noise::new(3).fill(&mut photo);
+    std::fs::write(phone.join("camera/IMG_0001.jpg"), &photo).unwrap();
+    wait_for_logged("the photo freed on the phone", &[&watcher], || watcher.log().contains("freed 1 files"));
+    assert!(!phone.join("camera/IMG_0001.jpg").exists());
+    assert_eq!(run(&phone, &["ls", "--absent"]).lines().filter(|l| l.ends_with("camera/IMG_0001.jpg")).count(), 1);
+    // Still one commit of it, not a deletion: the watcher saw the file go and committed nothing.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(run(&phone, &["status", "--short"]).is_empty());
+    assert_eq!(messages(&phone)[0], "1 added in camera/");
+    // Both copies hold it: the desk pulls it from the hub, and the bucket serves it too.
+    run(&desk, &["pull", "origin", "main"]);
+    assert_eq!(std::fs::read(desk.join("camera/IMG_0001.jpg")).unwrap(), photo);
+    run(&phone, &["get", "--remote", "bucket", "camera/IMG_0001.jpg"]);
+    assert_eq!(std::fs::read(phone.join("camera/IMG_0001.jpg")).unwrap(), photo);
+    assert!(watcher.stop().success());
+    fsck_clean(&phone);
+    drop(hub);
 }

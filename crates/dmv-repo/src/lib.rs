@@ -41,6 +41,7 @@ pub use history::object_rules::{check_object, facts_of_content, stored_facts, Ob
 pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{diff_trees, find_renames, Listed};
+pub use merge::kept_both::KeptBoth;
 pub use merge::merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::MergeOutcome;
 pub use merge::resolution::Resolution;

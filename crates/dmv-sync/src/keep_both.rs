@@ -63,6 +63,7 @@ fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
     };
     let label = merge.label;
     repo.commit_staged(&format!("Merge {label}, keeping both versions of {} changed on two replicas", files(kept.len())))?;
+    repo.note_kept_both(&kept)?;
     done.kept_both.extend(kept);
     Ok(())
 }

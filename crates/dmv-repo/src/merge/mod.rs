@@ -2,8 +2,9 @@
 //! keeps, the external merge tool, settling conflicts, and the merge itself.
 //!
 //! Read bottom up: `resolution`, `three_way`, `merge_state`, `mergetool`, `resolve`,
-//! `merging`.
+//! `kept_both`, `merging`.
 
+pub(crate) mod kept_both;
 pub(crate) mod merge_state;
 pub(crate) mod mergetool;
 pub(crate) mod merging;
