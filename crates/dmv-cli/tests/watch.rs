@@ -374,3 +374,40 @@ fn a_partial_replica_sends_new_photos_and_frees_them_once_two_copies_exist() {
     fsck_clean(&phone);
     drop(hub);
 }
+
+/// A person commits, edits and runs gc in a watched folder while the
+/// watcher commits too: each change lands in exactly one commit or the
+/// other, every command either succeeds or says why in one line (nothing
+/// to commit: the watcher took it), and nothing is lost.
+#[test]
+fn a_watcher_and_a_person_committing_at_once_lose_nothing() {
+    let t = new_repo();
+    let r = t.path();
+    let watcher = Watcher::start(r, &["--quiet", "0.1"], &no_env);
+    for i in 0..30 {
+        std::fs::write(r.join(format!("f{i}.txt")), format!("version {i}")).unwrap();
+        if i > 0 {
+            std::fs::write(r.join(format!("f{}.txt", i - 1)), format!("edited {}", i - 1)).unwrap();
+        }
+        let args: &[&str] = match i % 3 {
+            0 => &["add", "."],
+            1 => &["commit", "-a", "-m", "by hand"],
+            _ => &["gc", "--prune", "now"],
+        };
+        let out = dmv_out(r, args);
+        let said = stderr(&out);
+        assert!(out.status.success() || (args[0] == "commit" && String::from_utf8_lossy(&out.stdout).contains("nothing")), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+        if args[0] == "add" {
+            let out = dmv_out(r, &["commit", "-m", "by hand"]);
+            assert!(out.status.success() || String::from_utf8_lossy(&out.stdout).contains("nothing"), "{}", stderr(&out));
+        }
+    }
+    wait_for_logged("everything committed", &[&watcher], || dmv(r, &["status", "--short"]).is_empty());
+    assert!(watcher.stop().success());
+    for i in 0..30 {
+        let want = if i < 29 { format!("edited {i}") } else { format!("version {i}") };
+        assert_eq!(dmv(r, &["cat", &format!("HEAD:f{i}.txt")]), want);
+    }
+    fsck_clean(r);
+}

@@ -88,6 +88,10 @@ impl Remote for BucketRemote {
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         let table = self.bucket.read_refs()?.table;
+        // A pack is published before the refs that name its objects: listed
+        // after the refs (not only when the bucket was opened, before a push
+        // that landed since), every object they name is found.
+        self.bucket.refresh()?;
         Ok(RemoteRefs { head: table.head, refs: table.refs.into_iter().collect() })
     }
 
