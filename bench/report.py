@@ -686,6 +686,10 @@ def partial_store_table(ix, exp, p):
         r = ix.by.get((tool, exp, str(p), step))
         if not r or r["status"] != "ok" or r.get("repo_bytes_disk") is None:
             continue
+        w = ix.by.get(("dmv", exp, str(p), "whereis"))
+        if (tool, step) == ("dmv", "get_ssh") and w and w["status"] == "ok" and not w.get("after_get"):
+            # runs before whereis moved after get: the store then held the location log whereis had learned
+            label += " (whereis ran before the get: this includes the location log it learned)"
         data = r.get("data_bytes")
         share = "%.2f%%" % (100.0 * r["repo_bytes_disk"] / data) if data else "—"
         files = r.get("worktree_files")
@@ -832,9 +836,13 @@ def partial_section(ix, mode, cfg):
                     "What the clones keep on disk:", "", partial_store_table(ix, exp, p), ""]
             whereis = partial_whereis_table(ix, exp, p)
             if whereis:
-                out += ["`whereis` in the meta clone: the time and peak RSS of listing, for every file of HEAD, "
+                w = ix.by.get(("dmv", exp, str(p), "whereis"))
+                when = ("after the get of one file above (whereis keeps the location log it learns in the clone, "
+                        "so it runs after the get, whose store size above is measured without it)"
+                        if w and w.get("after_get") else "run before the get of one file (the order of older runs)")
+                out += ["`whereis` in the meta clone, %s: the time and peak RSS of listing, for every file of HEAD, "
                         "the replicas that hold its data (output to /dev/null; dmv also asks origin live, over the "
-                        "same sshd), against git's nearest command and git-annex's whereis:", "", whereis, ""]
+                        "same sshd), against git's nearest command and git-annex's whereis:" % when, "", whereis, ""]
     return out
 
 
