@@ -1008,14 +1008,16 @@ def partial(ctx, sizes, counts, settle=0):
     repository over ssh (a real sshd on 127.0.0.1). Then, timed: a full `dmv
     clone`; `dmv clone --slice meta` (commits and trees, no file data) and
     git's blobless partial clone (`git clone --filter=blob:none
-    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv whereis` of
-    every file in the meta clone against `git ls-tree -r HEAD` in the blobless
-    clone and (many files, up to ANNEX_MAX_FILES, git-annex installed) `git
-    annex whereis` in a clone of an annex of the same files; `dmv get FILE` of
+    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv get FILE` of
     one file from the meta clone and git's on-demand fetch of the same blob
     (`git checkout HEAD -- FILE` in the blobless clone), against copying the
     file's bytes over the same transport (`ssh cat FILE`, into a file and into
-    /dev/null); and over HTTP (`dmv serve`) the meta clone and get against
+    /dev/null); `dmv whereis` of every file in the meta clone, after the get
+    (whereis keeps the location log it learned: before the get it would swell
+    the store measured after it), against `git ls-tree -r HEAD` in the
+    blobless clone and (many files, up to ANNEX_MAX_FILES, git-annex
+    installed) `git annex whereis` in a clone of an annex of the same files;
+    and over HTTP (`dmv serve`) the meta clone and get against
     `curl` from a plain static server (`python3 -m http.server`). git is
     measured over ssh only (the harness has no git smart-HTTP server).
     Recorded as experiments `partial-bigfile` (parameter: bytes; the file got
@@ -1313,10 +1315,6 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                 return extra
             step(dmv, "ls_absent", [dmv.cmd(pt, "ls", "--absent", cwd=meta, stdout="capture")],
                  os.path.join(meta, ".dmv"), check=absent, transport="local")
-            # whereis of every file, output to /dev/null: it asks the reachable remotes live (origin, over
-            # the same sshd); checked afterwards by one more run, untimed
-            step(dmv, "whereis", [dmv.cmd(pt, "whereis", cwd=meta, env=env)], os.path.join(meta, ".dmv"),
-                 check=_whereis_check(dmv, meta, dict(rec.env, **env), data["data_files"]))
 
             def got_check(out):
                 extra = _verify_got(os.path.join(meta, got), source_file)(out)
@@ -1326,6 +1324,13 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                 return extra
             step(dmv, "get_ssh", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
                  check=got_check)
+            # whereis of every file, output to /dev/null: it asks the reachable remotes live (origin, over
+            # the same sshd); checked afterwards by one more run, untimed. After get, not before: whereis
+            # keeps the location log it learned from origin in the meta clone (about 16 MiB at 100,000
+            # files), so before get it would swell the store that get_ssh's record measures
+            whereis_check = _whereis_check(dmv, meta, dict(rec.env, **env), data["data_files"])
+            step(dmv, "whereis", [dmv.cmd(pt, "whereis", cwd=meta, env=env)], os.path.join(meta, ".dmv"),
+                 check=lambda out: dict(whereis_check(out), after_get=True))
         # The floors: the same bytes through the same sshd (DMV's cipher order), into a file as get
         # writes one (get also keeps them in its store), and into /dev/null (the transport alone).
         login = shlex.join(sshd.login() + ["cat", source_file])
@@ -3060,3 +3065,560 @@ def _hubtier_raw(ctx, rclone, rclone_missing, minio, pt, experiment, param, sour
         rec.note("rclone", experiment, param, "all", "fail", str(e))
     finally:
         _remove([dest], later)
+
+
+# ---------------------------------------------------------------- watch mode (experiment `watch`)
+
+WATCH_QUIET_S = 1          # `dmv watch --quiet`: seconds without a change before what changed is committed
+WATCH_SYNC_EVERY_S = 1     # `dmv watch --sync-every`: seconds between syncs when nothing changes
+WATCH_POLL_S = 0.02        # how often the suite reads A's log and looks at B's working tree
+WATCH_WAIT_S = 300         # a point fails when the commit or the arrival takes longer (or the suite's timeout)
+WATCH_CALM_S = 2.5         # between points: no watcher logged anything for this long (more than --sync-every)
+WATCH_SMALL = 1024         # the one small file
+WATCH_HUB, WATCH_HAND_HUB = "hub", "hand"  # the watched replicas' hub; the by-hand replicas' own hub
+COMMITTED = re.compile(r" committed (\S+): (\d+) added")
+
+
+class _Watcher:
+    """`dmv watch ARGS` in `cwd`, in the foreground as a child of the suite, its stdout (the log) and stderr in
+    files. Under GNU time when installed (its %M after the watcher has stopped: the peak RSS of its whole
+    life) and under `setpriv --pdeathsig KILL` when there is one (GNU time's child dies with it, and GNU time
+    with the suite: no watcher outlives a killed suite). `pid` is dmv's own process (SIGTERM goes to it:
+    GNU time would die of it without passing it on)."""
+
+    def __init__(self, dmv, cwd, env, args, name, logdir):
+        self.dmv, self.cwd, self.env, self.args, self.name = dmv, cwd, env, args, name
+        self.log = os.path.join(logdir, "watch-%s.log" % name)
+        self.err = os.path.join(logdir, "watch-%s.err" % name)
+        self.rss = os.path.join(logdir, "watch-%s.rss" % name)
+        self.proc, self.pid, self.started, self.offset = None, None, None, 0
+        self.exit_code, self.stopped_s, self.lifetime_s = None, None, None
+
+    def start(self):
+        from measure import TIME_BIN
+        setpriv = shutil.which("setpriv", path=self.env.get("PATH"))
+        argv = ([TIME_BIN, "-f", "%M", "-o", self.rss] if TIME_BIN else []) + (
+            [setpriv, "--pdeathsig", "KILL"] if setpriv else []) + [self.dmv.path, "watch"] + self.args
+        with open(self.log, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=err, start_new_session=True, preexec_fn=servers._die_with_parent)
+        self.started = time.monotonic()
+        self.pid = self.proc.pid
+        if TIME_BIN:  # dmv is GNU time's one child (setpriv execs it)
+            children = "/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    with open(children) as f:
+                        kids = f.read().split()
+                except OSError:
+                    kids = []
+                if kids and self._exe(int(kids[0])) == os.path.realpath(self.dmv.path):
+                    self.pid = int(kids[0])
+                    break
+                time.sleep(0.005)
+        return self
+
+    @staticmethod
+    def _exe(pid):
+        try:
+            return os.path.realpath("/proc/%d/exe" % pid)
+        except OSError:
+            return None
+
+    def text(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def new_lines(self):
+        """The complete lines logged since the last call."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return data[:end].decode("utf-8", "replace").splitlines()
+
+    def size(self):
+        try:
+            return os.path.getsize(self.log)
+        except OSError:
+            return 0
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_for(self, word, timeout):
+        """Seconds from the start until the log holds `word`, or None (timeout, or the watcher ended)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if word in self.text():
+                return time.monotonic() - self.started
+            if not self.alive():
+                return None
+            time.sleep(0.01)
+        return None
+
+    def cpu(self):
+        """(utime + stime in seconds from /proc/PID/stat, every thread's run time in seconds from
+        /proc/PID/task/*/schedstat: nanoseconds, but only of the threads alive now), or (None, None)."""
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            return None, None
+        ns = 0
+        try:
+            for task in os.listdir("/proc/%d/task" % self.pid):
+                try:
+                    with open("/proc/%d/task/%s/schedstat" % (self.pid, task)) as f:
+                        ns += int(f.read().split()[0])
+                except (OSError, IndexError, ValueError):
+                    pass
+        except OSError:
+            ns = None
+        return ticks / os.sysconf("SC_CLK_TCK"), (ns / 1e9 if ns is not None else None)
+
+    def status(self, key):
+        """A field of /proc/PID/status in KiB or as a number (VmHWM, VmRSS, Threads), or None."""
+        try:
+            with open("/proc/%d/status" % self.pid) as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def inotify_watches(self):
+        """Inotify watches the watcher holds (lines `inotify wd:` in its descriptors' fdinfo), or None."""
+        total, found = 0, False
+        try:
+            for fd in os.listdir("/proc/%d/fdinfo" % self.pid):
+                try:
+                    with open("/proc/%d/fdinfo/%s" % (self.pid, fd)) as f:
+                        n = sum(1 for line in f if line.startswith("inotify wd:"))
+                except OSError:
+                    continue
+                if n:
+                    total, found = total + n, True
+        except OSError:
+            return None
+        return total if found else 0
+
+    def wait_idle(self, timeout, window=1.0):
+        """Seconds from the start until the watcher used no CPU (at most one clock tick) in two windows in a
+        row, or None after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        calm, last = 0, self.cpu()[0]
+        while time.monotonic() < deadline and self.alive():
+            time.sleep(window)
+            now = self.cpu()[0]
+            if now is None or last is None:
+                return None
+            calm = calm + 1 if now - last <= 1.0 / os.sysconf("SC_CLK_TCK") + 1e-9 else 0
+            last = now
+            if calm >= 2:
+                return time.monotonic() - self.started - 2 * window
+        return None
+
+    def stop(self, timeout=30):
+        """SIGTERM to dmv; returns its exit code (GNU time passes it on), or None if it had to be killed."""
+        if self.proc is None or self.exit_code is not None:
+            return self.exit_code
+        t = time.monotonic()
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.exit_code = self.proc.wait(timeout)
+            self.stopped_s = time.monotonic() - t
+        except subprocess.TimeoutExpired:
+            for pid in (self.pid, self.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+            self.exit_code = None
+        self.lifetime_s = time.monotonic() - self.started
+        return self.exit_code
+
+    def gnu_time_rss(self):
+        """GNU time's %M (KiB) once the watcher has ended, or None."""
+        try:
+            with open(self.rss) as f:
+                words = f.read().split()
+        except OSError:
+            return None
+        return int(words[-1]) if words and words[-1].isdigit() else None
+
+    def err_tail(self):
+        return _read_text(self.err)[-600:].strip()
+
+
+def _read_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _log_counts(text):
+    """What a watcher's log says it did: lines of each kind."""
+    lines = text.splitlines()
+    count = lambda word: sum(1 for l in lines if word in l)
+    return dict(log_lines=len(lines), log_committed=count(" committed "), log_sent=count(" sent to "),
+                log_merged=count(" merged "), log_cannot=count(" cannot "), log_did_not_reach=count(" did not reach "),
+                log_kept_both=count(" both versions kept"), log_stopped=any(l.endswith(" stopped") for l in lines))
+
+
+def _calm(watchers, quiet, timeout):
+    """Waits until no watcher logged anything for `quiet` seconds (at most `timeout`); whether it was calm."""
+    sizes = [w.size() for w in watchers]
+    since, deadline = time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = [w.size() for w in watchers]
+        if now != sizes:
+            sizes, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return True
+    return False
+
+
+def _head(dmv, cwd, env):
+    r = subprocess.run([dmv.path, "rev-parse", "HEAD"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+class _Change:
+    """One point's data: the files (relative path, bytes) the writer writes into A, in order, also written
+    once into a staging folder (the floors' source); `expected` (files) and how B is checked."""
+
+    def __init__(self, experiment, n, staging):
+        self.experiment, self.n = experiment, n
+        self.burst = experiment == "watch-burst"
+        self.top = ("burst-%d" % n) if self.burst else ("file-%d.bin" % n)
+        self.staging = os.path.join(staging, self.top)
+        os.makedirs(staging, exist_ok=True)
+        if self.burst:
+            datagen.write_tree(self.staging, n, seed=31)
+        else:
+            datagen.write_random_file(self.staging, n, seed=32 if n == WATCH_SMALL else 33)
+        self.files = []
+        for top, dirs, names in os.walk(self.staging) if self.burst else [(staging, [], [self.top])]:
+            dirs.sort()
+            for name in sorted(names):
+                path = os.path.join(top, name)
+                with open(path, "rb") as f:
+                    self.files.append((os.path.relpath(path, staging), f.read()))
+        assert len(self.files) == (n if self.burst else 1)
+        self.expected = len(self.files)
+        self.bytes = sum(len(b) for _, b in self.files)
+        self.hash = datagen.tree_hash(self.staging)[0] if self.burst else datagen.file_hash(self.staging)
+
+    def write(self, root):
+        """The writer: every file written (1 MiB at a time) and closed; returns when the last is closed."""
+        for rel, data in self.files:
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                for i in range(0, len(data), 1 << 20):
+                    f.write(data[i:i + (1 << 20)])
+
+    def seen(self, root):
+        """Cheap: whether every file is in `root` (count, or the one file at its size)."""
+        path = os.path.join(root, self.top)
+        if not self.burst:
+            try:
+                return os.stat(path).st_size == self.n
+            except OSError:
+                return False
+        count = 0
+        try:
+            for d in os.scandir(path):
+                if d.is_dir():
+                    count += len(os.listdir(d.path))
+        except OSError:
+            return False
+        return count == self.expected
+
+    def same(self, root):
+        """Whether `root` holds these files with these bytes."""
+        path = os.path.join(root, self.top)
+        try:
+            return (datagen.tree_hash(path)[0] if self.burst else datagen.file_hash(path)) == self.hash
+        except OSError:
+            return False
+
+
+def watch(ctx, size, burst, tree, idle_s, settle=0):
+    """Watch mode. (1) Latency: two replicas A and B of one bare hub served by `dmv serve` over HTTP on
+    127.0.0.1, each running `dmv watch --quiet WATCH_QUIET_S --sync --sync-every WATCH_SYNC_EVERY_S` in the
+    foreground (under GNU time). For one file of 1 KiB, one file of `size` bytes and a burst of `burst` files
+    of 1 KiB written into A: from the writer's last close to A's watcher logging the commit of every file,
+    and to the files in B's working tree with the same bytes; against the same data committed, pushed and
+    pulled by hand in two unwatched replicas (`dmv add . && dmv commit`, `dmv push`, `dmv pull`) and `cp -r`
+    of it. Recorded as `watch-file` (parameter: bytes) and `watch-burst` (parameter: files), steps `commit`,
+    `arrive`, `commit_by_hand`, `push_by_hand`, `pull_by_hand`, `copy`; and the two watchers' whole lives
+    (peak RSS, CPU, exit after SIGTERM) as `watch-watchers` (parameter: 2), steps `replica_a`, `replica_b`.
+    (2) Idle: `dmv watch --quiet WATCH_QUIET_S` (no sync) over a committed tree of `tree` files of 1 KiB,
+    its CPU over `idle_s` seconds of nothing changing and its peak RSS: `watch-idle` (parameter: files),
+    steps `idle` and `stop`."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    probe = ctx.point("watch-probe", 0)
+    try:
+        why = _supports(ctx, dmv, probe, "watch")
+    finally:
+        shutil.rmtree(probe.root, ignore_errors=True)
+    if why:
+        for experiment, n in (("watch-file", WATCH_SMALL), ("watch-file", size), ("watch-burst", burst),
+                              ("watch-idle", tree)):
+            ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
+        return
+    _watch_latency(ctx, dmv, size, burst, settle)
+    _watch_idle(ctx, dmv, tree, idle_s)
+
+
+def _watch_latency(ctx, dmv, size, burst, settle):
+    rec = ctx.rec
+    points = [("watch-file", WATCH_SMALL), ("watch-file", size), ("watch-burst", burst)]
+    need = 8 * size + GiB  # A, B (files and stores), the hub, the by-hand replicas and their hub, the copy
+    if free_bytes(ctx.workdir) < need:
+        for experiment, n in points:
+            rec.note("dmv", experiment, str(n), "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point("watch-sync", 2)
+    watchers = []
+    try:
+        print("watch: hub, dmv serve, replicas A and B (watched), C and D (by hand) (untimed)", flush=True)
+        staging = os.path.join(pt.root, "staging")
+        changes = [_Change(experiment, n, staging) for experiment, n in points]
+        hubs = {WATCH_HUB: os.path.join(pt.root, "hub"), WATCH_HAND_HUB: os.path.join(pt.root, "hub-hand")}
+        with open(os.path.join(pt.work, "README"), "w") as f:
+            f.write("watch seed\n")
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True) + [
+                c for h in hubs.values() for c in dmv.init_remote(pt, h) + [dmv.cmd(pt, "push", h, "main")]],
+                dmv, "watch-file", str(WATCH_SMALL), "prepare"):
+            return
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, hubs, SYNC_TOKEN) as srv:
+            print("  dmv serve on 127.0.0.1:%d" % srv.port, flush=True)
+            rep = {k: os.path.join(pt.root, k) for k in ("A", "B", "C", "D")}
+            if not _run_untimed(ctx, [
+                    dmv.cmd(pt, "clone", "--token", SYNC_TOKEN, srv.url(WATCH_HUB if k in "AB" else WATCH_HAND_HUB),
+                            rep[k], cwd=pt.root) for k in ("A", "B", "C", "D")],
+                    dmv, "watch-file", str(WATCH_SMALL), "prepare_replicas"):
+                return
+            _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+            args = ["--quiet", str(WATCH_QUIET_S), "--sync", "--sync-every", str(WATCH_SYNC_EVERY_S)]
+            a = _Watcher(dmv, rep["A"], rec.env, args, "a", pt.root).start()
+            watchers.append(a)
+            b = _Watcher(dmv, rep["B"], rec.env, args, "b", pt.root).start()
+            watchers.append(b)
+            for w in (a, b):
+                if w.wait_for(" watching ", 60) is None:
+                    raise servers.ServerError("watcher %s did not start: %s %s" % (
+                        w.name, w.text()[-300:], w.err_tail()))
+            _calm(watchers, WATCH_CALM_S, 60)
+            for ch in changes:
+                _watch_change(ctx, dmv, ch, a, b, rep, pt)
+            _watch_stop(ctx, dmv, watchers)
+    except servers.ServerError as e:
+        print("watch: %s" % e, flush=True)
+        for experiment, n in points:
+            rec.note("dmv", experiment, str(n), "all", "fail", str(e))
+    finally:
+        for w in watchers:
+            w.stop(timeout=10)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _watch_change(ctx, dmv, ch, a, b, rep, pt):
+    """One point: the writer writes into A; the suite reads A's log and looks at B every WATCH_POLL_S."""
+    rec = ctx.rec
+    experiment, param = ch.experiment, str(ch.n)
+    data = dict(data_bytes=ch.bytes, data_files=ch.expected, quiet_s=WATCH_QUIET_S,
+                sync_every_s=WATCH_SYNC_EVERY_S, poll_s=WATCH_POLL_S, transport="http")
+    print("%s %s: writing into A" % (experiment, human_bytes(ch.n) if not ch.burst else "%d files" % ch.n),
+          flush=True)
+    a.new_lines()
+    b.new_lines()
+    a_lines, b_lines, commits = [], [], []
+    added = 0
+    t_commit = t_arrive = None
+    os.sync()  # untimed
+    start = time.monotonic()
+    ch.write(rep["A"])
+    t0 = time.monotonic()
+    deadline = t0 + min(rec.timeout, WATCH_WAIT_S)
+    while time.monotonic() < deadline and (t_commit is None or t_arrive is None):
+        now = time.monotonic()
+        for line in a.new_lines():
+            a_lines.append(line)
+            m = COMMITTED.search(line)
+            if m:
+                commits.append(dict(id=m.group(1), added=int(m.group(2)), at_s=round(now - t0, 3), line=line[-200:]))
+                added += int(m.group(2))
+                if t_commit is None and added >= ch.expected:
+                    t_commit = now
+        b_lines += b.new_lines()
+        if t_arrive is None and ch.seen(rep["B"]):
+            seen = time.monotonic()
+            if ch.same(rep["B"]):
+                t_arrive = seen
+        if not (a.alive() and b.alive()):
+            break
+        time.sleep(WATCH_POLL_S)
+    calm = _calm([a, b], WATCH_CALM_S, 120)  # the sync that follows the arrival has ended too
+    a_lines += a.new_lines()
+    b_lines += b.new_lines()
+    heads = (_head(dmv, rep["A"], rec.env), _head(dmv, rep["B"], rec.env))
+    common = dict(data, write_s=round(t0 - start, 6), commits=len(commits), commit_log=commits[:10],
+                  a_log=a_lines[-12:], b_log=b_lines[-12:], heads_equal=heads[0] is not None and heads[0] == heads[1],
+                  calm_after=calm, watcher_a_peak_rss_kib=a.status("VmHWM"), watcher_b_peak_rss_kib=b.status("VmHWM"))
+
+    def outcome(t, what):
+        if t is not None:
+            return Outcome(wall_s=t - t0)
+        why = "watcher %s ended" % ("A" if not a.alive() else "B") if not (a.alive() and b.alive()) else \
+            "timeout after %ss" % min(rec.timeout, WATCH_WAIT_S)
+        return Outcome(wall_s=time.monotonic() - t0, ok=False, timed_out=why.startswith("timeout"),
+                       error="%s: %s; A logged: %s; B logged: %s" % (
+                           what, why, " / ".join(a_lines[-5:]) or "nothing", " / ".join(b_lines[-5:]) or "nothing"))
+    out = outcome(t_commit, "no commit of every file on A")
+    out.peak_rss_kib = common["watcher_a_peak_rss_kib"] or 0
+    rec.record(dmv, experiment, param, "commit", out, os.path.join(rep["A"], ".dmv"),
+               commit_minus_quiet_s=round(out.wall_s - WATCH_QUIET_S, 6) if out.ok else None, **common)
+    out2 = outcome(t_arrive, "the files did not arrive on B")
+    out2.peak_rss_kib = common["watcher_b_peak_rss_kib"] or 0
+    rec.record(dmv, experiment, param, "arrive", out2, os.path.join(rep["B"], ".dmv"), verified=t_arrive is not None,
+               arrive_after_commit_s=round(t_arrive - t_commit, 6) if t_arrive and t_commit else None, **common)
+    # By hand, in the unwatched replicas C and D of the other hub: the same data committed, pushed, pulled,
+    # back to back. Then the floor: cp -r of the same data on the same disk.
+    if ch.burst:
+        shutil.copytree(ch.staging, os.path.join(rep["C"], ch.top))
+    else:
+        shutil.copy(ch.staging, os.path.join(rep["C"], ch.top))
+    hand = dict(data, transport="http")
+    steps = [("commit_by_hand", [dmv.cmd(pt, "add", ".", cwd=rep["C"]), dmv.cmd(pt, "commit", "-m", "m", cwd=rep["C"])],
+              rep["C"], None),
+             ("push_by_hand", [dmv.cmd(pt, "push", cwd=rep["C"])], rep["C"], None),
+             ("pull_by_hand", [dmv.cmd(pt, "pull", cwd=rep["D"])], rep["D"], lambda: ch.same(rep["D"]))]
+    for name, cmds, where, check in steps:
+        os.sync()  # untimed
+
+        def after(out, check=check):
+            extra = dict(hand)
+            if check and out.ok:
+                extra["verified"] = check()
+                if not extra["verified"]:
+                    out.ok, out.error = False, "the pulled files differ from the data"
+            return extra
+        out = rec.step(dmv, experiment, param, name, cmds, os.path.join(where, ".dmv"), after=after)
+        if not out.ok:
+            break
+    copy = os.path.join(pt.root, "copy-%s" % ch.top)
+    os.sync()
+
+    def copied(out):
+        extra = dict(data, transport="local")
+        if out.ok:
+            extra["verified"] = (datagen.tree_hash(copy)[0] if ch.burst else datagen.file_hash(copy)) == ch.hash
+            if not extra["verified"]:
+                out.ok, out.error = False, "the copy differs from the data"
+        return extra
+    rec.step(_Floor, experiment, param, "copy", [Cmd(["cp", "-r", ch.staging, copy], cwd=pt.root)], None,
+             after=copied)
+
+
+def _watch_stop(ctx, dmv, watchers):
+    """SIGTERM to each watcher: it must log `stopped` and exit 0. Recorded as `watch-watchers`: its whole life."""
+    for w in watchers:
+        hwm, cpu = w.status("VmHWM"), w.cpu()
+        code = w.stop()
+        text = w.text()
+        counts = _log_counts(text)
+        ok = code == 0 and counts["log_stopped"]
+        out = Outcome(wall_s=w.lifetime_s or 0.0, peak_rss_kib=w.gnu_time_rss() or hwm or 0, ok=ok,
+                      error=None if ok else "exit %s after SIGTERM%s; log: %s; stderr: %s" % (
+                          code, "" if counts["log_stopped"] else " (no `stopped` line)",
+                          " / ".join(text.splitlines()[-5:]), w.err_tail()))
+        ctx.rec.record(dmv, "watch-watchers", str(len(watchers)), "replica_%s" % w.name, out, None,
+                       exit_code=code, stop_s=round(w.stopped_s, 3) if w.stopped_s is not None else None,
+                       vm_hwm_kib=hwm, cpu_s=cpu[0], cpu_schedstat_s=cpu[1], args=w.args,
+                       quiet_s=WATCH_QUIET_S, sync_every_s=WATCH_SYNC_EVERY_S, **counts)
+
+
+def _watch_idle(ctx, dmv, files, idle_s):
+    """A replica with `files` files of 1 KiB committed (untimed), then `dmv watch --quiet WATCH_QUIET_S`
+    (no sync): once it logged `watching` and used no CPU for two seconds in a row (its first pass, which
+    finds nothing to commit, done), its CPU time (utime + stime, /proc/PID/stat) over `idle_s` seconds of
+    nothing changing, its VmHWM, then SIGTERM."""
+    rec = ctx.rec
+    experiment, param = "watch-idle", str(files)
+    pt = ctx.point(experiment, files)
+    w = None
+    try:
+        print("%s %d: writing %d files, dmv add . && dmv commit (untimed)" % (experiment, files, files), flush=True)
+        datagen.write_tree(pt.work, files, seed=41)
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True), dmv, experiment, param, "prepare"):
+            return
+        head = _head(dmv, pt.work, rec.env)
+        os.sync()
+        w = _Watcher(dmv, pt.work, rec.env, ["--quiet", str(WATCH_QUIET_S)], "idle", pt.root).start()
+        up = w.wait_for(" watching ", 120)
+        if up is None:
+            rec.note("dmv", experiment, param, "idle", "fail", "the watcher did not start: %s %s" % (
+                w.text()[-300:], w.err_tail()))
+            return
+        idle_at = w.wait_idle(120)
+        ticks0, ns0 = w.cpu()
+        t = time.monotonic()
+        time.sleep(idle_s)
+        ticks1, ns1 = w.cpu()
+        window = time.monotonic() - t
+        fields = dict(data_files=files, data_bytes=files * datagen.SMALL_FILE_SIZE, quiet_s=WATCH_QUIET_S,
+                      startup_s=round(up, 3), idle_after_s=round(idle_at, 3) if idle_at is not None else None,
+                      window_s=round(window, 3), vm_hwm_kib=w.status("VmHWM"), vm_rss_kib=w.status("VmRSS"),
+                      threads=w.status("Threads"), inotify_watches=w.inotify_watches(), mode_line=(
+                          w.text().splitlines() or [""])[0][-200:])
+        if ticks0 is not None and ticks1 is not None:
+            cpu = ticks1 - ticks0
+            fields.update(cpu_s=round(cpu, 3), cpu_s_per_min=round(cpu * 60 / window, 4),
+                          cpu_percent=round(100 * cpu / window, 4), clock_tick_s=1.0 / os.sysconf("SC_CLK_TCK"))
+        if ns0 is not None and ns1 is not None:
+            fields.update(cpu_schedstat_s=round(ns1 - ns0, 6), cpu_schedstat_s_per_min=round((ns1 - ns0) * 60 / window, 6))
+        committed = [l for l in w.text().splitlines() if " committed " in l]
+        fields.update(log_committed=len(committed), head_unchanged=_head(dmv, pt.work, rec.env) == head)
+        ok = ticks1 is not None and w.alive() and not committed
+        rec.record(dmv, experiment, param, "idle", Outcome(
+            wall_s=window, peak_rss_kib=fields["vm_hwm_kib"] or 0, ok=ok,
+            error=None if ok else "watcher %s; log: %s" % ("ended" if not w.alive() else "committed during the window",
+                                                           " / ".join(w.text().splitlines()[-5:]))),
+            os.path.join(pt.work, ".dmv"), **fields)
+        hwm, cpu = w.status("VmHWM"), w.cpu()
+        code = w.stop()
+        counts = _log_counts(w.text())
+        ok = code == 0 and counts["log_stopped"]
+        rec.record(dmv, experiment, param, "stop", Outcome(
+            wall_s=w.stopped_s or 0.0, peak_rss_kib=w.gnu_time_rss() or fields["vm_hwm_kib"] or 0, ok=ok,
+            error=None if ok else "exit %s after SIGTERM; log: %s; stderr: %s" % (
+                code, " / ".join(w.text().splitlines()[-5:]), w.err_tail())),
+            None, exit_code=code, lifetime_s=round(w.lifetime_s, 3), vm_hwm_kib=hwm, cpu_s=cpu[0],
+            cpu_schedstat_s=cpu[1], args=w.args, quiet_s=WATCH_QUIET_S, data_files=files, **counts)
+    finally:
+        if w:
+            w.stop(timeout=10)
+        shutil.rmtree(pt.root, ignore_errors=True)

@@ -26,7 +26,7 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
                "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
-               "hubtier-files", "huge"]
+               "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -686,6 +686,10 @@ def partial_store_table(ix, exp, p):
         r = ix.by.get((tool, exp, str(p), step))
         if not r or r["status"] != "ok" or r.get("repo_bytes_disk") is None:
             continue
+        w = ix.by.get(("dmv", exp, str(p), "whereis"))
+        if (tool, step) == ("dmv", "get_ssh") and w and w["status"] == "ok" and not w.get("after_get"):
+            # runs before whereis moved after get: the store then held the location log whereis had learned
+            label += " (whereis ran before the get: this includes the location log it learned)"
         data = r.get("data_bytes")
         share = "%.2f%%" % (100.0 * r["repo_bytes_disk"] / data) if data else "—"
         files = r.get("worktree_files")
@@ -832,9 +836,13 @@ def partial_section(ix, mode, cfg):
                     "What the clones keep on disk:", "", partial_store_table(ix, exp, p), ""]
             whereis = partial_whereis_table(ix, exp, p)
             if whereis:
-                out += ["`whereis` in the meta clone: the time and peak RSS of listing, for every file of HEAD, "
+                w = ix.by.get(("dmv", exp, str(p), "whereis"))
+                when = ("after the get of one file above (whereis keeps the location log it learns in the clone, "
+                        "so it runs after the get, whose store size above is measured without it)"
+                        if w and w.get("after_get") else "run before the get of one file (the order of older runs)")
+                out += ["`whereis` in the meta clone, %s: the time and peak RSS of listing, for every file of HEAD, "
                         "the replicas that hold its data (output to /dev/null; dmv also asks origin live, over the "
-                        "same sshd), against git's nearest command and git-annex's whereis:", "", whereis, ""]
+                        "same sshd), against git's nearest command and git-annex's whereis:" % when, "", whereis, ""]
     return out
 
 
@@ -1849,6 +1857,157 @@ def hubtier_section(ix, mode, cfg):
     return out
 
 
+def _watch_change(exp, p):
+    return "one file of %s" % fmt_size_param(p) if exp == "watch-file" else "%s files of 1 KiB at once" % fmt_count(p)
+
+
+def _watch_seconds(v):
+    return "—" if v is None else fmt_time(v) if v >= 0 else "−" + fmt_time(-v)
+
+
+def watch_latency_table(ix, quiet):
+    head = ["change written into A", "last write → commit on A", "minus the quiet period (%g s)" % quiet,
+            "last write → on B", "on B after A's commit", "commits", "by hand: commit + push + pull", "cp -r (floor)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    notes = []
+    for exp in ("watch-file", "watch-burst"):
+        for p in ix.params(exp):
+            commit, arrive = ix.get("dmv", exp, p, "commit"), ix.get("dmv", exp, p, "arrive")
+            cv, ctext = cell(commit, "time")
+            av, atext = cell(arrive, "time")
+            hand = [cell(ix.get("dmv", exp, p, s), "time") for s in ("commit_by_hand", "push_by_hand", "pull_by_hand")]
+            if all(v is not None for v, _ in hand):
+                hand_text = "%s + %s + %s = %s" % (tuple(t for _, t in hand) + (fmt_time(sum(v for v, _ in hand)),))
+            else:
+                hand_text = " + ".join(t for _, t in hand)
+            commits = commit.get("commits") if commit and commit.get("commits") is not None else None
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                _watch_change(exp, p), ctext, _watch_seconds(commit.get("commit_minus_quiet_s")) if cv is not None else "",
+                atext, _watch_seconds(arrive.get("arrive_after_commit_s")) if av is not None else "",
+                "—" if commits is None else fmt_count(commits), hand_text,
+                cell(ix.get("cp", exp, p, "copy"), "time")[1]))
+            # what the watchers logged besides their commits, merges and sends: worth reading
+            rec = commit or arrive
+            odd = [("A", l) for l in (rec or {}).get("a_log") or [] if " committed " not in l and " sent to " not in l] + \
+                  [("B", l) for l in (rec or {}).get("b_log") or [] if " merged " not in l]
+            for who, line in odd:
+                notes.append("- %s, watcher %s logged: `%s`" % (_watch_change(exp, p), who, line.replace("`", "'")))
+            for r in (commit, arrive):
+                if r and r["status"] not in ("ok",) and r.get("error"):
+                    notes.append("- %s, %s: **%s** — %s" % (_watch_change(exp, p), r["step"], r["status"],
+                                                          r["error"].replace("|", "/")[-500:]))
+    return lines, notes
+
+
+def watch_watchers_table(ix):
+    lines = ["| watcher | lifetime | CPU over its life (utime + stime) | peak RSS (GNU time) | its log: commits / sent "
+             "/ merged / cannot | SIGTERM → exit |", "|---|--:|--:|--:|---|---|"]
+    rows = []
+    for p in ix.params("watch-watchers"):
+        for step, label in (("replica_a", "A: `dmv watch --quiet %g --sync --sync-every %g` (written into)"),
+                            ("replica_b", "B: the same (receives)")):
+            rows.append((ix.get("dmv", "watch-watchers", p, step), label))
+    for p in ix.params("watch-idle"):
+        rows.append((ix.get("dmv", "watch-idle", p, "stop"), "idle: `dmv watch --quiet %%g` over %s files" % fmt_count(p)))
+    for r, label in rows:
+        if r is None:
+            continue
+        quiet = r.get("quiet_s") or 1
+        label = label % ((quiet, r.get("sync_every_s") or 1) if "sync-every" in label else (quiet,)) \
+            if "%" in label else label
+        life = r.get("lifetime_s", r["wall_s"] if r["step"] != "stop" else None)
+        code = r.get("exit_code")
+        stop_s = r.get("stop_s", r["wall_s"] if r["step"] == "stop" else None)
+        exit_text = "—" if code is None and r["status"] == "ok" else (
+            "%s in %s" % (code, fmt_time(stop_s)) if code is not None else "killed (no exit within 30 s)")
+        if r["status"] != "ok":
+            exit_text = "**%s**: %s" % (r["status"], (r.get("error") or "").replace("|", "/")[-300:])
+        cpu = r.get("cpu_s")
+        lines.append("| %s | %s | %s | %s | %s / %s / %s / %s | %s |" % (
+            label, fmt_time(life), "—" if cpu is None else fmt_time(cpu), fmt_kib(r.get("peak_rss_kib")),
+            r.get("log_committed", "—"), r.get("log_sent", "—"), r.get("log_merged", "—"), r.get("log_cannot", "—"),
+            exit_text))
+    return lines
+
+
+def _ticks(n):
+    return "%d clock tick%s" % (n, "" if n == 1 else "s")
+
+
+def watch_idle_table(ix):
+    lines = ["| tree watched | idle window | CPU in the window (utime + stime) | CPU per minute | of one core "
+             "| threads' run time per minute (schedstat) | peak RSS (VmHWM) | start → `watching` | start → idle "
+             "| inotify watches |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for p in ix.params("watch-idle"):
+        r = ix.get("dmv", "watch-idle", p, "idle")
+        if r is None:
+            continue
+        if r["status"] != "ok":
+            lines.append("| %s files of 1 KiB | **%s**: %s | | | | | | | | |" % (
+                fmt_count(p), r["status"], (r.get("error") or "").replace("|", "/")[-300:]))
+            continue
+        lines.append("| %s files of 1 KiB (1,000 per folder), committed | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            fmt_count(p), fmt_time(r.get("window_s")),
+            "%s (%s of %s)" % (fmt_time(r["cpu_s"]), _ticks(round(r["cpu_s"] / r["clock_tick_s"])),
+                               fmt_time(r["clock_tick_s"])) if r.get("cpu_s") is not None else "—",
+            fmt_time(r.get("cpu_s_per_min")), "%.3g%%" % r["cpu_percent"] if r.get("cpu_percent") is not None else "—",
+            fmt_time(r.get("cpu_schedstat_s_per_min")), fmt_kib(r.get("vm_hwm_kib")), fmt_time(r.get("startup_s")),
+            fmt_time(r.get("idle_after_s")), "—" if r.get("inotify_watches") is None else fmt_count(r["inotify_watches"])))
+    return lines
+
+
+def watch_section(ix, mode, cfg):
+    quiet, every = cfg.get("watch_quiet_s", 1), cfg.get("watch_sync_every_s", 1)
+    poll = cfg.get("watch_poll_s", 0.02)
+    out = ["### Watch mode: from a file's last write to a commit and to another replica", "",
+           "`dmv watch` commits what changed once nothing has changed for `--quiet` seconds and, with `--sync`, "
+           "syncs with every remote after each commit and every `--sync-every` seconds. Set-up, untimed: a bare hub "
+           "(`dmv init --bare`, a seed commit pushed into it) served by `dmv serve` over HTTP on 127.0.0.1 (a write "
+           "token), two replicas A and B cloned from it (`dmv clone --token`), each running `dmv watch --quiet %g "
+           "--sync --sync-every %g` in the foreground, started by the suite (stdout, its log, to a file) under GNU "
+           "time. The suite, as the writer, writes into A's working tree (1 MiB per write) and closes the files; from "
+           "that last close it reads A's log and looks at B's working tree every %s. **Commit on A**: until A's "
+           "watcher logged `committed ID: N added ...` for every file written; **on B**: until B's working tree "
+           "holds the file with the same bytes (the burst: every file, compared by a hash of paths and contents). "
+           "The quiet period (%g s) is a floor on the first: what is left after it (**minus the quiet period**) is "
+           "the time to notice the last change and commit. The second adds A's push, B's wait for its next sync "
+           "(up to `--sync-every`, %g s) and B's pull and checkout (**on B after A's commit**). Between points the "
+           "suite waits until neither watcher has logged anything for %g s." % (
+               quiet, every, fmt_time(poll), quiet, every, cfg.get("watch_calm_s", 2.5)), "",
+           "**By hand**: the same data committed (`dmv add . && dmv commit`), pushed (`dmv push`) and pulled "
+           "(`dmv pull`, checkout included) in two unwatched replicas of a second hub on the same server, back "
+           "to back, each step timed alone after sync(2): the work the watchers do, without the quiet period "
+           "and the wait for the next sync. **Floor**: `cp -r` of the same data on the same disk (no detection, "
+           "no commit, no network). git and Mercurial have no watch mode (a watcher around them would be another "
+           "program), and no file synchroniser (Syncthing, ...) is installed here: no peer row.", ""]
+    settle = cfg.get("watch_settle_s")
+    if settle:
+        out += ["The suite waits %.0f s (untimed) before it starts the watchers, so that B's checkout of the burst "
+                "does not create files among inodes freed just before (ext4 without a journal: see the sync "
+                "section)." % settle, ""]
+    if mode == "quick":
+        out += ["Quick run: the idle window is %s; the full run's is 60 s." % fmt_time(cfg.get("watch_idle_s")), ""]
+    lines, notes = watch_latency_table(ix, quiet)
+    out += ["#### From the last write", ""] + lines + [""]
+    if notes:
+        out += ["Besides committing, sending and merging, the watchers logged during these points:", ""] + notes + [""]
+    out += ["#### The watchers", "",
+            "Each watcher's whole life, from its start to SIGTERM (A and B: through the three points above and "
+            "the waits between them). CPU: utime + stime of the dmv process (/proc/PID/stat, read just before "
+            "SIGTERM; threads that ended are counted). Peak RSS: GNU time's %M of the watcher, after it "
+            "exited. Each must log `stopped` and exit 0 after SIGTERM.", ""] + watch_watchers_table(ix) + [""]
+    if ix.params("watch-idle"):
+        out += ["#### An idle watcher", "",
+                "A replica whose tree of 1 KiB files is committed (`dmv add . && dmv commit -m x`, untimed), then "
+                "`dmv watch --quiet %g` (no sync). Once it has logged `watching` and used at most one clock tick of CPU in "
+                "each of two 1-second windows in a row (its first pass, which finds nothing to commit, is over), nothing changes in the tree for "
+                "the idle window; the watcher's CPU time over it (utime + stime in /proc/PID/stat, in clock ticks: "
+                "0 means under one tick; and the run time of its threads from /proc/PID/task/*/schedstat, in "
+                "nanoseconds), its VmHWM and its inotify watches (/proc/PID/fdinfo) at the end of the window. It "
+                "must commit nothing." % quiet, ""] + watch_idle_table(ix) + [""]
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -2080,6 +2239,10 @@ def section(mode, per_exp, points):
     if ix.params("hubtier-bigfile") or ix.params("hubtier-files"):
         tier_run = per_exp.get("hubtier-files") or per_exp.get("hubtier-bigfile")
         out += hubtier_section(ix, mode, tier_run["meta"].get("config", {}))
+
+    if ix.params("watch-file") or ix.params("watch-burst") or ix.params("watch-idle"):
+        watch_run = per_exp.get("watch-file") or per_exp.get("watch-burst") or per_exp.get("watch-idle")
+        out += watch_section(ix, mode, watch_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

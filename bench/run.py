@@ -13,6 +13,7 @@
     python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
     python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
+    python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica; idle CPU
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -47,14 +48,16 @@ MODES = {
                   sync_sizes="256M", sync_counts="10000", s3_sizes="256M", s3_counts="10000",
                   history_commits=1000, web_images=20, web_film="1G",
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
-                  avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000, timeout=600),
+                  avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
+                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
                  sync_sizes="1G", sync_counts="100000", s3_sizes="1G", s3_counts="100000",
                  history_commits=10_000, web_images=100, web_film="4G",
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
-                 avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000, timeout=1800),
+                 avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
+                 watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -64,9 +67,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # store: a comparison with backup tools (restic, borg) rather than a measure of DMV's own operations; nor is
 # attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed; nor is
 # availability: it freezes a server on purpose and waits out the client's stall timeout; nor is hubtier: a
-# comparison of two ways to host a hub, measured when the hub tier changes
+# comparison of two ways to host a hub, measured when the hub tier changes; nor is watch: its idle-CPU window
+# wants the machine otherwise quiet, and it is measured when the watcher changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "huge"]
 
 
 def parse_number(text, binary):
@@ -211,7 +215,8 @@ def main(argv=None):
     ap.add_argument("--sync-sizes", help="sync and partial: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--sync-counts", help="sync and partial: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--sync-settle", type=float,
-                    help="sync, partial and availability: seconds to wait before the many-files steps so that no tool "
+                    help="sync, partial, availability and watch: seconds to wait before the many-files steps so that "
+                         "no tool "
                          "creates files among inodes freed just before (default: 180 on ext4 without a journal, else 0)")
     ap.add_argument("--s3-sizes", help="s3: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--s3-counts", help="s3: number of 1 KiB files (quick 10000, full 100000)")
@@ -243,6 +248,14 @@ def main(argv=None):
     ap.add_argument("--hubtier-size", help="hubtier: size of the one big file, binary units (quick 256M, full 1G)")
     ap.add_argument("--hubtier-files", type=lambda s: parse_number(s, False),
                     help="hubtier: number of 1 KiB files (quick 10000, full 100000)")
+    ap.add_argument("--watch-size", help="watch: size of the one big file written into the watched replica, binary "
+                                         "units (quick and full 100M)")
+    ap.add_argument("--watch-files", type=lambda s: parse_number(s, False),
+                    help="watch: files of 1 KiB written in one burst into the watched replica (quick and full 10000)")
+    ap.add_argument("--watch-tree", type=lambda s: parse_number(s, False),
+                    help="watch: files of 1 KiB in the tree an idle watcher watches (quick and full 100000)")
+    ap.add_argument("--watch-idle", type=float,
+                    help="watch: seconds over which the idle watcher's CPU time is measured (quick 20, full 60)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -292,6 +305,10 @@ def main(argv=None):
     avail_files = args.avail_files or cfg["avail_files"]
     hubtier_size = parse_number(args.hubtier_size or cfg["hubtier_size"], True)
     hubtier_files = args.hubtier_files or cfg["hubtier_files"]
+    watch_size = parse_number(args.watch_size or cfg["watch_size"], True)
+    watch_files = args.watch_files or cfg["watch_files"]
+    watch_tree = args.watch_tree or cfg["watch_tree"]
+    watch_idle = args.watch_idle or cfg["watch_idle"]
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -411,7 +428,12 @@ def main(argv=None):
                             avail_stall_s=experiments.AVAIL_STALL_S, avail_margin_s=experiments.AVAIL_MARGIN_S,
                             avail_max_rounds=experiments.AVAIL_MAX_ROUNDS,
                             hubtier_bytes=hubtier_size, hubtier_files=hubtier_files, hubtier_settle_s=sync_settle,
-                            hubtier_minio=minio_bin if "hubtier" in exps else None),
+                            hubtier_minio=minio_bin if "hubtier" in exps else None,
+                            watch_bytes=watch_size, watch_small_bytes=experiments.WATCH_SMALL, watch_files=watch_files,
+                            watch_tree_files=watch_tree, watch_idle_s=watch_idle,
+                            watch_quiet_s=experiments.WATCH_QUIET_S, watch_sync_every_s=experiments.WATCH_SYNC_EVERY_S,
+                            watch_poll_s=experiments.WATCH_POLL_S, watch_calm_s=experiments.WATCH_CALM_S,
+                            watch_wait_s=experiments.WATCH_WAIT_S, watch_settle_s=sync_settle),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -457,6 +479,8 @@ def main(argv=None):
             elif exp == "hubtier":
                 experiments.hubtier(ctx, hubtier_rclone, minio_bin, hubtier_size, hubtier_files, sync_settle,
                                     minio_why, hubtier_rclone_why)
+            elif exp == "watch":
+                experiments.watch(ctx, watch_size, watch_files, watch_tree, watch_idle, sync_settle)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
