@@ -189,6 +189,34 @@ fn below(noise: &mut Noise, n: u64) -> u64 {
 
 const TOKEN: &str = "watch-test-token";
 
+/// A MinIO with `bucket` made, and a bare repository `hub` in `t` served
+/// over HTTP, writable with [`TOKEN`].
+fn hub_and_bucket(t: &Path, bucket: &str) -> (Minio, HttpServer) {
+    let minio = Minio::start();
+    minio.create_bucket(bucket);
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n"), t, 0);
+    (minio, hub)
+}
+
+/// What a replica's commands and watcher need: MinIO's credentials and the hub's token.
+fn env_of(minio: &Minio) -> impl Fn(&mut Command) + '_ {
+    move |cmd: &mut Command| {
+        minio.env(cmd);
+        cmd.env("DMV_TOKEN", TOKEN);
+    }
+}
+
+/// dmv in `dir` with `env`, which must succeed; its stdout.
+fn run_ok(env: &dyn Fn(&mut Command), dir: &Path, args: &[&str]) -> String {
+    let mut cmd = dmv_cmd(dir);
+    cmd.args(args);
+    env(&mut cmd);
+    let out = cmd.output().unwrap();
+    ok(&out);
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// Two replicas, each watching and syncing with an HTTP hub and a bucket:
 /// a file made on one arrives on the other; a file changed on both while
 /// one watcher was stopped keeps both versions on both; either watcher and
@@ -197,23 +225,9 @@ const TOKEN: &str = "watch-test-token";
 fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let minio = Minio::start();
-    minio.create_bucket("watched");
-    dmv(t, &["init", "--bare", "hub"]);
-    let config = format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n");
-    let mut hub = HttpServer::start(&config, t, 0);
-    let env = |cmd: &mut Command| {
-        minio.env(cmd);
-        cmd.env("DMV_TOKEN", TOKEN);
-    };
-    let run = |dir: &Path, args: &[&str]| {
-        let mut cmd = dmv_cmd(dir);
-        cmd.args(args);
-        env(&mut cmd);
-        let out = cmd.output().unwrap();
-        ok(&out);
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let (minio, mut hub) = hub_and_bucket(t, "watched");
+    let env = env_of(&minio);
+    let run = |dir: &Path, args: &[&str]| run_ok(&env, dir, args);
     std::fs::create_dir(t.join("laptop")).unwrap();
     let laptop = t.join("laptop");
     run(&laptop, &["init"]);
@@ -323,22 +337,9 @@ fn install_writes_a_systemd_unit_and_a_launchd_agent_that_parse() {
 fn a_partial_replica_sends_new_photos_and_frees_them_once_two_copies_exist() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let minio = Minio::start();
-    minio.create_bucket("ingest");
-    dmv(t, &["init", "--bare", "hub"]);
-    let hub = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n"), t, 0);
-    let env = |cmd: &mut Command| {
-        minio.env(cmd);
-        cmd.env("DMV_TOKEN", TOKEN);
-    };
-    let run = |dir: &Path, args: &[&str]| {
-        let mut cmd = dmv_cmd(dir);
-        cmd.args(args);
-        env(&mut cmd);
-        let out = cmd.output().unwrap();
-        ok(&out);
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let (minio, hub) = hub_and_bucket(t, "ingest");
+    let env = env_of(&minio);
+    let run = |dir: &Path, args: &[&str]| run_ok(&env, dir, args);
     let desk = t.join("desk");
     std::fs::create_dir(&desk).unwrap();
     run(&desk, &["init"]);
