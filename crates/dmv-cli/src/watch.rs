@@ -248,8 +248,8 @@ fn say(line: &str) {
 /// to the log; returns once it holds the watcher lock.
 fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let lock = repo.watcher_lock();
-    if let Some(pid) = lock.try_acquire()?.is_none().then(|| lock.holder()) {
-        bail!("a watcher already runs in this repository ({pid})");
+    if let Some(pid) = running(repo)? {
+        bail!("a watcher already runs in this repository (pid {pid})");
     }
     let log_path = repo.dmv.join(LOG);
     let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;

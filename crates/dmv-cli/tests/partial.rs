@@ -215,6 +215,51 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
     assert_eq!(std::fs::read(m.join("f01/p3.raw")).unwrap(), std::fs::read(src.join("f01/p3.raw")).unwrap());
 }
 
+/// A meta clone's dirstate over a tree, rewritten by two writers (gets of
+/// files, adds and commits of new ones) while gc runs: every command
+/// succeeds or waits its turn, and at the end every file is where it
+/// should be: the new ones committed, the got ones here, the rest absent.
+#[test]
+fn two_writers_and_gc_at_once_in_a_meta_clone_lose_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 4, 50, 1024);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    let m = t.join("m");
+    std::thread::scope(|s| {
+        let getter = s.spawn(|| {
+            for p in 0..15 {
+                ok(&dmv_out(&m, &["get", &format!("f01/p{p}.raw")]));
+            }
+        });
+        let adder = s.spawn(|| {
+            for i in 0..15 {
+                std::fs::write(m.join(format!("new{i}.txt")), format!("new {i}")).unwrap();
+                ok(&dmv_out(&m, &["add", &format!("new{i}.txt")]));
+                ok(&dmv_out(&m, &["commit", "-m", &format!("new {i}")]));
+            }
+        });
+        let collector = s.spawn(|| {
+            for _ in 0..8 {
+                ok(&dmv_out(&m, &["gc", "--prune", "now"]));
+            }
+        });
+        for h in [getter, adder, collector] {
+            h.join().unwrap();
+        }
+    });
+    assert!(dmv(&m, &["status", "--short"]).is_empty());
+    assert_eq!(ls(&m, "--absent").len(), 4 * 50 - 15);
+    for p in 0..15 {
+        assert_eq!(std::fs::read(m.join(format!("f01/p{p}.raw"))).unwrap(), std::fs::read(src.join(format!("f01/p{p}.raw"))).unwrap());
+    }
+    for i in 0..15 {
+        assert_eq!(dmv(&m, &["cat", &format!("HEAD:new{i}.txt")]), format!("new {i}"));
+    }
+    fsck_clean(&m);
+}
+
 /// Runs dmv with a transport's environment.
 fn with_env(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Output {
     let mut cmd = dmv_cmd(dir);
