@@ -21,7 +21,10 @@
 //!
 //! The operations: commit new or changed files (2 to 100 KiB of noise),
 //! `get`, `drop --numcopies 1|2`, `drop --from REMOTE`, `push`, `pull`,
-//! `sync`, `gc`, `whereis`; the faults: `kill -9` of a running command
+//! `sync`, `gc`, `whereis`, and a watcher (`dmv watch --sync`, on the desk,
+//! or on the phone with `--drop-after-push`) running for a few seconds
+//! while files are written into its folder, then stopped with SIGTERM or
+//! killed at a random moment; the faults: `kill -9` of a running command
 //! after a random delay, the HTTP server killed and restarted, MinIO
 //! stopped and restarted or frozen (`SIGSTOP`) for a moment. A failed
 //! command is expected (a refused push, a drop short of copies, a killed
@@ -162,6 +165,11 @@ enum Action {
     Commit { files: Vec<(String, u64, u64)> },
     /// One dmv command line.
     Dmv(Vec<String>),
+    /// `dmv watch --sync` (the phone's with `--drop-after-push`) runs for
+    /// `runs` while these files are written into the replica's folder, one
+    /// every `runs / (files + 1)`; then it is stopped with SIGTERM (or
+    /// killed, if the operation says when).
+    Watch { files: Vec<(String, u64, u64)>, runs: Duration },
     /// The HTTP server killed, and started again on its port after `down`.
     RestartHub { down: Duration },
     /// MinIO frozen with SIGSTOP for a moment, then SIGCONT.
@@ -183,15 +191,15 @@ struct Planned {
 
 impl Planned {
     fn is_fault(&self) -> bool {
-        !matches!(self.action, Action::Commit { .. } | Action::Dmv(_))
+        !matches!(self.action, Action::Commit { .. } | Action::Dmv(_) | Action::Watch { .. })
     }
 
     /// The stores a push or sync sends data to (a sync without a remote: every remote).
     fn sends_to(&self) -> Vec<&'static str> {
-        let Action::Dmv(args) = &self.action else { return Vec::new() };
         let remotes = REPLICAS.iter().find(|r| r.name == self.at).map_or(&[][..], |r| r.remotes);
-        let named: Vec<&'static str> = match self.kind {
-            "push" | "sync" => remotes.iter().copied().filter(|r| args.iter().any(|a| a == r)).collect(),
+        let named: Vec<&'static str> = match (&self.action, self.kind) {
+            (Action::Dmv(args), "push" | "sync") => remotes.iter().copied().filter(|r| args.iter().any(|a| a == r)).collect(),
+            (Action::Watch { .. }, _) => Vec::new(),
             _ => return Vec::new(),
         };
         let targets = if named.is_empty() { remotes.to_vec() } else { named };
@@ -207,6 +215,10 @@ impl std::fmt::Display for Planned {
                 write!(f, "{}$ write {}; dmv add {}; dmv commit -m …", self.at, written.join(", "), self.at)?;
             }
             Action::Dmv(args) => write!(f, "{}$ dmv {}", self.at, args.join(" "))?,
+            Action::Watch { files, runs } => {
+                let written: Vec<String> = files.iter().map(|(p, len, seed)| format!("{p} ({len} bytes, noise {seed})")).collect();
+                write!(f, "{}$ dmv {} for {} ms, writing {}", self.at, watch_args(self.at).join(" "), runs.as_millis(), written.join(", "))?;
+            }
             Action::RestartHub { down } => write!(f, "kill -9 the HTTP server, start it again after {} ms", down.as_millis())?,
             Action::FreezeBucket { frozen } => write!(f, "kill -STOP MinIO, -CONT after {} ms", frozen.as_millis())?,
             Action::RestartBucket { down } => write!(f, "stop MinIO, start it again after {} ms", down.as_millis())?,
@@ -236,9 +248,9 @@ fn plan_operation(rng: &mut Rng, faults: bool) -> Planned {
         let at = replica.name;
         let remote = *rng.pick(replica.remotes);
         let numcopies = if rng.chance(50) { "1" } else { "2" };
-        // Out of 100: commit 22, get 10, drop 14, drop --from 9, push 10,
-        // pull 9, sync 9, gc 5, whereis 4, faults 8.
-        let roll = rng.below(100);
+        // Out of 108: commit 22, get 10, drop 14, drop --from 9, push 10,
+        // pull 9, sync 9, gc 5, whereis 4, faults 8, a watcher 8.
+        let roll = rng.below(108);
         let dmv_op = |kind: &'static str, at: &'static str, args: Vec<String>| Planned { kind, at, action: Action::Dmv(args), kill_after: None };
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let mut planned = match roll {
@@ -280,6 +292,14 @@ fn plan_operation(rng: &mut Rng, faults: bool) -> Planned {
             92..=94 if faults => Planned { kind: "restart-hub", at: "", action: Action::RestartHub { down: rng.millis(50, 1500) }, kill_after: None },
             95..=97 if faults => Planned { kind: "freeze-bucket", at: "", action: Action::FreezeBucket { frozen: rng.millis(200, 2000) }, kill_after: None },
             98..=99 if faults => Planned { kind: "restart-bucket", at: "", action: Action::RestartBucket { down: rng.millis(50, 1000) }, kill_after: None },
+            100..=107 => {
+                let at = if rng.chance(50) { "desk" } else { "phone" };
+                let files = (0..1 + rng.below(3)).map(|_| (format!("{at}/f{}.raw", rng.below(FILES_PER_FOLDER)), 2048 + rng.below(98 * 1024), rng.next() >> 16)).collect();
+                let runs = rng.millis(1500, 6000);
+                // Killed at any moment of its run, or stopped as a person would.
+                let kill_after = rng.chance(40).then(|| rng.millis(100, runs.as_millis() as u64));
+                return Planned { kind: "watch", at, action: Action::Watch { files, runs }, kill_after };
+            }
             _ => continue,
         };
         if !planned.is_fault() && rng.chance(20) {
@@ -458,6 +478,7 @@ impl Fleet {
                 vec![vec!["add".into(), planned.at.into()], vec!["commit".into(), "-m".into(), format!("{} at step {step}", planned.at)]]
             }
             Action::Dmv(args) => vec![args.clone()],
+            Action::Watch { files, runs } => return self.watch(step, index, planned, files, *runs),
             Action::RestartHub { down } => {
                 let mut hub = self.hub.lock().unwrap();
                 hub.kill();
@@ -527,6 +548,86 @@ impl Fleet {
             }
         }
         Outcome { planned: planned.clone(), ended: Ended::Ok, took: started.elapsed(), wrong }
+    }
+
+    /// Runs a watcher in `planned.at` while files are written there, then
+    /// stops it with SIGTERM (it must exit 0) or kills it at the planned moment.
+    fn watch(&self, step: usize, index: usize, planned: &Planned, files: &[(String, u64, u64)], runs: Duration) -> Outcome {
+        let started = Instant::now();
+        let logs = self.root.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let out_path = logs.join(format!("step{step:04}-{index}-{}-watch.out", planned.at));
+        let err_path = out_path.with_extension("err");
+        let args: Vec<String> = watch_args(planned.at).iter().map(|a| a.to_string()).collect();
+        let mut cmd = self.command(planned.at, &args);
+        cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap())).stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+        let mut child = cmd.spawn().unwrap();
+        let gap = runs / (files.len() as u32 + 1);
+        let mut next_write = started + gap;
+        let mut files = files.iter();
+        let deadline = started + planned.kill_after.unwrap_or(runs);
+        let exited = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break None;
+            }
+            if now >= next_write {
+                if let Some((path, len, seed)) = files.next() {
+                    std::fs::create_dir_all(self.dir(planned.at).join(planned.at)).unwrap();
+                    write_noise(&self.dir(planned.at).join(path), *len, *seed);
+                }
+                next_write += gap;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut wrong = Vec::new();
+        let said = |wrong: &mut Vec<String>| {
+            let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+            if err.contains("panicked") {
+                wrong.push(format!("`dmv {}` panicked: {err}", args.join(" ")));
+            }
+            err.lines().find(|l| l.starts_with("dmv: ")).unwrap_or("").to_string()
+        };
+        let ended = match exited {
+            // A watcher ends only when told to: one that stopped by itself says why in one line.
+            Some(status) => {
+                let line = said(&mut wrong);
+                if !(status.code() == Some(128) && line.contains("a watcher already runs")) {
+                    wrong.push(format!("`dmv {}` exited by itself ({status}): {line}", args.join(" ")));
+                }
+                Ended::Failed(status.code().unwrap_or(-1), line)
+            }
+            None if planned.kill_after.is_some() => {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                said(&mut wrong);
+                Ended::Killed(args.join(" "))
+            }
+            None => {
+                signal(child.id() as i32, libc::SIGTERM);
+                let asked = Instant::now();
+                let status = loop {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        break status;
+                    }
+                    if asked.elapsed() >= HUNG {
+                        child.kill().unwrap();
+                        wrong.push(format!("`dmv {}` still ran {} s after SIGTERM (killed)", args.join(" "), HUNG.as_secs()));
+                        break child.wait().unwrap();
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                };
+                let line = said(&mut wrong);
+                if !status.success() {
+                    wrong.push(format!("`dmv {}` stopped by SIGTERM exited {status}: {line}", args.join(" ")));
+                }
+                Ended::Ok
+            }
+        };
+        Outcome { planned: planned.clone(), ended, took: started.elapsed(), wrong }
     }
 
     /// Waits until nothing the step started still runs: every process
@@ -608,6 +709,17 @@ impl Fleet {
         let how = if out.status.success() { "ok".to_string() } else { err.lines().last().unwrap_or("").to_string() };
         (format!("dmv {} → {how}", args.join(" ")), out.status.success())
     }
+}
+
+/// How the fleet's watchers run: committing 0.3 s after the last change,
+/// syncing after each commit and every second; the phone frees what it sent
+/// once two other copies are confirmed (the camera card's flow).
+fn watch_args(at: &str) -> Vec<&'static str> {
+    let mut args = vec!["watch", "--quiet", "0.3", "--sync", "--sync-every", "1"];
+    if at == "phone" {
+        args.extend(["--drop-after-push", "--numcopies", "2"]);
+    }
+    args
 }
 
 /// The processes whose command line names a path under `root`, but `except`.
@@ -1285,6 +1397,15 @@ fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_
     let seconds = started.elapsed().as_secs_f64();
     eprintln!("fleet: {steps} steps, {} operations in {seconds:.0} s, {} kills, {} versions at the end", tally.operations, tally.kills, tally.versions);
     eprintln!("fleet: {} stale claims seen, {} versions under two copies, {} merges settled", tally.stale_claims, tally.under_two_copies, tally.merges_settled);
+    // The watchers did their work, not only ran: read from their own logs.
+    let watched = |needle: &str| -> usize {
+        ["desk", "phone"].iter().map(|at| std::fs::read_to_string(fleet.dir(at).join(".dmv/watch.log")).unwrap_or_default().lines().filter(|l| l.contains(needle)).count()).sum()
+    };
+    let (commits, sends, frees, kept_both) = (watched(" committed "), watched(" sent to "), watched(" freed "), watched("both versions kept"));
+    eprintln!("fleet: watchers committed {commits} times, sent {sends} times, freed files {frees} times, kept both versions {kept_both} times");
+    if tally.by_kind.get("watch").is_some_and(|c| c.ok >= 3) {
+        assert!(commits > 0 && sends > 0, "the watchers ran to their end but committed {commits} times and sent {sends} times");
+    }
     for undone in &tally.drops_undone {
         eprintln!("fleet: a drop undid itself: {undone}");
     }
