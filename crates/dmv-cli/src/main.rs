@@ -7,6 +7,7 @@ mod import;
 mod inspect;
 mod locks;
 mod mergecmd;
+mod mount;
 mod partial;
 mod progress;
 mod refcmds;
@@ -111,6 +112,10 @@ enum Command {
     Sync(sync::SyncArgs),
     /// Commit changes once they settle and, with --sync, keep every remote in step.
     Watch(watch::WatchArgs),
+    /// Show a revision as a read-only folder (FUSE), reading data as it is read: `dmv mount [REV] DIR`.
+    Mount(mount::MountArgs),
+    /// Unmount a folder `dmv mount` shows a revision in.
+    Umount(mount::UmountArgs),
     /// Serve repositories: over HTTP (--config) or on stdin/stdout (--stdio, for ssh).
     Serve(sync::ServeArgs),
     /// Show or change which files' data this replica keeps (full, meta, paths:GLOB, recent:N).
@@ -206,6 +211,8 @@ fn main() -> ExitCode {
         Command::Push(a) => sync::push(a),
         Command::Sync(a) => sync::sync(a),
         Command::Watch(a) => watch::watch(a),
+        Command::Mount(a) => mount::mount(a),
+        Command::Umount(a) => mount::umount(a),
         Command::Serve(a) => sync::serve(a),
         Command::Slice(a) => partial::slice(a),
         Command::Ls(a) => partial::ls(a),
@@ -291,6 +298,7 @@ fn talks_to_peers(c: &Command) -> bool {
             | Command::Push(_)
             | Command::Sync(_)
             | Command::Watch(_)
+            | Command::Mount(_)
             | Command::Get(_)
             | Command::Slice(_)
             | Command::Whereis(_)

@@ -50,6 +50,7 @@ mod objects;
 mod partial;
 mod path_locks;
 mod peers;
+mod pieces;
 pub mod protocol;
 mod pull;
 mod push;
@@ -85,6 +86,7 @@ pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, Slice
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use peers::{merge_offers, offer, offer_name, pending_offers};
+pub use pieces::PieceFetcher;
 pub use pull::{pull, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};

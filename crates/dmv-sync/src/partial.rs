@@ -158,13 +158,13 @@ fn learn_holders(repo: &Repository, book: &mut ReachBook, missing: &[ObjectId]) 
 }
 
 /// A replica to ask for data, by the name the user knows it by.
-struct Source {
-    label: String,
-    spec: SyncResult<RemoteSpec>,
+pub(crate) struct Source {
+    pub(crate) label: String,
+    pub(crate) spec: SyncResult<RemoteSpec>,
 }
 
 /// The replicas that may hold `wanted`, in the order to ask them (see [`fetch_from_remotes`]).
-fn sources_in_order(repo: &Repository, book: &ReachBook, wanted: &BTreeMap<ObjectId, Vec<u8>>) -> SyncResult<Vec<Source>> {
+pub(crate) fn sources_in_order(repo: &Repository, book: &ReachBook, wanted: &BTreeMap<ObjectId, Vec<u8>>) -> SyncResult<Vec<Source>> {
     let ids: Vec<ObjectId> = wanted.keys().copied().collect();
     let (published, metered) = holders_to_ask(repo, &ids)?;
     let mut sources: Vec<(Reach, bool, Source)> = Vec::new();

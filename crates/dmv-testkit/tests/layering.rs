@@ -33,7 +33,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-sync", &["dmv-repo", "dmv-bucket"]),
     // The HTTP server: a leaf above the sync library, which embedders use without it.
     ("dmv-server", &["dmv-repo", "dmv-web", "dmv-sync"]),
-    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync", "dmv-server", "dmv-watch"]),
+    // A revision as a read-only folder through FUSE, reading what is not here from other replicas.
+    ("dmv-mount", &["dmv-repo", "dmv-sync"]),
+    ("dmv-cli", &["dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync", "dmv-server", "dmv-watch", "dmv-mount"]),
     // When a batch of changes in a folder has settled, for `dmv watch`: file events and stat, no DMV crate.
     ("dmv-watch", &[]),
     // Every crate's tests use it, so it must sit below all of them.

@@ -1,0 +1,186 @@
+//! The kernel's side: FUSE requests answered from the names and the
+//! reader. Read-only: anything that would change a file is refused
+//! with EROFS.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry,
+    ReplyOpen, ReplyStatfs, Request,
+};
+
+use crate::names::{Ino, Namespace, What};
+use crate::reading::{OpenFile, Reader};
+
+/// What is shown never changes while mounted: the kernel may keep it.
+const KEPT: Duration = Duration::from_secs(3600);
+
+pub struct MountedFs {
+    pub names: Mutex<Namespace>,
+    pub reader: Reader,
+    pub store: &'static dmv_repo::store::Store,
+    /// Open files by handle; one file's reads take turns (its read-ahead and position are one).
+    open: Mutex<HashMap<u64, Arc<Mutex<OpenFile>>>>,
+    next_handle: AtomicU64,
+    /// Whom the files belong to: whoever mounted.
+    owner: (u32, u32),
+    /// Where a read that failed is reported (a line naming the file).
+    pub report: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl MountedFs {
+    pub fn new(names: Namespace, reader: Reader, store: &'static dmv_repo::store::Store, report: Box<dyn Fn(&str) + Send + Sync>) -> MountedFs {
+        // SAFETY: getuid and getgid cannot fail.
+        let owner = unsafe { (libc::getuid(), libc::getgid()) };
+        MountedFs { names: Mutex::new(names), reader, store, open: Mutex::new(HashMap::new()), next_handle: AtomicU64::new(1), owner, report }
+    }
+
+    fn attr(&self, names: &Namespace, ino: Ino) -> Option<FileAttr> {
+        let node = names.node(ino)?;
+        let (kind, perm) = match node.what {
+            What::Made(_) | What::Tree { .. } => (FileType::Directory, 0o555),
+            What::File { executable: true, .. } => (FileType::RegularFile, 0o555),
+            What::File { .. } => (FileType::RegularFile, 0o444),
+            What::Symlink { .. } => (FileType::Symlink, 0o777),
+        };
+        let time = UNIX_EPOCH + Duration::from_secs(node.time.max(0) as u64);
+        Some(FileAttr {
+            ino: INodeNo(ino),
+            size: node.size,
+            blocks: node.size.div_ceil(512),
+            atime: time,
+            mtime: time,
+            ctime: time,
+            crtime: time,
+            kind,
+            perm,
+            nlink: if node.is_folder() { 2 } else { 1 },
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            blksize: 64 * 1024,
+            flags: 0,
+        })
+    }
+
+    fn names(&self) -> std::sync::MutexGuard<'_, Namespace> {
+        self.names.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn failed(&self, what: &str, path: &str, why: &str) -> Errno {
+        (self.report)(&format!("cannot {what} {path}: {why}"));
+        Errno::EIO
+    }
+}
+
+impl Filesystem for MountedFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Larger reads ahead than the kernel's default 128 KiB: fewer requests for a film played or copied.
+        let _ = config.set_max_readahead(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let mut names = self.names();
+        match names.lookup(self.store, parent.0, name) {
+            Ok(Some(ino)) => match self.attr(&names, ino) {
+                Some(attr) => reply.entry(&KEPT, &attr, Generation(0)),
+                None => reply.error(Errno::ENOENT),
+            },
+            Ok(None) => reply.error(Errno::ENOENT),
+            Err(e) => {
+                let path = format!("{}/{}", names.path(parent.0), name.to_string_lossy());
+                reply.error(self.failed("list", &path, &e.to_string()))
+            }
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.attr(&self.names(), ino.0) {
+            Some(attr) => reply.attr(&KEPT, &attr),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let names = self.names();
+        let Some(What::Symlink { id }) = names.node(ino.0).map(|n| &n.what) else { return reply.error(Errno::EINVAL) };
+        match self.reader.link_target(id) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(self.failed("read the link", &names.path(ino.0), &e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.0 & libc::O_ACCMODE != libc::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        let (id, size, path) = {
+            let names = self.names();
+            match names.node(ino.0).map(|n| (&n.what, n.size)) {
+                Some((What::File { id, .. }, size)) => (*id, size, names.path(ino.0)),
+                Some(_) => return reply.error(Errno::EISDIR),
+                None => return reply.error(Errno::ENOENT),
+            }
+        };
+        match self.reader.open(id, size, path.clone()) {
+            Ok(file) => {
+                let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+                self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Arc::new(Mutex::new(file)));
+                // The content of a version never changes: the kernel may keep its pages across opens.
+                reply.opened(FileHandle(handle), FopenFlags::FOPEN_KEEP_CACHE)
+            }
+            Err(e) => reply.error(self.failed("open", &path, &e)),
+        }
+    }
+
+    fn read(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, size: u32, _flags: OpenFlags, _lock: Option<LockOwner>, reply: ReplyData) {
+        let Some(file) = self.open.lock().unwrap_or_else(|e| e.into_inner()).get(&fh.0).cloned() else { return reply.error(Errno::EBADF) };
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let read = self.reader.read(&mut file, offset, size);
+        let path = &file.path;
+        match read {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(self.failed("read", path, &e)),
+        }
+    }
+
+    fn release(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, _lock: Option<LockOwner>, _flush: bool, reply: fuser::ReplyEmpty) {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let mut names = self.names();
+        let parent = names.node(ino.0).map_or(ino.0, |n| n.parent);
+        match names.entries(self.store, ino.0) {
+            Ok(Some(_)) => {}
+            Ok(None) => return reply.error(Errno::ENOTDIR),
+            Err(e) => return reply.error(self.failed("list", &names.path(ino.0), &e.to_string())),
+        }
+        let Some(entries) = names.listed(ino.0) else { return reply.error(Errno::ENOTDIR) };
+        let dots = [(OsStr::new(".").to_os_string(), ino.0), (OsStr::new("..").to_os_string(), parent)];
+        for (i, (name, child)) in dots.iter().chain(entries.iter()).enumerate().skip(offset as usize) {
+            let kind = match names.node(*child).map(|n| &n.what) {
+                Some(What::File { .. }) => FileType::RegularFile,
+                Some(What::Symlink { .. }) => FileType::Symlink,
+                _ => FileType::Directory,
+            };
+            // The offset of the entry after this one: where the next call resumes.
+            if reply.add(INodeNo(*child), i as u64 + 1, kind, OsStr::from_bytes(name.as_bytes())) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let files = self.names().len() as u64;
+        reply.statfs(0, 0, 0, files, 0, 64 * 1024, 255, 64 * 1024);
+    }
+}

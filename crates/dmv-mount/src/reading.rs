@@ -1,0 +1,195 @@
+//! Reading part of a file version, as a mount's reads ask: the file's
+//! layout (where each chunk starts) once per open, then only the chunks a
+//! read touches. In a partial replica what is not here is fetched (nodes
+//! at open, chunks at read, with read-ahead once reads run in order) and
+//! kept, so a second read is local.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use dmv_repo::store::{ObjectId, ObjectKind, StoreError};
+use dmv_repo::Repository;
+use dmv_sync::PieceFetcher;
+
+/// Read-ahead grows with a run of reads in order, to at most this.
+const MOST_AHEAD: u64 = 8 << 20;
+/// Decoded chunks kept for the next reads (the kernel reads a chunk in
+/// several requests): with chunks of at most 256 KiB, 4 MiB at most.
+const CHUNKS_KEPT: usize = 16;
+
+/// A file version open for reading.
+pub struct OpenFile {
+    pub id: ObjectId,
+    /// Its path in the mount, for messages and for asking other replicas.
+    pub path: String,
+    /// Each chunk and where it starts, in order.
+    chunks: Vec<(ObjectId, u64)>,
+    len: u64,
+    /// Where the last read ended, and how many bytes ran in order up to it.
+    last_end: u64,
+    in_order: u64,
+}
+
+impl OpenFile {
+    /// The indexes of the chunks holding bytes `from..to`.
+    fn span(&self, from: u64, to: u64) -> std::ops::Range<usize> {
+        let first = self.chunks.partition_point(|(_, start)| *start <= from).saturating_sub(1);
+        let end = self.chunks.partition_point(|(_, start)| *start < to);
+        first..end.max(first)
+    }
+
+    fn chunk_len(&self, i: usize) -> u64 {
+        self.chunks.get(i + 1).map_or(self.len, |(_, next)| *next) - self.chunks[i].1
+    }
+}
+
+/// Reads files of one repository; shared by the mount's threads.
+pub struct Reader {
+    repo: &'static Repository,
+    fetcher: FetchThread,
+    /// Chunk bytes fetched from other replicas so far.
+    fetched: Arc<AtomicU64>,
+    kept: Mutex<VecDeque<(ObjectId, Arc<Vec<u8>>)>>,
+}
+
+impl Reader {
+    pub fn new(repo: &'static Repository, fetched: Arc<AtomicU64>) -> Reader {
+        Reader { repo, fetcher: FetchThread::start(repo), fetched, kept: Mutex::new(VecDeque::new()) }
+    }
+
+    /// Opens file version `id` of `size` bytes: its layout from its nodes,
+    /// fetched first in a partial replica that lacks them.
+    pub fn open(&self, id: ObjectId, size: u64, path: String) -> Result<OpenFile, String> {
+        let store = &self.repo.store;
+        let chunks = match store.chunk_list(&id) {
+            Ok(list) => list,
+            Err(StoreError::NotFound { .. }) if self.repo.config.partial => {
+                self.fetcher.ask(Ask::Nodes { file: id, path: path.clone() })?;
+                match store.chunk_list(&id) {
+                    Ok(list) => list,
+                    // Still not here after its holder answered: a file of one chunk, which has no nodes.
+                    Err(StoreError::NotFound { id: missing }) if missing == id => vec![(id, size)],
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let mut at = 0;
+        let chunks: Vec<(ObjectId, u64)> = chunks
+            .into_iter()
+            .map(|(chunk, len)| {
+                let start = at;
+                at += len;
+                (chunk, start)
+            })
+            .collect();
+        if at != size {
+            return Err(format!("its chunks hold {at} bytes where its tree says {size}"));
+        }
+        Ok(OpenFile { id, path, chunks, len: at, last_end: u64::MAX, in_order: 0 })
+    }
+
+    /// Up to `want` bytes of `file` from `offset`.
+    pub fn read(&self, file: &mut OpenFile, offset: u64, want: u32) -> Result<Vec<u8>, String> {
+        let to = offset.saturating_add(u64::from(want)).min(file.len);
+        if offset >= to {
+            return Ok(Vec::new());
+        }
+        file.in_order = if offset == file.last_end { file.in_order + (to - offset) } else { to - offset };
+        file.last_end = to;
+        let span = file.span(offset, to);
+        if self.repo.config.partial {
+            // Reads in order fetch ahead half as much as they have read so far: a
+            // player's seek fetches little more than it reads, a copy runs ahead.
+            let ahead = (file.in_order / 2).min(MOST_AHEAD);
+            let ahead_end = file.span(to, to.saturating_add(ahead).min(file.len)).end;
+            self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
+        }
+        let mut out = Vec::with_capacity((to - offset) as usize);
+        for i in span {
+            let (chunk, start) = file.chunks[i];
+            let bytes = self.chunk(&chunk).map_err(|e| e.to_string())?;
+            if bytes.len() as u64 != file.chunk_len(i) {
+                return Err(format!("chunk {} holds {} bytes where its file node says {}", chunk.short(), bytes.len(), file.chunk_len(i)));
+            }
+            let from = offset.max(start) - start;
+            let until = to.min(start + bytes.len() as u64) - start;
+            out.extend_from_slice(&bytes[from as usize..until as usize]);
+        }
+        Ok(out)
+    }
+
+    /// Fetches the chunks of `range` that are not here.
+    fn fetch_missing(&self, file: &OpenFile, range: std::ops::Range<usize>) -> Result<(), String> {
+        let store = &self.repo.store;
+        let mut missing = Vec::new();
+        for (chunk, _) in &file.chunks[range] {
+            if !missing.contains(chunk) && !store.contains(chunk).map_err(|e| e.to_string())? {
+                missing.push(*chunk);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let bytes = self.fetcher.ask(Ask::Chunks { file: file.id, path: file.path.clone(), chunks: missing })?;
+        self.fetched.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A chunk's bytes, from those kept or the store.
+    fn chunk(&self, id: &ObjectId) -> Result<Arc<Vec<u8>>, StoreError> {
+        if let Some((_, bytes)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == id) {
+            return Ok(bytes.clone());
+        }
+        let bytes = Arc::new(self.repo.store.read_kind(id, ObjectKind::Chunk)?);
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == CHUNKS_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((*id, bytes.clone()));
+        Ok(bytes)
+    }
+
+    /// A symlink's target.
+    pub fn link_target(&self, id: &ObjectId) -> Result<Vec<u8>, String> {
+        self.repo.store.read_kind(id, ObjectKind::Chunk).map_err(|e| e.to_string())
+    }
+}
+
+/// What the fetch thread is asked to make present here.
+enum Ask {
+    Nodes { file: ObjectId, path: String },
+    Chunks { file: ObjectId, path: String, chunks: Vec<ObjectId> },
+}
+
+/// The thread that owns the connections to other replicas (a connection
+/// stays on the thread that made it), answering the mount's threads one
+/// ask at a time.
+struct FetchThread {
+    asks: mpsc::Sender<(Ask, mpsc::Sender<Result<u64, String>>)>,
+}
+
+impl FetchThread {
+    fn start(repo: &'static Repository) -> FetchThread {
+        let (asks, asked) = mpsc::channel::<(Ask, mpsc::Sender<Result<u64, String>>)>();
+        std::thread::spawn(move || {
+            let mut fetcher = PieceFetcher::new(repo);
+            for (ask, answer) in asked {
+                let done = match ask {
+                    Ask::Nodes { file, path } => fetcher.fetch_nodes(&file, path.as_bytes()).map(|()| 0),
+                    Ask::Chunks { file, path, chunks } => fetcher.fetch_chunks(&file, path.as_bytes(), &chunks),
+                };
+                let _ = answer.send(done.map_err(|e| e.to_string()));
+            }
+        });
+        FetchThread { asks }
+    }
+
+    /// Chunk bytes received.
+    fn ask(&self, ask: Ask) -> Result<u64, String> {
+        let (answer, answered) = mpsc::channel();
+        self.asks.send((ask, answer)).map_err(|_| "the fetch thread has ended".to_string())?;
+        answered.recv().map_err(|_| "the fetch thread has ended".to_string())?
+    }
+}
