@@ -366,6 +366,25 @@ impl Store {
     pub fn drop_file_data<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
         let _lock = self.exclusive_lock()?;
         self.reload()?;
+        self.drop_locked(roots, files)
+    }
+
+    /// Frees the pieces of `files` that are here while the file as a whole
+    /// is not (the nodes and chunks a mount's reads fetched), as
+    /// [`Store::drop_file_data`] does. Which files are whole is decided
+    /// under the store's lock: one a transfer completed meanwhile is a copy
+    /// its replica may claim, and stays. Returns the bytes freed.
+    pub fn drop_file_pieces<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+        let _lock = self.exclusive_lock()?;
+        self.reload()?;
+        let partial: HashSet<ObjectId> = files.iter().filter(|id| self.check_content_present(id).is_err()).copied().collect();
+        self.drop_locked(roots, &partial)
+    }
+
+    fn drop_locked<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+        if files.is_empty() {
+            return Ok(0);
+        }
         let before = self.stats()?.stored_bytes;
         let roots = roots()?;
         let mut marks = Marks::new(self.indexes());

@@ -342,6 +342,10 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         Some(s) => s.remote.has(&listed.iter().map(|(_, id, _)| *id).collect::<Vec<_>>())?,
         None => listed.iter().map(|(_, _, present)| *present).collect(),
     };
+    // Of the files not all here, what is here (a mount's reads fetched it) goes
+    // whatever the copies: this replica holds no copy of them, nor claims one.
+    let pieces: Vec<ObjectId> = listed.iter().filter(|(_, _, present)| source.is_none() && !present).map(|(_, id, _)| *id).collect();
+    let pieces_freed = if repo.config.partial { repo.drop_pieces(&pieces)? } else { 0 };
     for ((path, id, _), there) in listed.into_iter().zip(there) {
         if there && seen.insert(id) {
             files.push((path, id));
@@ -352,7 +356,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         // from it was cut short: let the remote finish that one.
         let freed_bytes = match source.as_mut() {
             Some(s) => s.remote.copies()?.drop_content(&[])?.0,
-            None => 0,
+            None => pieces_freed,
         };
         return Ok(Dropped { freed_bytes, ..Dropped::default() });
     }
@@ -426,7 +430,9 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 None => {
                     let done = repo.drop_data(&ids)?;
                     match done.locked.is_empty() {
-                        true => Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() }),
+                        true => {
+                            Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes + pieces_freed, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() })
+                        }
                         false => Err(SyncError::CopyLocked { replica: "this replica".into(), count: done.locked.len() }),
                     }
                 }

@@ -40,7 +40,7 @@ impl<'r> PieceFetcher<'r> {
     /// present here, so its layout can be read; none when the file is one
     /// chunk. All or none: a store never holds part of a file's node tree.
     pub fn fetch_nodes(&mut self, file: &ObjectId, path: &[u8]) -> SyncResult<()> {
-        let nodes = self.from_holders(file, path, &mut |remote| nodes_of(remote, file))?;
+        let nodes = self.ask_holders(file, path, &mut |remote| nodes_of(remote, file))?;
         let mut session = self.repo.store.begin_write()?;
         // Children first: a node is stored after the nodes it lists.
         for obj in nodes.iter().rev() {
@@ -53,7 +53,7 @@ impl<'r> PieceFetcher<'r> {
     /// Makes `chunks` (of file version `file`, named by `path` in errors)
     /// present here. Returns the bytes received.
     pub fn fetch_chunks(&mut self, file: &ObjectId, path: &[u8], chunks: &[ObjectId]) -> SyncResult<u64> {
-        let got = self.from_holders(file, path, &mut |remote| chunks_from(remote, chunks))?;
+        let got = self.ask_holders(file, path, &mut |remote| chunks_from(remote, chunks))?;
         let mut session = self.repo.store.begin_write()?;
         let mut bytes = 0;
         for obj in &got {
@@ -67,7 +67,7 @@ impl<'r> PieceFetcher<'r> {
     /// Runs `ask` on the replica that answered last, else on each that may
     /// hold `file` in `get`'s order, until one answers; a replica that fails
     /// is noted in the reach book.
-    fn from_holders<T>(&mut self, file: &ObjectId, path: &[u8], ask: &mut dyn FnMut(&mut dyn Remote) -> SyncResult<T>) -> SyncResult<T> {
+    fn ask_holders<T>(&mut self, file: &ObjectId, path: &[u8], ask: &mut dyn FnMut(&mut dyn Remote) -> SyncResult<T>) -> SyncResult<T> {
         let mut tried = Vec::new();
         if let Some((label, mut remote)) = self.open.take() {
             match ask(remote.as_mut()) {

@@ -160,6 +160,18 @@ impl Repository {
         Ok(DataDropped { freed_bytes, locked, files_removed })
     }
 
+    /// Frees what is here of these files while the file as a whole is not
+    /// (the chunks a mount's reads fetched): never a copy this replica
+    /// holds or claims, so no other copy need be confirmed. Returns the
+    /// bytes freed.
+    pub fn drop_pieces(&self, ids: &[ObjectId]) -> RepoResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let _guard = self.drop_guard()?;
+        self.store.drop_file_pieces(|| self.roots(), &ids.iter().copied().collect())
+    }
+
     /// Records that this replica holds these files' data, as of now, for
     /// those it does hold. Checked under the drop lock against the store as
     /// it is then: a push begun before a drop here and ended after it

@@ -1,0 +1,138 @@
+//! `dmv mount` and `dmv umount`: a thin front over dmv-mount. The mount
+//! runs in this process until the folder is unmounted, or in a process of
+//! its own with `--background`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use dmv_mount::View;
+
+use crate::repo_args::{open_repo, printable};
+
+#[derive(Args)]
+pub struct MountArgs {
+    /// The revision to show: a branch, a tag or a commit (default HEAD).
+    /// Given alone, the argument is the folder.
+    #[arg(value_name = "REV")]
+    rev: String,
+    /// The folder to show it in (it must exist, and is best empty).
+    #[arg(value_name = "DIR")]
+    folder: Option<PathBuf>,
+    /// Show every branch, tag and commit: branches/NAME, tags/NAME and
+    /// commits/TIME-ID, each the folder of that commit.
+    #[arg(long)]
+    all: bool,
+    /// Mount in a process of its own and return once the folder shows the
+    /// revision (its messages in .dmv/mount.log).
+    #[arg(long)]
+    background: bool,
+}
+
+#[derive(Args)]
+pub struct UmountArgs {
+    /// The folder a `dmv mount` shows a revision in.
+    #[arg(value_name = "DIR")]
+    folder: PathBuf,
+}
+
+const LOG: &str = "mount.log";
+
+pub fn mount(a: MountArgs) -> Result<u8> {
+    let (rev, dir) = match (a.folder, a.all) {
+        (Some(_), true) => bail!("--all shows every revision: give only the folder"),
+        (Some(dir), false) => (a.rev, dir),
+        (None, _) => ("HEAD".to_string(), PathBuf::from(a.rev)),
+    };
+    let repo = open_repo()?;
+    let view = match a.all {
+        true => View::Everything,
+        false => View::Commit(repo.resolve(&rev)?),
+    };
+    let dir = std::fs::canonicalize(&dir).with_context(|| format!("cannot mount at {}", dir.display()))?;
+    if mounted_at(&dir) {
+        bail!("{} is already a mount point (`dmv umount {}` unmounts it)", dir.display(), dir.display());
+    }
+    let shown = if a.all { "every branch, tag and commit".to_string() } else { rev.clone() };
+    if a.background {
+        let log_path = repo.dmv.join(LOG);
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+        let mut args = vec!["mount".into()];
+        args.extend(if a.all { vec!["--all".into()] } else { vec![rev.clone().into()] });
+        args.push(dir.clone().into_os_string());
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(args)
+            .current_dir(std::env::current_dir()?)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            // Its own process group: a Ctrl-C in the terminal that started it does not unmount it.
+            .process_group(0)
+            .spawn()?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !mounted_at(&dir) {
+            if let Some(exit) = child.try_wait()? {
+                bail!("the mount ended at once ({exit}); its log: {}", log_path.display());
+            }
+            if Instant::now() > deadline {
+                bail!("the mount did not appear within 30 s; its log: {}", log_path.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("mounted {shown} at {} (pid {}); `dmv umount {}` unmounts it", dir.display(), child.id(), dir.display());
+        return Ok(0);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(signal, stop.clone())?;
+    }
+    let said_dir = dir.display().to_string();
+    let report = Box::new(|line: &str| eprintln!("dmv: {}", printable(line)));
+    let served = dmv_mount::serve(repo, view, &dir, &stop, || eprintln!("mounted {shown} at {said_dir}; `dmv umount {said_dir}` or Ctrl-C unmounts it"), report)?;
+    match served.fetched {
+        0 => eprintln!("unmounted {said_dir}"),
+        n => eprintln!("unmounted {said_dir} ({n} bytes fetched from other replicas, kept here)"),
+    }
+    Ok(0)
+}
+
+pub fn umount(a: UmountArgs) -> Result<u8> {
+    let dir = std::fs::canonicalize(&a.folder).with_context(|| format!("cannot unmount {}", a.folder.display()))?;
+    if !mounted_at(&dir) {
+        bail!("{} is not a mount point", dir.display());
+    }
+    dmv_mount::unmount(&dir)?;
+    Ok(0)
+}
+
+/// Whether `dir` (canonical) is a mount point: a line of /proc/self/mountinfo
+/// names it (its fifth field, with space, tab, newline and backslash octal-escaped).
+fn mounted_at(dir: &Path) -> bool {
+    let Ok(table) = std::fs::read("/proc/self/mountinfo") else { return false };
+    let wanted = dir.as_os_str().as_encoded_bytes();
+    String::from_utf8_lossy(&table).lines().filter_map(|line| line.split(' ').nth(4)).any(|point| unescape(point.as_bytes()) == wanted)
+}
+
+fn unescape(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let octal = text.get(i + 1..i + 4).filter(|d| text[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(text[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,373 @@
+//! `dmv mount` through the real kernel FUSE (`/dev/fuse`, fusermount3 from
+//! fuse3, which the test command installs): what the folder shows against
+//! the committed tree, bytes read through it against the committed
+//! content at every chunk boundary, in a full replica and in a meta
+//! replica that fetches only what reads touch, with its server killed or
+//! frozen while it reads.
+
+mod common;
+
+use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::servers::HttpServer;
+use common::*;
+use dmv_repo::store::ObjectId;
+use dmv_repo::Repository;
+
+/// A mount folder, unmounted at the end of the test whatever happens.
+struct Mounted {
+    repo: PathBuf,
+    dir: PathBuf,
+}
+
+impl Mounted {
+    /// `dmv mount --background ARGS… DIR` in `repo`.
+    fn new(repo: &Path, dir: &Path, args: &[&str]) -> Mounted {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut all: Vec<&str> = vec!["mount", "--background"];
+        all.extend(args);
+        all.push(dir.to_str().unwrap());
+        let out = dmv_cmd(repo).args(&all).output().unwrap();
+        assert!(out.status.success(), "dmv {all:?}: {}", stderr(&out));
+        Mounted { repo: repo.to_path_buf(), dir: dir.to_path_buf() }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// Unmounts, and returns the bytes the mount said it fetched (its last log line).
+    fn unmount(self) -> u64 {
+        let out = dmv_cmd(&self.repo).args(["umount", self.dir.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success(), "dmv umount: {}", stderr(&out));
+        let log = self.repo.join(".dmv/mount.log");
+        // The mount process writes its last line as it ends, just after the folder goes.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(last) = text.lines().rev().find(|l| l.starts_with("unmounted ")) {
+                let fetched = last.split_once(" (").and_then(|(_, n)| n.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+                // One line per mount: the next mount's is its own.
+                std::fs::write(&log, "").unwrap();
+                std::mem::forget(self);
+                return fetched;
+            }
+            assert!(Instant::now() < deadline, "the mount never said it was unmounted: {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3").arg("-u").arg(&self.dir).output();
+    }
+}
+
+fn mounted_at(dir: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().any(|l| l.split(' ').nth(4) == Some(dir.to_str().unwrap()))
+}
+
+/// Where each chunk of `path`'s version in `rev` starts, and its content id.
+fn chunk_starts(repo: &Path, rev: &str, path: &str) -> (ObjectId, Vec<u64>) {
+    let repo = Repository::open(repo).unwrap();
+    let (_, entry) = repo.entry_at(rev, path).unwrap();
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for (_, len) in repo.store.chunk_list(&entry.id).unwrap() {
+        starts.push(at);
+        at += len;
+    }
+    (entry.id, starts)
+}
+
+/// Reads `file` at a few bytes either side of every chunk boundary, and at
+/// its first and last byte, comparing with `expected`. Returns the bytes read.
+fn read_at_boundaries(file: &Path, expected: &[u8], starts: &[u64]) -> u64 {
+    let f = std::fs::File::open(file).unwrap();
+    let mut read = 0;
+    let len = expected.len() as u64;
+    let mut spots: Vec<u64> = starts.to_vec();
+    spots.extend([0, len.saturating_sub(1)]);
+    for spot in spots {
+        let from = spot.saturating_sub(3);
+        let to = (spot + 4).min(len);
+        let mut buf = vec![0u8; (to - from) as usize];
+        f.read_exact_at(&mut buf, from).unwrap_or_else(|e| panic!("reading {} at {from}: {e}", file.display()));
+        assert_eq!(buf, expected[from as usize..to as usize], "bytes {from}..{to} of {}", file.display());
+        read += to - from;
+    }
+    read
+}
+
+/// A repository with what a mount must show exactly: a folder of many
+/// files, a film of many chunks, an executable, a symlink, an empty file,
+/// names with spaces and accents; a second commit changes the film.
+fn project(root: &Path) -> PathBuf {
+    let src = root.join("src");
+    std::fs::create_dir_all(src.join("many")).unwrap();
+    std::fs::create_dir_all(src.join("media/deep/er")).unwrap();
+    dmv(&src, &["init"]);
+    for i in 0..2000 {
+        std::fs::write(src.join(format!("many/f{i:05}.txt")), format!("file {i}\n").repeat(i % 7)).unwrap();
+    }
+    write_noise(&src.join("media/film.bin"), 6 << 20, 1);
+    std::fs::write(src.join("media/deep/er/Café au lait.txt"), "crème\n").unwrap();
+    std::fs::write(src.join("run.sh"), "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(src.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("media/deep/er/Café au lait.txt", src.join("latest")).unwrap();
+    std::fs::write(src.join("empty"), "").unwrap();
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "first"]);
+    dmv(&src, &["tag", "v1"]);
+    write_noise(&src.join("media/film.bin"), (6 << 20) + 12_345, 2);
+    dmv(&src, &["commit", "-a", "-m", "a new cut"]);
+    src
+}
+
+#[test]
+fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_boundary() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
+    assert!(mounted_at(&m.dir));
+
+    // The folder of 2,000 files: every name, every size, no data read.
+    let mut names: Vec<(String, u64)> =
+        std::fs::read_dir(m.path("many")).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name().into_string().unwrap(), e.metadata().unwrap().len())).collect();
+    names.sort();
+    let expected: Vec<(String, u64)> = (0..2000).map(|i| (format!("f{i:05}.txt"), (format!("file {i}\n").len() * (i % 7)) as u64)).collect();
+    assert_eq!(names, expected);
+    assert_eq!(std::fs::read(m.path("many/f00006.txt")).unwrap(), "file 6\n".repeat(6).as_bytes());
+
+    // Modes, the link, the empty file, names with spaces and accents.
+    let mode = |rel: &str| std::fs::symlink_metadata(m.path(rel)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("run.sh"), 0o555);
+    assert_eq!(mode("empty"), 0o444);
+    assert!(std::fs::symlink_metadata(m.path("media")).unwrap().is_dir());
+    assert_eq!(std::fs::read_link(m.path("latest")).unwrap(), Path::new("media/deep/er/Café au lait.txt"));
+    assert_eq!(std::fs::read_to_string(m.path("latest")).unwrap(), "crème\n");
+    assert_eq!(std::fs::read(m.path("empty")).unwrap(), b"");
+    let ran = Command::new(m.path("run.sh")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran\n");
+
+    // The film at every chunk boundary, then whole.
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let (_, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
+    assert!(starts.len() > 20, "the film is many chunks: {}", starts.len());
+    read_at_boundaries(&m.path("media/film.bin"), &film, &starts);
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole");
+
+    // Read-only, refused as such.
+    let e = std::fs::write(m.path("new.txt"), "x").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+    let e = std::fs::OpenOptions::new().write(true).open(m.path("empty")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+    assert_eq!(m.unmount(), 0, "a full replica fetches nothing");
+    assert!(!mounted_at(&t.path().join("mnt")));
+
+    // An older revision by its tag.
+    let m = Mounted::new(&src, &t.path().join("mnt"), &["v1"]);
+    write_noise(&t.path().join("old.bin"), 6 << 20, 1);
+    let old = std::fs::read(t.path().join("old.bin")).unwrap();
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == old, "v1's film");
+    m.unmount();
+
+    // Every branch, tag and commit.
+    let m = Mounted::new(&src, &t.path().join("mnt"), &["--all"]);
+    let list = |rel: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(m.path(rel)).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(list(""), ["branches", "commits", "tags"]);
+    assert_eq!(list("branches"), ["main"]);
+    assert_eq!(list("tags"), ["v1"]);
+    let commits = list("commits");
+    assert_eq!(commits.len(), 2, "{commits:?}");
+    assert!(std::fs::read(m.path("tags/v1/media/film.bin")).unwrap() == old, "tags/v1's film");
+    assert!(std::fs::read(m.path("branches/main/media/film.bin")).unwrap() == film, "branches/main's film");
+    let films: Vec<Vec<u8>> = commits.iter().map(|c| std::fs::read(m.path(&format!("commits/{c}/media/film.bin"))).unwrap()).collect();
+    assert!(films.contains(&old) && films.contains(&film), "each commit's folder shows its own film");
+    m.unmount();
+}
+
+#[test]
+fn bad_input_to_mount_and_umount_is_one_line_and_changes_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let dir = t.path().join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    for (args, says) in [
+        (vec!["mount", "no-such-rev", dir.to_str().unwrap()], "no-such-rev"),
+        (vec!["mount", "HEAD", "/no/such/folder"], "/no/such/folder"),
+        (vec!["mount", "HEAD", src.join("run.sh").to_str().unwrap()], "not a folder"),
+        (vec!["mount", "--all", "HEAD", dir.to_str().unwrap()], "--all"),
+        (vec!["umount", dir.to_str().unwrap()], "not a mount point"),
+    ] {
+        let out = dmv_out(&src, &args);
+        assert_eq!(out.status.code(), Some(128), "dmv {args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "dmv {args:?} said: {err}");
+        assert!(err.contains(says), "dmv {args:?} said: {err}");
+        assert!(!mounted_at(&dir));
+    }
+    // A second mount on a mount point is refused; the first stays.
+    let m = Mounted::new(&src, &dir, &[]);
+    let out = dmv_out(&src, &["mount", "--background", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(stderr(&out).contains("already a mount point"));
+    assert_eq!(std::fs::read_to_string(m.path("run.sh")).unwrap(), "#!/bin/sh\necho ran\n");
+    m.unmount();
+}
+
+/// A bare hub served over HTTP holding the project, and a meta clone of it.
+fn hub_and_meta_clone(root: &Path, src: &Path) -> (HttpServer, PathBuf) {
+    dmv(root, &["init", "--bare", "hub"]);
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"mount-test\" = \"write\"\n", root, 0);
+    dmv(src, &["remote", "add", "origin", &server.url("hub"), "--token", "mount-test"]);
+    dmv(src, &["push", "origin", "main"]);
+    dmv(root, &["clone", "--token", "mount-test", "--slice", "meta", &server.url("hub"), "phone"]);
+    let phone = root.join("phone");
+    dmv(&phone, &["config", "remote.timeout", "3"]);
+    dmv(&phone, &["replica", "--name", "phone"]);
+    (server, phone)
+}
+
+#[test]
+fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let (film_id, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
+    let phone_bytes = bytes_under(&phone.join(".dmv"));
+
+    // Listing reads no data; reads at chunk boundaries fetch little more than they read.
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);
+    assert_eq!(std::fs::metadata(m.path("media/film.bin")).unwrap().len(), film.len() as u64);
+    let read = read_at_boundaries(&m.path("media/film.bin"), &film, &starts[..starts.len() / 2]);
+    let fetched = m.unmount();
+    eprintln!("reads at {} chunk boundaries: {read} bytes read, {fetched} fetched", starts.len() / 2 + 2);
+    assert!(fetched > 0, "a meta replica fetches what it reads");
+    // Each spot read touches at most two chunks of at most 256 KiB, and the kernel reads whole pages ahead.
+    let chunks_touched = (starts.len() / 2 + 2) as u64 * 2;
+    assert!(fetched <= chunks_touched * 256 * 1024, "read {read} bytes at {} spots, fetched {fetched}", starts.len() / 2 + 2);
+    assert!(fetched < film.len() as u64 / 2 + 512 * 1024, "half the boundaries read fetched {fetched} of {} bytes", film.len());
+
+    // Random reads of 1 MiB, as a player seeks: under twice the bytes read.
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    let f = std::fs::File::open(m.path("media/film.bin")).unwrap();
+    let mut noise = Noise::new(9);
+    let mut read = 0u64;
+    for _ in 0..4 {
+        let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap()) % (film.len() as u64 - (1 << 20));
+        let mut buf = vec![0u8; 1 << 20];
+        f.read_exact_at(&mut buf, offset).unwrap();
+        assert!(buf == film[offset as usize..offset as usize + (1 << 20)], "1 MiB at {offset}");
+        read += 1 << 20;
+    }
+    drop(f);
+    let fetched = m.unmount();
+    eprintln!("random reads of 1 MiB: {read} bytes read, {fetched} fetched");
+    assert!(fetched < 2 * read, "random reads of {read} bytes fetched {fetched}");
+
+    // Part of the film is here: not a copy, never claimed as one; a drop frees it.
+    let here = |whereis: &str| -> bool {
+        let whereis: serde_json::Value = serde_json::from_str(whereis).unwrap();
+        whereis[0]["copies"].as_array().unwrap().iter().any(|c| c["name"] == "phone" && c["here"] == true)
+    };
+    assert!(!here(&dmv(&phone, &["whereis", "--json", "media/film.bin"])), "a part is not a copy");
+    assert!(dmv(&phone, &["ls", "--absent"]).contains("media/film.bin"));
+    let with_pieces = bytes_under(&phone.join(".dmv"));
+    assert!(with_pieces > phone_bytes + (1 << 20), "the pieces read are kept: {with_pieces} bytes, {phone_bytes} before");
+    dmv(&phone, &["drop", "media/film.bin"]);
+    assert!(bytes_under(&phone.join(".dmv")) < phone_bytes + (256 << 10), "drop frees what the mount fetched");
+    dmv(&phone, &["fsck"]);
+
+    // Whole, then again: the second read is local, and the film is now a copy here.
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole");
+    assert!(m.unmount() >= film.len() as u64);
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole again");
+    assert_eq!(m.unmount(), 0, "what was read once is kept");
+    assert!(here(&dmv(&phone, &["whereis", "--json", "media/film.bin"])));
+    dmv(&phone, &["drop", "--numcopies", "1", "media/film.bin"]);
+    assert!(!Repository::open(&phone).unwrap().has_data(&film_id).unwrap());
+    dmv(&phone, &["fsck"]);
+}
+
+/// Reads `len` bytes at `offset` in a thread; the test fails if it does not end within 60 s.
+fn read_in_time(file: &Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let file = file.to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(&file);
+        let _ = tx.send(f.and_then(|f| {
+            let mut buf = vec![0u8; len];
+            f.read_exact_at(&mut buf, offset).map(|()| buf)
+        }));
+    });
+    rx.recv_timeout(Duration::from_secs(60)).expect("a read through the mount hung")
+}
+
+#[test]
+fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serves_what_is_here() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (mut server, phone) = hub_and_meta_clone(t.path(), &src);
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    let path = m.path("media/film.bin");
+    assert_eq!(read_in_time(&path, 0, 1 << 20).unwrap(), film[..1 << 20]);
+
+    // Frozen: abandoned after the remote timeout (3 s here), EIO, the mount goes on.
+    // SAFETY: kill(2) on the server this test started.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGSTOP) };
+    let e = read_in_time(&path, 3 << 20, 4096).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert_eq!(read_in_time(&path, 0, 1 << 20).unwrap(), film[..1 << 20], "what is here is served");
+    // SAFETY: as above.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGCONT) };
+
+    // Killed: EIO at once for the rest.
+    server.kill();
+    let e = read_in_time(&path, 5 << 20, 4096).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000, "listing needs no server");
+    let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap();
+    assert!(log.contains("cannot read media/film.bin"), "the log names the file: {log}");
+
+    // The server back: the same mount reads the rest.
+    let _server = HttpServer::start_with(&server.config, server.port);
+    assert_eq!(read_in_time(&path, 5 << 20, 4096).unwrap(), film[5 << 20..(5 << 20) + 4096]);
+    m.unmount();
+}
+
+#[test]
+fn a_mount_killed_leaves_no_dead_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let dir = t.path().join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    let mut child: Child = dmv_cmd(&src).args(["mount", dir.to_str().unwrap()]).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !mounted_at(&dir) {
+        assert!(Instant::now() < deadline, "never mounted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(dir.join("run.sh")).unwrap(), "#!/bin/sh\necho ran\n");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while mounted_at(&dir) {
+        assert!(Instant::now() < deadline, "the folder stayed mounted after its process was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the folder is a plain empty folder again");
+}
