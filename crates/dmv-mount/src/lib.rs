@@ -10,12 +10,15 @@ mod fs;
 mod names;
 #[cfg(target_os = "linux")]
 mod reading;
+mod unmount;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use dmv_repo::store::ObjectId;
 use dmv_repo::{RepoError, Repository};
+
+pub use unmount::unmount;
 
 /// What a mount shows.
 #[derive(Clone, Copy, Debug)]
@@ -72,22 +75,6 @@ pub fn serve(repo: Repository, view: View, dir: &Path, stop: &AtomicBool, mounte
         let _ = (repo, view, stop, mounted, report);
         Err(MountError::Unsupported)
     }
-}
-
-/// Unmounts a folder mounted by [`serve`] (in this process or another).
-pub fn unmount(dir: &Path) -> Result<(), MountError> {
-    let mut said = Vec::new();
-    // fusermount3 as any user; umount(8) as root, or where fuse3 is not installed.
-    for (program, args) in [("fusermount3", &["-u"][..]), ("fusermount", &["-u"][..]), ("umount", &[][..])] {
-        match std::process::Command::new(program).args(args).arg(dir).output() {
-            Ok(out) if out.status.success() => return Ok(()),
-            Ok(out) => said.push(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => said.push(format!("{program}: {e}")),
-        }
-    }
-    let detail = said.into_iter().find(|s| !s.is_empty()).unwrap_or_else(|| "no fusermount3, fusermount or umount here".to_string());
-    Err(MountError::Unmount { dir: dir.to_path_buf(), detail })
 }
 
 #[cfg(target_os = "linux")]
