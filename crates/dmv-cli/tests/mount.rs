@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::servers::HttpServer;
+use common::servers::{HttpServer, Minio};
 use common::*;
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
@@ -26,11 +26,18 @@ struct Mounted {
 impl Mounted {
     /// `dmv mount --background ARGS… DIR` in `repo`.
     fn new(repo: &Path, dir: &Path, args: &[&str]) -> Mounted {
+        Self::new_with(repo, dir, args, |_| {})
+    }
+
+    /// [`Mounted::new`] with the command's environment prepared by `prepare`.
+    fn new_with(repo: &Path, dir: &Path, args: &[&str], prepare: impl Fn(&mut Command)) -> Mounted {
         std::fs::create_dir_all(dir).unwrap();
         let mut all: Vec<&str> = vec!["mount", "--background"];
         all.extend(args);
         all.push(dir.to_str().unwrap());
-        let out = dmv_cmd(repo).args(&all).output().unwrap();
+        let mut cmd = dmv_cmd(repo);
+        prepare(&mut cmd);
+        let out = cmd.args(&all).output().unwrap();
         assert!(out.status.success(), "dmv {all:?}: {}", stderr(&out));
         Mounted { repo: repo.to_path_buf(), dir: dir.to_path_buf() }
     }
@@ -300,6 +307,35 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
     dmv(&phone, &["drop", "--numcopies", "1", "media/film.bin"]);
     assert!(!Repository::open(&phone).unwrap().has_data(&film_id).unwrap());
     dmv(&phone, &["fsck"]);
+}
+
+#[test]
+fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
+    let minio = Minio::start();
+    minio.create_bucket("mount");
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let with_minio = |dir: &Path, args: &[&str]| {
+        let mut cmd = dmv_cmd(dir);
+        minio.env(&mut cmd);
+        let out = cmd.args(args).output().unwrap();
+        assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
+    };
+    with_minio(&src, &["remote", "add", "bucket", "s3://mount/p", "--endpoint", &minio.endpoint()]);
+    with_minio(&src, &["push", "bucket", "main"]);
+    with_minio(t.path(), &["clone", "--slice", "meta", "s3://mount/p", "phone", "--endpoint", &minio.endpoint()]);
+    let phone = t.path().join("phone");
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let (_, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
+
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
+    read_at_boundaries(&m.path("media/film.bin"), &film, &starts[..8]);
+    let fetched = m.unmount();
+    assert!(fetched > 0 && fetched <= 10 * 2 * 256 * 1024, "8 boundaries and both ends read from the bucket fetched {fetched} bytes");
+    let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole, from the bucket");
+    assert_eq!(std::fs::read_to_string(m.path("latest")).unwrap(), "crème\n");
+    m.unmount();
 }
 
 /// Reads `len` bytes at `offset` in a thread; the test fails if it does not end within 60 s.
