@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEntry,
-    ReplyOpen, ReplyStatfs, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEntry, ReplyOpen, ReplyStatfs, Request,
 };
 
 use crate::names::{Ino, Namespace, What};
@@ -24,8 +24,8 @@ pub struct MountedFs {
     pub names: Mutex<Namespace>,
     pub reader: Reader,
     pub store: &'static dmv_repo::store::Store,
-    /// Open files by handle; one file's reads take turns (its read-ahead and position are one).
-    open: Mutex<HashMap<u64, Arc<Mutex<OpenFile>>>>,
+    /// Open files by handle.
+    open: Mutex<HashMap<u64, Arc<OpenFile>>>,
     next_handle: AtomicU64,
     /// Whom the files belong to: whoever mounted.
     owner: (u32, u32),
@@ -133,7 +133,7 @@ impl Filesystem for MountedFs {
         match self.reader.open(id, size, path.clone()) {
             Ok(file) => {
                 let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-                self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Arc::new(Mutex::new(file)));
+                self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Arc::new(file));
                 // The content of a version never changes: the kernel may keep its pages across opens.
                 reply.opened(FileHandle(handle), FopenFlags::FOPEN_KEEP_CACHE)
             }
@@ -143,8 +143,7 @@ impl Filesystem for MountedFs {
 
     fn read(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, size: u32, _flags: OpenFlags, _lock: Option<LockOwner>, reply: ReplyData) {
         let Some(file) = self.open.lock().unwrap_or_else(|e| e.into_inner()).get(&fh.0).cloned() else { return reply.error(Errno::EBADF) };
-        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-        let read = self.reader.read(&mut file, offset, size);
+        let read = self.reader.read(&file, offset, size);
         let path = &file.path;
         match read {
             Ok(bytes) => reply.data(&bytes),

@@ -14,9 +14,14 @@ use dmv_sync::PieceFetcher;
 
 /// Read-ahead grows with a run of reads in order, to at most this.
 const MOST_AHEAD: u64 = 8 << 20;
-/// Decoded chunks kept for the next reads (the kernel reads a chunk in
-/// several requests): with chunks of at most 256 KiB, 4 MiB at most.
-const CHUNKS_KEPT: usize = 16;
+/// Chunks read and checked, kept for the next reads (the kernel reads a
+/// chunk in several requests, and reads in order find the chunks read
+/// ahead here): with chunks of at most 256 KiB, 16 MiB at most.
+const CHUNKS_KEPT: usize = 64;
+/// Once this much was read in order, the next chunks are read and checked
+/// on a thread of their own while the kernel takes the last reply.
+const DECODE_AHEAD_AFTER: u64 = 512 << 10;
+const DECODE_AHEAD: u64 = 2 << 20;
 
 /// A file version open for reading.
 pub struct OpenFile {
@@ -27,8 +32,7 @@ pub struct OpenFile {
     chunks: Vec<(ObjectId, u64)>,
     len: u64,
     /// Where the last read ended, and how many bytes ran in order up to it.
-    last_end: u64,
-    in_order: u64,
+    order: Mutex<(u64, u64)>,
 }
 
 impl OpenFile {
@@ -50,12 +54,27 @@ pub struct Reader {
     fetcher: FetchThread,
     /// Chunk bytes fetched from other replicas so far.
     fetched: Arc<AtomicU64>,
-    kept: Mutex<VecDeque<(ObjectId, Arc<Vec<u8>>)>>,
+    kept: Arc<Kept>,
+    /// Chunks for the decode-ahead thread to read into `kept`.
+    decode_ahead: mpsc::SyncSender<ObjectId>,
 }
 
 impl Reader {
     pub fn new(repo: &'static Repository, fetched: Arc<AtomicU64>) -> Reader {
-        Reader { repo, fetcher: FetchThread::start(repo), fetched, kept: Mutex::new(VecDeque::new()) }
+        let kept = Arc::new(Kept::default());
+        let (decode_ahead, to_decode) = mpsc::sync_channel::<ObjectId>(256);
+        let keeping = kept.clone();
+        std::thread::spawn(move || {
+            for id in to_decode {
+                // A chunk not here (a partial replica's) is left for the read that needs it.
+                if keeping.get(&id).is_none() {
+                    if let Ok(bytes) = repo.store.read_kind(&id, ObjectKind::Chunk) {
+                        keeping.put(id, Arc::new(bytes));
+                    }
+                }
+            }
+        });
+        Reader { repo, fetcher: FetchThread::start(repo), fetched, kept, decode_ahead }
     }
 
     /// Opens file version `id` of `size` bytes: its layout from its nodes,
@@ -87,24 +106,36 @@ impl Reader {
         if at != size {
             return Err(format!("its chunks hold {at} bytes where its tree says {size}"));
         }
-        Ok(OpenFile { id, path, chunks, len: at, last_end: u64::MAX, in_order: 0 })
+        Ok(OpenFile { id, path, chunks, len: at, order: Mutex::new((u64::MAX, 0)) })
     }
 
-    /// Up to `want` bytes of `file` from `offset`.
-    pub fn read(&self, file: &mut OpenFile, offset: u64, want: u32) -> Result<Vec<u8>, String> {
+    /// Up to `want` bytes of `file` from `offset`. The kernel's reads of one
+    /// file may come at once, on several threads: each reads its own chunks.
+    pub fn read(&self, file: &OpenFile, offset: u64, want: u32) -> Result<Vec<u8>, String> {
         let to = offset.saturating_add(u64::from(want)).min(file.len);
         if offset >= to {
             return Ok(Vec::new());
         }
-        file.in_order = if offset == file.last_end { file.in_order + (to - offset) } else { to - offset };
-        file.last_end = to;
+        let in_order = {
+            let mut order = file.order.lock().unwrap_or_else(|e| e.into_inner());
+            let (last_end, in_order) = *order;
+            *order = (to, if offset == last_end { in_order + (to - offset) } else { to - offset });
+            order.1
+        };
         let span = file.span(offset, to);
         if self.repo.config.partial {
             // Reads in order fetch ahead half as much as they have read so far: a
             // player's seek fetches little more than it reads, a copy runs ahead.
-            let ahead = (file.in_order / 2).min(MOST_AHEAD);
+            let ahead = (in_order / 2).min(MOST_AHEAD);
             let ahead_end = file.span(to, to.saturating_add(ahead).min(file.len)).end;
             self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
+        }
+        if in_order >= DECODE_AHEAD_AFTER {
+            for (chunk, _) in &file.chunks[file.span(to, to.saturating_add(DECODE_AHEAD).min(file.len))] {
+                if self.kept.get(chunk).is_none() && self.decode_ahead.try_send(*chunk).is_err() {
+                    break;
+                }
+            }
         }
         let mut out = Vec::with_capacity((to - offset) as usize);
         for i in span {
@@ -139,15 +170,11 @@ impl Reader {
 
     /// A chunk's bytes, from those kept or the store.
     fn chunk(&self, id: &ObjectId) -> Result<Arc<Vec<u8>>, StoreError> {
-        if let Some((_, bytes)) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == id) {
-            return Ok(bytes.clone());
+        if let Some(bytes) = self.kept.get(id) {
+            return Ok(bytes);
         }
         let bytes = Arc::new(self.repo.store.read_kind(id, ObjectKind::Chunk)?);
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() == CHUNKS_KEPT {
-            kept.pop_front();
-        }
-        kept.push_back((*id, bytes.clone()));
+        self.kept.put(*id, bytes.clone());
         Ok(bytes)
     }
 
@@ -191,5 +218,28 @@ impl FetchThread {
         let (answer, answered) = mpsc::channel();
         self.asks.send((ask, answer)).map_err(|_| "the fetch thread has ended".to_string())?;
         answered.recv().map_err(|_| "the fetch thread has ended".to_string())?
+    }
+}
+
+/// The chunks kept, newest last.
+#[derive(Default)]
+struct Kept {
+    chunks: Mutex<VecDeque<(ObjectId, Arc<Vec<u8>>)>>,
+}
+
+impl Kept {
+    fn get(&self, id: &ObjectId) -> Option<Arc<Vec<u8>>> {
+        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == id).map(|(_, bytes)| bytes.clone())
+    }
+
+    fn put(&self, id: ObjectId, bytes: Arc<Vec<u8>>) {
+        let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        if chunks.iter().any(|(k, _)| *k == id) {
+            return;
+        }
+        if chunks.len() == CHUNKS_KEPT {
+            chunks.pop_front();
+        }
+        chunks.push_back((id, bytes));
     }
 }
