@@ -113,6 +113,7 @@ enum Command {
     /// Commit changes once they settle and, with --sync, keep every remote in step.
     Watch(watch::WatchArgs),
     /// Show a revision as a read-only folder (FUSE), reading data as it is read: `dmv mount [REV] DIR`.
+    #[command(override_usage = "dmv mount [--background] [REV] DIR\n       dmv mount [--background] --all DIR")]
     Mount(mount::MountArgs),
     /// Unmount a folder `dmv mount` shows a revision in.
     Umount(mount::UmountArgs),
