@@ -3,7 +3,7 @@
 //! folder watch (dmv-watch), the commit of everything (dmv-repo) and the
 //! sync that keeps both versions of a conflict (dmv-sync).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,7 +104,7 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     }
     let log_path = repo.dmv.join(LOG);
     let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
-    let _ = LOG_FILE.set(std::sync::Mutex::new(log));
+    let _ = LOG_FILE.set(std::sync::Mutex::new((log_path, log)));
     let settings = Settings { quiet: Duration::from_secs_f64(a.quiet), force_poll: a.poll, ..Settings::default() };
     let mut folder = FolderWatch::start(&repo.root, Arc::new(|_: &Path| false), settings)?;
     match folder.mode() {
@@ -229,8 +229,12 @@ fn pulled_with_changes(pass: &dmv_sync::SyncedAll) -> Vec<(String, String)> {
     pass.pulled.iter().filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate)).map(|(name, p)| (name.clone(), p.label.clone())).collect()
 }
 
-/// The watcher's log, `.dmv/watch.log`, once [`run`] opened it.
-static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<std::fs::File>> = std::sync::OnceLock::new();
+/// The watcher's log, `.dmv/watch.log`, once [`run`] opened it, and its path.
+static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<(PathBuf, std::fs::File)>> = std::sync::OnceLock::new();
+
+/// A log grown past this is moved to `watch.log.1` (the one before it
+/// goes) and begun again: a watcher running for years keeps 8 MiB at most.
+const LOG_LIMIT: u64 = 4 << 20;
 
 /// A line of the watcher's log, with the time: on stdout, and in
 /// `.dmv/watch.log`, which `dmv watch --status` reads.
@@ -239,8 +243,16 @@ fn say(line: &str) {
     let line = format!("{} {line}\n", dmv_repo::utc_time(now));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
-    if let Some(file) = LOG_FILE.get() {
-        let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(line.as_bytes());
+    if let Some(log) = LOG_FILE.get() {
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let (path, file) = &mut *log;
+        let _ = file.write_all(line.as_bytes());
+        if file.metadata().is_ok_and(|m| m.len() > LOG_LIMIT) {
+            let older = path.with_extension("log.1");
+            if let Ok(fresh) = std::fs::rename(&*path, &older).and_then(|()| std::fs::OpenOptions::new().create(true).append(true).open(&*path)) {
+                *file = fresh;
+            }
+        }
     }
 }
 
@@ -322,8 +334,16 @@ fn status(repo: &Repository) -> Result<u8> {
         }
     }
     let log_path = repo.dmv.join(LOG);
-    let Ok(file) = std::fs::File::open(&log_path) else { return Ok(0) };
-    let lines: Vec<String> = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+    let Ok(mut file) = std::fs::File::open(&log_path) else { return Ok(0) };
+    // The last 64 KiB hold the last ten lines: the log is not read whole.
+    let len = file.metadata()?.len();
+    let from = len.saturating_sub(64 << 10);
+    file.seek(std::io::SeekFrom::Start(from))?;
+    let mut lines: Vec<String> = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+    if from > 0 && !lines.is_empty() {
+        // Begun mid-line.
+        lines.remove(0);
+    }
     println!("last of {}:", log_path.display());
     for line in &lines[lines.len().saturating_sub(10)..] {
         println!("  {line}");

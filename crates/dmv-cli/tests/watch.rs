@@ -158,6 +158,27 @@ fn the_background_watcher_starts_reports_idles_and_stops() {
     assert!(log.contains("committed ") && log.contains(": 1 added") && log.contains("stopped"), "{log}");
 }
 
+/// A log grown past 4 MiB is moved aside and begun again, and `--status`
+/// shows its last lines.
+#[test]
+fn the_watch_log_is_kept_to_its_limit() {
+    let t = new_repo();
+    let r = t.path();
+    let old = "2026-01-01 00:00:00 UTC an old line\n".repeat(140_000);
+    assert!(old.len() > 4 << 20);
+    std::fs::write(r.join(".dmv/watch.log"), &old).unwrap();
+    ok(&dmv_out(r, &["watch", "--background", "--quiet", "0.3"]));
+    std::fs::write(r.join("a.txt"), b"a").unwrap();
+    wait_for("a commit", || messages(r).len() == 1);
+    ok(&dmv_out(r, &["watch", "--stop"]));
+    let aside = std::fs::read_to_string(r.join(".dmv/watch.log.1")).unwrap();
+    assert!(aside.starts_with(&old), "the old log was moved aside whole");
+    let log = std::fs::read_to_string(r.join(".dmv/watch.log")).unwrap();
+    assert!(log.len() < 4096 && log.contains("committed ") && log.contains("stopped"), "{log}");
+    let status = dmv(r, &["watch", "--status"]);
+    assert!(status.contains("stopped") && !status.contains("an old line"), "{status}");
+}
+
 /// A watcher killed (`SIGKILL`) at random moments of a stream of new files,
 /// then started again, commits every file; nothing is half-committed.
 #[test]
