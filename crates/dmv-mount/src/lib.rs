@@ -4,6 +4,7 @@
 //! holds them when this one is partial (and kept, so a second read is
 //! local). Linux only for now: elsewhere [`serve`] says so.
 
+mod error;
 #[cfg(target_os = "linux")]
 mod fs;
 #[cfg(target_os = "linux")]
@@ -12,12 +13,13 @@ mod names;
 mod reading;
 mod unmount;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{RepoError, Repository};
+use dmv_repo::Repository;
 
+pub use error::MountError;
 pub use unmount::unmount;
 
 /// What a mount shows.
@@ -34,28 +36,6 @@ pub enum View {
 pub struct Served {
     /// Chunk bytes fetched from other replicas.
     pub fetched: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum MountError {
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-    #[error("cannot mount at {}: {source}{}", dir.display(), hint(source))]
-    Mount { dir: PathBuf, source: std::io::Error },
-    #[error("cannot unmount {}: {detail}", dir.display())]
-    Unmount { dir: PathBuf, detail: String },
-    #[error("{0} is not a folder")]
-    NotAFolder(PathBuf),
-    #[error("mounting needs FUSE, which DMV supports on Linux only for now")]
-    Unsupported,
-}
-
-fn hint(e: &std::io::Error) -> &'static str {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => " (is FUSE installed? `apt-get install fuse3` gives fusermount3)",
-        std::io::ErrorKind::PermissionDenied => " (FUSE needs /dev/fuse and fusermount3, or root)",
-        _ => "",
-    }
 }
 
 /// Mounts `view` of `repo` at `dir` and answers the kernel until the folder

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::MountError;
+use crate::error::MountError;
 
 /// Unmounts a folder mounted by [`crate::serve`] (in this process or another).
 pub fn unmount(dir: &Path) -> Result<(), MountError> {
