@@ -43,14 +43,19 @@ pub struct LogArgs {
 
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let start = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    let rev = a.rev.as_deref().unwrap_or("HEAD");
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
     let paths = repo_paths(&repo, &a.paths)?;
     if a.follow && paths.len() != 1 {
         bail!("--follow takes exactly one path: dmv log --follow -- PATH");
     }
-    let mut walk = repo.walk(&[start])?.touching(paths);
+    // `A..B`: what B has that A has not; `A...B`: what either has that the other has not.
+    let walk = match repo.resolve_range(rev)? {
+        Some(range) => repo.walk_between(&range.wants, &range.haves)?,
+        None => repo.walk(&[repo.resolve(rev)?])?,
+    };
+    let mut walk = walk.touching(paths);
     if a.follow {
         walk = walk.following_renames();
     }
@@ -221,13 +226,23 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
             unstaged
         }
         ([], true) => diff_flat(&commit_flat_or_empty(&repo)?, &staged_flat(&repo)?),
+        ([r], false) if r.contains("..") => {
+            // `A..B` compares A with B; `A...B` the merge base of A and B with B.
+            let range = repo.resolve_range(r)?.ok_or_else(|| anyhow!("not a range: {r}"))?;
+            let old = match range.symmetric {
+                true => *range.haves.first().ok_or_else(|| anyhow!("{r}: the two sides have no commit in common"))?,
+                false => range.haves[0],
+            };
+            let new = *range.wants.last().ok_or_else(|| anyhow!("not a range: {r}"))?;
+            diff_flat(&flatten(&repo.store, &repo.commit(&old)?.tree)?, &flatten(&repo.store, &repo.commit(&new)?.tree)?)
+        }
         ([r], true) => diff_flat(&commit_flat(&repo, r)?, &staged_flat(&repo)?),
         ([r], false) => diff_flat(&commit_flat(&repo, r)?, &repo.worktree_flat()?),
         ([r1, r2], false) => diff_flat(&commit_flat(&repo, r1)?, &commit_flat(&repo, r2)?),
         _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
     };
-    // The new side is the working tree's files unless two commits or the staging area are compared.
-    let new_in_worktree = !a.cached && a.revs.len() < 2;
+    // The new side is the working tree's files unless two commits, a range or the staging area are compared.
+    let new_in_worktree = !a.cached && a.revs.len() < 2 && !a.revs.iter().any(|r| r.contains(".."));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&changes)?);
     } else if a.name_status {

@@ -165,7 +165,7 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct RevParseArgs {
-    /// Revisions to resolve: HEAD, a branch, a tag, an id or a prefix of one, REV~N, REV^; REV:PATH for the id of a file or folder in it, :PATH for the staged file's.
+    /// Revisions to resolve: HEAD, a branch, a tag, an id or a prefix of one, NAME@{N}, @{u}, @{-1}, each followed by ~N, ^ or ^N; REV:PATH for the id of a file or folder in it, :PATH for the staged file's.
     revs: Vec<String>,
     /// Print abbreviated ids.
     #[arg(long)]

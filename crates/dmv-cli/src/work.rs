@@ -567,6 +567,10 @@ pub struct SwitchArgs {
     /// Create the branch (at HEAD or START) and switch to it.
     #[arg(short = 'c', long = "create")]
     create: bool,
+    /// Check out a commit without a branch (HEAD detached): `dmv switch --detach REV`.
+    #[arg(long, conflicts_with = "create")]
+    detach: bool,
+    /// The branch (`-`: the one checked out before), or with --detach any revision.
     branch: String,
     start: Option<String>,
     #[command(flatten)]
@@ -588,6 +592,15 @@ fn switch_to_branch(repo: &mut Repository, name: &str, quiet: bool) -> Result<()
 pub fn switch(a: SwitchArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let mut repo = open_repo()?;
+    if a.detach {
+        return detach_at(&repo, &a.branch, quiet);
+    }
+    if a.branch == "-" && !a.create {
+        return switch_back(&mut repo, quiet);
+    }
+    if !a.create && !is_branch(&repo, &a.branch)? && repo.resolve(&a.branch).is_ok() {
+        bail!("a branch is expected, got the revision '{}': `dmv switch --detach {}` checks it out without a branch", a.branch, a.branch);
+    }
     if a.create {
         let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
         repo.create_ref(&branch_ref(&a.branch), start, "branch: created")?;
@@ -631,17 +644,43 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
         return Ok(0);
     }
     let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
-    if repo.refs.get(&branch_ref(target))?.is_some() {
+    if target == "-" {
+        return switch_back(&mut repo, quiet);
+    }
+    if is_branch(&repo, target)? {
         switch_to_branch(&mut repo, target, quiet)?;
         return Ok(0);
     }
-    let id = repo.resolve(target).with_context(|| format!("cannot check out '{target}'"))?;
+    detach_at(&repo, target, quiet)
+}
+
+/// Whether `name` is a branch here (a revision such as `main~1` is not).
+fn is_branch(repo: &Repository, name: &str) -> Result<bool> {
+    let full = branch_ref(name);
+    Ok(dmv_repo::validate_ref_name(&full).is_ok() && repo.refs.get(&full)?.is_some())
+}
+
+/// Checks out a revision with HEAD detached.
+fn detach_at(repo: &Repository, rev: &str, quiet: bool) -> Result<u8> {
+    let id = repo.resolve(rev).with_context(|| format!("cannot check out '{rev}'"))?;
     let p = Bar::new("checkout");
     repo.switch_to(&Head::Detached(id), &p)?;
     if !quiet {
         eprintln!("HEAD is now at {} (detached)", id.short());
     }
     Ok(0)
+}
+
+/// `switch -` / `checkout -`: back to what was checked out before.
+fn switch_back(repo: &mut Repository, quiet: bool) -> Result<u8> {
+    match repo.previous_checkout()? {
+        Head::Branch(full) => {
+            let name = full.strip_prefix(BRANCHES).unwrap_or(&full).to_string();
+            switch_to_branch(repo, &name, quiet)?;
+            Ok(0)
+        }
+        Head::Detached(id) => detach_at(repo, &id.to_hex(), quiet),
+    }
 }
 
 #[derive(Args)]

@@ -38,6 +38,7 @@ pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;
 pub use history::graph::{CommitInfo, CommitWalk};
 pub use history::object_rules::{check_object, facts_of_content, stored_facts, ObjectFacts};
+pub use history::revisions::RevisionRange;
 pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{diff_trees, find_renames, Listed};

@@ -253,11 +253,16 @@ impl Repository {
         };
         // To the commit HEAD is at (a branch just made here, say): no file
         // changes, so uncommitted changes stay where they are, as git keeps them.
-        if self.head_commit()? == Some(commit) && self.merge_state()?.is_none() {
-            return self.set_head(head);
+        let before = self.head()?;
+        if self.head_commit()? != Some(commit) || self.merge_state()?.is_some() {
+            self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
         }
-        self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
-        self.set_head(head)
+        self.set_head(head)?;
+        // For `switch -` and `@{-1}`.
+        if before != *head {
+            before.save(&self.dmv.join(crate::history::revisions::PREVIOUS_HEAD))?;
+        }
+        Ok(())
     }
 
     /// `switch NAME`: checks out branch `name`, made first from the one

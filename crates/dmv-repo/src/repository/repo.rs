@@ -326,42 +326,6 @@ impl Repository {
         Ok(None)
     }
 
-    /// Resolves a revision: HEAD, a branch, tag or full ref, an id or unique
-    /// id prefix, each optionally followed by `~N` or `^` steps.
-    pub fn resolve(&self, rev: &str) -> RepoResult<ObjectId> {
-        let unknown = || RepoError::UnknownRevision(rev.to_string());
-        let base_end = rev.find(['~', '^']).unwrap_or(rev.len());
-        let (base, mut steps) = rev.split_at(base_end);
-        let mut id = if base == "HEAD" || base == "@" {
-            self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(format!("{rev} (no commits yet)")))?
-        } else if let Some(full) = self.full_ref(base)? {
-            self.refs.get(&full)?.ok_or_else(unknown)?
-        } else if let Some(id) = self.store.resolve_prefix(base)? {
-            id
-        } else {
-            return Err(unknown());
-        };
-        if self.store.kind_of(&id)? != ObjectKind::Commit {
-            return Err(RepoError::NotACommit { what: rev.to_string() });
-        }
-        while !steps.is_empty() {
-            let (count, rest) = if let Some(r) = steps.strip_prefix('~') {
-                let digits = r.bytes().take_while(|b| b.is_ascii_digit()).count();
-                let n = if digits == 0 { 1 } else { r[..digits].parse().map_err(|_| unknown())? };
-                (n, &r[digits..])
-            } else if let Some(r) = steps.strip_prefix('^') {
-                (1, r)
-            } else {
-                return Err(unknown());
-            };
-            for _ in 0..count {
-                id = *self.commit(&id)?.parents.first().ok_or_else(unknown)?;
-            }
-            steps = rest;
-        }
-        Ok(id)
-    }
-
     /// Moves refs (all or nothing), after checking that every new value is
     /// here, while gc is held off: gc may not delete an object between the
     /// check and the moment a ref keeps it alive.
