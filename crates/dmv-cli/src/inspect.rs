@@ -1,6 +1,7 @@
 //! Read-only commands: log, show, diff, cat, ls-tree.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
@@ -154,6 +155,9 @@ pub struct ShowArgs {
     /// Only the paths the commit changed.
     #[arg(long)]
     name_only: bool,
+    /// Only these files or folders: `dmv show REV -- PATH…`.
+    #[arg(last = true)]
+    paths: Vec<PathBuf>,
 }
 
 pub fn show(a: ShowArgs) -> Result<u8> {
@@ -169,7 +173,11 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         println!("    {line}");
     }
     println!();
-    let changes = repo.commit_changes(&id)?;
+    let mut changes = repo.commit_changes(&id)?;
+    let specs = repo_paths(&repo, &a.paths)?;
+    if !specs.is_empty() {
+        changes.retain(|c| specs.iter().any(|s| is_under(&c.path, s)));
+    }
     let mut out = std::io::stdout().lock();
     if a.name_status {
         print_name_status(&mut out, &repo, &changes)?;
@@ -188,8 +196,12 @@ pub fn show(a: ShowArgs) -> Result<u8> {
 #[derive(Args)]
 pub struct DiffArgs {
     /// Zero revisions: staging area vs working tree; one: that commit vs the
-    /// working tree; two: commit vs commit.
+    /// working tree (A..B: A vs B; A...B: their merge base vs B); two: commit
+    /// vs commit. Then paths, as in git: `dmv diff [REV…] [--] [PATH…]`.
     revs: Vec<String>,
+    /// Only these files or folders.
+    #[arg(last = true)]
+    paths: Vec<PathBuf>,
     /// Compare HEAD with the staging area.
     #[arg(long, alias = "staged")]
     cached: bool,
@@ -215,9 +227,43 @@ fn commit_flat(repo: &Repository, rev: &str) -> Result<FlatTree> {
     Ok(flatten(&repo.store, &repo.commit(&id)?.tree)?)
 }
 
-pub fn diff(a: DiffArgs) -> Result<u8> {
+/// Splits `dmv diff ARGS` as git does without `--`: revisions first, and
+/// from the first argument that is not one, paths that must exist here.
+fn revisions_then_paths(repo: &Repository, args: &[String]) -> Result<(Vec<String>, Vec<PathBuf>)> {
+    let mut revs = Vec::new();
+    let mut paths = Vec::new();
+    for arg in args {
+        let is_rev = paths.is_empty() && (repo.resolve(arg).is_ok() || repo.resolve_range(arg).is_ok_and(|r| r.is_some()));
+        if is_rev {
+            revs.push(arg.clone());
+        } else if Path::new(arg).symlink_metadata().is_ok() || tracked_under(repo, arg)? {
+            paths.push(PathBuf::from(arg));
+        } else {
+            bail!("unknown revision or path not in the working tree: {arg} (use `--` to separate paths from revisions)");
+        }
+    }
+    Ok((revs, paths))
+}
+
+/// Whether a tracked file is at `arg` or under it (a file deleted from the working tree is still a path to diff).
+fn tracked_under(repo: &Repository, arg: &str) -> Result<bool> {
+    let Ok(spec) = repo.repo_path(&std::env::current_dir()?, Path::new(arg)) else { return Ok(false) };
+    Ok(repo.load_dirstate()?.entries.iter().any(|(p, _)| is_under(p, &spec)))
+}
+
+/// Whether `path` is `spec` or inside the folder `spec` (all of it for an empty spec).
+fn is_under(path: &[u8], spec: &[u8]) -> bool {
+    let spec = spec.strip_suffix(b"/").unwrap_or(spec);
+    spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
+}
+
+pub fn diff(mut a: DiffArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let changes = match (a.revs.as_slice(), a.cached) {
+    let (revs, paths) = revisions_then_paths(&repo, &a.revs)?;
+    a.revs = revs;
+    a.paths.extend(paths);
+    let specs = repo_paths(&repo, &a.paths)?;
+    let mut changes = match (a.revs.as_slice(), a.cached) {
         // The staging area against the working tree is what status finds
         // unstaged: no flat list of every tracked file, twice.
         ([], false) => {
@@ -241,6 +287,9 @@ pub fn diff(a: DiffArgs) -> Result<u8> {
         ([r1, r2], false) => diff_flat(&commit_flat(&repo, r1)?, &commit_flat(&repo, r2)?),
         _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
     };
+    if !specs.is_empty() {
+        changes.retain(|c| specs.iter().any(|s| is_under(&c.path, s)));
+    }
     // The new side is the working tree's files unless two commits, a range or the staging area are compared.
     let new_in_worktree = !a.cached && a.revs.len() < 2 && !a.revs.iter().any(|r| r.contains(".."));
     if a.json {

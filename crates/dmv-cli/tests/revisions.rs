@@ -158,3 +158,45 @@ fn checkout_and_switch_take_revisions_the_last_checkout_reflogs_and_upstreams() 
     let out = dmv_out(&c, &["log", "-n", "1", "side@{u}"]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
 }
+
+#[test]
+fn diff_and_show_take_paths_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    for repo in [&g, &d] {
+        std::fs::write(repo.join("a"), "changed here").unwrap();
+        std::fs::write(repo.join("s"), "and here").unwrap();
+    }
+    let sorted = |out: String| -> Vec<String> {
+        let mut v: Vec<String> = out.lines().filter(|l| !l.is_empty()).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        v.sort();
+        v
+    };
+    let cases: [&[&str]; 9] = [
+        &["a"],
+        &["--", "a"],
+        &["s"],
+        &["HEAD~1", "a"],
+        &["HEAD~1", "--", "s"],
+        &["v1", "s", "a"],
+        &["HEAD~3", "HEAD", "--", "s"],
+        &["other..side", "--", "s"],
+        &["other...side", "--", "o"],
+    ];
+    for args in cases {
+        let mut dmv_args = vec!["diff", "--name-status"];
+        dmv_args.extend(args);
+        let mut git_args = vec!["diff", "--name-status"];
+        git_args.extend(args);
+        assert_eq!(sorted(dmv(&d, &dmv_args)), sorted(git(&g, &git_args)), "diff {args:?}");
+    }
+    for (rev, path) in [("side", "s"), ("side", "a"), ("HEAD", "a")] {
+        let ours = sorted(dmv(&d, &["show", "--name-only", rev, "--", path]));
+        let theirs = sorted(git(&g, &["show", "--name-only", "--format=", rev, "--", path]));
+        // Our header (commit, author, date, message) and then the files; git's files alone.
+        assert_eq!(ours.iter().filter(|l| *l == path).count(), theirs.len(), "show {rev} -- {path}: {ours:?} vs {theirs:?}");
+    }
+    let out = dmv_out(&d, &["diff", "no-such-thing"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("use `--`"), "{}", stderr(&out));
+}
