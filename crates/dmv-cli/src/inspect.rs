@@ -22,8 +22,9 @@ pub struct LogArgs {
     #[arg(long)]
     oneline: bool,
     /// Each commit as this text, with git's placeholders: %H %h (commit id),
-    /// %T %t (tree), %P %p (parents), %an %ae %ad %at (author), %cn %ce %cd
-    /// %ct (committer), %s (subject), %b (body), %n (newline), %%.
+    /// %T %t (tree), %P %p (parents), %an %ae %ad %at %ar %as (author), %cn
+    /// %ce %cd %ct %cr %cs (committer), %s (subject), %b (body), %n
+    /// (newline), %%; or git's named formats oneline, short, medium, full, fuller.
     #[arg(long, alias = "pretty", value_name = "FORMAT")]
     format: Option<String>,
     /// After each commit, the files it changed and their sizes.
@@ -60,7 +61,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
     if a.follow {
         walk = walk.following_renames();
     }
-    for info in walk.take(a.max_count.unwrap_or(usize::MAX)) {
+    for (shown, info) in walk.take(a.max_count.unwrap_or(usize::MAX)).enumerate() {
         let info = info?;
         let c = &info.commit;
         if a.json {
@@ -71,7 +72,11 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 "message": c.message,
             }));
         } else if let Some(format) = &a.format {
-            writeln!(out, "{}", format_commit(format.strip_prefix("format:").unwrap_or(format), &info))?;
+            // As git: `format:` separates commits with a newline, a bare format or `tformat:` ends each with one.
+            match format.starts_with("format:") {
+                true => write!(out, "{}{}", if shown == 0 { "" } else { "\n" }, format_commit(named_format(format), &info))?,
+                false => writeln!(out, "{}", format_commit(named_format(format), &info))?,
+            }
         } else if a.oneline {
             writeln!(out, "{} {}", info.id.short(), c.message.lines().next().unwrap_or(""))?;
         } else {
@@ -101,8 +106,51 @@ pub fn log(a: LogArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// `--pretty=NAME` as git names its formats, `format:`/`tformat:` taken off a format of placeholders.
+fn named_format(format: &str) -> &str {
+    match format {
+        "oneline" => "%H %s",
+        "short" => "commit %H%nAuthor: %an <%ae>%n%n    %s%n",
+        "medium" => "commit %H%nAuthor: %an <%ae>%nDate:   %ad%n%n    %s%n",
+        "full" => "commit %H%nAuthor: %an <%ae>%nCommit: %cn <%ce>%n%n    %s%n",
+        "fuller" => "commit %H%nAuthor:     %an <%ae>%nAuthorDate: %ad%nCommit:     %cn <%ce>%nCommitDate: %cd%n%n    %s%n",
+        other => other.strip_prefix("format:").or_else(|| other.strip_prefix("tformat:")).unwrap_or(other),
+    }
+}
+
+/// How long ago `then` was, as git says it ("3 hours ago", "2 years, 1 month ago").
+fn relative_time(then: i64, now: i64) -> String {
+    let secs = now - then;
+    if secs < 0 {
+        return "in the future".into();
+    }
+    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
+    let (minutes, hours, days) = ((secs + 30) / 60, (secs + 1800) / 3600, (secs + 43_200) / 86_400);
+    match secs {
+        s if s < 90 => format!("{} ago", plural(s, "second")),
+        s if s < 90 * 60 => format!("{} ago", plural(minutes, "minute")),
+        s if s < 36 * 3600 => format!("{} ago", plural(hours, "hour")),
+        s if s < 14 * 86_400 => format!("{} ago", plural(days, "day")),
+        s if s < 70 * 86_400 => format!("{} ago", plural((days + 3) / 7, "week")),
+        s if s < 365 * 86_400 => format!("{} ago", plural((days + 15) / 30, "month")),
+        _ => {
+            let (years, months) = (days / 365, (days % 365 + 15) / 30);
+            match months {
+                0 => format!("{} ago", plural(years, "year")),
+                m => format!("{}, {} ago", plural(years, "year"), plural(m, "month")),
+            }
+        }
+    }
+}
+
+/// A day as YYYY-MM-DD.
+fn short_date(time: i64) -> String {
+    dmv_repo::utc_time(time).chars().take(10).collect()
+}
+
 /// A commit as `--format` asks, with git's placeholders (an unknown one is kept as written).
 fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let c = &info.commit;
     let (subject, body) = c.message.split_once('\n').map_or((c.message.as_str(), ""), |(s, b)| (s, b.trim_start_matches('\n')));
     let ids = |short: bool| c.parents.iter().map(|p| if short { p.short() } else { p.to_hex() }).collect::<Vec<_>>().join(" ");
@@ -121,6 +169,10 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
             "ce" => (c.committer.email.clone(), 2),
             "cd" => (dmv_repo::utc_time(c.committer.time), 2),
             "ct" => (c.committer.time.to_string(), 2),
+            "ar" => (relative_time(c.author.time, now()), 2),
+            "cr" => (relative_time(c.committer.time, now()), 2),
+            "as" => (short_date(c.author.time), 2),
+            "cs" => (short_date(c.committer.time), 2),
             _ => match rest.chars().next() {
                 Some('H') => (info.id.to_hex(), 1),
                 Some('h') => (info.id.short(), 1),
@@ -470,4 +522,27 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_time;
+
+    #[test]
+    fn relative_times_read_as_gits() {
+        let now = 1_800_000_000;
+        for (ago, said) in [
+            (5, "5 seconds ago"),
+            (89, "89 seconds ago"),
+            (120, "2 minutes ago"),
+            (3 * 3600, "3 hours ago"),
+            (86_400 * 2, "2 days ago"),
+            (86_400 * 21, "3 weeks ago"),
+            (86_400 * 100, "3 months ago"),
+            (86_400 * 365, "1 year ago"),
+            (86_400 * (730 + 45), "2 years, 2 months ago"),
+        ] {
+            assert_eq!(relative_time(now - ago, now), said, "{ago} s");
+        }
+    }
 }

@@ -148,7 +148,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(count_shorthand(std::env::args_os().collect()));
     // This program is `dmv`: a path remote's server side gets its own process, as `git upload-pack` does.
     dmv_sync::LocalServer::ChildProcess.make_default();
     // Like git: `dmv log | head` ends quietly when the reader goes away. Commands
@@ -288,6 +288,26 @@ fn write_manpages(dir: &std::path::Path) -> anyhow::Result<u8> {
     }
     write("dmv", dmv)?;
     Ok(0)
+}
+
+/// `dmv log -3` as git takes it: `-N` after `log` is `--max-count=N`.
+fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    // The command is the first argument that is not an option (nor -C's folder).
+    let mut i = 1;
+    while i < args.len() && args[i].to_str().is_some_and(|a| a.starts_with('-')) {
+        i += if args[i] == "-C" { 2 } else { 1 };
+    }
+    if args.get(i).is_none_or(|a| a != "log") {
+        return args;
+    }
+    let log = i;
+    for arg in args.iter_mut().skip(log + 1).take_while(|a| *a != "--") {
+        let count = arg.to_str().and_then(|a| a.strip_prefix('-')).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).map(str::to_string);
+        if let Some(n) = count {
+            *arg = format!("--max-count={n}").into();
+        }
+    }
+    args
 }
 
 fn talks_to_peers(c: &Command) -> bool {

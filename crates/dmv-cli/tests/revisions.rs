@@ -200,3 +200,25 @@ fn diff_and_show_take_paths_as_git_does() {
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("use `--`"), "{}", stderr(&out));
 }
+
+#[test]
+fn log_takes_gits_count_shorthand_and_named_formats() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    for args in [
+        &["log", "-2", "--format=%s"][..],
+        &["log", "-3", "--format=%an %ae %as %cs %s", "side"][..],
+        &["log", "-1", "--pretty=format:%s"][..],
+        &["log", "-4", "--pretty=tformat:%s|%n"][..],
+    ] {
+        assert_eq!(dmv(&d, args), git(&g, args), "{args:?}");
+    }
+    // Named formats: the same fields, with DMV's ids.
+    let oneline = dmv(&d, &["log", "-1", "--pretty=oneline"]);
+    let (id, subject) = oneline.trim().split_once(' ').unwrap();
+    assert_eq!((id.len(), subject), (64, "c4"), "{oneline}");
+    let short = dmv(&d, &["log", "-1", "--pretty=short"]);
+    assert!(short.starts_with("commit ") && short.contains("\nAuthor: Ada <ada@example.org>\n\n    c4\n"), "{short}");
+    let ago = dmv(&d, &["log", "-1", "--format=%ar"]);
+    assert!(ago.trim().ends_with(" ago"), "{ago}");
+}
