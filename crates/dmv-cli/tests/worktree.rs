@@ -160,3 +160,33 @@ fn a_folder_that_cannot_be_read_is_an_error_not_deleted_files() {
     assert_eq!(dmv(d, &["log", "--oneline"]).lines().count(), 1);
     assert_eq!(short_status(d), "");
 }
+
+/// `add PATH` looks only where PATH is, yet stages what a walk of the whole
+/// tree would have found there: the ignore files of the folders above it
+/// apply, nested paths are found once, a path through a file or into
+/// `.dmv` finds nothing.
+#[test]
+fn add_of_named_paths_stages_what_the_whole_walk_would() {
+    let t = new_repo();
+    let d = t.path();
+    write(d, ".dmvignore", "*.tmp\ncache/\n");
+    write(d, "shoot/.dmvignore", "*.raw\n!keep.raw\n");
+    for f in ["shoot/a.jpg", "shoot/b.raw", "shoot/keep.raw", "shoot/x.tmp", "shoot/day2/c.jpg", "shoot/day2/d.raw", "shoot/cache/e.jpg", "other/f.jpg", "top.jpg"] {
+        write(d, f, f);
+    }
+    dmv(d, &["add", "shoot/day2", "shoot", "shoot/day2/c.jpg"]);
+    let staged = dmv(d, &["status", "--short"]);
+    let added: Vec<&str> = staged.lines().filter_map(|l| l.strip_prefix("A  ")).collect();
+    assert_eq!(added, ["shoot/.dmvignore", "shoot/a.jpg", "shoot/day2/c.jpg", "shoot/keep.raw"], "{staged}");
+    // A file named explicitly is added even if a rule ignores it (as before); through a file or into .dmv, nothing.
+    dmv(d, &["add", "shoot/day2/d.raw"]);
+    assert!(dmv(d, &["status", "--short"]).contains("A  shoot/day2/d.raw"));
+    for nothing in ["top.jpg/x", ".dmv/config", "no/such"] {
+        let out = dmv_out(d, &["add", nothing]);
+        assert!(!out.status.success(), "{nothing}");
+    }
+    dmv(d, &["add", "."]);
+    let all = dmv(d, &["status", "--short"]);
+    let added: Vec<&str> = all.lines().filter_map(|l| l.strip_prefix("A  ")).collect();
+    assert_eq!(added, [".dmvignore", "other/f.jpg", "shoot/.dmvignore", "shoot/a.jpg", "shoot/day2/c.jpg", "shoot/day2/d.raw", "shoot/keep.raw", "top.jpg"], "{all}");
+}

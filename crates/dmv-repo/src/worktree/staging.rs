@@ -57,7 +57,7 @@ impl Repository {
                     self.stage_tracked_by_stat(&shared, &wanted, &seen, &mut storing)?;
                     Vec::new()
                 }
-                false => self.stage_walked(&shared, &wanted, &seen, &mut storing)?,
+                false => self.stage_walked(&shared, specs, &wanted, &seen, &mut storing)?,
             }
         };
         // Tracked paths not found: ignored (they stay tracked), gone, or
@@ -118,6 +118,7 @@ impl Repository {
     fn stage_walked(
         &self,
         ds: &RwLock<&mut Dirstate>,
+        specs: &[Vec<u8>],
         wanted: &(dyn Fn(&[u8]) -> bool + Sync),
         seen: &Seen,
         storing: &mut Storing<'_, '_, '_>,
@@ -131,7 +132,8 @@ impl Repository {
         let (walked, stored) = std::thread::scope(|s| {
             let walk = s.spawn(|| {
                 let full = full;
-                crate::worktree::walk::walk(&self.root, stat_threads(), &|files| {
+                // Only where the paths asked for are: one file added in a tree of a million is one stat.
+                crate::worktree::walk::walk_under(&self.root, specs, stat_threads(), &|files| {
                     if failed.load(Ordering::Relaxed) {
                         files.clear();
                         return;

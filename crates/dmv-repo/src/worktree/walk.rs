@@ -54,7 +54,66 @@ const ALONE_UP_TO: usize = 1000;
 /// `threads` threads reading folders, started once the walk has read
 /// [`ALONE_UP_TO`] entries; it takes what it keeps out of the list).
 pub(crate) fn walk(root: &Path, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
-    let queue = Mutex::new(Queue { folders: vec![Folder { rel: Vec::new(), ignores: Arc::default() }], ..Queue::default() });
+    walk_from(root, vec![Folder { rel: Vec::new(), ignores: Arc::default() }], threads, sink)
+}
+
+/// [`walk`] of what lies at or under `paths` (from the root, '/'-separated)
+/// only: what the whole walk would find there, found without reading the
+/// rest of the tree (`add FILE` in a tree of a million files stats one
+/// file, and reads the ignore files of the folders above it).
+pub(crate) fn walk_under(root: &Path, paths: &[Vec<u8>], threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
+    if paths.iter().any(|p| p.is_empty()) {
+        return walk(root, threads, sink);
+    }
+    // A path inside another given path is found with it.
+    let mut paths: Vec<&[u8]> = paths.iter().map(|p| p.as_slice()).collect();
+    paths.sort_unstable();
+    paths.dedup_by(|inner, outer| inner.starts_with(outer) && inner.get(outer.len()) == Some(&b'/'));
+    let mut folders = Vec::new();
+    let mut files = Vec::new();
+    for path in paths {
+        // The ignore files of every folder above it, each folder checked as the walk would.
+        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let mut ignores: Ignores = Arc::default();
+        let mut rel: Vec<u8> = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            if part.eq_ignore_ascii_case(DMV_DIR.as_bytes()) || part.starts_with(TEMP_PREFIX.as_bytes()) {
+                break;
+            }
+            ignores = with_ignore_file(&root.join(OsStr::from_bytes(&rel)), &rel, &ignores)?;
+            if !rel.is_empty() {
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(part);
+            let last = i + 1 == parts.len();
+            let meta = match std::fs::symlink_metadata(root.join(OsStr::from_bytes(&rel))) {
+                Ok(meta) => meta,
+                Err(e) if is_not_there(&e) => break,
+                Err(e) => return Err(scan_error(&root.join(OsStr::from_bytes(&rel)), e)),
+            };
+            if is_ignored(&ignores, &rel, meta.is_dir()) || (!last && !meta.is_dir()) {
+                break;
+            }
+            if last {
+                if meta.is_dir() {
+                    folders.push(Folder { rel: rel.clone(), ignores: ignores.clone() });
+                } else if meta.is_file() || meta.is_symlink() {
+                    files.push((rel.clone(), Stat::of(&meta)));
+                }
+            }
+        }
+    }
+    if !files.is_empty() {
+        sink(&mut files);
+    }
+    if folders.is_empty() {
+        return Ok(());
+    }
+    walk_from(root, folders, threads, sink)
+}
+
+fn walk_from(root: &Path, folders: Vec<Folder>, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
+    let queue = Mutex::new(Queue { folders, ..Queue::default() });
     let wake = Condvar::new();
     let read = AtomicUsize::new(0);
     std::thread::scope(|s| {
