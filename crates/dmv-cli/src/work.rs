@@ -226,6 +226,9 @@ pub struct AddArgs {
     /// Files or directories to stage (`.` for everything).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// Add files named here even if a .dmvignore rule leaves them out.
+    #[arg(short, long)]
+    force: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -234,6 +237,13 @@ pub fn add(a: AddArgs) -> Result<u8> {
     a.quiet.apply();
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
+    if !a.force {
+        let ignored = repo.ignored_paths(&specs)?;
+        if !ignored.is_empty() {
+            let names: Vec<String> = ignored.iter().map(|p| show_path(p)).collect();
+            bail!("a .dmvignore rule leaves out {}: `dmv add -f` adds it anyway", names.join(", "));
+        }
+    }
     let p = Bar::new("adding");
     repo.add(&specs, false, &p)?;
     Ok(0)

@@ -178,8 +178,12 @@ fn add_of_named_paths_stages_what_the_whole_walk_would() {
     let staged = dmv(d, &["status", "--short"]);
     let added: Vec<&str> = staged.lines().filter_map(|l| l.strip_prefix("A  ")).collect();
     assert_eq!(added, ["shoot/.dmvignore", "shoot/a.jpg", "shoot/day2/c.jpg", "shoot/keep.raw"], "{staged}");
-    // A file named explicitly is added even if a rule ignores it (as before); through a file or into .dmv, nothing.
-    dmv(d, &["add", "shoot/day2/d.raw"]);
+    // A file a rule ignores is refused by name, as git does, and added with -f; through a file or into .dmv, nothing.
+    let out = dmv_out(d, &["add", "shoot/day2/d.raw"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("shoot/day2/d.raw") && stderr(&out).contains("-f"), "{}", stderr(&out));
+    assert!(!dmv(d, &["status", "--short"]).contains("A  shoot/day2/d.raw"));
+    dmv(d, &["add", "-f", "shoot/day2/d.raw"]);
     assert!(dmv(d, &["status", "--short"]).contains("A  shoot/day2/d.raw"));
     for nothing in ["top.jpg/x", ".dmv/config", "no/such"] {
         let out = dmv_out(d, &["add", nothing]);

@@ -22,6 +22,8 @@ use crate::{ChunkParams, ObjectId, ObjectKind, StoreError, StoreResult};
 pub const MULTI_PACK_INDEX: &str = "multi-pack-index";
 /// Listings of the packs folder a reload makes while packs are being replaced under it.
 const RELIST_ATTEMPTS: usize = 5;
+/// How many times a read follows an object a gc moved to another pack.
+const MOVED_ATTEMPTS: usize = 20;
 /// The packs left outside the multi-pack index, each behind a filter built
 /// in memory (those a write session sealed have theirs already): the
 /// auto-repack rolls them together above this many, a long write session
@@ -312,16 +314,25 @@ impl Store {
     /// The open pack holding a located object. A pack gc has rewritten since
     /// our indexes were read is gone (packs already open stay readable): the
     /// indexes are read again and the object is found in its new pack.
+    /// gc after gc (a loop of `gc --prune now`) may move it again before it
+    /// is opened: it is looked for anew each time, a few times.
     fn open_located(&self, loc: &Located) -> StoreResult<(Arc<File>, Located)> {
-        match self.pack_file(&loc.pack) {
-            Err(StoreError::Io { source, path }) if source.kind() == std::io::ErrorKind::NotFound => {
-                self.reload()?;
-                match self.locate(&loc.entry.id)? {
-                    Some(moved) if moved.pack != loc.pack => Ok((self.pack_file(&moved.pack)?, moved)),
-                    _ => Err(StoreError::Io { source, path }),
+        let mut loc = *loc;
+        let mut attempts = 0;
+        loop {
+            match self.pack_file(&loc.pack) {
+                Err(StoreError::Io { source, path }) if source.kind() == std::io::ErrorKind::NotFound && attempts < MOVED_ATTEMPTS => {
+                    attempts += 1;
+                    self.reload()?;
+                    match self.locate(&loc.entry.id)? {
+                        Some(moved) if moved.pack != loc.pack => loc = moved,
+                        // Still listed where it was: the gc is between its steps; look again shortly.
+                        Some(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                        None => return Err(StoreError::Io { source, path }),
+                    }
                 }
+                other => return Ok((other?, loc)),
             }
-            other => Ok((other?, *loc)),
         }
     }
 

@@ -37,6 +37,30 @@ impl Repository {
         Ok(changed)
     }
 
+    /// The paths among `specs` that name an untracked file an ignore rule
+    /// leaves out (or one inside an ignored folder): `add` stages a file
+    /// named so, and a front end may ask first, as git's `add` wants `-f`.
+    pub fn ignored_paths(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<Vec<u8>>> {
+        let ds = self.load_dirstate()?;
+        let mut ignored = Vec::new();
+        for spec in specs.iter().filter(|s| !s.is_empty() && !ds.entries.contains_key(s)) {
+            let Some(st) = Beneath::new(&self.root).stat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? else { continue };
+            if !st.is_file_or_symlink() {
+                continue;
+            }
+            let found = Mutex::new(false);
+            crate::worktree::walk::walk_under(&self.root, std::slice::from_ref(spec), 1, &|files| {
+                if !files.is_empty() {
+                    *lock(&found) = true;
+                }
+            })?;
+            if !found.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                ignored.push(spec.clone());
+            }
+        }
+        Ok(ignored)
+    }
+
     /// Stages into `ds` what `add` stages, storing new content in `session`;
     /// returns how many entries changed.
     pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Progress) -> RepoResult<usize> {
