@@ -981,7 +981,7 @@ fn a_revert_run_again_after_a_kill_overwrites_only_its_own_files() {
     std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();
     std::fs::write(d.join("a.jpg"), "edited by hand").unwrap();
     let line = common::remote::one_line_error(&dmv_out(d, &["revert", &head]));
-    assert!(line.contains("uncommitted changes (e.g. a.jpg)"), "{line}");
+    assert!(line.contains("uncommitted changes to a.jpg"), "{line}");
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"edited by hand");
     // Holding the revert's own version (its write landed): put back and reverted anew.
     std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();

@@ -194,3 +194,39 @@ fn add_of_named_paths_stages_what_the_whole_walk_would() {
     let added: Vec<&str> = all.lines().filter_map(|l| l.strip_prefix("A  ")).collect();
     assert_eq!(added, [".dmvignore", "other/f.jpg", "shoot/.dmvignore", "shoot/a.jpg", "shoot/day2/c.jpg", "shoot/day2/d.raw", "shoot/keep.raw", "top.jpg"], "{all}");
 }
+
+/// A switch carries uncommitted changes to paths both branches hold alike,
+/// staged or not (as git's), and refuses, changing nothing, when a change
+/// is to a path the switch would write.
+#[test]
+fn a_switch_carries_changes_the_other_branch_does_not_touch() {
+    let t = new_repo();
+    let d = t.path();
+    write(d, "notes.txt", "v1");
+    write(d, "shared.txt", "same");
+    write(d, "gone.txt", "bye");
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "base"]);
+    dmv(d, &["switch", "-c", "edit"]);
+    write(d, "notes.txt", "v2");
+    dmv(d, &["commit", "-a", "-m", "notes v2"]);
+    dmv(d, &["switch", "main"]);
+    // Unstaged, staged, a new file staged, a deletion: none of them to notes.txt.
+    write(d, "shared.txt", "changed here");
+    write(d, "staged.txt", "new");
+    dmv(d, &["add", "staged.txt"]);
+    std::fs::remove_file(d.join("gone.txt")).unwrap();
+    let before = short_status(d);
+    dmv(d, &["switch", "edit"]);
+    assert_eq!(short_status(d), before, "the changes came along");
+    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "v2");
+    assert_eq!(std::fs::read_to_string(d.join("shared.txt")).unwrap(), "changed here");
+    // A change to a path the switch writes: refused, nothing changed.
+    write(d, "notes.txt", "edited on edit");
+    let out = dmv_out(d, &["switch", "main"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(one_line_error(&out).contains("notes.txt"));
+    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "edited on edit");
+    assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "edit");
+    fsck_clean(d);
+}

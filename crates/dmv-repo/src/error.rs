@@ -264,7 +264,7 @@ pub enum RepoError {
     /// An operation that would lose changes not committed (checkout, merge,
     /// revert, stash apply).
     /// `merge`: the refusal came from a merge (the message says so).
-    #[error("{}you have uncommitted changes (e.g. {path}); commit them or restore the files first", if *merge { "cannot merge: " } else { "" })]
+    #[error("{}you have uncommitted changes to {path}; commit them, stash them or restore the file first", if *merge { "cannot merge: " } else { "" })]
     UncommittedChanges {
         /// The first changed path.
         path: String,

@@ -33,8 +33,17 @@ impl Repository {
         // (a long-lived process, a watcher, may have listed them long ago).
         self.store.reload()?;
         let (status, mut ds) = self.worktree_status()?;
-        if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+        // Uncommitted changes to a path HEAD and the target hold alike are
+        // carried over, staged or not, as git's switch carries them; a
+        // change to a path the checkout would write is refused.
+        let head_tree = self.head_tree()?;
+        let mut carried: HashSet<Vec<u8>> = HashSet::new();
+        for c in status.staged.iter().chain(&status.unstaged) {
+            let at = |tree: Option<ObjectId>| -> RepoResult<Option<FlatEntry>> { tree.map_or(Ok(None), |t| lookup(&self.store, &t, &c.path)) };
+            if at(head_tree)? != at(Some(*target))? {
+                return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+            }
+            carried.insert(c.path.clone());
         }
         self.read_only_rule_of(target)?;
         if ds.entries.is_empty() {
@@ -49,6 +58,9 @@ impl Repository {
         // two flat trees was 624 MB at a million files.)
         let mut total = 0;
         self.each_change_to(&mut ds, target, &mut |rel, tracked, new, _| {
+            if carried.contains(rel) {
+                return Ok(());
+            }
             let Some(e) = new.filter(|e| !early(rel, e)) else { return Ok(()) };
             // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
             if let (None, Some(in_the_way)) = (tracked, untracked.get(rel).cloned().or_else(|| clash_with(&untracked, rel))) {
@@ -63,6 +75,9 @@ impl Repository {
         let mut beneath = Beneath::new(&self.root);
         let mut gone = Vec::new();
         self.each_change_to(&mut ds, target, &mut |rel, tracked, new, _| {
+            if carried.contains(rel) {
+                return Ok(());
+            }
             if let (Some(i), None) = (tracked, new) {
                 self.remove_worktree_file_in(&mut beneath, rel)?;
                 gone.push(i);
@@ -72,6 +87,9 @@ impl Repository {
         // Files are written a batch at a time, several at once.
         let mut writes = Writes { to_write: Vec::new(), at: Vec::new(), added: Vec::new(), done: 0, total };
         self.each_change_to(&mut ds, target, &mut |rel, tracked, new, entries| {
+            if carried.contains(rel) {
+                return Ok(());
+            }
             let Some(e) = new else { return Ok(()) };
             let entry = if early(rel, &e) {
                 let meta = self.follow_lock_mode(rel, e.kind, &written[rel].1)?;
@@ -101,7 +119,10 @@ impl Repository {
         // Absent files are most likely the target's (a meta clone's switch).
         ds.absent_base = Some(*target);
         self.save_dirstate(&ds)?;
-        self.mark_tree(&ds, *target);
+        // Staged changes carried over: the dirstate is not the target's tree.
+        if carried.is_empty() {
+            self.mark_tree(&ds, *target);
+        }
         Ok(())
     }
 
