@@ -50,10 +50,13 @@ impl Bar {
         }
         let mut bar = self.bar.lock().unwrap_or_else(|e| e.into_inner());
         let bar = bar.get_or_insert_with(|| {
-            let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
-            let template = if total > 0 { "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}" } else { "{prefix:>10} {spinner} {bytes} {bytes_per_sec}" };
+            // The bar appears a second in, with work already done: its clock starts with the work's,
+            // and the rate is the work's average so far (indicatif's own saw the work done before
+            // the bar as done in no time: "156.98 GiB/s", "eta 0s").
+            let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() }.with_elapsed(self.start.elapsed());
+            let template = if total > 0 { "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {rate} eta {left}" } else { "{prefix:>10} {spinner} {bytes} {rate}" };
             if let Ok(style) = ProgressStyle::with_template(template) {
-                b.set_style(style.progress_chars("=> "));
+                b.set_style(style.progress_chars("=> ").with_key("rate", average_rate).with_key("left", time_left));
             }
             b.set_prefix(self.label);
             b
@@ -67,6 +70,28 @@ impl Bar {
     pub fn finish(&self) {
         if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
             bar.finish_and_clear();
+        }
+    }
+}
+
+/// Bytes per second over the whole work so far.
+fn average_rate(state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write) {
+    let secs = state.elapsed().as_secs_f64();
+    if secs > 0.0 {
+        let _ = write!(out, "{}/s", indicatif::BinaryBytes((state.pos() as f64 / secs) as u64));
+    }
+}
+
+/// The time the rest takes at the average rate so far.
+fn time_left(state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write) {
+    let (done, secs) = (state.pos(), state.elapsed().as_secs_f64());
+    match state.len() {
+        Some(total) if done > 0 && secs > 0.0 => {
+            let left = (total.saturating_sub(done)) as f64 * secs / done as f64;
+            let _ = write!(out, "{}", indicatif::HumanDuration(Duration::from_secs_f64(left.ceil())));
+        }
+        _ => {
+            let _ = write!(out, "?");
         }
     }
 }
