@@ -7,6 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 /// Pictures keep their size and EXIF near the start.
 const HEAD: u64 = 64 << 10;
+const MOST_PIXELS_A_SIDE: usize = 300_000;
 
 /// The facts a person recognizes a file by, before its size (empty: none known).
 pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
@@ -14,7 +15,10 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
     if (&mut content).take(HEAD).read_to_end(&mut head).is_err() {
         return Vec::new();
     }
-    if let Ok(dim) = imagesize::blob_size(&head) {
+    // A header that lies (a fake PSD said 3275717961x2901165605) is no picture:
+    // no format keeps more than 300,000 pixels a side (Photoshop's large format).
+    let believable = |d: &imagesize::ImageSize| (1..=MOST_PIXELS_A_SIDE).contains(&d.width) && (1..=MOST_PIXELS_A_SIDE).contains(&d.height);
+    if let Some(dim) = imagesize::blob_size(&head).ok().filter(believable) {
         let mut facts = vec![format!("{}x{}", dim.width, dim.height)];
         if let Some(taken) = date_taken(&head) {
             facts.push(format!("taken {taken}"));
@@ -58,6 +62,21 @@ fn duration(d: std::time::Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_that_lies_about_its_size_is_no_picture() {
+        // Photoshop's signature, version 1, then a height and width of billions.
+        let mut psd = b"8BPS\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03".to_vec();
+        psd.extend(3_275_717_961u32.to_be_bytes());
+        psd.extend(2_901_165_605u32.to_be_bytes());
+        psd.extend([0, 8, 0, 3]);
+        psd.resize(4096, 0);
+        assert_eq!(media_facts(std::io::Cursor::new(&psd)), Vec::<String>::new());
+        // The same header with a believable size is a picture.
+        psd[14..18].copy_from_slice(&3000u32.to_be_bytes());
+        psd[18..22].copy_from_slice(&4000u32.to_be_bytes());
+        assert_eq!(media_facts(std::io::Cursor::new(&psd)), ["4000x3000"]);
+    }
 
     #[test]
     fn durations_read_as_people_say_them() {
