@@ -226,6 +226,9 @@ pub struct PullArgs {
     remote: Option<String>,
     /// The remote branch to merge (default: the upstream's, else the current branch's name).
     branch: Option<String>,
+    /// Only move the branch forward to the remote one: refuse when a merge commit would be needed.
+    #[arg(long)]
+    ff_only: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -235,7 +238,7 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
-    let pulled = dmv_sync::pull(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
+    let pulled = dmv_sync::pull_with(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), a.ff_only, &Phases::default())?;
     if quiet {
         // Conflicts still need saying: they leave work to do.
         if !matches!(pulled.merge, dmv_repo::MergeOutcome::Conflicts(_)) {

@@ -1094,3 +1094,35 @@ fn quiet_init_add_commit_push_clone_fetch_and_pull_print_nothing_as_in_git() {
     assert!(out.status.success() && stderr(&out).contains("up to date"), "{}", stderr(&out));
     assert!(dmv(&b, &["pull"]).contains("up to date"));
 }
+
+/// `pull --ff-only` moves the branch when it can without a merge, and
+/// refuses, merging nothing, when both sides have moved.
+#[test]
+fn pull_ff_only_fast_forwards_or_refuses() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    dmv(&a, &["init"]);
+    std::fs::write(a.join("f"), "1").unwrap();
+    dmv(&a, &["add", "f"]);
+    dmv(&a, &["commit", "-m", "one"]);
+    dmv(t.path(), &["clone", a.to_str().unwrap(), "b"]);
+    let b = t.path().join("b");
+    std::fs::write(a.join("f"), "2").unwrap();
+    dmv(&a, &["commit", "-a", "-m", "two"]);
+    dmv(&b, &["pull", "--ff-only"]);
+    assert_eq!(std::fs::read_to_string(b.join("f")).unwrap(), "2");
+    std::fs::write(a.join("f"), "3").unwrap();
+    dmv(&a, &["commit", "-a", "-m", "three"]);
+    std::fs::write(b.join("g"), "mine").unwrap();
+    dmv(&b, &["add", "g"]);
+    dmv(&b, &["commit", "-m", "mine"]);
+    let head = dmv(&b, &["rev-parse", "HEAD"]);
+    let out = dmv_out(&b, &["pull", "--ff-only"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not a fast-forward"), "{}", stderr(&out));
+    assert_eq!(dmv(&b, &["rev-parse", "HEAD"]), head, "nothing merged");
+    assert_eq!(std::fs::read_to_string(b.join("f")).unwrap(), "2");
+    dmv(&b, &["pull"]);
+    assert_eq!(std::fs::read_to_string(b.join("f")).unwrap(), "3");
+}

@@ -588,6 +588,12 @@ pub enum Refusal {
         /// How long each lock lasts, in seconds.
         lock_secs: u64,
     },
+    /// A pull asked to fast-forward only, when both sides have commits the other lacks.
+    #[error("not a fast-forward: {label} and this branch have each gone their own way; merge them, or pull without fast-forward only")]
+    NotFastForward {
+        /// The remote branch, as `origin/main`.
+        label: String,
+    },
 }
 
 /// Where the file system that ran out of space (or of quota) is mounted, if
@@ -719,6 +725,7 @@ mod tests {
             Refusal::NoCommits,
             Refusal::UncommittedChanges { path: "a.jpg".into() },
             Refusal::LocksNearExpiry { took_secs: 590, lock_secs: 600 },
+            Refusal::NotFastForward { label: "origin/main".into() },
         ];
         for r in refusals {
             let said = r.to_string();

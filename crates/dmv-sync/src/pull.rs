@@ -10,7 +10,7 @@ use crate::peers::{merge_offers, offer};
 use crate::push::{current_branch, push, PushOptions, Pushed};
 use crate::reach::{Reach, ReachBook};
 use crate::remote::Remote;
-use crate::{SyncError, SyncResult};
+use crate::{Refusal, SyncError, SyncResult};
 use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 
 /// What a pull did.
@@ -28,6 +28,13 @@ pub struct Pulled {
 /// Fetches `remote` (configured as `remote_name`) and merges its `branch`
 /// (default: the current branch's name) into the current branch.
 pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<Pulled> {
+    pull_with(repo, remote, remote_name, branch, false, progress)
+}
+
+/// [`pull`]; with `ff_only`, only when the current branch can move to the
+/// remote one without a merge commit (git's `pull --ff-only`): otherwise
+/// refused once fetched, with nothing merged.
+pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, ff_only: bool, progress: &dyn Progress) -> SyncResult<Pulled> {
     repo.require_worktree()?;
     let branch = match branch {
         Some(b) => b.to_string(),
@@ -36,6 +43,13 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
     let fetched = fetch(repo, remote, remote_name, progress)?;
     let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
     let label = format!("{remote_name}/{branch}");
+    if ff_only {
+        if let Some(ours) = repo.head_commit()? {
+            if !repo.is_ancestor(&ours, &theirs)? && !repo.is_ancestor(&theirs, &ours)? {
+                return Err(SyncError::Refused(Refusal::NotFastForward { label }));
+            }
+        }
+    }
     progress.phase(Phase::Merging);
     let merge = repo.merge(theirs, &label, progress);
     progress.finish();
