@@ -296,6 +296,51 @@ pub struct CommitArgs {
     amend: bool,
 }
 
+/// Whether a commit would record anything: something staged, or with `-a` a tracked file changed.
+fn has_something_to_commit(repo: &Repository, all: bool) -> Result<bool> {
+    let status = repo.status()?;
+    Ok(!status.staged.is_empty() || (all && !status.unstaged.is_empty()))
+}
+
+/// The editor for a commit message, as git looks for one: DMV_EDITOR (or
+/// GIT_EDITOR), VISUAL, EDITOR, else vi when a person is at the terminal.
+/// None: no message can be asked for (a script without -m).
+fn editor() -> Option<String> {
+    use std::io::IsTerminal;
+    ["DMV_EDITOR", "GIT_EDITOR", "VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .or_else(|| std::io::stdin().is_terminal().then(|| "vi".to_string()))
+}
+
+/// Opens `editor` on `.dmv/COMMIT_EDITMSG` with what is being committed in
+/// comment lines; the message without them, or None when it is empty.
+fn edit_message(repo: &Repository, editor: &str) -> Result<Option<String>> {
+    let path = repo.dmv.join("COMMIT_EDITMSG");
+    let mut template =
+        String::from("\n# Please enter the commit message for your changes. Lines starting\n# with '#' will be ignored, and an empty message aborts the commit.\n#\n");
+    template.push_str(&format!("# On branch {}\n# Changes to be committed:\n", branch_label(repo)?));
+    for c in repo.status()?.staged {
+        let word = match c.kind {
+            ChangeKind::Added => "new file",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
+        };
+        template.push_str(&format!("#\t{word}:   {}\n", show_path(&c.path)));
+    }
+    std::fs::write(&path, template).with_context(|| format!("cannot write {}", path.display()))?;
+    // As git runs it: through the shell, so EDITOR may carry arguments ("code --wait").
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$@\"")).arg(editor).arg(&path).status().with_context(|| format!("cannot run the editor {editor}"))?;
+    if !status.success() {
+        bail!("the editor {editor} failed ({status}); nothing was committed");
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).map(str::trim_end).collect();
+    let message = kept.join("\n").trim().to_string();
+    Ok((!message.is_empty()).then_some(message))
+}
+
 /// HEAD's branch as a commit's first line names it.
 fn branch_label(repo: &dmv_repo::Repository) -> Result<String> {
     Ok(match repo.head()? {
@@ -448,7 +493,18 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
-    let message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
+    if message.is_none() && !a.amend && repo.merge_state()?.is_none() && has_something_to_commit(&repo, a.all)? {
+        if let Some(editor) = editor() {
+            match edit_message(&repo, &editor)? {
+                Some(edited) => message = Some(edited),
+                None => {
+                    eprintln!("Aborting commit due to empty commit message.");
+                    return Ok(1);
+                }
+            }
+        }
+    }
     let request = CommitRequest { message: message.as_deref(), all: a.all, amend: a.amend };
     let p = Bar::new("adding");
     let (check, committed) = dmv_sync::commit(&repo, &request, &p)?;

@@ -1126,3 +1126,42 @@ fn pull_ff_only_fast_forwards_or_refuses() {
     dmv(&b, &["pull"]);
     assert_eq!(std::fs::read_to_string(b.join("f")).unwrap(), "3");
 }
+
+/// `commit` without -m opens the editor as git does (DMV_EDITOR, GIT_EDITOR,
+/// VISUAL, EDITOR): comment lines go, an empty message aborts (exit 1,
+/// nothing committed), and without an editor or a terminal it asks for -m.
+#[test]
+fn commit_without_a_message_opens_the_editor() {
+    let t = new_repo();
+    let d = t.path();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    // An "editor" that writes a message above the comments it was given, keeping them.
+    let editor = d.join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\n{ printf 'Edited subject\\n\\nA body line\\n'; cat \"$1\"; } > \"$1.new\" && mv \"$1.new\" \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dmv_cmd(d).args(["commit"]).env("DMV_EDITOR", &editor).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(dmv(d, &["log", "-1", "--format=%s|%b"]).trim(), "Edited subject|A body line");
+    let template = std::fs::read_to_string(d.join(".dmv/COMMIT_EDITMSG")).unwrap();
+    assert!(template.contains("#\tnew file:   a.txt"), "{template}");
+    // An editor that leaves only comments: aborted, nothing committed.
+    std::fs::write(d.join("b.txt"), "b").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    let out = dmv_cmd(d).args(["commit"]).env("DMV_EDITOR", "true").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Aborting commit due to empty commit message"), "{}", stderr(&out));
+    assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 1);
+    // No editor and no terminal (a script): -m is asked for.
+    let out = dmv_cmd(d)
+        .args(["commit"])
+        .env_remove("DMV_EDITOR")
+        .env_remove("GIT_EDITOR")
+        .env_remove("VISUAL")
+        .env_remove("EDITOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(stderr(&out).contains("message"), "{}", stderr(&out));
+}

@@ -18,6 +18,10 @@ pub fn bin() -> PathBuf {
 pub fn dmv_cmd(dir: &Path) -> Command {
     let mut c = Command::new(bin());
     c.current_dir(dir).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com").env_remove("DMV_FAILPOINT").env_remove("DMV_TRACE");
+    // No editor of the person running the tests: a commit without -m asks for one.
+    for editor in ["DMV_EDITOR", "GIT_EDITOR", "VISUAL", "EDITOR"] {
+        c.env_remove(editor);
+    }
     c
 }
 
