@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
@@ -70,6 +69,16 @@ impl MountedFs {
 
     fn names(&self) -> std::sync::MutexGuard<'_, Namespace> {
         self.names.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The names, with folder `ino`'s entries read.
+    fn listing(&self, ino: Ino) -> Result<std::sync::MutexGuard<'_, Namespace>, Errno> {
+        let mut names = self.names();
+        match names.entries(self.store, ino) {
+            Ok(Some(_)) => Ok(names),
+            Ok(None) => Err(Errno::ENOTDIR),
+            Err(e) => Err(self.failed("list", &names.path(ino), &e.to_string())),
+        }
     }
 
     fn failed(&self, what: &str, path: &str, why: &str) -> Errno {
@@ -157,23 +166,18 @@ impl Filesystem for MountedFs {
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        let mut names = self.names();
-        let parent = names.node(ino.0).map_or(ino.0, |n| n.parent);
-        match names.entries(self.store, ino.0) {
-            Ok(Some(_)) => {}
-            Ok(None) => return reply.error(Errno::ENOTDIR),
-            Err(e) => return reply.error(self.failed("list", &names.path(ino.0), &e.to_string())),
-        }
-        let Some(entries) = names.listed(ino.0) else { return reply.error(Errno::ENOTDIR) };
-        let dots = [(OsStr::new(".").to_os_string(), ino.0), (OsStr::new("..").to_os_string(), parent)];
-        for (i, (name, child)) in dots.iter().chain(entries.iter()).enumerate().skip(offset as usize) {
-            let kind = match names.node(*child).map(|n| &n.what) {
+        let names = match self.listing(ino.0) {
+            Ok(names) => names,
+            Err(e) => return reply.error(e),
+        };
+        for (i, (name, child)) in dotted(&names, ino.0).enumerate().skip(offset as usize) {
+            let kind = match names.node(child).map(|n| &n.what) {
                 Some(What::File { .. }) => FileType::RegularFile,
                 Some(What::Symlink { .. }) => FileType::Symlink,
                 _ => FileType::Directory,
             };
             // The offset of the entry after this one: where the next call resumes.
-            if reply.add(INodeNo(*child), i as u64 + 1, kind, OsStr::from_bytes(name.as_bytes())) {
+            if reply.add(INodeNo(child), i as u64 + 1, kind, name) {
                 break;
             }
         }
@@ -181,18 +185,13 @@ impl Filesystem for MountedFs {
     }
 
     fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let mut names = self.names();
-        let parent = names.node(ino.0).map_or(ino.0, |n| n.parent);
-        match names.entries(self.store, ino.0) {
-            Ok(Some(_)) => {}
-            Ok(None) => return reply.error(Errno::ENOTDIR),
-            Err(e) => return reply.error(self.failed("list", &names.path(ino.0), &e.to_string())),
-        }
-        let Some(entries) = names.listed(ino.0) else { return reply.error(Errno::ENOTDIR) };
-        let dots = [(OsStr::new(".").to_os_string(), ino.0), (OsStr::new("..").to_os_string(), parent)];
-        for (i, (name, child)) in dots.iter().chain(entries.iter()).enumerate().skip(offset as usize) {
-            let Some(attr) = self.attr(&names, *child) else { continue };
-            if reply.add(INodeNo(*child), i as u64 + 1, OsStr::from_bytes(name.as_bytes()), &KEPT, &attr, Generation(0)) {
+        let names = match self.listing(ino.0) {
+            Ok(names) => names,
+            Err(e) => return reply.error(e),
+        };
+        for (i, (name, child)) in dotted(&names, ino.0).enumerate().skip(offset as usize) {
+            let Some(attr) = self.attr(&names, child) else { continue };
+            if reply.add(INodeNo(child), i as u64 + 1, name, &KEPT, &attr, Generation(0)) {
                 break;
             }
         }
@@ -203,4 +202,11 @@ impl Filesystem for MountedFs {
         let files = self.names().len() as u64;
         reply.statfs(0, 0, 0, files, 0, 64 * 1024, 255, 64 * 1024);
     }
+}
+
+/// A listed folder's entries after `.` and `..`, each with its node.
+fn dotted(names: &Namespace, ino: Ino) -> impl Iterator<Item = (&OsStr, Ino)> {
+    let parent = names.node(ino).map_or(ino, |n| n.parent);
+    let entries = names.listed(ino).unwrap_or_default();
+    [(OsStr::new("."), ino), (OsStr::new(".."), parent)].into_iter().chain(entries.iter().map(|(name, child)| (name.as_os_str(), *child)))
 }
