@@ -14,6 +14,9 @@ use dmv_sync::PieceFetcher;
 
 /// Read-ahead grows with a run of reads in order, to at most this.
 const MOST_AHEAD: u64 = 8 << 20;
+/// ...once the run is longer than this: a player's seek reads a MiB or so
+/// in order (the kernel splits it), and should fetch no more than that.
+const FETCH_AHEAD_AFTER: u64 = 2 << 20;
 /// Chunks read and checked, kept for the next reads (the kernel reads a
 /// chunk in several requests, and reads in order find the chunks read
 /// ahead here): with chunks of at most 256 KiB, 16 MiB at most.
@@ -124,11 +127,16 @@ impl Reader {
         };
         let span = file.span(offset, to);
         if self.repo.config.partial {
-            // Reads in order fetch ahead half as much as they have read so far: a
-            // player's seek fetches little more than it reads, a copy runs ahead.
-            let ahead = (in_order / 2).min(MOST_AHEAD);
+            // Reads in order fetch ahead half as much as they have read so far
+            // (past the first 2 MiB): a player's seek fetches little more than it reads, a copy runs ahead.
+            // A fetch is one round trip: it is made when the read, or the near half of
+            // what lies ahead, is missing, and then takes all that lies ahead at once.
+            let ahead = if in_order > FETCH_AHEAD_AFTER { (in_order / 2).min(MOST_AHEAD) } else { 0 };
+            let near_end = file.span(to, to.saturating_add(ahead / 2).min(file.len)).end;
             let ahead_end = file.span(to, to.saturating_add(ahead).min(file.len)).end;
-            self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
+            if !self.missing(file, span.start..near_end.max(span.end))?.is_empty() {
+                self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
+            }
         }
         if in_order >= DECODE_AHEAD_AFTER {
             for (chunk, _) in &file.chunks[file.span(to, to.saturating_add(DECODE_AHEAD).min(file.len))] {
@@ -153,19 +161,24 @@ impl Reader {
 
     /// Fetches the chunks of `range` that are not here.
     fn fetch_missing(&self, file: &OpenFile, range: std::ops::Range<usize>) -> Result<(), String> {
-        let store = &self.repo.store;
-        let mut missing = Vec::new();
-        for (chunk, _) in &file.chunks[range] {
-            if !missing.contains(chunk) && !store.contains(chunk).map_err(|e| e.to_string())? {
-                missing.push(*chunk);
-            }
-        }
+        let missing = self.missing(file, range)?;
         if missing.is_empty() {
             return Ok(());
         }
         let bytes = self.fetcher.ask(Ask::Chunks { file: file.id, path: file.path.clone(), chunks: missing })?;
         self.fetched.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The chunks of `range` that are not here.
+    fn missing(&self, file: &OpenFile, range: std::ops::Range<usize>) -> Result<Vec<ObjectId>, String> {
+        let mut missing = Vec::new();
+        for (chunk, _) in &file.chunks[range] {
+            if !missing.contains(chunk) && !self.repo.store.contains(chunk).map_err(|e| e.to_string())? {
+                missing.push(*chunk);
+            }
+        }
+        Ok(missing)
     }
 
     /// A chunk's bytes, from those kept or the store.
@@ -205,8 +218,17 @@ impl FetchThread {
             for (ask, answer) in asked {
                 let done = match ask {
                     Ask::Nodes { file, path } => fetcher.fetch_nodes(&file, path.as_bytes()).map(|()| 0),
-                    Ask::Chunks { file, path, chunks } => fetcher.fetch_chunks(&file, path.as_bytes(), &chunks),
+                    Ask::Chunks { file, path, chunks } => {
+                        // Another thread's read may have fetched some meanwhile (asks wait their turn here).
+                        let still: Vec<ObjectId> = chunks.into_iter().filter(|c| !repo.store.contains(c).unwrap_or(false)).collect();
+                        match still.is_empty() {
+                            true => Ok(0),
+                            false => fetcher.fetch_chunks(&file, path.as_bytes(), &still),
+                        }
+                    }
                 };
+                // What was written is looked up by the listed indexes: list them again, once.
+                let _ = repo.store.reload();
                 let _ = answer.send(done.map_err(|e| e.to_string()));
             }
         });
