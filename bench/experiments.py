@@ -3622,3 +3622,720 @@ def _watch_idle(ctx, dmv, files, idle_s):
         if w:
             w.stop(timeout=10)
         shutil.rmtree(pt.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- mount (experiment `mount`, issue 46)
+
+MOUNT_REPEATS = 5            # fresh mounts per measure for dmv (and the working tree): the report takes medians
+MOUNT_PEER_REPEATS = 3       # the same for restic mount and bup fuse (slower: fewer)
+MOUNT_BUP_LIST_S = 60        # bup fuse's `ls -l` of the big folder is tried once and stopped after this
+MOUNT_READS = 100            # reads at random offsets in the meta replica
+MOUNT_READ_BYTES = 1 << 20   # each of this many bytes
+MOUNT_SEED = 46              # their offsets: random.Random(MOUNT_SEED)
+MOUNT_WAIT_S = 60            # a mount that does not show its folder, or a log without its `unmounted` line
+MOUNT_FOLDER = "files"       # the listing's one folder
+MOUNT_FILE = "big.bin"       # the one large file (and the file read at random offsets in a meta replica)
+MOUNT_SEQ_FILE = "seq.bin"   # in a meta replica, the file read whole (as large as the one large file)
+MOUNT_HUB = "hub"            # the served bare repository's name
+UNMOUNTED = re.compile(r"^unmounted (.+?)(?: \((\d+) bytes fetched from other replicas, kept here\))?$")
+
+# run as a child (`python3 -c`): reads through the mount, each checked against the source; prints JSON
+MOUNT_READS_SCRIPT = r"""
+import json, os, random, sys, time
+path, source = sys.argv[1], sys.argv[2]
+size, count, length, seed = (int(a) for a in sys.argv[3:7])
+rng = random.Random(seed)
+offsets = [rng.randrange(0, size - length + 1) for _ in range(count)]
+fd, src = os.open(path, os.O_RDONLY), os.open(source, os.O_RDONLY)
+seconds, got, bad = [], 0, []
+for off in offsets:
+    t = time.perf_counter()
+    data = os.pread(fd, length, off)
+    seconds.append(time.perf_counter() - t)
+    got += len(data)
+    if data != os.pread(src, length, off):
+        bad.append(off)
+os.close(fd)
+os.close(src)
+print(json.dumps(dict(offsets=offsets, seconds=seconds, bytes=got, mismatches=len(bad), bad_offsets=bad[:10])))
+"""
+
+
+def _mount_points():
+    """The mount points of this machine (from /proc/self/mounts)."""
+    try:
+        with open("/proc/self/mounts") as f:
+            return {line.split()[1].encode().decode("unicode_escape") for line in f if line.strip()}
+    except OSError:
+        return set()
+
+
+def _serving(mnt):
+    """Processes serving the mount folder `mnt`: a command line with `mnt` itself as an argument and `mount`
+    or `fuse` as another (dmv's mount process, restic mount, bup fuse; not `fusermount3 -u MNT`)."""
+    pids, want = [], mnt.encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if want in argv and (b"mount" in argv or b"fuse" in argv):
+            pids.append(int(d))
+    return pids
+
+
+def _unmount(mnt, argv, env, proc=None):
+    """Unmounts `mnt` with `argv` (`dmv umount MNT`, `fusermount3 -u MNT`); if it stays mounted, lazily
+    (`fusermount3 -uz`); then waits for what served it to end (`proc`, or the processes found by
+    _serving), killing it after 10 s. Returns what went wrong, or None."""
+    problems = []
+    if mnt in _mount_points():
+        try:
+            r = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                problems.append("%s: exit %d: %s" % (" ".join(argv[:2]), r.returncode, (r.stdout + r.stderr).strip()[-300:]))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            problems.append("%s: %s" % (" ".join(argv[:2]), e))
+        deadline = time.monotonic() + 10
+        while mnt in _mount_points() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if mnt in _mount_points():
+            subprocess.run(["fusermount3", "-uz", mnt], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            problems.append("still mounted 10 s after %s: unmounted lazily (fusermount3 -uz)" % " ".join(argv[:2]))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        alive = (proc.poll() is None) if proc is not None else bool(_serving(mnt))
+        if not alive:
+            break
+        time.sleep(0.05)
+    else:
+        problems.append("the mount's process had not ended 10 s after the unmount: killed")
+        for pid in ([proc.pid] if proc is not None else []) + _serving(mnt):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if proc is not None:
+            proc.wait()
+    return "; ".join(problems) or None
+
+
+def _mount_cleanup(root, env):
+    """Every mount left under `root` unmounted (lazily) and what served it ended: on every way out."""
+    for mnt in sorted(m for m in _mount_points() if m == root or m.startswith(root.rstrip("/") + "/")):
+        print("  cleaning up a mount left at %s" % mnt, flush=True)
+        _unmount(mnt, ["fusermount3", "-uz", mnt], env)
+    for mnt in (os.path.join(root, d) for d in (os.listdir(root) if os.path.isdir(root) else [])):
+        for pid in _serving(mnt):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class _MountLog:
+    """A repository's .dmv/mount.log: the lines written since `mark`, and the `unmounted` line of a mount's end."""
+
+    def __init__(self, repo):
+        self.path = os.path.join(repo, ".dmv", "mount.log")
+        self.offset = 0
+        self.mark()
+
+    def mark(self):
+        try:
+            self.offset = os.path.getsize(self.path)
+        except OSError:
+            self.offset = 0
+
+    def since(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                return f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+
+    def wait_unmounted(self, timeout=MOUNT_WAIT_S):
+        """(the `unmounted` line or None, the bytes fetched it names or None, every line since `mark`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = self.since()
+            for line in lines:
+                m = UNMOUNTED.match(line.strip())
+                if m:
+                    return line.strip(), (int(m.group(2)) if m.group(2) else 0), lines
+            if time.monotonic() > deadline:
+                return None, None, lines
+            time.sleep(0.05)
+
+    @staticmethod
+    def odd(lines):
+        """The lines that are neither a mount's start nor its end (failed reads and the like)."""
+        return [l for l in lines if l.strip() and not l.startswith("mounted ") and not UNMOUNTED.match(l.strip())]
+
+
+class _DmvMount:
+    """`dmv mount --background MNT` of `repo`, optionally timed as a step; `close` unmounts it with `dmv umount`
+    and reads its end from the log."""
+
+    def __init__(self, ctx, dmv, repo, mnt):
+        self.ctx, self.dmv, self.repo, self.mnt = ctx, dmv, repo, mnt
+        self.log = _MountLog(repo)
+        self.pid, self.error, self.end_line, self.fetched, self.lines = None, None, None, None, []
+        self.opened = self.up = False
+
+    def cmd(self):
+        return Cmd([self.dmv.path, "mount", "--background", self.mnt], cwd=self.repo)
+
+    def open(self, experiment=None, param=None, step=None, extra=None):
+        """Mounts (a recorded step when `step` is given); returns the Outcome (ok only if the folder is a mount)."""
+        os.makedirs(self.mnt, exist_ok=True)
+        self.log.mark()
+        self.opened = True
+
+        def check(out):
+            if out.ok and self.mnt not in _mount_points():
+                out.ok, out.error = False, "dmv mount --background returned but %s is no mount point" % self.mnt
+            pids = _serving(self.mnt) if out.ok else []
+            self.pid = pids[0] if pids else None
+            return dict(extra or {}, mount_pid=self.pid)
+        if step:
+            out = self.ctx.rec.step(self.dmv, experiment, param, step, [self.cmd()], None, after=check)
+        else:
+            out = run_cmds([self.cmd()], self.ctx.rec.env, MOUNT_WAIT_S)
+            check(out)
+        self.up = out.ok
+        if not out.ok:
+            self.error = out.error
+        return out
+
+    def hwm(self):
+        return servers.vm_hwm_kib(self.pid) if self.pid else None
+
+    def close(self):
+        """Unmounts; returns what went wrong (also in `error`), or None. `fetched`: the bytes the log's
+        `unmounted` line names (0 when it names none), None without that line. Once per open."""
+        if not self.opened:
+            return self.error
+        self.opened = False
+        problem = _unmount(self.mnt, [self.dmv.path, "umount", self.mnt], self.ctx.rec.env)
+        if not self.up:  # it never showed the folder: no end to wait for in the log
+            self.lines = self.log.since()
+            self.error = "; ".join(p for p in (self.error, problem) if p) or None
+            return self.error
+        self.end_line, self.fetched, self.lines = self.log.wait_unmounted()
+        if self.end_line is None:
+            problem = "; ".join(p for p in (problem, "no `unmounted` line in .dmv/mount.log within %d s" %
+                                            MOUNT_WAIT_S) if p)
+        self.error = problem
+        return problem
+
+    def fields(self):
+        return dict(unmount_line=self.end_line, bytes_fetched=self.fetched,
+                    mount_log_odd=_MountLog.odd(self.lines)[:10], unmount_error=self.error)
+
+
+class _PeerMount:
+    """A peer's FUSE mount of its repository: `restic mount MNT` (in the foreground, a child of the suite:
+    it is up once `probe` shows) or `bup fuse MNT` (it returns once mounted, serving from a daemon); both
+    unmounted with `fusermount3 -u`."""
+
+    def __init__(self, ctx, tool, pt, env, mnt, probe):
+        self.ctx, self.tool, self.pt, self.env, self.mnt, self.probe = ctx, tool, pt, env, mnt, probe
+        self.proc, self.pid, self.error = None, None, None
+        self.logpath = os.path.join(pt.root, "%s-mount.log" % tool.name)
+
+    def open(self, experiment, param, step=None, extra=None):
+        os.makedirs(self.mnt, exist_ok=True)
+        env = dict(self.ctx.rec.env, **self.env)
+        if self.tool.name == "bup":
+            cmd = Cmd([self.tool.path, "fuse", self.mnt], cwd=self.pt.root, env=self.env)
+
+            def check(out):
+                if out.ok and not os.path.exists(self.probe):
+                    out.ok, out.error = False, "bup fuse returned but %s does not show" % self.probe
+                pids = _serving(self.mnt)
+                self.pid = pids[0] if pids else None
+                return dict(extra or {}, mount_pid=self.pid)
+            if step:
+                out = self.ctx.rec.step(self.tool, experiment, param, step, [cmd], None, after=check)
+            else:
+                out = run_cmds([cmd], self.ctx.rec.env, MOUNT_WAIT_S)
+                check(out)
+            self.error = None if out.ok else out.error
+            return out
+        # restic mount: up once the probe path shows (restic loads its index and snapshots first)
+        log = open(self.logpath, "ab")
+        t = time.perf_counter()
+        self.proc = subprocess.Popen([self.tool.path, "mount", self.mnt], cwd=self.pt.root, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                     preexec_fn=servers._die_with_parent)
+        log.close()
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + MOUNT_WAIT_S
+        while not os.path.exists(self.probe) and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        wall = time.perf_counter() - t
+        ok = os.path.exists(self.probe)
+        out = Outcome(wall_s=wall, ok=ok, error=None if ok else "restic mount: %s did not show within %d s%s: %s" % (
+            self.probe, MOUNT_WAIT_S, " (exit %s)" % self.proc.returncode if self.proc.poll() is not None else "",
+            _read_text(self.logpath)[-300:]))
+        self.error = out.error
+        if step:
+            out.peak_rss_kib = servers.vm_hwm_kib(self.pid) or 0
+            self.ctx.rec.record(self.tool, experiment, param, step, out, None, mount_pid=self.pid, **(extra or {}))
+        return out
+
+    def hwm(self):
+        return servers.vm_hwm_kib(self.pid) if self.pid else None
+
+    def close(self):
+        problem = _unmount(self.mnt, ["fusermount3", "-u", self.mnt], self.ctx.rec.env, self.proc)
+        self.proc = None
+        return problem
+
+
+def _warm(*paths):
+    """Untimed: every file under `paths` read once, so that every tool reads its repository from the page cache
+    (dmv writes its packs past the page cache: its first read would otherwise be the only one from the disk)."""
+    for path in paths:
+        if os.path.isfile(path):
+            datagen.file_hash(path)
+            continue
+        for top, _, names in os.walk(path):
+            for name in names:
+                try:
+                    with open(os.path.join(top, name), "rb", buffering=0) as f:
+                        while f.read(4 << 20):
+                            pass
+                except OSError:
+                    pass
+
+
+def _restic_env(restic, pt):
+    return dict(RESTIC_PASSWORD=restic.PASSWORD, RESTIC_REPOSITORY=os.path.join(pt.root, "restic-repo"),
+                RESTIC_CACHE_DIR=os.path.join(pt.root, "restic-cache"))
+
+
+def _mount_peers_prepare(ctx, restic, bup, pt, experiment, param, target):
+    """Untimed: `target` (a path relative to the work tree) stored by restic (`restic init`, `restic backup
+    TARGET` from the work tree: the snapshot shows it at its top) and bup (`bup init`, `bup index`, `bup save
+    --strip-path WORK`: /main/latest/TARGET). Returns {tool name: (tool, env)} of those that made it."""
+    ready = {}
+    if restic:
+        renv = _restic_env(restic, pt)
+        if _run_untimed(ctx, [restic.cmd(pt, "init", env=renv), restic.cmd(pt, "backup", "-q", target, env=renv)],
+                        restic, experiment, param, "prepare"):
+            ready["restic"] = (restic, renv)
+    if bup:
+        benv = {"BUP_DIR": os.path.join(pt.root, "bup")}
+        path = os.path.join(pt.work, target)
+        if _run_untimed(ctx, [Cmd([bup.path, "init"], cwd=pt.root, env=benv),
+                              Cmd([bup.path, "index", path], cwd=pt.root, env=benv),
+                              Cmd([bup.path, "save", "-q", "-n", "main", "--strip-path", pt.work, path], cwd=pt.root,
+                                  env=benv)], bup, experiment, param, "prepare"):
+            ready["bup"] = (bup, benv)
+    return ready
+
+
+def _peer_view(name, mnt, target):
+    """Where a peer's mount shows `target`."""
+    return os.path.join(mnt, "snapshots", "latest", target) if name == "restic" else \
+        os.path.join(mnt, "main", "latest", target)
+
+
+def mount(ctx, restic, bup, bup_why, files, size, remote_size, remote_note, repeats, peer_repeats):
+    """`dmv mount` (issue 46), in one run: (1) `ls -l` of one folder of `files` files of 1 KiB through a fresh
+    `dmv mount` of HEAD in a full replica, against `ls -l` of the working tree, restic mount and bup fuse of
+    the same folder, and the time to mount (`mount-list`, parameter: files); (2) one file of `size` random
+    bytes: time to first byte (`head -c 1`) and a whole read (`cat FILE > /dev/null`) through a fresh mount,
+    against `dmv cat HEAD:FILE`, restic mount, bup fuse and cat of the working tree's file (`mount-file`,
+    parameter: bytes); (3) a file of `remote_size` random bytes and one of `size` in one commit in a bare hub
+    served by `dmv serve` over HTTP on 127.0.0.1; a meta clone (`--slice meta`) mounted: MOUNT_READS reads of
+    MOUNT_READ_BYTES at seeded random offsets in the first, each checked against the source, then the bytes the
+    mount fetched (its `unmounted` line in .dmv/mount.log; `mount-remote`, parameter: bytes); and in fresh meta
+    clones the first byte and a whole read of the second through the mount, against `dmv cat` there
+    (`mount-remote-seq`, parameter: bytes). dmv and the working tree get `repeats` fresh mounts
+    (or reads) each, restic and bup `peer_repeats`; the report takes medians."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    probe = ctx.point("mount-probe", 0)
+    try:
+        why = _supports(ctx, dmv, probe, "mount", "umount")
+    finally:
+        shutil.rmtree(probe.root, ignore_errors=True)
+    points = [("mount-list", files), ("mount-file", size), ("mount-remote", remote_size), ("mount-remote-seq", size)]
+    if why:
+        for experiment, n in points:
+            ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
+        return
+    if bup is None and bup_why:
+        for experiment, n in points[:2]:
+            ctx.rec.note("bup", experiment, str(n), "all", "n/a", bup_why)
+    _mount_list(ctx, dmv, restic, bup, files, repeats, peer_repeats)
+    _mount_file(ctx, dmv, restic, bup, size, repeats, peer_repeats)
+    _mount_remote(ctx, dmv, remote_size, size, remote_note)
+
+
+def _mount_list(ctx, dmv, restic, bup, files, repeats, peer_repeats):
+    rec = ctx.rec
+    experiment, param = "mount-list", str(files)
+    need = 8 * files * 4096 + GiB  # the tree, dmv's store, restic's and bup's repositories, with margin
+    if free_bytes(ctx.workdir) < need:
+        rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point(experiment, files)
+    try:
+        folder = os.path.join(pt.work, MOUNT_FOLDER)
+        print("%s %d: writing %d files of 1 KiB into one folder; dmv, restic and bup store it (untimed)" % (
+            experiment, files, files), flush=True)
+        os.makedirs(folder)
+        stream = datagen.RandomStream(45)
+        for start in range(0, files, 1000):
+            n = min(1000, files - start)
+            block = stream.read(n * datagen.SMALL_FILE_SIZE)
+            for k in range(n):
+                with open(os.path.join(folder, "f%06d" % (start + k)), "wb") as f:
+                    f.write(block[k * datagen.SMALL_FILE_SIZE:(k + 1) * datagen.SMALL_FILE_SIZE])
+        data = dict(data_files=files, data_bytes=files * datagen.SMALL_FILE_SIZE, folder=MOUNT_FOLDER)
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True), dmv, experiment, param, "prepare"):
+            return
+        peers = _mount_peers_prepare(ctx, restic, bup, pt, experiment, param, MOUNT_FOLDER)
+        os.sync()
+        _warm(dmv.meta(pt), *[os.path.join(pt.root, d) for d in ("restic-repo", "bup")])
+        run_cmds([Cmd(["ls", "-l", folder], cwd=pt.root)], rec.env, rec.timeout)  # untimed: the same for every try
+
+        def counted(view):
+            def after(out):
+                extra = dict(data)
+                if out.ok:
+                    try:
+                        extra["entries"] = len(os.listdir(view))
+                    except OSError as e:
+                        extra["entries"] = None
+                        out.ok, out.error = False, "listing the folder again (untimed): %s" % e
+                    if extra["entries"] is not None and extra["entries"] != files:
+                        out.ok, out.error = False, "%d entries, not %d" % (extra["entries"], files)
+                return extra
+            return after
+        mnt = os.path.join(pt.root, "mnt")
+        for i in range(1, repeats + 1):
+            print("%s %d: try %d of %d" % (experiment, files, i, repeats), flush=True)
+            os.sync()
+            rec.step(_Floor, experiment, param, "ls_worktree_%d" % i, [Cmd(["ls", "-l", folder], cwd=pt.root)], None,
+                     after=counted(folder))
+            m = _DmvMount(ctx, dmv, pt.work, mnt)
+            try:
+                os.sync()
+                if m.open(experiment, param, "mount_%d" % i, data).ok:
+                    view = os.path.join(mnt, MOUNT_FOLDER)
+
+                    def after(out, view=view, m=m):
+                        extra = counted(view)(out)
+                        extra["mount_peak_rss_kib"] = m.hwm()
+                        return extra
+                    rec.step(dmv, experiment, param, "ls_mount_%d" % i,
+                             [Cmd(["ls", "-l", view], cwd=pt.root)], None, after=after)
+            finally:
+                problem = m.close()
+                if problem or _MountLog.odd(m.lines):
+                    rec.note("dmv", experiment, param, "unmount_%d" % i, "fail" if problem else "ok",
+                             "; ".join([problem or ""] + _MountLog.odd(m.lines)[:5]).strip("; "))
+            for name, (tool, env) in peers.items():
+                if i > (1 if name == "bup" else peer_repeats):
+                    continue
+                pm = _PeerMount(ctx, tool, pt, env, os.path.join(pt.root, "mnt-%s" % name),
+                                _peer_view(name, os.path.join(pt.root, "mnt-%s" % name), MOUNT_FOLDER))
+                try:
+                    os.sync()
+                    if pm.open(experiment, param, "mount_%d" % i, data).ok:
+                        view = pm.probe
+
+                        def after(out, view=view, pm=pm):
+                            extra = counted(view)(out) if out.ok else dict(data)
+                            extra["mount_peak_rss_kib"] = pm.hwm()
+                            return extra
+                        # bup fuse answers each stat in about 0.1 s here: its one try is stopped early
+                        rec.step(tool, experiment, param, "ls_mount_%d" % i, [Cmd(["ls", "-l", view], cwd=pt.root)],
+                                 None, after=after, timeout=MOUNT_BUP_LIST_S if name == "bup" else None)
+                finally:
+                    pm.close()
+    finally:
+        _mount_cleanup(pt.root, rec.env)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _mount_file(ctx, dmv, restic, bup, size, repeats, peer_repeats):
+    rec = ctx.rec
+    experiment, param = "mount-file", str(size)
+    need = 5 * size + GiB  # the file, dmv's store, restic's and bup's repositories, margin
+    if free_bytes(ctx.workdir) < need:
+        rec.note("dmv", experiment, param, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point(experiment, size)
+    try:
+        print("%s %s: writing the file; dmv, restic and bup store it (untimed)" % (experiment, human_bytes(size)),
+              flush=True)
+        source = os.path.join(pt.work, MOUNT_FILE)
+        digest = datagen.write_random_file(source, size, seed=46)
+        data = dict(data_bytes=size, data_files=1)
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True), dmv, experiment, param, "prepare"):
+            return
+        peers = _mount_peers_prepare(ctx, restic, bup, pt, experiment, param, MOUNT_FILE)
+        os.sync()
+        _warm(dmv.meta(pt), source, *[os.path.join(pt.root, d) for d in ("restic-repo", "bup")])
+        ttfb = lambda path: [Cmd(["head", "-c", "1", path], cwd=pt.root)]
+        whole = lambda path: [Cmd(["cat", path], cwd=pt.root)]
+
+        def verified(path, first, extra):
+            """Untimed, after the first whole read: the file through the mount hashed and compared."""
+            def after(out):
+                fields = dict(data, **extra)
+                if out.ok and first:
+                    fields["verified"] = datagen.file_hash(path) == digest
+                    if not fields["verified"]:
+                        out.ok, out.error = False, "the file read through the mount differs from the source"
+                return fields
+            return after
+        mnt = os.path.join(pt.root, "mnt")
+        view = os.path.join(mnt, MOUNT_FILE)
+        for i in range(1, repeats + 1):
+            print("%s %s: try %d of %d" % (experiment, human_bytes(size), i, repeats), flush=True)
+            os.sync()
+            rec.step(_Floor, experiment, param, "read_worktree_%d" % i, whole(source), None, after=lambda o: dict(data))
+            # through a fresh mount each: the kernel keeps the pages of a file read through the mount
+            for step, cmds in (("ttfb_mount_%d" % i, ttfb(view)), ("read_mount_%d" % i, whole(view))):
+                m = _DmvMount(ctx, dmv, pt.work, mnt)
+                try:
+                    if m.open().ok:
+                        os.sync()
+                        rec.step(dmv, experiment, param, step, cmds, None, after=lambda out, m=m, step=step: verified(
+                            view, step == "read_mount_1", dict(mount_peak_rss_kib=m.hwm()))(out))
+                    else:
+                        rec.note("dmv", experiment, param, step, "fail", "dmv mount --background: %s" % m.error)
+                finally:
+                    problem = m.close()
+                    if problem or _MountLog.odd(m.lines):
+                        rec.note("dmv", experiment, param, "unmount_%s" % step, "fail" if problem else "ok",
+                                 "; ".join([problem or ""] + _MountLog.odd(m.lines)[:5]).strip("; "))
+            os.sync()
+            rec.step(dmv, experiment, param, "ttfb_cat_%d" % i,
+                     [Cmd(["sh", "-c", "%s cat HEAD:%s | head -c 1 >/dev/null" % (shlex.quote(dmv.path), MOUNT_FILE)],
+                          cwd=pt.work)], None, after=lambda o: dict(data))
+            os.sync()
+            rec.step(dmv, experiment, param, "read_cat_%d" % i, [dmv.cmd(pt, "cat", "HEAD:" + MOUNT_FILE)], None,
+                     after=lambda o: dict(data))
+            if i == 1:  # untimed: what dmv cat writes, hashed
+                out = run_cmds([dmv.cmd(pt, "cat", "HEAD:" + MOUNT_FILE, stdout="hash")], rec.env, rec.timeout)
+                if not out.ok or out.stdout_hash != digest:
+                    rec.note("dmv", experiment, param, "read_cat_verify", "fail",
+                             out.error or "dmv cat wrote %d bytes that differ from the source" % out.stdout_bytes)
+            if i > peer_repeats:
+                continue
+            for name, (tool, env) in peers.items():
+                pmnt = os.path.join(pt.root, "mnt-%s" % name)
+                pview = _peer_view(name, pmnt, MOUNT_FILE)
+                for step, cmds in (("ttfb_mount_%d" % i, ttfb(pview)), ("read_mount_%d" % i, whole(pview))):
+                    pm = _PeerMount(ctx, tool, pt, env, pmnt, pview)
+                    try:
+                        if pm.open(experiment, param).ok:
+                            os.sync()
+                            rec.step(tool, experiment, param, step, cmds, None,
+                                     after=lambda out, pm=pm, step=step, pview=pview: verified(
+                                         pview, step == "read_mount_1", dict(mount_peak_rss_kib=pm.hwm()))(out))
+                        else:
+                            rec.note(name, experiment, param, step, "fail", pm.error)
+                    finally:
+                        pm.close()
+    finally:
+        _mount_cleanup(pt.root, rec.env)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _server_written(srv):
+    """Bytes the server process has written so far (wchar of /proc/PID/io: its socket writes, the data it sent),
+    or None: a check on the count the mount logs."""
+    try:
+        with open("/proc/%d/io" % srv.proc.pid) as f:
+            for line in f:
+                if line.startswith("wchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _mount_remote(ctx, dmv, size, seq_size, note):
+    """A file of `size` bytes (random reads) and one of `seq_size` bytes (the first byte and whole reads) in
+    one commit pushed into a bare hub served by `dmv serve`; each measure in a fresh meta clone."""
+    rec = ctx.rec
+    experiment, param = "mount-remote", str(size)
+    seq_experiment, seq_param = "mount-remote-seq", str(seq_size)
+    total = size + seq_size
+    need = 3 * total + seq_size + 2 * GiB  # the files, the source's store (deleted once pushed), the hub, a clone
+    if free_bytes(ctx.workdir) < need:
+        for e, p in ((experiment, param), (seq_experiment, seq_param)):
+            rec.note("dmv", e, p, "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    pt = ctx.point(experiment, size)
+    try:
+        print("%s: writing files of %s and %s, commit, push into a bare hub (untimed)" % (
+            experiment, human_bytes(size), human_bytes(seq_size)), flush=True)
+        source = os.path.join(pt.work, MOUNT_FILE)
+        datagen.write_random_file(source, size, seed=47)
+        seq_source = os.path.join(pt.work, MOUNT_SEQ_FILE)
+        seq_digest = datagen.write_random_file(seq_source, seq_size, seed=48)
+        hub = os.path.join(pt.root, "hub")
+        if not _run_untimed(ctx, dmv.init(pt) + dmv.commit(pt, True) + dmv.init_remote(pt, hub) + [
+                dmv.cmd(pt, "push", hub, "main")], dmv, experiment, param, "prepare"):
+            return
+        shutil.rmtree(dmv.meta(pt), ignore_errors=True)  # the hub holds it now: room for the clones
+        data = dict(data_bytes=size, data_files=1, transport="http", reduced_note=note)
+        seq_data = dict(data_bytes=seq_size, data_files=1, transport="http")
+        mnt = os.path.join(pt.root, "mnt")
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, {MOUNT_HUB: hub}, SYNC_TOKEN) as srv:
+            url = srv.url(MOUNT_HUB)
+            print("  dmv serve on 127.0.0.1:%d" % srv.port, flush=True)
+
+            def fresh(name, e, p):
+                dest = os.path.join(pt.root, name)
+                shutil.rmtree(dest, ignore_errors=True)
+                ok = _run_untimed(ctx, [dmv.cmd(pt, "clone", "--token", SYNC_TOKEN, "--slice", "meta", url, dest,
+                                                cwd=pt.root)], dmv, e, p, "clone_%s" % name)
+                return dest if ok else None
+
+            # (a) random reads in a fresh meta clone
+            dest = fresh("meta-random", experiment, param)
+            if dest:
+                store0 = disk_usage(os.path.join(dest, ".dmv"))
+                m = _DmvMount(ctx, dmv, dest, mnt)
+                try:
+                    os.sync()
+                    sent0 = _server_written(srv)
+                    if m.open(experiment, param, "mount", data).ok:
+                        print("%s: %d reads of %s at random offsets" % (experiment, MOUNT_READS,
+                                                                       human_bytes(MOUNT_READ_BYTES)), flush=True)
+                        reads = run_cmds([Cmd([sys.executable, "-c", MOUNT_READS_SCRIPT, os.path.join(mnt, MOUNT_FILE),
+                                               source, str(size), str(MOUNT_READS), str(MOUNT_READ_BYTES),
+                                               str(MOUNT_SEED)], cwd=pt.root, stdout="capture")],
+                                         rec.env, rec.timeout)
+                        hwm = m.hwm()
+                        m.close()
+                        sent1 = _server_written(srv)
+                        store1 = disk_usage(os.path.join(dest, ".dmv"))
+                        fields = dict(data, mount_peak_rss_kib=hwm, store_growth_bytes=store1[1] - store0[1],
+                                      store_growth_disk_bytes=store1[0] - store0[0],
+                                      server_bytes_written=sent1 - sent0 if sent0 is not None and sent1 is not None
+                                      else None)
+                        _record_random_reads(ctx, dmv, experiment, param, dest, fields, reads, m)
+                finally:
+                    m.close()
+                shutil.rmtree(dest, ignore_errors=True)
+            # (b) the first byte, (c) the whole file, each through a fresh mount of a fresh meta clone
+            for step, cmds, digest in (
+                    ("ttfb_mount", [Cmd(["head", "-c", "1", os.path.join(mnt, MOUNT_SEQ_FILE)], cwd=pt.root)], None),
+                    ("read_mount", [Cmd(["cat", os.path.join(mnt, MOUNT_SEQ_FILE)], cwd=pt.root)], seq_digest)):
+                dest = fresh("meta-%s" % step, seq_experiment, seq_param)
+                if dest:
+                    _remote_read(ctx, dmv, srv, seq_experiment, seq_param, dest, mnt, step, cmds, seq_data, digest)
+                    shutil.rmtree(dest, ignore_errors=True)
+            # (d) dmv cat in a fresh meta clone: it gets the whole file first
+            dest = fresh("meta-cat", seq_experiment, seq_param)
+            if dest:
+                os.sync()
+                sent0 = _server_written(srv)
+
+                def after(out, dest=dest, sent0=sent0):
+                    sent1 = _server_written(srv)
+                    fields = dict(seq_data, server_bytes_written=sent1 - sent0 if sent0 is not None and
+                                  sent1 is not None else None)
+                    fields.update(_trace(out))
+                    if out.ok:
+                        again = run_cmds([dmv.cmd(pt, "cat", "HEAD:" + MOUNT_SEQ_FILE, cwd=dest, stdout="hash")],
+                                         rec.env, rec.timeout)
+                        fields["verified"] = again.ok and again.stdout_hash == seq_digest
+                        if not fields["verified"]:
+                            out.ok, out.error = False, "dmv cat in the meta clone: %s" % (
+                                again.error or "its bytes differ from the source")
+                    return fields
+                rec.step(dmv, seq_experiment, seq_param, "read_cat",
+                         [dmv.cmd(pt, "cat", "HEAD:" + MOUNT_SEQ_FILE, cwd=dest, env={"DMV_TRACE": "1"})],
+                         os.path.join(dest, ".dmv"), after=after)
+                shutil.rmtree(dest, ignore_errors=True)
+    except servers.ServerError as e:
+        print("%s: %s" % (experiment, e), flush=True)
+        for e_, p_ in ((experiment, param), (seq_experiment, seq_param)):
+            rec.note("dmv", e_, p_, "all", "fail", str(e))
+    finally:
+        _mount_cleanup(pt.root, rec.env)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _record_random_reads(ctx, dmv, experiment, param, dest, fields, reads, m):
+    """The random reads' record, once the mount has ended and its log said what it fetched."""
+    fields = dict(fields, reads=MOUNT_READS, read_size=MOUNT_READ_BYTES, seed=MOUNT_SEED,
+                  process_wall_s=round(reads.wall_s, 6), **m.fields())
+    out = Outcome(wall_s=reads.wall_s, ok=reads.ok, timed_out=reads.timed_out, error=reads.error,
+                  peak_rss_kib=reads.peak_rss_kib)
+    try:
+        res = json.loads(reads.captured.decode()) if reads.ok else None
+    except ValueError:
+        res = None
+        out.ok, out.error = False, "the readers' output is no JSON: %r" % reads.captured[-200:]
+    if res:
+        secs = sorted(res["seconds"])
+        out.wall_s = sum(secs)
+        fields.update(bytes_read=res["bytes"], mismatches=res["mismatches"], bad_offsets=res["bad_offsets"],
+                      read_ms_median=round(statistics.median(secs) * 1000, 3),
+                      read_ms_p90=round(secs[int(0.9 * (len(secs) - 1))] * 1000, 3),
+                      read_ms_max=round(secs[-1] * 1000, 3), read_ms_first=round(res["seconds"][0] * 1000, 3),
+                      offsets=res["offsets"][:10])
+        if m.fetched is not None and res["bytes"]:
+            fields["fetched_over_read"] = round(m.fetched / res["bytes"], 4)
+        fields["verified"] = res["mismatches"] == 0 and res["bytes"] == MOUNT_READS * MOUNT_READ_BYTES
+        if not fields["verified"]:
+            out.ok, out.error = False, "%d of %d reads differ from the source (%d bytes read)" % (
+                res["mismatches"], MOUNT_READS, res["bytes"])
+    if out.ok and m.fetched is None:
+        out.ok, out.error = False, m.error or "no `unmounted` line in .dmv/mount.log"
+    ctx.rec.record(dmv, experiment, param, "random_reads", out, os.path.join(dest, ".dmv"), **fields)
+
+
+def _remote_read(ctx, dmv, srv, experiment, param, dest, mnt, step, cmds, data, digest):
+    """One timed read through a fresh mount of the meta clone `dest`, recorded once the mount has ended (with
+    the bytes it fetched, and those the server wrote meanwhile); `digest`: then, untimed, `dmv cat` of the
+    file in the clone (from the pieces the mount kept: it must receive nothing) hashed and compared."""
+    rec = ctx.rec
+    m = _DmvMount(ctx, dmv, dest, mnt)
+    try:
+        if not m.open().ok:
+            rec.note("dmv", experiment, param, step, "fail", "dmv mount --background: %s" % m.error)
+            return
+        os.sync()
+        print("%s: %s" % (experiment, step), flush=True)
+        sent0 = _server_written(srv)
+        out = run_cmds(cmds, rec.env, rec.timeout)
+        hwm = m.hwm()
+        m.close()
+        sent1 = _server_written(srv)
+        fields = dict(data, mount_peak_rss_kib=hwm, server_bytes_written=sent1 - sent0 if sent0 is not None and
+                      sent1 is not None else None, **m.fields())
+        if m.fetched is not None:
+            fields["fetched_over_file"] = round(m.fetched / data["data_bytes"], 4)
+        if out.ok and m.fetched is None:
+            out.ok, out.error = False, m.error or "no `unmounted` line in .dmv/mount.log"
+        if out.ok and digest:
+            again = run_cmds([Cmd([dmv.path, "cat", "HEAD:" + MOUNT_SEQ_FILE], cwd=dest, stdout="hash",
+                                  env={"DMV_TRACE": "1"})], rec.env, rec.timeout)
+            fields["verified"] = again.ok and again.stdout_hash == digest
+            fields["verify_bytes_received"] = _trace(again).get("bytes_received")
+            if not fields["verified"]:
+                out.ok, out.error = False, "dmv cat after the read through the mount: %s" % (
+                    again.error or "its bytes differ from the source")
+        rec.record(dmv, experiment, param, step, out, os.path.join(dest, ".dmv"), **fields)
+    finally:
+        m.close()

@@ -10,6 +10,7 @@ typed in by hand.
 import glob
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +27,8 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
                "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
-               "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "huge"]
+               "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
+               "mount-remote", "mount-remote-seq", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -2008,6 +2010,237 @@ def watch_section(ix, mode, cfg):
     return out
 
 
+MOUNT_TARGET_SHARE = 0.8      # issue 46: a whole read through the mount at >= 80% of dmv cat's throughput
+MOUNT_TARGET_FETCHED = 2.0    # issue 46: random reads in a meta replica fetch < 2x the bytes they read
+MOUNT_TOOLS = [("dmv", "`dmv mount`"), ("restic", "`restic mount`"), ("bup", "`bup fuse`")]
+
+
+def _mount_runs(ix, tool, exp, p, prefix):
+    """(the ok records of the steps PREFIX_1, PREFIX_2, ..., the others)."""
+    recs = [r for (t, e, q, st), r in sorted(ix.by.items()) if t == tool and e == exp and q == str(p)
+            and re.fullmatch(re.escape(prefix) + r"_\d+", st)]
+    return [r for r in recs if r["status"] == "ok"], [r for r in recs if r["status"] != "ok"]
+
+
+def _mount_time(ix, tool, exp, p, prefix):
+    """(median wall time or None, its cell: the median with the number of runs and their range, or why none)."""
+    ok, bad = _mount_runs(ix, tool, exp, p, prefix)
+    if not ok:
+        if bad:
+            r = bad[0]
+            return None, "**%s** (%s)" % (SHORT.get(r["status"], r["status"]), fmt_time(r["wall_s"]) if r["status"] ==
+                                          "timeout" else (r.get("error") or "").replace("|", "/")[-120:])
+        return None, "—"
+    times = [r["wall_s"] for r in ok]
+    med = _median(times)
+    text = fmt_time(med) if len(times) == 1 else "%s (%d: %s–%s)" % (fmt_time(med), len(times), fmt_time(min(times)),
+                                                                       fmt_time(max(times)))
+    if bad:
+        text += ", %d failed" % len(bad)
+    return med, text
+
+
+def _times(r):
+    return "%.2f" % r if r < 10 else "%.0f" % r
+
+
+def _mib_s(nbytes, seconds):
+    return "—" if not nbytes or not seconds else "%.0f MiB/s" % (nbytes / seconds / (1 << 20))
+
+
+def _mount_odd(ix, exps):
+    """What the mounts logged besides their start and end, and the unmounts that went wrong."""
+    notes, seen = [], set()
+    for (t, e, q, st), r in sorted(ix.by.items()):
+        if e not in exps:
+            continue
+        lines = list(r.get("mount_log_odd") or [])
+        if st.startswith("unmount_"):
+            lines.append(r.get("error") or "")
+        for line in lines:
+            if line and (e, line) not in seen:
+                seen.add((e, line))
+                notes.append("- %s, %s %s: `%s`" % (e, t, st, line.replace("`", "'")[-300:]))
+    return notes
+
+
+def mount_list_table(ix, p):
+    exp = "mount-list"
+    wt, wt_text = _mount_time(ix, "cp", exp, p, "ls_worktree")
+    lines = ["| way | time to mount | `ls -l` | `ls -l` / the working tree's | mount process peak RSS |",
+             "|---|--:|--:|--:|--:|",
+             "| `ls -l` of the working tree (the checkout) | — | %s | 1 | — |" % wt_text]
+    for tool, label in MOUNT_TOOLS:
+        if not any(k[0] == tool and k[1] == exp and k[2] == str(p) for k in ix.by):
+            continue
+        _, mount_text = _mount_time(ix, tool, exp, p, "mount")
+        ls, ls_text = _mount_time(ix, tool, exp, p, "ls_mount")
+        ok, bad = _mount_runs(ix, tool, exp, p, "ls_mount")
+        rss = _median([r.get("mount_peak_rss_kib") for r in ok + bad])
+        na = ix.by.get((tool, exp, str(p), "all"))
+        if na and not ok and not bad:
+            lines.append("| %s | %s: %s | | | |" % (label, na["status"], (na.get("error") or "").replace("|", "/")[-200:]))
+            continue
+        lines.append("| %s | %s | %s | %s | %s |" % (label, mount_text, ls_text,
+                                                     _times(ls / wt) if ls and wt else "—", fmt_kib(rss)))
+    return lines
+
+
+def mount_file_table(ix, p):
+    exp = "mount-file"
+    rows = [("cp", "`cat FILE` of the working tree's file (page cache)", None, "read_worktree"),
+            ("dmv", "through `dmv mount`: `head -c 1`, `cat FILE`", "ttfb_mount", "read_mount"),
+            ("dmv", "`dmv cat HEAD:FILE`: piped into `head -c 1`, and whole", "ttfb_cat", "read_cat"),
+            ("restic", "through `restic mount`: `head -c 1`, `cat FILE`", "ttfb_mount", "read_mount"),
+            ("bup", "through `bup fuse`: `head -c 1`, `cat FILE`", "ttfb_mount", "read_mount")]
+    cat = _mount_time(ix, "dmv", exp, p, "read_cat")[0]
+    lines = ["| way | time to first byte | whole read | throughput | throughput / `dmv cat`'s | mount process peak RSS |",
+             "|---|--:|--:|--:|--:|--:|"]
+    for tool, label, ttfb_step, read_step in rows:
+        if not any(k[0] == tool and k[1] == exp and k[2] == str(p) for k in ix.by):
+            continue
+        na = ix.by.get((tool, exp, str(p), "all"))
+        ok, bad = _mount_runs(ix, tool, exp, p, read_step)
+        if na and not ok and not bad:
+            lines.append("| %s | %s: %s | | | | |" % (label, na["status"], (na.get("error") or "").replace("|", "/")[-200:]))
+            continue
+        ttfb_text = _mount_time(ix, tool, exp, p, ttfb_step)[1] if ttfb_step else "—"
+        read, read_text = _mount_time(ix, tool, exp, p, read_step)
+        rss = _median([r.get("mount_peak_rss_kib") for r in ok])
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            label, ttfb_text, read_text, _mib_s(p, read), _times(cat / read) if cat and read else "—",
+            fmt_kib(rss) if rss else "—"))
+    return lines
+
+
+def mount_remote_tables(ix, cfg):
+    out = []
+    for p in ix.params("mount-remote"):
+        r = ix.get("dmv", "mount-remote", p, "random_reads")
+        mnt = ix.get("dmv", "mount-remote", p, "mount")
+        out += ["#### %d reads of %s at random offsets in a file of %s, in a meta replica" % (
+            cfg.get("mount_reads", 100), fmt_bytes(cfg.get("mount_read_bytes", 1 << 20)), fmt_size_param(p)), ""]
+        if cfg.get("mount_remote_reduced"):
+            out += ["Quick run: the file is %s, not %s." % (fmt_size_param(p), cfg["mount_remote_reduced"]), ""]
+        if not r or r["status"] != "ok":
+            out += ["**%s**: %s" % (r["status"] if r else "not measured",
+                                    ((r or {}).get("error") or "").replace("|", "/")[-400:]), ""]
+            continue
+        ratio_v = r.get("fetched_over_read")
+        out += ["| measure | value |", "|---|--:|",
+                "| time to mount (`dmv mount --background` in the meta clone) | %s |" % cell(mnt, "time")[1],
+                "| bytes read (each checked against the source) | %s (%s) |" % (
+                    fmt_count(r["bytes_read"]), fmt_bytes(r["bytes_read"])),
+                "| bytes fetched, from `unmounted DIR (N bytes fetched …)` | %s (%s) |" % (
+                    fmt_count(r["bytes_fetched"]), fmt_bytes(r["bytes_fetched"])),
+                "| **fetched / read** | **%.2f** |" % ratio_v if ratio_v is not None else "| fetched / read | — |",
+                "| bytes the server wrote meanwhile (its /proc/PID/io wchar) | %s |" % (
+                    fmt_bytes(r.get("server_bytes_written"))),
+                "| the meta clone's store grew by (apparent bytes: what the mount kept) | %s%s |" % (
+                    fmt_bytes(r.get("store_growth_bytes")), " (%.2f× the bytes read)" % (
+                        r["store_growth_bytes"] / r["bytes_read"]) if r.get("store_growth_bytes") else ""),
+                "| the %d reads, time (sum of the reads' own times) | %s |" % (r.get("reads", 100), fmt_time(r["wall_s"])),
+                "| one read: median / 90th percentile / slowest / the first | %s / %s / %s / %s |" % tuple(
+                    fmt_time(r[k] / 1000) if r.get(k) is not None else "—"
+                    for k in ("read_ms_median", "read_ms_p90", "read_ms_max", "read_ms_first")),
+                "| mount process peak RSS (VmHWM) | %s |" % fmt_kib(r.get("mount_peak_rss_kib")), ""]
+        out += ["Target (issue 46): the random reads fetch less than %g× the bytes they read: %s." % (
+            MOUNT_TARGET_FETCHED, "—" if ratio_v is None else "**%.2f×, met**" % ratio_v
+            if ratio_v < MOUNT_TARGET_FETCHED else "**%.2f×, not met**" % ratio_v), ""]
+    for p in ix.params("mount-remote-seq"):
+        out += ["#### One file of %s read whole in a meta replica" % fmt_size_param(p), "",
+                "| way | time | throughput | chunk bytes fetched (mount.log) | the server wrote | fetched / file size |",
+                "|---|--:|--:|--:|--:|--:|"]
+        cat = ix.get("dmv", "mount-remote-seq", p, "read_cat")
+        for step, label in (("ttfb_mount", "first byte through a fresh mount: `head -c 1`"),
+                            ("read_mount", "whole, through a fresh mount: `cat FILE`"),
+                            ("read_cat", "whole: `dmv cat HEAD:FILE` (gets the file's chunks first)")):
+            r = ix.get("dmv", "mount-remote-seq", p, step)
+            v, text = cell(r, "time")
+            if r and r["status"] != "ok":
+                text = "**%s**: %s" % (r["status"], (r.get("error") or "").replace("|", "/")[-200:])
+            fetched = (r or {}).get("bytes_fetched") if step != "read_cat" else (r or {}).get("bytes_received")
+            out.append("| %s | %s | %s | %s | %s | %s |" % (
+                label, text, _mib_s(p, v) if step != "ttfb_mount" else "—",
+                fmt_bytes(fetched) + (" (received, DMV_TRACE)" if step == "read_cat" and fetched is not None else ""),
+                fmt_bytes((r or {}).get("server_bytes_written")),
+                "%.2f" % (fetched / p) if fetched is not None and step != "ttfb_mount" else "—"))
+        rm, rc = (cell(ix.get("dmv", "mount-remote-seq", p, s), "time")[0] for s in ("read_mount", "read_cat"))
+        out += ["", "Through the mount, the whole read takes %s the time of `dmv cat` (throughput %s of its)." % (
+            "%.2f×" % (rm / rc) if rm and rc else "—", "%.0f%%" % (100 * rc / rm) if rm and rc else "—"), ""]
+    return out
+
+
+def mount_section(ix, mode, cfg):
+    repeats, peer = cfg.get("mount_repeats", 5), cfg.get("mount_peer_repeats", 3)
+    out = ["### Mount: a revision as a read-only folder (issue 46)", "",
+           "`dmv mount --background [REV] DIR` shows a revision read-only through FUSE and returns once the folder "
+           "shows it; `dmv umount DIR` ends it, and its last line in `.dmv/mount.log` is `unmounted DIR`, in a "
+           "partial replica with `(N bytes fetched from other replicas, kept here)`. Every try uses a fresh mount "
+           "(the kernel keeps the attributes, entries and pages a mount has served for that mount's life, so only "
+           "a fresh mount's first read says what the mount itself costs): dmv and the working tree %d tries, "
+           "restic and bup %d (slower), each after sync(2); the tables show the median, and in brackets the "
+           "number of tries and their range. Before the tries every repository is read once, untimed, so that "
+           "every tool reads its store from the page cache (dmv writes its packs past the page cache). Peak RSS of "
+           "a mount: its process's VmHWM just before the unmount." % (repeats, peer), "",
+           "Peers: git and Mercurial have no mount. `restic mount` (a local repository, "
+           "`RESTIC_PASSWORD` set): started in the foreground, up once `MNT/snapshots/latest/...` shows the data "
+           "(its time to mount), unmounted with `fusermount3 -u`. `bup fuse` (bup's python needs the fuse module: "
+           "`apt-get install -y python3-fuse`, Debian's package) over a bup repository of the same data "
+           "(`bup index`, `bup save --strip-path`), unmounted with `fusermount3 -u`. Versions: see the run's table "
+           "above.", ""]
+    if cfg.get("mount_bup_missing"):
+        out += ["bup fuse was not measured: %s." % cfg["mount_bup_missing"], ""]
+    for p in ix.params("mount-list"):
+        out += ["#### `ls -l` of one folder of %s files of 1 KiB" % fmt_count(p), "",
+                "The folder committed in a full replica (`dmv add . && dmv commit`, untimed). Timed: "
+                "`dmv mount --background HEAD MNT` (time to mount), then `ls -l MNT/FOLDER > /dev/null` (a stat of "
+                "every file: through the mount, FUSE's READDIRPLUS), then `dmv umount`; against `ls -l` of the "
+                "same folder in the working tree. After each `ls -l` the suite counts the folder's entries "
+                "(untimed). bup fuse's `ls -l` is tried once and stopped after %d s: a stat through it takes the "
+                "longer the larger the folder (by hand on this machine, `ls -l` of a folder of 100,000 files "
+                "through bup fuse had got through about 9,200 of them after 18 minutes)." % cfg.get(
+                    "mount_bup_list_s", 60), ""]
+        out += mount_list_table(ix, p) + [""]
+    for p in ix.params("mount-file"):
+        out += ["#### One file of %s of random bytes" % fmt_size_param(p), "",
+                "The file committed in a full replica (untimed). Each timed read through a mount of its own: "
+                "`head -c 1 MNT/FILE > /dev/null` (time to first byte) through one fresh mount, `cat MNT/FILE > "
+                "/dev/null` through another; against `dmv cat HEAD:FILE > /dev/null` (and `dmv cat HEAD:FILE | "
+                "head -c 1`), against restic and bup the same way, and `cat` of the working tree's file. The first "
+                "whole read of each way is hashed and compared with the source (untimed).", ""]
+        out += mount_file_table(ix, p) + [""]
+        rm, rc = (_mount_time(ix, "dmv", "mount-file", p, s)[0] for s in ("read_mount", "read_cat"))
+        share = rc / rm if rm and rc else None
+        out += ["Target (issue 46): a whole read through the mount at %.0f%% or more of `dmv cat`'s throughput: %s." % (
+            100 * MOUNT_TARGET_SHARE, "—" if share is None else "**%.0f%%, %s**" % (
+                100 * share, "met" if share >= MOUNT_TARGET_SHARE else "not met")), ""]
+    if ix.params("mount-remote") or ix.params("mount-remote-seq"):
+        out += ["#### In a meta replica, over HTTP", "",
+                "Two files of random bytes in one commit, pushed (untimed) into a bare hub (`dmv init --bare`) "
+                "served by `dmv serve` on 127.0.0.1 (a write token); each measure in a fresh meta clone of it "
+                "(`dmv clone --slice meta`: commits and trees, no file data), so that nothing is here before. "
+                "Random reads: %d reads of %s at offsets from python's `random.Random(%d)` through `os.pread`, "
+                "each compared with the source's bytes, in a child process; then `dmv umount`, and the bytes "
+                "fetched from the `unmounted` line of `.dmv/mount.log`; as a check, the bytes the server process "
+                "wrote meanwhile (wchar of its /proc/PID/io: HTTP headers and the file's nodes included). "
+                "Whole reads: the first byte through a fresh mount, the whole file through another, against "
+                "`dmv cat HEAD:FILE > /dev/null` in a third clone (it gets the file's missing chunks, then "
+                "writes it); after the read through the mount, `dmv cat` of the file in that clone (untimed) "
+                "must find every chunk kept and receive nothing." % (
+                    cfg.get("mount_reads", 100), fmt_bytes(cfg.get("mount_read_bytes", 1 << 20)),
+                    cfg.get("mount_seed", 46)), ""]
+        out += mount_remote_tables(ix, cfg)
+    notes = _mount_odd(ix, ("mount-list", "mount-file", "mount-remote", "mount-remote-seq"))
+    if notes:
+        out += ["What the mounts logged in `.dmv/mount.log` besides their start and end, and unmounts that went "
+                "wrong:", ""] + notes + [""]
+    else:
+        out += ["No mount logged anything in `.dmv/mount.log` besides its start and its end, and every unmount "
+                "ended its mount process within 10 s.", ""]
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -2243,6 +2476,11 @@ def section(mode, per_exp, points):
     if ix.params("watch-file") or ix.params("watch-burst") or ix.params("watch-idle"):
         watch_run = per_exp.get("watch-file") or per_exp.get("watch-burst") or per_exp.get("watch-idle")
         out += watch_section(ix, mode, watch_run["meta"].get("config", {}))
+
+    if any(ix.params(e) for e in ("mount-list", "mount-file", "mount-remote", "mount-remote-seq")):
+        mount_run = next(per_exp[e] for e in ("mount-list", "mount-file", "mount-remote", "mount-remote-seq")
+                         if e in per_exp)
+        out += mount_section(ix, mode, mount_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

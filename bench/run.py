@@ -14,6 +14,7 @@
     python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica; idle CPU
+    python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -49,7 +50,8 @@ MODES = {
                   history_commits=1000, web_images=20, web_film="1G",
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
                   avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
-                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20, timeout=600),
+                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20,
+                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -57,7 +59,8 @@ MODES = {
                  history_commits=10_000, web_images=100, web_film="4G",
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
                  avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
-                 watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60, timeout=1800),
+                 watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60,
+                 mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -68,9 +71,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # attack: it floods the machine (a core's worth of loopback traffic) and measures a defence, not a speed; nor is
 # availability: it freezes a server on purpose and waits out the client's stall timeout; nor is hubtier: a
 # comparison of two ways to host a hub, measured when the hub tier changes; nor is watch: its idle-CPU window
-# wants the machine otherwise quiet, and it is measured when the watcher changes
+# wants the machine otherwise quiet, and it is measured when the watcher changes; nor is mount: it mounts FUSE
+# folders (root and fusermount3) and is measured when the mount changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "huge"]
 
 
 def parse_number(text, binary):
@@ -256,6 +260,15 @@ def main(argv=None):
                     help="watch: files of 1 KiB in the tree an idle watcher watches (quick and full 100000)")
     ap.add_argument("--watch-idle", type=float,
                     help="watch: seconds over which the idle watcher's CPU time is measured (quick 20, full 60)")
+    ap.add_argument("--mount-files", type=lambda s: parse_number(s, False),
+                    help="mount: files of 1 KiB in the one folder listed with ls -l (quick and full 100000)")
+    ap.add_argument("--mount-size", help="mount: size of the one large file read through the mount, binary units "
+                                         "(quick and full 1G)")
+    ap.add_argument("--mount-remote-size",
+                    help="mount: size of the file read at random offsets in a meta replica, binary units (quick and "
+                         "full 4G; 1G when the disk has no room for 4 of it + 2 GiB, unless given)")
+    ap.add_argument("--mount-repeats", type=int,
+                    help="mount: fresh mounts per measure for dmv (quick and full 5; restic and bup: at most 3)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -309,6 +322,12 @@ def main(argv=None):
     watch_files = args.watch_files or cfg["watch_files"]
     watch_tree = args.watch_tree or cfg["watch_tree"]
     watch_idle = args.watch_idle or cfg["watch_idle"]
+    mount_files = args.mount_files or cfg["mount_files"]
+    mount_size = parse_number(args.mount_size or cfg["mount_size"], True)
+    mount_remote_size = parse_number(args.mount_remote_size or cfg["mount_remote_size"], True)
+    mount_remote_note = None
+    mount_repeats = max(1, args.mount_repeats or cfg["mount_repeats"])
+    mount_peer_repeats = min(mount_repeats, experiments.MOUNT_PEER_REPEATS)
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -394,6 +413,36 @@ def main(argv=None):
                 tool = peer(name, cls)
                 if tool:
                     store_tools.append(tool)
+    # the mount experiment's peers: restic mount (installed when missing) and bup fuse (bup's python needs the
+    # fuse module: python3-fuse, installed when missing)
+    mount_restic, mount_bup, mount_bup_why = None, None, None
+    if "mount" in exps:
+        if "restic" in wanted:
+            mount_restic = next((t for t in s3_tools + store_tools if t.name == "restic"), None) or (
+                None if "restic" in missing else peer("restic", tools.Restic))
+        mount_bup = next((t for t in chosen if t.name == "bup"), None)
+        if mount_bup:
+            def fuse_module():
+                try:
+                    # Debian's bup runs the system's python (libpython3), not a python3 first on PATH
+                    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+                    return subprocess.run([py, "-c", "import fuse"], capture_output=True,
+                                          timeout=60).returncode == 0
+                except (OSError, subprocess.TimeoutExpired):
+                    return False
+            if not fuse_module():
+                ok, log = apt_install("python3-fuse")
+                if not fuse_module():
+                    mount_bup_why = "bup fuse needs the python fuse module: apt-get install -y python3-fuse: %s" % log
+                    mount_bup = None
+        else:
+            mount_bup_why = missing.get("bup", "not among --tools")
+        free = measure.free_bytes(args.workdir)
+        if not args.mount_remote_size and free < 4 * mount_remote_size + 2 * GiB and mount_remote_size > GiB:
+            mount_remote_note = "%s: %s free on the disk, %s needed" % (
+                cfg["mount_remote_size"], experiments.human_bytes(free),
+                experiments.human_bytes(4 * mount_remote_size + 2 * GiB))
+            mount_remote_size = GiB
     for name, why in missing.items():
         hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
         print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
@@ -411,7 +460,8 @@ def main(argv=None):
                 machine=machine_info(args.workdir), versions=versions, missing=missing,
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
                 tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools +
-                                         ([hubtier_rclone] if hubtier_rclone else []))),
+                                         ([hubtier_rclone] if hubtier_rclone else []) +
+                                         ([mount_restic] if mount_restic else []))),
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
@@ -433,7 +483,12 @@ def main(argv=None):
                             watch_tree_files=watch_tree, watch_idle_s=watch_idle,
                             watch_quiet_s=experiments.WATCH_QUIET_S, watch_sync_every_s=experiments.WATCH_SYNC_EVERY_S,
                             watch_poll_s=experiments.WATCH_POLL_S, watch_calm_s=experiments.WATCH_CALM_S,
-                            watch_wait_s=experiments.WATCH_WAIT_S, watch_settle_s=sync_settle),
+                            watch_wait_s=experiments.WATCH_WAIT_S, watch_settle_s=sync_settle,
+                            mount_files=mount_files, mount_bytes=mount_size, mount_remote_bytes=mount_remote_size,
+                            mount_remote_reduced=mount_remote_note, mount_repeats=mount_repeats,
+                            mount_peer_repeats=mount_peer_repeats, mount_bup_list_s=experiments.MOUNT_BUP_LIST_S,
+                            mount_reads=experiments.MOUNT_READS, mount_read_bytes=experiments.MOUNT_READ_BYTES,
+                            mount_seed=experiments.MOUNT_SEED, mount_bup_missing=mount_bup_why),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -481,6 +536,9 @@ def main(argv=None):
                                     minio_why, hubtier_rclone_why)
             elif exp == "watch":
                 experiments.watch(ctx, watch_size, watch_files, watch_tree, watch_idle, sync_settle)
+            elif exp == "mount":
+                experiments.mount(ctx, mount_restic, mount_bup, mount_bup_why, mount_files, mount_size,
+                                  mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
