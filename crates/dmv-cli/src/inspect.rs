@@ -45,10 +45,15 @@ pub struct LogArgs {
 
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let rev = a.rev.as_deref().unwrap_or("HEAD");
+    // `dmv log PATH`, as git takes it: an argument that is no revision but a path here.
+    let (revs, named_paths) = match &a.rev {
+        Some(r) => revisions_then_paths(&repo, std::slice::from_ref(r))?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let rev = revs.first().map_or("HEAD", String::as_str);
     let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
-    let paths = repo_paths(&repo, &a.paths)?;
+    let paths = repo_paths(&repo, &[a.paths.clone(), named_paths].concat())?;
     if a.follow && paths.len() != 1 {
         bail!("--follow takes exactly one path: dmv log --follow -- PATH");
     }

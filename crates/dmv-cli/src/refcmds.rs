@@ -193,6 +193,10 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
     }
     for rev in &a.revs {
         if a.abbrev_ref {
+            if let Some(name) = repo.symbolic_name(rev)? {
+                println!("{name}");
+                continue;
+            }
             let name = match (rev.as_str(), repo.head()?) {
                 ("HEAD", Head::Branch(b)) => b.strip_prefix(BRANCHES).unwrap_or(&b).to_string(),
                 ("HEAD", Head::Detached(_)) => "HEAD".to_string(),

@@ -282,7 +282,7 @@ pub fn mv(a: MvArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct CommitArgs {
-    /// The commit message (required, except to conclude a merge: "Merge LABEL").
+    /// The commit message (without it, the editor opens; a merge is concluded as "Merge LABEL").
     #[arg(short, long)]
     message: Vec<String>,
     /// Stage every modified or deleted tracked file first.
@@ -661,17 +661,29 @@ pub fn switch(a: SwitchArgs) -> Result<u8> {
     if a.detach {
         return detach_at(&repo, &a.branch, quiet);
     }
-    if a.branch == "-" && !a.create {
+    if (a.branch == "-" || a.branch == "@{-1}") && !a.create {
         return switch_back(&mut repo, quiet);
     }
     if !a.create && !is_branch(&repo, &a.branch)? && repo.resolve(&a.branch).is_ok() {
         bail!("a branch is expected, got the revision '{}': `dmv switch --detach {}` checks it out without a branch", a.branch, a.branch);
     }
     if a.create {
-        let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
-        repo.create_ref(&branch_ref(&a.branch), start, "branch: created")?;
+        return create_and_switch(&mut repo, &a.branch, a.start.as_deref(), quiet);
     }
     switch_to_branch(&mut repo, &a.branch, quiet)?;
+    Ok(0)
+}
+
+/// `switch -c NAME START` / `checkout -b`: the branch is made, and removed
+/// again if the switch is refused (uncommitted changes in the way), as git
+/// leaves no branch behind then.
+fn create_and_switch(repo: &mut Repository, name: &str, start: Option<&str>, quiet: bool) -> Result<u8> {
+    let start = repo.resolve(start.unwrap_or("HEAD"))?;
+    repo.create_ref(&branch_ref(name), start, "branch: created")?;
+    if let Err(e) = switch_to_branch(repo, name, quiet) {
+        let _ = repo.delete_branch(name, true);
+        return Err(e);
+    }
     Ok(0)
 }
 
@@ -704,13 +716,10 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
         return Ok(0);
     }
     if let Some(b) = a.new_branch {
-        let start = repo.resolve(a.target.as_deref().unwrap_or("HEAD"))?;
-        repo.create_ref(&branch_ref(&b), start, "branch: created")?;
-        switch_to_branch(&mut repo, &b, quiet)?;
-        return Ok(0);
+        return create_and_switch(&mut repo, &b, a.target.as_deref(), quiet);
     }
     let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
-    if target == "-" {
+    if target == "-" || target == "@{-1}" {
         return switch_back(&mut repo, quiet);
     }
     if is_branch(&repo, target)? {

@@ -137,6 +137,18 @@ fn checkout_and_switch_take_revisions_the_last_checkout_reflogs_and_upstreams() 
     dmv(&d, &["switch", "--detach", "main~2"]);
     assert_eq!(subject("HEAD"), "c3");
     dmv(&d, &["switch", "main"]);
+    dmv(&d, &["switch", "side"]);
+    dmv(&d, &["switch", "@{-1}"]);
+    assert_eq!(dmv(&d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main", "@{{-1}} switches back to the branch");
+    // A branch made for a switch that is refused is not left behind.
+    std::fs::write(d.join("a"), "changed, and main~2 has another a").unwrap();
+    let out = dmv_out(&d, &["switch", "-c", "newb", "main~2"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(!dmv(&d, &["branch"]).contains("newb"), "{}", dmv(&d, &["branch"]));
+    let out = dmv_out(&d, &["checkout", "-b", "newc", "main~2"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(!dmv(&d, &["branch"]).contains("newc"));
+    dmv(&d, &["restore", "a"]);
 
     // A branch's reflog: main@{1} is where main was before its last move.
     std::fs::write(d.join("a"), "c5").unwrap();
@@ -153,6 +165,8 @@ fn checkout_and_switch_take_revisions_the_last_checkout_reflogs_and_upstreams() 
     dmv(&c, &["commit", "-a", "-m", "c6"]);
     let in_clone = |rev: &str| dmv(&c, &["log", "-n", "1", "--format=%s", rev]).trim().to_string();
     assert_eq!(in_clone("@{u}"), "c5");
+    assert_eq!(dmv(&c, &["rev-parse", "--abbrev-ref", "@{u}"]).trim(), "origin/main");
+    assert_eq!(dmv(&d, &["rev-parse", "--abbrev-ref", "@{-1}"]).trim(), "side");
     assert_eq!(in_clone("main@{upstream}"), "c5");
     assert_eq!(dmv(&c, &["log", "--format=%s", "@{u}..HEAD"]).trim(), "c6");
     let out = dmv_out(&c, &["log", "-n", "1", "side@{u}"]);
@@ -213,6 +227,9 @@ fn log_takes_gits_count_shorthand_and_named_formats() {
     ] {
         assert_eq!(dmv(&d, args), git(&g, args), "{args:?}");
     }
+    // A path without `--`, as git takes it.
+    assert_eq!(dmv(&d, &["log", "--format=%s", "s"]), git(&g, &["log", "--format=%s", "s"]));
+    assert_eq!(dmv(&d, &["log", "--format=%s", "side", "--", "a"]), git(&g, &["log", "--format=%s", "side", "--", "a"]));
     // Named formats: the same fields, with DMV's ids.
     let oneline = dmv(&d, &["log", "-1", "--pretty=oneline"]);
     let (id, subject) = oneline.trim().split_once(' ').unwrap();

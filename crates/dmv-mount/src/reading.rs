@@ -148,7 +148,19 @@ impl Reader {
         let mut out = Vec::with_capacity((to - offset) as usize);
         for i in span {
             let (chunk, start) = file.chunks[i];
-            let bytes = self.chunk(&chunk).map_err(|e| e.to_string())?;
+            let bytes = match self.chunk(&chunk) {
+                // Gone since it was looked for (a drop, a gc moving it while the
+                // indexes were listed again): looked for anew, and in a partial
+                // replica fetched again.
+                Err(StoreError::NotFound { .. }) => {
+                    self.repo.store.reload().map_err(|e| e.to_string())?;
+                    if self.repo.config.partial {
+                        self.fetch_missing(file, i..i + 1)?;
+                    }
+                    self.chunk(&chunk).map_err(|e| e.to_string())?
+                }
+                other => other.map_err(|e| e.to_string())?,
+            };
             if bytes.len() as u64 != file.chunk_len(i) {
                 return Err(format!("chunk {} holds {} bytes where its file node says {}", chunk.short(), bytes.len(), file.chunk_len(i)));
             }

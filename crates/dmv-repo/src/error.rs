@@ -413,7 +413,7 @@ pub enum RepoError {
         detail: String,
     },
     /// `revert`: what the reverted commit changed was changed again since, at `path`.
-    #[error("cannot revert {commit}: {path} was changed since; nothing was changed (revert it by hand from the commit's parent)")]
+    #[error("cannot revert {commit}: {path} was changed since; nothing was changed; revert it by hand from the commit's parent")]
     RevertConflict {
         /// The short id of the commit to revert.
         commit: String,

@@ -72,8 +72,11 @@ impl Store {
             let toc = pack::read_toc(&file, &path);
             // A whole pack whose index is damaged or missing keeps its bytes: only the index is rebuilt (below).
             let mut pack_whole = pack::verify_checksum(&file, &path).is_ok() && toc.is_ok();
+            let checksum_whole = pack_whole;
             let mut candidates: Vec<Entry> = toc.unwrap_or_default();
             candidates.extend(indexed.get(p).into_iter().flatten().copied());
+            // What the table of contents or the index lists: a record there that cannot be read is damage.
+            let listed: HashSet<(u64, ObjectId)> = candidates.iter().map(|e| (e.offset, e.id)).collect();
             candidates.extend(walk_records(&file, &path)?);
             // Only records the same in every field are one: a damaged entry may differ from the good one in any.
             candidates.sort_by_key(|e| (e.offset, e.id.0, e.raw_len, e.stored_len, e.kind as u8, e.compression));
@@ -85,6 +88,10 @@ impl Store {
                 match pack::read_record(&file, &name, &e) {
                     Ok(_) if here.insert(e.id) => saved.push(e),
                     Ok(_) => {}
+                    // In a pack whose checksum holds, a record only the walk found and
+                    // that cannot be read is the walk misreading bytes (its table of
+                    // contents), not damage: a healthy pack is not rewritten for it.
+                    Err(_) if checksum_whole && !listed.contains(&(e.offset, e.id)) => {}
                     Err(_) => {
                         damaged.insert(e.id);
                         pack_whole = false;

@@ -74,6 +74,33 @@ impl Repository {
         Ok(None)
     }
 
+    /// The name `rev` stands for, for `rev-parse --abbrev-ref`: `@{u}` (or
+    /// `NAME@{upstream}`) is the remote branch followed (`origin/main`),
+    /// `@{-1}` and `-` the branch checked out before (a commit's id if none
+    /// was). None for any other revision.
+    pub fn symbolic_name(&self, rev: &str) -> RepoResult<Option<String>> {
+        let unknown = |why: &str| RepoError::UnknownRevision(format!("{rev} ({why})"));
+        if rev == "-" || rev == "@{-1}" {
+            return Ok(Some(match self.previous_checkout()? {
+                Head::Branch(full) => full.strip_prefix(BRANCHES).unwrap_or(&full).to_string(),
+                Head::Detached(id) => id.to_hex(),
+            }));
+        }
+        let Some((name, spec)) = rev.strip_suffix('}').and_then(|r| r.split_once("@{")) else { return Ok(None) };
+        if !matches!(spec, "u" | "upstream" | "push") {
+            return Ok(None);
+        }
+        let branch = match name {
+            "" | "HEAD" | "@" => match self.head()? {
+                Head::Branch(full) => full.strip_prefix(BRANCHES).unwrap_or(&full).to_string(),
+                Head::Detached(_) => return Err(unknown("HEAD is detached: name a branch")),
+            },
+            other => other.to_string(),
+        };
+        let up = self.config.upstreams.get(&branch).ok_or_else(|| unknown(&format!("{branch} follows no remote branch")))?;
+        Ok(Some(format!("{}/{}", up.remote, up.branch)))
+    }
+
     /// What HEAD was before the last switch or checkout that moved it.
     pub fn previous_head(&self) -> RepoResult<Option<Head>> {
         let path = self.dmv.join(PREVIOUS_HEAD);
