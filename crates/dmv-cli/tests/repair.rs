@@ -128,3 +128,23 @@ fn a_damaged_dirstate_and_location_log_are_rebuilt_and_the_working_tree_kept() {
     assert!(w.contains("hub"), "{w}");
     fsck_clean(&d);
 }
+
+/// A repair of a healthy repository changes nothing and says so (it once
+/// rewrote a whole pack each time, for a record its walk misread).
+#[test]
+fn a_repair_of_a_healthy_repository_rewrites_nothing() {
+    let t = new_repo();
+    let d = t.path();
+    std::fs::write(d.join("a.txt"), "a").unwrap();
+    write_noise(&d.join("b.raw"), 300_000, 3);
+    commit_all(d, "one");
+    let packs = |d: &Path| std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().file_name()).collect::<std::collections::BTreeSet<_>>();
+    let before = packs(d);
+    for _ in 0..2 {
+        let out = dmv_out(d, &["fsck", "--repair"]);
+        ok(&out);
+        assert!(stderr(&out).contains("repair: 0 damaged packs rewritten"), "{}", stderr(&out));
+    }
+    assert_eq!(packs(d), before, "no pack written or removed");
+    fsck_clean(d);
+}
