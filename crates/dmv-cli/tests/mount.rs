@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::remote::{fsck_clean, ok};
 use common::servers::{HttpServer, Minio};
 use common::*;
 use dmv_repo::store::ObjectId;
@@ -406,4 +407,61 @@ fn a_mount_killed_leaves_no_dead_folder() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the folder is a plain empty folder again");
+}
+
+/// A meta replica's mount reading while gc, gets and drops run at the same
+/// moment: every read returns the committed bytes (or, rarely, EIO for a
+/// chunk a drop took between its fetch and its read: never wrong bytes),
+/// and at the end the replica is whole: fsck clean, the files got are here.
+#[test]
+fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (_server, phone) = hub_and_meta_clone(t.path(), &src);
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    let path = m.path("media/film.bin");
+    let (mut good, mut eio) = (0, 0);
+    std::thread::scope(|s| {
+        let collector = s.spawn(|| {
+            for _ in 0..6 {
+                ok(&dmv_out(&phone, &["gc", "--prune", "now"]));
+            }
+        });
+        let getter = s.spawn(|| {
+            for i in 0..20 {
+                ok(&dmv_out(&phone, &["get", &format!("many/f{i:05}.txt")]));
+            }
+        });
+        let dropper = s.spawn(|| {
+            for _ in 0..4 {
+                ok(&dmv_out(&phone, &["drop", "media/film.bin"]));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let mut noise = Noise::new(5);
+        for _ in 0..30 {
+            let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap()) % (film.len() as u64 - (256 << 10));
+            match read_in_time(&path, offset, 256 << 10) {
+                Ok(bytes) => {
+                    assert!(bytes == film[offset as usize..offset as usize + (256 << 10)], "256 KiB at {offset}");
+                    good += 1;
+                }
+                Err(e) => {
+                    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+                    eio += 1;
+                }
+            }
+        }
+        for h in [collector, getter, dropper] {
+            h.join().unwrap();
+        }
+    });
+    assert!(good > eio, "{good} reads right, {eio} refused");
+    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole once all is quiet");
+    m.unmount();
+    for i in 0..20 {
+        assert_eq!(std::fs::read_to_string(phone.join(format!("many/f{i:05}.txt"))).unwrap(), format!("file {i}\n").repeat(i % 7));
+    }
+    fsck_clean(&phone);
 }
