@@ -3,7 +3,6 @@
 //! its own with `--background`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use dmv_mount::View;
 
-use crate::repo_args::{open_repo, printable};
+use crate::repo_args::{open_repo, printable, spawn_detached};
 
 #[derive(Args)]
 pub struct MountArgs {
@@ -60,20 +59,10 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     let shown = if a.all { "every branch, tag and commit".to_string() } else { rev.clone() };
     if a.background {
         let log_path = repo.dmv.join(LOG);
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
         let mut args = vec!["mount".into()];
         args.extend(if a.all { vec!["--all".into()] } else { vec![rev.clone().into()] });
         args.push(dir.clone().into_os_string());
-        use std::os::unix::process::CommandExt;
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(args)
-            .current_dir(std::env::current_dir()?)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            // Its own process group: a Ctrl-C in the terminal that started it does not unmount it.
-            .process_group(0)
-            .spawn()?;
+        let mut child = spawn_detached(&args, &std::env::current_dir()?, &log_path)?;
         let deadline = Instant::now() + Duration::from_secs(30);
         while !mounted_at(&dir) {
             if let Some(exit) = child.try_wait()? {

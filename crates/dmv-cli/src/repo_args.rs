@@ -60,6 +60,25 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
+/// This program again with `args` in `dir`, detached: no terminal input,
+/// what it prints on stderr appended to the log at `log_path`, in a process
+/// group of its own (a Ctrl-C in the terminal that started it does not stop
+/// it). For `--background`.
+pub fn spawn_detached(args: &[std::ffi::OsString], dir: &std::path::Path, log_path: &std::path::Path) -> anyhow::Result<std::process::Child> {
+    use anyhow::Context;
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+    let child = std::process::Command::new(std::env::current_exe()?)
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .process_group(0)
+        .spawn()?;
+    Ok(child)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

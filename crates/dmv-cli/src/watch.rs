@@ -5,7 +5,6 @@
 
 use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use clap::{Args, ValueEnum};
 use dmv_repo::{Repository, Silent};
 use dmv_watch::{FolderWatch, Mode, Settings};
 
-use crate::repo_args::{open_repo, printable};
+use crate::repo_args::{open_repo, printable, spawn_detached};
 
 #[derive(Args)]
 pub struct WatchArgs {
@@ -264,18 +263,9 @@ fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         bail!("a watcher already runs in this repository (pid {pid})");
     }
     let log_path = repo.dmv.join(LOG);
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(watch_args(a))
-        .current_dir(&repo.root)
-        .stdin(Stdio::null())
-        // It writes its log itself; what it cannot say there (it failed to start) goes there too.
-        .stdout(Stdio::null())
-        .stderr(log)
-        // Its own process group: a Ctrl-C in the terminal that started it does not stop it.
-        .process_group(0)
-        .spawn()?;
+    // It writes its log itself; what it cannot say there (it failed to start) goes there too.
+    let args: Vec<std::ffi::OsString> = watch_args(a).into_iter().map(Into::into).collect();
+    let mut child = spawn_detached(&args, &repo.root, &log_path)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while lock.holder_pid() != Some(child.id()) {
         if let Some(exit) = child.try_wait()? {
