@@ -230,7 +230,7 @@ pub struct ConfigArgs {
     /// Remove the setting.
     #[arg(long, requires = "key", conflicts_with = "value")]
     unset: bool,
-    /// A setting: user.name, user.email, merge.tool, remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
+    /// A setting: user.name, user.email, merge.tool, merge.conflictStyle (merge or diff3: how a text file's conflicts are marked), remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
     key: Option<String>,
     /// Its new value (shown when omitted).
     value: Option<String>,
@@ -244,7 +244,7 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
             (true, _, _) => print_settings(settings.list()),
             (_, Some(key), _) if a.unset => Ok(dmv_repo::GlobalSettings::set(&key, None).map(|_| 0)?),
             (_, Some(key), Some(value)) => Ok(dmv_repo::GlobalSettings::set(&key, Some(&value)).map(|_| 0)?),
-            (_, Some(key), None) => print_value(settings.get(&key)),
+            (_, Some(key), None) => print_value(settings.get(dmv_repo::canonical_key(&key))),
             (false, None, _) => bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY"),
         };
     }

@@ -10,8 +10,9 @@ use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
-#[command(after_help = "A file changed on both sides is a conflict: nothing is merged inside files. \
-Settle each with `dmv resolve --ours|--theirs|--both PATH`, then `dmv commit`.\n\
+#[command(after_help = "A text file changed on both sides is merged line by line; lines both sides changed \
+are left between conflict markers (`merge.conflictStyle`: merge or diff3): edit the file, then `dmv add` it. \
+Other files (media) are not merged inside: settle each with `dmv resolve --ours|--theirs|--both PATH`. Then `dmv commit`.\n\
 Exit status: 0 merged (or nothing to do), 1 conflicts, 128 error.")]
 pub struct MergeArgs {
     /// The branch or commit to merge into the current branch.
@@ -58,11 +59,20 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
         MergeOutcome::Conflicts(paths) => {
             let state = repo.merge_state()?;
             let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
-            for path in paths {
-                let what = conflicts.iter().find(|c| &c.path == path).map_or("conflict", |c| c.describe().1);
-                println!("CONFLICT ({what}): {}", show_path(path));
+            for c in paths {
+                if c.marked {
+                    println!("CONFLICT (content): Merge conflict in {}", show_path(&c.path));
+                    continue;
+                }
+                let what = conflicts.iter().find(|x| x.path == c.path).map_or("conflict", |x| x.describe().1);
+                println!("CONFLICT ({what}): {}", show_path(&c.path));
             }
-            println!("Automatic merge failed: settle each path with `dmv resolve --ours|--theirs|--both PATH`, then run `dmv commit` (or `dmv merge --abort`).");
+            let how = match (paths.iter().any(|c| c.marked), paths.iter().any(|c| !c.marked)) {
+                (true, true) => "edit the files with conflict markers and `dmv add` them, settle the others with `dmv resolve --ours|--theirs|--both PATH`",
+                (true, false) => "edit the files with conflict markers and `dmv add` them",
+                _ => "settle each path with `dmv resolve --ours|--theirs|--both PATH`",
+            };
+            println!("Automatic merge failed: {how}, then run `dmv commit` (or `dmv merge --abort`).");
             return Ok(1);
         }
     }

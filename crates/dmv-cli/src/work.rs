@@ -92,7 +92,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         } else if conflicts.is_empty() {
             writeln!(out, "All conflicts fixed but you are still merging.\n  (use \"dmv commit\" to conclude the merge)")?;
         } else {
-            writeln!(out, "  (fix conflicts with \"dmv resolve --ours|--theirs|--both PATH...\", then run \"dmv commit\")")?;
+            writeln!(out, "  (fix conflicts and run \"dmv add PATH...\", or settle them with \"dmv resolve --ours|--theirs|--both PATH...\"; then run \"dmv commit\")")?;
             writeln!(out, "  (use \"dmv merge --abort\" to abort the merge)")?;
             writeln!(out, "\nUnmerged paths:")?;
             for u in conflicts {
@@ -245,7 +245,7 @@ pub fn add(a: AddArgs) -> Result<u8> {
         }
     }
     let p = Bar::new("adding");
-    repo.add(&specs, false, &p)?;
+    repo.add_settling(&specs, &p)?;
     Ok(0)
 }
 
@@ -261,7 +261,7 @@ pub struct RmArgs {
 pub fn rm(a: RmArgs) -> Result<u8> {
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
-    for p in repo.rm(&specs, a.cached)? {
+    for p in repo.rm_settling(&specs, a.cached)? {
         println!("rm '{}'", show_path(&p));
     }
     Ok(0)

@@ -187,7 +187,7 @@ fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
 
     let out = dmv_out(d, &["commit", "-m", "too early"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("unresolved conflicts: shot.jpg; run dmv resolve"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unresolved conflicts: shot.jpg; settle them with `dmv resolve`"), "{}", stderr(&out));
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("already in progress"), "{}", stderr(&out));
@@ -450,7 +450,8 @@ fn a_merge_tool_that_succeeds_resolves_and_one_that_fails_leaves_the_conflict() 
     set_merge_tool(d, r#"echo garbage > "$DMV_MERGED"; exit 3"#);
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"ours\n");
+    // Back to what the merge wrote: the line merge's conflict markers.
+    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n");
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "UU notes.txt");
     dmv(d, &["resolve", "--theirs", "notes.txt"]);
     dmv(d, &["commit"]);
@@ -599,4 +600,144 @@ fn merge_sigkilled_at_random_moments_recovers() {
     assert_eq!(after["shoot/39.raw"].len(), 1 << 20);
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
     fsck_clean(d);
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs")
+}
+
+/// Text files beside the media, each edited on both branches: (name, base, main's, feature's).
+const TEXT_EDITS: &[(&str, &str, &str, &str)] = &[
+    // Different lines: merges.
+    ("shot.xmp", "<x>\n rating=1\n title=t\n label=none\n</x>\n", "<x>\n rating=4\n title=t\n label=none\n</x>\n", "<x>\n rating=1\n title=t\n label=red\n</x>\n"),
+    // The same line: a conflict.
+    (
+        "cut.edl",
+        "001 A V C 00:00\n002 B V C 00:10\n003 C V C 00:20\n",
+        "001 A V C 00:00\n002 B V C 00:12\n003 C V C 00:20\n",
+        "001 A V C 00:00\n002 B V C 00:15\n003 C V C 00:20\n",
+    ),
+    // Touching lines (and no newline at the end on one side): a conflict, as git sees it.
+    ("labels.csv", "id,label\n1,cat\n2,dog\n", "id,label\n1,cat\n2,wolf", "id,label\n1,cat\n2,dog\n3,owl\n"),
+    // Both made the same change, and one more elsewhere: merges.
+    ("settings.ini", "a=1\nb=2\nc=3\nd=4\ne=5\n", "a=1\nb=20\nc=3\nd=4\ne=5\n", "a=1\nb=20\nc=3\nd=4\ne=50\n"),
+];
+
+/// The same history in git and in dmv: base, then main and feature each
+/// edit TEXT_EDITS, a photo (binary), and add `new.txt` differently.
+fn text_history_in_both(t: &Path) -> (std::path::PathBuf, tempfile::TempDir) {
+    let g = t.join("g");
+    std::fs::create_dir(&g).unwrap();
+    git(&g, &["init", "-q", "-b", "main"]);
+    let write = |d: &Path, side: usize| {
+        for (name, base, ours, theirs) in TEXT_EDITS {
+            std::fs::write(d.join(name), [base, ours, theirs][side]).unwrap();
+        }
+        std::fs::write(d.join("shot.jpg"), noise(20_000, side as u64)).unwrap();
+        if side > 0 {
+            std::fs::write(d.join("new.txt"), ["", "from main\n", "from feature\n"][side]).unwrap();
+        }
+    };
+    let on_git = |side: usize, msg: &str| {
+        write(&g, side);
+        assert!(git(&g, &["add", "."]).status.success());
+        assert!(git(&g, &["commit", "-q", "-m", msg]).status.success());
+    };
+    on_git(0, "base");
+    git(&g, &["checkout", "-q", "-b", "feature"]);
+    on_git(2, "feature");
+    git(&g, &["checkout", "-q", "main"]);
+    on_git(1, "main");
+    let repo = diverged(|d| write(d, 0), |d| write(d, 1), |d| write(d, 2));
+    (g, repo)
+}
+
+/// A file's bytes with the base's label in diff3 markers (its short id, of
+/// different lengths in git and dmv) replaced by BASE.
+fn unlabelled(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split_inclusive('\n').map(|l| if l.starts_with("||||||| ") { "||||||| BASE\n" } else { l }).collect()
+}
+
+#[test]
+fn text_files_merge_line_by_line_as_git_merge_does() {
+    for style in ["merge", "diff3"] {
+        let t = tempfile::tempdir().unwrap();
+        let (g, repo) = text_history_in_both(t.path());
+        let d = repo.path();
+        dmv(d, &["config", "merge.conflictstyle", style]);
+        let out = dmv_out(d, &["merge", "feature"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let git_out = git(&g, &["-c", &format!("merge.conflictStyle={style}"), "merge", "feature"]);
+        assert_eq!(git_out.status.code(), Some(1));
+        for (name, ..) in TEXT_EDITS.iter().chain([&("new.txt", "", "", "")]) {
+            assert_eq!(unlabelled(&d.join(name)), unlabelled(&g.join(name)), "{style}: {name} differs from git's merge");
+        }
+        // The same conflicts as git names, the same words.
+        for file in ["cut.edl", "labels.csv", "new.txt"] {
+            assert!(text.contains(&format!("CONFLICT (content): Merge conflict in {file}")), "{text}");
+        }
+        assert!(text.contains("CONFLICT (both modified): shot.jpg"), "{text}");
+        assert!(!text.contains("shot.xmp") && !text.contains("settings.ini"), "{text}");
+        assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(20_000, 1), "a binary file shows ours, untouched");
+        assert_eq!(dmv(d, &["status", "--short"]), "UU cut.edl\nUU labels.csv\nAA new.txt\nM  settings.ini\nUU shot.jpg\nM  shot.xmp\n");
+    }
+}
+
+#[test]
+fn add_settles_an_edited_text_conflict_and_abort_puts_back_head() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, repo) = text_history_in_both(t.path());
+    let d = repo.path();
+    let before = snapshot(d);
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    // A marked file is not committed by mistake.
+    let out = dmv_out(d, &["commit", "-m", "too early"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("cut.edl"), "{}", stderr(&out));
+    dmv(d, &["merge", "--abort"]);
+    assert_same_files(&snapshot(d), &before, "after abort");
+    fsck_clean(d);
+
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    let long = dmv(d, &["status"]);
+    assert!(long.contains("dmv add"), "status says how to settle a marked file: {long}");
+    std::fs::write(d.join("cut.edl"), "001 A V C 00:00\n002 B V C 00:13\n003 C V C 00:20\n").unwrap();
+    dmv(d, &["add", "cut.edl"]);
+    std::fs::write(d.join("labels.csv"), "id,label\n1,cat\n2,wolf\n3,owl\n").unwrap();
+    std::fs::write(d.join("new.txt"), "from both\n").unwrap();
+    dmv(d, &["add", "labels.csv", "new.txt"]);
+    assert_eq!(dmv(d, &["status", "--short"]).lines().filter(|l| l.starts_with("UU") || l.starts_with("AA")).collect::<Vec<_>>(), ["UU shot.jpg"]);
+    dmv(d, &["resolve", "--theirs", "shot.jpg"]);
+    dmv(d, &["commit", "-m", "merged by hand"]);
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    assert_eq!(dmv(d, &["show", "HEAD:labels.csv"]), "id,label\n1,cat\n2,wolf\n3,owl\n");
+    assert_eq!(dmv(d, &["show", "HEAD:shot.xmp"]), TEXT_EDITS[0].2.replace("label=none", "label=red"));
+    fsck_clean(d);
+}
+
+#[test]
+fn rm_settles_a_conflict_as_a_deletion_and_a_bad_style_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let (_, repo) = text_history_in_both(t.path());
+    let d = repo.path();
+    let out = dmv_out(d, &["config", "merge.conflictStyle", "zdiff4"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("not merge or diff3"), "{}", stderr(&out));
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    dmv(d, &["rm", "new.txt"]);
+    let short = dmv(d, &["status", "--short"]);
+    assert!(short.lines().any(|l| l == "D  new.txt"), "{short}");
+    assert!(!d.join("new.txt").exists());
 }

@@ -43,8 +43,12 @@ pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{diff_trees, find_renames, Listed};
 pub use merge::kept_both::KeptBoth;
+/// The line-level three-way merge of text files.
+pub mod line_merge {
+    pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
+}
 pub use merge::merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
-pub use merge::merging::MergeOutcome;
+pub use merge::merging::{ConflictedPath, MergeOutcome};
 pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
@@ -67,7 +71,7 @@ pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, 
 pub use repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repository::repo::Repository;
 pub use repository::requires::REQUIREMENTS;
-pub use repository::settings::KEYS as SETTING_KEYS;
+pub use repository::settings::{canonical_key, KEYS as SETTING_KEYS};
 pub use repository::wlock::{WorktreeGuard, WorktreeLock};
 pub use sizes::human_bytes;
 pub use time::{civil, utc_time};

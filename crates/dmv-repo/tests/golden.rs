@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{tree, Conflict, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository, Silent};
+use dmv_repo::{tree, Conflict, ConflictedPath, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository, Silent};
 use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id_hex(hex: &str) -> ObjectId {
@@ -179,7 +179,9 @@ fn merge_state_golden_and_decode() {
     repo.advance_head(None, ours, "golden").unwrap();
 
     let outcome = repo.merge(theirs, "feature", &Silent).unwrap();
-    assert_eq!(outcome, MergeOutcome::Conflicts(vec![b"a.txt".to_vec(), b"b.txt".to_vec()]));
+    // Text both sides changed on the same line: conflicts, marked in the files.
+    let marked = |p: &[u8]| ConflictedPath { path: p.to_vec(), marked: true };
+    assert_eq!(outcome, MergeOutcome::Conflicts(vec![marked(b"a.txt"), marked(b"b.txt")]));
     let path = repo.dmv.join("MERGE_STATE");
     assert_golden("MERGE_STATE", &std::fs::read(&path).unwrap(), MERGE_STATE);
 

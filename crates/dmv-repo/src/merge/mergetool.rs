@@ -13,6 +13,7 @@ use dmv_store::Silent;
 use crate::error::{IoContext, RepoResult};
 use crate::history::tree::FlatEntry;
 use crate::merge::merge_state::MergeState;
+use crate::merge::text_files::MarkedText;
 use crate::merge::three_way::Conflict;
 use crate::paths::side_name;
 use crate::repository::repo::Repository;
@@ -25,8 +26,9 @@ impl Repository {
     /// versions, DMV_MERGED the working-tree file to write and DMV_PATH the
     /// repository path. Exit status 0: the result is staged and the conflict
     /// resolved (if the tool deleted DMV_MERGED, the deletion is). Anything
-    /// else: our version goes back into the working tree and the conflict stays.
-    pub(crate) fn run_merge_tool(&self, tool: &str, state: &mut MergeState) -> RepoResult<()> {
+    /// else: the file goes back to what the merge wrote (our version, or the
+    /// `marked` text with conflict markers) and the conflict stays.
+    pub(crate) fn run_merge_tool(&self, tool: &str, state: &mut MergeState, marked: &[MarkedText]) -> RepoResult<()> {
         let regular = |e: Option<FlatEntry>| e.map(|e| e.kind != EntryKind::Symlink);
         let candidates: Vec<Conflict> =
             state.conflicts.iter().filter(|c| regular(c.ours) == Some(true) && regular(c.theirs) == Some(true) && regular(c.base) != Some(false)).cloned().collect();
@@ -42,7 +44,9 @@ impl Repository {
         if !failed.is_empty() {
             let mut ds = self.load_dirstate()?;
             for c in &failed {
-                if let Some(e) = c.ours {
+                if let Some(m) = marked.iter().find(|m| m.path == c.path) {
+                    self.write_made(&m.path, m.kind, &m.bytes)?;
+                } else if let Some(e) = c.ours {
                     let meta = self.write_entry(&c.path, &e)?;
                     ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }

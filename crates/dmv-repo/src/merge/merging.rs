@@ -5,8 +5,10 @@
 //!
 //! Media cannot be merged line by line: a path both sides changed
 //! differently is a conflict that the user settles by taking ours, theirs,
-//! or keeping both. Nothing is ever merged inside a file (unless the user
-//! configured an external `merge_tool`).
+//! or keeping both. Text files (sidecars, EDLs, configs) are merged line by
+//! line first (`text_files.rs`): what still conflicts is written with
+//! conflict markers, to be edited and `dmv add`ed. Nothing else is merged
+//! inside a file (unless the user configured an external `merge_tool`).
 //!
 //! Crash safety. A merge writes, in order: its objects; the state file (phase
 //! `Applying`, naming the tree about to be written out); the working tree and
@@ -24,6 +26,7 @@ use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
+use crate::merge::line_merge::MarkerLabels;
 use crate::merge::merge_state::{MergePhase, MergeState};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;
@@ -43,7 +46,16 @@ pub enum MergeOutcome {
     /// A merge commit with parents [HEAD, theirs] was made and checked out.
     Merged(ObjectId),
     /// These paths conflict; nothing was committed and a merge is in progress.
-    Conflicts(Vec<Vec<u8>>),
+    Conflicts(Vec<ConflictedPath>),
+}
+
+/// A path a merge left in conflict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConflictedPath {
+    /// The path, '/'-separated bytes.
+    pub path: Vec<u8>,
+    /// A text file now holding both sides' lines between conflict markers.
+    pub marked: bool,
 }
 
 /// Refuses a write-out that would destroy untracked files: written over,
@@ -136,11 +148,15 @@ impl Repository {
             Some(b) => flat_of_commit(&b)?,
             None => FlatTree::new(),
         };
-        let (merged, conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
+        let (mut merged, mut conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
         refuse_overwriting_untracked(now.0, now.1, &merged)?;
         self.check_data_present(new_entries(now.1, &merged))?;
 
         let mut session = self.store.begin_write()?;
+        // Markers name the sides as git's do: HEAD, the base's short id, what was merged.
+        let base_label = base.map_or_else(|| "empty tree".to_string(), |b| b.short());
+        let labels = MarkerLabels { ours: "HEAD", base: &base_label, theirs: label };
+        let marked = self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
         let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
         let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts };
@@ -150,14 +166,19 @@ impl Repository {
         drop(session);
         dmv_store::failpoint("merge-state-written");
         self.update_worktree(&target, &Written::new(), progress)?;
+        // Over our version, which the dirstate keeps: `status` shows them modified.
+        for m in &marked {
+            self.write_made(&m.path, m.kind, &m.bytes)?;
+        }
         dmv_store::failpoint("merge-worktree-written");
         state.phase = MergePhase::Resolving;
         self.save_merge_state(&state)?;
         if let Some(tool) = self.config.merge_tool.clone().filter(|t| !t.trim().is_empty()) {
-            self.run_merge_tool(&tool, &mut state)?;
+            self.run_merge_tool(&tool, &mut state, &marked)?;
         }
         if !state.conflicts.is_empty() {
-            return Ok(MergeOutcome::Conflicts(state.conflicts.into_iter().map(|c| c.path).collect()));
+            let paths = state.conflicts.into_iter().map(|c| ConflictedPath { marked: marked.iter().any(|m| m.path == c.path), path: c.path }).collect();
+            return Ok(MergeOutcome::Conflicts(paths));
         }
         Ok(MergeOutcome::Merged(self.commit_merge(&state, &format!("Merge {label}"))?))
     }

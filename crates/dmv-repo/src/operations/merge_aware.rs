@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{Change, ChangeKind, FlatEntry};
 use crate::history::tree_diff::{find_renames, rename_candidate, Listed};
-use crate::merge::merge_state::MergeStatus;
-use crate::paths::ser_paths;
+use crate::merge::merge_state::{MergePhase, MergeStatus};
+use crate::paths::{matches, ser_paths};
 use crate::ref_names::branch_ref;
 use crate::repository::refs::Head;
 use crate::repository::repo::Repository;
@@ -153,6 +153,39 @@ impl Repository {
         let branch = self.head_branch()?;
         let merge = self.merge_status()?;
         Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge })
+    }
+
+    /// `add`, git's way during a merge: staging a conflicted file (or a
+    /// folder holding it) settles its conflict with the file as it is now.
+    pub fn add_settling(&self, specs: &[Vec<u8>], progress: &dyn Progress) -> RepoResult<usize> {
+        let _wlock = self.lock_worktree()?;
+        let added = self.add(specs, false, progress)?;
+        self.settle_conflicts_at(specs)?;
+        Ok(added)
+    }
+
+    /// `rm`, git's way during a merge: removing a conflicted file settles
+    /// its conflict as a deletion.
+    pub fn rm_settling(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
+        let _wlock = self.lock_worktree()?;
+        let removed = self.rm(specs, cached)?;
+        self.settle_conflicts_at(specs)?;
+        Ok(removed)
+    }
+
+    /// Drops the conflicts at or under `specs` from the merge in progress
+    /// (once its working tree is written; before that only `--abort` helps).
+    fn settle_conflicts_at(&self, specs: &[Vec<u8>]) -> RepoResult<()> {
+        let Some(mut state) = self.merge_state()? else { return Ok(()) };
+        if state.phase != MergePhase::Resolving {
+            return Ok(());
+        }
+        let before = state.conflicts.len();
+        state.conflicts.retain(|c| !specs.iter().any(|s| matches(&c.path, s)));
+        if state.conflicts.len() != before {
+            self.save_merge_state(&state)?;
+        }
+        Ok(())
     }
 
     /// Records the staged tree as a new commit on HEAD. Returns None when

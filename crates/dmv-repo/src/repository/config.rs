@@ -31,6 +31,9 @@ pub struct Config {
     /// Shell command run on each file both sides of a merge changed (see merge.rs).
     #[serde(default)]
     pub merge_tool: Option<String>,
+    /// `merge.conflictStyle`: how a text file's conflicts are marked (`merge`, `diff3`, `zdiff3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_conflict_style: Option<String>,
     /// A bare repository has no working tree: it only receives pushes.
     #[serde(default)]
     pub bare: bool,
@@ -132,6 +135,7 @@ impl Config {
             user_name: None,
             user_email: None,
             merge_tool: None,
+            merge_conflict_style: None,
             bare: false,
             remotes: Default::default(),
             slice: Slice::Full,
@@ -220,6 +224,9 @@ pub struct GlobalSettings {
     /// `merge.tool` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_tool: Option<String>,
+    /// `merge.conflictStyle` for every repository without its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_conflict_style: Option<String>,
     /// `remote.timeout` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_timeout: Option<u32>,
@@ -249,6 +256,7 @@ impl GlobalSettings {
             "user.name" => self.user_name.clone(),
             "user.email" => self.user_email.clone(),
             "merge.tool" => self.merge_tool.clone(),
+            "merge.conflictStyle" => self.merge_conflict_style.clone(),
             "remote.timeout" => self.remote_timeout.map(|s| s.to_string()),
             _ => None,
         }

@@ -4,12 +4,26 @@
 //! repository's setting wins over the global one.
 
 use crate::error::{IoContext, RepoError, RepoResult};
+use crate::merge::line_merge::ConflictStyle;
 use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
-/// Keys `dmv config` knows; the first four may also be global.
-pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "remote.timeout", "replica.name", "drop.numcopies", "drop.allowed"];
-const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "remote.timeout"];
+/// Keys `dmv config` knows; the first five may also be global.
+pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "replica.name", "drop.numcopies", "drop.allowed"];
+const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout"];
+
+/// A known key as spelled in [`KEYS`]: like git's, keys are case-insensitive.
+pub fn canonical_key(key: &str) -> &str {
+    KEYS.iter().find(|k| k.eq_ignore_ascii_case(key)).copied().unwrap_or(key)
+}
+
+/// `merge.conflictStyle` must name a style git knows.
+fn conflict_style(key: &str, value: Option<&str>) -> RepoResult<Option<String>> {
+    match value {
+        Some(v) if ConflictStyle::parse(v).is_none() => Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not merge or diff3") }),
+        v => Ok(v.map(str::to_string)),
+    }
+}
 
 impl GlobalSettings {
     fn put(&mut self, key: &str, value: Option<&str>) -> RepoResult<()> {
@@ -18,6 +32,7 @@ impl GlobalSettings {
             "user.name" => self.user_name = text(),
             "user.email" => self.user_email = text(),
             "merge.tool" => self.merge_tool = text(),
+            "merge.conflictStyle" => self.merge_conflict_style = conflict_style(key, value)?,
             "remote.timeout" => self.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
             _ => return Err(unknown(key, GLOBAL_KEYS)),
         }
@@ -27,6 +42,7 @@ impl GlobalSettings {
     /// Sets (or with None removes) a global setting, as one step against
     /// another `dmv config --global` at the same moment.
     pub fn set(key: &str, value: Option<&str>) -> RepoResult<()> {
+        let key = canonical_key(key);
         let path = global_path().ok_or_else(|| RepoError::Scan { detail: "no home folder (HOME or XDG_CONFIG_HOME) for the global settings".into() })?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).at(dir)?;
@@ -61,6 +77,7 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "user.name" => cfg.user_name.clone(),
         "user.email" => cfg.user_email.clone(),
         "merge.tool" => cfg.merge_tool.clone(),
+        "merge.conflictStyle" => cfg.merge_conflict_style.clone(),
         "replica.name" => cfg.replica_name.clone(),
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
         "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
@@ -75,6 +92,7 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "user.name" => cfg.user_name = text(),
         "user.email" => cfg.user_email = text(),
         "merge.tool" => cfg.merge_tool = text(),
+        "merge.conflictStyle" => cfg.merge_conflict_style = conflict_style(key, value)?,
         "replica.name" => cfg.replica_name = text(),
         "remote.timeout" => cfg.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
         "drop.numcopies" => {
@@ -104,6 +122,7 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
 impl Repository {
     /// The value `dmv config KEY` shows: the repository's, else the global one.
     pub fn setting(&self, key: &str) -> RepoResult<Option<String>> {
+        let key = canonical_key(key);
         if !KEYS.contains(&key) {
             return Err(unknown(key, KEYS));
         }
@@ -115,6 +134,7 @@ impl Repository {
 
     /// Sets (or with None removes) a setting of this repository.
     pub fn set_setting(&mut self, key: &str, value: Option<&str>) -> RepoResult<()> {
+        let key = canonical_key(key);
         self.update_config(|cfg| repo_set(cfg, key, value))
     }
 

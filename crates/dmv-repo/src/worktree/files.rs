@@ -58,6 +58,24 @@ impl Repository {
         std::fs::symlink_metadata(&path).at(&path)
     }
 
+    /// Writes bytes made here, not stored (a merge's text with conflict
+    /// markers), the way [`Repository::write_entry`] writes a stored file.
+    pub(crate) fn write_made(&self, rel: &[u8], kind: EntryKind, bytes: &[u8]) -> RepoResult<Metadata> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.abs_path(rel);
+        let parent = self.make_parent_dirs(rel)?;
+        let tmp = parent.join(format!("{TEMP_PREFIX}{}-made", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let written = std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, kind)).open(&tmp).and_then(|mut f| f.write_all(bytes));
+        if let Err(err) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(RepoError::io(&tmp, err));
+        }
+        std::fs::rename(&tmp, &path).at(&path)?;
+        std::fs::symlink_metadata(&path).at(&path)
+    }
+
     /// Moves a complete file written elsewhere in the repository's file
     /// system (an early checkout's) to `rel`, where nothing is; returns its stat.
     pub(crate) fn move_in(&self, rel: &[u8], written: &Path) -> RepoResult<Metadata> {
