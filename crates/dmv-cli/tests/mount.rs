@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::proxy::CuttingProxy;
 use common::remote::{fsck_clean, ok};
 use common::servers::{HttpServer, Minio};
 use common::*;
@@ -384,6 +385,40 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
     let _server = HttpServer::start_with(&server.config, server.port);
     assert_eq!(read_in_time(&path, 5 << 20, 4096).unwrap(), film[5 << 20..(5 << 20) + 4096]);
     m.unmount();
+}
+
+/// A server, or a network, that lies: one byte in every 16 KiB it sends
+/// arrives flipped. Reads through the mount of a meta replica answer EIO,
+/// never wrong bytes, and keep nothing wrong: once the bytes arrive as
+/// sent, the same mount reads the file right and fsck finds nothing.
+#[test]
+fn a_mount_fed_flipped_bytes_answers_eio_and_keeps_nothing_wrong() {
+    let t = tempfile::tempdir().unwrap();
+    let src = project(t.path());
+    let (server, phone) = hub_and_meta_clone(t.path(), &src);
+    let proxy = CuttingProxy::start(server.port);
+    edit_config(&phone, |cfg| cfg["remotes"]["origin"]["url"] = format!("http://127.0.0.1:{}/hub", proxy.port).into());
+    let film = std::fs::read(src.join("media/film.bin")).unwrap();
+    let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
+    let path = m.path("media/film.bin");
+    let offsets = [0u64, 1 << 20, 3 << 20, (6 << 20) - 4096];
+
+    proxy.flip_server_bytes_every(Some(16 << 10));
+    for offset in offsets {
+        let e = read_in_time(&path, offset, 4096).expect_err("a read of bytes that arrived flipped must fail");
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "at {offset}: {e}");
+    }
+    let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap();
+    assert!(log.contains("cannot read media/film.bin"), "the log names the file: {log}");
+
+    proxy.flip_server_bytes_every(None);
+    for offset in offsets {
+        let at = offset as usize;
+        assert_eq!(read_in_time(&path, offset, 4096).unwrap(), film[at..at + 4096], "at {offset}");
+    }
+    m.unmount();
+    let out = dmv_out(&phone, &["fsck", "--full"]);
+    assert!(out.status.success(), "fsck: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
 }
 
 #[test]
