@@ -70,10 +70,12 @@ enum Command {
     Checkout(work::CheckoutArgs),
     /// List, create or delete tags.
     Tag(work::TagArgs),
-    /// Join another branch's history into the current branch (three-way, per file).
+    /// Join another branch's history into the current branch (three-way: text files line by line, media per file).
     Merge(mergecmd::MergeArgs),
     /// Settle merge conflicts: take ours, theirs, or keep both versions.
     Resolve(mergecmd::ResolveArgs),
+    /// Apply the change one commit made onto the current branch, as a new commit
+    CherryPick(mergecmd::CherryPickArgs),
     /// Show commit history.
     Log(inspect::LogArgs),
     /// Show a commit and what it changed.
@@ -193,6 +195,7 @@ fn main() -> ExitCode {
         Command::Tag(a) => work::tag(a),
         Command::Merge(a) => mergecmd::merge(a),
         Command::Resolve(a) => mergecmd::resolve(a),
+        Command::CherryPick(a) => mergecmd::cherry_pick(a),
         Command::Log(a) => inspect::log(a),
         Command::Show(a) => inspect::show(a),
         Command::Diff(a) => inspect::diff(a),
@@ -349,5 +352,6 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Pull(_)
             | Command::Merge(_)
             | Command::Resolve(_)
+            | Command::CherryPick(_)
     )
 }

@@ -72,9 +72,64 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
                 (true, false) => "edit the files with conflict markers and `dmv add` them",
                 _ => "settle each path with `dmv resolve --ours|--theirs|--both PATH`",
             };
-            println!("Automatic merge failed: {how}, then run `dmv commit` (or `dmv merge --abort`).");
+            let abort = match state.map(|s| s.kind) {
+                Some(dmv_repo::MergeKind::CherryPick) => "dmv cherry-pick --abort",
+                _ => "dmv merge --abort",
+            };
+            println!("Automatic merge failed: {how}, then run `dmv commit` (or `{abort}`).");
             return Ok(1);
         }
+    }
+    Ok(0)
+}
+
+#[derive(Args)]
+#[command(after_help = "The picked commit's change (from its parent) is merged into HEAD as `dmv merge` merges: \
+text files line by line, media per file. Without conflicts it is committed on HEAD alone with the picked commit's \
+message and author. With conflicts, settle them as for a merge, then `dmv commit` (or `dmv cherry-pick --continue`).\n\
+Exit status: 0 picked (or nothing to pick), 1 conflicts, 128 error.")]
+pub struct CherryPickArgs {
+    /// The commit whose change to apply.
+    #[arg(required_unless_present_any = ["abort", "continue_pick"], conflicts_with_all = ["abort", "continue_pick"])]
+    rev: Option<String>,
+    /// Give up the pick in progress: put the working tree and staging area back to HEAD.
+    #[arg(long)]
+    abort: bool,
+    /// Commit the pick in progress once its conflicts are settled, with the picked commit's message.
+    #[arg(long = "continue", conflicts_with = "abort")]
+    continue_pick: bool,
+    #[command(flatten)]
+    quiet: Quiet,
+}
+
+pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
+    let repo = open_repo()?;
+    if a.abort || a.continue_pick {
+        let state = repo.merge_state()?.filter(|s| s.kind == dmv_repo::MergeKind::CherryPick).ok_or_else(|| anyhow!("no cherry-pick in progress"))?;
+        if a.abort {
+            repo.merge_abort()?;
+            if !quiet {
+                println!("Cherry-pick aborted.");
+            }
+            return Ok(0);
+        }
+        let id = repo.commit_staged(&repo.commit(&state.theirs)?.message)?.ok_or_else(|| anyhow!("nothing was committed"))?;
+        if !quiet {
+            println!("Picked {}: {}", id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+        }
+        return Ok(0);
+    }
+    let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
+    let pick = repo.resolve(&rev)?;
+    let p = Bar::new("picking");
+    let outcome = repo.cherry_pick(pick, &rev, &p)?;
+    p.finish();
+    match outcome {
+        MergeOutcome::Merged(id) if !quiet => println!("Picked {rev} as {}: {}", id.short(), repo.commit(&id)?.message.lines().next().unwrap_or("")),
+        MergeOutcome::UpToDate if !quiet => println!("Nothing to pick: the change of {rev} is already here."),
+        MergeOutcome::Conflicts(_) => return report(&repo, &outcome, &rev),
+        _ => {}
     }
     Ok(0)
 }

@@ -86,14 +86,18 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         None => writeln!(out, "HEAD detached")?,
     }
     if let Some(m) = &st.merge {
-        writeln!(out, "You are merging {} ({}).", m.label, m.theirs.short())?;
+        let (doing, what, command) = match m.cherry_pick {
+            true => ("cherry-picking commit", "cherry-pick", "cherry-pick"),
+            false => ("merging", "merge", "merge"),
+        };
+        writeln!(out, "You are {doing} {} ({}).", m.label, m.theirs.short())?;
         if m.interrupted {
-            writeln!(out, "The merge was interrupted before the working tree was written.\n  (use \"dmv merge --abort\" to start over)")?;
+            writeln!(out, "The {what} was interrupted before the working tree was written.\n  (use \"dmv {command} --abort\" to start over)")?;
         } else if conflicts.is_empty() {
-            writeln!(out, "All conflicts fixed but you are still merging.\n  (use \"dmv commit\" to conclude the merge)")?;
+            writeln!(out, "All conflicts fixed but you are still {doing}.\n  (use \"dmv commit\" to conclude the {what})")?;
         } else {
             writeln!(out, "  (fix conflicts and run \"dmv add PATH...\", or settle them with \"dmv resolve --ours|--theirs|--both PATH...\"; then run \"dmv commit\")")?;
-            writeln!(out, "  (use \"dmv merge --abort\" to abort the merge)")?;
+            writeln!(out, "  (use \"dmv {command} --abort\" to abort the {what})")?;
             writeln!(out, "\nUnmerged paths:")?;
             for u in conflicts {
                 writeln!(out, "\t{:<17}{}", format!("{}:", u.description), show_path(&u.path))?;
@@ -282,7 +286,7 @@ pub fn mv(a: MvArgs) -> Result<u8> {
 
 #[derive(Args)]
 pub struct CommitArgs {
-    /// The commit message (without it, the editor opens; a merge is concluded as "Merge LABEL").
+    /// The commit message (without it, the editor opens; a merge is concluded as "Merge LABEL", a cherry-pick with the picked commit's message).
     #[arg(short, long)]
     message: Vec<String>,
     /// Stage every modified or deleted tracked file first.

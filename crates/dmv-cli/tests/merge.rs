@@ -741,3 +741,102 @@ fn rm_settles_a_conflict_as_a_deletion_and_a_bad_style_is_refused() {
     assert!(short.lines().any(|l| l == "D  new.txt"), "{short}");
     assert!(!d.join("new.txt").exists());
 }
+
+fn subject(d: &Path, rev: &str) -> String {
+    dmv(d, &["log", "-1", "--format=%s", rev]).trim().to_string()
+}
+
+#[test]
+fn cherry_pick_applies_one_commits_change_with_its_message_and_author() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
+    std::fs::write(d.join("shot.jpg"), noise(30_000, 1)).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "base"]);
+    dmv(d, &["switch", "-c", "feature"]);
+    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
+    std::fs::write(d.join("extra.wav"), noise(10_000, 2)).unwrap();
+    dmv(d, &["add", "."]);
+    let out = dmv_cmd(d).args(["commit", "-m", "the fix"]).env("DMV_AUTHOR_NAME", "Grace").env("DMV_AUTHOR_EMAIL", "grace@example.org").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(d.join("shot.jpg"), noise(30_000, 3)).unwrap();
+    dmv(d, &["commit", "-a", "-m", "not wanted"]);
+    dmv(d, &["switch", "main"]);
+    std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "main work"]);
+    let main = rev(d, "main");
+
+    // Only the picked commit's change comes over, merged into main's text.
+    let out = dmv(d, &["cherry-pick", "feature~1"]);
+    assert!(out.starts_with("Picked feature~1 as "), "{out}");
+    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "ONE\ntwo\nthree\nfour\nFIVE\n");
+    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), noise(10_000, 2));
+    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(30_000, 1), "the later commit's change stays out");
+    assert_eq!(parents(d, "HEAD"), [main]);
+    assert_eq!(subject(d, "HEAD"), "the fix");
+    assert_eq!(dmv(d, &["log", "-1", "--format=%an <%ae>"]).trim(), "Grace <grace@example.org>");
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+
+    // Picked again: the change is already here, nothing is committed.
+    let head = rev(d, "HEAD");
+    let out = dmv(d, &["cherry-pick", "feature~1"]);
+    assert!(out.contains("already here"), "{out}");
+    assert_eq!(rev(d, "HEAD"), head);
+
+    // A merge commit is refused, with why.
+    dmv(d, &["switch", "-c", "merged", "feature"]);
+    std::fs::write(d.join("side.txt"), "side\n").unwrap();
+    dmv(d, &["add", "side.txt"]);
+    dmv(d, &["commit", "-m", "side"]);
+    dmv(d, &["switch", "main"]);
+    let out = dmv_out(d, &["merge", "merged"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    if out.status.code() == Some(1) {
+        dmv(d, &["resolve", "--ours", "."]);
+        dmv(d, &["commit"]);
+    }
+    let out = dmv_out(d, &["cherry-pick", "HEAD"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("is a merge"), "{}", stderr(&out));
+    fsck_clean(d);
+}
+
+#[test]
+fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("cut.edl"), "001 A\n002 B\n003 C\n").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "base"]);
+    dmv(d, &["switch", "-c", "feature"]);
+    std::fs::write(d.join("cut.edl"), "001 A\n002 B feature\n003 C\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "retime B"]);
+    dmv(d, &["switch", "main"]);
+    std::fs::write(d.join("cut.edl"), "001 A\n002 B main\n003 C\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "main retimes B"]);
+    let main = rev(d, "main");
+    let before = snapshot(d);
+
+    let out = dmv_out(d, &["cherry-pick", "feature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CONFLICT (content): Merge conflict in cut.edl") && text.contains("dmv cherry-pick --abort"), "{text}");
+    assert_eq!(std::fs::read_to_string(d.join("cut.edl")).unwrap(), "001 A\n<<<<<<< HEAD\n002 B main\n=======\n002 B feature\n>>>>>>> feature\n003 C\n");
+    assert!(dmv(d, &["status"]).contains("You are cherry-picking commit feature"));
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(128), "no merge while a pick is unfinished");
+    dmv(d, &["cherry-pick", "--abort"]);
+    assert_same_files(&snapshot(d), &before, "after abort");
+    assert_eq!(rev(d, "HEAD"), main);
+
+    assert_eq!(dmv_out(d, &["cherry-pick", "feature"]).status.code(), Some(1));
+    std::fs::write(d.join("cut.edl"), "001 A\n002 B both\n003 C\n").unwrap();
+    dmv(d, &["add", "cut.edl"]);
+    let out = dmv(d, &["cherry-pick", "--continue"]);
+    assert!(out.starts_with("Picked "), "{out}");
+    assert_eq!(parents(d, "HEAD"), [main]);
+    assert_eq!(subject(d, "HEAD"), "retime B");
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
+    fsck_clean(d);
+}

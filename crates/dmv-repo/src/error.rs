@@ -110,6 +110,12 @@ pub enum RepoError {
         /// The revision as given.
         what: String,
     },
+    /// A cherry-pick of a merge commit: which parent's change is meant is not said.
+    #[error("{what} is a merge; only a commit with one parent can be picked")]
+    PickOfAMerge {
+        /// The revision as given.
+        what: String,
+    },
     /// A ref update whose expected old value no longer holds: another
     /// process moved the ref. Nothing was updated.
     #[error("ref {name} moved concurrently (expected {expected}, found {found}); try again")]

@@ -47,7 +47,7 @@ pub use merge::kept_both::KeptBoth;
 pub mod line_merge {
     pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
 }
-pub use merge::merge_state::{ConflictStatus, MergePhase, MergeState, MergeStatus};
+pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, MergeOutcome};
 pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;

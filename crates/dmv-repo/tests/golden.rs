@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{tree, Conflict, ConflictedPath, DirEntry, Dirstate, FlatEntry, MergeOutcome, MergePhase, Repository, Silent};
+use dmv_repo::{tree, Conflict, ConflictedPath, DirEntry, Dirstate, FlatEntry, MergeKind, MergeOutcome, MergePhase, Repository, Silent};
 use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id_hex(hex: &str) -> ObjectId {
@@ -101,6 +101,39 @@ const TARGET: &str = "7e328addc90f05725b1d1cd1d877fd2c024e22aa375ac1710838b855df
 /// the ids of the objects it names (their encodings have their own vectors in
 /// dmv-store) and which tree the merge writes out.
 const MERGE_STATE: &[&str] = &[
+    "444d564d45524745", // "DMVMERGE"
+    "02000000",         // version 2
+    "01",
+    OURS,                // head: Some(ours)
+    THEIRS,              // theirs
+    "07 66656174757265", // label "feature"
+    TARGET,              // target tree
+    "01",                // MergePhase::Resolving
+    "02",                // 2 conflicts, sorted by path
+    "05 612e747874",     // path "a.txt"
+    "01 00",
+    BASE_A,
+    "05", // base: Some(File, id, size 5)
+    "01 00",
+    OURS_A,
+    "05", // ours: Some(File, id, size 5)
+    "01 00",
+    THEIRS_A,
+    "07",            // theirs: Some(File, id, size 7)
+    "05 622e747874", // path "b.txt"
+    "00",            // base: None
+    "01 00",
+    OURS_B,
+    "07", // ours: Some(File, id, size 7)
+    "01 01",
+    THEIRS_B,
+    "09",                                                               // theirs: Some(Executable, id, size 9)
+    "00",                                                               // MergeKind::Merge
+    "131ea8333d4c31d6e3c82e64a62c31c40a639770eb82bf01ef67833a0ccb0b71", // BLAKE3 of everything before
+];
+
+/// The same state as written by version 1 (before `MergeKind`): still read.
+const MERGE_STATE_V1: &[&str] = &[
     "444d564d45524745", // "DMVMERGE"
     "01000000",         // version 1
     "01",
@@ -194,4 +227,11 @@ fn merge_state_golden_and_decode() {
     assert_eq!(state.target, id_hex(TARGET));
     assert_eq!(state.phase, MergePhase::Resolving);
     assert_eq!(state.conflicts, expected_conflicts());
+    assert_eq!(state.kind, MergeKind::Merge);
+
+    // A state file of version 1 (a merge in progress across an upgrade) reads as the same merge.
+    std::fs::write(&path, bytes_of(MERGE_STATE_V1)).unwrap();
+    let old = repo.merge_state().unwrap().expect("a merge in progress");
+    assert_eq!((old.head, old.theirs, old.target, old.kind), (state.head, state.theirs, state.target, MergeKind::Merge));
+    assert_eq!(old.conflicts, expected_conflicts());
 }

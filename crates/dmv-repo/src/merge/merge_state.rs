@@ -15,7 +15,8 @@ use crate::repository::repo::Repository;
 
 const STATE_FILE: &str = "MERGE_STATE";
 const MAGIC: &[u8; 8] = b"DMVMERGE";
-const VERSION: u32 = 1;
+/// 2 added [`MergeKind`]; a version 1 file is a merge's.
+const VERSION: u32 = 2;
 
 /// Where a merge in progress stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +25,16 @@ pub enum MergePhase {
     Applying,
     /// The working tree holds the merge result; conflicts are being resolved.
     Resolving,
+}
+
+/// What is being merged: a branch, or one commit's change (cherry-pick).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergeKind {
+    /// `merge`: concluded by a commit with parents [HEAD, theirs].
+    Merge,
+    /// `cherry-pick`: `theirs`'s change to its parent, concluded by a commit
+    /// on HEAD alone with `theirs`'s message and author.
+    CherryPick,
 }
 
 /// `.dmv/MERGE_STATE`: present exactly while a merge is unfinished.
@@ -41,6 +52,19 @@ pub struct MergeState {
     pub phase: MergePhase,
     /// Unresolved paths, sorted.
     pub conflicts: Vec<Conflict>,
+    /// A merge or a cherry-pick.
+    pub kind: MergeKind,
+}
+
+/// A version 1 state: a merge's, before [`MergeKind`].
+#[derive(Deserialize)]
+struct MergeStateV1 {
+    head: Option<ObjectId>,
+    theirs: ObjectId,
+    label: String,
+    target: ObjectId,
+    phase: MergePhase,
+    conflicts: Vec<Conflict>,
 }
 
 impl MergeState {
@@ -58,10 +82,15 @@ impl MergeState {
         if blake3::hash(body).as_bytes()[..] != *sum {
             return Err(corrupt("checksum mismatch"));
         }
-        if u32::from_le_bytes([body[8], body[9], body[10], body[11]]) != VERSION {
-            return Err(corrupt("unsupported merge state version"));
+        match u32::from_le_bytes([body[8], body[9], body[10], body[11]]) {
+            VERSION => postcard::from_bytes(&body[12..]).map(Some).map_err(|e| corrupt(&e.to_string())),
+            1 => {
+                let v1: MergeStateV1 = postcard::from_bytes(&body[12..]).map_err(|e| corrupt(&e.to_string()))?;
+                let MergeStateV1 { head, theirs, label, target, phase, conflicts } = v1;
+                Ok(Some(MergeState { head, theirs, label, target, phase, conflicts, kind: MergeKind::Merge }))
+            }
+            _ => Err(corrupt("unsupported merge state version")),
         }
-        postcard::from_bytes(&body[12..]).map(Some).map_err(|e| corrupt(&e.to_string()))
     }
 
     fn encode(&self) -> RepoResult<Vec<u8>> {
@@ -105,6 +134,8 @@ pub struct MergeStatus {
     pub theirs: ObjectId,
     /// Stopped while writing the working tree: only `merge --abort` helps.
     pub interrupted: bool,
+    /// A cherry-pick of `theirs`, not a merge.
+    pub cherry_pick: bool,
     /// The unresolved paths, sorted.
     pub conflicts: Vec<ConflictStatus>,
 }
@@ -132,7 +163,8 @@ impl Repository {
 
     /// The unfinished merge, if any. A state file left by a merge that was
     /// stopped after its ref update (HEAD is their commit, or a commit whose
-    /// parents are exactly [the merge's HEAD, theirs]) is removed, not returned.
+    /// parents are exactly [the merge's HEAD, theirs], or for a cherry-pick
+    /// [the pick's HEAD]) is removed, not returned.
     pub fn merge_state(&self) -> RepoResult<Option<MergeState>> {
         let Some(state) = MergeState::load(&self.merge_state_path())? else { return Ok(None) };
         let head = self.head_commit()?;
@@ -153,7 +185,11 @@ impl Repository {
             return Ok(true);
         }
         let parents = self.commit(&h)?.parents;
-        Ok(state.head.is_some_and(|ours| parents == [ours, state.theirs]))
+        Ok(match state.kind {
+            MergeKind::Merge => state.head.is_some_and(|ours| parents == [ours, state.theirs]),
+            // A pick stopped after its commit: nothing else commits on HEAD while it is unfinished.
+            MergeKind::CherryPick => state.head.is_some_and(|ours| parents == [ours]),
+        })
     }
 
     pub(crate) fn merge_status(&self) -> RepoResult<Option<MergeStatus>> {
@@ -161,6 +197,7 @@ impl Repository {
             label: s.label,
             theirs: s.theirs,
             interrupted: s.phase == MergePhase::Applying,
+            cherry_pick: s.kind == MergeKind::CherryPick,
             conflicts: s
                 .conflicts
                 .iter()

@@ -22,12 +22,13 @@
 
 use std::collections::BTreeSet;
 
+use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
 use crate::merge::line_merge::MarkerLabels;
-use crate::merge::merge_state::{MergePhase, MergeState};
+use crate::merge::merge_state::{MergeKind, MergePhase, MergeState};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;
 use crate::paths::{show, TEMP_PREFIX};
@@ -89,8 +90,8 @@ impl Repository {
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             // Cut short after writing a clean result, before committing it: committed now.
-            if m.theirs == theirs && m.phase == MergePhase::Resolving && m.conflicts.is_empty() {
-                return Ok(MergeOutcome::Merged(self.commit_merge(&m, &format!("Merge {label}"))?));
+            if m.theirs == theirs && m.kind == MergeKind::Merge && m.phase == MergePhase::Resolving && m.conflicts.is_empty() {
+                return self.conclude(&m);
             }
             return Err(RepoError::MergeAlreadyInProgress { label: m.label });
         }
@@ -115,7 +116,7 @@ impl Repository {
             return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress);
         }
         // Unrelated histories (no base) merge as if from an empty tree: every path both add differently conflicts.
-        self.three_way_merge(ours, base, theirs, label, (&status, &ds), progress)
+        self.three_way_merge(MergeKind::Merge, ours, base, theirs, label, (&status, &ds), progress)
     }
 
     fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Progress) -> RepoResult<MergeOutcome> {
@@ -123,7 +124,7 @@ impl Repository {
         let wanted = flatten(&self.store, &target)?;
         refuse_overwriting_untracked(now.0, now.1, &wanted)?;
         self.check_data_present(new_entries(now.1, &wanted))?;
-        let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new() };
+        let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new(), kind: MergeKind::Merge };
         self.save_merge_state(&state)?;
         dmv_store::failpoint("merge-state-written");
         self.update_worktree(&target, &Written::new(), progress)?;
@@ -134,8 +135,12 @@ impl Repository {
         Ok(MergeOutcome::FastForward(theirs))
     }
 
-    fn three_way_merge(
+    /// Merges `theirs` into `ours` from `base`, per path and then line by line;
+    /// concluded at once as `kind` says when nothing conflicts.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn three_way_merge(
         &self,
+        kind: MergeKind,
         ours: ObjectId,
         base: Option<ObjectId>,
         theirs: ObjectId,
@@ -159,7 +164,7 @@ impl Repository {
         let marked = self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
         let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
-        let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts };
+        let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts, kind };
         // Saved while the session still holds the gc lock: from here on the
         // state file keeps the new tree alive.
         self.save_merge_state(&state)?;
@@ -180,7 +185,31 @@ impl Repository {
             let paths = state.conflicts.into_iter().map(|c| ConflictedPath { marked: marked.iter().any(|m| m.path == c.path), path: c.path }).collect();
             return Ok(MergeOutcome::Conflicts(paths));
         }
-        Ok(MergeOutcome::Merged(self.commit_merge(&state, &format!("Merge {label}"))?))
+        self.conclude(&state)
+    }
+
+    /// Commits a merge or pick that has nothing left to settle, with the
+    /// message it would have without one; a pick whose change is already on
+    /// HEAD commits nothing.
+    fn conclude(&self, state: &MergeState) -> RepoResult<MergeOutcome> {
+        if state.kind == MergeKind::CherryPick {
+            let mut session = self.store.begin_write()?;
+            let staged = self.load_dirstate()?.write_tree(&mut session)?;
+            session.finish()?;
+            if self.head_tree()? == Some(staged) {
+                self.remove_merge_state()?;
+                return Ok(MergeOutcome::UpToDate);
+            }
+        }
+        Ok(MergeOutcome::Merged(self.commit_merge(state, &self.default_message(state)?)?))
+    }
+
+    /// What concludes `state` without `-m`: "Merge LABEL", or the picked commit's message.
+    pub(crate) fn default_message(&self, state: &MergeState) -> RepoResult<String> {
+        Ok(match state.kind {
+            MergeKind::Merge => format!("Merge {}", state.label),
+            MergeKind::CherryPick => self.commit(&state.theirs)?.message,
+        })
     }
 
     /// Commits the staged tree as the merge `state` describes (HEAD and
@@ -192,7 +221,19 @@ impl Repository {
         let ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
-        let id = self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?;
+        let id = match state.kind {
+            MergeKind::Merge => self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?,
+            MergeKind::CherryPick => {
+                // The picked change keeps its author; whoever picks it commits it.
+                let author = self.commit(&state.theirs)?.author;
+                let commit = Commit { tree, parents: head.into_iter().collect(), author, committer: self.identity(), message: message.to_string() };
+                let id = session.put_object(ObjectKind::Commit, &encode(&commit))?;
+                session.finish()?;
+                dmv_store::failpoint("commit-before-ref");
+                self.advance_head(head, id, &format!("cherry-pick: {}", message.lines().next().unwrap_or("")))?;
+                id
+            }
+        };
         // After the ref: a crash in between leaves a state file that
         // `merge_state` recognises as finished and removes.
         self.remove_merge_state()?;

@@ -253,7 +253,7 @@ impl Repository {
         }
         let message = match (request.message, self.merge_state()?) {
             (Some(m), _) => m.to_string(),
-            (None, Some(merge)) => format!("Merge {}", merge.label),
+            (None, Some(merge)) => self.default_message(&merge)?,
             (None, None) => return Err(RepoError::MessageRequired),
         };
         let committed = match request.all {
