@@ -279,6 +279,35 @@ fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     assert!(cat(d, "HEAD:ours.raw") == std::fs::read(d.join("ours.raw")).unwrap());
 }
 
+/// A cherry-pick whose text file is merged line by line (a blob made by
+/// the pick itself) and whose picked commit loses its branch while gc runs:
+/// MERGE_STATE keeps both alive until the pick commits.
+#[test]
+fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
+    dmv(d, &["add", "notes.txt"]);
+    dmv(d, &["commit", "-m", "notes"]);
+    dmv(d, &["switch", "-c", "feature"]);
+    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
+    write_noise(&d.join("theirs.raw"), 3 << 20, 3);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "theirs"]);
+    dmv(d, &["switch", "main"]);
+    std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
+    dmv(d, &["commit", "-a", "-m", "ours"]);
+    let mut pick = dmv_cmd(d);
+    pick.args(["cherry-pick", "feature"]);
+    let paused = Paused::start(pick, "merge-state-written");
+    dmv(d, &["branch", "-D", "feature"]);
+    ok(&gc_while_paused(d, paused));
+    fsck_clean(d);
+    assert_eq!(cat(d, "HEAD:notes.txt"), b"ONE\ntwo\nthree\nfour\nFIVE\n");
+    assert!(cat(d, "HEAD:theirs.raw") == Noise::new(3).bytes(3 << 20));
+    assert_eq!(dmv(d, &["log", "-1", "--format=%s"]).trim(), "theirs");
+}
+
 #[test]
 fn gc_during_fetch_and_clone_of_a_path_remote_keeps_what_arrives() {
     let t = tempfile::tempdir().unwrap();
