@@ -150,7 +150,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(count_shorthand(std::env::args_os().collect()));
+    let cli = match Cli::try_parse_from(count_shorthand(std::env::args_os().collect())) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Git's status for a command used wrongly is 129; --help and --version are not errors.
+            return ExitCode::from(if e.use_stderr() { 129 } else { 0 });
+        }
+    };
     // This program is `dmv`: a path remote's server side gets its own process, as `git upload-pack` does.
     dmv_sync::LocalServer::ChildProcess.make_default();
     // Like git: `dmv log | head` ends quietly when the reader goes away. Commands

@@ -155,8 +155,12 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
         Some(n) => repo.full_ref(n)?.unwrap_or_else(|| branch_ref(n)),
     };
     let short = name.trim_start_matches(BRANCHES).to_string();
+    let log = repo.refs.reflog(&name)?;
+    if log.is_empty() && repo.resolve(&name).is_err() {
+        bail!("unknown revision or path: {}", a.name.as_deref().unwrap_or(&name));
+    }
     let mut out = std::io::stdout().lock();
-    for (i, e) in repo.refs.reflog(&name)?.iter().enumerate() {
+    for (i, e) in log.iter().enumerate() {
         let new = e.new.map(|v| ObjectId(v).short()).unwrap_or_else(|| "(deleted)".into());
         writeln!(out, "{new} {short}@{{{i}}}: {} ({})", e.message, e.who)?;
     }

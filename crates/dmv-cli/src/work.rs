@@ -279,6 +279,10 @@ pub struct MvArgs {
 
 pub fn mv(a: MvArgs) -> Result<u8> {
     let repo = open_repo()?;
+    // `mv x photos/` means into the folder photos, which must exist, as git says.
+    if a.destination.as_os_str().as_encoded_bytes().ends_with(b"/") && !a.destination.is_dir() {
+        bail!("destination folder {} does not exist", a.destination.display());
+    }
     let specs = repo_paths(&repo, &[a.source, a.destination])?;
     repo.mv(&specs[0], &specs[1])?;
     Ok(0)
@@ -567,7 +571,10 @@ pub struct BranchArgs {
     name: Option<String>,
     /// Where the new branch starts (default HEAD).
     start: Option<String>,
-    /// Delete the named branch (only if HEAD or its remote-tracking branch holds its commits).
+    /// With -d or -D: more branches to delete.
+    #[arg(hide = true)]
+    more: Vec<String>,
+    /// Delete the named branches (each only if HEAD or its remote-tracking branch holds its commits).
     #[arg(short, long, conflicts_with = "rename")]
     delete: bool,
     /// Delete the named branch even if its commits would be left to gc.
@@ -617,9 +624,21 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             }
         }
         (Some(name), true, _) => {
-            let old = repo.delete_branch(&name, a.force_delete)?;
-            println!("Deleted branch {name} (was {}).", old.short());
+            // As git: each name is tried; a refusal is reported and the others still go.
+            let mut failed = false;
+            for name in std::iter::once(name).chain(a.start).chain(a.more) {
+                match repo.delete_branch(&name, a.force_delete) {
+                    Ok(old) => println!("Deleted branch {name} (was {}).", old.short()),
+                    Err(e) => {
+                        let e = anyhow::Error::from(e);
+                        eprintln!("dmv: {e}{}", crate::hints::hint(&e).unwrap_or_default());
+                        failed = true;
+                    }
+                }
+            }
+            return Ok(if failed { 1 } else { 0 });
         }
+        (Some(_), false, _) if !a.more.is_empty() => bail!("usage: dmv branch NAME [START], dmv branch -m OLD NEW, dmv branch -d NAME..."),
         (Some(old_name), false, true) => {
             let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
             repo.rename_branch(&old_name, &new_name)?;

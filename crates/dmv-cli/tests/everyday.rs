@@ -1165,3 +1165,29 @@ fn commit_without_a_message_opens_the_editor() {
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     assert!(stderr(&out).contains("message"), "{}", stderr(&out));
 }
+
+#[test]
+fn slips_of_the_first_hour_get_git_answers() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("x.txt"), "x\n").unwrap();
+    dmv(d, &["add", "x.txt"]);
+    dmv(d, &["commit", "-m", "one"]);
+    dmv(d, &["branch", "a"]);
+    dmv(d, &["branch", "c"]);
+    // Every branch named is deleted; the one that is not there is reported, exit 1.
+    let out = dmv_out(d, &["branch", "-d", "a", "nosuch", "c"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("nosuch"), "{}", stderr(&out));
+    assert_eq!(dmv(d, &["branch"]), "* main\n");
+    // Into a folder that does not exist: refused, nothing renamed.
+    let out = dmv_out(d, &["mv", "x.txt", "nonexist/"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(d.join("x.txt").exists() && !d.join("nonexist").exists());
+    let out = dmv_out(d, &["reflog", "nosuch"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("unknown revision"), "{}", stderr(&out));
+    // A command used wrongly exits 129, as git's do; --help is not an error.
+    assert_eq!(dmv_out(d, &["log", "--nosuchflag"]).status.code(), Some(129));
+    assert_eq!(dmv_out(d, &["log", "--help"]).status.code(), Some(0));
+}
