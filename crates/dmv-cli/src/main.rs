@@ -10,6 +10,7 @@ mod mergecmd;
 mod mount;
 mod partial;
 mod progress;
+mod rebasecmd;
 mod refcmds;
 mod repo_args;
 mod sync;
@@ -76,6 +77,8 @@ enum Command {
     Resolve(mergecmd::ResolveArgs),
     /// Apply the change one commit made onto the current branch, as a new commit
     CherryPick(mergecmd::CherryPickArgs),
+    /// Move the current branch's own commits onto another commit, one by one (-i: edit the plan)
+    Rebase(rebasecmd::RebaseArgs),
     /// Show commit history.
     Log(inspect::LogArgs),
     /// Show a commit and what it changed.
@@ -203,6 +206,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => mergecmd::merge(a),
         Command::Resolve(a) => mergecmd::resolve(a),
         Command::CherryPick(a) => mergecmd::cherry_pick(a),
+        Command::Rebase(a) => rebasecmd::rebase(a),
         Command::Log(a) => inspect::log(a),
         Command::Show(a) => inspect::show(a),
         Command::Diff(a) => inspect::diff(a),
@@ -360,5 +364,6 @@ fn needs_worktree(c: &Command) -> bool {
             | Command::Merge(_)
             | Command::Resolve(_)
             | Command::CherryPick(_)
+            | Command::Rebase(_)
     )
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::{ArgGroup, Args};
-use dmv_repo::{MergeOutcome, Resolution};
+use dmv_repo::{ConflictedPath, MergeOutcome, Resolution};
 
 use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
@@ -57,30 +57,36 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
         MergeOutcome::FastForward(id) => println!("Fast-forward to {}", id.short()),
         MergeOutcome::Merged(id) => println!("Merged {label}: {}", id.short()),
         MergeOutcome::Conflicts(paths) => {
-            let state = repo.merge_state()?;
-            let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
-            for c in paths {
-                if c.marked {
-                    println!("CONFLICT (content): Merge conflict in {}", show_path(&c.path));
-                    continue;
-                }
-                let what = conflicts.iter().find(|x| x.path == c.path).map_or("conflict", |x| x.describe().1);
-                println!("CONFLICT ({what}): {}", show_path(&c.path));
-            }
             let how = match (paths.iter().any(|c| c.marked), paths.iter().any(|c| !c.marked)) {
                 (true, true) => "edit the files with conflict markers and `dmv add` them, settle the others with `dmv resolve --ours|--theirs|--both PATH`",
                 (true, false) => "edit the files with conflict markers and `dmv add` them",
                 _ => "settle each path with `dmv resolve --ours|--theirs|--both PATH`",
             };
-            let abort = match state.map(|s| s.kind) {
+            let abort = match repo.merge_state()?.map(|s| s.kind) {
                 Some(dmv_repo::MergeKind::CherryPick) => "dmv cherry-pick --abort",
                 _ => "dmv merge --abort",
             };
-            println!("Automatic merge failed: {how}, then run `dmv commit` (or `{abort}`).");
+            report_conflicts(repo, paths, &format!("{how}, then run `dmv commit` (or `{abort}`)"))?;
             return Ok(1);
         }
     }
     Ok(0)
+}
+
+/// One line per conflicted path, as git words them, then what to do next.
+pub fn report_conflicts(repo: &dmv_repo::Repository, paths: &[ConflictedPath], next: &str) -> Result<()> {
+    let state = repo.merge_state()?;
+    let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
+    for c in paths {
+        if c.marked {
+            println!("CONFLICT (content): Merge conflict in {}", show_path(&c.path));
+            continue;
+        }
+        let what = conflicts.iter().find(|x| x.path == c.path).map_or("conflict", |x| x.describe().1);
+        println!("CONFLICT ({what}): {}", show_path(&c.path));
+    }
+    println!("Automatic merge failed: {next}.");
+    Ok(())
 }
 
 #[derive(Args)]

@@ -229,6 +229,9 @@ pub struct PullArgs {
     /// Only move the branch forward to the remote one: refuse when a merge commit would be needed.
     #[arg(long)]
     ff_only: bool,
+    /// Put the current branch's own commits on top of the remote branch instead of merging (as `dmv rebase`).
+    #[arg(long, conflicts_with = "ff_only")]
+    rebase: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -238,6 +241,13 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let repo = open_repo()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
+    if a.rebase {
+        let (fetched, _, rebased) = dmv_sync::pull_rebase(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
+        if !quiet {
+            print_fetched(&remote.spec.url, &fetched.updated);
+        }
+        return crate::rebasecmd::report(&repo, rebased, quiet);
+    }
     let pulled = dmv_sync::pull_with(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), a.ff_only, &Phases::default())?;
     if quiet {
         // Conflicts still need saying: they leave work to do.

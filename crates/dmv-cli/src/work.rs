@@ -79,11 +79,19 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             let short = b.strip_prefix(BRANCHES).unwrap_or(b);
             writeln!(out, "On branch {short}")?;
             // Local refs only: no network here.
+            if let Some(t) = repo.tracking()? {
+                writeln!(out, "{}", tracking_words(&t))?;
+            }
             for (label, _) in dmv_sync::pending_offers(&repo, short)? {
                 writeln!(out, "{label} was offered by a peer and is not merged yet.\n  (use \"dmv sync\" to merge it)")?;
             }
         }
         None => writeln!(out, "HEAD detached")?,
+    }
+    if let Some(r) = repo.rebase_state()? {
+        let branch = r.branch.as_deref().map(|b| format!(" branch '{}'", b.strip_prefix(BRANCHES).unwrap_or(b))).unwrap_or_default();
+        writeln!(out, "You are currently rebasing{branch} onto {} ({} left to pick).", r.onto.short(), r.todo.len())?;
+        writeln!(out, "  (settle conflicts and run \"dmv rebase --continue\")\n  (use \"dmv rebase --skip\" to leave this commit out)\n  (use \"dmv rebase --abort\" to check out the original branch)")?;
     }
     if let Some(m) = &st.merge {
         let (doing, what, command) = match m.cherry_pick {
@@ -313,7 +321,7 @@ fn has_something_to_commit(repo: &Repository, all: bool) -> Result<bool> {
 /// The editor for a commit message, as git looks for one: DMV_EDITOR (or
 /// GIT_EDITOR), VISUAL, EDITOR, else vi when a person is at the terminal.
 /// None: no message can be asked for (a script without -m).
-fn editor() -> Option<String> {
+pub(crate) fn editor() -> Option<String> {
     use std::io::IsTerminal;
     ["DMV_EDITOR", "GIT_EDITOR", "VISUAL", "EDITOR"]
         .iter()
@@ -336,17 +344,38 @@ fn edit_message(repo: &Repository, editor: &str) -> Result<Option<String>> {
         };
         template.push_str(&format!("#\t{word}:   {}\n", show_path(&c.path)));
     }
-    std::fs::write(&path, template).with_context(|| format!("cannot write {}", path.display()))?;
+    edit_text(editor, &path, &template)
+}
+
+/// Opens `editor` on `path` holding `text`; what the person left, without
+/// comment lines ('#'), or None when that is empty.
+pub(crate) fn edit_text(editor: &str, path: &std::path::Path, text: &str) -> Result<Option<String>> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     // As git runs it: through the shell, so EDITOR may carry arguments ("code --wait").
     let status =
-        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$@\"")).arg(editor).arg(&path).status().with_context(|| format!("cannot run the editor {editor}"))?;
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$@\"")).arg(editor).arg(path).status().with_context(|| format!("cannot run the editor {editor}"))?;
     if !status.success() {
-        bail!("the editor {editor} failed ({status}); nothing was committed");
+        bail!("the editor {editor} failed ({status}); nothing was changed");
     }
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).map(str::trim_end).collect();
     let message = kept.join("\n").trim().to_string();
     Ok((!message.is_empty()).then_some(message))
+}
+
+/// Git's words for a branch against its upstream.
+fn tracking_words(t: &dmv_repo::Tracking) -> String {
+    let up = &t.upstream;
+    let commits = |n: usize| if n == 1 { "1 commit".to_string() } else { format!("{n} commits") };
+    match t.counts {
+        None => format!("Your branch is based on '{up}', but the upstream is gone.\n  (use \"dmv push -u\" to make it again)"),
+        Some((0, 0)) => format!("Your branch is up to date with '{up}'."),
+        Some((ahead, 0)) => format!("Your branch is ahead of '{up}' by {}.\n  (use \"dmv push\" to publish your local commits)", commits(ahead)),
+        Some((0, behind)) => format!("Your branch is behind '{up}' by {}, and can be fast-forwarded.\n  (use \"dmv pull\" to update your local branch)", commits(behind)),
+        Some((ahead, behind)) => {
+            format!("Your branch and '{up}' have diverged,\nand have {ahead} and {behind} different commits each, respectively.\n  (use \"dmv pull\" to merge the remote branch into yours)")
+        }
+    }
 }
 
 /// HEAD's branch as a commit's first line names it.

@@ -110,6 +110,18 @@ pub enum RepoError {
         /// The revision as given.
         what: String,
     },
+    /// A rebase started while another is unfinished.
+    #[error("a rebase is in progress; continue it or abort it first")]
+    RebaseInProgress,
+    /// `rebase --continue`, `--skip` or `--abort` with no rebase to act on.
+    #[error("no rebase in progress")]
+    NoRebaseInProgress,
+    /// A rebase todo list that cannot be followed.
+    #[error("the rebase plan cannot be followed: {detail}")]
+    BadTodo {
+        /// Which line, and why.
+        detail: String,
+    },
     /// A cherry-pick of a merge commit: which parent's change is meant is not said.
     #[error("{what} is a merge; only a commit with one parent can be picked")]
     PickOfAMerge {

@@ -1,8 +1,9 @@
-//! `pull` (fetch, then merge the remote's branch into the current one) and
+//! `pull` (fetch, then merge the remote's branch into the current one, or
+//! with `pull_rebase` put the branch's own commits on top of it) and
 //! `sync` (pull, then push what the merge made), the call a watcher or a
 //! "sync now" button makes.
 
-use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
+use dmv_repo::{KeepMessages, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
@@ -54,6 +55,25 @@ pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, 
     let merge = repo.merge(theirs, &label, progress);
     progress.finish();
     Ok(Pulled { fetched, label, merge: merge? })
+}
+
+/// `pull --rebase`: fetches `remote` and puts the current branch's own
+/// commits on top of the remote's `branch` (default: the current branch's
+/// name), as `rebase REMOTE/BRANCH` would. Returns the fetch, the label
+/// and how the rebase ended (stopped on conflicts: a rebase is in progress).
+pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<(Fetched, String, RebaseOutcome)> {
+    repo.require_worktree()?;
+    let branch = match branch {
+        Some(b) => b.to_string(),
+        None => current_branch(repo)?,
+    };
+    let fetched = fetch(repo, remote, remote_name, progress)?;
+    let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
+    progress.phase(Phase::Merging);
+    let plan = repo.rebase_plan(theirs)?;
+    let rebased = repo.rebase(theirs, plan, &KeepMessages, progress);
+    progress.finish();
+    Ok((fetched, format!("{remote_name}/{branch}"), rebased?))
 }
 
 /// What a sync did.

@@ -11,6 +11,16 @@ use crate::repository::repo::Repository;
 use crate::RepoError;
 use crate::RepoResult;
 
+/// HEAD's branch against its upstream, as `status` says it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Tracking {
+    /// The upstream's short name, `REMOTE/BRANCH`.
+    pub upstream: String,
+    /// Commits HEAD has that the upstream lacks, and the other way round;
+    /// None when the remote-tracking branch is gone (or never fetched).
+    pub counts: Option<(usize, usize)>,
+}
+
 impl Repository {
     /// The remote-tracking branches named `name` on any remote
     /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
@@ -55,6 +65,19 @@ impl Repository {
     pub fn head_upstream(&self) -> RepoResult<Option<Upstream>> {
         let branch = self.head_branch()?;
         Ok(branch.as_deref().and_then(|full| full.strip_prefix(BRANCHES)).and_then(|b| self.config.upstreams.get(b)).cloned())
+    }
+
+    /// How HEAD's branch stands against its upstream's remote-tracking
+    /// branch, as of the last fetch (no network): None when it follows none.
+    pub fn tracking(&self) -> RepoResult<Option<Tracking>> {
+        let Some(up) = self.head_upstream()? else { return Ok(None) };
+        let name = format!("{}/{}", up.remote, up.branch);
+        let (Some(head), Some(theirs)) = (self.head_commit()?, self.refs.get(&format!("{REMOTE_BRANCHES}{name}"))?) else {
+            return Ok(Some(Tracking { upstream: name, counts: None }));
+        };
+        let ahead = self.walk_between(&[head], &[theirs])?.count();
+        let behind = self.walk_between(&[theirs], &[head])?.count();
+        Ok(Some(Tracking { upstream: name, counts: Some((ahead, behind)) }))
     }
 
     /// Deletes branch `name`; returns where it was. Unless `force`, only a

@@ -231,6 +231,7 @@ impl Repository {
                 session.finish()?;
                 dmv_store::failpoint("commit-before-ref");
                 self.advance_head(head, id, &format!("cherry-pick: {}", message.lines().next().unwrap_or("")))?;
+                dmv_store::failpoint("commit-after-ref");
                 id
             }
         };

@@ -88,6 +88,8 @@ impl Repository {
         }
         // An unfinished merge still needs their commit and the tree it is writing out.
         roots.extend(self.merge_roots()?);
+        // An unfinished rebase still needs where it started and what it has left to pick.
+        roots.extend(self.rebase_roots()?);
         // Staged content is referenced by nothing but the dirstate until it is committed.
         if !self.config.bare {
             // An absent file's data is not here to keep (its commit is).

@@ -10,9 +10,11 @@ use dmv_store::Progress;
 use serde::Serialize;
 
 use crate::error::{RepoError, RepoResult};
+use crate::history::branches::Tracking;
 use crate::history::tree::{Change, ChangeKind, FlatEntry};
 use crate::history::tree_diff::{find_renames, rename_candidate, Listed};
 use crate::merge::merge_state::{MergePhase, MergeStatus};
+use crate::operations::rebase::RebaseState;
 use crate::paths::{matches, ser_paths};
 use crate::ref_names::branch_ref;
 use crate::repository::refs::Head;
@@ -34,6 +36,10 @@ pub struct Status {
     pub untracked: Vec<Vec<u8>>,
     /// The merge in progress, if any, with its unresolved paths.
     pub merge: Option<MergeStatus>,
+    /// How the branch stands against its upstream, if it follows one.
+    pub tracking: Option<Tracking>,
+    /// A rebase in progress, if any.
+    pub rebase: Option<RebaseState>,
 }
 
 impl Status {
@@ -152,7 +158,7 @@ impl Repository {
         let (worktree, _) = self.worktree_status()?;
         let branch = self.head_branch()?;
         let merge = self.merge_status()?;
-        Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge })
+        Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge, tracking: self.tracking()?, rebase: self.rebase_state()? })
     }
 
     /// `add`, git's way during a merge: staging a conflicted file (or a

@@ -1,9 +1,9 @@
 //! The operations on top of the working tree and the merge: those that
 //! consult a merge in progress (status, commit, switch), reset and amend,
-//! revert, stash, a watcher's commit of everything, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
+//! revert, rebase, stash, a watcher's commit of everything, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
 //! as one call each.
 //!
-//! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
+//! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
 //! `revision_paths`.
 
 pub(crate) mod autocommit;
@@ -12,6 +12,7 @@ pub(crate) mod diff_sides;
 pub(crate) mod fsck;
 pub(crate) mod gc;
 pub(crate) mod merge_aware;
+pub(crate) mod rebase;
 pub(crate) mod reset;
 pub(crate) mod revert;
 pub(crate) mod revision_paths;

@@ -1,0 +1,221 @@
+//! `dmv rebase` (and `-i` through an editor script), the branch against
+//! its upstream in `status`, on the real binary.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::*;
+
+fn subjects(d: &Path, rev: &str) -> Vec<String> {
+    dmv(d, &["log", "--format=%s", rev]).lines().map(str::to_string).collect()
+}
+
+fn rev(d: &Path, name: &str) -> String {
+    dmv(d, &["rev-parse", name]).trim().to_string()
+}
+
+fn files(d: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut all = file_bytes(d);
+    all.retain(|k, _| !k.starts_with(".dmv"));
+    all
+}
+
+fn commit_file(d: &Path, name: &str, text: &str, message: &str) {
+    std::fs::write(d.join(name), text).unwrap();
+    dmv(d, &["add", name]);
+    dmv(d, &["commit", "-m", message]);
+}
+
+/// main: base, "main 1" (first line of t.txt); topic from base: "topic 1"
+/// (last line of t.txt), "topic 2" (n.txt), "topic 3" (a photo).
+fn topic_behind_main() -> tempfile::TempDir {
+    let repo = new_repo();
+    let d = repo.path();
+    commit_file(d, "t.txt", "a\nb\nc\nd\ne\n", "base");
+    dmv(d, &["switch", "-c", "topic"]);
+    commit_file(d, "t.txt", "a\nb\nc\nd\nE\n", "topic 1");
+    commit_file(d, "n.txt", "new\n", "topic 2");
+    write_noise(&d.join("shot.jpg"), 40_000, 1);
+    dmv(d, &["add", "shot.jpg"]);
+    dmv(d, &["commit", "-m", "topic 3"]);
+    dmv(d, &["switch", "main"]);
+    commit_file(d, "t.txt", "A\nb\nc\nd\ne\n", "main 1");
+    dmv(d, &["switch", "topic"]);
+    repo
+}
+
+#[test]
+fn rebase_replays_the_branch_onto_its_new_base() {
+    let repo = topic_behind_main();
+    let d = repo.path();
+    let out = dmv(d, &["rebase", "main"]);
+    assert_eq!(out.trim(), "Successfully rebased and updated refs/heads/topic.");
+    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"]);
+    assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "the branch now starts at main");
+    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    assert!(dmv(d, &["reflog"]).contains("rebase (finish)"));
+    assert_eq!(dmv(d, &["rebase", "main"]).trim(), "Current branch is up to date.");
+    let fsck = dmv_out(d, &["fsck", "--full"]);
+    assert!(fsck.status.success(), "{}", stderr(&fsck));
+}
+
+#[test]
+fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
+    let repo = topic_behind_main();
+    let d = repo.path();
+    // main changes the line "topic 1" changes: the first pick conflicts.
+    dmv(d, &["switch", "main"]);
+    commit_file(d, "t.txt", "A\nb\nc\nd\ne-main\n", "main 2");
+    dmv(d, &["switch", "topic"]);
+    let topic = rev(d, "topic");
+    let before = files(d);
+
+    let out = dmv_out(d, &["rebase", "main"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Could not apply") && text.contains("topic 1") && text.contains("CONFLICT (content): Merge conflict in t.txt"), "{text}");
+    assert!(dmv(d, &["status"]).contains("You are currently rebasing branch 'topic'"));
+    // The branch has not moved while the rebase runs.
+    assert_eq!(dmv(d, &["rev-parse", "refs/heads/topic"]).trim(), topic);
+    let again = dmv_out(d, &["rebase", "main"]);
+    assert_eq!(again.status.code(), Some(128), "a second rebase is refused");
+
+    dmv(d, &["rebase", "--abort"]);
+    assert_eq!(files(d), before);
+    assert_eq!(rev(d, "HEAD"), topic);
+    assert!(dmv(d, &["status"]).starts_with("On branch topic"));
+
+    // Settled by hand, then continued.
+    assert_eq!(dmv_out(d, &["rebase", "main"]).status.code(), Some(1));
+    std::fs::write(d.join("t.txt"), "A\nb\nc\nd\nE-both\n").unwrap();
+    dmv(d, &["add", "t.txt"]);
+    let out = dmv(d, &["rebase", "--continue"]);
+    assert!(out.contains("Successfully rebased"), "{out}");
+    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 2", "main 1", "base"]);
+    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE-both\n");
+
+    // Skipped: that commit is left out, the rest applied.
+    let repo = topic_behind_main();
+    let d = repo.path();
+    dmv(d, &["switch", "main"]);
+    commit_file(d, "t.txt", "A\nb\nc\nd\ne-main\n", "main 2");
+    dmv(d, &["switch", "topic"]);
+    assert_eq!(dmv_out(d, &["rebase", "main"]).status.code(), Some(1));
+    dmv(d, &["rebase", "--skip"]);
+    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "main 2", "main 1", "base"]);
+    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\ne-main\n");
+}
+
+/// An editor script: the todo list gets `todo_sed` applied; a commit
+/// message is replaced by `message`.
+fn editor_script(dir: &Path, todo_sed: &str, message: &str) -> String {
+    let script = dir.join("editor.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e '{todo_sed}' \"$1\" ;;\n  *) printf '%s\\n' '{message}' > \"$1\" ;;\nesac\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script.display().to_string()
+}
+
+#[test]
+fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = topic_behind_main();
+    let d = repo.path();
+    // Lines: 1 pick topic 1, 2 pick topic 2, 3 pick topic 3.
+    // Reword 1, fold 2 into it (squash), drop 3.
+    let editor = editor_script(t.path(), "1s/^pick/reword/; 2s/^pick/squash/; 3s/^pick/drop/", "one and two");
+    let out = dmv_cmd(d).args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(subjects(d, "HEAD"), ["one and two", "main 1", "base"]);
+    assert_eq!(std::fs::read_to_string(d.join("n.txt")).unwrap(), "new\n");
+    assert!(!d.join("shot.jpg").exists(), "the dropped commit's photo is gone");
+
+    // Reordered, and a fixup keeps the earlier message.
+    let repo = topic_behind_main();
+    let d = repo.path();
+    let editor = editor_script(t.path(), "1{h;d}; 2G; 3s/^pick/fixup/", "unused");
+    let out = dmv_cmd(d).args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(subjects(d, "HEAD"), ["topic 1", "topic 2", "main 1", "base"]);
+    assert!(d.join("shot.jpg").exists(), "the fixup's change is kept");
+    assert_eq!(dmv(d, &["log", "-1", "--format=%s", "HEAD~1"]).trim(), "topic 2");
+
+    // A plan that starts with squash is refused before anything moves; an emptied plan does nothing.
+    let head = rev(d, "HEAD");
+    let editor = editor_script(t.path(), "1s/^pick/squash/", "unused");
+    let out = dmv_cmd(d).args(["rebase", "-i", "HEAD~2"]).env("DMV_EDITOR", &editor).output().unwrap();
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("no commit before it"), "{}", stderr(&out));
+    let editor = editor_script(t.path(), "d", "unused");
+    let out = dmv_cmd(d).args(["rebase", "-i", "HEAD~2"]).env("DMV_EDITOR", &editor).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Nothing to do"));
+    assert_eq!(rev(d, "HEAD"), head);
+}
+
+#[test]
+fn a_rebase_killed_mid_way_is_continued_or_aborted() {
+    for finish in ["--continue", "--abort"] {
+        let repo = topic_behind_main();
+        let d = repo.path();
+        let topic = rev(d, "topic");
+        let before = files(d);
+        let mut cmd = dmv_cmd(d);
+        cmd.args(["rebase", "main"]);
+        // Killed right after the first pick's commit, before the plan says it is done.
+        let paused = Paused::start(cmd, "commit-after-ref");
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
+        let _ = paused.resume();
+        dmv(d, &["rebase", finish]);
+        if finish == "--continue" {
+            assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"]);
+        } else {
+            assert_eq!(rev(d, "HEAD"), topic);
+            assert_eq!(files(d), before);
+        }
+        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+        let fsck = dmv_out(d, &["fsck", "--full"]);
+        assert!(fsck.status.success(), "{}", stderr(&fsck));
+    }
+}
+
+#[test]
+fn status_says_how_the_branch_stands_against_its_upstream_and_rebase_defaults_to_it() {
+    let t = tempfile::tempdir().unwrap();
+    let hub = t.path().join("hub");
+    dmv(t.path(), &["init", "--bare", "hub"]);
+    let a = t.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    dmv(&a, &["init"]);
+    commit_file(&a, "t.txt", "a\nb\nc\nd\ne\n", "base");
+    dmv(&a, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&a, &["push", "-u", "origin", "main"]);
+    dmv(t.path(), &["clone", hub.to_str().unwrap(), "b"]);
+    let b = t.path().join("b");
+    assert!(dmv(&b, &["status"]).contains("Your branch is up to date with 'origin/main'."));
+    commit_file(&b, "t.txt", "a\nb\nc\nd\nE\n", "b 1");
+    assert!(dmv(&b, &["status"]).contains("Your branch is ahead of 'origin/main' by 1 commit."));
+    commit_file(&a, "t.txt", "A\nb\nc\nd\ne\n", "a 1");
+    commit_file(&a, "u.txt", "u\n", "a 2");
+    dmv(&a, &["push"]);
+    dmv(&b, &["fetch"]);
+    let status = dmv(&b, &["status"]);
+    assert!(status.contains("have diverged,\nand have 1 and 2 different commits each"), "{status}");
+    let json: serde_json::Value = serde_json::from_str(&dmv(&b, &["status", "--json"])).unwrap();
+    assert_eq!(json["tracking"]["upstream"], "origin/main");
+    assert_eq!(json["tracking"]["counts"], serde_json::json!([1, 2]));
+    dmv(&b, &["rebase"]);
+    assert!(dmv(&b, &["status"]).contains("Your branch is ahead of 'origin/main' by 1 commit."));
+    assert_eq!(std::fs::read_to_string(b.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+
+    // pull --rebase: fetched and put on top in one step, no merge commit.
+    commit_file(&a, "v.txt", "v\n", "a 3");
+    dmv(&a, &["push"]);
+    let out = dmv(&b, &["pull", "--rebase"]);
+    assert!(out.contains("Successfully rebased"), "{out}");
+    assert_eq!(subjects(&b, "HEAD"), ["b 1", "a 3", "a 2", "a 1", "base"]);
+    assert!(dmv(&b, &["status"]).contains("Your branch is ahead of 'origin/main' by 1 commit."));
+}

@@ -1,0 +1,374 @@
+//! `rebase`: the commits of the current branch that its upstream lacks,
+//! picked one by one onto the upstream (each by `cherry_pick`), then the
+//! branch moved to the last of them. A pick that conflicts stops the
+//! rebase: the person settles it as a merge's conflicts and runs
+//! `rebase --continue`; `--skip` leaves that commit out; `--abort` puts the
+//! branch and the working tree back as they were.
+//!
+//! The plan is a todo list (`pick`, `reword`, `squash`, `fixup`, `drop`,
+//! as in git's `rebase -i`) kept in `.dmv/REBASE_STATE` (JSON, replaced
+//! atomically) until the rebase ends. The branch itself moves only at the
+//! end, so an abort, or a kill at any moment, loses nothing: the state and
+//! the branch say where things stand, and `--continue` goes on.
+
+use dmv_store::object::{encode, Commit};
+use dmv_store::{ObjectId, ObjectKind, Progress};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{RepoError, RepoResult};
+use crate::merge::merge_state::MergeKind;
+use crate::merge::merging::{ConflictedPath, MergeOutcome};
+use crate::paths::show;
+use crate::repository::refs::{Head, RefUpdate};
+use crate::repository::repo::Repository;
+
+const STATE_FILE: &str = "REBASE_STATE";
+
+/// What a todo line does with its commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Apply it as it is.
+    Pick,
+    /// Apply it with a new message.
+    Reword,
+    /// Fold it into the commit before, the two messages joined.
+    Squash,
+    /// Fold it into the commit before, keeping that one's message.
+    Fixup,
+    /// Leave it out.
+    Drop,
+}
+
+impl Action {
+    /// The word in a todo list (or its one-letter short form).
+    pub fn parse(word: &str) -> Option<Action> {
+        Some(match word {
+            "pick" | "p" => Action::Pick,
+            "reword" | "r" => Action::Reword,
+            "squash" | "s" => Action::Squash,
+            "fixup" | "f" => Action::Fixup,
+            "drop" | "d" => Action::Drop,
+            _ => return None,
+        })
+    }
+
+    /// The word written in a todo list.
+    pub fn word(self) -> &'static str {
+        match self {
+            Action::Pick => "pick",
+            Action::Reword => "reword",
+            Action::Squash => "squash",
+            Action::Fixup => "fixup",
+            Action::Drop => "drop",
+        }
+    }
+}
+
+/// One line of the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// What is done.
+    pub action: Action,
+    /// To which commit.
+    #[serde(with = "hex_id")]
+    pub commit: ObjectId,
+}
+
+/// `.dmv/REBASE_STATE`: present exactly while a rebase is unfinished.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebaseState {
+    /// The branch being rebased (a full ref name); None: HEAD was detached.
+    pub branch: Option<String>,
+    /// Where the branch was: what `--abort` puts back.
+    #[serde(with = "hex_id")]
+    pub orig_head: ObjectId,
+    /// What the commits are picked onto.
+    #[serde(with = "hex_id")]
+    pub onto: ObjectId,
+    /// The steps not done yet, the next first. While a pick is stopped on
+    /// conflicts it is still the first.
+    pub todo: Vec<Step>,
+}
+
+mod hex_id {
+    use dmv_store::ObjectId;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&id.to_hex())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectId, D::Error> {
+        let text = String::deserialize(d)?;
+        ObjectId::from_hex(&text).ok_or_else(|| serde::de::Error::custom(format!("not an object id: {text}")))
+    }
+}
+
+/// Where a rebase run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RebaseOutcome {
+    /// The branch already had the upstream's commits under its own: nothing moved.
+    UpToDate,
+    /// Every step done; the branch (or detached HEAD) is at this commit.
+    Done(ObjectId),
+    /// This commit's pick conflicts on these paths; the rebase waits for `--continue`.
+    Stopped {
+        /// The commit being picked.
+        commit: ObjectId,
+        /// Its conflicted paths.
+        conflicts: Vec<ConflictedPath>,
+    },
+}
+
+/// What a rebase asks of the person at the keyboard as it runs: a new
+/// message for a reworded or squashed commit (given the one proposed;
+/// None keeps it).
+pub trait RebaseEditor {
+    /// The message to use instead of `proposed`, if any.
+    fn message(&self, proposed: &str) -> Option<String>;
+}
+
+/// Keeps every message as proposed.
+pub struct KeepMessages;
+
+impl RebaseEditor for KeepMessages {
+    fn message(&self, _proposed: &str) -> Option<String> {
+        None
+    }
+}
+
+impl Repository {
+    /// The unfinished rebase, if any.
+    pub fn rebase_state(&self) -> RepoResult<Option<RebaseState>> {
+        let path = self.dmv.join(STATE_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| RepoError::Corrupt { path, detail: format!("{e} (`dmv rebase --abort` discards it)") }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(RepoError::io(path, e)),
+        }
+    }
+
+    fn save_rebase_state(&self, state: &RebaseState) -> RepoResult<()> {
+        let bytes = serde_json::to_vec_pretty(state).map_err(|e| RepoError::Encode { what: "the rebase state", detail: e.to_string() })?;
+        crate::atomic::write_atomic(&self.dmv.join(STATE_FILE), &bytes)
+    }
+
+    fn remove_rebase_state(&self) -> RepoResult<()> {
+        let path = self.dmv.join(STATE_FILE);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(RepoError::io(path, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Objects an unfinished rebase still needs, for gc: where it started and what it picks.
+    pub(crate) fn rebase_roots(&self) -> RepoResult<Vec<ObjectId>> {
+        Ok(self.rebase_state()?.map(|s| [s.orig_head, s.onto].into_iter().chain(s.todo.iter().map(|t| t.commit)).collect()).unwrap_or_default())
+    }
+
+    /// The plan `rebase UPSTREAM` would follow: the commits of HEAD's
+    /// first-parent line that `upstream` lacks, oldest first, each picked
+    /// (merge commits are left out, as git leaves them). Empty when HEAD
+    /// has nothing upstream lacks.
+    pub fn rebase_plan(&self, upstream: ObjectId) -> RepoResult<Vec<Step>> {
+        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
+        let upstream_has = self.ancestors(&[upstream])?;
+        let mut steps = Vec::new();
+        let mut at = Some(head);
+        while let Some(id) = at.filter(|id| !upstream_has.contains(id)) {
+            let commit = self.commit(&id)?;
+            if commit.parents.len() <= 1 {
+                steps.push(Step { action: Action::Pick, commit: id });
+            }
+            at = commit.parents.first().copied();
+        }
+        steps.reverse();
+        Ok(steps)
+    }
+
+    /// Starts a rebase of HEAD onto `onto` following `todo` (see
+    /// [`Repository::rebase_plan`]; an edited list for `rebase -i`).
+    pub fn rebase(&self, onto: ObjectId, todo: Vec<Step>, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        if let Some(m) = self.merge_state()? {
+            return Err(RepoError::MergeInProgress { label: m.label });
+        }
+        if self.rebase_state()?.is_some() {
+            return Err(RepoError::RebaseInProgress);
+        }
+        if self.store.kind_of(&onto)? != ObjectKind::Commit {
+            return Err(RepoError::NotACommit { what: onto.short() });
+        }
+        let orig_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
+        let (status, _) = self.worktree_status()?;
+        if let Some(c) = status.first_change() {
+            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true });
+        }
+        if let Some(first) = todo.iter().find(|s| s.action != Action::Drop).filter(|s| matches!(s.action, Action::Squash | Action::Fixup)) {
+            return Err(RepoError::BadTodo { detail: format!("{} {} has no commit before it to fold into", first.action.word(), first.commit.short()) });
+        }
+        // Already on top of onto, and every commit picked as it is: nothing would change.
+        if todo.iter().all(|s| s.action == Action::Pick) && self.is_ancestor(&onto, &orig_head)? {
+            return Ok(RebaseOutcome::UpToDate);
+        }
+        let branch = self.head_branch()?;
+        let state = RebaseState { branch, orig_head, onto, todo };
+        self.save_rebase_state(&state)?;
+        // The picks are made on a detached HEAD; the branch moves at the end.
+        self.switch_to(&Head::Detached(onto), progress)?;
+        self.run_rebase(state, editor, progress)
+    }
+
+    /// `rebase --continue`: concludes the stopped pick (its conflicts
+    /// settled) and goes on with the plan.
+    pub fn rebase_continue(&self, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
+        if let Some(m) = self.merge_state()? {
+            let step =
+                state.todo.first().cloned().filter(|s| m.kind == MergeKind::CherryPick && s.commit == m.theirs).ok_or(RepoError::MergeInProgress { label: m.label.clone() })?;
+            let message = self.commit(&step.commit)?.message;
+            let before = self.head_commit()?;
+            self.commit_staged(&message)?;
+            self.after_pick(&state, &step, before, editor)?;
+            state.todo.remove(0);
+            self.save_rebase_state(&state)?;
+        }
+        self.run_rebase(state, editor, progress)
+    }
+
+    /// `rebase --skip`: leaves out the stopped pick's commit and goes on.
+    pub fn rebase_skip(&self, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
+        if self.merge_state()?.is_some() {
+            self.merge_abort()?;
+        }
+        if !state.todo.is_empty() {
+            state.todo.remove(0);
+            self.save_rebase_state(&state)?;
+        }
+        self.run_rebase(state, editor, progress)
+    }
+
+    /// `rebase --abort`: the branch, HEAD and working tree back to where the rebase started.
+    pub fn rebase_abort(&self, progress: &dyn Progress) -> RepoResult<()> {
+        self.require_worktree()?;
+        let _wlock = self.lock_worktree()?;
+        let state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
+        if self.merge_state()?.is_some() {
+            self.merge_abort()?;
+        }
+        let back = match &state.branch {
+            Some(b) => Head::Branch(b.clone()),
+            None => Head::Detached(state.orig_head),
+        };
+        self.switch_to(&back, progress)?;
+        self.remove_rebase_state()
+    }
+
+    /// Does the steps of `state` until one stops or none is left, then
+    /// moves the branch to the result.
+    fn run_rebase(&self, mut state: RebaseState, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+        while let Some(step) = state.todo.first().cloned() {
+            if step.action != Action::Drop {
+                let before = self.head_commit()?;
+                match self.cherry_pick(step.commit, &step.commit.short(), progress)? {
+                    MergeOutcome::Conflicts(conflicts) => return Ok(RebaseOutcome::Stopped { commit: step.commit, conflicts }),
+                    // A change already on the new base: left out, as git leaves it.
+                    MergeOutcome::UpToDate => {}
+                    _ => self.after_pick(&state, &step, before, editor)?,
+                }
+            }
+            state.todo.remove(0);
+            self.save_rebase_state(&state)?;
+        }
+        let new_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
+        if let Some(branch) = &state.branch {
+            // The branch moves once, from where it was to the result; HEAD goes back onto it.
+            self.update_refs(
+                &[RefUpdate { name: branch.clone(), expected: Some(Some(state.orig_head)), new: Some(new_head) }],
+                &self.who(),
+                &format!("rebase (finish): onto {}", state.onto.to_hex()),
+            )?;
+            self.set_head(&Head::Branch(branch.clone()))?;
+        }
+        self.remove_rebase_state()?;
+        Ok(RebaseOutcome::Done(new_head))
+    }
+
+    /// What a step does after its pick committed (HEAD moved from `before`):
+    /// a new message for reword, the fold into the commit before for squash and fixup.
+    fn after_pick(&self, state: &RebaseState, step: &Step, before: Option<ObjectId>, editor: &dyn RebaseEditor) -> RepoResult<()> {
+        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
+        if Some(head) == before {
+            return Ok(());
+        }
+        let picked = self.commit(&head)?;
+        let replacement = match step.action {
+            Action::Reword => match editor.message(&picked.message) {
+                Some(message) => Commit { message, ..picked },
+                None => return Ok(()),
+            },
+            // Folded into the commit before: its tree, the earlier commit's parents and author.
+            Action::Squash | Action::Fixup => {
+                // Every commit before it was left out (empty): nothing of this rebase to fold into.
+                if picked.parents.first() == Some(&state.onto) {
+                    return Ok(());
+                }
+                let earlier = self.commit(&picked.parents[0])?;
+                let joined = format!("{}\n\n{}", earlier.message.trim_end(), picked.message.trim_end());
+                let message = match step.action {
+                    Action::Squash => editor.message(&joined).unwrap_or(joined),
+                    _ => earlier.message.clone(),
+                };
+                Commit { tree: picked.tree, parents: earlier.parents, author: earlier.author, committer: self.identity(), message }
+            }
+            Action::Pick | Action::Drop => return Ok(()),
+        };
+        let mut session = self.store.begin_write()?;
+        let id = session.put_object(ObjectKind::Commit, &encode(&replacement))?;
+        session.finish()?;
+        self.advance_head(Some(head), id, &format!("rebase ({}): {}", step.action.word(), replacement.message.lines().next().unwrap_or("")))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_file_is_pinned() {
+        // Golden: the JSON a rebase in progress leaves, read back the same.
+        let state = RebaseState {
+            branch: Some("refs/heads/main".into()),
+            orig_head: ObjectId([1; 32]),
+            onto: ObjectId([2; 32]),
+            todo: vec![Step { action: Action::Pick, commit: ObjectId([3; 32]) }, Step { action: Action::Fixup, commit: ObjectId([4; 32]) }],
+        };
+        let json = serde_json::to_string(&state).unwrap();
+        let one = "01".repeat(32);
+        let two = "02".repeat(32);
+        let three = "03".repeat(32);
+        let four = "04".repeat(32);
+        assert_eq!(
+            json,
+            format!(r#"{{"branch":"refs/heads/main","orig_head":"{one}","onto":"{two}","todo":[{{"action":"pick","commit":"{three}"}},{{"action":"fixup","commit":"{four}"}}]}}"#)
+        );
+        assert_eq!(serde_json::from_str::<RebaseState>(&json).unwrap(), state);
+        assert!(serde_json::from_str::<RebaseState>(&json.replace(&three, "zz")).is_err());
+    }
+
+    #[test]
+    fn todo_words_are_gits() {
+        for (word, action) in [("pick", Action::Pick), ("r", Action::Reword), ("squash", Action::Squash), ("f", Action::Fixup), ("d", Action::Drop)] {
+            assert_eq!(Action::parse(word), Some(action));
+        }
+        assert_eq!(Action::parse("edit"), None);
+    }
+}
