@@ -36,6 +36,24 @@ pub struct LogArgs {
     /// After each commit, A, M or D and the path of each file it changed.
     #[arg(long)]
     name_status: bool,
+    /// After each commit, its patch (as `dmv show`).
+    #[arg(short = 'p', long = "patch")]
+    patch: bool,
+    /// Only commits whose author ("Name <email>") contains this text.
+    #[arg(long)]
+    author: Option<String>,
+    /// Only commits whose message contains this text.
+    #[arg(long)]
+    grep: Option<String>,
+    /// Only commits made at or after this date: 2026-11-28, "2026-11-28 14:00", "2 weeks ago", yesterday, @SECONDS (UTC).
+    #[arg(long, alias = "after", value_name = "DATE")]
+    since: Option<String>,
+    /// Only commits made at or before this date (as --since).
+    #[arg(long, alias = "before", value_name = "DATE")]
+    until: Option<String>,
+    /// Draw the history as a graph of lines beside the commits.
+    #[arg(long)]
+    graph: bool,
     #[arg(long)]
     json: bool,
     /// Only commits that change these paths (files or folders): `dmv log -- PATH...`.
@@ -51,7 +69,6 @@ pub fn log(a: LogArgs) -> Result<u8> {
         None => (Vec::new(), Vec::new()),
     };
     let rev = revs.first().map_or("HEAD", String::as_str);
-    let mut out = std::io::stdout().lock();
     let mut json = Vec::new();
     let paths = repo_paths(&repo, &[a.paths.clone(), named_paths].concat())?;
     if a.follow && paths.len() != 1 {
@@ -62,13 +79,36 @@ pub fn log(a: LogArgs) -> Result<u8> {
         Some(range) => repo.walk_between(&range.wants, &range.haves)?,
         None => repo.walk(&[repo.resolve(rev)?])?,
     };
-    let mut walk = walk.touching(paths);
+    let mut walk = walk.touching(paths.clone());
     if a.follow {
         walk = walk.following_renames();
     }
-    for (shown, info) in walk.take(a.max_count.unwrap_or(usize::MAX)).enumerate() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let date = |d: &Option<String>| -> Result<Option<i64>> {
+        d.as_deref()
+            .map(|t| dmv_repo::parse_date(t, now).ok_or_else(|| anyhow!("cannot read the date '{t}' (2026-11-28, \"2026-11-28 14:00\", \"2 weeks ago\", yesterday, @SECONDS)")))
+            .transpose()
+    };
+    let (since, until) = (date(&a.since)?, date(&a.until)?);
+    let wanted = |c: &dmv_repo::store::object::Commit| {
+        since.is_none_or(|t| c.committer.time >= t)
+            && until.is_none_or(|t| c.committer.time <= t)
+            && a.author.as_deref().is_none_or(|x| format!("{} <{}>", c.author.name, c.author.email).contains(x))
+            && a.grep.as_deref().is_none_or(|x| c.message.contains(x))
+    };
+    let mut graph = Graph::default();
+    let walk = walk.filter(|info| info.as_ref().map_or(true, |i| wanted(&i.commit)));
+    // A graph is drawn children first: the whole history is read, then ordered.
+    let commits: Box<dyn Iterator<Item = dmv_repo::RepoResult<dmv_repo::CommitInfo>>> = match a.graph {
+        true => Box::new(dmv_repo::in_topo_order(walk.collect::<dmv_repo::RepoResult<Vec<_>>>()?).into_iter().map(Ok)),
+        false => Box::new(walk),
+    };
+    for (shown, info) in commits.take(a.max_count.unwrap_or(usize::MAX)).enumerate() {
         let info = info?;
         let c = &info.commit;
+        // With --graph every line of a commit is drawn after its lanes: written to a buffer first.
+        let mut text: Vec<u8> = Vec::new();
+        let out = &mut text;
         if a.json {
             json.push(serde_json::json!({
                 "id": info.id.to_hex(), "tree": c.tree.to_hex(),
@@ -96,19 +136,106 @@ pub fn log(a: LogArgs) -> Result<u8> {
             }
             writeln!(out)?;
         }
-        if !a.json && (a.stat || a.name_status) {
-            let changes = repo.commit_changes(&info.id)?;
-            match a.name_status {
-                true => print_name_status(&mut out, &repo, &changes)?,
-                false => print_stat(&mut out, &changes)?,
+        if !a.json && (a.stat || a.name_status || a.patch) {
+            let mut changes = repo.commit_changes(&info.id)?;
+            if !paths.is_empty() && !a.follow {
+                changes.retain(|c| paths.iter().any(|s| is_under(&c.path, s)));
+            }
+            match (a.name_status, a.stat) {
+                (true, _) => print_name_status(out, &repo, &changes)?,
+                (_, true) => print_stat(out, &changes)?,
+                _ => print_patch(out, &repo, &changes, false)?,
             }
             writeln!(out)?;
         }
+        let mut stdout = std::io::stdout().lock();
+        match a.graph && !a.json {
+            true => graph.draw(&mut stdout, info.id, &c.parents, &text)?,
+            false => stdout.write_all(&text)?,
+        }
     }
+    let mut out = std::io::stdout().lock();
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     }
     Ok(0)
+}
+
+/// `log --graph`'s lanes: each holds the commit it expects next, top to
+/// bottom; a commit is drawn as `*` in its lane, a merge opens lanes for
+/// its other parents (`|\\`), and lanes that meet join (`|/`).
+#[derive(Default)]
+struct Graph {
+    lanes: Vec<dmv_repo::store::ObjectId>,
+}
+
+impl Graph {
+    fn draw(&mut self, out: &mut impl Write, id: dmv_repo::store::ObjectId, parents: &[dmv_repo::store::ObjectId], text: &[u8]) -> Result<()> {
+        let col = match self.lanes.iter().position(|l| *l == id) {
+            Some(c) => c,
+            None => {
+                self.lanes.push(id);
+                self.lanes.len() - 1
+            }
+        };
+        let row = |mark_at: Option<usize>, lanes: usize| (0..lanes).map(|i| if Some(i) == mark_at { "*" } else { "|" }).collect::<Vec<_>>().join(" ");
+        let text = String::from_utf8_lossy(text);
+        let mut lines = text.lines();
+        writeln!(out, "{} {}", row(Some(col), self.lanes.len()), lines.next().unwrap_or(""))?;
+        let before = self.lanes.len();
+        // Lanes that also waited for this commit end here.
+        let mut ended: Vec<usize> = (0..self.lanes.len()).filter(|&i| i != col && self.lanes[i] == id).collect();
+        match parents.first() {
+            Some(p) => self.lanes[col] = *p,
+            None => ended.push(col),
+        }
+        let mut opened = 0;
+        for p in parents.iter().skip(1) {
+            if !self.lanes.contains(p) {
+                opened += 1;
+                self.lanes.insert(col + opened, *p);
+            }
+        }
+        let rest: Vec<&str> = lines.collect();
+        let lanes_now = self.lanes.len();
+        for line in &rest {
+            writeln!(out, "{} {line}", row(None, lanes_now.max(before)))?;
+        }
+        if opened > 0 {
+            let mut art: Vec<String> = (0..before).map(|_| "|".to_string()).collect();
+            art[col] = "|\\".to_string();
+            writeln!(out, "{}", art.join(" "))?;
+        }
+        // A lane whose next commit another lane already waits for joins it.
+        for i in (0..self.lanes.len()).rev() {
+            if self.lanes[..i].contains(&self.lanes[i]) && !ended.contains(&i) {
+                ended.push(i);
+            }
+        }
+        ended.sort_unstable();
+        ended.dedup();
+        for &i in ended.iter().rev() {
+            if i < self.lanes.len() {
+                if i > 0 {
+                    let art: Vec<&str> = (0..self.lanes.len())
+                        .map(|j| {
+                            if j + 1 == i {
+                                "|/"
+                            } else if j == i {
+                                ""
+                            } else {
+                                "|"
+                            }
+                        })
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    writeln!(out, "{}", art.join(" "))?;
+                }
+                self.lanes.remove(i);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `--pretty=NAME` as git names its formats, `format:`/`tformat:` taken off a format of placeholders.

@@ -239,3 +239,32 @@ fn log_takes_gits_count_shorthand_and_named_formats() {
     let ago = dmv(&d, &["log", "-1", "--format=%ar"]);
     assert!(ago.trim().ends_with(" ago"), "{ago}");
 }
+
+/// git's graph with runs of spaces as one and no trailing space (git pads
+/// a merge's `*` and its `|\` with spaces DMV does not write).
+fn squeezed(text: &str) -> Vec<String> {
+    text.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+}
+
+#[test]
+fn log_graph_draws_the_lines_git_draws_and_filters_as_git_does() {
+    let t = tempfile::tempdir().unwrap();
+    let (g, d) = history(t.path());
+    for rev in ["main", "side", "HEAD~1"] {
+        let want = squeezed(&git(&g, &["log", "--graph", "--format=%s", rev]));
+        let got = squeezed(&dmv(&d, &["log", "--graph", "--format=%s", rev]));
+        assert_eq!(got, want, "log --graph {rev}");
+    }
+    // Filters: the same subjects as git's for the same question.
+    for args in [&["--grep", "c"][..], &["--author", "Ada"], &["--author", "nobody"], &["--since", "1970-01-02"], &["--until", "1970-01-02"], &["-n", "2", "--grep", "s"]] {
+        let want: Vec<String> = git(&g, &[&["log", "--format=%s"][..], args].concat()).lines().map(str::to_string).collect();
+        let got: Vec<String> = dmv(&d, &[&["log", "--format=%s"][..], args].concat()).lines().map(str::to_string).collect();
+        assert_eq!(got, want, "log {args:?}");
+    }
+    // -p: each commit followed by its patch.
+    let patch = dmv(&d, &["log", "-p", "-1", "--format=%s"]);
+    assert!(patch.starts_with("c4\n") && patch.contains("diff --dmv a/a b/a") && patch.contains("+c4"), "{patch}");
+    let out = dmv_out(&d, &["log", "--since", "soon"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("cannot read the date 'soon'"), "{}", stderr(&out));
+}

@@ -141,6 +141,38 @@ impl Iterator for CommitWalk<'_> {
     }
 }
 
+/// `commits` (as a walk gave them, newest first) reordered so that no
+/// commit comes before one of its children among them: the order `log
+/// --graph` draws in. As git's --topo-order: once a commit is shown, the
+/// parents it made ready come next, the last parent's line first.
+pub fn in_topo_order(commits: Vec<CommitInfo>) -> Vec<CommitInfo> {
+    let index: HashMap<ObjectId, usize> = commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+    let mut children = vec![0usize; commits.len()];
+    for c in &commits {
+        for p in &c.commit.parents {
+            if let Some(&i) = index.get(p) {
+                children[i] += 1;
+            }
+        }
+    }
+    // A stack: the newest tip on top at first, then what each shown commit made ready.
+    let mut ready: Vec<usize> = (0..commits.len()).rev().filter(|&i| children[i] == 0).collect();
+    let mut order = Vec::with_capacity(commits.len());
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for p in &commits[i].commit.parents {
+            if let Some(&j) = index.get(p) {
+                children[j] -= 1;
+                if children[j] == 0 {
+                    ready.push(j);
+                }
+            }
+        }
+    }
+    let mut slots: Vec<Option<CommitInfo>> = commits.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
 impl Repository {
     /// History from `starts`, newest first (what `log` shows).
     pub fn walk(&self, starts: &[ObjectId]) -> RepoResult<CommitWalk<'_>> {
