@@ -200,6 +200,9 @@ pub struct FetchArgs {
     /// Print what changed as JSON.
     #[arg(long)]
     json: bool,
+    /// Remove the remote-tracking branches whose branch is gone from the remote.
+    #[arg(short, long)]
+    prune: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -212,10 +215,18 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
         None => dmv_sync::default_remote(&repo, "fetch")?,
     };
     let fetched = dmv_sync::fetch(&repo, remote.connect_from(&repo)?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
+    let pruned = match (a.prune, &remote.name) {
+        (true, Some(name)) => dmv_sync::prune_remote_branches(&repo, name, &fetched)?,
+        (true, None) => bail!("--prune needs a named remote (its remote-tracking branches are pruned)"),
+        (false, _) => Vec::new(),
+    };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "stats": fetched.stats }))?);
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "pruned": pruned, "stats": fetched.stats }))?);
     } else if !quiet {
         print_fetched(&remote.spec.url, &fetched.updated);
+        for name in &pruned {
+            eprintln!(" - [deleted]         (none) -> {}", name.strip_prefix("refs/remotes/").unwrap_or(name));
+        }
     }
     Ok(0)
 }
@@ -327,6 +338,9 @@ pub struct PushArgs {
     /// Also push tags the remote does not have.
     #[arg(long)]
     tags: bool,
+    /// Delete the named branches on the remote (as `push REMOTE :BRANCH`).
+    #[arg(short, long, conflicts_with_all = ["set_upstream", "tags", "force"])]
+    delete: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -338,6 +352,27 @@ pub fn push(a: PushArgs) -> Result<u8> {
         Some(name) => dmv_sync::find_remote(&repo, name)?,
         None => dmv_sync::default_remote(&repo, "push")?,
     };
+    // `push --delete B` and `push REMOTE :B` delete; they mix with nothing else.
+    let deletions: Vec<String> = match a.delete {
+        true => a.branches.clone(),
+        false => a.branches.iter().filter_map(|b| b.strip_prefix(':').map(str::to_string)).collect(),
+    };
+    if !deletions.is_empty() {
+        if deletions.len() != a.branches.len() {
+            bail!("push either deletes branches (`:BRANCH`, --delete) or pushes them, not both at once");
+        }
+        let deleted = dmv_sync::delete_remote_branches(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &deletions)?;
+        if !quiet {
+            eprintln!("To {}", remote.spec.url);
+            for (b, _) in deleted {
+                eprintln!(" - [deleted]         {b}");
+            }
+        }
+        return Ok(0);
+    }
+    if a.delete {
+        bail!("usage: dmv push --delete [REMOTE] BRANCH...");
+    }
     let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
     let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
     let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;

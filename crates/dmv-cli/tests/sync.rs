@@ -792,3 +792,52 @@ fn two_peers_offering_at_once_during_gc_lose_nothing() {
     assert!(dmv(&hub, &["status", "--short"]).is_empty());
     fsck_clean(&hub);
 }
+
+/// `push --delete` and `push REMOTE :BRANCH` remove a hub's branch (a
+/// reader's token may not: the server decides), and `fetch --prune` removes
+/// the remote-tracking branches of branches gone from the hub.
+#[test]
+fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
+    let t = tempfile::tempdir().unwrap();
+    dmv(t.path(), &["init", "--bare", "hub"]);
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n\"r\" = \"read\"\n", t.path(), 0);
+    let a = t.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    dmv(&a, &["init"]);
+    std::fs::write(a.join("f.txt"), "f\n").unwrap();
+    dmv(&a, &["add", "."]);
+    dmv(&a, &["commit", "-m", "one"]);
+    dmv(&a, &["branch", "topic"]);
+    dmv(&a, &["branch", "scratch"]);
+    dmv(&a, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    dmv(&a, &["push", "origin", "main", "topic", "scratch"]);
+    dmv(t.path(), &["clone", "--token", "r", &server.url("hub"), "b"]);
+    let b = t.path().join("b");
+    assert!(dmv(&b, &["branch", "-a"]).contains("origin/topic"));
+
+    // A reader's deletion is refused by the server, and nothing is gone.
+    let out = dmv_out(&b, &["push", "--delete", "origin", "topic"]);
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    let hub = t.path().join("hub");
+    assert!(dmv(&hub, &["branch"]).contains("topic"));
+
+    let out = dmv_out(&a, &["push", "--delete", "origin", "topic"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(" - [deleted]         topic"), "{}", stderr(&out));
+    let out = dmv_out(&a, &["push", "origin", ":scratch"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed = dmv(&hub, &["branch"]);
+    assert!(!listed.contains("topic") && !listed.contains("scratch") && listed.contains("main"), "{listed}");
+    assert!(!dmv(&a, &["branch", "-a"]).contains("origin/topic"), "the pusher's tracking branch goes too");
+    let out = dmv_out(&a, &["push", "--delete", "origin", "nosuch"]);
+    assert_eq!(out.status.code(), Some(128));
+
+    // b still remembers them until it prunes.
+    dmv(&b, &["fetch"]);
+    assert!(dmv(&b, &["branch", "-a"]).contains("origin/topic"));
+    let out = dmv_out(&b, &["fetch", "--prune"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(none) -> origin/topic"), "{}", stderr(&out));
+    let branches = dmv(&b, &["branch", "-a"]);
+    assert!(!branches.contains("origin/topic") && !branches.contains("origin/scratch") && branches.contains("origin/main"), "{branches}");
+}

@@ -38,6 +38,9 @@ pub struct Fetched {
     /// Files whose data the source (a partial replica) lacked and no other remote gave.
     #[serde(skip)]
     pub lacking: Vec<ObjectId>,
+    /// Every branch and tag the remote has, by full name (what `--prune` keeps).
+    #[serde(skip)]
+    pub remote_refs: Vec<String>,
 }
 
 /// Fetches `remote` (called `remote_name` in `refs/remotes/`). An existing
@@ -94,5 +97,22 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
     share_locations(repo, remote, false)?;
     // The last request on this connection: a refusal (a reader may not write) cannot spoil another.
     tell_of_new_copies(repo, remote, &objects.files);
-    Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking })
+    Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking, remote_refs: refs.into_iter().map(|(name, _)| name).collect() })
+}
+
+/// `fetch --prune`: removes the remote-tracking branches of `remote_name`
+/// whose branch `fetched` found gone from the remote. Returns their full names.
+pub fn prune_remote_branches(repo: &Repository, remote_name: &str, fetched: &Fetched) -> SyncResult<Vec<String>> {
+    let prefix = remote_branch_ref(remote_name, "");
+    let mut gone = Vec::new();
+    for (local, id) in repo.refs.list(&prefix)? {
+        let branch = local.strip_prefix(&prefix).unwrap_or(&local);
+        if !fetched.remote_refs.contains(&branch_ref(branch)) {
+            gone.push(RefUpdate { name: local, expected: Some(Some(id)), new: None });
+        }
+    }
+    if !gone.is_empty() {
+        repo.update_refs(&gone, &repo.who(), &format!("fetch {remote_name}: pruned"))?;
+    }
+    Ok(gone.into_iter().map(|u| u.name).collect())
 }

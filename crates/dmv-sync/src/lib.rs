@@ -73,7 +73,7 @@ pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, Dro
 pub use dmv_bucket::BucketOptions;
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
-pub use fetch::{fetch, Fetched, FetchedRef};
+pub use fetch::{fetch, prune_remote_branches, Fetched, FetchedRef};
 pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use keep_both::{sync_keeping_both, SyncedKeepingBoth};
 pub use locations::{exchange_locations, remote_replica};
@@ -88,7 +88,7 @@ pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLock
 pub use peers::{merge_offers, offer, offer_name, pending_offers};
 pub use pieces::PieceFetcher;
 pub use pull::{pull, pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll};
-pub use push::{current_branch, follow_pushed, push, PushOptions, Pushed};
+pub use push::{current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;
 pub use relay::handle_relayed;

@@ -11,6 +11,7 @@ use dmv_repo::{Head, Phase, Progress, RefUpdate, RepoError, Repository, Upstream
 
 use crate::locations::share_locations;
 use crate::objects::TransferStats;
+use crate::protocol::WireRefUpdate;
 use crate::remote::Remote;
 use crate::send::{send_objects, PushRef};
 use crate::{SyncError, SyncResult};
@@ -119,6 +120,31 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     }
     share_locations(repo, remote, true)?;
     Ok(pushed)
+}
+
+/// `push --delete BRANCH…` (or `push REMOTE :BRANCH`): removes the remote's
+/// branches, each only if it is still where this listing found it, and the
+/// matching remote-tracking branches here. Returns each branch's short name
+/// and where it was.
+pub fn delete_remote_branches(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str>, branches: &[String]) -> SyncResult<Vec<(String, ObjectId)>> {
+    let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
+    let mut deleted = Vec::new();
+    for b in branches {
+        let b = b.strip_prefix(BRANCHES).unwrap_or(b);
+        let old = remote_refs.get(&branch_ref(b)).copied().ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: b.to_string() })?;
+        deleted.push((b.to_string(), old));
+    }
+    let updates = deleted.iter().map(|(b, old)| WireRefUpdate { name: branch_ref(b), old: Some(*old), new: None }).collect();
+    remote.update_refs(updates, &repo.who(), "push: delete")?;
+    if let Some(r) = remote_name {
+        for (b, _) in &deleted {
+            let tracking = remote_branch_ref(r, b);
+            if let Some(id) = repo.refs.get(&tracking)? {
+                repo.update_refs(&[RefUpdate { name: tracking, expected: Some(Some(id)), new: None }], &repo.who(), &format!("push {r}: delete"))?;
+            }
+        }
+    }
+    Ok(deleted)
 }
 
 /// A push's `SRC:DST` or `BRANCH`: the remote branch's short name and the commit it is to hold.
