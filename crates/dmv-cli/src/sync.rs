@@ -14,7 +14,8 @@ use crate::repo_args::{open_repo, printable};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
 fn short(id: &ObjectId) -> String {
-    id.to_hex()[..7].to_string()
+    // The same length as everywhere else (log, commit, status).
+    id.short()
 }
 
 // How to reach an object-storage (`s3://`) remote, beyond the standard AWS

@@ -363,6 +363,21 @@ pub(crate) fn edit_text(editor: &str, path: &std::path::Path, text: &str) -> Res
     Ok((!message.is_empty()).then_some(message))
 }
 
+/// The line after a commit's, as git's " 3 files changed": how many, and of which kind.
+fn changed_summary(changes: &[dmv_repo::Change]) -> String {
+    let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
+    let files = if changes.len() == 1 { "1 file changed".to_string() } else { format!("{} files changed", changes.len()) };
+    let kinds: Vec<String> = [(count(ChangeKind::Added), "added"), (count(ChangeKind::Modified), "modified"), (count(ChangeKind::Deleted), "deleted")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, word)| format!("{n} {word}"))
+        .collect();
+    match kinds.as_slice() {
+        [] => format!(" {files}"),
+        _ => format!(" {files} ({})", kinds.join(", ")),
+    }
+}
+
 /// Git's words for a branch against its upstream.
 fn tracking_words(t: &dmv_repo::Tracking) -> String {
     let up = &t.upstream;
@@ -556,6 +571,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
             }
             let root = if root { " (root-commit)" } else { "" };
             println!("[{}{root} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+            println!("{}", changed_summary(&repo.commit_changes(&id)?));
             Ok(0)
         }
         // As git says it: what there is instead, and what to do about it.

@@ -27,10 +27,13 @@ fn a_commit_with_nothing_to_record_makes_none_and_says_why() {
     nothing(&["commit", "-a", "-m", "x"], untracked);
     assert!(!dmv_out(d, &["rev-parse", "HEAD"]).status.success(), "no commit was made");
     dmv(d, &["add", "a.txt"]);
-    assert!(dmv(d, &["commit", "-m", "first"]).contains("root-commit"));
+    let first = dmv(d, &["commit", "-m", "first"]);
+    assert!(first.contains("root-commit") && first.ends_with("] first\n 1 file changed (1 added)\n"), "{first}");
     std::fs::write(d.join("a.txt"), "b\n").unwrap();
     nothing(&["commit", "-m", "y"], "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")");
-    dmv(d, &["commit", "-a", "-m", "second"]);
+    std::fs::write(d.join("b.txt"), "b\n").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    assert!(dmv(d, &["commit", "-a", "-m", "second"]).ends_with(" 2 files changed (1 added, 1 modified)\n"));
     nothing(&["commit", "-m", "z"], "nothing to commit, working tree clean");
     nothing(&["commit", "-a", "-m", "z"], "nothing to commit, working tree clean");
     assert_eq!(dmv(d, &["log", "--oneline"]).lines().count(), 2);
