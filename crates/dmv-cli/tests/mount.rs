@@ -387,6 +387,44 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
     m.unmount();
 }
 
+/// A file large enough to be read past the page cache (direct I/O): whole,
+/// at every chunk boundary, in reads that cross chunks, and mapped (mmap)
+/// as image viewers map files; the bytes are the committed ones each way.
+#[test]
+fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    dmv(&src, &["init"]);
+    write_noise(&src.join("take.mov"), (40 << 20) + 4321, 7);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "take"]);
+    let film = std::fs::read(src.join("take.mov")).unwrap();
+    let (_, starts) = chunk_starts(&src, "HEAD", "take.mov");
+    let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
+    let path = m.path("take.mov");
+    assert!(std::fs::read(&path).unwrap() == film, "read whole");
+    read_at_boundaries(&path, &film, &starts);
+    // Reads of 3 MiB from odd offsets: several chunks each.
+    let f = std::fs::File::open(&path).unwrap();
+    for offset in [1u64, 5_000_001, 33 << 20] {
+        let mut buf = vec![0u8; 3 << 20];
+        f.read_exact_at(&mut buf, offset).unwrap();
+        assert!(buf == film[offset as usize..offset as usize + (3 << 20)], "3 MiB at {offset}");
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: a private read-only mapping of a file open here, of its length; unmapped below.
+    let map = unsafe { libc::mmap(std::ptr::null_mut(), film.len(), libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
+    assert_ne!(map, libc::MAP_FAILED, "mmap through the mount: {}", std::io::Error::last_os_error());
+    // SAFETY: the mapping is `film.len()` bytes long and stays until munmap.
+    let mapped = unsafe { std::slice::from_raw_parts(map as *const u8, film.len()) };
+    assert!(mapped == &film[..], "mapped bytes");
+    // SAFETY: unmapping what was mapped above, no longer used.
+    unsafe { libc::munmap(map, film.len()) };
+    drop(f);
+    m.unmount();
+}
+
 /// A server, or a network, that lies: one byte in every 16 KiB it sends
 /// arrives flipped. Reads through the mount of a meta replica answer EIO,
 /// never wrong bytes, and keep nothing wrong: once the bytes arrive as

@@ -19,6 +19,14 @@ use crate::reading::{OpenFile, Reader};
 /// What is shown never changes while mounted: the kernel may keep it.
 const KEPT: Duration = Duration::from_secs(3600);
 
+/// Files this large are read past the kernel's page cache (direct I/O):
+/// each read comes here at the reader's size and offset and is copied once,
+/// where through the page cache it is copied twice, 128 KiB at a time. A
+/// whole read of a film runs at 85–90% of `dmv cat`'s speed this way, 75%
+/// the other way. Smaller files (sidecars, thumbnails read again and
+/// again) stay in the page cache.
+const DIRECT_FROM: u64 = 16 << 20;
+
 pub struct MountedFs {
     pub names: Mutex<Namespace>,
     pub reader: Reader,
@@ -30,13 +38,16 @@ pub struct MountedFs {
     owner: (u32, u32),
     /// Where a read that failed is reported (a line naming the file).
     pub report: Box<dyn Fn(&str) + Send + Sync>,
+    /// The kernel maps files read with direct I/O (FUSE_DIRECT_IO_ALLOW_MMAP,
+    /// Linux 6.6): without it, large files keep the page cache, for mmap's sake.
+    direct: bool,
 }
 
 impl MountedFs {
     pub fn new(names: Namespace, reader: Reader, store: &'static dmv_repo::store::Store, report: Box<dyn Fn(&str) + Send + Sync>) -> MountedFs {
         // SAFETY: getuid and getgid cannot fail.
         let owner = unsafe { (libc::getuid(), libc::getgid()) };
-        MountedFs { names: Mutex::new(names), reader, store, open: Mutex::new(HashMap::new()), next_handle: AtomicU64::new(1), owner, report }
+        MountedFs { names: Mutex::new(names), reader, store, open: Mutex::new(HashMap::new()), next_handle: AtomicU64::new(1), owner, report, direct: false }
     }
 
     fn attr(&self, names: &Namespace, ino: Ino) -> Option<FileAttr> {
@@ -93,6 +104,7 @@ impl Filesystem for MountedFs {
         let _ = config.set_max_readahead(1 << 20);
         // Entries with their attributes in one reply: `ls -l` of 100,000 files needs no lookup each.
         let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        self.direct = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
         Ok(())
     }
 
@@ -144,7 +156,8 @@ impl Filesystem for MountedFs {
                 let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
                 self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Arc::new(file));
                 // The content of a version never changes: the kernel may keep its pages across opens.
-                reply.opened(FileHandle(handle), FopenFlags::FOPEN_KEEP_CACHE)
+                let how = if self.direct && size >= DIRECT_FROM { FopenFlags::FOPEN_DIRECT_IO } else { FopenFlags::FOPEN_KEEP_CACHE };
+                reply.opened(FileHandle(handle), how)
             }
             Err(e) => reply.error(self.failed("open", &path, &e)),
         }
@@ -155,7 +168,7 @@ impl Filesystem for MountedFs {
         let read = self.reader.read(&file, offset, size);
         let path = &file.path;
         match read {
-            Ok(bytes) => reply.data(&bytes),
+            Ok(bytes) => reply.data(bytes.as_slice()),
             Err(e) => reply.error(self.failed("read", path, &e)),
         }
     }

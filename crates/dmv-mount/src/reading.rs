@@ -51,6 +51,22 @@ impl OpenFile {
     }
 }
 
+/// What a read answers: part of one chunk as kept (most reads: the kernel
+/// asks 128 KiB at a time, within a chunk), or the parts of several joined.
+pub enum ReadBytes {
+    Part(Arc<Vec<u8>>, std::ops::Range<usize>),
+    Joined(Vec<u8>),
+}
+
+impl ReadBytes {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            ReadBytes::Part(chunk, range) => &chunk[range.clone()],
+            ReadBytes::Joined(bytes) => bytes,
+        }
+    }
+}
+
 /// Reads files of one repository; shared by the mount's threads.
 pub struct Reader {
     repo: &'static Repository,
@@ -114,10 +130,10 @@ impl Reader {
 
     /// Up to `want` bytes of `file` from `offset`. The kernel's reads of one
     /// file may come at once, on several threads: each reads its own chunks.
-    pub fn read(&self, file: &OpenFile, offset: u64, want: u32) -> Result<Vec<u8>, String> {
+    pub fn read(&self, file: &OpenFile, offset: u64, want: u32) -> Result<ReadBytes, String> {
         let to = offset.saturating_add(u64::from(want)).min(file.len);
         if offset >= to {
-            return Ok(Vec::new());
+            return Ok(ReadBytes::Joined(Vec::new()));
         }
         let in_order = {
             let mut order = file.order.lock().unwrap_or_else(|e| e.into_inner());
@@ -145,7 +161,8 @@ impl Reader {
                 }
             }
         }
-        let mut out = Vec::with_capacity((to - offset) as usize);
+        let single = span.len() == 1;
+        let mut out = Vec::with_capacity(if single { 0 } else { (to - offset) as usize });
         for i in span {
             let (chunk, start) = file.chunks[i];
             let bytes = match self.chunk(&chunk) {
@@ -166,9 +183,13 @@ impl Reader {
             }
             let from = offset.max(start) - start;
             let until = to.min(start + bytes.len() as u64) - start;
+            if single {
+                // Handed to the kernel from the chunk as kept: no copy here.
+                return Ok(ReadBytes::Part(bytes, from as usize..until as usize));
+            }
             out.extend_from_slice(&bytes[from as usize..until as usize]);
         }
-        Ok(out)
+        Ok(ReadBytes::Joined(out))
     }
 
     /// Fetches the chunks of `range` that are not here.
