@@ -686,8 +686,12 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     dmv(&b, &["push", "origin", "HEAD:review"]);
     assert_eq!(head_of(&a, "refs/heads/review"), head_of(&b, "refs/heads/incoming"));
     assert_eq!(head_of(&b, "refs/remotes/origin/review"), head_of(&b, "refs/heads/incoming"));
-    let bad = dmv_out(&b, &["push", "origin", ":review"]);
-    assert!(!bad.status.success() && stderr(&bad).contains("cannot push ':review'"), "{}", stderr(&bad));
+    // `:review` is git's way to delete it there.
+    let gone = dmv_out(&b, &["push", "origin", ":review"]);
+    assert!(gone.status.success(), "{}", stderr(&gone));
+    assert!(dmv_out(&a, &["rev-parse", "refs/heads/review"]).status.code() != Some(0), "review is deleted on the remote");
+    let bad = dmv_out(&b, &["push", "origin", "main:"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("cannot push 'main:'"), "{}", stderr(&bad));
     // push -u: the branch follows the one it was pushed to, and a bare pull merges from it.
     dmv(&b, &["switch", "-c", "edits"]);
     dmv(&b, &["push", "-u", "origin", "edits:client-edits"]);
