@@ -3,6 +3,7 @@
 //! `sync` (pull, then push what the merge made), the call a watcher or a
 //! "sync now" button makes.
 
+use dmv_repo::store::ObjectId;
 use dmv_repo::{KeepMessages, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
 
 use crate::fetch::{fetch, Fetched};
@@ -36,14 +37,7 @@ pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branc
 /// remote one without a merge commit (git's `pull --ff-only`): otherwise
 /// refused once fetched, with nothing merged.
 pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, ff_only: bool, progress: &dyn Progress) -> SyncResult<Pulled> {
-    repo.require_worktree()?;
-    let branch = match branch {
-        Some(b) => b.to_string(),
-        None => current_branch(repo)?,
-    };
-    let fetched = fetch(repo, remote, remote_name, progress)?;
-    let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
-    let label = format!("{remote_name}/{branch}");
+    let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     if ff_only {
         if let Some(ours) = repo.head_commit()? {
             if !repo.is_ancestor(&ours, &theirs)? && !repo.is_ancestor(&theirs, &ours)? {
@@ -62,6 +56,17 @@ pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, 
 /// name), as `rebase REMOTE/BRANCH` would. Returns the fetch, the label
 /// and how the rebase ended (stopped on conflicts: a rebase is in progress).
 pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<(Fetched, String, RebaseOutcome)> {
+    let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
+    progress.phase(Phase::Merging);
+    let plan = repo.rebase_plan(theirs)?;
+    let rebased = repo.rebase(theirs, plan, &KeepMessages, progress);
+    progress.finish();
+    Ok((fetched, label, rebased?))
+}
+
+/// What both ways of pulling start with: the fetch, then where the remote's
+/// `branch` (default: the current branch's name) is now, and its label `REMOTE/BRANCH`.
+fn fetch_branch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<(Fetched, ObjectId, String)> {
     repo.require_worktree()?;
     let branch = match branch {
         Some(b) => b.to_string(),
@@ -69,11 +74,7 @@ pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str
     };
     let fetched = fetch(repo, remote, remote_name, progress)?;
     let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
-    progress.phase(Phase::Merging);
-    let plan = repo.rebase_plan(theirs)?;
-    let rebased = repo.rebase(theirs, plan, &KeepMessages, progress);
-    progress.finish();
-    Ok((fetched, format!("{remote_name}/{branch}"), rebased?))
+    Ok((fetched, theirs, format!("{remote_name}/{branch}")))
 }
 
 /// What a sync did.
