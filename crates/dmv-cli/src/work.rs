@@ -310,6 +310,10 @@ pub struct CommitArgs {
     /// staged now; its message is kept unless -m gives another.
     #[arg(long)]
     amend: bool,
+    /// Take the message there is (the amended commit's, a merge's or a
+    /// cherry-pick's) without opening the editor.
+    #[arg(long)]
+    no_edit: bool,
 }
 
 /// Whether a commit would record anything: something staged, or with `-a` a tracked file changed.
@@ -547,6 +551,11 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let repo = open_repo()?;
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
     if message.is_none() && !a.amend && repo.merge_state()?.is_none() && has_something_to_commit(&repo, a.all)? {
+        // No message to keep: git's word for an empty one.
+        if a.no_edit {
+            eprintln!("Aborting commit due to empty commit message.");
+            return Ok(1);
+        }
         if let Some(editor) = editor() {
             match edit_message(&repo, &editor)? {
                 Some(edited) => message = Some(edited),
@@ -828,30 +837,42 @@ fn switch_back(repo: &mut Repository, quiet: bool) -> Result<u8> {
 
 #[derive(Args)]
 pub struct TagArgs {
-    /// Tag to create (lists tags when omitted).
+    /// Tag to create (lists tags when omitted); with --list, a pattern.
     name: Option<String>,
-    /// What the tag points to (default HEAD).
+    /// What the tag points to (default HEAD); with --list, a second pattern.
     rev: Option<String>,
     #[arg(short, long)]
     delete: bool,
+    /// List the tags, those matching a pattern (`v1.*`) when given.
+    #[arg(short, long, conflicts_with = "delete")]
+    list: bool,
 }
 
 pub fn tag(a: TagArgs) -> Result<u8> {
     let repo = open_repo()?;
-    match a.name {
-        None => {
-            for (name, _) in repo.refs.list(TAGS)? {
-                println!("{}", name.trim_start_matches(TAGS));
+    let name = match a.name {
+        Some(name) if !a.list => name,
+        first => {
+            let mut patterns = globset::GlobSetBuilder::new();
+            for p in first.iter().chain(&a.rev) {
+                patterns.add(globset::Glob::new(p).map_err(|e| anyhow!("bad pattern '{p}': {e}"))?);
             }
+            let patterns = patterns.build()?;
+            for (name, _) in repo.refs.list(TAGS)? {
+                let short = name.trim_start_matches(TAGS);
+                if first.is_none() || patterns.is_match(short) {
+                    println!("{short}");
+                }
+            }
+            return Ok(0);
         }
-        Some(name) if a.delete => {
-            let old = repo.delete_tag(&name)?;
-            println!("Deleted tag '{name}' (was {})", old.short());
-        }
-        Some(name) => {
-            let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
-            repo.create_ref(&tag_ref(&name), id, "tag: created")?;
-        }
+    };
+    if a.delete {
+        let old = repo.delete_tag(&name)?;
+        println!("Deleted tag '{name}' (was {})", old.short());
+    } else {
+        let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+        repo.create_ref(&tag_ref(&name), id, "tag: created")?;
     }
     Ok(0)
 }

@@ -194,6 +194,16 @@ fn dmvignore_rm_mv_restore_and_tags() {
     dmv(d, &["restore", "--source", "v1", "moved/a"]);
     assert_eq!(std::fs::read(d.join("moved/a")).unwrap(), b"a");
     assert!(dmv(d, &["tag"]).contains("v1"));
+    // `tag -l` with patterns, as git's fnmatch takes them.
+    dmv(d, &["tag", "v1.1-rc"]);
+    dmv(d, &["tag", "release/2026"]);
+    assert_eq!(dmv(d, &["tag", "-l"]), "release/2026\nv1\nv1.1-rc\n");
+    assert_eq!(dmv(d, &["tag", "-l", "v1*"]), "v1\nv1.1-rc\n");
+    assert_eq!(dmv(d, &["tag", "--list", "v1.?-rc", "rel*"]), "release/2026\nv1.1-rc\n");
+    assert_eq!(dmv(d, &["tag", "-l", "nothing*"]), "");
+    assert_eq!(stderr(&dmv_out(d, &["tag", "-l", "v[1"])).lines().count(), 1, "a bad pattern is one line");
+    dmv(d, &["tag", "-d", "v1.1-rc"]);
+    dmv(d, &["tag", "-d", "release/2026"]);
     dmv(d, &["branch", "feature", "v1"]);
     dmv(d, &["branch", "-m", "feature", "topic"]);
     let branches = dmv(d, &["branch"]);
@@ -226,6 +236,11 @@ fn dmvignore_rm_mv_restore_and_tags() {
     assert_eq!(stderr(&dmv_out(d, &["tag", "-d", "v1"])).trim(), "dmv: tag 'v1' not found");
     let json: serde_json::Value = serde_json::from_str(&dmv(d, &["status", "--json"])).unwrap();
     assert_eq!(json["unstaged"][0]["path"], "moved/a");
+    // Ids in JSON are hex digits, as the CLI shows and takes them.
+    let old = json["unstaged"][0]["old"]["id"].as_str().expect("an id as a string");
+    assert_eq!(dmv(d, &["rev-parse", "HEAD:moved/a"]).trim(), old);
+    let diff: serde_json::Value = serde_json::from_str(&dmv(d, &["diff", "--json"])).unwrap();
+    assert_eq!(diff[0]["old"]["id"].as_str(), Some(old));
 }
 
 #[test]
@@ -1167,6 +1182,16 @@ fn commit_without_a_message_opens_the_editor() {
         .unwrap();
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     assert!(stderr(&out).contains("message"), "{}", stderr(&out));
+    // --no-edit takes the message there is and never opens the editor (one that fails would stop the commit).
+    let out = dmv_cmd(d).args(["commit", "--amend", "--no-edit"]).env("DMV_EDITOR", "false").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(dmv(d, &["log", "--format=%s"]).trim(), "Edited subject");
+    assert!(dmv(d, &["ls-tree", "-r", "HEAD"]).contains("b.txt"), "amended with what was staged");
+    std::fs::write(d.join("c.txt"), "c").unwrap();
+    dmv(d, &["add", "c.txt"]);
+    let out = dmv_cmd(d).args(["commit", "--no-edit"]).env("DMV_EDITOR", "false").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Aborting commit due to empty commit message"), "no message to keep: {}", stderr(&out));
 }
 
 #[test]

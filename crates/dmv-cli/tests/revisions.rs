@@ -83,6 +83,9 @@ fn revisions_name_the_commits_git_names() {
         "side~1",
         "other^",
         "HEAD~1^2^",
+        "HEAD^{commit}",
+        "v1^{}",
+        "main~1^{commit}",
     ];
     for rev in singles {
         let want = git(&g, &["log", "-1", "--format=%s", rev]);

@@ -138,6 +138,9 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
             };
             // The server works for every connection: this one is closed at once.
             let Some(admitted) = connections.admit() else { continue };
+            // An answer's last small write must not wait for the client's
+            // delayed acknowledgement of the one before (40 ms each, Nagle).
+            let _ = stream.set_nodelay(true);
             let (app, tls) = (app.clone(), tls.clone());
             tokio::spawn(async move {
                 let activity = admitted.activity.clone();

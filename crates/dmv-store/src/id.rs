@@ -5,9 +5,39 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// BLAKE3-256 of an object's kind tag followed by its encoding.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// BLAKE3-256 of an object's kind tag followed by its encoding. Encoded as
+/// its 32 bytes (objects, the wire) and, for people and scripts (JSON), as
+/// its 64 hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectId(pub [u8; 32]);
+
+impl Serialize for ObjectId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match s.is_human_readable() {
+            true => s.serialize_str(&self.to_hex()),
+            false => s.serialize_newtype_struct("ObjectId", &self.0),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ObjectId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ObjectId, D::Error> {
+        if !d.is_human_readable() {
+            return <[u8; 32]>::deserialize(d).map(ObjectId);
+        }
+        // Hex digits; or the 32 numbers JSON written before held.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Text {
+            Hex(String),
+            Bytes([u8; 32]),
+        }
+        match Text::deserialize(d)? {
+            Text::Hex(hex) => ObjectId::from_hex(&hex).ok_or_else(|| serde::de::Error::custom(format!("not an object id: {hex}"))),
+            Text::Bytes(bytes) => Ok(ObjectId(bytes)),
+        }
+    }
+}
 
 impl ObjectId {
     /// Bytes in an id.

@@ -55,6 +55,25 @@ const EMPTY_CHUNK_ID: &str = "48fc721fbbc172e0925fa27af1671de225ba927134802998b1
 const HELLO_AS_TREE_ID: &str = "a5b8b1c6d2cce853d58a0169cb668c7167b3928d63153611579f4828771400f0";
 
 #[test]
+fn an_id_is_its_bytes_in_objects_and_its_hex_digits_in_json() {
+    let id = id_hex("00ff10000000000000000000000000000000000000000000000000000000abcd");
+    let mut raw = vec![0x00, 0xff, 0x10];
+    raw.resize(30, 0);
+    raw.extend([0xab, 0xcd]);
+    assert_eq!(postcard::to_allocvec(&id).unwrap(), raw, "32 bytes, nothing around them");
+    assert_eq!(postcard::from_bytes::<ObjectId>(&raw).unwrap(), id);
+    let json = serde_json::to_string(&id).unwrap();
+    assert_eq!(json, "\"00ff10000000000000000000000000000000000000000000000000000000abcd\"");
+    assert_eq!(serde_json::from_str::<ObjectId>(&json).unwrap(), id);
+    // JSON written before ids were hex held them as 32 numbers.
+    let numbers = serde_json::to_string(&id.0).unwrap();
+    assert_eq!(serde_json::from_str::<ObjectId>(&numbers).unwrap(), id);
+    for bad in ["\"00ff\"", "\"zz\"", "[1,2,3]", "7"] {
+        assert!(serde_json::from_str::<ObjectId>(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn chunk_golden() {
     // A chunk's encoding is its bytes; only the id is derived.
     assert_eq!(ObjectId::hash(ObjectKind::Chunk, HELLO).to_hex(), HELLO_ID);

@@ -443,15 +443,21 @@ fn receive_chunks(
 /// (checked, so a remote that left something out cannot make a gap; in a
 /// partial replica a file's data may be absent, its nodes never in part).
 fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, StoredObject>, absent_data_ok: bool) -> SyncResult<u64> {
+    // Each object's children among `meta`, to store them first. One not
+    // among them must be here already (chunks arrived before), unless it is
+    // file data a partial replica may lack (never part of a file's nodes).
+    let may_be_absent = |kind: ObjectKind, data: bool| absent_data_ok && data && kind != ObjectKind::FileNode;
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::with_capacity(meta.len());
     for (id, obj) in &meta {
         let content = obj.content().map_err(|d| damaged(obj, d))?;
         let mut kids = Vec::new();
-        for_each_child(id, obj.kind, &content, |child, _| {
+        for_each_child(id, obj.kind, &content, |child, data| {
             if meta.contains_key(child) {
                 kids.push(*child);
+            } else if !may_be_absent(obj.kind, data) && !session.has(child)? {
+                return Err(SyncError::Protocol(Violation::NotSent { id: *id, child: *child }));
             }
-            Ok::<_, SyncError>(())
+            Ok(())
         })?;
         graph.insert(*id, kids);
     }
@@ -462,13 +468,6 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
     for id in children_first(&graph) {
         let Some(obj) = meta.remove(&id) else { continue };
         let content = obj.content().map_err(|d| damaged(&obj, d))?;
-        for_each_child(&obj.id, obj.kind, &content, |child, data| {
-            let may_be_absent = absent_data_ok && data && obj.kind != ObjectKind::FileNode;
-            if !may_be_absent && !session.has(child)? {
-                return Err(SyncError::Protocol(Violation::NotSent { id: obj.id, child: *child }));
-            }
-            Ok(())
-        })?;
         // Held to the rules a push is held to: a peer's names, kinds and sizes are checked, not trusted.
         let own = check_object(&obj.id, obj.kind, &content, &mut |child| match facts.get(child) {
             Some(f) => Ok(Some(*f)),
@@ -476,7 +475,8 @@ fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, St
         })
         .map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
         facts.insert(obj.id, own);
-        if session.put_stored(&obj)? {
+        // Checked against its id when it arrived (`explore_slice`, `explore_commits`).
+        if session.put_verified(&obj)? {
             stored += 1;
         }
     }

@@ -32,7 +32,7 @@ impl Repository {
     pub fn resolve(&self, rev: &str) -> RepoResult<ObjectId> {
         let unknown = || RepoError::UnknownRevision(rev.to_string());
         let rev_text = if rev == "-" { "@{-1}" } else { rev };
-        let (base, steps) = split_steps(rev_text);
+        let (base, steps) = split_steps(peeled_to_commit(rev_text));
         let mut id = self.resolve_base(base, rev)?;
         if self.store.kind_of(&id)? != ObjectKind::Commit {
             return Err(RepoError::NotACommit { what: rev.to_string() });
@@ -168,6 +168,16 @@ impl Repository {
     }
 }
 
+/// `REV` of `REV^{commit}` or `REV^{}`: what a revision names is a commit
+/// already (there are no tag objects to peel).
+fn peeled_to_commit(rev: &str) -> &str {
+    let mut rev = rev;
+    while let Some(inner) = rev.strip_suffix("^{commit}").or_else(|| rev.strip_suffix("^{}")).filter(|r| !r.is_empty()) {
+        rev = inner;
+    }
+    rev
+}
+
 /// Splits `main~2^2` into `main` and `~2^2`: the steps begin at the first
 /// `~` or `^` after any `@{…}`.
 fn split_steps(rev: &str) -> (&str, &str) {
@@ -178,7 +188,16 @@ fn split_steps(rev: &str) -> (&str, &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_steps;
+    use super::{peeled_to_commit, split_steps};
+
+    #[test]
+    fn a_commit_peels_to_itself() {
+        assert_eq!(peeled_to_commit("HEAD^{commit}"), "HEAD");
+        assert_eq!(peeled_to_commit("main~2^{}"), "main~2");
+        assert_eq!(peeled_to_commit("v1^{}^{commit}"), "v1");
+        assert_eq!(peeled_to_commit("^{commit}"), "^{commit}");
+        assert_eq!(peeled_to_commit("HEAD^{tree}"), "HEAD^{tree}");
+    }
 
     #[test]
     fn steps_begin_after_the_braces() {
