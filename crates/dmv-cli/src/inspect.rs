@@ -492,6 +492,22 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// What `commit` changed from its first parent: per file as `diff --stat`
+/// says it, or with `patch` as `diff` does (`stash show`).
+pub(crate) fn show_commit_changes(repo: &Repository, commit: &dmv_repo::store::ObjectId, patch: bool) -> Result<()> {
+    let c = repo.commit(commit)?;
+    let old = match c.parents.first() {
+        Some(p) => flatten(&repo.store, &repo.commit(p)?.tree)?,
+        None => FlatTree::new(),
+    };
+    let changes = diff_flat(&old, &flatten(&repo.store, &c.tree)?);
+    let mut out = std::io::stdout().lock();
+    match patch {
+        true => print_patch(&mut out, repo, &changes, false),
+        false => print_stat(&mut out, &changes),
+    }
+}
+
 fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
     Ok(match repo.head_tree()? {
         Some(t) => flatten(&repo.store, &t)?,

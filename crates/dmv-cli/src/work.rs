@@ -453,6 +453,7 @@ enum StashAction {
     },
     /// Bring a stash back (default the newest, 0) and remove it.
     Pop {
+        #[arg(value_parser = stash_index)]
         index: Option<usize>,
         /// Stage again what was staged (otherwise changes come back unstaged, new files staged).
         #[arg(long = "index")]
@@ -460,6 +461,7 @@ enum StashAction {
     },
     /// Bring a stash back and keep it.
     Apply {
+        #[arg(value_parser = stash_index)]
         index: Option<usize>,
         /// Stage again what was staged.
         #[arg(long = "index")]
@@ -467,8 +469,24 @@ enum StashAction {
     },
     /// The stashes, newest first.
     List,
+    /// What a stash changed (default the newest): per file, or with -p as a diff.
+    Show {
+        #[arg(value_parser = stash_index)]
+        index: Option<usize>,
+        #[arg(short = 'p', long)]
+        patch: bool,
+    },
     /// Remove a stash (default the newest).
-    Drop { index: Option<usize> },
+    Drop {
+        #[arg(value_parser = stash_index)]
+        index: Option<usize>,
+    },
+}
+
+/// A stash as `stash apply` and the others take it: `2` or `stash@{2}`.
+fn stash_index(text: &str) -> std::result::Result<usize, String> {
+    let n = text.strip_prefix("stash@{").and_then(|t| t.strip_suffix('}')).unwrap_or(text);
+    n.parse().map_err(|_| format!("'{text}' is not a stash: a number or stash@{{N}}"))
 }
 
 pub fn stash(a: StashArgs) -> Result<u8> {
@@ -493,6 +511,10 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             for (i, s) in repo.stashes()?.iter().enumerate() {
                 println!("stash@{{{i}}}: {}", s.message);
             }
+        }
+        StashAction::Show { index, patch } => {
+            let stash = repo.stashes()?.into_iter().nth(index.unwrap_or(0)).ok_or(dmv_repo::RepoError::NoStash { index: index.unwrap_or(0) })?;
+            crate::inspect::show_commit_changes(&repo, &stash.id, patch)?;
         }
         StashAction::Drop { index } => {
             let s = repo.stash_drop(index.unwrap_or(0))?;

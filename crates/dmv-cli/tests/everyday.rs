@@ -783,6 +783,19 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     dmv(d, &["add", "c.jpg"]);
     dmv(d, &["commit", "-m", "c"]);
     assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: half done\n");
+    // What it holds, per file and as a diff; stash@{N} is a revision.
+    let shown = dmv(d, &["stash", "show"]);
+    assert!(shown.contains(" a.jpg   | Bin 2 -> 12 bytes") && shown.contains(" b.jpg   | Bin 2 -> 0 bytes") && shown.contains("new.jpg"), "{shown}");
+    assert!(shown.ends_with(" 3 files changed, 1 added, 1 modified, 1 deleted\n"), "{shown}");
+    let patch = dmv(d, &["stash", "show", "-p", "0"]);
+    assert!(patch.contains("diff --dmv a/new.jpg b/new.jpg\nnew file\n") && patch.contains("deleted file"), "{patch}");
+    assert_eq!(dmv(d, &["cat", "stash@{0}:a.jpg"]), "a2 retouched");
+    assert_eq!(dmv(d, &["rev-parse", "stash"]), dmv(d, &["rev-parse", "stash@{0}"]));
+    assert_eq!(dmv(d, &["rev-parse", "stash^"]), dmv(d, &["rev-parse", "HEAD~1"]), "its first parent: HEAD when it was made");
+    assert_eq!(dmv(d, &["stash", "show", "stash@{0}"]), shown);
+    assert_eq!(dmv_out(d, &["stash", "show", "1"]).status.code(), Some(128));
+    assert_eq!(dmv_out(d, &["stash", "show", "stash@{x}"]).status.code(), Some(129), "a usage error");
+    assert_eq!(dmv_out(d, &["rev-parse", "stash@{1}"]).status.code(), Some(128));
     dmv(d, &["stash", "pop"]);
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a2 retouched");
     assert_eq!(std::fs::read(d.join("new.jpg")).unwrap(), b"new");

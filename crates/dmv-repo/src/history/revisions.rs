@@ -127,6 +127,9 @@ impl Repository {
         if let Some(full) = self.full_ref(base)? {
             return self.refs.get(&full)?.ok_or_else(unknown);
         }
+        if base == "stash" {
+            return self.resolve_at(base, "0", rev);
+        }
         self.store.resolve_prefix(base)?.ok_or_else(unknown)
     }
 
@@ -144,6 +147,12 @@ impl Repository {
                 Head::Branch(full) => self.refs.get(&full)?.ok_or_else(|| unknown("that branch is gone")),
                 Head::Detached(id) => Ok(id),
             };
+        }
+        // `stash@{N}`: the N-th stash, newest first (unless a ref is named stash).
+        if name == "stash" && self.full_ref(name)?.is_none() {
+            let n: usize = spec.parse().map_err(|_| unknown("stash@{N} takes a number"))?;
+            let stashes = self.stashes()?;
+            return stashes.get(n).map(|s| s.id).ok_or_else(|| unknown(&format!("there are {} stashes", stashes.len())));
         }
         let full = match name {
             "" | "HEAD" | "@" => match self.head()? {
