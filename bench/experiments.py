@@ -1369,8 +1369,28 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                 step(git, "get_ssh", [git.cmd(pt, "checkout", "-q", "HEAD", "--", got, cwd=dest, env=g.env)],
                      os.path.join(dest, ".git"), check=git_got)
             _remove([dest], later)
+            if out.ok:
+                _meta_clone_pairs(step, pt, dmv, git, r, g, env, later)
     finally:
         _remove([meta, copy], later)
+
+
+# Meta clones against git's blobless clones, in pairs back to back (issue 44: no slower than git's); the report
+# takes the median of the pairs' ratios, which the machine's drift between the pairs does not move.
+META_CLONE_PAIRS = 7
+
+
+def _meta_clone_pairs(step, pt, dmv, git, r, g, env, later):
+    for i in range(1, META_CLONE_PAIRS + 1):
+        name = "clone_meta_ssh_pair_%d" % i
+        dmv_dest, git_dest = (os.path.join(pt.root, "pair-%s-%d" % (t, i)) for t in ("dmv", "git"))
+        ways = [lambda: step(dmv, name, [dmv.cmd(pt, "clone", "--slice", "meta", r.url, dmv_dest, cwd=pt.root,
+                                                 env=env)], None),
+                lambda: step(git, name, [git.cmd(pt, "clone", "-q", "--filter=blob:none", "--no-checkout", g.url,
+                                                 git_dest, cwd=pt.root, env=g.env)], None)]
+        for way in (ways if i % 2 else ways[::-1]):
+            way()
+        _remove([dmv_dest, git_dest], later)
 
 
 def _partial_http(ctx, dmv, skips, pt, experiment, param, remote_path, got, data, later):
