@@ -827,6 +827,24 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     dmv(d, &["reset", "--hard"]);
     dmv(d, &["stash", "pop"]);
     assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\n M c.jpg\n?? loose.txt\n");
+    // Changes to other paths, staged or not, stay as they are while a stash comes back (as git's apply);
+    // one at a path the stash changes refuses, with nothing changed.
+    dmv(d, &["stash"]);
+    std::fs::write(d.join("c.jpg"), "c3 meanwhile").unwrap();
+    std::fs::write(d.join("new2.jpg"), "staged meanwhile").unwrap();
+    dmv(d, &["add", "new2.jpg"]);
+    dmv(d, &["rm", "b.jpg"]);
+    let meanwhile = dmv(d, &["status", "--short"]);
+    assert_eq!(meanwhile, "D  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n");
+    let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
+    assert!(line.contains("c.jpg"), "the stash changes c.jpg too: {line}");
+    assert_eq!(dmv(d, &["status", "--short"]), meanwhile, "nothing changed");
+    assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1, "kept");
+    dmv(d, &["checkout", "--", "c.jpg"]);
+    dmv(d, &["stash", "pop"]);
+    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\nD  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n");
+    assert_eq!(std::fs::read(d.join("new2.jpg")).unwrap(), b"staged meanwhile");
+    assert!(!d.join("b.jpg").exists(), "a staged deletion stays one");
     common::remote::fsck_clean(d);
 }
 

@@ -5,6 +5,8 @@
 //! back: as unstaged changes with new files staged, as git's `stash pop`
 //! does, or with `--index` with what was staged staged again.
 
+use std::collections::HashSet;
+
 use dmv_store::object::Commit;
 use dmv_store::{ObjectId, ObjectKind, Progress};
 
@@ -87,11 +89,12 @@ impl Repository {
         Ok(Some(Stash { ref_name, id, message }))
     }
 
-    /// Brings stash `index` (0: the newest) back into a working tree
-    /// without uncommitted changes; with `drop`, removes it once applied;
-    /// with `restore_index`, what was staged is staged again. Refused, with
-    /// nothing changed, when a path it changed was changed differently on
-    /// HEAD since (with `restore_index`: changed at all, for a staged path).
+    /// Brings stash `index` (0: the newest) back into the working tree,
+    /// whose uncommitted changes to other paths stay as they are; with
+    /// `drop`, removes it once applied; with `restore_index`, what was staged
+    /// is staged again. Refused, with nothing changed, when a path it changed
+    /// has uncommitted changes or was changed differently on HEAD since (with
+    /// `restore_index`: changed at all, for a staged path).
     pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Progress) -> RepoResult<Stash> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
@@ -99,10 +102,10 @@ impl Repository {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
         let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
+        // Uncommitted changes elsewhere stay as they are, as git's apply
+        // keeps them; one at a path the stash changes refuses (the checkout below says so).
         let (status, _) = self.worktree_status()?;
-        if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
-        }
+        let dirty: HashSet<&[u8]> = status.staged.iter().chain(&status.unstaged).map(|c| c.path.as_slice()).collect();
         let head = self.head_commit()?;
         let stashed = self.commit(&stash.id)?;
         let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
@@ -126,6 +129,11 @@ impl Repository {
         if let Some(moved) = restaged.iter().find(|p| ours.get(**p) != base.get(**p)) {
             return Err(RepoError::StashConflict { path: show(moved) });
         }
+        if let Some(changed) = restaged.iter().find(|p| dirty.contains(p.as_slice())) {
+            return Err(RepoError::UncommittedChanges { path: show(changed), merge: false });
+        }
+        // What the stash brings back; every other path keeps its entry (a carried change, staged or not).
+        let touched = |path: &[u8]| merged.get(path) != ours.get(path);
         let mut session = self.store.begin_write()?;
         let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
@@ -136,7 +144,7 @@ impl Repository {
         let mut ds = Dirstate::default();
         for (path, e) in written.entries.iter() {
             let entry = match ours.get(path) {
-                Some(h) if h.id != e.id || h.kind != e.kind => DirEntry::stat_unknown(h.kind, h.id, h.size),
+                Some(h) if touched(path) && (h.id != e.id || h.kind != e.kind) => DirEntry::stat_unknown(h.kind, h.id, h.size),
                 _ => e.clone(),
             };
             ds.entries.insert(path.to_vec(), entry);
