@@ -113,6 +113,9 @@ pub struct LsArgs {
     present: bool,
     #[arg(long)]
     json: bool,
+    /// Sizes in bytes (for scripts), not as 2.9 MiB.
+    #[arg(long)]
+    bytes: bool,
     /// [REV] [PATH…]: a commit (default HEAD), then paths.
     args: Vec<String>,
 }
@@ -131,7 +134,8 @@ pub fn ls(a: LsArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         for f in &shown {
-            println!("{:<7} {:>12}  {}", if f.present { "present" } else { "absent" }, f.entry.size, show_path(&f.path));
+            let size = if a.bytes { f.entry.size.to_string() } else { dmv_repo::human_bytes(f.entry.size) };
+            println!("{:<7} {size:>12}  {}", if f.present { "present" } else { "absent" }, show_path(&f.path));
         }
     }
     Ok(0)

@@ -606,6 +606,11 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
     ok(&dmv_out(&src, &["drop", "--numcopies", "1", "--rev", "HEAD~2", "f00/p0.raw"]));
     assert!(before - stored(&src) >= FILE);
     assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 1);
+    // Sizes as a person reads them, in bytes for a script.
+    let human = dmv(&src, &["ls", "--absent", "HEAD~2"]);
+    let exact = dmv(&src, &["ls", "--absent", "--bytes", "HEAD~2"]);
+    assert!(human.contains(&format!(" {}  f00/p0.raw", dmv_repo::human_bytes(FILE))), "{human}");
+    assert!(exact.contains(&format!(" {FILE}  f00/p0.raw")), "{exact}");
     assert!(src.join("f00/p0.raw").exists(), "the checked-out version stays");
     ok(&dmv_out(&src, &["get", "--rev", "HEAD~2", "f00/p0.raw"]));
     assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 0);
