@@ -68,7 +68,7 @@ pub fn fetch_objects(
         // Said before the files without their data are stored, so fsck and gc take them as absent, not damaged.
         repo.mark_partial()?;
     }
-    stats.objects += store_metadata(&mut session, found.meta, repo.config.partial || !lacking.is_empty())?;
+    stats.objects += store_metadata(&mut session, found.meta, &found.children, repo.config.partial || !lacking.is_empty())?;
     session.finish()?;
     then()?;
     drop(session);
@@ -102,7 +102,7 @@ pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[Obje
         early
     });
     let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
-    stats.objects += store_metadata(&mut session, found.meta, true)?;
+    stats.objects += store_metadata(&mut session, found.meta, &found.children, true)?;
     session.finish()?;
     drop(session);
     let source = remote_replica(repo, client)?;
@@ -160,6 +160,9 @@ struct Visit {
 struct Explored {
     /// Metadata objects (kept in memory until their children are stored).
     meta: HashMap<ObjectId, StoredObject>,
+    /// What each of them refers to, each marked when it is file data (as
+    /// `children_marked` says): read once, when it arrived.
+    children: HashMap<ObjectId, Vec<(ObjectId, bool)>>,
     chunks: ChunkList,
     /// The root trees of the new commits, still to explore.
     trees: Vec<Visit>,
@@ -240,6 +243,7 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
                 }
             }
             drop(content);
+            found.children.insert(obj.id, std::iter::once(commit.tree).chain(commit.parents.iter().copied()).map(|c| (c, false)).collect());
             graph.insert(obj.id, (commit.tree, commit.parents));
             found.meta.insert(obj.id, obj);
         }
@@ -357,6 +361,11 @@ fn explore_slice(
         let content = obj.content().map_err(|d| damaged(obj, d))?;
         let edges = edges(&obj.id, obj.kind, &content)?;
         drop(content);
+        let data = |e: &crate::objects::Edge| match obj.kind {
+            ObjectKind::FileNode => true,
+            _ => e.entry.as_ref().is_some_and(|(_, kind)| kind.is_file()),
+        };
+        found.children.insert(obj.id, edges.iter().map(|e| (e.id, data(e))).collect());
         for e in edges {
             if have(&e.id)? {
                 continue;
@@ -442,23 +451,31 @@ fn receive_chunks(
 /// Stores the explored metadata, each object after everything it refers to
 /// (checked, so a remote that left something out cannot make a gap; in a
 /// partial replica a file's data may be absent, its nodes never in part).
-fn store_metadata(session: &mut WriteSession<'_>, mut meta: HashMap<ObjectId, StoredObject>, absent_data_ok: bool) -> SyncResult<u64> {
+fn store_metadata(
+    session: &mut WriteSession<'_>,
+    mut meta: HashMap<ObjectId, StoredObject>,
+    children: &HashMap<ObjectId, Vec<(ObjectId, bool)>>,
+    absent_data_ok: bool,
+) -> SyncResult<u64> {
     // Each object's children among `meta`, to store them first. One not
     // among them must be here already (chunks arrived before), unless it is
     // file data a partial replica may lack (never part of a file's nodes).
     let may_be_absent = |kind: ObjectKind, data: bool| absent_data_ok && data && kind != ObjectKind::FileNode;
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::with_capacity(meta.len());
     for (id, obj) in &meta {
-        let content = obj.content().map_err(|d| damaged(obj, d))?;
         let mut kids = Vec::new();
-        for_each_child(id, obj.kind, &content, |child, data| {
+        let mut each = |child: &ObjectId, data: bool| {
             if meta.contains_key(child) {
                 kids.push(*child);
             } else if !may_be_absent(obj.kind, data) && !session.has(child)? {
                 return Err(SyncError::Protocol(Violation::NotSent { id: *id, child: *child }));
             }
             Ok(())
-        })?;
+        };
+        match children.get(id) {
+            Some(listed) => listed.iter().try_for_each(|(child, data)| each(child, *data))?,
+            None => for_each_child(id, obj.kind, &obj.content().map_err(|d| damaged(obj, d))?, each)?,
+        }
         graph.insert(*id, kids);
     }
     let mut stored = 0;
