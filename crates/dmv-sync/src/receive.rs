@@ -160,8 +160,8 @@ struct Visit {
 struct Explored {
     /// Metadata objects (kept in memory until their children are stored).
     meta: HashMap<ObjectId, StoredObject>,
-    /// What each of them refers to, each marked when it is file data (as
-    /// `children_marked` says): read once, when it arrived.
+    /// What each of them but files' nodes refers to, each marked when it is
+    /// file data (as `children_marked` says): read once, when it arrived.
     children: HashMap<ObjectId, Vec<(ObjectId, bool)>>,
     chunks: ChunkList,
     /// The root trees of the new commits, still to explore.
@@ -361,11 +361,10 @@ fn explore_slice(
         let content = obj.content().map_err(|d| damaged(obj, d))?;
         let edges = edges(&obj.id, obj.kind, &content)?;
         drop(content);
-        let data = |e: &crate::objects::Edge| match obj.kind {
-            ObjectKind::FileNode => true,
-            _ => e.entry.as_ref().is_some_and(|(_, kind)| kind.is_file()),
-        };
-        found.children.insert(obj.id, edges.iter().map(|e| (e.id, data(e))).collect());
+        // A file's nodes can list half a million chunks: those are read again when stored.
+        if obj.kind != ObjectKind::FileNode {
+            found.children.insert(obj.id, edges.iter().map(|e| (e.id, e.entry.as_ref().is_some_and(|(_, kind)| kind.is_file()))).collect());
+        }
         for e in edges {
             if have(&e.id)? {
                 continue;
