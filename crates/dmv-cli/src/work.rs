@@ -865,6 +865,9 @@ pub struct TagArgs {
     rev: Option<String>,
     #[arg(short, long)]
     delete: bool,
+    /// Move the tag if it exists.
+    #[arg(short, long, conflicts_with = "delete")]
+    force: bool,
     /// List the tags, those matching a pattern (`v1.*`) when given.
     #[arg(short, long, conflicts_with = "delete")]
     list: bool,
@@ -894,7 +897,14 @@ pub fn tag(a: TagArgs) -> Result<u8> {
         println!("Deleted tag '{name}' (was {})", old.short());
     } else {
         let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
-        repo.create_ref(&tag_ref(&name), id, "tag: created")?;
+        match a.force {
+            true => {
+                if let Some(old) = repo.set_tag(&name, id)?.filter(|old| *old != id) {
+                    println!("Updated tag '{name}' (was {})", old.short());
+                }
+            }
+            false => repo.create_ref(&tag_ref(&name), id, "tag: created")?,
+        }
     }
     Ok(0)
 }

@@ -202,6 +202,16 @@ fn dmvignore_rm_mv_restore_and_tags() {
     assert_eq!(dmv(d, &["tag", "--list", "v1.?-rc", "rel*"]), "release/2026\nv1.1-rc\n");
     assert_eq!(dmv(d, &["tag", "-l", "nothing*"]), "");
     assert_eq!(stderr(&dmv_out(d, &["tag", "-l", "v[1"])).lines().count(), 1, "a bad pattern is one line");
+    // -f moves a tag (git's words); without it an existing tag is refused.
+    let before = dmv(d, &["rev-parse", "v1.1-rc"]);
+    assert_eq!(dmv_out(d, &["tag", "v1.1-rc", "HEAD~1"]).status.code(), Some(128));
+    let moved = dmv(d, &["tag", "-f", "v1.1-rc", "HEAD~1"]);
+    assert_eq!(moved, format!("Updated tag 'v1.1-rc' (was {})\n", &before.trim()[..12]));
+    assert_eq!(dmv(d, &["rev-parse", "v1.1-rc"]), dmv(d, &["rev-parse", "HEAD~1"]));
+    assert_eq!(dmv(d, &["tag", "-f", "v1.1-rc", "HEAD~1"]), "", "already there: nothing said");
+    dmv(d, &["tag", "-f", "v2-new"]);
+    assert_eq!(dmv(d, &["rev-parse", "v2-new"]), dmv(d, &["rev-parse", "HEAD"]), "-f makes a missing tag");
+    dmv(d, &["tag", "-d", "v2-new"]);
     dmv(d, &["tag", "-d", "v1.1-rc"]);
     dmv(d, &["tag", "-d", "release/2026"]);
     dmv(d, &["branch", "feature", "v1"]);

@@ -122,6 +122,20 @@ impl Repository {
         Ok(())
     }
 
+    /// Points tag `name` at `id`, made if it does not exist (`tag -f`);
+    /// returns what it pointed to before. Moved only from where it was read
+    /// (a tag moved meanwhile by another command is reported, not overwritten).
+    pub fn set_tag(&self, name: &str, id: ObjectId) -> RepoResult<Option<ObjectId>> {
+        let full = tag_ref(name);
+        let old = self.refs.get(&full)?;
+        if old.is_none() {
+            self.create_ref(&full, id, "tag: created")?;
+        } else {
+            self.update_refs(&[RefUpdate { name: full, expected: Some(old), new: Some(id) }], &self.who(), "tag: moved")?;
+        }
+        Ok(old)
+    }
+
     /// Deletes tag `name`; returns what it pointed to.
     pub fn delete_tag(&self, name: &str) -> RepoResult<ObjectId> {
         self.delete_named_ref(&tag_ref(name), "tag", name, "tag: deleted")
