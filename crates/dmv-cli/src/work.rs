@@ -476,6 +476,8 @@ enum StashAction {
         #[arg(short = 'p', long)]
         patch: bool,
     },
+    /// Remove every stash.
+    Clear,
     /// Remove a stash (default the newest).
     Drop {
         #[arg(value_parser = stash_index)]
@@ -515,6 +517,9 @@ pub fn stash(a: StashArgs) -> Result<u8> {
         StashAction::Show { index, patch } => {
             let stash = repo.stashes()?.into_iter().nth(index.unwrap_or(0)).ok_or(dmv_repo::RepoError::NoStash { index: index.unwrap_or(0) })?;
             crate::inspect::show_commit_changes(&repo, &stash.id, patch)?;
+        }
+        StashAction::Clear => {
+            repo.stash_clear()?;
         }
         StashAction::Drop { index } => {
             let s = repo.stash_drop(index.unwrap_or(0))?;

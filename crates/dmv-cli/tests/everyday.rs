@@ -855,6 +855,14 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\nD  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n");
     assert_eq!(std::fs::read(d.join("new2.jpg")).unwrap(), b"staged meanwhile");
     assert!(!d.join("b.jpg").exists(), "a staged deletion stays one");
+    // clear removes them all, their commits left to gc.
+    dmv(d, &["stash"]);
+    std::fs::write(d.join("a.jpg"), "a6").unwrap();
+    dmv(d, &["stash"]);
+    assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 2);
+    dmv(d, &["stash", "clear"]);
+    assert_eq!(dmv(d, &["stash", "list"]), "");
+    dmv(d, &["stash", "clear"]);
     common::remote::fsck_clean(d);
 }
 

@@ -165,6 +165,16 @@ impl Repository {
         Ok(stash)
     }
 
+    /// Removes every stash, in one update of the refs; returns how many.
+    pub fn stash_clear(&self) -> RepoResult<usize> {
+        let all = self.stashes()?;
+        let updates: Vec<RefUpdate> = all.iter().map(|s| RefUpdate { name: s.ref_name.clone(), expected: Some(Some(s.id)), new: None }).collect();
+        if !updates.is_empty() {
+            self.update_refs(&updates, &self.who(), "stash clear")?;
+        }
+        Ok(all.len())
+    }
+
     /// Removes stash `index` (0: the newest).
     pub fn stash_drop(&self, index: usize) -> RepoResult<Stash> {
         let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
