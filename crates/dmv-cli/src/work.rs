@@ -515,8 +515,7 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             }
         }
         StashAction::Show { index, patch } => {
-            let stash = repo.stashes()?.into_iter().nth(index.unwrap_or(0)).ok_or(dmv_repo::RepoError::NoStash { index: index.unwrap_or(0) })?;
-            crate::inspect::show_commit_changes(&repo, &stash.id, patch)?;
+            crate::inspect::show_commit_changes(&repo, &repo.stash(index.unwrap_or(0))?.id, patch)?;
         }
         StashAction::Clear => {
             repo.stash_clear()?;

@@ -130,7 +130,6 @@ pub struct MergeStatus {
     /// How the other side is named in messages ("feature", "origin/main").
     pub label: String,
     /// The commit being merged in.
-    #[serde(serialize_with = "ser_id")]
     pub theirs: ObjectId,
     /// Stopped while writing the working tree: only `merge --abort` helps.
     pub interrupted: bool,
@@ -150,10 +149,6 @@ pub struct ConflictStatus {
     pub code: &'static str,
     /// The code in words, e.g. "both modified", "deleted by us".
     pub description: &'static str,
-}
-
-fn ser_id<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&id.to_hex())
 }
 
 impl Repository {

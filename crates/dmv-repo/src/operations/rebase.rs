@@ -71,7 +71,6 @@ pub struct Step {
     /// What is done.
     pub action: Action,
     /// To which commit.
-    #[serde(with = "hex_id")]
     pub commit: ObjectId,
 }
 
@@ -81,28 +80,12 @@ pub struct RebaseState {
     /// The branch being rebased (a full ref name); None: HEAD was detached.
     pub branch: Option<String>,
     /// Where the branch was: what `--abort` puts back.
-    #[serde(with = "hex_id")]
     pub orig_head: ObjectId,
     /// What the commits are picked onto.
-    #[serde(with = "hex_id")]
     pub onto: ObjectId,
     /// The steps not done yet, the next first. While a pick is stopped on
     /// conflicts it is still the first.
     pub todo: Vec<Step>,
-}
-
-mod hex_id {
-    use dmv_store::ObjectId;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&id.to_hex())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectId, D::Error> {
-        let text = String::deserialize(d)?;
-        ObjectId::from_hex(&text).ok_or_else(|| serde::de::Error::custom(format!("not an object id: {text}")))
-    }
 }
 
 /// Where a rebase run ended.

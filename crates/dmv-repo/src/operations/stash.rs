@@ -43,6 +43,11 @@ impl Repository {
         Ok(out)
     }
 
+    /// Stash `index` (0: the newest).
+    pub fn stash(&self, index: usize) -> RepoResult<Stash> {
+        self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })
+    }
+
     /// Puts the uncommitted changes to tracked files aside and makes the
     /// working tree HEAD's. None when there is nothing to put aside.
     pub fn stash_push(&self, message: Option<&str>, progress: &dyn Progress) -> RepoResult<Option<Stash>> {
@@ -101,7 +106,7 @@ impl Repository {
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
+        let stash = self.stash(index)?;
         // Uncommitted changes elsewhere stay as they are, as git's apply
         // keeps them; one at a path the stash changes refuses (the checkout below says so).
         let (status, _) = self.worktree_status()?;
@@ -177,7 +182,7 @@ impl Repository {
 
     /// Removes stash `index` (0: the newest).
     pub fn stash_drop(&self, index: usize) -> RepoResult<Stash> {
-        let stash = self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })?;
+        let stash = self.stash(index)?;
         self.update_refs(&[RefUpdate { name: stash.ref_name.clone(), expected: Some(Some(stash.id)), new: None }], &self.who(), "stash drop")?;
         Ok(stash)
     }
