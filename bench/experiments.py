@@ -4367,3 +4367,393 @@ def _remote_read(ctx, dmv, srv, experiment, param, dest, mnt, step, cmds, data, 
         rec.record(dmv, experiment, param, step, out, os.path.join(dest, ".dmv"), **fields)
     finally:
         m.close()
+
+
+# ---------------------------------------------------------------- habits
+
+# Issue 47: everyday Git habits, dmv side by side with git in one run. Every timed row is HABITS_TRIES tries
+# of one step per tool, back to back in pairs (dmv first in odd tries, git first in even ones, as
+# _meta_clone_pairs); the report takes each tool's median and the median of the pairs' dmv/git ratios.
+HABITS_TRIES = 5
+HABITS_NEW_BYTES = 100       # the one small new file each add + commit try commits
+HABITS_MERGE_EVERY = 100     # log history: every this many commits, a side branch merged (the merge included)
+HABITS_SIDE_COMMITS = 3      # commits on each side branch
+HABITS_DATE = IMPORT_DATE    # first commit date of the fast-imported histories; one a minute after it
+
+
+def habits(ctx, counts, rebase_commits, log_commits):
+    """Issue 47's habits, dmv against git in one run: (1) `add` + `commit` of one new file of HABITS_NEW_BYTES
+    bytes in a tree already holding N committed files of 1 KiB, for each N of `counts` (`habits-commit`,
+    parameter: N); (2) `rebase main` of a branch of `rebase_commits` small commits, each changing a text file
+    of its own, onto main advanced by one commit touching another file (`habits-rebase`, parameter: commits);
+    (3) `log --graph --oneline` of a history of `log_commits` commits in which, every HABITS_MERGE_EVERY
+    commits, a side branch of HABITS_SIDE_COMMITS commits is merged (`habits-log`, parameter: commits).
+    The histories of (2) and (3) are made with `git fast-import` and brought into dmv with `dmv import git`."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    git = next((t for t in ctx.tools if t.name == "git"), None)
+    points = [("habits-commit", n) for n in counts] + [("habits-rebase", rebase_commits),
+                                                       ("habits-log", log_commits)]
+    if dmv is None or git is None:
+        for tool in (dmv, git):
+            if tool:
+                for experiment, n in points:
+                    ctx.rec.note(tool.name, experiment, str(n), "all", "skipped",
+                                 "habits compares dmv with git: %s is missing" % ("git" if git is None else "dmv"))
+        return
+    probe = ctx.point("habits-probe", 0)
+    try:
+        why = _supports(ctx, dmv, probe, "rebase", "reset", "import")
+    finally:
+        shutil.rmtree(probe.root, ignore_errors=True)
+    skips = Skips(ctx, "habits-commit")
+    for n in counts:
+        _habits_commit(ctx, dmv, git, skips, n)
+    if why:
+        for experiment, n in points[len(counts):]:
+            ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
+        return
+    _habits_rebase(ctx, dmv, git, rebase_commits)
+    _habits_log(ctx, dmv, git, log_commits)
+
+
+def _habits_pairs(ctx, dmv, git, experiment, param, prefix, make, prepare=None, check=None, data=None):
+    """HABITS_TRIES tries of step PREFIX_i for each tool, in pairs back to back. `make(tool, i)`: the try's
+    commands; `prepare(tool, i)`: untimed set-up before it, False on failure (recorded by it); `check(tool, i)`:
+    None or an `after` for Recorder.step. A tool's tries stop at its first failure (the rest are recorded
+    as skipped)."""
+    stopped = {}
+    for i in range(1, HABITS_TRIES + 1):
+        order = (dmv, git) if i % 2 else (git, dmv)
+        for place, tool in enumerate(order):
+            step = "%s_%d" % (prefix, i)
+            if tool.name in stopped:
+                ctx.rec.note(tool.name, experiment, param, step, "skipped", stopped[tool.name])
+                continue
+            if prepare and not prepare(tool, i):
+                stopped[tool.name] = "the set-up of try %d failed" % i
+                continue
+            fields = dict(data or {}, pair=i, pair_place="first" if place == 0 else "second")
+            after = check(tool, i) if check else None
+
+            def extra(out, after=after, fields=fields):
+                return dict(fields, **(after(out) if after else {}))
+            os.sync()  # untimed: no try pays for writing back what the set-up or the try before wrote
+            out = ctx.rec.step(tool, experiment, param, step, make(tool, i), None, after=extra)
+            if not out.ok:
+                stopped[tool.name] = "try %d failed: %s" % (i, (out.error or "")[-300:])
+
+
+def _capture(ctx, tool, cwd, *args):
+    """Untimed: (stdout of `tool ARGS` in cwd, None) or (None, why it failed)."""
+    out = run_cmds([Cmd([tool.path] + list(args), cwd=cwd, stdout="capture")], ctx.rec.env, ctx.rec.timeout)
+    if not out.ok:
+        return None, out.error or "failed"
+    return out.captured.decode("utf-8", "replace"), None
+
+
+def _habit_file(i):
+    """The new file of add + commit try i: HABITS_NEW_BYTES bytes of text."""
+    line = ("habit %d: one small new file in a big tree\n" % i).encode()
+    return "habit-%03d.txt" % i, (line * (HABITS_NEW_BYTES // len(line) + 1))[:HABITS_NEW_BYTES - 1] + b"\n"
+
+
+def _habits_commit(ctx, dmv, git, skips, n):
+    """Row 1: a tree of n files of 1 KiB per tool (its own copy), committed untimed (`dmv add . && dmv commit
+    -m`, `git add -A && git commit`); then HABITS_TRIES paired tries of `sh -c 'TOOL add FILE && TOOL commit
+    -q -m MSG'` with a fresh file each."""
+    rec = ctx.rec
+    experiment, param = "habits-commit", str(n)
+    tools = [t for t in (dmv, git) if skips.active(t, param)]
+    if len(tools) < 2:
+        for t in tools:
+            rec.note(t.name, experiment, param, "all", "skipped", "the other tool failed at a smaller tree")
+        return
+    # per tool: the tree (a 4 KiB block a file), its repository and index, with a margin
+    need = 2 * n * 8192 + GiB
+    if not _enough_disk(ctx, tools, skips, experiment, param, need):
+        return
+    root = ctx.point(experiment, n).root
+    pts = {t.name: Point(os.path.join(root, t.name)) for t in tools}
+    try:
+        for t in tools:
+            print("%s %d: writing %s files for %s" % (experiment, n, "{:,}".format(n), t.name), flush=True)
+            datagen.write_tree(pts[t.name].work, n)
+            datagen.touch_tree(pts[t.name].work, n, AGED)
+        ready = []
+        for t in tools:
+            pt = pts[t.name]
+
+            def loose(out, pt=pt, t=t):
+                if not out.ok or t.name != "git":
+                    return dict(tree_files=n)
+                text, _ = _capture(ctx, t, pt.work, "count-objects", "-v")
+                counts = dict(l.split(": ", 1) for l in (text or "").splitlines() if ": " in l)
+                return dict(tree_files=n, git_loose_objects=int(counts.get("count", -1)),
+                            git_packed_objects=int(counts.get("in-pack", -1)))
+            os.sync()
+            # the set-up, recorded for reference (git's automatic gc runs inside its commit here)
+            out = rec.step(t, experiment, param, "setup_commit", t.init(pt) + t.commit(pt, True), t.meta(pt),
+                           after=loose)
+            if out.ok:
+                ready.append(t)
+            else:
+                skips.fail(t, param, out)
+        if len(ready) < 2:
+            for t in ready:
+                rec.note(t.name, experiment, param, "all", "skipped", "the other tool's set-up commit failed")
+            return
+
+        def prepare(tool, i):
+            name, content = _habit_file(i)
+            with open(os.path.join(pts[tool.name].work, name), "wb") as f:
+                f.write(content)
+            return True
+
+        def make(tool, i):
+            name, _ = _habit_file(i)
+            script = "%s add %s && %s commit -q -m %s" % (
+                shlex.quote(tool.path), name, shlex.quote(tool.path), shlex.quote("habit %d" % i))
+            return [Cmd(["sh", "-c", script], cwd=pts[tool.name].work)]
+
+        def check(tool, i):
+            name, content = _habit_file(i)
+
+            def after(out):
+                if not out.ok:
+                    return {}
+                argv = ["cat", "HEAD:" + name] if tool.name == "dmv" else ["cat-file", "blob", "HEAD:" + name]
+                text, err = _capture(ctx, tool, pts[tool.name].work, *argv)
+                verified = text is not None and text.encode() == content
+                if not verified:
+                    out.ok, out.error = False, "HEAD:%s after the commit: %s" % (
+                        name, err or "its bytes differ from the file's")
+                return dict(verified=verified)
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "add_commit", make, prepare, check,
+                      data=dict(tree_files=n, new_file_bytes=HABITS_NEW_BYTES))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _fi_commit(mark, ref, seq, msg, parents, files):
+    """fast-import: commit `mark` on `ref` at HABITS_DATE + a minute per `seq`, its parents by mark (the first
+    is `from`, the others `merge`), `files` {path: bytes} written inline."""
+    ident = b"bench <bench@example.com> %d +0000" % (HABITS_DATE + 60 * seq)
+    msg = msg.encode() + b"\n"
+    out = [b"commit %s\nmark :%d\nauthor %s\ncommitter %s\ndata %d\n%s" % (ref.encode(), mark, ident, ident,
+                                                                             len(msg), msg)]
+    for k, p in enumerate(parents):
+        out.append(b"%s :%d\n" % (b"from" if k == 0 else b"merge", p))
+    for path, content in sorted(files.items()):
+        out.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(content), content))
+    return b"".join(out) + b"\n"
+
+
+def _rebase_file(k):
+    return "topic/t%03d.txt" % k
+
+
+def _rebase_stream(commits):
+    """A base commit on main (README, main.txt and one text file per topic commit), `commits` commits on
+    topic each changing its own file, then one commit on main changing main.txt."""
+    def text(what, k=None):
+        return ("%s\n" % what + "".join("line %02d of %s\n" % (l, what) for l in range(10))).encode()
+    base = {"README.txt": b"the base\n", "main.txt": text("main.txt")}
+    base.update({_rebase_file(k): text(_rebase_file(k)) for k in range(commits)})
+    yield _fi_commit(1, "refs/heads/main", 0, "base", [], base)
+    for k in range(commits):  # commit k + 1 of topic: mark 2 + k, on the one before it (the base for the first)
+        yield _fi_commit(2 + k, "refs/heads/topic", 1 + k, "topic %d" % (k + 1), [1 + k],
+                         {_rebase_file(k): text(_rebase_file(k)) + b"changed by topic commit %d\n" % (k + 1)})
+    yield _fi_commit(2 + commits, "refs/heads/main", 1 + commits, "main moves on", [1],
+                     {"main.txt": text("main.txt") + b"changed on main\n"})
+
+
+def _habits_rebase(ctx, dmv, git, commits):
+    """Row 2: a branch `topic` of `commits` commits on a base, main one commit further (fast-imported into a
+    git repository, which `dmv import git` converts); from topic, HABITS_TRIES paired tries of `rebase main`,
+    each after `reset --hard` back to topic's old tip (untimed), each checked (untimed): on topic, `commits`
+    commits in `log main..HEAD`, main's history below them, main's change in the working tree."""
+    rec = ctx.rec
+    experiment, param = "habits-rebase", str(commits)
+    env = rec.env
+    pt = ctx.point(experiment, commits)
+    gwork, dwork = os.path.join(pt.root, "git"), os.path.join(pt.root, "dmv")
+    try:
+        try:
+            os.makedirs(gwork)
+            _git(env, gwork, "init", "-q", "--initial-branch=main")
+            _fast_import(gwork, env, _rebase_stream(commits))
+            _git(env, gwork, "reset", "-q", "--hard")
+            _git(env, gwork, "checkout", "-q", "topic")
+            git_tip = _git(env, gwork, "rev-parse", "topic").strip().decode()
+            main_total = int(_git(env, gwork, "rev-list", "--count", "main").strip())
+        except (OSError, ValueError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "all", "fail", "making the history with git: %s" % e)
+            return
+        os.makedirs(dwork)
+        os.sync()
+        out = rec.step(dmv, experiment, param, "setup_import", [
+            Cmd([dmv.path, "init"], cwd=dwork), Cmd([dmv.path, "import", "git", gwork], cwd=dwork),
+            Cmd([dmv.path, "switch", "-q", "topic"], cwd=dwork)], os.path.join(dwork, ".dmv"),
+            after=lambda out: dict(source_commits=commits + 2))
+        if not out.ok:
+            rec.note(git.name, experiment, param, "all", "skipped", "dmv's copy of the history failed")
+            return
+        tip, err = _capture(ctx, dmv, dwork, "rev-parse", "topic")
+        if tip is None:
+            rec.note(dmv.name, experiment, param, "setup_import", "fail", "dmv rev-parse topic: %s" % err)
+            return
+        tips = {"dmv": tip.strip(), "git": git_tip}
+        works = {"dmv": dwork, "git": gwork}
+        main_text = _git(env, gwork, "cat-file", "blob", "main:main.txt")
+
+        def prepare(tool, i):
+            quiet = ["-q"] if tool.name == "git" else []  # dmv reset has no -q (its one line is discarded)
+            return _run_untimed(ctx, [Cmd([tool.path, "reset"] + quiet + ["--hard", tips[tool.name]],
+                                          cwd=works[tool.name])], tool, experiment, param, "reset_%d" % i)
+
+        def make(tool, i):
+            return [Cmd([tool.path, "rebase", "main"], cwd=works[tool.name])]
+
+        def check(tool, i):
+            def after(out):
+                if not out.ok:
+                    return {}
+                errors, fields = [], {}
+                above, err = _capture(ctx, tool, works[tool.name], "log", "--oneline", "main..HEAD")
+                total, err2 = _capture(ctx, tool, works[tool.name], "log", "--oneline", "HEAD")
+                branch, err3 = _capture(ctx, tool, works[tool.name], "rev-parse", "--abbrev-ref", "HEAD")
+                fields["commits_above_main"] = len(above.splitlines()) if above is not None else None
+                fields["commits_in_head"] = len(total.splitlines()) if total is not None else None
+                fields["branch_after"] = branch.strip() if branch is not None else None
+                if fields["commits_above_main"] != commits:
+                    errors.append("`log main..HEAD` lists %s commits, expected %d%s" % (
+                        fields["commits_above_main"], commits, (": " + err[-200:]) if err else ""))
+                if fields["commits_in_head"] != main_total + commits:
+                    errors.append("`log HEAD` lists %s commits, expected main's %d + %d%s" % (
+                        fields["commits_in_head"], main_total, commits, (": " + err2[-200:]) if err2 else ""))
+                if fields["branch_after"] != "topic":
+                    errors.append("HEAD is %s after the rebase, not topic%s" % (
+                        fields["branch_after"], (": " + err3[-200:]) if err3 else ""))
+                with open(os.path.join(works[tool.name], "main.txt"), "rb") as f:
+                    if f.read() != main_text:
+                        errors.append("main.txt in the working tree is not main's")
+                fields["verified"] = not errors
+                if errors:
+                    out.ok, out.error = False, "; ".join(errors)
+                return fields
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "rebase", make, prepare, check,
+                      data=dict(rebased_commits=commits, main_commits=main_total))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _graph_stream(commits):
+    """`commits` commits on main: every HABITS_MERGE_EVERY commits a block of a side branch of
+    HABITS_SIDE_COMMITS commits (forked at the block's start, its commits dated among main's) and its merge;
+    main's commits change m/fNN.txt (50 files, in turn), the side's s/fNN.txt, and a merge writes the side's
+    files into main's tree. Yields fast-import chunks: `commits` commits on main in all, (commits - 1) //
+    HABITS_MERGE_EVERY of them merges; the side branch's ref is left for the caller to delete."""
+    def text(what, n):
+        return ("%s, as commit %d left it\n" % (what, n)).encode()
+    yield _fi_commit(1, "refs/heads/main", 0, "first", [], {"README.txt": b"a long history\n"})
+    mark, seq, tip, made, m, s = 1, 0, 1, 1, 0, 0
+
+    def main_commit(parent):
+        nonlocal mark, seq, m
+        mark, seq, m = mark + 1, seq + 1, m + 1
+        path = "m/f%02d.txt" % (m % 50)
+        return _fi_commit(mark, "refs/heads/main", seq, "main %d" % m, [parent], {path: text(path, seq)})
+    while made < commits:
+        if commits - made >= HABITS_MERGE_EVERY:
+            fork, side, side_files = tip, None, {}
+            mains = HABITS_MERGE_EVERY - HABITS_SIDE_COMMITS - 1
+            for k in range(mains):
+                yield main_commit(tip)
+                tip = mark
+                if k < HABITS_SIDE_COMMITS:
+                    mark, seq, s = mark + 1, seq + 1, s + 1
+                    path = "s/f%02d.txt" % (s % 50)
+                    side_files[path] = text(path, seq)
+                    yield _fi_commit(mark, "refs/heads/side", seq, "side %d" % s, [side or fork],
+                                     {path: side_files[path]})
+                    side = mark
+            mark, seq = mark + 1, seq + 1
+            yield _fi_commit(mark, "refs/heads/main", seq, "merge side branch ending at side %d" % s, [tip, side],
+                             side_files)
+            tip = mark
+            made += HABITS_MERGE_EVERY
+        else:
+            yield main_commit(tip)
+            tip = mark
+            made += 1
+
+
+def _habits_log(ctx, dmv, git, commits):
+    """Row 3: `log --graph --oneline` (to /dev/null) of a history of `commits` commits with merges, made with
+    `git fast-import` in a bare repository and gc'd (`git gc`: packed, with the commit-graph file a repository
+    that has seen an automatic gc has), converted by `dmv import git`; HABITS_TRIES paired tries. The first try
+    of each tool is checked (untimed, run again): as many commit lines (lines with `*`) as commits."""
+    rec = ctx.rec
+    experiment, param = "habits-log", str(commits)
+    env = rec.env
+    pt = ctx.point(experiment, commits)
+    gdir, dwork = os.path.join(pt.root, "git.git"), os.path.join(pt.root, "dmv")
+    merges = (commits - 1) // HABITS_MERGE_EVERY
+    try:
+        try:
+            os.makedirs(gdir)
+            print("%s %d: making the history with git fast-import" % (experiment, commits), flush=True)
+            _git(env, gdir, "init", "-q", "--bare", "--initial-branch=main")
+            _fast_import(gdir, env, _graph_stream(commits))
+            if merges:
+                _git(env, gdir, "update-ref", "-d", "refs/heads/side")
+            _git(env, gdir, "gc", "-q", timeout=3600)
+            count = int(_git(env, gdir, "rev-list", "--count", "main").strip())
+            got_merges = int(_git(env, gdir, "rev-list", "--count", "--merges", "main").strip())
+            graph_file = os.path.isfile(os.path.join(gdir, "objects", "info", "commit-graph")) or os.path.isdir(
+                os.path.join(gdir, "objects", "info", "commit-graphs"))
+            if (count, got_merges) != (commits, merges):
+                raise _SourceError("the history has %d commits and %d merges, expected %d and %d" % (
+                    count, got_merges, commits, merges))
+        except (OSError, ValueError, subprocess.SubprocessError, _SourceError) as e:
+            for tool in (dmv, git):
+                rec.note(tool.name, experiment, param, "all", "fail", "making the history with git: %s" % e)
+            return
+        os.makedirs(dwork)
+        os.sync()
+        print("%s %d: dmv import git" % (experiment, commits), flush=True)
+        out = rec.step(dmv, experiment, param, "setup_import", [
+            Cmd([dmv.path, "init"], cwd=dwork), Cmd([dmv.path, "import", "git", gdir], cwd=dwork)],
+            os.path.join(dwork, ".dmv"), after=lambda out: dict(source_commits=commits, source_merges=merges))
+        if not out.ok:
+            rec.note(git.name, experiment, param, "all", "skipped", "dmv's copy of the history failed")
+            return
+        works = {"dmv": dwork, "git": gdir}
+
+        def make(tool, i):
+            return [Cmd([tool.path, "log", "--graph", "--oneline"], cwd=works[tool.name])]
+
+        def check(tool, i):
+            if i > 1:
+                return None
+
+            def after(out):
+                if not out.ok:
+                    return {}
+                text, err = _capture(ctx, tool, works[tool.name], "log", "--graph", "--oneline")
+                lines = text.splitlines() if text is not None else []
+                stars = sum(1 for l in lines if "*" in l)
+                fields = dict(log_lines=len(lines) if text is not None else None, log_commit_lines=stars,
+                              log_bytes=len(text.encode()) if text is not None else None)
+                if text is None or stars != commits:
+                    out.ok, out.error = False, "%s lines with `*`, expected %d%s" % (
+                        stars if text is not None else "no", commits, (": " + err[-200:]) if err else "")
+                return fields
+            return after
+        _habits_pairs(ctx, dmv, git, experiment, param, "log_graph", make, None, check,
+                      data=dict(history_commits=commits, history_merges=merges, git_commit_graph=graph_file))
+    finally:
+        shutil.rmtree(pt.root, ignore_errors=True)

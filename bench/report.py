@@ -28,7 +28,7 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
                "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
-               "mount-remote", "mount-remote-seq", "huge"]
+               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -2053,17 +2053,24 @@ def _mount_time(ix, tool, exp, p, prefix):
     return med, text
 
 
+def _paired_ratio(ix, exp, p, top, bottom):
+    """(median over the tries N of the wall time of `top` N over that of `bottom` N, the pairs' ratios), each a
+    (tool, step prefix): the two steps of a try ran back to back, so the machine's drift between tries does
+    not move the ratio."""
+    ratios = []
+    for i in range(1, 1000):
+        rt, rb = (ix.by.get((tool, exp, str(p), "%s_%d" % (prefix, i))) for tool, prefix in (top, bottom))
+        if rt is None and rb is None:
+            break
+        if rt and rb and rt["status"] == rb["status"] == "ok" and rb["wall_s"] > 0:
+            ratios.append(rt["wall_s"] / rb["wall_s"])
+    return (_median(ratios) if ratios else None), ratios
+
+
 def _paired_share(ix, exp, p):
     """(median over the tries of read_cat_N / read_mount_N, the pairs' ratios): the throughput of a read through
     the mount as a share of `dmv cat`'s, each try's two reads taken together."""
-    ratios = []
-    for i in range(1, 1000):
-        rm, rc = (ix.by.get(("dmv", exp, str(p), "%s_%d" % (s, i))) for s in ("read_mount", "read_cat"))
-        if rm is None and rc is None:
-            break
-        if rm and rc and rm["status"] == rc["status"] == "ok" and rm["wall_s"] > 0:
-            ratios.append(rc["wall_s"] / rm["wall_s"])
-    return (_median(ratios) if ratios else None), ratios
+    return _paired_ratio(ix, exp, p, ("dmv", "read_cat"), ("dmv", "read_mount"))
 
 
 def _times(r):
@@ -2267,6 +2274,95 @@ def mount_section(ix, mode, cfg):
     else:
         out += ["No mount logged anything in `.dmv/mount.log` besides its start and its end, and every unmount "
                 "ended its mount process within 10 s.", ""]
+    return out
+
+
+HABITS_TARGET_RATIO = 1.0     # issue 47: the small commit in a big tree no slower than git's
+# (experiment, step prefix, label)
+HABITS_ROWS = [
+    ("habits-commit", "add_commit", "`add FILE && commit -q -m MSG` of one new file of %(new)s in a tree of %(p)s "
+     "committed files"),
+    ("habits-rebase", "rebase", "`rebase main` of a branch of %(p)s commits, main one commit ahead"),
+    ("habits-log", "log_graph", "`log --graph --oneline > /dev/null` of %(p)s commits (%(merges)s merges)"),
+]
+
+
+def habits_table(ix, cfg):
+    tries = cfg.get("habits_tries", 5)
+    out = ["| row | dmv, median | git, median | dmv/git, median of the %d pairs (range) | target (issue 47) |" % tries,
+           "|---|--:|--:|--:|---|"]
+    setups = []
+    for exp, prefix, label in HABITS_ROWS:
+        for p in ix.params(exp):
+            dv, dtext = _mount_time(ix, "dmv", exp, p, prefix)
+            gv, gtext = _mount_time(ix, "git", exp, p, prefix)
+            med, ratios = _paired_ratio(ix, exp, p, ("dmv", prefix), ("git", prefix))
+            rtext = "—" if med is None else "**%.2f**%s" % (med, " (%d: %.2f–%.2f)" % (
+                len(ratios), min(ratios), max(ratios)) if len(ratios) > 1 else "")
+            target = ""
+            if exp == "habits-commit":
+                target = "the small commit in a big tree no slower than git's (dmv/git ≤ %.2f): %s" % (
+                    HABITS_TARGET_RATIO, "—" if med is None else "yes" if med <= HABITS_TARGET_RATIO else "**no**")
+            out.append("| %s | %s | %s | %s | %s |" % (
+                label % dict(p=fmt_count(p), new=fmt_bytes(cfg.get("habits_new_bytes", 100)),
+                             merges=fmt_count((p - 1) // cfg.get("habits_merge_every", 100))),
+                dtext, gtext, rtext, target))
+            for tool in ("dmv", "git"):
+                r = ix.by.get((tool, exp, str(p), "setup_commit")) or ix.by.get((tool, exp, str(p), "setup_import"))
+                if r:
+                    setups.append((exp, p, r))
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e.startswith("habits-") and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["", "1-minute load average during these steps: %.2f to %.2f." % (min(loads), max(loads))]
+    return out, setups
+
+
+def habits_section(ix, mode, cfg):
+    tries = cfg.get("habits_tries", 5)
+    out = ["### Habits: everyday commands against git's (issue 47)", "",
+           "dmv and git side by side in one run, each row %d tries per tool, back to back in pairs (dmv first in "
+           "odd tries, git first in even ones), each try after sync(2); the table shows each tool's median (with "
+           "the number of tries and their range) and the median of the pairs' ratios dmv time / git time, which "
+           "the machine's drift between pairs does not move (below 1: dmv is faster). git runs with its defaults "
+           "(`gc.autoDetach=false`), dmv with its own. Peak RSS and each try's figures are in the results file." %
+           tries, "",
+           "- **add + commit in a big tree**: per tool its own copy of a tree of N files of 1 KiB (1,000 a "
+           "folder), committed untimed (`dmv add . && dmv commit -m m`; `git add -A && git commit -q -m m`, whose "
+           "automatic gc packs the loose objects then); each try writes a new file of %s (untimed) and times one "
+           "step, `sh -c 'TOOL add FILE && TOOL commit -q -m MSG'`, then checks (untimed) that HEAD holds the "
+           "file's bytes." % fmt_bytes(cfg.get("habits_new_bytes", 100)),
+           "- **rebase**: a history made with `git fast-import` (a base commit; on branch topic, commits each "
+           "changing a text file of its own; main one commit further, changing another file) and converted by "
+           "`dmv import git`; from topic, each try times `rebase main` after `reset --hard` back to topic's old "
+           "tip (untimed), then checks (untimed) that HEAD is still topic with the branch's commits in `log "
+           "--oneline main..HEAD`, main's history below them and main's change in the working tree.",
+           "- **log --graph**: a history made with `git fast-import` in which every %d commits a side branch of "
+           "%d commits, forked at the block's start and dated among main's commits, is merged; then `git gc` "
+           "(packed, with the commit-graph file a repository that has seen an automatic gc has) and `dmv import "
+           "git`. Each try times `log --graph --oneline` with its output to /dev/null; the first try of each tool "
+           "is run again untimed and must print as many lines with `*` as there are commits." % (
+               cfg.get("habits_merge_every", 100), cfg.get("habits_side_commits", 3)), ""]
+    if mode == "quick":
+        out += ["Quick run: a tree of %s files; the full run also measures 1,000,000." % ", ".join(
+            fmt_count(p) for p in ix.params("habits-commit")), ""]
+    table, setups = habits_table(ix, cfg)
+    out += table + [""]
+    if setups:
+        out += ["Set-up, one run each, not compared: " + "; ".join(
+            "%s: %s%s" % ({"setup_commit": "%s's first commit of the tree of %s files" % (r["tool"], fmt_count(p)),
+                           "setup_import": "`dmv init` + `dmv import git` of the %s-commit history (%s)" % (
+                               fmt_count(p), exp.split("-", 1)[1])}[r["step"]],
+                             fmt_time(r["wall_s"]) if r["status"] == "ok" else "**%s**" % r["status"],
+                             " (git's loose objects left after it: %s)" % fmt_count(r["git_loose_objects"])
+                             if r.get("git_loose_objects") is not None else "")
+            for exp, p, r in setups) + ".", ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items(), key=lambda kv: (kv[0][1], int(kv[0][2]), kv[0][3]))
+             if e.startswith("habits-") and r["status"] != "ok"]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- %s, %s %s, `%s`: %s: %s" % (
+            r["tool"], r["experiment"], fmt_count(r["parameter"]), r["step"], r["status"],
+            (r.get("error") or "").replace("\n", " ").replace("|", "/")[-300:]) for r in notes] + [""]
     return out
 
 
@@ -2510,6 +2606,10 @@ def section(mode, per_exp, points):
         mount_run = next(per_exp[e] for e in ("mount-list", "mount-file", "mount-remote", "mount-remote-seq")
                          if e in per_exp)
         out += mount_section(ix, mode, mount_run["meta"].get("config", {}))
+
+    if any(ix.params(e) for e in ("habits-commit", "habits-rebase", "habits-log")):
+        habits_run = next(per_exp[e] for e in ("habits-commit", "habits-rebase", "habits-log") if e in per_exp)
+        out += habits_section(ix, mode, habits_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

@@ -15,6 +15,7 @@
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica; idle CPU
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
+    python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -51,7 +52,8 @@ MODES = {
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
                   avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
                   watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20,
-                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5, timeout=600),
+                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
+                  habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -60,7 +62,8 @@ MODES = {
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
                  avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60,
-                 mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5, timeout=1800),
+                 mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
+                 habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -72,9 +75,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # availability: it freezes a server on purpose and waits out the client's stall timeout; nor is hubtier: a
 # comparison of two ways to host a hub, measured when the hub tier changes; nor is watch: its idle-CPU window
 # wants the machine otherwise quiet, and it is measured when the watcher changes; nor is mount: it mounts FUSE
-# folders (root and fusermount3) and is measured when the mount changes
+# folders (root and fusermount3) and is measured when the mount changes; nor is habits: issue 47's comparison
+# with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first)
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "huge"]
 
 
 def parse_number(text, binary):
@@ -269,6 +273,13 @@ def main(argv=None):
                          "full 4G; 1G when the disk has no room for 4 of it + 2 GiB, unless given)")
     ap.add_argument("--mount-repeats", type=int,
                     help="mount: fresh mounts per measure for dmv (quick and full 5; restic and bup: at most 3)")
+    ap.add_argument("--habits-files",
+                    help="habits: files of 1 KiB in the tree a small file is added and committed in, decimal units: "
+                         "'100K,1M' or '1K..1M' (quick 100000, full 100000,1000000)")
+    ap.add_argument("--habits-rebase-commits", type=lambda s: parse_number(s, False),
+                    help="habits: commits of the branch rebased (quick and full 100)")
+    ap.add_argument("--habits-log-commits", type=lambda s: parse_number(s, False),
+                    help="habits: commits of the history drawn by log --graph (quick and full 10000)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -328,6 +339,9 @@ def main(argv=None):
     mount_remote_note = None
     mount_repeats = max(1, args.mount_repeats or cfg["mount_repeats"])
     mount_peer_repeats = min(mount_repeats, experiments.MOUNT_PEER_REPEATS)
+    habits_files = parse_points(args.habits_files or cfg["habits_files"], False)
+    habits_rebase_commits = max(1, args.habits_rebase_commits or cfg["habits_rebase_commits"])
+    habits_log_commits = max(1, args.habits_log_commits or cfg["habits_log_commits"])
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -488,7 +502,12 @@ def main(argv=None):
                             mount_remote_reduced=mount_remote_note, mount_repeats=mount_repeats,
                             mount_peer_repeats=mount_peer_repeats, mount_bup_list_s=experiments.MOUNT_BUP_LIST_S,
                             mount_reads=experiments.MOUNT_READS, mount_read_bytes=experiments.MOUNT_READ_BYTES,
-                            mount_seed=experiments.MOUNT_SEED, mount_bup_missing=mount_bup_why),
+                            mount_seed=experiments.MOUNT_SEED, mount_bup_missing=mount_bup_why,
+                            habits_files=habits_files, habits_rebase_commits=habits_rebase_commits,
+                            habits_log_commits=habits_log_commits, habits_tries=experiments.HABITS_TRIES,
+                            habits_new_bytes=experiments.HABITS_NEW_BYTES,
+                            habits_merge_every=experiments.HABITS_MERGE_EVERY,
+                            habits_side_commits=experiments.HABITS_SIDE_COMMITS),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -539,6 +558,8 @@ def main(argv=None):
             elif exp == "mount":
                 experiments.mount(ctx, mount_restic, mount_bup, mount_bup_why, mount_files, mount_size,
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
+            elif exp == "habits":
+                experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
