@@ -3,6 +3,8 @@
 //! read from the file's first bytes or its container's index by well-kept
 //! crates (imagesize, kamadak-exif, lofty).
 
+mod fragmented_mp4;
+
 use std::io::{Read, Seek, SeekFrom};
 
 /// Pictures keep their size and EXIF near the start.
@@ -24,6 +26,12 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
             facts.push(format!("taken {taken}"));
         }
         return facts;
+    }
+    // A fragmented MP4's header says 0 or its first fragment's length: its fragments say the rest.
+    if head.get(4..8) == Some(b"ftyp") {
+        if let Some(d) = fragmented_mp4::duration(&mut content) {
+            return vec![duration(d)];
+        }
     }
     if content.seek(SeekFrom::Start(0)).is_err() {
         return Vec::new();
