@@ -155,30 +155,60 @@ fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
     assert_eq!(rev(d, "HEAD"), head);
 }
 
+/// Killed at every step between durable writes (each pick's merge state,
+/// working tree, commit and ref, the plan, the branch's move and HEAD's
+/// return; the first and a later pick), a rebase is continued to the same
+/// result as one never killed, or aborted back to where it started; fsck
+/// finds nothing wrong either way.
 #[test]
-fn a_rebase_killed_mid_way_is_continued_or_aborted() {
-    for finish in ["--continue", "--abort"] {
-        let repo = topic_behind_main();
-        let d = repo.path();
-        let topic = rev(d, "topic");
-        let before = files(d);
-        let mut cmd = dmv_cmd(d);
-        cmd.args(["rebase", "main"]);
-        // Killed right after the first pick's commit, before the plan says it is done.
-        let paused = Paused::start(cmd, "commit-after-ref");
-        // SAFETY: kill(2) on the child this test started.
-        unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
-        let _ = paused.resume();
-        dmv(d, &["rebase", finish]);
-        if finish == "--continue" {
-            assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"]);
-        } else {
-            assert_eq!(rev(d, "HEAD"), topic);
-            assert_eq!(files(d), before);
+fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
+    let points = [
+        "rebase-state-written",
+        "rebase-detached",
+        "merge-state-written@1",
+        "merge-state-written@2",
+        "merge-worktree-written@1",
+        "merge-worktree-written@3",
+        "commit-before-ref@1",
+        "commit-before-ref@2",
+        "commit-after-ref@1",
+        "commit-after-ref@3",
+        "rebase-step-saved@1",
+        "rebase-step-saved@3",
+        "rebase-branch-moved",
+        "rebase-head-back",
+    ];
+    for point in points {
+        for finish in ["--continue", "--abort"] {
+            let repo = topic_behind_main();
+            let d = repo.path();
+            let topic = rev(d, "topic");
+            let before = files(d);
+            let mut cmd = dmv_cmd(d);
+            cmd.args(["rebase", "main"]);
+            let paused = Paused::start(cmd, point);
+            // SAFETY: kill(2) on the child this test started.
+            unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
+            let _ = paused.resume();
+            let out = dmv_out(d, &["rebase", finish]);
+            assert!(out.status.success(), "{point}, {finish}: {}", stderr(&out));
+            let at = format!("killed at {point}, then {finish}");
+            if finish == "--continue" {
+                assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"], "{at}");
+                assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "{at}");
+                assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n", "{at}");
+                assert!(d.join("n.txt").exists() && d.join("shot.jpg").exists(), "{at}");
+            } else {
+                assert_eq!(rev(d, "HEAD"), topic, "{at}");
+                assert!(files(d) == before, "{at}: the files are not as they were");
+            }
+            assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic", "{at}");
+            assert_eq!(rev(d, "topic"), rev(d, "HEAD"), "{at}");
+            let status = dmv(d, &["status"]);
+            assert!(status.contains("nothing to commit, working tree clean") && !status.contains("rebasing"), "{at}: {status}");
+            let fsck = dmv_out(d, &["fsck", "--full"]);
+            assert!(fsck.status.success(), "{at}: {}", stderr(&fsck));
         }
-        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
-        let fsck = dmv_out(d, &["fsck", "--full"]);
-        assert!(fsck.status.success(), "{}", stderr(&fsck));
     }
 }
 

@@ -16,7 +16,7 @@ use dmv_store::{ObjectId, ObjectKind, Progress};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
-use crate::merge::merge_state::MergeKind;
+use crate::merge::merge_state::{MergeKind, MergePhase};
 use crate::merge::merging::{ConflictedPath, MergeOutcome};
 use crate::paths::show;
 use crate::repository::refs::{Head, RefUpdate};
@@ -174,6 +174,7 @@ impl Repository {
     /// [`Repository::rebase_plan`]; an edited list for `rebase -i`).
     pub fn rebase(&self, onto: ObjectId, todo: Vec<Step>, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
         self.require_worktree()?;
+        self.signer()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
@@ -199,8 +200,7 @@ impl Repository {
         let branch = self.head_branch()?;
         let state = RebaseState { branch, orig_head, onto, todo };
         self.save_rebase_state(&state)?;
-        // The picks are made on a detached HEAD; the branch moves at the end.
-        self.switch_to(&Head::Detached(onto), progress)?;
+        dmv_store::failpoint("rebase-state-written");
         self.run_rebase(state, editor, progress)
     }
 
@@ -210,7 +210,8 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
-        if let Some(m) = self.merge_state()? {
+        // A pick cut short before its working tree was written is made anew by the plan.
+        if let Some(m) = self.merge_state()?.filter(|m| m.phase != MergePhase::Applying) {
             let step =
                 state.todo.first().cloned().filter(|s| m.kind == MergeKind::CherryPick && s.commit == m.theirs).ok_or(RepoError::MergeInProgress { label: m.label.clone() })?;
             let message = self.commit(&step.commit)?.message;
@@ -247,7 +248,16 @@ impl Repository {
             self.merge_abort()?;
         }
         let back = match &state.branch {
-            Some(b) => Head::Branch(b.clone()),
+            Some(b) => {
+                // Cut short after the branch moved to the result: it goes back too, from where it is.
+                let now = self.refs.get(b)?;
+                if let Some(moved) = now.filter(|n| state.todo.is_empty() && *n != state.orig_head) {
+                    // HEAD leaves the branch first, so the switch below sees the files to put back.
+                    self.set_head(&Head::Detached(moved))?;
+                    self.update_refs(&[RefUpdate { name: b.clone(), expected: Some(now), new: Some(state.orig_head) }], &self.who(), "rebase (abort)")?;
+                }
+                Head::Branch(b.clone())
+            }
             None => Head::Detached(state.orig_head),
         };
         self.switch_to(&back, progress)?;
@@ -257,6 +267,17 @@ impl Repository {
     /// Does the steps of `state` until one stops or none is left, then
     /// moves the branch to the result.
     fn run_rebase(&self, mut state: RebaseState, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+        // The picks are made on a detached HEAD, from onto; the branch moves at the end.
+        // (Still where it started: the rebase was cut short before it left.)
+        let not_left = match (&state.branch, self.head()?) {
+            (Some(b), Head::Branch(h)) => *b == h,
+            (None, Head::Detached(h)) => h == state.orig_head,
+            _ => false,
+        };
+        if not_left && !state.todo.is_empty() {
+            self.switch_to(&Head::Detached(state.onto), progress)?;
+            dmv_store::failpoint("rebase-detached");
+        }
         while let Some(step) = state.todo.first().cloned() {
             if step.action != Action::Drop {
                 let before = self.head_commit()?;
@@ -269,17 +290,22 @@ impl Repository {
             }
             state.todo.remove(0);
             self.save_rebase_state(&state)?;
+            dmv_store::failpoint("rebase-step-saved");
         }
         let new_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
         if let Some(branch) = &state.branch {
-            // The branch moves once, from where it was to the result; HEAD goes back onto it.
-            self.update_refs(
-                &[RefUpdate { name: branch.clone(), expected: Some(Some(state.orig_head)), new: Some(new_head) }],
-                &self.who(),
-                &format!("rebase (finish): onto {}", state.onto.to_hex()),
-            )?;
+            // The branch moves once, from where it was to the result (unless a run cut short moved it); HEAD goes back onto it.
+            if self.refs.get(branch)? != Some(new_head) {
+                self.update_refs(
+                    &[RefUpdate { name: branch.clone(), expected: Some(Some(state.orig_head)), new: Some(new_head) }],
+                    &self.who(),
+                    &format!("rebase (finish): onto {}", state.onto.to_hex()),
+                )?;
+            }
+            dmv_store::failpoint("rebase-branch-moved");
             self.set_head(&Head::Branch(branch.clone()))?;
         }
+        dmv_store::failpoint("rebase-head-back");
         self.remove_rebase_state()?;
         Ok(RebaseOutcome::Done(new_head))
     }
@@ -309,7 +335,7 @@ impl Repository {
                     Action::Squash => editor.message(&joined).unwrap_or(joined),
                     _ => earlier.message.clone(),
                 };
-                Commit { tree: picked.tree, parents: earlier.parents, author: earlier.author, committer: self.identity(), message }
+                Commit { tree: picked.tree, parents: earlier.parents, author: earlier.author, committer: self.signer()?, message }
             }
             Action::Pick | Action::Drop => return Ok(()),
         };
