@@ -230,7 +230,7 @@ pub struct ConfigArgs {
     /// Remove the setting.
     #[arg(long, requires = "key", conflicts_with = "value")]
     unset: bool,
-    /// A setting: user.name, user.email, merge.tool, merge.conflictStyle (merge or diff3: how a text file's conflicts are marked), remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
+    /// A setting: user.name, user.email, merge.tool, merge.conflictStyle (merge or diff3: how a text file's conflicts are marked), remote.timeout (seconds a remote may go without answering before it is abandoned, default 30), color.ui (auto, always or never), core.pager (the command log, show and diff are paged through on a terminal; empty for none), replica.name, drop.numcopies or drop.allowed (a bare repository refuses drops unless true).
     key: Option<String>,
     /// Its new value (shown when omitted).
     value: Option<String>,

@@ -10,6 +10,7 @@ use dmv_repo::tree::{flatten, read_dir};
 use dmv_repo::{diff_flat, human_bytes, Change, ChangeKind, DiffSide, FlatTree, Repository};
 
 use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::terminal::{paint, paint_unified, Style};
 
 #[derive(Args)]
 pub struct LogArgs {
@@ -56,6 +57,8 @@ pub struct LogArgs {
     graph: bool,
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    colour: crate::terminal::ColourArgs,
     /// Only commits that change these paths (files or folders): `dmv log -- PATH...`.
     #[arg(last = true)]
     paths: Vec<std::path::PathBuf>,
@@ -63,6 +66,7 @@ pub struct LogArgs {
 
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
+    let _pager = (!a.json).then(|| a.colour.colour_and_pager(&repo)).flatten();
     // `dmv log PATH`, as git takes it: an argument that is no revision but a path here.
     let (revs, named_paths) = match &a.rev {
         Some(r) => revisions_then_paths(&repo, std::slice::from_ref(r))?,
@@ -123,9 +127,9 @@ pub fn log(a: LogArgs) -> Result<u8> {
                 false => writeln!(out, "{}", format_commit(named_format(format), &info))?,
             }
         } else if a.oneline {
-            writeln!(out, "{} {}", info.id.short(), c.message.lines().next().unwrap_or(""))?;
+            writeln!(out, "{} {}", paint(Style::Id, &info.id.short()), c.message.lines().next().unwrap_or(""))?;
         } else {
-            writeln!(out, "commit {}", info.id)?;
+            writeln!(out, "{}", paint(Style::Id, &format!("commit {}", info.id)))?;
             if c.parents.len() > 1 {
                 writeln!(out, "Merge: {}", c.parents.iter().map(|p| p.short()).collect::<Vec<_>>().join(" "))?;
             }
@@ -143,7 +147,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
             }
             match (a.name_status, a.stat) {
                 (true, _) => print_name_status(out, &repo, &changes)?,
-                (_, true) => print_stat(out, &changes)?,
+                (_, true) => print_stat(out, &repo, &changes, false)?,
                 _ => print_patch(out, &repo, &changes, false)?,
             }
             writeln!(out)?;
@@ -342,6 +346,8 @@ pub struct ShowArgs {
     /// Only these files or folders: `dmv show REV -- PATH…`.
     #[arg(last = true)]
     paths: Vec<PathBuf>,
+    #[command(flatten)]
+    colour: crate::terminal::ColourArgs,
 }
 
 pub fn show(a: ShowArgs) -> Result<u8> {
@@ -352,7 +358,8 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     let repo = open_repo()?;
     let id = repo.resolve(&rev)?;
     let c = repo.commit(&id)?;
-    println!("commit {id}\nAuthor: {} <{}>\nDate:   {}\n", c.author.name, c.author.email, dmv_repo::utc_time(c.author.time));
+    let _pager = a.colour.colour_and_pager(&repo);
+    println!("{}\nAuthor: {} <{}>\nDate:   {}\n", paint(Style::Id, &format!("commit {id}")), c.author.name, c.author.email, dmv_repo::utc_time(c.author.time));
     for line in c.message.lines() {
         println!("    {line}");
     }
@@ -370,7 +377,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
             writeln!(out, "{}", show_path(&c.path))?;
         }
     } else if a.stat {
-        print_stat(&mut out, &changes)?;
+        print_stat(&mut out, &repo, &changes, false)?;
     } else {
         print_patch(&mut out, &repo, &changes, false)?;
     }
@@ -400,6 +407,8 @@ pub struct DiffArgs {
     name_only: bool,
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    colour: crate::terminal::ColourArgs,
 }
 
 fn staged_flat(repo: &Repository) -> Result<FlatTree> {
@@ -443,6 +452,7 @@ fn is_under(path: &[u8], spec: &[u8]) -> bool {
 
 pub fn diff(mut a: DiffArgs) -> Result<u8> {
     let repo = open_repo()?;
+    let _pager = (!a.json).then(|| a.colour.colour_and_pager(&repo)).flatten();
     let (revs, paths) = revisions_then_paths(&repo, &a.revs)?;
     a.revs = revs;
     a.paths.extend(paths);
@@ -485,7 +495,7 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
             println!("{}", show_path(&c.path));
         }
     } else if a.stat {
-        print_stat(&mut std::io::stdout().lock(), &changes)?;
+        print_stat(&mut std::io::stdout().lock(), &repo, &changes, new_in_worktree)?;
     } else {
         print_patch(&mut std::io::stdout().lock(), &repo, &changes, new_in_worktree)?;
     }
@@ -504,7 +514,7 @@ pub(crate) fn show_commit_changes(repo: &Repository, commit: &dmv_repo::store::O
     let mut out = std::io::stdout().lock();
     match patch {
         true => print_patch(&mut out, repo, &changes, false),
-        false => print_stat(&mut out, &changes),
+        false => print_stat(&mut out, repo, &changes, false),
     }
 }
 
@@ -521,10 +531,10 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
 fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
     for c in changes {
         let path = show_path(&c.path);
-        writeln!(out, "diff --dmv a/{path} b/{path}")?;
+        writeln!(out, "{}", paint(Style::Meta, &format!("diff --dmv a/{path} b/{path}")))?;
         match (c.old, c.new) {
-            (None, Some(_)) => writeln!(out, "new file")?,
-            (Some(_), None) => writeln!(out, "deleted file")?,
+            (None, Some(_)) => writeln!(out, "{}", paint(Style::Meta, "new file"))?,
+            (Some(_), None) => writeln!(out, "{}", paint(Style::Meta, "deleted file"))?,
             _ => {}
         }
         let old = repo.diff_side(c.old.as_ref(), None)?;
@@ -532,7 +542,8 @@ fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_
         match (old, new) {
             (DiffSide::Text(old), DiffSide::Text(new)) => {
                 let (from, to) = (if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() }, if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() });
-                write!(out, "{}", similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to))?;
+                let unified = similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to).to_string();
+                write!(out, "{}", paint_unified(&unified))?;
             }
             (old, new) => writeln!(out, "Binary files differ ({} -> {})", describe(c.old.as_ref(), old), describe(c.new.as_ref(), new))?,
         }
@@ -562,12 +573,39 @@ fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]
     Ok(())
 }
 
-fn print_stat(out: &mut impl Write, changes: &[Change]) -> Result<()> {
+fn print_stat(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
     let width = changes.iter().map(|c| show_path(&c.path).chars().count()).max().unwrap_or(0);
     for c in changes {
-        let before = c.old.map(|e| e.size).unwrap_or(0);
-        let after = c.new.map(|e| e.size).unwrap_or(0);
-        writeln!(out, " {:<width$} | Bin {before} -> {after} bytes", show_path(&c.path))?;
+        let old = repo.diff_text(c.old.as_ref(), None)?;
+        let new = match old {
+            Some(_) => repo.diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?,
+            None => None,
+        };
+        // A text file as git counts it: lines taken out and put in.
+        let counted = match (&old, &new) {
+            (Some(old), Some(new)) => {
+                let diff = similar::TextDiff::from_lines(old, new);
+                let count = |tag| diff.iter_all_changes().filter(|ch| ch.tag() == tag).count();
+                Some((count(similar::ChangeTag::Insert), count(similar::ChangeTag::Delete)))
+            }
+            _ => None,
+        };
+        match counted {
+            Some((added, removed)) => {
+                // As git draws them, at most 50 marks, shared out as the lines are.
+                let (plus, minus) = match added + removed {
+                    n if n <= 50 => (added, removed),
+                    n => (added * 50 / n, removed * 50 / n),
+                };
+                let marks = format!("{}{}", paint(Style::Added, &"+".repeat(plus)), paint(Style::Removed, &"-".repeat(minus)));
+                writeln!(out, " {:<width$} | {} {marks}", show_path(&c.path), added + removed)?
+            }
+            None => {
+                let before = c.old.map(|e| e.size).unwrap_or(0);
+                let after = c.new.map(|e| e.size).unwrap_or(0);
+                writeln!(out, " {:<width$} | Bin {before} -> {after} bytes", show_path(&c.path))?
+            }
+        }
     }
     if !changes.is_empty() {
         let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();

@@ -14,6 +14,7 @@ mod rebasecmd;
 mod refcmds;
 mod repo_args;
 mod sync;
+mod terminal;
 mod watch;
 mod work;
 
@@ -28,6 +29,9 @@ struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', global = true, value_name = "PATH")]
     dir: Option<PathBuf>,
+    /// Do not page log, show and diff through `less` (or core.pager) on a terminal.
+    #[arg(short = 'P', long = "no-pager")]
+    no_pager: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -161,6 +165,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 129 } else { 0 });
         }
     };
+    if cli.no_pager {
+        terminal::forbid_pager();
+    }
     // This program is `dmv`: a path remote's server side gets its own process, as `git upload-pack` does.
     dmv_sync::LocalServer::ChildProcess.make_default();
     // Like git: `dmv log | head` ends quietly when the reader goes away. Commands

@@ -21,6 +21,12 @@ pub struct MergeArgs {
     /// Give up the merge in progress: put the working tree and staging area back to HEAD.
     #[arg(long, conflicts_with = "rev")]
     abort: bool,
+    /// Make a merge commit even when the branch could simply move forward.
+    #[arg(long = "no-ff", conflicts_with = "ff_only")]
+    no_ff: bool,
+    /// Only move the branch forward: refuse when a merge commit would be needed.
+    #[arg(long = "ff-only")]
+    ff_only: bool,
     #[command(flatten)]
     quiet: Quiet,
 }
@@ -41,7 +47,12 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
     let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
     let p = Bar::new("merging");
-    let outcome = repo.merge(theirs, &rev, &p)?;
+    let ff = match (a.no_ff, a.ff_only) {
+        (true, _) => dmv_repo::FastForward::Never,
+        (_, true) => dmv_repo::FastForward::Only,
+        _ => dmv_repo::FastForward::Allow,
+    };
+    let outcome = repo.merge_with(theirs, &rev, ff, &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {

@@ -12,11 +12,13 @@ thread_local! {
 
 /// Opens the repository containing the current directory.
 pub fn open_repo() -> anyhow::Result<dmv_repo::Repository> {
-    if let Some(repo) = OPENED.with(|opened| opened.borrow_mut().take()) {
-        return Ok(repo);
-    }
-    let cwd = std::env::current_dir()?;
-    Ok(dmv_repo::Repository::discover(&cwd)?)
+    let mut repo = match OPENED.with(|opened| opened.borrow_mut().take()) {
+        Some(repo) => repo,
+        None => dmv_repo::Repository::discover(&std::env::current_dir()?)?,
+    };
+    // A person's commits carry their name, as git insists.
+    repo.refuse_unknown_identity();
+    Ok(repo)
 }
 
 /// Why a command that works in the working tree cannot run here (a bare

@@ -76,6 +76,8 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
     if a.status {
         return status(&repo);
     }
+    // A watcher commits as the person who started it: their name is asked for now, not at its first commit.
+    repo.signer()?;
     if a.install {
         return install(&repo, &a);
     }

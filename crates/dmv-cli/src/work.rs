@@ -10,6 +10,7 @@ use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repo
 
 use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, printable, repo_paths, show_path};
+use crate::terminal::{paint, Style};
 use dmv_repo::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES, TAGS};
 
 #[derive(Args)]
@@ -59,6 +60,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&repo.status()?)?);
         return Ok(0);
     }
+    crate::terminal::decide_colour(&repo, None);
     if a.short {
         return status_short(&repo, repo.status_listing()?);
     }
@@ -108,7 +110,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             writeln!(out, "  (use \"dmv {command} --abort\" to abort the {what})")?;
             writeln!(out, "\nUnmerged paths:")?;
             for u in conflicts {
-                writeln!(out, "\t{:<17}{}", format!("{}:", u.description), show_path(&u.path))?;
+                writeln!(out, "\t{}", paint(Style::Unstaged, &format!("{:<17}{}", format!("{}:", u.description), show_path(&u.path))))?;
             }
         }
     }
@@ -120,11 +122,11 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             dmv_repo::Listed::Change(c) if conflicts.iter().any(|u| u.path == c.path) => return Ok(()),
             dmv_repo::Listed::Change(c) => {
                 held.extend(known.other_holder(&show_path(&c.path)));
-                format!("\t{:<12}{}", word(c.kind), show_path(&c.path))
+                format!("\t{}", paint(Style::Staged, &format!("{:<12}{}", word(c.kind), show_path(&c.path))))
             }
             dmv_repo::Listed::Renamed { from, to, .. } => {
                 held.extend(known.other_holder(&show_path(from)).into_iter().chain(known.other_holder(&show_path(to))));
-                format!("\t{:<12}{} -> {}", "renamed:", show_path(from), show_path(to))
+                format!("\t{}", paint(Style::Staged, &format!("{:<12}{} -> {}", "renamed:", show_path(from), show_path(to))))
             }
         };
         let heading = if staged == 0 { "\nChanges to be committed:\n" } else { "" };
@@ -140,7 +142,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         writeln!(out, "\nChanges not staged for commit:")?;
         for c in &st.unstaged {
             held.extend(known.other_holder(&show_path(&c.path)));
-            writeln!(out, "\t{:<12}{}", word(c.kind), show_path(&c.path))?;
+            writeln!(out, "\t{}", paint(Style::Unstaged, &format!("{:<12}{}", word(c.kind), show_path(&c.path))))?;
         }
     }
     held.sort_by(|a, b| a.path.cmp(&b.path));
@@ -161,7 +163,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     if !st.untracked.is_empty() {
         writeln!(out, "\nUntracked files:")?;
         for p in &st.untracked {
-            writeln!(out, "\t{}", show_path(p))?;
+            writeln!(out, "\t{}", paint(Style::Unstaged, &show_path(p)))?;
         }
     }
     if staged == 0 && st.unstaged.is_empty() && st.untracked.is_empty() && st.merge.is_none() {
@@ -191,7 +193,7 @@ fn status_short(repo: &Repository, st: dmv_repo::StatusListing) -> Result<u8> {
     }
     lines.before(None)?;
     for p in &st.untracked {
-        writeln!(lines.out, "?? {}", show_path(p))?;
+        writeln!(lines.out, "{} {}", paint(Style::Unstaged, "??"), show_path(p))?;
     }
     lines.out.flush()?;
     Ok(0)
@@ -213,9 +215,10 @@ impl<W: Write> ShortLines<'_, W> {
             return Ok(());
         }
         let y = self.unstaged.next_if(|c| c.path == listed.path()).map_or(' ', |c| c.kind.letter());
+        let y = paint(Style::Unstaged, &y.to_string()).into_owned();
         match listed {
-            dmv_repo::Listed::Renamed { from, to, .. } => writeln!(self.out, "R{y} {} -> {}", show_path(&from), show_path(&to)),
-            dmv_repo::Listed::Change(c) => writeln!(self.out, "{}{y} {}", c.kind.letter(), show_path(&c.path)),
+            dmv_repo::Listed::Renamed { from, to, .. } => writeln!(self.out, "{}{y} {} -> {}", paint(Style::Staged, "R"), show_path(&from), show_path(&to)),
+            dmv_repo::Listed::Change(c) => writeln!(self.out, "{}{y} {}", paint(Style::Staged, &c.kind.letter().to_string()), show_path(&c.path)),
         }
     }
 
@@ -227,7 +230,7 @@ impl<W: Write> ShortLines<'_, W> {
             let y = self.unstaged.next_if(|c| c.path == path).map_or(' ', |c| c.kind.letter());
             match self.conflicted.next_if(|u| u.path == path) {
                 Some(u) => writeln!(self.out, "{} {}", u.code, show_path(&path))?,
-                None => writeln!(self.out, " {y} {}", show_path(&path))?,
+                None => writeln!(self.out, " {} {}", paint(Style::Unstaged, &y.to_string()), show_path(&path))?,
             }
         }
     }
@@ -442,6 +445,9 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
 pub struct StashArgs {
     #[command(subcommand)]
     action: Option<StashAction>,
+    /// Put untracked files aside too (not ignored ones); they come back untracked.
+    #[arg(short = 'u', long = "include-untracked")]
+    include_untracked: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -450,6 +456,9 @@ enum StashAction {
     Push {
         #[arg(short, long)]
         message: Option<String>,
+        /// Put untracked files aside too (not ignored ones); they come back untracked.
+        #[arg(short = 'u', long = "include-untracked")]
+        include_untracked: bool,
     },
     /// Bring a stash back (default the newest, 0) and remove it.
     Pop {
@@ -494,8 +503,8 @@ fn stash_index(text: &str) -> std::result::Result<usize, String> {
 pub fn stash(a: StashArgs) -> Result<u8> {
     let repo = open_repo()?;
     let p = Bar::new("stash");
-    match a.action.unwrap_or(StashAction::Push { message: None }) {
-        StashAction::Push { message } => match repo.stash_push(message.as_deref(), &p)? {
+    match a.action.unwrap_or(StashAction::Push { message: None, include_untracked: false }) {
+        StashAction::Push { message, include_untracked } => match repo.stash_push(message.as_deref(), include_untracked || a.include_untracked, &p)? {
             Some(s) => println!("Saved working directory and index state {}", s.message),
             None => {
                 println!("No local changes to save");
@@ -515,6 +524,8 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             }
         }
         StashAction::Show { index, patch } => {
+            crate::terminal::decide_colour(&repo, None);
+            let _pager = crate::terminal::start_pager(&repo);
             crate::inspect::show_commit_changes(&repo, &repo.stash(index.unwrap_or(0))?.id, patch)?;
         }
         StashAction::Clear => {
@@ -575,6 +586,8 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
+    // Before an editor is opened for a message that could not be signed.
+    repo.signer()?;
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
     if message.is_none() && !a.amend && repo.merge_state()?.is_none() && has_something_to_commit(&repo, a.all)? {
         // No message to keep: git's word for an empty one.
@@ -601,9 +614,6 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     match committed {
         Committed::Made { .. } if quiet => Ok(0),
         Committed::Made { id, root } => {
-            if !a.amend && !repo.identity_is_set() {
-                eprintln!("hint: committed as {}; set your name and email with `dmv config --global user.name NAME` and `dmv config --global user.email EMAIL`", repo.who());
-            }
             let root = if root { " (root-commit)" } else { "" };
             println!("[{}{root} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
             println!("{}", changed_summary(&repo.commit_changes(&id)?));

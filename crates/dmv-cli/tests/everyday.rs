@@ -36,6 +36,9 @@ fn a_commit_with_nothing_to_record_makes_none_and_says_why() {
     assert!(dmv(d, &["commit", "-a", "-m", "second"]).ends_with(" 2 files changed (1 added, 1 modified)\n"));
     nothing(&["commit", "-m", "z"], "nothing to commit, working tree clean");
     nothing(&["commit", "-a", "-m", "z"], "nothing to commit, working tree clean");
+    // Without a message to ask for, there is still nothing to commit (not "a message is required").
+    nothing(&["commit", "--no-edit"], "nothing to commit, working tree clean");
+    nothing(&["commit"], "nothing to commit, working tree clean");
     assert_eq!(dmv(d, &["log", "--oneline"]).lines().count(), 2);
 }
 
@@ -738,17 +741,39 @@ fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
     };
     std::fs::write(d.join("a.txt"), "a").unwrap();
     dmv(d, &["add", "a.txt"]);
-    let (code, _, err) = run(&["commit", "-m", "one"]);
-    assert_eq!(code, Some(0));
-    assert!(err.contains("hint:") && err.contains("dmv config --global user.name"), "{err}");
+    // As git: no commit is signed by nobody; one line saying how, nothing changed.
+    for args in [&["commit", "-m", "one"][..], &["commit", "-a", "-m", "one"], &["stash"], &["watch"]] {
+        let (code, _, err) = run(args);
+        assert!(code == Some(128) && err.lines().count() == 1 && err.contains("author identity unknown") && err.contains("dmv config --global user.name"), "{args:?}: {err}");
+    }
+    assert_eq!(dmv(d, &["status", "--short"]), "A  a.txt\n");
+    assert!(!dmv_out(d, &["rev-parse", "HEAD"]).status.success(), "no commit was made");
+    // A fast-forward signs nothing: it needs no name (a phone that only follows).
+    dmv(d, &["commit", "-m", "one"]);
+    dmv(d, &["branch", "ahead"]);
+    dmv(d, &["switch", "ahead"]);
+    std::fs::write(d.join("b.txt"), "b").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    dmv(d, &["commit", "-m", "b"]);
+    dmv(d, &["switch", "main"]);
+    assert_eq!(run(&["merge", "ahead"]).0, Some(0));
+    // A merge commit does: refused before the working tree changes.
+    dmv(d, &["switch", "-c", "side", "HEAD~1"]);
+    std::fs::write(d.join("c.txt"), "c").unwrap();
+    dmv(d, &["add", "c.txt"]);
+    dmv(d, &["commit", "-m", "c"]);
+    let (code, _, err) = run(&["merge", "main"]);
+    assert!(code == Some(128) && err.contains("author identity unknown"), "{err}");
+    assert!(!d.join("b.txt").exists() && dmv(d, &["status", "--short"]).is_empty(), "nothing merged");
+    dmv(d, &["switch", "main"]);
     assert_eq!(run(&["config", "user.name"]).0, Some(1), "unset: exit 1, as git");
     assert_eq!(run(&["config", "--global", "user.name", "Ann Lee"]).0, Some(0));
     assert_eq!(run(&["config", "--global", "user.email", "ann@studio.example"]).0, Some(0));
     assert!(std::fs::read_to_string(home.path().join("dmv/config")).unwrap().contains("Ann Lee"));
     assert_eq!(run(&["config", "user.name"]).1, "Ann Lee\n");
     std::fs::write(d.join("a.txt"), "b").unwrap();
-    let (_, _, err) = run(&["commit", "-a", "-m", "two"]);
-    assert!(!err.contains("hint:"), "{err}");
+    let (code, _, err) = run(&["commit", "-a", "-m", "two"]);
+    assert!(code == Some(0) && err.is_empty(), "{err}");
     assert_eq!(run(&["log", "-n", "1", "--format=%an <%ae>"]).1, "Ann Lee <ann@studio.example>\n");
     // The repository's own setting wins; --unset removes it.
     run(&["config", "user.name", "Ann (studio B)"]);
@@ -795,7 +820,8 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: half done\n");
     // What it holds, per file and as a diff; stash@{N} is a revision.
     let shown = dmv(d, &["stash", "show"]);
-    assert!(shown.contains(" a.jpg   | Bin 2 -> 12 bytes") && shown.contains(" b.jpg   | Bin 2 -> 0 bytes") && shown.contains("new.jpg"), "{shown}");
+    // Text (these "photos" hold text) is counted in lines as git counts it.
+    assert!(shown.contains(" a.jpg   | 2 +-\n") && shown.contains(" b.jpg   | 1 -\n") && shown.contains(" new.jpg | 1 +\n"), "{shown}");
     assert!(shown.ends_with(" 3 files changed, 1 added, 1 modified, 1 deleted\n"), "{shown}");
     let patch = dmv(d, &["stash", "show", "-p", "0"]);
     assert!(patch.contains("diff --dmv a/new.jpg b/new.jpg\nnew file\n") && patch.contains("deleted file"), "{patch}");
@@ -863,6 +889,54 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     dmv(d, &["stash", "clear"]);
     assert_eq!(dmv(d, &["stash", "list"]), "");
     dmv(d, &["stash", "clear"]);
+    common::remote::fsck_clean(d);
+}
+
+/// `stash -u`: untracked files go aside too (ignored ones stay), kept
+/// through gc, and come back untracked; one in the way refuses the pop with
+/// nothing changed.
+#[test]
+fn stash_u_puts_untracked_files_aside_and_brings_them_back_untracked() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.jpg"), "a1").unwrap();
+    std::fs::write(d.join(".dmvignore"), "*.tmp\n").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "first"]);
+    std::fs::write(d.join("a.jpg"), "a2").unwrap();
+    std::fs::create_dir_all(d.join("shoot/raw")).unwrap();
+    write_noise(&d.join("shoot/raw/IMG_1.cr3"), 300_000, 3);
+    let raw = std::fs::read(d.join("shoot/raw/IMG_1.cr3")).unwrap();
+    std::fs::write(d.join("loose.txt"), "loose").unwrap();
+    std::fs::write(d.join("cache.tmp"), "ignored").unwrap();
+    let before = dmv(d, &["status", "--short"]);
+    assert_eq!(before, " M a.jpg\n?? loose.txt\n?? shoot/raw/IMG_1.cr3\n");
+    let out = dmv(d, &["stash", "-u"]);
+    assert!(out.starts_with("Saved working directory and index state WIP on main"), "{out}");
+    assert_eq!(dmv(d, &["status", "--short"]), "");
+    assert!(!d.join("loose.txt").exists() && !d.join("shoot/raw/IMG_1.cr3").exists());
+    assert_eq!(std::fs::read(d.join("cache.tmp")).unwrap(), b"ignored", "ignored files stay");
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
+    assert_eq!(dmv_out(d, &["stash", "-u"]).status.code(), Some(1), "nothing left to put aside");
+    dmv(d, &["gc"]);
+    dmv(d, &["stash", "pop"]);
+    assert_eq!(dmv(d, &["status", "--short"]), before, "back as they were: untracked");
+    assert_eq!(std::fs::read(d.join("shoot/raw/IMG_1.cr3")).unwrap(), raw);
+    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a2");
+    // Only untracked files: still something to put aside.
+    dmv(d, &["checkout", "--", "a.jpg"]);
+    dmv(d, &["stash", "push", "-u", "-m", "loose ends"]);
+    assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: loose ends\n");
+    std::fs::write(d.join("loose.txt"), "made again meanwhile").unwrap();
+    let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
+    assert!(line.contains("untracked file loose.txt would be overwritten"), "{line}");
+    assert_eq!(std::fs::read(d.join("loose.txt")).unwrap(), b"made again meanwhile");
+    assert!(!d.join("shoot/raw/IMG_1.cr3").exists(), "nothing changed");
+    assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1, "kept");
+    std::fs::remove_file(d.join("loose.txt")).unwrap();
+    dmv(d, &["stash", "pop"]);
+    assert_eq!(dmv(d, &["status", "--short"]), "?? loose.txt\n?? shoot/raw/IMG_1.cr3\n");
+    assert_eq!(std::fs::read(d.join("loose.txt")).unwrap(), b"loose");
     common::remote::fsck_clean(d);
 }
 
@@ -1267,4 +1341,77 @@ fn slips_of_the_first_hour_get_git_answers() {
     // A command used wrongly exits 129, as git's do; --help is not an error.
     assert_eq!(dmv_out(d, &["log", "--nosuchflag"]).status.code(), Some(129));
     assert_eq!(dmv_out(d, &["log", "--help"]).status.code(), Some(0));
+}
+
+/// Runs `dmv ARGS` on a terminal (a pty made by `script`), with `env` set;
+/// what the terminal showed, without carriage returns.
+fn on_terminal(d: &std::path::Path, args: &str, env: &[(&str, &str)]) -> String {
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &format!("{} {args}", bin().display()), "/dev/null"]).current_dir(d).env("SHELL", "/bin/sh").env("TERM", "xterm");
+    for var in ["NO_COLOR", "PAGER", "GIT_PAGER", "DMV_PAGER", "LESS"] {
+        c.env_remove(var);
+    }
+    c.envs(env.iter().copied()).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com");
+    let out = c.output().expect("run script");
+    assert!(out.status.success(), "dmv {args} on a terminal: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
+}
+
+/// Colour and a pager as git gives them: on a terminal only, unless
+/// `--color=always` or `color.ui` say otherwise; `NO_COLOR` and
+/// `--no-color` turn colour off; the pager is DMV_PAGER, core.pager or
+/// PAGER (with `LESS=FRX`), `-P`/`--no-pager` or an empty core.pager turn it off;
+/// status is painted, never paged.
+#[test]
+fn colour_and_a_pager_come_on_a_terminal_as_git_gives_them() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("notes.txt"), "old\nsame\n").unwrap();
+    dmv(d, &["add", "notes.txt"]);
+    dmv(d, &["commit", "-m", "notes"]);
+    std::fs::write(d.join("notes.txt"), "new\nsame\n").unwrap();
+    std::fs::write(d.join("new.txt"), "x\n").unwrap();
+    let strip = |s: &str| s.replace("\x1b[m", "").replace("\x1b[1m", "").replace("\x1b[31m", "").replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[36m", "");
+
+    // Piped: plain; asked for: painted, and the same text without the paint.
+    let plain = dmv(d, &["diff"]);
+    assert!(!plain.contains('\x1b') && plain.contains("-old\n+new\n"), "{plain}");
+    let painted = dmv(d, &["diff", "--color=always"]);
+    for piece in [
+        "\x1b[1mdiff --dmv a/notes.txt b/notes.txt\x1b[m",
+        "\x1b[1m--- a/notes.txt\x1b[m",
+        "\x1b[36m@@ -1,2 +1,2 @@\x1b[m",
+        "\x1b[31m-old\x1b[m",
+        "\x1b[32m+new\x1b[m",
+        "\n same\n",
+    ] {
+        assert!(painted.contains(piece), "{piece:?} in {painted:?}");
+    }
+    assert_eq!(strip(&painted), plain);
+    assert_eq!(dmv(d, &["diff", "--color"]), painted, "--color alone is always");
+    dmv(d, &["config", "color.ui", "always"]);
+    let log = dmv(d, &["log", "--oneline"]);
+    assert!(log.starts_with("\x1b[33m") && strip(&log) == dmv(d, &["log", "--oneline", "--no-color"]), "{log:?}");
+    assert!(dmv(d, &["status"]).contains("\t\x1b[31mmodified:   notes.txt\x1b[m"));
+    let bad = dmv_out(d, &["config", "color.ui", "sometimes"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("'sometimes' is not auto, always or never"), "{}", stderr(&bad));
+    dmv(d, &["config", "--unset", "color.ui"]);
+
+    // On a terminal: painted and paged, with git's LESS for the pager.
+    let pager = [("DMV_PAGER", "printf 'LESS=%s\\n' \"$LESS\"; sed 's/^/paged: /'")];
+    let shown = on_terminal(d, "log --oneline", &pager);
+    assert!(shown.starts_with("LESS=FRX\npaged: \x1b[33m") && shown.ends_with(" notes\n"), "{shown:?}");
+    let shown = on_terminal(d, "diff", &[pager[0], ("NO_COLOR", "1")]);
+    assert!(shown.contains("paged: -old\npaged: +new\n") && !shown.contains('\x1b'), "{shown:?}");
+    for unpaged in ["-P diff", "--no-pager diff"] {
+        let shown = on_terminal(d, unpaged, &pager);
+        assert!(!shown.contains("paged:") && shown.contains("\x1b[31m-old\x1b[m"), "{unpaged}: {shown:?}");
+    }
+    let status = on_terminal(d, "status", &pager);
+    assert!(!status.contains("paged:") && status.contains("\t\x1b[31mnew.txt\x1b[m"), "{status:?}");
+    // core.pager when no DMV_PAGER or GIT_PAGER is set; empty means none.
+    dmv(d, &["config", "core.pager", "sed 's/^/configured: /'"]);
+    assert!(on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("configured: commit "));
+    dmv(d, &["config", "core.pager", ""]);
+    assert!(on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("commit "));
 }

@@ -121,6 +121,51 @@ fn fast_forward_then_up_to_date() {
     fsck_clean(d);
 }
 
+/// `--no-ff` makes a merge commit where a fast-forward would do (its tree
+/// theirs, its parents HEAD and theirs); `--ff-only` refuses a merge that
+/// needs one, with nothing changed, and fast-forwards otherwise.
+#[test]
+fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a"), "one").unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "one"]);
+    let one = rev(d, "main");
+    dmv(d, &["switch", "-c", "feature"]);
+    std::fs::write(d.join("b.bin"), noise(100_000, 5)).unwrap();
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "two"]);
+    let feature = rev(d, "feature");
+    dmv(d, &["switch", "main"]);
+    dmv(d, &["merge", "--no-ff", "feature"]);
+    let merged = rev(d, "main");
+    assert_ne!(merged, feature);
+    assert_eq!(dmv(d, &["log", "-1", "--format=%P %s"]).trim(), format!("{one} {feature} Merge feature"));
+    assert_eq!(dmv(d, &["diff", "--name-only", "feature", "main"]), "", "the tree is theirs");
+    assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(100_000, 5));
+    assert!(dmv(d, &["status"]).contains("nothing to commit"));
+    // Diverged: --ff-only refuses, with nothing changed.
+    dmv(d, &["switch", "feature"]);
+    std::fs::write(d.join("c"), "three").unwrap();
+    dmv(d, &["add", "c"]);
+    dmv(d, &["commit", "-m", "three"]);
+    dmv(d, &["switch", "main"]);
+    std::fs::write(d.join("a"), "one, edited").unwrap();
+    dmv(d, &["commit", "-a", "-m", "edit"]);
+    let main = rev(d, "main");
+    let out = dmv_out(d, &["merge", "--ff-only", "feature"]);
+    assert_eq!(out.status.code(), Some(128));
+    assert!(stderr(&out).contains("not possible to fast-forward to feature"), "{}", stderr(&out));
+    assert_eq!(rev(d, "main"), main);
+    assert!(!d.join("c").exists() && dmv(d, &["status", "--short"]).is_empty());
+    // Behind: --ff-only fast-forwards.
+    dmv(d, &["switch", "-c", "behind", "HEAD~1"]);
+    assert_eq!(dmv(d, &["merge", "--ff-only", "main"]).trim(), format!("Fast-forward to {}", &main[..12]));
+    assert_eq!(dmv_out(d, &["merge", "--ff-only", "--no-ff", "main"]).status.code(), Some(129));
+    fsck_clean(d);
+}
+
 #[test]
 fn changes_to_different_files_merge_into_a_two_parent_commit() {
     let repo = diverged(

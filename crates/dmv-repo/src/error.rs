@@ -279,6 +279,9 @@ pub enum RepoError {
         /// The destination, in the repository.
         path: String,
     },
+    /// A commit with no name and email set anywhere (a person's command line refuses to sign as nobody).
+    #[error("author identity unknown: tell dmv who you are with `dmv config --global user.name \"Your Name\"` and `dmv config --global user.email you@example.com` (or DMV_AUTHOR_NAME and DMV_AUTHOR_EMAIL), then run the command again")]
+    UnknownIdentity,
     /// An operation that would lose changes not committed (checkout, merge,
     /// revert, stash apply).
     /// `merge`: the refusal came from a merge (the message says so).
@@ -348,6 +351,12 @@ pub enum RepoError {
     NoStash {
         /// The entry asked for, 0 the newest.
         index: usize,
+    },
+    /// `merge --ff-only` where both sides have commits the other lacks.
+    #[error("not possible to fast-forward to {label}: each side has commits the other lacks; nothing was changed (merge without --ff-only to join them)")]
+    NotFastForward {
+        /// What was to be merged.
+        label: String,
     },
     /// Applying a stash over a file changed since it was stashed.
     #[error("cannot apply the stash: {path} was changed differently since; nothing was changed and the stash is kept")]

@@ -35,7 +35,11 @@ fn a_commit_that_commits_nothing_says_why_as_git_does() {
     assert_eq!(commit(&repo, "m", false), Committed::Nothing(NothingToCommit::ChangesNotStaged));
     let Committed::Made { id: second, root: false } = commit(&repo, "second", true) else { panic!("commit -a commits a tracked file's change") };
     assert_eq!(repo.commit(&second).unwrap().parents, vec![id]);
-    // No message, no merge in progress: refused, nothing changed.
+    // No message and nothing to commit: nothing to commit (not "a message is required").
+    let nothing = repo.commit_with(&CommitRequest { message: None, all: true, amend: false }, &Silent).unwrap();
+    assert_eq!(nothing, Committed::Nothing(NothingToCommit::Clean));
+    // No message, something to commit, no merge in progress: refused, nothing changed.
+    std::fs::write(t.path().join("a.txt"), "three\n").unwrap();
     let refused = repo.commit_with(&CommitRequest { message: None, all: true, amend: false }, &Silent);
     assert!(matches!(refused, Err(RepoError::MessageRequired)), "{refused:?}");
     assert_eq!(repo.head_commit().unwrap(), Some(second));

@@ -18,6 +18,7 @@ impl Repository {
     /// a pick in progress.
     pub fn cherry_pick(&self, pick: ObjectId, label: &str, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
+        self.signer()?;
         // The same pick again, after one was cut short while writing the working tree: undone and run anew.
         if let Some(m) = self.merge_state()? {
             if m.theirs == pick && m.kind == MergeKind::CherryPick && m.phase == MergePhase::Applying {

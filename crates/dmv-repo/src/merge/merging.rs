@@ -50,6 +50,19 @@ pub enum MergeOutcome {
     Conflicts(Vec<ConflictedPath>),
 }
 
+/// Whether a merge may move HEAD without a merge commit when HEAD is
+/// behind (git's `--ff`, the default), must (`--ff-only`), or must not (`--no-ff`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FastForward {
+    /// Fast-forward when HEAD is behind, else make a merge commit.
+    #[default]
+    Allow,
+    /// Fast-forward, or refuse with nothing changed.
+    Only,
+    /// Make a merge commit even when HEAD is behind.
+    Never,
+}
+
 /// A path a merge left in conflict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConflictedPath {
@@ -79,6 +92,11 @@ fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item
 impl Repository {
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
     pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
+        self.merge_with(theirs, label, FastForward::Allow, progress)
+    }
+
+    /// [`Repository::merge`], fast-forwarding as `ff` says.
+    pub fn merge_with(&self, theirs: ObjectId, label: &str, ff: FastForward, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
         // The same merge again, after one was cut short while writing the
         // working tree: undone (it started from a clean tree) and run anew.
@@ -112,9 +130,14 @@ impl Repository {
         if base == Some(theirs) {
             return Ok(MergeOutcome::UpToDate);
         }
-        if base == Some(ours) {
-            return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress);
+        match (base == Some(ours), ff) {
+            (true, FastForward::Allow | FastForward::Only) => return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress),
+            (false, FastForward::Only) => return Err(RepoError::NotFastForward { label: label.to_string() }),
+            // --no-ff: a merge commit even so, whose tree is theirs.
+            _ => {}
         }
+        // A fast-forward signs nothing; a merge commit needs a name, asked before the working tree changes.
+        self.signer()?;
         // Unrelated histories (no base) merge as if from an empty tree: every path both add differently conflicts.
         self.three_way_merge(MergeKind::Merge, ours, base, theirs, label, (&status, &ds), progress)
     }
@@ -226,7 +249,7 @@ impl Repository {
             MergeKind::CherryPick => {
                 // The picked change keeps its author; whoever picks it commits it.
                 let author = self.commit(&state.theirs)?.author;
-                let commit = Commit { tree, parents: head.into_iter().collect(), author, committer: self.identity(), message: message.to_string() };
+                let commit = Commit { tree, parents: head.into_iter().collect(), author, committer: self.signer()?, message: message.to_string() };
                 let id = session.put_object(ObjectKind::Commit, &encode(&commit))?;
                 session.finish()?;
                 dmv_store::failpoint("commit-before-ref");

@@ -58,6 +58,17 @@ impl Repository {
         Ok(DiffSide::Binary { facts })
     }
 
+    /// `entry` as text, as [`Repository::diff_side`] would show it (None:
+    /// binary, too large or not here), without describing a binary file:
+    /// what `diff --stat` needs to count lines.
+    pub fn diff_text(&self, entry: Option<&FlatEntry>, worktree_path: Option<&[u8]>) -> RepoResult<Option<String>> {
+        match entry {
+            None => Ok(Some(String::new())),
+            Some(e) if e.kind == EntryKind::Dir || e.size > TEXT_DIFF_LIMIT => Ok(None),
+            Some(e) => self.small_text(e, worktree_path),
+        }
+    }
+
     /// A file's content if it is text (a symlink's target is); None when
     /// binary or its data is not here.
     fn small_text(&self, e: &FlatEntry, worktree_path: Option<&[u8]>) -> RepoResult<Option<String>> {

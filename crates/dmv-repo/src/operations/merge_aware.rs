@@ -250,6 +250,7 @@ impl Repository {
     /// the outcome says why, as git does.
     pub fn commit_with(&self, request: &CommitRequest<'_>, progress: &dyn Progress) -> RepoResult<Committed> {
         self.require_worktree()?;
+        self.signer()?;
         let _wlock = self.lock_worktree()?;
         if request.amend {
             if request.all {
@@ -260,17 +261,29 @@ impl Repository {
         let message = match (request.message, self.merge_state()?) {
             (Some(m), _) => m.to_string(),
             (None, Some(merge)) => self.default_message(&merge)?,
-            (None, None) => return Err(RepoError::MessageRequired),
+            (None, None) => {
+                // A message is asked for only when there is something to commit.
+                let status = self.status()?;
+                if !status.staged.is_empty() || (request.all && !status.unstaged.is_empty()) {
+                    return Err(RepoError::MessageRequired);
+                }
+                return Ok(Committed::Nothing(self.nothing_to_commit()?));
+            }
         };
         let committed = match request.all {
             true => self.commit_all(&message, progress)?,
             false => self.commit_staged(&message)?,
         };
-        if let Some(id) = committed {
-            return Ok(Committed::Made { id, root: self.commit(&id)?.parents.is_empty() });
+        match committed {
+            Some(id) => Ok(Committed::Made { id, root: self.commit(&id)?.parents.is_empty() }),
+            None => Ok(Committed::Nothing(self.nothing_to_commit()?)),
         }
+    }
+
+    /// Why a commit found nothing to record, in git's terms.
+    fn nothing_to_commit(&self) -> RepoResult<NothingToCommit> {
         let listing = self.status_listing()?;
-        Ok(Committed::Nothing(if !listing.unstaged.is_empty() {
+        Ok(if !listing.unstaged.is_empty() {
             NothingToCommit::ChangesNotStaged
         } else if !listing.untracked.is_empty() {
             NothingToCommit::OnlyUntracked
@@ -278,7 +291,7 @@ impl Repository {
             NothingToCommit::NoFiles
         } else {
             NothingToCommit::Clean
-        }))
+        })
     }
 
     /// Checks out the commit `head` names and makes it HEAD, as one change

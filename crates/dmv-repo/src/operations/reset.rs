@@ -59,7 +59,7 @@ impl Repository {
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         let message = message.unwrap_or(&old.message).to_string();
-        let commit = Commit { tree, parents: old.parents, author: old.author, committer: self.identity(), message };
+        let commit = Commit { tree, parents: old.parents, author: old.author, committer: self.signer()?, message };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
         dmv_store::failpoint("commit-before-ref");

@@ -20,6 +20,7 @@ impl Repository {
     /// conflict; DMV's files are rarely mergeable by hand), or for a merge.
     pub fn revert(&self, commit: ObjectId, progress: &dyn Progress) -> RepoResult<ObjectId> {
         self.require_worktree()?;
+        self.signer()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });

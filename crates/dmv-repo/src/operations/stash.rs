@@ -3,7 +3,9 @@
 //! staged, a commit of the staging area, as git keeps them) under
 //! `refs/stashes/`, the working tree made HEAD's again, and later brought
 //! back: as unstaged changes with new files staged, as git's `stash pop`
-//! does, or with `--index` with what was staged staged again.
+//! does, or with `--index` with what was staged staged again. With
+//! untracked files (`stash -u`) a third parent holds them, as git's does,
+//! and they come back untracked.
 
 use std::collections::HashSet;
 
@@ -11,7 +13,7 @@ use dmv_store::object::Commit;
 use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{RepoError, RepoResult};
-use crate::history::tree::{build, flatten, FlatTree};
+use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
 use crate::merge::three_way::three_way;
 use crate::paths::show;
 use crate::ref_names::{BRANCHES, STASHES};
@@ -48,10 +50,12 @@ impl Repository {
         self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })
     }
 
-    /// Puts the uncommitted changes to tracked files aside and makes the
-    /// working tree HEAD's. None when there is nothing to put aside.
-    pub fn stash_push(&self, message: Option<&str>, progress: &dyn Progress) -> RepoResult<Option<Stash>> {
+    /// Puts the uncommitted changes to tracked files (with `untracked`, the
+    /// files neither tracked nor ignored too) aside and makes the working
+    /// tree HEAD's. None when there is nothing to put aside.
+    pub fn stash_push(&self, message: Option<&str>, untracked: bool, progress: &dyn Progress) -> RepoResult<Option<Stash>> {
         self.require_worktree()?;
+        self.signer()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
@@ -63,8 +67,17 @@ impl Repository {
         // The changed files' content is stored as `add` would, into a copy of the dirstate that is not saved.
         self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
         let tree = ds.write_tree(&mut session)?;
+        // The untracked files: what staging everything adds to the tracked entries.
+        let mut loose: FlatTree = FlatTree::new();
+        if untracked {
+            let tracked: HashSet<Vec<u8>> = ds.entries.iter().map(|(p, _)| p.to_vec()).collect();
+            self.stage(&mut session, &mut ds, &[Vec::new()], false, progress)?;
+            for (path, e) in ds.entries.iter().filter(|(p, _)| !tracked.contains(*p)) {
+                loose.insert(path.to_vec(), FlatEntry { kind: e.kind, id: e.id, size: e.size });
+            }
+        }
         let head_commit = self.commit(&head)?;
-        if tree == head_commit.tree {
+        if tree == head_commit.tree && loose.is_empty() {
             return Ok(None);
         }
         let on = match self.head()? {
@@ -75,11 +88,17 @@ impl Repository {
             Some(m) => format!("On {on}: {m}"),
             None => format!("WIP on {on}: {} {}", head.short(), head_commit.message.lines().next().unwrap_or("")),
         };
-        let me = self.identity();
+        let me = self.signer()?;
         let mut parents = vec![head];
-        if staged != head_commit.tree {
+        // The staged tree's commit is the second parent when it differs, and always before a third.
+        if staged != head_commit.tree || !loose.is_empty() {
             let index = Commit { tree: staged, parents: vec![head], author: me.clone(), committer: me.clone(), message: format!("index on {on}: {}", head.short()) };
             parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
+        }
+        if !loose.is_empty() {
+            let files = build(&mut session, loose.iter().map(|(p, e)| (p.as_slice(), *e)))?;
+            let commit = Commit { tree: files, parents: Vec::new(), author: me.clone(), committer: me.clone(), message: format!("untracked files on {on}: {}", head.short()) };
+            parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?);
         }
         let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.clone() };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
@@ -91,6 +110,9 @@ impl Repository {
         drop(session);
         // Kept under its ref first: now the working tree may go back to HEAD.
         self.discard_changes()?;
+        for path in loose.keys() {
+            self.remove_worktree_file(path)?;
+        }
         Ok(Some(Stash { ref_name, id, message }))
     }
 
@@ -125,6 +147,16 @@ impl Repository {
         if let Some(c) = conflicts.first() {
             return Err(RepoError::StashConflict { path: show(&c.path) });
         }
+        // Untracked files it put aside come back where nothing is now, tracked or not.
+        let loose = flat_of(stashed.parents.get(2))?;
+        for path in loose.keys() {
+            if merged.contains_key(path) {
+                return Err(RepoError::StashConflict { path: show(path) });
+            }
+            if std::fs::symlink_metadata(self.abs_path(path)).is_ok() {
+                return Err(RepoError::UntrackedInTheWay { path: show(path), merge: false });
+            }
+        }
         // The staged versions to stage again: where the staging area differed from the stash's HEAD.
         let staged: FlatTree = match (restore_index, stashed.parents.get(1)) {
             (true, Some(index)) => flatten(&self.store, &self.commit(index)?.tree)?,
@@ -140,14 +172,14 @@ impl Repository {
         // What the stash brings back; every other path keeps its entry (a carried change, staged or not).
         let touched = |path: &[u8]| merged.get(path) != ours.get(path);
         let mut session = self.store.begin_write()?;
-        let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
+        let target = build(&mut session, merged.iter().chain(loose.iter()).map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
         self.update_worktree(&target, &Written::new(), progress)?;
         // The changes back as changes: HEAD's entries where HEAD has the
         // path (re-read, so they show as unstaged), the stash's new files staged.
         let written = self.load_dirstate()?;
         let mut ds = Dirstate::default();
-        for (path, e) in written.entries.iter() {
+        for (path, e) in written.entries.iter().filter(|(p, _)| !loose.contains_key(*p)) {
             let entry = match ours.get(path) {
                 Some(h) if touched(path) && (h.id != e.id || h.kind != e.kind) => DirEntry::stat_unknown(h.kind, h.id, h.size),
                 _ => e.clone(),

@@ -34,6 +34,12 @@ pub struct Config {
     /// `merge.conflictStyle`: how a text file's conflicts are marked (`merge`, `diff3`, `zdiff3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_conflict_style: Option<String>,
+    /// `color.ui`: auto, always or never (git's values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color_ui: Option<String>,
+    /// `core.pager`: the command long output is shown through on a terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_pager: Option<String>,
     /// A bare repository has no working tree: it only receives pushes.
     #[serde(default)]
     pub bare: bool,
@@ -136,6 +142,8 @@ impl Config {
             user_email: None,
             merge_tool: None,
             merge_conflict_style: None,
+            color_ui: None,
+            core_pager: None,
             bare: false,
             remotes: Default::default(),
             slice: Slice::Full,
@@ -230,6 +238,12 @@ pub struct GlobalSettings {
     /// `remote.timeout` for every repository without its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_timeout: Option<u32>,
+    /// `color.ui` for every repository without its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color_ui: Option<String>,
+    /// `core.pager` for every repository without its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_pager: Option<String>,
 }
 
 /// Where the global settings live, if a home is known.
@@ -258,6 +272,8 @@ impl GlobalSettings {
             "merge.tool" => self.merge_tool.clone(),
             "merge.conflictStyle" => self.merge_conflict_style.clone(),
             "remote.timeout" => self.remote_timeout.map(|s| s.to_string()),
+            "color.ui" => self.color_ui.clone(),
+            "core.pager" => self.core_pager.clone(),
             _ => None,
         }
     }

@@ -37,6 +37,8 @@ pub struct Repository {
     wlock: WorktreeLock,
     /// Which files checkouts write read-only (read when first needed).
     pub(crate) read_only: std::sync::RwLock<Option<std::sync::Arc<ReadOnlyRule>>>,
+    /// Commits are refused while no name and email are set (see [`Repository::signer`]).
+    strict_identity: bool,
 }
 
 impl Repository {
@@ -160,7 +162,7 @@ impl Repository {
         }
         let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
         let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
-        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs, read_only: Default::default() })
+        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs, read_only: Default::default(), strict_identity: false })
     }
 
     /// Takes the working-tree lock: one command at a time changes the
@@ -272,7 +274,7 @@ impl Repository {
     /// Writes a commit of `tree` signed by [`Repository::identity`] into `session`,
     /// returning its id. Moves no ref.
     pub fn write_commit(&self, session: &mut dmv_store::WriteSession<'_>, tree: ObjectId, parents: Vec<ObjectId>, message: &str) -> RepoResult<ObjectId> {
-        let me = self.identity();
+        let me = self.signer()?;
         let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.to_string() };
         Ok(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?)
     }
@@ -291,6 +293,24 @@ impl Repository {
         let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
         let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         Signature { name, email, time, tz_minutes: 0 }
+    }
+
+    /// From now on, commits (and merges, picks, reverts, rebases, stashes)
+    /// are refused while no name and email are set, as git refuses them:
+    /// what a person's command line asks for. Without it, commits are
+    /// signed `$USER <$USER@localhost>` (a program's own repositories).
+    pub fn refuse_unknown_identity(&mut self) {
+        self.strict_identity = true;
+    }
+
+    /// Who signs a commit made now: [`Repository::identity`], or, after
+    /// [`Repository::refuse_unknown_identity`], an error while no name and
+    /// email are set. Operations that commit ask first, before they change anything.
+    pub fn signer(&self) -> RepoResult<Signature> {
+        if self.strict_identity && !self.identity_is_set() {
+            return Err(RepoError::UnknownIdentity);
+        }
+        Ok(self.identity())
     }
 
     /// Whether a name and an email were set somewhere (else commits are

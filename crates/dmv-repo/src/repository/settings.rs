@@ -8,9 +8,10 @@ use crate::merge::line_merge::ConflictStyle;
 use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
-/// Keys `dmv config` knows; the first five may also be global.
-pub const KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "replica.name", "drop.numcopies", "drop.allowed"];
-const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout"];
+/// Keys `dmv config` knows; the first seven may also be global.
+pub const KEYS: &[&str] =
+    &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "color.ui", "core.pager", "replica.name", "drop.numcopies", "drop.allowed"];
+const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "color.ui", "core.pager"];
 
 /// A known key as spelled in [`KEYS`]: like git's, keys are case-insensitive.
 pub fn canonical_key(key: &str) -> &str {
@@ -25,6 +26,15 @@ fn conflict_style(key: &str, value: Option<&str>) -> RepoResult<Option<String>> 
     }
 }
 
+/// `color.ui` takes git's values.
+fn colour_setting(key: &str, value: Option<&str>) -> RepoResult<Option<String>> {
+    const KNOWN: &[&str] = &["auto", "always", "never", "true", "false", "yes", "no", "on", "off", "1", "0"];
+    match value {
+        Some(v) if !KNOWN.iter().any(|k| k.eq_ignore_ascii_case(v)) => Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not auto, always or never") }),
+        v => Ok(v.map(str::to_string)),
+    }
+}
+
 impl GlobalSettings {
     fn put(&mut self, key: &str, value: Option<&str>) -> RepoResult<()> {
         let text = || value.map(str::to_string);
@@ -34,6 +44,8 @@ impl GlobalSettings {
             "merge.tool" => self.merge_tool = text(),
             "merge.conflictStyle" => self.merge_conflict_style = conflict_style(key, value)?,
             "remote.timeout" => self.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
+            "color.ui" => self.color_ui = colour_setting(key, value)?,
+            "core.pager" => self.core_pager = text(),
             _ => return Err(unknown(key, GLOBAL_KEYS)),
         }
         Ok(())
@@ -82,6 +94,8 @@ pub fn repo_get(cfg: &Config, key: &str) -> Option<String> {
         "drop.numcopies" => cfg.numcopies.map(|n| n.to_string()),
         "drop.allowed" => cfg.drops_allowed.map(|b| b.to_string()),
         "remote.timeout" => cfg.remote_timeout.map(|s| s.to_string()),
+        "color.ui" => cfg.color_ui.clone(),
+        "core.pager" => cfg.core_pager.clone(),
         _ => None,
     }
 }
@@ -95,6 +109,8 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "merge.conflictStyle" => cfg.merge_conflict_style = conflict_style(key, value)?,
         "replica.name" => cfg.replica_name = text(),
         "remote.timeout" => cfg.remote_timeout = value.map(|v| seconds(key, v)).transpose()?,
+        "color.ui" => cfg.color_ui = colour_setting(key, value)?,
+        "core.pager" => cfg.core_pager = text(),
         "drop.numcopies" => {
             cfg.numcopies = match value {
                 None => None,
