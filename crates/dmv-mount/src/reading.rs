@@ -12,8 +12,11 @@ use dmv_repo::store::{ObjectId, ObjectKind, StoreError};
 use dmv_repo::Repository;
 use dmv_sync::PieceFetcher;
 
-/// Read-ahead grows with a run of reads in order, to at most this.
-const MOST_AHEAD: u64 = 8 << 20;
+/// Read-ahead grows with a run of reads in order, to at most this: each
+/// fetch is a round trip and a pack written and listed, so a copy of a film
+/// is fetched in few large pieces (8 MiB: 47% of `dmv cat`'s speed in a
+/// meta replica over HTTP, 64 MiB: 86%).
+const MOST_AHEAD: u64 = 64 << 20;
 /// ...once the run is longer than this: a player's seek reads a MiB or so
 /// in order (the kernel splits it), and should fetch no more than that.
 const FETCH_AHEAD_AFTER: u64 = 2 << 20;
