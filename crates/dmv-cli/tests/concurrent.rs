@@ -308,6 +308,38 @@ fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
     assert_eq!(dmv(d, &["log", "-1", "--format=%s"]).trim(), "theirs");
 }
 
+/// A rebase whose picks are made without the working tree: its new
+/// commits and a text file it merged line by line are named only by the
+/// plan's tip until the end. gc run then (the topic's old commits losing
+/// their other names too) keeps them all.
+#[test]
+fn gc_during_a_rebase_keeps_the_commits_its_plan_made() {
+    for point in ["rebase-picked-in-memory", "rebase-detached"] {
+        let repo = repo_with_one_commit();
+        let d = repo.path();
+        std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
+        dmv(d, &["add", "notes.txt"]);
+        dmv(d, &["commit", "-m", "notes"]);
+        dmv(d, &["switch", "-c", "topic"]);
+        std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
+        write_noise(&d.join("theirs.raw"), 3 << 20, 3);
+        dmv(d, &["add", "."]);
+        dmv(d, &["commit", "-m", "theirs"]);
+        dmv(d, &["switch", "main"]);
+        std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
+        dmv(d, &["commit", "-a", "-m", "ours"]);
+        dmv(d, &["switch", "topic"]);
+        let mut rebase = dmv_cmd(d);
+        rebase.args(["rebase", "main"]);
+        let paused = Paused::start(rebase, point);
+        ok(&gc_while_paused(d, paused));
+        fsck_clean(d);
+        assert_eq!(cat(d, "HEAD:notes.txt"), b"ONE\ntwo\nthree\nfour\nFIVE\n", "{point}");
+        assert!(cat(d, "HEAD:theirs.raw") == Noise::new(3).bytes(3 << 20), "{point}");
+        assert_eq!(dmv(d, &["log", "--format=%s"]).lines().collect::<Vec<_>>(), ["theirs", "ours", "notes", "a"], "{point}");
+    }
+}
+
 #[test]
 fn gc_during_fetch_and_clone_of_a_path_remote_keeps_what_arrives() {
     let t = tempfile::tempdir().unwrap();

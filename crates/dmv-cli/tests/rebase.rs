@@ -119,6 +119,29 @@ fn editor_script(dir: &Path, todo_sed: &str, message: &str) -> String {
     script.display().to_string()
 }
 
+/// Picks made without the working tree merge text line by line as the
+/// working-tree picks do, each on the one before: two commits editing the
+/// same file as main did, each merged onto what the last pick made.
+#[test]
+fn picks_on_the_same_text_file_merge_onto_each_other() {
+    let repo = new_repo();
+    let d = repo.path();
+    commit_file(d, "t.txt", "a\nb\nc\nd\ne\nf\ng\nh\n", "base");
+    dmv(d, &["switch", "-c", "topic"]);
+    commit_file(d, "t.txt", "a\nb\nc\nD\ne\nf\ng\nh\n", "topic 1");
+    commit_file(d, "t.txt", "a\nb\nc\nD\ne\nf\ng\nH\n", "topic 2");
+    dmv(d, &["switch", "main"]);
+    commit_file(d, "t.txt", "A\nb\nc\nd\ne\nf\ng\nh\n", "main 1");
+    dmv(d, &["switch", "topic"]);
+    dmv(d, &["rebase", "main"]);
+    assert_eq!(subjects(d, "HEAD"), ["topic 2", "topic 1", "main 1", "base"]);
+    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nD\ne\nf\ng\nH\n");
+    assert_eq!(dmv(d, &["cat", "HEAD~1:t.txt"]), "A\nb\nc\nD\ne\nf\ng\nh\n", "each pick is its own commit");
+    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    let fsck = dmv_out(d, &["fsck", "--full"]);
+    assert!(fsck.status.success(), "{}", stderr(&fsck));
+}
+
 #[test]
 fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
     let t = tempfile::tempdir().unwrap();
@@ -155,14 +178,21 @@ fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
     assert_eq!(rev(d, "HEAD"), head);
 }
 
-/// Killed at every step between durable writes (each pick's merge state,
-/// working tree, commit and ref, the plan, the branch's move and HEAD's
-/// return; the first and a later pick), a rebase is continued to the same
-/// result as one never killed, or aborted back to where it started; fsck
-/// finds nothing wrong either way.
+/// Killed at every step between durable writes, a rebase is continued to
+/// the same result as one never killed, or aborted back to where it
+/// started; fsck finds nothing wrong either way. Plain, its picks are made
+/// without the working tree (the plan saved with its tip, the files written
+/// once); with every line a reword, each pick goes through the working tree
+/// (its merge state, files, commit and ref, the plan; the first and a later pick).
 #[test]
 fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
-    let points = [
+    let t = tempfile::tempdir().unwrap();
+    // Every line a reword, each message kept as it is.
+    let reword_all = t.path().join("reword.sh");
+    std::fs::write(&reword_all, "#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e 's/^pick/reword/' \"$1\" ;;\nesac\n").unwrap();
+    std::fs::set_permissions(&reword_all, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let in_memory = ["rebase-state-written", "rebase-picked-in-memory", "rebase-detached", "rebase-branch-moved", "rebase-head-back"];
+    let through_the_files = [
         "rebase-state-written",
         "rebase-detached",
         "merge-state-written@1",
@@ -178,21 +208,25 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
         "rebase-branch-moved",
         "rebase-head-back",
     ];
-    for point in points {
+    let runs = in_memory.iter().map(|p| (*p, false)).chain(through_the_files.iter().map(|p| (*p, true)));
+    for (point, interactive) in runs {
         for finish in ["--continue", "--abort"] {
             let repo = topic_behind_main();
             let d = repo.path();
             let topic = rev(d, "topic");
             let before = files(d);
             let mut cmd = dmv_cmd(d);
-            cmd.args(["rebase", "main"]);
+            match interactive {
+                true => cmd.args(["rebase", "-i", "main"]).env("DMV_EDITOR", &reword_all),
+                false => cmd.args(["rebase", "main"]),
+            };
             let paused = Paused::start(cmd, point);
             // SAFETY: kill(2) on the child this test started.
             unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
             let _ = paused.resume();
-            let out = dmv_out(d, &["rebase", finish]);
-            assert!(out.status.success(), "{point}, {finish}: {}", stderr(&out));
-            let at = format!("killed at {point}, then {finish}");
+            let out = dmv_cmd(d).args(["rebase", finish]).env("DMV_EDITOR", &reword_all).output().unwrap();
+            let at = format!("killed at {point} (interactive: {interactive}), then {finish}");
+            assert!(out.status.success(), "{at}: {}", stderr(&out));
             if finish == "--continue" {
                 assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"], "{at}");
                 assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "{at}");

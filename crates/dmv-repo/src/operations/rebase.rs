@@ -10,14 +10,22 @@
 //! atomically) until the rebase ends. The branch itself moves only at the
 //! end, so an abort, or a kill at any moment, loses nothing: the state and
 //! the branch say where things stand, and `--continue` goes on.
+//!
+//! A pick that merges cleanly is made without the working tree: a merge of
+//! trees (text files line by line) and a commit object, the result kept in
+//! the plan as its tip; the files are written once, when a step needs them
+//! (a conflict, a reword, squash or fixup) or at the end.
 
 use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind, Progress};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
+use crate::history::tree::{build, flatten, FlatTree};
+use crate::merge::line_merge::MarkerLabels;
 use crate::merge::merge_state::{MergeKind, MergePhase};
 use crate::merge::merging::{ConflictedPath, MergeOutcome};
+use crate::merge::three_way::three_way;
 use crate::paths::show;
 use crate::repository::refs::{Head, RefUpdate};
 use crate::repository::repo::Repository;
@@ -86,6 +94,10 @@ pub struct RebaseState {
     /// The steps not done yet, the next first. While a pick is stopped on
     /// conflicts it is still the first.
     pub todo: Vec<Step>,
+    /// The commit the steps done so far made, when they were made without
+    /// the working tree (HEAD and the files are still where they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tip: Option<ObjectId>,
 }
 
 /// Where a rebase run ended.
@@ -147,7 +159,7 @@ impl Repository {
 
     /// Objects an unfinished rebase still needs, for gc: where it started and what it picks.
     pub(crate) fn rebase_roots(&self) -> RepoResult<Vec<ObjectId>> {
-        Ok(self.rebase_state()?.map(|s| [s.orig_head, s.onto].into_iter().chain(s.todo.iter().map(|t| t.commit)).collect()).unwrap_or_default())
+        Ok(self.rebase_state()?.map(|s| [s.orig_head, s.onto].into_iter().chain(s.tip).chain(s.todo.iter().map(|t| t.commit)).collect()).unwrap_or_default())
     }
 
     /// The plan `rebase UPSTREAM` would follow: the commits of HEAD's
@@ -198,7 +210,7 @@ impl Repository {
             return Ok(RebaseOutcome::UpToDate);
         }
         let branch = self.head_branch()?;
-        let state = RebaseState { branch, orig_head, onto, todo };
+        let state = RebaseState { branch, orig_head, onto, todo, tip: None };
         self.save_rebase_state(&state)?;
         dmv_store::failpoint("rebase-state-written");
         self.run_rebase(state, editor, progress)
@@ -210,8 +222,11 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
-        // A pick cut short before its working tree was written is made anew by the plan.
-        if let Some(m) = self.merge_state()?.filter(|m| m.phase != MergePhase::Applying) {
+        // A pick cut short while its working tree was written is undone, and made anew by the plan.
+        if self.merge_state()?.is_some_and(|m| m.phase == MergePhase::Applying) {
+            self.merge_abort()?;
+        }
+        if let Some(m) = self.merge_state()? {
             let step =
                 state.todo.first().cloned().filter(|s| m.kind == MergeKind::CherryPick && s.commit == m.theirs).ok_or(RepoError::MergeInProgress { label: m.label.clone() })?;
             let message = self.commit(&step.commit)?.message;
@@ -267,18 +282,11 @@ impl Repository {
     /// Does the steps of `state` until one stops or none is left, then
     /// moves the branch to the result.
     fn run_rebase(&self, mut state: RebaseState, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
-        // The picks are made on a detached HEAD, from onto; the branch moves at the end.
-        // (Still where it started: the rebase was cut short before it left.)
-        let not_left = match (&state.branch, self.head()?) {
-            (Some(b), Head::Branch(h)) => *b == h,
-            (None, Head::Detached(h)) => h == state.orig_head,
-            _ => false,
-        };
-        if not_left && !state.todo.is_empty() {
-            self.switch_to(&Head::Detached(state.onto), progress)?;
-            dmv_store::failpoint("rebase-detached");
-        }
-        while let Some(step) = state.todo.first().cloned() {
+        loop {
+            self.pick_in_memory(&mut state)?;
+            let Some(step) = state.todo.first().cloned() else { break };
+            // This step needs the working tree: HEAD and the files go to what the picks made first.
+            self.check_out_tip(&mut state, progress)?;
             if step.action != Action::Drop {
                 let before = self.head_commit()?;
                 match self.cherry_pick(step.commit, &step.commit.short(), progress)? {
@@ -292,6 +300,7 @@ impl Repository {
             self.save_rebase_state(&state)?;
             dmv_store::failpoint("rebase-step-saved");
         }
+        self.check_out_tip(&mut state, progress)?;
         let new_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
         if let Some(branch) = &state.branch {
             // The branch moves once, from where it was to the result (unless a run cut short moved it); HEAD goes back onto it.
@@ -308,6 +317,108 @@ impl Repository {
         dmv_store::failpoint("rebase-head-back");
         self.remove_rebase_state()?;
         Ok(RebaseOutcome::Done(new_head))
+    }
+
+    /// Does the plan's next picks that merge cleanly without the working
+    /// tree, from its tip (else HEAD): one commit object each, the plan and
+    /// its new tip saved once for them all. Stops before a step that needs
+    /// the working tree: a conflict (to be picked there, where it stops),
+    /// a reword, squash or fixup.
+    fn pick_in_memory(&self, state: &mut RebaseState) -> RepoResult<()> {
+        let mut tip = match state.tip {
+            Some(tip) => tip,
+            None if self.not_left(state)? => state.onto,
+            None => self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?,
+        };
+        let planned = state.todo.len();
+        let mut session = self.store.begin_write()?;
+        let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
+            match c {
+                Some(c) => flatten(&self.store, &self.commit(c)?.tree),
+                None => Ok(FlatTree::new()),
+            }
+        };
+        // Each pick's result is the next one's side, and in a line of commits
+        // each picked commit the next one's base: each tree is read once.
+        let mut tip_tree = self.commit(&tip)?.tree;
+        let mut tip_flat = flat_of(Some(&tip))?;
+        let mut last_picked: Option<(ObjectId, FlatTree)> = None;
+        while let Some(step) = state.todo.first() {
+            match step.action {
+                Action::Drop => {}
+                Action::Pick => {
+                    let picked = self.commit(&step.commit)?;
+                    if picked.parents.len() > 1 {
+                        break;
+                    }
+                    let base = match (last_picked.take(), picked.parents.first()) {
+                        (Some((id, flat)), Some(parent)) if id == *parent => flat,
+                        (_, parent) => flat_of(parent)?,
+                    };
+                    let theirs = flat_of(Some(&step.commit))?;
+                    let (mut merged, mut conflicts) = three_way(&base, &tip_flat, &theirs);
+                    if !conflicts.is_empty() {
+                        let base = picked.parents.first().map_or_else(|| "empty tree".to_string(), |b| b.short());
+                        let labels = MarkerLabels { ours: "HEAD", base: &base, theirs: &step.commit.short() };
+                        // The text merge reads what earlier picks wrote: written out first.
+                        session.finish()?;
+                        self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
+                        if !conflicts.is_empty() {
+                            break;
+                        }
+                    }
+                    let tree = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
+                    // A change already on the new base: left out, as git leaves it.
+                    if tree != tip_tree {
+                        let commit = Commit { tree, parents: vec![tip], author: picked.author, committer: self.signer()?, message: picked.message };
+                        tip = session.put_object(ObjectKind::Commit, &encode(&commit))?;
+                        tip_tree = tree;
+                        tip_flat = merged;
+                    }
+                    last_picked = Some((step.commit, theirs));
+                }
+                Action::Reword | Action::Squash | Action::Fixup => break,
+            }
+            state.todo.remove(0);
+        }
+        if state.todo.len() != planned {
+            session.finish()?;
+            state.tip = Some(tip);
+            // Saved while the session still holds the gc lock: the plan keeps the new commits alive.
+            self.save_rebase_state(state)?;
+            drop(session);
+            dmv_store::failpoint("rebase-picked-in-memory");
+        }
+        Ok(())
+    }
+
+    /// HEAD, detached, and the working tree to the plan's tip, where the
+    /// picks made one; else to onto, when HEAD has not left where the rebase
+    /// started (the branch itself moves only at the end).
+    fn check_out_tip(&self, state: &mut RebaseState, progress: &dyn Progress) -> RepoResult<()> {
+        let target = match state.tip {
+            Some(tip) => tip,
+            None if self.not_left(state)? => state.onto,
+            None => return Ok(()),
+        };
+        if self.head()? != Head::Detached(target) {
+            self.switch_to(&Head::Detached(target), progress)?;
+            dmv_store::failpoint("rebase-detached");
+        }
+        if state.tip.take().is_some() {
+            self.save_rebase_state(state)?;
+        }
+        Ok(())
+    }
+
+    /// HEAD is still where the rebase started: the branch (not yet moved
+    /// to the result), or the commit it was detached at.
+    fn not_left(&self, state: &RebaseState) -> RepoResult<bool> {
+        Ok(match (&state.branch, self.head()?) {
+            (Some(b), Head::Branch(h)) => *b == h && self.refs.get(b)? == Some(state.orig_head),
+            (None, Head::Detached(h)) => h == state.orig_head,
+            _ => false,
+        })
     }
 
     /// What a step does after its pick committed (HEAD moved from `before`):
@@ -359,6 +470,7 @@ mod tests {
             orig_head: ObjectId([1; 32]),
             onto: ObjectId([2; 32]),
             todo: vec![Step { action: Action::Pick, commit: ObjectId([3; 32]) }, Step { action: Action::Fixup, commit: ObjectId([4; 32]) }],
+            tip: None,
         };
         let json = serde_json::to_string(&state).unwrap();
         let one = "01".repeat(32);
@@ -371,6 +483,11 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<RebaseState>(&json).unwrap(), state);
         assert!(serde_json::from_str::<RebaseState>(&json.replace(&three, "zz")).is_err());
+        // With a tip the picks made without the working tree, it comes last.
+        let tipped = RebaseState { tip: Some(ObjectId([5; 32])), ..state.clone() };
+        let json = serde_json::to_string(&tipped).unwrap();
+        assert!(json.ends_with(&format!(r#","tip":"{}"}}"#, "05".repeat(32))), "{json}");
+        assert_eq!(serde_json::from_str::<RebaseState>(&json).unwrap(), tipped);
     }
 
     #[test]
