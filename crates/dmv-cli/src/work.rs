@@ -423,9 +423,12 @@ pub struct ResetArgs {
     hard: bool,
     /// The commit to move to (default HEAD).
     rev: Option<String>,
+    #[command(flatten)]
+    quiet: Quiet,
 }
 
 pub fn reset(a: ResetArgs) -> Result<u8> {
+    let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let target = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mode = match (a.soft, a.hard) {
@@ -435,7 +438,7 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
     };
     let p = Bar::new("checking out");
     repo.reset(target, mode, &p)?;
-    if a.hard {
+    if a.hard && !quiet {
         println!("HEAD is now at {} {}", target.short(), repo.commit(&target)?.message.lines().next().unwrap_or(""));
     }
     Ok(0)

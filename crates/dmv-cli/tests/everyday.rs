@@ -1341,6 +1341,9 @@ fn slips_of_the_first_hour_get_git_answers() {
     // A command used wrongly exits 129, as git's do; --help is not an error.
     assert_eq!(dmv_out(d, &["log", "--nosuchflag"]).status.code(), Some(129));
     assert_eq!(dmv_out(d, &["log", "--help"]).status.code(), Some(0));
+    // reset -q, as git's: nothing said.
+    assert!(dmv(d, &["reset", "--hard"]).starts_with("HEAD is now at "));
+    assert_eq!(dmv(d, &["reset", "--hard", "-q"]), "");
 }
 
 /// Runs `dmv ARGS` on a terminal (a pty made by `script`), with `env` set;
