@@ -279,17 +279,15 @@ fn gc_during_a_merge_keeps_both_sides_and_the_result() {
     assert!(cat(d, "HEAD:ours.raw") == std::fs::read(d.join("ours.raw")).unwrap());
 }
 
-/// A cherry-pick whose text file is merged line by line (a blob made by
-/// the pick itself) and whose picked commit loses its branch while gc runs:
-/// MERGE_STATE keeps both alive until the pick commits.
-#[test]
-fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
+/// A text file changed on main (its first line) and on `branch` (its last),
+/// with a 3 MiB file added there too; main checked out.
+fn notes_changed_on_main_and_on(branch: &str) -> tempfile::TempDir {
     let repo = repo_with_one_commit();
     let d = repo.path();
     std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
     dmv(d, &["add", "notes.txt"]);
     dmv(d, &["commit", "-m", "notes"]);
-    dmv(d, &["switch", "-c", "feature"]);
+    dmv(d, &["switch", "-c", branch]);
     std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
     write_noise(&d.join("theirs.raw"), 3 << 20, 3);
     dmv(d, &["add", "."]);
@@ -297,6 +295,16 @@ fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
     dmv(d, &["switch", "main"]);
     std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
     dmv(d, &["commit", "-a", "-m", "ours"]);
+    repo
+}
+
+/// A cherry-pick whose text file is merged line by line (a blob made by
+/// the pick itself) and whose picked commit loses its branch while gc runs:
+/// MERGE_STATE keeps both alive until the pick commits.
+#[test]
+fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
+    let repo = notes_changed_on_main_and_on("feature");
+    let d = repo.path();
     let mut pick = dmv_cmd(d);
     pick.args(["cherry-pick", "feature"]);
     let paused = Paused::start(pick, "merge-state-written");
@@ -310,24 +318,12 @@ fn gc_during_a_cherry_pick_keeps_the_picked_commit_and_the_merged_text() {
 
 /// A rebase whose picks are made without the working tree: its new
 /// commits and a text file it merged line by line are named only by the
-/// plan's tip until the end. gc run then (the topic's old commits losing
-/// their other names too) keeps them all.
+/// plan's tip until the end. gc run then keeps them all.
 #[test]
 fn gc_during_a_rebase_keeps_the_commits_its_plan_made() {
     for point in ["rebase-picked-in-memory", "rebase-detached"] {
-        let repo = repo_with_one_commit();
+        let repo = notes_changed_on_main_and_on("topic");
         let d = repo.path();
-        std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
-        dmv(d, &["add", "notes.txt"]);
-        dmv(d, &["commit", "-m", "notes"]);
-        dmv(d, &["switch", "-c", "topic"]);
-        std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
-        write_noise(&d.join("theirs.raw"), 3 << 20, 3);
-        dmv(d, &["add", "."]);
-        dmv(d, &["commit", "-m", "theirs"]);
-        dmv(d, &["switch", "main"]);
-        std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
-        dmv(d, &["commit", "-a", "-m", "ours"]);
         dmv(d, &["switch", "topic"]);
         let mut rebase = dmv_cmd(d);
         rebase.args(["rebase", "main"]);

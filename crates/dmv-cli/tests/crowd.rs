@@ -19,6 +19,7 @@ const N: usize = 8;
 fn spawn_script(dir: &Path, script: &str, env: &dyn Fn(&mut Command)) -> Child {
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(script).env("DMV", bin()).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com");
     env(&mut cmd);
     cmd.spawn().unwrap()
 }
