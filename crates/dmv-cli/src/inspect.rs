@@ -332,7 +332,7 @@ fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
 
 #[derive(Args)]
 pub struct ShowArgs {
-    /// A commit (default HEAD), or REV:PATH to print a file.
+    /// A commit (default HEAD), an annotated tag (its message, then its commit), or REV:PATH to print a file.
     rev: Option<String>,
     /// The files the commit changed and their sizes (by default, git's patch).
     #[arg(long)]
@@ -356,9 +356,16 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         return cat(CatArgs { spec: rev });
     }
     let repo = open_repo()?;
-    let id = repo.resolve(&rev)?;
+    let named = repo.resolve_unpeeled(&rev)?;
+    let id = repo.peel(&named)?;
     let c = repo.commit(&id)?;
     let _pager = a.colour.colour_and_pager(&repo);
+    if named != id {
+        // An annotated tag: git's header before the commit.
+        let tag = repo.annotated_tag(&named)?;
+        println!("{}\nTagger: {} <{}>\nDate:   {}\n", paint(Style::Id, &format!("tag {}", tag.name)), tag.tagger.name, tag.tagger.email, dmv_repo::utc_time(tag.tagger.time));
+        println!("{}\n", tag.message.trim_end());
+    }
     println!("{}\nAuthor: {} <{}>\nDate:   {}\n", paint(Style::Id, &format!("commit {id}")), c.author.name, c.author.email, dmv_repo::utc_time(c.author.time));
     for line in c.message.lines() {
         println!("    {line}");

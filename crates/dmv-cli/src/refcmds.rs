@@ -214,7 +214,7 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
         }
         let id = match rev.split_once(':') {
             Some((commit, path)) => repo.entry_at(commit, path)?.1.id,
-            None => repo.resolve(rev)?,
+            None => repo.resolve_unpeeled(rev)?,
         };
         println!("{}", if a.short { id.short() } else { id.to_hex() });
     }

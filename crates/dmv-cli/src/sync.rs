@@ -403,9 +403,10 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
     }
     eprintln!("To {url}");
     for u in &pushed.updated {
-        let name = u.name.strip_prefix(BRANCHES).unwrap_or(&u.name);
+        let name = u.name.strip_prefix(BRANCHES).or_else(|| u.name.strip_prefix(TAGS)).unwrap_or(&u.name);
         match (u.expected, u.new) {
-            (None, _) => eprintln!(" * [new]             {name} -> {name}"),
+            (None, _) if u.name.starts_with(TAGS) => eprintln!(" * [new tag]         {name} -> {name}"),
+            (None, _) => eprintln!(" * [new branch]      {name} -> {name}"),
             (Some(o), Some(n)) => eprintln!("   {}..{}  {name} -> {name}{}", short(&o), short(&n), if forced { " (forced)" } else { "" }),
             (Some(_), None) => eprintln!(" - [deleted]         {name}"),
         }

@@ -888,40 +888,108 @@ pub struct TagArgs {
     /// List the tags, those matching a pattern (`v1.*`) when given.
     #[arg(short, long, conflicts_with = "delete")]
     list: bool,
+    /// An annotated tag: a tag object with who made it, when, and a message
+    /// (from -m, -F, else the editor).
+    #[arg(short, long, conflicts_with_all = ["delete", "list"])]
+    annotate: bool,
+    /// The annotated tag's message (implies -a); several make paragraphs.
+    #[arg(short, long, conflicts_with_all = ["delete", "list"])]
+    message: Vec<String>,
+    /// The annotated tag's message from a file (`-` for standard input; implies -a).
+    #[arg(short = 'F', long, conflicts_with_all = ["delete", "list", "message"])]
+    file: Option<PathBuf>,
+    /// Listing: each tag with the first N lines of its message (1 when N
+    /// is not given; a plain tag shows its commit's).
+    #[arg(short = 'n', num_args = 0..=1, default_missing_value = "1", require_equals = false, conflicts_with = "delete")]
+    lines: Option<usize>,
 }
 
 pub fn tag(a: TagArgs) -> Result<u8> {
     let repo = open_repo()?;
     let name = match a.name {
-        Some(name) if !a.list => name,
-        first => {
-            let mut patterns = globset::GlobSetBuilder::new();
-            for p in first.iter().chain(&a.rev) {
-                patterns.add(globset::Glob::new(p).map_err(|e| anyhow!("bad pattern '{p}': {e}"))?);
-            }
-            let patterns = patterns.build()?;
-            for (name, _) in repo.refs.list(TAGS)? {
-                let short = name.trim_start_matches(TAGS);
-                if first.is_none() || patterns.is_match(short) {
-                    println!("{short}");
-                }
-            }
-            return Ok(0);
-        }
+        Some(name) if !a.list && a.lines.is_none() => name,
+        first => return list_tags(&repo, first.iter().chain(&a.rev), a.lines),
     };
     if a.delete {
         let old = repo.delete_tag(&name)?;
         println!("Deleted tag '{name}' (was {})", old.short());
+        return Ok(0);
+    }
+    let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
+    if !a.force && repo.refs.get(&tag_ref(&name))?.is_some() {
+        bail!("tag '{name}' already exists");
+    }
+    let old = if a.annotate || !a.message.is_empty() || a.file.is_some() {
+        // Refused before the editor opens, as a commit is.
+        repo.signer()?;
+        let Some(message) = tag_message(&repo, &name, &a.message, a.file.as_deref())? else {
+            eprintln!("Aborting tag: the message is empty.");
+            return Ok(1);
+        };
+        repo.create_annotated_tag(&name, id, &message, a.force)?.1
+    } else if a.force {
+        repo.set_tag(&name, id)?
     } else {
-        let id = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
-        match a.force {
-            true => {
-                if let Some(old) = repo.set_tag(&name, id)?.filter(|old| *old != id) {
-                    println!("Updated tag '{name}' (was {})", old.short());
-                }
-            }
-            false => repo.create_ref(&tag_ref(&name), id, "tag: created")?,
+        repo.create_ref(&tag_ref(&name), id, "tag: created")?;
+        None
+    };
+    if let Some(old) = old.filter(|old| *old != id) {
+        println!("Updated tag '{name}' (was {})", old.short());
+    }
+    Ok(0)
+}
+
+/// `tag -l [PATTERN…]`, with `-n` the first lines of each tag's message.
+fn list_tags<'a>(repo: &Repository, patterns: impl Iterator<Item = &'a String>, lines: Option<usize>) -> Result<u8> {
+    let mut set = globset::GlobSetBuilder::new();
+    let mut any = false;
+    for p in patterns {
+        set.add(globset::Glob::new(p).map_err(|e| anyhow!("bad pattern '{p}': {e}"))?);
+        any = true;
+    }
+    let set = set.build()?;
+    let mut out = std::io::stdout().lock();
+    for (full, id) in repo.refs.list(TAGS)? {
+        let short = full.trim_start_matches(TAGS);
+        if any && !set.is_match(short) {
+            continue;
+        }
+        let Some(n) = lines else {
+            writeln!(out, "{short}")?;
+            continue;
+        };
+        let peeled = repo.peel(&id)?;
+        let message = match peeled == id {
+            true => repo.commit(&id).map(|c| c.message).unwrap_or_default(),
+            false => repo.annotated_tag(&id)?.message,
+        };
+        let mut text = message.lines().take(n.max(1));
+        writeln!(out, "{short:<15} {}", text.next().unwrap_or(""))?;
+        for line in text {
+            writeln!(out, "{}", format!("{:<15}     {line}", "").trim_end())?;
         }
     }
     Ok(0)
+}
+
+/// An annotated tag's message: `-m` paragraphs, `-F` file, else what the
+/// person writes in the editor. None: left empty.
+fn tag_message(repo: &Repository, name: &str, messages: &[String], file: Option<&std::path::Path>) -> Result<Option<String>> {
+    let text = if !messages.is_empty() {
+        messages.join("\n\n")
+    } else if let Some(file) = file {
+        let mut text = String::new();
+        if file == std::path::Path::new("-") {
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("cannot read the message from standard input")?;
+        } else {
+            text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        }
+        text
+    } else {
+        let editor = editor().ok_or_else(|| anyhow!("no message for the tag: give -m MESSAGE (or set DMV_EDITOR/EDITOR)"))?;
+        let template = format!("\n#\n# Write a message for tag:\n#   {name}\n# Lines starting with '#' will be ignored.\n");
+        return Ok(edit_text(&editor, &repo.dmv.join("TAG_EDITMSG"), &template)?.map(|m| m + "\n"));
+    };
+    let text = text.trim().to_string();
+    Ok((!text.is_empty()).then(|| text + "\n"))
 }

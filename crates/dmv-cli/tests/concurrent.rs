@@ -336,6 +336,28 @@ fn gc_during_a_rebase_keeps_the_commits_its_plan_made() {
     }
 }
 
+/// An annotated tag's object is stored before its ref names it: gc run in
+/// between keeps it, and a kill there leaves no tag and nothing damaged.
+#[test]
+fn gc_during_an_annotated_tag_keeps_it_and_a_kill_leaves_none() {
+    let repo = repo_with_one_commit();
+    let d = repo.path();
+    let mut tag = dmv_cmd(d);
+    tag.args(["tag", "-a", "v1", "-m", "Release one"]);
+    ok(&gc_while_paused(d, Paused::start(tag, "tag-object-written")));
+    fsck_clean(d);
+    assert_eq!(dmv(d, &["tag", "-n"]), format!("{:<15} Release one\n", "v1"));
+    assert_eq!(dmv(d, &["rev-parse", "v1^{}"]), dmv(d, &["rev-parse", "HEAD"]));
+
+    let out = dmv_cmd(d).args(["tag", "-a", "v2", "-m", "Two"]).env("DMV_FAILPOINT", "tag-object-written").output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(dmv(d, &["tag"]), "v1\n");
+    ok(&dmv_out(d, GC_NOW));
+    fsck_clean(d);
+    dmv(d, &["tag", "-a", "v2", "-m", "Two"]);
+    assert_eq!(dmv(d, &["tag"]), "v1\nv2\n");
+}
+
 #[test]
 fn gc_during_fetch_and_clone_of_a_path_remote_keeps_what_arrives() {
     let t = tempfile::tempdir().unwrap();

@@ -74,6 +74,12 @@ fn a_git_history_comes_over_whole_and_again_only_what_is_new() {
     assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "shot list\nday two\n");
     assert!(dmv(&d, &["status", "--short"]).is_empty());
     fsck_clean(&d);
+    // Git's annotated tag comes over annotated: its tagger, date and message.
+    assert_eq!(dmv(&d, &["tag", "-n"]), format!("{:<15} delivered\n", "v1"));
+    let shown = dmv(&d, &["show", "--stat", "v1"]);
+    assert!(shown.starts_with("tag v1\nTagger: Ada Lovelace <ada@example.org>\nDate:   2026-01-02 02:04:05 UTC\n\ndelivered\n\ncommit "), "{shown}");
+    let tag = dmv(&d, &["rev-parse", "v1"]);
+    assert_ne!(tag, dmv(&d, &["rev-parse", "v1^{}"]));
 
     // Again after a new Git commit on main, checked out here: only it is
     // converted, and main's files here move with it.
@@ -99,8 +105,11 @@ fn a_git_history_comes_over_whole_and_again_only_what_is_new() {
     assert_eq!(head_of(&d, "main"), local_main);
     assert_eq!(dmv(&d, &["log", "--format=%s", "grade"]), git(&g, &["log", "--format=%s", "grade"]));
     // Nothing new: nothing converted.
-    let out = dmv(&d, &["import", "git", g.join(".git").to_str().unwrap()]);
-    assert!(out.contains("Imported 0 commits (5 imported before)"), "{out}");
+    let out = dmv_out(&d, &["import", "git", g.join(".git").to_str().unwrap()]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Imported 0 commits (5 imported before)"));
+    assert!(!stderr(&out).contains("refs/tags/v1"), "the tag made again is the same tag: {}", stderr(&out));
+    assert_eq!(dmv(&d, &["rev-parse", "v1"]), tag);
     fsck_clean(&d);
 }
 

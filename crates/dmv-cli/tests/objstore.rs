@@ -477,3 +477,42 @@ fn a_fetch_reads_location_logs_whole_while_a_push_grows_one() {
     assert!(failed.is_empty(), "{} of {n} fetches failed: {:?}", failed.len(), failed.first());
     assert!(n >= 10, "only {n} fetches ran beside the pushes");
 }
+
+/// Annotated tags through a bucket: pushed with `--tags`, cloned whole and
+/// as metadata (whose `get` of a version only the tag names brings it), and
+/// kept by the bucket's own rules on what a ref may hold.
+#[test]
+fn annotated_tags_go_through_a_bucket() {
+    let minio = Minio::start();
+    minio.create_bucket("studio");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("take.wav"), Noise::new(1).bytes(100_000)).unwrap();
+    commit_all(&a, "take");
+    dmv(&a, &["switch", "-c", "side"]);
+    std::fs::write(a.join("mix.wav"), Noise::new(2).bytes(100_000)).unwrap();
+    commit_all(&a, "mix");
+    dmv(&a, &["tag", "-a", "v1", "-m", "Release one"]);
+    dmv(&a, &["switch", "main"]);
+    dmv(&a, &["branch", "-D", "side"]);
+    dmv(&a, &["remote", "add", "origin", "s3://studio/day", "--endpoint", &minio.endpoint()]);
+    let out = s3_ok(&minio, &a, &["push", "--tags"]);
+    assert!(stderr(&out).contains(" * [new tag]         v1 -> v1"), "{}", stderr(&out));
+    let tag = dmv(&a, &["rev-parse", "v1"]);
+
+    s3_ok(&minio, t, &["clone", "s3://studio/day", "b", "--endpoint", &minio.endpoint()]);
+    s3_ok(&minio, t, &["clone", "--slice", "meta", "s3://studio/day", "m", "--endpoint", &minio.endpoint()]);
+    for r in ["b", "m"] {
+        let r = t.join(r);
+        assert_eq!(dmv(&r, &["rev-parse", "v1"]), tag);
+        assert!(dmv(&r, &["tag", "-n"]).contains("v1              Release one"));
+        fsck_clean(&r);
+    }
+    let m = t.join("m");
+    s3_ok(&minio, &m, &["get", "--rev", "v1", "mix.wav"]);
+    let out = dmv_out(&m, &["cat", "v1:mix.wav"]);
+    ok(&out);
+    assert!(out.stdout == Noise::new(2).bytes(100_000), "the version only the tag names came whole");
+}

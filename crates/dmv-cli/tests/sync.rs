@@ -845,3 +845,89 @@ fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
     let branches = dmv(&b, &["branch", "-a"]);
     assert!(!branches.contains("origin/topic") && !branches.contains("origin/scratch") && branches.contains("origin/main"), "{branches}");
 }
+
+/// An annotated tag (a tag object holding its commit, tagger and message)
+/// travels by path, ssh and HTTP as git's does and keeps alive a commit no
+/// branch reaches through gc on every side.
+#[test]
+fn annotated_tags_travel_over_every_remote_and_keep_their_commits() {
+    let sshd = Sshd::start();
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("take.wav"), Noise::new(7).bytes(300_000)).unwrap();
+    commit_all(&a, "first take");
+    // A commit only the tag will name: made on a branch that is then deleted.
+    dmv(&a, &["switch", "-c", "side"]);
+    std::fs::write(a.join("mix.wav"), Noise::new(8).bytes(200_000)).unwrap();
+    commit_all(&a, "the mix");
+    let mix = head_of(&a, "HEAD");
+    dmv(&a, &["tag", "-a", "v1", "-m", "Release one", "-m", "For the label."]);
+    dmv(&a, &["switch", "main"]);
+    dmv(&a, &["branch", "-D", "side"]);
+    dmv(&a, &["tag", "plain"]);
+    dmv(&a, &["gc", "--prune=now"]);
+    fsck_clean(&a);
+    let tag = dmv(&a, &["rev-parse", "v1"]).trim().to_string();
+    assert_ne!(tag, mix, "rev-parse gives the tag object's id, as git's does");
+    assert_eq!(dmv(&a, &["rev-parse", "v1^{}"]).trim(), mix);
+    assert_eq!(dmv(&a, &["rev-parse", "v1~0"]).trim(), mix);
+    let shown = dmv(&a, &["show", "--stat", "v1"]);
+    assert!(shown.starts_with("tag v1\nTagger: "), "{shown}");
+    assert!(shown.contains("\n\nRelease one\n\nFor the label.\n\ncommit "), "{shown}");
+    assert_eq!(dmv(&a, &["tag", "-n"]), format!("{:<15} first take\n{:<15} Release one\n", "plain", "v1"));
+    assert_eq!(dmv(&a, &["tag", "-n3", "v*"]), format!("{:<15} Release one\n\n{:<20}For the label.\n", "v1", ""));
+
+    // By path: `push --tags` sends the tag object; the commit stays alive on the hub through gc.
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = t.join("hub");
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    let out = dmv_out(&a, &["push", "origin", "main", "--tags"]);
+    ok(&out);
+    assert!(stderr(&out).contains(" * [new tag]         v1 -> v1"), "{}", stderr(&out));
+    dmv(&hub, &["gc", "--prune=now"]);
+    fsck_clean(&hub);
+    assert_eq!(dmv(&hub, &["rev-parse", "v1"]).trim(), tag);
+
+    // By HTTP and by ssh: a clone has the tag, its message and its commit's files.
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let mut ssh_clone = dmv_cmd(t);
+    ssh_clone.args(["clone", &sshd.url(&hub), "c"]);
+    sshd.env(&mut ssh_clone);
+    ok(&ssh_clone.output().unwrap());
+    ok(&dmv_cmd(t).args(["clone", &server.url("hub"), "b"]).env("DMV_TOKEN", "w").output().unwrap());
+    for r in ["b", "c"] {
+        let r = t.join(r);
+        assert_eq!(dmv(&r, &["rev-parse", "v1"]).trim(), tag);
+        assert!(dmv(&r, &["tag", "-n"]).contains("v1              Release one"));
+        dmv(&r, &["checkout", "v1"]);
+        assert_eq!(std::fs::read(r.join("mix.wav")).unwrap(), Noise::new(8).bytes(200_000));
+        dmv(&r, &["gc", "--prune=now"]);
+        fsck_clean(&r);
+    }
+
+    // A tag pushed by its name over HTTP, and fetched by another replica.
+    let b = t.join("b");
+    dmv(&b, &["switch", "main"]);
+    std::fs::write(b.join("notes.txt"), "levels\n").unwrap();
+    commit_all(&b, "notes");
+    dmv(&b, &["tag", "-a", "v2", "-m", "Two"]);
+    let out = dmv_cmd(&b).args(["push", "origin", "main", "v2"]).env("DMV_TOKEN", "w").output().unwrap();
+    ok(&out);
+    assert!(stderr(&out).contains(" * [new tag]         v2 -> v2"), "{}", stderr(&out));
+    let out = dmv_out(&a, &["fetch"]);
+    ok(&out);
+    assert!(stderr(&out).contains("[new tag]         v2 -> v2"), "{}", stderr(&out));
+    assert_eq!(dmv(&a, &["rev-parse", "v2"]), dmv(&b, &["rev-parse", "v2"]));
+    assert_eq!(dmv(&a, &["log", "--format=%s", "-1", "v2"]).trim(), "notes");
+
+    // A tag's name as the source of a branch push stands for its commit.
+    let out = dmv_cmd(&b).args(["push", "origin", "v1:tagged"]).env("DMV_TOKEN", "w").output().unwrap();
+    ok(&out);
+    assert_eq!(head_of(&hub, "refs/heads/tagged"), mix);
+    for r in [&a, &b, &hub] {
+        fsck_clean(r);
+    }
+    drop(server);
+}

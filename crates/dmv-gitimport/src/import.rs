@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use dmv_repo::store::object::{Commit, EntryKind, Signature, TreeEntry};
+use dmv_repo::store::object::{Commit, EntryKind, Signature, Tag, TreeEntry};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
 use dmv_repo::{Head, Progress, RefUpdate, Repository, Silent};
 
@@ -135,7 +135,7 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
             .head_name()
             .map_err(git_err)?
             .map(|n| n.as_bstr().to_string())
-            .and_then(|n| refs.iter().find(|(r, _)| *r == n).map(|(r, id)| (r.clone(), map.commits[&id.to_string()]))),
+            .and_then(|n| refs.iter().find(|(r, _, _)| *r == n).map(|(r, id, _)| (r.clone(), map.commits[&id.to_string()]))),
         false => None,
     };
     if let Some((_, commit)) = &checkout {
@@ -146,8 +146,23 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
         _ => None,
     };
     let mut updates = Vec::new();
-    for (name, id) in &refs {
-        let new = map.commits[&id.to_string()];
+    // Git's annotated tags become DMV's (the same tag gives the same id
+    // again, so a second import moves nothing).
+    let mut session = repo.store.begin_write()?;
+    let mut news = Vec::with_capacity(refs.len());
+    for (name, id, annotation) in &refs {
+        let commit = map.commits[&id.to_string()];
+        news.push(match annotation {
+            None => commit,
+            Some(a) => {
+                let tag = Tag { target: commit, name: name.trim_start_matches(TAGS).to_string(), tagger: a.tagger.clone(), message: a.message.clone() };
+                session.put_object(ObjectKind::Tag, &dmv_repo::store::object::encode(&tag))?
+            }
+        });
+    }
+    session.finish()?;
+    drop(session);
+    for ((name, _, _), new) in refs.iter().zip(news) {
         let current = repo.refs.get(name)?;
         let ours = current.is_none()
             || current == Some(new)
@@ -193,9 +208,17 @@ fn save(path: &Path, map: &ImportMap) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// What an annotated Git tag says beside its commit.
+struct Annotation {
+    tagger: Signature,
+    message: String,
+}
+
 /// Branches and tags, each with the commit it names (tags peeled; tags of
-/// trees or blobs have no commit and are skipped).
-fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId)>, ImportError> {
+/// trees or blobs have no commit and are skipped) and, for an annotated
+/// tag, its tagger and message (a tag without a tagger takes its commit's
+/// committer, as old Git wrote some).
+fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId, Option<Annotation>)>, ImportError> {
     let mut out = Vec::new();
     let platform = git.references().map_err(git_err)?;
     for r in platform.all().map_err(git_err)? {
@@ -204,20 +227,35 @@ fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId)>, Impor
         if !(name.starts_with(BRANCHES) || name.starts_with(TAGS)) || dmv_repo::validate_ref_name(&name).is_err() {
             continue;
         }
+        let direct = r.target().try_id().map(|id| id.to_owned());
         let id = r.peel_to_id().map_err(git_err)?.detach();
-        if git.find_object(id).map_err(git_err)?.kind == gix::object::Kind::Commit {
-            out.push((name, id));
+        if git.find_object(id).map_err(git_err)?.kind != gix::object::Kind::Commit {
+            continue;
         }
+        let mut annotation = None;
+        if let Some(direct) = direct.filter(|d| *d != id && name.starts_with(TAGS)) {
+            let object = git.find_object(direct).map_err(git_err)?;
+            if object.kind == gix::object::Kind::Tag {
+                let tag = object.into_tag();
+                let decoded = tag.decode().map_err(git_err)?;
+                let tagger = match decoded.tagger().map_err(git_err)? {
+                    Some(t) => signature(t)?,
+                    None => signature(git.find_commit(id).map_err(git_err)?.decode().map_err(git_err)?.committer().map_err(git_err)?)?,
+                };
+                annotation = Some(Annotation { tagger, message: decoded.message.to_string() });
+            }
+        }
+        out.push((name, id, annotation));
     }
-    out.sort();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
 /// The commits the refs reach that no import converted yet, parents first.
-fn new_commits(git: &gix::Repository, refs: &[(String, gix::ObjectId)], map: &ImportMap) -> Result<Vec<gix::ObjectId>, ImportError> {
+fn new_commits(git: &gix::Repository, refs: &[(String, gix::ObjectId, Option<Annotation>)], map: &ImportMap) -> Result<Vec<gix::ObjectId>, ImportError> {
     let mut order = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack: Vec<(gix::ObjectId, bool)> = refs.iter().map(|(_, id)| (*id, false)).collect();
+    let mut stack: Vec<(gix::ObjectId, bool)> = refs.iter().map(|(_, id, _)| (*id, false)).collect();
     while let Some((id, parents_done)) = stack.pop() {
         if parents_done {
             order.push(id);

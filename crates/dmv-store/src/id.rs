@@ -99,6 +99,8 @@ pub enum ObjectKind {
     Tree = 3,
     /// A commit ([`crate::object::Commit`]).
     Commit = 4,
+    /// An annotated tag ([`crate::object::Tag`]): a commit named with a message.
+    Tag = 5,
 }
 
 impl ObjectKind {
@@ -109,17 +111,19 @@ impl ObjectKind {
             2 => Some(ObjectKind::FileNode),
             3 => Some(ObjectKind::Tree),
             4 => Some(ObjectKind::Commit),
+            5 => Some(ObjectKind::Tag),
             _ => None,
         }
     }
 
-    /// The name messages use: "chunk", "file", "tree", "commit".
+    /// The name messages use: "chunk", "file", "tree", "commit", "tag".
     pub fn name(self) -> &'static str {
         match self {
             ObjectKind::Chunk => "chunk",
             ObjectKind::FileNode => "file",
             ObjectKind::Tree => "tree",
             ObjectKind::Commit => "commit",
+            ObjectKind::Tag => "tag",
         }
     }
 
@@ -130,6 +134,7 @@ impl ObjectKind {
             ObjectKind::FileNode => "a file",
             ObjectKind::Tree => "a tree",
             ObjectKind::Commit => "a commit",
+            ObjectKind::Tag => "a tag",
         }
     }
 }

@@ -195,6 +195,20 @@ pub struct Commit {
     pub message: String,
 }
 
+/// An annotated tag: a name given to a commit, with who gave it, when and why.
+/// The tag's ref (`refs/tags/NAME`) holds the tag's id; the commit is its target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tag {
+    /// The commit named.
+    pub target: ObjectId,
+    /// The tag's name as it was given (`v1.0`), not its ref.
+    pub name: String,
+    /// Who made the tag.
+    pub tagger: Signature,
+    /// The tag's message.
+    pub message: String,
+}
+
 /// The encoding of a structured object: [`FORMAT`], then postcard.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     let mut out = vec![FORMAT];
@@ -247,6 +261,7 @@ pub fn children_marked(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreRe
             let c: Commit = decode(id, kind, bytes)?;
             std::iter::once(c.tree).chain(c.parents).map(|p| (p, false)).collect()
         }
+        ObjectKind::Tag => vec![(decode::<Tag>(id, kind, bytes)?.target, false)],
     })
 }
 
@@ -308,7 +323,8 @@ mod tests {
             let _ = decode::<Commit>(&id, ObjectKind::Commit, &bytes);
             let _ = decode::<TreeNode>(&id, ObjectKind::Tree, &bytes);
             let _ = decode::<FileNode>(&id, ObjectKind::FileNode, &bytes);
-            for k in [ObjectKind::Chunk, ObjectKind::FileNode, ObjectKind::Tree, ObjectKind::Commit] {
+            let _ = decode::<Tag>(&id, ObjectKind::Tag, &bytes);
+            for k in [ObjectKind::Chunk, ObjectKind::FileNode, ObjectKind::Tree, ObjectKind::Commit, ObjectKind::Tag] {
                 let _ = children(&id, k, &bytes);
             }
         }

@@ -6,7 +6,7 @@ use std::fs::File;
 
 use crate::error::IoContext;
 use crate::marks::Marks;
-use crate::object::{decode, Commit, FileNode, TreeNode};
+use crate::object::{decode, Commit, FileNode, Tag, TreeNode};
 use crate::pack::{self, read_record};
 use crate::{ObjectId, ObjectKind, Store, StoreError, StoreResult, Tally};
 
@@ -48,6 +48,7 @@ fn edges(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<(u8, Chil
             let c: Commit = decode(id, kind, bytes)?;
             (0, std::iter::once(c.tree).chain(c.parents).map(|p| (p, None)).collect())
         }
+        ObjectKind::Tag => (0, vec![(decode::<Tag>(id, kind, bytes)?.target, Some((ObjectKind::Commit, 0)))]),
     })
 }
 

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use dmv_store::object::{self, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode};
+use dmv_store::object::{self, Commit, EntryKind, FileNode, NodeEntry, Signature, Tag, TreeEntry, TreeNode};
 use dmv_store::{ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store, StoreResult, StoredObject, Tally, TreeList};
 use dmv_testkit::golden::{assert_golden, bytes_of, to_hex};
 
@@ -36,13 +36,15 @@ fn fanout(firsts: &[u8]) -> String {
 fn object_kind_tags_are_fixed() {
     // The kind byte is hashed into every id and written in pack records,
     // tables of contents, indexes and sync frames.
-    for (kind, tag, name) in [(ObjectKind::Chunk, 1u8, "chunk"), (ObjectKind::FileNode, 2, "file"), (ObjectKind::Tree, 3, "tree"), (ObjectKind::Commit, 4, "commit")] {
+    for (kind, tag, name) in
+        [(ObjectKind::Chunk, 1u8, "chunk"), (ObjectKind::FileNode, 2, "file"), (ObjectKind::Tree, 3, "tree"), (ObjectKind::Commit, 4, "commit"), (ObjectKind::Tag, 5, "tag")]
+    {
         assert_eq!(kind as u8, tag);
         assert_eq!(ObjectKind::from_u8(tag), Some(kind));
         assert_eq!(kind.name(), name);
     }
     assert_eq!(ObjectKind::from_u8(0), None);
-    assert_eq!(ObjectKind::from_u8(5), None);
+    assert_eq!(ObjectKind::from_u8(6), None);
     assert_eq!(object::FORMAT, 1);
 }
 
@@ -212,6 +214,26 @@ fn commit_golden() {
     check_object("commit", ObjectKind::Commit, &commit(), COMMIT, COMMIT_ID);
     let children = object::children(&id_hex(COMMIT_ID), ObjectKind::Commit, &bytes_of(COMMIT)).unwrap();
     assert_eq!(children, vec![id(0xc1), id(0xc2), id(0xc3)]);
+}
+
+const TAG: &[&str] = &[
+    "01",                                                               // format
+    "d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1", // target
+    "04 76312e30",                                                      // name "v1.0"
+    "03 416461",                                                        // tagger name "Ada"
+    "0f 616461406578616d706c652e6f7267",                                // tagger email "ada@example.org"
+    "80c49fd50c",                                                       // time 1700000000 (zigzag varint)
+    "78",                                                               // tz_minutes 60 (zigzag varint)
+    "08 52656c656173650a",                                              // message "Release\n"
+];
+const TAG_ID: &str = "88e44933306174ba66e828b57deabe271453b2a9cf9ad5460fd28d514bc91a7e";
+
+#[test]
+fn tag_golden() {
+    let tag = Tag { target: id(0xd1), name: "v1.0".into(), tagger: commit().author, message: "Release\n".into() };
+    check_object("tag", ObjectKind::Tag, &tag, TAG, TAG_ID);
+    let children = object::children_marked(&id_hex(TAG_ID), ObjectKind::Tag, &bytes_of(TAG)).unwrap();
+    assert_eq!(children, vec![(id(0xd1), false)], "a tag's commit is history, never file data");
 }
 
 // ---------------------------------------------------------------------------

@@ -535,7 +535,7 @@ pub enum Refusal {
         /// The full ref name.
         name: String,
     },
-    /// A ref update to an object that is not a commit.
+    /// A ref update to an object that is not a commit (nor, for a tag, an annotated tag).
     #[error("{id} is not a commit")]
     NotACommit {
         /// The object the ref was to hold.

@@ -7,7 +7,7 @@
 use dmv_repo::Tally;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use dmv_repo::store::object::{children, decode, Commit};
+use dmv_repo::store::object::{children, decode, Commit, Tag};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 
 use crate::protocol::WireRefUpdate;
@@ -83,18 +83,23 @@ impl MemoryRemote {
         self.objects.keys().copied().collect()
     }
 
-    fn commit(&self, id: &ObjectId) -> SyncResult<Commit> {
+    /// A commit's parents, an annotated tag's commit.
+    fn history_behind(&self, id: &ObjectId) -> SyncResult<Vec<ObjectId>> {
         let obj = self.objects.get(id).ok_or_else(|| SyncError::MissingObject { url: self.url.clone(), id: *id })?;
         let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: *id, detail }))?;
-        Ok(decode(id, ObjectKind::Commit, &content)?)
+        Ok(match obj.kind {
+            ObjectKind::Tag => vec![decode::<Tag>(id, obj.kind, &content)?.target],
+            _ => decode::<Commit>(id, ObjectKind::Commit, &content)?.parents,
+        })
     }
 
+    /// The commits and annotated tags reachable from `starts`, including them.
     fn ancestors(&self, starts: impl Iterator<Item = ObjectId>) -> SyncResult<HashSet<ObjectId>> {
         let mut seen = HashSet::new();
         let mut stack: Vec<ObjectId> = starts.collect();
         while let Some(id) = stack.pop() {
             if seen.insert(id) {
-                stack.extend(self.commit(&id)?.parents);
+                stack.extend(self.history_behind(&id)?);
             }
         }
         Ok(seen)
@@ -119,7 +124,7 @@ impl Remote for MemoryRemote {
     }
 
     fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
-        let known = self.ancestors(haves.into_iter().filter(|h| self.objects.get(h).is_some_and(|o| o.kind == ObjectKind::Commit)))?;
+        let known = self.ancestors(haves.into_iter().filter(|h| self.objects.get(h).is_some_and(|o| matches!(o.kind, ObjectKind::Commit | ObjectKind::Tag))))?;
         let wanted = self.ancestors(wants.into_iter())?;
         Ok(wanted.difference(&known).copied().collect())
     }
@@ -177,7 +182,7 @@ impl Remote for MemoryRemote {
                 return Err(SyncError::Rejected { name: u.name.clone(), found: self.refs.get(&u.name).copied() });
             }
             if let Some(new) = u.new {
-                if !self.objects.get(&new).is_some_and(|o| o.kind == ObjectKind::Commit) {
+                if !self.objects.get(&new).is_some_and(|o| crate::objects::ref_may_hold(&u.name, o.kind)) {
                     return Err(SyncError::Remote(format!("cannot set {} to {new}: the commit was not received", u.name)));
                 }
             }

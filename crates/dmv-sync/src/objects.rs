@@ -3,7 +3,7 @@
 //! everything it refers to.
 //!
 //! Both directions explore the new objects top-down, one round trip per level
-//! (commits, then trees and file lists level by level), pruning every subtree
+//! (annotated tags and commits, then trees and file lists level by level), pruning every subtree
 //! the receiving side already has. That pruning is sound because a store only
 //! ever holds an object together with everything it reaches: the receiver
 //! stores chunks first and then the other objects children-before-parents
@@ -44,6 +44,7 @@ pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResu
             let c: dmv_repo::store::object::Commit = decode(id, kind, content)?;
             std::iter::once(c.tree).chain(c.parents).map(|p| other(p, 0)).collect()
         }
+        ObjectKind::Tag => vec![other(decode::<dmv_repo::store::object::Tag>(id, kind, content)?.target, 0)],
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
             TreeNode::Leaf(entries) => {
                 // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
@@ -57,6 +58,12 @@ pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResu
             node.entries.into_iter().map(|e| Edge { id: e.id, chunk: node.level == 0, size: e.size, entry: None }).collect()
         }
     })
+}
+
+/// Whether ref `name` may hold an object of `kind`: a commit, or under
+/// `refs/tags/` an annotated tag.
+pub(crate) fn ref_may_hold(name: &str, kind: ObjectKind) -> bool {
+    kind == ObjectKind::Commit || (kind == ObjectKind::Tag && name.starts_with(dmv_repo::ref_names::TAGS))
 }
 
 /// Orders objects so that each comes after the objects it refers to.

@@ -290,7 +290,7 @@ pub(crate) fn get_what_the_source_lacked(repo: &Repository, lacking: &[ObjectId]
         if unnamed.is_empty() {
             break;
         }
-        for (path, e) in flatten(&repo.store, &repo.commit(tip)?.tree)? {
+        for (path, e) in flatten(&repo.store, &repo.commit(&repo.peel(tip)?)?.tree)? {
             if unnamed.remove(&e.id) {
                 wanted.insert(e.id, path);
             }

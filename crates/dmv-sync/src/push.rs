@@ -21,8 +21,9 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES, TAGS};
 #[derive(Clone, Debug, Default)]
 pub struct PushOptions {
     /// What to push (empty: the current branch): a branch name, pushed to
-    /// the remote branch of that name, or git's `SRC:DST`, any revision
-    /// pushed to remote branch DST (`HEAD:refs/heads/review`).
+    /// the remote branch of that name, a tag's name (when no branch has it),
+    /// or git's `SRC:DST`, any revision pushed to remote branch DST
+    /// (`HEAD:refs/heads/review`).
     pub branches: Vec<String>,
     /// Replace remote branches even if that drops commits, but only if each
     /// is still where it was at the last fetch.
@@ -81,6 +82,14 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
     let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: TransferStats::default() };
     for spec in &branches {
+        if let Some((tag, id)) = named_tag(repo, spec)? {
+            match remote_refs.get(&tag) {
+                None => pushed.updated.push(PushRef { name: tag, expected: None, new: Some(id) }),
+                Some(theirs) if *theirs != id => pushed.tags_differing.push(tag),
+                Some(_) => pushed.up_to_date.push(spec.clone()),
+            }
+            continue;
+        }
         let (b, new) = resolve_refspec(repo, spec)?;
         let b = b.as_str();
         let name = branch_ref(b);
@@ -165,6 +174,17 @@ pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, Obj
             Ok((b, new))
         }
     }
+}
+
+/// `push REMOTE v1` of a tag (no branch is called `v1`, or it is written
+/// `refs/tags/v1`): the tag's full name and value, made on the remote
+/// only where it has no tag of that name, as `--tags` does.
+fn named_tag(repo: &Repository, spec: &str) -> SyncResult<Option<(String, ObjectId)>> {
+    if spec.contains(':') || (!spec.starts_with(TAGS) && repo.refs.get(&branch_ref(spec))?.is_some()) {
+        return Ok(None);
+    }
+    let full = if spec.starts_with(TAGS) { spec.to_string() } else { dmv_repo::ref_names::tag_ref(spec) };
+    Ok(repo.refs.get(&full)?.map(|id| (full, id)))
 }
 
 /// Whether remote branch `branch` may move from `old` to `new`.

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
-use dmv_repo::store::object::{for_each_child, EntryKind};
+use dmv_repo::store::object::{for_each_child, EntryKind, Tag};
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
 use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Progress, Repository};
@@ -210,8 +210,8 @@ impl ChunkList {
     }
 }
 
-/// The new commits, one generation per round trip when the remote cannot
-/// walk history itself, and which of their trees bring file data.
+/// The new commits (and annotated tags), one generation per round trip when
+/// the remote cannot walk history itself, and which of their trees bring file data.
 fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId>, tips: &[ObjectId], rule: &DataRule) -> SyncResult<Explored> {
     let mut found = Explored::default();
     let mut seen: HashSet<ObjectId> = HashSet::new();
@@ -221,12 +221,13 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
             frontier.push(c);
         }
     }
-    // Each new commit's tree and parents.
+    // Each new commit's tree and parents; each new annotated tag's commit.
     let mut graph: HashMap<ObjectId, (ObjectId, Vec<ObjectId>)> = HashMap::new();
+    let mut peeled: HashMap<ObjectId, ObjectId> = HashMap::new();
     while !frontier.is_empty() {
         let mut got = Vec::new();
         client.get(&frontier, false, &mut |r| match r {
-            Received::Object(obj) if obj.kind == ObjectKind::Commit => {
+            Received::Object(obj) if matches!(obj.kind, ObjectKind::Commit | ObjectKind::Tag) => {
                 got.push(obj);
                 Ok(())
             }
@@ -236,6 +237,18 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
         let mut next = Vec::new();
         for obj in got {
             let content = obj.content().map_err(|d| damaged(&obj, d))?;
+            if obj.kind == ObjectKind::Tag {
+                // An annotated tag (a wanted tip): its commit is explored as the tip.
+                let target = dmv_repo::store::object::decode::<Tag>(&obj.id, obj.kind, &content)?.target;
+                if seen.insert(target) && !store.contains(&target)? {
+                    next.push(target);
+                }
+                drop(content);
+                found.children.insert(obj.id, vec![(target, false)]);
+                peeled.insert(obj.id, target);
+                found.meta.insert(obj.id, obj);
+                continue;
+            }
             let commit: dmv_repo::store::object::Commit = dmv_repo::store::object::decode(&obj.id, obj.kind, &content)?;
             for p in &commit.parents {
                 if seen.insert(*p) && !store.contains(p)? {
@@ -254,7 +267,7 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
         // The commits fewer than n steps from a tip (what is older stays metadata).
         Some(n) => {
             let mut near = HashSet::new();
-            let mut level: Vec<ObjectId> = tips.iter().filter(|t| graph.contains_key(t)).copied().collect();
+            let mut level: Vec<ObjectId> = tips.iter().map(|t| peeled.get(t).unwrap_or(t)).filter(|t| graph.contains_key(t)).copied().collect();
             for _ in 0..n {
                 let mut next = Vec::new();
                 for c in level {

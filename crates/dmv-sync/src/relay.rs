@@ -15,13 +15,14 @@
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 
-use dmv_repo::store::object::{decode, Commit, EntryKind, TreeNode};
+use dmv_repo::store::object::{decode, Commit, EntryKind, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::tree::{lookup_in, read_dir_with};
 use dmv_repo::{check_object, facts_of_content, validate_ref_name, LocationLog, ObjectFacts, PathLock, ReplicaId, Silent, Tally};
 
 use crate::bucket_remote::BucketRemote;
 use crate::frame::{Frame, FrameReader, FrameWriter};
+use crate::objects::ref_may_hold;
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST};
 use crate::remote::{Received, Remote};
 use crate::serve::{answer_as_allowed, caller_name, io_lost, server_version, Caller, MAX_CONTENT_LOCK_SECONDS};
@@ -65,7 +66,7 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
                 }
                 if let Some(new) = u.new {
                     match bucket.kind_and_len(&new)?.map(|(kind, _)| kind) {
-                        Some(ObjectKind::Commit) => {}
+                        Some(kind) if ref_may_hold(&u.name, kind) => {}
                         Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
                         None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name.clone(), id: new })),
                     }
@@ -167,6 +168,7 @@ fn refuse_changes_to_others_locks(bucket: &mut BucketRemote, caller: &Caller, up
 
 /// The entry at `path` in `commit`'s tree, read from the bucket.
 fn entry_at(bucket: &mut BucketRemote, commit: &ObjectId, path: &str) -> SyncResult<Option<(EntryKind, ObjectId)>> {
+    let is_tag = bucket.kind_and_len(commit)?.is_some_and(|(kind, _)| kind == ObjectKind::Tag);
     let bucket = std::cell::RefCell::new(bucket);
     let read = |id: &ObjectId, kind: ObjectKind| -> dmv_repo::RepoResult<Vec<u8>> {
         let mut content = None;
@@ -180,7 +182,11 @@ fn entry_at(bucket: &mut BucketRemote, commit: &ObjectId, path: &str) -> SyncRes
         got.map_err(|e| damaged(e.to_string()))?;
         content.ok_or_else(|| damaged("not in the bucket".into()))
     };
-    let tree = decode::<Commit>(commit, ObjectKind::Commit, &read(commit, ObjectKind::Commit)?)?.tree;
+    let commit = match is_tag {
+        true => decode::<Tag>(commit, ObjectKind::Tag, &read(commit, ObjectKind::Tag)?)?.target,
+        false => *commit,
+    };
+    let tree = decode::<Commit>(&commit, ObjectKind::Commit, &read(&commit, ObjectKind::Commit)?)?.tree;
     let read_tree = |id: &ObjectId| -> dmv_repo::RepoResult<TreeNode> { Ok(decode::<TreeNode>(id, ObjectKind::Tree, &read(id, ObjectKind::Tree)?)?) };
     let found = lookup_in(&mut |dir, name| Ok(read_dir_with(&read_tree, dir)?.into_iter().find(|e| e.name == name)), &tree, path.as_bytes())?;
     Ok(found.map(|e| (e.kind, e.id)))

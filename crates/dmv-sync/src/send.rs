@@ -78,15 +78,21 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             stop.push(*t);
         }
     }
-    let commits = repo.commits_between(tips, &stop)?;
-    let mut seen: HashSet<ObjectId> = commits.iter().copied().collect();
+    // The new annotated tags, then the new commits.
+    let history = repo.history_between(tips, &stop)?;
+    let mut seen: HashSet<ObjectId> = history.iter().copied().collect();
     let mut missing = Missing { chunks: Vec::new(), chunk_bytes: 0, graph: HashMap::new(), files: Vec::new(), sent_before: Vec::new() };
-    let new_commits: HashSet<ObjectId> = commits.iter().copied().collect();
+    let mut new_commits: HashSet<ObjectId> = HashSet::new();
+    for id in &history {
+        if store.kind_of(id)? == ObjectKind::Commit {
+            new_commits.insert(*id);
+        }
+    }
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
     // File data the remote lacks that a partial replica does not hold either, by name.
     let mut names: HashMap<ObjectId, Vec<u8>> = HashMap::new();
     let mut absent: Vec<Vec<u8>> = Vec::new();
-    let mut level = commits;
+    let mut level = history;
     while !level.is_empty() {
         let present = client.has(&level)?;
         let mut next = Vec::new();

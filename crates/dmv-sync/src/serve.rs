@@ -13,6 +13,7 @@ use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts,
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
+use crate::objects::ref_may_hold;
 use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
@@ -186,7 +187,7 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
-            let ids = repo.commits_between(&wants, &haves)?;
+            let ids = repo.history_between(&wants, &haves)?;
             out.message(&Response::Commits { ids }).map_err(io_lost)?;
         }
         Request::Has { ids } => {
@@ -380,7 +381,7 @@ fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, 
             // Objects only land with everything they reach, and gc keeps that
             // so, so the commit being present is enough.
             match repo.store.locate(&new)? {
-                Some(loc) if loc.entry.kind == ObjectKind::Commit => {}
+                Some(loc) if ref_may_hold(&u.name, loc.entry.kind) => {}
                 Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
                 None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name, id: new })),
             }

@@ -117,3 +117,29 @@ fn clone_commit_push_pull_and_sync_in_process() {
     .unwrap();
     assert_eq!(held, vec![1]);
 }
+
+/// A server keeps annotated tags under `refs/tags/`: a client asking for a
+/// branch to hold a tag object is refused, and nothing moves.
+#[test]
+fn a_branch_may_not_hold_an_annotated_tag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (studio_dir, server_dir) = (tmp.path().join("studio"), tmp.path().join("server"));
+    let mut studio = Repository::init(&studio_dir, ChunkParams::default()).unwrap();
+    std::fs::write(studio_dir.join("notes.txt"), "day one\n").unwrap();
+    commit_all(&studio, "day one");
+    let commit = studio.head_commit().unwrap().unwrap();
+    let (tag, _) = studio.create_annotated_tag("v1", commit, "Release\n", false).unwrap();
+    assert_eq!(studio.peel(&tag).unwrap(), commit);
+    Repository::init_with(&server_dir, ChunkParams::default(), true).unwrap();
+    dmv_sync::add_remote(&mut studio, "origin", RemoteConfig { url: server_dir.to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    let pushed = push(&studio, &PushOptions { tags: true, ..Default::default() }).unwrap();
+    assert_eq!(pushed.updated.len(), 2, "{pushed:?}");
+    let server = Repository::open(&server_dir).unwrap();
+    assert_eq!(server.refs.get("refs/tags/v1").unwrap(), Some(tag));
+
+    let (_, mut remote) = connect(&studio);
+    let wrong = dmv_sync::protocol::WireRefUpdate { name: "refs/heads/tagged".into(), old: None, new: Some(tag) };
+    let err = remote.update_refs(vec![wrong], "studio", "push").unwrap_err();
+    assert!(err.to_string().ends_with(&format!("{tag} is not a commit")), "{err}");
+    assert_eq!(server.refs.get("refs/heads/tagged").unwrap(), None);
+}

@@ -158,7 +158,8 @@ pub fn home(repo: &Repository, name: &str) -> PageResult {
             h2 { "Tags" }
             table { @for (t, id) in &tags {
                 @let short = t.trim_start_matches(TAGS);
-                tr { td { (short) } td { a href={ (base) "/commit/" (id.to_hex()) } { (id.short()) } } }
+                @let commit = repo.peel(id).unwrap_or(*id);
+                tr { td { (short) } td { a href={ (base) "/commit/" (commit.to_hex()) } { (commit.short()) } } }
             } }
         }
     };

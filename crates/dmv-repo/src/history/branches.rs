@@ -1,12 +1,14 @@
-//! Branches and tags as a user names them (`main`, `v1`): creating,
+//! Branches and tags as a user names them (`main`, `v1`), a tag plain or
+//! annotated (a tag object with its tagger and message): creating,
 //! deleting and renaming them with the rules every front end keeps (the
 //! checked-out branch is not deleted; renaming it moves HEAD along).
 
-use dmv_store::ObjectId;
+use dmv_store::object::{encode, Tag};
+use dmv_store::{ObjectId, ObjectKind};
 
 use crate::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES};
 use crate::repository::config::Upstream;
-use crate::repository::refs::{Head, RefUpdate};
+use crate::repository::refs::{validate_ref_name, Head, RefUpdate};
 use crate::repository::repo::Repository;
 use crate::RepoError;
 use crate::RepoResult;
@@ -134,6 +136,33 @@ impl Repository {
             self.update_refs(&[RefUpdate { name: full, expected: Some(old), new: Some(id) }], &self.who(), "tag: moved")?;
         }
         Ok(old)
+    }
+
+    /// Makes `name` an annotated tag of commit `target`: a tag object saying
+    /// who made it, when, and `message`, which the ref then holds. An
+    /// existing tag is refused, or replaced with `force`. Returns the tag
+    /// object's id and what the tag held before.
+    pub fn create_annotated_tag(&self, name: &str, target: ObjectId, message: &str, force: bool) -> RepoResult<(ObjectId, Option<ObjectId>)> {
+        let full = tag_ref(name);
+        validate_ref_name(&full)?;
+        if self.store.kind_of(&target)? != ObjectKind::Commit {
+            return Err(RepoError::NotACommit { what: target.to_hex() });
+        }
+        if !force && self.refs.get(&full)?.is_some() {
+            return Err(RepoError::RefExists { name: full });
+        }
+        let tag = Tag { target, name: name.to_string(), tagger: self.signer()?, message: message.to_string() };
+        let mut session = self.store.begin_write()?;
+        let id = session.put_object(ObjectKind::Tag, &encode(&tag))?;
+        session.finish()?;
+        dmv_store::failpoint("tag-object-written");
+        // The session holds gc off until the ref keeps the tag.
+        let old = match force {
+            true => self.set_tag(name, id)?,
+            false => self.create_ref(&full, id, "tag: created").map(|()| None)?,
+        };
+        drop(session);
+        Ok((id, old))
     }
 
     /// Deletes tag `name`; returns what it pointed to.

@@ -47,7 +47,7 @@ impl<'r> CommitWalk<'r> {
     fn new(repo: &'r Repository, starts: &[ObjectId], hidden: HashSet<ObjectId>) -> RepoResult<CommitWalk<'r>> {
         let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), queued_count: 0, seen: hidden, queued: HashMap::new(), paths: None, follow: false };
         for s in starts {
-            walk.push(*s)?;
+            walk.push(repo.peel(s)?)?;
         }
         Ok(walk)
     }
@@ -185,8 +185,8 @@ impl Repository {
     pub fn walk_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<CommitWalk<'_>> {
         let mut known = Vec::new();
         for h in haves {
-            if self.store.locate(h)?.is_some_and(|l| l.entry.kind == ObjectKind::Commit) {
-                known.push(*h);
+            if self.store.locate(h)?.is_some_and(|l| matches!(l.entry.kind, ObjectKind::Commit | ObjectKind::Tag)) {
+                known.push(self.peel(h)?);
             }
         }
         CommitWalk::new(self, wants, self.ancestors(&known)?)
@@ -197,10 +197,24 @@ impl Repository {
         self.walk_between(wants, haves)?.map(|c| c.map(|c| c.id)).collect()
     }
 
-    /// Every commit reachable from `starts`, including them.
+    /// What a transfer of `wants` sends when the other side has `haves`:
+    /// the annotated tags among `wants` that it lacks, then
+    /// [`Repository::commits_between`].
+    pub fn history_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
+        let mut out = Vec::new();
+        for w in wants {
+            if !haves.contains(w) && !out.contains(w) && self.store.kind_of(w)? == ObjectKind::Tag {
+                out.push(*w);
+            }
+        }
+        out.extend(self.commits_between(wants, haves)?);
+        Ok(out)
+    }
+
+    /// Every commit reachable from `starts`, including them (an annotated tag as its commit).
     pub fn ancestors(&self, starts: &[ObjectId]) -> RepoResult<HashSet<ObjectId>> {
         let mut seen = HashSet::new();
-        let mut stack = starts.to_vec();
+        let mut stack = self.peel_all(starts)?;
         while let Some(id) = stack.pop() {
             if seen.insert(id) {
                 stack.extend(self.commit(&id)?.parents);

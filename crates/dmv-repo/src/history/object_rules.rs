@@ -1,4 +1,4 @@
-//! What a tree, a file's node and a commit must be before a repository
+//! What a tree, a file's node, a commit and a tag must be before a repository
 //! keeps them, whoever made them: the checks a push is held to on the
 //! server, which a clone or checkout would otherwise only meet later (a
 //! pushed `.dmv` entry broke every clone of a hub whose fsck was clean),
@@ -10,7 +10,7 @@
 //! and every size equal to what its child holds, so a tree cannot claim
 //! 4 EiB for a 6-byte file.
 
-use dmv_store::object::{decode, Commit, EntryKind, FileNode, TreeNode};
+use dmv_store::object::{decode, Commit, EntryKind, FileNode, Tag, TreeNode};
 use std::collections::HashSet;
 
 use dmv_store::{ObjectId, ObjectKind, Store, WriteSession};
@@ -92,6 +92,13 @@ pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut
                 expect(p, &[ObjectKind::Commit], None, "parent")?;
             }
         }
+        ObjectKind::Tag => {
+            let tag: Tag = decode(id, kind, content)?;
+            if crate::repository::refs::validate_ref_name(&crate::ref_names::tag_ref(&tag.name)).is_err() {
+                return Err(bad(format!("its name {:?} is not a tag's name", tag.name)));
+            }
+            expect(&tag.target, &[ObjectKind::Commit], None, "target")?;
+        }
     }
     Ok(ObjectFacts { kind, size: total })
 }
@@ -123,7 +130,7 @@ pub fn facts_of_content(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> Repo
             TreeNode::Leaf(entries) => entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
             TreeNode::Inner { children, .. } => children.iter().map(|c| c.size).fold(0u64, u64::saturating_add),
         },
-        ObjectKind::Commit => 0,
+        ObjectKind::Commit | ObjectKind::Tag => 0,
     };
     Ok(ObjectFacts { kind, size })
 }

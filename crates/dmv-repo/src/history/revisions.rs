@@ -4,6 +4,7 @@
 //! `NAME@{upstream}` / `@{u}`, `@{-1}` and `-` (the branch or commit
 //! checked out before); each followed by any of `~N`, `^` and `^N`; and
 //! the ranges `A..B` and `A...B` for the commands that walk or compare.
+//! An annotated tag stands for its commit (`v1` and `v1^{}` alike).
 
 use dmv_store::{ObjectId, ObjectKind};
 
@@ -33,7 +34,7 @@ impl Repository {
         let unknown = || RepoError::UnknownRevision(rev.to_string());
         let rev_text = if rev == "-" { "@{-1}" } else { rev };
         let (base, steps) = split_steps(peeled_to_commit(rev_text));
-        let mut id = self.resolve_base(base, rev)?;
+        let mut id = self.peel(&self.resolve_base(base, rev)?)?;
         if self.store.kind_of(&id)? != ObjectKind::Commit {
             return Err(RepoError::NotACommit { what: rev.to_string() });
         }
@@ -57,6 +58,21 @@ impl Repository {
             }
         }
         Ok(id)
+    }
+
+    /// What `rev` names before it is peeled to a commit: an annotated tag's
+    /// own id for a tag's name (`v1`, `refs/tags/v1`, its id), as `git
+    /// rev-parse v1` gives; for anything else (`v1^{}`, `v1~1`), [`Repository::resolve`].
+    pub fn resolve_unpeeled(&self, rev: &str) -> RepoResult<ObjectId> {
+        let (base, steps) = split_steps(rev);
+        if steps.is_empty() && !base.contains("@{") && base != "HEAD" && base != "@" && base != "-" {
+            if let Ok(id) = self.resolve_base(base, rev) {
+                if self.store.kind_of(&id)? == ObjectKind::Tag {
+                    return Ok(id);
+                }
+            }
+        }
+        self.resolve(rev)
     }
 
     /// A range (`A..B`, `A...B`, either side empty for HEAD), or None when

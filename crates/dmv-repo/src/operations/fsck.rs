@@ -97,7 +97,8 @@ impl Repository {
     /// would take, what the store takes.
     pub fn stats(&self) -> RepoResult<RepoStats> {
         let s = self.store.stats()?;
-        let commit_roots: Vec<_> = self.roots_to_check()?.into_iter().filter(|id| self.store.kind_of(id).is_ok_and(|k| k == ObjectKind::Commit)).collect();
+        let commit_roots: Vec<_> =
+            self.roots_to_check()?.into_iter().filter(|id| self.store.kind_of(id).is_ok_and(|k| matches!(k, ObjectKind::Commit | ObjectKind::Tag))).collect();
         let (mut commits, mut logical) = (0, 0);
         for info in self.walk(&commit_roots)? {
             commits += 1;

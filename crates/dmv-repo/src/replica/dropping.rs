@@ -100,6 +100,7 @@ impl Repository {
                     stack.push(c.tree);
                     stack.extend(c.parents);
                 }
+                ObjectKind::Tag => stack.push(self.annotated_tag(&id)?.target),
                 ObjectKind::Tree => match self.store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
                     TreeNode::Leaf(entries) => {
                         for e in entries {

@@ -76,10 +76,10 @@ impl Repository {
         tips.extend(self.head_commit()?);
         tips.sort();
         tips.dedup();
-        // Tags may name other things than commits; only commits are walked.
+        // Tags may name other things than commits; only commits (an annotated tag's among them) are walked.
         let mut commits_tips = Vec::new();
         for t in tips {
-            if self.store.locate(&t)?.is_some_and(|l| l.entry.kind == dmv_store::ObjectKind::Commit) {
+            if self.store.locate(&t)?.is_some_and(|l| matches!(l.entry.kind, dmv_store::ObjectKind::Commit | dmv_store::ObjectKind::Tag)) {
                 commits_tips.push(t);
             }
         }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dmv_store::object::{Commit, Signature};
+use dmv_store::object::{Commit, Signature, Tag};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::error::{IoContext, RepoError, RepoResult};
@@ -269,6 +269,25 @@ impl Repository {
     /// Reads and decodes commit `id`; fails if it is missing or not a commit.
     pub fn commit(&self, id: &ObjectId) -> RepoResult<Commit> {
         Ok(self.store.read_decoded(id, ObjectKind::Commit)?)
+    }
+
+    /// Reads and decodes annotated tag `id`; fails if it is missing or not a tag.
+    pub fn annotated_tag(&self, id: &ObjectId) -> RepoResult<Tag> {
+        Ok(self.store.read_decoded(id, ObjectKind::Tag)?)
+    }
+
+    /// What a ref's value stands for in history: an annotated tag's commit,
+    /// else the id itself (a commit, or anything else for the caller to refuse).
+    pub fn peel(&self, id: &ObjectId) -> RepoResult<ObjectId> {
+        match self.store.locate(id)? {
+            Some(loc) if loc.entry.kind == ObjectKind::Tag => Ok(self.annotated_tag(id)?.target),
+            _ => Ok(*id),
+        }
+    }
+
+    /// [`Repository::peel`] of each id.
+    pub fn peel_all(&self, ids: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
+        ids.iter().map(|id| self.peel(id)).collect()
     }
 
     /// Writes a commit of `tree` signed by [`Repository::identity`] into `session`,
