@@ -377,32 +377,92 @@ fn file_against_directory_is_a_conflict_resolved_together() {
 }
 
 #[test]
-fn merge_with_uncommitted_changes_is_refused_and_changes_nothing() {
+fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
     let repo = photo_conflict();
     let d = repo.path();
-    std::fs::write(d.join("README"), "edited, not committed\n").unwrap();
-    let before = snapshot(d);
     let head = rev(d, "main");
+    // A change to a path the merge writes (here the conflicted photo) is refused, nothing changed.
+    std::fs::write(d.join("shot.jpg"), "retouched, not committed").unwrap();
+    let before = snapshot(d);
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     let err = stderr(&out);
-    assert!(err.starts_with("dmv: ") && err.contains("uncommitted changes") && err.lines().count() == 1, "{err}");
+    assert!(err.starts_with("dmv: ") && err.contains("uncommitted changes to shot.jpg") && err.lines().count() == 1, "{err}");
     assert_eq!(snapshot(d), before);
     assert_eq!(rev(d, "main"), head);
     assert!(!d.join(".dmv/MERGE_STATE").exists());
-    // Staged but uncommitted is refused the same way.
+    dmv(d, &["restore", "shot.jpg"]);
+    // Staged changes would go into the merge commit: refused, even to another path (as git's).
+    std::fs::write(d.join("README"), "edited, not committed\n").unwrap();
     dmv(d, &["add", "README"]);
     let out = dmv_out(d, &["merge", "feature"]);
-    assert!(stderr(&out).contains("uncommitted changes"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("uncommitted changes to README"), "{}", stderr(&out));
+    assert!(!d.join(".dmv/MERGE_STATE").exists());
     // An untracked file where the merge would write is refused too.
     dmv(d, &["restore", "--staged", "README"]);
-    dmv(d, &["restore", "README"]);
     std::fs::write(d.join("extra.wav"), "mine, untracked").unwrap();
     let out = dmv_out(d, &["merge", "feature"]);
     assert!(stderr(&out).contains("untracked file extra.wav would be overwritten"), "{}", stderr(&out));
     assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), b"mine, untracked");
     assert!(!d.join(".dmv/MERGE_STATE").exists());
+    std::fs::remove_file(d.join("extra.wav")).unwrap();
+
+    // An unstaged change to a path the merge leaves alone is carried through
+    // it, stopped on a conflict or not, and kept by --abort.
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("README")).unwrap(), b"edited, not committed\n");
+    assert!(d.join("extra.wav").exists());
+    dmv(d, &["merge", "--abort"]);
+    assert_eq!(std::fs::read(d.join("README")).unwrap(), b"edited, not committed\n");
+    assert!(!d.join("extra.wav").exists());
+    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 2));
+    assert_eq!(dmv(d, &["status", "--short"]), " M README\n");
     fsck_clean(d);
+}
+
+/// A merge that needs no settling, and a fast-forward, carry an unstaged
+/// change to another path: it stays in the working tree, out of the commit.
+#[test]
+fn clean_merges_and_fast_forwards_carry_unrelated_changes() {
+    let repo = diverged(
+        |d| {
+            std::fs::write(d.join("a.txt"), "a\n").unwrap();
+            std::fs::write(d.join("notes.txt"), "notes\n").unwrap();
+        },
+        |d| std::fs::write(d.join("m.txt"), "main\n").unwrap(),
+        |d| std::fs::write(d.join("a.txt"), "a, feature\n").unwrap(),
+    );
+    let d = repo.path();
+    std::fs::write(d.join("notes.txt"), "notes, mine\n").unwrap();
+    dmv(d, &["merge", "feature"]);
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a, feature\n");
+    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"notes, mine\n");
+    assert_eq!(dmv(d, &["cat", "HEAD:notes.txt"]), "notes\n", "the carried change is not in the merge commit");
+    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
+
+    // A fast-forward: feature moves on, main follows it with notes.txt still mine.
+    dmv(d, &["stash"]);
+    dmv(d, &["switch", "feature"]);
+    dmv(d, &["merge", "main"]);
+    std::fs::write(d.join("b.txt"), "b\n").unwrap();
+    dmv(d, &["add", "b.txt"]);
+    dmv(d, &["commit", "-m", "b"]);
+    dmv(d, &["switch", "main"]);
+    dmv(d, &["stash", "pop"]);
+    let out = dmv_out(d, &["merge", "feature"]);
+    ok_out(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Fast-forward") || stderr(&out).contains("Fast-forward"), "{}", stderr(&out));
+    assert_eq!(rev(d, "main"), rev(d, "feature"));
+    assert_eq!(std::fs::read(d.join("b.txt")).unwrap(), b"b\n");
+    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"notes, mine\n");
+    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
+    fsck_clean(d);
+}
+
+fn ok_out(out: &std::process::Output) {
+    assert!(out.status.success(), "{}", stderr(out));
 }
 
 #[test]

@@ -7,8 +7,7 @@ use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{RepoError, RepoResult};
 use crate::merge::merge_state::{MergeKind, MergePhase};
-use crate::merge::merging::MergeOutcome;
-use crate::paths::show;
+use crate::merge::merging::{refuse_staged_changes, MergeOutcome};
 use crate::repository::repo::Repository;
 
 impl Repository {
@@ -38,9 +37,7 @@ impl Repository {
         }
         let ours = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to pick onto)".into()))?;
         let (status, ds) = self.worktree_status()?;
-        if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true });
-        }
+        refuse_staged_changes(&status)?;
         // A root commit's change is from the empty tree.
         self.three_way_merge(MergeKind::CherryPick, ours, picked.parents.first().copied(), pick, label, (&status, &ds), progress)
     }

@@ -20,7 +20,7 @@
 //! recognises as finished and removes. Objects written by a killed merge are
 //! garbage for gc, never damage.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind, Progress};
@@ -99,7 +99,7 @@ impl Repository {
     pub fn merge_with(&self, theirs: ObjectId, label: &str, ff: FastForward, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
         // The same merge again, after one was cut short while writing the
-        // working tree: undone (it started from a clean tree) and run anew.
+        // working tree: undone (its paths back to HEAD) and run anew.
         if let Some(m) = self.merge_state()? {
             if m.theirs == theirs && m.phase == MergePhase::Applying {
                 self.merge_abort()?;
@@ -117,9 +117,7 @@ impl Repository {
             return Err(RepoError::NotACommit { what: label.to_string() });
         }
         let (status, ds) = self.worktree_status()?;
-        if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true });
-        }
+        refuse_staged_changes(&status)?;
         let Some(ours) = self.head_commit()? else {
             return self.fast_forward(None, theirs, label, (&status, &ds), progress);
         };
@@ -145,6 +143,11 @@ impl Repository {
     fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         let target = self.commit(&theirs)?.tree;
         let wanted = flatten(&self.store, &target)?;
+        let before = match head {
+            Some(h) => flatten(&self.store, &self.commit(&h)?.tree)?,
+            None => FlatTree::new(),
+        };
+        refuse_changes_in_the_way(now.0, &paths_touched(&before, &wanted, &before, &wanted))?;
         refuse_overwriting_untracked(now.0, now.1, &wanted)?;
         self.check_data_present(new_entries(now.1, &wanted))?;
         let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new(), kind: MergeKind::Merge };
@@ -176,7 +179,9 @@ impl Repository {
             Some(b) => flat_of_commit(&b)?,
             None => FlatTree::new(),
         };
-        let (mut merged, mut conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
+        let (ours_flat, theirs_flat) = (flat_of_commit(&ours)?, flat_of_commit(&theirs)?);
+        let (mut merged, mut conflicts) = three_way(&base_flat, &ours_flat, &theirs_flat);
+        refuse_changes_in_the_way(now.0, &paths_touched(&ours_flat, &merged, &base_flat, &theirs_flat))?;
         refuse_overwriting_untracked(now.0, now.1, &merged)?;
         self.check_data_present(new_entries(now.1, &merged))?;
 
@@ -266,9 +271,11 @@ impl Repository {
         Ok(id)
     }
 
-    /// `merge --abort`: the working tree and dirstate back to HEAD and the
-    /// merge state removed. Files the merge added go, files it changed or
-    /// removed come back from HEAD; other untracked files are left alone.
+    /// `merge --abort`: the paths the merge changed back to HEAD in the
+    /// working tree and dirstate, and the merge state removed. Files the
+    /// merge added go, files it changed or removed come back from HEAD;
+    /// changes it carried at other paths stay, as git's abort keeps them
+    /// (without a readable state file, every path goes back to HEAD).
     pub fn merge_abort(&self) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
@@ -289,6 +296,10 @@ impl Repository {
         let (status, mut ds) = self.worktree_status()?;
         // What the working tree holds at tracked paths.
         let current = current_flat(&status, &ds);
+        let touched = match &state {
+            Some(s) => self.paths_merge_touched(s, &head_flat)?,
+            None => None,
+        };
 
         let mut doomed: Vec<Vec<u8>> = ds.entries.keys().filter(|p| !head_flat.contains_key(*p)).map(<[u8]>::to_vec).collect();
         if let Some(s) = state.filter(|s| s.phase == MergePhase::Applying) {
@@ -314,6 +325,9 @@ impl Repository {
             ds.entries.remove(&p);
         }
         for (p, e) in &head_flat {
+            if touched.as_ref().is_some_and(|t| !t.contains(p)) {
+                continue;
+            }
             if same(current.get(p), Some(e)) {
                 // The file is right; only a staged version may need to go.
                 if !ds.entries.get(p).is_some_and(|d| d.kind == e.kind && d.id == e.id) {
@@ -337,4 +351,52 @@ impl Repository {
         self.save_dirstate(&ds)?;
         self.remove_merge_state()
     }
+
+    /// [`paths_touched`] by the merge or pick `state` describes, as it
+    /// refused changes at them when it began; None when HEAD was unborn.
+    fn paths_merge_touched(&self, state: &MergeState, head_flat: &FlatTree) -> RepoResult<Option<HashSet<Vec<u8>>>> {
+        let Some(head) = state.head else { return Ok(None) };
+        let theirs = self.commit(&state.theirs)?;
+        let base = match state.kind {
+            MergeKind::Merge => self.merge_base(head, state.theirs)?,
+            MergeKind::CherryPick => theirs.parents.first().copied(),
+        };
+        let base_flat = match base {
+            Some(b) => flatten(&self.store, &self.commit(&b)?.tree)?,
+            None => FlatTree::new(),
+        };
+        let target = flatten(&self.store, &state.target)?;
+        Ok(Some(paths_touched(head_flat, &target, &base_flat, &flatten(&self.store, &theirs.tree)?)))
+    }
+}
+
+/// Refuses a merge or pick over staged changes: they would go into its
+/// commit (git refuses them too). Unstaged ones are looked at once the
+/// result is known ([`refuse_changes_in_the_way`]).
+pub(crate) fn refuse_staged_changes(status: &WorktreeStatus) -> RepoResult<()> {
+    match status.staged.first() {
+        Some(c) => Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a merge or pick with an unstaged change at a path it `touched`;
+/// changes at other paths are carried through it, as git carries them.
+fn refuse_changes_in_the_way(status: &WorktreeStatus, touched: &HashSet<Vec<u8>>) -> RepoResult<()> {
+    match status.unstaged.iter().find(|c| touched.contains(&c.path)) {
+        Some(c) => Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true }),
+        None => Ok(()),
+    }
+}
+
+/// The paths a merge touches: where its result `after` differs from HEAD's
+/// `before`, and where their side changed the base (a conflict is one of
+/// those). `merge --abort` puts back exactly these.
+fn paths_touched(before: &FlatTree, after: &FlatTree, base: &FlatTree, theirs: &FlatTree) -> HashSet<Vec<u8>> {
+    let mut out = HashSet::new();
+    for (one, two) in [(before, after), (base, theirs)] {
+        out.extend(one.iter().filter(|(p, e)| two.get(*p) != Some(*e)).map(|(p, _)| p.clone()));
+        out.extend(two.keys().filter(|p| !one.contains_key(*p)).cloned());
+    }
+    out
 }
