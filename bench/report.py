@@ -2343,9 +2343,10 @@ def habits_section(ix, mode, cfg):
            "git`. Each try times `log --graph --oneline` with its output to /dev/null; the first try of each tool "
            "is run again untimed and must print as many lines with `*` as there are commits." % (
                cfg.get("habits_merge_every", 100), cfg.get("habits_side_commits", 3)), ""]
-    if mode == "quick":
+    sizes = ix.params("habits-commit")
+    if mode == "quick" and 1_000_000 not in sizes:
         out += ["Quick run: a tree of %s files; the full run also measures 1,000,000." % ", ".join(
-            fmt_count(p) for p in ix.params("habits-commit")), ""]
+            fmt_count(p) for p in sizes), ""]
     table, setups = habits_table(ix, cfg)
     out += table + [""]
     if setups:
