@@ -198,8 +198,14 @@ fn the_web_ui_in_a_real_browser() {
         let (loaded, all) = loaded_images(&c).await;
         assert_eq!(loaded, all);
         assert!(all >= 4);
+        // Swipe: the slider at 80 shows the version before on the left 80 %.
         let clip = c.execute("const s=document.getElementById('slider'); s.value=80; s.dispatchEvent(new Event('input')); return document.getElementById('over').style.clipPath;", vec![]).await.unwrap();
-        assert_eq!(clip.as_str(), Some("inset(0px 80% 0px 0px)"));
+        assert_eq!(clip.as_str(), Some("inset(0px 0px 0px 80%)"));
+        // Onion skin: the version after over the one before at 80 % opacity; difference: blended.
+        let onion = c.execute("document.querySelector('input[value=onion]').click(); const o=document.getElementById('over'); return [o.style.clipPath, o.style.opacity];", vec![]).await.unwrap();
+        assert_eq!(onion, json!(["none", "0.8"]));
+        let blend = c.execute("document.querySelector('input[value=difference]').click(); return document.getElementById('over').style.mixBlendMode;", vec![]).await.unwrap();
+        assert_eq!(blend.as_str(), Some("difference"));
 
         // The video plays, fetched by Range.
         c.goto(&format!("{base}/hub/file/main/clip.webm")).await.unwrap();
@@ -240,6 +246,118 @@ fn the_web_ui_in_a_real_browser() {
         c.close().await.unwrap();
     });
     fsck_clean(&hub);
+}
+
+/// A WebDriver session at a phone's size (Chrome's mobile emulation, 390×844
+/// CSS pixels) or a desktop window of 1440×900.
+async fn sized_browser(driver: &LocalServer, phone: bool) -> Client {
+    let mut options = json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1440,900"]});
+    if phone {
+        options["mobileEmulation"] = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2.0, "mobile": true, "touch": true}});
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), options);
+    ClientBuilder::new(HttpConnector::new()).capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
+}
+
+/// Every page of the UI at a phone's size and a desktop's: nothing wider
+/// than the screen, every image described, a theme toggle that turns the
+/// page dark, Markdown shown without its markup, a text file's change as a
+/// diff and a locked file's badge. The screenshots land in
+/// `DMV_SCREENSHOTS` when set (`docs/screenshots` is refreshed that way).
+#[test]
+fn every_page_fits_a_phone_and_a_desktop() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::create_dir_all(work.join("shoot/selects-for-the-client-with-a-long-folder-name")).unwrap();
+    for i in 0..6 {
+        photo(&work.join(format!("shoot/img-{i}.jpg")), i as u8 * 40);
+    }
+    std::fs::write(work.join("shoot/notes.txt"), "day one\nwarm light\nkeep 3 and 5\n").unwrap();
+    std::fs::write(work.join("README.md"), "# The shoot\n\nSelects are in **shoot/**.\n\n<script>document.title='owned'</script>\n\n| take | keep |\n|---|---|\n| 3 | yes |\n")
+        .unwrap();
+    commit_all(&work, "the shoot");
+    for i in [1, 3] {
+        photo(&work.join(format!("shoot/img-{i}.jpg")), 255 - i as u8 * 40);
+    }
+    std::fs::write(work.join("shoot/notes.txt"), "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n").unwrap();
+    commit_all(&work, "graded: two photos and the notes");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let head = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let (old_photo, new_photo) = (dmv(&hub, &["rev-parse", "main~1:shoot/img-1.jpg"]), dmv(&hub, &["rev-parse", "main:shoot/img-1.jpg"]));
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n", t, 0);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let mut lock = dmv_cmd(&work);
+    lock.args(["lock", "--remote", &format!("{base}/hub"), "shoot/img-3.jpg"]).env("DMV_TOKEN", "tok-al");
+    ok(&lock.output().unwrap());
+    let pages = [
+        ("repositories", "/".to_string()),
+        ("repository", "/hub/".to_string()),
+        ("history", "/hub/log/main".to_string()),
+        ("commit", format!("/hub/commit/{head}")),
+        ("commit-split", format!("/hub/commit/{head}?diff=split")),
+        ("folder-grid", "/hub/tree/main/shoot/".to_string()),
+        ("folder-list", "/hub/tree/main/shoot/?view=list".to_string()),
+        ("file-locked", "/hub/file/main/shoot/img-3.jpg".to_string()),
+        ("file-markdown", "/hub/file/main/README.md".to_string()),
+        ("compare", format!("/hub/compare/{}/{}?name=shoot/img-1.jpg", old_photo.trim(), new_photo.trim())),
+        ("locks", "/hub/locks".to_string()),
+    ];
+    let shots = std::env::var_os("DMV_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| t.join("screenshots"));
+    std::fs::create_dir_all(&shots).unwrap();
+
+    let expected = 2 * (pages.len() + 1);
+    let shots_dir = shots.clone();
+    let driver = chromedriver();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        let shots = shots_dir;
+        for (size, phone) in [("phone", true), ("desktop", false)] {
+            let c = sized_browser(&driver, phone).await;
+            c.goto(&format!("{base}/login")).await.unwrap();
+            let width = c.execute("return window.innerWidth;", vec![]).await.unwrap().as_u64().unwrap();
+            assert_eq!(width, if phone { 390 } else { 1440 }, "the {size}'s viewport");
+            log_in(&c, &base, "tok-al").await;
+            page_with(&c, "Repositories").await;
+            for (name, path) in &pages {
+                c.goto(&format!("{base}{path}")).await.unwrap();
+                loaded_images(&c).await;
+                let fit =
+                    c.execute("return [document.documentElement.scrollWidth, window.innerWidth, Array.from(document.images).filter(i => !i.alt).length];", vec![]).await.unwrap();
+                let [scroll, inner, unlabelled]: [u64; 3] = serde_json::from_value(fit).unwrap();
+                assert!(scroll <= inner, "{name} on a {size}: {scroll} px wide in a {inner} px window");
+                assert_eq!(unlabelled, 0, "{name} on a {size}: an image without alt text");
+                std::fs::write(shots.join(format!("{name}-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+            }
+            // What the pages hold: a diff of the notes, the lock, Markdown without its script.
+            c.goto(&format!("{base}/hub/commit/{head}")).await.unwrap();
+            let added = c.find_all(Locator::Css("pre.diff span.add")).await.unwrap();
+            assert_eq!(added.len(), 2, "two lines added to the notes");
+            assert_eq!(added[0].text().await.unwrap(), "+cool light, after the grade");
+            c.goto(&format!("{base}/hub/file/main/shoot/img-3.jpg")).await.unwrap();
+            assert!(c.find(Locator::Css(".badge")).await.unwrap().text().await.unwrap().contains("locked by al"));
+            c.goto(&format!("{base}/hub/file/main/README.md")).await.unwrap();
+            assert_eq!(c.find(Locator::Css("article h1")).await.unwrap().text().await.unwrap(), "The shoot");
+            assert_eq!(c.find_all(Locator::Css("article table td")).await.unwrap().len(), 2);
+            assert!(c.title().await.unwrap().ends_with("· DMV"), "the committed script did not run");
+            // The toggle turns the page dark, and the choice stays on the next page.
+            let light = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
+            c.find(Locator::Id("theme")).await.unwrap().click().await.unwrap();
+            let dark = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
+            assert_eq!((light.as_str(), dark.as_str()), (Some("rgb(255, 255, 255)"), Some("rgb(13, 17, 23)")));
+            c.goto(&format!("{base}/hub/commit/{head}")).await.unwrap();
+            let kept = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
+            assert_eq!(kept.as_str(), Some("rgb(13, 17, 23)"));
+            std::fs::write(shots.join(format!("commit-dark-{size}.png")), c.screenshot().await.unwrap()).unwrap();
+            c.close().await.unwrap();
+        }
+    });
+    let taken = std::fs::read_dir(&shots).unwrap().count();
+    assert!(taken >= expected, "{taken} screenshots");
 }
 
 /// Serves `dir` over HTTP on another port of the same host, as an

@@ -48,6 +48,7 @@ pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(index))
         .route("/-/compare.js", get(compare_script))
+        .route("/-/theme.js", get(theme_script))
         .route("/login", get(login_form).post(login))
         .route("/logout", get(logout_form).post(logout))
         .route("/{repo}", get(to_repo_home))
@@ -121,7 +122,15 @@ async fn index(State(state): State<Shared>, Extension(peer): Extension<Peer>, he
 }
 
 async fn compare_script() -> Response {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "private, max-age=3600")], dmv_web::COMPARE_SCRIPT).into_response()
+    script(dmv_web::COMPARE_SCRIPT)
+}
+
+async fn theme_script() -> Response {
+    script(dmv_web::THEME_SCRIPT)
+}
+
+fn script(text: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "private, max-age=3600")], text).into_response()
 }
 
 async fn login_form() -> Response {

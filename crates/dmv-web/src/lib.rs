@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod markdown;
 mod media;
 mod pages;
 mod ranges;
@@ -15,7 +16,7 @@ mod routes;
 mod thumbs;
 
 pub use media::{content_type_of, media_of, ContentType, Media};
-pub use pages::{index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT};
+pub use pages::{index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT, THEME_SCRIPT};
 pub use ranges::{parse_range, ByteRange};
 pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use reply::{Reply, Viewer};

@@ -25,6 +25,8 @@ pub fn media_of(name: &str) -> Media {
         "mp4" | "m4v" | "webm" | "mov" | "ogv" | "mkv" => Media::Video,
         "mp3" | "m4a" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus" => Media::Audio,
         "txt" | "md" | "json" | "toml" | "yaml" | "yml" | "csv" | "xml" | "html" | "css" | "js" | "rs" | "py" | "c" | "h" | "sh" | "ini" | "cfg" | "log" => Media::Text,
+        // Sidecars and lists that live beside media: XMP metadata, edit decision lists, subtitles, LUTs, tracks.
+        "xmp" | "edl" | "ale" | "srt" | "vtt" | "cube" | "gpx" | "pto" => Media::Text,
         _ if !name.contains('.') || name.starts_with('.') && !name[1..].contains('.') => Media::Text,
         _ => Media::Other,
     }

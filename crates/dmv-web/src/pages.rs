@@ -51,17 +51,41 @@ fn path_url(path: &str) -> String {
     path.split('/').map(seg).collect::<Vec<_>>().join("/")
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;color:#222}header{background:#223;color:#fff;padding:.6em 1em}header a{color:#fff}\
-main{padding:1em;max-width:1200px}table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
-.thumbs img{max-width:256px;max-height:256px;background:#eee}.muted{color:#777}pre{background:#f6f6f6;padding:1em;overflow:auto}\
-.compare{position:relative;display:inline-block}.compare img{display:block;max-width:100%}.compare .over{position:absolute;top:0;left:0;clip-path:inset(0 50% 0 0)}\
-.side{display:flex;gap:1em;flex-wrap:wrap}.side img{max-width:580px}form.inline{display:inline}\
-button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}";
+/// Light and dark colours (the dark ones from `prefers-color-scheme`, or
+/// the header's toggle, kept in the browser), a layout that reflows from a
+/// phone's 360 px to a wide screen, and a visible keyboard focus.
+const STYLE: &str = ":root{color-scheme:light;--bg:#fff;--fg:#1f2328;--muted:#656d76;--line:#d8dee4;--code:#f6f8fa;--head:#24292f;--link:#0969da;--thumb:#eaeef2;--add:#dafbe1;--del:#ffebe9;--hunk:#ddf4ff}\
+:root[data-theme=dark]{color-scheme:dark;--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;--line:#30363d;--code:#161b22;--head:#010409;--link:#4493f8;--thumb:#21262d;--add:#12261e;--del:#25171c;--hunk:#121d2f}\
+@media (prefers-color-scheme:dark){:root:not([data-theme=light]){color-scheme:dark;--bg:#0d1117;--fg:#e6edf3;--muted:#8d96a0;--line:#30363d;--code:#161b22;--head:#010409;--link:#4493f8;--thumb:#21262d;--add:#12261e;--del:#25171c;--hunk:#121d2f}}\
+*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;color:var(--fg);background:var(--bg);overflow-wrap:anywhere;line-height:1.4}a{color:var(--link)}\
+header{background:var(--head);color:#fff;padding:.6em 1em;display:flex;flex-wrap:wrap;gap:.3em .8em;align-items:center}header a,header button{color:#fff}header .grow{flex:1}\
+main{padding:1em;max-width:1600px;margin:0 auto}h1{font-size:1.5em;margin:.3em 0}.scroll{overflow-x:auto;max-width:100%}\
+table{border-collapse:collapse;max-width:100%}th,.kind{overflow-wrap:normal}td,th{padding:.3em .6em;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}\
+img,video{max-width:100%;height:auto}.thumbs img{width:min(256px,24vw);height:auto;background:var(--thumb)}.muted{color:var(--muted)}\
+pre{background:var(--code);padding:1em;overflow:auto;max-width:100%}:focus-visible{outline:3px solid #f0883e;outline-offset:2px}\
+nav.crumbs{margin:.2em 0 .6em}nav.crumbs a{text-decoration:none}.badge{display:inline-block;padding:.1em .5em;border-radius:1em;background:var(--thumb);font-size:.9em}\
+ul.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.8em;list-style:none;padding:0;margin:0}ul.grid li{border:1px solid var(--line);border-radius:6px;padding:.4em;text-align:center}\
+ul.grid img{width:100%;aspect-ratio:1;object-fit:cover;background:var(--thumb);border-radius:4px}ul.grid .folder{display:flex;align-items:center;justify-content:center;aspect-ratio:1;font-size:3em;background:var(--thumb);border-radius:4px}\
+.twoup{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,320px),1fr));gap:1em}.twoup figure{margin:0}.twoup img{width:100%}\
+.stack{position:relative;display:inline-block;max-width:100%}.stack img{display:block;max-width:100%}.stack .over{position:absolute;top:0;left:0;width:100%;height:100%}\
+.controls{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:.5em 0}.controls input[type=range]{width:min(400px,60vw)}\
+table.diff{font-family:ui-monospace,monospace;font-size:.85em;width:100%;table-layout:fixed}table.diff td{border:0;padding:0 .4em;white-space:pre-wrap}\
+pre.diff{padding:0}pre.diff span{display:block;padding:0 .6em}.add{background:var(--add)}.del{background:var(--del)}.hunk{background:var(--hunk);color:var(--muted)}\
+form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
+@media (max-width:600px){main{padding:.6em}td,th{padding:.25em .3em}.wide{display:none}}";
 
-/// The image comparison slider, served as a file of its own (`/-/compare.js`):
+/// The image comparison (swipe, onion skin, difference) and the colour
+/// toggle, served as files of their own (`/-/compare.js`, `/-/theme.js`):
 /// pages allow no inline script.
-pub const COMPARE_SCRIPT: &str =
-    "document.getElementById('slider').addEventListener('input',function(e){document.getElementById('over').style.clipPath='inset(0 '+e.target.value+'% 0 0)';});";
+pub const COMPARE_SCRIPT: &str = "(function(){var s=document.getElementById('slider'),o=document.getElementById('over');\
+function show(){var m=(document.querySelector('input[name=mode]:checked')||{}).value||'swipe',v=s.value;\
+o.style.clipPath=m==='swipe'?'inset(0 0 0 '+v+'%)':'none';o.style.opacity=m==='onion'?v/100:1;o.style.mixBlendMode=m==='difference'?'difference':'normal';}\
+s.addEventListener('input',show);document.querySelectorAll('input[name=mode]').forEach(function(r){r.addEventListener('change',show);});show();})();";
+
+/// See [`COMPARE_SCRIPT`]: the theme chosen is kept in the browser's storage.
+pub const THEME_SCRIPT: &str = "(function(){var r=document.documentElement,k='dmv-theme';try{var t=localStorage.getItem(k);if(t)r.dataset.theme=t;}catch(e){}\
+document.addEventListener('DOMContentLoaded',function(){var b=document.getElementById('theme');if(!b)return;b.hidden=false;b.addEventListener('click',function(){\
+var now=r.dataset.theme||(matchMedia('(prefers-color-scheme: dark)').matches?'dark':'light');r.dataset.theme=now==='dark'?'light':'dark';try{localStorage.setItem(k,r.dataset.theme);}catch(e){}});});})();";
 
 pub fn layout(title: &str, repo: Option<&str>, body: Markup) -> String {
     layout_with(title, repo, body, true)
@@ -72,15 +96,20 @@ fn layout_with(title: &str, repo: Option<&str>, body: Markup, logout: bool) -> S
     html! {
         (DOCTYPE)
         html lang="en" {
-            head { meta charset="utf-8"; meta name="viewport" content="width=device-width"; title { (title) " · DMV" } style { (PreEscaped(STYLE)) } }
+            head {
+                meta charset="utf-8"; meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · DMV" } style { (PreEscaped(STYLE)) } script src="/-/theme.js" {}
+            }
             body {
                 header {
                     a href="/" { "DMV" }
                     @if let Some(r) = repo {
-                        " / " a href={ "/" (seg(r)) "/" } { (r) }
-                        " · " a href={ "/" (seg(r)) "/locks" } { "locks" }
+                        a href={ "/" (seg(r)) "/" } { (r) }
+                        a href={ "/" (seg(r)) "/locks" } { "locks" }
                     }
-                    @if logout { " · " form.inline method="post" action="/logout" { button.link type="submit" { "log out" } } }
+                    span.grow {}
+                    button.link #theme type="button" hidden aria-label="switch between light and dark colours" { "◐ theme" }
+                    @if logout { form.inline method="post" action="/logout" { button.link type="submit" { "log out" } } }
                 }
                 main { (body) }
             }
@@ -202,8 +231,25 @@ fn thumb(base: &str, e: Option<&FlatEntry>, path: &str) -> Markup {
     }
 }
 
-/// A commit: who, when, why, and each changed file with its before and after.
-pub fn commit(repo: &Repository, name: &str, id: &str) -> PageResult {
+/// Changed files listed on one page of a commit.
+pub const CHANGES_PER_PAGE: usize = 200;
+/// Text diffs shown on one page of a commit (the other text files get a link to theirs).
+const TEXT_DIFFS_PER_PAGE: usize = 50;
+/// Lines of one file's diff shown before it is cut.
+const DIFF_LINES_SHOWN: usize = 2000;
+
+/// How text diffs are laid out: git's unified diff, or the two sides in columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DiffLayout {
+    /// Removed and added lines one under the other.
+    Unified,
+    /// Before on the left, after on the right.
+    Split,
+}
+
+/// A commit: who, when, why, and each changed file with its before and
+/// after, a page of files at a time (`skip` in), text files as a diff.
+pub fn commit(repo: &Repository, name: &str, id: &str, skip: usize, diff_layout: DiffLayout) -> PageResult {
     let id = repo.resolve(id).map_err(r)?;
     let c = repo.commit(&id).map_err(r)?;
     let parent_tree = match c.parents.first() {
@@ -211,34 +257,138 @@ pub fn commit(repo: &Repository, name: &str, id: &str) -> PageResult {
         None => None,
     };
     let changes: Vec<Change> = dmv_repo::diff_trees(&repo.store, parent_tree.as_ref(), Some(&c.tree)).map_err(r)?;
-    let listed = dmv_repo::find_renames(&repo.store, changes).map_err(r)?;
+    let total = changes.len();
+    // Renames are found among all the changes, then a page of them shown.
+    let listed: Vec<Listed> = dmv_repo::find_renames(&repo.store, changes).map_err(r)?.into_iter().skip(skip).take(CHANGES_PER_PAGE + 1).collect();
+    let more = listed.len() > CHANGES_PER_PAGE;
     let base = format!("/{}", seg(name));
     let hex = id.to_hex();
+    let here = format!("{base}/commit/{hex}");
+    let rows: Vec<ChangedRow> = listed
+        .iter()
+        .take(CHANGES_PER_PAGE)
+        .map(|l| match l {
+            Listed::Change(ch) => ChangedRow {
+                kind: kind_word(ch.kind),
+                path: String::from_utf8_lossy(&ch.path).into_owned(),
+                shown: String::from_utf8_lossy(&ch.path).into_owned(),
+                old: ch.old,
+                new: ch.new,
+            },
+            Listed::Renamed { from, to, similarity, old, new } => ChangedRow {
+                kind: format!("renamed ({similarity}%)"),
+                path: String::from_utf8_lossy(to).into_owned(),
+                shown: format!("{} → {}", String::from_utf8_lossy(from), String::from_utf8_lossy(to)),
+                old: Some(*old),
+                new: Some(*new),
+            },
+        })
+        .collect();
+    let diffs: Vec<(&str, Markup)> = rows
+        .iter()
+        .filter(|row| media_of(&row.path) == Media::Text)
+        .filter_map(|row| Some((row.shown.as_str(), text_diff(repo, row.old.as_ref(), row.new.as_ref(), diff_layout)?)))
+        .take(TEXT_DIFFS_PER_PAGE)
+        .collect();
+    let other_layout = match diff_layout {
+        DiffLayout::Unified => ("split", "side by side"),
+        DiffLayout::Split => ("unified", "unified"),
+    };
     let body = html! {
         h1 { (c.message.lines().next().unwrap_or("")) }
         p.muted { (c.author.name) " <" (c.author.email) "> · " (utc_time(c.author.time)) " · " (id.to_hex()) }
         @if c.message.lines().count() > 1 { pre { (c.message) } }
         p { @for p in &c.parents { "parent " a href={ (base) "/commit/" (p.to_hex()) } { (p.short()) } " " } a href={ (base) "/tree/" (hex) "/" } { "files at this commit" } }
-        table.thumbs {
-            tr { th { "change" } th { "path" } th { "before" } th { "after" } th {} }
-            @for l in &listed {
-                @let (kind, path, shown, old, new) = match l {
-                    Listed::Change(ch) => (kind_word(ch.kind), String::from_utf8_lossy(&ch.path).into_owned(), String::from_utf8_lossy(&ch.path).into_owned(), ch.old, ch.new),
-                    Listed::Renamed { from, to, similarity, old, new } => (format!("renamed ({similarity}%)"), String::from_utf8_lossy(to).into_owned(), format!("{} → {}", String::from_utf8_lossy(from), String::from_utf8_lossy(to)), Some(*old), Some(*new)),
-                };
+        p.muted { (total) " files changed"
+            @if total > CHANGES_PER_PAGE { ", " (skip + 1) "–" (skip + rows.len()) " shown" }
+            " · text diffs " a href={ (here) "?skip=" (skip) "&diff=" (other_layout.0) } { (other_layout.1) } }
+        div.scroll { table.thumbs {
+            tr { th { "change" } th { "path" } th { "before" } th { "after" } th.wide {} }
+            @for row in &rows {
                 tr {
-                    td { (kind) }
-                    td { @if new.is_some_and(|e| e.kind != EntryKind::Dir) { a href={ (base) "/file/" (hex) "/" (path_url(&path)) } { (shown) } } @else { (shown) } }
-                    td { (thumb(&base, old.as_ref(), &path)) }
-                    td { (thumb(&base, new.as_ref(), &path)) }
-                    td { @if let (Some(o), Some(n), Media::Image) = (old, new, media_of(&path)) {
-                        a href={ (base) "/compare/" (o.id.to_hex()) "/" (n.id.to_hex()) "?name=" (seg(&path)) } { "compare" }
+                    td.kind { (row.kind) }
+                    td { @if row.new.is_some_and(|e| e.kind != EntryKind::Dir) { a href={ (base) "/file/" (hex) "/" (path_url(&row.path)) } { (row.shown) } } @else { (row.shown) } }
+                    td { (thumb(&base, row.old.as_ref(), &row.path)) }
+                    td { (thumb(&base, row.new.as_ref(), &row.path)) }
+                    td.wide { @if let (Some(o), Some(n), Media::Image) = (row.old, row.new, media_of(&row.path)) {
+                        a href={ (base) "/compare/" (o.id.to_hex()) "/" (n.id.to_hex()) "?name=" (seg(&row.path)) } { "compare" }
                     } }
                 }
             }
+        } }
+        @if skip > 0 || more {
+            p {
+                @if skip > 0 { a href={ (here) "?skip=" (skip.saturating_sub(CHANGES_PER_PAGE)) } { "← previous files" } " " }
+                @if more { a rel="next" href={ (here) "?skip=" (skip + CHANGES_PER_PAGE) } { "next " (CHANGES_PER_PAGE) " files →" } }
+            }
+        }
+        @for (shown, diff) in &diffs {
+            h3 { (shown) }
+            (diff)
         }
     };
     Ok(html(layout(&format!("Commit {}", id.short()), Some(name), body)))
+}
+
+/// A changed file as a commit page lists it.
+struct ChangedRow {
+    /// "added", "modified", "deleted" or "renamed (N%)".
+    kind: String,
+    /// Its path now.
+    path: String,
+    /// Its path as shown (a rename shows both).
+    shown: String,
+    old: Option<FlatEntry>,
+    new: Option<FlatEntry>,
+}
+
+/// The change between two versions of a text file, as `layout` says; None
+/// when either side is not text or not here (or too large: 1 MiB).
+fn text_diff(repo: &Repository, old: Option<&FlatEntry>, new: Option<&FlatEntry>, layout: DiffLayout) -> Option<Markup> {
+    let side = |e: Option<&FlatEntry>| match e {
+        Some(e) if !data_here(repo, &e.id) => None,
+        _ => match repo.diff_side(e, None).ok()? {
+            dmv_repo::DiffSide::Text(t) => Some(t),
+            dmv_repo::DiffSide::Binary { .. } => None,
+        },
+    };
+    let (before, after) = (side(old)?, side(new)?);
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let mut shown = 0usize;
+    let cut = |shown: &mut usize| {
+        *shown += 1;
+        *shown > DIFF_LINES_SHOWN
+    };
+    Some(match layout {
+        DiffLayout::Unified => html! {
+            pre.diff { @for group in diff.grouped_ops(3) {
+                @if shown <= DIFF_LINES_SHOWN { span.hunk { "@@" } }
+                @for op in &group { @for change in diff.iter_changes(op) {
+                    @if !cut(&mut shown) {
+                        @let (class, mark) = match change.tag() { similar::ChangeTag::Delete => ("del", "-"), similar::ChangeTag::Insert => ("add", "+"), similar::ChangeTag::Equal => ("", " ") };
+                        span class=(class) { (mark) (change.value().trim_end_matches('\n')) }
+                    }
+                } }
+            } @if shown > DIFF_LINES_SHOWN { span.hunk { "… cut after " (DIFF_LINES_SHOWN) " lines" } } }
+        },
+        DiffLayout::Split => html! {
+            div.scroll { table.diff {
+                @for group in diff.grouped_ops(3) {
+                    tr { td.hunk { "@@" } td.hunk {} }
+                    @for op in &group { @for change in diff.iter_changes(op) {
+                        @if !cut(&mut shown) {
+                            @let text = change.value().trim_end_matches('\n');
+                            @match change.tag() {
+                                similar::ChangeTag::Delete => tr { td.del { (text) } td {} },
+                                similar::ChangeTag::Insert => tr { td {} td.add { (text) } },
+                                similar::ChangeTag::Equal => tr { td { (text) } td { (text) } },
+                            }
+                        }
+                    } }
+                }
+            } }
+        },
+    })
 }
 
 fn kind_word(k: ChangeKind) -> String {
@@ -255,8 +405,33 @@ fn tree_of(repo: &Repository, rev: &str) -> Result<(ObjectId, ObjectId), String>
     Ok((commit, repo.commit(&commit).map_err(r)?.tree))
 }
 
-/// A folder at `rev`, a page of entries after the name `after`.
-pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>) -> PageResult {
+/// Where a folder or file is: the revision's root, then each folder above it, each a link.
+fn crumbs(base: &str, rev: &str, path: &str) -> Markup {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    html! {
+        nav.crumbs aria-label="where this is" {
+            a href={ (base) "/tree/" (seg(rev)) "/" } { (rev) } " : "
+            @for (i, part) in parts.iter().enumerate() {
+                "/ "
+                @if i + 1 < parts.len() { a href={ (base) "/tree/" (seg(rev)) "/" (path_url(&parts[..=i].join("/"))) "/" } { (part) } " " }
+                @else { strong { (part) } }
+            }
+        }
+    }
+}
+
+/// How a folder is shown: thumbnails, or a list of names and sizes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FolderView {
+    /// Pictures as thumbnails, other entries as tiles.
+    Grid,
+    /// Names and sizes.
+    List,
+}
+
+/// A folder at `rev`, a page of entries after the name `after`, as `view`
+/// asks (None: a grid when the page holds a picture).
+pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>, view: Option<FolderView>) -> PageResult {
     let (_, root) = tree_of(repo, rev)?;
     let folder = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind == EntryKind::Dir => e.id,
@@ -267,22 +442,48 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
     let base = format!("/{}", seg(name));
     let prefix = if path.is_empty() { String::new() } else { format!("{}/", path.trim_end_matches('/')) };
     let here = format!("{base}/tree/{}/{}", seg(rev), path_url(&prefix));
+    let is_image = |e: &dmv_repo::store::object::TreeEntry| e.kind.is_file() && media_of(&String::from_utf8_lossy(&e.name)) == Media::Image;
+    let view = view.unwrap_or(if entries.iter().any(is_image) { FolderView::Grid } else { FolderView::List });
+    let (view_word, other_view, other_word) = match view {
+        FolderView::Grid => ("grid", "list", "list view"),
+        FolderView::List => ("list", "grid", "grid view"),
+    };
     let body = html! {
-        h1 { (rev) ":/" (prefix) }
-        table {
-            @for e in &entries {
+        h1 { @if prefix.is_empty() { "Files at " (rev) } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) "/" } }
+        (crumbs(&base, rev, path))
+        p.controls { a href={ (here) "?view=" (other_view) } { (other_word) } }
+        @if view == FolderView::Grid {
+            ul.grid { @for e in &entries {
                 @let n = String::from_utf8_lossy(&e.name).into_owned();
-                tr {
+                li {
                     @if e.kind == EntryKind::Dir {
-                        td { a href={ (here) (seg(&n)) "/" } { (n) "/" } } td {}
+                        a href={ (here) (seg(&n)) "/?view=grid" } { span.folder aria-hidden="true" { "🗀" } (n) "/" }
                     } @else {
-                        td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted { (human_bytes(e.size)) }
+                        a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } {
+                            @if is_image(e) { img loading="lazy" src={ (base) "/thumb/" (e.id.to_hex()) } alt=(n); }
+                            @else { span.folder aria-hidden="true" { "🗎" } }
+                            (n)
+                        }
+                        br; span.muted { (human_bytes(e.size)) }
+                    }
+                }
+            } }
+        } @else {
+            table {
+                @for e in &entries {
+                    @let n = String::from_utf8_lossy(&e.name).into_owned();
+                    tr {
+                        @if e.kind == EntryKind::Dir {
+                            td { a href={ (here) (seg(&n)) "/?view=list" } { (n) "/" } } td {}
+                        } @else {
+                            td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted { (human_bytes(e.size)) }
+                        }
                     }
                 }
             }
         }
         @if let (true, Some(last)) = (more, entries.last()) {
-            p { a rel="next" href={ (here) "?after=" (seg(&String::from_utf8_lossy(&last.name))) } { "next " (ENTRIES_PER_PAGE) " →" } }
+            p { a rel="next" href={ (here) "?view=" (view_word) "&after=" (seg(&String::from_utf8_lossy(&last.name))) } { "next " (ENTRIES_PER_PAGE) " →" } }
         }
     };
     Ok(html(layout(&format!("{rev}:/{prefix}"), Some(name), body)))
@@ -316,8 +517,12 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
             Some((c.id, c.commit.message.lines().next().unwrap_or("").to_string(), v.id))
         })
         .collect();
+    let lock = repo.path_locks().ok().and_then(|t| t.all().find(|l| l.path == path).cloned());
+    let markdown = path.to_ascii_lowercase().ends_with(".md");
     let body = html! {
-        h1 { (path) }
+        h1 { (file_name) }
+        (crumbs(&base, rev, path))
+        @if let Some(l) = &lock { p { span.badge { "🔒 locked by " (l.owner) " since " (utc_time(l.since as i64)) } } }
         p.muted { (human_bytes(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
         @if !present { p { "This replica does not hold this file's data." } }
         @else {
@@ -326,7 +531,9 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
                 Media::Video => { video controls preload="metadata" src=(raw) style="max-width:100%" {} }
                 Media::Audio => { audio controls preload="metadata" src=(raw) {} }
                 _ => {
-                    @if let Some(Some(t)) = &text { pre { (t) } }
+                    @if let Some(Some(t)) = &text {
+                        @if markdown { article.markdown { (PreEscaped(crate::markdown::to_safe_html(t))) } } @else { pre { (t) } }
+                    }
                 }
             }
         }
@@ -353,10 +560,18 @@ pub fn compare(repo: &Repository, name: &str, before: &str, after: &str, label: 
     let (src_a, src_b) = (format!("{base}/preview/{}", a.to_hex()), format!("{base}/preview/{}", b.to_hex()));
     let body = html! {
         h1 { "Compare " (label) }
-        div.side { figure { img #before src=(src_a) alt="before"; figcaption { "before " (a.short()) } } figure { img #after src=(src_b) alt="after"; figcaption { "after " (b.short()) } } }
+        h2 { "Side by side" }
+        div.twoup { figure { img #before src=(src_a) alt={ "before: " (label) }; figcaption { "before " (a.short()) } } figure { img #after src=(src_b) alt={ "after: " (label) }; figcaption { "after " (b.short()) } } }
         h2 { "Over each other" }
-        div.compare { img src=(src_a) alt="before"; img.over #over src=(src_b) alt="after"; }
-        p { label { "after ← → before " input #slider type="range" min="0" max="100" value="50"; } }
+        div.controls {
+            span role="radiogroup" aria-label="how the two are laid over each other" {
+                label { input type="radio" name="mode" value="swipe" checked; " swipe" } " "
+                label { input type="radio" name="mode" value="onion"; " onion skin" } " "
+                label { input type="radio" name="mode" value="difference"; " difference" }
+            }
+            label { "before " input #slider type="range" min="0" max="100" value="50" aria-label="how much of each version shows"; " after" }
+        }
+        div.stack { img src=(src_a) alt={ "before: " (label) }; img.over #over src=(src_b) alt={ "after: " (label) }; }
         script src="/-/compare.js" {}
     };
     Ok(html(layout(&format!("Compare {label}"), Some(name), body)))

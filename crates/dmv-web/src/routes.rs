@@ -17,7 +17,7 @@ pub struct PageRequest<'a> {
     /// The URL path after `/{repo}/`, percent-decoded.
     pub path: &'a str,
     /// The URL's query parameters, percent-decoded (`skip`, `after`,
-    /// `name`, `download`; others are ignored).
+    /// `name`, `download`, `view`, `diff`; others are ignored).
     pub query: &'a BTreeMap<String, String>,
     /// The `Range` header, if any.
     pub range: Option<&'a str>,
@@ -33,8 +33,18 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
     let answer = match head {
         "" => pages::home(repo, name),
         "log" => pages::log(repo, name, rest, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0)),
-        "commit" => pages::commit(repo, name, rest),
-        "tree" => split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"))),
+        "commit" => {
+            let layout = if query("diff") == Some("split") { pages::DiffLayout::Split } else { pages::DiffLayout::Unified };
+            pages::commit(repo, name, rest, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0), layout)
+        }
+        "tree" => {
+            let view = match query("view") {
+                Some("grid") => Some(pages::FolderView::Grid),
+                Some("list") => Some(pages::FolderView::List),
+                _ => None,
+            };
+            split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"), view))
+        }
         "file" => split_rev(repo, rest).and_then(|(rev, path)| pages::file(repo, name, rev, path)),
         "compare" => match rest.split_once('/') {
             Some((a, b)) => pages::compare(repo, name, a, b, query("name").unwrap_or("")),
