@@ -306,6 +306,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
         ("file-markdown", "/hub/file/main/README.md".to_string()),
         ("compare", format!("/hub/compare/{}/{}?name=shoot/img-1.jpg", old_photo.trim(), new_photo.trim())),
         ("locks", "/hub/locks".to_string()),
+        ("search", "/hub/search?q=IMG&rev=main".to_string()),
     ];
     let shots = std::env::var_os("DMV_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| t.join("screenshots"));
     std::fs::create_dir_all(&shots).unwrap();
@@ -344,6 +345,17 @@ fn every_page_fits_a_phone_and_a_desktop() {
             assert_eq!(c.find(Locator::Css("article h1")).await.unwrap().text().await.unwrap(), "The shoot");
             assert_eq!(c.find_all(Locator::Css("article table td")).await.unwrap().len(), 2);
             assert!(c.title().await.unwrap().ends_with("· DMV"), "the committed script did not run");
+            // Search: file names at a revision, commit messages and authors, any case.
+            c.goto(&format!("{base}/hub/search?q=IMG-3&rev=main")).await.unwrap();
+            let hits = c.find_all(Locator::Css("main ul li a")).await.unwrap();
+            assert_eq!(hits.len(), 1);
+            assert_eq!(hits[0].text().await.unwrap(), "shoot/img-3.jpg");
+            c.goto(&format!("{base}/hub/search?q=GRADED&in=commits")).await.unwrap();
+            let hits = c.find_all(Locator::Css("main table tr")).await.unwrap();
+            assert_eq!(hits.len(), 1);
+            assert!(hits[0].text().await.unwrap().contains("graded: two photos and the notes"));
+            c.goto(&format!("{base}/hub/file/main/shoot/img-0.jpg")).await.unwrap();
+            assert!(c.source().await.unwrap().contains("1200x800 · "), "the picture's size is on its page");
             // The toggle turns the page dark, and the choice stays on the next page.
             let light = c.execute("return getComputedStyle(document.body).backgroundColor;", vec![]).await.unwrap();
             c.find(Locator::Id("theme")).await.unwrap().click().await.unwrap();

@@ -13,6 +13,7 @@ mod ranges;
 mod raw_preview;
 mod reply;
 mod routes;
+mod search;
 mod thumbs;
 
 pub use media::{content_type_of, media_of, ContentType, Media};

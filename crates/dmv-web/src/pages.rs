@@ -106,6 +106,7 @@ fn layout_with(title: &str, repo: Option<&str>, body: Markup, logout: bool) -> S
                     @if let Some(r) = repo {
                         a href={ "/" (seg(r)) "/" } { (r) }
                         a href={ "/" (seg(r)) "/locks" } { "locks" }
+                        a href={ "/" (seg(r)) "/search" } { "search" }
                     }
                     span.grow {}
                     button.link #theme type="button" hidden aria-label="switch between light and dark colours" { "◐ theme" }
@@ -518,12 +519,20 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         })
         .collect();
     let lock = repo.path_locks().ok().and_then(|t| t.all().find(|l| l.path == path).cloned());
+    // What the file says of itself: a picture's size, camera and date taken, a film's or sound's duration.
+    let facts = match (present, media_of(path)) {
+        (true, Media::Image | Media::Video | Media::Audio) => match repo.diff_side(Some(&e), None) {
+            Ok(dmv_repo::DiffSide::Binary { facts }) => facts,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
     let markdown = path.to_ascii_lowercase().ends_with(".md");
     let body = html! {
         h1 { (file_name) }
         (crumbs(&base, rev, path))
         @if let Some(l) = &lock { p { span.badge { "🔒 locked by " (l.owner) " since " (utc_time(l.since as i64)) } } }
-        p.muted { (human_bytes(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
+        p.muted { @for f in &facts { (f) " · " } (human_bytes(e.size)) " · " a href={ (raw) "?download=1" } download=(file_name) { "download" } }
         @if !present { p { "This replica does not hold this file's data." } }
         @else {
             @match media_of(path) {
@@ -575,6 +584,65 @@ pub fn compare(repo: &Repository, name: &str, before: &str, after: &str, label: 
         script src="/-/compare.js" {}
     };
     Ok(html(layout(&format!("Compare {label}"), Some(name), body)))
+}
+
+/// What to search: file names and paths, or commit messages and authors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SearchIn {
+    /// Paths at the revision.
+    Files,
+    /// Commits from the revision back.
+    Commits,
+}
+
+/// The search form and a page of its hits (`skip` in).
+pub fn search(repo: &Repository, name: &str, query: &str, rev: &str, what: SearchIn, skip: usize) -> PageResult {
+    let base = format!("/{}", seg(name));
+    let (commit, tree) = tree_of(repo, rev)?;
+    let next = |skip: usize| format!("{base}/search?q={}&rev={}&in={}&skip={skip}", seg(query), seg(rev), if what == SearchIn::Files { "files" } else { "commits" });
+    let results = match (query.trim().is_empty(), what) {
+        (true, _) => html! {},
+        (false, SearchIn::Files) => {
+            let hits = crate::search::paths(repo, &tree, query.trim(), skip)?;
+            html! {
+                @if hits.page.is_empty() { p.muted { "No file name at " (rev) " holds “" (query) "”." } }
+                ul { @for p in &hits.page { li { a href={ (base) "/file/" (seg(rev)) "/" (path_url(p)) } { (p) } } } }
+                (pager(skip, hits.more, &next))
+            }
+        }
+        (false, SearchIn::Commits) => {
+            let hits = crate::search::commits(repo, &commit, query.trim(), skip)?;
+            html! {
+                @if hits.page.is_empty() { p.muted { "No commit from " (rev) " back mentions “" (query) "”." } }
+                div.scroll { table { @for c in &hits.page {
+                    tr { td { a href={ (base) "/commit/" (c.id.to_hex()) } { (c.id.short()) } } td { (c.subject) } td.muted { (c.author) } td.muted.wide { (utc_time(c.time)) } }
+                } } }
+                (pager(skip, hits.more, &next))
+            }
+        }
+    };
+    let body = html! {
+        h1 { "Search" }
+        form.controls method="get" action={ (base) "/search" } role="search" {
+            label { "Find " input type="search" name="q" value=(query) autofocus; }
+            label { "in " select name="in" {
+                option value="files" selected[what == SearchIn::Files] { "file names" }
+                option value="commits" selected[what == SearchIn::Commits] { "commit messages and authors" }
+            } }
+            label { "at " input type="text" name="rev" value=(rev) size="12"; }
+            button type="submit" { "Search" }
+        }
+        (results)
+    };
+    Ok(html(layout("Search", Some(name), body)))
+}
+
+/// Links to the page of hits before and after this one.
+fn pager(skip: usize, more: bool, url: &dyn Fn(usize) -> String) -> Markup {
+    html! { p {
+        @if skip > 0 { a href=(url(skip.saturating_sub(crate::search::HITS_PER_PAGE))) { "← previous" } " " }
+        @if more { a rel="next" href=(url(skip + crate::search::HITS_PER_PAGE)) { "next →" } }
+    } }
 }
 
 /// Who holds which path; admins get a button to break each lock.

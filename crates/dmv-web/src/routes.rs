@@ -17,7 +17,7 @@ pub struct PageRequest<'a> {
     /// The URL path after `/{repo}/`, percent-decoded.
     pub path: &'a str,
     /// The URL's query parameters, percent-decoded (`skip`, `after`,
-    /// `name`, `download`, `view`, `diff`; others are ignored).
+    /// `name`, `download`, `view`, `diff`, `q`, `in`, `rev`; others are ignored).
     pub query: &'a BTreeMap<String, String>,
     /// The `Range` header, if any.
     pub range: Option<&'a str>,
@@ -51,6 +51,11 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             None => Err("compare needs two versions".into()),
         },
         "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
+        "search" if rest.is_empty() => {
+            let what = if query("in") == Some("commits") { pages::SearchIn::Commits } else { pages::SearchIn::Files };
+            let rev = query("rev").filter(|r| !r.is_empty()).unwrap_or("HEAD");
+            pages::search(repo, name, query("q").unwrap_or(""), rev, what, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0))
+        }
         "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
         "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
         "raw" => content(repo, rest, req.range, query("download").is_some()),

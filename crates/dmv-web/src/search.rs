@@ -1,0 +1,99 @@
+//! Search: file names and paths at a revision, and commit messages and
+//! authors from a revision back, a page of hits at a time. The paths of the
+//! last trees searched are kept in memory by their tree's id, so typing
+//! more letters reads no tree again.
+
+use std::sync::{Arc, Mutex};
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::Repository;
+
+/// Hits on one page of results.
+pub const HITS_PER_PAGE: usize = 50;
+/// Commits a search of history reads at most, from the revision back.
+pub const COMMITS_SEARCHED: usize = 100_000;
+/// Trees whose paths are kept (a million paths take about 60 MB).
+const TREES_KEPT: usize = 2;
+
+/// Every path of a tree, sorted, with its lowercase form beside it for matching.
+type Paths = Arc<Vec<(String, String)>>;
+
+static KEPT: Mutex<Vec<(ObjectId, Paths)>> = Mutex::new(Vec::new());
+
+/// A page of results and whether more follow.
+pub struct Hits<T> {
+    /// The hits of this page.
+    pub page: Vec<T>,
+    /// More hits follow.
+    pub more: bool,
+}
+
+/// Paths at `tree` holding `query` (any case), `skip` hits in.
+pub fn paths(repo: &Repository, tree: &ObjectId, query: &str, skip: usize) -> Result<Hits<String>, String> {
+    let all = paths_of(repo, tree)?;
+    let wanted = query.to_lowercase();
+    let mut found = all.iter().filter(|(_, lower)| lower.contains(&wanted)).map(|(path, _)| path.clone()).skip(skip).take(HITS_PER_PAGE + 1).collect::<Vec<_>>();
+    let more = found.len() > HITS_PER_PAGE;
+    found.truncate(HITS_PER_PAGE);
+    Ok(Hits { page: found, more })
+}
+
+/// The paths of `tree`, read once while it is among the last searched.
+fn paths_of(repo: &Repository, tree: &ObjectId) -> Result<Paths, String> {
+    if let Some((_, paths)) = KEPT.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(id, _)| id == tree) {
+        return Ok(paths.clone());
+    }
+    let flat = dmv_repo::tree::flatten_sorted(&repo.store, tree).map_err(|e| e.to_string())?;
+    let paths: Paths = Arc::new(
+        flat.into_iter()
+            .map(|(path, _)| {
+                let path = String::from_utf8_lossy(&path).into_owned();
+                let lower = path.to_lowercase();
+                (path, lower)
+            })
+            .collect(),
+    );
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|(id, _)| id != tree);
+    kept.insert(0, (*tree, paths.clone()));
+    kept.truncate(TREES_KEPT);
+    Ok(paths)
+}
+
+/// A commit a search found.
+pub struct FoundCommit {
+    /// Its id.
+    pub id: ObjectId,
+    /// The first line of its message.
+    pub subject: String,
+    /// Its author's name.
+    pub author: String,
+    /// When it was made (seconds since the epoch).
+    pub time: i64,
+}
+
+/// Commits from `start` back (at most [`COMMITS_SEARCHED`]) whose message,
+/// author name or email holds `query` (any case), `skip` hits in.
+pub fn commits(repo: &Repository, start: &ObjectId, query: &str, skip: usize) -> Result<Hits<FoundCommit>, String> {
+    let wanted = query.to_lowercase();
+    let mut found = Vec::new();
+    for c in repo.walk(&[*start]).map_err(|e| e.to_string())?.take(COMMITS_SEARCHED) {
+        let c = c.map_err(|e| e.to_string())?;
+        let hit = [&c.commit.message, &c.commit.author.name, &c.commit.author.email].iter().any(|t| t.to_lowercase().contains(&wanted));
+        if hit {
+            found.push(FoundCommit {
+                id: c.id,
+                subject: c.commit.message.lines().next().unwrap_or("").to_string(),
+                author: c.commit.author.name.clone(),
+                time: c.commit.committer.time,
+            });
+            if found.len() > skip + HITS_PER_PAGE {
+                break;
+            }
+        }
+    }
+    let mut page: Vec<FoundCommit> = found.into_iter().skip(skip).collect();
+    let more = page.len() > HITS_PER_PAGE;
+    page.truncate(HITS_PER_PAGE);
+    Ok(Hits { page, more })
+}
