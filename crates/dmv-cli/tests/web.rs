@@ -313,6 +313,18 @@ fn every_page_fits_a_phone_and_a_desktop() {
 
     let expected = 2 * (pages.len() + 1);
     let shots_dir = shots.clone();
+    // A folder downloads as a zip made as it is sent.
+    let zip = t.join("shoot.zip");
+    let code =
+        Command::new("curl").args(["-s", "-w", "%{http_code}", "-H", "Authorization: Bearer tok-al", "-o"]).arg(&zip).arg(format!("{base}/hub/zip/main/shoot/")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
+    let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().map(str::to_string).collect();
+    let short = &head[..12];
+    assert_eq!(names.len(), 7, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with(&format!("shoot-{short}/shoot/"))), "{names:?}");
+    let notes = Command::new("unzip").arg("-p").arg(&zip).arg(format!("shoot-{short}/shoot/notes.txt")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&notes.stdout), "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n");
     let driver = chromedriver();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
@@ -345,6 +357,15 @@ fn every_page_fits_a_phone_and_a_desktop() {
             assert_eq!(c.find(Locator::Css("article h1")).await.unwrap().text().await.unwrap(), "The shoot");
             assert_eq!(c.find_all(Locator::Css("article table td")).await.unwrap().len(), 2);
             assert!(c.title().await.unwrap().ends_with("· DMV"), "the committed script did not run");
+            // The list view names the commit that last changed each file.
+            c.goto(&format!("{base}/hub/tree/main/shoot/?view=list")).await.unwrap();
+            let mut last = Vec::new();
+            for row in c.find_all(Locator::Css("main table tr")).await.unwrap() {
+                last.push(row.text().await.unwrap());
+            }
+            assert!(last.iter().any(|r| r.starts_with("img-0.jpg") && r.contains("the shoot")), "{last:?}");
+            assert!(last.iter().any(|r| r.starts_with("img-1.jpg") && r.contains("graded: two photos and the notes")), "{last:?}");
+            assert!(last.iter().any(|r| r.starts_with("notes.txt") && r.contains("graded")), "{last:?}");
             // Search: file names at a revision, commit messages and authors, any case.
             c.goto(&format!("{base}/hub/search?q=IMG-3&rev=main")).await.unwrap();
             let hits = c.find_all(Locator::Css("main ul li a")).await.unwrap();

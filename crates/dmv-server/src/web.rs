@@ -260,6 +260,26 @@ fn send(reply: Reply, repo: Repository) -> Response {
             ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "private, max-age=31536000, immutable"), (header::CONTENT_LENGTH, len.as_str())], bytes).into_response()
         }
         Reply::Redirect(to) => see_other(&to, None),
+        Reply::Zip { commit, folder, name } => {
+            let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+            let stem = name.trim_end_matches(".zip").to_string();
+            tokio::task::spawn_blocking(move || {
+                let mut out = ChannelWriter { tx, buf: Vec::new() };
+                let specs: Vec<Vec<u8>> = if folder.is_empty() { Vec::new() } else { vec![folder] };
+                let written = repo.archive(&commit, &specs, &format!("{stem}/"), dmv_repo::ArchiveFormat::Zip, &mut out).map_err(std::io::Error::other);
+                if let Err(e) = written.and_then(|_| std::io::Write::flush(&mut out)) {
+                    // The body ends short: the client sees the download fail.
+                    let _ = out.tx.blocking_send(Err(e));
+                }
+            });
+            let mut response = Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
+            let h = response.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/zip"));
+            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_POLICY));
+            let safe: String = name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect();
+            h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")).unwrap_or(HeaderValue::from_static("attachment")));
+            response
+        }
         Reply::RangeNotSatisfiable { total } => (StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{total}"))]).into_response(),
         Reply::Content { id, content_type, start, len, total, partial, download } => {
             let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);

@@ -12,6 +12,8 @@ use crate::media::{media_of, Media};
 use crate::reply::{Reply, Viewer};
 use dmv_repo::ref_names::{BRANCHES, TAGS};
 
+/// Commits a folder's list looks back through for each entry's last change.
+const LAST_CHANGE_COMMITS: usize = 1000;
 /// Commits per page of history, entries per page of a folder.
 pub const COMMITS_PER_PAGE: usize = 50;
 pub const ENTRIES_PER_PAGE: usize = 200;
@@ -71,7 +73,7 @@ ul.grid img{width:100%;aspect-ratio:1;object-fit:cover;background:var(--thumb);b
 .controls{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:.5em 0}.controls input[type=range]{width:min(400px,60vw)}\
 table.diff{font-family:ui-monospace,monospace;font-size:.85em;width:100%;table-layout:fixed}table.diff td{border:0;padding:0 .4em;white-space:pre-wrap}\
 pre.diff{padding:0}pre.diff span{display:block;padding:0 .6em}.add{background:var(--add)}.del{background:var(--del)}.hunk{background:var(--hunk);color:var(--muted)}\
-form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
+.nowrap{white-space:nowrap}form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
 @media (max-width:600px){main{padding:.6em}td,th{padding:.25em .3em}.wide{display:none}}";
 
 /// The image comparison (swipe, onion skin, difference) and the colour
@@ -449,10 +451,23 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
         FolderView::Grid => ("grid", "list", "list view"),
         FolderView::List => ("list", "grid", "grid view"),
     };
+    // The list view says which commit last changed each entry (a bounded walk back).
+    let last = match view {
+        FolderView::List => {
+            let (commit, _) = tree_of(repo, rev)?;
+            let names: Vec<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
+            repo.last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS).map_err(r)?
+        }
+        FolderView::Grid => Default::default(),
+    };
+    let last_info = |name: &[u8]| last.get(name).and_then(|id| repo.commit(id).ok().map(|c| (*id, c)));
     let body = html! {
         h1 { @if prefix.is_empty() { "Files at " (rev) } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) "/" } }
         (crumbs(&base, rev, path))
-        p.controls { a href={ (here) "?view=" (other_view) } { (other_word) } }
+        p.controls {
+            a href={ (here) "?view=" (other_view) } { (other_word) }
+            a href={ (base) "/zip/" (seg(rev)) "/" (path_url(&prefix)) } download { "download as zip" }
+        }
         @if view == FolderView::Grid {
             ul.grid { @for e in &entries {
                 @let n = String::from_utf8_lossy(&e.name).into_owned();
@@ -477,8 +492,12 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
                         @if e.kind == EntryKind::Dir {
                             td { a href={ (here) (seg(&n)) "/?view=list" } { (n) "/" } } td {}
                         } @else {
-                            td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted { (human_bytes(e.size)) }
+                            td { a href={ (base) "/file/" (seg(rev)) "/" (path_url(&format!("{prefix}{n}"))) } { (n) } } td.muted.nowrap { (human_bytes(e.size)) }
                         }
+                        td.muted { @if let Some((id, c)) = last_info(&e.name) {
+                            a href={ (base) "/commit/" (id.to_hex()) } { (c.message.lines().next().unwrap_or("")) }
+                        } }
+                        td.muted.wide { @if let Some((_, c)) = last_info(&e.name) { (utc_time(c.committer.time)) } }
                     }
                 }
             }

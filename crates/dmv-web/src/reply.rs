@@ -53,4 +53,14 @@ pub enum Reply {
     },
     /// See other (303), after a form was handled.
     Redirect(String),
+    /// A folder of a commit as a zip stream, made as it is sent; the server
+    /// streams it with `Repository::archive`.
+    Zip {
+        /// The commit.
+        commit: ObjectId,
+        /// The folder (empty: the whole tree).
+        folder: Vec<u8>,
+        /// The file name it is downloaded as; its stem is the folder inside.
+        name: String,
+    },
 }

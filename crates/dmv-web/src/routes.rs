@@ -56,6 +56,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             let rev = query("rev").filter(|r| !r.is_empty()).unwrap_or("HEAD");
             pages::search(repo, name, query("q").unwrap_or(""), rev, what, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0))
         }
+        "zip" => split_rev(repo, rest).and_then(|(rev, path)| folder_zip(repo, name, rev, path.trim_end_matches('/'))),
         "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
         "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
         "raw" => content(repo, rest, req.range, query("download").is_some()),
@@ -78,6 +79,21 @@ fn split_rev<'p>(repo: &Repository, rest: &'p str) -> Result<(&'p str, &'p str),
         }
         at = end + 1;
     }
+}
+
+/// `REV/FOLDER` as a zip download named after the folder (or the
+/// repository) and the commit, checked before the stream starts.
+fn folder_zip(repo: &Repository, name: &str, rev: &str, folder: &str) -> Result<Reply, String> {
+    let commit = repo.resolve(rev).map_err(|e| e.to_string())?;
+    if !folder.is_empty() {
+        let root = repo.commit(&commit).map_err(|e| e.to_string())?.tree;
+        match dmv_repo::tree::lookup(&repo.store, &root, folder.as_bytes()).map_err(|e| e.to_string())? {
+            Some(e) if e.kind == dmv_repo::store::object::EntryKind::Dir => {}
+            _ => return Err(format!("no folder {folder} at {rev}")),
+        }
+    }
+    let stem = folder.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(name);
+    Ok(Reply::Zip { commit, folder: folder.as_bytes().to_vec(), name: format!("{stem}-{}.zip", commit.short()) })
 }
 
 fn image(repo: &Repository, hex: &str, edge: u32) -> Reply {

@@ -9,6 +9,7 @@
 pub(crate) mod archive;
 pub(crate) mod branches;
 pub(crate) mod graph;
+pub(crate) mod last_changes;
 pub(crate) mod object_rules;
 pub(crate) mod revisions;
 pub mod tree;
