@@ -206,6 +206,17 @@ fn the_web_ui_in_a_real_browser() {
         assert_eq!(onion, json!(["none", "0.8"]));
         let blend = c.execute("document.querySelector('input[value=difference]').click(); return document.getElementById('over').style.mixBlendMode;", vec![]).await.unwrap();
         assert_eq!(blend.as_str(), Some("difference"));
+        // Zoom: both sides at 4×; panning one pans the other to the same place.
+        let zoomed = c
+            .execute_async(
+                "const cb=arguments[arguments.length-1]; const z=document.getElementById('zoom'); z.value=4; z.dispatchEvent(new Event('input'));                 const [a,b]=document.querySelectorAll('.pan'); const w=[a.querySelector('img').clientWidth/a.clientWidth, b.querySelector('img').clientWidth/b.clientWidth];                 a.scrollLeft=a.scrollWidth/3; a.scrollTop=a.scrollHeight/4; setTimeout(()=>cb([w, a.scrollLeft, b.scrollLeft, a.scrollTop, b.scrollTop]), 300);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        let (ratios, ax, bx, ay, by): ([f64; 2], f64, f64, f64, f64) = serde_json::from_value(zoomed).unwrap();
+        assert!(ratios.iter().all(|r| (r - 4.0).abs() < 0.1), "both sides zoomed 4x: {ratios:?}");
+        assert!(ax > 0.0 && (ax - bx).abs() <= 2.0 && ay > 0.0 && (ay - by).abs() <= 2.0, "panned together: {ax} {bx} {ay} {by}");
 
         // The video plays, fetched by Range.
         c.goto(&format!("{base}/hub/file/main/clip.webm")).await.unwrap();

@@ -68,7 +68,7 @@ pre{background:var(--code);padding:1em;overflow:auto;max-width:100%}:focus-visib
 nav.crumbs{margin:.2em 0 .6em}nav.crumbs a{text-decoration:none}.badge{display:inline-block;padding:.1em .5em;border-radius:1em;background:var(--thumb);font-size:.9em}\
 ul.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.8em;list-style:none;padding:0;margin:0}ul.grid li{border:1px solid var(--line);border-radius:6px;padding:.4em;text-align:center}\
 ul.grid img{width:100%;aspect-ratio:1;object-fit:cover;background:var(--thumb);border-radius:4px}ul.grid .folder{display:flex;align-items:center;justify-content:center;aspect-ratio:1;font-size:3em;background:var(--thumb);border-radius:4px}\
-.twoup{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,320px),1fr));gap:1em}.twoup figure{margin:0}.twoup img{width:100%}\
+.twoup{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,320px),1fr));gap:1em}.twoup figure{margin:0;min-width:0}.pan{overflow:auto;max-height:80vh}.pan img{max-width:none;width:100%;display:block}\
 .stack{position:relative;display:inline-block;max-width:100%}.stack img{display:block;max-width:100%}.stack .over{position:absolute;top:0;left:0;width:100%;height:100%}\
 .controls{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:.5em 0}.controls input[type=range]{width:min(400px,60vw)}\
 table.diff{font-family:ui-monospace,monospace;font-size:.85em;width:100%;table-layout:fixed}table.diff td{border:0;padding:0 .4em;white-space:pre-wrap}\
@@ -76,13 +76,18 @@ pre.diff{padding:0}pre.diff span{display:block;padding:0 .6em}.add{background:va
 .nowrap{white-space:nowrap}form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
 @media (max-width:600px){main{padding:.6em}td,th{padding:.25em .3em}.wide{display:none}}";
 
-/// The image comparison (swipe, onion skin, difference) and the colour
+/// The image comparison (zoom and pan of both sides together; swipe, onion
+/// skin, difference) and the colour
 /// toggle, served as files of their own (`/-/compare.js`, `/-/theme.js`):
 /// pages allow no inline script.
 pub const COMPARE_SCRIPT: &str = "(function(){var s=document.getElementById('slider'),o=document.getElementById('over');\
 function show(){var m=(document.querySelector('input[name=mode]:checked')||{}).value||'swipe',v=s.value;\
 o.style.clipPath=m==='swipe'?'inset(0 0 0 '+v+'%)':'none';o.style.opacity=m==='onion'?v/100:1;o.style.mixBlendMode=m==='difference'?'difference':'normal';}\
-s.addEventListener('input',show);document.querySelectorAll('input[name=mode]').forEach(function(r){r.addEventListener('change',show);});show();})();";
+s.addEventListener('input',show);document.querySelectorAll('input[name=mode]').forEach(function(r){r.addEventListener('change',show);});show();\
+var z=document.getElementById('zoom'),pans=document.querySelectorAll('.pan');\
+z.addEventListener('input',function(){pans.forEach(function(p){p.querySelector('img').style.width=(z.value*100)+'%';});});\
+pans.forEach(function(p){p.addEventListener('scroll',function(){pans.forEach(function(o){if(o===p)return;\
+var x=p.scrollWidth-p.clientWidth,y=p.scrollHeight-p.clientHeight;o.scrollLeft=x>0?p.scrollLeft/x*(o.scrollWidth-o.clientWidth):0;o.scrollTop=y>0?p.scrollTop/y*(o.scrollHeight-o.clientHeight):0;});});});})();";
 
 /// See [`COMPARE_SCRIPT`]: the theme chosen is kept in the browser's storage.
 pub const THEME_SCRIPT: &str = "(function(){var r=document.documentElement,k='dmv-theme';try{var t=localStorage.getItem(k);if(t)r.dataset.theme=t;}catch(e){}\
@@ -589,7 +594,11 @@ pub fn compare(repo: &Repository, name: &str, before: &str, after: &str, label: 
     let body = html! {
         h1 { "Compare " (label) }
         h2 { "Side by side" }
-        div.twoup { figure { img #before src=(src_a) alt={ "before: " (label) }; figcaption { "before " (a.short()) } } figure { img #after src=(src_b) alt={ "after: " (label) }; figcaption { "after " (b.short()) } } }
+        div.controls { label { "zoom " input #zoom type="range" min="1" max="8" step="0.5" value="1" aria-label="zoom both versions"; } span.muted { "scroll either picture: both move" } }
+        div.twoup {
+            figure { div.pan { img #before src=(src_a) alt={ "before: " (label) }; } figcaption { "before " (a.short()) } }
+            figure { div.pan { img #after src=(src_b) alt={ "after: " (label) }; } figcaption { "after " (b.short()) } }
+        }
         h2 { "Over each other" }
         div.controls {
             span role="radiogroup" aria-label="how the two are laid over each other" {
