@@ -1,5 +1,5 @@
 //! What a diff says of a media file, as a person knows it: a picture's size
-//! in pixels and when it was taken (EXIF), a sound's or a film's duration,
+//! in pixels, when it was taken, the camera, lens and exposure (EXIF), a sound's or a film's duration,
 //! read from the file's first bytes or its container's index by well-kept
 //! crates (imagesize, kamadak-exif, lofty).
 
@@ -22,9 +22,7 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
     let believable = |d: &imagesize::ImageSize| (1..=MOST_PIXELS_A_SIDE).contains(&d.width) && (1..=MOST_PIXELS_A_SIDE).contains(&d.height);
     if let Some(dim) = imagesize::blob_size(&head).ok().filter(believable) {
         let mut facts = vec![format!("{}x{}", dim.width, dim.height)];
-        if let Some(taken) = date_taken(&head) {
-            facts.push(format!("taken {taken}"));
-        }
+        facts.extend(photo_facts(&head));
         return facts;
     }
     // A fragmented MP4's header says 0 or its first fragment's length: its fragments say the rest.
@@ -51,10 +49,53 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
     }
 }
 
-fn date_taken(head: &[u8]) -> Option<String> {
-    let exif = exif::Reader::new().read_from_container(&mut std::io::Cursor::new(head)).ok()?;
-    let field = exif.get_field(exif::Tag::DateTimeOriginal, exif::In::PRIMARY).or_else(|| exif.get_field(exif::Tag::DateTime, exif::In::PRIMARY))?;
-    Some(field.display_value().to_string())
+/// What a photo's EXIF says, as a photographer reads it: when it was
+/// taken, the camera, the lens, and the exposure (`1/250 s`, `f/2.8`,
+/// `ISO 400`, `50 mm`). Each fact only when the file has it.
+fn photo_facts(head: &[u8]) -> Vec<String> {
+    let Ok(exif) = exif::Reader::new().read_from_container(&mut std::io::Cursor::new(head)) else { return Vec::new() };
+    let field = |tag: exif::Tag| exif.get_field(tag, exif::In::PRIMARY);
+    let text = |tag: exif::Tag| match field(tag).map(|f| &f.value) {
+        Some(exif::Value::Ascii(parts)) => {
+            parts.first().map(|p| String::from_utf8_lossy(p).trim_matches(|c: char| c == '\0' || c.is_whitespace()).to_string()).filter(|t| !t.is_empty())
+        }
+        _ => None,
+    };
+    let rational = |tag: exif::Tag| match field(tag).map(|f| &f.value) {
+        Some(exif::Value::Rational(r)) => r.first().filter(|r| r.denom != 0).copied(),
+        _ => None,
+    };
+    let mut facts = Vec::new();
+    if let Some(taken) = field(exif::Tag::DateTimeOriginal).or_else(|| field(exif::Tag::DateTime)) {
+        facts.push(format!("taken {}", taken.display_value()));
+    }
+    // Most cameras repeat their make in the model ("NIKON CORPORATION", "NIKON Z 6").
+    match (text(exif::Tag::Make), text(exif::Tag::Model)) {
+        (Some(make), Some(model)) if !model.to_lowercase().starts_with(make.split_whitespace().next().unwrap_or("").to_lowercase().as_str()) => {
+            facts.push(format!("{make} {model}"))
+        }
+        (_, Some(model)) => facts.push(model),
+        (Some(make), None) => facts.push(make),
+        (None, None) => {}
+    }
+    facts.extend(text(exif::Tag::LensModel));
+    if let Some(t) = rational(exif::Tag::ExposureTime) {
+        facts.push(match t.num {
+            1 => format!("1/{} s", t.denom),
+            _ if t.num < t.denom => format!("1/{} s", (t.denom as f64 / t.num as f64).round()),
+            _ => format!("{} s", t.to_f64()),
+        });
+    }
+    if let Some(f) = rational(exif::Tag::FNumber) {
+        facts.push(format!("f/{}", (f.to_f64() * 10.0).round() / 10.0));
+    }
+    if let Some(iso) = field(exif::Tag::PhotographicSensitivity).and_then(|f| f.value.get_uint(0)) {
+        facts.push(format!("ISO {iso}"));
+    }
+    if let Some(mm) = rational(exif::Tag::FocalLength) {
+        facts.push(format!("{} mm", mm.to_f64().round()));
+    }
+    facts
 }
 
 /// `3.5 s`, `4:05`, `1:02:03`.
@@ -84,6 +125,42 @@ mod tests {
         psd[14..18].copy_from_slice(&3000u32.to_be_bytes());
         psd[18..22].copy_from_slice(&4000u32.to_be_bytes());
         assert_eq!(media_facts(std::io::Cursor::new(&psd)), ["4000x3000"]);
+    }
+
+    #[test]
+    fn a_photo_says_its_camera_lens_and_exposure() {
+        use exif::{Field, In, Rational, Tag, Value};
+        let fields = [
+            Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKON CORPORATION".to_vec()]) },
+            Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKON Z 6".to_vec()]) },
+            Field { tag: Tag::DateTimeOriginal, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"2026:05:01 17:30:00".to_vec()]) },
+            Field { tag: Tag::LensModel, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKKOR Z 50mm f/1.8 S".to_vec()]) },
+            Field { tag: Tag::ExposureTime, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 1, denom: 250 }]) },
+            Field { tag: Tag::FNumber, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 28, denom: 10 }]) },
+            Field { tag: Tag::PhotographicSensitivity, ifd_num: In::PRIMARY, value: Value::Short(vec![400]) },
+            Field { tag: Tag::FocalLength, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 50, denom: 1 }]) },
+        ];
+        let mut writer = exif::experimental::Writer::new();
+        for f in &fields {
+            writer.push_field(f);
+        }
+        let mut tiff = std::io::Cursor::new(Vec::new());
+        writer.write(&mut tiff, true).unwrap();
+        assert_eq!(photo_facts(tiff.get_ref()), ["taken 2026-05-01 17:30:00", "NIKON Z 6", "NIKKOR Z 50mm f/1.8 S", "1/250 s", "f/2.8", "ISO 400", "50 mm"]);
+        // A make the model does not repeat is kept; a long exposure is in seconds.
+        let fields = [
+            Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"Canon".to_vec()]) },
+            Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"EOS R5".to_vec()]) },
+            Field { tag: Tag::ExposureTime, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 2, denom: 1 }]) },
+        ];
+        let mut writer = exif::experimental::Writer::new();
+        for f in &fields {
+            writer.push_field(f);
+        }
+        let mut tiff = std::io::Cursor::new(Vec::new());
+        writer.write(&mut tiff, true).unwrap();
+        assert_eq!(photo_facts(tiff.get_ref()), ["Canon EOS R5", "2 s"]);
+        assert!(photo_facts(b"no exif here").is_empty());
     }
 
     #[test]
