@@ -58,11 +58,17 @@ fn chromedriver() -> LocalServer {
 }
 
 async fn browser(driver: &LocalServer) -> Client {
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
+    session(
+        driver,
         json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--autoplay-policy=no-user-gesture-required", "--window-size=1280,1000"]}),
-    );
+    )
+    .await
+}
+
+/// A WebDriver session of Chromium with `options` (`goog:chromeOptions`).
+async fn session(driver: &LocalServer, options: serde_json::Value) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert("goog:chromeOptions".into(), options);
     ClientBuilder::new(HttpConnector::new()).capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
 }
 
@@ -266,9 +272,7 @@ async fn sized_browser(driver: &LocalServer, phone: bool) -> Client {
     if phone {
         options["mobileEmulation"] = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2.0, "mobile": true, "touch": true}});
     }
-    let mut caps = serde_json::Map::new();
-    caps.insert("goog:chromeOptions".into(), options);
-    ClientBuilder::new(HttpConnector::new()).capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
+    session(driver, options).await
 }
 
 /// Every page of the UI at a phone's size and a desktop's: nothing wider

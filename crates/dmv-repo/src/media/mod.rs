@@ -140,26 +140,23 @@ mod tests {
             Field { tag: Tag::PhotographicSensitivity, ifd_num: In::PRIMARY, value: Value::Short(vec![400]) },
             Field { tag: Tag::FocalLength, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 50, denom: 1 }]) },
         ];
-        let mut writer = exif::experimental::Writer::new();
-        for f in &fields {
-            writer.push_field(f);
-        }
-        let mut tiff = std::io::Cursor::new(Vec::new());
-        writer.write(&mut tiff, true).unwrap();
-        assert_eq!(photo_facts(tiff.get_ref()), ["taken 2026-05-01 17:30:00", "NIKON Z 6", "NIKKOR Z 50mm f/1.8 S", "1/250 s", "f/2.8", "ISO 400", "50 mm"]);
+        let tiff = |fields: &[Field]| {
+            let mut writer = exif::experimental::Writer::new();
+            for f in fields {
+                writer.push_field(f);
+            }
+            let mut out = std::io::Cursor::new(Vec::new());
+            writer.write(&mut out, true).unwrap();
+            out.into_inner()
+        };
+        assert_eq!(photo_facts(&tiff(&fields)), ["taken 2026-05-01 17:30:00", "NIKON Z 6", "NIKKOR Z 50mm f/1.8 S", "1/250 s", "f/2.8", "ISO 400", "50 mm"]);
         // A make the model does not repeat is kept; a long exposure is in seconds.
         let fields = [
             Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"Canon".to_vec()]) },
             Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"EOS R5".to_vec()]) },
             Field { tag: Tag::ExposureTime, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 2, denom: 1 }]) },
         ];
-        let mut writer = exif::experimental::Writer::new();
-        for f in &fields {
-            writer.push_field(f);
-        }
-        let mut tiff = std::io::Cursor::new(Vec::new());
-        writer.write(&mut tiff, true).unwrap();
-        assert_eq!(photo_facts(tiff.get_ref()), ["Canon EOS R5", "2 s"]);
+        assert_eq!(photo_facts(&tiff(&fields)), ["Canon EOS R5", "2 s"]);
         assert!(photo_facts(b"no exif here").is_empty());
     }
 
