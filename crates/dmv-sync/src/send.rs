@@ -78,16 +78,12 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
             stop.push(*t);
         }
     }
+    let (mut history, commits) = repo.history_between(tips, &stop)?;
+    let new_commits: HashSet<ObjectId> = commits.iter().copied().collect();
     // The new annotated tags, then the new commits.
-    let history = repo.history_between(tips, &stop)?;
+    history.extend(commits);
     let mut seen: HashSet<ObjectId> = history.iter().copied().collect();
     let mut missing = Missing { chunks: Vec::new(), chunk_bytes: 0, graph: HashMap::new(), files: Vec::new(), sent_before: Vec::new() };
-    let mut new_commits: HashSet<ObjectId> = HashSet::new();
-    for id in &history {
-        if store.kind_of(id)? == ObjectKind::Commit {
-            new_commits.insert(*id);
-        }
-    }
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
     // File data the remote lacks that a partial replica does not hold either, by name.
     let mut names: HashMap<ObjectId, Vec<u8>> = HashMap::new();

@@ -187,7 +187,8 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
-            let ids = repo.history_between(&wants, &haves)?;
+            let (mut ids, commits) = repo.history_between(&wants, &haves)?;
+            ids.extend(commits);
             out.message(&Response::Commits { ids }).map_err(io_lost)?;
         }
         Request::Has { ids } => {

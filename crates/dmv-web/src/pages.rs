@@ -465,7 +465,14 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
         }
         FolderView::Grid => Default::default(),
     };
-    let last_info = |name: &[u8]| last.get(name).and_then(|id| repo.commit(id).ok().map(|c| (*id, c)));
+    // Each commit read once, however many entries it last changed.
+    let mut commits: std::collections::HashMap<ObjectId, dmv_repo::store::object::Commit> = std::collections::HashMap::new();
+    for id in last.values() {
+        if !commits.contains_key(id) {
+            commits.insert(*id, repo.commit(id).map_err(r)?);
+        }
+    }
+    let last_info = |name: &[u8]| last.get(name).and_then(|id| commits.get(id).map(|c| (*id, c)));
     let body = html! {
         h1 { @if prefix.is_empty() { "Files at " (rev) } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) "/" } }
         (crumbs(&base, rev, path))

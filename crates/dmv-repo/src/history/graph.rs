@@ -198,17 +198,16 @@ impl Repository {
     }
 
     /// What a transfer of `wants` sends when the other side has `haves`:
-    /// the annotated tags among `wants` that it lacks, then
+    /// the annotated tags among `wants` that it lacks, and
     /// [`Repository::commits_between`].
-    pub fn history_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
-        let mut out = Vec::new();
+    pub fn history_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<(Vec<ObjectId>, Vec<ObjectId>)> {
+        let mut tags = Vec::new();
         for w in wants {
-            if !haves.contains(w) && !out.contains(w) && self.store.kind_of(w)? == ObjectKind::Tag {
-                out.push(*w);
+            if !haves.contains(w) && !tags.contains(w) && self.store.kind_of(w)? == ObjectKind::Tag {
+                tags.push(*w);
             }
         }
-        out.extend(self.commits_between(wants, haves)?);
-        Ok(out)
+        Ok((tags, self.commits_between(wants, haves)?))
     }
 
     /// Every commit reachable from `starts`, including them (an annotated tag as its commit).
