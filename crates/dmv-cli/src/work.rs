@@ -901,14 +901,22 @@ pub struct TagArgs {
     /// Listing: each tag with the first N lines of its message (1 when N
     /// is not given; a plain tag shows its commit's).
     #[arg(short = 'n', num_args = 0..=1, default_missing_value = "1", require_equals = false, conflicts_with = "delete")]
-    lines: Option<usize>,
+    lines: Option<String>,
 }
 
 pub fn tag(a: TagArgs) -> Result<u8> {
     let repo = open_repo()?;
     let name = match a.name {
         Some(name) if !a.list && a.lines.is_none() => name,
-        first => return list_tags(&repo, first.iter().chain(&a.rev), a.lines),
+        first => {
+            // As git's `-n<num>`: a number only when attached; `tag -n v1*` lists with a pattern.
+            let (lines, pattern) = match a.lines.as_deref().map(|n| (n, n.parse::<usize>())) {
+                Some((_, Ok(n))) => (Some(n), None),
+                Some((p, Err(_))) => (Some(1), Some(p.to_string())),
+                None => (None, None),
+            };
+            return list_tags(&repo, pattern.iter().chain(&first).chain(&a.rev), lines);
+        }
     };
     if a.delete {
         let old = repo.delete_tag(&name)?;

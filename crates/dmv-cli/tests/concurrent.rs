@@ -356,6 +356,18 @@ fn gc_during_an_annotated_tag_keeps_it_and_a_kill_leaves_none() {
     fsck_clean(d);
     dmv(d, &["tag", "-a", "v2", "-m", "Two"]);
     assert_eq!(dmv(d, &["tag"]), "v1\nv2\n");
+
+    // Two people tag v3 at once: the one stopped between its object and its
+    // ref loses to the other, and says so; the winner's tag stands.
+    let mut first = dmv_cmd(d);
+    first.args(["tag", "-a", "v3", "-m", "first"]);
+    let paused = Paused::start(first, "tag-object-written");
+    dmv(d, &["tag", "-a", "v3", "-m", "second"]);
+    let out = paused.resume();
+    assert!(one_line_error(&out).contains("already exists"), "{}", stderr(&out));
+    assert_eq!(dmv(d, &["tag", "-n", "v3"]), format!("{:<15} second\n", "v3"));
+    ok(&dmv_out(d, GC_NOW));
+    fsck_clean(d);
 }
 
 #[test]

@@ -210,3 +210,28 @@ fn large_directories_split_into_levels_read_back() {
     assert_eq!(back.len(), flat.len());
     assert!(back.iter().zip(&flat).all(|((p, e), (q, f))| p.as_slice() == *q && e == f));
 }
+
+/// A tag object from a peer is checked as a commit is: its target must be a
+/// commit and its name a tag's name, else it is refused before it is kept.
+#[test]
+fn a_tag_of_a_tree_or_with_a_bad_name_is_refused() {
+    use dmv_repo::store::object::Tag;
+    let tree = ObjectId([7; 32]);
+    let commit = ObjectId([8; 32]);
+    let facts = |id: &ObjectId| {
+        let kind = if *id == tree { ObjectKind::Tree } else { ObjectKind::Commit };
+        Ok(Some(dmv_repo::ObjectFacts { kind, size: 0 }))
+    };
+    let tagger = Signature { name: "Eve".into(), email: "eve@example.org".into(), time: 0, tz_minutes: 0 };
+    let check = |target: ObjectId, name: &str| {
+        let bytes = encode(&Tag { target, name: name.into(), tagger: tagger.clone(), message: "m\n".into() });
+        let id = ObjectId::hash(ObjectKind::Tag, &bytes);
+        dmv_repo::check_object(&id, ObjectKind::Tag, &bytes, &mut |c| facts(c)).map(|_| ())
+    };
+    assert!(check(commit, "v1.0").is_ok());
+    let err = check(tree, "v1.0").unwrap_err().to_string();
+    assert!(err.contains("is a tree"), "{err}");
+    for bad in ["", "../../heads/main", "a..b", "v1 final"] {
+        assert!(check(commit, bad).is_err(), "{bad:?} taken as a tag's name");
+    }
+}
