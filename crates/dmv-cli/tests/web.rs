@@ -322,6 +322,7 @@ fn every_page_fits_a_phone_and_a_desktop() {
         ("compare", format!("/hub/compare/{}/{}?name=shoot/img-1.jpg", old_photo.trim(), new_photo.trim())),
         ("locks", "/hub/locks".to_string()),
         ("search", "/hub/search?q=IMG&rev=main".to_string()),
+        ("upload", "/hub/upload/main/shoot/".to_string()),
     ];
     let shots = std::env::var_os("DMV_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| t.join("screenshots"));
     std::fs::create_dir_all(&shots).unwrap();
@@ -532,4 +533,205 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
     });
     assert!(locks_page(&base).contains("notes.txt"));
     security_report("browser", "in Chromium as an admin: committed HTML and SVG, files renamed .htm, forged forms from another port, a logged-out cookie", 8, 8, None);
+}
+
+/// One HTTP/1.1 request over a fresh connection: the status and the body.
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    s.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+    // A server refusing early answers and closes before the body is all sent.
+    let _ = s.write_all(body);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn json_of(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// A phone with no DMV adds photos from its browser: the folder's upload
+/// link, the phone's file picker, a 20 MiB film sent in three pieces, and
+/// one commit on the branch by the token's user, with the bytes exact.
+#[test]
+fn a_phone_uploads_photos_from_its_browser() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::create_dir_all(work.join("shoot")).unwrap();
+    photo(&work.join("shoot/img-0.jpg"), 0);
+    commit_all(&work, "the shoot");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n", t, 0);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let phone = t.join("phone");
+    std::fs::create_dir_all(&phone).unwrap();
+    photo(&phone.join("IMG_1001.jpg"), 99);
+    std::fs::write(phone.join("clip.mov"), dmv_testkit::noise(20 << 20, 5)).unwrap();
+
+    let driver = chromedriver();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = sized_browser(&driver, true).await;
+        log_in(&c, &base, "tok-al").await;
+        page_with(&c, "Repositories").await;
+        c.goto(&format!("{base}/hub/tree/main/shoot/")).await.unwrap();
+        follow(&c, &base, Locator::LinkText("upload files here")).await;
+        page_with(&c, "Upload to shoot/ on main").await;
+        let picked = format!("{}\n{}", phone.join("IMG_1001.jpg").display(), phone.join("clip.mov").display());
+        c.find(Locator::Id("files")).await.unwrap().send_keys(&picked).await.unwrap();
+        assert_eq!(c.find_all(Locator::Css("#progress li")).await.unwrap().len(), 2);
+        c.find(Locator::Id("message")).await.unwrap().send_keys("photos from the phone").await.unwrap();
+        c.find(Locator::Css("#upload button[type=submit]")).await.unwrap().click().await.unwrap();
+        page_with(&c, "photos from the phone").await;
+        assert!(c.current_url().await.unwrap().path().starts_with("/hub/commit/"));
+        c.close().await.unwrap();
+    });
+    let check = t.join("check");
+    dmv(t, &["clone", hub.to_str().unwrap(), check.to_str().unwrap()]);
+    for name in ["IMG_1001.jpg", "clip.mov"] {
+        assert!(std::fs::read(check.join("shoot").join(name)).unwrap() == std::fs::read(phone.join(name)).unwrap(), "{name} arrived changed");
+    }
+    assert!(check.join("shoot/img-0.jpg").exists());
+    let log = dmv(&check, &["log", "--format=%an|%s|%P"]);
+    let first = log.lines().next().unwrap();
+    assert!(first.starts_with("al|photos from the phone|"), "{log}");
+    assert_eq!(log.lines().count(), 2, "one commit on top of the shoot: {log}");
+    let left = std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count();
+    assert_eq!(left, 0, "the staged files are removed once committed");
+    ok(&dmv_cmd(&hub).args(["fsck"]).output().unwrap());
+}
+
+/// The upload endpoints as a hostile or unlucky client meets them: a piece
+/// cut short by a dropped connection counts what arrived and the upload
+/// resumes from there; a piece at the wrong offset, past the declared
+/// size, or bigger than a piece may be is refused; a read token, a login
+/// without its form secret, a page of another origin and another user's
+/// upload id get nothing; a path changed since the uploader saw it is not
+/// replaced; and the staged bytes go once committed.
+#[test]
+fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let work = t.join("work");
+    dmv(t, &["init", work.to_str().unwrap()]);
+    std::fs::write(work.join("notes.txt"), "one").unwrap();
+    commit_all(&work, "notes");
+    dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
+    let seen = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n\"tok-read\" = \"read\"\n",
+        t,
+        0,
+    );
+    let port = server.port;
+    let al = [("Authorization", "Bearer tok-al")];
+    let al_json = [("Authorization", "Bearer tok-al"), ("Content-Type", "application/json")];
+    let data = dmv_testkit::noise(3 << 20, 11);
+    let (mut tried, mut refused) = (0, 0);
+    let mut refuse = |expected: u16, got: (u16, String)| {
+        tried += 1;
+        assert_eq!(got.0, expected, "{}", got.1);
+        refused += 1;
+    };
+
+    let (code, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"take.mov","size":3145728}"#);
+    assert_eq!(code, 201, "{body}");
+    let id = json_of(&body)["id"].as_str().unwrap().to_string();
+    let piece_url = |offset: usize| format!("/hub/uploads/{id}?offset={offset}");
+
+    // A piece whose connection drops after 1 MiB of its 2 MiB: what arrived is kept.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "PUT {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-al\r\nContent-Length: {}\r\n\r\n", piece_url(0), 2 << 20).unwrap();
+    s.write_all(&data[..1 << 20]).unwrap();
+    drop(s);
+    let started = Instant::now();
+    let received = loop {
+        let (code, body) = http(port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
+        assert_eq!(code, 200, "{body}");
+        let got = json_of(&body)["received"].as_u64().unwrap();
+        if got == 1 << 20 || started.elapsed() > Duration::from_secs(20) {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(received, 1 << 20, "the bytes that arrived before the drop count");
+    // Sent again from the start: refused with where to go on from.
+    let (code, body) = http(port, "PUT", &piece_url(0), &al, &data[..1 << 20]);
+    refuse(409, (code, body.clone()));
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(1 << 20));
+    // Past the declared size.
+    refuse(413, http(port, "PUT", &piece_url(1 << 20), &al, &vec![0u8; (2 << 20) + 1]));
+    let (code, body) = http(port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
+    assert_eq!(code, 200);
+    let received = json_of(&body)["received"].as_u64().unwrap() as usize;
+    // Another user, a read token, a bad name, an unknown id.
+    refuse(404, http(port, "GET", &format!("/hub/uploads/{id}"), &[("Authorization", "Bearer tok-bo")], b""));
+    refuse(403, http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-read"), ("Content-Type", "application/json")], br#"{"name":"x","size":1}"#));
+    refuse(400, http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"../x","size":1}"#));
+    refuse(404, http(port, "PUT", "/hub/uploads/0123?offset=0", &al, b"x"));
+    // Not finished: not committed.
+    let commit_body =
+        |seen: &str, name: &str| format!(r#"{{"branch":"main","seen":"{seen}","folder":"takes","message":"from the set","files":[{{"name":"{name}","id":"{id}"}}]}}"#);
+    refuse(409, http(port, "POST", "/hub/commit-uploads", &al_json, commit_body(&seen, "take.mov").as_bytes()));
+    // The rest, from where the server says it stopped.
+    let (code, body) = http(port, "PUT", &piece_url(received), &al, &data[received..]);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json_of(&body)["received"].as_u64(), Some(3 << 20));
+    // Committed on what the uploader saw; the staged file goes.
+    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, commit_body(&seen, "take.mov").as_bytes());
+    assert_eq!(code, 200, "{body}");
+    let commit = json_of(&body)["commit"].as_str().unwrap().to_string();
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), commit);
+    let check = t.join("check");
+    dmv(t, &["clone", hub.to_str().unwrap(), check.to_str().unwrap()]);
+    assert!(std::fs::read(check.join("takes/take.mov")).unwrap() == data, "the committed take is the bytes sent");
+    assert_eq!(std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count(), 0);
+    refuse(404, http(port, "GET", &format!("/hub/uploads/{id}"), &al, b""));
+
+    // notes.txt changes on main after the page that shows `seen` was opened: an upload of it is refused.
+    std::fs::write(check.join("notes.txt"), "two").unwrap();
+    commit_all(&check, "notes again");
+    dmv(&check, &["push"]);
+    let moved = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let (_, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"notes.txt","size":5}"#);
+    let id2 = json_of(&body)["id"].as_str().unwrap().to_string();
+    assert_eq!(http(port, "PUT", &format!("/hub/uploads/{id2}?offset=0"), &al, b"phone").0, 200);
+    let stale = format!(r#"{{"branch":"main","seen":"{seen}","folder":"","files":[{{"name":"notes.txt","id":"{id2}"}}]}}"#);
+    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, stale.as_bytes());
+    refuse(409, (code, body.clone()));
+    assert!(body.contains("notes.txt changed on main since you opened this page"), "{body}");
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), moved);
+
+    // A login's session without its form secret, or from another origin, cannot upload.
+    let login = Command::new("curl").args(["-s", "-D", "-", "-o", "/dev/null", "-d", "token=tok-al", &format!("http://127.0.0.1:{port}/login")]).output().unwrap();
+    let headers = String::from_utf8_lossy(&login.stdout).to_string();
+    let cookie = headers
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l.split_once(':').unwrap().1.trim().split(';').next().unwrap().to_string()))
+        .unwrap();
+    let with_cookie = [("Cookie", cookie.as_str()), ("Content-Type", "application/json")];
+    refuse(403, http(port, "POST", "/hub/uploads", &with_cookie, br#"{"name":"x","size":1}"#));
+    let page = http(port, "GET", "/hub/upload/main/", &[("Cookie", cookie.as_str())], b"").1;
+    let secret = page.split("data-secret=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    assert_eq!(secret.len(), 64, "the page carries the login's form secret");
+    let forged = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str()), ("Origin", "http://127.0.0.1:1")];
+    refuse(403, http(port, "POST", "/hub/uploads", &forged, br#"{"name":"x","size":1}"#));
+    let ours = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str())];
+    assert_eq!(http(port, "POST", "/hub/uploads", &ours, br#"{"name":"x","size":1}"#).0, 201);
+    security_report("uploads", "browser uploads: cut pieces, wrong offsets, oversize, other users, read tokens, bad names, stale pages, forged origins", tried, refused, None);
 }

@@ -8,9 +8,11 @@
 //!
 //! The files, each using only those listed before it: `server_config` (the
 //! TOML file), `sessions` (web logins and the rationing of token guesses),
-//! `connections` (how many, and which to evict), `channel` (a blocking
+//! `connections` (how many, and which to evict), `staging` (the
+//! files being uploaded from browsers), `channel` (a blocking
 //! writer feeding an async body), `server_state` (what every request
-//! shares), `web` (the UI's routes) and `server` (the listener and the
+//! shares), `web` (the UI's routes), `uploads` (files uploaded from
+//! browsers, in pieces, then committed) and `server` (the listener and the
 //! protocol's routes).
 
 mod channel;
@@ -19,6 +21,8 @@ mod server;
 mod server_config;
 mod server_state;
 mod sessions;
+mod staging;
+mod uploads;
 mod web;
 
 pub use server::{run, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};

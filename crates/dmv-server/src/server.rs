@@ -121,6 +121,7 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
         let app = Router::new()
             .route("/{repo}/dmv/{verb}", post(rpc))
             .merge(crate::web::routes())
+            .merge(crate::uploads::routes())
             .layer(axum::middleware::from_fn(crate::web::hardening_headers))
             .layer(axum::middleware::from_fn_with_state(state.clone(), access_log))
             .with_state(state);

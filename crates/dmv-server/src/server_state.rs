@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::server_config::ServerConfig;
 use crate::sessions::{GuessRation, Sessions};
+use crate::staging::StagedUploads;
 
 /// Bytes of request bodies held in memory at once, over all connections:
 /// past it a request is answered 503 rather than the server growing.
@@ -27,6 +28,8 @@ pub(crate) struct ServerState {
     /// Where the pack indexes of served buckets are mirrored for reading
     /// (removed when the server stops; each upload stages its packs in a folder of its own there).
     pub bucket_cache: Arc<tempfile::TempDir>,
+    /// Files being uploaded from browsers, piece by piece.
+    pub staged: StagedUploads,
 }
 
 /// The address a connection came from, put on each of its requests.
@@ -44,6 +47,7 @@ impl ServerState {
             body_bytes: Arc::new(Semaphore::new(BODY_BYTES_IN_FLIGHT)),
             uploads: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
             bucket_cache,
+            staged: StagedUploads::default(),
         })
     }
 

@@ -37,7 +37,7 @@ const COOKIE: &str = "dmv_session";
 /// Pages may run only our own script file, show pictures and media of this
 /// server, and may not be framed by anyone.
 const PAGE_POLICY: &str =
-    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 /// File content is never a document of our origin: no script, no forms, no plugins.
 const CONTENT_POLICY: &str = "sandbox; default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
@@ -49,6 +49,7 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/", get(index))
         .route("/-/compare.js", get(compare_script))
         .route("/-/theme.js", get(theme_script))
+        .route("/-/upload.js", get(upload_script))
         .route("/login", get(login_form).post(login))
         .route("/logout", get(logout_form).post(logout))
         .route("/{repo}", get(to_repo_home))
@@ -88,7 +89,7 @@ fn session_cookie(headers: &HeaderMap) -> Option<&str> {
 /// a repository. Wrong bearer tokens count against the client's ration.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer, Response> {
+pub(crate) fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer, Response> {
     let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
     let (token, form_secret) = match (bearer, session_cookie(headers)) {
         (Some(token), _) => {
@@ -109,7 +110,9 @@ fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer
         (None, None) => return Err(login_page(StatusCode::UNAUTHORIZED, "Log in with a token to browse.")),
     };
     match state.config.token_access(&token) {
-        Some(entry) => Ok(Viewer { user: entry.user().map(str::to_string), admin: entry.access() == TokenAccess::Admin, form_secret }),
+        Some(entry) => {
+            Ok(Viewer { user: entry.user().map(str::to_string), may_write: entry.access() != TokenAccess::Read, admin: entry.access() == TokenAccess::Admin, form_secret })
+        }
         None => Err(login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.")),
     }
 }
@@ -127,6 +130,10 @@ async fn compare_script() -> Response {
 
 async fn theme_script() -> Response {
     script(dmv_web::THEME_SCRIPT)
+}
+
+async fn upload_script() -> Response {
+    script(dmv_web::UPLOAD_SCRIPT)
 }
 
 fn script(text: &'static str) -> Response {
@@ -195,10 +202,10 @@ fn see_other(to: &str, cookie: Option<String>) -> Response {
 }
 
 async fn to_repo_home(UrlPath(name): UrlPath<String>) -> Response {
-    see_other(&format!("/{}/", dmv_web_segment(&name)), None)
+    see_other(&format!("/{}/", segment(&name)), None)
 }
 
-fn dmv_web_segment(name: &str) -> String {
+pub(crate) fn segment(name: &str) -> String {
     name.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
@@ -348,6 +355,6 @@ async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer
 }
 
 /// Compares in time independent of where the strings differ.
-fn same_secret(a: &str, b: &str) -> bool {
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }

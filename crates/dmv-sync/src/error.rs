@@ -588,6 +588,22 @@ pub enum Refusal {
         /// How long each lock lasts, in seconds.
         lock_secs: u64,
     },
+    /// An upload of a path that changed on the branch after the uploader was shown it.
+    #[error("{path} changed on {branch} since you opened this page; reload it to see the new version, then upload again")]
+    ChangedSinceSeen {
+        /// The path in the repository.
+        path: String,
+        /// The branch's short name.
+        branch: String,
+    },
+    /// An upload that lost the branch to other writers again and again.
+    #[error("{branch} moved {tries} times while your upload was committed; nothing was committed, try again")]
+    BranchKeptMoving {
+        /// The branch's short name.
+        branch: String,
+        /// How many times it was tried.
+        tries: usize,
+    },
     /// A pull asked to fast-forward only, when both sides have commits the other lacks.
     #[error("not a fast-forward: {label} and this branch have each gone their own way; merge them, or pull without fast-forward only")]
     NotFastForward {

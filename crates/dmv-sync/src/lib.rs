@@ -23,7 +23,8 @@
 //! tree, and merging what peers offered), `pull`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `copies`
 //! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
-//! checked against the remote's locks) and `repair` (`fsck --repair`).
+//! checked against the remote's locks), `repair` (`fsck --repair`) and
+//! `upload` (commits of files uploaded to a server, with a push's rules).
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
@@ -64,6 +65,7 @@ mod send;
 mod serve;
 mod ssh;
 mod stdio;
+mod upload;
 
 pub use address_book::{check_publishable, publish, set_metered, unpublish};
 pub use bucket_remote::BucketRemote;
@@ -97,6 +99,7 @@ pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};
 pub use serve::{handle_request, serve_stdio, Caller};
+pub use upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 
 /// Byte counters of everything written to and read from remotes (object
 /// storage included), for `DMV_TRACE` and the tests that check what travelled

@@ -353,7 +353,7 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
+pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
     if updates.is_empty() {
         // Clients send this to learn whether they may write before uploading anything.
         return Ok(Response::RefsUpdated);

@@ -143,3 +143,79 @@ fn a_branch_may_not_hold_an_annotated_tag() {
     assert!(err.to_string().ends_with(&format!("{tag} is not a commit")), "{err}");
     assert_eq!(server.refs.get("refs/heads/tagged").unwrap(), None);
 }
+
+/// Files uploaded to a server (the web UI's uploads) become one commit on
+/// a branch under a push's rules: a writer that moved the branch meanwhile
+/// keeps their commit, a path changed since the uploader saw it is refused,
+/// someone else's lock is respected, and a read-only caller writes nothing.
+#[test]
+fn uploaded_files_commit_under_a_push_rules() {
+    use dmv_sync::{commit_uploaded, Caller, UploadCommit, UploadedFile};
+    let tmp = tempfile::tempdir().unwrap();
+    let (hub_dir, work_dir, staged) = (tmp.path().join("hub"), tmp.path().join("work"), tmp.path().join("staged"));
+    std::fs::create_dir_all(&staged).unwrap();
+    let hub = Repository::init_with(&hub_dir, ChunkParams::default(), true).unwrap();
+    let stage = |name: &str, bytes: &[u8]| {
+        let path = staged.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        UploadedFile { name: name.to_string(), staged: path }
+    };
+    let al = Caller { may_write: true, user: Some("al".into()), admin: false };
+    let author = dmv_repo::store::object::Signature { name: "al".into(), email: String::new(), time: 1_700_000_000, tz_minutes: 0 };
+    let upload = |caller: &Caller, seen, folder: &str, files: &[UploadedFile]| {
+        commit_uploaded(&hub, caller, &UploadCommit { branch: "main", seen, folder, files, message: "from the phone", author: author.clone() })
+    };
+    let file_at = |commit, path: &str| {
+        let tree = hub.commit(&commit).unwrap().tree;
+        let entry = dmv_repo::tree::lookup(&hub.store, &tree, path.as_bytes()).unwrap().unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut hub.store.content_reader_at(&entry.id, 0).unwrap(), &mut bytes).unwrap();
+        bytes
+    };
+
+    // The first upload makes the branch, its folders and a commit without parents.
+    let big = noise(3 << 20, 7);
+    let first = upload(&al, None, "shoot/day1", &[stage("a.jpg", &big), stage("notes.txt", b"n1")]).unwrap();
+    assert!(!first.unchanged);
+    assert_eq!(hub.refs.get("refs/heads/main").unwrap(), Some(first.commit));
+    assert!(hub.commit(&first.commit).unwrap().parents.is_empty());
+    assert_eq!(file_at(first.commit, "shoot/day1/a.jpg"), big);
+    assert_eq!(file_at(first.commit, "shoot/day1/notes.txt"), b"n1");
+
+    // A studio clone pushes meanwhile; an upload from the page that showed `first` lands on top of it.
+    let work = dmv_sync::clone(CloneOptions { source: hub_dir.to_string_lossy().into_owned(), directory: Some(work_dir.clone()), ..Default::default() }, &Silent).unwrap().repo;
+    std::fs::write(work_dir.join("shoot/day1/notes.txt"), "n2").unwrap();
+    commit_all(&work, "notes from the studio");
+    push(&work, &PushOptions::default()).unwrap();
+    let studio = work.head_commit().unwrap().unwrap();
+    let second = upload(&al, Some(first.commit), "shoot/day1", &[stage("b.jpg", b"b")]).unwrap();
+    assert_eq!(hub.commit(&second.commit).unwrap().parents, vec![studio]);
+    assert_eq!(file_at(second.commit, "shoot/day1/notes.txt"), b"n2", "the studio's change is kept");
+    assert_eq!(file_at(second.commit, "shoot/day1/a.jpg"), big);
+
+    // A file the studio changed after the page was shown is not replaced.
+    let err = upload(&al, Some(first.commit), "shoot/day1", &[stage("notes.txt", b"from the phone")]).unwrap_err();
+    assert!(err.to_string().contains("shoot/day1/notes.txt changed on main since you opened this page"), "{err}");
+    assert_eq!(hub.refs.get("refs/heads/main").unwrap(), Some(second.commit));
+
+    // Someone else's lock holds; the holder's own upload goes through.
+    let mut held = hub.hold_locks().unwrap();
+    held.table.lock(&["shoot/day1/b.jpg".into()], "bo", "studio", 1).unwrap();
+    held.save().unwrap();
+    drop(held);
+    let err = upload(&al, Some(second.commit), "shoot/day1", &[stage("b.jpg", b"b2")]).unwrap_err();
+    assert!(err.to_string().contains("shoot/day1/b.jpg") && err.to_string().contains("bo"), "{err}");
+    let bo = Caller { user: Some("bo".into()), ..al.clone() };
+    let third = upload(&bo, Some(second.commit), "shoot/day1", &[stage("b.jpg", b"b2")]).unwrap();
+    assert_eq!(file_at(third.commit, "shoot/day1/b.jpg"), b"b2");
+
+    // The same bytes again change nothing; bad names, a file in the way and a read-only caller are refused.
+    assert_eq!(upload(&bo, Some(third.commit), "shoot/day1", &[stage("b.jpg", b"b2")]).unwrap(), dmv_sync::Uploaded { commit: third.commit, unchanged: true });
+    let reader = Caller { may_write: false, ..al.clone() };
+    assert!(upload(&reader, Some(third.commit), "", &[stage("c.jpg", b"c")]).unwrap_err().to_string().contains("needs write access"));
+    assert!(upload(&al, Some(third.commit), "shoot/../x", &[stage("c.jpg", b"c")]).is_err());
+    assert!(upload(&al, Some(third.commit), "shoot/day1/a.jpg", &[stage("c.jpg", b"c")]).unwrap_err().to_string().contains("not a folder"));
+    assert!(upload(&al, Some(third.commit), "", &[UploadedFile { name: ".dmv".into(), staged: staged.join("c.jpg") }]).is_err());
+    assert_eq!(hub.refs.get("refs/heads/main").unwrap(), Some(third.commit));
+    assert!(hub.fsck(true, &Silent).unwrap().problem_count() == 0);
+}

@@ -1,6 +1,7 @@
 //! The web UI of `dmv serve`: pages of a repository's branches, history,
 //! commits (with before and after thumbnails), folders and files (pictures,
-//! players, text), image comparisons and locks. Plain HTML rendered here
+//! players, text), image comparisons, locks, and the form that uploads
+//! files from a browser. Plain HTML rendered here
 //! from the same library calls the command line uses; the HTTP server
 //! (dmv-server) checks tokens and sends what these functions answer.
 
@@ -15,6 +16,7 @@ mod reply;
 mod routes;
 mod search;
 mod thumbs;
+mod upload_page;
 
 pub use media::{content_type_of, media_of, ContentType, Media};
 pub use pages::{index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT, THEME_SCRIPT};
@@ -23,3 +25,4 @@ pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use reply::{Reply, Viewer};
 pub use routes::{break_lock, respond, write_content, PageRequest};
 pub use thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};
+pub use upload_page::UPLOAD_SCRIPT;

@@ -1,5 +1,5 @@
 //! The pages, rendered on the server as plain HTML (links and forms; the
-//! image comparison slider is the only script). Every page reads only what
+//! image comparison and the colour toggle have scripts of their own). Every page reads only what
 //! it shows: history by pages, folders by pages, files by ranges.
 
 use dmv_repo::store::object::EntryKind;
@@ -49,7 +49,7 @@ pub fn seg(s: &str) -> String {
 }
 
 /// A repository path as URL segments.
-fn path_url(path: &str) -> String {
+pub(crate) fn path_url(path: &str) -> String {
     path.split('/').map(seg).collect::<Vec<_>>().join("/")
 }
 
@@ -74,6 +74,8 @@ ul.grid img{width:100%;aspect-ratio:1;object-fit:cover;background:var(--thumb);b
 table.diff{font-family:ui-monospace,monospace;font-size:.85em;width:100%;table-layout:fixed}table.diff td{border:0;padding:0 .4em;white-space:pre-wrap}\
 pre.diff{padding:0}pre.diff span{display:block;padding:0 .6em}.add{background:var(--add)}.del{background:var(--del)}.hunk{background:var(--hunk);color:var(--muted)}\
 .nowrap{white-space:nowrap}form.inline{display:inline}button.link{background:none;border:0;padding:0;color:inherit;font:inherit;text-decoration:underline;cursor:pointer}\
+.drop{border:2px dashed var(--line);border-radius:6px;padding:2em 1em;text-align:center;margin:.6em 0}.drop.over{border-color:var(--link)}\
+form.upload label{display:block;margin:.5em 0 .2em}form.upload input[type=text]{width:min(100%,40em)}ul.progress progress{width:min(300px,50vw)}\
 @media (max-width:600px){main{padding:.6em}td,th{padding:.25em .3em}.wide{display:none}}";
 
 /// The image comparison (zoom and pan of both sides together; swipe, onion
@@ -163,7 +165,7 @@ pub fn logout() -> String {
     layout("Log out", None, html! { h1 { "Log out" } form method="post" action="/logout" { button type="submit" { "Log out" } } })
 }
 
-type PageResult = Result<Reply, String>;
+pub(crate) type PageResult = Result<Reply, String>;
 
 /// Whether a file's data is here: in a full replica its first object says
 /// so (objects land with all they reach); a partial one checks its chunks.
@@ -439,7 +441,7 @@ pub enum FolderView {
 
 /// A folder at `rev`, a page of entries after the name `after`, as `view`
 /// asks (None: a grid when the page holds a picture).
-pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>, view: Option<FolderView>) -> PageResult {
+pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>, view: Option<FolderView>, viewer: &Viewer) -> PageResult {
     let (_, root) = tree_of(repo, rev)?;
     let folder = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind == EntryKind::Dir => e.id,
@@ -479,6 +481,9 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
         p.controls {
             a href={ (here) "?view=" (other_view) } { (other_word) }
             a href={ (base) "/zip/" (seg(rev)) "/" (path_url(&prefix)) } download { "download as zip" }
+            @if viewer.may_write && repo.refs.get(&format!("{BRANCHES}{rev}")).ok().flatten().is_some() {
+                a href={ (base) "/upload/" (seg(rev)) "/" (path_url(&prefix)) } { "upload files here" }
+            }
         }
         @if view == FolderView::Grid {
             ul.grid { @for e in &entries {

@@ -7,6 +7,8 @@ use dmv_repo::store::ObjectId;
 pub struct Viewer {
     /// The token's user, if the config names one.
     pub user: Option<String>,
+    /// May push, lock and upload files from the browser.
+    pub may_write: bool,
     /// May break locks.
     pub admin: bool,
     /// The login's secret, which every form of it carries back (None: the

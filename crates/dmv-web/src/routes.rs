@@ -11,6 +11,7 @@ use crate::pages;
 use crate::ranges::{parse_range, ByteRange};
 use crate::reply::{Reply, Viewer};
 use crate::thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};
+use crate::upload_page;
 
 /// A request for a page of one repository.
 pub struct PageRequest<'a> {
@@ -43,7 +44,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
                 Some("list") => Some(pages::FolderView::List),
                 _ => None,
             };
-            split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"), view))
+            split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"), view, req.viewer))
         }
         "file" => split_rev(repo, rest).and_then(|(rev, path)| pages::file(repo, name, rev, path)),
         "compare" => match rest.split_once('/') {
@@ -56,6 +57,7 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
             let rev = query("rev").filter(|r| !r.is_empty()).unwrap_or("HEAD");
             pages::search(repo, name, query("q").unwrap_or(""), rev, what, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0))
         }
+        "upload" => upload_page::upload(repo, name, rest, req.viewer),
         "zip" => split_rev(repo, rest).and_then(|(rev, path)| folder_zip(repo, name, rev, path.trim_end_matches('/'))),
         "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
         "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),

@@ -327,6 +327,45 @@ pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = 
     Ok(write_dir(session, root)?.0)
 }
 
+/// A tree like `root` (None: an empty one) with `files` put into `folder`
+/// ('/'-separated, made where missing), replacing entries of the same name;
+/// only the folders on the way down are read and written again. A file
+/// standing where a folder of the way should be is refused.
+pub fn put_in_folder(session: &mut WriteSession<'_>, root: Option<&ObjectId>, folder: &[u8], files: Vec<TreeEntry>) -> RepoResult<ObjectId> {
+    let parts: Vec<&[u8]> = folder.split(|b| *b == b'/').filter(|p| !p.is_empty()).collect();
+    // Each folder's entries from the root down; `parts[i]` names the way out of level i.
+    let mut levels = Vec::with_capacity(parts.len() + 1);
+    let mut current = root.copied();
+    for depth in 0..=parts.len() {
+        let entries = match &current {
+            Some(id) => read_dir(session.store(), id)?,
+            None => Vec::new(),
+        };
+        current = None;
+        if let Some(name) = parts.get(depth) {
+            match entries.iter().find(|e| e.name == *name) {
+                Some(e) if e.kind == EntryKind::Dir => current = Some(e.id),
+                Some(_) => {
+                    let path = String::from_utf8_lossy(&parts[..=depth].join(&b'/')).into_owned();
+                    return Err(RepoError::BadPath { path, reason: "it is a file, not a folder" });
+                }
+                None => {}
+            }
+        }
+        levels.push(entries);
+    }
+    let mut inner = levels.pop().unwrap_or_default();
+    inner.retain(|e| !files.iter().any(|f| f.name == e.name));
+    inner.extend(files);
+    let (mut id, mut size) = write_dir(session, inner)?;
+    for (mut entries, name) in levels.into_iter().zip(parts).rev() {
+        entries.retain(|e| e.name != name);
+        entries.push(TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, id, size });
+        (id, size) = write_dir(session, entries)?;
+    }
+    Ok(id)
+}
+
 /// Writes one directory's nodes; returns its id and the total size of its files.
 pub fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
     entries.sort_by(|a, b| a.name.cmp(&b.name));

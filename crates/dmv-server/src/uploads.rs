@@ -1,0 +1,316 @@
+//! Uploads from a browser (a phone without DMV adding its photos). A file
+//! arrives in pieces: `POST /{repo}/uploads` opens it with its name and
+//! size, `PUT /{repo}/uploads/{id}?offset=N` appends a piece that starts at
+//! exactly N, and `GET /{repo}/uploads/{id}` says how much has arrived, so
+//! a dropped connection resumes where it stopped rather than from the
+//! start. Pieces are written to the repository's `.dmv/uploads/` as they
+//! come (no piece is held in memory), and `POST /{repo}/commit-uploads`
+//! commits the files that arrived whole with dmv-sync's `commit_uploaded`:
+//! a push's rules, in the library.
+//!
+//! Every request needs a write token: a bearer header, or a login's
+//! session with its form secret in the `x-dmv-form-secret` header (a page
+//! of another site cannot set that header without our consent, and our
+//! pages give none). Budgets: a piece is at most [`PIECE_MAX`] bytes, a
+//! file at most what the disk has free, and `staging` bounds the uploads
+//! open at once and removes those left untouched for a day.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Extension, Path as UrlPath, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use dmv_repo::store::object::Signature;
+use dmv_repo::store::ObjectId;
+use dmv_repo::Repository;
+use dmv_sync::{Caller, Refusal, SyncError, UploadCommit, UploadedFile};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+
+use crate::server_state::{Peer, ServerState};
+use crate::staging::{Found, StagedUploads, Unavailable};
+use crate::web::{same_secret, viewer};
+
+/// The largest piece one request may carry.
+pub(crate) const PIECE_MAX: u64 = 16 << 20;
+/// Room left on the disk beyond an upload's size.
+const SPARE_BYTES: u64 = 64 << 20;
+
+type Shared = Arc<ServerState>;
+
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new().route("/{repo}/uploads", post(open_upload)).route("/{repo}/uploads/{id}", get(upload_status).put(put_piece)).route("/{repo}/commit-uploads", post(commit_uploads))
+}
+
+fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
+    (status, text.into() + "\n").into_response()
+}
+
+/// The caller, when they may write: a login's request must also carry its form secret.
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+fn writer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Caller, Response> {
+    let viewer = viewer(state, peer, headers)?;
+    if let Some(secret) = &viewer.form_secret {
+        let sent = headers.get("x-dmv-form-secret").and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !state.comes_from_our_pages(peer, headers) || !same_secret(sent, secret) {
+            return Err(refuse(StatusCode::FORBIDDEN, "that upload did not come from this server's pages"));
+        }
+    }
+    if !viewer.may_write {
+        return Err(refuse(StatusCode::FORBIDDEN, "uploading needs a write token"));
+    }
+    Ok(Caller { may_write: true, user: viewer.user, admin: viewer.admin })
+}
+
+// The refusal is the HTTP response itself, handed straight back to axum.
+#[allow(clippy::result_large_err)]
+fn repo_dir(state: &ServerState, name: &str) -> Result<PathBuf, Response> {
+    state
+        .config
+        .repos
+        .get(name)
+        .and_then(|place| place.dir())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("no repository named {name} on this machine to upload to")))
+}
+
+fn random_id() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Bytes free for an unprivileged writer on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs only writes into the zeroed struct it is given.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid C string and `stat` a valid out pointer.
+    (unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+}
+
+#[derive(Deserialize)]
+struct OpenRequest {
+    name: String,
+    size: u64,
+}
+
+async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath(repo): UrlPath<String>, headers: HeaderMap, Json(req): Json<OpenRequest>) -> Response {
+    let caller = match writer(&state, peer, &headers) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    let dir = match repo_dir(&state, &repo) {
+        Ok(d) => d,
+        Err(refused) => return refused,
+    };
+    if !dmv_repo::tree::valid_entry_name(req.name.as_bytes()) {
+        return refuse(StatusCode::BAD_REQUEST, format!("{:?} cannot be a file's name", req.name));
+    }
+    let staging = dir.join(".dmv").join("uploads");
+    if let Err(e) = std::fs::create_dir_all(&staging) {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage uploads: {e}"));
+    }
+    if free_bytes(&staging).is_some_and(|free| free < req.size.saturating_add(SPARE_BYTES)) {
+        return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("the server has no room for {} bytes", req.size));
+    }
+    let id = match random_id() {
+        Ok(id) => id,
+        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot name an upload: {e}")),
+    };
+    let owner = caller.user.unwrap_or_default();
+    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, &staging) {
+        return unavailable(e);
+    }
+    (StatusCode::CREATED, Json(json!({ "id": id, "received": 0 }))).into_response()
+}
+
+async fn upload_status(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath((repo, id)): UrlPath<(String, String)>, headers: HeaderMap) -> Response {
+    let caller = match writer(&state, peer, &headers) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    match state.staged.find(&id, &repo, owner(&caller), false) {
+        Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received })).into_response(),
+        Err(e) => unavailable(e),
+    }
+}
+
+fn owner(caller: &Caller) -> &str {
+    caller.user.as_deref().unwrap_or("")
+}
+
+fn unavailable(e: Unavailable) -> Response {
+    match e {
+        Unavailable::Unknown => refuse(StatusCode::NOT_FOUND, "no such upload: it finished, was removed after a day untouched, or the server restarted; start it again"),
+        Unavailable::Busy { received } => (StatusCode::CONFLICT, Json(json!({ "received": received, "message": "a piece of this upload is being received" }))).into_response(),
+        Unavailable::Full => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many uploads are open on this server: finish or wait for some"),
+        Unavailable::Io(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage the upload: {e}")),
+    }
+}
+
+fn too_large(size: u64) -> Response {
+    refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("a piece is at most {PIECE_MAX} bytes and an upload at most the size it was opened with ({size})"))
+}
+
+/// Lets the next piece of an upload in when this one ends, however it ends.
+struct Claimed<'a>(&'a StagedUploads, String);
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        self.0.release(&self.1);
+    }
+}
+
+#[derive(Deserialize)]
+struct PieceAt {
+    offset: u64,
+}
+
+async fn put_piece(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath((repo, id)): UrlPath<(String, String)>,
+    Query(at): Query<PieceAt>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let caller = match writer(&state, peer, &headers) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    let Found { file, size, received } = match state.staged.find(&id, &repo, owner(&caller), true) {
+        Ok(found) => found,
+        Err(e) => return unavailable(e),
+    };
+    let _claimed = Claimed(&state.staged, id);
+    if at.offset != received {
+        return (StatusCode::CONFLICT, Json(json!({ "received": received, "message": format!("this upload has {received} bytes, not {}: send from there", at.offset) })))
+            .into_response();
+    }
+    let declared = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > PIECE_MAX || received + len > size) {
+        return too_large(size);
+    }
+    let mut out = match tokio::fs::OpenOptions::new().append(true).open(&file).await {
+        Ok(f) => f,
+        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot open the staged upload: {e}")),
+    };
+    let idle = state.config.idle_timeout();
+    let mut stream = body.into_data_stream();
+    let mut got = 0u64;
+    loop {
+        let piece = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(None) => break,
+            Ok(Some(Ok(piece))) => piece,
+            // What arrived is kept: the client asks how much and sends the rest.
+            Ok(Some(Err(_))) | Err(_) => break,
+        };
+        got += piece.len() as u64;
+        if got > PIECE_MAX || received + got > size {
+            // Nothing of a refused piece stays.
+            let _ = out.flush().await;
+            let _ = out.set_len(received).await;
+            return too_large(size);
+        }
+        if let Err(e) = out.write_all(&piece).await {
+            return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("cannot store the piece: {e}"));
+        }
+    }
+    if let Err(e) = out.flush().await {
+        return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("cannot store the piece: {e}"));
+    }
+    Json(json!({ "received": received + got, "size": size })).into_response()
+}
+
+#[derive(Deserialize)]
+struct CommitFile {
+    name: String,
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct CommitRequest {
+    branch: String,
+    /// The commit the page showed ("" when the branch had none).
+    #[serde(default)]
+    seen: String,
+    #[serde(default)]
+    folder: String,
+    #[serde(default)]
+    message: String,
+    files: Vec<CommitFile>,
+}
+
+async fn commit_uploads(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath(repo): UrlPath<String>,
+    headers: HeaderMap,
+    Json(req): Json<CommitRequest>,
+) -> Response {
+    let caller = match writer(&state, peer, &headers) {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
+    let dir = match repo_dir(&state, &repo) {
+        Ok(d) => d,
+        Err(refused) => return refused,
+    };
+    let seen = match req.seen.as_str() {
+        "" => None,
+        hex => match ObjectId::from_hex(hex) {
+            Some(id) => Some(id),
+            None => return refuse(StatusCode::BAD_REQUEST, format!("{hex} is not a commit id")),
+        },
+    };
+    let mut files = Vec::with_capacity(req.files.len());
+    for f in &req.files {
+        match state.staged.find(&f.id, &repo, owner(&caller), false) {
+            Ok(Found { file, size, received }) if received == size => files.push(UploadedFile { name: f.name.clone(), staged: file }),
+            Ok(Found { size, received, .. }) => return refuse(StatusCode::CONFLICT, format!("{} has {received} of its {size} bytes: send the rest first", f.name)),
+            Err(e) => return unavailable(e),
+        }
+    }
+    let message = match req.message.trim() {
+        "" => format!("Upload {} from the web", if files.len() == 1 { files[0].name.clone() } else { format!("{} files", files.len()) }),
+        m => m.to_string(),
+    };
+    let user = caller.user.clone().unwrap_or_else(|| "web upload".into());
+    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let author = Signature { name: user, email: String::new(), time, tz_minutes: 0 };
+    let (name, committer) = (repo.clone(), caller.clone());
+    let committed = tokio::task::spawn_blocking(move || {
+        let repository = Repository::open(&dir)?;
+        let up = UploadCommit { branch: &req.branch, seen, folder: &req.folder, files: &files, message: &message, author };
+        let done = dmv_sync::commit_uploaded(&repository, &committer, &up)?;
+        Ok::<_, SyncError>((done, files))
+    })
+    .await;
+    match committed {
+        Ok(Ok((done, files))) => {
+            state.staged.finish(&files.iter().map(|f| f.staged.as_path()).collect::<Vec<_>>());
+            let url = format!("/{}/commit/{}", crate::web::segment(&name), done.commit.to_hex());
+            Json(json!({ "commit": done.commit.to_hex(), "unchanged": done.unchanged, "url": url })).into_response()
+        }
+        Ok(Err(e)) => {
+            let status = match &e {
+                SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
+                SyncError::Refused(_) => StatusCode::CONFLICT,
+                SyncError::Repo(dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_)) => StatusCode::BAD_REQUEST,
+                SyncError::Repo(dmv_repo::RepoError::LockedPathChanged { .. }) => StatusCode::CONFLICT,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            refuse(status, e.to_string())
+        }
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
