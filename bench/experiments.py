@@ -1526,15 +1526,20 @@ class _WebServer:
     Also the process's counters: VmHWM (its peak RSS) and wchar (every byte
     it passed to write(2), its sockets included)."""
 
-    def __init__(self, dmv, root, env, repo):
-        self.dmv, self.dir, self.env, self.repo = dmv, root, env, repo
+    def __init__(self, dmv, root, env, repo, config=None):
+        """`config`: the whole server.toml instead of the one repository and
+        read-only token (the webui experiment's)."""
+        self.dmv, self.dir, self.env, self.repo, self.config = dmv, root, env, repo, config
         self.proc, self.port, self.lines = None, None, []
+        self.times = []  # time.monotonic() when each line of `lines` was read (set before the line is added)
 
     def __enter__(self):
         os.makedirs(self.dir, exist_ok=True)
         config = os.path.join(self.dir, "server.toml")
-        with open(config, "w") as f:  # a JSON string is a TOML basic string; top-level keys before the tables
-            f.write("access_log = true\n[repos]\n%s = %s\n[tokens]\n%s = \"read\"\n" % (
+        # owner-only, as dmv serve asks of a file holding tokens (else its first line is a warning)
+        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            # a JSON string is a TOML basic string; top-level keys before the tables
+            f.write(self.config or "access_log = true\n[repos]\n%s = %s\n[tokens]\n%s = \"read\"\n" % (
                 WEB_REPO, json.dumps(self.repo), json.dumps(WEB_TOKEN)))
         self.proc = subprocess.Popen([self.dmv.path, "serve", "--config", config, "--listen", "127.0.0.1:0"],
                                      env=self.env, cwd=self.dir, stdin=subprocess.DEVNULL,
@@ -1553,6 +1558,7 @@ class _WebServer:
 
         def drain():  # the server must never block on a full stderr pipe
             for raw in self.proc.stderr:
+                self.times.append(time.monotonic())
                 self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
         threading.Thread(target=drain, daemon=True).start()
         return self
@@ -1605,20 +1611,20 @@ class _WebServer:
             time.sleep(0.02)
 
 
-def _get(conn, path, headers=None):
+def _get(conn, path, headers=None, token=WEB_TOKEN):
     """One GET on a keep-alive connection: (status, content type, body)."""
-    conn.request("GET", path, headers=dict(headers or {}, Authorization="Bearer " + WEB_TOKEN))
+    conn.request("GET", path, headers=dict(headers or {}, Authorization="Bearer " + token))
     resp = conn.getresponse()
     return resp.status, resp.getheader("Content-Type", ""), resp.read()
 
 
-def _web_page(srv, path, timeout):
+def _web_page(srv, path, timeout, token=WEB_TOKEN):
     """GET one page on a fresh connection: (Outcome, body)."""
     conn = srv.connection(timeout)
     out = Outcome()
     start = time.perf_counter()
     try:
-        status, _, body = _get(conn, path)
+        status, _, body = _get(conn, path, token=token)
         out.wall_s = time.perf_counter() - start
         if status != 200:
             out.ok, out.error = False, "GET %s: %d %s" % (path, status, body[:200].decode("utf-8", "replace"))
@@ -1632,19 +1638,21 @@ def _web_page(srv, path, timeout):
         conn.close()
 
 
-def _browse_commit(srv, page, timeout):
+def _browse_commit(srv, page, timeout, token=WEB_TOKEN, images=THUMB_SRC):
     """A browser opening a commit page: GET the page, then every thumbnail it
     shows, in page order, over WEB_CONNECTIONS keep-alive connections (the
     page's own among them). Every time counts from the page request. Returns
     (Outcome whose wall_s is the time to the last thumbnail, fields, thumbs);
-    thumbs: (url, status, content type, body, error) for the untimed check."""
+    thumbs: (url, status, content type, body, error) for the untimed check.
+    `images`: the pattern of the image URLs in the page (each URL fetched
+    once, as a browser does)."""
     conns = [srv.connection(timeout) for _ in range(WEB_CONNECTIONS)]
     out, fields, thumbs = Outcome(), {}, []
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
     try:
         try:
-            status, _, body = _get(conns[0], page)
+            status, _, body = _get(conns[0], page, token=token)
         except (OSError, http.client.HTTPException) as e:
             out.wall_s = time.perf_counter() - start
             out.ok, out.timed_out, out.error = False, isinstance(e, TimeoutError), "GET %s: %s" % (page, e)
@@ -1655,7 +1663,7 @@ def _browse_commit(srv, page, timeout):
             out.wall_s = fields["page_s"]
             out.ok, out.error = False, "GET %s: %d" % (page, status)
             return out, fields, thumbs
-        urls = [u.decode() for u in THUMB_SRC.findall(body)]
+        urls = list(dict.fromkeys(u.decode() for u in images.findall(body)))
         done, times, next_url = [None] * len(urls), [None] * len(urls), [0]
         lock = threading.Lock()
 
@@ -1670,7 +1678,7 @@ def _browse_commit(srv, page, timeout):
                     done[i] = (urls[i], None, "", b"", "timeout")
                     continue
                 try:
-                    status, ctype, data = _get(conn, urls[i])
+                    status, ctype, data = _get(conn, urls[i], token=token)
                     done[i] = (urls[i], status, ctype, data, None)
                 except (OSError, http.client.HTTPException) as e:
                     done[i] = (urls[i], None, "", b"", "%s: %s" % (type(e).__name__, e))
@@ -1697,14 +1705,14 @@ def _browse_commit(srv, page, timeout):
             c.close()
 
 
-def _check_thumbs(out, fields, thumbs, expected):
+def _check_thumbs(out, fields, thumbs, expected, edge=WEB_THUMB_EDGE, page="the commit page"):
     """Untimed: the page shows one thumbnail per photo, and every answer is
-    200 image/jpeg and decodes (PIL) to at most WEB_THUMB_EDGE px on its long
+    200 image/jpeg and decodes (PIL) to at most `edge` px on its long
     side. A failed check fails the step."""
     from PIL import Image
     errors, longest = [], 0
     if fields.get("thumbs") is not None and fields["thumbs"] != expected:
-        errors.append("the commit page shows %d thumbnails, expected %d" % (fields["thumbs"], expected))
+        errors.append("%s shows %d thumbnails, expected %d" % (page, fields["thumbs"], expected))
     for url, status, ctype, body, error in thumbs:
         if error:
             errors.append("%s: %s" % (url, error))
@@ -1719,7 +1727,7 @@ def _check_thumbs(out, fields, thumbs, expected):
                 errors.append("%s: does not decode: %s" % (url, e))
                 continue
             longest = max(longest, *size)
-            if fmt != "JPEG" or max(size) > WEB_THUMB_EDGE:
+            if fmt != "JPEG" or max(size) > edge:
                 errors.append("%s: %s of %dx%d" % (url, fmt, size[0], size[1]))
     fields.update(thumbs_verified=not errors, thumb_longest_px=longest or None, thumb_errors=len(errors))
     if errors and out.ok:
@@ -1909,6 +1917,666 @@ def _web_seek(ctx, dmv, srv, pt, param, film):
     rec.record(_Floor, "web-seek", param, "read_range_file", out, None, peak_rss_kib=None, film_bytes=size,
                range="bytes=%d-%d" % (middle, middle + WEB_SEEK_ASK - 1), bytes_asked=WEB_SEEK_ASK,
                bytes_received=len(got), page_cache="warm")
+
+
+# ---------------------------------------------------------------- web UI, second round (experiment `webui`, issue 48)
+
+WEBUI_REPO, WEBUI_PATHS_REPO, WEBUI_UP_REPO, WEBUI_PUSH_REPO = "hub", "paths", "up", "pushed"
+WEBUI_TOKEN, WEBUI_USER = "bench-write-token", "al"   # write access: the upload page needs it
+WEBUI_SMALL_W, WEBUI_SMALL_H = 640, 480   # the folder's and the commit's photos (made once, distinct bytes)
+WEBUI_FOLDER = "photos"
+WEBUI_PER_PAGE = 200                      # entries of a folder's page and files of a commit's page (dmv-web)
+WEBUI_PATHS_PER_FOLDER = 1000             # the search's paths: pNNN/qNN/img_NNNNNNN.txt, empty files
+WEBUI_QUERIES = ("img_0001", "img_00012")  # the first search, then the same with more letters
+WEBUI_UPLOAD_NAME = "big.bin"
+WEBUI_WINDOW = (1280, 1000)               # the browser's window (CSS px)
+WEBUI_IMAGES_WAIT_S = 120                 # a page's images not all complete by then: the load fails
+WEBUI_POLL_S = 0.05                       # how often the upload's end (the commit page's URL) is looked for
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROME_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--window-size=%d,%d" % WEBUI_WINDOW]
+UI_IMG_SRC = re.compile(rb'<img[^>]*\ssrc="(/[^"/]+/(?:thumb|preview)/[0-9a-f]{64})"')
+
+
+class _WebDriverError(Exception):
+    pass
+
+
+class _Chromedriver:
+    """chromedriver on a free port of 127.0.0.1, spoken to with the W3C
+    WebDriver protocol over plain HTTP (urllib, no selenium); killed on exit."""
+
+    def __init__(self, path=CHROMEDRIVER):
+        self.path, self.proc, self.port = path, None, None
+
+    def __enter__(self):
+        if not os.path.exists(self.path):
+            raise _WebDriverError("%s is missing (apt-get install -y chromium-driver)" % self.path)
+        self.port = servers.free_port()
+        self.proc = subprocess.Popen([self.path, "--port=%d" % self.port], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=servers._die_with_parent)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if (self.call("GET", "/status", timeout=5) or {}).get("ready"):
+                    return self
+            except (_WebDriverError, OSError):
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.__exit__()
+                raise _WebDriverError("chromedriver did not start on port %d" % self.port)
+            time.sleep(0.1)
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        return False
+
+    def call(self, method, path, body=None, timeout=60):
+        import urllib.error
+        import urllib.request
+        data = json.dumps(body).encode() if body is not None else (b"{}" if method == "POST" else None)
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data, method=method,
+                                     headers={"Content-Type": "application/json; charset=utf-8"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read() or b"{}").get("value")
+        except urllib.error.HTTPError as e:
+            try:
+                v = json.loads(e.read() or b"{}").get("value") or {}
+            except ValueError:
+                v = {}
+            raise _WebDriverError("%s %s: %s: %s" % (method, path.split("/")[-1] or path, v.get("error", e.code),
+                                                     (v.get("message") or "").split("\n")[0][:300]))
+        except (OSError, http.client.HTTPException) as e:
+            raise _WebDriverError("%s %s: %s" % (method, path, e))
+
+    def session(self, timeout):
+        """A new browser: a fresh profile, so an empty HTTP cache."""
+        # "eager": navigating returns at DOMContentLoaded; PAGE_SCRIPT waits for the load event in the page
+        caps = {"browserName": "chrome", "pageLoadStrategy": "eager",
+                "timeouts": {"pageLoad": int(timeout * 1000), "script": int(timeout * 1000), "implicit": 0},
+                "goog:chromeOptions": {"args": CHROME_ARGS}}
+        v = self.call("POST", "/session", {"capabilities": {"alwaysMatch": caps}}, timeout=120)
+        return _Browser(self, v["sessionId"], v.get("capabilities", {}).get("browserVersion"), timeout)
+
+
+class _Browser:
+    """One WebDriver session (one headless Chromium)."""
+
+    def __init__(self, driver, sid, version, timeout):
+        self.driver, self.base, self.version, self.timeout = driver, "/session/%s" % sid, version, timeout
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.driver.call("DELETE", self.base, timeout=30)
+        except _WebDriverError:
+            pass
+        return False
+
+    def call(self, method, path, body=None):
+        return self.driver.call(method, self.base + path, body, timeout=self.timeout + 30)
+
+    def goto(self, url, complete=False):
+        """Navigates; returns at DOMContentLoaded, or with `complete` once the load event is over."""
+        self.call("POST", "/url", {"url": url})
+        deadline = time.monotonic() + self.timeout
+        while complete and self.run("return document.readyState") != "complete" and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def url(self):
+        return self.call("GET", "/url")
+
+    def run(self, script, *args):
+        return self.call("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def run_async(self, script, *args):
+        return self.call("POST", "/execute/async", {"script": script, "args": list(args)})
+
+    def find(self, css):
+        v = self.call("POST", "/element", {"using": "css selector", "value": css})
+        return next(iter(v.values()))  # {"element-6066-...": ID}
+
+    def type(self, element, text):
+        self.call("POST", "/element/%s/value" % element, {"text": text})
+
+    def click(self, element):
+        self.call("POST", "/element/%s/click" % element, {})
+
+    def log_in(self, base, token):
+        """The login form, as a person fills it; True once the server let us in."""
+        self.goto(base + "/login", complete=True)
+        self.type(self.find("input[name=token]"), token)
+        self.click(self.find("button[type=submit]"))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if "/login" not in self.url() and self.run("return document.readyState") == "complete":
+                return True
+            time.sleep(0.05)
+        return False
+
+
+# Run right after DOMContentLoaded (pageLoadStrategy "eager"): waits for the load event, notes the
+# images inside the window then, switches the grid's loading="lazy" images outside it to eager (as
+# if the person scrolled through the page at once) and waits until every <img> is complete (decoded,
+# naturalWidth > 0, or its load failed). An image's time: when this script saw it complete, or, when
+# it was complete at the first look, its response's end (resource timing). Times in ms from the
+# navigation's start.
+PAGE_SCRIPT = """var done = arguments[arguments.length - 1], limit = arguments[0], begun = performance.now();
+function nav() { return performance.getEntriesByType('navigation')[0] || {}; }
+function inView(i) { var r = i.getBoundingClientRect();
+  return r.bottom > 0 && r.top < innerHeight && r.right > 0 && r.left < innerWidth; }
+var imgs = [], seen = [], shown = [], eager = null, first = true;
+function ended(i) { var e = performance.getEntriesByName(i.currentSrc || i.src, 'resource')[0];
+  return e ? e.responseEnd : null; }
+function latest(list) { var t = list.length ? 0 : null; for (var k = 0; k < list.length; k++) {
+  if (seen[list[k]] === null) return null; t = Math.max(t, seen[list[k]]); } return t; }
+function finish(n, timedOut) {
+  var idx = imgs.map(function (_, k) { return k; });
+  done({http_status: n.responseStatus || null, response_end_ms: n.responseEnd, dom_ms: n.domContentLoadedEventEnd,
+        load_ms: n.loadEventEnd, transfer_bytes: n.transferSize || null, title: document.title,
+        text: (document.body ? document.body.innerText : '').slice(0, 400), timed_out: timedOut,
+        images: imgs.length, images_in_window: shown.length, eager_at_ms: eager,
+        visible_ms: latest(shown), all_ms: latest(idx),
+        images_pending: imgs.filter(function (i) { return !i.complete; }).length,
+        images_decoded: imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length,
+        images_failed: imgs.filter(function (i) { return i.complete && i.naturalWidth === 0; }).length});
+}
+function check() {
+  var now = performance.now(), n = nav();
+  if (now - begun > limit) return finish(n, true);
+  if (eager === null) {
+    if (document.readyState !== 'complete' || !(n.loadEventEnd > 0)) return setTimeout(check, 5);
+    imgs = Array.prototype.slice.call(document.images);
+    shown = []; imgs.forEach(function (i, k) { seen.push(null); if (inView(i)) shown.push(k); });
+    eager = now;
+    imgs.forEach(function (i) { if (i.loading === 'lazy') i.loading = 'eager'; });
+  }
+  var pending = 0;
+  imgs.forEach(function (i, k) { if (seen[k] !== null) return;
+    if (i.complete) seen[k] = first ? (ended(i) || now) : now; else pending++; });
+  first = false;
+  if (pending === 0) return finish(n, false);
+  setTimeout(check, 5);
+}
+check();"""
+
+
+def _browser_load(driver, base, path, timeout, expect_images=None, then=None):
+    """A fresh browser (empty HTTP cache) logs in (untimed), then opens
+    `path`: returns (Outcome, fields). wall_s: from the navigation's start to
+    the load event's end or to the last image complete, whichever is later.
+    `then(browser, fields)`: more pages in the same browser, after it."""
+    out, fields = Outcome(), dict(client="chromium", window="%dx%d" % WEBUI_WINDOW, fresh_profile=True)
+    try:
+        with driver.session(timeout) as b:
+            fields["browser_version"] = b.version
+            if not b.log_in(base, WEBUI_TOKEN):
+                out.ok, out.error = False, "the login form did not let the browser in: %s" % b.run(
+                    "return document.body.innerText").strip()[:300]
+                return out, fields
+            _browser_page(b, base + path, timeout, out, fields, expect_images)
+            if then and out.ok:
+                then(b, fields)
+    except _WebDriverError as e:
+        out.ok, out.error = False, "WebDriver: %s" % e
+        out.timed_out = "timeout" in str(e)
+    return out, fields
+
+
+def _browser_page(b, url, timeout, out, fields, expect_images=None):
+    """Opens `url` in browser `b` and fills `out` and `fields`."""
+    b.goto(url)
+    got = b.run_async(PAGE_SCRIPT, min(timeout, WEBUI_IMAGES_WAIT_S) * 1000)
+    f = {k: v for k, v in got.items() if k not in ("text", "title", "timed_out")}
+    if got.get("http_status") not in (None, 200):
+        out.ok, out.error = False, "%s: HTTP %s: %s" % (url, got.get("http_status"),
+                                                       " ".join((got.get("text") or "").split())[:300])
+    elif got.get("timed_out"):
+        out.ok, out.timed_out = False, True
+        out.error = "%s: after %ss: load event %s, %d of %d images still loading" % (
+            url, WEBUI_IMAGES_WAIT_S, "over" if got.get("load_ms") else "not yet", got.get("images_pending") or 0,
+            got.get("images") or 0)
+    elif got.get("images_failed"):
+        out.ok, out.error = False, "%d of %d images failed to load" % (got["images_failed"], got["images"])
+    elif expect_images is not None and got.get("images") != expect_images:
+        out.ok, out.error = False, "the page shows %d images, expected %d" % (got.get("images"), expect_images)
+    out.wall_s = max(got.get("load_ms") or 0, got.get("all_ms") or 0) / 1000
+    fields.update({k: (round(v, 1) if isinstance(v, float) else v) for k, v in f.items()})
+
+
+def _small_photo(path, seed):
+    """A JPEG of WEBUI_SMALL_W x WEBUI_SMALL_H: random colours upscaled from 16x12, distinct bytes per seed."""
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)
+    tmp = path + ".tmp"
+    Image.fromarray(small).resize((WEBUI_SMALL_W, WEBUI_SMALL_H), Image.BICUBIC).save(tmp, "JPEG", quality=85)
+    os.replace(tmp, path)
+
+
+def _webui_photos(cache, count):
+    """`count` small photos in `cache` (outside the run's scratch space), made once and reused."""
+    os.makedirs(cache, exist_ok=True)
+    paths, made = [], 0
+    for i in range(count):
+        path = os.path.join(cache, "photo-%05d.jpg" % i)
+        if not (os.path.exists(path) and os.path.getsize(path) > 0):
+            if made == 0:
+                print("webui: making photos of %dx%d in %s (once; later runs reuse them)" % (
+                    WEBUI_SMALL_W, WEBUI_SMALL_H, cache), flush=True)
+            _small_photo(path, seed=48_000 + i)
+            made += 1
+        paths.append(path)
+    return paths, made
+
+
+def _link_into(paths, folder):
+    os.makedirs(folder, exist_ok=True)
+    for src in paths:  # hard links: the work tree costs no disk
+        dest = os.path.join(folder, os.path.basename(src))
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copyfile(src, dest)
+
+
+def _rev_parse(ctx, dmv, cwd, rev):
+    out = run_cmds([Cmd([dmv.path, "rev-parse", rev], cwd=cwd, stdout="capture")], ctx.rec.env, 120)
+    m = HEX64.search(out.captured) if out.ok else None
+    return m.group(0).decode() if m else None
+
+
+def _clear_web_cache(repo):
+    shutil.rmtree(os.path.join(repo, ".dmv", "web-cache"), ignore_errors=True)
+
+
+def _webui_config(repos):
+    lines = ["access_log = true", "[repos]"] + ["%s = %s" % (k, json.dumps(v)) for k, v in repos.items()]
+    lines += ["[tokens]", "%s = { access = \"write\", user = %s }" % (json.dumps(WEBUI_TOKEN), json.dumps(WEBUI_USER))]
+    return "\n".join(lines) + "\n"
+
+
+def webui(ctx, folder_photos, commit_photos, paths, upload_size):
+    """Issue 48's web UI, second round: server time (Python's GETs with a bearer token) and
+    load time in headless Chromium (WebDriver) of (1) a folder of `folder_photos` photos
+    (`webui-folder`), (2) the commit adding `commit_photos` of them (`webui-commit`), (3) a
+    search over `paths` paths (`webui-search`), (4) the compare page of two 24-megapixel JPEGs
+    (`webui-compare`), thumbnails cold then warm; (5) the upload of a file of `upload_size`
+    bytes from the browser against `dmv push` of it over HTTP (`webui-upload`)."""
+    dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
+    if dmv is None:
+        return
+    commit_photos = min(commit_photos, folder_photos)
+    exps = [("webui-folder", folder_photos), ("webui-commit", commit_photos), ("webui-search", paths),
+            ("webui-compare", PHOTO_W * PHOTO_H), ("webui-upload", upload_size)]
+
+    def fail_all(status, why, which=exps):
+        for exp, param in which:
+            ctx.rec.note("dmv", exp, str(param), "all", status, why)
+    try:
+        import numpy  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as e:
+        fail_all("fail", "cannot make the photos: %s (pip install pillow numpy)" % e)
+        return
+    need = 3 * upload_size + 4 * GiB  # the file, the local repository, the two servers' copies, the photos
+    if free_bytes(ctx.workdir) < need:
+        fail_all("skipped", "not enough free disk: need %s" % human_bytes(need))
+        return
+    small, made = _webui_photos(os.path.join(ctx.args.workdir, "webui-photos"), folder_photos)
+    big, big_made = _web_photos(os.path.join(ctx.args.workdir, "web-photos"), 2)
+    setup = dict(photo_px="%dx%d" % (WEBUI_SMALL_W, WEBUI_SMALL_H), photos_made=made,
+                 photo_bytes_mean=round(sum(os.path.getsize(p) for p in small) / max(1, len(small))))
+    pt = ctx.point("webui", folder_photos)
+    ptp = ctx.point("webui-paths", paths)
+    try:
+        hub = _webui_hub(ctx, dmv, pt, small, commit_photos, big, setup)
+        searched = _webui_paths(ctx, dmv, ptp, paths)
+        up, pushed = os.path.join(pt.root, "up"), os.path.join(pt.root, "pushed")
+        for bare in (up, pushed):
+            run_cmds([Cmd([dmv.path, "init", "--bare", bare], cwd=pt.root)], ctx.rec.env, 120)
+        repos = {WEBUI_REPO: pt.work, WEBUI_PATHS_REPO: ptp.work, WEBUI_UP_REPO: up, WEBUI_PUSH_REPO: pushed}
+        config = _webui_config(repos)
+        try:
+            with _Chromedriver() as driver, \
+                    _WebServer(dmv, os.path.join(pt.root, "server"), ctx.rec.env, pt.work, config) as srv:
+                print("webui: dmv serve on 127.0.0.1:%d, chromedriver on %d" % (srv.port, driver.port), flush=True)
+                if hub:
+                    _webui_folder(ctx, dmv, srv, driver, pt, folder_photos, setup)
+                    _webui_commit(ctx, dmv, srv, driver, pt, commit_photos, hub, setup)
+                    _webui_compare(ctx, dmv, srv, driver, pt, hub, big_made)
+                if searched:
+                    _webui_search_server(ctx, dmv, srv, paths)
+                _webui_upload(ctx, dmv, srv, driver, pt, up, pushed, upload_size)
+            if searched:  # the browser's first search on a fresh server: no paths kept yet
+                with _Chromedriver() as driver, \
+                        _WebServer(dmv, os.path.join(pt.root, "server2"), ctx.rec.env, pt.work, config) as srv:
+                    _webui_search_browser(ctx, dmv, srv, driver, paths)
+        except (servers.ServerError, _WebDriverError) as e:
+            print("webui: %s" % e, flush=True)
+            fail_all("fail", str(e))
+    finally:
+        shutil.rmtree(ptp.root, ignore_errors=True)
+        shutil.rmtree(pt.root, ignore_errors=True)  # the photos stay in the workdir for the next run
+
+
+def _webui_hub(ctx, dmv, pt, small, commit_photos, big, setup):
+    """The hub's history: photos/ with all but `commit_photos` of the small photos, then a commit
+    adding the last `commit_photos`, then photo.jpg (24 MP), then photo.jpg replaced by another
+    24 MP photo. Returns the ids {added, before, after} or None (recorded)."""
+    folder, param_f, param_c = os.path.join(pt.work, WEBUI_FOLDER), str(len(small)), str(commit_photos)
+    param_cmp = str(PHOTO_W * PHOTO_H)
+    base = small[:len(small) - commit_photos]
+    _link_into(base, folder)
+    if not _run_tool_steps(ctx, Skips(ctx, "webui-folder"), dmv, pt, "webui-folder", param_f, [
+            S("setup_init", lambda: dmv.init(pt), fatal=True),
+            S("setup_commit_base", lambda: [dmv.cmd(pt, "add", "."), dmv.cmd(pt, "commit", "-q", "-m",
+                                                                                "%d photos" % len(base))],
+              fatal=True),
+            Prep(lambda: _link_into(small[len(base):], folder)),
+            S("setup_commit_added", lambda: [dmv.cmd(pt, "add", "."), dmv.cmd(pt, "commit", "-q", "-m",
+                                                                                 "%d more photos" % commit_photos)],
+              fatal=True)]):
+        ctx.rec.note("dmv", "webui-commit", param_c, "all", "fail", "the photos' commits failed")
+        ctx.rec.note("dmv", "webui-compare", param_cmp, "all", "fail", "the photos' commits failed")
+        return None
+    photo = os.path.join(pt.work, "photo.jpg")
+
+    def put(src):
+        if os.path.exists(photo):
+            os.remove(photo)
+        shutil.copyfile(src, photo)
+    if not _run_tool_steps(ctx, Skips(ctx, "webui-compare"), dmv, pt, "webui-compare", param_cmp, [
+            Prep(lambda: put(big[0])),
+            S("setup_commit_before", lambda: [dmv.cmd(pt, "add", "photo.jpg"),
+                                              dmv.cmd(pt, "commit", "-q", "-m", "photo")], fatal=True),
+            Prep(lambda: put(big[1])),
+            S("setup_commit_after", lambda: [dmv.cmd(pt, "add", "photo.jpg"),
+                                             dmv.cmd(pt, "commit", "-q", "-m", "photo, again")], fatal=True)]):
+        return None
+    ids = dict(added=_rev_parse(ctx, dmv, pt.work, "main~2"), before=_rev_parse(ctx, dmv, pt.work, "main~1:photo.jpg"),
+               after=_rev_parse(ctx, dmv, pt.work, "main:photo.jpg"))
+    setup["big_photo_bytes"] = [os.path.getsize(p) for p in big]
+    if not all(ids.values()):
+        ctx.rec.note("dmv", "webui-commit", param_c, "all", "fail", "rev-parse gave no id: %s" % ids)
+        return None
+    return ids
+
+
+def _webui_paths(ctx, dmv, pt, count):
+    """`count` empty files pNNN/qNN/img_NNNNNNN.txt (WEBUI_PATHS_PER_FOLDER a folder), committed;
+    True when committed."""
+    print("webui: writing %s empty files" % "{:,}".format(count), flush=True)
+    t0 = time.perf_counter()
+    for i in range(count):
+        d = os.path.join(pt.work, "p%03d" % (i // (WEBUI_PATHS_PER_FOLDER * 10)),
+                         "q%02d" % (i // WEBUI_PATHS_PER_FOLDER % 10))
+        if i % WEBUI_PATHS_PER_FOLDER == 0:
+            os.makedirs(d, exist_ok=True)
+        os.close(os.open(os.path.join(d, "img_%07d.txt" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+    written = time.perf_counter() - t0
+    return _run_tool_steps(ctx, Skips(ctx, "webui-search"), dmv, pt, "webui-search", str(count), [
+        S("setup_init", lambda: dmv.init(pt), fatal=True),
+        S("setup_commit", lambda: [dmv.cmd(pt, "add", "."), dmv.cmd(pt, "commit", "-q", "-m", "paths")], fatal=True,
+          after=lambda out: dict(paths=count, files_written_s=round(written, 3)))])
+
+
+def _webui_server_pages(ctx, dmv, srv, pt, experiment, param, page, expect, edge, data, check_edge=True):
+    """Python's GETs of `page` and its images over WEB_CONNECTIONS connections: cold (web-cache
+    removed) then warm. Steps server_cold, server_warm."""
+    for step in ("server_cold", "server_warm"):
+        if step == "server_cold":
+            _clear_web_cache(pt.work)
+        os.sync()
+        out, fields, thumbs = _browse_commit(srv, page, ctx.rec.timeout, token=WEBUI_TOKEN, images=UI_IMG_SRC)
+        fields.update(server_peak_rss_kib=srv.peak_rss_kib(), connections=WEB_CONNECTIONS, url=page,
+                      **_web_cache_usage(pt.work))
+        _check_thumbs(out, fields, thumbs, expect, edge=edge, page=page)
+        ctx.rec.record(dmv, experiment, param, step, out, None, peak_rss_kib=None, **dict(data, **fields))
+
+
+def _webui_browser_pages(ctx, dmv, srv, driver, pt, experiment, param, page, expect, data):
+    """Chromium, a fresh profile each time: cold (web-cache removed) then warm (the server's
+    cache as the cold load left it). Steps browser_cold, browser_warm."""
+    base = "http://127.0.0.1:%d" % srv.port
+    for step in ("browser_cold", "browser_warm"):
+        if step == "browser_cold":
+            _clear_web_cache(pt.work)
+        os.sync()
+        since = len(srv.lines)
+        out, fields = _browser_load(driver, base, page, ctx.rec.timeout, expect_images=expect)
+        fields.update(url=page, server_peak_rss_kib=srv.peak_rss_kib(), **_web_cache_usage(pt.work))
+        fields["server_requests"] = sum(1 for l in srv.lines[since:] if ACCESS.search(l))
+        if not out.ok:
+            bad = [l for l in srv.lines[since:] if " 200 " not in l and "dmv serve:" in l][:3]
+            if bad:
+                out.error = "%s; server: %s" % (out.error, " / ".join(bad))
+        ctx.rec.record(dmv, experiment, param, step, out, None, peak_rss_kib=None, **dict(data, **fields))
+
+
+def _webui_html(ctx, dmv, srv, experiment, param, step, page, must, data):
+    """One GET of a page's HTML alone (server time), its body checked for `must`."""
+    os.sync()
+    out, body = _web_page(srv, page, ctx.rec.timeout, token=WEBUI_TOKEN)
+    if out.ok and must and must.encode() not in body:
+        out.ok, out.error = False, "%s does not show %r: %s" % (page, must, body[:200].decode("utf-8", "replace"))
+    ctx.rec.record(dmv, experiment, param, step, out, None, peak_rss_kib=None, url=page, page_bytes=len(body),
+                   images_on_page=len(set(UI_IMG_SRC.findall(body))), server_peak_rss_kib=srv.peak_rss_kib(), **data)
+
+
+def _webui_folder(ctx, dmv, srv, driver, pt, n, setup):
+    param, here = str(n), "/%s/tree/main/%s/" % (WEBUI_REPO, WEBUI_FOLDER)
+    shown = min(n, WEBUI_PER_PAGE)
+    data = dict(setup, photos=n, per_page=WEBUI_PER_PAGE)
+    _webui_server_pages(ctx, dmv, srv, pt, "webui-folder", param, here, shown, WEB_THUMB_EDGE, data)
+    _webui_browser_pages(ctx, dmv, srv, driver, pt, "webui-folder", param, here, shown, data)
+    # the HTML alone: the first page, the last page (after the name before its first entry), the list view
+    last_after = "photo-%05d.jpg" % (((n - 1) // WEBUI_PER_PAGE) * WEBUI_PER_PAGE - 1) if n > WEBUI_PER_PAGE else None
+    _webui_html(ctx, dmv, srv, "webui-folder", param, "html_first_page", here, "photo-00000.jpg", data)
+    if last_after:
+        _webui_html(ctx, dmv, srv, "webui-folder", param, "html_last_page", here + "?view=grid&after=" + last_after,
+                    "photo-%05d.jpg" % (n - 1), data)
+    _webui_html(ctx, dmv, srv, "webui-folder", param, "html_list_view", here + "?view=list", "photo-00000.jpg", data)
+
+
+def _webui_commit(ctx, dmv, srv, driver, pt, n, ids, setup):
+    param, page = str(n), "/%s/commit/%s" % (WEBUI_REPO, ids["added"])
+    shown = min(n, WEBUI_PER_PAGE)
+    data = dict(setup, photos_added=n, per_page=WEBUI_PER_PAGE, commit=ids["added"])
+    _webui_server_pages(ctx, dmv, srv, pt, "webui-commit", param, page, shown, WEB_THUMB_EDGE, data)
+    _webui_browser_pages(ctx, dmv, srv, driver, pt, "webui-commit", param, page, shown, data)
+    _webui_html(ctx, dmv, srv, "webui-commit", param, "html_first_page", page, "/thumb/", data)
+    if n > WEBUI_PER_PAGE:
+        skip = ((n - 1) // WEBUI_PER_PAGE) * WEBUI_PER_PAGE
+        _webui_html(ctx, dmv, srv, "webui-commit", param, "html_last_page", "%s?skip=%d" % (page, skip), "/thumb/",
+                    data)
+
+
+def _webui_compare(ctx, dmv, srv, driver, pt, ids, made):
+    param = str(PHOTO_W * PHOTO_H)
+    page = "/%s/compare/%s/%s?name=photo.jpg" % (WEBUI_REPO, ids["before"], ids["after"])
+    data = dict(photo_px="%dx%d" % (PHOTO_W, PHOTO_H), before=ids["before"], after=ids["after"], photos_made=made)
+    # two previews, each shown twice on the page (side by side, and over each other): 4 <img>, 2 URLs
+    _webui_server_pages(ctx, dmv, srv, pt, "webui-compare", param, page, 2, 1600, data)
+    _webui_browser_pages(ctx, dmv, srv, driver, pt, "webui-compare", param, page, 4, data)
+
+
+def _search_url(q):
+    return "/%s/search?q=%s&rev=main" % (WEBUI_PATHS_REPO, q)
+
+
+def _search_hits(body):
+    return body.count(('<li><a href="/%s/file/' % WEBUI_PATHS_REPO).encode())
+
+
+def _webui_search_server(ctx, dmv, srv, n):
+    """The first search on a server that has searched nothing (it reads every path of the tree),
+    the same with more letters (the paths kept in memory), and the first again."""
+    param = str(n)
+    for step, q in (("server_first", WEBUI_QUERIES[0]), ("server_more", WEBUI_QUERIES[1]),
+                    ("server_first_again", WEBUI_QUERIES[0])):
+        os.sync()
+        before = dict(server_peak_rss_before_kib=srv.peak_rss_kib(), server_rss_before_kib=_vm_rss_kib(srv.proc.pid))
+        out, body = _web_page(srv, _search_url(q), ctx.rec.timeout, token=WEBUI_TOKEN)
+        hits = _search_hits(body)
+        if out.ok and not hits:
+            out.ok, out.error = False, "no hit for %r: %s" % (q, body[-300:].decode("utf-8", "replace"))
+        ctx.rec.record(dmv, "webui-search", param, step, out, None, peak_rss_kib=None, query=q, hits_shown=hits,
+                       page_bytes=len(body), paths=n, server_peak_rss_kib=srv.peak_rss_kib(),
+                       server_rss_kib=_vm_rss_kib(srv.proc.pid), **before)
+
+
+def _vm_rss_kib(pid):
+    """Resident memory (VmRSS) of a live process now, in KiB, or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _webui_search_browser(ctx, dmv, srv, driver, n):
+    """In a fresh browser on a fresh server: the first search, then the one with more letters."""
+    param, base = str(n), "http://127.0.0.1:%d" % srv.port
+    more = {}
+
+    def then(b, fields):
+        out = Outcome()
+        try:
+            _browser_page(b, base + _search_url(WEBUI_QUERIES[1]), ctx.rec.timeout, out, more)
+        except _WebDriverError as e:
+            out.ok, out.error = False, "WebDriver: %s" % e
+        more["out"] = out
+    os.sync()
+    out, fields = _browser_load(driver, base, _search_url(WEBUI_QUERIES[0]), ctx.rec.timeout, then=then)
+    ctx.rec.record(dmv, "webui-search", param, "browser_first", out, None, peak_rss_kib=None, query=WEBUI_QUERIES[0],
+                   paths=n, server_peak_rss_kib=srv.peak_rss_kib(), **fields)
+    second = more.pop("out", None)
+    if second is None:
+        ctx.rec.note("dmv", "webui-search", param, "browser_more", "fail", "the first search failed: %s" % out.error)
+    else:
+        ctx.rec.record(dmv, "webui-search", param, "browser_more", second, None, peak_rss_kib=None,
+                       query=WEBUI_QUERIES[1], paths=n, client="chromium", fresh_profile=False, **more)
+
+
+def _webui_upload(ctx, dmv, srv, driver, pt, up, pushed, size):
+    """A file of `size` random bytes: committed locally (for reference), uploaded from the
+    browser's upload page into the bare `up` (timed from the click on the submit button to the
+    commit page's URL) and pushed with `dmv push` over HTTP into the bare `pushed`; then the
+    three repositories' ids of the file compared (untimed)."""
+    param = str(size)
+    src = os.path.join(pt.root, "upsrc")
+    lpt = Point(src)
+    os.makedirs(lpt.work)
+    path = os.path.join(lpt.work, WEBUI_UPLOAD_NAME)
+    print("webui: writing a file of %s" % human_bytes(size), flush=True)
+    digest = datagen.write_random_file(path, size, seed=48)
+    data = dict(data_bytes=size, file=WEBUI_UPLOAD_NAME)
+    if not _run_tool_steps(ctx, Skips(ctx, "webui-upload"), dmv, lpt, "webui-upload", param, [
+            S("setup_init", lambda: dmv.init(lpt), fatal=True),
+            S("commit_local", lambda: [dmv.cmd(lpt, "add", WEBUI_UPLOAD_NAME),
+                                       dmv.cmd(lpt, "commit", "-q", "-m", "upload")], fatal=True)]):
+        return
+    local_id = _rev_parse(ctx, dmv, lpt.work, "main:" + WEBUI_UPLOAD_NAME)
+    base = "http://127.0.0.1:%d" % srv.port
+    # the browser
+    os.sync()
+    out, fields = Outcome(), dict(client="chromium", fresh_profile=True)
+    since = len(srv.lines)
+    try:
+        with driver.session(ctx.rec.timeout) as b:
+            fields["browser_version"] = b.version
+            if not b.log_in(base, WEBUI_TOKEN):
+                raise _WebDriverError("the login form did not let the browser in")
+            b.goto("%s/%s/upload/main/" % (base, WEBUI_UP_REPO), complete=True)
+            b.type(b.find("#files"), path)
+            b.type(b.find("#message"), "upload of %s from the browser" % human_bytes(size))
+            button = b.find("#upload button[type=submit]")
+            prefix = "/%s/commit/" % WEBUI_UP_REPO
+            deadline = time.monotonic() + ctx.rec.timeout
+            clicked_epoch, clicked = time.time(), time.monotonic()
+            start = time.perf_counter()
+            b.click(button)
+            last_status, checked = "", time.monotonic()
+            while True:
+                now_url = b.url()
+                if urlsplit_path(now_url).startswith(prefix):
+                    out.wall_s = time.perf_counter() - start
+                    break
+                if time.monotonic() - checked > 1:  # the page says why it stopped: the button is enabled again
+                    checked = time.monotonic()
+                    st = b.run("var s=document.getElementById('status'),b=document.querySelector("
+                               "'#upload button[type=submit]');return s?[s.textContent,b?b.disabled:null]:null;")
+                    if st:
+                        last_status = st[0]
+                        if st[1] is False and st[0] not in ("", "Uploading…", "Committing…"):
+                            out.wall_s = time.perf_counter() - start
+                            out.ok, out.error = False, "the upload page says: %s" % st[0][:400]
+                            break
+                if time.monotonic() > deadline:
+                    out.wall_s = time.perf_counter() - start
+                    out.ok, out.timed_out = False, True
+                    out.error = "timeout after %ss; the page says: %s" % (ctx.rec.timeout, last_status[:300])
+                    break
+                time.sleep(WEBUI_POLL_S)
+            if out.ok:
+                origin = b.run("return performance.timeOrigin;")
+                fields["commit_page_navigation_after_click_s"] = round(origin / 1000 - clicked_epoch, 3)
+                fields["commit_url"] = now_url
+    except _WebDriverError as e:
+        out.ok, out.error = False, "WebDriver: %s" % e
+    fields["server_requests"] = len(srv.lines) - since
+    fields["server_put_requests"] = sum(1 for l in srv.lines[since:] if "dmv serve: PUT " in l)
+    if out.ok:  # where the time went, from when the server's access-log lines were read (after each answer)
+        at = {}
+        for i in range(since, len(srv.lines)):
+            line = srv.lines[i]
+            if "dmv serve: PUT /%s/uploads/" % WEBUI_UP_REPO in line:
+                at.setdefault("first_piece_done_s", srv.times[i] - clicked)
+                at["last_piece_done_s"] = srv.times[i] - clicked
+            elif "dmv serve: POST /%s/commit-uploads " % WEBUI_UP_REPO in line:
+                at["committed_s"] = srv.times[i] - clicked
+        fields.update({k: round(v, 3) for k, v in at.items()})
+        if "committed_s" in at and "last_piece_done_s" in at:
+            fields["server_commit_s"] = round(at["committed_s"] - at["last_piece_done_s"], 3)
+    bad = [l for l in srv.lines[since:] if "dmv serve:" in l and not re.search(r" (200|201|204|303) ", l)]
+    if bad:
+        fields["server_errors"] = bad[:5]
+        if not out.ok:
+            out.error = "%s; server: %s" % (out.error, " / ".join(bad[:3]))
+    up_id = _rev_parse(ctx, dmv, up, "main:" + WEBUI_UPLOAD_NAME) if out.ok else None
+    if out.ok and up_id != local_id:
+        out.ok, out.error = False, "the uploaded file's id %s differs from the local commit's %s" % (up_id, local_id)
+    fields["verified"] = out.ok
+    mib = size / (1 << 20)
+    ctx.rec.record(dmv, "webui-upload", param, "browser_upload", out, None, peak_rss_kib=None,
+                   mib_per_s=round(mib / out.wall_s, 2) if out.ok and out.wall_s else None,
+                   server_peak_rss_kib=srv.peak_rss_kib(), **dict(data, **fields))
+    # dmv push of the same commit over HTTP
+    remote = "%s/%s" % (base, WEBUI_PUSH_REPO)
+
+    def check(o):
+        got = _rev_parse(ctx, dmv, pushed, "main:" + WEBUI_UPLOAD_NAME) if o.ok else None
+        if o.ok and got != local_id:
+            o.ok, o.error = False, "the pushed file's id %s differs from the local commit's %s" % (got, local_id)
+        return dict(data, verified=o.ok, mib_per_s=round(mib / o.wall_s, 2) if o.ok and o.wall_s else None,
+                    server_peak_rss_kib=srv.peak_rss_kib(), source_sha1=digest)
+    os.sync()
+    ctx.rec.step(dmv, "webui-upload", param, "push_http",
+                 [dmv.cmd(lpt, "push", "-q", remote, "main", env={"DMV_TOKEN": WEBUI_TOKEN})], None, after=check)
+
+
+def urlsplit_path(url):
+    import urllib.parse
+    return urllib.parse.urlsplit(url or "").path
 
 
 # ---------------------------------------------------------------- import

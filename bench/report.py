@@ -28,7 +28,8 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
                "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
-               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "huge"]
+               "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
+               "webui-commit", "webui-search", "webui-compare", "webui-upload", "huge"]
 
 
 # ---------------------------------------------------------------- loading
@@ -2367,6 +2368,209 @@ def habits_section(ix, mode, cfg):
     return out
 
 
+WEBUI_EXPS = ("webui-folder", "webui-commit", "webui-search", "webui-compare", "webui-upload")
+
+
+def _webui_time(rec):
+    """(seconds, text) of a webui step; a failed step shows its status."""
+    if rec is None:
+        return None, "—"
+    if rec["status"] != "ok":
+        return None, "**%s**" % SHORT.get(rec["status"], rec["status"])
+    return rec["wall_s"], fmt_time(rec["wall_s"])
+
+
+def _ms(v):
+    return "—" if v is None else fmt_time(v / 1000)
+
+
+def webui_pages_table(ix, cfg):
+    """Server and browser time of each page, cold and warm."""
+    out = ["| page | server, cold | server, warm | browser, cold | browser, warm |", "|---|--:|--:|--:|--:|"]
+    q1, q2 = (cfg.get("webui_queries") or ["?", "?"])[:2]
+    rows = []
+    for p in ix.params("webui-folder"):
+        rows.append(("webui-folder", p, "folder of %s photos (`/hub/tree/main/photos/`, grid view): the first page, "
+                     "its HTML and its %s thumbnails" % (fmt_count(p), fmt_count(min(p, cfg.get("webui_per_page", 200)))),
+                     ("server_cold", "server_warm", "browser_cold", "browser_warm")))
+    for p in ix.params("webui-commit"):
+        rows.append(("webui-commit", p, "commit adding %s photos (`/hub/commit/ID`): the first page, its HTML and its "
+                     "%s thumbnails" % (fmt_count(p), fmt_count(min(p, cfg.get("webui_per_page", 200)))),
+                     ("server_cold", "server_warm", "browser_cold", "browser_warm")))
+    for p in ix.params("webui-compare"):
+        rows.append(("webui-compare", p, "compare of two %.0f-megapixel JPEGs (`/hub/compare/A/B?name=photo.jpg`): "
+                     "the HTML and the two previews of 1600 px" % (p / 1e6),
+                     ("server_cold", "server_warm", "browser_cold", "browser_warm")))
+    for p in ix.params("webui-search"):
+        rows.append(("webui-search", p, "search over %s paths (`/paths/search?q=...&rev=main`): **cold** = the first "
+                     "query `%s` on a server that has searched nothing; **warm** = then `%s` (more letters: the "
+                     "paths kept in memory)" % (fmt_count(p), q1, q2),
+                     ("server_first", "server_more", "browser_first", "browser_more")))
+    for exp, p, label, steps in rows:
+        out.append("| %s | %s |" % (label, " | ".join(_webui_time(ix.get("dmv", exp, p, st))[1] for st in steps)))
+    return out
+
+
+def webui_browser_table(ix):
+    """Where each browser load's time went (ms from the navigation's start)."""
+    out = ["| browser load | HTML received | DOMContentLoaded | load event | images in the window done | lazy "
+           "images switched to eager | all images done | images | requests to the server |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for exp, word in (("webui-folder", "folder"), ("webui-commit", "commit"), ("webui-compare", "compare"),
+                      ("webui-search", "search")):
+        for p in ix.params(exp):
+            steps = ("browser_first", "browser_more") if exp == "webui-search" else ("browser_cold", "browser_warm")
+            for st in steps:
+                r = ix.get("dmv", exp, p, st)
+                if r is None or r["step"] != st:
+                    continue
+                out.append("| %s, %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    word, st.split("_", 1)[1], _ms(r.get("response_end_ms")), _ms(r.get("dom_ms")),
+                    _ms(r.get("load_ms")), _ms(r.get("visible_ms")) if r.get("images") else "—",
+                    _ms(r.get("eager_at_ms")) if r.get("images") else "—",
+                    _ms(r.get("all_ms")) if r.get("images") else "—",
+                    "%s (%s in the window)" % (r.get("images"), r.get("images_in_window")) if r.get("images") else "0",
+                    r.get("server_requests") if r.get("server_requests") is not None else "—"))
+    return out
+
+
+def webui_html_table(ix):
+    """The HTML alone, one GET each: does a page's time grow with where it is in a big folder or commit?"""
+    out = ["| page (HTML only, one GET) | server time |", "|---|--:|"]
+    labels = {("webui-folder", "html_first_page"): "folder of %s photos: first page (grid)",
+              ("webui-folder", "html_last_page"): "folder of %s photos: last page (grid, `?after=NAME`)",
+              ("webui-folder", "html_list_view"): "folder of %s photos: first page as a list (last change of each "
+                                                  "entry)",
+              ("webui-commit", "html_first_page"): "commit adding %s photos: first page",
+              ("webui-commit", "html_last_page"): "commit adding %s photos: last page (`?skip=N`)",
+              ("webui-search", "server_first_again"): "search over %s paths: the first query again (paths kept)"}
+    for (exp, st), label in labels.items():
+        for p in ix.params(exp):
+            r = ix.get("dmv", exp, p, st)
+            if r is not None and r["step"] == st:
+                out.append("| %s | %s |" % (label % fmt_count(p), _webui_time(r)[1]))
+    return out
+
+
+def webui_upload_table(ix):
+    out = []
+    for p in ix.params("webui-upload"):
+        up, push = ix.get("dmv", "webui-upload", p, "browser_upload"), ix.get("dmv", "webui-upload", p, "push_http")
+        local = ix.get("dmv", "webui-upload", p, "commit_local")
+
+        def rate(r):
+            if r is None or r["status"] != "ok" or not r.get("wall_s"):
+                return None, "—"
+            v = p / (1 << 20) / r["wall_s"]
+            return v, "%.0f MiB/s" % v
+        out += ["| %s of random bytes over loopback | time | throughput | verified |" % fmt_size_param(p),
+                "|---|--:|--:|---|"]
+        for label, r in (("browser: the upload page (`/up/upload/main/`), from the click on *Upload and commit* to "
+                          "the commit page's URL (8 MiB pieces, then the server's commit)", up),
+                         ("`dmv push http://127.0.0.1:PORT/pushed main` (DMV_TOKEN), of the commit made beforehand",
+                          push),
+                         ("for reference: the local `dmv add` + `dmv commit` of the file before the push", local)):
+            if r is None:
+                continue
+            out.append("| %s | %s | %s | %s |" % (label, _webui_time(r)[1], rate(r)[1],
+                                                  {True: "yes", False: "**no**"}.get(r.get("verified"), "—")))
+        bv, pv = rate(up)[0], rate(push)[0]
+        out.append("| **browser / push** | | **%s** | |" % ("%.2f" % (bv / pv) if bv and pv else "—"))
+        if up and up.get("server_put_requests") is not None:
+            parts = []
+            if up.get("last_piece_done_s") is not None:
+                parts.append("the last piece answered %s after the click (the pieces alone: %.0f MiB/s)" % (
+                    fmt_time(up["last_piece_done_s"]), p / (1 << 20) / up["last_piece_done_s"]))
+            if up.get("server_commit_s") is not None:
+                parts.append("then the server's commit of the staged file (`POST /up/commit-uploads`) took %s" %
+                             fmt_time(up["server_commit_s"]))
+            if up.get("commit_page_navigation_after_click_s") is not None:
+                parts.append("the commit page's navigation began %s after the click" % fmt_time(
+                    up["commit_page_navigation_after_click_s"]))
+            out += ["", "The browser's upload: %s requests to the server, %s of them pieces (`PUT`)%s. Times from "
+                    "when the suite read each answer's access-log line." % (
+                        up.get("server_requests"), up.get("server_put_requests"),
+                        "; " + "; ".join(parts) if parts else "")]
+        out.append("")
+    return out
+
+
+def webui_section(ix, mode, cfg):
+    out = ["### Web UI, second round (issue 48): big folders and commits, search, compare, upload", "",
+           "One `dmv serve` (HTTP on 127.0.0.1, access log on, a write token of user al) serves four "
+           "repositories: `hub`, whose history is a commit of the folder `photos/` less its last N photos, "
+           "a commit adding those N, then `photo.jpg` (a 6000×4000 JPEG) and `photo.jpg` replaced by another; "
+           "`paths`, one commit of empty files `pNNN/qNN/img_NNNNNNN.txt` (1,000 a folder) made with `dmv add "
+           ".` + `dmv commit`; and two empty bare repositories, `up` and `pushed`. The folder's photos are small "
+           "(%s JPEGs of random colours, distinct bytes each, about %s each); the compare's are 24-megapixel "
+           "photos like the web experiment's." % (
+               (lambda r: "%s×%s" % tuple(r.get("photo_px", "640x480").split("x")) if r else "640×480")(
+                   next((ix.get("dmv", "webui-folder", p, "server_cold") for p in ix.params("webui-folder")), None)),
+               (lambda r: fmt_bytes(r.get("photo_bytes_mean")) if r and r.get("photo_bytes_mean") else "—")(
+                   next((ix.get("dmv", "webui-folder", p, "server_cold") for p in ix.params("webui-folder")), None))),
+           "",
+           "- **Server time**: Python's GETs with `Authorization: Bearer`, like a browser: the page, then each "
+           "image it shows (`/thumb/ID`, `/preview/ID`, each URL once) over %d keep-alive connections, timed "
+           "from the page's request to the last image's last byte. **Cold**: `.dmv/web-cache/` removed just "
+           "before, so every thumbnail or preview is made from the photo; **warm**: the same again." % (
+               cfg.get("webui_connections", 6)),
+           "- **Browser time**: headless Chromium through chromedriver (W3C WebDriver over HTTP), a window of "
+           "%s CSS px, a fresh profile for every load (an empty HTTP cache: warm means the server's cache), logged "
+           "in through the login form (untimed). Time from the navigation's start to the load event's end or to "
+           "the last `<img>` complete (decoded, or failed), whichever is later, measured in the page. The "
+           "thumbnails are `loading=\"lazy\"`: the browser fetches those in or near the window during the load; "
+           "right after the load event a script switches the others to eager, as if the person scrolled through "
+           "the page at once (the switch comes when WebDriver's script starts, see the second table). Cold: the "
+           "cache removed before the load, as for the server." % "×".join(
+               str(v) for v in cfg.get("webui_window", [1280, 1000])),
+           "- **Search**: no images. The server keeps the paths of the last trees searched in memory, so the "
+           "first query of a server process reads the whole tree; the browser's pair ran on a second, fresh "
+           "server process, so its first query is cold too.",
+           "- **Upload**: a file of random bytes, committed in a local repository (for reference), then sent two "
+           "ways into an empty bare repository of the same server: by the browser, through the upload page's "
+           "file input (`#files`, WebDriver's send keys with the file's path), its message and its submit button, "
+           "timed from the click until the browser's URL is the commit page the script goes to when the server "
+           "has committed (polled every 50 ms); and by `dmv push` over HTTP. Afterwards (untimed) "
+           "`dmv rev-parse main:FILE` in each of the two repositories must give the local commit's id of the "
+           "file.", ""]
+    if mode == "quick":
+        out += ["Quick run: the same sizes as the full run (%s photos in the folder, %s in the commit, %s paths, "
+                "a file of %s)." % (fmt_count(cfg.get("webui_folder", 0)), fmt_count(cfg.get("webui_commit", 0)),
+                                    fmt_count(cfg.get("webui_paths", 0)),
+                                    fmt_size_param(cfg.get("webui_upload_bytes", 0))), ""]
+    out += ["#### Pages: server and browser time", ""] + webui_pages_table(ix, cfg) + [""]
+    out += ["#### Where the browser's time went (ms from the navigation's start)", ""] + webui_browser_table(ix) + [""]
+    out += ["#### The HTML alone", ""] + webui_html_table(ix) + [""]
+    for p in ix.params("webui-search"):
+        r = ix.get("dmv", "webui-search", p, "server_first")
+        if r and r["step"] == "server_first" and r.get("server_rss_before_kib") and r.get("server_rss_kib"):
+            out += ["The server's memory and the first search over %s paths: resident %s before it, %s after it "
+                    "(the paths kept), peak (VmHWM) %s before, %s after." % (
+                        fmt_count(p), fmt_kib(r["server_rss_before_kib"]), fmt_kib(r["server_rss_kib"]),
+                        fmt_kib(r.get("server_peak_rss_before_kib")), fmt_kib(r.get("server_peak_rss_kib"))), ""]
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e in WEBUI_EXPS and not st.startswith("setup") and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during the measured steps: %.2f to %.2f (2 cores; Chromium, the server "
+                "and the suite share them)." % (min(loads), max(loads)), ""]
+    up = webui_upload_table(ix)
+    if up:
+        out += ["#### Upload from the browser against `dmv push`", ""] + up
+    setups = [(e, q, r) for (t, e, q, st), r in ix.by.items()  # in the order they ran
+              if e in WEBUI_EXPS and (st.startswith("setup_commit") or st == "commit_local")]
+    if setups:
+        out += ["Set-up, not compared: " + "; ".join(
+            "%s %s `%s`: %s" % (e, fmt_count(p), r["step"],
+                                fmt_time(r["wall_s"]) if r["status"] == "ok" else "**%s**" % r["status"])
+            for e, p, r in setups) + ".", ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items()) if e in WEBUI_EXPS and r["status"] != "ok"]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- %s %s, `%s`: %s: %s" % (
+            r["experiment"], fmt_count(r["parameter"]), r["step"], r["status"],
+            (r.get("error") or "").replace("\n", " ").replace("|", "/")[-400:]) for r in notes] + [""]
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -2611,6 +2815,10 @@ def section(mode, per_exp, points):
     if any(ix.params(e) for e in ("habits-commit", "habits-rebase", "habits-log")):
         habits_run = next(per_exp[e] for e in ("habits-commit", "habits-rebase", "habits-log") if e in per_exp)
         out += habits_section(ix, mode, habits_run["meta"].get("config", {}))
+
+    if any(ix.params(e) for e in WEBUI_EXPS):
+        webui_run = next(per_exp[e] for e in WEBUI_EXPS if e in per_exp)
+        out += webui_section(ix, mode, webui_run["meta"].get("config", {}))
 
     fl = failures(ix)
     if fl:

@@ -16,6 +16,7 @@
     python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica; idle CPU
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
+    python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -53,7 +54,8 @@ MODES = {
                   avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
                   watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20,
                   mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
-                  habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000, timeout=600),
+                  habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
+                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G", timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -63,7 +65,8 @@ MODES = {
                  avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60,
                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
-                 habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000, timeout=1800),
+                 habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
+                 webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G", timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -76,9 +79,10 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # comparison of two ways to host a hub, measured when the hub tier changes; nor is watch: its idle-CPU window
 # wants the machine otherwise quiet, and it is measured when the watcher changes; nor is mount: it mounts FUSE
 # folders (root and fusermount3) and is measured when the mount changes; nor is habits: issue 47's comparison
-# with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first)
+# with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first); nor is webui:
+# issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "huge"]
 
 
 def parse_number(text, binary):
@@ -280,6 +284,15 @@ def main(argv=None):
                     help="habits: commits of the branch rebased (quick and full 100)")
     ap.add_argument("--habits-log-commits", type=lambda s: parse_number(s, False),
                     help="habits: commits of the history drawn by log --graph (quick and full 10000)")
+    ap.add_argument("--webui-folder", type=lambda s: parse_number(s, False),
+                    help="webui: photos of %dx%d in the folder shown (quick and full 10000; made once in "
+                         "WORKDIR/webui-photos and reused)" % (experiments.WEBUI_SMALL_W, experiments.WEBUI_SMALL_H))
+    ap.add_argument("--webui-commit", type=lambda s: parse_number(s, False),
+                    help="webui: photos the commit shown adds, the folder's last ones (quick and full 2000)")
+    ap.add_argument("--webui-paths", type=lambda s: parse_number(s, False),
+                    help="webui: paths (empty files) searched (quick and full 1000000)")
+    ap.add_argument("--webui-upload-size", help="webui: size of the file uploaded from the browser and pushed, "
+                                                "binary units (quick and full 1G)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -342,6 +355,10 @@ def main(argv=None):
     habits_files = parse_points(args.habits_files or cfg["habits_files"], False)
     habits_rebase_commits = max(1, args.habits_rebase_commits or cfg["habits_rebase_commits"])
     habits_log_commits = max(1, args.habits_log_commits or cfg["habits_log_commits"])
+    webui_folder = max(1, args.webui_folder or cfg["webui_folder"])
+    webui_commit = max(1, min(args.webui_commit or cfg["webui_commit"], webui_folder))
+    webui_paths = max(1, args.webui_paths or cfg["webui_paths"])
+    webui_upload = max(1, parse_number(args.webui_upload_size or cfg["webui_upload"], True))
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -507,7 +524,12 @@ def main(argv=None):
                             habits_log_commits=habits_log_commits, habits_tries=experiments.HABITS_TRIES,
                             habits_new_bytes=experiments.HABITS_NEW_BYTES,
                             habits_merge_every=experiments.HABITS_MERGE_EVERY,
-                            habits_side_commits=experiments.HABITS_SIDE_COMMITS),
+                            habits_side_commits=experiments.HABITS_SIDE_COMMITS,
+                            webui_folder=webui_folder, webui_commit=webui_commit, webui_paths=webui_paths,
+                            webui_upload_bytes=webui_upload,
+                            webui_per_page=experiments.WEBUI_PER_PAGE, webui_queries=list(experiments.WEBUI_QUERIES),
+                            webui_window=list(experiments.WEBUI_WINDOW), webui_chrome_args=experiments.CHROME_ARGS,
+                            webui_connections=experiments.WEB_CONNECTIONS),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -560,6 +582,8 @@ def main(argv=None):
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)
             elif exp == "habits":
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
+            elif exp == "webui":
+                experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
