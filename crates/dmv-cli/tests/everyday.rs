@@ -1418,3 +1418,47 @@ fn colour_and_a_pager_come_on_a_terminal_as_git_gives_them() {
     dmv(d, &["config", "core.pager", ""]);
     assert!(on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("commit "));
 }
+
+/// The quick start's first command: a studio's day across three replicas
+/// (laptop, a hub over HTTP, a phone's meta clone), each step a real
+/// command, with everything removed at the end; and with `--keep`, a web
+/// UI that shows the day until the demo is told to stop.
+#[test]
+fn the_demo_plays_a_studio_day_across_replicas_and_cleans_up() {
+    use std::io::BufRead;
+    use std::path::Path;
+    let t = tempfile::tempdir().unwrap();
+    let out = dmv_out(t.path(), &["demo", "--size-mib", "16"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    for expected in [
+        "studio$ dmv clone -q --slice meta http://127.0.0.1:",
+        "absent ",
+        "shoot/jpeg/IMG_0001.jpg (3 copies)",
+        "dmv: refusing to drop: 2 other copies are needed",
+        "copies confirmed by origin",
+        "Scene 3 added on the phone",
+        "scene 3: the ferry, from the phone",
+        "no problems found",
+    ] {
+        assert!(said.contains(expected), "no {expected:?} in:\n{said}");
+    }
+    let root = said.lines().next().and_then(|l| l.split(" in ").nth(1)).unwrap().trim().to_string();
+    assert!(!Path::new(&root).exists(), "{root} is left behind");
+
+    let mut kept = dmv_cmd(t.path()).args(["demo", "--size-mib", "16", "--keep"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(kept.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let kept_root = first.split(" in ").nth(1).unwrap().trim().to_string();
+    let web = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("Web UI: ")).expect("the web UI's address");
+    let url = web.split_whitespace().nth(2).unwrap().to_string();
+    let token = web.split_whitespace().last().unwrap().trim_end_matches(')').to_string();
+    let page = std::process::Command::new("curl").args(["-s", "-H", &format!("Authorization: Bearer {token}"), &format!("{url}log/main")]).output().unwrap();
+    assert!(String::from_utf8_lossy(&page.stdout).contains("Scene 3 added on the phone"), "{}", String::from_utf8_lossy(&page.stdout));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(kept.id() as i32, libc::SIGTERM) };
+    assert!(kept.wait().unwrap().success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l == "Stopped."), "{rest:?}");
+    assert!(!Path::new(&kept_root).exists(), "{kept_root} is left behind");
+}

@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The dmv under test: this build's, or `DMV_TEST_BIN` (the test command
+/// sets it to run tests against a build for another platform, e.g. a
+/// script running an aarch64 build under qemu-user).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dmv"))
+    std::env::var_os("DMV_TEST_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dmv")))
 }
 
 pub fn dmv_cmd(dir: &Path) -> Command {
