@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::remote::{one_line_error, snapshot};
+use common::remote::{ok, one_line_error, snapshot};
 use common::*;
 use dmv_repo::store::object::FileNode;
 use dmv_repo::store::{pack_file_name, ObjectKind, MULTI_PACK_INDEX};
@@ -54,4 +54,93 @@ fn a_switch_to_a_commit_whose_data_is_missing_changes_nothing() {
         assert!(dmv(d, &["status", "--short"]).is_empty());
         assert!(dmv(d, &["log", "--oneline"]).lines().count() == 1, "{args:?} moved HEAD");
     }
+}
+
+/// An exFAT file system (a camera's card, a USB stick; Windows' and
+/// macOS's default file systems fold case the same way) on a loop device,
+/// mounted through FUSE for the test and unmounted when dropped.
+struct ExfatMount {
+    dir: std::path::PathBuf,
+    device: String,
+}
+
+impl ExfatMount {
+    fn new(t: &Path) -> ExfatMount {
+        let (image, dir) = (t.join("card.img"), t.join("card"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::File::create(&image).unwrap().set_len(256 << 20).unwrap();
+        let run = |c: &mut std::process::Command| {
+            let out = c.output().unwrap_or_else(|e| panic!("{c:?}: {e} (scripts/test installs exfatprogs and exfat-fuse)"));
+            assert!(out.status.success(), "{c:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        run(std::process::Command::new("mkfs.exfat").arg(&image));
+        let device = run(std::process::Command::new("losetup").args(["-f", "--show"]).arg(&image));
+        let mount = ExfatMount { dir, device };
+        run(std::process::Command::new("mount.exfat-fuse").arg(&mount.device).arg(&mount.dir));
+        mount
+    }
+}
+
+impl Drop for ExfatMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("fusermount").arg("-u").arg(&self.dir).status();
+        let _ = std::process::Command::new("losetup").args(["-d", &self.device]).status();
+    }
+}
+
+/// A tree holding `Photo.jpg` and `photo.jpg` on a file system that
+/// ignores case: a clone there, and a fast-forward there, are refused
+/// before they write anything, naming both files, and neither is lost.
+/// The repository is made and cloned on a real exFAT (which also needs
+/// DMV's fallbacks for a file system without hard links).
+#[test]
+fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_lost() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    dmv(t, &["init", src.to_str().unwrap()]);
+    std::fs::create_dir_all(src.join("shoot")).unwrap();
+    std::fs::write(src.join("notes.txt"), "notes\n").unwrap();
+    std::fs::write(src.join("shoot/Photo.jpg"), "the first\n").unwrap();
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "before"]);
+    let (before_hub, hub) = (t.join("before-hub"), t.join("hub"));
+    for h in [&before_hub, &hub] {
+        dmv(t, &["init", "--bare", h.to_str().unwrap()]);
+    }
+    dmv(&src, &["push", before_hub.to_str().unwrap(), "main"]);
+    std::fs::write(src.join("shoot/photo.jpg"), "the second\n").unwrap();
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "a second photo whose name differs only in case"]);
+    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
+
+    let card = ExfatMount::new(t);
+    // The file system folds case: DMV finds it so.
+    std::fs::write(card.dir.join("Probe"), "x").unwrap();
+    assert!(card.dir.join("probe").exists(), "exFAT ignores case");
+    std::fs::remove_file(card.dir.join("Probe")).unwrap();
+
+    let clone = card.dir.join("clone");
+    let out = dmv_out(t, &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    let err = one_line_error(&out);
+    assert!(err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file on this file system (it ignores case)"), "{err}");
+    assert!(!clone.join("shoot").exists(), "nothing was written");
+
+    // A replica on the card from before the pair: the fast-forward to it is refused, and nothing changes.
+    let replica = card.dir.join("replica");
+    dmv(t, &["clone", before_hub.to_str().unwrap(), replica.to_str().unwrap()]);
+    let was = snapshot(&replica);
+    let head = dmv(&replica, &["rev-parse", "HEAD"]);
+    dmv(&replica, &["remote", "add", "full", hub.to_str().unwrap()]);
+    dmv(&replica, &["fetch", "full"]);
+    let err = one_line_error(&dmv_out(&replica, &["merge", "full/main"]));
+    assert!(err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file"), "{err}");
+    assert_eq!(snapshot(&replica), was, "the working tree is as it was");
+    assert_eq!(dmv(&replica, &["rev-parse", "HEAD"]), head);
+    assert_eq!(std::fs::read_to_string(replica.join("shoot/Photo.jpg")).unwrap(), "the first\n");
+    // Both versions are in the replica's history, whole.
+    let listed = dmv(&replica, &["ls-tree", "-r", "full/main"]);
+    assert!(listed.contains("shoot/Photo.jpg") && listed.contains("shoot/photo.jpg"), "{listed}");
+    ok(&dmv_out(&replica, &["fsck", "--full"]));
 }

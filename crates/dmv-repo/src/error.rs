@@ -483,6 +483,17 @@ pub enum RepoError {
         /// The resolution asked for.
         how: crate::merge::resolution::Resolution,
     },
+    /// A checkout of a tree with two names in one folder that the working
+    /// tree's file system takes for one (case, Unicode normalization).
+    #[error("cannot check out here: {first} and {second} would be one file on this file system (it ignores {folds}); rename one of them (dmv mv) on a replica whose file system tells them apart")]
+    FoldedNames {
+        /// The first of the two paths.
+        first: String,
+        /// The second.
+        second: String,
+        /// What the file system ignores.
+        folds: &'static str,
+    },
     /// Keeping both versions of a conflicted file when a side's new name is taken.
     #[error("cannot keep both versions: {path} already exists; move it away first")]
     SideNameTaken {

@@ -80,6 +80,7 @@ pub use time::{civil, parse_date, utc_time};
 pub use worktree::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use worktree::dirstate::{DirEntry, Dirstate, Stat};
 pub use worktree::early::{EarlyCheckout, Lookup};
+pub use worktree::folded_names::Folding;
 pub use worktree::status::StatusEntry;
 
 pub use dmv_store as store;

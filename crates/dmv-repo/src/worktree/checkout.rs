@@ -46,6 +46,7 @@ impl Repository {
             carried.insert(c.path.clone());
         }
         self.read_only_rule_of(target)?;
+        self.refuse_folded_names(target)?;
         if ds.entries.is_empty() {
             return self.populate(target, &status.untracked, written, progress);
         }

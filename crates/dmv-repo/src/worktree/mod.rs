@@ -4,13 +4,14 @@
 //! knows of merges: what consults a merge in progress is in `operations`.
 //!
 //! Read bottom up: `attributes`, `dirstate`, `files`, `walk`, `sieve`,
-//! `status`, `staging`, `checkout`, `early`.
+//! `status`, `staging`, `folded_names`, `checkout`, `early`.
 
 pub(crate) mod attributes;
 pub(crate) mod checkout;
 pub(crate) mod dirstate;
 pub(crate) mod early;
 pub(crate) mod files;
+pub(crate) mod folded_names;
 pub(crate) mod sieve;
 pub(crate) mod staging;
 pub(crate) mod status;
