@@ -10,8 +10,8 @@
 //!
 //! Every request needs a write token: a bearer header, or a login's
 //! session with its form secret in the `x-dmv-form-secret` header (a page
-//! of another site cannot set that header without our consent, and our
-//! pages give none). Budgets: a piece is at most [`PIECE_MAX`] bytes, a
+//! of another site cannot send that header here: the server allows no
+//! cross-origin requests). Budgets: a piece is at most [`PIECE_MAX`] bytes, a
 //! file at most what the disk has free, and `staging` bounds the uploads
 //! open at once and removes those left untouched for a day.
 
