@@ -6,6 +6,8 @@ after the other, each in a fresh repository. A tool that fails a commit or
 times out is skipped for all larger points of that experiment.
 """
 import contextlib
+import glob
+import hashlib
 import http.client
 import io
 import json
@@ -72,6 +74,10 @@ class Recorder:
 
     def note(self, tool, experiment, param, step, status, error):
         return self._record(tool, experiment, param, step, status, error=error)
+
+    def fact(self, tool, experiment, param, step, status="ok", error=None, **extra):
+        """Records something measured without running a timed step (e.g. a file's size)."""
+        return self._record(tool, experiment, param, step, status, error=error, **extra)
 
     def step(self, tool, experiment, param, step, cmds, measure_path, expect_hash=None, timeout=None, after=None):
         """Runs one step; returns its Outcome (ok=True for n/a steps).
@@ -5425,3 +5431,457 @@ def _habits_log(ctx, dmv, git, commits):
                       data=dict(history_commits=commits, history_merges=merges, git_commit_graph=graph_file))
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- platforms (issue 49)
+
+PLATFORMS_TARGETS = ("native", "x86_64-musl", "aarch64-qemu")  # the tables' order; native: the run's dmv
+PLATFORMS_TRIPLES = {"native": "x86_64-unknown-linux-gnu", "x86_64-musl": "x86_64-unknown-linux-musl",
+                     "aarch64-qemu": "aarch64-unknown-linux-musl"}
+PLATFORMS_FILE = "big.bin"     # the one big file's name in each work tree (a hard link to the data)
+PLATFORMS_MESSAGE = "x"
+PLATFORMS_REF_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "platforms_ref.c")
+PLATFORMS_REF_FLAGS = ["-O3", "-static"]
+PLATFORMS_REF_COMMON = ["blake3.c", "blake3_dispatch.c", "blake3_portable.c"]
+# (target, kind) -> (compiler, defines, the blake3 crate's C and assembly files besides PLATFORMS_REF_COMMON):
+# "simd" is what the blake3 crate builds for the target (x86-64: SSE2, SSE4.1, AVX2 and AVX-512 kernels, the
+# best one picked at run time; aarch64: NEON, always), "portable" its plain C code alone
+PLATFORMS_REF_BUILDS = {
+    ("native", "simd"): ("gcc", [], ["blake3_sse2_x86-64_unix.S", "blake3_sse41_x86-64_unix.S",
+                                     "blake3_avx2_x86-64_unix.S", "blake3_avx512_x86-64_unix.S"]),
+    ("native", "portable"): ("gcc", ["-DBLAKE3_NO_SSE2", "-DBLAKE3_NO_SSE41", "-DBLAKE3_NO_AVX2",
+                                     "-DBLAKE3_NO_AVX512"], []),
+    ("aarch64-qemu", "simd"): ("aarch64-linux-gnu-gcc", ["-DBLAKE3_USE_NEON=1"], ["blake3_neon.c"]),
+    ("aarch64-qemu", "portable"): ("aarch64-linux-gnu-gcc", ["-DBLAKE3_USE_NEON=0"], []),
+}
+
+
+class _Build:
+    """One build of dmv the platforms experiment runs (recorded as tool dmv, the build as `target`):
+    `argv` runs it, under qemu-user (`runner`) for aarch64; `source` is the file it was copied from."""
+    name = "dmv"
+
+    def __init__(self, target, path, source, runner=None):
+        self.target, self.path, self.source, self.runner = target, path, source, runner
+        self.triple = PLATFORMS_TRIPLES[target]
+        self.argv = ([runner] if runner else []) + [path]
+
+
+class _RefTool:
+    """platforms_ref.c's builds (recorded as tool `ref`)."""
+    name = "ref"
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            block = f.read(4 << 20)
+            if not block:
+                return h.hexdigest()
+            h.update(block)
+
+
+def _file_type(path):
+    try:
+        r = subprocess.run(["file", "-b", path], capture_output=True, text=True, timeout=60)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _blake3_c_dir():
+    """(the C sources of the blake3 crate dmv's Cargo.lock names, in cargo's registry, or None; its version)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    version = None
+    try:
+        with open(os.path.join(repo, "Cargo.lock")) as f:
+            m = re.search(r'name = "blake3"\nversion = "([^"]+)"', f.read())
+            version = m.group(1) if m else None
+    except OSError:
+        pass
+    home = os.environ.get("CARGO_HOME") or os.path.expanduser("~/.cargo")
+    found = sorted(glob.glob(os.path.join(home, "registry", "src", "*", "blake3-%s" % (version or "*"), "c",
+                                          "blake3.c")))
+    return (os.path.dirname(found[-1]) if found else None), version
+
+
+def platforms(ctx, builds, runner, size, files, tries, dist_dir):
+    """Issue 49: `dmv init` + `dmv add .` + `dmv commit -m x` of one file of `size` random bytes
+    (`platforms-bigfile`, parameter: bytes) and of `files` files of 1 KiB (`platforms-files`, parameter: files)
+    by three builds of dmv in one run: the run's own (x86-64, glibc), the static x86-64 musl build and the static
+    aarch64 musl build under qemu-user (`runner`, None when missing). `builds`: {target: (private copy, source
+    path) or (None, why it is missing)}. Each case `tries` rounds, every build once a round (the order rotated by one each round), each in a
+    fresh work tree of hard links to the same data, after sync(2); checked untimed with the native build. Then
+    the references (`platforms-ref`): the start of each build (`dmv --version`), and platforms_ref.c built for
+    x86-64 and aarch64 and run natively and under qemu-user: BLAKE3 of `size` bytes (SIMD and portable) and a
+    walk of the `files` files, which tell what the emulation itself costs; and the binaries' and packages' sizes
+    (`platforms-binary`)."""
+    rec = ctx.rec
+    usable, missing = [], {}
+    for target in PLATFORMS_TARGETS:
+        path, source = builds.get(target, (None, "not given"))
+        if path is None:
+            missing[target] = source
+            continue
+        if target == "aarch64-qemu" and not runner:
+            missing[target] = "no qemu-user (qemu-aarch64-static) to run it"
+            continue
+        b = _Build(target, path, source, runner if target == "aarch64-qemu" else None)
+        out = run_cmds([Cmd(b.argv + ["--version"], cwd=ctx.workdir, stdout="capture")], rec.env, 120)
+        if not out.ok:
+            missing[target] = "%s --version: %s" % (" ".join(b.argv), out.error)
+            continue
+        b.version = out.captured.decode("utf-8", "replace").strip()
+        usable.append(b)
+    for target, why in missing.items():
+        print("platforms: %s build left out: %s" % (target, why[-300:]), flush=True)
+    native = next((b for b in usable if b.target == "native"), None)
+    _platforms_binaries(ctx, usable, missing, builds, dist_dir)
+    refs, ref_note = _platforms_refs_build(ctx, os.path.join(ctx.workdir, "platforms-ref-bin"))
+    _platforms_start(ctx, usable, tries)
+
+    def skip_all(experiment, param):
+        for target, why in missing.items():
+            rec.note("dmv", experiment, param, "commit_%s_1" % target, "skipped", why)
+
+    # the big file
+    experiment, param = "platforms-bigfile", str(size)
+    skip_all(experiment, param)
+    if free_bytes(ctx.workdir) < 2 * size + GiB:
+        for b in usable:
+            rec.note(b.name, experiment, param, "commit_%s_1" % b.target, "skipped",
+                     "not enough free disk: need %s" % human_bytes(2 * size + GiB))
+    elif usable:
+        pt = ctx.point(experiment, size)
+        try:
+            data = os.path.join(pt.root, "data.bin")
+            print("%s %s: writing data" % (experiment, human_bytes(size)), flush=True)
+            digest = datagen.write_random_file(data, size)
+            os.utime(data, ns=(AGED, AGED))
+            ids = {}
+
+            def prepare(work):
+                os.makedirs(work)
+                os.link(data, os.path.join(work, PLATFORMS_FILE))
+
+            def check(b, work, out):
+                if native is None:
+                    return dict(verified=None)
+                fid, err = _capture_argv(ctx, [native.path, "rev-parse", "HEAD:" + PLATFORMS_FILE], work)
+                fid = fid.strip() if fid else None
+                r = run_cmds([Cmd([native.path, "cat", "HEAD:" + PLATFORMS_FILE], cwd=work, stdout="hash")],
+                             rec.env, rec.timeout)
+                first = ids.setdefault("file", fid)
+                verified = fid is not None and r.ok and r.stdout_hash == digest and fid == first
+                if not verified:
+                    out.ok, out.error = False, "checked with the native build: %s" % (
+                        "rev-parse failed: %s" % err if fid is None else
+                        "cat failed: %s" % r.error if not r.ok else
+                        "the file read back differs from the data" if r.stdout_hash != digest else
+                        "file id %s, the first build's was %s" % (fid, first))
+                return dict(file_id=fid, verified=verified)
+            _platforms_case(ctx, usable, experiment, param, tries, pt.root, prepare, check,
+                            dict(data_bytes=size, data_files=1))
+            same = datagen.file_hash(data) == digest
+            rec.fact("dmv", experiment, param, "data_check", "ok" if same else "fail",
+                     None if same else "the data file changed during the run (a work tree's hard link written?)",
+                     data_unchanged=same)
+        finally:
+            shutil.rmtree(pt.root, ignore_errors=True)
+    _platforms_hash_refs(ctx, refs, ref_note, runner, size, tries)
+
+    # the many files
+    experiment, param = "platforms-files", str(files)
+    skip_all(experiment, param)
+    if usable:
+        pt = ctx.point(experiment, files)
+        try:
+            src = os.path.join(pt.root, "src")
+            print("%s %d: writing %s files" % (experiment, files, "{:,}".format(files)), flush=True)
+            datagen.write_tree(src, files)
+            datagen.touch_tree(src, files, AGED)
+            before = datagen.tree_hash(src)
+            ids, listed = {}, set()
+
+            def prepare(work):
+                r = subprocess.run(["cp", "-al", src, work], capture_output=True, text=True, timeout=3600)
+                if r.returncode:
+                    raise OSError("cp -al: %s" % r.stderr.strip()[-300:])
+
+            def check(b, work, out):
+                if native is None:
+                    return dict(verified=None)
+                tid, err = _capture_argv(ctx, [native.path, "rev-parse", "HEAD:"], work)
+                tid = tid.strip() if tid else None
+                first = ids.setdefault("tree", tid)
+                fields = dict(tree_id=tid)
+                why = None
+                if tid is None:
+                    why = "rev-parse HEAD: failed: %s" % err
+                elif tid != first:
+                    why = "root tree %s, the first build's was %s" % (tid, first)
+                elif b.target not in listed:  # each build's first commit: every file listed
+                    text, err = _capture_argv(ctx, [native.path, "ls-tree", "-r", "HEAD"], work)
+                    n = sum(1 for l in (text or "").splitlines() if l.startswith("file "))
+                    fields["files_listed"] = n
+                    listed.add(b.target)
+                    if n != files:
+                        why = "ls-tree -r HEAD lists %d files, expected %d%s" % (n, files, (": " + err) if err else "")
+                fields["verified"] = why is None
+                if why:
+                    out.ok, out.error = False, "checked with the native build: " + why
+                return fields
+            _platforms_case(ctx, usable, experiment, param, tries, pt.root, prepare, check,
+                            dict(data_bytes=files * datagen.SMALL_FILE_SIZE, data_files=files))
+            _platforms_walk_refs(ctx, refs, ref_note, runner, src, files, tries)
+            same = datagen.tree_hash(src) == before
+            rec.fact("dmv", experiment, param, "data_check", "ok" if same else "fail",
+                     None if same else "the files changed during the run (a work tree's hard link written?)",
+                     data_unchanged=same)
+        finally:
+            shutil.rmtree(pt.root, ignore_errors=True)
+    shutil.rmtree(os.path.join(ctx.workdir, "platforms-ref-bin"), ignore_errors=True)
+
+
+def _capture_argv(ctx, argv, cwd):
+    """Untimed: (stdout of argv, None) or (None, why it failed)."""
+    out = run_cmds([Cmd(argv, cwd=cwd, stdout="capture")], ctx.rec.env, ctx.rec.timeout)
+    if not out.ok:
+        return None, (out.error or "failed")[-300:]
+    return out.captured.decode("utf-8", "replace"), None
+
+
+def _cpu_seconds(path):
+    """(user, system) CPU seconds summed over the GNU time lines `U S` in path (None, None without any)."""
+    user = system = 0.0
+    seen = False
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and all(re.fullmatch(r"\d+(\.\d+)?", p) for p in parts):
+                    user, system, seen = user + float(parts[0]), system + float(parts[1]), True
+    except OSError:
+        pass
+    return (round(user, 3), round(system, 3)) if seen else (None, None)
+
+
+def _platforms_case(ctx, builds, experiment, param, tries, root, prepare, check, data):
+    """`tries` rounds; in round i every build, in an order rotated by one each round, runs `dmv init`, `dmv add
+    .` and `dmv commit -m x` (one timed step, `commit_TARGET_i`, each command under GNU time for its CPU
+    seconds) in a fresh work tree `prepare(work)` fills untimed; `check(build, work, out)` (untimed) returns
+    fields and may fail the step; the tree is deleted after it. A build's rounds stop at its first failure."""
+    import measure
+    rec = ctx.rec
+    stopped = {}
+    work = os.path.join(root, "work")
+    for i in range(1, tries + 1):
+        k = (i - 1) % len(builds)
+        for place, b in enumerate(builds[k:] + builds[:k], 1):
+            step = "commit_%s_%d" % (b.target, i)
+            if b.target in stopped:
+                rec.note(b.name, experiment, param, step, "skipped", stopped[b.target])
+                continue
+            shutil.rmtree(work, ignore_errors=True)
+            try:
+                prepare(work)
+            except OSError as e:
+                rec.note(b.name, experiment, param, step, "fail", "preparing the work tree: %s" % e)
+                stopped[b.target] = "the work tree of try %d could not be prepared" % i
+                continue
+            cpu = os.path.join(root, "cpu.txt")
+            if os.path.exists(cpu):
+                os.remove(cpu)
+            wrap = [measure.TIME_BIN, "-a", "-o", cpu, "-f", "%U %S", "--"] if measure.TIME_BIN else []
+            cmds = [Cmd(wrap + b.argv + args, cwd=work)
+                    for args in (["init"], ["add", "."], ["commit", "-m", PLATFORMS_MESSAGE])]
+
+            def after(out, b=b, i=i, place=place):
+                user, system = _cpu_seconds(cpu)
+                fields = dict(data, target=b.target, triple=b.triple, runner=b.runner, binary=b.source,
+                              try_index=i, place=place, cpu_user_s=user, cpu_sys_s=system,
+                              cpu_s=round(user + system, 3) if user is not None else None)
+                if out.ok:
+                    fields.update(check(b, work, out))
+                return fields
+            os.sync()  # untimed: no try pays for writing back what the one before it (or the set-up) wrote
+            out = rec.step(b, experiment, param, step, cmds, os.path.join(work, ".dmv"), after=after)
+            if not out.ok:
+                stopped[b.target] = "try %d failed: %s" % (i, (out.error or "")[-300:])
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _platforms_binaries(ctx, usable, missing, builds, dist_dir):
+    """`platforms-binary` facts: each build's file (bytes, `file`'s description, stripped or not, sha256) and
+    each .tar.gz and .deb in dist_dir (bytes, and which build the dmv inside is, by sha256)."""
+    rec = ctx.rec
+    shas = {}
+    for b in usable:
+        st = os.stat(b.path)
+        sha = _sha256(b.path)
+        shas[sha] = b.target
+        kind = _file_type(b.path)
+        rec.fact("dmv", "platforms-binary", "0", b.target, bytes=st.st_size, sha256=sha, file_type=kind,
+                 stripped=None if kind is None else ("not stripped" not in kind and "stripped" in kind),
+                 binary=b.source, triple=b.triple, version=getattr(b, "version", None))
+    for target, why in missing.items():
+        rec.fact("dmv", "platforms-binary", "0", target, "skipped", why, triple=PLATFORMS_TRIPLES[target])
+    if not dist_dir or not os.path.isdir(dist_dir):
+        return
+    import tarfile
+    for name in sorted(os.listdir(dist_dir)):
+        path = os.path.join(dist_dir, name)
+        if not (name.endswith(".tar.gz") or name.endswith(".deb")) or not os.path.isfile(path):
+            continue
+        inner, why = None, None
+        try:
+            if name.endswith(".deb"):
+                p = subprocess.run(["dpkg-deb", "--fsys-tarfile", path], capture_output=True, timeout=600)
+                if p.returncode:
+                    raise OSError(p.stderr.decode("utf-8", "replace").strip()[-200:])
+                tar = tarfile.open(fileobj=io.BytesIO(p.stdout))
+            else:
+                tar = tarfile.open(path, "r:gz")
+            with tar:
+                member = next((m for m in tar.getmembers() if m.isfile() and os.path.basename(m.name) == "dmv"),
+                              None)
+                if member is None:
+                    why = "no file named dmv inside"
+                else:
+                    inner = dict(member=member.name, bytes=member.size,
+                                 sha256=hashlib.sha256(tar.extractfile(member).read()).hexdigest())
+        except (OSError, tarfile.TarError, subprocess.TimeoutExpired) as e:
+            why = "could not read it: %s" % e
+        rec.fact("dmv", "platforms-binary", "0", "dist/" + name, bytes=os.path.getsize(path),
+                 mtime=int(os.path.getmtime(path)), inner_member=inner and inner["member"],
+                 inner_bytes=inner and inner["bytes"], inner_sha256=inner and inner["sha256"],
+                 inner_is=shas.get(inner["sha256"]) if inner else None, inner_error=why)
+
+
+def _platforms_refs_build(ctx, dest):
+    """Untimed: platforms_ref.c built for each (target, kind) of PLATFORMS_REF_BUILDS with the blake3 crate's C
+    sources; returns ({(target, kind): path}, why some are missing or None), recorded as `platforms-ref` step
+    `build`."""
+    cdir, version = _blake3_c_dir()
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    built, why, compilers = {}, [], {}
+    if cdir is None:
+        why.append("the blake3 crate's C sources (blake3-%s) are not in cargo's registry" % (version or "?"))
+    for (target, kind), (cc, defines, extra) in PLATFORMS_REF_BUILDS.items():
+        if cdir is None:
+            break
+        if not shutil.which(cc):
+            why.append("%s is not installed (%s %s)" % (cc, target, kind))
+            continue
+        if cc not in compilers:
+            compilers[cc] = (_first_line_of([cc, "--version"]) or "?")
+        path = os.path.join(dest, "ref-%s-%s" % (target, kind))
+        argv = ([cc] + PLATFORMS_REF_FLAGS + defines + ["-I", cdir, "-o", path, PLATFORMS_REF_SRC] +
+                [os.path.join(cdir, f) for f in PLATFORMS_REF_COMMON + extra])
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+            ok, err = r.returncode == 0, r.stderr.strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            ok, err = False, str(e)
+        if ok:
+            built[(target, kind)] = path
+        else:
+            why.append("%s %s: %s" % (target, kind, err))
+    note = "; ".join(why) or None
+    ctx.rec.fact("ref", "platforms-ref", "0", "build", "ok" if built and not note else "fail" if note else "ok",
+                 note, blake3_version=version, blake3_c=cdir, compilers=compilers, flags=PLATFORMS_REF_FLAGS,
+                 builds={"%s-%s" % k: dict(compiler=v[0], defines=v[1], files=PLATFORMS_REF_COMMON + v[2])
+                         for k, v in PLATFORMS_REF_BUILDS.items()},
+                 built=sorted("%s-%s" % k for k in built))
+    return built, note
+
+
+def _first_line_of(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        lines = (r.stdout or r.stderr).strip().splitlines()
+        return lines[0] if lines else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _platforms_start(ctx, builds, tries):
+    """Reference: `dmv --version` of each build, `tries` rounds (rotated), step `start_TARGET_i`."""
+    for i in range(1, tries + 1):
+        k = (i - 1) % len(builds) if builds else 0
+        for place, b in enumerate(builds[k:] + builds[:k], 1):
+            ctx.rec.step(b, "platforms-ref", "0", "start_%s_%d" % (b.target, i),
+                         [Cmd(b.argv + ["--version"], cwd=ctx.workdir)], None,
+                         after=lambda out, b=b, i=i, place=place: dict(target=b.target, runner=b.runner,
+                                                                       try_index=i, place=place))
+
+
+def _ref_output(text):
+    """platforms_ref's output: {key: value} of its `key value` lines, the hash line as `hash`."""
+    fields = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) == 1 and re.fullmatch(r"[0-9a-f]{64}", parts[0]):
+            fields["hash"] = parts[0]
+        elif len(parts) == 2:
+            fields[parts[0]] = parts[1]
+    return fields
+
+
+def _platforms_ref_runs(ctx, refs, ref_note, runner, kind, what, args, tries, data, expect_key):
+    """`tries` rounds of platforms_ref ARGS built as `kind`, natively and under qemu-user (rotated), steps
+    `WHAT_TARGET_i` of `platforms-ref`; its output's `expect_key` must be the same in every run."""
+    rec, tool = ctx.rec, _RefTool()
+    runs = []
+    for target in ("native", "aarch64-qemu"):
+        path = refs.get((target, kind))
+        if path is None:
+            rec.note("ref", "platforms-ref", "0", "%s_%s_1" % (what, target), "skipped",
+                     ref_note or "not built")
+        elif target == "aarch64-qemu" and not runner:
+            rec.note("ref", "platforms-ref", "0", "%s_%s_1" % (what, target), "skipped", "no qemu-user to run it")
+        else:
+            runs.append((target, ([runner] if target == "aarch64-qemu" else []) + [path]))
+    seen = {}
+    for i in range(1, tries + 1):
+        k = (i - 1) % len(runs) if runs else 0
+        for place, (target, argv) in enumerate(runs[k:] + runs[:k], 1):
+            def after(out, target=target, i=i, place=place):
+                fields = dict(data, target=target, kind=kind, try_index=i, place=place,
+                              runner=runner if target == "aarch64-qemu" else None)
+                if not out.ok:
+                    return fields
+                got = _ref_output(out.captured.decode("utf-8", "replace"))
+                try:
+                    fields["work_s"] = float(got["work_s"])
+                except (KeyError, ValueError):
+                    out.ok, out.error = False, "no work_s in the output: %r" % out.captured[-200:]
+                    return fields
+                fields["output"] = {key: v for key, v in got.items() if key != "work_s"}
+                if "data_files" in data and got.get("files") != str(data["data_files"]):
+                    out.ok, out.error = False, "walked %s files, expected %d" % (got.get("files"), data["data_files"])
+                    return fields
+                first = seen.setdefault(expect_key, got.get(expect_key))
+                if got.get(expect_key) is None or got.get(expect_key) != first:
+                    out.ok, out.error = False, "%s %s, the first run's was %s" % (expect_key, got.get(expect_key),
+                                                                                   first)
+                return fields
+            os.sync()
+            rec.step(tool, "platforms-ref", "0", "%s_%s_%d" % (what, target, i),
+                     [Cmd(argv + args, cwd=ctx.workdir, stdout="capture")], None, after=after)
+
+
+def _platforms_hash_refs(ctx, refs, ref_note, runner, size, tries):
+    mib = max(1, size >> 20)
+    for kind in ("simd", "portable"):
+        print("platforms-ref: BLAKE3 (%s) of %d MiB, natively and under qemu-user" % (kind, mib), flush=True)
+        _platforms_ref_runs(ctx, refs, ref_note, runner, kind, "hash_" + kind, ["hash", str(mib)], tries,
+                            dict(data_bytes=mib << 20), "hash")
+
+
+def _platforms_walk_refs(ctx, refs, ref_note, runner, src, files, tries):
+    print("platforms-ref: a walk of %s files, natively and under qemu-user" % "{:,}".format(files), flush=True)
+    _platforms_ref_runs(ctx, refs, ref_note, runner, "portable", "walk", ["walk", src], tries,
+                        dict(data_files=files), "sum")

@@ -29,12 +29,14 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
-               "webui-commit", "webui-search", "webui-compare", "webui-upload", "huge"]
+               "webui-commit", "webui-search", "webui-compare", "webui-upload", "platforms-binary", "platforms-ref",
+               "platforms-bigfile", "platforms-files", "huge"]
 
 
 # ---------------------------------------------------------------- loading
 
-def load_runs():
+def read_runs():
+    """run id -> dict(meta, steps, end, file) of every results file."""
     runs = {}
     for path in sorted(glob.glob(os.path.join(RESULTS, "*.jsonl"))):
         with open(path) as f:
@@ -54,6 +56,11 @@ def load_runs():
                     run["end"] = obj
                 else:
                     run["steps"].append(obj)
+    return runs
+
+
+def load_runs():
+    runs = read_runs()
     # mode -> experiment -> the latest run of that mode with steps of that experiment
     latest = {}
     # mode -> (experiment, parameter) -> the latest run of that mode that measured that point
@@ -2571,6 +2578,257 @@ def webui_section(ix, mode, cfg):
     return out
 
 
+PLATFORMS_TARGETS = [("native", "native x86-64 (glibc)"), ("x86_64-musl", "x86-64 musl"),
+                     ("aarch64-qemu", "aarch64 musl under qemu-user")]
+PLATFORMS_CASES = ("platforms-bigfile", "platforms-files")
+
+
+def _plat_values(ix, tool, exp, p, prefix, field):
+    """(the `field` values of the ok steps PREFIX_1, PREFIX_2, ..., the records that are not ok)."""
+    ok, bad = _mount_runs(ix, tool, exp, p, prefix)
+    return [r.get(field) for r in ok if r.get(field) is not None], bad
+
+
+def _plat_cell(ix, tool, exp, p, prefix, field="wall_s", fmt=None):
+    """(median or None, its cell: the median with the number of tries and their range, or why none)."""
+    fmt = fmt or fmt_time
+    vals, bad = _plat_values(ix, tool, exp, p, prefix, field)
+    if not vals:
+        if bad:
+            r = bad[0]
+            return None, "**%s** (%s)" % (SHORT.get(r["status"], r["status"]),
+                                          (r.get("error") or "").replace("|", "/").replace("\n", " ")[-120:])
+        return None, "—"
+    med = _median(vals)
+    text = fmt(med) if len(vals) == 1 else "%s (%d: %s–%s)" % (fmt(med), len(vals), fmt(min(vals)), fmt(max(vals)))
+    return med, text + (", %d failed" % len(bad) if bad else "")
+
+
+def _plat_ratio(ix, tool, exp, p, top, bottom, field="wall_s"):
+    """(median over the tries i of FIELD of TOP_i over that of BOTTOM_i, the tries' ratios): each try's builds
+    ran back to back, so the machine's drift between tries moves the ratio less."""
+    ratios = []
+    for i in range(1, 1000):
+        rt, rb = (ix.by.get((tool, exp, str(p), "%s_%d" % (pre, i))) for pre in (top, bottom))
+        if rt is None and rb is None:
+            break
+        if rt and rb and rt["status"] == rb["status"] == "ok" and rt.get(field) is not None and rb.get(field):
+            ratios.append(rt[field] / rb[field])
+    return (_median(ratios) if ratios else None), ratios
+
+
+def _ratio_text(med, ratios, bold=True):
+    if med is None:
+        return "—"
+    text = ("**%.2f×**" if bold else "%.2f×") % med
+    return text + (" (%.2f–%.2f)" % (min(ratios), max(ratios)) if len(ratios) > 1 else "")
+
+
+def _plat_case_label(exp, p):
+    if exp == "platforms-bigfile":
+        return "one file of %s of random bytes" % fmt_size_param(p)
+    return "%s files of 1 KiB (1,000 a folder)" % fmt_count(p)
+
+
+def platforms_commit_table(ix, field, fmt):
+    out = ["| case | %s |" % " | ".join(
+        label + ("" if t == "native" else " (ratio to native)") for t, label in PLATFORMS_TARGETS),
+        "|---|--:|--:|--:|"]
+    for exp in PLATFORMS_CASES:
+        for p in ix.params(exp):
+            cells = []
+            for t, _ in PLATFORMS_TARGETS:
+                med, text = _plat_cell(ix, "dmv", exp, p, "commit_" + t, field, fmt)
+                if t != "native" and med is not None:
+                    rmed, ratios = _plat_ratio(ix, "dmv", exp, p, "commit_" + t, "commit_native", field)
+                    text += " — %s" % _ratio_text(rmed, ratios)
+                cells.append(text)
+            out.append("| %s | %s |" % (_plat_case_label(exp, p), " | ".join(cells)))
+    return out
+
+
+def platforms_detail_table(ix):
+    out = ["| case | build | peak RSS, median | repository on disk | verified with the native build |",
+           "|---|---|--:|--:|---|"]
+    for exp in PLATFORMS_CASES:
+        for p in ix.params(exp):
+            for t, label in PLATFORMS_TARGETS:
+                ok, bad = _mount_runs(ix, "dmv", exp, p, "commit_" + t)
+                if not ok and not bad:
+                    continue
+                rss = _median([r.get("peak_rss_kib") for r in ok])
+                disk = _median([r.get("repo_bytes_disk") for r in ok])
+                ver = [r.get("verified") for r in ok]
+                vtext = ("yes, %d of %d" % (sum(1 for v in ver if v), len(ver)) if ver and all(v is not None for v in ver)
+                         else "—") + (" (%d failed)" % len(bad) if bad else "")
+                ids = {r.get("file_id") or r.get("tree_id") for r in ok} - {None}
+                if len(ids) == 1:
+                    vtext += "; id %s…" % next(iter(ids))[:12]
+                out.append("| %s | %s | %s | %s | %s |" % (_plat_case_label(exp, p), label, fmt_kib(rss),
+                                                          fmt_bytes(disk), vtext))
+    return out
+
+
+PLATFORMS_REFS = [
+    ("start", "dmv", "process start: `dmv --version`", "wall_s"),
+    ("hash_simd", "ref", "BLAKE3 of %(bytes)s, SIMD (x86-64: the best of SSE2…AVX-512 at run time; aarch64: NEON)",
+     "work_s"),
+    ("hash_portable", "ref", "BLAKE3 of %(bytes)s, portable C", "work_s"),
+    ("walk", "ref", "walk of %(files)s files: open, read, close each (system calls)", "work_s"),
+]
+
+
+def platforms_ref_table(ix):
+    out = ["| reference | native x86-64 | x86-64 musl | aarch64 under qemu-user | qemu/native |",
+           "|---|--:|--:|--:|--:|"]
+    for prefix, tool, label, field in PLATFORMS_REFS:
+        recs = [r for (t, e, q, st), r in ix.by.items() if t == tool and e == "platforms-ref" and
+                st.startswith(prefix + "_")]
+        if not recs:
+            continue
+        some = next((r for r in recs if r.get("data_bytes") or r.get("data_files")), {})
+        cells = []
+        for t, _ in PLATFORMS_TARGETS:
+            med, text = _plat_cell(ix, tool, "platforms-ref", 0, "%s_%s" % (prefix, t), field)
+            if med is not None and some.get("data_bytes"):
+                text += ", %.0f MiB/s" % (some["data_bytes"] / (1 << 20) / med)
+            cells.append("n/a" if tool == "ref" and t == "x86_64-musl" and text == "—" else text)
+        rmed, ratios = _plat_ratio(ix, tool, "platforms-ref", 0, "%s_aarch64-qemu" % prefix, "%s_native" % prefix,
+                                   field)
+        out.append("| %s | %s | %s |" % (label % dict(bytes=fmt_size_param(some.get("data_bytes") or 0),
+                                                      files=fmt_count(some.get("data_files") or 0)),
+                                         " | ".join(cells), _ratio_text(rmed, ratios)))
+    return out
+
+
+def platforms_binary_table(ix):
+    out = ["| file | what | bytes | MiB | stripped |", "|---|---|--:|--:|---|"]
+    labels = {"native": "x86-64 (glibc)", "x86_64-musl": "x86-64 musl", "aarch64-qemu": "aarch64 musl"}
+    recs = [r for (t, e, q, st), r in ix.by.items() if e == "platforms-binary"]
+    for r in recs:
+        st = r["step"]
+        if r["status"] != "ok":
+            out.append("| %s | %s | **%s**: %s | | |" % (st, r.get("triple") or "", r["status"],
+                                                       (r.get("error") or "").replace("|", "/")[-160:]))
+            continue
+        if st.startswith("dist/"):
+            inner = r.get("inner_is")
+            what = ("package holding the %s build's `dmv` (the same bytes)" % labels.get(inner, inner) if inner else
+                    "package; its `dmv` (%s) is none of the builds measured" % fmt_bytes(r.get("inner_bytes"))
+                    if r.get("inner_bytes") else "package (%s)" % (r.get("inner_error") or "?"))
+            out.append("| `%s` | %s | %s | %.2f | |" % (st, what, fmt_count(r["bytes"]), r["bytes"] / (1 << 20)))
+        else:
+            out.append("| `%s` | %s, %s | %s | %.2f | %s |" % (
+                r.get("binary") or st, labels.get(st, st), r.get("triple") or "", fmt_count(r["bytes"]),
+                r["bytes"] / (1 << 20), {True: "yes", False: "**no**"}.get(r.get("stripped"), "?")))
+    return out
+
+
+def platforms_history_table():
+    """Every run (of any mode) that measured the platforms cases: the ratios, to watch them move."""
+    rows = []
+    for run in read_runs().values():
+        if not run["meta"] or not any(r.get("experiment") in PLATFORMS_CASES for r in run["steps"]):
+            continue
+        ix = Index(run)
+        cells = []
+        for exp in PLATFORMS_CASES:
+            p = (ix.params(exp) or [None])[0]
+            for t in ("x86_64-musl", "aarch64-qemu"):
+                med = _plat_ratio(ix, "dmv", exp, p, "commit_" + t, "commit_native")[0] if p is not None else None
+                cells.append("%.2f×" % med if med is not None else "—")
+        sizes = [ix.by.get(("dmv", "platforms-binary", "0", t)) for t, _ in PLATFORMS_TARGETS]
+        cells.append(" / ".join("%.2f" % (r["bytes"] / (1 << 20)) if r and r.get("bytes") else "—" for r in sizes))
+        big = (ix.params("platforms-bigfile") or [None])[0]
+        files = (ix.params("platforms-files") or [None])[0]
+        rows.append((run["meta"]["date"], "| %s (%s) | %s | %s, %s | %s |" % (
+            run["meta"]["date"][:16], run["meta"]["mode"], run["meta"].get("dmv_revision") or "?",
+            fmt_size_param(big) if big else "—", fmt_count(files) if files else "—", " | ".join(cells))))
+    out = ["| run | DMV revision | cases | big file: musl/native | big file: qemu/native | files: musl/native | "
+           "files: qemu/native | binaries, MiB (native / musl / aarch64) |", "|---|---|---|--:|--:|--:|--:|--:|"]
+    return out + [row for _, row in sorted(rows)]
+
+
+def platforms_section(ix, mode, cfg, versions):
+    tries = cfg.get("platforms_tries", 5)
+    out = ["### Platforms: the x86-64, x86-64 musl and aarch64 builds (issue 49)", "",
+           "Three builds of dmv, in one run: the run's own (x86-64, glibc, dynamically linked), the static x86-64 "
+           "musl build and the static aarch64 musl build (`scripts/package`'s), the last run under qemu-user (%s) "
+           "on this x86-64 machine. Each case: `dmv init`, `dmv add .` and `dmv commit -m x`, timed as one step, "
+           "in a fresh work tree of hard links to the same data (the data's page cache is warm: it was written "
+           "just before and every build reads the same inodes; the cache is not dropped), after sync(2); %d "
+           "rounds, every build once a round, the order rotated by one each round. Cells: the median of the "
+           "tries (their number and range), and the median of the rounds' ratios build time / native time. "
+           "Each commit is checked afterwards, untimed, with the native build: the big file's id "
+           "(`rev-parse HEAD:FILE`) the same for every build and `dmv cat` of it equal to the data; the root "
+           "tree's id (`rev-parse HEAD:`) the same for every build, and `ls-tree -r HEAD` listing every file "
+           "after each build's first commit." % (versions.get("qemu-user", "qemu-user"), tries), "",
+           "**qemu-user is not an aarch64 machine.** It translates the aarch64 code into x86-64 code as it "
+           "runs and costs a large factor of its own, which depends on the kind of code (see *What the "
+           "emulation itself costs* below: start-up, BLAKE3's SIMD and portable code, a walk of many files). So "
+           "the aarch64 column says nothing about the speed of an aarch64 machine. What to watch is how its "
+           "ratio moves between runs (the last table) and between the big file (hashing and chunking: "
+           "CPU-bound) and the many files (system calls): a change in one that the other does not share points "
+           "at a target-specific path. The x86-64 musl column runs natively on the same CPU and is a real "
+           "comparison: musl's allocator and its `memcpy` are known to be slower than glibc's.", ""]
+    out += ["#### Commit, wall time", ""] + platforms_commit_table(ix, "wall_s", fmt_time) + [""]
+    meds = {}
+    for exp in PLATFORMS_CASES:
+        for p in ix.params(exp)[:1]:
+            meds[exp] = _plat_ratio(ix, "dmv", exp, p, "commit_aarch64-qemu", "commit_native")[0]
+    if all(meds.get(e) for e in PLATFORMS_CASES):
+        out += ["aarch64-under-qemu/native ratio of the big file over that of the many files: %.2f / %.2f = "
+                "**%.2f**." % (meds["platforms-bigfile"], meds["platforms-files"],
+                               meds["platforms-bigfile"] / meds["platforms-files"]), ""]
+    out += ["#### Commit, CPU time (user + system of the three commands, from GNU time)", "",
+            "Less sensitive than wall time to other work on the machine (dmv's own threads add up here)."
+            " Under qemu-user, the CPU time is the emulator's.", ""]
+    out += platforms_commit_table(ix, "cpu_s", fmt_time) + [""]
+    out += ["#### Memory, repository, checks", "",
+            "Peak RSS: GNU time's, of the largest process; under qemu-user it includes the emulator's own memory "
+            "(its translated code and the guest's address space map).", ""] + platforms_detail_table(ix) + [""]
+    out += ["#### What the emulation itself costs", "",
+            "`dmv --version` of each build; and `bench/platforms_ref.c`, built static with %s for x86-64 (gcc) "
+            "and aarch64 (aarch64-linux-gnu-gcc) against the C sources of the blake3 crate dmv builds with, run "
+            "natively and under qemu-user, %d rounds each: BLAKE3 of a 16 MiB buffer fed over and over to one "
+            "hasher, SIMD as the crate builds it and portable; and a walk of the many-files case's tree "
+            "(`nftw`, `open`, `read`, `close` of each file). Times of the work alone, measured inside the program "
+            "(the process start is in the first row), with MiB/s for the hashes." % (
+                " ".join(cfg.get("platforms_ref_flags") or ["-O3", "-static"]), tries), ""]
+    out += platforms_ref_table(ix) + [""]
+    simd = _plat_cell(ix, "ref", "platforms-ref", 0, "hash_simd_aarch64-qemu", "work_s")[0]
+    portable = _plat_cell(ix, "ref", "platforms-ref", 0, "hash_portable_aarch64-qemu", "work_s")[0]
+    if simd and portable and simd > portable:
+        out += ["Under this qemu-user, BLAKE3's NEON code runs %.1f× slower than its portable code (on a real "
+                "aarch64 CPU NEON is the faster one): here a missing SIMD path on aarch64 would make the big "
+                "file's ratio *smaller*, not larger." % (simd / portable), ""]
+    build = ix.by.get(("ref", "platforms-ref", "0", "build"))
+    if build and build["status"] != "ok":
+        out += ["The references could not all be built: %s" % (build.get("error") or "?").replace("|", "/"), ""]
+    elif build:
+        out += ["blake3 %s (%s)." % (build.get("blake3_version") or "?", "; ".join(
+            (build.get("compilers") or {}).values())), ""]
+    out += ["#### Binary size", "",
+            "The three files measured (the x86-64 build is the run's `--dmv`), and the packages in `%s` "
+            "(`scripts/package`), with which build's `dmv` each holds (by sha256)." % (
+                os.path.relpath(cfg["platforms_dist"], REPO) if cfg.get("platforms_dist") else "dist"), ""]
+    out += platforms_binary_table(ix) + [""]
+    out += ["#### The ratios run after run", "", "Medians of the rounds' ratios, every run with these cases "
+            "(any mode). DMV revision: the repository's HEAD when the run began; builds given with `--dmv` and "
+            "`--platforms-*` may be older (each build's sha256 is in the results, `platforms-binary`).", ""]
+    out += platforms_history_table() + [""]
+    loads = [r["loadavg_1m"] for (t, e, q, st), r in ix.by.items()
+             if e in PLATFORMS_CASES and r.get("loadavg_1m") is not None]
+    if loads:
+        out += ["1-minute load average during the commits: %.2f to %.2f (2 cores)." % (min(loads), max(loads)), ""]
+    notes = [r for (t, e, q, st), r in sorted(ix.by.items()) if e.startswith("platforms-") and r["status"] != "ok"]
+    if notes:
+        out += ["What failed or was left out:", ""] + ["- %s %s, `%s`: %s: %s" % (
+            r["experiment"], r["parameter"], r["step"], r["status"],
+            (r.get("error") or "").replace("\n", " ").replace("|", "/")[-300:]) for r in notes] + [""]
+    return out
+
+
 HUGE_TARGET_FACTOR, HUGE_TARGET_RSS_KIB = 1.3, 64 << 10
 # (step, its floor, label); a floor's own row has no floor
 HUGE_ROWS = [
@@ -2819,6 +3077,10 @@ def section(mode, per_exp, points):
     if any(ix.params(e) for e in WEBUI_EXPS):
         webui_run = next(per_exp[e] for e in WEBUI_EXPS if e in per_exp)
         out += webui_section(ix, mode, webui_run["meta"].get("config", {}))
+
+    if any(ix.params(e) for e in ("platforms-bigfile", "platforms-files")):
+        plat_run = next(per_exp[e] for e in ("platforms-bigfile", "platforms-files") if e in per_exp)
+        out += platforms_section(ix, mode, plat_run["meta"].get("config", {}), plat_run["meta"].get("versions", {}))
 
     fl = failures(ix)
     if fl:

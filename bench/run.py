@@ -17,6 +17,7 @@
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
+    python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, x86-64 musl and aarch64 (qemu) builds
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -55,7 +56,8 @@ MODES = {
                   watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20,
                   mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                   habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
-                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G", timeout=600),
+                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
+                  platforms_size="1G", platforms_files=100_000, platforms_tries=5, timeout=600),
     "full": dict(sizes="1..8G", counts="1..1M",
                  status_files=100_000, status_changed=5_000,
                  refs="1,1000,100000,1000000", refs_separate="1,1000",
@@ -66,7 +68,8 @@ MODES = {
                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60,
                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                  habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
-                 webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G", timeout=1800),
+                 webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
+                 platforms_size="1G", platforms_files=100_000, platforms_tries=5, timeout=1800),
 }
 # the experiments each mode runs when --experiments is not given
 DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
@@ -80,9 +83,12 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # wants the machine otherwise quiet, and it is measured when the watcher changes; nor is mount: it mounts FUSE
 # folders (root and fusermount3) and is measured when the mount changes; nor is habits: issue 47's comparison
 # with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first); nor is webui:
-# issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes
+# issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes;
+# nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, and qemu-user), measured
+# when the builds or the hot paths change
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
-                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "huge"]
+                   "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "platforms",
+                   "huge"]
 
 
 def parse_number(text, binary):
@@ -293,6 +299,22 @@ def main(argv=None):
                     help="webui: paths (empty files) searched (quick and full 1000000)")
     ap.add_argument("--webui-upload-size", help="webui: size of the file uploaded from the browser and pushed, "
                                                 "binary units (quick and full 1G)")
+    ap.add_argument("--platforms-x86-64-musl", default=os.path.join(REPO, "target", "x86_64-unknown-linux-musl",
+                                                                     "release", "dmv"),
+                    help="platforms: the static x86-64 musl build of dmv (default: %(default)s)")
+    ap.add_argument("--platforms-aarch64-musl", default=os.path.join(REPO, "target", "aarch64-unknown-linux-musl",
+                                                                      "release", "dmv"),
+                    help="platforms: the static aarch64 musl build of dmv, run under qemu-user (default: %(default)s)")
+    ap.add_argument("--platforms-qemu", default="qemu-aarch64-static",
+                    help="platforms: the qemu-user that runs aarch64 programs (default: %(default)s)")
+    ap.add_argument("--platforms-dist", default=os.path.join(REPO, "dist"),
+                    help="platforms: the folder whose .tar.gz and .deb packages are measured (default: %(default)s)")
+    ap.add_argument("--platforms-size", help="platforms: size of the one file committed, binary units (quick and "
+                                             "full 1G); also the bytes BLAKE3 hashes in the references")
+    ap.add_argument("--platforms-files", type=lambda s: parse_number(s, False),
+                    help="platforms: files of 1 KiB committed, 1,000 a folder (quick and full 100000)")
+    ap.add_argument("--platforms-tries", type=int,
+                    help="platforms: rounds per case, every build once a round (quick and full 5)")
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
@@ -359,6 +381,9 @@ def main(argv=None):
     webui_commit = max(1, min(args.webui_commit or cfg["webui_commit"], webui_folder))
     webui_paths = max(1, args.webui_paths or cfg["webui_paths"])
     webui_upload = max(1, parse_number(args.webui_upload_size or cfg["webui_upload"], True))
+    platforms_size = max(1, parse_number(args.platforms_size or cfg["platforms_size"], True))
+    platforms_files = max(1, args.platforms_files or cfg["platforms_files"])
+    platforms_tries = max(1, args.platforms_tries or cfg["platforms_tries"])
     timeout = args.timeout or cfg["timeout"]
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -370,11 +395,13 @@ def main(argv=None):
 
     wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
     versions, missing, chosen = {}, {}, []
+    dmv_source = None
     for name in tools.ORDER:
         if name not in wanted:
             continue
         if name == "dmv":
             path, why = (args.dmv, None) if args.dmv else build_dmv(os.path.join(scratch, "cargo.log"))
+            dmv_source = os.path.abspath(path) if path else None
             if path and os.path.isfile(path):
                 # a private copy: target/release/dmv may be rebuilt while we run
                 private = os.path.join(scratch, "bin", "dmv")
@@ -474,6 +501,34 @@ def main(argv=None):
                 cfg["mount_remote_size"], experiments.human_bytes(free),
                 experiments.human_bytes(4 * mount_remote_size + 2 * GiB))
             mount_remote_size = GiB
+    # the platforms experiment's builds: private copies (target/ may be rebuilt while we run) and qemu-user
+    platforms_builds, platforms_qemu, platforms_qemu_version = {}, None, None
+    if "platforms" in exps:
+        dmv_tool = next((t for t in chosen if t.name == "dmv"), None)
+        if dmv_tool and dmv_tool.path and "dmv" in versions:
+            platforms_builds["native"] = (dmv_tool.path, dmv_source)
+        else:
+            platforms_builds["native"] = (None, missing.get("dmv", "dmv is not among --tools"))
+        for target, given in (("x86_64-musl", args.platforms_x86_64_musl),
+                              ("aarch64-qemu", args.platforms_aarch64_musl)):
+            if given and os.path.isfile(given):
+                private = os.path.join(scratch, "bin-" + target, "dmv")
+                os.makedirs(os.path.dirname(private), exist_ok=True)
+                shutil.copy2(given, private)
+                platforms_builds[target] = (private, os.path.abspath(given))
+            else:
+                platforms_builds[target] = (None, "%s not found (build it with scripts/package)" % given)
+        platforms_qemu = shutil.which(args.platforms_qemu)
+        if platforms_qemu:
+            try:
+                r = subprocess.run([platforms_qemu, "--version"], capture_output=True, text=True, timeout=60)
+                platforms_qemu_version = (r.stdout.strip().splitlines() or ["?"])[0]
+                versions["qemu-user"] = platforms_qemu_version
+            except (OSError, subprocess.TimeoutExpired) as e:
+                missing["qemu-user"] = "%s --version: %s" % (platforms_qemu, e)
+                platforms_qemu = None
+        else:
+            missing["qemu-user"] = "%s not found (apt-get install -y qemu-user-static)" % args.platforms_qemu
     for name, why in missing.items():
         hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
         print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
@@ -529,7 +584,13 @@ def main(argv=None):
                             webui_upload_bytes=webui_upload,
                             webui_per_page=experiments.WEBUI_PER_PAGE, webui_queries=list(experiments.WEBUI_QUERIES),
                             webui_window=list(experiments.WEBUI_WINDOW), webui_chrome_args=experiments.CHROME_ARGS,
-                            webui_connections=experiments.WEB_CONNECTIONS),
+                            webui_connections=experiments.WEB_CONNECTIONS,
+                            platforms_bytes=platforms_size, platforms_files=platforms_files,
+                            platforms_tries=platforms_tries, platforms_qemu=platforms_qemu,
+                            platforms_qemu_version=platforms_qemu_version, platforms_dist=args.platforms_dist,
+                            platforms_builds={t: v[1] if v[0] else None for t, v in platforms_builds.items()},
+                            platforms_missing={t: v[1] for t, v in platforms_builds.items() if not v[0]},
+                            platforms_ref_flags=experiments.PLATFORMS_REF_FLAGS),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -584,6 +645,9 @@ def main(argv=None):
                 experiments.habits(ctx, habits_files, habits_rebase_commits, habits_log_commits)
             elif exp == "webui":
                 experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
+            elif exp == "platforms":
+                experiments.platforms(ctx, platforms_builds, platforms_qemu, platforms_size, platforms_files,
+                                      platforms_tries, args.platforms_dist)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
