@@ -219,3 +219,63 @@ fn uploaded_files_commit_under_a_push_rules() {
     assert_eq!(hub.refs.get("refs/heads/main").unwrap(), Some(third.commit));
     assert!(hub.fsck(true, &Silent).unwrap().problem_count() == 0);
 }
+
+/// Four uploads to one folder of one branch at the same moment, from the
+/// same page, while gc runs again and again keeping nothing recent whole:
+/// every upload lands (a lost compare-and-swap commits again on the new
+/// head), nothing another upload committed is lost, and fsck is clean.
+#[test]
+fn uploads_at_once_under_gc_lose_nothing() {
+    use dmv_sync::{commit_uploaded, Caller, UploadCommit, UploadedFile};
+    let tmp = tempfile::tempdir().unwrap();
+    let (hub_dir, staged) = (tmp.path().join("hub"), tmp.path().join("staged"));
+    std::fs::create_dir_all(&staged).unwrap();
+    let hub = Repository::init_with(&hub_dir, ChunkParams::default(), true).unwrap();
+    let caller = Caller { may_write: true, user: Some("al".into()), admin: false };
+    let author = dmv_repo::store::object::Signature { name: "al".into(), email: String::new(), time: 1_700_000_000, tz_minutes: 0 };
+    let upload = |repo: &Repository, name: &str, bytes: &[u8], seen| {
+        let path = staged.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let files = [UploadedFile { name: name.to_string(), staged: path }];
+        commit_uploaded(repo, &caller, &UploadCommit { branch: "main", seen, folder: "shoot", files: &files, message: name, author: author.clone() })
+    };
+    let first = upload(&hub, "first.jpg", b"first", None).unwrap().commit;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let gc_runs = std::thread::scope(|s| {
+        let gc = s.spawn(|| {
+            let repo = Repository::open(&hub_dir).unwrap();
+            let policy = dmv_repo::GcPolicy { prune_reflog: true, store: dmv_repo::store::GcOptions { keep_recent: std::time::Duration::ZERO, ..Default::default() } };
+            let mut runs = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                repo.gc(policy, &Silent).unwrap();
+                runs += 1;
+            }
+            runs
+        });
+        let writers: Vec<_> = (0..4)
+            .map(|i| {
+                let (hub_dir, upload) = (&hub_dir, &upload);
+                s.spawn(move || {
+                    let repo = Repository::open(hub_dir).unwrap();
+                    upload(&repo, &format!("w{i}.raw"), &noise(2 << 20, i), Some(first)).unwrap()
+                })
+            })
+            .collect();
+        for w in writers {
+            assert!(!w.join().unwrap().unchanged);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        gc.join().unwrap()
+    });
+    assert!(gc_runs > 0);
+    let hub = Repository::open(&hub_dir).unwrap();
+    let tree = hub.commit(&hub.refs.get("refs/heads/main").unwrap().unwrap()).unwrap().tree;
+    for i in 0..4u64 {
+        let e = dmv_repo::tree::lookup(&hub.store, &tree, format!("shoot/w{i}.raw").as_bytes()).unwrap().unwrap_or_else(|| panic!("w{i} was lost"));
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut hub.store.content_reader_at(&e.id, 0).unwrap(), &mut bytes).unwrap();
+        assert!(bytes == noise(2 << 20, i), "w{i} changed");
+    }
+    assert!(dmv_repo::tree::lookup(&hub.store, &tree, b"shoot/first.jpg").unwrap().is_some());
+    assert_eq!(hub.fsck(true, &Silent).unwrap().problem_count(), 0);
+}
