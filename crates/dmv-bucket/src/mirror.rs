@@ -143,11 +143,9 @@ fn remove_dead_staging(dir: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         // `staging-PID-N`, or `staging-PID` as older versions named it.
-        let pid = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<i32>().ok());
+        let pid = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
         let Some(pid) = pid else { continue };
-        // SAFETY: kill with signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if !alive {
+        if !dmv_os::process_alive(pid) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -113,9 +113,11 @@ impl Conn {
 
 /// Blocks SIGPIPE in the calling thread (a runtime thread), so that a write
 /// to a socket whose peer went away fails with EPIPE instead of raising it.
+/// Windows has no such signal.
 fn block_sigpipe() {
     // SAFETY: the set is initialised by sigemptyset before use, and
     // pthread_sigmask changes only this thread's mask.
+    #[cfg(unix)]
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);

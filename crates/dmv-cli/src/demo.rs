@@ -147,7 +147,7 @@ trait PrivateFile {
 
 impl PrivateFile for std::fs::OpenOptions {
     fn mode_private(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
+        use dmv_os::OpenOptionsExt;
         self.mode(0o600)
     }
 }
@@ -208,7 +208,7 @@ pub fn run(a: DemoArgs) -> Result<u8> {
         let f = std::fs::OpenOptions::new().write(true).open(laptop.join(format!("shoot/raw/IMG_{i:04}.CR3")))?;
         let mut patch = vec![0u8; 64 << 10];
         rng.fill_bytes(&mut patch);
-        std::os::unix::fs::FileExt::write_all_at(&f, &patch, raw_size / 2)?;
+        dmv_os::FileExt::write_all_at(&f, &patch, raw_size / 2)?;
     }
     day.run("laptop", &["commit", "-q", "-a", "-m", "Retouch three raws"], false)?;
     day.run("laptop", &["stats"], false)?;

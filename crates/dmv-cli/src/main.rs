@@ -177,7 +177,10 @@ fn main() -> ExitCode {
     let talks_to_peers = talks_to_peers(&cli.command);
     if !talks_to_peers {
         // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        #[cfg(unix)]
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL)
+        };
     }
     if let Some(dir) = &cli.dir {
         if let Err(e) = std::env::set_current_dir(dir) {

@@ -77,7 +77,11 @@ pub fn mount(a: MountArgs) -> Result<u8> {
         return Ok(0);
     }
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+    #[cfg(unix)]
+    let signals = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP];
+    #[cfg(not(unix))]
+    let signals = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT];
+    for signal in signals {
         signal_hook::flag::register(signal, stop.clone())?;
     }
     let said_dir = dir.display().to_string();

@@ -68,17 +68,15 @@ pub fn printable(text: &str) -> String {
 /// it). For `--background`.
 pub fn spawn_detached(args: &[std::ffi::OsString], dir: &std::path::Path, log_path: &std::path::Path) -> anyhow::Result<std::process::Child> {
     use anyhow::Context;
-    use std::os::unix::process::CommandExt;
     let log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
-    let child = std::process::Command::new(std::env::current_exe()?)
-        .args(args)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .process_group(0)
-        .spawn()?;
-    Ok(child)
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.args(args).current_dir(dir).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(log);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    // Windows: a process group of its own, which a Ctrl-C in the console does not reach.
+    #[cfg(windows)]
+    std::os::windows::process::CommandExt::creation_flags(&mut command, 0x0000_0200);
+    Ok(command.spawn()?)
 }
 
 #[cfg(test)]

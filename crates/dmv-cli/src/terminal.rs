@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
+#[cfg(unix)]
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -121,6 +122,7 @@ pub struct Pager {
 /// else `less` with `LESS=FRX` (one screen is printed as is and the pager
 /// ends itself). An empty setting or `cat` means none; a pager that cannot
 /// start leaves the output on the terminal.
+#[cfg(unix)]
 pub fn start_pager(repo: &Repository) -> Option<Pager> {
     if NO_PAGER.load(Ordering::Relaxed) || !std::io::stdout().is_terminal() {
         return None;
@@ -160,6 +162,13 @@ pub fn start_pager(repo: &Repository) -> Option<Pager> {
     Some(Pager { child, saved })
 }
 
+/// Windows has no `sh` and `less` to hand: output is not paged there.
+#[cfg(not(unix))]
+pub fn start_pager(_repo: &Repository) -> Option<Pager> {
+    None
+}
+
+#[cfg(unix)]
 extern "C" fn wait_for_pager(signal: libc::c_int) {
     // SAFETY: close, waitpid, signal and raise are async-signal-safe.
     unsafe {
@@ -175,11 +184,13 @@ extern "C" fn wait_for_pager(signal: libc::c_int) {
 }
 
 impl Drop for Pager {
+    #[cfg_attr(not(unix), allow(unused_variables))]
     fn drop(&mut self) {
         let _ = std::io::stdout().flush();
         // The pager sees the end of its input once no descriptor here holds the pipe.
         for (fd, copy) in self.saved.drain(..) {
             // SAFETY: putting back the descriptors saved by `start_pager`.
+            #[cfg(unix)]
             unsafe {
                 libc::dup2(copy, fd);
                 libc::close(copy);

@@ -288,9 +288,9 @@ fn stop(repo: &Repository) -> Result<u8> {
         println!("no watcher runs in this repository");
         return Ok(0);
     };
-    // SAFETY: kill(2) with a pid read from the lock its holder still holds.
-    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
-        bail!("cannot stop the watcher (pid {pid}): {}", std::io::Error::last_os_error());
+    // A pid read from the lock its holder still holds.
+    if let Err(e) = dmv_os::ask_to_stop(pid as u32) {
+        bail!("cannot stop the watcher (pid {pid}): {e}");
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while lock.try_acquire()?.is_none() {

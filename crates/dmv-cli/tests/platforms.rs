@@ -99,3 +99,81 @@ fn the_core_of_dmv_on_the_binary_under_test() {
     std::fs::write(&biggest, &whole).unwrap();
     fsck_clean(&desk);
 }
+
+/// The native build, which made what the binary under test is given.
+fn native(dir: &Path, args: &[&str]) -> String {
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_dmv")).current_dir(dir).args(args).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "t@example.com").output().unwrap();
+    ok(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A tree made on Linux, which holds any name and any kind of file, checked
+/// out by the binary under test. A Windows build refuses names Windows
+/// cannot hold or would fold together, naming them and writing nothing;
+/// it checks out an executable and a symlink as plain files and keeps
+/// their kinds in what it commits. Any other build checks all of it out as it is.
+#[test]
+fn names_and_file_kinds_a_windows_desk_cannot_hold() {
+    let windows = bin().extension().is_some_and(|x| x == "exe");
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let made = |name: &str, files: &[(&str, &[u8])]| {
+        let repo = t.join(name);
+        native(t, &["init", repo.to_str().unwrap()]);
+        for (path, bytes) in files {
+            std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+            std::fs::write(repo.join(path), bytes).unwrap();
+        }
+        native(&repo, &["add", "."]);
+        native(&repo, &["commit", "-m", name]);
+        repo
+    };
+    let devices = made("devices", &[("shoot/AUX.jpg", b"a photo"), ("shoot/b.jpg", b"b")]);
+    let dots = made("dots", &[("notes.", b"trailing dot")]);
+    let cases = made("cases", &[("shoot/Photo.jpg", b"one"), ("shoot/photo.jpg", b"two")]);
+    for (repo, refusal) in [
+        (&devices, "shoot/AUX.jpg is AUX, a name Windows keeps for a device"),
+        (&dots, "notes. ends in a dot or a space"),
+        (&cases, "shoot/Photo.jpg and shoot/photo.jpg would be one file on this file system (it ignores case)"),
+    ] {
+        let desk = t.join(format!("{}-desk", repo.file_name().unwrap().to_str().unwrap()));
+        let out = dmv_out(t, &["clone", repo.to_str().unwrap(), desk.to_str().unwrap()]);
+        if windows {
+            assert!(!out.status.success() && stderr(&out).contains(refusal), "{}", stderr(&out));
+            let written: Vec<_> = std::fs::read_dir(&desk).unwrap().flatten().map(|e| e.file_name()).filter(|n| n != ".dmv").collect();
+            assert!(written.is_empty(), "a refused checkout wrote {written:?}");
+        } else {
+            ok(&out);
+            let worktree = |dir: &Path| file_bytes(dir).into_iter().filter(|(path, _)| !path.starts_with(".dmv/")).collect::<Vec<_>>();
+            assert_eq!(worktree(&desk), worktree(repo));
+        }
+    }
+
+    // An executable and a symlink.
+    let kit = made("kit", &[("tools/run.sh", b"#!/bin/sh\necho hi\n"), ("shoot/a.jpg", b"a")]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(kit.join("tools/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("shoot/a.jpg", kit.join("latest")).unwrap();
+    native(&kit, &["add", "."]);
+    native(&kit, &["commit", "-m", "a tool and a link"]);
+    let desk = t.join("kit-desk");
+    ok(&dmv_out(t, &["clone", kit.to_str().unwrap(), desk.to_str().unwrap()]));
+    let link = std::fs::symlink_metadata(desk.join("latest")).unwrap();
+    assert_eq!(link.is_symlink(), !windows, "a symlink is a file holding its target on Windows only");
+    if windows {
+        assert_eq!(std::fs::read(desk.join("latest")).unwrap(), b"shoot/a.jpg");
+    }
+    assert_eq!(dmv(&desk, &["status", "--short"]), "", "what was checked out is clean");
+    std::fs::write(desk.join("shoot/a.jpg"), b"a, graded").unwrap();
+    std::fs::write(desk.join("tools/run.sh"), b"#!/bin/sh\necho graded\n").unwrap();
+    assert_eq!(dmv(&desk, &["status", "--short"]).lines().count(), 2);
+    commit_all(&desk, "graded");
+    // Back on Linux, the commit made on the desk has the link and the tool as they were.
+    let back = t.join("kit-back");
+    native(t, &["clone", desk.to_str().unwrap(), back.to_str().unwrap()]);
+    assert!(std::fs::symlink_metadata(back.join("latest")).unwrap().is_symlink(), "the link is still one");
+    assert_ne!(std::fs::metadata(back.join("tools/run.sh")).unwrap().permissions().mode() & 0o111, 0, "the tool is still executable");
+    assert_eq!(std::fs::read(back.join("tools/run.sh")).unwrap(), b"#!/bin/sh\necho graded\n");
+    assert_eq!(std::fs::read(back.join("shoot/a.jpg")).unwrap(), b"a, graded");
+}

@@ -54,14 +54,9 @@ pub(crate) fn hit(name: &'static str) {
     debug_assert!(FAIL_POINTS.contains(&name));
     for a in armed() {
         if a.name == name && a.hits.fetch_add(1, Ordering::SeqCst) + 1 == a.nth {
-            // SIGKILL rather than abort(): no core dump, no handlers, no
-            // flushing of user-space buffers -- the same as an external kill -9.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
-            // SIGKILL to ourselves is delivered before kill() returns; this is
-            // only a belt for exotic platforms.
-            std::process::abort();
+            // The same as an external kill -9: no core dump, no handlers,
+            // no flushing of user-space buffers.
+            dmv_os::kill_self();
         }
     }
 }

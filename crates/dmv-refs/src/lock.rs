@@ -11,13 +11,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
+use dmv_os::{LockKind, MetadataExt};
 
 use crate::failpoint;
 use crate::RefError;
@@ -44,13 +43,7 @@ enum Holder {
 }
 
 pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
-    if r != 0 {
-        return "unknown".to_string();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let host = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let host = dmv_os::host_name();
     // The writer line of tables.list never ends like a table name: one that
     // does is a table line joined to it by a damaged newline (see `parse_list`).
     match host.ends_with(".ref") {
@@ -60,22 +53,8 @@ pub(crate) fn hostname() -> String {
 }
 
 fn pid_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return true; // cannot tell: be conservative
-    }
-    let r = unsafe { libc::kill(pid, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // An unreaped zombie still answers kill(0) but holds no files any more.
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
-            if rest.trim_start().starts_with('Z') {
-                return false;
-            }
-        }
-    }
-    true
+    // A negative pid cannot be told: be conservative.
+    u32::try_from(pid).map_or(true, dmv_os::process_alive)
 }
 
 fn parse_header(content: &str) -> Option<(i32, String)> {
@@ -139,9 +118,7 @@ impl Lock {
         let tmp = dir.join(format!("{LOCK}.tmp-{}-{}-{:08x}", sanitize(&host), std::process::id(), rand::random::<u32>()));
         let mut file = OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(|e| RefError::io(&tmp, e))?;
         let res = (|| {
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            dmv_os::lock(&file, LockKind::Exclusive)?;
             let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
             file.write_all(header.as_bytes())?;
             std::fs::hard_link(&tmp, &path)
@@ -152,7 +129,7 @@ impl Lock {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
             // File systems without hard links: plain O_CREAT|O_EXCL, at the
             // price of a short window in which the lock has no owner line.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)) => Self::create_direct(dir, &path, &host),
+            Err(e) if dmv_os::no_hard_links(&e) => Self::create_direct(dir, &path, &host),
             Err(e) => Err(RefError::io(&path, e)),
         }
     }
@@ -164,9 +141,7 @@ impl Lock {
             Err(e) => return Err(RefError::io(path, e)),
         };
         let mut lock = Lock { dir: dir.to_path_buf(), path: path.to_path_buf(), file: None, committed: false };
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(RefError::io(path, std::io::Error::last_os_error()));
-        }
+        dmv_os::lock(&file, LockKind::Exclusive).map_err(|e| RefError::io(path, e))?;
         let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
         file.write_all(header.as_bytes()).map_err(|e| RefError::io(path, e))?;
         lock.file = Some(file);
@@ -202,7 +177,7 @@ impl Drop for Lock {
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), RefError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| RefError::io(dir, e))
+    dmv_os::sync_dir(dir).map_err(|e| RefError::io(dir, e))
 }
 
 /// Looks at an existing lock; removes it only when provably stale: written
@@ -238,7 +213,7 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
             advice: format!("process {pid} is still running; if it is not a dmv process (reused pid), delete {shown} (safe once no dmv process is writing refs)"),
         });
     }
-    let got = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    let got = dmv_os::try_lock(&f, LockKind::Exclusive).unwrap_or(false);
     if !got {
         return Ok(Holder::Alive {
             desc: format!("process {pid} (gone, but its lock file is still held open)"),

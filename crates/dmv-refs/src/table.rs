@@ -5,8 +5,9 @@
 //! index level.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use dmv_os::FileExt;
 
 use crate::block::*;
 use crate::format::*;

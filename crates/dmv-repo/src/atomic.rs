@@ -23,7 +23,7 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> RepoResult<()> {
 
 /// `mode` as `open` takes it (the umask applies too), from the file's creation on.
 fn write_atomic_mode(path: &Path, mode: u32, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use dmv_os::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
     let written = (|| {
@@ -39,7 +39,7 @@ fn write_atomic_mode(path: &Path, mode: u32, write: &mut dyn FnMut(&mut dyn Writ
         return Err(crate::RepoError::io(&tmp, e));
     }
     std::fs::rename(&tmp, path).at(path)?;
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+    dmv_os::sync_dir(dir).at(dir)?;
     Ok(())
 }
 
@@ -63,7 +63,7 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// reader may see a mix of old and new bytes, as may a crash, so the content
 /// must carry its own checksum.
 pub fn overwrite_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
+    use dmv_os::FileExt;
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)

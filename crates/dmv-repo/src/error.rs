@@ -494,6 +494,15 @@ pub enum RepoError {
         /// What the file system ignores.
         folds: &'static str,
     },
+    /// A checkout of a tree with a name the working tree's file system
+    /// cannot hold (Windows: a device name, a trailing dot, a `:`).
+    #[error("cannot check out here: {path} {problem}; rename it (dmv mv) on a replica whose file system can hold it")]
+    UnfitName {
+        /// The path.
+        path: String,
+        /// Why it cannot be held.
+        problem: String,
+    },
     /// Keeping both versions of a conflicted file when a side's new name is taken.
     #[error("cannot keep both versions: {path} already exists; move it away first")]
     SideNameTaken {

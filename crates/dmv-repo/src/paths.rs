@@ -76,6 +76,7 @@ pub(crate) struct Beneath<'r> {
     /// The last folder [`Beneath::stat`] looked in, open: the files in it are
     /// stat'ed relative to it, so the kernel does not walk each one's whole
     /// path from `/` again.
+    #[cfg_attr(not(unix), allow(dead_code))]
     open: Option<(Vec<u8>, std::fs::File)>,
 }
 
@@ -88,6 +89,7 @@ impl<'r> Beneath<'r> {
     /// missing, not a folder, or a symlink), taken from the file's open
     /// folder. Any other error (a folder we may not read) is an error: it
     /// says nothing about whether the file is there.
+    #[cfg(unix)]
     pub(crate) fn stat(&mut self, rel: &[u8]) -> std::io::Result<Option<Stat>> {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::OpenOptionsExt;
@@ -123,6 +125,20 @@ impl<'r> Beneath<'r> {
         }
     }
 
+    /// [`Beneath::stat`] where no folder can be held open to stat relative
+    /// to (Windows): the whole path, once the folders on the way are checked.
+    #[cfg(not(unix))]
+    pub(crate) fn stat(&mut self, rel: &[u8]) -> std::io::Result<Option<Stat>> {
+        if !self.folder_is_there(folder_of(rel))? {
+            return Ok(None);
+        }
+        match std::fs::symlink_metadata(self.at(rel)) {
+            Ok(meta) => Ok(Some(Stat::of(&meta))),
+            Err(e) if is_not_there(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Whether `folder` is a real folder all the way down from the root.
     fn folder_is_there(&mut self, folder: &[u8]) -> std::io::Result<bool> {
         if self.not_a_folder.as_deref().is_some_and(|gone| matches(folder, gone)) {
@@ -149,8 +165,7 @@ impl<'r> Beneath<'r> {
     }
 
     fn at(&self, rel: &[u8]) -> std::path::PathBuf {
-        use std::os::unix::ffi::OsStrExt;
-        self.root.join(std::ffi::OsStr::from_bytes(rel))
+        self.root.join(dmv_os::rel_path(rel))
     }
 
     /// Remembers `folder` as not one, for the lookups beneath it.

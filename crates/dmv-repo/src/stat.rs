@@ -2,7 +2,8 @@
 //! from an `fstatat` relative to an open folder.
 
 use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
+
+use dmv_os::MetadataExt;
 
 use dmv_store::object::EntryKind;
 
@@ -16,6 +17,19 @@ pub fn ctime_ns(m: &Metadata) -> i64 {
 
 pub fn kind_of(m: &Metadata) -> Option<EntryKind> {
     Stat::of(m).kind()
+}
+
+/// What a file found in the working tree is taken for, given what was
+/// recorded for its path. Where the file system keeps no executable bit or
+/// makes no symlinks (Windows), a plain file keeps the recorded kind, as
+/// git's `core.fileMode` and `core.symlinks` set to false do: checkout
+/// wrote a link there as a file holding its target.
+pub fn kind_on_disk(found: EntryKind, recorded: EntryKind) -> EntryKind {
+    match (found, recorded) {
+        (EntryKind::File, EntryKind::Executable) if !dmv_os::EXECUTABLE_BIT => recorded,
+        (EntryKind::File, EntryKind::Symlink) if !dmv_os::SYMLINKS => recorded,
+        _ => found,
+    }
 }
 
 /// The stat data the dirstate compares, and no more: a walk of 100,000 files
@@ -42,6 +56,7 @@ impl Stat {
     }
 
     // The fields' integer types differ from target to target.
+    #[cfg(unix)]
     #[allow(clippy::unnecessary_cast)]
     pub(crate) fn of_raw(st: &rustix::fs::Stat) -> Stat {
         Stat {

@@ -205,6 +205,11 @@ where
 
 /// Lifts the soft bound on open files to the hard one: each connection is
 /// one, and the default soft bound (1024) is below what many servers allow.
+/// Windows has no such bound.
+#[cfg(not(unix))]
+fn raise_open_file_limit() {}
+
+#[cfg(unix)]
 fn raise_open_file_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit and setrlimit only read and write the struct given.

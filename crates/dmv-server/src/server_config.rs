@@ -224,10 +224,10 @@ impl ServerConfig {
     }
 
     /// Whether the file at `path` may be read by accounts other than its
-    /// owner (its tokens are secrets: `chmod 600` it).
+    /// owner (its tokens are secrets: `chmod 600` it). Windows keeps access
+    /// in ACLs, which this does not read: there it says no.
     pub fn readable_by_others(path: &Path) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0)
+        std::fs::metadata(path).is_ok_and(|m| cfg!(unix) && dmv_os::mode_of(&m) & 0o077 != 0)
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {

@@ -87,16 +87,6 @@ fn random_id() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Bytes free for an unprivileged writer on the file system holding `dir`.
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs only writes into the zeroed struct it is given.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a valid C string and `stat` a valid out pointer.
-    (unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
-}
-
 #[derive(Deserialize)]
 struct OpenRequest {
     name: String,
@@ -119,7 +109,7 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
     if let Err(e) = std::fs::create_dir_all(&staging) {
         return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage uploads: {e}"));
     }
-    if free_bytes(&staging).is_some_and(|free| free < req.size.saturating_add(SPARE_BYTES)) {
+    if dmv_os::available_bytes(&staging).is_some_and(|free| free < req.size.saturating_add(SPARE_BYTES)) {
         return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("the server has no room for {} bytes", req.size));
     }
     let id = match random_id() {

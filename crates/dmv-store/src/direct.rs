@@ -15,12 +15,12 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 #[cfg(all(target_os = "linux", not(dmv_portable)))]
 use std::os::unix::io::AsRawFd;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
+use dmv_os::FileExt;
 
 /// Offsets, lengths and buffer addresses of direct I/O must be multiples of
 /// the device's logical block size; 4096 covers every common device.
@@ -113,7 +113,7 @@ fn write_block(file: &File, buf: &mut AlignedBuf, offset: u64, direct: &mut bool
         // end and is cut off when the file is finished.
         match file.write_all_at(buf.padded(), offset) {
             Ok(()) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
                 set_direct(file, false)?;
                 *direct = false;
             }

@@ -353,9 +353,9 @@ impl Store {
                 continue;
             }
             let idx = dir.join(index_file_name(p));
-            std::fs::remove_file(&idx).at(&idx)?;
+            dmv_os::remove_file(&idx).at(&idx)?;
             let pack = dir.join(pack_file_name(p));
-            std::fs::remove_file(&pack).at(&pack)?;
+            dmv_os::remove_file(&pack).at(&pack)?;
         }
         Ok((left_out, new_packs))
     }

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use memmap2::{Mmap, UncheckedAdvice};
+use memmap2::Mmap;
 
 use crate::error::IoContext;
 use crate::filter;
@@ -372,7 +372,11 @@ impl PackIndex {
             // SAFETY: index files never change once in place (see `open`), so
             // a page let go of reads back the same bytes from the file when
             // touched again; nothing is written through this mapping.
-            let _ = unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, at + positions.start * width, positions.len() * width) };
+            #[cfg(unix)]
+            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at + positions.start * width, positions.len() * width) };
+            // Windows has no such advice: the pages stay until the mapping goes.
+            #[cfg(not(unix))]
+            let _ = (map, at, width, &positions);
         }
     }
 
@@ -386,6 +390,7 @@ impl PackIndex {
     /// a multi-pack index; a commit of a million new files into a store of
     /// five million objects mapped 300 MB of them that no probe read.
     pub fn read_at_random(self) -> PackIndex {
+        #[cfg(unix)]
         if let Some(map) = &self.map {
             let _ = map.advise(memmap2::Advice::Random);
         }

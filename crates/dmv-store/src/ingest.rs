@@ -7,10 +7,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, Metadata};
 use std::io::Seek;
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
+
+use dmv_os::{FileExt, MetadataExt};
 
 use crate::chunker::{cut_run, read_single_chunk, ChunkBatch};
 use crate::clock::timestamp_granularity;
@@ -193,7 +194,7 @@ fn read_file(file_no: usize, gen: u32, src: &IngestSource, params: ChunkParams, 
                     Some(d) => match d.read_at(dst, offset) {
                         // A direct read the file system refuses (or a short read
                         // that left us unaligned): the rest through the cache.
-                        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
                             direct_file = Some(None);
                             continue;
                         }

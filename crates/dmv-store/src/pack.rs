@@ -4,8 +4,9 @@
 use std::fs::File;
 use std::hash::BuildHasher;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use dmv_os::FileExt;
 
 use crate::direct::DirectWriter;
 use crate::error::IoContext;
@@ -272,22 +273,21 @@ impl PackWriter {
     /// MiB instead of the whole pack (the disk works while we chunk and hash).
     /// Only a hint: fsync still decides.
     fn start_writeback(&mut self) -> StoreResult<()> {
-        use std::os::unix::io::AsRawFd;
         let Sink::Buffered { out, writeback_from } = &mut self.out else { return Ok(()) };
         if self.offset - *writeback_from < WRITEBACK_STEP {
             return Ok(());
         }
         out.flush().at(self.tmp.path())?;
-        let fd = out.get_ref().as_raw_fd();
         let len = (self.offset - *writeback_from) as i64;
         // SAFETY: sync_file_range only reads its integer arguments; a bad fd or range is an error return.
         #[cfg(all(target_os = "linux", not(dmv_portable)))]
         unsafe {
-            libc::sync_file_range(fd, *writeback_from as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE)
+            use std::os::unix::io::AsRawFd;
+            libc::sync_file_range(out.get_ref().as_raw_fd(), *writeback_from as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE)
         };
         // Elsewhere no such hint: the final fsync writes it all.
         #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
-        let _ = (fd, len);
+        let _ = len;
         *writeback_from = self.offset;
         Ok(())
     }
@@ -366,6 +366,7 @@ pub fn read_stored_record(file: &File, pack_name: impl std::fmt::Display, e: &En
 /// A record's header into `header` and its payload into a new buffer, in
 /// one read: reading the record whole and cutting the header off moved
 /// every payload byte once more (a tenth of a mount's sequential read).
+#[cfg(unix)]
 fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HEADER_LEN], payload_len: usize) -> std::io::Result<Vec<u8>> {
     use std::os::fd::AsRawFd;
     let mut payload: Vec<u8> = Vec::with_capacity(payload_len);
@@ -394,6 +395,15 @@ fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HE
     }
     // SAFETY: the kernel wrote all `payload_len` bytes (the loop ran until `done == total`).
     unsafe { payload.set_len(payload_len) };
+    Ok(payload)
+}
+
+/// Where there is no preadv (Windows): two reads.
+#[cfg(not(unix))]
+fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HEADER_LEN], payload_len: usize) -> std::io::Result<Vec<u8>> {
+    file.read_exact_at(header, offset)?;
+    let mut payload = vec![0; payload_len];
+    file.read_exact_at(&mut payload, offset + RECORD_HEADER_LEN as u64)?;
     Ok(payload)
 }
 

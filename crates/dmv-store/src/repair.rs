@@ -10,8 +10,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use dmv_os::FileExt;
 
 use crate::error::IoContext;
 use crate::gc::seal;
@@ -142,16 +143,16 @@ impl Store {
         for (p, _, _) in rewrite.iter().filter(|(p, _, _)| !sealed.contains(p)) {
             let idx = dir.join(pack::index_file_name(p));
             if idx.exists() {
-                std::fs::remove_file(&idx).at(&idx)?;
+                dmv_os::remove_file(&idx).at(&idx)?;
                 bad_indexes.remove(&idx);
             }
             let path = dir.join(pack::pack_file_name(p));
-            std::fs::remove_file(&path).at(&path)?;
+            dmv_os::remove_file(&path).at(&path)?;
         }
         report.packs_rewritten = rewrite.len();
         // What is left: indexes of packs that are gone, or damaged ones of whole packs (rebuilt from the table of contents).
         for idx in bad_indexes {
-            std::fs::remove_file(&idx).at(&idx)?;
+            dmv_os::remove_file(&idx).at(&idx)?;
         }
         for p in &packs {
             let (pack_path, idx) = (dir.join(pack::pack_file_name(p)), dir.join(pack::index_file_name(p)));
@@ -164,7 +165,7 @@ impl Store {
         }
         let midx = dir.join(MULTI_PACK_INDEX);
         if report.packs_rewritten > 0 && midx.exists() {
-            std::fs::remove_file(&midx).at(&midx)?;
+            dmv_os::remove_file(&midx).at(&midx)?;
         }
         self.reload()?;
         self.index_packs_if_many()?;

@@ -503,5 +503,5 @@ impl Store {
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> StoreResult<()> {
-    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+    dmv_os::sync_dir(dir).at(dir)
 }

@@ -616,7 +616,7 @@ pub enum Refusal {
 /// that is what an error, or one of its causes, says went wrong: the one
 /// fact that tells a person what to do about a failed write.
 pub fn full_file_system<'a>(causes: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<PathBuf> {
-    let full = |io: &std::io::Error| matches!(io.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT));
+    let full = |io: &std::io::Error| matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded);
     let (mut path, mut is_full) = (None, false);
     for cause in causes {
         let failed = cause.downcast_ref::<StoreError>().and_then(StoreError::failed_file);
@@ -636,7 +636,7 @@ pub fn full_file_system<'a>(causes: impl Iterator<Item = &'a (dyn std::error::Er
 
 /// The mount point of the file system holding `path` (or its nearest existing folder).
 fn mount_point(path: &std::path::Path) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
+    use dmv_os::MetadataExt;
     let mut at = path.ancestors().find(|p| p.exists()).unwrap_or(std::path::Path::new("/")).to_path_buf();
     let Ok(dev) = std::fs::metadata(&at).map(|m| m.dev()) else { return at };
     while let Some(parent) = at.parent() {

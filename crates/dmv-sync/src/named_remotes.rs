@@ -55,7 +55,7 @@ fn connect_noted(repo: &Repository, spec: &RemoteSpec) -> SyncResult<Box<dyn Rem
 pub fn normalize_url(url: &str) -> SyncResult<String> {
     match RemoteSpec::parse(url)?.transport {
         Transport::Path(p) => {
-            let abs = p.canonicalize().map_err(|cause| SyncError::NoLocalRepository { path: p.clone(), cause })?;
+            let abs = dmv_os::canonicalize(&p).map_err(|cause| SyncError::NoLocalRepository { path: p.clone(), cause })?;
             Ok(abs.to_string_lossy().into_owned())
         }
         _ => Ok(url.to_string()),

@@ -3,7 +3,6 @@
 //! on one stream; the HTTP server calls [`handle`] once per request.
 
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
 use std::path::Path;
 
 use std::collections::HashMap;
@@ -40,16 +39,29 @@ impl Caller {
     /// as (ssh logs in as the user), who may write what the account can.
     /// The account that owns the repository is its admin.
     pub fn local_account(repo_dir: &Path) -> Caller {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        let user = account_name(uid).or_else(|| ["USER", "LOGNAME"].iter().find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))).unwrap_or_else(|| format!("uid {uid}"));
-        use std::os::unix::fs::MetadataExt;
-        let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| m.uid() == uid);
-        Caller { may_write: true, user: Some(user), admin }
+        #[cfg(unix)]
+        {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            let user =
+                account_name(uid).or_else(|| ["USER", "LOGNAME"].iter().find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))).unwrap_or_else(|| format!("uid {uid}"));
+            use std::os::unix::fs::MetadataExt;
+            let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| m.uid() == uid);
+            Caller { may_write: true, user: Some(user), admin }
+        }
+        // Windows: files' owners are not at hand here; who can write the
+        // repository's folder is taken as its admin.
+        #[cfg(windows)]
+        {
+            let user = std::env::var("USERNAME").ok().filter(|u| !u.is_empty());
+            let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| !m.permissions().readonly());
+            Caller { may_write: true, user, admin }
+        }
     }
 }
 
 /// The account name of `uid` in the password database (sshd logs a user in as it).
+#[cfg(unix)]
 fn account_name(uid: libc::uid_t) -> Option<String> {
     let mut buf = vec![0 as libc::c_char; 16 << 10];
     // SAFETY: an all-zero passwd is a valid value to be overwritten.
@@ -78,7 +90,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     crate::stdio::widen_pipe(1);
     // Straight to file descriptor 1: std's stdout is line-buffered, and
     // object data is full of newlines.
-    let stdout = std::io::stdout().as_fd().try_clone_to_owned().map(std::fs::File::from).map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
+    let stdout = dmv_os::stdout_file().map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
     let mut input = FrameReader::new(std::io::BufReader::with_capacity(PIPE_BUFFER, stdin));
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(PIPE_BUFFER, stdout));
     let repo = Repository::open(path);

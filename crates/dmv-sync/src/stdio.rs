@@ -3,13 +3,17 @@
 //! system `ssh` (like Git, so keys, agents and ssh config just work).
 
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::os::unix::io::{AsRawFd, RawFd};
+#[cfg(unix)]
+use std::os::unix::io::{AsRawFd as AsPipe, RawFd};
+#[cfg(windows)]
+use std::os::windows::io::AsRawHandle as AsPipe;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::{BodyWriter, Wire};
+#[cfg(unix)]
 use crate::error::GaveUpWaiting;
 use crate::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb};
@@ -29,7 +33,10 @@ pub struct StdioWire {
 
 /// Our end of a pipe to the child, read and written without blocking for
 /// longer than `after` at a time: a frozen ssh server (or a frozen child)
-/// never answers, and a blocking read would wait for it forever.
+/// never answers, and a blocking read would wait for it forever. Windows's
+/// anonymous pipes cannot be polled: there they block, and a frozen remote
+/// is waited for.
+#[cfg_attr(windows, allow(dead_code))]
 struct Patient<P> {
     pipe: P,
     url: String,
@@ -37,11 +44,12 @@ struct Patient<P> {
     gave_up: Arc<AtomicBool>,
 }
 
-impl<P: AsRawFd> Patient<P> {
+impl<P: AsPipe> Patient<P> {
     fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>> {
-        let fd = pipe.as_raw_fd();
         // SAFETY: F_GETFL/F_SETFL on a descriptor we own change only its flags; errors are returned.
+        #[cfg(unix)]
         unsafe {
+            let fd = pipe.as_raw_fd();
             let flags = libc::fcntl(fd, libc::F_GETFL);
             if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
                 return Err(std::io::Error::last_os_error());
@@ -52,6 +60,7 @@ impl<P: AsRawFd> Patient<P> {
 
     /// Waits until the pipe can be read (`POLLIN`) or written (`POLLOUT`),
     /// or has closed; fails once `after` has passed without that.
+    #[cfg(unix)]
     fn wait(&self, events: libc::c_short) -> std::io::Result<()> {
         let deadline = Instant::now() + self.after;
         loop {
@@ -68,6 +77,7 @@ impl<P: AsRawFd> Patient<P> {
 }
 
 /// Whether `fd` became ready for `events` (or closed) within `within`.
+#[cfg(unix)]
 fn ready(fd: RawFd, events: libc::c_short, within: Duration) -> std::io::Result<bool> {
     let mut poll = libc::pollfd { fd, events, revents: 0 };
     let millis = within.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
@@ -82,7 +92,13 @@ fn ready(fd: RawFd, events: libc::c_short, within: Duration) -> std::io::Result<
     }
 }
 
-impl<P: Read + AsRawFd> Read for Patient<P> {
+impl<P: Read + AsPipe> Read for Patient<P> {
+    #[cfg(windows)]
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.pipe.read(buf)
+    }
+
+    #[cfg(unix)]
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             match self.pipe.read(buf) {
@@ -93,7 +109,13 @@ impl<P: Read + AsRawFd> Read for Patient<P> {
     }
 }
 
-impl<P: Write + AsRawFd> Write for Patient<P> {
+impl<P: Write + AsPipe> Write for Patient<P> {
+    #[cfg(windows)]
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pipe.write(buf)
+    }
+
+    #[cfg(unix)]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         loop {
             match self.pipe.write(buf) {
@@ -111,7 +133,7 @@ impl<P: Write + AsRawFd> Write for Patient<P> {
 /// Grows a pipe from the default 64 KiB to 1 MiB (the usual limit), so a
 /// transfer through ssh hands over a MiB per wake-up instead of 64 KiB. Only
 /// a speed-up: a descriptor that is not a pipe, or a lower limit, is fine.
-pub(crate) fn widen_pipe(fd: std::os::unix::io::RawFd) {
+pub(crate) fn widen_pipe(fd: i32) {
     // SAFETY: F_SETPIPE_SZ only reads its integer argument; a bad fd or size is an error return.
     #[cfg(all(target_os = "linux", not(dmv_portable)))]
     unsafe {
@@ -131,8 +153,11 @@ impl StdioWire {
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(SyncError::Unreachable { url: what.to_string(), detail: "no pipes to the child process".into() });
         };
-        widen_pipe(stdin.as_raw_fd());
-        widen_pipe(stdout.as_raw_fd());
+        #[cfg(unix)]
+        {
+            widen_pipe(stdin.as_raw_fd());
+            widen_pipe(stdout.as_raw_fd());
+        }
         let gave_up = Arc::new(AtomicBool::new(false));
         let patient = |e: std::io::Error| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot set up the pipes to the child process: {e}") };
         let stdin = Patient::new(stdin, what, stall_after, gave_up.clone()).map_err(patient)?;

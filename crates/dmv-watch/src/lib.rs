@@ -160,7 +160,7 @@ impl FolderWatch {
     /// the root is always ignored. Falls back to polling where events cannot
     /// be had; fails only when `root` is not a readable folder.
     pub fn start(root: &Path, ignore: Ignore, settings: Settings) -> Result<FolderWatch, WatchError> {
-        let canonical = root.canonicalize().map_err(|source| WatchError::Root { path: root.to_path_buf(), source })?;
+        let canonical = dmv_os::canonicalize(root).map_err(|source| WatchError::Root { path: root.to_path_buf(), source })?;
         if !canonical.is_dir() {
             return Err(WatchError::NotAFolder { path: root.to_path_buf() });
         }

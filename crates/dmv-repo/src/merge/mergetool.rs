@@ -4,11 +4,12 @@
 
 use std::ffi::OsStr;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use dmv_store::object::EntryKind;
 use dmv_store::Silent;
+
+use dmv_os::OsStrExt;
 
 use crate::error::{IoContext, RepoResult};
 use crate::history::tree::FlatEntry;

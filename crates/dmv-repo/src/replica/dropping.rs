@@ -12,8 +12,8 @@
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 
+use dmv_os::MetadataExt;
 use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{ObjectId, ObjectKind};
 

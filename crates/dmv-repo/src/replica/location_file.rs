@@ -456,10 +456,10 @@ impl Repository {
         let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).at(&path)?;
         // An append a crash cut short is cut off, then this one written whole and synced.
         file.set_len(journal.valid_len as u64).at(&path)?;
-        std::os::unix::fs::FileExt::write_all_at(&file, &bytes, journal.valid_len as u64).at(&path)?;
+        dmv_os::FileExt::write_all_at(&file, &bytes, journal.valid_len as u64).at(&path)?;
         file.sync_all().at(&path)?;
         if journal.valid_len == 0 {
-            File::open(&self.dmv).and_then(|d| d.sync_all()).at(&self.dmv)?;
+            dmv_os::sync_dir(&self.dmv).at(&self.dmv)?;
         }
         Ok(())
     }

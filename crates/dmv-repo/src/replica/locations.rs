@@ -426,7 +426,7 @@ impl Repository {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.replica_id(),
             // File systems without hard links (FAT, exFAT: a camera's card, a USB stick):
             // O_CREAT|O_EXCL, at the price of a moment in which the file is there but empty.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)) => {
+            Err(e) if dmv_os::no_hard_links(&e) => {
                 let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).and_then(|mut f| {
                     std::io::Write::write_all(&mut f, crate::seal::seal(&format!("{id}\n")).as_bytes())?;
                     f.sync_all()

@@ -3,8 +3,8 @@
 //! (chunks and file nodes) it holds too. Stored in the replica's config.
 
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
 
+use dmv_os::OsStrExt;
 use serde::{Deserialize, Serialize};
 
 /// Which files' data a replica fetches and keeps.

@@ -59,7 +59,7 @@ impl Repository {
     pub fn init_set_up(path: &Path, chunking: ChunkParams, bare: bool, set_up: impl FnOnce(&Path, &mut Config) -> RepoResult<()>) -> RepoResult<Repository> {
         chunking.validate().map_err(|detail| RepoError::BadChunking { detail })?;
         std::fs::create_dir_all(path).at(path)?;
-        let root = path.canonicalize().at(path)?;
+        let root = dmv_os::canonicalize(path).at(path)?;
         let dmv = root.join(DMV_DIR);
         if dmv.exists() {
             return Err(RepoError::AlreadyExists(root));
@@ -92,7 +92,7 @@ impl Repository {
 
     /// Finds the repository containing `start` (or one of its parents).
     pub fn discover(start: &Path) -> RepoResult<Repository> {
-        let start = start.canonicalize().at(start)?;
+        let start = dmv_os::canonicalize(start).at(start)?;
         let mut dir = Some(start.as_path());
         while let Some(d) = dir {
             if d.join(DMV_DIR).join("config").is_file() {
@@ -105,7 +105,7 @@ impl Repository {
 
     /// Opens the repository at exactly `root` (no search of parent directories).
     pub fn open(root: &Path) -> RepoResult<Repository> {
-        let root = root.canonicalize().at(root)?;
+        let root = dmv_os::canonicalize(root).at(root)?;
         if !root.join(DMV_DIR).join("config").is_file() {
             return Err(RepoError::NotARepository(root));
         }
@@ -401,30 +401,29 @@ impl Repository {
     /// A path given on the command line (relative to the current directory)
     /// as repository-relative bytes; refuses paths outside the working tree.
     pub fn repo_path(&self, cwd: &Path, arg: &Path) -> RepoResult<Vec<u8>> {
-        use std::os::unix::ffi::OsStrExt;
+        use dmv_os::OsStrExt;
         let joined = if arg.is_absolute() { arg.to_path_buf() } else { cwd.join(arg) };
-        let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+        let mut normal = PathBuf::new();
         for c in joined.components() {
             match c {
-                std::path::Component::RootDir | std::path::Component::Prefix(_) => parts.clear(),
                 std::path::Component::CurDir => {}
                 std::path::Component::ParentDir => {
-                    parts.pop();
+                    normal.pop();
                 }
-                std::path::Component::Normal(p) => parts.push(p),
+                // A root or a drive starts the path again.
+                other => normal.push(other),
             }
         }
-        let normal: PathBuf = std::iter::once(std::ffi::OsStr::new("/")).chain(parts).collect();
         let rel = normal.strip_prefix(&self.root).map_err(|_| RepoError::OutsideWorktree { path: arg.to_path_buf(), root: self.root.clone() })?;
         if rel.components().next().is_some_and(|c| c.as_os_str() == DMV_DIR) {
             return Err(RepoError::InsideDmvDir { path: arg.to_path_buf() });
         }
-        Ok(rel.as_os_str().as_bytes().to_vec())
+        // '/' between folders, whatever the system writes between them.
+        Ok(rel.components().map(|c| c.as_os_str().as_bytes()).collect::<Vec<_>>().join(&b'/'))
     }
 
     /// The absolute path of repository-relative `rel`.
     pub fn abs_path(&self, rel: &[u8]) -> PathBuf {
-        use std::os::unix::ffi::OsStrExt;
-        self.root.join(std::ffi::OsStr::from_bytes(rel))
+        self.root.join(dmv_os::rel_path(rel))
     }
 }

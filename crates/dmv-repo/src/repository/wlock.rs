@@ -9,10 +9,11 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use dmv_os::FileExt;
 
 use crate::error::IoContext;
 use crate::{RepoError, RepoResult};

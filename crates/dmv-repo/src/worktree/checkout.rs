@@ -300,9 +300,8 @@ impl Repository {
         if wanted & 0o222 != 0 || stat.mode & 0o222 == 0 {
             return Ok(*stat);
         }
-        use std::os::unix::fs::PermissionsExt;
         let path = self.abs_path(rel);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(stat.mode & 0o7777 & !0o222)).at(&path)?;
+        dmv_os::set_mode(&path, stat.mode & 0o7777 & !0o222).at(&path)?;
         Ok(Stat::of(&std::fs::symlink_metadata(&path).at(&path)?))
     }
 

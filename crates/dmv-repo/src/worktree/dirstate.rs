@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::IoContext;
 use crate::history::tree::{FilesInOrder, FlatEntry, FlatTree};
 use crate::pathmap::PathMap;
-pub use crate::stat::{kind_of, mtime_ns, Stat};
+pub use crate::stat::{kind_of, kind_on_disk, mtime_ns, Stat};
 use crate::{RepoError, RepoResult};
 
 const MAGIC: &[u8; 8] = b"DMVDIRS\0";

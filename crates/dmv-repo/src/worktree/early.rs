@@ -17,12 +17,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dmv_store::object::{decode, ChunkWalk, Commit, EntryKind, FileNode, TreeNode};
 use dmv_store::{FileWriter, ObjectId, ObjectKind, StoreError};
+
+use dmv_os::OsStrExt;
 
 use crate::history::tree::FlatEntry;
 use crate::worktree::dirstate::Stat;
@@ -166,7 +167,7 @@ impl EarlyCheckout {
                 }
                 let path = self.staging.join(format!("{file}"));
                 let created = std::fs::create_dir_all(&self.staging).and_then(|()| {
-                    use std::os::unix::fs::OpenOptionsExt;
+                    use dmv_os::OpenOptionsExt;
                     let mode = if f.entry.kind == EntryKind::Executable { 0o777 } else { 0o666 };
                     std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path)
                 });

@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::Metadata;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use dmv_os::{OpenOptionsExt, OsStrExt};
 use dmv_store::object::EntryKind;
 use dmv_store::{ObjectId, ObjectKind};
 
@@ -27,6 +27,16 @@ pub(crate) fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {
     Ok(std::fs::read_link(path).at(path)?.as_os_str().as_bytes().to_vec())
 }
 
+/// A symlink to `target` at `at`; where the system makes none for us
+/// (Windows), a file holding the target, as git's `core.symlinks = false`
+/// checks one out: status still sees it as the link it was, until it is edited.
+fn make_symlink(target: &[u8], at: &Path) -> std::io::Result<()> {
+    match dmv_os::SYMLINKS {
+        true => dmv_os::symlink(OsStr::from_bytes(target), at),
+        false => std::fs::OpenOptions::new().write(true).create_new(true).open(at).and_then(|mut f| std::io::Write::write_all(&mut f, target)),
+    }
+}
+
 impl Repository {
     /// Writes one stored entry to the working tree (via a temporary name and
     /// rename, so a reader never sees half a file) and returns its new stat.
@@ -42,9 +52,8 @@ impl Repository {
         let _ = std::fs::remove_file(&tmp);
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
-            std::os::unix::fs::symlink(OsStr::from_bytes(&target), &tmp).at(&tmp)?;
+            make_symlink(&target, &tmp).at(&tmp)?;
         } else {
-            use std::os::unix::fs::OpenOptionsExt;
             let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&tmp).at(&tmp)?;
             let mut w = dmv_store::FileWriter::new(f, e.size);
             let written = self.store.write_content(&e.id, &mut w);
@@ -62,7 +71,6 @@ impl Repository {
     /// markers), the way [`Repository::write_entry`] writes a stored file.
     pub(crate) fn write_made(&self, rel: &[u8], kind: EntryKind, bytes: &[u8]) -> RepoResult<Metadata> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = self.abs_path(rel);
         let parent = self.make_parent_dirs(rel)?;
         let tmp = parent.join(format!("{TEMP_PREFIX}{}-made", std::process::id()));
@@ -123,13 +131,12 @@ impl Repository {
         }
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
-            return match std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path) {
+            return match make_symlink(&target, &path) {
                 Ok(()) => std::fs::symlink_metadata(&path).at(&path),
                 Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => self.write_entry(rel, e),
                 Err(err) => Err(RepoError::io(&path, err)),
             };
         }
-        use std::os::unix::fs::OpenOptionsExt;
         let f = match std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&path) {
             Ok(f) => f,
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => return self.write_entry(rel, e),
@@ -199,11 +206,10 @@ impl Repository {
             Ok(m) if m.is_file() => m,
             _ => return Ok(false),
         };
-        use std::os::unix::fs::PermissionsExt;
-        let mode = meta.permissions().mode();
+        let mode = dmv_os::mode_of(&meta);
         let new = if held { mode | 0o200 } else { mode & !0o222 };
         if new != mode {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(new)).at(&path)?;
+            dmv_os::set_mode(&path, new).at(&path)?;
         }
         // The cached rule knew the old holder: read it again when next needed.
         *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = None;

@@ -12,7 +12,7 @@ use dmv_store::{IngestSource, ObjectId, ObjectKind, Progress, Tally, WriteSessio
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::paths::{matches, show, Beneath};
 use crate::repository::repo::Repository;
-use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
+use crate::worktree::dirstate::{kind_of, kind_on_disk, DirEntry, Dirstate, Stat};
 use crate::worktree::files::symlink_target;
 use crate::worktree::sieve::{differs, sift, Seen};
 use crate::worktree::walk::stat_threads;
@@ -399,8 +399,9 @@ impl Storing<'_, '_, '_> {
             };
             let stored = self.store(paths.iter().map(Vec::as_slice).zip(batch.iter().map(|(_, meta)| meta)))?;
             let mut ds = ds.write().unwrap_or_else(|p| p.into_inner());
-            for ((i, _), new) in batch.iter().zip(stored) {
+            for ((i, _), mut new) in batch.iter().zip(stored) {
                 if let Some(entry) = ds.entries.sorted_value_mut(*i) {
+                    new.kind = kind_on_disk(new.kind, entry.kind);
                     if (entry.id, entry.kind) != (new.id, new.kind) {
                         self.changed += 1;
                     }

@@ -16,7 +16,7 @@ use crate::history::tree::{diff_sorted_each, tree_reader, Change, ChangeKind, Fi
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repository::repo::Repository;
-use crate::worktree::dirstate::{DirEntry, Dirstate, Stat};
+use crate::worktree::dirstate::{kind_on_disk, DirEntry, Dirstate, Stat};
 use crate::worktree::files::symlink_target;
 use crate::worktree::sieve::{differs, sift, Seen};
 use crate::worktree::walk::stat_threads;
@@ -195,9 +195,9 @@ impl Repository {
             let entries = ds.entries.sorted().unwrap_or_default();
             let ids = self.current_ids(slice.len(), |k| (entries.path(slice[k].0), &slice[k].1))?;
             for (&(i, meta), (id, size)) in slice.iter().zip(ids) {
-                let kind = meta.kind().unwrap_or(EntryKind::File);
                 let entries = ds.entries.sorted().unwrap_or_default();
                 let (path, entry) = (entries.path(i), entries.value(i));
+                let kind = kind_on_disk(meta.kind().unwrap_or(EntryKind::File), entry.kind);
                 if id != entry.id || kind != entry.kind {
                     unstaged(Change { path: path.to_vec(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
                 // A file stamped within a clock tick of our read may have been

@@ -9,12 +9,13 @@
 //! 100,000 files. Folders are shared out among a few threads.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use dmv_os::OsStrExt;
 
 use crate::error::RepoError;
 use crate::paths::{is_not_there, DMV_DIR, TEMP_PREFIX};
@@ -232,13 +233,7 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut
         // One whose writer is gone (killed mid-write) is removed.
         if let Some(rest) = name.as_bytes().strip_prefix(TEMP_PREFIX.as_bytes()) {
             let writer = rest.split(|b| *b == b'-').next().and_then(|pid| std::str::from_utf8(pid).ok()).and_then(|pid| pid.parse::<u32>().ok());
-            // SAFETY: kill with signal 0 sends nothing; it only says whether the process exists.
-            // (A pid too large for pid_t names no process.)
-            let gone = |pid: u32| match libc::pid_t::try_from(pid) {
-                Ok(pid) => (unsafe { libc::kill(pid, 0) }) != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
-                Err(_) => true,
-            };
-            if writer.is_some_and(gone) {
+            if writer.is_some_and(|pid| !dmv_os::process_alive(pid)) {
                 let _ = std::fs::remove_file(entry.path());
             }
             continue;

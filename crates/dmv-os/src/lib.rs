@@ -1,0 +1,108 @@
+//! What DMV asks of the operating system that Unix and Windows answer
+//! differently: positional reads and writes, whole-file advisory locks,
+//! whether a process still runs, the host's name, the stat fields the
+//! dirstate compares, a folder's fsync, free disk space, and file names as
+//! bytes. Unix gets the same calls it always made; Windows gets the nearest
+//! equivalent, or a documented fallback where there is none (no inode
+//! numbers, no executable bit, no fsync of a folder).
+//!
+//! The traits carry the names of `std::os::unix`'s, so code written against
+//! those reads the same with `use dmv_os::{FileExt, MetadataExt, OsStrExt}`.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;
+
+/// How a lock is shared: readers of a store share it, gc and the ref
+/// writer hold it alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+/// Whether `e` says the file system cannot make hard links (FAT, exFAT,
+/// some network shares), so the caller should fall back to creating the
+/// file exclusively.
+pub fn no_hard_links(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Unsupported || no_hard_links_code(e.raw_os_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn positional_reads_and_writes_leave_the_rest_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut f = std::fs::File::options().read(true).write(true).create_new(true).open(&path).unwrap();
+        f.write_all(b"0123456789").unwrap();
+        f.write_all_at(b"ab", 3).unwrap();
+        let mut buf = [0u8; 4];
+        f.read_exact_at(&mut buf, 2).unwrap();
+        assert_eq!(&buf, b"2ab5");
+        assert_eq!(f.read_at(&mut buf, 8).unwrap(), 2);
+        assert_eq!(&buf[..2], b"89");
+        assert_eq!(f.read_exact_at(&mut buf, 9).unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn an_exclusive_lock_keeps_out_every_other_taker_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let open = || std::fs::File::options().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let (a, b) = (open(), open());
+        lock(&a, LockKind::Shared).unwrap();
+        assert!(try_lock(&b, LockKind::Shared).unwrap(), "two shared holders");
+        drop(b);
+        let c = open();
+        assert!(!try_lock(&c, LockKind::Exclusive).unwrap(), "shared holder keeps exclusive out");
+        drop(a);
+        assert!(try_lock(&c, LockKind::Exclusive).unwrap());
+        // The holder's bytes stay readable by others (the refs lock names its holder in them).
+        (&c).write_all(b"held by me").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"held by me");
+        assert!(!try_lock(&open(), LockKind::Shared).unwrap());
+    }
+
+    #[test]
+    fn this_process_runs_and_a_finished_child_does_not() {
+        assert!(process_alive(std::process::id()));
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap()).arg("--list").stdout(std::process::Stdio::null()).spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!process_alive(pid));
+        assert!(!host_name().is_empty());
+    }
+
+    #[test]
+    fn names_go_to_bytes_and_back() {
+        let name = std::ffi::OsStr::from_bytes("Café.jpg".as_bytes());
+        assert_eq!(name, "Café.jpg");
+        assert_eq!(name.as_bytes(), "Café.jpg".as_bytes());
+    }
+
+    #[test]
+    fn stat_fields_follow_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"x").unwrap();
+        let before = std::fs::metadata(&path).unwrap();
+        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_700);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(t).unwrap();
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!((after.mtime(), after.mtime_nsec()), (1_700_000_000, 123_456_700));
+        assert_ne!(before.mtime(), after.mtime());
+        assert_eq!(after.mode() & 0o170000, 0o100000);
+        assert!(available_bytes(dir.path()).is_some_and(|n| n > 0));
+        sync_dir(dir.path()).unwrap();
+    }
+}

@@ -1,0 +1,162 @@
+//! Unix: the calls DMV always made.
+
+use std::io;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+pub use std::os::unix::ffi::OsStrExt;
+pub use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+
+use crate::LockKind;
+
+/// Whether files keep an executable bit of their own.
+pub const EXECUTABLE_BIT: bool = true;
+/// Whether a checkout can make symbolic links.
+pub const SYMLINKS: bool = true;
+
+/// Takes an flock(2) on the whole file, waiting while others hold it. The
+/// kernel drops it when the last descriptor closes, a killed process's too.
+pub fn lock(file: &std::fs::File, kind: LockKind) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), flock_mode(kind)) } == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Takes the lock if nobody holds it in a way that excludes us: Ok(false) when busy.
+pub fn try_lock(file: &std::fs::File, kind: LockKind) -> io::Result<bool> {
+    // SAFETY: as in `lock`.
+    if unsafe { libc::flock(file.as_raw_fd(), flock_mode(kind) | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    match err.kind() {
+        io::ErrorKind::WouldBlock => Ok(false),
+        _ => Err(err),
+    }
+}
+
+fn flock_mode(kind: LockKind) -> libc::c_int {
+    match kind {
+        LockKind::Shared => libc::LOCK_SH,
+        LockKind::Exclusive => libc::LOCK_EX,
+    }
+}
+
+/// Whether process `pid` of this host still runs. True when that cannot be
+/// told (a pid of 0 or past i32), as every caller would rather wait than
+/// break a live holder's lock.
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return true };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // An unreaped zombie still answers kill(0) but holds no files any more.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        if let Some((_, rest)) = stat.rsplit_once(')') {
+            if rest.trim_start().starts_with('Z') {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Asks process `pid` to stop (SIGTERM), as a terminal's Ctrl-C would.
+pub fn ask_to_stop(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::other("no such process"))?;
+    // SAFETY: sends a signal; no memory is involved.
+    match unsafe { libc::kill(pid, libc::SIGTERM) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Ends this process at once, as an outside kill -9 would: no handlers, no
+/// flushing of user-space buffers, no core dump.
+pub fn kill_self() -> ! {
+    // SAFETY: SIGKILL to ourselves is delivered before kill() returns.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    std::process::abort()
+}
+
+/// This host's name, "unknown" when the system will not say.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer's length is passed with it.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return "unknown".to_string();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A repository-relative path (bytes, '/' between folders) as a path.
+pub fn rel_path(rel: &[u8]) -> std::borrow::Cow<'_, Path> {
+    std::borrow::Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(rel)))
+}
+
+/// The absolute path of `path` with every link resolved.
+pub fn canonicalize(path: &Path) -> io::Result<std::path::PathBuf> {
+    path.canonicalize()
+}
+
+/// Removes a file that this or another process may still have open or
+/// mapped; its name is free at once.
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    std::fs::remove_file(path)
+}
+
+/// Makes a symbolic link at `link` to `target`.
+pub fn symlink(target: &std::ffi::OsStr, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// Sets a file's permission bits.
+pub fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// A file's permission bits.
+pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode()
+}
+
+/// This process's standard output as a file of its own, written past
+/// std's line buffer.
+pub fn stdout_file() -> io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())
+}
+
+/// Makes a folder's entries (a rename into it, a new file) durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Bytes an unprivileged writer may still use on the file system of `path`.
+pub fn available_bytes(path: &Path) -> Option<u64> {
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct it is given; the path is a C string.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    #[allow(clippy::unnecessary_cast)]
+    (unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+}
+
+pub(crate) fn no_hard_links_code(code: Option<i32>) -> bool {
+    matches!(code, Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK))
+}
