@@ -289,7 +289,7 @@ fn stop(repo: &Repository) -> Result<u8> {
         return Ok(0);
     };
     // A pid read from the lock its holder still holds.
-    if let Err(e) = dmv_os::ask_to_stop(pid as u32) {
+    if let Err(e) = dmv_os::ask_to_stop(pid) {
         bail!("cannot stop the watcher (pid {pid}): {e}");
     }
     let deadline = Instant::now() + Duration::from_secs(30);

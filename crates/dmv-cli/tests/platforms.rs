@@ -151,7 +151,9 @@ fn names_and_file_kinds_a_windows_desk_cannot_hold() {
     }
 
     // An executable and a symlink.
-    let kit = made("kit", &[("tools/run.sh", b"#!/bin/sh\necho hi\n"), ("shoot/a.jpg", b"a")]);
+    // A path past Windows's old 260-character limit, too.
+    let deep = format!("deep/{}/take.wav", ["a long folder name of a session of recording"; 6].join("/"));
+    let kit = made("kit", &[("tools/run.sh", b"#!/bin/sh\necho hi\n"), ("shoot/a.jpg", b"a"), (deep.as_str(), b"a take")]);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(kit.join("tools/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::symlink("shoot/a.jpg", kit.join("latest")).unwrap();
@@ -176,4 +178,21 @@ fn names_and_file_kinds_a_windows_desk_cannot_hold() {
     assert_ne!(std::fs::metadata(back.join("tools/run.sh")).unwrap().permissions().mode() & 0o111, 0, "the tool is still executable");
     assert_eq!(std::fs::read(back.join("tools/run.sh")).unwrap(), b"#!/bin/sh\necho graded\n");
     assert_eq!(std::fs::read(back.join("shoot/a.jpg")).unwrap(), b"a, graded");
+    assert_eq!(std::fs::read(desk.join(&deep)).unwrap(), b"a take");
+
+    // Drops one after another: each rewrites the multi-pack index the last
+    // one wrote, which the store has mapped (Windows will not replace a
+    // mapped file) and lists the packs it removed (which Windows keeps
+    // listed while they are open).
+    let phone = t.join("kit-phone");
+    ok(&dmv_out(t, &["clone", "--slice", "meta", kit.to_str().unwrap(), phone.to_str().unwrap()]));
+    ok(&dmv_out(&phone, &["get", "shoot/a.jpg", "tools/run.sh", &deep]));
+    for file in ["shoot/a.jpg", "tools/run.sh", &deep] {
+        let dropped = dmv_out(&phone, &["drop", "--numcopies", "1", file]);
+        ok(&dropped);
+        let said = stderr(&dropped);
+        assert!(said.contains("bytes freed") && !said.contains(" 0 bytes freed"), "{said}");
+        assert!(!phone.join(file).exists());
+    }
+    fsck_clean(&phone);
 }

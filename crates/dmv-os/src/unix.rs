@@ -119,6 +119,13 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)
 }
 
+/// Renames `from` over `to`, which this or another process may have open
+/// or mapped: for files whose absence for a moment is harmless (an index
+/// the per-pack indexes stand in for, a working-tree file).
+pub fn replace_file(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::rename(from, to)
+}
+
 /// Makes a symbolic link at `link` to `target`.
 pub fn symlink(target: &std::ffi::OsStr, link: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, link)

@@ -185,12 +185,51 @@ pub fn canonicalize(path: &Path) -> io::Result<std::path::PathBuf> {
 /// renamed to `tmp-removed-…` beside itself (a name the store's cleanup
 /// removes), which frees its name at once.
 pub fn remove_file(path: &Path) -> io::Result<()> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let aside = path.with_file_name(format!("tmp-removed-{}-{}-{name}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let aside = aside(path);
     match std::fs::rename(path, &aside) {
         Ok(()) => std::fs::remove_file(&aside),
         Err(_) => std::fs::remove_file(path),
+    }
+}
+
+/// A name beside `path` for it to be moved to and removed.
+fn aside(path: &Path) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!("tmp-removed-{}-{}-{name}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// Renames `from` over `to`, which this or another process may have open
+/// or mapped: for files whose absence for a moment is harmless (an index
+/// the per-pack indexes stand in for, a working-tree file). Windows refuses
+/// to replace a mapped file, and a virus scanner or an indexer may hold one
+/// for a moment: `to` is moved aside first (see [`remove_file`]), and the
+/// rename tried again for up to two seconds.
+pub fn replace_file(from: &Path, to: &Path) -> io::Result<()> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        let err = match std::fs::rename(from, to) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => e,
+            done => return done,
+        };
+        let aside = aside(to);
+        if std::fs::rename(to, &aside).is_ok() {
+            match std::fs::rename(from, to) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(&aside);
+                    return Ok(());
+                }
+                Err(_) => {
+                    let _ = std::fs::rename(&aside, to);
+                }
+            }
+        }
+        if started.elapsed() > std::time::Duration::from_secs(2) {
+            return Err(err);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
     }
 }
 

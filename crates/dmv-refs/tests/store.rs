@@ -378,10 +378,7 @@ fn dead_pid() -> u32 {
 }
 
 fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    dmv_os::host_name()
 }
 
 fn write_lock(dir: &Path, pid: u32, host: &str) {

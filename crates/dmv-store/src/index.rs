@@ -262,7 +262,7 @@ fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreRe
     }
     drop(file);
     crate::failpoint("index-before-rename");
-    std::fs::rename(tmp, path).at(path)?;
+    dmv_os::replace_file(tmp, path).at(path)?;
     guard.kept();
     Ok(())
 }

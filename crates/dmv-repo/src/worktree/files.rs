@@ -63,7 +63,7 @@ impl Repository {
                 return Err(err);
             }
         }
-        std::fs::rename(&tmp, &path).at(&path)?;
+        dmv_os::replace_file(&tmp, &path).at(&path)?;
         std::fs::symlink_metadata(&path).at(&path)
     }
 
@@ -80,7 +80,7 @@ impl Repository {
             let _ = std::fs::remove_file(&tmp);
             return Err(RepoError::io(&tmp, err));
         }
-        std::fs::rename(&tmp, &path).at(&path)?;
+        dmv_os::replace_file(&tmp, &path).at(&path)?;
         std::fs::symlink_metadata(&path).at(&path)
     }
 
