@@ -104,6 +104,18 @@ impl dmv_sync::Progress for Bar {
     fn finish(&self) {
         Bar::finish(self)
     }
+
+    fn warn(&self, line: &str) {
+        warn_above(self, line)
+    }
+}
+
+/// A warning on its own line, above the bar.
+fn warn_above(bar: &Bar, line: &str) {
+    match bar.bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(shown) => shown.suspend(|| eprintln!("dmv: warning: {line}")),
+        None => eprintln!("dmv: warning: {line}"),
+    }
 }
 
 impl Drop for Bar {
@@ -133,6 +145,13 @@ impl dmv_sync::Progress for Phases {
     fn finish(&self) {
         if let Some(p) = self.current.lock().unwrap_or_else(|e| e.into_inner()).take() {
             p.finish();
+        }
+    }
+
+    fn warn(&self, line: &str) {
+        match self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(bar) => warn_above(bar, line),
+            None => eprintln!("dmv: warning: {line}"),
         }
     }
 }

@@ -160,7 +160,11 @@ fn names_and_file_kinds_a_windows_desk_cannot_hold() {
     native(&kit, &["add", "."]);
     native(&kit, &["commit", "-m", "a tool and a link"]);
     let desk = t.join("kit-desk");
-    ok(&dmv_out(t, &["clone", kit.to_str().unwrap(), desk.to_str().unwrap()]));
+    let cloned = dmv_out(t, &["clone", kit.to_str().unwrap(), desk.to_str().unwrap()]);
+    ok(&cloned);
+    let warned = stderr(&cloned);
+    assert_eq!(warned.contains("warning: 1 symlinks checked out as plain files"), windows, "{warned}");
+    assert_eq!(warned.contains("warning: 1 executable files checked out without an executable bit"), windows, "{warned}");
     let link = std::fs::symlink_metadata(desk.join("latest")).unwrap();
     assert_eq!(link.is_symlink(), !windows, "a symlink is a file holding its target on Windows only");
     if windows {

@@ -39,6 +39,9 @@ pub trait Progress: Sync {
     fn update(&self, done: u64, total: u64);
     /// The operation is over (also when it failed).
     fn finish(&self) {}
+    /// Something the person should know that is no error (a symlink
+    /// checked out as a plain file where the system makes none).
+    fn warn(&self, _line: &str) {}
 }
 
 /// Reports nothing.

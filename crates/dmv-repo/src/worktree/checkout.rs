@@ -169,6 +169,7 @@ impl Repository {
     /// entries: in `entries` at their positions, or as added.
     fn write_batch(&self, writes: &mut Writes, entries: &mut [DirEntry], progress: &dyn Progress) -> RepoResult<()> {
         let Writes { to_write, at, added, done, total } = writes;
+        warn_of_kinds_kept_aside(to_write, progress);
         self.write_entries(to_write, false, &mut |k, meta| {
             let (rel, e) = &to_write[k];
             let entry = DirEntry::new(e.kind, e.id, e.size, meta);
@@ -274,6 +275,7 @@ impl Repository {
             done += to_write[i].1.size;
             progress.update(done, total);
         };
+        warn_of_kinds_kept_aside(to_write, progress);
         self.write_entries(to_write, into_empty, &mut record)?;
         let written = || {
             to_write
@@ -553,5 +555,21 @@ impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8],
             (Some(_), None) => self.under.next(),
             _ => self.over.next(),
         }
+    }
+}
+
+/// Says how many of the files about to be written lose their kind in the
+/// working tree where the system keeps no executable bit or makes no
+/// symlinks (Windows): the tree keeps it, and so does what is committed
+/// from here (see `kind_on_disk`).
+fn warn_of_kinds_kept_aside<P: AsRef<[u8]>>(entries: &[(P, FlatEntry)], progress: &dyn Progress) {
+    let count = |kind: EntryKind| entries.iter().filter(|(_, e)| e.kind == kind).count();
+    let links = if dmv_os::SYMLINKS { 0 } else { count(EntryKind::Symlink) };
+    if links > 0 {
+        progress.warn(&format!("{links} symlinks checked out as plain files holding their targets (this system makes no symlinks here); they stay symlinks in what you commit"));
+    }
+    let tools = if dmv_os::EXECUTABLE_BIT { 0 } else { count(EntryKind::Executable) };
+    if tools > 0 {
+        progress.warn(&format!("{tools} executable files checked out without an executable bit (this file system keeps none); they stay executable in what you commit"));
     }
 }
