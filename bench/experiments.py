@@ -5435,9 +5435,14 @@ def _habits_log(ctx, dmv, git, commits):
 
 # ---------------------------------------------------------------- platforms (issue 49)
 
-PLATFORMS_TARGETS = ("native", "x86_64-musl", "aarch64-qemu")  # the tables' order; native: the run's dmv
+# the tables' order; native: the run's dmv
+PLATFORMS_TARGETS = ("native", "x86_64-musl", "aarch64-qemu", "windows-wine")
 PLATFORMS_TRIPLES = {"native": "x86_64-unknown-linux-gnu", "x86_64-musl": "x86_64-unknown-linux-musl",
-                     "aarch64-qemu": "aarch64-unknown-linux-musl"}
+                     "aarch64-qemu": "aarch64-unknown-linux-musl", "windows-wine": "x86_64-pc-windows-gnu"}
+PLATFORMS_START_TRIES = 5      # `dmv --version` of each build: at least this many rounds, whatever --platforms-tries
+# what the Windows build needs in the Wine prefix: Wine 8 lacks bcryptprimitives.dll (Rust's standard library
+# draws its random numbers from it); scripts/test builds a stand-in into the prefix (scripts/wine)
+WINE_DLL = os.path.join("drive_c", "windows", "system32", "bcryptprimitives.dll")
 PLATFORMS_FILE = "big.bin"     # the one big file's name in each work tree (a hard link to the data)
 PLATFORMS_MESSAGE = "x"
 PLATFORMS_REF_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "platforms_ref.c")
@@ -5458,13 +5463,94 @@ PLATFORMS_REF_BUILDS = {
 
 class _Build:
     """One build of dmv the platforms experiment runs (recorded as tool dmv, the build as `target`):
-    `argv` runs it, under qemu-user (`runner`) for aarch64; `source` is the file it was copied from."""
+    `argv` runs it, under qemu-user (`runner`) for aarch64 and under wine for Windows, with `env` (WINEPREFIX,
+    WINEDEBUG) on top of the suite's environment; `source` is the file it was copied from."""
     name = "dmv"
 
-    def __init__(self, target, path, source, runner=None):
-        self.target, self.path, self.source, self.runner = target, path, source, runner
+    def __init__(self, target, path, source, runner=None, env=None):
+        self.target, self.path, self.source, self.runner, self.env = target, path, source, runner, env
         self.triple = PLATFORMS_TRIPLES[target]
         self.argv = ([runner] if runner else []) + [path]
+
+
+def wine_prefix_problem(prefix):
+    """Why the Windows build cannot run in the Wine prefix `prefix`, or None."""
+    if not os.path.isfile(os.path.join(prefix, WINE_DLL)):
+        return ("the Wine prefix %s lacks %s (scripts/test builds it: run it once, or set WINEPREFIX)" % (
+            prefix, os.path.basename(WINE_DLL)))
+    return None
+
+
+def _wineserver(prefix):
+    """(pid, user s, system s) of the wineserver serving the Wine prefix `prefix`, or None: it works in a folder
+    named server-DEV-INODE of the prefix (under /tmp/.wine-UID, or elsewhere as Debian's Wine chooses)."""
+    try:
+        st = os.stat(prefix)
+    except OSError:
+        return None
+    folder = "server-%x-%x" % (st.st_dev, st.st_ino)
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if not f.read().startswith("wineserver"):
+                    continue
+            if os.path.basename(os.readlink("/proc/%s/cwd" % pid)) != folder:
+                continue
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(pid), int(fields[11]) / tick, int(fields[12]) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+class _WineKeeper:
+    """A Windows program (Wine's cmd.exe, waiting on its standard input) kept running in the prefix for the
+    whole experiment, so that its wineserver and the prefix's services (started at the first Windows program:
+    wineboot, services.exe, ...) stay up between the measured commands, which then all find Wine warm; without
+    it the wineserver ends 3 s after the last program and the next command pays Wine's start again. Stopped by
+    closing its input (its process group, which this started, killed if it does not end)."""
+
+    def __init__(self, wine, env, cwd, timeout=120):
+        import select
+        self.proc, self.error = None, None
+        try:
+            self.proc = subprocess.Popen([wine, "cmd.exe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+            # the caret is cmd's escape: "keeper-ready" can only come from the echo having run
+            self.proc.stdin.write(b"echo keeper^-ready\r\n")
+            self.proc.stdin.flush()
+            seen, deadline = b"", time.monotonic() + timeout
+            while b"keeper-ready" not in seen:
+                ready, _, _ = select.select([self.proc.stdout], [], [], max(0.1, deadline - time.monotonic()))
+                block = os.read(self.proc.stdout.fileno(), 4096) if ready else b""
+                if not block:
+                    raise OSError("no answer from %s cmd.exe in %d s (%r)" % (wine, timeout, seen[-200:]))
+                seen += block
+        except OSError as e:
+            self.error = str(e)
+            self.stop()
+
+    def stop(self):
+        p, self.proc = self.proc, None
+        if p is None:
+            return
+        try:
+            p.stdin.close()
+        except OSError:
+            pass
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            p.wait()
+        p.stdout.close()
 
 
 class _RefTool:
@@ -5506,36 +5592,67 @@ def _blake3_c_dir():
     return (os.path.dirname(found[-1]) if found else None), version
 
 
-def platforms(ctx, builds, runner, size, files, tries, dist_dir):
+def platforms(ctx, builds, runner, size, files, tries, dist_dir, wine=None):
     """Issue 49: `dmv init` + `dmv add .` + `dmv commit -m x` of one file of `size` random bytes
     (`platforms-bigfile`, parameter: bytes) and of `files` files of 1 KiB (`platforms-files`, parameter: files)
-    by three builds of dmv in one run: the run's own (x86-64, glibc), the static x86-64 musl build and the static
-    aarch64 musl build under qemu-user (`runner`, None when missing). `builds`: {target: (private copy, source
-    path) or (None, why it is missing)}. Each case `tries` rounds, every build once a round (the order rotated by one each round), each in a
-    fresh work tree of hard links to the same data, after sync(2); checked untimed with the native build. Then
-    the references (`platforms-ref`): the start of each build (`dmv --version`), and platforms_ref.c built for
-    x86-64 and aarch64 and run natively and under qemu-user: BLAKE3 of `size` bytes (SIMD and portable) and a
-    walk of the `files` files, which tell what the emulation itself costs; and the binaries' and packages' sizes
-    (`platforms-binary`)."""
+    by four builds of dmv in one run: the run's own (x86-64, glibc), the static x86-64 musl build, the static
+    aarch64 musl build under qemu-user (`runner`, None when missing) and the Windows build (MinGW-w64) under Wine
+    (`wine`: dict(path=the wine program, env={WINEPREFIX, WINEDEBUG}), or None; Wine kept warm by a _WineKeeper
+    during the experiment, its first start timed once as `platforms-ref` step `first_start_windows-wine`).
+    `builds`: {target: (private copy, source path) or (None, why it is missing)}. Each case `tries` rounds, every
+    build once a round (the order rotated by one each round), each in a fresh work tree of hard links to the same
+    data, after sync(2); checked untimed with the native build. Then the references (`platforms-ref`): the start
+    of each build (`dmv --version`), and platforms_ref.c built for x86-64 and aarch64 and run natively and under
+    qemu-user: BLAKE3 of `size` bytes (SIMD and portable) and a walk of the `files` files, which tell what the
+    emulation itself costs; and the binaries' and packages' sizes (`platforms-binary`)."""
     rec = ctx.rec
-    usable, missing = [], {}
-    for target in PLATFORMS_TARGETS:
-        path, source = builds.get(target, (None, "not given"))
-        if path is None:
-            missing[target] = source
-            continue
-        if target == "aarch64-qemu" and not runner:
-            missing[target] = "no qemu-user (qemu-aarch64-static) to run it"
-            continue
-        b = _Build(target, path, source, runner if target == "aarch64-qemu" else None)
-        out = run_cmds([Cmd(b.argv + ["--version"], cwd=ctx.workdir, stdout="capture")], rec.env, 120)
-        if not out.ok:
-            missing[target] = "%s --version: %s" % (" ".join(b.argv), out.error)
-            continue
-        b.version = out.captured.decode("utf-8", "replace").strip()
-        usable.append(b)
-    for target, why in missing.items():
-        print("platforms: %s build left out: %s" % (target, why[-300:]), flush=True)
+    usable, missing, keeper = [], {}, None
+    try:
+        for target in PLATFORMS_TARGETS:
+            path, source = builds.get(target, (None, "not given"))
+            if path is None:
+                missing[target] = source
+                continue
+            if target == "aarch64-qemu" and not runner:
+                missing[target] = "no qemu-user (qemu-aarch64-static) to run it"
+                continue
+            if target == "windows-wine" and not wine:
+                missing[target] = "no wine to run it"
+                continue
+            if target == "windows-wine":
+                b = _Build(target, path, source, wine["path"], wine["env"])
+                server_before = _wineserver(wine["env"]["WINEPREFIX"])
+            else:
+                b = _Build(target, path, source, runner if target == "aarch64-qemu" else None)
+            out = run_cmds([Cmd(b.argv + ["--version"], cwd=ctx.workdir, env=b.env, stdout="capture")], rec.env,
+                           120)
+            if not out.ok:
+                missing[target] = "%s --version: %s" % (" ".join(b.argv), out.error)
+                continue
+            b.version = out.captured.decode("utf-8", "replace").strip()
+            if target == "windows-wine":
+                # the first Windows program in the prefix starts the wineserver and the prefix's services
+                # (unless a wineserver was already up: then this start is a warm one like the others)
+                rec.record(b, "platforms-ref", "0", "first_start_windows-wine", out, None, target=b.target,
+                           runner=b.runner, cold=server_before is None, wineprefix=wine["env"]["WINEPREFIX"],
+                           wineserver_before=server_before[0] if server_before else None)
+                keeper = _WineKeeper(wine["path"], dict(rec.env, **wine["env"]), ctx.workdir)
+                server = _wineserver(wine["env"]["WINEPREFIX"])
+                rec.fact("dmv", "platforms-ref", "0", "wine_keeper", "ok" if keeper.proc else "fail", keeper.error,
+                         wineserver_pid=server[0] if server else None, wineprefix=wine["env"]["WINEPREFIX"])
+            usable.append(b)
+        for target, why in missing.items():
+            print("platforms: %s build left out: %s" % (target, why[-300:]), flush=True)
+        _platforms_run(ctx, usable, missing, builds, runner, size, files, tries, dist_dir)
+    finally:
+        if keeper:
+            keeper.stop()
+
+
+def _platforms_run(ctx, usable, missing, builds, runner, size, files, tries, dist_dir):
+    """platforms() once the builds are known: `usable`, the _Builds that answered `--version`; `missing`,
+    {target: why it is left out}."""
+    rec = ctx.rec
     native = next((b for b in usable if b.target == "native"), None)
     _platforms_binaries(ctx, usable, missing, builds, dist_dir)
     refs, ref_note = _platforms_refs_build(ctx, os.path.join(ctx.workdir, "platforms-ref-bin"))
@@ -5694,18 +5811,33 @@ def _platforms_case(ctx, builds, experiment, param, tries, root, prepare, check,
             if os.path.exists(cpu):
                 os.remove(cpu)
             wrap = [measure.TIME_BIN, "-a", "-o", cpu, "-f", "%U %S", "--"] if measure.TIME_BIN else []
-            cmds = [Cmd(wrap + b.argv + args, cwd=work)
+            cmds = [Cmd(wrap + b.argv + args, cwd=work, env=b.env)
                     for args in (["init"], ["add", "."], ["commit", "-m", PLATFORMS_MESSAGE])]
+            prefix = (b.env or {}).get("WINEPREFIX")
 
-            def after(out, b=b, i=i, place=place):
+            def after(out, b=b, i=i, place=place, prefix=prefix):
                 user, system = _cpu_seconds(cpu)
                 fields = dict(data, target=b.target, triple=b.triple, runner=b.runner, binary=b.source,
                               try_index=i, place=place, cpu_user_s=user, cpu_sys_s=system,
                               cpu_s=round(user + system, 3) if user is not None else None)
+                if prefix:
+                    # Wine: the wineserver (a process of its own, not the command's child) serves the program's
+                    # file, handle and synchronisation calls; its CPU seconds during the step count as the step's
+                    server = _wineserver(prefix)
+                    if server and server_before and server[0] == server_before[0]:
+                        ws = round(server[1] + server[2] - server_before[1] - server_before[2], 3)
+                        fields.update(wineserver_cpu_s=ws, wineserver_pid=server[0])
+                        if fields["cpu_s"] is not None:
+                            fields.update(cpu_s=round(fields["cpu_s"] + ws, 3),
+                                          cpu_s_without_wineserver=fields["cpu_s"])
+                    else:
+                        fields.update(wineserver_cpu_s=None, wineserver_note="the wineserver %s during the step" % (
+                            "was not found" if not server or not server_before else "changed"))
                 if out.ok:
                     fields.update(check(b, work, out))
                 return fields
             os.sync()  # untimed: no try pays for writing back what the one before it (or the set-up) wrote
+            server_before = _wineserver(prefix) if prefix else None
             out = rec.step(b, experiment, param, step, cmds, os.path.join(work, ".dmv"), after=after)
             if not out.ok:
                 stopped[b.target] = "try %d failed: %s" % (i, (out.error or "")[-300:])
@@ -5714,7 +5846,7 @@ def _platforms_case(ctx, builds, experiment, param, tries, root, prepare, check,
 
 def _platforms_binaries(ctx, usable, missing, builds, dist_dir):
     """`platforms-binary` facts: each build's file (bytes, `file`'s description, stripped or not, sha256) and
-    each .tar.gz and .deb in dist_dir (bytes, and which build the dmv inside is, by sha256)."""
+    each .tar.gz, .deb and .zip in dist_dir (bytes, and which build the dmv or dmv.exe inside is, by sha256)."""
     rec = ctx.rec
     shas = {}
     for b in usable:
@@ -5722,21 +5854,35 @@ def _platforms_binaries(ctx, usable, missing, builds, dist_dir):
         sha = _sha256(b.path)
         shas[sha] = b.target
         kind = _file_type(b.path)
+        if b.target == "windows-wine":
+            # `file` says "stripped to external PDB" of any PE whose header flag says so, debug sections or not
+            stripped = _pe_stripped(b.path)
+        else:
+            stripped = None if kind is None else ("not stripped" not in kind and "stripped" in kind)
         rec.fact("dmv", "platforms-binary", "0", b.target, bytes=st.st_size, sha256=sha, file_type=kind,
-                 stripped=None if kind is None else ("not stripped" not in kind and "stripped" in kind),
-                 binary=b.source, triple=b.triple, version=getattr(b, "version", None))
+                 stripped=stripped, binary=b.source, triple=b.triple, version=getattr(b, "version", None))
     for target, why in missing.items():
         rec.fact("dmv", "platforms-binary", "0", target, "skipped", why, triple=PLATFORMS_TRIPLES[target])
     if not dist_dir or not os.path.isdir(dist_dir):
         return
     import tarfile
+    import zipfile
     for name in sorted(os.listdir(dist_dir)):
         path = os.path.join(dist_dir, name)
-        if not (name.endswith(".tar.gz") or name.endswith(".deb")) or not os.path.isfile(path):
+        if not name.endswith((".tar.gz", ".deb", ".zip")) or not os.path.isfile(path):
             continue
         inner, why = None, None
         try:
-            if name.endswith(".deb"):
+            if name.endswith(".zip"):
+                with zipfile.ZipFile(path) as z:
+                    member = next((m for m in z.infolist() if not m.is_dir() and
+                                   os.path.basename(m.filename).lower() == "dmv.exe"), None)
+                    if member is None:
+                        why = "no file named dmv.exe inside"
+                    else:
+                        inner = dict(member=member.filename, bytes=member.file_size,
+                                     sha256=hashlib.sha256(z.read(member)).hexdigest())
+            elif name.endswith(".deb"):
                 p = subprocess.run(["dpkg-deb", "--fsys-tarfile", path], capture_output=True, timeout=600)
                 if p.returncode:
                     raise OSError(p.stderr.decode("utf-8", "replace").strip()[-200:])
@@ -5751,12 +5897,30 @@ def _platforms_binaries(ctx, usable, missing, builds, dist_dir):
                 else:
                     inner = dict(member=member.name, bytes=member.size,
                                  sha256=hashlib.sha256(tar.extractfile(member).read()).hexdigest())
-        except (OSError, tarfile.TarError, subprocess.TimeoutExpired) as e:
+        except (OSError, tarfile.TarError, zipfile.BadZipFile, subprocess.TimeoutExpired) as e:
             why = "could not read it: %s" % e
         rec.fact("dmv", "platforms-binary", "0", "dist/" + name, bytes=os.path.getsize(path),
                  mtime=int(os.path.getmtime(path)), inner_member=inner and inner["member"],
                  inner_bytes=inner and inner["bytes"], inner_sha256=inner and inner["sha256"],
                  inner_is=shas.get(inner["sha256"]) if inner else None, inner_error=why)
+
+
+def _pe_stripped(path):
+    """Whether the PE file at `path` has neither a COFF symbol table nor debug sections (.debug_*, which MinGW's
+    linker names through the string table: /4, /19, ...), or None when it cannot be read as PE."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        pe = struct.unpack_from("<I", head, 0x3c)[0]
+        if head[pe:pe + 4] != b"PE\0\0":
+            return None
+        sections, symtab, symbols, optional = struct.unpack_from("<H4xIIH", head, pe + 6)
+        table = pe + 24 + optional
+        names = [head[table + 40 * i:table + 40 * i + 8].rstrip(b"\0") for i in range(sections)]
+    except (OSError, struct.error):
+        return None
+    return symtab == 0 and symbols == 0 and not any(n.startswith((b"/", b".debug")) for n in names)
 
 
 def _platforms_refs_build(ctx, dest):
@@ -5808,12 +5972,13 @@ def _first_line_of(argv):
 
 
 def _platforms_start(ctx, builds, tries):
-    """Reference: `dmv --version` of each build, `tries` rounds (rotated), step `start_TARGET_i`."""
-    for i in range(1, tries + 1):
+    """Reference: `dmv --version` of each build, `tries` rounds but at least PLATFORMS_START_TRIES (rotated),
+    step `start_TARGET_i`."""
+    for i in range(1, max(tries, PLATFORMS_START_TRIES) + 1):
         k = (i - 1) % len(builds) if builds else 0
         for place, b in enumerate(builds[k:] + builds[:k], 1):
             ctx.rec.step(b, "platforms-ref", "0", "start_%s_%d" % (b.target, i),
-                         [Cmd(b.argv + ["--version"], cwd=ctx.workdir)], None,
+                         [Cmd(b.argv + ["--version"], cwd=ctx.workdir, env=b.env)], None,
                          after=lambda out, b=b, i=i, place=place: dict(target=b.target, runner=b.runner,
                                                                        try_index=i, place=place))
 

@@ -2579,8 +2579,20 @@ def webui_section(ix, mode, cfg):
 
 
 PLATFORMS_TARGETS = [("native", "native x86-64 (glibc)"), ("x86_64-musl", "x86-64 musl"),
-                     ("aarch64-qemu", "aarch64 musl under qemu-user")]
+                     ("aarch64-qemu", "aarch64 musl under qemu-user"), ("windows-wine", "x86-64 Windows under Wine")]
 PLATFORMS_CASES = ("platforms-bigfile", "platforms-files")
+WINE = "windows-wine"
+
+
+def _plat_has_wine(ix):
+    """Whether the run measured (or tried to measure) the Windows build: runs from before it had none, and
+    their tables keep their three builds."""
+    return any(e.startswith("platforms-") and (WINE in st or r.get("target") == WINE)
+               for (t, e, q, st), r in ix.by.items())
+
+
+def _plat_targets(ix):
+    return [(t, label) for t, label in PLATFORMS_TARGETS if t != WINE or _plat_has_wine(ix)]
 
 
 def _plat_values(ix, tool, exp, p, prefix, field):
@@ -2631,13 +2643,14 @@ def _plat_case_label(exp, p):
 
 
 def platforms_commit_table(ix, field, fmt):
+    targets = _plat_targets(ix)
     out = ["| case | %s |" % " | ".join(
-        label + ("" if t == "native" else " (ratio to native)") for t, label in PLATFORMS_TARGETS),
-        "|---|--:|--:|--:|"]
+        label + ("" if t == "native" else " (ratio to native)") for t, label in targets),
+        "|---|" + "--:|" * len(targets)]
     for exp in PLATFORMS_CASES:
         for p in ix.params(exp):
             cells = []
-            for t, _ in PLATFORMS_TARGETS:
+            for t, _ in targets:
                 med, text = _plat_cell(ix, "dmv", exp, p, "commit_" + t, field, fmt)
                 if t != "native" and med is not None:
                     rmed, ratios = _plat_ratio(ix, "dmv", exp, p, "commit_" + t, "commit_native", field)
@@ -2652,7 +2665,7 @@ def platforms_detail_table(ix):
            "|---|---|--:|--:|---|"]
     for exp in PLATFORMS_CASES:
         for p in ix.params(exp):
-            for t, label in PLATFORMS_TARGETS:
+            for t, label in _plat_targets(ix):
                 ok, bad = _mount_runs(ix, "dmv", exp, p, "commit_" + t)
                 if not ok and not bad:
                     continue
@@ -2679,8 +2692,11 @@ PLATFORMS_REFS = [
 
 
 def platforms_ref_table(ix):
-    out = ["| reference | native x86-64 | x86-64 musl | aarch64 under qemu-user | qemu/native |",
-           "|---|--:|--:|--:|--:|"]
+    wine = _plat_has_wine(ix)
+    targets = _plat_targets(ix)
+    out = ["| reference | native x86-64 | x86-64 musl | aarch64 under qemu-user | qemu/native |" +
+           (" x86-64 Windows under Wine | Wine/native |" if wine else ""),
+           "|---|--:|--:|--:|--:|" + ("--:|--:|" if wine else "")]
     for prefix, tool, label, field in PLATFORMS_REFS:
         recs = [r for (t, e, q, st), r in ix.by.items() if t == tool and e == "platforms-ref" and
                 st.startswith(prefix + "_")]
@@ -2688,22 +2704,29 @@ def platforms_ref_table(ix):
             continue
         some = next((r for r in recs if r.get("data_bytes") or r.get("data_files")), {})
         cells = []
-        for t, _ in PLATFORMS_TARGETS:
+        for t, _ in targets:
             med, text = _plat_cell(ix, tool, "platforms-ref", 0, "%s_%s" % (prefix, t), field)
             if med is not None and some.get("data_bytes"):
                 text += ", %.0f MiB/s" % (some["data_bytes"] / (1 << 20) / med)
-            cells.append("n/a" if tool == "ref" and t == "x86_64-musl" and text == "—" else text)
+            cells.append("n/a" if tool == "ref" and t in ("x86_64-musl", WINE) and text == "—" else text)
         rmed, ratios = _plat_ratio(ix, tool, "platforms-ref", 0, "%s_aarch64-qemu" % prefix, "%s_native" % prefix,
                                    field)
-        out.append("| %s | %s | %s |" % (label % dict(bytes=fmt_size_param(some.get("data_bytes") or 0),
-                                                      files=fmt_count(some.get("data_files") or 0)),
-                                         " | ".join(cells), _ratio_text(rmed, ratios)))
+        cells.insert(3, _ratio_text(rmed, ratios))
+        if wine:
+            wmed, wratios = _plat_ratio(ix, tool, "platforms-ref", 0, "%s_%s" % (prefix, WINE),
+                                        "%s_native" % prefix, field)
+            cells.append(_ratio_text(wmed, wratios) if wmed is not None else cells[-1] if cells[-1] == "n/a"
+                         else "—")
+        out.append("| %s | %s |" % (label % dict(bytes=fmt_size_param(some.get("data_bytes") or 0),
+                                                 files=fmt_count(some.get("data_files") or 0)),
+                                    " | ".join(cells)))
     return out
 
 
 def platforms_binary_table(ix):
     out = ["| file | what | bytes | MiB | stripped |", "|---|---|--:|--:|---|"]
-    labels = {"native": "x86-64 (glibc)", "x86_64-musl": "x86-64 musl", "aarch64-qemu": "aarch64 musl"}
+    labels = {"native": "x86-64 (glibc)", "x86_64-musl": "x86-64 musl", "aarch64-qemu": "aarch64 musl",
+              WINE: "x86-64 Windows"}
     recs = [r for (t, e, q, st), r in ix.by.items() if e == "platforms-binary"]
     for r in recs:
         st = r["step"]
@@ -2713,8 +2736,9 @@ def platforms_binary_table(ix):
             continue
         if st.startswith("dist/"):
             inner = r.get("inner_is")
-            what = ("package holding the %s build's `dmv` (the same bytes)" % labels.get(inner, inner) if inner else
-                    "package; its `dmv` (%s) is none of the builds measured" % fmt_bytes(r.get("inner_bytes"))
+            exe = "`dmv.exe`" if st.endswith(".zip") else "`dmv`"
+            what = ("package holding the %s build's %s (the same bytes)" % (labels.get(inner, inner), exe) if inner
+                    else "package; its %s (%s) is none of the builds measured" % (exe, fmt_bytes(r.get("inner_bytes")))
                     if r.get("inner_bytes") else "package (%s)" % (r.get("inner_error") or "?"))
             out.append("| `%s` | %s | %s | %.2f | |" % (st, what, fmt_count(r["bytes"]), r["bytes"] / (1 << 20)))
         else:
@@ -2726,35 +2750,66 @@ def platforms_binary_table(ix):
 
 def platforms_history_table():
     """Every run (of any mode) that measured the platforms cases: the ratios, to watch them move."""
+    runs = [run for run in read_runs().values()
+            if run["meta"] and any(r.get("experiment") in PLATFORMS_CASES for r in run["steps"])]
+    indexes = [(run, Index(run)) for run in runs]
+    wine = any(_plat_has_wine(ix) for _, ix in indexes)  # a Wine column once any run measured Windows
+    targets = ("x86_64-musl", "aarch64-qemu") + ((WINE,) if wine else ())
     rows = []
-    for run in read_runs().values():
-        if not run["meta"] or not any(r.get("experiment") in PLATFORMS_CASES for r in run["steps"]):
-            continue
-        ix = Index(run)
+    for run, ix in indexes:
         cells = []
         for exp in PLATFORMS_CASES:
             p = (ix.params(exp) or [None])[0]
-            for t in ("x86_64-musl", "aarch64-qemu"):
+            for t in targets:
                 med = _plat_ratio(ix, "dmv", exp, p, "commit_" + t, "commit_native")[0] if p is not None else None
                 cells.append("%.2f×" % med if med is not None else "—")
-        sizes = [ix.by.get(("dmv", "platforms-binary", "0", t)) for t, _ in PLATFORMS_TARGETS]
+        sizes = [ix.by.get(("dmv", "platforms-binary", "0", t)) for t, _ in PLATFORMS_TARGETS
+                 if t != WINE or wine]
         cells.append(" / ".join("%.2f" % (r["bytes"] / (1 << 20)) if r and r.get("bytes") else "—" for r in sizes))
         big = (ix.params("platforms-bigfile") or [None])[0]
         files = (ix.params("platforms-files") or [None])[0]
         rows.append((run["meta"]["date"], "| %s (%s) | %s | %s, %s | %s |" % (
             run["meta"]["date"][:16], run["meta"]["mode"], run["meta"].get("dmv_revision") or "?",
             fmt_size_param(big) if big else "—", fmt_count(files) if files else "—", " | ".join(cells))))
-    out = ["| run | DMV revision | cases | big file: musl/native | big file: qemu/native | files: musl/native | "
-           "files: qemu/native | binaries, MiB (native / musl / aarch64) |", "|---|---|---|--:|--:|--:|--:|--:|"]
+    if wine:
+        out = ["| run | DMV revision | cases | big file: musl/native | big file: qemu/native | big file: Wine/native | "
+               "files: musl/native | files: qemu/native | files: Wine/native | "
+               "binaries, MiB (native / musl / aarch64 / Windows) |", "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    else:
+        out = ["| run | DMV revision | cases | big file: musl/native | big file: qemu/native | files: musl/native | "
+               "files: qemu/native | binaries, MiB (native / musl / aarch64) |", "|---|---|---|--:|--:|--:|--:|--:|"]
     return out + [row for _, row in sorted(rows)]
+
+
+def _wine_share(ix):
+    """(median wineserver CPU seconds, median CPU seconds) of the Windows build's commits, per case."""
+    shares = []
+    for exp in PLATFORMS_CASES:
+        for p in ix.params(exp)[:1]:
+            ok, _ = _mount_runs(ix, "dmv", exp, p, "commit_" + WINE)
+            ws = [r["wineserver_cpu_s"] for r in ok if r.get("wineserver_cpu_s") is not None]
+            cpu = [r["cpu_s"] for r in ok if r.get("wineserver_cpu_s") is not None and r.get("cpu_s") is not None]
+            if ws and cpu:
+                shares.append((exp, p, _median(ws), _median(cpu)))
+    return shares
 
 
 def platforms_section(ix, mode, cfg, versions):
     tries = cfg.get("platforms_tries", 5)
-    out = ["### Platforms: the x86-64, x86-64 musl and aarch64 builds (issue 49)", "",
-           "Three builds of dmv, in one run: the run's own (x86-64, glibc, dynamically linked), the static x86-64 "
-           "musl build and the static aarch64 musl build (`scripts/package`'s), the last run under qemu-user (%s) "
-           "on this x86-64 machine. Each case: `dmv init`, `dmv add .` and `dmv commit -m x`, timed as one step, "
+    wine = _plat_has_wine(ix)
+    if wine:
+        builds = ("Four builds of dmv, in one run: the run's own (x86-64, glibc, dynamically linked), the static "
+                  "x86-64 musl build, the static aarch64 musl build (`scripts/package`'s), run under qemu-user "
+                  "(%s), and the Windows build (x86_64-pc-windows-gnu, MinGW-w64), run as `wine dmv.exe` "
+                  "(%s, `WINEDEBUG=-all`, the prefix `scripts/test` makes), all on this x86-64 machine." % (
+                      versions.get("qemu-user", "qemu-user"), versions.get("wine", "Wine")))
+    else:
+        builds = ("Three builds of dmv, in one run: the run's own (x86-64, glibc, dynamically linked), the static "
+                  "x86-64 musl build and the static aarch64 musl build (`scripts/package`'s), the last run under "
+                  "qemu-user (%s) on this x86-64 machine." % versions.get("qemu-user", "qemu-user"))
+    out = ["### Platforms: the x86-64, x86-64 musl%s builds (issue 49)" % (
+               ", aarch64 and Windows" if wine else " and aarch64"), "",
+           builds + " Each case: `dmv init`, `dmv add .` and `dmv commit -m x`, timed as one step, "
            "in a fresh work tree of hard links to the same data (the data's page cache is warm: it was written "
            "just before and every build reads the same inodes; the cache is not dropped), after sync(2); %d "
            "rounds, every build once a round, the order rotated by one each round. Cells: the median of the "
@@ -2762,7 +2817,7 @@ def platforms_section(ix, mode, cfg, versions):
            "Each commit is checked afterwards, untimed, with the native build: the big file's id "
            "(`rev-parse HEAD:FILE`) the same for every build and `dmv cat` of it equal to the data; the root "
            "tree's id (`rev-parse HEAD:`) the same for every build, and `ls-tree -r HEAD` listing every file "
-           "after each build's first commit." % (versions.get("qemu-user", "qemu-user"), tries), "",
+           "after each build's first commit." % tries, "",
            "**qemu-user is not an aarch64 machine.** It translates the aarch64 code into x86-64 code as it "
            "runs and costs a large factor of its own, which depends on the kind of code (see *What the "
            "emulation itself costs* below: start-up, BLAKE3's SIMD and portable code, a walk of many files). So "
@@ -2771,30 +2826,62 @@ def platforms_section(ix, mode, cfg, versions):
            "CPU-bound) and the many files (system calls): a change in one that the other does not share points "
            "at a target-specific path. The x86-64 musl column runs natively on the same CPU and is a real "
            "comparison: musl's allocator and its `memcpy` are known to be slower than glibc's.", ""]
+    if wine:
+        out += ["**Wine is not Windows either.** It runs the Windows build's x86-64 code on the CPU as it is, "
+                "without translation, but each Windows system call goes through Wine's own ntdll and kernelbase "
+                "to Linux system calls, and many (opening files, handles, waits, locks) through the wineserver, "
+                "a process of its own. The Windows column is the cost of that layer and of the build's "
+                "Windows-only paths (`dmv-os`), on Linux's file system and page cache: it says nothing of NTFS, "
+                "of Windows's file cache or of a virus scanner, which decide a real Windows machine's time. A "
+                "Windows program (Wine's `cmd.exe`, waiting on its input) is kept running in the prefix for the "
+                "whole experiment, so that the wineserver and the prefix's services stay up and every command "
+                "starts warm, as on a Windows machine that has booted; Wine's first start in the prefix is "
+                "reported apart, below. As for the aarch64 column, what to watch is the ratio's move between "
+                "runs and between the two cases.", ""]
     out += ["#### Commit, wall time", ""] + platforms_commit_table(ix, "wall_s", fmt_time) + [""]
-    meds = {}
-    for exp in PLATFORMS_CASES:
-        for p in ix.params(exp)[:1]:
-            meds[exp] = _plat_ratio(ix, "dmv", exp, p, "commit_aarch64-qemu", "commit_native")[0]
-    if all(meds.get(e) for e in PLATFORMS_CASES):
-        out += ["aarch64-under-qemu/native ratio of the big file over that of the many files: %.2f / %.2f = "
-                "**%.2f**." % (meds["platforms-bigfile"], meds["platforms-files"],
-                               meds["platforms-bigfile"] / meds["platforms-files"]), ""]
-    out += ["#### Commit, CPU time (user + system of the three commands, from GNU time)", "",
-            "Less sensitive than wall time to other work on the machine (dmv's own threads add up here)."
-            " Under qemu-user, the CPU time is the emulator's.", ""]
+    for target, name in (("aarch64-qemu", "aarch64-under-qemu"), (WINE, "Windows-under-Wine")):
+        meds = {}
+        for exp in PLATFORMS_CASES:
+            for p in ix.params(exp)[:1]:
+                meds[exp] = _plat_ratio(ix, "dmv", exp, p, "commit_" + target, "commit_native")[0]
+        if all(meds.get(e) for e in PLATFORMS_CASES):
+            out += ["%s/native ratio of the big file over that of the many files: %.2f / %.2f = **%.2f**." % (
+                name, meds["platforms-bigfile"], meds["platforms-files"],
+                meds["platforms-bigfile"] / meds["platforms-files"]), ""]
+    cpu_note = ("Less sensitive than wall time to other work on the machine (dmv's own threads add up here)."
+                " Under qemu-user, the CPU time is the emulator's.")
+    if wine:
+        cpu_note += (" Under Wine, it is the program's plus the wineserver's during the step (read from /proc: the "
+                     "wineserver is no child of the command; shared with any other Windows program running in "
+                     "the prefix at the time)")
+        shares = _wine_share(ix)
+        cpu_note += ("; the wineserver's part, medians: %s." % "; ".join(
+            "%s, %s of %s" % ("big file" if exp == "platforms-bigfile" else "files", fmt_time(ws), fmt_time(cpu))
+            for exp, p, ws, cpu in shares) if shares else ".")
+    out += ["#### Commit, CPU time (user + system of the three commands, from GNU time)", "", cpu_note, ""]
     out += platforms_commit_table(ix, "cpu_s", fmt_time) + [""]
     out += ["#### Memory, repository, checks", "",
             "Peak RSS: GNU time's, of the largest process; under qemu-user it includes the emulator's own memory "
-            "(its translated code and the guest's address space map).", ""] + platforms_detail_table(ix) + [""]
+            "(its translated code and the guest's address space map)%s." % (
+                "; under Wine it is the program's with Wine's libraries, without the wineserver's" if wine else ""),
+            ""] + platforms_detail_table(ix) + [""]
+    first = ix.by.get(("dmv", "platforms-ref", "0", "first_start_windows-wine"))
+    first_text = ""
+    if first and first["status"] == "ok":
+        first_text = (" Wine's first start in the prefix (`wine dmv.exe --version` with %s): %s." % (
+            "no wineserver up: it starts the wineserver and the prefix's services, `wineboot`, `services.exe` "
+            "and the rest" if first.get("cold") else "a wineserver already up, so not a cold start",
+            fmt_time(first["wall_s"])))
     out += ["#### What the emulation itself costs", "",
-            "`dmv --version` of each build; and `bench/platforms_ref.c`, built static with %s for x86-64 (gcc) "
+            "`dmv --version` of each build%s; and `bench/platforms_ref.c`, built static with %s for x86-64 (gcc) "
             "and aarch64 (aarch64-linux-gnu-gcc) against the C sources of the blake3 crate dmv builds with, run "
             "natively and under qemu-user, %d rounds each: BLAKE3 of a 16 MiB buffer fed over and over to one "
             "hasher, SIMD as the crate builds it and portable; and a walk of the many-files case's tree "
             "(`nftw`, `open`, `read`, `close` of each file). Times of the work alone, measured inside the program "
-            "(the process start is in the first row), with MiB/s for the hashes." % (
-                " ".join(cfg.get("platforms_ref_flags") or ["-O3", "-static"]), tries), ""]
+            "(the process start is in the first row), with MiB/s for the hashes.%s" % (
+                " (%d rounds, under Wine with the wineserver up)" % cfg.get("platforms_start_tries", tries)
+                if wine else "", " ".join(cfg.get("platforms_ref_flags") or ["-O3", "-static"]), tries,
+                first_text), ""]
     out += platforms_ref_table(ix) + [""]
     simd = _plat_cell(ix, "ref", "platforms-ref", 0, "hash_simd_aarch64-qemu", "work_s")[0]
     portable = _plat_cell(ix, "ref", "platforms-ref", 0, "hash_portable_aarch64-qemu", "work_s")[0]
@@ -2809,8 +2896,9 @@ def platforms_section(ix, mode, cfg, versions):
         out += ["blake3 %s (%s)." % (build.get("blake3_version") or "?", "; ".join(
             (build.get("compilers") or {}).values())), ""]
     out += ["#### Binary size", "",
-            "The three files measured (the x86-64 build is the run's `--dmv`), and the packages in `%s` "
+            "The %s files measured (the x86-64 build is the run's `--dmv`), and the packages in `%s` "
             "(`scripts/package`), with which build's `dmv` each holds (by sha256)." % (
+                "four" if wine else "three",
                 os.path.relpath(cfg["platforms_dist"], REPO) if cfg.get("platforms_dist") else "dist"), ""]
     out += platforms_binary_table(ix) + [""]
     out += ["#### The ratios run after run", "", "Medians of the rounds' ratios, every run with these cases "

@@ -17,7 +17,7 @@
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
-    python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, x86-64 musl and aarch64 (qemu) builds
+    python3 bench/run.py --quick --experiments platforms  # commits by the x86-64, musl, aarch64 (qemu), Windows (Wine) builds
     python3 bench/run.py --huge       # one file larger than RAM: DMV against cat and cp of it
 
 Raw results go to bench/results/<date>-<mode>.jsonl; report.py then rewrites
@@ -84,8 +84,8 @@ DEFAULT_EXPERIMENTS = {"quick": ["filesize", "filecount", "status", "refs"],
 # folders (root and fusermount3) and is measured when the mount changes; nor is habits: issue 47's comparison
 # with git (a tree of 100,000 files, 1,000,000 in --full, written and committed by both tools first); nor is webui:
 # issue 48's pages in a headless Chromium (chromedriver) and an upload of 1 GiB from it, measured when the web UI changes;
-# nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, and qemu-user), measured
-# when the builds or the hot paths change
+# nor is platforms: issue 49's builds for other targets (the musl builds, scripts/package's, qemu-user, and the
+# Windows build under Wine), measured when the builds or the hot paths change
 ALL_EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync", "s3", "partial", "history", "web", "import",
                    "store", "attack", "availability", "hubtier", "watch", "mount", "habits", "webui", "platforms",
                    "huge"]
@@ -307,8 +307,16 @@ def main(argv=None):
                     help="platforms: the static aarch64 musl build of dmv, run under qemu-user (default: %(default)s)")
     ap.add_argument("--platforms-qemu", default="qemu-aarch64-static",
                     help="platforms: the qemu-user that runs aarch64 programs (default: %(default)s)")
+    ap.add_argument("--platforms-windows", default=os.path.join(REPO, "target", "x86_64-pc-windows-gnu", "release",
+                                                                 "dmv.exe"),
+                    help="platforms: the Windows build of dmv (MinGW-w64), run under Wine (default: %(default)s)")
+    ap.add_argument("--platforms-wine", default="wine",
+                    help="platforms: the wine that runs the Windows build, in the prefix $WINEPREFIX (default: "
+                         "~/.cache/dmv-wine, scripts/test's, which holds the bcryptprimitives.dll stand-in it "
+                         "builds) with WINEDEBUG=-all (default: %(default)s)")
     ap.add_argument("--platforms-dist", default=os.path.join(REPO, "dist"),
-                    help="platforms: the folder whose .tar.gz and .deb packages are measured (default: %(default)s)")
+                    help="platforms: the folder whose .tar.gz, .deb and .zip packages are measured (default: "
+                         "%(default)s)")
     ap.add_argument("--platforms-size", help="platforms: size of the one file committed, binary units (quick and "
                                              "full 1G); also the bytes BLAKE3 hashes in the references")
     ap.add_argument("--platforms-files", type=lambda s: parse_number(s, False),
@@ -503,6 +511,7 @@ def main(argv=None):
             mount_remote_size = GiB
     # the platforms experiment's builds: private copies (target/ may be rebuilt while we run) and qemu-user
     platforms_builds, platforms_qemu, platforms_qemu_version = {}, None, None
+    platforms_wine, platforms_wine_version, platforms_wineprefix = None, None, None
     if "platforms" in exps:
         dmv_tool = next((t for t in chosen if t.name == "dmv"), None)
         if dmv_tool and dmv_tool.path and "dmv" in versions:
@@ -529,6 +538,33 @@ def main(argv=None):
                 platforms_qemu = None
         else:
             missing["qemu-user"] = "%s not found (apt-get install -y qemu-user-static)" % args.platforms_qemu
+        # the Windows build, under Wine: in scripts/test's prefix (the suite's own HOME is a scratch one)
+        platforms_wineprefix = os.environ.get("WINEPREFIX") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                              "dmv-wine")
+        wine = shutil.which(args.platforms_wine)
+        if wine:
+            try:
+                r = subprocess.run([wine, "--version"], capture_output=True, text=True, timeout=60)
+                platforms_wine_version = (r.stdout.strip().splitlines() or ["?"])[0]
+                versions["wine"] = platforms_wine_version
+            except (OSError, subprocess.TimeoutExpired) as e:
+                missing["wine"] = "%s --version: %s" % (wine, e)
+                wine = None
+        else:
+            missing["wine"] = "%s not found (apt-get install -y wine wine64)" % args.platforms_wine
+        given = args.platforms_windows
+        if not given or not os.path.isfile(given):
+            why = "%s not found (cargo build --release --target x86_64-pc-windows-gnu -p dmv-cli)" % given
+        else:
+            why = missing.get("wine") or experiments.wine_prefix_problem(platforms_wineprefix)
+        if why:
+            platforms_builds["windows-wine"] = (None, why)
+        else:
+            private = os.path.join(scratch, "bin-windows-wine", "dmv.exe")
+            os.makedirs(os.path.dirname(private), exist_ok=True)
+            shutil.copy2(given, private)
+            platforms_builds["windows-wine"] = (private, os.path.abspath(given))
+            platforms_wine = dict(path=wine, env=dict(WINEPREFIX=platforms_wineprefix, WINEDEBUG="-all"))
     for name, why in missing.items():
         hint = " (apt-get install -y mercurial bup)" if name in ("hg", "bup") else ""
         print("missing: %s: %s%s" % (name, why[-300:], hint), flush=True)
@@ -590,7 +626,10 @@ def main(argv=None):
                             platforms_qemu_version=platforms_qemu_version, platforms_dist=args.platforms_dist,
                             platforms_builds={t: v[1] if v[0] else None for t, v in platforms_builds.items()},
                             platforms_missing={t: v[1] for t, v in platforms_builds.items() if not v[0]},
-                            platforms_ref_flags=experiments.PLATFORMS_REF_FLAGS),
+                            platforms_ref_flags=experiments.PLATFORMS_REF_FLAGS,
+                            platforms_start_tries=max(platforms_tries, experiments.PLATFORMS_START_TRIES),
+                            platforms_wine=platforms_wine and platforms_wine["path"],
+                            platforms_wine_version=platforms_wine_version, platforms_wineprefix=platforms_wineprefix),
                 argv=sys.argv[1:])
     rec = experiments.Recorder(out_path, meta, tool_env(os.path.join(scratch, "home")), timeout)
     ctx = experiments.Context(rec, chosen, scratch, args)
@@ -647,7 +686,7 @@ def main(argv=None):
                 experiments.webui(ctx, webui_folder, webui_commit, webui_paths, webui_upload)
             elif exp == "platforms":
                 experiments.platforms(ctx, platforms_builds, platforms_qemu, platforms_size, platforms_files,
-                                      platforms_tries, args.platforms_dist)
+                                      platforms_tries, args.platforms_dist, platforms_wine)
             elif exp == "huge":
                 dmv = next((t for t in chosen if t.name == "dmv"), None)
                 size = (parse_number(args.huge_size, True) if args.huge_size
