@@ -125,6 +125,7 @@ fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_los
     let out = dmv_out(t, &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
     let err = one_line_error(&out);
     assert!(err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file on this file system (it ignores case)"), "{err}");
+    assert!(err.contains("but its files are not checked out") && !err.contains("again to resume"), "running it again would not help: {err}");
     assert!(!clone.join("shoot").exists(), "nothing was written");
 
     // A replica on the card from before the pair: the fast-forward to it is refused, and nothing changes.

@@ -141,6 +141,7 @@ fn names_and_file_kinds_a_windows_desk_cannot_hold() {
         let out = dmv_out(t, &["clone", repo.to_str().unwrap(), desk.to_str().unwrap()]);
         if windows {
             assert!(!out.status.success() && stderr(&out).contains(refusal), "{}", stderr(&out));
+            assert!(stderr(&out).contains("but its files are not checked out"), "{}", stderr(&out));
             let written: Vec<_> = std::fs::read_dir(&desk).unwrap().flatten().map(|e| e.file_name()).filter(|n| n != ".dmv").collect();
             assert!(written.is_empty(), "a refused checkout wrote {written:?}");
         } else {

@@ -179,7 +179,10 @@ impl ClonePlan {
             progress.phase(Phase::CheckingOut);
             let checkout = repo.checkout_tree_with(&tree, &written, progress);
             progress.finish();
-            checkout.map_err(|e| stopped(e.into()))?;
+            checkout.map_err(|e| match e {
+                dmv_repo::RepoError::FoldedNames { .. } | dmv_repo::RepoError::UnfitName { .. } => SyncError::CheckoutRefused { dir: self.dir.clone(), cause: Box::new(e.into()) },
+                e => stopped(e.into()),
+            })?;
         }
         if !branches.is_empty() {
             repo.update_refs(&branches, &repo.who(), &format!("clone: from {}", self.url)).map_err(|e| stopped(e.into()))?;

@@ -219,6 +219,16 @@ pub enum SyncError {
         /// What stopped it.
         cause: Box<SyncError>,
     },
+    /// A clone whose history arrived whole but whose files this file system
+    /// cannot hold as they are named (see `RepoError::FoldedNames` and
+    /// `RepoError::UnfitName`): running it again would be refused again.
+    #[error("cloned into {}, but its files are not checked out: {cause}", .dir.display())]
+    CheckoutRefused {
+        /// The clone's folder.
+        dir: PathBuf,
+        /// Why.
+        cause: Box<SyncError>,
+    },
     /// A partial replica needs files' data it does not hold, and no configured
     /// remote that was reached holds it.
     #[error("the data of {} is not here and no reachable remote has it; make one reachable that does: {}", some_of(files), if tried.is_empty() { "none is configured".to_string() } else { tried.join("; ") })]
@@ -339,7 +349,7 @@ impl SyncError {
         match self {
             SyncError::Store(s) => s.failed_file(),
             SyncError::Repo(r) => r.failed_file(),
-            SyncError::CloneStopped { cause, .. } => cause.failed_file(),
+            SyncError::CloneStopped { cause, .. } | SyncError::CheckoutRefused { cause, .. } => cause.failed_file(),
             _ => None,
         }
     }
