@@ -80,6 +80,7 @@ mod tests {
         let pid = child.id();
         child.wait().unwrap();
         assert!(!process_alive(pid));
+        assert!(!process_alive(4_000_000_000), "no process has that id");
         assert!(!host_name().is_empty());
     }
 

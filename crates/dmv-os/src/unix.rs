@@ -50,11 +50,11 @@ fn flock_mode(kind: LockKind) -> libc::c_int {
 }
 
 /// Whether process `pid` of this host still runs. True when that cannot be
-/// told (a pid of 0 or past i32), as every caller would rather wait than
-/// break a live holder's lock.
+/// told (pid 0), as every caller would rather wait than break a live
+/// holder's lock; a pid past what pid_t holds names no process.
 pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return true };
-    if pid <= 0 {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid == 0 {
         return true;
     }
     // SAFETY: signal 0 only checks that the process exists.
