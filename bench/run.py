@@ -527,31 +527,26 @@ def main(argv=None):
                 platforms_builds[target] = (private, os.path.abspath(given))
             else:
                 platforms_builds[target] = (None, "%s not found (build it with scripts/package)" % given)
-        platforms_qemu = shutil.which(args.platforms_qemu)
-        if platforms_qemu:
+        def emulator(name, given, packages):
+            """The emulator's path with its version noted in `versions`, or None with why in `missing`."""
+            found = shutil.which(given)
+            if not found:
+                missing[name] = "%s not found (apt-get install -y %s)" % (given, packages)
+                return None
             try:
-                r = subprocess.run([platforms_qemu, "--version"], capture_output=True, text=True, timeout=60)
-                platforms_qemu_version = (r.stdout.strip().splitlines() or ["?"])[0]
-                versions["qemu-user"] = platforms_qemu_version
+                r = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60)
+                versions[name] = (r.stdout.strip().splitlines() or ["?"])[0]
+                return found
             except (OSError, subprocess.TimeoutExpired) as e:
-                missing["qemu-user"] = "%s --version: %s" % (platforms_qemu, e)
-                platforms_qemu = None
-        else:
-            missing["qemu-user"] = "%s not found (apt-get install -y qemu-user-static)" % args.platforms_qemu
+                missing[name] = "%s --version: %s" % (found, e)
+                return None
+        platforms_qemu = emulator("qemu-user", args.platforms_qemu, "qemu-user-static")
+        platforms_qemu_version = versions.get("qemu-user")
         # the Windows build, under Wine: in scripts/test's prefix (the suite's own HOME is a scratch one)
         platforms_wineprefix = os.environ.get("WINEPREFIX") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                               "dmv-wine")
-        wine = shutil.which(args.platforms_wine)
-        if wine:
-            try:
-                r = subprocess.run([wine, "--version"], capture_output=True, text=True, timeout=60)
-                platforms_wine_version = (r.stdout.strip().splitlines() or ["?"])[0]
-                versions["wine"] = platforms_wine_version
-            except (OSError, subprocess.TimeoutExpired) as e:
-                missing["wine"] = "%s --version: %s" % (wine, e)
-                wine = None
-        else:
-            missing["wine"] = "%s not found (apt-get install -y wine wine64)" % args.platforms_wine
+        wine = emulator("wine", args.platforms_wine, "wine wine64")
+        platforms_wine_version = versions.get("wine")
         given = args.platforms_windows
         if not given or not os.path.isfile(given):
             why = "%s not found (cargo build --release --target x86_64-pc-windows-gnu -p dmv-cli)" % given
