@@ -145,3 +145,34 @@ fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_los
     assert!(listed.contains("shoot/Photo.jpg") && listed.contains("shoot/photo.jpg"), "{listed}");
     ok(&dmv_out(&replica, &["fsck", "--full"]));
 }
+
+/// The same pair as large files, which a clone writes while their chunks
+/// arrive and moves into place afterwards (`EarlyCheckout`): the second
+/// move would replace the first, so the clone is refused before either is
+/// placed, as a small pair is.
+#[test]
+fn a_large_pair_written_while_it_arrives_is_refused_before_either_is_placed() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    dmv(t, &["init", src.to_str().unwrap()]);
+    std::fs::create_dir_all(src.join("shoot")).unwrap();
+    write_noise(&src.join("shoot/Take.raw"), 3 << 20, 1);
+    write_noise(&src.join("shoot/take.raw"), 3 << 20, 2);
+    dmv(&src, &["add", "."]);
+    dmv(&src, &["commit", "-m", "a pair of takes whose names differ only in case"]);
+    // On a file system that keeps both, the two are written while they arrive.
+    let (out, _, _) = common::remote::traced(t, &["clone", "src", "native"], |_| {});
+    ok(&out);
+    assert!(stderr(&out).contains("trace: files-written-while-receiving 2"), "{}", stderr(&out));
+
+    let card = ExfatMount::new(t);
+    let clone = card.dir.join("clone");
+    let err = one_line_error(&dmv_out(t, &["clone", src.to_str().unwrap(), clone.to_str().unwrap()]));
+    assert!(err.contains("shoot/Take.raw and shoot/take.raw would be one file on this file system (it ignores case)"), "{err}");
+    assert!(err.contains("but its files are not checked out"), "{err}");
+    assert!(!clone.join("shoot").exists(), "nothing was placed");
+    let listed = dmv(&clone, &["ls-tree", "-r", "origin/main"]);
+    assert!(listed.contains("shoot/Take.raw") && listed.contains("shoot/take.raw"), "{listed}");
+    ok(&dmv_out(&clone, &["fsck", "--full"]));
+}

@@ -3,7 +3,7 @@
 //! aarch64, under qemu-user, and for x86-64. What a Raspberry Pi or a phone
 //! in Termux needs to be a replica: init, add, commit, status, switch,
 //! merge, clone, push and pull over a path and over HTTP, a meta clone's
-//! get and drop, and fsck finding a flipped bit.
+//! get and drop, fsck finding a flipped bit, and a frozen remote left.
 
 mod common;
 use common::remote::*;
@@ -200,4 +200,71 @@ fn names_and_file_kinds_a_windows_desk_cannot_hold() {
         assert!(!phone.join(file).exists());
     }
     fsck_clean(&phone);
+}
+
+/// A path remote whose server freezes (a hung disk or machine does this)
+/// is left after `remote.timeout` on every build, and the push says so in
+/// one line. Windows's anonymous pipes cannot be polled: the wait is ended
+/// there, as everywhere, by killing the frozen server.
+#[test]
+fn a_frozen_path_remote_is_left_after_the_timeout() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let laptop = t.join("laptop");
+    dmv(t, &["init", laptop.to_str().unwrap()]);
+    std::fs::write(laptop.join("a.raw"), dmv_testkit::noise(32 << 20, 1)).unwrap();
+    commit_all(&laptop, "a");
+    let hub = t.join("frozen-hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    dmv(&laptop, &["remote", "add", "origin", hub.to_str().unwrap()]);
+    dmv(&laptop, &["config", "remote.timeout", "2"]);
+
+    // Every server of this hub is stopped once it has begun to receive (a
+    // pack being written): before it has started, Wine's CreateProcess would
+    // wait for it, and that is not the wait under test.
+    let packs = hub.join(".dmv/objects/packs");
+    let (done, frozen) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
+    let freezer = {
+        let (done, frozen) = (done.clone(), frozen.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let receiving = std::fs::read_dir(&packs).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().starts_with("tmp-"));
+                for entry in std::fs::read_dir("/proc").unwrap().flatten().filter(|_| receiving) {
+                    let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+                    let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                    let cmdline = String::from_utf8_lossy(&cmdline);
+                    if cmdline.contains("--stdio") && cmdline.contains("frozen-hub") && !frozen.lock().unwrap().contains(&pid) {
+                        // SAFETY: kill(2) with a standard signal, to a server this test's command started.
+                        unsafe { libc::kill(pid, libc::SIGSTOP) };
+                        frozen.lock().unwrap().push(pid);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let mut push = dmv_cmd(&laptop).args(["push", "origin", "main"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while push.try_wait().unwrap().is_none() && start.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let hung = push.try_wait().unwrap().is_none();
+    done.store(true, Ordering::Relaxed);
+    freezer.join().unwrap();
+    for &pid in frozen.lock().unwrap().iter() {
+        // SAFETY: as above; a server left stopped would outlive the test.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+    let _ = push.kill();
+    let out = push.wait_with_output().unwrap();
+    assert!(!hung, "the push still waited on the frozen server after 120 s");
+    assert!(!frozen.lock().unwrap().is_empty(), "no server was frozen");
+    let line = one_line_error(&out);
+    assert!(line.contains("stopped answering"), "{line}");
+    // The hub took nothing, and answers again once it is not frozen.
+    assert!(dmv(&hub, &["branch"]).trim().is_empty());
+    ok(&dmv_out(&laptop, &["push", "origin", "main"]));
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]), dmv(&laptop, &["rev-parse", "main"]));
 }

@@ -171,18 +171,20 @@ impl ClonePlan {
                 true => repo.take_over_interrupted_checkout(&tree).map_err(|e| stopped(e.into()))?,
                 false => Default::default(),
             };
+            // Names this file system cannot hold: running the clone again would not help.
+            let refused_or_stopped = |e: dmv_repo::RepoError| match e {
+                dmv_repo::RepoError::FoldedNames { .. } | dmv_repo::RepoError::UnfitName { .. } => SyncError::CheckoutRefused { dir: self.dir.clone(), cause: Box::new(e.into()) },
+                e => stopped(e.into()),
+            };
             if let Some(early) = early {
-                let early_written = early.finish(&repo).map_err(|e| stopped(e.into()))?;
+                let early_written = early.finish(&repo).map_err(refused_or_stopped)?;
                 written_while_receiving = Some(early_written.len());
                 written.extend(early_written);
             }
             progress.phase(Phase::CheckingOut);
             let checkout = repo.checkout_tree_with(&tree, &written, progress);
             progress.finish();
-            checkout.map_err(|e| match e {
-                dmv_repo::RepoError::FoldedNames { .. } | dmv_repo::RepoError::UnfitName { .. } => SyncError::CheckoutRefused { dir: self.dir.clone(), cause: Box::new(e.into()) },
-                e => stopped(e.into()),
-            })?;
+            checkout.map_err(refused_or_stopped)?;
         }
         if !branches.is_empty() {
             repo.update_refs(&branches, &repo.who(), &format!("clone: from {}", self.url)).map_err(|e| stopped(e.into()))?;

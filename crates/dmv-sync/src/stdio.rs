@@ -5,15 +5,12 @@
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 #[cfg(unix)]
 use std::os::unix::io::{AsRawFd as AsPipe, RawFd};
-#[cfg(windows)]
-use std::os::windows::io::AsRawHandle as AsPipe;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::{BodyWriter, Wire};
-#[cfg(unix)]
 use crate::error::GaveUpWaiting;
 use crate::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb};
@@ -33,10 +30,8 @@ pub struct StdioWire {
 
 /// Our end of a pipe to the child, read and written without blocking for
 /// longer than `after` at a time: a frozen ssh server (or a frozen child)
-/// never answers, and a blocking read would wait for it forever. Windows's
-/// anonymous pipes cannot be polled: there they block, and a frozen remote
-/// is waited for.
-#[cfg_attr(windows, allow(dead_code))]
+/// never answers, and a blocking read would wait for it forever.
+#[cfg(unix)]
 struct Patient<P> {
     pipe: P,
     url: String,
@@ -44,6 +39,7 @@ struct Patient<P> {
     gave_up: Arc<AtomicBool>,
 }
 
+#[cfg(unix)]
 impl<P: AsPipe> Patient<P> {
     fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>> {
         // SAFETY: F_GETFL/F_SETFL on a descriptor we own change only its flags; errors are returned.
@@ -92,13 +88,8 @@ fn ready(fd: RawFd, events: libc::c_short, within: Duration) -> std::io::Result<
     }
 }
 
+#[cfg(unix)]
 impl<P: Read + AsPipe> Read for Patient<P> {
-    #[cfg(windows)]
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.pipe.read(buf)
-    }
-
-    #[cfg(unix)]
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
             match self.pipe.read(buf) {
@@ -109,13 +100,8 @@ impl<P: Read + AsPipe> Read for Patient<P> {
     }
 }
 
+#[cfg(unix)]
 impl<P: Write + AsPipe> Write for Patient<P> {
-    #[cfg(windows)]
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pipe.write(buf)
-    }
-
-    #[cfg(unix)]
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         loop {
             match self.pipe.write(buf) {
@@ -127,6 +113,130 @@ impl<P: Write + AsPipe> Write for Patient<P> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.pipe.flush()
+    }
+}
+
+/// On Windows, whose anonymous pipes cannot be polled, each pipe is read or
+/// written by a thread of its own, one call at a time, and the caller waits
+/// for it at most `after`. A thread left waiting on a frozen server ends
+/// when the server is killed, or with the process: it does not rely on the
+/// kill closing the pipe (Wine does not, for a stopped process).
+#[cfg(windows)]
+struct Patient<P> {
+    url: String,
+    after: Duration,
+    gave_up: Arc<AtomicBool>,
+    /// To the pipe's thread: a buffer to fill (a read) or to write out.
+    todo: std::sync::mpsc::SyncSender<Vec<u8>>,
+    /// From it: the buffer back, with the bytes read or written.
+    done: std::sync::mpsc::Receiver<std::io::Result<(Vec<u8>, usize)>>,
+    /// The buffer, and of a read what is not taken yet (from, to).
+    buffer: Vec<u8>,
+    unread: (usize, usize),
+    _pipe: std::marker::PhantomData<P>,
+}
+
+/// What one read of the pipe's thread asks for at most.
+#[cfg(windows)]
+const READ_AT_ONCE: usize = 1 << 20;
+
+#[cfg(windows)]
+impl<P: Send + 'static> Patient<P> {
+    fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>>
+    where
+        Patient<P>: PipeCall<P>,
+    {
+        let (todo, work) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (answer, done) = std::sync::mpsc::sync_channel(1);
+        let mut pipe = pipe;
+        std::thread::Builder::new().name("dmv-pipe".into()).spawn(move || {
+            for mut buffer in work {
+                let result = Self::call(&mut pipe, &mut buffer).map(|n| (buffer, n));
+                if answer.send(result).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(Patient { url: url.to_string(), after, gave_up, todo, done, buffer: Vec::new(), unread: (0, 0), _pipe: std::marker::PhantomData })
+    }
+
+    /// Hands `buffer` to the pipe's thread and waits at most `after` for it.
+    fn exchange(&mut self, buffer: Vec<u8>) -> std::io::Result<usize> {
+        let gave_up = || GaveUpWaiting::io_error(&self.url, self.after);
+        if self.gave_up.load(Ordering::Relaxed) {
+            return Err(gave_up());
+        }
+        if self.todo.send(buffer).is_err() {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        match self.done.recv_timeout(self.after) {
+            Ok(Ok((buffer, n))) => {
+                self.buffer = buffer;
+                Ok(n)
+            }
+            Ok(Err(e)) => Err(e),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.gave_up.store(true, Ordering::Relaxed);
+                Err(gave_up())
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
+
+/// The one call the pipe's thread makes for each buffer.
+#[cfg(windows)]
+trait PipeCall<P> {
+    fn call(pipe: &mut P, buffer: &mut [u8]) -> std::io::Result<usize>;
+}
+
+#[cfg(windows)]
+impl PipeCall<ChildStdout> for Patient<ChildStdout> {
+    fn call(pipe: &mut ChildStdout, buffer: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match pipe.read(buffer) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                done => return done,
+            }
+        }
+    }
+}
+
+#[cfg(windows)]
+impl PipeCall<ChildStdin> for Patient<ChildStdin> {
+    fn call(pipe: &mut ChildStdin, buffer: &mut [u8]) -> std::io::Result<usize> {
+        pipe.write_all(buffer).map(|()| buffer.len())
+    }
+}
+
+#[cfg(windows)]
+impl Read for Patient<ChildStdout> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.unread.0 == self.unread.1 {
+            let mut buffer = std::mem::take(&mut self.buffer);
+            buffer.resize(READ_AT_ONCE, 0);
+            let n = self.exchange(buffer)?;
+            self.unread = (0, n);
+        }
+        let (from, to) = self.unread;
+        let n = out.len().min(to - from);
+        out[..n].copy_from_slice(&self.buffer[from..from + n]);
+        self.unread.0 += n;
+        Ok(n)
+    }
+}
+
+#[cfg(windows)]
+impl Write for Patient<ChildStdin> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
+        buffer.extend_from_slice(data);
+        self.exchange(buffer)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -283,23 +393,29 @@ impl Wire for StdioWire {
 
 impl Drop for StdioWire {
     fn drop(&mut self) {
-        if self.gave_up() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            return;
-        }
-        // Closing stdin tells the server we are done.
-        drop(self.input.take());
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
+        if !self.gave_up() {
+            // Closing stdin tells the server we are done.
+            drop(self.input.take());
+            if exited_within(&mut self.child, Duration::from_secs(5)) {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(5));
         }
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Not waited for long: Wine ends a stopped process only once it runs again.
+        exited_within(&mut self.child, Duration::from_secs(5));
     }
+}
+
+/// Whether `child` has exited (and is reaped) within `wait`.
+fn exited_within(child: &mut Child, wait: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < wait {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
 }
 
 /// Quotes one word for the remote shell ssh hands the command to.

@@ -213,8 +213,15 @@ impl EarlyCheckout {
 
     /// After a successful fetch: moves the complete files into the working
     /// tree and returns them with their stat data, for the checkout to skip.
+    /// Refused, with nothing placed, as the checkout would refuse the target:
+    /// on a file system that folds `Photo.raw` and `photo.raw` into one file,
+    /// or on Windows for `AUX.raw`, the second move would replace the first.
     pub fn finish(mut self, repo: &Repository) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Stat)>> {
         let mut placed = BTreeMap::new();
+        let any_done = self.files.iter().any(|f| matches!(f.state, State::Done));
+        if let (Some(commit), true, false) = (self.target, any_done, self.failed) {
+            repo.refuse_folded_names(&repo.commit(&commit)?.tree)?;
+        }
         if !self.failed {
             for (index, f) in self.files.iter_mut().enumerate() {
                 if !matches!(f.state, State::Done) {
