@@ -321,3 +321,70 @@ fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
     let (s3_a, s3_b) = (s3_as("s3-a"), s3_as("s3-b"));
     race(&s3_a, &s3_b, "s3", 8);
 }
+
+/// Alice locks cover.psd and pushes a new version. Bob, without `--force`
+/// to any lock, tried every route back to his old version: a merge of a side
+/// branch from before her change with the file restored from it and the
+/// merge amended (each commit "unchanged" against one parent), a reset and
+/// a force push, a new branch, deleting the only branch holding her
+/// version. The server compares what each branch holds before and after:
+/// every one is refused, and the hub's branches stay as they were.
+#[test]
+fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = seeded_hub(t);
+    let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
+    let url = server.url("hub");
+    let none = |_: &mut Command| {};
+    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let seed = head_of(&bob.dir, "HEAD");
+    bob.ok(&["switch", "-c", "side"]);
+    edit(&bob.dir, "notes.txt", "notes on the side");
+    bob.ok(&["commit", "-a", "-m", "side notes"]);
+    bob.ok(&["switch", "main"]);
+
+    alice.ok(&["lock", "cover.psd"]);
+    edit(&alice.dir, "cover.psd", "layers v2 by alice");
+    alice.ok(&["commit", "-a", "-m", "alice's retouch"]);
+    alice.ok(&["push", "origin", "main"]);
+    let held = head_of(&hub, "main");
+    let held_by_alice = |hub: &Path| dmv(hub, &["cat", "main:cover.psd"]) == "layers v2 by alice";
+
+    // A merge of the side, the file restored from it, the merge amended.
+    bob.ok(&["pull", "origin", "main"]);
+    bob.ok(&["merge", "side"]);
+    bob.ok(&["restore", "--source", "side", "cover.psd"]);
+    // His commit asks first and refuses; committed anyway (without lockable
+    // patterns or known locks it is not asked), the server must hold.
+    assert!(bob.fails(&["commit", "--amend", "-a", "-m", "merge side"]).contains("cover.psd is locked by alice"));
+    std::fs::remove_file(bob.dir.join(".dmv/locks-known")).unwrap();
+    std::fs::write(bob.dir.join(".dmvattributes"), "").unwrap();
+    bob.ok(&["commit", "--amend", "-a", "-m", "merge side"]);
+    assert_eq!(dmv(&bob.dir, &["cat", "HEAD:cover.psd"]), "layers v1");
+    let err = bob.fails(&["push", "origin", "main"]);
+    assert!(err.contains("push refused: cover.psd is locked by alice") && err.contains("main would hold another version of it"), "{err}");
+    // A reset to before her change, force-pushed.
+    bob.ok(&["reset", "--hard", &seed]);
+    let err = bob.fails(&["push", "--force", "origin", "main"]);
+    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
+    // A new branch holding a version no branch holds; then deleting main, the only one holding hers.
+    let err = bob.fails(&["push", "origin", "HEAD:old-cover"]);
+    assert!(err.contains("new branch holding a version of it no branch holds"), "{err}");
+    let err = bob.fails(&["push", "--delete", "origin", "main"]);
+    assert!(err.contains("be deleted, and no other branch holds its version"), "{err}");
+    assert_eq!(head_of(&hub, "main"), held);
+    assert!(held_by_alice(&hub));
+    assert!(!dmv(&hub, &["branch"]).contains("old-cover"));
+
+    // What changes nothing of hers still lands: a branch holding her version, and its deletion.
+    bob.ok(&["fetch", "origin"]);
+    bob.ok(&["push", "origin", "origin/main:copy"]);
+    bob.ok(&["push", "--delete", "origin", "copy"]);
+    // Once she unlocks, the same force push goes through.
+    alice.ok(&["unlock", "cover.psd"]);
+    bob.ok(&["push", "--force", "origin", "main"]);
+    assert_eq!(dmv(&hub, &["cat", "main:cover.psd"]), "layers v1");
+    fsck_clean(&hub);
+}

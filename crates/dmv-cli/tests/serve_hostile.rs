@@ -1174,3 +1174,56 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
         None,
     );
 }
+
+/// One write-token lock request for 40 paths with a 7.5 MB replica name
+/// made `.dmv/locks` 300 MB, past what a read of it accepts: every later
+/// push, `locks` and admin `unlock --force` failed until someone deleted
+/// the file. Lock requests now have budgets (paths per call, replica and
+/// holder names, each holder's share of the table), and the table is
+/// never saved past what can be read back.
+#[test]
+fn a_lock_request_past_its_budgets_takes_nothing_and_pushes_go_on() {
+    let top = setup();
+    let t = top.path();
+    let config = "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-mal\" = { access = \"write\", user = \"mallory\" }\n";
+    std::fs::write(t.join("server.toml"), config).unwrap();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let lock = |paths: Vec<String>, replica: String| exchange(server.port, &post("/hub/dmv/lock", Some("tok-mal"), &message(&Request::LockPaths { paths, replica })));
+    let forty: Vec<String> = (0..40).map(|i| format!("scenes/{i}.psd")).collect();
+    let (mut tried, mut refused) = (0, 0);
+    for (paths, replica, expected) in
+        [(forty.clone(), "r".repeat(7_500_000), "replica name of 7500000 bytes"), ((0..10_001).map(|i| format!("f{i}")).collect(), "laptop".to_string(), "10001 paths in one call")]
+    {
+        tried += 1;
+        let message = error_message(&lock(paths, replica));
+        assert!(message.contains(expected) && message.contains("no lock was taken"), "{message}");
+        refused += 1;
+    }
+    assert!(!t.join("hub/.dmv/locks").exists() || std::fs::metadata(t.join("hub/.dmv/locks")).unwrap().len() < 4096);
+    // One holder's share: call after call of long paths at the name bound stops at the budget.
+    let long_path = |i: usize| format!("{}/{}/{i}.psd", "p".repeat(250), "q".repeat(250));
+    let mut calls = 0;
+    let stopped = loop {
+        let answer = lock((calls * 1000..(calls + 1) * 1000).map(long_path).collect(), "r".repeat(1024));
+        match response(&answer) {
+            Response::PathLocks { .. } => calls += 1,
+            Response::Error { message } => break message,
+            other => panic!("{other:?}"),
+        }
+        assert!(calls < 100, "no budget stopped the holder");
+    };
+    tried += 1;
+    assert!(stopped.contains("mallory's locks would take"), "{stopped}");
+    refused += 1;
+    let table = std::fs::metadata(t.join("hub/.dmv/locks")).unwrap().len();
+    assert!(table <= 16 << 20, "the table is {table} bytes");
+    // The repository still takes pushes and lists its locks.
+    let a = t.join("a");
+    std::fs::write(a.join("after.txt"), "still pushing\n").unwrap();
+    commit_all(&a, "after");
+    ok(&dmv_cmd(&a).args(["push", &server.url("hub"), "main"]).env("DMV_TOKEN", "tok-mal").output().unwrap());
+    assert!(
+        matches!(response(&exchange(server.port, &post("/hub/dmv/list-locks", Some("tok-mal"), &message(&Request::ListLocks)))), Response::PathLocks { locks, .. } if locks.len() == calls * 1000)
+    );
+    security_report("lock-budgets", "lock requests: a 7.5 MB replica name, 10,001 paths, one holder filling the table", tried, refused, Some(peak_rss(&server)));
+}

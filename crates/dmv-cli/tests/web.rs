@@ -733,5 +733,20 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     refuse(403, http(port, "POST", "/hub/uploads", &forged, br#"{"name":"x","size":1}"#));
     let ours = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str())];
     assert_eq!(http(port, "POST", "/hub/uploads", &ours, br#"{"name":"x","size":1}"#).0, 201);
+    // Names and paths no file system holds (a 300-byte name, a folder 2,100 deep) were
+    // committed, and every later clone stopped at its checkout; a branch named HEAD was made.
+    let long_name = format!(r#"{{"name":"{}.jpg","size":1}}"#, "n".repeat(296));
+    refuse(400, http(port, "POST", "/hub/uploads", &al_json, long_name.as_bytes()));
+    let now = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
+    let (_, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"deep.jpg","size":1}"#);
+    let small = json_of(&body)["id"].as_str().unwrap().to_string();
+    assert_eq!(http(port, "PUT", &format!("/hub/uploads/{small}?offset=0"), &al, b"x").0, 200);
+    let into = |branch: &str, folder: &str| format!(r#"{{"branch":"{branch}","seen":"{now}","folder":"{folder}","files":[{{"name":"deep.jpg","id":"{small}"}}]}}"#);
+    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, into("main", &"d/".repeat(2100)).as_bytes());
+    refuse(400, (code, body.clone()));
+    assert!(body.contains("4,096 bytes"), "{body}");
+    refuse(400, http(port, "POST", "/hub/commit-uploads", &al_json, into("HEAD", "").as_bytes()));
+    assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), now, "nothing was committed");
+    assert!(!dmv(&hub, &["branch"]).contains("HEAD"));
     security_report("uploads", "browser uploads: cut pieces, wrong offsets, oversize, other users, read tokens, bad names, stale pages, forged origins", tried, refused, None);
 }

@@ -384,6 +384,26 @@ pub enum RepoError {
         /// Who holds the lock.
         holder: String,
     },
+    /// A lock request past one of the lock table's budgets (docs/security.md).
+    /// No lock was taken.
+    #[error("cannot lock: {detail}; no lock was taken")]
+    LockBudget {
+        /// Which budget, and by how much.
+        detail: String,
+    },
+    /// A ref move that would leave a branch holding another version of a
+    /// path someone else has locked than it held before. Nothing moved.
+    #[error("push refused: {path} is locked by {holder}, and {branch} would {how}; nothing was updated (ask them to unlock it, or leave the file as the branch has it)")]
+    LockedPathMoved {
+        /// The locked path.
+        path: String,
+        /// Who holds the lock.
+        holder: String,
+        /// The branch, as its short name.
+        branch: String,
+        /// What the move would do to the path.
+        how: String,
+    },
     /// A push whose commits change a path someone else has locked.
     #[error("push refused: {path} is locked by {holder}, and commit {commit} changes it; nothing was updated (ask them to unlock it, or take that change out)")]
     LockedPathChanged {

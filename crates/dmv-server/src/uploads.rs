@@ -296,7 +296,7 @@ async fn commit_uploads(
                 SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
                 SyncError::Refused(_) => StatusCode::CONFLICT,
                 SyncError::Repo(dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_)) => StatusCode::BAD_REQUEST,
-                SyncError::Repo(dmv_repo::RepoError::LockedPathChanged { .. }) => StatusCode::CONFLICT,
+                SyncError::Repo(dmv_repo::RepoError::LockedPathChanged { .. } | dmv_repo::RepoError::LockedPathMoved { .. }) => StatusCode::CONFLICT,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
             refuse(status, e.to_string())

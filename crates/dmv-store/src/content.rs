@@ -211,8 +211,16 @@ impl std::io::Seek for SeekableContent<'_> {
         };
         let target = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the content"))?;
         if target != self.pos {
+            // Within the chunk at hand, the reader stays: a walk over many
+            // small boxes (an MP4's 200,000 `free` boxes) seeks at every
+            // one, and each fresh reader reads its chunk again.
+            match &mut self.reader {
+                Some(r) if target >= self.pos - r.at as u64 && target - (self.pos - r.at as u64) <= r.chunk.len() as u64 => {
+                    r.at = (target - (self.pos - r.at as u64)) as usize;
+                }
+                _ => self.reader = None,
+            }
             self.pos = target;
-            self.reader = None;
         }
         Ok(target)
     }

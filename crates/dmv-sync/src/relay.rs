@@ -18,7 +18,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use dmv_repo::store::object::{decode, Commit, EntryKind, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::tree::{lookup_in, read_dir_with};
-use dmv_repo::{check_object, facts_of_content, validate_ref_name, LocationLog, ObjectFacts, PathLock, ReplicaId, Silent, Tally};
+use dmv_repo::{check_object, facts_of_content, refuse_moves_over_locks, validate_ref_name, LocationLog, ObjectFacts, PathLock, RefMove, ReplicaId, Silent, Tally};
 
 use crate::bucket_remote::BucketRemote;
 use crate::frame::{Frame, FrameReader, FrameWriter};
@@ -141,29 +141,18 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
     out.message(&response).map_err(io_lost)
 }
 
-/// Refuses a ref update whose new commit changes a path someone other than
-/// the caller has locked: the path's entry at the new commit differs from
-/// the one at the ref's old commit (for a new ref, the HEAD branch's). Only
-/// the tips are compared (a server on a disk walks every new commit): a
-/// change undone within the push changes nothing here.
+/// Refuses ref updates that would leave a branch holding another version
+/// of a path someone other than the caller has locked: the rule of
+/// `refuse_moves_over_locks`, with trees read from the bucket.
 fn refuse_changes_to_others_locks(bucket: &mut BucketRemote, caller: &Caller, updates: &[WireRefUpdate]) -> SyncResult<()> {
     let locks = bucket.path_locks()?.list_locks(caller.user.as_deref().unwrap_or(""))?.locks;
     let others: Vec<&PathLock> = locks.iter().filter(|l| Some(l.owner.as_str()) != caller.user.as_deref()).collect();
     if others.is_empty() {
         return Ok(());
     }
-    let refs = bucket.list_refs()?;
-    let head_tip = refs.head.as_ref().and_then(|head| refs.refs.iter().find(|(name, _)| name == head)).map(|(_, id)| *id);
-    for u in updates {
-        let Some(new) = u.new else { continue };
-        let Some(base) = u.old.or(head_tip) else { continue };
-        for lock in &others {
-            if entry_at(bucket, &new, &lock.path)? != entry_at(bucket, &base, &lock.path)? {
-                return Err(dmv_repo::RepoError::LockedPathChanged { path: lock.path.clone(), holder: lock.holder(), commit: new.short() }.into());
-            }
-        }
-    }
-    Ok(())
+    let branches: Vec<(String, ObjectId)> = bucket.list_refs()?.refs.into_iter().filter(|(name, _)| name.starts_with(BRANCHES)).collect();
+    let moves: Vec<RefMove<'_>> = updates.iter().map(|u| RefMove { name: &u.name, old: u.old, new: u.new }).collect();
+    refuse_moves_over_locks(&moves, &branches, &others, &mut |commit: &ObjectId, path: &str| entry_at(bucket, commit, path))
 }
 
 /// The entry at `path` in `commit`'s tree, read from the bucket.

@@ -131,6 +131,10 @@ impl RemoteSpec {
             if host.is_empty() || host.starts_with('-') {
                 return Err(bad("missing or invalid host"));
             }
+            // ssh would take `-oProxyCommand=…@host` as an option (URLs reach us from peers' cards too).
+            if user.as_deref().is_some_and(|u| u.is_empty() || u.starts_with('-') || u.chars().any(|c| c.is_whitespace() || c.is_control())) {
+                return Err(bad("invalid user (it may not be empty, begin with '-' or hold spaces)"));
+            }
             if path.len() < 2 {
                 return Err(bad("ssh:// needs a path after the host"));
             }
@@ -255,7 +259,9 @@ mod tests {
         assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
         assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
         assert_eq!(t("s3://photos/studio").unwrap(), Transport::S3(dmv_bucket::BucketUrl { bucket: "photos".into(), prefix: "studio".into() }));
-        for bad in ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "http://host:80", "ftp://x/y", "s3://B/p"] {
+        for bad in
+            ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "ssh://-oProxyCommand=x@h/p", "ssh://@h/p", "ssh://a b@h/p", "http://host:80", "ftp://x/y", "s3://B/p"]
+        {
             assert!(t(bad).is_err(), "{bad} should be refused");
         }
     }

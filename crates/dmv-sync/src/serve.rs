@@ -8,7 +8,7 @@ use std::path::Path;
 use std::collections::HashMap;
 
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
-use dmv_repo::{check_object, stored_facts, validate_ref_name, Head, ObjectFacts, RefUpdate, RepoError, Repository};
+use dmv_repo::{check_object, refuse_moves_over_locks, stored_facts, validate_ref_name, Head, ObjectFacts, RefMove, RefUpdate, RepoError, Repository};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
@@ -412,18 +412,22 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
     }
 }
 
-/// Refuses a push whose new commits (those no ref here reaches yet) change
-/// a path someone other than the caller holds, naming the path, the holder
-/// and the commit: nothing of the push lands.
+/// Refuses a push that would leave a branch holding another version of a
+/// path someone other than the caller holds (`refuse_moves_over_locks`:
+/// the old tip against the new one, whatever the commits between did),
+/// and a tag whose new commits (those no ref here reaches yet) change one,
+/// naming the path, the holder and the commit: nothing of the push lands.
 fn refuse_changes_to_others_locks(repo: &Repository, caller: &Caller, table: &dmv_repo::LockTable, batch: &[RefUpdate]) -> SyncResult<()> {
     let others: Vec<_> = table.held_by_others(caller.user.as_deref()).collect();
     if others.is_empty() {
         return Ok(());
     }
-    let mut known = repo.refs.list(BRANCHES)?;
-    known.extend(repo.refs.list(TAGS)?);
-    let known: Vec<_> = known.into_iter().map(|(_, id)| id).collect();
-    for update in batch {
+    let branches = repo.refs.list(BRANCHES)?;
+    let moves: Vec<RefMove<'_>> = batch.iter().map(|u| RefMove { name: &u.name, old: u.expected.flatten(), new: u.new }).collect();
+    refuse_moves_over_locks(&moves, &branches, &others, &mut |commit: &ObjectId, path: &str| repo.entry_at_commit(commit, path))?;
+    let mut known: Vec<ObjectId> = branches.into_iter().map(|(_, id)| id).collect();
+    known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
+    for update in batch.iter().filter(|u| u.name.starts_with(TAGS)) {
         let Some(new) = update.new else { continue };
         let commits = repo.commits_between(&[new], &known)?;
         if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {

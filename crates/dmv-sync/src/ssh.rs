@@ -14,7 +14,7 @@ const OPENSSH_DEFAULT: &str = "chacha20-poly1305@openssh.com,aes128-ctr,aes192-c
 /// it accepts, so a server without AES-GCM still gets ChaCha20.
 const AES_GCM_FIRST: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr";
 
-/// `ssh [-p PORT] [USER@]HOST 'DMV serve --stdio PATH'`, where `ssh` is
+/// `ssh [-p PORT] -- [USER@]HOST 'DMV serve --stdio PATH'`, where `ssh` is
 /// `DMV_SSH` when set (a command with arguments).
 pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, path: &str, remote_dmv: &str) -> Command {
     let ssh = std::env::var("DMV_SSH").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "ssh".into());
@@ -32,7 +32,8 @@ pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, p
         args.extend(["-o".into(), format!("Ciphers={AES_GCM_FIRST}")]);
     }
     let mut cmd = Command::new(program);
-    cmd.args(args).arg(destination).arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
+    // `--`: whatever the destination says, ssh takes it as one.
+    cmd.args(args).arg("--").arg(destination).arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
     cmd
 }
 
@@ -42,7 +43,7 @@ pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, p
 /// connecting. Any other answer (another ssh, an old one, an error) keeps
 /// ssh's own choice.
 fn ciphers_unconfigured(program: &str, args: &[String], destination: &str) -> bool {
-    let Ok(out) = Command::new(program).args(args).arg("-G").arg(destination).stdin(Stdio::null()).stderr(Stdio::null()).output() else { return false };
+    let Ok(out) = Command::new(program).args(args).arg("-G").arg("--").arg(destination).stdin(Stdio::null()).stderr(Stdio::null()).output() else { return false };
     out.status.success() && String::from_utf8_lossy(&out.stdout).lines().any(|l| l.strip_prefix("ciphers ") == Some(OPENSSH_DEFAULT))
 }
 

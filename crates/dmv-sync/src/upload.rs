@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use dmv_repo::ref_names::BRANCHES;
 use dmv_repo::store::object::{EntryKind, Signature, TreeEntry};
 use dmv_repo::store::ObjectId;
-use dmv_repo::tree::{lookup, put_in_folder, valid_entry_name};
+use dmv_repo::tree::{lookup, put_in_folder, valid_entry_name, MAX_PATH_BYTES};
 use dmv_repo::{RepoError, Repository};
 
 use crate::protocol::{Response, WireRefUpdate};
@@ -79,10 +79,18 @@ pub fn commit_uploaded(repo: &Repository, caller: &Caller, up: &UploadCommit<'_>
             return Err(bad(&f.name, "uploaded twice at once"));
         }
     }
+    // Git refuses a branch of that name: every revision `HEAD` would mean two things.
+    if up.branch == "HEAD" {
+        return Err(bad(up.branch, "not a branch's name"));
+    }
     let branch = format!("{BRANCHES}{}", up.branch);
     dmv_repo::validate_ref_name(&branch)?;
     let folder = up.folder.trim_matches('/');
     let path_of = |name: &str| if folder.is_empty() { name.to_string() } else { format!("{folder}/{name}") };
+    // A path no file system holds would stop every clone's checkout.
+    if let Some(f) = up.files.iter().find(|f| path_of(&f.name).len() > MAX_PATH_BYTES) {
+        return Err(bad(&f.name, "in a folder whose path with it is longer than a path may be (4,096 bytes)"));
+    }
 
     // From the first object written until the branch holds the commit.
     let _gc = repo.store.hold_off_gc()?;

@@ -46,9 +46,13 @@ const TAG_PANASONIC_JPEG: u16 = 0x2e;
 /// Photometric interpretations of sensor data (CFA, LinearRaw), never a preview.
 const SENSOR_PHOTOMETRICS: [u32; 2] = [32803, 34892];
 
-/// The largest embedded JPEG of a raw file (None: not a raw this reads, or
-/// no usable JPEG in it).
-pub fn largest_embedded_jpeg<R: Read + Seek>(file: &mut R) -> Option<EmbeddedJpeg> {
+/// The largest embedded JPEG of a raw file that is at most `max_len` bytes
+/// long (None: not a raw this reads, or no usable JPEG in it). The tags
+/// that give a preview's length are the file's word: a sparse file of a few
+/// kilobytes once claimed 1.5 GiB, which the server then read whole, so
+/// the caller says how much it will read and longer candidates are passed
+/// over.
+pub fn largest_embedded_jpeg<R: Read + Seek>(file: &mut R, max_len: u64) -> Option<EmbeddedJpeg> {
     let len = file.seek(SeekFrom::End(0)).ok()?;
     let mut header = [0u8; 92];
     read_at(file, len, 0, &mut header).ok()?;
@@ -58,7 +62,11 @@ pub fn largest_embedded_jpeg<R: Read + Seek>(file: &mut R) -> Option<EmbeddedJpe
     } else {
         tiff_candidates(file, len, &header)?
     };
-    candidates.into_iter().filter_map(|(offset, size)| frame_of(file, len, offset, size)).max_by_key(|j| (j.width as u64 * j.height as u64, j.len))
+    candidates
+        .into_iter()
+        .filter(|&(_, size)| size <= max_len)
+        .filter_map(|(offset, size)| frame_of(file, len, offset, size))
+        .max_by_key(|j| (j.width as u64 * j.height as u64, j.len))
 }
 
 #[derive(Clone, Copy)]

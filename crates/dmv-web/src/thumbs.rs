@@ -31,34 +31,43 @@ pub const THUMBNAIL_EDGE: u32 = 256;
 pub const PREVIEW_EDGE: u32 = 1600;
 
 /// A source image larger than this is not read for a thumbnail.
-const MAX_SOURCE_BYTES: u64 = 512 << 20;
+const MAX_SOURCE_BYTES: u64 = 128 << 20;
+/// A camera's embedded JPEG longer than this is passed over (the largest
+/// full-size previews of 100-megapixel cameras are about 30 MiB).
+const MAX_EMBEDDED_PREVIEW_BYTES: u64 = 32 << 20;
 /// What one decode may allocate (for a JPEG, as estimated from its header).
 const MAX_DECODE_ALLOC: u64 = 160 << 20;
-/// Images decoded at once: bounds the server's memory whatever many pages ask.
-const DECODES_AT_ONCE: usize = 2;
+/// What the decodes running at once may hold together, sources included:
+/// two photos at a time, one source near [`MAX_SOURCE_BYTES`] alone. This
+/// bounds the server's memory whatever many pages ask (the budget
+/// for the whole server is 512 MiB).
+const DECODE_MEMORY: u64 = 2 * (MAX_EMBEDDED_PREVIEW_BYTES + MAX_DECODE_ALLOC);
 
-static DECODING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+static DECODING: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
 
-/// A slot among the [`DECODES_AT_ONCE`], released on drop.
-struct DecodeSlot;
+/// A share of [`DECODE_MEMORY`], given back on drop.
+struct DecodeSlot(u64);
 
 impl DecodeSlot {
-    fn take() -> DecodeSlot {
-        let (count, freed) = &DECODING;
-        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
-        while *n >= DECODES_AT_ONCE {
+    /// Waits until `bytes` (at most [`DECODE_MEMORY`]) fit beside the
+    /// decodes running.
+    fn take(bytes: u64) -> DecodeSlot {
+        let bytes = bytes.min(DECODE_MEMORY);
+        let (held, freed) = &DECODING;
+        let mut n = held.lock().unwrap_or_else(|e| e.into_inner());
+        while *n + bytes > DECODE_MEMORY {
             n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
         }
-        *n += 1;
-        DecodeSlot
+        *n += bytes;
+        DecodeSlot(bytes)
     }
 }
 
 impl Drop for DecodeSlot {
     fn drop(&mut self) {
-        let (count, freed) = &DECODING;
-        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
-        freed.notify_one();
+        let (held, freed) = &DECODING;
+        *held.lock().unwrap_or_else(|e| e.into_inner()) -= self.0;
+        freed.notify_all();
     }
 }
 
@@ -73,16 +82,18 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
     if let Ok(bytes) = std::fs::read(&cached) {
         return Ok(bytes);
     }
-    let _slot = DecodeSlot::take();
     let image = match camera_preview(repo, id, edge) {
         Some(image) => image,
         None => {
-            let mut source = Vec::new();
-            let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
-            reader.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut source).map_err(|e| e.to_string())?;
-            if source.len() as u64 > MAX_SOURCE_BYTES {
+            // The size a file node records, checked before anything is read or held.
+            let len = repo.store.content_len(id).map_err(|e| e.to_string())?;
+            if len > MAX_SOURCE_BYTES {
                 return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
             }
+            let _slot = DecodeSlot::take(len + MAX_DECODE_ALLOC);
+            let mut source = Vec::with_capacity(len as usize);
+            let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
+            reader.take(len).read_to_end(&mut source).map_err(|e| e.to_string())?;
             decode(&source, edge)?
         }
     };
@@ -102,7 +113,8 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
 /// The camera's own JPEG inside a raw file, decoded (None: not a raw, or
 /// none of its JPEGs decodes: the file is then read as any image).
 fn camera_preview(repo: &Repository, id: &ObjectId, edge: u32) -> Option<DynamicImage> {
-    let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?)?;
+    let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?, MAX_EMBEDDED_PREVIEW_BYTES)?;
+    let _slot = DecodeSlot::take(preview.len + MAX_DECODE_ALLOC);
     let mut jpeg = Vec::with_capacity(preview.len as usize);
     repo.store.content_reader_at(id, preview.offset).ok()?.take(preview.len).read_to_end(&mut jpeg).ok()?;
     decode_jpeg_scaled(&jpeg, edge).ok().flatten()

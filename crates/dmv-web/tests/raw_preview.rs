@@ -18,7 +18,7 @@ fn jpeg(width: u32, height: u32) -> Vec<u8> {
 }
 
 fn found(raw: &[u8]) -> Option<EmbeddedJpeg> {
-    largest_embedded_jpeg(&mut Cursor::new(raw))
+    largest_embedded_jpeg(&mut Cursor::new(raw), u64::MAX)
 }
 
 #[test]

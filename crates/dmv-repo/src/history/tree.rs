@@ -23,22 +23,38 @@ pub struct FlatEntry {
 pub type FlatTree = BTreeMap<Vec<u8>, FlatEntry>;
 
 /// The most directories a path may nest (so at most this many `/` in a
-/// path). Trees come from other replicas too: deeper ones are refused as
-/// malformed, so no walk is as deep as a hostile replica would like. Every
-/// walk here is iterative besides, and within one directory a node's
-/// children are exactly one level below it, so its nodes nest at most 256 deep.
-pub const MAX_PATH_DEPTH: usize = 4096;
+/// path): as many as fit in [`MAX_PATH_BYTES`]. Trees come from other
+/// replicas too: deeper ones are refused as malformed, so no walk is as
+/// deep as a hostile replica would like. Every walk here is iterative
+/// besides, and within one directory a node's children are exactly one
+/// level below it, so its nodes nest at most 256 deep.
+pub const MAX_PATH_DEPTH: usize = 2047;
+/// The longest name an entry may have, in bytes: what Linux, macOS and
+/// Windows file systems hold (a longer one could be committed from a
+/// browser, and then no clone anywhere could check it out).
+pub const MAX_NAME_BYTES: usize = 255;
+/// The longest path a tree may hold, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
 
 pub(crate) fn too_deep(tree: &ObjectId) -> RepoError {
     RepoError::MalformedTree { tree: *tree, detail: format!("its directories nest more than {MAX_PATH_DEPTH} deep") }
 }
 
+/// Refuses a path past [`MAX_PATH_BYTES`], as the walks meet it.
+pub(crate) fn check_path_len(tree: &ObjectId, path: &[u8]) -> RepoResult<()> {
+    match path.len() > MAX_PATH_BYTES {
+        true => Err(RepoError::MalformedTree { tree: *tree, detail: format!("it holds a path of more than {MAX_PATH_BYTES} bytes, which no file system holds") }),
+        false => Ok(()),
+    }
+}
+
 /// Whether a tree may name an entry so. Trees come from other replicas too:
 /// a name that is empty, `.` or `..`, holds a `/` or a NUL, or is `.dmv`
-/// (in any case) would make a checkout write outside its place, so a tree
+/// (in any case) would make a checkout write outside its place, and one
+/// longer than [`MAX_NAME_BYTES`] could never be checked out, so a tree
 /// that has one is refused as a whole.
 pub fn valid_entry_name(name: &[u8]) -> bool {
-    !(name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) || name.eq_ignore_ascii_case(b".dmv"))
+    !(name.is_empty() || name.len() > MAX_NAME_BYTES || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) || name.eq_ignore_ascii_case(b".dmv"))
 }
 
 /// The entries of one directory, in name order, across its nodes.
@@ -154,6 +170,7 @@ pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obje
                 path.push(b'/');
             }
             path.extend_from_slice(&e.name);
+            check_path_len(tree, &path)?;
             if e.kind == EntryKind::Dir {
                 if depth >= MAX_PATH_DEPTH {
                     return Err(too_deep(tree));
@@ -235,6 +252,10 @@ impl Iterator for FilesInOrder<'_> {
                 path.push(b'/');
             }
             path.extend_from_slice(&e.name);
+            if let Err(err) = check_path_len(&self.tree, &path) {
+                self.open.clear();
+                return Some(Err(err));
+            }
             if e.kind != EntryKind::Dir {
                 return Some(Ok((path, FlatEntry { kind: e.kind, id: e.id, size: e.size })));
             }

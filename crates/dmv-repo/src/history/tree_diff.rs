@@ -7,7 +7,7 @@
 use dmv_store::object::{EntryKind, TreeEntry};
 use dmv_store::{ObjectId, Store};
 
-use crate::history::tree::{read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
+use crate::history::tree::{check_path_len, read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
 use crate::{RepoResult, Repository};
 
 /// A pair of folders to compare (either may be absent), their path and depth.
@@ -41,6 +41,7 @@ pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>)
                 path.push(b'/');
             }
             path.extend_from_slice(name);
+            check_path_len(new.or(old).unwrap_or(&ObjectId([0; 32])), &path)?;
             let (old_file, new_file) = (file(&o), file(&n));
             if old_file.map(|e| (e.kind, e.id)) != new_file.map(|e| (e.kind, e.id)) {
                 let kind = match (old_file, new_file) {

@@ -15,12 +15,17 @@ const MOST_FRAGMENTS: usize = 20_000;
 
 /// The duration of a fragmented MP4; None for anything else (an MP4 that
 /// is not fragmented keeps its duration where other readers find it).
-pub fn duration<R: Read + Seek>(file: &mut R) -> Option<Duration> {
+/// At most `max_boxes` top-level boxes are visited: the file decides how
+/// many it has (1.6 MB of empty `free` boxes are 200,000 of them), the
+/// caller how many it will look at.
+pub fn duration<R: Read + Seek>(file: &mut R, max_boxes: usize) -> Option<Duration> {
     let mut moov = None;
     let mut fragments = Vec::new();
     let mut at = 0u64;
     let end = file.seek(SeekFrom::End(0)).ok()?;
-    while at + 8 <= end {
+    let mut visited = 0;
+    while at + 8 <= end && visited < max_boxes {
+        visited += 1;
         // A box cut short (a recording that stopped): what came before it counts.
         let Some((kind, header, size)) = box_at(file, at, end) else { break };
         match &kind {
@@ -247,17 +252,50 @@ mod tests {
     fn a_fragmented_mp4_lasts_until_its_last_fragment_ends() {
         for (decode_times, per_sample) in [(true, false), (false, false), (true, true), (false, true)] {
             let file = camera_file(3, decode_times, per_sample, None);
-            assert_eq!(duration(&mut std::io::Cursor::new(&file)), Some(Duration::from_secs(6)), "decode times {decode_times}, per sample {per_sample}");
+            assert_eq!(duration(&mut std::io::Cursor::new(&file), 1000), Some(Duration::from_secs(6)), "decode times {decode_times}, per sample {per_sample}");
             assert_eq!(crate::media::media_facts(std::io::Cursor::new(&file)), ["6.0 s"]);
         }
         // The movie extends header, when there, is the writer's word (in the movie's timescale).
-        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(3, true, false, Some(6500)))), Some(Duration::from_millis(6500)));
+        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(3, true, false, Some(6500))), 1000), Some(Duration::from_millis(6500)));
         // No fragments: not for this reader.
-        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(0, true, false, None))), None);
+        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(0, true, false, None)), 1000), None);
         // Cut short in its last fragment: the fragments whole before it count.
         let mut cut = camera_file(3, true, false, None);
         cut.truncate(cut.len() - 6010);
-        assert_eq!(duration(&mut std::io::Cursor::new(&cut)), Some(Duration::from_secs(4)));
+        assert_eq!(duration(&mut std::io::Cursor::new(&cut), 1000), Some(Duration::from_secs(4)));
+    }
+
+    /// Counts the reads a parser makes of its source.
+    struct Counted<R> {
+        inner: R,
+        reads: usize,
+    }
+
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.reads += 1;
+            self.inner.read(buf)
+        }
+    }
+
+    impl<R: Seek> Seek for Counted<R> {
+        fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(to)
+        }
+    }
+
+    /// `ftyp` and 200,000 empty `free` boxes took `dmv show` and a file page
+    /// 25 s each, every time: the walk visits at most what its caller allows.
+    #[test]
+    fn a_walk_of_boxes_stops_at_its_callers_budget() {
+        let mut file = camera_file(0, true, false, None);
+        file.extend(std::iter::repeat_n(mp4_box(b"free", b""), 200_000).flatten());
+        file.extend(camera_file(1, true, false, None));
+        let mut source = Counted { inner: std::io::Cursor::new(&file), reads: 0 };
+        assert_eq!(duration(&mut source, 1000), None, "the fragment lies past the budget");
+        assert!(source.reads <= 2 * 1000, "{} reads", source.reads);
+        let mut source = Counted { inner: std::io::Cursor::new(&file), reads: 0 };
+        assert_eq!(duration(&mut source, 300_000), Some(Duration::from_secs(2)), "within a larger budget it is found");
     }
 
     proptest! {
@@ -270,7 +308,7 @@ mod tests {
                 file[at] = byte;
             }
             file.truncate(file.len().saturating_sub(cut));
-            let _ = duration(&mut std::io::Cursor::new(&file));
+            let _ = duration(&mut std::io::Cursor::new(&file), 1000);
         }
     }
 }

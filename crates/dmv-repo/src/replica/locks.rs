@@ -47,7 +47,20 @@ impl PathLock {
 const MAGIC: &[u8; 8] = b"DMVLOCKS";
 const FORMAT: u8 = 1;
 /// A lock table larger than this is damage, not locks (a million paths take ~100 MB).
+/// No table past it is ever saved, so a table read back is never refused for its size.
 const MAX_TABLE_BYTES: u64 = 256 << 20;
+/// Paths locked or released in one call.
+pub const MAX_PATHS_PER_LOCK_CALL: usize = 10_000;
+/// A replica's name as a lock records it (the client's word: one request
+/// whose 7.5 MB replica name was copied into 40 locks made a table of
+/// 300 MB that no push could read again).
+pub const MAX_REPLICA_NAME_BYTES: usize = 1024;
+/// A holder's name (a token's user, an account).
+pub const MAX_OWNER_BYTES: usize = 255;
+/// What one holder's locks may take in a table: about 100,000 locks of
+/// ordinary paths, and a sixteenth of the table, so one writer cannot
+/// fill it for everyone.
+pub const MAX_LOCK_BYTES_PER_OWNER: u64 = 16 << 20;
 
 /// Every lock of a repository, by path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,7 +126,20 @@ impl LockTable {
 
     /// Locks every path for `owner` from `replica`, or none of them (see
     /// [`take_locks`]). Returns the locks, in the order asked.
+    /// Refused past [`MAX_LOCK_BYTES_PER_OWNER`] for the owner's locks, or
+    /// past the table's own bound.
     pub fn lock(&mut self, paths: &[String], owner: &str, replica: &str, now: u64) -> RepoResult<Vec<PathLock>> {
+        check_lock_call(paths.len(), owner, replica)?;
+        let adding: u64 = paths.iter().filter(|p| !self.locks.contains_key(p.as_str())).map(|p| lock_bytes(p, owner, replica)).sum();
+        let owners: u64 = self.locks.values().filter(|l| l.owner == owner).map(|l| lock_bytes(&l.path, &l.owner, &l.replica)).sum();
+        if owners + adding > MAX_LOCK_BYTES_PER_OWNER {
+            let detail = format!("{owner}'s locks would take {} KiB of the lock table, more than one holder may ({} KiB)", (owners + adding) >> 10, MAX_LOCK_BYTES_PER_OWNER >> 10);
+            return Err(RepoError::LockBudget { detail });
+        }
+        let all: u64 = self.locks.values().map(|l| lock_bytes(&l.path, &l.owner, &l.replica)).sum();
+        if all + adding > MAX_TABLE_BYTES - (1 << 20) {
+            return Err(RepoError::LockBudget { detail: format!("the lock table is full ({} MiB)", MAX_TABLE_BYTES >> 20) });
+        }
         take_locks(self, paths, owner, replica, now)
     }
 
@@ -170,6 +196,7 @@ pub trait LockStore {
 /// by this owner and replica keep their lock. Returns the locks, in the
 /// order asked.
 pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, replica: &str, now: u64) -> Result<Vec<PathLock>, S::Error> {
+    check_lock_call(paths.len(), owner, replica)?;
     for path in paths {
         check_lock_path(path).map_err(|reason| RepoError::BadPath { path: path.clone(), reason })?;
     }
@@ -202,6 +229,7 @@ pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner:
 /// Releases every path, or none: a path not locked, or held by someone
 /// else without `force`, refuses the whole call. Returns what was released.
 pub fn release_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, force: bool) -> Result<Vec<PathLock>, S::Error> {
+    check_lock_call(paths.len(), owner, "")?;
     let mut released: Vec<PathLock> = Vec::new();
     for path in paths {
         match store.read(path)? {
@@ -215,6 +243,27 @@ pub fn release_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], own
         store.remove(&lock.path)?;
     }
     Ok(released)
+}
+
+/// What one lock takes in an encoded table, about (the varint lengths and
+/// time are counted at their largest).
+fn lock_bytes(path: &str, owner: &str, replica: &str) -> u64 {
+    (path.len() + owner.len() + replica.len() + 3 * 2 + 10) as u64
+}
+
+/// The budgets of one lock or unlock call: how many paths, and the names
+/// every lock will carry.
+fn check_lock_call(paths: usize, owner: &str, replica: &str) -> RepoResult<()> {
+    let detail = if paths > MAX_PATHS_PER_LOCK_CALL {
+        format!("{paths} paths in one call, more than {MAX_PATHS_PER_LOCK_CALL}")
+    } else if replica.len() > MAX_REPLICA_NAME_BYTES {
+        format!("a replica name of {} bytes, more than {MAX_REPLICA_NAME_BYTES}", replica.len())
+    } else if owner.len() > MAX_OWNER_BYTES {
+        format!("a holder's name of {} bytes, more than {MAX_OWNER_BYTES}", owner.len())
+    } else {
+        return Ok(());
+    };
+    Err(RepoError::LockBudget { detail })
 }
 
 /// A lock path is a path of the repository's trees: relative, `/`-separated,
@@ -248,8 +297,14 @@ pub struct HeldLocks {
 
 impl HeldLocks {
     /// Writes the table back (durably: a lock said to be taken stays taken).
+    /// A table past its bound is refused here, before it replaces the one
+    /// on disk: what is saved can always be read back.
     pub fn save(&self) -> RepoResult<()> {
-        crate::atomic::write_atomic(&self.path, &self.table.encode())
+        let bytes = self.table.encode();
+        if bytes.len() as u64 > MAX_TABLE_BYTES {
+            return Err(RepoError::LockBudget { detail: format!("the lock table would be {} MiB, more than {} MiB", bytes.len() >> 20, MAX_TABLE_BYTES >> 20) });
+        }
+        crate::atomic::write_atomic(&self.path, &bytes)
     }
 }
 
@@ -300,6 +355,84 @@ impl Repository {
             }
         }
         Ok(None)
+    }
+}
+
+/// A ref as an update would move it (`None`: absent before, or deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefMove<'a> {
+    /// The ref's full name.
+    pub name: &'a str,
+    /// Where it is now.
+    pub old: Option<ObjectId>,
+    /// Where it would be.
+    pub new: Option<ObjectId>,
+}
+
+/// A path's entry at a commit (None: the commit does not hold the path).
+pub type EntryAt<'a, E> = dyn FnMut(&ObjectId, &str) -> Result<Option<(EntryKind, ObjectId)>, E> + 'a;
+
+/// The rule of locks, as an invariant of what branches hold: refuses a set
+/// of ref moves that would leave any branch holding, at a path someone else
+/// has locked (`locks`), another version than it held before, whatever the
+/// commits in between did (a merge of an old side, a restore and an amend,
+/// a reset and a force push all end at the tips). A new branch may hold
+/// the path only as some branch already does (or not at all); a branch may
+/// be deleted unless it is the last to hold its version of the path.
+/// `branches` are the target's branches before the moves; tags are not
+/// branches and are not held to this. Every kind of hub (a repository on a
+/// disk, a server in front of a bucket) calls this atomically with its ref
+/// swap; `entry_at` reads trees wherever that hub keeps them.
+pub fn refuse_moves_over_locks<E: From<RepoError>>(moves: &[RefMove<'_>], branches: &[(String, ObjectId)], locks: &[&PathLock], entry_at: &mut EntryAt<'_, E>) -> Result<(), E> {
+    let is_branch = |name: &str| name.starts_with(crate::ref_names::BRANCHES) || name.starts_with(crate::ref_names::REMOTE_BRANCHES);
+    let moves: Vec<&RefMove<'_>> = moves.iter().filter(|m| is_branch(m.name) && m.old != m.new).collect();
+    if moves.is_empty() || locks.is_empty() {
+        return Ok(());
+    }
+    let mut after: Vec<(&str, ObjectId)> = branches.iter().filter(|(name, _)| !moves.iter().any(|m| m.name == name)).map(|(n, id)| (n.as_str(), *id)).collect();
+    after.extend(moves.iter().filter_map(|m| Some((m.name, m.new?))));
+    for lock in locks {
+        let path = lock.path.as_str();
+        let held_anywhere = |tips: &mut dyn Iterator<Item = ObjectId>, entry: (EntryKind, ObjectId), entry_at: &mut EntryAt<'_, E>| -> Result<bool, E> {
+            for tip in tips {
+                if entry_at(&tip, path)? == Some(entry) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        for m in &moves {
+            let before = m.old.map(|c| entry_at(&c, path)).transpose()?.flatten();
+            let now = m.new.map(|c| entry_at(&c, path)).transpose()?.flatten();
+            if before == now {
+                continue;
+            }
+            let branch = m.name.strip_prefix(crate::ref_names::BRANCHES).unwrap_or(m.name).to_string();
+            let how = match (m.old, m.new, before, now) {
+                // A new branch holding a version some branch holds changes nothing anyone edits.
+                (None, Some(_), _, None) => continue,
+                (None, Some(_), _, Some(entry)) if held_anywhere(&mut branches.iter().map(|(_, id)| *id), entry, entry_at)? => continue,
+                (None, Some(new), _, Some(_)) => format!("be a new branch holding a version of it no branch holds ({})", new.short()),
+                // A deleted branch loses nothing while another holds its version.
+                (Some(_), None, Some(entry), _) if held_anywhere(&mut after.iter().map(|(_, id)| *id), entry, entry_at)? => continue,
+                (Some(old), None, _, _) => format!("be deleted, and no other branch holds its version of it ({})", old.short()),
+                (_, Some(new), _, None) => format!("no longer hold it at {}", new.short()),
+                (_, new, _, _) => format!("hold another version of it at {}", new.map_or_else(String::new, |n| n.short())),
+            };
+            return Err(RepoError::LockedPathMoved { path: path.to_string(), holder: lock.holder(), branch, how }.into());
+        }
+    }
+    Ok(())
+}
+
+impl Repository {
+    /// The entry at `path` in the tree of `commit` (a commit here, or a tag of one).
+    pub fn entry_at_commit(&self, commit: &ObjectId, path: &str) -> RepoResult<Option<(EntryKind, ObjectId)>> {
+        let commit = match self.store.kind_of(commit)? {
+            dmv_store::ObjectKind::Tag => self.store.read_decoded::<dmv_store::object::Tag>(commit, dmv_store::ObjectKind::Tag)?.target,
+            _ => *commit,
+        };
+        Ok(lookup(&self.store, &self.commit(&commit)?.tree, path.as_bytes())?.map(|e| (e.kind, e.id)))
     }
 }
 
@@ -404,6 +537,41 @@ mod tests {
         for bad in ["", "/a", "a//b", "a/../b", "./a", ".dmv/config", "a/"] {
             assert!(t.lock(&[bad.into()], "al", "r", 1).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    /// One write-token request with a 7.5 MB replica name for 40 paths
+    /// made `.dmv/locks` 300 MB, past what a read accepts: every later push
+    /// failed. Each budget refuses the whole call and takes no lock.
+    #[test]
+    fn lock_calls_past_their_budgets_take_nothing() {
+        let mut t = LockTable::default();
+        let paths: Vec<String> = (0..40).map(|i| format!("scene/{i}.psd")).collect();
+        let long = "r".repeat(MAX_REPLICA_NAME_BYTES + 1);
+        assert!(matches!(t.lock(&paths, "mallory", &long, 1), Err(RepoError::LockBudget { .. })));
+        assert!(t.lock(&paths, "mallory", &"r".repeat(MAX_REPLICA_NAME_BYTES), 1).is_ok(), "a name at the bound is taken");
+        let mut t = LockTable::default();
+        assert!(matches!(t.lock(&paths, &"o".repeat(MAX_OWNER_BYTES + 1), "r", 1), Err(RepoError::LockBudget { .. })));
+        let many: Vec<String> = (0..=MAX_PATHS_PER_LOCK_CALL).map(|i| format!("f{i}")).collect();
+        assert!(matches!(t.lock(&many, "mallory", "r", 1), Err(RepoError::LockBudget { .. })));
+        assert!(matches!(t.unlock(&many, "mallory", false), Err(RepoError::LockBudget { .. })));
+        assert!(t.is_empty());
+
+        // One holder's share: long paths at the bound, call after call,
+        // stop at the owner's budget while another holder may still lock.
+        let deep = |i: usize| format!("{}/{i}", "d".repeat(4000));
+        let mut taken = 0;
+        let refused = loop {
+            let call: Vec<String> = (taken..taken + 100).map(deep).collect();
+            match t.lock(&call, "mallory", &"r".repeat(MAX_REPLICA_NAME_BYTES), 1) {
+                Ok(_) => taken += 100,
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(refused, RepoError::LockBudget { .. }), "{refused}");
+        assert!(t.encode().len() as u64 <= MAX_LOCK_BYTES_PER_OWNER, "{} bytes", t.encode().len());
+        assert_eq!(t.all().count(), taken);
+        t.lock(&["a.psd".into()], "alice", "laptop", 2).unwrap();
+        assert_eq!(LockTable::decode(&t.encode()).unwrap(), t);
     }
 
     #[test]
