@@ -1227,3 +1227,37 @@ fn a_lock_request_past_its_budgets_takes_nothing_and_pushes_go_on() {
     );
     security_report("lock-budgets", "lock requests: a 7.5 MB replica name, 10,001 paths, one holder filling the table", tried, refused, Some(peak_rss(&server)));
 }
+
+/// 520 anonymous downloads of a large raw that never read their socket
+/// held every connection slot: new connections were closed for the whole
+/// idle timeout (30 s at a time), since an answer in progress was never
+/// chosen to make room. An answer its client has left untaken for a
+/// second now counts as a wait on the client.
+#[test]
+fn downloads_that_never_read_make_room_for_a_clone() {
+    let top = setup();
+    let t = top.path();
+    let a = t.join("a");
+    write_noise(&a.join("big.raw"), 24 << 20, 7);
+    commit_all(&a, "a large raw");
+    dmv(&a, &["push", "../hub"]);
+    std::fs::write(t.join("server.toml"), "idle_timeout_secs = 120\nmax_connections = 32\nread = \"open\"\nbrowse = \"open\"\n[repos]\nhub = \"hub\"\n").unwrap();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    let id = dmv(&a, &["ls-tree", "HEAD"]).lines().find(|l| l.ends_with("big.raw")).unwrap().split_whitespace().nth(1).unwrap().to_string();
+    let readers: Vec<TcpStream> = (0..48)
+        .map(|_| {
+            let mut s = connect(port);
+            write!(s, "GET /hub/raw/{id}/big.raw HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+            s
+        })
+        .collect();
+    // Long enough for every answer to fill its socket and wait past the grace.
+    std::thread::sleep(Duration::from_secs(3));
+    let started = Instant::now();
+    assert!(hello_answers(port), "a new connection was answered");
+    clone_is_exact(t, &server.url("hub"), &[]);
+    assert!(started.elapsed() < Duration::from_secs(100));
+    drop(readers);
+    security_report("slow-readers", "downloads of a 24 MiB raw that never read (48 against max_connections = 32; hello and a clone went through)", 48, 48, Some(peak_rss(&server)));
+}

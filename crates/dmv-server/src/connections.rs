@@ -1,7 +1,8 @@
 //! The connections `dmv serve` holds open, bounded in number. Past the
 //! bound a new connection closes the one that has been quiet longest
 //! among those the server is not working for (idle between requests, or
-//! waiting for a request to arrive): a thousand idle or trickling
+//! waiting for a request to arrive, or an answer its client has not taken
+//! for a second): a thousand idle, trickling or never-reading
 //! connections from one client then cost a legitimate client nothing,
 //! where waiting for their timeouts would cost it up to 30 s or more. When
 //! the server is working for every connection, the new one is closed at once.
@@ -9,9 +10,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
+
+/// How long an answer may wait for its client to read before the
+/// connection counts as waiting on the client (a fast client's socket
+/// fills and drains within milliseconds).
+const UNTAKEN_GRACE: Duration = Duration::from_secs(1);
 
 /// What one connection is doing, updated as it works.
 pub(crate) struct Activity {
@@ -22,17 +28,38 @@ pub(crate) struct Activity {
     busy: AtomicUsize,
     /// ...of which waiting for the client to send the rest of the request.
     waiting: AtomicUsize,
+    /// Milliseconds after `started`, plus one, of the first write the client
+    /// has not taken since (0: none waits).
+    write_blocked_ms: AtomicU64,
     /// Told to close.
     pub closed: Notify,
 }
 
 impl Activity {
     fn new() -> Activity {
-        Activity { started: Instant::now(), last_io_ms: AtomicU64::new(0), busy: AtomicUsize::new(0), waiting: AtomicUsize::new(0), closed: Notify::new() }
+        Activity {
+            started: Instant::now(),
+            last_io_ms: AtomicU64::new(0),
+            busy: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            write_blocked_ms: AtomicU64::new(0),
+            closed: Notify::new(),
+        }
     }
 
     pub fn moved_bytes(&self) {
         self.last_io_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Notes that a write could not proceed: the client is not reading.
+    pub fn write_blocked(&self) {
+        let now = self.started.elapsed().as_millis() as u64 + 1;
+        let _ = self.write_blocked_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Notes that a write went through.
+    pub fn write_unblocked(&self) {
+        self.write_blocked_ms.store(0, Ordering::Relaxed);
     }
 
     /// Marks a request as being answered until the guard drops.
@@ -47,9 +74,14 @@ impl Activity {
         WaitingOnClient(self.clone())
     }
 
-    /// Whether closing it would cut work of the server's (not a wait on the client).
+    /// Whether closing it would cut work of the server's (not a wait on
+    /// the client: for the rest of a request, or to take an answer it has
+    /// left untaken for [`UNTAKEN_GRACE`]; 520 downloads that never read
+    /// had held every slot for the whole idle timeout).
     fn working(&self) -> bool {
-        self.busy.load(Ordering::SeqCst) > self.waiting.load(Ordering::SeqCst)
+        let blocked = self.write_blocked_ms.load(Ordering::Relaxed);
+        let untaken = blocked > 0 && self.started.elapsed() >= Duration::from_millis(blocked - 1) + UNTAKEN_GRACE;
+        self.busy.load(Ordering::SeqCst) > self.waiting.load(Ordering::SeqCst) && !untaken
     }
 
     /// When it last did anything, as an instant comparable across connections.
@@ -146,5 +178,20 @@ mod tests {
         assert!(connections.admit().is_some(), "d waits on its client");
         assert!(!connections.open.lock().unwrap().contains_key(&d.key));
         drop(e);
+    }
+
+    #[test]
+    fn an_answer_its_client_leaves_untaken_past_the_grace_makes_room() {
+        let connections = Connections::new(2);
+        let (a, b) = (connections.admit().unwrap(), connections.admit().unwrap());
+        let _answering = [a.activity.answering(), b.activity.answering()];
+        a.activity.write_blocked();
+        assert!(connections.admit().is_none(), "a blocked write within the grace is still work");
+        std::thread::sleep(UNTAKEN_GRACE + Duration::from_millis(50));
+        b.activity.write_blocked();
+        b.activity.write_unblocked();
+        assert!(connections.admit().is_some(), "a's client has not read for longer than the grace");
+        assert!(!connections.open.lock().unwrap().contains_key(&a.key));
+        assert!(connections.open.lock().unwrap().contains_key(&b.key), "b's client reads");
     }
 }

@@ -279,9 +279,11 @@ impl<I> StallGuard<I> {
     fn bounded<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
         if poll.is_ready() {
             self.activity.moved_bytes();
+            self.activity.write_unblocked();
             self.stalled = None;
             return poll;
         }
+        self.activity.write_blocked();
         let idle = self.idle;
         let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
         if timer.as_mut().poll(cx).is_ready() {

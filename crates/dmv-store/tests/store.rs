@@ -649,12 +649,10 @@ fn seeks_within_the_chunk_at_hand_read_nothing_again() {
     let mut header = [0u8; 8];
     file.read_exact(&mut header).unwrap();
     let probes = store.index_probes();
-    let mut at = 8u64;
-    for _ in 0..10_000 {
+    for at in 8u64..10_008 {
         file.seek(SeekFrom::Start(at)).unwrap();
         file.read_exact(&mut header).unwrap();
         assert_eq!(header, data[at as usize..at as usize + 8]);
-        at += 1;
     }
     assert_eq!(store.index_probes(), probes, "no lookup while within the first chunk");
     let mut rng = 12345u64;
