@@ -253,6 +253,28 @@ async fn serve_page(
     send(reply, repo)
 }
 
+/// Zips streamed at once: each reads every file it holds and keeps a
+/// blocking thread until its client has taken it all.
+const ZIPS_AT_ONCE: usize = 8;
+
+static ZIPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One of the [`ZIPS_AT_ONCE`], given back on drop.
+struct ZipSlot;
+
+impl ZipSlot {
+    fn take() -> Option<ZipSlot> {
+        use std::sync::atomic::Ordering;
+        ZIPS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < ZIPS_AT_ONCE).then_some(n + 1)).ok().map(|_| ZipSlot)
+    }
+}
+
+impl Drop for ZipSlot {
+    fn drop(&mut self) {
+        ZIPS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 fn html_text(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
@@ -268,9 +290,14 @@ fn send(reply: Reply, repo: Repository) -> Response {
         }
         Reply::Redirect(to) => see_other(&to, None),
         Reply::Zip { commit, folder, name } => {
+            let Some(slot) = ZipSlot::take() else {
+                let text = format!("{ZIPS_AT_ONCE} zips are being made on this server: try again in a minute\n");
+                return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "30")], text).into_response();
+            };
             let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
             let stem = name.trim_end_matches(".zip").to_string();
             tokio::task::spawn_blocking(move || {
+                let _slot = slot;
                 let mut out = ChannelWriter { tx, buf: Vec::new() };
                 let specs: Vec<Vec<u8>> = if folder.is_empty() { Vec::new() } else { vec![folder] };
                 let written = repo.archive(&commit, &specs, &format!("{stem}/"), dmv_repo::ArchiveFormat::Zip, &mut out).map_err(std::io::Error::other);

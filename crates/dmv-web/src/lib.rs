@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod flights;
 mod markdown;
 mod media;
 mod pages;

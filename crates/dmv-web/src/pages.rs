@@ -557,10 +557,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
     let lock = repo.path_locks().ok().and_then(|t| t.all().find(|l| l.path == path).cloned());
     // What the file says of itself: a picture's size, camera and date taken, a film's or sound's duration.
     let facts = match (present, media_of(path)) {
-        (true, Media::Image | Media::Video | Media::Audio) => match repo.diff_side(Some(&e), None) {
-            Ok(dmv_repo::DiffSide::Binary { facts }) => facts,
-            _ => Vec::new(),
-        },
+        (true, Media::Image | Media::Video | Media::Audio) => media_facts(repo, &e),
         _ => Vec::new(),
     };
     let markdown = path.to_ascii_lowercase().ends_with(".md");
@@ -706,4 +703,19 @@ pub fn locks(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
         } }
     };
     Ok(html(layout("Locks", Some(name), body)))
+}
+
+/// What a picture, film or sound says of itself, described once per
+/// version however many ask at once, the last ones kept (an MP4's index
+/// was read again on every visit of its page).
+fn media_facts(repo: &Repository, e: &FlatEntry) -> Vec<String> {
+    static DESCRIBED: std::sync::LazyLock<crate::flights::Flights<(std::path::PathBuf, dmv_repo::store::ObjectId), Vec<String>>> =
+        std::sync::LazyLock::new(|| crate::flights::Flights::new(1024));
+    DESCRIBED.get(&(repo.dmv.clone(), e.id), || {
+        let _share = crate::flights::EXPENSIVE.take(1);
+        match repo.diff_side(Some(e), None) {
+            Ok(dmv_repo::DiffSide::Binary { facts }) => facts,
+            _ => Vec::new(),
+        }
+    })
 }

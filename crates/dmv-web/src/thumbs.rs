@@ -17,12 +17,13 @@
 
 use std::io::{Cursor, Read};
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex};
+use std::sync::LazyLock;
 
 use dmv_repo::store::ObjectId;
 use dmv_repo::Repository;
 use image::{DynamicImage, GrayImage, ImageFormat, RgbImage};
 
+use crate::flights::{Budget, Flights};
 use crate::raw_preview::largest_embedded_jpeg;
 
 /// A thumbnail (lists, commit pages) fits in a square this many pixels a side.
@@ -43,33 +44,12 @@ const MAX_DECODE_ALLOC: u64 = 160 << 20;
 /// for the whole server is 512 MiB).
 const DECODE_MEMORY: u64 = 2 * (MAX_EMBEDDED_PREVIEW_BYTES + MAX_DECODE_ALLOC);
 
-static DECODING: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
-
-/// A share of [`DECODE_MEMORY`], given back on drop.
-struct DecodeSlot(u64);
-
-impl DecodeSlot {
-    /// Waits until `bytes` (at most [`DECODE_MEMORY`]) fit beside the
-    /// decodes running.
-    fn take(bytes: u64) -> DecodeSlot {
-        let bytes = bytes.min(DECODE_MEMORY);
-        let (held, freed) = &DECODING;
-        let mut n = held.lock().unwrap_or_else(|e| e.into_inner());
-        while *n + bytes > DECODE_MEMORY {
-            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
-        }
-        *n += bytes;
-        DecodeSlot(bytes)
-    }
-}
-
-impl Drop for DecodeSlot {
-    fn drop(&mut self) {
-        let (held, freed) = &DECODING;
-        *held.lock().unwrap_or_else(|e| e.into_inner()) -= self.0;
-        freed.notify_all();
-    }
-}
+/// The decodes running, by the memory each may take.
+static DECODING: Budget = Budget::new(DECODE_MEMORY);
+/// Thumbnails being made, by repository, content id and edge: many pages
+/// asking for one at once wait for one decode (the files in `web-cache`
+/// keep them; nothing is kept here).
+static MAKING: LazyLock<Flights<(PathBuf, ObjectId, u32), Result<Vec<u8>, String>>> = LazyLock::new(|| Flights::new(0));
 
 fn cache_path(repo: &Repository, id: &ObjectId, edge: u32) -> PathBuf {
     repo.dmv.join("web-cache").join(format!("{}-{edge}.jpg", id.to_hex()))
@@ -82,6 +62,10 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
     if let Ok(bytes) = std::fs::read(&cached) {
         return Ok(bytes);
     }
+    MAKING.get(&(repo.dmv.clone(), *id, edge), || make_scaled_jpeg(repo, id, edge, &cached))
+}
+
+fn make_scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32, cached: &std::path::Path) -> Result<Vec<u8>, String> {
     let image = match camera_preview(repo, id, edge) {
         Some(image) => image,
         None => {
@@ -90,7 +74,7 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
             if len > MAX_SOURCE_BYTES {
                 return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
             }
-            let _slot = DecodeSlot::take(len + MAX_DECODE_ALLOC);
+            let _share = DECODING.take(len + MAX_DECODE_ALLOC);
             let mut source = Vec::with_capacity(len as usize);
             let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
             reader.take(len).read_to_end(&mut source).map_err(|e| e.to_string())?;
@@ -114,7 +98,7 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
 /// none of its JPEGs decodes: the file is then read as any image).
 fn camera_preview(repo: &Repository, id: &ObjectId, edge: u32) -> Option<DynamicImage> {
     let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?, MAX_EMBEDDED_PREVIEW_BYTES)?;
-    let _slot = DecodeSlot::take(preview.len + MAX_DECODE_ALLOC);
+    let _share = DECODING.take(preview.len + MAX_DECODE_ALLOC);
     let mut jpeg = Vec::with_capacity(preview.len as usize);
     repo.store.content_reader_at(id, preview.offset).ok()?.take(preview.len).read_to_end(&mut jpeg).ok()?;
     decode_jpeg_scaled(&jpeg, edge).ok().flatten()
