@@ -1261,3 +1261,38 @@ fn downloads_that_never_read_make_room_for_a_clone() {
     drop(readers);
     security_report("slow-readers", "downloads of a 24 MiB raw that never read (48 against max_connections = 32; hello and a clone went through)", 48, 48, Some(peak_rss(&server)));
 }
+
+/// `dmv replica --publish 'ssh://-oProxyCommand=…@h/p'` was accepted, and
+/// two hops away a meta clone's `get` ran ssh with that as its first
+/// argument (today's OpenSSH refused the host; older ones ran the
+/// command); `dmv clone` of such a URL did the same. A user or host
+/// beginning with `-` is refused wherever a URL is taken, and ssh always
+/// gets `--` before the destination.
+#[test]
+fn an_ssh_user_that_is_an_option_never_reaches_ssh() {
+    let top = setup();
+    let t = top.path();
+    let a = t.join("a");
+    let (mut tried, mut refused) = (0, 0);
+    for url in ["ssh://-oProxyCommand=touch${IFS}pwned@h/p", "ssh://-oProxyCommand=x/p", "ssh:// -oProxyCommand=x@h/p"] {
+        for args in [vec!["replica", "--publish", url], vec!["remote", "add", "evil", url], vec!["clone", url, "copy"]] {
+            tried += 1;
+            let out = dmv_cmd(&a).args(&args).output().unwrap();
+            assert!(!out.status.success() && stderr(&out).lines().count() == 1, "{args:?}: {}", stderr(&out));
+            refused += 1;
+        }
+    }
+    assert!(!a.join("pwned").exists() && !t.join("pwned").exists());
+    // A stand-in for ssh that records how it was called.
+    let called = t.join("ssh-args");
+    let fake = t.join("fake-ssh");
+    std::fs::write(&fake, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> {}\nexit 255\n", called.display())).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = dmv_cmd(t).args(["clone", "ssh://alice@studio-host/srv/photos", "copy"]).env("DMV_SSH", &fake).output().unwrap();
+    assert!(!out.status.success());
+    let args = std::fs::read_to_string(&called).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    let at = args.iter().position(|a| *a == "alice@studio-host").unwrap_or_else(|| panic!("{args:?}"));
+    assert_eq!(args[at - 1], "--", "{args:?}");
+    security_report("ssh-urls", "ssh:// URLs whose user or host is an option, at publish, remote add and clone", tried, refused, None);
+}

@@ -634,7 +634,7 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
     let seen = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
     let server = HttpServer::start(
-        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n\"tok-read\" = \"read\"\n",
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n\"tok-read\" = \"read\"\n\"tok-x\" = \"write\"\n\"tok-y\" = \"write\"\n",
         t,
         0,
     );
@@ -733,6 +733,42 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     refuse(403, http(port, "POST", "/hub/uploads", &forged, br#"{"name":"x","size":1}"#));
     let ours = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str())];
     assert_eq!(http(port, "POST", "/hub/uploads", &ours, br#"{"name":"x","size":1}"#).0, 201);
+    // Two write tokens without a user had one another's uploads.
+    let (_, body) = http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-x"), ("Content-Type", "application/json")], br#"{"name":"x.jpg","size":1}"#);
+    let xs = json_of(&body)["id"].as_str().unwrap().to_string();
+    assert_eq!(http(port, "GET", &format!("/hub/uploads/{xs}"), &[("Authorization", "Bearer tok-x")], b"").0, 200);
+    refuse(404, http(port, "GET", &format!("/hub/uploads/{xs}"), &[("Authorization", "Bearer tok-y")], b""));
+    refuse(404, http(port, "PUT", &format!("/hub/uploads/{xs}?offset=0"), &[("Authorization", "Bearer tok-y")], b"y"));
+    // One user holds at most 32 uploads open (one held all 256 for a day).
+    let mut opened = 0;
+    let yours_full = loop {
+        let (code, body) = http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-y"), ("Content-Type", "application/json")], br#"{"name":"many.jpg","size":1}"#);
+        if code != 201 {
+            break (code, body);
+        }
+        opened += 1;
+        assert!(opened <= 32, "no bound on one user's uploads");
+    };
+    refuse(429, yours_full);
+    assert_eq!(
+        http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-bo"), ("Content-Type", "application/json")], br#"{"name":"b.jpg","size":1}"#).0,
+        201,
+        "others still upload"
+    );
+    // Uploads of most of the free space: each alone fits, together they do not.
+    let free = String::from_utf8(Command::new("df").args(["-B1", "--output=avail"]).arg(hub.join(".dmv")).output().unwrap().stdout).unwrap();
+    let free: u64 = free.lines().nth(1).unwrap().trim().parse().unwrap();
+    let whole = |token: &str| {
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &[("Authorization", token), ("Content-Type", "application/json")],
+            format!(r#"{{"name":"all.raw","size":{}}}"#, free / 10 * 6).as_bytes(),
+        )
+    };
+    assert_eq!(whole("Bearer tok-bo").0, 201);
+    refuse(507, whole("Bearer tok-x"));
     // Names and paths no file system holds (a 300-byte name, a folder 2,100 deep) were
     // committed, and every later clone stopped at its checkout; a branch named HEAD was made.
     let long_name = format!(r#"{{"name":"{}.jpg","size":1}}"#, "n".repeat(296));

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 /// Uploads open at once, over all users.
 pub(crate) const OPEN_MAX: usize = 256;
+/// Uploads one user (or one token without a user) may have open: one
+/// user held all 256 for a day, and everyone else got 503.
+pub(crate) const OPEN_PER_OWNER: usize = 32;
 /// An upload nobody touched for this long is removed with its bytes.
 pub(crate) const STALE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
@@ -40,6 +43,11 @@ pub(crate) enum Unavailable {
     Busy { received: u64 },
     /// [`OPEN_MAX`] are open.
     Full,
+    /// [`OPEN_PER_OWNER`] of this owner's are open.
+    YoursFull,
+    /// The disk's free space does not hold this upload beside what the
+    /// open ones will still write (`reserved` bytes).
+    NoRoom { reserved: u64 },
     /// Its file could not be made.
     Io(std::io::Error),
 }
@@ -55,12 +63,28 @@ impl StagedUploads {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Opens an upload `id` of `size` bytes into `staging`, after removing stale ones.
-    pub fn open(&self, id: &str, repo: &str, owner: &str, size: u64, staging: &Path) -> Result<(), Unavailable> {
+    /// Opens an upload `id` of `size` bytes into `staging`, after removing
+    /// stale ones. `free` (None: not known) is what the disk may take: it
+    /// must hold this upload and the rest of every open one (three uploads
+    /// each of the whole free space were accepted when each was checked
+    /// alone).
+    pub fn open(&self, id: &str, repo: &str, owner: &str, size: u64, staging: &Path, free: Option<u64>) -> Result<(), Unavailable> {
         let mut open = self.table();
         forget_stale(&mut open, staging);
         if open.len() >= OPEN_MAX {
             return Err(Unavailable::Full);
+        }
+        if open.values().filter(|s| s.owner == owner).count() >= OPEN_PER_OWNER {
+            return Err(Unavailable::YoursFull);
+        }
+        if let Some(free) = free {
+            let remaining = |s: &Staged| s.size.saturating_sub(std::fs::metadata(&s.file).map_or(0, |m| m.len()));
+            let reserved: u64 = open.values().map(remaining).sum();
+            // What is written already is out of `free`; what open uploads will still write is not.
+            let room = free.saturating_sub(reserved);
+            if size > room {
+                return Err(Unavailable::NoRoom { reserved });
+            }
         }
         let file = staging.join(id);
         std::fs::File::create(&file).map_err(Unavailable::Io)?;
@@ -117,5 +141,34 @@ fn forget_stale(open: &mut HashMap<String, Staged>, staging: &Path) {
         if old && !open.contains_key(entry.file_name().to_string_lossy().as_ref()) {
             let _ = std::fs::remove_file(entry.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_owner_holds_at_most_its_share_and_free_space_counts_every_open_upload() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = StagedUploads::default();
+        for i in 0..OPEN_PER_OWNER {
+            assert!(staged.open(&format!("m{i}"), "hub", "user mallory", 1, dir.path(), None).is_ok());
+        }
+        assert!(matches!(staged.open("m-more", "hub", "user mallory", 1, dir.path(), None), Err(Unavailable::YoursFull)));
+        assert!(staged.open("al-1", "hub", "user al", 1, dir.path(), None).is_ok(), "others still upload");
+
+        // Three uploads each of the whole free space: the first fits, the
+        // second does not beside it; as the first arrives it still counts.
+        let (dir, staged) = (tempfile::tempdir().unwrap(), StagedUploads::default());
+        let free = Some(1000);
+        assert!(staged.open("big-1", "hub", "user al", 990, dir.path(), free).is_ok());
+        assert!(matches!(staged.open("big-2", "hub", "user bo", 990, dir.path(), free), Err(Unavailable::NoRoom { .. })));
+        std::fs::write(dir.path().join("big-1"), vec![0u8; 500]).unwrap();
+        let free_now = Some(500);
+        assert!(matches!(staged.open("big-3", "hub", "user bo", 100, dir.path(), free_now), Err(Unavailable::NoRoom { .. })));
+        assert!(staged.open("small", "hub", "user bo", 1, dir.path(), free_now).is_ok());
+        staged.finish(&[dir.path().join("big-1").as_path()]);
+        assert!(staged.open("big-4", "hub", "user bo", 400, dir.path(), free_now).is_ok());
     }
 }

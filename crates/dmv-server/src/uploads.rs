@@ -35,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::server_state::{Peer, ServerState};
 use crate::staging::{Found, StagedUploads, Unavailable};
-use crate::web::{same_secret, viewer};
+use crate::web::{same_secret, token_of, viewer};
 
 /// The largest piece one request may carry.
 pub(crate) const PIECE_MAX: u64 = 16 << 20;
@@ -52,10 +52,13 @@ fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
     (status, text.into() + "\n").into_response()
 }
 
-/// The caller, when they may write: a login's request must also carry its form secret.
+/// The caller, when they may write (a login's request must also carry its
+/// form secret), and whose uploads are theirs: the token's user, or for a
+/// token without one the token itself (two such tokens shared their
+/// uploads).
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn writer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Caller, Response> {
+fn writer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<(Caller, String), Response> {
     let viewer = viewer(state, peer, headers)?;
     if let Some(secret) = &viewer.form_secret {
         let sent = headers.get("x-dmv-form-secret").and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -66,7 +69,11 @@ fn writer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Caller
     if !viewer.may_write {
         return Err(refuse(StatusCode::FORBIDDEN, "uploading needs a write token"));
     }
-    Ok(Caller { may_write: true, user: viewer.user, admin: viewer.admin })
+    let owner = match &viewer.user {
+        Some(user) => format!("user {user}"),
+        None => format!("token {}", &blake3::hash(token_of(state, headers).unwrap_or_default().as_bytes()).to_hex()[..32]),
+    };
+    Ok((Caller { may_write: true, user: viewer.user, admin: viewer.admin }, owner))
 }
 
 // The refusal is the HTTP response itself, handed straight back to axum.
@@ -94,7 +101,7 @@ struct OpenRequest {
 }
 
 async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath(repo): UrlPath<String>, headers: HeaderMap, Json(req): Json<OpenRequest>) -> Response {
-    let caller = match writer(&state, peer, &headers) {
+    let (_, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
@@ -109,33 +116,26 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
     if let Err(e) = std::fs::create_dir_all(&staging) {
         return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage uploads: {e}"));
     }
-    if dmv_os::available_bytes(&staging).is_some_and(|free| free < req.size.saturating_add(SPARE_BYTES)) {
-        return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("the server has no room for {} bytes", req.size));
-    }
     let id = match random_id() {
         Ok(id) => id,
         Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot name an upload: {e}")),
     };
-    let owner = caller.user.unwrap_or_default();
-    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, &staging) {
+    let free = dmv_os::available_bytes(&staging).map(|free| free.saturating_sub(SPARE_BYTES));
+    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, &staging, free) {
         return unavailable(e);
     }
     (StatusCode::CREATED, Json(json!({ "id": id, "received": 0 }))).into_response()
 }
 
 async fn upload_status(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath((repo, id)): UrlPath<(String, String)>, headers: HeaderMap) -> Response {
-    let caller = match writer(&state, peer, &headers) {
+    let (_, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    match state.staged.find(&id, &repo, owner(&caller), false) {
+    match state.staged.find(&id, &repo, &owner, false) {
         Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received })).into_response(),
         Err(e) => unavailable(e),
     }
-}
-
-fn owner(caller: &Caller) -> &str {
-    caller.user.as_deref().unwrap_or("")
 }
 
 fn unavailable(e: Unavailable) -> Response {
@@ -143,6 +143,10 @@ fn unavailable(e: Unavailable) -> Response {
         Unavailable::Unknown => refuse(StatusCode::NOT_FOUND, "no such upload: it finished, was removed after a day untouched, or the server restarted; start it again"),
         Unavailable::Busy { received } => (StatusCode::CONFLICT, Json(json!({ "received": received, "message": "a piece of this upload is being received" }))).into_response(),
         Unavailable::Full => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many uploads are open on this server: finish or wait for some"),
+        Unavailable::YoursFull => refuse(StatusCode::TOO_MANY_REQUESTS, format!("you have {} uploads open: finish some first", crate::staging::OPEN_PER_OWNER)),
+        Unavailable::NoRoom { reserved } => {
+            refuse(StatusCode::INSUFFICIENT_STORAGE, format!("the server has no room for this upload beside the {reserved} bytes the uploads open now will take"))
+        }
         Unavailable::Io(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage the upload: {e}")),
     }
 }
@@ -173,11 +177,11 @@ async fn put_piece(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let caller = match writer(&state, peer, &headers) {
+    let (_, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let Found { file, size, received } = match state.staged.find(&id, &repo, owner(&caller), true) {
+    let Found { file, size, received } = match state.staged.find(&id, &repo, &owner, true) {
         Ok(found) => found,
         Err(e) => return unavailable(e),
     };
@@ -247,7 +251,7 @@ async fn commit_uploads(
     headers: HeaderMap,
     Json(req): Json<CommitRequest>,
 ) -> Response {
-    let caller = match writer(&state, peer, &headers) {
+    let (caller, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
@@ -264,7 +268,7 @@ async fn commit_uploads(
     };
     let mut files = Vec::with_capacity(req.files.len());
     for f in &req.files {
-        match state.staged.find(&f.id, &repo, owner(&caller), false) {
+        match state.staged.find(&f.id, &repo, &owner, false) {
             Ok(Found { file, size, received }) if received == size => files.push(UploadedFile { name: f.name.clone(), staged: file }),
             Ok(Found { size, received, .. }) => return refuse(StatusCode::CONFLICT, format!("{} has {received} of its {size} bytes: send the rest first", f.name)),
             Err(e) => return unavailable(e),

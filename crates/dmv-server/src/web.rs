@@ -84,6 +84,12 @@ fn session_cookie(headers: &HeaderMap) -> Option<&str> {
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|c| c.trim().strip_prefix("dmv_session="))
 }
 
+/// The token a request carries: its bearer header's, or its login's.
+pub(crate) fn token_of(state: &ServerState, headers: &HeaderMap) -> Option<String> {
+    let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(|t| t.trim().to_string());
+    bearer.or_else(|| state.sessions.get(session_cookie(headers)?).map(|s| s.token))
+}
+
 /// Who is browsing, from the bearer header or the login's session; a
 /// missing, unknown or expired one gets the login page (401) and nothing of
 /// a repository. Wrong bearer tokens count against the client's ration.
