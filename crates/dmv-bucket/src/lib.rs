@@ -41,6 +41,7 @@ mod mirror;
 mod path_locks;
 mod ranges;
 mod read;
+mod ref_moves;
 mod refs;
 mod refswap;
 mod upload;
@@ -144,6 +145,24 @@ impl Bucket {
     /// Every lock object in the bucket.
     pub fn read_path_locks(&self) -> BucketResult<Vec<Vec<u8>>> {
         path_locks::read_all(&self.conn)
+    }
+
+    /// Announces a ref move to lock takers (see `ref_moves`): a server in
+    /// front of the bucket calls it before it checks a push against the
+    /// locks, and [`Bucket::end_ref_move`] once the refs moved or not.
+    pub fn begin_ref_move(&self) -> BucketResult<String> {
+        ref_moves::announce(&self.conn)
+    }
+
+    /// Ends a move [`Bucket::begin_ref_move`] announced.
+    pub fn end_ref_move(&self, key: &str) -> BucketResult<()> {
+        ref_moves::withdraw(&self.conn, key)
+    }
+
+    /// Waits until every ref move announced now is over: a lock taker calls
+    /// it after creating its lock object, before saying the lock is held.
+    pub fn wait_for_ref_moves(&self) -> BucketResult<()> {
+        ref_moves::wait_for_moves(&self.conn)
     }
 
     /// Deletes the lock object of `path` (whoever created it).

@@ -388,3 +388,53 @@ fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
     assert_eq!(dmv(&hub, &["cat", "main:cover.psd"]), "layers v1");
     fsck_clean(&hub);
 }
+
+/// Two servers in front of one bucket: while a push through one had
+/// checked the locks and not yet moved the ref, a lock on a file it
+/// changes was granted through the other, and the push then landed (3 of
+/// 12 trials). The push is held here between its check and its swap; the
+/// lock taken meanwhile is answered only once the push is over, so it
+/// holds the pushed version.
+#[test]
+fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    seeded_hub(t);
+    let minio = Minio::start();
+    minio.create_bucket("tier");
+    let seed = t.join("seed");
+    let mut push = dmv_cmd(&seed);
+    minio.env(&mut push);
+    ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).args(["push", "s3://tier/hub", "main"]).output().unwrap());
+    let config = t.join("tier.toml");
+    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://tier/hub\", endpoint = \"{}\" }}\n{TOKENS}", minio.endpoint())).unwrap();
+    let pause = t.join("paused");
+    let pausepoint = format!("relay-locks-checked:{}", pause.display());
+    let credentials = [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+    let first = HttpServer::start_with_env(&config, 0, &[credentials.as_slice(), &[("DMV_PAUSEPOINT", pausepoint.as_str())]].concat());
+    let second = HttpServer::start_with_env(&config, 0, &credentials);
+    let none = |_: &mut Command| {};
+    let bob = Client { dir: clone(t, &first.url("hub"), "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let alice = Client { dir: clone(t, &second.url("hub"), "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    edit(&bob.dir, "cover.psd", "bob's version");
+    bob.ok(&["commit", "-a", "-m", "retouch"]);
+
+    let pushing = bob.cmd(&["push", "origin", "main"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while !pause.exists() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the push never reached its swap");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut locking = alice.cmd(&["lock", "cover.psd"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(locking.try_wait().unwrap().is_none(), "the lock was granted while a push that changes its file was between its check and its swap");
+    std::fs::remove_file(&pause).unwrap();
+    ok(&pushing.wait_with_output().unwrap());
+    ok(&locking.wait_with_output().unwrap());
+    // The lock holds the version the push landed.
+    alice.ok(&["pull", "origin", "main"]);
+    assert_eq!(std::fs::read_to_string(alice.dir.join("cover.psd")).unwrap(), "bob's version");
+    let held = bob.locks();
+    assert!(held.len() == 1 && held[0]["owner"] == "alice", "{held:?}");
+    assert!(minio.list("tier", "hub/ref-moves/").is_empty(), "every announced move was withdrawn");
+}

@@ -205,7 +205,10 @@ impl KeepsPathLocks for BucketRemote {
     /// One conditional create per path (the rules: [`take_locks`]).
     fn lock_paths(&mut self, paths: &[String], replica: &str, me: &str) -> SyncResult<PathLocks> {
         let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Ok(PathLocks { you: Some(me.to_string()), locks: take_locks(&mut LockObjects(self), paths, me, replica, since)? })
+        let locks = take_locks(&mut LockObjects(self), paths, me, replica, since)?;
+        // Held once every push being checked now has landed or been refused.
+        self.bucket.wait_for_ref_moves()?;
+        Ok(PathLocks { you: Some(me.to_string()), locks })
     }
 
     fn unlock_paths(&mut self, paths: &[String], force: bool, me: &str) -> SyncResult<PathLocks> {
@@ -216,6 +219,19 @@ impl KeepsPathLocks for BucketRemote {
         let mut locks = self.bucket.read_path_locks()?.iter().map(|b| self.decode_lock(b)).collect::<SyncResult<Vec<_>>>()?;
         locks.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(PathLocks { you: Some(me.to_string()), locks })
+    }
+}
+
+impl BucketRemote {
+    /// Runs `check_and_swap` as one announced ref move: a lock taken
+    /// through another server meanwhile is answered only once it is over
+    /// (see dmv-bucket's `ref_moves`).
+    pub(crate) fn moving_refs<T>(&mut self, check_and_swap: impl FnOnce(&mut BucketRemote) -> SyncResult<T>) -> SyncResult<T> {
+        let key = self.bucket.begin_ref_move()?;
+        let done = check_and_swap(self);
+        // Left behind on failure, it expires within a minute.
+        let _ = self.bucket.end_ref_move(&key);
+        done
     }
 }
 

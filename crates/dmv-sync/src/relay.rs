@@ -72,8 +72,17 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
                     }
                 }
             }
-            refuse_changes_to_others_locks(bucket, caller, &updates)?;
-            match bucket.update_refs(updates, &who, &message) {
+            // The check against the locks and the swap are one announced move
+            // (an empty update only asks whether this client may push).
+            let moved = match updates.is_empty() {
+                true => bucket.update_refs(updates, &who, &message),
+                false => bucket.moving_refs(|bucket| {
+                    refuse_changes_to_others_locks(bucket, caller, &updates)?;
+                    dmv_repo::store::failpoint("relay-locks-checked");
+                    bucket.update_refs(updates, &who, &message)
+                }),
+            };
+            match moved {
                 Ok(()) => Response::RefsUpdated,
                 Err(SyncError::Rejected { name, found }) => Response::Rejected { name, found },
                 Err(e) => return Err(e),
