@@ -391,3 +391,16 @@ async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer
 pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
+
+#[cfg(test)]
+mod zip_tests {
+    use super::*;
+
+    #[test]
+    fn zips_past_the_bound_are_refused_until_one_ends() {
+        let slots: Vec<ZipSlot> = (0..ZIPS_AT_ONCE).map(|_| ZipSlot::take().expect("a slot")).collect();
+        assert!(ZipSlot::take().is_none(), "a zip past {ZIPS_AT_ONCE} at once");
+        drop(slots);
+        assert!(ZipSlot::take().is_some());
+    }
+}
