@@ -24,7 +24,10 @@ type Paths = Arc<Vec<(String, String)>>;
 /// The paths of the trees searched last, each listed once however many
 /// search at once (300 cold searches of a tree of 100,000 files each
 /// listed it: 5.6 GB), by repository and tree.
-static LISTED: LazyLock<Flights<(PathBuf, ObjectId), Result<Paths, String>>> = LazyLock::new(|| Flights::new(TREES_KEPT));
+static LISTED: LazyLock<Flights<(PathBuf, ObjectId), Listed>> = LazyLock::new(|| Flights::new(TREES_KEPT));
+
+/// A tree's paths, or why they could not be read.
+type Listed = Result<Paths, String>;
 
 /// A page of results and whether more follow.
 pub struct Hits<T> {

@@ -49,7 +49,10 @@ static DECODING: Budget = Budget::new(DECODE_MEMORY);
 /// Thumbnails being made, by repository, content id and edge: many pages
 /// asking for one at once wait for one decode (the files in `web-cache`
 /// keep them; nothing is kept here).
-static MAKING: LazyLock<Flights<(PathBuf, ObjectId, u32), Result<Vec<u8>, String>>> = LazyLock::new(|| Flights::new(0));
+static MAKING: LazyLock<Flights<(PathBuf, ObjectId, u32), Made>> = LazyLock::new(|| Flights::new(0));
+
+/// A thumbnail's bytes, or why there is none.
+type Made = Result<Vec<u8>, String>;
 
 fn cache_path(repo: &Repository, id: &ObjectId, edge: u32) -> PathBuf {
     repo.dmv.join("web-cache").join(format!("{}-{edge}.jpg", id.to_hex()))
@@ -87,7 +90,7 @@ fn make_scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32, cached: &std::p
     // A cache: if it cannot be written (a read-only repository), the next request makes it again.
     if std::fs::create_dir_all(cached.parent().unwrap_or(&repo.dmv)).is_ok() {
         let tmp = cached.with_extension(format!("tmp-{}-{:?}", std::process::id(), std::thread::current().id()));
-        if std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, &cached)).is_err() {
+        if std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, cached)).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
     }
