@@ -5,9 +5,11 @@ suite, so that its busy loop never shares a Python interpreter (and its
 GIL) with the harness timing the clone:
 
     python3 bench/attack.py --port PORT [--slow 530] [--flood 16] [--deadline SECONDS]
+    python3 bench/attack.py --port PORT --slow 0 --flood 0 --readers 520 --raw /hub/raw/ID/big.bin
+    python3 bench/attack.py --port PORT --slow 0 --flood 0 --searches 300 | --zips 300 | --uploads 300 --token T
 
-Two attacks at once, from one event loop (epoll), each connection
-reconnecting as soon as the server closes it:
+Attacks from one event loop (epoll), each connection reconnecting as soon as
+the server closes it:
 
 - slow bodies: `--slow` connections each send the head of `POST
   /hub/dmv/has` with `Content-Length: 1000` and `Connection: close`, then
@@ -15,7 +17,14 @@ reconnecting as soon as the server closes it:
 - body flood: `--flood` connections each send `POST /hub/dmv/has` with
   `Content-Length: 67108868` and then the body as fast as they can: a frame
   length of 67108863 (4 bytes, little-endian), one byte 0x01, then zeros,
-  in writes of 1 MiB.
+  in writes of 1 MiB;
+- slow readers: `--readers` connections each ask for a large file
+  (`GET --raw PATH`) and never read the answer (the socket's state is looked
+  at every half second, to reconnect once the server closes it);
+- searches, zips and upload slots: `--searches`, `--zips`, `--uploads`
+  connections each send a request (a search of the whole tree for a new
+  word each time; a zip of the folder `small/`; opening an upload of one
+  byte with `--token`), read its answer whole and send the next at once.
 
 Only to 127.0.0.1. It prints JSON lines on stdout: `ready` once every slow
 connection has sent its head and every flood connection its first MiB (or
@@ -36,6 +45,7 @@ import selectors
 import signal
 import socket
 import sys
+import struct
 import time
 
 HOST = "127.0.0.1"
@@ -55,6 +65,25 @@ def _head(length):
 
 
 SLOW_HEAD = _head(SLOW_LENGTH)
+READER_PROBE = 0.5                          # seconds between looks at a never-reading connection's state
+TCP_CLOSE_STATES = {7, 8, 9}                # TCP_CLOSE, TCP_CLOSE_WAIT, TCP_LAST_ACK (linux/tcp_states.h)
+LOOPING = ("search", "zip", "upload")       # kinds that send a request, read its answer, and send the next
+
+
+def _get(path):
+    return ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" % path).encode()
+
+
+def looping_head(kind, token):
+    """The next request of a looping connection."""
+    if kind == "search":
+        return _get("/hub/search?q=w%08x&rev=main" % random.getrandbits(32))
+    if kind == "zip":
+        return _get("/hub/zip/main/small/")
+    body = b'{"name":"slot.bin","size":1}'
+    return ("POST /hub/uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+            "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (
+                token, len(body))).encode() + body
 FLOOD_HEAD = _head(FLOOD_LENGTH) + FLOOD_FRAME.to_bytes(4, "little") + b"\x01"
 
 
@@ -89,11 +118,14 @@ class Conn:
 
 
 class Attack:
-    def __init__(self, port, slow, flood):
-        self.port = port
+    def __init__(self, port, slow, flood, others=(), raw="", token=""):
+        self.port, self.raw, self.token = port, raw, token
         self.sel = selectors.DefaultSelector()
-        self.stats = {"slow": Stats("slow"), "flood": Stats("flood")}
+        self.stats = {k: Stats(k) for k in ("slow", "flood", "reader") + LOOPING}
         self.conns = [Conn("slow", i) for i in range(slow)] + [Conn("flood", i) for i in range(flood)]
+        for kind, n in others:
+            self.conns += [Conn(kind, i) for i in range(n)]
+        self.ready_other = 0
         self.timers = []         # (when, seq, action, conn, generation)
         self.seq = 0
         self.ready_slow = self.ready_flood = 0
@@ -116,8 +148,12 @@ class Attack:
             return
         c.sock, c.state, c.inbuf, c.answered = s, "connecting", b"", False
         c.gen += 1
-        c.out = SLOW_HEAD if c.kind == "slow" else FLOOD_HEAD
-        c.body_left = SLOW_LENGTH if c.kind == "slow" else FLOOD_LENGTH - 5
+        if c.kind in ("slow", "flood"):
+            c.out = SLOW_HEAD if c.kind == "slow" else FLOOD_HEAD
+            c.body_left = SLOW_LENGTH if c.kind == "slow" else FLOOD_LENGTH - 5
+        else:
+            c.out = _get(self.raw) if c.kind == "reader" else looping_head(c.kind, self.token)
+            c.body_left = 0
         self.sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
 
     def close(self, c, reason=None):
@@ -197,6 +233,21 @@ class Attack:
                 if n == 0:
                     return
                 c.out = c.out[n:]
+            if c.kind == "reader":
+                # asked: never read; look at the socket's state now and then
+                self.sel.unregister(c.sock)
+                if not c.ready:
+                    c.ready = True
+                    self.ready_other += 1
+                self.at(time.monotonic() + READER_PROBE, "probe", c)
+                return
+            if c.kind in LOOPING:
+                # asked: read the answer whole (the close reconnects and asks again)
+                self.sel.modify(c.sock, selectors.EVENT_READ, c)
+                if not c.ready:
+                    c.ready = True
+                    self.ready_other += 1
+                return
             if c.kind == "slow":
                 # head sent: now one byte about every second, from a timer
                 self.sel.modify(c.sock, selectors.EVENT_READ, c)
@@ -223,6 +274,21 @@ class Attack:
                 # whole body sent (the server should have cut it at 8 MiB): wait for its answer
                 self.sel.modify(c.sock, selectors.EVENT_READ, c)
 
+    def probe(self, c):
+        """A never-reading connection: closed by the server yet?"""
+        if c.sock is None or c.state != "open":
+            return
+        try:
+            state = struct.unpack("B", c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[:1])[0]
+        except OSError:
+            state = 7
+        if state in TCP_CLOSE_STATES:
+            # closed without reading: whatever it sent does not count as an answer
+            self.sel.register(c.sock, selectors.EVENT_READ, c)
+            self.close(c)
+            return
+        self.at(time.monotonic() + READER_PROBE, "probe", c)
+
     def trickle(self, c):
         if c.sock is None or c.state != "open":
             return
@@ -238,7 +304,7 @@ class Attack:
 
     def snapshot(self, event):
         out = dict(event=event, t=round(time.monotonic() - self.started, 3),
-                   ready_slow=self.ready_slow, ready_flood=self.ready_flood)
+                   ready_slow=self.ready_slow, ready_flood=self.ready_flood, ready_other=self.ready_other)
         for st in self.stats.values():
             out.update(st.as_dict())
         return out
@@ -252,12 +318,14 @@ class Attack:
         end = self.started + deadline
         ready_sent, ctrl_buf = False, b""
         total_slow = sum(1 for c in self.conns if c.kind == "slow")
-        total_flood = len(self.conns) - total_slow
+        total_flood = sum(1 for c in self.conns if c.kind == "flood")
+        total_other = len(self.conns) - total_slow - total_flood
         while True:
             now = time.monotonic()
             if now >= end:
                 return self.snapshot("deadline")
-            if not ready_sent and ((self.ready_slow >= total_slow and self.ready_flood >= total_flood)
+            if not ready_sent and ((self.ready_slow >= total_slow and self.ready_flood >= total_flood
+                                    and self.ready_other >= total_other)
                                    or now - self.started >= ramp):
                 print(json.dumps(self.snapshot("ready")), flush=True)
                 ready_sent = True
@@ -268,6 +336,8 @@ class Attack:
                 if action == "connect":
                     if c.sock is None:
                         self.connect(c)
+                elif action == "probe":
+                    self.probe(c)
                 else:
                     self.trickle(c)
             timeout = max(0.0, min(end, self.timers[0][0] if self.timers else end) - time.monotonic())
@@ -287,15 +357,22 @@ def main(argv=None):
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--slow", type=int, default=530)
     ap.add_argument("--flood", type=int, default=16)
+    ap.add_argument("--readers", type=int, default=0, help="connections asking for --raw and never reading")
+    ap.add_argument("--raw", default="", help="the path the readers ask for")
+    ap.add_argument("--searches", type=int, default=0)
+    ap.add_argument("--zips", type=int, default=0)
+    ap.add_argument("--uploads", type=int, default=0)
+    ap.add_argument("--token", default="", help="the write token the uploads open slots with")
     ap.add_argument("--deadline", type=float, default=600, help="seconds after which it stops by itself")
     ap.add_argument("--ramp", type=float, default=60, help="seconds after which it reports `ready` anyway")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = args.slow + args.flood + 64
+    others = [("reader", args.readers), ("search", args.searches), ("zip", args.zips), ("upload", args.uploads)]
+    want = args.slow + args.flood + sum(n for _, n in others) + 64
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard) if hard != resource.RLIM_INFINITY else want, hard))
-    attack = Attack(args.port, args.slow, args.flood)
+    attack = Attack(args.port, args.slow, args.flood, [(k, n) for k, n in others if n], args.raw, args.token)
     final = attack.run(args.deadline, args.ramp, sys.stdin)
     print(json.dumps(final), flush=True)
     return 0

@@ -3044,6 +3044,16 @@ ATTACK_BYTES = ATTACK_BIG + ATTACK_SMALL * ATTACK_SMALL_FILES
 ATTACK_MAX_CONNECTIONS = 2000
 ATTACK_REQUEST_TIMEOUT_S = 60             # the server's default request_timeout_secs (not set in server.toml)
 ATTACK_RAMP_S = 60                        # the attackers report ready after this at the latest
+ATTACK_WRITER = "bench-writer"            # the write token the upload-slot attack opens uploads with
+# Further classes, each against a server of its own with the defaults (max_connections 512: the
+# eviction of the quietest is part of the defence here), browsing open, and one write token:
+# (experiment, what the attack is, bench/attack.py arguments; RAW stands for the large file's path).
+ATTACK_CLASSES = [
+    ("attack-readers", "520 downloads of the 64 MiB file that never read their socket", ["--readers", "520", "--raw", "RAW"]),
+    ("attack-searches", "300 connections searching the tree at once, a new word each time", ["--searches", "300"]),
+    ("attack-zips", "300 connections each asking for a zip of `small/` (36 MiB) and reading it whole, again and again", ["--zips", "300"]),
+    ("attack-uploads", "300 connections opening upload slots with one write token, again and again", ["--uploads", "300", "--token", ATTACK_WRITER]),
+]
 
 
 class _Attackers:
@@ -3052,12 +3062,13 @@ class _Attackers:
     killed with this process. `ready()` waits for its first report, `stop()`
     ends it and returns its counters at that moment."""
 
-    def __init__(self, port, deadline, workdir):
+    def __init__(self, port, deadline, workdir, args=None):
         import queue
         self.err = tempfile.TemporaryFile(dir=workdir)
+        args = args or ["--slow", str(ATTACK_SLOW), "--flood", str(ATTACK_FLOOD)]
         self.proc = subprocess.Popen(
-            [sys.executable, ATTACK_SCRIPT, "--port", str(port), "--slow", str(ATTACK_SLOW),
-             "--flood", str(ATTACK_FLOOD), "--deadline", str(int(deadline)), "--ramp", str(ATTACK_RAMP_S)],
+            [sys.executable, ATTACK_SCRIPT, "--port", str(port)] + args
+            + ["--deadline", str(int(deadline)), "--ramp", str(ATTACK_RAMP_S)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, preexec_fn=servers._die_with_parent)
         self.lines = queue.Queue()
 
@@ -3183,11 +3194,42 @@ def attack(ctx, pairs):
         except servers.ServerError as e:
             print("attack: %s" % e, flush=True)
             ctx.rec.note("dmv", experiment, param, "all", "fail", str(e))
+        _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 
 
-def _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, pair, source, data):
+def _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data):
+    """The classes of ATTACK_CLASSES, each against a `dmv serve` of its own
+    with the default bound on connections, `pairs` alternations each."""
+    listing = subprocess.run([dmv.path, "ls-tree", "HEAD"], cwd=pt.work, env=ctx.rec.env, capture_output=True, text=True).stdout
+    big = next((line.split()[1] for line in listing.splitlines() if line.endswith("big.bin")), None)
+    config = os.path.join(pt.root, "server-classes.toml")
+    with open(config, "w") as f:
+        f.write('read = "open"\nbrowse = "open"\n[repos]\n%s = %s\n[tokens]\n"%s" = { access = "write", user = "bench" }\n' % (
+            ATTACK_REPO, json.dumps(ATTACK_REPO), ATTACK_WRITER))
+    for experiment, what, args in ATTACK_CLASSES:
+        args = [("/%s/raw/%s/big.bin" % (ATTACK_REPO, big)) if a == "RAW" else a for a in args]
+        fields = dict(data, server_max_connections=512, attack_class=what)
+        try:
+            with servers.DmvServe(dmv.path, pt.root, ctx.rec.env, config) as srv:
+                print("%s: %s; %d pairs of clones" % (experiment, what, pairs), flush=True)
+                stopped = None
+                for i in range(1, pairs + 1):
+                    for load in ("unloaded", "attack"):
+                        name = "clone_%s_%d" % (load, i)
+                        if stopped:
+                            ctx.rec.note("dmv", experiment, param, name, "skipped", stopped)
+                            continue
+                        out = _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, i, source, fields, args)
+                        if out is not None and out.timed_out:
+                            stopped = "%s timed out: %s" % (name, (out.error or "")[-200:])
+        except servers.ServerError as e:
+            print("%s: %s" % (experiment, e), flush=True)
+            ctx.rec.note("dmv", experiment, param, "all", "fail", str(e))
+
+
+def _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, pair, source, data, attack_args=None):
     """One timed clone into a fresh directory (removed after), the server
     restarted before it; under attack, the attackers run from before the clone
     (all connected) until it has ended."""
@@ -3201,7 +3243,7 @@ def _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, pair, source,
     attackers, ready = None, None
     try:
         if load == "attack":
-            attackers = _Attackers(srv.port, ctx.rec.timeout + ATTACK_RAMP_S + 60, pt.root)
+            attackers = _Attackers(srv.port, ctx.rec.timeout + ATTACK_RAMP_S + 60, pt.root, attack_args)
             ready = attackers.ready()
             if not ready:
                 ctx.rec.note("dmv", experiment, param, name, "fail",

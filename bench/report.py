@@ -26,7 +26,8 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "store", "attack", "availability-get", "availability-ring", "hubtier-bigfile",
+               "import-archive", "store", "attack", "attack-readers", "attack-searches", "attack-zips", "attack-uploads",
+               "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "platforms-binary", "platforms-ref",
@@ -1416,11 +1417,11 @@ def store_section(ix, mode, cfg):
 ATTACK_TARGET_RATIO, ATTACK_TARGET_RSS_KIB = 2.0, 512 << 10
 
 
-def attack_steps(ix, p):
-    """{pair: {"unloaded": record, "attack": record}} of the attack experiment at parameter p."""
+def attack_steps(ix, p, experiment="attack"):
+    """{pair: {"unloaded": record, "attack": record}} of an attack experiment at parameter p."""
     pairs = {}
     for (tool, exp, param, step), r in ix.by.items():
-        if tool == "dmv" and exp == "attack" and param == str(p) and step.startswith("clone_"):
+        if tool == "dmv" and exp == experiment and param == str(p) and step.startswith("clone_"):
             _, load, n = step.split("_", 2)
             if n.isdigit():
                 pairs.setdefault(int(n), {})[load] = r
@@ -1440,6 +1441,52 @@ def _span(values, fmt):
     if not values:
         return "—"
     return fmt(min(values)) if min(values) == max(values) else "%s – %s" % (fmt(min(values)), fmt(max(values)))
+
+
+ATTACK_CLASS_NAMES = [("attack-readers", "slow readers"), ("attack-searches", "concurrent searches"),
+                      ("attack-zips", "concurrent zips"), ("attack-uploads", "upload slots")]
+
+
+def attack_classes_section(ix, mode):
+    """The further denial-of-service classes (bench/experiments.py ATTACK_CLASSES): one row each."""
+    out = ["### Denial of service: slow readers, searches, zips and upload slots", "",
+           "The same clone of 100 MiB, unloaded and under attack alternately, against a `dmv serve` with its "
+           "defaults (`max_connections` 512, `idle_timeout_secs` 30), browsing open and one write token; one "
+           "attack at a time (bench/attack.py), every connection asking again as soon as it is answered or "
+           "closed. **Slow readers**: connections asking for the 64 MiB file and never reading (the server "
+           "closes an answer its client has left untaken for a second when a new connection needs room). "
+           "**Searches**: the whole tree searched for a new word each time (the tree is listed once and kept; "
+           "this repository has 37 paths, the library test counts listings of 3,000). **Zips**: `small/` "
+           "(36 MiB) zipped and read whole (8 at once, the rest answered 503). **Upload slots**: uploads "
+           "of one byte opened with one write token (32 a user, then 429).", "",
+           "| attack | pairs | clone unloaded (median) | under attack (median) | attacked/unloaded | "
+           "within %.1f× | server peak RSS, largest | below %s | answers the attackers got |" % (
+               ATTACK_TARGET_RATIO, fmt_kib(ATTACK_TARGET_RSS_KIB)),
+           "|---|--:|--:|--:|--:|---|--:|---|---|"]
+    ok = lambda r: r is not None and r["status"] == "ok"  # noqa: E731
+    for experiment, label in ATTACK_CLASS_NAMES:
+        for p in ix.params(experiment):
+            pairs = attack_steps(ix, p, experiment)
+            un = [pr["unloaded"] for pr in pairs.values() if ok(pr.get("unloaded"))]
+            at = [pr["attack"] for pr in pairs.values() if ok(pr.get("attack"))]
+            mu, ma = _median([r["wall_s"] for r in un]), _median([r["wall_s"] for r in at])
+            r = ma / mu if ma and mu else None
+            top = max((x.get("server_peak_rss_kib") for x in at if x.get("server_peak_rss_kib") is not None), default=None)
+            kinds = ("reader", "search", "zip", "upload")
+            answers = {}
+            for x in at:
+                end = x.get("attack_end") or {}
+                for k in kinds:
+                    for code, n in (end.get(k + "_answers") or {}).items():
+                        answers[code] = answers.get(code, 0) + n
+            who = next((x.get("attack_class") for x in at + un if x.get("attack_class")), label)
+            out.append("| %s: %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, who, len(pairs), fmt_time(mu), fmt_time(ma), "%.2f" % r if r else "—",
+                "—" if r is None else ("yes" if r <= ATTACK_TARGET_RATIO else "**no**"), fmt_kib(top),
+                "—" if top is None else ("yes" if top < ATTACK_TARGET_RSS_KIB else "**no**"),
+                ", ".join("%s: %s" % kv for kv in sorted(answers.items())) or "none"))
+    out.append("")
+    return out
 
 
 def attack_section(ix, mode, cfg):
@@ -3140,6 +3187,8 @@ def section(mode, per_exp, points):
 
     if ix.params("attack"):
         out += attack_section(ix, mode, per_exp["attack"]["meta"].get("config", {}))
+    if any(ix.params(e) for e, _ in ATTACK_CLASS_NAMES):
+        out += attack_classes_section(ix, mode)
 
     if ix.params("availability-get") or ix.params("availability-ring"):
         avail_run = per_exp.get("availability-get") or per_exp.get("availability-ring")

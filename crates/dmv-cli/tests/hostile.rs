@@ -89,7 +89,7 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 fn a_tree_100000_directories_deep_is_refused_by_every_walk() {
     let dir = hostile_repo(deep_dirs);
     let d = dir.path();
-    let why = "directories nest more than 4096 deep";
+    let why = &format!("directories nest more than {} deep", dmv_repo::tree::MAX_PATH_DEPTH);
     refused(&run(d, &["ls-tree", "-r", "evil"]), why);
     refused(&run(d, &["show", "evil"]), why);
     refused(&run(d, &["diff", "main", "evil"]), why);
