@@ -1296,3 +1296,58 @@ fn an_ssh_user_that_is_an_option_never_reaches_ssh() {
     assert_eq!(args[at - 1], "--", "{args:?}");
     security_report("ssh-urls", "ssh:// URLs whose user or host is an option, at publish, remote add and clone", tried, refused, None);
 }
+
+/// A hostile server's 250,000 refs made a clone take 685 MB (a clone holds
+/// about 1.1 KB a ref, and a 64 MiB frame lists two million short ones). A
+/// server here answers `hello` as a repository would and `list-refs` with
+/// 300,000 tags: the clone stops in one line.
+#[test]
+fn a_server_listing_more_refs_than_a_clone_takes_is_refused() {
+    use dmv_sync::protocol::Response;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The request's head and its (small) body.
+            let path = loop {
+                let Ok(n) = conn.read(&mut buf) else { break String::new() };
+                if n == 0 {
+                    break String::new();
+                }
+                got.extend_from_slice(&buf[..n]);
+                if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                    let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap_or(0));
+                    while got.len() < end + 4 + len {
+                        match conn.read(&mut buf) {
+                            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                            _ => break,
+                        }
+                    }
+                    break head.split_whitespace().nth(1).unwrap_or("").to_string();
+                }
+            };
+            let answer = if path.ends_with("/hello") {
+                Response::Hello { version: VERSION, chunking: Default::default(), bare: true, partial: false }
+            } else if path.ends_with("/list-refs") {
+                let id = ObjectId([9; 32]);
+                Response::Refs { head: Some("refs/heads/main".into()), refs: (0..300_000).map(|i| (format!("refs/tags/t{i}"), id)).collect() }
+            } else {
+                Response::Error { message: "no".into() }
+            };
+            let mut body = Vec::new();
+            FrameWriter::new(&mut body).message(&answer).unwrap();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/x-dmv-frames\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = conn.write_all(head.as_bytes()).and_then(|_| conn.write_all(&body));
+        }
+    });
+    let top = tempfile::tempdir().unwrap();
+    let out = dmv_cmd(top.path()).args(["clone", &format!("http://127.0.0.1:{port}/hub"), "copy"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success() && err.contains("the remote lists 300000 refs; at most 262144 are taken"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("dmv: ")).count(), 1, "{err}");
+    security_report("refs-answer", "a server listing 300,000 refs to a clone", 1, 1, None);
+}

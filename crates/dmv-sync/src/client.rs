@@ -96,6 +96,9 @@ impl Remote for Client {
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         match self.call(Request::ListRefs)? {
+            Response::Refs { refs, .. } if refs.len() > crate::protocol::MAX_REFS_PER_ANSWER => {
+                Err(SyncError::Protocol(Violation::TooManyRefs { listed: refs.len(), limit: crate::protocol::MAX_REFS_PER_ANSWER }))
+            }
             Response::Refs { head, refs } => Ok(RemoteRefs { head, refs }),
             other => Err(unexpected("refs", &other)),
         }

@@ -432,6 +432,15 @@ pub enum Violation {
         /// The most one request may ask for.
         limit: usize,
     },
+    /// A `Refs` answer listing more than
+    /// [`MAX_REFS_PER_ANSWER`](crate::protocol::MAX_REFS_PER_ANSWER).
+    #[error("the remote lists {listed} refs; at most {limit} are taken")]
+    TooManyRefs {
+        /// How many it listed.
+        listed: usize,
+        /// The most an answer may list.
+        limit: usize,
+    },
     /// An object that was not asked for, not then, or a second time.
     #[error("remote sent {id}, which was not asked for next")]
     NotAskedFor {
@@ -686,6 +695,7 @@ mod tests {
             (protocol(Violation::Unexpected { expected: "a request", got: None }), "protocol error: expected a request".into()),
             (protocol(Violation::WrongUrl { sent: "put", url: "get" }), "protocol error: a put request sent to the get URL".into()),
             (protocol(Violation::TooManyIds { asked: 40_000, limit: 32_768 }), "protocol error: 40000 ids asked for at once; at most 32768 are answered".into()),
+            (protocol(Violation::TooManyRefs { listed: 300_000, limit: 262_144 }), "protocol error: the remote lists 300000 refs; at most 262144 are taken".into()),
             (
                 protocol(Violation::DeclaredTooLarge { what: "chunk", id, len: u32::MAX.into() }),
                 format!("protocol error: chunk {id} declares a length of 4294967295 bytes, larger than the largest object (32 MiB)"),

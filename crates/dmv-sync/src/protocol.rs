@@ -20,6 +20,12 @@ pub const LOCATIONS_PER_PIECE: usize = 16_384;
 /// Above this many ids, `has` and `get` requests are split.
 pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
 
+/// The most refs a `Refs` answer may list. A frame of 64 MiB holds about
+/// two million short ones, and a clone holds about 1.1 KB a ref (250,000
+/// refs: 270 MB), so a hostile server could make a clone take gigabytes;
+/// at this bound a clone of a repository of as many refs takes about 300 MB.
+pub const MAX_REFS_PER_ANSWER: usize = 1 << 18;
+
 /// The kind of a request, without its arguments: what the HTTP URL names
 /// (`POST /NAME/dmv/VERB`), so a server can check access before it reads the
 /// body.
