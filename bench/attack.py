@@ -21,10 +21,11 @@ the server closes it:
 - slow readers: `--readers` connections each ask for a large file
   (`GET --raw PATH`) and never read the answer (the socket's state is looked
   at every half second, to reconnect once the server closes it);
-- searches, zips and upload slots: `--searches`, `--zips`, `--uploads`
+- searches, zips, upload slots and the floor: `--searches`, `--zips`, `--uploads`, `--statics`
   connections each send a request (a search of the whole tree for a new
   word each time; a zip of the folder `small/`; opening an upload of one
-  byte with `--token`), read its answer whole and send the next at once.
+  byte with `--token`; `/-/theme.js`, what answering any request costs),
+  read its answer whole and send the next at once.
 
 Only to 127.0.0.1. It prints JSON lines on stdout: `ready` once every slow
 connection has sent its head and every flood connection its first MiB (or
@@ -67,7 +68,7 @@ def _head(length):
 SLOW_HEAD = _head(SLOW_LENGTH)
 READER_PROBE = 0.5                          # seconds between looks at a never-reading connection's state
 TCP_CLOSE_STATES = {7, 8, 9}                # TCP_CLOSE, TCP_CLOSE_WAIT, TCP_LAST_ACK (linux/tcp_states.h)
-LOOPING = ("search", "zip", "upload")       # kinds that send a request, read its answer, and send the next
+LOOPING = ("search", "zip", "upload", "static")  # kinds that send a request, read its answer, and send the next
 
 
 def _get(path):
@@ -80,6 +81,8 @@ def looping_head(kind, token):
         return _get("/hub/search?q=w%08x&rev=main" % random.getrandbits(32))
     if kind == "zip":
         return _get("/hub/zip/main/small/")
+    if kind == "static":
+        return _get("/-/theme.js")
     body = b'{"name":"slot.bin","size":1}'
     return ("POST /hub/uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
             "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (
@@ -362,13 +365,14 @@ def main(argv=None):
     ap.add_argument("--searches", type=int, default=0)
     ap.add_argument("--zips", type=int, default=0)
     ap.add_argument("--uploads", type=int, default=0)
+    ap.add_argument("--statics", type=int, default=0, help="the floor: connections asking for a small static file")
     ap.add_argument("--token", default="", help="the write token the uploads open slots with")
     ap.add_argument("--deadline", type=float, default=600, help="seconds after which it stops by itself")
     ap.add_argument("--ramp", type=float, default=60, help="seconds after which it reports `ready` anyway")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    others = [("reader", args.readers), ("search", args.searches), ("zip", args.zips), ("upload", args.uploads)]
+    others = [("reader", args.readers), ("search", args.searches), ("zip", args.zips), ("upload", args.uploads), ("static", args.statics)]
     want = args.slow + args.flood + sum(n for _, n in others) + 64
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard) if hard != resource.RLIM_INFINITY else want, hard))

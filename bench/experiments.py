@@ -3053,6 +3053,9 @@ ATTACK_CLASSES = [
     ("attack-searches", "300 connections searching the tree at once, a new word each time", ["--searches", "300"]),
     ("attack-zips", "300 connections each asking for a zip of `small/` (36 MiB) and reading it whole, again and again", ["--zips", "300"]),
     ("attack-uploads", "300 connections opening upload slots with one write token, again and again", ["--uploads", "300", "--token", ATTACK_WRITER]),
+    # The floor of the three above: as many requests for a 1 KB static file, which costs the server
+    # nothing but HTTP itself (the attackers share the clone's address, so nothing tells them apart).
+    ("attack-floor", "300 connections asking for a static file of 1 KB, again and again (the floor)", ["--statics", "300"]),
 ]
 
 
@@ -3209,7 +3212,8 @@ def _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data):
         f.write('read = "open"\nbrowse = "open"\n[repos]\n%s = %s\n[tokens]\n"%s" = { access = "write", user = "bench" }\n' % (
             ATTACK_REPO, json.dumps(ATTACK_REPO), ATTACK_WRITER))
     for experiment, what, args in ATTACK_CLASSES:
-        args = [("/%s/raw/%s/big.bin" % (ATTACK_REPO, big)) if a == "RAW" else a for a in args]
+        # Only this class: attack.py runs slow bodies and a flood unless told not to.
+        args = ["--slow", "0", "--flood", "0"] + [("/%s/raw/%s/big.bin" % (ATTACK_REPO, big)) if a == "RAW" else a for a in args]
         fields = dict(data, server_max_connections=512, attack_class=what)
         try:
             with servers.DmvServe(dmv.path, pt.root, ctx.rec.env, config) as srv:

@@ -26,7 +26,7 @@ SHORT = {"fail": "fail", "timeout": "timeout", "skipped": "skip", "n/a": "n/a", 
 # order of the experiments (as recorded in the results) in a mode's section
 EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-files", "s3-bigfile", "s3-files",
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
-               "import-archive", "store", "attack", "attack-readers", "attack-searches", "attack-zips", "attack-uploads",
+               "import-archive", "store", "attack", "attack-readers", "attack-searches", "attack-zips", "attack-uploads", "attack-floor",
                "availability-get", "availability-ring", "hubtier-bigfile",
                "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
@@ -1444,7 +1444,8 @@ def _span(values, fmt):
 
 
 ATTACK_CLASS_NAMES = [("attack-readers", "slow readers"), ("attack-searches", "concurrent searches"),
-                      ("attack-zips", "concurrent zips"), ("attack-uploads", "upload slots")]
+                      ("attack-zips", "concurrent zips"), ("attack-uploads", "upload slots"),
+                      ("attack-floor", "floor: HTTP alone")]
 
 
 def attack_classes_section(ix, mode):
@@ -1458,7 +1459,12 @@ def attack_classes_section(ix, mode):
            "**Searches**: the whole tree searched for a new word each time (the tree is listed once and kept; "
            "this repository has 37 paths, the library test counts listings of 3,000). **Zips**: `small/` "
            "(36 MiB) zipped and read whole (8 at once, the rest answered 503). **Upload slots**: uploads "
-           "of one byte opened with one write token (32 a user, then 429).", "",
+           "of one byte opened with one write token (32 a user, then 429). **Floor**: as many requests for "
+           "`/-/theme.js` (1 KB, nothing to compute): what answering tens of thousands of requests a second "
+           "costs on two cores shared with the attackers and the clone. The attackers come from the clone's "
+           "address, so no per-client share can tell them apart: the three request floods stay near this floor, "
+           "and the 2× target is not reachable here for them; the slow readers (which send nothing after "
+           "asking) and the server's memory are what this measures.", "",
            "| attack | pairs | clone unloaded (median) | under attack (median) | attacked/unloaded | "
            "within %.1f× | server peak RSS, largest | below %s | answers the attackers got |" % (
                ATTACK_TARGET_RATIO, fmt_kib(ATTACK_TARGET_RSS_KIB)),
@@ -1472,7 +1478,7 @@ def attack_classes_section(ix, mode):
             mu, ma = _median([r["wall_s"] for r in un]), _median([r["wall_s"] for r in at])
             r = ma / mu if ma and mu else None
             top = max((x.get("server_peak_rss_kib") for x in at if x.get("server_peak_rss_kib") is not None), default=None)
-            kinds = ("reader", "search", "zip", "upload")
+            kinds = ("reader", "search", "zip", "upload", "static")
             answers = {}
             for x in at:
                 end = x.get("attack_end") or {}

@@ -31,7 +31,6 @@ use bytes::Bytes;
 use dmv_repo::Repository;
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::mpsc;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::{self, PemObject};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -180,7 +179,14 @@ where
     let mut http = hyper::server::conn::http1::Builder::new();
     // The head timeout also runs between requests: a kept-alive connection
     // that sends nothing more is closed like one that never sent anything.
-    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(idle).max_header_size(MAX_HEAD_BYTES).max_headers(MAX_HEADERS);
+    // The buffer holds a request's head (64 KiB at most) and what an answer
+    // has queued for its client: bounded, so an answer nobody reads holds
+    // little (see channel.rs).
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(idle)
+        .max_header_size(MAX_HEAD_BYTES)
+        .max_headers(MAX_HEADERS)
+        .max_buf_size(MAX_HEAD_BYTES + crate::channel::PIECE);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
         request.extensions_mut().insert(peer);
         request.extensions_mut().insert(activity.clone());
@@ -396,7 +402,7 @@ async fn rpc(
         Ok(read) => read,
         Err(refused) => return refused,
     };
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+    let (tx, rx) = crate::channel::answer_channel();
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter { tx, buf: Vec::new() };
         serve_request(&place, &cache, &caller, verb, std::io::Cursor::new(request), &mut out);

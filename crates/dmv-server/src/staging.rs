@@ -92,6 +92,11 @@ impl StagedUploads {
         Ok(())
     }
 
+    /// How many uploads `owner` has open.
+    pub fn open_by(&self, owner: &str) -> usize {
+        self.table().values().filter(|s| s.owner == owner).count()
+    }
+
     /// The upload `id` of `repo` if `owner`'s; with `claim`, marks a piece
     /// being written ([`StagedUploads::release`] ends it).
     pub fn find(&self, id: &str, repo: &str, owner: &str, claim: bool) -> Result<Found, Unavailable> {

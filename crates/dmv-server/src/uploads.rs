@@ -112,6 +112,11 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
     if !dmv_repo::tree::valid_entry_name(req.name.as_bytes()) {
         return refuse(StatusCode::BAD_REQUEST, format!("{:?} cannot be a file's name", req.name));
     }
+    // Refused before touching the disk: 300 connections asking again and
+    // again made every answer a directory listing and a statvfs.
+    if state.staged.open_by(&owner) >= crate::staging::OPEN_PER_OWNER {
+        return unavailable(Unavailable::YoursFull);
+    }
     let staging = dir.join(".dmv").join("uploads");
     if let Err(e) = std::fs::create_dir_all(&staging) {
         return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage uploads: {e}"));

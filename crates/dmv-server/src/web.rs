@@ -22,11 +22,9 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use bytes::Bytes;
 use dmv_repo::Repository;
 use dmv_web::{PageRequest, Reply, Viewer};
 use serde::Deserialize;
-use tokio::sync::mpsc;
 
 use crate::channel::ChannelWriter;
 use crate::server_config::{BrowseAccess, TokenAccess};
@@ -244,7 +242,13 @@ async fn serve_page(
     let Some(dir) = state.config.repos.get(&name).and_then(|place| place.dir()).map(Path::to_path_buf) else {
         return (StatusCode::NOT_FOUND, Html(format!("no repository named {} here to browse (one in a bucket has no web pages yet)", html_text(&name)))).into_response();
     };
+    // Refused before any work: a zip when every zip slot is taken.
+    if rest.starts_with("zip/") && ZIPS.load(std::sync::atomic::Ordering::SeqCst) >= ZIPS_AT_ONCE {
+        return zips_busy();
+    }
     let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    // Pages are made a few at a time; the rest wait here, holding no thread.
+    let Ok(_page) = PAGES.acquire().await else { return (StatusCode::SERVICE_UNAVAILABLE, "the server is stopping\n").into_response() };
     let answered = tokio::task::spawn_blocking(move || {
         let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
         let reply = dmv_web::respond(&repo, &name, &PageRequest { path: &rest, query: &query, range: range.as_deref(), viewer: &viewer });
@@ -262,6 +266,18 @@ async fn serve_page(
 /// Zips streamed at once: each reads every file it holds and keeps a
 /// blocking thread until its client has taken it all.
 const ZIPS_AT_ONCE: usize = 8;
+
+/// Pages (and files, thumbnails, zips) being made at once, all
+/// repositories: 300 connections asking for searches again and again kept
+/// every blocking thread opening the repository, and a clone's requests
+/// waited behind them (29× slower). Made a few at a time, the pages leave
+/// the cores to the protocol's requests, and wait without a thread.
+static PAGES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
+fn zips_busy() -> Response {
+    let text = format!("{ZIPS_AT_ONCE} zips are being made on this server: try again in a minute\n");
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "30")], text).into_response()
+}
 
 static ZIPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -296,11 +312,8 @@ fn send(reply: Reply, repo: Repository) -> Response {
         }
         Reply::Redirect(to) => see_other(&to, None),
         Reply::Zip { commit, folder, name } => {
-            let Some(slot) = ZipSlot::take() else {
-                let text = format!("{ZIPS_AT_ONCE} zips are being made on this server: try again in a minute\n");
-                return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "30")], text).into_response();
-            };
-            let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+            let Some(slot) = ZipSlot::take() else { return zips_busy() };
+            let (tx, rx) = crate::channel::answer_channel();
             let stem = name.trim_end_matches(".zip").to_string();
             tokio::task::spawn_blocking(move || {
                 let _slot = slot;
@@ -322,7 +335,7 @@ fn send(reply: Reply, repo: Repository) -> Response {
         }
         Reply::RangeNotSatisfiable { total } => (StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{total}"))]).into_response(),
         Reply::Content { id, content_type, start, len, total, partial, download } => {
-            let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(8);
+            let (tx, rx) = crate::channel::answer_channel();
             tokio::task::spawn_blocking(move || {
                 let mut out = ChannelWriter { tx, buf: Vec::new() };
                 let written = dmv_web::write_content(&repo, &id, start, len, &mut out);
