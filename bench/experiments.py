@@ -3184,25 +3184,32 @@ def attack(ctx, pairs):
             with servers.DmvServe(dmv.path, pt.root, ctx.rec.env, config) as srv:
                 print("attack: dmv serve listening on 127.0.0.1:%d; %d pairs of clones, unloaded then attacked" % (
                     srv.port, pairs), flush=True)
-                stopped = None
-                for i in range(1, pairs + 1):
-                    for load in ("unloaded", "attack"):
-                        name = "clone_%s_%d" % (load, i)
-                        if stopped:
-                            ctx.rec.note("dmv", experiment, param, name, "skipped", stopped)
-                            continue
-                        out = _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, i, source, data)
-                        if out is not None and out.timed_out:
-                            stopped = "%s timed out: %s" % (name, (out.error or "")[-200:])
+                _alternate_clones(ctx, dmv, srv, pt, experiment, param, pairs, source, data)
         except servers.ServerError as e:
             print("attack: %s" % e, flush=True)
             ctx.rec.note("dmv", experiment, param, "all", "fail", str(e))
-        _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data)
+        _attack_classes(ctx, dmv, pt, param, pairs, source, data)
     finally:
         shutil.rmtree(pt.root, ignore_errors=True)
 
 
-def _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data):
+def _alternate_clones(ctx, dmv, srv, pt, experiment, param, pairs, source, data, attack_args=None):
+    """`pairs` clones unloaded and attacked, alternately, as steps
+    `clone_unloaded_N` and `clone_attack_N`; after a step times out, the
+    rest are recorded as skipped."""
+    stopped = None
+    for i in range(1, pairs + 1):
+        for load in ("unloaded", "attack"):
+            name = "clone_%s_%d" % (load, i)
+            if stopped:
+                ctx.rec.note("dmv", experiment, param, name, "skipped", stopped)
+                continue
+            out = _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, i, source, data, attack_args)
+            if out is not None and out.timed_out:
+                stopped = "%s timed out: %s" % (name, (out.error or "")[-200:])
+
+
+def _attack_classes(ctx, dmv, pt, param, pairs, source, data):
     """The classes of ATTACK_CLASSES, each against a `dmv serve` of its own
     with the default bound on connections, `pairs` alternations each."""
     listing = subprocess.run([dmv.path, "ls-tree", "HEAD"], cwd=pt.work, env=ctx.rec.env, capture_output=True, text=True).stdout
@@ -3218,16 +3225,7 @@ def _attack_classes(ctx, dmv, pt, hub, param, pairs, source, data):
         try:
             with servers.DmvServe(dmv.path, pt.root, ctx.rec.env, config) as srv:
                 print("%s: %s; %d pairs of clones" % (experiment, what, pairs), flush=True)
-                stopped = None
-                for i in range(1, pairs + 1):
-                    for load in ("unloaded", "attack"):
-                        name = "clone_%s_%d" % (load, i)
-                        if stopped:
-                            ctx.rec.note("dmv", experiment, param, name, "skipped", stopped)
-                            continue
-                        out = _attack_step(ctx, dmv, srv, pt, experiment, param, name, load, i, source, fields, args)
-                        if out is not None and out.timed_out:
-                            stopped = "%s timed out: %s" % (name, (out.error or "")[-200:])
+                _alternate_clones(ctx, dmv, srv, pt, experiment, param, pairs, source, fields, args)
         except servers.ServerError as e:
             print("%s: %s" % (experiment, e), flush=True)
             ctx.rec.note("dmv", experiment, param, "all", "fail", str(e))
