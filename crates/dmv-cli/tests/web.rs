@@ -613,6 +613,44 @@ fn a_phone_uploads_photos_from_its_browser() {
     ok(&dmv_cmd(&hub).args(["fsck"]).output().unwrap());
 }
 
+/// One user opened uploads of the whole free space one after another and
+/// nobody else could upload: the sizes of a user's open uploads add up to
+/// at most `upload_bytes_per_user`, and a bound outside its range is refused.
+#[test]
+fn one_user_reserves_at_most_its_share_of_upload_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let hub = t.join("hub");
+    dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
+    let tokens = "[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n";
+    let server = HttpServer::start(&format!("upload_bytes_per_user = 10000000\n[repos]\nhub = \"hub\"\n{tokens}"), t, 0);
+    let open = |token: &str, size: u64| {
+        let headers = [("Authorization", format!("Bearer {token}")), ("Content-Type", "application/json".to_string())];
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        http(server.port, "POST", "/hub/uploads", &headers, format!(r#"{{"name":"take.mov","size":{size}}}"#).as_bytes())
+    };
+    let (tried, mut refused) = (3, 0);
+    assert_eq!(open("tok-al", 6_000_000).0, 201);
+    assert_eq!(open("tok-al", 4_000_000).0, 201, "up to the share exactly");
+    let (code, body) = open("tok-al", 1);
+    assert_eq!(code, 429, "{body}");
+    assert!(body.contains("10000000 bytes one user may have open"), "{body}");
+    refused += 1;
+    let (code, body) = open("tok-al", u64::MAX);
+    assert_eq!(code, 429, "{body}");
+    refused += 1;
+    assert_eq!(open("tok-bo", 10_000_000).0, 201, "another user keeps a share of their own");
+    let (code, body) = open("tok-bo", 10_000_001);
+    assert_eq!(code, 429, "{body}");
+    refused += 1;
+    std::fs::write(t.join("zero.toml"), format!("upload_bytes_per_user = 0\n[repos]\nhub = \"hub\"\n{tokens}")).unwrap();
+    // Under `timeout`: were the bound taken, the server would serve on.
+    let out = Command::new("timeout").arg("20").arg(common::bin()).args(["serve", "--config", t.join("zero.toml").to_str().unwrap(), "--listen", "127.0.0.1:0"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("upload_bytes_per_user = 0"), "{out:?}");
+    security_report("upload bytes", "one user's open uploads past their share of bytes", tried, refused, None);
+}
+
 /// The upload endpoints as a hostile or unlucky client meets them: a piece
 /// cut short by a dropped connection counts what arrived and the upload
 /// resumes from there; a piece at the wrong offset, past the declared

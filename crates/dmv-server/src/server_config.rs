@@ -113,6 +113,10 @@ pub struct ServerConfig {
     /// Hours a web UI login lasts (default `DEFAULT_SESSION_HOURS`).
     #[serde(default)]
     pub session_hours: Option<u64>,
+    /// Bytes one user's open browser uploads may reserve together (default
+    /// `DEFAULT_UPLOAD_BYTES_PER_USER`).
+    #[serde(default)]
+    pub upload_bytes_per_user: Option<u64>,
     /// Reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto`
     /// are believed (the client's address and whether it came over HTTPS).
     #[serde(default)]
@@ -175,6 +179,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// Requests other than uploads are a few hundred kilobytes at most.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
 pub const DEFAULT_SESSION_HOURS: u64 = 12;
+/// A day's shoot of raws or an hour of 4K video, from one person at once;
+/// beyond it one user could take the disk everyone else uploads to.
+pub const DEFAULT_UPLOAD_BYTES_PER_USER: u64 = 64 << 30;
+/// The largest `upload_bytes_per_user` taken: a pebibyte.
+const MAX_UPLOAD_BYTES_PER_USER: u64 = 1 << 50;
 
 impl ServerConfig {
     /// Reads the file at `path`, with relative paths in it taken from the
@@ -220,6 +229,9 @@ impl ServerConfig {
         if let Some(h) = config.session_hours.filter(|h| !(1..=24 * 365).contains(h)) {
             return refuse(format!("session_hours = {h}: give between 1 and {}", 24 * 365));
         }
+        if let Some(n) = config.upload_bytes_per_user.filter(|n| !(1..=MAX_UPLOAD_BYTES_PER_USER).contains(n)) {
+            return refuse(format!("upload_bytes_per_user = {n}: give between 1 and {MAX_UPLOAD_BYTES_PER_USER}"));
+        }
         Ok(config)
     }
 
@@ -236,6 +248,10 @@ impl ServerConfig {
 
     pub(crate) fn max_connections(&self) -> usize {
         self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS)
+    }
+
+    pub(crate) fn upload_bytes_per_user(&self) -> u64 {
+        self.upload_bytes_per_user.unwrap_or(DEFAULT_UPLOAD_BYTES_PER_USER)
     }
 
     pub(crate) fn session_lifetime(&self) -> Duration {

@@ -45,6 +45,9 @@ pub(crate) enum Unavailable {
     Full,
     /// [`OPEN_PER_OWNER`] of this owner's are open.
     YoursFull,
+    /// This owner's open uploads and this one would reserve more than its
+    /// share: `reserved` bytes already, `share` in all.
+    YoursTooLarge { reserved: u64, share: u64 },
     /// The disk's free space does not hold this upload beside what the
     /// open ones will still write (`reserved` bytes).
     NoRoom { reserved: u64 },
@@ -64,11 +67,13 @@ impl StagedUploads {
     }
 
     /// Opens an upload `id` of `size` bytes into `staging`, after removing
-    /// stale ones. `free` (None: not known) is what the disk may take: it
-    /// must hold this upload and the rest of every open one (three uploads
-    /// each of the whole free space were accepted when each was checked
-    /// alone).
-    pub fn open(&self, id: &str, repo: &str, owner: &str, size: u64, staging: &Path, free: Option<u64>) -> Result<(), Unavailable> {
+    /// stale ones. The sizes of `owner`'s open uploads, this one included,
+    /// add up to at most `share` bytes. `free` (None: not known) is what
+    /// the disk may take: it must hold this upload and the rest of every
+    /// open one (three uploads each of the whole free space were accepted
+    /// when each was checked alone).
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(&self, id: &str, repo: &str, owner: &str, size: u64, share: u64, staging: &Path, free: Option<u64>) -> Result<(), Unavailable> {
         let mut open = self.table();
         forget_stale(&mut open, staging);
         if open.len() >= OPEN_MAX {
@@ -76,6 +81,10 @@ impl StagedUploads {
         }
         if open.values().filter(|s| s.owner == owner).count() >= OPEN_PER_OWNER {
             return Err(Unavailable::YoursFull);
+        }
+        let reserved: u64 = open.values().filter(|s| s.owner == owner).map(|s| s.size).sum();
+        if reserved.saturating_add(size) > share {
+            return Err(Unavailable::YoursTooLarge { reserved, share });
         }
         if let Some(free) = free {
             let remaining = |s: &Staged| s.size.saturating_sub(std::fs::metadata(&s.file).map_or(0, |m| m.len()));
@@ -153,27 +162,43 @@ fn forget_stale(open: &mut HashMap<String, Staged>, staging: &Path) {
 mod tests {
     use super::*;
 
+    const SHARE: u64 = 1 << 40;
+
     #[test]
     fn one_owner_holds_at_most_its_share_and_free_space_counts_every_open_upload() {
         let dir = tempfile::tempdir().unwrap();
         let staged = StagedUploads::default();
         for i in 0..OPEN_PER_OWNER {
-            assert!(staged.open(&format!("m{i}"), "hub", "user mallory", 1, dir.path(), None).is_ok());
+            assert!(staged.open(&format!("m{i}"), "hub", "user mallory", 1, SHARE, dir.path(), None).is_ok());
         }
-        assert!(matches!(staged.open("m-more", "hub", "user mallory", 1, dir.path(), None), Err(Unavailable::YoursFull)));
-        assert!(staged.open("al-1", "hub", "user al", 1, dir.path(), None).is_ok(), "others still upload");
+        assert!(matches!(staged.open("m-more", "hub", "user mallory", 1, SHARE, dir.path(), None), Err(Unavailable::YoursFull)));
+        assert!(staged.open("al-1", "hub", "user al", 1, SHARE, dir.path(), None).is_ok(), "others still upload");
 
         // Three uploads each of the whole free space: the first fits, the
         // second does not beside it; as the first arrives it still counts.
         let (dir, staged) = (tempfile::tempdir().unwrap(), StagedUploads::default());
         let free = Some(1000);
-        assert!(staged.open("big-1", "hub", "user al", 990, dir.path(), free).is_ok());
-        assert!(matches!(staged.open("big-2", "hub", "user bo", 990, dir.path(), free), Err(Unavailable::NoRoom { .. })));
+        assert!(staged.open("big-1", "hub", "user al", 990, SHARE, dir.path(), free).is_ok());
+        assert!(matches!(staged.open("big-2", "hub", "user bo", 990, SHARE, dir.path(), free), Err(Unavailable::NoRoom { .. })));
         std::fs::write(dir.path().join("big-1"), vec![0u8; 500]).unwrap();
         let free_now = Some(500);
-        assert!(matches!(staged.open("big-3", "hub", "user bo", 100, dir.path(), free_now), Err(Unavailable::NoRoom { .. })));
-        assert!(staged.open("small", "hub", "user bo", 1, dir.path(), free_now).is_ok());
+        assert!(matches!(staged.open("big-3", "hub", "user bo", 100, SHARE, dir.path(), free_now), Err(Unavailable::NoRoom { .. })));
+        assert!(staged.open("small", "hub", "user bo", 1, SHARE, dir.path(), free_now).is_ok());
         staged.finish(&[dir.path().join("big-1").as_path()]);
-        assert!(staged.open("big-4", "hub", "user bo", 400, dir.path(), free_now).is_ok());
+        assert!(staged.open("big-4", "hub", "user bo", 400, SHARE, dir.path(), free_now).is_ok());
+    }
+
+    #[test]
+    fn one_owner_reserves_at_most_its_share_of_bytes() {
+        let (dir, staged) = (tempfile::tempdir().unwrap(), StagedUploads::default());
+        assert!(staged.open("m-1", "hub", "user mallory", 600, 1000, dir.path(), None).is_ok());
+        assert!(staged.open("m-2", "hub", "user mallory", 400, 1000, dir.path(), None).is_ok(), "up to the share exactly");
+        let refused = staged.open("m-3", "hub", "user mallory", 1, 1000, dir.path(), None);
+        assert!(matches!(refused, Err(Unavailable::YoursTooLarge { reserved: 1000, share: 1000 })));
+        assert!(staged.open("al-1", "hub", "user al", 1000, 1000, dir.path(), None).is_ok(), "others keep their own share");
+        // A finished upload gives its bytes back.
+        staged.finish(&[dir.path().join("m-1").as_path()]);
+        assert!(staged.open("m-4", "hub", "user mallory", 600, 1000, dir.path(), None).is_ok());
+        assert!(matches!(staged.open("m-5", "hub", "user mallory", u64::MAX, 1000, dir.path(), None), Err(Unavailable::YoursTooLarge { .. })));
     }
 }

@@ -126,7 +126,7 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
         Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot name an upload: {e}")),
     };
     let free = dmv_os::available_bytes(&staging).map(|free| free.saturating_sub(SPARE_BYTES));
-    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, &staging, free) {
+    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, state.config.upload_bytes_per_user(), &staging, free) {
         return unavailable(e);
     }
     (StatusCode::CREATED, Json(json!({ "id": id, "received": 0 }))).into_response()
@@ -149,6 +149,9 @@ fn unavailable(e: Unavailable) -> Response {
         Unavailable::Busy { received } => (StatusCode::CONFLICT, Json(json!({ "received": received, "message": "a piece of this upload is being received" }))).into_response(),
         Unavailable::Full => refuse(StatusCode::SERVICE_UNAVAILABLE, "too many uploads are open on this server: finish or wait for some"),
         Unavailable::YoursFull => refuse(StatusCode::TOO_MANY_REQUESTS, format!("you have {} uploads open: finish some first", crate::staging::OPEN_PER_OWNER)),
+        Unavailable::YoursTooLarge { reserved, share } => {
+            refuse(StatusCode::TOO_MANY_REQUESTS, format!("your open uploads already take {reserved} of the {share} bytes one user may have open: finish some first"))
+        }
         Unavailable::NoRoom { reserved } => {
             refuse(StatusCode::INSUFFICIENT_STORAGE, format!("the server has no room for this upload beside the {reserved} bytes the uploads open now will take"))
         }

@@ -401,6 +401,7 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
         }
         batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });
     }
+    refuse_unholdable_paths(repo, &batch)?;
     refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
     match repo.refs.update(&batch, who, message) {
         Ok(()) => Ok(Response::RefsUpdated),
@@ -410,6 +411,23 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Refuses a push whose new commits (those no branch or tag here reaches)
+/// hold a path longer than a file system holds: every clone of it stopped
+/// at its checkout.
+fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult<()> {
+    let wants: Vec<ObjectId> = batch.iter().filter_map(|u| u.new).collect();
+    if wants.is_empty() {
+        return Ok(());
+    }
+    let mut known: Vec<ObjectId> = repo.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+    known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
+    let commits = repo.commits_between(&wants, &known)?;
+    repo.refuse_unholdable_paths(&commits).map_err(|e| match e {
+        e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => SyncError::Refused(Refusal::Upload(e)),
+        e => e.into(),
+    })
 }
 
 /// Refuses a push that would leave a branch holding another version of a

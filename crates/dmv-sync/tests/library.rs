@@ -144,6 +144,59 @@ fn a_branch_may_not_hold_an_annotated_tag() {
     assert_eq!(server.refs.get("refs/heads/tagged").unwrap(), None);
 }
 
+/// Folders each fine alone that make a path past 4,096 bytes together: a
+/// server took such a push, and every later clone stopped at its checkout.
+/// The ref update naming it is refused, whatever sent the objects, and a
+/// path of exactly 4,096 bytes still lands.
+#[test]
+fn a_push_holding_a_path_no_file_system_holds_is_refused() {
+    use dmv_repo::store::object::{encode, EntryKind, TreeEntry, TreeNode};
+    use dmv_repo::store::ObjectKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let (studio_dir, server_dir) = (tmp.path().join("studio"), tmp.path().join("server"));
+    let mut studio = Repository::init(&studio_dir, ChunkParams::default()).unwrap();
+    std::fs::write(studio_dir.join("notes.txt"), "day one\n").unwrap();
+    commit_all(&studio, "day one");
+    Repository::init_with(&server_dir, ChunkParams::default(), true).unwrap();
+    dmv_sync::add_remote(&mut studio, "origin", RemoteConfig { url: server_dir.to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    push(&studio, &PushOptions::default()).unwrap();
+    let server = Repository::open(&server_dir).unwrap();
+    let main = server.refs.get("refs/heads/main").unwrap().unwrap();
+    // A commit on main whose tree holds `d…/d…/…/f`, 15 folders of a
+    // 255-byte name under one of `top` bytes: each a name a tree may hold,
+    // the path 3,842 + `top` bytes.
+    let commit_with_path = |top: usize| {
+        let mut s = server.store.begin_write().unwrap();
+        let file = s.put_object(ObjectKind::Chunk, b"deep").unwrap();
+        let leaf = |name: Vec<u8>, kind, id, size| encode(&TreeNode::Leaf(vec![TreeEntry { name, kind, id, size }]));
+        let mut child = s.put_object(ObjectKind::Tree, &leaf(vec![b'f'], EntryKind::File, file, 4)).unwrap();
+        for depth in 0..16 {
+            let name = vec![b'd'; if depth == 15 { top } else { 255 }];
+            child = s.put_object(ObjectKind::Tree, &leaf(name, EntryKind::Dir, child, 4)).unwrap();
+        }
+        let commit = server.write_commit(&mut s, child, vec![main], "deep").unwrap();
+        s.finish().unwrap();
+        commit
+    };
+    let (too_long, at_the_bound) = (commit_with_path(255), commit_with_path(254));
+    // Connected after the objects are in: as a push's upload would have left them.
+    let (_, mut remote) = connect(&studio);
+    let update = dmv_sync::protocol::WireRefUpdate { name: "refs/heads/main".into(), old: Some(main), new: Some(too_long) };
+    let err = remote.update_refs(vec![update.clone()], "studio", "push").unwrap_err().to_string();
+    assert!(err.contains("a path of more than 4096 bytes") && !err.contains('\n'), "{err}");
+    assert_eq!(server.refs.get("refs/heads/main").unwrap(), Some(main), "nothing moved");
+    let new_branch = dmv_sync::protocol::WireRefUpdate { name: "refs/heads/side".into(), old: None, new: Some(too_long) };
+    assert!(remote.update_refs(vec![new_branch], "studio", "push").is_err(), "nor as a new branch");
+    // A tag of it is refused the same way.
+    let tag = dmv_sync::protocol::WireRefUpdate { name: "refs/tags/deep".into(), old: None, new: Some(too_long) };
+    assert!(remote.update_refs(vec![tag], "studio", "push").is_err());
+    assert_eq!(server.refs.list("refs/").unwrap().len(), 1, "only main, where it was");
+
+    let update = dmv_sync::protocol::WireRefUpdate { name: "refs/heads/main".into(), old: Some(main), new: Some(at_the_bound) };
+    remote.update_refs(vec![update], "studio", "push").unwrap();
+    assert_eq!(server.refs.get("refs/heads/main").unwrap(), Some(at_the_bound));
+}
+
 /// Files uploaded to a server (the web UI's uploads) become one commit on
 /// a branch under a push's rules: a writer that moved the branch meanwhile
 /// keeps their commit, a path changed since the uploader saw it is refused,

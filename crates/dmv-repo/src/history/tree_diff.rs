@@ -7,6 +7,8 @@
 use dmv_store::object::{EntryKind, TreeEntry};
 use dmv_store::{ObjectId, Store};
 
+#[cfg(doc)]
+use crate::history::tree::MAX_PATH_BYTES;
 use crate::history::tree::{check_path_len, read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
 use crate::{RepoResult, Repository};
 
@@ -17,6 +19,15 @@ type Pending = (Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize);
 /// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
 pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
+    visit_changes(store, old, new, &mut |change| out.push(change))?;
+    // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Hands each file or symlink that differs between `old` and `new` to
+/// `each`, in no set order, holding none of them.
+fn visit_changes(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>, each: &mut dyn FnMut(Change)) -> RepoResult<()> {
     // Folders still to compare, with their path and depth: a stack, not
     // recursion, since a tree from elsewhere may nest without end.
     let mut pending: Vec<Pending> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
@@ -49,7 +60,7 @@ pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>)
                     (_, None) => ChangeKind::Deleted,
                     _ => ChangeKind::Modified,
                 };
-                out.push(Change { path: path.clone(), kind, old: old_file, new: new_file });
+                each(Change { path: path.clone(), kind, old: old_file, new: new_file });
             }
             let (old_sub, new_sub) = (folder(&o), folder(&n));
             if old_sub.is_some() || new_sub.is_some() {
@@ -60,9 +71,7 @@ pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>)
             }
         }
     }
-    // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
-    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+    Ok(())
 }
 
 fn file(e: &Option<TreeEntry>) -> Option<FlatEntry> {
@@ -211,6 +220,24 @@ impl Repository {
             None => None,
         };
         diff_trees(&self.store, parent_tree.as_ref(), Some(&commit.tree))
+    }
+
+    /// Refuses `commits` (new here: a push's) when one holds a path no
+    /// file system holds, longer than [`MAX_PATH_BYTES`] or deeper than
+    /// [`MAX_PATH_DEPTH`] (a name is checked with its tree, a path only
+    /// where trees meet, so a push of folders each fine alone made every
+    /// later checkout fail). Each tree is compared with its first parent's,
+    /// held to the same rule, so the cost follows what changed.
+    pub fn refuse_unholdable_paths(&self, commits: &[ObjectId]) -> RepoResult<()> {
+        for id in commits {
+            let commit = self.commit(id)?;
+            let parent_tree = match commit.parents.first() {
+                Some(p) => Some(self.commit(p)?.tree),
+                None => None,
+            };
+            visit_changes(&self.store, parent_tree.as_ref(), Some(&commit.tree), &mut |_| {})?;
+        }
+        Ok(())
     }
 }
 
