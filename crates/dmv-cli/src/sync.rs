@@ -282,6 +282,7 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     let repo = open_repo()?;
     let Some(name) = a.remote.as_deref() else {
         let all = dmv_sync::sync_all(&repo, &Phases::default())?;
+        report_mended(all.mended.as_ref());
         let mut code = 0;
         for (label, merge) in &all.offers {
             code = code.max(crate::mergecmd::report(&repo, merge, label)?);
@@ -307,6 +308,7 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     let remote = dmv_sync::find_remote(&repo, name)?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
     let synced = dmv_sync::sync(&repo, remote.connect_to_push(&repo)?.as_mut(), &name, &Phases::default())?;
+    report_mended(synced.mended.as_ref());
     let mut code = 0;
     for (label, merge) in &synced.offers {
         code = code.max(crate::mergecmd::report(&repo, merge, label)?);
@@ -319,6 +321,21 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
         print_pushed(&remote.spec.url, pushed, false, false);
     }
     Ok(code)
+}
+
+/// One line for a merge an earlier sync left cut short.
+pub(crate) fn report_mended(mended: Option<&dmv_repo::MergeMended>) {
+    if let Some(line) = mended.map(mended_line) {
+        println!("{line}");
+    }
+}
+
+/// What a sync says of a merge an earlier one left cut short.
+pub(crate) fn mended_line(mended: &dmv_repo::MergeMended) -> String {
+    match mended {
+        dmv_repo::MergeMended::Undone { label } => format!("Undid the merge of {} a sync left cut short; merging again.", printable(label)),
+        dmv_repo::MergeMended::Committed { label, commit } => format!("Committed the merge of {} a sync left cut short ({}).", printable(label), commit.short()),
+    }
 }
 
 #[derive(Args)]

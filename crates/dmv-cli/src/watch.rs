@@ -188,6 +188,9 @@ fn sync(repo: &Repository) -> bool {
         }
     };
     for pass in &done.passes {
+        if let Some(mended) = &pass.mended {
+            say(&crate::sync::mended_line(mended));
+        }
         for (name, pulled) in &pulled_with_changes(pass) {
             say(&format!("merged {} from {name}", pulled));
         }

@@ -625,6 +625,57 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
     fsck_clean(&t.join("hub"));
 }
 
+/// A sync killed at each step of its merge, then run again after the
+/// remote moved on, finishes or undoes what was cut short and converges
+/// without a person typing: one killed sync in fourteen had left a merge
+/// that every later sync refused ("a merge of origin/main is already in
+/// progress") until someone ran `merge --abort`.
+#[test]
+fn a_sync_killed_in_its_merge_is_mended_by_the_next_sync() {
+    for point in ["merge-state-written", "merge-worktree-written", "commit-before-ref", "commit-after-ref"] {
+        let top = tempfile::tempdir().unwrap();
+        let t = top.path();
+        dmv(t, &["init", "a"]);
+        let a = t.join("a");
+        write_noise(&a.join("shared.raw"), MIB, 5);
+        commit_all(&a, "first");
+        dmv(t, &["init", "--bare", "hub"]);
+        dmv(&a, &["remote", "add", "origin", "../hub"]);
+        dmv(&a, &["push"]);
+        dmv(t, &["clone", "hub", "b"]);
+        let b = t.join("b");
+        write_noise(&b.join("from-b.raw"), MIB, 6);
+        commit_all(&b, "b's work");
+        dmv(&b, &["push"]);
+        write_noise(&a.join("from-a.raw"), MIB, 7);
+        commit_all(&a, "a's work");
+        let out = dmv_cmd(&a).args(["sync"]).env("DMV_FAILPOINT", point).output().unwrap();
+        assert!(!out.status.success() && stderr(&out).contains(&format!("failpoint {point} reached")), "{point}: {}", stderr(&out));
+        // The hub moves on before the next sync.
+        write_noise(&b.join("later-b.raw"), MIB, 8);
+        commit_all(&b, "b's later work");
+        dmv(&b, &["push"]);
+        let out = dmv_out(&a, &["sync"]);
+        ok(&out);
+        let said = String::from_utf8_lossy(&out.stdout);
+        let expected = match point {
+            "merge-state-written" | "merge-worktree-written" => Some("Undid the merge of origin/main a sync left cut short"),
+            "commit-before-ref" => Some("Committed the merge of origin/main a sync left cut short"),
+            _ => None,
+        };
+        assert!(expected.is_none_or(|line| said.contains(line)), "{point}: {said}");
+        let head = head_of(&a, "refs/heads/main");
+        assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head, "{point}: the merge was pushed");
+        assert_eq!(dmv(&a, &["status", "--short"]), "", "{point}: nothing left over");
+        for name in ["from-a.raw", "from-b.raw", "later-b.raw"] {
+            assert!(a.join(name).exists(), "{point}: {name}");
+        }
+        fsck_clean(&a);
+        ok(&dmv_out(&b, &["sync"]));
+        assert_same_tree(&a, &b);
+    }
+}
+
 /// A sync that reached only some remotes, or none, said "skipped" and
 /// exited 0 (issue 42): it now fails, naming the remotes left out, after
 /// doing what it could with the others.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::remote::{fsck_clean, ok};
+use common::remote::{commit_all, fsck_clean, ok};
 use common::servers::{HttpServer, Minio};
 use common::*;
 
@@ -432,4 +432,49 @@ fn a_watcher_and_a_person_committing_at_once_lose_nothing() {
         assert_eq!(dmv(r, &["cat", &format!("HEAD:f{i}.txt")]), want);
     }
     fsck_clean(r);
+}
+
+/// A watcher killed in the merge of its sync, started again after the hub
+/// moved on, mends what was cut short and keeps in step: its sync had
+/// refused every later merge until a person typed `merge --abort`.
+#[test]
+fn a_watcher_killed_in_its_merge_mends_it_when_it_starts_again() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("first.txt"), "first\n").unwrap();
+    commit_all(&a, "first");
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = t.join("hub");
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t, &["clone", "hub", "b"]);
+    let b = t.join("b");
+    std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
+    commit_all(&b, "b's work");
+    dmv(&b, &["push"]);
+    // Made while no watcher ran: committed when it starts, then merged with b's work, where it dies.
+    std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
+    let args = ["--quiet", "0.2", "--sync", "--sync-every", "1"];
+    let mut killed = Watcher::start(&a, &args, &|c: &mut Command| {
+        c.env("DMV_FAILPOINT", "merge-state-written");
+    });
+    wait_for("the watcher to die in its merge", || killed.child.try_wait().unwrap().is_some());
+    assert!(killed.log().contains("failpoint merge-state-written reached"), "{}", killed.log());
+    assert!(dmv(&a, &["status"]).contains("interrupted before the working tree was written"));
+    drop(killed);
+    std::fs::write(b.join("later-b.txt"), "later\n").unwrap();
+    commit_all(&b, "b's later work");
+    dmv(&b, &["push"]);
+    let watcher = Watcher::start(&a, &args, &no_env);
+    wait_for_logged("a in step with the hub", &[&watcher], || {
+        a.join("later-b.txt").exists() && dmv(&a, &["rev-parse", "HEAD"]) == dmv(&hub, &["rev-parse", "main"]) && dmv(&a, &["status", "--short"]).is_empty()
+    });
+    assert!(watcher.log().contains("Undid the merge of origin/main a sync left cut short"), "{}", watcher.log());
+    assert!(watcher.stop().success());
+    for name in ["first.txt", "from-a.txt", "from-b.txt", "later-b.txt"] {
+        assert!(a.join(name).exists(), "{name}");
+    }
+    fsck_clean(&a);
 }

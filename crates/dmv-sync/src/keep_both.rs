@@ -3,7 +3,7 @@
 //! side (`name.ours.ext`, `name.theirs.ext`), the merge is committed, and
 //! the sync goes on to send it. Nothing is resolved by picking a side.
 
-use dmv_repo::{Progress, Repository, Resolution, Resolved};
+use dmv_repo::{MergePhase, Progress, Repository, Resolution, Resolved};
 
 use crate::pull::{sync_all, SyncedAll};
 use crate::{SyncError, SyncResult};
@@ -56,6 +56,11 @@ pub fn sync_keeping_both(repo: &Repository, progress: &dyn Progress) -> SyncResu
 /// Keeps both versions of every conflict of the merge in progress and commits it.
 fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
     let Some(merge) = repo.merge_state()? else { return Ok(()) };
+    // Killed while writing the working tree: resolving would refuse it (and
+    // every later sync with it); the pass's `sync_all` undoes and redoes it.
+    if merge.phase == MergePhase::Applying {
+        return Ok(());
+    }
     // Killed after resolving and before committing: nothing left to resolve.
     let kept = match merge.conflicts.is_empty() {
         true => Vec::new(),

@@ -4,7 +4,7 @@
 //! "sync now" button makes.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{KeepMessages, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
+use dmv_repo::{KeepMessages, MergeMended, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
@@ -80,6 +80,8 @@ fn fetch_branch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, b
 /// What a sync did.
 #[derive(Debug)]
 pub struct Synced {
+    /// A merge an earlier sync left cut short, finished or undone first.
+    pub mended: Option<MergeMended>,
     /// What peers offered here, merged first (see [`merge_offers`]).
     pub offers: Vec<(String, MergeOutcome)>,
     /// What the pull did (None when merging an offer left conflicts: nothing more was done).
@@ -98,16 +100,17 @@ fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
 /// Both replicas end with one history.
 pub fn sync(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Synced> {
     let branch = current_branch(repo)?;
+    let mended = repo.mend_interrupted_merge()?;
     let offers = merge_offers(repo, &branch, progress)?;
     if stopped(&offers) {
-        return Ok(Synced { offers, pulled: None, pushed: None });
+        return Ok(Synced { mended, offers, pulled: None, pushed: None });
     }
     let pulled = pull(repo, remote, remote_name, Some(&branch), progress)?;
     if matches!(pulled.merge, MergeOutcome::Conflicts(_)) {
-        return Ok(Synced { offers, pulled: Some(pulled), pushed: None });
+        return Ok(Synced { mended, offers, pulled: Some(pulled), pushed: None });
     }
     let pushed = send_back(repo, remote, remote_name, &branch, progress)?;
-    Ok(Synced { offers, pulled: Some(pulled), pushed: Some(pushed) })
+    Ok(Synced { mended, offers, pulled: Some(pulled), pushed: Some(pushed) })
 }
 
 /// The current `branch` to `remote`: pushed to a bare one, offered to a peer.
@@ -121,6 +124,8 @@ fn send_back(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, bran
 /// What a sync with every remote did.
 #[derive(Debug, Default)]
 pub struct SyncedAll {
+    /// A merge an earlier sync left cut short, finished or undone first.
+    pub mended: Option<MergeMended>,
     /// What peers offered here, merged first (see [`merge_offers`]).
     pub offers: Vec<(String, MergeOutcome)>,
     /// Per remote that answered: what its pull did.
@@ -141,7 +146,8 @@ pub struct SyncedAll {
 /// and each fetch brings the data the replica's slice asks for.
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let branch = current_branch(repo)?;
-    let mut done = SyncedAll { offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
+    let mended = repo.mend_interrupted_merge()?;
+    let mut done = SyncedAll { mended, offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
     if let Some((label, _)) = done.offers.iter().find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_))) {
         done.stopped_at = Some(label.clone());
         return Ok(done);

@@ -50,6 +50,23 @@ pub enum MergeOutcome {
     Conflicts(Vec<ConflictedPath>),
 }
 
+/// What [`Repository::mend_interrupted_merge`] did with a merge cut short.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MergeMended {
+    /// Stopped while writing the working tree: undone, its paths back to HEAD.
+    Undone {
+        /// What was being merged.
+        label: String,
+    },
+    /// Stopped after writing a result without conflicts: committed, as it would have been.
+    Committed {
+        /// What was being merged.
+        label: String,
+        /// The merge commit made.
+        commit: ObjectId,
+    },
+}
+
 /// Whether a merge may move HEAD without a merge commit when HEAD is
 /// behind (git's `--ff`, the default), must (`--ff-only`), or must not (`--no-ff`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,10 +115,13 @@ impl Repository {
     /// [`Repository::merge`], fast-forwarding as `ff` says.
     pub fn merge_with(&self, theirs: ObjectId, label: &str, ff: FastForward, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
-        // The same merge again, after one was cut short while writing the
-        // working tree: undone (its paths back to HEAD) and run anew.
+        // A merge cut short while writing the working tree, which only an
+        // abort may follow: undone (its paths back to HEAD) and this one
+        // run. Whatever it merged, the same commit or one that moved on
+        // since (a sync killed there, then run again after the remote
+        // moved, was refused until a person typed `merge --abort`).
         if let Some(m) = self.merge_state()? {
-            if m.theirs == theirs && m.phase == MergePhase::Applying {
+            if m.phase == MergePhase::Applying {
                 self.merge_abort()?;
             }
         }
@@ -230,6 +250,33 @@ impl Repository {
             }
         }
         Ok(MergeOutcome::Merged(self.commit_merge(state, &self.default_message(state)?)?))
+    }
+
+    /// For what runs unattended (a sync, a watcher), which no person is
+    /// there to finish: a merge cut short that needs nobody's decision is
+    /// finished or undone. One stopped while writing the working tree is
+    /// undone (only an abort may follow it; it is merged again after); one
+    /// stopped after writing a result without conflicts is committed as it
+    /// would have been. A merge with conflicts left is a person's to settle:
+    /// None, and it stays as it is.
+    pub fn mend_interrupted_merge(&self) -> RepoResult<Option<MergeMended>> {
+        self.require_worktree()?;
+        let Some(state) = self.merge_state()? else { return Ok(None) };
+        let label = state.label.clone();
+        match state.phase {
+            MergePhase::Applying => {
+                self.merge_abort()?;
+                Ok(Some(MergeMended::Undone { label }))
+            }
+            MergePhase::Resolving if state.conflicts.is_empty() && state.kind == MergeKind::Merge => {
+                let _wlock = self.lock_worktree()?;
+                // Looked at again under the lock: another command may have settled it.
+                let Some(state) = self.merge_state()? else { return Ok(None) };
+                let commit = self.commit_merge(&state, &self.default_message(&state)?)?;
+                Ok(Some(MergeMended::Committed { label, commit }))
+            }
+            MergePhase::Resolving => Ok(None),
+        }
     }
 
     /// What concludes `state` without `-m`: "Merge LABEL", or the picked commit's message.
