@@ -880,6 +880,13 @@ fn request_bodies_are_bounded_in_size_and_together() {
         })
         .collect();
     let statuses: Vec<Option<u16>> = flood.into_iter().map(|h| h.join().unwrap()).collect();
+    // A body that says it is too long is refused before any of it comes:
+    // the server read 8 MiB of each before answering.
+    let mut s = connect(port);
+    s.write_all(b"POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 67108868\r\n\r\n").unwrap();
+    let mut answer = [0u8; 12];
+    s.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413", "answered before the body");
     assert!(statuses.iter().all(|s| s.is_none() || *s == Some(413)), "{statuses:?}");
     assert!(statuses.contains(&Some(413)), "{statuses:?}");
     let peak = peak_rss(&server);
@@ -1254,12 +1261,32 @@ fn downloads_that_never_read_make_room_for_a_clone() {
         .collect();
     // Long enough for every answer to fill its socket and wait past the grace.
     std::thread::sleep(Duration::from_secs(3));
+    // What the kernel holds for each unread answer: 3.4 MB each had been
+    // written ahead (1.8 GB for 520), now 128 KiB and one piece at most.
+    let unsent = server_send_queues(port);
+    assert!(!unsent.is_empty() && unsent.iter().all(|q| *q <= 512 << 10), "bytes queued per answer: {unsent:?}");
     let started = Instant::now();
     assert!(hello_answers(port), "a new connection was answered");
     clone_is_exact(t, &server.url("hub"), &[]);
     assert!(started.elapsed() < Duration::from_secs(100));
     drop(readers);
     security_report("slow-readers", "downloads of a 24 MiB raw that never read (48 against max_connections = 32; hello and a clone went through)", 48, 48, Some(peak_rss(&server)));
+}
+
+/// The send queues (bytes written and not yet taken by the client) of the
+/// server's connections on `port`, from /proc/net/tcp.
+fn server_send_queues(port: u16) -> Vec<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // Established connections (state 01) whose local end is the server's port.
+            (fields.get(1)?.ends_with(&local) && *fields.get(3)? == "01").then(|| u64::from_str_radix(fields.get(4)?.split(':').next()?, 16).ok()).flatten()
+        })
+        .collect()
 }
 
 /// `dmv replica --publish 'ssh://-oProxyCommand=…@h/p'` was accepted, and
