@@ -118,7 +118,8 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
         if changed {
-            commit(repo);
+            let held_back = commit(repo);
+            folder.retry(&held_back);
         }
         if a.sync && (changed || Instant::now() >= next_sync) {
             let reached_all = sync(repo);
@@ -169,12 +170,27 @@ impl Drop for Timer {
 
 /// One commit of what changed; a failure is logged and the watch goes on
 /// (a full disk, a file that vanished while it was read: the next change
-/// tries again).
-fn commit(repo: &Repository) {
+/// tries again). Returns the files left out because they were still being
+/// written, to look at again.
+fn commit(repo: &Repository) -> Vec<PathBuf> {
     match repo.commit_everything(&Silent) {
-        Ok(Some(made)) => say(&format!("committed {}: {}", made.id.short(), made.message)),
-        Ok(None) => {}
-        Err(e) => say(&format!("cannot commit: {}", printable(&e.to_string()))),
+        Ok(done) => {
+            if let Some(made) = &done.commit {
+                say(&format!("committed {}: {}", made.id.short(), made.message));
+            }
+            if let Some(first) = done.held_back.first() {
+                let more = match done.held_back.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                };
+                say(&format!("waiting for {}{more}: still open for writing", printable(&String::from_utf8_lossy(first))));
+            }
+            done.held_back.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect()
+        }
+        Err(e) => {
+            say(&format!("cannot commit: {}", printable(&e.to_string())));
+            Vec::new()
+        }
     }
 }
 

@@ -167,3 +167,37 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
 pub(crate) fn no_hard_links_code(code: Option<i32>) -> bool {
     matches!(code, Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK))
 }
+
+/// The files under `folder` (canonical) that a process this user may look
+/// at holds open for writing, from `/proc/PID/fd` and its `fdinfo` flags:
+/// what a writer pausing between pieces of a file still has open. None
+/// where the system does not say (not Linux, or `/proc` not mounted).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn files_open_for_writing(folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+    let mut found = std::collections::HashSet::new();
+    for process in std::fs::read_dir("/proc").ok()?.flatten() {
+        if !process.file_name().as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        // Another user's processes, or one that ended meanwhile: not ours to see.
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else { continue };
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else { continue };
+            if !target.starts_with(folder) {
+                continue;
+            }
+            let info = std::fs::read_to_string(process.path().join("fdinfo").join(fd.file_name())).unwrap_or_default();
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok());
+            if flags.is_some_and(|f| f & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32) {
+                found.insert(target);
+            }
+        }
+    }
+    Some(found)
+}
+
+/// Not known here: see the Linux version.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub fn files_open_for_writing(_folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+    None
+}

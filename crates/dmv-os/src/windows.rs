@@ -360,6 +360,12 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
     (unsafe { GetDiskFreeSpaceExW(wide.as_ptr(), &mut free, std::ptr::null_mut(), std::ptr::null_mut()) } != 0).then_some(free)
 }
 
+/// Not known on Windows (a writer's open file is locked against most
+/// readers there anyway).
+pub fn files_open_for_writing(_folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+    None
+}
+
 pub(crate) fn no_hard_links_code(code: Option<i32>) -> bool {
     // ERROR_INVALID_FUNCTION (FAT), ERROR_NOT_SUPPORTED, ERROR_TOO_MANY_LINKS.
     matches!(code, Some(1 | 50 | 1142))

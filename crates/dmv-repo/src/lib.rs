@@ -53,7 +53,7 @@ pub use merge::merging::{ConflictedPath, FastForward, MergeMended, MergeOutcome}
 pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
-pub use operations::autocommit::{describe_changes, AutoCommit};
+pub use operations::autocommit::{describe_changes, AutoCommit, AutoCommitted};
 pub use operations::diff_sides::DiffSide;
 pub use operations::fsck::{FsckReport, RepoStats};
 pub use operations::gc::GcPolicy;

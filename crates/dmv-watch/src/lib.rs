@@ -214,6 +214,26 @@ impl FolderWatch {
         &self.tree.root
     }
 
+    /// Puts `paths` (relative to the root) back in the batch as files
+    /// being written: the caller left them out because a writer still had
+    /// them open, so the batch settles once their close event comes (and
+    /// the close may bring no change of stamp that would). Without close
+    /// events the batch settles after the quiet period, to be tried again.
+    pub fn retry(&mut self, paths: &[PathBuf]) {
+        let now = Instant::now();
+        for path in paths {
+            self.reported.remove(path);
+            let stamp = self.tree.look(path).stamp();
+            self.pending.insert(path.clone(), stamp);
+            if CLOSE_EVENTS && !self.polling() {
+                self.writing.insert(path.clone(), now);
+            }
+        }
+        if !paths.is_empty() {
+            self.last_change = Instant::now();
+        }
+    }
+
     /// Makes the next batch come from a full scan, as after an overflow of the event queue.
     #[doc(hidden)]
     pub fn force_rescan(&mut self) {

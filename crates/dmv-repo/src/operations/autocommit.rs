@@ -16,27 +16,63 @@ pub struct AutoCommit {
     pub message: String,
 }
 
+/// What [`Repository::commit_everything`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AutoCommitted {
+    /// The commit made; None when nothing (else) changed.
+    pub commit: Option<AutoCommit>,
+    /// Changed files left out because a process still had them open for
+    /// writing: committed once they are closed.
+    pub held_back: Vec<Vec<u8>>,
+}
+
 impl Repository {
     /// Stages every change of the working tree (new, changed and deleted
     /// files, not ignored ones; a partial replica's absent files stay
     /// absent) and commits it as one commit with a message counting the
-    /// changes. None when nothing changed, or while a merge is in progress
-    /// (whoever started it settles it). One working-tree lock is held from
-    /// the staging to the commit: a change staged by another command in
-    /// between cannot slip into the commit under this message.
-    pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<Option<AutoCommit>> {
+    /// changes. Nothing while a merge is in progress (whoever started it
+    /// settles it). One working-tree lock is held from the staging to the
+    /// commit: a change staged by another command in between cannot slip
+    /// into the commit under this message.
+    ///
+    /// A file some process still holds open for writing is left out, as
+    /// it was before, whatever the caller's watch said: a writer pausing
+    /// between pieces of a file opened it after the watch settled, or
+    /// before a watcher started, and its first piece was committed as a
+    /// version that never was. Where the system cannot say (not Linux), the
+    /// caller's watch is all there is.
+    pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<AutoCommitted> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if self.merge_state()?.is_some() {
-            return Ok(None);
+            return Ok(AutoCommitted::default());
         }
+        dmv_store::failpoint("autocommit-before-staging");
         self.add(&[Vec::new()], false, progress)?;
-        let staged = self.status()?.staged;
+        let mut staged = self.status()?.staged;
+        // Looked at once the files were read: a file opened for writing
+        // before then is still open now, or was closed whole.
+        let held_back = self.open_for_writing(staged.iter().map(|c| c.path.as_slice()));
+        if !held_back.is_empty() {
+            self.restore(&held_back, None, true)?;
+            staged.retain(|c| !held_back.contains(&c.path));
+        }
         if staged.is_empty() {
-            return Ok(None);
+            return Ok(AutoCommitted { commit: None, held_back });
         }
         let message = describe_changes(&staged);
-        Ok(self.commit_staged(&message)?.map(|id| AutoCommit { id, message }))
+        let commit = self.commit_staged(&message)?.map(|id| AutoCommit { id, message });
+        Ok(AutoCommitted { commit, held_back })
+    }
+
+    /// Those of `paths` some process holds open for writing.
+    fn open_for_writing<'p>(&self, paths: impl Iterator<Item = &'p [u8]>) -> Vec<Vec<u8>> {
+        let Some(root) = dmv_os::canonicalize(&self.root).ok() else { return Vec::new() };
+        let Some(open) = dmv_os::files_open_for_writing(&root) else { return Vec::new() };
+        if open.is_empty() {
+            return Vec::new();
+        }
+        paths.filter(|p| open.contains(&root.join(dmv_os::rel_path(p)))).map(<[u8]>::to_vec).collect()
     }
 }
 
