@@ -97,6 +97,23 @@ mod tests {
         drop(reader);
     }
 
+    /// The thread that asks gets nice 10; the others keep theirs.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_lowers_its_own_priority_only() {
+        // SAFETY: gettid and getpriority only read.
+        let nice_of_this_thread = || unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t) };
+        let before = nice_of_this_thread();
+        let lowered = std::thread::spawn(move || {
+            lower_this_threads_priority();
+            nice_of_this_thread()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lowered, before.max(10));
+        assert_eq!(nice_of_this_thread(), before);
+    }
+
     #[test]
     fn names_go_to_bytes_and_back() {
         let name = std::ffi::OsStr::from_bytes("Café.jpg".as_bytes());

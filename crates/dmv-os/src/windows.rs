@@ -360,6 +360,9 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
     (unsafe { GetDiskFreeSpaceExW(wide.as_ptr(), &mut free, std::ptr::null_mut(), std::ptr::null_mut()) } != 0).then_some(free)
 }
 
+/// Left as it is on Windows (see the Unix version).
+pub fn lower_this_threads_priority() {}
+
 /// Not known on Windows (a writer's open file is locked against most
 /// readers there anyway).
 pub fn files_open_for_writing(_folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
