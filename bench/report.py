@@ -1454,17 +1454,19 @@ def attack_classes_section(ix, mode):
            "The same clone of 100 MiB, unloaded and under attack alternately, against a `dmv serve` with its "
            "defaults (`max_connections` 512, `idle_timeout_secs` 30), browsing open and one write token; one "
            "attack at a time (bench/attack.py), every connection asking again as soon as it is answered or "
-           "closed. **Slow readers**: connections asking for the 64 MiB file and never reading (the server "
-           "closes an answer its client has left untaken for a second when a new connection needs room). "
+           "closed. **Slow readers**: connections asking for the 64 MiB file and never reading (the kernel "
+           "holds 128 KiB unsent for each, and the server closes an answer its client has left untaken when "
+           "a new connection needs room). "
            "**Searches**: the whole tree searched for a new word each time (the tree is listed once and kept; "
            "this repository has 37 paths, the library test counts listings of 3,000). **Zips**: `small/` "
-           "(36 MiB) zipped and read whole (8 at once, the rest answered 503). **Upload slots**: uploads "
+           "(36 MiB) zipped and read whole (8 at once, the rest answered 503; pages and zips are made on "
+           "threads at nice 10). **Upload slots**: uploads "
            "of one byte opened with one write token (32 a user, then 429). **Floor**: as many requests for "
            "`/-/theme.js` (1 KB, nothing to compute): what answering tens of thousands of requests a second "
            "costs on two cores shared with the attackers and the clone. The attackers come from the clone's "
-           "address, so no per-client share can tell them apart: the three request floods stay near this floor, "
-           "and the 2× target is not reachable here for them; the slow readers (which send nothing after "
-           "asking) and the server's memory are what this measures.", "",
+           "address, so no per-client share can tell them apart, and they run on the same two cores: the "
+           "request floods stay near this floor, and the zips, whose attacker reads 36 MiB a request, above "
+           "it.", "",
            "| attack | pairs | clone unloaded (median) | under attack (median) | attacked/unloaded | "
            "within %.1f× | server peak RSS, largest | below %s | answers the attackers got |" % (
                ATTACK_TARGET_RATIO, fmt_kib(ATTACK_TARGET_RSS_KIB)),
