@@ -729,6 +729,32 @@ fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8],
     (body, commit.id)
 }
 
+/// A push by hand of a commit on `parent` whose tree holds one file under
+/// sixteen folders of 255-byte names: a path of 4,097 bytes.
+fn deep_commit(parent: ObjectId) -> (Vec<u8>, ObjectId) {
+    use dmv_repo::store::object::{encode, Commit, EntryKind, Signature, TreeEntry, TreeNode};
+    use dmv_repo::store::{ObjectKind, StoredObject};
+    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject { id: ObjectId::hash(kind, &bytes), kind, compression: 0, raw_len: bytes.len() as u32, payload: bytes };
+    let mut objects = vec![stored(ObjectKind::Chunk, b"deep".to_vec())];
+    let mut child = TreeEntry { name: b"f".to_vec(), kind: EntryKind::File, id: objects[0].id, size: 4 };
+    for _ in 0..16 {
+        let tree = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(vec![child])));
+        child = TreeEntry { name: vec![b'd'; 255], kind: EntryKind::Dir, id: tree.id, size: 4 };
+        objects.push(tree);
+    }
+    let root = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(vec![child])));
+    let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
+    let commit = stored(ObjectKind::Commit, encode(&Commit { tree: root.id, parents: vec![parent], author: who.clone(), committer: who, message: "deep".into() }));
+    objects.extend([root, commit]);
+    let mut body = message(&Request::Put);
+    let mut frames = FrameWriter::new(&mut body);
+    for obj in &objects {
+        frames.object(obj).unwrap();
+    }
+    frames.end().unwrap();
+    (body, objects.last().unwrap().id)
+}
+
 /// Pushes a commit of a tree of `entries` by hand: the upload is refused
 /// with `expected` in the message, and main cannot be moved to the commit.
 fn push_is_refused(port: u16, head: ObjectId, entries: Vec<dmv_repo::store::object::TreeEntry>, expected: &str) {
@@ -1172,10 +1198,18 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     });
     let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
     assert!(error.contains("notes.txt") && error.contains("alice"), "{error}");
+    // Sixteen folders, each name one a tree may hold, make a path of 4,097 bytes: every later clone stopped at it.
+    tried += 1;
+    let (body, deep) = deep_commit(head);
+    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }), "each object is fine alone");
+    let update =
+        message(&Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/deep".into(), old: None, new: Some(deep) }], who: "mallory".into(), message: "x".into() });
+    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+    assert!(error.contains("a path of more than 4096 bytes"), "{error}");
     clone_is_exact(t, &server.url("hub"), &[]);
     security_report(
         "bucket-relay-push",
-        "a server in front of a bucket: malformed trees, a damaged chunk, a ref to a missing commit, no token, a change to a locked path",
+        "a server in front of a bucket: malformed trees, a damaged chunk, a ref to a missing commit, no token, a change to a locked path, a path past 4,096 bytes",
         tried,
         tried,
         None,

@@ -42,7 +42,7 @@ pub use history::object_rules::{check_object, facts_of_content, stored_facts, Ob
 pub use history::revisions::RevisionRange;
 pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
-pub use history::tree_diff::{diff_trees, find_renames, Listed};
+pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_between, Listed};
 pub use merge::kept_both::KeptBoth;
 /// The line-level three-way merge of text files.
 pub mod line_merge {

@@ -18,7 +18,10 @@ use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use dmv_repo::store::object::{decode, Commit, EntryKind, Tag, TreeNode};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use dmv_repo::tree::{lookup_in, read_dir_with};
-use dmv_repo::{check_object, facts_of_content, refuse_moves_over_locks, validate_ref_name, LocationLog, ObjectFacts, PathLock, RefMove, ReplicaId, Silent, Tally};
+use dmv_repo::{
+    check_object, facts_of_content, refuse_moves_over_locks, refuse_unholdable_paths_between, validate_ref_name, LocationLog, ObjectFacts, PathLock, RefMove, ReplicaId, RepoError,
+    Silent, Tally,
+};
 
 use crate::bucket_remote::BucketRemote;
 use crate::frame::{Frame, FrameReader, FrameWriter};
@@ -77,6 +80,7 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
             let moved = match updates.is_empty() {
                 true => bucket.update_refs(updates, &who, &message),
                 false => bucket.moving_refs(|bucket| {
+                    refuse_unholdable_paths(bucket, &updates)?;
                     refuse_changes_to_others_locks(bucket, caller, &updates)?;
                     dmv_repo::store::failpoint("relay-locks-checked");
                     bucket.update_refs(updates, &who, &message)
@@ -164,30 +168,63 @@ fn refuse_changes_to_others_locks(bucket: &mut BucketRemote, caller: &Caller, up
     refuse_moves_over_locks(&moves, &branches, &others, &mut |commit: &ObjectId, path: &str| entry_at(bucket, commit, path))
 }
 
+/// Refuses ref updates whose new tip holds a path no file system holds
+/// (`refuse_unholdable_paths_between`: the old tip's tree against the new
+/// one's, read from the bucket), as a directory-backed server does.
+fn refuse_unholdable_paths(bucket: &mut BucketRemote, updates: &[WireRefUpdate]) -> SyncResult<()> {
+    let objects = BucketObjects(std::cell::RefCell::new(bucket));
+    for u in updates {
+        let Some(new) = u.new else { continue };
+        let old = u.old.map(|old| objects.tree_of(&old)).transpose()?;
+        let read_node = |id: &ObjectId| objects.tree_node(id);
+        refuse_unholdable_paths_between(&read_node, old.as_ref(), &objects.tree_of(&new)?).map_err(|e| match e {
+            e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => SyncError::Refused(Refusal::Upload(e)),
+            e => e.into(),
+        })?;
+    }
+    Ok(())
+}
+
 /// The entry at `path` in `commit`'s tree, read from the bucket.
 fn entry_at(bucket: &mut BucketRemote, commit: &ObjectId, path: &str) -> SyncResult<Option<(EntryKind, ObjectId)>> {
-    let is_tag = bucket.kind_and_len(commit)?.is_some_and(|(kind, _)| kind == ObjectKind::Tag);
-    let bucket = std::cell::RefCell::new(bucket);
-    let read = |id: &ObjectId, kind: ObjectKind| -> dmv_repo::RepoResult<Vec<u8>> {
+    let objects = BucketObjects(std::cell::RefCell::new(bucket));
+    let tree = objects.tree_of(commit)?;
+    let read_node = |id: &ObjectId| objects.tree_node(id);
+    let found = lookup_in(&mut |dir, name| Ok(read_dir_with(&read_node, dir)?.into_iter().find(|e| e.name == name)), &tree, path.as_bytes())?;
+    Ok(found.map(|e| (e.kind, e.id)))
+}
+
+/// Commits, tags and trees read one at a time from a bucket, for the
+/// checks a ref update takes (they read a few folders, not whole trees).
+struct BucketObjects<'b>(std::cell::RefCell<&'b mut BucketRemote>);
+
+impl BucketObjects<'_> {
+    fn read(&self, id: &ObjectId, kind: ObjectKind) -> dmv_repo::RepoResult<Vec<u8>> {
         let mut content = None;
-        let got = bucket.borrow_mut().get(&[*id], true, &mut |received| {
+        let got = self.0.borrow_mut().get(&[*id], true, &mut |received| {
             if let Received::Object(obj) = received {
                 content = Some(obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?.into_owned());
             }
             Ok(())
         });
-        let damaged = |detail: String| dmv_repo::RepoError::MalformedObject { kind: kind.name(), id: *id, detail };
+        let damaged = |detail: String| RepoError::MalformedObject { kind: kind.name(), id: *id, detail };
         got.map_err(|e| damaged(e.to_string()))?;
         content.ok_or_else(|| damaged("not in the bucket".into()))
-    };
-    let commit = match is_tag {
-        true => decode::<Tag>(commit, ObjectKind::Tag, &read(commit, ObjectKind::Tag)?)?.target,
-        false => *commit,
-    };
-    let tree = decode::<Commit>(&commit, ObjectKind::Commit, &read(&commit, ObjectKind::Commit)?)?.tree;
-    let read_tree = |id: &ObjectId| -> dmv_repo::RepoResult<TreeNode> { Ok(decode::<TreeNode>(id, ObjectKind::Tree, &read(id, ObjectKind::Tree)?)?) };
-    let found = lookup_in(&mut |dir, name| Ok(read_dir_with(&read_tree, dir)?.into_iter().find(|e| e.name == name)), &tree, path.as_bytes())?;
-    Ok(found.map(|e| (e.kind, e.id)))
+    }
+
+    /// The tree of `commit` (an annotated tag's commit for a tag).
+    fn tree_of(&self, commit: &ObjectId) -> SyncResult<ObjectId> {
+        let is_tag = self.0.borrow_mut().kind_and_len(commit)?.is_some_and(|(kind, _)| kind == ObjectKind::Tag);
+        let commit = match is_tag {
+            true => decode::<Tag>(commit, ObjectKind::Tag, &self.read(commit, ObjectKind::Tag)?)?.target,
+            false => *commit,
+        };
+        Ok(decode::<Commit>(&commit, ObjectKind::Commit, &self.read(&commit, ObjectKind::Commit)?)?.tree)
+    }
+
+    fn tree_node(&self, id: &ObjectId) -> dmv_repo::RepoResult<TreeNode> {
+        Ok(decode::<TreeNode>(id, ObjectKind::Tree, &self.read(id, ObjectKind::Tree)?)?)
+    }
 }
 
 /// What a `Get` answer holds in memory at most while it puts a window of

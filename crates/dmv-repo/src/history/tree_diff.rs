@@ -4,12 +4,12 @@
 //! of a million reads the folders on that file's path, not a million
 //! entries twice).
 
-use dmv_store::object::{EntryKind, TreeEntry};
+use dmv_store::object::{EntryKind, TreeEntry, TreeNode};
 use dmv_store::{ObjectId, Store};
 
 #[cfg(doc)]
 use crate::history::tree::MAX_PATH_BYTES;
-use crate::history::tree::{check_path_len, read_dir, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
+use crate::history::tree::{check_path_len, read_dir, read_dir_with, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
 use crate::{RepoResult, Repository};
 
 /// A pair of folders to compare (either may be absent), their path and depth.
@@ -19,15 +19,23 @@ type Pending = (Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize);
 /// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
 pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
-    visit_changes(store, old, new, &mut |change| out.push(change))?;
+    visit_changes(&|t| read_dir(store, t), old, new, &mut |change| out.push(change))?;
     // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
     out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
+/// Refuses the tree `new` when it holds a path no file system holds (see
+/// [`Repository::refuse_unholdable_paths`]), reading only the folders that
+/// differ from `old`'s (held to the same rule), through `read_node` (trees
+/// stored elsewhere: a bucket's).
+pub fn refuse_unholdable_paths_between(read_node: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, old: Option<&ObjectId>, new: &ObjectId) -> RepoResult<()> {
+    visit_changes(&|t| read_dir_with(read_node, t), old, Some(new), &mut |_| {})
+}
+
 /// Hands each file or symlink that differs between `old` and `new` to
-/// `each`, in no set order, holding none of them.
-fn visit_changes(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>, each: &mut dyn FnMut(Change)) -> RepoResult<()> {
+/// `each`, in no set order, holding none of them; folders come from `read_dir`.
+fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old: Option<&ObjectId>, new: Option<&ObjectId>, each: &mut dyn FnMut(Change)) -> RepoResult<()> {
     // Folders still to compare, with their path and depth: a stack, not
     // recursion, since a tree from elsewhere may nest without end.
     let mut pending: Vec<Pending> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
@@ -35,7 +43,7 @@ fn visit_changes(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>, 
         if old_dir == new_dir {
             continue;
         }
-        let entries = |tree: Option<ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(store, &t));
+        let entries = |tree: Option<ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(&t));
         let (mut olds, mut news) = (entries(old_dir)?.into_iter().peekable(), entries(new_dir)?.into_iter().peekable());
         loop {
             let (o, n) = match (olds.peek(), news.peek()) {
@@ -235,7 +243,7 @@ impl Repository {
                 Some(p) => Some(self.commit(p)?.tree),
                 None => None,
             };
-            visit_changes(&self.store, parent_tree.as_ref(), Some(&commit.tree), &mut |_| {})?;
+            visit_changes(&|t| read_dir(&self.store, t), parent_tree.as_ref(), Some(&commit.tree), &mut |_| {})?;
         }
         Ok(())
     }
