@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
-use dmv_repo::{Repository, Silent};
+use dmv_repo::{Moment, Repository, Silent, WatchHealth};
 use dmv_watch::{FolderWatch, Mode, Settings};
 
 use crate::repo_args::{open_repo, printable, spawn_detached};
@@ -47,9 +47,14 @@ pub struct WatchArgs {
     /// Stop the watcher running in this repository.
     #[arg(long, conflicts_with_all = ["status", "install"])]
     stop: bool,
-    /// Say whether a watcher runs here, and what it did last.
+    /// Say whether a watcher runs here, what it did last, what holds it
+    /// back (files still being written, a merge waiting for you,
+    /// unreachable remotes) and its last errors.
     #[arg(long, conflicts_with = "install")]
     status: bool,
+    /// With --status: the same as one JSON object, for scripts.
+    #[arg(long, requires = "status")]
+    json: bool,
     /// Write a service that starts this watcher at login (a systemd user
     /// unit on Linux, a launchd agent on macOS) and say how to enable it.
     #[arg(long)]
@@ -74,7 +79,7 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
         return stop(&repo);
     }
     if a.status {
-        return status(&repo);
+        return status(&repo, a.json);
     }
     // A watcher commits as the person who started it: their name is asked for now, not at its first commit.
     repo.signer()?;
@@ -114,15 +119,16 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     }
     let sync_every = Duration::from_secs_f64(a.sync_every);
     let mut next_sync = Instant::now();
+    let mut health = WatchHealth { started: unix_now(), ..Default::default() };
     // What changed while no watcher ran is committed first.
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
         if changed {
-            let held_back = commit(repo);
+            let held_back = commit(repo, &mut health);
             folder.retry(&held_back);
         }
         if a.sync && (changed || Instant::now() >= next_sync) {
-            let reached_all = sync(repo);
+            let reached_all = sync(repo, &mut health);
             if reached_all && a.drop_after_push {
                 drop_sent(repo, a.numcopies);
             }
@@ -168,41 +174,82 @@ impl Drop for Timer {
     }
 }
 
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// One commit of what changed; a failure is logged and the watch goes on
 /// (a full disk, a file that vanished while it was read: the next change
 /// tries again). Returns the files left out because they were still being
-/// written, to look at again.
-fn commit(repo: &Repository) -> Vec<PathBuf> {
-    match repo.commit_everything(&Silent) {
+/// written, to look at again. What it did and what waits goes in `health`.
+fn commit(repo: &Repository, health: &mut WatchHealth) -> Vec<PathBuf> {
+    let now = unix_now();
+    let mut waiting = Vec::new();
+    let held_back = match repo.commit_everything(&Silent) {
         Ok(done) => {
+            health.last_looked = Some(now);
             if let Some(made) = &done.commit {
                 say(&format!("committed {}: {}", made.id.short(), made.message));
+                health.last_commit = Some(Moment::new(now, &format!("{}: {}", made.id.short(), made.message)));
             }
             if let Some(first) = done.held_back.first() {
                 let more = match done.held_back.len() {
                     1 => String::new(),
                     n => format!(" and {} more", n - 1),
                 };
-                say(&format!("waiting for {}{more}: still open for writing", printable(&String::from_utf8_lossy(first))));
+                waiting.push(format!("{}{more}: still open for writing", printable(&String::from_utf8_lossy(first))));
             }
             done.held_back.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect()
         }
         Err(e) => {
-            say(&format!("cannot commit: {}", printable(&e.to_string())));
+            let line = format!("cannot commit: {}", printable(&e.to_string()));
+            say(&line);
+            health.note_error(now, &line);
             Vec::new()
         }
+    };
+    // A merge a person started and has not settled: nothing is committed until then.
+    if let Ok(Some(merge)) = repo.merge_state() {
+        if !merge.conflicts.is_empty() {
+            waiting.push(format!(
+                "a merge of {} has {} conflicted files: settle them (dmv status) and commit; nothing is committed until then",
+                printable(&merge.label),
+                merge.conflicts.len()
+            ));
+        }
     }
+    // Each reason to wait is said once, when it begins.
+    for line in waiting.iter().filter(|l| !health.waiting.contains(l)) {
+        say(&format!("waiting: {line}"));
+    }
+    health.set_waiting(waiting);
+    let _ = repo.save_watch_health(health);
+    held_back
 }
 
 /// One sync with every remote; whether it reached them all.
-fn sync(repo: &Repository) -> bool {
+fn sync(repo: &Repository, health: &mut WatchHealth) -> bool {
+    let now = unix_now();
     let done = match dmv_sync::sync_keeping_both(repo, &Silent) {
         Ok(done) => done,
         Err(e) => {
-            say(&format!("cannot sync: {}", printable(&e.to_string())));
+            let line = format!("cannot sync: {}", printable(&e.to_string()));
+            say(&line);
+            health.note_error(now, &line);
+            let _ = repo.save_watch_health(health);
             return false;
         }
     };
+    for pass in &done.passes {
+        let reached = pass.pulled.iter().map(|(name, _)| name).chain(pass.pushed.iter().map(|(name, _)| name));
+        for name in reached {
+            health.note_sync(now, name, None);
+        }
+        for (name, why) in &pass.skipped {
+            health.note_sync(now, name, Some(why));
+        }
+    }
+    let _ = repo.save_watch_health(health);
     for pass in &done.passes {
         if let Some(mended) = &pass.mended {
             say(&crate::sync::mended_line(mended));
@@ -331,13 +378,44 @@ fn running(repo: &Repository) -> Result<Option<u32>> {
     lock.holder_pid().map(Some).ok_or_else(|| anyhow!("a watcher runs here, but its lock does not name it ({})", lock.holder()))
 }
 
-/// Whether a watcher runs, and the last lines of its log.
-fn status(repo: &Repository) -> Result<u8> {
-    match running(repo)? {
+/// Whether a watcher runs, what it last did and what holds it back
+/// (its health record), and the last lines of its log; with `json`, all
+/// but the log as one JSON object.
+fn status(repo: &Repository, json: bool) -> Result<u8> {
+    let pid = running(repo)?;
+    let health = repo.watch_health();
+    let kept = repo.kept_both();
+    if json {
+        let value = serde_json::json!({ "running": pid.is_some(), "pid": pid, "health": health, "kept_both": kept });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(0);
+    }
+    match pid {
         Some(pid) => println!("a watcher runs in this repository (pid {pid})"),
         None => println!("no watcher runs in this repository"),
     }
-    let kept = repo.kept_both();
+    if let Some(h) = &health {
+        let at = |t: i64| dmv_repo::utc_time(t);
+        let verb = if pid.is_some() { "running since" } else { "last started" };
+        println!("{verb}: {}", at(h.started));
+        match &h.last_commit {
+            Some(c) => println!("last commit: {} {}", at(c.at), c.what),
+            None => println!("last commit: none since it started"),
+        }
+        for (name, r) in &h.remotes {
+            let reached = r.last_reached.map_or("never".to_string(), at);
+            println!("{}: last synced {reached}", printable(name));
+            if let Some(failed) = r.last_failed.as_ref().filter(|f| r.last_reached.is_none_or(|ok| f.at > ok)) {
+                println!("  not reached since {}: {}", at(failed.at), failed.what);
+            }
+        }
+        for line in &h.waiting {
+            println!("waiting: {line}");
+        }
+        if let Some(e) = h.errors.last() {
+            println!("last error: {} {} ({} kept; --json lists them)", at(e.at), e.what, h.errors.len());
+        }
+    }
     if !kept.is_empty() {
         println!("files changed on two replicas (both versions kept):");
         for k in &kept {

@@ -516,7 +516,7 @@ fn a_file_still_open_for_writing_is_never_committed_half_written() {
     let mut early = std::fs::File::create(d.join("early.mov")).unwrap();
     early.write_all(&whole(1)[..200_000]).unwrap();
     let watcher = Watcher::start(d, &args, &no_env);
-    wait_for_logged("the watcher's first look", &[&watcher], || watcher.log().contains("waiting for early.mov: still open for writing"));
+    wait_for_logged("the watcher's first look", &[&watcher], || watcher.log().contains("waiting: early.mov: still open for writing"));
     assert!(!dmv_out(d, &["cat", "HEAD:early.mov"]).status.success(), "committed while open: {}", watcher.log());
     finish(early, 1);
     wait_for_logged("early.mov committed", &[&watcher], || dmv_out(d, &["cat", "HEAD:early.mov"]).stdout == whole(1));
@@ -543,4 +543,51 @@ fn a_file_still_open_for_writing_is_never_committed_half_written() {
     assert_eq!(versions_of(d, "early.mov"), [whole(1)], "every version of early.mov in the history");
     assert_eq!(versions_of(d, "late.mov"), [whole(2)], "every version of late.mov in the history");
     fsck_clean(d);
+}
+
+/// What a person who left a watcher running for a month asks `dmv watch
+/// --status`: is it running, when did it last commit and reach each
+/// remote, what holds it back (a file still being written, a remote that
+/// does not answer); `--json` says the same to a script.
+#[cfg(target_os = "linux")]
+#[test]
+fn watch_status_says_what_the_watcher_did_and_what_holds_it_back() {
+    use std::io::Write;
+    let t = new_repo();
+    let d = t.path();
+    std::fs::write(d.join("notes.txt"), "one\n").unwrap();
+    commit_all(d, "notes");
+    dmv(d, &["remote", "add", "origin", "http://127.0.0.1:1/hub"]);
+    let mut take = std::fs::File::create(d.join("take.mov")).unwrap();
+    take.write_all(b"the first piece").unwrap();
+    std::fs::write(d.join("notes.txt"), "two\n").unwrap();
+    let watcher = Watcher::start(d, &["--quiet", "0.2", "--sync", "--sync-every", "1"], &no_env);
+    wait_for_logged("a commit and a sync tried", &[&watcher], || watcher.log().contains("committed") && watcher.log().contains("did not reach origin"));
+    let said = dmv(d, &["watch", "--status"]);
+    let expect = [
+        "a watcher runs in this repository (pid ",
+        "running since: ",
+        "last commit: ",
+        "1 modified",
+        "origin: last synced never",
+        "  not reached since ",
+        "waiting: take.mov: still open for writing",
+    ];
+    for expected in expect {
+        assert!(said.contains(expected), "{expected:?} in:\n{said}");
+    }
+    let json: serde_json::Value = serde_json::from_str(&dmv(d, &["watch", "--status", "--json"])).unwrap();
+    assert_eq!(json["running"], true);
+    assert_eq!(json["pid"].as_u64(), Some(watcher.child.id() as u64));
+    assert!(json["health"]["waiting"][0].as_str().unwrap().starts_with("take.mov"), "{json}");
+    assert!(json["health"]["last_commit"]["what"].as_str().unwrap().contains("1 modified"), "{json}");
+    assert!(!json["health"]["remotes"]["origin"]["last_failed"]["what"].as_str().unwrap().is_empty(), "{json}");
+    // Closed: committed, and nothing waits any more.
+    take.write_all(b" and the last").unwrap();
+    drop(take);
+    wait_for_logged("take.mov committed", &[&watcher], || dmv_out(d, &["cat", "HEAD:take.mov"]).stdout == b"the first piece and the last");
+    wait_for("the record to say so", || !dmv(d, &["watch", "--status"]).contains("waiting:"));
+    assert!(watcher.stop().success());
+    let said = dmv(d, &["watch", "--status"]);
+    assert!(said.contains("no watcher runs in this repository") && said.contains("last started: ") && said.contains("1 added"), "{said}");
 }

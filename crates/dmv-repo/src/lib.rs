@@ -61,6 +61,7 @@ pub use operations::merge_aware::{CommitRequest, Committed, NothingToCommit, Sta
 pub use operations::rebase::{Action as RebaseAction, KeepMessages, RebaseEditor, RebaseOutcome, RebaseState, Step as RebaseStep};
 pub use operations::reset::ResetMode;
 pub use operations::stash::Stash;
+pub use operations::watch_health::{Moment, RemoteHealth, WatchHealth};
 pub use pathmap::PathMap;
 pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};

@@ -1,10 +1,10 @@
 //! The operations on top of the working tree and the merge: those that
 //! consult a merge in progress (status, commit, switch), reset and amend,
-//! revert, rebase, stash, a watcher's commit of everything, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
+//! revert, rebase, stash, a watcher's commit of everything and its health record, gc, a diff's view of a file, `REV:PATH`, what fsck checks beside the store, and fsck and stats
 //! as one call each.
 //!
 //! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
-//! `revision_paths`.
+//! `revision_paths`, `watch_health`.
 
 pub(crate) mod autocommit;
 pub(crate) mod checks;
@@ -17,3 +17,4 @@ pub(crate) mod reset;
 pub(crate) mod revert;
 pub(crate) mod revision_paths;
 pub(crate) mod stash;
+pub(crate) mod watch_health;
