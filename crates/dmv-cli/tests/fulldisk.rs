@@ -205,3 +205,38 @@ fn a_server_whose_disk_fills_during_a_push_refuses_it_and_takes_it_later() {
     fsck_clean(&hub);
     server.kill();
 }
+
+/// A push to a path remote whose disk has a few KiB left: the disk filled
+/// as the hub sealed the pack, after the push's last frame, and the hub
+/// waited for more of a body it had read whole while the pusher waited
+/// for its answer, until `remote.timeout` (30 s) blamed the hub for not
+/// answering (4 of 11 pushes). It now fails at once, naming the disk, at
+/// every amount of room left.
+#[test]
+fn a_push_onto_a_nearly_full_disk_says_so_at_once() {
+    let Some(disk) = SmallDisk::mount(16 * MIB) else { return };
+    let r = disk.path().join("r");
+    std::fs::create_dir(&r).unwrap();
+    dmv(&r, &["init"]);
+    dmv(disk.path(), &["init", "--bare", "hub"]);
+    let hub = disk.path().join("hub");
+    std::fs::write(r.join("notes.txt"), "one\n").unwrap();
+    commit_all(&r, "notes");
+    dmv(&r, &["push", "../hub", "main"]);
+    dmv(&r, &["config", "remote.timeout", "20"]);
+    let landed = head_of(&hub, "refs/heads/main");
+    for (i, left) in [4u64 << 10, 16 << 10, 64 << 10, 256 << 10].into_iter().enumerate() {
+        write_noise(&r.join(format!("take{i}.raw")), 200_000, i as u64);
+        commit_all(&r, "a take");
+        let filler = disk.fill_until(left);
+        let out = dmv_out(&r, &["push", "../hub", "main"]);
+        std::fs::remove_file(filler).unwrap();
+        let line = one_line_error(&out);
+        assert!(line.contains("No space left on device") && !line.contains("stopped answering"), "{left} bytes left: {line}");
+        assert_eq!(head_of(&hub, "refs/heads/main"), landed, "{left} bytes left");
+        assert_eq!(leftovers(&hub), Vec::<String>::new(), "{left} bytes left");
+    }
+    ok(&dmv_out(&r, &["push", "../hub", "main"]));
+    assert_eq!(head_of(&hub, "refs/heads/main"), head_of(&r, "refs/heads/main"));
+    fsck_clean(&hub);
+}

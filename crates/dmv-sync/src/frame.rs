@@ -120,12 +120,21 @@ impl<W: Write> FrameWriter<W> {
 /// allocated for it. Give it a buffered reader.
 pub struct FrameReader<R: Read> {
     input: R,
+    /// The last frame read was an `End`.
+    at_end: bool,
 }
 
 impl<R: Read> FrameReader<R> {
     /// Frames read from `input`.
     pub fn new(input: R) -> Self {
-        FrameReader { input }
+        FrameReader { input, at_end: false }
+    }
+
+    /// Whether the last frame read was an `End`: a body that ended there
+    /// has nothing left to read (a server that failed after reading it
+    /// waited for more, while its client waited for the answer).
+    pub fn at_end(&self) -> bool {
+        self.at_end
     }
 
     /// The next frame; `Ok(None)` at a clean end of stream (between frames).
@@ -169,7 +178,9 @@ impl<R: Read> FrameReader<R> {
             body.resize(at + (len - at).min(READ_STEP), 0);
             self.input.read_exact(&mut body[at..]).map_err(ended)?;
         }
-        parse_frame(body).map(Some)
+        let frame = parse_frame(body)?;
+        self.at_end = matches!(frame, Frame::End);
+        Ok(Some(frame))
     }
 
     /// The next frame, which must exist.

@@ -157,8 +157,13 @@ pub(crate) fn io_lost(e: std::io::Error) -> SyncError {
     SyncError::Disconnected(e.to_string())
 }
 
-/// After refusing an upload, reads the rest of it so the client gets to read our answer.
+/// After refusing an upload, reads the rest of it so the client gets to
+/// read our answer; nothing when it was read to its end (a disk that
+/// filled as the pack was sealed, after the last frame).
 fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
+    if input.at_end() {
+        return Ok(());
+    }
     loop {
         match input.next_frame()? {
             None | Some(Frame::End) => return Ok(()),
