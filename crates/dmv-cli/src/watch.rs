@@ -28,6 +28,11 @@ pub struct WatchArgs {
     /// Seconds between syncs when nothing changes here.
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     sync_every: f64,
+    /// Seconds between looks at whether a remote moved (one listing of
+    /// its refs, far cheaper than a sync): a sync follows when one did,
+    /// so others' changes arrive within about this. 0: only --sync-every.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, requires = "sync")]
+    check_every: f64,
     /// After each sync that reached every remote, free the data of the
     /// files here once --numcopies other copies are confirmed live (a
     /// camera card's or a phone's ingest: shoot, send, free the space).
@@ -86,8 +91,8 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
     if a.install {
         return install(&repo, &a);
     }
-    if !(a.quiet.is_finite() && a.quiet >= 0.0 && a.sync_every.is_finite() && a.sync_every > 0.0) {
-        bail!("--quiet and --sync-every take a number of seconds (and --sync-every more than 0)");
+    if !(a.quiet.is_finite() && a.quiet >= 0.0 && a.sync_every.is_finite() && a.sync_every > 0.0 && a.check_every.is_finite() && a.check_every >= 0.0) {
+        bail!("--quiet, --sync-every and --check-every take a number of seconds (and --sync-every more than 0)");
     }
     if a.background {
         return background(&repo, &a);
@@ -118,7 +123,9 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         Mode::Polling(why) => say(&format!("watching {} (reading the tree every few seconds: {why})", repo.root.display())),
     }
     let sync_every = Duration::from_secs_f64(a.sync_every);
+    let check_every = (a.check_every > 0.0).then(|| Duration::from_secs_f64(a.check_every));
     let mut next_sync = Instant::now();
+    let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
     let mut health = WatchHealth { started: unix_now(), ..Default::default() };
     // What changed while no watcher ran is committed first.
     let mut changed = true;
@@ -127,19 +134,25 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
             let held_back = commit(repo, &mut health);
             folder.retry(&held_back);
         }
-        if a.sync && (changed || Instant::now() >= next_sync) {
+        let mut sync_now = a.sync && (changed || Instant::now() >= next_sync);
+        if let Some(every) = check_every.filter(|_| a.sync && !sync_now && Instant::now() >= next_check) {
+            sync_now = dmv_sync::current_branch(repo).is_ok_and(|branch| !dmv_sync::moved_since_last_sync(repo, &branch).is_empty());
+            next_check = Instant::now() + every;
+        }
+        if sync_now {
             let reached_all = sync(repo, &mut health);
             if reached_all && a.drop_after_push {
                 drop_sent(repo, a.numcopies);
             }
             next_sync = Instant::now() + sync_every;
+            next_check = Instant::now() + check_every.unwrap_or(sync_every);
         }
         wake.store(false, Ordering::Relaxed);
         // A signal taken before `wake` was cleared set `stop` too.
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let timer = a.sync.then(|| wake_at(next_sync, wake.clone()));
+        let timer = a.sync.then(|| wake_at(next_sync.min(next_check), wake.clone()));
         changed = folder.next_settled(&wake)?.is_some();
         drop(timer);
     }
@@ -473,7 +486,7 @@ fn install(repo: &Repository, a: &WatchArgs) -> Result<u8> {
 fn watch_args(a: &WatchArgs) -> Vec<String> {
     let mut args = vec!["watch".to_string(), "--quiet".into(), a.quiet.to_string()];
     if a.sync {
-        args.extend(["--sync".into(), "--sync-every".into(), a.sync_every.to_string()]);
+        args.extend(["--sync".into(), "--sync-every".into(), a.sync_every.to_string(), "--check-every".into(), a.check_every.to_string()]);
     }
     if a.drop_after_push {
         args.push("--drop-after-push".into());

@@ -591,3 +591,34 @@ fn watch_status_says_what_the_watcher_did_and_what_holds_it_back() {
     let said = dmv(d, &["watch", "--status"]);
     assert!(said.contains("no watcher runs in this repository") && said.contains("last started: ") && said.contains("1 added"), "{said}");
 }
+
+/// Two watching replicas of one hub whose syncs are an hour apart: a file
+/// written on one arrives on the other within seconds, because each looks
+/// every half second at whether the hub moved (it waited for the other's
+/// timer, 60 s by default), and the history stays one.
+#[test]
+fn a_change_reaches_another_watching_replica_without_waiting_for_its_timer() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("first.txt"), "first\n").unwrap();
+    commit_all(&a, "first");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t, &["clone", "hub", "b"]);
+    let b = t.join("b");
+    let args = ["--quiet", "0.2", "--sync", "--sync-every", "3600", "--check-every", "0.5"];
+    let on_a = Watcher::start(&a, &args, &no_env);
+    let on_b = Watcher::start(&b, &args, &no_env);
+    std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
+    wait_for_logged("from-a.txt on b", &[&on_a, &on_b], || std::fs::read(b.join("from-a.txt")).is_ok_and(|got| got == b"a\n"));
+    std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
+    wait_for_logged("from-b.txt on a", &[&on_a, &on_b], || std::fs::read(a.join("from-b.txt")).is_ok_and(|got| got == b"b\n"));
+    wait_for_logged("one history", &[&on_a, &on_b], || dmv(&a, &["rev-parse", "HEAD"]) == dmv(&b, &["rev-parse", "HEAD"]));
+    assert!(on_a.stop().success());
+    assert!(on_b.stop().success());
+    fsck_clean(&a);
+    fsck_clean(&b);
+}

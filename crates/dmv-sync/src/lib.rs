@@ -20,7 +20,8 @@
 //! URLs replicas publish of themselves, and metered ones), `locations`,
 //! `objects`, `receive` and `send` (the transfer), then the operations
 //! `fetch`, `push`, `peers` (offering a branch to a replica with a working
-//! tree, and merging what peers offered), `pull`, `clone`, `partial` (`get`, `restore`,
+//! tree, and merging what peers offered), `pull`, `news` (whether a remote
+//! moved since the last sync, cheaply), `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `copies`
 //! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
 //! checked against the remote's locks), `repair` (`fsck --repair`) and
@@ -47,6 +48,7 @@ mod keep_both;
 mod locations;
 mod memory_remote;
 mod named_remotes;
+mod news;
 mod objects;
 mod partial;
 mod path_locks;
@@ -83,6 +85,7 @@ pub use memory_remote::{MemoryRemote, Traffic};
 pub use named_remotes::{
     add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
 };
+pub use news::moved_since_last_sync;
 pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;
