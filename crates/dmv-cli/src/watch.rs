@@ -210,7 +210,7 @@ fn commit(repo: &Repository, health: &mut WatchHealth) -> Vec<PathBuf> {
                     1 => String::new(),
                     n => format!(" and {} more", n - 1),
                 };
-                waiting.push(format!("{}{more}: still open for writing", printable(&String::from_utf8_lossy(first))));
+                waiting.push(format!("{}{more}: still being written", printable(&String::from_utf8_lossy(first))));
             }
             done.held_back.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect()
         }

@@ -516,7 +516,7 @@ fn a_file_still_open_for_writing_is_never_committed_half_written() {
     let mut early = std::fs::File::create(d.join("early.mov")).unwrap();
     early.write_all(&whole(1)[..200_000]).unwrap();
     let watcher = Watcher::start(d, &args, &no_env);
-    wait_for_logged("the watcher's first look", &[&watcher], || watcher.log().contains("waiting: early.mov: still open for writing"));
+    wait_for_logged("the watcher's first look", &[&watcher], || watcher.log().contains("waiting: early.mov: still being written"));
     assert!(!dmv_out(d, &["cat", "HEAD:early.mov"]).status.success(), "committed while open: {}", watcher.log());
     finish(early, 1);
     wait_for_logged("early.mov committed", &[&watcher], || dmv_out(d, &["cat", "HEAD:early.mov"]).stdout == whole(1));
@@ -571,7 +571,7 @@ fn watch_status_says_what_the_watcher_did_and_what_holds_it_back() {
         "1 modified",
         "origin: last synced never",
         "  not reached since ",
-        "waiting: take.mov: still open for writing",
+        "waiting: take.mov: still being written",
     ];
     for expected in expect {
         assert!(said.contains(expected), "{expected:?} in:\n{said}");

@@ -73,30 +73,6 @@ mod tests {
         assert!(!try_lock(&open(), LockKind::Shared).unwrap());
     }
 
-    /// A writer pausing with its file open, in this process or another:
-    /// found; a file open only for reading, or closed: not.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn files_open_for_writing_are_found_wherever_they_are_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = canonicalize(dir.path()).unwrap();
-        let (written, read, other) = (root.join("take.mov"), root.join("notes.txt"), root.join("other.raw"));
-        std::fs::write(&read, b"x").unwrap();
-        let writer = std::fs::File::create(&written).unwrap();
-        let reader = std::fs::File::open(&read).unwrap();
-        let mut child =
-            std::process::Command::new("sh").arg("-c").arg("exec 3>>\"$1\"; echo open; exec sleep 30").arg("sh").arg(&other).stdout(std::process::Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        let found = files_open_for_writing(&root).unwrap();
-        assert_eq!(found, [written.clone(), other.clone()].into_iter().collect(), "{found:?}");
-        child.kill().unwrap();
-        child.wait().unwrap();
-        drop(writer);
-        assert!(files_open_for_writing(&root).unwrap().is_empty());
-        drop(reader);
-    }
-
     /// The thread that asks gets nice 10; the others keep theirs.
     #[cfg(target_os = "linux")]
     #[test]

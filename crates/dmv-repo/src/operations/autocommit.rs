@@ -6,6 +6,7 @@ use dmv_store::{ObjectId, Progress};
 use crate::error::RepoResult;
 use crate::history::tree::{Change, ChangeKind};
 use crate::repository::repo::Repository;
+use crate::stat::Stat;
 
 /// A commit made of every change in the working tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +23,8 @@ pub struct AutoCommitted {
     /// The commit made; None when nothing (else) changed.
     pub commit: Option<AutoCommit>,
     /// Changed files left out because a process still had them open for
-    /// writing: committed once they are closed.
+    /// writing, or wrote to them after they were read: committed once they
+    /// are closed and settled.
     pub held_back: Vec<Vec<u8>>,
 }
 
@@ -35,12 +37,13 @@ impl Repository {
     /// commit: a change staged by another command in between cannot slip
     /// into the commit under this message.
     ///
-    /// A file some process still holds open for writing is left out, as
-    /// it was before, whatever the caller's watch said: a writer pausing
+    /// A file some process still holds open for writing once the tree was
+    /// read, or whose stat changed since it was read, is left out, as it
+    /// was before, whatever the caller's watch said: a writer pausing
     /// between pieces of a file opened it after the watch settled, or
     /// before a watcher started, and its first piece was committed as a
-    /// version that never was. Where the system cannot say (not Linux), the
-    /// caller's watch is all there is.
+    /// version that never was. Where the system cannot say which files are
+    /// open (not Linux), the stat and the caller's watch are all there is.
     pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<AutoCommitted> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
@@ -51,8 +54,14 @@ impl Repository {
         self.add(&[Vec::new()], false, progress)?;
         let mut staged = self.status()?.staged;
         // Looked at once the files were read: a file opened for writing
-        // before then is still open now, or was closed whole.
-        let held_back = self.open_for_writing(staged.iter().map(|c| c.path.as_slice()));
+        // before then is still open now, or was closed whole; and one
+        // written to after it was read (then closed) has another stat now.
+        let mut held_back = self.open_for_writing(staged.iter().map(|c| c.path.as_slice()));
+        for path in self.changed_since_staged(&staged)? {
+            if !held_back.contains(&path) {
+                held_back.push(path);
+            }
+        }
         if !held_back.is_empty() {
             self.restore(&held_back, None, true)?;
             staged.retain(|c| !held_back.contains(&c.path));
@@ -63,6 +72,21 @@ impl Repository {
         let message = describe_changes(&staged);
         let commit = self.commit_staged(&message)?.map(|id| AutoCommit { id, message });
         Ok(AutoCommitted { commit, held_back })
+    }
+
+    /// The added or changed files among `staged` whose stat is no longer
+    /// the one the dirstate recorded when they were read.
+    fn changed_since_staged(&self, staged: &[Change]) -> RepoResult<Vec<Vec<u8>>> {
+        let ds = self.load_dirstate()?;
+        let mut changed = Vec::new();
+        for c in staged.iter().filter(|c| c.kind != ChangeKind::Deleted) {
+            let Some(entry) = ds.entries.get(&c.path) else { continue };
+            let now = std::fs::symlink_metadata(self.abs_path(&c.path)).ok().map(|m| Stat::of(&m));
+            if !now.is_some_and(|st| entry.unchanged_since_read(&st)) {
+                changed.push(c.path.clone());
+            }
+        }
+        Ok(changed)
     }
 
     /// Those of `paths` some process holds open for writing.

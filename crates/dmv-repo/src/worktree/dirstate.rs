@@ -256,6 +256,12 @@ impl DirEntry {
         FlatEntry { kind: self.kind, id: self.id, size: self.size }
     }
 
+    /// Whether the file still has the size, times and inode recorded when
+    /// it was read (whatever the racy-timestamp rule of [`DirEntry::stat_matches`]).
+    pub(crate) fn unchanged_since_read(&self, st: &Stat) -> bool {
+        self.size == st.size && self.mtime_ns == st.mtime_ns && self.ctime_ns == st.ctime_ns && self.ino == st.ino
+    }
+
     /// Same stat as recorded, so the content can be trusted without reading.
     pub fn stat_matches(&self, st: &Stat, written_ns: i64) -> bool {
         self.size == st.size && self.mtime_ns == st.mtime_ns && self.ctime_ns == st.ctime_ns && self.ino == st.ino && self.mode == st.mode && self.mtime_ns < written_ns
