@@ -131,8 +131,8 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
         if changed {
-            let held_back = commit(repo, &mut health);
-            folder.retry(&held_back);
+            let (held_back, still_open) = commit(repo, &mut health);
+            folder.retry(&held_back, &still_open);
         }
         let mut sync_now = a.sync && (changed || Instant::now() >= next_sync);
         if let Some(every) = check_every.filter(|_| a.sync && !sync_now && Instant::now() >= next_check) {
@@ -194,8 +194,9 @@ fn unix_now() -> i64 {
 /// One commit of what changed; a failure is logged and the watch goes on
 /// (a full disk, a file that vanished while it was read: the next change
 /// tries again). Returns the files left out because they were still being
-/// written, to look at again. What it did and what waits goes in `health`.
-fn commit(repo: &Repository, health: &mut WatchHealth) -> Vec<PathBuf> {
+/// written, to look at again, and those of them still open. What it did
+/// and what waits goes in `health`.
+fn commit(repo: &Repository, health: &mut WatchHealth) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let now = unix_now();
     let mut waiting = Vec::new();
     let held_back = match repo.commit_everything(&Silent) {
@@ -212,13 +213,14 @@ fn commit(repo: &Repository, health: &mut WatchHealth) -> Vec<PathBuf> {
                 };
                 waiting.push(format!("{}{more}: still being written", printable(&String::from_utf8_lossy(first))));
             }
-            done.held_back.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect()
+            let paths = |list: &[Vec<u8>]| list.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect::<Vec<PathBuf>>();
+            (paths(&done.held_back), paths(&done.still_open))
         }
         Err(e) => {
             let line = format!("cannot commit: {}", printable(&e.to_string()));
             say(&line);
             health.note_error(now, &line);
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
     };
     // A merge a person started and has not settled: nothing is committed until then.

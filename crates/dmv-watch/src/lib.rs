@@ -214,18 +214,21 @@ impl FolderWatch {
         &self.tree.root
     }
 
-    /// Puts `paths` (relative to the root) back in the batch as files
-    /// being written: the caller left them out because a writer still had
-    /// them open, so the batch settles once their close event comes (and
-    /// the close may bring no change of stamp that would). Without close
-    /// events the batch settles after the quiet period, to be tried again.
-    pub fn retry(&mut self, paths: &[PathBuf]) {
+    /// Puts `paths` (relative to the root) back in the batch: the caller
+    /// left them out because they were still being written, and their close
+    /// may bring no change of stamp that would. Those `still_open` (a writer
+    /// had them open) count as being written, so the batch settles once
+    /// their close event comes; the others (and all, without close events)
+    /// settle after the quiet period, to be tried again. A file replaced by
+    /// a rename has no close to come: marked open, it held the batch back
+    /// for a whole rescan interval.
+    pub fn retry(&mut self, paths: &[PathBuf], still_open: &[PathBuf]) {
         let now = Instant::now();
         for path in paths {
             self.reported.remove(path);
             let stamp = self.tree.look(path).stamp();
             self.pending.insert(path.clone(), stamp);
-            if CLOSE_EVENTS && !self.polling() {
+            if CLOSE_EVENTS && !self.polling() && still_open.contains(path) {
                 self.writing.insert(path.clone(), now);
             }
         }

@@ -336,3 +336,41 @@ fn a_removed_root_is_an_error() {
     fs::write(&file, b"x").unwrap();
     assert!(matches!(FolderWatch::start(&file, nothing_ignored(), quiet(300)), Err(WatchError::NotAFolder { .. })));
 }
+
+/// Files the caller handed back after leaving them out of a commit: one a
+/// writer still holds open settles only once it is closed (its close may
+/// change nothing the stamps see); one that is not open (replaced by a
+/// rename, which has no close to come) settles after the quiet period.
+#[cfg(target_os = "linux")]
+#[test]
+fn files_handed_back_settle_after_their_close_or_the_quiet_period() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (take, saved) = (dir.path().join("take.mov"), dir.path().join("saved.txt"));
+    fs::write(&take, b"the first piece").unwrap();
+    fs::write(&saved, b"saved").unwrap();
+    let mut watch = FolderWatch::start(dir.path(), nothing_ignored(), quiet(200)).unwrap();
+    let stop = AtomicBool::new(false);
+
+    watch.retry(&paths(&["saved.txt"]), &[]);
+    let settled = watch.next_settled(&stop).unwrap().expect("a batch");
+    assert_eq!(settled.paths, paths(&["saved.txt"]));
+
+    // Opened for writing with nothing written yet: no event says so, only the caller knew.
+    let file = OpenOptions::new().write(true).open(&take).unwrap();
+    watch.retry(&paths(&["take.mov"]), &paths(&["take.mov"]));
+    let closing = Arc::new(AtomicBool::new(false));
+    let closer = thread::spawn({
+        let closing = closing.clone();
+        move || {
+            // Five quiet periods: only the close still to come holds the batch back.
+            thread::sleep(Duration::from_millis(1000));
+            closing.store(true, Ordering::SeqCst);
+            drop(file);
+        }
+    });
+    let settled = watch.next_settled(&stop).unwrap().expect("a batch");
+    assert!(closing.load(Ordering::SeqCst), "a file handed back as open settled before it was closed");
+    assert_eq!(settled.paths, paths(&["take.mov"]));
+    closer.join().unwrap();
+}

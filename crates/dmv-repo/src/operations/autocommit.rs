@@ -26,6 +26,9 @@ pub struct AutoCommitted {
     /// writing, or wrote to them after they were read: committed once they
     /// are closed and settled.
     pub held_back: Vec<Vec<u8>>,
+    /// Those of `held_back` a process still had open for writing (their
+    /// close is still to come).
+    pub still_open: Vec<Vec<u8>>,
 }
 
 impl Repository {
@@ -56,7 +59,8 @@ impl Repository {
         // Looked at once the files were read: a file opened for writing
         // before then is still open now, or was closed whole; and one
         // written to after it was read (then closed) has another stat now.
-        let mut held_back = self.open_for_writing(staged.iter().map(|c| c.path.as_slice()));
+        let still_open = self.open_for_writing(staged.iter().map(|c| c.path.as_slice()));
+        let mut held_back = still_open.clone();
         for path in self.changed_since_staged(&staged)? {
             if !held_back.contains(&path) {
                 held_back.push(path);
@@ -67,11 +71,11 @@ impl Repository {
             staged.retain(|c| !held_back.contains(&c.path));
         }
         if staged.is_empty() {
-            return Ok(AutoCommitted { commit: None, held_back });
+            return Ok(AutoCommitted { commit: None, held_back, still_open });
         }
         let message = describe_changes(&staged);
         let commit = self.commit_staged(&message)?.map(|id| AutoCommit { id, message });
-        Ok(AutoCommitted { commit, held_back })
+        Ok(AutoCommitted { commit, held_back, still_open })
     }
 
     /// The added or changed files among `staged` whose stat is no longer
