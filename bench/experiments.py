@@ -3808,7 +3808,8 @@ def _hubtier_raw(ctx, rclone, rclone_missing, minio, pt, experiment, param, sour
 # ---------------------------------------------------------------- watch mode (experiment `watch`)
 
 WATCH_QUIET_S = 1          # `dmv watch --quiet`: seconds without a change before what changed is committed
-WATCH_SYNC_EVERY_S = 1     # `dmv watch --sync-every`: seconds between syncs when nothing changes
+WATCH_SYNC_EVERY_S = 60    # `dmv watch --sync-every`: seconds between syncs when nothing changes (its default)
+WATCH_CHECK_EVERY_S = 5    # `dmv watch --check-every`: seconds between looks at whether a remote moved (its default)
 WATCH_POLL_S = 0.02        # how often the suite reads A's log and looks at B's working tree
 WATCH_WAIT_S = 300         # a point fails when the commit or the arrival takes longer (or the suite's timeout)
 WATCH_CALM_S = 2.5         # between points: no watcher logged anything for this long (more than --sync-every)
@@ -4102,7 +4103,8 @@ class _Change:
 
 def watch(ctx, size, burst, tree, idle_s, settle=0):
     """Watch mode. (1) Latency: two replicas A and B of one bare hub served by `dmv serve` over HTTP on
-    127.0.0.1, each running `dmv watch --quiet WATCH_QUIET_S --sync --sync-every WATCH_SYNC_EVERY_S` in the
+    127.0.0.1, each running `dmv watch --quiet WATCH_QUIET_S --sync --sync-every WATCH_SYNC_EVERY_S
+    --check-every WATCH_CHECK_EVERY_S` in the
     foreground (under GNU time). For one file of 1 KiB, one file of `size` bytes and a burst of `burst` files
     of 1 KiB written into A: from the writer's last close to A's watcher logging the commit of every file,
     and to the files in B's working tree with the same bytes; against the same data committed, pushed and
@@ -4160,7 +4162,8 @@ def _watch_latency(ctx, dmv, size, burst, settle):
                     dmv, "watch-file", str(WATCH_SMALL), "prepare_replicas"):
                 return
             _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
-            args = ["--quiet", str(WATCH_QUIET_S), "--sync", "--sync-every", str(WATCH_SYNC_EVERY_S)]
+            args = ["--quiet", str(WATCH_QUIET_S), "--sync", "--sync-every", str(WATCH_SYNC_EVERY_S),
+                    "--check-every", str(WATCH_CHECK_EVERY_S)]
             a = _Watcher(dmv, rep["A"], rec.env, args, "a", pt.root).start()
             watchers.append(a)
             b = _Watcher(dmv, rep["B"], rec.env, args, "b", pt.root).start()
@@ -4188,7 +4191,7 @@ def _watch_change(ctx, dmv, ch, a, b, rep, pt):
     rec = ctx.rec
     experiment, param = ch.experiment, str(ch.n)
     data = dict(data_bytes=ch.bytes, data_files=ch.expected, quiet_s=WATCH_QUIET_S,
-                sync_every_s=WATCH_SYNC_EVERY_S, poll_s=WATCH_POLL_S, transport="http")
+                sync_every_s=WATCH_SYNC_EVERY_S, check_every_s=WATCH_CHECK_EVERY_S, poll_s=WATCH_POLL_S, transport="http")
     print("%s %s: writing into A" % (experiment, human_bytes(ch.n) if not ch.burst else "%d files" % ch.n),
           flush=True)
     a.new_lines()
@@ -4296,7 +4299,7 @@ def _watch_stop(ctx, dmv, watchers):
         ctx.rec.record(dmv, "watch-watchers", str(len(watchers)), "replica_%s" % w.name, out, None,
                        exit_code=code, stop_s=round(w.stopped_s, 3) if w.stopped_s is not None else None,
                        vm_hwm_kib=hwm, cpu_s=cpu[0], cpu_schedstat_s=cpu[1], args=w.args,
-                       quiet_s=WATCH_QUIET_S, sync_every_s=WATCH_SYNC_EVERY_S, **counts)
+                       quiet_s=WATCH_QUIET_S, sync_every_s=WATCH_SYNC_EVERY_S, check_every_s=WATCH_CHECK_EVERY_S, **counts)
 
 
 def _watch_idle(ctx, dmv, files, idle_s):

@@ -1982,7 +1982,7 @@ def watch_watchers_table(ix):
              "/ merged / cannot | SIGTERM → exit |", "|---|--:|--:|--:|---|---|"]
     rows = []
     for p in ix.params("watch-watchers"):
-        for step, label in (("replica_a", "A: `dmv watch --quiet %g --sync --sync-every %g` (written into)"),
+        for step, label in (("replica_a", "A: `dmv watch --quiet %g --sync --sync-every %g%s` (written into)"),
                             ("replica_b", "B: the same (receives)")):
             rows.append((ix.get("dmv", "watch-watchers", p, step), label))
     for p in ix.params("watch-idle"):
@@ -1991,7 +1991,8 @@ def watch_watchers_table(ix):
         if r is None:
             continue
         quiet = r.get("quiet_s") or 1
-        label = label % ((quiet, r.get("sync_every_s") or 1) if "sync-every" in label else (quiet,)) \
+        check = " --check-every %g" % r["check_every_s"] if r.get("check_every_s") else ""
+        label = label % ((quiet, r.get("sync_every_s") or 1, check) if "sync-every" in label else (quiet,)) \
             if "%" in label else label
         life = r.get("lifetime_s", r["wall_s"] if r["step"] != "stop" else None)
         code = r.get("exit_code")
@@ -2035,23 +2036,25 @@ def watch_idle_table(ix):
 
 
 def watch_section(ix, mode, cfg):
-    quiet, every = cfg.get("watch_quiet_s", 1), cfg.get("watch_sync_every_s", 1)
+    quiet, every, check = cfg.get("watch_quiet_s", 1), cfg.get("watch_sync_every_s", 1), cfg.get("watch_check_every_s")
     poll = cfg.get("watch_poll_s", 0.02)
     out = ["### Watch mode: from a file's last write to a commit and to another replica", "",
            "`dmv watch` commits what changed once nothing has changed for `--quiet` seconds and, with `--sync`, "
            "syncs with every remote after each commit and every `--sync-every` seconds. Set-up, untimed: a bare hub "
            "(`dmv init --bare`, a seed commit pushed into it) served by `dmv serve` over HTTP on 127.0.0.1 (a write "
            "token), two replicas A and B cloned from it (`dmv clone --token`), each running `dmv watch --quiet %g "
-           "--sync --sync-every %g` in the foreground, started by the suite (stdout, its log, to a file) under GNU "
+           "--sync --sync-every %g%s` in the foreground, started by the suite (stdout, its log, to a file) under GNU "
            "time. The suite, as the writer, writes into A's working tree (1 MiB per write) and closes the files; from "
            "that last close it reads A's log and looks at B's working tree every %s. **Commit on A**: until A's "
            "watcher logged `committed ID: N added ...` for every file written; **on B**: until B's working tree "
            "holds the file with the same bytes (the burst: every file, compared by a hash of paths and contents). "
            "The quiet period (%g s) is a floor on the first: what is left after it (**minus the quiet period**) is "
-           "the time to notice the last change and commit. The second adds A's push, B's wait for its next sync "
-           "(up to `--sync-every`, %g s) and B's pull and checkout (**on B after A's commit**). Between points the "
+           "the time to notice the last change and commit. The second adds A's push, B's wait for %s "
+           "and B's pull and checkout (**on B after A's commit**). Between points the "
            "suite waits until neither watcher has logged anything for %g s." % (
-               quiet, every, fmt_time(poll), quiet, every, cfg.get("watch_calm_s", 2.5)), "",
+               quiet, every, " --check-every %g" % check if check else "", fmt_time(poll), quiet,
+               "its next look at whether the hub moved (up to `--check-every`, %g s)" % check if check
+               else "its next sync (up to `--sync-every`, %g s)" % every, cfg.get("watch_calm_s", 2.5)), "",
            "**By hand**: the same data committed (`dmv add . && dmv commit`), pushed (`dmv push`) and pulled "
            "(`dmv pull`, checkout included) in two unwatched replicas of a second hub on the same server, back "
            "to back, each step timed alone after sync(2): the work the watchers do, without the quiet period "

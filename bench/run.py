@@ -599,6 +599,7 @@ def main(argv=None):
                             watch_bytes=watch_size, watch_small_bytes=experiments.WATCH_SMALL, watch_files=watch_files,
                             watch_tree_files=watch_tree, watch_idle_s=watch_idle,
                             watch_quiet_s=experiments.WATCH_QUIET_S, watch_sync_every_s=experiments.WATCH_SYNC_EVERY_S,
+                            watch_check_every_s=experiments.WATCH_CHECK_EVERY_S,
                             watch_poll_s=experiments.WATCH_POLL_S, watch_calm_s=experiments.WATCH_CALM_S,
                             watch_wait_s=experiments.WATCH_WAIT_S, watch_settle_s=sync_settle,
                             mount_files=mount_files, mount_bytes=mount_size, mount_remote_bytes=mount_remote_size,
