@@ -215,7 +215,7 @@ where
 /// buffers (1.8 GB in all), and filling them took the two cores for the
 /// first 1.5 s of the attack. In-flight data still grows with the
 /// congestion window, so a far client reading at full speed loses nothing.
-const UNSENT_BYTES: libc::c_int = 128 << 10;
+const UNSENT_BYTES: i32 = 128 << 10;
 
 /// Sets [`UNSENT_BYTES`] on `stream` (Linux's `TCP_NOTSENT_LOWAT`; other
 /// systems keep their own buffers).
