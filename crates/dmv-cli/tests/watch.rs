@@ -434,6 +434,20 @@ fn a_watcher_and_a_person_committing_at_once_lose_nothing() {
     fsck_clean(r);
 }
 
+/// In `t`: `a` with one commit, pushed to a bare `hub` (a's origin), and
+/// `b` cloned from it.
+fn two_replicas_of_a_hub(t: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    dmv(t, &["init", "a"]);
+    let a = t.join("a");
+    std::fs::write(a.join("first.txt"), "first\n").unwrap();
+    commit_all(&a, "first");
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&a, &["remote", "add", "origin", "../hub"]);
+    dmv(&a, &["push"]);
+    dmv(t, &["clone", "hub", "b"]);
+    (a, t.join("hub"), t.join("b"))
+}
+
 /// A watcher killed in the merge of its sync, started again after the hub
 /// moved on, mends what was cut short and keeps in step: its sync had
 /// refused every later merge until a person typed `merge --abort`.
@@ -441,16 +455,7 @@ fn a_watcher_and_a_person_committing_at_once_lose_nothing() {
 fn a_watcher_killed_in_its_merge_mends_it_when_it_starts_again() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    dmv(t, &["init", "a"]);
-    let a = t.join("a");
-    std::fs::write(a.join("first.txt"), "first\n").unwrap();
-    commit_all(&a, "first");
-    dmv(t, &["init", "--bare", "hub"]);
-    let hub = t.join("hub");
-    dmv(&a, &["remote", "add", "origin", "../hub"]);
-    dmv(&a, &["push"]);
-    dmv(t, &["clone", "hub", "b"]);
-    let b = t.join("b");
+    let (a, hub, b) = two_replicas_of_a_hub(t);
     std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
     commit_all(&b, "b's work");
     dmv(&b, &["push"]);
@@ -600,15 +605,7 @@ fn watch_status_says_what_the_watcher_did_and_what_holds_it_back() {
 fn a_change_reaches_another_watching_replica_without_waiting_for_its_timer() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    dmv(t, &["init", "a"]);
-    let a = t.join("a");
-    std::fs::write(a.join("first.txt"), "first\n").unwrap();
-    commit_all(&a, "first");
-    dmv(t, &["init", "--bare", "hub"]);
-    dmv(&a, &["remote", "add", "origin", "../hub"]);
-    dmv(&a, &["push"]);
-    dmv(t, &["clone", "hub", "b"]);
-    let b = t.join("b");
+    let (a, _, b) = two_replicas_of_a_hub(t);
     let args = ["--quiet", "0.2", "--sync", "--sync-every", "3600", "--check-every", "0.5"];
     let on_a = Watcher::start(&a, &args, &no_env);
     let on_b = Watcher::start(&b, &args, &no_env);
