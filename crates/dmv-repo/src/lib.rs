@@ -66,7 +66,7 @@ pub use pathmap::PathMap;
 pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::dropping::DataDropped;
-pub use replica::location_file::{LocationPages, LocationSpool};
+pub use replica::location_file::{LocationNews, LocationPages, LocationSpool};
 pub use replica::locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId, Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN};
 pub use replica::locks::{check_lock_path, refuse_moves_over_locks, release_locks, take_locks, EntryAt, HeldLocks, KnownLocks, LockStore, LockTable, PathLock, RefMove};
 pub use replica::slice::{BadSlice, PathFilter, Slice};

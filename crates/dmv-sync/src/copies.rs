@@ -10,7 +10,7 @@ use dmv_repo::store::ObjectId;
 use dmv_repo::{ReplicaCard, ReplicaId, Repository};
 use serde::Serialize;
 
-use crate::locations::{exchange_locations, remote_replica};
+use crate::locations::{exchange_locations, remote_replica, tell_of_drop};
 use crate::named_remotes::find_remote;
 use crate::reach::{Reach, ReachBook, Seen};
 use crate::remote::Remote;
@@ -439,8 +439,12 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
             }
         }
     })();
+    let freed_here = source.is_none() && result.is_ok();
     // Unlock whatever happened; a lock left behind expires by itself.
     for (mut remote, lock) in locks {
+        if freed_here {
+            tell_of_drop(repo, remote.as_mut(), &ids);
+        }
         let _ = remote.copies().and_then(|c| c.unlock_content(&lock));
     }
     if let Some(lock) = local_lock {

@@ -4,7 +4,7 @@
 use dmv_repo::store::ObjectId;
 use dmv_repo::{EarlyCheckout, Phase, Progress, RefUpdate, Repository};
 
-use crate::locations::{share_locations, tell_of_new_copies};
+use crate::locations::share_locations_after_fetch;
 use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
 use crate::receive::fetch_objects;
@@ -94,9 +94,7 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
         Ok(())
     })?;
     repo.tidy_store();
-    share_locations(repo, remote, false)?;
-    // The last request on this connection: a refusal (a reader may not write) cannot spoil another.
-    tell_of_new_copies(repo, remote, &objects.files);
+    share_locations_after_fetch(repo, remote, &objects.files)?;
     Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking, remote_refs: refs.into_iter().map(|(name, _)| name).collect() })
 }
 

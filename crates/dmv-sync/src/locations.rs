@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp};
+use dmv_repo::{now_ns, LocationNews, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp};
 
 use crate::remote::Remote;
 use crate::{SyncError, SyncResult, Violation};
@@ -67,21 +67,32 @@ pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BT
 /// Takes in the remote's location log, and with `send_back` gives it ours
 /// (everything both know). Returns how many records changed here.
 pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
+    let (changed, _) = take_locations(repo, remote)?;
+    if send_back {
+        remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
+    }
+    Ok(changed)
+}
+
+/// Takes in the remote's location log: how many records changed here, and
+/// what this log knows that the remote's did not. None of the latter when
+/// the log came as several runs (a bucket's, one per replica): what the
+/// whole lacks is not known from one of them.
+fn take_locations(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<(usize, Option<LocationNews>)> {
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
+    let mut runs = 1;
     remote.get_locations(&mut |records, names| {
         let mut records = records.peekable();
         // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
         if records.peek().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
             changed += std::mem::replace(&mut run, LocationRun::new(repo)?).merge(repo)?;
+            runs += 1;
         }
         run.add(&mut records, names)
     })?;
-    changed += run.merge(repo)?;
-    if send_back {
-        remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
-    }
-    Ok(changed)
+    let (last, news) = run.merge_with_news(repo)?;
+    Ok((changed + last, (runs == 1).then_some(news)))
 }
 
 /// Whether this replica takes other replicas' location logs only when it
@@ -94,7 +105,7 @@ pub(crate) fn takes_logs_lazily(repo: &Repository) -> bool {
     !repo.config.slice.is_full() && !repo.config.bare
 }
 
-/// The exchange a fetch, push or offer ends with: [`exchange_locations`],
+/// The exchange a push or offer ends with: [`exchange_locations`],
 /// except that a replica taking logs lazily only gives its own (when
 /// `send_back`), and takes nothing.
 pub(crate) fn share_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
@@ -107,17 +118,65 @@ pub(crate) fn share_locations(repo: &Repository, remote: &mut dyn Remote, send_b
     Ok(0)
 }
 
+/// The exchange a fetch ends with, `files`' data having arrived from the
+/// remote: takes the remote's log (unless this replica takes logs lazily)
+/// and gives back what it lacked: this replica's new copies, and what was
+/// heard from elsewhere (a third replica's drop, which the remote could
+/// not learn otherwise until a push). The giving is best effort: a
+/// caller that may only read is refused, and the data here is whole
+/// either way. The last request of a fetch, so a refusal spoils nothing.
+pub(crate) fn share_locations_after_fetch(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]) -> SyncResult<usize> {
+    if takes_logs_lazily(repo) {
+        tell_of_new_copies(repo, remote, files);
+        return Ok(0);
+    }
+    let (changed, news) = take_locations(repo, remote)?;
+    let Some(news) = news.filter(|_| remote.takes_pieces_of_logs()) else {
+        tell_of_new_copies(repo, remote, files);
+        return Ok(changed);
+    };
+    let me = repo.replica_id()?;
+    let pages = match news.overflowed {
+        true => repo.location_pages(),
+        false => {
+            let stamp = Stamp { time_ns: now_ns(), present: true };
+            let mut records = news.records;
+            records.extend(files.iter().map(|key| LocationRecord { key: *key, replica: me, stamp }));
+            if records.is_empty() {
+                return Ok(changed);
+            }
+            repo.location_pages_of(records)
+        }
+    };
+    if let Ok(pages) = pages {
+        let _ = remote.put_locations(me, pages);
+    }
+    Ok(changed)
+}
+
 /// After `files`' data arrived from the remote: tells it this replica holds
 /// them now, as this replica learnt of its copy (the records alone, not the
 /// whole log a push exchanges). Best effort: a caller that may only read is
 /// refused, and the remote learns at the next exchange it can take; the data
 /// here is whole either way.
 pub(crate) fn tell_of_new_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]) {
+    tell_of_copies(repo, remote, files, true);
+}
+
+/// Tells a remote that confirmed copies for a drop here that this replica
+/// holds `files` no longer, as it told itself: the news reaches at once
+/// those it spoke with, and goes on from them with every exchange. Best
+/// effort, as [`tell_of_new_copies`].
+pub(crate) fn tell_of_drop(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]) {
+    tell_of_copies(repo, remote, files, false);
+}
+
+fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId], present: bool) {
     if files.is_empty() || !remote.takes_pieces_of_logs() {
         return;
     }
     let Ok(me) = repo.replica_id() else { return };
-    let stamp = Stamp { time_ns: now_ns(), present: true };
+    let stamp = Stamp { time_ns: now_ns(), present };
     let records = files.iter().map(|key| LocationRecord { key: *key, replica: me, stamp }).collect();
     if let Ok(pages) = repo.location_pages_of(records) {
         let _ = remote.put_locations(me, pages);
@@ -152,5 +211,10 @@ impl LocationRun {
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
         Ok(repo.merge_locations(self.spool.records()?, &self.cards, false)?)
+    }
+
+    /// [`LocationRun::merge`], with what this replica knows that the run did not.
+    fn merge_with_news(self, repo: &Repository) -> SyncResult<(usize, LocationNews)> {
+        Ok(repo.merge_locations_with_news(self.spool.records()?, &self.cards)?)
     }
 }

@@ -332,3 +332,65 @@ fn uploads_at_once_under_gc_lose_nothing() {
     assert!(dmv_repo::tree::lookup(&hub.store, &tree, b"shoot/first.jpg").unwrap().is_some());
     assert_eq!(hub.fsck(true, &Silent).unwrap().problem_count(), 0);
 }
+
+/// The newest word the location log of `repo` has on whether `holder`
+/// holds `id`'s data (None: no word).
+fn claims(repo: &Repository, holder: dmv_repo::ReplicaId, id: dmv_repo::store::ObjectId) -> Option<bool> {
+    let log = repo.locations_where(|r| r.key == id && r.replica == holder).unwrap();
+    log.records.values().next().map(|stamp| stamp.present)
+}
+
+fn fetch_origin(repo: &Repository) {
+    let mut remote = dmv_sync::find_remote(repo, "origin").unwrap().spec.connect().unwrap();
+    dmv_sync::fetch(repo, remote.as_mut(), "origin", &Silent).unwrap();
+}
+
+/// A laptop drops a photo once a peer confirmed its copy; a desktop that
+/// hears only from the hub, and never from the laptop, must not go on
+/// believing the laptop holds it. The news travels: the drop tells the
+/// peer that confirmed, and the peer's next fetch from the hub tells the
+/// hub (a fetch gives back what the hub's log lacked, not only a push).
+#[test]
+fn a_drop_reaches_a_replica_that_never_spoke_with_the_dropper() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| tmp.path().join(name);
+    let mut laptop = Repository::init(&dir("laptop"), ChunkParams::default()).unwrap();
+    std::fs::write(dir("laptop").join("photo.jpg"), noise(1 << 20, 7)).unwrap();
+    commit_all(&laptop, "one photo");
+    Repository::init_with(&dir("hub"), ChunkParams::default(), true).unwrap();
+    dmv_sync::add_remote(&mut laptop, "origin", RemoteConfig { url: dir("hub").to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    push(&laptop, &PushOptions::default()).unwrap();
+    let clone = |name: &str| {
+        let plan = ClonePlan::new(CloneOptions { source: dir("hub").to_string_lossy().into_owned(), directory: Some(dir(name)), ..Default::default() }).unwrap();
+        let mut remote = plan.spec.connect().unwrap();
+        plan.run(remote.as_mut(), &Silent).unwrap().repo
+    };
+    let (peer, desktop) = (clone("peer"), clone("desktop"));
+    let hub = Repository::open(&dir("hub")).unwrap();
+    let photo = laptop.availability(&laptop.head_tree().unwrap().unwrap(), &[b"photo.jpg".to_vec()]).unwrap()[0].entry.id;
+    let dropper = laptop.replica_id().unwrap();
+    assert_eq!(claims(&desktop, dropper, photo), Some(true), "the clone learnt of the laptop's copy from the hub");
+
+    // The peer is the laptop's first remote by name: it alone confirms, and is told.
+    dmv_sync::add_remote(&mut laptop, "a-peer", RemoteConfig { url: dir("peer").to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    let dropped = dmv_sync::drop_files(&laptop, &dmv_sync::DropOptions { paths: vec![b"photo.jpg".to_vec()], numcopies: Some(1), ..Default::default() }).unwrap();
+    assert_eq!((dropped.files, dropped.confirmed_by.clone()), (1, vec!["a-peer".to_string()]));
+    assert_eq!(claims(&peer, dropper, photo), Some(false), "the peer that confirmed was told of the drop");
+    assert_eq!(claims(&hub, dropper, photo), Some(true), "the hub has not heard yet");
+
+    // Every replica fetches from the hub: the peer's fetch passes the news on.
+    fetch_origin(&peer);
+    assert_eq!(claims(&hub, dropper, photo), Some(false), "the peer's fetch told the hub");
+    fetch_origin(&desktop);
+    assert_eq!(claims(&desktop, dropper, photo), Some(false), "the desktop heard through the hub");
+    let mut holders = Vec::new();
+    dmv_sync::whereis(&desktop, &desktop.head_tree().unwrap().unwrap(), &[b"photo.jpg".to_vec()], &mut |f| {
+        holders.extend(f.copies.iter().map(|c| c.replica.clone()));
+        Ok(())
+    })
+    .unwrap();
+    holders.sort();
+    let mut expected: Vec<String> = [&desktop, &peer, &hub].iter().map(|r| r.replica_id().unwrap().to_string()).collect();
+    expected.sort();
+    assert_eq!(holders, expected, "whereis names the holders, and not the laptop ({dropper})");
+}

@@ -294,6 +294,35 @@ impl LocationPages {
     }
 }
 
+/// Records one log holds newer than, or unknown to, another it merged
+/// (see [`Repository::merge_locations_with_news`]); past
+/// [`LocationNews::LIMIT`] only that there were more is kept, and the
+/// whole log is the answer.
+#[derive(Debug, Default)]
+pub struct LocationNews {
+    /// The records, unsorted (empty once it overflowed).
+    pub records: Vec<LocationRecord>,
+    /// More than [`LocationNews::LIMIT`] records: send the whole log.
+    pub overflowed: bool,
+}
+
+impl LocationNews {
+    /// 65,536 records: 3.7 MB sent at most; past it, the whole log is.
+    pub const LIMIT: usize = 1 << 16;
+
+    fn add(&mut self, record: LocationRecord) {
+        if self.overflowed {
+            return;
+        }
+        if self.records.len() == Self::LIMIT {
+            self.overflowed = true;
+            self.records = Vec::new();
+            return;
+        }
+        self.records.push(record);
+    }
+}
+
 impl Repository {
     /// The location log, to be read in pages (see [`LocationPages`]), with
     /// this replica's current card among the cards.
@@ -324,8 +353,9 @@ impl Repository {
 
     /// Some records (what one transfer taught), to be given in pages as
     /// [`Repository::location_pages`] gives the whole log, with this replica's name.
+    /// Of two records of one file and replica, the newer is given.
     pub fn location_pages_of(&self, mut records: Vec<LocationRecord>) -> RepoResult<LocationPages> {
-        records.sort_unstable_by_key(|r| r.order());
+        records.sort_unstable_by(|a, b| a.order().cmp(&b.order()).then(b.stamp.time_ns.cmp(&a.stamp.time_ns)));
         records.dedup_by_key(|r| r.order());
         let count = records.len() as u64;
         let mut named = LocationLog::default();
@@ -360,11 +390,33 @@ impl Repository {
     /// and cards changed. A damaged log is refused before anything is written.
     pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards, my_card: bool) -> RepoResult<usize> {
         let _lock = self.lock_locations()?;
-        self.merge_locked(records, cards, my_card)
+        self.merge_locked(records, cards, my_card, None)
     }
 
-    /// [`Repository::merge_locations`] under the lock, folding the journal in.
-    fn merge_locked(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards, my_card: bool) -> RepoResult<usize> {
+    /// [`Repository::merge_locations`] of another replica's whole log (in
+    /// key order), also returning what this log knows that it did not: the
+    /// news to send back, so a drop heard of here travels on with a fetch.
+    pub fn merge_locations_with_news(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards) -> RepoResult<(usize, LocationNews)> {
+        let _lock = self.lock_locations()?;
+        let mut news = LocationNews::default();
+        let changed = self.merge_locked(records, cards, false, Some(&mut news))?;
+        Ok((changed, news))
+    }
+
+    /// [`Repository::merge_locations`] under the lock, folding the journal
+    /// in; the records of ours that `theirs` lacks or holds older go in `news`.
+    fn merge_locked(
+        &self,
+        records: impl IntoIterator<Item = RepoResult<LocationRecord>>,
+        cards: &ReplicaCards,
+        my_card: bool,
+        mut news: Option<&mut LocationNews>,
+    ) -> RepoResult<usize> {
+        let mut tell = |record: LocationRecord| {
+            if let Some(news) = news.as_deref_mut() {
+                news.add(record);
+            }
+        };
         let path = self.locations_path();
         let mut ours = self.open_merged()?;
         let mut theirs = Newest { input: records.into_iter().peekable(), path: path.clone() };
@@ -377,6 +429,7 @@ impl Repository {
                 (None, None) => break,
                 (Some(m), None) => {
                     mine = ours.next()?;
+                    tell(m);
                     m
                 }
                 (None, Some(o)) => {
@@ -392,11 +445,15 @@ impl Repository {
                     }
                     std::cmp::Ordering::Greater => {
                         mine = ours.next()?;
+                        tell(m);
                         m
                     }
                     std::cmp::Ordering::Equal => {
                         (mine, other) = (ours.next()?, theirs.next()?);
                         changed += o.stamp.newer_than(&m.stamp) as usize;
+                        if m.stamp.newer_than(&o.stamp) {
+                            tell(m);
+                        }
                         if o.stamp.newer_than(&m.stamp) {
                             o
                         } else {
@@ -444,7 +501,7 @@ impl Repository {
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
         if journal.appended + records.len() > JOURNAL_LIMIT {
             records.sort_by_key(LocationRecord::order_then_age);
-            return self.merge_locked(records.into_iter().map(Ok), &ReplicaCards::new(), false).map(drop);
+            return self.merge_locked(records.into_iter().map(Ok), &ReplicaCards::new(), false, None).map(drop);
         }
         if records.is_empty() {
             return Ok(());
