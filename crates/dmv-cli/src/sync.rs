@@ -323,18 +323,23 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     Ok(code)
 }
 
-/// One line for a merge an earlier sync left cut short.
-pub(crate) fn report_mended(mended: Option<&dmv_repo::MergeMended>) {
+/// One line for a merge or rebase an earlier command left cut short.
+pub(crate) fn report_mended(mended: Option<&dmv_repo::Mended>) {
     if let Some(line) = mended.map(mended_line) {
         println!("{line}");
     }
 }
 
-/// What a sync says of a merge an earlier one left cut short.
-pub(crate) fn mended_line(mended: &dmv_repo::MergeMended) -> String {
+/// What a sync says of a merge or rebase an earlier command left cut short.
+pub(crate) fn mended_line(mended: &dmv_repo::Mended) -> String {
+    let branch = |b: &Option<String>| b.as_deref().map_or("HEAD".to_string(), |b| printable(b.strip_prefix("refs/heads/").unwrap_or(b)));
     match mended {
-        dmv_repo::MergeMended::Undone { label } => format!("Undid the merge of {} a sync left cut short; merging again.", printable(label)),
-        dmv_repo::MergeMended::Committed { label, commit } => format!("Committed the merge of {} a sync left cut short ({}).", printable(label), commit.short()),
+        dmv_repo::Mended::RebaseFinished { branch: b, commit } => format!("Finished the rebase of {} left cut short ({}).", branch(b), commit.short()),
+        dmv_repo::Mended::RebaseStopped { branch: b, commit } => {
+            format!("Went on with the rebase of {} left cut short: {} conflicts; settle it and run dmv rebase --continue.", branch(b), commit.short())
+        }
+        dmv_repo::Mended::Undone { label } => format!("Undid the merge of {} a sync left cut short; merging again.", printable(label)),
+        dmv_repo::Mended::Committed { label, commit } => format!("Committed the merge of {} a sync left cut short ({}).", printable(label), commit.short()),
     }
 }
 

@@ -127,6 +127,12 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let mut next_sync = Instant::now();
     let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
     let mut health = WatchHealth { started: unix_now(), ..Default::default() };
+    // A merge or rebase a killed command left: finished or undone before anything is committed on top.
+    match repo.mend_cut_short() {
+        Ok(Some(mended)) => say(&crate::sync::mended_line(&mended)),
+        Ok(None) => {}
+        Err(e) => say(&format!("cannot finish what a command left cut short: {}", printable(&e.to_string()))),
+    }
     // What changed while no watcher ran is committed first.
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
@@ -232,6 +238,9 @@ fn commit(repo: &Repository, health: &mut WatchHealth) -> (Vec<PathBuf>, Vec<Pat
                 merge.conflicts.len()
             ));
         }
+    }
+    if let Ok(Some(_)) = repo.rebase_state() {
+        waiting.push("a rebase waits for you: settle its conflicts and run dmv rebase --continue (or --abort); nothing is committed until then".to_string());
     }
     // Each reason to wait is said once, when it begins.
     for line in waiting.iter().filter(|l| !health.waiting.contains(l)) {

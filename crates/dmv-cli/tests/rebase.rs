@@ -83,6 +83,23 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     assert_eq!(dmv(d, &["rev-parse", "refs/heads/topic"]).trim(), topic);
     let again = dmv_out(d, &["rebase", "main"]);
     assert_eq!(again.status.code(), Some(128), "a second rebase is refused");
+    // Nothing merges into the middle of it (it would be lost when the rebase ends), a sync included.
+    for args in [&["merge", "main"][..], &["sync"]] {
+        let out = dmv_out(d, args);
+        assert!(!out.status.success() && stderr(&out).contains("a rebase is in progress"), "{args:?}: {}", stderr(&out));
+    }
+    // A watcher commits nothing on its detached HEAD, and says what waits.
+    let stopped_at = rev(d, "HEAD");
+    std::fs::write(d.join("meanwhile.txt"), "written during the rebase\n").unwrap();
+    dmv(d, &["watch", "--background", "--quiet", "0.2"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !dmv(d, &["watch", "--status"]).contains("waiting: a rebase waits for you") {
+        assert!(std::time::Instant::now() < deadline, "the watcher never said the rebase waits: {}", dmv(d, &["watch", "--status"]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    dmv(d, &["watch", "--stop"]);
+    assert_eq!(rev(d, "HEAD"), stopped_at, "the watcher committed during the rebase");
+    std::fs::remove_file(d.join("meanwhile.txt")).unwrap();
 
     dmv(d, &["rebase", "--abort"]);
     assert_eq!(files(d), before);
@@ -243,6 +260,46 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
             let fsck = dmv_out(d, &["fsck", "--full"]);
             assert!(fsck.status.success(), "{at}: {}", stderr(&fsck));
         }
+    }
+}
+
+/// Nobody types `rebase --continue` for a replica left running: a rebase
+/// killed on its way (in memory, or with a pick half written) is finished
+/// by the next `dmv sync`, which then sends the rebased branch.
+#[test]
+fn a_rebase_killed_on_its_way_is_finished_by_the_next_sync() {
+    let in_memory = ["rebase-state-written", "rebase-picked-in-memory", "rebase-detached", "rebase-branch-moved", "rebase-head-back"];
+    let through_the_files = ["merge-state-written@1", "merge-worktree-written@1", "commit-before-ref@2", "commit-after-ref@1", "rebase-step-saved@1"];
+    for (point, interactive) in in_memory.iter().map(|p| (*p, false)).chain(through_the_files.iter().map(|p| (*p, true))) {
+        let repo = topic_behind_main();
+        let d = repo.path();
+        let hub = tempfile::tempdir().unwrap();
+        dmv(hub.path(), &["init", "--bare", "hub"]);
+        dmv(d, &["remote", "add", "origin", hub.path().join("hub").to_str().unwrap()]);
+        // A reword (each message kept) makes every pick go through the working tree: its pause points are reached.
+        let editor = hub.path().join("reword.sh");
+        std::fs::write(&editor, "#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e 's/^pick/reword/' \"$1\" ;;\nesac\n").unwrap();
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = dmv_cmd(d);
+        match interactive {
+            true => cmd.args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor),
+            false => cmd.args(["rebase", "main"]),
+        };
+        let paused = Paused::start(cmd, point);
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
+        let _ = paused.resume();
+        let at = format!("killed at {point} (interactive: {interactive})");
+        assert!(d.join(".dmv/REBASE_STATE").exists(), "{at}: the rebase was cut short");
+        let out = dmv_out(d, &["sync"]);
+        assert!(out.status.success(), "{at}: {}", stderr(&out));
+        assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"], "{at}");
+        assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "{at}");
+        assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic", "{at}");
+        assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n", "{at}");
+        assert_eq!(dmv(d, &["rev-parse", "origin/topic"]), dmv(d, &["rev-parse", "topic"]), "{at}: the rebased branch was sent");
+        let status = dmv(d, &["status"]);
+        assert!(status.contains("nothing to commit, working tree clean") && !status.contains("rebasing"), "{at}: {status}");
     }
 }
 

@@ -49,7 +49,7 @@ pub mod line_merge {
     pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
 }
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
-pub use merge::merging::{ConflictedPath, FastForward, MergeMended, MergeOutcome};
+pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome};
 pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;

@@ -4,7 +4,7 @@
 //! "sync now" button makes.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{KeepMessages, MergeMended, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
+use dmv_repo::{KeepMessages, Mended, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
@@ -81,13 +81,25 @@ fn fetch_branch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, b
 #[derive(Debug)]
 pub struct Synced {
     /// A merge an earlier sync left cut short, finished or undone first.
-    pub mended: Option<MergeMended>,
+    pub mended: Option<Mended>,
     /// What peers offered here, merged first (see [`merge_offers`]).
     pub offers: Vec<(String, MergeOutcome)>,
     /// What the pull did (None when merging an offer left conflicts: nothing more was done).
     pub pulled: Option<Pulled>,
     /// None when a merge stopped on conflicts: nothing was pushed.
     pub pushed: Option<Pushed>,
+}
+
+/// What a sync does first: a merge or rebase an earlier command left cut
+/// short is finished or undone (see [`Repository::mend_cut_short`]); a
+/// rebase still waiting for its person (a conflict) stops the sync, which
+/// would otherwise merge into the middle of it.
+fn mend_cut_short(repo: &Repository) -> SyncResult<Option<Mended>> {
+    let mended = repo.mend_cut_short()?;
+    if repo.rebase_state()?.is_some() {
+        return Err(dmv_repo::RepoError::RebaseInProgress.into());
+    }
+    Ok(mended)
 }
 
 fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
@@ -99,8 +111,8 @@ fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
 /// a bare remote, offered to a peer (which merges it when it next syncs).
 /// Both replicas end with one history.
 pub fn sync(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Synced> {
+    let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
-    let mended = repo.mend_interrupted_merge()?;
     let offers = merge_offers(repo, &branch, progress)?;
     if stopped(&offers) {
         return Ok(Synced { mended, offers, pulled: None, pushed: None });
@@ -125,7 +137,7 @@ fn send_back(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, bran
 #[derive(Debug, Default)]
 pub struct SyncedAll {
     /// A merge an earlier sync left cut short, finished or undone first.
-    pub mended: Option<MergeMended>,
+    pub mended: Option<Mended>,
     /// What peers offered here, merged first (see [`merge_offers`]).
     pub offers: Vec<(String, MergeOutcome)>,
     /// Per remote that answered: what its pull did.
@@ -145,8 +157,8 @@ pub struct SyncedAll {
 /// peer. Location logs travel both ways with the transfers,
 /// and each fetch brings the data the replica's slice asks for.
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
+    let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
-    let mended = repo.mend_interrupted_merge()?;
     let mut done = SyncedAll { mended, offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
     if let Some((label, _)) = done.offers.iter().find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_))) {
         done.stopped_at = Some(label.clone());

@@ -50,9 +50,23 @@ pub enum MergeOutcome {
     Conflicts(Vec<ConflictedPath>),
 }
 
-/// What [`Repository::mend_interrupted_merge`] did with a merge cut short.
+/// What [`Repository::mend_cut_short`] did with a merge or rebase cut short.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MergeMended {
+pub enum Mended {
+    /// A rebase killed on its way: continued to its end.
+    RebaseFinished {
+        /// The branch rebased (None: HEAD was detached).
+        branch: Option<String>,
+        /// Where it ended.
+        commit: ObjectId,
+    },
+    /// A rebase killed on its way, continued, stopped on a conflict: a person's to settle.
+    RebaseStopped {
+        /// The branch being rebased (None: HEAD was detached).
+        branch: Option<String>,
+        /// The commit whose pick conflicts.
+        commit: ObjectId,
+    },
     /// Stopped while writing the working tree: undone, its paths back to HEAD.
     Undone {
         /// What was being merged.
@@ -115,6 +129,10 @@ impl Repository {
     /// [`Repository::merge`], fast-forwarding as `ff` says.
     pub fn merge_with(&self, theirs: ObjectId, label: &str, ff: FastForward, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
+        // Merged into the middle of a rebase, it would be lost when the rebase ends.
+        if self.rebase_state()?.is_some() {
+            return Err(RepoError::RebaseInProgress);
+        }
         // A merge cut short while writing the working tree, which only an
         // abort may follow: undone (its paths back to HEAD) and this one
         // run. Whatever it merged, the same commit or one that moved on
@@ -258,22 +276,26 @@ impl Repository {
     /// undone (only an abort may follow it; it is merged again after); one
     /// stopped after writing a result without conflicts is committed as it
     /// would have been. A merge with conflicts left is a person's to settle:
-    /// None, and it stays as it is.
-    pub fn mend_interrupted_merge(&self) -> RepoResult<Option<MergeMended>> {
+    /// None, and it stays as it is. A rebase cut short goes on to its end
+    /// first (see [`Repository::mend_interrupted_rebase`]).
+    pub fn mend_cut_short(&self) -> RepoResult<Option<Mended>> {
         self.require_worktree()?;
+        if let Some(mended) = self.mend_interrupted_rebase()? {
+            return Ok(Some(mended));
+        }
         let Some(state) = self.merge_state()? else { return Ok(None) };
         let label = state.label.clone();
         match state.phase {
             MergePhase::Applying => {
                 self.merge_abort()?;
-                Ok(Some(MergeMended::Undone { label }))
+                Ok(Some(Mended::Undone { label }))
             }
             MergePhase::Resolving if state.conflicts.is_empty() && state.kind == MergeKind::Merge => {
                 let _wlock = self.lock_worktree()?;
                 // Looked at again under the lock: another command may have settled it.
                 let Some(state) = self.merge_state()? else { return Ok(None) };
                 let commit = self.commit_merge(&state, &self.default_message(&state)?)?;
-                Ok(Some(MergeMended::Committed { label, commit }))
+                Ok(Some(Mended::Committed { label, commit }))
             }
             MergePhase::Resolving => Ok(None),
         }

@@ -35,7 +35,7 @@ impl Repository {
     /// Stages every change of the working tree (new, changed and deleted
     /// files, not ignored ones; a partial replica's absent files stay
     /// absent) and commits it as one commit with a message counting the
-    /// changes. Nothing while a merge is in progress (whoever started it
+    /// changes. Nothing while a merge or rebase is in progress (whoever started it
     /// settles it). One working-tree lock is held from the staging to the
     /// commit: a change staged by another command in between cannot slip
     /// into the commit under this message.
@@ -50,7 +50,8 @@ impl Repository {
     pub fn commit_everything(&self, progress: &dyn Progress) -> RepoResult<AutoCommitted> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        if self.merge_state()?.is_some() {
+        // A commit on a rebase's detached HEAD would be left behind when it ends.
+        if self.merge_state()?.is_some() || self.rebase_state()?.is_some() {
             return Ok(AutoCommitted::default());
         }
         dmv_store::failpoint("autocommit-before-staging");

@@ -24,7 +24,7 @@ use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
 use crate::merge::line_merge::MarkerLabels;
 use crate::merge::merge_state::{MergeKind, MergePhase};
-use crate::merge::merging::{ConflictedPath, MergeOutcome};
+use crate::merge::merging::{ConflictedPath, Mended, MergeOutcome};
 use crate::merge::three_way::three_way;
 use crate::paths::show;
 use crate::repository::refs::{Head, RefUpdate};
@@ -237,6 +237,26 @@ impl Repository {
             self.save_rebase_state(&state)?;
         }
         self.run_rebase(state, editor, progress)
+    }
+
+    /// For what runs unattended (see [`Repository::mend_cut_short`]): a
+    /// rebase killed on its way (not stopped on a conflict, which waits for
+    /// its person; one whose conflicts are all settled goes on, as a
+    /// settled merge is committed) goes on as `rebase --continue` would, each message kept
+    /// as it stands (no editor is asked with nobody there). Going on, not
+    /// back: the person asked for the rebase, and its plan is kept whole.
+    pub fn mend_interrupted_rebase(&self) -> RepoResult<Option<Mended>> {
+        let _wlock = self.lock_worktree()?;
+        let Some(state) = self.rebase_state()? else { return Ok(None) };
+        if self.merge_state()?.is_some_and(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty()) {
+            return Ok(None);
+        }
+        let branch = state.branch.clone();
+        Ok(Some(match self.rebase_continue(&KeepMessages, &dmv_store::Silent)? {
+            RebaseOutcome::Done(commit) => Mended::RebaseFinished { branch, commit },
+            RebaseOutcome::UpToDate => Mended::RebaseFinished { branch, commit: self.head_commit()?.unwrap_or(state.orig_head) },
+            RebaseOutcome::Stopped { commit, .. } => Mended::RebaseStopped { branch, commit },
+        }))
     }
 
     /// `rebase --skip`: leaves out the stopped pick's commit and goes on.
