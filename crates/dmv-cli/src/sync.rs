@@ -291,8 +291,15 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
             print_fetched(name, &pulled.fetched.updated);
             code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
         }
+        for (name, fetched) in &all.fetched {
+            print_fetched(name, &fetched.updated);
+        }
         for (name, pushed) in &all.pushed {
             print_pushed(name, pushed, false, false);
+        }
+        if let Some(label) = &all.merge_waits {
+            eprintln!("dmv: the merge of {} waits for you: settle its conflicts (dmv status) and commit; fetched and sent what was committed, merged nothing", printable(label));
+            code = 1;
         }
         for (name, why) in &all.skipped {
             eprintln!("skipped {}: {}", printable(name), printable(why));

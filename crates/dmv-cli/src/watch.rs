@@ -233,7 +233,7 @@ fn commit(repo: &Repository, health: &mut WatchHealth) -> (Vec<PathBuf>, Vec<Pat
     if let Ok(Some(merge)) = repo.merge_state() {
         if !merge.conflicts.is_empty() {
             waiting.push(format!(
-                "a merge of {} has {} conflicted files: settle them (dmv status) and commit; nothing is committed until then",
+                "a merge of {} has {} conflicted files: settle them (dmv status) and commit; nothing is committed or merged until then (what was committed before is still sent)",
                 printable(&merge.label),
                 merge.conflicts.len()
             ));

@@ -619,3 +619,48 @@ fn a_change_reaches_another_watching_replica_without_waiting_for_its_timer() {
     fsck_clean(&a);
     fsck_clean(&b);
 }
+
+/// A merge a person started stopped on a conflict: the watcher commits
+/// nothing into it, yet goes on sending what was committed before it and
+/// fetching others' work, which it merges once the person committed.
+#[test]
+fn a_person_s_merge_with_conflicts_holds_back_merging_not_sending_or_fetching() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (a, hub, b) = two_replicas_of_a_hub(t);
+    std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
+    commit_all(&a, "a's earlier work");
+    dmv(&a, &["switch", "-c", "side"]);
+    std::fs::write(a.join("first.txt"), "side\n").unwrap();
+    commit_all(&a, "side");
+    dmv(&a, &["switch", "main"]);
+    std::fs::write(a.join("first.txt"), "main\n").unwrap();
+    commit_all(&a, "main");
+    assert_eq!(dmv_out(&a, &["merge", "side"]).status.code(), Some(1), "the merge stops on its conflict");
+    let before_merge = dmv(&a, &["rev-parse", "HEAD"]);
+
+    let args = ["--quiet", "0.2", "--sync", "--sync-every", "3600", "--check-every", "0.5"];
+    let watcher = Watcher::start(&a, &args, &no_env);
+    wait_for_logged("a's commits on the hub", &[&watcher], || dmv(&hub, &["rev-parse", "main"]) == before_merge);
+    wait_for("the watcher to say the merge waits", || dmv(&a, &["watch", "--status"]).contains("waiting: a merge of side has 1 conflicted files"));
+    dmv(&b, &["pull"]);
+    assert!(b.join("from-a.txt").exists());
+    std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
+    commit_all(&b, "b's work");
+    dmv(&b, &["push"]);
+    let b_head = dmv(&b, &["rev-parse", "HEAD"]);
+    wait_for_logged("b's work fetched", &[&watcher], || dmv(&a, &["rev-parse", "origin/main"]) == b_head);
+    assert_eq!(dmv(&a, &["rev-parse", "HEAD"]), before_merge, "nothing was committed or merged into the person's merge");
+    assert!(!a.join("from-b.txt").exists() && dmv(&a, &["status"]).contains("first.txt"));
+
+    // Settled: the watcher merges b's work and sends it all.
+    std::fs::write(a.join("first.txt"), "both\n").unwrap();
+    dmv(&a, &["add", "first.txt"]);
+    dmv(&a, &["commit", "-m", "merge side"]);
+    wait_for_logged("one history with b's work", &[&watcher], || {
+        a.join("from-b.txt").exists() && dmv(&a, &["rev-parse", "HEAD"]) == dmv(&hub, &["rev-parse", "main"]) && dmv(&a, &["status", "--short"]).is_empty()
+    });
+    assert!(watcher.stop().success());
+    assert_eq!(std::fs::read_to_string(a.join("first.txt")).unwrap(), "both\n");
+    fsck_clean(&a);
+}

@@ -4,7 +4,7 @@
 //! "sync now" button makes.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{KeepMessages, Mended, MergeOutcome, Phase, Progress, RebaseOutcome, Repository};
+use dmv_repo::{KeepMessages, Mended, MergeOutcome, MergePhase, Phase, Progress, RebaseOutcome, Repository};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
@@ -148,6 +148,12 @@ pub struct SyncedAll {
     pub skipped: Vec<(String, String)>,
     /// A merge stopped on conflicts (from this remote): nothing was pushed.
     pub stopped_at: Option<String>,
+    /// A merge a person started waits for them to settle its conflicts
+    /// (its label): nothing was merged; what was committed before it was
+    /// sent, and every remote fetched (`fetched`).
+    pub merge_waits: Option<String>,
+    /// While a merge waits: per remote fetched, what the fetch did.
+    pub fetched: Vec<(String, Fetched)>,
 }
 
 /// What a person with several devices wants from one command: merge what
@@ -159,6 +165,10 @@ pub struct SyncedAll {
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
+    if let Some(merge) = repo.merge_state()?.filter(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty()) {
+        let waiting = SyncedAll { mended, merge_waits: Some(merge.label), ..Default::default() };
+        return fetch_and_send(repo, &branch, waiting, progress);
+    }
     let mut done = SyncedAll { mended, offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
     if let Some((label, _)) = done.offers.iter().find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_))) {
         done.stopped_at = Some(label.clone());
@@ -213,6 +223,42 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
         match send_back(repo, connection.as_mut(), &name, &branch, progress) {
             Ok(pushed) => done.pushed.push((name, pushed)),
             Err(e @ (SyncError::NotFastForward { .. } | SyncError::Rejected { .. })) => return Err(e),
+            Err(e) => done.skipped.push((name, e.to_string())),
+        }
+    }
+    Ok(done)
+}
+
+/// While a person's merge waits for them: every remote is fetched (its
+/// news kept in the remote-tracking branches, merged once the person's
+/// merge is done) and sent what was committed before the merge began, so
+/// a replica with a conflict to settle still passes on its earlier work
+/// and hears of others'. Nothing is merged; a remote that moved on is
+/// skipped, not an error, until a merge can follow.
+fn fetch_and_send(repo: &Repository, branch: &str, mut done: SyncedAll, progress: &dyn Progress) -> SyncResult<SyncedAll> {
+    let names = remotes_in_order(repo);
+    if names.is_empty() {
+        return Err(SyncError::NeedsNamedRemote { what: "sync" });
+    }
+    for name in names {
+        let remote = crate::named_remotes::find_remote(repo, &name)?;
+        let mut connection = match remote.connect_to_push(repo) {
+            Ok(c) => c,
+            Err(e) => {
+                done.skipped.push((name, e.to_string()));
+                continue;
+            }
+        };
+        match fetch(repo, connection.as_mut(), &name, progress) {
+            Ok(fetched) => done.fetched.push((name.clone(), fetched)),
+            Err(e) if e.is_remote_failure() => {
+                done.skipped.push((name, e.to_string()));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        match send_back(repo, connection.as_mut(), &name, branch, progress) {
+            Ok(pushed) => done.pushed.push((name, pushed)),
             Err(e) => done.skipped.push((name, e.to_string())),
         }
     }
