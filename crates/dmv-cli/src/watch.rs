@@ -126,6 +126,7 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let check_every = (a.check_every > 0.0).then(|| Duration::from_secs_f64(a.check_every));
     let mut next_sync = Instant::now();
     let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
+    let board = check_every.filter(|_| a.sync).map(|_| NewsBoard::listen(repo, wake.clone()));
     let mut health = WatchHealth { started: unix_now(), ..Default::default() };
     // A merge or rebase a killed command left: finished or undone before anything is committed on top.
     match repo.mend_cut_short() {
@@ -141,8 +142,13 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
             folder.retry(&held_back, &still_open);
         }
         let mut sync_now = a.sync && (changed || Instant::now() >= next_sync);
-        if let Some(every) = check_every.filter(|_| a.sync && !sync_now && Instant::now() >= next_check) {
+        // A remote that tells of news is not asked every few seconds; one heard from is asked now.
+        let heard = board.as_ref().is_some_and(|b| b.heard.swap(false, Ordering::Relaxed));
+        let poll_due = check_every.is_some_and(|_| Instant::now() >= next_check) && !board.as_ref().is_some_and(NewsBoard::all_listening);
+        if a.sync && !sync_now && (heard || poll_due) {
             sync_now = dmv_sync::current_branch(repo).is_ok_and(|branch| !dmv_sync::moved_since_last_sync(repo, &branch).is_empty());
+        }
+        if let Some(every) = check_every.filter(|_| Instant::now() >= next_check) {
             next_check = Instant::now() + every;
         }
         if sync_now {
@@ -158,7 +164,12 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let timer = a.sync.then(|| wake_at(next_sync.min(next_check), wake.clone()));
+        // Nothing to poll while every remote tells of news: woken by them, or to sync.
+        let wake_time = match board.as_ref().is_some_and(NewsBoard::all_listening) {
+            true => next_sync,
+            false => next_sync.min(next_check),
+        };
+        let timer = a.sync.then(|| wake_at(wake_time, wake.clone()));
         changed = folder.next_settled(&wake)?.is_some();
         drop(timer);
     }
@@ -166,30 +177,87 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     Ok(0)
 }
 
-/// Sets `wake` at `when`, unless dropped first.
+/// The remotes that tell this watcher when their refs change (a DMV
+/// server over HTTP: see `dmv_sync::NewsListener`), a thread each: while
+/// every remote does, the watcher asks none every --check-every seconds.
+struct NewsBoard {
+    /// A remote told of a change since the watcher last looked.
+    heard: Arc<AtomicBool>,
+    /// Remotes not listened to now (not HTTP, an older server, or unreachable).
+    deaf: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// How long a listener that lost its remote waits before connecting again.
+const LISTEN_AGAIN_AFTER: Duration = Duration::from_secs(10);
+
+impl NewsBoard {
+    fn listen(repo: &Repository, wake: Arc<AtomicBool>) -> NewsBoard {
+        let names: Vec<String> = repo.config.remotes.keys().cloned().collect();
+        let board = NewsBoard { heard: Arc::new(AtomicBool::new(false)), deaf: Arc::new(names.len().into()) };
+        for name in names {
+            let (root, heard, deaf, wake) = (repo.root.clone(), board.heard.clone(), board.deaf.clone(), wake.clone());
+            std::thread::spawn(move || {
+                let Ok(repo) = Repository::open(&root) else { return };
+                loop {
+                    let mut listener = match dmv_sync::NewsListener::connect(&repo, &name) {
+                        Ok(Some(listener)) => listener,
+                        Ok(None) => return,
+                        Err(_) => {
+                            std::thread::sleep(LISTEN_AGAIN_AFTER);
+                            continue;
+                        }
+                    };
+                    deaf.fetch_sub(1, Ordering::SeqCst);
+                    while let Ok(changed) = listener.wait() {
+                        if changed {
+                            heard.store(true, Ordering::Relaxed);
+                            wake.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    // Lost: until the next listener, the watcher polls it as before, from now.
+                    deaf.fetch_add(1, Ordering::SeqCst);
+                    heard.store(true, Ordering::Relaxed);
+                    wake.store(true, Ordering::Relaxed);
+                    std::thread::sleep(LISTEN_AGAIN_AFTER);
+                }
+            });
+        }
+        board
+    }
+
+    fn all_listening(&self) -> bool {
+        self.deaf.load(Ordering::SeqCst) == 0
+    }
+}
+
+/// Sets `wake` at `when`, unless dropped first. The thread sleeps until
+/// then (parked: a drop wakes it to end), so an idle watcher wakes only
+/// when it has something to do.
 fn wake_at(when: Instant, wake: Arc<AtomicBool>) -> Timer {
     let cancelled = Arc::new(AtomicBool::new(false));
     let gone = cancelled.clone();
-    std::thread::spawn(move || {
+    let thread = std::thread::spawn(move || {
         while !gone.load(Ordering::Relaxed) {
             let left = when.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 wake.store(true, Ordering::Relaxed);
                 return;
             }
-            std::thread::sleep(left.min(Duration::from_millis(500)));
+            std::thread::park_timeout(left);
         }
     });
-    Timer { cancelled }
+    Timer { cancelled, thread }
 }
 
 struct Timer {
     cancelled: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Drop for Timer {
     fn drop(&mut self) {
         self.cancelled.store(true, Ordering::Relaxed);
+        self.thread.thread().unpark();
     }
 }
 

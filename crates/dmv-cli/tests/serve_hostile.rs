@@ -1412,3 +1412,64 @@ fn a_server_listing_more_refs_than_a_clone_takes_is_refused() {
     assert_eq!(err.lines().filter(|l| l.starts_with("dmv: ")).count(), 1, "{err}");
     security_report("refs-answer", "a server listing 300,000 refs to a clone", 1, 1, None);
 }
+
+/// Waits for news (`WaitRefs`, a watcher's long poll) held open, sent
+/// with nothing held back (`since` the refs' current digest).
+fn held_waits(port: u16, token: Option<&str>, since: [u8; 32], count: usize) -> Vec<TcpStream> {
+    let request = post("/hub/dmv/wait-refs", token, &message(&Request::WaitRefs { since, seconds: 55 }));
+    (0..count)
+        .map(|_| {
+            let mut s = connect(port);
+            s.write_all(&request).unwrap();
+            s
+        })
+        .collect()
+}
+
+/// Whether the server answered (or closed) `s` by now, without waiting.
+fn answered(s: &TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let got = !matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+    s.set_nonblocking(false).unwrap();
+    got
+}
+
+/// A long poll holds a request open for up to 55 s: one caller holds 16
+/// at most (past them a wait is answered at once, as a poll), and a wait
+/// is not work, so past `max_connections` a new client closes a wait
+/// rather than being turned away.
+#[test]
+fn waits_for_news_are_bounded_per_caller_and_make_room() {
+    let top = setup();
+    let t = top.path();
+    let config = format!(
+        "idle_timeout_secs = 120\nmax_connections = 32\n[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n\"waiter\" = {{ access = \"read\", user = \"wes\" }}\n"
+    );
+    std::fs::write(t.join("server.toml"), config).unwrap();
+    let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
+    let port = server.port;
+    let at_once = exchange(port, &post("/hub/dmv/wait-refs", None, &message(&Request::WaitRefs { since: [0; 32], seconds: 55 })));
+    let Response::RefsDigest { digest } = response(&at_once) else { panic!("{at_once:?}") };
+    // One address without a token: 16 held, the rest answered at once with the digest as it is.
+    let anonymous = held_waits(port, None, digest, 20);
+    std::thread::sleep(Duration::from_secs(2));
+    let (mut quick, held): (Vec<TcpStream>, Vec<TcpStream>) = anonymous.into_iter().partition(answered);
+    assert_eq!((quick.len(), held.len()), (4, 16));
+    for s in &mut quick {
+        assert!(matches!(response(&parse_answer(&read_until_closed(s))), Response::RefsDigest { digest: d } if d == digest));
+    }
+    // Another caller fills the server's 32 connections with waits: a new client still gets in.
+    let wes = held_waits(port, Some("waiter"), digest, 16);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!wes.iter().any(answered), "a user's own share is held");
+    assert!(hello_answers(port), "a wait made room");
+    let cut = held.iter().chain(&wes).filter(|s| answered(s)).count();
+    assert!(cut >= 1, "a wait was closed to make room");
+    security_report(
+        "waits",
+        "long polls for news held open: 16 per caller, past them answered at once; past max_connections = 32 a wait is closed first",
+        36,
+        4 + cut,
+        Some(peak_rss(&server)),
+    );
+}

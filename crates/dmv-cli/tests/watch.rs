@@ -664,3 +664,46 @@ fn a_person_s_merge_with_conflicts_holds_back_merging_not_sending_or_fetching() 
     assert_eq!(std::fs::read_to_string(a.join("first.txt")).unwrap(), "both\n");
     fsck_clean(&a);
 }
+
+/// Two watchers of one HTTP hub, told by the hub when it moves (a long
+/// poll, `WaitRefs`): a change on one arrives on the other although each
+/// syncs by its timer once an hour, and while every remote tells of news
+/// neither lists the hub's refs every --check-every seconds.
+#[test]
+fn an_http_hub_tells_its_watchers_of_news_and_they_stop_polling_it() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = HttpServer::start(&format!("access_log = true\n[repos]\nhub = \"hub\"\n[tokens]\n\"{TOKEN}\" = \"write\"\n"), t, 0);
+    let url = format!("http://127.0.0.1:{}/hub", hub.port);
+    let token = |c: &mut Command| {
+        c.env("DMV_TOKEN", TOKEN);
+    };
+    dmv(t, &["init", "a"]);
+    let (a, b) = (t.join("a"), t.join("b"));
+    std::fs::write(a.join("first.txt"), "first\n").unwrap();
+    commit_all(&a, "first");
+    dmv(&a, &["remote", "add", "origin", &url]);
+    run_ok(&token, &a, &["push"]);
+    run_ok(&token, t, &["clone", &url, "b"]);
+    // Polling every half second, were the hub not telling.
+    let args = ["--quiet", "0.2", "--sync", "--sync-every", "3600", "--check-every", "0.5"];
+    let on_a = Watcher::start(&a, &args, &token);
+    let on_b = Watcher::start(&b, &args, &token);
+    std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
+    wait_for_logged("from-a.txt on b", &[&on_a, &on_b], || b.join("from-a.txt").exists());
+    std::fs::write(b.join("from-b.txt"), "b\n").unwrap();
+    wait_for_logged("from-b.txt on a", &[&on_a, &on_b], || a.join("from-b.txt").exists());
+    wait_for_logged("one history", &[&on_a, &on_b], || dmv(&a, &["rev-parse", "HEAD"]) == dmv(&b, &["rev-parse", "HEAD"]));
+    // Settled (the last push heard of and looked at), then idle: nothing but waits reaches the hub.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = hub.log.lock().unwrap().len();
+    std::thread::sleep(Duration::from_secs(4));
+    let idle: Vec<String> = hub.log.lock().unwrap()[before..].to_vec();
+    let polls = idle.iter().filter(|l| l.contains("/dmv/") && !l.contains("/dmv/wait-refs")).count();
+    assert_eq!(polls, 0, "requests other than waits while idle: {idle:#?}");
+    assert!(on_a.stop().success());
+    assert!(on_b.stop().success());
+    fsck_clean(&a);
+    fsck_clean(&b);
+}

@@ -407,6 +407,10 @@ async fn rpc(
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
+    if verb == Verb::WaitRefs {
+        let who = caller.user.clone().unwrap_or_else(|| state.client_ip(peer, &headers).to_string());
+        return wait_for_refs(&state, place, caller, who, &activity, body).await;
+    }
     if verb.has_body() {
         // An upload is answered only once it has been read and stored whole.
         let Ok(turn) = state.uploads.clone().acquire_owned().await else {
@@ -440,6 +444,63 @@ async fn rpc(
         let _ = out.flush();
     });
     Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
+}
+
+/// How often a held `WaitRefs` looks at the refs again: the longest a
+/// change waits to be told, for the cost of a refs listing a second per
+/// waiting watcher (about 50 µs of a repository's reftable).
+const WAIT_LOOKS_EVERY: Duration = Duration::from_secs(1);
+
+/// `WaitRefs`, a long poll: the refs' digest is looked at every
+/// [`WAIT_LOOKS_EVERY`] until it differs from the one the client saw, or
+/// its wait ran out. While it waits its connection counts as waiting on
+/// its client, not as work: past the bound on connections it is the first
+/// closed, so a thousand waits cost a pushing client nothing (the watcher
+/// asks again). Each look is an ordinary `WaitRefs` answered at once by
+/// the repository's side, so a directory and a bucket are looked at alike.
+async fn wait_for_refs(state: &Arc<ServerState>, place: RepoPlace, caller: Caller, who: String, activity: &Arc<Activity>, body: Body) -> Response {
+    let (request, held) = match read_request(state, body).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    drop(held);
+    let asked = FrameReader::new(request.as_slice()).next_frame().ok().flatten().and_then(|f| match f {
+        Frame::Message(bytes) => decode_message::<Request>(&bytes).ok(),
+        _ => None,
+    });
+    let (since, seconds) = match asked {
+        Some(Request::WaitRefs { since, seconds }) => (since, seconds.min(dmv_sync::protocol::MAX_WAIT_SECONDS)),
+        // Not what the URL says: the repository's side answers why.
+        _ => (Default::default(), 0),
+    };
+    let slot = state.waits.take(who);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(if slot.is_some() { seconds as u64 } else { 0 });
+    let _waiting = activity.waiting_on_client();
+    let cache = state.bucket_cache.clone();
+    loop {
+        let (place, caller, cache, request) = (place.clone(), caller.clone(), cache.clone(), request.clone());
+        let answer = match tokio::task::spawn_blocking(move || {
+            let mut answer = Vec::new();
+            serve_request(&place, &cache, &caller, Verb::WaitRefs, std::io::Cursor::new(request), &mut answer);
+            answer
+        })
+        .await
+        {
+            Ok(answer) => answer,
+            Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("request failed: {e}")),
+        };
+        let now = FrameReader::new(answer.as_slice()).next_frame().ok().flatten().and_then(|f| match f {
+            Frame::Message(bytes) => match decode_message::<WireResponse>(&bytes) {
+                Ok(WireResponse::RefsDigest { digest }) => Some(digest),
+                _ => None,
+            },
+            _ => None,
+        });
+        if now.is_none_or(|d| d != since) || tokio::time::Instant::now() + WAIT_LOOKS_EVERY > deadline {
+            return Response::new(Body::from(answer));
+        }
+        tokio::time::sleep(WAIT_LOOKS_EVERY).await;
+    }
 }
 
 /// Reads a whole request that is not an upload, within the request

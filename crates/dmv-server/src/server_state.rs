@@ -2,8 +2,9 @@
 //! UI: its configuration, the web logins, the ration of token guesses, the
 //! memory that request bodies may hold at once, and who a request is from.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::http::HeaderMap;
 use tokio::sync::Semaphore;
@@ -17,6 +18,11 @@ use crate::staging::StagedUploads;
 pub(crate) const BODY_BYTES_IN_FLIGHT: usize = 256 << 20;
 /// Uploads (pushes) stored at once; more wait their turn.
 pub(crate) const UPLOADS_AT_ONCE: usize = 16;
+/// Waits for news (`WaitRefs`) one caller (a user, else an address) holds
+/// open at once: a watcher holds one per repository, a person has a few
+/// devices. Past it a wait is answered at once, as a poll: it costs the
+/// server a refs listing, never a held request.
+pub(crate) const WAITS_PER_CALLER: usize = 16;
 
 pub(crate) struct ServerState {
     pub config: ServerConfig,
@@ -30,6 +36,43 @@ pub(crate) struct ServerState {
     pub bucket_cache: Arc<tempfile::TempDir>,
     /// Files being uploaded from browsers, piece by piece.
     pub staged: StagedUploads,
+    /// Waits for news held open, per caller.
+    pub waits: Waits,
+}
+
+/// How many waits for news each caller holds open (see [`WAITS_PER_CALLER`]).
+#[derive(Default)]
+pub(crate) struct Waits(Arc<Mutex<HashMap<String, usize>>>);
+
+/// One wait held open, given back on drop.
+pub(crate) struct WaitSlot {
+    held: Arc<Mutex<HashMap<String, usize>>>,
+    caller: String,
+}
+
+impl Waits {
+    /// A slot for one more wait of `caller`'s; None past its share.
+    pub fn take(&self, caller: String) -> Option<WaitSlot> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = held.entry(caller.clone()).or_default();
+        if *count >= WAITS_PER_CALLER {
+            return None;
+        }
+        *count += 1;
+        Some(WaitSlot { held: self.0.clone(), caller })
+    }
+}
+
+impl Drop for WaitSlot {
+    fn drop(&mut self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = held.get_mut(&self.caller) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.caller);
+            }
+        }
+    }
 }
 
 /// The address a connection came from, put on each of its requests.
@@ -48,6 +91,7 @@ impl ServerState {
             uploads: Arc::new(Semaphore::new(UPLOADS_AT_ONCE)),
             bucket_cache,
             staged: StagedUploads::default(),
+            waits: Waits::default(),
         })
     }
 

@@ -22,6 +22,12 @@ pub trait Wire {
     fn may_write(&self) -> bool {
         true
     }
+    /// How long an answer may take to start before the wire gives up (an
+    /// HTTP wire's stall bound), when the far side holds a request open
+    /// for news (`WaitRefs`); None: it answers such a request at once.
+    fn waits_up_to(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// A DMV server reached through a `Wire`.
@@ -92,6 +98,23 @@ impl Remote for Client {
 
     fn takes_pieces_of_logs(&self) -> bool {
         self.wire.may_write()
+    }
+
+    fn wait_for_refs(&mut self, since: Option<[u8; 32]>) -> SyncResult<Option<[u8; 32]>> {
+        let Some(stall) = self.wire.waits_up_to() else { return Ok(None) };
+        // Answered before the wire would take the quiet for a stall.
+        let seconds = match since {
+            None => 0,
+            Some(_) => (stall.as_secs().saturating_sub(5) as u32).clamp(1, crate::protocol::MAX_WAIT_SECONDS),
+        };
+        match self.call(Request::WaitRefs { since: since.unwrap_or([0; 32]), seconds }) {
+            Ok(Response::RefsDigest { digest }) => Ok(Some(digest)),
+            // A server from before waiting: no such request there.
+            Err(SyncError::NotARepository { .. }) => Ok(None),
+            Ok(Response::Error { message }) if message.contains("unknown request") => Ok(None),
+            Ok(other) => Err(unexpected("a digest of the refs", &other)),
+            Err(e) => Err(e),
+        }
     }
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {

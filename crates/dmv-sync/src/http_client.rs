@@ -250,6 +250,10 @@ impl Wire for HttpWire {
         self.token.is_some()
     }
 
+    fn waits_up_to(&self) -> Option<Duration> {
+        Some(self.stall_after)
+    }
+
     fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
         let url = format!("{}/dmv/{}", self.base, verb.name());
         let mut req = self.client.post(&url).header("DMV-Protocol", VERSION.to_string()).header("Content-Type", "application/x-dmv-frames");

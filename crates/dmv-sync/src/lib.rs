@@ -85,7 +85,7 @@ pub use memory_remote::{MemoryRemote, Traffic};
 pub use named_remotes::{
     add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
 };
-pub use news::moved_since_last_sync;
+pub use news::{moved_since_last_sync, NewsListener};
 pub use objects::TransferStats;
 pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;

@@ -38,3 +38,38 @@ pub fn moved_since_last_sync(repo: &Repository, branch: &str) -> Vec<String> {
     }
     moved
 }
+
+/// Hears from one remote when its refs change, where it can tell: a DMV
+/// server over HTTP holds a `WaitRefs` open until they do (or about
+/// `remote.timeout` passed), on one kept-alive connection. A watcher then
+/// asks [`moved_since_last_sync`] at once instead of every few seconds:
+/// another replica's change arrives in about a second, and an idle
+/// watcher sends one request every ~25 s instead of two connections'
+/// worth every 5 s.
+pub struct NewsListener {
+    remote: Box<dyn crate::remote::Remote>,
+    seen: [u8; 32],
+}
+
+impl NewsListener {
+    /// Connects to the remote `name`; None when it cannot tell (not a
+    /// DMV server over HTTP, or one from before `WaitRefs`).
+    pub fn connect(repo: &Repository, name: &str) -> crate::SyncResult<Option<NewsListener>> {
+        let found = find_remote(repo, name)?;
+        // Only a server over HTTP can hold a request open: the others are not even connected to.
+        if !matches!(found.spec.transport, crate::remote_spec::Transport::Http { .. }) {
+            return Ok(None);
+        }
+        let mut remote = found.connect_from(repo)?;
+        Ok(remote.wait_for_refs(None)?.map(|seen| NewsListener { remote, seen }))
+    }
+
+    /// Waits until the remote's refs change or the wait runs out: whether
+    /// they changed since the last answer (this replica's own push too).
+    pub fn wait(&mut self) -> crate::SyncResult<bool> {
+        let Some(now) = self.remote.wait_for_refs(Some(self.seen))? else { return Ok(false) };
+        let changed = now != self.seen;
+        self.seen = now;
+        Ok(changed)
+    }
+}

@@ -2,7 +2,9 @@
 //! message frame; `Get` answers and `Put` bodies are object frames ending in
 //! an `End` frame, `GetLocations` answers and `PutLocations` bodies locations
 //! frames ending in one. Bump [`VERSION`] on any change to these enums or to
-//! the frames.
+//! the frames that an older side would misread. A request added at the end
+//! needs none: an older server refuses its verb (HTTP 404, or an error
+//! frame) and the client does without it (`WaitRefs`: the watcher polls).
 
 use dmv_repo::store::{ChunkParams, ObjectId};
 use dmv_repo::PathLock;
@@ -25,6 +27,10 @@ pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
 /// refs: 270 MB), so a hostile server could make a clone take gigabytes;
 /// at this bound a clone of a repository of as many refs takes about 300 MB.
 pub const MAX_REFS_PER_ANSWER: usize = 1 << 18;
+
+/// The longest a server holds a `WaitRefs` before answering: under the
+/// 60 s many proxies allow an answer that sends nothing.
+pub const MAX_WAIT_SECONDS: u32 = 55;
 
 /// The kind of a request, without its arguments: what the HTTP URL names
 /// (`POST /NAME/dmv/VERB`), so a server can check access before it reads the
@@ -63,6 +69,8 @@ pub enum Verb {
     UnlockPaths,
     /// Lists path locks.
     ListLocks,
+    /// Answers once the branches, tags or HEAD change (a long poll).
+    WaitRefs,
 }
 
 impl Verb {
@@ -85,6 +93,7 @@ impl Verb {
             Verb::LockPaths => "lock",
             Verb::UnlockPaths => "unlock",
             Verb::ListLocks => "list-locks",
+            Verb::WaitRefs => "wait-refs",
         }
     }
 
@@ -107,6 +116,7 @@ impl Verb {
             Verb::LockPaths,
             Verb::UnlockPaths,
             Verb::ListLocks,
+            Verb::WaitRefs,
         ]
         .into_iter()
         .find(|v| v.name() == name)
@@ -213,6 +223,16 @@ pub enum Request {
     },
     /// Every lock, and who the server takes the caller for.
     ListLocks,
+    /// Answered by [`Response::RefsDigest`] once the digest of what
+    /// `ListRefs` would answer differs from `since`, or after `seconds`
+    /// (at most [`MAX_WAIT_SECONDS`]); a server that cannot wait (over ssh
+    /// or stdio, or holding too many waits of this caller) answers at once.
+    WaitRefs {
+        /// The digest last answered (zeros: none yet, answered at once).
+        since: [u8; 32],
+        /// How long the client waits at most.
+        seconds: u32,
+    },
 }
 
 impl Request {
@@ -235,6 +255,7 @@ impl Request {
             Request::LockPaths { .. } => Verb::LockPaths,
             Request::UnlockPaths { .. } => Verb::UnlockPaths,
             Request::ListLocks => Verb::ListLocks,
+            Request::WaitRefs { .. } => Verb::WaitRefs,
         }
     }
 }
@@ -341,4 +362,21 @@ pub enum Response {
         /// The locks taken, released or held, by request.
         locks: Vec<PathLock>,
     },
+    /// Answers `WaitRefs`.
+    RefsDigest {
+        /// See [`refs_digest`].
+        digest: [u8; 32],
+    },
+}
+
+/// What `WaitRefs` compares: the BLAKE3 of HEAD's branch and every ref
+/// `ListRefs` answers with, each name and id (names end with a zero byte).
+/// Never all zeros, which `since` uses for "none yet".
+pub fn refs_digest(head: Option<&str>, refs: &[(String, ObjectId)]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(head.unwrap_or("").as_bytes()).update(&[0]);
+    for (name, id) in refs {
+        hasher.update(name.as_bytes()).update(&[0]).update(&id.0);
+    }
+    *hasher.finalize().as_bytes()
 }

@@ -50,6 +50,10 @@ fn answer<R: Read, W: Write>(bucket: &mut BucketRemote, caller: &Caller, request
             let refs = bucket.list_refs()?;
             Response::Refs { head: refs.head, refs: refs.refs }
         }
+        Request::WaitRefs { .. } => {
+            let refs = bucket.list_refs()?;
+            Response::RefsDigest { digest: crate::protocol::refs_digest(refs.head.as_deref(), &refs.refs) }
+        }
         Request::WalkCommits { wants, haves } => Response::Commits { ids: bucket.walk_commits(wants, haves)? },
         Request::Has { ids } => Response::Has { present: bucket.has(&ids)? },
         Request::Get { ids, chunks } => {

@@ -71,6 +71,14 @@ pub trait Remote {
     fn takes_pieces_of_logs(&self) -> bool {
         true
     }
+    /// Waits for the remote's refs to change from those whose digest
+    /// (see [`crate::protocol::refs_digest`]) it answered last (`since`;
+    /// None: answers at once), for about `remote.timeout` at most, and
+    /// answers the digest now. None: it cannot wait (only a DMV server
+    /// over HTTP holds such a request open), and the caller polls.
+    fn wait_for_refs(&mut self, _since: Option<[u8; 32]>) -> SyncResult<Option<[u8; 32]>> {
+        Ok(None)
+    }
     /// What a replica that holds copies does for another's drop; a remote
     /// that cannot answers `Unsupported`.
     fn copies(&mut self) -> SyncResult<&mut dyn KeepsCopies> {

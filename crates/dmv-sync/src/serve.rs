@@ -13,7 +13,7 @@ use dmv_repo::{check_object, refuse_moves_over_locks, stored_facts, validate_ref
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::objects::ref_may_hold;
-use crate::protocol::{Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
+use crate::protocol::{refs_digest, Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
@@ -191,17 +191,13 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare, partial: repo.config.partial }).map_err(io_lost)?;
         }
         Request::ListRefs => {
-            let head = match repo.head()? {
-                Head::Branch(b) => Some(b),
-                Head::Detached(_) => None,
-            };
-            let mut refs = repo.refs.list(BRANCHES)?;
-            refs.extend(repo.refs.list(TAGS)?);
-            // A peer offers its branches here, and needs to know what it offered last.
-            if !repo.config.bare {
-                refs.extend(repo.refs.list(REMOTE_BRANCHES)?);
-            }
+            let (head, refs) = listed_refs(repo)?;
             out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
+        }
+        // Answered at once: the wait is the HTTP server's (a stdio or ssh server holds no connection open for it).
+        Request::WaitRefs { .. } => {
+            let (head, refs) = listed_refs(repo)?;
+            out.message(&Response::RefsDigest { digest: refs_digest(head.as_deref(), &refs) }).map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
             let (mut ids, commits) = repo.history_between(&wants, &haves)?;
@@ -341,6 +337,23 @@ fn facts_of(session: &WriteSession<'_>, received: &HashMap<ObjectId, ObjectFacts
         Some(facts) => Ok(Some(*facts)),
         None => stored_facts(session, id),
     }
+}
+
+type ListedRefs = Vec<(String, ObjectId)>;
+
+/// What `ListRefs` answers: HEAD's branch, and the branches and tags.
+fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
+    let head = match repo.head()? {
+        Head::Branch(b) => Some(b),
+        Head::Detached(_) => None,
+    };
+    let mut refs = repo.refs.list(BRANCHES)?;
+    refs.extend(repo.refs.list(TAGS)?);
+    // A peer offers its branches here, and needs to know what it offered last.
+    if !repo.config.bare {
+        refs.extend(repo.refs.list(REMOTE_BRANCHES)?);
+    }
+    Ok((head, refs))
 }
 
 /// Merges a pushed location log, which comes in pieces in key order, each

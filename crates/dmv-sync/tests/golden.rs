@@ -4,7 +4,8 @@
 //! the golden bytes read back. Messages are postcard, which encodes an enum
 //! variant by its position: reordering a variant or a field changes the
 //! bytes and fails here. If a change is intended, bump `protocol::VERSION`
-//! and replace these vectors.
+//! and replace these vectors (a variant added at the end changes no
+//! earlier bytes: see protocol.rs on when no bump is needed).
 
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 use dmv_repo::PathLock;
@@ -62,6 +63,10 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
         (Request::LockPaths { paths: vec!["a.psd".into()], replica: "nas".into() }, vec!["0d000000 01", "0d", "01 05 612e707364", "03 6e6173"]), // paths: ["a.psd"], replica "nas"
         (Request::UnlockPaths { paths: vec!["a.psd".into()], force: true }, vec!["0a000000 01", "0e", "01 05 612e707364", "01"]),                // paths, force true
         (Request::ListLocks, vec!["02000000 01", "0f"]),
+        (
+            Request::WaitRefs { since: [0xab; 32], seconds: 25 },
+            vec!["23000000 01", "10", "abababababababababababababababababababababababababababababababab", "19"], // since: 32 bytes, no length; seconds 25
+        ),
     ]
 }
 
@@ -96,6 +101,7 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
             Response::PathLocks { you: Some("al".into()), locks: vec![PathLock { path: "a.psd".into(), owner: "al".into(), replica: "nas".into(), since: 300 }] },
             vec!["16000000 01", "0d", "01 02 616c", "01", "05 612e707364", "02 616c", "03 6e6173", "ac02"], // you: Some("al"); locks: [{path, owner, replica, since 300}]
         ),
+        (Response::RefsDigest { digest: [0xcd; 32] }, vec!["22000000 01", "0e", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"]), // digest: 32 bytes, no length
     ]
 }
 
@@ -133,6 +139,7 @@ fn protocol_version_and_verbs_are_fixed() {
         (Verb::LockPaths, "lock"),
         (Verb::UnlockPaths, "unlock"),
         (Verb::ListLocks, "list-locks"),
+        (Verb::WaitRefs, "wait-refs"),
     ];
     for (verb, name) in verbs {
         assert_eq!(verb.name(), name);
@@ -207,4 +214,20 @@ fn frames_golden() {
     assert_eq!(r.next_frame().unwrap(), Some(Frame::Locations(vec![0xab, 0xcd])));
     assert_eq!(r.next_frame().unwrap(), Some(Frame::End));
     assert_eq!(r.next_frame().unwrap(), None);
+}
+
+/// `WaitRefs` compares this digest: pinned, so a server and a client of
+/// different builds agree on whether the refs moved.
+#[test]
+fn refs_digest_golden() {
+    let digest = dmv_sync::protocol::refs_digest(Some("refs/heads/main"), &[("refs/heads/main".into(), id(0x55))]);
+    let mut expected = blake3::Hasher::new();
+    expected.update(b"refs/heads/main\0refs/heads/main\0").update(&[0x55; 32]);
+    assert_eq!(digest, *expected.finalize().as_bytes());
+    assert_ne!(digest, dmv_sync::protocol::refs_digest(None, &[("refs/heads/main".into(), id(0x55))]), "HEAD counts");
+    assert_eq!(hex(&dmv_sync::protocol::refs_digest(None, &[])), "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
