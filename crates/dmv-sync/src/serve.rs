@@ -213,7 +213,8 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             out.message(&Response::Has { present }).map_err(io_lost)?;
         }
         Request::Get { ids, chunks } => {
-            let found = ids.iter().map(|id| store.locate(id)?.ok_or_else(|| not_held(repo, id))).collect::<SyncResult<Vec<_>>>()?;
+            // As a reader: an id learnt from refs moved by another process since this connection opened is found.
+            let found = ids.iter().map(|id| store.find(id)?.ok_or_else(|| not_held(repo, id))).collect::<SyncResult<Vec<_>>>()?;
             let sent: Vec<_> = found.iter().filter(|l| chunks || l.entry.kind != ObjectKind::Chunk).copied().collect();
             let mut sent_so_far = 0;
             for (id, loc) in ids.iter().zip(&found) {
@@ -410,8 +411,11 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
         }
         if let Some(new) = u.new {
             // Objects only land with everything they reach, and gc keeps that
-            // so, so the commit being present is enough.
-            match repo.store.locate(&new)? {
+            // so, so the commit being present is enough. Looked for as a
+            // reader does: stored by another process since this connection
+            // listed the packs (the client saw it in the refs, so sent
+            // nothing), it is found, not "not received".
+            match repo.store.find(&new)? {
                 Some(loc) if ref_may_hold(&u.name, loc.entry.kind) => {}
                 Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
                 None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name, id: new })),

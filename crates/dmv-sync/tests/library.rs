@@ -394,3 +394,36 @@ fn a_drop_reaches_a_replica_that_never_spoke_with_the_dropper() {
     expected.sort();
     assert_eq!(holders, expected, "whereis names the holders, and not the laptop ({dropper})");
 }
+
+/// A server's list of its packs is as old as its connection: a commit
+/// another process stored there since (a push from a third replica, the
+/// served replica's own fetch) is held, and a client that saw it in the
+/// refs and so sent nothing may point a ref at it. Three peers syncing in
+/// a ring were refused "the commit was not received" until a later sync.
+#[test]
+fn a_ref_may_move_to_a_commit_stored_after_the_connection_opened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| tmp.path().join(name);
+    let mut laptop = Repository::init(&dir("laptop"), ChunkParams::default()).unwrap();
+    std::fs::write(dir("laptop").join("a.txt"), "a\n").unwrap();
+    commit_all(&laptop, "a");
+    Repository::init_with(&dir("hub"), ChunkParams::default(), true).unwrap();
+    dmv_sync::add_remote(&mut laptop, "origin", RemoteConfig { url: dir("hub").to_string_lossy().into_owned(), ..Default::default() }).unwrap();
+    push(&laptop, &PushOptions::default()).unwrap();
+    // The laptop's connection opens, and the hub side lists its packs.
+    let (_, mut early) = connect(&laptop);
+    early.list_refs().unwrap();
+    // Meanwhile a peer pushes a commit of its own, in a pack of its own.
+    let plan = ClonePlan::new(CloneOptions { source: dir("hub").to_string_lossy().into_owned(), directory: Some(dir("peer")), ..Default::default() }).unwrap();
+    let mut remote = plan.spec.connect().unwrap();
+    let peer = plan.run(remote.as_mut(), &Silent).unwrap().repo;
+    drop(remote);
+    std::fs::write(dir("peer").join("b.txt"), "b\n").unwrap();
+    commit_all(&peer, "b");
+    push(&peer, &PushOptions::default()).unwrap();
+    let theirs = peer.head_commit().unwrap().unwrap();
+    // On the old connection, a ref to the peer's commit: held there, so taken.
+    let update = dmv_sync::protocol::WireRefUpdate { name: "refs/heads/copy".into(), old: None, new: Some(theirs) };
+    early.update_refs(vec![update], "laptop", "copy").unwrap();
+    assert_eq!(Repository::open(&dir("hub")).unwrap().refs.get("refs/heads/copy").unwrap(), Some(theirs));
+}
