@@ -105,6 +105,35 @@ fn gc_during_commit_all_keeps_the_new_commit() {
     assert_eq!(cat(d, "HEAD~1:a.txt"), b"a\n");
 }
 
+/// A watcher's commit, paused while it writes the new file's packs and
+/// again between its commit object and the ref, while a strict gc runs:
+/// the commit lands whole, and the watcher goes on.
+#[test]
+fn gc_during_a_watchers_commit_keeps_it() {
+    for point in ["pack-sealed", "commit-before-ref"] {
+        let repo = repo_with_one_commit();
+        let d = repo.path();
+        write_noise(&d.join("take.raw"), 4 << 20, 3);
+        let mut watch = dmv_cmd(d);
+        watch.args(["watch", "--quiet", "0.2"]);
+        let paused = Paused::start(watch, point);
+        let gc = spawn(d, GC_NOW);
+        std::thread::sleep(Duration::from_millis(200));
+        let mut watcher = paused.release();
+        ok(&gc.wait_with_output().unwrap());
+        let started = std::time::Instant::now();
+        while dmv_out(d, &["cat", "HEAD:take.raw"]).stdout != std::fs::read(d.join("take.raw")).unwrap() {
+            assert!(started.elapsed() < Duration::from_secs(120), "{point}: the watcher's commit never landed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(watcher.id() as i32, libc::SIGTERM) };
+        assert!(watcher.wait().unwrap().success(), "{point}");
+        fsck_clean(d);
+        assert_eq!(cat(d, "HEAD~1:a.txt"), b"a\n", "{point}");
+    }
+}
+
 #[test]
 fn gc_during_commit_amend_keeps_the_new_commit_and_drops_nothing_in_use() {
     let repo = repo_with_one_commit();

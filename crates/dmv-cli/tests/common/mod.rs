@@ -165,8 +165,13 @@ impl Paused {
     }
 
     pub fn resume(self) -> Output {
+        self.release().wait_with_output().unwrap()
+    }
+
+    /// Lets it go on, without waiting for it to end (a watcher does not).
+    pub fn release(self) -> Child {
         std::fs::remove_file(&self.file).unwrap();
-        self.child.wait_with_output().unwrap()
+        self.child
     }
 }
 
