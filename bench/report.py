@@ -2053,7 +2053,8 @@ def watch_section(ix, mode, cfg):
            "and B's pull and checkout (**on B after A's commit**). Between points the "
            "suite waits until neither watcher has logged anything for %g s." % (
                quiet, every, " --check-every %g" % check if check else "", fmt_time(poll), quiet,
-               "its next look at whether the hub moved (up to `--check-every`, %g s)" % check if check
+               "the hub to tell it of A's push (a long poll, `WaitRefs`, which the hub answers within a second "
+               "of its refs moving; B's `--check-every` %g s poll stands in only for a remote that cannot tell)" % check if check
                else "its next sync (up to `--sync-every`, %g s)" % every, cfg.get("watch_calm_s", 2.5)), "",
            "**By hand**: the same data committed (`dmv add . && dmv commit`), pushed (`dmv push`) and pulled "
            "(`dmv pull`, checkout included) in two unwatched replicas of a second hub on the same server, back "
