@@ -27,7 +27,7 @@ fn repo(e: &RepoError) -> Option<String> {
             " (`dmv merge --abort` aborts it)".into()
         }
         RepoError::UnresolvedConflicts { .. } => "; settle them with `dmv resolve`, or edit a text file's conflict markers and `dmv add` it".into(),
-        RepoError::ArchiveDataAbsent { .. } => " (`dmv get` fetches it)".into(),
+        RepoError::DataAbsent { .. } => " (`dmv get` fetches it)".into(),
         RepoError::DropsNotAllowed { .. } => ": `dmv config drop.allowed true` there".into(),
         RepoError::RevertConflict { .. } => " (with `dmv restore --source`)".into(),
         RepoError::FileDirectoryClash { path, other, how } => {

@@ -178,7 +178,7 @@ pub fn resolve(a: ResolveArgs) -> Result<u8> {
         (_, _, true) => Resolution::Both,
         _ => Resolution::AsIs,
     };
-    for r in repo.resolve_conflicts(&specs, how)? {
+    for r in dmv_sync::resolve_conflicts(&repo, &specs, how, &crate::progress::Phases::default())? {
         let path = show_path(&r.path);
         match r.kept.as_slice() {
             [] => println!("Resolved {path} (deleted)"),

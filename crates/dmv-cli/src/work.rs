@@ -90,6 +90,12 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         }
         None => writeln!(out, "HEAD detached")?,
     }
+    // As git's note of a sparse checkout: an empty-looking folder is not a lost one.
+    let (absent, tracked) = st.absent_of_tracked();
+    if absent > 0 {
+        writeln!(out, "{absent} of {tracked} tracked files are not here (this replica's slice: {}).", repo.config.slice)?;
+        writeln!(out, "  (use \"dmv get PATH...\" to fetch them, \"dmv ls --absent\" to list them)")?;
+    }
     if let Some(r) = repo.rebase_state()? {
         let branch = r.branch.as_deref().map(|b| format!(" branch '{}'", b.strip_prefix(BRANCHES).unwrap_or(b))).unwrap_or_default();
         writeln!(out, "You are currently rebasing{branch} onto {} ({} left to pick).", r.onto.short(), r.todo.len())?;

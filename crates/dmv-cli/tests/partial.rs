@@ -1568,3 +1568,115 @@ fn a_meta_clone_takes_location_logs_only_when_it_needs_them() {
     ok(&dmv_out(&phone, &["get", "f03/p0.raw"]));
     fsck_clean(&phone);
 }
+
+fn writable(path: &Path) -> bool {
+    !std::fs::metadata(path).unwrap().permissions().readonly()
+}
+
+/// The repository's own rules (`.dmvignore`, `.dmvattributes`, in any
+/// folder) hold in every slice as in a full clone: their files arrive
+/// with the history, so `add .` leaves ignored junk out, `status` does
+/// not list it, and `get` writes a lockable file read-only.
+#[test]
+fn every_slice_applies_the_repositorys_rules() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("studio");
+    dmv(t, &["init", "studio"]);
+    std::fs::write(src.join(".dmvignore"), "*.tmp\n.DS_Store\n").unwrap();
+    std::fs::write(src.join(".dmvattributes"), "*.psd lockable\n").unwrap();
+    std::fs::create_dir_all(src.join("raw")).unwrap();
+    std::fs::write(src.join("raw/.dmvignore"), "*.xmp\n").unwrap();
+    write_noise(&src.join("raw/a.cr3"), 64 << 10, 1);
+    write_noise(&src.join("cover.psd"), 64 << 10, 2);
+    commit_all(&src, "rules and media");
+    for slice in ["meta", "paths:raw", "recent:1"] {
+        let name = slice.replace([':', '/'], "-");
+        let d = t.join(&name);
+        ok(&dmv_out(t, &["clone", "--slice", slice, src.to_str().unwrap(), &name]));
+        for rules in [".dmvignore", ".dmvattributes", "raw/.dmvignore"] {
+            assert_eq!(std::fs::read(d.join(rules)).unwrap(), std::fs::read(src.join(rules)).unwrap(), "{slice}: {rules}");
+        }
+        for junk in ["junk.tmp", ".DS_Store", "raw/a.xmp"] {
+            std::fs::write(d.join(junk), "junk").unwrap();
+        }
+        std::fs::write(d.join("new.txt"), "kept\n").unwrap();
+        assert_eq!(dmv(&d, &["status", "--short"]), "?? new.txt\n", "{slice}: only new.txt is untracked");
+        if slice == "meta" {
+            let long = dmv(&d, &["status"]);
+            assert!(long.contains("2 of 5 tracked files are not here (this replica's slice: meta)"), "{long}");
+        }
+        dmv(&d, &["add", "."]);
+        assert_eq!(dmv(&d, &["status", "--short"]), "A  new.txt\n", "{slice}: add . staged only new.txt");
+        if slice != "recent:1" {
+            ok(&dmv_out(&d, &["get", "cover.psd"]));
+        }
+        assert!(d.join("cover.psd").exists() && !writable(&d.join("cover.psd")), "{slice}: a lockable file is read-only until locked");
+        assert!(writable(&d.join("new.txt")));
+    }
+}
+
+/// A photo edited at once on a phone's meta clone and in the studio, over
+/// HTTP: the phone's pull conflicts; the studio's version is not on the
+/// phone, so `resolve --both` fetches it before writing anything; after
+/// the phone's commit and push the studio has both versions. Offline, the
+/// same resolution refuses, naming the photo, and changes nothing.
+#[test]
+fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_over_http() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let studio = t.join("studio");
+    dmv(t, &["init", "studio"]);
+    write_noise(&studio.join("photo.jpg"), 300 << 10, 1);
+    commit_all(&studio, "shoot");
+    dmv(t, &["init", "--bare", "hub"]);
+    let mut server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let url = server.url("hub");
+    let token = |c: &mut Command| {
+        c.env("DMV_TOKEN", "w");
+    };
+    dmv(&studio, &["remote", "add", "origin", &url]);
+    ok(&with_env(&studio, &["push"], &token));
+    ok(&dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &url, "phone"]));
+    let phone = t.join("phone");
+
+    ok(&with_env(&phone, &["get", "photo.jpg"], &token));
+    write_noise(&phone.join("photo.jpg"), 300 << 10, 2);
+    let phone_edit = std::fs::read(phone.join("photo.jpg")).unwrap();
+    dmv(&phone, &["commit", "-a", "-m", "phone edit"]);
+    write_noise(&studio.join("photo.jpg"), 300 << 10, 3);
+    let studio_edit = std::fs::read(studio.join("photo.jpg")).unwrap();
+    dmv(&studio, &["commit", "-a", "-m", "studio edit"]);
+    ok(&with_env(&studio, &["push"], &token));
+    let pulled = with_env(&phone, &["pull"], &token);
+    assert_eq!(pulled.status.code(), Some(1), "the pull stops on the conflict: {}", stderr(&pulled));
+
+    // The hub gone: the studio's version cannot be fetched, and nothing moves.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    // The working tree, and the dirstate and merge state the resolution would change (not the note of the hub's silence).
+    let state = |d: &Path| {
+        let mut all = file_bytes(d);
+        all.retain(|k, _| !k.starts_with(".dmv/") || [".dmv/dirstate", ".dmv/MERGE_STATE"].contains(&k.as_str()));
+        all
+    };
+    let before = state(&phone);
+    assert!(before.contains_key(".dmv/dirstate") && before.contains_key(".dmv/MERGE_STATE"), "{:?}", before.keys());
+    let offline = with_env(&phone, &["resolve", "--both", "photo.jpg"], &token);
+    assert!(!offline.status.success() && stderr(&offline).contains("photo.jpg"), "{}", stderr(&offline));
+    assert!(state(&phone) == before, "a resolution that cannot be made changes nothing");
+    assert!(dmv(&phone, &["status"]).contains("photo.jpg"), "the conflict is still open");
+
+    let server = HttpServer::start_with(&t.join("server.toml"), server.port);
+    assert_eq!(server.url("hub"), url);
+    ok(&with_env(&phone, &["resolve", "--both", "photo.jpg"], &token));
+    assert!(std::fs::read(phone.join("photo.ours.jpg")).unwrap() == phone_edit);
+    assert!(std::fs::read(phone.join("photo.theirs.jpg")).unwrap() == studio_edit);
+    assert!(!phone.join("photo.jpg").exists());
+    dmv(&phone, &["commit", "-m", "keep both"]);
+    ok(&with_env(&phone, &["push"], &token));
+    ok(&with_env(&studio, &["pull"], &token));
+    assert!(std::fs::read(studio.join("photo.ours.jpg")).unwrap() == phone_edit);
+    assert!(std::fs::read(studio.join("photo.theirs.jpg")).unwrap() == studio_edit);
+    fsck_clean(&phone);
+}

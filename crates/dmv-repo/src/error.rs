@@ -364,9 +364,10 @@ pub enum RepoError {
         /// The file changed both ways.
         path: String,
     },
-    /// An archive of a file whose data this replica does not hold.
-    #[error("the data of {path} is not in this replica; fetch it first")]
-    ArchiveDataAbsent {
+    /// A file whose data this replica does not hold was to be written or
+    /// read (an archive, a resolution): nothing was changed.
+    #[error("the data of {path} is not in this replica; nothing was changed")]
+    DataAbsent {
         /// The file in the repository.
         path: String,
     },

@@ -11,7 +11,7 @@ pub const DMV_DIR: &str = ".dmv";
 pub(crate) const TEMP_PREFIX: &str = ".dmv-tmp-";
 
 /// Whether `path` is `spec` or lies under it (an empty spec matches everything).
-pub(crate) fn matches(path: &[u8], spec: &[u8]) -> bool {
+pub fn matches(path: &[u8], spec: &[u8]) -> bool {
     spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
 }
 

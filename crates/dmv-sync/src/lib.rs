@@ -87,7 +87,7 @@ pub use named_remotes::{
 };
 pub use news::{moved_since_last_sync, NewsListener};
 pub use objects::TransferStats;
-pub use partial::{get, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
+pub use partial::{fetch_versions, get, resolve_conflicts, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use peers::{merge_offers, offer, offer_name, pending_offers};

@@ -7,7 +7,7 @@ use std::time::Instant;
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
-use dmv_repo::{EarlyCheckout, Phase, Progress, RepoError, Repository, Slice};
+use dmv_repo::{EarlyCheckout, FlatEntry, Phase, Progress, RepoError, Repository, Resolution, Resolved, Slice};
 
 use crate::address_book::{holders_to_ask, stranger_spec};
 use crate::locations::{exchange_locations, holder_names, takes_logs_lazily};
@@ -51,6 +51,49 @@ pub fn restore(repo: &Repository, paths: &[Vec<u8>], source: Option<ObjectId>, s
         get(repo, &GetOptions { paths: paths.to_vec(), rev: source, remote: None }, progress)?;
     }
     Ok(repo.restore(paths, source, staged)?)
+}
+
+/// Fetches the data of these file versions that this replica lacks (each
+/// with a path naming it), from the nearest replicas holding it, as `cat`
+/// does: what a command about to write or read them calls first in a
+/// partial replica. Returns how many were fetched.
+pub fn fetch_versions(repo: &Repository, versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>, progress: &dyn Progress) -> SyncResult<usize> {
+    let mut wanted = BTreeMap::new();
+    for (path, entry) in versions {
+        if repo.is_absent(&entry)? {
+            wanted.entry(entry.id).or_insert(path);
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    fetch_from_remotes(repo, &wanted, None, None, progress)?;
+    repo.tidy_store();
+    Ok(wanted.len())
+}
+
+/// `resolve` in any replica: in a partial one the versions the resolution
+/// writes (ours, theirs or both) are fetched first; where none can be, it
+/// refuses before changing anything, naming the file. A conflict in a
+/// phone's meta clone ends as it would in a full clone.
+pub fn resolve_conflicts(repo: &Repository, specs: &[Vec<u8>], how: Resolution, progress: &dyn Progress) -> SyncResult<Vec<Resolved>> {
+    if repo.config.partial && how != Resolution::AsIs {
+        if let Some(state) = repo.merge_state()? {
+            let chosen = state.conflicts.iter().filter(|c| specs.iter().any(|s| dmv_repo::path_matches(&c.path, s)));
+            let versions: Vec<(Vec<u8>, FlatEntry)> = chosen
+                .flat_map(|c| {
+                    let sides = match how {
+                        Resolution::Ours => [c.ours, None],
+                        Resolution::Theirs => [c.theirs, None],
+                        _ => [c.ours, c.theirs],
+                    };
+                    sides.into_iter().flatten().map(|e| (c.path.clone(), e))
+                })
+                .collect();
+            fetch_versions(repo, versions, progress)?;
+        }
+    }
+    Ok(repo.resolve_conflicts(specs, how)?)
 }
 
 /// `cat REV:PATH`: writes a file version's content to `out`, fetching its

@@ -46,7 +46,7 @@ impl Repository {
         }
         for (path, e) in &files {
             if self.is_absent(e)? {
-                return Err(RepoError::ArchiveDataAbsent { path: show(path) });
+                return Err(RepoError::DataAbsent { path: show(path) });
             }
             self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(path), reason })?;
         }

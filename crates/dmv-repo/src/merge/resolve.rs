@@ -110,6 +110,13 @@ impl Repository {
             }
         }
 
+        // In a partial replica a version whose data is not here refuses the
+        // whole resolution before anything moves (dmv_sync fetches it first).
+        for (p, e) in plan.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))) {
+            if self.is_absent(e)? {
+                return Err(RepoError::DataAbsent { path: show(p) });
+            }
+        }
         for (p, _) in plan.iter().filter(|(_, e)| e.is_none()) {
             self.remove_worktree_file(p)?;
             ds.entries.remove(p);

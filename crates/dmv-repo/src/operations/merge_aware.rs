@@ -40,6 +40,15 @@ pub struct Status {
     pub tracking: Option<Tracking>,
     /// A rebase in progress, if any.
     pub rebase: Option<RebaseState>,
+    /// Tracked files whose data is not in this replica (a partial one's slice left them out).
+    pub absent: usize,
+}
+
+impl StatusListing {
+    /// Tracked files whose data is not in this replica, and all tracked files.
+    pub fn absent_of_tracked(&self) -> (usize, usize) {
+        (self.ds.entries.values().filter(|e| e.is_absent()).count(), self.ds.entries.len())
+    }
 }
 
 impl Status {
@@ -155,10 +164,20 @@ impl Repository {
     /// The whole status at once; fails with [`RepoError::Bare`] in a bare repository.
     pub fn status(&self) -> RepoResult<Status> {
         self.require_worktree()?;
-        let (worktree, _) = self.worktree_status()?;
+        let (worktree, ds) = self.worktree_status()?;
         let branch = self.head_branch()?;
         let merge = self.merge_status()?;
-        Ok(Status { branch, staged: worktree.staged, unstaged: worktree.unstaged, untracked: worktree.untracked, merge, tracking: self.tracking()?, rebase: self.rebase_state()? })
+        let absent = ds.entries.values().filter(|e| e.is_absent()).count();
+        Ok(Status {
+            branch,
+            staged: worktree.staged,
+            unstaged: worktree.unstaged,
+            untracked: worktree.untracked,
+            merge,
+            tracking: self.tracking()?,
+            rebase: self.rebase_state()?,
+            absent,
+        })
     }
 
     /// `add`, git's way during a merge: staging a conflicted file (or a

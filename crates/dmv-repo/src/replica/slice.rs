@@ -112,9 +112,24 @@ pub enum PathFilter {
     Globs(globset::GlobSet),
 }
 
+/// The files that carry the repository's own rules (what is ignored, what
+/// is lockable): every slice keeps their data, so a partial replica
+/// applies the rules a full one does.
+pub const RULE_FILES: [&str; 2] = [".dmvignore", ".dmvattributes"];
+
+/// Whether `path` ('/'-separated bytes) is one of the [`RULE_FILES`], in any folder.
+pub fn is_rule_file(path: &[u8]) -> bool {
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    RULE_FILES.iter().any(|r| r.as_bytes() == name)
+}
+
 impl PathFilter {
-    /// Whether the data of `path` ('/'-separated bytes) is kept.
+    /// Whether the data of `path` ('/'-separated bytes) is kept: a rule
+    /// file's always (see [`RULE_FILES`]).
     pub fn keeps(&self, path: &[u8]) -> bool {
+        if is_rule_file(path) {
+            return true;
+        }
         match self {
             PathFilter::All => true,
             PathFilter::Nothing => false,
@@ -126,6 +141,20 @@ impl PathFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_slice_keeps_the_rule_files() {
+        for slice in ["meta", "paths:photos", "recent:1", "full"] {
+            let filter = Slice::parse(slice).unwrap().paths_filter().unwrap();
+            for path in [".dmvignore", ".dmvattributes", "raw/.dmvignore", "a/b/.dmvattributes"] {
+                assert!(filter.keeps(path.as_bytes()), "{slice} keeps {path}");
+            }
+            for path in ["x.dmvignore", ".dmvignore/x", "raw/dmvattributes"] {
+                // recent:N keeps every path of the commits it keeps.
+                assert_eq!(filter.keeps(path.as_bytes()), slice == "full" || slice == "recent:1", "{slice}: {path} is no rule file");
+            }
+        }
+    }
 
     #[test]
     fn slices_parse_and_print_back() {
