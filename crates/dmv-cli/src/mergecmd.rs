@@ -46,6 +46,8 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
     }
     let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
+    // A partial replica fetches the versions a line merge reads, as pull does.
+    dmv_sync::fetch_what_a_merge_reads(&repo, theirs, &crate::progress::Phases::default())?;
     let p = Bar::new("merging");
     let ff = match (a.no_ff, a.ff_only) {
         (true, _) => dmv_repo::FastForward::Never,

@@ -45,6 +45,7 @@ pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, 
             }
         }
     }
+    fetch_what_a_merge_reads(repo, theirs, progress)?;
     progress.phase(Phase::Merging);
     let merge = repo.merge(theirs, &label, progress);
     progress.finish();
@@ -88,6 +89,25 @@ pub struct Synced {
     pub pulled: Option<Pulled>,
     /// None when a merge stopped on conflicts: nothing was pushed.
     pub pushed: Option<Pushed>,
+}
+
+/// In a partial replica, the data a merge of `theirs` into HEAD reads to
+/// merge text files line by line (the three sides of each file both
+/// changed) is fetched first: without it the file would conflict where a
+/// full replica merges it cleanly.
+pub fn fetch_what_a_merge_reads(repo: &Repository, theirs: ObjectId, progress: &dyn Progress) -> SyncResult<()> {
+    if !repo.config.partial || repo.config.bare {
+        return Ok(());
+    }
+    let Some(ours) = repo.head_commit()? else { return Ok(()) };
+    let base = repo.merge_base(ours, theirs)?;
+    // A fast-forward, or nothing to merge: no file is merged.
+    if base == Some(ours) || base == Some(theirs) {
+        return Ok(());
+    }
+    let versions = repo.versions_a_merge_reads(base, ours, theirs)?;
+    crate::partial::fetch_versions(repo, versions, progress)?;
+    Ok(())
 }
 
 /// What a sync does first: a merge or rebase an earlier command left cut

@@ -4,12 +4,13 @@
 //! for a person to edit and `dmv add`.
 
 use dmv_store::object::EntryKind;
-use dmv_store::WriteSession;
+use dmv_store::{ObjectId, WriteSession};
 
 use crate::error::RepoResult;
+use crate::history::tree::flatten;
 use crate::history::tree::{FlatEntry, FlatTree};
 use crate::merge::line_merge::{looks_like_text, merge_lines, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE};
-use crate::merge::three_way::Conflict;
+use crate::merge::three_way::{three_way, Conflict};
 use crate::repository::repo::Repository;
 
 /// A text file whose line merge conflicted: what to write at `path` for a
@@ -25,6 +26,22 @@ pub(crate) struct MarkedText {
 fn both_regular(c: &Conflict) -> bool {
     let regular = |e: &FlatEntry| matches!(e.kind, EntryKind::File | EntryKind::Executable) && e.size <= MAX_TEXT_MERGE;
     c.ours.as_ref().is_some_and(regular) && c.theirs.as_ref().is_some_and(regular) && c.base.as_ref().is_none_or(regular)
+}
+
+/// Media whose bytes are never text (a JPEG's first kilobytes hold zero
+/// bytes): a line merge would read them only to find that out, so a
+/// partial replica does not fetch three versions of a photo for it. The
+/// end state is a full replica's: such a file conflicts as binary.
+const NEVER_TEXT: [&str; 34] = [
+    "jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "tif", "tiff", "dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2", "psd", "exr", "mp4", "mov", "m4v", "mkv",
+    "webm", "avi", "mp3", "wav", "flac", "m4a", "ogg", "opus", "zip", "pdf",
+];
+
+fn never_text(path: &[u8]) -> bool {
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    let Some(dot) = name.iter().rposition(|b| *b == b'.') else { return false };
+    let ext = String::from_utf8_lossy(&name[dot + 1..]).to_ascii_lowercase();
+    NEVER_TEXT.contains(&ext.as_str())
 }
 
 /// The kind the merged file gets: whichever side changed it (ours if both did).
@@ -72,6 +89,25 @@ impl Repository {
         }
         conflicts.retain(|c| !settled.contains(&c.path));
         Ok(marked)
+    }
+
+    /// The versions a merge of `theirs` into `ours` from `base` would read
+    /// to merge text files line by line: the three sides of each conflict
+    /// between regular files small enough. What a partial replica fetches
+    /// before it merges, so its merge ends as a full replica's does (with
+    /// a side absent, a line merge is not tried and the file conflicts).
+    pub fn versions_a_merge_reads(&self, base: Option<ObjectId>, ours: ObjectId, theirs: ObjectId) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
+        let base_flat = match base {
+            Some(b) => flat_of_commit(&b)?,
+            None => FlatTree::new(),
+        };
+        let (_, conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
+        Ok(conflicts
+            .iter()
+            .filter(|c| both_regular(c) && !never_text(&c.path))
+            .flat_map(|c| [c.base, c.ours, c.theirs].into_iter().flatten().map(|e| (c.path.clone(), e)))
+            .collect())
     }
 
     /// The contents of `versions` (None: an empty file), if all are here and text.
