@@ -135,6 +135,15 @@ enum Command {
     /// Fetch the data of files this replica lacks and write them into the working tree.
     Get(partial::GetArgs),
     /// List, per file, the replicas known to hold its data (asking the reachable remotes live).
+    ///
+    /// Each line: a replica's id, the name it is known by here (the remote
+    /// reaching it, else the name it gave itself, else the URL it was last
+    /// seen at; `?` when none is known) and, in brackets, how far it is:
+    /// near (answered quickly and sent data fast), far (answered, but
+    /// slowly or sent data slowly), unknown (never asked from here: the
+    /// location log, which replicas pass on, says it holds the data),
+    /// unreachable (did not answer when last asked), with the measures
+    /// that decided it. `get` asks the nearest first.
     Whereis(partial::WhereisArgs),
     /// Show this replica's id and name; name it, publish URLs it can be reached at, declare it metered.
     Replica(partial::ReplicaArgs),

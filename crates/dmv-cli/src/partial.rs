@@ -291,6 +291,9 @@ pub fn drop(a: DropArgs) -> Result<u8> {
         let place = a.from.as_deref().map_or("here".to_string(), |r| format!("from {r}"));
         let by = if dropped.confirmed_by.is_empty() { String::new() } else { format!("; copies confirmed by {}", dropped.confirmed_by.join(", ")) };
         eprintln!("dropped the data of {} file versions {place}, {} bytes freed{by}", dropped.files, dropped.freed_bytes);
+        if dropped.files_removed > 0 {
+            eprintln!("removed {} files from the working tree: they are absent now (`dmv get PATH` brings them back)", dropped.files_removed);
+        }
     }
     Ok(0)
 }

@@ -146,6 +146,10 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     let out = dmv_out(&a, &["cat", "HEAD:f13/p0.raw"]);
     ok(&out);
     assert!(out.stdout == std::fs::read(src.join("f13/p0.raw")).unwrap());
+    // HEAD's version fetched is written too: ls and the folder agree that it is here.
+    assert!(std::fs::read(a.join("f13/p0.raw")).unwrap() == out.stdout);
+    assert!(ls(&a, "--present").contains(&"f13/p0.raw".to_string()));
+    assert!(dmv(&a, &["status", "--short"]).is_empty());
     // With no remote reachable, one line says which to make reachable.
     std::fs::rename(&src, t.join("away")).unwrap();
     let line = one_line_error(&dmv_out(&a, &["cat", "HEAD:f14/p0.raw"]));
@@ -322,6 +326,9 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     let out = dmv_out(&d, &["drop", "--numcopies", "1", "f01/p0.raw"]);
     ok(&out);
     assert!(stderr(&out).contains("confirmed by origin"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("removed 1 files from the working tree"), "{}", stderr(&out));
+    assert!(!d.join("f01/p0.raw").exists());
+    assert!(dmv(t, &["whereis", "--help"]).contains("unknown (never asked from here"));
 
     let minio = Minio::start();
     minio.create_bucket("partial");

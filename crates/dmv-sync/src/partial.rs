@@ -97,14 +97,18 @@ pub fn resolve_conflicts(repo: &Repository, specs: &[Vec<u8>], how: Resolution, 
 }
 
 /// `cat REV:PATH`: writes a file version's content to `out`, fetching its
-/// data first when this replica lacks it. Returns the bytes written.
+/// data first when this replica lacks it (and, for HEAD's version, writing
+/// the file into the working tree as `get` would). Returns the bytes written.
 pub fn write_file_at(repo: &Repository, rev: &str, path: &str, out: &mut dyn std::io::Write, progress: &dyn Progress) -> SyncResult<u64> {
     let (commit, entry) = repo.entry_at(rev, path)?;
     if entry.kind == EntryKind::Dir {
         return Err(RepoError::IsAFolder { path: path.trim_matches('/').to_string() }.into());
     }
     if repo.is_absent(&entry)? {
-        get(repo, &GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev: commit, remote: None }, progress)?;
+        // HEAD's version is written into the working tree too, as `get` does:
+        // data here and a file absent would be two answers to "is it here".
+        let rev = commit.filter(|c| !repo.config.bare && repo.head_commit().ok().flatten() != Some(*c));
+        get(repo, &GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev, remote: None }, progress)?;
     }
     Ok(repo.store.write_content(&entry.id, out)?)
 }
