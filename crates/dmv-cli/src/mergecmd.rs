@@ -141,6 +141,8 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
     }
     let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
     let pick = repo.resolve(&rev)?;
+    // A partial replica fetches the versions a line merge reads first.
+    dmv_sync::fetch_what_a_pick_reads(&repo, repo.commit(&pick)?.parents.first().copied(), pick, &crate::progress::Phases::default())?;
     let p = Bar::new("picking");
     let outcome = repo.cherry_pick(pick, &rev, &p)?;
     p.finish();

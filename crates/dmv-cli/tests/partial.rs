@@ -1728,3 +1728,30 @@ fn a_meta_clone_merges_text_line_by_line_as_a_full_clone_does() {
         assert!(!phone.join("photo.jpg").exists() || slice == "full", "{slice}: only what the merge reads was fetched");
     }
 }
+
+/// cherry-pick in a meta clone merges text line by line as in a full
+/// clone: the versions it reads are fetched first.
+#[test]
+fn a_meta_clone_cherry_picks_text_line_by_line() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let studio = t.join("studio");
+    dmv(t, &["init", "studio"]);
+    std::fs::write(studio.join("notes.txt"), "a\nb\nc\nd\ne\n").unwrap();
+    commit_all(&studio, "one");
+    dmv(&studio, &["switch", "-c", "fix"]);
+    std::fs::write(studio.join("notes.txt"), "a\nb\nc\nd\nE\n").unwrap();
+    commit_all(&studio, "fix the last line");
+    dmv(&studio, &["switch", "main"]);
+    dmv(t, &["init", "--bare", "hub"]);
+    dmv(&studio, &["push", t.join("hub").to_str().unwrap(), "main", "fix"]);
+    ok(&dmv_out(t, &["clone", "--slice", "meta", "hub", "phone"]));
+    let phone = t.join("phone");
+    ok(&dmv_out(&phone, &["get", "notes.txt"]));
+    std::fs::write(phone.join("notes.txt"), "A\nb\nc\nd\ne\n").unwrap();
+    dmv(&phone, &["commit", "-a", "-m", "first line"]);
+    let picked = dmv_out(&phone, &["cherry-pick", "origin/fix"]);
+    assert!(picked.status.success(), "{}", stderr(&picked));
+    assert_eq!(std::fs::read_to_string(phone.join("notes.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+    assert!(dmv(&phone, &["status", "--short"]).is_empty());
+}

@@ -105,6 +105,16 @@ pub fn fetch_what_a_merge_reads(repo: &Repository, theirs: ObjectId, progress: &
     if base == Some(ours) || base == Some(theirs) {
         return Ok(());
     }
+    fetch_what_a_pick_reads(repo, base, theirs, progress)
+}
+
+/// [`fetch_what_a_merge_reads`] for a three-way merge onto HEAD from a
+/// given `base`: a cherry-pick's (its parent, the commit as `theirs`).
+pub fn fetch_what_a_pick_reads(repo: &Repository, base: Option<ObjectId>, theirs: ObjectId, progress: &dyn Progress) -> SyncResult<()> {
+    if !repo.config.partial || repo.config.bare {
+        return Ok(());
+    }
+    let Some(ours) = repo.head_commit()? else { return Ok(()) };
     let versions = repo.versions_a_merge_reads(base, ours, theirs)?;
     crate::partial::fetch_versions(repo, versions, progress)?;
     Ok(())
