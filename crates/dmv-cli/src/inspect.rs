@@ -9,7 +9,7 @@ use dmv_repo::store::object::EntryKind;
 use dmv_repo::tree::{flatten, read_dir};
 use dmv_repo::{diff_flat, human_bytes, Change, ChangeKind, DiffSide, FlatTree, Repository};
 
-use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_repo, printable, repo_paths, show_path};
 use crate::terminal::{paint, paint_unified, Style};
 
 #[derive(Args)]
@@ -532,10 +532,28 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
     })
 }
 
+/// In a partial replica, the versions these changes would show as text
+/// are fetched first, in one batch (as a blobless git clone fetches a
+/// diff's blobs), so a diff reads as in a full replica; what cannot be
+/// fetched is shown by its size, after a warning.
+fn fetch_for_diff(repo: &Repository, changes: &[Change], new_in_worktree: bool) {
+    if !repo.config.partial {
+        return;
+    }
+    let versions = match repo.versions_a_diff_reads(changes, new_in_worktree) {
+        Ok(v) if !v.is_empty() => v,
+        _ => return,
+    };
+    if let Err(e) = dmv_sync::fetch_versions(repo, versions, &dmv_repo::Silent) {
+        eprintln!("warning: files whose data is not here could not be fetched ({}): they are shown by size", printable(&e.to_string()));
+    }
+}
+
 /// git's default diff: a unified diff of each text file, and for media and
 /// other binary files one line with what a person knows them by and the
 /// sizes before and after.
 fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
+    fetch_for_diff(repo, changes, new_in_worktree);
     for c in changes {
         let path = show_path(&c.path);
         writeln!(out, "{}", paint(Style::Meta, &format!("diff --dmv a/{path} b/{path}")))?;
@@ -581,6 +599,7 @@ fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]
 }
 
 fn print_stat(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
+    fetch_for_diff(repo, changes, new_in_worktree);
     let width = changes.iter().map(|c| show_path(&c.path).chars().count()).max().unwrap_or(0);
     for c in changes {
         let old = repo.diff_text(c.old.as_ref(), None)?;

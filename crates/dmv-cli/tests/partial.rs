@@ -1729,8 +1729,8 @@ fn a_meta_clone_merges_text_line_by_line_as_a_full_clone_does() {
     }
 }
 
-/// cherry-pick in a meta clone merges text line by line as in a full
-/// clone: the versions it reads are fetched first.
+/// diff and cherry-pick in a meta clone show and merge text as in a full
+/// clone: the versions they read are fetched first.
 #[test]
 fn a_meta_clone_cherry_picks_text_line_by_line() {
     let t = tempfile::tempdir().unwrap();
@@ -1750,6 +1750,9 @@ fn a_meta_clone_cherry_picks_text_line_by_line() {
     ok(&dmv_out(&phone, &["get", "notes.txt"]));
     std::fs::write(phone.join("notes.txt"), "A\nb\nc\nd\ne\n").unwrap();
     dmv(&phone, &["commit", "-a", "-m", "first line"]);
+    // A diff of two commits whose text is not here reads as in a full clone.
+    let diff = dmv(&phone, &["diff", "main", "origin/fix"]);
+    assert!(diff.contains("-e\n+E\n") && !diff.contains("Binary"), "{diff}");
     let picked = dmv_out(&phone, &["cherry-pick", "origin/fix"]);
     assert!(picked.status.success(), "{}", stderr(&picked));
     assert_eq!(std::fs::read_to_string(phone.join("notes.txt")).unwrap(), "A\nb\nc\nd\nE\n");

@@ -47,7 +47,7 @@ pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_b
 pub use merge::kept_both::KeptBoth;
 /// The line-level three-way merge of text files.
 pub mod line_merge {
-    pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
+    pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, never_text, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
 }
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome};

@@ -50,6 +50,24 @@ pub fn looks_like_text(bytes: &[u8]) -> bool {
     !bytes[..bytes.len().min(SNIFF_LEN)].contains(&0)
 }
 
+/// Media whose bytes are never text (a JPEG's first kilobytes hold zero
+/// bytes): a line merge or a text diff would read them only to find that
+/// out, so a partial replica does not fetch versions of a photo for it.
+/// The end state is a full replica's: such a file is shown and merged as
+/// binary. [`never_text`] says whether a path names one.
+const NEVER_TEXT: [&str; 34] = [
+    "jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "tif", "tiff", "dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2", "psd", "exr", "mp4", "mov", "m4v", "mkv",
+    "webm", "avi", "mp3", "wav", "flac", "m4a", "ogg", "opus", "zip", "pdf",
+];
+
+/// Whether `path` names one of the media whose bytes are never text (by its extension).
+pub fn never_text(path: &[u8]) -> bool {
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    let Some(dot) = name.iter().rposition(|b| *b == b'.') else { return false };
+    let ext = String::from_utf8_lossy(&name[dot + 1..]).to_ascii_lowercase();
+    NEVER_TEXT.contains(&ext.as_str())
+}
+
 /// What a line merge produced.
 #[derive(Debug, PartialEq, Eq)]
 pub struct LineMerge {

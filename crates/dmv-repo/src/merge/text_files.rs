@@ -9,7 +9,7 @@ use dmv_store::{ObjectId, WriteSession};
 use crate::error::RepoResult;
 use crate::history::tree::flatten;
 use crate::history::tree::{FlatEntry, FlatTree};
-use crate::merge::line_merge::{looks_like_text, merge_lines, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE};
+use crate::merge::line_merge::{looks_like_text, merge_lines, never_text, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE};
 use crate::merge::three_way::{three_way, Conflict};
 use crate::repository::repo::Repository;
 
@@ -26,22 +26,6 @@ pub(crate) struct MarkedText {
 fn both_regular(c: &Conflict) -> bool {
     let regular = |e: &FlatEntry| matches!(e.kind, EntryKind::File | EntryKind::Executable) && e.size <= MAX_TEXT_MERGE;
     c.ours.as_ref().is_some_and(regular) && c.theirs.as_ref().is_some_and(regular) && c.base.as_ref().is_none_or(regular)
-}
-
-/// Media whose bytes are never text (a JPEG's first kilobytes hold zero
-/// bytes): a line merge would read them only to find that out, so a
-/// partial replica does not fetch three versions of a photo for it. The
-/// end state is a full replica's: such a file conflicts as binary.
-const NEVER_TEXT: [&str; 34] = [
-    "jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "tif", "tiff", "dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2", "psd", "exr", "mp4", "mov", "m4v", "mkv",
-    "webm", "avi", "mp3", "wav", "flac", "m4a", "ogg", "opus", "zip", "pdf",
-];
-
-fn never_text(path: &[u8]) -> bool {
-    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    let Some(dot) = name.iter().rposition(|b| *b == b'.') else { return false };
-    let ext = String::from_utf8_lossy(&name[dot + 1..]).to_ascii_lowercase();
-    NEVER_TEXT.contains(&ext.as_str())
 }
 
 /// The kind the merged file gets: whichever side changed it (ours if both did).

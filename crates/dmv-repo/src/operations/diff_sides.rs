@@ -32,6 +32,23 @@ pub enum DiffSide {
 }
 
 impl Repository {
+    /// The versions among `changes` a diff would show as text were their
+    /// data here: in a partial replica, what `diff` fetches first, so it
+    /// shows what a full replica shows (media are shown by their facts
+    /// and sizes either way). The working tree's side is not a version.
+    pub fn versions_a_diff_reads(&self, changes: &[crate::Change], new_in_worktree: bool) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let mut out = Vec::new();
+        for c in changes.iter().filter(|c| !crate::merge::line_merge::never_text(&c.path)) {
+            let sides = [c.old, if new_in_worktree { None } else { c.new }];
+            for e in sides.into_iter().flatten() {
+                if e.kind.is_file() && e.size <= TEXT_DIFF_LIMIT && self.is_absent(&e)? {
+                    out.push((c.path.clone(), e));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// `entry` (None: the side where the file does not exist) as a diff
     /// shows it, read from the working tree at `worktree_path` if given.
     pub fn diff_side(&self, entry: Option<&FlatEntry>, worktree_path: Option<&[u8]>) -> RepoResult<DiffSide> {
