@@ -485,6 +485,7 @@ fn a_watcher_killed_in_its_merge_mends_it_when_it_starts_again() {
 }
 
 /// Every version of `path` in HEAD's history, oldest first.
+#[cfg(target_os = "linux")]
 fn versions_of(dir: &Path, path: &str) -> Vec<Vec<u8>> {
     let log = dmv(dir, &["log", "--format=%H"]);
     let mut found: Vec<Vec<u8>> = log.lines().rev().map(|c| dmv_out(dir, &["cat", &format!("{c}:{path}")])).filter(|out| out.status.success()).map(|out| out.stdout).collect();
