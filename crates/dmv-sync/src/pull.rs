@@ -132,6 +132,18 @@ fn mend_cut_short(repo: &Repository) -> SyncResult<Option<Mended>> {
     Ok(mended)
 }
 
+/// Connects to the remote `name` to push; one that does not answer is
+/// noted in `skipped` (None), and the sync goes on with the others.
+fn connect_or_skip(repo: &Repository, name: &str, skipped: &mut Vec<(String, String)>) -> SyncResult<Option<Box<dyn Remote>>> {
+    match crate::named_remotes::find_remote(repo, name)?.connect_to_push(repo) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            skipped.push((name.to_string(), e.to_string()));
+            Ok(None)
+        }
+    }
+}
+
 fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
     merges.iter().any(|(_, m)| matches!(m, MergeOutcome::Conflicts(_)))
 }
@@ -214,14 +226,7 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
     let mut reached = Vec::new();
     for name in names {
-        let remote = crate::named_remotes::find_remote(repo, &name)?;
-        let mut connection = match remote.connect_to_push(repo) {
-            Ok(c) => c,
-            Err(e) => {
-                done.skipped.push((name, e.to_string()));
-                continue;
-            }
-        };
+        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else { continue };
         let has_branch = match connection.list_refs() {
             Ok(listed) => listed.refs.iter().any(|(r, _)| *r == branch_ref(&branch)),
             Err(e) if e.is_remote_failure() => {
@@ -271,14 +276,7 @@ fn fetch_and_send(repo: &Repository, branch: &str, mut done: SyncedAll, progress
         return Err(SyncError::NeedsNamedRemote { what: "sync" });
     }
     for name in names {
-        let remote = crate::named_remotes::find_remote(repo, &name)?;
-        let mut connection = match remote.connect_to_push(repo) {
-            Ok(c) => c,
-            Err(e) => {
-                done.skipped.push((name, e.to_string()));
-                continue;
-            }
-        };
+        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else { continue };
         match fetch(repo, connection.as_mut(), &name, progress) {
             Ok(fetched) => done.fetched.push((name.clone(), fetched)),
             Err(e) if e.is_remote_failure() => {
