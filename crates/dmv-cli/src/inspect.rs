@@ -721,11 +721,23 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
     let repo = open_repo()?;
     let commit = repo.resolve(&a.rev)?;
     let specs = repo_paths(&repo, &a.paths)?;
+    // A partial replica fetches the data it lacks first, as `cat` does.
+    dmv_sync::fetch_versions(&repo, repo.files_to_archive(&commit, &specs)?, &crate::progress::Phases::default())?;
     match &a.output {
         Some(path) => {
-            let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-            repo.archive(&commit, &specs, &a.prefix, format, &mut file)?;
-            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            // Written beside and renamed into place: a refusal or a kill leaves no partial archive.
+            let mut refused = None;
+            let written = dmv_repo::write_atomic_with(path, &mut |out| {
+                repo.archive(&commit, &specs, &a.prefix, format, out).map(|_| ()).map_err(|e| {
+                    let io = std::io::Error::other(e.to_string());
+                    refused = Some(e);
+                    io
+                })
+            });
+            if let Some(e) = refused {
+                return Err(e.into());
+            }
+            written?;
         }
         None => {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());

@@ -131,6 +131,11 @@ enum Command {
     /// Show or change which files' data this replica keeps (full, meta, paths:GLOB, recent:N).
     Slice(partial::SliceArgs),
     /// List files with whether their data is here: `dmv ls [--absent|--present] [REV] [PATH…]`.
+    ///
+    /// present: the data is here (for the checked-out commit, the file is in the working tree too);
+    /// absent: the data is elsewhere (`dmv get` fetches it, `dmv whereis` says where); stored: the
+    /// data is here but the file is not in the working tree (a diff or an archive fetched it;
+    /// `dmv get` writes it without a fetch).
     Ls(partial::LsArgs),
     /// Fetch the data of files this replica lacks and write them into the working tree.
     Get(partial::GetArgs),

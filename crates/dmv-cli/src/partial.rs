@@ -128,14 +128,23 @@ pub fn ls(a: LsArgs) -> Result<u8> {
     };
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
     let specs = repo_paths(&repo, &paths)?;
-    let files = repo.availability(&repo.commit(&rev)?.tree, &specs)?;
+    let files = match repo.head_commit()? == Some(rev) {
+        true => repo.availability_here(&specs)?,
+        false => repo.availability(&repo.commit(&rev)?.tree, &specs)?,
+    };
     let shown: Vec<_> = files.into_iter().filter(|f| !(a.absent && f.present || a.present && !f.present)).collect();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         for f in &shown {
             let size = if a.bytes { f.entry.size.to_string() } else { dmv_repo::human_bytes(f.entry.size) };
-            println!("{:<7} {size:>12}  {}", if f.present { "present" } else { "absent" }, show_path(&f.path));
+            // Data here, file not written (a diff or an archive fetched it): `get` writes it.
+            let state = match (f.present, f.written) {
+                (false, _) => "absent",
+                (true, Some(false)) => "stored",
+                (true, _) => "present",
+            };
+            println!("{state:<7} {size:>12}  {}", show_path(&f.path));
         }
     }
     Ok(0)

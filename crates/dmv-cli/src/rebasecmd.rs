@@ -85,6 +85,7 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
                 }
             }
         }
+        dmv_sync::fetch_what_a_rebase_reads(&repo, onto, &todo, &p)?;
         repo.rebase(onto, todo, &messages, &p)?
     };
     p.finish();

@@ -581,12 +581,19 @@ pub fn clean(a: CleanArgs) -> Result<u8> {
 pub struct RevertArgs {
     /// The commit whose changes a new commit on HEAD undoes.
     rev: String,
+    /// Keep the message `Revert "SUBJECT"` as it is (it always is: no editor is opened).
+    #[arg(long)]
+    no_edit: bool,
 }
 
 pub fn revert(a: RevertArgs) -> Result<u8> {
     let repo = open_repo()?;
     let target = repo.resolve(&a.rev)?;
     let p = Bar::new("checking out");
+    // In a partial replica, the text the revert merges line by line is fetched first.
+    if let Some(parent) = repo.commit(&target)?.parents.first() {
+        dmv_sync::fetch_what_a_pick_reads(&repo, Some(target), *parent, &p)?;
+    }
     let id = repo.revert(target, &p)?;
     println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
     Ok(0)

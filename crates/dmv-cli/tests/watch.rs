@@ -708,3 +708,32 @@ fn an_http_hub_tells_its_watchers_of_news_and_they_stop_polling_it() {
     fsck_clean(&a);
     fsck_clean(&b);
 }
+
+/// A watcher in a meta clone applies the repository's rules as in a full
+/// clone: ignored junk is never committed, and the absent files are not
+/// taken for deletions.
+#[test]
+fn a_watcher_in_a_meta_clone_applies_the_repositorys_rules() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let studio = t.join("studio");
+    dmv(t, &["init", "studio"]);
+    std::fs::write(studio.join(".dmvignore"), "*.tmp\n.DS_Store\n").unwrap();
+    std::fs::write(studio.join("photo.jpg"), b"a photo").unwrap();
+    dmv(&studio, &["add", "."]);
+    dmv(&studio, &["commit", "-m", "rules and a photo"]);
+    dmv(t, &["clone", "--slice", "meta", studio.to_str().unwrap(), "phone"]);
+    let phone = t.join("phone");
+    let watcher = Watcher::start(&phone, &["--quiet", "0.3"], &no_env);
+    for junk in ["render.tmp", ".DS_Store"] {
+        std::fs::write(phone.join(junk), b"junk").unwrap();
+    }
+    std::fs::write(phone.join("notes.txt"), b"kept").unwrap();
+    wait_for_logged("the commit of notes.txt", &[&watcher], || messages(&phone).len() == 2);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(messages(&phone), ["1 added", "rules and a photo"]);
+    let listed = dmv(&phone, &["ls", "--bytes"]);
+    let states: Vec<(&str, &str)> = listed.lines().map(|l| (l.split_whitespace().next().unwrap(), l.split_whitespace().last().unwrap())).collect();
+    assert_eq!(states, [("present", ".dmvignore"), ("present", "notes.txt"), ("absent", "photo.jpg")], "{listed}");
+    assert!(watcher.stop().success());
+}

@@ -33,7 +33,7 @@ mod stat;
 mod time;
 mod worktree;
 
-pub use atomic::{write_atomic, write_cache};
+pub use atomic::{write_atomic, write_atomic_with, write_cache};
 pub use dmv_refs;
 pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;

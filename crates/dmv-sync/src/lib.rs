@@ -92,7 +92,7 @@ pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use peers::{merge_offers, offer, offer_name, pending_offers};
 pub use pieces::PieceFetcher;
-pub use pull::{fetch_what_a_merge_reads, fetch_what_a_pick_reads, pull, pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll};
+pub use pull::{fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull, pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll};
 pub use push::{current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;

@@ -60,6 +60,7 @@ pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str
     let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     progress.phase(Phase::Merging);
     let plan = repo.rebase_plan(theirs)?;
+    fetch_what_a_rebase_reads(repo, theirs, &plan, progress)?;
     let rebased = repo.rebase(theirs, plan, &KeepMessages, progress);
     progress.finish();
     Ok((fetched, label, rebased?))
@@ -117,6 +118,16 @@ pub fn fetch_what_a_pick_reads(repo: &Repository, base: Option<ObjectId>, theirs
     let Some(ours) = repo.head_commit()? else { return Ok(()) };
     let versions = repo.versions_a_merge_reads(base, ours, theirs)?;
     crate::partial::fetch_versions(repo, versions, progress)?;
+    Ok(())
+}
+
+/// [`fetch_what_a_merge_reads`] for a rebase onto `onto` following `todo`
+/// (see [`Repository::versions_a_rebase_reads`]).
+pub fn fetch_what_a_rebase_reads(repo: &Repository, onto: ObjectId, todo: &[dmv_repo::RebaseStep], progress: &dyn Progress) -> SyncResult<()> {
+    if !repo.config.partial || repo.config.bare {
+        return Ok(());
+    }
+    crate::partial::fetch_versions(repo, repo.versions_a_rebase_reads(onto, todo)?, progress)?;
     Ok(())
 }
 

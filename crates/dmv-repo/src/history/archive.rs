@@ -24,11 +24,10 @@ pub enum ArchiveFormat {
 }
 
 impl Repository {
-    /// Writes `commit`'s files at or under `specs` (all: empty) to `out` as an
-    /// archive, each path after `prefix`, dated the commit's time. Refused
-    /// before anything is written when a file's data is not here. Returns
-    /// how many files it holds.
-    pub fn archive(&self, commit: &ObjectId, specs: &[Vec<u8>], prefix: &str, format: ArchiveFormat, out: &mut dyn Write) -> RepoResult<usize> {
+    /// `commit`'s files at or under `specs` (all: empty), in path order:
+    /// what [`Repository::archive`] writes, and what a partial replica
+    /// fetches before it does. A spec that matches nothing is refused.
+    pub fn files_to_archive(&self, commit: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
         let c = self.commit(commit)?;
         // Only the folders that may hold what is asked are read: a zip of one
         // folder of a repository of 100,000 files held all 100,000 paths.
@@ -44,6 +43,16 @@ impl Repository {
         if let Some(spec) = specs.iter().find(|s| !files.iter().any(|(p, _)| matches(p, s))) {
             return Err(RepoError::NoMatch(show(spec)));
         }
+        Ok(files)
+    }
+
+    /// Writes `commit`'s files at or under `specs` (all: empty) to `out` as an
+    /// archive, each path after `prefix`, dated the commit's time. Refused
+    /// before anything is written when a file's data is not here. Returns
+    /// how many files it holds.
+    pub fn archive(&self, commit: &ObjectId, specs: &[Vec<u8>], prefix: &str, format: ArchiveFormat, out: &mut dyn Write) -> RepoResult<usize> {
+        let c = self.commit(commit)?;
+        let files = self.files_to_archive(commit, specs)?;
         for (path, e) in &files {
             if self.is_absent(e)? {
                 return Err(RepoError::DataAbsent { path: show(path) });

@@ -21,8 +21,8 @@ use dmv_store::{ObjectId, ObjectKind, Progress};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
-use crate::history::tree::{build, flatten, FlatTree};
-use crate::merge::line_merge::MarkerLabels;
+use crate::history::tree::{build, diff_flat, flatten, FlatEntry, FlatTree};
+use crate::merge::line_merge::{never_text, MarkerLabels, MAX_TEXT_MERGE};
 use crate::merge::merge_state::{MergeKind, MergePhase};
 use crate::merge::merging::{ConflictedPath, Mended, MergeOutcome};
 use crate::merge::three_way::three_way;
@@ -180,6 +180,36 @@ impl Repository {
         }
         steps.reverse();
         Ok(steps)
+    }
+
+    /// The versions a rebase of HEAD onto `onto` following `todo` would
+    /// read to merge text files line by line: for each pick, the files it
+    /// changes that `onto` changed too since the two lines parted, in the
+    /// pick's parent, the pick and `onto` (a later pick meets an earlier
+    /// one's result, made here). What a partial replica fetches before it
+    /// rebases, so its picks merge as a full replica's do.
+    pub fn versions_a_rebase_reads(&self, onto: ObjectId, todo: &[Step]) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let Some(head) = self.head_commit()? else { return Ok(Vec::new()) };
+        let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
+            match c {
+                Some(c) => flatten(&self.store, &self.commit(c)?.tree),
+                None => Ok(FlatTree::new()),
+            }
+        };
+        let onto_flat = flat_of(Some(&onto))?;
+        let upstream_changed: std::collections::BTreeSet<Vec<u8>> = diff_flat(&flat_of(self.merge_base(head, onto)?.as_ref())?, &onto_flat).into_iter().map(|c| c.path).collect();
+        let text = |e: &FlatEntry| e.kind.is_file() && e.size <= MAX_TEXT_MERGE;
+        let mut out = Vec::new();
+        for step in todo.iter().filter(|s| s.action != Action::Drop) {
+            let picked = self.commit(&step.commit)?;
+            for c in diff_flat(&flat_of(picked.parents.first())?, &flat_of(Some(&step.commit))?) {
+                if upstream_changed.contains(&c.path) && !never_text(&c.path) {
+                    let sides = [c.old, c.new, onto_flat.get(&c.path).copied()];
+                    out.extend(sides.into_iter().flatten().filter(text).map(|e| (c.path.clone(), e)));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Starts a rebase of HEAD onto `onto` following `todo` (see

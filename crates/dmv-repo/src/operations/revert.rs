@@ -7,6 +7,7 @@ use dmv_store::Progress;
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
+use crate::merge::line_merge::MarkerLabels;
 use crate::merge::three_way::three_way;
 use crate::paths::{show, Beneath};
 use crate::repository::repo::Repository;
@@ -16,8 +17,9 @@ use crate::worktree::dirstate::DirEntry;
 impl Repository {
     /// Commits on HEAD the undoing of `commit` (one parent). Refused, with
     /// nothing changed, when the working tree has uncommitted changes, when
-    /// a path it changed was changed again since (git would stop for the
-    /// conflict; DMV's files are rarely mergeable by hand), or for a merge.
+    /// a path it changed was changed again since and does not merge line by
+    /// line (git would stop for the conflict; DMV's files are rarely
+    /// mergeable by hand), or for a merge.
     pub fn revert(&self, commit: ObjectId, progress: &dyn Progress) -> RepoResult<ObjectId> {
         self.require_worktree()?;
         self.signer()?;
@@ -34,7 +36,14 @@ impl Repository {
         };
         let after = flatten(&self.store, &reverted.tree)?;
         let ours = flatten(&self.store, &self.commit(&head)?.tree)?;
-        let (merged, conflicts) = three_way(&after, &ours, &before);
+        let (mut merged, mut conflicts) = three_way(&after, &ours, &before);
+        let mut trees = self.store.begin_write()?;
+        if !conflicts.is_empty() {
+            // Text changed since on other lines merges line by line, as git's revert does.
+            let (reverted_label, parent_label) = (commit.short(), format!("parent of {}", commit.short()));
+            let labels = MarkerLabels { ours: "HEAD", base: &reverted_label, theirs: &parent_label };
+            self.merge_text_conflicts(&mut trees, &mut merged, &mut conflicts, &labels)?;
+        }
         if let Some(c) = conflicts.first() {
             return Err(RepoError::RevertConflict { commit: commit.short(), path: show(&c.path) });
         }
@@ -56,7 +65,6 @@ impl Repository {
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
         }
-        let mut trees = self.store.begin_write()?;
         let target = build(&mut trees, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         // Sealed to be read by the checkout; the session stays open until the
         // commit refers to the tree, so gc keeps it meanwhile.

@@ -21,6 +21,11 @@ pub struct FileAvailability {
     pub entry: FlatEntry,
     /// Whether its data is in this replica's store.
     pub present: bool,
+    /// For the checked-out commit's files only: whether the working tree
+    /// holds the file (its data can be here and the file not written, after
+    /// a `diff` or an `archive` fetched it: `get` writes it without a fetch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written: Option<bool>,
 }
 
 /// A file version absent here that fewer other replicas are known to hold
@@ -130,9 +135,24 @@ impl Repository {
                 continue;
             }
             let present = self.has_data_as_listed(&entry.id)?;
-            visit(FileAvailability { path, entry, present })?;
+            visit(FileAvailability { path, entry, present, written: None })?;
         }
         Ok(())
+    }
+
+    /// [`Repository::availability`] of the checked-out commit's files, each
+    /// also saying whether the working tree holds it (see
+    /// [`FileAvailability::written`]).
+    pub fn availability_here(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {
+        let Some(head) = self.head_commit()? else { return Ok(Vec::new()) };
+        let mut files = self.availability(&self.commit(&head)?.tree, specs)?;
+        if !self.config.bare {
+            let dirstate = self.load_dirstate()?;
+            for f in &mut files {
+                f.written = Some(dirstate.entries.get(&f.path).is_some_and(|e| !e.is_absent()));
+            }
+        }
+        Ok(files)
     }
 
     /// Files of the branch tips that this replica's slice keeps but whose
