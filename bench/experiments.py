@@ -3814,6 +3814,9 @@ WATCH_POLL_S = 0.02        # how often the suite reads A's log and looks at B's 
 WATCH_WAIT_S = 300         # a point fails when the commit or the arrival takes longer (or the suite's timeout)
 WATCH_CALM_S = 2.5         # between points: no watcher logged anything for this long (more than --sync-every)
 WATCH_SMALL = 1024         # the one small file
+WATCH_BURST_SEED = 31      # the largest burst's files (datagen.write_tree's seed); each smaller burst its own seed
+WATCH_IDLE_SAMPLE_S = 1.0  # idle windows: how often /proc is read (threads that end keep what they did until then)
+WATCH_IDLE_WAIT_S = 120    # before an idle window: the processes must be quiet within this many seconds
 WATCH_HUB, WATCH_HAND_HUB = "hub", "hand"  # the watched replicas' hub; the by-hand replicas' own hub
 COMMITTED = re.compile(r" committed (\S+): (\d+) added")
 
@@ -4044,14 +4047,15 @@ class _Change:
     """One point's data: the files (relative path, bytes) the writer writes into A, in order, also written
     once into a staging folder (the floors' source); `expected` (files) and how B is checked."""
 
-    def __init__(self, experiment, n, staging):
+    def __init__(self, experiment, n, staging, seed=WATCH_BURST_SEED):
         self.experiment, self.n = experiment, n
         self.burst = experiment == "watch-burst"
         self.top = ("burst-%d" % n) if self.burst else ("file-%d.bin" % n)
         self.staging = os.path.join(staging, self.top)
         os.makedirs(staging, exist_ok=True)
         if self.burst:
-            datagen.write_tree(self.staging, n, seed=31)
+            # bursts of other sizes get other bytes: no burst finds its blocks in an earlier one
+            datagen.write_tree(self.staging, n, seed=seed)
         else:
             datagen.write_random_file(self.staging, n, seed=32 if n == WATCH_SMALL else 33)
         self.files = []
@@ -4076,7 +4080,9 @@ class _Change:
                     f.write(data[i:i + (1 << 20)])
 
     def seen(self, root):
-        """Cheap: whether every file is in `root` (count, or the one file at its size)."""
+        """Cheap: whether every file is in `root` (count, or the one file at its size). Names starting with a
+        dot are not counted: a synchroniser's temporary files (Syncthing's `.syncthing.NAME.tmp`) would make the
+        count look complete early and the suite hash the whole tree at every look."""
         path = os.path.join(root, self.top)
         if not self.burst:
             try:
@@ -4087,7 +4093,7 @@ class _Change:
         try:
             for d in os.scandir(path):
                 if d.is_dir():
-                    count += len(os.listdir(d.path))
+                    count += sum(1 for name in os.listdir(d.path) if not name.startswith("."))
         except OSError:
             return False
         return count == self.expected
@@ -4101,43 +4107,61 @@ class _Change:
             return False
 
 
-def watch(ctx, size, burst, tree, idle_s, settle=0):
+def _watch_points(size, bursts):
+    """The latency points, in order: (experiment, parameter, datagen seed)."""
+    bursts = sorted(set(bursts))
+    return [("watch-file", WATCH_SMALL, None), ("watch-file", size, None)] + [
+        ("watch-burst", n, WATCH_BURST_SEED if n == bursts[-1] else WATCH_BURST_SEED + 100 * (k + 1))
+        for k, n in enumerate(bursts)]
+
+
+def watch(ctx, size, bursts, tree, idle_s, settle=0, idle_sync_s=None, syncthing=None, syncthing_why=None):
     """Watch mode. (1) Latency: two replicas A and B of one bare hub served by `dmv serve` over HTTP on
     127.0.0.1, each running `dmv watch --quiet WATCH_QUIET_S --sync --sync-every WATCH_SYNC_EVERY_S
     --check-every WATCH_CHECK_EVERY_S` in the
-    foreground (under GNU time). For one file of 1 KiB, one file of `size` bytes and a burst of `burst` files
-    of 1 KiB written into A: from the writer's last close to A's watcher logging the commit of every file,
+    foreground (under GNU time). For one file of 1 KiB, one file of `size` bytes and a burst of each of `bursts`
+    files of 1 KiB written into A: from the writer's last close to A's watcher logging the commit of every file,
     and to the files in B's working tree with the same bytes; against the same data committed, pushed and
     pulled by hand in two unwatched replicas (`dmv add . && dmv commit`, `dmv push`, `dmv pull`) and `cp -r`
     of it. Recorded as `watch-file` (parameter: bytes) and `watch-burst` (parameter: files), steps `commit`,
-    `arrive`, `commit_by_hand`, `push_by_hand`, `pull_by_hand`, `copy`; and the two watchers' whole lives
-    (peak RSS, CPU, exit after SIGTERM) as `watch-watchers` (parameter: 2), steps `replica_a`, `replica_b`.
-    (2) Idle: `dmv watch --quiet WATCH_QUIET_S` (no sync) over a committed tree of `tree` files of 1 KiB,
+    `arrive`, `commit_by_hand`, `push_by_hand`, `pull_by_hand`, `copy`. Then both watchers and the hub left
+    alone for `idle_sync_s` seconds (default `idle_s`): each one's CPU, context switches and memory over the
+    window and the requests the hub answered in it, as `watch-idle-sync` (parameter: 2), steps `replica_a`,
+    `replica_b`, `hub`; and the two watchers' whole lives (peak RSS, CPU, exit after SIGTERM) as
+    `watch-watchers` (parameter: 2), steps `replica_a`, `replica_b`.
+    (2) The peer: two Syncthing instances on 127.0.0.1 sharing one folder (`syncthing`, installed by run.py
+    when missing, else recorded as skipped with `syncthing_why`): the same points, from the last close in A's
+    folder to the files in B's with the same bytes (step `arrive`), and the same idle window
+    (`watch-idle-sync`, steps `replica_a`, `replica_b`).
+    (3) Idle: `dmv watch --quiet WATCH_QUIET_S` (no sync) over a committed tree of `tree` files of 1 KiB,
     its CPU over `idle_s` seconds of nothing changing and its peak RSS: `watch-idle` (parameter: files),
     steps `idle` and `stop`."""
+    idle_sync_s = idle_sync_s or idle_s
+    points = _watch_points(size, bursts)
     dmv = next((t for t in ctx.tools if t.name == "dmv"), None)
-    if dmv is None:
-        return
-    probe = ctx.point("watch-probe", 0)
-    try:
-        why = _supports(ctx, dmv, probe, "watch")
-    finally:
-        shutil.rmtree(probe.root, ignore_errors=True)
-    if why:
-        for experiment, n in (("watch-file", WATCH_SMALL), ("watch-file", size), ("watch-burst", burst),
-                              ("watch-idle", tree)):
-            ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
-        return
-    _watch_latency(ctx, dmv, size, burst, settle)
-    _watch_idle(ctx, dmv, tree, idle_s)
+    why = None
+    if dmv is not None:
+        probe = ctx.point("watch-probe", 0)
+        try:
+            why = _supports(ctx, dmv, probe, "watch")
+        finally:
+            shutil.rmtree(probe.root, ignore_errors=True)
+        if why:
+            for experiment, n in [(e, n) for e, n, _ in points] + [("watch-idle-sync", 2), ("watch-idle", tree)]:
+                ctx.rec.note("dmv", experiment, str(n), "all", "unsupported", why)
+        else:
+            _watch_latency(ctx, dmv, points, settle, idle_sync_s)
+    _watch_syncthing(ctx, syncthing, syncthing_why, points, settle, idle_sync_s)
+    if dmv is not None and not why:
+        _watch_idle(ctx, dmv, tree, idle_s)
 
 
-def _watch_latency(ctx, dmv, size, burst, settle):
+def _watch_latency(ctx, dmv, points, settle, idle_sync_s):
     rec = ctx.rec
-    points = [("watch-file", WATCH_SMALL), ("watch-file", size), ("watch-burst", burst)]
+    size = max(n for e, n, _ in points if e == "watch-file")
     need = 8 * size + GiB  # A, B (files and stores), the hub, the by-hand replicas and their hub, the copy
     if free_bytes(ctx.workdir) < need:
-        for experiment, n in points:
+        for experiment, n, _ in points:
             rec.note("dmv", experiment, str(n), "all", "skipped", "not enough free disk: need %s" % human_bytes(need))
         return
     pt = ctx.point("watch-sync", 2)
@@ -4145,7 +4169,7 @@ def _watch_latency(ctx, dmv, size, burst, settle):
     try:
         print("watch: hub, dmv serve, replicas A and B (watched), C and D (by hand) (untimed)", flush=True)
         staging = os.path.join(pt.root, "staging")
-        changes = [_Change(experiment, n, staging) for experiment, n in points]
+        changes = [_Change(experiment, n, staging, seed) for experiment, n, seed in points]
         hubs = {WATCH_HUB: os.path.join(pt.root, "hub"), WATCH_HAND_HUB: os.path.join(pt.root, "hub-hand")}
         with open(os.path.join(pt.work, "README"), "w") as f:
             f.write("watch seed\n")
@@ -4153,7 +4177,9 @@ def _watch_latency(ctx, dmv, size, burst, settle):
                 c for h in hubs.values() for c in dmv.init_remote(pt, h) + [dmv.cmd(pt, "push", h, "main")]],
                 dmv, "watch-file", str(WATCH_SMALL), "prepare"):
             return
-        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, hubs, SYNC_TOKEN) as srv:
+        # the hub logs every request (`access_log = true`): the idle window counts those it answered
+        with servers.DmvHttp(dmv.path, os.path.join(pt.root, "http"), rec.env, hubs, SYNC_TOKEN,
+                             access_log=True) as srv:
             print("  dmv serve on 127.0.0.1:%d" % srv.port, flush=True)
             rep = {k: os.path.join(pt.root, k) for k in ("A", "B", "C", "D")}
             if not _run_untimed(ctx, [
@@ -4175,10 +4201,11 @@ def _watch_latency(ctx, dmv, size, burst, settle):
             _calm(watchers, WATCH_CALM_S, 60)
             for ch in changes:
                 _watch_change(ctx, dmv, ch, a, b, rep, pt)
+            _watch_idle_sync(ctx, dmv, a, b, srv, idle_sync_s)
             _watch_stop(ctx, dmv, watchers)
     except servers.ServerError as e:
         print("watch: %s" % e, flush=True)
-        for experiment, n in points:
+        for experiment, n, _ in points:
             rec.note("dmv", experiment, str(n), "all", "fail", str(e))
     finally:
         for w in watchers:
@@ -4300,6 +4327,515 @@ def _watch_stop(ctx, dmv, watchers):
                        exit_code=code, stop_s=round(w.stopped_s, 3) if w.stopped_s is not None else None,
                        vm_hwm_kib=hwm, cpu_s=cpu[0], cpu_schedstat_s=cpu[1], args=w.args,
                        quiet_s=WATCH_QUIET_S, sync_every_s=WATCH_SYNC_EVERY_S, check_every_s=WATCH_CHECK_EVERY_S, **counts)
+
+
+# ---- idle windows: what /proc says a process did over a window
+
+def _proc_read(pid):
+    """A live process now, from /proc: dict(ticks: utime + stime of the whole process in clock ticks, its
+    ended threads included; tasks: {tid: (run time in ns from schedstat, voluntary, involuntary context
+    switches)} of its live threads; rss, hwm: VmRSS, VmHWM in KiB; threads), or None once it has ended."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])
+        status = {}
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                status[key] = value.split()
+        tids = os.listdir("/proc/%d/task" % pid)
+    except (OSError, IndexError, ValueError):
+        return None
+    if fields[0] in "ZX":
+        return None
+    tasks = {}
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                run = int(f.read().split()[0])
+            switches = {}
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        switches[line.split(":")[0]] = int(line.split()[1])
+            tasks[int(tid)] = (run, switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"])
+        except (OSError, IndexError, ValueError, KeyError):
+            continue  # the thread ended meanwhile
+    num = lambda key: int(status[key][0]) if status.get(key) else None
+    return dict(ticks=ticks, tasks=tasks, rss=num("VmRSS"), hwm=num("VmHWM"), threads=num("Threads"))
+
+
+class _ProcWindow:
+    """One process followed over a window: /proc read at its start, every WATCH_IDLE_SAMPLE_S and at its end.
+    CPU: utime + stime of the whole process (clock ticks). Run time (schedstat, ns) and context switches:
+    summed over its threads, each from its first to its last reading in the window (a thread that started in
+    the window counts from its start; one that ended keeps what it did until its last reading, and what it
+    did after that is lost)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.first = _proc_read(pid)
+        self.t0 = time.monotonic()
+        self.base = dict(self.first["tasks"]) if self.first else {}
+        self.seen = dict(self.base)
+        self.last, self.t1, self.samples = self.first, self.t0, 1
+
+    def sample(self):
+        now = _proc_read(self.pid)
+        if now is None:
+            return False
+        self.seen.update(now["tasks"])
+        self.last, self.t1 = now, time.monotonic()
+        self.samples += 1
+        return True
+
+    def result(self):
+        """The window's figures (CPU per hour, context switches per minute), or {} when the process ended."""
+        if not self.first or not self.last or self.t1 <= self.t0:
+            return {}
+        window = self.t1 - self.t0
+        tick = 1.0 / os.sysconf("SC_CLK_TCK")
+        cpu = (self.last["ticks"] - self.first["ticks"]) * tick
+        run, vol, invol = (sum(v[i] - self.base.get(tid, (0, 0, 0))[i] for tid, v in self.seen.items())
+                           for i in range(3))
+        return dict(window_s=round(window, 3), cpu_s=round(cpu, 3), clock_tick_s=tick,
+                    cpu_s_per_hour=round(cpu * 3600 / window, 3), cpu_percent=round(100 * cpu / window, 4),
+                    run_s=round(run / 1e9, 6), run_s_per_hour=round(run / 1e9 * 3600 / window, 4),
+                    ctx_voluntary=vol, ctx_involuntary=invol, wakeups=vol + invol,
+                    wakeups_per_min=round((vol + invol) * 60 / window, 2),
+                    voluntary_per_min=round(vol * 60 / window, 2), threads_start=self.first["threads"],
+                    threads_end=self.last["threads"], threads_started=len(set(self.seen) - set(self.base)),
+                    threads_ended=len(set(self.seen) - set(self.last["tasks"])), vm_rss_kib=self.last["rss"],
+                    vm_hwm_kib=self.last["hwm"], samples=self.samples)
+
+
+def _idle_window(pids, seconds):
+    """Follows each process over `seconds` seconds; returns their _ProcWindow, in order."""
+    wins = [_ProcWindow(p) for p in pids]
+    end = time.monotonic() + seconds
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(WATCH_IDLE_SAMPLE_S, left))
+        for w in wins:
+            w.sample()
+    return wins
+
+
+def _wait_quiet(pids, timeout, window=1.0):
+    """Seconds until every process used at most one clock tick of CPU in each of two `window`s in a row, or
+    None after `timeout` seconds (or once one has ended)."""
+    start = time.monotonic()
+
+    def ticks():
+        now = [_proc_read(p) for p in pids]
+        return None if any(r is None for r in now) else [r["ticks"] for r in now]
+    last, calm = ticks(), 0
+    while last is not None and time.monotonic() - start < timeout:
+        time.sleep(window)
+        now = ticks()
+        if now is None:
+            return None
+        calm = calm + 1 if all(b - a <= 1 for a, b in zip(last, now)) else 0
+        last = now
+        if calm >= 2:
+            return time.monotonic() - start
+    return None
+
+
+def _request_kinds(lines):
+    """Access-log lines (`dmv serve: METHOD /NAME/dmv/VERB STATUS BYTES`) counted by VERB (and by status)."""
+    kinds, statuses = {}, {}
+    for line in lines:
+        words = line.split()
+        kind = words[3].rsplit("/", 1)[-1] if len(words) > 4 else "?"
+        kinds[kind] = kinds.get(kind, 0) + 1
+        status = words[4] if len(words) > 4 else "?"
+        statuses[status] = statuses.get(status, 0) + 1
+    return kinds, statuses
+
+
+def _watch_idle_sync(ctx, dmv, a, b, srv, seconds):
+    """After the latency points: both synced watchers and their hub left alone for `seconds` seconds, once
+    all three used at most one clock tick of CPU in each of two 1-second windows in a row. Per process: CPU,
+    threads' run time, context switches, VmRSS and VmHWM over the window (_ProcWindow); the hub's requests
+    answered in the window (its access log: a line per request, written when the request is answered, so a
+    long poll counts when it ends). Recorded as `watch-idle-sync` (parameter: 2), steps `replica_a`,
+    `replica_b`, `hub`; a watcher that commits, or any process that ends, fails its step."""
+    rec = ctx.rec
+    experiment, param = "watch-idle-sync", "2"
+    print("%s: both watchers and the hub left alone for %.0f s" % (experiment, seconds), flush=True)
+    quiet = _wait_quiet([a.pid, b.pid, srv.proc.pid], WATCH_IDLE_WAIT_S)
+    a.new_lines()
+    b.new_lines()
+    t0 = time.monotonic()
+    wins = _idle_window([a.pid, b.pid, srv.proc.pid], seconds)
+    t1 = time.monotonic()
+    time.sleep(0.2)  # the drain thread reads the last lines
+    requests = [(t - t0, line) for t, line in list(srv.requests) if t0 <= t < t1]
+    kinds, statuses = _request_kinds([line for _, line in requests])
+    logs = {"a": a.new_lines(), "b": b.new_lines()}
+    common = dict(quiet_s=WATCH_QUIET_S, sync_every_s=WATCH_SYNC_EVERY_S, check_every_s=WATCH_CHECK_EVERY_S,
+                  transport="http", idle_s=seconds, sample_s=WATCH_IDLE_SAMPLE_S,
+                  quiet_after_s=round(quiet, 3) if quiet is not None else None)
+    for w, win, step in ((a, wins[0], "replica_a"), (b, wins[1], "replica_b"), (None, wins[2], "hub")):
+        fields = win.result()
+        if w is not None:
+            lines = logs[w.name]
+            committed = [l for l in lines if " committed " in l]
+            fields.update(args=w.args, log=lines[-12:], log_lines=len(lines), log_committed=len(committed))
+            alive, what = w.alive(), "watcher %s" % w.name.upper()
+        else:
+            committed = []
+            window = fields.get("window_s") or (t1 - t0)
+            fields.update(requests=len(requests), requests_per_hour=round(len(requests) * 3600 / window, 1),
+                          requests_by_kind=kinds, requests_by_status=statuses,
+                          request_log=["+%.1f s: %s" % (t, line) for t, line in requests[:40]],
+                          requests_since_start=len(srv.requests))
+            alive, what = srv.proc.poll() is None, "dmv serve"
+        ok = alive and bool(fields) and not committed
+        error = None if ok else "%s %s" % (what, "ended" if not alive or not fields else
+                                          "committed during the window: %s" % " / ".join(committed[-3:]))
+        rec.record(dmv, experiment, param, step, Outcome(
+            wall_s=fields.get("window_s", t1 - t0), peak_rss_kib=fields.get("vm_hwm_kib") or 0, ok=ok,
+            error=error), None, **dict(common, **fields))
+
+
+# ---- the peer: Syncthing
+
+SYNCTHING_FOLDER = "bench"           # the shared folder's id
+SYNCTHING_WATCHER_DELAY_S = 1        # the folder's fsWatcherDelayS (default 10): DMV's --quiet
+SYNCTHING_START_S = 120              # both up, connected to each other and done scanning within this
+# options changed in config.xml before the first start: the two instances know each other's address, so no
+# discovery, relays, NAT traversal (UPnP, NAT-PMP, STUN), usage or crash reporting or upgrades; and no lower
+# priority (`setLowPriority`, default true: nice and ionice), as dmv watch runs at the default priority
+SYNCTHING_OPTIONS = dict(globalAnnounceEnabled="false", localAnnounceEnabled="false", relaysEnabled="false",
+                         natEnabled="false", stunKeepaliveStartS="0", urAccepted="-1", crashReportingEnabled="false",
+                         startBrowser="false", autoUpgradeIntervalH="0", announceLANAddresses="false",
+                         setLowPriority="false")
+
+
+# Syncthing runs as two processes (a monitor and the process that syncs, its child); PR_SET_PDEATHSIG reaches
+# only the first. So it runs under this shell, in a session of its own: when the suite ends, however, the shell
+# gets SIGTERM and passes it to the whole session (no Syncthing outlives the suite).
+SYNCTHING_GUARD = 'trap "kill -TERM 0; exit 143" TERM; "$@" & wait $!'
+
+
+def _term_with_parent():
+    import ctypes
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _child_of(pid):
+    """The first child of a process (any of its threads may have started it), or None."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except (OSError, TypeError):
+        return None
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                kids = f.read().split()
+        except OSError:
+            continue
+        if kids:
+            return int(kids[0])
+    return None
+
+
+class _SyncthingPeer:
+    """One Syncthing instance: its home (config.xml, keys, database) made by `syncthing generate`, config.xml
+    edited before the first start (SYNCTHING_OPTIONS; the other instance as a device at
+    tcp://127.0.0.1:PORT; one shared folder, fsWatcherEnabled with fsWatcherDelayS
+    SYNCTHING_WATCHER_DELAY_S), then `syncthing serve --home HOME --no-browser --no-restart --no-upgrade
+    --gui-address=...` in the foreground as a child of the suite (its log to a file; it dies with the suite).
+    That process (`pid`) is Syncthing's monitor: it starts the process that syncs (`inner_pid()`, its one
+    child) and would restart it (--no-restart: not after a crash); both are measured. The REST API (the
+    config's API key) tells whether it is connected and done."""
+
+    def __init__(self, tool, root, name, env):
+        self.tool, self.name = tool, name
+        self.home = os.path.join(root, "syncthing-%s" % name)
+        self.folder = os.path.join(root, name.upper())
+        self.log = os.path.join(root, "syncthing-%s.log" % name)
+        self.env = dict(env, STNODEFAULTFOLDER="1", STNOUPGRADE="1", STNORESTART="1")
+        self.port, self.gui_port = servers.free_port(), servers.free_port()
+        self.proc = self.pid = self.device_id = self.api_key = None
+        self.exit_code, self.started = None, None
+
+    def generate(self):
+        r = subprocess.run([self.tool.path, "generate", "--home", self.home, "--no-default-folder",
+                            "--skip-port-probing"], env=self.env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise servers.ServerError("syncthing generate: exit %d: %s" % (r.returncode, (r.stdout + r.stderr)[-300:]))
+        import xml.etree.ElementTree as ET
+        root = ET.parse(os.path.join(self.home, "config.xml")).getroot()
+        self.device_id = root.find("device").get("id")
+        self.api_key = root.find("gui/apikey").text
+        return self
+
+    def configure(self, peer):
+        import copy
+        import xml.etree.ElementTree as ET
+        path = os.path.join(self.home, "config.xml")
+        tree = ET.parse(path)
+        root = tree.getroot()
+        me = root.find("device")
+        me.set("name", self.name)
+        root.find("gui/address").text = "127.0.0.1:%d" % self.gui_port
+        options = root.find("options")
+        for key, value in dict(SYNCTHING_OPTIONS, listenAddress="tcp://127.0.0.1:%d" % self.port).items():
+            element = options.find(key)
+            if element is None:
+                element = ET.SubElement(options, key)
+            element.text = value
+        defaults = root.find("defaults")
+        other = copy.deepcopy(defaults.find("device"))  # every field at its default
+        other.set("id", peer.device_id)
+        other.set("name", peer.name)
+        other.find("address").text = "tcp://127.0.0.1:%d" % peer.port
+        root.insert(list(root).index(me) + 1, other)
+        folder = copy.deepcopy(defaults.find("folder"))
+        folder.set("id", SYNCTHING_FOLDER)
+        folder.set("label", SYNCTHING_FOLDER)
+        folder.set("path", self.folder)
+        folder.set("type", "sendreceive")
+        folder.set("fsWatcherEnabled", "true")
+        folder.set("fsWatcherDelayS", str(SYNCTHING_WATCHER_DELAY_S))
+        shared = folder.find("device")
+        for device_id in (self.device_id, peer.device_id):
+            d = copy.deepcopy(shared)
+            d.set("id", device_id)
+            folder.append(d)
+        folder.remove(shared)
+        root.insert(0, folder)
+        tree.write(path)
+        os.makedirs(os.path.join(self.folder, ".stfolder"), exist_ok=True)  # the folder marker
+        return self
+
+    def start(self):
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                ["sh", "-c", SYNCTHING_GUARD, "sh", self.tool.path, "serve", "--home", self.home, "--no-browser",
+                 "--no-restart", "--no-upgrade", "--gui-address=http://127.0.0.1:%d" % self.gui_port,
+                 "--logflags=3"],
+                env=self.env, cwd=self.home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_term_with_parent)
+        self.started = time.monotonic()
+        deadline = time.monotonic() + 10
+        while self.pid is None and time.monotonic() < deadline and self.proc.poll() is None:
+            self.pid = _child_of(self.proc.pid)
+            time.sleep(0.005)
+        if self.pid is None:
+            raise servers.ServerError("syncthing did not start: %s" % self.log_tail())
+        return self
+
+    def alive(self):
+        """Whether the monitor runs (it starts the process that syncs anew if that one ends)."""
+        return self.proc is not None and self.proc.poll() is None and _child_of(self.proc.pid) == self.pid
+
+    def inner_pid(self):
+        """The process that syncs: the monitor's one child (looked up each time: the monitor may start
+        another), or None."""
+        return _child_of(self.pid)
+
+    def rest(self, path):
+        """GET /rest/PATH as JSON, or None."""
+        import urllib.request
+        req = urllib.request.Request("http://127.0.0.1:%d/rest/%s" % (self.gui_port, path),
+                                     headers={"X-API-Key": self.api_key})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.loads(r.read().decode("utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def state(self):
+        """The shared folder's state ("idle", "scanning", "syncing", ...) and its items still needed."""
+        st = self.rest("db/status?folder=%s" % SYNCTHING_FOLDER) or {}
+        return st.get("state"), st.get("needTotalItems")
+
+    def connected(self, peer):
+        conns = (self.rest("system/connections") or {}).get("connections") or {}
+        return bool((conns.get(peer.device_id) or {}).get("connected"))
+
+    def log_tail(self, n=400):
+        return _read_text(self.log)[-n:].strip().replace("\n", " / ")
+
+    def stop(self, timeout=30):
+        """SIGTERM to the monitor (it stops the process that syncs); its exit code, or None if the group had to
+        be killed."""
+        if self.proc is None or self.exit_code is not None:
+            return self.exit_code
+        if self.proc.poll() is None and self.pid:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        try:
+            self.exit_code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # whatever is left of its session
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        return self.exit_code
+
+
+def _syncthing_in_sync(a, b):
+    """Both instances idle, B needing nothing, and A seeing B complete."""
+    (sa, na), (sb, nb) = a.state(), b.state()
+    done = (a.rest("db/completion?folder=%s&device=%s" % (SYNCTHING_FOLDER, b.device_id)) or {}).get("completion")
+    return sa == "idle" and sb == "idle" and not na and not nb and done == 100
+
+
+def _syncthing_wait(a, b, timeout, connected=False):
+    """Seconds until both are alive (and connected) and in sync, or None after `timeout`."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if not (a.alive() and b.alive()):
+            return None
+        if (not connected or (a.connected(b) and b.connected(a))) and _syncthing_in_sync(a, b):
+            return time.monotonic() - start
+        time.sleep(0.2)
+    return None
+
+
+def _watch_syncthing(ctx, st, why, points, settle, idle_s):
+    """The peer of the latency points and the synced idle window: two Syncthing instances A and B on
+    127.0.0.1 sharing one folder. The same data as DMV's written into A's folder; from the last close until
+    B's folder holds the files with the same bytes (step `arrive`, tool `syncthing`); then both left alone
+    for `idle_s` seconds (`watch-idle-sync`, steps `replica_a`, `replica_b`). Without Syncthing, every point
+    is recorded as skipped with `why`."""
+    rec = ctx.rec
+    if st is None:
+        for experiment, n, _ in points:
+            rec.note("syncthing", experiment, str(n), "arrive", "skipped", why or "syncthing is not installed")
+        rec.note("syncthing", "watch-idle-sync", "2", "all", "skipped", why or "syncthing is not installed")
+        return
+    size = max(n for e, n, _ in points if e == "watch-file")
+    need = 4 * size + GiB  # A, B, the staging copy, B's temporary file
+    if free_bytes(ctx.workdir) < need:
+        for experiment, n, _ in points:
+            rec.note("syncthing", experiment, str(n), "arrive", "skipped", "not enough free disk: need %s" %
+                     human_bytes(need))
+        return
+    pt = ctx.point("watch-syncthing", 2)
+    peers = []
+    try:
+        print("watch: Syncthing A and B on 127.0.0.1, one shared folder (untimed)", flush=True)
+        staging = os.path.join(pt.root, "staging")
+        changes = [_Change(experiment, n, staging, seed) for experiment, n, seed in points]
+        a = _SyncthingPeer(st, pt.root, "a", rec.env).generate()
+        peers.append(a)
+        b = _SyncthingPeer(st, pt.root, "b", rec.env).generate()
+        peers.append(b)
+        a.configure(b)
+        b.configure(a)
+        _settle(settle, "files deleted before this point slow down creating files (ext4 without a journal)")
+        a.start()
+        b.start()
+        up = _syncthing_wait(a, b, SYNCTHING_START_S, connected=True)
+        if up is None:
+            raise servers.ServerError("syncthing A and B not connected and idle after %d s: A: %s; B: %s" % (
+                SYNCTHING_START_S, a.log_tail(), b.log_tail()))
+        print("  connected and idle %.1f s after the start" % up, flush=True)
+        for ch in changes:
+            _syncthing_change(ctx, st, ch, a, b, up)
+        _syncthing_idle(ctx, st, a, b, idle_s)
+    except (servers.ServerError, OSError, subprocess.SubprocessError, ValueError, AttributeError, SyntaxError) as e:
+        # SyntaxError: xml.etree's ParseError (a config.xml it cannot read); AttributeError: one without a field
+        print("watch: %s" % e, flush=True)
+        for experiment, n, _ in points + [("watch-idle-sync", 2, None)]:
+            rec.note("syncthing", experiment, str(n), "all", "fail", str(e))
+    finally:
+        for p in peers:
+            p.stop(timeout=10)
+        shutil.rmtree(pt.root, ignore_errors=True)
+
+
+def _syncthing_change(ctx, st, ch, a, b, up_s):
+    """One point: the writer writes into A's folder; the suite looks at B's folder every WATCH_POLL_S."""
+    rec = ctx.rec
+    experiment, param = ch.experiment, str(ch.n)
+    print("%s %s: writing into Syncthing's A" % (experiment, human_bytes(ch.n) if not ch.burst else
+                                                 "%d files" % ch.n), flush=True)
+    os.sync()  # untimed
+    start = time.monotonic()
+    ch.write(a.folder)
+    t0 = time.monotonic()
+    t_arrive = None
+    deadline = t0 + min(rec.timeout, WATCH_WAIT_S)
+    while time.monotonic() < deadline and t_arrive is None:
+        if ch.seen(b.folder):
+            seen = time.monotonic()
+            if ch.same(b.folder):
+                t_arrive = seen
+        if not (a.alive() and b.alive()):
+            break
+        time.sleep(WATCH_POLL_S)
+    if t_arrive is not None:
+        out = Outcome(wall_s=t_arrive - t0)
+    else:
+        why = "syncthing %s ended" % ("A" if not a.alive() else "B") if not (a.alive() and b.alive()) else \
+            "timeout after %ss" % min(rec.timeout, WATCH_WAIT_S)
+        out = Outcome(wall_s=time.monotonic() - t0, ok=False, timed_out=why.startswith("timeout"),
+                      error="the files did not arrive on B: %s; A: %s; B: %s" % (why, a.log_tail(), b.log_tail()))
+    calm = _syncthing_wait(a, b, 120)  # both done (B's index sent back to A) before the next point
+    hwm_a, hwm_b = (servers.vm_hwm_kib(p.inner_pid() or p.pid) for p in (a, b))  # the process that syncs
+    out.peak_rss_kib = hwm_b or 0
+    rec.record(st, experiment, param, "arrive", out, b.home, verified=t_arrive is not None,
+               data_bytes=ch.bytes, data_files=ch.expected, write_s=round(t0 - start, 6),
+               fs_watcher_delay_s=SYNCTHING_WATCHER_DELAY_S, poll_s=WATCH_POLL_S, transport="tcp (127.0.0.1)",
+               in_sync_after_s=round(calm, 3) if calm is not None else None, up_s=round(up_s, 3),
+               a_peak_rss_kib=hwm_a, b_peak_rss_kib=hwm_b, options=SYNCTHING_OPTIONS)
+
+
+def _sum_windows(results):
+    """The additive figures of several processes' windows summed (CPU, run time, context switches)."""
+    keys = ("cpu_s", "cpu_s_per_hour", "run_s", "run_s_per_hour", "ctx_voluntary", "ctx_involuntary", "wakeups",
+            "wakeups_per_min", "voluntary_per_min")
+    if not all(results):
+        return {}
+    return {k: round(sum(r[k] for r in results), 6) for k in keys}
+
+
+def _syncthing_idle(ctx, st, a, b, seconds):
+    """Both instances left alone for `seconds` seconds once their processes used at most one clock tick of CPU
+    in each of two 1-second windows in a row (no REST call in the window): as _watch_idle_sync, without a
+    hub. Each instance's record: CPU, run time and context switches of its two processes summed (the process
+    that syncs and its monitor; each apart in `syncing_process` and `monitor_process`), VmRSS and VmHWM of the
+    process that syncs (the monitor's as `monitor_vm_rss_kib`, `monitor_vm_hwm_kib`)."""
+    rec = ctx.rec
+    print("watch-idle-sync: Syncthing A and B left alone for %.0f s" % seconds, flush=True)
+    pids = [a.inner_pid(), a.pid, b.inner_pid(), b.pid]
+    if None in pids:
+        rec.note("syncthing", "watch-idle-sync", "2", "all", "fail", "syncthing ended before the idle window: A: %s; B: %s" % (
+            a.log_tail(), b.log_tail()))
+        return
+    quiet = _wait_quiet(pids, WATCH_IDLE_WAIT_S)
+    size0 = [os.path.getsize(p.log) for p in (a, b)]
+    wins = [w.result() for w in _idle_window(pids, seconds)]
+    for p, (inner, monitor), step, size in ((a, wins[0:2], "replica_a", size0[0]),
+                                            (b, wins[2:4], "replica_b", size0[1])):
+        fields = dict(inner, **_sum_windows([inner, monitor])) if inner and monitor else {}
+        if fields:
+            fields.update(syncing_process=inner, monitor_process=monitor, monitor_vm_rss_kib=monitor["vm_rss_kib"],
+                          monitor_vm_hwm_kib=monitor["vm_hwm_kib"])
+        lines = _read_text(p.log)[size:].splitlines()
+        ok = p.alive() and p.inner_pid() == pids[0 if p is a else 2] and bool(fields)
+        rec.record(st, "watch-idle-sync", "2", step, Outcome(
+            wall_s=fields.get("window_s", seconds), peak_rss_kib=fields.get("vm_hwm_kib") or 0, ok=ok,
+            error=None if ok else "syncthing %s ended: %s" % (p.name.upper(), p.log_tail())), None,
+            idle_s=seconds, sample_s=WATCH_IDLE_SAMPLE_S, quiet_after_s=round(quiet, 3) if quiet is not None else None,
+            fs_watcher_delay_s=SYNCTHING_WATCHER_DELAY_S, log=lines[-12:], log_lines=len(lines), **fields)
 
 
 def _watch_idle(ctx, dmv, files, idle_s):

@@ -18,7 +18,7 @@ REPO = os.path.dirname(HERE)
 RESULTS, PLOTS = os.path.join(HERE, "results"), os.path.join(HERE, "plots")
 OUT = os.path.join(REPO, "BENCHMARKS.md")
 
-TOOLS = ["dmv", "git", "hg", "bup", "cp", "restic", "rclone", "borg"]
+TOOLS = ["dmv", "git", "hg", "bup", "cp", "restic", "rclone", "borg", "syncthing"]
 STYLE = {"dmv": dict(color="#d62728", lw=2.5, marker="o"), "git": dict(color="#ff7f0e", marker="s"),
          "hg": dict(color="#1f77b4", marker="^"), "bup": dict(color="#2ca02c", marker="D"),
          "cp": dict(color="#7f7f7f", ls="--", marker=".")}
@@ -28,7 +28,8 @@ EXPERIMENTS = ["filesize", "filecount", "status", "refs", "sync-bigfile", "sync-
                "partial-bigfile", "partial-files", "history", "web-thumbs", "web-seek", "import-git",
                "import-archive", "store", "attack", "attack-readers", "attack-searches", "attack-zips", "attack-uploads", "attack-floor",
                "availability-get", "availability-ring", "hubtier-bigfile",
-               "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle", "mount-list", "mount-file",
+               "hubtier-files", "watch-file", "watch-burst", "watch-watchers", "watch-idle-sync", "watch-idle", "mount-list",
+               "mount-file",
                "mount-remote", "mount-remote-seq", "habits-commit", "habits-rebase", "habits-log", "webui-folder",
                "webui-commit", "webui-search", "webui-compare", "webui-upload", "platforms-binary", "platforms-ref",
                "platforms-bigfile", "platforms-files", "huge"]
@@ -1944,8 +1945,10 @@ def _watch_seconds(v):
 
 
 def watch_latency_table(ix, quiet):
+    peer = any(k[0] == "syncthing" and k[1] in ("watch-file", "watch-burst") for k in ix.by)
     head = ["change written into A", "last write → commit on A", "minus the quiet period (%g s)" % quiet,
             "last write → on B", "on B after A's commit", "commits", "by hand: commit + push + pull", "cp -r (floor)"]
+    head += ["Syncthing: last write → on B", "syncthing/dmv (on B)"] if peer else []
     lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
     notes = []
     for exp in ("watch-file", "watch-burst"):
@@ -1953,27 +1956,35 @@ def watch_latency_table(ix, quiet):
             commit, arrive = ix.get("dmv", exp, p, "commit"), ix.get("dmv", exp, p, "arrive")
             cv, ctext = cell(commit, "time")
             av, atext = cell(arrive, "time")
+            st = ix.get("syncthing", exp, p, "arrive") if peer else None
+            sv, stext = cell(st, "time")
+            peer_cells = " %s | %s |" % (stext, ratio(sv, av)) if peer else ""
             hand = [cell(ix.get("dmv", exp, p, s), "time") for s in ("commit_by_hand", "push_by_hand", "pull_by_hand")]
             if all(v is not None for v, _ in hand):
                 hand_text = "%s + %s + %s = %s" % (tuple(t for _, t in hand) + (fmt_time(sum(v for v, _ in hand)),))
             else:
                 hand_text = " + ".join(t for _, t in hand)
             commits = commit.get("commits") if commit and commit.get("commits") is not None else None
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |%s" % (
                 _watch_change(exp, p), ctext, _watch_seconds(commit.get("commit_minus_quiet_s")) if cv is not None else "",
                 atext, _watch_seconds(arrive.get("arrive_after_commit_s")) if av is not None else "",
                 "—" if commits is None else fmt_count(commits), hand_text,
-                cell(ix.get("cp", exp, p, "copy"), "time")[1]))
+                cell(ix.get("cp", exp, p, "copy"), "time")[1], peer_cells))
             # what the watchers logged besides their commits, merges and sends: worth reading
             rec = commit or arrive
             odd = [("A", l) for l in (rec or {}).get("a_log") or [] if " committed " not in l and " sent to " not in l] + \
                   [("B", l) for l in (rec or {}).get("b_log") or [] if " merged " not in l]
             for who, line in odd:
                 notes.append("- %s, watcher %s logged: `%s`" % (_watch_change(exp, p), who, line.replace("`", "'")))
-            for r in (commit, arrive):
-                if r and r["status"] not in ("ok",) and r.get("error"):
-                    notes.append("- %s, %s: **%s** — %s" % (_watch_change(exp, p), r["step"], r["status"],
-                                                          r["error"].replace("|", "/")[-500:]))
+            for r in (commit, arrive, st):
+                if r is st and r and r["status"] == "skipped":
+                    skipped = "- Syncthing: **skipped** — %s" % (r.get("error") or "").replace("|", "/")[-300:]
+                    if skipped not in notes:
+                        notes.append(skipped)
+                elif r and r["status"] not in ("ok",) and r.get("error"):
+                    notes.append("- %s, %s%s: **%s** — %s" % (
+                        _watch_change(exp, p), "Syncthing " if r is st else "", r["step"], r["status"],
+                        r["error"].replace("|", "/")[-500:]))
     return lines, notes
 
 
@@ -2035,6 +2046,110 @@ def watch_idle_table(ix):
     return lines
 
 
+def _per_min(v):
+    return "—" if v is None else "%.3g" % v if v < 100 else "{:,.0f}".format(v)
+
+
+def _idle_cpu(r):
+    return "%s (%s)" % (fmt_time(r["cpu_s"]), _ticks(round(r["cpu_s"] / r["clock_tick_s"]))) \
+        if r.get("cpu_s") is not None and r.get("clock_tick_s") else "—"
+
+
+def _idle_sum(records, label, rss_label=None):
+    """A row adding up several processes' windows (their RSS added: shared pages count in each)."""
+    keys = ("cpu_s", "cpu_s_per_hour", "run_s_per_hour", "wakeups_per_min", "voluntary_per_min")
+    if not records or any(r is None or r["status"] != "ok" for r in records):
+        return None
+    total = {k: sum(r.get(k) or 0 for r in records) for k in keys}
+    total["clock_tick_s"] = records[0].get("clock_tick_s")
+    total["window_s"] = max(r.get("window_s") or 0 for r in records)
+    total["rss"] = sum((r.get("vm_rss_kib") or 0) + (r.get("monitor_vm_rss_kib") or 0) for r in records)
+    total["hwm"] = sum((r.get("vm_hwm_kib") or 0) + (r.get("monitor_vm_hwm_kib") or 0) for r in records)
+    total["threads"] = sum((r.get("threads_end") or 0) + ((r.get("monitor_process") or {}).get("threads_end") or 0)
+                           for r in records)
+    total["label"] = label
+    return total
+
+
+def watch_idle_sync_table(ix, wait_s):
+    """The synced idle window: DMV's two watchers and their hub, Syncthing's two instances; totals; ratios."""
+    head = ["process", "window", "CPU in the window (utime + stime)", "CPU per hour",
+            "threads' run time per hour (schedstat)", "wakeups per minute (context switches)", "of which voluntary",
+            "VmRSS at the end", "VmHWM", "threads"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "--:|" * (len(head) - 1)]
+    notes = []
+
+    def row(label, r):
+        if r is None:
+            return
+        if r["status"] != "ok":
+            lines.append("| %s | **%s**: %s |%s" % (label, r["status"], (r.get("error") or "").replace("|", "/")[-300:],
+                                                   " |" * (len(head) - 2)))
+            return
+        mon = r.get("monitor_process")
+        rss = fmt_kib(r.get("vm_rss_kib")) + (" (+ %s its monitor)" % fmt_kib(mon.get("vm_rss_kib")) if mon else "")
+        hwm = fmt_kib(r.get("vm_hwm_kib")) + (" (+ %s)" % fmt_kib(mon.get("vm_hwm_kib")) if mon else "")
+        threads = str(r.get("threads_end", "—")) + (" + %s" % mon.get("threads_end") if mon else "")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, fmt_time(r.get("window_s")), _idle_cpu(r), fmt_time(r.get("cpu_s_per_hour")),
+            fmt_time(r.get("run_s_per_hour")), _per_min(r.get("wakeups_per_min")), _per_min(r.get("voluntary_per_min")),
+            rss, hwm, threads))
+
+    def total_row(t):
+        if t is None:
+            return
+        lines.append("| **%s** | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            t["label"], fmt_time(t["window_s"]), _idle_cpu(t), fmt_time(t["cpu_s_per_hour"]),
+            fmt_time(t["run_s_per_hour"]), _per_min(t["wakeups_per_min"]), _per_min(t["voluntary_per_min"]),
+            fmt_kib(t["rss"]), fmt_kib(t["hwm"]), t["threads"]))
+
+    dmv = [ix.get("dmv", "watch-idle-sync", 2, s) for s in ("replica_a", "replica_b", "hub")]
+    st = [ix.get("syncthing", "watch-idle-sync", 2, s) for s in ("replica_a", "replica_b")]
+    a = dmv[0] or {}
+    label = "dmv watch A: `dmv watch --quiet %g --sync --sync-every %g%s`" % (
+        a.get("quiet_s") or 1, a.get("sync_every_s") or 60,
+        " --check-every %g" % a["check_every_s"] if a.get("check_every_s") else "")
+    row(label, dmv[0])
+    row("dmv watch B: the same", dmv[1])
+    row("`dmv serve`: the hub A and B sync through", dmv[2])
+    watchers = _idle_sum(dmv[:2], "DMV: both watchers")
+    total_row(watchers)
+    total_row(_idle_sum(dmv, "DMV: both watchers and the hub"))
+    peers = None
+    if any(st):
+        if st[0] and st[0]["status"] == "skipped":
+            notes.append("Syncthing: **skipped** — %s" % (st[0].get("error") or "").replace("|", "/")[-300:])
+        else:
+            row("Syncthing A: the process that syncs (+ its monitor)", st[0])
+            row("Syncthing B: the same", st[1])
+            peers = _idle_sum(st, "Syncthing: both instances")
+            total_row(peers)
+    if watchers and peers:
+        def rt(k):
+            return ratio(peers[k], watchers[k]) or ("—" if not watchers[k] else "")
+        lines.append("| syncthing/dmv (both instances / both watchers) | | | %s | %s | %s | %s | %s | %s | |" % (
+            rt("cpu_s_per_hour"), rt("run_s_per_hour"), rt("wakeups_per_min"), rt("voluntary_per_min"), rt("rss"),
+            rt("hwm")))
+    hub = dmv[2]
+    if hub and hub["status"] == "ok" and hub.get("requests") is not None:
+        kinds = ", ".join("%s %d" % (k, n) for k, n in sorted((hub.get("requests_by_kind") or {}).items(),
+                                                              key=lambda kv: -kv[1]))
+        statuses = ", ".join("%s: %d" % kv for kv in sorted((hub.get("requests_by_status") or {}).items()))
+        notes.append("The hub answered %s request%s in the window (%s per hour)%s%s." % (
+            fmt_count(hub["requests"]), "" if hub["requests"] == 1 else "s",
+            fmt_count(round(hub.get("requests_per_hour") or 0)), ": " + kinds if kinds else "",
+            "; status %s" % statuses if statuses else ""))
+    for r, who in ((dmv[0], "A"), (dmv[1], "B")):
+        if r and r.get("log"):
+            notes.append("dmv watch %s logged in the window: %s" % (who, " / ".join(
+                "`%s`" % l.replace("`", "'") for l in r["log"][-5:])))
+    for r, who in ((dmv[0], "DMV's watchers and hub"), (st[0], "Syncthing's processes")):
+        if r and r["status"] == "ok" and r.get("quiet_after_s") is None:
+            notes.append("**Not quiet**: %s still used more than one clock tick in a second %s after the last "
+                         "point; the window started anyway." % (who, fmt_time(wait_s)))
+    return lines, notes
+
+
 def watch_section(ix, mode, cfg):
     quiet, every, check = cfg.get("watch_quiet_s", 1), cfg.get("watch_sync_every_s", 1), cfg.get("watch_check_every_s")
     poll = cfg.get("watch_poll_s", 0.02)
@@ -2061,7 +2176,27 @@ def watch_section(ix, mode, cfg):
            "to back, each step timed alone after sync(2): the work the watchers do, without the quiet period "
            "and the wait for the next sync. **Floor**: `cp -r` of the same data on the same disk (no detection, "
            "no commit, no network). git and Mercurial have no watch mode (a watcher around them would be another "
-           "program), and no file synchroniser (Syncthing, ...) is installed here: no peer row.", ""]
+           "program).", ""]
+    st_delay = cfg.get("watch_syncthing_watcher_delay_s", 1)
+    if any(k[0] == "syncthing" and k[1].startswith("watch-") for k in ix.by):
+        out += ["**Peer: Syncthing** (Debian's package; its version is in the run's table), a file synchroniser. It "
+                "syncs files between devices and keeps no history: there is no commit, so its figure is the arrival "
+                "on B only, and it sends A's files to B directly, where DMV's go through the hub. Two instances on "
+                "127.0.0.1, each with a home of its own made by `syncthing generate` and its config.xml edited before "
+                "the first start: each knows the other as a device at `tcp://127.0.0.1:PORT`; they share one "
+                "folder (send and receive) with its file watcher on (`fsWatcherEnabled`) and **`fsWatcherDelayS` "
+                "set to %g** (Syncthing's default is 10) to match DMV's `--quiet %g`; global and local discovery, "
+                "relays, NAT traversal, usage and crash reporting and upgrades are off, and so is `setLowPriority` "
+                "(on by default, it lowers Syncthing's CPU and I/O priority; dmv watch runs at the default "
+                "priority). Each runs `syncthing serve --home HOME --no-browser --no-restart --no-upgrade` in the "
+                "foreground: two processes, a monitor and the process that syncs (its child). Once both are "
+                "connected and their folders idle (REST API), the suite writes the same data as DMV's into A's "
+                "folder the same way, and from the last close looks at B's folder every %s until it holds the "
+                "files with the same bytes (the check of DMV's **on B**). Between points it waits until both "
+                "report the folder idle and A sees B complete (REST). It runs after DMV's watchers have stopped, "
+                "on its own." % (st_delay, quiet, fmt_time(poll)), ""]
+        if cfg.get("watch_syncthing_missing"):
+            out += ["Syncthing was not measured in this run: %s." % cfg["watch_syncthing_missing"].replace("|", "/")[-300:], ""]
     settle = cfg.get("watch_settle_s")
     if settle:
         out += ["The suite waits %.0f s (untimed) before it starts the watchers, so that B's checkout of the burst "
@@ -2072,10 +2207,44 @@ def watch_section(ix, mode, cfg):
     lines, notes = watch_latency_table(ix, quiet)
     out += ["#### From the last write", ""] + lines + [""]
     if notes:
-        out += ["Besides committing, sending and merging, the watchers logged during these points:", ""] + notes + [""]
+        out += ["Notes on these points (what the watchers logged besides committing, sending and merging; "
+                "failures; a peer left out):", ""] + notes + [""]
+    if ix.params("watch-idle-sync"):
+        idle_lines, idle_notes = watch_idle_sync_table(ix, cfg.get("watch_idle_wait_s", 120))
+        window = cfg.get("watch_idle_sync_s") or cfg.get("watch_idle_s")
+        out += ["#### Idle and synced: the two watchers and their hub, against Syncthing", "",
+                "After the points above, A's and B's watchers still running and `dmv serve` still serving their hub, "
+                "nothing is written and no by-hand replica runs. Once all three processes have used at most one "
+                "clock tick of CPU in each of two 1-second windows in a row, the suite leaves them alone for the "
+                "idle window (%s here) and reads /proc at its start, every %s and at its end. Per process: **CPU**, "
+                "utime + stime from /proc/PID/stat (10 ms clock ticks: 0 means under one tick), and per hour; the "
+                "**run time** of its threads from /proc/PID/task/*/schedstat (nanoseconds), per hour; its "
+                "**context switches**, voluntary + involuntary, summed over its threads from "
+                "/proc/PID/task/*/status, per minute: a voluntary switch is a thread going to sleep until something "
+                "wakes it, so these are its wakeups (each thread counts from its first to its last reading in the "
+                "window: one that ended loses at most its last %s); **VmRSS** and **VmHWM** from /proc/PID/status "
+                "at the end of the window. The hub's **requests**: its access log (`access_log = true` in its "
+                "configuration for the whole experiment, one line on stderr per request answered), the lines "
+                "written in the window; a long poll counts when it is answered. A watcher must commit nothing in "
+                "the window. Each watcher keeps a wait for news (`WaitRefs`) open at the hub, which holds it as "
+                "long as the watcher asks (at most 55 s) and looks at its refs every second meanwhile, then asks "
+                "again; and it syncs every `--sync-every` (%g s), a few requests each time. A window shorter than a "
+                "minute may hold no such sync, so a quick run's per-hour and per-minute figures are rough; the "
+                "full run's window (60 s; `--watch-idle-sync` sets it) holds about one per watcher." % (
+                    fmt_time(window), fmt_time(cfg.get("watch_idle_sample_s", 1)),
+                    fmt_time(cfg.get("watch_idle_sample_s", 1)), every), "",
+                "Syncthing: after its own points, its two instances' four processes are waited for and measured "
+                "the same way, over a window of the same length (no REST call during it). An instance's CPU, run "
+                "time and wakeups are its two processes' (the monitor and the process that syncs) added up; its "
+                "memory is shown for each. It has no hub: its instances talk to each other directly. The totals add "
+                "up the processes' RSS (pages they share, such as the program's, count in each). "
+                "`syncthing/dmv`: the two Syncthing instances' figure over the two DMV watchers' (without the hub); "
+                "above 1, DMV costs less.", ""] + idle_lines + [""]
+        if idle_notes:
+            out += ["- " + n if not n.startswith("- ") else n for n in idle_notes] + [""]
     out += ["#### The watchers", "",
-            "Each watcher's whole life, from its start to SIGTERM (A and B: through the three points above and "
-            "the waits between them). CPU: utime + stime of the dmv process (/proc/PID/stat, read just before "
+            "Each watcher's whole life, from its start to SIGTERM (A and B: through the points above, the waits "
+            "between them and the synced idle window). CPU: utime + stime of the dmv process (/proc/PID/stat, read just before "
             "SIGTERM; threads that ended are counted). Peak RSS: GNU time's %M of the watcher, after it "
             "exited. Each must log `stopped` and exit 0 after SIGTERM.", ""] + watch_watchers_table(ix) + [""]
     if ix.params("watch-idle"):
@@ -3210,8 +3379,9 @@ def section(mode, per_exp, points):
         tier_run = per_exp.get("hubtier-files") or per_exp.get("hubtier-bigfile")
         out += hubtier_section(ix, mode, tier_run["meta"].get("config", {}))
 
-    if ix.params("watch-file") or ix.params("watch-burst") or ix.params("watch-idle"):
-        watch_run = per_exp.get("watch-file") or per_exp.get("watch-burst") or per_exp.get("watch-idle")
+    if ix.params("watch-file") or ix.params("watch-burst") or ix.params("watch-idle") or ix.params("watch-idle-sync"):
+        watch_run = per_exp.get("watch-file") or per_exp.get("watch-burst") or per_exp.get("watch-idle-sync") or \
+            per_exp.get("watch-idle")
         out += watch_section(ix, mode, watch_run["meta"].get("config", {}))
 
     if any(ix.params(e) for e in ("mount-list", "mount-file", "mount-remote", "mount-remote-seq")):

@@ -13,7 +13,7 @@
     python3 bench/run.py --quick --experiments attack   # a clone of 100 MiB from dmv serve under DoS attacks
     python3 bench/run.py --quick --experiments availability  # get with the nearest copy stalled; a ring of 3 peers
     python3 bench/run.py --quick --experiments hubtier  # push/clone: one dmv serve on disk vs two over a MinIO bucket
-    python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica; idle CPU
+    python3 bench/run.py --quick --experiments watch    # dmv watch: last write to commit and to another replica, idle cost; Syncthing
     python3 bench/run.py --quick --experiments mount    # dmv mount: ls -l of 100,000 files, 1 GiB read, random reads (8 min)
     python3 bench/run.py --quick --experiments habits   # dmv against git: add+commit in a big tree, rebase, log --graph
     python3 bench/run.py --quick --experiments webui    # web UI in Chromium: big folder, commit, search, compare, upload
@@ -53,7 +53,7 @@ MODES = {
                   history_commits=1000, web_images=20, web_film="1G",
                   import_files=10_000, import_commits=20, archive_size="256M", store_files=10_000, attack_pairs=5,
                   avail_size="64M", avail_files=1000, hubtier_size="256M", hubtier_files=10_000,
-                  watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=20,
+                  watch_size="100M", watch_files="2000,10000", watch_tree=100_000, watch_idle=20,
                   mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                   habits_files="100000", habits_rebase_commits=100, habits_log_commits=10_000,
                   webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
@@ -65,7 +65,7 @@ MODES = {
                  history_commits=10_000, web_images=100, web_film="4G",
                  import_files=100_000, import_commits=100, archive_size="1G", store_files=100_000, attack_pairs=10,
                  avail_size="1G", avail_files=10_000, hubtier_size="1G", hubtier_files=100_000,
-                 watch_size="100M", watch_files=10_000, watch_tree=100_000, watch_idle=60,
+                 watch_size="100M", watch_files="2000,10000", watch_tree=100_000, watch_idle=60,
                  mount_files=100_000, mount_size="1G", mount_remote_size="4G", mount_repeats=5,
                  habits_files="100000,1000000", habits_rebase_commits=100, habits_log_commits=10_000,
                  webui_folder=10_000, webui_commit=2_000, webui_paths=1_000_000, webui_upload="1G",
@@ -268,12 +268,18 @@ def main(argv=None):
                     help="hubtier: number of 1 KiB files (quick 10000, full 100000)")
     ap.add_argument("--watch-size", help="watch: size of the one big file written into the watched replica, binary "
                                          "units (quick and full 100M)")
-    ap.add_argument("--watch-files", type=lambda s: parse_number(s, False),
-                    help="watch: files of 1 KiB written in one burst into the watched replica (quick and full 10000)")
+    ap.add_argument("--watch-files",
+                    help="watch: the bursts, files of 1 KiB each written at once into the watched replica, decimal "
+                         "units: '2K,10K' (quick and full 2000,10000)")
     ap.add_argument("--watch-tree", type=lambda s: parse_number(s, False),
                     help="watch: files of 1 KiB in the tree an idle watcher watches (quick and full 100000)")
     ap.add_argument("--watch-idle", type=float,
                     help="watch: seconds over which the idle watcher's CPU time is measured (quick 20, full 60)")
+    ap.add_argument("--watch-idle-sync", type=float,
+                    help="watch: seconds over which the two synced watchers and their hub, then the two Syncthing "
+                         "instances, are left alone after the latency points (default: --watch-idle; the hub holds "
+                         "a watcher's wait for news up to 55 s and --sync-every is 60 s, so 60 s or more shows "
+                         "them)")
     ap.add_argument("--mount-files", type=lambda s: parse_number(s, False),
                     help="mount: files of 1 KiB in the one folder listed with ls -l (quick and full 100000)")
     ap.add_argument("--mount-size", help="mount: size of the one large file read through the mount, binary units "
@@ -326,9 +332,9 @@ def main(argv=None):
     ap.add_argument("--experiments", help="comma list of %s (default: %s; --full adds sync, s3, partial and history)" % (
         ",".join(ALL_EXPERIMENTS), ",".join(DEFAULT_EXPERIMENTS["quick"])))
     ap.add_argument("--tools", default=",".join(tools.ORDER + list(tools.S3_PEERS) + [
-                        t for t in tools.STORE_PEERS if t not in tools.S3_PEERS]),
+                        t for t in tools.STORE_PEERS if t not in tools.S3_PEERS] + list(tools.WATCH_PEERS)),
                     help="comma list (default: %(default)s; restic only runs in the s3 and store experiments, "
-                         "rclone only in s3, borg only in store)")
+                         "rclone only in s3, borg only in store, syncthing only in watch)")
     ap.add_argument("--dmv", help="use this dmv binary instead of building one")
     ap.add_argument("--workdir", default=os.path.join(os.path.dirname(REPO), "bench-tmp"),
                     help="scratch space, not tmpfs (default: %(default)s)")
@@ -373,9 +379,10 @@ def main(argv=None):
     hubtier_size = parse_number(args.hubtier_size or cfg["hubtier_size"], True)
     hubtier_files = args.hubtier_files or cfg["hubtier_files"]
     watch_size = parse_number(args.watch_size or cfg["watch_size"], True)
-    watch_files = args.watch_files or cfg["watch_files"]
+    watch_files = parse_points(args.watch_files or cfg["watch_files"], False)
     watch_tree = args.watch_tree or cfg["watch_tree"]
     watch_idle = args.watch_idle or cfg["watch_idle"]
+    watch_idle_sync = args.watch_idle_sync or watch_idle
     mount_files = args.mount_files or cfg["mount_files"]
     mount_size = parse_number(args.mount_size or cfg["mount_size"], True)
     mount_remote_size = parse_number(args.mount_remote_size or cfg["mount_remote_size"], True)
@@ -509,6 +516,14 @@ def main(argv=None):
                 cfg["mount_remote_size"], experiments.human_bytes(free),
                 experiments.human_bytes(4 * mount_remote_size + 2 * GiB))
             mount_remote_size = GiB
+    # the watch experiment's peer: Syncthing (installed when missing; else its points are recorded as skipped)
+    watch_syncthing, watch_syncthing_why = None, None
+    if "watch" in exps:
+        if "syncthing" in wanted:
+            watch_syncthing = peer("syncthing", tools.Syncthing)
+            watch_syncthing_why = None if watch_syncthing else missing.get("syncthing")
+        else:
+            watch_syncthing_why = "not among --tools"
     # the platforms experiment's builds: private copies (target/ may be rebuilt while we run) and qemu-user
     platforms_builds, platforms_qemu, platforms_qemu_version = {}, None, None
     platforms_wine, platforms_wine_version, platforms_wineprefix = None, None, None
@@ -578,7 +593,8 @@ def main(argv=None):
                 dmv_revision=repo_revision(), timeout_s=timeout, rss_method=measure.RSS_METHOD, experiments=exps,
                 tools=list(dict.fromkeys(t.name for t in chosen + s3_tools + store_tools +
                                          ([hubtier_rclone] if hubtier_rclone else []) +
-                                         ([mount_restic] if mount_restic else []))),
+                                         ([mount_restic] if mount_restic else []) +
+                                         ([watch_syncthing] if watch_syncthing else []))),
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
@@ -597,7 +613,12 @@ def main(argv=None):
                             hubtier_bytes=hubtier_size, hubtier_files=hubtier_files, hubtier_settle_s=sync_settle,
                             hubtier_minio=minio_bin if "hubtier" in exps else None,
                             watch_bytes=watch_size, watch_small_bytes=experiments.WATCH_SMALL, watch_files=watch_files,
-                            watch_tree_files=watch_tree, watch_idle_s=watch_idle,
+                            watch_tree_files=watch_tree, watch_idle_s=watch_idle, watch_idle_sync_s=watch_idle_sync,
+                            watch_idle_sample_s=experiments.WATCH_IDLE_SAMPLE_S,
+                            watch_idle_wait_s=experiments.WATCH_IDLE_WAIT_S,
+                            watch_syncthing_missing=watch_syncthing_why,
+                            watch_syncthing_watcher_delay_s=experiments.SYNCTHING_WATCHER_DELAY_S,
+                            watch_syncthing_options=experiments.SYNCTHING_OPTIONS,
                             watch_quiet_s=experiments.WATCH_QUIET_S, watch_sync_every_s=experiments.WATCH_SYNC_EVERY_S,
                             watch_check_every_s=experiments.WATCH_CHECK_EVERY_S,
                             watch_poll_s=experiments.WATCH_POLL_S, watch_calm_s=experiments.WATCH_CALM_S,
@@ -672,7 +693,8 @@ def main(argv=None):
                 experiments.hubtier(ctx, hubtier_rclone, minio_bin, hubtier_size, hubtier_files, sync_settle,
                                     minio_why, hubtier_rclone_why)
             elif exp == "watch":
-                experiments.watch(ctx, watch_size, watch_files, watch_tree, watch_idle, sync_settle)
+                experiments.watch(ctx, watch_size, watch_files, watch_tree, watch_idle, sync_settle,
+                                  watch_idle_sync, watch_syncthing, watch_syncthing_why)
             elif exp == "mount":
                 experiments.mount(ctx, mount_restic, mount_bup, mount_bup_why, mount_files, mount_size,
                                   mount_remote_size, mount_remote_note, mount_repeats, mount_peer_repeats)

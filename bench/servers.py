@@ -190,17 +190,23 @@ class Sshd:
 
 
 class DmvHttp:
-    """`dmv serve --config FILE --listen 127.0.0.1:0` serving `repos` (name -> path)."""
+    """`dmv serve --config FILE --listen 127.0.0.1:0` serving `repos` (name -> path). With `access_log`, the
+    server logs one line per request on stderr (`access_log = true`): `requests` holds (time.monotonic() when
+    the suite read the line, the line) of each, the stderr lines kept for errors leave them out."""
 
-    def __init__(self, dmv, root, env, repos, token):
+    def __init__(self, dmv, root, env, repos, token, access_log=False):
         self.dmv, self.dir, self.env, self.repos, self.token = dmv, root, env, repos, token
+        self.access_log = access_log
         self.proc, self.port = None, None
+        self.requests = []
 
     def __enter__(self):
         os.makedirs(self.dir, exist_ok=True)
         config = os.path.join(self.dir, "server.toml")
         # It holds a token: for its owner's eyes only (dmv serve warns otherwise).
         with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            if self.access_log:
+                f.write("access_log = true\n")
             f.write("[repos]\n")
             for name, path in self.repos.items():
                 f.write('%s = "%s"\n' % (name, path))
@@ -222,7 +228,9 @@ class DmvHttp:
 
         def drain():  # the server must never block on a full stderr pipe
             for l in self.proc.stderr:
-                if len(lines) < 100:
+                if self.access_log and ACCESS_LINE.match(l.decode("utf-8", "replace")):
+                    self.requests.append((time.monotonic(), l.decode("utf-8", "replace").rstrip("\n")))
+                elif len(lines) < 100:
                     lines.append(l)
         threading.Thread(target=drain, daemon=True).start()
         self.stderr_lines = lines

@@ -410,3 +410,16 @@ class Borg(Tool):
 
 # restic and borg; restic also takes part in s3 (S3_PEERS)
 STORE_PEERS = {t.name: t for t in (Restic, Borg)}
+
+
+# ---------------------------------------------------------------- peer of the watch experiment only
+
+class Syncthing(Tool):
+    """Syncthing, a file synchroniser (Debian's package): two instances on 127.0.0.1 sharing one folder are
+    the watch experiment's peer of two `dmv watch --sync` replicas (experiments._SyncthingPeer drives them).
+    It syncs files and keeps no history: no commits, only the arrival is measured."""
+    name = binary = "syncthing"
+    apt_package = "syncthing"
+
+
+WATCH_PEERS = {t.name: t for t in (Syncthing,)}
