@@ -84,7 +84,7 @@ fn an_older_repository_opened_by_two_writers_and_gc_at_once_is_upgraded_and_lose
     let second = spawn(d, &["add", "c.raw"]);
     ok(&gc_while_paused(d, paused));
     ok(&second.wait_with_output().unwrap());
-    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\n");
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\nlocations-packed\n");
     dmv(d, &["commit", "-m", "bc"]);
     fsck_clean(d);
     for f in ["a.txt", "b.raw", "c.raw"] {

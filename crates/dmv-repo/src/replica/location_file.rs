@@ -16,8 +16,8 @@ use dmv_store::ObjectId;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::replica::location_journal::{journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT};
 use crate::replica::locations::{
-    decode_cards, now_ns, write_framed, LocationLog, LocationRecord, ReplicaCards, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY,
-    VERSION_WITHOUT_NAMES,
+    decode_cards, now_ns, write_framed, write_packed, LocationLog, LocationRecord, ReplicaCards, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY,
+    VERSION_PACKED, VERSION_WITHOUT_NAMES,
 };
 use crate::repository::repo::Repository;
 
@@ -25,13 +25,24 @@ use crate::repository::repo::Repository;
 /// yields counts only once [`LogReader::finish`] has checked the checksum.
 struct LogReader {
     path: PathBuf,
-    input: BufReader<File>,
+    input: LogInput,
     hasher: blake3::Hasher,
     left: u64,
     version: u32,
-    cards_len: u64,
     previous: Option<(ObjectId, ReplicaId)>,
 }
+
+/// Where the records come from: the file itself (versions 1 to 3, with
+/// the length of the cards that follow them), or the zstd frame of a
+/// packed log (version 4), whose cards end where the frame does.
+enum LogInput {
+    Plain { input: BufReader<File>, cards_len: u64 },
+    Packed(zstd::stream::read::Decoder<'static, BufReader<File>>),
+}
+
+/// The most a packed log's cards may take (a card is at most about 8 KiB):
+/// a damaged frame does not fill the memory.
+const MAX_CARDS_LEN: u64 = 64 << 20;
 
 impl LogReader {
     /// None when there is no log yet.
@@ -46,38 +57,36 @@ impl LogReader {
     /// Reads `file` (the log at `path`) from where it stands.
     fn of(path: &Path, file: File) -> RepoResult<LogReader> {
         let len = file.metadata().at(path)?.len();
-        let mut reader = LogReader {
-            path: path.to_path_buf(),
-            input: BufReader::with_capacity(1 << 20, file),
-            hasher: blake3::Hasher::new(),
-            left: 0,
-            version: VERSION,
-            cards_len: 0,
-            previous: None,
-        };
+        let bad = |detail: &str| RepoError::Corrupt { path: path.to_path_buf(), detail: format!("not a valid location log: {detail}") };
+        let mut input = BufReader::with_capacity(1 << 20, file);
         if len < (HEADER_LEN + 32) as u64 {
-            return Err(reader.bad("no location log header"));
+            return Err(bad("no location log header"));
         }
         let mut header = [0u8; HEADER_LEN];
-        reader.read(&mut header)?;
+        input.read_exact(&mut header).at(path)?;
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&header);
         let (magic, rest) = header.split_at(8);
         let (version, count) = rest.split_at(4);
-        reader.version = u32::from_le_bytes(version.try_into().unwrap_or_default());
-        let with_cards = match reader.version {
-            _ if magic != MAGIC => return Err(reader.bad("no location log header")),
-            VERSION | VERSION_NAMES_ONLY => true,
-            VERSION_WITHOUT_NAMES => false,
-            _ => return Err(reader.bad("unknown version")),
-        };
+        let version = u32::from_le_bytes(version.try_into().unwrap_or_default());
         let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
         let body = len - (HEADER_LEN + 32) as u64;
-        let records = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= body).ok_or_else(|| reader.bad("record count does not match the length"))?;
-        reader.cards_len = body - records;
-        if !with_cards && reader.cards_len != 0 {
-            return Err(reader.bad("record count does not match the length"));
-        }
-        reader.left = count;
-        Ok(reader)
+        // The length of the cards after the records of a plain log.
+        let cards_len = |with_cards: bool| -> RepoResult<u64> {
+            let records = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= body).ok_or_else(|| bad("record count does not match the length"))?;
+            if !with_cards && body != records {
+                return Err(bad("record count does not match the length"));
+            }
+            Ok(body - records)
+        };
+        let input = match version {
+            _ if magic != MAGIC => return Err(bad("no location log header")),
+            VERSION_PACKED => LogInput::Packed(zstd::stream::read::Decoder::with_buffer(input).at(path)?.single_frame()),
+            VERSION | VERSION_NAMES_ONLY => LogInput::Plain { cards_len: cards_len(true)?, input },
+            VERSION_WITHOUT_NAMES => LogInput::Plain { cards_len: cards_len(false)?, input },
+            _ => return Err(bad("unknown version")),
+        };
+        Ok(LogReader { path: path.to_path_buf(), input, hasher, left: count, version, previous: None })
     }
 
     fn bad(&self, detail: &str) -> RepoError {
@@ -85,7 +94,15 @@ impl LogReader {
     }
 
     fn read(&mut self, buf: &mut [u8]) -> RepoResult<()> {
-        self.input.read_exact(buf).at(&self.path)?;
+        let read = match &mut self.input {
+            LogInput::Plain { input, .. } => input.read_exact(buf),
+            LogInput::Packed(frame) => frame.read_exact(buf),
+        };
+        // A frame cut short or damaged is a damaged log, as a short file is.
+        read.map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData | std::io::ErrorKind::Other => self.bad(&format!("cut short or damaged ({e})")),
+            _ => RepoError::io(&self.path, e),
+        })?;
         self.hasher.update(buf);
         Ok(())
     }
@@ -108,16 +125,37 @@ impl LogReader {
     /// Reads the rest, checks the checksum, and returns the cards.
     fn finish(mut self) -> RepoResult<ReplicaCards> {
         while self.next()?.is_some() {}
-        let mut cards = vec![0u8; self.cards_len as usize];
-        self.read(&mut cards)?;
+        let (cards, mut rest): (Vec<u8>, Box<dyn Read>) = match self.input {
+            LogInput::Plain { mut input, cards_len } => {
+                let mut cards = vec![0u8; cards_len as usize];
+                input.read_exact(&mut cards).at(&self.path)?;
+                (cards, Box::new(input))
+            }
+            LogInput::Packed(mut frame) => {
+                let mut cards = Vec::new();
+                (&mut frame)
+                    .take(MAX_CARDS_LEN + 1)
+                    .read_to_end(&mut cards)
+                    .map_err(|e| RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: damaged ({e})") })?;
+                if cards.len() as u64 > MAX_CARDS_LEN {
+                    return Err(RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: its cards run past their limit".into() });
+                }
+                (cards, Box::new(frame.finish()))
+            }
+        };
+        self.hasher.update(&cards);
         let mut sum = [0u8; 32];
-        self.input.read_exact(&mut sum).at(&self.path)?;
-        if self.hasher.finalize().as_bytes() != &sum {
-            return Err(self.bad("checksum mismatch"));
+        rest.read_exact(&mut sum).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: cut short".into() },
+            _ => RepoError::io(&self.path, e),
+        })?;
+        let mut after = [0u8; 1];
+        if self.hasher.finalize().as_bytes() != &sum || rest.read(&mut after).at(&self.path)? != 0 {
+            return Err(RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: checksum mismatch".into() });
         }
         let mut log = LocationLog::default();
         if !cards.is_empty() {
-            decode_cards(&cards, self.version, &mut log).map_err(|e| self.bad(&e.0))?;
+            decode_cards(&cards, self.version, &mut log).map_err(|e| RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: {}", e.0) })?;
         }
         Ok(log.cards)
     }
@@ -481,7 +519,7 @@ impl Repository {
         let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
-        crate::atomic::write_atomic_with(&path, &mut |out| write_framed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.cards))?;
+        crate::atomic::write_atomic_with(&path, &mut |out| write_packed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.cards))?;
         // Folded in: kept after a crash here, it is read again with the log, and counts once.
         match std::fs::remove_file(self.journal_path()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(self.journal_path(), e)),
@@ -761,5 +799,67 @@ mod tests {
         assert!(err.to_string().contains("out of order"), "{err}");
         assert!(!repo.locations_path().exists());
         assert_eq!(std::fs::read_dir(&repo.dmv).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("tmp")).count(), 0);
+    }
+
+    /// `.dmv/locations` is version 4: the header with version 4, one zstd
+    /// frame holding version 3's records and cards, and version 3's
+    /// checksum over the header as written; a version 3 log on disk is
+    /// still read, and the next merge packs it.
+    #[test]
+    fn the_log_on_disk_is_packed_and_a_plain_one_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let plain = log_of(&[record(1, 1, 5, true), record(1, 2, 6, true), record(2, 1, 7, false)], &[(1, 3, "nas")]);
+        std::fs::write(repo.locations_path(), plain.encode()).unwrap();
+        assert_eq!(repo.locations_where(|_| true).unwrap().records, plain.records);
+        repo.merge_locations([Ok(record(3, 2, 8, true))], &ReplicaCards::new(), false).unwrap();
+        let mut expected = plain.clone();
+        expected.record(ObjectId([3; 32]), ReplicaId([2; 16]), Stamp { time_ns: 8, present: true });
+        let on_disk = std::fs::read(repo.locations_path()).unwrap();
+        let mut header = b"DMVLOCS\0".to_vec();
+        header.extend([4, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(on_disk[..HEADER_LEN], header[..]);
+        let (frame, sum) = on_disk[HEADER_LEN..].split_at(on_disk.len() - HEADER_LEN - 32);
+        let unpacked = zstd::decode_all(frame).unwrap();
+        let as_sent = expected.encode();
+        assert_eq!(unpacked, as_sent[HEADER_LEN..as_sent.len() - 32], "the frame holds version 3's records and cards");
+        assert_eq!(sum, blake3::hash(&[&header[..], &unpacked].concat()).as_bytes());
+        assert!(on_disk.len() < as_sent.len());
+        let read = repo.locations_where(|_| true).unwrap();
+        assert_eq!((read.records, read.cards), (expected.records.clone(), expected.cards.clone()));
+        // What is sent stays version 3.
+        let sent = repo.location_pages().unwrap().next_page(100).unwrap().unwrap();
+        assert_eq!(LocationLog::decode(&sent).unwrap().records, expected.records);
+        assert_eq!(sent[8], 3);
+    }
+
+    /// A packed log damaged anywhere (its frame, its checksum, bytes added
+    /// or cut) is refused as damaged, never read wrong nor a panic.
+    #[test]
+    fn a_damaged_packed_log_is_refused_wherever_the_damage_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        let records: Vec<LocationRecord> = (0..200u8).map(|k| record(k, k % 3, u64::from(k), k % 5 != 0)).collect();
+        repo.merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false).unwrap();
+        let good = std::fs::read(repo.locations_path()).unwrap();
+        assert_eq!(good[8], 4);
+        let mut damaged: Vec<Vec<u8>> = (HEADER_LEN..good.len())
+            .step_by(7)
+            .map(|at| {
+                let mut bytes = good.clone();
+                bytes[at] ^= 0x20;
+                bytes
+            })
+            .collect();
+        damaged.push([&good[..], &[0]].concat());
+        damaged.push(good[..good.len() - 1].to_vec());
+        damaged.push(good[..HEADER_LEN + 40].to_vec());
+        for bytes in damaged {
+            std::fs::write(repo.locations_path(), &bytes).unwrap();
+            let err = repo.check_locations().unwrap_err();
+            assert!(matches!(err, RepoError::Corrupt { .. }), "{err}");
+        }
+        std::fs::write(repo.locations_path(), &good).unwrap();
+        repo.check_locations().unwrap();
     }
 }

@@ -9,10 +9,18 @@
 //! name, the URLs it publishes, so any replica can reach one it has only
 //! heard of, and whether it is metered, so others do not pull from it.
 //!
-//! `.dmv/locations`: magic, version, record count, the records sorted by
-//! (key, replica), each 32 + 16 + 8 + 1 bytes, then the card count and the
-//! cards sorted by replica (see [`encode_cards`]), and a BLAKE3 checksum.
-//! Versions 1 (no cards) and 2 (cards of a name only) are still read.
+//! The log's encoding (version 3, what travels): magic, version, record
+//! count, the records sorted by (key, replica), each 32 + 16 + 8 + 1 bytes,
+//! then the card count and the cards sorted by replica (see
+//! [`encode_cards`]), and a BLAKE3 checksum. Versions 1 (no cards) and 2
+//! (cards of a name only) are still read.
+//!
+//! `.dmv/locations` is version 4, the same packed: the header as it is,
+//! then one zstd frame of the records and the cards, then the checksum of
+//! version 3's bytes (header with version 4). A record's id does not
+//! compress, but its replica, time and the id repeated for each holder do:
+//! 57 bytes a record become about 17 (a meta clone's log of 100,000 files
+//! held by two replicas: 11.4 MB, 3.3 MB packed). Version 3 is still read.
 //! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
 
 use std::collections::BTreeMap;
@@ -26,6 +34,8 @@ use crate::repository::repo::Repository;
 
 pub(crate) const MAGIC: &[u8; 8] = b"DMVLOCS\0";
 pub(crate) const VERSION: u32 = 3;
+/// Version 4: version 3 with the records and cards in a zstd frame (the file on disk).
+pub(crate) const VERSION_PACKED: u32 = 4;
 /// Version 2: cards of a name only.
 pub(crate) const VERSION_NAMES_ONLY: u32 = 2;
 /// Version 1: the same without the cards.
@@ -326,6 +336,28 @@ pub(crate) fn write_framed(out: &mut dyn Write, count: u64, records: &mut dyn Fn
     let sum = out.hasher.finalize();
     out.inner.write_all(sum.as_bytes())?;
     out.inner.flush()
+}
+
+/// [`write_framed`] packed (version 4, see the module's doc): what
+/// `.dmv/locations` holds.
+pub(crate) fn write_packed(out: &mut dyn Write, count: u64, records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>, cards: &ReplicaCards) -> std::io::Result<()> {
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&VERSION_PACKED.to_le_bytes());
+    header.extend_from_slice(&count.to_le_bytes());
+    out.write_all(&header)?;
+    // Level 1: packing a million files' records takes about as long as writing them.
+    let mut packed = dmv_store::HashingWriter::new(zstd::Encoder::new(&mut *out, 1)?);
+    packed.hasher.update(&header);
+    // Buffered above the hash, which then takes large pieces (records are 57 bytes).
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, packed);
+    records(&mut buffered)?;
+    encode_cards(cards, &mut buffered)?;
+    let packed = buffered.into_inner().map_err(|e| e.into_error())?;
+    let sum = packed.hasher.finalize();
+    packed.inner.finish()?;
+    out.write_all(sum.as_bytes())?;
+    out.flush()
 }
 
 /// The cards section of a version 3 log: the count (u32), then per replica,

@@ -30,6 +30,8 @@ pub const REQUIREMENTS: &[&str] = &[
     "locations-journal",
     // The top ref table may travel inside refs/tables.list (its last line, `inline <base64>`).
     "refs-inline",
+    // .dmv/locations is packed (version 4: its records and cards in a zstd frame).
+    "locations-packed",
 ];
 
 /// What a repository's list says, once nothing on it is unknown.
