@@ -32,39 +32,78 @@ pub struct BucketConfig {
 /// Reads the config, and its bytes exactly as stored. With `create`, an
 /// empty location becomes a repository with those chunking parameters;
 /// without, it is an error.
-pub(crate) fn read_or_create(conn: &Conn, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
-    conn.run("reading the repository config", read_or_create_async(conn.op.clone(), conn.target.clone(), create))
+pub(crate) fn read_or_create(
+    conn: &Conn,
+    create: Option<ChunkParams>,
+) -> BucketResult<(BucketConfig, Vec<u8>)> {
+    conn.run(
+        "reading the repository config",
+        read_or_create_async(conn.op.clone(), conn.target.clone(), create),
+    )
 }
 
-async fn read_or_create_async(op: Operator, target: Target, create: Option<ChunkParams>) -> BucketResult<(BucketConfig, Vec<u8>)> {
-    let not_repo = |detail: String| BucketError::NotARepository { url: target.url.clone(), detail };
+async fn read_or_create_async(
+    op: Operator,
+    target: Target,
+    create: Option<ChunkParams>,
+) -> BucketResult<(BucketConfig, Vec<u8>)> {
+    let not_repo = |detail: String| BucketError::NotARepository {
+        url: target.url.clone(),
+        detail,
+    };
     loop {
         let read = match op.stat(CONFIG_KEY).await {
             Ok(meta) if meta.content_length() > MAX_CONFIG_SIZE => {
-                return Err(not_repo(format!("{CONFIG_KEY} is {} bytes, more than a DMV repository config can be", meta.content_length())));
+                return Err(not_repo(format!(
+                    "{CONFIG_KEY} is {} bytes, more than a DMV repository config can be",
+                    meta.content_length()
+                )));
             }
             Ok(meta) if meta.content_length() == 0 => Ok(opendal::Buffer::new()),
             // The config is written once (if absent) and never replaced: its length bounds the read.
-            Ok(meta) => op.read_with(CONFIG_KEY).range(0..meta.content_length()).await,
+            Ok(meta) => {
+                op.read_with(CONFIG_KEY)
+                    .range(0..meta.content_length())
+                    .await
+            }
             Err(e) => Err(e),
         };
         match read {
             Ok(bytes) => {
                 let bytes = bytes.to_vec();
                 trace::count_received(bytes.len() as u64);
-                let config: BucketConfig = serde_json::from_slice(&bytes).map_err(|e| not_repo(format!("{CONFIG_KEY} is not a DMV repository config: {e}")))?;
+                let config: BucketConfig = serde_json::from_slice(&bytes).map_err(|e| {
+                    not_repo(format!("{CONFIG_KEY} is not a DMV repository config: {e}"))
+                })?;
                 if config.format != FORMAT_VERSION {
-                    return Err(BucketError::UnsupportedFormat { url: target.url.clone(), found: config.format, supported: FORMAT_VERSION });
+                    return Err(BucketError::UnsupportedFormat {
+                        url: target.url.clone(),
+                        found: config.format,
+                        supported: FORMAT_VERSION,
+                    });
                 }
-                config.chunking.validate().map_err(|d| not_repo(format!("{CONFIG_KEY}: {d}")))?;
+                config
+                    .chunking
+                    .validate()
+                    .map_err(|d| not_repo(format!("{CONFIG_KEY}: {d}")))?;
                 return Ok((config, bytes));
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let Some(chunking) = create else {
-                    return Err(not_repo(format!("not a DMV repository (no {CONFIG_KEY} there; push to it to create one)")));
+                    return Err(not_repo(format!(
+                        "not a DMV repository (no {CONFIG_KEY} there; push to it to create one)"
+                    )));
                 };
-                let config = BucketConfig { format: FORMAT_VERSION, chunking, id: new_repository_id() };
-                let bytes = serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Internal { what: "writing the repository config", detail: e.to_string() })?;
+                let config = BucketConfig {
+                    format: FORMAT_VERSION,
+                    chunking,
+                    id: new_repository_id(),
+                };
+                let bytes =
+                    serde_json::to_vec_pretty(&config).map_err(|e| BucketError::Internal {
+                        what: "writing the repository config",
+                        detail: e.to_string(),
+                    })?;
                 trace::count_sent(bytes.len() as u64);
                 match op.write_with(CONFIG_KEY, bytes).if_not_exists(true).await {
                     // Created, or someone else created it at the same moment: read what won.
@@ -88,7 +127,15 @@ pub(crate) fn new_token() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut h = blake3::Hasher::new();
-    h.update(format!("{:?}{}{:?}{n}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
+    h.update(
+        format!(
+            "{:?}{}{:?}{n}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .as_bytes(),
+    );
     h.update(&(&h as *const _ as usize).to_le_bytes());
     h.finalize().to_hex()[..32].to_string()
 }

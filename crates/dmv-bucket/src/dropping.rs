@@ -36,14 +36,26 @@ pub struct BucketDropped {
 type Graph = HashMap<ObjectId, (ObjectKind, Vec<(ObjectId, bool)>)>;
 
 /// Frees `files` (none: only finishes what a drop cut short left).
-pub(crate) fn drop_files(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, files: &[ObjectId]) -> BucketResult<BucketDropped> {
+pub(crate) fn drop_files(
+    conn: &Conn,
+    mirror: &Mirror,
+    chunking: ChunkParams,
+    files: &[ObjectId],
+) -> BucketResult<BucketDropped> {
     if files.is_empty() && leases::read_journal(conn)?.is_empty() {
         return Ok(BucketDropped::default());
     }
     let holder = new_token();
     leases::take_drop_lease(conn, &holder)?;
     let mut removed_any = false;
-    let dropped = drop_leased(conn, mirror, chunking, &holder, &files.iter().copied().collect(), &mut removed_any);
+    let dropped = drop_leased(
+        conn,
+        mirror,
+        chunking,
+        &holder,
+        &files.iter().copied().collect(),
+        &mut removed_any,
+    );
     let released = leases::release_drop_lease(conn, &holder, removed_any);
     let dropped = dropped?;
     released?;
@@ -51,10 +63,23 @@ pub(crate) fn drop_files(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, fi
 }
 
 /// `removed_any` turns true before the first object leaves the bucket.
-fn drop_leased(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, files: &HashSet<ObjectId>, removed_any: &mut bool) -> BucketResult<BucketDropped> {
-    let locked: Vec<ObjectId> = leases::locked_content(conn)?.intersection(files).copied().collect();
+fn drop_leased(
+    conn: &Conn,
+    mirror: &Mirror,
+    chunking: ChunkParams,
+    holder: &str,
+    files: &HashSet<ObjectId>,
+    removed_any: &mut bool,
+) -> BucketResult<BucketDropped> {
+    let locked: Vec<ObjectId> = leases::locked_content(conn)?
+        .intersection(files)
+        .copied()
+        .collect();
     if !locked.is_empty() {
-        return Ok(BucketDropped { freed_bytes: 0, locked });
+        return Ok(BucketDropped {
+            freed_bytes: 0,
+            locked,
+        });
     }
     mirror.refresh(conn)?;
     let by_pack = mirror.store.objects_by_pack()?;
@@ -62,14 +87,18 @@ fn drop_leased(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str
     let graph = read_graph(conn, &by_pack)?;
     let left_over = leases::read_journal(conn)?;
     let doomed = reached_only_through(&graph, &present, files, &left_over);
-    let (nodes, chunks): (HashSet<ObjectId>, HashSet<ObjectId>) = doomed.into_iter().partition(|id| graph.contains_key(id));
+    let (nodes, chunks): (HashSet<ObjectId>, HashSet<ObjectId>) =
+        doomed.into_iter().partition(|id| graph.contains_key(id));
     let before = stored_bytes(conn)?;
     leases::write_journal(conn, &chunks.iter().copied().collect::<Vec<_>>())?;
     rewrite_without(conn, mirror, chunking, holder, &nodes, removed_any)?;
     dmv_store::failpoint("bucket-drop-between-rounds");
     rewrite_without(conn, mirror, chunking, holder, &chunks, removed_any)?;
     leases::write_journal(conn, &[])?;
-    Ok(BucketDropped { freed_bytes: before.saturating_sub(stored_bytes(conn)?), locked })
+    Ok(BucketDropped {
+        freed_bytes: before.saturating_sub(stored_bytes(conn)?),
+        locked,
+    })
 }
 
 /// Reads every non-chunk object of the bucket (commits, trees, file nodes:
@@ -78,12 +107,22 @@ fn read_graph(conn: &Conn, by_pack: &HashMap<ObjectId, Vec<PackEntry>>) -> Bucke
     let mut seen = HashSet::new();
     let wanted: Vec<Located> = by_pack
         .iter()
-        .flat_map(|(pack, entries)| entries.iter().filter(|e| e.kind != ObjectKind::Chunk).map(|e| Located { pack: *pack, entry: *e }))
+        .flat_map(|(pack, entries)| {
+            entries
+                .iter()
+                .filter(|e| e.kind != ObjectKind::Chunk)
+                .map(|e| Located {
+                    pack: *pack,
+                    entry: *e,
+                })
+        })
         .filter(|l| seen.insert(l.entry.id))
         .collect();
     let mut graph = Graph::with_capacity(wanted.len());
     read::read_objects(conn, wanted, &mut |obj| {
-        let content = obj.content().map_err(|e| conn.target.damaged(format!("object {}: {e}", obj.id)))?;
+        let content = obj
+            .content()
+            .map_err(|e| conn.target.damaged(format!("object {}: {e}", obj.id)))?;
         let kids = children_marked(&obj.id, obj.kind, &content)?;
         graph.insert(obj.id, (obj.kind, kids));
         Ok::<_, BucketError>(())
@@ -96,22 +135,40 @@ fn read_graph(conn: &Conn, by_pack: &HashMap<ObjectId, Vec<PackEntry>>) -> Bucke
 /// object the bucket holds counts as live, reachable or not (as a local
 /// drop keeps what no ref reaches), and a tree listing one of `files` does
 /// not keep it.
-fn reached_only_through(graph: &Graph, present: &HashSet<ObjectId>, files: &HashSet<ObjectId>, left_over: &[ObjectId]) -> HashSet<ObjectId> {
+fn reached_only_through(
+    graph: &Graph,
+    present: &HashSet<ObjectId>,
+    files: &HashSet<ObjectId>,
+    left_over: &[ObjectId],
+) -> HashSet<ObjectId> {
     let mut doomed = HashSet::new();
     let mut stack: Vec<ObjectId> = files.iter().chain(left_over).copied().collect();
     while let Some(id) = stack.pop() {
         if present.contains(&id) && doomed.insert(id) {
-            stack.extend(graph.get(&id).into_iter().flat_map(|(_, kids)| kids.iter().map(|(k, _)| *k)));
+            stack.extend(
+                graph
+                    .get(&id)
+                    .into_iter()
+                    .flat_map(|(_, kids)| kids.iter().map(|(k, _)| *k)),
+            );
         }
     }
     let mut live = HashSet::new();
-    let mut stack: Vec<ObjectId> = graph.keys().filter(|id| !doomed.contains(id)).copied().collect();
+    let mut stack: Vec<ObjectId> = graph
+        .keys()
+        .filter(|id| !doomed.contains(id))
+        .copied()
+        .collect();
     while let Some(id) = stack.pop() {
         if !live.insert(id) {
             continue;
         }
         if let Some((kind, kids)) = graph.get(&id) {
-            stack.extend(kids.iter().filter(|(k, data)| !(*kind == ObjectKind::Tree && *data && files.contains(k))).map(|(k, _)| *k));
+            stack.extend(
+                kids.iter()
+                    .filter(|(k, data)| !(*kind == ObjectKind::Tree && *data && files.contains(k)))
+                    .map(|(k, _)| *k),
+            );
         }
     }
     doomed.retain(|id| !live.contains(id));
@@ -122,18 +179,46 @@ fn reached_only_through(graph: &Graph, present: &HashSet<ObjectId>, files: &Hash
 /// those packs goes up as new packs (published before anything is
 /// removed), then the old packs go, index first (a pack counts only while
 /// its index exists).
-fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: &str, remove: &HashSet<ObjectId>, removed_any: &mut bool) -> BucketResult<()> {
+fn rewrite_without(
+    conn: &Conn,
+    mirror: &Mirror,
+    chunking: ChunkParams,
+    holder: &str,
+    remove: &HashSet<ObjectId>,
+    removed_any: &mut bool,
+) -> BucketResult<()> {
     if remove.is_empty() {
         return Ok(());
     }
     let by_pack = mirror.store.objects_by_pack()?;
-    let old: Vec<ObjectId> = by_pack.iter().filter(|(_, entries)| entries.iter().any(|e| remove.contains(&e.id))).map(|(p, _)| *p).collect();
-    let keep: Vec<Located> = old.iter().flat_map(|p| by_pack[p].iter().filter(|e| !remove.contains(&e.id)).map(|e| Located { pack: *p, entry: *e })).collect();
+    let old: Vec<ObjectId> = by_pack
+        .iter()
+        .filter(|(_, entries)| entries.iter().any(|e| remove.contains(&e.id)))
+        .map(|(p, _)| *p)
+        .collect();
+    let keep: Vec<Located> = old
+        .iter()
+        .flat_map(|p| {
+            by_pack[p]
+                .iter()
+                .filter(|e| !remove.contains(&e.id))
+                .map(|e| Located {
+                    pack: *p,
+                    entry: *e,
+                })
+        })
+        .collect();
     let renew = || leases::renew_drop_lease(conn, holder);
     renew()?;
-    upload::put_objects::<BucketError>(conn, mirror, chunking, upload::Skip::Nothing, &renew, &Tally::silent(), &mut |sink| {
-        read::read_objects(conn, keep.clone(), &mut |obj| sink(&obj))
-    })?;
+    upload::put_objects::<BucketError>(
+        conn,
+        mirror,
+        chunking,
+        upload::Skip::Nothing,
+        &renew,
+        &Tally::silent(),
+        &mut |sink| read::read_objects(conn, keep.clone(), &mut |obj| sink(&obj)),
+    )?;
     // Still this drop's: no other can have begun removing.
     renew()?;
     *removed_any |= !old.is_empty();
@@ -141,7 +226,11 @@ fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: 
         for key in [index_key(pack), pack_key(pack)] {
             let op = conn.op.clone();
             let target = conn.target.clone();
-            conn.run("removing a pack", async move { op.delete(&key).await.map_err(|e| target.classify(e, &format!("removing {key}"))) })?;
+            conn.run("removing a pack", async move {
+                op.delete(&key)
+                    .await
+                    .map_err(|e| target.classify(e, &format!("removing {key}")))
+            })?;
         }
         dmv_store::failpoint("bucket-drop-removed-pack");
     }
@@ -152,8 +241,15 @@ fn rewrite_without(conn: &Conn, mirror: &Mirror, chunking: ChunkParams, holder: 
 fn stored_bytes(conn: &Conn) -> BucketResult<u64> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     conn.run("listing packs", async move {
-        let entries = op.list_with(PACKS_PREFIX).await.map_err(|e| target.classify(e, "listing packs"))?;
-        Ok(entries.iter().filter(|e| e.name().ends_with(".pack")).map(|e| e.metadata().content_length()).sum())
+        let entries = op
+            .list_with(PACKS_PREFIX)
+            .await
+            .map_err(|e| target.classify(e, "listing packs"))?;
+        Ok(entries
+            .iter()
+            .filter(|e| e.name().ends_with(".pack"))
+            .map(|e| e.metadata().content_length())
+            .sum())
     })
 }
 
@@ -170,9 +266,18 @@ mod tests {
         // Tree 1 lists files 2 (node: chunks 4, 5) and 3 (node: chunks 5, 6); commit 9 has tree 1.
         let graph: Graph = HashMap::from([
             (id(9), (ObjectKind::Commit, vec![(id(1), false)])),
-            (id(1), (ObjectKind::Tree, vec![(id(2), true), (id(3), true)])),
-            (id(2), (ObjectKind::FileNode, vec![(id(4), true), (id(5), true)])),
-            (id(3), (ObjectKind::FileNode, vec![(id(5), true), (id(6), true)])),
+            (
+                id(1),
+                (ObjectKind::Tree, vec![(id(2), true), (id(3), true)]),
+            ),
+            (
+                id(2),
+                (ObjectKind::FileNode, vec![(id(4), true), (id(5), true)]),
+            ),
+            (
+                id(3),
+                (ObjectKind::FileNode, vec![(id(5), true), (id(6), true)]),
+            ),
         ]);
         let present: HashSet<ObjectId> = (1..=9).map(id).collect();
         let doomed = reached_only_through(&graph, &present, &HashSet::from([id(2)]), &[]);
@@ -186,6 +291,9 @@ mod tests {
         let present: HashSet<ObjectId> = [9, 1, 3, 4, 5, 6].map(id).into();
         assert!(reached_only_through(&partly, &present, &HashSet::from([id(2)]), &[]).is_empty());
         // ...unless the drop that removed it was cut short and left its chunks (4 only: file 3 still uses 5).
-        assert_eq!(reached_only_through(&partly, &present, &HashSet::new(), &[id(4), id(5)]), HashSet::from([id(4)]));
+        assert_eq!(
+            reached_only_through(&partly, &present, &HashSet::new(), &[id(4), id(5)]),
+            HashSet::from([id(4)])
+        );
     }
 }

@@ -144,8 +144,16 @@ pub enum BucketError {
 pub type BucketResult<T> = Result<T, BucketError>;
 
 impl BucketError {
-    pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, cause: std::io::Error) -> BucketError {
-        BucketError::Io { what, path: path.into(), cause }
+    pub(crate) fn io(
+        what: &'static str,
+        path: impl Into<PathBuf>,
+        cause: std::io::Error,
+    ) -> BucketError {
+        BucketError::Io {
+            what,
+            path: path.into(),
+            cause,
+        }
     }
 }
 
@@ -177,15 +185,24 @@ impl Target {
     }
 
     pub fn damaged(&self, detail: String) -> BucketError {
-        BucketError::Damaged { url: self.url.clone(), detail }
+        BucketError::Damaged {
+            url: self.url.clone(),
+            detail,
+        }
     }
 
     pub fn unsupported(&self, detail: &str) -> BucketError {
-        BucketError::Unsupported { url: self.url.clone(), detail: detail.to_string() }
+        BucketError::Unsupported {
+            url: self.url.clone(),
+            detail: detail.to_string(),
+        }
     }
 
     pub fn contended(&self, detail: String) -> BucketError {
-        BucketError::Contended { url: self.url.clone(), detail }
+        BucketError::Contended {
+            url: self.url.clone(),
+            detail,
+        }
     }
 }
 
@@ -194,7 +211,10 @@ impl Target {
 /// at once (409 ConditionalRequestConflict or OperationAborted, which it
 /// reports as `Conflict`): either way, re-read.
 pub(crate) fn lost_race(e: &opendal::Error) -> bool {
-    matches!(e.kind(), ErrorKind::ConditionNotMatch | ErrorKind::AlreadyExists | ErrorKind::Conflict)
+    matches!(
+        e.kind(),
+        ErrorKind::ConditionNotMatch | ErrorKind::AlreadyExists | ErrorKind::Conflict
+    )
 }
 
 /// The code and message S3 put in an error body, or opendal's own message
@@ -247,7 +267,8 @@ fn network_failure(err: &opendal::Error) -> Option<String> {
     while let Some(c) = cause {
         if let Some(e) = c.downcast_ref::<reqwest::Error>() {
             // Sending failed (no connection, or it broke) or the body did not arrive.
-            network |= e.is_request() || e.is_connect() || e.is_timeout() || e.is_body() || e.is_decode();
+            network |=
+                e.is_request() || e.is_connect() || e.is_timeout() || e.is_body() || e.is_decode();
         }
         if let Some(e) = c.downcast_ref::<std::io::Error>() {
             network |= matches!(
@@ -275,7 +296,10 @@ mod tests {
     use super::*;
 
     fn target() -> Target {
-        Target { url: "s3://photos/p".into(), bucket: "photos".into() }
+        Target {
+            url: "s3://photos/p".into(),
+            bucket: "photos".into(),
+        }
     }
 
     /// What opendal's S3 service makes of an error response.
@@ -285,33 +309,81 @@ mod tests {
 
     #[test]
     fn store_answers_are_sorted_by_kind_and_code() {
-        let e = target().classify(s3_error(ErrorKind::PermissionDenied, "SignatureDoesNotMatch", "wrong"), "reading refs");
+        let e = target().classify(
+            s3_error(
+                ErrorKind::PermissionDenied,
+                "SignatureDoesNotMatch",
+                "wrong",
+            ),
+            "reading refs",
+        );
         assert!(matches!(e, BucketError::Auth { .. }));
         assert!(e.to_string().starts_with("authentication failed for s3://photos/p: SignatureDoesNotMatch: wrong (check the AWS credentials"), "{e}");
-        let e = target().classify(s3_error(ErrorKind::ConfigInvalid, "NoSuchBucket", "The specified bucket does not exist"), "listing packs");
-        assert!(e.to_string().contains("the bucket photos does not exist"), "{e}");
-        let e = target().classify(opendal::Error::new(ErrorKind::ConfigInvalid, "endpoint is invalid"), "configuration");
+        let e = target().classify(
+            s3_error(
+                ErrorKind::ConfigInvalid,
+                "NoSuchBucket",
+                "The specified bucket does not exist",
+            ),
+            "listing packs",
+        );
+        assert!(
+            e.to_string().contains("the bucket photos does not exist"),
+            "{e}"
+        );
+        let e = target().classify(
+            opendal::Error::new(ErrorKind::ConfigInvalid, "endpoint is invalid"),
+            "configuration",
+        );
         assert!(matches!(e, BucketError::Config { .. }), "{e}");
-        let e = target().classify(s3_error(ErrorKind::Unexpected, "InternalError", "try again"), "uploading packs/x");
-        assert_eq!(e.to_string(), "s3://photos/p: uploading packs/x: InternalError: try again");
-        let e = target().classify(opendal::Error::new(ErrorKind::Unexpected, "operation timeout reached"), "reading refs");
+        let e = target().classify(
+            s3_error(ErrorKind::Unexpected, "InternalError", "try again"),
+            "uploading packs/x",
+        );
+        assert_eq!(
+            e.to_string(),
+            "s3://photos/p: uploading packs/x: InternalError: try again"
+        );
+        let e = target().classify(
+            opendal::Error::new(ErrorKind::Unexpected, "operation timeout reached"),
+            "reading refs",
+        );
         assert_eq!(e.to_string(), "cannot reach s3://photos/p: reading refs: the object store does not answer (operation timeout reached)");
     }
 
     #[test]
     fn conditional_write_failures_are_lost_races() {
-        for kind in [ErrorKind::ConditionNotMatch, ErrorKind::AlreadyExists, ErrorKind::Conflict] {
+        for kind in [
+            ErrorKind::ConditionNotMatch,
+            ErrorKind::AlreadyExists,
+            ErrorKind::Conflict,
+        ] {
             assert!(lost_race(&opendal::Error::new(kind, "")), "{kind}");
         }
-        for kind in [ErrorKind::Unexpected, ErrorKind::PermissionDenied, ErrorKind::NotFound] {
+        for kind in [
+            ErrorKind::Unexpected,
+            ErrorKind::PermissionDenied,
+            ErrorKind::NotFound,
+        ] {
             assert!(!lost_race(&opendal::Error::new(kind, "")), "{kind}");
         }
     }
 
     #[test]
     fn an_os_error_is_shown_once() {
-        let e = BucketError::io("cannot read the staged pack", "/tmp/x.pack", std::io::Error::from_raw_os_error(libc::ENOSPC));
-        assert!(std::error::Error::source(&e).is_none(), "the message already shows the cause");
-        assert_eq!(e.to_string().matches("No space left on device").count(), 1, "{e}");
+        let e = BucketError::io(
+            "cannot read the staged pack",
+            "/tmp/x.pack",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(
+            std::error::Error::source(&e).is_none(),
+            "the message already shows the cause"
+        );
+        assert_eq!(
+            e.to_string().matches("No space left on device").count(),
+            1,
+            "{e}"
+        );
     }
 }

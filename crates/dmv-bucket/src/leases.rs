@@ -38,7 +38,10 @@ const PUSH_SECONDS: u64 = 300;
 /// `DMV_TEST_LEASE_SECONDS` shortens both, so that tests of a killed drop
 /// or push need not wait minutes.
 fn lease_seconds(normal: u64) -> u64 {
-    std::env::var("DMV_TEST_LEASE_SECONDS").ok().and_then(|v| v.parse().ok()).unwrap_or(normal)
+    std::env::var("DMV_TEST_LEASE_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(normal)
 }
 /// A lock naming every file of a large tree is ~65 bytes per file: larger is refused unread.
 const MAX_LOCK_SIZE: u64 = 256 << 20;
@@ -69,14 +72,20 @@ fn write(conn: &Conn, key: String, bytes: Vec<u8>) -> BucketResult<()> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     conn.run("writing a lock", async move {
         trace::count_sent(bytes.len() as u64);
-        op.write(&key, bytes).await.map_err(|e| target.classify(e, &format!("writing {key}")))?;
+        op.write(&key, bytes)
+            .await
+            .map_err(|e| target.classify(e, &format!("writing {key}")))?;
         Ok(())
     })
 }
 
 fn remove(conn: &Conn, key: String) -> BucketResult<()> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
-    conn.run("removing a lock", async move { op.delete(&key).await.map_err(|e| target.classify(e, &format!("removing {key}"))) })
+    conn.run("removing a lock", async move {
+        op.delete(&key)
+            .await
+            .map_err(|e| target.classify(e, &format!("removing {key}")))
+    })
 }
 
 /// The ids of every unexpired lock or registration under `prefix`. Expired
@@ -85,7 +94,10 @@ fn remove(conn: &Conn, key: String) -> BucketResult<()> {
 fn active(conn: &Conn, prefix: &'static str) -> BucketResult<Vec<Vec<ObjectId>>> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     let found = conn.run("reading locks", async move {
-        let entries = op.list_with(prefix).await.map_err(|e| target.classify(e, &format!("listing {prefix}")))?;
+        let entries = op
+            .list_with(prefix)
+            .await
+            .map_err(|e| target.classify(e, &format!("listing {prefix}")))?;
         let mut found = Vec::new();
         for e in entries {
             let len = e.metadata().content_length();
@@ -93,17 +105,23 @@ fn active(conn: &Conn, prefix: &'static str) -> BucketResult<Vec<Vec<ObjectId>>>
                 continue;
             }
             if len > MAX_LOCK_SIZE {
-                return Err(target.damaged(format!("{} is {len} bytes, more than a lock can be", e.path())));
+                return Err(target.damaged(format!(
+                    "{} is {len} bytes, more than a lock can be",
+                    e.path()
+                )));
             }
             let bytes = match op.read_with(e.path()).range(0..len.max(1)).await {
                 Ok(b) => b.to_vec(),
                 // Removed since the listing: released.
                 Err(err) if err.kind() == opendal::ErrorKind::NotFound => continue,
-                Err(err) if len == 0 && err.kind() == opendal::ErrorKind::RangeNotSatisfied => Vec::new(),
+                Err(err) if len == 0 && err.kind() == opendal::ErrorKind::RangeNotSatisfied => {
+                    Vec::new()
+                }
                 Err(err) => return Err(target.classify(err, &format!("reading {}", e.path()))),
             };
             trace::count_received(bytes.len() as u64);
-            let (expires, ids) = decode(&bytes).ok_or_else(|| target.damaged(format!("{} is not a lock", e.path())))?;
+            let (expires, ids) = decode(&bytes)
+                .ok_or_else(|| target.damaged(format!("{} is not a lock", e.path())))?;
             found.push((e.path().to_string(), expires, ids));
         }
         Ok(found)
@@ -136,14 +154,21 @@ pub(crate) fn register_push(conn: &Conn, token: &str) -> BucketResult<DropsSeen>
     let table = read_refs(conn)?.table;
     if let Some(lease) = running(&table) {
         unregister_push(conn, token)?;
-        return Err(conn.target.contended(format!("a drop of data is running there ({}); nothing was pushed, push again after it", until(lease))));
+        return Err(conn.target.contended(format!(
+            "a drop of data is running there ({}); nothing was pushed, push again after it",
+            until(lease)
+        )));
     }
     Ok(DropsSeen::of(&table))
 }
 
 /// Writes (or extends) a push's registration for [`PUSH_SECONDS`].
 pub(crate) fn renew_push(conn: &Conn, token: &str) -> BucketResult<()> {
-    write(conn, format!("{PUSHES}{token}"), encode(seconds_from_now(lease_seconds(PUSH_SECONDS)), &[]))
+    write(
+        conn,
+        format!("{PUSHES}{token}"),
+        encode(seconds_from_now(lease_seconds(PUSH_SECONDS)), &[]),
+    )
 }
 
 pub(crate) fn unregister_push(conn: &Conn, token: &str) -> BucketResult<()> {
@@ -153,8 +178,17 @@ pub(crate) fn unregister_push(conn: &Conn, token: &str) -> BucketResult<()> {
 /// Locks the bucket's copies of `ids` against drops from it for `seconds`.
 /// False (and nothing locked) while a drop runs there: the copies it is
 /// freeing cannot be counted.
-pub(crate) fn lock_content(conn: &Conn, token: &str, ids: &[ObjectId], seconds: u64) -> BucketResult<bool> {
-    write(conn, format!("{CONTENT}{token}"), encode(seconds_from_now(seconds), ids))?;
+pub(crate) fn lock_content(
+    conn: &Conn,
+    token: &str,
+    ids: &[ObjectId],
+    seconds: u64,
+) -> BucketResult<bool> {
+    write(
+        conn,
+        format!("{CONTENT}{token}"),
+        encode(seconds_from_now(seconds), ids),
+    )?;
     if running(&read_refs(conn)?.table).is_some() {
         unlock_content(conn, token)?;
         return Ok(false);
@@ -172,11 +206,20 @@ pub(crate) fn unlock_content(conn: &Conn, token: &str) -> BucketResult<()> {
 pub(crate) fn take_drop_lease(conn: &Conn, holder: &str) -> BucketResult<()> {
     swap_with(conn, &mut |snapshot, _| {
         if let Some(lease) = running(&snapshot.table) {
-            return Err(conn.target.contended(format!("another drop of data is running there ({}); drop again after it", until(lease))));
+            return Err(conn.target.contended(format!(
+                "another drop of data is running there ({}); drop again after it",
+                until(lease)
+            )));
         }
         let mut table = snapshot.table.clone();
         let begun = table.drops.begun + 1;
-        table.drops = DropState { begun, lease: Some(DropLease { holder: holder.to_string(), expires_ns: seconds_from_now(lease_seconds(LEASE_SECONDS)) }) };
+        table.drops = DropState {
+            begun,
+            lease: Some(DropLease {
+                holder: holder.to_string(),
+                expires_ns: seconds_from_now(lease_seconds(LEASE_SECONDS)),
+            }),
+        };
         Ok(Swap::Write(table, ()))
     })?;
     if !active(conn, PUSHES)?.is_empty() {
@@ -192,10 +235,15 @@ pub(crate) fn renew_drop_lease(conn: &Conn, holder: &str) -> BucketResult<()> {
     swap_with(conn, &mut |snapshot, _| match &snapshot.table.drops.lease {
         Some(l) if l.holder == holder && l.active(now_ns()) => {
             let mut table = snapshot.table.clone();
-            table.drops.lease = Some(DropLease { holder: holder.to_string(), expires_ns: seconds_from_now(lease_seconds(LEASE_SECONDS)) });
+            table.drops.lease = Some(DropLease {
+                holder: holder.to_string(),
+                expires_ns: seconds_from_now(lease_seconds(LEASE_SECONDS)),
+            });
             Ok(Swap::Write(table, ()))
         }
-        _ => Err(conn.target.contended("this drop's lease expired before it was done; run the drop again".into())),
+        _ => Err(conn
+            .target
+            .contended("this drop's lease expired before it was done; run the drop again".into())),
     })
 }
 
@@ -229,15 +277,28 @@ pub(crate) fn read_journal(conn: &Conn) -> BucketResult<Vec<ObjectId>> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     let bytes = conn.run("reading the drop journal", async move {
         match op.stat(JOURNAL).await {
-            Ok(meta) if meta.content_length() > MAX_LOCK_SIZE => Err(target.damaged(format!("{JOURNAL} is {} bytes, more than a journal can be", meta.content_length()))),
-            Ok(meta) => op.read_with(JOURNAL).range(0..meta.content_length()).await.map(|b| Some(b.to_vec())).map_err(|e| target.classify(e, &format!("reading {JOURNAL}"))),
+            Ok(meta) if meta.content_length() > MAX_LOCK_SIZE => Err(target.damaged(format!(
+                "{JOURNAL} is {} bytes, more than a journal can be",
+                meta.content_length()
+            ))),
+            Ok(meta) => op
+                .read_with(JOURNAL)
+                .range(0..meta.content_length())
+                .await
+                .map(|b| Some(b.to_vec()))
+                .map_err(|e| target.classify(e, &format!("reading {JOURNAL}"))),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(target.classify(e, &format!("reading {JOURNAL}"))),
         }
     })?;
-    let Some(bytes) = bytes else { return Ok(Vec::new()) };
+    let Some(bytes) = bytes else {
+        return Ok(Vec::new());
+    };
     trace::count_received(bytes.len() as u64);
-    decode(&bytes).map(|(_, ids)| ids).ok_or_else(|| conn.target.damaged(format!("{JOURNAL} is not a drop journal")))
+    decode(&bytes).map(|(_, ids)| ids).ok_or_else(|| {
+        conn.target
+            .damaged(format!("{JOURNAL} is not a drop journal"))
+    })
 }
 
 /// The ids that unexpired content locks hold.

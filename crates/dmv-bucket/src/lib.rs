@@ -90,11 +90,23 @@ impl Bucket {
     /// first push creates it); without, it is an error. The mirror of the
     /// bucket's indexes is kept under `cache_dir` (default: a temporary
     /// directory) and brought up to date.
-    pub fn open(url: &str, options: &BucketOptions, cache_dir: Option<&Path>, create: Option<ChunkParams>) -> BucketResult<Bucket> {
+    pub fn open(
+        url: &str,
+        options: &BucketOptions,
+        cache_dir: Option<&Path>,
+        create: Option<ChunkParams>,
+    ) -> BucketResult<Bucket> {
         let conn = Conn::new(url, options)?;
         let (config, config_bytes) = config::read_or_create(&conn, create)?;
         let mirror = Mirror::open(cache_dir, &config, url)?;
-        let bucket = Bucket { conn, config, config_bytes, mirror, drops_seen: Mutex::new(None), push_token: Mutex::new(None) };
+        let bucket = Bucket {
+            conn,
+            config,
+            config_bytes,
+            mirror,
+            drops_seen: Mutex::new(None),
+            push_token: Mutex::new(None),
+        };
         bucket.refresh()?;
         Ok(bucket)
     }
@@ -183,7 +195,11 @@ impl Bucket {
 
     /// Reads objects with as few ranged GETs as their positions allow, several
     /// at once. Objects reach `sink` in pack order, not in the order asked.
-    pub fn read_objects<E: From<BucketError>>(&self, wanted: Vec<Located>, sink: &mut dyn FnMut(StoredObject) -> Result<(), E>) -> Result<(), E> {
+    pub fn read_objects<E: From<BucketError>>(
+        &self,
+        wanted: Vec<Located>,
+        sink: &mut dyn FnMut(StoredObject) -> Result<(), E>,
+    ) -> Result<(), E> {
         read::read_objects(&self.conn, wanted, sink)
     }
 
@@ -195,13 +211,29 @@ impl Bucket {
     /// in the background while the next is written, and are published in
     /// order. Returns (objects, bytes) stored; objects the bucket has are
     /// skipped. `sent`: bytes of packs that reached the bucket.
-    pub fn put_objects<E: From<BucketError> + From<StoreError>>(&self, produce: Producer<'_, E>, sent: &Tally<'_>) -> Result<(u64, u64), E> {
-        let token = self.push_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    pub fn put_objects<E: From<BucketError> + From<StoreError>>(
+        &self,
+        produce: Producer<'_, E>,
+        sent: &Tally<'_>,
+    ) -> Result<(u64, u64), E> {
+        let token = self
+            .push_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let renew = || match &token {
             Some(t) => leases::renew_push(&self.conn, t),
             None => Ok(()),
         };
-        upload::put_objects(&self.conn, &self.mirror, self.config.chunking, upload::Skip::Present, &renew, sent, produce)
+        upload::put_objects(
+            &self.conn,
+            &self.mirror,
+            self.config.chunking,
+            upload::Skip::Present,
+            &renew,
+            sent,
+            produce,
+        )
     }
 
     /// The ref table and its version.
@@ -223,7 +255,11 @@ impl Bucket {
             return self.register_push().map(|_| RefUpdateOutcome::Updated);
         }
         self.register_push()?;
-        let seen = self.drops_seen.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or_default();
+        let seen = self
+            .drops_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_default();
         let outcome = refswap::update_refs(&self.conn, &self.config_bytes, changes, seen);
         let unregistered = self.unregister_push();
         let outcome = outcome?;
@@ -246,7 +282,12 @@ impl Bucket {
     }
 
     fn unregister_push(&self) -> BucketResult<()> {
-        match self.push_token.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        match self
+            .push_token
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             Some(t) => leases::unregister_push(&self.conn, &t),
             None => Ok(()),
         }
@@ -256,7 +297,11 @@ impl Bucket {
     /// those copies against drops from it for `seconds`. Returns the lock's
     /// name (empty when nothing is held) and, per file, whether it is held.
     /// While a drop runs there, nothing is held.
-    pub fn lock_content(&self, ids: &[ObjectId], seconds: u64) -> BucketResult<(String, Vec<bool>)> {
+    pub fn lock_content(
+        &self,
+        ids: &[ObjectId],
+        seconds: u64,
+    ) -> BucketResult<(String, Vec<bool>)> {
         let token = config::new_token();
         if !leases::lock_content(&self.conn, &token, ids, seconds)? {
             return Ok((String::new(), vec![false; ids.len()]));
@@ -275,7 +320,10 @@ impl Bucket {
     /// Releases a lock [`Bucket::lock_content`] took (gone already is fine).
     pub fn unlock_content(&self, lock: &str) -> BucketResult<()> {
         if lock.is_empty() || !lock.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(self.conn.target.damaged(format!("{lock:?} is not a content lock")));
+            return Err(self
+                .conn
+                .target
+                .damaged(format!("{lock:?} is not a content lock")));
         }
         leases::unlock_content(&self.conn, lock)
     }
@@ -299,19 +347,25 @@ impl Bucket {
             let mut next: HashMap<ObjectId, (Located, Vec<usize>)> = HashMap::new();
             let wanted: Vec<Located> = level.values().map(|(loc, _)| *loc).collect();
             self.read_objects(wanted, &mut |obj| {
-                let content = obj.content().map_err(|e| self.conn.target.damaged(format!("object {}: {e}", obj.id)))?;
+                let content = obj
+                    .content()
+                    .map_err(|e| self.conn.target.damaged(format!("object {}: {e}", obj.id)))?;
                 let node: FileNode = dmv_store::object::decode(&obj.id, obj.kind, &content)?;
                 let files = &level[&obj.id].1;
                 for e in node.entries {
                     match self.locate(&e.id)? {
                         None => files.iter().for_each(|f| whole[*f] = false),
-                        Some(loc) if loc.entry.kind != ObjectKind::Chunk => match next.get_mut(&e.id) {
-                            // Shared by files of this level: read once, for all of them.
-                            Some((_, more)) => more.extend(files),
-                            // A damaged or hostile node that lists itself must not loop.
-                            None if seen.insert(e.id) => drop(next.insert(e.id, (loc, files.clone()))),
-                            None => {}
-                        },
+                        Some(loc) if loc.entry.kind != ObjectKind::Chunk => {
+                            match next.get_mut(&e.id) {
+                                // Shared by files of this level: read once, for all of them.
+                                Some((_, more)) => more.extend(files),
+                                // A damaged or hostile node that lists itself must not loop.
+                                None if seen.insert(e.id) => {
+                                    drop(next.insert(e.id, (loc, files.clone())))
+                                }
+                                None => {}
+                            }
+                        }
                         Some(_) => {}
                     }
                 }

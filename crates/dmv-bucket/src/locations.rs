@@ -22,7 +22,10 @@ const MAX_LOG_SIZE: u64 = 256 << 20;
 pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     conn.run("reading location logs", async move {
-        let entries = op.list_with(LOCATIONS_PREFIX).await.map_err(|e| target.classify(e, "listing location logs"))?;
+        let entries = op
+            .list_with(LOCATIONS_PREFIX)
+            .await
+            .map_err(|e| target.classify(e, "listing location logs"))?;
         let mut logs = Vec::new();
         for e in entries {
             let len = e.metadata().content_length();
@@ -30,7 +33,10 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
                 continue;
             }
             if len > MAX_LOG_SIZE {
-                return Err(target.damaged(format!("{} is {len} bytes, more than a location log can be", e.path())));
+                return Err(target.damaged(format!(
+                    "{} is {len} bytes, more than a location log can be",
+                    e.path()
+                )));
             }
             // Whole, not the listed length: its writer may have replaced it
             // since the listing, and the first bytes of a longer log are no log.
@@ -40,7 +46,11 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
                 Err(err) => return Err(target.classify(err, "reading a location log")),
             };
             if bytes.len() as u64 > MAX_LOG_SIZE {
-                return Err(target.damaged(format!("{} is {} bytes, more than a location log can be", e.path(), bytes.len())));
+                return Err(target.damaged(format!(
+                    "{} is {} bytes, more than a location log can be",
+                    e.path(),
+                    bytes.len()
+                )));
             }
             trace::count_received(bytes.len() as u64);
             logs.push(bytes);
@@ -55,7 +65,9 @@ pub(crate) fn write(conn: &Conn, writer: &str, bytes: Vec<u8>) -> BucketResult<(
     let key = format!("{LOCATIONS_PREFIX}{writer}");
     conn.run("writing a location log", async move {
         trace::count_sent(bytes.len() as u64);
-        op.write(&key, bytes).await.map_err(|e| target.classify(e, "writing a location log"))?;
+        op.write(&key, bytes)
+            .await
+            .map_err(|e| target.classify(e, "writing a location log"))?;
         Ok(())
     })
 }
@@ -76,10 +88,19 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
             let meta = match op.stat(&at).await {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(target.classify(e, "reading a location log")),
-                Ok(meta) if meta.content_length() > MAX_LOG_SIZE => return Err(target.damaged(format!("{at} is {} bytes, more than a location log can be", meta.content_length()))),
+                Ok(meta) if meta.content_length() > MAX_LOG_SIZE => {
+                    return Err(target.damaged(format!(
+                        "{at} is {} bytes, more than a location log can be",
+                        meta.content_length()
+                    )))
+                }
                 Ok(meta) => meta,
             };
-            let etag = meta.etag().map(str::to_string).ok_or_else(|| target.unsupported("the store gives objects no ETag, which a merge of location logs needs"))?;
+            let etag = meta.etag().map(str::to_string).ok_or_else(|| {
+                target.unsupported(
+                    "the store gives objects no ETag, which a merge of location logs needs",
+                )
+            })?;
             match op.read_with(&at).if_match(&etag).await {
                 Ok(bytes) => Ok(Some((bytes.to_vec(), etag))),
                 // Replaced between the two calls: read again.
@@ -92,7 +113,12 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
         }
         trace::count_received(read.as_ref().map_or(0, |(b, _)| b.len() as u64));
         let merged = merge(read.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
-        let (op, target, at, etag) = (conn.op.clone(), conn.target.clone(), key.clone(), read.map(|(_, etag)| etag));
+        let (op, target, at, etag) = (
+            conn.op.clone(),
+            conn.target.clone(),
+            key.clone(),
+            read.map(|(_, etag)| etag),
+        );
         trace::count_sent(merged.len() as u64);
         let written = conn.run("writing a location log", async move {
             let write = op.write_with(&at, merged);
@@ -110,5 +136,7 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
             return Ok(());
         }
     }
-    Err(conn.target.contended(format!("{key} kept changing while records were merged into it")))
+    Err(conn.target.contended(format!(
+        "{key} kept changing while records were merged into it"
+    )))
 }

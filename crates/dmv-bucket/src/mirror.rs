@@ -33,15 +33,30 @@ impl Mirror {
     /// under `root` or in a temporary directory, and removes what pushes
     /// killed before they finished left behind.
     pub fn open(root: Option<&Path>, config: &BucketConfig, url: &str) -> BucketResult<Mirror> {
-        let id = if config.id.is_empty() { "no-id" } else { config.id.as_str() };
+        let id = if config.id.is_empty() {
+            "no-id"
+        } else {
+            config.id.as_str()
+        };
         if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-            return Err(BucketError::NotARepository { url: url.to_string(), detail: format!("{CONFIG_KEY} has an invalid id") });
+            return Err(BucketError::NotARepository {
+                url: url.to_string(),
+                detail: format!("{CONFIG_KEY} has an invalid id"),
+            });
         }
         let (root, tmp) = match root {
             Some(dir) => (dir.to_path_buf(), None),
             None => {
-                let tmp =
-                    tempfile::Builder::new().prefix("dmv-bucket-cache").tempdir().map_err(|e| BucketError::io("cannot create a cache directory in", std::env::temp_dir(), e))?;
+                let tmp = tempfile::Builder::new()
+                    .prefix("dmv-bucket-cache")
+                    .tempdir()
+                    .map_err(|e| {
+                        BucketError::io(
+                            "cannot create a cache directory in",
+                            std::env::temp_dir(),
+                            e,
+                        )
+                    })?;
                 (tmp.path().to_path_buf(), Some(tmp))
             }
         };
@@ -49,7 +64,11 @@ impl Mirror {
         Store::create(&dir)?;
         remove_dead_staging(&dir);
         let store = Store::open(&dir, config.chunking, PACK_SIZE)?;
-        Ok(Mirror { store, dir, _tmp: tmp })
+        Ok(Mirror {
+            store,
+            dir,
+            _tmp: tmp,
+        })
     }
 
     /// A directory of its own where a push stages its packs: `staging-PID-N`
@@ -57,7 +76,8 @@ impl Mirror {
     pub fn staging_dir(&self) -> PathBuf {
         static PUSHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = PUSHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.dir.join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()))
+        self.dir
+            .join(format!("{STAGING_PREFIX}{}-{n}", std::process::id()))
     }
 
     /// Mirrors the bucket's list of pack indexes: downloads (and verifies)
@@ -65,52 +85,87 @@ impl Mirror {
     pub fn refresh(&self, conn: &Conn) -> BucketResult<()> {
         let (op, target) = (conn.op.clone(), conn.target.clone());
         let listed = conn.run("listing packs", async move {
-            let entries = op.list_with(PACKS_PREFIX).await.map_err(|e| target.classify(e, "listing packs"))?;
-            Ok(entries.into_iter().filter_map(|e| Some((pack_of_index_name(e.name())?, e.metadata().content_length()))).collect::<HashMap<ObjectId, u64>>())
+            let entries = op
+                .list_with(PACKS_PREFIX)
+                .await
+                .map_err(|e| target.classify(e, "listing packs"))?;
+            Ok(entries
+                .into_iter()
+                .filter_map(|e| {
+                    Some((pack_of_index_name(e.name())?, e.metadata().content_length()))
+                })
+                .collect::<HashMap<ObjectId, u64>>())
         })?;
         let packs_dir = self.store.packs_dir().to_path_buf();
         let mut cached = HashSet::new();
         let mut forgot = false;
-        for entry in std::fs::read_dir(&packs_dir).map_err(|e| BucketError::io("cannot list the mirror of the bucket's indexes", &packs_dir, e))? {
+        for entry in std::fs::read_dir(&packs_dir).map_err(|e| {
+            BucketError::io(
+                "cannot list the mirror of the bucket's indexes",
+                &packs_dir,
+                e,
+            )
+        })? {
             let Ok(entry) = entry else { continue };
-            let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else { continue };
+            let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else {
+                continue;
+            };
             if listed.contains_key(&pack) {
                 cached.insert(pack);
             } else {
                 // Gone from the bucket: the mirror must never claim what the bucket lacks.
-                std::fs::remove_file(entry.path()).map_err(|e| BucketError::io("cannot remove an index gone from the bucket from the mirror", entry.path(), e))?;
+                std::fs::remove_file(entry.path()).map_err(|e| {
+                    BucketError::io(
+                        "cannot remove an index gone from the bucket from the mirror",
+                        entry.path(),
+                        e,
+                    )
+                })?;
                 forgot = true;
             }
         }
         if forgot {
             let _ = std::fs::remove_file(packs_dir.join(dmv_store::MULTI_PACK_INDEX));
         }
-        let missing: Vec<(ObjectId, u64)> = listed.into_iter().filter(|(pack, _)| !cached.contains(pack)).collect();
+        let missing: Vec<(ObjectId, u64)> = listed
+            .into_iter()
+            .filter(|(pack, _)| !cached.contains(pack))
+            .collect();
         for (pack, len) in &missing {
             if *len > MAX_INDEX_SIZE {
-                let detail = format!("{} is {len} bytes, more than a pack index can be ({} MiB)", index_key(pack), MAX_INDEX_SIZE >> 20);
+                let detail = format!(
+                    "{} is {len} bytes, more than a pack index can be ({} MiB)",
+                    index_key(pack),
+                    MAX_INDEX_SIZE >> 20
+                );
                 return Err(conn.target.damaged(detail));
             }
         }
         let handle = conn.runtime.handle().clone();
         conn.runtime.block_on(async {
             // Each download runs as a task of its own (see `Conn::run`); this thread installs them.
-            let mut downloads = futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
-                let op = conn.op.clone();
-                handle.spawn(async move {
-                    let key = index_key(&pack);
-                    // The listed length bounds the read (an index is never replaced).
-                    let got = match len {
-                        0 => Ok(opendal::Buffer::new()),
-                        _ => op.read_with(&key).range(0..len).await,
-                    };
-                    (pack, key, got)
-                })
-            }))
-            .buffer_unordered(READS_IN_FLIGHT);
+            let mut downloads =
+                futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
+                    let op = conn.op.clone();
+                    handle.spawn(async move {
+                        let key = index_key(&pack);
+                        // The listed length bounds the read (an index is never replaced).
+                        let got = match len {
+                            0 => Ok(opendal::Buffer::new()),
+                            _ => op.read_with(&key).range(0..len).await,
+                        };
+                        (pack, key, got)
+                    })
+                }))
+                .buffer_unordered(READS_IN_FLIGHT);
             while let Some(joined) = downloads.next().await {
-                let (pack, key, got) = joined.map_err(|e| BucketError::Internal { what: "an index download task", detail: e.to_string() })?;
-                let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?.to_vec();
+                let (pack, key, got) = joined.map_err(|e| BucketError::Internal {
+                    what: "an index download task",
+                    detail: e.to_string(),
+                })?;
+                let bytes = got
+                    .map_err(|e| conn.target.classify(e, &format!("reading {key}")))?
+                    .to_vec();
                 trace::count_received(bytes.len() as u64);
                 self.install_index(conn, &pack, &key, &bytes)?;
             }
@@ -122,28 +177,49 @@ impl Mirror {
         Ok(())
     }
 
-    fn install_index(&self, conn: &Conn, pack: &ObjectId, key: &str, bytes: &[u8]) -> BucketResult<()> {
+    fn install_index(
+        &self,
+        conn: &Conn,
+        pack: &ObjectId,
+        key: &str,
+        bytes: &[u8],
+    ) -> BucketResult<()> {
         let dir = self.store.packs_dir();
         let tmp = tempfile::Builder::new()
             .prefix("download-")
             .suffix(".tmp")
             .tempfile_in(dir)
-            .map_err(|e| BucketError::io("cannot create a file in the mirror of the bucket's indexes", dir, e))?;
-        std::fs::write(tmp.path(), bytes).map_err(|e| BucketError::io("cannot write a downloaded index to", tmp.path(), e))?;
-        verify_pack_index(tmp.path(), pack).map_err(|e| conn.target.damaged(format!("{key}: {e}")))?;
+            .map_err(|e| {
+                BucketError::io(
+                    "cannot create a file in the mirror of the bucket's indexes",
+                    dir,
+                    e,
+                )
+            })?;
+        std::fs::write(tmp.path(), bytes)
+            .map_err(|e| BucketError::io("cannot write a downloaded index to", tmp.path(), e))?;
+        verify_pack_index(tmp.path(), pack)
+            .map_err(|e| conn.target.damaged(format!("{key}: {e}")))?;
         let path = dir.join(index_file_name(pack));
-        tmp.persist(&path).map_err(|e| BucketError::io("cannot install a downloaded index as", &path, e.error))?;
+        tmp.persist(&path)
+            .map_err(|e| BucketError::io("cannot install a downloaded index as", &path, e.error))?;
         Ok(())
     }
 }
 
 /// Removes the staging directories of pushes that were killed before they finished.
 fn remove_dead_staging(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         // `staging-PID-N`, or `staging-PID` as older versions named it.
-        let pid = name.to_str().and_then(|n| n.strip_prefix(STAGING_PREFIX)).and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+            .and_then(|p| p.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
         let Some(pid) = pid else { continue };
         if !dmv_os::process_alive(pid) {
             let _ = std::fs::remove_dir_all(entry.path());

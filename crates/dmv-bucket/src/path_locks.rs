@@ -16,7 +16,10 @@ pub const PATH_LOCKS_PREFIX: &str = "path-locks/";
 const MAX_LOCK_SIZE: u64 = 64 << 10;
 
 fn key(path: &str) -> String {
-    format!("{PATH_LOCKS_PREFIX}{}", blake3::hash(path.as_bytes()).to_hex())
+    format!(
+        "{PATH_LOCKS_PREFIX}{}",
+        blake3::hash(path.as_bytes()).to_hex()
+    )
 }
 
 /// Creates the lock object of `path` unless one exists; returns whether it did.
@@ -39,7 +42,12 @@ pub(crate) fn read(conn: &Conn, path: &str) -> BucketResult<Option<Vec<u8>>> {
         match op.stat(&key).await {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(target.classify(e, "reading a lock")),
-            Ok(m) if m.content_length() > MAX_LOCK_SIZE => return Err(target.damaged(format!("{key} is {} bytes, more than a lock can be", m.content_length()))),
+            Ok(m) if m.content_length() > MAX_LOCK_SIZE => {
+                return Err(target.damaged(format!(
+                    "{key} is {} bytes, more than a lock can be",
+                    m.content_length()
+                )))
+            }
             Ok(_) => {}
         }
         match op.read(&key).await {
@@ -57,12 +65,18 @@ pub(crate) fn read(conn: &Conn, path: &str) -> BucketResult<Option<Vec<u8>>> {
 pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
     let (op, target) = (conn.op.clone(), conn.target.clone());
     conn.run("listing locks", async move {
-        let entries = op.list_with(PATH_LOCKS_PREFIX).await.map_err(|e| target.classify(e, "listing locks"))?;
+        let entries = op
+            .list_with(PATH_LOCKS_PREFIX)
+            .await
+            .map_err(|e| target.classify(e, "listing locks"))?;
         let mut locks = Vec::new();
         for e in entries.iter().filter(|e| !e.path().ends_with('/')) {
             let len = e.metadata().content_length();
             if len > MAX_LOCK_SIZE {
-                return Err(target.damaged(format!("{} is {len} bytes, more than a lock can be", e.path())));
+                return Err(target.damaged(format!(
+                    "{} is {len} bytes, more than a lock can be",
+                    e.path()
+                )));
             }
             match op.read(e.path()).await {
                 Ok(bytes) => {
@@ -81,5 +95,9 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
 /// Removes the lock object of `path` (already gone is fine).
 pub(crate) fn remove(conn: &Conn, path: &str) -> BucketResult<()> {
     let (op, target, key) = (conn.op.clone(), conn.target.clone(), key(path));
-    conn.run("releasing a lock", async move { op.delete(&key).await.map_err(|e| target.classify(e, "releasing a lock")) })
+    conn.run("releasing a lock", async move {
+        op.delete(&key)
+            .await
+            .map_err(|e| target.classify(e, "releasing a lock"))
+    })
 }

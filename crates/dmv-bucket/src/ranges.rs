@@ -27,14 +27,20 @@ pub fn plan(mut wanted: Vec<Located>, max_gap: u64, max_len: u64) -> Vec<ReadRan
         let start = loc.entry.offset;
         let end = start + loc.entry.record_len() as u64;
         if let Some(last) = out.last_mut() {
-            let next_to_last = last.pack == loc.pack && start >= last.end && start - last.end <= max_gap;
+            let next_to_last =
+                last.pack == loc.pack && start >= last.end && start - last.end <= max_gap;
             if next_to_last && end - last.start <= max_len {
                 last.end = end;
                 last.entries.push(loc.entry);
                 continue;
             }
         }
-        out.push(ReadRange { pack: loc.pack, start, end, entries: vec![loc.entry] });
+        out.push(ReadRange {
+            pack: loc.pack,
+            start,
+            end,
+            entries: vec![loc.entry],
+        });
     }
     out
 }
@@ -48,8 +54,18 @@ mod tests {
     fn located(pack: u8, offset: u64, stored_len: u32) -> Located {
         let mut id = [pack; 32];
         id[..8].copy_from_slice(&offset.to_le_bytes());
-        let entry = PackEntry { id: ObjectId(id), kind: ObjectKind::Chunk, compression: 0, offset, raw_len: stored_len, stored_len };
-        Located { pack: ObjectId([pack; 32]), entry }
+        let entry = PackEntry {
+            id: ObjectId(id),
+            kind: ObjectKind::Chunk,
+            compression: 0,
+            offset,
+            raw_len: stored_len,
+            stored_len,
+        };
+        Located {
+            pack: ObjectId([pack; 32]),
+            entry,
+        }
     }
 
     #[test]
@@ -61,7 +77,10 @@ mod tests {
         let d = located(2, 16, 10); // another pack
         let plan = plan(vec![d, c, b, a], 1024, 1 << 20);
         assert_eq!(plan.len(), 3);
-        assert_eq!((plan[0].start, plan[0].end, plan[0].entries.len()), (16, 16 + 2 * rec + 150, 2));
+        assert_eq!(
+            (plan[0].start, plan[0].end, plan[0].entries.len()),
+            (16, 16 + 2 * rec + 150, 2)
+        );
         assert_eq!(plan[1].entries[0].offset, 10_000_000);
         assert_eq!(plan[2].pack, ObjectId([2; 32]));
     }
@@ -74,7 +93,10 @@ mod tests {
         a.entry.id = ObjectId([1; 32]);
         b.entry.id = ObjectId([2; 32]);
         let plan = plan(vec![a, b, a], 0, 1 << 20);
-        let ids: Vec<ObjectId> = plan.iter().flat_map(|r| r.entries.iter().map(|e| e.id)).collect();
+        let ids: Vec<ObjectId> = plan
+            .iter()
+            .flat_map(|r| r.entries.iter().map(|e| e.id))
+            .collect();
         assert_eq!(ids.len(), 2);
         assert!(ids.contains(&a.entry.id) && ids.contains(&b.entry.id));
     }

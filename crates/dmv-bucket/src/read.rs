@@ -17,12 +17,19 @@ const MAX_READ_LEN: u64 = 4 << 20;
 
 /// Reads `wanted` and hands each object to `sink`, in pack order, not in
 /// the order asked.
-pub(crate) fn read_objects<E: From<BucketError>>(conn: &Conn, wanted: Vec<Located>, sink: &mut dyn FnMut(StoredObject) -> Result<(), E>) -> Result<(), E> {
+pub(crate) fn read_objects<E: From<BucketError>>(
+    conn: &Conn,
+    wanted: Vec<Located>,
+    sink: &mut dyn FnMut(StoredObject) -> Result<(), E>,
+) -> Result<(), E> {
     for loc in &wanted {
         // An index that passed its checksum can still lie about offsets.
         let end = loc.entry.offset.checked_add(loc.entry.record_len() as u64);
         if loc.entry.offset < dmv_store::PACK_HEADER_LEN || end.is_none_or(|e| e > u64::MAX / 2) {
-            let detail = format!("the index of pack {} puts object {} at offset {}", loc.pack, loc.entry.id, loc.entry.offset);
+            let detail = format!(
+                "the index of pack {} puts object {} at offset {}",
+                loc.pack, loc.entry.id, loc.entry.offset
+            );
             return Err(conn.target.damaged(detail).into());
         }
     }
@@ -41,11 +48,20 @@ pub(crate) fn read_objects<E: From<BucketError>>(conn: &Conn, wanted: Vec<Locate
         }))
         .buffered(READS_IN_FLIGHT);
         while let Some(joined) = reads.next().await {
-            let (range, key, got) = joined.map_err(|e| BucketError::Internal { what: "a download task", detail: e.to_string() })?;
-            let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?.to_bytes();
+            let (range, key, got) = joined.map_err(|e| BucketError::Internal {
+                what: "a download task",
+                detail: e.to_string(),
+            })?;
+            let bytes = got
+                .map_err(|e| conn.target.classify(e, &format!("reading {key}")))?
+                .to_bytes();
             trace::count_received(bytes.len() as u64);
             if bytes.len() as u64 != range.end - range.start {
-                let detail = format!("{key}: a ranged read returned {} bytes, its index says {}", bytes.len(), range.end - range.start);
+                let detail = format!(
+                    "{key}: a ranged read returned {} bytes, its index says {}",
+                    bytes.len(),
+                    range.end - range.start
+                );
                 return Err(conn.target.damaged(detail).into());
             }
             for e in &range.entries {
@@ -53,7 +69,13 @@ pub(crate) fn read_objects<E: From<BucketError>>(conn: &Conn, wanted: Vec<Locate
                 let record = &bytes[at..at + e.record_len()];
                 check_record_header(record, &key, e).map_err(BucketError::from)?;
                 let payload = record[dmv_store::RECORD_HEADER_LEN..].to_vec();
-                sink(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })?;
+                sink(StoredObject {
+                    id: e.id,
+                    kind: e.kind,
+                    compression: e.compression,
+                    raw_len: e.raw_len,
+                    payload,
+                })?;
             }
         }
         Ok(())

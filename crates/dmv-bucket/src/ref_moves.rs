@@ -38,7 +38,10 @@ pub(crate) fn announce(conn: &Conn) -> BucketResult<String> {
     let (op, target, at) = (conn.op.clone(), conn.target.clone(), key.clone());
     conn.run("announcing a ref move", async move {
         trace::count_sent(8);
-        op.write(&at, expires.to_le_bytes().to_vec()).await.map(|_| ()).map_err(|e| target.classify(e, "announcing a ref move"))
+        op.write(&at, expires.to_le_bytes().to_vec())
+            .await
+            .map(|_| ())
+            .map_err(|e| target.classify(e, "announcing a ref move"))
     })?;
     Ok(key)
 }
@@ -46,7 +49,11 @@ pub(crate) fn announce(conn: &Conn) -> BucketResult<String> {
 /// Ends a move [`announce`] began (already gone is fine).
 pub(crate) fn withdraw(conn: &Conn, key: &str) -> BucketResult<()> {
     let (op, target, key) = (conn.op.clone(), conn.target.clone(), key.to_string());
-    conn.run("ending a ref move", async move { op.delete(&key).await.map_err(|e| target.classify(e, "ending a ref move")) })
+    conn.run("ending a ref move", async move {
+        op.delete(&key)
+            .await
+            .map_err(|e| target.classify(e, "ending a ref move"))
+    })
 }
 
 /// Waits until every ref move announced now has ended or expired.
@@ -54,14 +61,25 @@ pub(crate) fn wait_for_moves(conn: &Conn) -> BucketResult<()> {
     let started = Instant::now();
     let (op, target) = (conn.op.clone(), conn.target.clone());
     conn.run("waiting for ref moves", async move {
-        let entries = op.list_with(REF_MOVES_PREFIX).await.map_err(|e| target.classify(e, "listing ref moves"))?;
-        let mut waiting: Vec<String> = entries.iter().filter(|e| !e.path().ends_with('/')).map(|e| e.path().to_string()).collect();
+        let entries = op
+            .list_with(REF_MOVES_PREFIX)
+            .await
+            .map_err(|e| target.classify(e, "listing ref moves"))?;
+        let mut waiting: Vec<String> = entries
+            .iter()
+            .filter(|e| !e.path().ends_with('/'))
+            .map(|e| e.path().to_string())
+            .collect();
         while !waiting.is_empty() && started.elapsed() < MOVE_LEASE {
             let mut still = Vec::new();
             for key in waiting {
                 match op.read(&key).await {
                     Ok(bytes) => {
-                        let expires = bytes.to_vec().try_into().map(u64::from_le_bytes).unwrap_or(0);
+                        let expires = bytes
+                            .to_vec()
+                            .try_into()
+                            .map(u64::from_le_bytes)
+                            .unwrap_or(0);
                         if expires > now_ns() {
                             still.push(key);
                         } else {

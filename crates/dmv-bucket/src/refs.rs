@@ -70,7 +70,9 @@ impl RefTable {
         // Strings, integers and fixed arrays cannot fail to serialize.
         if self.drops == DropState::default() {
             out.extend_from_slice(&1u32.to_le_bytes());
-            out.extend_from_slice(&postcard::to_stdvec(&(&self.head, &self.refs)).unwrap_or_default());
+            out.extend_from_slice(
+                &postcard::to_stdvec(&(&self.head, &self.refs)).unwrap_or_default(),
+            );
         } else {
             out.extend_from_slice(&VERSION.to_le_bytes());
             out.extend_from_slice(&postcard::to_stdvec(self).unwrap_or_default());
@@ -112,20 +114,42 @@ mod tests {
     use proptest::prelude::*;
 
     fn table() -> impl Strategy<Value = RefTable> {
-        let refs = proptest::collection::btree_map("refs/(heads|tags)/[a-z0-9/._-]{1,20}", any::<[u8; 32]>().prop_map(ObjectId), 0..20);
-        let lease = proptest::option::of(("[0-9a-f]{0,32}", any::<u64>()).prop_map(|(holder, expires_ns)| DropLease { holder, expires_ns }));
-        let drops = prop_oneof![Just(DropState::default()), (any::<u64>(), lease).prop_map(|(begun, lease)| DropState { begun, lease })];
-        (proptest::option::of("refs/heads/[a-z]{1,8}"), refs, drops).prop_map(|(head, refs, drops)| RefTable { head, refs, drops })
+        let refs = proptest::collection::btree_map(
+            "refs/(heads|tags)/[a-z0-9/._-]{1,20}",
+            any::<[u8; 32]>().prop_map(ObjectId),
+            0..20,
+        );
+        let lease = proptest::option::of(
+            ("[0-9a-f]{0,32}", any::<u64>())
+                .prop_map(|(holder, expires_ns)| DropLease { holder, expires_ns }),
+        );
+        let drops = prop_oneof![
+            Just(DropState::default()),
+            (any::<u64>(), lease).prop_map(|(begun, lease)| DropState { begun, lease })
+        ];
+        (proptest::option::of("refs/heads/[a-z]{1,8}"), refs, drops)
+            .prop_map(|(head, refs, drops)| RefTable { head, refs, drops })
     }
 
     #[test]
     fn golden_bytes_of_both_versions() {
-        let mut t = RefTable { head: Some("refs/heads/main".into()), refs: BTreeMap::from([("refs/heads/main".into(), ObjectId([0xab; 32]))]), drops: DropState::default() };
+        let mut t = RefTable {
+            head: Some("refs/heads/main".into()),
+            refs: BTreeMap::from([("refs/heads/main".into(), ObjectId([0xab; 32]))]),
+            drops: DropState::default(),
+        };
         let v1 = t.encode();
-        let mut want = b"DMVREFS\0\x01\0\0\0\x01\x0frefs/heads/main\x01\x0frefs/heads/main".to_vec();
+        let mut want =
+            b"DMVREFS\0\x01\0\0\0\x01\x0frefs/heads/main\x01\x0frefs/heads/main".to_vec();
         want.extend_from_slice(&[0xab; 32]);
         assert_eq!(&v1[..v1.len() - 32], &want[..]);
-        t.drops = DropState { begun: 3, lease: Some(DropLease { holder: "ab".into(), expires_ns: 5 }) };
+        t.drops = DropState {
+            begun: 3,
+            lease: Some(DropLease {
+                holder: "ab".into(),
+                expires_ns: 5,
+            }),
+        };
         let v2 = t.encode();
         want[8] = 2;
         want.extend_from_slice(b"\x03\x01\x02ab\x05");

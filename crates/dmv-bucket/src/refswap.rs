@@ -98,26 +98,45 @@ pub struct DropsSeen {
 
 impl DropsSeen {
     pub(crate) fn of(table: &RefTable) -> DropsSeen {
-        DropsSeen { begun: table.drops.begun, running: table.drops.lease.as_ref().is_some_and(|l| l.active(now_ns())) }
+        DropsSeen {
+            begun: table.drops.begun,
+            running: table
+                .drops
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.active(now_ns())),
+        }
     }
 }
 
 pub(crate) fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// Applies `changes` all or nothing, each only if its ref is still at
 /// `old`, and only if no drop ran since `seen` (what the caller decided to
 /// upload or skip rested on the bucket's objects then). `config_bytes`: the
 /// config as stored, for [`check_writable`].
-pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange], seen: DropsSeen) -> BucketResult<RefUpdateOutcome> {
+pub(crate) fn update_refs(
+    conn: &Conn,
+    config_bytes: &[u8],
+    changes: &[RefChange],
+    seen: DropsSeen,
+) -> BucketResult<RefUpdateOutcome> {
     if changes.is_empty() {
         return check_writable(conn, config_bytes).map(|_| RefUpdateOutcome::Updated);
     }
     swap_with(conn, &mut |snapshot, lost| {
         // After a lost race: a swap of ours that landed although its answer
         // was lost (and retried into a 412) shows as our own values.
-        if lost > 0 && changes.iter().all(|c| snapshot.table.refs.get(&c.name).copied() == c.new) {
+        if lost > 0
+            && changes
+                .iter()
+                .all(|c| snapshot.table.refs.get(&c.name).copied() == c.new)
+        {
             return Ok(Swap::Stop(RefUpdateOutcome::Updated));
         }
         if seen.running || DropsSeen::of(&snapshot.table) != seen {
@@ -128,7 +147,10 @@ pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange
         for c in changes {
             let found = table.refs.get(&c.name).copied();
             if found != c.old {
-                return Ok(Swap::Stop(RefUpdateOutcome::Rejected { name: c.name.clone(), found }));
+                return Ok(Swap::Stop(RefUpdateOutcome::Rejected {
+                    name: c.name.clone(),
+                    found,
+                }));
             }
             match c.new {
                 Some(id) => {
@@ -140,7 +162,10 @@ pub(crate) fn update_refs(conn: &Conn, config_bytes: &[u8], changes: &[RefChange
             }
         }
         if table.head.is_none() {
-            table.head = changes.iter().find(|c| c.new.is_some() && c.name.starts_with("refs/heads/")).map(|c| c.name.clone());
+            table.head = changes
+                .iter()
+                .find(|c| c.new.is_some() && c.name.starts_with("refs/heads/"))
+                .map(|c| c.name.clone());
         }
         test_pause_before_swap();
         Ok(Swap::Write(table, RefUpdateOutcome::Updated))
@@ -158,7 +183,10 @@ pub(crate) enum Swap<T> {
 /// Reads the ref table, lets `edit` decide (given the rounds lost so far),
 /// and swaps the new table in if the one read still holds; a lost race
 /// reads again and asks `edit` again.
-pub(crate) fn swap_with<T>(conn: &Conn, edit: &mut dyn FnMut(&RefSnapshot, u32) -> BucketResult<Swap<T>>) -> BucketResult<T> {
+pub(crate) fn swap_with<T>(
+    conn: &Conn,
+    edit: &mut dyn FnMut(&RefSnapshot, u32) -> BucketResult<Swap<T>>,
+) -> BucketResult<T> {
     let mut lost = 0u32;
     loop {
         let snapshot = read_refs(conn)?;
@@ -171,7 +199,9 @@ pub(crate) fn swap_with<T>(conn: &Conn, edit: &mut dyn FnMut(&RefSnapshot, u32) 
         }
         lost += 1;
         if lost >= MAX_SWAP_ATTEMPTS {
-            return Err(conn.target.contended(format!("the ref table changed under {lost} attempts to update it; try again")));
+            return Err(conn.target.contended(format!(
+                "the ref table changed under {lost} attempts to update it; try again"
+            )));
         }
         // Jittered backoff, so racing writers stop colliding.
         let jitter = u64::from(std::process::id() % 7 + lost) * 15;
@@ -185,7 +215,9 @@ pub(crate) fn swap_with<T>(conn: &Conn, edit: &mut dyn FnMut(&RefSnapshot, u32) 
 /// `If-None-Match: *` must be refused.
 pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<()> {
     let (op, config) = (conn.op.clone(), config_bytes.to_vec());
-    let written = conn.run("checking write access", async move { Ok(op.write_with(CONFIG_KEY, config).if_not_exists(true).await) })?;
+    let written = conn.run("checking write access", async move {
+        Ok(op.write_with(CONFIG_KEY, config).if_not_exists(true).await)
+    })?;
     match written {
         Err(e) if lost_race(&e) => Ok(()),
         Err(e) => Err(conn.target.classify(e, "checking write access")),
@@ -219,7 +251,10 @@ fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<
 /// `DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS`: the tests' way to make two pushes
 /// read the same ref table and then race on the swap.
 fn test_pause_before_swap() {
-    if let Some(ms) = std::env::var("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+    if let Some(ms) = std::env::var("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
         std::thread::sleep(Duration::from_millis(ms));
     }
 }

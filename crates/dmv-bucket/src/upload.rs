@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dmv_store::{index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally};
+use dmv_store::{
+    index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally,
+};
 use futures_util::StreamExt;
 use opendal::Operator;
 
@@ -73,7 +75,16 @@ pub(crate) fn put_objects<E: From<BucketError> + From<StoreError>>(
         }
         Ok(())
     };
-    let result = put_staged(conn, mirror, chunking, &staging_dir, skip, &mut renew_now, sent, produce);
+    let result = put_staged(
+        conn,
+        mirror,
+        chunking,
+        &staging_dir,
+        skip,
+        &mut renew_now,
+        sent,
+        produce,
+    );
     let _ = std::fs::remove_dir_all(&staging_dir);
     let _ = mirror.store.reload();
     result
@@ -102,13 +113,24 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         }
     };
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
-    let mut uploader = conn.runtime.spawn(upload_in_order(conn.upload_op.clone(), conn.target.clone(), queue, mirror.store.packs_dir().to_path_buf(), uploaded.clone()));
+    let mut uploader = conn.runtime.spawn(upload_in_order(
+        conn.upload_op.clone(),
+        conn.target.clone(),
+        queue,
+        mirror.store.packs_dir().to_path_buf(),
+        uploaded.clone(),
+    ));
     let mut stored = (0u64, 0u64);
     let produced = (|| -> Result<(), E> {
         let mut session = staging.begin_write()?;
         session.on_seal(move |sealed| {
-            let job = Sealed { checksum: sealed.checksum, pack: sealed.pack_path.to_path_buf(), index: sealed.index_path.to_path_buf() };
-            jobs.blocking_send(job).map_err(|_| StoreError::Internal("the upload stopped".into()))
+            let job = Sealed {
+                checksum: sealed.checksum,
+                pack: sealed.pack_path.to_path_buf(),
+                index: sealed.index_path.to_path_buf(),
+            };
+            jobs.blocking_send(job)
+                .map_err(|_| StoreError::Internal("the upload stopped".into()))
         });
         produce(&mut |obj: &StoredObject| {
             renew()?;
@@ -133,7 +155,12 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
         }
     });
     report();
-    let finished = finished.unwrap_or_else(|e| Err(BucketError::Internal { what: "the upload task", detail: e.to_string() }));
+    let finished = finished.unwrap_or_else(|e| {
+        Err(BucketError::Internal {
+            what: "the upload task",
+            detail: e.to_string(),
+        })
+    });
     // The upload's own error says more than "the upload stopped".
     finished.map_err(E::from)?;
     produced?;
@@ -151,23 +178,42 @@ struct Sealed {
 /// [`PACKS_IN_FLIGHT`] at once, and publishes each (uploads its index) only
 /// after every pack before it: a pack becomes visible in the order written.
 /// A published index joins the mirror (`published`).
-async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::mpsc::Receiver<Sealed>, published: PathBuf, uploaded: Arc<AtomicU64>) -> BucketResult<()> {
+async fn upload_in_order(
+    op: Operator,
+    target: Target,
+    mut queue: tokio::sync::mpsc::Receiver<Sealed>,
+    published: PathBuf,
+    uploaded: Arc<AtomicU64>,
+) -> BucketResult<()> {
     let mut bodies = futures_util::stream::FuturesOrdered::new();
     let mut more = true;
     loop {
         while more && bodies.len() < PACKS_IN_FLIGHT {
             match queue.recv().await {
                 // A task of its own, so the body keeps uploading while this waits for the next pack.
-                Some(job) => bodies.push_back(tokio::spawn(upload_body(op.clone(), target.clone(), job, uploaded.clone()))),
+                Some(job) => bodies.push_back(tokio::spawn(upload_body(
+                    op.clone(),
+                    target.clone(),
+                    job,
+                    uploaded.clone(),
+                ))),
                 None => more = false,
             }
         }
-        let Some(done) = bodies.next().await else { return Ok(()) };
-        let job = done.map_err(|e| BucketError::Internal { what: "an upload task", detail: e.to_string() })??;
+        let Some(done) = bodies.next().await else {
+            return Ok(());
+        };
+        let job = done.map_err(|e| BucketError::Internal {
+            what: "an upload task",
+            detail: e.to_string(),
+        })??;
         let key = index_key(&job.checksum);
-        let index = std::fs::read(&job.index).map_err(|e| BucketError::io("cannot read the staged index", &job.index, e))?;
+        let index = std::fs::read(&job.index)
+            .map_err(|e| BucketError::io("cannot read the staged index", &job.index, e))?;
         let n = index.len() as u64;
-        op.write(&key, index).await.map_err(|e| target.classify(e, &format!("uploading {key}")))?;
+        op.write(&key, index)
+            .await
+            .map_err(|e| target.classify(e, &format!("uploading {key}")))?;
         trace::count_sent(n);
         // Published: the index joins the mirror, the staged pack goes.
         let _ = std::fs::rename(&job.index, published.join(index_file_name(&job.checksum)));
@@ -177,16 +223,29 @@ async fn upload_in_order(op: Operator, target: Target, mut queue: tokio::sync::m
 
 /// Uploads a staged pack's bytes (multipart, parts in parallel); invisible
 /// until its index follows.
-async fn upload_body(op: Operator, target: Target, job: Sealed, uploaded: Arc<AtomicU64>) -> BucketResult<Sealed> {
+async fn upload_body(
+    op: Operator,
+    target: Target,
+    job: Sealed,
+    uploaded: Arc<AtomicU64>,
+) -> BucketResult<Sealed> {
     let key = pack_key(&job.checksum);
     let fail = |e: opendal::Error| target.classify(e, &format!("uploading {key}"));
     let local = |e: std::io::Error| BucketError::io("cannot read the staged pack", &job.pack, e);
-    let mut writer = op.writer_with(&key).concurrent(UPLOAD_CONCURRENCY).chunk(PART_SIZE).await.map_err(fail)?;
+    let mut writer = op
+        .writer_with(&key)
+        .concurrent(UPLOAD_CONCURRENCY)
+        .chunk(PART_SIZE)
+        .await
+        .map_err(fail)?;
     let written = async {
         let mut file = std::fs::File::open(&job.pack).map_err(local)?;
         loop {
             let mut part = Vec::with_capacity(PART_SIZE);
-            (&mut file).take(PART_SIZE as u64).read_to_end(&mut part).map_err(local)?;
+            (&mut file)
+                .take(PART_SIZE as u64)
+                .read_to_end(&mut part)
+                .map_err(local)?;
             if part.is_empty() {
                 break;
             }

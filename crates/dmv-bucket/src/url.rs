@@ -34,21 +34,36 @@ impl BucketUrl {
     /// Checks the URL: `s3://`, a valid bucket name, and a prefix without
     /// empty, `.` or `..` parts.
     pub fn parse(url: &str) -> BucketResult<BucketUrl> {
-        let bad = |why: &'static str| BucketError::BadUrl { url: url.to_string(), why };
-        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("it must start with s3://"))?;
+        let bad = |why: &'static str| BucketError::BadUrl {
+            url: url.to_string(),
+            why,
+        };
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| bad("it must start with s3://"))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         let bucket_ok = (3..=63).contains(&bucket.len())
-            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && bucket
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
             && !bucket.starts_with(['-', '.'])
             && !bucket.ends_with(['-', '.']);
         if !bucket_ok {
-            return Err(bad("a bucket name is 3-63 lowercase letters, digits, '-' or '.'"));
+            return Err(bad(
+                "a bucket name is 3-63 lowercase letters, digits, '-' or '.'",
+            ));
         }
         let prefix = prefix.trim_end_matches('/');
-        if prefix.split('/').any(|seg| seg == "." || seg == "..") || prefix.contains("//") || prefix.starts_with('/') {
+        if prefix.split('/').any(|seg| seg == "." || seg == "..")
+            || prefix.contains("//")
+            || prefix.starts_with('/')
+        {
             return Err(bad("the prefix has an empty, '.' or '..' component"));
         }
-        Ok(BucketUrl { bucket: bucket.to_string(), prefix: prefix.to_string() })
+        Ok(BucketUrl {
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+        })
     }
 }
 
@@ -94,20 +109,48 @@ impl Conn {
     pub fn new(url: &str, options: &BucketOptions) -> BucketResult<Conn> {
         install_http_transport();
         let parsed = BucketUrl::parse(url)?;
-        let target = Target { url: url.to_string(), bucket: parsed.bucket.clone() };
-        let runtime =
-            tokio::runtime::Builder::new_multi_thread().worker_threads(2).on_thread_start(block_sigpipe).enable_all().build().map_err(|cause| BucketError::Runtime { cause })?;
+        let target = Target {
+            url: url.to_string(),
+            bucket: parsed.bucket.clone(),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .on_thread_start(block_sigpipe)
+            .enable_all()
+            .build()
+            .map_err(|cause| BucketError::Runtime { cause })?;
         let wait = options.stall_after.unwrap_or(DEFAULT_STALL_AFTER);
-        let op = operator(&parsed, options, wait, wait).map_err(|e| target.classify(e, "configuration"))?;
-        let upload_op = operator(&parsed, options, wait.max(UPLOAD_PART_WAIT), wait.max(UPLOAD_PART_WAIT)).map_err(|e| target.classify(e, "configuration"))?;
-        Ok(Conn { target, runtime, op, upload_op })
+        let op = operator(&parsed, options, wait, wait)
+            .map_err(|e| target.classify(e, "configuration"))?;
+        let upload_op = operator(
+            &parsed,
+            options,
+            wait.max(UPLOAD_PART_WAIT),
+            wait.max(UPLOAD_PART_WAIT),
+        )
+        .map_err(|e| target.classify(e, "configuration"))?;
+        Ok(Conn {
+            target,
+            runtime,
+            op,
+            upload_op,
+        })
     }
 
     /// Runs `work` as a task on the runtime's threads (never on the calling
     /// one: see SIGPIPE above) and waits for its result. Requests are made
     /// only in such tasks, or in tasks they spawn.
-    pub fn run<T: Send + 'static>(&self, what: &'static str, work: impl Future<Output = BucketResult<T>> + Send + 'static) -> BucketResult<T> {
-        self.runtime.block_on(self.runtime.spawn(work)).map_err(|e| BucketError::Internal { what, detail: e.to_string() })?
+    pub fn run<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        work: impl Future<Output = BucketResult<T>> + Send + 'static,
+    ) -> BucketResult<T> {
+        self.runtime
+            .block_on(self.runtime.spawn(work))
+            .map_err(|e| BucketError::Internal {
+                what,
+                detail: e.to_string(),
+            })?
     }
 }
 
@@ -136,8 +179,16 @@ fn install_http_transport() {
 /// The store's client: `control` bounds a request without a body to stream
 /// (stat, a conditional write, a delete), `io` each call on a body (a read
 /// of a range, a part written, a listing's next page).
-fn operator(url: &BucketUrl, options: &BucketOptions, control: Duration, io: Duration) -> opendal::Result<Operator> {
-    let mut builder = opendal::services::S3::default().bucket(&url.bucket).root(&format!("/{}", url.prefix)).disable_ec2_metadata();
+fn operator(
+    url: &BucketUrl,
+    options: &BucketOptions,
+    control: Duration,
+    io: Duration,
+) -> opendal::Result<Operator> {
+    let mut builder = opendal::services::S3::default()
+        .bucket(&url.bucket)
+        .root(&format!("/{}", url.prefix))
+        .disable_ec2_metadata();
     if let Some(endpoint) = options.endpoint.as_deref().filter(|e| !e.is_empty()) {
         builder = builder.endpoint(endpoint);
     }
@@ -153,8 +204,18 @@ fn operator(url: &BucketUrl, options: &BucketOptions, control: Duration, io: Dur
         builder = builder.enable_virtual_host_style();
     }
     Ok(Operator::new(builder)?
-        .layer(TimeoutLayer::new().with_timeout(control).with_io_timeout(io))
-        .layer(RetryLayer::new().with_max_times(RETRIES).with_min_delay(Duration::from_millis(100)).with_max_delay(Duration::from_secs(2)).with_jitter()))
+        .layer(
+            TimeoutLayer::new()
+                .with_timeout(control)
+                .with_io_timeout(io),
+        )
+        .layer(
+            RetryLayer::new()
+                .with_max_times(RETRIES)
+                .with_min_delay(Duration::from_millis(100))
+                .with_max_delay(Duration::from_secs(2))
+                .with_jitter(),
+        ))
 }
 
 #[cfg(test)]
@@ -163,9 +224,30 @@ mod tests {
 
     #[test]
     fn parses_bucket_urls() {
-        assert_eq!(BucketUrl::parse("s3://photos").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "".into() });
-        assert_eq!(BucketUrl::parse("s3://photos/studio/2026/").unwrap(), BucketUrl { bucket: "photos".into(), prefix: "studio/2026".into() });
-        for bad in ["s3://", "s3://ab", "s3://Photos/x", "s3://photos/../x", "s3://photos//x", "s3://-x/y", "http://photos/x", "s3://photos/./x"] {
+        assert_eq!(
+            BucketUrl::parse("s3://photos").unwrap(),
+            BucketUrl {
+                bucket: "photos".into(),
+                prefix: "".into()
+            }
+        );
+        assert_eq!(
+            BucketUrl::parse("s3://photos/studio/2026/").unwrap(),
+            BucketUrl {
+                bucket: "photos".into(),
+                prefix: "studio/2026".into()
+            }
+        );
+        for bad in [
+            "s3://",
+            "s3://ab",
+            "s3://Photos/x",
+            "s3://photos/../x",
+            "s3://photos//x",
+            "s3://-x/y",
+            "http://photos/x",
+            "s3://photos/./x",
+        ] {
             assert!(BucketUrl::parse(bad).is_err(), "{bad} should be refused");
         }
     }
@@ -198,11 +280,32 @@ mod network_tests {
     #[test]
     fn requests_run_on_threads_that_block_sigpipe() {
         let before = sigpipe_disposition();
-        let options = BucketOptions { endpoint: Some("http://127.0.0.1:9".into()), ..Default::default() };
+        let options = BucketOptions {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        };
         let conn = Conn::new("s3://photos/p", &options).unwrap();
-        assert!(conn.run("test", async { Ok(sigpipe_blocked_here()) }).unwrap());
-        assert!(conn.run("test", async { Ok(tokio::spawn(async { sigpipe_blocked_here() }).await.unwrap()) }).unwrap(), "tasks spawned by requests too");
-        assert!(conn.run("test", async { Ok(tokio::task::spawn_blocking(sigpipe_blocked_here).await.unwrap()) }).unwrap(), "and blocking threads");
+        assert!(conn
+            .run("test", async { Ok(sigpipe_blocked_here()) })
+            .unwrap());
+        assert!(
+            conn.run("test", async {
+                Ok(tokio::spawn(async { sigpipe_blocked_here() })
+                    .await
+                    .unwrap())
+            })
+            .unwrap(),
+            "tasks spawned by requests too"
+        );
+        assert!(
+            conn.run("test", async {
+                Ok(tokio::task::spawn_blocking(sigpipe_blocked_here)
+                    .await
+                    .unwrap())
+            })
+            .unwrap(),
+            "and blocking threads"
+        );
         assert!(!sigpipe_blocked_here());
         assert_eq!(sigpipe_disposition(), before);
     }
@@ -213,7 +316,11 @@ mod network_tests {
     fn a_store_that_does_not_answer_is_unreachable() {
         install_http_transport();
         // A port nothing listens on: bound, then closed.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let builder = opendal::services::S3::default()
             .bucket("photos")
             .endpoint(&format!("http://127.0.0.1:{port}"))
@@ -222,9 +329,16 @@ mod network_tests {
             .secret_access_key("secret")
             .disable_ec2_metadata();
         let op = Operator::new(builder).unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         let err = runtime.block_on(op.stat("refs")).unwrap_err();
-        let target = Target { url: "s3://photos".into(), bucket: "photos".into() };
+        let target = Target {
+            url: "s3://photos".into(),
+            bucket: "photos".into(),
+        };
         let e = target.classify(err, "reading refs");
         assert!(matches!(e, BucketError::Unreachable { .. }), "{e}");
         assert!(e.to_string().starts_with("cannot reach s3://photos: reading refs: the object store does not answer (Connection refused"), "{e}");

@@ -54,13 +54,25 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
         }
         // The check that follows runs on the repaired repository.
         let repo = open_repo()?;
-        return check(&repo, &FsckArgs { full: true, repair: false, from: None, json: a.json }, Some(&done));
+        return check(
+            &repo,
+            &FsckArgs {
+                full: true,
+                repair: false,
+                from: None,
+                json: a.json,
+            },
+            Some(&done),
+        );
     }
     if let Some(from) = &a.from {
         let checked = dmv_sync::check_copies(&repo, from)?;
         if !a.json {
             for path in &checked.not_there {
-                println!("not on {from}: {} (the location log said it was; corrected)", printable(path));
+                println!(
+                    "not on {from}: {} (the location log said it was; corrected)",
+                    printable(path)
+                );
             }
             eprintln!("asked {from} about {} file versions: {} the log wrongly had there, {} it did not know of", checked.versions, checked.not_there.len(), checked.newly_known);
         }
@@ -91,7 +103,12 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         for u in found.under_copied.iter().filter(|u| u.known_copies > 0) {
-            println!("note: {}: {} other copies known, drop.numcopies is {}", what(u), u.known_copies, u.numcopies);
+            println!(
+                "note: {}: {} other copies known, drop.numcopies is {}",
+                what(u),
+                u.known_copies,
+                u.numcopies
+            );
         }
         for line in &found.problems {
             println!("damaged: {line}");
@@ -116,7 +133,11 @@ fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>)
             "checked {} objects ({} bytes){}: {}",
             report.objects_checked,
             report.bytes_checked,
-            if a.full { format!(" in {} packs", report.packs_checked) } else { String::new() },
+            if a.full {
+                format!(" in {} packs", report.packs_checked)
+            } else {
+                String::new()
+            },
             match found.problem_count() {
                 0 => "no problems found".to_string(),
                 n => format!("{n} problems"),
@@ -162,7 +183,9 @@ fn parse_age(text: &str) -> Result<std::time::Duration, String> {
             _ => return None,
         })
     };
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (n, u) = text.split_at(split);
     match (n.parse::<u64>(), unit(u)) {
         (Ok(n), Some(u)) => Ok(std::time::Duration::from_secs(n.saturating_mul(u))),
@@ -174,13 +197,29 @@ pub fn gc(a: GcArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
     if a.unwanted {
-        let dropped = dmv_sync::drop_files(&repo, &dmv_sync::DropOptions { unwanted: true, numcopies: a.numcopies, ..Default::default() })?;
+        let dropped = dmv_sync::drop_files(
+            &repo,
+            &dmv_sync::DropOptions {
+                unwanted: true,
+                numcopies: a.numcopies,
+                ..Default::default()
+            },
+        )?;
         if !quiet && !a.json {
-            println!("dropped the data of {} file versions the slice does not keep, {} bytes freed", dropped.files, dropped.freed_bytes);
+            println!(
+                "dropped the data of {} file versions the slice does not keep, {} bytes freed",
+                dropped.files, dropped.freed_bytes
+            );
         }
     }
     let p = Bar::new("gc");
-    let policy = GcPolicy { prune_reflog: a.prune_reflog, store: GcOptions { keep_recent: a.prune, ..Default::default() } };
+    let policy = GcPolicy {
+        prune_reflog: a.prune_reflog,
+        store: GcOptions {
+            keep_recent: a.prune,
+            ..Default::default()
+        },
+    };
     let report = repo.gc(policy, &p)?;
     p.finish();
     if a.json {
@@ -188,7 +227,11 @@ pub fn gc(a: GcArgs) -> Result<u8> {
     } else if !quiet {
         println!(
             "packs {} -> {}, bytes {} -> {}, {} unreachable objects dropped",
-            report.packs_before, report.packs_after, report.bytes_before, report.bytes_after, report.objects_dropped
+            report.packs_before,
+            report.packs_after,
+            report.bytes_before,
+            report.bytes_after,
+            report.objects_dropped
         );
         if report.recent_packs_kept > 0 && !a.prune.is_zero() {
             println!("{} recent packs kept whole with all they reach (gc --prune=now drops what is unreachable in them)", report.recent_packs_kept);
@@ -210,8 +253,16 @@ pub fn stats(a: StatsArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         println!("commits:        {}", s.commits);
-        println!("logical bytes:  {} ({})", s.logical_bytes, human_bytes(s.logical_bytes));
-        println!("stored bytes:   {} ({})", s.stored_bytes, human_bytes(s.stored_bytes));
+        println!(
+            "logical bytes:  {} ({})",
+            s.logical_bytes,
+            human_bytes(s.logical_bytes)
+        );
+        println!(
+            "stored bytes:   {} ({})",
+            s.stored_bytes,
+            human_bytes(s.stored_bytes)
+        );
         println!("dedup ratio:    {:.2}x", s.dedup_ratio);
         println!("objects:        {} ({} chunks)", s.objects, s.chunks);
         println!("packs:          {}", s.packs);
@@ -242,10 +293,16 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
         let settings = dmv_repo::GlobalSettings::load()?;
         return match (a.list, a.key, a.value) {
             (true, _, _) => print_settings(settings.list()),
-            (_, Some(key), _) if a.unset => Ok(dmv_repo::GlobalSettings::set(&key, None).map(|_| 0)?),
-            (_, Some(key), Some(value)) => Ok(dmv_repo::GlobalSettings::set(&key, Some(&value)).map(|_| 0)?),
+            (_, Some(key), _) if a.unset => {
+                Ok(dmv_repo::GlobalSettings::set(&key, None).map(|_| 0)?)
+            }
+            (_, Some(key), Some(value)) => {
+                Ok(dmv_repo::GlobalSettings::set(&key, Some(&value)).map(|_| 0)?)
+            }
             (_, Some(key), None) => print_value(settings.get(dmv_repo::canonical_key(&key))),
-            (false, None, _) => bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY"),
+            (false, None, _) => {
+                bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY")
+            }
         };
     }
     let mut repo = open_repo()?;
@@ -254,7 +311,9 @@ pub fn config(a: ConfigArgs) -> Result<u8> {
         (_, Some(key), _) if a.unset => Ok(repo.set_setting(&key, None).map(|_| 0)?),
         (_, Some(key), Some(value)) => Ok(repo.set_setting(&key, Some(&value)).map(|_| 0)?),
         (_, Some(key), None) => print_value(repo.setting(&key)?),
-        (false, None, _) => bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY"),
+        (false, None, _) => {
+            bail!("usage: dmv config [--global] KEY [VALUE] | --list | --unset KEY")
+        }
     }
 }
 

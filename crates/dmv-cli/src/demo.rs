@@ -30,7 +30,9 @@ pub struct DemoArgs {
 }
 
 fn write_random(path: &Path, len: u64, rng: &mut rand::rngs::StdRng) -> Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).with_context(|| path.display().to_string())?);
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| path.display().to_string())?,
+    );
     let mut buf = vec![0u8; 1 << 20];
     let mut left = len;
     while left > 0 {
@@ -53,7 +55,8 @@ fn write_photo(path: &Path, seed: u64) -> Result<()> {
         let px = |i: usize| (base[(i + hue) % 3] + grain).clamp(0, 255) as u8;
         image::Rgb([px(0), px(1), px(2)])
     });
-    img.save_with_format(path, image::ImageFormat::Jpeg).with_context(|| path.display().to_string())
+    img.save_with_format(path, image::ImageFormat::Jpeg)
+        .with_context(|| path.display().to_string())
 }
 
 /// A 16-bit mono WAV: a few tones with noise, like a field recording.
@@ -74,7 +77,9 @@ fn write_wav(path: &Path, seconds: u32, rng: &mut rand::rngs::StdRng) -> Result<
     let freq: f64 = rng.gen_range(110.0..880.0);
     for i in 0..samples {
         let t = i as f64 / rate as f64;
-        let v = (t * freq * std::f64::consts::TAU).sin() * 9000.0 + (t * freq * 1.5 * std::f64::consts::TAU).sin() * 3000.0 + rng.gen_range(-400.0..400.0);
+        let v = (t * freq * std::f64::consts::TAU).sin() * 9000.0
+            + (t * freq * 1.5 * std::f64::consts::TAU).sin() * 3000.0
+            + rng.gen_range(-400.0..400.0);
         f.write_all(&(v as i16).to_le_bytes())?;
     }
     Ok(())
@@ -91,9 +96,22 @@ struct Day {
 
 impl Day {
     fn run(&self, name: &str, args: &[&str], may_fail: bool) -> Result<String> {
-        let shown: Vec<String> = args.iter().map(|a| if a.contains(' ') { format!("'{a}'") } else { a.to_string() }).collect();
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    a.to_string()
+                }
+            })
+            .collect();
         println!("{name}$ dmv {}", shown.join(" "));
-        let dir = if name == "studio" { self.root.clone() } else { self.root.join(name) };
+        let dir = if name == "studio" {
+            self.root.clone()
+        } else {
+            self.root.join(name)
+        };
         let out = Command::new(&self.exe)
             .args(args)
             .current_dir(&dir)
@@ -104,7 +122,11 @@ impl Day {
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("cannot run {}", self.exe.display()))?;
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         for line in said.lines().filter(|l| !l.trim().is_empty()).take(12) {
             println!("    {line}");
         }
@@ -118,11 +140,25 @@ impl Day {
 /// `dmv serve` of the hub on a free port of loopback; its URL.
 fn serve(day: &Day, hub: &Path) -> Result<(Child, String)> {
     let config = day.root.join("hub.toml");
-    let hub = hub.to_string_lossy().replace('\\', "\\\\").replace('"', "\\\"");
+    let hub = hub
+        .to_string_lossy()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
     let text = format!("[repos]\nhub = \"{hub}\"\n[tokens]\n\"{}\" = {{ access = \"admin\", user = \"studio\" }}\n", day.token);
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode_private().open(&config)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode_private()
+        .open(&config)?;
     file.write_all(text.as_bytes())?;
-    let mut child = Command::new(&day.exe).arg("serve").arg("--config").arg(&config).args(["--listen", "127.0.0.1:0"]).stderr(Stdio::piped()).spawn()?;
+    let mut child = Command::new(&day.exe)
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()?;
     let stderr = child.stderr.take().context("no stderr from dmv serve")?;
     let mut lines = BufReader::new(stderr).lines();
     let url = loop {
@@ -177,7 +213,11 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     };
     let mut token_bytes = [0u8; 16];
     rand::thread_rng().fill_bytes(&mut token_bytes);
-    let day = Day { root: root.clone(), exe: std::env::current_exe()?, token: token_bytes.iter().map(|b| format!("{b:02x}")).collect() };
+    let day = Day {
+        root: root.clone(),
+        exe: std::env::current_exe()?,
+        token: token_bytes.iter().map(|b| format!("{b:02x}")).collect(),
+    };
     let mut rng = rand::rngs::StdRng::seed_from_u64(2017);
     let total = a.size_mib.max(8) << 20;
     let raw_size = 6u64 << 20;
@@ -185,32 +225,53 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let photos = 12u64;
     let takes = ((total / 3) / (8 << 20)).max(1);
     let laptop = root.join("laptop");
-    println!("A studio's day with {} of sample media, in {}\n", human_bytes(total), root.display());
+    println!(
+        "A studio's day with {} of sample media, in {}\n",
+        human_bytes(total),
+        root.display()
+    );
     for dir in ["shoot/raw", "shoot/jpeg", "shoot/audio"] {
         std::fs::create_dir_all(laptop.join(dir))?;
     }
     for i in 0..raws {
-        write_random(&laptop.join(format!("shoot/raw/IMG_{:04}.CR3", i + 1)), raw_size, &mut rng)?;
+        write_random(
+            &laptop.join(format!("shoot/raw/IMG_{:04}.CR3", i + 1)),
+            raw_size,
+            &mut rng,
+        )?;
     }
     for i in 0..photos {
         write_photo(&laptop.join(format!("shoot/jpeg/IMG_{:04}.jpg", i + 1)), i)?;
     }
     for i in 0..takes {
-        write_wav(&laptop.join(format!("shoot/audio/take_{:02}.wav", i + 1)), 87, &mut rng)?;
+        write_wav(
+            &laptop.join(format!("shoot/audio/take_{:02}.wav", i + 1)),
+            87,
+            &mut rng,
+        )?;
     }
-    std::fs::write(laptop.join("shoot/shotlist.txt"), "scene 1: harbour at dawn\nscene 2: market\n")?;
+    std::fs::write(
+        laptop.join("shoot/shotlist.txt"),
+        "scene 1: harbour at dawn\nscene 2: market\n",
+    )?;
 
     println!("1. The laptop commits the shoot, then a retouch of three raws.");
     day.run("laptop", &["init"], false)?;
     day.run("laptop", &["add", "."], false)?;
     day.run("laptop", &["commit", "-q", "-m", "Day 1 shoot"], false)?;
     for i in 1..=3.min(raws) {
-        let f = std::fs::OpenOptions::new().write(true).open(laptop.join(format!("shoot/raw/IMG_{i:04}.CR3")))?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(laptop.join(format!("shoot/raw/IMG_{i:04}.CR3")))?;
         let mut patch = vec![0u8; 64 << 10];
         rng.fill_bytes(&mut patch);
         dmv_os::FileExt::write_all_at(&f, &patch, raw_size / 2)?;
     }
-    day.run("laptop", &["commit", "-q", "-a", "-m", "Retouch three raws"], false)?;
+    day.run(
+        "laptop",
+        &["commit", "-q", "-a", "-m", "Retouch three raws"],
+        false,
+    )?;
     day.run("laptop", &["stats"], false)?;
 
     println!("\n2. A hub: the laptop pushes to it, and it is served over HTTP with its web UI.");
@@ -223,14 +284,24 @@ pub fn run(a: DemoArgs) -> Result<u8> {
 
     println!("\n3. A phone makes a meta clone (all the history, no data) and gets one photo.");
     let hub_url = format!("{url}/hub");
-    day.run("studio", &["clone", "-q", "--slice", "meta", &hub_url, "phone"], false)?;
+    day.run(
+        "studio",
+        &["clone", "-q", "--slice", "meta", &hub_url, "phone"],
+        false,
+    )?;
     day.run("phone", &["ls", "--absent", "shoot/jpeg"], false)?;
     day.run("phone", &["get", "shoot/jpeg/IMG_0001.jpg"], false)?;
     day.run("phone", &["whereis", "shoot/jpeg/IMG_0001.jpg"], false)?;
 
-    println!("\n4. The phone frees the photo again: only when enough copies stay elsewhere (numcopies).");
+    println!(
+        "\n4. The phone frees the photo again: only when enough copies stay elsewhere (numcopies)."
+    );
     day.run("phone", &["drop", "shoot/jpeg/IMG_0001.jpg"], true)?;
-    day.run("phone", &["drop", "--numcopies", "1", "shoot/jpeg/IMG_0001.jpg"], false)?;
+    day.run(
+        "phone",
+        &["drop", "--numcopies", "1", "shoot/jpeg/IMG_0001.jpg"],
+        false,
+    )?;
 
     println!("\n5. The phone edits the shot list; the edit syncs back to the laptop.");
     day.run("phone", &["get", "-q", "shoot/shotlist.txt"], false)?;
@@ -238,12 +309,19 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     let mut text = std::fs::read_to_string(&list)?;
     text.push_str("scene 3: the ferry, from the phone\n");
     std::fs::write(&list, text)?;
-    day.run("phone", &["commit", "-q", "-a", "-m", "Scene 3 added on the phone"], false)?;
+    day.run(
+        "phone",
+        &["commit", "-q", "-a", "-m", "Scene 3 added on the phone"],
+        false,
+    )?;
     day.run("phone", &["push", "-q"], false)?;
     day.run("laptop", &["pull", "-q"], false)?;
     day.run("laptop", &["log", "--oneline"], false)?;
     let synced = std::fs::read_to_string(laptop.join("shoot/shotlist.txt"))?;
-    println!("laptop$ tail -1 shoot/shotlist.txt\n    {}", synced.lines().last().unwrap_or(""));
+    println!(
+        "laptop$ tail -1 shoot/shotlist.txt\n    {}",
+        synced.lines().last().unwrap_or("")
+    );
     if !synced.contains("scene 3") {
         bail!("the phone's edit did not reach the laptop");
     }
@@ -252,7 +330,15 @@ pub fn run(a: DemoArgs) -> Result<u8> {
     println!("\nDone in {:.1} s.", started.elapsed().as_secs_f64());
     println!("Web UI: {url}/hub/   (log in with the token {})", day.token);
     if a.keep {
-        println!("Replicas: {}/{{laptop,hub,phone}}. Left running: Ctrl-C ends the server{}.", root.display(), if a.keep_in.is_none() { " and removes them" } else { "" });
+        println!(
+            "Replicas: {}/{{laptop,hub,phone}}. Left running: Ctrl-C ends the server{}.",
+            root.display(),
+            if a.keep_in.is_none() {
+                " and removes them"
+            } else {
+                ""
+            }
+        );
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(signal, stop.clone())?;

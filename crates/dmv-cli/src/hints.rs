@@ -53,7 +53,9 @@ fn sync(e: &SyncError) -> Option<String> {
     Some(match e {
         SyncError::NoSuchRemote { name } => format!("; add one with `dmv remote add {name} URL`"),
         SyncError::NeedsNamedRemote { .. } => " (dmv remote add NAME URL)".into(),
-        SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => " (dmv remote add NAME URL)".into(),
+        SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => {
+            " (dmv remote add NAME URL)".into()
+        }
         SyncError::Stalled { .. } => " (`dmv config remote.timeout SECONDS` waits longer)".into(),
         SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
         SyncError::Refused(Refusal::DataHeldByNeither { .. }) => " (`dmv get` fetches data)".into(),
@@ -75,7 +77,9 @@ fn violation(v: &Violation) -> Option<String> {
 
 fn store(e: &StoreError) -> Option<String> {
     match e {
-        StoreError::CorruptFile { path, .. } if path.extension().is_some_and(|x| x == "idx") => Some(" (`dmv fsck --repair` rebuilds it)".into()),
+        StoreError::CorruptFile { path, .. } if path.extension().is_some_and(|x| x == "idx") => {
+            Some(" (`dmv fsck --repair` rebuilds it)".into())
+        }
         _ => None,
     }
 }

@@ -31,12 +31,21 @@ pub fn import(a: ImportArgs) -> Result<u8> {
     let p = Bar::new("importing commits");
     let done = dmv_gitimport::import_git(&repo, &path, &p)?;
     drop(p);
-    println!("Imported {} commits ({} imported before), {} branches, {} tags", done.commits, done.already, done.branches.len(), done.tags.len());
+    println!(
+        "Imported {} commits ({} imported before), {} branches, {} tags",
+        done.commits,
+        done.already,
+        done.branches.len(),
+        done.tags.len()
+    );
     if done.lfs_content + done.lfs_pointers > 0 {
         println!("Git LFS: {} files as their content, {} as their pointer (content not in .git/lfs/objects)", done.lfs_content, done.lfs_pointers);
     }
     if done.submodules > 0 {
-        println!("{} submodule entries left out (a submodule is another repository)", done.submodules);
+        println!(
+            "{} submodule entries left out (a submodule is another repository)",
+            done.submodules
+        );
     }
     for (r, why) in &done.left_alone {
         eprintln!("warning: {r} left as it is: {why}");

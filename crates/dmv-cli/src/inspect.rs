@@ -66,7 +66,9 @@ pub struct LogArgs {
 
 pub fn log(a: LogArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let _pager = (!a.json).then(|| a.colour.colour_and_pager(&repo)).flatten();
+    let _pager = (!a.json)
+        .then(|| a.colour.colour_and_pager(&repo))
+        .flatten();
     // `dmv log PATH`, as git takes it: an argument that is no revision but a path here.
     let (revs, named_paths) = match &a.rev {
         Some(r) => revisions_then_paths(&repo, std::slice::from_ref(r))?,
@@ -87,7 +89,9 @@ pub fn log(a: LogArgs) -> Result<u8> {
     if a.follow {
         walk = walk.following_renames();
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let date = |d: &Option<String>| -> Result<Option<i64>> {
         d.as_deref()
             .map(|t| dmv_repo::parse_date(t, now).ok_or_else(|| anyhow!("cannot read the date '{t}' (2026-11-28, \"2026-11-28 14:00\", \"2 weeks ago\", yesterday, @SECONDS)")))
@@ -97,16 +101,23 @@ pub fn log(a: LogArgs) -> Result<u8> {
     let wanted = |c: &dmv_repo::store::object::Commit| {
         since.is_none_or(|t| c.committer.time >= t)
             && until.is_none_or(|t| c.committer.time <= t)
-            && a.author.as_deref().is_none_or(|x| format!("{} <{}>", c.author.name, c.author.email).contains(x))
+            && a.author
+                .as_deref()
+                .is_none_or(|x| format!("{} <{}>", c.author.name, c.author.email).contains(x))
             && a.grep.as_deref().is_none_or(|x| c.message.contains(x))
     };
     let mut graph = Graph::default();
     let walk = walk.filter(|info| info.as_ref().map_or(true, |i| wanted(&i.commit)));
     // A graph is drawn children first: the whole history is read, then ordered.
-    let commits: Box<dyn Iterator<Item = dmv_repo::RepoResult<dmv_repo::CommitInfo>>> = match a.graph {
-        true => Box::new(dmv_repo::in_topo_order(walk.collect::<dmv_repo::RepoResult<Vec<_>>>()?).into_iter().map(Ok)),
-        false => Box::new(walk),
-    };
+    let commits: Box<dyn Iterator<Item = dmv_repo::RepoResult<dmv_repo::CommitInfo>>> =
+        match a.graph {
+            true => Box::new(
+                dmv_repo::in_topo_order(walk.collect::<dmv_repo::RepoResult<Vec<_>>>()?)
+                    .into_iter()
+                    .map(Ok),
+            ),
+            false => Box::new(walk),
+        };
     for (shown, info) in commits.take(a.max_count.unwrap_or(usize::MAX)).enumerate() {
         let info = info?;
         let c = &info.commit;
@@ -123,15 +134,33 @@ pub fn log(a: LogArgs) -> Result<u8> {
         } else if let Some(format) = &a.format {
             // As git: `format:` separates commits with a newline, a bare format or `tformat:` ends each with one.
             match format.starts_with("format:") {
-                true => write!(out, "{}{}", if shown == 0 { "" } else { "\n" }, format_commit(named_format(format), &info))?,
+                true => write!(
+                    out,
+                    "{}{}",
+                    if shown == 0 { "" } else { "\n" },
+                    format_commit(named_format(format), &info)
+                )?,
                 false => writeln!(out, "{}", format_commit(named_format(format), &info))?,
             }
         } else if a.oneline {
-            writeln!(out, "{} {}", paint(Style::Id, &info.id.short()), c.message.lines().next().unwrap_or(""))?;
+            writeln!(
+                out,
+                "{} {}",
+                paint(Style::Id, &info.id.short()),
+                c.message.lines().next().unwrap_or("")
+            )?;
         } else {
             writeln!(out, "{}", paint(Style::Id, &format!("commit {}", info.id)))?;
             if c.parents.len() > 1 {
-                writeln!(out, "Merge: {}", c.parents.iter().map(|p| p.short()).collect::<Vec<_>>().join(" "))?;
+                writeln!(
+                    out,
+                    "Merge: {}",
+                    c.parents
+                        .iter()
+                        .map(|p| p.short())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )?;
             }
             writeln!(out, "Author: {} <{}>", c.author.name, c.author.email)?;
             writeln!(out, "Date:   {}\n", dmv_repo::utc_time(c.author.time))?;
@@ -174,7 +203,13 @@ struct Graph {
 }
 
 impl Graph {
-    fn draw(&mut self, out: &mut impl Write, id: dmv_repo::store::ObjectId, parents: &[dmv_repo::store::ObjectId], text: &[u8]) -> Result<()> {
+    fn draw(
+        &mut self,
+        out: &mut impl Write,
+        id: dmv_repo::store::ObjectId,
+        parents: &[dmv_repo::store::ObjectId],
+        text: &[u8],
+    ) -> Result<()> {
         let col = match self.lanes.iter().position(|l| *l == id) {
             Some(c) => c,
             None => {
@@ -182,13 +217,25 @@ impl Graph {
                 self.lanes.len() - 1
             }
         };
-        let row = |mark_at: Option<usize>, lanes: usize| (0..lanes).map(|i| if Some(i) == mark_at { "*" } else { "|" }).collect::<Vec<_>>().join(" ");
+        let row = |mark_at: Option<usize>, lanes: usize| {
+            (0..lanes)
+                .map(|i| if Some(i) == mark_at { "*" } else { "|" })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let text = String::from_utf8_lossy(text);
         let mut lines = text.lines();
-        writeln!(out, "{} {}", row(Some(col), self.lanes.len()), lines.next().unwrap_or(""))?;
+        writeln!(
+            out,
+            "{} {}",
+            row(Some(col), self.lanes.len()),
+            lines.next().unwrap_or("")
+        )?;
         let before = self.lanes.len();
         // Lanes that also waited for this commit end here.
-        let mut ended: Vec<usize> = (0..self.lanes.len()).filter(|&i| i != col && self.lanes[i] == id).collect();
+        let mut ended: Vec<usize> = (0..self.lanes.len())
+            .filter(|&i| i != col && self.lanes[i] == id)
+            .collect();
         match parents.first() {
             Some(p) => self.lanes[col] = *p,
             None => ended.push(col),
@@ -261,7 +308,11 @@ fn relative_time(then: i64, now: i64) -> String {
         return "in the future".into();
     }
     let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
-    let (minutes, hours, days) = ((secs + 30) / 60, (secs + 1800) / 3600, (secs + 43_200) / 86_400);
+    let (minutes, hours, days) = (
+        (secs + 30) / 60,
+        (secs + 1800) / 3600,
+        (secs + 43_200) / 86_400,
+    );
     match secs {
         s if s < 90 => format!("{} ago", plural(s, "second")),
         s if s < 90 * 60 => format!("{} ago", plural(minutes, "minute")),
@@ -286,10 +337,25 @@ fn short_date(time: i64) -> String {
 
 /// A commit as `--format` asks, with git's placeholders (an unknown one is kept as written).
 fn format_commit(format: &str, info: &dmv_repo::CommitInfo) -> String {
-    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    };
     let c = &info.commit;
-    let (subject, body) = c.message.split_once('\n').map_or((c.message.as_str(), ""), |(s, b)| (s, b.trim_start_matches('\n')));
-    let ids = |short: bool| c.parents.iter().map(|p| if short { p.short() } else { p.to_hex() }).collect::<Vec<_>>().join(" ");
+    let (subject, body) = c
+        .message
+        .split_once('\n')
+        .map_or((c.message.as_str(), ""), |(s, b)| {
+            (s, b.trim_start_matches('\n'))
+        });
+    let ids = |short: bool| {
+        c.parents
+            .iter()
+            .map(|p| if short { p.short() } else { p.to_hex() })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let mut out = String::new();
     let mut rest = format;
     while let Some(at) = rest.find('%') {
@@ -363,10 +429,22 @@ pub fn show(a: ShowArgs) -> Result<u8> {
     if named != id {
         // An annotated tag: git's header before the commit.
         let tag = repo.annotated_tag(&named)?;
-        println!("{}\nTagger: {} <{}>\nDate:   {}\n", paint(Style::Id, &format!("tag {}", tag.name)), tag.tagger.name, tag.tagger.email, dmv_repo::utc_time(tag.tagger.time));
+        println!(
+            "{}\nTagger: {} <{}>\nDate:   {}\n",
+            paint(Style::Id, &format!("tag {}", tag.name)),
+            tag.tagger.name,
+            tag.tagger.email,
+            dmv_repo::utc_time(tag.tagger.time)
+        );
         println!("{}\n", tag.message.trim_end());
     }
-    println!("{}\nAuthor: {} <{}>\nDate:   {}\n", paint(Style::Id, &format!("commit {id}")), c.author.name, c.author.email, dmv_repo::utc_time(c.author.time));
+    println!(
+        "{}\nAuthor: {} <{}>\nDate:   {}\n",
+        paint(Style::Id, &format!("commit {id}")),
+        c.author.name,
+        c.author.email,
+        dmv_repo::utc_time(c.author.time)
+    );
     for line in c.message.lines() {
         println!("    {line}");
     }
@@ -419,7 +497,21 @@ pub struct DiffArgs {
 }
 
 fn staged_flat(repo: &Repository) -> Result<FlatTree> {
-    Ok(repo.load_dirstate()?.entries.iter().map(|(p, e)| (p.to_vec(), dmv_repo::FlatEntry { kind: e.kind, id: e.id, size: e.size })).collect())
+    Ok(repo
+        .load_dirstate()?
+        .entries
+        .iter()
+        .map(|(p, e)| {
+            (
+                p.to_vec(),
+                dmv_repo::FlatEntry {
+                    kind: e.kind,
+                    id: e.id,
+                    size: e.size,
+                },
+            )
+        })
+        .collect())
 }
 
 fn commit_flat(repo: &Repository, rev: &str) -> Result<FlatTree> {
@@ -433,7 +525,8 @@ fn revisions_then_paths(repo: &Repository, args: &[String]) -> Result<(Vec<Strin
     let mut revs = Vec::new();
     let mut paths = Vec::new();
     for arg in args {
-        let is_rev = paths.is_empty() && (repo.resolve(arg).is_ok() || repo.resolve_range(arg).is_ok_and(|r| r.is_some()));
+        let is_rev = paths.is_empty()
+            && (repo.resolve(arg).is_ok() || repo.resolve_range(arg).is_ok_and(|r| r.is_some()));
         if is_rev {
             revs.push(arg.clone());
         } else if Path::new(arg).symlink_metadata().is_ok() || tracked_under(repo, arg)? {
@@ -447,19 +540,29 @@ fn revisions_then_paths(repo: &Repository, args: &[String]) -> Result<(Vec<Strin
 
 /// Whether a tracked file is at `arg` or under it (a file deleted from the working tree is still a path to diff).
 fn tracked_under(repo: &Repository, arg: &str) -> Result<bool> {
-    let Ok(spec) = repo.repo_path(&std::env::current_dir()?, Path::new(arg)) else { return Ok(false) };
-    Ok(repo.load_dirstate()?.entries.iter().any(|(p, _)| is_under(p, &spec)))
+    let Ok(spec) = repo.repo_path(&std::env::current_dir()?, Path::new(arg)) else {
+        return Ok(false);
+    };
+    Ok(repo
+        .load_dirstate()?
+        .entries
+        .iter()
+        .any(|(p, _)| is_under(p, &spec)))
 }
 
 /// Whether `path` is `spec` or inside the folder `spec` (all of it for an empty spec).
 fn is_under(path: &[u8], spec: &[u8]) -> bool {
     let spec = spec.strip_suffix(b"/").unwrap_or(spec);
-    spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
+    spec.is_empty()
+        || path == spec
+        || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
 }
 
 pub fn diff(mut a: DiffArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let _pager = (!a.json).then(|| a.colour.colour_and_pager(&repo)).flatten();
+    let _pager = (!a.json)
+        .then(|| a.colour.colour_and_pager(&repo))
+        .flatten();
     let (revs, paths) = revisions_then_paths(&repo, &a.revs)?;
     a.revs = revs;
     a.paths.extend(paths);
@@ -475,13 +578,24 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
         ([], true) => diff_flat(&commit_flat_or_empty(&repo)?, &staged_flat(&repo)?),
         ([r], false) if r.contains("..") => {
             // `A..B` compares A with B; `A...B` the merge base of A and B with B.
-            let range = repo.resolve_range(r)?.ok_or_else(|| anyhow!("not a range: {r}"))?;
+            let range = repo
+                .resolve_range(r)?
+                .ok_or_else(|| anyhow!("not a range: {r}"))?;
             let old = match range.symmetric {
-                true => *range.haves.first().ok_or_else(|| anyhow!("{r}: the two sides have no commit in common"))?,
+                true => *range
+                    .haves
+                    .first()
+                    .ok_or_else(|| anyhow!("{r}: the two sides have no commit in common"))?,
                 false => range.haves[0],
             };
-            let new = *range.wants.last().ok_or_else(|| anyhow!("not a range: {r}"))?;
-            diff_flat(&flatten(&repo.store, &repo.commit(&old)?.tree)?, &flatten(&repo.store, &repo.commit(&new)?.tree)?)
+            let new = *range
+                .wants
+                .last()
+                .ok_or_else(|| anyhow!("not a range: {r}"))?;
+            diff_flat(
+                &flatten(&repo.store, &repo.commit(&old)?.tree)?,
+                &flatten(&repo.store, &repo.commit(&new)?.tree)?,
+            )
         }
         ([r], true) => diff_flat(&commit_flat(&repo, r)?, &staged_flat(&repo)?),
         ([r], false) => diff_flat(&commit_flat(&repo, r)?, &repo.worktree_flat()?),
@@ -502,16 +616,30 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
             println!("{}", show_path(&c.path));
         }
     } else if a.stat {
-        print_stat(&mut std::io::stdout().lock(), &repo, &changes, new_in_worktree)?;
+        print_stat(
+            &mut std::io::stdout().lock(),
+            &repo,
+            &changes,
+            new_in_worktree,
+        )?;
     } else {
-        print_patch(&mut std::io::stdout().lock(), &repo, &changes, new_in_worktree)?;
+        print_patch(
+            &mut std::io::stdout().lock(),
+            &repo,
+            &changes,
+            new_in_worktree,
+        )?;
     }
     Ok(0)
 }
 
 /// What `commit` changed from its first parent: per file as `diff --stat`
 /// says it, or with `patch` as `diff` does (`stash show`).
-pub(crate) fn show_commit_changes(repo: &Repository, commit: &dmv_repo::store::ObjectId, patch: bool) -> Result<()> {
+pub(crate) fn show_commit_changes(
+    repo: &Repository,
+    commit: &dmv_repo::store::ObjectId,
+    patch: bool,
+) -> Result<()> {
     let c = repo.commit(commit)?;
     let old = match c.parents.first() {
         Some(p) => flatten(&repo.store, &repo.commit(p)?.tree)?,
@@ -552,11 +680,20 @@ fn fetch_for_diff(repo: &Repository, changes: &[Change], new_in_worktree: bool) 
 /// git's default diff: a unified diff of each text file, and for media and
 /// other binary files one line with what a person knows them by and the
 /// sizes before and after.
-fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
+fn print_patch(
+    out: &mut impl Write,
+    repo: &Repository,
+    changes: &[Change],
+    new_in_worktree: bool,
+) -> Result<()> {
     fetch_for_diff(repo, changes, new_in_worktree);
     for c in changes {
         let path = show_path(&c.path);
-        writeln!(out, "{}", paint(Style::Meta, &format!("diff --dmv a/{path} b/{path}")))?;
+        writeln!(
+            out,
+            "{}",
+            paint(Style::Meta, &format!("diff --dmv a/{path} b/{path}"))
+        )?;
         match (c.old, c.new) {
             (None, Some(_)) => writeln!(out, "{}", paint(Style::Meta, "new file"))?,
             (Some(_), None) => writeln!(out, "{}", paint(Style::Meta, "deleted file"))?,
@@ -566,11 +703,31 @@ fn print_patch(out: &mut impl Write, repo: &Repository, changes: &[Change], new_
         let new = repo.diff_side(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
         match (old, new) {
             (DiffSide::Text(old), DiffSide::Text(new)) => {
-                let (from, to) = (if c.old.is_some() { format!("a/{path}") } else { "/dev/null".into() }, if c.new.is_some() { format!("b/{path}") } else { "/dev/null".into() });
-                let unified = similar::TextDiff::from_lines(&old, &new).unified_diff().context_radius(3).header(&from, &to).to_string();
+                let (from, to) = (
+                    if c.old.is_some() {
+                        format!("a/{path}")
+                    } else {
+                        "/dev/null".into()
+                    },
+                    if c.new.is_some() {
+                        format!("b/{path}")
+                    } else {
+                        "/dev/null".into()
+                    },
+                );
+                let unified = similar::TextDiff::from_lines(&old, &new)
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&from, &to)
+                    .to_string();
                 write!(out, "{}", paint_unified(&unified))?;
             }
-            (old, new) => writeln!(out, "Binary files differ ({} -> {})", describe(c.old.as_ref(), old), describe(c.new.as_ref(), new))?,
+            (old, new) => writeln!(
+                out,
+                "Binary files differ ({} -> {})",
+                describe(c.old.as_ref(), old),
+                describe(c.new.as_ref(), new)
+            )?,
         }
     }
     Ok(())
@@ -591,20 +748,43 @@ fn describe(entry: Option<&dmv_repo::FlatEntry>, side: DiffSide) -> String {
 fn print_name_status(out: &mut impl Write, repo: &Repository, changes: &[Change]) -> Result<()> {
     for listed in dmv_repo::find_renames(&repo.store, changes.to_vec())? {
         match listed {
-            dmv_repo::Listed::Change(c) => writeln!(out, "{}\t{}", c.kind.letter(), show_path(&c.path))?,
-            dmv_repo::Listed::Renamed { from, to, similarity, .. } => writeln!(out, "R{similarity:03}\t{}\t{}", show_path(&from), show_path(&to))?,
+            dmv_repo::Listed::Change(c) => {
+                writeln!(out, "{}\t{}", c.kind.letter(), show_path(&c.path))?
+            }
+            dmv_repo::Listed::Renamed {
+                from,
+                to,
+                similarity,
+                ..
+            } => writeln!(
+                out,
+                "R{similarity:03}\t{}\t{}",
+                show_path(&from),
+                show_path(&to)
+            )?,
         }
     }
     Ok(())
 }
 
-fn print_stat(out: &mut impl Write, repo: &Repository, changes: &[Change], new_in_worktree: bool) -> Result<()> {
+fn print_stat(
+    out: &mut impl Write,
+    repo: &Repository,
+    changes: &[Change],
+    new_in_worktree: bool,
+) -> Result<()> {
     fetch_for_diff(repo, changes, new_in_worktree);
-    let width = changes.iter().map(|c| show_path(&c.path).chars().count()).max().unwrap_or(0);
+    let width = changes
+        .iter()
+        .map(|c| show_path(&c.path).chars().count())
+        .max()
+        .unwrap_or(0);
     for c in changes {
         let old = repo.diff_text(c.old.as_ref(), None)?;
         let new = match old {
-            Some(_) => repo.diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?,
+            Some(_) => {
+                repo.diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?
+            }
             None => None,
         };
         // A text file as git counts it: lines taken out and put in.
@@ -612,7 +792,10 @@ fn print_stat(out: &mut impl Write, repo: &Repository, changes: &[Change], new_i
             (Some(old), Some(new)) => {
                 let diff = similar::TextDiff::from_lines(old, new);
                 let count = |tag| diff.iter_all_changes().filter(|ch| ch.tag() == tag).count();
-                Some((count(similar::ChangeTag::Insert), count(similar::ChangeTag::Delete)))
+                Some((
+                    count(similar::ChangeTag::Insert),
+                    count(similar::ChangeTag::Delete),
+                ))
             }
             _ => None,
         };
@@ -623,19 +806,39 @@ fn print_stat(out: &mut impl Write, repo: &Repository, changes: &[Change], new_i
                     n if n <= 50 => (added, removed),
                     n => (added * 50 / n, removed * 50 / n),
                 };
-                let marks = format!("{}{}", paint(Style::Added, &"+".repeat(plus)), paint(Style::Removed, &"-".repeat(minus)));
-                writeln!(out, " {:<width$} | {} {marks}", show_path(&c.path), added + removed)?
+                let marks = format!(
+                    "{}{}",
+                    paint(Style::Added, &"+".repeat(plus)),
+                    paint(Style::Removed, &"-".repeat(minus))
+                );
+                writeln!(
+                    out,
+                    " {:<width$} | {} {marks}",
+                    show_path(&c.path),
+                    added + removed
+                )?
             }
             None => {
                 let before = c.old.map(|e| e.size).unwrap_or(0);
                 let after = c.new.map(|e| e.size).unwrap_or(0);
-                writeln!(out, " {:<width$} | Bin {before} -> {after} bytes", show_path(&c.path))?
+                writeln!(
+                    out,
+                    " {:<width$} | Bin {before} -> {after} bytes",
+                    show_path(&c.path)
+                )?
             }
         }
     }
     if !changes.is_empty() {
         let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
-        writeln!(out, " {} files changed, {} added, {} modified, {} deleted", changes.len(), count(ChangeKind::Added), count(ChangeKind::Modified), count(ChangeKind::Deleted))?;
+        writeln!(
+            out,
+            " {} files changed, {} added, {} modified, {} deleted",
+            changes.len(),
+            count(ChangeKind::Added),
+            count(ChangeKind::Modified),
+            count(ChangeKind::Deleted)
+        )?;
     }
     Ok(())
 }
@@ -648,7 +851,10 @@ pub struct CatArgs {
 
 pub fn cat(a: CatArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let (rev, path) = a.spec.split_once(':').ok_or_else(|| anyhow!("expected REV:PATH, got '{}'", a.spec))?;
+    let (rev, path) = a
+        .spec
+        .split_once(':')
+        .ok_or_else(|| anyhow!("expected REV:PATH, got '{}'", a.spec))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     dmv_sync::write_file_at(&repo, rev, path, &mut out, &dmv_sync::Silent)?;
     out.flush()?;
@@ -681,11 +887,25 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
     let mut out = std::io::stdout().lock();
     if a.recursive {
         for (p, e) in flatten(&repo.store, &entry.id)? {
-            writeln!(out, "{} {} {:>12}\t{}", kind_name(e.kind), e.id, e.size, show_path(&p))?;
+            writeln!(
+                out,
+                "{} {} {:>12}\t{}",
+                kind_name(e.kind),
+                e.id,
+                e.size,
+                show_path(&p)
+            )?;
         }
     } else {
         for e in read_dir(&repo.store, &entry.id)? {
-            writeln!(out, "{} {} {:>12}\t{}", kind_name(e.kind), e.id, e.size, show_path(&e.name))?;
+            writeln!(
+                out,
+                "{} {} {:>12}\t{}",
+                kind_name(e.kind),
+                e.id,
+                e.size,
+                show_path(&e.name)
+            )?;
         }
     }
     Ok(0)
@@ -710,11 +930,17 @@ pub struct ArchiveArgs {
 }
 
 pub fn archive(a: ArchiveArgs) -> Result<u8> {
-    let by_name = a.output.as_ref().and_then(|o| o.extension()).is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    let by_name = a
+        .output
+        .as_ref()
+        .and_then(|o| o.extension())
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
     let format = match a.format.as_deref() {
         Some("tar") => dmv_repo::ArchiveFormat::Tar,
         Some("zip") => dmv_repo::ArchiveFormat::Zip,
-        Some(other) => bail!("format '{other}' is not supported: dmv archive writes tar or zip (--format=tar|zip)"),
+        Some(other) => bail!(
+            "format '{other}' is not supported: dmv archive writes tar or zip (--format=tar|zip)"
+        ),
         None if by_name => dmv_repo::ArchiveFormat::Zip,
         None => dmv_repo::ArchiveFormat::Tar,
     };
@@ -722,17 +948,23 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
     let commit = repo.resolve(&a.rev)?;
     let specs = repo_paths(&repo, &a.paths)?;
     // A partial replica fetches the data it lacks first, as `cat` does.
-    dmv_sync::fetch_versions(&repo, repo.files_to_archive(&commit, &specs)?, &crate::progress::Phases::default())?;
+    dmv_sync::fetch_versions(
+        &repo,
+        repo.files_to_archive(&commit, &specs)?,
+        &crate::progress::Phases::default(),
+    )?;
     match &a.output {
         Some(path) => {
             // Written beside and renamed into place: a refusal or a kill leaves no partial archive.
             let mut refused = None;
             let written = dmv_repo::write_atomic_with(path, &mut |out| {
-                repo.archive(&commit, &specs, &a.prefix, format, out).map(|_| ()).map_err(|e| {
-                    let io = std::io::Error::other(e.to_string());
-                    refused = Some(e);
-                    io
-                })
+                repo.archive(&commit, &specs, &a.prefix, format, out)
+                    .map(|_| ())
+                    .map_err(|e| {
+                        let io = std::io::Error::other(e.to_string());
+                        refused = Some(e);
+                        io
+                    })
             });
             if let Some(e) = refused {
                 return Err(e.into());

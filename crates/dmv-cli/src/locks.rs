@@ -48,7 +48,14 @@ pub struct LocksArgs {
 fn lock_paths(repo: &Repository, paths: &[PathBuf]) -> Result<Vec<String>> {
     repo_paths(repo, paths)?
         .into_iter()
-        .map(|p| String::from_utf8(p).map_err(|p| anyhow!("cannot lock {}: the path is not UTF-8", String::from_utf8_lossy(p.as_bytes()))))
+        .map(|p| {
+            String::from_utf8(p).map_err(|p| {
+                anyhow!(
+                    "cannot lock {}: the path is not UTF-8",
+                    String::from_utf8_lossy(p.as_bytes())
+                )
+            })
+        })
         .collect()
 }
 
@@ -67,15 +74,29 @@ struct ShownLock<'a> {
 
 fn print(locks: &[PathLock], you: Option<&str>, json: bool, verb: Option<&str>) -> Result<()> {
     if json {
-        let shown: Vec<ShownLock> =
-            locks.iter().map(|l| ShownLock { path: &l.path, owner: &l.owner, replica: &l.replica, since: l.since, mine: Some(l.owner.as_str()) == you }).collect();
+        let shown: Vec<ShownLock> = locks
+            .iter()
+            .map(|l| ShownLock {
+                path: &l.path,
+                owner: &l.owner,
+                replica: &l.replica,
+                since: l.since,
+                mine: Some(l.owner.as_str()) == you,
+            })
+            .collect();
         println!("{}", serde_json::to_string_pretty(&shown)?);
         return Ok(());
     }
     for l in locks {
         match verb {
             Some(verb) => println!("{verb} {}", printable(&l.path)),
-            None => println!("{}\t{}\t{}\tsince {}", printable(&l.path), printable(&l.owner), printable(&l.replica), utc_time(l.since as i64)),
+            None => println!(
+                "{}\t{}\t{}\tsince {}",
+                printable(&l.path),
+                printable(&l.owner),
+                printable(&l.replica),
+                utc_time(l.since as i64)
+            ),
         }
     }
     Ok(())
@@ -92,15 +113,29 @@ pub fn lock(a: LockArgs) -> Result<u8> {
 pub fn unlock(a: UnlockArgs) -> Result<u8> {
     let repo = open_repo()?;
     let paths = lock_paths(&repo, &a.paths)?;
-    let released = dmv_sync::unlock(&repo, connect(&repo, a.remote.as_deref())?.as_mut(), &paths, a.force)?;
-    print(&released.locks, released.you.as_deref(), a.json, Some("Unlocked"))?;
+    let released = dmv_sync::unlock(
+        &repo,
+        connect(&repo, a.remote.as_deref())?.as_mut(),
+        &paths,
+        a.force,
+    )?;
+    print(
+        &released.locks,
+        released.you.as_deref(),
+        a.json,
+        Some("Unlocked"),
+    )?;
     Ok(0)
 }
 
 pub fn locks(a: LocksArgs) -> Result<u8> {
     let repo = open_repo()?;
     let listed = dmv_sync::list_locks(&repo, connect(&repo, a.remote.as_deref())?.as_mut())?;
-    let shown: Vec<PathLock> = listed.locks.into_iter().filter(|l| !a.mine || Some(&l.owner) == listed.you.as_ref()).collect();
+    let shown: Vec<PathLock> = listed
+        .locks
+        .into_iter()
+        .filter(|l| !a.mine || Some(&l.owner) == listed.you.as_ref())
+        .collect();
     print(&shown, listed.you.as_deref(), a.json, None)?;
     Ok(0)
 }

@@ -24,7 +24,11 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "dmv", version, about = "Distributed Media Versioning: version control for large files and many files")]
+#[command(
+    name = "dmv",
+    version,
+    about = "Distributed Media Versioning: version control for large files and many files"
+)]
 struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', global = true, value_name = "PATH")]
@@ -122,7 +126,9 @@ enum Command {
     /// Commit changes once they settle and, with --sync, keep every remote in step.
     Watch(watch::WatchArgs),
     /// Show a revision as a read-only folder (FUSE), reading data as it is read: `dmv mount [REV] DIR`.
-    #[command(override_usage = "dmv mount [--background] [REV] DIR\n       dmv mount [--background] --all DIR")]
+    #[command(
+        override_usage = "dmv mount [--background] [REV] DIR\n       dmv mount [--background] --all DIR"
+    )]
     Mount(mount::MountArgs),
     /// Unmount a folder `dmv mount` shows a revision in.
     Umount(mount::UmountArgs),
@@ -271,12 +277,28 @@ fn main() -> ExitCode {
         Command::Manpages { folder } => write_manpages(&folder),
     };
     if std::env::var_os("DMV_TRACE").is_some() {
-        eprintln!("trace: content-files-opened {}", dmv_repo::store::trace::content_files_opened());
-        eprintln!("trace: bytes-sent {} bytes-received {}", dmv_sync::trace::bytes_sent(), dmv_sync::trace::bytes_received());
+        eprintln!(
+            "trace: content-files-opened {}",
+            dmv_repo::store::trace::content_files_opened()
+        );
+        eprintln!(
+            "trace: bytes-sent {} bytes-received {}",
+            dmv_sync::trace::bytes_sent(),
+            dmv_sync::trace::bytes_received()
+        );
         // This program's own high-water mark (VmHWM): wait4's figure also
         // counts the parent's memory the child shared before it exec'd.
-        if let Some(kib) =
-            std::fs::read_to_string("/proc/self/status").ok().and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix(" kB")?.parse::<u64>().ok()))
+        if let Some(kib) = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("VmHWM:")?
+                        .trim()
+                        .strip_suffix(" kB")?
+                        .parse::<u64>()
+                        .ok()
+                })
+            })
         {
             eprintln!("trace: peak-rss-kib {kib}");
         }
@@ -286,7 +308,12 @@ fn main() -> ExitCode {
         Err(e) => {
             // Broken pipe (e.g. `dmv log | head`) is not an error worth reporting;
             // from a command talking to a peer it may be the peer's, and is reported.
-            if !talks_to_peers && e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+            if !talks_to_peers
+                && e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                })
+            {
                 return ExitCode::SUCCESS;
             }
             // A cause already spelled out by the message above it is not repeated.
@@ -340,7 +367,11 @@ fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
     }
     let log = i;
     for arg in args.iter_mut().skip(log + 1).take_while(|a| *a != "--") {
-        let count = arg.to_str().and_then(|a| a.strip_prefix('-')).filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).map(str::to_string);
+        let count = arg
+            .to_str()
+            .and_then(|a| a.strip_prefix('-'))
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(str::to_string);
         if let Some(n) = count {
             *arg = format!("--max-count={n}").into();
         }

@@ -10,10 +10,12 @@ use crate::progress::{Bar, Quiet};
 use crate::repo_args::{open_repo, repo_paths, show_path};
 
 #[derive(Args)]
-#[command(after_help = "A text file changed on both sides is merged line by line; lines both sides changed \
+#[command(
+    after_help = "A text file changed on both sides is merged line by line; lines both sides changed \
 are left between conflict markers (`merge.conflictStyle`: merge or diff3): edit the file, then `dmv add` it. \
 Other files (media) are not merged inside: settle each with `dmv resolve --ours|--theirs|--both PATH`. Then `dmv commit`.\n\
-Exit status: 0 merged (or nothing to do), 1 conflicts, 128 error.")]
+Exit status: 0 merged (or nothing to do), 1 conflicts, 128 error."
+)]
 pub struct MergeArgs {
     /// The branch or commit to merge into the current branch.
     #[arg(required_unless_present = "abort")]
@@ -44,7 +46,9 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         }
         return Ok(0);
     }
-    let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
+    let rev = a
+        .rev
+        .ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
     // A partial replica fetches the versions a line merge reads, as pull does.
     dmv_sync::fetch_what_a_merge_reads(&repo, theirs, &crate::progress::Phases::default())?;
@@ -79,7 +83,11 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
                 Some(dmv_repo::MergeKind::CherryPick) => "dmv cherry-pick --abort",
                 _ => "dmv merge --abort",
             };
-            report_conflicts(repo, paths, &format!("{how}, then run `dmv commit` (or `{abort}`)"))?;
+            report_conflicts(
+                repo,
+                paths,
+                &format!("{how}, then run `dmv commit` (or `{abort}`)"),
+            )?;
             return Ok(1);
         }
     }
@@ -87,15 +95,28 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
 }
 
 /// One line per conflicted path, as git words them, then what to do next.
-pub fn report_conflicts(repo: &dmv_repo::Repository, paths: &[ConflictedPath], next: &str) -> Result<()> {
+pub fn report_conflicts(
+    repo: &dmv_repo::Repository,
+    paths: &[ConflictedPath],
+    next: &str,
+) -> Result<()> {
     let state = repo.merge_state()?;
-    let conflicts = state.as_ref().map(|s| s.conflicts.as_slice()).unwrap_or_default();
+    let conflicts = state
+        .as_ref()
+        .map(|s| s.conflicts.as_slice())
+        .unwrap_or_default();
     for c in paths {
         if c.marked {
-            println!("CONFLICT (content): Merge conflict in {}", show_path(&c.path));
+            println!(
+                "CONFLICT (content): Merge conflict in {}",
+                show_path(&c.path)
+            );
             continue;
         }
-        let what = conflicts.iter().find(|x| x.path == c.path).map_or("conflict", |x| x.describe().1);
+        let what = conflicts
+            .iter()
+            .find(|x| x.path == c.path)
+            .map_or("conflict", |x| x.describe().1);
         println!("CONFLICT ({what}): {}", show_path(&c.path));
     }
     println!("Automatic merge failed: {next}.");
@@ -103,10 +124,12 @@ pub fn report_conflicts(repo: &dmv_repo::Repository, paths: &[ConflictedPath], n
 }
 
 #[derive(Args)]
-#[command(after_help = "The picked commit's change (from its parent) is merged into HEAD as `dmv merge` merges: \
+#[command(
+    after_help = "The picked commit's change (from its parent) is merged into HEAD as `dmv merge` merges: \
 text files line by line, media per file. Without conflicts it is committed on HEAD alone with the picked commit's \
 message and author. With conflicts, settle them as for a merge, then `dmv commit` (or `dmv cherry-pick --continue`).\n\
-Exit status: 0 picked (or nothing to pick), 1 conflicts, 128 error.")]
+Exit status: 0 picked (or nothing to pick), 1 conflicts, 128 error."
+)]
 pub struct CherryPickArgs {
     /// The commit whose change to apply.
     #[arg(required_unless_present_any = ["abort", "continue_pick"], conflicts_with_all = ["abort", "continue_pick"])]
@@ -125,7 +148,10 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
     if a.abort || a.continue_pick {
-        let state = repo.merge_state()?.filter(|s| s.kind == dmv_repo::MergeKind::CherryPick).ok_or_else(|| anyhow!("no cherry-pick in progress"))?;
+        let state = repo
+            .merge_state()?
+            .filter(|s| s.kind == dmv_repo::MergeKind::CherryPick)
+            .ok_or_else(|| anyhow!("no cherry-pick in progress"))?;
         if a.abort {
             repo.merge_abort()?;
             if !quiet {
@@ -133,22 +159,41 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
             }
             return Ok(0);
         }
-        let id = repo.commit_staged(&repo.commit(&state.theirs)?.message)?.ok_or_else(|| anyhow!("nothing was committed"))?;
+        let id = repo
+            .commit_staged(&repo.commit(&state.theirs)?.message)?
+            .ok_or_else(|| anyhow!("nothing was committed"))?;
         if !quiet {
-            println!("Picked {}: {}", id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+            println!(
+                "Picked {}: {}",
+                id.short(),
+                repo.commit(&id)?.message.lines().next().unwrap_or("")
+            );
         }
         return Ok(0);
     }
-    let rev = a.rev.ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
+    let rev = a
+        .rev
+        .ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
     let pick = repo.resolve(&rev)?;
     // A partial replica fetches the versions a line merge reads first.
-    dmv_sync::fetch_what_a_pick_reads(&repo, repo.commit(&pick)?.parents.first().copied(), pick, &crate::progress::Phases::default())?;
+    dmv_sync::fetch_what_a_pick_reads(
+        &repo,
+        repo.commit(&pick)?.parents.first().copied(),
+        pick,
+        &crate::progress::Phases::default(),
+    )?;
     let p = Bar::new("picking");
     let outcome = repo.cherry_pick(pick, &rev, &p)?;
     p.finish();
     match outcome {
-        MergeOutcome::Merged(id) if !quiet => println!("Picked {rev} as {}: {}", id.short(), repo.commit(&id)?.message.lines().next().unwrap_or("")),
-        MergeOutcome::UpToDate if !quiet => println!("Nothing to pick: the change of {rev} is already here."),
+        MergeOutcome::Merged(id) if !quiet => println!(
+            "Picked {rev} as {}: {}",
+            id.short(),
+            repo.commit(&id)?.message.lines().next().unwrap_or("")
+        ),
+        MergeOutcome::UpToDate if !quiet => {
+            println!("Nothing to pick: the change of {rev} is already here.")
+        }
         MergeOutcome::Conflicts(_) => return report(&repo, &outcome, &rev),
         _ => {}
     }
@@ -187,7 +232,13 @@ pub fn resolve(a: ResolveArgs) -> Result<u8> {
         match r.kept.as_slice() {
             [] => println!("Resolved {path} (deleted)"),
             [one] if *one == r.path => println!("Resolved {path}"),
-            kept => println!("Resolved {path}: kept {}", kept.iter().map(|k| show_path(k)).collect::<Vec<_>>().join(", ")),
+            kept => println!(
+                "Resolved {path}: kept {}",
+                kept.iter()
+                    .map(|k| show_path(k))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
     match repo.merge_state()?.map(|s| s.conflicts.len()) {

@@ -52,33 +52,61 @@ pub fn mount(a: MountArgs) -> Result<u8> {
         true => View::Everything,
         false => View::Commit(repo.resolve(&rev)?),
     };
-    let dir = std::fs::canonicalize(&dir).with_context(|| format!("cannot mount at {}", dir.display()))?;
+    let dir = std::fs::canonicalize(&dir)
+        .with_context(|| format!("cannot mount at {}", dir.display()))?;
     if mounted_at(&dir) {
-        bail!("{} is already a mount point (`dmv umount {}` unmounts it)", dir.display(), dir.display());
+        bail!(
+            "{} is already a mount point (`dmv umount {}` unmounts it)",
+            dir.display(),
+            dir.display()
+        );
     }
-    let shown = if a.all { "every branch, tag and commit".to_string() } else { rev.clone() };
+    let shown = if a.all {
+        "every branch, tag and commit".to_string()
+    } else {
+        rev.clone()
+    };
     if a.background {
         let log_path = repo.dmv.join(LOG);
         let mut args = vec!["mount".into()];
-        args.extend(if a.all { vec!["--all".into()] } else { vec![rev.clone().into()] });
+        args.extend(if a.all {
+            vec!["--all".into()]
+        } else {
+            vec![rev.clone().into()]
+        });
         args.push(dir.clone().into_os_string());
         let mut child = spawn_detached(&args, &std::env::current_dir()?, &log_path)?;
         let deadline = Instant::now() + Duration::from_secs(30);
         while !mounted_at(&dir) {
             if let Some(exit) = child.try_wait()? {
-                bail!("the mount ended at once ({exit}); its log: {}", log_path.display());
+                bail!(
+                    "the mount ended at once ({exit}); its log: {}",
+                    log_path.display()
+                );
             }
             if Instant::now() > deadline {
-                bail!("the mount did not appear within 30 s; its log: {}", log_path.display());
+                bail!(
+                    "the mount did not appear within 30 s; its log: {}",
+                    log_path.display()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        println!("mounted {shown} at {} (pid {}); `dmv umount {}` unmounts it", dir.display(), child.id(), dir.display());
+        println!(
+            "mounted {shown} at {} (pid {}); `dmv umount {}` unmounts it",
+            dir.display(),
+            child.id(),
+            dir.display()
+        );
         return Ok(0);
     }
     let stop = Arc::new(AtomicBool::new(false));
     #[cfg(unix)]
-    let signals = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP];
+    let signals = [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ];
     #[cfg(not(unix))]
     let signals = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT];
     for signal in signals {
@@ -86,7 +114,18 @@ pub fn mount(a: MountArgs) -> Result<u8> {
     }
     let said_dir = dir.display().to_string();
     let report = Box::new(|line: &str| eprintln!("dmv: {}", printable(line)));
-    let served = dmv_mount::serve(repo, view, &dir, &stop, || eprintln!("mounted {shown} at {said_dir}; `dmv umount {said_dir}` or Ctrl-C unmounts it"), report)?;
+    let served = dmv_mount::serve(
+        repo,
+        view,
+        &dir,
+        &stop,
+        || {
+            eprintln!(
+                "mounted {shown} at {said_dir}; `dmv umount {said_dir}` or Ctrl-C unmounts it"
+            )
+        },
+        report,
+    )?;
     match served.fetched {
         0 => eprintln!("unmounted {said_dir}"),
         n => eprintln!("unmounted {said_dir} ({n} bytes fetched from other replicas, kept here)"),
@@ -95,7 +134,8 @@ pub fn mount(a: MountArgs) -> Result<u8> {
 }
 
 pub fn umount(a: UmountArgs) -> Result<u8> {
-    let dir = std::fs::canonicalize(&a.folder).with_context(|| format!("cannot unmount {}", a.folder.display()))?;
+    let dir = std::fs::canonicalize(&a.folder)
+        .with_context(|| format!("cannot unmount {}", a.folder.display()))?;
     if !mounted_at(&dir) {
         bail!("{} is not a mount point", dir.display());
     }
@@ -106,19 +146,29 @@ pub fn umount(a: UmountArgs) -> Result<u8> {
 /// Whether `dir` (canonical) is a mount point: a line of /proc/self/mountinfo
 /// names it (its fifth field, with space, tab, newline and backslash octal-escaped).
 fn mounted_at(dir: &Path) -> bool {
-    let Ok(table) = std::fs::read("/proc/self/mountinfo") else { return false };
+    let Ok(table) = std::fs::read("/proc/self/mountinfo") else {
+        return false;
+    };
     let wanted = dir.as_os_str().as_encoded_bytes();
-    String::from_utf8_lossy(&table).lines().filter_map(|line| line.split(' ').nth(4)).any(|point| unescape(point.as_bytes()) == wanted)
+    String::from_utf8_lossy(&table)
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .any(|point| unescape(point.as_bytes()) == wanted)
 }
 
 fn unescape(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {
-        let octal = text.get(i + 1..i + 4).filter(|d| text[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let octal = text
+            .get(i + 1..i + 4)
+            .filter(|d| text[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match octal {
             Some(d) => {
-                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')));
+                out.push(
+                    d.iter()
+                        .fold(0u8, |n, c| n.wrapping_mul(8).wrapping_add(c - b'0')),
+                );
                 i += 4;
             }
             None => {

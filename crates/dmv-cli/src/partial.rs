@@ -34,10 +34,14 @@ pub fn slice(a: SliceArgs) -> Result<u8> {
         None => println!("{}", repo.config.slice),
         Some(SliceAction::Set { slice, remote }) => {
             let slice = Slice::parse(&slice)?;
-            let changed = dmv_sync::set_slice(&mut repo, slice, remote.as_deref(), &Phases::default())?;
+            let changed =
+                dmv_sync::set_slice(&mut repo, slice, remote.as_deref(), &Phases::default())?;
             eprintln!("slice {} -> {}", changed.old, changed.new);
             if let Some(from) = &changed.got.from {
-                eprintln!("fetched the data of {} file versions ({} bytes) from {from}", changed.got.fetched, changed.got.stats.chunk_bytes);
+                eprintln!(
+                    "fetched the data of {} file versions ({} bytes) from {from}",
+                    changed.got.fetched, changed.got.stats.chunk_bytes
+                );
             }
         }
     }
@@ -132,12 +136,19 @@ pub fn ls(a: LsArgs) -> Result<u8> {
         true => repo.availability_here(&specs)?,
         false => repo.availability(&repo.commit(&rev)?.tree, &specs)?,
     };
-    let shown: Vec<_> = files.into_iter().filter(|f| !(a.absent && f.present || a.present && !f.present)).collect();
+    let shown: Vec<_> = files
+        .into_iter()
+        .filter(|f| !(a.absent && f.present || a.present && !f.present))
+        .collect();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         for f in &shown {
-            let size = if a.bytes { f.entry.size.to_string() } else { dmv_repo::human_bytes(f.entry.size) };
+            let size = if a.bytes {
+                f.entry.size.to_string()
+            } else {
+                dmv_repo::human_bytes(f.entry.size)
+            };
             // Data here, file not written (a diff or an archive fetched it): `get` writes it.
             let state = match (f.present, f.written) {
                 (false, _) => "absent",
@@ -170,13 +181,20 @@ pub fn get(a: GetArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let rev = a.rev.as_deref().map(|r| repo.resolve(r)).transpose()?;
-    let options = GetOptions { paths: repo_paths(&repo, &a.paths)?, rev, remote: a.remote };
+    let options = GetOptions {
+        paths: repo_paths(&repo, &a.paths)?,
+        rev,
+        remote: a.remote,
+    };
     let got = dmv_sync::get(&repo, &options, &Phases::default())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&got)?);
     } else if !quiet {
         match &got.from {
-            Some(from) => eprintln!("got the data of {} file versions ({} bytes) from {from}; {} files written", got.fetched, got.stats.chunk_bytes, got.written),
+            Some(from) => eprintln!(
+                "got the data of {} file versions ({} bytes) from {from}; {} files written",
+                got.fetched, got.stats.chunk_bytes, got.written
+            ),
             None => eprintln!("the data is already here; {} files written", got.written),
         }
     }
@@ -221,7 +239,11 @@ pub fn whereis(a: WhereisArgs) -> Result<u8> {
     Ok(0)
 }
 
-fn write_json_item(out: &mut dyn Write, f: &dmv_sync::FileCopies, first: bool) -> std::io::Result<()> {
+fn write_json_item(
+    out: &mut dyn Write,
+    f: &dmv_sync::FileCopies,
+    first: bool,
+) -> std::io::Result<()> {
     let item = serde_json::to_string_pretty(f).map_err(std::io::Error::other)?;
     write!(out, "{}\n{}", if first { "" } else { "," }, item)
 }
@@ -235,7 +257,11 @@ fn write_copies(out: &mut dyn Write, f: &dmv_sync::FileCopies) -> std::io::Resul
             (Some(n), _) => printable(n),
             (None, _) => "?".to_string(),
         };
-        let how = if c.here { String::new() } else { format!(" [{}]", reach_facts(c)) };
+        let how = if c.here {
+            String::new()
+        } else {
+            format!(" [{}]", reach_facts(c))
+        };
         writeln!(out, "  {}  {name}{how}", c.replica)?;
     }
     Ok(())
@@ -247,7 +273,10 @@ fn reach_facts(c: &dmv_sync::CopyInfo) -> String {
     let mut facts = vec![c.class.name().to_string()];
     if matches!(c.class, Reach::Near | Reach::Far) {
         facts.extend(c.connect_ms.map(|ms| format!("{ms} ms")));
-        facts.extend(c.bytes_per_sec.map(|speed| format!("{}/s", human_bytes(speed))));
+        facts.extend(
+            c.bytes_per_sec
+                .map(|speed| format!("{}/s", human_bytes(speed))),
+        );
         // Measures from an earlier command say so (a metered copy is far without any).
         if !c.reachable && facts.len() > 1 {
             facts.push("when last asked".into());
@@ -257,7 +286,14 @@ fn reach_facts(c: &dmv_sync::CopyInfo) -> String {
         facts.push("metered".into());
     }
     if !c.reachable && !c.published.is_empty() {
-        facts.push(format!("at {}", c.published.iter().map(|u| printable(u)).collect::<Vec<_>>().join(" ")));
+        facts.push(format!(
+            "at {}",
+            c.published
+                .iter()
+                .map(|u| printable(u))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
     }
     facts.join(", ")
 }
@@ -292,14 +328,31 @@ pub fn drop(a: DropArgs) -> Result<u8> {
         eprintln!("warning: --force drops without confirming other copies; if no other replica holds this data, it is gone for good");
     }
     let rev = a.rev.as_deref().map(|r| repo.resolve(r)).transpose()?;
-    let options = dmv_sync::DropOptions { paths: repo_paths(&repo, &a.paths)?, from: a.from.clone(), numcopies: a.numcopies, force: a.force, rev, unwanted: a.unwanted };
+    let options = dmv_sync::DropOptions {
+        paths: repo_paths(&repo, &a.paths)?,
+        from: a.from.clone(),
+        numcopies: a.numcopies,
+        force: a.force,
+        rev,
+        unwanted: a.unwanted,
+    };
     let dropped = dmv_sync::drop_files(&repo, &options)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&dropped)?);
     } else {
-        let place = a.from.as_deref().map_or("here".to_string(), |r| format!("from {r}"));
-        let by = if dropped.confirmed_by.is_empty() { String::new() } else { format!("; copies confirmed by {}", dropped.confirmed_by.join(", ")) };
-        eprintln!("dropped the data of {} file versions {place}, {} bytes freed{by}", dropped.files, dropped.freed_bytes);
+        let place = a
+            .from
+            .as_deref()
+            .map_or("here".to_string(), |r| format!("from {r}"));
+        let by = if dropped.confirmed_by.is_empty() {
+            String::new()
+        } else {
+            format!("; copies confirmed by {}", dropped.confirmed_by.join(", "))
+        };
+        eprintln!(
+            "dropped the data of {} file versions {place}, {} bytes freed{by}",
+            dropped.files, dropped.freed_bytes
+        );
         if dropped.files_removed > 0 {
             eprintln!("removed {} files from the working tree: they are absent now (`dmv get PATH` brings them back)", dropped.files_removed);
         }

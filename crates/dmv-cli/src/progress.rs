@@ -40,7 +40,12 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(label: &'static str) -> Bar {
-        Bar { label, start: Instant::now(), enabled: std::io::stderr().is_terminal() && !SILENCED.load(Ordering::Relaxed), bar: Mutex::new(None) }
+        Bar {
+            label,
+            start: Instant::now(),
+            enabled: std::io::stderr().is_terminal() && !SILENCED.load(Ordering::Relaxed),
+            bar: Mutex::new(None),
+        }
     }
 
     /// Bytes done out of total (0 when unknown).
@@ -53,10 +58,24 @@ impl Bar {
             // The bar appears a second in, with work already done: its clock starts with the work's,
             // and the rate is the work's average so far (indicatif's own saw the work done before
             // the bar as done in no time: "156.98 GiB/s", "eta 0s").
-            let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() }.with_elapsed(self.start.elapsed());
-            let template = if total > 0 { "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {rate} eta {left}" } else { "{prefix:>10} {spinner} {bytes} {rate}" };
+            let b = if total > 0 {
+                ProgressBar::new(total)
+            } else {
+                ProgressBar::new_spinner()
+            }
+            .with_elapsed(self.start.elapsed());
+            let template = if total > 0 {
+                "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {rate} eta {left}"
+            } else {
+                "{prefix:>10} {spinner} {bytes} {rate}"
+            };
             if let Ok(style) = ProgressStyle::with_template(template) {
-                b.set_style(style.progress_chars("=> ").with_key("rate", average_rate).with_key("left", time_left));
+                b.set_style(
+                    style
+                        .progress_chars("=> ")
+                        .with_key("rate", average_rate)
+                        .with_key("left", time_left),
+                );
             }
             b.set_prefix(self.label);
             b
@@ -78,7 +97,11 @@ impl Bar {
 fn average_rate(state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write) {
     let secs = state.elapsed().as_secs_f64();
     if secs > 0.0 {
-        let _ = write!(out, "{}/s", indicatif::BinaryBytes((state.pos() as f64 / secs) as u64));
+        let _ = write!(
+            out,
+            "{}/s",
+            indicatif::BinaryBytes((state.pos() as f64 / secs) as u64)
+        );
     }
 }
 
@@ -88,7 +111,11 @@ fn time_left(state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write) {
     match state.len() {
         Some(total) if done > 0 && secs > 0.0 => {
             let left = (total.saturating_sub(done)) as f64 * secs / done as f64;
-            let _ = write!(out, "{}", indicatif::HumanDuration(Duration::from_secs_f64(left.ceil())));
+            let _ = write!(
+                out,
+                "{}",
+                indicatif::HumanDuration(Duration::from_secs_f64(left.ceil()))
+            );
         }
         _ => {
             let _ = write!(out, "?");
@@ -137,19 +164,34 @@ impl dmv_sync::Progress for Phases {
     }
 
     fn update(&self, done: u64, total: u64) {
-        if let Some(p) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(p) = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             p.update(done, total);
         }
     }
 
     fn finish(&self) {
-        if let Some(p) = self.current.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(p) = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             p.finish();
         }
     }
 
     fn warn(&self, line: &str) {
-        match self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        match self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             Some(bar) => warn_above(bar, line),
             None => eprintln!("dmv: warning: {line}"),
         }

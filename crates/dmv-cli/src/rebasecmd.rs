@@ -12,12 +12,14 @@ use crate::repo_args::open_repo;
 use crate::work::{edit_text, editor};
 
 #[derive(Args)]
-#[command(after_help = "The commits of the current branch that UPSTREAM lacks are picked onto it one by one \
+#[command(
+    after_help = "The commits of the current branch that UPSTREAM lacks are picked onto it one by one \
 (as `dmv cherry-pick` picks them: text files merged line by line), then the branch is moved to the last of them. \
 A pick that conflicts stops the rebase: settle the conflicts (`dmv add`, `dmv resolve`), then `dmv rebase --continue`; \
 `--skip` leaves that commit out, `--abort` puts everything back.\n\
 With -i the plan opens in the editor: pick, reword, squash, fixup or drop each commit, in any order.\n\
-Exit status: 0 done (or nothing to do), 1 stopped on conflicts, 128 error.")]
+Exit status: 0 done (or nothing to do), 1 stopped on conflicts, 128 error."
+)]
 pub struct RebaseArgs {
     /// Where to put the branch's commits (default: the branch's upstream, @{u}).
     upstream: Option<String>,
@@ -49,7 +51,9 @@ impl RebaseEditor for EditorMessages<'_> {
     fn message(&self, proposed: &str) -> Option<String> {
         let editor = editor()?;
         let text = format!("{proposed}\n\n# Please enter the commit message. Lines starting with '#' will be ignored;\n# an empty message keeps the one above.\n");
-        edit_text(&editor, &self.repo.dmv.join("COMMIT_EDITMSG"), &text).ok().flatten()
+        edit_text(&editor, &self.repo.dmv.join("COMMIT_EDITMSG"), &text)
+            .ok()
+            .flatten()
     }
 }
 
@@ -74,7 +78,12 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
             None => anyhow!("{e}: this branch follows no upstream; name one, `dmv rebase BRANCH`"),
             Some(_) => e.into(),
         })?;
-        let onto = a.onto.as_deref().map(|o| repo.resolve(o)).transpose()?.unwrap_or(upstream);
+        let onto = a
+            .onto
+            .as_deref()
+            .map(|o| repo.resolve(o))
+            .transpose()?
+            .unwrap_or(upstream);
         let mut todo = repo.rebase_plan(upstream)?;
         if a.interactive {
             match edit_todo(&repo, &todo, onto)? {
@@ -101,7 +110,13 @@ pub fn report(repo: &Repository, outcome: RebaseOutcome, quiet: bool) -> Result<
             None => println!("Successfully rebased (HEAD detached)."),
         },
         RebaseOutcome::Stopped { commit, conflicts } => {
-            let subject = repo.commit(&commit)?.message.lines().next().unwrap_or("").to_string();
+            let subject = repo
+                .commit(&commit)?
+                .message
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
             println!("Could not apply {} {subject}", commit.short());
             report_conflicts(
                 repo,
@@ -116,12 +131,29 @@ pub fn report(repo: &Repository, outcome: RebaseOutcome, quiet: bool) -> Result<
 }
 
 /// The plan in the editor, as git's todo list; None when the person emptied it.
-fn edit_todo(repo: &Repository, todo: &[RebaseStep], onto: dmv_repo::store::ObjectId) -> Result<Option<Vec<RebaseStep>>> {
-    let editor = editor().ok_or_else(|| anyhow!("no editor to edit the plan in (set DMV_EDITOR, VISUAL or EDITOR)"))?;
+fn edit_todo(
+    repo: &Repository,
+    todo: &[RebaseStep],
+    onto: dmv_repo::store::ObjectId,
+) -> Result<Option<Vec<RebaseStep>>> {
+    let editor = editor().ok_or_else(|| {
+        anyhow!("no editor to edit the plan in (set DMV_EDITOR, VISUAL or EDITOR)")
+    })?;
     let mut text = String::new();
     for step in todo {
-        let subject = repo.commit(&step.commit)?.message.lines().next().unwrap_or("").to_string();
-        writeln!(text, "{} {} {subject}", step.action.word(), step.commit.short())?;
+        let subject = repo
+            .commit(&step.commit)?
+            .message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        writeln!(
+            text,
+            "{} {} {subject}",
+            step.action.word(),
+            step.commit.short()
+        )?;
     }
     write!(
         text,
@@ -132,13 +164,28 @@ fn edit_todo(repo: &Repository, todo: &[RebaseStep], onto: dmv_repo::store::Obje
         onto.short(),
         todo.len()
     )?;
-    let Some(edited) = edit_text(&editor, &repo.dmv.join("rebase-todo"), &text)? else { return Ok(None) };
+    let Some(edited) = edit_text(&editor, &repo.dmv.join("rebase-todo"), &text)? else {
+        return Ok(None);
+    };
     let mut steps = Vec::new();
-    for (n, line) in edited.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in edited
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let mut words = line.split_whitespace();
-        let (Some(word), Some(rev)) = (words.next(), words.next()) else { bail!("line {} of the plan: '{line}' is not ACTION COMMIT", n + 1) };
-        let action = RebaseAction::parse(word).ok_or_else(|| anyhow!("line {} of the plan: unknown action '{word}' (pick, reword, squash, fixup, drop)", n + 1))?;
-        let commit = repo.resolve(rev).map_err(|e| anyhow!("line {} of the plan: {e}", n + 1))?;
+        let (Some(word), Some(rev)) = (words.next(), words.next()) else {
+            bail!("line {} of the plan: '{line}' is not ACTION COMMIT", n + 1)
+        };
+        let action = RebaseAction::parse(word).ok_or_else(|| {
+            anyhow!(
+                "line {} of the plan: unknown action '{word}' (pick, reword, squash, fixup, drop)",
+                n + 1
+            )
+        })?;
+        let commit = repo
+            .resolve(rev)
+            .map_err(|e| anyhow!("line {} of the plan: {e}", n + 1))?;
         steps.push(RebaseStep { action, commit });
     }
     Ok(Some(steps))

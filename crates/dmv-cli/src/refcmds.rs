@@ -38,9 +38,15 @@ fn parse_value(repo: &Repository, s: &str, check_exists: bool) -> Result<Option<
     Ok(Some(id))
 }
 
-fn parse_line(repo: &Repository, line: &str, checked: &mut std::collections::HashSet<ObjectId>) -> Result<Option<RefUpdate>> {
+fn parse_line(
+    repo: &Repository,
+    line: &str,
+    checked: &mut std::collections::HashSet<ObjectId>,
+) -> Result<Option<RefUpdate>> {
     let mut words = line.split_whitespace();
-    let Some(verb) = words.next() else { return Ok(None) };
+    let Some(verb) = words.next() else {
+        return Ok(None);
+    };
     let rest: Vec<&str> = words.collect();
     let mut value = |s: &str| -> Result<Option<ObjectId>> {
         let v = parse_value(repo, s, false)?;
@@ -54,11 +60,31 @@ fn parse_line(repo: &Repository, line: &str, checked: &mut std::collections::Has
     };
     let update = match (verb, rest.as_slice()) {
         ("start" | "prepare" | "commit", []) => return Ok(None),
-        ("create", [name, new]) => RefUpdate { name: name.to_string(), expected: Some(None), new: Some(value(new)?.ok_or_else(|| anyhow!("create needs a non-zero id"))?) },
-        ("update", [name, new]) => RefUpdate { name: name.to_string(), expected: None, new: value(new)? },
-        ("update", [name, new, old]) => RefUpdate { name: name.to_string(), expected: Some(value(old)?), new: value(new)? },
-        ("delete", [name]) => RefUpdate { name: name.to_string(), expected: None, new: None },
-        ("delete", [name, old]) => RefUpdate { name: name.to_string(), expected: Some(value(old)?), new: None },
+        ("create", [name, new]) => RefUpdate {
+            name: name.to_string(),
+            expected: Some(None),
+            new: Some(value(new)?.ok_or_else(|| anyhow!("create needs a non-zero id"))?),
+        },
+        ("update", [name, new]) => RefUpdate {
+            name: name.to_string(),
+            expected: None,
+            new: value(new)?,
+        },
+        ("update", [name, new, old]) => RefUpdate {
+            name: name.to_string(),
+            expected: Some(value(old)?),
+            new: value(new)?,
+        },
+        ("delete", [name]) => RefUpdate {
+            name: name.to_string(),
+            expected: None,
+            new: None,
+        },
+        ("delete", [name, old]) => RefUpdate {
+            name: name.to_string(),
+            expected: Some(value(old)?),
+            new: None,
+        },
         _ => bail!("cannot parse update-ref instruction '{line}'"),
     };
     Ok(Some(update))
@@ -79,14 +105,30 @@ pub fn update_ref(a: UpdateRefArgs) -> Result<u8> {
         }
     } else if a.delete {
         match a.args.as_slice() {
-            [name] => updates.push(RefUpdate { name: name.clone(), expected: None, new: None }),
-            [name, old] => updates.push(RefUpdate { name: name.clone(), expected: Some(parse_value(&repo, old, false)?), new: None }),
+            [name] => updates.push(RefUpdate {
+                name: name.clone(),
+                expected: None,
+                new: None,
+            }),
+            [name, old] => updates.push(RefUpdate {
+                name: name.clone(),
+                expected: Some(parse_value(&repo, old, false)?),
+                new: None,
+            }),
             _ => bail!("usage: dmv update-ref -d REF [OLD]"),
         }
     } else {
         match a.args.as_slice() {
-            [name, new] => updates.push(RefUpdate { name: name.clone(), expected: None, new: parse_value(&repo, new, true)? }),
-            [name, new, old] => updates.push(RefUpdate { name: name.clone(), expected: Some(parse_value(&repo, old, false)?), new: parse_value(&repo, new, true)? }),
+            [name, new] => updates.push(RefUpdate {
+                name: name.clone(),
+                expected: None,
+                new: parse_value(&repo, new, true)?,
+            }),
+            [name, new, old] => updates.push(RefUpdate {
+                name: name.clone(),
+                expected: Some(parse_value(&repo, old, false)?),
+                new: parse_value(&repo, new, true)?,
+            }),
             _ => bail!("usage: dmv update-ref REF NEW [OLD] | -d REF [OLD] | --stdin"),
         }
     }
@@ -126,7 +168,10 @@ pub fn show_ref(a: ShowRefArgs) -> Result<u8> {
             _ => "",
         };
         for (name, id) in repo.refs.list(prefix)? {
-            let wanted = a.patterns.is_empty() || a.patterns.iter().any(|p| name == *p || name.ends_with(&format!("/{p}")));
+            let wanted = a.patterns.is_empty()
+                || a.patterns
+                    .iter()
+                    .any(|p| name == *p || name.ends_with(&format!("/{p}")));
             if wanted {
                 writeln!(out, "{id} {name}")?;
                 found += 1;
@@ -157,11 +202,17 @@ pub fn reflog(a: ReflogArgs) -> Result<u8> {
     let short = name.trim_start_matches(BRANCHES).to_string();
     let log = repo.refs.reflog(&name)?;
     if log.is_empty() && repo.resolve(&name).is_err() {
-        bail!("unknown revision or path: {}", a.name.as_deref().unwrap_or(&name));
+        bail!(
+            "unknown revision or path: {}",
+            a.name.as_deref().unwrap_or(&name)
+        );
     }
     let mut out = std::io::stdout().lock();
     for (i, e) in log.iter().enumerate() {
-        let new = e.new.map(|v| ObjectId(v).short()).unwrap_or_else(|| "(deleted)".into());
+        let new = e
+            .new
+            .map(|v| ObjectId(v).short())
+            .unwrap_or_else(|| "(deleted)".into());
         writeln!(out, "{new} {short}@{{{i}}}: {} ({})", e.message, e.who)?;
     }
     Ok(0)
@@ -205,7 +256,11 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
                 ("HEAD", Head::Branch(b)) => b.strip_prefix(BRANCHES).unwrap_or(&b).to_string(),
                 ("HEAD", Head::Detached(_)) => "HEAD".to_string(),
                 (other, _) => match repo.full_ref(other)? {
-                    Some(full) => full.strip_prefix(BRANCHES).or_else(|| full.strip_prefix("refs/")).unwrap_or(&full).to_string(),
+                    Some(full) => full
+                        .strip_prefix(BRANCHES)
+                        .or_else(|| full.strip_prefix("refs/"))
+                        .unwrap_or(&full)
+                        .to_string(),
                     None => bail!("unknown revision {other}"),
                 },
             };

@@ -66,11 +66,24 @@ pub fn printable(text: &str) -> String {
 /// what it prints on stderr appended to the log at `log_path`, in a process
 /// group of its own (a Ctrl-C in the terminal that started it does not stop
 /// it). For `--background`.
-pub fn spawn_detached(args: &[std::ffi::OsString], dir: &std::path::Path, log_path: &std::path::Path) -> anyhow::Result<std::process::Child> {
+pub fn spawn_detached(
+    args: &[std::ffi::OsString],
+    dir: &std::path::Path,
+    log_path: &std::path::Path,
+) -> anyhow::Result<std::process::Child> {
     use anyhow::Context;
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .with_context(|| format!("cannot open {}", log_path.display()))?;
     let mut command = std::process::Command::new(std::env::current_exe()?);
-    command.args(args).current_dir(dir).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(log);
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     // Windows: a process group of its own, which a Ctrl-C in the console does not reach.
@@ -84,6 +97,9 @@ mod tests {
     #[test]
     fn control_characters_are_shown_escaped() {
         assert_eq!(super::printable("plain: élan"), "plain: élan");
-        assert_eq!(super::printable("a\x1b]0;pwned\x07b\u{9b}2J\n"), "a\\x1b]0;pwned\\x07b\\u{9b}2J\\x0a");
+        assert_eq!(
+            super::printable("a\x1b]0;pwned\x07b\u{9b}2J\n"),
+            "a\\x1b]0;pwned\\x07b\\u{9b}2J\\x0a"
+        );
     }
 }

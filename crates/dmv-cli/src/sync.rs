@@ -36,7 +36,12 @@ pub struct BucketFlags {
 
 impl BucketFlags {
     fn options(&self) -> BucketOptions {
-        BucketOptions { endpoint: self.endpoint.clone(), region: self.region.clone(), virtual_host_style: self.virtual_host_style, ..Default::default() }
+        BucketOptions {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            virtual_host_style: self.virtual_host_style,
+            ..Default::default()
+        }
     }
 }
 
@@ -46,10 +51,20 @@ fn print_fetched(url: &str, changed: &[FetchedRef]) {
     }
     eprintln!("From {url}");
     for c in changed {
-        let from = c.remote_name.strip_prefix(BRANCHES).or_else(|| c.remote_name.strip_prefix(TAGS)).unwrap_or(&c.remote_name);
-        let to = c.local_name.strip_prefix(REMOTE_BRANCHES).or_else(|| c.local_name.strip_prefix(TAGS)).unwrap_or(&c.local_name);
+        let from = c
+            .remote_name
+            .strip_prefix(BRANCHES)
+            .or_else(|| c.remote_name.strip_prefix(TAGS))
+            .unwrap_or(&c.remote_name);
+        let to = c
+            .local_name
+            .strip_prefix(REMOTE_BRANCHES)
+            .or_else(|| c.local_name.strip_prefix(TAGS))
+            .unwrap_or(&c.local_name);
         match c.old {
-            None if c.remote_name.starts_with(TAGS) => eprintln!(" * [new tag]         {from} -> {to}"),
+            None if c.remote_name.starts_with(TAGS) => {
+                eprintln!(" * [new tag]         {from} -> {to}")
+            }
             None => eprintln!(" * [new branch]      {from} -> {to}"),
             Some(old) => eprintln!("   {}..{}  {from} -> {to}", short(&old), short(&c.new)),
         }
@@ -91,7 +106,11 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     let plan = ClonePlan::new(options)?;
     let mut remote = plan.spec.connect()?;
     if plan.resuming && !quiet {
-        eprintln!("Resuming the clone of {} into {}", plan.url, plan.dir.display());
+        eprintln!(
+            "Resuming the clone of {} into {}",
+            plan.url,
+            plan.dir.display()
+        );
     }
     let dir = plan.dir.clone();
     let cloned = plan.run(remote.as_mut(), &Phases::default())?;
@@ -99,14 +118,23 @@ pub fn clone(a: CloneArgs) -> Result<u8> {
     if !quiet {
         print_fetched(&cloned.url, &cloned.updated);
     }
-    if let (Some(n), Some(_)) = (cloned.written_while_receiving, std::env::var_os("DMV_TRACE")) {
+    if let (Some(n), Some(_)) = (
+        cloned.written_while_receiving,
+        std::env::var_os("DMV_TRACE"),
+    ) {
         eprintln!("trace: files-written-while-receiving {n}");
     }
     if cloned.empty {
         eprintln!("warning: you cloned an empty repository");
     }
     if !quiet {
-        eprintln!("Cloned {} into {}: {} objects, {} bytes of content received", cloned.url, dir.display(), cloned.stats.objects, cloned.stats.chunk_bytes);
+        eprintln!(
+            "Cloned {} into {}: {} objects, {} bytes of content received",
+            cloned.url,
+            dir.display(),
+            cloned.stats.objects,
+            cloned.stats.chunk_bytes
+        );
     }
     Ok(0)
 }
@@ -171,15 +199,38 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             }
         }
         Some(RemoteAction::List { json: true }) => {
-            let list: BTreeMap<&String, &String> = repo.config.remotes.iter().map(|(n, r)| (n, &r.url)).collect();
+            let list: BTreeMap<&String, &String> = repo
+                .config
+                .remotes
+                .iter()
+                .map(|(n, r)| (n, &r.url))
+                .collect();
             println!("{}", serde_json::to_string_pretty(&list)?);
         }
-        Some(RemoteAction::Add { name, url, token, remote_dmv, bucket }) => {
-            let config =
-                RemoteConfig { url, token, remote_dmv, endpoint: bucket.endpoint, region: bucket.region, virtual_host_style: bucket.virtual_host_style, ..Default::default() };
+        Some(RemoteAction::Add {
+            name,
+            url,
+            token,
+            remote_dmv,
+            bucket,
+        }) => {
+            let config = RemoteConfig {
+                url,
+                token,
+                remote_dmv,
+                endpoint: bucket.endpoint,
+                region: bucket.region,
+                virtual_host_style: bucket.virtual_host_style,
+                ..Default::default()
+            };
             dmv_sync::add_remote(&mut repo, &name, config)?;
         }
-        Some(RemoteAction::SetUrl { name, url, add, delete }) => {
+        Some(RemoteAction::SetUrl {
+            name,
+            url,
+            add,
+            delete,
+        }) => {
             let change = match (add, delete) {
                 (true, _) => dmv_sync::UrlChange::Add,
                 (_, true) => dmv_sync::UrlChange::Delete,
@@ -215,18 +266,33 @@ pub fn fetch(a: FetchArgs) -> Result<u8> {
         Some(name) => dmv_sync::find_remote(&repo, name)?,
         None => dmv_sync::default_remote(&repo, "fetch")?,
     };
-    let fetched = dmv_sync::fetch(&repo, remote.connect_from(&repo)?.as_mut(), remote.name.as_deref().unwrap_or("FETCH"), &Phases::default())?;
+    let fetched = dmv_sync::fetch(
+        &repo,
+        remote.connect_from(&repo)?.as_mut(),
+        remote.name.as_deref().unwrap_or("FETCH"),
+        &Phases::default(),
+    )?;
     let pruned = match (a.prune, &remote.name) {
         (true, Some(name)) => dmv_sync::prune_remote_branches(&repo, name, &fetched)?,
-        (true, None) => bail!("--prune needs a named remote (its remote-tracking branches are pruned)"),
+        (true, None) => {
+            bail!("--prune needs a named remote (its remote-tracking branches are pruned)")
+        }
         (false, _) => Vec::new(),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "updated": fetched.updated, "pruned": pruned, "stats": fetched.stats }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "updated": fetched.updated, "pruned": pruned, "stats": fetched.stats })
+            )?
+        );
     } else if !quiet {
         print_fetched(&remote.spec.url, &fetched.updated);
         for name in &pruned {
-            eprintln!(" - [deleted]         (none) -> {}", name.strip_prefix("refs/remotes/").unwrap_or(name));
+            eprintln!(
+                " - [deleted]         (none) -> {}",
+                name.strip_prefix("refs/remotes/").unwrap_or(name)
+            );
         }
     }
     Ok(0)
@@ -252,15 +318,31 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
-    let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
+    let name = remote
+        .name
+        .clone()
+        .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
     if a.rebase {
-        let (fetched, _, rebased) = dmv_sync::pull_rebase(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), &Phases::default())?;
+        let (fetched, _, rebased) = dmv_sync::pull_rebase(
+            &repo,
+            remote.connect_from(&repo)?.as_mut(),
+            &name,
+            branch.as_deref(),
+            &Phases::default(),
+        )?;
         if !quiet {
             print_fetched(&remote.spec.url, &fetched.updated);
         }
         return crate::rebasecmd::report(&repo, rebased, quiet);
     }
-    let pulled = dmv_sync::pull_with(&repo, remote.connect_from(&repo)?.as_mut(), &name, branch.as_deref(), a.ff_only, &Phases::default())?;
+    let pulled = dmv_sync::pull_with(
+        &repo,
+        remote.connect_from(&repo)?.as_mut(),
+        &name,
+        branch.as_deref(),
+        a.ff_only,
+        &Phases::default(),
+    )?;
     if quiet {
         // Conflicts still need saying: they leave work to do.
         if !matches!(pulled.merge, dmv_repo::MergeOutcome::Conflicts(_)) {
@@ -289,7 +371,11 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
         }
         for (name, pulled) in &all.pulled {
             print_fetched(name, &pulled.fetched.updated);
-            code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
+            code = code.max(crate::mergecmd::report(
+                &repo,
+                &pulled.merge,
+                &pulled.label,
+            )?);
         }
         for (name, fetched) in &all.fetched {
             print_fetched(name, &fetched.updated);
@@ -307,14 +393,27 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
         // A remote left out is a sync not done: scripts and watch mode must see it.
         if !all.skipped.is_empty() {
             let names: Vec<String> = all.skipped.iter().map(|(n, _)| printable(n)).collect();
-            eprintln!("dmv: sync did not reach {} of {} remotes: {}", names.len(), repo.config.remotes.len(), names.join(", "));
+            eprintln!(
+                "dmv: sync did not reach {} of {} remotes: {}",
+                names.len(),
+                repo.config.remotes.len(),
+                names.join(", ")
+            );
             code = code.max(1);
         }
         return Ok(code);
     };
     let remote = dmv_sync::find_remote(&repo, name)?;
-    let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
-    let synced = dmv_sync::sync(&repo, remote.connect_to_push(&repo)?.as_mut(), &name, &Phases::default())?;
+    let name = remote
+        .name
+        .clone()
+        .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
+    let synced = dmv_sync::sync(
+        &repo,
+        remote.connect_to_push(&repo)?.as_mut(),
+        &name,
+        &Phases::default(),
+    )?;
     report_mended(synced.mended.as_ref());
     let mut code = 0;
     for (label, merge) in &synced.offers {
@@ -322,7 +421,11 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
     }
     if let Some(pulled) = &synced.pulled {
         print_fetched(&remote.spec.url, &pulled.fetched.updated);
-        code = code.max(crate::mergecmd::report(&repo, &pulled.merge, &pulled.label)?);
+        code = code.max(crate::mergecmd::report(
+            &repo,
+            &pulled.merge,
+            &pulled.label,
+        )?);
     }
     if let Some(pushed) = &synced.pushed {
         print_pushed(&remote.spec.url, pushed, false, false);
@@ -339,14 +442,29 @@ pub(crate) fn report_mended(mended: Option<&dmv_repo::Mended>) {
 
 /// What a sync says of a merge or rebase an earlier command left cut short.
 pub(crate) fn mended_line(mended: &dmv_repo::Mended) -> String {
-    let branch = |b: &Option<String>| b.as_deref().map_or("HEAD".to_string(), |b| printable(b.strip_prefix("refs/heads/").unwrap_or(b)));
+    let branch = |b: &Option<String>| {
+        b.as_deref().map_or("HEAD".to_string(), |b| {
+            printable(b.strip_prefix("refs/heads/").unwrap_or(b))
+        })
+    };
     match mended {
-        dmv_repo::Mended::RebaseFinished { branch: b, commit } => format!("Finished the rebase of {} left cut short ({}).", branch(b), commit.short()),
+        dmv_repo::Mended::RebaseFinished { branch: b, commit } => format!(
+            "Finished the rebase of {} left cut short ({}).",
+            branch(b),
+            commit.short()
+        ),
         dmv_repo::Mended::RebaseStopped { branch: b, commit } => {
             format!("Went on with the rebase of {} left cut short: {} conflicts; settle it and run dmv rebase --continue.", branch(b), commit.short())
         }
-        dmv_repo::Mended::Undone { label } => format!("Undid the merge of {} a sync left cut short; merging again.", printable(label)),
-        dmv_repo::Mended::Committed { label, commit } => format!("Committed the merge of {} a sync left cut short ({}).", printable(label), commit.short()),
+        dmv_repo::Mended::Undone { label } => format!(
+            "Undid the merge of {} a sync left cut short; merging again.",
+            printable(label)
+        ),
+        dmv_repo::Mended::Committed { label, commit } => format!(
+            "Committed the merge of {} a sync left cut short ({}).",
+            printable(label),
+            commit.short()
+        ),
     }
 }
 
@@ -385,13 +503,22 @@ pub fn push(a: PushArgs) -> Result<u8> {
     // `push --delete B` and `push REMOTE :B` delete; they mix with nothing else.
     let deletions: Vec<String> = match a.delete {
         true => a.branches.clone(),
-        false => a.branches.iter().filter_map(|b| b.strip_prefix(':').map(str::to_string)).collect(),
+        false => a
+            .branches
+            .iter()
+            .filter_map(|b| b.strip_prefix(':').map(str::to_string))
+            .collect(),
     };
     if !deletions.is_empty() {
         if deletions.len() != a.branches.len() {
             bail!("push either deletes branches (`:BRANCH`, --delete) or pushes them, not both at once");
         }
-        let deleted = dmv_sync::delete_remote_branches(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &deletions)?;
+        let deleted = dmv_sync::delete_remote_branches(
+            &repo,
+            remote.connect_to_push(&repo)?.as_mut(),
+            remote.name.as_deref(),
+            &deletions,
+        )?;
         if !quiet {
             eprintln!("To {}", remote.spec.url);
             for (b, _) in deleted {
@@ -403,16 +530,36 @@ pub fn push(a: PushArgs) -> Result<u8> {
     if a.delete {
         bail!("usage: dmv push --delete [REMOTE] BRANCH...");
     }
-    let specs = if a.branches.is_empty() { vec![dmv_sync::current_branch(&repo)?] } else { a.branches.clone() };
-    let options = PushOptions { branches: specs.clone(), force: a.force, tags: a.tags };
-    let pushed = dmv_sync::push(&repo, remote.connect_to_push(&repo)?.as_mut(), remote.name.as_deref(), &options, &Phases::default())?;
+    let specs = if a.branches.is_empty() {
+        vec![dmv_sync::current_branch(&repo)?]
+    } else {
+        a.branches.clone()
+    };
+    let options = PushOptions {
+        branches: specs.clone(),
+        force: a.force,
+        tags: a.tags,
+    };
+    let pushed = dmv_sync::push(
+        &repo,
+        remote.connect_to_push(&repo)?.as_mut(),
+        remote.name.as_deref(),
+        &options,
+        &Phases::default(),
+    )?;
     print_pushed(&remote.spec.url, &pushed, a.force, quiet);
     if a.set_upstream {
-        let name = remote.name.clone().ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
+        let name = remote
+            .name
+            .clone()
+            .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
         let set = dmv_sync::follow_pushed(&mut repo, &name, &specs)?;
         if !quiet {
             for (branch, up) in set {
-                eprintln!("branch '{branch}' set up to follow '{}/{}'.", up.remote, up.branch);
+                eprintln!(
+                    "branch '{branch}' set up to follow '{}/{}'.",
+                    up.remote, up.branch
+                );
             }
         }
     }
@@ -432,11 +579,22 @@ fn print_pushed(url: &str, pushed: &dmv_sync::Pushed, forced: bool, quiet: bool)
     }
     eprintln!("To {url}");
     for u in &pushed.updated {
-        let name = u.name.strip_prefix(BRANCHES).or_else(|| u.name.strip_prefix(TAGS)).unwrap_or(&u.name);
+        let name = u
+            .name
+            .strip_prefix(BRANCHES)
+            .or_else(|| u.name.strip_prefix(TAGS))
+            .unwrap_or(&u.name);
         match (u.expected, u.new) {
-            (None, _) if u.name.starts_with(TAGS) => eprintln!(" * [new tag]         {name} -> {name}"),
+            (None, _) if u.name.starts_with(TAGS) => {
+                eprintln!(" * [new tag]         {name} -> {name}")
+            }
             (None, _) => eprintln!(" * [new branch]      {name} -> {name}"),
-            (Some(o), Some(n)) => eprintln!("   {}..{}  {name} -> {name}{}", short(&o), short(&n), if forced { " (forced)" } else { "" }),
+            (Some(o), Some(n)) => eprintln!(
+                "   {}..{}  {name} -> {name}{}",
+                short(&o),
+                short(&n),
+                if forced { " (forced)" } else { "" }
+            ),
             (Some(_), None) => eprintln!(" - [deleted]         {name}"),
         }
     }
@@ -478,11 +636,18 @@ pub fn serve(a: ServeArgs) -> Result<u8> {
     };
     let mut config = dmv_server::ServerConfig::load(&config_path)?;
     if !config.tokens.is_empty() && dmv_server::ServerConfig::readable_by_others(&config_path) {
-        eprintln!("warning: {} holds tokens and other accounts may read it: chmod 600 {}", config_path.display(), config_path.display());
+        eprintln!(
+            "warning: {} holds tokens and other accounts may read it: chmod 600 {}",
+            config_path.display(),
+            config_path.display()
+        );
     }
     config.tls_cert = a.tls_cert.or(config.tls_cert);
     config.tls_key = a.tls_key.or(config.tls_key);
-    let listen = a.listen.or_else(|| config.listen.clone()).unwrap_or_else(|| "127.0.0.1:8080".into());
+    let listen = a
+        .listen
+        .or_else(|| config.listen.clone())
+        .unwrap_or_else(|| "127.0.0.1:8080".into());
     dmv_server::run(config, &listen)?;
     Ok(0)
 }

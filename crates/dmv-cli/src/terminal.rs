@@ -61,11 +61,22 @@ pub fn forbid_pager() {
 /// terminal that is not `TERM=dumb`, and never with `NO_COLOR` set.
 /// Called before a pager takes standard output.
 pub fn decide_colour(repo: &Repository, flag: Option<When>) {
-    let when = flag.or_else(|| repo.setting("color.ui").ok().flatten().and_then(|v| When::from_setting(&v))).unwrap_or(When::Auto);
+    let when = flag
+        .or_else(|| {
+            repo.setting("color.ui")
+                .ok()
+                .flatten()
+                .and_then(|v| When::from_setting(&v))
+        })
+        .unwrap_or(When::Auto);
     let on = match when {
         When::Always => true,
         When::Never => false,
-        When::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::env::var("TERM").map_or(true, |t| t != "dumb"),
+        When::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var("TERM").map_or(true, |t| t != "dumb")
+        }
     };
     COLOUR.store(on, Ordering::Relaxed);
 }
@@ -128,12 +139,19 @@ pub fn start_pager(repo: &Repository) -> Option<Pager> {
         return None;
     }
     let var = |k: &str| std::env::var(k).ok();
-    let command = var("DMV_PAGER").or_else(|| var("GIT_PAGER")).or_else(|| repo.setting("core.pager").ok().flatten()).or_else(|| var("PAGER")).unwrap_or_else(|| "less".into());
+    let command = var("DMV_PAGER")
+        .or_else(|| var("GIT_PAGER"))
+        .or_else(|| repo.setting("core.pager").ok().flatten())
+        .or_else(|| var("PAGER"))
+        .unwrap_or_else(|| "less".into());
     if command.trim().is_empty() || command.trim() == "cat" {
         return None;
     }
     let mut pager = std::process::Command::new("sh");
-    pager.arg("-c").arg(&command).stdin(std::process::Stdio::piped());
+    pager
+        .arg("-c")
+        .arg(&command)
+        .stdin(std::process::Stdio::piped());
     for (key, value) in [("LESS", "FRX"), ("LV", "-c")] {
         if std::env::var_os(key).is_none() {
             pager.env(key, value);
@@ -143,7 +161,11 @@ pub fn start_pager(repo: &Repository) -> Option<Pager> {
     let pipe = child.stdin.take()?;
     let _ = std::io::stdout().flush();
     let mut saved = Vec::new();
-    let fds = if std::io::stderr().is_terminal() { vec![1, 2] } else { vec![1] };
+    let fds = if std::io::stderr().is_terminal() {
+        vec![1, 2]
+    } else {
+        vec![1]
+    };
     for fd in fds {
         // SAFETY: dup and dup2 of this process's own open descriptors.
         let copy = unsafe { libc::dup(fd) };
@@ -156,8 +178,14 @@ pub fn start_pager(repo: &Repository) -> Option<Pager> {
     // before it ends, so the shell's prompt does not come under the pager's screen.
     // SAFETY: installing a handler that only calls async-signal-safe functions.
     unsafe {
-        libc::signal(libc::SIGINT, wait_for_pager as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, wait_for_pager as *const () as libc::sighandler_t);
+        libc::signal(
+            libc::SIGINT,
+            wait_for_pager as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            wait_for_pager as *const () as libc::sighandler_t,
+        );
     }
     Some(Pager { child, saved })
 }
@@ -215,7 +243,14 @@ pub struct ColourArgs {
 impl ColourArgs {
     /// Colour decided, then the pager started (on a terminal).
     pub fn colour_and_pager(&self, repo: &Repository) -> Option<Pager> {
-        decide_colour(repo, if self.no_color { Some(When::Never) } else { self.color });
+        decide_colour(
+            repo,
+            if self.no_color {
+                Some(When::Never)
+            } else {
+                self.color
+            },
+        );
         start_pager(repo)
     }
 }

@@ -91,7 +91,13 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
     if a.install {
         return install(&repo, &a);
     }
-    if !(a.quiet.is_finite() && a.quiet >= 0.0 && a.sync_every.is_finite() && a.sync_every > 0.0 && a.check_every.is_finite() && a.check_every >= 0.0) {
+    if !(a.quiet.is_finite()
+        && a.quiet >= 0.0
+        && a.sync_every.is_finite()
+        && a.sync_every > 0.0
+        && a.check_every.is_finite()
+        && a.check_every >= 0.0)
+    {
         bail!("--quiet, --sync-every and --check-every take a number of seconds (and --sync-every more than 0)");
     }
     if a.background {
@@ -104,7 +110,10 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
 fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let lock = repo.watcher_lock();
     let Some(_held) = lock.try_acquire()? else {
-        bail!("a watcher already runs in this repository ({})", lock.holder());
+        bail!(
+            "a watcher already runs in this repository ({})",
+            lock.holder()
+        );
     };
     let stop = Arc::new(AtomicBool::new(false));
     // `wake` ends a wait for changes: a signal, or the time to sync.
@@ -114,25 +123,44 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         signal_hook::flag::register(signal, wake.clone())?;
     }
     let log_path = repo.dmv.join(LOG);
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).with_context(|| format!("cannot open {}", log_path.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("cannot open {}", log_path.display()))?;
     let _ = LOG_FILE.set(std::sync::Mutex::new((log_path, log)));
-    let settings = Settings { quiet: Duration::from_secs_f64(a.quiet), force_poll: a.poll, ..Settings::default() };
+    let settings = Settings {
+        quiet: Duration::from_secs_f64(a.quiet),
+        force_poll: a.poll,
+        ..Settings::default()
+    };
     let mut folder = FolderWatch::start(&repo.root, Arc::new(|_: &Path| false), settings)?;
     match folder.mode() {
         Mode::Events => say(&format!("watching {} (file events)", repo.root.display())),
-        Mode::Polling(why) => say(&format!("watching {} (reading the tree every few seconds: {why})", repo.root.display())),
+        Mode::Polling(why) => say(&format!(
+            "watching {} (reading the tree every few seconds: {why})",
+            repo.root.display()
+        )),
     }
     let sync_every = Duration::from_secs_f64(a.sync_every);
     let check_every = (a.check_every > 0.0).then(|| Duration::from_secs_f64(a.check_every));
     let mut next_sync = Instant::now();
     let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
-    let board = check_every.filter(|_| a.sync).map(|_| NewsBoard::listen(repo, wake.clone()));
-    let mut health = WatchHealth { started: unix_now(), ..Default::default() };
+    let board = check_every
+        .filter(|_| a.sync)
+        .map(|_| NewsBoard::listen(repo, wake.clone()));
+    let mut health = WatchHealth {
+        started: unix_now(),
+        ..Default::default()
+    };
     // A merge or rebase a killed command left: finished or undone before anything is committed on top.
     match repo.mend_cut_short() {
         Ok(Some(mended)) => say(&crate::sync::mended_line(&mended)),
         Ok(None) => {}
-        Err(e) => say(&format!("cannot finish what a command left cut short: {}", printable(&e.to_string()))),
+        Err(e) => say(&format!(
+            "cannot finish what a command left cut short: {}",
+            printable(&e.to_string())
+        )),
     }
     // What changed while no watcher ran is committed first.
     let mut changed = true;
@@ -143,10 +171,14 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         }
         let mut sync_now = a.sync && (changed || Instant::now() >= next_sync);
         // A remote that tells of news is not asked every few seconds; one heard from is asked now.
-        let heard = board.as_ref().is_some_and(|b| b.heard.swap(false, Ordering::Relaxed));
-        let poll_due = check_every.is_some_and(|_| Instant::now() >= next_check) && !board.as_ref().is_some_and(NewsBoard::all_listening);
+        let heard = board
+            .as_ref()
+            .is_some_and(|b| b.heard.swap(false, Ordering::Relaxed));
+        let poll_due = check_every.is_some_and(|_| Instant::now() >= next_check)
+            && !board.as_ref().is_some_and(NewsBoard::all_listening);
         if a.sync && !sync_now && (heard || poll_due) {
-            sync_now = dmv_sync::current_branch(repo).is_ok_and(|branch| !dmv_sync::moved_since_last_sync(repo, &branch).is_empty());
+            sync_now = dmv_sync::current_branch(repo)
+                .is_ok_and(|branch| !dmv_sync::moved_since_last_sync(repo, &branch).is_empty());
         }
         if let Some(every) = check_every.filter(|_| Instant::now() >= next_check) {
             next_check = Instant::now() + every;
@@ -193,11 +225,21 @@ const LISTEN_AGAIN_AFTER: Duration = Duration::from_secs(10);
 impl NewsBoard {
     fn listen(repo: &Repository, wake: Arc<AtomicBool>) -> NewsBoard {
         let names: Vec<String> = repo.config.remotes.keys().cloned().collect();
-        let board = NewsBoard { heard: Arc::new(AtomicBool::new(false)), deaf: Arc::new(names.len().into()) };
+        let board = NewsBoard {
+            heard: Arc::new(AtomicBool::new(false)),
+            deaf: Arc::new(names.len().into()),
+        };
         for name in names {
-            let (root, heard, deaf, wake) = (repo.root.clone(), board.heard.clone(), board.deaf.clone(), wake.clone());
+            let (root, heard, deaf, wake) = (
+                repo.root.clone(),
+                board.heard.clone(),
+                board.deaf.clone(),
+                wake.clone(),
+            );
             std::thread::spawn(move || {
-                let Ok(repo) = Repository::open(&root) else { return };
+                let Ok(repo) = Repository::open(&root) else {
+                    return;
+                };
                 loop {
                     let mut listener = match dmv_sync::NewsListener::connect(&repo, &name) {
                         Ok(Some(listener)) => listener,
@@ -262,7 +304,9 @@ impl Drop for Timer {
 }
 
 fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// One commit of what changed; a failure is logged and the watch goes on
@@ -278,16 +322,26 @@ fn commit(repo: &Repository, health: &mut WatchHealth) -> (Vec<PathBuf>, Vec<Pat
             health.last_looked = Some(now);
             if let Some(made) = &done.commit {
                 say(&format!("committed {}: {}", made.id.short(), made.message));
-                health.last_commit = Some(Moment::new(now, &format!("{}: {}", made.id.short(), made.message)));
+                health.last_commit = Some(Moment::new(
+                    now,
+                    &format!("{}: {}", made.id.short(), made.message),
+                ));
             }
             if let Some(first) = done.held_back.first() {
                 let more = match done.held_back.len() {
                     1 => String::new(),
                     n => format!(" and {} more", n - 1),
                 };
-                waiting.push(format!("{}{more}: still being written", printable(&String::from_utf8_lossy(first))));
+                waiting.push(format!(
+                    "{}{more}: still being written",
+                    printable(&String::from_utf8_lossy(first))
+                ));
             }
-            let paths = |list: &[Vec<u8>]| list.iter().map(|p| dmv_os::rel_path(p).into_owned()).collect::<Vec<PathBuf>>();
+            let paths = |list: &[Vec<u8>]| {
+                list.iter()
+                    .map(|p| dmv_os::rel_path(p).into_owned())
+                    .collect::<Vec<PathBuf>>()
+            };
             (paths(&done.held_back), paths(&done.still_open))
         }
         Err(e) => {
@@ -333,7 +387,11 @@ fn sync(repo: &Repository, health: &mut WatchHealth) -> bool {
         }
     };
     for pass in &done.passes {
-        let reached = pass.pulled.iter().map(|(name, _)| name).chain(pass.pushed.iter().map(|(name, _)| name));
+        let reached = pass
+            .pulled
+            .iter()
+            .map(|(name, _)| name)
+            .chain(pass.pushed.iter().map(|(name, _)| name));
         for name in reached {
             health.note_sync(now, name, None);
         }
@@ -359,10 +417,20 @@ fn sync(repo: &Repository, health: &mut WatchHealth) -> bool {
         }
     }
     for kept in &done.kept_both {
-        let names: Vec<String> = kept.kept.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-        say(&format!("changed on two replicas, both versions kept: {} ({})", String::from_utf8_lossy(&kept.path), names.join(", ")));
+        let names: Vec<String> = kept
+            .kept
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        say(&format!(
+            "changed on two replicas, both versions kept: {} ({})",
+            String::from_utf8_lossy(&kept.path),
+            names.join(", ")
+        ));
     }
-    done.passes.last().is_some_and(|pass| pass.skipped.is_empty() && pass.stopped_at.is_none())
+    done.passes
+        .last()
+        .is_some_and(|pass| pass.skipped.is_empty() && pass.stopped_at.is_none())
 }
 
 /// Frees the data of every file here whose copies elsewhere are confirmed
@@ -370,26 +438,48 @@ fn sync(repo: &Repository, health: &mut WatchHealth) -> bool {
 fn drop_sent(repo: &Repository, numcopies: Option<u32>) {
     let here = match repo.load_dirstate() {
         Ok(ds) => ds.entries.values().filter(|e| !e.is_absent()).count(),
-        Err(e) => return say(&format!("cannot read the dirstate: {}", printable(&e.to_string()))),
+        Err(e) => {
+            return say(&format!(
+                "cannot read the dirstate: {}",
+                printable(&e.to_string())
+            ))
+        }
     };
     if here == 0 {
         return;
     }
-    let options = dmv_sync::DropOptions { paths: vec![Vec::new()], numcopies, ..Default::default() };
+    let options = dmv_sync::DropOptions {
+        paths: vec![Vec::new()],
+        numcopies,
+        ..Default::default()
+    };
     match dmv_sync::drop_files(repo, &options) {
-        Ok(dropped) if dropped.files > 0 => say(&format!("freed {} files ({} bytes), copies confirmed by {}", dropped.files, dropped.freed_bytes, dropped.confirmed_by.join(", "))),
+        Ok(dropped) if dropped.files > 0 => say(&format!(
+            "freed {} files ({} bytes), copies confirmed by {}",
+            dropped.files,
+            dropped.freed_bytes,
+            dropped.confirmed_by.join(", ")
+        )),
         Ok(_) => {}
-        Err(e) => say(&format!("kept the data here: {}", printable(&e.to_string()))),
+        Err(e) => say(&format!(
+            "kept the data here: {}",
+            printable(&e.to_string())
+        )),
     }
 }
 
 /// The remotes whose pull changed something here, with what was merged.
 fn pulled_with_changes(pass: &dmv_sync::SyncedAll) -> Vec<(String, String)> {
-    pass.pulled.iter().filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate)).map(|(name, p)| (name.clone(), p.label.clone())).collect()
+    pass.pulled
+        .iter()
+        .filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate))
+        .map(|(name, p)| (name.clone(), p.label.clone()))
+        .collect()
 }
 
 /// The watcher's log, `.dmv/watch.log`, once [`run`] opened it, and its path.
-static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<(PathBuf, std::fs::File)>> = std::sync::OnceLock::new();
+static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<(PathBuf, std::fs::File)>> =
+    std::sync::OnceLock::new();
 
 /// A log grown past this is moved to `watch.log.1` (the one before it
 /// goes) and begun again: a watcher running for years keeps 8 MiB at most.
@@ -398,7 +488,9 @@ const LOG_LIMIT: u64 = 4 << 20;
 /// A line of the watcher's log, with the time: on stdout, and in
 /// `.dmv/watch.log`, which `dmv watch --status` reads.
 fn say(line: &str) {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let line = format!("{} {line}\n", dmv_repo::utc_time(now));
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
@@ -408,7 +500,12 @@ fn say(line: &str) {
         let _ = file.write_all(line.as_bytes());
         if file.metadata().is_ok_and(|m| m.len() > LOG_LIMIT) {
             let older = path.with_extension("log.1");
-            if let Ok(fresh) = std::fs::rename(&*path, &older).and_then(|()| std::fs::OpenOptions::new().create(true).append(true).open(&*path)) {
+            if let Ok(fresh) = std::fs::rename(&*path, &older).and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&*path)
+            }) {
                 *file = fresh;
             }
         }
@@ -429,14 +526,24 @@ fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while lock.holder_pid() != Some(child.id()) {
         if let Some(exit) = child.try_wait()? {
-            bail!("the watcher stopped at once ({exit}); its log: {}", log_path.display());
+            bail!(
+                "the watcher stopped at once ({exit}); its log: {}",
+                log_path.display()
+            );
         }
         if Instant::now() > deadline {
-            bail!("the watcher did not start within 10 s; its log: {}", log_path.display());
+            bail!(
+                "the watcher did not start within 10 s; its log: {}",
+                log_path.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("watching in the background (pid {}); log: {}", child.id(), log_path.display());
+    println!(
+        "watching in the background (pid {}); log: {}",
+        child.id(),
+        log_path.display()
+    );
     Ok(0)
 }
 
@@ -467,7 +574,12 @@ fn running(repo: &Repository) -> Result<Option<u32>> {
     if lock.try_acquire()?.is_some() {
         return Ok(None);
     }
-    lock.holder_pid().map(Some).ok_or_else(|| anyhow!("a watcher runs here, but its lock does not name it ({})", lock.holder()))
+    lock.holder_pid().map(Some).ok_or_else(|| {
+        anyhow!(
+            "a watcher runs here, but its lock does not name it ({})",
+            lock.holder()
+        )
+    })
 }
 
 /// Whether a watcher runs, what it last did and what holds it back
@@ -488,7 +600,11 @@ fn status(repo: &Repository, json: bool) -> Result<u8> {
     }
     if let Some(h) = &health {
         let at = |t: i64| dmv_repo::utc_time(t);
-        let verb = if pid.is_some() { "running since" } else { "last started" };
+        let verb = if pid.is_some() {
+            "running since"
+        } else {
+            "last started"
+        };
         println!("{verb}: {}", at(h.started));
         match &h.last_commit {
             Some(c) => println!("last commit: {} {}", at(c.at), c.what),
@@ -497,7 +613,11 @@ fn status(repo: &Repository, json: bool) -> Result<u8> {
         for (name, r) in &h.remotes {
             let reached = r.last_reached.map_or("never".to_string(), at);
             println!("{}: last synced {reached}", printable(name));
-            if let Some(failed) = r.last_failed.as_ref().filter(|f| r.last_reached.is_none_or(|ok| f.at > ok)) {
+            if let Some(failed) = r
+                .last_failed
+                .as_ref()
+                .filter(|f| r.last_reached.is_none_or(|ok| f.at > ok))
+            {
                 println!("  not reached since {}: {}", at(failed.at), failed.what);
             }
         }
@@ -505,22 +625,40 @@ fn status(repo: &Repository, json: bool) -> Result<u8> {
             println!("waiting: {line}");
         }
         if let Some(e) = h.errors.last() {
-            println!("last error: {} {} ({} kept; --json lists them)", at(e.at), e.what, h.errors.len());
+            println!(
+                "last error: {} {} ({} kept; --json lists them)",
+                at(e.at),
+                e.what,
+                h.errors.len()
+            );
         }
     }
     if !kept.is_empty() {
         println!("files changed on two replicas (both versions kept):");
         for k in &kept {
-            println!("  {}: {}", printable(&k.path), k.kept.iter().map(|p| printable(p)).collect::<Vec<_>>().join(", "));
+            println!(
+                "  {}: {}",
+                printable(&k.path),
+                k.kept
+                    .iter()
+                    .map(|p| printable(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     let log_path = repo.dmv.join(LOG);
-    let Ok(mut file) = std::fs::File::open(&log_path) else { return Ok(0) };
+    let Ok(mut file) = std::fs::File::open(&log_path) else {
+        return Ok(0);
+    };
     // The last 64 KiB hold the last ten lines: the log is not read whole.
     let len = file.metadata()?.len();
     let from = len.saturating_sub(64 << 10);
     file.seek(std::io::SeekFrom::Start(from))?;
-    let mut lines: Vec<String> = std::io::BufReader::new(file).lines().map_while(|l| l.ok()).collect();
+    let mut lines: Vec<String> = std::io::BufReader::new(file)
+        .lines()
+        .map_while(|l| l.ok())
+        .collect();
     if from > 0 && !lines.is_empty() {
         // Begun mid-line.
         lines.remove(0);
@@ -535,27 +673,41 @@ fn status(repo: &Repository, json: bool) -> Result<u8> {
 /// Writes the service that starts `dmv watch` at login with the options
 /// given (but --install), and says how to enable it.
 fn install(repo: &Repository, a: &WatchArgs) -> Result<u8> {
-    let service = a.service.unwrap_or(if cfg!(target_os = "macos") { Service::Launchd } else { Service::Systemd });
+    let service = a.service.unwrap_or(if cfg!(target_os = "macos") {
+        Service::Launchd
+    } else {
+        Service::Systemd
+    });
     let mut argv = vec![std::env::current_exe()?.to_string_lossy().into_owned()];
     argv.extend(watch_args(a));
-    let home = PathBuf::from(std::env::var_os("HOME").ok_or_else(|| anyhow!("HOME is not set: nowhere to write the service"))?);
+    let home = PathBuf::from(
+        std::env::var_os("HOME")
+            .ok_or_else(|| anyhow!("HOME is not set: nowhere to write the service"))?,
+    );
     let name = service_name(&repo.root);
     let (path, text, enable) = match service {
         Service::Systemd => (
-            home.join(".config/systemd/user").join(format!("{name}.service")),
+            home.join(".config/systemd/user")
+                .join(format!("{name}.service")),
             systemd_unit(&repo.root, &argv),
-            format!("systemctl --user daemon-reload && systemctl --user enable --now {name}.service"),
+            format!(
+                "systemctl --user daemon-reload && systemctl --user enable --now {name}.service"
+            ),
         ),
         Service::Launchd => {
-            let path = home.join("Library/LaunchAgents").join(format!("{name}.plist"));
+            let path = home
+                .join("Library/LaunchAgents")
+                .join(format!("{name}.plist"));
             let enable = format!("launchctl load -w {}", path.display());
             (path, launchd_plist(&name, &repo.root, &argv), enable)
         }
     };
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    dmv_repo::write_atomic(&path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    dmv_repo::write_atomic(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote {}", path.display());
     println!("to start it now and at every login: {enable}");
     Ok(0)
@@ -565,7 +717,13 @@ fn install(repo: &Repository, a: &WatchArgs) -> Result<u8> {
 fn watch_args(a: &WatchArgs) -> Vec<String> {
     let mut args = vec!["watch".to_string(), "--quiet".into(), a.quiet.to_string()];
     if a.sync {
-        args.extend(["--sync".into(), "--sync-every".into(), a.sync_every.to_string(), "--check-every".into(), a.check_every.to_string()]);
+        args.extend([
+            "--sync".into(),
+            "--sync-every".into(),
+            a.sync_every.to_string(),
+            "--check-every".into(),
+            a.check_every.to_string(),
+        ]);
     }
     if a.drop_after_push {
         args.push("--drop-after-push".into());
@@ -581,7 +739,15 @@ fn watch_args(a: &WatchArgs) -> Vec<String> {
 
 /// `dmv-watch-<folder>-<hash of the path>`: one service per repository.
 fn service_name(root: &Path) -> String {
-    let folder: String = root.file_name().map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect()).unwrap_or_default();
+    let folder: String = root
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect()
+        })
+        .unwrap_or_default();
     let hash = blake3_hex(root.as_os_str().as_encoded_bytes());
     format!("dmv-watch-{folder}-{}", &hash[..8])
 }
@@ -592,7 +758,17 @@ fn blake3_hex(bytes: &[u8]) -> String {
 
 /// A systemd user unit: arguments quoted as systemd reads them.
 fn systemd_unit(root: &Path, argv: &[String]) -> String {
-    let quoted: Vec<String> = argv.iter().map(|a| format!("\"{}\"", a.replace('\\', "\\\\").replace('"', "\\\"").replace('%', "%%"))).collect();
+    let quoted: Vec<String> = argv
+        .iter()
+        .map(|a| {
+            format!(
+                "\"{}\"",
+                a.replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('%', "%%")
+            )
+        })
+        .collect();
     format!(
         "[Unit]\nDescription=dmv watch of {root}\n\n[Service]\nWorkingDirectory=\"{root}\"\nExecStart={exec}\nRestart=on-failure\nRestartSec=10\n\n[Install]\nWantedBy=default.target\n",
         root = root.display(),
@@ -602,8 +778,15 @@ fn systemd_unit(root: &Path, argv: &[String]) -> String {
 
 /// A launchd agent: started at load, restarted when it exits, its output in the watch log.
 fn launchd_plist(label: &str, root: &Path, argv: &[String]) -> String {
-    let xml = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let args: String = argv.iter().map(|a| format!("\t\t<string>{}</string>\n", xml(a))).collect();
+    let xml = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let args: String = argv
+        .iter()
+        .map(|a| format!("\t\t<string>{}</string>\n", xml(a)))
+        .collect();
     let root = xml(&root.to_string_lossy());
     let log = xml(&format!("{root}/.dmv/{LOG}"));
     format!(

@@ -36,7 +36,11 @@ pub struct InitArgs {
 pub fn init(a: InitArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let path = a.path.unwrap_or_else(|| PathBuf::from("."));
-    let params = ChunkParams { min: a.chunk_min, avg: a.chunk_avg, max: a.chunk_max };
+    let params = ChunkParams {
+        min: a.chunk_min,
+        avg: a.chunk_avg,
+        max: a.chunk_max,
+    };
     let repo = Repository::init_with(&path, params, a.bare)?;
     if !quiet {
         println!("Initialized empty dmv repository in {}", repo.dmv.display());
@@ -75,7 +79,11 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     // As last learned from the remote (lock, locks, push, commit): no network here.
     let known = repo.known_locks();
     let mut held: Vec<&dmv_repo::PathLock> = Vec::new();
-    let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
+    let conflicts = st
+        .merge
+        .as_ref()
+        .map(|m| m.conflicts.as_slice())
+        .unwrap_or_default();
     match &st.branch {
         Some(b) => {
             let short = b.strip_prefix(BRANCHES).unwrap_or(b);
@@ -93,12 +101,28 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     // As git's note of a sparse checkout: an empty-looking folder is not a lost one.
     let (absent, tracked) = st.absent_of_tracked();
     if absent > 0 {
-        writeln!(out, "{absent} of {tracked} tracked files are not here (this replica's slice: {}).", repo.config.slice)?;
-        writeln!(out, "  (use \"dmv get PATH...\" to fetch them, \"dmv ls --absent\" to list them)")?;
+        writeln!(
+            out,
+            "{absent} of {tracked} tracked files are not here (this replica's slice: {}).",
+            repo.config.slice
+        )?;
+        writeln!(
+            out,
+            "  (use \"dmv get PATH...\" to fetch them, \"dmv ls --absent\" to list them)"
+        )?;
     }
     if let Some(r) = repo.rebase_state()? {
-        let branch = r.branch.as_deref().map(|b| format!(" branch '{}'", b.strip_prefix(BRANCHES).unwrap_or(b))).unwrap_or_default();
-        writeln!(out, "You are currently rebasing{branch} onto {} ({} left to pick).", r.onto.short(), r.todo.len())?;
+        let branch = r
+            .branch
+            .as_deref()
+            .map(|b| format!(" branch '{}'", b.strip_prefix(BRANCHES).unwrap_or(b)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "You are currently rebasing{branch} onto {} ({} left to pick).",
+            r.onto.short(),
+            r.todo.len()
+        )?;
         writeln!(out, "  (settle conflicts and run \"dmv rebase --continue\")\n  (use \"dmv rebase --skip\" to leave this commit out)\n  (use \"dmv rebase --abort\" to check out the original branch)")?;
     }
     if let Some(m) = &st.merge {
@@ -116,7 +140,18 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             writeln!(out, "  (use \"dmv {command} --abort\" to abort the {what})")?;
             writeln!(out, "\nUnmerged paths:")?;
             for u in conflicts {
-                writeln!(out, "\t{}", paint(Style::Unstaged, &format!("{:<17}{}", format!("{}:", u.description), show_path(&u.path))))?;
+                writeln!(
+                    out,
+                    "\t{}",
+                    paint(
+                        Style::Unstaged,
+                        &format!(
+                            "{:<17}{}",
+                            format!("{}:", u.description),
+                            show_path(&u.path)
+                        )
+                    )
+                )?;
             }
         }
     }
@@ -125,20 +160,45 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     repo.list_staged(&st, &mut |listed| {
         let line = match &listed {
             // A conflicted path is listed once, as unmerged, not also as staged.
-            dmv_repo::Listed::Change(c) if conflicts.iter().any(|u| u.path == c.path) => return Ok(()),
+            dmv_repo::Listed::Change(c) if conflicts.iter().any(|u| u.path == c.path) => {
+                return Ok(())
+            }
             dmv_repo::Listed::Change(c) => {
                 held.extend(known.other_holder(&show_path(&c.path)));
-                format!("\t{}", paint(Style::Staged, &format!("{:<12}{}", word(c.kind), show_path(&c.path))))
+                format!(
+                    "\t{}",
+                    paint(
+                        Style::Staged,
+                        &format!("{:<12}{}", word(c.kind), show_path(&c.path))
+                    )
+                )
             }
             dmv_repo::Listed::Renamed { from, to, .. } => {
-                held.extend(known.other_holder(&show_path(from)).into_iter().chain(known.other_holder(&show_path(to))));
-                format!("\t{}", paint(Style::Staged, &format!("{:<12}{} -> {}", "renamed:", show_path(from), show_path(to))))
+                held.extend(
+                    known
+                        .other_holder(&show_path(from))
+                        .into_iter()
+                        .chain(known.other_holder(&show_path(to))),
+                );
+                format!(
+                    "\t{}",
+                    paint(
+                        Style::Staged,
+                        &format!("{:<12}{} -> {}", "renamed:", show_path(from), show_path(to))
+                    )
+                )
             }
         };
-        let heading = if staged == 0 { "\nChanges to be committed:\n" } else { "" };
+        let heading = if staged == 0 {
+            "\nChanges to be committed:\n"
+        } else {
+            ""
+        };
         staged += 1;
         // Written here, so the library's error type carries only its own errors.
-        writeln!(out, "{heading}{line}").map_err(|e| failed = Some(e)).ok();
+        writeln!(out, "{heading}{line}")
+            .map_err(|e| failed = Some(e))
+            .ok();
         Ok(())
     })?;
     if let Some(e) = failed {
@@ -148,13 +208,25 @@ pub fn status(a: StatusArgs) -> Result<u8> {
         writeln!(out, "\nChanges not staged for commit:")?;
         for c in &st.unstaged {
             held.extend(known.other_holder(&show_path(&c.path)));
-            writeln!(out, "\t{}", paint(Style::Unstaged, &format!("{:<12}{}", word(c.kind), show_path(&c.path))))?;
+            writeln!(
+                out,
+                "\t{}",
+                paint(
+                    Style::Unstaged,
+                    &format!("{:<12}{}", word(c.kind), show_path(&c.path))
+                )
+            )?;
         }
     }
     held.sort_by(|a, b| a.path.cmp(&b.path));
     held.dedup_by(|a, b| a.path == b.path);
     if !held.is_empty() {
-        writeln!(out, "\nChanged files locked by someone else (as {} said at {}):", known.remote, dmv_repo::utc_time(known.learned as i64))?;
+        writeln!(
+            out,
+            "\nChanged files locked by someone else (as {} said at {}):",
+            known.remote,
+            dmv_repo::utc_time(known.learned as i64)
+        )?;
         for l in held {
             writeln!(out, "\t{}\tlocked by {}", l.path, l.holder())?;
         }
@@ -163,7 +235,16 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     if !kept_both.is_empty() {
         writeln!(out, "\nChanged on two replicas, both versions kept:\n  (delete the one you do not want, or merge them by hand)")?;
         for k in &kept_both {
-            writeln!(out, "\t{}: {}", printable(&k.path), k.kept.iter().map(|p| printable(p)).collect::<Vec<_>>().join(", "))?;
+            writeln!(
+                out,
+                "\t{}: {}",
+                printable(&k.path),
+                k.kept
+                    .iter()
+                    .map(|p| printable(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
         }
     }
     if !st.untracked.is_empty() {
@@ -184,10 +265,18 @@ pub fn status(a: StatusArgs) -> Result<u8> {
 /// staged changes come in path order as they are read, and the unstaged
 /// changes and conflicts (lists in path order) are merged in as they pass.
 fn status_short(repo: &Repository, st: dmv_repo::StatusListing) -> Result<u8> {
-    let conflicts = st.merge.as_ref().map(|m| m.conflicts.as_slice()).unwrap_or_default();
+    let conflicts = st
+        .merge
+        .as_ref()
+        .map(|m| m.conflicts.as_slice())
+        .unwrap_or_default();
     let mut conflicted: Vec<_> = conflicts.iter().collect();
     conflicted.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut lines = ShortLines { out: std::io::BufWriter::new(std::io::stdout().lock()), unstaged: st.unstaged.iter().peekable(), conflicted: conflicted.into_iter().peekable() };
+    let mut lines = ShortLines {
+        out: std::io::BufWriter::new(std::io::stdout().lock()),
+        unstaged: st.unstaged.iter().peekable(),
+        conflicted: conflicted.into_iter().peekable(),
+    };
     let mut failed = None;
     repo.list_staged(&st, &mut |listed| {
         // Written here, so the library's error type carries only its own errors.
@@ -199,7 +288,12 @@ fn status_short(repo: &Repository, st: dmv_repo::StatusListing) -> Result<u8> {
     }
     lines.before(None)?;
     for p in &st.untracked {
-        writeln!(lines.out, "{} {}", paint(Style::Unstaged, "??"), show_path(p))?;
+        writeln!(
+            lines.out,
+            "{} {}",
+            paint(Style::Unstaged, "??"),
+            show_path(p)
+        )?;
     }
     lines.out.flush()?;
     Ok(0)
@@ -217,26 +311,63 @@ impl<W: Write> ShortLines<'_, W> {
     fn staged(&mut self, listed: dmv_repo::Listed) -> std::io::Result<()> {
         self.before(Some(listed.path()))?;
         // A conflicted path is listed once, as unmerged, not also as staged.
-        if self.conflicted.peek().is_some_and(|u| u.path == listed.path()) {
+        if self
+            .conflicted
+            .peek()
+            .is_some_and(|u| u.path == listed.path())
+        {
             return Ok(());
         }
-        let y = self.unstaged.next_if(|c| c.path == listed.path()).map_or(' ', |c| c.kind.letter());
+        let y = self
+            .unstaged
+            .next_if(|c| c.path == listed.path())
+            .map_or(' ', |c| c.kind.letter());
         let y = paint(Style::Unstaged, &y.to_string()).into_owned();
         match listed {
-            dmv_repo::Listed::Renamed { from, to, .. } => writeln!(self.out, "{}{y} {} -> {}", paint(Style::Staged, "R"), show_path(&from), show_path(&to)),
-            dmv_repo::Listed::Change(c) => writeln!(self.out, "{}{y} {}", paint(Style::Staged, &c.kind.letter().to_string()), show_path(&c.path)),
+            dmv_repo::Listed::Renamed { from, to, .. } => writeln!(
+                self.out,
+                "{}{y} {} -> {}",
+                paint(Style::Staged, "R"),
+                show_path(&from),
+                show_path(&to)
+            ),
+            dmv_repo::Listed::Change(c) => writeln!(
+                self.out,
+                "{}{y} {}",
+                paint(Style::Staged, &c.kind.letter().to_string()),
+                show_path(&c.path)
+            ),
         }
     }
 
     /// The lines of the unstaged changes and conflicts whose paths sort before `end` (all of them: None).
     fn before(&mut self, end: Option<&[u8]>) -> std::io::Result<()> {
         loop {
-            let next = [self.unstaged.peek().map(|c| c.path.as_slice()), self.conflicted.peek().map(|u| u.path.as_slice())].into_iter().flatten().min();
-            let Some(path) = next.filter(|p| end.is_none_or(|end| *p < end)).map(<[u8]>::to_vec) else { return Ok(()) };
-            let y = self.unstaged.next_if(|c| c.path == path).map_or(' ', |c| c.kind.letter());
+            let next = [
+                self.unstaged.peek().map(|c| c.path.as_slice()),
+                self.conflicted.peek().map(|u| u.path.as_slice()),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(path) = next
+                .filter(|p| end.is_none_or(|end| *p < end))
+                .map(<[u8]>::to_vec)
+            else {
+                return Ok(());
+            };
+            let y = self
+                .unstaged
+                .next_if(|c| c.path == path)
+                .map_or(' ', |c| c.kind.letter());
             match self.conflicted.next_if(|u| u.path == path) {
                 Some(u) => writeln!(self.out, "{} {}", u.code, show_path(&path))?,
-                None => writeln!(self.out, " {} {}", paint(Style::Unstaged, &y.to_string()), show_path(&path))?,
+                None => writeln!(
+                    self.out,
+                    " {} {}",
+                    paint(Style::Unstaged, &y.to_string()),
+                    show_path(&path)
+                )?,
             }
         }
     }
@@ -262,7 +393,10 @@ pub fn add(a: AddArgs) -> Result<u8> {
         let ignored = repo.ignored_paths(&specs)?;
         if !ignored.is_empty() {
             let names: Vec<String> = ignored.iter().map(|p| show_path(p)).collect();
-            bail!("a .dmvignore rule leaves out {}: `dmv add -f` adds it anyway", names.join(", "));
+            bail!(
+                "a .dmvignore rule leaves out {}: `dmv add -f` adds it anyway",
+                names.join(", ")
+            );
         }
     }
     let p = Bar::new("adding");
@@ -298,7 +432,10 @@ pub fn mv(a: MvArgs) -> Result<u8> {
     let repo = open_repo()?;
     // `mv x photos/` means into the folder photos, which must exist, as git says.
     if a.destination.as_os_str().as_encoded_bytes().ends_with(b"/") && !a.destination.is_dir() {
-        bail!("destination folder {} does not exist", a.destination.display());
+        bail!(
+            "destination folder {} does not exist",
+            a.destination.display()
+        );
     }
     let specs = repo_paths(&repo, &[a.source, a.destination])?;
     repo.mv(&specs[0], &specs[1])?;
@@ -348,7 +485,10 @@ fn edit_message(repo: &Repository, editor: &str) -> Result<Option<String>> {
     let path = repo.dmv.join("COMMIT_EDITMSG");
     let mut template =
         String::from("\n# Please enter the commit message for your changes. Lines starting\n# with '#' will be ignored, and an empty message aborts the commit.\n#\n");
-    template.push_str(&format!("# On branch {}\n# Changes to be committed:\n", branch_label(repo)?));
+    template.push_str(&format!(
+        "# On branch {}\n# Changes to be committed:\n",
+        branch_label(repo)?
+    ));
     for c in repo.status()?.staged {
         let word = match c.kind {
             ChangeKind::Added => "new file",
@@ -362,16 +502,30 @@ fn edit_message(repo: &Repository, editor: &str) -> Result<Option<String>> {
 
 /// Opens `editor` on `path` holding `text`; what the person left, without
 /// comment lines ('#'), or None when that is empty.
-pub(crate) fn edit_text(editor: &str, path: &std::path::Path, text: &str) -> Result<Option<String>> {
+pub(crate) fn edit_text(
+    editor: &str,
+    path: &std::path::Path,
+    text: &str,
+) -> Result<Option<String>> {
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     // As git runs it: through the shell, so EDITOR may carry arguments ("code --wait").
-    let status =
-        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$@\"")).arg(editor).arg(path).status().with_context(|| format!("cannot run the editor {editor}"))?;
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$@\""))
+        .arg(editor)
+        .arg(path)
+        .status()
+        .with_context(|| format!("cannot run the editor {editor}"))?;
     if !status.success() {
         bail!("the editor {editor} failed ({status}); nothing was changed");
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let kept: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).map(str::trim_end).collect();
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::trim_end)
+        .collect();
     let message = kept.join("\n").trim().to_string();
     Ok((!message.is_empty()).then_some(message))
 }
@@ -379,12 +533,20 @@ pub(crate) fn edit_text(editor: &str, path: &std::path::Path, text: &str) -> Res
 /// The line after a commit's, as git's " 3 files changed": how many, and of which kind.
 fn changed_summary(changes: &[dmv_repo::Change]) -> String {
     let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
-    let files = if changes.len() == 1 { "1 file changed".to_string() } else { format!("{} files changed", changes.len()) };
-    let kinds: Vec<String> = [(count(ChangeKind::Added), "added"), (count(ChangeKind::Modified), "modified"), (count(ChangeKind::Deleted), "deleted")]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, word)| format!("{n} {word}"))
-        .collect();
+    let files = if changes.len() == 1 {
+        "1 file changed".to_string()
+    } else {
+        format!("{} files changed", changes.len())
+    };
+    let kinds: Vec<String> = [
+        (count(ChangeKind::Added), "added"),
+        (count(ChangeKind::Modified), "modified"),
+        (count(ChangeKind::Deleted), "deleted"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, word)| format!("{n} {word}"))
+    .collect();
     match kinds.as_slice() {
         [] => format!(" {files}"),
         _ => format!(" {files} ({})", kinds.join(", ")),
@@ -394,7 +556,13 @@ fn changed_summary(changes: &[dmv_repo::Change]) -> String {
 /// Git's words for a branch against its upstream.
 fn tracking_words(t: &dmv_repo::Tracking) -> String {
     let up = &t.upstream;
-    let commits = |n: usize| if n == 1 { "1 commit".to_string() } else { format!("{n} commits") };
+    let commits = |n: usize| {
+        if n == 1 {
+            "1 commit".to_string()
+        } else {
+            format!("{n} commits")
+        }
+    };
     match t.counts {
         None => format!("Your branch is based on '{up}', but the upstream is gone.\n  (use \"dmv push -u\" to make it again)"),
         Some((0, 0)) => format!("Your branch is up to date with '{up}'."),
@@ -445,7 +613,11 @@ pub fn reset(a: ResetArgs) -> Result<u8> {
     let p = Bar::new("checking out");
     repo.reset(target, mode, &p)?;
     if a.hard && !quiet {
-        println!("HEAD is now at {} {}", target.short(), repo.commit(&target)?.message.lines().next().unwrap_or(""));
+        println!(
+            "HEAD is now at {} {}",
+            target.short(),
+            repo.commit(&target)?.message.lines().next().unwrap_or("")
+        );
     }
     Ok(0)
 }
@@ -505,15 +677,29 @@ enum StashAction {
 
 /// A stash as `stash apply` and the others take it: `2` or `stash@{2}`.
 fn stash_index(text: &str) -> std::result::Result<usize, String> {
-    let n = text.strip_prefix("stash@{").and_then(|t| t.strip_suffix('}')).unwrap_or(text);
-    n.parse().map_err(|_| format!("'{text}' is not a stash: a number or stash@{{N}}"))
+    let n = text
+        .strip_prefix("stash@{")
+        .and_then(|t| t.strip_suffix('}'))
+        .unwrap_or(text);
+    n.parse()
+        .map_err(|_| format!("'{text}' is not a stash: a number or stash@{{N}}"))
 }
 
 pub fn stash(a: StashArgs) -> Result<u8> {
     let repo = open_repo()?;
     let p = Bar::new("stash");
-    match a.action.unwrap_or(StashAction::Push { message: None, include_untracked: false }) {
-        StashAction::Push { message, include_untracked } => match repo.stash_push(message.as_deref(), include_untracked || a.include_untracked, &p)? {
+    match a.action.unwrap_or(StashAction::Push {
+        message: None,
+        include_untracked: false,
+    }) {
+        StashAction::Push {
+            message,
+            include_untracked,
+        } => match repo.stash_push(
+            message.as_deref(),
+            include_untracked || a.include_untracked,
+            &p,
+        )? {
             Some(s) => println!("Saved working directory and index state {}", s.message),
             None => {
                 println!("No local changes to save");
@@ -522,7 +708,11 @@ pub fn stash(a: StashArgs) -> Result<u8> {
         },
         StashAction::Pop { index, index_too } => {
             let s = repo.stash_apply(index.unwrap_or(0), true, index_too, &p)?;
-            println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
+            println!(
+                "Dropped stash@{{{}}} ({})",
+                index.unwrap_or(0),
+                s.id.short()
+            );
         }
         StashAction::Apply { index, index_too } => {
             repo.stash_apply(index.unwrap_or(0), false, index_too, &p)?;
@@ -542,7 +732,11 @@ pub fn stash(a: StashArgs) -> Result<u8> {
         }
         StashAction::Drop { index } => {
             let s = repo.stash_drop(index.unwrap_or(0))?;
-            println!("Dropped stash@{{{}}} ({})", index.unwrap_or(0), s.id.short());
+            println!(
+                "Dropped stash@{{{}}} ({})",
+                index.unwrap_or(0),
+                s.id.short()
+            );
         }
     }
     Ok(0)
@@ -570,7 +764,11 @@ pub fn clean(a: CleanArgs) -> Result<u8> {
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let doomed = repo.clean(&specs, a.folders, a.dry_run)?;
-    let verb = if a.dry_run { "Would remove" } else { "Removing" };
+    let verb = if a.dry_run {
+        "Would remove"
+    } else {
+        "Removing"
+    };
     for p in doomed {
         println!("{verb} {}", show_path(&p));
     }
@@ -595,7 +793,12 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
         dmv_sync::fetch_what_a_pick_reads(&repo, Some(target), *parent, &p)?;
     }
     let id = repo.revert(target, &p)?;
-    println!("[{} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+    println!(
+        "[{} {}] {}",
+        branch_label(&repo)?,
+        id.short(),
+        repo.commit(&id)?.message.lines().next().unwrap_or("")
+    );
     Ok(0)
 }
 
@@ -605,7 +808,11 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     // Before an editor is opened for a message that could not be signed.
     repo.signer()?;
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
-    if message.is_none() && !a.amend && repo.merge_state()?.is_none() && has_something_to_commit(&repo, a.all)? {
+    if message.is_none()
+        && !a.amend
+        && repo.merge_state()?.is_none()
+        && has_something_to_commit(&repo, a.all)?
+    {
         // No message to keep: git's word for an empty one.
         if a.no_edit {
             eprintln!("Aborting commit due to empty commit message.");
@@ -621,7 +828,11 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
             }
         }
     }
-    let request = CommitRequest { message: message.as_deref(), all: a.all, amend: a.amend };
+    let request = CommitRequest {
+        message: message.as_deref(),
+        all: a.all,
+        amend: a.amend,
+    };
     let p = Bar::new("adding");
     let (check, committed) = dmv_sync::commit(&repo, &request, &p)?;
     if let dmv_sync::CommitLockCheck::Unchecked { remote, why } = check {
@@ -631,7 +842,12 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
         Committed::Made { .. } if quiet => Ok(0),
         Committed::Made { id, root } => {
             let root = if root { " (root-commit)" } else { "" };
-            println!("[{}{root} {}] {}", branch_label(&repo)?, id.short(), repo.commit(&id)?.message.lines().next().unwrap_or(""));
+            println!(
+                "[{}{root} {}] {}",
+                branch_label(&repo)?,
+                id.short(),
+                repo.commit(&id)?.message.lines().next().unwrap_or("")
+            );
             println!("{}", changed_summary(&repo.commit_changes(&id)?));
             Ok(0)
         }
@@ -667,7 +883,13 @@ pub fn restore(a: RestoreArgs) -> Result<u8> {
     let repo = open_repo()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let source = a.source.map(|s| repo.resolve(&s)).transpose()?;
-    dmv_sync::restore(&repo, &specs, source, a.staged, &crate::progress::Phases::default())?;
+    dmv_sync::restore(
+        &repo,
+        &specs,
+        source,
+        a.staged,
+        &crate::progress::Phases::default(),
+    )?;
     Ok(0)
 }
 
@@ -715,16 +937,50 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                let shown = |n: &str| n.strip_prefix(BRANCHES).map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string);
-                let width = list.iter().map(|(n, _)| shown(n).chars().count()).max().unwrap_or(0);
+                let shown = |n: &str| {
+                    n.strip_prefix(BRANCHES)
+                        .map_or_else(|| n.trim_start_matches("refs/").to_string(), str::to_string)
+                };
+                let width = list
+                    .iter()
+                    .map(|(n, _)| shown(n).chars().count())
+                    .max()
+                    .unwrap_or(0);
                 for (name, id) in &list {
-                    let mark = if Some(name) == current.as_ref() { "*" } else { " " };
-                    let subject = || -> Result<String> { Ok(repo.commit(id)?.message.lines().next().unwrap_or("").to_string()) };
-                    let upstream = name.strip_prefix(BRANCHES).and_then(|b| repo.config.upstreams.get(b)).filter(|_| a.verbose >= 2);
+                    let mark = if Some(name) == current.as_ref() {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let subject = || -> Result<String> {
+                        Ok(repo
+                            .commit(id)?
+                            .message
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .to_string())
+                    };
+                    let upstream = name
+                        .strip_prefix(BRANCHES)
+                        .and_then(|b| repo.config.upstreams.get(b))
+                        .filter(|_| a.verbose >= 2);
                     match (a.verbose, upstream) {
                         (0, _) => println!("{mark} {}", shown(name)),
-                        (_, Some(up)) => println!("{mark} {:<width$} {} [{}/{}] {}", shown(name), id.short(), up.remote, up.branch, subject()?),
-                        (_, None) => println!("{mark} {:<width$} {} {}", shown(name), id.short(), subject()?),
+                        (_, Some(up)) => println!(
+                            "{mark} {:<width$} {} [{}/{}] {}",
+                            shown(name),
+                            id.short(),
+                            up.remote,
+                            up.branch,
+                            subject()?
+                        ),
+                        (_, None) => println!(
+                            "{mark} {:<width$} {} {}",
+                            shown(name),
+                            id.short(),
+                            subject()?
+                        ),
                     }
                 }
             }
@@ -744,9 +1000,13 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             }
             return Ok(if failed { 1 } else { 0 });
         }
-        (Some(_), false, _) if !a.more.is_empty() => bail!("usage: dmv branch NAME [START], dmv branch -m OLD NEW, dmv branch -d NAME..."),
+        (Some(_), false, _) if !a.more.is_empty() => {
+            bail!("usage: dmv branch NAME [START], dmv branch -m OLD NEW, dmv branch -d NAME...")
+        }
         (Some(old_name), false, true) => {
-            let new_name = a.start.ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
+            let new_name = a
+                .start
+                .ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
             repo.rename_branch(&old_name, &new_name)?;
         }
         (Some(name), false, false) => {
@@ -806,7 +1066,12 @@ pub fn switch(a: SwitchArgs) -> Result<u8> {
 /// `switch -c NAME START` / `checkout -b`: the branch is made, and removed
 /// again if the switch is refused (uncommitted changes in the way), as git
 /// leaves no branch behind then.
-fn create_and_switch(repo: &mut Repository, name: &str, start: Option<&str>, quiet: bool) -> Result<u8> {
+fn create_and_switch(
+    repo: &mut Repository,
+    name: &str,
+    start: Option<&str>,
+    quiet: bool,
+) -> Result<u8> {
     let start = repo.resolve(start.unwrap_or("HEAD"))?;
     repo.create_ref(&branch_ref(name), start, "branch: created")?;
     if let Err(e) = switch_to_branch(repo, name, quiet) {
@@ -841,13 +1106,22 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
             let source = repo.resolve(target)?;
             repo.restore(&specs, Some(source), true)?;
         }
-        dmv_sync::restore(&repo, &specs, None, false, &crate::progress::Phases::default())?;
+        dmv_sync::restore(
+            &repo,
+            &specs,
+            None,
+            false,
+            &crate::progress::Phases::default(),
+        )?;
         return Ok(0);
     }
     if let Some(b) = a.new_branch {
         return create_and_switch(&mut repo, &b, a.target.as_deref(), quiet);
     }
-    let target = a.target.as_ref().ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
+    let target = a
+        .target
+        .as_ref()
+        .ok_or_else(|| anyhow!("usage: dmv checkout BRANCH|REV or dmv checkout -- PATH"))?;
     if target == "-" || target == "@{-1}" {
         return switch_back(&mut repo, quiet);
     }
@@ -866,7 +1140,9 @@ fn is_branch(repo: &Repository, name: &str) -> Result<bool> {
 
 /// Checks out a revision with HEAD detached.
 fn detach_at(repo: &Repository, rev: &str, quiet: bool) -> Result<u8> {
-    let id = repo.resolve(rev).with_context(|| format!("cannot check out '{rev}'"))?;
+    let id = repo
+        .resolve(rev)
+        .with_context(|| format!("cannot check out '{rev}'"))?;
     let p = Bar::new("checkout");
     repo.switch_to(&Head::Detached(id), &p)?;
     if !quiet {
@@ -961,7 +1237,11 @@ pub fn tag(a: TagArgs) -> Result<u8> {
 }
 
 /// `tag -l [PATTERN…]`, with `-n` the first lines of each tag's message.
-fn list_tags<'a>(repo: &Repository, patterns: impl Iterator<Item = &'a String>, lines: Option<usize>) -> Result<u8> {
+fn list_tags<'a>(
+    repo: &Repository,
+    patterns: impl Iterator<Item = &'a String>,
+    lines: Option<usize>,
+) -> Result<u8> {
     let mut set = globset::GlobSetBuilder::new();
     let mut any = false;
     for p in patterns {
@@ -995,19 +1275,28 @@ fn list_tags<'a>(repo: &Repository, patterns: impl Iterator<Item = &'a String>, 
 
 /// An annotated tag's message: `-m` paragraphs, `-F` file, else what the
 /// person writes in the editor. None: left empty.
-fn tag_message(repo: &Repository, name: &str, messages: &[String], file: Option<&std::path::Path>) -> Result<Option<String>> {
+fn tag_message(
+    repo: &Repository,
+    name: &str,
+    messages: &[String],
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>> {
     let text = if !messages.is_empty() {
         messages.join("\n\n")
     } else if let Some(file) = file {
         let mut text = String::new();
         if file == std::path::Path::new("-") {
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("cannot read the message from standard input")?;
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("cannot read the message from standard input")?;
         } else {
-            text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
         }
         text
     } else {
-        let editor = editor().ok_or_else(|| anyhow!("no message for the tag: give -m MESSAGE (or set DMV_EDITOR/EDITOR)"))?;
+        let editor = editor().ok_or_else(|| {
+            anyhow!("no message for the tag: give -m MESSAGE (or set DMV_EDITOR/EDITOR)")
+        })?;
         let template = format!("\n#\n# Write a message for tag:\n#   {name}\n# Lines starting with '#' will be ignored.\n");
         return Ok(edit_text(&editor, &repo.dmv.join("TAG_EDITMSG"), &template)?.map(|m| m + "\n"));
     };

@@ -38,7 +38,12 @@ enum Expect {
 
 /// The kind of `.dmv` file at `rel` (`first_line_len`: its first line's
 /// length), at byte `at` for packs (by region), and what a flip there must do.
-fn kind_of(rel: &str, at: usize, first_line_len: usize, pack_regions: &BTreeMap<String, (usize, usize)>) -> Option<(String, Expect)> {
+fn kind_of(
+    rel: &str,
+    at: usize,
+    first_line_len: usize,
+    pack_regions: &BTreeMap<String, (usize, usize)>,
+) -> Option<(String, Expect)> {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     let kind = |k: &str, e: Expect| Some((k.to_string(), e));
     if name.ends_with(".pack") {
@@ -116,7 +121,10 @@ fn specimen(t: &Path) -> PathBuf {
     dmv(&r, &["tag", "v1"]);
     dmv(&r, &["branch", "side"]);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&r, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &r,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     dmv(&r, &["push", "hub", "main"]);
     dmv(&r, &["gc"]);
     std::fs::write(r.join("sub/c.txt"), "after gc\n").unwrap();
@@ -125,20 +133,42 @@ fn specimen(t: &Path) -> PathBuf {
     dmv(&r, &["push", "hub", "main", "side"]);
     // A push merges the hub's log into ours; a `get` notes what it learnt in the journal, as here.
     let repo = dmv_repo::Repository::open(&r).unwrap();
-    let key = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD:sub/c.txt"]).trim()).unwrap();
-    let stamp = dmv_repo::Stamp { time_ns: dmv_repo::now_ns(), present: true };
-    repo.note_locations(vec![dmv_repo::LocationRecord { key, replica: repo.replica_id().unwrap(), stamp }]).unwrap();
+    let key = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD:sub/c.txt"]).trim())
+        .unwrap();
+    let stamp = dmv_repo::Stamp {
+        time_ns: dmv_repo::now_ns(),
+        present: true,
+    };
+    repo.note_locations(vec![dmv_repo::LocationRecord {
+        key,
+        replica: repo.replica_id().unwrap(),
+        stamp,
+    }])
+    .unwrap();
     // A ref table in a file (a writer keeping no table inline folds the list's into one), and a
     // small transaction's table inline in the list above it.
     let head = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD"]).trim()).unwrap();
-    let plain = dmv_repo::dmv_refs::RefStore::open(&r.join(".dmv/refs"), Default::default()).unwrap();
+    let plain =
+        dmv_repo::dmv_refs::RefStore::open(&r.join(".dmv/refs"), Default::default()).unwrap();
     let mut tx = plain.transaction();
-    tx.update("refs/heads/filed", dmv_repo::dmv_refs::Expect::Absent, Some(head.0)).unwrap();
+    tx.update(
+        "refs/heads/filed",
+        dmv_repo::dmv_refs::Expect::Absent,
+        Some(head.0),
+    )
+    .unwrap();
     tx.commit("t <t@x>", (0, 0), "a table in a file").unwrap();
     dmv(&r, &["branch", "extra"]);
-    assert!(std::fs::read_to_string(r.join(".dmv/refs/tables.list")).unwrap().contains(".ref\ninline "));
+    assert!(std::fs::read_to_string(r.join(".dmv/refs/tables.list"))
+        .unwrap()
+        .contains(".ref\ninline "));
     let files = file_bytes(&r.join(".dmv"));
-    assert!(files.keys().any(|k| k.ends_with("multi-pack-index")) && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2, "{:?}", files.keys());
+    assert!(
+        files.keys().any(|k| k.ends_with("multi-pack-index"))
+            && files.keys().filter(|k| k.ends_with(".idx")).count() >= 2,
+        "{:?}",
+        files.keys()
+    );
     r
 }
 
@@ -160,33 +190,55 @@ struct KindReport {
 
 /// Kinds `fsck --repair` rebuilds (from what is whole, the working tree and the hub the specimen pushed to).
 fn repairable(kind: &str) -> bool {
-    kind.starts_with("pack") || kind == "multi-pack index" || kind == "dirstate" || kind.starts_with("location")
+    kind.starts_with("pack")
+        || kind == "multi-pack index"
+        || kind == "dirstate"
+        || kind.starts_with("location")
 }
 
 #[test]
 fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies() {
-    let per_kind: u64 = std::env::var("DMV_FLIPS_PER_KIND").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let per_kind: u64 = std::env::var("DMV_FLIPS_PER_KIND")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
     let t = tempfile::tempdir().unwrap();
     let r = specimen(t.path());
     let dmv_dir = r.join(".dmv");
     let saved = file_bytes(&dmv_dir);
-    let committed: Vec<(String, Vec<u8>)> = ["big.raw", "a.txt", "sub/b.txt", "sub/c.txt"].iter().map(|p| (p.to_string(), std::fs::read(r.join(p)).unwrap())).collect();
+    let committed: Vec<(String, Vec<u8>)> = ["big.raw", "a.txt", "sub/b.txt", "sub/c.txt"]
+        .iter()
+        .map(|p| (p.to_string(), std::fs::read(r.join(p)).unwrap()))
+        .collect();
     // Each pack's table of contents starts where its footer says.
     let pack_regions: BTreeMap<String, (usize, usize)> = saved
         .iter()
         .filter(|(k, _)| k.ends_with(".pack"))
         .map(|(k, b)| {
             let footer = &b[b.len() - 32 - 24..];
-            (k.clone(), (u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize, b.len()))
+            (
+                k.clone(),
+                (
+                    u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize,
+                    b.len(),
+                ),
+            )
         })
         .collect();
     // Every (file, byte) place a flip can land, by kind.
     let mut places: BTreeMap<String, (Expect, Vec<(String, usize)>)> = BTreeMap::new();
     for (rel, bytes) in &saved {
-        let first_line_len = bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |n| n + 1);
+        let first_line_len = bytes
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(bytes.len(), |n| n + 1);
         for at in 0..bytes.len() {
             if let Some((kind, expect)) = kind_of(rel, at, first_line_len, &pack_regions) {
-                places.entry(kind).or_insert((expect, Vec::new())).1.push((rel.clone(), at));
+                places
+                    .entry(kind)
+                    .or_insert((expect, Vec::new()))
+                    .1
+                    .push((rel.clone(), at));
             }
         }
     }
@@ -245,38 +297,72 @@ fn every_flipped_bit_in_a_checksummed_file_is_reported_and_none_panics_or_lies()
                 }
                 outputs.push(("cat", cat));
             }
-            for (args, before) in [(&["status", "--short"][..], &status), (&["log", "--oneline"], &log), (&["replica"], &replica)] {
+            for (args, before) in [
+                (&["status", "--short"][..], &status),
+                (&["log", "--oneline"], &log),
+                (&["replica"], &replica),
+            ] {
                 let out = dmv_out(&r, args);
                 // Damaged text that names something else (HEAD naming another branch) reads as that, as in git; fsck must say so.
                 let names_another = *expect == Expect::Validated && detected;
-                if out.status.success() && String::from_utf8_lossy(&out.stdout) != **before && !names_another {
-                    failures.push(format!("{kind}: {} said otherwise after a flip at {place}: {}", args[0], String::from_utf8_lossy(&out.stdout)));
+                if out.status.success()
+                    && String::from_utf8_lossy(&out.stdout) != **before
+                    && !names_another
+                {
+                    failures.push(format!(
+                        "{kind}: {} said otherwise after a flip at {place}: {}",
+                        args[0],
+                        String::from_utf8_lossy(&out.stdout)
+                    ));
                 }
                 outputs.push((args[0], out));
             }
             if repairable(kind) {
                 entry.repair_runs += 1;
                 let repair = dmv_out(&r, &["fsck", "--repair"]);
-                let whole = committed.iter().all(|(path, content)| dmv_out(&r, &["cat", &format!("HEAD:{path}")]).stdout == *content);
+                let whole = committed.iter().all(|(path, content)| {
+                    dmv_out(&r, &["cat", &format!("HEAD:{path}")]).stdout == *content
+                });
                 match repair.status.success() && whole {
                     true => entry.repaired += 1,
-                    false => failures.push(format!("{kind}: fsck --repair left damage after a flip at {place}: {}", stderr(&repair))),
+                    false => failures.push(format!(
+                        "{kind}: fsck --repair left damage after a flip at {place}: {}",
+                        stderr(&repair)
+                    )),
                 }
                 outputs.push(("fsck --repair", repair));
             }
             for (cmd, out) in &outputs {
                 if panicked(out) {
-                    failures.push(format!("{kind}: {cmd} panicked after a flip at {place}: {}", stderr(out)));
+                    failures.push(format!(
+                        "{kind}: {cmd} panicked after a flip at {place}: {}",
+                        stderr(out)
+                    ));
                 }
-                if !out.status.success() && *cmd != "fsck --repair" && stderr(out).trim().lines().count() != 1 {
-                    failures.push(format!("{kind}: {cmd} failed in more than one line after a flip at {place}: {}", stderr(out)));
+                if !out.status.success()
+                    && *cmd != "fsck --repair"
+                    && stderr(out).trim().lines().count() != 1
+                {
+                    failures.push(format!(
+                        "{kind}: {cmd} failed in more than one line after a flip at {place}: {}",
+                        stderr(out)
+                    ));
                 }
             }
             restore(&dmv_dir, &saved);
         }
     }
     if let Ok(dir) = std::env::var("DMV_FAULTS_REPORT_DIR") {
-        std::fs::write(Path::new(&dir).join("bitflips.json"), serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+        std::fs::write(
+            Path::new(&dir).join("bitflips.json"),
+            serde_json::to_vec_pretty(&report).unwrap(),
+        )
+        .unwrap();
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

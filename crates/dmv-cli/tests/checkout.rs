@@ -16,11 +16,19 @@ use dmv_repo::Repository;
 fn lose_a_chunk(d: &Path, rev: &str, path: &str) {
     let repo = Repository::open(d).unwrap();
     let tree = repo.commit(&repo.resolve(rev).unwrap()).unwrap().tree;
-    let file = dmv_repo::tree::lookup(&repo.store, &tree, path.as_bytes()).unwrap().unwrap();
-    let node: FileNode = repo.store.read_decoded(&file.id, ObjectKind::FileNode).unwrap();
+    let file = dmv_repo::tree::lookup(&repo.store, &tree, path.as_bytes())
+        .unwrap()
+        .unwrap();
+    let node: FileNode = repo
+        .store
+        .read_decoded(&file.id, ObjectKind::FileNode)
+        .unwrap();
     let chunk = repo.store.locate(&node.entries[0].id).unwrap().unwrap();
     let node_pack = repo.store.locate(&file.id).unwrap().unwrap().pack;
-    assert_ne!(chunk.pack, node_pack, "the test needs the chunk and the file node in different packs");
+    assert_ne!(
+        chunk.pack, node_pack,
+        "the test needs the chunk and the file node in different packs"
+    );
     let packs = d.join(".dmv/objects/packs");
     let pack = packs.join(pack_file_name(&chunk.pack));
     std::fs::remove_file(pack.with_extension("idx")).unwrap();
@@ -48,11 +56,22 @@ fn a_switch_to_a_commit_whose_data_is_missing_changes_nothing() {
     let dirstate = std::fs::read(d.join(".dmv/dirstate")).unwrap();
     for args in [&["switch", "b"][..], &["checkout", "b"], &["merge", "b"]] {
         let line = one_line_error(&dmv_out(d, args));
-        assert!(line.contains("cannot check out big.raw") && line.contains("not found") && line.contains("not changed"), "{args:?}: {line}");
+        assert!(
+            line.contains("cannot check out big.raw")
+                && line.contains("not found")
+                && line.contains("not changed"),
+            "{args:?}: {line}"
+        );
         assert!(snapshot(d) == before, "{args:?} changed the working tree");
-        assert!(std::fs::read(d.join(".dmv/dirstate")).unwrap() == dirstate, "{args:?} changed the dirstate");
+        assert!(
+            std::fs::read(d.join(".dmv/dirstate")).unwrap() == dirstate,
+            "{args:?} changed the dirstate"
+        );
         assert!(dmv(d, &["status", "--short"]).is_empty());
-        assert!(dmv(d, &["log", "--oneline"]).lines().count() == 1, "{args:?} moved HEAD");
+        assert!(
+            dmv(d, &["log", "--oneline"]).lines().count() == 1,
+            "{args:?} moved HEAD"
+        );
     }
 }
 
@@ -68,24 +87,42 @@ impl ExfatMount {
     fn new(t: &Path) -> ExfatMount {
         let (image, dir) = (t.join("card.img"), t.join("card"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::File::create(&image).unwrap().set_len(256 << 20).unwrap();
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(256 << 20)
+            .unwrap();
         let run = |c: &mut std::process::Command| {
-            let out = c.output().unwrap_or_else(|e| panic!("{c:?}: {e} (scripts/test installs exfatprogs and exfat-fuse)"));
-            assert!(out.status.success(), "{c:?}: {}", String::from_utf8_lossy(&out.stderr));
+            let out = c.output().unwrap_or_else(|e| {
+                panic!("{c:?}: {e} (scripts/test installs exfatprogs and exfat-fuse)")
+            });
+            assert!(
+                out.status.success(),
+                "{c:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
         run(std::process::Command::new("mkfs.exfat").arg(&image));
-        let device = run(std::process::Command::new("losetup").args(["-f", "--show"]).arg(&image));
+        let device = run(std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&image));
         let mount = ExfatMount { dir, device };
-        run(std::process::Command::new("mount.exfat-fuse").arg(&mount.device).arg(&mount.dir));
+        run(std::process::Command::new("mount.exfat-fuse")
+            .arg(&mount.device)
+            .arg(&mount.dir));
         mount
     }
 }
 
 impl Drop for ExfatMount {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("fusermount").arg("-u").arg(&self.dir).status();
-        let _ = std::process::Command::new("losetup").args(["-d", &self.device]).status();
+        let _ = std::process::Command::new("fusermount")
+            .arg("-u")
+            .arg(&self.dir)
+            .status();
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.device])
+            .status();
     }
 }
 
@@ -112,7 +149,14 @@ fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_los
     dmv(&src, &["push", before_hub.to_str().unwrap(), "main"]);
     std::fs::write(src.join("shoot/photo.jpg"), "the second\n").unwrap();
     dmv(&src, &["add", "."]);
-    dmv(&src, &["commit", "-m", "a second photo whose name differs only in case"]);
+    dmv(
+        &src,
+        &[
+            "commit",
+            "-m",
+            "a second photo whose name differs only in case",
+        ],
+    );
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
 
     let card = ExfatMount::new(t);
@@ -122,27 +166,49 @@ fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_los
     std::fs::remove_file(card.dir.join("Probe")).unwrap();
 
     let clone = card.dir.join("clone");
-    let out = dmv_out(t, &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    let out = dmv_out(
+        t,
+        &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()],
+    );
     let err = one_line_error(&out);
     assert!(err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file on this file system (it ignores case)"), "{err}");
-    assert!(err.contains("but its files are not checked out") && !err.contains("again to resume"), "running it again would not help: {err}");
+    assert!(
+        err.contains("but its files are not checked out") && !err.contains("again to resume"),
+        "running it again would not help: {err}"
+    );
     assert!(!clone.join("shoot").exists(), "nothing was written");
 
     // A replica on the card from before the pair: the fast-forward to it is refused, and nothing changes.
     let replica = card.dir.join("replica");
-    dmv(t, &["clone", before_hub.to_str().unwrap(), replica.to_str().unwrap()]);
+    dmv(
+        t,
+        &[
+            "clone",
+            before_hub.to_str().unwrap(),
+            replica.to_str().unwrap(),
+        ],
+    );
     let was = snapshot(&replica);
     let head = dmv(&replica, &["rev-parse", "HEAD"]);
     dmv(&replica, &["remote", "add", "full", hub.to_str().unwrap()]);
     dmv(&replica, &["fetch", "full"]);
     let err = one_line_error(&dmv_out(&replica, &["merge", "full/main"]));
-    assert!(err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file"), "{err}");
+    assert!(
+        err.contains("shoot/Photo.jpg and shoot/photo.jpg would be one file"),
+        "{err}"
+    );
     assert_eq!(snapshot(&replica), was, "the working tree is as it was");
     assert_eq!(dmv(&replica, &["rev-parse", "HEAD"]), head);
-    assert_eq!(std::fs::read_to_string(replica.join("shoot/Photo.jpg")).unwrap(), "the first\n");
+    assert_eq!(
+        std::fs::read_to_string(replica.join("shoot/Photo.jpg")).unwrap(),
+        "the first\n"
+    );
     // Both versions are in the replica's history, whole.
     let listed = dmv(&replica, &["ls-tree", "-r", "full/main"]);
-    assert!(listed.contains("shoot/Photo.jpg") && listed.contains("shoot/photo.jpg"), "{listed}");
+    assert!(
+        listed.contains("shoot/Photo.jpg") && listed.contains("shoot/photo.jpg"),
+        "{listed}"
+    );
     ok(&dmv_out(&replica, &["fsck", "--full"]));
 }
 
@@ -160,19 +226,36 @@ fn a_large_pair_written_while_it_arrives_is_refused_before_either_is_placed() {
     write_noise(&src.join("shoot/Take.raw"), 3 << 20, 1);
     write_noise(&src.join("shoot/take.raw"), 3 << 20, 2);
     dmv(&src, &["add", "."]);
-    dmv(&src, &["commit", "-m", "a pair of takes whose names differ only in case"]);
+    dmv(
+        &src,
+        &[
+            "commit",
+            "-m",
+            "a pair of takes whose names differ only in case",
+        ],
+    );
     // On a file system that keeps both, the two are written while they arrive.
     let (out, _, _) = common::remote::traced(t, &["clone", "src", "native"], |_| {});
     ok(&out);
-    assert!(stderr(&out).contains("trace: files-written-while-receiving 2"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("trace: files-written-while-receiving 2"),
+        "{}",
+        stderr(&out)
+    );
 
     let card = ExfatMount::new(t);
     let clone = card.dir.join("clone");
-    let err = one_line_error(&dmv_out(t, &["clone", src.to_str().unwrap(), clone.to_str().unwrap()]));
+    let err = one_line_error(&dmv_out(
+        t,
+        &["clone", src.to_str().unwrap(), clone.to_str().unwrap()],
+    ));
     assert!(err.contains("shoot/Take.raw and shoot/take.raw would be one file on this file system (it ignores case)"), "{err}");
     assert!(err.contains("but its files are not checked out"), "{err}");
     assert!(!clone.join("shoot").exists(), "nothing was placed");
     let listed = dmv(&clone, &["ls-tree", "-r", "origin/main"]);
-    assert!(listed.contains("shoot/Take.raw") && listed.contains("shoot/take.raw"), "{listed}");
+    assert!(
+        listed.contains("shoot/Take.raw") && listed.contains("shoot/take.raw"),
+        "{listed}"
+    );
     ok(&dmv_out(&clone, &["fsck", "--full"]));
 }

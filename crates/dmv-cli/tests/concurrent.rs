@@ -15,7 +15,12 @@ use common::Paused;
 use common::*;
 
 fn spawn(dir: &Path, args: &[&str]) -> Child {
-    dmv_cmd(dir).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    dmv_cmd(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// gc with nothing but its roots to keep data alive.
@@ -75,7 +80,11 @@ fn gc_during_add_keeps_what_is_being_staged() {
 fn an_older_repository_opened_by_two_writers_and_gc_at_once_is_upgraded_and_loses_nothing() {
     let repo = repo_with_one_commit();
     let d = repo.path();
-    std::fs::write(d.join(".dmv/requires"), "packs-v2\ngc-lock-v2\nworktree-lock\n").unwrap();
+    std::fs::write(
+        d.join(".dmv/requires"),
+        "packs-v2\ngc-lock-v2\nworktree-lock\n",
+    )
+    .unwrap();
     write_noise(&d.join("b.raw"), 4 << 20, 41);
     write_noise(&d.join("c.raw"), 3 << 20, 42);
     let mut first = dmv_cmd(d);
@@ -88,7 +97,10 @@ fn an_older_repository_opened_by_two_writers_and_gc_at_once_is_upgraded_and_lose
     dmv(d, &["commit", "-m", "bc"]);
     fsck_clean(d);
     for f in ["a.txt", "b.raw", "c.raw"] {
-        assert!(cat(d, &format!("HEAD:{f}")) == std::fs::read(d.join(f)).unwrap(), "{f}");
+        assert!(
+            cat(d, &format!("HEAD:{f}")) == std::fs::read(d.join(f)).unwrap(),
+            "{f}"
+        );
     }
 }
 
@@ -99,7 +111,10 @@ fn gc_during_commit_all_keeps_the_new_commit() {
     write_noise(&d.join("a.txt"), 4 << 20, 2);
     let mut commit = dmv_cmd(d);
     commit.args(["commit", "-a", "-m", "edit"]);
-    ok(&gc_while_paused(d, Paused::start(commit, "commit-before-ref")));
+    ok(&gc_while_paused(
+        d,
+        Paused::start(commit, "commit-before-ref"),
+    ));
     fsck_clean(d);
     assert!(cat(d, "HEAD:a.txt") == std::fs::read(d.join("a.txt")).unwrap());
     assert_eq!(cat(d, "HEAD~1:a.txt"), b"a\n");
@@ -122,8 +137,13 @@ fn gc_during_a_watchers_commit_keeps_it() {
         let mut watcher = paused.release();
         ok(&gc.wait_with_output().unwrap());
         let started = std::time::Instant::now();
-        while dmv_out(d, &["cat", "HEAD:take.raw"]).stdout != std::fs::read(d.join("take.raw")).unwrap() {
-            assert!(started.elapsed() < Duration::from_secs(120), "{point}: the watcher's commit never landed");
+        while dmv_out(d, &["cat", "HEAD:take.raw"]).stdout
+            != std::fs::read(d.join("take.raw")).unwrap()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{point}: the watcher's commit never landed"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         // SAFETY: kill(2) on the child this test started.
@@ -144,7 +164,10 @@ fn gc_during_commit_amend_keeps_the_new_commit_and_drops_nothing_in_use() {
     dmv(d, &["add", "b.raw"]);
     let mut amend = dmv_cmd(d);
     amend.args(["commit", "--amend", "-m", "edit, with b"]);
-    ok(&gc_while_paused(d, Paused::start(amend, "commit-before-ref")));
+    ok(&gc_while_paused(
+        d,
+        Paused::start(amend, "commit-before-ref"),
+    ));
     fsck_clean(d);
     assert_eq!(dmv(d, &["log", "--format=%s"]), "edit, with b\na\n");
     assert!(cat(d, "HEAD:b.raw") == std::fs::read(d.join("b.raw")).unwrap());
@@ -168,9 +191,15 @@ fn gc_during_a_revert_keeps_the_new_tree_and_commit() {
     dmv(d, &["commit", "-a", "-m", "edit a"]);
     let mut revert = dmv_cmd(d);
     revert.args(["revert", "HEAD~1"]);
-    ok(&gc_while_paused(d, Paused::start(revert, "commit-before-ref")));
+    ok(&gc_while_paused(
+        d,
+        Paused::start(revert, "commit-before-ref"),
+    ));
     fsck_clean(d);
-    assert_eq!(dmv(d, &["log", "--format=%s", "-n", "1"]), "Revert \"add b\"\n");
+    assert_eq!(
+        dmv(d, &["log", "--format=%s", "-n", "1"]),
+        "Revert \"add b\"\n"
+    );
     assert!(!d.join("b.raw").exists());
     assert_eq!(cat(d, "HEAD:a.txt"), b"a, later\n");
     assert!(dmv_out(d, &["cat", "HEAD:b.raw"]).status.code() != Some(0));
@@ -184,7 +213,10 @@ fn gc_during_a_stash_keeps_what_it_puts_aside() {
     let edited = std::fs::read(d.join("a.txt")).unwrap();
     let mut stash = dmv_cmd(d);
     stash.args(["stash"]);
-    ok(&gc_while_paused(d, Paused::start(stash, "stash-before-ref")));
+    ok(&gc_while_paused(
+        d,
+        Paused::start(stash, "stash-before-ref"),
+    ));
     fsck_clean(d);
     assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a\n");
     dmv(d, GC_NOW);
@@ -259,7 +291,11 @@ fn gc_during_a_git_import_keeps_every_converted_commit() {
             .env("GIT_COMMITTER_EMAIL", "a@x")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     git(&["init", "-q", "-b", "main"]);
     for i in 0..3 {
@@ -279,7 +315,8 @@ fn gc_during_a_git_import_keeps_every_converted_commit() {
     assert!(cat(d, "HEAD:take2.raw") == std::fs::read(g.join("take2.raw")).unwrap());
     // Again, with gc between the two runs: nothing to convert, nothing lost.
     ok(&spawn(d, GC_NOW).wait_with_output().unwrap());
-    assert!(dmv(d, &["import", "git", g.to_str().unwrap()]).contains("Imported 0 commits (3 imported before)"));
+    assert!(dmv(d, &["import", "git", g.to_str().unwrap()])
+        .contains("Imported 0 commits (3 imported before)"));
     fsck_clean(d);
 }
 
@@ -359,9 +396,20 @@ fn gc_during_a_rebase_keeps_the_commits_its_plan_made() {
         let paused = Paused::start(rebase, point);
         ok(&gc_while_paused(d, paused));
         fsck_clean(d);
-        assert_eq!(cat(d, "HEAD:notes.txt"), b"ONE\ntwo\nthree\nfour\nFIVE\n", "{point}");
-        assert!(cat(d, "HEAD:theirs.raw") == Noise::new(3).bytes(3 << 20), "{point}");
-        assert_eq!(dmv(d, &["log", "--format=%s"]).lines().collect::<Vec<_>>(), ["theirs", "ours", "notes", "a"], "{point}");
+        assert_eq!(
+            cat(d, "HEAD:notes.txt"),
+            b"ONE\ntwo\nthree\nfour\nFIVE\n",
+            "{point}"
+        );
+        assert!(
+            cat(d, "HEAD:theirs.raw") == Noise::new(3).bytes(3 << 20),
+            "{point}"
+        );
+        assert_eq!(
+            dmv(d, &["log", "--format=%s"]).lines().collect::<Vec<_>>(),
+            ["theirs", "ours", "notes", "a"],
+            "{point}"
+        );
     }
 }
 
@@ -373,12 +421,25 @@ fn gc_during_an_annotated_tag_keeps_it_and_a_kill_leaves_none() {
     let d = repo.path();
     let mut tag = dmv_cmd(d);
     tag.args(["tag", "-a", "v1", "-m", "Release one"]);
-    ok(&gc_while_paused(d, Paused::start(tag, "tag-object-written")));
+    ok(&gc_while_paused(
+        d,
+        Paused::start(tag, "tag-object-written"),
+    ));
     fsck_clean(d);
-    assert_eq!(dmv(d, &["tag", "-n"]), format!("{:<15} Release one\n", "v1"));
-    assert_eq!(dmv(d, &["rev-parse", "v1^{}"]), dmv(d, &["rev-parse", "HEAD"]));
+    assert_eq!(
+        dmv(d, &["tag", "-n"]),
+        format!("{:<15} Release one\n", "v1")
+    );
+    assert_eq!(
+        dmv(d, &["rev-parse", "v1^{}"]),
+        dmv(d, &["rev-parse", "HEAD"])
+    );
 
-    let out = dmv_cmd(d).args(["tag", "-a", "v2", "-m", "Two"]).env("DMV_FAILPOINT", "tag-object-written").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["tag", "-a", "v2", "-m", "Two"])
+        .env("DMV_FAILPOINT", "tag-object-written")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert_eq!(dmv(d, &["tag"]), "v1\n");
     ok(&dmv_out(d, GC_NOW));
@@ -393,8 +454,15 @@ fn gc_during_an_annotated_tag_keeps_it_and_a_kill_leaves_none() {
     let paused = Paused::start(first, "tag-object-written");
     dmv(d, &["tag", "-a", "v3", "-m", "second"]);
     let out = paused.resume();
-    assert!(one_line_error(&out).contains("already exists"), "{}", stderr(&out));
-    assert_eq!(dmv(d, &["tag", "-n", "v3"]), format!("{:<15} second\n", "v3"));
+    assert!(
+        one_line_error(&out).contains("already exists"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        dmv(d, &["tag", "-n", "v3"]),
+        format!("{:<15} second\n", "v3")
+    );
     ok(&dmv_out(d, GC_NOW));
     fsck_clean(d);
 }
@@ -445,14 +513,28 @@ fn hub_and_client(t: &Path) -> (PathBuf, PathBuf) {
 
 fn start_hub(t: &Path, pause_file: &Path) -> HttpServer {
     let config = t.join("server.toml");
-    std::fs::write(&config, "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n").unwrap();
-    HttpServer::start_with_env(&config, 0, &[("DMV_PAUSEPOINT", &format!("push-received:{}", pause_file.display()))])
+    std::fs::write(
+        &config,
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+    )
+    .unwrap();
+    HttpServer::start_with_env(
+        &config,
+        0,
+        &[(
+            "DMV_PAUSEPOINT",
+            &format!("push-received:{}", pause_file.display()),
+        )],
+    )
 }
 
 fn wait_for(file: &Path) {
     let started = Instant::now();
     while !file.exists() {
-        assert!(started.elapsed() < Duration::from_secs(120), "the server never paused");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the server never paused"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -463,7 +545,17 @@ fn gc_on_a_server_between_a_push_and_its_ref_update_loses_nothing() {
     let (hub, work) = hub_and_client(t.path());
     let pause = t.path().join("paused");
     let server = start_hub(t.path(), &pause);
-    dmv(&work, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    dmv(
+        &work,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &server.url("hub"),
+            "--token",
+            "w",
+        ],
+    );
     write_noise(&work.join("big.raw"), 8 << 20, 7);
     dmv(&work, &["add", "."]);
     dmv(&work, &["commit", "-m", "big"]);
@@ -477,7 +569,10 @@ fn gc_on_a_server_between_a_push_and_its_ref_update_loses_nothing() {
     ok(&push.wait_with_output().unwrap());
     fsck_clean(&hub);
     let clone = t.path().join("clone");
-    dmv(t.path(), &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    dmv(
+        t.path(),
+        &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()],
+    );
     assert_same_tree(&work, &clone);
 }
 
@@ -487,7 +582,17 @@ fn a_push_whose_objects_a_strict_gc_dropped_fails_and_can_be_repeated() {
     let (hub, work) = hub_and_client(t.path());
     let pause = t.path().join("paused");
     let server = start_hub(t.path(), &pause);
-    dmv(&work, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    dmv(
+        &work,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &server.url("hub"),
+            "--token",
+            "w",
+        ],
+    );
     write_noise(&work.join("big.raw"), 8 << 20, 8);
     dmv(&work, &["add", "."]);
     dmv(&work, &["commit", "-m", "big"]);
@@ -504,7 +609,10 @@ fn a_push_whose_objects_a_strict_gc_dropped_fails_and_can_be_repeated() {
     dmv(&work, &["push", "origin", "main"]);
     fsck_clean(&hub);
     let clone = t.path().join("clone");
-    dmv(t.path(), &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    dmv(
+        t.path(),
+        &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()],
+    );
     assert_same_tree(&work, &clone);
 }
 
@@ -515,17 +623,25 @@ fn eight_concurrent_adds_all_end_up_staged() {
     for i in 0..8 {
         write_noise(&d.join(format!("f{i}.raw")), 200_000, 10 + i);
     }
-    let adds: Vec<Child> = (0..8).map(|i| spawn(d, &["add", &format!("f{i}.raw")])).collect();
+    let adds: Vec<Child> = (0..8)
+        .map(|i| spawn(d, &["add", &format!("f{i}.raw")]))
+        .collect();
     for a in adds {
         ok(&a.wait_with_output().unwrap());
     }
     let status = dmv(d, &["status", "--short"]);
     for i in 0..8 {
-        assert!(status.contains(&format!("A  f{i}.raw")), "f{i}.raw not staged:\n{status}");
+        assert!(
+            status.contains(&format!("A  f{i}.raw")),
+            "f{i}.raw not staged:\n{status}"
+        );
     }
     dmv(d, &["commit", "-m", "eight"]);
     for i in 0..8 {
-        assert!(cat(d, &format!("HEAD:f{i}.raw")) == std::fs::read(d.join(format!("f{i}.raw"))).unwrap());
+        assert!(
+            cat(d, &format!("HEAD:f{i}.raw"))
+                == std::fs::read(d.join(format!("f{i}.raw"))).unwrap()
+        );
     }
 }
 
@@ -550,7 +666,10 @@ fn two_commands_changing_the_config_at_once_both_keep_their_change() {
     ok(&second.wait_with_output().unwrap());
     ok(&third.wait_with_output().unwrap());
     let remotes = dmv(d, &["remote", "-v"]);
-    assert!(remotes.contains("one") && remotes.contains("two"), "{remotes}");
+    assert!(
+        remotes.contains("one") && remotes.contains("two"),
+        "{remotes}"
+    );
     assert!(dmv(d, &["replica"]).contains("studio-laptop"));
 }
 
@@ -563,16 +682,28 @@ fn a_second_writer_waits_for_the_first_then_gives_up_naming_it() {
     let mut add = dmv_cmd(d);
     add.args(["add", "big.raw"]);
     let paused = Paused::start(add, "pack-sealed");
-    let out = dmv_cmd(d).args(["add", "small.txt"]).env("DMV_LOCK_WAIT_MS", "300").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["add", "small.txt"])
+        .env("DMV_LOCK_WAIT_MS", "300")
+        .output()
+        .unwrap();
     let line = one_line_error(&out);
-    assert!(line.contains("in use by") && line.contains(&format!("pid {}", paused.pid())) && line.contains("add big.raw"), "{line}");
+    assert!(
+        line.contains("in use by")
+            && line.contains(&format!("pid {}", paused.pid()))
+            && line.contains("add big.raw"),
+        "{line}"
+    );
     // A writer that waits long enough gets its turn.
     let second = spawn(d, &["add", "small.txt"]);
     std::thread::sleep(Duration::from_millis(200));
     ok(&paused.resume());
     ok(&second.wait_with_output().unwrap());
     let status = dmv(d, &["status", "--short"]);
-    assert!(status.contains("A  big.raw") && status.contains("A  small.txt"), "{status}");
+    assert!(
+        status.contains("A  big.raw") && status.contains("A  small.txt"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -585,8 +716,14 @@ fn the_lock_of_a_killed_writer_is_taken_over() {
     let mut paused = Paused::start(add, "pack-sealed");
     paused.child.kill().unwrap();
     paused.child.wait().unwrap();
-    assert!(std::fs::read_to_string(d.join(".dmv/wlock")).unwrap().contains("add big.raw"));
-    let out = dmv_cmd(d).args(["add", "big.raw"]).env("DMV_LOCK_WAIT_MS", "0").output().unwrap();
+    assert!(std::fs::read_to_string(d.join(".dmv/wlock"))
+        .unwrap()
+        .contains("add big.raw"));
+    let out = dmv_cmd(d)
+        .args(["add", "big.raw"])
+        .env("DMV_LOCK_WAIT_MS", "0")
+        .output()
+        .unwrap();
     ok(&out);
     dmv(d, &["commit", "-m", "big"]);
     assert!(cat(d, "HEAD:big.raw") == std::fs::read(d.join("big.raw")).unwrap());
@@ -603,7 +740,11 @@ fn of_two_pushes_stopped_before_their_ref_updates_exactly_one_wins() {
     for name in ["x", "y"] {
         dmv(t, &["clone", hub.to_str().unwrap(), name]);
         let d = t.join(name);
-        write_noise(&d.join(format!("{name}.raw")), 2 << 20, name.as_bytes()[0] as u64);
+        write_noise(
+            &d.join(format!("{name}.raw")),
+            2 << 20,
+            name.as_bytes()[0] as u64,
+        );
         dmv(&d, &["add", "."]);
         dmv(&d, &["commit", "-m", name]);
     }
@@ -616,19 +757,40 @@ fn of_two_pushes_stopped_before_their_ref_updates_exactly_one_wins() {
     };
     let (px, py) = (push("x"), push("y"));
     let (ox, oy) = (px.resume(), py.resume());
-    assert!(ox.status.success() != oy.status.success(), "exactly one push must win: x {} / y {}", stderr(&ox), stderr(&oy));
-    let (winner, loser, loser_out) = if ox.status.success() { ("x", "y", oy) } else { ("y", "x", ox) };
+    assert!(
+        ox.status.success() != oy.status.success(),
+        "exactly one push must win: x {} / y {}",
+        stderr(&ox),
+        stderr(&oy)
+    );
+    let (winner, loser, loser_out) = if ox.status.success() {
+        ("x", "y", oy)
+    } else {
+        ("y", "x", ox)
+    };
     let line = one_line_error(&loser_out);
-    assert!(line.contains("changed on the remote while pushing"), "{line}");
-    assert_eq!(common::remote::head_of(&hub, "refs/heads/main"), common::remote::head_of(&t.join(winner), "refs/heads/main"));
+    assert!(
+        line.contains("changed on the remote while pushing"),
+        "{line}"
+    );
+    assert_eq!(
+        common::remote::head_of(&hub, "refs/heads/main"),
+        common::remote::head_of(&t.join(winner), "refs/heads/main")
+    );
     fsck_clean(&hub);
     // Nothing is lost: the loser pulls and pushes again.
     dmv(&t.join(loser), &["pull"]);
     dmv(&t.join(loser), &["push", "origin", "main"]);
     let clone = t.join("check");
-    dmv(t, &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()]);
+    dmv(
+        t,
+        &["clone", hub.to_str().unwrap(), clone.to_str().unwrap()],
+    );
     for name in ["x", "y"] {
-        assert!(std::fs::read(clone.join(format!("{name}.raw"))).unwrap() == std::fs::read(t.join(name).join(format!("{name}.raw"))).unwrap());
+        assert!(
+            std::fs::read(clone.join(format!("{name}.raw"))).unwrap()
+                == std::fs::read(t.join(name).join(format!("{name}.raw"))).unwrap()
+        );
     }
 }
 
@@ -655,10 +817,17 @@ fn gc_during_a_sync_keeps_the_fetched_side_the_merge_and_what_is_pushed() {
     // Stopped in its merge, after fetching a's work: a strict gc runs in b.
     let mut sync = dmv_cmd(&b);
     sync.arg("sync");
-    ok(&gc_while_paused(&b, Paused::start(sync, "merge-state-written")));
+    ok(&gc_while_paused(
+        &b,
+        Paused::start(sync, "merge-state-written"),
+    ));
     fsck_clean(&b);
     fsck_clean(&hub);
-    assert_eq!(common::remote::head_of(&hub, "refs/heads/main"), common::remote::head_of(&b, "refs/heads/main"), "the merge reached the hub");
+    assert_eq!(
+        common::remote::head_of(&hub, "refs/heads/main"),
+        common::remote::head_of(&b, "refs/heads/main"),
+        "the merge reached the hub"
+    );
     assert!(cat(&b, "HEAD:from-a.raw") == Noise::new(12).bytes(3 << 20));
     assert!(cat(&b, "HEAD:from-b.raw") == std::fs::read(b.join("from-b.raw")).unwrap());
     dmv(&a, &["pull"]);
@@ -673,7 +842,10 @@ fn meta_clone(t: &Path) -> PathBuf {
     write_noise(&src.join("b.raw"), 3 << 20, 2);
     dmv(&src, &["add", "."]);
     dmv(&src, &["commit", "-m", "shoot"]);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
     small_packs(&m);
     m
@@ -688,7 +860,10 @@ fn gc_during_a_get_keeps_what_it_fetched() {
     let paused = Paused::start(get, "pack-sealed");
     ok(&gc_while_paused(&m, paused));
     fsck_clean(&m);
-    assert!(std::fs::read(m.join("a.raw")).unwrap() == std::fs::read(t.path().join("src/a.raw")).unwrap());
+    assert!(
+        std::fs::read(m.join("a.raw")).unwrap()
+            == std::fs::read(t.path().join("src/a.raw")).unwrap()
+    );
     // And once more with the data in place: gc keeps it.
     ok(&dmv_out(&m, GC_NOW));
     fsck_clean(&m);
@@ -710,7 +885,10 @@ fn gc_and_a_get_during_a_drop_leave_one_consistent_state() {
     fsck_clean(&m);
     assert_eq!(dmv(&m, &["ls", "--absent"]).lines().count(), 1);
     assert!(!m.join("a.raw").exists());
-    assert!(std::fs::read(m.join("b.raw")).unwrap() == std::fs::read(t.path().join("src/b.raw")).unwrap());
+    assert!(
+        std::fs::read(m.join("b.raw")).unwrap()
+            == std::fs::read(t.path().join("src/b.raw")).unwrap()
+    );
 }
 
 /// Gets note what they learn in the location journal while a fetch merges
@@ -728,7 +906,10 @@ fn gets_noting_locations_while_a_fetch_folds_the_journal_and_gc_runs_lose_no_rec
     }
     dmv(&src, &["add", "."]);
     dmv(&src, &["commit", "-m", "shoot"]);
-    ok(&dmv_out(t.path(), &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t.path(),
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.path().join("m");
     for round in names.chunks(4) {
         std::fs::write(src.join("note.txt"), round.join(" ")).unwrap();
@@ -747,10 +928,23 @@ fn gets_noting_locations_while_a_fetch_folds_the_journal_and_gc_runs_lose_no_rec
     let me = repo.replica_id().unwrap();
     let log = repo.load_locations().unwrap();
     for name in &names {
-        let id = dmv_repo::store::ObjectId::from_hex(dmv(&m, &["rev-parse", &format!("HEAD:{name}")]).trim()).unwrap();
-        assert!(log.records.get(&(id, me)).is_some_and(|s| s.present), "{name}: this replica's copy is not in the log");
-        assert!(log.holders(&id).len() >= 2, "{name}: {:?}", log.holders(&id));
-        assert!(std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap(), "{name}");
+        let id = dmv_repo::store::ObjectId::from_hex(
+            dmv(&m, &["rev-parse", &format!("HEAD:{name}")]).trim(),
+        )
+        .unwrap();
+        assert!(
+            log.records.get(&(id, me)).is_some_and(|s| s.present),
+            "{name}: this replica's copy is not in the log"
+        );
+        assert!(
+            log.holders(&id).len() >= 2,
+            "{name}: {:?}",
+            log.holders(&id)
+        );
+        assert!(
+            std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap(),
+            "{name}"
+        );
     }
 }
 
@@ -774,9 +968,17 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
         std::thread::spawn(move || {
             let mut reads = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                for args in [&["log", "--oneline"][..], &["cat", "HEAD:a.txt"], &["cat", "HEAD~1:a.txt"]] {
+                for args in [
+                    &["log", "--oneline"][..],
+                    &["cat", "HEAD:a.txt"],
+                    &["cat", "HEAD~1:a.txt"],
+                ] {
                     let out = dmv_out(&d, args);
-                    assert!(out.status.success(), "dmv {args:?} failed during the commits: {}", stderr(&out));
+                    assert!(
+                        out.status.success(),
+                        "dmv {args:?} failed during the commits: {}",
+                        stderr(&out)
+                    );
                 }
                 reads += 1;
             }
@@ -787,7 +989,10 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
     std::fs::write(other.path().join("b.txt"), "b0\n").unwrap();
     dmv(other.path(), &["add", "b.txt"]);
     dmv(other.path(), &["commit", "-m", "b0"]);
-    dmv(d, &["remote", "add", "other", other.path().to_str().unwrap()]);
+    dmv(
+        d,
+        &["remote", "add", "other", other.path().to_str().unwrap()],
+    );
     let fetcher = {
         let (d, o) = (d.to_path_buf(), other.path().to_path_buf());
         std::thread::spawn(move || {
@@ -814,13 +1019,31 @@ fn readers_and_a_gc_during_a_run_of_small_commits_that_repack_as_they_go() {
     assert!(reader.join().unwrap() > 0);
     fsck_clean(d);
     for i in 0..=commits {
-        assert_eq!(cat(d, &format!("HEAD~{}:a.txt", commits - i)), format!("{i}\n").into_bytes());
+        assert_eq!(
+            cat(d, &format!("HEAD~{}:a.txt", commits - i)),
+            format!("{i}\n").into_bytes()
+        );
     }
     for k in 0..=12 {
-        assert_eq!(cat(d, &format!("other/main~{}:b.txt", 12 - k)), format!("b{k}\n").into_bytes());
+        assert_eq!(
+            cat(d, &format!("other/main~{}:b.txt", 12 - k)),
+            format!("b{k}\n").into_bytes()
+        );
     }
-    let packs = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
-    assert!(packs <= 16, "{packs} packs after {commits} commits and 12 fetches");
+    let packs = std::fs::read_dir(d.join(".dmv/objects/packs"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".pack")
+        })
+        .count();
+    assert!(
+        packs <= 16,
+        "{packs} packs after {commits} commits and 12 fetches"
+    );
 }
 
 #[test]
@@ -833,11 +1056,26 @@ fn a_repair_with_a_gc_and_a_commit_at_the_same_moment_loses_nothing() {
     dmv(&d, &["add", "."]);
     dmv(&d, &["commit", "-m", "a"]);
     dmv(t.path(), &["init", "--bare", "hub"]);
-    dmv(&d, &["push", t.path().join("hub").to_str().unwrap(), "main"]);
-    dmv(&d, &["remote", "add", "hub", t.path().join("hub").to_str().unwrap()]);
+    dmv(
+        &d,
+        &["push", t.path().join("hub").to_str().unwrap(), "main"],
+    );
+    dmv(
+        &d,
+        &[
+            "remote",
+            "add",
+            "hub",
+            t.path().join("hub").to_str().unwrap(),
+        ],
+    );
     let a = std::fs::read(d.join("a.raw")).unwrap();
     // Damage the data, and change the file so the working tree holds no copy of it.
-    let pack = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
+    let pack = std::fs::read_dir(d.join(".dmv/objects/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| p.metadata().unwrap().len())
+        .unwrap();
     let mut bytes = std::fs::read(&pack).unwrap();
     bytes[4000] ^= 0x10;
     std::fs::write(&pack, bytes).unwrap();
@@ -863,7 +1101,10 @@ fn a_repair_with_a_gc_and_a_commit_at_the_same_moment_loses_nothing() {
         ok(&dmv_out(&d, &["commit", "-a", "-m", "b"]));
     }
     fsck_clean(&d);
-    assert!(cat(&d, "HEAD~1:a.raw") == a, "the repaired version was lost");
+    assert!(
+        cat(&d, "HEAD~1:a.raw") == a,
+        "the repaired version was lost"
+    );
     assert!(cat(&d, "HEAD:a.raw") == std::fs::read(d.join("a.raw")).unwrap());
     assert!(cat(&d, "HEAD:b.raw") == std::fs::read(d.join("b.raw")).unwrap());
 }
@@ -878,7 +1119,11 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
     let t = t.path();
     dmv(t, &["init", "--bare", "hub"]);
     small_packs(&t.join("hub"));
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let mut clients = Vec::new();
     for (k, branch) in ["left", "right"].into_iter().enumerate() {
         let work = t.join(branch);
@@ -898,7 +1143,11 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
             let mut runs = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let out = dmv_out(&t.join("hub"), &["gc"]);
-                assert!(out.status.success() || stderr(&out).lines().count() == 1, "gc: {}", stderr(&out));
+                assert!(
+                    out.status.success() || stderr(&out).lines().count() == 1,
+                    "gc: {}",
+                    stderr(&out)
+                );
                 runs += 1;
             }
             runs
@@ -908,8 +1157,19 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
             .zip(["left", "right"])
             .map(|(work, branch)| {
                 // The hub's HEAD names main: the left side brings it too.
-                let also_main = if branch == "left" { &["main"][..] } else { &[][..] };
-                s.spawn(move || dmv_cmd(work).env("DMV_TOKEN", "w").args(["push", url, branch]).args(also_main).output().unwrap())
+                let also_main = if branch == "left" {
+                    &["main"][..]
+                } else {
+                    &[][..]
+                };
+                s.spawn(move || {
+                    dmv_cmd(work)
+                        .env("DMV_TOKEN", "w")
+                        .args(["push", url, branch])
+                        .args(also_main)
+                        .output()
+                        .unwrap()
+                })
             })
             .collect();
         let pushed: Vec<Output> = pushes.into_iter().map(|p| p.join().unwrap()).collect();
@@ -920,7 +1180,11 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
     fsck_clean(&t.join("hub"));
     for (work, branch) in clients.iter().zip(["left", "right"]) {
         let file = format!("{branch}.raw");
-        assert!(cat(&t.join("hub"), &format!("{branch}:{file}")) == std::fs::read(work.join(&file)).unwrap(), "{branch} landed whole");
+        assert!(
+            cat(&t.join("hub"), &format!("{branch}:{file}"))
+                == std::fs::read(work.join(&file)).unwrap(),
+            "{branch} landed whole"
+        );
     }
 }
 
@@ -928,15 +1192,32 @@ fn two_pushes_sealing_many_packs_into_one_server_with_gc_running_lose_nothing() 
 fn two_global_config_changes_at_once_both_stay() {
     let home = tempfile::tempdir().unwrap();
     let set = |key: &str, value: &str| {
-        dmv_cmd(home.path()).args(["config", "--global", key, value]).env("XDG_CONFIG_HOME", home.path()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        dmv_cmd(home.path())
+            .args(["config", "--global", key, value])
+            .env("XDG_CONFIG_HOME", home.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     };
     for round in 0..10 {
-        let (name, email, tool) = (set("user.name", &format!("n{round}")), set("user.email", &format!("e{round}")), set("merge.tool", &format!("t{round}")));
+        let (name, email, tool) = (
+            set("user.name", &format!("n{round}")),
+            set("user.email", &format!("e{round}")),
+            set("merge.tool", &format!("t{round}")),
+        );
         for child in [name, email, tool] {
             ok(&child.wait_with_output().unwrap());
         }
-        let list = dmv_cmd(home.path()).args(["config", "--global", "--list"]).env("XDG_CONFIG_HOME", home.path()).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&list.stdout), format!("user.name=n{round}\nuser.email=e{round}\nmerge.tool=t{round}\n"));
+        let list = dmv_cmd(home.path())
+            .args(["config", "--global", "--list"])
+            .env("XDG_CONFIG_HOME", home.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&list.stdout),
+            format!("user.name=n{round}\nuser.email=e{round}\nmerge.tool=t{round}\n")
+        );
     }
 }
 
@@ -958,15 +1239,30 @@ fn two_pushes_and_gc_at_once_keep_both_location_logs() {
         dmv(&d, &["commit", "-m", name]);
     }
     let gc = spawn(&hub, GC_NOW);
-    let (px, py) = (spawn(&t.join("x"), &["push", "origin", "x"]), spawn(&t.join("y"), &["push", "origin", "y"]));
+    let (px, py) = (
+        spawn(&t.join("x"), &["push", "origin", "x"]),
+        spawn(&t.join("y"), &["push", "origin", "y"]),
+    );
     ok(&px.wait_with_output().unwrap());
     ok(&py.wait_with_output().unwrap());
     ok(&gc.wait_with_output().unwrap());
-    let log = dmv_repo::Repository::open(&hub).unwrap().load_locations().unwrap();
+    let log = dmv_repo::Repository::open(&hub)
+        .unwrap()
+        .load_locations()
+        .unwrap();
     for name in ["x", "y"] {
-        let id = dmv_repo::Repository::open(&t.join(name)).unwrap().replica_id().unwrap();
-        assert!(log.records.keys().any(|(_, replica)| *replica == id), "the hub lost {name}'s location records");
-        assert_eq!(common::remote::head_of(&hub, &format!("refs/heads/{name}")), common::remote::head_of(&t.join(name), &format!("refs/heads/{name}")));
+        let id = dmv_repo::Repository::open(&t.join(name))
+            .unwrap()
+            .replica_id()
+            .unwrap();
+        assert!(
+            log.records.keys().any(|(_, replica)| *replica == id),
+            "the hub lost {name}'s location records"
+        );
+        assert_eq!(
+            common::remote::head_of(&hub, &format!("refs/heads/{name}")),
+            common::remote::head_of(&t.join(name), &format!("refs/heads/{name}"))
+        );
     }
     fsck_clean(&hub);
 }

@@ -32,15 +32,36 @@ fn head_content(d: &Path) -> Vec<u8> {
 /// exactly its content, and committing again works.
 fn check_recovers(d: &Path, old: &[u8], new: &[u8], context: &str) {
     let fsck = dmv_out(d, &["fsck", "--full"]);
-    assert!(fsck.status.success(), "{context}: fsck failed: {}{}", String::from_utf8_lossy(&fsck.stdout), stderr(&fsck));
+    assert!(
+        fsck.status.success(),
+        "{context}: fsck failed: {}{}",
+        String::from_utf8_lossy(&fsck.stdout),
+        stderr(&fsck)
+    );
     let content = head_content(d);
-    assert!(content == old || content == new, "{context}: HEAD holds neither version ({} bytes)", content.len());
+    assert!(
+        content == old || content == new,
+        "{context}: HEAD holds neither version ({} bytes)",
+        content.len()
+    );
     let retry = dmv_out(d, &["commit", "-a", "-m", "retry"]);
     let code = retry.status.code();
-    assert!(code == Some(0) || code == Some(1), "{context}: retry failed: {}", stderr(&retry));
-    assert_eq!(head_content(d), new, "{context}: after retry HEAD must hold the new version");
+    assert!(
+        code == Some(0) || code == Some(1),
+        "{context}: retry failed: {}",
+        stderr(&retry)
+    );
+    assert_eq!(
+        head_content(d),
+        new,
+        "{context}: after retry HEAD must hold the new version"
+    );
     let fsck = dmv_out(d, &["fsck", "--full"]);
-    assert!(fsck.status.success(), "{context}: fsck after retry: {}", stderr(&fsck));
+    assert!(
+        fsck.status.success(),
+        "{context}: fsck after retry: {}",
+        stderr(&fsck)
+    );
 }
 
 fn setup(seed: u64) -> (tempfile::TempDir, Vec<u8>) {
@@ -64,11 +85,23 @@ fn kill_at_every_failpoint_of_a_commit() {
         let d = repo.path();
         write_noise(&d.join("media/big.bin"), 24 << 20, 1000 + i as u64);
         let new = std::fs::read(d.join("media/big.bin")).unwrap();
-        let out = dmv_cmd(d).args(["commit", "-a", "-m", "second"]).env("DMV_FAILPOINT", point).output().unwrap();
-        assert!(!out.status.success(), "failpoint {point} was never reached: {}", stderr(&out));
+        let out = dmv_cmd(d)
+            .args(["commit", "-a", "-m", "second"])
+            .env("DMV_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "failpoint {point} was never reached: {}",
+            stderr(&out)
+        );
         use std::os::unix::process::ExitStatusExt;
         let killed = out.status.signal() == Some(libc::SIGKILL);
-        assert!(killed || stderr(&out).contains(point), "{point}: {}", stderr(&out));
+        assert!(
+            killed || stderr(&out).contains(point),
+            "{point}: {}",
+            stderr(&out)
+        );
         check_recovers(d, &old, &new, point);
     }
 }
@@ -84,7 +117,12 @@ fn dmv_files(d: &Path) -> std::collections::BTreeSet<String> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.insert(p.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+                out.insert(
+                    p.strip_prefix(&root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
         }
     }
@@ -125,7 +163,12 @@ fn sigkill_at_random_moments_of_a_commit() {
         write_noise(&d.join("media/big.bin"), 24 << 20, 5000 + round as u64);
         let new = std::fs::read(d.join("media/big.bin")).unwrap();
         let files_before = dmv_files(d);
-        let mut child = dmv_cmd(d).args(["commit", "-a", "-m", "killed"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = dmv_cmd(d)
+            .args(["commit", "-a", "-m", "killed"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(*delay);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
@@ -137,11 +180,16 @@ fn sigkill_at_random_moments_of_a_commit() {
         if killed && head_old && !left.is_empty() {
             interrupted += 1;
         }
-        eprintln!("kill after {delay:?} of {full:?}: killed {killed}, HEAD old {head_old}, left {left:?}");
+        eprintln!(
+            "kill after {delay:?} of {full:?}: killed {killed}, HEAD old {head_old}, left {left:?}"
+        );
         check_recovers(d, &old, &new, &format!("kill after {delay:?}"));
         old = new;
     }
-    assert!(interrupted >= 3, "only {interrupted} of {rounds} kills landed inside a commit (one takes {full:?})");
+    assert!(
+        interrupted >= 3,
+        "only {interrupted} of {rounds} kills landed inside a commit (one takes {full:?})"
+    );
     // Leftovers of the killed writers are garbage that gc removes.
     dmv(d, &["gc"]);
     let full = dmv(d, &["fsck", "--full"]);
@@ -164,32 +212,54 @@ fn gc_killed_before_deleting_loses_nothing() {
     dmv(d, &["add", "media/doomed.bin"]);
     dmv(d, &["commit", "-m", "doomed"]);
     let doomed = std::fs::read(d.join("media/doomed.bin")).unwrap();
-    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
+    let log: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
     let doomed_rev = format!("{}:media/doomed.bin", log[0]["id"].as_str().unwrap());
     dmv(d, &["switch", "main"]);
     dmv(d, &["branch", "-D", "doomed"]);
     assert!(!d.join("media/doomed.bin").exists());
     let packs = d.join(".dmv/objects/packs");
     let before = bytes_under(&packs);
-    let out = dmv_cmd(d).args(["gc", "--prune-reflog", "--prune=now"]).env("DMV_FAILPOINT", "gc-before-delete").output().unwrap();
-    assert!(!out.status.success() && stderr(&out).contains("gc-before-delete"), "{}", stderr(&out));
+    let out = dmv_cmd(d)
+        .args(["gc", "--prune-reflog", "--prune=now"])
+        .env("DMV_FAILPOINT", "gc-before-delete")
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success() && stderr(&out).contains("gc-before-delete"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(head_content(d), new);
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
     // Killed before deleting: the unreachable commit is still all there.
     let cat = dmv_out(d, &["cat", &doomed_rev]);
     assert!(cat.status.success(), "{}", stderr(&cat));
-    assert!(cat.stdout == doomed, "the killed gc damaged the unreachable file");
+    assert!(
+        cat.stdout == doomed,
+        "the killed gc damaged the unreachable file"
+    );
     assert!(bytes_under(&packs) >= before, "the killed gc deleted packs");
-    let report: serde_json::Value = serde_json::from_str(&dmv(d, &["gc", "--prune-reflog", "--prune=now", "--json"])).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["gc", "--prune-reflog", "--prune=now", "--json"])).unwrap();
     assert_eq!(head_content(d), new);
     assert_eq!(dmv_out(d, &["cat", "HEAD~1:media/big.bin"]).stdout, old);
     for i in [0, 17, 49] {
-        assert_eq!(dmv_out(d, &["cat", &format!("HEAD:media/small{i}")]).stdout, format!("{i}").into_bytes());
+        assert_eq!(
+            dmv_out(d, &["cat", &format!("HEAD:media/small{i}")]).stdout,
+            format!("{i}").into_bytes()
+        );
     }
     // The complete gc dropped what was unreachable, and only that.
-    assert!(report["objects_dropped"].as_u64().unwrap() > 100, "{report}");
+    assert!(
+        report["objects_dropped"].as_u64().unwrap() > 100,
+        "{report}"
+    );
     let freed = before - bytes_under(&packs);
-    assert!(freed > 7 << 20, "gc freed only {freed} bytes of the 8 MiB unreachable file: {report}");
+    assert!(
+        freed > 7 << 20,
+        "gc freed only {freed} bytes of the 8 MiB unreachable file: {report}"
+    );
     let gone = dmv_out(d, &["cat", &doomed_rev]);
     assert!(!gone.status.success(), "the unreachable commit survived gc");
     assert!(dmv_out(d, &["fsck", "--full"]).status.success());
@@ -205,19 +275,39 @@ fn commit_all_writes_one_pack_and_a_stop_before_the_ref_leaves_the_changes_stage
     std::fs::write(d.join("a.txt"), "one").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "first"]);
-    let packs = |d: &Path| dmv_files(d).into_iter().filter(|f| f.ends_with(".pack")).count();
+    let packs = |d: &Path| {
+        dmv_files(d)
+            .into_iter()
+            .filter(|f| f.ends_with(".pack"))
+            .count()
+    };
     let before = packs(d);
     std::fs::write(d.join("a.txt"), "two").unwrap();
     dmv(d, &["commit", "-a", "-m", "second"]);
-    assert_eq!(packs(d), before + 1, "one pack for the changed file, its tree and the commit");
+    assert_eq!(
+        packs(d),
+        before + 1,
+        "one pack for the changed file, its tree and the commit"
+    );
 
     std::fs::write(d.join("a.txt"), "three").unwrap();
     let head = dmv_out(d, &["rev-parse", "HEAD"]).stdout;
-    let out = dmv_cmd(d).args(["commit", "-a", "-m", "third"]).env("DMV_FAILPOINT", "commit-before-ref").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit", "-a", "-m", "third"])
+        .env("DMV_FAILPOINT", "commit-before-ref")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert_eq!(dmv_out(d, &["rev-parse", "HEAD"]).stdout, head, "HEAD did not move");
+    assert_eq!(
+        dmv_out(d, &["rev-parse", "HEAD"]).stdout,
+        head,
+        "HEAD did not move"
+    );
     let status = String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
-    assert_eq!(status, "M  a.txt\n", "the change is staged, and the working tree matches it");
+    assert_eq!(
+        status, "M  a.txt\n",
+        "the change is staged, and the working tree matches it"
+    );
     dmv(d, &["commit", "-m", "third"]);
     assert_eq!(dmv_out(d, &["cat", "HEAD:a.txt"]).stdout, b"three");
 }

@@ -18,14 +18,23 @@ const N: usize = 8;
 /// `dmv` commands run one after another in a shell, started now in `dir`.
 fn spawn_script(dir: &Path, script: &str, env: &dyn Fn(&mut Command)) -> Child {
     let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(script).env("DMV", bin()).current_dir(dir).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com");
+    cmd.arg("-c")
+        .arg(script)
+        .env("DMV", bin())
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.env("DMV_AUTHOR_NAME", "Test")
+        .env("DMV_AUTHOR_EMAIL", "test@example.com");
     env(&mut cmd);
     cmd.spawn().unwrap()
 }
 
 fn short_ids(dir: &Path) -> Vec<String> {
-    dmv(dir, &["log", "--oneline"]).lines().map(|l| l.split_whitespace().next().unwrap().to_string()).collect()
+    dmv(dir, &["log", "--oneline"])
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -37,27 +46,59 @@ fn eight_processes_committing_to_one_branch_lose_no_commit() {
     for i in 0..N {
         write_noise(&d.join(format!("f{i}.raw")), 300 << 10, i as u64 + 1);
     }
-    let runs: Vec<Child> = (0..N).map(|i| spawn_script(d, &format!("\"$DMV\" add f{i}.raw && \"$DMV\" commit -m c{i}"), &|_| {})).collect();
-    let outs: Vec<Output> = runs.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let runs: Vec<Child> = (0..N)
+        .map(|i| {
+            spawn_script(
+                d,
+                &format!("\"$DMV\" add f{i}.raw && \"$DMV\" commit -m c{i}"),
+                &|_| {},
+            )
+        })
+        .collect();
+    let outs: Vec<Output> = runs
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
     let history = short_ids(d);
     let mut landed = 0;
     for (i, out) in outs.iter().enumerate() {
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.status.success() {
             // "[main 0123456789ab] cI": that commit is in the history.
-            let id = said.split_whitespace().nth(1).unwrap().trim_end_matches(']').to_string();
-            assert!(history.contains(&id), "commit {i} ({said}) is not in the history:\n{}", history.join("\n"));
+            let id = said
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(']')
+                .to_string();
+            assert!(
+                history.contains(&id),
+                "commit {i} ({said}) is not in the history:\n{}",
+                history.join("\n")
+            );
             landed += 1;
         } else {
             // Another process committed this one's staged file with its own.
-            assert!(said.contains("nothing to commit") || said.contains("nothing added to commit"), "commit {i} failed: {said}{}", stderr(out));
+            assert!(
+                said.contains("nothing to commit") || said.contains("nothing added to commit"),
+                "commit {i} failed: {said}{}",
+                stderr(out)
+            );
         }
     }
     eprintln!("{landed} of {N} commits landed");
-    assert!(landed >= 1 && history.len() == landed + 1, "{landed} commits reported, history has {}", history.len());
+    assert!(
+        landed >= 1 && history.len() == landed + 1,
+        "{landed} commits reported, history has {}",
+        history.len()
+    );
     for i in 0..N {
         let name = format!("f{i}.raw");
-        assert!(dmv_out(d, &["cat", &format!("HEAD:{name}")]).stdout == std::fs::read(d.join(&name)).unwrap(), "{name} is not in HEAD");
+        assert!(
+            dmv_out(d, &["cat", &format!("HEAD:{name}")]).stdout
+                == std::fs::read(d.join(&name)).unwrap(),
+            "{name} is not in HEAD"
+        );
     }
     assert_eq!(dmv(d, &["status", "--short"]), "");
     fsck_clean(d);
@@ -83,7 +124,9 @@ fn eight_pushers(t: &Path, url: &str, extra: &[&str], env: &dyn Fn(&mut Command)
         write_noise(&c.join(format!("from-{i}.raw")), 400 << 10, 100 + i as u64);
         commit_all(&c, &format!("from {i}"));
     }
-    let pushes: Vec<Child> = (0..N).map(|i| spawn_script(&t.join(format!("c{i}")), "\"$DMV\" push", env)).collect();
+    let pushes: Vec<Child> = (0..N)
+        .map(|i| spawn_script(&t.join(format!("c{i}")), "\"$DMV\" push", env))
+        .collect();
     let mut pending = Vec::new();
     for (i, p) in pushes.into_iter().enumerate() {
         let out = p.wait_with_output().unwrap();
@@ -111,7 +154,11 @@ fn eight_pushers(t: &Path, url: &str, extra: &[&str], env: &dyn Fn(&mut Command)
     let check = t.join("check");
     for i in 0..N {
         let name = format!("from-{i}.raw");
-        assert!(std::fs::read(check.join(&name)).unwrap() == std::fs::read(t.join(format!("c{i}")).join(&name)).unwrap(), "{name} was lost");
+        assert!(
+            std::fs::read(check.join(&name)).unwrap()
+                == std::fs::read(t.join(format!("c{i}")).join(&name)).unwrap(),
+            "{name} was lost"
+        );
     }
     fsck_clean(&check);
 }
@@ -133,7 +180,11 @@ fn eight_clients_pushing_to_one_http_remote_lose_nothing() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     eight_pushers(t, &server.url("hub"), &["--token", "w"], &|_| {});
     fsck_clean(&hub);
 }
@@ -156,11 +207,26 @@ fn eight_clients_pushing_to_one_bucket_lose_nothing() {
     let minio = Minio::start();
     minio.create_bucket("crowd");
     let seed = t.join("seed");
-    dmv(&seed, &["remote", "add", "bucket", "s3://crowd/hub", "--endpoint", &minio.endpoint()]);
+    dmv(
+        &seed,
+        &[
+            "remote",
+            "add",
+            "bucket",
+            "s3://crowd/hub",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     let mut push = dmv_cmd(&seed);
     push.args(["push", "bucket", "main"]);
     minio.env(&mut push);
     ok(&push.output().unwrap());
-    eight_pushers(t, "s3://crowd/hub", &["--endpoint", &minio.endpoint()], &|c| minio.env(c));
+    eight_pushers(
+        t,
+        "s3://crowd/hub",
+        &["--endpoint", &minio.endpoint()],
+        &|c| minio.env(c),
+    );
     fsck_clean(&hub);
 }

@@ -71,7 +71,10 @@ impl Net {
         let port = self.proxy(t).port;
         match t {
             Transport::Http => format!("http://127.0.0.1:{port}/{name}"),
-            Transport::Ssh => self.sshd.url(&root.join(name)).replace(&format!(":{}/", self.sshd.port), &format!(":{port}/")),
+            Transport::Ssh => self
+                .sshd
+                .url(&root.join(name))
+                .replace(&format!(":{}/", self.sshd.port), &format!(":{port}/")),
             Transport::Bucket => format!("s3://cuts/{name}"),
         }
     }
@@ -86,7 +89,10 @@ impl Net {
             Transport::Ssh => self.sshd.env(&mut cmd),
             Transport::Bucket => {
                 self.minio.env(&mut cmd);
-                cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", self.proxy(t).port));
+                cmd.env(
+                    "AWS_ENDPOINT_URL",
+                    format!("http://127.0.0.1:{}", self.proxy(t).port),
+                );
             }
         }
         cmd
@@ -145,13 +151,33 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
     let minio = Minio::start();
     minio.create_bucket("cuts");
     let http = HttpServer::start(&make_hubs(&root, places), top.path(), 0);
-    let minio_port: u16 = minio.endpoint().rsplit(':').next().unwrap().parse().unwrap();
-    let proxies = BTreeMap::from([("http", CuttingProxy::start(http.port)), ("ssh", CuttingProxy::start(sshd.port)), ("s3", CuttingProxy::start(minio_port))]);
-    let net = Net { sshd, minio, _http: http, proxies };
+    let minio_port: u16 = minio
+        .endpoint()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxies = BTreeMap::from([
+        ("http", CuttingProxy::start(http.port)),
+        ("ssh", CuttingProxy::start(sshd.port)),
+        ("s3", CuttingProxy::start(minio_port)),
+    ]);
+    let net = Net {
+        sshd,
+        minio,
+        _http: http,
+        proxies,
+    };
     let seed: u64 = std::env::var("DMV_CUTS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
     eprintln!("cut offsets drawn with DMV_CUTS_SEED={seed}");
     let mut rng = seed | 1;
     // The k-th of `places` cuts of a transfer of `whole` bytes: somewhere in
@@ -167,7 +193,11 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
     let mut report: BTreeMap<String, Cuts> = BTreeMap::new();
     let mut n = 0;
     for t in [Transport::Http, Transport::Ssh, Transport::Bucket] {
-        let pack = if t == Transport::Bucket { BUCKET_PACK } else { PACK };
+        let pack = if t == Transport::Bucket {
+            BUCKET_PACK
+        } else {
+            PACK
+        };
         // Slack: protocol and, over ssh, encryption; and a window of data in flight.
         let slack = |bytes: u64| bytes / 10 + 4 * MIB;
 
@@ -184,16 +214,30 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
             let (out, _) = net.run(t, &src, &["push", &url, "main"], Some(cut));
             // Object storage retries a cut request on a new connection (each one is cut again later): it may get through.
             if t != Transport::Bucket || !out.status.success() {
-                assert!(!out.status.success(), "{t:?}: a push cut after {cut} of {whole} bytes succeeded");
+                assert!(
+                    !out.status.success(),
+                    "{t:?}: a push cut after {cut} of {whole} bytes succeeded"
+                );
                 one_line_error(&out);
             }
             if t != Transport::Bucket {
                 fsck_clean(&root.join(&name));
-                assert_eq!(head_of(&root.join(&name), "refs/heads/main"), "", "{t:?}: a ref moved to a half-sent commit");
+                assert_eq!(
+                    head_of(&root.join(&name), "refs/heads/main"),
+                    "",
+                    "{t:?}: a ref moved to a half-sent commit"
+                );
             }
             let (out, again) = net.run(t, &src, &["push", &url, "main"], None);
-            assert!(out.status.success(), "{t:?}: the push after a cut at {cut}: {}", stderr(&out));
-            assert!(cut + again <= whole + pack + slack(whole), "{t:?}: a push cut at {cut} of {whole} bytes sent {again} again");
+            assert!(
+                out.status.success(),
+                "{t:?}: the push after a cut at {cut}: {}",
+                stderr(&out)
+            );
+            assert!(
+                cut + again <= whole + pack + slack(whole),
+                "{t:?}: a push cut at {cut} of {whole} bytes sent {again} again"
+            );
             push.cuts += 1;
             push.largest_rerun = push.largest_rerun.max(again);
             push.most_resent = push.most_resent.max((cut + again).saturating_sub(whole));
@@ -202,7 +246,12 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
         // Clones of the whole hub.
         let url = whole_hub;
         n += 1;
-        let (out, whole) = net.run(t, top.path(), &["clone", &url, &format!("clone-whole-{n}")], None);
+        let (out, whole) = net.run(
+            t,
+            top.path(),
+            &["clone", &url, &format!("clone-whole-{n}")],
+            None,
+        );
         assert!(out.status.success(), "{t:?}: {}", stderr(&out));
         let clone = report.entry(format!("clone over {t:?}")).or_default();
         clone.whole = whole;
@@ -213,26 +262,43 @@ fn cut_pushes_and_clones_fail_in_one_line_and_resume_resending_at_most_a_pack() 
             let (out, _) = net.run(t, top.path(), &["clone", &url, &dest], Some(cut));
             let finished = out.status.success();
             if t != Transport::Bucket || !finished {
-                assert!(!finished, "{t:?}: a clone cut after {cut} of {whole} bytes succeeded");
+                assert!(
+                    !finished,
+                    "{t:?}: a clone cut after {cut} of {whole} bytes succeeded"
+                );
                 one_line_error(&out);
             }
             let (out, again) = match finished {
                 true => (out, 0),
                 false => net.run(t, top.path(), &["clone", &url, &dest], None),
             };
-            assert!(out.status.success(), "{t:?}: the clone after a cut at {cut}: {}", stderr(&out));
+            assert!(
+                out.status.success(),
+                "{t:?}: the clone after a cut at {cut}: {}",
+                stderr(&out)
+            );
             // What arrived before the cut is kept (sealed as the clone fails), not a pack's worth lost.
-            assert!(cut + again <= whole + slack(whole), "{t:?}: a clone cut at {cut} of {whole} bytes received {again} again");
+            assert!(
+                cut + again <= whole + slack(whole),
+                "{t:?}: a clone cut at {cut} of {whole} bytes received {again} again"
+            );
             let d = top.path().join(&dest);
             fsck_clean(&d);
-            assert!(std::fs::read(d.join("reel4.raw")).unwrap() == std::fs::read(src.join("reel4.raw")).unwrap());
+            assert!(
+                std::fs::read(d.join("reel4.raw")).unwrap()
+                    == std::fs::read(src.join("reel4.raw")).unwrap()
+            );
             clone.cuts += 1;
             clone.largest_rerun = clone.largest_rerun.max(again);
             clone.most_resent = clone.most_resent.max((cut + again).saturating_sub(whole));
         }
     }
     if let Ok(dir) = std::env::var("DMV_FAULTS_REPORT_DIR") {
-        std::fs::write(Path::new(&dir).join("cuts.json"), serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+        std::fs::write(
+            Path::new(&dir).join("cuts.json"),
+            serde_json::to_vec_pretty(&report).unwrap(),
+        )
+        .unwrap();
     }
     let total: u64 = report.values().map(|c| c.cuts).sum();
     assert!(total >= if full { 100 } else { 12 }, "{total} cuts");

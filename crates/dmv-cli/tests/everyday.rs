@@ -17,27 +17,54 @@ fn a_commit_with_nothing_to_record_makes_none_and_says_why() {
     let nothing = |args: &[&str], says: &str| {
         let out = dmv_out(d, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{says}\n"), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{says}\n"),
+            "{args:?}"
+        );
         assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
     };
-    nothing(&["commit", "-m", "x"], "nothing to commit (create/copy files and use \"dmv add\" to track)");
+    nothing(
+        &["commit", "-m", "x"],
+        "nothing to commit (create/copy files and use \"dmv add\" to track)",
+    );
     std::fs::write(d.join("a.txt"), "a\n").unwrap();
-    let untracked = "nothing added to commit but untracked files present (use \"dmv add\" to track)";
+    let untracked =
+        "nothing added to commit but untracked files present (use \"dmv add\" to track)";
     nothing(&["commit", "-m", "x"], untracked);
     nothing(&["commit", "-a", "-m", "x"], untracked);
-    assert!(!dmv_out(d, &["rev-parse", "HEAD"]).status.success(), "no commit was made");
+    assert!(
+        !dmv_out(d, &["rev-parse", "HEAD"]).status.success(),
+        "no commit was made"
+    );
     dmv(d, &["add", "a.txt"]);
     let first = dmv(d, &["commit", "-m", "first"]);
-    assert!(first.contains("root-commit") && first.ends_with("] first\n 1 file changed (1 added)\n"), "{first}");
+    assert!(
+        first.contains("root-commit") && first.ends_with("] first\n 1 file changed (1 added)\n"),
+        "{first}"
+    );
     std::fs::write(d.join("a.txt"), "b\n").unwrap();
-    nothing(&["commit", "-m", "y"], "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")");
+    nothing(
+        &["commit", "-m", "y"],
+        "no changes added to commit (use \"dmv add\" and/or \"dmv commit -a\")",
+    );
     std::fs::write(d.join("b.txt"), "b\n").unwrap();
     dmv(d, &["add", "b.txt"]);
-    assert!(dmv(d, &["commit", "-a", "-m", "second"]).ends_with(" 2 files changed (1 added, 1 modified)\n"));
-    nothing(&["commit", "-m", "z"], "nothing to commit, working tree clean");
-    nothing(&["commit", "-a", "-m", "z"], "nothing to commit, working tree clean");
+    assert!(dmv(d, &["commit", "-a", "-m", "second"])
+        .ends_with(" 2 files changed (1 added, 1 modified)\n"));
+    nothing(
+        &["commit", "-m", "z"],
+        "nothing to commit, working tree clean",
+    );
+    nothing(
+        &["commit", "-a", "-m", "z"],
+        "nothing to commit, working tree clean",
+    );
     // Without a message to ask for, there is still nothing to commit (not "a message is required").
-    nothing(&["commit", "--no-edit"], "nothing to commit, working tree clean");
+    nothing(
+        &["commit", "--no-edit"],
+        "nothing to commit, working tree clean",
+    );
     nothing(&["commit"], "nothing to commit, working tree clean");
     assert_eq!(dmv(d, &["log", "--oneline"]).lines().count(), 2);
 }
@@ -51,7 +78,10 @@ fn add_commit_status_log_show_cat_round_trip() {
     std::fs::write(d.join("notes.txt"), "hello\n").unwrap();
     std::fs::write(d.join("empty"), "").unwrap();
     let status = dmv(d, &["status", "--short"]);
-    assert!(status.contains("?? photos/raw/a.cr3") && status.contains("?? notes.txt"), "{status}");
+    assert!(
+        status.contains("?? photos/raw/a.cr3") && status.contains("?? notes.txt"),
+        "{status}"
+    );
     dmv(d, &["add", "."]);
     let status = dmv(d, &["status", "--short"]);
     assert!(status.contains("A  photos/raw/a.cr3"), "{status}");
@@ -60,11 +90,20 @@ fn add_commit_status_log_show_cat_round_trip() {
     assert!(dmv(d, &["status"]).contains("nothing to commit"));
 
     let cat = dmv_out(d, &["cat", "HEAD:photos/raw/a.cr3"]);
-    assert_eq!(cat.stdout, std::fs::read(d.join("photos/raw/a.cr3")).unwrap());
+    assert_eq!(
+        cat.stdout,
+        std::fs::read(d.join("photos/raw/a.cr3")).unwrap()
+    );
     assert_eq!(dmv_out(d, &["cat", "HEAD:empty"]).stdout, b"");
     // A folder is not a file: the message names it (the top folder too, not as '').
-    assert_eq!(stderr(&dmv_out(d, &["cat", "HEAD:"])).trim(), "dmv: an empty path names the top folder, not a file; dmv ls-tree REV:PATH lists a folder");
-    assert_eq!(stderr(&dmv_out(d, &["cat", "HEAD:photos"])).trim(), "dmv: 'photos' is a folder, not a file; dmv ls-tree REV:PATH lists a folder");
+    assert_eq!(
+        stderr(&dmv_out(d, &["cat", "HEAD:"])).trim(),
+        "dmv: an empty path names the top folder, not a file; dmv ls-tree REV:PATH lists a folder"
+    );
+    assert_eq!(
+        stderr(&dmv_out(d, &["cat", "HEAD:photos"])).trim(),
+        "dmv: 'photos' is a folder, not a file; dmv ls-tree REV:PATH lists a folder"
+    );
 
     write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 2);
     let st = dmv(d, &["status", "--short"]);
@@ -75,7 +114,10 @@ fn add_commit_status_log_show_cat_round_trip() {
     dmv(d, &["add", "photos"]);
     write_noise(&d.join("photos/raw/a.cr3"), 3_000_000, 3);
     std::fs::write(d.join("notes.txt"), "hello again\n").unwrap();
-    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\nMM photos/raw/a.cr3\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        " M notes.txt\nMM photos/raw/a.cr3\n"
+    );
     dmv(d, &["commit", "-a", "-m", "second"]);
     let log = dmv(d, &["log", "--oneline"]);
     assert_eq!(log.lines().count(), 2);
@@ -84,12 +126,23 @@ fn add_commit_status_log_show_cat_round_trip() {
     assert_eq!(json.as_array().unwrap().len(), 2);
     assert_eq!(json[0]["message"], "second");
     let stat = dmv(d, &["diff", "--stat", "HEAD~1", "HEAD"]);
-    assert!(stat.contains("photos/raw/a.cr3 | Bin 3000000 -> 3000000 bytes"), "{stat}");
+    assert!(
+        stat.contains("photos/raw/a.cr3 | Bin 3000000 -> 3000000 bytes"),
+        "{stat}"
+    );
     let show = dmv(d, &["show", "--stat"]);
-    assert!(show.contains("second") && show.contains("2 files changed"), "{show}");
+    assert!(
+        show.contains("second") && show.contains("2 files changed"),
+        "{show}"
+    );
     // As git's, show prints the patch by default.
     let patch = dmv(d, &["show"]);
-    assert!(patch.contains("second") && patch.contains("--- a/notes.txt\n+++ b/notes.txt\n") && patch.contains("Binary files differ (2.9 MiB -> 2.9 MiB)"), "{patch}");
+    assert!(
+        patch.contains("second")
+            && patch.contains("--- a/notes.txt\n+++ b/notes.txt\n")
+            && patch.contains("Binary files differ (2.9 MiB -> 2.9 MiB)"),
+        "{patch}"
+    );
     let old = dmv_out(d, &["cat", "HEAD~1:photos/raw/a.cr3"]).stdout;
     let mut expected = vec![0u8; 3_000_000];
     Noise::new(1).fill(&mut expected);
@@ -97,7 +150,10 @@ fn add_commit_status_log_show_cat_round_trip() {
     let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
     assert_eq!(ls.lines().count(), 3, "{ls}");
     // Committing again with nothing changed exits 1 like git.
-    assert_eq!(dmv_out(d, &["commit", "-m", "again"]).status.code(), Some(1));
+    assert_eq!(
+        dmv_out(d, &["commit", "-m", "again"]).status.code(),
+        Some(1)
+    );
 }
 
 #[test]
@@ -111,7 +167,10 @@ fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
     std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
     std::os::unix::fs::symlink("/nonexistent/target", d.join("dangling")).unwrap();
     // Exactly the minimum, average and maximum chunk sizes, and one byte around them.
-    for (i, len) in [16384u64, 16385, 65536, 262143, 262144, 262145, 524288, 0].iter().enumerate() {
+    for (i, len) in [16384u64, 16385, 65536, 262143, 262144, 262145, 524288, 0]
+        .iter()
+        .enumerate()
+    {
         write_noise(&d.join(format!("edge{i}")), *len, 100 + i as u64);
     }
     dmv(d, &["add", "."]);
@@ -124,8 +183,21 @@ fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
                 continue;
             }
             let m = e.path().symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() { std::fs::read_link(e.path()).unwrap().as_os_str().as_bytes().to_vec() } else { std::fs::read(e.path()).unwrap() };
-            v.push((e.file_name().as_bytes().to_vec(), content, m.permissions().mode() & 0o111, m.file_type().is_symlink()));
+            let content = if m.file_type().is_symlink() {
+                std::fs::read_link(e.path())
+                    .unwrap()
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec()
+            } else {
+                std::fs::read(e.path()).unwrap()
+            };
+            v.push((
+                e.file_name().as_bytes().to_vec(),
+                content,
+                m.permissions().mode() & 0o111,
+                m.file_type().is_symlink(),
+            ));
         }
         v.sort();
         v
@@ -137,7 +209,12 @@ fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
     assert!(d.join("link").symlink_metadata().is_err());
     dmv(d, &["switch", "main"]);
     assert_eq!(snapshot(d), before);
-    assert!(d.join("link").symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(d
+        .join("link")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
 
     // A second checkout into a fresh clone-like tree: detached at the commit.
     dmv(d, &["checkout", "empty-branch"]);
@@ -178,7 +255,10 @@ fn dmvignore_rm_mv_restore_and_tags() {
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "base"]);
     let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
-    assert!(!ls.contains("scratch.tmp") && !ls.contains("cache/x") && ls.contains(".dmvignore"), "{ls}");
+    assert!(
+        !ls.contains("scratch.tmp") && !ls.contains("cache/x") && ls.contains(".dmvignore"),
+        "{ls}"
+    );
 
     dmv(d, &["mv", "dir", "moved"]);
     assert!(d.join("moved/a").exists() && !d.join("dir").exists());
@@ -186,7 +266,10 @@ fn dmvignore_rm_mv_restore_and_tags() {
     assert!(!d.join("b").exists());
     let st = dmv(d, &["status", "--short"]);
     // A move is listed as git lists it, a rename.
-    assert!(st.contains("R  dir/a -> moved/a") && st.contains("D  b"), "{st}");
+    assert!(
+        st.contains("R  dir/a -> moved/a") && st.contains("D  b"),
+        "{st}"
+    );
     dmv(d, &["restore", "--staged", "b"]);
     dmv(d, &["restore", "b"]);
     assert_eq!(std::fs::read(d.join("b")).unwrap(), b"b");
@@ -202,25 +285,52 @@ fn dmvignore_rm_mv_restore_and_tags() {
     dmv(d, &["tag", "release/2026"]);
     assert_eq!(dmv(d, &["tag", "-l"]), "release/2026\nv1\nv1.1-rc\n");
     assert_eq!(dmv(d, &["tag", "-l", "v1*"]), "v1\nv1.1-rc\n");
-    assert_eq!(dmv(d, &["tag", "--list", "v1.?-rc", "rel*"]), "release/2026\nv1.1-rc\n");
+    assert_eq!(
+        dmv(d, &["tag", "--list", "v1.?-rc", "rel*"]),
+        "release/2026\nv1.1-rc\n"
+    );
     assert_eq!(dmv(d, &["tag", "-l", "nothing*"]), "");
-    assert_eq!(stderr(&dmv_out(d, &["tag", "-l", "v[1"])).lines().count(), 1, "a bad pattern is one line");
+    assert_eq!(
+        stderr(&dmv_out(d, &["tag", "-l", "v[1"])).lines().count(),
+        1,
+        "a bad pattern is one line"
+    );
     // -f moves a tag (git's words); without it an existing tag is refused.
     let before = dmv(d, &["rev-parse", "v1.1-rc"]);
-    assert_eq!(dmv_out(d, &["tag", "v1.1-rc", "HEAD~1"]).status.code(), Some(128));
+    assert_eq!(
+        dmv_out(d, &["tag", "v1.1-rc", "HEAD~1"]).status.code(),
+        Some(128)
+    );
     let moved = dmv(d, &["tag", "-f", "v1.1-rc", "HEAD~1"]);
-    assert_eq!(moved, format!("Updated tag 'v1.1-rc' (was {})\n", &before.trim()[..12]));
-    assert_eq!(dmv(d, &["rev-parse", "v1.1-rc"]), dmv(d, &["rev-parse", "HEAD~1"]));
-    assert_eq!(dmv(d, &["tag", "-f", "v1.1-rc", "HEAD~1"]), "", "already there: nothing said");
+    assert_eq!(
+        moved,
+        format!("Updated tag 'v1.1-rc' (was {})\n", &before.trim()[..12])
+    );
+    assert_eq!(
+        dmv(d, &["rev-parse", "v1.1-rc"]),
+        dmv(d, &["rev-parse", "HEAD~1"])
+    );
+    assert_eq!(
+        dmv(d, &["tag", "-f", "v1.1-rc", "HEAD~1"]),
+        "",
+        "already there: nothing said"
+    );
     dmv(d, &["tag", "-f", "v2-new"]);
-    assert_eq!(dmv(d, &["rev-parse", "v2-new"]), dmv(d, &["rev-parse", "HEAD"]), "-f makes a missing tag");
+    assert_eq!(
+        dmv(d, &["rev-parse", "v2-new"]),
+        dmv(d, &["rev-parse", "HEAD"]),
+        "-f makes a missing tag"
+    );
     dmv(d, &["tag", "-d", "v2-new"]);
     dmv(d, &["tag", "-d", "v1.1-rc"]);
     dmv(d, &["tag", "-d", "release/2026"]);
     dmv(d, &["branch", "feature", "v1"]);
     dmv(d, &["branch", "-m", "feature", "topic"]);
     let branches = dmv(d, &["branch"]);
-    assert!(branches.contains("topic") && !branches.contains("feature") && branches.contains("* main"), "{branches}");
+    assert!(
+        branches.contains("topic") && !branches.contains("feature") && branches.contains("* main"),
+        "{branches}"
+    );
     dmv(d, &["branch", "-d", "topic"]);
     assert!(!dmv(d, &["branch"]).contains("topic"));
     // A branch with commits nothing else holds is deleted only with -D (gc would drop them).
@@ -231,8 +341,16 @@ fn dmvignore_rm_mv_restore_and_tags() {
     dmv(d, &["commit", "-m", "experiment"]);
     dmv(d, &["switch", "main"]);
     let out = dmv_out(d, &["branch", "-d", "experiment"]);
-    assert_eq!(out.status.code(), Some(1), "a refused deletion exits 1, as git's");
-    assert!(stderr(&out).contains("not merged") && stderr(&out).contains("dmv branch -D experiment"), "{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused deletion exits 1, as git's"
+    );
+    assert!(
+        stderr(&out).contains("not merged") && stderr(&out).contains("dmv branch -D experiment"),
+        "{}",
+        stderr(&out)
+    );
     assert!(dmv(d, &["branch"]).contains("experiment"));
     dmv(d, &["branch", "-D", "experiment"]);
     assert!(!dmv(d, &["branch"]).contains("experiment"));
@@ -240,17 +358,25 @@ fn dmvignore_rm_mv_restore_and_tags() {
     // The checked-out branch is not deleted; renaming it takes HEAD along.
     let out = dmv_out(d, &["branch", "-d", "main"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stderr(&out).trim(), "dmv: cannot delete branch 'main': it is checked out");
+    assert_eq!(
+        stderr(&out).trim(),
+        "dmv: cannot delete branch 'main': it is checked out"
+    );
     dmv(d, &["branch", "-m", "main", "trunk"]);
     assert!(dmv(d, &["branch"]).contains("* trunk"));
     dmv(d, &["branch", "-m", "trunk", "main"]);
     dmv(d, &["tag", "-d", "v1"]);
     assert!(!dmv(d, &["tag"]).contains("v1"));
-    assert_eq!(stderr(&dmv_out(d, &["tag", "-d", "v1"])).trim(), "dmv: tag 'v1' not found");
+    assert_eq!(
+        stderr(&dmv_out(d, &["tag", "-d", "v1"])).trim(),
+        "dmv: tag 'v1' not found"
+    );
     let json: serde_json::Value = serde_json::from_str(&dmv(d, &["status", "--json"])).unwrap();
     assert_eq!(json["unstaged"][0]["path"], "moved/a");
     // Ids in JSON are hex digits, as the CLI shows and takes them.
-    let old = json["unstaged"][0]["old"]["id"].as_str().expect("an id as a string");
+    let old = json["unstaged"][0]["old"]["id"]
+        .as_str()
+        .expect("an id as a string");
     assert_eq!(dmv(d, &["rev-parse", "HEAD:moved/a"]).trim(), old);
     let diff: serde_json::Value = serde_json::from_str(&dmv(d, &["diff", "--json"])).unwrap();
     assert_eq!(diff[0]["old"]["id"].as_str(), Some(old));
@@ -261,7 +387,11 @@ fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
     let plain = tempfile::tempdir().unwrap();
     let out = dmv_out(plain.path(), &["status"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("not a dmv repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a dmv repository"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(stderr(&out).lines().count(), 1);
 
     let repo = new_repo();
@@ -269,9 +399,17 @@ fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
     std::fs::write(plain.path().join("outside"), "x").unwrap();
     let out = dmv_out(d, &["add", plain.path().join("outside").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("outside the working tree"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outside the working tree"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(d, &["add", "../x"]);
-    assert!(stderr(&out).contains("outside the working tree"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outside the working tree"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(d, &["log"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("no commits yet"), "{}", stderr(&out));
@@ -282,11 +420,15 @@ fn clear_errors_outside_repo_outside_worktree_and_bad_revisions() {
     let out = dmv_out(d, &["init"]);
     assert!(stderr(&out).contains("already"), "{}", stderr(&out));
     for cmd in [
-        "init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout", "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo",
-        "merge", "resolve", "clone", "remote", "fetch", "pull", "push", "serve",
+        "init", "status", "add", "rm", "mv", "commit", "restore", "branch", "switch", "checkout",
+        "tag", "log", "show", "diff", "cat", "ls-tree", "fsck", "gc", "stats", "demo", "merge",
+        "resolve", "clone", "remote", "fetch", "pull", "push", "serve",
     ] {
         let out = dmv_out(d, &[cmd, "--help"]);
-        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{cmd} --help"
+        );
     }
 }
 
@@ -300,7 +442,9 @@ fn unreadable_file_is_named_and_nothing_is_staged() {
     // Root reads anything: drop to nobody for the run when we are root.
     let is_root = unsafe { libc::geteuid() } == 0;
     let mut cmd = if is_root {
-        let perms = |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let perms = |p: &std::path::Path, m| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
         perms(d, 0o777);
         for e in walk(d) {
             if e.is_dir() {
@@ -310,7 +454,8 @@ fn unreadable_file_is_named_and_nothing_is_staged() {
             }
         }
         let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(bin());
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin());
         c
     } else {
         std::process::Command::new(bin())
@@ -348,10 +493,21 @@ fn status_of_an_unchanged_tree_reads_no_file() {
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "many"]);
     let opened = |d: &std::path::Path| {
-        let out = dmv_cmd(d).args(["status", "--short"]).env("DMV_TRACE", "1").output().unwrap();
+        let out = dmv_cmd(d)
+            .args(["status", "--short"])
+            .env("DMV_TRACE", "1")
+            .output()
+            .unwrap();
         let err = stderr(&out);
-        let line = err.lines().find(|l| l.starts_with("trace: content-files-opened")).unwrap().to_string();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), line.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("trace: content-files-opened"))
+            .unwrap()
+            .to_string();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            line.rsplit(' ').next().unwrap().parse::<u64>().unwrap(),
+        )
     };
     let (out, n) = opened(d);
     assert_eq!((out.as_str(), n), ("", 0));
@@ -364,7 +520,12 @@ fn status_of_an_unchanged_tree_reads_no_file() {
     // and the refreshed dirstate makes the next status read nothing again.
     let now = std::time::SystemTime::now();
     for i in 0..500 {
-        std::fs::File::options().write(true).open(d.join(format!("d{}/f{i}", i / 100))).unwrap().set_modified(now).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(d.join(format!("d{}/f{i}", i / 100)))
+            .unwrap()
+            .set_modified(now)
+            .unwrap();
     }
     std::thread::sleep(std::time::Duration::from_millis(20));
     let (out, n) = opened(d);
@@ -385,7 +546,10 @@ fn gc_between_add_and_commit_keeps_the_staged_content() {
     // No grace period: only the dirstate can keep the staged file.
     dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     dmv(d, &["commit", "-m", "two"]);
-    let out = dmv_cmd(d).args(["cat", "HEAD:staged.raw"]).output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["cat", "HEAD:staged.raw"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(out.stdout, std::fs::read(d.join("staged.raw")).unwrap());
     dmv(d, &["fsck", "--full"]);
@@ -402,7 +566,8 @@ fn fsck_full_counts_each_object_once() {
     std::fs::write(d.join("b.txt"), "text, edited\n").unwrap();
     dmv(d, &["commit", "-a", "-m", "two"]);
     let stats: serde_json::Value = serde_json::from_str(&dmv(d, &["stats", "--json"])).unwrap();
-    let fsck: serde_json::Value = serde_json::from_str(&dmv(d, &["fsck", "--full", "--json"])).unwrap();
+    let fsck: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["fsck", "--full", "--json"])).unwrap();
     assert!(stats["objects"].as_u64().unwrap() > 20);
     assert_eq!(fsck["report"]["objects_checked"], stats["objects"]);
 }
@@ -466,7 +631,10 @@ fn a_tracked_file_that_an_ignore_rule_matches_stays_tracked_through_add_and_comm
     dmv(d, &["add", "."]);
     assert_eq!(dmv(d, &["status", "--short"]), "A  .dmvignore\n");
     std::fs::write(d.join("keep.log"), "v2").unwrap();
-    assert_eq!(dmv(d, &["status", "--short"]), "A  .dmvignore\n M keep.log\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        "A  .dmvignore\n M keep.log\n"
+    );
     dmv(d, &["commit", "-a", "-m", "two"]);
     assert_eq!(dmv_out(d, &["cat", "HEAD:keep.log"]).stdout, b"v2");
     assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("new.log"));
@@ -494,15 +662,28 @@ fn log_of_a_path_lists_the_commits_that_changed_it() {
     commit("notes");
     dmv(d, &["rm", "shoot/a.jpg"]);
     commit("drop a");
-    let subjects = |args: &[&str]| -> Vec<String> { dmv(d, &[&["log", "--oneline"][..], args].concat()).lines().map(|l| l.split_once(' ').unwrap().1.to_string()).collect() };
+    let subjects = |args: &[&str]| -> Vec<String> {
+        dmv(d, &[&["log", "--oneline"][..], args].concat())
+            .lines()
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect()
+    };
     assert_eq!(subjects(&["--", "notes.txt"]), ["notes", "both"]);
     assert_eq!(subjects(&["--", "shoot"]), ["drop a", "retouch a", "both"]);
     assert_eq!(subjects(&["-n", "1", "--", "shoot/a.jpg"]), ["drop a"]);
-    assert_eq!(subjects(&["HEAD~1", "--", "shoot/a.jpg"]), ["retouch a", "both"]);
+    assert_eq!(
+        subjects(&["HEAD~1", "--", "shoot/a.jpg"]),
+        ["retouch a", "both"]
+    );
     assert_eq!(subjects(&["--", "notes.txt", "shoot"]).len(), 4);
     assert!(subjects(&["--", "never-there"]).is_empty());
     // From a subfolder, paths are relative to it, as in git.
-    assert_eq!(dmv(&d.join("shoot"), &["log", "--oneline", "--", "."]).lines().count(), 3);
+    assert_eq!(
+        dmv(&d.join("shoot"), &["log", "--oneline", "--", "."])
+            .lines()
+            .count(),
+        3
+    );
     // A merge that took one side's file as it was is not listed for it.
     dmv(d, &["switch", "-c", "side"]);
     std::fs::write(d.join("shoot/b.jpg"), "b2").unwrap();
@@ -530,7 +711,10 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     assert_eq!(dmv(d, &["rev-parse", "main"]).trim(), id);
     let short = dmv(d, &["rev-parse", "--short", "HEAD"]).trim().to_string();
     assert!(id.starts_with(&short) && short.len() < id.len(), "{short}");
-    assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+    assert_eq!(
+        dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
     let top = dmv(d, &["rev-parse", "--show-toplevel"]);
     assert_eq!(std::path::Path::new(top.trim()), d.canonicalize().unwrap());
     let out = dmv_out(d, &["rev-parse", "--verify", "nosuch"]);
@@ -545,7 +729,11 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     assert_ne!(root, file_id);
     let out = dmv_out(d, &["rev-parse", "HEAD:nosuch.txt"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("path 'nosuch.txt' does not exist in HEAD"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("path 'nosuch.txt' does not exist in HEAD"),
+        "{}",
+        stderr(&out)
+    );
     // :PATH is the staged version, as in git.
     std::fs::write(d.join("a.txt"), "staged").unwrap();
     dmv(d, &["add", "a.txt"]);
@@ -555,17 +743,33 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     let staged_id = dmv(d, &["rev-parse", ":a.txt"]).trim().to_string();
     assert!(staged_id.len() == 64 && staged_id != file_id, "{staged_id}");
     let out = dmv_out(d, &["cat", ":nosuch.txt"]);
-    assert!(!out.status.success() && stderr(&out).contains("path 'nosuch.txt' is not in the staging area"), "{}", stderr(&out));
+    assert!(
+        !out.status.success()
+            && stderr(&out).contains("path 'nosuch.txt' is not in the staging area"),
+        "{}",
+        stderr(&out)
+    );
     dmv(d, &["restore", "--staged", "a.txt"]);
     dmv(d, &["restore", "a.txt"]);
     // switch and checkout say where they went, but for -q.
     assert!(stderr(&dmv_out(d, &["switch", "-c", "side"])).contains("Switched to branch 'side'"));
-    for args in [&["switch", "-q", "main"][..], &["checkout", "-q", "side"], &["checkout", "--quiet", &id]] {
+    for args in [
+        &["switch", "-q", "main"][..],
+        &["checkout", "-q", "side"],
+        &["checkout", "--quiet", &id],
+    ] {
         let out = dmv_out(d, args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
-    assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "HEAD");
+    assert_eq!(
+        dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "HEAD"
+    );
     // So do merge and gc.
     dmv(d, &["switch", "-q", "-c", "ahead", "main"]);
     std::fs::write(d.join("b.txt"), "b").unwrap();
@@ -577,9 +781,16 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     for args in [&["merge", "-q", "ahead"][..], &["gc", "-q"]] {
         let out = dmv_out(d, args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}: {}", stderr(&out));
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
-    assert_eq!(dmv(d, &["rev-parse", "main"]), dmv(d, &["rev-parse", "ahead"]));
+    assert_eq!(
+        dmv(d, &["rev-parse", "main"]),
+        dmv(d, &["rev-parse", "ahead"])
+    );
 }
 
 #[test]
@@ -594,17 +805,32 @@ fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
     std::fs::write(d.join("a.txt"), "two").unwrap();
     std::fs::write(d.join("b.txt"), "staged").unwrap();
     dmv(d, &["add", "b.txt"]);
-    let status = |d: &std::path::Path| String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
+    let status =
+        |d: &std::path::Path| String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
     let before = status(d);
     assert_eq!(before, " M a.txt\nM  b.txt\n");
-    for args in [&["switch", "-c", "feature"][..], &["checkout", "-b", "other"][..]] {
+    for args in [
+        &["switch", "-c", "feature"][..],
+        &["checkout", "-b", "other"][..],
+    ] {
         dmv(d, args);
-        assert_eq!(status(d), before, "{args:?} kept the changes, staged and not");
+        assert_eq!(
+            status(d),
+            before,
+            "{args:?} kept the changes, staged and not"
+        );
         assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "two");
     }
-    assert_eq!(dmv_out(d, &["rev-parse", "--abbrev-ref", "HEAD"]).stdout, b"other\n");
+    assert_eq!(
+        dmv_out(d, &["rev-parse", "--abbrev-ref", "HEAD"]).stdout,
+        b"other\n"
+    );
     dmv(d, &["commit", "-a", "-m", "on other"]);
-    assert_eq!(dmv_out(d, &["rev-parse", "main"]).stdout, main, "main did not move");
+    assert_eq!(
+        dmv_out(d, &["rev-parse", "main"]).stdout,
+        main,
+        "main did not move"
+    );
     dmv(d, &["switch", "main"]);
     assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "one");
 }
@@ -627,17 +853,38 @@ fn reset_amend_show_and_log_format_work_as_in_git() {
     assert_eq!(dmv(d, &["log", "--format=%s"]), "second\nfirst\n");
     let head = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
     let parent = dmv(d, &["rev-parse", "HEAD~1"]).trim().to_string();
-    assert_eq!(dmv(d, &["log", "-n", "1", "--format", "%H %P|%h|%an <%ae>|%%"]), format!("{head} {parent}|{}|Test <test@example.com>|%\n", &head[..12]));
-    assert_eq!(dmv(d, &["show", "--name-status"]).lines().filter(|l| l.contains('\t')).collect::<Vec<_>>(), ["M\tshoot/a.jpg", "A\tshoot/b.jpg"]);
-    assert_eq!(dmv(d, &["log", "--format=%s", "--name-status", "-n", "1"]), "second\nM\tshoot/a.jpg\nA\tshoot/b.jpg\n\n");
+    assert_eq!(
+        dmv(d, &["log", "-n", "1", "--format", "%H %P|%h|%an <%ae>|%%"]),
+        format!(
+            "{head} {parent}|{}|Test <test@example.com>|%\n",
+            &head[..12]
+        )
+    );
+    assert_eq!(
+        dmv(d, &["show", "--name-status"])
+            .lines()
+            .filter(|l| l.contains('\t'))
+            .collect::<Vec<_>>(),
+        ["M\tshoot/a.jpg", "A\tshoot/b.jpg"]
+    );
+    assert_eq!(
+        dmv(d, &["log", "--format=%s", "--name-status", "-n", "1"]),
+        "second\nM\tshoot/a.jpg\nA\tshoot/b.jpg\n\n"
+    );
 
     // --soft: HEAD moves, the change stays staged.
     dmv(d, &["reset", "--soft", "HEAD~1"]);
     assert_eq!(dmv(d, &["log", "--format=%s"]), "first\n");
-    assert_eq!(dmv(d, &["status", "--short"]), "M  shoot/a.jpg\nA  shoot/b.jpg\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        "M  shoot/a.jpg\nA  shoot/b.jpg\n"
+    );
     // --mixed (the default): unstaged, the files as they were.
     dmv(d, &["reset"]);
-    assert_eq!(dmv(d, &["status", "--short"]), " M shoot/a.jpg\n?? shoot/b.jpg\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        " M shoot/a.jpg\n?? shoot/b.jpg\n"
+    );
     assert_eq!(std::fs::read(d.join("shoot/a.jpg")).unwrap(), b"a2");
     // --hard: the tracked files as the commit has them; untracked ones stay.
     dmv(d, &["add", "shoot/b.jpg"]);
@@ -659,11 +906,18 @@ fn reset_amend_show_and_log_format_work_as_in_git() {
 fn completions_and_man_pages_come_from_the_command_definitions() {
     let top = tempfile::tempdir().unwrap();
     let bash = dmv(top.path(), &["completions", "bash"]);
-    assert!(bash.contains("_dmv") && bash.contains("reset") && bash.contains("--amend"), "{}", &bash[..bash.len().min(400)]);
+    assert!(
+        bash.contains("_dmv") && bash.contains("reset") && bash.contains("--amend"),
+        "{}",
+        &bash[..bash.len().min(400)]
+    );
     assert!(dmv(top.path(), &["completions", "zsh"]).contains("#compdef dmv"));
     dmv(top.path(), &["manpages", "man"]);
     let page = std::fs::read_to_string(top.path().join("man/dmv-commit.1")).unwrap();
-    assert!(page.contains(".TH dmv-commit") && page.contains("amend"), "{page}");
+    assert!(
+        page.contains(".TH dmv-commit") && page.contains("amend"),
+        "{page}"
+    );
     assert!(top.path().join("man/dmv.1").exists());
 }
 
@@ -685,7 +939,11 @@ fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
     assert!(out.contains("Revert \"retouch a, add c\""), "{out}");
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
     assert!(!d.join("c.jpg").exists());
-    assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b2", "a later commit's change stays");
+    assert_eq!(
+        std::fs::read(d.join("b.jpg")).unwrap(),
+        b"b2",
+        "a later commit's change stays"
+    );
     assert_eq!(dmv(d, &["status", "--short"]), "");
     assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 4);
     // Its changes are undone already: nothing to do, said in one line.
@@ -702,7 +960,10 @@ fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
     assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b3");
     // Uncommitted changes: refused.
     std::fs::write(d.join("a.jpg"), "dirty").unwrap();
-    assert!(common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD"])).contains("uncommitted changes"));
+    assert!(
+        common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD"]))
+            .contains("uncommitted changes")
+    );
 }
 
 #[test]
@@ -723,8 +984,15 @@ fn clean_deletes_untracked_files_only_when_forced_and_keeps_ignored_ones() {
     assert_eq!(dmv(d, &["clean", "-n"]), "Would remove shoot/b.jpg\n");
     assert!(d.join("shoot/b.jpg").exists());
     assert_eq!(dmv(d, &["clean", "-f"]), "Removing shoot/b.jpg\n");
-    assert!(!d.join("shoot/b.jpg").exists() && d.join("shoot/a.jpg").exists() && d.join("cache.tmp").exists());
-    assert_eq!(dmv(d, &["clean", "-f", "-d"]), "Removing exports/web/a.png\n");
+    assert!(
+        !d.join("shoot/b.jpg").exists()
+            && d.join("shoot/a.jpg").exists()
+            && d.join("cache.tmp").exists()
+    );
+    assert_eq!(
+        dmv(d, &["clean", "-f", "-d"]),
+        "Removing exports/web/a.png\n"
+    );
     assert!(!d.join("exports").exists(), "folders left empty go too");
     assert_eq!(dmv(d, &["status", "--short"]), "");
 }
@@ -736,18 +1004,42 @@ fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
     let home = tempfile::tempdir().unwrap();
     // As a new user: no name in the environment, none set anywhere.
     let run = |args: &[&str]| {
-        let out = dmv_cmd(d).args(args).env_remove("DMV_AUTHOR_NAME").env_remove("DMV_AUTHOR_EMAIL").env("XDG_CONFIG_HOME", home.path()).output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let out = dmv_cmd(d)
+            .args(args)
+            .env_remove("DMV_AUTHOR_NAME")
+            .env_remove("DMV_AUTHOR_EMAIL")
+            .env("XDG_CONFIG_HOME", home.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     std::fs::write(d.join("a.txt"), "a").unwrap();
     dmv(d, &["add", "a.txt"]);
     // As git: no commit is signed by nobody; one line saying how, nothing changed.
-    for args in [&["commit", "-m", "one"][..], &["commit", "-a", "-m", "one"], &["stash"], &["watch"]] {
+    for args in [
+        &["commit", "-m", "one"][..],
+        &["commit", "-a", "-m", "one"],
+        &["stash"],
+        &["watch"],
+    ] {
         let (code, _, err) = run(args);
-        assert!(code == Some(128) && err.lines().count() == 1 && err.contains("author identity unknown") && err.contains("dmv config --global user.name"), "{args:?}: {err}");
+        assert!(
+            code == Some(128)
+                && err.lines().count() == 1
+                && err.contains("author identity unknown")
+                && err.contains("dmv config --global user.name"),
+            "{args:?}: {err}"
+        );
     }
     assert_eq!(dmv(d, &["status", "--short"]), "A  a.txt\n");
-    assert!(!dmv_out(d, &["rev-parse", "HEAD"]).status.success(), "no commit was made");
+    assert!(
+        !dmv_out(d, &["rev-parse", "HEAD"]).status.success(),
+        "no commit was made"
+    );
     // A fast-forward signs nothing: it needs no name (a phone that only follows).
     dmv(d, &["commit", "-m", "one"]);
     dmv(d, &["branch", "ahead"]);
@@ -763,32 +1055,65 @@ fn config_sets_the_name_commits_are_signed_with_globally_or_per_repository() {
     dmv(d, &["add", "c.txt"]);
     dmv(d, &["commit", "-m", "c"]);
     let (code, _, err) = run(&["merge", "main"]);
-    assert!(code == Some(128) && err.contains("author identity unknown"), "{err}");
-    assert!(!d.join("b.txt").exists() && dmv(d, &["status", "--short"]).is_empty(), "nothing merged");
+    assert!(
+        code == Some(128) && err.contains("author identity unknown"),
+        "{err}"
+    );
+    assert!(
+        !d.join("b.txt").exists() && dmv(d, &["status", "--short"]).is_empty(),
+        "nothing merged"
+    );
     dmv(d, &["switch", "main"]);
-    assert_eq!(run(&["config", "user.name"]).0, Some(1), "unset: exit 1, as git");
-    assert_eq!(run(&["config", "--global", "user.name", "Ann Lee"]).0, Some(0));
-    assert_eq!(run(&["config", "--global", "user.email", "ann@studio.example"]).0, Some(0));
-    assert!(std::fs::read_to_string(home.path().join("dmv/config")).unwrap().contains("Ann Lee"));
+    assert_eq!(
+        run(&["config", "user.name"]).0,
+        Some(1),
+        "unset: exit 1, as git"
+    );
+    assert_eq!(
+        run(&["config", "--global", "user.name", "Ann Lee"]).0,
+        Some(0)
+    );
+    assert_eq!(
+        run(&["config", "--global", "user.email", "ann@studio.example"]).0,
+        Some(0)
+    );
+    assert!(std::fs::read_to_string(home.path().join("dmv/config"))
+        .unwrap()
+        .contains("Ann Lee"));
     assert_eq!(run(&["config", "user.name"]).1, "Ann Lee\n");
     std::fs::write(d.join("a.txt"), "b").unwrap();
     let (code, _, err) = run(&["commit", "-a", "-m", "two"]);
     assert!(code == Some(0) && err.is_empty(), "{err}");
-    assert_eq!(run(&["log", "-n", "1", "--format=%an <%ae>"]).1, "Ann Lee <ann@studio.example>\n");
+    assert_eq!(
+        run(&["log", "-n", "1", "--format=%an <%ae>"]).1,
+        "Ann Lee <ann@studio.example>\n"
+    );
     // The repository's own setting wins; --unset removes it.
     run(&["config", "user.name", "Ann (studio B)"]);
     assert_eq!(run(&["config", "--list"]).1, "user.name=Ann (studio B)\n");
-    assert_eq!(run(&["config", "--global", "--list"]).1, "user.name=Ann Lee\nuser.email=ann@studio.example\n");
+    assert_eq!(
+        run(&["config", "--global", "--list"]).1,
+        "user.name=Ann Lee\nuser.email=ann@studio.example\n"
+    );
     std::fs::write(d.join("a.txt"), "c").unwrap();
     run(&["commit", "-a", "-m", "three"]);
-    assert_eq!(run(&["log", "-n", "1", "--format=%an"]).1, "Ann (studio B)\n");
+    assert_eq!(
+        run(&["log", "-n", "1", "--format=%an"]).1,
+        "Ann (studio B)\n"
+    );
     run(&["config", "--unset", "user.name"]);
     assert_eq!(run(&["config", "user.name"]).1, "Ann Lee\n");
     // Unknown keys and bad values: one line, nothing changed.
     let (code, _, err) = run(&["config", "core.bogus", "x"]);
-    assert!(code == Some(128) && err.lines().count() == 1 && err.contains("unknown setting core.bogus"), "{err}");
+    assert!(
+        code == Some(128) && err.lines().count() == 1 && err.contains("unknown setting core.bogus"),
+        "{err}"
+    );
     let (code, _, err) = run(&["config", "drop.numcopies", "zero"]);
-    assert!(code == Some(128) && err.contains("bad value for drop.numcopies"), "{err}");
+    assert!(
+        code == Some(128) && err.contains("bad value for drop.numcopies"),
+        "{err}"
+    );
     run(&["config", "drop.numcopies", "3"]);
     assert_eq!(run(&["config", "drop.numcopies"]).1, "3\n");
     common::remote::fsck_clean(d);
@@ -802,7 +1127,11 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     std::fs::write(d.join("b.jpg"), "b1").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "first"]);
-    assert_eq!(dmv_out(d, &["stash"]).status.code(), Some(1), "nothing to put aside");
+    assert_eq!(
+        dmv_out(d, &["stash"]).status.code(),
+        Some(1),
+        "nothing to put aside"
+    );
     std::fs::write(d.join("a.jpg"), "a2 retouched").unwrap();
     std::fs::write(d.join("new.jpg"), "new").unwrap();
     dmv(d, &["add", "new.jpg"]);
@@ -817,33 +1146,68 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     std::fs::write(d.join("c.jpg"), "c").unwrap();
     dmv(d, &["add", "c.jpg"]);
     dmv(d, &["commit", "-m", "c"]);
-    assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: half done\n");
+    assert_eq!(
+        dmv(d, &["stash", "list"]),
+        "stash@{0}: On main: half done\n"
+    );
     // What it holds, per file and as a diff; stash@{N} is a revision.
     let shown = dmv(d, &["stash", "show"]);
     // Text (these "photos" hold text) is counted in lines as git counts it.
-    assert!(shown.contains(" a.jpg   | 2 +-\n") && shown.contains(" b.jpg   | 1 -\n") && shown.contains(" new.jpg | 1 +\n"), "{shown}");
-    assert!(shown.ends_with(" 3 files changed, 1 added, 1 modified, 1 deleted\n"), "{shown}");
+    assert!(
+        shown.contains(" a.jpg   | 2 +-\n")
+            && shown.contains(" b.jpg   | 1 -\n")
+            && shown.contains(" new.jpg | 1 +\n"),
+        "{shown}"
+    );
+    assert!(
+        shown.ends_with(" 3 files changed, 1 added, 1 modified, 1 deleted\n"),
+        "{shown}"
+    );
     let patch = dmv(d, &["stash", "show", "-p", "0"]);
-    assert!(patch.contains("diff --dmv a/new.jpg b/new.jpg\nnew file\n") && patch.contains("deleted file"), "{patch}");
+    assert!(
+        patch.contains("diff --dmv a/new.jpg b/new.jpg\nnew file\n")
+            && patch.contains("deleted file"),
+        "{patch}"
+    );
     assert_eq!(dmv(d, &["cat", "stash@{0}:a.jpg"]), "a2 retouched");
-    assert_eq!(dmv(d, &["rev-parse", "stash"]), dmv(d, &["rev-parse", "stash@{0}"]));
-    assert_eq!(dmv(d, &["rev-parse", "stash^"]), dmv(d, &["rev-parse", "HEAD~1"]), "its first parent: HEAD when it was made");
+    assert_eq!(
+        dmv(d, &["rev-parse", "stash"]),
+        dmv(d, &["rev-parse", "stash@{0}"])
+    );
+    assert_eq!(
+        dmv(d, &["rev-parse", "stash^"]),
+        dmv(d, &["rev-parse", "HEAD~1"]),
+        "its first parent: HEAD when it was made"
+    );
     assert_eq!(dmv(d, &["stash", "show", "stash@{0}"]), shown);
     assert_eq!(dmv_out(d, &["stash", "show", "1"]).status.code(), Some(128));
-    assert_eq!(dmv_out(d, &["stash", "show", "stash@{x}"]).status.code(), Some(129), "a usage error");
-    assert_eq!(dmv_out(d, &["rev-parse", "stash@{1}"]).status.code(), Some(128));
+    assert_eq!(
+        dmv_out(d, &["stash", "show", "stash@{x}"]).status.code(),
+        Some(129),
+        "a usage error"
+    );
+    assert_eq!(
+        dmv_out(d, &["rev-parse", "stash@{1}"]).status.code(),
+        Some(128)
+    );
     dmv(d, &["stash", "pop"]);
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a2 retouched");
     assert_eq!(std::fs::read(d.join("new.jpg")).unwrap(), b"new");
     assert!(!d.join("b.jpg").exists() && d.join("c.jpg").exists());
-    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\n D b.jpg\nA  new.jpg\n?? loose.txt\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        " M a.jpg\n D b.jpg\nA  new.jpg\n?? loose.txt\n"
+    );
     assert_eq!(dmv(d, &["stash", "list"]), "");
     // A stash whose path changed differently since is refused and kept.
     dmv(d, &["stash"]);
     std::fs::write(d.join("a.jpg"), "a3 other retouch").unwrap();
     dmv(d, &["commit", "-a", "-m", "other retouch"]);
     let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
-    assert!(line.contains("a.jpg was changed differently since"), "{line}");
+    assert!(
+        line.contains("a.jpg was changed differently since"),
+        "{line}"
+    );
     assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1);
     dmv(d, &["stash", "drop"]);
     assert_eq!(dmv(d, &["stash", "list"]), "");
@@ -858,11 +1222,17 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     dmv(d, &["stash", "apply", "--index"]);
     assert_eq!(dmv(d, &["status", "--short"]), before);
     assert_eq!(dmv(d, &["diff", "--cached", "--name-only"]), "a.jpg\n");
-    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a5 edited after staging");
+    assert_eq!(
+        std::fs::read(d.join("a.jpg")).unwrap(),
+        b"a5 edited after staging"
+    );
     // Without it, as git's pop: the changes come back unstaged.
     dmv(d, &["reset", "--hard"]);
     dmv(d, &["stash", "pop"]);
-    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\n M c.jpg\n?? loose.txt\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        " M a.jpg\n M c.jpg\n?? loose.txt\n"
+    );
     // Changes to other paths, staged or not, stay as they are while a stash comes back (as git's apply);
     // one at a path the stash changes refuses, with nothing changed.
     dmv(d, &["stash"]);
@@ -873,13 +1243,22 @@ fn stash_puts_changes_aside_and_brings_them_back() {
     let meanwhile = dmv(d, &["status", "--short"]);
     assert_eq!(meanwhile, "D  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n");
     let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
-    assert!(line.contains("c.jpg"), "the stash changes c.jpg too: {line}");
+    assert!(
+        line.contains("c.jpg"),
+        "the stash changes c.jpg too: {line}"
+    );
     assert_eq!(dmv(d, &["status", "--short"]), meanwhile, "nothing changed");
     assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1, "kept");
     dmv(d, &["checkout", "--", "c.jpg"]);
     dmv(d, &["stash", "pop"]);
-    assert_eq!(dmv(d, &["status", "--short"]), " M a.jpg\nD  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n");
-    assert_eq!(std::fs::read(d.join("new2.jpg")).unwrap(), b"staged meanwhile");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        " M a.jpg\nD  b.jpg\n M c.jpg\nA  new2.jpg\n?? loose.txt\n"
+    );
+    assert_eq!(
+        std::fs::read(d.join("new2.jpg")).unwrap(),
+        b"staged meanwhile"
+    );
     assert!(!d.join("b.jpg").exists(), "a staged deletion stays one");
     // clear removes them all, their commits left to gc.
     dmv(d, &["stash"]);
@@ -912,30 +1291,57 @@ fn stash_u_puts_untracked_files_aside_and_brings_them_back_untracked() {
     let before = dmv(d, &["status", "--short"]);
     assert_eq!(before, " M a.jpg\n?? loose.txt\n?? shoot/raw/IMG_1.cr3\n");
     let out = dmv(d, &["stash", "-u"]);
-    assert!(out.starts_with("Saved working directory and index state WIP on main"), "{out}");
+    assert!(
+        out.starts_with("Saved working directory and index state WIP on main"),
+        "{out}"
+    );
     assert_eq!(dmv(d, &["status", "--short"]), "");
     assert!(!d.join("loose.txt").exists() && !d.join("shoot/raw/IMG_1.cr3").exists());
-    assert_eq!(std::fs::read(d.join("cache.tmp")).unwrap(), b"ignored", "ignored files stay");
+    assert_eq!(
+        std::fs::read(d.join("cache.tmp")).unwrap(),
+        b"ignored",
+        "ignored files stay"
+    );
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
-    assert_eq!(dmv_out(d, &["stash", "-u"]).status.code(), Some(1), "nothing left to put aside");
+    assert_eq!(
+        dmv_out(d, &["stash", "-u"]).status.code(),
+        Some(1),
+        "nothing left to put aside"
+    );
     dmv(d, &["gc"]);
     dmv(d, &["stash", "pop"]);
-    assert_eq!(dmv(d, &["status", "--short"]), before, "back as they were: untracked");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        before,
+        "back as they were: untracked"
+    );
     assert_eq!(std::fs::read(d.join("shoot/raw/IMG_1.cr3")).unwrap(), raw);
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a2");
     // Only untracked files: still something to put aside.
     dmv(d, &["checkout", "--", "a.jpg"]);
     dmv(d, &["stash", "push", "-u", "-m", "loose ends"]);
-    assert_eq!(dmv(d, &["stash", "list"]), "stash@{0}: On main: loose ends\n");
+    assert_eq!(
+        dmv(d, &["stash", "list"]),
+        "stash@{0}: On main: loose ends\n"
+    );
     std::fs::write(d.join("loose.txt"), "made again meanwhile").unwrap();
     let line = common::remote::one_line_error(&dmv_out(d, &["stash", "pop"]));
-    assert!(line.contains("untracked file loose.txt would be overwritten"), "{line}");
-    assert_eq!(std::fs::read(d.join("loose.txt")).unwrap(), b"made again meanwhile");
+    assert!(
+        line.contains("untracked file loose.txt would be overwritten"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("loose.txt")).unwrap(),
+        b"made again meanwhile"
+    );
     assert!(!d.join("shoot/raw/IMG_1.cr3").exists(), "nothing changed");
     assert_eq!(dmv(d, &["stash", "list"]).lines().count(), 1, "kept");
     std::fs::remove_file(d.join("loose.txt")).unwrap();
     dmv(d, &["stash", "pop"]);
-    assert_eq!(dmv(d, &["status", "--short"]), "?? loose.txt\n?? shoot/raw/IMG_1.cr3\n");
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        "?? loose.txt\n?? shoot/raw/IMG_1.cr3\n"
+    );
     assert_eq!(std::fs::read(d.join("loose.txt")).unwrap(), b"loose");
     common::remote::fsck_clean(d);
 }
@@ -951,23 +1357,46 @@ fn diff_shows_text_as_a_unified_diff_and_media_as_one_line() {
     std::fs::write(d.join("notes.txt"), "one\n2\nthree\n").unwrap();
     write_noise(&d.join("a.raw"), 310_000, 2);
     let diff = dmv(d, &["diff"]);
-    assert!(diff.contains("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"), "{diff}");
-    assert!(diff.contains("diff --dmv a/a.raw b/a.raw\nBinary files differ (293.0 KiB -> 302.7 KiB)"), "{diff}");
+    assert!(
+        diff.contains(
+            "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
+        ),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("diff --dmv a/a.raw b/a.raw\nBinary files differ (293.0 KiB -> 302.7 KiB)"),
+        "{diff}"
+    );
     dmv(d, &["commit", "-a", "-m", "second"]);
     std::fs::write(d.join("new.txt"), "hello\n").unwrap();
     dmv(d, &["add", "new.txt"]);
     let staged = dmv(d, &["diff", "--cached"]);
-    assert!(staged.contains("new file\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"), "{staged}");
+    assert!(
+        staged.contains("new file\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hello\n"),
+        "{staged}"
+    );
     let between = dmv(d, &["diff", "HEAD~1", "HEAD"]);
     assert!(between.contains("-two\n+2\n"), "{between}");
     // An image is named by its dimensions (a PNG's header says them), from the store and from the working tree.
-    let png = |w: u32, h: u32| [&b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"[..], &w.to_be_bytes(), &h.to_be_bytes(), &[8, 6, 0, 0, 0], &[0u8; 2000]].concat();
+    let png = |w: u32, h: u32| {
+        [
+            &b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"[..],
+            &w.to_be_bytes(),
+            &h.to_be_bytes(),
+            &[8, 6, 0, 0, 0],
+            &[0u8; 2000],
+        ]
+        .concat()
+    };
     std::fs::write(d.join("cover.png"), png(4000, 3000)).unwrap();
     dmv(d, &["add", "cover.png"]);
     dmv(d, &["commit", "-m", "cover"]);
     std::fs::write(d.join("cover.png"), png(2000, 1500)).unwrap();
     let image = dmv(d, &["diff"]);
-    assert!(image.contains("Binary files differ (4000x3000, 2.0 KiB -> 2000x1500, 2.0 KiB)"), "{image}");
+    assert!(
+        image.contains("Binary files differ (4000x3000, 2.0 KiB -> 2000x1500, 2.0 KiB)"),
+        "{image}"
+    );
 }
 
 #[test]
@@ -989,27 +1418,75 @@ fn archive_writes_a_commits_files_as_a_tar_and_a_zip_that_other_tools_read_back(
     std::fs::write(d.join("notes.txt"), "changed since").unwrap();
     let out = tempfile::tempdir().unwrap();
     let tarball = out.path().join("d.tar");
-    dmv(d, &["archive", "-o", tarball.to_str().unwrap(), "--prefix=delivery/", "HEAD"]);
+    dmv(
+        d,
+        &[
+            "archive",
+            "-o",
+            tarball.to_str().unwrap(),
+            "--prefix=delivery/",
+            "HEAD",
+        ],
+    );
     let x = out.path().join("x");
     std::fs::create_dir(&x).unwrap();
-    let untar = std::process::Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&x).output().unwrap();
-    assert!(untar.status.success(), "{}", String::from_utf8_lossy(&untar.stderr));
+    let untar = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&x)
+        .output()
+        .unwrap();
+    assert!(
+        untar.status.success(),
+        "{}",
+        String::from_utf8_lossy(&untar.stderr)
+    );
     assert!(std::fs::read(x.join("delivery/shoot/a.raw")).unwrap() == raw);
-    assert_eq!(std::fs::read(x.join("delivery/notes.txt")).unwrap(), b"deliver friday\n");
-    assert_eq!(std::fs::metadata(x.join("delivery/bin/run.sh")).unwrap().permissions().mode() & 0o111, 0o111);
-    assert_eq!(std::fs::read_link(x.join("delivery/latest")).unwrap(), std::path::Path::new("notes.txt"));
+    assert_eq!(
+        std::fs::read(x.join("delivery/notes.txt")).unwrap(),
+        b"deliver friday\n"
+    );
+    assert_eq!(
+        std::fs::metadata(x.join("delivery/bin/run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0o111
+    );
+    assert_eq!(
+        std::fs::read_link(x.join("delivery/latest")).unwrap(),
+        std::path::Path::new("notes.txt")
+    );
     // Only some paths, to standard output.
     let only = dmv_out(d, &["archive", "HEAD", "shoot"]);
     assert!(only.status.success());
-    let listed = std::process::Command::new("tar").arg("-t").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let listed = std::process::Command::new("tar")
+        .arg("-t")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     use std::io::Write;
     let mut listed = listed;
-    listed.stdin.take().unwrap().write_all(&only.stdout).unwrap();
-    assert_eq!(String::from_utf8(listed.wait_with_output().unwrap().stdout).unwrap(), "shoot/a.raw\n");
+    listed
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&only.stdout)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(listed.wait_with_output().unwrap().stdout).unwrap(),
+        "shoot/a.raw\n"
+    );
     // Zip, chosen by the file's name or by --format, read back by Python's zipfile (another implementation).
     let zipped = out.path().join("d.zip");
     dmv(d, &["archive", "-o", zipped.to_str().unwrap(), "HEAD"]);
-    let to_stdout = dmv_out(d, &["archive", "--format=zip", "--prefix=p/", "HEAD", "shoot"]);
+    let to_stdout = dmv_out(
+        d,
+        &["archive", "--format=zip", "--prefix=p/", "HEAD", "shoot"],
+    );
     assert!(to_stdout.status.success());
     let streamed = out.path().join("streamed.zip");
     std::fs::write(&streamed, &to_stdout.stdout).unwrap();
@@ -1022,24 +1499,61 @@ for i in z.infolist():
     print(i.filename, len(data), oct(i.external_attr >> 16), i.compress_type, i.date_time[0], hashlib.sha256(data).hexdigest()[:12])
 "#;
     let listing = |zip: &std::path::Path| {
-        let o = std::process::Command::new("python3").args(["-c", check]).arg(zip).output().unwrap();
+        let o = std::process::Command::new("python3")
+            .args(["-c", check])
+            .arg(zip)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
     };
     let raw_hash = {
-        let o = std::process::Command::new("sha256sum").arg(d.join("shoot/a.raw")).output().unwrap();
+        let o = std::process::Command::new("sha256sum")
+            .arg(d.join("shoot/a.raw"))
+            .output()
+            .unwrap();
         String::from_utf8(o.stdout).unwrap()[..12].to_string()
     };
     let whole = listing(&zipped);
     let lines: Vec<&str> = whole.lines().collect();
     assert_eq!(lines.len(), 4, "{whole}");
-    assert!(lines.iter().any(|l| l.starts_with("bin/run.sh 18 0o100755 0 ")), "{whole}");
-    assert!(lines.iter().any(|l| l.starts_with("latest 9 0o120777 0 ")), "a symlink: {whole}");
-    assert!(lines.iter().any(|l| l.starts_with("notes.txt 15 0o100644 0 ")), "{whole}");
-    assert!(lines.iter().any(|l| *l == format!("shoot/a.raw 3000000 0o100644 0 {} {raw_hash}", lines[0].split(' ').nth(4).unwrap())), "{whole}");
-    assert_eq!(listing(&streamed).lines().map(|l| l.split(' ').next().unwrap().to_string()).collect::<Vec<_>>(), ["p/shoot/a.raw"]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("bin/run.sh 18 0o100755 0 ")),
+        "{whole}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("latest 9 0o120777 0 ")),
+        "a symlink: {whole}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("notes.txt 15 0o100644 0 ")),
+        "{whole}"
+    );
+    assert!(
+        lines.iter().any(|l| *l
+            == format!(
+                "shoot/a.raw 3000000 0o100644 0 {} {raw_hash}",
+                lines[0].split(' ').nth(4).unwrap()
+            )),
+        "{whole}"
+    );
+    assert_eq!(
+        listing(&streamed)
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect::<Vec<_>>(),
+        ["p/shoot/a.raw"]
+    );
     let bad = dmv_out(d, &["archive", "--format=rar", "HEAD"]);
-    assert!(!bad.status.success() && stderr(&bad).lines().count() == 1, "{}", stderr(&bad));
+    assert!(
+        !bad.status.success() && stderr(&bad).lines().count() == 1,
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]
@@ -1068,12 +1582,24 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
     std::fs::remove_file(d.join("raw/IMG_1.CR3")).unwrap();
     dmv(d, &["add", "."]);
     let short = dmv(d, &["status", "--short"]);
-    assert!(short.contains("R  audio/take_0.wav -> sound/take_0.wav\n"), "{short}");
-    assert!(short.contains("R  raw/IMG_1.CR3 -> selects/IMG_1.CR3\n"), "{short}");
+    assert!(
+        short.contains("R  audio/take_0.wav -> sound/take_0.wav\n"),
+        "{short}"
+    );
+    assert!(
+        short.contains("R  raw/IMG_1.CR3 -> selects/IMG_1.CR3\n"),
+        "{short}"
+    );
     // The long listing reads the staged changes again as it prints them, the
     // renames paired and in place: the same list as the short one.
     let long = dmv(d, &["status"]);
-    let staged: Vec<&str> = long.split("Changes to be committed:\n").nth(1).unwrap_or_else(|| panic!("{long}")).lines().take_while(|l| !l.is_empty()).collect();
+    let staged: Vec<&str> = long
+        .split("Changes to be committed:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{long}"))
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .collect();
     let expected: Vec<String> = short
         .lines()
         .map(|l| match l.split_at(3) {
@@ -1084,27 +1610,51 @@ fn renames_are_seen_exactly_and_by_the_chunks_a_retouched_photo_keeps() {
         .collect();
     assert_eq!(staged, expected, "{long}");
     assert_eq!(staged.len(), 5);
-    assert!(staged[0].ends_with("notes.txt") && staged[2].ends_with("audio/take_0.wav -> sound/take_0.wav"), "{long}");
+    assert!(
+        staged[0].ends_with("notes.txt")
+            && staged[2].ends_with("audio/take_0.wav -> sound/take_0.wav"),
+        "{long}"
+    );
     dmv(d, &["commit", "-m", "select and rename"]);
     let ns = dmv(d, &["show", "--name-status"]);
     let lines: Vec<&str> = ns.lines().filter(|l| l.contains('\t')).collect();
     assert_eq!(lines.len(), 5, "{ns}");
-    assert!(lines.contains(&"R100\taudio/take_2.wav\tsound/take_2.wav"), "{ns}");
-    let photo_line = lines.iter().find(|l| l.ends_with("\traw/IMG_1.CR3\tselects/IMG_1.CR3")).unwrap_or_else(|| panic!("{ns}"));
+    assert!(
+        lines.contains(&"R100\taudio/take_2.wav\tsound/take_2.wav"),
+        "{ns}"
+    );
+    let photo_line = lines
+        .iter()
+        .find(|l| l.ends_with("\traw/IMG_1.CR3\tselects/IMG_1.CR3"))
+        .unwrap_or_else(|| panic!("{ns}"));
     let percent: u32 = photo_line[1..4].parse().unwrap();
-    assert!((90..100).contains(&percent), "a retouched photo keeps most of its chunks: {photo_line}");
+    assert!(
+        (90..100).contains(&percent),
+        "a retouched photo keeps most of its chunks: {photo_line}"
+    );
     // log --follow goes on through the rename (and the retouch); without it, the new path begins there.
     std::fs::write(d.join("selects/IMG_1.CR3"), [&photo[..], b"more"].concat()).unwrap();
     dmv(d, &["commit", "-a", "-m", "grade"]);
     let subjects = |args: &[&str]| dmv(d, &[&["log", "--format=%s"][..], args].concat());
-    assert_eq!(subjects(&["--", "selects/IMG_1.CR3"]), "grade\nselect and rename\n");
-    assert_eq!(subjects(&["--follow", "--", "selects/IMG_1.CR3"]), "grade\nselect and rename\nshoot\n");
-    assert!(!dmv_out(d, &["log", "--follow", "--", "a", "b"]).status.success());
+    assert_eq!(
+        subjects(&["--", "selects/IMG_1.CR3"]),
+        "grade\nselect and rename\n"
+    );
+    assert_eq!(
+        subjects(&["--follow", "--", "selects/IMG_1.CR3"]),
+        "grade\nselect and rename\nshoot\n"
+    );
+    assert!(!dmv_out(d, &["log", "--follow", "--", "a", "b"])
+        .status
+        .success());
     // Unrelated files are not paired: one deleted, one added.
     std::fs::remove_file(d.join("raw/IMG_2.CR3")).unwrap();
     write_noise(&d.join("other.CR3"), 3_000_000, 13);
     dmv(d, &["add", "."]);
-    assert_eq!(dmv(d, &["diff", "--cached", "--name-status"]), "A\tother.CR3\nD\traw/IMG_2.CR3\n");
+    assert_eq!(
+        dmv(d, &["diff", "--cached", "--name-status"]),
+        "A\tother.CR3\nD\traw/IMG_2.CR3\n"
+    );
 }
 
 #[test]
@@ -1119,13 +1669,21 @@ fn a_revert_run_again_after_a_kill_overwrites_only_its_own_files() {
     let head = dmv(d, &["rev-parse", "HEAD"]).trim().to_string();
     // As a revert of HEAD killed while writing the files leaves it, but the
     // file then edited by hand: the rerun refuses and keeps the edit.
-    std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();
+    std::fs::write(
+        d.join(".dmv/revert-in-progress"),
+        format!("{head} {head}\n"),
+    )
+    .unwrap();
     std::fs::write(d.join("a.jpg"), "edited by hand").unwrap();
     let line = common::remote::one_line_error(&dmv_out(d, &["revert", &head]));
     assert!(line.contains("uncommitted changes to a.jpg"), "{line}");
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"edited by hand");
     // Holding the revert's own version (its write landed): put back and reverted anew.
-    std::fs::write(d.join(".dmv/revert-in-progress"), format!("{head} {head}\n")).unwrap();
+    std::fs::write(
+        d.join(".dmv/revert-in-progress"),
+        format!("{head} {head}\n"),
+    )
+    .unwrap();
     std::fs::write(d.join("a.jpg"), "a1").unwrap();
     dmv(d, &["revert", &head]);
     assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
@@ -1136,7 +1694,12 @@ fn a_revert_run_again_after_a_kill_overwrites_only_its_own_files() {
 /// A JPEG of `w`×`h` with an EXIF date (IFD0 DateTime), as cameras write one.
 fn jpeg_taken(w: u32, h: u32, date: &str) -> Vec<u8> {
     let mut jpeg = Vec::new();
-    image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 90])).write_to(&mut std::io::Cursor::new(&mut jpeg), image::ImageFormat::Jpeg).unwrap();
+    image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 90]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut jpeg),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
     let mut tiff = b"II\x2a\x00\x08\x00\x00\x00".to_vec();
     tiff.extend(1u16.to_le_bytes());
     tiff.extend(0x0132u16.to_le_bytes()); // DateTime
@@ -1171,19 +1734,34 @@ fn wav(secs: u32) -> Vec<u8> {
 fn diffs_say_when_a_photo_was_taken_and_how_long_a_sound_lasts() {
     let repo = new_repo();
     let d = repo.path();
-    std::fs::write(d.join("photo.jpg"), jpeg_taken(64, 48, "2026:01:02 03:04:05")).unwrap();
+    std::fs::write(
+        d.join("photo.jpg"),
+        jpeg_taken(64, 48, "2026:01:02 03:04:05"),
+    )
+    .unwrap();
     std::fs::write(d.join("take.wav"), wav(1)).unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "shoot"]);
-    std::fs::write(d.join("photo.jpg"), jpeg_taken(128, 96, "2026:02:03 04:05:06")).unwrap();
+    std::fs::write(
+        d.join("photo.jpg"),
+        jpeg_taken(128, 96, "2026:02:03 04:05:06"),
+    )
+    .unwrap();
     std::fs::write(d.join("take.wav"), wav(2)).unwrap();
     // From the working tree, then from the store (a committed change).
     for shown in [dmv(d, &["diff"]), {
         dmv(d, &["commit", "-a", "-m", "retake"]);
         dmv(d, &["show"])
     }] {
-        assert!(shown.contains("(64x48, taken 2026-01-02 03:04:05, ") && shown.contains(" -> 128x96, taken 2026-02-03 04:05:06, "), "{shown}");
-        assert!(shown.contains("(1.0 s, 15.7 KiB -> 2.0 s, 31.3 KiB)"), "{shown}");
+        assert!(
+            shown.contains("(64x48, taken 2026-01-02 03:04:05, ")
+                && shown.contains(" -> 128x96, taken 2026-02-03 04:05:06, "),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("(1.0 s, 15.7 KiB -> 2.0 s, 31.3 KiB)"),
+            "{shown}"
+        );
     }
 }
 
@@ -1197,8 +1775,14 @@ fn a_temporary_file_left_by_a_killed_write_is_not_shown_and_is_cleared() {
     std::fs::write(d.join(".dmv-tmp-4000000000-0-abcdef"), "half a file").unwrap();
     std::fs::write(d.join(".dmv-tmp-1-0-abcdef"), "being written").unwrap();
     assert_eq!(dmv(d, &["status", "--short"]), "");
-    assert!(!d.join(".dmv-tmp-4000000000-0-abcdef").exists(), "the dead writer's file is removed");
-    assert!(d.join(".dmv-tmp-1-0-abcdef").exists(), "a live writer's file is left to it");
+    assert!(
+        !d.join(".dmv-tmp-4000000000-0-abcdef").exists(),
+        "the dead writer's file is removed"
+    );
+    assert!(
+        d.join(".dmv-tmp-1-0-abcdef").exists(),
+        "a live writer's file is left to it"
+    );
 }
 
 #[test]
@@ -1208,7 +1792,14 @@ fn quiet_init_add_commit_push_clone_fetch_and_pull_print_nothing_as_in_git() {
     let quiet = |dir: &std::path::Path, args: &[&str]| {
         let out = dmv_out(dir, args);
         assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
-        assert_eq!((String::from_utf8_lossy(&out.stdout).as_ref(), stderr(&out).as_str()), ("", ""), "dmv {args:?}");
+        assert_eq!(
+            (
+                String::from_utf8_lossy(&out.stdout).as_ref(),
+                stderr(&out).as_str()
+            ),
+            ("", ""),
+            "dmv {args:?}"
+        );
     };
     let hub = t.join("hub");
     let hub = hub.to_str().unwrap();
@@ -1232,7 +1823,11 @@ fn quiet_init_add_commit_push_clone_fetch_and_pull_print_nothing_as_in_git() {
     assert_eq!(std::fs::read_to_string(b.join("f.txt")).unwrap(), "two");
     // Without -q the same commands report.
     let out = dmv_out(&a, &["push"]);
-    assert!(out.status.success() && stderr(&out).contains("up to date"), "{}", stderr(&out));
+    assert!(
+        out.status.success() && stderr(&out).contains("up to date"),
+        "{}",
+        stderr(&out)
+    );
     assert!(dmv(&b, &["pull"]).contains("up to date"));
 }
 
@@ -1261,7 +1856,11 @@ fn pull_ff_only_fast_forwards_or_refuses() {
     let head = dmv(&b, &["rev-parse", "HEAD"]);
     let out = dmv_out(&b, &["pull", "--ff-only"]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
-    assert!(stderr(&out).contains("not a fast-forward"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a fast-forward"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(dmv(&b, &["rev-parse", "HEAD"]), head, "nothing merged");
     assert_eq!(std::fs::read_to_string(b.join("f")).unwrap(), "2");
     dmv(&b, &["pull"]);
@@ -1281,17 +1880,32 @@ fn commit_without_a_message_opens_the_editor() {
     let editor = d.join("editor.sh");
     std::fs::write(&editor, "#!/bin/sh\n{ printf 'Edited subject\\n\\nA body line\\n'; cat \"$1\"; } > \"$1.new\" && mv \"$1.new\" \"$1\"\n").unwrap();
     std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = dmv_cmd(d).args(["commit"]).env("DMV_EDITOR", &editor).output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit"])
+        .env("DMV_EDITOR", &editor)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(dmv(d, &["log", "-1", "--format=%s|%b"]).trim(), "Edited subject|A body line");
+    assert_eq!(
+        dmv(d, &["log", "-1", "--format=%s|%b"]).trim(),
+        "Edited subject|A body line"
+    );
     let template = std::fs::read_to_string(d.join(".dmv/COMMIT_EDITMSG")).unwrap();
     assert!(template.contains("#\tnew file:   a.txt"), "{template}");
     // An editor that leaves only comments: aborted, nothing committed.
     std::fs::write(d.join("b.txt"), "b").unwrap();
     dmv(d, &["add", "b.txt"]);
-    let out = dmv_cmd(d).args(["commit"]).env("DMV_EDITOR", "true").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit"])
+        .env("DMV_EDITOR", "true")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("Aborting commit due to empty commit message"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Aborting commit due to empty commit message"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 1);
     // No editor and no terminal (a script): -m is asked for.
     let out = dmv_cmd(d)
@@ -1306,15 +1920,30 @@ fn commit_without_a_message_opens_the_editor() {
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     assert!(stderr(&out).contains("message"), "{}", stderr(&out));
     // --no-edit takes the message there is and never opens the editor (one that fails would stop the commit).
-    let out = dmv_cmd(d).args(["commit", "--amend", "--no-edit"]).env("DMV_EDITOR", "false").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit", "--amend", "--no-edit"])
+        .env("DMV_EDITOR", "false")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(dmv(d, &["log", "--format=%s"]).trim(), "Edited subject");
-    assert!(dmv(d, &["ls-tree", "-r", "HEAD"]).contains("b.txt"), "amended with what was staged");
+    assert!(
+        dmv(d, &["ls-tree", "-r", "HEAD"]).contains("b.txt"),
+        "amended with what was staged"
+    );
     std::fs::write(d.join("c.txt"), "c").unwrap();
     dmv(d, &["add", "c.txt"]);
-    let out = dmv_cmd(d).args(["commit", "--no-edit"]).env("DMV_EDITOR", "false").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit", "--no-edit"])
+        .env("DMV_EDITOR", "false")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("Aborting commit due to empty commit message"), "no message to keep: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Aborting commit due to empty commit message"),
+        "no message to keep: {}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -1337,9 +1966,16 @@ fn slips_of_the_first_hour_get_git_answers() {
     assert!(d.join("x.txt").exists() && !d.join("nonexist").exists());
     let out = dmv_out(d, &["reflog", "nosuch"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("unknown revision"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown revision"),
+        "{}",
+        stderr(&out)
+    );
     // A command used wrongly exits 129, as git's do; --help is not an error.
-    assert_eq!(dmv_out(d, &["log", "--nosuchflag"]).status.code(), Some(129));
+    assert_eq!(
+        dmv_out(d, &["log", "--nosuchflag"]).status.code(),
+        Some(129)
+    );
     assert_eq!(dmv_out(d, &["log", "--help"]).status.code(), Some(0));
     // reset -q, as git's: nothing said.
     assert!(dmv(d, &["reset", "--hard"]).starts_with("HEAD is now at "));
@@ -1350,13 +1986,22 @@ fn slips_of_the_first_hour_get_git_answers() {
 /// what the terminal showed, without carriage returns.
 fn on_terminal(d: &std::path::Path, args: &str, env: &[(&str, &str)]) -> String {
     let mut c = std::process::Command::new("script");
-    c.args(["-qec", &format!("{} {args}", bin().display()), "/dev/null"]).current_dir(d).env("SHELL", "/bin/sh").env("TERM", "xterm");
+    c.args(["-qec", &format!("{} {args}", bin().display()), "/dev/null"])
+        .current_dir(d)
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "xterm");
     for var in ["NO_COLOR", "PAGER", "GIT_PAGER", "DMV_PAGER", "LESS"] {
         c.env_remove(var);
     }
-    c.envs(env.iter().copied()).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com");
+    c.envs(env.iter().copied())
+        .env("DMV_AUTHOR_NAME", "Test")
+        .env("DMV_AUTHOR_EMAIL", "test@example.com");
     let out = c.output().expect("run script");
-    assert!(out.status.success(), "dmv {args} on a terminal: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "dmv {args} on a terminal: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stdout).replace('\r', "")
 }
 
@@ -1374,11 +2019,21 @@ fn colour_and_a_pager_come_on_a_terminal_as_git_gives_them() {
     dmv(d, &["commit", "-m", "notes"]);
     std::fs::write(d.join("notes.txt"), "new\nsame\n").unwrap();
     std::fs::write(d.join("new.txt"), "x\n").unwrap();
-    let strip = |s: &str| s.replace("\x1b[m", "").replace("\x1b[1m", "").replace("\x1b[31m", "").replace("\x1b[32m", "").replace("\x1b[33m", "").replace("\x1b[36m", "");
+    let strip = |s: &str| {
+        s.replace("\x1b[m", "")
+            .replace("\x1b[1m", "")
+            .replace("\x1b[31m", "")
+            .replace("\x1b[32m", "")
+            .replace("\x1b[33m", "")
+            .replace("\x1b[36m", "")
+    };
 
     // Piped: plain; asked for: painted, and the same text without the paint.
     let plain = dmv(d, &["diff"]);
-    assert!(!plain.contains('\x1b') && plain.contains("-old\n+new\n"), "{plain}");
+    assert!(
+        !plain.contains('\x1b') && plain.contains("-old\n+new\n"),
+        "{plain}"
+    );
     let painted = dmv(d, &["diff", "--color=always"]);
     for piece in [
         "\x1b[1mdiff --dmv a/notes.txt b/notes.txt\x1b[m",
@@ -1391,30 +2046,58 @@ fn colour_and_a_pager_come_on_a_terminal_as_git_gives_them() {
         assert!(painted.contains(piece), "{piece:?} in {painted:?}");
     }
     assert_eq!(strip(&painted), plain);
-    assert_eq!(dmv(d, &["diff", "--color"]), painted, "--color alone is always");
+    assert_eq!(
+        dmv(d, &["diff", "--color"]),
+        painted,
+        "--color alone is always"
+    );
     dmv(d, &["config", "color.ui", "always"]);
     let log = dmv(d, &["log", "--oneline"]);
-    assert!(log.starts_with("\x1b[33m") && strip(&log) == dmv(d, &["log", "--oneline", "--no-color"]), "{log:?}");
+    assert!(
+        log.starts_with("\x1b[33m") && strip(&log) == dmv(d, &["log", "--oneline", "--no-color"]),
+        "{log:?}"
+    );
     assert!(dmv(d, &["status"]).contains("\t\x1b[31mmodified:   notes.txt\x1b[m"));
     let bad = dmv_out(d, &["config", "color.ui", "sometimes"]);
-    assert!(!bad.status.success() && stderr(&bad).contains("'sometimes' is not auto, always or never"), "{}", stderr(&bad));
+    assert!(
+        !bad.status.success() && stderr(&bad).contains("'sometimes' is not auto, always or never"),
+        "{}",
+        stderr(&bad)
+    );
     dmv(d, &["config", "--unset", "color.ui"]);
 
     // On a terminal: painted and paged, with git's LESS for the pager.
-    let pager = [("DMV_PAGER", "printf 'LESS=%s\\n' \"$LESS\"; sed 's/^/paged: /'")];
+    let pager = [(
+        "DMV_PAGER",
+        "printf 'LESS=%s\\n' \"$LESS\"; sed 's/^/paged: /'",
+    )];
     let shown = on_terminal(d, "log --oneline", &pager);
-    assert!(shown.starts_with("LESS=FRX\npaged: \x1b[33m") && shown.ends_with(" notes\n"), "{shown:?}");
+    assert!(
+        shown.starts_with("LESS=FRX\npaged: \x1b[33m") && shown.ends_with(" notes\n"),
+        "{shown:?}"
+    );
     let shown = on_terminal(d, "diff", &[pager[0], ("NO_COLOR", "1")]);
-    assert!(shown.contains("paged: -old\npaged: +new\n") && !shown.contains('\x1b'), "{shown:?}");
+    assert!(
+        shown.contains("paged: -old\npaged: +new\n") && !shown.contains('\x1b'),
+        "{shown:?}"
+    );
     for unpaged in ["-P diff", "--no-pager diff"] {
         let shown = on_terminal(d, unpaged, &pager);
-        assert!(!shown.contains("paged:") && shown.contains("\x1b[31m-old\x1b[m"), "{unpaged}: {shown:?}");
+        assert!(
+            !shown.contains("paged:") && shown.contains("\x1b[31m-old\x1b[m"),
+            "{unpaged}: {shown:?}"
+        );
     }
     let status = on_terminal(d, "status", &pager);
-    assert!(!status.contains("paged:") && status.contains("\t\x1b[31mnew.txt\x1b[m"), "{status:?}");
+    assert!(
+        !status.contains("paged:") && status.contains("\t\x1b[31mnew.txt\x1b[m"),
+        "{status:?}"
+    );
     // core.pager when no DMV_PAGER or GIT_PAGER is set; empty means none.
     dmv(d, &["config", "core.pager", "sed 's/^/configured: /'"]);
-    assert!(on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("configured: commit "));
+    assert!(
+        on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("configured: commit ")
+    );
     dmv(d, &["config", "core.pager", ""]);
     assert!(on_terminal(d, "show --no-color", &[("PAGER", "false")]).starts_with("commit "));
 }
@@ -1443,22 +2126,56 @@ fn the_demo_plays_a_studio_day_across_replicas_and_cleans_up() {
     ] {
         assert!(said.contains(expected), "no {expected:?} in:\n{said}");
     }
-    let root = said.lines().next().and_then(|l| l.split(" in ").nth(1)).unwrap().trim().to_string();
+    let root = said
+        .lines()
+        .next()
+        .and_then(|l| l.split(" in ").nth(1))
+        .unwrap()
+        .trim()
+        .to_string();
     assert!(!Path::new(&root).exists(), "{root} is left behind");
 
-    let mut kept = dmv_cmd(t.path()).args(["demo", "--size-mib", "16", "--keep"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut kept = dmv_cmd(t.path())
+        .args(["demo", "--size-mib", "16", "--keep"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut lines = std::io::BufReader::new(kept.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let kept_root = first.split(" in ").nth(1).unwrap().trim().to_string();
-    let web = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("Web UI: ")).expect("the web UI's address");
+    let web = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("Web UI: "))
+        .expect("the web UI's address");
     let url = web.split_whitespace().nth(2).unwrap().to_string();
-    let token = web.split_whitespace().last().unwrap().trim_end_matches(')').to_string();
-    let page = std::process::Command::new("curl").args(["-s", "-H", &format!("Authorization: Bearer {token}"), &format!("{url}log/main")]).output().unwrap();
-    assert!(String::from_utf8_lossy(&page.stdout).contains("Scene 3 added on the phone"), "{}", String::from_utf8_lossy(&page.stdout));
+    let token = web
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_end_matches(')')
+        .to_string();
+    let page = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            &format!("{url}log/main"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&page.stdout).contains("Scene 3 added on the phone"),
+        "{}",
+        String::from_utf8_lossy(&page.stdout)
+    );
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(kept.id() as i32, libc::SIGTERM) };
     assert!(kept.wait().unwrap().success());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l == "Stopped."), "{rest:?}");
-    assert!(!Path::new(&kept_root).exists(), "{kept_root} is left behind");
+    assert!(
+        !Path::new(&kept_root).exists(),
+        "{kept_root} is left behind"
+    );
 }

@@ -113,11 +113,31 @@ struct ReplicaSpec {
 }
 
 const REPLICAS: [ReplicaSpec; 4] = [
-    ReplicaSpec { name: "laptop", slice: None, token: ADMIN_TOKEN, remotes: &["origin", "bucket"] },
-    ReplicaSpec { name: "desk", slice: None, token: ADMIN_TOKEN, remotes: &["origin", "bucket", "laptop"] },
+    ReplicaSpec {
+        name: "laptop",
+        slice: None,
+        token: ADMIN_TOKEN,
+        remotes: &["origin", "bucket"],
+    },
+    ReplicaSpec {
+        name: "desk",
+        slice: None,
+        token: ADMIN_TOKEN,
+        remotes: &["origin", "bucket", "laptop"],
+    },
     // A write token: its drops from the hub are refused (only an admin may).
-    ReplicaSpec { name: "phone", slice: Some("paths:phone,desk"), token: WRITE_TOKEN, remotes: &["origin", "laptop"] },
-    ReplicaSpec { name: "tablet", slice: Some("meta"), token: ADMIN_TOKEN, remotes: &["origin", "bucket"] },
+    ReplicaSpec {
+        name: "phone",
+        slice: Some("paths:phone,desk"),
+        token: WRITE_TOKEN,
+        remotes: &["origin", "laptop"],
+    },
+    ReplicaSpec {
+        name: "tablet",
+        slice: Some("meta"),
+        token: ADMIN_TOKEN,
+        remotes: &["origin", "bucket"],
+    },
 ];
 
 /// Where file data can be, in the order the state is printed: the hub, the
@@ -169,7 +189,10 @@ enum Action {
     /// `runs` while these files are written into the replica's folder, one
     /// every `runs / (files + 1)`; then it is stopped with SIGTERM (or
     /// killed, if the operation says when).
-    Watch { files: Vec<(String, u64, u64)>, runs: Duration },
+    Watch {
+        files: Vec<(String, u64, u64)>,
+        runs: Duration,
+    },
     /// The HTTP server killed, and started again on its port after `down`.
     RestartHub { down: Duration },
     /// MinIO frozen with SIGSTOP for a moment, then SIGCONT.
@@ -191,19 +214,36 @@ struct Planned {
 
 impl Planned {
     fn is_fault(&self) -> bool {
-        !matches!(self.action, Action::Commit { .. } | Action::Dmv(_) | Action::Watch { .. })
+        !matches!(
+            self.action,
+            Action::Commit { .. } | Action::Dmv(_) | Action::Watch { .. }
+        )
     }
 
     /// The stores a push or sync sends data to (a sync without a remote: every remote).
     fn sends_to(&self) -> Vec<&'static str> {
-        let remotes = REPLICAS.iter().find(|r| r.name == self.at).map_or(&[][..], |r| r.remotes);
+        let remotes = REPLICAS
+            .iter()
+            .find(|r| r.name == self.at)
+            .map_or(&[][..], |r| r.remotes);
         let named: Vec<&'static str> = match (&self.action, self.kind) {
-            (Action::Dmv(args), "push" | "sync") => remotes.iter().copied().filter(|r| args.iter().any(|a| a == r)).collect(),
+            (Action::Dmv(args), "push" | "sync") => remotes
+                .iter()
+                .copied()
+                .filter(|r| args.iter().any(|a| a == r))
+                .collect(),
             (Action::Watch { .. }, _) => Vec::new(),
             _ => return Vec::new(),
         };
-        let targets = if named.is_empty() { remotes.to_vec() } else { named };
-        targets.into_iter().map(|r| if r == "origin" { "hub" } else { r }).collect()
+        let targets = if named.is_empty() {
+            remotes.to_vec()
+        } else {
+            named
+        };
+        targets
+            .into_iter()
+            .map(|r| if r == "origin" { "hub" } else { r })
+            .collect()
     }
 }
 
@@ -211,17 +251,46 @@ impl std::fmt::Display for Planned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.action {
             Action::Commit { files } => {
-                let written: Vec<String> = files.iter().map(|(p, len, seed)| format!("{p} ({len} bytes, noise {seed})")).collect();
-                write!(f, "{}$ write {}; dmv add {}; dmv commit -m …", self.at, written.join(", "), self.at)?;
+                let written: Vec<String> = files
+                    .iter()
+                    .map(|(p, len, seed)| format!("{p} ({len} bytes, noise {seed})"))
+                    .collect();
+                write!(
+                    f,
+                    "{}$ write {}; dmv add {}; dmv commit -m …",
+                    self.at,
+                    written.join(", "),
+                    self.at
+                )?;
             }
             Action::Dmv(args) => write!(f, "{}$ dmv {}", self.at, args.join(" "))?,
             Action::Watch { files, runs } => {
-                let written: Vec<String> = files.iter().map(|(p, len, seed)| format!("{p} ({len} bytes, noise {seed})")).collect();
-                write!(f, "{}$ dmv {} for {} ms, writing {}", self.at, watch_args(self.at).join(" "), runs.as_millis(), written.join(", "))?;
+                let written: Vec<String> = files
+                    .iter()
+                    .map(|(p, len, seed)| format!("{p} ({len} bytes, noise {seed})"))
+                    .collect();
+                write!(
+                    f,
+                    "{}$ dmv {} for {} ms, writing {}",
+                    self.at,
+                    watch_args(self.at).join(" "),
+                    runs.as_millis(),
+                    written.join(", ")
+                )?;
             }
-            Action::RestartHub { down } => write!(f, "kill -9 the HTTP server, start it again after {} ms", down.as_millis())?,
-            Action::FreezeBucket { frozen } => write!(f, "kill -STOP MinIO, -CONT after {} ms", frozen.as_millis())?,
-            Action::RestartBucket { down } => write!(f, "stop MinIO, start it again after {} ms", down.as_millis())?,
+            Action::RestartHub { down } => write!(
+                f,
+                "kill -9 the HTTP server, start it again after {} ms",
+                down.as_millis()
+            )?,
+            Action::FreezeBucket { frozen } => {
+                write!(f, "kill -STOP MinIO, -CONT after {} ms", frozen.as_millis())?
+            }
+            Action::RestartBucket { down } => write!(
+                f,
+                "stop MinIO, start it again after {} ms",
+                down.as_millis()
+            )?,
         }
         if let Some(k) = self.kill_after {
             write!(f, " [kill -9 after {} ms]", k.as_millis())?;
@@ -251,18 +320,32 @@ fn plan_operation(rng: &mut Rng, faults: bool) -> Planned {
         // Out of 108: commit 22, get 10, drop 14, drop --from 9, push 10,
         // pull 9, sync 9, gc 5, whereis 4, faults 8, a watcher 8.
         let roll = rng.below(108);
-        let dmv_op = |kind: &'static str, at: &'static str, args: Vec<String>| Planned { kind, at, action: Action::Dmv(args), kill_after: None };
+        let dmv_op = |kind: &'static str, at: &'static str, args: Vec<String>| Planned {
+            kind,
+            at,
+            action: Action::Dmv(args),
+            kill_after: None,
+        };
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let mut planned = match roll {
             0..=21 => {
                 let mut files: Vec<(String, u64, u64)> = Vec::new();
                 for _ in 0..1 + rng.below(3) {
-                    let (path, len, noise) = (format!("{at}/f{}.raw", rng.below(FILES_PER_FOLDER)), 2048 + rng.below(98 * 1024), rng.next() >> 16);
+                    let (path, len, noise) = (
+                        format!("{at}/f{}.raw", rng.below(FILES_PER_FOLDER)),
+                        2048 + rng.below(98 * 1024),
+                        rng.next() >> 16,
+                    );
                     if files.iter().all(|(p, _, _)| *p != path) {
                         files.push((path, len, noise));
                     }
                 }
-                Planned { kind: "commit", at, action: Action::Commit { files }, kill_after: None }
+                Planned {
+                    kind: "commit",
+                    at,
+                    action: Action::Commit { files },
+                    kill_after: None,
+                }
             }
             22..=31 => {
                 let mut a = args(&["get"]);
@@ -275,30 +358,90 @@ fn plan_operation(rng: &mut Rng, faults: bool) -> Planned {
                 a.push(pick_path(rng));
                 dmv_op("get", at, a)
             }
-            32..=45 => dmv_op("drop", at, [args(&["drop", "--numcopies", numcopies]), vec![pick_path(rng)]].concat()),
-            46..=54 => dmv_op("drop-from", at, [args(&["drop", "--numcopies", numcopies, "--from", remote]), vec![pick_path(rng)]].concat()),
+            32..=45 => dmv_op(
+                "drop",
+                at,
+                [
+                    args(&["drop", "--numcopies", numcopies]),
+                    vec![pick_path(rng)],
+                ]
+                .concat(),
+            ),
+            46..=54 => dmv_op(
+                "drop-from",
+                at,
+                [
+                    args(&["drop", "--numcopies", numcopies, "--from", remote]),
+                    vec![pick_path(rng)],
+                ]
+                .concat(),
+            ),
             // The laptop has its branch checked out: pushes to it go to a branch of the pusher's own.
-            55..=64 if remote == "laptop" => dmv_op("push", at, vec!["push".into(), remote.into(), format!("main:from-{at}")]),
+            55..=64 if remote == "laptop" => dmv_op(
+                "push",
+                at,
+                vec!["push".into(), remote.into(), format!("main:from-{at}")],
+            ),
             55..=64 => dmv_op("push", at, args(&["push", remote, "main"])),
             65..=73 => dmv_op("pull", at, args(&["pull", remote])),
             74..=82 if rng.chance(50) => dmv_op("sync", at, args(&["sync"])),
             74..=82 => dmv_op("sync", at, args(&["sync", remote])),
             83..=87 => {
                 let store = *rng.pick(&["hub", "laptop", "desk", "phone", "tablet"]);
-                let a = if rng.chance(50) { args(&["gc"]) } else { args(&["gc", "--prune=now"]) };
+                let a = if rng.chance(50) {
+                    args(&["gc"])
+                } else {
+                    args(&["gc", "--prune=now"])
+                };
                 dmv_op("gc", store, a)
             }
             88..=91 => dmv_op("whereis", at, args(&["whereis", "--json"])),
-            92..=94 if faults => Planned { kind: "restart-hub", at: "", action: Action::RestartHub { down: rng.millis(50, 1500) }, kill_after: None },
-            95..=97 if faults => Planned { kind: "freeze-bucket", at: "", action: Action::FreezeBucket { frozen: rng.millis(200, 2000) }, kill_after: None },
-            98..=99 if faults => Planned { kind: "restart-bucket", at: "", action: Action::RestartBucket { down: rng.millis(50, 1000) }, kill_after: None },
+            92..=94 if faults => Planned {
+                kind: "restart-hub",
+                at: "",
+                action: Action::RestartHub {
+                    down: rng.millis(50, 1500),
+                },
+                kill_after: None,
+            },
+            95..=97 if faults => Planned {
+                kind: "freeze-bucket",
+                at: "",
+                action: Action::FreezeBucket {
+                    frozen: rng.millis(200, 2000),
+                },
+                kill_after: None,
+            },
+            98..=99 if faults => Planned {
+                kind: "restart-bucket",
+                at: "",
+                action: Action::RestartBucket {
+                    down: rng.millis(50, 1000),
+                },
+                kill_after: None,
+            },
             100..=107 => {
                 let at = if rng.chance(50) { "desk" } else { "phone" };
-                let files = (0..1 + rng.below(3)).map(|_| (format!("{at}/f{}.raw", rng.below(FILES_PER_FOLDER)), 2048 + rng.below(98 * 1024), rng.next() >> 16)).collect();
+                let files = (0..1 + rng.below(3))
+                    .map(|_| {
+                        (
+                            format!("{at}/f{}.raw", rng.below(FILES_PER_FOLDER)),
+                            2048 + rng.below(98 * 1024),
+                            rng.next() >> 16,
+                        )
+                    })
+                    .collect();
                 let runs = rng.millis(1500, 6000);
                 // Killed at any moment of its run, or stopped as a person would.
-                let kill_after = rng.chance(40).then(|| rng.millis(100, runs.as_millis() as u64));
-                return Planned { kind: "watch", at, action: Action::Watch { files, runs }, kill_after };
+                let kill_after = rng
+                    .chance(40)
+                    .then(|| rng.millis(100, runs.as_millis() as u64));
+                return Planned {
+                    kind: "watch",
+                    at,
+                    action: Action::Watch { files, runs },
+                    kill_after,
+                };
             }
             _ => continue,
         };
@@ -348,7 +491,12 @@ impl std::fmt::Display for Outcome {
             Ended::Killed(during) => format!("killed during `dmv {during}`"),
             Ended::Fault => "done".to_string(),
         };
-        write!(f, "{} → {ended} ({} ms)", self.planned, self.took.as_millis())
+        write!(
+            f,
+            "{} → {ended} ({} ms)",
+            self.planned,
+            self.took.as_millis()
+        )
     }
 }
 
@@ -395,7 +543,12 @@ impl Fleet {
     fn setup(&self, at: &str, args: &[&str]) -> String {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let out = self.command(at, &args).output().unwrap();
-        assert!(out.status.success(), "setup: {at}$ dmv {}: {}", args.join(" "), stderr(&out));
+        assert!(
+            out.status.success(),
+            "setup: {at}$ dmv {}: {}",
+            args.join(" "),
+            stderr(&out)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -418,9 +571,20 @@ impl Fleet {
         minio.env(&mut env_probe);
         sshd.env(&mut env_probe);
         env_probe.env("DMV_TEST_LEASE_SECONDS", LEASE_SECONDS);
-        let env = env_probe.get_envs().map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned()))).collect();
-        let fleet =
-            Fleet { hub_port: hub.port, hub_logs: Mutex::new(vec![hub.log.clone()]), hub: Mutex::new(hub), endpoint: minio.endpoint(), minio: Mutex::new(minio), sshd, env, root };
+        let env = env_probe
+            .get_envs()
+            .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
+            .collect();
+        let fleet = Fleet {
+            hub_port: hub.port,
+            hub_logs: Mutex::new(vec![hub.log.clone()]),
+            hub: Mutex::new(hub),
+            endpoint: minio.endpoint(),
+            minio: Mutex::new(minio),
+            sshd,
+            env,
+            root,
+        };
         let (hub_url, relay_url) = {
             let hub = fleet.hub.lock().unwrap();
             (hub.url("hub"), hub.url("bucket"))
@@ -433,12 +597,19 @@ impl Fleet {
             std::fs::create_dir_all(fleet.dir("laptop").join(spec.name)).unwrap();
             for k in 0..FILES_PER_FOLDER {
                 let n = i as u64 * FILES_PER_FOLDER + k;
-                write_noise(&fleet.dir("laptop").join(format!("{}/f{k}.raw", spec.name)), 4096 + n * 1500, 1_000 + n);
+                write_noise(
+                    &fleet.dir("laptop").join(format!("{}/f{k}.raw", spec.name)),
+                    4096 + n * 1500,
+                    1_000 + n,
+                );
             }
         }
         fleet.setup("laptop", &["add", "."]);
         fleet.setup("laptop", &["commit", "-m", "the first files"]);
-        fleet.setup("laptop", &["remote", "add", "origin", &hub_url, "--token", ADMIN_TOKEN]);
+        fleet.setup(
+            "laptop",
+            &["remote", "add", "origin", &hub_url, "--token", ADMIN_TOKEN],
+        );
         fleet.setup("laptop", &["push", "-u", "origin", "main"]);
         for spec in &REPLICAS[1..] {
             let mut args = vec!["clone", "--token", spec.token, &hub_url, spec.name];
@@ -450,8 +621,21 @@ impl Fleet {
         for spec in &REPLICAS {
             for remote in spec.remotes.iter().filter(|r| **r != "origin") {
                 match *remote {
-                    "bucket" if spec.name == "desk" => fleet.setup(spec.name, &["remote", "add", "bucket", &relay_url, "--token", spec.token]),
-                    "bucket" => fleet.setup(spec.name, &["remote", "add", "bucket", &bucket_url(), "--endpoint", &fleet.endpoint]),
+                    "bucket" if spec.name == "desk" => fleet.setup(
+                        spec.name,
+                        &["remote", "add", "bucket", &relay_url, "--token", spec.token],
+                    ),
+                    "bucket" => fleet.setup(
+                        spec.name,
+                        &[
+                            "remote",
+                            "add",
+                            "bucket",
+                            &bucket_url(),
+                            "--endpoint",
+                            &fleet.endpoint,
+                        ],
+                    ),
                     _ => fleet.setup(spec.name, &["remote", "add", remote, &laptop_url]),
                 };
             }
@@ -475,7 +659,14 @@ impl Fleet {
                 for (path, len, seed) in files {
                     write_noise(&self.dir(planned.at).join(path), *len, *seed);
                 }
-                vec![vec!["add".into(), planned.at.into()], vec!["commit".into(), "-m".into(), format!("{} at step {step}", planned.at)]]
+                vec![
+                    vec!["add".into(), planned.at.into()],
+                    vec![
+                        "commit".into(),
+                        "-m".into(),
+                        format!("{} at step {step}", planned.at),
+                    ],
+                ]
             }
             Action::Dmv(args) => vec![args.clone()],
             Action::Watch { files, runs } => return self.watch(step, index, planned, files, *runs),
@@ -485,7 +676,12 @@ impl Fleet {
                 std::thread::sleep(*down);
                 *hub = HttpServer::start_with(&hub.config.clone(), self.hub_port);
                 self.hub_logs.lock().unwrap().push(hub.log.clone());
-                return Outcome { planned: planned.clone(), ended: Ended::Fault, took: started.elapsed(), wrong: Vec::new() };
+                return Outcome {
+                    planned: planned.clone(),
+                    ended: Ended::Fault,
+                    took: started.elapsed(),
+                    wrong: Vec::new(),
+                };
             }
             Action::FreezeBucket { frozen } => {
                 let minio = self.minio.lock().unwrap();
@@ -493,14 +689,24 @@ impl Fleet {
                 signal(pid, libc::SIGSTOP);
                 std::thread::sleep(*frozen);
                 signal(pid, libc::SIGCONT);
-                return Outcome { planned: planned.clone(), ended: Ended::Fault, took: started.elapsed(), wrong: Vec::new() };
+                return Outcome {
+                    planned: planned.clone(),
+                    ended: Ended::Fault,
+                    took: started.elapsed(),
+                    wrong: Vec::new(),
+                };
             }
             Action::RestartBucket { down } => {
                 let mut minio = self.minio.lock().unwrap();
                 minio.stop();
                 std::thread::sleep(*down);
                 minio.restart();
-                return Outcome { planned: planned.clone(), ended: Ended::Fault, took: started.elapsed(), wrong: Vec::new() };
+                return Outcome {
+                    planned: planned.clone(),
+                    ended: Ended::Fault,
+                    took: started.elapsed(),
+                    wrong: Vec::new(),
+                };
             }
         };
         let logs = self.root.join("logs");
@@ -508,10 +714,14 @@ impl Fleet {
         let mut wrong = Vec::new();
         for (i, args) in commands.iter().enumerate() {
             // Output to files: a command killed or stuck cannot block on a full pipe.
-            let out_path = logs.join(format!("step{step:04}-{index}-{}-{}-{i}.out", planned.at, planned.kind));
+            let out_path = logs.join(format!(
+                "step{step:04}-{index}-{}-{}-{i}.out",
+                planned.at, planned.kind
+            ));
             let err_path = out_path.with_extension("err");
             let mut cmd = self.command(planned.at, args);
-            cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap())).stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+            cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
+                .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
             let mut child = cmd.spawn().unwrap();
             let (status, killed) = loop {
                 if let Some(status) = child.try_wait().unwrap() {
@@ -530,37 +740,79 @@ impl Fleet {
             }
             if killed {
                 if started.elapsed() >= HUNG {
-                    wrong.push(format!("`dmv {}` still ran after {} s (killed)", args.join(" "), HUNG.as_secs()));
+                    wrong.push(format!(
+                        "`dmv {}` still ran after {} s (killed)",
+                        args.join(" "),
+                        HUNG.as_secs()
+                    ));
                 }
-                return Outcome { planned: planned.clone(), ended: Ended::Killed(args.join(" ")), took: started.elapsed(), wrong };
+                return Outcome {
+                    planned: planned.clone(),
+                    ended: Ended::Killed(args.join(" ")),
+                    took: started.elapsed(),
+                    wrong,
+                };
             }
             if !status.success() {
                 let code = status.code().unwrap_or(-1);
                 // The error line, else what it said last ("nothing to commit", a conflict: exit 1, on stdout).
-                let said = format!("{err}{}", std::fs::read_to_string(&out_path).unwrap_or_default());
-                let last = err.lines().find(|l| l.starts_with("dmv: ")).or_else(|| said.lines().rev().find(|l| !l.trim().is_empty())).unwrap_or("").to_string();
+                let said = format!(
+                    "{err}{}",
+                    std::fs::read_to_string(&out_path).unwrap_or_default()
+                );
+                let last = err
+                    .lines()
+                    .find(|l| l.starts_with("dmv: "))
+                    .or_else(|| said.lines().rev().find(|l| !l.trim().is_empty()))
+                    .unwrap_or("")
+                    .to_string();
                 // A clean failure: exit 1 (nothing to commit, a conflict) or 128 with a "dmv: " line.
-                let clean = code == 1 || (code == 128 && err.lines().any(|l| l.starts_with("dmv: ")));
+                let clean =
+                    code == 1 || (code == 128 && err.lines().any(|l| l.starts_with("dmv: ")));
                 if !clean {
-                    wrong.push(format!("`dmv {}` failed uncleanly ({status}): {err}", args.join(" ")));
+                    wrong.push(format!(
+                        "`dmv {}` failed uncleanly ({status}): {err}",
+                        args.join(" ")
+                    ));
                 }
-                return Outcome { planned: planned.clone(), ended: Ended::Failed(code, last), took: started.elapsed(), wrong };
+                return Outcome {
+                    planned: planned.clone(),
+                    ended: Ended::Failed(code, last),
+                    took: started.elapsed(),
+                    wrong,
+                };
             }
         }
-        Outcome { planned: planned.clone(), ended: Ended::Ok, took: started.elapsed(), wrong }
+        Outcome {
+            planned: planned.clone(),
+            ended: Ended::Ok,
+            took: started.elapsed(),
+            wrong,
+        }
     }
 
     /// Runs a watcher in `planned.at` while files are written there, then
     /// stops it with SIGTERM (it must exit 0) or kills it at the planned moment.
-    fn watch(&self, step: usize, index: usize, planned: &Planned, files: &[(String, u64, u64)], runs: Duration) -> Outcome {
+    fn watch(
+        &self,
+        step: usize,
+        index: usize,
+        planned: &Planned,
+        files: &[(String, u64, u64)],
+        runs: Duration,
+    ) -> Outcome {
         let started = Instant::now();
         let logs = self.root.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
         let out_path = logs.join(format!("step{step:04}-{index}-{}-watch.out", planned.at));
         let err_path = out_path.with_extension("err");
-        let args: Vec<String> = watch_args(planned.at).iter().map(|a| a.to_string()).collect();
+        let args: Vec<String> = watch_args(planned.at)
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
         let mut cmd = self.command(planned.at, &args);
-        cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap())).stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
+        cmd.stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()));
         let mut child = cmd.spawn().unwrap();
         let gap = runs / (files.len() as u32 + 1);
         let mut next_write = started + gap;
@@ -589,14 +841,20 @@ impl Fleet {
             if err.contains("panicked") {
                 wrong.push(format!("`dmv {}` panicked: {err}", args.join(" ")));
             }
-            err.lines().find(|l| l.starts_with("dmv: ")).unwrap_or("").to_string()
+            err.lines()
+                .find(|l| l.starts_with("dmv: "))
+                .unwrap_or("")
+                .to_string()
         };
         let ended = match exited {
             // A watcher ends only when told to: one that stopped by itself says why in one line.
             Some(status) => {
                 let line = said(&mut wrong);
                 if !(status.code() == Some(128) && line.contains("a watcher already runs")) {
-                    wrong.push(format!("`dmv {}` exited by itself ({status}): {line}", args.join(" ")));
+                    wrong.push(format!(
+                        "`dmv {}` exited by itself ({status}): {line}",
+                        args.join(" ")
+                    ));
                 }
                 Ended::Failed(status.code().unwrap_or(-1), line)
             }
@@ -615,19 +873,31 @@ impl Fleet {
                     }
                     if asked.elapsed() >= HUNG {
                         child.kill().unwrap();
-                        wrong.push(format!("`dmv {}` still ran {} s after SIGTERM (killed)", args.join(" "), HUNG.as_secs()));
+                        wrong.push(format!(
+                            "`dmv {}` still ran {} s after SIGTERM (killed)",
+                            args.join(" "),
+                            HUNG.as_secs()
+                        ));
                         break child.wait().unwrap();
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 };
                 let line = said(&mut wrong);
                 if !status.success() {
-                    wrong.push(format!("`dmv {}` stopped by SIGTERM exited {status}: {line}", args.join(" ")));
+                    wrong.push(format!(
+                        "`dmv {}` stopped by SIGTERM exited {status}: {line}",
+                        args.join(" ")
+                    ));
                 }
                 Ended::Ok
             }
         };
-        Outcome { planned: planned.clone(), ended, took: started.elapsed(), wrong }
+        Outcome {
+            planned: planned.clone(),
+            ended,
+            took: started.elapsed(),
+            wrong,
+        }
     }
 
     /// Waits until nothing the step started still runs: every process
@@ -640,7 +910,10 @@ impl Fleet {
         let server = {
             let mut hub = self.hub.lock().unwrap();
             if let Ok(Some(status)) = hub.child.try_wait() {
-                wrong.push(format!("the HTTP server exited by itself ({status}): {}", hub.log.lock().unwrap().join("\n")));
+                wrong.push(format!(
+                    "the HTTP server exited by itself ({status}): {}",
+                    hub.log.lock().unwrap().join("\n")
+                ));
                 *hub = HttpServer::start_with(&hub.config.clone(), self.hub_port);
                 self.hub_logs.lock().unwrap().push(hub.log.clone());
             }
@@ -659,7 +932,9 @@ impl Fleet {
                 break;
             }
             if waiting.elapsed() > Duration::from_secs(30) {
-                wrong.push(format!("processes still running 30 s after their step: {left:?}"));
+                wrong.push(format!(
+                    "processes still running 30 s after their step: {left:?}"
+                ));
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -685,11 +960,26 @@ impl Fleet {
             }
             let mut ran = Vec::new();
             for other in &REPLICAS {
-                let side = if other.name == spec.name { "--ours" } else { "--theirs" };
+                let side = if other.name == spec.name {
+                    "--ours"
+                } else {
+                    "--theirs"
+                };
                 // A folder without conflicts is refused in one line: nothing to settle there.
-                ran.push(self.settle(spec.name, &["resolve", side, other.name], &mut wrong).0);
+                ran.push(
+                    self.settle(spec.name, &["resolve", side, other.name], &mut wrong)
+                        .0,
+                );
             }
-            let (line, committed) = self.settle(spec.name, &["commit", "-m", &format!("{} settles a merge at step {step}", spec.name)], &mut wrong);
+            let (line, committed) = self.settle(
+                spec.name,
+                &[
+                    "commit",
+                    "-m",
+                    &format!("{} settles a merge at step {step}", spec.name),
+                ],
+                &mut wrong,
+            );
             ran.push(line);
             if !committed {
                 ran.push(self.settle(spec.name, &["merge", "--abort"], &mut wrong).0);
@@ -703,11 +993,24 @@ impl Fleet {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let out = self.command(at, &args).output().unwrap();
         let err = stderr(&out);
-        if err.contains("panicked") || !(out.status.success() || matches!(out.status.code(), Some(1 | 128))) {
-            wrong.push(format!("{at}$ dmv {} failed uncleanly ({}): {err}", args.join(" "), out.status));
+        if err.contains("panicked")
+            || !(out.status.success() || matches!(out.status.code(), Some(1 | 128)))
+        {
+            wrong.push(format!(
+                "{at}$ dmv {} failed uncleanly ({}): {err}",
+                args.join(" "),
+                out.status
+            ));
         }
-        let how = if out.status.success() { "ok".to_string() } else { err.lines().last().unwrap_or("").to_string() };
-        (format!("dmv {} → {how}", args.join(" ")), out.status.success())
+        let how = if out.status.success() {
+            "ok".to_string()
+        } else {
+            err.lines().last().unwrap_or("").to_string()
+        };
+        (
+            format!("dmv {} → {how}", args.join(" ")),
+            out.status.success(),
+        )
     }
 }
 
@@ -727,7 +1030,9 @@ fn processes_naming(root: &Path, except: u32) -> Vec<String> {
     let root = root.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         if pid == except || pid == std::process::id() {
             continue;
         }
@@ -743,11 +1048,19 @@ fn processes_naming(root: &Path, except: u32) -> Vec<String> {
 /// MinIO's process (the helper keeps its child to itself), by its address.
 fn minio_pid(port: u16) -> Option<i32> {
     let address = format!("127.0.0.1:{port}");
-    std::fs::read_dir("/proc").unwrap().flatten().find_map(|entry| {
-        let pid = entry.file_name().to_string_lossy().parse::<i32>().ok()?;
-        let cmdline = String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).ok()?).replace('\0', " ");
-        (cmdline.contains("minio") && cmdline.contains(" server ") && cmdline.contains(&address)).then_some(pid)
-    })
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<i32>().ok()?;
+            let cmdline =
+                String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).ok()?)
+                    .replace('\0', " ");
+            (cmdline.contains("minio")
+                && cmdline.contains(" server ")
+                && cmdline.contains(&address))
+            .then_some(pid)
+        })
 }
 
 fn signal(pid: i32, sig: libc::c_int) {
@@ -798,7 +1111,11 @@ fn dir_holds(repo: &Repository, id: &ObjectId, len: u64) -> Result<bool, String>
 /// from the bucket level by level (each checked against its id), every
 /// chunk located in its published indexes, and with `read_chunks` read and
 /// checked too. Answers "not there" only from `has`.
-fn bucket_holds(remote: &mut dyn Remote, versions: &[ObjectId], read_chunks: bool) -> Result<Vec<bool>, String> {
+fn bucket_holds(
+    remote: &mut dyn Remote,
+    versions: &[ObjectId],
+    read_chunks: bool,
+) -> Result<Vec<bool>, String> {
     let mut whole = vec![true; versions.len()];
     // The objects to look at next, each with the versions it is part of.
     let mut level: HashMap<ObjectId, Vec<usize>> = HashMap::new();
@@ -819,7 +1136,9 @@ fn bucket_holds(remote: &mut dyn Remote, versions: &[ObjectId], read_chunks: boo
         let mut damaged = Vec::new();
         remote
             .get(&present, read_chunks, &mut |received| {
-                let Received::Object(obj) = received else { return Ok(()) };
+                let Received::Object(obj) = received else {
+                    return Ok(());
+                };
                 let content = match obj.content() {
                     Ok(c) => c,
                     Err(e) => {
@@ -863,14 +1182,26 @@ fn use_minio_credentials() {
         std::env::set_var("AWS_ACCESS_KEY_ID", MINIO_USER);
         std::env::set_var("AWS_SECRET_ACCESS_KEY", MINIO_SECRET);
         std::env::set_var("AWS_REGION", "us-east-1");
-        for v in ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_S3_ENDPOINT"] {
+        for v in [
+            "AWS_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT",
+            "AWS_S3_ENDPOINT",
+        ] {
             std::env::remove_var(v);
         }
     });
 }
 
 /// Adds the file versions of `tree` (and its subtrees not seen yet) to `versions`.
-fn tree_versions(repo: &Repository, tree: &ObjectId, prefix: &str, trees: &mut HashSet<ObjectId>, versions: &mut BTreeMap<ObjectId, (String, u64)>) -> Result<(), String> {
+fn tree_versions(
+    repo: &Repository,
+    tree: &ObjectId,
+    prefix: &str,
+    trees: &mut HashSet<ObjectId>,
+    versions: &mut BTreeMap<ObjectId, (String, u64)>,
+) -> Result<(), String> {
     if !trees.insert(*tree) {
         return Ok(());
     }
@@ -889,14 +1220,28 @@ impl Fleet {
     /// Reads the stores, checks them, then runs `dmv whereis --json` in
     /// `whereis_at` and checks what it says. Returns what it read, found, and
     /// what whereis printed.
-    fn check(&self, whereis_at: &str, read_chunks: bool) -> (State, Findings, std::process::Output) {
+    fn check(
+        &self,
+        whereis_at: &str,
+        read_chunks: bool,
+    ) -> (State, Findings, std::process::Output) {
         let state = self.state(read_chunks);
         let mut found = state.check();
-        let whereis = self.command(whereis_at, &["whereis".into(), "--json".into()]).output().unwrap();
+        let whereis = self
+            .command(whereis_at, &["whereis".into(), "--json".into()])
+            .output()
+            .unwrap();
         if whereis.status.success() {
-            state.check_whereis(whereis_at, &String::from_utf8_lossy(&whereis.stdout), &mut found);
+            state.check_whereis(
+                whereis_at,
+                &String::from_utf8_lossy(&whereis.stdout),
+                &mut found,
+            );
         } else if stderr(&whereis).contains("panicked") || whereis.status.code() != Some(128) {
-            found.violations.push(format!("{whereis_at}$ dmv whereis --json failed uncleanly: {}", stderr(&whereis)));
+            found.violations.push(format!(
+                "{whereis_at}$ dmv whereis --json failed uncleanly: {}",
+                stderr(&whereis)
+            ));
         }
         (state, found, whereis)
     }
@@ -915,13 +1260,17 @@ impl Fleet {
             }
         }
         let mirror = tempfile::tempdir().unwrap();
-        let mut bucket = open_bucket(&bucket_url(), &self.endpoint, mirror.path()).map_err(|e| problems.push(format!("the bucket cannot be opened: {e}"))).ok();
+        let mut bucket = open_bucket(&bucket_url(), &self.endpoint, mirror.path())
+            .map_err(|e| problems.push(format!("the bucket cannot be opened: {e}")))
+            .ok();
 
         // Every tip of every store: its refs and HEAD.
         let mut tips: Vec<(String, ObjectId)> = Vec::new();
         for (name, repo) in &repos {
             match repo.refs.list("") {
-                Ok(refs) => tips.extend(refs.into_iter().map(|(r, id)| (format!("{name} {r}"), id))),
+                Ok(refs) => {
+                    tips.extend(refs.into_iter().map(|(r, id)| (format!("{name} {r}"), id)))
+                }
                 Err(e) => problems.push(format!("{name}'s refs cannot be read: {e}")),
             }
             match repo.head_commit() {
@@ -930,7 +1279,11 @@ impl Fleet {
             }
         }
         match bucket.as_mut().map(|b| b.list_refs()) {
-            Some(Ok(refs)) => tips.extend(refs.refs.into_iter().map(|(r, id)| (format!("bucket {r}"), id))),
+            Some(Ok(refs)) => tips.extend(
+                refs.refs
+                    .into_iter()
+                    .map(|(r, id)| (format!("bucket {r}"), id)),
+            ),
             Some(Err(e)) => problems.push(format!("the bucket's refs cannot be read: {e}")),
             None => {}
         }
@@ -942,12 +1295,21 @@ impl Fleet {
             if !commits.insert(id) {
                 continue;
             }
-            let Some((repo, commit)) = repos.iter().find_map(|(_, r)| r.commit(&id).ok().map(|c| (r, c))) else {
-                problems.push(format!("commit {} (reached from {from}) is in no store", id.to_hex()));
+            let Some((repo, commit)) = repos
+                .iter()
+                .find_map(|(_, r)| r.commit(&id).ok().map(|c| (r, c)))
+            else {
+                problems.push(format!(
+                    "commit {} (reached from {from}) is in no store",
+                    id.to_hex()
+                ));
                 continue;
             };
             if let Err(e) = tree_versions(repo, &commit.tree, "", &mut trees, &mut versions) {
-                problems.push(format!("the tree of commit {} cannot be read: {e}", id.to_hex()));
+                problems.push(format!(
+                    "the tree of commit {} cannot be read: {e}",
+                    id.to_hex()
+                ));
             }
             stack.extend(commit.parents.into_iter().map(|p| (from.clone(), p)));
         }
@@ -962,25 +1324,44 @@ impl Fleet {
                         holds.insert(*id);
                     }
                     Ok(false) => {}
-                    Err(e) => problems.push(format!("{name}'s data of {path} ({}) is damaged: {e}", short(id))),
+                    Err(e) => problems.push(format!(
+                        "{name}'s data of {path} ({}) is damaged: {e}",
+                        short(id)
+                    )),
                 }
             }
             let replica = repo.replica_id().unwrap_or_else(|e| {
                 problems.push(format!("{name}'s replica id cannot be read: {e}"));
                 ReplicaId([0; 16])
             });
-            stores.push(StoreState { name, replica, holds, partial: repo.config.partial });
+            stores.push(StoreState {
+                name,
+                replica,
+                holds,
+                partial: repo.config.partial,
+            });
             match repo.load_locations() {
                 Ok(log) => logs.push((name.to_string(), log)),
                 Err(e) => problems.push(format!("{name}'s location log cannot be read: {e}")),
             }
         }
         let Some(mut bucket) = bucket else {
-            return State { read_ns, versions, stores, logs, problems };
+            return State {
+                read_ns,
+                versions,
+                stores,
+                logs,
+                problems,
+            };
         };
         let ids: Vec<ObjectId> = versions.keys().copied().collect();
         let holds = match bucket_holds(bucket.as_mut(), &ids, read_chunks) {
-            Ok(whole) => ids.iter().zip(whole).filter(|(_, w)| *w).map(|(id, _)| *id).collect(),
+            Ok(whole) => ids
+                .iter()
+                .zip(whole)
+                .filter(|(_, w)| *w)
+                .map(|(id, _)| *id)
+                .collect(),
             Err(e) => {
                 problems.push(format!("the bucket's data cannot be read whole: {e}"));
                 HashSet::new()
@@ -990,7 +1371,12 @@ impl Fleet {
             problems.push(format!("the bucket's replica id cannot be read: {e}"));
             ReplicaId([0; 16])
         });
-        stores.push(StoreState { name: "bucket", replica, holds, partial: true });
+        stores.push(StoreState {
+            name: "bucket",
+            replica,
+            holds,
+            partial: true,
+        });
         // The bucket keeps one log per replica that wrote there.
         let mut pages = Vec::new();
         let read = bucket.get_locations(&mut |records, _names| {
@@ -1003,8 +1389,19 @@ impl Fleet {
             problems.push(format!("the bucket's location logs cannot be read: {e}"));
         }
         let count = pages.len();
-        logs.extend(pages.into_iter().enumerate().map(|(i, log)| (format!("bucket (log {} of {count})", i + 1), log)));
-        State { read_ns, versions, stores, logs, problems }
+        logs.extend(
+            pages
+                .into_iter()
+                .enumerate()
+                .map(|(i, log)| (format!("bucket (log {} of {count})", i + 1), log)),
+        );
+        State {
+            read_ns,
+            versions,
+            stores,
+            logs,
+            problems,
+        }
     }
 }
 
@@ -1037,22 +1434,37 @@ impl State {
     }
 
     fn name_of(&self, replica: &ReplicaId) -> String {
-        self.store_of(replica).map_or_else(|| format!("unknown replica {replica}"), |s| s.name.to_string())
+        self.store_of(replica).map_or_else(
+            || format!("unknown replica {replica}"),
+            |s| s.name.to_string(),
+        )
     }
 
     fn holds(&self, store: &str, id: &ObjectId) -> bool {
-        self.stores.iter().any(|s| s.name == store && s.holds.contains(id))
+        self.stores
+            .iter()
+            .any(|s| s.name == store && s.holds.contains(id))
     }
 
     /// Per repository: the versions it dropped (its own log's newest word on
     /// them is "does not hold") and does not hold.
     fn dropped(&self) -> Vec<(&'static str, HashSet<ObjectId>)> {
-        let own_log = |name: &str| self.logs.iter().find(|(kept_in, _)| kept_in == name).map(|(_, log)| log);
+        let own_log = |name: &str| {
+            self.logs
+                .iter()
+                .find(|(kept_in, _)| kept_in == name)
+                .map(|(_, log)| log)
+        };
         self.stores
             .iter()
             .filter_map(|st| {
                 let log = own_log(st.name)?;
-                let gone = self.versions.keys().filter(|id| log.records.get(&(**id, st.replica)).is_some_and(|s| !s.present) && !st.holds.contains(id));
+                let gone = self.versions.keys().filter(|id| {
+                    log.records
+                        .get(&(**id, st.replica))
+                        .is_some_and(|s| !s.present)
+                        && !st.holds.contains(id)
+                });
                 Some((st.name, gone.copied().collect()))
             })
             .collect()
@@ -1073,7 +1485,13 @@ impl State {
     /// A claim that `replica` holds `id`, made at `time_ns` (None: live,
     /// just now): None when true, else whether it is stale (at equal times
     /// "does not" wins, as in the logs' merges).
-    fn judge(&self, id: &ObjectId, replica: &ReplicaId, time_ns: Option<u64>, absent: &HashMap<(ObjectId, ReplicaId), u64>) -> Option<bool> {
+    fn judge(
+        &self,
+        id: &ObjectId,
+        replica: &ReplicaId,
+        time_ns: Option<u64>,
+        absent: &HashMap<(ObjectId, ReplicaId), u64>,
+    ) -> Option<bool> {
         if self.store_of(replica).is_some_and(|s| s.holds.contains(id)) {
             return None;
         }
@@ -1089,7 +1507,10 @@ impl State {
             let copies = self.stores.iter().filter(|s| s.holds.contains(id)).count();
             if copies == 0 {
                 found.copies_lost += 1;
-                found.violations.push(format!("lost: {path} ({}) has no copy in any store", short(id)));
+                found.violations.push(format!(
+                    "lost: {path} ({}) has no copy in any store",
+                    short(id)
+                ));
             }
             if copies < 2 {
                 found.under_two_copies += 1;
@@ -1098,9 +1519,13 @@ impl State {
         let absent = self.newest_absent();
         for (kept_in, log) in &self.logs {
             for ((id, replica), stamp) in &log.records {
-                let Some((path, _)) = self.versions.get(id) else { continue };
+                let Some((path, _)) = self.versions.get(id) else {
+                    continue;
+                };
                 if !stamp.present {
-                    let own = self.store_of(replica).is_some_and(|s| s.name == kept_in.as_str());
+                    let own = self
+                        .store_of(replica)
+                        .is_some_and(|s| s.name == kept_in.as_str());
                     if own && self.store_of(replica).is_some_and(|s| s.holds.contains(id)) {
                         found.dropped_yet_held += 1;
                     }
@@ -1129,19 +1554,35 @@ impl State {
     fn check_whereis(&self, at: &str, printed: &str, found: &mut Findings) {
         let files: serde_json::Value = match serde_json::from_str(printed) {
             Ok(v) => v,
-            Err(e) => return found.violations.push(format!("{at}$ dmv whereis --json printed no JSON ({e}): {printed}")),
+            Err(e) => {
+                return found.violations.push(format!(
+                    "{at}$ dmv whereis --json printed no JSON ({e}): {printed}"
+                ))
+            }
         };
         let absent = self.newest_absent();
         for file in files.as_array().into_iter().flatten() {
-            let (path, id) = (file["path"].as_str().unwrap_or("?"), ObjectId::from_hex(file["id"].as_str().unwrap_or("")).expect("a content id"));
+            let (path, id) = (
+                file["path"].as_str().unwrap_or("?"),
+                ObjectId::from_hex(file["id"].as_str().unwrap_or("")).expect("a content id"),
+            );
             for copy in file["copies"].as_array().into_iter().flatten() {
                 found.whereis_claims += 1;
-                let replica = ReplicaId::parse(copy["replica"].as_str().unwrap_or("")).expect("a replica id");
+                let replica =
+                    ReplicaId::parse(copy["replica"].as_str().unwrap_or("")).expect("a replica id");
                 let live = copy["reachable"] == true;
                 // A live answer is a claim of now; one from the log is as old as the record in this replica's log
                 // (read before whereis ran, which may have merged in others' logs: then any "gone" makes it stale).
-                let recorded = self.logs.iter().find(|(kept_in, _)| kept_in == at).and_then(|(_, log)| log.records.get(&(id, replica)));
-                let made = if live { None } else { Some(recorded.filter(|s| s.present).map_or(0, |s| s.time_ns)) };
+                let recorded = self
+                    .logs
+                    .iter()
+                    .find(|(kept_in, _)| kept_in == at)
+                    .and_then(|(_, log)| log.records.get(&(id, replica)));
+                let made = if live {
+                    None
+                } else {
+                    Some(recorded.filter(|s| s.present).map_or(0, |s| s.time_ns))
+                };
                 match self.judge(&id, &replica, made, &absent) {
                     None => {}
                     Some(true) => found.stale_claims += 1,
@@ -1154,7 +1595,11 @@ impl State {
                         } else {
                             "from the log"
                         };
-                        found.violations.push(format!("false claim: {at}$ dmv whereis says {} holds {path} ({}), {how}", self.name_of(&replica), short(&id)));
+                        found.violations.push(format!(
+                            "false claim: {at}$ dmv whereis says {} holds {path} ({}), {how}",
+                            self.name_of(&replica),
+                            short(&id)
+                        ));
                     }
                 }
             }
@@ -1165,23 +1610,74 @@ impl State {
     fn describe(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "versions (H: the store holds its data whole):");
-        let _ = writeln!(s, "  {:<12}  {:<16} {:>7}  {}", "id", "path", "bytes", self.stores.iter().map(|st| st.name).collect::<Vec<_>>().join(" "));
+        let _ = writeln!(
+            s,
+            "  {:<12}  {:<16} {:>7}  {}",
+            "id",
+            "path",
+            "bytes",
+            self.stores
+                .iter()
+                .map(|st| st.name)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
         for (id, (path, len)) in &self.versions {
-            let row: Vec<String> = self.stores.iter().map(|st| format!("{:^w$}", if st.holds.contains(id) { "H" } else { "-" }, w = st.name.len())).collect();
-            let _ = writeln!(s, "  {}  {:<16} {:>7}  {}", short(id), path, len, row.join(" "));
+            let row: Vec<String> = self
+                .stores
+                .iter()
+                .map(|st| {
+                    format!(
+                        "{:^w$}",
+                        if st.holds.contains(id) { "H" } else { "-" },
+                        w = st.name.len()
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "  {}  {:<16} {:>7}  {}",
+                short(id),
+                path,
+                len,
+                row.join(" ")
+            );
         }
-        let _ = writeln!(s, "partial stores: {:?}", self.stores.iter().filter(|st| st.partial).map(|st| st.name).collect::<Vec<_>>());
-        let _ = writeln!(s, "location logs (REPLICA+ holds, REPLICA- does not, @ms since the first record):");
-        let first = self.logs.iter().flat_map(|(_, l)| l.records.values().map(|s| s.time_ns)).min().unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "partial stores: {:?}",
+            self.stores
+                .iter()
+                .filter(|st| st.partial)
+                .map(|st| st.name)
+                .collect::<Vec<_>>()
+        );
+        let _ = writeln!(
+            s,
+            "location logs (REPLICA+ holds, REPLICA- does not, @ms since the first record):"
+        );
+        let first = self
+            .logs
+            .iter()
+            .flat_map(|(_, l)| l.records.values().map(|s| s.time_ns))
+            .min()
+            .unwrap_or(0);
         for (kept_in, log) in &self.logs {
             let _ = writeln!(s, "  {kept_in}:");
             let mut by_version: BTreeMap<ObjectId, Vec<String>> = BTreeMap::new();
             for ((id, replica), stamp) in &log.records {
                 let sign = if stamp.present { "+" } else { "-" };
-                by_version.entry(*id).or_default().push(format!("{}{sign}@{}", self.name_of(replica), (stamp.time_ns - first) / 1_000_000));
+                by_version.entry(*id).or_default().push(format!(
+                    "{}{sign}@{}",
+                    self.name_of(replica),
+                    (stamp.time_ns - first) / 1_000_000
+                ));
             }
             for (id, said) in by_version {
-                let path = self.versions.get(&id).map_or("(not in history)", |(p, _)| p.as_str());
+                let path = self
+                    .versions
+                    .get(&id)
+                    .map_or("(not in history)", |(p, _)| p.as_str());
                 let _ = writeln!(s, "    {} {:<16} {}", short(&id), path, said.join(" "));
             }
         }
@@ -1244,8 +1740,14 @@ impl Tally {
             Ended::Ok | Ended::Fault => c.ok += 1,
             Ended::Failed(_, line) => {
                 c.failed += 1;
-                let masked: String = line.chars().map(|ch| if ch.is_ascii_digit() { '#' } else { ch }).collect();
-                *self.refusals.entry(format!("{}: {masked}", o.planned.kind)).or_default() += 1;
+                let masked: String = line
+                    .chars()
+                    .map(|ch| if ch.is_ascii_digit() { '#' } else { ch })
+                    .collect();
+                *self
+                    .refusals
+                    .entry(format!("{}: {masked}", o.planned.kind))
+                    .or_default() += 1;
             }
             Ended::Killed(_) => {
                 c.killed += 1;
@@ -1265,7 +1767,12 @@ impl Tally {
         self.under_two_copies = found.under_two_copies;
         self.dropped_yet_held = found.dropped_yet_held;
         // Which stores say they may lack data (the bucket always may).
-        self.partial = state.stores.iter().filter(|s| s.partial && s.name != "bucket").map(|s| s.name).collect();
+        self.partial = state
+            .stores
+            .iter()
+            .filter(|s| s.partial && s.name != "bucket")
+            .map(|s| s.name)
+            .collect();
     }
 
     /// Writes `fleet.json` for scripts/faults.
@@ -1305,16 +1812,26 @@ impl Tally {
 }
 
 fn steps_from_env() -> usize {
-    match std::env::var("DMV_FLEET_STEPS").ok().filter(|v| !v.is_empty()) {
+    match std::env::var("DMV_FLEET_STEPS")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
         None => CI_STEPS,
         Some(v) if v == "full" => FULL_STEPS,
-        Some(v) => v.parse().unwrap_or_else(|_| panic!("DMV_FLEET_STEPS is a number or \"full\", not {v:?}")),
+        Some(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("DMV_FLEET_STEPS is a number or \"full\", not {v:?}")),
     }
 }
 
 #[test]
 fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_false_copy() {
-    let seed: u64 = std::env::var("DMV_FLEET_SEED").ok().filter(|v| !v.is_empty()).map_or(DEFAULT_SEED, |v| v.parse().expect("DMV_FLEET_SEED is a number"));
+    let seed: u64 = std::env::var("DMV_FLEET_SEED")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map_or(DEFAULT_SEED, |v| {
+            v.parse().expect("DMV_FLEET_SEED is a number")
+        });
     let steps = steps_from_env();
     eprintln!("fleet: DMV_FLEET_SEED={seed} DMV_FLEET_STEPS={steps}");
     use_minio_credentials();
@@ -1330,18 +1847,34 @@ fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_
     // The round after the last step runs nothing: it checks once more, reading every chunk in the bucket too.
     for step in 1..=steps + 1 {
         let last_round = step > steps;
-        let planned = if last_round { Vec::new() } else { plan_step(&mut rng) };
+        let planned = if last_round {
+            Vec::new()
+        } else {
+            plan_step(&mut rng)
+        };
         let whereis_at = rng.pick(&REPLICAS).name;
-        if planned.iter().filter(|p| p.kind.starts_with("drop")).count() >= 2 {
+        if planned
+            .iter()
+            .filter(|p| p.kind.starts_with("drop"))
+            .count()
+            >= 2
+        {
             tally.concurrent_drops += 1;
         }
         let outcomes: Vec<Outcome> = std::thread::scope(|s| {
             let fleet = &fleet;
-            let running: Vec<_> = planned.iter().enumerate().map(|(i, p)| s.spawn(move || fleet.run(step, i, p))).collect();
+            let running: Vec<_> = planned
+                .iter()
+                .enumerate()
+                .map(|(i, p)| s.spawn(move || fleet.run(step, i, p)))
+                .collect();
             running.into_iter().map(|h| h.join().unwrap()).collect()
         });
         outcomes.iter().for_each(|o| tally.count(o));
-        let mut wrong: Vec<String> = outcomes.iter().flat_map(|o| o.wrong.iter().cloned()).collect();
+        let mut wrong: Vec<String> = outcomes
+            .iter()
+            .flat_map(|o| o.wrong.iter().cloned())
+            .collect();
         let mut said: Vec<String> = outcomes.iter().map(|o| o.to_string()).collect();
         wrong.extend(fleet.quiesce());
         let (settled, unclean) = fleet.settle_merges(step);
@@ -1360,8 +1893,13 @@ fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_
             let first = std::mem::take(&mut found.violations);
             (state, found, whereis) = fleet.check(whereis_at, last_round);
             if found.violations.is_empty() {
-                eprintln!("step {step}: gone when looked at again 2 s later: {}", first.join("; "));
-                tally.transient.push(format!("step {step}: {}", first.join("; ")));
+                eprintln!(
+                    "step {step}: gone when looked at again 2 s later: {}",
+                    first.join("; ")
+                );
+                tally
+                    .transient
+                    .push(format!("step {step}: {}", first.join("; ")));
             }
         }
         found.violations.splice(0..0, wrong);
@@ -1369,47 +1907,106 @@ fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_
         // Not the hub: a push of a commit whose tree keeps a version it dropped sends that version again, as it must.
         for (store, gone) in dropped.iter().filter(|(store, _)| *store != "hub") {
             // A get fetches dropped data on purpose; a push to the laptop sends what it lacks (even one refused at the end).
-            let fetched = planned.iter().any(|p| (p.at == *store && p.kind == "get") || p.sends_to().contains(store));
+            let fetched = planned
+                .iter()
+                .any(|p| (p.at == *store && p.kind == "get") || p.sends_to().contains(store));
             for id in gone.iter().filter(|id| !fetched && state.holds(store, id)) {
                 let path = state.versions.get(id).map_or("?", |(p, _)| p.as_str());
-                tally.drops_undone.push(format!("{store} dropped {path} ({}) before step {step} and holds it after: {}", short(id), said.join(" | ")));
+                tally.drops_undone.push(format!(
+                    "{store} dropped {path} ({}) before step {step} and holds it after: {}",
+                    short(id),
+                    said.join(" | ")
+                ));
             }
         }
         dropped = state.dropped();
 
         if !found.violations.is_empty() {
-            tally.report(seed, step, started.elapsed().as_secs_f64(), &found.violations);
+            tally.report(
+                seed,
+                step,
+                started.elapsed().as_secs_f64(),
+                &found.violations,
+            );
             let kept = dir.keep();
-            let mut report = format!("REPLICA INVARIANT VIOLATED: DMV_FLEET_SEED={seed}, step {step} of {steps}\n");
+            let mut report = format!(
+                "REPLICA INVARIANT VIOLATED: DMV_FLEET_SEED={seed}, step {step} of {steps}\n"
+            );
             let _ = writeln!(report, "\nviolations:\n  {}", found.violations.join("\n  "));
-            let _ = writeln!(report, "\nthe operations of step {step}, run at once:\n  {}", said.join("\n  "));
-            let _ = writeln!(report, "\ndmv whereis --json in {whereis_at} after the step: {}", String::from_utf8_lossy(&whereis.stdout).split_whitespace().collect::<String>());
-            let _ = writeln!(report, "\nthe state after step {step}:\n{}", state.describe());
+            let _ = writeln!(
+                report,
+                "\nthe operations of step {step}, run at once:\n  {}",
+                said.join("\n  ")
+            );
+            let _ = writeln!(
+                report,
+                "\ndmv whereis --json in {whereis_at} after the step: {}",
+                String::from_utf8_lossy(&whereis.stdout)
+                    .split_whitespace()
+                    .collect::<String>()
+            );
+            let _ = writeln!(
+                report,
+                "\nthe state after step {step}:\n{}",
+                state.describe()
+            );
             let _ = writeln!(report, "earlier steps:\n  {}", history.join("\n  "));
-            let _ = writeln!(report, "\nthe fleet is kept in {} (each command's output in logs/)", kept.display());
+            let _ = writeln!(
+                report,
+                "\nthe fleet is kept in {} (each command's output in logs/)",
+                kept.display()
+            );
             std::fs::write(kept.join("violation.txt"), &report).unwrap();
             eprintln!("{report}");
-            panic!("the replica invariant failed at step {step} with DMV_FLEET_SEED={seed}: {}", found.violations[0]);
+            panic!(
+                "the replica invariant failed at step {step} with DMV_FLEET_SEED={seed}: {}",
+                found.violations[0]
+            );
         }
         history.push(format!("step {step}: {}", said.join(" | ")));
     }
 
     let seconds = started.elapsed().as_secs_f64();
-    eprintln!("fleet: {steps} steps, {} operations in {seconds:.0} s, {} kills, {} versions at the end", tally.operations, tally.kills, tally.versions);
-    eprintln!("fleet: {} stale claims seen, {} versions under two copies, {} merges settled", tally.stale_claims, tally.under_two_copies, tally.merges_settled);
+    eprintln!(
+        "fleet: {steps} steps, {} operations in {seconds:.0} s, {} kills, {} versions at the end",
+        tally.operations, tally.kills, tally.versions
+    );
+    eprintln!(
+        "fleet: {} stale claims seen, {} versions under two copies, {} merges settled",
+        tally.stale_claims, tally.under_two_copies, tally.merges_settled
+    );
     // The watchers did their work, not only ran: read from their own logs.
     let watched = |needle: &str| -> usize {
-        ["desk", "phone"].iter().map(|at| std::fs::read_to_string(fleet.dir(at).join(".dmv/watch.log")).unwrap_or_default().lines().filter(|l| l.contains(needle)).count()).sum()
+        ["desk", "phone"]
+            .iter()
+            .map(|at| {
+                std::fs::read_to_string(fleet.dir(at).join(".dmv/watch.log"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| l.contains(needle))
+                    .count()
+            })
+            .sum()
     };
-    let (commits, sends, frees, kept_both) = (watched(" committed "), watched(" sent to "), watched(" freed "), watched("both versions kept"));
+    let (commits, sends, frees, kept_both) = (
+        watched(" committed "),
+        watched(" sent to "),
+        watched(" freed "),
+        watched("both versions kept"),
+    );
     eprintln!("fleet: watchers committed {commits} times, sent {sends} times, freed files {frees} times, kept both versions {kept_both} times");
     if tally.by_kind.get("watch").is_some_and(|c| c.ok >= 3) {
-        assert!(commits > 0 && sends > 0, "the watchers ran to their end but committed {commits} times and sent {sends} times");
+        assert!(
+            commits > 0 && sends > 0,
+            "the watchers ran to their end but committed {commits} times and sent {sends} times"
+        );
     }
     for undone in &tally.drops_undone {
         eprintln!("fleet: a drop undid itself: {undone}");
     }
-    eprintln!("fleet: failures seen (each expected: refusals, unreachable servers, killed commands):");
+    eprintln!(
+        "fleet: failures seen (each expected: refusals, unreachable servers, killed commands):"
+    );
     for (line, n) in &tally.refusals {
         eprintln!("  {n:>4}  {line}");
     }
@@ -1434,7 +2031,10 @@ fn a_push_that_ends_after_a_drop_here_does_not_claim_the_dropped_copy() {
     dmv(&laptop, &["commit", "-m", "f"]);
     for hub in ["hub", "backup"] {
         dmv(t, &["init", "--bare", hub]);
-        dmv(&laptop, &["remote", "add", hub, t.join(hub).to_str().unwrap()]);
+        dmv(
+            &laptop,
+            &["remote", "add", hub, t.join(hub).to_str().unwrap()],
+        );
     }
     dmv(&laptop, &["push", "backup", "main"]);
     // The push to the hub stops once its objects are uploaded; the drop (confirmed by backup) runs then.
@@ -1446,12 +2046,20 @@ fn a_push_that_ends_after_a_drop_here_does_not_claim_the_dropped_copy() {
     assert!(pushed.status.success(), "{}", stderr(&pushed));
 
     let repo = Repository::open(&laptop).unwrap();
-    let id = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f.raw").unwrap().unwrap().id;
+    let id = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f.raw")
+        .unwrap()
+        .unwrap()
+        .id;
     assert!(!repo.has_data(&id).unwrap(), "the drop freed f.raw here");
     let me = repo.replica_id().unwrap();
     for dir in [&laptop, &t.join("hub")] {
         let log = Repository::open(dir).unwrap().load_locations().unwrap();
-        assert!(!log.holders(&id).iter().any(|(r, _)| *r == me), "{}'s log says the laptop holds f.raw, which it dropped: {:?}", dir.display(), log.records);
+        assert!(
+            !log.holders(&id).iter().any(|(r, _)| *r == me),
+            "{}'s log says the laptop holds f.raw, which it dropped: {:?}",
+            dir.display(),
+            log.records
+        );
     }
 }
 
@@ -1473,7 +2081,17 @@ fn a_drop_from_a_bucket_cut_short_leaves_no_claim_of_the_copy_it_removed() {
     write_noise(&src.join("f.raw"), 200_000, 11);
     dmv(&src, &["add", "f.raw"]);
     dmv(&src, &["commit", "-m", "f"]);
-    dmv(&src, &["remote", "add", "bucket", "s3://cut/r", "--endpoint", &minio.endpoint()]);
+    dmv(
+        &src,
+        &[
+            "remote",
+            "add",
+            "bucket",
+            "s3://cut/r",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     let with_minio = |args: &[&str], failpoint: Option<&str>| {
         let mut cmd = dmv_cmd(&src);
         cmd.args(args);
@@ -1483,17 +2101,37 @@ fn a_drop_from_a_bucket_cut_short_leaves_no_claim_of_the_copy_it_removed() {
         }
         cmd.output().unwrap()
     };
-    assert!(with_minio(&["push", "bucket", "main"], None).status.success());
+    assert!(with_minio(&["push", "bucket", "main"], None)
+        .status
+        .success());
     // Stopped after it removed the first of the bucket's packs.
-    let out = with_minio(&["drop", "--numcopies", "1", "--from", "bucket", "f.raw"], Some("bucket-drop-removed-pack"));
-    assert!(!out.status.success(), "the drop was to stop part way: {}", stderr(&out));
+    let out = with_minio(
+        &["drop", "--numcopies", "1", "--from", "bucket", "f.raw"],
+        Some("bucket-drop-removed-pack"),
+    );
+    assert!(
+        !out.status.success(),
+        "the drop was to stop part way: {}",
+        stderr(&out)
+    );
 
     let repo = Repository::open(&src).unwrap();
-    let id = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f.raw").unwrap().unwrap().id;
+    let id = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f.raw")
+        .unwrap()
+        .unwrap()
+        .id;
     let mirror = tempfile::tempdir().unwrap();
     let mut bucket = open_bucket("s3://cut/r", &minio.endpoint(), mirror.path()).unwrap();
-    assert_eq!(bucket_holds(bucket.as_mut(), &[id], true).unwrap(), vec![false], "the drop removed f.raw from the bucket");
+    assert_eq!(
+        bucket_holds(bucket.as_mut(), &[id], true).unwrap(),
+        vec![false],
+        "the drop removed f.raw from the bucket"
+    );
     let bucket_id = bucket.replica().unwrap().0;
     let log = repo.load_locations().unwrap();
-    assert!(!log.holders(&id).iter().any(|(r, _)| *r == bucket_id), "src's log says the bucket holds f.raw, which the drop removed: {:?}", log.records);
+    assert!(
+        !log.holders(&id).iter().any(|(r, _)| *r == bucket_id),
+        "src's log says the bucket holds f.raw, which the drop removed: {:?}",
+        log.records
+    );
 }

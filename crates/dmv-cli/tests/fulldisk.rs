@@ -28,8 +28,22 @@ impl SmallDisk {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={}k", bytes / 1024), "tmpfs"]).arg(dir.path()).output().unwrap();
-        assert!(out.status.success(), "cannot mount a tmpfs as root: {}", stderr(&out));
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={}k", bytes / 1024),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cannot mount a tmpfs as root: {}",
+            stderr(&out)
+        );
         Some(SmallDisk { dir })
     }
 
@@ -38,8 +52,16 @@ impl SmallDisk {
     }
 
     fn resize(&self, bytes: u64) {
-        let out = Command::new("mount").args(["-o", &format!("remount,size={}k", bytes / 1024)]).arg(self.path()).output().unwrap();
-        assert!(out.status.success(), "cannot resize the tmpfs: {}", stderr(&out));
+        let out = Command::new("mount")
+            .args(["-o", &format!("remount,size={}k", bytes / 1024)])
+            .arg(self.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cannot resize the tmpfs: {}",
+            stderr(&out)
+        );
     }
 
     fn free(&self) -> u64 {
@@ -61,14 +83,21 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).output();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .output();
     }
 }
 
 /// The command failed in one line saying the disk at `disk` is full.
 fn says_full(out: &Output, disk: &SmallDisk) -> String {
     let line = one_line_error(out);
-    assert!(line.contains("No space left on device") && line.contains(&format!("mounted at {} is full", disk.path().display())), "{line}");
+    assert!(
+        line.contains("No space left on device")
+            && line.contains(&format!("mounted at {} is full", disk.path().display())),
+        "{line}"
+    );
     line
 }
 
@@ -91,7 +120,9 @@ fn leftovers(dmv_dir: &Path) -> Vec<String> {
 
 #[test]
 fn add_and_commit_on_a_full_disk_change_nothing_and_work_once_space_is_freed() {
-    let Some(disk) = SmallDisk::mount(16 * MIB) else { return };
+    let Some(disk) = SmallDisk::mount(16 * MIB) else {
+        return;
+    };
     let r = disk.path().join("r");
     std::fs::create_dir(&r).unwrap();
     dmv(&r, &["init"]);
@@ -118,7 +149,9 @@ fn add_and_commit_on_a_full_disk_change_nothing_and_work_once_space_is_freed() {
 
 #[test]
 fn clone_and_fetch_onto_a_full_disk_fail_cleanly_and_resume() {
-    let Some(disk) = SmallDisk::mount(4 * MIB) else { return };
+    let Some(disk) = SmallDisk::mount(4 * MIB) else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();
@@ -127,9 +160,15 @@ fn clone_and_fetch_onto_a_full_disk_fail_cleanly_and_resume() {
     commit_all(&src, "a");
 
     let c = disk.path().join("c");
-    says_full(&dmv_out(disk.path(), &["clone", src.to_str().unwrap(), "c"]), &disk);
+    says_full(
+        &dmv_out(disk.path(), &["clone", src.to_str().unwrap(), "c"]),
+        &disk,
+    );
     disk.resize(64 * MIB);
-    ok(&dmv_out(disk.path(), &["clone", src.to_str().unwrap(), "c"]));
+    ok(&dmv_out(
+        disk.path(),
+        &["clone", src.to_str().unwrap(), "c"],
+    ));
     assert!(std::fs::read(c.join("a.raw")).unwrap() == std::fs::read(src.join("a.raw")).unwrap());
 
     write_noise(&src.join("b.raw"), 6 * MIB, 2);
@@ -148,7 +187,9 @@ fn clone_and_fetch_onto_a_full_disk_fail_cleanly_and_resume() {
 
 #[test]
 fn gc_on_a_full_disk_loses_nothing_and_works_once_space_is_freed() {
-    let Some(disk) = SmallDisk::mount(32 * MIB) else { return };
+    let Some(disk) = SmallDisk::mount(32 * MIB) else {
+        return;
+    };
     let r = disk.path().join("r");
     std::fs::create_dir(&r).unwrap();
     dmv(&r, &["init"]);
@@ -161,7 +202,10 @@ fn gc_on_a_full_disk_loses_nothing_and_works_once_space_is_freed() {
     dmv(&r, &["branch", "-D", "scrap"]);
     // gc writes the pack it keeps before removing the old ones: leave it no room.
     let filler = disk.fill_until(MIB);
-    says_full(&dmv_out(&r, &["gc", "--prune", "now", "--prune-reflog"]), &disk);
+    says_full(
+        &dmv_out(&r, &["gc", "--prune", "now", "--prune-reflog"]),
+        &disk,
+    );
     assert_eq!(leftovers(&r.join(".dmv")), Vec::<String>::new());
     fsck_clean(&r);
     let keep = std::fs::read(r.join("keep.raw")).unwrap();
@@ -170,22 +214,34 @@ fn gc_on_a_full_disk_loses_nothing_and_works_once_space_is_freed() {
     std::fs::remove_file(filler).unwrap();
     let before = bytes_under(&r.join(".dmv/objects"));
     ok(&dmv_out(&r, &["gc", "--prune", "now", "--prune-reflog"]));
-    assert!(bytes_under(&r.join(".dmv/objects")) + 3 * MIB < before, "gc freed too little");
+    assert!(
+        bytes_under(&r.join(".dmv/objects")) + 3 * MIB < before,
+        "gc freed too little"
+    );
     assert!(dmv_out(&r, &["cat", "HEAD:keep.raw"]).stdout == keep);
     fsck_clean(&r);
 }
 
 #[test]
 fn a_server_whose_disk_fills_during_a_push_refuses_it_and_takes_it_later() {
-    let Some(disk) = SmallDisk::mount(8 * MIB) else { return };
+    let Some(disk) = SmallDisk::mount(8 * MIB) else {
+        return;
+    };
     dmv(disk.path(), &["init", "--bare", "hub"]);
     let hub = disk.path().join("hub");
-    let mut server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", disk.path(), 0);
+    let mut server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        disk.path(),
+        0,
+    );
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();
     dmv(&src, &["init"]);
-    dmv(&src, &["remote", "add", "hub", &server.url("hub"), "--token", "w"]);
+    dmv(
+        &src,
+        &["remote", "add", "hub", &server.url("hub"), "--token", "w"],
+    );
     write_noise(&src.join("small.raw"), MIB / 2, 1);
     commit_all(&src, "small");
     ok(&dmv_out(&src, &["push", "hub", "main"]));
@@ -201,7 +257,10 @@ fn a_server_whose_disk_fills_during_a_push_refuses_it_and_takes_it_later() {
 
     disk.resize(64 * MIB);
     ok(&dmv_out(&src, &["push", "hub", "main"]));
-    assert_eq!(head_of(&hub, "refs/heads/main"), head_of(&src, "refs/heads/main"));
+    assert_eq!(
+        head_of(&hub, "refs/heads/main"),
+        head_of(&src, "refs/heads/main")
+    );
     fsck_clean(&hub);
     server.kill();
 }
@@ -214,7 +273,9 @@ fn a_server_whose_disk_fills_during_a_push_refuses_it_and_takes_it_later() {
 /// every amount of room left.
 #[test]
 fn a_push_onto_a_nearly_full_disk_says_so_at_once() {
-    let Some(disk) = SmallDisk::mount(16 * MIB) else { return };
+    let Some(disk) = SmallDisk::mount(16 * MIB) else {
+        return;
+    };
     let r = disk.path().join("r");
     std::fs::create_dir(&r).unwrap();
     dmv(&r, &["init"]);
@@ -225,18 +286,31 @@ fn a_push_onto_a_nearly_full_disk_says_so_at_once() {
     dmv(&r, &["push", "../hub", "main"]);
     dmv(&r, &["config", "remote.timeout", "20"]);
     let landed = head_of(&hub, "refs/heads/main");
-    for (i, left) in [4u64 << 10, 16 << 10, 64 << 10, 256 << 10].into_iter().enumerate() {
+    for (i, left) in [4u64 << 10, 16 << 10, 64 << 10, 256 << 10]
+        .into_iter()
+        .enumerate()
+    {
         write_noise(&r.join(format!("take{i}.raw")), 200_000, i as u64);
         commit_all(&r, "a take");
         let filler = disk.fill_until(left);
         let out = dmv_out(&r, &["push", "../hub", "main"]);
         std::fs::remove_file(filler).unwrap();
         let line = one_line_error(&out);
-        assert!(line.contains("No space left on device") && !line.contains("stopped answering"), "{left} bytes left: {line}");
-        assert_eq!(head_of(&hub, "refs/heads/main"), landed, "{left} bytes left");
+        assert!(
+            line.contains("No space left on device") && !line.contains("stopped answering"),
+            "{left} bytes left: {line}"
+        );
+        assert_eq!(
+            head_of(&hub, "refs/heads/main"),
+            landed,
+            "{left} bytes left"
+        );
         assert_eq!(leftovers(&hub), Vec::<String>::new(), "{left} bytes left");
     }
     ok(&dmv_out(&r, &["push", "../hub", "main"]));
-    assert_eq!(head_of(&hub, "refs/heads/main"), head_of(&r, "refs/heads/main"));
+    assert_eq!(
+        head_of(&hub, "refs/heads/main"),
+        head_of(&r, "refs/heads/main")
+    );
     fsck_clean(&hub);
 }

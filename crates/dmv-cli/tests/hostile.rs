@@ -10,23 +10,54 @@ use std::path::Path;
 use std::process::Output;
 
 use common::*;
-use dmv_repo::store::object::{encode, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode};
+use dmv_repo::store::object::{
+    encode, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode,
+};
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
 use dmv_repo::Repository;
 
 const DEPTH: usize = 100_000;
 
-fn leaf(s: &mut WriteSession<'_>, name: &[u8], kind: EntryKind, id: ObjectId, size: u64) -> ObjectId {
-    s.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(vec![TreeEntry { name: name.to_vec(), kind, id, size }]))).unwrap()
+fn leaf(
+    s: &mut WriteSession<'_>,
+    name: &[u8],
+    kind: EntryKind,
+    id: ObjectId,
+    size: u64,
+) -> ObjectId {
+    s.put_object(
+        ObjectKind::Tree,
+        &encode(&TreeNode::Leaf(vec![TreeEntry {
+            name: name.to_vec(),
+            kind,
+            id,
+            size,
+        }])),
+    )
+    .unwrap()
 }
 
 /// Writes a commit of `tree` on top of HEAD with the store's public calls
 /// (the test plays the hostile replica); returns its id.
-fn commit_tree(repo: &Repository, build: impl FnOnce(&mut WriteSession<'_>) -> ObjectId) -> ObjectId {
+fn commit_tree(
+    repo: &Repository,
+    build: impl FnOnce(&mut WriteSession<'_>) -> ObjectId,
+) -> ObjectId {
     let mut s = repo.store.begin_write().unwrap();
     let tree = build(&mut s);
-    let sig = Signature { name: "Mallory".into(), email: "m@x".into(), time: 1_700_000_000, tz_minutes: 0 };
-    let commit = Commit { tree, parents: repo.head_commit().unwrap().into_iter().collect(), author: sig.clone(), committer: sig, message: "hostile".into() };
+    let sig = Signature {
+        name: "Mallory".into(),
+        email: "m@x".into(),
+        time: 1_700_000_000,
+        tz_minutes: 0,
+    };
+    let commit = Commit {
+        tree,
+        parents: repo.head_commit().unwrap().into_iter().collect(),
+        author: sig.clone(),
+        committer: sig,
+        message: "hostile".into(),
+    };
     let id = s.put_object(ObjectKind::Commit, &encode(&commit)).unwrap();
     s.finish().unwrap();
     id
@@ -47,7 +78,18 @@ fn deep_dirs(s: &mut WriteSession<'_>) -> ObjectId {
 fn deep_file_nodes(s: &mut WriteSession<'_>) -> ObjectId {
     let mut node = s.put_object(ObjectKind::Chunk, b"chunk").unwrap();
     for i in 0..DEPTH {
-        node = s.put_object(ObjectKind::FileNode, &encode(&FileNode { level: (i > 0) as u8, entries: vec![NodeEntry { id: node, size: 5 << 20 }] })).unwrap();
+        node = s
+            .put_object(
+                ObjectKind::FileNode,
+                &encode(&FileNode {
+                    level: (i > 0) as u8,
+                    entries: vec![NodeEntry {
+                        id: node,
+                        size: 5 << 20,
+                    }],
+                }),
+            )
+            .unwrap();
     }
     leaf(s, b"big", EntryKind::File, node, 5 << 20)
 }
@@ -89,7 +131,10 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 fn a_tree_100000_directories_deep_is_refused_by_every_walk() {
     let dir = hostile_repo(deep_dirs);
     let d = dir.path();
-    let why = &format!("directories nest more than {} deep", dmv_repo::tree::MAX_PATH_DEPTH);
+    let why = &format!(
+        "directories nest more than {} deep",
+        dmv_repo::tree::MAX_PATH_DEPTH
+    );
     refused(&run(d, &["ls-tree", "-r", "evil"]), why);
     refused(&run(d, &["show", "evil"]), why);
     refused(&run(d, &["diff", "main", "evil"]), why);
@@ -111,7 +156,10 @@ fn a_tree_100000_directories_deep_is_refused_by_every_walk() {
     refused(&run(d, &["status"]), why);
     // A clone fetches it all (it is only objects), then refuses to check it out.
     let parent = tempfile::tempdir().unwrap();
-    refused(&run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]), why);
+    refused(
+        &run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]),
+        why,
+    );
 }
 
 #[test]
@@ -126,7 +174,14 @@ fn a_chain_of_100000_file_nodes_is_refused_by_every_read() {
     let fsck = run(d, &["fsck"]);
     assert_eq!(fsck.status.code(), Some(1), "{}", stderr(&fsck));
     let report = String::from_utf8_lossy(&fsck.stdout);
-    assert_eq!(report.lines().filter(|l| l.starts_with("damaged: ") && l.contains("lists it where a file node of level 0 belongs")).count(), DEPTH - 2);
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.starts_with("damaged: ")
+                && l.contains("lists it where a file node of level 0 belongs"))
+            .count(),
+        DEPTH - 2
+    );
 
     // The clone plans to write `big` while its chunks arrive (a recursive
     // walk of its nodes overflowed the stack there), then stores the nodes,
@@ -134,7 +189,10 @@ fn a_chain_of_100000_file_nodes_is_refused_by_every_read() {
     // 5-byte chunk, and the first node that says so stops it.
     head_on_evil(d);
     let parent = tempfile::tempdir().unwrap();
-    refused(&run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]), "holds 5242880 bytes; it holds 5");
+    refused(
+        &run(parent.path(), &["clone", d.to_str().unwrap(), "copy"]),
+        "holds 5242880 bytes; it holds 5",
+    );
 }
 
 /// A bucket whose objects claim sizes no DMV writes: each is refused from
@@ -151,7 +209,17 @@ fn a_bucket_holding_oversized_objects_is_refused_before_they_are_read() {
     std::fs::write(a.join("a.txt"), "fine\n").unwrap();
     dmv(&a, &["add", "a.txt"]);
     dmv(&a, &["commit", "-m", "fine"]);
-    dmv(&a, &["remote", "add", "origin", "s3://evil/r", "--endpoint", &minio.endpoint()]);
+    dmv(
+        &a,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "s3://evil/r",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     let mut push = dmv_cmd(&a);
     minio.env(push.arg("push"));
     let out = push.output().unwrap();
@@ -159,7 +227,8 @@ fn a_bucket_holding_oversized_objects_is_refused_before_they_are_read() {
     let clone = |name: &str| {
         let mut c = dmv_cmd(t);
         minio.env(&mut c);
-        c.args(["clone", "s3://evil/r", name]).env("AWS_ENDPOINT_URL", minio.endpoint());
+        c.args(["clone", "s3://evil/r", name])
+            .env("AWS_ENDPOINT_URL", minio.endpoint());
         c.output().unwrap()
     };
     let out = clone("ok");
@@ -180,6 +249,10 @@ fn a_bucket_holding_oversized_objects_is_refused_before_they_are_read() {
     minio.put("evil", &index, &sized("idx.big", (256 << 20) + 1));
     refused(&clone("b2"), "more than a pack index can be (256 MiB)");
 
-    minio.put("evil", "r/dmv-repository.json", &sized("config.big", 2 << 20));
+    minio.put(
+        "evil",
+        "r/dmv-repository.json",
+        &sized("config.big", 2 << 20),
+    );
     refused(&clone("b3"), "more than a DMV repository config can be");
 }

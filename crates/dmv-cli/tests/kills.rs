@@ -22,8 +22,19 @@ use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
 
 /// Fail points of the store and the ref tables a write passes through.
-const STORE_POINTS: [&str; 5] = ["pack-before-sync", "pack-before-rename", "index-before-sync", "index-before-rename", "pack-sealed"];
-const REF_POINTS: [&str; 4] = ["refs-after-lock", "refs-after-table-write", "refs-after-list-write", "refs-after-list-rename"];
+const STORE_POINTS: [&str; 5] = [
+    "pack-before-sync",
+    "pack-before-rename",
+    "index-before-sync",
+    "index-before-rename",
+    "pack-sealed",
+];
+const REF_POINTS: [&str; 4] = [
+    "refs-after-lock",
+    "refs-after-table-write",
+    "refs-after-list-write",
+    "refs-after-list-rename",
+];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Transport {
@@ -71,7 +82,13 @@ fn env_for(transport: Transport, servers: &Servers, cmd: &mut Command) {
     }
 }
 
-fn run(dir: &Path, args: &[&str], transport: Transport, servers: &Servers, extra_env: &[(&str, &str)]) -> Output {
+fn run(
+    dir: &Path,
+    args: &[&str],
+    transport: Transport,
+    servers: &Servers,
+    extra_env: &[(&str, &str)],
+) -> Output {
     let mut cmd = dmv_cmd(dir);
     cmd.args(args).envs(extra_env.iter().copied());
     env_for(transport, servers, &mut cmd);
@@ -103,14 +120,21 @@ fn world(transport: Transport, servers: &Servers, trial: usize) -> World {
         Transport::Path => hub.to_str().unwrap().to_string(),
         Transport::Ssh => servers.sshd.url(&hub),
         Transport::Http => {
-            let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+            let server = HttpServer::start(
+                "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+                t,
+                0,
+            );
             let url = server.url("hub");
             http = Some(server);
             url
         }
         Transport::Bucket => {
             let url = format!("s3://kills/trial-{trial}");
-            must(run(&seed, &["push", &url, "main"], transport, servers, &[]), "seeding the bucket");
+            must(
+                run(&seed, &["push", &url, "main"], transport, servers, &[]),
+                "seeding the bucket",
+            );
             url
         }
     };
@@ -123,7 +147,14 @@ fn world(transport: Transport, servers: &Servers, trial: usize) -> World {
     commit_all(&client, "new");
     let old = head_of(&seed, "refs/heads/main");
     let new = head_of(&client, "refs/heads/main");
-    World { dir, transport, url, old, new, http }
+    World {
+        dir,
+        transport,
+        url,
+        old,
+        new,
+        http,
+    }
 }
 
 /// The hub's main as its own files say (a bucket: as a fresh clone sees it).
@@ -132,7 +163,16 @@ fn hub_main(w: &World, servers: &Servers) -> String {
         Transport::Bucket => {
             let probe = w.dir.path().join(format!("probe-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&probe);
-            must(run(w.dir.path(), &["clone", "--slice", "meta", &w.url, probe.to_str().unwrap()], w.transport, servers, &[]), "probing the bucket");
+            must(
+                run(
+                    w.dir.path(),
+                    &["clone", "--slice", "meta", &w.url, probe.to_str().unwrap()],
+                    w.transport,
+                    servers,
+                    &[],
+                ),
+                "probing the bucket",
+            );
             fsck_clean(&probe);
             let main = head_of(&probe, "refs/heads/main");
             std::fs::remove_dir_all(&probe).unwrap();
@@ -178,10 +218,20 @@ fn nothing(_: &World, _: &Servers) {}
 
 fn scenarios() -> Vec<Scenario> {
     let mut all = Vec::new();
-    for transport in [Transport::Path, Transport::Ssh, Transport::Http, Transport::Bucket] {
+    for transport in [
+        Transport::Path,
+        Transport::Ssh,
+        Transport::Http,
+        Transport::Bucket,
+    ] {
         let sync_points: Vec<&str> = match transport {
             Transport::Bucket => vec!["bucket-pack-uploaded"],
-            _ => [STORE_POINTS.as_slice(), &["push-received"], REF_POINTS.as_slice()].concat(),
+            _ => [
+                STORE_POINTS.as_slice(),
+                &["push-received"],
+                REF_POINTS.as_slice(),
+            ]
+            .concat(),
         };
         for server_side in [false, true] {
             // The serving side: `dmv serve` over HTTP, `dmv serve --stdio` that sshd starts.
@@ -189,7 +239,10 @@ fn scenarios() -> Vec<Scenario> {
                 continue;
             }
             all.push(Scenario {
-                name: format!("push over {transport:?}{}", if server_side { ", server killed" } else { "" }),
+                name: format!(
+                    "push over {transport:?}{}",
+                    if server_side { ", server killed" } else { "" }
+                ),
                 transport,
                 points: [sync_points.as_slice(), REF_POINTS.as_slice()].concat(),
                 args: |w| remote_args(w.transport, &["push", "origin", "main"]),
@@ -216,14 +269,29 @@ fn scenarios() -> Vec<Scenario> {
             prepare: |w, s| {
                 let args = remote_args(w.transport, &["clone", &w.url, "fetcher"]);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                must(run(w.dir.path(), &args, w.transport, s, &[]), "the fetcher's clone");
-                must(run(&w.client(), &["push", "origin", "main"], w.transport, s, &[]), "the push to fetch");
+                must(
+                    run(w.dir.path(), &args, w.transport, s, &[]),
+                    "the fetcher's clone",
+                );
+                must(
+                    run(
+                        &w.client(),
+                        &["push", "origin", "main"],
+                        w.transport,
+                        s,
+                        &[],
+                    ),
+                    "the push to fetch",
+                );
             },
             check: |w, _, finished| {
                 let fetcher = w.dir.path().join("fetcher");
                 fsck_clean(&fetcher);
                 let tracking = head_of(&fetcher, "refs/remotes/origin/main");
-                assert!(tracking == w.old || tracking == w.new, "origin/main is {tracking}");
+                assert!(
+                    tracking == w.old || tracking == w.new,
+                    "origin/main is {tracking}"
+                );
                 if finished {
                     assert_eq!(tracking, w.new);
                 }
@@ -237,19 +305,35 @@ fn scenarios() -> Vec<Scenario> {
             dir: |w| w.dir.path().to_path_buf(),
             server_side: false,
             prepare: |w, s| {
-                must(run(&w.client(), &["push", "origin", "main"], w.transport, s, &[]), "the push to clone");
+                must(
+                    run(
+                        &w.client(),
+                        &["push", "origin", "main"],
+                        w.transport,
+                        s,
+                        &[],
+                    ),
+                    "the push to clone",
+                );
             },
             check: |w, _, finished| {
                 let cloned = w.dir.path().join("cloned");
                 if finished {
                     fsck_clean(&cloned);
                     assert_eq!(head_of(&cloned, "refs/heads/main"), w.new);
-                    assert!(std::fs::read(cloned.join("b.raw")).unwrap() == std::fs::read(w.client().join("b.raw")).unwrap());
+                    assert!(
+                        std::fs::read(cloned.join("b.raw")).unwrap()
+                            == std::fs::read(w.client().join("b.raw")).unwrap()
+                    );
                 }
             },
         });
     }
-    let local = |name: &str, points: Vec<&'static str>, args: fn(&World) -> Vec<String>, prepare: fn(&World, &Servers), check: fn(&World, &Servers, bool)| Scenario {
+    let local = |name: &str,
+                 points: Vec<&'static str>,
+                 args: fn(&World) -> Vec<String>,
+                 prepare: fn(&World, &Servers),
+                 check: fn(&World, &Servers, bool)| Scenario {
         name: name.to_string(),
         transport: Transport::Path,
         points,
@@ -261,7 +345,12 @@ fn scenarios() -> Vec<Scenario> {
     };
     all.push(local(
         "commit",
-        [STORE_POINTS.as_slice(), &["commit-before-ref", "commit-after-ref"], REF_POINTS.as_slice()].concat(),
+        [
+            STORE_POINTS.as_slice(),
+            &["commit-before-ref", "commit-after-ref"],
+            REF_POINTS.as_slice(),
+        ]
+        .concat(),
         |_| ["commit", "-a", "-m", "third"].map(String::from).to_vec(),
         |w, _| write_noise(&w.client().join("b.raw"), 3 << 20, 3),
         |w, _, finished| {
@@ -280,7 +369,11 @@ fn scenarios() -> Vec<Scenario> {
     all.push(local(
         "gc",
         [STORE_POINTS.as_slice(), &["gc-before-delete"]].concat(),
-        |_| ["gc", "--prune", "now", "--prune-reflog"].map(String::from).to_vec(),
+        |_| {
+            ["gc", "--prune", "now", "--prune-reflog"]
+                .map(String::from)
+                .to_vec()
+        },
         |w, _| {
             // A branch's commit that nothing keeps any more: garbage to collect.
             let c = w.client();
@@ -297,7 +390,16 @@ fn scenarios() -> Vec<Scenario> {
     ));
     all.push(local(
         "merge",
-        [STORE_POINTS.as_slice(), &["merge-state-written", "merge-worktree-written", "merge-after-ref"], REF_POINTS.as_slice()].concat(),
+        [
+            STORE_POINTS.as_slice(),
+            &[
+                "merge-state-written",
+                "merge-worktree-written",
+                "merge-after-ref",
+            ],
+            REF_POINTS.as_slice(),
+        ]
+        .concat(),
         |_| ["merge", "side"].map(String::from).to_vec(),
         |w, _| {
             let c = w.client();
@@ -317,8 +419,16 @@ fn scenarios() -> Vec<Scenario> {
     ));
     all.push(local(
         "drop",
-        [STORE_POINTS.as_slice(), &["drop-confirmed", "drop-removed-first-file"]].concat(),
-        |_| ["drop", "--numcopies", "1", "a.raw"].map(String::from).to_vec(),
+        [
+            STORE_POINTS.as_slice(),
+            &["drop-confirmed", "drop-removed-first-file"],
+        ]
+        .concat(),
+        |_| {
+            ["drop", "--numcopies", "1", "a.raw"]
+                .map(String::from)
+                .to_vec()
+        },
         nothing,
         |w, _, finished| {
             fsck_clean(&w.client());
@@ -336,7 +446,16 @@ fn scenarios() -> Vec<Scenario> {
         |w, _| {
             let c = w.client();
             std::fs::remove_dir_all(&c).unwrap();
-            dmv(w.dir.path(), &["clone", "--slice", "meta", w.hub().to_str().unwrap(), "client"]);
+            dmv(
+                w.dir.path(),
+                &[
+                    "clone",
+                    "--slice",
+                    "meta",
+                    w.hub().to_str().unwrap(),
+                    "client",
+                ],
+            );
         },
         |w, _, finished| {
             fsck_clean(&w.client());
@@ -347,8 +466,17 @@ fn scenarios() -> Vec<Scenario> {
     ));
     all.push(local(
         "commit --amend",
-        [STORE_POINTS.as_slice(), &["commit-before-ref"], REF_POINTS.as_slice()].concat(),
-        |_| ["commit", "--amend", "-m", "amended"].map(String::from).to_vec(),
+        [
+            STORE_POINTS.as_slice(),
+            &["commit-before-ref"],
+            REF_POINTS.as_slice(),
+        ]
+        .concat(),
+        |_| {
+            ["commit", "--amend", "-m", "amended"]
+                .map(String::from)
+                .to_vec()
+        },
         |w, _| {
             write_noise(&w.client().join("b.raw"), 3 << 20, 7);
             dmv(&w.client(), &["add", "b.raw"]);
@@ -359,16 +487,29 @@ fn scenarios() -> Vec<Scenario> {
             let main = head_of(&c, "refs/heads/main");
             if main == w.new {
                 assert!(!finished, "an amend that finished moved main");
-                assert_eq!(dmv(&c, &["status", "--short"]), "M  b.raw\n", "killed before its ref: the change is still staged");
+                assert_eq!(
+                    dmv(&c, &["status", "--short"]),
+                    "M  b.raw\n",
+                    "killed before its ref: the change is still staged"
+                );
             } else {
-                assert_eq!(dmv(&c, &["rev-parse", "HEAD~1"]).trim(), w.old, "the amended commit has the old one's parent");
+                assert_eq!(
+                    dmv(&c, &["rev-parse", "HEAD~1"]).trim(),
+                    w.old,
+                    "the amended commit has the old one's parent"
+                );
                 assert_eq!(dmv(&c, &["log", "-n", "1", "--format=%s"]), "amended\n");
             }
         },
     ));
     all.push(local(
         "revert",
-        [STORE_POINTS.as_slice(), &["commit-before-ref", "commit-after-ref"], REF_POINTS.as_slice()].concat(),
+        [
+            STORE_POINTS.as_slice(),
+            &["commit-before-ref", "commit-after-ref"],
+            REF_POINTS.as_slice(),
+        ]
+        .concat(),
         // By id: run again after it finished, it finds nothing left to undo.
         |w| vec!["revert".to_string(), w.new.clone()],
         nothing,
@@ -388,7 +529,12 @@ fn scenarios() -> Vec<Scenario> {
     ));
     all.push(local(
         "stash",
-        [STORE_POINTS.as_slice(), &["stash-before-ref"], REF_POINTS.as_slice()].concat(),
+        [
+            STORE_POINTS.as_slice(),
+            &["stash-before-ref"],
+            REF_POINTS.as_slice(),
+        ]
+        .concat(),
         |_| ["stash"].map(String::from).to_vec(),
         |w, _| write_noise(&w.client().join("b.raw"), 3 << 20, 8),
         |w, _, finished| {
@@ -399,8 +545,12 @@ fn scenarios() -> Vec<Scenario> {
             Noise::new(8).fill(&mut expected);
             // The change is in the working tree, or in the stash, or both: never lost.
             let in_tree = std::fs::read(c.join("b.raw")).unwrap() == expected;
-            let stash = dmv(&c, &["show-ref"]).lines().find(|l| l.contains("refs/stashes/")).map(|l| l.split_whitespace().next().unwrap_or("").to_string());
-            let in_stash = stash.is_some_and(|id| dmv_out(&c, &["cat", &format!("{id}:b.raw")]).stdout == expected);
+            let stash = dmv(&c, &["show-ref"])
+                .lines()
+                .find(|l| l.contains("refs/stashes/"))
+                .map(|l| l.split_whitespace().next().unwrap_or("").to_string());
+            let in_stash = stash
+                .is_some_and(|id| dmv_out(&c, &["cat", &format!("{id}:b.raw")]).stdout == expected);
             assert!(in_tree || in_stash, "the stashed change was lost");
             if finished {
                 assert!(in_stash && !in_tree);
@@ -447,7 +597,10 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
         }
         // The command sshd runs for the client, with the fail point armed.
         Some(p) if s.transport == Transport::Ssh => {
-            cmd.env("DMV_REMOTE_DMV", format!("env DMV_FAILPOINT={p} {}", bin().display()));
+            cmd.env(
+                "DMV_REMOTE_DMV",
+                format!("env DMV_FAILPOINT={p} {}", bin().display()),
+            );
         }
         _ => {}
     }
@@ -476,7 +629,11 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
     // a commit of nothing), and then the job must be done.
     let out = run(&dir, &args, s.transport, servers, &[]);
     if !out.status.success() {
-        eprintln!("{} after a kill at {point:?} / {delay:?}: the rerun refused: {}", s.name, stderr(&out));
+        eprintln!(
+            "{} after a kill at {point:?} / {delay:?}: the rerun refused: {}",
+            s.name,
+            stderr(&out)
+        );
     }
     (s.check)(&w, servers, true);
     drop(w.http);
@@ -486,7 +643,10 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
 #[test]
 fn every_writing_command_killed_anywhere_recovers_on_every_transport() {
     let full = std::env::var("DMV_KILLS").is_ok_and(|v| v == "full");
-    let servers = Servers { sshd: Sshd::start(), minio: Minio::start() };
+    let servers = Servers {
+        sshd: Sshd::start(),
+        minio: Minio::start(),
+    };
     servers.minio.create_bucket("kills");
     let mut counts: BTreeMap<String, Counts> = BTreeMap::new();
     let mut n = 0;
@@ -498,10 +658,17 @@ fn every_writing_command_killed_anywhere_recovers_on_every_transport() {
         let args = (s.args)(&w);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let started = Instant::now();
-        must(run(&(s.dir)(&w), &args, s.transport, &servers, &[]), &s.name);
+        must(
+            run(&(s.dir)(&w), &args, s.transport, &servers, &[]),
+            &s.name,
+        );
         let took = started.elapsed();
         drop(w);
-        let points: Vec<&str> = if full { s.points.clone() } else { s.points.iter().step_by(4).copied().collect() };
+        let points: Vec<&str> = if full {
+            s.points.clone()
+        } else {
+            s.points.iter().step_by(4).copied().collect()
+        };
         for p in points {
             n += 1;
             match trial(&s, &servers, n, Some(p), Duration::ZERO) {
@@ -525,8 +692,16 @@ fn every_writing_command_killed_anywhere_recovers_on_every_transport() {
     }
     let total: u64 = counts.values().map(|c| c.killed).sum();
     if let Ok(dir) = std::env::var("DMV_FAULTS_REPORT_DIR") {
-        std::fs::write(Path::new(&dir).join("kills.json"), serde_json::to_vec_pretty(&counts).unwrap()).unwrap();
+        std::fs::write(
+            Path::new(&dir).join("kills.json"),
+            serde_json::to_vec_pretty(&counts).unwrap(),
+        )
+        .unwrap();
     }
     eprintln!("{total} kills in {n} trials");
-    assert!(total >= if full { 300 } else { 40 }, "only {total} kills landed: {}", serde_json::to_string(&counts).unwrap());
+    assert!(
+        total >= if full { 300 } else { 40 },
+        "only {total} kills landed: {}",
+        serde_json::to_string(&counts).unwrap()
+    );
 }

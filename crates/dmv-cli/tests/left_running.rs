@@ -57,15 +57,31 @@ struct Watcher {
 
 impl Watcher {
     fn start(dir: &Path) -> Watcher {
-        let mut w = Watcher { dir: dir.to_path_buf(), child: None };
+        let mut w = Watcher {
+            dir: dir.to_path_buf(),
+            child: None,
+        };
         w.restart();
         w
     }
 
     fn restart(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.with_extension("log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.with_extension("log"))
+            .unwrap();
         let child = dmv_cmd(&self.dir)
-            .args(["watch", "--quiet", "0.3", "--sync", "--sync-every", "2", "--check-every", "0.5"])
+            .args([
+                "watch",
+                "--quiet",
+                "0.3",
+                "--sync",
+                "--sync-every",
+                "2",
+                "--check-every",
+                "0.5",
+            ])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -117,15 +133,23 @@ fn write_for(dir: &Path, folder: &str, seed: u64, until: Instant, written: &Mute
             // In three pieces, the file kept open across pauses shorter and longer than the quiet time.
             let mut file = std::fs::File::create(&abs).unwrap();
             let third = data.len() / 3;
-            for (i, piece) in [&data[..third], &data[third..2 * third], &data[2 * third..]].into_iter().enumerate() {
+            for (i, piece) in [&data[..third], &data[third..2 * third], &data[2 * third..]]
+                .into_iter()
+                .enumerate()
+            {
                 if i > 0 {
-                    std::thread::sleep(Duration::from_millis([50, 200, 500, 900][rng.gen_range(0..4)]));
+                    std::thread::sleep(Duration::from_millis(
+                        [50, 200, 500, 900][rng.gen_range(0..4)],
+                    ));
                 }
                 file.write_all(piece).unwrap();
             }
         }
         let mut w = written.lock().unwrap();
-        w.versions.entry(path.clone()).or_default().insert(digest(&data));
+        w.versions
+            .entry(path.clone())
+            .or_default()
+            .insert(digest(&data));
         w.last.insert(path, Some(digest(&data)));
         if roll < 55 {
             w.whole += 1;
@@ -139,12 +163,16 @@ fn write_for(dir: &Path, folder: &str, seed: u64, until: Instant, written: &Mute
 
 /// Whether `dir`'s working tree holds each path's last state.
 fn holds_last(dir: &Path, last: &BTreeMap<String, Option<ObjectId>>) -> bool {
-    last.iter().all(|(path, want)| std::fs::read(dir.join(path)).ok().map(|b| digest(&b)) == *want)
+    last.iter()
+        .all(|(path, want)| std::fs::read(dir.join(path)).ok().map(|b| digest(&b)) == *want)
 }
 
 /// Every distinct version of a writer's path in `dir`'s history that no
 /// writer completed, as `PATH (N bytes) in COMMIT`; and how many versions were looked at.
-fn torn_versions(dir: &Path, versions: &HashMap<String, HashSet<ObjectId>>) -> (Vec<String>, usize) {
+fn torn_versions(
+    dir: &Path,
+    versions: &HashMap<String, HashSet<ObjectId>>,
+) -> (Vec<String>, usize) {
     let repo = dmv_repo::Repository::open(dir).unwrap();
     let head = repo.head_commit().unwrap().unwrap();
     let mut seen: HashSet<(String, ObjectId)> = HashSet::new();
@@ -158,8 +186,15 @@ fn torn_versions(dir: &Path, versions: &HashMap<String, HashSet<ObjectId>>) -> (
             }
             let out = dmv_out(dir, &["cat", &format!("{}:{path}", commit.to_hex())]);
             assert!(out.status.success(), "{}", stderr(&out));
-            if !versions.get(&path).is_some_and(|v| v.contains(&digest(&out.stdout))) {
-                torn.push(format!("{path} ({} bytes) in {}", out.stdout.len(), commit.short()));
+            if !versions
+                .get(&path)
+                .is_some_and(|v| v.contains(&digest(&out.stdout)))
+            {
+                torn.push(format!(
+                    "{path} ({} bytes) in {}",
+                    out.stdout.len(),
+                    commit.short()
+                ));
             }
         }
     }
@@ -168,19 +203,31 @@ fn torn_versions(dir: &Path, versions: &HashMap<String, HashSet<ObjectId>>) -> (
 
 #[test]
 fn replicas_left_watching_converge_and_never_record_a_half_written_file() {
-    let seconds: u64 = std::env::var("DMV_LEFT_RUNNING_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(15);
+    let seconds: u64 = std::env::var("DMV_LEFT_RUNNING_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
     dmv(t, &["init", "--bare", "hub"]);
-    let mut hub = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = { access = \"write\", user = \"w\" }\n", t, 0);
+    let mut hub = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = { access = \"write\", user = \"w\" }\n",
+        t,
+        0,
+    );
     let port = hub.port;
     let url = hub.url("hub");
     dmv(t, &["init", "seed"]);
     std::fs::write(t.join("seed/README.txt"), "the shoot\n").unwrap();
     common::remote::commit_all(&t.join("seed"), "seed");
-    dmv(&t.join("seed"), &["remote", "add", "origin", &url, "--token", "w"]);
+    dmv(
+        &t.join("seed"),
+        &["remote", "add", "origin", &url, "--token", "w"],
+    );
     dmv(&t.join("seed"), &["push"]);
-    let dirs: Vec<PathBuf> = (0..REPLICAS).map(|i| t.join(format!("replica{i}"))).collect();
+    let dirs: Vec<PathBuf> = (0..REPLICAS)
+        .map(|i| t.join(format!("replica{i}")))
+        .collect();
     for dir in &dirs {
         dmv(t, &["clone", "--token", "w", &url, dir.to_str().unwrap()]);
     }
@@ -193,7 +240,9 @@ fn replicas_left_watching_converge_and_never_record_a_half_written_file() {
         .enumerate()
         .map(|(i, dir)| {
             let (dir, written) = (dir.clone(), written.clone());
-            std::thread::spawn(move || write_for(&dir, &format!("r{i}"), 11 + i as u64, until, &written))
+            std::thread::spawn(move || {
+                write_for(&dir, &format!("r{i}"), 11 + i as u64, until, &written)
+            })
         })
         .collect();
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -225,14 +274,26 @@ fn replicas_left_watching_converge_and_never_record_a_half_written_file() {
     let written = std::mem::take(&mut *written.lock().unwrap());
     let healing = Instant::now();
     loop {
-        let heads: Vec<String> = dirs.iter().map(|d| dmv(d, &["rev-parse", "HEAD"])).collect();
-        let settled = heads.iter().all(|h| *h == heads[0]) && dirs.iter().all(|d| holds_last(d, &written.last) && dmv(d, &["status", "--short"]).is_empty());
+        let heads: Vec<String> = dirs
+            .iter()
+            .map(|d| dmv(d, &["rev-parse", "HEAD"]))
+            .collect();
+        let settled = heads.iter().all(|h| *h == heads[0])
+            && dirs
+                .iter()
+                .all(|d| holds_last(d, &written.last) && dmv(d, &["status", "--short"]).is_empty());
         if settled {
             break;
         }
         if healing.elapsed() > PATIENCE {
-            let logs: Vec<String> = watchers.iter().map(|w| format!("{}:\n{}", w.dir.display(), w.log())).collect();
-            panic!("the replicas did not converge within {PATIENCE:?}: {heads:?}\n{}", logs.join("\n"));
+            let logs: Vec<String> = watchers
+                .iter()
+                .map(|w| format!("{}:\n{}", w.dir.display(), w.log()))
+                .collect();
+            panic!(
+                "the replicas did not converge within {PATIENCE:?}: {heads:?}\n{}",
+                logs.join("\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -243,12 +304,20 @@ fn replicas_left_watching_converge_and_never_record_a_half_written_file() {
     let mut looked_at = 0;
     for dir in &dirs {
         let (torn, seen) = torn_versions(dir, &written.versions);
-        assert!(torn.is_empty(), "{}: versions no writer completed: {torn:?}", dir.display());
+        assert!(
+            torn.is_empty(),
+            "{}: versions no writer completed: {torn:?}",
+            dir.display()
+        );
         looked_at += seen;
         fsck_clean(dir);
     }
     fsck_clean(&t.join("hub"));
-    assert_eq!(dmv(&t.join("hub"), &["rev-parse", "main"]), dmv(&dirs[0], &["rev-parse", "HEAD"]), "the hub holds the history too");
+    assert_eq!(
+        dmv(&t.join("hub"), &["rev-parse", "main"]),
+        dmv(&dirs[0], &["rev-parse", "HEAD"]),
+        "the hub holds the history too"
+    );
     fault_report(
         "left-running",
         serde_json::json!({

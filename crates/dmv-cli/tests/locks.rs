@@ -43,7 +43,11 @@ impl Client<'_> {
 
     fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert!(!out.status.success(), "{args:?} should fail: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            !out.status.success(),
+            "{args:?} should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         one_line_error(&out)
     }
 
@@ -100,8 +104,16 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     let mut server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
     let url = server.url("hub");
     let none = |_: &mut Command| {};
-    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
-    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let alice = Client {
+        dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let bob = Client {
+        dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
 
     // Lockable files are read-only in every working tree until locked.
     for c in [&alice, &bob] {
@@ -114,13 +126,26 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     bob.ok(&["commit", "-a", "-m", "bob's retouch"]);
 
     assert_eq!(alice.ok(&["lock", "cover.psd"]).trim(), "Locked cover.psd");
-    assert!(writable(&alice.dir.join("cover.psd")), "a held lockable file is writable");
+    assert!(
+        writable(&alice.dir.join("cover.psd")),
+        "a held lockable file is writable"
+    );
     let err = bob.fails(&["lock", "cover.psd"]);
     assert!(err.contains("cover.psd is locked by alice"), "{err}");
     let listed = bob.locks();
     assert_eq!(listed.len(), 1);
-    assert_eq!((listed[0]["path"].as_str(), listed[0]["owner"].as_str(), listed[0]["mine"].as_bool()), (Some("cover.psd"), Some("alice"), Some(false)));
-    assert!(listed[0]["replica"].as_str().unwrap().contains("alice"), "the lock names the replica it came from");
+    assert_eq!(
+        (
+            listed[0]["path"].as_str(),
+            listed[0]["owner"].as_str(),
+            listed[0]["mine"].as_bool()
+        ),
+        (Some("cover.psd"), Some("alice"), Some(false))
+    );
+    assert!(
+        listed[0]["replica"].as_str().unwrap().contains("alice"),
+        "the lock names the replica it came from"
+    );
     assert_eq!(alice.ok(&["locks", "--mine"]).lines().count(), 1);
     assert_eq!(bob.ok(&["locks", "--mine"]), "");
 
@@ -128,7 +153,10 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     let (main_before, packs_before) = (head_of(&hub, "main"), packs(&hub));
     for target in ["main", "HEAD:side"] {
         let err = bob.fails(&["push", "origin", target]);
-        assert!(err.contains("cover.psd is locked by alice") && err.contains("push refused"), "{err}");
+        assert!(
+            err.contains("cover.psd is locked by alice") && err.contains("push refused"),
+            "{err}"
+        );
     }
     assert_eq!(head_of(&hub, "main"), main_before);
     assert!(!dmv(&hub, &["branch"]).contains("side"));
@@ -139,7 +167,10 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     assert!(bob.ok(&["status"]).contains("cover.psd\tlocked by alice"));
     let head = head_of(&bob.dir, "HEAD");
     let err = bob.fails(&["commit", "-a", "-m", "over the lock"]);
-    assert!(err.contains("cannot commit: cover.psd is locked by alice"), "{err}");
+    assert!(
+        err.contains("cannot commit: cover.psd is locked by alice"),
+        "{err}"
+    );
     assert_eq!(head_of(&bob.dir, "HEAD"), head);
     // Other files stay free: notes.txt commits and pushes.
     bob.ok(&["restore", "cover.psd"]);
@@ -149,16 +180,40 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     bob.ok(&["push", "origin", "main"]);
 
     // Only the holder or an admin releases a lock; read tokens and nameless tokens take none.
-    assert!(bob.fails(&["unlock", "cover.psd"]).contains("only they can unlock it"));
-    assert!(bob.fails(&["unlock", "--force", "cover.psd"]).contains("needs an admin"));
-    assert!(bob.run(&["lock", "x.psd"]).status.success() && bob.ok(&["unlock", "x.psd"]).contains("Unlocked x.psd"));
-    let reader = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-read".into())], setup: &none };
+    assert!(bob
+        .fails(&["unlock", "cover.psd"])
+        .contains("only they can unlock it"));
+    assert!(bob
+        .fails(&["unlock", "--force", "cover.psd"])
+        .contains("needs an admin"));
+    assert!(
+        bob.run(&["lock", "x.psd"]).status.success()
+            && bob.ok(&["unlock", "x.psd"]).contains("Unlocked x.psd")
+    );
+    let reader = Client {
+        dir: bob.dir.clone(),
+        env: vec![("DMV_TOKEN", "tok-read".into())],
+        setup: &none,
+    };
     let err = reader.fails(&["lock", "y.psd"]);
     assert!(err.contains("may read but not write"), "{err}");
-    let anon = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-anon".into())], setup: &none };
-    assert!(anon.fails(&["lock", "y.psd"]).contains("does not know who you are"));
-    let boss = Client { dir: bob.dir.clone(), env: vec![("DMV_TOKEN", "tok-boss".into())], setup: &none };
-    assert_eq!(boss.ok(&["unlock", "--force", "cover.psd"]).trim(), "Unlocked cover.psd");
+    let anon = Client {
+        dir: bob.dir.clone(),
+        env: vec![("DMV_TOKEN", "tok-anon".into())],
+        setup: &none,
+    };
+    assert!(anon
+        .fails(&["lock", "y.psd"])
+        .contains("does not know who you are"));
+    let boss = Client {
+        dir: bob.dir.clone(),
+        env: vec![("DMV_TOKEN", "tok-boss".into())],
+        setup: &none,
+    };
+    assert_eq!(
+        boss.ok(&["unlock", "--force", "cover.psd"]).trim(),
+        "Unlocked cover.psd"
+    );
     assert!(bob.locks().is_empty());
 
     // Without the server, a commit to a lockable file warns and goes on.
@@ -167,7 +222,11 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     edit(&bob.dir, "cover.psd", "layers v4 offline");
     let out = bob.run(&["commit", "-a", "-m", "offline"]);
     ok(&out);
-    assert!(stderr(&out).contains("warning: could not ask origin"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: could not ask origin"),
+        "{}",
+        stderr(&out)
+    );
     fsck_clean(&hub);
 }
 
@@ -179,8 +238,16 @@ fn the_server_refuses_a_push_over_a_lock_taken_after_the_clients_check() {
     let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
     let url = server.url("hub");
     let none = |_: &mut Command| {};
-    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
-    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let alice = Client {
+        dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let bob = Client {
+        dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
     edit(&bob.dir, "cover.psd", "bob's version");
     bob.ok(&["commit", "-a", "-m", "retouch"]);
     let main_before = head_of(&hub, "main");
@@ -190,8 +257,16 @@ fn the_server_refuses_a_push_over_a_lock_taken_after_the_clients_check() {
     let out = paused.resume();
     assert!(!out.status.success());
     let err = one_line_error(&out);
-    assert!(err.contains("push refused: cover.psd is locked by alice") && err.contains("nothing was updated"), "{err}");
-    assert_eq!(head_of(&hub, "main"), main_before, "the branch did not move");
+    assert!(
+        err.contains("push refused: cover.psd is locked by alice")
+            && err.contains("nothing was updated"),
+        "{err}"
+    );
+    assert_eq!(
+        head_of(&hub, "main"),
+        main_before,
+        "the branch did not move"
+    );
     // A merge that only takes the holder's version is no change of bob's: it pushes.
     alice.ok(&["unlock", "cover.psd"]);
     bob.ok(&["push", "origin", "main"]);
@@ -207,15 +282,36 @@ fn locks_over_ssh_name_the_ssh_user_and_its_repository_owner_may_break_them() {
     let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
     let ssh_env = |c: &mut Command| sshd.env(c);
     let none = |_: &mut Command| {};
-    let over_ssh = Client { dir: clone(t, &sshd.url(&hub), "ssh-user", &[], &ssh_env), env: vec![], setup: &ssh_env };
-    let alice = Client { dir: clone(t, &server.url("hub"), "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let over_ssh = Client {
+        dir: clone(t, &sshd.url(&hub), "ssh-user", &[], &ssh_env),
+        env: vec![],
+        setup: &ssh_env,
+    };
+    let alice = Client {
+        dir: clone(
+            t,
+            &server.url("hub"),
+            "alice",
+            &["--token", "tok-alice"],
+            &none,
+        ),
+        env: vec![],
+        setup: &none,
+    };
     assert!(!writable(&over_ssh.dir.join("cover.psd")));
 
     over_ssh.ok(&["lock", "notes.txt"]);
     let me = over_ssh.locks()[0]["owner"].as_str().unwrap().to_string();
-    let account = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
-    assert_eq!(me, account.trim(), "over ssh the lock's owner is the ssh user");
-    assert!(alice.fails(&["lock", "notes.txt"]).contains(&format!("notes.txt is locked by {me}")));
+    let account =
+        String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+    assert_eq!(
+        me,
+        account.trim(),
+        "over ssh the lock's owner is the ssh user"
+    );
+    assert!(alice
+        .fails(&["lock", "notes.txt"])
+        .contains(&format!("notes.txt is locked by {me}")));
 
     alice.ok(&["lock", "cover.psd"]);
     edit(&over_ssh.dir, "cover.psd", "ssh user's version");
@@ -227,10 +323,16 @@ fn locks_over_ssh_name_the_ssh_user_and_its_repository_owner_may_break_them() {
     over_ssh.ok(&["commit", "-a", "-m", "over alice's lock"]);
     let main_before = head_of(&hub, "main");
     let err = over_ssh.fails(&["push", "origin", "main"]);
-    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
+    assert!(
+        err.contains("push refused: cover.psd is locked by alice"),
+        "{err}"
+    );
     assert_eq!(head_of(&hub, "main"), main_before);
     // The account that owns the repository is its admin.
-    assert_eq!(over_ssh.ok(&["unlock", "--force", "cover.psd"]).trim(), "Unlocked cover.psd");
+    assert_eq!(
+        over_ssh.ok(&["unlock", "--force", "cover.psd"]).trim(),
+        "Unlocked cover.psd"
+    );
     over_ssh.ok(&["push", "origin", "main"]);
     fsck_clean(&hub);
 }
@@ -243,11 +345,28 @@ fn locks_in_a_bucket_are_conditional_objects_that_hold_across_clients() {
     let minio = Minio::start();
     minio.create_bucket("locks");
     let s3_env = |c: &mut Command| minio.env(c);
-    let seed = Client { dir: t.join("seed"), env: vec![], setup: &s3_env };
-    seed.ok(&["remote", "add", "origin", "s3://locks/studio", "--endpoint", &minio.endpoint()]);
+    let seed = Client {
+        dir: t.join("seed"),
+        env: vec![],
+        setup: &s3_env,
+    };
+    seed.ok(&[
+        "remote",
+        "add",
+        "origin",
+        "s3://locks/studio",
+        "--endpoint",
+        &minio.endpoint(),
+    ]);
     seed.ok(&["push", "origin", "main"]);
     let clone_as = |name: &'static str| Client {
-        dir: clone(t, "s3://locks/studio", name, &["--endpoint", &minio.endpoint()], &s3_env),
+        dir: clone(
+            t,
+            "s3://locks/studio",
+            name,
+            &["--endpoint", &minio.endpoint()],
+            &s3_env,
+        ),
         env: vec![("DMV_AUTHOR_NAME", name.to_string())],
         setup: &s3_env,
     };
@@ -257,12 +376,26 @@ fn locks_in_a_bucket_are_conditional_objects_that_hold_across_clients() {
     bob.ok(&["commit", "-a", "-m", "retouch"]);
 
     alice.ok(&["lock", "cover.psd"]);
-    assert_eq!(minio.list("locks", "studio/path-locks/").len(), 1, "one lock object");
-    assert!(bob.fails(&["lock", "cover.psd", "notes.txt"]).contains("cover.psd is locked by alice"));
-    assert!(bob.locks().iter().all(|l| l["path"] == "cover.psd"), "all or nothing: notes.txt was not kept");
+    assert_eq!(
+        minio.list("locks", "studio/path-locks/").len(),
+        1,
+        "one lock object"
+    );
+    assert!(bob
+        .fails(&["lock", "cover.psd", "notes.txt"])
+        .contains("cover.psd is locked by alice"));
+    assert!(
+        bob.locks().iter().all(|l| l["path"] == "cover.psd"),
+        "all or nothing: notes.txt was not kept"
+    );
     let err = bob.fails(&["push", "origin", "main"]);
-    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
-    assert!(bob.fails(&["unlock", "cover.psd"]).contains("only they can unlock it"));
+    assert!(
+        err.contains("push refused: cover.psd is locked by alice"),
+        "{err}"
+    );
+    assert!(bob
+        .fails(&["unlock", "cover.psd"])
+        .contains("only they can unlock it"));
     bob.ok(&["unlock", "--force", "cover.psd"]);
     assert!(minio.list("locks", "studio/path-locks/").is_empty());
     bob.ok(&["push", "origin", "main"]);
@@ -274,17 +407,43 @@ fn race(a: &Client, b: &Client, prefix: &str, rounds: usize) {
         let path = format!("{prefix}-{round}.psd");
         let (mut ca, mut cb) = (a.cmd(&["lock", &path]), b.cmd(&["lock", &path]));
         let (pa, pb) = (
-            ca.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(),
-            cb.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap(),
+            ca.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+            cb.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
         );
-        let (oa, ob) = (pa.wait_with_output().unwrap(), pb.wait_with_output().unwrap());
-        assert!(oa.status.success() != ob.status.success(), "round {round}: exactly one wins ({} / {})", stderr(&oa), stderr(&ob));
+        let (oa, ob) = (
+            pa.wait_with_output().unwrap(),
+            pb.wait_with_output().unwrap(),
+        );
+        assert!(
+            oa.status.success() != ob.status.success(),
+            "round {round}: exactly one wins ({} / {})",
+            stderr(&oa),
+            stderr(&ob)
+        );
         let loser = if oa.status.success() { &ob } else { &oa };
-        assert!(one_line_error(loser).contains("is locked by"), "{}", stderr(loser));
-        let holders: Vec<_> = a.locks().into_iter().filter(|l| l["path"] == path.as_str()).collect();
+        assert!(
+            one_line_error(loser).contains("is locked by"),
+            "{}",
+            stderr(loser)
+        );
+        let holders: Vec<_> = a
+            .locks()
+            .into_iter()
+            .filter(|l| l["path"] == path.as_str())
+            .collect();
         assert_eq!(holders.len(), 1);
         let winner = if oa.status.success() { a } else { b };
-        assert_eq!(holders[0]["replica"].as_str().unwrap().rsplit(':').next(), winner.dir.canonicalize().unwrap().to_str(), "the lock is the winner's");
+        assert_eq!(
+            holders[0]["replica"].as_str().unwrap().rsplit(':').next(),
+            winner.dir.canonicalize().unwrap().to_str(),
+            "the lock is the winner's"
+        );
     }
 }
 
@@ -296,25 +455,58 @@ fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
     let none = |_: &mut Command| {};
     let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
     let url = server.url("hub");
-    let http_a = Client { dir: clone(t, &url, "http-a", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
-    let http_b = Client { dir: clone(t, &url, "http-b", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let http_a = Client {
+        dir: clone(t, &url, "http-a", &["--token", "tok-alice"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let http_b = Client {
+        dir: clone(t, &url, "http-b", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
     race(&http_a, &http_b, "http", 8);
 
     // Over ssh both are the same account, from two replicas: still one holder.
     let sshd = Sshd::start();
     let ssh_env = |c: &mut Command| sshd.env(c);
-    let ssh_a = Client { dir: clone(t, &sshd.url(&hub), "ssh-a", &[], &ssh_env), env: vec![], setup: &ssh_env };
-    let ssh_b = Client { dir: clone(t, &sshd.url(&hub), "ssh-b", &[], &ssh_env), env: vec![], setup: &ssh_env };
+    let ssh_a = Client {
+        dir: clone(t, &sshd.url(&hub), "ssh-a", &[], &ssh_env),
+        env: vec![],
+        setup: &ssh_env,
+    };
+    let ssh_b = Client {
+        dir: clone(t, &sshd.url(&hub), "ssh-b", &[], &ssh_env),
+        env: vec![],
+        setup: &ssh_env,
+    };
     race(&ssh_a, &ssh_b, "ssh", 8);
 
     let minio = Minio::start();
     minio.create_bucket("race");
     let s3_env = |c: &mut Command| minio.env(c);
-    let seed = Client { dir: t.join("seed"), env: vec![], setup: &s3_env };
-    seed.ok(&["remote", "add", "bucket", "s3://race/r", "--endpoint", &minio.endpoint()]);
+    let seed = Client {
+        dir: t.join("seed"),
+        env: vec![],
+        setup: &s3_env,
+    };
+    seed.ok(&[
+        "remote",
+        "add",
+        "bucket",
+        "s3://race/r",
+        "--endpoint",
+        &minio.endpoint(),
+    ]);
     seed.ok(&["push", "bucket", "main"]);
     let s3_as = |name: &'static str| Client {
-        dir: clone(t, "s3://race/r", name, &["--endpoint", &minio.endpoint()], &s3_env),
+        dir: clone(
+            t,
+            "s3://race/r",
+            name,
+            &["--endpoint", &minio.endpoint()],
+            &s3_env,
+        ),
         env: vec![("DMV_AUTHOR_NAME", name.to_string())],
         setup: &s3_env,
     };
@@ -337,8 +529,16 @@ fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
     let server = HttpServer::start(&format!("[repos]\nhub = \"hub\"\n{TOKENS}"), t, 0);
     let url = server.url("hub");
     let none = |_: &mut Command| {};
-    let alice = Client { dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
-    let bob = Client { dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
+    let alice = Client {
+        dir: clone(t, &url, "alice", &["--token", "tok-alice"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let bob = Client {
+        dir: clone(t, &url, "bob", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
     let seed = head_of(&bob.dir, "HEAD");
     bob.ok(&["switch", "-c", "side"]);
     edit(&bob.dir, "notes.txt", "notes on the side");
@@ -358,22 +558,37 @@ fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
     bob.ok(&["restore", "--source", "side", "cover.psd"]);
     // His commit asks first and refuses; committed anyway (without lockable
     // patterns or known locks it is not asked), the server must hold.
-    assert!(bob.fails(&["commit", "--amend", "-a", "-m", "merge side"]).contains("cover.psd is locked by alice"));
+    assert!(bob
+        .fails(&["commit", "--amend", "-a", "-m", "merge side"])
+        .contains("cover.psd is locked by alice"));
     std::fs::remove_file(bob.dir.join(".dmv/locks-known")).unwrap();
     std::fs::write(bob.dir.join(".dmvattributes"), "").unwrap();
     bob.ok(&["commit", "--amend", "-a", "-m", "merge side"]);
     assert_eq!(dmv(&bob.dir, &["cat", "HEAD:cover.psd"]), "layers v1");
     let err = bob.fails(&["push", "origin", "main"]);
-    assert!(err.contains("push refused: cover.psd is locked by alice") && err.contains("main would hold another version of it"), "{err}");
+    assert!(
+        err.contains("push refused: cover.psd is locked by alice")
+            && err.contains("main would hold another version of it"),
+        "{err}"
+    );
     // A reset to before her change, force-pushed.
     bob.ok(&["reset", "--hard", &seed]);
     let err = bob.fails(&["push", "--force", "origin", "main"]);
-    assert!(err.contains("push refused: cover.psd is locked by alice"), "{err}");
+    assert!(
+        err.contains("push refused: cover.psd is locked by alice"),
+        "{err}"
+    );
     // A new branch holding a version no branch holds; then deleting main, the only one holding hers.
     let err = bob.fails(&["push", "origin", "HEAD:old-cover"]);
-    assert!(err.contains("new branch holding a version of it no branch holds"), "{err}");
+    assert!(
+        err.contains("new branch holding a version of it no branch holds"),
+        "{err}"
+    );
     let err = bob.fails(&["push", "--delete", "origin", "main"]);
-    assert!(err.contains("be deleted, and no other branch holds its version"), "{err}");
+    assert!(
+        err.contains("be deleted, and no other branch holds its version"),
+        "{err}"
+    );
     assert_eq!(head_of(&hub, "main"), held);
     assert!(held_by_alice(&hub));
     assert!(!dmv(&hub, &["branch"]).contains("old-cover"));
@@ -405,27 +620,77 @@ fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
     let seed = t.join("seed");
     let mut push = dmv_cmd(&seed);
     minio.env(&mut push);
-    ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).args(["push", "s3://tier/hub", "main"]).output().unwrap());
+    ok(&push
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .args(["push", "s3://tier/hub", "main"])
+        .output()
+        .unwrap());
     let config = t.join("tier.toml");
-    std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://tier/hub\", endpoint = \"{}\" }}\n{TOKENS}", minio.endpoint())).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[repos]\nhub = {{ url = \"s3://tier/hub\", endpoint = \"{}\" }}\n{TOKENS}",
+            minio.endpoint()
+        ),
+    )
+    .unwrap();
     let pause = t.join("paused");
     let pausepoint = format!("relay-locks-checked:{}", pause.display());
-    let credentials = [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")];
-    let first = HttpServer::start_with_env(&config, 0, &[credentials.as_slice(), &[("DMV_PAUSEPOINT", pausepoint.as_str())]].concat());
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let first = HttpServer::start_with_env(
+        &config,
+        0,
+        &[
+            credentials.as_slice(),
+            &[("DMV_PAUSEPOINT", pausepoint.as_str())],
+        ]
+        .concat(),
+    );
     let second = HttpServer::start_with_env(&config, 0, &credentials);
     let none = |_: &mut Command| {};
-    let bob = Client { dir: clone(t, &first.url("hub"), "bob", &["--token", "tok-bob"], &none), env: vec![], setup: &none };
-    let alice = Client { dir: clone(t, &second.url("hub"), "alice", &["--token", "tok-alice"], &none), env: vec![], setup: &none };
+    let bob = Client {
+        dir: clone(t, &first.url("hub"), "bob", &["--token", "tok-bob"], &none),
+        env: vec![],
+        setup: &none,
+    };
+    let alice = Client {
+        dir: clone(
+            t,
+            &second.url("hub"),
+            "alice",
+            &["--token", "tok-alice"],
+            &none,
+        ),
+        env: vec![],
+        setup: &none,
+    };
     edit(&bob.dir, "cover.psd", "bob's version");
     bob.ok(&["commit", "-a", "-m", "retouch"]);
 
-    let pushing = bob.cmd(&["push", "origin", "main"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pushing = bob
+        .cmd(&["push", "origin", "main"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let started = std::time::Instant::now();
     while !pause.exists() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the push never reached its swap");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the push never reached its swap"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let mut locking = alice.cmd(&["lock", "cover.psd"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut locking = alice
+        .cmd(&["lock", "cover.psd"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(locking.try_wait().unwrap().is_none(), "the lock was granted while a push that changes its file was between its check and its swap");
     std::fs::remove_file(&pause).unwrap();
@@ -433,8 +698,14 @@ fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
     ok(&locking.wait_with_output().unwrap());
     // The lock holds the version the push landed.
     alice.ok(&["pull", "origin", "main"]);
-    assert_eq!(std::fs::read_to_string(alice.dir.join("cover.psd")).unwrap(), "bob's version");
+    assert_eq!(
+        std::fs::read_to_string(alice.dir.join("cover.psd")).unwrap(),
+        "bob's version"
+    );
     let held = bob.locks();
     assert!(held.len() == 1 && held[0]["owner"] == "alice", "{held:?}");
-    assert!(minio.list("tier", "hub/ref-moves/").is_empty(), "every announced move was withdrawn");
+    assert!(
+        minio.list("tier", "hub/ref-moves/").is_empty(),
+        "every announced move was withdrawn"
+    );
 }

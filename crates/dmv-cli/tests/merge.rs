@@ -17,7 +17,10 @@ fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 walk(root, &p, out);
             } else {
-                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
             }
         }
     }
@@ -27,24 +30,47 @@ fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn rev(d: &Path, name: &str) -> String {
-    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
+    let log: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
     log[0]["id"].as_str().unwrap().to_string()
 }
 
 fn parents(d: &Path, name: &str) -> Vec<String> {
-    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
-    log[0]["parents"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect()
+    let log: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1", name])).unwrap();
+    log[0]["parents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
 }
 
 fn fsck_clean(d: &Path) {
     let out = dmv_out(d, &["fsck", "--full"]);
-    assert!(out.status.success(), "fsck: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(
+        out.status.success(),
+        "fsck: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
 }
 
 /// Compares two snapshots, naming the paths that differ.
-fn assert_same_files(got: &BTreeMap<String, Vec<u8>>, want: &BTreeMap<String, Vec<u8>>, context: &str) {
-    let differ: Vec<&String> = got.keys().chain(want.keys()).filter(|k| got.get(*k) != want.get(*k)).collect();
-    assert!(differ.is_empty(), "{context}: these paths differ: {differ:?}");
+fn assert_same_files(
+    got: &BTreeMap<String, Vec<u8>>,
+    want: &BTreeMap<String, Vec<u8>>,
+    context: &str,
+) {
+    let differ: Vec<&String> = got
+        .keys()
+        .chain(want.keys())
+        .filter(|k| got.get(*k) != want.get(*k))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{context}: these paths differ: {differ:?}"
+    );
 }
 
 fn noise(n: usize, seed: u64) -> Vec<u8> {
@@ -57,7 +83,11 @@ fn status_json(d: &Path) -> serde_json::Value {
 
 /// main and feature diverged from one base commit: `on_main` and `on_feature`
 /// change the working tree before each side's commit.
-fn diverged(base: impl Fn(&Path), on_main: impl Fn(&Path), on_feature: impl Fn(&Path)) -> tempfile::TempDir {
+fn diverged(
+    base: impl Fn(&Path),
+    on_main: impl Fn(&Path),
+    on_feature: impl Fn(&Path),
+) -> tempfile::TempDir {
     let repo = new_repo();
     let d = repo.path();
     base(d);
@@ -141,8 +171,15 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     dmv(d, &["merge", "--no-ff", "feature"]);
     let merged = rev(d, "main");
     assert_ne!(merged, feature);
-    assert_eq!(dmv(d, &["log", "-1", "--format=%P %s"]).trim(), format!("{one} {feature} Merge feature"));
-    assert_eq!(dmv(d, &["diff", "--name-only", "feature", "main"]), "", "the tree is theirs");
+    assert_eq!(
+        dmv(d, &["log", "-1", "--format=%P %s"]).trim(),
+        format!("{one} {feature} Merge feature")
+    );
+    assert_eq!(
+        dmv(d, &["diff", "--name-only", "feature", "main"]),
+        "",
+        "the tree is theirs"
+    );
     assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(100_000, 5));
     assert!(dmv(d, &["status"]).contains("nothing to commit"));
     // Diverged: --ff-only refuses, with nothing changed.
@@ -156,13 +193,25 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     let main = rev(d, "main");
     let out = dmv_out(d, &["merge", "--ff-only", "feature"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("not possible to fast-forward to feature"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not possible to fast-forward to feature"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(rev(d, "main"), main);
     assert!(!d.join("c").exists() && dmv(d, &["status", "--short"]).is_empty());
     // Behind: --ff-only fast-forwards.
     dmv(d, &["switch", "-c", "behind", "HEAD~1"]);
-    assert_eq!(dmv(d, &["merge", "--ff-only", "main"]).trim(), format!("Fast-forward to {}", &main[..12]));
-    assert_eq!(dmv_out(d, &["merge", "--ff-only", "--no-ff", "main"]).status.code(), Some(129));
+    assert_eq!(
+        dmv(d, &["merge", "--ff-only", "main"]).trim(),
+        format!("Fast-forward to {}", &main[..12])
+    );
+    assert_eq!(
+        dmv_out(d, &["merge", "--ff-only", "--no-ff", "main"])
+            .status
+            .code(),
+        Some(129)
+    );
     fsck_clean(d);
 }
 
@@ -191,10 +240,17 @@ fn changes_to_different_files_merge_into_a_two_parent_commit() {
     let merged = rev(d, "HEAD");
     assert_eq!(out.trim(), format!("Merged feature: {}", &merged[..12]));
     assert_eq!(parents(d, "HEAD"), [main_before, feature]);
-    let log: serde_json::Value = serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
+    let log: serde_json::Value =
+        serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
     assert_eq!(log[0]["message"], "Merge feature");
-    let expected: BTreeMap<String, Vec<u8>> =
-        [("media/a.bin", noise(200_000, 20)), ("media/b.bin", noise(200_000, 21)), ("new/dir/c.bin", noise(1000, 22))].into_iter().map(|(p, b)| (p.to_string(), b)).collect();
+    let expected: BTreeMap<String, Vec<u8>> = [
+        ("media/a.bin", noise(200_000, 20)),
+        ("media/b.bin", noise(200_000, 21)),
+        ("new/dir/c.bin", noise(1000, 22)),
+    ]
+    .into_iter()
+    .map(|(p, b)| (p.to_string(), b))
+    .collect();
     assert_eq!(snapshot(d), expected);
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
     assert!(status_json(d)["merge"].is_null());
@@ -211,12 +267,21 @@ fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("CONFLICT (both modified): shot.jpg"), "{text}");
+    assert!(
+        text.contains("CONFLICT (both modified): shot.jpg"),
+        "{text}"
+    );
     assert!(text.contains("dmv resolve"), "{text}");
     // Nothing committed; the clean part (their new file) is staged, ours shown for the conflict.
     assert_eq!(rev(d, "main"), main_before);
-    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 2));
-    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), noise(50_000, 4));
+    assert_eq!(
+        std::fs::read(d.join("shot.jpg")).unwrap(),
+        noise(300_000, 2)
+    );
+    assert_eq!(
+        std::fs::read(d.join("extra.wav")).unwrap(),
+        noise(50_000, 4)
+    );
 
     let long = dmv(d, &["status"]);
     assert!(long.contains("You are merging feature"), "{long}");
@@ -232,16 +297,28 @@ fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
 
     let out = dmv_out(d, &["commit", "-m", "too early"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("unresolved conflicts: shot.jpg; settle them with `dmv resolve`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unresolved conflicts: shot.jpg; settle them with `dmv resolve`"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("already in progress"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("already in progress"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(d, &["switch", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("merge --abort"), "{}", stderr(&out));
     let out = dmv_out(d, &["resolve", "--ours", "README"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("README is not in conflict"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("README is not in conflict"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(rev(d, "main"), main_before);
     fsck_clean(d);
 }
@@ -258,7 +335,10 @@ fn resolve_ours_theirs_and_both_give_exact_bytes_and_a_two_parent_commit() {
         // Edit the file by hand first: resolve must still write the chosen version exactly.
         std::fs::write(d.join("shot.jpg"), "scribble").unwrap();
         let out = dmv(d, &["resolve", how, "shot.jpg"]);
-        assert!(out.contains("Resolved shot.jpg") && out.contains("All conflicts resolved"), "{how}: {out}");
+        assert!(
+            out.contains("Resolved shot.jpg") && out.contains("All conflicts resolved"),
+            "{how}: {out}"
+        );
         match how {
             "--ours" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), ours),
             "--theirs" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), theirs),
@@ -270,11 +350,20 @@ fn resolve_ours_theirs_and_both_give_exact_bytes_and_a_two_parent_commit() {
             }
         }
         let st = dmv(d, &["status"]);
-        assert!(st.contains("All conflicts fixed but you are still merging"), "{how}: {st}");
+        assert!(
+            st.contains("All conflicts fixed but you are still merging"),
+            "{how}: {st}"
+        );
         assert!(!st.contains("Changes not staged"), "{how}: {st}");
-        assert!(dmv(d, &["status", "--short"]).lines().all(|l| !l.starts_with("UU")));
+        assert!(dmv(d, &["status", "--short"])
+            .lines()
+            .all(|l| !l.starts_with("UU")));
         let again = dmv_out(d, &["resolve", "--theirs", "shot.jpg"]);
-        assert!(stderr(&again).contains("not in conflict"), "{}", stderr(&again));
+        assert!(
+            stderr(&again).contains("not in conflict"),
+            "{}",
+            stderr(&again)
+        );
 
         // No -m is needed to conclude a merge.
         let out = dmv(d, &["commit"]);
@@ -282,10 +371,18 @@ fn resolve_ours_theirs_and_both_give_exact_bytes_and_a_two_parent_commit() {
         assert_eq!(parents(d, "HEAD"), [main_before.clone(), feature.clone()]);
         assert!(!d.join(".dmv/MERGE_STATE").exists());
         assert!(status_json(d)["merge"].is_null());
-        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "{how}");
+        assert!(
+            dmv(d, &["status"]).contains("nothing to commit, working tree clean"),
+            "{how}"
+        );
         let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
         if how == "--both" {
-            assert!(ls.contains("shot.ours.jpg") && ls.contains("shot.theirs.jpg") && !ls.contains("\tshot.jpg"), "{ls}");
+            assert!(
+                ls.contains("shot.ours.jpg")
+                    && ls.contains("shot.theirs.jpg")
+                    && !ls.contains("\tshot.jpg"),
+                "{ls}"
+            );
             assert_eq!(dmv_out(d, &["cat", "HEAD:shot.theirs.jpg"]).stdout, theirs);
         } else {
             let want = if how == "--ours" { &ours } else { &theirs };
@@ -303,10 +400,17 @@ fn resolve_without_a_side_stages_the_hand_merged_file() {
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     std::fs::write(d.join("shot.jpg"), "retouched by hand").unwrap();
     let out = dmv_out(d, &["resolve"]);
-    assert_eq!(out.status.code(), Some(129), "a path is required (git's status for a command used wrongly)");
+    assert_eq!(
+        out.status.code(),
+        Some(129),
+        "a path is required (git's status for a command used wrongly)"
+    );
     dmv(d, &["resolve", "."]);
     dmv(d, &["commit", "-m", "hand merge"]);
-    assert_eq!(dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout, b"retouched by hand");
+    assert_eq!(
+        dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout,
+        b"retouched by hand"
+    );
     assert_eq!(parents(d, "HEAD").len(), 2);
     fsck_clean(d);
 }
@@ -323,7 +427,10 @@ fn modify_delete_conflicts_both_ways() {
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT (deleted by us): clip.mov"));
-    assert_eq!(std::fs::read(d.join("clip.mov")).unwrap(), noise(100_000, 31));
+    assert_eq!(
+        std::fs::read(d.join("clip.mov")).unwrap(),
+        noise(100_000, 31)
+    );
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "DU clip.mov");
     assert!(dmv(d, &["status"]).contains("deleted by us:   clip.mov"));
     let out = dmv(d, &["resolve", "--ours", "clip.mov"]);
@@ -344,9 +451,15 @@ fn modify_delete_conflicts_both_ways() {
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "UD clip.mov");
     dmv(d, &["resolve", "--both", "clip.mov"]);
-    assert_eq!(snapshot(d).into_iter().collect::<Vec<_>>(), vec![("clip.ours.mov".to_string(), noise(100_000, 32))]);
+    assert_eq!(
+        snapshot(d).into_iter().collect::<Vec<_>>(),
+        vec![("clip.ours.mov".to_string(), noise(100_000, 32))]
+    );
     dmv(d, &["commit"]);
-    assert_eq!(dmv_out(d, &["cat", "HEAD:clip.ours.mov"]).stdout, noise(100_000, 32));
+    assert_eq!(
+        dmv_out(d, &["cat", "HEAD:clip.ours.mov"]).stdout,
+        noise(100_000, 32)
+    );
     fsck_clean(d);
 }
 
@@ -364,11 +477,19 @@ fn file_against_directory_is_a_conflict_resolved_together() {
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("CONFLICT (added by us): take") && text.contains("CONFLICT (added by them): take/one"), "{text}");
+    assert!(
+        text.contains("CONFLICT (added by us): take")
+            && text.contains("CONFLICT (added by them): take/one"),
+        "{text}"
+    );
     assert_eq!(std::fs::read(d.join("take")).unwrap(), b"a file");
     let out = dmv_out(d, &["resolve", "--theirs", "take/one"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("resolve them together"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("resolve them together"),
+        "{}",
+        stderr(&out)
+    );
     dmv(d, &["resolve", "--theirs", "take", "take/one"]);
     assert_eq!(std::fs::read(d.join("take/one")).unwrap(), b"in a dir");
     dmv(d, &["commit"]);
@@ -387,7 +508,12 @@ fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     let err = stderr(&out);
-    assert!(err.starts_with("dmv: ") && err.contains("uncommitted changes to shot.jpg") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.starts_with("dmv: ")
+            && err.contains("uncommitted changes to shot.jpg")
+            && err.lines().count() == 1,
+        "{err}"
+    );
     assert_eq!(snapshot(d), before);
     assert_eq!(rev(d, "main"), head);
     assert!(!d.join(".dmv/MERGE_STATE").exists());
@@ -396,14 +522,25 @@ fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
     std::fs::write(d.join("README"), "edited, not committed\n").unwrap();
     dmv(d, &["add", "README"]);
     let out = dmv_out(d, &["merge", "feature"]);
-    assert!(stderr(&out).contains("uncommitted changes to README"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("uncommitted changes to README"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!d.join(".dmv/MERGE_STATE").exists());
     // An untracked file where the merge would write is refused too.
     dmv(d, &["restore", "--staged", "README"]);
     std::fs::write(d.join("extra.wav"), "mine, untracked").unwrap();
     let out = dmv_out(d, &["merge", "feature"]);
-    assert!(stderr(&out).contains("untracked file extra.wav would be overwritten"), "{}", stderr(&out));
-    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), b"mine, untracked");
+    assert!(
+        stderr(&out).contains("untracked file extra.wav would be overwritten"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read(d.join("extra.wav")).unwrap(),
+        b"mine, untracked"
+    );
     assert!(!d.join(".dmv/MERGE_STATE").exists());
     std::fs::remove_file(d.join("extra.wav")).unwrap();
 
@@ -411,12 +548,21 @@ fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
     // it, stopped on a conflict or not, and kept by --abort.
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(std::fs::read(d.join("README")).unwrap(), b"edited, not committed\n");
+    assert_eq!(
+        std::fs::read(d.join("README")).unwrap(),
+        b"edited, not committed\n"
+    );
     assert!(d.join("extra.wav").exists());
     dmv(d, &["merge", "--abort"]);
-    assert_eq!(std::fs::read(d.join("README")).unwrap(), b"edited, not committed\n");
+    assert_eq!(
+        std::fs::read(d.join("README")).unwrap(),
+        b"edited, not committed\n"
+    );
     assert!(!d.join("extra.wav").exists());
-    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 2));
+    assert_eq!(
+        std::fs::read(d.join("shot.jpg")).unwrap(),
+        noise(300_000, 2)
+    );
     assert_eq!(dmv(d, &["status", "--short"]), " M README\n");
     fsck_clean(d);
 }
@@ -438,8 +584,15 @@ fn clean_merges_and_fast_forwards_carry_unrelated_changes() {
     dmv(d, &["merge", "feature"]);
     assert_eq!(parents(d, "HEAD").len(), 2);
     assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a, feature\n");
-    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"notes, mine\n");
-    assert_eq!(dmv(d, &["cat", "HEAD:notes.txt"]), "notes\n", "the carried change is not in the merge commit");
+    assert_eq!(
+        std::fs::read(d.join("notes.txt")).unwrap(),
+        b"notes, mine\n"
+    );
+    assert_eq!(
+        dmv(d, &["cat", "HEAD:notes.txt"]),
+        "notes\n",
+        "the carried change is not in the merge commit"
+    );
     assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
 
     // A fast-forward: feature moves on, main follows it with notes.txt still mine.
@@ -453,10 +606,18 @@ fn clean_merges_and_fast_forwards_carry_unrelated_changes() {
     dmv(d, &["stash", "pop"]);
     let out = dmv_out(d, &["merge", "feature"]);
     ok_out(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Fast-forward") || stderr(&out).contains("Fast-forward"), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Fast-forward")
+            || stderr(&out).contains("Fast-forward"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(rev(d, "main"), rev(d, "feature"));
     assert_eq!(std::fs::read(d.join("b.txt")).unwrap(), b"b\n");
-    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"notes, mine\n");
+    assert_eq!(
+        std::fs::read(d.join("notes.txt")).unwrap(),
+        b"notes, mine\n"
+    );
     assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
     fsck_clean(d);
 }
@@ -499,13 +660,20 @@ fn abort_puts_back_head_exactly() {
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "?? untracked.txt");
     let out = dmv_out(d, &["merge", "--abort"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("no merge to abort"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no merge to abort"),
+        "{}",
+        stderr(&out)
+    );
     fsck_clean(d);
     // And the merge can be done again.
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     dmv(d, &["resolve", "--theirs", "."]);
     dmv(d, &["commit", "-m", "done"]);
-    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 3));
+    assert_eq!(
+        std::fs::read(d.join("shot.jpg")).unwrap(),
+        noise(300_000, 3)
+    );
     fsck_clean(d);
 }
 
@@ -519,7 +687,10 @@ fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
     dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
     fsck_clean(d);
     dmv(d, &["resolve", "--theirs", "shot.jpg"]);
-    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(300_000, 3));
+    assert_eq!(
+        std::fs::read(d.join("shot.jpg")).unwrap(),
+        noise(300_000, 3)
+    );
     dmv(d, &["commit"]);
     fsck_clean(d);
 }
@@ -540,14 +711,27 @@ fn a_merge_tool_that_succeeds_resolves_and_one_that_fails_leaves_the_conflict() 
     let repo = text_conflict();
     let d = repo.path();
     // A tiny "merge": base, ours and theirs concatenated; checks the variables too.
-    set_merge_tool(d, r#"test "$DMV_PATH" = notes.txt && cat "$DMV_BASE" "$DMV_OURS" "$DMV_THEIRS" > "$DMV_MERGED" && echo tool ran"#);
+    set_merge_tool(
+        d,
+        r#"test "$DMV_PATH" = notes.txt && cat "$DMV_BASE" "$DMV_OURS" "$DMV_THEIRS" > "$DMV_MERGED" && echo tool ran"#,
+    );
     let out = dmv(d, &["merge", "feature"]);
     assert!(out.starts_with("Merged feature: "), "{out}");
-    assert!(!out.contains("tool ran"), "the tool's output goes to stderr: {out}");
-    assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"base\nours\ntheirs\n");
+    assert!(
+        !out.contains("tool ran"),
+        "the tool's output goes to stderr: {out}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("notes.txt")).unwrap(),
+        b"base\nours\ntheirs\n"
+    );
     assert_eq!(parents(d, "HEAD").len(), 2);
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
-    assert!(std::fs::read_dir(d.join(".dmv")).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("merge-tool")));
+    assert!(std::fs::read_dir(d.join(".dmv")).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("merge-tool")));
     fsck_clean(d);
 
     let repo = text_conflict();
@@ -556,7 +740,10 @@ fn a_merge_tool_that_succeeds_resolves_and_one_that_fails_leaves_the_conflict() 
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1));
     // Back to what the merge wrote: the line merge's conflict markers.
-    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n");
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes.txt")).unwrap(),
+        "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> feature\n"
+    );
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "UU notes.txt");
     dmv(d, &["resolve", "--theirs", "notes.txt"]);
     dmv(d, &["commit"]);
@@ -568,7 +755,10 @@ fn merge_and_resolve_have_help() {
     let repo = new_repo();
     for cmd in ["merge", "resolve"] {
         let out = dmv_out(repo.path(), &[cmd, "--help"]);
-        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"), "{cmd} --help");
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{cmd} --help"
+        );
     }
 }
 
@@ -576,10 +766,25 @@ fn merge_and_resolve_have_help() {
 /// complete or `merge --abort` returns to exactly the state before it.
 #[test]
 fn merge_killed_at_every_step_recovers() {
-    const THREE_WAY: &[&str] =
-        &["merge-state-written", "merge-worktree-written", "pack-sealed", "commit-before-ref", "refs-after-lock", "refs-after-list-rename", "commit-after-ref"];
-    const FAST_FORWARD: &[&str] = &["merge-state-written", "merge-worktree-written", "refs-after-lock", "merge-after-ref"];
-    let cases = THREE_WAY.iter().map(|p| (p, false)).chain(FAST_FORWARD.iter().map(|p| (p, true)));
+    const THREE_WAY: &[&str] = &[
+        "merge-state-written",
+        "merge-worktree-written",
+        "pack-sealed",
+        "commit-before-ref",
+        "refs-after-lock",
+        "refs-after-list-rename",
+        "commit-after-ref",
+    ];
+    const FAST_FORWARD: &[&str] = &[
+        "merge-state-written",
+        "merge-worktree-written",
+        "refs-after-lock",
+        "merge-after-ref",
+    ];
+    let cases = THREE_WAY
+        .iter()
+        .map(|p| (p, false))
+        .chain(FAST_FORWARD.iter().map(|p| (p, true)));
     for (point, ff) in cases {
         let repo = diverged(
             |d| {
@@ -603,16 +808,40 @@ fn merge_killed_at_every_step_recovers() {
         }
         let before = snapshot(d);
         let head = rev(d, "main");
-        let out = dmv_cmd(d).args(["merge", "feature"]).env("DMV_FAILPOINT", point).output().unwrap();
-        assert!(!out.status.success(), "{point}: never reached: {}", stderr(&out));
+        let out = dmv_cmd(d)
+            .args(["merge", "feature"])
+            .env("DMV_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "{point}: never reached: {}",
+            stderr(&out)
+        );
         // It died at the fail point, not of some other failure: ref-store
         // points SIGKILL the process, the others abort after naming the point.
         use std::os::unix::process::ExitStatusExt;
         if point.starts_with("refs-") {
-            assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{point} (ff {ff}): never reached: {:?} {}", out.status, stderr(&out));
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGKILL),
+                "{point} (ff {ff}): never reached: {:?} {}",
+                out.status,
+                stderr(&out)
+            );
         } else {
-            assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{point} (ff {ff}): never reached: {:?} {}", out.status, stderr(&out));
-            assert!(stderr(&out).contains(&format!("failpoint {point} reached")), "{point} (ff {ff}): {}", stderr(&out));
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGABRT),
+                "{point} (ff {ff}): never reached: {:?} {}",
+                out.status,
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains(&format!("failpoint {point} reached")),
+                "{point} (ff {ff}): {}",
+                stderr(&out)
+            );
         }
         fsck_clean(d);
         let st = status_json(d);
@@ -620,16 +849,34 @@ fn merge_killed_at_every_step_recovers() {
             if !st["merge"].is_null() {
                 dmv(d, &["merge", "--abort"]);
             }
-            assert_same_files(&snapshot(d), &before, &format!("{point} (ff {ff}): abort must restore the worktree"));
+            assert_same_files(
+                &snapshot(d),
+                &before,
+                &format!("{point} (ff {ff}): abort must restore the worktree"),
+            );
             assert!(dmv(d, &["status"]).contains("nothing to commit"), "{point}");
             dmv(d, &["merge", "feature"]);
         } else {
-            assert!(st["merge"].is_null(), "{point}: finished merge must not look unfinished");
+            assert!(
+                st["merge"].is_null(),
+                "{point}: finished merge must not look unfinished"
+            );
         }
         assert_eq!(parents(d, "HEAD").len(), if ff { 1 } else { 2 }, "{point}");
-        assert_eq!(std::fs::read(d.join("c.bin")).unwrap(), noise(200_000, 44), "{point}");
-        assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(200_000, 43), "{point}");
-        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "{point}");
+        assert_eq!(
+            std::fs::read(d.join("c.bin")).unwrap(),
+            noise(200_000, 44),
+            "{point}"
+        );
+        assert_eq!(
+            std::fs::read(d.join("b.bin")).unwrap(),
+            noise(200_000, 43),
+            "{point}"
+        );
+        assert!(
+            dmv(d, &["status"]).contains("nothing to commit, working tree clean"),
+            "{point}"
+        );
         fsck_clean(d);
     }
 }
@@ -659,7 +906,12 @@ fn merge_sigkilled_at_random_moments_recovers() {
     // Time one uninterrupted merge in a copy of the repository; the kills
     // below are spread over that duration.
     let probe = tempfile::tempdir().unwrap();
-    let cp = std::process::Command::new("cp").arg("-a").arg(d.join(".")).arg(probe.path()).status().unwrap();
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(d.join("."))
+        .arg(probe.path())
+        .status()
+        .unwrap();
     assert!(cp.success());
     let t = std::time::Instant::now();
     dmv(probe.path(), &["merge", "feature"]);
@@ -671,7 +923,12 @@ fn merge_sigkilled_at_random_moments_recovers() {
     let mut interrupted = 0;
     for pct in [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150] {
         let delay = full * pct / 100;
-        let mut child = dmv_cmd(d).args(["merge", "feature"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = dmv_cmd(d)
+            .args(["merge", "feature"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(delay);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
@@ -691,10 +948,20 @@ fn merge_sigkilled_at_random_moments_recovers() {
         if !st["merge"].is_null() {
             dmv(d, &["merge", "--abort"]);
         }
-        assert_same_files(&snapshot(d), &before, &format!("killed after {delay:?}: abort must restore the worktree"));
-        assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"), "after {delay:?}");
+        assert_same_files(
+            &snapshot(d),
+            &before,
+            &format!("killed after {delay:?}: abort must restore the worktree"),
+        );
+        assert!(
+            dmv(d, &["status"]).contains("nothing to commit, working tree clean"),
+            "after {delay:?}"
+        );
     }
-    assert!(interrupted >= 3, "only {interrupted} kills landed inside a merge (one takes {full:?})");
+    assert!(
+        interrupted >= 3,
+        "only {interrupted} kills landed inside a merge (one takes {full:?})"
+    );
     if !finished {
         dmv(d, &["merge", "feature"]);
     }
@@ -724,7 +991,12 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
 /// Text files beside the media, each edited on both branches: (name, base, main's, feature's).
 const TEXT_EDITS: &[(&str, &str, &str, &str)] = &[
     // Different lines: merges.
-    ("shot.xmp", "<x>\n rating=1\n title=t\n label=none\n</x>\n", "<x>\n rating=4\n title=t\n label=none\n</x>\n", "<x>\n rating=1\n title=t\n label=red\n</x>\n"),
+    (
+        "shot.xmp",
+        "<x>\n rating=1\n title=t\n label=none\n</x>\n",
+        "<x>\n rating=4\n title=t\n label=none\n</x>\n",
+        "<x>\n rating=1\n title=t\n label=red\n</x>\n",
+    ),
     // The same line: a conflict.
     (
         "cut.edl",
@@ -733,9 +1005,19 @@ const TEXT_EDITS: &[(&str, &str, &str, &str)] = &[
         "001 A V C 00:00\n002 B V C 00:15\n003 C V C 00:20\n",
     ),
     // Touching lines (and no newline at the end on one side): a conflict, as git sees it.
-    ("labels.csv", "id,label\n1,cat\n2,dog\n", "id,label\n1,cat\n2,wolf", "id,label\n1,cat\n2,dog\n3,owl\n"),
+    (
+        "labels.csv",
+        "id,label\n1,cat\n2,dog\n",
+        "id,label\n1,cat\n2,wolf",
+        "id,label\n1,cat\n2,dog\n3,owl\n",
+    ),
     // Both made the same change, and one more elsewhere: merges.
-    ("settings.ini", "a=1\nb=2\nc=3\nd=4\ne=5\n", "a=1\nb=20\nc=3\nd=4\ne=5\n", "a=1\nb=20\nc=3\nd=4\ne=50\n"),
+    (
+        "settings.ini",
+        "a=1\nb=2\nc=3\nd=4\ne=5\n",
+        "a=1\nb=20\nc=3\nd=4\ne=5\n",
+        "a=1\nb=20\nc=3\nd=4\ne=50\n",
+    ),
 ];
 
 /// The same history in git and in dmv: base, then main and feature each
@@ -750,7 +1032,11 @@ fn text_history_in_both(t: &Path) -> (std::path::PathBuf, tempfile::TempDir) {
         }
         std::fs::write(d.join("shot.jpg"), noise(20_000, side as u64)).unwrap();
         if side > 0 {
-            std::fs::write(d.join("new.txt"), ["", "from main\n", "from feature\n"][side]).unwrap();
+            std::fs::write(
+                d.join("new.txt"),
+                ["", "from main\n", "from feature\n"][side],
+            )
+            .unwrap();
         }
     };
     let on_git = |side: usize, msg: &str| {
@@ -771,7 +1057,15 @@ fn text_history_in_both(t: &Path) -> (std::path::PathBuf, tempfile::TempDir) {
 /// different lengths in git and dmv) replaced by BASE.
 fn unlabelled(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    text.split_inclusive('\n').map(|l| if l.starts_with("||||||| ") { "||||||| BASE\n" } else { l }).collect()
+    text.split_inclusive('\n')
+        .map(|l| {
+            if l.starts_with("||||||| ") {
+                "||||||| BASE\n"
+            } else {
+                l
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -784,19 +1078,47 @@ fn text_files_merge_line_by_line_as_git_merge_does() {
         let out = dmv_out(d, &["merge", "feature"]);
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
-        let git_out = git(&g, &["-c", &format!("merge.conflictStyle={style}"), "merge", "feature"]);
+        let git_out = git(
+            &g,
+            &[
+                "-c",
+                &format!("merge.conflictStyle={style}"),
+                "merge",
+                "feature",
+            ],
+        );
         assert_eq!(git_out.status.code(), Some(1));
         for (name, ..) in TEXT_EDITS.iter().chain([&("new.txt", "", "", "")]) {
-            assert_eq!(unlabelled(&d.join(name)), unlabelled(&g.join(name)), "{style}: {name} differs from git's merge");
+            assert_eq!(
+                unlabelled(&d.join(name)),
+                unlabelled(&g.join(name)),
+                "{style}: {name} differs from git's merge"
+            );
         }
         // The same conflicts as git names, the same words.
         for file in ["cut.edl", "labels.csv", "new.txt"] {
-            assert!(text.contains(&format!("CONFLICT (content): Merge conflict in {file}")), "{text}");
+            assert!(
+                text.contains(&format!("CONFLICT (content): Merge conflict in {file}")),
+                "{text}"
+            );
         }
-        assert!(text.contains("CONFLICT (both modified): shot.jpg"), "{text}");
-        assert!(!text.contains("shot.xmp") && !text.contains("settings.ini"), "{text}");
-        assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(20_000, 1), "a binary file shows ours, untouched");
-        assert_eq!(dmv(d, &["status", "--short"]), "UU cut.edl\nUU labels.csv\nAA new.txt\nM  settings.ini\nUU shot.jpg\nM  shot.xmp\n");
+        assert!(
+            text.contains("CONFLICT (both modified): shot.jpg"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("shot.xmp") && !text.contains("settings.ini"),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::read(d.join("shot.jpg")).unwrap(),
+            noise(20_000, 1),
+            "a binary file shows ours, untouched"
+        );
+        assert_eq!(
+            dmv(d, &["status", "--short"]),
+            "UU cut.edl\nUU labels.csv\nAA new.txt\nM  settings.ini\nUU shot.jpg\nM  shot.xmp\n"
+        );
     }
 }
 
@@ -817,18 +1139,37 @@ fn add_settles_an_edited_text_conflict_and_abort_puts_back_head() {
 
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     let long = dmv(d, &["status"]);
-    assert!(long.contains("dmv add"), "status says how to settle a marked file: {long}");
-    std::fs::write(d.join("cut.edl"), "001 A V C 00:00\n002 B V C 00:13\n003 C V C 00:20\n").unwrap();
+    assert!(
+        long.contains("dmv add"),
+        "status says how to settle a marked file: {long}"
+    );
+    std::fs::write(
+        d.join("cut.edl"),
+        "001 A V C 00:00\n002 B V C 00:13\n003 C V C 00:20\n",
+    )
+    .unwrap();
     dmv(d, &["add", "cut.edl"]);
     std::fs::write(d.join("labels.csv"), "id,label\n1,cat\n2,wolf\n3,owl\n").unwrap();
     std::fs::write(d.join("new.txt"), "from both\n").unwrap();
     dmv(d, &["add", "labels.csv", "new.txt"]);
-    assert_eq!(dmv(d, &["status", "--short"]).lines().filter(|l| l.starts_with("UU") || l.starts_with("AA")).collect::<Vec<_>>(), ["UU shot.jpg"]);
+    assert_eq!(
+        dmv(d, &["status", "--short"])
+            .lines()
+            .filter(|l| l.starts_with("UU") || l.starts_with("AA"))
+            .collect::<Vec<_>>(),
+        ["UU shot.jpg"]
+    );
     dmv(d, &["resolve", "--theirs", "shot.jpg"]);
     dmv(d, &["commit", "-m", "merged by hand"]);
     assert_eq!(parents(d, "HEAD").len(), 2);
-    assert_eq!(dmv(d, &["show", "HEAD:labels.csv"]), "id,label\n1,cat\n2,wolf\n3,owl\n");
-    assert_eq!(dmv(d, &["show", "HEAD:shot.xmp"]), TEXT_EDITS[0].2.replace("label=none", "label=red"));
+    assert_eq!(
+        dmv(d, &["show", "HEAD:labels.csv"]),
+        "id,label\n1,cat\n2,wolf\n3,owl\n"
+    );
+    assert_eq!(
+        dmv(d, &["show", "HEAD:shot.xmp"]),
+        TEXT_EDITS[0].2.replace("label=none", "label=red")
+    );
     fsck_clean(d);
 }
 
@@ -839,7 +1180,11 @@ fn rm_settles_a_conflict_as_a_deletion_and_a_bad_style_is_refused() {
     let d = repo.path();
     let out = dmv_out(d, &["config", "merge.conflictStyle", "zdiff4"]);
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("not merge or diff3"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not merge or diff3"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     dmv(d, &["rm", "new.txt"]);
     let short = dmv(d, &["status", "--short"]);
@@ -848,7 +1193,9 @@ fn rm_settles_a_conflict_as_a_deletion_and_a_bad_style_is_refused() {
 }
 
 fn subject(d: &Path, rev: &str) -> String {
-    dmv(d, &["log", "-1", "--format=%s", rev]).trim().to_string()
+    dmv(d, &["log", "-1", "--format=%s", rev])
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -863,7 +1210,12 @@ fn cherry_pick_applies_one_commits_change_with_its_message_and_author() {
     std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
     std::fs::write(d.join("extra.wav"), noise(10_000, 2)).unwrap();
     dmv(d, &["add", "."]);
-    let out = dmv_cmd(d).args(["commit", "-m", "the fix"]).env("DMV_AUTHOR_NAME", "Grace").env("DMV_AUTHOR_EMAIL", "grace@example.org").output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["commit", "-m", "the fix"])
+        .env("DMV_AUTHOR_NAME", "Grace")
+        .env("DMV_AUTHOR_EMAIL", "grace@example.org")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     std::fs::write(d.join("shot.jpg"), noise(30_000, 3)).unwrap();
     dmv(d, &["commit", "-a", "-m", "not wanted"]);
@@ -875,12 +1227,25 @@ fn cherry_pick_applies_one_commits_change_with_its_message_and_author() {
     // Only the picked commit's change comes over, merged into main's text.
     let out = dmv(d, &["cherry-pick", "feature~1"]);
     assert!(out.starts_with("Picked feature~1 as "), "{out}");
-    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "ONE\ntwo\nthree\nfour\nFIVE\n");
-    assert_eq!(std::fs::read(d.join("extra.wav")).unwrap(), noise(10_000, 2));
-    assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), noise(30_000, 1), "the later commit's change stays out");
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes.txt")).unwrap(),
+        "ONE\ntwo\nthree\nfour\nFIVE\n"
+    );
+    assert_eq!(
+        std::fs::read(d.join("extra.wav")).unwrap(),
+        noise(10_000, 2)
+    );
+    assert_eq!(
+        std::fs::read(d.join("shot.jpg")).unwrap(),
+        noise(30_000, 1),
+        "the later commit's change stays out"
+    );
     assert_eq!(parents(d, "HEAD"), [main]);
     assert_eq!(subject(d, "HEAD"), "the fix");
-    assert_eq!(dmv(d, &["log", "-1", "--format=%an <%ae>"]).trim(), "Grace <grace@example.org>");
+    assert_eq!(
+        dmv(d, &["log", "-1", "--format=%an <%ae>"]).trim(),
+        "Grace <grace@example.org>"
+    );
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
 
     // Picked again: the change is already here, nothing is committed.
@@ -926,16 +1291,30 @@ fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
     let out = dmv_out(d, &["cherry-pick", "feature"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("CONFLICT (content): Merge conflict in cut.edl") && text.contains("dmv cherry-pick --abort"), "{text}");
-    assert_eq!(std::fs::read_to_string(d.join("cut.edl")).unwrap(), "001 A\n<<<<<<< HEAD\n002 B main\n=======\n002 B feature\n>>>>>>> feature\n003 C\n");
+    assert!(
+        text.contains("CONFLICT (content): Merge conflict in cut.edl")
+            && text.contains("dmv cherry-pick --abort"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("cut.edl")).unwrap(),
+        "001 A\n<<<<<<< HEAD\n002 B main\n=======\n002 B feature\n>>>>>>> feature\n003 C\n"
+    );
     assert!(dmv(d, &["status"]).contains("You are cherry-picking commit feature"));
     let out = dmv_out(d, &["merge", "feature"]);
-    assert_eq!(out.status.code(), Some(128), "no merge while a pick is unfinished");
+    assert_eq!(
+        out.status.code(),
+        Some(128),
+        "no merge while a pick is unfinished"
+    );
     dmv(d, &["cherry-pick", "--abort"]);
     assert_same_files(&snapshot(d), &before, "after abort");
     assert_eq!(rev(d, "HEAD"), main);
 
-    assert_eq!(dmv_out(d, &["cherry-pick", "feature"]).status.code(), Some(1));
+    assert_eq!(
+        dmv_out(d, &["cherry-pick", "feature"]).status.code(),
+        Some(1)
+    );
     std::fs::write(d.join("cut.edl"), "001 A\n002 B both\n003 C\n").unwrap();
     dmv(d, &["add", "cut.edl"]);
     let out = dmv(d, &["cherry-pick", "--continue"]);

@@ -41,7 +41,10 @@ impl Mounted {
         prepare(&mut cmd);
         let out = cmd.args(&all).output().unwrap();
         assert!(out.status.success(), "dmv {all:?}: {}", stderr(&out));
-        Mounted { repo: repo.to_path_buf(), dir: dir.to_path_buf() }
+        Mounted {
+            repo: repo.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -50,7 +53,10 @@ impl Mounted {
 
     /// Unmounts, and returns the bytes the mount said it fetched (its last log line).
     fn unmount(self) -> u64 {
-        let out = dmv_cmd(&self.repo).args(["umount", self.dir.to_str().unwrap()]).output().unwrap();
+        let out = dmv_cmd(&self.repo)
+            .args(["umount", self.dir.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "dmv umount: {}", stderr(&out));
         let log = self.repo.join(".dmv/mount.log");
         // The mount process writes its last line as it ends, just after the folder goes.
@@ -58,13 +64,20 @@ impl Mounted {
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(last) = text.lines().rev().find(|l| l.starts_with("unmounted ")) {
-                let fetched = last.split_once(" (").and_then(|(_, n)| n.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+                let fetched = last
+                    .split_once(" (")
+                    .and_then(|(_, n)| n.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
                 // One line per mount: the next mount's is its own.
                 std::fs::write(&log, "").unwrap();
                 std::mem::forget(self);
                 return fetched;
             }
-            assert!(Instant::now() < deadline, "the mount never said it was unmounted: {text}");
+            assert!(
+                Instant::now() < deadline,
+                "the mount never said it was unmounted: {text}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -72,12 +85,18 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = Command::new("fusermount3").arg("-u").arg(&self.dir).output();
+        let _ = Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.dir)
+            .output();
     }
 }
 
 fn mounted_at(dir: &Path) -> bool {
-    std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().any(|l| l.split(' ').nth(4) == Some(dir.to_str().unwrap()))
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(dir.to_str().unwrap()))
 }
 
 /// Where each chunk of `path`'s version in `rev` starts, and its content id.
@@ -105,8 +124,14 @@ fn read_at_boundaries(file: &Path, expected: &[u8], starts: &[u64]) -> u64 {
         let from = spot.saturating_sub(3);
         let to = (spot + 4).min(len);
         let mut buf = vec![0u8; (to - from) as usize];
-        f.read_exact_at(&mut buf, from).unwrap_or_else(|e| panic!("reading {} at {from}: {e}", file.display()));
-        assert_eq!(buf, expected[from as usize..to as usize], "bytes {from}..{to} of {}", file.display());
+        f.read_exact_at(&mut buf, from)
+            .unwrap_or_else(|e| panic!("reading {} at {from}: {e}", file.display()));
+        assert_eq!(
+            buf,
+            expected[from as usize..to as usize],
+            "bytes {from}..{to} of {}",
+            file.display()
+        );
         read += to - from;
     }
     read
@@ -121,7 +146,11 @@ fn project(root: &Path) -> PathBuf {
     std::fs::create_dir_all(src.join("media/deep/er")).unwrap();
     dmv(&src, &["init"]);
     for i in 0..2000 {
-        std::fs::write(src.join(format!("many/f{i:05}.txt")), format!("file {i}\n").repeat(i % 7)).unwrap();
+        std::fs::write(
+            src.join(format!("many/f{i:05}.txt")),
+            format!("file {i}\n").repeat(i % 7),
+        )
+        .unwrap();
     }
     write_noise(&src.join("media/film.bin"), 6 << 20, 1);
     std::fs::write(src.join("media/deep/er/Café au lait.txt"), "crème\n").unwrap();
@@ -145,20 +174,50 @@ fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_
     assert!(mounted_at(&m.dir));
 
     // The folder of 2,000 files: every name, every size, no data read.
-    let mut names: Vec<(String, u64)> =
-        std::fs::read_dir(m.path("many")).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name().into_string().unwrap(), e.metadata().unwrap().len())).collect();
+    let mut names: Vec<(String, u64)> = std::fs::read_dir(m.path("many"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
     names.sort();
-    let expected: Vec<(String, u64)> = (0..2000).map(|i| (format!("f{i:05}.txt"), (format!("file {i}\n").len() * (i % 7)) as u64)).collect();
+    let expected: Vec<(String, u64)> = (0..2000)
+        .map(|i| {
+            (
+                format!("f{i:05}.txt"),
+                (format!("file {i}\n").len() * (i % 7)) as u64,
+            )
+        })
+        .collect();
     assert_eq!(names, expected);
-    assert_eq!(std::fs::read(m.path("many/f00006.txt")).unwrap(), "file 6\n".repeat(6).as_bytes());
+    assert_eq!(
+        std::fs::read(m.path("many/f00006.txt")).unwrap(),
+        "file 6\n".repeat(6).as_bytes()
+    );
 
     // Modes, the link, the empty file, names with spaces and accents.
-    let mode = |rel: &str| std::fs::symlink_metadata(m.path(rel)).unwrap().permissions().mode() & 0o777;
+    let mode = |rel: &str| {
+        std::fs::symlink_metadata(m.path(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
     assert_eq!(mode("run.sh"), 0o555);
     assert_eq!(mode("empty"), 0o444);
     assert!(std::fs::symlink_metadata(m.path("media")).unwrap().is_dir());
-    assert_eq!(std::fs::read_link(m.path("latest")).unwrap(), Path::new("media/deep/er/Café au lait.txt"));
-    assert_eq!(std::fs::read_to_string(m.path("latest")).unwrap(), "crème\n");
+    assert_eq!(
+        std::fs::read_link(m.path("latest")).unwrap(),
+        Path::new("media/deep/er/Café au lait.txt")
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path("latest")).unwrap(),
+        "crème\n"
+    );
     assert_eq!(std::fs::read(m.path("empty")).unwrap(), b"");
     let ran = Command::new(m.path("run.sh")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran\n");
@@ -166,14 +225,24 @@ fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_
     // The film at every chunk boundary, then whole.
     let film = std::fs::read(src.join("media/film.bin")).unwrap();
     let (_, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
-    assert!(starts.len() > 20, "the film is many chunks: {}", starts.len());
+    assert!(
+        starts.len() > 20,
+        "the film is many chunks: {}",
+        starts.len()
+    );
     read_at_boundaries(&m.path("media/film.bin"), &film, &starts);
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == film,
+        "the film whole"
+    );
 
     // Read-only, refused as such.
     let e = std::fs::write(m.path("new.txt"), "x").unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
-    let e = std::fs::OpenOptions::new().write(true).open(m.path("empty")).unwrap_err();
+    let e = std::fs::OpenOptions::new()
+        .write(true)
+        .open(m.path("empty"))
+        .unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
     assert_eq!(m.unmount(), 0, "a full replica fetches nothing");
     assert!(!mounted_at(&t.path().join("mnt")));
@@ -182,13 +251,19 @@ fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_
     let m = Mounted::new(&src, &t.path().join("mnt"), &["v1"]);
     write_noise(&t.path().join("old.bin"), 6 << 20, 1);
     let old = std::fs::read(t.path().join("old.bin")).unwrap();
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == old, "v1's film");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == old,
+        "v1's film"
+    );
     m.unmount();
 
     // Every branch, tag and commit.
     let m = Mounted::new(&src, &t.path().join("mnt"), &["--all"]);
     let list = |rel: &str| -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(m.path(rel)).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(m.path(rel))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         names
     };
@@ -197,10 +272,22 @@ fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_
     assert_eq!(list("tags"), ["v1"]);
     let commits = list("commits");
     assert_eq!(commits.len(), 2, "{commits:?}");
-    assert!(std::fs::read(m.path("tags/v1/media/film.bin")).unwrap() == old, "tags/v1's film");
-    assert!(std::fs::read(m.path("branches/main/media/film.bin")).unwrap() == film, "branches/main's film");
-    let films: Vec<Vec<u8>> = commits.iter().map(|c| std::fs::read(m.path(&format!("commits/{c}/media/film.bin"))).unwrap()).collect();
-    assert!(films.contains(&old) && films.contains(&film), "each commit's folder shows its own film");
+    assert!(
+        std::fs::read(m.path("tags/v1/media/film.bin")).unwrap() == old,
+        "tags/v1's film"
+    );
+    assert!(
+        std::fs::read(m.path("branches/main/media/film.bin")).unwrap() == film,
+        "branches/main's film"
+    );
+    let films: Vec<Vec<u8>> = commits
+        .iter()
+        .map(|c| std::fs::read(m.path(&format!("commits/{c}/media/film.bin"))).unwrap())
+        .collect();
+    assert!(
+        films.contains(&old) && films.contains(&film),
+        "each commit's folder shows its own film"
+    );
     m.unmount();
 }
 
@@ -211,14 +298,28 @@ fn bad_input_to_mount_and_umount_is_one_line_and_changes_nothing() {
     let dir = t.path().join("mnt");
     std::fs::create_dir(&dir).unwrap();
     for (args, says) in [
-        (vec!["mount", "no-such-rev", dir.to_str().unwrap()], "no-such-rev"),
+        (
+            vec!["mount", "no-such-rev", dir.to_str().unwrap()],
+            "no-such-rev",
+        ),
         (vec!["mount", "HEAD", "/no/such/folder"], "/no/such/folder"),
-        (vec!["mount", "HEAD", src.join("run.sh").to_str().unwrap()], "not a folder"),
-        (vec!["mount", "--all", "HEAD", dir.to_str().unwrap()], "--all"),
+        (
+            vec!["mount", "HEAD", src.join("run.sh").to_str().unwrap()],
+            "not a folder",
+        ),
+        (
+            vec!["mount", "--all", "HEAD", dir.to_str().unwrap()],
+            "--all",
+        ),
         (vec!["umount", dir.to_str().unwrap()], "not a mount point"),
     ] {
         let out = dmv_out(&src, &args);
-        assert_eq!(out.status.code(), Some(128), "dmv {args:?}: {}", stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(128),
+            "dmv {args:?}: {}",
+            stderr(&out)
+        );
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "dmv {args:?} said: {err}");
         assert!(err.contains(says), "dmv {args:?} said: {err}");
@@ -229,17 +330,45 @@ fn bad_input_to_mount_and_umount_is_one_line_and_changes_nothing() {
     let out = dmv_out(&src, &["mount", "--background", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     assert!(stderr(&out).contains("already a mount point"));
-    assert_eq!(std::fs::read_to_string(m.path("run.sh")).unwrap(), "#!/bin/sh\necho ran\n");
+    assert_eq!(
+        std::fs::read_to_string(m.path("run.sh")).unwrap(),
+        "#!/bin/sh\necho ran\n"
+    );
     m.unmount();
 }
 
 /// A bare hub served over HTTP holding the project, and a meta clone of it.
 fn hub_and_meta_clone(root: &Path, src: &Path) -> (HttpServer, PathBuf) {
     dmv(root, &["init", "--bare", "hub"]);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"mount-test\" = \"write\"\n", root, 0);
-    dmv(src, &["remote", "add", "origin", &server.url("hub"), "--token", "mount-test"]);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"mount-test\" = \"write\"\n",
+        root,
+        0,
+    );
+    dmv(
+        src,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &server.url("hub"),
+            "--token",
+            "mount-test",
+        ],
+    );
     dmv(src, &["push", "origin", "main"]);
-    dmv(root, &["clone", "--token", "mount-test", "--slice", "meta", &server.url("hub"), "phone"]);
+    dmv(
+        root,
+        &[
+            "clone",
+            "--token",
+            "mount-test",
+            "--slice",
+            "meta",
+            &server.url("hub"),
+            "phone",
+        ],
+    );
     let phone = root.join("phone");
     dmv(&phone, &["config", "remote.timeout", "3"]);
     dmv(&phone, &["replica", "--name", "phone"]);
@@ -258,15 +387,33 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
     // Listing reads no data; reads at chunk boundaries fetch little more than they read.
     let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
     assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000);
-    assert_eq!(std::fs::metadata(m.path("media/film.bin")).unwrap().len(), film.len() as u64);
-    let read = read_at_boundaries(&m.path("media/film.bin"), &film, &starts[..starts.len() / 2]);
+    assert_eq!(
+        std::fs::metadata(m.path("media/film.bin")).unwrap().len(),
+        film.len() as u64
+    );
+    let read = read_at_boundaries(
+        &m.path("media/film.bin"),
+        &film,
+        &starts[..starts.len() / 2],
+    );
     let fetched = m.unmount();
-    eprintln!("reads at {} chunk boundaries: {read} bytes read, {fetched} fetched", starts.len() / 2 + 2);
+    eprintln!(
+        "reads at {} chunk boundaries: {read} bytes read, {fetched} fetched",
+        starts.len() / 2 + 2
+    );
     assert!(fetched > 0, "a meta replica fetches what it reads");
     // Each spot read touches at most two chunks of at most 256 KiB, and the kernel reads whole pages ahead.
     let chunks_touched = (starts.len() / 2 + 2) as u64 * 2;
-    assert!(fetched <= chunks_touched * 256 * 1024, "read {read} bytes at {} spots, fetched {fetched}", starts.len() / 2 + 2);
-    assert!(fetched < film.len() as u64 / 2 + 512 * 1024, "half the boundaries read fetched {fetched} of {} bytes", film.len());
+    assert!(
+        fetched <= chunks_touched * 256 * 1024,
+        "read {read} bytes at {} spots, fetched {fetched}",
+        starts.len() / 2 + 2
+    );
+    assert!(
+        fetched < film.len() as u64 / 2 + 512 * 1024,
+        "half the boundaries read fetched {fetched} of {} bytes",
+        film.len()
+    );
 
     // Random reads of 1 MiB, as a player seeks: under twice the bytes read.
     let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
@@ -274,40 +421,69 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
     let mut noise = Noise::new(9);
     let mut read = 0u64;
     for _ in 0..4 {
-        let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap()) % (film.len() as u64 - (1 << 20));
+        let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap())
+            % (film.len() as u64 - (1 << 20));
         let mut buf = vec![0u8; 1 << 20];
         f.read_exact_at(&mut buf, offset).unwrap();
-        assert!(buf == film[offset as usize..offset as usize + (1 << 20)], "1 MiB at {offset}");
+        assert!(
+            buf == film[offset as usize..offset as usize + (1 << 20)],
+            "1 MiB at {offset}"
+        );
         read += 1 << 20;
     }
     drop(f);
     let fetched = m.unmount();
     eprintln!("random reads of 1 MiB: {read} bytes read, {fetched} fetched");
-    assert!(fetched < 2 * read, "random reads of {read} bytes fetched {fetched}");
+    assert!(
+        fetched < 2 * read,
+        "random reads of {read} bytes fetched {fetched}"
+    );
 
     // Part of the film is here: not a copy, never claimed as one; a drop frees it.
     let here = |whereis: &str| -> bool {
         let whereis: serde_json::Value = serde_json::from_str(whereis).unwrap();
-        whereis[0]["copies"].as_array().unwrap().iter().any(|c| c["name"] == "phone" && c["here"] == true)
+        whereis[0]["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "phone" && c["here"] == true)
     };
-    assert!(!here(&dmv(&phone, &["whereis", "--json", "media/film.bin"])), "a part is not a copy");
+    assert!(
+        !here(&dmv(&phone, &["whereis", "--json", "media/film.bin"])),
+        "a part is not a copy"
+    );
     assert!(dmv(&phone, &["ls", "--absent"]).contains("media/film.bin"));
     let with_pieces = bytes_under(&phone.join(".dmv"));
-    assert!(with_pieces > phone_bytes + (1 << 20), "the pieces read are kept: {with_pieces} bytes, {phone_bytes} before");
+    assert!(
+        with_pieces > phone_bytes + (1 << 20),
+        "the pieces read are kept: {with_pieces} bytes, {phone_bytes} before"
+    );
     dmv(&phone, &["drop", "media/film.bin"]);
-    assert!(bytes_under(&phone.join(".dmv")) < phone_bytes + (256 << 10), "drop frees what the mount fetched");
+    assert!(
+        bytes_under(&phone.join(".dmv")) < phone_bytes + (256 << 10),
+        "drop frees what the mount fetched"
+    );
     dmv(&phone, &["fsck"]);
 
     // Whole, then again: the second read is local, and the film is now a copy here.
     let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == film,
+        "the film whole"
+    );
     assert!(m.unmount() >= film.len() as u64);
     let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole again");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == film,
+        "the film whole again"
+    );
     assert_eq!(m.unmount(), 0, "what was read once is kept");
     assert!(here(&dmv(&phone, &["whereis", "--json", "media/film.bin"])));
     dmv(&phone, &["drop", "--numcopies", "1", "media/film.bin"]);
-    assert!(!Repository::open(&phone).unwrap().has_data(&film_id).unwrap());
+    assert!(!Repository::open(&phone)
+        .unwrap()
+        .has_data(&film_id)
+        .unwrap());
     dmv(&phone, &["fsck"]);
 }
 
@@ -323,9 +499,30 @@ fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
         let out = cmd.args(args).output().unwrap();
         assert!(out.status.success(), "dmv {args:?}: {}", stderr(&out));
     };
-    with_minio(&src, &["remote", "add", "bucket", "s3://mount/p", "--endpoint", &minio.endpoint()]);
+    with_minio(
+        &src,
+        &[
+            "remote",
+            "add",
+            "bucket",
+            "s3://mount/p",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     with_minio(&src, &["push", "bucket", "main"]);
-    with_minio(t.path(), &["clone", "--slice", "meta", "s3://mount/p", "phone", "--endpoint", &minio.endpoint()]);
+    with_minio(
+        t.path(),
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            "s3://mount/p",
+            "phone",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     let phone = t.path().join("phone");
     let film = std::fs::read(src.join("media/film.bin")).unwrap();
     let (_, starts) = chunk_starts(&src, "HEAD", "media/film.bin");
@@ -333,10 +530,19 @@ fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
     let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
     read_at_boundaries(&m.path("media/film.bin"), &film, &starts[..8]);
     let fetched = m.unmount();
-    assert!(fetched > 0 && fetched <= 10 * 2 * 256 * 1024, "8 boundaries and both ends read from the bucket fetched {fetched} bytes");
+    assert!(
+        fetched > 0 && fetched <= 10 * 2 * 256 * 1024,
+        "8 boundaries and both ends read from the bucket fetched {fetched} bytes"
+    );
     let m = Mounted::new_with(&phone, &t.path().join("mnt"), &[], |cmd| minio.env(cmd));
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole, from the bucket");
-    assert_eq!(std::fs::read_to_string(m.path("latest")).unwrap(), "crème\n");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == film,
+        "the film whole, from the bucket"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path("latest")).unwrap(),
+        "crème\n"
+    );
     m.unmount();
 }
 
@@ -351,7 +557,8 @@ fn read_in_time(file: &Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>
             f.read_exact_at(&mut buf, offset).map(|()| buf)
         }));
     });
-    rx.recv_timeout(Duration::from_secs(60)).expect("a read through the mount hung")
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("a read through the mount hung")
 }
 
 #[test]
@@ -369,7 +576,11 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
     unsafe { libc::kill(server.child.id() as i32, libc::SIGSTOP) };
     let e = read_in_time(&path, 3 << 20, 4096).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
-    assert_eq!(read_in_time(&path, 0, 1 << 20).unwrap(), film[..1 << 20], "what is here is served");
+    assert_eq!(
+        read_in_time(&path, 0, 1 << 20).unwrap(),
+        film[..1 << 20],
+        "what is here is served"
+    );
     // SAFETY: as above.
     unsafe { libc::kill(server.child.id() as i32, libc::SIGCONT) };
 
@@ -377,13 +588,23 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
     server.kill();
     let e = read_in_time(&path, 5 << 20, 4096).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
-    assert_eq!(std::fs::read_dir(m.path("many")).unwrap().count(), 2000, "listing needs no server");
+    assert_eq!(
+        std::fs::read_dir(m.path("many")).unwrap().count(),
+        2000,
+        "listing needs no server"
+    );
     let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap();
-    assert!(log.contains("cannot read media/film.bin"), "the log names the file: {log}");
+    assert!(
+        log.contains("cannot read media/film.bin"),
+        "the log names the file: {log}"
+    );
 
     // The server back: the same mount reads the rest.
     let _server = HttpServer::start_with(&server.config, server.port);
-    assert_eq!(read_in_time(&path, 5 << 20, 4096).unwrap(), film[5 << 20..(5 << 20) + 4096]);
+    assert_eq!(
+        read_in_time(&path, 5 << 20, 4096).unwrap(),
+        film[5 << 20..(5 << 20) + 4096]
+    );
     m.unmount();
 }
 
@@ -404,7 +625,10 @@ fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
     let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
     let path = m.path("take.mov");
     // Readers size their reads by st_blksize: a film is read a MiB per call, not 64 KiB.
-    assert_eq!(std::os::unix::fs::MetadataExt::blksize(&std::fs::metadata(&path).unwrap()), 1 << 20);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::blksize(&std::fs::metadata(&path).unwrap()),
+        1 << 20
+    );
     assert!(std::fs::read(&path).unwrap() == film, "read whole");
     read_at_boundaries(&path, &film, &starts);
     // Reads of 3 MiB from odd offsets: several chunks each.
@@ -412,12 +636,29 @@ fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
     for offset in [1u64, 5_000_001, 33 << 20] {
         let mut buf = vec![0u8; 3 << 20];
         f.read_exact_at(&mut buf, offset).unwrap();
-        assert!(buf == film[offset as usize..offset as usize + (3 << 20)], "3 MiB at {offset}");
+        assert!(
+            buf == film[offset as usize..offset as usize + (3 << 20)],
+            "3 MiB at {offset}"
+        );
     }
     use std::os::fd::AsRawFd;
     // SAFETY: a private read-only mapping of a file open here, of its length; unmapped below.
-    let map = unsafe { libc::mmap(std::ptr::null_mut(), film.len(), libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), 0) };
-    assert_ne!(map, libc::MAP_FAILED, "mmap through the mount: {}", std::io::Error::last_os_error());
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            film.len(),
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(
+        map,
+        libc::MAP_FAILED,
+        "mmap through the mount: {}",
+        std::io::Error::last_os_error()
+    );
     // SAFETY: the mapping is `film.len()` bytes long and stays until munmap.
     let mapped = unsafe { std::slice::from_raw_parts(map as *const u8, film.len()) };
     assert!(mapped == &film[..], "mapped bytes");
@@ -437,7 +678,9 @@ fn a_mount_fed_flipped_bytes_answers_eio_and_keeps_nothing_wrong() {
     let src = project(t.path());
     let (server, phone) = hub_and_meta_clone(t.path(), &src);
     let proxy = CuttingProxy::start(server.port);
-    edit_config(&phone, |cfg| cfg["remotes"]["origin"]["url"] = format!("http://127.0.0.1:{}/hub", proxy.port).into());
+    edit_config(&phone, |cfg| {
+        cfg["remotes"]["origin"]["url"] = format!("http://127.0.0.1:{}/hub", proxy.port).into()
+    });
     let film = std::fs::read(src.join("media/film.bin")).unwrap();
     let m = Mounted::new(&phone, &t.path().join("mnt"), &[]);
     let path = m.path("media/film.bin");
@@ -445,20 +688,33 @@ fn a_mount_fed_flipped_bytes_answers_eio_and_keeps_nothing_wrong() {
 
     proxy.flip_server_bytes_every(Some(16 << 10));
     for offset in offsets {
-        let e = read_in_time(&path, offset, 4096).expect_err("a read of bytes that arrived flipped must fail");
+        let e = read_in_time(&path, offset, 4096)
+            .expect_err("a read of bytes that arrived flipped must fail");
         assert_eq!(e.raw_os_error(), Some(libc::EIO), "at {offset}: {e}");
     }
     let log = std::fs::read_to_string(phone.join(".dmv/mount.log")).unwrap();
-    assert!(log.contains("cannot read media/film.bin"), "the log names the file: {log}");
+    assert!(
+        log.contains("cannot read media/film.bin"),
+        "the log names the file: {log}"
+    );
 
     proxy.flip_server_bytes_every(None);
     for offset in offsets {
         let at = offset as usize;
-        assert_eq!(read_in_time(&path, offset, 4096).unwrap(), film[at..at + 4096], "at {offset}");
+        assert_eq!(
+            read_in_time(&path, offset, 4096).unwrap(),
+            film[at..at + 4096],
+            "at {offset}"
+        );
     }
     m.unmount();
     let out = dmv_out(&phone, &["fsck", "--full"]);
-    assert!(out.status.success(), "fsck: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(
+        out.status.success(),
+        "fsck: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -467,21 +723,35 @@ fn a_mount_killed_leaves_no_dead_folder() {
     let src = project(t.path());
     let dir = t.path().join("mnt");
     std::fs::create_dir(&dir).unwrap();
-    let mut child: Child = dmv_cmd(&src).args(["mount", dir.to_str().unwrap()]).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child: Child = dmv_cmd(&src)
+        .args(["mount", dir.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !mounted_at(&dir) {
         assert!(Instant::now() < deadline, "never mounted");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(std::fs::read_to_string(dir.join("run.sh")).unwrap(), "#!/bin/sh\necho ran\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("run.sh")).unwrap(),
+        "#!/bin/sh\necho ran\n"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while mounted_at(&dir) {
-        assert!(Instant::now() < deadline, "the folder stayed mounted after its process was killed");
+        assert!(
+            Instant::now() < deadline,
+            "the folder stayed mounted after its process was killed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the folder is a plain empty folder again");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "the folder is a plain empty folder again"
+    );
 }
 
 /// A meta replica's mount reading while gc, gets and drops run at the same
@@ -516,10 +786,14 @@ fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
         });
         let mut noise = Noise::new(5);
         for _ in 0..30 {
-            let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap()) % (film.len() as u64 - (256 << 10));
+            let offset = u64::from_le_bytes(noise.bytes(8).try_into().unwrap())
+                % (film.len() as u64 - (256 << 10));
             match read_in_time(&path, offset, 256 << 10) {
                 Ok(bytes) => {
-                    assert!(bytes == film[offset as usize..offset as usize + (256 << 10)], "256 KiB at {offset}");
+                    assert!(
+                        bytes == film[offset as usize..offset as usize + (256 << 10)],
+                        "256 KiB at {offset}"
+                    );
                     good += 1;
                 }
                 Err(e) => {
@@ -533,10 +807,16 @@ fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
         }
     });
     assert!(good > eio, "{good} reads right, {eio} refused");
-    assert!(std::fs::read(m.path("media/film.bin")).unwrap() == film, "the film whole once all is quiet");
+    assert!(
+        std::fs::read(m.path("media/film.bin")).unwrap() == film,
+        "the film whole once all is quiet"
+    );
     m.unmount();
     for i in 0..20 {
-        assert_eq!(std::fs::read_to_string(phone.join(format!("many/f{i:05}.txt"))).unwrap(), format!("file {i}\n").repeat(i % 7));
+        assert_eq!(
+            std::fs::read_to_string(phone.join(format!("many/f{i:05}.txt"))).unwrap(),
+            format!("file {i}\n").repeat(i % 7)
+        );
     }
     fsck_clean(&phone);
 }

@@ -47,12 +47,25 @@ fn content_received(out: &Output) -> u64 {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
         return v["stats"]["chunk_bytes"].as_u64().unwrap();
     }
-    let line = err.lines().find(|l| l.contains("bytes of content received")).unwrap_or_else(|| panic!("{err}"));
-    line.split(", ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    let line = err
+        .lines()
+        .find(|l| l.contains("bytes of content received"))
+        .unwrap_or_else(|| panic!("{err}"));
+    line.split(", ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 fn ls(dir: &Path, which: &str) -> Vec<String> {
-    dmv(dir, &["ls", which]).lines().map(|l| l.split_whitespace().last().unwrap().to_string()).collect()
+    dmv(dir, &["ls", which])
+        .lines()
+        .map(|l| l.split_whitespace().last().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -61,14 +74,30 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     let t = t.path();
     let src = t.join("src");
     shoot(&src, 20, 3, &|p| if p == 1 { VIDEO } else { PHOTO });
-    assert!((20 * FOLDER).abs_diff(2 << 30) < 1024, "2 GiB give or take a few bytes");
+    assert!(
+        (20 * FOLDER).abs_diff(2 << 30) < 1024,
+        "2 GiB give or take a few bytes"
+    );
 
-    let (out, _, received) = traced(t, &["clone", "--slice", "paths:f03,f07", src.to_str().unwrap(), "a"], |_| {});
+    let (out, _, received) = traced(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "paths:f03,f07",
+            src.to_str().unwrap(),
+            "a",
+        ],
+        |_| {},
+    );
     ok(&out);
     let a = t.join("a");
     // Exactly the slice's chunks, plus metadata (commits, trees, the slice's file nodes: ~150 KiB).
     assert_eq!(content_received(&out), 2 * FOLDER);
-    assert!((2 * FOLDER..2 * FOLDER + (1 << 20)).contains(&received), "received {received}");
+    assert!(
+        (2 * FOLDER..2 * FOLDER + (1 << 20)).contains(&received),
+        "received {received}"
+    );
     assert_eq!(dmv(&a, &["slice"]).trim(), "paths:f03,f07");
     for f in 0..20 {
         for p in 0..3 {
@@ -76,22 +105,37 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
             let inside = f == 3 || f == 7;
             assert_eq!(a.join(&rel).exists(), inside, "{rel}");
             if inside {
-                assert!(std::fs::read(a.join(&rel)).unwrap() == std::fs::read(src.join(&rel)).unwrap());
+                assert!(
+                    std::fs::read(a.join(&rel)).unwrap() == std::fs::read(src.join(&rel)).unwrap()
+                );
             }
         }
     }
     assert_eq!(ls(&a, "--present").len(), 6);
     assert_eq!(ls(&a, "--absent").len(), 54);
-    assert!(dmv(&a, &["status", "--short"]).is_empty(), "absent files are not deleted ones");
+    assert!(
+        dmv(&a, &["status", "--short"]).is_empty(),
+        "absent files are not deleted ones"
+    );
     let fsck = dmv_out(&a, &["fsck", "--full"]);
     ok(&fsck);
-    assert!(String::from_utf8_lossy(&fsck.stdout).contains("data of 54 file versions is not here"), "{}", String::from_utf8_lossy(&fsck.stdout));
+    assert!(
+        String::from_utf8_lossy(&fsck.stdout).contains("data of 54 file versions is not here"),
+        "{}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
 
     // Data inside the slice that vanished is missing, not absent: fsck says so, get brings it back.
     let packs = a.join(".dmv/objects/packs");
     let before_loss = bytes_under(&packs);
     let repo = dmv_repo::Repository::open(&a).unwrap();
-    let inside = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f07/p2.raw").unwrap().unwrap();
+    let inside = dmv_repo::tree::lookup(
+        &repo.store,
+        &repo.head_tree().unwrap().unwrap(),
+        b"f07/p2.raw",
+    )
+    .unwrap()
+    .unwrap();
     let lost: std::collections::HashSet<_> = [inside.id].into();
     // The store alone frees it: no drop is recorded.
     repo.store.drop_file_data(|| repo.roots(), &lost).unwrap();
@@ -99,24 +143,38 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     let fsck = dmv_out(&a, &["fsck"]);
     assert!(!fsck.status.success());
     let report = String::from_utf8_lossy(&fsck.stdout);
-    assert!(report.contains("missing: f07/p2.raw is inside this replica's slice"), "{report}");
+    assert!(
+        report.contains("missing: f07/p2.raw is inside this replica's slice"),
+        "{report}"
+    );
     let out = dmv_out(&a, &["get", "--json", "f03", "f07"]);
     ok(&out);
     assert_eq!(content_received(&out), PHOTO, "only what was lost");
     fsck_clean(&a);
     // The same data again, and a multi-pack index the loss made.
-    assert!(bytes_under(&packs) <= before_loss + (1 << 20), "{} > {before_loss}", bytes_under(&packs));
+    assert!(
+        bytes_under(&packs) <= before_loss + (1 << 20),
+        "{} > {before_loss}",
+        bytes_under(&packs)
+    );
 
     // get: exactly that file's bytes (a 100 MiB video), written into the working tree.
     let out = dmv_out(&a, &["get", "--json", "f05/p1.raw"]);
     ok(&out);
     assert_eq!(content_received(&out), VIDEO);
-    assert!(std::fs::read(a.join("f05/p1.raw")).unwrap() == std::fs::read(src.join("f05/p1.raw")).unwrap());
+    assert!(
+        std::fs::read(a.join("f05/p1.raw")).unwrap()
+            == std::fs::read(src.join("f05/p1.raw")).unwrap()
+    );
     assert!(dmv(&a, &["status", "--short"]).is_empty());
     // -q: nothing but errors (else "the data is already here").
     let out = dmv_out(&a, &["get", "-q", "f05/p1.raw"]);
     ok(&out);
-    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        stderr(&out)
+    );
     // gc keeps what get fetched.
     ok(&dmv_out(&a, &["gc", "--prune", "now"]));
     assert!(ls(&a, "--present").contains(&"f05/p1.raw".to_string()));
@@ -134,7 +192,11 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     // Widening fetches what is now inside, in every commit.
     let out = dmv_out(&a, &["slice", "set", "paths:f03,f07,f09"]);
     ok(&out);
-    assert!(stderr(&out).contains(&format!("data of 3 file versions ({FOLDER} bytes)")), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("data of 3 file versions ({FOLDER} bytes)")),
+        "{}",
+        stderr(&out)
+    );
     assert!(a.join("f09/p2.raw").exists());
     fsck_clean(&a);
 
@@ -142,7 +204,10 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     let out = dmv_out(&a, &["get", "--json", "--rev", "HEAD~1", "f12"]);
     ok(&out);
     assert_eq!(content_received(&out), FOLDER);
-    assert!(!a.join("f12/p0.raw").exists(), "get --rev leaves the working tree alone");
+    assert!(
+        !a.join("f12/p0.raw").exists(),
+        "get --rev leaves the working tree alone"
+    );
     let out = dmv_out(&a, &["cat", "HEAD:f13/p0.raw"]);
     ok(&out);
     assert!(out.stdout == std::fs::read(src.join("f13/p0.raw")).unwrap());
@@ -153,7 +218,10 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     // With no remote reachable, one line says which to make reachable.
     std::fs::rename(&src, t.join("away")).unwrap();
     let line = one_line_error(&dmv_out(&a, &["cat", "HEAD:f14/p0.raw"]));
-    assert!(line.contains("no reachable remote has it") && line.contains("origin"), "{line}");
+    assert!(
+        line.contains("no reachable remote has it") && line.contains("origin"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -168,20 +236,42 @@ fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
     let m = t.join("m");
     let data = 10_000 * 10 * 1024u64;
     let store = bytes_under(&m.join(".dmv/objects"));
-    assert!(store * 100 < data, "meta store {store} bytes for {data} bytes of data");
-    assert_eq!(files_under(&m) - files_under(&m.join(".dmv")), 0, "no file written");
+    assert!(
+        store * 100 < data,
+        "meta store {store} bytes for {data} bytes of data"
+    );
+    assert_eq!(
+        files_under(&m) - files_under(&m.join(".dmv")),
+        0,
+        "no file written"
+    );
     // The dirstate names the tree it is over and no entry of its own: magic,
     // version, tree id, an entry count of 0, checksum.
-    assert_eq!(std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len(), 8 + 4 + 32 + 1 + 32);
+    assert_eq!(
+        std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len(),
+        8 + 4 + 32 + 1 + 32
+    );
     assert_eq!(ls(&m, "--absent").len(), 10_000);
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     // A metadata-only replica can commit: a rename moves no data.
     ok(&dmv_out(&m, &["mv", "f00", "g00"]));
     // Renames are seen without the data: the same content ids.
-    assert_eq!(dmv(&m, &["status", "--short"]).lines().filter(|l| l.starts_with("R  f00/")).count(), 1000);
+    assert_eq!(
+        dmv(&m, &["status", "--short"])
+            .lines()
+            .filter(|l| l.starts_with("R  f00/"))
+            .count(),
+        1000
+    );
     ok(&dmv_out(&m, &["commit", "-m", "rename"]));
     ok(&dmv_out(&m, &["show", "--name-status"]));
-    assert_eq!(ls(&m, "--absent").iter().filter(|p| p.starts_with("g00/")).count(), 1000);
+    assert_eq!(
+        ls(&m, "--absent")
+            .iter()
+            .filter(|p| p.starts_with("g00/"))
+            .count(),
+        1000
+    );
     fsck_clean(&m);
 }
 
@@ -195,7 +285,10 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 4, 50, 1024);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
     ok(&dmv_out(&m, &["get", "f01/p3.raw"]));
     std::fs::write(m.join("new.txt"), b"new").unwrap();
@@ -203,7 +296,11 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
     ok(&dmv_out(&m, &["rm", "--cached", "f02/p7.raw"]));
     // Its own entries: the file got, the one added, the one no longer staged.
     let dirstate = std::fs::read(m.join(".dmv/dirstate")).unwrap();
-    assert_eq!((&dirstate[8..12], dirstate[44]), (&2u32.to_le_bytes()[..], 3), "version 2, three entries of its own");
+    assert_eq!(
+        (&dirstate[8..12], dirstate[44]),
+        (&2u32.to_le_bytes()[..], 3),
+        "version 2, three entries of its own"
+    );
     // The only commit that reached the tree is amended away, its remote
     // branch removed and the reflog pruned: only the dirstate names it now.
     ok(&dmv_out(&m, &["commit", "--amend", "-m", "amended"]));
@@ -216,7 +313,10 @@ fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
     // Files written after a checkout are kept over the new tree.
     ok(&dmv_out(&m, &["switch", "-c", "other"]));
     assert!(std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len() < 1024);
-    assert_eq!(std::fs::read(m.join("f01/p3.raw")).unwrap(), std::fs::read(src.join("f01/p3.raw")).unwrap());
+    assert_eq!(
+        std::fs::read(m.join("f01/p3.raw")).unwrap(),
+        std::fs::read(src.join("f01/p3.raw")).unwrap()
+    );
 }
 
 /// A meta clone's dirstate over a tree, rewritten by two writers (gets of
@@ -229,7 +329,10 @@ fn two_writers_and_gc_at_once_in_a_meta_clone_lose_nothing() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 4, 50, 1024);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
     std::thread::scope(|s| {
         let getter = s.spawn(|| {
@@ -256,10 +359,16 @@ fn two_writers_and_gc_at_once_in_a_meta_clone_lose_nothing() {
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     assert_eq!(ls(&m, "--absent").len(), 4 * 50 - 15);
     for p in 0..15 {
-        assert_eq!(std::fs::read(m.join(format!("f01/p{p}.raw"))).unwrap(), std::fs::read(src.join(format!("f01/p{p}.raw"))).unwrap());
+        assert_eq!(
+            std::fs::read(m.join(format!("f01/p{p}.raw"))).unwrap(),
+            std::fs::read(src.join(format!("f01/p{p}.raw"))).unwrap()
+        );
     }
     for i in 0..15 {
-        assert_eq!(dmv(&m, &["cat", &format!("HEAD:new{i}.txt")]), format!("new {i}"));
+        assert_eq!(
+            dmv(&m, &["cat", &format!("HEAD:new{i}.txt")]),
+            format!("new {i}")
+        );
     }
     fsck_clean(&m);
 }
@@ -274,7 +383,15 @@ fn with_env(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> Output {
 
 /// A meta clone over `url`, a get of one file (exactly its bytes), and whereis naming origin.
 /// `copies`: the replicas known to hold a file (the remote and those that pushed to it).
-fn meta_clone_and_get(t: &Path, url: &str, extra: &[&str], name: &str, copies: usize, env: &dyn Fn(&mut Command), src: &Path) {
+fn meta_clone_and_get(
+    t: &Path,
+    url: &str,
+    extra: &[&str],
+    name: &str,
+    copies: usize,
+    env: &dyn Fn(&mut Command),
+    src: &Path,
+) {
     let mut args = vec!["clone", "--slice", "meta", url, name];
     args.extend(extra);
     let out = with_env(t, &args, env);
@@ -285,11 +402,19 @@ fn meta_clone_and_get(t: &Path, url: &str, extra: &[&str], name: &str, copies: u
     let out = with_env(&d, &["get", "--json", "f01/p0.raw"], env);
     ok(&out);
     assert_eq!(content_received(&out), FILE, "{name}");
-    assert!(std::fs::read(d.join("f01/p0.raw")).unwrap() == std::fs::read(src.join("f01/p0.raw")).unwrap(), "{name}");
+    assert!(
+        std::fs::read(d.join("f01/p0.raw")).unwrap()
+            == std::fs::read(src.join("f01/p0.raw")).unwrap(),
+        "{name}"
+    );
     // Dropping it again: the remote confirms its copy over this transport.
     let out = with_env(&d, &["drop", "--numcopies", "1", "f01/p0.raw"], env);
     ok(&out);
-    assert!(stderr(&out).contains("confirmed by origin"), "{name}: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("confirmed by origin"),
+        "{name}: {}",
+        stderr(&out)
+    );
     assert!(!d.join("f01/p0.raw").exists());
     let out = with_env(&d, &["whereis", "--json", "f01/p1.raw"], env);
     ok(&out);
@@ -297,7 +422,10 @@ fn meta_clone_and_get(t: &Path, url: &str, extra: &[&str], name: &str, copies: u
     // The remote, reachable now, and the replicas known from the log.
     let known = w[0]["copies"].as_array().unwrap();
     assert_eq!(known.len(), copies, "{name}: {w}");
-    let origin = known.iter().find(|c| c["name"] == "origin").unwrap_or_else(|| panic!("{name}: {w}"));
+    let origin = known
+        .iter()
+        .find(|c| c["name"] == "origin")
+        .unwrap_or_else(|| panic!("{name}: {w}"));
     assert_eq!(origin["reachable"], true);
     fsck_clean(&d);
 }
@@ -312,11 +440,34 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     dmv(&src, &["push", t.join("hub").to_str().unwrap(), "main"]);
 
     let sshd = Sshd::start();
-    meta_clone_and_get(t, &sshd.url(&t.join("hub")), &[], "over-ssh", 2, &|c| sshd.env(c), &src);
+    meta_clone_and_get(
+        t,
+        &sshd.url(&t.join("hub")),
+        &[],
+        "over-ssh",
+        2,
+        &|c| sshd.env(c),
+        &src,
+    );
 
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let url = server.url("hub");
-    let out = dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &url, "over-http"]);
+    let out = dmv_out(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            "--token",
+            "w",
+            &url,
+            "over-http",
+        ],
+    );
     ok(&out);
     let d = t.join("over-http");
     let out = dmv_out(&d, &["get", "--json", "f01/p0.raw"]);
@@ -325,8 +476,16 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     assert_eq!(ls(&d, "--absent").len(), 3);
     let out = dmv_out(&d, &["drop", "--numcopies", "1", "f01/p0.raw"]);
     ok(&out);
-    assert!(stderr(&out).contains("confirmed by origin"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("removed 1 files from the working tree"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("confirmed by origin"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("removed 1 files from the working tree"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!d.join("f01/p0.raw").exists());
     assert!(dmv(t, &["whereis", "--help"]).contains("unknown (never asked from here"));
 
@@ -334,9 +493,22 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
     minio.create_bucket("partial");
     let bucket = "s3://partial/shoot";
     let endpoint = minio.endpoint();
-    dmv(&src, &["remote", "add", "bucket", bucket, "--endpoint", &endpoint]);
-    ok(&with_env(&src, &["push", "bucket", "main"], &|c| minio.env(c)));
-    meta_clone_and_get(t, bucket, &["--endpoint", &endpoint], "over-s3", 3, &|c| minio.env(c), &src);
+    dmv(
+        &src,
+        &["remote", "add", "bucket", bucket, "--endpoint", &endpoint],
+    );
+    ok(&with_env(&src, &["push", "bucket", "main"], &|c| {
+        minio.env(c)
+    }));
+    meta_clone_and_get(
+        t,
+        bucket,
+        &["--endpoint", &endpoint],
+        "over-s3",
+        3,
+        &|c| minio.env(c),
+        &src,
+    );
 }
 
 #[test]
@@ -348,29 +520,59 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     dmv(t, &["init", "--bare", "hub1"]);
     // Both hubs are partial replicas by their admin's choice: drops may free their data.
     dmv(&t.join("hub1"), &["config", "drop.allowed", "true"]);
-    dmv(&src, &["remote", "add", "hub1", t.join("hub1").to_str().unwrap()]);
+    dmv(
+        &src,
+        &["remote", "add", "hub1", t.join("hub1").to_str().unwrap()],
+    );
     dmv(&src, &["push", "hub1", "main"]);
     // whereis after a push names the remote.
     let w = dmv(&src, &["whereis", "f00/p0.raw"]);
     assert!(w.contains("hub1 [near, ") && w.contains("here"), "{w}");
 
     // hub1 loses its copy behind the log's back: src's log still says hub1 has it.
-    ok(&dmv_out(&t.join("hub1"), &["drop", "--force", "f00/p0.raw"]));
+    ok(&dmv_out(
+        &t.join("hub1"),
+        &["drop", "--force", "f00/p0.raw"],
+    ));
     let line = one_line_error(&dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]));
-    assert!(line.contains("f00/p0.raw (0 of 1)") && line.contains("1 other copies are needed"), "{line}");
+    assert!(
+        line.contains("f00/p0.raw (0 of 1)") && line.contains("1 other copies are needed"),
+        "{line}"
+    );
     assert!(ls(&src, "--present").contains(&"f00/p0.raw".to_string()));
 
     // A second remote holds it: now the drop goes through, and the space is freed.
     dmv(t, &["init", "--bare", "hub2"]);
     dmv(&t.join("hub2"), &["config", "drop.allowed", "true"]);
-    dmv(&src, &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()]);
+    dmv(
+        &src,
+        &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()],
+    );
     dmv(&src, &["push", "hub2", "main"]);
-    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    let stored = |d: &Path| -> u64 {
+        dmv(d, &["stats"])
+            .lines()
+            .find(|l| l.starts_with("stored bytes:"))
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
     let before = stored(&src);
     let out = dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]);
     ok(&out);
-    assert!(stderr(&out).contains("confirmed by hub2"), "{}", stderr(&out));
-    assert!(before - stored(&src) >= 2 << 20, "{before} -> {}", stored(&src));
+    assert!(
+        stderr(&out).contains("confirmed by hub2"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        before - stored(&src) >= 2 << 20,
+        "{before} -> {}",
+        stored(&src)
+    );
     assert!(!src.join("f00/p0.raw").exists() && src.join("f00/p1.raw").exists());
     assert!(dmv(&src, &["status", "--short"]).is_empty());
     fsck_clean(&src);
@@ -379,10 +581,16 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     assert!(line.contains("f00/p1.raw (2 of 3)"), "{line}");
     // whereis knows: here no longer, hub2 yes.
     let w = dmv(&src, &["whereis", "f00/p0.raw"]);
-    assert!(!w.contains("here") && w.contains("hub2 [near, ") && !w.contains("hub1"), "{w}");
+    assert!(
+        !w.contains("here") && w.contains("hub2 [near, ") && !w.contains("hub1"),
+        "{w}"
+    );
     // Dropping from a remote: confirmed here (and locked), then freed there.
     ok(&dmv_out(&src, &["get", "f00/p0.raw"]));
-    let out = dmv_out(&src, &["drop", "--numcopies", "1", "--from", "hub2", "f00/p0.raw"]);
+    let out = dmv_out(
+        &src,
+        &["drop", "--numcopies", "1", "--from", "hub2", "f00/p0.raw"],
+    );
     ok(&out);
     assert!(ls(&t.join("hub2"), "--absent").contains(&"f00/p0.raw".to_string()));
     fsck_clean(&t.join("hub2"));
@@ -397,23 +605,53 @@ fn a_dropped_file_stays_dropped_through_later_pulls_until_a_get() {
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
     dmv(t, &["clone", hub.to_str().unwrap(), "laptop"]);
-    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p0.raw"]));
-    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    ok(&dmv_out(
+        &laptop,
+        &["drop", "--numcopies", "1", "f00/p0.raw"],
+    ));
+    let stored = |d: &Path| -> u64 {
+        dmv(d, &["stats"])
+            .lines()
+            .find(|l| l.starts_with("stored bytes:"))
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
     let after_drop = stored(&laptop);
     // New history reaches the laptop twice: once beside the dropped file, once changing the folder it is in.
     for round in 0..2 {
-        std::fs::write(src.join(format!("f00/note{round}.txt")), format!("note {round}\n")).unwrap();
+        std::fs::write(
+            src.join(format!("f00/note{round}.txt")),
+            format!("note {round}\n"),
+        )
+        .unwrap();
         commit_all(&src, "note");
         dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
         ok(&dmv_out(&laptop, &["pull"]));
-        assert!(ls(&laptop, "--absent").contains(&"f00/p0.raw".to_string()), "round {round}: the pull brought the dropped file back");
-        assert!(stored(&laptop) < after_drop + (1 << 20), "round {round}: {after_drop} -> {}", stored(&laptop));
-        assert!(!laptop.join("f00/p0.raw").exists() && laptop.join(format!("f00/note{round}.txt")).exists());
+        assert!(
+            ls(&laptop, "--absent").contains(&"f00/p0.raw".to_string()),
+            "round {round}: the pull brought the dropped file back"
+        );
+        assert!(
+            stored(&laptop) < after_drop + (1 << 20),
+            "round {round}: {after_drop} -> {}",
+            stored(&laptop)
+        );
+        assert!(
+            !laptop.join("f00/p0.raw").exists()
+                && laptop.join(format!("f00/note{round}.txt")).exists()
+        );
         assert!(dmv(&laptop, &["status", "--short"]).is_empty());
     }
     // A get asks for it again: it is back, and the next pull leaves it here.
     ok(&dmv_out(&laptop, &["get", "f00/p0.raw"]));
-    assert_eq!(std::fs::read(laptop.join("f00/p0.raw")).unwrap(), std::fs::read(src.join("f00/p0.raw")).unwrap());
+    assert_eq!(
+        std::fs::read(laptop.join("f00/p0.raw")).unwrap(),
+        std::fs::read(src.join("f00/p0.raw")).unwrap()
+    );
     std::fs::write(src.join("f00/note2.txt"), "note 2\n").unwrap();
     commit_all(&src, "note");
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
@@ -434,25 +672,36 @@ fn a_hub_keeps_every_files_data_until_its_admin_allows_drops() {
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
     dmv(&src, &["push", "origin", "main"]);
-    for args in [&["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"][..], &["drop", "--force", "--from", "origin", "f00/p0.raw"]] {
+    for args in [
+        &["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"][..],
+        &["drop", "--force", "--from", "origin", "f00/p0.raw"],
+    ] {
         // (--force warns on a line of its own first.)
         let out = dmv_out(&src, args);
         assert!(!out.status.success());
         let line = stderr(&out).lines().last().unwrap().to_string();
-        assert!(line.contains("keeps every file's data") && line.contains("drop.allowed true"), "{line}");
+        assert!(
+            line.contains("keeps every file's data") && line.contains("drop.allowed true"),
+            "{line}"
+        );
     }
     let out = dmv_out(&hub, &["drop", "--force", "f00/p0.raw"]);
     assert!(!out.status.success());
     let line = stderr(&out).lines().last().unwrap().to_string();
     assert!(line.contains("keeps every file's data"), "{line}");
     assert_eq!(ls(&hub, "--present").len(), 2);
-    let locks = std::fs::read_dir(src.join(".dmv/content-locks")).map(|d| d.count()).unwrap_or(0);
+    let locks = std::fs::read_dir(src.join(".dmv/content-locks"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert_eq!(locks, 0, "a refused drop leaves no lock behind");
     dmv(t, &["clone", hub.to_str().unwrap(), "full"]);
     fsck_clean(&t.join("full"));
     // Its admin allows drops: now the hub may be made partial.
     dmv(&hub, &["config", "drop.allowed", "true"]);
-    ok(&dmv_out(&src, &["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"]));
+    ok(&dmv_out(
+        &src,
+        &["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"],
+    ));
     assert_eq!(ls(&hub, "--absent"), vec!["f00/p0.raw".to_string()]);
     let bad = one_line_error(&dmv_out(&hub, &["config", "drop.allowed", "sometimes"]));
     assert!(bad.contains("not true or false"), "{bad}");
@@ -466,31 +715,53 @@ fn a_hub_keeps_every_files_data_until_its_admin_allows_drops() {
 fn a_full_clone_or_pull_from_a_partial_replica_gets_the_rest_elsewhere_or_names_where_it_is() {
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
-    let (src, hub, laptop, desk) = (t.join("src"), t.join("hub"), t.join("laptop"), t.join("desk"));
+    let (src, hub, laptop, desk) = (
+        t.join("src"),
+        t.join("hub"),
+        t.join("laptop"),
+        t.join("desk"),
+    );
     photos(&src, 1, 2, FILE);
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
     dmv(&src, &["push", "origin", "main"]);
     dmv(t, &["clone", hub.to_str().unwrap(), "laptop"]);
     dmv(t, &["clone", hub.to_str().unwrap(), "desk"]);
-    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p0.raw"]));
+    ok(&dmv_out(
+        &laptop,
+        &["drop", "--numcopies", "1", "f00/p0.raw"],
+    ));
 
     // A full clone of the laptop: whole but for the dropped file, which it names with its holder.
     let out = dmv_out(t, &["clone", laptop.to_str().unwrap(), "tablet"]);
     let line = one_line_error(&out);
     // (Replicas are named as they named themselves: user@host:path by default.)
-    assert!(line.contains("f00/p0.raw (held by ") && line.contains("/hub") && line.contains("origin (does not have it)"), "{line}");
+    assert!(
+        line.contains("f00/p0.raw (held by ")
+            && line.contains("/hub")
+            && line.contains("origin (does not have it)"),
+        "{line}"
+    );
     let tablet = t.join("tablet");
-    assert_eq!(std::fs::read(tablet.join("f00/p1.raw")).unwrap(), std::fs::read(src.join("f00/p1.raw")).unwrap());
+    assert_eq!(
+        std::fs::read(tablet.join("f00/p1.raw")).unwrap(),
+        std::fs::read(src.join("f00/p1.raw")).unwrap()
+    );
     assert_eq!(ls(&tablet, "--absent"), vec!["f00/p0.raw".to_string()]);
     assert!(dmv(&tablet, &["status", "--short"]).is_empty());
     // fsck says what this full replica lacks, and how to get it.
     let fsck = dmv_out(&tablet, &["fsck"]);
-    assert!(String::from_utf8_lossy(&fsck.stdout).contains("missing: f00/p0.raw") && !fsck.status.success());
+    assert!(
+        String::from_utf8_lossy(&fsck.stdout).contains("missing: f00/p0.raw")
+            && !fsck.status.success()
+    );
     // With a remote that holds it, get brings it.
     dmv(&tablet, &["remote", "add", "hub", hub.to_str().unwrap()]);
     ok(&dmv_out(&tablet, &["get", "f00/p0.raw"]));
-    assert_eq!(std::fs::read(tablet.join("f00/p0.raw")).unwrap(), std::fs::read(src.join("f00/p0.raw")).unwrap());
+    assert_eq!(
+        std::fs::read(tablet.join("f00/p0.raw")).unwrap(),
+        std::fs::read(src.join("f00/p0.raw")).unwrap()
+    );
     fsck_clean(&tablet);
 
     // New work reaches the laptop, which drops part of it; the desk pulls from the laptop:
@@ -499,10 +770,19 @@ fn a_full_clone_or_pull_from_a_partial_replica_gets_the_rest_elsewhere_or_names_
     commit_all(&src, "more");
     dmv(&src, &["push", "origin", "main"]);
     ok(&dmv_out(&laptop, &["pull"]));
-    ok(&dmv_out(&laptop, &["drop", "--numcopies", "1", "f00/p2.raw"]));
-    dmv(&desk, &["remote", "add", "laptop", laptop.to_str().unwrap()]);
+    ok(&dmv_out(
+        &laptop,
+        &["drop", "--numcopies", "1", "f00/p2.raw"],
+    ));
+    dmv(
+        &desk,
+        &["remote", "add", "laptop", laptop.to_str().unwrap()],
+    );
     ok(&dmv_out(&desk, &["pull", "laptop", "main"]));
-    assert_eq!(std::fs::read(desk.join("f00/p2.raw")).unwrap(), std::fs::read(src.join("f00/p2.raw")).unwrap());
+    assert_eq!(
+        std::fs::read(desk.join("f00/p2.raw")).unwrap(),
+        std::fs::read(src.join("f00/p2.raw")).unwrap()
+    );
     assert!(ls(&desk, "--absent").is_empty());
     fsck_clean(&desk);
 }
@@ -512,11 +792,21 @@ fn holders(dir: &Path, file: &str) -> Vec<String> {
     let out = dmv_out(dir, &["whereis", "--json", file]);
     ok(&out);
     let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    w[0]["copies"].as_array().unwrap().iter().filter(|c| c["here"] != true).map(|c| c["replica"].as_str().unwrap().to_string()).collect()
+    w[0]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["here"] != true)
+        .map(|c| c["replica"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn replica_id(dir: &Path) -> String {
-    dmv(dir, &["replica"]).split_whitespace().next().unwrap().to_string()
+    dmv(dir, &["replica"])
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 /// A fetch never told the source it now held the data, and a push retried
@@ -531,14 +821,20 @@ fn both_sides_learn_of_a_transfer_and_a_retried_push_records_what_landed() {
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
     // A get and a clone: the hub's own log names the replica the data went to.
-    dmv(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"]);
+    dmv(
+        t,
+        &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"],
+    );
     let phone = t.join("phone");
     ok(&dmv_out(&phone, &["get", "f01/p0.raw"]));
     assert!(holders(&hub, "f01/p0.raw").contains(&replica_id(&phone)));
     assert!(!holders(&hub, "f00/p0.raw").contains(&replica_id(&phone)));
     for name in ["a", "b"] {
         dmv(t, &["clone", hub.to_str().unwrap(), name]);
-        assert!(holders(&hub, "f00/p0.raw").contains(&replica_id(&t.join(name))), "{name}");
+        assert!(
+            holders(&hub, "f00/p0.raw").contains(&replica_id(&t.join(name))),
+            "{name}"
+        );
     }
 
     // a's push sends its new folder, then loses the race to b's push.
@@ -562,7 +858,10 @@ fn both_sides_learn_of_a_transfer_and_a_retried_push_records_what_landed() {
     std::fs::rename(&hub, t.join("hub-away")).unwrap();
     let said = holders(&a, "x/a.raw");
     std::fs::rename(t.join("hub-away"), &hub).unwrap();
-    assert!(said.contains(&hub_id), "a's log does not know the hub holds x/a.raw: {said:?}");
+    assert!(
+        said.contains(&hub_id),
+        "a's log does not know the hub holds x/a.raw: {said:?}"
+    );
     fsck_clean(&hub);
 }
 
@@ -577,7 +876,16 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
     dmv(&src, &["push", "origin", "main"]);
-    dmv(t, &["clone", "--slice", "recent:1", hub.to_str().unwrap(), "phone"]);
+    dmv(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "recent:1",
+            hub.to_str().unwrap(),
+            "phone",
+        ],
+    );
     let phone = t.join("phone");
     // Two new versions of f00/p0.raw reach the phone: the older one falls out of its last commit.
     for round in 0..2 {
@@ -586,43 +894,100 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
         dmv(&src, &["push", "origin", "main"]);
         ok(&dmv_out(&phone, &["pull"]));
     }
-    assert_eq!(ls(&phone, "--present").len(), 2, "the pulls bring the last commit's files");
+    assert_eq!(
+        ls(&phone, "--present").len(),
+        2,
+        "the pulls bring the last commit's files"
+    );
     // The versions the clone and the first pull brought are still here, outside the last commit.
     for rev in ["HEAD~1", "HEAD~2"] {
-        assert_eq!(dmv(&phone, &["ls", "--present", rev, "f00/p0.raw"]).lines().count(), 1, "{rev}");
+        assert_eq!(
+            dmv(&phone, &["ls", "--present", rev, "f00/p0.raw"])
+                .lines()
+                .count(),
+            1,
+            "{rev}"
+        );
     }
-    let stored = |d: &Path| -> u64 { dmv(d, &["stats"]).lines().find(|l| l.starts_with("stored bytes:")).unwrap().split_whitespace().nth(2).unwrap().parse().unwrap() };
+    let stored = |d: &Path| -> u64 {
+        dmv(d, &["stats"])
+            .lines()
+            .find(|l| l.starts_with("stored bytes:"))
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
     let before = stored(&phone);
-    let out = dmv_out(&phone, &["drop", "--unwanted", "--numcopies", "1", "--json"]);
+    let out = dmv_out(
+        &phone,
+        &["drop", "--unwanted", "--numcopies", "1", "--json"],
+    );
     ok(&out);
     let dropped: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(dropped["files"], 2, "{dropped}");
-    assert!(before - stored(&phone) >= 2 * FILE, "{before} -> {}", stored(&phone));
-    assert_eq!(ls(&phone, "--present").len(), 2, "the last commit's files stay");
+    assert!(
+        before - stored(&phone) >= 2 * FILE,
+        "{before} -> {}",
+        stored(&phone)
+    );
+    assert_eq!(
+        ls(&phone, "--present").len(),
+        2,
+        "the last commit's files stay"
+    );
     for rev in ["HEAD~1", "HEAD~2"] {
-        assert_eq!(dmv(&phone, &["ls", "--absent", rev, "f00/p0.raw"]).lines().count(), 1, "{rev}");
+        assert_eq!(
+            dmv(&phone, &["ls", "--absent", rev, "f00/p0.raw"])
+                .lines()
+                .count(),
+            1,
+            "{rev}"
+        );
     }
     assert!(dmv(&phone, &["status", "--short"]).is_empty());
     fsck_clean(&phone);
     // Nothing more is unwanted; a full replica wants everything.
-    let again: serde_json::Value = serde_json::from_slice(&dmv_out(&phone, &["drop", "--unwanted", "--numcopies", "1", "--json"]).stdout).unwrap();
+    let again: serde_json::Value = serde_json::from_slice(
+        &dmv_out(
+            &phone,
+            &["drop", "--unwanted", "--numcopies", "1", "--json"],
+        )
+        .stdout,
+    )
+    .unwrap();
     assert_eq!(again["files"], 0, "{again}");
 
     // drop --rev: an old version's data, from a full replica, confirmed elsewhere; get --rev brings it back.
     let before = stored(&src);
-    ok(&dmv_out(&src, &["drop", "--numcopies", "1", "--rev", "HEAD~2", "f00/p0.raw"]));
+    ok(&dmv_out(
+        &src,
+        &["drop", "--numcopies", "1", "--rev", "HEAD~2", "f00/p0.raw"],
+    ));
     assert!(before - stored(&src) >= FILE);
     assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 1);
     // Sizes as a person reads them, in bytes for a script.
     let human = dmv(&src, &["ls", "--absent", "HEAD~2"]);
     let exact = dmv(&src, &["ls", "--absent", "--bytes", "HEAD~2"]);
-    assert!(human.contains(&format!(" {}  f00/p0.raw", dmv_repo::human_bytes(FILE))), "{human}");
+    assert!(
+        human.contains(&format!(" {}  f00/p0.raw", dmv_repo::human_bytes(FILE))),
+        "{human}"
+    );
     assert!(exact.contains(&format!(" {FILE}  f00/p0.raw")), "{exact}");
-    assert!(src.join("f00/p0.raw").exists(), "the checked-out version stays");
+    assert!(
+        src.join("f00/p0.raw").exists(),
+        "the checked-out version stays"
+    );
     ok(&dmv_out(&src, &["get", "--rev", "HEAD~2", "f00/p0.raw"]));
     assert_eq!(dmv(&src, &["ls", "--absent", "HEAD~2"]).lines().count(), 0);
     let usage = dmv_out(&src, &["drop", "--unwanted", "f00"]);
-    assert!(!usage.status.success() && stderr(&usage).contains("cannot be used with"), "{}", stderr(&usage));
+    assert!(
+        !usage.status.success() && stderr(&usage).contains("cannot be used with"),
+        "{}",
+        stderr(&usage)
+    );
 
     // A narrowed paths: slice: gc --unwanted lets go of the folder now outside it, every version of it.
     dmv(t, &["clone", hub.to_str().unwrap(), "cam"]);
@@ -653,18 +1018,45 @@ fn whereis_of_a_hundred_thousand_files_in_a_meta_clone_stays_under_32_mib() {
     commit_all(&src, "many");
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["push", t.join("hub").to_str().unwrap(), "main"]);
-    dmv(t, &["clone", "--slice", "meta", t.join("hub").to_str().unwrap(), "meta"]);
-    let out = dmv_cmd(&t.join("meta")).args(["whereis", "--json"]).env("DMV_TRACE", "1").output().unwrap();
+    dmv(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            t.join("hub").to_str().unwrap(),
+            "meta",
+        ],
+    );
+    let out = dmv_cmd(&t.join("meta"))
+        .args(["whereis", "--json"])
+        .env("DMV_TRACE", "1")
+        .output()
+        .unwrap();
     ok(&out);
     let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let files = said.as_array().unwrap();
     assert_eq!(files.len(), 100_000);
     // Each held by the hub and by src (known from the hub's log, not reachable from here).
-    assert!(files.iter().all(|f| f["copies"].as_array().unwrap().len() == 2), "{}", files[0]);
+    assert!(
+        files
+            .iter()
+            .all(|f| f["copies"].as_array().unwrap().len() == 2),
+        "{}",
+        files[0]
+    );
     let err = stderr(&out);
-    let peak_kib: u64 = err.lines().find_map(|l| l.strip_prefix("trace: peak-rss-kib ")).unwrap_or_else(|| panic!("{err}")).parse().unwrap();
+    let peak_kib: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: peak-rss-kib "))
+        .unwrap_or_else(|| panic!("{err}"))
+        .parse()
+        .unwrap();
     let peak_mib = peak_kib >> 10;
-    assert!(peak_mib <= 32, "whereis of 100,000 files peaked at {peak_mib} MiB");
+    assert!(
+        peak_mib <= 32,
+        "whereis of 100,000 files peaked at {peak_mib} MiB"
+    );
 }
 
 #[test]
@@ -712,12 +1104,21 @@ fn a_drop_here_and_a_drop_from_a_remote_at_once_keep_a_copy() {
     here.args(["drop", "--numcopies", "1", "f00/p0.raw"]);
     let paused = Paused::start(here, "drop-data-guarded");
     // Started while the first holds the lock, so it lists the store as it is before the drop.
-    let from_hub = dmv_cmd(&l).args(["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let from_hub = dmv_cmd(&l)
+        .args(["drop", "--numcopies", "1", "--from", "origin", "f00/p0.raw"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     ok(&paused.resume());
     let out = from_hub.wait_with_output().unwrap();
     assert!(!out.status.success(), "both drops went through");
-    assert!(one_line_error(&out).contains("f00/p0.raw (0 of 1)"), "{}", stderr(&out));
+    assert!(
+        one_line_error(&out).contains("f00/p0.raw (0 of 1)"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(ls(&hub, "--present"), vec!["f00/p0.raw".to_string()]);
     assert_eq!(ls(&l, "--absent"), vec!["f00/p0.raw".to_string()]);
     fsck_clean(&hub);
@@ -735,7 +1136,16 @@ fn a_partial_replicas_push_records_only_the_data_it_holds() {
     photos(&src, 2, 2, FILE);
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
-    dmv(t, &["clone", "--slice", "paths:f00", hub.to_str().unwrap(), "phone"]);
+    dmv(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "paths:f00",
+            hub.to_str().unwrap(),
+            "phone",
+        ],
+    );
     let phone = t.join("phone");
     let phone_id = replica_id(&phone);
     std::fs::create_dir_all(phone.join("f01")).unwrap();
@@ -746,10 +1156,16 @@ fn a_partial_replicas_push_records_only_the_data_it_holds() {
     // Both sides' logs: the phone holds its caption and its slice, not the folder's photos.
     for dir in [&hub, &phone] {
         let said = holders(dir, "f01/p0.raw");
-        assert!(!said.contains(&phone_id), "{}: the phone is said to hold f01/p0.raw: {said:?}", dir.display());
+        assert!(
+            !said.contains(&phone_id),
+            "{}: the phone is said to hold f01/p0.raw: {said:?}",
+            dir.display()
+        );
     }
     assert!(holders(&hub, "f01/caption.txt").contains(&phone_id));
-    assert!(dmv(&phone, &["whereis", "f01/p0.raw"]).lines().all(|l| !l.contains("here")));
+    assert!(dmv(&phone, &["whereis", "f01/p0.raw"])
+        .lines()
+        .all(|l| !l.contains("here")));
 }
 
 #[test]
@@ -758,29 +1174,44 @@ fn killed_gets_and_drops_leave_a_consistent_replica() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 1, 2, 4 << 20);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
     // A get cut half way through the transfer.
     let mut cmd = dmv_cmd(&m);
-    cmd.args(["get", "f00/p0.raw"]).env("DMV_ABORT_AFTER_BYTES", (2 << 20).to_string());
+    cmd.args(["get", "f00/p0.raw"])
+        .env("DMV_ABORT_AFTER_BYTES", (2 << 20).to_string());
     assert!(!cmd.output().unwrap().status.success());
     fsck_clean(&m);
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     assert!(!m.join("f00/p0.raw").exists());
     ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
-    assert!(std::fs::read(m.join("f00/p0.raw")).unwrap() == std::fs::read(src.join("f00/p0.raw")).unwrap());
+    assert!(
+        std::fs::read(m.join("f00/p0.raw")).unwrap()
+            == std::fs::read(src.join("f00/p0.raw")).unwrap()
+    );
 
     // Drops killed at each step: before anything is removed, and after the new packs are written.
     for point in ["drop-confirmed", "gc-before-delete"] {
         let mut cmd = dmv_cmd(&m);
-        cmd.args(["drop", "--numcopies", "1", "f00/p0.raw"]).env("DMV_FAILPOINT", point);
+        cmd.args(["drop", "--numcopies", "1", "f00/p0.raw"])
+            .env("DMV_FAILPOINT", point);
         assert!(!cmd.output().unwrap().status.success(), "{point}");
         fsck_clean(&m);
         assert!(dmv(&m, &["status", "--short"]).is_empty(), "{point}");
         ok(&dmv_out(&m, &["drop", "--numcopies", "1", "f00/p0.raw"]));
-        assert!(ls(&m, "--absent").contains(&"f00/p0.raw".to_string()), "{point}");
+        assert!(
+            ls(&m, "--absent").contains(&"f00/p0.raw".to_string()),
+            "{point}"
+        );
         ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
-        assert!(std::fs::read(m.join("f00/p0.raw")).unwrap() == std::fs::read(src.join("f00/p0.raw")).unwrap(), "{point}");
+        assert!(
+            std::fs::read(m.join("f00/p0.raw")).unwrap()
+                == std::fs::read(src.join("f00/p0.raw")).unwrap(),
+            "{point}"
+        );
     }
     fsck_clean(&m);
 }
@@ -805,7 +1236,16 @@ fn a_recent_slice_commits_pushes_restores_on_demand_and_syncs_with_every_remote(
     }
 
     // recent:1: the files of the newest commit, not the first version of a/1.raw.
-    let out = dmv_out(t, &["clone", "--slice", "recent:1", t.join("hub").to_str().unwrap(), "r"]);
+    let out = dmv_out(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "recent:1",
+            t.join("hub").to_str().unwrap(),
+            "r",
+        ],
+    );
     ok(&out);
     assert_eq!(content_received(&out), 2 * FILE);
     let r = t.join("r");
@@ -832,15 +1272,24 @@ fn a_recent_slice_commits_pushes_restores_on_demand_and_syncs_with_every_remote(
     assert!(dmv(&r, &["status", "--short"]).is_empty());
 
     // sync with every remote: src's new commit comes from origin, and both hubs get the merge.
-    dmv(&r, &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()]);
+    dmv(
+        &r,
+        &["remote", "add", "hub2", t.join("hub2").to_str().unwrap()],
+    );
     write_noise(&src.join("b/3.raw"), FILE, 5);
     commit_all(&src, "four");
-    dmv(&src, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &src,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     ok(&dmv_out(&src, &["pull", "hub", "main"]));
     ok(&dmv_out(&src, &["push", "hub", "main"]));
     let out = dmv_out(&r, &["sync"]);
     ok(&out);
-    assert!(r.join("b/3.raw").exists(), "the new commit's data came with it");
+    assert!(
+        r.join("b/3.raw").exists(),
+        "the new commit's data came with it"
+    );
     let head = head_of(&r, "refs/heads/main");
     assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head);
     assert_eq!(head_of(&t.join("hub2"), "refs/heads/main"), head);
@@ -855,7 +1304,10 @@ fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
     let a = t.join("a");
     photos(&a, 1, 1, 4 << 20);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&a, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &a,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     dmv(&a, &["push", "hub", "main"]);
     // A longer take that begins with the dropped file's bytes: it shares most of its chunks.
     let mut longer = std::fs::read(a.join("f00/p0.raw")).unwrap();
@@ -866,7 +1318,12 @@ fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
     commit.args(["commit", "-m", "longer"]);
     let paused = Paused::start(commit, "commit-before-ref");
     // The drop waits for the commit's write session, then must see the new commit as a root.
-    let drop = dmv_cmd(&a).args(["drop", "--numcopies", "1", "f00/p0.raw"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let drop = dmv_cmd(&a)
+        .args(["drop", "--numcopies", "1", "f00/p0.raw"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     ok(&paused.resume());
     ok(&drop.wait_with_output().unwrap());
@@ -883,32 +1340,62 @@ fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 1, 1, 4 << 20);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
     // Small packs: the file's chunks spread over several, its node comes last.
     edit_config(&m, |cfg| cfg["pack_size_limit"] = (1u64 << 20).into());
     ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
     // Lose the pack of its first chunk, as a get or drop cut short can.
     let repo = dmv_repo::Repository::open(&m).unwrap();
-    let file = dmv_repo::tree::lookup(&repo.store, &repo.head_tree().unwrap().unwrap(), b"f00/p0.raw").unwrap().unwrap();
-    let read = |id: &dmv_repo::store::ObjectId| -> dmv_repo::store::object::FileNode { repo.store.read_decoded(id, dmv_repo::store::ObjectKind::FileNode).unwrap() };
+    let file = dmv_repo::tree::lookup(
+        &repo.store,
+        &repo.head_tree().unwrap().unwrap(),
+        b"f00/p0.raw",
+    )
+    .unwrap()
+    .unwrap();
+    let read = |id: &dmv_repo::store::ObjectId| -> dmv_repo::store::object::FileNode {
+        repo.store
+            .read_decoded(id, dmv_repo::store::ObjectKind::FileNode)
+            .unwrap()
+    };
     let mut node = read(&file.id);
     while node.level > 0 {
         let first = node.entries[0].id;
         node = read(&first);
     }
-    let chunk_pack = repo.store.locate(&node.entries[0].id).unwrap().unwrap().pack;
-    assert_ne!(chunk_pack, repo.store.locate(&file.id).unwrap().unwrap().pack);
+    let chunk_pack = repo
+        .store
+        .locate(&node.entries[0].id)
+        .unwrap()
+        .unwrap()
+        .pack;
+    assert_ne!(
+        chunk_pack,
+        repo.store.locate(&file.id).unwrap().unwrap().pack
+    );
     drop(repo);
     let packs = m.join(".dmv/objects/packs");
     for ext in ["pack", "idx"] {
-        std::fs::remove_file(packs.join(dmv_repo::store::pack_file_name(&chunk_pack)).with_extension(ext)).unwrap();
+        std::fs::remove_file(
+            packs
+                .join(dmv_repo::store::pack_file_name(&chunk_pack))
+                .with_extension(ext),
+        )
+        .unwrap();
     }
     let _ = std::fs::remove_file(packs.join(dmv_repo::store::MULTI_PACK_INDEX));
     assert_eq!(ls(&m, "--absent"), vec!["f00/p0.raw".to_string()]);
     let out = dmv_out(&m, &["get", "--json", "f00/p0.raw"]);
     ok(&out);
-    assert!(content_received(&out) > 0 && content_received(&out) < 2 << 20, "only the lost chunks: {}", content_received(&out));
+    assert!(
+        content_received(&out) > 0 && content_received(&out) < 2 << 20,
+        "only the lost chunks: {}",
+        content_received(&out)
+    );
     assert_eq!(ls(&m, "--present"), vec!["f00/p0.raw".to_string()]);
     let out = dmv_out(&m, &["cat", "HEAD:f00/p0.raw"]);
     assert!(out.stdout == std::fs::read(src.join("f00/p0.raw")).unwrap());
@@ -918,12 +1405,18 @@ fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
 /// The staging folders of early checkouts in `m` and the files waiting in them.
 fn staged(m: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
-    for dir in std::fs::read_dir(m.join(".dmv/early-checkout")).into_iter().flatten() {
+    for dir in std::fs::read_dir(m.join(".dmv/early-checkout"))
+        .into_iter()
+        .flatten()
+    {
         let dir = dir.unwrap().path();
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap();
             if f.file_name() != "held" {
-                out.push((dir.file_name().unwrap().to_string_lossy().into_owned(), f.metadata().unwrap().len()));
+                out.push((
+                    dir.file_name().unwrap().to_string_lossy().into_owned(),
+                    f.metadata().unwrap().len(),
+                ));
             }
         }
     }
@@ -936,15 +1429,23 @@ fn get_writes_large_files_while_their_data_arrives_and_two_gets_keep_apart() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 1, 3, 4 << 20);
-    ok(&dmv_out(t, &["clone", "--slice", "meta", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
+    ));
     let m = t.join("m");
-    let same = |name: &str| std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap();
+    let same =
+        |name: &str| std::fs::read(m.join(name)).unwrap() == std::fs::read(src.join(name)).unwrap();
     // Stopped once its data is in: the file is already written, waiting in its own folder.
     let mut cmd = dmv_cmd(&m);
     cmd.args(["get", "f00/p0.raw"]);
     let first = Paused::start(cmd, "pack-sealed");
     let waiting = staged(&m);
-    assert_eq!(waiting.iter().map(|(_, len)| *len).collect::<Vec<_>>(), vec![4 << 20], "{waiting:?}");
+    assert_eq!(
+        waiting.iter().map(|(_, len)| *len).collect::<Vec<_>>(),
+        vec![4 << 20],
+        "{waiting:?}"
+    );
     // Another get meanwhile leaves it alone.
     ok(&dmv_out(&m, &["get", "f00/p1.raw"]));
     assert!(same("f00/p1.raw"));
@@ -973,7 +1474,16 @@ fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_delet
     let t = t.path();
     let src = t.join("src");
     photos(&src, 2, 2, 4096);
-    ok(&dmv_out(t, &["clone", "--slice", "paths:f00/*", src.to_str().unwrap(), "m"]));
+    ok(&dmv_out(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "paths:f00/*",
+            src.to_str().unwrap(),
+            "m",
+        ],
+    ));
     let m = t.join("m");
     std::fs::write(m.join("new.txt"), "new").unwrap();
     dmv(&m, &["add", "."]);
@@ -981,10 +1491,19 @@ fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_delet
     std::fs::write(m.join("f00/p0.raw"), "edited").unwrap();
     dmv(&m, &["commit", "-a", "-m", "edit"]);
     let tree = dmv(&m, &["ls-tree", "-r", "HEAD"]);
-    for path in ["f00/p0.raw", "f00/p1.raw", "f01/p0.raw", "f01/p1.raw", "new.txt"] {
+    for path in [
+        "f00/p0.raw",
+        "f00/p1.raw",
+        "f01/p0.raw",
+        "f01/p1.raw",
+        "new.txt",
+    ] {
         assert!(tree.contains(path), "{path} left the commit:\n{tree}");
     }
-    assert_eq!(ls(&m, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
+    assert_eq!(
+        ls(&m, "--absent"),
+        vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]
+    );
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     fsck_clean(&m);
 }
@@ -1000,7 +1519,10 @@ fn one_replica_reached_under_two_names_or_as_itself_is_one_copy() {
     commit_all(&a, "big");
     dmv(t, &["clone", a.to_str().unwrap(), "b"]);
     // origin2 is origin by another path, self is b itself.
-    dmv(&b, &["remote", "add", "origin2", &format!("{}/.", a.display())]);
+    dmv(
+        &b,
+        &["remote", "add", "origin2", &format!("{}/.", a.display())],
+    );
     dmv(&b, &["remote", "add", "self", b.to_str().unwrap()]);
     let line = one_line_error(&dmv_out(&b, &["drop", "big.bin"]));
     assert!(line.contains("big.bin (1 of 2)"), "{line}");
@@ -1011,7 +1533,10 @@ fn one_replica_reached_under_two_names_or_as_itself_is_one_copy() {
     dmv(&b, &["remote", "remove", "origin2"]);
     let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "big.bin"]));
     assert!(line.contains("big.bin (0 of 1)"), "{line}");
-    let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "--from", "self", "big.bin"]));
+    let line = one_line_error(&dmv_out(
+        &b,
+        &["drop", "--numcopies", "1", "--from", "self", "big.bin"],
+    ));
     assert!(line.contains("is this repository"), "{line}");
     assert_eq!(ls(&b, "--present"), vec!["big.bin".to_string()]);
     fsck_clean(&b);
@@ -1023,9 +1548,15 @@ fn numcopies_zero_drops_nothing_without_force() {
     let a = t.path().join("a");
     photos(&a, 1, 1, FILE);
     let before = std::fs::read(a.join("f00/p0.raw")).unwrap();
-    let mtime = std::fs::metadata(a.join("f00/p0.raw")).unwrap().modified().unwrap();
+    let mtime = std::fs::metadata(a.join("f00/p0.raw"))
+        .unwrap()
+        .modified()
+        .unwrap();
     let line = one_line_error(&dmv_out(&a, &["drop", "--numcopies", "0", "f00/p0.raw"]));
-    assert!(line.contains("numcopies is 0") && line.contains("--force"), "{line}");
+    assert!(
+        line.contains("numcopies is 0") && line.contains("--force"),
+        "{line}"
+    );
     // numcopies 0 in the config: the same.
     edit_config(&a, |cfg| cfg["numcopies"] = 0.into());
     let line = one_line_error(&dmv_out(&a, &["drop", "f00/p0.raw"]));
@@ -1034,12 +1565,22 @@ fn numcopies_zero_drops_nothing_without_force() {
     ok(&out);
     assert!(out.stdout == before);
     assert!(std::fs::read(a.join("f00/p0.raw")).unwrap() == before);
-    assert_eq!(std::fs::metadata(a.join("f00/p0.raw")).unwrap().modified().unwrap(), mtime);
+    assert_eq!(
+        std::fs::metadata(a.join("f00/p0.raw"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        mtime
+    );
     assert!(dmv(&a, &["status", "--short"]).is_empty());
     // --force drops it, with the warning.
     let out = dmv_out(&a, &["drop", "--force", "f00/p0.raw"]);
     ok(&out);
-    assert!(stderr(&out).contains("warning: --force"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: --force"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(ls(&a, "--absent"), vec!["f00/p0.raw".to_string()]);
 }
 
@@ -1054,10 +1595,19 @@ fn a_drop_killed_while_removing_files_leaves_none_looking_deleted() {
     let tree = dmv(&m, &["ls-tree", "-r", "HEAD"]);
     let kill = || {
         let mut cmd = dmv_cmd(&m);
-        cmd.args(["drop", "--numcopies", "1", "f00"]).env("DMV_FAILPOINT", "drop-removed-first-file");
+        cmd.args(["drop", "--numcopies", "1", "f00"])
+            .env("DMV_FAILPOINT", "drop-removed-first-file");
         let out = cmd.output().unwrap();
-        assert!(!out.status.success() && stderr(&out).contains("failpoint"), "{}", stderr(&out));
-        assert!(!m.join("f00/p0.raw").exists() && m.join("f00/p1.raw").exists() && m.join("f00/p2.raw").exists());
+        assert!(
+            !out.status.success() && stderr(&out).contains("failpoint"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            !m.join("f00/p0.raw").exists()
+                && m.join("f00/p1.raw").exists()
+                && m.join("f00/p2.raw").exists()
+        );
     };
     let all_absent = || {
         assert_eq!(ls(&m, "--absent").len(), 3);
@@ -1099,11 +1649,17 @@ fn a_copy_that_no_branch_keeps_does_not_count() {
     commit_all(&b, "y");
     dmv(&b, &["push", "origin", "feat"]);
     let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "2", "y.bin"]));
-    assert!(line.contains("y.bin (1 of 2)"), "kept by a branch, the copy counts: {line}");
+    assert!(
+        line.contains("y.bin (1 of 2)"),
+        "kept by a branch, the copy counts: {line}"
+    );
     dmv(&a, &["branch", "-D", "feat"]);
     let line = one_line_error(&dmv_out(&b, &["drop", "--numcopies", "1", "y.bin"]));
     assert!(line.contains("y.bin (0 of 1)"), "{line}");
-    assert_eq!(ls(&b, "--present"), vec!["x.txt".to_string(), "y.bin".to_string()]);
+    assert_eq!(
+        ls(&b, "--present"),
+        vec!["x.txt".to_string(), "y.bin".to_string()]
+    );
     dmv(&a, &["gc", "--prune-reflog", "--prune=now"]);
     assert!(dmv_out(&b, &["cat", "HEAD:y.bin"]).stdout == std::fs::read(b.join("y.bin")).unwrap());
 }
@@ -1126,14 +1682,23 @@ fn a_push_needing_data_this_replica_lacks_refuses_and_names_it() {
     std::fs::write(m.join("n.txt"), "new\n").unwrap();
     dmv(&m, &["add", "n.txt"]);
     dmv(&m, &["commit", "-m", "n"]);
-    dmv(&m, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &m,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     let line = one_line_error(&dmv_out(&m, &["push", "hub", "main"]));
-    assert!(line.contains("big.bin") && line.contains("dmv get"), "{line}");
+    assert!(
+        line.contains("big.bin") && line.contains("dmv get"),
+        "{line}"
+    );
     assert_eq!(dmv(&t.join("hub"), &["branch"]).trim(), "");
     dmv(&m, &["get", "big.bin"]);
     dmv(&m, &["push", "hub", "main"]);
     fsck_clean(&t.join("hub"));
-    assert!(dmv_out(&t.join("hub"), &["cat", "main:big.bin"]).stdout == std::fs::read(a.join("big.bin")).unwrap());
+    assert!(
+        dmv_out(&t.join("hub"), &["cat", "main:big.bin"]).stdout
+            == std::fs::read(a.join("big.bin")).unwrap()
+    );
 }
 
 /// Fills `dir`'s location log with `count` made-up records of one replica.
@@ -1145,14 +1710,23 @@ fn many_locations(dir: &Path, count: u32, replica: u8) {
         Ok(dmv_repo::LocationRecord {
             key: dmv_repo::store::ObjectId(key),
             replica: dmv_repo::ReplicaId([replica; 16]),
-            stamp: dmv_repo::Stamp { time_ns: 1 + i as u64, present: true },
+            stamp: dmv_repo::Stamp {
+                time_ns: 1 + i as u64,
+                present: true,
+            },
         })
     });
-    repo.merge_locations(records, &Default::default(), false).unwrap();
+    repo.merge_locations(records, &Default::default(), false)
+        .unwrap();
 }
 
 fn location_count(dir: &Path) -> usize {
-    dmv_repo::Repository::open(dir).unwrap().load_locations().unwrap().records.len()
+    dmv_repo::Repository::open(dir)
+        .unwrap()
+        .load_locations()
+        .unwrap()
+        .records
+        .len()
 }
 
 /// A location log larger than a protocol frame (64 MiB: 1.18 million
@@ -1180,9 +1754,17 @@ fn a_location_log_larger_than_a_frame_travels_in_pages() {
         }
     }
     let mut sent = Counted(0);
-    dmv_repo::Repository::open(&a).unwrap().location_pages().unwrap().encode_to(&mut sent).unwrap();
+    dmv_repo::Repository::open(&a)
+        .unwrap()
+        .location_pages()
+        .unwrap()
+        .encode_to(&mut sent)
+        .unwrap();
     assert!(sent.0 > 64 << 20, "{} bytes", sent.0);
-    assert!(std::fs::metadata(a.join(".dmv/locations")).unwrap().len() < sent.0 / 2, "packed on disk");
+    assert!(
+        std::fs::metadata(a.join(".dmv/locations")).unwrap().len() < sent.0 / 2,
+        "packed on disk"
+    );
     dmv(t, &["clone", a.to_str().unwrap(), "b"]);
     let b = t.join("b");
     assert!(location_count(&b) >= big as usize);
@@ -1202,17 +1784,28 @@ fn whereis_names_a_replica_known_only_through_another() {
     let t = t.path();
     let a = t.join("a");
     photos(&a, 1, 1, FILE);
-    assert!(dmv(&a, &["replica", "--name", "studio-nas"]).trim().ends_with(" studio-nas"));
+    assert!(dmv(&a, &["replica", "--name", "studio-nas"])
+        .trim()
+        .ends_with(" studio-nas"));
     dmv(t, &["clone", a.to_str().unwrap(), "b"]);
     dmv(t, &["clone", t.join("b").to_str().unwrap(), "c"]);
     let c = t.join("c");
     dmv(&c, &["replica", "--name", "laptop"]);
     let files: serde_json::Value = serde_json::from_str(&dmv(&c, &["whereis", "--json"])).unwrap();
     let copies = files[0]["copies"].as_array().unwrap();
-    let named = |name: &str| copies.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no copy named {name}: {copies:?}"));
+    let named = |name: &str| {
+        copies
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no copy named {name}: {copies:?}"))
+    };
     assert_eq!(named("laptop")["here"], true);
     assert_eq!(named("origin")["reachable"], true);
-    assert_eq!(named("studio-nas")["reachable"], false, "a is not a remote of c");
+    assert_eq!(
+        named("studio-nas")["reachable"],
+        false,
+        "a is not a remote of c"
+    );
     assert_eq!(copies.len(), 3);
     assert!(dmv(&c, &["whereis"]).contains("studio-nas [unknown]"));
 }
@@ -1241,7 +1834,12 @@ fn a_drop_that_fails_after_locking_releases_the_locks() {
 
 /// The bytes of every pack in the bucket.
 fn bucket_pack_bytes(minio: &Minio, bucket: &str) -> u64 {
-    minio.list_sizes(bucket, "").iter().filter(|(k, _)| k.ends_with(".pack")).map(|(_, n)| n).sum()
+    minio
+        .list_sizes(bucket, "")
+        .iter()
+        .filter(|(k, _)| k.ends_with(".pack"))
+        .map(|(_, n)| n)
+        .sum()
 }
 
 /// `src`, holding `f00/p0.raw` (2 MiB), `f00/p1.raw` (p0's bytes and 1 MiB
@@ -1258,8 +1856,20 @@ fn shoot_in_a_bucket(minio: &Minio, t: &Path, bucket: &str) -> std::path::PathBu
     write_noise(&src.join("f00/p2.raw"), 1 << 20, 3);
     commit_all(&src, "shoot");
     minio.create_bucket(bucket);
-    dmv(&src, &["remote", "add", "bucket", &format!("s3://{bucket}/shoot"), "--endpoint", &minio.endpoint()]);
-    ok(&with_env(&src, &["push", "bucket", "main"], &|c| minio.env(c)));
+    dmv(
+        &src,
+        &[
+            "remote",
+            "add",
+            "bucket",
+            &format!("s3://{bucket}/shoot"),
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
+    ok(&with_env(&src, &["push", "bucket", "main"], &|c| {
+        minio.env(c)
+    }));
     src
 }
 
@@ -1272,28 +1882,88 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
     let env = |c: &mut Command| minio.env(c);
     let before = bucket_pack_bytes(&minio, "drops");
     // Only this replica's copy counts: numcopies 2 cannot be met.
-    let line = one_line_error(&with_env(&src, &["drop", "--from", "bucket", "f00/p0.raw"], &env));
+    let line = one_line_error(&with_env(
+        &src,
+        &["drop", "--from", "bucket", "f00/p0.raw"],
+        &env,
+    ));
     assert!(line.contains("f00/p0.raw (1 of 2)"), "{line}");
     assert_eq!(bucket_pack_bytes(&minio, "drops"), before);
 
-    let out = with_env(&src, &["drop", "--numcopies", "1", "--from", "bucket", "f00/p0.raw", "f00/p2.raw"], &env);
+    let out = with_env(
+        &src,
+        &[
+            "drop",
+            "--numcopies",
+            "1",
+            "--from",
+            "bucket",
+            "f00/p0.raw",
+            "f00/p2.raw",
+        ],
+        &env,
+    );
     ok(&out);
     let freed = before - bucket_pack_bytes(&minio, "drops");
     // p2's MiB goes; of p0 only what p1 does not share (at most its last chunk and its node).
-    assert!((1 << 20..(1 << 20) + (1 << 19)).contains(&freed), "freed {freed} of {before}");
-    assert!(stderr(&out).contains(&format!("{freed} bytes freed")), "{}", stderr(&out));
-    assert!(minio.list("drops", "shoot/locks/").is_empty(), "{:?}", minio.list("drops", "shoot/locks/"));
+    assert!(
+        (1 << 20..(1 << 20) + (1 << 19)).contains(&freed),
+        "freed {freed} of {before}"
+    );
+    assert!(
+        stderr(&out).contains(&format!("{freed} bytes freed")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        minio.list("drops", "shoot/locks/").is_empty(),
+        "{:?}",
+        minio.list("drops", "shoot/locks/")
+    );
     // Nothing was dropped here, and whereis no longer counts the bucket for them.
     assert_eq!(ls(&src, "--absent"), Vec::<String>::new());
-    let w: serde_json::Value = serde_json::from_slice(&with_env(&src, &["whereis", "--json", "f00/p0.raw", "f00/p1.raw"], &env).stdout).unwrap();
-    let holders = |i: usize| w[i]["copies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert!(!holders(0).contains(&"bucket".to_string()) && holders(1).contains(&"bucket".to_string()), "{w}");
+    let w: serde_json::Value = serde_json::from_slice(
+        &with_env(
+            &src,
+            &["whereis", "--json", "f00/p0.raw", "f00/p1.raw"],
+            &env,
+        )
+        .stdout,
+    )
+    .unwrap();
+    let holders = |i: usize| {
+        w[i]["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        !holders(0).contains(&"bucket".to_string()) && holders(1).contains(&"bucket".to_string()),
+        "{w}"
+    );
 
     // A clone from the bucket: p1 whole (its chunks shared with p0 stayed), p0 and p2 absent and named.
-    ok(&with_env(t, &["clone", "--slice", "meta", "s3://drops/shoot", "c", "--endpoint", &minio.endpoint()], &env));
+    ok(&with_env(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            "s3://drops/shoot",
+            "c",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+        &env,
+    ));
     let c = t.join("c");
     ok(&with_env(&c, &["get", "f00/p1.raw"], &env));
-    assert!(std::fs::read(c.join("f00/p1.raw")).unwrap() == std::fs::read(src.join("f00/p1.raw")).unwrap());
+    assert!(
+        std::fs::read(c.join("f00/p1.raw")).unwrap()
+            == std::fs::read(src.join("f00/p1.raw")).unwrap()
+    );
     let line = one_line_error(&with_env(&c, &["get", "f00/p2.raw"], &env));
     assert!(line.contains("f00/p2.raw"), "{line}");
     fsck_clean(&c);
@@ -1303,8 +1973,14 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
     ok(&with_env(&src, &["push", "bucket", "main"], &env));
     ok(&with_env(&c, &["pull"], &env));
     ok(&with_env(&c, &["get", "notes.txt"], &env));
-    assert_eq!(std::fs::read(c.join("notes.txt")).unwrap(), b"after the drop");
-    assert_eq!(ls(&c, "--absent"), vec!["f00/p0.raw".to_string(), "f00/p2.raw".to_string()]);
+    assert_eq!(
+        std::fs::read(c.join("notes.txt")).unwrap(),
+        b"after the drop"
+    );
+    assert_eq!(
+        ls(&c, "--absent"),
+        vec!["f00/p0.raw".to_string(), "f00/p2.raw".to_string()]
+    );
     fsck_clean(&c);
 }
 
@@ -1315,7 +1991,17 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     let t = t.path();
     let src = shoot_in_a_bucket(&minio, t, "races");
     let env = |c: &mut Command| minio.env(c);
-    ok(&with_env(t, &["clone", "s3://races/shoot", "b", "--endpoint", &minio.endpoint()], &env));
+    ok(&with_env(
+        t,
+        &[
+            "clone",
+            "s3://races/shoot",
+            "b",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+        &env,
+    ));
     let b = t.join("b");
     let drop_cmd = |file: &str| {
         let mut cmd = dmv_cmd(&src);
@@ -1342,7 +2028,11 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     commit_all(&b, "notes");
     let line = one_line_error(&with_env(&b, &["push"], &env));
     assert!(line.contains("a drop of data is running"), "{line}");
-    let line = one_line_error(&with_env(&b, &["drop", "--numcopies", "1", "f00/p0.raw"], &env));
+    let line = one_line_error(&with_env(
+        &b,
+        &["drop", "--numcopies", "1", "f00/p0.raw"],
+        &env,
+    ));
     assert!(line.contains("f00/p0.raw (0 of 1)"), "{line}");
     ok(&paused.resume());
     ok(&with_env(&b, &["push"], &env));
@@ -1361,16 +2051,38 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     // removes what it left.
     let before = bucket_pack_bytes(&minio, "races");
     let mut killed = drop_cmd("f00/p1.raw");
-    killed.env("DMV_FAILPOINT", "bucket-drop-removed-pack").env("DMV_TEST_LEASE_SECONDS", "2");
+    killed
+        .env("DMV_FAILPOINT", "bucket-drop-removed-pack")
+        .env("DMV_TEST_LEASE_SECONDS", "2");
     assert!(!killed.output().unwrap().status.success());
-    ok(&with_env(t, &["clone", "--slice", "meta", "s3://races/shoot", "c", "--endpoint", &minio.endpoint()], &env));
+    ok(&with_env(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            "s3://races/shoot",
+            "c",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+        &env,
+    ));
     let c = t.join("c");
-    for (file, whole) in [("f00/p0.raw", true), ("f00/p1.raw", false), ("new.raw", true), ("notes.txt", true)] {
+    for (file, whole) in [
+        ("f00/p0.raw", true),
+        ("f00/p1.raw", false),
+        ("new.raw", true),
+        ("notes.txt", true),
+    ] {
         let out = with_env(&c, &["get", file], &env);
         assert_eq!(out.status.success(), whole, "{file}: {}", stderr(&out));
         if whole {
             let from = if file.starts_with("f00") { &src } else { &b };
-            assert!(std::fs::read(c.join(file)).unwrap() == std::fs::read(from.join(file)).unwrap(), "{file}");
+            assert!(
+                std::fs::read(c.join(file)).unwrap() == std::fs::read(from.join(file)).unwrap(),
+                "{file}"
+            );
         }
     }
     fsck_clean(&c);
@@ -1378,8 +2090,15 @@ fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kil
     ok(&drop_cmd("f00/p1.raw").output().unwrap());
     // p1's own MiB is gone (its first 2 MiB are p0's, which the bucket keeps).
     let freed = before - bucket_pack_bytes(&minio, "races");
-    assert!((1 << 20..(1 << 20) + (1 << 19)).contains(&freed), "freed {freed} of {before}");
-    assert!(minio.list("races", "shoot/locks/").is_empty(), "{:?}", minio.list("races", "shoot/locks/"));
+    assert!(
+        (1 << 20..(1 << 20) + (1 << 19)).contains(&freed),
+        "freed {freed} of {before}"
+    );
+    assert!(
+        minio.list("races", "shoot/locks/").is_empty(),
+        "{:?}",
+        minio.list("races", "shoot/locks/")
+    );
     ok(&with_env(&c, &["get", "f00/p0.raw"], &env));
     fsck_clean(&c);
 }
@@ -1394,7 +2113,10 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
     let src = t.join("src");
     photos(&src, 1, 2, FILE);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&src, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &src,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     dmv(&src, &["push", "hub", "main"]);
     // Held by the hub: dropped here, known there.
     ok(&dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]));
@@ -1409,11 +2131,18 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
     let said = String::from_utf8_lossy(&out.stdout);
     let lost: Vec<&str> = said.lines().filter(|l| l.starts_with("lost: ")).collect();
     assert_eq!(lost.len(), 1, "{said}");
-    assert!(lost[0].contains("f00/p1.raw") && lost[0].contains("no other replica is known to hold it"), "{said}");
+    assert!(
+        lost[0].contains("f00/p1.raw") && lost[0].contains("no other replica is known to hold it"),
+        "{said}"
+    );
     // With two copies asked for, the hub's one is too few: a note, not a failure of its own.
     dmv(&src, &["config", "drop.numcopies", "2"]);
     let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
-    assert!(said.lines().any(|l| l.starts_with("note: f00/p0.raw") && l.contains("1 other copies known, drop.numcopies is 2")), "{said}");
+    assert!(
+        said.lines().any(|l| l.starts_with("note: f00/p0.raw")
+            && l.contains("1 other copies known, drop.numcopies is 2")),
+        "{said}"
+    );
     dmv(&src, &["config", "drop.numcopies", "1"]);
 
     // The hub's admin lets its copy go behind the log's back: fsck believes the log until --from asks.
@@ -1425,12 +2154,26 @@ fn fsck_names_versions_no_replica_is_known_to_hold() {
     let out = dmv_out(&src, &["fsck", "--from", "hub"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.lines().any(|l| l.starts_with("not on hub: f00/p0.raw")), "{said}");
-    assert!(said.lines().any(|l| l.starts_with("lost: f00/p0.raw")), "{said}");
-    assert!(stderr(&out).contains("1 the log wrongly had there"), "{}", stderr(&out));
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("not on hub: f00/p0.raw")),
+        "{said}"
+    );
+    assert!(
+        said.lines().any(|l| l.starts_with("lost: f00/p0.raw")),
+        "{said}"
+    );
+    assert!(
+        stderr(&out).contains("1 the log wrongly had there"),
+        "{}",
+        stderr(&out)
+    );
     // The log stays corrected: a plain fsck now says so too.
     let said = String::from_utf8_lossy(&dmv_out(&src, &["fsck"]).stdout).to_string();
-    assert!(said.lines().any(|l| l.starts_with("lost: f00/p0.raw")), "{said}");
+    assert!(
+        said.lines().any(|l| l.starts_with("lost: f00/p0.raw")),
+        "{said}"
+    );
 }
 
 /// `merge --abort` in a partial replica failed with `object … not found`
@@ -1445,7 +2188,16 @@ fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&src, &["remote", "add", "origin", hub.to_str().unwrap()]);
     dmv(&src, &["push", "origin", "main"]);
-    dmv(t, &["clone", "--slice", "paths:f00", hub.to_str().unwrap(), "phone"]);
+    dmv(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "paths:f00",
+            hub.to_str().unwrap(),
+            "phone",
+        ],
+    );
     let phone = t.join("phone");
     // Theirs: both folders change, one file inside the slice and one outside.
     dmv(&src, &["switch", "-c", "edits"]);
@@ -1461,14 +2213,28 @@ fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
     let out = dmv_out(&phone, &["merge", "origin/edits"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     ok(&dmv_out(&phone, &["merge", "--abort"]));
-    assert!(dmv(&phone, &["status", "--short"]).is_empty(), "{}", dmv(&phone, &["status"]));
+    assert!(
+        dmv(&phone, &["status", "--short"]).is_empty(),
+        "{}",
+        dmv(&phone, &["status"])
+    );
     assert_eq!(std::fs::read(phone.join("f00/p1.raw")).unwrap(), ours);
     assert!(!phone.join("f01/p0.raw").exists());
-    assert_eq!(ls(&phone, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
+    assert_eq!(
+        ls(&phone, "--absent"),
+        vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]
+    );
     // A merge stopped again, then reset --hard instead of --abort.
-    assert_eq!(dmv_out(&phone, &["merge", "origin/edits"]).status.code(), Some(1));
+    assert_eq!(
+        dmv_out(&phone, &["merge", "origin/edits"]).status.code(),
+        Some(1)
+    );
     let out = dmv_out(&phone, &["reset", "--hard"]);
-    assert!(!out.status.success() && one_line_error(&out).contains("merge --abort"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && one_line_error(&out).contains("merge --abort"),
+        "{}",
+        stderr(&out)
+    );
     ok(&dmv_out(&phone, &["merge", "--abort"]));
     ok(&dmv_out(&phone, &["reset", "--hard", "HEAD~1"]));
     assert!(dmv(&phone, &["status", "--short"]).is_empty());
@@ -1479,7 +2245,10 @@ fn merge_abort_reset_and_stash_work_in_a_partial_replica() {
     assert!(dmv(&phone, &["status", "--short"]).is_empty());
     ok(&dmv_out(&phone, &["stash", "pop"]));
     assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), edited);
-    assert_eq!(ls(&phone, "--absent"), vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]);
+    assert_eq!(
+        ls(&phone, "--absent"),
+        vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]
+    );
     fsck_clean(&phone);
 }
 
@@ -1496,63 +2265,187 @@ fn a_replica_gets_data_from_a_peer_it_only_heard_of_at_the_url_the_peer_publishe
     for dir in ["open", "locked"] {
         std::fs::create_dir_all(t.join(dir)).unwrap();
     }
-    let open = HttpServer::start(&format!("[repos]\nlaptop = \"{}\"\n", laptop.display()), &t.join("open"), 0);
-    let locked = HttpServer::start(&format!("read = \"token\"\n[repos]\nlaptop = \"{}\"\n[tokens]\n\"t1\" = \"read\"\n", laptop.display()), &t.join("locked"), 0);
+    let open = HttpServer::start(
+        &format!("[repos]\nlaptop = \"{}\"\n", laptop.display()),
+        &t.join("open"),
+        0,
+    );
+    let locked = HttpServer::start(
+        &format!(
+            "read = \"token\"\n[repos]\nlaptop = \"{}\"\n[tokens]\n\"t1\" = \"read\"\n",
+            laptop.display()
+        ),
+        &t.join("locked"),
+        0,
+    );
     // Credentials never travel: a URL with a password, a query or a local path is refused.
-    for bad in ["http://alice:secret@127.0.0.1:1/laptop", "http://127.0.0.1:1/laptop?token=x", "/srv/laptop"] {
+    for bad in [
+        "http://alice:secret@127.0.0.1:1/laptop",
+        "http://127.0.0.1:1/laptop?token=x",
+        "/srv/laptop",
+    ] {
         let line = one_line_error(&dmv_out(&laptop, &["replica", "--publish", bad]));
         assert!(line.contains("publish"), "{line}");
     }
-    ok(&dmv_out(&laptop, &["replica", "--name", "laptop", "--publish", &open.url("laptop")]));
-    let card: serde_json::Value = serde_json::from_str(&dmv(&laptop, &["replica", "--json"])).unwrap();
+    ok(&dmv_out(
+        &laptop,
+        &[
+            "replica",
+            "--name",
+            "laptop",
+            "--publish",
+            &open.url("laptop"),
+        ],
+    ));
+    let card: serde_json::Value =
+        serde_json::from_str(&dmv(&laptop, &["replica", "--json"])).unwrap();
     assert_eq!(card["published"], serde_json::json!([open.url("laptop")]));
     // The laptop's log says it holds the shoot once it has backed it up to a drive, now in a drawer.
     dmv(t, &["init", "--bare", "drive"]);
-    dmv(&laptop, &["remote", "add", "drive", t.join("drive").to_str().unwrap()]);
+    dmv(
+        &laptop,
+        &["remote", "add", "drive", t.join("drive").to_str().unwrap()],
+    );
     ok(&dmv_out(&laptop, &["push", "drive", "main"]));
     std::fs::rename(t.join("drive"), t.join("drawer")).unwrap();
     // The hub holds no file data (a bare meta clone: where logs meet); the tablet's only remote is the hub.
-    ok(&dmv_out(t, &["clone", "--bare", "--slice", "meta", laptop.to_str().unwrap(), "hub"]));
-    ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "tablet"]));
+    ok(&dmv_out(
+        t,
+        &[
+            "clone",
+            "--bare",
+            "--slice",
+            "meta",
+            laptop.to_str().unwrap(),
+            "hub",
+        ],
+    ));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", hub.to_str().unwrap(), "tablet"],
+    ));
     let tablet = t.join("tablet");
-    let w: serde_json::Value = serde_json::from_str(&dmv(&tablet, &["whereis", "--json", "f00/p0.raw"])).unwrap();
-    let copy = w[0]["copies"].as_array().unwrap().iter().find(|c| c["name"] == "laptop").unwrap_or_else(|| panic!("{w}")).clone();
+    let w: serde_json::Value =
+        serde_json::from_str(&dmv(&tablet, &["whereis", "--json", "f00/p0.raw"])).unwrap();
+    let copy = w[0]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "laptop")
+        .unwrap_or_else(|| panic!("{w}"))
+        .clone();
     assert_eq!(copy["published"], serde_json::json!([open.url("laptop")]));
-    let out = dmv_cmd(&tablet).args(["get", "--json", "f00/p0.raw"]).env("DMV_TOKEN", "t1").output().unwrap();
+    let out = dmv_cmd(&tablet)
+        .args(["get", "--json", "f00/p0.raw"])
+        .env("DMV_TOKEN", "t1")
+        .output()
+        .unwrap();
     ok(&out);
     let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(got["from"], format!("laptop at {}", open.url("laptop")), "{got}");
-    assert_eq!(std::fs::read(tablet.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
+    assert_eq!(
+        got["from"],
+        format!("laptop at {}", open.url("laptop")),
+        "{got}"
+    );
+    assert_eq!(
+        std::fs::read(tablet.join("f00/p0.raw")).unwrap(),
+        std::fs::read(laptop.join("f00/p0.raw")).unwrap()
+    );
     fsck_clean(&tablet);
 
     // Published behind a token: the tablet's DMV_TOKEN is not sent to a URL a peer chose.
-    ok(&dmv_out(&laptop, &["replica", "--unpublish", &open.url("laptop"), "--publish", &locked.url("laptop")]));
+    ok(&dmv_out(
+        &laptop,
+        &[
+            "replica",
+            "--unpublish",
+            &open.url("laptop"),
+            "--publish",
+            &locked.url("laptop"),
+        ],
+    ));
     let mut open = open;
     open.kill();
     ok(&dmv_out(&hub, &["fetch"]));
     ok(&dmv_out(&tablet, &["fetch"]));
-    let out = dmv_cmd(&tablet).args(["get", "f00/p1.raw"]).env("DMV_TOKEN", "t1").output().unwrap();
+    let out = dmv_cmd(&tablet)
+        .args(["get", "f00/p1.raw"])
+        .env("DMV_TOKEN", "t1")
+        .output()
+        .unwrap();
     let line = one_line_error(&out);
-    assert!(line.contains("f00/p1.raw (held by ") && line.contains(&format!("laptop at {} (authentication failed", locked.url("laptop"))), "{line}");
+    assert!(
+        line.contains("f00/p1.raw (held by ")
+            && line.contains(&format!(
+                "laptop at {} (authentication failed",
+                locked.url("laptop")
+            )),
+        "{line}"
+    );
     // Named by the user, the URL is the user's choice, and the token goes with it.
-    ok(&dmv_cmd(&tablet).args(["get", "--remote", &locked.url("laptop"), "f00/p1.raw"]).env("DMV_TOKEN", "t1").output().unwrap());
-    assert_eq!(std::fs::read(tablet.join("f00/p1.raw")).unwrap(), std::fs::read(laptop.join("f00/p1.raw")).unwrap());
+    ok(&dmv_cmd(&tablet)
+        .args(["get", "--remote", &locked.url("laptop"), "f00/p1.raw"])
+        .env("DMV_TOKEN", "t1")
+        .output()
+        .unwrap());
+    assert_eq!(
+        std::fs::read(tablet.join("f00/p1.raw")).unwrap(),
+        std::fs::read(laptop.join("f00/p1.raw")).unwrap()
+    );
 
     // A metered laptop: its card travels, get does not pull from it unless it is named.
     let open = HttpServer::start_with(&open.config, 0);
-    ok(&dmv_out(&laptop, &["replica", "--metered", "--unpublish", &locked.url("laptop"), "--publish", &open.url("laptop")]));
+    ok(&dmv_out(
+        &laptop,
+        &[
+            "replica",
+            "--metered",
+            "--unpublish",
+            &locked.url("laptop"),
+            "--publish",
+            &open.url("laptop"),
+        ],
+    ));
     ok(&dmv_out(&hub, &["fetch"]));
-    ok(&dmv_out(t, &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", hub.to_str().unwrap(), "phone"],
+    ));
     let phone = t.join("phone");
     let line = one_line_error(&dmv_out(&phone, &["get", "f00/p0.raw"]));
-    assert!(line.contains("f00/p0.raw (held by ") && line.contains("laptop (metered)") && !line.contains("laptop at"), "{line}");
-    let w: serde_json::Value = serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f00/p0.raw"])).unwrap();
-    let copy = w[0]["copies"].as_array().unwrap().iter().find(|c| c["name"] == "laptop").unwrap_or_else(|| panic!("{w}")).clone();
-    assert_eq!((copy["metered"].clone(), copy["class"].clone()), (serde_json::json!(true), serde_json::json!("far")), "{copy}");
+    assert!(
+        line.contains("f00/p0.raw (held by ")
+            && line.contains("laptop (metered)")
+            && !line.contains("laptop at"),
+        "{line}"
+    );
+    let w: serde_json::Value =
+        serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f00/p0.raw"])).unwrap();
+    let copy = w[0]["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "laptop")
+        .unwrap_or_else(|| panic!("{w}"))
+        .clone();
+    assert_eq!(
+        (copy["metered"].clone(), copy["class"].clone()),
+        (serde_json::json!(true), serde_json::json!("far")),
+        "{copy}"
+    );
     let shown = dmv(&phone, &["whereis", "f00/p0.raw"]);
-    assert!(shown.contains("laptop [far, metered, at http://"), "{shown}");
-    ok(&dmv_out(&phone, &["get", "--remote", &open.url("laptop"), "f00/p0.raw"]));
-    assert_eq!(std::fs::read(phone.join("f00/p0.raw")).unwrap(), std::fs::read(laptop.join("f00/p0.raw")).unwrap());
+    assert!(
+        shown.contains("laptop [far, metered, at http://"),
+        "{shown}"
+    );
+    ok(&dmv_out(
+        &phone,
+        &["get", "--remote", &open.url("laptop"), "f00/p0.raw"],
+    ));
+    assert_eq!(
+        std::fs::read(phone.join("f00/p0.raw")).unwrap(),
+        std::fs::read(laptop.join("f00/p0.raw")).unwrap()
+    );
     fsck_clean(&phone);
 }
 
@@ -1567,25 +2460,60 @@ fn a_meta_clone_takes_location_logs_only_when_it_needs_them() {
     let src = t.join("src");
     photos(&src, 10, 1000, 1024);
     dmv(t, &["init", "--bare", "hub"]);
-    ok(&dmv_out(&src, &["push", t.join("hub").to_str().unwrap(), "main"]));
+    ok(&dmv_out(
+        &src,
+        &["push", t.join("hub").to_str().unwrap(), "main"],
+    ));
     let log_bytes = 10_000 * 2 * 57;
-    let (out, _, received) = traced(t, &["clone", "--slice", "meta", t.join("hub").to_str().unwrap(), "phone"], |_| {});
+    let (out, _, received) = traced(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            t.join("hub").to_str().unwrap(),
+            "phone",
+        ],
+        |_| {},
+    );
     ok(&out);
     let phone = t.join("phone");
-    assert!(received < log_bytes, "a meta clone received {received} bytes, more than the log ({log_bytes} bytes)");
-    assert!(!phone.join(".dmv/locations").exists() || std::fs::metadata(phone.join(".dmv/locations")).unwrap().len() < 1024);
+    assert!(
+        received < log_bytes,
+        "a meta clone received {received} bytes, more than the log ({log_bytes} bytes)"
+    );
+    assert!(
+        !phone.join(".dmv/locations").exists()
+            || std::fs::metadata(phone.join(".dmv/locations"))
+                .unwrap()
+                .len()
+                < 1024
+    );
     // New work on the hub: the fetch brings its commit and trees, not the log again.
     write_noise(&src.join("f00/new.raw"), 1024, 99);
     commit_all(&src, "one more");
-    ok(&dmv_out(&src, &["push", t.join("hub").to_str().unwrap(), "main"]));
+    ok(&dmv_out(
+        &src,
+        &["push", t.join("hub").to_str().unwrap(), "main"],
+    ));
     let (out, _, received) = traced(&phone, &["fetch"], |_| {});
     ok(&out);
-    assert!(received < 64 * 1024, "a fetch of one new file received {received} bytes");
+    assert!(
+        received < 64 * 1024,
+        "a fetch of one new file received {received} bytes"
+    );
     // whereis learns the log live: both full replicas hold every file.
-    let w: serde_json::Value = serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f03"])).unwrap();
+    let w: serde_json::Value =
+        serde_json::from_str(&dmv(&phone, &["whereis", "--json", "f03"])).unwrap();
     let files = w.as_array().unwrap();
     assert_eq!(files.len(), 1000);
-    assert!(files.iter().all(|f| f["copies"].as_array().unwrap().len() == 2), "{}", files[0]);
+    assert!(
+        files
+            .iter()
+            .all(|f| f["copies"].as_array().unwrap().len() == 2),
+        "{}",
+        files[0]
+    );
     ok(&dmv_out(&phone, &["get", "f03/p0.raw"]));
     fsck_clean(&phone);
 }
@@ -1614,25 +2542,46 @@ fn every_slice_applies_the_repositorys_rules() {
     for slice in ["meta", "paths:raw", "recent:1"] {
         let name = slice.replace([':', '/'], "-");
         let d = t.join(&name);
-        ok(&dmv_out(t, &["clone", "--slice", slice, src.to_str().unwrap(), &name]));
+        ok(&dmv_out(
+            t,
+            &["clone", "--slice", slice, src.to_str().unwrap(), &name],
+        ));
         for rules in [".dmvignore", ".dmvattributes", "raw/.dmvignore"] {
-            assert_eq!(std::fs::read(d.join(rules)).unwrap(), std::fs::read(src.join(rules)).unwrap(), "{slice}: {rules}");
+            assert_eq!(
+                std::fs::read(d.join(rules)).unwrap(),
+                std::fs::read(src.join(rules)).unwrap(),
+                "{slice}: {rules}"
+            );
         }
         for junk in ["junk.tmp", ".DS_Store", "raw/a.xmp"] {
             std::fs::write(d.join(junk), "junk").unwrap();
         }
         std::fs::write(d.join("new.txt"), "kept\n").unwrap();
-        assert_eq!(dmv(&d, &["status", "--short"]), "?? new.txt\n", "{slice}: only new.txt is untracked");
+        assert_eq!(
+            dmv(&d, &["status", "--short"]),
+            "?? new.txt\n",
+            "{slice}: only new.txt is untracked"
+        );
         if slice == "meta" {
             let long = dmv(&d, &["status"]);
-            assert!(long.contains("2 of 5 tracked files are not here (this replica's slice: meta)"), "{long}");
+            assert!(
+                long.contains("2 of 5 tracked files are not here (this replica's slice: meta)"),
+                "{long}"
+            );
         }
         dmv(&d, &["add", "."]);
-        assert_eq!(dmv(&d, &["status", "--short"]), "A  new.txt\n", "{slice}: add . staged only new.txt");
+        assert_eq!(
+            dmv(&d, &["status", "--short"]),
+            "A  new.txt\n",
+            "{slice}: add . staged only new.txt"
+        );
         if slice != "recent:1" {
             ok(&dmv_out(&d, &["get", "cover.psd"]));
         }
-        assert!(d.join("cover.psd").exists() && !writable(&d.join("cover.psd")), "{slice}: a lockable file is read-only until locked");
+        assert!(
+            d.join("cover.psd").exists() && !writable(&d.join("cover.psd")),
+            "{slice}: a lockable file is read-only until locked"
+        );
         assert!(writable(&d.join("new.txt")));
     }
 }
@@ -1651,14 +2600,21 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_over_http() {
     write_noise(&studio.join("photo.jpg"), 300 << 10, 1);
     commit_all(&studio, "shoot");
     dmv(t, &["init", "--bare", "hub"]);
-    let mut server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let mut server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let url = server.url("hub");
     let token = |c: &mut Command| {
         c.env("DMV_TOKEN", "w");
     };
     dmv(&studio, &["remote", "add", "origin", &url]);
     ok(&with_env(&studio, &["push"], &token));
-    ok(&dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &url, "phone"]));
+    ok(&dmv_out(
+        t,
+        &["clone", "--slice", "meta", "--token", "w", &url, "phone"],
+    ));
     let phone = t.join("phone");
 
     ok(&with_env(&phone, &["get", "photo.jpg"], &token));
@@ -1670,7 +2626,12 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_over_http() {
     dmv(&studio, &["commit", "-a", "-m", "studio edit"]);
     ok(&with_env(&studio, &["push"], &token));
     let pulled = with_env(&phone, &["pull"], &token);
-    assert_eq!(pulled.status.code(), Some(1), "the pull stops on the conflict: {}", stderr(&pulled));
+    assert_eq!(
+        pulled.status.code(),
+        Some(1),
+        "the pull stops on the conflict: {}",
+        stderr(&pulled)
+    );
 
     // The hub gone: the studio's version cannot be fetched, and nothing moves.
     server.child.kill().unwrap();
@@ -1678,19 +2639,39 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_over_http() {
     // The working tree, and the dirstate and merge state the resolution would change (not the note of the hub's silence).
     let state = |d: &Path| {
         let mut all = file_bytes(d);
-        all.retain(|k, _| !k.starts_with(".dmv/") || [".dmv/dirstate", ".dmv/MERGE_STATE"].contains(&k.as_str()));
+        all.retain(|k, _| {
+            !k.starts_with(".dmv/") || [".dmv/dirstate", ".dmv/MERGE_STATE"].contains(&k.as_str())
+        });
         all
     };
     let before = state(&phone);
-    assert!(before.contains_key(".dmv/dirstate") && before.contains_key(".dmv/MERGE_STATE"), "{:?}", before.keys());
+    assert!(
+        before.contains_key(".dmv/dirstate") && before.contains_key(".dmv/MERGE_STATE"),
+        "{:?}",
+        before.keys()
+    );
     let offline = with_env(&phone, &["resolve", "--both", "photo.jpg"], &token);
-    assert!(!offline.status.success() && stderr(&offline).contains("photo.jpg"), "{}", stderr(&offline));
-    assert!(state(&phone) == before, "a resolution that cannot be made changes nothing");
-    assert!(dmv(&phone, &["status"]).contains("photo.jpg"), "the conflict is still open");
+    assert!(
+        !offline.status.success() && stderr(&offline).contains("photo.jpg"),
+        "{}",
+        stderr(&offline)
+    );
+    assert!(
+        state(&phone) == before,
+        "a resolution that cannot be made changes nothing"
+    );
+    assert!(
+        dmv(&phone, &["status"]).contains("photo.jpg"),
+        "the conflict is still open"
+    );
 
     let server = HttpServer::start_with(&t.join("server.toml"), server.port);
     assert_eq!(server.url("hub"), url);
-    ok(&with_env(&phone, &["resolve", "--both", "photo.jpg"], &token));
+    ok(&with_env(
+        &phone,
+        &["resolve", "--both", "photo.jpg"],
+        &token,
+    ));
     assert!(std::fs::read(phone.join("photo.ours.jpg")).unwrap() == phone_edit);
     assert!(std::fs::read(phone.join("photo.theirs.jpg")).unwrap() == studio_edit);
     assert!(!phone.join("photo.jpg").exists());
@@ -1723,7 +2704,13 @@ fn a_meta_clone_merges_text_line_by_line_as_a_full_clone_does() {
         ok(&dmv_out(t, &["clone", "--slice", slice, "hub", &name]));
         ok(&dmv_out(&phone, &["get", "notes.txt"]));
         // The phone changes the first line, the studio the last.
-        let lines = |d: &Path| std::fs::read_to_string(d.join("notes.txt")).unwrap().lines().map(str::to_string).collect::<Vec<_>>();
+        let lines = |d: &Path| {
+            std::fs::read_to_string(d.join("notes.txt"))
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
         let mut mine = lines(&phone);
         mine[0] = format!("first line from the {slice} phone");
         std::fs::write(phone.join("notes.txt"), mine.join("\n") + "\n").unwrap();
@@ -1739,7 +2726,10 @@ fn a_meta_clone_merges_text_line_by_line_as_a_full_clone_does() {
         both[0] = mine[0].clone();
         assert_eq!(lines(&phone), both, "{slice}");
         assert!(dmv(&phone, &["status", "--short"]).is_empty(), "{slice}");
-        assert!(!phone.join("photo.jpg").exists() || slice == "full", "{slice}: only what the merge reads was fetched");
+        assert!(
+            !phone.join("photo.jpg").exists() || slice == "full",
+            "{slice}: only what the merge reads was fetched"
+        );
     }
 }
 
@@ -1758,7 +2748,10 @@ fn a_meta_clone_cherry_picks_text_line_by_line() {
     commit_all(&studio, "fix the last line");
     dmv(&studio, &["switch", "main"]);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&studio, &["push", t.join("hub").to_str().unwrap(), "main", "fix"]);
+    dmv(
+        &studio,
+        &["push", t.join("hub").to_str().unwrap(), "main", "fix"],
+    );
     ok(&dmv_out(t, &["clone", "--slice", "meta", "hub", "phone"]));
     let phone = t.join("phone");
     ok(&dmv_out(&phone, &["get", "notes.txt"]));
@@ -1766,10 +2759,16 @@ fn a_meta_clone_cherry_picks_text_line_by_line() {
     dmv(&phone, &["commit", "-a", "-m", "first line"]);
     // A diff of two commits whose text is not here reads as in a full clone.
     let diff = dmv(&phone, &["diff", "main", "origin/fix"]);
-    assert!(diff.contains("-e\n+E\n") && !diff.contains("Binary"), "{diff}");
+    assert!(
+        diff.contains("-e\n+E\n") && !diff.contains("Binary"),
+        "{diff}"
+    );
     let picked = dmv_out(&phone, &["cherry-pick", "origin/fix"]);
     assert!(picked.status.success(), "{}", stderr(&picked));
-    assert_eq!(std::fs::read_to_string(phone.join("notes.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+    assert_eq!(
+        std::fs::read_to_string(phone.join("notes.txt")).unwrap(),
+        "A\nb\nc\nd\nE\n"
+    );
     assert!(dmv(&phone, &["status", "--short"]).is_empty());
 }
 
@@ -1788,27 +2787,43 @@ fn a_meta_clone_applies_the_rules_of_the_branch_it_switches_to_and_its_locks() {
     write_noise(&src.join("plate.png"), 8 << 10, 2);
     commit_all(&src, "one");
     dmv(&src, &["switch", "-c", "art"]);
-    std::fs::write(src.join(".dmvattributes"), "*.psd lockable\n*.png lockable\n").unwrap();
+    std::fs::write(
+        src.join(".dmvattributes"),
+        "*.psd lockable\n*.png lockable\n",
+    )
+    .unwrap();
     commit_all(&src, "plates are lockable on art");
     dmv(&src, &["switch", "main"]);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&src, &["push", t.join("hub").to_str().unwrap(), "main", "art"]);
+    dmv(
+        &src,
+        &["push", t.join("hub").to_str().unwrap(), "main", "art"],
+    );
     ok(&dmv_out(t, &["clone", "--slice", "meta", "hub", "phone"]));
     let phone = t.join("phone");
     ok(&dmv_out(&phone, &["get", "plate.png"]));
     assert!(writable(&phone.join("plate.png")), "not lockable on main");
     ok(&dmv_out(&phone, &["drop", "--numcopies", "1", "plate.png"]));
     ok(&dmv_out(&phone, &["switch", "art"]));
-    assert_eq!(std::fs::read(phone.join(".dmvattributes")).unwrap(), b"*.psd lockable\n*.png lockable\n");
+    assert_eq!(
+        std::fs::read(phone.join(".dmvattributes")).unwrap(),
+        b"*.psd lockable\n*.png lockable\n"
+    );
     ok(&dmv_out(&phone, &["get", "plate.png"]));
-    assert!(!writable(&phone.join("plate.png")), "lockable on art: read-only until locked");
+    assert!(
+        !writable(&phone.join("plate.png")),
+        "lockable on art: read-only until locked"
+    );
     // A lock taken while the file is absent holds when its data arrives.
     assert!(!phone.join("cover.psd").exists());
     ok(&dmv_out(&phone, &["lock", "cover.psd"]));
     ok(&dmv_out(&phone, &["get", "cover.psd"]));
     assert!(writable(&phone.join("cover.psd")), "locked by me: writable");
     ok(&dmv_out(&phone, &["unlock", "cover.psd"]));
-    assert!(!writable(&phone.join("cover.psd")), "unlocked: read-only again");
+    assert!(
+        !writable(&phone.join("cover.psd")),
+        "unlocked: read-only again"
+    );
 }
 
 /// rebase, revert and archive in a meta clone end as in a full clone:
@@ -1835,7 +2850,9 @@ fn a_meta_clone_rebases_reverts_and_archives_as_a_full_clone_does() {
         let phone = t.join(&name);
         ok(&dmv_out(t, &["clone", "--slice", slice, "hub", &name]));
         ok(&dmv_out(&phone, &["get", "notes.txt"]));
-        let mine = std::fs::read_to_string(phone.join("notes.txt")).unwrap().replacen('a', "A", 1);
+        let mine = std::fs::read_to_string(phone.join("notes.txt"))
+            .unwrap()
+            .replacen('a', "A", 1);
         std::fs::write(phone.join("notes.txt"), &mine).unwrap();
         dmv(&phone, &["commit", "-a", "-m", "first line"]);
         std::fs::write(studio.join("notes.txt"), format!("a\nb\nc\nD {slice}\nE\n")).unwrap();
@@ -1843,22 +2860,58 @@ fn a_meta_clone_rebases_reverts_and_archives_as_a_full_clone_does() {
         dmv(&studio, &["push"]);
         ok(&dmv_out(&phone, &["fetch"]));
         let rebased = dmv_out(&phone, &["rebase", "origin/main"]);
-        assert!(rebased.status.success(), "{slice}: {}{}", String::from_utf8_lossy(&rebased.stdout), stderr(&rebased));
-        assert_eq!(std::fs::read_to_string(phone.join("notes.txt")).unwrap(), format!("A\nb\nc\nD {slice}\nE\n"), "{slice}");
-        assert_eq!(phone.join("photo.jpg").exists(), slice == "full", "{slice}: only what the picks read was fetched");
+        assert!(
+            rebased.status.success(),
+            "{slice}: {}{}",
+            String::from_utf8_lossy(&rebased.stdout),
+            stderr(&rebased)
+        );
+        assert_eq!(
+            std::fs::read_to_string(phone.join("notes.txt")).unwrap(),
+            format!("A\nb\nc\nD {slice}\nE\n"),
+            "{slice}"
+        );
+        assert_eq!(
+            phone.join("photo.jpg").exists(),
+            slice == "full",
+            "{slice}: only what the picks read was fetched"
+        );
         // Revert the studio's change to the fourth line.
         ok(&dmv_out(&phone, &["revert", "--no-edit", "HEAD~1"]));
-        assert_eq!(std::fs::read_to_string(phone.join("notes.txt")).unwrap(), mine, "{slice}");
+        assert_eq!(
+            std::fs::read_to_string(phone.join("notes.txt")).unwrap(),
+            mine,
+            "{slice}"
+        );
         assert!(dmv(&phone, &["status", "--short"]).is_empty(), "{slice}");
         // An archive of HEAD holds every file, fetched where absent; the working tree stays as it was.
         let archive = t.join(format!("{slice}.tar"));
-        ok(&dmv_out(&phone, &["archive", "-o", archive.to_str().unwrap(), "HEAD"]));
+        ok(&dmv_out(
+            &phone,
+            &["archive", "-o", archive.to_str().unwrap(), "HEAD"],
+        ));
         let mut listed = tar::Archive::new(std::fs::File::open(&archive).unwrap());
-        let mut names: Vec<(String, u64)> = listed.entries().unwrap().map(|e| e.unwrap()).map(|e| (e.path().unwrap().display().to_string(), e.size())).collect();
+        let mut names: Vec<(String, u64)> = listed
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.path().unwrap().display().to_string(), e.size()))
+            .collect();
         names.sort();
-        assert_eq!(names, [("notes.txt".to_string(), mine.len() as u64), ("photo.jpg".to_string(), 64 << 10)], "{slice}");
+        assert_eq!(
+            names,
+            [
+                ("notes.txt".to_string(), mine.len() as u64),
+                ("photo.jpg".to_string(), 64 << 10)
+            ],
+            "{slice}"
+        );
         let state = if slice == "meta" { "stored" } else { "present" };
-        assert!(dmv(&phone, &["ls", "photo.jpg"]).starts_with(state), "{slice}: {}", dmv(&phone, &["ls"]));
+        assert!(
+            dmv(&phone, &["ls", "photo.jpg"]).starts_with(state),
+            "{slice}: {}",
+            dmv(&phone, &["ls"])
+        );
         assert_eq!(phone.join("photo.jpg").exists(), slice == "full", "{slice}");
     }
     // Where the data cannot be had, archive refuses naming the file and leaves no archive behind.
@@ -1866,7 +2919,22 @@ fn a_meta_clone_rebases_reverts_and_archives_as_a_full_clone_does() {
     let offline = t.join("offline");
     std::fs::rename(t.join("hub"), t.join("hub-away")).unwrap();
     let out = dmv_out(&offline, &["archive", "-o", "../offline.tar", "HEAD"]);
-    assert!(!out.status.success() && one_line_error(&out).contains("notes.txt"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && one_line_error(&out).contains("notes.txt"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!t.join("offline.tar").exists());
-    assert_eq!(std::fs::read_dir(t).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("offline.tar")).count(), 0);
+    assert_eq!(
+        std::fs::read_dir(t)
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .contains("offline.tar"))
+            .count(),
+        0
+    );
 }

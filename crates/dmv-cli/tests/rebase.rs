@@ -10,7 +10,10 @@ use std::path::Path;
 use common::*;
 
 fn subjects(d: &Path, rev: &str) -> Vec<String> {
-    dmv(d, &["log", "--format=%s", rev]).lines().map(str::to_string).collect()
+    dmv(d, &["log", "--format=%s", rev])
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 fn rev(d: &Path, name: &str) -> String {
@@ -52,13 +55,29 @@ fn rebase_replays_the_branch_onto_its_new_base() {
     let repo = topic_behind_main();
     let d = repo.path();
     let out = dmv(d, &["rebase", "main"]);
-    assert_eq!(out.trim(), "Successfully rebased and updated refs/heads/topic.");
-    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"]);
-    assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "the branch now starts at main");
-    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+    assert_eq!(
+        out.trim(),
+        "Successfully rebased and updated refs/heads/topic."
+    );
+    assert_eq!(
+        subjects(d, "HEAD"),
+        ["topic 3", "topic 2", "topic 1", "main 1", "base"]
+    );
+    assert_eq!(
+        rev(d, "HEAD~3"),
+        rev(d, "main"),
+        "the branch now starts at main"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.txt")).unwrap(),
+        "A\nb\nc\nd\nE\n"
+    );
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
     assert!(dmv(d, &["reflog"]).contains("rebase (finish)"));
-    assert_eq!(dmv(d, &["rebase", "main"]).trim(), "Current branch is up to date.");
+    assert_eq!(
+        dmv(d, &["rebase", "main"]).trim(),
+        "Current branch is up to date."
+    );
     let fsck = dmv_out(d, &["fsck", "--full"]);
     assert!(fsck.status.success(), "{}", stderr(&fsck));
 }
@@ -77,7 +96,12 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     let out = dmv_out(d, &["rebase", "main"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Could not apply") && text.contains("topic 1") && text.contains("CONFLICT (content): Merge conflict in t.txt"), "{text}");
+    assert!(
+        text.contains("Could not apply")
+            && text.contains("topic 1")
+            && text.contains("CONFLICT (content): Merge conflict in t.txt"),
+        "{text}"
+    );
     assert!(dmv(d, &["status"]).contains("You are currently rebasing branch 'topic'"));
     // The branch has not moved while the rebase runs.
     assert_eq!(dmv(d, &["rev-parse", "refs/heads/topic"]).trim(), topic);
@@ -86,7 +110,11 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     // Nothing merges into the middle of it (it would be lost when the rebase ends), a sync included.
     for args in [&["merge", "main"][..], &["sync"]] {
         let out = dmv_out(d, args);
-        assert!(!out.status.success() && stderr(&out).contains("a rebase is in progress"), "{args:?}: {}", stderr(&out));
+        assert!(
+            !out.status.success() && stderr(&out).contains("a rebase is in progress"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
     // A watcher commits nothing on its detached HEAD, and says what waits.
     let stopped_at = rev(d, "HEAD");
@@ -94,11 +122,19 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     dmv(d, &["watch", "--background", "--quiet", "0.2"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !dmv(d, &["watch", "--status"]).contains("waiting: a rebase waits for you") {
-        assert!(std::time::Instant::now() < deadline, "the watcher never said the rebase waits: {}", dmv(d, &["watch", "--status"]));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher never said the rebase waits: {}",
+            dmv(d, &["watch", "--status"])
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     dmv(d, &["watch", "--stop"]);
-    assert_eq!(rev(d, "HEAD"), stopped_at, "the watcher committed during the rebase");
+    assert_eq!(
+        rev(d, "HEAD"),
+        stopped_at,
+        "the watcher committed during the rebase"
+    );
     std::fs::remove_file(d.join("meanwhile.txt")).unwrap();
 
     dmv(d, &["rebase", "--abort"]);
@@ -112,8 +148,14 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     dmv(d, &["add", "t.txt"]);
     let out = dmv(d, &["rebase", "--continue"]);
     assert!(out.contains("Successfully rebased"), "{out}");
-    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 2", "main 1", "base"]);
-    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE-both\n");
+    assert_eq!(
+        subjects(d, "HEAD"),
+        ["topic 3", "topic 2", "topic 1", "main 2", "main 1", "base"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.txt")).unwrap(),
+        "A\nb\nc\nd\nE-both\n"
+    );
 
     // Skipped: that commit is left out, the rest applied.
     let repo = topic_behind_main();
@@ -123,8 +165,14 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     dmv(d, &["switch", "topic"]);
     assert_eq!(dmv_out(d, &["rebase", "main"]).status.code(), Some(1));
     dmv(d, &["rebase", "--skip"]);
-    assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "main 2", "main 1", "base"]);
-    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\ne-main\n");
+    assert_eq!(
+        subjects(d, "HEAD"),
+        ["topic 3", "topic 2", "main 2", "main 1", "base"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.txt")).unwrap(),
+        "A\nb\nc\nd\ne-main\n"
+    );
 }
 
 /// An editor script: the todo list gets `todo_sed` applied; a commit
@@ -151,9 +199,19 @@ fn picks_on_the_same_text_file_merge_onto_each_other() {
     commit_file(d, "t.txt", "A\nb\nc\nd\ne\nf\ng\nh\n", "main 1");
     dmv(d, &["switch", "topic"]);
     dmv(d, &["rebase", "main"]);
-    assert_eq!(subjects(d, "HEAD"), ["topic 2", "topic 1", "main 1", "base"]);
-    assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nD\ne\nf\ng\nH\n");
-    assert_eq!(dmv(d, &["cat", "HEAD~1:t.txt"]), "A\nb\nc\nD\ne\nf\ng\nh\n", "each pick is its own commit");
+    assert_eq!(
+        subjects(d, "HEAD"),
+        ["topic 2", "topic 1", "main 1", "base"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.txt")).unwrap(),
+        "A\nb\nc\nD\ne\nf\ng\nH\n"
+    );
+    assert_eq!(
+        dmv(d, &["cat", "HEAD~1:t.txt"]),
+        "A\nb\nc\nD\ne\nf\ng\nh\n",
+        "each pick is its own commit"
+    );
     assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
     let fsck = dmv_out(d, &["fsck", "--full"]);
     assert!(fsck.status.success(), "{}", stderr(&fsck));
@@ -166,31 +224,64 @@ fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
     let d = repo.path();
     // Lines: 1 pick topic 1, 2 pick topic 2, 3 pick topic 3.
     // Reword 1, fold 2 into it (squash), drop 3.
-    let editor = editor_script(t.path(), "1s/^pick/reword/; 2s/^pick/squash/; 3s/^pick/drop/", "one and two");
-    let out = dmv_cmd(d).args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor).output().unwrap();
+    let editor = editor_script(
+        t.path(),
+        "1s/^pick/reword/; 2s/^pick/squash/; 3s/^pick/drop/",
+        "one and two",
+    );
+    let out = dmv_cmd(d)
+        .args(["rebase", "-i", "main"])
+        .env("DMV_EDITOR", &editor)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(subjects(d, "HEAD"), ["one and two", "main 1", "base"]);
     assert_eq!(std::fs::read_to_string(d.join("n.txt")).unwrap(), "new\n");
-    assert!(!d.join("shot.jpg").exists(), "the dropped commit's photo is gone");
+    assert!(
+        !d.join("shot.jpg").exists(),
+        "the dropped commit's photo is gone"
+    );
 
     // Reordered, and a fixup keeps the earlier message.
     let repo = topic_behind_main();
     let d = repo.path();
     let editor = editor_script(t.path(), "1{h;d}; 2G; 3s/^pick/fixup/", "unused");
-    let out = dmv_cmd(d).args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor).output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["rebase", "-i", "main"])
+        .env("DMV_EDITOR", &editor)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(subjects(d, "HEAD"), ["topic 1", "topic 2", "main 1", "base"]);
+    assert_eq!(
+        subjects(d, "HEAD"),
+        ["topic 1", "topic 2", "main 1", "base"]
+    );
     assert!(d.join("shot.jpg").exists(), "the fixup's change is kept");
-    assert_eq!(dmv(d, &["log", "-1", "--format=%s", "HEAD~1"]).trim(), "topic 2");
+    assert_eq!(
+        dmv(d, &["log", "-1", "--format=%s", "HEAD~1"]).trim(),
+        "topic 2"
+    );
 
     // A plan that starts with squash is refused before anything moves; an emptied plan does nothing.
     let head = rev(d, "HEAD");
     let editor = editor_script(t.path(), "1s/^pick/squash/", "unused");
-    let out = dmv_cmd(d).args(["rebase", "-i", "HEAD~2"]).env("DMV_EDITOR", &editor).output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["rebase", "-i", "HEAD~2"])
+        .env("DMV_EDITOR", &editor)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(128));
-    assert!(stderr(&out).contains("no commit before it"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no commit before it"),
+        "{}",
+        stderr(&out)
+    );
     let editor = editor_script(t.path(), "d", "unused");
-    let out = dmv_cmd(d).args(["rebase", "-i", "HEAD~2"]).env("DMV_EDITOR", &editor).output().unwrap();
+    let out = dmv_cmd(d)
+        .args(["rebase", "-i", "HEAD~2"])
+        .env("DMV_EDITOR", &editor)
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("Nothing to do"));
     assert_eq!(rev(d, "HEAD"), head);
 }
@@ -206,9 +297,19 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
     let t = tempfile::tempdir().unwrap();
     // Every line a reword, each message kept as it is.
     let reword_all = t.path().join("reword.sh");
-    std::fs::write(&reword_all, "#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e 's/^pick/reword/' \"$1\" ;;\nesac\n").unwrap();
+    std::fs::write(
+        &reword_all,
+        "#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e 's/^pick/reword/' \"$1\" ;;\nesac\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&reword_all, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let in_memory = ["rebase-state-written", "rebase-picked-in-memory", "rebase-detached", "rebase-branch-moved", "rebase-head-back"];
+    let in_memory = [
+        "rebase-state-written",
+        "rebase-picked-in-memory",
+        "rebase-detached",
+        "rebase-branch-moved",
+        "rebase-head-back",
+    ];
     let through_the_files = [
         "rebase-state-written",
         "rebase-detached",
@@ -225,7 +326,10 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
         "rebase-branch-moved",
         "rebase-head-back",
     ];
-    let runs = in_memory.iter().map(|p| (*p, false)).chain(through_the_files.iter().map(|p| (*p, true)));
+    let runs = in_memory
+        .iter()
+        .map(|p| (*p, false))
+        .chain(through_the_files.iter().map(|p| (*p, true)));
     for (point, interactive) in runs {
         for finish in ["--continue", "--abort"] {
             let repo = topic_behind_main();
@@ -234,29 +338,54 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
             let before = files(d);
             let mut cmd = dmv_cmd(d);
             match interactive {
-                true => cmd.args(["rebase", "-i", "main"]).env("DMV_EDITOR", &reword_all),
+                true => cmd
+                    .args(["rebase", "-i", "main"])
+                    .env("DMV_EDITOR", &reword_all),
                 false => cmd.args(["rebase", "main"]),
             };
             let paused = Paused::start(cmd, point);
             // SAFETY: kill(2) on the child this test started.
             unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
             let _ = paused.resume();
-            let out = dmv_cmd(d).args(["rebase", finish]).env("DMV_EDITOR", &reword_all).output().unwrap();
+            let out = dmv_cmd(d)
+                .args(["rebase", finish])
+                .env("DMV_EDITOR", &reword_all)
+                .output()
+                .unwrap();
             let at = format!("killed at {point} (interactive: {interactive}), then {finish}");
             assert!(out.status.success(), "{at}: {}", stderr(&out));
             if finish == "--continue" {
-                assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"], "{at}");
+                assert_eq!(
+                    subjects(d, "HEAD"),
+                    ["topic 3", "topic 2", "topic 1", "main 1", "base"],
+                    "{at}"
+                );
                 assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "{at}");
-                assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n", "{at}");
-                assert!(d.join("n.txt").exists() && d.join("shot.jpg").exists(), "{at}");
+                assert_eq!(
+                    std::fs::read_to_string(d.join("t.txt")).unwrap(),
+                    "A\nb\nc\nd\nE\n",
+                    "{at}"
+                );
+                assert!(
+                    d.join("n.txt").exists() && d.join("shot.jpg").exists(),
+                    "{at}"
+                );
             } else {
                 assert_eq!(rev(d, "HEAD"), topic, "{at}");
                 assert!(files(d) == before, "{at}: the files are not as they were");
             }
-            assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic", "{at}");
+            assert_eq!(
+                dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+                "topic",
+                "{at}"
+            );
             assert_eq!(rev(d, "topic"), rev(d, "HEAD"), "{at}");
             let status = dmv(d, &["status"]);
-            assert!(status.contains("nothing to commit, working tree clean") && !status.contains("rebasing"), "{at}: {status}");
+            assert!(
+                status.contains("nothing to commit, working tree clean")
+                    && !status.contains("rebasing"),
+                "{at}: {status}"
+            );
             let fsck = dmv_out(d, &["fsck", "--full"]);
             assert!(fsck.status.success(), "{at}: {}", stderr(&fsck));
         }
@@ -268,21 +397,47 @@ fn a_rebase_killed_at_every_step_is_continued_or_aborted() {
 /// by the next `dmv sync`, which then sends the rebased branch.
 #[test]
 fn a_rebase_killed_on_its_way_is_finished_by_the_next_sync() {
-    let in_memory = ["rebase-state-written", "rebase-picked-in-memory", "rebase-detached", "rebase-branch-moved", "rebase-head-back"];
-    let through_the_files = ["merge-state-written@1", "merge-worktree-written@1", "commit-before-ref@2", "commit-after-ref@1", "rebase-step-saved@1"];
-    for (point, interactive) in in_memory.iter().map(|p| (*p, false)).chain(through_the_files.iter().map(|p| (*p, true))) {
+    let in_memory = [
+        "rebase-state-written",
+        "rebase-picked-in-memory",
+        "rebase-detached",
+        "rebase-branch-moved",
+        "rebase-head-back",
+    ];
+    let through_the_files = [
+        "merge-state-written@1",
+        "merge-worktree-written@1",
+        "commit-before-ref@2",
+        "commit-after-ref@1",
+        "rebase-step-saved@1",
+    ];
+    for (point, interactive) in in_memory
+        .iter()
+        .map(|p| (*p, false))
+        .chain(through_the_files.iter().map(|p| (*p, true)))
+    {
         let repo = topic_behind_main();
         let d = repo.path();
         let hub = tempfile::tempdir().unwrap();
         dmv(hub.path(), &["init", "--bare", "hub"]);
-        dmv(d, &["remote", "add", "origin", hub.path().join("hub").to_str().unwrap()]);
+        dmv(
+            d,
+            &[
+                "remote",
+                "add",
+                "origin",
+                hub.path().join("hub").to_str().unwrap(),
+            ],
+        );
         // A reword (each message kept) makes every pick go through the working tree: its pause points are reached.
         let editor = hub.path().join("reword.sh");
         std::fs::write(&editor, "#!/bin/sh\ncase \"$1\" in\n  *rebase-todo) sed -i -e 's/^pick/reword/' \"$1\" ;;\nesac\n").unwrap();
         std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut cmd = dmv_cmd(d);
         match interactive {
-            true => cmd.args(["rebase", "-i", "main"]).env("DMV_EDITOR", &editor),
+            true => cmd
+                .args(["rebase", "-i", "main"])
+                .env("DMV_EDITOR", &editor),
             false => cmd.args(["rebase", "main"]),
         };
         let paused = Paused::start(cmd, point);
@@ -290,16 +445,39 @@ fn a_rebase_killed_on_its_way_is_finished_by_the_next_sync() {
         unsafe { libc::kill(paused.pid() as i32, libc::SIGKILL) };
         let _ = paused.resume();
         let at = format!("killed at {point} (interactive: {interactive})");
-        assert!(d.join(".dmv/REBASE_STATE").exists(), "{at}: the rebase was cut short");
+        assert!(
+            d.join(".dmv/REBASE_STATE").exists(),
+            "{at}: the rebase was cut short"
+        );
         let out = dmv_out(d, &["sync"]);
         assert!(out.status.success(), "{at}: {}", stderr(&out));
-        assert_eq!(subjects(d, "HEAD"), ["topic 3", "topic 2", "topic 1", "main 1", "base"], "{at}");
+        assert_eq!(
+            subjects(d, "HEAD"),
+            ["topic 3", "topic 2", "topic 1", "main 1", "base"],
+            "{at}"
+        );
         assert_eq!(rev(d, "HEAD~3"), rev(d, "main"), "{at}");
-        assert_eq!(dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "topic", "{at}");
-        assert_eq!(std::fs::read_to_string(d.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n", "{at}");
-        assert_eq!(dmv(d, &["rev-parse", "origin/topic"]), dmv(d, &["rev-parse", "topic"]), "{at}: the rebased branch was sent");
+        assert_eq!(
+            dmv(d, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+            "topic",
+            "{at}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("t.txt")).unwrap(),
+            "A\nb\nc\nd\nE\n",
+            "{at}"
+        );
+        assert_eq!(
+            dmv(d, &["rev-parse", "origin/topic"]),
+            dmv(d, &["rev-parse", "topic"]),
+            "{at}: the rebased branch was sent"
+        );
         let status = dmv(d, &["status"]);
-        assert!(status.contains("nothing to commit, working tree clean") && !status.contains("rebasing"), "{at}: {status}");
+        assert!(
+            status.contains("nothing to commit, working tree clean")
+                && !status.contains("rebasing"),
+            "{at}: {status}"
+        );
     }
 }
 
@@ -324,13 +502,19 @@ fn status_says_how_the_branch_stands_against_its_upstream_and_rebase_defaults_to
     dmv(&a, &["push"]);
     dmv(&b, &["fetch"]);
     let status = dmv(&b, &["status"]);
-    assert!(status.contains("have diverged,\nand have 1 and 2 different commits each"), "{status}");
+    assert!(
+        status.contains("have diverged,\nand have 1 and 2 different commits each"),
+        "{status}"
+    );
     let json: serde_json::Value = serde_json::from_str(&dmv(&b, &["status", "--json"])).unwrap();
     assert_eq!(json["tracking"]["upstream"], "origin/main");
     assert_eq!(json["tracking"]["counts"], serde_json::json!([1, 2]));
     dmv(&b, &["rebase"]);
     assert!(dmv(&b, &["status"]).contains("Your branch is ahead of 'origin/main' by 1 commit."));
-    assert_eq!(std::fs::read_to_string(b.join("t.txt")).unwrap(), "A\nb\nc\nd\nE\n");
+    assert_eq!(
+        std::fs::read_to_string(b.join("t.txt")).unwrap(),
+        "A\nb\nc\nd\nE\n"
+    );
 
     // pull --rebase: fetched and put on top in one step, no merge commit.
     commit_file(&a, "v.txt", "v\n", "a 3");

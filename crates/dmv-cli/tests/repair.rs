@@ -13,7 +13,11 @@ use common::remote::{commit_all, fsck_clean, ok};
 use common::*;
 
 fn packs(d: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == ext)).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(d.join(".dmv/objects/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
     v.sort_by_key(|p| std::cmp::Reverse(p.metadata().unwrap().len()));
     v
 }
@@ -26,7 +30,10 @@ fn flip(path: &Path, at: usize) {
 
 /// Every version of every file, as `cat` gives it: (rev:path, content).
 fn versions(d: &Path, revs: &[&str], paths: &[&str]) -> Vec<(String, Vec<u8>)> {
-    revs.iter().flat_map(|r| paths.iter().map(move |p| format!("{r}:{p}"))).map(|spec| (spec.clone(), dmv_out(d, &["cat", &spec]).stdout)).collect()
+    revs.iter()
+        .flat_map(|r| paths.iter().map(move |p| format!("{r}:{p}")))
+        .map(|spec| (spec.clone(), dmv_out(d, &["cat", &spec]).stdout))
+        .collect()
 }
 
 const PATHS: [&str; 3] = ["big.raw", "notes.txt", "sub/small.txt"];
@@ -50,7 +57,10 @@ fn shoot_with_hub(t: &Path) -> PathBuf {
     let d = t.join("r");
     shoot(&d);
     dmv(t, &["init", "--bare", "hub"]);
-    dmv(&d, &["remote", "add", "hub", t.join("hub").to_str().unwrap()]);
+    dmv(
+        &d,
+        &["remote", "add", "hub", t.join("hub").to_str().unwrap()],
+    );
     dmv(&d, &["push", "hub", "main"]);
     d
 }
@@ -72,13 +82,22 @@ fn a_repair_from_another_replica_leaves_every_version_byte_exact() {
     assert!(!dmv_out(&d, &["fsck", "--full"]).status.success());
 
     // Killed once its new packs are written: nothing it saved is lost, and it runs again.
-    let killed = dmv_cmd(&d).args(["fsck", "--repair", "--from", "hub"]).env("DMV_FAILPOINT", "salvage-written").output().unwrap();
+    let killed = dmv_cmd(&d)
+        .args(["fsck", "--repair", "--from", "hub"])
+        .env("DMV_FAILPOINT", "salvage-written")
+        .output()
+        .unwrap();
     assert!(!killed.status.success());
     let out = dmv_out(&d, &["fsck", "--repair", "--from", "hub"]);
     ok(&out);
     let said = stderr(&out);
     // The checked-out version comes back from the working tree, the older one from the hub.
-    assert!(said.contains("1 files stored again from the working tree") && said.contains("objects fetched from hub") && !said.contains("lost:"), "{said}");
+    assert!(
+        said.contains("1 files stored again from the working tree")
+            && said.contains("objects fetched from hub")
+            && !said.contains("lost:"),
+        "{said}"
+    );
     fsck_clean(&d);
     assert_eq!(versions(&d, &["HEAD", "HEAD~1"], &PATHS), want);
     assert_eq!(dmv(&d, &["status", "--short"]), "");
@@ -100,13 +119,31 @@ fn without_a_source_a_repair_restores_the_checked_out_files_and_names_what_is_lo
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let said = stderr(&out);
     // The checked-out big.raw is whole in the working tree: stored again from there.
-    assert!(said.contains("1 files stored again from the working tree"), "{said}");
-    assert!(dmv_out(&d, &["cat", "HEAD:big.raw"]).stdout == std::fs::read(d.join("big.raw")).unwrap());
+    assert!(
+        said.contains("1 files stored again from the working tree"),
+        "{said}"
+    );
+    assert!(
+        dmv_out(&d, &["cat", "HEAD:big.raw"]).stdout == std::fs::read(d.join("big.raw")).unwrap()
+    );
     // The first version is nowhere: named, with its commit.
-    let first_commit = dmv(&d, &["log", "--oneline"]).lines().nth(1).unwrap().split_whitespace().next().unwrap().to_string();
-    assert!(said.contains(&format!("lost: big.raw in commit {first_commit}")), "{said}");
+    let first_commit = dmv(&d, &["log", "--oneline"])
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        said.contains(&format!("lost: big.raw in commit {first_commit}")),
+        "{said}"
+    );
     let cat = dmv_out(&d, &["cat", "HEAD~1:big.raw"]);
-    assert!(!cat.status.success() && cat.stdout.is_empty(), "a lost file must fail before printing anything");
+    assert!(
+        !cat.status.success() && cat.stdout.is_empty(),
+        "a lost file must fail before printing anything"
+    );
 }
 
 #[test]
@@ -120,8 +157,14 @@ fn a_damaged_dirstate_and_location_log_are_rebuilt_and_the_working_tree_kept() {
     let out = dmv_out(&d, &["fsck", "--repair"]);
     ok(&out);
     let said = stderr(&out);
-    assert!(said.contains("dirstate was damaged") && said.contains("location log was damaged"), "{said}");
-    assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "edited, not staged\n");
+    assert!(
+        said.contains("dirstate was damaged") && said.contains("location log was damaged"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes.txt")).unwrap(),
+        "edited, not staged\n"
+    );
     assert_eq!(dmv(&d, &["status", "--short"]), " M notes.txt\n");
     // The location log fills again from the remote.
     let w = dmv(&d, &["whereis", "big.raw"]);
@@ -138,12 +181,21 @@ fn a_repair_of_a_healthy_repository_rewrites_nothing() {
     std::fs::write(d.join("a.txt"), "a").unwrap();
     write_noise(&d.join("b.raw"), 300_000, 3);
     commit_all(d, "one");
-    let packs = |d: &Path| std::fs::read_dir(d.join(".dmv/objects/packs")).unwrap().map(|e| e.unwrap().file_name()).collect::<std::collections::BTreeSet<_>>();
+    let packs = |d: &Path| {
+        std::fs::read_dir(d.join(".dmv/objects/packs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
     let before = packs(d);
     for _ in 0..2 {
         let out = dmv_out(d, &["fsck", "--repair"]);
         ok(&out);
-        assert!(stderr(&out).contains("repair: 0 damaged packs rewritten"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("repair: 0 damaged packs rewritten"),
+            "{}",
+            stderr(&out)
+        );
     }
     assert_eq!(packs(d), before, "no pack written or removed");
     fsck_clean(d);

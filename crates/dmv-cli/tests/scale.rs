@@ -23,13 +23,17 @@ fn committing_a_1_gib_file_stays_under_100_mib_rss() {
     assert!(commit_rss < 100 * 1024, "commit peaked at {commit_rss} KiB");
     // Streaming out is bounded too.
     let mut cmd = dmv_cmd(d);
-    cmd.args(["cat", "HEAD:big.bin"]).stdout(std::process::Stdio::null());
+    cmd.args(["cat", "HEAD:big.bin"])
+        .stdout(std::process::Stdio::null());
     let (code, cat_rss) = run_with_peak_rss(cmd);
     assert_eq!(code, 0);
     assert!(cat_rss < 100 * 1024, "cat peaked at {cat_rss} KiB");
     // Random data is stored raw: the packs are the file plus a little metadata.
     let stored = bytes_under(&d.join(".dmv/objects"));
-    assert!((1 << 30..(1 << 30) + (4 << 20)).contains(&stored), "stored {stored}");
+    assert!(
+        (1 << 30..(1 << 30) + (4 << 20)).contains(&stored),
+        "stored {stored}"
+    );
 }
 
 #[test]
@@ -42,7 +46,8 @@ fn editing_256_kib_of_a_256_mib_file_grows_the_store_by_little() {
     dmv(d, &["commit", "-m", "v1"]);
     let before = bytes_under(&d.join(".dmv/objects"));
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.write_all_at(&Noise::new(12).bytes(256 << 10), 128 << 20).unwrap();
+    f.write_all_at(&Noise::new(12).bytes(256 << 10), 128 << 20)
+        .unwrap();
     drop(f);
     dmv(d, &["commit", "-a", "-m", "v2"]);
     let grown = bytes_under(&d.join(".dmv/objects")) - before;
@@ -97,7 +102,10 @@ fn committing_100_000_small_files_creates_few_files() {
         let (code, rss) = run_with_peak_rss(cmd);
         assert_eq!(code, 0, "dmv {args:?}");
         eprintln!("dmv {args:?}: peak RSS {rss} KiB");
-        assert!(rss < limit_mib * 1024, "dmv {args:?} peaked at {rss} KiB, over {limit_mib} MiB");
+        assert!(
+            rss < limit_mib * 1024,
+            "dmv {args:?} peaked at {rss} KiB, over {limit_mib} MiB"
+        );
     };
     peak(&["add", "."], 60);
     peak(&["commit", "-m", "many"], 56);
@@ -112,7 +120,12 @@ fn committing_100_000_small_files_creates_few_files() {
     let touched = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     for dir in 0..100 {
         for f in 0..1000 {
-            std::fs::File::options().write(true).open(d.join(format!("d{dir:03}/f{f:04}"))).unwrap().set_modified(touched).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(d.join(format!("d{dir:03}/f{f:04}")))
+                .unwrap()
+                .set_modified(touched)
+                .unwrap();
         }
     }
     peak(&["status"], 44);
@@ -126,7 +139,8 @@ fn committing_100_000_small_files_creates_few_files() {
     // A clone holds no second copy of the history's metadata or of its location log.
     let copy = tempfile::tempdir().unwrap();
     let mut cmd = dmv_cmd(copy.path());
-    cmd.args(["clone", d.to_str().unwrap(), "c"]).stdout(std::process::Stdio::null());
+    cmd.args(["clone", d.to_str().unwrap(), "c"])
+        .stdout(std::process::Stdio::null());
     let (code, rss) = run_with_peak_rss(cmd);
     assert_eq!(code, 0);
     eprintln!("dmv clone: peak RSS {rss} KiB");
@@ -151,9 +165,15 @@ fn committing_100_000_small_files_creates_few_files() {
     peak(&["status", "--short"], 30);
     let short = dmv(d, &["status", "--short"]);
     assert_eq!(short.lines().count(), 100_000);
-    assert!(short.lines().all(|l| l.starts_with("M  ")), "{}", &short[..200]);
+    assert!(
+        short.lines().all(|l| l.starts_with("M  ")),
+        "{}",
+        &short[..200]
+    );
     peak(&["reset"], 44);
-    assert!(dmv(d, &["status", "--short"]).lines().all(|l| l.starts_with(" M ")));
+    assert!(dmv(d, &["status", "--short"])
+        .lines()
+        .all(|l| l.starts_with(" M ")));
     peak(&["commit", "-a", "-m", "all"], 64);
     // A switch that rewrites every file goes through the changes as the
     // target's tree is read, changing the dirstate in place (with two flat
@@ -170,7 +190,10 @@ fn committing_100_000_small_files_creates_few_files() {
     let bare = tempfile::tempdir().unwrap();
     dmv(bare.path(), &["init", "--bare", "."]);
     peak(&["push", bare.path().to_str().unwrap(), "main"], 100);
-    assert_eq!(dmv(bare.path(), &["log", "--format=%H", "-n", "1", "main"]), dmv(d, &["log", "--format=%H", "-n", "1", "main"]));
+    assert_eq!(
+        dmv(bare.path(), &["log", "--format=%H", "-n", "1", "main"]),
+        dmv(d, &["log", "--format=%H", "-n", "1", "main"])
+    );
     // whereis, get and drop read the tree a folder at a time and keep the
     // location records of the files they name (with the tree flattened and
     // the log decoded whole it peaked at 30 MiB here, today 21).

@@ -29,8 +29,23 @@ const IDLE_SECS: u64 = 2;
 const CUT_WITHIN: Duration = Duration::from_secs(20);
 const WRITER: &str = "writer-1";
 const READER: &str = "reader-1";
-const WRITING_VERBS: [&str; 6] = ["put", "update-refs", "put-locations", "lock-content", "unlock-content", "drop-content"];
-const READING_VERBS: [&str; 7] = ["hello", "list-refs", "walk-commits", "has", "get", "replica", "get-locations"];
+const WRITING_VERBS: [&str; 6] = [
+    "put",
+    "update-refs",
+    "put-locations",
+    "lock-content",
+    "unlock-content",
+    "drop-content",
+];
+const READING_VERBS: [&str; 7] = [
+    "hello",
+    "list-refs",
+    "walk-commits",
+    "has",
+    "get",
+    "replica",
+    "get-locations",
+];
 
 /// A source repository `a` pushed to the served bare `hub`, another bare
 /// repository `outside` next to it that the server does not list, and the
@@ -59,7 +74,13 @@ fn setup() -> tempfile::TempDir {
 fn clone_is_exact(t: &Path, url: &str, env: &[(&str, &str)]) {
     static CLONES: AtomicUsize = AtomicUsize::new(0);
     let dir = t.join(format!("clone-{}", CLONES.fetch_add(1, Ordering::SeqCst)));
-    let out = dmv_cmd(t).args(["clone", url]).arg(&dir).envs(env.iter().copied()).env_remove("DMV_TOKEN").output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", url])
+        .arg(&dir)
+        .envs(env.iter().copied())
+        .env_remove("DMV_TOKEN")
+        .output()
+        .unwrap();
     ok(&out);
     assert_same_tree(&t.join("a"), &dir);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -80,8 +101,19 @@ fn read_until_closed(s: &mut TcpStream) -> Vec<u8> {
             Ok(0) => return got,
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe) => return got,
-            Err(e) => panic!("the server neither answered nor closed the connection within {CUT_WITHIN:?}: {e}"),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionReset
+                        | ErrorKind::ConnectionAborted
+                        | ErrorKind::BrokenPipe
+                ) =>
+            {
+                return got
+            }
+            Err(e) => panic!(
+                "the server neither answered nor closed the connection within {CUT_WITHIN:?}: {e}"
+            ),
         }
     }
 }
@@ -96,19 +128,46 @@ struct Answer {
 
 fn parse_answer(raw: &[u8]) -> Answer {
     let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        assert!(raw.is_empty(), "a partial answer: {:?}", String::from_utf8_lossy(raw));
-        return Answer { status: None, body: Vec::new() };
+        assert!(
+            raw.is_empty(),
+            "a partial answer: {:?}",
+            String::from_utf8_lossy(raw)
+        );
+        return Answer {
+            status: None,
+            body: Vec::new(),
+        };
     };
     let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
-    assert!(head.starts_with("http/1.1 ") && status.is_some(), "not an HTTP answer: {head}");
+    assert!(
+        head.starts_with("http/1.1 ") && status.is_some(),
+        "not an HTTP answer: {head}"
+    );
     let rest = &raw[end + 4..];
-    let header = |name: &str| head.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_string()));
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            l.strip_prefix(&format!("{name}:"))
+                .map(|v| v.trim().to_string())
+        })
+    };
     let body = if header("transfer-encoding").as_deref() == Some("chunked") {
         let (mut body, mut at) = (Vec::new(), 0);
         loop {
-            let line_end = at + rest[at..].windows(2).position(|w| w == b"\r\n").expect("a chunk size line");
-            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[at..line_end]).split(';').next().unwrap().trim(), 16).expect("a chunk size");
+            let line_end = at
+                + rest[at..]
+                    .windows(2)
+                    .position(|w| w == b"\r\n")
+                    .expect("a chunk size line");
+            let size = usize::from_str_radix(
+                String::from_utf8_lossy(&rest[at..line_end])
+                    .split(';')
+                    .next()
+                    .unwrap()
+                    .trim(),
+                16,
+            )
+            .expect("a chunk size");
             at = line_end + 2;
             if size == 0 {
                 break body;
@@ -152,7 +211,8 @@ fn message(request: &Request) -> Vec<u8> {
 fn response(answer: &Answer) -> Response {
     assert_eq!(answer.status, Some(200), "{answer:?}");
     match FrameReader::new(&answer.body[..]).next_frame() {
-        Ok(Some(Frame::Message(m))) => postcard::from_bytes(&m).unwrap_or_else(|e| panic!("not a response ({e}): {:?}", answer.body)),
+        Ok(Some(Frame::Message(m))) => postcard::from_bytes(&m)
+            .unwrap_or_else(|e| panic!("not a response ({e}): {:?}", answer.body)),
         other => panic!("not a message frame: {other:?}"),
     }
 }
@@ -168,12 +228,23 @@ fn error_message(answer: &Answer) -> String {
 fn writing_request(verb: &str, head: ObjectId) -> Vec<u8> {
     let request = match verb {
         "put" => Request::Put,
-        "update-refs" => {
-            Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/evil".into(), old: None, new: Some(head) }], who: "mallory".into(), message: "x".into() }
-        }
+        "update-refs" => Request::UpdateRefs {
+            updates: vec![WireRefUpdate {
+                name: "refs/heads/evil".into(),
+                old: None,
+                new: Some(head),
+            }],
+            who: "mallory".into(),
+            message: "x".into(),
+        },
         "put-locations" => Request::PutLocations { from: [1; 16] },
-        "lock-content" => Request::LockContent { ids: vec![head], seconds: 60 },
-        "unlock-content" => Request::UnlockContent { lock: "nope".into() },
+        "lock-content" => Request::LockContent {
+            ids: vec![head],
+            seconds: 60,
+        },
+        "unlock-content" => Request::UnlockContent {
+            lock: "nope".into(),
+        },
         "drop-content" => Request::DropContent { ids: vec![head] },
         other => panic!("{other} does not write"),
     };
@@ -200,38 +271,62 @@ fn idle_slow_and_oversized_connections_are_cut_and_the_server_keeps_serving() {
     // A connection that sends nothing is closed once the idle timeout passes.
     let start = Instant::now();
     let got = read_until_closed(&mut connect(port));
-    assert!(start.elapsed() < CUT_WITHIN && !String::from_utf8_lossy(&got).contains(" 200 "), "{got:?}");
+    assert!(
+        start.elapsed() < CUT_WITHIN && !String::from_utf8_lossy(&got).contains(" 200 "),
+        "{got:?}"
+    );
     clone_is_exact(t, &url, &[]);
 
     // So is one whose head never ends, however steadily it trickles in.
     let mut s = connect(port);
-    s.write_all(b"POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    s.write_all(b"POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let (start, mut buf) = (Instant::now(), [0u8; 1024]);
     loop {
-        assert!(start.elapsed() < CUT_WITHIN, "a head trickling in for {CUT_WITHIN:?} was never cut");
+        assert!(
+            start.elapsed() < CUT_WITHIN,
+            "a head trickling in for {CUT_WITHIN:?} was never cut"
+        );
         if s.write_all(b"a").is_err() {
             break;
         }
         match s.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => assert!(!String::from_utf8_lossy(&buf[..n]).contains(" 200 "), "a trickled head was served"),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Ok(n) => assert!(
+                !String::from_utf8_lossy(&buf[..n]).contains(" 200 "),
+                "a trickled head was served"
+            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => break,
         }
     }
     clone_is_exact(t, &url, &[]);
 
     // Heads past the bound: 431, or cut while still sending; never a crash.
-    let head_with = |extra: &str| format!("POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n").into_bytes();
+    let head_with = |extra: &str| {
+        format!("POST /hub/dmv/hello HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n").into_bytes()
+    };
     let big_header = head_with(&format!("X-Big: {}\r\n", "a".repeat(80 << 10)));
     assert_eq!(exchange(port, &big_header).status, Some(431));
-    let many_headers = head_with(&(0..1000).map(|i| format!("X-{i}: v\r\n")).collect::<String>());
+    let many_headers = head_with(
+        &(0..1000)
+            .map(|i| format!("X-{i}: v\r\n"))
+            .collect::<String>(),
+    );
     assert_eq!(exchange(port, &many_headers).status, Some(431));
     let huge_header = head_with(&format!("X-Huge: {}\r\n", "a".repeat(16 << 20)));
     let status = exchange(port, &huge_header).status;
     assert!(status.is_none() || status == Some(431), "{status:?}");
-    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server died"
+    );
     clone_is_exact(t, &url, &[]);
 
     // A body that stops half way: the request gives up after the idle timeout.
@@ -243,7 +338,11 @@ fn idle_slow_and_oversized_connections_are_cut_and_the_server_keeps_serving() {
     s.write_all(&request).unwrap();
     let start = Instant::now();
     let got = read_until_closed(&mut s);
-    assert!(start.elapsed() < CUT_WITHIN, "a stalled body was waited on for {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < CUT_WITHIN,
+        "a stalled body was waited on for {:?}",
+        start.elapsed()
+    );
     if !got.is_empty() {
         assert_eq!(parse_answer(&got).status, Some(408), "{got:?}");
     }
@@ -254,11 +353,20 @@ fn idle_slow_and_oversized_connections_are_cut_and_the_server_keeps_serving() {
     let chunks = chunk_ids(&t.join("hub"));
     let ids: Vec<ObjectId> = (0..16).flat_map(|_| chunks.iter().copied()).collect();
     let mut s = connect(port);
-    s.write_all(&post("/hub/dmv/get", None, &message(&Request::Get { ids, chunks: true }))).unwrap();
+    s.write_all(&post(
+        "/hub/dmv/get",
+        None,
+        &message(&Request::Get { ids, chunks: true }),
+    ))
+    .unwrap();
     // Well past the idle timeout once every buffer on the way has filled.
     std::thread::sleep(Duration::from_secs(4 * IDLE_SECS));
     let got = read_until_closed(&mut s);
-    assert!(got.starts_with(b"HTTP/1.1 200") && !got.ends_with(b"\r\n0\r\n\r\n"), "a stalled answer was carried on to its end ({} bytes)", got.len());
+    assert!(
+        got.starts_with(b"HTTP/1.1 200") && !got.ends_with(b"\r\n0\r\n\r\n"),
+        "a stalled answer was carried on to its end ({} bytes)",
+        got.len()
+    );
     clone_is_exact(t, &url, &[]);
     server.kill();
 }
@@ -268,7 +376,11 @@ fn chunk_ids(dir: &Path) -> Vec<ObjectId> {
     use dmv_repo::store::object::children;
     use dmv_repo::store::ObjectKind;
     let repo = dmv_repo::Repository::open(dir).unwrap();
-    let (mut todo, mut seen, mut chunks) = (vec![head_id(dir)], std::collections::BTreeSet::new(), Vec::new());
+    let (mut todo, mut seen, mut chunks) = (
+        vec![head_id(dir)],
+        std::collections::BTreeSet::new(),
+        Vec::new(),
+    );
     while let Some(id) = todo.pop() {
         if !seen.insert(id) {
             continue;
@@ -298,14 +410,26 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
     let mut message_of_64_mib = ((64u32 << 20) + 1).to_le_bytes().to_vec();
     message_of_64_mib.extend_from_slice(b"\x01only this");
     let absurd: [(Vec<u8>, &[&str]); 6] = [
-        ([&u32::MAX.to_le_bytes()[..], &[1]].concat(), &["bad frame length 4294967295"]),
+        (
+            [&u32::MAX.to_le_bytes()[..], &[1]].concat(),
+            &["bad frame length 4294967295"],
+        ),
         ((1u64 << 63).to_le_bytes().to_vec(), &["bad frame length 0"]),
-        ((1u64 << 63).to_be_bytes().to_vec(), &["unknown frame type 0"]),
-        ([&(64u32 << 20).to_le_bytes()[..], &[2]].concat(), &["larger than the largest one"]),
+        (
+            (1u64 << 63).to_be_bytes().to_vec(),
+            &["unknown frame type 0"],
+        ),
+        (
+            [&(64u32 << 20).to_le_bytes()[..], &[2]].concat(),
+            &["larger than the largest one"],
+        ),
         (message_of_64_mib, &["stream ended inside a frame"]),
         // Inside an upload the server reads on to the end before answering,
         // and says what stopped that if something did.
-        ([&message(&Request::Put)[..], &u32::MAX.to_le_bytes(), &[2]].concat(), &["bad frame length 4294967295", "stream ended inside a frame"]),
+        (
+            [&message(&Request::Put)[..], &u32::MAX.to_le_bytes(), &[2]].concat(),
+            &["bad frame length 4294967295", "stream ended inside a frame"],
+        ),
     ];
     for (body, expected) in &absurd {
         for verb in ["hello", "list-refs", "get", "put"] {
@@ -313,8 +437,16 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
             let answer = exchange(port, &post(&format!("/hub/dmv/{verb}"), token, body));
             let error = error_message(&answer);
             // A body whose first frame is fine reaches the verb check first.
-            let expected: &[&str] = if body.starts_with(&message(&Request::Put)) && verb != "put" { &["a put request sent to the"] } else { expected };
-            assert!(expected.iter().any(|e| error.contains(e)), "{verb} with {:?}: {error}", &body[..body.len().min(16)]);
+            let expected: &[&str] = if body.starts_with(&message(&Request::Put)) && verb != "put" {
+                &["a put request sent to the"]
+            } else {
+                expected
+            };
+            assert!(
+                expected.iter().any(|e| error.contains(e)),
+                "{verb} with {:?}: {error}",
+                &body[..body.len().min(16)]
+            );
         }
     }
     clone_is_exact(t, &url, &[]);
@@ -324,7 +456,11 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
     // must not depend on the body); put gets the write token so that its
     // body is read.
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e7e_0017);
-    let all_verbs: Vec<&str> = READING_VERBS.iter().chain(WRITING_VERBS.iter()).copied().collect();
+    let all_verbs: Vec<&str> = READING_VERBS
+        .iter()
+        .chain(WRITING_VERBS.iter())
+        .copied()
+        .collect();
     for round in 0..300 {
         let verb = all_verbs[rng.gen_range(0..all_verbs.len())];
         let mut body = Vec::new();
@@ -333,7 +469,11 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
             0 => body.extend((0..rng.gen_range(0..2048)).map(|_| rng.gen::<u8>())),
             // A frame head of any length and type, then a little of anything.
             1 => {
-                let len: u32 = if rng.gen_bool(0.5) { rng.gen() } else { rng.gen_range(0..512) };
+                let len: u32 = if rng.gen_bool(0.5) {
+                    rng.gen()
+                } else {
+                    rng.gen_range(0..512)
+                };
                 body.extend_from_slice(&len.to_le_bytes());
                 body.extend((0..rng.gen_range(0..256)).map(|_| rng.gen::<u8>()));
             }
@@ -359,27 +499,54 @@ fn garbage_bodies_and_absurd_frame_lengths_get_error_answers() {
         let token = (verb == "put").then_some(WRITER);
         let answer = exchange(port, &post(&format!("/hub/dmv/{verb}"), token, &body));
         if writes && token.is_none() {
-            assert_eq!(answer.status, Some(401), "round {round}, {verb}: {answer:?}");
+            assert_eq!(
+                answer.status,
+                Some(401),
+                "round {round}, {verb}: {answer:?}"
+            );
             continue;
         }
-        assert_eq!(answer.status, Some(200), "round {round}, {verb}: {answer:?}");
+        assert_eq!(
+            answer.status,
+            Some(200),
+            "round {round}, {verb}: {answer:?}"
+        );
         let frame = FrameReader::new(&answer.body[..]).next_frame();
-        assert!(matches!(frame, Ok(Some(_))), "round {round}, {verb}: the answer is not frames: {frame:?}");
+        assert!(
+            matches!(frame, Ok(Some(_))),
+            "round {round}, {verb}: the answer is not frames: {frame:?}"
+        );
     }
-    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server died"
+    );
     clone_is_exact(t, &url, &[]);
     assert_eq!(head_of(&hub, "refs/heads/main"), before);
     let peak = peak_rss(&server);
     server.kill();
     fsck_clean(&hub);
-    security_report("garbage", "garbage bodies and absurd frame lengths", absurd.len() * 4 + 300, absurd.len() * 4 + 300, Some(peak));
+    security_report(
+        "garbage",
+        "garbage bodies and absurd frame lengths",
+        absurd.len() * 4 + 300,
+        absurd.len() * 4 + 300,
+        Some(peak),
+    );
 }
 
 /// A location log in one piece, with a record for each key byte.
 fn location_piece(keys: &[u8]) -> Vec<u8> {
     let mut log = dmv_repo::LocationLog::default();
     for &k in keys {
-        log.record(ObjectId([k; 32]), dmv_repo::ReplicaId([0x5a; 16]), dmv_repo::Stamp { time_ns: 1_000 + k as u64, present: true });
+        log.record(
+            ObjectId([k; 32]),
+            dmv_repo::ReplicaId([0x5a; 16]),
+            dmv_repo::Stamp {
+                time_ns: 1_000 + k as u64,
+                present: true,
+            },
+        );
     }
     log.encode()
 }
@@ -409,23 +576,48 @@ fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
     let before = std::fs::read(&log_path).unwrap();
     let put = |body: &[u8]| exchange(port, &post("/hub/dmv/put-locations", Some(WRITER), body));
 
-    let error = error_message(&put(&put_locations_body(&[location_piece(&[0x20]), location_piece(&[0x10])], true)));
+    let error = error_message(&put(&put_locations_body(
+        &[location_piece(&[0x20]), location_piece(&[0x10])],
+        true,
+    )));
     assert!(error.contains("not in key order"), "{error}");
     let mut damaged = location_piece(&[0x30, 0x31]);
     damaged[30] ^= 1;
-    let error = error_message(&put(&put_locations_body(&[location_piece(&[0x10]), damaged], true)));
-    assert!(error.contains("a piece of a location log: checksum mismatch"), "{error}");
+    let error = error_message(&put(&put_locations_body(
+        &[location_piece(&[0x10]), damaged],
+        true,
+    )));
+    assert!(
+        error.contains("a piece of a location log: checksum mismatch"),
+        "{error}"
+    );
     let cut = put(&put_locations_body(&[location_piece(&[0x10])], false));
     let error = error_message(&cut);
     assert!(error.contains("closed the connection"), "{error}");
-    assert_eq!(std::fs::read(&log_path).unwrap(), before, "a refused push changed the location log");
+    assert_eq!(
+        std::fs::read(&log_path).unwrap(),
+        before,
+        "a refused push changed the location log"
+    );
 
-    assert_eq!(response(&put(&put_locations_body(&[location_piece(&[0x10, 0x11]), location_piece(&[0x20])], true))), Response::LocationsMerged);
-    let merged = dmv_repo::Repository::open(&t.join("hub")).unwrap().load_locations().unwrap();
+    assert_eq!(
+        response(&put(&put_locations_body(
+            &[location_piece(&[0x10, 0x11]), location_piece(&[0x20])],
+            true
+        ))),
+        Response::LocationsMerged
+    );
+    let merged = dmv_repo::Repository::open(&t.join("hub"))
+        .unwrap()
+        .load_locations()
+        .unwrap();
     for k in [0x10, 0x11, 0x20] {
         assert_eq!(merged.holders(&ObjectId([k; 32])).len(), 1, "key {k:#x}");
     }
-    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server died"
+    );
     server.kill();
     fsck_clean(&t.join("hub"));
 }
@@ -443,9 +635,16 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
 
     let list_refs = message(&Request::ListRefs);
     let answer = exchange(port, &post("/hub/dmv/list-refs", None, &list_refs));
-    assert!(matches!(response(&answer), Response::Refs { .. }), "{answer:?}");
+    assert!(
+        matches!(response(&answer), Response::Refs { .. }),
+        "{answer:?}"
+    );
 
-    let encoded_outside: String = outside.to_string_lossy().bytes().map(|b| format!("%{b:02X}")).collect();
+    let encoded_outside: String = outside
+        .to_string_lossy()
+        .bytes()
+        .map(|b| format!("%{b:02X}"))
+        .collect();
     let long_name = "n".repeat(20_000);
     let names = [
         "..%2Foutside",
@@ -467,27 +666,65 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
         long_name.as_str(),
     ];
     for name in names {
-        for (verb, token, body) in
-            [("list-refs", None, list_refs.clone()), ("update-refs", Some(WRITER), writing_request("update-refs", head)), ("put", Some(WRITER), writing_request("put", head))]
-        {
+        for (verb, token, body) in [
+            ("list-refs", None, list_refs.clone()),
+            (
+                "update-refs",
+                Some(WRITER),
+                writing_request("update-refs", head),
+            ),
+            ("put", Some(WRITER), writing_request("put", head)),
+        ] {
             let answer = exchange(port, &post(&format!("/{name}/dmv/{verb}"), token, &body));
             // A name with slashes is no protocol path at all: a web page's shape, which takes no POST (405).
-            let expected = if name.contains('/') { Some(405) } else { Some(404) };
-            assert_eq!(answer.status, expected, "/{}/dmv/{verb}: {answer:?}", &name[..name.len().min(40)]);
+            let expected = if name.contains('/') {
+                Some(405)
+            } else {
+                Some(404)
+            };
+            assert_eq!(
+                answer.status,
+                expected,
+                "/{}/dmv/{verb}: {answer:?}",
+                &name[..name.len().min(40)]
+            );
         }
     }
     // Verbs are looked up exactly too.
-    for path in ["/hub/dmv/..%2Fput", "/hub/dmv/put/..", "/hub/dmv/PUT", "/hub/dmv/"] {
-        let status = exchange(port, &post(path, Some(WRITER), &writing_request("put", head))).status;
+    for path in [
+        "/hub/dmv/..%2Fput",
+        "/hub/dmv/put/..",
+        "/hub/dmv/PUT",
+        "/hub/dmv/",
+    ] {
+        let status = exchange(
+            port,
+            &post(path, Some(WRITER), &writing_request("put", head)),
+        )
+        .status;
         assert!(matches!(status, Some(404 | 405)), "{path}: {status:?}");
     }
     // Names the HTTP parser itself refuses, or longer than a head may be.
-    for path in ["/..\\outside/dmv/list-refs".to_string(), format!("/{}/dmv/list-refs", "n".repeat(100_000))] {
+    for path in [
+        "/..\\outside/dmv/list-refs".to_string(),
+        format!("/{}/dmv/list-refs", "n".repeat(100_000)),
+    ] {
         let status = exchange(port, &post(&path, None, &list_refs)).status;
-        assert!(matches!(status, None | Some(400..=499)), "{}: {status:?}", &path[..40]);
+        assert!(
+            matches!(status, None | Some(400..=499)),
+            "{}: {status:?}",
+            &path[..40]
+        );
     }
-    assert_eq!(file_bytes(&outside), outside_before, "a request reached the unlisted repository");
-    assert_eq!(std::fs::read_to_string(t.join("secret")).unwrap(), "not for clients");
+    assert_eq!(
+        file_bytes(&outside),
+        outside_before,
+        "a request reached the unlisted repository"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("secret")).unwrap(),
+        "not for clients"
+    );
     clone_is_exact(t, &url, &[]);
 
     // On an open server, every writing verb needs a write token: none is
@@ -496,16 +733,41 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
     for verb in WRITING_VERBS {
         let body = writing_request(verb, head);
         let path = format!("/hub/dmv/{verb}");
-        assert_eq!(exchange(port, &post(&path, None, &body)).status, Some(401), "{verb} without a token");
-        assert_eq!(exchange(port, &post(&path, Some(READER), &body)).status, Some(403), "{verb} with a read token");
-        assert_eq!(exchange(port, &post(&path, Some("forged"), &body)).status, Some(403), "{verb} with an unknown token");
+        assert_eq!(
+            exchange(port, &post(&path, None, &body)).status,
+            Some(401),
+            "{verb} without a token"
+        );
+        assert_eq!(
+            exchange(port, &post(&path, Some(READER), &body)).status,
+            Some(403),
+            "{verb} with a read token"
+        );
+        assert_eq!(
+            exchange(port, &post(&path, Some("forged"), &body)).status,
+            Some(403),
+            "{verb} with an unknown token"
+        );
     }
-    assert!(file_bytes(&hub) == hub_before, "a refused write changed the hub");
+    assert!(
+        file_bytes(&hub) == hub_before,
+        "a refused write changed the hub"
+    );
     // The same request with the write token is carried out: the refusals were the tokens'.
-    let answer = exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &writing_request("update-refs", head)));
+    let answer = exchange(
+        port,
+        &post(
+            "/hub/dmv/update-refs",
+            Some(WRITER),
+            &writing_request("update-refs", head),
+        ),
+    );
     assert_eq!(response(&answer), Response::RefsUpdated);
     assert_eq!(head_of(&hub, "refs/heads/evil"), head.to_hex());
-    assert!(server.child.try_wait().unwrap().is_none(), "the server died");
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server died"
+    );
     clone_is_exact(t, &url, &[]);
     server.kill();
 }
@@ -513,8 +775,13 @@ fn names_cannot_leave_the_map_and_only_write_tokens_push() {
 /// A self-signed certificate for 127.0.0.1 and localhost, written as PEM
 /// files `NAME.pem` and `NAME.key` under `dir`.
 fn self_signed(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.key")));
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap();
+    let (cert, key) = (
+        dir.join(format!("{name}.pem")),
+        dir.join(format!("{name}.key")),
+    );
     std::fs::write(&cert, made.cert.pem()).unwrap();
     std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
     (cert, key)
@@ -527,7 +794,11 @@ fn https_with_a_self_signed_certificate_trusted_through_dmv_ca_cert() {
     self_signed(t, "server");
     // Paths in the file are relative to it.
     let config = std::fs::read_to_string(t.join("server.toml")).unwrap();
-    std::fs::write(t.join("server.toml"), format!("tls_cert = \"server.pem\"\ntls_key = \"server.key\"\n{config}")).unwrap();
+    std::fs::write(
+        t.join("server.toml"),
+        format!("tls_cert = \"server.pem\"\ntls_key = \"server.key\"\n{config}"),
+    )
+    .unwrap();
     let (mut server, first) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     assert!(first.contains("listening on https://127.0.0.1:"), "{first}");
     let url = format!("https://127.0.0.1:{}/hub", server.port);
@@ -535,48 +806,105 @@ fn https_with_a_self_signed_certificate_trusted_through_dmv_ca_cert() {
     let trusted = [("DMV_CA_CERT", ca.as_str())];
 
     // Not trusted: one line naming the certificate problem, and no directory.
-    let out = dmv_cmd(t).args(["clone", &url, "untrusted"]).env_remove("DMV_CA_CERT").output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", &url, "untrusted"])
+        .env_remove("DMV_CA_CERT")
+        .output()
+        .unwrap();
     let line = one_line_error(&out);
-    assert!(line.contains("certificate") && line.contains("DMV_CA_CERT"), "{line}");
+    assert!(
+        line.contains("certificate") && line.contains("DMV_CA_CERT"),
+        "{line}"
+    );
     assert!(!t.join("untrusted").exists());
-    let out = dmv_cmd(t).args(["clone", &url, "untrusted"]).env("DMV_CA_CERT", t.join("missing.pem")).output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", &url, "untrusted"])
+        .env("DMV_CA_CERT", t.join("missing.pem"))
+        .output()
+        .unwrap();
     let line = one_line_error(&out);
-    assert!(line.contains("DMV_CA_CERT") && line.contains("missing.pem"), "{line}");
+    assert!(
+        line.contains("DMV_CA_CERT") && line.contains("missing.pem"),
+        "{line}"
+    );
 
     // Trusted: a clone and a push, byte-exact.
     let b = t.join("b");
-    ok(&dmv_cmd(t).args(["clone", &url]).arg(&b).envs(trusted).output().unwrap());
+    ok(&dmv_cmd(t)
+        .args(["clone", &url])
+        .arg(&b)
+        .envs(trusted)
+        .output()
+        .unwrap());
     assert_same_tree(&t.join("a"), &b);
     write_noise(&b.join("take.wav"), 3 << 20, 9);
     write_noise(&b.join("scenes/two.raw"), 700 << 10, 10);
     commit_all(&b, "second take");
-    let out = dmv_cmd(&b).args(["push"]).envs(trusted).env("DMV_TOKEN", WRITER).output().unwrap();
+    let out = dmv_cmd(&b)
+        .args(["push"])
+        .envs(trusted)
+        .env("DMV_TOKEN", WRITER)
+        .output()
+        .unwrap();
     ok(&out);
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        head_of(&b, "refs/heads/main")
+    );
     let c = t.join("c");
-    ok(&dmv_cmd(t).args(["clone", &url]).arg(&c).envs(trusted).output().unwrap());
+    ok(&dmv_cmd(t)
+        .args(["clone", &url])
+        .arg(&c)
+        .envs(trusted)
+        .output()
+        .unwrap());
     assert_same_tree(&b, &c);
 
     // Plain HTTP to the TLS port, and a connection that never says hello:
     // each is cut, and the server goes on.
     let mut s = connect(server.port);
-    let _ = s.write_all(&post("/hub/dmv/list-refs", None, &message(&Request::ListRefs)));
+    let _ = s.write_all(&post(
+        "/hub/dmv/list-refs",
+        None,
+        &message(&Request::ListRefs),
+    ));
     let got = read_until_closed(&mut s);
-    assert!(!got.starts_with(b"HTTP/"), "plain HTTP was answered on the TLS port: {got:?}");
+    assert!(
+        !got.starts_with(b"HTTP/"),
+        "plain HTTP was answered on the TLS port: {got:?}"
+    );
     let start = Instant::now();
     read_until_closed(&mut connect(server.port));
     assert!(start.elapsed() < CUT_WITHIN);
-    ok(&dmv_cmd(t).args(["clone", &url]).arg(t.join("d")).envs(trusted).output().unwrap());
+    ok(&dmv_cmd(t)
+        .args(["clone", &url])
+        .arg(t.join("d"))
+        .envs(trusted)
+        .output()
+        .unwrap());
     assert_same_tree(&b, &t.join("d"));
     server.kill();
     fsck_clean(&t.join("hub"));
 
     // The certificate and key given on the command line instead.
     std::fs::write(t.join("server.toml"), config).unwrap();
-    let (mut server, first) = HttpServer::start_with_args(&t.join("server.toml"), &["--tls-cert", &ca, "--tls-key", &t.join("server.key").to_string_lossy()]);
+    let (mut server, first) = HttpServer::start_with_args(
+        &t.join("server.toml"),
+        &[
+            "--tls-cert",
+            &ca,
+            "--tls-key",
+            &t.join("server.key").to_string_lossy(),
+        ],
+    );
     assert!(first.contains("listening on https://"), "{first}");
     let url = format!("https://127.0.0.1:{}/hub", server.port);
-    ok(&dmv_cmd(t).args(["clone", &url]).arg(t.join("e")).envs(trusted).output().unwrap());
+    ok(&dmv_cmd(t)
+        .args(["clone", &url])
+        .arg(t.join("e"))
+        .envs(trusted)
+        .output()
+        .unwrap());
     assert_same_tree(&b, &t.join("e"));
     server.kill();
 }
@@ -585,7 +913,13 @@ fn https_with_a_self_signed_certificate_trusted_through_dmv_ca_cert() {
 fn serve_refuses(dir: &Path, args: &[&str]) -> String {
     let mut child = std::process::Command::new(bin())
         .current_dir(dir)
-        .args(["serve", "--config", "server.toml", "--listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--config",
+            "server.toml",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -611,23 +945,49 @@ fn bad_tls_settings_stop_serve_in_one_line() {
     std::fs::write(t.join("server.toml"), "[repos]\nhub = \"hub\"\n").unwrap();
     self_signed(t, "one");
     self_signed(t, "two");
-    std::fs::write(t.join("garbage.pem"), "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n").unwrap();
+    std::fs::write(
+        t.join("garbage.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
     std::fs::write(t.join("text.pem"), "just some text\n").unwrap();
 
     let cases: [(&[&str], &str); 7] = [
-        (&["--tls-cert", "missing.pem", "--tls-key", "one.key"], "missing.pem: cannot read the TLS certificate"),
-        (&["--tls-cert", "one.pem", "--tls-key", "missing.key"], "missing.key: cannot read the TLS key"),
-        (&["--tls-cert", "garbage.pem", "--tls-key", "one.key"], "garbage.pem: not a PEM TLS certificate"),
-        (&["--tls-cert", "text.pem", "--tls-key", "one.key"], "text.pem: no TLS certificate in it"),
-        (&["--tls-cert", "one.pem", "--tls-key", "one.pem"], "one.pem: no TLS private key in it"),
-        (&["--tls-cert", "one.pem", "--tls-key", "two.key"], "two.key: cannot serve TLS with this key"),
+        (
+            &["--tls-cert", "missing.pem", "--tls-key", "one.key"],
+            "missing.pem: cannot read the TLS certificate",
+        ),
+        (
+            &["--tls-cert", "one.pem", "--tls-key", "missing.key"],
+            "missing.key: cannot read the TLS key",
+        ),
+        (
+            &["--tls-cert", "garbage.pem", "--tls-key", "one.key"],
+            "garbage.pem: not a PEM TLS certificate",
+        ),
+        (
+            &["--tls-cert", "text.pem", "--tls-key", "one.key"],
+            "text.pem: no TLS certificate in it",
+        ),
+        (
+            &["--tls-cert", "one.pem", "--tls-key", "one.pem"],
+            "one.pem: no TLS private key in it",
+        ),
+        (
+            &["--tls-cert", "one.pem", "--tls-key", "two.key"],
+            "two.key: cannot serve TLS with this key",
+        ),
         (&["--tls-cert", "one.pem"], "needs its key too"),
     ];
     for (args, expected) in cases {
         let line = serve_refuses(t, args);
         assert!(line.contains(expected), "{args:?}: {line}");
     }
-    std::fs::write(t.join("server.toml"), "idle_timeout_secs = 0\n[repos]\nhub = \"hub\"\n").unwrap();
+    std::fs::write(
+        t.join("server.toml"),
+        "idle_timeout_secs = 0\n[repos]\nhub = \"hub\"\n",
+    )
+    .unwrap();
     let line = serve_refuses(t, &[]);
     assert!(line.contains("idle_timeout_secs = 0"), "{line}");
 }
@@ -635,13 +995,24 @@ fn bad_tls_settings_stop_serve_in_one_line() {
 /// The server's peak resident memory so far, in bytes.
 fn peak_rss(server: &HttpServer) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
-    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
     kib << 10
 }
 
 /// Runs `hello` over HTTP and says whether a real answer came.
 fn hello_answers(port: u16) -> bool {
-    let answer = exchange(port, &post("/hub/dmv/hello", None, &message(&Request::Hello { version: VERSION })));
+    let answer = exchange(
+        port,
+        &post(
+            "/hub/dmv/hello",
+            None,
+            &message(&Request::Hello { version: VERSION }),
+        ),
+    );
     answer.status == Some(200) && matches!(response(&answer), Response::Hello { .. })
 }
 
@@ -653,28 +1024,53 @@ fn a_jpeg_decompression_bomb_is_refused_from_its_header() {
     let top = setup();
     let t = top.path();
     let a = t.join("a");
-    for (name, (w, h)) in [("bomb.jpg", (65535, 65535)), ("wide.jpg", (30000, 30000)), ("camera.jpg", (16384, 16384))] {
+    for (name, (w, h)) in [
+        ("bomb.jpg", (65535, 65535)),
+        ("wide.jpg", (30000, 30000)),
+        ("camera.jpg", (16384, 16384)),
+    ] {
         std::fs::write(a.join(name), dmv_testkit::jpeg_bomb(w, h)).unwrap();
     }
     commit_all(&a, "bombs");
     dmv(&a, &["push", "../hub"]);
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let base = format!("http://127.0.0.1:{}", server.port);
-    let ids: Vec<String> = dmv(&a, &["ls-tree", "HEAD"]).lines().filter(|l| l.ends_with(".jpg")).map(|l| l.split_whitespace().nth(1).unwrap().to_string()).collect();
+    let ids: Vec<String> = dmv(&a, &["ls-tree", "HEAD"])
+        .lines()
+        .filter(|l| l.ends_with(".jpg"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
     assert_eq!(ids.len(), 3);
     for id in &ids {
         for page in ["thumb", "preview"] {
             let out = std::process::Command::new("curl")
-                .args(["-s", "-w", "\n%{http_code}", "-H", &format!("Authorization: Bearer {READER}"), &format!("{base}/hub/{page}/{id}")])
+                .args([
+                    "-s",
+                    "-w",
+                    "\n%{http_code}",
+                    "-H",
+                    &format!("Authorization: Bearer {READER}"),
+                    &format!("{base}/hub/{page}/{id}"),
+                ])
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout).to_string();
-            assert!(text.ends_with("\n404") && text.contains("too large to preview"), "{page} of {id}: {text}");
+            assert!(
+                text.ends_with("\n404") && text.contains("too large to preview"),
+                "{page} of {id}: {text}"
+            );
         }
     }
-    assert!(server.child.id() > 0 && hello_answers(server.port), "the server died");
+    assert!(
+        server.child.id() > 0 && hello_answers(server.port),
+        "the server died"
+    );
     let peak = peak_rss(&server);
-    assert!(peak < 128 << 20, "the server's peak memory was {} MiB", peak >> 20);
+    assert!(
+        peak < 128 << 20,
+        "the server's peak memory was {} MiB",
+        peak >> 20
+    );
     clone_is_exact(t, &server.url("hub"), &[]);
     security_report("jpeg-bomb", "decompression bombs (JPEG of 136 bytes declaring up to 65535² pixels), thumbnail and preview", 6, 6, Some(peak));
 }
@@ -688,25 +1084,65 @@ fn a_write_token_cannot_drop_the_servers_data() {
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let url = server.url("hub");
     let meta = t.join("meta");
-    ok(&dmv_cmd(t).args(["clone", "--slice", "meta", &url]).arg(&meta).env("DMV_TOKEN", WRITER).output().unwrap());
-    let out = dmv_cmd(&meta).args(["drop", "--from", "origin", "--force", "notes.txt"]).env("DMV_TOKEN", WRITER).output().unwrap();
+    ok(&dmv_cmd(t)
+        .args(["clone", "--slice", "meta", &url])
+        .arg(&meta)
+        .env("DMV_TOKEN", WRITER)
+        .output()
+        .unwrap());
+    let out = dmv_cmd(&meta)
+        .args(["drop", "--from", "origin", "--force", "notes.txt"])
+        .env("DMV_TOKEN", WRITER)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).lines().last().unwrap().contains("needs its admin"), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .lines()
+            .last()
+            .unwrap()
+            .contains("needs its admin"),
+        "{}",
+        stderr(&out)
+    );
     // The same request sent by hand.
     let chunks = chunk_ids(&t.join("hub"));
-    let answer = exchange(server.port, &post("/hub/dmv/drop-content", Some(WRITER), &message(&Request::DropContent { ids: chunks })));
+    let answer = exchange(
+        server.port,
+        &post(
+            "/hub/dmv/drop-content",
+            Some(WRITER),
+            &message(&Request::DropContent { ids: chunks }),
+        ),
+    );
     assert!(error_message(&answer).contains("needs its admin"));
     fsck_clean(&t.join("hub"));
     clone_is_exact(t, &url, &[]);
-    security_report("drop-by-writer", "a write token dropping the server's data (CLI and by hand)", 2, 2, None);
+    security_report(
+        "drop-by-writer",
+        "a write token dropping the server's data (CLI and by hand)",
+        2,
+        2,
+        None,
+    );
 }
 
 /// Objects for a push by hand: a chunk, a tree of `entries` and a commit of
 /// it on top of `parent`, in the order the server takes them.
-fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8], parent: ObjectId) -> (Vec<u8>, ObjectId) {
+fn pushed_commit(
+    entries: Vec<dmv_repo::store::object::TreeEntry>,
+    chunk: &[u8],
+    parent: ObjectId,
+) -> (Vec<u8>, ObjectId) {
     use dmv_repo::store::object::{encode, Commit, Signature, TreeNode};
     use dmv_repo::store::{ObjectKind, StoredObject};
-    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject { id: ObjectId::hash(kind, &bytes), kind, compression: 0, raw_len: bytes.len() as u32, payload: bytes };
+    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject {
+        id: ObjectId::hash(kind, &bytes),
+        kind,
+        compression: 0,
+        raw_len: bytes.len() as u32,
+        payload: bytes,
+    };
     let chunk = stored(ObjectKind::Chunk, chunk.to_vec());
     let entries: Vec<_> = entries
         .into_iter()
@@ -718,8 +1154,22 @@ fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8],
         })
         .collect();
     let tree = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(entries)));
-    let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
-    let commit = stored(ObjectKind::Commit, encode(&Commit { tree: tree.id, parents: vec![parent], author: who.clone(), committer: who, message: "hostile tree".into() }));
+    let who = Signature {
+        name: "mallory".into(),
+        email: "m@example.com".into(),
+        time: 1_700_000_000,
+        tz_minutes: 0,
+    };
+    let commit = stored(
+        ObjectKind::Commit,
+        encode(&Commit {
+            tree: tree.id,
+            parents: vec![parent],
+            author: who.clone(),
+            committer: who,
+            message: "hostile tree".into(),
+        }),
+    );
     let mut body = message(&Request::Put);
     let mut frames = FrameWriter::new(&mut body);
     for obj in [&chunk, &tree, &commit] {
@@ -734,17 +1184,47 @@ fn pushed_commit(entries: Vec<dmv_repo::store::object::TreeEntry>, chunk: &[u8],
 fn deep_commit(parent: ObjectId) -> (Vec<u8>, ObjectId) {
     use dmv_repo::store::object::{encode, Commit, EntryKind, Signature, TreeEntry, TreeNode};
     use dmv_repo::store::{ObjectKind, StoredObject};
-    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject { id: ObjectId::hash(kind, &bytes), kind, compression: 0, raw_len: bytes.len() as u32, payload: bytes };
+    let stored = |kind: ObjectKind, bytes: Vec<u8>| StoredObject {
+        id: ObjectId::hash(kind, &bytes),
+        kind,
+        compression: 0,
+        raw_len: bytes.len() as u32,
+        payload: bytes,
+    };
     let mut objects = vec![stored(ObjectKind::Chunk, b"deep".to_vec())];
-    let mut child = TreeEntry { name: b"f".to_vec(), kind: EntryKind::File, id: objects[0].id, size: 4 };
+    let mut child = TreeEntry {
+        name: b"f".to_vec(),
+        kind: EntryKind::File,
+        id: objects[0].id,
+        size: 4,
+    };
     for _ in 0..16 {
         let tree = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(vec![child])));
-        child = TreeEntry { name: vec![b'd'; 255], kind: EntryKind::Dir, id: tree.id, size: 4 };
+        child = TreeEntry {
+            name: vec![b'd'; 255],
+            kind: EntryKind::Dir,
+            id: tree.id,
+            size: 4,
+        };
         objects.push(tree);
     }
     let root = stored(ObjectKind::Tree, encode(&TreeNode::Leaf(vec![child])));
-    let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
-    let commit = stored(ObjectKind::Commit, encode(&Commit { tree: root.id, parents: vec![parent], author: who.clone(), committer: who, message: "deep".into() }));
+    let who = Signature {
+        name: "mallory".into(),
+        email: "m@example.com".into(),
+        time: 1_700_000_000,
+        tz_minutes: 0,
+    };
+    let commit = stored(
+        ObjectKind::Commit,
+        encode(&Commit {
+            tree: root.id,
+            parents: vec![parent],
+            author: who.clone(),
+            committer: who,
+            message: "deep".into(),
+        }),
+    );
     objects.extend([root, commit]);
     let mut body = message(&Request::Put);
     let mut frames = FrameWriter::new(&mut body);
@@ -757,16 +1237,31 @@ fn deep_commit(parent: ObjectId) -> (Vec<u8>, ObjectId) {
 
 /// Pushes a commit of a tree of `entries` by hand: the upload is refused
 /// with `expected` in the message, and main cannot be moved to the commit.
-fn push_is_refused(port: u16, head: ObjectId, entries: Vec<dmv_repo::store::object::TreeEntry>, expected: &str) {
+fn push_is_refused(
+    port: u16,
+    head: ObjectId,
+    entries: Vec<dmv_repo::store::object::TreeEntry>,
+    expected: &str,
+) {
     let (body, commit) = pushed_commit(entries, b"evil!\n", head);
     let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
-    assert!(error.contains("refusing the upload") && error.contains(expected), "{expected}: {error}");
+    assert!(
+        error.contains("refusing the upload") && error.contains(expected),
+        "{expected}: {error}"
+    );
     let update = message(&Request::UpdateRefs {
-        updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+        updates: vec![WireRefUpdate {
+            name: "refs/heads/main".into(),
+            old: Some(head),
+            new: Some(commit),
+        }],
         who: "mallory".into(),
         message: "x".into(),
     });
-    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+    let error = error_message(&exchange(
+        port,
+        &post("/hub/dmv/update-refs", Some(WRITER), &update),
+    ));
     assert!(error.contains("was not received"), "{error}");
 }
 
@@ -783,15 +1278,35 @@ fn pushes_of_trees_a_clone_would_refuse_are_refused() {
     let hub = t.join("hub");
     let before = head_of(&hub, "refs/heads/main");
     let head = head_id(&t.join("a"));
-    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry { name: name.to_vec(), kind, id: ObjectId([0; 32]), size };
+    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry {
+        name: name.to_vec(),
+        kind,
+        id: ObjectId([0; 32]),
+        size,
+    };
     let cases: Vec<(Vec<TreeEntry>, &str)> = vec![
         (vec![entry(b".dmv", EntryKind::File, 6)], "not a valid name"),
         (vec![entry(b".DMV", EntryKind::File, 6)], "not a valid name"),
         (vec![entry(b"..", EntryKind::File, 6)], "not a valid name"),
         (vec![entry(b"a/b", EntryKind::File, 6)], "not a valid name"),
-        (vec![entry(b"b", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
-        (vec![entry(b"a", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
-        (vec![entry(b"huge.bin", EntryKind::File, 1 << 62)], "holds 6"),
+        (
+            vec![
+                entry(b"b", EntryKind::File, 6),
+                entry(b"a", EntryKind::File, 6),
+            ],
+            "out of order",
+        ),
+        (
+            vec![
+                entry(b"a", EntryKind::File, 6),
+                entry(b"a", EntryKind::File, 6),
+            ],
+            "out of order",
+        ),
+        (
+            vec![entry(b"huge.bin", EntryKind::File, 1 << 62)],
+            "holds 6",
+        ),
         (vec![entry(b"small.bin", EntryKind::File, 5)], "holds 6"),
         (vec![entry(b"dir", EntryKind::Dir, 6)], "is a chunk"),
     ];
@@ -800,13 +1315,26 @@ fn pushes_of_trees_a_clone_would_refuse_are_refused() {
         push_is_refused(port, head, entries, expected);
     }
     // A well-formed tree made the same way is taken: the refusals are the checks'.
-    let (body, commit) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
-    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }));
+    let (body, commit) = pushed_commit(
+        vec![entry(b"fine.txt", EntryKind::File, 6)],
+        b"evil!\n",
+        head,
+    );
+    assert!(matches!(
+        response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))),
+        Response::Stored { .. }
+    ));
     assert_eq!(head_of(&hub, "refs/heads/main"), before);
     fsck_clean(&hub);
     clone_is_exact(t, &url, &[]);
     let _ = commit;
-    security_report("malformed-push", "pushes of trees a clone would refuse (names, order, kinds, sizes)", tried, tried, None);
+    security_report(
+        "malformed-push",
+        "pushes of trees a clone would refuse (names, order, kinds, sizes)",
+        tried,
+        tried,
+        None,
+    );
 }
 
 /// 530 clients each trickling a request body a byte at a time held 515
@@ -825,7 +1353,9 @@ fn clients_trickling_request_bodies_hold_no_thread() {
     .unwrap();
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let (port, url) = (server.port, server.url("hub"));
-    let body = message(&Request::Has { ids: vec![ObjectId([7; 32]); 1000] });
+    let body = message(&Request::Has {
+        ids: vec![ObjectId([7; 32]); 1000],
+    });
     let started = Instant::now();
     let mut slow: Vec<TcpStream> = (0..530)
         .map(|_| {
@@ -850,12 +1380,17 @@ fn clients_trickling_request_bodies_hold_no_thread() {
         .iter_mut()
         .filter(|s| {
             s.set_nonblocking(true).unwrap();
-            let open = matches!((&**s).read(&mut [0u8; 64]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+            let open =
+                matches!((&**s).read(&mut [0u8; 64]), Err(e) if e.kind() == ErrorKind::WouldBlock);
             s.set_nonblocking(false).unwrap();
             open
         })
         .count();
-    assert!(still_open >= 500 && started.elapsed() < Duration::from_secs(20), "{still_open} trickling connections open after {:?}", started.elapsed());
+    assert!(
+        still_open >= 500 && started.elapsed() < Duration::from_secs(20),
+        "{still_open} trickling connections open after {:?}",
+        started.elapsed()
+    );
     // Once the request time is up, each is answered 408 and closed.
     let mut s = slow.pop().unwrap();
     let mut i = 3;
@@ -866,14 +1401,23 @@ fn clients_trickling_request_bodies_hold_no_thread() {
         let mut buf = [0u8; 4096];
         match s.read(&mut buf) {
             Ok(n) => break String::from_utf8_lossy(&buf[..n]).to_string(),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => assert!(started.elapsed() < Duration::from_secs(60), "a trickled request was never cut"),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "a trickled request was never cut"
+            ),
             Err(e) => panic!("{e}"),
         }
     };
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     drop(slow);
     assert!(hello_answers(port));
-    security_report("slow-bodies", "request bodies trickled a byte at a time (530 at once; a clone went through)", 530, 530, Some(peak_rss(&server)));
+    security_report(
+        "slow-bodies",
+        "request bodies trickled a byte at a time (530 at once; a clone went through)",
+        530,
+        530,
+        Some(peak_rss(&server)),
+    );
 }
 
 /// Sixteen connections each sending a 64 MiB frame took the server from
@@ -890,7 +1434,10 @@ fn request_bodies_are_bounded_in_size_and_together() {
             std::thread::spawn(move || {
                 let mut s = connect(port);
                 let len = (64u32 << 20) - 1;
-                let head = format!("POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n", len as usize + 5);
+                let head = format!(
+                    "POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n",
+                    len as usize + 5
+                );
                 s.write_all(head.as_bytes()).ok()?;
                 let mut frame = len.to_le_bytes().to_vec();
                 frame.push(1);
@@ -909,17 +1456,33 @@ fn request_bodies_are_bounded_in_size_and_together() {
     // A body that says it is too long is refused before any of it comes:
     // the server read 8 MiB of each before answering.
     let mut s = connect(port);
-    s.write_all(b"POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 67108868\r\n\r\n").unwrap();
+    s.write_all(
+        b"POST /hub/dmv/has HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 67108868\r\n\r\n",
+    )
+    .unwrap();
     let mut answer = [0u8; 12];
     s.read_exact(&mut answer).unwrap();
     assert_eq!(&answer, b"HTTP/1.1 413", "answered before the body");
-    assert!(statuses.iter().all(|s| s.is_none() || *s == Some(413)), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| s.is_none() || *s == Some(413)),
+        "{statuses:?}"
+    );
     assert!(statuses.contains(&Some(413)), "{statuses:?}");
     let peak = peak_rss(&server);
-    assert!(peak < 384 << 20, "the server's peak memory was {} MiB", peak >> 20);
+    assert!(
+        peak < 384 << 20,
+        "the server's peak memory was {} MiB",
+        peak >> 20
+    );
     assert!(hello_answers(port));
     clone_is_exact(t, &server.url("hub"), &[]);
-    security_report("body-flood", "64 MiB request bodies, 16 at once", 16, statuses.len(), Some(peak));
+    security_report(
+        "body-flood",
+        "64 MiB request bodies, 16 at once",
+        16,
+        statuses.len(),
+        Some(peak),
+    );
 }
 
 /// 1,100 idle connections at 1,024 open files made `hello` wait for an
@@ -956,12 +1519,18 @@ fn past_the_connection_bound_idle_connections_make_room() {
             s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
             match (&**s).read(&mut [0u8; 16]) {
                 Ok(0) => true,
-                Err(e) => matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted),
+                Err(e) => matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                ),
                 Ok(_) => false,
             }
         })
         .count();
-    assert!(closed >= 90 && started.elapsed() < Duration::from_secs(100), "{closed} of the first 100 closed");
+    assert!(
+        closed >= 90 && started.elapsed() < Duration::from_secs(100),
+        "{closed} of the first 100 closed"
+    );
     security_report(
         "connections",
         "idle and trickling connections past max_connections = 64 (the oldest cut at once to make room; hello and a clone went through)",
@@ -980,10 +1549,28 @@ fn token_guessing_is_rationed() {
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let port = server.port;
     let list_refs = message(&Request::ListRefs);
-    let statuses: Vec<Option<u16>> = (0..30).map(|i| exchange(port, &post("/hub/dmv/list-refs", Some(&format!("guess-{i}")), &list_refs)).status).collect();
+    let statuses: Vec<Option<u16>> = (0..30)
+        .map(|i| {
+            exchange(
+                port,
+                &post(
+                    "/hub/dmv/list-refs",
+                    Some(&format!("guess-{i}")),
+                    &list_refs,
+                ),
+            )
+            .status
+        })
+        .collect();
     // Ten at once, then about one a second (the thirty take a fraction of one).
-    assert!((10..=12).contains(&statuses.iter().filter(|s| **s == Some(403)).count()), "{statuses:?}");
-    assert!(statuses.iter().filter(|s| **s == Some(429)).count() >= 18, "{statuses:?}");
+    assert!(
+        (10..=12).contains(&statuses.iter().filter(|s| **s == Some(403)).count()),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().filter(|s| **s == Some(429)).count() >= 18,
+        "{statuses:?}"
+    );
     let login = |token: &str| {
         let body = format!("token={token}");
         let request = format!(
@@ -997,7 +1584,13 @@ fn token_guessing_is_rationed() {
     assert!(hello_answers(port));
     std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(login(READER), Some(303));
-    security_report("guessing", "wrong tokens from one address (the 11th on answered 429)", 30, 30, None);
+    security_report(
+        "guessing",
+        "wrong tokens from one address (the 11th on answered 429)",
+        30,
+        30,
+        None,
+    );
 }
 
 /// A server's error text reached other users' terminals unescaped.
@@ -1012,7 +1605,13 @@ fn terminal_escapes_from_a_server_are_shown_escaped() {
     let err = stderr(&out);
     assert!(!err.bytes().any(|b| b == 0x1b || b == 0x07), "{err:?}");
     assert!(err.contains("\\x1b]0;pwned\\x07"), "{err:?}");
-    security_report("escapes", "terminal escapes in a server's answer", 1, 1, None);
+    security_report(
+        "escapes",
+        "terminal escapes in a server's answer",
+        1,
+        1,
+        None,
+    );
 }
 
 /// Files holding tokens are their owner's alone, and serve says when its config is not.
@@ -1021,8 +1620,21 @@ fn files_holding_tokens_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let top = setup();
     let t = top.path();
-    dmv(&t.join("a"), &["remote", "add", "hub", "http://127.0.0.1:1/hub", "--token", "sekrit"]);
-    let mode = std::fs::metadata(t.join("a/.dmv/config")).unwrap().permissions().mode();
+    dmv(
+        &t.join("a"),
+        &[
+            "remote",
+            "add",
+            "hub",
+            "http://127.0.0.1:1/hub",
+            "--token",
+            "sekrit",
+        ],
+    );
+    let mode = std::fs::metadata(t.join("a/.dmv/config"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     let mut child = std::process::Command::new(bin())
         .args(["serve", "--config"])
@@ -1032,10 +1644,17 @@ fn files_holding_tokens_are_private() {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stderr.take().unwrap()), &mut first).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stderr.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert!(first.starts_with("warning: ") && first.contains("chmod 600"), "{first}");
+    assert!(
+        first.starts_with("warning: ") && first.contains("chmod 600"),
+        "{first}"
+    );
 }
 
 /// A hostile peer serving a tree that claims 4 EiB for a 6-byte file (or
@@ -1047,29 +1666,81 @@ fn trees_a_clone_would_refuse_are_refused_from_a_peer_and_found_by_fsck() {
     use dmv_repo::store::ObjectKind;
     let top = setup();
     let t = top.path();
-    for (name, entry_name, claimed) in [("liar", &b"huge.bin"[..], 1u64 << 62), ("sneaky", &b".dmv"[..], 6)] {
+    for (name, entry_name, claimed) in [
+        ("liar", &b"huge.bin"[..], 1u64 << 62),
+        ("sneaky", &b".dmv"[..], 6),
+    ] {
         let bare = t.join(name);
         dmv(t, &["init", "--bare", name]);
         let repo = dmv_repo::Repository::open(&bare).unwrap();
         let mut session = repo.store.begin_write().unwrap();
         let chunk = session.put_object(ObjectKind::Chunk, b"evil!\n").unwrap();
-        let tree =
-            session.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(vec![TreeEntry { name: entry_name.to_vec(), kind: EntryKind::File, id: chunk, size: claimed }]))).unwrap();
-        let who = Signature { name: "mallory".into(), email: "m@example.com".into(), time: 1_700_000_000, tz_minutes: 0 };
-        let commit = session.put_object(ObjectKind::Commit, &encode(&Commit { tree, parents: vec![], author: who.clone(), committer: who, message: "lies".into() })).unwrap();
+        let tree = session
+            .put_object(
+                ObjectKind::Tree,
+                &encode(&TreeNode::Leaf(vec![TreeEntry {
+                    name: entry_name.to_vec(),
+                    kind: EntryKind::File,
+                    id: chunk,
+                    size: claimed,
+                }])),
+            )
+            .unwrap();
+        let who = Signature {
+            name: "mallory".into(),
+            email: "m@example.com".into(),
+            time: 1_700_000_000,
+            tz_minutes: 0,
+        };
+        let commit = session
+            .put_object(
+                ObjectKind::Commit,
+                &encode(&Commit {
+                    tree,
+                    parents: vec![],
+                    author: who.clone(),
+                    committer: who,
+                    message: "lies".into(),
+                }),
+            )
+            .unwrap();
         session.finish().unwrap();
         drop(session);
-        repo.refs.update(&[dmv_repo::RefUpdate { name: "refs/heads/main".into(), expected: None, new: Some(commit) }], "mallory", "lies").unwrap();
+        repo.refs
+            .update(
+                &[dmv_repo::RefUpdate {
+                    name: "refs/heads/main".into(),
+                    expected: None,
+                    new: Some(commit),
+                }],
+                "mallory",
+                "lies",
+            )
+            .unwrap();
         let out = dmv_out(&bare, &["fsck", "--full"]);
         assert!(!out.status.success(), "fsck --full of {name} is clean");
         let said = String::from_utf8_lossy(&out.stdout);
-        assert!(said.contains(&tree.to_hex()) || said.contains(&commit.to_hex()), "{said}");
-        let out = dmv_cmd(t).arg("clone").arg(&bare).arg(t.join(format!("{name}-clone"))).output().unwrap();
+        assert!(
+            said.contains(&tree.to_hex()) || said.contains(&commit.to_hex()),
+            "{said}"
+        );
+        let out = dmv_cmd(t)
+            .arg("clone")
+            .arg(&bare)
+            .arg(t.join(format!("{name}-clone")))
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "a clone of {name} took it");
         let line = one_line_error(&out);
         assert!(line.contains("malformed"), "{line}");
     }
-    security_report("hostile-peer", "clones from a peer serving lying trees (4 EiB for 6 bytes, .dmv)", 2, 2, None);
+    security_report(
+        "hostile-peer",
+        "clones from a peer serving lying trees (4 EiB for 6 bytes, .dmv)",
+        2,
+        2,
+        None,
+    );
 }
 
 /// A login's cookie is a session id, marked `Secure` when the request came
@@ -1080,7 +1751,11 @@ fn sessions_are_secure_behind_a_trusted_proxy_and_untrusted_headers_are_ignored(
     let top = setup();
     let t = top.path();
     for trusted in [false, true] {
-        let proxies = if trusted { "trusted_proxies = [\"127.0.0.1\"]\n" } else { "" };
+        let proxies = if trusted {
+            "trusted_proxies = [\"127.0.0.1\"]\n"
+        } else {
+            ""
+        };
         std::fs::write(t.join("server.toml"), format!("{proxies}[repos]\nhub = \"hub\"\n[tokens]\n\"{WRITER}\" = \"write\"\n\"{READER}\" = \"read\"\n")).unwrap();
         let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
         let port = server.port;
@@ -1097,7 +1772,13 @@ fn sessions_are_secure_behind_a_trusted_proxy_and_untrusted_headers_are_ignored(
             // Believed: the page is https://dmv.example.com, the cookie Secure.
             true => {
                 let cookie = cookie.unwrap_or_else(|| panic!("no session: {raw}"));
-                assert!(raw.starts_with("http/1.1 303") && cookie.contains("dmv_session=") && cookie.contains("; secure") && cookie.contains("httponly"), "{raw}");
+                assert!(
+                    raw.starts_with("http/1.1 303")
+                        && cookie.contains("dmv_session=")
+                        && cookie.contains("; secure")
+                        && cookie.contains("httponly"),
+                    "{raw}"
+                );
                 assert!(!cookie.contains(READER), "{cookie}");
             }
             // Not believed: the request is plain HTTP from 127.0.0.1, and its Origin is not the server's.
@@ -1125,9 +1806,23 @@ fn an_object_the_server_lacks_is_answered_with_who_holds_it() {
     let top = setup();
     let t = top.path();
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
-    let answer = exchange(server.port, &post("/hub/dmv/get", Some(READER), &message(&Request::Get { ids: vec![ObjectId([7; 32])], chunks: true })));
+    let answer = exchange(
+        server.port,
+        &post(
+            "/hub/dmv/get",
+            Some(READER),
+            &message(&Request::Get {
+                ids: vec![ObjectId([7; 32])],
+                chunks: true,
+            }),
+        ),
+    );
     let said = error_message(&answer);
-    assert!(said.contains(&format!("does not hold object {}", ObjectId([7; 32]))) && said.contains("no other replica is known to hold it"), "{said}");
+    assert!(
+        said.contains(&format!("does not hold object {}", ObjectId([7; 32])))
+            && said.contains("no other replica is known to hold it"),
+        "{said}"
+    );
 }
 
 /// A server in front of a bucket (issue 44, item 5) keeps a server's rules:
@@ -1143,7 +1838,11 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     minio.create_bucket("hostile");
     let mut push = dmv_cmd(&t.join("a"));
     minio.env(&mut push);
-    ok(&push.env("AWS_ENDPOINT_URL", minio.endpoint()).args(["push", "s3://hostile/hub", "main"]).output().unwrap());
+    ok(&push
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .args(["push", "s3://hostile/hub", "main"])
+        .output()
+        .unwrap());
     let config = t.join("bucket.toml");
     std::fs::write(
         &config,
@@ -1153,16 +1852,34 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
         ),
     )
     .unwrap();
-    let credentials = [("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER), ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", common::servers::MINIO_USER),
+        ("AWS_SECRET_ACCESS_KEY", common::servers::MINIO_SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
     let server = HttpServer::start_with_env(&config, 0, &credentials);
     let port = server.port;
     let packs_before = minio.list("hostile", "hub/packs/");
     let head = head_id(&t.join("a"));
-    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry { name: name.to_vec(), kind, id: ObjectId([0; 32]), size };
+    let entry = |name: &[u8], kind: EntryKind, size: u64| TreeEntry {
+        name: name.to_vec(),
+        kind,
+        id: ObjectId([0; 32]),
+        size,
+    };
     let cases: Vec<(Vec<TreeEntry>, &str)> = vec![
         (vec![entry(b".dmv", EntryKind::File, 6)], "not a valid name"),
-        (vec![entry(b"b", EntryKind::File, 6), entry(b"a", EntryKind::File, 6)], "out of order"),
-        (vec![entry(b"huge.bin", EntryKind::File, 1 << 62)], "holds 6"),
+        (
+            vec![
+                entry(b"b", EntryKind::File, 6),
+                entry(b"a", EntryKind::File, 6),
+            ],
+            "out of order",
+        ),
+        (
+            vec![entry(b"huge.bin", EntryKind::File, 1 << 62)],
+            "holds 6",
+        ),
         (vec![entry(b"dir", EntryKind::Dir, 6)], "is a chunk"),
     ];
     let mut tried = 0;
@@ -1174,37 +1891,98 @@ fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
     tried += 1;
     let mut body = message(&Request::Put);
     let mut frames = FrameWriter::new(&mut body);
-    frames.object(&StoredObject { id: ObjectId([7; 32]), kind: ObjectKind::Chunk, compression: 0, raw_len: 5, payload: b"evil!".to_vec() }).unwrap();
+    frames
+        .object(&StoredObject {
+            id: ObjectId([7; 32]),
+            kind: ObjectKind::Chunk,
+            compression: 0,
+            raw_len: 5,
+            payload: b"evil!".to_vec(),
+        })
+        .unwrap();
     frames.end().unwrap();
     let error = error_message(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body)));
     assert!(error.contains(&ObjectId([7; 32]).to_hex()), "{error}");
     // Without a write token, nothing is written at all.
     tried += 1;
-    let (body, _) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
-    assert_eq!(exchange(port, &post("/hub/dmv/put", None, &body)).status, Some(401));
-    assert_eq!(minio.list("hostile", "hub/packs/"), packs_before, "a refused upload reached the bucket");
+    let (body, _) = pushed_commit(
+        vec![entry(b"fine.txt", EntryKind::File, 6)],
+        b"evil!\n",
+        head,
+    );
+    assert_eq!(
+        exchange(port, &post("/hub/dmv/put", None, &body)).status,
+        Some(401)
+    );
+    assert_eq!(
+        minio.list("hostile", "hub/packs/"),
+        packs_before,
+        "a refused upload reached the bucket"
+    );
     // A well-formed tree made the same way is taken: the refusals are the checks'.
-    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }));
+    assert!(matches!(
+        response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))),
+        Response::Stored { .. }
+    ));
     assert_ne!(minio.list("hostile", "hub/packs/"), packs_before);
     // It drops notes.txt, which alice has locked: the ref does not move past her lock.
     tried += 1;
-    let (_, commit) = pushed_commit(vec![entry(b"fine.txt", EntryKind::File, 6)], b"evil!\n", head);
-    let lock = message(&Request::LockPaths { paths: vec!["notes.txt".into()], replica: "alice@laptop".into() });
-    assert!(matches!(response(&exchange(port, &post("/hub/dmv/lock", Some("alice-1"), &lock))), Response::PathLocks { .. }));
+    let (_, commit) = pushed_commit(
+        vec![entry(b"fine.txt", EntryKind::File, 6)],
+        b"evil!\n",
+        head,
+    );
+    let lock = message(&Request::LockPaths {
+        paths: vec!["notes.txt".into()],
+        replica: "alice@laptop".into(),
+    });
+    assert!(matches!(
+        response(&exchange(
+            port,
+            &post("/hub/dmv/lock", Some("alice-1"), &lock)
+        )),
+        Response::PathLocks { .. }
+    ));
     let update = message(&Request::UpdateRefs {
-        updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: Some(head), new: Some(commit) }],
+        updates: vec![WireRefUpdate {
+            name: "refs/heads/main".into(),
+            old: Some(head),
+            new: Some(commit),
+        }],
         who: "mallory".into(),
         message: "x".into(),
     });
-    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
-    assert!(error.contains("notes.txt") && error.contains("alice"), "{error}");
+    let error = error_message(&exchange(
+        port,
+        &post("/hub/dmv/update-refs", Some(WRITER), &update),
+    ));
+    assert!(
+        error.contains("notes.txt") && error.contains("alice"),
+        "{error}"
+    );
     // Sixteen folders, each name one a tree may hold, make a path of 4,097 bytes: every later clone stopped at it.
     tried += 1;
     let (body, deep) = deep_commit(head);
-    assert!(matches!(response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))), Response::Stored { .. }), "each object is fine alone");
-    let update =
-        message(&Request::UpdateRefs { updates: vec![WireRefUpdate { name: "refs/heads/deep".into(), old: None, new: Some(deep) }], who: "mallory".into(), message: "x".into() });
-    let error = error_message(&exchange(port, &post("/hub/dmv/update-refs", Some(WRITER), &update)));
+    assert!(
+        matches!(
+            response(&exchange(port, &post("/hub/dmv/put", Some(WRITER), &body))),
+            Response::Stored { .. }
+        ),
+        "each object is fine alone"
+    );
+    let update = message(&Request::UpdateRefs {
+        updates: vec![WireRefUpdate {
+            name: "refs/heads/deep".into(),
+            old: None,
+            new: Some(deep),
+        }],
+        who: "mallory".into(),
+        message: "x".into(),
+    });
+    let error = error_message(&exchange(
+        port,
+        &post("/hub/dmv/update-refs", Some(WRITER), &update),
+    ));
     assert!(error.contains("a path of more than 4096 bytes"), "{error}");
     clone_is_exact(t, &server.url("hub"), &[]);
     security_report(
@@ -1229,23 +2007,50 @@ fn a_lock_request_past_its_budgets_takes_nothing_and_pushes_go_on() {
     let config = "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-mal\" = { access = \"write\", user = \"mallory\" }\n";
     std::fs::write(t.join("server.toml"), config).unwrap();
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
-    let lock = |paths: Vec<String>, replica: String| exchange(server.port, &post("/hub/dmv/lock", Some("tok-mal"), &message(&Request::LockPaths { paths, replica })));
+    let lock = |paths: Vec<String>, replica: String| {
+        exchange(
+            server.port,
+            &post(
+                "/hub/dmv/lock",
+                Some("tok-mal"),
+                &message(&Request::LockPaths { paths, replica }),
+            ),
+        )
+    };
     let forty: Vec<String> = (0..40).map(|i| format!("scenes/{i}.psd")).collect();
     let (mut tried, mut refused) = (0, 0);
-    for (paths, replica, expected) in
-        [(forty.clone(), "r".repeat(7_500_000), "replica name of 7500000 bytes"), ((0..10_001).map(|i| format!("f{i}")).collect(), "laptop".to_string(), "10001 paths in one call")]
-    {
+    for (paths, replica, expected) in [
+        (
+            forty.clone(),
+            "r".repeat(7_500_000),
+            "replica name of 7500000 bytes",
+        ),
+        (
+            (0..10_001).map(|i| format!("f{i}")).collect(),
+            "laptop".to_string(),
+            "10001 paths in one call",
+        ),
+    ] {
         tried += 1;
         let message = error_message(&lock(paths, replica));
-        assert!(message.contains(expected) && message.contains("no lock was taken"), "{message}");
+        assert!(
+            message.contains(expected) && message.contains("no lock was taken"),
+            "{message}"
+        );
         refused += 1;
     }
-    assert!(!t.join("hub/.dmv/locks").exists() || std::fs::metadata(t.join("hub/.dmv/locks")).unwrap().len() < 4096);
+    assert!(
+        !t.join("hub/.dmv/locks").exists()
+            || std::fs::metadata(t.join("hub/.dmv/locks")).unwrap().len() < 4096
+    );
     // One holder's share: call after call of long paths at the name bound stops at the budget.
     let long_path = |i: usize| format!("{}/{}/{i}.psd", "p".repeat(250), "q".repeat(250));
     let mut calls = 0;
     let stopped = loop {
-        let answer = lock((calls * 1000..(calls + 1) * 1000).map(long_path).collect(), "r".repeat(1024));
+        let answer = lock(
+            (calls * 1000..(calls + 1) * 1000).map(long_path).collect(),
+            "r".repeat(1024),
+        );
         match response(&answer) {
             Response::PathLocks { .. } => calls += 1,
             Response::Error { message } => break message,
@@ -1262,11 +2067,21 @@ fn a_lock_request_past_its_budgets_takes_nothing_and_pushes_go_on() {
     let a = t.join("a");
     std::fs::write(a.join("after.txt"), "still pushing\n").unwrap();
     commit_all(&a, "after");
-    ok(&dmv_cmd(&a).args(["push", &server.url("hub"), "main"]).env("DMV_TOKEN", "tok-mal").output().unwrap());
+    ok(&dmv_cmd(&a)
+        .args(["push", &server.url("hub"), "main"])
+        .env("DMV_TOKEN", "tok-mal")
+        .output()
+        .unwrap());
     assert!(
         matches!(response(&exchange(server.port, &post("/hub/dmv/list-locks", Some("tok-mal"), &message(&Request::ListLocks)))), Response::PathLocks { locks, .. } if locks.len() == calls * 1000)
     );
-    security_report("lock-budgets", "lock requests: a 7.5 MB replica name, 10,001 paths, one holder filling the table", tried, refused, Some(peak_rss(&server)));
+    security_report(
+        "lock-budgets",
+        "lock requests: a 7.5 MB replica name, 10,001 paths, one holder filling the table",
+        tried,
+        refused,
+        Some(peak_rss(&server)),
+    );
 }
 
 /// 520 anonymous downloads of a large raw that never read their socket
@@ -1285,11 +2100,22 @@ fn downloads_that_never_read_make_room_for_a_clone() {
     std::fs::write(t.join("server.toml"), "idle_timeout_secs = 120\nmax_connections = 32\nread = \"open\"\nbrowse = \"open\"\n[repos]\nhub = \"hub\"\n").unwrap();
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let port = server.port;
-    let id = dmv(&a, &["ls-tree", "HEAD"]).lines().find(|l| l.ends_with("big.raw")).unwrap().split_whitespace().nth(1).unwrap().to_string();
+    let id = dmv(&a, &["ls-tree", "HEAD"])
+        .lines()
+        .find(|l| l.ends_with("big.raw"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
     let readers: Vec<TcpStream> = (0..48)
         .map(|_| {
             let mut s = connect(port);
-            write!(s, "GET /hub/raw/{id}/big.raw HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+            write!(
+                s,
+                "GET /hub/raw/{id}/big.raw HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            )
+            .unwrap();
             s
         })
         .collect();
@@ -1298,7 +2124,10 @@ fn downloads_that_never_read_make_room_for_a_clone() {
     // What the kernel holds for each unread answer: 3.4 MB each had been
     // written ahead (1.8 GB for 520), now 128 KiB and one piece at most.
     let unsent = server_send_queues(port);
-    assert!(!unsent.is_empty() && unsent.iter().all(|q| *q <= 512 << 10), "bytes queued per answer: {unsent:?}");
+    assert!(
+        !unsent.is_empty() && unsent.iter().all(|q| *q <= 512 << 10),
+        "bytes queued per answer: {unsent:?}"
+    );
     let started = Instant::now();
     assert!(hello_answers(port), "a new connection was answered");
     clone_is_exact(t, &server.url("hub"), &[]);
@@ -1318,7 +2147,9 @@ fn server_send_queues(port: u16) -> Vec<u64> {
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             // Established connections (state 01) whose local end is the server's port.
-            (fields.get(1)?.ends_with(&local) && *fields.get(3)? == "01").then(|| u64::from_str_radix(fields.get(4)?.split(':').next()?, 16).ok()).flatten()
+            (fields.get(1)?.ends_with(&local) && *fields.get(3)? == "01")
+                .then(|| u64::from_str_radix(fields.get(4)?.split(':').next()?, 16).ok())
+                .flatten()
         })
         .collect()
 }
@@ -1335,11 +2166,23 @@ fn an_ssh_user_that_is_an_option_never_reaches_ssh() {
     let t = top.path();
     let a = t.join("a");
     let (mut tried, mut refused) = (0, 0);
-    for url in ["ssh://-oProxyCommand=touch${IFS}pwned@h/p", "ssh://-oProxyCommand=x/p", "ssh:// -oProxyCommand=x@h/p"] {
-        for args in [vec!["replica", "--publish", url], vec!["remote", "add", "evil", url], vec!["clone", url, "copy"]] {
+    for url in [
+        "ssh://-oProxyCommand=touch${IFS}pwned@h/p",
+        "ssh://-oProxyCommand=x/p",
+        "ssh:// -oProxyCommand=x@h/p",
+    ] {
+        for args in [
+            vec!["replica", "--publish", url],
+            vec!["remote", "add", "evil", url],
+            vec!["clone", url, "copy"],
+        ] {
             tried += 1;
             let out = dmv_cmd(&a).args(&args).output().unwrap();
-            assert!(!out.status.success() && stderr(&out).lines().count() == 1, "{args:?}: {}", stderr(&out));
+            assert!(
+                !out.status.success() && stderr(&out).lines().count() == 1,
+                "{args:?}: {}",
+                stderr(&out)
+            );
             refused += 1;
         }
     }
@@ -1347,15 +2190,35 @@ fn an_ssh_user_that_is_an_option_never_reaches_ssh() {
     // A stand-in for ssh that records how it was called.
     let called = t.join("ssh-args");
     let fake = t.join("fake-ssh");
-    std::fs::write(&fake, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> {}\nexit 255\n", called.display())).unwrap();
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> {}\nexit 255\n",
+            called.display()
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = dmv_cmd(t).args(["clone", "ssh://alice@studio-host/srv/photos", "copy"]).env("DMV_SSH", &fake).output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", "ssh://alice@studio-host/srv/photos", "copy"])
+        .env("DMV_SSH", &fake)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let args = std::fs::read_to_string(&called).unwrap();
     let args: Vec<&str> = args.lines().collect();
-    let at = args.iter().position(|a| *a == "alice@studio-host").unwrap_or_else(|| panic!("{args:?}"));
+    let at = args
+        .iter()
+        .position(|a| *a == "alice@studio-host")
+        .unwrap_or_else(|| panic!("{args:?}"));
     assert_eq!(args[at - 1], "--", "{args:?}");
-    security_report("ssh-urls", "ssh:// URLs whose user or host is an option, at publish, remote add and clone", tried, refused, None);
+    security_report(
+        "ssh-urls",
+        "ssh:// URLs whose user or host is an option, at publish, remote add and clone",
+        tried,
+        refused,
+        None,
+    );
 }
 
 /// A hostile server's 250,000 refs made a clone take 685 MB (a clone holds
@@ -1374,14 +2237,19 @@ fn a_server_listing_more_refs_than_a_clone_takes_is_refused() {
             let mut buf = [0u8; 4096];
             // The request's head and its (small) body.
             let path = loop {
-                let Ok(n) = conn.read(&mut buf) else { break String::new() };
+                let Ok(n) = conn.read(&mut buf) else {
+                    break String::new();
+                };
                 if n == 0 {
                     break String::new();
                 }
                 got.extend_from_slice(&buf[..n]);
                 if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
                     let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-                    let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap_or(0));
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap_or(0));
                     while got.len() < end + 4 + len {
                         match conn.read(&mut buf) {
                             Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
@@ -1392,31 +2260,66 @@ fn a_server_listing_more_refs_than_a_clone_takes_is_refused() {
                 }
             };
             let answer = if path.ends_with("/hello") {
-                Response::Hello { version: VERSION, chunking: Default::default(), bare: true, partial: false }
+                Response::Hello {
+                    version: VERSION,
+                    chunking: Default::default(),
+                    bare: true,
+                    partial: false,
+                }
             } else if path.ends_with("/list-refs") {
                 let id = ObjectId([9; 32]);
-                Response::Refs { head: Some("refs/heads/main".into()), refs: (0..300_000).map(|i| (format!("refs/tags/t{i}"), id)).collect() }
+                Response::Refs {
+                    head: Some("refs/heads/main".into()),
+                    refs: (0..300_000)
+                        .map(|i| (format!("refs/tags/t{i}"), id))
+                        .collect(),
+                }
             } else {
-                Response::Error { message: "no".into() }
+                Response::Error {
+                    message: "no".into(),
+                }
             };
             let mut body = Vec::new();
             FrameWriter::new(&mut body).message(&answer).unwrap();
             let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/x-dmv-frames\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
-            let _ = conn.write_all(head.as_bytes()).and_then(|_| conn.write_all(&body));
+            let _ = conn
+                .write_all(head.as_bytes())
+                .and_then(|_| conn.write_all(&body));
         }
     });
     let top = tempfile::tempdir().unwrap();
-    let out = dmv_cmd(top.path()).args(["clone", &format!("http://127.0.0.1:{port}/hub"), "copy"]).output().unwrap();
+    let out = dmv_cmd(top.path())
+        .args(["clone", &format!("http://127.0.0.1:{port}/hub"), "copy"])
+        .output()
+        .unwrap();
     let err = stderr(&out);
-    assert!(!out.status.success() && err.contains("the remote lists 300000 refs; at most 262144 are taken"), "{err}");
-    assert_eq!(err.lines().filter(|l| l.starts_with("dmv: ")).count(), 1, "{err}");
-    security_report("refs-answer", "a server listing 300,000 refs to a clone", 1, 1, None);
+    assert!(
+        !out.status.success()
+            && err.contains("the remote lists 300000 refs; at most 262144 are taken"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("dmv: ")).count(),
+        1,
+        "{err}"
+    );
+    security_report(
+        "refs-answer",
+        "a server listing 300,000 refs to a clone",
+        1,
+        1,
+        None,
+    );
 }
 
 /// Waits for news (`WaitRefs`, a watcher's long poll) held open, sent
 /// with nothing held back (`since` the refs' current digest).
 fn held_waits(port: u16, token: Option<&str>, since: [u8; 32], count: usize) -> Vec<TcpStream> {
-    let request = post("/hub/dmv/wait-refs", token, &message(&Request::WaitRefs { since, seconds: 55 }));
+    let request = post(
+        "/hub/dmv/wait-refs",
+        token,
+        &message(&Request::WaitRefs { since, seconds: 55 }),
+    );
     (0..count)
         .map(|_| {
             let mut s = connect(port);
@@ -1448,15 +2351,30 @@ fn waits_for_news_are_bounded_per_caller_and_make_room() {
     std::fs::write(t.join("server.toml"), config).unwrap();
     let (server, _) = HttpServer::start_with_args(&t.join("server.toml"), &[]);
     let port = server.port;
-    let at_once = exchange(port, &post("/hub/dmv/wait-refs", None, &message(&Request::WaitRefs { since: [0; 32], seconds: 55 })));
-    let Response::RefsDigest { digest } = response(&at_once) else { panic!("{at_once:?}") };
+    let at_once = exchange(
+        port,
+        &post(
+            "/hub/dmv/wait-refs",
+            None,
+            &message(&Request::WaitRefs {
+                since: [0; 32],
+                seconds: 55,
+            }),
+        ),
+    );
+    let Response::RefsDigest { digest } = response(&at_once) else {
+        panic!("{at_once:?}")
+    };
     // One address without a token: 16 held, the rest answered at once with the digest as it is.
     let anonymous = held_waits(port, None, digest, 20);
     std::thread::sleep(Duration::from_secs(2));
-    let (mut quick, held): (Vec<TcpStream>, Vec<TcpStream>) = anonymous.into_iter().partition(answered);
+    let (mut quick, held): (Vec<TcpStream>, Vec<TcpStream>) =
+        anonymous.into_iter().partition(answered);
     assert_eq!((quick.len(), held.len()), (4, 16));
     for s in &mut quick {
-        assert!(matches!(response(&parse_answer(&read_until_closed(s))), Response::RefsDigest { digest: d } if d == digest));
+        assert!(
+            matches!(response(&parse_answer(&read_until_closed(s))), Response::RefsDigest { digest: d } if d == digest)
+        );
     }
     // Another caller fills the server's 32 connections with waits: a new client still gets in.
     let wes = held_waits(port, Some("waiter"), digest, 16);

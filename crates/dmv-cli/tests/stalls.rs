@@ -31,16 +31,26 @@ fn run(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> (Output, Durati
     let mut cmd = dmv_cmd(dir);
     env(&mut cmd);
     let start = Instant::now();
-    let mut child = cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // The pipes are read on threads, so a long output cannot block the child.
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let stdout = std::thread::spawn(move || {
         let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut out, &mut v).map(|_| v).unwrap_or_default()
+        std::io::Read::read_to_end(&mut out, &mut v)
+            .map(|_| v)
+            .unwrap_or_default()
     });
     let stderr = std::thread::spawn(move || {
         let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut err, &mut v).map(|_| v).unwrap_or_default()
+        std::io::Read::read_to_end(&mut err, &mut v)
+            .map(|_| v)
+            .unwrap_or_default()
     });
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -48,12 +58,23 @@ fn run(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> (Output, Durati
         }
         if start.elapsed() > HUNG {
             let _ = child.kill();
-            panic!("dmv {} hung: still running after {} s", args.join(" "), HUNG.as_secs());
+            panic!(
+                "dmv {} hung: still running after {} s",
+                args.join(" "),
+                HUNG.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let took = start.elapsed();
-    (Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }, took)
+    (
+        Output {
+            status,
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+        },
+        took,
+    )
 }
 
 #[test]
@@ -82,17 +103,63 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
         dmv(t, &["init", "--bare", hub]);
         dmv(&src, &["push", t.join(hub).to_str().unwrap(), "main"]);
     }
-    dmv(&src, &["remote", "add", "bucket", "s3://stalls/shoot", "--endpoint", &minio.endpoint()]);
+    dmv(
+        &src,
+        &[
+            "remote",
+            "add",
+            "bucket",
+            "s3://stalls/shoot",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
     ok(&run(&src, &["push", "bucket", "main"], &env).0);
     dmv(t, &["clone", "--bare", src.to_str().unwrap(), "backup"]);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
 
     // A phone's meta clone of the HTTP hub, knowing the others; the stalled ones come first.
-    ok(&dmv_out(t, &["clone", "--slice", "meta", "--token", "w", &server.url("hub"), "phone"]));
+    ok(&dmv_out(
+        t,
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            "--token",
+            "w",
+            &server.url("hub"),
+            "phone",
+        ],
+    ));
     let phone = t.join("phone");
-    dmv(&phone, &["remote", "add", "b-ssh", &sshd.url(&t.join("sshhub"))]);
-    dmv(&phone, &["remote", "add", "c-bucket", "s3://stalls/shoot", "--endpoint", &minio.endpoint()]);
-    dmv(&phone, &["remote", "add", "z-backup", t.join("backup").to_str().unwrap()]);
+    dmv(
+        &phone,
+        &["remote", "add", "b-ssh", &sshd.url(&t.join("sshhub"))],
+    );
+    dmv(
+        &phone,
+        &[
+            "remote",
+            "add",
+            "c-bucket",
+            "s3://stalls/shoot",
+            "--endpoint",
+            &minio.endpoint(),
+        ],
+    );
+    dmv(
+        &phone,
+        &[
+            "remote",
+            "add",
+            "z-backup",
+            t.join("backup").to_str().unwrap(),
+        ],
+    );
     dmv(&phone, &["config", "remote.timeout", TIMEOUT]);
 
     let frozen = [server.child.id(), sshd.pid(), minio.pid().unwrap()];
@@ -118,9 +185,17 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     assert!(said.contains("origin [unreachable]"), "{said}");
     assert!(said.contains("sshhub [unknown]"), "{said}");
     for name in ["origin", "b-ssh", "c-bucket"] {
-        assert!(warned.lines().any(|l| l.starts_with(&format!("warning: could not ask {name} ("))), "{name} not named: {warned}");
+        assert!(
+            warned
+                .lines()
+                .any(|l| l.starts_with(&format!("warning: could not ask {name} ("))),
+            "{name} not named: {warned}"
+        );
     }
-    assert!(warned.contains("stopped answering: nothing for 2 s"), "{warned}");
+    assert!(
+        warned.contains("stopped answering: nothing for 2 s"),
+        "{warned}"
+    );
 
     // cat of a file whose data is not here.
     let (out, time) = run(&phone, &["cat", "HEAD:b.raw"], &env);
@@ -129,12 +204,19 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     assert_eq!(out.stdout, want["b.raw"]);
 
     // fetch from a frozen remote fails in one line naming it.
-    for (remote, names) in [("origin", server.url("hub")), ("b-ssh", sshd.url(&t.join("sshhub"))), ("c-bucket", "s3://stalls/shoot".to_string())] {
+    for (remote, names) in [
+        ("origin", server.url("hub")),
+        ("b-ssh", sshd.url(&t.join("sshhub"))),
+        ("c-bucket", "s3://stalls/shoot".to_string()),
+    ] {
         let (out, time) = run(&phone, &["fetch", remote], &env);
         took.push(("fetch", time));
         let line = one_line_error(&out);
         assert!(line.contains(&names), "{line}");
-        assert!(line.contains("stopped answering") || line.contains("does not answer"), "{line}");
+        assert!(
+            line.contains("stopped answering") || line.contains("does not answer"),
+            "{line}"
+        );
     }
 
     // sync: the frozen remotes are skipped (and said), the backup takes the new commit.
@@ -144,7 +226,11 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     let (out, time) = run(&phone, &["sync"], &env);
     took.push(("sync", time));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("sync did not reach 3 of 4 remotes: origin, b-ssh, c-bucket"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sync did not reach 3 of 4 remotes: origin, b-ssh, c-bucket"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(head_of(&t.join("backup"), "main"), head_of(&phone, "main"));
 
     for pid in frozen {
@@ -161,13 +247,22 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     let files: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let copies = files[0]["copies"].as_array().unwrap();
     for name in ["origin", "b-ssh", "c-bucket", "z-backup"] {
-        let copy = copies.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no copy named {name}: {files}"));
+        let copy = copies
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no copy named {name}: {files}"));
         assert_eq!(copy["reachable"], true, "{copy}");
         assert!(copy["class"] == "near" || copy["class"] == "far", "{copy}");
         assert!(copy["connect_ms"].is_u64(), "{copy}");
     }
     // What each command took with three frozen remotes and a 2 s wait (for the issue's note).
-    eprintln!("took: {}", took.iter().map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));
+    eprintln!(
+        "took: {}",
+        took.iter()
+            .map(|(c, d)| format!("{c} {:.1} s", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }
 
 /// Issue 44, item 5: a remote listing two URLs, two `dmv serve` over one hub
@@ -180,7 +275,11 @@ fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_res
     let t = t.path();
     dmv(t, &["init", "--bare", "hub"]);
     let config = t.join("server.toml");
-    std::fs::write(&config, "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+    )
+    .unwrap();
     let laptop = t.join("laptop");
     std::fs::create_dir(&laptop).unwrap();
     dmv(&laptop, &["init"]);
@@ -188,7 +287,11 @@ fn a_remote_with_two_urls_fails_over_while_its_servers_are_killed_frozen_and_res
 }
 
 /// What a server over MinIO needs in its environment.
-const BUCKET_CREDENTIALS: [(&str, &str); 3] = [("AWS_ACCESS_KEY_ID", MINIO_USER), ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET), ("AWS_REGION", "us-east-1")];
+const BUCKET_CREDENTIALS: [(&str, &str); 3] = [
+    ("AWS_ACCESS_KEY_ID", MINIO_USER),
+    ("AWS_SECRET_ACCESS_KEY", MINIO_SECRET),
+    ("AWS_REGION", "us-east-1"),
+];
 
 /// A repository made in `bucket` (created) by a first push from a new
 /// repository at `first` with one commit; returns the configuration of a
@@ -201,10 +304,14 @@ fn repository_in_a_bucket(minio: &Minio, bucket: &str, first: &Path) -> std::pat
     dmv(first, &["add", "."]);
     dmv(first, &["commit", "-m", "first"]);
     // The repository is made in the bucket by a first push straight to it.
-    let made = run(first, &["push", &format!("s3://{bucket}/hub"), "main"], &|c: &mut Command| {
-        minio.env(c);
-        c.env("AWS_ENDPOINT_URL", minio.endpoint());
-    });
+    let made = run(
+        first,
+        &["push", &format!("s3://{bucket}/hub"), "main"],
+        &|c: &mut Command| {
+            minio.env(c);
+            c.env("AWS_ENDPOINT_URL", minio.endpoint());
+        },
+    );
     ok(&made.0);
     let config = first.parent().unwrap().join("server.toml");
     std::fs::write(&config, format!("[repos]\nhub = {{ url = \"s3://{bucket}/hub\", endpoint = \"{}\" }}\n[tokens]\n\"w\" = \"write\"\n", minio.endpoint())).unwrap();
@@ -225,21 +332,66 @@ fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_
     push_and_clone_through_two_servers_failing_in_turn(t, &config, &credentials, &laptop);
     // Nothing of the repository is on the servers' side but the bucket: a new server over it serves everything.
     let third = HttpServer::start_with_env(&config, 0, &credentials);
-    ok(&run(t, &["clone", "--token", "w", &third.url("hub"), "late"], &|_: &mut Command| {}).0);
-    assert_eq!(head_of(&t.join("late"), "HEAD"), head_of(&laptop, "refs/heads/main"));
-    assert!(snapshot(&t.join("late")) == snapshot(&laptop), "the late clone's files differ from the laptop's");
+    ok(&run(
+        t,
+        &["clone", "--token", "w", &third.url("hub"), "late"],
+        &|_: &mut Command| {},
+    )
+    .0);
+    assert_eq!(
+        head_of(&t.join("late"), "HEAD"),
+        head_of(&laptop, "refs/heads/main")
+    );
+    assert!(
+        snapshot(&t.join("late")) == snapshot(&laptop),
+        "the late clone's files differ from the laptop's"
+    );
 }
 
 /// Two `dmv serve` with `config` (and `env`), `laptop` pushing to them as one
 /// remote with two URLs for six rounds, each round failing one server in
 /// another way; then clones from each, fetching with the first URL gone.
-fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, env: &[(&str, &str)], laptop: &Path) {
-    let mut servers = [HttpServer::start_with_env(config, 0, env), HttpServer::start_with_env(config, 0, env)];
+fn push_and_clone_through_two_servers_failing_in_turn(
+    t: &Path,
+    config: &Path,
+    env: &[(&str, &str)],
+    laptop: &Path,
+) {
+    let mut servers = [
+        HttpServer::start_with_env(config, 0, env),
+        HttpServer::start_with_env(config, 0, env),
+    ];
     let ports = [servers[0].port, servers[1].port];
-    dmv(laptop, &["remote", "add", "origin", &servers[0].url("hub"), "--token", "w"]);
-    dmv(laptop, &["remote", "set-url", "--add", "origin", &servers[1].url("hub")]);
+    dmv(
+        laptop,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &servers[0].url("hub"),
+            "--token",
+            "w",
+        ],
+    );
+    dmv(
+        laptop,
+        &[
+            "remote",
+            "set-url",
+            "--add",
+            "origin",
+            &servers[1].url("hub"),
+        ],
+    );
     dmv(laptop, &["config", "remote.timeout", TIMEOUT]);
-    assert_eq!(dmv(laptop, &["remote", "-v"]), format!("origin\t{}\norigin\t{}\n", servers[0].url("hub"), servers[1].url("hub")));
+    assert_eq!(
+        dmv(laptop, &["remote", "-v"]),
+        format!(
+            "origin\t{}\norigin\t{}\n",
+            servers[0].url("hub"),
+            servers[1].url("hub")
+        )
+    );
     let none = |_: &mut Command| {};
     let commits = |dir: &Path| {
         let log = dmv_out(dir, &["log", "--oneline"]);
@@ -252,7 +404,11 @@ fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, e
     };
     let commits_before = commits(laptop);
     for round in 0..6usize {
-        write_noise(&laptop.join(format!("r{round}.raw")), 400_000, round as u64 + 10);
+        write_noise(
+            &laptop.join(format!("r{round}.raw")),
+            400_000,
+            round as u64 + 10,
+        );
         dmv(laptop, &["add", "."]);
         dmv(laptop, &["commit", "-m", &format!("round {round}")]);
         let victim = round % 2;
@@ -296,11 +452,28 @@ fn push_and_clone_through_two_servers_failing_in_turn(t: &Path, config: &Path, e
     // A clone from either server, with the other's URL too, holds every acknowledged push.
     for (first, second) in [(0, 1), (1, 0)] {
         let dir = format!("clone{first}");
-        ok(&run(t, &["clone", "--token", "w", &servers[first].url("hub"), &dir], &none).0);
+        ok(&run(
+            t,
+            &["clone", "--token", "w", &servers[first].url("hub"), &dir],
+            &none,
+        )
+        .0);
         let clone = t.join(&dir);
-        dmv(&clone, &["remote", "set-url", "--add", "origin", &servers[second].url("hub")]);
+        dmv(
+            &clone,
+            &[
+                "remote",
+                "set-url",
+                "--add",
+                "origin",
+                &servers[second].url("hub"),
+            ],
+        );
         assert_eq!(head_of(&clone, "refs/heads/main"), acknowledged);
-        assert!(snapshot(&clone) == snapshot(laptop), "the clone's files differ from the laptop's");
+        assert!(
+            snapshot(&clone) == snapshot(laptop),
+            "the clone's files differ from the laptop's"
+        );
         // The first URL gone: fetch completes on the second.
         servers[first].kill();
         ok(&run(&clone, &["fetch"], &none).0);
@@ -321,22 +494,41 @@ fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_p
     let server = HttpServer::start_with_env(&config, 0, &BUCKET_CREDENTIALS);
     let none = |_: &mut Command| {};
     for (name, seed) in [("a", 2u64), ("b", 3)] {
-        ok(&run(t, &["clone", "--token", "w", &server.url("hub"), name], &none).0);
+        ok(&run(
+            t,
+            &["clone", "--token", "w", &server.url("hub"), name],
+            &none,
+        )
+        .0);
         write_noise(&t.join(name).join(format!("{name}.raw")), 3_000_000, seed);
         dmv(&t.join(name), &["add", "."]);
         dmv(&t.join(name), &["commit", "-m", name]);
     }
     let push_both = |args: [&[&str]; 2]| -> Vec<Output> {
         std::thread::scope(|s| {
-            let pushes: Vec<_> = ["a", "b"].iter().zip(args).map(|(name, args)| s.spawn(move || run(&t.join(name), args, &|_: &mut Command| {}).0)).collect();
+            let pushes: Vec<_> = ["a", "b"]
+                .iter()
+                .zip(args)
+                .map(|(name, args)| {
+                    s.spawn(move || run(&t.join(name), args, &|_: &mut Command| {}).0)
+                })
+                .collect();
             pushes.into_iter().map(|p| p.join().unwrap()).collect()
         })
     };
     // Two branches: both land.
-    for out in push_both([&["push", "origin", "main:from-a"], &["push", "origin", "main:from-b"]]) {
+    for out in push_both([
+        &["push", "origin", "main:from-a"],
+        &["push", "origin", "main:from-b"],
+    ]) {
         ok(&out);
     }
-    ok(&run(t, &["clone", "--token", "w", &server.url("hub"), "check"], &none).0);
+    ok(&run(
+        t,
+        &["clone", "--token", "w", &server.url("hub"), "check"],
+        &none,
+    )
+    .0);
     let check = t.join("check");
     ok(&dmv_out(&check, &["fetch"]));
     for (name, branch) in [("a", "origin/from-a"), ("b", "origin/from-b")] {
@@ -344,7 +536,14 @@ fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_p
     }
     // One branch: exactly one wins; the other is refused, and nothing is lost after a pull.
     let outs = push_both([&["push", "origin", "main"], &["push", "origin", "main"]]);
-    assert_eq!(outs.iter().filter(|o| o.status.success()).count(), 1, "{:?}", outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>());
+    assert_eq!(
+        outs.iter().filter(|o| o.status.success()).count(),
+        1,
+        "{:?}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+    );
     let loser = if outs[0].status.success() { "b" } else { "a" };
     assert!(one_line_error(&outs[if loser == "a" { 0 } else { 1 }]).contains("pull"));
     ok(&dmv_out(&t.join(loser), &["pull"]));

@@ -28,16 +28,28 @@ fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
     dmv(&a, &["push"]);
     dmv(t, &["clone", "hub", "b"]);
     let b = t.join("b");
-    assert_eq!(std::fs::read(b.join("shoot/raw/1.cr3")).unwrap(), std::fs::read(a.join("shoot/raw/1.cr3")).unwrap());
-    assert_eq!(std::fs::read_link(b.join("latest")).unwrap(), Path::new("notes.txt"));
-    assert!(dmv(&b, &["status", "--short"]).is_empty(), "a fresh clone is clean");
+    assert_eq!(
+        std::fs::read(b.join("shoot/raw/1.cr3")).unwrap(),
+        std::fs::read(a.join("shoot/raw/1.cr3")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_link(b.join("latest")).unwrap(),
+        Path::new("notes.txt")
+    );
+    assert!(
+        dmv(&b, &["status", "--short"]).is_empty(),
+        "a fresh clone is clean"
+    );
 
     // b pushes a change; a fetches and sees it on origin/main.
     std::fs::write(b.join("notes.txt"), "day one, edited in b\n").unwrap();
     commit_all(&b, "edit in b");
     dmv(&b, &["push"]);
     dmv(&a, &["fetch"]);
-    assert_eq!(head_of(&a, "refs/remotes/origin/main"), head_of(&b, "refs/heads/main"));
+    assert_eq!(
+        head_of(&a, "refs/remotes/origin/main"),
+        head_of(&b, "refs/heads/main")
+    );
 
     // a diverged: a plain push is refused and says to pull; nothing moves.
     std::fs::write(a.join("other.txt"), "from a\n").unwrap();
@@ -55,7 +67,10 @@ fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
     assert!(one_line_error(&out).contains("moved since your last fetch"));
     dmv(&a, &["fetch"]);
     dmv(&a, &["push", "--force"]);
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"));
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        head_of(&a, "refs/heads/main")
+    );
 
     // Pushing to the checked-out branch of a repository with a working tree is refused.
     dmv(&b, &["remote", "add", "peer", "../a"]);
@@ -82,17 +97,45 @@ fn ssh_prefers_aes_gcm_unless_a_cipher_is_configured() {
     commit_all(&a, "one");
     let cipher_of_clone = |dest: &str, extra: &str| {
         let log = t.join(format!("{dest}.ssh.log"));
-        let ssh = format!("{} -E {} {extra}", sshd.ssh_command().replace("LogLevel=ERROR", "LogLevel=DEBUG1"), log.display());
-        let out = dmv_cmd(t).args(["clone", &sshd.url(&a), dest]).env("DMV_REMOTE_DMV", bin()).env("DMV_SSH", ssh).output().unwrap();
+        let ssh = format!(
+            "{} -E {} {extra}",
+            sshd.ssh_command()
+                .replace("LogLevel=ERROR", "LogLevel=DEBUG1"),
+            log.display()
+        );
+        let out = dmv_cmd(t)
+            .args(["clone", &sshd.url(&a), dest])
+            .env("DMV_REMOTE_DMV", bin())
+            .env("DMV_SSH", ssh)
+            .output()
+            .unwrap();
         ok(&out);
         let text = std::fs::read_to_string(&log).unwrap();
-        let line = text.lines().find(|l| l.contains("kex: server->client cipher:")).unwrap_or_else(|| panic!("no cipher in {text}"));
-        line.split("cipher: ").nth(1).unwrap().split_whitespace().next().unwrap().to_string()
+        let line = text
+            .lines()
+            .find(|l| l.contains("kex: server->client cipher:"))
+            .unwrap_or_else(|| panic!("no cipher in {text}"));
+        line.split("cipher: ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
     };
     let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let has = |f: &str| flags.lines().any(|l| (l.starts_with("flags") || l.starts_with("Features")) && l.split_whitespace().any(|w| w == f));
-    let aes = (has("aes") && (has("pclmulqdq") || has("pmull"))).then_some("aes128-gcm@openssh.com");
-    assert_eq!(cipher_of_clone("b", ""), aes.unwrap_or("chacha20-poly1305@openssh.com"));
+    let has = |f: &str| {
+        flags.lines().any(|l| {
+            (l.starts_with("flags") || l.starts_with("Features"))
+                && l.split_whitespace().any(|w| w == f)
+        })
+    };
+    let aes =
+        (has("aes") && (has("pclmulqdq") || has("pmull"))).then_some("aes128-gcm@openssh.com");
+    assert_eq!(
+        cipher_of_clone("b", ""),
+        aes.unwrap_or("chacha20-poly1305@openssh.com")
+    );
     assert_eq!(cipher_of_clone("c", "-c aes256-ctr"), "aes256-ctr");
 }
 
@@ -111,11 +154,15 @@ fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
     dmv(&a, &["remote", "add", "origin", &url]);
     let (out, sent, _) = traced(&a, &["push"], |c| sshd.env(c));
     ok(&out);
-    assert!(sent > 1024 * MIB && sent < 1030 * MIB, "first push sent {sent}");
+    assert!(
+        sent > 1024 * MIB && sent < 1030 * MIB,
+        "first push sent {sent}"
+    );
 
     // Change 1 MiB in the middle: the push sends the changed chunks and a few nodes.
     let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
-    f.write_all_at(&Noise::new(99).bytes(MIB as usize), 512 * MIB).unwrap();
+    f.write_all_at(&Noise::new(99).bytes(MIB as usize), 512 * MIB)
+        .unwrap();
     drop(f);
     commit_all(&a, "regraded");
     let (out, sent, _) = traced(&a, &["push"], |c| sshd.env(c));
@@ -124,7 +171,10 @@ fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
     let (out, sent, received) = traced(&a, &["push"], |c| sshd.env(c));
     ok(&out);
     assert!(stderr(&out).contains("Everything up to date"));
-    assert!(sent + received < 16 << 10, "a no-op push moved {sent} + {received} bytes");
+    assert!(
+        sent + received < 16 << 10,
+        "a no-op push moved {sent} + {received} bytes"
+    );
 
     // Clone back over ssh; the content is exact.
     let mut cmd = dmv_cmd(t);
@@ -132,7 +182,10 @@ fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
     sshd.env(&mut cmd);
     ok(&cmd.output().unwrap());
     let c = t.join("c");
-    let (x, y) = (std::fs::File::open(&big).unwrap(), std::fs::File::open(c.join("take.mov")).unwrap());
+    let (x, y) = (
+        std::fs::File::open(&big).unwrap(),
+        std::fs::File::open(c.join("take.mov")).unwrap(),
+    );
     let mut bx = vec![0u8; 4 * MIB as usize];
     let mut by = bx.clone();
     for off in (0..1024 * MIB).step_by(4 * MIB as usize) {
@@ -153,7 +206,8 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     // Two 8 MiB files sharing 90 % of their bytes.
     let base = Noise::new(3).bytes(8 * MIB as usize);
     let mut variant = base.clone();
-    variant[..(8 * MIB / 10) as usize].copy_from_slice(&Noise::new(4).bytes((8 * MIB / 10) as usize));
+    variant[..(8 * MIB / 10) as usize]
+        .copy_from_slice(&Noise::new(4).bytes((8 * MIB / 10) as usize));
     std::fs::write(a.join("v1.wav"), &base).unwrap();
     std::fs::write(a.join("v2.wav"), &variant).unwrap();
     commit_all(&a, "two takes");
@@ -165,7 +219,11 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     // Reading needs a token here: 401 without, 403 with a wrong one, and nothing is created.
     let out = dmv_out(t, &["clone", &url, "nope"]);
     assert!(one_line_error(&out).contains("authentication failed"));
-    let out = dmv_cmd(t).args(["clone", &url, "nope"]).env("DMV_TOKEN", "guess").output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", &url, "nope"])
+        .env("DMV_TOKEN", "guess")
+        .output()
+        .unwrap();
     assert!(one_line_error(&out).contains("not valid"));
     assert!(!t.join("nope").exists());
 
@@ -174,7 +232,10 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     let b = t.join("b");
     assert_eq!(std::fs::read(b.join("v2.wav")).unwrap(), variant);
     let unique = 8 * MIB + 8 * MIB / 10;
-    assert!(received < unique + 2 * 256 * 1024 + 256 * 1024, "clone received {received} bytes for {unique} unique");
+    assert!(
+        received < unique + 2 * 256 * 1024 + 256 * 1024,
+        "clone received {received} bytes for {unique} unique"
+    );
 
     // Pushing needs a write token; a read token gets 403 and the ref does not move.
     std::fs::write(b.join("v3.wav"), b"new take").unwrap();
@@ -184,9 +245,16 @@ fn http_clone_sends_shared_chunks_once_and_enforces_tokens() {
     let line = one_line_error(&out);
     assert!(line.contains("may read but not write"), "{line}");
     assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), before);
-    let out = dmv_cmd(&b).args(["push"]).env("DMV_TOKEN", "writer-1").output().unwrap();
+    let out = dmv_cmd(&b)
+        .args(["push"])
+        .env("DMV_TOKEN", "writer-1")
+        .output()
+        .unwrap();
     ok(&out);
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&b, "refs/heads/main"));
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        head_of(&b, "refs/heads/main")
+    );
     server.kill();
     fsck_clean(&t.join("hub"));
 }
@@ -205,41 +273,98 @@ fn interrupted_clone_and_push_resume_resending_at_most_one_pack() {
     let pack = 64 * MIB;
 
     // Client killed after 100 MiB: one 64 MiB pack had landed.
-    let out = dmv_cmd(t).args(["clone", "a", "b"]).env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string()).output().unwrap();
+    let out = dmv_cmd(t)
+        .args(["clone", "a", "b"])
+        .env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     fsck_clean(&t.join("b"));
-    let worktree: Vec<_> = std::fs::read_dir(t.join("b")).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != ".dmv").collect();
-    assert!(worktree.is_empty(), "files written while receiving appear only once the fetch is done: {worktree:?}");
+    let worktree: Vec<_> = std::fs::read_dir(t.join("b"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != ".dmv")
+        .collect();
+    assert!(
+        worktree.is_empty(),
+        "files written while receiving appear only once the fetch is done: {worktree:?}"
+    );
     let (out, _, received) = traced(t, &["clone", "a", "b"], |_| {});
     ok(&out);
     assert!(stderr(&out).contains("Resuming"));
     assert!(!t.join("b/.dmv/early-checkout").exists());
-    assert!(100 * MIB + received <= total + pack + MIB, "resent too much: {} + {received}", 100 * MIB);
-    assert!(received < total - pack + 2 * MIB, "nothing was kept: received {received}");
+    assert!(
+        100 * MIB + received <= total + pack + MIB,
+        "resent too much: {} + {received}",
+        100 * MIB
+    );
+    assert!(
+        received < total - pack + 2 * MIB,
+        "nothing was kept: received {received}"
+    );
     let b = t.join("b");
-    assert_eq!(std::fs::read(b.join("reel3.bin")).unwrap(), std::fs::read(a.join("reel3.bin")).unwrap());
+    assert_eq!(
+        std::fs::read(b.join("reel3.bin")).unwrap(),
+        std::fs::read(a.join("reel3.bin")).unwrap()
+    );
     fsck_clean(&b);
 
     // A push over HTTP whose client dies half way, then one whose server dies.
     dmv(t, &["init", "--bare", "hub"]);
-    let mut server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let mut server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let url = server.url("hub");
-    let out = dmv_cmd(&a).args(["push", &url]).env("DMV_TOKEN", "w").env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string()).output().unwrap();
+    let out = dmv_cmd(&a)
+        .args(["push", &url])
+        .env("DMV_TOKEN", "w")
+        .env("DMV_ABORT_AFTER_BYTES", (100 * MIB).to_string())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     fsck_clean(&t.join("hub"));
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), "", "no ref may point at a half-sent commit");
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        "",
+        "no ref may point at a half-sent commit"
+    );
     let (out, sent, _) = traced(&a, &["push", &url], |c| {
         c.env("DMV_TOKEN", "w");
     });
     ok(&out);
-    assert!(100 * MIB + sent <= total + pack + MIB, "push resent too much: {sent}");
+    assert!(
+        100 * MIB + sent <= total + pack + MIB,
+        "push resent too much: {sent}"
+    );
 
     // The server dies mid-push: the client says so in one line, the retry completes.
-    std::fs::write(a.join("reel4.bin"), Noise::new(44).bytes(100 * MIB as usize)).unwrap();
+    std::fs::write(
+        a.join("reel4.bin"),
+        Noise::new(44).bytes(100 * MIB as usize),
+    )
+    .unwrap();
     commit_all(&a, "fifth reel");
-    let push = dmv_cmd(&a).args(["push", &url]).env("DMV_TOKEN", "w").stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let push = dmv_cmd(&a)
+        .args(["push", &url])
+        .env("DMV_TOKEN", "w")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let packs = t.join("hub/.dmv/objects/packs");
-    let count_packs = || std::fs::read_dir(&packs).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".idx")).count();
+    let count_packs = || {
+        std::fs::read_dir(&packs)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".idx")
+            })
+            .count()
+    };
     let before = count_packs();
     let start = std::time::Instant::now();
     while count_packs() == before && start.elapsed() < std::time::Duration::from_secs(60) {
@@ -253,9 +378,16 @@ fn interrupted_clone_and_push_resume_resending_at_most_one_pack() {
     }
     fsck_clean(&t.join("hub"));
     let server = HttpServer::start_with(&server.config.clone(), 0);
-    let out = dmv_cmd(&a).args(["push", &server.url("hub")]).env("DMV_TOKEN", "w").output().unwrap();
+    let out = dmv_cmd(&a)
+        .args(["push", &server.url("hub")])
+        .env("DMV_TOKEN", "w")
+        .output()
+        .unwrap();
     ok(&out);
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"));
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        head_of(&a, "refs/heads/main")
+    );
     fsck_clean(&t.join("hub"));
 }
 
@@ -268,7 +400,11 @@ fn of_two_concurrent_pushes_exactly_one_wins() {
     commit_all(&t.join("seed"), "start");
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&t.join("seed"), &["push", "../hub"]);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let url = server.url("hub");
     for name in ["x", "y"] {
         dmv(t, &["clone", "hub", name]);
@@ -278,28 +414,75 @@ fn of_two_concurrent_pushes_exactly_one_wins() {
     for round in 0..4 {
         for name in ["x", "y"] {
             let d = t.join(name);
-            ok(&dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap());
-            write_noise(&d.join(format!("{name}-{round}.bin")), 2 * MIB, round * 10 + name.len() as u64 + name.as_bytes()[0] as u64);
+            ok(&dmv_cmd(&d)
+                .args(["pull"])
+                .env("DMV_TOKEN", "w")
+                .output()
+                .unwrap());
+            write_noise(
+                &d.join(format!("{name}-{round}.bin")),
+                2 * MIB,
+                round * 10 + name.len() as u64 + name.as_bytes()[0] as u64,
+            );
             commit_all(&d, &format!("{name} round {round}"));
         }
-        let spawn = |name: &str| dmv_cmd(&t.join(name)).args(["push"]).env("DMV_TOKEN", "w").stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let spawn = |name: &str| {
+            dmv_cmd(&t.join(name))
+                .args(["push"])
+                .env("DMV_TOKEN", "w")
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
         let (px, py) = (spawn("x"), spawn("y"));
-        let (ox, oy) = (px.wait_with_output().unwrap(), py.wait_with_output().unwrap());
-        assert!(ox.status.success() != oy.status.success(), "round {round}: exactly one push must win: x {:?} {} / y {:?} {}", ox.status, stderr(&ox), oy.status, stderr(&oy));
-        let (winner, loser) = if ox.status.success() { ("x", oy) } else { ("y", ox) };
-        assert!(one_line_error(&loser).contains("pull"), "the loser is told to pull: {}", stderr(&loser));
-        assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&t.join(winner), "refs/heads/main"));
+        let (ox, oy) = (
+            px.wait_with_output().unwrap(),
+            py.wait_with_output().unwrap(),
+        );
+        assert!(
+            ox.status.success() != oy.status.success(),
+            "round {round}: exactly one push must win: x {:?} {} / y {:?} {}",
+            ox.status,
+            stderr(&ox),
+            oy.status,
+            stderr(&oy)
+        );
+        let (winner, loser) = if ox.status.success() {
+            ("x", oy)
+        } else {
+            ("y", ox)
+        };
+        assert!(
+            one_line_error(&loser).contains("pull"),
+            "the loser is told to pull: {}",
+            stderr(&loser)
+        );
+        assert_eq!(
+            head_of(&t.join("hub"), "refs/heads/main"),
+            head_of(&t.join(winner), "refs/heads/main")
+        );
     }
     // The losers' commits were merged by their next pull: after a last pull and push, no update is lost.
     for name in ["x", "y"] {
         let d = t.join(name);
-        ok(&dmv_cmd(&d).args(["pull"]).env("DMV_TOKEN", "w").output().unwrap());
-        ok(&dmv_cmd(&d).args(["push"]).env("DMV_TOKEN", "w").output().unwrap());
+        ok(&dmv_cmd(&d)
+            .args(["pull"])
+            .env("DMV_TOKEN", "w")
+            .output()
+            .unwrap());
+        ok(&dmv_cmd(&d)
+            .args(["push"])
+            .env("DMV_TOKEN", "w")
+            .output()
+            .unwrap());
     }
     let log = dmv(&t.join("hub"), &["log", "--oneline"]);
     for round in 0..4 {
         for name in ["x", "y"] {
-            assert!(log.contains(&format!("{name} round {round}")), "{name} round {round} lost:\n{log}");
+            assert!(
+                log.contains(&format!("{name} round {round}")),
+                "{name} round {round} lost:\n{log}"
+            );
         }
     }
     fsck_clean(&t.join("hub"));
@@ -313,16 +496,36 @@ fn unreachable_wrong_and_mismatched_remotes_fail_in_one_line() {
     std::fs::write(t.join("a/f"), "x").unwrap();
     commit_all(&t.join("a"), "one");
     let a = t.join("a");
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let line = one_line_error(&dmv_out(&a, &["fetch", &format!("http://127.0.0.1:{closed}/x")]));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let line = one_line_error(&dmv_out(
+        &a,
+        &["fetch", &format!("http://127.0.0.1:{closed}/x")],
+    ));
     assert!(line.contains("cannot reach"), "{line}");
     let mut cmd = dmv_cmd(&a);
-    cmd.args(["fetch", &format!("ssh://127.0.0.1:{closed}/x")]).env("DMV_SSH", "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null");
+    cmd.args(["fetch", &format!("ssh://127.0.0.1:{closed}/x")])
+        .env(
+            "DMV_SSH",
+            "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        );
     let line = one_line_error(&cmd.output().unwrap());
-    assert!(line.contains("cannot reach") && line.contains("refused"), "{line}");
+    assert!(
+        line.contains("cannot reach") && line.contains("refused"),
+        "{line}"
+    );
     let line = one_line_error(&dmv_out(&a, &["fetch", t.to_str().unwrap()]));
     assert!(line.contains("not a dmv repository"), "{line}");
-    let line = one_line_error(&dmv_cmd(&a).args(["clone", "../a", "../z"]).env("DMV_TEST_PROTOCOL_VERSION", "99").output().unwrap());
+    let line = one_line_error(
+        &dmv_cmd(&a)
+            .args(["clone", "../a", "../z"])
+            .env("DMV_TEST_PROTOCOL_VERSION", "99")
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("protocol 99"), "{line}");
     assert!(!t.join("z").exists());
     let line = one_line_error(&dmv_out(&a, &["push", "nowhere"]));
@@ -342,9 +545,17 @@ fn clone_of_a_damaged_repository_names_the_object_and_stores_nothing() {
     write_noise(&t.join("a/clip.mov"), 4 * MIB, 3);
     commit_all(&t.join("a"), "clip");
     let packs = t.join("a/.dmv/objects/packs");
-    let pack =
-        std::fs::read_dir(&packs).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "pack")).max_by_key(|p| p.metadata().unwrap().len()).unwrap();
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(&pack).unwrap();
+    let pack = std::fs::read_dir(&packs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+        .max_by_key(|p| p.metadata().unwrap().len())
+        .unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&pack)
+        .unwrap();
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, 2 * MIB).unwrap();
     f.write_all_at(&[b[0] ^ 0x10], 2 * MIB).unwrap();
@@ -353,17 +564,30 @@ fn clone_of_a_damaged_repository_names_the_object_and_stores_nothing() {
     let out = dmv_out(t, &["clone", "a", "b"]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     let line = one_line_error(&out);
-    assert!(line.contains("damaged") && line.contains("dmv fsck"), "{line}");
-    assert!(!t.join("b/clip.mov").exists(), "a damaged file must not be checked out");
+    assert!(
+        line.contains("damaged") && line.contains("dmv fsck"),
+        "{line}"
+    );
+    assert!(
+        !t.join("b/clip.mov").exists(),
+        "a damaged file must not be checked out"
+    );
     if t.join("b/.dmv").exists() {
         fsck_clean(&t.join("b"));
-        assert!(dmv_out(&t.join("b"), &["log"]).stdout.is_empty() || !dmv_out(&t.join("b"), &["log"]).status.success(), "no commit may arrive without all its data");
+        assert!(
+            dmv_out(&t.join("b"), &["log"]).stdout.is_empty()
+                || !dmv_out(&t.join("b"), &["log"]).status.success(),
+            "no commit may arrive without all its data"
+        );
     }
 }
 
 fn written_while_receiving(out: &std::process::Output) -> u64 {
     let err = stderr(out);
-    let line = err.lines().find(|l| l.starts_with("trace: files-written-while-receiving")).unwrap_or_else(|| panic!("no trace line in: {err}"));
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("trace: files-written-while-receiving"))
+        .unwrap_or_else(|| panic!("no trace line in: {err}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -380,39 +604,88 @@ fn clone_writes_large_files_while_receiving_and_falls_back_exactly() {
     write_noise(&a.join("take1.mov"), 8 * MIB, 41);
     std::fs::create_dir(a.join("tools")).unwrap();
     write_noise(&a.join("tools/render.sh"), 3 * MIB, 42);
-    std::fs::set_permissions(a.join("tools/render.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        a.join("tools/render.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     std::fs::write(a.join("silence.raw"), vec![0u8; 4 * MIB as usize]).unwrap(); // one chunk, repeated
     std::fs::write(a.join("notes.txt"), "small files take the normal path\n").unwrap();
     commit_all(&a, "first");
 
     let (out, _, _) = traced(t, &["clone", "a", "b"], |_| {});
     ok(&out);
-    assert_eq!(written_while_receiving(&out), 3, "the three large files arrive in order");
+    assert_eq!(
+        written_while_receiving(&out),
+        3,
+        "the three large files arrive in order"
+    );
     let b = t.join("b");
     for f in ["take1.mov", "tools/render.sh", "silence.raw", "notes.txt"] {
-        assert!(std::fs::read(b.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(), "{f} differs");
+        assert!(
+            std::fs::read(b.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(),
+            "{f} differs"
+        );
     }
     use std::os::unix::fs::PermissionsExt;
-    assert_ne!(std::fs::metadata(b.join("tools/render.sh")).unwrap().permissions().mode() & 0o111, 0);
-    assert_eq!(std::fs::metadata(b.join("take1.mov")).unwrap().permissions().mode() & 0o111, 0);
-    assert!(dmv(&b, &["status", "--short"]).is_empty(), "a fresh clone is clean");
+    assert_ne!(
+        std::fs::metadata(b.join("tools/render.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0
+    );
+    assert_eq!(
+        std::fs::metadata(b.join("take1.mov"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0
+    );
+    assert!(
+        dmv(&b, &["status", "--short"]).is_empty(),
+        "a fresh clone is clean"
+    );
     assert!(!b.join(".dmv/early-checkout").exists());
     fsck_clean(&b);
 
     // History, and a trimmed copy that comes first in the tree: most of
     // take1.mov's chunks arrive for the trimmed copy before take1.mov's own
     // first ones, so take1.mov is checked out from the store instead.
-    let f = std::fs::OpenOptions::new().write(true).open(a.join("take1.mov")).unwrap();
-    f.write_all_at(&Noise::new(43).bytes(MIB as usize), 3 * MIB).unwrap();
-    std::fs::write(a.join("take1-trimmed.mov"), &std::fs::read(a.join("take1.mov")).unwrap()[MIB as usize..]).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(a.join("take1.mov"))
+        .unwrap();
+    f.write_all_at(&Noise::new(43).bytes(MIB as usize), 3 * MIB)
+        .unwrap();
+    std::fs::write(
+        a.join("take1-trimmed.mov"),
+        &std::fs::read(a.join("take1.mov")).unwrap()[MIB as usize..],
+    )
+    .unwrap();
     commit_all(&a, "second");
     let (out, _, _) = traced(t, &["clone", "a", "c"], |_| {});
     ok(&out);
     let c = t.join("c");
-    for f in ["take1.mov", "take1-trimmed.mov", "tools/render.sh", "silence.raw", "notes.txt"] {
-        assert!(std::fs::read(c.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(), "{f} differs");
+    for f in [
+        "take1.mov",
+        "take1-trimmed.mov",
+        "tools/render.sh",
+        "silence.raw",
+        "notes.txt",
+    ] {
+        assert!(
+            std::fs::read(c.join(f)).unwrap() == std::fs::read(a.join(f)).unwrap(),
+            "{f} differs"
+        );
     }
-    assert_eq!(written_while_receiving(&out), 3, "all large files but take1.mov");
+    assert_eq!(
+        written_while_receiving(&out),
+        3,
+        "all large files but take1.mov"
+    );
     assert!(dmv(&c, &["status", "--short"]).is_empty());
     assert_eq!(dmv(&c, &["log", "--oneline"]).lines().count(), 2);
     fsck_clean(&c);
@@ -432,31 +705,98 @@ fn a_tree_with_a_name_leading_out_of_the_working_tree_is_refused() {
     use dmv_repo::store::ObjectKind;
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
-    let cases: [&[&[u8]]; 6] = [&[b".."], &[b"../escape.txt"], &[b".dmv"], &[b".DMV"], &[b""], &[b"a", b"a"]];
+    let cases: [&[&[u8]]; 6] = [
+        &[b".."],
+        &[b"../escape.txt"],
+        &[b".dmv"],
+        &[b".DMV"],
+        &[b""],
+        &[b"a", b"a"],
+    ];
     for (n, names) in cases.iter().enumerate() {
         let evil = t.join(format!("evil{n}"));
         dmv(t, &["init", evil.to_str().unwrap()]);
         let repo = dmv_repo::Repository::open(&evil).unwrap();
         let mut s = repo.store.begin_write().unwrap();
         let chunk = s.put_object(ObjectKind::Chunk, b"escaped\n").unwrap();
-        let inner = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(vec![TreeEntry { name: b"escape.txt".to_vec(), kind: EntryKind::File, id: chunk, size: 8 }]))).unwrap();
+        let inner = s
+            .put_object(
+                ObjectKind::Tree,
+                &encode(&TreeNode::Leaf(vec![TreeEntry {
+                    name: b"escape.txt".to_vec(),
+                    kind: EntryKind::File,
+                    id: chunk,
+                    size: 8,
+                }])),
+            )
+            .unwrap();
         let entries = names.iter().map(|name| match *name {
-            b".." => TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, id: inner, size: 0 },
-            _ => TreeEntry { name: name.to_vec(), kind: EntryKind::File, id: chunk, size: 8 },
+            b".." => TreeEntry {
+                name: name.to_vec(),
+                kind: EntryKind::Dir,
+                id: inner,
+                size: 0,
+            },
+            _ => TreeEntry {
+                name: name.to_vec(),
+                kind: EntryKind::File,
+                id: chunk,
+                size: 8,
+            },
         });
-        let root = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Leaf(entries.collect()))).unwrap();
-        let who = Signature { name: "m".into(), email: "m@example.com".into(), time: 0, tz_minutes: 0 };
-        let commit = s.put_object(ObjectKind::Commit, &encode(&Commit { tree: root, parents: vec![], author: who.clone(), committer: who, message: "evil".into() })).unwrap();
+        let root = s
+            .put_object(
+                ObjectKind::Tree,
+                &encode(&TreeNode::Leaf(entries.collect())),
+            )
+            .unwrap();
+        let who = Signature {
+            name: "m".into(),
+            email: "m@example.com".into(),
+            time: 0,
+            tz_minutes: 0,
+        };
+        let commit = s
+            .put_object(
+                ObjectKind::Commit,
+                &encode(&Commit {
+                    tree: root,
+                    parents: vec![],
+                    author: who.clone(),
+                    committer: who,
+                    message: "evil".into(),
+                }),
+            )
+            .unwrap();
         s.finish().unwrap();
         drop(s);
-        repo.refs.update(&[dmv_repo::RefUpdate { name: "refs/heads/main".into(), expected: Some(None), new: Some(commit) }], "test", "evil").unwrap();
+        repo.refs
+            .update(
+                &[dmv_repo::RefUpdate {
+                    name: "refs/heads/main".into(),
+                    expected: Some(None),
+                    new: Some(commit),
+                }],
+                "test",
+                "evil",
+            )
+            .unwrap();
 
         let dest = format!("clone{n}");
-        let line = one_line_error(&dmv_out(t, &["clone", evil.file_name().unwrap().to_str().unwrap(), &dest]));
+        let line = one_line_error(&dmv_out(
+            t,
+            &["clone", evil.file_name().unwrap().to_str().unwrap(), &dest],
+        ));
         assert!(line.contains("malformed"), "{names:?}: {line}");
-        assert!(!t.join("escape.txt").exists() && !t.join(&dest).join(".dmv/escape.txt").exists(), "{names:?}: a file escaped");
+        assert!(
+            !t.join("escape.txt").exists() && !t.join(&dest).join(".dmv/escape.txt").exists(),
+            "{names:?}: a file escaped"
+        );
         let config = std::fs::read_to_string(t.join(&dest).join(".dmv/config")).unwrap_or_default();
-        assert!(!config.contains("escaped"), "{names:?}: .dmv was written into");
+        assert!(
+            !config.contains("escaped"),
+            "{names:?}: .dmv was written into"
+        );
     }
 }
 
@@ -465,12 +805,17 @@ fn a_tree_with_a_name_leading_out_of_the_working_tree_is_refused() {
 fn stop_as_if_killed_during_checkout(a: &Path, b: &Path) {
     std::fs::remove_file(b.join(".dmv/dirstate")).unwrap();
     let mut del = dmv_cmd(b);
-    del.args(["update-ref", "--stdin"]).stdin(std::process::Stdio::piped());
+    del.args(["update-ref", "--stdin"])
+        .stdin(std::process::Stdio::piped());
     let mut child = del.spawn().unwrap();
     std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"delete refs/heads/main\n").unwrap();
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
-    std::fs::write(b.join(".dmv/clone-in-progress"), format!("{}\n", a.canonicalize().unwrap().display())).unwrap();
+    std::fs::write(
+        b.join(".dmv/clone-in-progress"),
+        format!("{}\n", a.canonicalize().unwrap().display()),
+    )
+    .unwrap();
 }
 
 /// A clone stopped during its checkout (files in place, no dirstate, no
@@ -490,15 +835,28 @@ fn a_clone_stopped_during_its_checkout_resumes() {
     dmv(t, &["clone", "a", "b"]);
     let b = t.join("b");
     stop_as_if_killed_during_checkout(&a, &b);
-    std::fs::OpenOptions::new().write(true).open(b.join("reel.mov")).unwrap().set_len(2 * MIB).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(b.join("reel.mov"))
+        .unwrap()
+        .set_len(2 * MIB)
+        .unwrap();
     std::fs::write(b.join("note7.txt"), "cut").unwrap();
 
     let out = dmv_out(t, &["clone", "a", "b"]);
     ok(&out);
     assert!(stderr(&out).contains("Resuming"), "{}", stderr(&out));
-    assert!(std::fs::read(b.join("reel.mov")).unwrap() == std::fs::read(a.join("reel.mov")).unwrap());
-    assert_eq!(std::fs::read_to_string(b.join("note7.txt")).unwrap(), "note 7\n");
-    assert!(dmv(&b, &["status", "--short"]).is_empty(), "the resumed clone is clean");
+    assert!(
+        std::fs::read(b.join("reel.mov")).unwrap() == std::fs::read(a.join("reel.mov")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.join("note7.txt")).unwrap(),
+        "note 7\n"
+    );
+    assert!(
+        dmv(&b, &["status", "--short"]).is_empty(),
+        "the resumed clone is clean"
+    );
     assert!(!b.join(".dmv/clone-in-progress").exists());
     fsck_clean(&b);
 }
@@ -520,11 +878,23 @@ fn a_clone_of_many_files_in_nested_directories_is_exact() {
         // Files of one directory on both sides of a subdirectory in tree order.
         std::fs::create_dir_all(a.join(format!("d{d}/m/deeper"))).unwrap();
         for i in 0..60 {
-            std::fs::write(a.join(format!("d{d}/{}{i}", if i % 2 == 0 { "a" } else { "z" })), format!("{d}/{i}\n")).unwrap();
-            std::fs::write(a.join(format!("d{d}/m/deeper/g{i}")), format!("deeper {d}/{i}\n")).unwrap();
+            std::fs::write(
+                a.join(format!("d{d}/{}{i}", if i % 2 == 0 { "a" } else { "z" })),
+                format!("{d}/{i}\n"),
+            )
+            .unwrap();
+            std::fs::write(
+                a.join(format!("d{d}/m/deeper/g{i}")),
+                format!("deeper {d}/{i}\n"),
+            )
+            .unwrap();
         }
         std::fs::write(a.join(format!("d{d}/run.sh")), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(a.join(format!("d{d}/run.sh")), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(
+            a.join(format!("d{d}/run.sh")),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         std::fs::write(a.join(format!("d{d}/m/empty")), "").unwrap();
         std::os::unix::fs::symlink("../a0", a.join(format!("d{d}/m/link"))).unwrap();
     }
@@ -548,7 +918,11 @@ fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
     let a = t.join("a");
     for i in 0..600 {
         std::fs::create_dir_all(a.join(format!("d{}", i / 100))).unwrap();
-        std::fs::write(a.join(format!("d{}/f{i}", i / 100)), format!("file number {i} with some words to fill it\n")).unwrap();
+        std::fs::write(
+            a.join(format!("d{}/f{i}", i / 100)),
+            format!("file number {i} with some words to fill it\n"),
+        )
+        .unwrap();
     }
     commit_all(&a, "many");
     dmv(t, &["clone", "a", "b"]);
@@ -565,18 +939,38 @@ fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
     let pack = std::fs::read_dir(b.join(".dmv/objects/packs"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "pack") && std::fs::read(p).unwrap().windows(needle.len()).any(|w| w == needle));
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "pack")
+                && std::fs::read(p)
+                    .unwrap()
+                    .windows(needle.len())
+                    .any(|w| w == needle)
+        });
     let pack = pack.expect("small files are stored uncompressed here");
     let mut bytes = std::fs::read(&pack).unwrap();
-    let at = bytes.windows(needle.len()).position(|w| w == needle).unwrap();
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap();
     bytes[at] ^= 0x40;
     std::fs::write(&pack, bytes).unwrap();
 
     let out = dmv_out(t, &["clone", "a", "b"]);
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
-    let errors: Vec<String> = stderr(&out).lines().filter(|l| l.starts_with("dmv: ")).map(String::from).collect();
-    assert!(errors.len() == 1 && errors[0].contains("does not hash to its id"), "{}", stderr(&out));
-    assert!(!b.join("d3/f345").exists(), "a damaged file must not be written out");
+    let errors: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("dmv: "))
+        .map(String::from)
+        .collect();
+    assert!(
+        errors.len() == 1 && errors[0].contains("does not hash to its id"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !b.join("d3/f345").exists(),
+        "a damaged file must not be written out"
+    );
 }
 
 /// `dmv sync` pulls the current branch and pushes it back when the merge is
@@ -603,12 +997,24 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
     commit_all(&b, "b's work");
     let out = dmv_out(&b, &["sync"]);
     ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Merged origin/main"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Merged origin/main"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let merge = head_of(&b, "refs/heads/main");
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), merge, "the merge was pushed");
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        merge,
+        "the merge was pushed"
+    );
     assert_eq!(head_of(&b, "refs/remotes/origin/main"), merge);
     ok(&dmv_out(&a, &["sync"]));
-    assert_eq!(head_of(&a, "refs/heads/main"), merge, "a fast-forwards to the merge");
+    assert_eq!(
+        head_of(&a, "refs/heads/main"),
+        merge,
+        "a fast-forwards to the merge"
+    );
     assert_same_tree(&a, &b);
 
     // The same file changed on both sides: conflicts, exit 1, nothing pushed.
@@ -621,7 +1027,11 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
     let out = dmv_out(&b, &["sync"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT"));
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), hub, "nothing pushed");
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        hub,
+        "nothing pushed"
+    );
     fsck_clean(&t.join("hub"));
 }
 
@@ -632,7 +1042,12 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
 /// progress") until someone ran `merge --abort`.
 #[test]
 fn a_sync_killed_in_its_merge_is_mended_by_the_next_sync() {
-    for point in ["merge-state-written", "merge-worktree-written", "commit-before-ref", "commit-after-ref"] {
+    for point in [
+        "merge-state-written",
+        "merge-worktree-written",
+        "commit-before-ref",
+        "commit-after-ref",
+    ] {
         let top = tempfile::tempdir().unwrap();
         let t = top.path();
         dmv(t, &["init", "a"]);
@@ -649,8 +1064,16 @@ fn a_sync_killed_in_its_merge_is_mended_by_the_next_sync() {
         dmv(&b, &["push"]);
         write_noise(&a.join("from-a.raw"), MIB, 7);
         commit_all(&a, "a's work");
-        let out = dmv_cmd(&a).args(["sync"]).env("DMV_FAILPOINT", point).output().unwrap();
-        assert!(!out.status.success() && stderr(&out).contains(&format!("failpoint {point} reached")), "{point}: {}", stderr(&out));
+        let out = dmv_cmd(&a)
+            .args(["sync"])
+            .env("DMV_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success() && stderr(&out).contains(&format!("failpoint {point} reached")),
+            "{point}: {}",
+            stderr(&out)
+        );
         // The hub moves on before the next sync.
         write_noise(&b.join("later-b.raw"), MIB, 8);
         commit_all(&b, "b's later work");
@@ -659,14 +1082,27 @@ fn a_sync_killed_in_its_merge_is_mended_by_the_next_sync() {
         ok(&out);
         let said = String::from_utf8_lossy(&out.stdout);
         let expected = match point {
-            "merge-state-written" | "merge-worktree-written" => Some("Undid the merge of origin/main a sync left cut short"),
+            "merge-state-written" | "merge-worktree-written" => {
+                Some("Undid the merge of origin/main a sync left cut short")
+            }
             "commit-before-ref" => Some("Committed the merge of origin/main a sync left cut short"),
             _ => None,
         };
-        assert!(expected.is_none_or(|line| said.contains(line)), "{point}: {said}");
+        assert!(
+            expected.is_none_or(|line| said.contains(line)),
+            "{point}: {said}"
+        );
         let head = head_of(&a, "refs/heads/main");
-        assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head, "{point}: the merge was pushed");
-        assert_eq!(dmv(&a, &["status", "--short"]), "", "{point}: nothing left over");
+        assert_eq!(
+            head_of(&t.join("hub"), "refs/heads/main"),
+            head,
+            "{point}: the merge was pushed"
+        );
+        assert_eq!(
+            dmv(&a, &["status", "--short"]),
+            "",
+            "{point}: nothing left over"
+        );
         for name in ["from-a.raw", "from-b.raw", "later-b.raw"] {
             assert!(a.join(name).exists(), "{point}: {name}");
         }
@@ -696,13 +1132,25 @@ fn sync_fails_naming_the_remotes_it_could_not_reach() {
     let out = dmv_out(&a, &["sync"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let last = stderr(&out).lines().last().unwrap_or_default().to_string();
-    assert!(last.contains("sync did not reach 1 of 2 remotes: gone"), "{}", stderr(&out));
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), head_of(&a, "refs/heads/main"), "the reachable remote was synced");
+    assert!(
+        last.contains("sync did not reach 1 of 2 remotes: gone"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        head_of(&t.join("hub"), "refs/heads/main"),
+        head_of(&a, "refs/heads/main"),
+        "the reachable remote was synced"
+    );
     // None reachable: the same, and nothing claims success.
     dmv(&a, &["remote", "remove", "origin"]);
     let out = dmv_out(&a, &["sync"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("sync did not reach 1 of 1 remotes: gone"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sync did not reach 1 of 1 remotes: gone"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -719,15 +1167,32 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     dmv(&a, &["switch", "main"]);
     dmv(t, &["clone", "a", "b"]);
     let b = t.join("b");
-    assert_eq!(dmv(&b, &["branch"]), "* main\n", "only the clone's own branch");
-    assert!(dmv(&b, &["branch", "-vv"]).contains("[origin/main]"), "a clone's branch follows origin's");
+    assert_eq!(
+        dmv(&b, &["branch"]),
+        "* main\n",
+        "only the clone's own branch"
+    );
+    assert!(
+        dmv(&b, &["branch", "-vv"]).contains("[origin/main]"),
+        "a clone's branch follows origin's"
+    );
     let all = dmv(&b, &["branch", "-a", "-v"]);
-    assert!(all.contains("remotes/origin/incoming") && all.contains("from the card"), "{all}");
+    assert!(
+        all.contains("remotes/origin/incoming") && all.contains("from the card"),
+        "{all}"
+    );
     dmv(&b, &["switch", "incoming"]);
-    assert_eq!(head_of(&b, "refs/heads/incoming"), head_of(&a, "refs/heads/incoming"));
+    assert_eq!(
+        head_of(&b, "refs/heads/incoming"),
+        head_of(&a, "refs/heads/incoming")
+    );
     assert_eq!(std::fs::read(b.join("card.jpg")).unwrap(), b"from the card");
     let none = dmv_out(&b, &["switch", "nowhere"]);
-    assert!(!none.status.success() && stderr(&none).contains("no branch named 'nowhere'"), "{}", stderr(&none));
+    assert!(
+        !none.status.success() && stderr(&none).contains("no branch named 'nowhere'"),
+        "{}",
+        stderr(&none)
+    );
     // The branch made from the remote follows it.
     assert!(dmv(&b, &["branch", "-vv"]).contains("[origin/incoming]"));
 
@@ -735,14 +1200,30 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     std::fs::write(b.join("pick.jpg"), "the pick").unwrap();
     commit_all(&b, "the pick");
     dmv(&b, &["push", "origin", "HEAD:review"]);
-    assert_eq!(head_of(&a, "refs/heads/review"), head_of(&b, "refs/heads/incoming"));
-    assert_eq!(head_of(&b, "refs/remotes/origin/review"), head_of(&b, "refs/heads/incoming"));
+    assert_eq!(
+        head_of(&a, "refs/heads/review"),
+        head_of(&b, "refs/heads/incoming")
+    );
+    assert_eq!(
+        head_of(&b, "refs/remotes/origin/review"),
+        head_of(&b, "refs/heads/incoming")
+    );
     // `:review` is git's way to delete it there.
     let gone = dmv_out(&b, &["push", "origin", ":review"]);
     assert!(gone.status.success(), "{}", stderr(&gone));
-    assert!(dmv_out(&a, &["rev-parse", "refs/heads/review"]).status.code() != Some(0), "review is deleted on the remote");
+    assert!(
+        dmv_out(&a, &["rev-parse", "refs/heads/review"])
+            .status
+            .code()
+            != Some(0),
+        "review is deleted on the remote"
+    );
     let bad = dmv_out(&b, &["push", "origin", "main:"]);
-    assert!(!bad.status.success() && stderr(&bad).contains("cannot push 'main:'"), "{}", stderr(&bad));
+    assert!(
+        !bad.status.success() && stderr(&bad).contains("cannot push 'main:'"),
+        "{}",
+        stderr(&bad)
+    );
     // push -u: the branch follows the one it was pushed to, and a bare pull merges from it.
     dmv(&b, &["switch", "-c", "edits"]);
     dmv(&b, &["push", "-u", "origin", "edits:client-edits"]);
@@ -752,7 +1233,10 @@ fn switch_makes_a_branch_only_a_remote_has_and_branch_lists_them_all() {
     commit_all(&a, "grade");
     dmv(&b, &["pull"]);
     assert_eq!(std::fs::read(b.join("grade.txt")).unwrap(), b"graded in a");
-    assert_eq!(head_of(&b, "refs/heads/edits"), head_of(&a, "refs/heads/client-edits"));
+    assert_eq!(
+        head_of(&b, "refs/heads/edits"),
+        head_of(&a, "refs/heads/client-edits")
+    );
 }
 
 /// Three laptops, no hub: each syncs with the next in a ring. A peer's
@@ -771,11 +1255,17 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
     std::fs::write(dirs[0].join("shared.txt"), "from the start\n").unwrap();
     commit_all(&dirs[0], "start");
     for d in &dirs[1..] {
-        dmv(t, &["clone", dirs[0].to_str().unwrap(), d.to_str().unwrap()]);
+        dmv(
+            t,
+            &["clone", dirs[0].to_str().unwrap(), d.to_str().unwrap()],
+        );
     }
     for (i, d) in dirs.iter().enumerate() {
         dmv(d, &["replica", "--name", names[i]]);
-        dmv(d, &["remote", "add", "next", dirs[(i + 1) % 3].to_str().unwrap()]);
+        dmv(
+            d,
+            &["remote", "add", "next", dirs[(i + 1) % 3].to_str().unwrap()],
+        );
         write_noise(&d.join(format!("{}.raw", names[i])), 100_000, i as u64);
         commit_all(d, &format!("work on {}", names[i]));
     }
@@ -783,9 +1273,15 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
     ok(&dmv_out(&dirs[0], &["sync", "next"]));
     // b's checked-out branch stayed; a's work waits beside it.
     assert_eq!(head_of(&dirs[1], "main"), b_before);
-    assert_eq!(head_of(&dirs[1], "refs/remotes/laptop-a/main"), head_of(&dirs[0], "main"));
+    assert_eq!(
+        head_of(&dirs[1], "refs/remotes/laptop-a/main"),
+        head_of(&dirs[0], "main")
+    );
     let said = dmv(&dirs[1], &["status"]);
-    assert!(said.contains("laptop-a/main was offered by a peer and is not merged yet"), "{said}");
+    assert!(
+        said.contains("laptop-a/main was offered by a peer and is not merged yet"),
+        "{said}"
+    );
     for round in 0..2 {
         for d in &dirs[usize::from(round == 0)..] {
             ok(&dmv_out(d, &["sync", "next"]));
@@ -794,16 +1290,30 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
     let head = head_of(&dirs[0], "main");
     for (i, d) in dirs.iter().enumerate() {
         assert_eq!(head_of(d, "main"), head, "{} differs", names[i]);
-        assert!(dmv(d, &["status", "--short"]).is_empty(), "{} is not clean", names[i]);
+        assert!(
+            dmv(d, &["status", "--short"]).is_empty(),
+            "{} is not clean",
+            names[i]
+        );
         for name in names {
-            assert!(d.join(format!("{name}.raw")).exists(), "{} lacks {name}.raw", names[i]);
+            assert!(
+                d.join(format!("{name}.raw")).exists(),
+                "{} lacks {name}.raw",
+                names[i]
+            );
         }
         fsck_clean(d);
     }
     // The location logs travelled with the transfers: each knows all three hold a's file.
     for d in &dirs {
-        let files: serde_json::Value = serde_json::from_str(&dmv(d, &["whereis", "--json", "laptop-a.raw"])).unwrap();
-        let holders: Vec<&str> = files[0]["copies"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+        let files: serde_json::Value =
+            serde_json::from_str(&dmv(d, &["whereis", "--json", "laptop-a.raw"])).unwrap();
+        let holders: Vec<&str> = files[0]["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
         assert_eq!(holders.len(), 3, "{holders:?}");
     }
 }
@@ -829,20 +1339,44 @@ fn two_peers_offering_at_once_during_gc_lose_nothing() {
         commit_all(&d, p);
     }
     for _ in 0..3 {
-        let gc = dmv_cmd(&hub).args(["gc"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-        let syncs: Vec<_> =
-            peers.iter().map(|p| dmv_cmd(&t.join(p)).args(["sync", "origin"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()).collect();
+        let gc = dmv_cmd(&hub)
+            .args(["gc"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let syncs: Vec<_> = peers
+            .iter()
+            .map(|p| {
+                dmv_cmd(&t.join(p))
+                    .args(["sync", "origin"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
         for child in syncs.into_iter().chain([gc]) {
             let out = child.wait_with_output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
     for p in peers {
-        assert_eq!(head_of(&hub, &format!("refs/remotes/{p}/main")), head_of(&t.join(p), "main"));
+        assert_eq!(
+            head_of(&hub, &format!("refs/remotes/{p}/main")),
+            head_of(&t.join(p), "main")
+        );
     }
     ok(&dmv_out(&hub, &["sync"]));
     for p in peers {
-        assert_eq!(std::fs::read(hub.join(format!("{p}.raw"))).unwrap(), std::fs::read(t.join(p).join(format!("{p}.raw"))).unwrap());
+        assert_eq!(
+            std::fs::read(hub.join(format!("{p}.raw"))).unwrap(),
+            std::fs::read(t.join(p).join(format!("{p}.raw"))).unwrap()
+        );
     }
     assert!(dmv(&hub, &["status", "--short"]).is_empty());
     fsck_clean(&hub);
@@ -855,7 +1389,11 @@ fn two_peers_offering_at_once_during_gc_lose_nothing() {
 fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
     let t = tempfile::tempdir().unwrap();
     dmv(t.path(), &["init", "--bare", "hub"]);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n\"r\" = \"read\"\n", t.path(), 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n\"r\" = \"read\"\n",
+        t.path(),
+        0,
+    );
     let a = t.path().join("a");
     std::fs::create_dir(&a).unwrap();
     dmv(&a, &["init"]);
@@ -864,9 +1402,22 @@ fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
     dmv(&a, &["commit", "-m", "one"]);
     dmv(&a, &["branch", "topic"]);
     dmv(&a, &["branch", "scratch"]);
-    dmv(&a, &["remote", "add", "origin", &server.url("hub"), "--token", "w"]);
+    dmv(
+        &a,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &server.url("hub"),
+            "--token",
+            "w",
+        ],
+    );
     dmv(&a, &["push", "origin", "main", "topic", "scratch"]);
-    dmv(t.path(), &["clone", "--token", "r", &server.url("hub"), "b"]);
+    dmv(
+        t.path(),
+        &["clone", "--token", "r", &server.url("hub"), "b"],
+    );
     let b = t.path().join("b");
     assert!(dmv(&b, &["branch", "-a"]).contains("origin/topic"));
 
@@ -878,12 +1429,22 @@ fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
 
     let out = dmv_out(&a, &["push", "--delete", "origin", "topic"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains(" - [deleted]         topic"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(" - [deleted]         topic"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(&a, &["push", "origin", ":scratch"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let listed = dmv(&hub, &["branch"]);
-    assert!(!listed.contains("topic") && !listed.contains("scratch") && listed.contains("main"), "{listed}");
-    assert!(!dmv(&a, &["branch", "-a"]).contains("origin/topic"), "the pusher's tracking branch goes too");
+    assert!(
+        !listed.contains("topic") && !listed.contains("scratch") && listed.contains("main"),
+        "{listed}"
+    );
+    assert!(
+        !dmv(&a, &["branch", "-a"]).contains("origin/topic"),
+        "the pusher's tracking branch goes too"
+    );
     let out = dmv_out(&a, &["push", "--delete", "origin", "nosuch"]);
     assert_eq!(out.status.code(), Some(128));
 
@@ -892,9 +1453,18 @@ fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
     assert!(dmv(&b, &["branch", "-a"]).contains("origin/topic"));
     let out = dmv_out(&b, &["fetch", "--prune"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("(none) -> origin/topic"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(none) -> origin/topic"),
+        "{}",
+        stderr(&out)
+    );
     let branches = dmv(&b, &["branch", "-a"]);
-    assert!(!branches.contains("origin/topic") && !branches.contains("origin/scratch") && branches.contains("origin/main"), "{branches}");
+    assert!(
+        !branches.contains("origin/topic")
+            && !branches.contains("origin/scratch")
+            && branches.contains("origin/main"),
+        "{branches}"
+    );
 }
 
 /// An annotated tag (a tag object holding its commit, tagger and message)
@@ -914,21 +1484,44 @@ fn annotated_tags_travel_over_every_remote_and_keep_their_commits() {
     std::fs::write(a.join("mix.wav"), Noise::new(8).bytes(200_000)).unwrap();
     commit_all(&a, "the mix");
     let mix = head_of(&a, "HEAD");
-    dmv(&a, &["tag", "-a", "v1", "-m", "Release one", "-m", "For the label."]);
+    dmv(
+        &a,
+        &[
+            "tag",
+            "-a",
+            "v1",
+            "-m",
+            "Release one",
+            "-m",
+            "For the label.",
+        ],
+    );
     dmv(&a, &["switch", "main"]);
     dmv(&a, &["branch", "-D", "side"]);
     dmv(&a, &["tag", "plain"]);
     dmv(&a, &["gc", "--prune=now"]);
     fsck_clean(&a);
     let tag = dmv(&a, &["rev-parse", "v1"]).trim().to_string();
-    assert_ne!(tag, mix, "rev-parse gives the tag object's id, as git's does");
+    assert_ne!(
+        tag, mix,
+        "rev-parse gives the tag object's id, as git's does"
+    );
     assert_eq!(dmv(&a, &["rev-parse", "v1^{}"]).trim(), mix);
     assert_eq!(dmv(&a, &["rev-parse", "v1~0"]).trim(), mix);
     let shown = dmv(&a, &["show", "--stat", "v1"]);
     assert!(shown.starts_with("tag v1\nTagger: "), "{shown}");
-    assert!(shown.contains("\n\nRelease one\n\nFor the label.\n\ncommit "), "{shown}");
-    assert_eq!(dmv(&a, &["tag", "-n"]), format!("{:<15} first take\n{:<15} Release one\n", "plain", "v1"));
-    assert_eq!(dmv(&a, &["tag", "-n3", "v*"]), format!("{:<15} Release one\n\n{:<20}For the label.\n", "v1", ""));
+    assert!(
+        shown.contains("\n\nRelease one\n\nFor the label.\n\ncommit "),
+        "{shown}"
+    );
+    assert_eq!(
+        dmv(&a, &["tag", "-n"]),
+        format!("{:<15} first take\n{:<15} Release one\n", "plain", "v1")
+    );
+    assert_eq!(
+        dmv(&a, &["tag", "-n3", "v*"]),
+        format!("{:<15} Release one\n\n{:<20}For the label.\n", "v1", "")
+    );
 
     // By path: `push --tags` sends the tag object; the commit stays alive on the hub through gc.
     dmv(t, &["init", "--bare", "hub"]);
@@ -936,24 +1529,39 @@ fn annotated_tags_travel_over_every_remote_and_keep_their_commits() {
     dmv(&a, &["remote", "add", "origin", "../hub"]);
     let out = dmv_out(&a, &["push", "origin", "main", "--tags"]);
     ok(&out);
-    assert!(stderr(&out).contains(" * [new tag]         v1 -> v1"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(" * [new tag]         v1 -> v1"),
+        "{}",
+        stderr(&out)
+    );
     dmv(&hub, &["gc", "--prune=now"]);
     fsck_clean(&hub);
     assert_eq!(dmv(&hub, &["rev-parse", "v1"]).trim(), tag);
 
     // By HTTP and by ssh: a clone has the tag, its message and its commit's files.
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"w\" = \"write\"\n",
+        t,
+        0,
+    );
     let mut ssh_clone = dmv_cmd(t);
     ssh_clone.args(["clone", &sshd.url(&hub), "c"]);
     sshd.env(&mut ssh_clone);
     ok(&ssh_clone.output().unwrap());
-    ok(&dmv_cmd(t).args(["clone", &server.url("hub"), "b"]).env("DMV_TOKEN", "w").output().unwrap());
+    ok(&dmv_cmd(t)
+        .args(["clone", &server.url("hub"), "b"])
+        .env("DMV_TOKEN", "w")
+        .output()
+        .unwrap());
     for r in ["b", "c"] {
         let r = t.join(r);
         assert_eq!(dmv(&r, &["rev-parse", "v1"]).trim(), tag);
         assert!(dmv(&r, &["tag", "-n"]).contains("v1              Release one"));
         dmv(&r, &["checkout", "v1"]);
-        assert_eq!(std::fs::read(r.join("mix.wav")).unwrap(), Noise::new(8).bytes(200_000));
+        assert_eq!(
+            std::fs::read(r.join("mix.wav")).unwrap(),
+            Noise::new(8).bytes(200_000)
+        );
         dmv(&r, &["gc", "--prune=now"]);
         fsck_clean(&r);
     }
@@ -964,17 +1572,33 @@ fn annotated_tags_travel_over_every_remote_and_keep_their_commits() {
     std::fs::write(b.join("notes.txt"), "levels\n").unwrap();
     commit_all(&b, "notes");
     dmv(&b, &["tag", "-a", "v2", "-m", "Two"]);
-    let out = dmv_cmd(&b).args(["push", "origin", "main", "v2"]).env("DMV_TOKEN", "w").output().unwrap();
+    let out = dmv_cmd(&b)
+        .args(["push", "origin", "main", "v2"])
+        .env("DMV_TOKEN", "w")
+        .output()
+        .unwrap();
     ok(&out);
-    assert!(stderr(&out).contains(" * [new tag]         v2 -> v2"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(" * [new tag]         v2 -> v2"),
+        "{}",
+        stderr(&out)
+    );
     let out = dmv_out(&a, &["fetch"]);
     ok(&out);
-    assert!(stderr(&out).contains("[new tag]         v2 -> v2"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[new tag]         v2 -> v2"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(dmv(&a, &["rev-parse", "v2"]), dmv(&b, &["rev-parse", "v2"]));
     assert_eq!(dmv(&a, &["log", "--format=%s", "-1", "v2"]).trim(), "notes");
 
     // A tag's name as the source of a branch push stands for its commit.
-    let out = dmv_cmd(&b).args(["push", "origin", "v1:tagged"]).env("DMV_TOKEN", "w").output().unwrap();
+    let out = dmv_cmd(&b)
+        .args(["push", "origin", "v1:tagged"])
+        .env("DMV_TOKEN", "w")
+        .output()
+        .unwrap();
     ok(&out);
     assert_eq!(head_of(&hub, "refs/heads/tagged"), mix);
     for r in [&a, &b, &hub] {

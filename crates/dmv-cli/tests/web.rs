@@ -29,11 +29,22 @@ struct LocalServer {
 impl LocalServer {
     /// Starts `command(port)` and waits until the port answers.
     fn start(what: &str, command: impl FnOnce(u16) -> Command) -> LocalServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = command(port).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = command(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "{what} did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{what} did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         LocalServer { child, port }
@@ -49,7 +60,10 @@ impl Drop for LocalServer {
 
 fn chromedriver() -> LocalServer {
     let driver = Path::new("/usr/bin/chromedriver");
-    assert!(driver.exists(), "chromium-driver is not installed (scripts/test installs it)");
+    assert!(
+        driver.exists(),
+        "chromium-driver is not installed (scripts/test installs it)"
+    );
     LocalServer::start("chromedriver", |port| {
         let mut c = Command::new(driver);
         c.arg(format!("--port={port}"));
@@ -69,12 +83,18 @@ async fn browser(driver: &LocalServer) -> Client {
 async fn session(driver: &LocalServer, options: serde_json::Value) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert("goog:chromeOptions".into(), options);
-    ClientBuilder::new(HttpConnector::new()).capabilities(caps).connect(&format!("http://127.0.0.1:{}", driver.port)).await.expect("a WebDriver session")
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session")
 }
 
 /// A JPEG of a gradient (`tint` changes it), like a small photo.
 fn photo(path: &Path, tint: u8) {
-    let img = image::RgbImage::from_fn(1200, 800, |x, y| image::Rgb([(x / 5) as u8, (y / 4) as u8, tint]));
+    let img = image::RgbImage::from_fn(1200, 800, |x, y| {
+        image::Rgb([(x / 5) as u8, (y / 4) as u8, tint])
+    });
     img.save(path).unwrap();
 }
 
@@ -101,14 +121,37 @@ fn curl_status(url: &str, token: Option<&str>) -> (String, String) {
 /// Submits the login form with `token`, as a person would.
 async fn log_in(c: &Client, base: &str, token: &str) {
     c.goto(&format!("{base}/login")).await.unwrap();
-    c.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(token).await.unwrap();
-    c.find(Locator::Css("button[type=submit]")).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    c.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
 }
 
 /// Follows a link as a click would, but waits for the page to load (goto does).
 async fn follow(c: &Client, base: &str, link: Locator<'_>) {
-    let href = c.find(link).await.unwrap().attr("href").await.unwrap().unwrap();
-    c.goto(&if href.starts_with('/') { format!("{base}{href}") } else { href }).await.unwrap();
+    let href = c
+        .find(link)
+        .await
+        .unwrap()
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap();
+    c.goto(&if href.starts_with('/') {
+        format!("{base}{href}")
+    } else {
+        href
+    })
+    .await
+    .unwrap();
 }
 
 /// The page's source once it holds `text` (a click's navigation may still be under way).
@@ -119,7 +162,10 @@ async fn page_with(c: &Client, text: &str) -> String {
         if page.contains(text) {
             return page;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no {text:?} in {page}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no {text:?} in {page}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -128,7 +174,13 @@ async fn page_with(c: &Client, text: &str) -> String {
 async fn loaded_images(c: &Client) -> (usize, usize) {
     let started = Instant::now();
     loop {
-        let v = c.execute("return Array.from(document.images).map(i => i.complete ? i.naturalWidth : -1);", vec![]).await.unwrap();
+        let v = c
+            .execute(
+                "return Array.from(document.images).map(i => i.complete ? i.naturalWidth : -1);",
+                vec![],
+            )
+            .await
+            .unwrap();
         let widths: Vec<i64> = serde_json::from_value(v).unwrap();
         let done = widths.iter().filter(|w| **w > 0).count();
         if done == widths.len() || started.elapsed() > Duration::from_secs(30) {
@@ -151,7 +203,11 @@ fn the_web_ui_in_a_real_browser() {
         photo(&work.join(format!("shoot/img-{i}.jpg")), i as u8 * 60);
     }
     raw_photo(&work.join("shoot/DSC_0001.NEF"), 30);
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clip.webm"), work.join("clip.webm")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clip.webm"),
+        work.join("clip.webm"),
+    )
+    .unwrap();
     std::fs::create_dir_all(work.join("many")).unwrap();
     for i in 0..10_000 {
         std::fs::write(work.join(format!("many/f{i:05}.txt")), format!("{i}")).unwrap();
@@ -172,15 +228,29 @@ fn the_web_ui_in_a_real_browser() {
         for page in ["/", "/hub/", "/hub/log/main", "/hub/tree/main/shoot"] {
             let (code, body) = curl_status(&format!("{base}{page}"), token);
             assert_eq!(code, "401", "{page} with {token:?}");
-            assert!(!body.contains("img-0.jpg") && !body.contains("retouched") && !body.contains(">hub<"), "{page}: {body}");
+            assert!(
+                !body.contains("img-0.jpg")
+                    && !body.contains("retouched")
+                    && !body.contains(">hub<"),
+                "{page}: {body}"
+            );
         }
     }
     let mut lock = dmv_cmd(&work);
-    lock.args(["lock", "--remote", &format!("{base}/hub"), "shoot/img-1.jpg"]).env("DMV_TOKEN", "tok-al");
+    lock.args([
+        "lock",
+        "--remote",
+        &format!("{base}/hub"),
+        "shoot/img-1.jpg",
+    ])
+    .env("DMV_TOKEN", "tok-al");
     ok(&lock.output().unwrap());
 
     let driver = chromedriver();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let log = server.log.clone();
     rt.block_on(async move {
         let c = browser(&driver).await;
@@ -288,26 +358,48 @@ fn every_page_fits_a_phone_and_a_desktop() {
     dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
     let work = t.join("work");
     dmv(t, &["init", work.to_str().unwrap()]);
-    std::fs::create_dir_all(work.join("shoot/selects-for-the-client-with-a-long-folder-name")).unwrap();
+    std::fs::create_dir_all(work.join("shoot/selects-for-the-client-with-a-long-folder-name"))
+        .unwrap();
     for i in 0..6 {
         photo(&work.join(format!("shoot/img-{i}.jpg")), i as u8 * 40);
     }
-    std::fs::write(work.join("shoot/notes.txt"), "day one\nwarm light\nkeep 3 and 5\n").unwrap();
+    std::fs::write(
+        work.join("shoot/notes.txt"),
+        "day one\nwarm light\nkeep 3 and 5\n",
+    )
+    .unwrap();
     std::fs::write(work.join("README.md"), "# The shoot\n\nSelects are in **shoot/**.\n\n<script>document.title='owned'</script>\n\n| take | keep |\n|---|---|\n| 3 | yes |\n")
         .unwrap();
     commit_all(&work, "the shoot");
     for i in [1, 3] {
         photo(&work.join(format!("shoot/img-{i}.jpg")), 255 - i as u8 * 40);
     }
-    std::fs::write(work.join("shoot/notes.txt"), "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n").unwrap();
+    std::fs::write(
+        work.join("shoot/notes.txt"),
+        "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n",
+    )
+    .unwrap();
     commit_all(&work, "graded: two photos and the notes");
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
     let head = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
-    let (old_photo, new_photo) = (dmv(&hub, &["rev-parse", "main~1:shoot/img-1.jpg"]), dmv(&hub, &["rev-parse", "main:shoot/img-1.jpg"]));
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n", t, 0);
+    let (old_photo, new_photo) = (
+        dmv(&hub, &["rev-parse", "main~1:shoot/img-1.jpg"]),
+        dmv(&hub, &["rev-parse", "main:shoot/img-1.jpg"]),
+    );
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
+        t,
+        0,
+    );
     let base = format!("http://127.0.0.1:{}", server.port);
     let mut lock = dmv_cmd(&work);
-    lock.args(["lock", "--remote", &format!("{base}/hub"), "shoot/img-3.jpg"]).env("DMV_TOKEN", "tok-al");
+    lock.args([
+        "lock",
+        "--remote",
+        &format!("{base}/hub"),
+        "shoot/img-3.jpg",
+    ])
+    .env("DMV_TOKEN", "tok-al");
     ok(&lock.output().unwrap());
     let pages = [
         ("repositories", "/".to_string()),
@@ -319,30 +411,69 @@ fn every_page_fits_a_phone_and_a_desktop() {
         ("folder-list", "/hub/tree/main/shoot/?view=list".to_string()),
         ("file-locked", "/hub/file/main/shoot/img-3.jpg".to_string()),
         ("file-markdown", "/hub/file/main/README.md".to_string()),
-        ("compare", format!("/hub/compare/{}/{}?name=shoot/img-1.jpg", old_photo.trim(), new_photo.trim())),
+        (
+            "compare",
+            format!(
+                "/hub/compare/{}/{}?name=shoot/img-1.jpg",
+                old_photo.trim(),
+                new_photo.trim()
+            ),
+        ),
         ("locks", "/hub/locks".to_string()),
         ("search", "/hub/search?q=IMG&rev=main".to_string()),
         ("upload", "/hub/upload/main/shoot/".to_string()),
     ];
-    let shots = std::env::var_os("DMV_SCREENSHOTS").map(std::path::PathBuf::from).unwrap_or_else(|| t.join("screenshots"));
+    let shots = std::env::var_os("DMV_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| t.join("screenshots"));
     std::fs::create_dir_all(&shots).unwrap();
 
     let expected = 2 * (pages.len() + 1);
     let shots_dir = shots.clone();
     // A folder downloads as a zip made as it is sent.
     let zip = t.join("shoot.zip");
-    let code =
-        Command::new("curl").args(["-s", "-w", "%{http_code}", "-H", "Authorization: Bearer tok-al", "-o"]).arg(&zip).arg(format!("{base}/hub/zip/main/shoot/")).output().unwrap();
+    let code = Command::new("curl")
+        .args([
+            "-s",
+            "-w",
+            "%{http_code}",
+            "-H",
+            "Authorization: Bearer tok-al",
+            "-o",
+        ])
+        .arg(&zip)
+        .arg(format!("{base}/hub/zip/main/shoot/"))
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&code.stdout), "200");
     let listed = Command::new("unzip").arg("-Z1").arg(&zip).output().unwrap();
-    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout).lines().map(str::to_string).collect();
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
     let short = &head[..12];
     assert_eq!(names.len(), 7, "{names:?}");
-    assert!(names.iter().all(|n| n.starts_with(&format!("shoot-{short}/shoot/"))), "{names:?}");
-    let notes = Command::new("unzip").arg("-p").arg(&zip).arg(format!("shoot-{short}/shoot/notes.txt")).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&notes.stdout), "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with(&format!("shoot-{short}/shoot/"))),
+        "{names:?}"
+    );
+    let notes = Command::new("unzip")
+        .arg("-p")
+        .arg(&zip)
+        .arg(format!("shoot-{short}/shoot/notes.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&notes.stdout),
+        "day one\ncool light, after the grade\nkeep 3 and 5\nsend to the client on Friday\n"
+    );
     let driver = chromedriver();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let shots = shots_dir;
         for (size, phone) in [("phone", true), ("desktop", false)] {
@@ -414,14 +545,33 @@ fn every_page_fits_a_phone_and_a_desktop() {
 fn other_site(dir: &Path) -> LocalServer {
     LocalServer::start("python's http.server", |port| {
         let mut c = Command::new("python3");
-        c.args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"]).current_dir(dir);
+        c.args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(dir);
         c
     })
 }
 
 /// The response headers of a GET, lower-cased.
 fn curl_headers(url: &str, token: &str) -> String {
-    let out = Command::new("curl").args(["-s", "-D", "-", "-o", "/dev/null", "-H", &format!("Authorization: Bearer {token}"), url]).output().unwrap();
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+            url,
+        ])
+        .output()
+        .unwrap();
     String::from_utf8(out.stdout).unwrap().to_ascii_lowercase()
 }
 
@@ -444,7 +594,11 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
     dmv(t, &["init", work.to_str().unwrap()]);
     let script =
         "<script>fetch('/hub/locks/break',{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:'path=notes.txt'});document.title='pwned';</script>";
-    std::fs::write(work.join("report.htm"), format!("<html><body>report{script}</body></html>")).unwrap();
+    std::fs::write(
+        work.join("report.htm"),
+        format!("<html><body>report{script}</body></html>"),
+    )
+    .unwrap();
     std::fs::write(work.join("logo.svg"), "<svg xmlns='http://www.w3.org/2000/svg'><script>fetch('/hub/locks/break',{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:'path=notes.txt'});</script></svg>").unwrap();
     std::fs::write(work.join("notes.txt"), format!("plain notes {script}")).unwrap();
     commit_all(&work, "hostile content");
@@ -456,24 +610,53 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
     );
     let base = format!("http://127.0.0.1:{}", server.port);
     let mut lock = dmv_cmd(&work);
-    lock.args(["lock", "--remote", &format!("{base}/hub"), "notes.txt"]).env("DMV_TOKEN", "tok-al");
+    lock.args(["lock", "--remote", &format!("{base}/hub"), "notes.txt"])
+        .env("DMV_TOKEN", "tok-al");
     ok(&lock.output().unwrap());
     assert!(locks_page(&base).contains("notes.txt"));
 
     // Content goes out as an attachment or plain text, never as a document of this origin.
-    let id =
-        |path: &str| dmv(&work, &["ls-tree", "-r", "HEAD"]).lines().find(|l| l.ends_with(path)).and_then(|l| l.split_whitespace().find(|w| w.len() == 64)).unwrap().to_string();
+    let id = |path: &str| {
+        dmv(&work, &["ls-tree", "-r", "HEAD"])
+            .lines()
+            .find(|l| l.ends_with(path))
+            .and_then(|l| l.split_whitespace().find(|w| w.len() == 64))
+            .unwrap()
+            .to_string()
+    };
     let (report, logo, notes) = (id("report.htm"), id("logo.svg"), id("notes.txt"));
-    for (hex, name) in [(&report, "report.htm"), (&logo, "logo.svg"), (&notes, "notes.shtml"), (&notes, "x.xhtml"), (&report, "r.html")] {
+    for (hex, name) in [
+        (&report, "report.htm"),
+        (&logo, "logo.svg"),
+        (&notes, "notes.shtml"),
+        (&notes, "x.xhtml"),
+        (&report, "r.html"),
+    ] {
         let h = curl_headers(&format!("{base}/hub/raw/{hex}/{name}"), "tok-read");
         assert!(h.starts_with("http/1.1 200"), "{name}: {h}");
-        assert!(h.contains("x-content-type-options: nosniff") && h.contains("content-security-policy: sandbox"), "{name}: {h}");
+        assert!(
+            h.contains("x-content-type-options: nosniff")
+                && h.contains("content-security-policy: sandbox"),
+            "{name}: {h}"
+        );
         let content_type = h.lines().find(|l| l.starts_with("content-type:")).unwrap();
-        assert!(!content_type.contains("html") && !content_type.contains("svg") && !content_type.contains("xml"), "{name}: {h}");
-        assert!(h.contains("content-disposition: attachment") || h.contains("content-type: text/plain"), "{name}: {h}");
+        assert!(
+            !content_type.contains("html")
+                && !content_type.contains("svg")
+                && !content_type.contains("xml"),
+            "{name}: {h}"
+        );
+        assert!(
+            h.contains("content-disposition: attachment") || h.contains("content-type: text/plain"),
+            "{name}: {h}"
+        );
     }
     let page = curl_headers(&format!("{base}/hub/"), "tok-read");
-    assert!(page.contains("content-security-policy: default-src 'none'; script-src 'self'") && page.contains("x-frame-options: deny"), "{page}");
+    assert!(
+        page.contains("content-security-policy: default-src 'none'; script-src 'self'")
+            && page.contains("x-frame-options: deny"),
+        "{page}"
+    );
 
     // The attacker's pages, on another port of the same host.
     let site = t.join("site");
@@ -492,40 +675,79 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
     let evil = format!("http://127.0.0.1:{}", other.port);
 
     let driver = chromedriver();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let c = browser(&driver).await;
         log_in(&c, &base, "tok-boss").await;
         page_with(&c, "Repositories").await;
         let session = c.get_named_cookie("dmv_session").await.unwrap();
-        assert_ne!(session.value(), "tok-boss", "the cookie is a session id, not the token");
+        assert_ne!(
+            session.value(),
+            "tok-boss",
+            "the cookie is a session id, not the token"
+        );
         assert_eq!(session.http_only(), Some(true));
 
         // The admin opens links a writer committed, and links renamed to run as HTML.
-        for (hex, name) in [(&report, "report.htm"), (&logo, "logo.svg"), (&notes, "report.htm"), (&notes, "notes.txt")] {
-            c.goto(&format!("{base}/hub/raw/{hex}/{name}")).await.unwrap();
+        for (hex, name) in [
+            (&report, "report.htm"),
+            (&logo, "logo.svg"),
+            (&notes, "report.htm"),
+            (&notes, "notes.txt"),
+        ] {
+            c.goto(&format!("{base}/hub/raw/{hex}/{name}"))
+                .await
+                .unwrap();
             tokio::time::sleep(Duration::from_millis(700)).await;
             let title = c.execute("return document.title", vec![]).await.unwrap();
             assert_ne!(title.as_str(), Some("pwned"), "{name} ran as a page");
         }
-        assert!(locks_page(&base).contains("notes.txt"), "a committed script broke the lock");
+        assert!(
+            locks_page(&base).contains("notes.txt"),
+            "a committed script broke the lock"
+        );
 
         // A forged lock-breaking form from another port of the same host.
         c.goto(&format!("{evil}/break.html")).await.unwrap();
         page_with(&c, "did not come from this server").await;
-        assert!(locks_page(&base).contains("notes.txt"), "a forged form broke the lock");
+        assert!(
+            locks_page(&base).contains("notes.txt"),
+            "a forged form broke the lock"
+        );
 
         // A forged login would swap the admin's session for the attacker's read token.
         c.goto(&format!("{evil}/login.html")).await.unwrap();
         page_with(&c, "did not come from this server").await;
         c.goto(&format!("{base}/hub/locks")).await.unwrap();
-        assert!(c.find(Locator::Css("form[action$='/locks/break'] button")).await.is_ok(), "still the admin's session");
+        assert!(
+            c.find(Locator::Css("form[action$='/locks/break'] button"))
+                .await
+                .is_ok(),
+            "still the admin's session"
+        );
 
         // Logging out ends the session on the server: its cookie no longer opens anything.
-        c.find(Locator::Css("header form button")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("header form button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         page_with(&c, "Log in").await;
         let stale = Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", &format!("Cookie: dmv_session={}", session.value()), &format!("{base}/hub/")])
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+                &format!("Cookie: dmv_session={}", session.value()),
+                &format!("{base}/hub/"),
+            ])
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&stale.stdout), "401");
@@ -536,7 +758,13 @@ fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
 }
 
 /// One HTTP/1.1 request over a fresh connection: the status and the body.
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -549,8 +777,15 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u
     let mut answer = Vec::new();
     let _ = s.read_to_end(&mut answer);
     let text = String::from_utf8_lossy(&answer).into_owned();
-    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -573,7 +808,11 @@ fn a_phone_uploads_photos_from_its_browser() {
     photo(&work.join("shoot/img-0.jpg"), 0);
     commit_all(&work, "the shoot");
     dmv(&work, &["push", hub.to_str().unwrap(), "main"]);
-    let server = HttpServer::start("[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n", t, 0);
+    let server = HttpServer::start(
+        "[repos]\nhub = \"hub\"\n[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n",
+        t,
+        0,
+    );
     let base = format!("http://127.0.0.1:{}", server.port);
     let phone = t.join("phone");
     std::fs::create_dir_all(&phone).unwrap();
@@ -581,33 +820,79 @@ fn a_phone_uploads_photos_from_its_browser() {
     std::fs::write(phone.join("clip.mov"), dmv_testkit::noise(20 << 20, 5)).unwrap();
 
     let driver = chromedriver();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let c = sized_browser(&driver, true).await;
         log_in(&c, &base, "tok-al").await;
         page_with(&c, "Repositories").await;
-        c.goto(&format!("{base}/hub/tree/main/shoot/")).await.unwrap();
+        c.goto(&format!("{base}/hub/tree/main/shoot/"))
+            .await
+            .unwrap();
         follow(&c, &base, Locator::LinkText("upload files here")).await;
         page_with(&c, "Upload to shoot/ on main").await;
-        let picked = format!("{}\n{}", phone.join("IMG_1001.jpg").display(), phone.join("clip.mov").display());
-        c.find(Locator::Id("files")).await.unwrap().send_keys(&picked).await.unwrap();
-        assert_eq!(c.find_all(Locator::Css("#progress li")).await.unwrap().len(), 2);
-        c.find(Locator::Id("message")).await.unwrap().send_keys("photos from the phone").await.unwrap();
-        c.find(Locator::Css("#upload button[type=submit]")).await.unwrap().click().await.unwrap();
+        let picked = format!(
+            "{}\n{}",
+            phone.join("IMG_1001.jpg").display(),
+            phone.join("clip.mov").display()
+        );
+        c.find(Locator::Id("files"))
+            .await
+            .unwrap()
+            .send_keys(&picked)
+            .await
+            .unwrap();
+        assert_eq!(
+            c.find_all(Locator::Css("#progress li"))
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
+        c.find(Locator::Id("message"))
+            .await
+            .unwrap()
+            .send_keys("photos from the phone")
+            .await
+            .unwrap();
+        c.find(Locator::Css("#upload button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         page_with(&c, "photos from the phone").await;
-        assert!(c.current_url().await.unwrap().path().starts_with("/hub/commit/"));
+        assert!(c
+            .current_url()
+            .await
+            .unwrap()
+            .path()
+            .starts_with("/hub/commit/"));
         c.close().await.unwrap();
     });
     let check = t.join("check");
-    dmv(t, &["clone", hub.to_str().unwrap(), check.to_str().unwrap()]);
+    dmv(
+        t,
+        &["clone", hub.to_str().unwrap(), check.to_str().unwrap()],
+    );
     for name in ["IMG_1001.jpg", "clip.mov"] {
-        assert!(std::fs::read(check.join("shoot").join(name)).unwrap() == std::fs::read(phone.join(name)).unwrap(), "{name} arrived changed");
+        assert!(
+            std::fs::read(check.join("shoot").join(name)).unwrap()
+                == std::fs::read(phone.join(name)).unwrap(),
+            "{name} arrived changed"
+        );
     }
     assert!(check.join("shoot/img-0.jpg").exists());
     let log = dmv(&check, &["log", "--format=%an|%s|%P"]);
     let first = log.lines().next().unwrap();
     assert!(first.starts_with("al|photos from the phone|"), "{log}");
-    assert_eq!(log.lines().count(), 2, "one commit on top of the shoot: {log}");
+    assert_eq!(
+        log.lines().count(),
+        2,
+        "one commit on top of the shoot: {log}"
+    );
     let left = std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count();
     assert_eq!(left, 0, "the staged files are removed once committed");
     ok(&dmv_cmd(&hub).args(["fsck"]).output().unwrap());
@@ -623,32 +908,76 @@ fn one_user_reserves_at_most_its_share_of_upload_bytes() {
     let hub = t.join("hub");
     dmv(t, &["init", "--bare", hub.to_str().unwrap()]);
     let tokens = "[tokens]\n\"tok-al\" = { access = \"write\", user = \"al\" }\n\"tok-bo\" = { access = \"write\", user = \"bo\" }\n";
-    let server = HttpServer::start(&format!("upload_bytes_per_user = 10000000\n[repos]\nhub = \"hub\"\n{tokens}"), t, 0);
+    let server = HttpServer::start(
+        &format!("upload_bytes_per_user = 10000000\n[repos]\nhub = \"hub\"\n{tokens}"),
+        t,
+        0,
+    );
     let open = |token: &str, size: u64| {
-        let headers = [("Authorization", format!("Bearer {token}")), ("Content-Type", "application/json".to_string())];
+        let headers = [
+            ("Authorization", format!("Bearer {token}")),
+            ("Content-Type", "application/json".to_string()),
+        ];
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        http(server.port, "POST", "/hub/uploads", &headers, format!(r#"{{"name":"take.mov","size":{size}}}"#).as_bytes())
+        http(
+            server.port,
+            "POST",
+            "/hub/uploads",
+            &headers,
+            format!(r#"{{"name":"take.mov","size":{size}}}"#).as_bytes(),
+        )
     };
     let (tried, mut refused) = (3, 0);
     assert_eq!(open("tok-al", 6_000_000).0, 201);
     assert_eq!(open("tok-al", 4_000_000).0, 201, "up to the share exactly");
     let (code, body) = open("tok-al", 1);
     assert_eq!(code, 429, "{body}");
-    assert!(body.contains("10000000 bytes one user may have open"), "{body}");
+    assert!(
+        body.contains("10000000 bytes one user may have open"),
+        "{body}"
+    );
     refused += 1;
     let (code, body) = open("tok-al", u64::MAX);
     assert_eq!(code, 429, "{body}");
     refused += 1;
-    assert_eq!(open("tok-bo", 10_000_000).0, 201, "another user keeps a share of their own");
+    assert_eq!(
+        open("tok-bo", 10_000_000).0,
+        201,
+        "another user keeps a share of their own"
+    );
     let (code, body) = open("tok-bo", 10_000_001);
     assert_eq!(code, 429, "{body}");
     refused += 1;
-    std::fs::write(t.join("zero.toml"), format!("upload_bytes_per_user = 0\n[repos]\nhub = \"hub\"\n{tokens}")).unwrap();
+    std::fs::write(
+        t.join("zero.toml"),
+        format!("upload_bytes_per_user = 0\n[repos]\nhub = \"hub\"\n{tokens}"),
+    )
+    .unwrap();
     // Under `timeout`: were the bound taken, the server would serve on.
-    let out = Command::new("timeout").arg("20").arg(common::bin()).args(["serve", "--config", t.join("zero.toml").to_str().unwrap(), "--listen", "127.0.0.1:0"]).output().unwrap();
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(common::bin())
+        .args([
+            "serve",
+            "--config",
+            t.join("zero.toml").to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("upload_bytes_per_user = 0"), "{out:?}");
-    security_report("upload bytes", "one user's open uploads past their share of bytes", tried, refused, None);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("upload_bytes_per_user = 0"),
+        "{out:?}"
+    );
+    security_report(
+        "upload bytes",
+        "one user's open uploads past their share of bytes",
+        tried,
+        refused,
+        None,
+    );
 }
 
 /// The upload endpoints as a hostile or unlucky client meets them: a piece
@@ -678,7 +1007,10 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     );
     let port = server.port;
     let al = [("Authorization", "Bearer tok-al")];
-    let al_json = [("Authorization", "Bearer tok-al"), ("Content-Type", "application/json")];
+    let al_json = [
+        ("Authorization", "Bearer tok-al"),
+        ("Content-Type", "application/json"),
+    ];
     let data = dmv_testkit::noise(3 << 20, 11);
     let (mut tried, mut refused) = (0, 0);
     let mut refuse = |expected: u16, got: (u16, String)| {
@@ -687,14 +1019,26 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
         refused += 1;
     };
 
-    let (code, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"take.mov","size":3145728}"#);
+    let (code, body) = http(
+        port,
+        "POST",
+        "/hub/uploads",
+        &al_json,
+        br#"{"name":"take.mov","size":3145728}"#,
+    );
     assert_eq!(code, 201, "{body}");
     let id = json_of(&body)["id"].as_str().unwrap().to_string();
     let piece_url = |offset: usize| format!("/hub/uploads/{id}?offset={offset}");
 
     // A piece whose connection drops after 1 MiB of its 2 MiB: what arrived is kept.
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "PUT {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-al\r\nContent-Length: {}\r\n\r\n", piece_url(0), 2 << 20).unwrap();
+    write!(
+        s,
+        "PUT {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-al\r\nContent-Length: {}\r\n\r\n",
+        piece_url(0),
+        2 << 20
+    )
+    .unwrap();
     s.write_all(&data[..1 << 20]).unwrap();
     drop(s);
     let started = Instant::now();
@@ -707,80 +1051,306 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert_eq!(received, 1 << 20, "the bytes that arrived before the drop count");
+    assert_eq!(
+        received,
+        1 << 20,
+        "the bytes that arrived before the drop count"
+    );
     // Sent again from the start: refused with where to go on from.
     let (code, body) = http(port, "PUT", &piece_url(0), &al, &data[..1 << 20]);
     refuse(409, (code, body.clone()));
     assert_eq!(json_of(&body)["received"].as_u64(), Some(1 << 20));
     // Past the declared size.
-    refuse(413, http(port, "PUT", &piece_url(1 << 20), &al, &vec![0u8; (2 << 20) + 1]));
+    refuse(
+        413,
+        http(
+            port,
+            "PUT",
+            &piece_url(1 << 20),
+            &al,
+            &vec![0u8; (2 << 20) + 1],
+        ),
+    );
     let (code, body) = http(port, "GET", &format!("/hub/uploads/{id}"), &al, b"");
     assert_eq!(code, 200);
     let received = json_of(&body)["received"].as_u64().unwrap() as usize;
     // Another user, a read token, a bad name, an unknown id.
-    refuse(404, http(port, "GET", &format!("/hub/uploads/{id}"), &[("Authorization", "Bearer tok-bo")], b""));
-    refuse(403, http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-read"), ("Content-Type", "application/json")], br#"{"name":"x","size":1}"#));
-    refuse(400, http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"../x","size":1}"#));
-    refuse(404, http(port, "PUT", "/hub/uploads/0123?offset=0", &al, b"x"));
+    refuse(
+        404,
+        http(
+            port,
+            "GET",
+            &format!("/hub/uploads/{id}"),
+            &[("Authorization", "Bearer tok-bo")],
+            b"",
+        ),
+    );
+    refuse(
+        403,
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &[
+                ("Authorization", "Bearer tok-read"),
+                ("Content-Type", "application/json"),
+            ],
+            br#"{"name":"x","size":1}"#,
+        ),
+    );
+    refuse(
+        400,
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &al_json,
+            br#"{"name":"../x","size":1}"#,
+        ),
+    );
+    refuse(
+        404,
+        http(port, "PUT", "/hub/uploads/0123?offset=0", &al, b"x"),
+    );
     // Not finished: not committed.
-    let commit_body =
-        |seen: &str, name: &str| format!(r#"{{"branch":"main","seen":"{seen}","folder":"takes","message":"from the set","files":[{{"name":"{name}","id":"{id}"}}]}}"#);
-    refuse(409, http(port, "POST", "/hub/commit-uploads", &al_json, commit_body(&seen, "take.mov").as_bytes()));
+    let commit_body = |seen: &str, name: &str| {
+        format!(
+            r#"{{"branch":"main","seen":"{seen}","folder":"takes","message":"from the set","files":[{{"name":"{name}","id":"{id}"}}]}}"#
+        )
+    };
+    refuse(
+        409,
+        http(
+            port,
+            "POST",
+            "/hub/commit-uploads",
+            &al_json,
+            commit_body(&seen, "take.mov").as_bytes(),
+        ),
+    );
     // The rest, from where the server says it stopped.
     let (code, body) = http(port, "PUT", &piece_url(received), &al, &data[received..]);
     assert_eq!(code, 200, "{body}");
     assert_eq!(json_of(&body)["received"].as_u64(), Some(3 << 20));
     // Committed on what the uploader saw; the staged file goes.
-    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, commit_body(&seen, "take.mov").as_bytes());
+    let (code, body) = http(
+        port,
+        "POST",
+        "/hub/commit-uploads",
+        &al_json,
+        commit_body(&seen, "take.mov").as_bytes(),
+    );
     assert_eq!(code, 200, "{body}");
     let commit = json_of(&body)["commit"].as_str().unwrap().to_string();
     assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), commit);
     let check = t.join("check");
-    dmv(t, &["clone", hub.to_str().unwrap(), check.to_str().unwrap()]);
-    assert!(std::fs::read(check.join("takes/take.mov")).unwrap() == data, "the committed take is the bytes sent");
-    assert_eq!(std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count(), 0);
-    refuse(404, http(port, "GET", &format!("/hub/uploads/{id}"), &al, b""));
+    dmv(
+        t,
+        &["clone", hub.to_str().unwrap(), check.to_str().unwrap()],
+    );
+    assert!(
+        std::fs::read(check.join("takes/take.mov")).unwrap() == data,
+        "the committed take is the bytes sent"
+    );
+    assert_eq!(
+        std::fs::read_dir(hub.join(".dmv/uploads")).unwrap().count(),
+        0
+    );
+    refuse(
+        404,
+        http(port, "GET", &format!("/hub/uploads/{id}"), &al, b""),
+    );
 
     // notes.txt changes on main after the page that shows `seen` was opened: an upload of it is refused.
     std::fs::write(check.join("notes.txt"), "two").unwrap();
     commit_all(&check, "notes again");
     dmv(&check, &["push"]);
     let moved = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
-    let (_, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"notes.txt","size":5}"#);
+    let (_, body) = http(
+        port,
+        "POST",
+        "/hub/uploads",
+        &al_json,
+        br#"{"name":"notes.txt","size":5}"#,
+    );
     let id2 = json_of(&body)["id"].as_str().unwrap().to_string();
-    assert_eq!(http(port, "PUT", &format!("/hub/uploads/{id2}?offset=0"), &al, b"phone").0, 200);
-    let stale = format!(r#"{{"branch":"main","seen":"{seen}","folder":"","files":[{{"name":"notes.txt","id":"{id2}"}}]}}"#);
-    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, stale.as_bytes());
+    assert_eq!(
+        http(
+            port,
+            "PUT",
+            &format!("/hub/uploads/{id2}?offset=0"),
+            &al,
+            b"phone"
+        )
+        .0,
+        200
+    );
+    let stale = format!(
+        r#"{{"branch":"main","seen":"{seen}","folder":"","files":[{{"name":"notes.txt","id":"{id2}"}}]}}"#
+    );
+    let (code, body) = http(
+        port,
+        "POST",
+        "/hub/commit-uploads",
+        &al_json,
+        stale.as_bytes(),
+    );
     refuse(409, (code, body.clone()));
-    assert!(body.contains("notes.txt changed on main since you opened this page"), "{body}");
+    assert!(
+        body.contains("notes.txt changed on main since you opened this page"),
+        "{body}"
+    );
     assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), moved);
 
     // A login's session without its form secret, or from another origin, cannot upload.
-    let login = Command::new("curl").args(["-s", "-D", "-", "-o", "/dev/null", "-d", "token=tok-al", &format!("http://127.0.0.1:{port}/login")]).output().unwrap();
+    let login = Command::new("curl")
+        .args([
+            "-s",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            "-d",
+            "token=tok-al",
+            &format!("http://127.0.0.1:{port}/login"),
+        ])
+        .output()
+        .unwrap();
     let headers = String::from_utf8_lossy(&login.stdout).to_string();
     let cookie = headers
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l.split_once(':').unwrap().1.trim().split(';').next().unwrap().to_string()))
+        .find_map(|l| {
+            l.to_ascii_lowercase().starts_with("set-cookie:").then(|| {
+                l.split_once(':')
+                    .unwrap()
+                    .1
+                    .trim()
+                    .split(';')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+        })
         .unwrap();
-    let with_cookie = [("Cookie", cookie.as_str()), ("Content-Type", "application/json")];
-    refuse(403, http(port, "POST", "/hub/uploads", &with_cookie, br#"{"name":"x","size":1}"#));
-    let page = http(port, "GET", "/hub/upload/main/", &[("Cookie", cookie.as_str())], b"").1;
-    let secret = page.split("data-secret=\"").nth(1).unwrap().split('"').next().unwrap().to_string();
+    let with_cookie = [
+        ("Cookie", cookie.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    refuse(
+        403,
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &with_cookie,
+            br#"{"name":"x","size":1}"#,
+        ),
+    );
+    let page = http(
+        port,
+        "GET",
+        "/hub/upload/main/",
+        &[("Cookie", cookie.as_str())],
+        b"",
+    )
+    .1;
+    let secret = page
+        .split("data-secret=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
     assert_eq!(secret.len(), 64, "the page carries the login's form secret");
-    let forged = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str()), ("Origin", "http://127.0.0.1:1")];
-    refuse(403, http(port, "POST", "/hub/uploads", &forged, br#"{"name":"x","size":1}"#));
-    let ours = [("Cookie", cookie.as_str()), ("Content-Type", "application/json"), ("x-dmv-form-secret", secret.as_str())];
-    assert_eq!(http(port, "POST", "/hub/uploads", &ours, br#"{"name":"x","size":1}"#).0, 201);
+    let forged = [
+        ("Cookie", cookie.as_str()),
+        ("Content-Type", "application/json"),
+        ("x-dmv-form-secret", secret.as_str()),
+        ("Origin", "http://127.0.0.1:1"),
+    ];
+    refuse(
+        403,
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &forged,
+            br#"{"name":"x","size":1}"#,
+        ),
+    );
+    let ours = [
+        ("Cookie", cookie.as_str()),
+        ("Content-Type", "application/json"),
+        ("x-dmv-form-secret", secret.as_str()),
+    ];
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &ours,
+            br#"{"name":"x","size":1}"#
+        )
+        .0,
+        201
+    );
     // Two write tokens without a user had one another's uploads.
-    let (_, body) = http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-x"), ("Content-Type", "application/json")], br#"{"name":"x.jpg","size":1}"#);
+    let (_, body) = http(
+        port,
+        "POST",
+        "/hub/uploads",
+        &[
+            ("Authorization", "Bearer tok-x"),
+            ("Content-Type", "application/json"),
+        ],
+        br#"{"name":"x.jpg","size":1}"#,
+    );
     let xs = json_of(&body)["id"].as_str().unwrap().to_string();
-    assert_eq!(http(port, "GET", &format!("/hub/uploads/{xs}"), &[("Authorization", "Bearer tok-x")], b"").0, 200);
-    refuse(404, http(port, "GET", &format!("/hub/uploads/{xs}"), &[("Authorization", "Bearer tok-y")], b""));
-    refuse(404, http(port, "PUT", &format!("/hub/uploads/{xs}?offset=0"), &[("Authorization", "Bearer tok-y")], b"y"));
+    assert_eq!(
+        http(
+            port,
+            "GET",
+            &format!("/hub/uploads/{xs}"),
+            &[("Authorization", "Bearer tok-x")],
+            b""
+        )
+        .0,
+        200
+    );
+    refuse(
+        404,
+        http(
+            port,
+            "GET",
+            &format!("/hub/uploads/{xs}"),
+            &[("Authorization", "Bearer tok-y")],
+            b"",
+        ),
+    );
+    refuse(
+        404,
+        http(
+            port,
+            "PUT",
+            &format!("/hub/uploads/{xs}?offset=0"),
+            &[("Authorization", "Bearer tok-y")],
+            b"y",
+        ),
+    );
     // One user holds at most 32 uploads open (one held all 256 for a day).
     let mut opened = 0;
     let yours_full = loop {
-        let (code, body) = http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-y"), ("Content-Type", "application/json")], br#"{"name":"many.jpg","size":1}"#);
+        let (code, body) = http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &[
+                ("Authorization", "Bearer tok-y"),
+                ("Content-Type", "application/json"),
+            ],
+            br#"{"name":"many.jpg","size":1}"#,
+        );
         if code != 201 {
             break (code, body);
         }
@@ -789,19 +1359,40 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     };
     refuse(429, yours_full);
     assert_eq!(
-        http(port, "POST", "/hub/uploads", &[("Authorization", "Bearer tok-bo"), ("Content-Type", "application/json")], br#"{"name":"b.jpg","size":1}"#).0,
+        http(
+            port,
+            "POST",
+            "/hub/uploads",
+            &[
+                ("Authorization", "Bearer tok-bo"),
+                ("Content-Type", "application/json")
+            ],
+            br#"{"name":"b.jpg","size":1}"#
+        )
+        .0,
         201,
         "others still upload"
     );
     // Uploads of most of the free space: each alone fits, together they do not.
-    let free = String::from_utf8(Command::new("df").args(["-B1", "--output=avail"]).arg(hub.join(".dmv")).output().unwrap().stdout).unwrap();
+    let free = String::from_utf8(
+        Command::new("df")
+            .args(["-B1", "--output=avail"])
+            .arg(hub.join(".dmv"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     let free: u64 = free.lines().nth(1).unwrap().trim().parse().unwrap();
     let whole = |token: &str| {
         http(
             port,
             "POST",
             "/hub/uploads",
-            &[("Authorization", token), ("Content-Type", "application/json")],
+            &[
+                ("Authorization", token),
+                ("Content-Type", "application/json"),
+            ],
             format!(r#"{{"name":"all.raw","size":{}}}"#, free / 10 * 6).as_bytes(),
         )
     };
@@ -810,17 +1401,59 @@ fn uploads_resume_where_they_stopped_and_refuse_what_they_must() {
     // Names and paths no file system holds (a 300-byte name, a folder 2,100 deep) were
     // committed, and every later clone stopped at its checkout; a branch named HEAD was made.
     let long_name = format!(r#"{{"name":"{}.jpg","size":1}}"#, "n".repeat(296));
-    refuse(400, http(port, "POST", "/hub/uploads", &al_json, long_name.as_bytes()));
+    refuse(
+        400,
+        http(port, "POST", "/hub/uploads", &al_json, long_name.as_bytes()),
+    );
     let now = dmv(&hub, &["rev-parse", "main"]).trim().to_string();
-    let (_, body) = http(port, "POST", "/hub/uploads", &al_json, br#"{"name":"deep.jpg","size":1}"#);
+    let (_, body) = http(
+        port,
+        "POST",
+        "/hub/uploads",
+        &al_json,
+        br#"{"name":"deep.jpg","size":1}"#,
+    );
     let small = json_of(&body)["id"].as_str().unwrap().to_string();
-    assert_eq!(http(port, "PUT", &format!("/hub/uploads/{small}?offset=0"), &al, b"x").0, 200);
-    let into = |branch: &str, folder: &str| format!(r#"{{"branch":"{branch}","seen":"{now}","folder":"{folder}","files":[{{"name":"deep.jpg","id":"{small}"}}]}}"#);
-    let (code, body) = http(port, "POST", "/hub/commit-uploads", &al_json, into("main", &"d/".repeat(2100)).as_bytes());
+    assert_eq!(
+        http(
+            port,
+            "PUT",
+            &format!("/hub/uploads/{small}?offset=0"),
+            &al,
+            b"x"
+        )
+        .0,
+        200
+    );
+    let into = |branch: &str, folder: &str| {
+        format!(
+            r#"{{"branch":"{branch}","seen":"{now}","folder":"{folder}","files":[{{"name":"deep.jpg","id":"{small}"}}]}}"#
+        )
+    };
+    let (code, body) = http(
+        port,
+        "POST",
+        "/hub/commit-uploads",
+        &al_json,
+        into("main", &"d/".repeat(2100)).as_bytes(),
+    );
     refuse(400, (code, body.clone()));
     assert!(body.contains("4,096 bytes"), "{body}");
-    refuse(400, http(port, "POST", "/hub/commit-uploads", &al_json, into("HEAD", "").as_bytes()));
-    assert_eq!(dmv(&hub, &["rev-parse", "main"]).trim(), now, "nothing was committed");
+    refuse(
+        400,
+        http(
+            port,
+            "POST",
+            "/hub/commit-uploads",
+            &al_json,
+            into("HEAD", "").as_bytes(),
+        ),
+    );
+    assert_eq!(
+        dmv(&hub, &["rev-parse", "main"]).trim(),
+        now,
+        "nothing was committed"
+    );
     assert!(!dmv(&hub, &["branch"]).contains("HEAD"));
     security_report("uploads", "browser uploads: cut pieces, wrong offsets, oversize, other users, read tokens, bad names, stale pages, forged origins", tried, refused, None);
 }

@@ -81,8 +81,15 @@ pub struct Imported {
 
 /// Imports the Git repository at `git_path` (its working tree, its `.git`
 /// or a bare one) into `repo`. `progress(done, total)` counts commits.
-pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -> Result<Imported, ImportError> {
-    let git = gix::open(git_path).map_err(|e| ImportError::Open { path: git_path.display().to_string(), detail: e.to_string() })?;
+pub fn import_git(
+    repo: &Repository,
+    git_path: &Path,
+    progress: &dyn Progress,
+) -> Result<Imported, ImportError> {
+    let git = gix::open(git_path).map_err(|e| ImportError::Open {
+        path: git_path.display().to_string(),
+        detail: e.to_string(),
+    })?;
     // From the first object written until the refs keep them: a gc meanwhile
     // must not take converted commits that no ref reaches yet.
     let _gc = repo.store.hold_off_gc()?;
@@ -103,7 +110,10 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
 
     let refs = git_refs(&git)?;
     let order = new_commits(&git, &refs, &map)?;
-    let mut done = Imported { already: map.commits.len() as u64, ..Imported::default() };
+    let mut done = Imported {
+        already: map.commits.len() as u64,
+        ..Imported::default()
+    };
     let mut converter = Converter {
         git: &git,
         repo,
@@ -135,7 +145,11 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
             .head_name()
             .map_err(git_err)?
             .map(|n| n.as_bstr().to_string())
-            .and_then(|n| refs.iter().find(|(r, _, _)| *r == n).map(|(r, id, _)| (r.clone(), map.commits[&id.to_string()]))),
+            .and_then(|n| {
+                refs.iter()
+                    .find(|(r, _, _)| *r == n)
+                    .map(|(r, id, _)| (r.clone(), map.commits[&id.to_string()]))
+            }),
         false => None,
     };
     if let Some((_, commit)) = &checkout {
@@ -155,7 +169,12 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
         news.push(match annotation {
             None => commit,
             Some(a) => {
-                let tag = Tag { target: commit, name: name.trim_start_matches(TAGS).to_string(), tagger: a.tagger.clone(), message: a.message.clone() };
+                let tag = Tag {
+                    target: commit,
+                    name: name.trim_start_matches(TAGS).to_string(),
+                    tagger: a.tagger.clone(),
+                    message: a.message.clone(),
+                };
                 session.put_object(ObjectKind::Tag, &dmv_repo::store::object::encode(&tag))?
             }
         });
@@ -167,24 +186,37 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
         let ours = current.is_none()
             || current == Some(new)
             || current == map.refs.get(name).copied()
-            || (name.starts_with(BRANCHES) && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
+            || (name.starts_with(BRANCHES)
+                && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
         if !ours {
-            done.left_alone.push((name.clone(), "it moved here since the last import".into()));
+            done.left_alone
+                .push((name.clone(), "it moved here since the last import".into()));
             continue;
         }
         // The branch checked out here moves with its files, as a pull's fast-forward does.
-        if checked_out.as_deref() == Some(name.as_str()) && current.is_some() && current != Some(new) {
+        if checked_out.as_deref() == Some(name.as_str())
+            && current.is_some()
+            && current != Some(new)
+        {
             match repo.checkout_tree(&repo.commit(&new)?.tree, &Silent) {
                 Ok(()) => {}
-                Err(e @ (dmv_repo::RepoError::UncommittedChanges { .. } | dmv_repo::RepoError::UntrackedInTheWay { .. })) => {
-                    done.left_alone.push((name.clone(), format!("it is checked out here and {e}")));
+                Err(
+                    e @ (dmv_repo::RepoError::UncommittedChanges { .. }
+                    | dmv_repo::RepoError::UntrackedInTheWay { .. }),
+                ) => {
+                    done.left_alone
+                        .push((name.clone(), format!("it is checked out here and {e}")));
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         if current != Some(new) {
-            updates.push(RefUpdate { name: name.clone(), expected: Some(current), new: Some(new) });
+            updates.push(RefUpdate {
+                name: name.clone(),
+                expected: Some(current),
+                new: Some(new),
+            });
         }
         map.refs.insert(name.clone(), new);
         match name.strip_prefix(BRANCHES) {
@@ -193,7 +225,11 @@ pub fn import_git(repo: &Repository, git_path: &Path, progress: &dyn Progress) -
         }
     }
     if !updates.is_empty() {
-        repo.update_refs(&updates, &repo.who(), &format!("import git {}", git_path.display()))?;
+        repo.update_refs(
+            &updates,
+            &repo.who(),
+            &format!("import git {}", git_path.display()),
+        )?;
     }
     save(&map_path, &map)?;
     if let Some((branch, _)) = checkout {
@@ -218,13 +254,17 @@ struct Annotation {
 /// trees or blobs have no commit and are skipped) and, for an annotated
 /// tag, its tagger and message (a tag without a tagger takes its commit's
 /// committer, as old Git wrote some).
-fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId, Option<Annotation>)>, ImportError> {
+fn git_refs(
+    git: &gix::Repository,
+) -> Result<Vec<(String, gix::ObjectId, Option<Annotation>)>, ImportError> {
     let mut out = Vec::new();
     let platform = git.references().map_err(git_err)?;
     for r in platform.all().map_err(git_err)? {
         let mut r = r.map_err(git_err)?;
         let name = r.name().as_bstr().to_string();
-        if !(name.starts_with(BRANCHES) || name.starts_with(TAGS)) || dmv_repo::validate_ref_name(&name).is_err() {
+        if !(name.starts_with(BRANCHES) || name.starts_with(TAGS))
+            || dmv_repo::validate_ref_name(&name).is_err()
+        {
             continue;
         }
         let direct = r.target().try_id().map(|id| id.to_owned());
@@ -240,9 +280,19 @@ fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId, Option<
                 let decoded = tag.decode().map_err(git_err)?;
                 let tagger = match decoded.tagger().map_err(git_err)? {
                     Some(t) => signature(t)?,
-                    None => signature(git.find_commit(id).map_err(git_err)?.decode().map_err(git_err)?.committer().map_err(git_err)?)?,
+                    None => signature(
+                        git.find_commit(id)
+                            .map_err(git_err)?
+                            .decode()
+                            .map_err(git_err)?
+                            .committer()
+                            .map_err(git_err)?,
+                    )?,
                 };
-                annotation = Some(Annotation { tagger, message: decoded.message.to_string() });
+                annotation = Some(Annotation {
+                    tagger,
+                    message: decoded.message.to_string(),
+                });
             }
         }
         out.push((name, id, annotation));
@@ -252,10 +302,15 @@ fn git_refs(git: &gix::Repository) -> Result<Vec<(String, gix::ObjectId, Option<
 }
 
 /// The commits the refs reach that no import converted yet, parents first.
-fn new_commits(git: &gix::Repository, refs: &[(String, gix::ObjectId, Option<Annotation>)], map: &ImportMap) -> Result<Vec<gix::ObjectId>, ImportError> {
+fn new_commits(
+    git: &gix::Repository,
+    refs: &[(String, gix::ObjectId, Option<Annotation>)],
+    map: &ImportMap,
+) -> Result<Vec<gix::ObjectId>, ImportError> {
     let mut order = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack: Vec<(gix::ObjectId, bool)> = refs.iter().map(|(_, id, _)| (*id, false)).collect();
+    let mut stack: Vec<(gix::ObjectId, bool)> =
+        refs.iter().map(|(_, id, _)| (*id, false)).collect();
     while let Some((id, parents_done)) = stack.pop() {
         if parents_done {
             order.push(id);
@@ -293,24 +348,48 @@ struct Converter<'g, 'd> {
 
 fn signature(s: gix::actor::SignatureRef<'_>) -> Result<Signature, ImportError> {
     let time = s.time().map_err(git_err)?;
-    Ok(Signature { name: s.name.to_string(), email: s.email.to_string(), time: time.seconds, tz_minutes: (time.offset / 60) as i16 })
+    Ok(Signature {
+        name: s.name.to_string(),
+        email: s.email.to_string(),
+        time: time.seconds,
+        tz_minutes: (time.offset / 60) as i16,
+    })
 }
 
 impl Converter<'_, '_> {
-    fn commit(&mut self, session: &mut WriteSession<'_>, id: &gix::ObjectId, map: &ImportMap) -> Result<ObjectId, ImportError> {
+    fn commit(
+        &mut self,
+        session: &mut WriteSession<'_>,
+        id: &gix::ObjectId,
+        map: &ImportMap,
+    ) -> Result<ObjectId, ImportError> {
         let commit = self.git.find_commit(*id).map_err(git_err)?;
         let decoded = commit.decode().map_err(git_err)?;
         for p in decoded.parents() {
             // Only commits of earlier imports: this one's are in the maps already (and in no pack yet).
-            if let Some(dmv) = map.commits.get(&p.to_string()).filter(|_| self.seeded.insert(p) && self.earlier.contains(&p.to_string())) {
-                let git_tree = self.git.find_commit(p).map_err(git_err)?.tree_id().map_err(git_err)?.detach();
+            if let Some(dmv) = map
+                .commits
+                .get(&p.to_string())
+                .filter(|_| self.seeded.insert(p) && self.earlier.contains(&p.to_string()))
+            {
+                let git_tree = self
+                    .git
+                    .find_commit(p)
+                    .map_err(git_err)?
+                    .tree_id()
+                    .map_err(git_err)?
+                    .detach();
                 self.seed(git_tree, self.repo.commit(dmv)?.tree)?;
             }
         }
         let (tree, _) = self.tree(session, decoded.tree(), 0)?;
         let parents = decoded
             .parents()
-            .map(|p| map.commits.get(&p.to_string()).copied().ok_or_else(|| ImportError::Git(format!("parent {p} of {id} was not converted first"))))
+            .map(|p| {
+                map.commits.get(&p.to_string()).copied().ok_or_else(|| {
+                    ImportError::Git(format!("parent {p} of {id} was not converted first"))
+                })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let message = decoded.message.to_string();
         let converted = Commit {
@@ -320,7 +399,10 @@ impl Converter<'_, '_> {
             committer: signature(decoded.committer().map_err(git_err)?)?,
             message: message.strip_suffix('\n').unwrap_or(&message).to_string(),
         };
-        Ok(session.put_object(ObjectKind::Commit, &dmv_repo::store::object::encode(&converted))?)
+        Ok(session.put_object(
+            ObjectKind::Commit,
+            &dmv_repo::store::object::encode(&converted),
+        )?)
     }
 
     /// Learns what an earlier import made of a Git tree (`git`, converted to
@@ -334,11 +416,14 @@ impl Converter<'_, '_> {
                 continue;
             }
             let converted = dmv_repo::tree::read_dir(&self.repo.store, &d)?;
-            self.trees.insert(g, (d, converted.iter().map(|e| e.size).sum()));
+            self.trees
+                .insert(g, (d, converted.iter().map(|e| e.size).sum()));
             let tree = self.git.find_tree(g).map_err(git_err)?;
             for e in &tree.decode().map_err(git_err)?.entries {
                 let name: &[u8] = e.filename.as_ref();
-                let Ok(at) = converted.binary_search_by(|c| c.name.as_slice().cmp(name)) else { continue };
+                let Ok(at) = converted.binary_search_by(|c| c.name.as_slice().cmp(name)) else {
+                    continue;
+                };
                 let c = &converted[at];
                 use gix::object::tree::EntryKind as Git;
                 match (e.mode.kind(), c.kind) {
@@ -353,12 +438,19 @@ impl Converter<'_, '_> {
         Ok(())
     }
 
-    fn tree(&mut self, session: &mut WriteSession<'_>, id: gix::ObjectId, depth: usize) -> Result<(ObjectId, u64), ImportError> {
+    fn tree(
+        &mut self,
+        session: &mut WriteSession<'_>,
+        id: gix::ObjectId,
+        depth: usize,
+    ) -> Result<(ObjectId, u64), ImportError> {
         if let Some(t) = self.trees.get(&id) {
             return Ok(*t);
         }
         if depth > MAX_DEPTH {
-            return Err(ImportError::Git(format!("tree {id} nests folders more than {MAX_DEPTH} deep")));
+            return Err(ImportError::Git(format!(
+                "tree {id} nests folders more than {MAX_DEPTH} deep"
+            )));
         }
         let tree = self.git.find_tree(id).map_err(git_err)?;
         let decoded = tree.decode().map_err(git_err)?;
@@ -373,27 +465,45 @@ impl Converter<'_, '_> {
                 Git::BlobExecutable => (EntryKind::Executable, self.blob(session, oid)?),
                 Git::Link => {
                     let target = self.git.find_blob(oid).map_err(git_err)?.data.clone();
-                    (EntryKind::Symlink, (session.put_object(ObjectKind::Chunk, &target)?, target.len() as u64))
+                    (
+                        EntryKind::Symlink,
+                        (
+                            session.put_object(ObjectKind::Chunk, &target)?,
+                            target.len() as u64,
+                        ),
+                    )
                 }
                 Git::Commit => {
                     self.done.submodules += 1;
                     continue;
                 }
             };
-            entries.push(TreeEntry { name, kind, id: content, size });
+            entries.push(TreeEntry {
+                name,
+                kind,
+                id: content,
+                size,
+            });
         }
         let converted = dmv_repo::tree::write_dir(session, entries)?;
         self.trees.insert(id, converted);
         Ok(converted)
     }
 
-    fn blob(&mut self, session: &mut WriteSession<'_>, id: gix::ObjectId) -> Result<(ObjectId, u64), ImportError> {
+    fn blob(
+        &mut self,
+        session: &mut WriteSession<'_>,
+        id: gix::ObjectId,
+    ) -> Result<(ObjectId, u64), ImportError> {
         if let Some(b) = self.blobs.get(&id) {
             return Ok(*b);
         }
         let blob = self.git.find_blob(id).map_err(git_err)?;
         let pointer = LfsPointer::parse(&blob.data);
-        let local = pointer.as_ref().map(|p| p.object_path(&self.git_dir)).and_then(|path| std::fs::File::open(path).ok());
+        let local = pointer
+            .as_ref()
+            .map(|p| p.object_path(&self.git_dir))
+            .and_then(|path| std::fs::File::open(path).ok());
         let stored = match (pointer, local) {
             (Some(p), Some(mut file)) if file.metadata().is_ok_and(|m| m.len() == p.size) => {
                 self.done.lfs_content += 1;

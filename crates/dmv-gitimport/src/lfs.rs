@@ -35,7 +35,11 @@ impl LfsPointer {
             match key {
                 "oid" => {
                     let hex = value.strip_prefix("sha256:")?;
-                    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+                    if hex.len() != 64
+                        || !hex
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                    {
                         return None;
                     }
                     oid = Some(hex.to_string());
@@ -44,12 +48,20 @@ impl LfsPointer {
                 _ => {}
             }
         }
-        Some(LfsPointer { oid: oid?, size: size? })
+        Some(LfsPointer {
+            oid: oid?,
+            size: size?,
+        })
     }
 
     /// Where Git LFS keeps the content in a repository whose Git folder is `git_dir`.
     pub fn object_path(&self, git_dir: &Path) -> PathBuf {
-        git_dir.join("lfs").join("objects").join(&self.oid[..2]).join(&self.oid[2..4]).join(&self.oid)
+        git_dir
+            .join("lfs")
+            .join("objects")
+            .join(&self.oid[..2])
+            .join(&self.oid[2..4])
+            .join(&self.oid)
     }
 }
 
@@ -62,15 +74,31 @@ mod tests {
 
     #[test]
     fn pointers_are_read_as_git_lfs_writes_them() {
-        let text = format!("version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize 12345\n");
+        let text =
+            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize 12345\n");
         let p = LfsPointer::parse(text.as_bytes()).unwrap();
-        assert_eq!(p, LfsPointer { oid: OID.into(), size: 12345 });
-        assert_eq!(p.object_path(Path::new("/r/.git")), Path::new("/r/.git/lfs/objects/4d/7a").join(OID));
+        assert_eq!(
+            p,
+            LfsPointer {
+                oid: OID.into(),
+                size: 12345
+            }
+        );
+        assert_eq!(
+            p.object_path(Path::new("/r/.git")),
+            Path::new("/r/.git/lfs/objects/4d/7a").join(OID)
+        );
         for bad in [
             "version https://git-lfs.github.com/spec/v1\nsize 1\n".to_string(),
             format!("version https://git-lfs.github.com/spec/v2\noid sha256:{OID}\nsize 1\n"),
-            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1\n", &OID[1..]),
-            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1\n", OID.to_uppercase()),
+            format!(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1\n",
+                &OID[1..]
+            ),
+            format!(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1\n",
+                OID.to_uppercase()
+            ),
             format!("version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize -1\n"),
             "just a text file\n".to_string(),
         ] {

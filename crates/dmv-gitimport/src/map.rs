@@ -19,13 +19,23 @@ impl ImportMap {
     pub fn parse(text: &str) -> Result<ImportMap, String> {
         let mut map = ImportMap::default();
         for (n, line) in text.lines().enumerate() {
-            let bad = || format!("line {}: {line:?} is not `commit GIT DMV` or `ref NAME DMV`", n + 1);
+            let bad = || {
+                format!(
+                    "line {}: {line:?} is not `commit GIT DMV` or `ref NAME DMV`",
+                    n + 1
+                )
+            };
             let mut words = line.split(' ');
             let (kind, key, value) = (words.next(), words.next(), words.next());
-            let (Some(kind), Some(key), Some(value), None) = (kind, key, value, words.next()) else { return Err(bad()) };
+            let (Some(kind), Some(key), Some(value), None) = (kind, key, value, words.next())
+            else {
+                return Err(bad());
+            };
             let id = ObjectId::from_hex(value).ok_or_else(bad)?;
             match kind {
-                "commit" if key.len() == 40 && key.bytes().all(|b| b.is_ascii_hexdigit()) => map.commits.insert(key.to_string(), id),
+                "commit" if key.len() == 40 && key.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    map.commits.insert(key.to_string(), id)
+                }
                 "ref" if key.starts_with("refs/") => map.refs.insert(key.to_string(), id),
                 _ => return Err(bad()),
             };
@@ -68,9 +78,23 @@ mod tests {
         m.commits.insert("a".repeat(40), ObjectId([1; 32]));
         m.refs.insert("refs/heads/main".into(), ObjectId([2; 32]));
         let text = m.encode();
-        assert_eq!(text, format!("commit {} {}\nref refs/heads/main {}\n", "a".repeat(40), "01".repeat(32), "02".repeat(32)));
+        assert_eq!(
+            text,
+            format!(
+                "commit {} {}\nref refs/heads/main {}\n",
+                "a".repeat(40),
+                "01".repeat(32),
+                "02".repeat(32)
+            )
+        );
         assert_eq!(ImportMap::parse(&text).unwrap(), m);
-        for bad in ["commit abc 00", "ref main 0101", "tree x y", "commit", &format!("commit {} {} extra", "a".repeat(40), "01".repeat(32))] {
+        for bad in [
+            "commit abc 00",
+            "ref main 0101",
+            "tree x y",
+            "commit",
+            &format!("commit {} {} extra", "a".repeat(40), "01".repeat(32)),
+        ] {
             assert!(ImportMap::parse(bad).is_err(), "{bad}");
         }
     }

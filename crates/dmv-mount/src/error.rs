@@ -10,7 +10,10 @@ pub enum MountError {
     #[error(transparent)]
     Repo(#[from] RepoError),
     #[error("cannot mount at {}: {source}{}", dir.display(), hint(source))]
-    Mount { dir: PathBuf, source: std::io::Error },
+    Mount {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot unmount {}: {detail}", dir.display())]
     Unmount { dir: PathBuf, detail: String },
     #[error("{0} is not a folder")]
@@ -21,7 +24,9 @@ pub enum MountError {
 
 fn hint(e: &std::io::Error) -> &'static str {
     match e.kind() {
-        std::io::ErrorKind::NotFound => " (is FUSE installed? `apt-get install fuse3` gives fusermount3)",
+        std::io::ErrorKind::NotFound => {
+            " (is FUSE installed? `apt-get install fuse3` gives fusermount3)"
+        }
         std::io::ErrorKind::PermissionDenied => " (FUSE needs /dev/fuse and fusermount3, or root)",
         _ => "",
     }

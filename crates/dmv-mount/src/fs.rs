@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEntry, ReplyOpen, ReplyStatfs, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEntry, ReplyOpen, ReplyStatfs, Request,
 };
 
 use crate::names::{Ino, Namespace, What};
@@ -51,17 +52,33 @@ pub struct MountedFs {
 }
 
 impl MountedFs {
-    pub fn new(names: Namespace, reader: Reader, store: &'static dmv_repo::store::Store, report: Box<dyn Fn(&str) + Send + Sync>) -> MountedFs {
+    pub fn new(
+        names: Namespace,
+        reader: Reader,
+        store: &'static dmv_repo::store::Store,
+        report: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> MountedFs {
         // SAFETY: getuid and getgid cannot fail.
         let owner = unsafe { (libc::getuid(), libc::getgid()) };
-        MountedFs { names: Mutex::new(names), reader, store, open: Mutex::new(HashMap::new()), next_handle: AtomicU64::new(1), owner, report, direct: false }
+        MountedFs {
+            names: Mutex::new(names),
+            reader,
+            store,
+            open: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            owner,
+            report,
+            direct: false,
+        }
     }
 
     fn attr(&self, names: &Namespace, ino: Ino) -> Option<FileAttr> {
         let node = names.node(ino)?;
         let (kind, perm) = match node.what {
             What::Made(_) | What::Tree { .. } => (FileType::Directory, 0o555),
-            What::File { executable: true, .. } => (FileType::RegularFile, 0o555),
+            What::File {
+                executable: true, ..
+            } => (FileType::RegularFile, 0o555),
             What::File { .. } => (FileType::RegularFile, 0o444),
             What::Symlink { .. } => (FileType::Symlink, 0o777),
         };
@@ -110,8 +127,11 @@ impl Filesystem for MountedFs {
         // Larger reads ahead than the kernel's default 128 KiB: fewer requests for a film played or copied.
         let _ = config.set_max_readahead(1 << 20);
         // Entries with their attributes in one reply: `ls -l` of 100,000 files needs no lookup each.
-        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
-        self.direct = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP).is_ok();
+        let _ = config
+            .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        self.direct = config
+            .add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP)
+            .is_ok();
         Ok(())
     }
 
@@ -139,7 +159,9 @@ impl Filesystem for MountedFs {
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         let names = self.names();
-        let Some(What::Symlink { id }) = names.node(ino.0).map(|n| &n.what) else { return reply.error(Errno::EINVAL) };
+        let Some(What::Symlink { id }) = names.node(ino.0).map(|n| &n.what) else {
+            return reply.error(Errno::EINVAL);
+        };
         match self.reader.link_target(id) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(self.failed("read the link", &names.path(ino.0), &e)),
@@ -161,17 +183,42 @@ impl Filesystem for MountedFs {
         match self.reader.open(id, size, path.clone()) {
             Ok(file) => {
                 let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-                self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(handle, Arc::new(file));
+                self.open
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(handle, Arc::new(file));
                 // The content of a version never changes: the kernel may keep its pages across opens.
-                let how = if self.direct && size >= DIRECT_FROM { FopenFlags::FOPEN_DIRECT_IO } else { FopenFlags::FOPEN_KEEP_CACHE };
+                let how = if self.direct && size >= DIRECT_FROM {
+                    FopenFlags::FOPEN_DIRECT_IO
+                } else {
+                    FopenFlags::FOPEN_KEEP_CACHE
+                };
                 reply.opened(FileHandle(handle), how)
             }
             Err(e) => reply.error(self.failed("open", &path, &e)),
         }
     }
 
-    fn read(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, size: u32, _flags: OpenFlags, _lock: Option<LockOwner>, reply: ReplyData) {
-        let Some(file) = self.open.lock().unwrap_or_else(|e| e.into_inner()).get(&fh.0).cloned() else { return reply.error(Errno::EBADF) };
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(file) = self
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&fh.0)
+            .cloned()
+        else {
+            return reply.error(Errno::EBADF);
+        };
         let read = self.reader.read(&file, offset, size);
         let path = &file.path;
         match read {
@@ -180,12 +227,31 @@ impl Filesystem for MountedFs {
         }
     }
 
-    fn release(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, _lock: Option<LockOwner>, _flush: bool, reply: fuser::ReplyEmpty) {
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&fh.0);
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        _flush: bool,
+        reply: fuser::ReplyEmpty,
+    ) {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&fh.0);
         reply.ok();
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let names = match self.listing(ino.0) {
             Ok(names) => names,
             Err(e) => return reply.error(e),
@@ -204,14 +270,30 @@ impl Filesystem for MountedFs {
         reply.ok();
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
         let names = match self.listing(ino.0) {
             Ok(names) => names,
             Err(e) => return reply.error(e),
         };
         for (i, (name, child)) in dotted(&names, ino.0).enumerate().skip(offset as usize) {
-            let Some(attr) = self.attr(&names, child) else { continue };
-            if reply.add(INodeNo(child), i as u64 + 1, name, &KEPT, &attr, Generation(0)) {
+            let Some(attr) = self.attr(&names, child) else {
+                continue;
+            };
+            if reply.add(
+                INodeNo(child),
+                i as u64 + 1,
+                name,
+                &KEPT,
+                &attr,
+                Generation(0),
+            ) {
                 break;
             }
         }
@@ -228,5 +310,11 @@ impl Filesystem for MountedFs {
 fn dotted(names: &Namespace, ino: Ino) -> impl Iterator<Item = (&OsStr, Ino)> {
     let parent = names.node(ino).map_or(ino, |n| n.parent);
     let entries = names.listed(ino).unwrap_or_default();
-    [(OsStr::new("."), ino), (OsStr::new(".."), parent)].into_iter().chain(entries.iter().map(|(name, child)| (name.as_os_str(), *child)))
+    [(OsStr::new("."), ino), (OsStr::new(".."), parent)]
+        .into_iter()
+        .chain(
+            entries
+                .iter()
+                .map(|(name, child)| (name.as_os_str(), *child)),
+        )
 }

@@ -42,7 +42,14 @@ pub struct Served {
 /// is unmounted (`dmv umount`, `fusermount3 -u`) or `stop` is set, which
 /// unmounts it. `mounted` runs once the folder shows the revision; `report`
 /// gets a line for each read that failed, naming the file.
-pub fn serve(repo: Repository, view: View, dir: &Path, stop: &AtomicBool, mounted: impl FnOnce(), report: Box<dyn Fn(&str) + Send + Sync>) -> Result<Served, MountError> {
+pub fn serve(
+    repo: Repository,
+    view: View,
+    dir: &Path,
+    stop: &AtomicBool,
+    mounted: impl FnOnce(),
+    report: Box<dyn Fn(&str) + Send + Sync>,
+) -> Result<Served, MountError> {
     if !dir.is_dir() {
         return Err(MountError::NotAFolder(dir.to_path_buf()));
     }
@@ -72,7 +79,14 @@ mod linux {
     use crate::reading::Reader;
     use crate::{MountError, Served, View};
 
-    pub fn serve(repo: Repository, view: View, dir: &Path, stop: &AtomicBool, mounted: impl FnOnce(), report: Box<dyn Fn(&str) + Send + Sync>) -> Result<Served, MountError> {
+    pub fn serve(
+        repo: Repository,
+        view: View,
+        dir: &Path,
+        stop: &AtomicBool,
+        mounted: impl FnOnce(),
+        report: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Result<Served, MountError> {
         // The filesystem outlives this call's borrows (the kernel's threads
         // hold it); the process ends soon after it is unmounted.
         let repo: &'static Repository = Box::leak(Box::new(repo));
@@ -81,24 +95,47 @@ mod linux {
             View::Everything => Namespace::of_everything(repo)?,
         };
         let fetched = Arc::new(AtomicU64::new(0));
-        let fs = MountedFs::new(names, Reader::new(repo, fetched.clone()), &repo.store, report);
+        let fs = MountedFs::new(
+            names,
+            Reader::new(repo, fetched.clone()),
+            &repo.store,
+            report,
+        );
         let mut config = Config::default();
-        config.mount_options = vec![MountOption::RO, MountOption::NoDev, MountOption::NoSuid, MountOption::FSName("dmv".into()), MountOption::Subtype("dmv".into())];
+        config.mount_options = vec![
+            MountOption::RO,
+            MountOption::NoDev,
+            MountOption::NoSuid,
+            MountOption::FSName("dmv".into()),
+            MountOption::Subtype("dmv".into()),
+        ];
         if may_unmount_when_killed() {
             // fusermount3 unmounts the folder even when this process is killed: no folder is left dead.
             config.mount_options.push(MountOption::AutoUnmount);
             config.acl = SessionACL::RootAndOwner;
         }
         config.n_threads = Some(4);
-        let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Mount { dir: dir.to_path_buf(), source })?;
+        let session = fuser::spawn_mount(fs, dir, &config).map_err(|source| MountError::Mount {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         mounted();
         while !stop.load(Ordering::Relaxed) && !session.guard.is_finished() {
             std::thread::sleep(Duration::from_millis(100));
         }
-        let ended = if session.guard.is_finished() { session.join() } else { session.umount_and_join() };
-        ended.map_err(|source| MountError::Mount { dir: dir.to_path_buf(), source })?;
+        let ended = if session.guard.is_finished() {
+            session.join()
+        } else {
+            session.umount_and_join()
+        };
+        ended.map_err(|source| MountError::Mount {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
         repo.tidy_store();
-        Ok(Served { fetched: fetched.load(Ordering::Relaxed) })
+        Ok(Served {
+            fetched: fetched.load(Ordering::Relaxed),
+        })
     }
 
     /// Whether fusermount3 may watch the mount for us (its auto_unmount
@@ -107,6 +144,7 @@ mod linux {
     fn may_unmount_when_killed() -> bool {
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        root || std::fs::read_to_string("/etc/fuse.conf").is_ok_and(|c| c.lines().any(|l| l.trim() == "user_allow_other"))
+        root || std::fs::read_to_string("/etc/fuse.conf")
+            .is_ok_and(|c| c.lines().any(|l| l.trim() == "user_allow_other"))
     }
 }

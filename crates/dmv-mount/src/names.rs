@@ -62,7 +62,16 @@ impl Namespace {
     /// `commit`'s tree at the root.
     pub fn of_commit(repo: &Repository, commit: &ObjectId) -> RepoResult<Namespace> {
         let c = repo.commit(commit)?;
-        let root = Node { parent: ROOT, name: OsString::new(), what: What::Tree { id: c.tree, entries: None }, size: 0, time: c.committer.time };
+        let root = Node {
+            parent: ROOT,
+            name: OsString::new(),
+            what: What::Tree {
+                id: c.tree,
+                entries: None,
+            },
+            size: 0,
+            time: c.committer.time,
+        };
         Ok(Namespace { nodes: vec![root] })
     }
 
@@ -93,7 +102,9 @@ impl Namespace {
             }
             let c = repo.commit(&id)?;
             // 2026-11-28T15:36:35Z-32fffb1ec137: sorts by time, and no spaces for a shell to split.
-            let time = dmv_repo::utc_time(c.committer.time).replacen(' ', "T", 1).replace(" UTC", "Z");
+            let time = dmv_repo::utc_time(c.committer.time)
+                .replacen(' ', "T", 1)
+                .replace(" UTC", "Z");
             let name = format!("{time}-{}", id.short());
             made.commit(&["commits", &name], id);
             walk.extend(c.parents);
@@ -108,26 +119,51 @@ impl Namespace {
     /// A folder's entries, reading its tree the first time. None for a
     /// node that is not a folder.
     pub fn entries(&mut self, store: &Store, ino: Ino) -> RepoResult<Option<&[(OsString, Ino)]>> {
-        let Some(index) = usize::try_from(ino).ok().and_then(|i| i.checked_sub(1)).filter(|i| *i < self.nodes.len()) else { return Ok(None) };
+        let Some(index) = usize::try_from(ino)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .filter(|i| *i < self.nodes.len())
+        else {
+            return Ok(None);
+        };
         if let What::Tree { id, entries: None } = self.nodes[index].what {
             let time = self.nodes[index].time;
             let mut listed = Vec::new();
             for e in read_dir(store, &id)? {
                 let what = match e.kind {
-                    EntryKind::Dir => What::Tree { id: e.id, entries: None },
-                    EntryKind::File | EntryKind::Executable => What::File { id: e.id, executable: e.kind == EntryKind::Executable },
+                    EntryKind::Dir => What::Tree {
+                        id: e.id,
+                        entries: None,
+                    },
+                    EntryKind::File | EntryKind::Executable => What::File {
+                        id: e.id,
+                        executable: e.kind == EntryKind::Executable,
+                    },
                     EntryKind::Symlink => What::Symlink { id: e.id },
                 };
                 let size = if e.kind == EntryKind::Dir { 0 } else { e.size };
                 let name = OsString::from_vec(e.name);
                 listed.push((name.clone(), self.nodes.len() as Ino + 1));
-                self.nodes.push(Node { parent: ino, name, what, size, time });
+                self.nodes.push(Node {
+                    parent: ino,
+                    name,
+                    what,
+                    size,
+                    time,
+                });
             }
             // Trees keep their entries sorted by name bytes, as lookups need.
-            self.nodes[index].what = What::Tree { id, entries: Some(listed) };
+            self.nodes[index].what = What::Tree {
+                id,
+                entries: Some(listed),
+            };
         }
         Ok(match &self.nodes[index].what {
-            What::Made(entries) | What::Tree { entries: Some(entries), .. } => Some(entries),
+            What::Made(entries)
+            | What::Tree {
+                entries: Some(entries),
+                ..
+            } => Some(entries),
             _ => None,
         })
     }
@@ -135,7 +171,11 @@ impl Namespace {
     /// A folder's entries as far as they are known (a tree not looked into yet has none).
     pub fn listed(&self, ino: Ino) -> Option<&[(OsString, Ino)]> {
         match &self.node(ino)?.what {
-            What::Made(entries) | What::Tree { entries: Some(entries), .. } => Some(entries),
+            What::Made(entries)
+            | What::Tree {
+                entries: Some(entries),
+                ..
+            } => Some(entries),
             _ => None,
         }
     }
@@ -147,8 +187,13 @@ impl Namespace {
 
     /// The entry `name` of folder `parent`.
     pub fn lookup(&mut self, store: &Store, parent: Ino, name: &OsStr) -> RepoResult<Option<Ino>> {
-        let Some(entries) = self.entries(store, parent)? else { return Ok(None) };
-        Ok(entries.binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes())).ok().map(|i| entries[i].1))
+        let Some(entries) = self.entries(store, parent)? else {
+            return Ok(None);
+        };
+        Ok(entries
+            .binary_search_by(|(n, _)| n.as_bytes().cmp(name.as_bytes()))
+            .ok()
+            .map(|i| entries[i].1))
     }
 
     /// The node's path from the mount's root, for messages.
@@ -178,25 +223,43 @@ impl MadeFolders {
     fn folder(&mut self, path: &[&str]) -> &mut MadeFolders {
         let mut here = self;
         for part in path {
-            let entry = here.entries.entry(part.to_string()).or_insert_with(|| Made::Folder(MadeFolders::default()));
+            let entry = here
+                .entries
+                .entry(part.to_string())
+                .or_insert_with(|| Made::Folder(MadeFolders::default()));
             if let Made::Commit(_) = entry {
                 // A branch `a` and a branch `a/b` cannot both be folders of commits: `a` wins.
                 *entry = Made::Folder(MadeFolders::default());
             }
-            let Made::Folder(next) = entry else { unreachable!("made a folder just above") };
+            let Made::Folder(next) = entry else {
+                unreachable!("made a folder just above")
+            };
             here = next;
         }
         here
     }
 
     fn commit(&mut self, path: &[&str], commit: ObjectId) {
-        let Some((last, folders)) = path.split_last() else { return };
+        let Some((last, folders)) = path.split_last() else {
+            return;
+        };
         let parent = self.folder(folders);
-        parent.entries.entry(last.to_string()).or_insert(Made::Commit(commit));
+        parent
+            .entries
+            .entry(last.to_string())
+            .or_insert(Made::Commit(commit));
     }
 
     fn into_namespace(self, repo: &Repository) -> RepoResult<Namespace> {
-        let mut ns = Namespace { nodes: vec![Node { parent: ROOT, name: OsString::new(), what: What::Made(Vec::new()), size: 0, time: 0 }] };
+        let mut ns = Namespace {
+            nodes: vec![Node {
+                parent: ROOT,
+                name: OsString::new(),
+                what: What::Made(Vec::new()),
+                size: 0,
+                time: 0,
+            }],
+        };
         let newest = self.place(repo, &mut ns, ROOT)?;
         ns.nodes[0].time = newest;
         Ok(ns)
@@ -209,12 +272,21 @@ impl MadeFolders {
         for (name, made) in self.entries {
             let ino = ns.nodes.len() as Ino + 1;
             listed.push((OsString::from(name.clone()), ino));
-            ns.nodes.push(Node { parent, name: OsString::from(name), what: What::Made(Vec::new()), size: 0, time: 0 });
+            ns.nodes.push(Node {
+                parent,
+                name: OsString::from(name),
+                what: What::Made(Vec::new()),
+                size: 0,
+                time: 0,
+            });
             let time = match made {
                 Made::Folder(folders) => folders.place(repo, ns, ino)?,
                 Made::Commit(id) => {
                     let c = repo.commit(&id)?;
-                    ns.nodes[ino as usize - 1].what = What::Tree { id: c.tree, entries: None };
+                    ns.nodes[ino as usize - 1].what = What::Tree {
+                        id: c.tree,
+                        entries: None,
+                    };
                     c.committer.time
                 }
             };

@@ -44,7 +44,10 @@ pub struct OpenFile {
 impl OpenFile {
     /// The indexes of the chunks holding bytes `from..to`.
     fn span(&self, from: u64, to: u64) -> std::ops::Range<usize> {
-        let first = self.chunks.partition_point(|(_, start)| *start <= from).saturating_sub(1);
+        let first = self
+            .chunks
+            .partition_point(|(_, start)| *start <= from)
+            .saturating_sub(1);
         let end = self.chunks.partition_point(|(_, start)| *start < to);
         first..end.max(first)
     }
@@ -96,7 +99,13 @@ impl Reader {
                 }
             }
         });
-        Reader { repo, fetcher: FetchThread::start(repo), fetched, kept, decode_ahead }
+        Reader {
+            repo,
+            fetcher: FetchThread::start(repo),
+            fetched,
+            kept,
+            decode_ahead,
+        }
     }
 
     /// Opens file version `id` of `size` bytes: its layout from its nodes,
@@ -106,7 +115,10 @@ impl Reader {
         let chunks = match store.chunk_list(&id) {
             Ok(list) => list,
             Err(StoreError::NotFound { .. }) if self.repo.config.partial => {
-                self.fetcher.ask(Ask::Nodes { file: id, path: path.clone() })?;
+                self.fetcher.ask(Ask::Nodes {
+                    file: id,
+                    path: path.clone(),
+                })?;
                 match store.chunk_list(&id) {
                     Ok(list) => list,
                     // Still not here after its holder answered: a file of one chunk, which has no nodes.
@@ -126,9 +138,17 @@ impl Reader {
             })
             .collect();
         if at != size {
-            return Err(format!("its chunks hold {at} bytes where its tree says {size}"));
+            return Err(format!(
+                "its chunks hold {at} bytes where its tree says {size}"
+            ));
         }
-        Ok(OpenFile { id, path, chunks, len: at, order: Mutex::new((u64::MAX, 0)) })
+        Ok(OpenFile {
+            id,
+            path,
+            chunks,
+            len: at,
+            order: Mutex::new((u64::MAX, 0)),
+        })
     }
 
     /// Up to `want` bytes of `file` from `offset`. The kernel's reads of one
@@ -141,7 +161,14 @@ impl Reader {
         let in_order = {
             let mut order = file.order.lock().unwrap_or_else(|e| e.into_inner());
             let (last_end, in_order) = *order;
-            *order = (to, if offset == last_end { in_order + (to - offset) } else { to - offset });
+            *order = (
+                to,
+                if offset == last_end {
+                    in_order + (to - offset)
+                } else {
+                    to - offset
+                },
+            );
             order.1
         };
         let span = file.span(offset, to);
@@ -150,15 +177,26 @@ impl Reader {
             // (past the first 2 MiB): a player's seek fetches little more than it reads, a copy runs ahead.
             // A fetch is one round trip: it is made when the read, or the near half of
             // what lies ahead, is missing, and then takes all that lies ahead at once.
-            let ahead = if in_order > FETCH_AHEAD_AFTER { (in_order / 2).min(MOST_AHEAD) } else { 0 };
-            let near_end = file.span(to, to.saturating_add(ahead / 2).min(file.len)).end;
+            let ahead = if in_order > FETCH_AHEAD_AFTER {
+                (in_order / 2).min(MOST_AHEAD)
+            } else {
+                0
+            };
+            let near_end = file
+                .span(to, to.saturating_add(ahead / 2).min(file.len))
+                .end;
             let ahead_end = file.span(to, to.saturating_add(ahead).min(file.len)).end;
-            if !self.missing(file, span.start..near_end.max(span.end))?.is_empty() {
+            if !self
+                .missing(file, span.start..near_end.max(span.end))?
+                .is_empty()
+            {
                 self.fetch_missing(file, span.start..ahead_end.max(span.end))?;
             }
         }
         if in_order >= DECODE_AHEAD_AFTER {
-            for (chunk, _) in &file.chunks[file.span(to, to.saturating_add(DECODE_AHEAD).min(file.len))] {
+            for (chunk, _) in
+                &file.chunks[file.span(to, to.saturating_add(DECODE_AHEAD).min(file.len))]
+            {
                 if self.kept.get(chunk).is_none() && self.decode_ahead.try_send(*chunk).is_err() {
                     break;
                 }
@@ -182,7 +220,12 @@ impl Reader {
                 other => other.map_err(|e| e.to_string())?,
             };
             if bytes.len() as u64 != file.chunk_len(i) {
-                return Err(format!("chunk {} holds {} bytes where its file node says {}", chunk.short(), bytes.len(), file.chunk_len(i)));
+                return Err(format!(
+                    "chunk {} holds {} bytes where its file node says {}",
+                    chunk.short(),
+                    bytes.len(),
+                    file.chunk_len(i)
+                ));
             }
             let from = offset.max(start) - start;
             let until = to.min(start + bytes.len() as u64) - start;
@@ -201,16 +244,26 @@ impl Reader {
         if missing.is_empty() {
             return Ok(());
         }
-        let bytes = self.fetcher.ask(Ask::Chunks { file: file.id, path: file.path.clone(), chunks: missing })?;
+        let bytes = self.fetcher.ask(Ask::Chunks {
+            file: file.id,
+            path: file.path.clone(),
+            chunks: missing,
+        })?;
         self.fetched.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
 
     /// The chunks of `range` that are not here.
-    fn missing(&self, file: &OpenFile, range: std::ops::Range<usize>) -> Result<Vec<ObjectId>, String> {
+    fn missing(
+        &self,
+        file: &OpenFile,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<ObjectId>, String> {
         let mut missing = Vec::new();
         for (chunk, _) in &file.chunks[range] {
-            if !missing.contains(chunk) && !self.repo.store.contains(chunk).map_err(|e| e.to_string())? {
+            if !missing.contains(chunk)
+                && !self.repo.store.contains(chunk).map_err(|e| e.to_string())?
+            {
                 missing.push(*chunk);
             }
         }
@@ -229,14 +282,24 @@ impl Reader {
 
     /// A symlink's target.
     pub fn link_target(&self, id: &ObjectId) -> Result<Vec<u8>, String> {
-        self.repo.store.read_kind(id, ObjectKind::Chunk).map_err(|e| e.to_string())
+        self.repo
+            .store
+            .read_kind(id, ObjectKind::Chunk)
+            .map_err(|e| e.to_string())
     }
 }
 
 /// What the fetch thread is asked to make present here.
 enum Ask {
-    Nodes { file: ObjectId, path: String },
-    Chunks { file: ObjectId, path: String, chunks: Vec<ObjectId> },
+    Nodes {
+        file: ObjectId,
+        path: String,
+    },
+    Chunks {
+        file: ObjectId,
+        path: String,
+        chunks: Vec<ObjectId>,
+    },
 }
 
 /// The thread that owns the connections to other replicas (a connection
@@ -253,10 +316,15 @@ impl FetchThread {
             let mut fetcher = PieceFetcher::new(repo);
             for (ask, answer) in asked {
                 let done = match ask {
-                    Ask::Nodes { file, path } => fetcher.fetch_nodes(&file, path.as_bytes()).map(|()| 0),
+                    Ask::Nodes { file, path } => {
+                        fetcher.fetch_nodes(&file, path.as_bytes()).map(|()| 0)
+                    }
                     Ask::Chunks { file, path, chunks } => {
                         // Another thread's read may have fetched some meanwhile (asks wait their turn here).
-                        let still: Vec<ObjectId> = chunks.into_iter().filter(|c| !repo.store.contains(c).unwrap_or(false)).collect();
+                        let still: Vec<ObjectId> = chunks
+                            .into_iter()
+                            .filter(|c| !repo.store.contains(c).unwrap_or(false))
+                            .collect();
                         match still.is_empty() {
                             true => Ok(0),
                             false => fetcher.fetch_chunks(&file, path.as_bytes(), &still),
@@ -274,8 +342,12 @@ impl FetchThread {
     /// Chunk bytes received.
     fn ask(&self, ask: Ask) -> Result<u64, String> {
         let (answer, answered) = mpsc::channel();
-        self.asks.send((ask, answer)).map_err(|_| "the fetch thread has ended".to_string())?;
-        answered.recv().map_err(|_| "the fetch thread has ended".to_string())?
+        self.asks
+            .send((ask, answer))
+            .map_err(|_| "the fetch thread has ended".to_string())?;
+        answered
+            .recv()
+            .map_err(|_| "the fetch thread has ended".to_string())?
     }
 }
 
@@ -287,7 +359,12 @@ struct Kept {
 
 impl Kept {
     fn get(&self, id: &ObjectId) -> Option<Arc<Vec<u8>>> {
-        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == id).map(|(_, bytes)| bytes.clone())
+        self.chunks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(k, _)| k == id)
+            .map(|(_, bytes)| bytes.clone())
     }
 
     fn put(&self, id: ObjectId, bytes: Arc<Vec<u8>>) {

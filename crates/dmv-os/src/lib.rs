@@ -43,7 +43,12 @@ mod tests {
     fn positional_reads_and_writes_leave_the_rest_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        let mut f = std::fs::File::options().read(true).write(true).create_new(true).open(&path).unwrap();
+        let mut f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
         f.write_all(b"0123456789").unwrap();
         f.write_all_at(b"ab", 3).unwrap();
         let mut buf = [0u8; 4];
@@ -51,20 +56,37 @@ mod tests {
         assert_eq!(&buf, b"2ab5");
         assert_eq!(f.read_at(&mut buf, 8).unwrap(), 2);
         assert_eq!(&buf[..2], b"89");
-        assert_eq!(f.read_exact_at(&mut buf, 9).unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            f.read_exact_at(&mut buf, 9).unwrap_err().kind(),
+            std::io::ErrorKind::UnexpectedEof
+        );
     }
 
     #[test]
     fn an_exclusive_lock_keeps_out_every_other_taker_until_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("lock");
-        let open = || std::fs::File::options().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        let open = || {
+            std::fs::File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .unwrap()
+        };
         let (a, b) = (open(), open());
         lock(&a, LockKind::Shared).unwrap();
-        assert!(try_lock(&b, LockKind::Shared).unwrap(), "two shared holders");
+        assert!(
+            try_lock(&b, LockKind::Shared).unwrap(),
+            "two shared holders"
+        );
         drop(b);
         let c = open();
-        assert!(!try_lock(&c, LockKind::Exclusive).unwrap(), "shared holder keeps exclusive out");
+        assert!(
+            !try_lock(&c, LockKind::Exclusive).unwrap(),
+            "shared holder keeps exclusive out"
+        );
         drop(a);
         assert!(try_lock(&c, LockKind::Exclusive).unwrap());
         // The holder's bytes stay readable by others (the refs lock names its holder in them).
@@ -78,7 +100,12 @@ mod tests {
     #[test]
     fn a_thread_lowers_its_own_priority_only() {
         // SAFETY: gettid and getpriority only read.
-        let nice_of_this_thread = || unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t) };
+        let nice_of_this_thread = || unsafe {
+            libc::getpriority(
+                libc::PRIO_PROCESS,
+                libc::syscall(libc::SYS_gettid) as libc::id_t,
+            )
+        };
         let before = nice_of_this_thread();
         let lowered = std::thread::spawn(move || {
             lower_this_threads_priority();
@@ -103,10 +130,19 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, b"x").unwrap();
         let before = std::fs::metadata(&path).unwrap();
-        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_700);
-        std::fs::File::options().write(true).open(&path).unwrap().set_modified(t).unwrap();
+        let t = std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::new(1_700_000_000, 123_456_700);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
         let after = std::fs::metadata(&path).unwrap();
-        assert_eq!((after.mtime(), after.mtime_nsec()), (1_700_000_000, 123_456_700));
+        assert_eq!(
+            (after.mtime(), after.mtime_nsec()),
+            (1_700_000_000, 123_456_700)
+        );
         assert_ne!(before.mtime(), after.mtime());
         assert_eq!(after.mode() & 0o170000, 0o100000);
         assert!(available_bytes(dir.path()).is_some_and(|n| n > 0));

@@ -53,12 +53,16 @@ fn flock_mode(kind: LockKind) -> libc::c_int {
 /// told (pid 0), as every caller would rather wait than break a live
 /// holder's lock; a pid past what pid_t holds names no process.
 pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
     if pid == 0 {
         return true;
     }
     // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    if unsafe { libc::kill(pid, 0) } != 0
+        && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    {
         return false;
     }
     // An unreaped zombie still answers kill(0) but holds no files any more.
@@ -161,11 +165,15 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
     // SAFETY: statvfs fills the struct it is given; the path is a C string.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     #[allow(clippy::unnecessary_cast)]
-    (unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+    (unsafe { libc::statvfs(path.as_ptr(), &mut stat) } == 0)
+        .then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
 }
 
 pub(crate) fn no_hard_links_code(code: Option<i32>) -> bool {
-    matches!(code, Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK))
+    matches!(
+        code,
+        Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS | libc::EMLINK)
+    )
 }
 
 /// Lowers the calling thread's CPU priority to nice 10 for the rest of
@@ -187,21 +195,36 @@ pub fn lower_this_threads_priority() {
 /// what a writer pausing between pieces of a file still has open. None
 /// where the system does not say (not Linux, or `/proc` not mounted).
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub fn files_open_for_writing(folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+pub fn files_open_for_writing(
+    folder: &Path,
+) -> Option<std::collections::HashSet<std::path::PathBuf>> {
     let mut found = std::collections::HashSet::new();
     for process in std::fs::read_dir("/proc").ok()?.flatten() {
-        if !process.file_name().as_bytes().iter().all(u8::is_ascii_digit) {
+        if !process
+            .file_name()
+            .as_bytes()
+            .iter()
+            .all(u8::is_ascii_digit)
+        {
             continue;
         }
         // Another user's processes, or one that ended meanwhile: not ours to see.
-        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else { continue };
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else {
+            continue;
+        };
         for fd in fds.flatten() {
-            let Ok(target) = std::fs::read_link(fd.path()) else { continue };
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
             if !target.starts_with(folder) {
                 continue;
             }
-            let info = std::fs::read_to_string(process.path().join("fdinfo").join(fd.file_name())).unwrap_or_default();
-            let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok());
+            let info = std::fs::read_to_string(process.path().join("fdinfo").join(fd.file_name()))
+                .unwrap_or_default();
+            let flags = info
+                .lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok());
             if flags.is_some_and(|f| f & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32) {
                 found.insert(target);
             }
@@ -212,6 +235,8 @@ pub fn files_open_for_writing(folder: &Path) -> Option<std::collections::HashSet
 
 /// Not known here: see the Linux version.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub fn files_open_for_writing(_folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+pub fn files_open_for_writing(
+    _folder: &Path,
+) -> Option<std::collections::HashSet<std::path::PathBuf>> {
     None
 }

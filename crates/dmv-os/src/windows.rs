@@ -8,8 +8,12 @@ use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 
 use windows_sys::Win32::Foundation::{CloseHandle, ERROR_LOCK_VIOLATION, STILL_ACTIVE};
-use windows_sys::Win32::Storage::FileSystem::{GetDiskFreeSpaceExW, LockFileEx, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY};
-use windows_sys::Win32::System::Threading::{GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION};
+use windows_sys::Win32::Storage::FileSystem::{
+    GetDiskFreeSpaceExW, LockFileEx, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY,
+};
+use windows_sys::Win32::System::Threading::{
+    GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+};
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
 use crate::LockKind;
@@ -92,7 +96,10 @@ const UNIX_EPOCH_TICKS: i64 = 116_444_736_000_000_000;
 
 fn unix_time(ticks: u64) -> (i64, i64) {
     let since = ticks as i64 - UNIX_EPOCH_TICKS;
-    (since.div_euclid(10_000_000), since.rem_euclid(10_000_000) * 100)
+    (
+        since.div_euclid(10_000_000),
+        since.rem_euclid(10_000_000) * 100,
+    )
 }
 
 impl MetadataExt for std::fs::Metadata {
@@ -175,7 +182,9 @@ pub fn rel_path(rel: &[u8]) -> std::borrow::Cow<'_, Path> {
 pub fn canonicalize(path: &Path) -> io::Result<std::path::PathBuf> {
     let full = path.canonicalize()?;
     let text = full.to_string_lossy();
-    let short = text.strip_prefix(r"\\?\").filter(|rest| rest.as_bytes().get(1) == Some(&b':') && rest.len() < 260);
+    let short = text
+        .strip_prefix(r"\\?\")
+        .filter(|rest| rest.as_bytes().get(1) == Some(&b':') && rest.len() < 260);
     Ok(short.map_or(full.clone(), std::path::PathBuf::from))
 }
 
@@ -195,8 +204,15 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 /// A name beside `path` for it to be moved to and removed.
 fn aside(path: &Path) -> std::path::PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!("tmp-removed-{}-{}-{name}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        "tmp-removed-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ))
 }
 
 /// Renames `from` over `to`, which this or another process may have open
@@ -336,7 +352,10 @@ pub fn kill_self() -> ! {
 
 /// This host's name, "unknown" when the system will not say.
 pub fn host_name() -> String {
-    std::env::var("COMPUTERNAME").ok().filter(|name| !name.is_empty()).unwrap_or_else(|| "unknown".to_string())
+    std::env::var("COMPUTERNAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// This process's standard output as a file of its own, written past
@@ -357,7 +376,15 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
     let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
     let mut free = 0u64;
     // SAFETY: a NUL-terminated wide string and one out-parameter; the others may be null.
-    (unsafe { GetDiskFreeSpaceExW(wide.as_ptr(), &mut free, std::ptr::null_mut(), std::ptr::null_mut()) } != 0).then_some(free)
+    (unsafe {
+        GetDiskFreeSpaceExW(
+            wide.as_ptr(),
+            &mut free,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    } != 0)
+        .then_some(free)
 }
 
 /// Left as it is on Windows (see the Unix version).
@@ -365,7 +392,9 @@ pub fn lower_this_threads_priority() {}
 
 /// Not known on Windows (a writer's open file is locked against most
 /// readers there anyway).
-pub fn files_open_for_writing(_folder: &Path) -> Option<std::collections::HashSet<std::path::PathBuf>> {
+pub fn files_open_for_writing(
+    _folder: &Path,
+) -> Option<std::collections::HashSet<std::path::PathBuf>> {
     None
 }
 

@@ -40,7 +40,13 @@ pub(crate) struct BlockBuilder {
 
 impl BlockBuilder {
     pub(crate) fn new(kind: u8) -> Self {
-        let mut b = BlockBuilder { kind, buf: Vec::with_capacity(BLOCK_TARGET + 512), restarts: Vec::new(), last_key: Vec::new(), count: 0 };
+        let mut b = BlockBuilder {
+            kind,
+            buf: Vec::with_capacity(BLOCK_TARGET + 512),
+            restarts: Vec::new(),
+            last_key: Vec::new(),
+            count: 0,
+        };
         b.reset();
         b
     }
@@ -71,7 +77,10 @@ impl BlockBuilder {
             self.restarts.push(self.buf.len() as u32);
             0
         } else {
-            key.iter().zip(self.last_key.iter()).take_while(|(a, b)| a == b).count()
+            key.iter()
+                .zip(self.last_key.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
         };
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, (key.len() - shared) as u64);
@@ -89,9 +98,15 @@ impl BlockBuilder {
         for r in &self.restarts {
             self.buf.extend_from_slice(&r.to_be_bytes());
         }
-        self.buf.extend_from_slice(&(self.restarts.len() as u32).to_be_bytes());
+        self.buf
+            .extend_from_slice(&(self.restarts.len() as u32).to_be_bytes());
         let total = self.buf.len() + BLOCK_CHECK;
-        let total32 = u32::try_from(total).map_err(|_| RefError::io("<table>", std::io::Error::new(std::io::ErrorKind::InvalidInput, "ref record too large")))?;
+        let total32 = u32::try_from(total).map_err(|_| {
+            RefError::io(
+                "<table>",
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "ref record too large"),
+            )
+        })?;
         self.buf[1..5].copy_from_slice(&total32.to_be_bytes());
         let c = block_check(&self.buf);
         self.buf.extend_from_slice(&c);
@@ -116,7 +131,12 @@ pub(crate) struct Rec {
 
 /// Decodes the record at `pos`, rebuilding its key in `key` from the
 /// previous key's prefix.
-pub(crate) fn decode_rec(data: &[u8], pos: usize, end: usize, key: &mut Vec<u8>) -> Result<Rec, &'static str> {
+pub(crate) fn decode_rec(
+    data: &[u8],
+    pos: usize,
+    end: usize,
+    key: &mut Vec<u8>,
+) -> Result<Rec, &'static str> {
     let data = &data[..end];
     let mut p = pos;
     let shared = get_varint(data, &mut p)?;
@@ -140,13 +160,21 @@ pub(crate) fn decode_rec(data: &[u8], pos: usize, end: usize, key: &mut Vec<u8>)
     if key.is_empty() {
         return Err("empty key");
     }
-    Ok(Rec { next: vend, vtype, val: (kend, vend) })
+    Ok(Rec {
+        next: vend,
+        vtype,
+        val: (kend, vend),
+    })
 }
 
 impl Block {
     /// Position of the first record with key >= `target`, with its key in
     /// `key`; None if every key in the block is smaller.
-    pub(crate) fn seek(&self, target: &[u8], key: &mut Vec<u8>) -> Result<Option<Rec>, &'static str> {
+    pub(crate) fn seek(
+        &self,
+        target: &[u8],
+        key: &mut Vec<u8>,
+    ) -> Result<Option<Rec>, &'static str> {
         // Last restart whose key is <= target; records before it are smaller.
         let (mut lo, mut hi) = (0usize, self.restarts.len());
         while hi - lo > 1 {
@@ -179,7 +207,12 @@ impl Block {
     }
 }
 
-pub(crate) fn decode_first_at_restart(data: &[u8], pos: usize, end: usize, key: &mut Vec<u8>) -> Result<Rec, &'static str> {
+pub(crate) fn decode_first_at_restart(
+    data: &[u8],
+    pos: usize,
+    end: usize,
+    key: &mut Vec<u8>,
+) -> Result<Rec, &'static str> {
     let mut p = pos;
     if get_varint(&data[..end], &mut p)? != 0 {
         return Err("restart point has a shared prefix");

@@ -106,9 +106,15 @@ fn secs(d: &Duration) -> String {
 
 impl RefError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RefError {
-        RefError::Io { path: path.into(), source }
+        RefError::Io {
+            path: path.into(),
+            source,
+        }
     }
     pub(crate) fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> RefError {
-        RefError::Corrupt { path: path.into(), reason: reason.into() }
+        RefError::Corrupt {
+            path: path.into(),
+            reason: reason.into(),
+        }
     }
 }

@@ -41,7 +41,11 @@ fn armed() -> &'static [Armed] {
                     Some((n, k)) => (n, k.parse().unwrap_or(1)),
                     None => (s, 1),
                 };
-                Armed { name: name.to_string(), nth, hits: AtomicU64::new(0) }
+                Armed {
+                    name: name.to_string(),
+                    nth,
+                    hits: AtomicU64::new(0),
+                }
             })
             .collect()
     })

@@ -87,7 +87,15 @@ pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, &'static st
     Err("varint too long")
 }
 
-pub(crate) fn encode_log(out: &mut Vec<u8>, old: Option<&RefValue>, new: Option<&RefValue>, time: i64, tz: i16, who: &str, msg: &str) {
+pub(crate) fn encode_log(
+    out: &mut Vec<u8>,
+    old: Option<&RefValue>,
+    new: Option<&RefValue>,
+    time: i64,
+    tz: i16,
+    who: &str,
+    msg: &str,
+) {
     out.clear();
     out.push(old.is_some() as u8 | ((new.is_some() as u8) << 1));
     if let Some(o) = old {
@@ -127,12 +135,22 @@ fn take_str(buf: &[u8], pos: &mut usize) -> Result<String, &'static str> {
 pub(crate) fn decode_log(key: &[u8], value: &[u8]) -> Result<(ReflogEntry, u64), &'static str> {
     let (name, idx) = parse_log_key(key)?;
     let mut pos = 0;
-    let flags = *take(value, &mut pos, 1)?.first().ok_or("truncated log record")?;
+    let flags = *take(value, &mut pos, 1)?
+        .first()
+        .ok_or("truncated log record")?;
     if flags & !3 != 0 {
         return Err("unknown log record flags");
     }
-    let old = if flags & 1 != 0 { Some(take_value(value, &mut pos)?) } else { None };
-    let new = if flags & 2 != 0 { Some(take_value(value, &mut pos)?) } else { None };
+    let old = if flags & 1 != 0 {
+        Some(take_value(value, &mut pos)?)
+    } else {
+        None
+    };
+    let new = if flags & 2 != 0 {
+        Some(take_value(value, &mut pos)?)
+    } else {
+        None
+    };
     let mut t = [0u8; 8];
     t.copy_from_slice(take(value, &mut pos, 8)?);
     let mut z = [0u8; 2];
@@ -142,7 +160,18 @@ pub(crate) fn decode_log(key: &[u8], value: &[u8]) -> Result<(ReflogEntry, u64),
     if pos != value.len() {
         return Err("trailing bytes in log record");
     }
-    Ok((ReflogEntry { name: name.to_string(), old, new, who, time: i64::from_be_bytes(t), tz_minutes: i16::from_be_bytes(z), message }, idx))
+    Ok((
+        ReflogEntry {
+            name: name.to_string(),
+            old,
+            new,
+            who,
+            time: i64::from_be_bytes(t),
+            tz_minutes: i16::from_be_bytes(z),
+            message,
+        },
+        idx,
+    ))
 }
 
 pub(crate) fn decode_ref(vtype: u8, value: &[u8]) -> Result<Option<RefValue>, &'static str> {
@@ -173,7 +202,11 @@ mod tests {
         let mut p = 0;
         assert!(get_varint(&[0xff; 11], &mut p).is_err());
         let mut p = 0;
-        assert!(get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &mut p).is_err());
+        assert!(get_varint(
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+            &mut p
+        )
+        .is_err());
     }
 
     #[test]
@@ -181,7 +214,15 @@ mod tests {
         let mut k = Vec::new();
         log_key("a/b", 42, &mut k);
         let mut v = Vec::new();
-        encode_log(&mut v, None, Some(&[7; 32]), -5, -120, "Me <m@x>", "msg\nline");
+        encode_log(
+            &mut v,
+            None,
+            Some(&[7; 32]),
+            -5,
+            -120,
+            "Me <m@x>",
+            "msg\nline",
+        );
         let (e, idx) = decode_log(&k, &v).unwrap();
         assert_eq!(idx, 42);
         assert_eq!(e.name, "a/b");

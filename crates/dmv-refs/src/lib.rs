@@ -63,7 +63,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { lock_timeout: Duration::from_secs(5), auto_compact: true, inline_limit: 0 }
+        Options {
+            lock_timeout: Duration::from_secs(5),
+            auto_compact: true,
+            inline_limit: 0,
+        }
     }
 }
 
@@ -105,13 +109,19 @@ impl RefStore {
             return Err(RefError::AlreadyExists(dir.to_path_buf()));
         }
         lock.commit("", "", "")?;
-        Ok(RefStore { dir: dir.to_path_buf(), opts })
+        Ok(RefStore {
+            dir: dir.to_path_buf(),
+            opts,
+        })
     }
 
     /// Opens the store in `dir`; fails if `tables.list` is missing or unreadable.
     pub fn open(dir: &Path, opts: Options) -> Result<RefStore, RefError> {
         read_list(dir)?;
-        Ok(RefStore { dir: dir.to_path_buf(), opts })
+        Ok(RefStore {
+            dir: dir.to_path_buf(),
+            opts,
+        })
     }
 
     /// The directory holding `tables.list` and the tables.
@@ -149,7 +159,10 @@ impl RefStore {
 
     /// An empty batch of updates; nothing is written until [`Transaction::commit`].
     pub fn transaction(&self) -> Transaction<'_> {
-        Transaction { store: self, updates: BTreeMap::new() }
+        Transaction {
+            store: self,
+            updates: BTreeMap::new(),
+        }
     }
 
     /// Reflog of `name`, newest first; still there after the ref is deleted.
@@ -227,7 +240,10 @@ impl RefStore {
         for (i, t) in stack.tables.iter().enumerate() {
             t.verify()?;
             if i > 0 && t.footer.min_index <= prev_max {
-                return Err(RefError::corrupt(&t.path, "update indexes overlap the table below it"));
+                return Err(RefError::corrupt(
+                    &t.path,
+                    "update indexes overlap the table below it",
+                ));
             }
             prev_max = t.footer.max_index;
         }
@@ -243,7 +259,11 @@ impl RefStore {
     /// Table files of the current stack, bottom first (for tests and fsck
     /// messages); a table inline in the list has none.
     pub fn table_paths(&self) -> Result<Vec<PathBuf>, RefError> {
-        Ok(read_list(&self.dir)?.names.into_iter().map(|n| self.dir.join(n)).collect())
+        Ok(read_list(&self.dir)?
+            .names
+            .into_iter()
+            .map(|n| self.dir.join(n))
+            .collect())
     }
 
     /// Deletes table files not named by the list: leftovers of writers that
@@ -256,7 +276,8 @@ impl RefStore {
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            let orphan_table = name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name);
+            let orphan_table =
+                name.ends_with(".ref") && !stack.tables.iter().any(|t| t.name == name);
             if orphan_table || lock::is_dead_lock_temp(name) {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -293,7 +314,13 @@ impl RefStore {
             return Err(e);
         }
         let committed =
-            list_body(&stack.tables[..start], &Top::File(name.clone())).and_then(|body| lock.commit(&body, "refs-compact-after-list-write", "refs-compact-after-list-rename"));
+            list_body(&stack.tables[..start], &Top::File(name.clone())).and_then(|body| {
+                lock.commit(
+                    &body,
+                    "refs-compact-after-list-write",
+                    "refs-compact-after-list-rename",
+                )
+            });
         if let Err(e) = committed {
             if !self.dir.join(LIST).exists() || !read_list(&self.dir)?.names.contains(&name) {
                 let _ = std::fs::remove_file(&path);
@@ -326,7 +353,12 @@ fn list_body(below: &[Table], top: &Top) -> Result<String, RefError> {
     let mut body = String::new();
     for t in below {
         if t.inline {
-            return Err(RefError::io(&t.path, std::io::Error::other("internal error: the table inline in the list would stay below a new one")));
+            return Err(RefError::io(
+                &t.path,
+                std::io::Error::other(
+                    "internal error: the table inline in the list would stay below a new one",
+                ),
+            ));
         }
         body.push_str(&t.name);
         body.push('\n');
@@ -344,8 +376,14 @@ fn list_body(below: &[Table], top: &Top) -> Result<String, RefError> {
 /// A table built in memory but too large to travel in the list, in a file of its own.
 fn write_table_file(path: &Path, bytes: &[u8]) -> Result<(), RefError> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RefError::io(path, e))?;
-    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| RefError::io(path, e))
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| RefError::io(path, e))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| RefError::io(path, e))
 }
 
 /// Returns the top segment of the stack to merge, if any. Sizes are bottom
@@ -376,7 +414,10 @@ pub struct Transaction<'a> {
 
 impl std::fmt::Debug for Transaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transaction").field("dir", &self.store.dir).field("updates", &self.updates.len()).finish()
+        f.debug_struct("Transaction")
+            .field("dir", &self.store.dir)
+            .field("updates", &self.updates.len())
+            .finish()
     }
 }
 
@@ -384,10 +425,17 @@ impl<'a> Transaction<'a> {
     /// Queues an update; `new: None` deletes. Deleting an absent ref is a
     /// no-op under `Expect::Any`/`Expect::Absent` and a CAS failure under
     /// `Expect::Value`.
-    pub fn update(&mut self, name: &str, expect: Expect, new: Option<RefValue>) -> Result<&mut Self, RefError> {
+    pub fn update(
+        &mut self,
+        name: &str,
+        expect: Expect,
+        new: Option<RefValue>,
+    ) -> Result<&mut Self, RefError> {
         validate_name(name)?;
         if self.updates.contains_key(name) {
-            return Err(RefError::DuplicateUpdate { name: name.to_string() });
+            return Err(RefError::DuplicateUpdate {
+                name: name.to_string(),
+            });
         }
         self.updates.insert(name.to_string(), (expect, new));
         Ok(self)
@@ -434,7 +482,12 @@ impl<'a> Transaction<'a> {
             }
         }
         // Deleting an absent ref changes nothing and leaves no reflog entry.
-        let live: Vec<bool> = self.updates.values().zip(&olds).map(|((_, new), old)| new.is_some() || old.is_some()).collect();
+        let live: Vec<bool> = self
+            .updates
+            .values()
+            .zip(&olds)
+            .map(|((_, new), old)| new.is_some() || old.is_some())
+            .collect();
         if !live.contains(&true) {
             return Ok(());
         }
@@ -445,10 +498,19 @@ impl<'a> Transaction<'a> {
         // The transaction's records, in key order: log keys ('l' name NUL
         // idx) sort in name order like ref keys, and all before them ('r' name).
         let mut records: Vec<(Vec<u8>, u8, Vec<u8>)> = Vec::new();
-        for (((n, (_, new)), old), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
+        for (((n, (_, new)), old), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1)
+        {
             let (mut key, mut val) = (Vec::new(), Vec::new());
             log_key(n, idx, &mut key);
-            encode_log(&mut val, old.as_ref(), new.as_ref(), when.0, when.1, who, message);
+            encode_log(
+                &mut val,
+                old.as_ref(),
+                new.as_ref(),
+                when.0,
+                when.1,
+                who,
+                message,
+            );
             records.push((key, T_LOG, val));
         }
         for (((n, (_, new)), _), _) in self.updates.iter().zip(&olds).zip(&live).filter(|x| *x.1) {
@@ -465,13 +527,33 @@ impl<'a> Transaction<'a> {
         // A table inline in the list is the top one, and the list is
         // rewritten: it is always folded in, so it is planned as part of the new one.
         let mut sizes: Vec<u64> = stack.tables.iter().map(|t| t.size).collect();
-        let inline_below = stack.tables.last().filter(|t| t.inline).map_or(0, |t| t.size);
+        let inline_below = stack
+            .tables
+            .last()
+            .filter(|t| t.inline)
+            .map_or(0, |t| t.size);
         let always = stack.tables.len() - usize::from(inline_below > 0);
         sizes.truncate(always);
-        sizes.push(inline_below + records.iter().map(|(k, _, v)| (k.len() + v.len() + 8) as u64).sum::<u64>() + TABLE_OVERHEAD);
-        let fold = if store.opts.auto_compact { plan_compaction(&sizes).map_or(always, |r| r.start) } else { always };
+        sizes.push(
+            inline_below
+                + records
+                    .iter()
+                    .map(|(k, _, v)| (k.len() + v.len() + 8) as u64)
+                    .sum::<u64>()
+                + TABLE_OVERHEAD,
+        );
+        let fold = if store.opts.auto_compact {
+            plan_compaction(&sizes).map_or(always, |r| r.start)
+        } else {
+            always
+        };
         let seg = &stack.tables[fold..];
-        let min = seg.iter().map(|t| t.footer.min_index).min().unwrap_or(idx).min(idx);
+        let min = seg
+            .iter()
+            .map(|t| t.footer.min_index)
+            .min()
+            .unwrap_or(idx)
+            .min(idx);
         let name = table_file_name(min, idx);
         let path = dir.join(&name);
         // The transaction's records merged with the folded tables, in key order.
@@ -484,7 +566,9 @@ impl<'a> Transaction<'a> {
                 // Some(order of my next key against theirs), None: theirs comes first.
                 let mine_first = match (mine.peek(), below.current()) {
                     (None, None) => break,
-                    (Some((k, ..)), Some((tk, ..))) => (k.as_slice() <= tk).then(|| k.as_slice() == tk),
+                    (Some((k, ..)), Some((tk, ..))) => {
+                        (k.as_slice() <= tk).then(|| k.as_slice() == tk)
+                    }
                     (Some(_), None) => Some(false),
                     (None, Some(_)) => None,
                 };
@@ -499,7 +583,9 @@ impl<'a> Transaction<'a> {
                         }
                     }
                     None => {
-                        if let Some((tk, vt, v, _)) = below.current().filter(|(_, vt, ..)| keep(*vt)) {
+                        if let Some((tk, vt, v, _)) =
+                            below.current().filter(|(_, vt, ..)| keep(*vt))
+                        {
                             w.add(tk, vt, v)?;
                         }
                         below.advance()?;
@@ -540,9 +626,14 @@ impl<'a> Transaction<'a> {
                 return Err(e);
             }
         };
-        let committed = list_body(&stack.tables[..fold], &top).and_then(|body| lock.commit(&body, "refs-after-list-write", "refs-after-list-rename"));
+        let committed = list_body(&stack.tables[..fold], &top)
+            .and_then(|body| lock.commit(&body, "refs-after-list-write", "refs-after-list-rename"));
         if let Err(e) = committed {
-            if matches!(top, Top::File(_)) && !read_list(dir).map(|l| l.names.contains(&name)).unwrap_or(true) {
+            if matches!(top, Top::File(_))
+                && !read_list(dir)
+                    .map(|l| l.names.contains(&name))
+                    .unwrap_or(true)
+            {
                 let _ = std::fs::remove_file(&path);
             }
             return Err(e);

@@ -79,7 +79,12 @@ impl Lock {
                 Holder::Alive { desc, advice } => {
                     let waited = start.elapsed();
                     if waited >= timeout {
-                        return Err(RefError::Locked { path, holder: desc, waited: timeout, advice });
+                        return Err(RefError::Locked {
+                            path,
+                            holder: desc,
+                            waited: timeout,
+                            advice,
+                        });
                     }
                     // Jitter so two waiters do not retry in lock step.
                     let jitter = Duration::from_micros(rand::random::<u64>() % 1000);
@@ -115,8 +120,18 @@ impl Lock {
             return Ok(None);
         }
         let host = hostname();
-        let tmp = dir.join(format!("{LOCK}.tmp-{}-{}-{:08x}", sanitize(&host), std::process::id(), rand::random::<u32>()));
-        let mut file = OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(|e| RefError::io(&tmp, e))?;
+        let tmp = dir.join(format!(
+            "{LOCK}.tmp-{}-{}-{:08x}",
+            sanitize(&host),
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| RefError::io(&tmp, e))?;
         let res = (|| {
             dmv_os::lock(&file, LockKind::Exclusive)?;
             let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
@@ -125,7 +140,12 @@ impl Lock {
         })();
         let _ = std::fs::remove_file(&tmp);
         match res {
-            Ok(()) => Ok(Some(Lock { dir: dir.to_path_buf(), path, file: Some(file), committed: false })),
+            Ok(()) => Ok(Some(Lock {
+                dir: dir.to_path_buf(),
+                path,
+                file: Some(file),
+                committed: false,
+            })),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
             // File systems without hard links: plain O_CREAT|O_EXCL, at the
             // price of a short window in which the lock has no owner line.
@@ -135,25 +155,44 @@ impl Lock {
     }
 
     fn create_direct(dir: &Path, path: &Path, host: &str) -> Result<Option<Lock>, RefError> {
-        let mut file = match OpenOptions::new().read(true).write(true).create_new(true).open(path) {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
             Err(e) => return Err(RefError::io(path, e)),
         };
-        let mut lock = Lock { dir: dir.to_path_buf(), path: path.to_path_buf(), file: None, committed: false };
+        let mut lock = Lock {
+            dir: dir.to_path_buf(),
+            path: path.to_path_buf(),
+            file: None,
+            committed: false,
+        };
         dmv_os::lock(&file, LockKind::Exclusive).map_err(|e| RefError::io(path, e))?;
         let header = format!("{HEADER_PREFIX}{} on host {host}\n", std::process::id());
-        file.write_all(header.as_bytes()).map_err(|e| RefError::io(path, e))?;
+        file.write_all(header.as_bytes())
+            .map_err(|e| RefError::io(path, e))?;
         lock.file = Some(file);
         Ok(Some(lock))
     }
 
     /// Publishes `body` (one table file name per line) as the new
     /// tables.list: append, fsync, rename over the list, fsync the directory.
-    pub(crate) fn commit(mut self, body: &str, fp_written: &'static str, fp_renamed: &'static str) -> Result<(), RefError> {
+    pub(crate) fn commit(
+        mut self,
+        body: &str,
+        fp_written: &'static str,
+        fp_renamed: &'static str,
+    ) -> Result<(), RefError> {
         let path = self.path.clone();
         let ioe = |e| RefError::io(&path, e);
-        let f = self.file.as_mut().ok_or_else(|| ioe(std::io::Error::other("lock already released")))?;
+        let f = self
+            .file
+            .as_mut()
+            .ok_or_else(|| ioe(std::io::Error::other("lock already released")))?;
         f.write_all(body.as_bytes()).map_err(ioe)?;
         f.sync_all().map_err(ioe)?;
         failpoint::hit(fp_written);
@@ -235,7 +274,15 @@ fn inspect(path: &Path) -> Result<Holder, RefError> {
 }
 
 fn sanitize(host: &str) -> String {
-    host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' }).collect()
+    host.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Whether `name` is a lock temp file of a dead process on this host, left
@@ -283,7 +330,11 @@ pub(crate) fn parse_list(content: &str) -> Option<List> {
         // A writer line that ends like a table name, or holds the inline
         // table's prefix (host names hold no space), swallowed a line whose
         // newline flipped.
-        if i == 0 && line.starts_with('#') && !line.ends_with(".ref") && !line.contains(INLINE_PREFIX) {
+        if i == 0
+            && line.starts_with('#')
+            && !line.ends_with(".ref")
+            && !line.contains(INLINE_PREFIX)
+        {
             continue;
         }
         if out.inline.is_some() {
@@ -305,7 +356,12 @@ pub(crate) fn valid_table_name(s: &str) -> bool {
         return false;
     };
     let parts: Vec<&str> = stem.split('-').collect();
-    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    parts.len() == 3
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 16
+                && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
 }
 
 #[cfg(test)]
@@ -317,7 +373,13 @@ mod tests {
 
     #[test]
     fn a_list_reads_as_written() {
-        assert_eq!(parse_list(LIST_TEXT).unwrap().names, vec!["00000001-00000004-3e2117b8.ref", "00000005-00000005-f2e2e34c.ref"]);
+        assert_eq!(
+            parse_list(LIST_TEXT).unwrap().names,
+            vec![
+                "00000001-00000004-3e2117b8.ref",
+                "00000005-00000005-f2e2e34c.ref"
+            ]
+        );
         assert_eq!(parse_list(LIST_TEXT).unwrap().inline, None);
         assert_eq!(parse_list("").unwrap(), List::default());
     }
@@ -330,7 +392,13 @@ mod tests {
         let list = parse_list(INLINE_TEXT).unwrap();
         assert_eq!(list.names, vec!["00000001-00000004-3e2117b8.ref"]);
         assert_eq!(list.inline.as_deref(), Some(&b"\x00\x01abc"[..]));
-        assert_eq!(parse_list("inline AAFhYmM=\n").unwrap(), List { names: vec![], inline: Some(b"\x00\x01abc".to_vec()) });
+        assert_eq!(
+            parse_list("inline AAFhYmM=\n").unwrap(),
+            List {
+                names: vec![],
+                inline: Some(b"\x00\x01abc".to_vec())
+            }
+        );
         // Only last, only once, only canonical base64; and a writer's line that swallowed it is damage.
         for bad in [
             "inline AAFhYmM=\n00000001-00000004-3e2117b8.ref\n",

@@ -7,7 +7,12 @@ pub const MAX_NAME_LEN: usize = 1024;
 /// so the rules exist for unambiguous command-line syntax (`~ ^ : @{`), for
 /// glob safety (`? * [`), and to keep Git-compatible habits (`.lock`, `..`).
 pub fn validate_name(name: &str) -> Result<(), RefError> {
-    let bad = |reason: &'static str| Err(RefError::InvalidName { name: name.to_string(), reason });
+    let bad = |reason: &'static str| {
+        Err(RefError::InvalidName {
+            name: name.to_string(),
+            reason,
+        })
+    };
     if name.is_empty() {
         return bad("name is empty");
     }
@@ -30,7 +35,9 @@ pub fn validate_name(name: &str) -> Result<(), RefError> {
         match c {
             '\u{0}'..='\u{1f}' | '\u{7f}' => return bad("name contains a control character"),
             ' ' => return bad("name contains a space"),
-            '~' | '^' | ':' | '?' | '*' | '[' | '\\' => return bad("name contains one of ~ ^ : ? * [ \\"),
+            '~' | '^' | ':' | '?' | '*' | '[' | '\\' => {
+                return bad("name contains one of ~ ^ : ? * [ \\")
+            }
             _ => {}
         }
     }
@@ -51,7 +58,18 @@ mod tests {
 
     #[test]
     fn accepts_normal_names() {
-        for n in ["main", "refs/heads/main", "a/b", "a/b/c", "refs/tags/v1.0", "héllo/wörld", "a.b", "x.locked", "a@b", "..a"] {
+        for n in [
+            "main",
+            "refs/heads/main",
+            "a/b",
+            "a/b/c",
+            "refs/tags/v1.0",
+            "héllo/wörld",
+            "a.b",
+            "x.locked",
+            "a@b",
+            "..a",
+        ] {
             assert!(validate_name(n).is_ok(), "{n}");
         }
         assert!(validate_name(&"a".repeat(1024)).is_ok());
@@ -59,9 +77,10 @@ mod tests {
 
     #[test]
     fn refuses_bad_names() {
-        for n in
-            ["", "/a", "a/", "a//b", ".", "a/./b", "a/../b", "..", "a\u{1}b", "a\u{7f}", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", "a.lock", "a.lock/b", "a@{1}", "a\nb"]
-        {
+        for n in [
+            "", "/a", "a/", "a//b", ".", "a/./b", "a/../b", "..", "a\u{1}b", "a\u{7f}", "a b",
+            "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b", "a.lock", "a.lock/b", "a@{1}", "a\nb",
+        ] {
             let e = validate_name(n).unwrap_err();
             assert!(matches!(e, RefError::InvalidName { .. }), "{n}");
             assert!(e.to_string().starts_with("invalid ref name"), "{e}");

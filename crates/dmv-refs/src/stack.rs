@@ -18,11 +18,23 @@ pub(crate) fn read_list(dir: &Path) -> Result<List, RefError> {
     let path = dir.join(LIST);
     let content = match std::fs::read_to_string(&path) {
         Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(RefError::NotInitialized(dir.to_path_buf())),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Err(RefError::CorruptList { path, reason: "not UTF-8".into() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(RefError::NotInitialized(dir.to_path_buf()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(RefError::CorruptList {
+                path,
+                reason: "not UTF-8".into(),
+            })
+        }
         Err(e) => return Err(RefError::io(&path, e)),
     };
-    parse_list(&content).ok_or(RefError::CorruptList { path, reason: "a line is not a table file name, or an inline table is not the last line or not base64".into() })
+    parse_list(&content).ok_or(RefError::CorruptList {
+        path,
+        reason:
+            "a line is not a table file name, or an inline table is not the last line or not base64"
+                .into(),
+    })
 }
 
 /// Opens every listed table. Once open, a table stays readable even if a
@@ -36,7 +48,10 @@ pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
             // Table names carry a random part, so a list that reads the same
             // again has not been replaced: its table is really gone.
             if *prev == list.names {
-                return Err(RefError::CorruptList { path: dir.join(LIST), reason: format!("it names table {table}, which does not exist") });
+                return Err(RefError::CorruptList {
+                    path: dir.join(LIST),
+                    reason: format!("it names table {table}, which does not exist"),
+                });
             }
         }
         let mut tables = Vec::with_capacity(list.names.len() + 1);
@@ -44,7 +59,9 @@ pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
         for n in &list.names {
             match Table::open(&dir.join(n)) {
                 Ok(t) => tables.push(t),
-                Err(RefError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Err(RefError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
                     vanished = Some(n.clone());
                     break;
                 }
@@ -67,7 +84,11 @@ pub(crate) fn open_stack(dir: &Path) -> Result<Stack, RefError> {
 
 impl Stack {
     pub(crate) fn max_index(&self) -> u64 {
-        self.tables.iter().map(|t| t.footer.max_index).max().unwrap_or(0)
+        self.tables
+            .iter()
+            .map(|t| t.footer.max_index)
+            .max()
+            .unwrap_or(0)
     }
 
     pub(crate) fn ref_records(&self) -> u64 {
@@ -103,7 +124,12 @@ impl<'s> Merged<'s> {
         for t in tables {
             iters.push(t.seek(start)?);
         }
-        let mut m = Merged { iters, tables, cur: None, scratch: Vec::new() };
+        let mut m = Merged {
+            iters,
+            tables,
+            cur: None,
+            scratch: Vec::new(),
+        };
         m.pick();
         Ok(m)
     }

@@ -28,7 +28,10 @@ impl Source {
         match self {
             Source::File(f) => f.read_exact_at(buf, off),
             Source::Mem(m) => {
-                let s = usize::try_from(off).ok().and_then(|o| m.get(o..o.checked_add(buf.len())?)).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+                let s = usize::try_from(off)
+                    .ok()
+                    .and_then(|o| m.get(o..o.checked_add(buf.len())?))
+                    .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
                 buf.copy_from_slice(s);
                 Ok(())
             }
@@ -71,7 +74,10 @@ impl Table {
 
     /// The table `list` (the path of tables.list) carries inline.
     pub(crate) fn inline(list: &Path, bytes: Vec<u8>) -> Result<Table, RefError> {
-        Ok(Table { inline: true, ..Table::from_bytes(list, bytes)? })
+        Ok(Table {
+            inline: true,
+            ..Table::from_bytes(list, bytes)?
+        })
     }
 
     fn load(path: &Path, src: Source, size: u64) -> Result<Table, RefError> {
@@ -80,12 +86,14 @@ impl Table {
             return Err(bad("file too short"));
         }
         let mut magic = [0u8; 8];
-        src.read_at(0, &mut magic).map_err(|e| RefError::io(path, e))?;
+        src.read_at(0, &mut magic)
+            .map_err(|e| RefError::io(path, e))?;
         if &magic != MAGIC {
             return Err(bad("bad magic (not a DMV ref table)"));
         }
         let mut ft = [0u8; FOOTER_LEN as usize];
-        src.read_at(size - FOOTER_LEN, &mut ft).map_err(|e| RefError::io(path, e))?;
+        src.read_at(size - FOOTER_LEN, &mut ft)
+            .map_err(|e| RefError::io(path, e))?;
         if &ft[..8] != FOOTER_MAGIC {
             return Err(bad("bad footer magic (truncated table?)"));
         }
@@ -97,20 +105,39 @@ impl Table {
             b.copy_from_slice(&ft[8 + 8 * i..16 + 8 * i]);
             u64::from_be_bytes(b)
         };
-        let footer = Footer { data_end: u(0), index_root: u(1), ref_records: u(2), log_records: u(3), min_index: u(4), max_index: u(5) };
+        let footer = Footer {
+            data_end: u(0),
+            index_root: u(1),
+            ref_records: u(2),
+            log_records: u(3),
+            min_index: u(4),
+            max_index: u(5),
+        };
         let index_end = size - FOOTER_LEN;
         if footer.data_end < HEADER_LEN || footer.data_end > index_end {
             return Err(bad("footer: data section out of range"));
         }
         let has_data = footer.data_end > HEADER_LEN;
-        if has_data != (footer.index_root != 0) || (has_data && (footer.index_root < footer.data_end || footer.index_root >= index_end)) {
+        if has_data != (footer.index_root != 0)
+            || (has_data && (footer.index_root < footer.data_end || footer.index_root >= index_end))
+        {
             return Err(bad("footer: index root out of range"));
         }
         if footer.min_index > footer.max_index {
             return Err(bad("footer: update index range reversed"));
         }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(Table { path: path.to_path_buf(), name, inline: false, src, size, footer })
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Table {
+            path: path.to_path_buf(),
+            name,
+            inline: false,
+            src,
+            size,
+            footer,
+        })
     }
 
     pub(crate) fn bad(&self, reason: impl Into<String>) -> RefError {
@@ -127,7 +154,9 @@ impl Table {
             return Err(self.bad(format!("block offset {off} out of range")));
         }
         let mut hdr = [0u8; BLOCK_HEADER];
-        self.src.read_at(off, &mut hdr).map_err(|e| RefError::io(&self.path, e))?;
+        self.src
+            .read_at(off, &mut hdr)
+            .map_err(|e| RefError::io(&self.path, e))?;
         let kind = hdr[0];
         let len = u32::from_be_bytes([hdr[1], hdr[2], hdr[3], hdr[4]]) as u64;
         let limit = match kind {
@@ -140,31 +169,57 @@ impl Table {
             return Err(self.bad(format!("bad block length at offset {off}")));
         }
         let mut data = vec![0u8; len as usize];
-        self.src.read_at(off, &mut data).map_err(|e| RefError::io(&self.path, e))?;
+        self.src
+            .read_at(off, &mut data)
+            .map_err(|e| RefError::io(&self.path, e))?;
         let body = data.len() - BLOCK_CHECK;
         if block_check(&data[..body]) != data[body..] {
             return Err(self.bad(format!("checksum mismatch in block at offset {off}")));
         }
-        let n = u32::from_be_bytes([data[body - 4], data[body - 3], data[body - 2], data[body - 1]]) as usize;
-        let restarts_at =
-            (body - 4).checked_sub(n.saturating_mul(4)).filter(|&r| r > BLOCK_HEADER && n > 0).ok_or_else(|| self.bad(format!("bad restart count in block at offset {off}")))?;
+        let n = u32::from_be_bytes([
+            data[body - 4],
+            data[body - 3],
+            data[body - 2],
+            data[body - 1],
+        ]) as usize;
+        let restarts_at = (body - 4)
+            .checked_sub(n.saturating_mul(4))
+            .filter(|&r| r > BLOCK_HEADER && n > 0)
+            .ok_or_else(|| self.bad(format!("bad restart count in block at offset {off}")))?;
         let mut restarts = Vec::with_capacity(n);
         for i in 0..n {
             let p = restarts_at + 4 * i;
             let r = u32::from_be_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]);
-            let ok = if i == 0 { r as usize == BLOCK_HEADER } else { r > restarts[i - 1] && (r as usize) < restarts_at };
+            let ok = if i == 0 {
+                r as usize == BLOCK_HEADER
+            } else {
+                r > restarts[i - 1] && (r as usize) < restarts_at
+            };
             if !ok {
                 return Err(self.bad(format!("bad restart point in block at offset {off}")));
             }
             restarts.push(r);
         }
-        Ok(Block { off, kind, data, records_end: restarts_at, restarts })
+        Ok(Block {
+            off,
+            kind,
+            data,
+            records_end: restarts_at,
+            restarts,
+        })
     }
 
     /// Iterator positioned at the first record with key >= `target`. Descends
     /// the index: O(levels) blocks, each searched by restart points.
     pub(crate) fn seek(&self, target: &[u8]) -> Result<TableIter<'_>, RefError> {
-        let mut it = TableIter { table: self, block: None, pos: 0, key: Vec::new(), vtype: 0, val: (0, 0) };
+        let mut it = TableIter {
+            table: self,
+            block: None,
+            pos: 0,
+            key: Vec::new(),
+            vtype: 0,
+            val: (0, 0),
+        };
         if self.footer.index_root == 0 {
             return Ok(it);
         }
@@ -181,7 +236,8 @@ impl Table {
                     return Err(self.bad("index block holds a non-index record"));
                 }
                 let mut p = rec.val.0;
-                let child = get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
+                let child =
+                    get_varint(&block.data[..rec.val.1], &mut p).map_err(|r| self.bad(r))?;
                 // Children are always written before their parent, so a
                 // strictly decreasing offset guarantees the descent ends.
                 if child >= off {
@@ -242,7 +298,8 @@ impl<'t> TableIter<'t> {
         loop {
             let Some(b) = &self.block else { return Ok(()) };
             if self.pos < b.records_end {
-                let rec = decode_rec(&b.data, self.pos, b.records_end, &mut self.key).map_err(|r| self.table.bad(r))?;
+                let rec = decode_rec(&b.data, self.pos, b.records_end, &mut self.key)
+                    .map_err(|r| self.table.bad(r))?;
                 self.vtype = rec.vtype;
                 self.val = rec.val;
                 self.pos = rec.next;

@@ -30,7 +30,11 @@ fn ref_recs(n: usize) -> Vec<(Vec<u8>, u8, Vec<u8>)> {
         .map(|i| {
             let mut k = Vec::new();
             ref_key(&format!("refs/heads/branch-{i:07}"), &mut k);
-            let val = if i % 7 == 0 { (T_DELETE, vec![]) } else { (T_REF, vec![(i % 251) as u8; 32]) };
+            let val = if i % 7 == 0 {
+                (T_DELETE, vec![])
+            } else {
+                (T_REF, vec![(i % 251) as u8; 32])
+            };
             (k, val.0, val.1)
         })
         .collect();
@@ -123,15 +127,39 @@ fn garbage_records(r: &mut Rng, kind: u8, children: &[u64]) -> (Vec<u8>, Vec<u32
                 key.extend(r.bytes(4));
             }
         }
-        let shared = (if restart && !r.chance(16) { 0 } else { r.below(prev_len as u64 + 2) as usize }).min(key.len());
-        let vtype = if kind == KIND_INDEX && !r.chance(8) { T_INDEX } else { r.below(6) as u8 };
+        let shared = (if restart && !r.chance(16) {
+            0
+        } else {
+            r.below(prev_len as u64 + 2) as usize
+        })
+        .min(key.len());
+        let vtype = if kind == KIND_INDEX && !r.chance(8) {
+            T_INDEX
+        } else {
+            r.below(6) as u8
+        };
         let mut val = Vec::new();
         match vtype {
-            T_INDEX => put_varint(&mut val, if children.is_empty() || r.chance(8) { r.next() >> r.below(64) } else { children[r.below(children.len() as u64) as usize] }),
+            T_INDEX => put_varint(
+                &mut val,
+                if children.is_empty() || r.chance(8) {
+                    r.next() >> r.below(64)
+                } else {
+                    children[r.below(children.len() as u64) as usize]
+                },
+            ),
             T_REF if !r.chance(4) => val = (0..32).map(|_| r.next() as u8).collect(),
             T_LOG if !r.chance(4) => {
                 let v: Vec<u8> = (0..32).map(|_| r.next() as u8).collect();
-                encode_log(&mut val, r.chance(2).then_some(&[7; 32]), Some(&v.try_into().unwrap()), r.next() as i64, r.next() as i16, "W <w@x>", "msg");
+                encode_log(
+                    &mut val,
+                    r.chance(2).then_some(&[7; 32]),
+                    Some(&v.try_into().unwrap()),
+                    r.next() as i64,
+                    r.next() as i16,
+                    "W <w@x>",
+                    "msg",
+                );
             }
             _ => val = r.bytes(40),
         }
@@ -197,7 +225,9 @@ fn sealed_garbage_table(seed: u64) -> (Vec<u8>, Vec<(u64, bool)>) {
             let (recs, mut restarts) = garbage_records(&mut r, KIND_INDEX, &children);
             let mut ok = true;
             if r.chance(10) {
-                restarts = (0..r.below(4)).map(|_| r.next() as u32 >> r.below(32)).collect();
+                restarts = (0..r.below(4))
+                    .map(|_| r.next() as u32 >> r.below(32))
+                    .collect();
                 ok = false;
             }
             root = b.len() as u64;
@@ -207,7 +237,11 @@ fn sealed_garbage_table(seed: u64) -> (Vec<u8>, Vec<(u64, bool)>) {
         }
     }
     let mut f = FOOTER_MAGIC.to_vec();
-    let (refs, logs) = if clean_data { (refs, 0) } else { (r.below(20), r.below(20)) };
+    let (refs, logs) = if clean_data {
+        (refs, 0)
+    } else {
+        (r.below(20), r.below(20))
+    };
     for v in [data_end, root, refs, logs, 1, 1] {
         f.extend_from_slice(&v.to_be_bytes());
     }
@@ -224,7 +258,8 @@ fn sealed_garbage_table(seed: u64) -> (Vec<u8>, Vec<(u64, bool)>) {
 /// `read_block`, and no check may fail on a checksum: whatever fails,
 /// fails in the decoder. Returns verify's outcome.
 fn poke_sealed(bytes: Vec<u8>, blocks: &[(u64, bool)]) -> Result<(), String> {
-    let t = Table::from_bytes(Path::new("fuzz.ref"), bytes.clone()).expect("a correct footer must load");
+    let t = Table::from_bytes(Path::new("fuzz.ref"), bytes.clone())
+        .expect("a correct footer must load");
     for &(off, ok) in blocks {
         match t.read_block(off) {
             Ok(b) => assert!(b.records_end >= BLOCK_HEADER),
@@ -236,7 +271,10 @@ fn poke_sealed(bytes: Vec<u8>, blocks: &[(u64, bool)]) -> Result<(), String> {
     }
     let verified = t.verify().map_err(|e| e.to_string());
     if let Err(e) = &verified {
-        assert!(!e.ends_with(": checksum mismatch"), "file checksum is correct: {e}");
+        assert!(
+            !e.ends_with(": checksum mismatch"),
+            "file checksum is correct: {e}"
+        );
     }
     let _ = poke(bytes);
     verified
@@ -254,7 +292,14 @@ fn sealed_garbage_reaches_the_record_decoder() {
             Ok(()) => "ok".to_string(),
             Err(e) => {
                 let reason = e.rsplit("is corrupt: ").next().unwrap();
-                reason.split(" (block").next().unwrap().split(" at offset").next().unwrap().to_string()
+                reason
+                    .split(" (block")
+                    .next()
+                    .unwrap()
+                    .split(" at offset")
+                    .next()
+                    .unwrap()
+                    .to_string()
             }
         };
         *reasons.entry(reason).or_default() += 1;
@@ -272,7 +317,11 @@ fn sealed_garbage_reaches_the_record_decoder() {
     ] {
         assert!(has(r), "no table failed with {r:?}: {reasons:?}");
     }
-    let decoder: usize = reasons.iter().filter(|(k, _)| !k.contains("restart") && *k != "ok").map(|x| x.1).sum();
+    let decoder: usize = reasons
+        .iter()
+        .filter(|(k, _)| !k.contains("restart") && *k != "ok")
+        .map(|x| x.1)
+        .sum();
     assert!(decoder > 1000, "{reasons:?}");
 }
 
@@ -283,14 +332,20 @@ fn round_trip_and_seek() {
     let bytes = write_table(d.path(), &recs);
     let t = Table::from_bytes(Path::new("x"), bytes).unwrap();
     t.verify().unwrap();
-    assert_eq!(poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(), recs.len());
+    assert_eq!(
+        poke(std::fs::read(d.path().join("t.ref")).unwrap()).unwrap(),
+        recs.len()
+    );
     for (i, (k, ty, v)) in recs.iter().enumerate().step_by(97) {
         assert_eq!(t.get(k).unwrap(), Some((*ty, v.clone())), "{i}");
         let mut missing = k.clone();
         missing.push(b'!');
         assert_eq!(t.get(&missing).unwrap(), None);
         let it = t.seek(&missing).unwrap();
-        assert_eq!(it.current().map(|c| c.0.to_vec()), recs.get(i + 1).map(|r| r.0.clone()));
+        assert_eq!(
+            it.current().map(|c| c.0.to_vec()),
+            recs.get(i + 1).map(|r| r.0.clone())
+        );
     }
     assert!(t.seek(b"s").unwrap().current().is_none());
 }

@@ -18,12 +18,16 @@ impl Table {
         let mut buf = vec![0u8; 1 << 20];
         while off < body {
             let n = (body - off).min(buf.len() as u64) as usize;
-            self.src.read_at(off, &mut buf[..n]).map_err(|e| RefError::io(&self.path, e))?;
+            self.src
+                .read_at(off, &mut buf[..n])
+                .map_err(|e| RefError::io(&self.path, e))?;
             h.update(&buf[..n]);
             off += n as u64;
         }
         let mut sum = [0u8; 32];
-        self.src.read_at(body, &mut sum).map_err(|e| RefError::io(&self.path, e))?;
+        self.src
+            .read_at(body, &mut sum)
+            .map_err(|e| RefError::io(&self.path, e))?;
         if h.finalize().as_bytes() != &sum {
             return Err(self.bad("checksum mismatch"));
         }
@@ -47,8 +51,12 @@ impl Table {
                     restart_i += 1;
                     key.clear();
                 }
-                let rec = if at_restart { decode_first_at_restart(&b.data, pos, b.records_end, &mut key) } else { decode_rec(&b.data, pos, b.records_end, &mut key) }
-                    .map_err(|r| self.bad(format!("{r} (block at offset {off})")))?;
+                let rec = if at_restart {
+                    decode_first_at_restart(&b.data, pos, b.records_end, &mut key)
+                } else {
+                    decode_rec(&b.data, pos, b.records_end, &mut key)
+                }
+                .map_err(|r| self.bad(format!("{r} (block at offset {off})")))?;
                 if have_prev && key <= prev {
                     return Err(self.bad("keys out of order"));
                 }
@@ -83,7 +91,12 @@ impl Table {
         Ok(())
     }
 
-    fn walk_index(&self, off: u64, out: &mut Vec<(Vec<u8>, u64)>, depth: u32) -> Result<(), RefError> {
+    fn walk_index(
+        &self,
+        off: u64,
+        out: &mut Vec<(Vec<u8>, u64)>,
+        depth: u32,
+    ) -> Result<(), RefError> {
         if depth > 64 {
             return Err(self.bad("index too deep"));
         }

@@ -71,8 +71,16 @@ impl TableWriter {
     /// `fail_during` names the fail point hit after the data section is on
     /// disk but before the index and footer, i.e. a torn table file.
     pub(crate) fn create(path: &Path, fail_during: &'static str) -> Result<Self, RefError> {
-        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RefError::io(path, e))?;
-        Self::start(path, Sink::File(BufWriter::with_capacity(1 << 20, f)), fail_during)
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| RefError::io(path, e))?;
+        Self::start(
+            path,
+            Sink::File(BufWriter::with_capacity(1 << 20, f)),
+            fail_during,
+        )
     }
 
     /// A table built in memory; `path` only names it in errors.
@@ -81,15 +89,34 @@ impl TableWriter {
     }
 
     fn start(path: &Path, out: Sink, fail_during: &'static str) -> Result<Self, RefError> {
-        let mut w = HashWriter { out, hasher: blake3::Hasher::new(), offset: 0 };
+        let mut w = HashWriter {
+            out,
+            hasher: blake3::Hasher::new(),
+            offset: 0,
+        };
         w.write(MAGIC).map_err(|e| RefError::io(path, e))?;
-        Ok(TableWriter { path: path.to_path_buf(), w, block: BlockBuilder::new(KIND_DATA), index: Vec::new(), last_key: Vec::new(), refs: 0, logs: 0, fail_during })
+        Ok(TableWriter {
+            path: path.to_path_buf(),
+            w,
+            block: BlockBuilder::new(KIND_DATA),
+            index: Vec::new(),
+            last_key: Vec::new(),
+            refs: 0,
+            logs: 0,
+            fail_during,
+        })
     }
 
     pub(crate) fn add(&mut self, key: &[u8], vtype: u8, value: &[u8]) -> Result<(), RefError> {
         let started = !self.index.is_empty() || !self.block.is_empty();
         if key.is_empty() || (started && key <= self.last_key.as_slice()) {
-            return Err(RefError::io(&self.path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "internal error: table keys empty or out of order")));
+            return Err(RefError::io(
+                &self.path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "internal error: table keys empty or out of order",
+                ),
+            ));
         }
         if key.first() == Some(&LOG_PREFIX) {
             self.logs += 1;
@@ -111,8 +138,11 @@ impl TableWriter {
         }
         self.block.seal()?;
         let off = self.w.offset;
-        self.w.write(&self.block.buf).map_err(|e| RefError::io(&self.path, e))?;
-        self.index.push((std::mem::take(&mut self.block.last_key), off));
+        self.w
+            .write(&self.block.buf)
+            .map_err(|e| RefError::io(&self.path, e))?;
+        self.index
+            .push((std::mem::take(&mut self.block.last_key), off));
         self.block.reset();
         Ok(())
     }
@@ -123,18 +153,33 @@ impl TableWriter {
         let ioe = |e| RefError::io(&path, e);
         let (out, size) = self.finish_bytes(min_index, max_index)?;
         match out {
-            Sink::File(f) => f.into_inner().map_err(|e| ioe(e.into_error()))?.sync_all().map_err(ioe)?,
-            Sink::Mem(_) => return Err(ioe(std::io::Error::other("internal error: a table in memory finished as a file"))),
+            Sink::File(f) => f
+                .into_inner()
+                .map_err(|e| ioe(e.into_error()))?
+                .sync_all()
+                .map_err(ioe)?,
+            Sink::Mem(_) => {
+                return Err(ioe(std::io::Error::other(
+                    "internal error: a table in memory finished as a file",
+                )))
+            }
         }
         Ok(size)
     }
 
     /// The table's bytes, for one built [`TableWriter::in_memory`].
-    pub(crate) fn finish_in_memory(self, min_index: u64, max_index: u64) -> Result<Vec<u8>, RefError> {
+    pub(crate) fn finish_in_memory(
+        self,
+        min_index: u64,
+        max_index: u64,
+    ) -> Result<Vec<u8>, RefError> {
         let path = self.path.clone();
         match self.finish_bytes(min_index, max_index)?.0 {
             Sink::Mem(bytes) => Ok(bytes),
-            Sink::File(_) => Err(RefError::io(&path, std::io::Error::other("internal error: a table file finished in memory"))),
+            Sink::File(_) => Err(RefError::io(
+                &path,
+                std::io::Error::other("internal error: a table file finished in memory"),
+            )),
         }
     }
 

@@ -25,7 +25,8 @@ thread_local! {
 /// The torture binary, writing inline tables as this test's round says.
 fn torture_cmd() -> Command {
     let mut c = Command::new(BIN);
-    c.env_remove("DMV_FAILPOINT").env("DMV_TORTURE_INLINE", INLINE.with(|i| i.get()));
+    c.env_remove("DMV_FAILPOINT")
+        .env("DMV_TORTURE_INLINE", INLINE.with(|i| i.get()));
     c
 }
 
@@ -40,7 +41,11 @@ fn torture(dir: &Path, args: &[&str], failpoint: Option<&str>) -> Output {
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = torture(dir, args, None);
-    assert!(out.status.success(), "torture {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "torture {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -51,7 +56,10 @@ fn check(dir: &Path) -> u64 {
 }
 
 fn last_committed(stdout: &[u8]) -> Option<u64> {
-    String::from_utf8_lossy(stdout).lines().filter_map(|l| l.strip_prefix("committed ")?.parse().ok()).next_back()
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("committed ")?.parse().ok())
+        .next_back()
 }
 
 /// Every *.ref file in the directory is listed (no orphans).
@@ -59,7 +67,8 @@ fn no_orphans(dir: &Path) -> bool {
     let list = std::fs::read_to_string(dir.join(LIST_FILE)).unwrap();
     std::fs::read_dir(dir).unwrap().flatten().all(|e| {
         let n = e.file_name().to_string_lossy().into_owned();
-        (!n.ends_with(".ref") || list.lines().any(|l| l == n)) && !n.starts_with("tables.list.lock.tmp-")
+        (!n.ends_with(".ref") || list.lines().any(|l| l == n))
+            && !n.starts_with("tables.list.lock.tmp-")
     })
 }
 
@@ -80,19 +89,31 @@ fn every_fail_point_once() {
         assert_eq!(check(&dir), 3);
         let spec = format!("{fp}@2");
         let out = torture(&dir, &["run", "300"], Some(&spec));
-        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "fail point {fp} never fired: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "fail point {fp} never fired: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         let p = last_committed(&out.stdout).unwrap_or(3);
         let c = check(&dir);
         match *fp {
             // Killed before the list swap: the transaction is not there.
-            "refs-after-lock" | "refs-during-table-write" | "refs-after-table-write" | "refs-after-list-write" => assert_eq!(c, p, "{fp}"),
+            "refs-after-lock"
+            | "refs-during-table-write"
+            | "refs-after-table-write"
+            | "refs-after-list-write" => assert_eq!(c, p, "{fp}"),
             // Killed after the swap, before commit() returned.
             "refs-after-list-rename" => assert_eq!(c, p + 1, "{fp}"),
             // Compaction runs after a commit (auto) or between commits (gc).
             _ => assert!(c == p || c == p + 1, "{fp}: counter {c}, last printed {p}"),
         }
         if *fp == "refs-after-lock" {
-            assert!(dir.join(LOCK_FILE).exists(), "the dead writer's lock should remain");
+            assert!(
+                dir.join(LOCK_FILE).exists(),
+                "the dead writer's lock should remain"
+            );
         }
         // Recovery: a stale lock is broken, orphans are collected, and new
         // transactions commit.
@@ -123,7 +144,13 @@ fn random_sigkills() {
     // transaction was published but its "committed" line never printed.
     let mut interrupted = 0;
     for round in 0..30u64 {
-        let mut child = torture_cmd().arg(&dir).args(["run", "0"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = torture_cmd()
+            .arg(&dir)
+            .args(["run", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         // Wait for one commit so every round makes progress however slow
         // the machine is, then kill at a random moment of what follows.
         let mut rd = BufReader::new(child.stdout.take().unwrap());
@@ -138,14 +165,21 @@ fn random_sigkills() {
         if out.status.signal() == Some(libc::SIGKILL) {
             kills_mid_run += 1;
         } else {
-            panic!("torture exited by itself: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+            panic!(
+                "torture exited by itself: {:?} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let p = last_committed(&out.stdout).unwrap_or(prev);
         // Looked at before anything opens the store again.
         let stale_lock = dir.join(LOCK_FILE).exists();
         let orphans = !no_orphans(&dir);
         let c = check(&dir);
-        assert!(c == p || c == p + 1, "round {round}: counter {c}, last printed {p}");
+        assert!(
+            c == p || c == p + 1,
+            "round {round}: counter {c}, last printed {p}"
+        );
         let unprinted = c == p + 1;
         if stale_lock || orphans || unprinted {
             interrupted += 1;
@@ -156,7 +190,10 @@ fn random_sigkills() {
     assert_eq!(kills_mid_run, 30);
     // A runner spends nearly all its time inside commit(), so most kills
     // must land there; none would mean the kills never hit a transaction.
-    assert!(interrupted >= 10, "only {interrupted} of 30 kills left evidence of an interrupted transaction");
+    assert!(
+        interrupted >= 10,
+        "only {interrupted} of 30 kills left evidence of an interrupted transaction"
+    );
     assert!(prev >= 30, "too few transactions ran ({prev})");
     let out = ok(&dir, &["run", "2"]);
     assert_eq!(last_committed(out.as_bytes()), Some(prev + 2));
@@ -197,8 +234,18 @@ fn race_two_runners() -> (Vec<u64>, usize) {
     // Both runners open the store, then wait for this file: they start
     // together however slowly each process comes up.
     let start = d.path().join("start");
-    let children: Vec<_> =
-        (0..2).map(|_| torture_cmd().arg(&dir).args(["run", "25"]).env("DMV_TORTURE_START", &start).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            torture_cmd()
+                .arg(&dir)
+                .args(["run", "25"])
+                .env("DMV_TORTURE_START", &start)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(50));
     std::fs::write(&start, b"").unwrap();
     let mut total = 0;
@@ -207,9 +254,21 @@ fn race_two_runners() -> (Vec<u64>, usize) {
     let mut lost: Vec<Vec<u64>> = Vec::new();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        total += String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("committed ")).count();
-        let numbers = |prefix: &str| -> Vec<u64> { String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.strip_prefix(prefix)?.parse().ok()).collect() };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        total += String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("committed "))
+            .count();
+        let numbers = |prefix: &str| -> Vec<u64> {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix)?.parse().ok())
+                .collect()
+        };
         committed.push(numbers("committed "));
         lost.push(numbers("lost "));
     }
@@ -220,7 +279,10 @@ fn race_two_runners() -> (Vec<u64>, usize) {
     assert_eq!(all, (1..=50).collect::<Vec<u64>>());
     for (me, other) in [(0, 1), (1, 0)] {
         for i in &lost[me] {
-            assert!(committed[other].contains(i), "runner {me} lost transaction {i}, which runner {other} did not commit");
+            assert!(
+                committed[other].contains(i),
+                "runner {me} lost transaction {i}, which runner {other} did not commit"
+            );
         }
     }
     // One runner's 25 then the other's would switch once.

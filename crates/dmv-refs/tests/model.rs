@@ -6,7 +6,18 @@ use std::collections::BTreeMap;
 use dmv_refs::{Expect, Options, RefError, RefStore, RefValue};
 use proptest::prelude::*;
 
-const NAMES: &[&str] = &["a", "a/b", "a/b/c", "a/bc", "b", "refs/heads/main", "refs/heads/main/x", "refs/tags/v1", "z", "é/ü"];
+const NAMES: &[&str] = &[
+    "a",
+    "a/b",
+    "a/b/c",
+    "a/bc",
+    "b",
+    "refs/heads/main",
+    "refs/heads/main/x",
+    "refs/tags/v1",
+    "z",
+    "é/ü",
+];
 
 #[derive(Debug, Clone)]
 struct Op {
@@ -17,7 +28,12 @@ struct Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    (0..NAMES.len(), proptest::option::of(any::<u8>()), prop_oneof![3 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)]).prop_map(|(name, new, expect)| Op { name, new, expect })
+    (
+        0..NAMES.len(),
+        proptest::option::of(any::<u8>()),
+        prop_oneof![3 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)],
+    )
+        .prop_map(|(name, new, expect)| Op { name, new, expect })
 }
 
 #[derive(Debug, Clone)]
@@ -28,7 +44,16 @@ struct Txn {
 }
 
 fn txn() -> impl Strategy<Value = Txn> {
-    (proptest::collection::vec(op(), 1..5), any::<bool>(), prop::bool::weighted(0.1)).prop_map(|(ops, reopen, compact)| Txn { ops, reopen, compact })
+    (
+        proptest::collection::vec(op(), 1..5),
+        any::<bool>(),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(|(ops, reopen, compact)| Txn {
+            ops,
+            reopen,
+            compact,
+        })
 }
 
 fn val(b: u8) -> RefValue {

@@ -21,7 +21,10 @@ fn new_store(opts: Options) -> (tempfile::TempDir, PathBuf, RefStore) {
 }
 
 fn no_compact() -> Options {
-    Options { auto_compact: false, ..Options::default() }
+    Options {
+        auto_compact: false,
+        ..Options::default()
+    }
 }
 
 fn set(s: &RefStore, name: &str, val: Option<RefValue>) {
@@ -40,19 +43,28 @@ fn round_trip_and_reopen() {
     assert_eq!(s.get("refs/heads/main").unwrap(), None);
     assert_eq!(s.table_count().unwrap(), 0);
     let mut tx = s.transaction();
-    tx.update("refs/heads/main", Expect::Absent, Some(v(1))).unwrap().update("refs/tags/v1", Expect::Any, Some(v(2))).unwrap();
+    tx.update("refs/heads/main", Expect::Absent, Some(v(1)))
+        .unwrap()
+        .update("refs/tags/v1", Expect::Any, Some(v(2)))
+        .unwrap();
     tx.commit(WHO, WHEN, "first").unwrap();
     let s2 = RefStore::open(&dir, Options::default()).unwrap();
     assert_eq!(s2.get("refs/heads/main").unwrap(), Some(v(1)));
     assert_eq!(s2.get("refs/tags/v1").unwrap(), Some(v(2)));
-    assert_eq!(names(&s2.list("").unwrap()), ["refs/heads/main", "refs/tags/v1"]);
+    assert_eq!(
+        names(&s2.list("").unwrap()),
+        ["refs/heads/main", "refs/tags/v1"]
+    );
     s2.verify().unwrap();
 }
 
 #[test]
 fn init_and_open_errors() {
     let (_d, dir, _s) = new_store(Options::default());
-    assert!(matches!(RefStore::init(&dir), Err(RefError::AlreadyExists(_))));
+    assert!(matches!(
+        RefStore::init(&dir),
+        Err(RefError::AlreadyExists(_))
+    ));
     let missing = dir.join("nope");
     let e = RefStore::open(&missing, Options::default()).unwrap_err();
     assert!(matches!(e, RefError::NotInitialized(_)), "{e}");
@@ -62,15 +74,24 @@ fn init_and_open_errors() {
 fn prefix_listing_with_nested_names() {
     let (_d, _dir, s) = new_store(Options::default());
     let mut tx = s.transaction();
-    for (i, n) in ["a", "a/b", "a/b/c", "a/bc", "a/b/c/d", "b", "a.b"].iter().enumerate() {
+    for (i, n) in ["a", "a/b", "a/b/c", "a/bc", "a/b/c/d", "b", "a.b"]
+        .iter()
+        .enumerate()
+    {
         tx.update(n, Expect::Absent, Some(v(i as u8))).unwrap();
     }
     tx.commit(WHO, WHEN, "m").unwrap();
     assert_eq!(s.get("a/b").unwrap(), Some(v(1)));
     assert_eq!(s.get("a/b/c").unwrap(), Some(v(2)));
     assert_eq!(names(&s.list("a/b/").unwrap()), ["a/b/c", "a/b/c/d"]);
-    assert_eq!(names(&s.list("a/b").unwrap()), ["a/b", "a/b/c", "a/b/c/d", "a/bc"]);
-    assert_eq!(names(&s.list("").unwrap()), ["a", "a.b", "a/b", "a/b/c", "a/b/c/d", "a/bc", "b"]);
+    assert_eq!(
+        names(&s.list("a/b").unwrap()),
+        ["a/b", "a/b/c", "a/b/c/d", "a/bc"]
+    );
+    assert_eq!(
+        names(&s.list("").unwrap()),
+        ["a", "a.b", "a/b", "a/b/c", "a/b/c/d", "a/bc", "b"]
+    );
     assert!(s.list("c").unwrap().is_empty());
     // Deleting the parent leaves the children alone and vice versa.
     set(&s, "a/b", None);
@@ -113,14 +134,21 @@ fn cas_failure_changes_nothing() {
     tx.update("b", Expect::Value(v(9)), None).unwrap();
     let e = tx.commit(WHO, WHEN, "mixed").unwrap_err();
     match &e {
-        RefError::Changed { name, expected, found } => {
+        RefError::Changed {
+            name,
+            expected,
+            found,
+        } => {
             assert_eq!(name, "b");
             assert_eq!(*expected, Some(v(9)));
             assert_eq!(*found, Some(v(2)));
         }
         other => panic!("wrong error {other}"),
     }
-    assert!(e.to_string().starts_with("ref 'b' changed: expected 0909"), "{e}");
+    assert!(
+        e.to_string().starts_with("ref 'b' changed: expected 0909"),
+        "{e}"
+    );
     assert_eq!(s.get("a").unwrap(), Some(v(1)));
     assert_eq!(s.get("new").unwrap(), None);
     assert_eq!(s.get("b").unwrap(), Some(v(2)));
@@ -131,7 +159,10 @@ fn cas_failure_changes_nothing() {
 
     let mut tx = s.transaction();
     tx.update("a", Expect::Absent, Some(v(3))).unwrap();
-    assert!(matches!(tx.commit(WHO, WHEN, "x"), Err(RefError::Changed { .. })));
+    assert!(matches!(
+        tx.commit(WHO, WHEN, "x"),
+        Err(RefError::Changed { .. })
+    ));
 }
 
 #[test]
@@ -143,8 +174,14 @@ fn duplicate_and_invalid_names() {
     assert!(matches!(e, RefError::DuplicateUpdate { .. }), "{e}");
     let e = tx.update("a..b/../c", Expect::Any, None).unwrap_err();
     assert!(matches!(e, RefError::InvalidName { .. }), "{e}");
-    assert!(e.to_string().starts_with("invalid ref name 'a..b/../c': "), "{e}");
-    assert!(matches!(s.get("bad name"), Err(RefError::InvalidName { .. })));
+    assert!(
+        e.to_string().starts_with("invalid ref name 'a..b/../c': "),
+        "{e}"
+    );
+    assert!(matches!(
+        s.get("bad name"),
+        Err(RefError::InvalidName { .. })
+    ));
 }
 
 #[test]
@@ -166,13 +203,16 @@ fn deleting_absent_ref() {
 fn reflog_survives_delete_and_compaction() {
     let (_d, _dir, s) = new_store(no_compact());
     let mut tx = s.transaction();
-    tx.update("refs/heads/topic", Expect::Absent, Some(v(1))).unwrap();
+    tx.update("refs/heads/topic", Expect::Absent, Some(v(1)))
+        .unwrap();
     tx.commit("A <a@x>", (100, -300), "create").unwrap();
     let mut tx = s.transaction();
-    tx.update("refs/heads/topic", Expect::Value(v(1)), Some(v(2))).unwrap();
+    tx.update("refs/heads/topic", Expect::Value(v(1)), Some(v(2)))
+        .unwrap();
     tx.commit("B <b@x>", (200, 60), "advance").unwrap();
     let mut tx = s.transaction();
-    tx.update("refs/heads/topic", Expect::Value(v(2)), None).unwrap();
+    tx.update("refs/heads/topic", Expect::Value(v(2)), None)
+        .unwrap();
     tx.commit("C <c@x>", (300, 0), "delete").unwrap();
     set(&s, "refs/heads/main", Some(v(9)));
 
@@ -187,7 +227,10 @@ fn reflog_survives_delete_and_compaction() {
         assert_eq!((log[2].old, log[2].new), (None, Some(v(1))));
         assert_eq!((log[2].time, log[2].tz_minutes), (100, -300));
         assert!(log.iter().all(|e| e.name == "refs/heads/topic"));
-        assert_eq!(s.reflog_names().unwrap(), ["refs/heads/main", "refs/heads/topic"]);
+        assert_eq!(
+            s.reflog_names().unwrap(),
+            ["refs/heads/main", "refs/heads/topic"]
+        );
         assert!(s.reflog("refs/heads").unwrap().is_empty());
     };
     check(&s);
@@ -198,9 +241,17 @@ fn reflog_survives_delete_and_compaction() {
 
 #[test]
 fn a_small_transaction_travels_inside_the_list_and_a_large_one_in_a_file() {
-    let (_d, dir, s) = new_store(Options { inline_limit: 2048, ..Options::default() });
+    let (_d, dir, s) = new_store(Options {
+        inline_limit: 2048,
+        ..Options::default()
+    });
     let table_files = || {
-        std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ref")).map(|e| e.file_name()).collect::<std::collections::BTreeSet<_>>()
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".ref"))
+            .map(|e| e.file_name())
+            .collect::<std::collections::BTreeSet<_>>()
     };
     let (mut files_written, mut max_depth) = (0, 0);
     for i in 0..200u32 {
@@ -213,23 +264,36 @@ fn a_small_transaction_travels_inside_the_list_and_a_large_one_in_a_file() {
         let list = std::fs::read_to_string(dir.join("tables.list")).unwrap();
         let named = list.lines().filter(|l| l.ends_with(".ref")).count();
         assert_eq!(after.len(), named, "commit {i}");
-        assert_eq!(s.table_count().unwrap(), named + usize::from(list.lines().last().unwrap().starts_with("inline ")), "commit {i}");
+        assert_eq!(
+            s.table_count().unwrap(),
+            named + usize::from(list.lines().last().unwrap().starts_with("inline ")),
+            "commit {i}"
+        );
     }
     // A transaction's table is ~200 bytes: about one in ten spills the grown inline table to a file.
-    assert!((5..=40).contains(&files_written), "{files_written} table files written for 200 transactions");
+    assert!(
+        (5..=40).contains(&files_written),
+        "{files_written} table files written for 200 transactions"
+    );
     assert!(max_depth <= 10, "stack reached {max_depth} tables");
     assert_eq!(s.get("refs/heads/b36").unwrap(), Some(v(184)));
     assert_eq!(s.reflog("refs/heads/b0").unwrap().len(), 6);
     s.verify().unwrap();
     // A writer that writes no inline table folds the one it finds into a file; readers take both.
-    assert!(std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("\ninline "));
+    assert!(std::fs::read_to_string(dir.join("tables.list"))
+        .unwrap()
+        .contains("\ninline "));
     let plain = RefStore::open(&dir, Options::default()).unwrap();
     set(&plain, "refs/heads/plain", Some(v(1)));
-    assert!(!std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("inline "));
+    assert!(!std::fs::read_to_string(dir.join("tables.list"))
+        .unwrap()
+        .contains("inline "));
     assert_eq!(s.get("refs/heads/b36").unwrap(), Some(v(184)));
     assert_eq!(s.get("refs/heads/plain").unwrap(), Some(v(1)));
     set(&s, "refs/heads/again", Some(v(2)));
-    assert!(std::fs::read_to_string(dir.join("tables.list")).unwrap().contains("\ninline "));
+    assert!(std::fs::read_to_string(dir.join("tables.list"))
+        .unwrap()
+        .contains("\ninline "));
     // gc's compaction leaves one table file.
     let all = s.list("").unwrap();
     s.compact_all().unwrap();
@@ -243,13 +307,31 @@ fn geometric_compaction_keeps_stack_shallow() {
     let (_d, dir, s) = new_store(Options::default());
     let mut max_depth = 0;
     for i in 0..200u32 {
-        let before: Vec<String> = std::fs::read_to_string(dir.join("tables.list")).unwrap_or_default().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
+        let before: Vec<String> = std::fs::read_to_string(dir.join("tables.list"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
         set(&s, &format!("refs/heads/b{}", i % 37), Some(v(i as u8)));
         max_depth = max_depth.max(s.table_count().unwrap());
         // Each commit lists one new table (its own, any compaction folded in) and leaves none unlisted.
-        let listed: Vec<String> = std::fs::read_to_string(dir.join("tables.list")).unwrap().lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect();
-        assert_eq!(listed.iter().filter(|t| !before.contains(*t)).count(), 1, "commit {i}");
-        let files = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ref")).count();
+        let listed: Vec<String> = std::fs::read_to_string(dir.join("tables.list"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            listed.iter().filter(|t| !before.contains(*t)).count(),
+            1,
+            "commit {i}"
+        );
+        let files = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".ref"))
+            .count();
         assert_eq!(files, listed.len(), "commit {i} left a table unlisted");
     }
     // log2(200) ~ 7.6; geometric factor 2 allows about that many tables.
@@ -260,7 +342,11 @@ fn geometric_compaction_keeps_stack_shallow() {
     assert_eq!(s.list("").unwrap(), listed_before);
     assert_eq!(s.reflog("refs/heads/b0").unwrap().len(), 6);
     // Old table files are gone; only the listed one remains.
-    let refs: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".ref")).collect();
+    let refs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".ref"))
+        .collect();
     assert_eq!(refs.len(), 1);
     s.verify().unwrap();
 }
@@ -272,7 +358,12 @@ fn delete_among_many_writes_a_small_table() {
     for i in 0..20_000u32 {
         let mut val = [0u8; 32];
         val[..4].copy_from_slice(&i.to_be_bytes());
-        tx.update(&format!("refs/heads/branch-{i:06}"), Expect::Absent, Some(val)).unwrap();
+        tx.update(
+            &format!("refs/heads/branch-{i:06}"),
+            Expect::Absent,
+            Some(val),
+        )
+        .unwrap();
     }
     tx.commit(WHO, WHEN, "import").unwrap();
     let big = s.table_paths().unwrap();
@@ -284,10 +375,17 @@ fn delete_among_many_writes_a_small_table() {
     let small = std::fs::metadata(&paths[1]).unwrap().len();
     assert!(small < 1024, "delete wrote {small} bytes");
     assert_eq!(s.get("refs/heads/branch-012345").unwrap(), None);
-    assert_eq!(s.get("refs/heads/branch-012346").unwrap().unwrap()[..4], 12346u32.to_be_bytes());
+    assert_eq!(
+        s.get("refs/heads/branch-012346").unwrap().unwrap()[..4],
+        12346u32.to_be_bytes()
+    );
     assert_eq!(s.list("refs/heads/").unwrap().len(), 19_999);
     // A lookup reads one block per index level per table, not the table.
-    for probe in ["refs/heads/branch-000000", "refs/heads/branch-015000", "refs/heads/zzz"] {
+    for probe in [
+        "refs/heads/branch-000000",
+        "refs/heads/branch-015000",
+        "refs/heads/zzz",
+    ] {
         let before = dmv_refs::internals::block_reads();
         s.get(probe).unwrap();
         let reads = dmv_refs::internals::block_reads() - before;
@@ -307,7 +405,8 @@ fn flipped_byte_is_detected_and_names_the_table() {
     let (_d, _dir, s) = new_store(no_compact());
     let mut tx = s.transaction();
     for i in 0..2000u32 {
-        tx.update(&format!("r/{i:05}"), Expect::Any, Some(v(i as u8))).unwrap();
+        tx.update(&format!("r/{i:05}"), Expect::Any, Some(v(i as u8)))
+            .unwrap();
     }
     tx.commit(WHO, WHEN, "bulk").unwrap();
     set(&s, "other", Some(v(1)));
@@ -323,7 +422,10 @@ fn flipped_byte_is_detected_and_names_the_table() {
     assert!(e.to_string().contains("checksum mismatch"), "{e}");
     // Normal reads check block checksums too.
     let e = s.list("").unwrap_err();
-    assert!(e.to_string().contains(&fname) && e.to_string().contains("corrupt"), "{e}");
+    assert!(
+        e.to_string().contains(&fname) && e.to_string().contains("corrupt"),
+        "{e}"
+    );
     // The other table is fine.
     assert_eq!(s.get("other").unwrap(), Some(v(1)));
 }
@@ -350,7 +452,12 @@ fn racing_cas_updates_have_one_winner() {
                 std::thread::spawn(move || {
                     let s = RefStore::open(&dir, Options::default()).unwrap();
                     let mut tx = s.transaction();
-                    tx.update("refs/heads/main", Expect::Value(cur), Some(v(100 + 2 * round + t))).unwrap();
+                    tx.update(
+                        "refs/heads/main",
+                        Expect::Value(cur),
+                        Some(v(100 + 2 * round + t)),
+                    )
+                    .unwrap();
                     barrier.wait();
                     tx.commit(WHO, WHEN, "race")
                 })
@@ -382,7 +489,11 @@ fn hostname() -> String {
 }
 
 fn write_lock(dir: &Path, pid: u32, host: &str) {
-    std::fs::write(dir.join(LOCK_FILE), format!("# dmv-refs tables.list; written by pid {pid} on host {host}\n")).unwrap();
+    std::fs::write(
+        dir.join(LOCK_FILE),
+        format!("# dmv-refs tables.list; written by pid {pid} on host {host}\n"),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -400,7 +511,10 @@ fn stale_lock_of_dead_process_is_cleared() {
 
 #[test]
 fn live_or_unknown_lock_times_out_with_advice() {
-    let opts = Options { lock_timeout: Duration::from_millis(300), ..Options::default() };
+    let opts = Options {
+        lock_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
     let (_d, dir, s) = new_store(opts);
     let lock = dir.join(LOCK_FILE);
     let shown = lock.display().to_string();
@@ -414,14 +528,20 @@ fn live_or_unknown_lock_times_out_with_advice() {
     let e = try_commit(&s);
     assert!(matches!(e, RefError::Locked { .. }), "{e}");
     let msg = e.to_string();
-    assert!(msg.contains(&format!("process {}", std::process::id())), "{msg}");
+    assert!(
+        msg.contains(&format!("process {}", std::process::id())),
+        "{msg}"
+    );
     assert!(msg.contains(&shown) && msg.contains("waited"), "{msg}");
     assert!(!msg.contains('\n'));
     assert!(lock.exists(), "a live lock must not be removed");
 
     write_lock(&dir, dead_pid(), "some-other-host");
     let msg = try_commit(&s).to_string();
-    assert!(msg.contains("another host") && msg.contains(&format!("delete {shown}")), "{msg}");
+    assert!(
+        msg.contains("another host") && msg.contains(&format!("delete {shown}")),
+        "{msg}"
+    );
     assert!(lock.exists());
 
     std::fs::write(&lock, "").unwrap();
@@ -445,7 +565,8 @@ fn many_threads_many_commits() {
                 let s = RefStore::open(&dir, Options::default()).unwrap();
                 for i in 0..15u8 {
                     let mut tx = s.transaction();
-                    tx.update(&format!("t{t}/r{i}"), Expect::Absent, Some(v(i))).unwrap();
+                    tx.update(&format!("t{t}/r{i}"), Expect::Absent, Some(v(i)))
+                        .unwrap();
                     tx.commit(WHO, WHEN, "m").unwrap();
                     assert_eq!(s.get(&format!("t{t}/r{i}")).unwrap(), Some(v(i)));
                 }
@@ -469,7 +590,10 @@ fn missing_table_is_reported_not_retried_forever() {
     std::fs::remove_file(&paths[0]).unwrap();
     let e = s.get("b").unwrap_err();
     let name = paths[0].file_name().unwrap().to_string_lossy().to_string();
-    assert!(matches!(e, RefError::CorruptList { .. }) && e.to_string().contains(&name), "{e}");
+    assert!(
+        matches!(e, RefError::CorruptList { .. }) && e.to_string().contains(&name),
+        "{e}"
+    );
 }
 
 #[test]
@@ -484,7 +608,8 @@ fn partial_compaction_keeps_tombstones() {
     let (_d, _dir, s) = new_store(no_compact());
     let mut tx = s.transaction();
     for i in 0..500u32 {
-        tx.update(&format!("bulk/{i}"), Expect::Any, Some(v(1))).unwrap();
+        tx.update(&format!("bulk/{i}"), Expect::Any, Some(v(1)))
+            .unwrap();
     }
     tx.update("x", Expect::Any, Some(v(7))).unwrap();
     tx.commit(WHO, WHEN, "big").unwrap();
@@ -515,7 +640,8 @@ fn readers_see_consistent_state_during_compactions() {
     let during = Arc::new(AtomicU64::new(0));
     let reader = {
         let dir = dir.clone();
-        let (done, reads, epoch, during) = (done.clone(), reads.clone(), epoch.clone(), during.clone());
+        let (done, reads, epoch, during) =
+            (done.clone(), reads.clone(), epoch.clone(), during.clone());
         std::thread::spawn(move || {
             let s = RefStore::open(&dir, Options::default()).unwrap();
             let mut last = 0u8;
@@ -559,7 +685,8 @@ fn readers_see_consistent_state_during_compactions() {
     for i in 1..=150u8 {
         let mut tx = s.transaction();
         tx.update("c", Expect::Any, Some(v(i))).unwrap();
-        tx.update(&format!("k{}", i % 10), Expect::Any, Some(v(i))).unwrap();
+        tx.update(&format!("k{}", i % 10), Expect::Any, Some(v(i)))
+            .unwrap();
         tx.commit(WHO, WHEN, "w").unwrap();
         // A read that starts now must see i: the reader sees every value.
         wait_reads(2);
@@ -569,7 +696,10 @@ fn readers_see_consistent_state_during_compactions() {
             let before = during.load(SeqCst);
             let mut rounds = 0;
             while during.load(SeqCst) < before + 5 {
-                assert!(rounds < 200, "no read ever overlapped a compaction ({rounds} compactions)");
+                assert!(
+                    rounds < 200,
+                    "no read ever overlapped a compaction ({rounds} compactions)"
+                );
                 set(&filler, "filler", Some(v(rounds as u8)));
                 assert!(s.table_count().unwrap() >= 2);
                 epoch.fetch_add(1, SeqCst);
@@ -587,8 +717,16 @@ fn readers_see_consistent_state_during_compactions() {
     assert!(reads > 0);
     // Every committed value was observed (1..=150), nothing else.
     let want: std::collections::BTreeSet<u8> = (1..=150).collect();
-    let seen_committed: std::collections::BTreeSet<u8> = seen.iter().copied().filter(|&c| c > 0).collect();
+    let seen_committed: std::collections::BTreeSet<u8> =
+        seen.iter().copied().filter(|&c| c > 0).collect();
     assert_eq!(seen_committed, want, "values seen by the reader");
-    assert!(during.load(SeqCst) >= 15, "reads during compactions: {}", during.load(SeqCst));
-    eprintln!("{reads} reads, {} during {compactions} compactions", during.load(SeqCst));
+    assert!(
+        during.load(SeqCst) >= 15,
+        "reads during compactions: {}",
+        during.load(SeqCst)
+    );
+    eprintln!(
+        "{reads} reads, {} during {compactions} compactions",
+        during.load(SeqCst)
+    );
 }

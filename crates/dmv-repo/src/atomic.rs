@@ -12,7 +12,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> RepoResult<()> {
 }
 
 /// [`write_atomic`] of what `write` writes, streamed (nothing held whole in memory).
-pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
+pub fn write_atomic_with(
+    path: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> RepoResult<()> {
     write_atomic_mode(path, 0o666, write)
 }
 
@@ -22,13 +25,27 @@ pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> RepoResult<()> {
 }
 
 /// `mode` as `open` takes it (the umask applies too), from the file's creation on.
-fn write_atomic_mode(path: &Path, mode: u32, write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>) -> RepoResult<()> {
+fn write_atomic_mode(
+    path: &Path,
+    mode: u32,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> RepoResult<()> {
     use dmv_os::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
     let written = (|| {
         let _ = std::fs::remove_file(&tmp);
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         write(&mut out)?;
         let f = out.into_inner().map_err(|e| e.into_error())?;
@@ -49,7 +66,13 @@ fn write_atomic_mode(path: &Path, mode: u32, write: &mut dyn FnMut(&mut dyn Writ
 /// than the cache saves it).
 pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
     let written = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -64,7 +87,11 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// must carry its own checksum.
 pub fn overwrite_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use dmv_os::FileExt;
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
 }

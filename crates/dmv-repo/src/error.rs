@@ -545,7 +545,10 @@ fn first_ten(paths: &[String]) -> String {
 impl RepoError {
     /// An [`RepoError::Io`] at `path`.
     pub fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
-        RepoError::Io { path: path.into(), cause }
+        RepoError::Io {
+            path: path.into(),
+            cause,
+        }
     }
 
     /// The file whose I/O failed, and how, if that is what went wrong.

@@ -47,7 +47,10 @@ pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_b
 pub use merge::kept_both::KeptBoth;
 /// The line-level three-way merge of text files.
 pub mod line_merge {
-    pub use crate::merge::line_merge::{looks_like_text, merge_lines, merge_lines_with, never_text, ConflictStyle, LineDiff, LineMerge, MarkerLabels};
+    pub use crate::merge::line_merge::{
+        looks_like_text, merge_lines, merge_lines_with, never_text, ConflictStyle, LineDiff,
+        LineMerge, MarkerLabels,
+    };
 }
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome};
@@ -58,8 +61,13 @@ pub use operations::autocommit::{describe_changes, AutoCommit, AutoCommitted};
 pub use operations::diff_sides::DiffSide;
 pub use operations::fsck::{FsckReport, RepoStats};
 pub use operations::gc::GcPolicy;
-pub use operations::merge_aware::{CommitRequest, Committed, NothingToCommit, Status, StatusListing};
-pub use operations::rebase::{Action as RebaseAction, KeepMessages, RebaseEditor, RebaseOutcome, RebaseState, Step as RebaseStep};
+pub use operations::merge_aware::{
+    CommitRequest, Committed, NothingToCommit, Status, StatusListing,
+};
+pub use operations::rebase::{
+    Action as RebaseAction, KeepMessages, RebaseEditor, RebaseOutcome, RebaseState,
+    Step as RebaseStep,
+};
 pub use operations::reset::ResetMode;
 pub use operations::stash::Stash;
 pub use operations::watch_health::{Moment, RemoteHealth, WatchHealth};
@@ -68,8 +76,14 @@ pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::dropping::DataDropped;
 pub use replica::location_file::{LocationNews, LocationPages, LocationSpool};
-pub use replica::locations::{now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId, Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN};
-pub use replica::locks::{check_lock_path, refuse_moves_over_locks, release_locks, take_locks, EntryAt, HeldLocks, KnownLocks, LockStore, LockTable, PathLock, RefMove};
+pub use replica::locations::{
+    now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId,
+    Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN,
+};
+pub use replica::locks::{
+    check_lock_path, refuse_moves_over_locks, release_locks, take_locks, EntryAt, HeldLocks,
+    KnownLocks, LockStore, LockTable, PathLock, RefMove,
+};
 pub use replica::slice::{is_rule_file, BadSlice, PathFilter, Slice, RULE_FILES};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
 pub use repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};

@@ -50,7 +50,8 @@ where
         // No more threads than runs: a handful of files is not worth a thread each.
         for _ in 0..threads.min(runs.len()) {
             let tx = tx.clone();
-            let (next_run, stop, batches, weight, work) = (&next_run, &stop, &batches, &weight, &work);
+            let (next_run, stop, batches, weight, work) =
+                (&next_run, &stop, &batches, &weight, &work);
             scope.spawn(move || {
                 let mut scratch = S::default();
                 let (mut batch, mut batch_weight) = (Vec::new(), 0);
@@ -105,7 +106,10 @@ mod tests {
         let result: Result<(), ()> = run_batched(
             &runs,
             4,
-            Batches { items: 7, weight: 100 },
+            Batches {
+                items: 7,
+                weight: 100,
+            },
             |i| i as u64,
             |i, _: &mut ()| Ok(i * 2),
             |i, r| {
@@ -121,7 +125,17 @@ mod tests {
     fn an_error_stops_the_work_and_is_returned() {
         let runs: Vec<Range<usize>> = (0..100).map(|i| i * 10..i * 10 + 10).collect();
         let mut done = 0;
-        let result = run_batched(&runs, 3, Batches { items: 4, weight: u64::MAX }, |_| 1, |i, _: &mut ()| if i == 500 { Err("boom") } else { Ok(()) }, |_, ()| done += 1);
+        let result = run_batched(
+            &runs,
+            3,
+            Batches {
+                items: 4,
+                weight: u64::MAX,
+            },
+            |_| 1,
+            |i, _: &mut ()| if i == 500 { Err("boom") } else { Ok(()) },
+            |_, ()| done += 1,
+        );
         assert_eq!(result, Err("boom"));
         assert!(done < 1000);
     }

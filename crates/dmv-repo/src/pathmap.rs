@@ -28,7 +28,13 @@ pub struct PathMap<V> {
 
 impl<V> Default for PathMap<V> {
     fn default() -> Self {
-        PathMap { bytes: Vec::new(), ends: Vec::new(), values: Vec::new(), over: BTreeMap::new(), removed: 0 }
+        PathMap {
+            bytes: Vec::new(),
+            ends: Vec::new(),
+            values: Vec::new(),
+            over: BTreeMap::new(),
+            removed: 0,
+        }
     }
 }
 
@@ -48,7 +54,11 @@ impl<V> PathMap<V> {
     /// file's entries are read); false, and nothing added, if it does not.
     pub fn push_sorted(&mut self, path: &[u8], value: V) -> bool {
         let run = self.run();
-        let after_all = (run.is_empty() || run.path(run.len() - 1) < path) && self.over.last_key_value().is_none_or(|(p, _)| p.as_slice() < path);
+        let after_all = (run.is_empty() || run.path(run.len() - 1) < path)
+            && self
+                .over
+                .last_key_value()
+                .is_none_or(|(p, _)| p.as_slice() < path);
         if after_all {
             self.push(path, value);
         }
@@ -70,7 +80,13 @@ impl<V> PathMap<V> {
 
     /// The run, without the changes not folded into it yet.
     fn run(&self) -> Sorted<'_, V> {
-        Sorted { paths: Paths { bytes: &self.bytes, ends: &self.ends }, values: &self.values }
+        Sorted {
+            paths: Paths {
+                bytes: &self.bytes,
+                ends: &self.ends,
+            },
+            values: &self.values,
+        }
     }
 
     /// How many paths it holds.
@@ -121,7 +137,17 @@ impl<V> PathMap<V> {
                 }
                 Some(std::mem::replace(&mut self.values[i], value))
             }
-            Err(i) if i == self.values.len() && self.over.range::<[u8], _>((std::ops::Bound::Excluded(path.as_slice()), std::ops::Bound::Unbounded)).next().is_none() => {
+            Err(i)
+                if i == self.values.len()
+                    && self
+                        .over
+                        .range::<[u8], _>((
+                            std::ops::Bound::Excluded(path.as_slice()),
+                            std::ops::Bound::Unbounded,
+                        ))
+                        .next()
+                        .is_none() =>
+            {
                 // Past every path: appended (how a checkout or a first add fills it).
                 let old = self.over.remove(&path).flatten();
                 self.push(&path, value);
@@ -169,9 +195,17 @@ impl<V> PathMap<V> {
             return;
         }
         let over = std::mem::take(&mut self.over);
-        let (bytes, ends, values) = (std::mem::take(&mut self.bytes), std::mem::take(&mut self.ends), std::mem::take(&mut self.values));
+        let (bytes, ends, values) = (
+            std::mem::take(&mut self.bytes),
+            std::mem::take(&mut self.ends),
+            std::mem::take(&mut self.values),
+        );
         let count = values.len() + over.len() - 2 * self.removed;
-        let added: usize = over.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.len()).sum();
+        let added: usize = over
+            .iter()
+            .filter(|(_, c)| c.is_some())
+            .map(|(p, _)| p.len())
+            .sum();
         self.reserve(count, bytes.len() + added);
         let mut changes = over.into_iter().peekable();
         let mut start = 0;
@@ -206,7 +240,15 @@ impl<V> PathMap<V> {
 
     /// [`PathMap::sorted`]'s paths, with its values to change in place.
     pub fn sorted_mut(&mut self) -> Option<(Paths<'_>, &mut [V])> {
-        self.over.is_empty().then(|| (Paths { bytes: &self.bytes, ends: &self.ends }, self.values.as_mut_slice()))
+        self.over.is_empty().then(|| {
+            (
+                Paths {
+                    bytes: &self.bytes,
+                    ends: &self.ends,
+                },
+                self.values.as_mut_slice(),
+            )
+        })
     }
 
     /// The value at position `i` of [`PathMap::sorted`], while that holds.
@@ -219,7 +261,12 @@ impl<V> PathMap<V> {
 
     /// Every entry, in path order.
     pub fn iter(&self) -> Iter<'_, V> {
-        Iter { run: self.run(), at: 0, over: self.over.iter().peekable(), remaining: self.len() }
+        Iter {
+            run: self.run(),
+            at: 0,
+            over: self.over.iter().peekable(),
+            remaining: self.len(),
+        }
     }
 
     /// Every path, in order.
@@ -237,7 +284,10 @@ impl<V> PathMap<V> {
         self.fold();
         let bytes = &self.bytes;
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(move |(start, end)| &bytes[start..end]).zip(self.values.iter_mut())
+        starts
+            .zip(self.ends.iter().copied())
+            .map(move |(start, end)| &bytes[start..end])
+            .zip(self.values.iter_mut())
     }
 }
 
@@ -286,7 +336,10 @@ pub struct Sorted<'a, V> {
 
 impl<V> Default for Sorted<'_, V> {
     fn default() -> Self {
-        Sorted { paths: Paths::default(), values: &[] }
+        Sorted {
+            paths: Paths::default(),
+            values: &[],
+        }
     }
 }
 

@@ -12,7 +12,9 @@ pub(crate) const TEMP_PREFIX: &str = ".dmv-tmp-";
 
 /// Whether `path` is `spec` or lies under it (an empty spec matches everything).
 pub fn matches(path: &[u8], spec: &[u8]) -> bool {
-    spec.is_empty() || path == spec || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
+    spec.is_empty()
+        || path == spec
+        || (path.starts_with(spec) && path.get(spec.len()) == Some(&b'/'))
 }
 
 /// Whether the folder at `dir` may hold paths that `spec` matches: it lies
@@ -55,7 +57,10 @@ pub(crate) fn clash_with(set: &std::collections::BTreeSet<Vec<u8>>, p: &[u8]) ->
         }
     }
     let below = [p, b"/"].concat();
-    set.range(below.clone()..).next().filter(|q| q.starts_with(&below)).cloned()
+    set.range(below.clone()..)
+        .next()
+        .filter(|q| q.starts_with(&below))
+        .cloned()
 }
 
 /// Looks up tracked paths in the working tree without following a symlink
@@ -82,7 +87,12 @@ pub(crate) struct Beneath<'r> {
 
 impl<'r> Beneath<'r> {
     pub(crate) fn new(root: &'r std::path::Path) -> Beneath<'r> {
-        Beneath { root, checked: Vec::new(), not_a_folder: None, open: None }
+        Beneath {
+            root,
+            checked: Vec::new(),
+            not_a_folder: None,
+            open: None,
+        }
     }
 
     /// The lstat of `rel` (None: nothing there, or a folder on the way is
@@ -97,13 +107,21 @@ impl<'r> Beneath<'r> {
         if !self.folder_is_there(folder)? {
             return Ok(None);
         }
-        if self.open.as_ref().is_none_or(|(open, _)| open.as_slice() != folder) {
+        if self
+            .open
+            .as_ref()
+            .is_none_or(|(open, _)| open.as_slice() != folder)
+        {
             // The root may be reached through a symlink; a folder beneath it may not.
             let flags = match folder.is_empty() {
                 true => libc::O_DIRECTORY,
                 false => libc::O_DIRECTORY | libc::O_NOFOLLOW,
             };
-            let dir = match std::fs::File::options().read(true).custom_flags(flags).open(self.at(folder)) {
+            let dir = match std::fs::File::options()
+                .read(true)
+                .custom_flags(flags)
+                .open(self.at(folder))
+            {
                 Ok(dir) => dir,
                 // Replaced since it was checked: by a symlink (ELOOP), a file, or nothing.
                 Err(e) if is_not_there(&e) || e.raw_os_error() == Some(libc::ELOOP) => {
@@ -114,9 +132,15 @@ impl<'r> Beneath<'r> {
             };
             self.open = Some((folder.to_vec(), dir));
         }
-        let Some((_, dir)) = &self.open else { return Ok(None) };
+        let Some((_, dir)) = &self.open else {
+            return Ok(None);
+        };
         let name = &rel[rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)..];
-        match rustix::fs::statat(dir, std::ffi::OsStr::from_bytes(name), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+        match rustix::fs::statat(
+            dir,
+            std::ffi::OsStr::from_bytes(name),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        ) {
             Ok(st) => Ok(Some(Stat::of_raw(&st))),
             Err(e) => match std::io::Error::from(e) {
                 e if is_not_there(&e) => Ok(None),
@@ -141,14 +165,22 @@ impl<'r> Beneath<'r> {
 
     /// Whether `folder` is a real folder all the way down from the root.
     fn folder_is_there(&mut self, folder: &[u8]) -> std::io::Result<bool> {
-        if self.not_a_folder.as_deref().is_some_and(|gone| matches(folder, gone)) {
+        if self
+            .not_a_folder
+            .as_deref()
+            .is_some_and(|gone| matches(folder, gone))
+        {
             return Ok(false);
         }
         if !matches(&self.checked, folder) {
             // Check each folder below the longest part already known good.
             let mut known = common_folder(folder, &self.checked);
             while known < folder.len() {
-                let end = folder[known..].iter().skip(1).position(|b| *b == b'/').map_or(folder.len(), |i| known + 1 + i);
+                let end = folder[known..]
+                    .iter()
+                    .skip(1)
+                    .position(|b| *b == b'/')
+                    .map_or(folder.len(), |i| known + 1 + i);
                 match std::fs::symlink_metadata(self.at(&folder[..end])) {
                     Ok(m) if m.is_dir() => {}
                     Err(e) if !is_not_there(&e) => return Err(e),
@@ -171,7 +203,11 @@ impl<'r> Beneath<'r> {
     /// Remembers `folder` as not one, for the lookups beneath it.
     fn not_a_folder(&mut self, folder: &[u8]) {
         self.not_a_folder = Some(folder.to_vec());
-        if self.open.as_ref().is_some_and(|(open, _)| matches(open, folder)) {
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|(open, _)| matches(open, folder))
+        {
             self.open = None;
         }
     }
@@ -185,7 +221,9 @@ fn folder_of(rel: &[u8]) -> &[u8] {
 /// The length of the longest folder path both `a` and `b` lie in or are.
 fn common_folder(a: &[u8], b: &[u8]) -> usize {
     let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    if same == a.len().min(b.len()) && (a.len() == b.len() || a.get(same) == Some(&b'/') || b.get(same) == Some(&b'/')) {
+    if same == a.len().min(b.len())
+        && (a.len() == b.len() || a.get(same) == Some(&b'/') || b.get(same) == Some(&b'/'))
+    {
         return same;
     }
     a[..same].iter().rposition(|x| *x == b'/').unwrap_or(0)
@@ -193,7 +231,10 @@ fn common_folder(a: &[u8], b: &[u8]) -> usize {
 
 /// Errors that mean "nothing is there": missing, or a file where a folder was.
 pub(crate) fn is_not_there(e: &std::io::Error) -> bool {
-    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 #[cfg(test)]
@@ -244,7 +285,12 @@ mod tests {
         for d in [root.join("a/b"), root.join("c"), outside.clone()] {
             std::fs::create_dir_all(d).unwrap();
         }
-        for f in [root.join("a/b/f"), root.join("a/g"), root.join("c/h"), outside.join("f")] {
+        for f in [
+            root.join("a/b/f"),
+            root.join("a/g"),
+            root.join("c/h"),
+            outside.join("f"),
+        ] {
             std::fs::write(f, "x").unwrap();
         }
         std::os::unix::fs::symlink(&outside, root.join("l")).unwrap();
@@ -254,7 +300,11 @@ mod tests {
         let there = |b: &mut Beneath, p: &str| {
             let st = b.stat(p.as_bytes()).unwrap();
             if let Some(st) = st {
-                assert_eq!(st, Stat::of(&std::fs::symlink_metadata(b.root.join(p)).unwrap()), "{p}");
+                assert_eq!(
+                    st,
+                    Stat::of(&std::fs::symlink_metadata(b.root.join(p)).unwrap()),
+                    "{p}"
+                );
             }
             st.is_some()
         };
@@ -281,12 +331,16 @@ mod tests {
         // The root itself may be reached through a symlink.
         std::os::unix::fs::symlink(&root, dir.path().join("via")).unwrap();
         assert!(there(&mut Beneath::new(&dir.path().join("via")), "file"));
-        assert!(!there(&mut Beneath::new(&dir.path().join("via")), "not-here"));
+        assert!(!there(
+            &mut Beneath::new(&dir.path().join("via")),
+            "not-here"
+        ));
     }
 
     #[test]
     fn clash_lookup() {
-        let set: std::collections::BTreeSet<Vec<u8>> = [b"a".to_vec(), b"a.txt".to_vec(), b"d/e".to_vec()].into();
+        let set: std::collections::BTreeSet<Vec<u8>> =
+            [b"a".to_vec(), b"a.txt".to_vec(), b"d/e".to_vec()].into();
         assert_eq!(clash_with(&set, b"a/b"), Some(b"a".to_vec()));
         assert_eq!(clash_with(&set, b"d"), Some(b"d/e".to_vec()));
         assert_eq!(clash_with(&set, b"a.txt2"), None);

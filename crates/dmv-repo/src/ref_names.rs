@@ -52,7 +52,10 @@ impl<'a> RefName<'a> {
             RefName::Branch(name)
         } else if let Some(name) = full.strip_prefix(TAGS) {
             RefName::Tag(name)
-        } else if let Some((remote, branch)) = full.strip_prefix(REMOTE_BRANCHES).and_then(|rest| rest.split_once('/')) {
+        } else if let Some((remote, branch)) = full
+            .strip_prefix(REMOTE_BRANCHES)
+            .and_then(|rest| rest.split_once('/'))
+        {
             RefName::RemoteBranch { remote, branch }
         } else {
             RefName::Other(full)
@@ -77,11 +80,23 @@ mod tests {
     fn names_round_trip() {
         assert_eq!(branch_ref("main"), "refs/heads/main");
         assert_eq!(tag_ref(String::from("v1")), "refs/tags/v1");
-        assert_eq!(remote_branch_ref("origin", "a/b"), "refs/remotes/origin/a/b");
+        assert_eq!(
+            remote_branch_ref("origin", "a/b"),
+            "refs/remotes/origin/a/b"
+        );
         assert_eq!(RefName::parse("refs/heads/a/b"), RefName::Branch("a/b"));
         assert_eq!(RefName::parse("refs/tags/v1"), RefName::Tag("v1"));
-        assert_eq!(RefName::parse("refs/remotes/origin/a/b"), RefName::RemoteBranch { remote: "origin", branch: "a/b" });
-        assert_eq!(RefName::parse("refs/remotes/origin"), RefName::Other("refs/remotes/origin"));
+        assert_eq!(
+            RefName::parse("refs/remotes/origin/a/b"),
+            RefName::RemoteBranch {
+                remote: "origin",
+                branch: "a/b"
+            }
+        );
+        assert_eq!(
+            RefName::parse("refs/remotes/origin"),
+            RefName::Other("refs/remotes/origin")
+        );
         assert_eq!(RefName::parse("refs/remotes/nas/main").short(), "nas/main");
         assert_eq!(RefName::parse("refs/stashes/0").short(), "stashes/0");
     }

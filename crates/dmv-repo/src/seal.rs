@@ -49,11 +49,16 @@ mod tests {
         assert_eq!(sealed, format!("0123-ab\ncheck {}\n", digest(b"0123-ab\n")));
         assert_eq!(digest(b""), "af1349b9f5f9a1a6a0404dea36dcc949");
         assert_eq!(body(&sealed), "0123-ab\n");
-        assert_eq!((checked(&sealed), checked("no check line\n")), (Some(true), None));
+        assert_eq!(
+            (checked(&sealed), checked("no check line\n")),
+            (Some(true), None)
+        );
         for i in 0..sealed.len() * 8 {
             let mut bytes = sealed.clone().into_bytes();
             bytes[i / 8] ^= 1 << (i % 8);
-            let Ok(flipped) = String::from_utf8(bytes) else { continue };
+            let Ok(flipped) = String::from_utf8(bytes) else {
+                continue;
+            };
             assert_ne!(checked(&flipped), Some(true), "{flipped:?}");
         }
     }

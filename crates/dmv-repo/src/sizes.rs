@@ -22,7 +22,31 @@ mod tests {
 
     #[test]
     fn sizes_read_as_people_write_them() {
-        let shown: Vec<String> = [0, 1023, 1024, 300_000, 3_000_000, 3 << 30, 5 << 40, u64::MAX].into_iter().map(human_bytes).collect();
-        assert_eq!(shown, ["0 B", "1023 B", "1.0 KiB", "293.0 KiB", "2.9 MiB", "3.0 GiB", "5.0 TiB", "16777216.0 TiB"]);
+        let shown: Vec<String> = [
+            0,
+            1023,
+            1024,
+            300_000,
+            3_000_000,
+            3 << 30,
+            5 << 40,
+            u64::MAX,
+        ]
+        .into_iter()
+        .map(human_bytes)
+        .collect();
+        assert_eq!(
+            shown,
+            [
+                "0 B",
+                "1023 B",
+                "1.0 KiB",
+                "293.0 KiB",
+                "2.9 MiB",
+                "3.0 GiB",
+                "5.0 TiB",
+                "16777216.0 TiB"
+            ]
+        );
     }
 }

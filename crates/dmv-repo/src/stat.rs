@@ -52,7 +52,13 @@ impl Stat {
     /// The stat data of `m`; for a symlink to be seen as one, `m` comes from
     /// `symlink_metadata`.
     pub fn of(m: &Metadata) -> Stat {
-        Stat { size: m.len(), mtime_ns: mtime_ns(m), ctime_ns: ctime_ns(m), ino: m.ino(), mode: m.mode() }
+        Stat {
+            size: m.len(),
+            mtime_ns: mtime_ns(m),
+            ctime_ns: ctime_ns(m),
+            ino: m.ino(),
+            mode: m.mode(),
+        }
     }
 
     // The fields' integer types differ from target to target.
@@ -88,6 +94,9 @@ impl Stat {
     /// Whether this is what a tracked path can hold: a file or a symlink
     /// (not a folder, a socket, a device).
     pub fn is_file_or_symlink(&self) -> bool {
-        matches!(self.kind(), Some(EntryKind::File | EntryKind::Executable | EntryKind::Symlink))
+        matches!(
+            self.kind(),
+            Some(EntryKind::File | EntryKind::Executable | EntryKind::Symlink)
+        )
     }
 }

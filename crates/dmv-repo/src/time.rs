@@ -14,7 +14,14 @@ pub fn civil(secs: i64) -> (i64, u8, u8, u8, u8, u8) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    (y, m as u8, d as u8, (rem / 3600) as u8, (rem % 3600 / 60) as u8, (rem % 60) as u8)
+    (
+        y,
+        m as u8,
+        d as u8,
+        (rem / 3600) as u8,
+        (rem % 3600 / 60) as u8,
+        (rem % 60) as u8,
+    )
 }
 
 /// A time in seconds since 1970 as `YYYY-MM-DD HH:MM:SS UTC`.
@@ -49,7 +56,10 @@ pub fn parse_date(text: &str, now: i64) -> Option<i64> {
     if let Some(secs) = text.strip_prefix('@') {
         return secs.parse().ok();
     }
-    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == '.').filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == '.')
+        .filter(|w| !w.is_empty())
+        .collect();
     if let [n, unit, "ago"] = words.as_slice() {
         let n: i64 = n.parse().ok()?;
         let unit = unit.strip_suffix('s').unwrap_or(unit);
@@ -66,9 +76,17 @@ pub fn parse_date(text: &str, now: i64) -> Option<i64> {
         return now.checked_sub(n.checked_mul(secs)?);
     }
     let stamp = lower.trim_end_matches(" utc").trim_end_matches('z');
-    let (date, time) = stamp.split_once(['t', ' ']).map_or((stamp, ""), |(d, t)| (d, t.trim()));
-    let num = |s: &str, max: i64| s.parse::<i64>().ok().filter(|v| (0..=max).contains(v) && !s.is_empty() && s.len() <= 4);
-    let [y, m, d] = date.split('-').collect::<Vec<_>>()[..] else { return None };
+    let (date, time) = stamp
+        .split_once(['t', ' '])
+        .map_or((stamp, ""), |(d, t)| (d, t.trim()));
+    let num = |s: &str, max: i64| {
+        s.parse::<i64>()
+            .ok()
+            .filter(|v| (0..=max).contains(v) && !s.is_empty() && s.len() <= 4)
+    };
+    let [y, m, d] = date.split('-').collect::<Vec<_>>()[..] else {
+        return None;
+    };
     let (y, m, d) = (num(y, 9999)?, num(m, 12)?, num(d, 31)?);
     if m == 0 || d == 0 || y < 1000 {
         return None;
@@ -89,7 +107,10 @@ mod tests {
     #[test]
     fn dates_people_write_are_read() {
         let now = 1_764_079_380; // 2025-11-25 14:03:00 UTC
-        assert_eq!(parse_date("2025-11-25", now), Some(now - 14 * 3600 - 3 * 60));
+        assert_eq!(
+            parse_date("2025-11-25", now),
+            Some(now - 14 * 3600 - 3 * 60)
+        );
         assert_eq!(parse_date("2025-11-25 14:03", now), Some(now));
         assert_eq!(parse_date("2025-11-25T14:03:00Z", now), Some(now));
         assert_eq!(parse_date("2025-11-25 14:03:00 UTC", now), Some(now));
@@ -97,8 +118,19 @@ mod tests {
         assert_eq!(parse_date("2 weeks ago", now), Some(now - 14 * 86_400));
         assert_eq!(parse_date("3.days.ago", now), Some(now - 3 * 86_400));
         assert_eq!(parse_date("1 hour ago", now), Some(now - 3600));
-        assert_eq!(parse_date("yesterday", now), Some(now - 14 * 3600 - 3 * 60 - 86_400));
-        for bad in ["", "soon", "2025-13-01", "2025-11-25 25:00", "11/25/2025", "x days ago", "99999999999999999999 years ago"] {
+        assert_eq!(
+            parse_date("yesterday", now),
+            Some(now - 14 * 3600 - 3 * 60 - 86_400)
+        );
+        for bad in [
+            "",
+            "soon",
+            "2025-13-01",
+            "2025-11-25 25:00",
+            "11/25/2025",
+            "x days ago",
+            "99999999999999999999 years ago",
+        ] {
             assert_eq!(parse_date(bad, now), None, "{bad}");
         }
     }

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind};
-use dmv_repo::{tree, Conflict, ConflictedPath, DirEntry, Dirstate, FlatEntry, MergeKind, MergeOutcome, MergePhase, Repository, Silent};
+use dmv_repo::{
+    tree, Conflict, ConflictedPath, DirEntry, Dirstate, FlatEntry, MergeKind, MergeOutcome,
+    MergePhase, Repository, Silent,
+};
 use dmv_testkit::golden::{assert_golden, bytes_of};
 
 fn id_hex(hex: &str) -> ObjectId {
@@ -20,11 +23,36 @@ fn id_hex(hex: &str) -> ObjectId {
 // dirstate
 
 fn dirstate_entries() -> BTreeMap<Vec<u8>, DirEntry> {
-    let e = |kind, byte, size, mtime_ns, ctime_ns, ino, mode| DirEntry { kind, id: ObjectId([byte; 32]), size, mtime_ns, ctime_ns, ino, mode };
+    let e = |kind, byte, size, mtime_ns, ctime_ns, ino, mode| DirEntry {
+        kind,
+        id: ObjectId([byte; 32]),
+        size,
+        mtime_ns,
+        ctime_ns,
+        ino,
+        mode,
+    };
     BTreeMap::from([
-        (b"a.txt".to_vec(), e(EntryKind::File, 0x11, 6, 1_700_000_000_123_456_789, 1_700_000_001_000_000_000, 4242, 0o100644)),
-        (b"bin/run.sh".to_vec(), e(EntryKind::Executable, 0x22, 300, 1_000, -1, 7, 0o100755)),
-        (b"caf\xe9".to_vec(), e(EntryKind::Symlink, 0x33, 4, 0, 0, 1 << 40, 0o120777)), // paths are bytes, not UTF-8
+        (
+            b"a.txt".to_vec(),
+            e(
+                EntryKind::File,
+                0x11,
+                6,
+                1_700_000_000_123_456_789,
+                1_700_000_001_000_000_000,
+                4242,
+                0o100644,
+            ),
+        ),
+        (
+            b"bin/run.sh".to_vec(),
+            e(EntryKind::Executable, 0x22, 300, 1_000, -1, 7, 0o100755),
+        ),
+        (
+            b"caf\xe9".to_vec(),
+            e(EntryKind::Symlink, 0x33, 4, 0, 0, 1 << 40, 0o120777),
+        ), // paths are bytes, not UTF-8
     ])
 }
 
@@ -36,12 +64,12 @@ const DIRSTATE: &[&str] = &[
     "00",                                                               // EntryKind::File
     "1111111111111111111111111111111111111111111111111111111111111111", // id
     "06",                                                               // size 6
-    "aab4aed8c7bfce972f",                                               // mtime_ns 1700000000123456789 (zigzag varint)
-    "80a8a69ccebfce972f",                                               // ctime_ns 1700000001000000000
-    "9221",                                                             // ino 4242 (varint)
-    "a48302",                                                           // mode 0o100644
-    "0a 62696e2f72756e2e7368",                                          // path "bin/run.sh"
-    "01",                                                               // EntryKind::Executable
+    "aab4aed8c7bfce972f",      // mtime_ns 1700000000123456789 (zigzag varint)
+    "80a8a69ccebfce972f",      // ctime_ns 1700000001000000000
+    "9221",                    // ino 4242 (varint)
+    "a48302",                  // mode 0o100644
+    "0a 62696e2f72756e2e7368", // path "bin/run.sh"
+    "01",                      // EntryKind::Executable
     "2222222222222222222222222222222222222222222222222222222222222222",
     "ac02",        // size 300
     "d00f",        // mtime_ns 1000
@@ -63,7 +91,11 @@ const DIRSTATE: &[&str] = &[
 fn dirstate_golden() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("dirstate");
-    let ds = Dirstate { entries: dirstate_entries().into_iter().collect(), written_ns: 0, absent_base: None };
+    let ds = Dirstate {
+        entries: dirstate_entries().into_iter().collect(),
+        written_ns: 0,
+        absent_base: None,
+    };
     ds.save(&path).unwrap();
     assert_golden("dirstate", &std::fs::read(&path).unwrap(), DIRSTATE);
 }
@@ -75,7 +107,14 @@ fn golden_dirstate_decodes() {
     std::fs::write(&path, bytes_of(DIRSTATE)).unwrap();
     // `written_ns` is the file's own mtime, not part of its bytes.
     let loaded = Dirstate::load(&path).unwrap();
-    assert_eq!(loaded.entries.iter().map(|(p, e)| (p.to_vec(), e.clone())).collect::<std::collections::BTreeMap<_, _>>(), dirstate_entries());
+    assert_eq!(
+        loaded
+            .entries
+            .iter()
+            .map(|(p, e)| (p.to_vec(), e.clone()))
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        dirstate_entries()
+    );
     // Saving writes the same bytes again (the save streams, the load decodes in place).
     let again = tmp.path().join("again");
     loaded.save(&again).unwrap();
@@ -127,8 +166,8 @@ const MERGE_STATE: &[&str] = &[
     "07", // ours: Some(File, id, size 7)
     "01 01",
     THEIRS_B,
-    "09",                                                               // theirs: Some(Executable, id, size 9)
-    "00",                                                               // MergeKind::Merge
+    "09", // theirs: Some(Executable, id, size 9)
+    "00", // MergeKind::Merge
     "131ea8333d4c31d6e3c82e64a62c31c40a639770eb82bf01ef67833a0ccb0b71", // BLAKE3 of everything before
 ];
 
@@ -160,19 +199,28 @@ const MERGE_STATE_V1: &[&str] = &[
     "07", // ours: Some(File, id, size 7)
     "01 01",
     THEIRS_B,
-    "09",                                                               // theirs: Some(Executable, id, size 9)
+    "09", // theirs: Some(Executable, id, size 9)
     "f549fb2c1149754703aef0493211e50edc9a547a2c4fcb9b0f0fc2ef9a3754b7", // BLAKE3 of everything before
 ];
 
 fn sig(time: i64) -> Signature {
-    Signature { name: "Ada".into(), email: "ada@example.org".into(), time, tz_minutes: 0 }
+    Signature {
+        name: "Ada".into(),
+        email: "ada@example.org".into(),
+        time,
+        tz_minutes: 0,
+    }
 }
 
 /// base: a.txt; ours: a.txt and b.txt changed/added; theirs: a.txt and b.txt
 /// (executable) changed/added differently, c.txt added. Returns (ours tree, ours, theirs).
 fn make_history(repo: &Repository) -> (ObjectId, ObjectId, ObjectId) {
     let mut s = repo.store.begin_write().unwrap();
-    let mut file = |kind, content: &[u8]| FlatEntry { kind, id: s.put_object(ObjectKind::Chunk, content).unwrap(), size: content.len() as u64 };
+    let mut file = |kind, content: &[u8]| FlatEntry {
+        kind,
+        id: s.put_object(ObjectKind::Chunk, content).unwrap(),
+        size: content.len() as u64,
+    };
     let base_a = file(EntryKind::File, b"base\n");
     let ours_a = file(EntryKind::File, b"ours\n");
     let theirs_a = file(EntryKind::File, b"theirs\n");
@@ -180,10 +228,25 @@ fn make_history(repo: &Repository) -> (ObjectId, ObjectId, ObjectId) {
     let theirs_b = file(EntryKind::Executable, b"b theirs\n");
     let theirs_c = file(EntryKind::File, b"c\n");
     let base_tree = tree::build(&mut s, [(&b"a.txt"[..], base_a)]).unwrap();
-    let ours_tree = tree::build(&mut s, [(&b"a.txt"[..], ours_a), (&b"b.txt"[..], ours_b)]).unwrap();
-    let theirs_tree = tree::build(&mut s, [(&b"a.txt"[..], theirs_a), (&b"b.txt"[..], theirs_b), (&b"c.txt"[..], theirs_c)]).unwrap();
+    let ours_tree =
+        tree::build(&mut s, [(&b"a.txt"[..], ours_a), (&b"b.txt"[..], ours_b)]).unwrap();
+    let theirs_tree = tree::build(
+        &mut s,
+        [
+            (&b"a.txt"[..], theirs_a),
+            (&b"b.txt"[..], theirs_b),
+            (&b"c.txt"[..], theirs_c),
+        ],
+    )
+    .unwrap();
     let mut commit = |tree, parents, time, message: &str| {
-        let c = Commit { tree, parents, author: sig(time), committer: sig(time), message: message.into() };
+        let c = Commit {
+            tree,
+            parents,
+            author: sig(time),
+            committer: sig(time),
+            message: message.into(),
+        };
         s.put_object(ObjectKind::Commit, &encode(&c)).unwrap()
     };
     let base = commit(base_tree, vec![], 1_700_000_000, "base\n");
@@ -195,10 +258,26 @@ fn make_history(repo: &Repository) -> (ObjectId, ObjectId, ObjectId) {
 }
 
 fn expected_conflicts() -> Vec<Conflict> {
-    let f = |kind, hex, size| Some(FlatEntry { kind, id: id_hex(hex), size });
+    let f = |kind, hex, size| {
+        Some(FlatEntry {
+            kind,
+            id: id_hex(hex),
+            size,
+        })
+    };
     vec![
-        Conflict { path: b"a.txt".to_vec(), base: f(EntryKind::File, BASE_A, 5), ours: f(EntryKind::File, OURS_A, 5), theirs: f(EntryKind::File, THEIRS_A, 7) },
-        Conflict { path: b"b.txt".to_vec(), base: None, ours: f(EntryKind::File, OURS_B, 7), theirs: f(EntryKind::Executable, THEIRS_B, 9) },
+        Conflict {
+            path: b"a.txt".to_vec(),
+            base: f(EntryKind::File, BASE_A, 5),
+            ours: f(EntryKind::File, OURS_A, 5),
+            theirs: f(EntryKind::File, THEIRS_A, 7),
+        },
+        Conflict {
+            path: b"b.txt".to_vec(),
+            base: None,
+            ours: f(EntryKind::File, OURS_B, 7),
+            theirs: f(EntryKind::Executable, THEIRS_B, 9),
+        },
     ]
 }
 
@@ -207,14 +286,23 @@ fn merge_state_golden_and_decode() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = Repository::init(&tmp.path().join("repo"), ChunkParams::default()).unwrap();
     let (ours_tree, ours, theirs) = make_history(&repo);
-    assert_eq!((ours.to_hex().as_str(), theirs.to_hex().as_str()), (OURS, THEIRS));
+    assert_eq!(
+        (ours.to_hex().as_str(), theirs.to_hex().as_str()),
+        (OURS, THEIRS)
+    );
     repo.checkout_tree(&ours_tree, &Silent).unwrap();
     repo.advance_head(None, ours, "golden").unwrap();
 
     let outcome = repo.merge(theirs, "feature", &Silent).unwrap();
     // Text both sides changed on the same line: conflicts, marked in the files.
-    let marked = |p: &[u8]| ConflictedPath { path: p.to_vec(), marked: true };
-    assert_eq!(outcome, MergeOutcome::Conflicts(vec![marked(b"a.txt"), marked(b"b.txt")]));
+    let marked = |p: &[u8]| ConflictedPath {
+        path: p.to_vec(),
+        marked: true,
+    };
+    assert_eq!(
+        outcome,
+        MergeOutcome::Conflicts(vec![marked(b"a.txt"), marked(b"b.txt")])
+    );
     let path = repo.dmv.join("MERGE_STATE");
     assert_golden("MERGE_STATE", &std::fs::read(&path).unwrap(), MERGE_STATE);
 
@@ -232,6 +320,9 @@ fn merge_state_golden_and_decode() {
     // A state file of version 1 (a merge in progress across an upgrade) reads as the same merge.
     std::fs::write(&path, bytes_of(MERGE_STATE_V1)).unwrap();
     let old = repo.merge_state().unwrap().expect("a merge in progress");
-    assert_eq!((old.head, old.theirs, old.target, old.kind), (state.head, state.theirs, state.target, MergeKind::Merge));
+    assert_eq!(
+        (old.head, old.theirs, old.target, old.kind),
+        (state.head, state.theirs, state.target, MergeKind::Merge)
+    );
     assert_eq!(old.conflicts, expected_conflicts());
 }

@@ -2,7 +2,9 @@
 //! by a documented depth and by node levels, never by the stack; a declared
 //! length in the dirstate or the merge state never sizes an allocation.
 
-use dmv_repo::store::object::{encode, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode};
+use dmv_repo::store::object::{
+    encode, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode,
+};
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, WriteSession};
 use dmv_repo::tree::{build, flatten, flatten_with, lookup, read_dir, MAX_PATH_DEPTH};
 use dmv_repo::{Dirstate, EarlyCheckout, FlatEntry, Repository};
@@ -20,9 +22,29 @@ fn leaf(entries: Vec<TreeEntry>) -> Vec<u8> {
 /// A file `f` under `depth` nested directories `d`: its path has `depth` slashes.
 fn deep_tree(s: &mut WriteSession<'_>, depth: usize) -> ObjectId {
     let file = s.put_object(ObjectKind::Chunk, b"deep").unwrap();
-    let mut child = s.put_object(ObjectKind::Tree, &leaf(vec![TreeEntry { name: b"f".to_vec(), kind: EntryKind::File, id: file, size: 4 }])).unwrap();
+    let mut child = s
+        .put_object(
+            ObjectKind::Tree,
+            &leaf(vec![TreeEntry {
+                name: b"f".to_vec(),
+                kind: EntryKind::File,
+                id: file,
+                size: 4,
+            }]),
+        )
+        .unwrap();
     for _ in 0..depth {
-        child = s.put_object(ObjectKind::Tree, &leaf(vec![TreeEntry { name: b"d".to_vec(), kind: EntryKind::Dir, id: child, size: 4 }])).unwrap();
+        child = s
+            .put_object(
+                ObjectKind::Tree,
+                &leaf(vec![TreeEntry {
+                    name: b"d".to_vec(),
+                    kind: EntryKind::Dir,
+                    id: child,
+                    size: 4,
+                }]),
+            )
+            .unwrap();
     }
     child
 }
@@ -39,12 +61,19 @@ fn a_tree_100000_directories_deep_is_refused_with_one_line() {
     s.finish().unwrap();
     drop(s);
     let err = flatten(&repo.store, &root).unwrap_err().to_string();
-    assert!(err.contains(&format!("nest more than {MAX_PATH_DEPTH} deep")) && !err.contains('\n') && err.len() < 300, "{err}");
+    assert!(
+        err.contains(&format!("nest more than {MAX_PATH_DEPTH} deep"))
+            && !err.contains('\n')
+            && err.len() < 300,
+        "{err}"
+    );
     let read = |id: &ObjectId| Ok(repo.store.read_decoded::<TreeNode>(id, ObjectKind::Tree)?);
     assert!(flatten_with(&read, &root).is_err());
     // One directory at a time still works, as deep as one cares to look.
     assert_eq!(read_dir(&repo.store, &root).unwrap().len(), 1);
-    let found = lookup(&repo.store, &root, &b"d/".repeat(5000)).unwrap().unwrap();
+    let found = lookup(&repo.store, &root, &b"d/".repeat(5000))
+        .unwrap()
+        .unwrap();
     assert_eq!(found.kind, EntryKind::Dir);
 }
 
@@ -54,13 +83,22 @@ fn the_depth_limit_is_exact_and_build_keeps_to_it() {
     let mut s = repo.store.begin_write().unwrap();
     let deepest = deep_tree(&mut s, MAX_PATH_DEPTH);
     let too_deep = deep_tree(&mut s, MAX_PATH_DEPTH + 1);
-    let file = FlatEntry { kind: EntryKind::File, id: ObjectId::hash(ObjectKind::Chunk, b"deep"), size: 4 };
+    let file = FlatEntry {
+        kind: EntryKind::File,
+        id: ObjectId::hash(ObjectKind::Chunk, b"deep"),
+        size: 4,
+    };
     let path = deep_path(MAX_PATH_DEPTH);
     // Building the same flat map gives the same tree, without recursion.
     assert_eq!(build(&mut s, [(path.as_slice(), file)]).unwrap(), deepest);
     let longer = deep_path(MAX_PATH_DEPTH + 1);
-    let err = build(&mut s, [(longer.as_slice(), file)]).unwrap_err().to_string();
-    assert!(err.contains(&format!("nests more than {MAX_PATH_DEPTH} directories")) && err.len() < 300, "{err}");
+    let err = build(&mut s, [(longer.as_slice(), file)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("nests more than {MAX_PATH_DEPTH} directories")) && err.len() < 300,
+        "{err}"
+    );
     s.finish().unwrap();
     drop(s);
     let flat = flatten(&repo.store, &deepest).unwrap();
@@ -71,15 +109,30 @@ fn the_depth_limit_is_exact_and_build_keeps_to_it() {
 #[test]
 fn build_groups_directories_like_before() {
     let (_dir, repo) = repo();
-    let e = |n: u8| FlatEntry { kind: EntryKind::File, id: ObjectId([n; 32]), size: n as u64 };
+    let e = |n: u8| FlatEntry {
+        kind: EntryKind::File,
+        id: ObjectId([n; 32]),
+        size: n as u64,
+    };
     // Sorted bytewise: "a-c" < "a/b" < "a/d/e" < "a0" < "b".
-    let flat: Vec<(&[u8], FlatEntry)> = vec![(b"a-c", e(1)), (b"a/b", e(2)), (b"a/d/e", e(3)), (b"a0", e(4)), (b"b", e(5))];
+    let flat: Vec<(&[u8], FlatEntry)> = vec![
+        (b"a-c", e(1)),
+        (b"a/b", e(2)),
+        (b"a/d/e", e(3)),
+        (b"a0", e(4)),
+        (b"b", e(5)),
+    ];
     let mut s = repo.store.begin_write().unwrap();
     let root = build(&mut s, flat.iter().copied()).unwrap();
     s.finish().unwrap();
     drop(s);
     let back = flatten(&repo.store, &root).unwrap();
-    assert_eq!(back.into_iter().collect::<Vec<_>>(), flat.iter().map(|(p, e)| (p.to_vec(), *e)).collect::<Vec<_>>());
+    assert_eq!(
+        back.into_iter().collect::<Vec<_>>(),
+        flat.iter()
+            .map(|(p, e)| (p.to_vec(), *e))
+            .collect::<Vec<_>>()
+    );
     let top = read_dir(&repo.store, &root).unwrap();
     let names: Vec<&[u8]> = top.iter().map(|e| e.name.as_slice()).collect();
     assert_eq!(names, vec![&b"a"[..], b"a-c", b"a0", b"b"]);
@@ -91,22 +144,76 @@ fn inner_nodes_must_count_down_to_their_leaves() {
     let (_dir, repo) = repo();
     let mut s = repo.store.begin_write().unwrap();
     let file = s.put_object(ObjectKind::Chunk, b"x").unwrap();
-    let leaf_id = s.put_object(ObjectKind::Tree, &leaf(vec![TreeEntry { name: b"x".to_vec(), kind: EntryKind::File, id: file, size: 1 }])).unwrap();
+    let leaf_id = s
+        .put_object(
+            ObjectKind::Tree,
+            &leaf(vec![TreeEntry {
+                name: b"x".to_vec(),
+                kind: EntryKind::File,
+                id: file,
+                size: 1,
+            }]),
+        )
+        .unwrap();
     // 100,000 inner nodes each claiming level 1 over the next.
     let mut chain = leaf_id;
     for _ in 0..100_000 {
-        chain = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Inner { level: 1, children: vec![NodeEntry { id: chain, size: 1 }] })).unwrap();
+        chain = s
+            .put_object(
+                ObjectKind::Tree,
+                &encode(&TreeNode::Inner {
+                    level: 1,
+                    children: vec![NodeEntry { id: chain, size: 1 }],
+                }),
+            )
+            .unwrap();
     }
-    let level_zero = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Inner { level: 0, children: vec![NodeEntry { id: leaf_id, size: 1 }] })).unwrap();
-    let skips = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Inner { level: 2, children: vec![NodeEntry { id: leaf_id, size: 1 }] })).unwrap();
-    let good = s.put_object(ObjectKind::Tree, &encode(&TreeNode::Inner { level: 1, children: vec![NodeEntry { id: leaf_id, size: 1 }] })).unwrap();
+    let level_zero = s
+        .put_object(
+            ObjectKind::Tree,
+            &encode(&TreeNode::Inner {
+                level: 0,
+                children: vec![NodeEntry {
+                    id: leaf_id,
+                    size: 1,
+                }],
+            }),
+        )
+        .unwrap();
+    let skips = s
+        .put_object(
+            ObjectKind::Tree,
+            &encode(&TreeNode::Inner {
+                level: 2,
+                children: vec![NodeEntry {
+                    id: leaf_id,
+                    size: 1,
+                }],
+            }),
+        )
+        .unwrap();
+    let good = s
+        .put_object(
+            ObjectKind::Tree,
+            &encode(&TreeNode::Inner {
+                level: 1,
+                children: vec![NodeEntry {
+                    id: leaf_id,
+                    size: 1,
+                }],
+            }),
+        )
+        .unwrap();
     s.finish().unwrap();
     drop(s);
     let err = read_dir(&repo.store, &chain).unwrap_err().to_string();
     assert!(err.contains("has level 1 where level 0 belongs"), "{err}");
     assert!(flatten(&repo.store, &chain).is_err());
     let err = read_dir(&repo.store, &level_zero).unwrap_err().to_string();
-    assert!(err.contains("has level 0 where a level above 0 belongs"), "{err}");
+    assert!(
+        err.contains("has level 0 where a level above 0 belongs"),
+        "{err}"
+    );
     let err = read_dir(&repo.store, &skips).unwrap_err().to_string();
     assert!(err.contains("has level 0 where level 1 belongs"), "{err}");
     assert_eq!(read_dir(&repo.store, &good).unwrap().len(), 1);
@@ -118,11 +225,48 @@ fn early_checkout_planning_survives_a_deep_chain_of_file_nodes() {
     let mut s = repo.store.begin_write().unwrap();
     let mut file = s.put_object(ObjectKind::Chunk, b"chunk").unwrap();
     for i in 0..100_000 {
-        file = s.put_object(ObjectKind::FileNode, &encode(&FileNode { level: (i > 0) as u8, entries: vec![NodeEntry { id: file, size: 5 << 20 }] })).unwrap();
+        file = s
+            .put_object(
+                ObjectKind::FileNode,
+                &encode(&FileNode {
+                    level: (i > 0) as u8,
+                    entries: vec![NodeEntry {
+                        id: file,
+                        size: 5 << 20,
+                    }],
+                }),
+            )
+            .unwrap();
     }
-    let tree = s.put_object(ObjectKind::Tree, &leaf(vec![TreeEntry { name: b"big".to_vec(), kind: EntryKind::File, id: file, size: 5 << 20 }])).unwrap();
-    let sig = Signature { name: "A".into(), email: "a@x".into(), time: 0, tz_minutes: 0 };
-    let commit = s.put_object(ObjectKind::Commit, &encode(&Commit { tree, parents: vec![], author: sig.clone(), committer: sig, message: "m".into() })).unwrap();
+    let tree = s
+        .put_object(
+            ObjectKind::Tree,
+            &leaf(vec![TreeEntry {
+                name: b"big".to_vec(),
+                kind: EntryKind::File,
+                id: file,
+                size: 5 << 20,
+            }]),
+        )
+        .unwrap();
+    let sig = Signature {
+        name: "A".into(),
+        email: "a@x".into(),
+        time: 0,
+        tz_minutes: 0,
+    };
+    let commit = s
+        .put_object(
+            ObjectKind::Commit,
+            &encode(&Commit {
+                tree,
+                parents: vec![],
+                author: sig.clone(),
+                committer: sig,
+                message: "m".into(),
+            }),
+        )
+        .unwrap();
     s.finish().unwrap();
     drop(s);
     let mut early = EarlyCheckout::new(&repo).unwrap();
@@ -156,7 +300,10 @@ fn checksummed(magic: &[u8], body: &[u8]) -> Vec<u8> {
 /// declaring 2^60 entries or a 2^60-byte path is an error, not an abort.
 #[test]
 fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
-    if !dmv_testkit::in_small_address_space("huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors", 1 << 30) {
+    if !dmv_testkit::in_small_address_space(
+        "huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors",
+        1 << 30,
+    ) {
         return;
     }
     let (_dir, repo) = repo();
@@ -171,7 +318,9 @@ fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
     for body in [many, long_path] {
         let path = repo.dmv.join("dirstate");
         std::fs::write(&path, checksummed(b"DMVDIRS\0", &body)).unwrap();
-        let Err(err) = Dirstate::load(&path) else { panic!("a dirstate declaring {huge} of something loaded") };
+        let Err(err) = Dirstate::load(&path) else {
+            panic!("a dirstate declaring {huge} of something loaded")
+        };
         let err = err.to_string();
         assert!(err.contains("corrupt") && !err.contains('\n'), "{err}");
     }
@@ -188,7 +337,11 @@ fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
     varint(1, &mut many_conflicts);
     varint(huge, &mut many_conflicts);
     for body in [long_label, many_conflicts] {
-        std::fs::write(repo.dmv.join("MERGE_STATE"), checksummed(b"DMVMERGE", &body)).unwrap();
+        std::fs::write(
+            repo.dmv.join("MERGE_STATE"),
+            checksummed(b"DMVMERGE", &body),
+        )
+        .unwrap();
         let err = repo.merge_state().unwrap_err().to_string();
         assert!(err.contains("corrupt") && !err.contains('\n'), "{err}");
     }
@@ -198,17 +351,39 @@ fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
 fn large_directories_split_into_levels_read_back() {
     let (_dir, repo) = repo();
     // Enough entries for inner nodes of level 2 (about 256 leaves a node).
-    let names: Vec<Vec<u8>> = (0..200_000u32).map(|i| format!("d/f{i:07}").into_bytes()).collect();
-    let flat: Vec<(&[u8], FlatEntry)> = names.iter().map(|n| (n.as_slice(), FlatEntry { kind: EntryKind::File, id: ObjectId::hash(ObjectKind::Chunk, n), size: 1 })).collect();
+    let names: Vec<Vec<u8>> = (0..200_000u32)
+        .map(|i| format!("d/f{i:07}").into_bytes())
+        .collect();
+    let flat: Vec<(&[u8], FlatEntry)> = names
+        .iter()
+        .map(|n| {
+            (
+                n.as_slice(),
+                FlatEntry {
+                    kind: EntryKind::File,
+                    id: ObjectId::hash(ObjectKind::Chunk, n),
+                    size: 1,
+                },
+            )
+        })
+        .collect();
     let mut s = repo.store.begin_write().unwrap();
     let root = build(&mut s, flat.iter().copied()).unwrap();
     s.finish().unwrap();
     drop(s);
     let dir = read_dir(&repo.store, &root).unwrap()[0].id;
-    assert!(matches!(repo.store.read_decoded::<TreeNode>(&dir, ObjectKind::Tree).unwrap(), TreeNode::Inner { level: 2.., .. }));
+    assert!(matches!(
+        repo.store
+            .read_decoded::<TreeNode>(&dir, ObjectKind::Tree)
+            .unwrap(),
+        TreeNode::Inner { level: 2.., .. }
+    ));
     let back = flatten(&repo.store, &root).unwrap();
     assert_eq!(back.len(), flat.len());
-    assert!(back.iter().zip(&flat).all(|((p, e), (q, f))| p.as_slice() == *q && e == f));
+    assert!(back
+        .iter()
+        .zip(&flat)
+        .all(|((p, e), (q, f))| p.as_slice() == *q && e == f));
 }
 
 /// A tag object from a peer is checked as a commit is: its target must be a
@@ -219,12 +394,26 @@ fn a_tag_of_a_tree_or_with_a_bad_name_is_refused() {
     let tree = ObjectId([7; 32]);
     let commit = ObjectId([8; 32]);
     let facts = |id: &ObjectId| {
-        let kind = if *id == tree { ObjectKind::Tree } else { ObjectKind::Commit };
+        let kind = if *id == tree {
+            ObjectKind::Tree
+        } else {
+            ObjectKind::Commit
+        };
         Ok(Some(dmv_repo::ObjectFacts { kind, size: 0 }))
     };
-    let tagger = Signature { name: "Eve".into(), email: "eve@example.org".into(), time: 0, tz_minutes: 0 };
+    let tagger = Signature {
+        name: "Eve".into(),
+        email: "eve@example.org".into(),
+        time: 0,
+        tz_minutes: 0,
+    };
     let check = |target: ObjectId, name: &str| {
-        let bytes = encode(&Tag { target, name: name.into(), tagger: tagger.clone(), message: "m\n".into() });
+        let bytes = encode(&Tag {
+            target,
+            name: name.into(),
+            tagger: tagger.clone(),
+            message: "m\n".into(),
+        });
         let id = ObjectId::hash(ObjectKind::Tag, &bytes);
         dmv_repo::check_object(&id, ObjectKind::Tag, &bytes, &mut |c| facts(c)).map(|_| ())
     };

@@ -4,22 +4,49 @@
 use dmv_repo::line_merge::{merge_lines_with, ConflictStyle, LineDiff, MarkerLabels};
 use proptest::prelude::*;
 
-const LABELS: MarkerLabels<'static> = MarkerLabels { ours: "HEAD", base: "1234567", theirs: "feature" };
+const LABELS: MarkerLabels<'static> = MarkerLabels {
+    ours: "HEAD",
+    base: "1234567",
+    theirs: "feature",
+};
 
 /// What `git merge-file` makes of the same three files: (bytes, conflicted).
-fn git_merge_file(base: &[u8], ours: &[u8], theirs: &[u8], style: ConflictStyle) -> (Vec<u8>, bool) {
+fn git_merge_file(
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+    style: ConflictStyle,
+) -> (Vec<u8>, bool) {
     let dir = tempfile::tempdir().unwrap();
     for (name, bytes) in [("base", base), ("ours", ours), ("theirs", theirs)] {
         std::fs::write(dir.path().join(name), bytes).unwrap();
     }
     let mut cmd = std::process::Command::new("git");
-    cmd.current_dir(dir.path()).args(["merge-file", "-p", "-L", "HEAD", "-L", "1234567", "-L", "feature"]);
+    cmd.current_dir(dir.path()).args([
+        "merge-file",
+        "-p",
+        "-L",
+        "HEAD",
+        "-L",
+        "1234567",
+        "-L",
+        "feature",
+    ]);
     if style == ConflictStyle::Diff3 {
         cmd.arg("--diff3");
     }
-    let out = cmd.args(["ours", "base", "theirs"]).env("GIT_CONFIG_NOSYSTEM", "1").env("HOME", dir.path()).output().expect("git runs");
+    let out = cmd
+        .args(["ours", "base", "theirs"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir.path())
+        .output()
+        .expect("git runs");
     let code = out.status.code().expect("git exits");
-    assert!((0..128).contains(&code), "git merge-file failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        (0..128).contains(&code),
+        "git merge-file failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.stdout, code > 0)
 }
 
@@ -29,35 +56,39 @@ fn git_merge_file(base: &[u8], ours: &[u8], theirs: &[u8], style: ConflictStyle)
 /// one side, so every diff has one answer and any difference from git
 /// is in the merge rules, not in how two diff programs break ties.
 fn side(base: usize, prefix: char) -> impl Strategy<Value = Vec<String>> {
-    (proptest::collection::vec(0u8..8, base), proptest::collection::vec(0u8..6, base + 1)).prop_map(move |(fates, inserts)| {
-        let mut out = Vec::new();
-        let mut new = 0;
-        let mut fresh = |shared: bool| {
-            new += 1;
-            if shared {
-                format!("s{}", new % 3)
-            } else {
-                format!("{prefix}{new}")
-            }
-        };
-        for (i, insert) in inserts.iter().enumerate() {
-            if *insert >= 4 {
-                out.push(fresh(*insert == 5));
-            }
-            if let Some(fate) = fates.get(i) {
-                match fate {
-                    0 => {}
-                    1 => out.push(fresh(false)),
-                    2 => out.push(fresh(true)),
-                    _ => out.push(format!("b{i}")),
+    (
+        proptest::collection::vec(0u8..8, base),
+        proptest::collection::vec(0u8..6, base + 1),
+    )
+        .prop_map(move |(fates, inserts)| {
+            let mut out = Vec::new();
+            let mut new = 0;
+            let mut fresh = |shared: bool| {
+                new += 1;
+                if shared {
+                    format!("s{}", new % 3)
+                } else {
+                    format!("{prefix}{new}")
+                }
+            };
+            for (i, insert) in inserts.iter().enumerate() {
+                if *insert >= 4 {
+                    out.push(fresh(*insert == 5));
+                }
+                if let Some(fate) = fates.get(i) {
+                    match fate {
+                        0 => {}
+                        1 => out.push(fresh(false)),
+                        2 => out.push(fresh(true)),
+                        _ => out.push(format!("b{i}")),
+                    }
                 }
             }
-        }
-        out.dedup();
-        let mut seen = std::collections::HashSet::new();
-        out.retain(|l| seen.insert(l.clone()));
-        out
-    })
+            out.dedup();
+            let mut seen = std::collections::HashSet::new();
+            out.retain(|l| seen.insert(l.clone()));
+            out
+        })
 }
 
 fn text(lines: &[String], final_newline: bool) -> Vec<u8> {
@@ -69,7 +100,13 @@ fn text(lines: &[String], final_newline: bool) -> Vec<u8> {
 }
 
 fn three_versions() -> impl Strategy<Value = (Vec<String>, Vec<String>, Vec<String>)> {
-    (0usize..10).prop_flat_map(|n| (Just((0..n).map(|i| format!("b{i}")).collect::<Vec<_>>()), side(n, 'o'), side(n, 't')))
+    (0usize..10).prop_flat_map(|n| {
+        (
+            Just((0..n).map(|i| format!("b{i}")).collect::<Vec<_>>()),
+            side(n, 'o'),
+            side(n, 't'),
+        )
+    })
 }
 
 proptest! {

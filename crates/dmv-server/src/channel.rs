@@ -55,7 +55,9 @@ impl Write for ChannelWriter {
             return Ok(());
         }
         let piece = Bytes::from(std::mem::take(&mut self.buf));
-        self.tx.blocking_send(Ok(piece)).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))
+        self.tx.blocking_send(Ok(piece)).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
+        })
     }
 }
 
@@ -66,11 +68,20 @@ mod tests {
     #[test]
     fn pieces_are_cut_to_size_and_few_wait_ahead() {
         let (tx, mut rx) = answer_channel();
-        let mut out = ChannelWriter { tx, buf: Vec::new() };
+        let mut out = ChannelWriter {
+            tx,
+            buf: Vec::new(),
+        };
         out.write_all(&vec![7u8; PIECE + 10]).unwrap();
-        assert_eq!(out.buf.capacity(), PIECE, "a piece is allocated at its size, not grown past it");
+        assert_eq!(
+            out.buf.capacity(),
+            PIECE,
+            "a piece is allocated at its size, not grown past it"
+        );
         out.flush().unwrap();
-        let sizes: Vec<usize> = std::iter::from_fn(|| rx.try_recv().ok()).map(|p| p.unwrap().len()).collect();
+        let sizes: Vec<usize> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|p| p.unwrap().len())
+            .collect();
         assert_eq!(sizes, [PIECE, 10]);
         // The channel takes PIECES_AHEAD; the next waits for the client.
         for _ in 0..PIECES_AHEAD {

@@ -42,7 +42,8 @@ impl Activity {
     }
 
     pub fn moved_bytes(&self) {
-        self.last_io_ms.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_io_ms
+            .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     /// Notes that a write could not proceed: the client is not reading.
@@ -76,7 +77,8 @@ impl Activity {
     /// second was tried: for that second the only connection not counted
     /// as work was a clone's, idle between two requests, and it was closed.
     fn working(&self) -> bool {
-        self.busy.load(Ordering::SeqCst) > self.waiting.load(Ordering::SeqCst) && !self.write_blocked.load(Ordering::Relaxed)
+        self.busy.load(Ordering::SeqCst) > self.waiting.load(Ordering::SeqCst)
+            && !self.write_blocked.load(Ordering::Relaxed)
     }
 
     /// When it last did anything, as an instant comparable across connections.
@@ -117,13 +119,21 @@ pub(crate) struct Admitted {
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        self.connections.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+        self.connections
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
     }
 }
 
 impl Connections {
     pub fn new(bound: usize) -> Arc<Connections> {
-        Arc::new(Connections { open: Mutex::new(HashMap::new()), next: AtomicU64::new(0), bound })
+        Arc::new(Connections {
+            open: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(0),
+            bound,
+        })
     }
 
     /// Admits a new connection, closing the quietest one the server is not
@@ -131,7 +141,11 @@ impl Connections {
     pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.len() >= self.bound {
-            let quietest = open.iter().filter(|(_, a)| !a.working()).min_by_key(|(_, a)| a.quiet_since()).map(|(k, _)| *k)?;
+            let quietest = open
+                .iter()
+                .filter(|(_, a)| !a.working())
+                .min_by_key(|(_, a)| a.quiet_since())
+                .map(|(k, _)| *k)?;
             if let Some(victim) = open.remove(&quietest) {
                 victim.closed.notify_one();
             }
@@ -139,7 +153,11 @@ impl Connections {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let activity = Arc::new(Activity::new());
         open.insert(key, activity.clone());
-        Some(Admitted { connections: self.clone(), key, activity })
+        Some(Admitted {
+            connections: self.clone(),
+            key,
+            activity,
+        })
     }
 }
 
@@ -161,7 +179,11 @@ mod tests {
         let d = connections.admit().unwrap();
         assert_eq!(connections.open.lock().unwrap().len(), 3);
         assert!(connections.open.lock().unwrap().contains_key(&a.key));
-        let _all_busy = [b.activity.answering(), c.activity.answering(), d.activity.answering()];
+        let _all_busy = [
+            b.activity.answering(),
+            c.activity.answering(),
+            d.activity.answering(),
+        ];
         assert!(connections.open.lock().unwrap().len() == 3);
         assert!(connections.admit().is_none(), "every connection is busy");
         drop(_busy);
@@ -178,18 +200,35 @@ mod tests {
     #[test]
     fn an_answer_its_client_leaves_untaken_makes_room_and_the_quietest_goes_first() {
         let connections = Connections::new(3);
-        let (a, b, c) = (connections.admit().unwrap(), connections.admit().unwrap(), connections.admit().unwrap());
-        let _answering = [a.activity.answering(), b.activity.answering(), c.activity.answering()];
-        assert!(connections.admit().is_none(), "every answer is being written");
+        let (a, b, c) = (
+            connections.admit().unwrap(),
+            connections.admit().unwrap(),
+            connections.admit().unwrap(),
+        );
+        let _answering = [
+            a.activity.answering(),
+            b.activity.answering(),
+            c.activity.answering(),
+        ];
+        assert!(
+            connections.admit().is_none(),
+            "every answer is being written"
+        );
         a.activity.write_blocked();
         std::thread::sleep(std::time::Duration::from_millis(5));
         b.activity.moved_bytes();
         b.activity.write_blocked();
         c.activity.write_blocked();
         c.activity.write_unblocked();
-        assert!(connections.admit().is_some(), "a and b wait for their clients");
+        assert!(
+            connections.admit().is_some(),
+            "a and b wait for their clients"
+        );
         let open = connections.open.lock().unwrap();
         assert!(!open.contains_key(&a.key), "a took nothing for longest");
-        assert!(open.contains_key(&b.key) && open.contains_key(&c.key), "b moved bytes later; c's client reads");
+        assert!(
+            open.contains_key(&b.key) && open.contains_key(&c.key),
+            "b moved bytes later; c's client reads"
+        );
     }
 }

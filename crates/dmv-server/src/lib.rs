@@ -26,4 +26,7 @@ mod uploads;
 mod web;
 
 pub use server::{run, MAX_HEAD_BYTES, MAX_REQUEST_BYTES};
-pub use server_config::{BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry, DEFAULT_IDLE_TIMEOUT_SECS};
+pub use server_config::{
+    BrowseAccess, NamedToken, ReadAccess, ServerConfig, TokenAccess, TokenEntry,
+    DEFAULT_IDLE_TIMEOUT_SECS,
+};

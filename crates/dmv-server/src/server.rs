@@ -52,36 +52,67 @@ fn plain(status: StatusCode, text: String) -> Response {
 /// count against the client's ration of guesses.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn authorize(state: &ServerState, peer: Peer, headers: &HeaderMap, verb: Verb) -> Result<Caller, Response> {
+fn authorize(
+    state: &ServerState,
+    peer: Peer,
+    headers: &HeaderMap,
+    verb: Verb,
+) -> Result<Caller, Response> {
     let config = &state.config;
-    let presented = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+    let presented = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
     let entry = match presented {
         Some(t) => {
             let client = state.client_ip(peer, headers);
             if let Err(wait) = state.guesses.check(client) {
-                return Err(plain(StatusCode::TOO_MANY_REQUESTS, format!("too many wrong tokens from {client}: try again in {} s", wait.as_secs().max(1))));
+                return Err(plain(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!(
+                        "too many wrong tokens from {client}: try again in {} s",
+                        wait.as_secs().max(1)
+                    ),
+                ));
             }
             match config.token_access(t) {
                 Some(a) => Some(a),
                 None => {
                     state.guesses.failed(client);
-                    return Err(plain(StatusCode::FORBIDDEN, "the token is not valid for this server".into()));
+                    return Err(plain(
+                        StatusCode::FORBIDDEN,
+                        "the token is not valid for this server".into(),
+                    ));
                 }
             }
         }
         None => None,
     };
     let access = entry.map(TokenEntry::access);
-    let caller = Caller { may_write: access >= Some(TokenAccess::Write), user: entry.and_then(TokenEntry::user).map(str::to_string), admin: access == Some(TokenAccess::Admin) };
+    let caller = Caller {
+        may_write: access >= Some(TokenAccess::Write),
+        user: entry.and_then(TokenEntry::user).map(str::to_string),
+        admin: access == Some(TokenAccess::Admin),
+    };
     if verb.writes() {
         return match access {
             Some(TokenAccess::Write | TokenAccess::Admin) => Ok(caller),
-            Some(TokenAccess::Read) => Err(plain(StatusCode::FORBIDDEN, "this token may read but not write (push, lock)".into())),
-            None => Err(plain(StatusCode::UNAUTHORIZED, "pushing needs a write token".into())),
+            Some(TokenAccess::Read) => Err(plain(
+                StatusCode::FORBIDDEN,
+                "this token may read but not write (push, lock)".into(),
+            )),
+            None => Err(plain(
+                StatusCode::UNAUTHORIZED,
+                "pushing needs a write token".into(),
+            )),
         };
     }
     if config.read == ReadAccess::Token && access.is_none() {
-        return Err(plain(StatusCode::UNAUTHORIZED, "this server needs a token to read".into()));
+        return Err(plain(
+            StatusCode::UNAUTHORIZED,
+            "this server needs a token to read".into(),
+        ));
     }
     Ok(caller)
 }
@@ -104,31 +135,63 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
         (None, None) => None,
-        (Some(cert), None) => return Err(SyncError::ServerConfig { path: cert.clone(), detail: "a TLS certificate needs its key too (tls_key, --tls-key)".into() }),
-        (None, Some(key)) => return Err(SyncError::ServerConfig { path: key.clone(), detail: "a TLS key needs its certificate too (tls_cert, --tls-cert)".into() }),
+        (Some(cert), None) => {
+            return Err(SyncError::ServerConfig {
+                path: cert.clone(),
+                detail: "a TLS certificate needs its key too (tls_key, --tls-key)".into(),
+            })
+        }
+        (None, Some(key)) => {
+            return Err(SyncError::ServerConfig {
+                path: key.clone(),
+                detail: "a TLS key needs its certificate too (tls_cert, --tls-cert)".into(),
+            })
+        }
     };
     let idle = config.idle_timeout();
     raise_open_file_limit();
     let connections = Connections::new(config.max_connections());
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| SyncError::local("cannot start the server runtime", e))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SyncError::local("cannot start the server runtime", e))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
-        let addr = listener.local_addr().map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
-        eprintln!("dmv serve: listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| SyncError::local(format!("cannot listen on {listen}"), e))?;
+        eprintln!(
+            "dmv serve: listening on {}://{addr}",
+            if tls.is_some() { "https" } else { "http" }
+        );
         let _ = std::io::stderr().flush();
-        let state = Arc::new(ServerState::new(config).map_err(|e| SyncError::local("cannot make a cache directory for the served buckets", e))?);
+        let state = Arc::new(ServerState::new(config).map_err(|e| {
+            SyncError::local("cannot make a cache directory for the served buckets", e)
+        })?);
         let app = Router::new()
             .route("/{repo}/dmv/{verb}", post(rpc))
             .merge(crate::web::routes())
             .merge(crate::uploads::routes())
             .layer(axum::middleware::from_fn(crate::web::hardening_headers))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), access_log))
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                access_log,
+            ))
             .with_state(state);
         loop {
             let (stream, peer) = match listener.accept().await {
                 Ok(accepted) => accepted,
                 // That client gave up before it was taken.
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    continue
+                }
                 // Out of file descriptors, say: pause rather than spin, and
                 // go on serving the connections already open.
                 Err(_) => {
@@ -137,7 +200,9 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
                 }
             };
             // The server works for every connection: this one is closed at once.
-            let Some(admitted) = connections.admit() else { continue };
+            let Some(admitted) = connections.admit() else {
+                continue;
+            };
             // An answer's last small write must not wait for the client's
             // delayed acknowledgement of the one before (40 ms each, Nagle).
             let _ = stream.set_nodelay(true);
@@ -148,11 +213,16 @@ pub fn run(config: ServerConfig, listen: &str) -> SyncResult<()> {
                 let stream = StallGuard::new(stream, idle, activity.clone());
                 let served = async {
                     match tls {
-                        None => serve_connection(stream, app, idle, Peer(peer), activity.clone()).await,
+                        None => {
+                            serve_connection(stream, app, idle, Peer(peer), activity.clone()).await
+                        }
                         Some(acceptor) => {
                             // A failed or stalled handshake concerns that client only.
-                            if let Ok(Ok(stream)) = tokio::time::timeout(idle, acceptor.accept(stream)).await {
-                                serve_connection(stream, app, idle, Peer(peer), activity.clone()).await;
+                            if let Ok(Ok(stream)) =
+                                tokio::time::timeout(idle, acceptor.accept(stream)).await
+                            {
+                                serve_connection(stream, app, idle, Peer(peer), activity.clone())
+                                    .await;
                             }
                         }
                     }
@@ -173,8 +243,13 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Serves HTTP/1.1 requests on one connection until either side ends it.
 /// Each request carries the connection's address, and counts as busy work
 /// of the connection until its answer has been produced.
-async fn serve_connection<I>(io: I, app: Router, idle: Duration, peer: Peer, activity: Arc<Activity>)
-where
+async fn serve_connection<I>(
+    io: I,
+    app: Router,
+    idle: Duration,
+    peer: Peer,
+    activity: Arc<Activity>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -188,26 +263,29 @@ where
         .max_header_size(MAX_HEAD_BYTES)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_HEAD_BYTES + crate::channel::PIECE);
-    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-        request.extensions_mut().insert(peer);
-        request.extensions_mut().insert(activity.clone());
-        let answering = activity.answering();
-        let app = app.clone();
-        async move {
-            let response = tower::ServiceExt::oneshot(app, request.map(Body::new)).await;
-            // Busy until the answer's body is sent or dropped.
-            response.map(|r| {
-                r.map(|body| {
-                    Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-                        let _ = &answering;
-                        frame
-                    }))
+    let service =
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(peer);
+            request.extensions_mut().insert(activity.clone());
+            let answering = activity.answering();
+            let app = app.clone();
+            async move {
+                let response = tower::ServiceExt::oneshot(app, request.map(Body::new)).await;
+                // Busy until the answer's body is sent or dropped.
+                response.map(|r| {
+                    r.map(|body| {
+                        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                            let _ = &answering;
+                            frame
+                        }))
+                    })
                 })
-            })
-        }
-    });
+            }
+        });
     // How a connection ended concerns only its client; the server goes on.
-    let _ = http.serve_connection(hyper_util::rt::TokioIo::new(io), service).await;
+    let _ = http
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
 }
 
 /// Bytes written to a connection and not yet sent that the kernel holds
@@ -247,10 +325,14 @@ fn raise_open_file_limit() {}
 
 #[cfg(unix)]
 fn raise_open_file_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit and setrlimit only read and write the struct given.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
             limit.rlim_cur = limit.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
         }
@@ -263,22 +345,39 @@ fn read_pem(path: &Path, what: &str) -> SyncResult<Vec<u8>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_PEM_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: format!("cannot read the TLS {what}: {e}") })?;
+        .map_err(|e| SyncError::ServerConfig {
+            path: path.to_path_buf(),
+            detail: format!("cannot read the TLS {what}: {e}"),
+        })?;
     if bytes.len() as u64 > MAX_PEM_FILE {
-        return Err(SyncError::ServerConfig { path: path.to_path_buf(), detail: format!("not a PEM TLS {what}: larger than {MAX_PEM_FILE} bytes") });
+        return Err(SyncError::ServerConfig {
+            path: path.to_path_buf(),
+            detail: format!("not a PEM TLS {what}: larger than {MAX_PEM_FILE} bytes"),
+        });
     }
     Ok(bytes)
 }
 
 /// The TLS side of the server from a PEM certificate chain and its key.
 fn tls_acceptor(cert: &Path, key: &Path) -> SyncResult<tokio_rustls::TlsAcceptor> {
-    let bad = |path: &Path, detail: String| SyncError::ServerConfig { path: path.to_path_buf(), detail };
-    let chain = CertificateDer::pem_slice_iter(&read_pem(cert, "certificate")?).collect::<Result<Vec<_>, _>>().map_err(|e| bad(cert, format!("not a PEM TLS certificate: {e}")))?;
+    let bad = |path: &Path, detail: String| SyncError::ServerConfig {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let chain = CertificateDer::pem_slice_iter(&read_pem(cert, "certificate")?)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(cert, format!("not a PEM TLS certificate: {e}")))?;
     if chain.is_empty() {
-        return Err(bad(cert, "no TLS certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)".into()));
+        return Err(bad(
+            cert,
+            "no TLS certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)".into(),
+        ));
     }
     let private = PrivateKeyDer::from_pem_slice(&read_pem(key, "key")?).map_err(|e| match e {
-        pem::Error::NoItemsFound => bad(key, "no TLS private key in it (a PEM file with -----BEGIN PRIVATE KEY-----)".into()),
+        pem::Error::NoItemsFound => bad(
+            key,
+            "no TLS private key in it (a PEM file with -----BEGIN PRIVATE KEY-----)".into(),
+        ),
         e => bad(key, format!("not a PEM TLS private key: {e}")),
     })?;
     // Named, not the process default: which providers are compiled in
@@ -289,7 +388,12 @@ fn tls_acceptor(cert: &Path, key: &Path) -> SyncResult<tokio_rustls::TlsAcceptor
         .map_err(|e| bad(cert, format!("cannot set up TLS: {e}")))?
         .with_no_client_auth()
         .with_single_cert(chain, private)
-        .map_err(|e| bad(key, format!("cannot serve TLS with this key and {}: {e}", cert.display())))?;
+        .map_err(|e| {
+            bad(
+                key,
+                format!("cannot serve TLS with this key and {}: {e}", cert.display()),
+            )
+        })?;
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
 }
@@ -309,10 +413,19 @@ struct StallGuard<I> {
 
 impl<I> StallGuard<I> {
     fn new(io: I, idle: Duration, activity: Arc<Activity>) -> Self {
-        StallGuard { io, idle, stalled: None, activity }
+        StallGuard {
+            io,
+            idle,
+            stalled: None,
+            activity,
+        }
     }
 
-    fn bounded<T>(&mut self, cx: &mut Context<'_>, poll: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
         if poll.is_ready() {
             self.activity.moved_bytes();
             self.activity.write_unblocked();
@@ -321,17 +434,26 @@ impl<I> StallGuard<I> {
         }
         self.activity.write_blocked();
         let idle = self.idle;
-        let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
         if timer.as_mut().poll(cx).is_ready() {
             self.stalled = None;
-            return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client stopped taking the answer")));
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped taking the answer",
+            )));
         }
         Poll::Pending
     }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for StallGuard<I> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         // Reads wait on the client by design (between requests, while an
         // answer streams); the head and body timeouts bound the waits that matter.
         let this = self.get_mut();
@@ -344,13 +466,21 @@ impl<I: AsyncRead + Unpin> AsyncRead for StallGuard<I> {
 }
 
 impl<I: AsyncWrite + Unpin> AsyncWrite for StallGuard<I> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.io).poll_write(cx, buf);
         this.bounded(cx, poll)
     }
 
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
         this.bounded(cx, poll)
@@ -376,14 +506,23 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for StallGuard<I> {
 /// A request's body as a stream whose every wait for the client's next
 /// piece ends after `idle`. Each wait is timed from when the handler asks,
 /// so time the handler spends storing what came does not count.
-fn body_with_idle_timeout(body: Body, idle: Duration) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
+fn body_with_idle_timeout(
+    body: Body,
+    idle: Duration,
+) -> impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send {
     futures_util::stream::unfold(Some(body.into_data_stream()), move |state| async move {
         let mut stream = state?;
         match tokio::time::timeout(idle, stream.next()).await {
             Ok(Some(Ok(piece))) => Some((Ok(piece), Some(stream))),
             Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
             Ok(None) => None,
-            Err(_) => Some((Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("the client sent nothing more for {} s", idle.as_secs()))), None)),
+            Err(_) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the client sent nothing more for {} s", idle.as_secs()),
+                )),
+                None,
+            )),
         }
     })
 }
@@ -400,7 +539,10 @@ async fn rpc(
         return plain(StatusCode::NOT_FOUND, format!("unknown request {verb}"));
     };
     let Some(place) = state.config.repos.get(&name).cloned() else {
-        return plain(StatusCode::NOT_FOUND, format!("no repository named {name} here"));
+        return plain(
+            StatusCode::NOT_FOUND,
+            format!("no repository named {name} here"),
+        );
     };
     let cache = state.bucket_cache.clone();
     let caller = match authorize(&state, peer, &headers, verb) {
@@ -408,13 +550,19 @@ async fn rpc(
         Err(refused) => return refused,
     };
     if verb == Verb::WaitRefs {
-        let who = caller.user.clone().unwrap_or_else(|| state.client_ip(peer, &headers).to_string());
+        let who = caller
+            .user
+            .clone()
+            .unwrap_or_else(|| state.client_ip(peer, &headers).to_string());
         return wait_for_refs(&state, place, caller, who, &activity, body).await;
     }
     if verb.has_body() {
         // An upload is answered only once it has been read and stored whole.
         let Ok(turn) = state.uploads.clone().acquire_owned().await else {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down".into());
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down".into(),
+            );
         };
         let stream = Box::pin(body_with_idle_timeout(body, state.config.idle_timeout()));
         let reader = tokio_util::io::SyncIoBridge::new(tokio_util::io::StreamReader::new(stream));
@@ -426,7 +574,10 @@ async fn rpc(
         });
         return match task.await {
             Ok(answer) => Response::new(Body::from(answer)),
-            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("request failed: {e}")),
+            Err(e) => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("request failed: {e}"),
+            ),
         };
     }
     let waiting = activity.waiting_on_client();
@@ -438,12 +589,24 @@ async fn rpc(
     };
     let (tx, rx) = crate::channel::answer_channel();
     tokio::task::spawn_blocking(move || {
-        let mut out = ChannelWriter { tx, buf: Vec::new() };
-        serve_request(&place, &cache, &caller, verb, std::io::Cursor::new(request), &mut out);
+        let mut out = ChannelWriter {
+            tx,
+            buf: Vec::new(),
+        };
+        serve_request(
+            &place,
+            &cache,
+            &caller,
+            verb,
+            std::io::Cursor::new(request),
+            &mut out,
+        );
         drop(held);
         let _ = out.flush();
     });
-    Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    Response::new(Body::from_stream(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ))
 }
 
 /// How often a held `WaitRefs` looks at the refs again: the longest a
@@ -458,45 +621,82 @@ const WAIT_LOOKS_EVERY: Duration = Duration::from_secs(1);
 /// closed, so a thousand waits cost a pushing client nothing (the watcher
 /// asks again). Each look is an ordinary `WaitRefs` answered at once by
 /// the repository's side, so a directory and a bucket are looked at alike.
-async fn wait_for_refs(state: &Arc<ServerState>, place: RepoPlace, caller: Caller, who: String, activity: &Arc<Activity>, body: Body) -> Response {
+async fn wait_for_refs(
+    state: &Arc<ServerState>,
+    place: RepoPlace,
+    caller: Caller,
+    who: String,
+    activity: &Arc<Activity>,
+    body: Body,
+) -> Response {
     let (request, held) = match read_request(state, body).await {
         Ok(read) => read,
         Err(refused) => return refused,
     };
     drop(held);
-    let asked = FrameReader::new(request.as_slice()).next_frame().ok().flatten().and_then(|f| match f {
-        Frame::Message(bytes) => decode_message::<Request>(&bytes).ok(),
-        _ => None,
-    });
+    let asked = FrameReader::new(request.as_slice())
+        .next_frame()
+        .ok()
+        .flatten()
+        .and_then(|f| match f {
+            Frame::Message(bytes) => decode_message::<Request>(&bytes).ok(),
+            _ => None,
+        });
     let (since, seconds) = match asked {
-        Some(Request::WaitRefs { since, seconds }) => (since, seconds.min(dmv_sync::protocol::MAX_WAIT_SECONDS)),
+        Some(Request::WaitRefs { since, seconds }) => {
+            (since, seconds.min(dmv_sync::protocol::MAX_WAIT_SECONDS))
+        }
         // Not what the URL says: the repository's side answers why.
         _ => (Default::default(), 0),
     };
     let slot = state.waits.take(who);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(if slot.is_some() { seconds as u64 } else { 0 });
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs(if slot.is_some() { seconds as u64 } else { 0 });
     let _waiting = activity.waiting_on_client();
     let cache = state.bucket_cache.clone();
     loop {
-        let (place, caller, cache, request) = (place.clone(), caller.clone(), cache.clone(), request.clone());
+        let (place, caller, cache, request) = (
+            place.clone(),
+            caller.clone(),
+            cache.clone(),
+            request.clone(),
+        );
         let answer = match tokio::task::spawn_blocking(move || {
             let mut answer = Vec::new();
-            serve_request(&place, &cache, &caller, Verb::WaitRefs, std::io::Cursor::new(request), &mut answer);
+            serve_request(
+                &place,
+                &cache,
+                &caller,
+                Verb::WaitRefs,
+                std::io::Cursor::new(request),
+                &mut answer,
+            );
             answer
         })
         .await
         {
             Ok(answer) => answer,
-            Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("request failed: {e}")),
+            Err(e) => {
+                return plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("request failed: {e}"),
+                )
+            }
         };
-        let now = FrameReader::new(answer.as_slice()).next_frame().ok().flatten().and_then(|f| match f {
-            Frame::Message(bytes) => match decode_message::<WireResponse>(&bytes) {
-                Ok(WireResponse::RefsDigest { digest }) => Some(digest),
+        let now = FrameReader::new(answer.as_slice())
+            .next_frame()
+            .ok()
+            .flatten()
+            .and_then(|f| match f {
+                Frame::Message(bytes) => match decode_message::<WireResponse>(&bytes) {
+                    Ok(WireResponse::RefsDigest { digest }) => Some(digest),
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        });
-        if now.is_none_or(|d| d != since) || tokio::time::Instant::now() + WAIT_LOOKS_EVERY > deadline {
+            });
+        if now.is_none_or(|d| d != since)
+            || tokio::time::Instant::now() + WAIT_LOOKS_EVERY > deadline
+        {
             return Response::new(Body::from(answer));
         }
         tokio::time::sleep(WAIT_LOOKS_EVERY).await;
@@ -508,30 +708,63 @@ async fn wait_for_refs(state: &Arc<ServerState>, place: RepoPlace, caller: Calle
 /// the bytes all requests may hold at once (whose share it returns).
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-async fn read_request(state: &ServerState, body: Body) -> Result<(Vec<u8>, Vec<tokio::sync::OwnedSemaphorePermit>), Response> {
+async fn read_request(
+    state: &ServerState,
+    body: Body,
+) -> Result<(Vec<u8>, Vec<tokio::sync::OwnedSemaphorePermit>), Response> {
     let deadline = tokio::time::Instant::now() + state.config.request_timeout();
     let idle = state.config.idle_timeout();
     // A body that says it is too long is refused before a byte of it is
     // read: 16 connections sending 64 MiB bodies had the server read
     // 8 MiB of each before answering, again and again.
     if axum::body::HttpBody::size_hint(&body).lower() > MAX_REQUEST_BYTES as u64 {
-        return Err(plain(StatusCode::PAYLOAD_TOO_LARGE, format!("a request other than an upload is at most {MAX_REQUEST_BYTES} bytes")));
+        return Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a request other than an upload is at most {MAX_REQUEST_BYTES} bytes"),
+        ));
     }
     let mut stream = body.into_data_stream();
     let (mut bytes, mut held) = (Vec::new(), Vec::new());
     loop {
-        let piece = match tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + idle), stream.next()).await {
+        let piece = match tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + idle),
+            stream.next(),
+        )
+        .await
+        {
             Ok(None) => return Ok((bytes, held)),
             Ok(Some(Ok(piece))) => piece,
-            Ok(Some(Err(e))) => return Err(plain(StatusCode::BAD_REQUEST, format!("cannot read the request: {e}"))),
-            Err(_) => return Err(plain(StatusCode::REQUEST_TIMEOUT, "the request did not arrive in time".into())),
+            Ok(Some(Err(e))) => {
+                return Err(plain(
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request: {e}"),
+                ))
+            }
+            Err(_) => {
+                return Err(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request did not arrive in time".into(),
+                ))
+            }
         };
         if bytes.len() + piece.len() > MAX_REQUEST_BYTES {
-            return Err(plain(StatusCode::PAYLOAD_TOO_LARGE, format!("a request other than an upload is at most {MAX_REQUEST_BYTES} bytes")));
+            return Err(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("a request other than an upload is at most {MAX_REQUEST_BYTES} bytes"),
+            ));
         }
-        match state.body_bytes.clone().try_acquire_many_owned(piece.len() as u32) {
+        match state
+            .body_bytes
+            .clone()
+            .try_acquire_many_owned(piece.len() as u32)
+        {
             Ok(share) => held.push(share),
-            Err(_) => return Err(plain(StatusCode::SERVICE_UNAVAILABLE, "the server is busy: try again in a moment".into())),
+            Err(_) => {
+                return Err(plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is busy: try again in a moment".into(),
+                ))
+            }
         }
         bytes.extend_from_slice(&piece);
     }
@@ -539,40 +772,82 @@ async fn read_request(state: &ServerState, body: Body) -> Result<(Vec<u8>, Vec<t
 
 /// With `access_log`, one line per request on stderr: method, path, status,
 /// bytes of the answer (as its Content-Length says) and the Range asked for.
-async fn access_log(State(state): State<Arc<ServerState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+async fn access_log(
+    State(state): State<Arc<ServerState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
     if !state.config.access_log {
         return next.run(request).await;
     }
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
-    let range = request.headers().get(axum::http::header::RANGE).and_then(|v| v.to_str().ok()).map(|r| format!(" range={r}")).unwrap_or_default();
+    let range = request
+        .headers()
+        .get(axum::http::header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|r| format!(" range={r}"))
+        .unwrap_or_default();
     let response = next.run(request).await;
-    let bytes = response.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
-    eprintln!("dmv serve: {method} {path} {} {bytes}{range}", response.status().as_u16());
+    let bytes = response
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_string();
+    eprintln!(
+        "dmv serve: {method} {path} {} {bytes}{range}",
+        response.status().as_u16()
+    );
     response
 }
 
 /// One request against one repository; failures become an error frame.
-fn serve_request(place: &RepoPlace, cache: &tempfile::TempDir, caller: &Caller, verb: Verb, reader: impl std::io::Read, out: &mut dyn Write) {
+fn serve_request(
+    place: &RepoPlace,
+    cache: &tempfile::TempDir,
+    caller: &Caller,
+    verb: Verb,
+    reader: impl std::io::Read,
+    out: &mut dyn Write,
+) {
     let mut input = FrameReader::new(BufReader::with_capacity(1 << 20, reader));
     let mut output = FrameWriter::new(out);
     let result = (|| -> SyncResult<()> {
         let Some(Frame::Message(bytes)) = input.next_frame()? else {
-            return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
+            return Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "a request",
+                got: None,
+            }));
         };
         let request: Request = decode_message(&bytes)?;
         if request.verb() != verb {
-            return Err(SyncError::Protocol(Violation::WrongUrl { sent: request.verb().name(), url: verb.name() }));
+            return Err(SyncError::Protocol(Violation::WrongUrl {
+                sent: request.verb().name(),
+                url: verb.name(),
+            }));
         }
         match place {
             RepoPlace::Dir(path) => {
                 let repo = Repository::open(path).map_err(|e| match e {
-                    dmv_repo::RepoError::NotARepository(_) | dmv_repo::RepoError::Io { .. } => SyncError::Remote("not a dmv repository".into()),
+                    dmv_repo::RepoError::NotARepository(_) | dmv_repo::RepoError::Io { .. } => {
+                        SyncError::Remote("not a dmv repository".into())
+                    }
                     other => SyncError::Remote(format!("not a dmv repository: {other}")),
                 })?;
                 handle_request(&repo, caller, request, &mut input, &mut output)
             }
-            RepoPlace::Bucket { url, endpoint, region, virtual_host_style } => {
-                let options = dmv_sync::BucketOptions { endpoint: endpoint.clone(), region: region.clone(), virtual_host_style: *virtual_host_style, ..Default::default() };
+            RepoPlace::Bucket {
+                url,
+                endpoint,
+                region,
+                virtual_host_style,
+            } => {
+                let options = dmv_sync::BucketOptions {
+                    endpoint: endpoint.clone(),
+                    region: region.clone(),
+                    virtual_host_style: *virtual_host_style,
+                    ..Default::default()
+                };
                 // One mirror of the pack indexes for every request (each upload stages its packs apart).
                 let mut bucket = BucketRemote::open(url, &options, Some(cache.path()))?;
                 handle_relayed(&mut bucket, caller, request, &mut input, &mut output)

@@ -190,26 +190,47 @@ impl ServerConfig {
     /// file's folder. Fails with [`SyncError::ServerConfig`] when it cannot be
     /// read or parsed, serves no repository, or a limit is out of its range.
     pub fn load(path: &Path) -> SyncResult<ServerConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.to_string() })?;
-        let mut config: ServerConfig = toml::from_str(&text).map_err(|e| SyncError::ServerConfig { path: path.to_path_buf(), detail: e.message().to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| SyncError::ServerConfig {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        let mut config: ServerConfig =
+            toml::from_str(&text).map_err(|e| SyncError::ServerConfig {
+                path: path.to_path_buf(),
+                detail: e.message().to_string(),
+            })?;
         // Repository paths are relative to the configuration file.
         let base = path.parent().unwrap_or(Path::new("."));
         let dirs = config.repos.values_mut().filter_map(|place| match place {
             RepoPlace::Dir(dir) => Some(dir),
             RepoPlace::Bucket { .. } => None,
         });
-        for dir in dirs.chain(config.tls_cert.iter_mut()).chain(config.tls_key.iter_mut()) {
+        for dir in dirs
+            .chain(config.tls_cert.iter_mut())
+            .chain(config.tls_key.iter_mut())
+        {
             if dir.is_relative() {
                 *dir = base.join(&*dir);
             }
         }
-        let refuse = |detail: String| Err(SyncError::ServerConfig { path: path.to_path_buf(), detail });
+        let refuse = |detail: String| {
+            Err(SyncError::ServerConfig {
+                path: path.to_path_buf(),
+                detail,
+            })
+        };
         for (name, place) in &config.repos {
             if let RepoPlace::Bucket { url, .. } = place {
-                if let Err(e) = dmv_sync::RemoteSpec::parse(url).map(|s| s.transport).and_then(|t| match t {
-                    dmv_sync::Transport::S3(_) => Ok(()),
-                    _ => Err(SyncError::BadUrl { url: url.clone(), why: "a repository in a bucket is s3://bucket[/prefix]".into() }),
-                }) {
+                if let Err(e) = dmv_sync::RemoteSpec::parse(url)
+                    .map(|s| s.transport)
+                    .and_then(|t| match t {
+                        dmv_sync::Transport::S3(_) => Ok(()),
+                        _ => Err(SyncError::BadUrl {
+                            url: url.clone(),
+                            why: "a repository in a bucket is s3://bucket[/prefix]".into(),
+                        }),
+                    })
+                {
                     return refuse(format!("[repos] {name}: {e}"));
                 }
             }
@@ -217,20 +238,41 @@ impl ServerConfig {
         if config.repos.is_empty() {
             return refuse("no [repos] to serve".into());
         }
-        if let Some(secs) = config.idle_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
-            return refuse(format!("idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
+        if let Some(secs) = config
+            .idle_timeout_secs
+            .filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s))
+        {
+            return refuse(format!(
+                "idle_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"
+            ));
         }
-        if let Some(secs) = config.request_timeout_secs.filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s)) {
-            return refuse(format!("request_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"));
+        if let Some(secs) = config
+            .request_timeout_secs
+            .filter(|s| !(1..=MAX_IDLE_TIMEOUT_SECS).contains(s))
+        {
+            return refuse(format!(
+                "request_timeout_secs = {secs}: give between 1 and {MAX_IDLE_TIMEOUT_SECS} seconds"
+            ));
         }
-        if let Some(n) = config.max_connections.filter(|n| !(4..=1_000_000).contains(n)) {
+        if let Some(n) = config
+            .max_connections
+            .filter(|n| !(4..=1_000_000).contains(n))
+        {
             return refuse(format!("max_connections = {n}: give between 4 and 1000000"));
         }
         if let Some(h) = config.session_hours.filter(|h| !(1..=24 * 365).contains(h)) {
-            return refuse(format!("session_hours = {h}: give between 1 and {}", 24 * 365));
+            return refuse(format!(
+                "session_hours = {h}: give between 1 and {}",
+                24 * 365
+            ));
         }
-        if let Some(n) = config.upload_bytes_per_user.filter(|n| !(1..=MAX_UPLOAD_BYTES_PER_USER).contains(n)) {
-            return refuse(format!("upload_bytes_per_user = {n}: give between 1 and {MAX_UPLOAD_BYTES_PER_USER}"));
+        if let Some(n) = config
+            .upload_bytes_per_user
+            .filter(|n| !(1..=MAX_UPLOAD_BYTES_PER_USER).contains(n))
+        {
+            return refuse(format!(
+                "upload_bytes_per_user = {n}: give between 1 and {MAX_UPLOAD_BYTES_PER_USER}"
+            ));
         }
         Ok(config)
     }
@@ -243,7 +285,10 @@ impl ServerConfig {
     }
 
     pub(crate) fn request_timeout(&self) -> Duration {
-        Duration::from_secs(self.request_timeout_secs.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS))
+        Duration::from_secs(
+            self.request_timeout_secs
+                .unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS),
+        )
     }
 
     pub(crate) fn max_connections(&self) -> usize {
@@ -251,7 +296,8 @@ impl ServerConfig {
     }
 
     pub(crate) fn upload_bytes_per_user(&self) -> u64 {
-        self.upload_bytes_per_user.unwrap_or(DEFAULT_UPLOAD_BYTES_PER_USER)
+        self.upload_bytes_per_user
+            .unwrap_or(DEFAULT_UPLOAD_BYTES_PER_USER)
     }
 
     pub(crate) fn session_lifetime(&self) -> Duration {
@@ -259,7 +305,11 @@ impl ServerConfig {
     }
 
     pub(crate) fn idle_timeout(&self) -> Duration {
-        Duration::from_secs(self.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS).clamp(1, MAX_IDLE_TIMEOUT_SECS))
+        Duration::from_secs(
+            self.idle_timeout_secs
+                .unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS)
+                .clamp(1, MAX_IDLE_TIMEOUT_SECS),
+        )
     }
 
     /// Compares against every token in constant time per token, so timing

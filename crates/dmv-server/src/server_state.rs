@@ -59,7 +59,10 @@ impl Waits {
             return None;
         }
         *count += 1;
-        Some(WaitSlot { held: self.0.clone(), caller })
+        Some(WaitSlot {
+            held: self.0.clone(),
+            caller,
+        })
     }
 }
 
@@ -82,7 +85,11 @@ pub(crate) struct Peer(pub SocketAddr);
 impl ServerState {
     pub fn new(config: ServerConfig) -> std::io::Result<ServerState> {
         let sessions = Sessions::new(config.session_lifetime());
-        let bucket_cache = Arc::new(tempfile::Builder::new().prefix("dmv-serve-buckets").tempdir()?);
+        let bucket_cache = Arc::new(
+            tempfile::Builder::new()
+                .prefix("dmv-serve-buckets")
+                .tempdir()?,
+        );
         Ok(ServerState {
             config,
             sessions,
@@ -101,7 +108,17 @@ impl ServerState {
 
     /// The client's address: the connection's, or the last hop a trusted proxy names.
     pub fn client_ip(&self, peer: Peer, headers: &HeaderMap) -> IpAddr {
-        let forwarded = || headers.get("x-forwarded-for")?.to_str().ok()?.rsplit(',').next()?.trim().parse().ok();
+        let forwarded = || {
+            headers
+                .get("x-forwarded-for")?
+                .to_str()
+                .ok()?
+                .rsplit(',')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        };
         match self.is_trusted_proxy(peer) {
             true => forwarded().unwrap_or(peer.0.ip()),
             false => peer.0.ip(),
@@ -111,7 +128,11 @@ impl ServerState {
     /// Whether the browser reached us over HTTPS (itself, or through a trusted proxy that says so).
     pub fn over_https(&self, peer: Peer, headers: &HeaderMap) -> bool {
         self.config.tls_cert.is_some()
-            || (self.is_trusted_proxy(peer) && headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
+            || (self.is_trusted_proxy(peer)
+                && headers
+                    .get("x-forwarded-proto")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|p| p.trim().eq_ignore_ascii_case("https")))
     }
 
     /// Whether a state-changing request comes from one of our own pages: a
@@ -119,15 +140,27 @@ impl ServerState {
     /// and a page of another site or port must not act with our cookie.
     /// Requests without either header come from programs, not pages.
     pub fn comes_from_our_pages(&self, peer: Peer, headers: &HeaderMap) -> bool {
-        let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase());
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
+        };
         if let Some(site) = header("sec-fetch-site") {
             if site != "same-origin" && site != "none" {
                 return false;
             }
         }
-        let Some(origin) = header("origin") else { return true };
-        let Some(host) = header("host") else { return false };
-        let scheme = if self.over_https(peer, headers) { "https" } else { "http" };
+        let Some(origin) = header("origin") else {
+            return true;
+        };
+        let Some(host) = header("host") else {
+            return false;
+        };
+        let scheme = if self.over_https(peer, headers) {
+            "https"
+        } else {
+            "http"
+        };
         origin == format!("{scheme}://{host}")
     }
 }

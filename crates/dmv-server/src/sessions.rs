@@ -32,7 +32,10 @@ const MAX_SESSIONS: usize = 100_000;
 
 impl Sessions {
     pub fn new(lifetime: Duration) -> Sessions {
-        Sessions { open: Mutex::new(HashMap::new()), lifetime }
+        Sessions {
+            open: Mutex::new(HashMap::new()),
+            lifetime,
+        }
     }
 
     pub fn lifetime(&self) -> Duration {
@@ -42,13 +45,21 @@ impl Sessions {
     /// Opens a session for `token`; returns its id.
     pub fn open(&self, token: &str) -> std::io::Result<String> {
         let id = random_hex()?;
-        let session = Session { token: token.to_string(), form_secret: random_hex()?, expires: Instant::now() + self.lifetime };
+        let session = Session {
+            token: token.to_string(),
+            form_secret: random_hex()?,
+            expires: Instant::now() + self.lifetime,
+        };
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.len() >= MAX_SESSIONS {
             let now = Instant::now();
             open.retain(|_, s| s.expires > now);
             if open.len() >= MAX_SESSIONS {
-                if let Some(oldest) = open.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| k.clone()) {
+                if let Some(oldest) = open
+                    .iter()
+                    .min_by_key(|(_, s)| s.expires)
+                    .map(|(k, _)| k.clone())
+                {
                     open.remove(&oldest);
                 }
             }
@@ -71,7 +82,10 @@ impl Sessions {
     }
 
     pub fn close(&self, id: &str) {
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
     }
 }
 
@@ -99,7 +113,9 @@ impl GuessRation {
     pub fn check(&self, client: IpAddr) -> Result<(), Duration> {
         let tries = self.tries.lock().unwrap_or_else(|e| e.into_inner());
         match tries.get(&client) {
-            Some((left, at)) if refilled(*left, *at) < 1.0 => Err(GUESS_EVERY.mul_f64(1.0 - refilled(*left, *at))),
+            Some((left, at)) if refilled(*left, *at) < 1.0 => {
+                Err(GUESS_EVERY.mul_f64(1.0 - refilled(*left, *at)))
+            }
             _ => Ok(()),
         }
     }
@@ -143,7 +159,8 @@ mod tests {
     #[test]
     fn wrong_tokens_are_rationed_per_address() {
         let ration = GuessRation::default();
-        let (guesser, other): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let (guesser, other): (IpAddr, IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         for _ in 0..GUESS_BURST as usize {
             assert!(ration.check(guesser).is_ok());
             ration.failed(guesser);

@@ -73,7 +73,16 @@ impl StagedUploads {
     /// open one (three uploads each of the whole free space were accepted
     /// when each was checked alone).
     #[allow(clippy::too_many_arguments)]
-    pub fn open(&self, id: &str, repo: &str, owner: &str, size: u64, share: u64, staging: &Path, free: Option<u64>) -> Result<(), Unavailable> {
+    pub fn open(
+        &self,
+        id: &str,
+        repo: &str,
+        owner: &str,
+        size: u64,
+        share: u64,
+        staging: &Path,
+        free: Option<u64>,
+    ) -> Result<(), Unavailable> {
         let mut open = self.table();
         forget_stale(&mut open, staging);
         if open.len() >= OPEN_MAX {
@@ -82,12 +91,19 @@ impl StagedUploads {
         if open.values().filter(|s| s.owner == owner).count() >= OPEN_PER_OWNER {
             return Err(Unavailable::YoursFull);
         }
-        let reserved: u64 = open.values().filter(|s| s.owner == owner).map(|s| s.size).sum();
+        let reserved: u64 = open
+            .values()
+            .filter(|s| s.owner == owner)
+            .map(|s| s.size)
+            .sum();
         if reserved.saturating_add(size) > share {
             return Err(Unavailable::YoursTooLarge { reserved, share });
         }
         if let Some(free) = free {
-            let remaining = |s: &Staged| s.size.saturating_sub(std::fs::metadata(&s.file).map_or(0, |m| m.len()));
+            let remaining = |s: &Staged| {
+                s.size
+                    .saturating_sub(std::fs::metadata(&s.file).map_or(0, |m| m.len()))
+            };
             let reserved: u64 = open.values().map(remaining).sum();
             // What is written already is out of `free`; what open uploads will still write is not.
             let room = free.saturating_sub(reserved);
@@ -97,7 +113,17 @@ impl StagedUploads {
         }
         let file = staging.join(id);
         std::fs::File::create(&file).map_err(Unavailable::Io)?;
-        open.insert(id.to_string(), Staged { repo: repo.to_string(), owner: owner.to_string(), size, file, touched: Instant::now(), busy: false });
+        open.insert(
+            id.to_string(),
+            Staged {
+                repo: repo.to_string(),
+                owner: owner.to_string(),
+                size,
+                file,
+                touched: Instant::now(),
+                busy: false,
+            },
+        );
         Ok(())
     }
 
@@ -108,9 +134,20 @@ impl StagedUploads {
 
     /// The upload `id` of `repo` if `owner`'s; with `claim`, marks a piece
     /// being written ([`StagedUploads::release`] ends it).
-    pub fn find(&self, id: &str, repo: &str, owner: &str, claim: bool) -> Result<Found, Unavailable> {
+    pub fn find(
+        &self,
+        id: &str,
+        repo: &str,
+        owner: &str,
+        claim: bool,
+    ) -> Result<Found, Unavailable> {
         let mut open = self.table();
-        let Some(s) = open.get_mut(id).filter(|s| s.repo == repo && s.owner == owner) else { return Err(Unavailable::Unknown) };
+        let Some(s) = open
+            .get_mut(id)
+            .filter(|s| s.repo == repo && s.owner == owner)
+        else {
+            return Err(Unavailable::Unknown);
+        };
         let received = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
         if claim {
             if s.busy {
@@ -119,7 +156,11 @@ impl StagedUploads {
             s.busy = true;
         }
         s.touched = Instant::now();
-        Ok(Found { file: s.file.clone(), size: s.size, received })
+        Ok(Found {
+            file: s.file.clone(),
+            size: s.size,
+            received,
+        })
     }
 
     /// Ends the piece being written to `id`.
@@ -132,7 +173,8 @@ impl StagedUploads {
 
     /// Closes the uploads whose files are `files` (committed), removing the files.
     pub fn finish(&self, files: &[&Path]) {
-        self.table().retain(|_, s| !files.contains(&s.file.as_path()));
+        self.table()
+            .retain(|_, s| !files.contains(&s.file.as_path()));
         for f in files {
             let _ = std::fs::remove_file(f);
         }
@@ -151,7 +193,12 @@ fn forget_stale(open: &mut HashMap<String, Staged>, staging: &Path) {
         keep
     });
     for entry in std::fs::read_dir(staging).into_iter().flatten().flatten() {
-        let old = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE_AFTER);
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
         if old && !open.contains_key(entry.file_name().to_string_lossy().as_ref()) {
             let _ = std::fs::remove_file(entry.path());
         }
@@ -169,36 +216,97 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let staged = StagedUploads::default();
         for i in 0..OPEN_PER_OWNER {
-            assert!(staged.open(&format!("m{i}"), "hub", "user mallory", 1, SHARE, dir.path(), None).is_ok());
+            assert!(staged
+                .open(
+                    &format!("m{i}"),
+                    "hub",
+                    "user mallory",
+                    1,
+                    SHARE,
+                    dir.path(),
+                    None
+                )
+                .is_ok());
         }
-        assert!(matches!(staged.open("m-more", "hub", "user mallory", 1, SHARE, dir.path(), None), Err(Unavailable::YoursFull)));
-        assert!(staged.open("al-1", "hub", "user al", 1, SHARE, dir.path(), None).is_ok(), "others still upload");
+        assert!(matches!(
+            staged.open("m-more", "hub", "user mallory", 1, SHARE, dir.path(), None),
+            Err(Unavailable::YoursFull)
+        ));
+        assert!(
+            staged
+                .open("al-1", "hub", "user al", 1, SHARE, dir.path(), None)
+                .is_ok(),
+            "others still upload"
+        );
 
         // Three uploads each of the whole free space: the first fits, the
         // second does not beside it; as the first arrives it still counts.
         let (dir, staged) = (tempfile::tempdir().unwrap(), StagedUploads::default());
         let free = Some(1000);
-        assert!(staged.open("big-1", "hub", "user al", 990, SHARE, dir.path(), free).is_ok());
-        assert!(matches!(staged.open("big-2", "hub", "user bo", 990, SHARE, dir.path(), free), Err(Unavailable::NoRoom { .. })));
+        assert!(staged
+            .open("big-1", "hub", "user al", 990, SHARE, dir.path(), free)
+            .is_ok());
+        assert!(matches!(
+            staged.open("big-2", "hub", "user bo", 990, SHARE, dir.path(), free),
+            Err(Unavailable::NoRoom { .. })
+        ));
         std::fs::write(dir.path().join("big-1"), vec![0u8; 500]).unwrap();
         let free_now = Some(500);
-        assert!(matches!(staged.open("big-3", "hub", "user bo", 100, SHARE, dir.path(), free_now), Err(Unavailable::NoRoom { .. })));
-        assert!(staged.open("small", "hub", "user bo", 1, SHARE, dir.path(), free_now).is_ok());
+        assert!(matches!(
+            staged.open("big-3", "hub", "user bo", 100, SHARE, dir.path(), free_now),
+            Err(Unavailable::NoRoom { .. })
+        ));
+        assert!(staged
+            .open("small", "hub", "user bo", 1, SHARE, dir.path(), free_now)
+            .is_ok());
         staged.finish(&[dir.path().join("big-1").as_path()]);
-        assert!(staged.open("big-4", "hub", "user bo", 400, SHARE, dir.path(), free_now).is_ok());
+        assert!(staged
+            .open("big-4", "hub", "user bo", 400, SHARE, dir.path(), free_now)
+            .is_ok());
     }
 
     #[test]
     fn one_owner_reserves_at_most_its_share_of_bytes() {
         let (dir, staged) = (tempfile::tempdir().unwrap(), StagedUploads::default());
-        assert!(staged.open("m-1", "hub", "user mallory", 600, 1000, dir.path(), None).is_ok());
-        assert!(staged.open("m-2", "hub", "user mallory", 400, 1000, dir.path(), None).is_ok(), "up to the share exactly");
+        assert!(staged
+            .open("m-1", "hub", "user mallory", 600, 1000, dir.path(), None)
+            .is_ok());
+        assert!(
+            staged
+                .open("m-2", "hub", "user mallory", 400, 1000, dir.path(), None)
+                .is_ok(),
+            "up to the share exactly"
+        );
         let refused = staged.open("m-3", "hub", "user mallory", 1, 1000, dir.path(), None);
-        assert!(matches!(refused, Err(Unavailable::YoursTooLarge { reserved: 1000, share: 1000 })));
-        assert!(staged.open("al-1", "hub", "user al", 1000, 1000, dir.path(), None).is_ok(), "others keep their own share");
+        assert!(matches!(
+            refused,
+            Err(Unavailable::YoursTooLarge {
+                reserved: 1000,
+                share: 1000
+            })
+        ));
+        assert!(
+            staged
+                .open("al-1", "hub", "user al", 1000, 1000, dir.path(), None)
+                .is_ok(),
+            "others keep their own share"
+        );
         // A finished upload gives its bytes back.
         staged.finish(&[dir.path().join("m-1").as_path()]);
-        assert!(staged.open("m-4", "hub", "user mallory", 600, 1000, dir.path(), None).is_ok());
-        assert!(matches!(staged.open("m-5", "hub", "user mallory", u64::MAX, 1000, dir.path(), None), Err(Unavailable::YoursTooLarge { .. })));
+        assert!(staged
+            .open("m-4", "hub", "user mallory", 600, 1000, dir.path(), None)
+            .is_ok());
+        assert!(matches!(
+            staged.open(
+                "m-5",
+                "hub",
+                "user mallory",
+                u64::MAX,
+                1000,
+                dir.path(),
+                None
+            ),
+            Err(Unavailable::YoursTooLarge { .. })
+        ));
     }
 }

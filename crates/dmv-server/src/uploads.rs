@@ -45,7 +45,10 @@ const SPARE_BYTES: u64 = 64 << 20;
 type Shared = Arc<ServerState>;
 
 pub(crate) fn routes() -> Router<Shared> {
-    Router::new().route("/{repo}/uploads", post(open_upload)).route("/{repo}/uploads/{id}", get(upload_status).put(put_piece)).route("/{repo}/commit-uploads", post(commit_uploads))
+    Router::new()
+        .route("/{repo}/uploads", post(open_upload))
+        .route("/{repo}/uploads/{id}", get(upload_status).put(put_piece))
+        .route("/{repo}/commit-uploads", post(commit_uploads))
 }
 
 fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
@@ -58,22 +61,45 @@ fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
 /// uploads).
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-fn writer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<(Caller, String), Response> {
+fn writer(
+    state: &ServerState,
+    peer: Peer,
+    headers: &HeaderMap,
+) -> Result<(Caller, String), Response> {
     let viewer = viewer(state, peer, headers)?;
     if let Some(secret) = &viewer.form_secret {
-        let sent = headers.get("x-dmv-form-secret").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let sent = headers
+            .get("x-dmv-form-secret")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         if !state.comes_from_our_pages(peer, headers) || !same_secret(sent, secret) {
-            return Err(refuse(StatusCode::FORBIDDEN, "that upload did not come from this server's pages"));
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "that upload did not come from this server's pages",
+            ));
         }
     }
     if !viewer.may_write {
-        return Err(refuse(StatusCode::FORBIDDEN, "uploading needs a write token"));
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "uploading needs a write token",
+        ));
     }
     let owner = match &viewer.user {
         Some(user) => format!("user {user}"),
-        None => format!("token {}", &blake3::hash(token_of(state, headers).unwrap_or_default().as_bytes()).to_hex()[..32]),
+        None => format!(
+            "token {}",
+            &blake3::hash(token_of(state, headers).unwrap_or_default().as_bytes()).to_hex()[..32]
+        ),
     };
-    Ok((Caller { may_write: true, user: viewer.user, admin: viewer.admin }, owner))
+    Ok((
+        Caller {
+            may_write: true,
+            user: viewer.user,
+            admin: viewer.admin,
+        },
+        owner,
+    ))
 }
 
 // The refusal is the HTTP response itself, handed straight back to axum.
@@ -85,7 +111,12 @@ fn repo_dir(state: &ServerState, name: &str) -> Result<PathBuf, Response> {
         .get(name)
         .and_then(|place| place.dir())
         .map(Path::to_path_buf)
-        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("no repository named {name} on this machine to upload to")))
+        .ok_or_else(|| {
+            refuse(
+                StatusCode::NOT_FOUND,
+                format!("no repository named {name} on this machine to upload to"),
+            )
+        })
 }
 
 fn random_id() -> std::io::Result<String> {
@@ -100,7 +131,13 @@ struct OpenRequest {
     size: u64,
 }
 
-async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath(repo): UrlPath<String>, headers: HeaderMap, Json(req): Json<OpenRequest>) -> Response {
+async fn open_upload(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath(repo): UrlPath<String>,
+    headers: HeaderMap,
+    Json(req): Json<OpenRequest>,
+) -> Response {
     let (_, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
@@ -110,7 +147,10 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
         Err(refused) => return refused,
     };
     if !dmv_repo::tree::valid_entry_name(req.name.as_bytes()) {
-        return refuse(StatusCode::BAD_REQUEST, format!("{:?} cannot be a file's name", req.name));
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("{:?} cannot be a file's name", req.name),
+        );
     }
     // Refused before touching the disk: 300 connections asking again and
     // again made every answer a directory listing and a statvfs.
@@ -119,26 +159,52 @@ async fn open_upload(State(state): State<Shared>, Extension(peer): Extension<Pee
     }
     let staging = dir.join(".dmv").join("uploads");
     if let Err(e) = std::fs::create_dir_all(&staging) {
-        return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot stage uploads: {e}"));
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot stage uploads: {e}"),
+        );
     }
     let id = match random_id() {
         Ok(id) => id,
-        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot name an upload: {e}")),
+        Err(e) => {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot name an upload: {e}"),
+            )
+        }
     };
     let free = dmv_os::available_bytes(&staging).map(|free| free.saturating_sub(SPARE_BYTES));
-    if let Err(e) = state.staged.open(&id, &repo, &owner, req.size, state.config.upload_bytes_per_user(), &staging, free) {
+    if let Err(e) = state.staged.open(
+        &id,
+        &repo,
+        &owner,
+        req.size,
+        state.config.upload_bytes_per_user(),
+        &staging,
+        free,
+    ) {
         return unavailable(e);
     }
-    (StatusCode::CREATED, Json(json!({ "id": id, "received": 0 }))).into_response()
+    (
+        StatusCode::CREATED,
+        Json(json!({ "id": id, "received": 0 })),
+    )
+        .into_response()
 }
 
-async fn upload_status(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath((repo, id)): UrlPath<(String, String)>, headers: HeaderMap) -> Response {
+async fn upload_status(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath((repo, id)): UrlPath<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let (_, owner) = match writer(&state, peer, &headers) {
         Ok(c) => c,
         Err(refused) => return refused,
     };
     match state.staged.find(&id, &repo, &owner, false) {
-        Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received })).into_response(),
+        Ok(found) => Json(json!({ "id": id, "size": found.size, "received": found.received }))
+            .into_response(),
         Err(e) => unavailable(e),
     }
 }
@@ -189,7 +255,11 @@ async fn put_piece(
         Ok(c) => c,
         Err(refused) => return refused,
     };
-    let Found { file, size, received } = match state.staged.find(&id, &repo, &owner, true) {
+    let Found {
+        file,
+        size,
+        received,
+    } = match state.staged.find(&id, &repo, &owner, true) {
         Ok(found) => found,
         Err(e) => return unavailable(e),
     };
@@ -198,13 +268,21 @@ async fn put_piece(
         return (StatusCode::CONFLICT, Json(json!({ "received": received, "message": format!("this upload has {received} bytes, not {}: send from there", at.offset) })))
             .into_response();
     }
-    let declared = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > PIECE_MAX || received + len > size) {
         return too_large(size);
     }
     let mut out = match tokio::fs::OpenOptions::new().append(true).open(&file).await {
         Ok(f) => f,
-        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot open the staged upload: {e}")),
+        Err(e) => {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot open the staged upload: {e}"),
+            )
+        }
     };
     let idle = state.config.idle_timeout();
     let mut stream = body.into_data_stream();
@@ -224,11 +302,17 @@ async fn put_piece(
             return too_large(size);
         }
         if let Err(e) = out.write_all(&piece).await {
-            return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("cannot store the piece: {e}"));
+            return refuse(
+                StatusCode::INSUFFICIENT_STORAGE,
+                format!("cannot store the piece: {e}"),
+            );
         }
     }
     if let Err(e) = out.flush().await {
-        return refuse(StatusCode::INSUFFICIENT_STORAGE, format!("cannot store the piece: {e}"));
+        return refuse(
+            StatusCode::INSUFFICIENT_STORAGE,
+            format!("cannot store the piece: {e}"),
+        );
     }
     Json(json!({ "received": received + got, "size": size })).into_response()
 }
@@ -277,38 +361,86 @@ async fn commit_uploads(
     let mut files = Vec::with_capacity(req.files.len());
     for f in &req.files {
         match state.staged.find(&f.id, &repo, &owner, false) {
-            Ok(Found { file, size, received }) if received == size => files.push(UploadedFile { name: f.name.clone(), staged: file }),
-            Ok(Found { size, received, .. }) => return refuse(StatusCode::CONFLICT, format!("{} has {received} of its {size} bytes: send the rest first", f.name)),
+            Ok(Found {
+                file,
+                size,
+                received,
+            }) if received == size => files.push(UploadedFile {
+                name: f.name.clone(),
+                staged: file,
+            }),
+            Ok(Found { size, received, .. }) => {
+                return refuse(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "{} has {received} of its {size} bytes: send the rest first",
+                        f.name
+                    ),
+                )
+            }
             Err(e) => return unavailable(e),
         }
     }
     let message = match req.message.trim() {
-        "" => format!("Upload {} from the web", if files.len() == 1 { files[0].name.clone() } else { format!("{} files", files.len()) }),
+        "" => format!(
+            "Upload {} from the web",
+            if files.len() == 1 {
+                files[0].name.clone()
+            } else {
+                format!("{} files", files.len())
+            }
+        ),
         m => m.to_string(),
     };
     let user = caller.user.clone().unwrap_or_else(|| "web upload".into());
-    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let author = Signature { name: user, email: String::new(), time, tz_minutes: 0 };
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let author = Signature {
+        name: user,
+        email: String::new(),
+        time,
+        tz_minutes: 0,
+    };
     let (name, committer) = (repo.clone(), caller.clone());
     let committed = tokio::task::spawn_blocking(move || {
         let repository = Repository::open(&dir)?;
-        let up = UploadCommit { branch: &req.branch, seen, folder: &req.folder, files: &files, message: &message, author };
+        let up = UploadCommit {
+            branch: &req.branch,
+            seen,
+            folder: &req.folder,
+            files: &files,
+            message: &message,
+            author,
+        };
         let done = dmv_sync::commit_uploaded(&repository, &committer, &up)?;
         Ok::<_, SyncError>((done, files))
     })
     .await;
     match committed {
         Ok(Ok((done, files))) => {
-            state.staged.finish(&files.iter().map(|f| f.staged.as_path()).collect::<Vec<_>>());
-            let url = format!("/{}/commit/{}", crate::web::segment(&name), done.commit.to_hex());
-            Json(json!({ "commit": done.commit.to_hex(), "unchanged": done.unchanged, "url": url })).into_response()
+            state
+                .staged
+                .finish(&files.iter().map(|f| f.staged.as_path()).collect::<Vec<_>>());
+            let url = format!(
+                "/{}/commit/{}",
+                crate::web::segment(&name),
+                done.commit.to_hex()
+            );
+            Json(json!({ "commit": done.commit.to_hex(), "unchanged": done.unchanged, "url": url }))
+                .into_response()
         }
         Ok(Err(e)) => {
             let status = match &e {
                 SyncError::Refused(Refusal::NeedsWriteAccess { .. }) => StatusCode::FORBIDDEN,
                 SyncError::Refused(_) => StatusCode::CONFLICT,
-                SyncError::Repo(dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_)) => StatusCode::BAD_REQUEST,
-                SyncError::Repo(dmv_repo::RepoError::LockedPathChanged { .. } | dmv_repo::RepoError::LockedPathMoved { .. }) => StatusCode::CONFLICT,
+                SyncError::Repo(
+                    dmv_repo::RepoError::BadPath { .. } | dmv_repo::RepoError::Refs(_),
+                ) => StatusCode::BAD_REQUEST,
+                SyncError::Repo(
+                    dmv_repo::RepoError::LockedPathChanged { .. }
+                    | dmv_repo::RepoError::LockedPathMoved { .. },
+                ) => StatusCode::CONFLICT,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             };
             refuse(status, e.to_string())

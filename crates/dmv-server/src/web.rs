@@ -57,13 +57,20 @@ pub(crate) fn routes() -> Router<Shared> {
 }
 
 /// The headers every answer of the server carries (file content adds its own policy first).
-pub(crate) async fn hardening_headers(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+pub(crate) async fn hardening_headers(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
     let mut response = next.run(request).await;
     let h = response.headers_mut();
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
-    h.entry(header::CONTENT_SECURITY_POLICY).or_insert(HeaderValue::from_static(PAGE_POLICY));
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(PAGE_POLICY));
     response
 }
 
@@ -72,20 +79,40 @@ fn login_page(status: StatusCode, message: &str) -> Response {
 }
 
 fn too_many_guesses(wait: std::time::Duration) -> Response {
-    let mut response = login_page(StatusCode::TOO_MANY_REQUESTS, "Too many wrong tokens from your address: wait a moment and try again.");
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+    let mut response = login_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many wrong tokens from your address: wait a moment and try again.",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(wait.as_secs().max(1)),
+    );
     response
 }
 
 /// The session id the request's cookie names, if any.
 fn session_cookie(headers: &HeaderMap) -> Option<&str> {
-    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|c| c.trim().strip_prefix("dmv_session="))
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("dmv_session="))
 }
 
 /// The token a request carries: its bearer header's, or its login's.
 pub(crate) fn token_of(state: &ServerState, headers: &HeaderMap) -> Option<String> {
-    let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(|t| t.trim().to_string());
-    bearer.or_else(|| state.sessions.get(session_cookie(headers)?).map(|s| s.token))
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string());
+    bearer.or_else(|| {
+        state
+            .sessions
+            .get(session_cookie(headers)?)
+            .map(|s| s.token)
+    })
 }
 
 /// Who is browsing, from the bearer header or the login's session; a
@@ -93,8 +120,16 @@ pub(crate) fn token_of(state: &ServerState, headers: &HeaderMap) -> Option<Strin
 /// a repository. Wrong bearer tokens count against the client's ration.
 // The refusal is the HTTP response itself, handed straight back to axum.
 #[allow(clippy::result_large_err)]
-pub(crate) fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Result<Viewer, Response> {
-    let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+pub(crate) fn viewer(
+    state: &ServerState,
+    peer: Peer,
+    headers: &HeaderMap,
+) -> Result<Viewer, Response> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
     let (token, form_secret) = match (bearer, session_cookie(headers)) {
         (Some(token), _) => {
             let client = state.client_ip(peer, headers);
@@ -108,24 +143,47 @@ pub(crate) fn viewer(state: &ServerState, peer: Peer, headers: &HeaderMap) -> Re
             Some(session) => (session.token, Some(session.form_secret)),
             // An ended login browses as anyone does where that is allowed.
             None if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
-            None => return Err(login_page(StatusCode::UNAUTHORIZED, "Your login has ended: log in again.")),
+            None => {
+                return Err(login_page(
+                    StatusCode::UNAUTHORIZED,
+                    "Your login has ended: log in again.",
+                ))
+            }
         },
         (None, None) if state.config.browse == BrowseAccess::Open => return Ok(Viewer::default()),
-        (None, None) => return Err(login_page(StatusCode::UNAUTHORIZED, "Log in with a token to browse.")),
+        (None, None) => {
+            return Err(login_page(
+                StatusCode::UNAUTHORIZED,
+                "Log in with a token to browse.",
+            ))
+        }
     };
     match state.config.token_access(&token) {
-        Some(entry) => {
-            Ok(Viewer { user: entry.user().map(str::to_string), may_write: entry.access() != TokenAccess::Read, admin: entry.access() == TokenAccess::Admin, form_secret })
-        }
-        None => Err(login_page(StatusCode::UNAUTHORIZED, "That token is not valid here.")),
+        Some(entry) => Ok(Viewer {
+            user: entry.user().map(str::to_string),
+            may_write: entry.access() != TokenAccess::Read,
+            admin: entry.access() == TokenAccess::Admin,
+            form_secret,
+        }),
+        None => Err(login_page(
+            StatusCode::UNAUTHORIZED,
+            "That token is not valid here.",
+        )),
     }
 }
 
-async fn index(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap) -> Response {
+async fn index(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+) -> Response {
     if let Err(refused) = viewer(&state, peer, &headers) {
         return refused;
     }
-    Html(dmv_web::index_page(&state.config.repos.keys().cloned().collect::<Vec<_>>())).into_response()
+    Html(dmv_web::index_page(
+        &state.config.repos.keys().cloned().collect::<Vec<_>>(),
+    ))
+    .into_response()
 }
 
 async fn compare_script() -> Response {
@@ -141,7 +199,14 @@ async fn upload_script() -> Response {
 }
 
 fn script(text: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "private, max-age=3600")], text).into_response()
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "private, max-age=3600"),
+        ],
+        text,
+    )
+        .into_response()
 }
 
 async fn login_form() -> Response {
@@ -154,10 +219,18 @@ struct LoginForm {
 }
 
 fn refused_form() -> Response {
-    login_page(StatusCode::FORBIDDEN, "That form did not come from this server's pages.")
+    login_page(
+        StatusCode::FORBIDDEN,
+        "That form did not come from this server's pages.",
+    )
 }
 
-async fn login(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap, Form(form): Form<LoginForm>) -> Response {
+async fn login(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
     if !state.comes_from_our_pages(peer, &headers) {
         return refused_form();
     }
@@ -172,10 +245,22 @@ async fn login(State(state): State<Shared>, Extension(peer): Extension<Peer>, he
     }
     let id = match state.sessions.open(token) {
         Ok(id) => id,
-        Err(e) => return login_page(StatusCode::INTERNAL_SERVER_ERROR, &format!("Cannot open a session: {e}")),
+        Err(e) => {
+            return login_page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("Cannot open a session: {e}"),
+            )
+        }
     };
-    let secure = if state.over_https(peer, &headers) { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}", state.sessions.lifetime().as_secs());
+    let secure = if state.over_https(peer, &headers) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        state.sessions.lifetime().as_secs()
+    );
     see_other("/", Some(cookie))
 }
 
@@ -184,14 +269,23 @@ async fn logout_form() -> Response {
     Html(dmv_web::logout_page()).into_response()
 }
 
-async fn logout(State(state): State<Shared>, Extension(peer): Extension<Peer>, headers: HeaderMap) -> Response {
+async fn logout(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+) -> Response {
     if !state.comes_from_our_pages(peer, &headers) {
         return refused_form();
     }
     if let Some(id) = session_cookie(&headers) {
         state.sessions.close(id);
     }
-    see_other("/login", Some(format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")))
+    see_other(
+        "/login",
+        Some(format!(
+            "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+        )),
+    )
 }
 
 fn see_other(to: &str, cookie: Option<String>) -> Response {
@@ -210,10 +304,24 @@ async fn to_repo_home(UrlPath(name): UrlPath<String>) -> Response {
 }
 
 pub(crate) fn segment(name: &str) -> String {
-    name.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
-async fn repo_home(state: State<Shared>, peer: Extension<Peer>, UrlPath(name): UrlPath<String>, query: Query<BTreeMap<String, String>>, headers: HeaderMap) -> Response {
+async fn repo_home(
+    state: State<Shared>,
+    peer: Extension<Peer>,
+    UrlPath(name): UrlPath<String>,
+    query: Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
     serve_page(state, peer, name, String::new(), query, headers).await
 }
 
@@ -239,19 +347,46 @@ async fn serve_page(
         Ok(v) => v,
         Err(refused) => return refused,
     };
-    let Some(dir) = state.config.repos.get(&name).and_then(|place| place.dir()).map(Path::to_path_buf) else {
-        return (StatusCode::NOT_FOUND, Html(format!("no repository named {} here to browse (one in a bucket has no web pages yet)", html_text(&name)))).into_response();
+    let Some(dir) = state
+        .config
+        .repos
+        .get(&name)
+        .and_then(|place| place.dir())
+        .map(Path::to_path_buf)
+    else {
+        return (
+            StatusCode::NOT_FOUND,
+            Html(format!(
+                "no repository named {} here to browse (one in a bucket has no web pages yet)",
+                html_text(&name)
+            )),
+        )
+            .into_response();
     };
     // Refused before any work: a zip when every zip slot is taken.
     if rest.starts_with("zip/") && ZIPS.load(std::sync::atomic::Ordering::SeqCst) >= ZIPS_AT_ONCE {
         return zips_busy();
     }
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     // Pages are made a few at a time; the rest wait here, holding no thread.
-    let Ok(_page) = PAGES.acquire().await else { return (StatusCode::SERVICE_UNAVAILABLE, "the server is stopping\n").into_response() };
+    let Ok(_page) = PAGES.acquire().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the server is stopping\n").into_response();
+    };
     let answered = at_low_priority(move || {
         let repo = Repository::open(&dir).map_err(|e| e.to_string())?;
-        let reply = dmv_web::respond(&repo, &name, &PageRequest { path: &rest, query: &query, range: range.as_deref(), viewer: &viewer });
+        let reply = dmv_web::respond(
+            &repo,
+            &name,
+            &PageRequest {
+                path: &rest,
+                query: &query,
+                range: range.as_deref(),
+                viewer: &viewer,
+            },
+        );
         Ok::<_, String>((reply, repo))
     })
     .await;
@@ -267,7 +402,9 @@ async fn serve_page(
 /// clone or push answered beside them is what someone is waiting on: 300
 /// connections searching again and again made a clone 2.6 to 3.2 times as
 /// slow on two cores, 8 zips streamed at once 3.9 to 4.3 times.
-async fn at_low_priority<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+async fn at_low_priority<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("dmv-page".into())
@@ -277,7 +414,8 @@ async fn at_low_priority<T: Send + 'static>(work: impl FnOnce() -> T + Send + 's
         })
         .map_err(|e| format!("cannot start a thread for the page: {e}"))?;
     // Its sender dropped without a send: the work panicked.
-    rx.await.map_err(|_| "the page could not be made".to_string())
+    rx.await
+        .map_err(|_| "the page could not be made".to_string())
 }
 
 /// Zips streamed at once: each reads every file it holds and keeps a
@@ -292,8 +430,14 @@ const ZIPS_AT_ONCE: usize = 8;
 static PAGES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 
 fn zips_busy() -> Response {
-    let text = format!("{ZIPS_AT_ONCE} zips are being made on this server: try again in a minute\n");
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "30")], text).into_response()
+    let text =
+        format!("{ZIPS_AT_ONCE} zips are being made on this server: try again in a minute\n");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "30")],
+        text,
+    )
+        .into_response()
 }
 
 static ZIPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -304,7 +448,11 @@ struct ZipSlot;
 impl ZipSlot {
     fn take() -> Option<ZipSlot> {
         use std::sync::atomic::Ordering;
-        ZIPS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < ZIPS_AT_ONCE).then_some(n + 1)).ok().map(|_| ZipSlot)
+        ZIPS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < ZIPS_AT_ONCE).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| ZipSlot)
     }
 }
 
@@ -315,72 +463,169 @@ impl Drop for ZipSlot {
 }
 
 fn html_text(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Sends a page, a picture, or file content streamed from the store.
 fn send(reply: Reply, repo: Repository) -> Response {
     match reply {
-        Reply::Html { status, body } => (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Html(body)).into_response(),
+        Reply::Html { status, body } => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+            Html(body),
+        )
+            .into_response(),
         // The id names the content: a version never changes.
         Reply::Jpeg(bytes) => {
             let len = bytes.len().to_string();
-            ([(header::CONTENT_TYPE, "image/jpeg"), (header::CACHE_CONTROL, "private, max-age=31536000, immutable"), (header::CONTENT_LENGTH, len.as_str())], bytes).into_response()
+            (
+                [
+                    (header::CONTENT_TYPE, "image/jpeg"),
+                    (
+                        header::CACHE_CONTROL,
+                        "private, max-age=31536000, immutable",
+                    ),
+                    (header::CONTENT_LENGTH, len.as_str()),
+                ],
+                bytes,
+            )
+                .into_response()
         }
         Reply::Redirect(to) => see_other(&to, None),
-        Reply::Zip { commit, folder, name } => {
-            let Some(slot) = ZipSlot::take() else { return zips_busy() };
+        Reply::Zip {
+            commit,
+            folder,
+            name,
+        } => {
+            let Some(slot) = ZipSlot::take() else {
+                return zips_busy();
+            };
             let (tx, rx) = crate::channel::answer_channel();
             let stem = name.trim_end_matches(".zip").to_string();
             // Made at a lowered priority, as pages are (see `at_low_priority`).
-            let started = std::thread::Builder::new().name("dmv-zip".into()).spawn(move || {
-                dmv_os::lower_this_threads_priority();
-                let _slot = slot;
-                let mut out = ChannelWriter { tx, buf: Vec::new() };
-                let specs: Vec<Vec<u8>> = if folder.is_empty() { Vec::new() } else { vec![folder] };
-                let written = repo.archive(&commit, &specs, &format!("{stem}/"), dmv_repo::ArchiveFormat::Zip, &mut out).map_err(std::io::Error::other);
-                if let Err(e) = written.and_then(|_| std::io::Write::flush(&mut out)) {
-                    // The body ends short: the client sees the download fail.
-                    let _ = out.tx.blocking_send(Err(e));
-                }
-            });
+            let started = std::thread::Builder::new()
+                .name("dmv-zip".into())
+                .spawn(move || {
+                    dmv_os::lower_this_threads_priority();
+                    let _slot = slot;
+                    let mut out = ChannelWriter {
+                        tx,
+                        buf: Vec::new(),
+                    };
+                    let specs: Vec<Vec<u8>> = if folder.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![folder]
+                    };
+                    let written = repo
+                        .archive(
+                            &commit,
+                            &specs,
+                            &format!("{stem}/"),
+                            dmv_repo::ArchiveFormat::Zip,
+                            &mut out,
+                        )
+                        .map_err(std::io::Error::other);
+                    if let Err(e) = written.and_then(|_| std::io::Write::flush(&mut out)) {
+                        // The body ends short: the client sees the download fail.
+                        let _ = out.tx.blocking_send(Err(e));
+                    }
+                });
             if let Err(e) = started {
-                return (StatusCode::SERVICE_UNAVAILABLE, format!("cannot start a thread for the zip: {e}\n")).into_response();
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("cannot start a thread for the zip: {e}\n"),
+                )
+                    .into_response();
             }
-            let mut response = Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
+            let mut response = Response::new(Body::from_stream(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            ));
             let h = response.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/zip"));
-            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_POLICY));
-            let safe: String = name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect();
-            h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")).unwrap_or(HeaderValue::from_static("attachment")));
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/zip"),
+            );
+            h.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CONTENT_POLICY),
+            );
+            let safe: String = name
+                .chars()
+                .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
+                .collect();
+            h.insert(
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
+                    .unwrap_or(HeaderValue::from_static("attachment")),
+            );
             response
         }
-        Reply::RangeNotSatisfiable { total } => (StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{total}"))]).into_response(),
-        Reply::Content { id, content_type, start, len, total, partial, download } => {
+        Reply::RangeNotSatisfiable { total } => (
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            [(header::CONTENT_RANGE, format!("bytes */{total}"))],
+        )
+            .into_response(),
+        Reply::Content {
+            id,
+            content_type,
+            start,
+            len,
+            total,
+            partial,
+            download,
+        } => {
             let (tx, rx) = crate::channel::answer_channel();
             tokio::task::spawn_blocking(move || {
-                let mut out = ChannelWriter { tx, buf: Vec::new() };
+                let mut out = ChannelWriter {
+                    tx,
+                    buf: Vec::new(),
+                };
                 let written = dmv_web::write_content(&repo, &id, start, len, &mut out);
                 if let Err(e) = written.and_then(|_| std::io::Write::flush(&mut out)) {
                     // The body ends short: the client sees the transfer fail.
                     let _ = out.tx.blocking_send(Err(e));
                 }
             });
-            let mut response = Response::new(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
+            let mut response = Response::new(Body::from_stream(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            ));
             let h = response.headers_mut();
-            let value = |s: String| HeaderValue::from_str(&s).unwrap_or(HeaderValue::from_static("application/octet-stream"));
+            let value = |s: String| {
+                HeaderValue::from_str(&s)
+                    .unwrap_or(HeaderValue::from_static("application/octet-stream"))
+            };
             h.insert(header::CONTENT_TYPE, value(content_type.mime));
-            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_POLICY));
-            h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+            h.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CONTENT_POLICY),
+            );
+            h.insert(
+                "cross-origin-resource-policy",
+                HeaderValue::from_static("same-origin"),
+            );
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
             h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
+            h.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, max-age=31536000, immutable"),
+            );
             if let Some(name) = download {
-                let safe: String = name.chars().filter(|c| !c.is_control() && *c != '"' && *c != '\\').collect();
-                h.insert(header::CONTENT_DISPOSITION, value(format!("attachment; filename=\"{safe}\"")));
+                let safe: String = name
+                    .chars()
+                    .filter(|c| !c.is_control() && *c != '"' && *c != '\\')
+                    .collect();
+                h.insert(
+                    header::CONTENT_DISPOSITION,
+                    value(format!("attachment; filename=\"{safe}\"")),
+                );
             }
             if partial {
-                h.insert(header::CONTENT_RANGE, value(format!("bytes {start}-{}/{total}", start + len - 1)));
+                h.insert(
+                    header::CONTENT_RANGE,
+                    value(format!("bytes {start}-{}/{total}", start + len - 1)),
+                );
                 *response.status_mut() = StatusCode::PARTIAL_CONTENT;
             }
             response
@@ -396,18 +641,35 @@ struct BreakForm {
     form_secret: Option<String>,
 }
 
-async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer>, UrlPath(name): UrlPath<String>, headers: HeaderMap, Form(form): Form<BreakForm>) -> Response {
+async fn break_lock(
+    State(state): State<Shared>,
+    Extension(peer): Extension<Peer>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+    Form(form): Form<BreakForm>,
+) -> Response {
     let viewer = match viewer(&state, peer, &headers) {
         Ok(v) => v,
         Err(refused) => return refused,
     };
     // A session's cookie goes with any request the browser makes: the form must prove it is ours.
     if let Some(secret) = &viewer.form_secret {
-        if !state.comes_from_our_pages(peer, &headers) || form.form_secret.as_deref().is_none_or(|s| !same_secret(s, secret)) {
+        if !state.comes_from_our_pages(peer, &headers)
+            || form
+                .form_secret
+                .as_deref()
+                .is_none_or(|s| !same_secret(s, secret))
+        {
             return refused_form();
         }
     }
-    let Some(dir) = state.config.repos.get(&name).and_then(|place| place.dir()).map(Path::to_path_buf) else {
+    let Some(dir) = state
+        .config
+        .repos
+        .get(&name)
+        .and_then(|place| place.dir())
+        .map(Path::to_path_buf)
+    else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let answered = tokio::task::spawn_blocking(move || {
@@ -418,7 +680,11 @@ async fn break_lock(State(state): State<Shared>, Extension(peer): Extension<Peer
     match answered {
         Ok(Ok((reply, repo))) => send(reply, repo),
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e))).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Html(html_text(&e.to_string()))).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Html(html_text(&e.to_string())),
+        )
+            .into_response(),
     }
 }
 
@@ -433,8 +699,13 @@ mod zip_tests {
 
     #[test]
     fn zips_past_the_bound_are_refused_until_one_ends() {
-        let slots: Vec<ZipSlot> = (0..ZIPS_AT_ONCE).map(|_| ZipSlot::take().expect("a slot")).collect();
-        assert!(ZipSlot::take().is_none(), "a zip past {ZIPS_AT_ONCE} at once");
+        let slots: Vec<ZipSlot> = (0..ZIPS_AT_ONCE)
+            .map(|_| ZipSlot::take().expect("a slot"))
+            .collect();
+        assert!(
+            ZipSlot::take().is_none(),
+            "a zip past {ZIPS_AT_ONCE} at once"
+        );
         drop(slots);
         assert!(ZipSlot::take().is_some());
     }

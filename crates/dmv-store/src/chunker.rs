@@ -26,7 +26,11 @@ const _: () = assert!(fastcdc::v2020::MAXIMUM_MAX as usize <= crate::object::MAX
 
 impl Default for ChunkParams {
     fn default() -> Self {
-        ChunkParams { min: 16 * 1024, avg: 64 * 1024, max: 256 * 1024 }
+        ChunkParams {
+            min: 16 * 1024,
+            avg: 64 * 1024,
+            max: 256 * 1024,
+        }
     }
 }
 
@@ -51,7 +55,10 @@ impl ChunkParams {
 
 /// Reads a file expected to fit in one chunk (at most `params.min` bytes).
 /// Returns None when it holds more, so the caller can chunk it instead.
-pub(crate) fn read_single_chunk(f: &mut impl Read, params: ChunkParams) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_single_chunk(
+    f: &mut impl Read,
+    params: ChunkParams,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut data = Vec::new();
     f.take(params.min as u64 + 1).read_to_end(&mut data)?;
     Ok((data.len() <= params.min as usize).then_some(data))
@@ -60,7 +67,12 @@ pub(crate) fn read_single_chunk(f: &mut impl Read, params: ChunkParams) -> std::
 /// Cuts `data[from..]` into chunks; unless `eof`, stops where less than a
 /// maximum chunk is left (its end depends on bytes not read yet). Returns the
 /// chunks' ranges and where the uncut rest begins.
-pub(crate) fn cut_run(data: &[u8], from: usize, params: ChunkParams, eof: bool) -> (Vec<std::ops::Range<usize>>, usize) {
+pub(crate) fn cut_run(
+    data: &[u8],
+    from: usize,
+    params: ChunkParams,
+    eof: bool,
+) -> (Vec<std::ops::Range<usize>>, usize) {
     let mut cuts = Vec::new();
     let mut pos = from;
     while pos < data.len() && (eof || data.len() - pos >= params.max as usize) {
@@ -88,7 +100,10 @@ impl ChunkBatch {
     #[allow(clippy::single_range_in_vec_init)]
     pub fn single(data: Vec<u8>) -> ChunkBatch {
         let len = data.len();
-        ChunkBatch { data: Arc::new(data), cuts: vec![0..len] }
+        ChunkBatch {
+            data: Arc::new(data),
+            cuts: vec![0..len],
+        }
     }
 
     /// The bytes of chunk `i`; panics if there are not that many.
@@ -115,7 +130,14 @@ impl<R: Read> Chunker<R> {
     /// (fastcdc panics on others).
     pub fn new(source: R, params: ChunkParams) -> Self {
         let size = BUFFER.max(params.max as usize * 2);
-        Chunker { source, params, buf: vec![0; size], start: 0, end: 0, eof: false }
+        Chunker {
+            source,
+            params,
+            buf: vec![0; size],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
     }
 
     fn fill(&mut self) -> std::io::Result<()> {
@@ -188,12 +210,24 @@ mod tests {
     /// the end of the input (a chunk spanning one was cut after a refill).
     fn chunks_and_fills(data: &[u8], params: ChunkParams) -> (Vec<Vec<u8>>, Vec<usize>) {
         let ends = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let mut c = Chunker::new(Reads { data, pos: 0, ends: ends.clone() }, params);
+        let mut c = Chunker::new(
+            Reads {
+                data,
+                pos: 0,
+                ends: ends.clone(),
+            },
+            params,
+        );
         let mut out = Vec::new();
         while let Some(ch) = c.next_chunk().unwrap() {
             out.push(ch.to_vec());
         }
-        let fills = ends.borrow().iter().copied().filter(|&e| e < data.len()).collect();
+        let fills = ends
+            .borrow()
+            .iter()
+            .copied()
+            .filter(|&e| e < data.len())
+            .collect();
         (out, fills)
     }
 
@@ -211,7 +245,11 @@ mod tests {
     /// Most chunks end at a content-defined cut, not at the maximum size.
     fn assert_mostly_content_defined(lens: &[usize], p: ChunkParams) {
         let short = lens.iter().filter(|&&l| l < p.max as usize).count();
-        assert!(short * 4 >= lens.len() * 3, "only {short} of {} chunks are shorter than max: {lens:?}", lens.len());
+        assert!(
+            short * 4 >= lens.len() * 3,
+            "only {short} of {} chunks are shorter than max: {lens:?}",
+            lens.len()
+        );
     }
 
     #[test]
@@ -221,18 +259,34 @@ mod tests {
         let (chunks, fills) = chunks_and_fills(&data, p);
         assert_eq!(chunks.concat(), data);
         for c in &chunks[..chunks.len() - 1] {
-            assert!(c.len() >= p.min as usize && c.len() <= p.max as usize, "{}", c.len());
+            assert!(
+                c.len() >= p.min as usize && c.len() <= p.max as usize,
+                "{}",
+                c.len()
+            );
         }
         assert!(chunks.len() > 3);
         let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
         assert_mostly_content_defined(&lens, p);
         // Average size near avg (64 KiB): far more chunks than 6 MB / max.
-        assert!(chunks.len() > 3 * data.len() / p.max as usize, "{} chunks", chunks.len());
+        assert!(
+            chunks.len() > 3 * data.len() / p.max as usize,
+            "{} chunks",
+            chunks.len()
+        );
         // The input is larger than the buffer: at least one chunk began
         // before a refill and ended after it.
-        assert!(!fills.is_empty(), "the input never needed a second buffer fill");
+        assert!(
+            !fills.is_empty(),
+            "the input never needed a second buffer fill"
+        );
         let sp = spans(lens);
-        assert!(fills.iter().all(|&f| sp.iter().any(|&(s, e)| s < f && f < e)), "no chunk spans a buffer refill at {fills:?}");
+        assert!(
+            fills
+                .iter()
+                .all(|&f| sp.iter().any(|&(s, e)| s < f && f < e)),
+            "no chunk spans a buffer refill at {fills:?}"
+        );
     }
 
     #[test]
@@ -241,13 +295,18 @@ mod tests {
         let p = ChunkParams::default();
         let (chunks, fills) = chunks_and_fills(&data, p);
         let ours: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
-        let theirs: Vec<usize> = FastCDC::new(&data, p.min, p.avg, p.max).map(|c| c.length).collect();
+        let theirs: Vec<usize> = FastCDC::new(&data, p.min, p.avg, p.max)
+            .map(|c| c.length)
+            .collect();
         assert_eq!(ours, theirs);
         assert_mostly_content_defined(&ours, p);
         assert!(fills.len() >= 2, "buffer fills ended at {fills:?}");
         let sp = spans(ours.iter().copied());
         for f in &fills {
-            assert!(sp.iter().any(|&(s, e)| s < *f && *f < e), "no chunk spans the buffer refill at {f}");
+            assert!(
+                sp.iter().any(|&(s, e)| s < *f && *f < e),
+                "no chunk spans the buffer refill at {f}"
+            );
         }
     }
 

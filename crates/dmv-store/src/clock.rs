@@ -13,11 +13,18 @@ pub fn timestamp_granularity() -> std::time::Duration {
         let fallback = std::time::Duration::from_millis(if cfg!(windows) { 17 } else { 10 });
         #[cfg(target_os = "linux")]
         {
-            let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            let mut res = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
             // SAFETY: clock_getres writes one timespec we own.
             if unsafe { libc::clock_getres(libc::CLOCK_REALTIME_COARSE, &mut res) } == 0 {
-                let tick = std::time::Duration::new(res.tv_sec.max(0) as u64, res.tv_nsec.clamp(0, 999_999_999) as u32);
-                return (tick + std::time::Duration::from_millis(1)).clamp(std::time::Duration::from_millis(2), fallback);
+                let tick = std::time::Duration::new(
+                    res.tv_sec.max(0) as u64,
+                    res.tv_nsec.clamp(0, 999_999_999) as u32,
+                );
+                return (tick + std::time::Duration::from_millis(1))
+                    .clamp(std::time::Duration::from_millis(2), fallback);
             }
         }
         fallback

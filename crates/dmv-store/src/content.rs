@@ -17,7 +17,8 @@ impl Store {
     /// level above its children ([`crate::object::ChunkWalk`]), so a
     /// damaged or hostile chain of nodes is an error, not a stack overflow.
     pub fn write_content(&self, id: &ObjectId, out: &mut dyn Write) -> StoreResult<u64> {
-        let write = |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(StoreError::Output);
+        let write =
+            |out: &mut dyn Write, bytes: &[u8]| out.write_all(bytes).map_err(StoreError::Output);
         // A chunk that is not here fails the whole file before any byte of it is written.
         self.check_content_present(id)?;
         let (kind, bytes) = self.read(id)?;
@@ -27,8 +28,10 @@ impl Store {
                 Ok(bytes.len() as u64)
             }
             ObjectKind::FileNode => {
-                let mut walk = crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?);
-                let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+                let mut walk =
+                    crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?);
+                let mut read_node =
+                    |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
                 let mut total = 0;
                 while let Some(e) = walk.next_chunk(&mut read_node)? {
                     let chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
@@ -37,7 +40,11 @@ impl Store {
                 }
                 Ok(total)
             }
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+            other => Err(StoreError::WrongKind {
+                id: *id,
+                actual: other.name(),
+                expected: "file content",
+            }),
         }
     }
 
@@ -49,8 +56,12 @@ impl Store {
         if loc.entry.kind != ObjectKind::FileNode {
             return Ok(vec![(*id, loc.entry.raw_len as u64)]);
         }
-        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        let mut walk = crate::object::ChunkWalk::new(
+            *id,
+            self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?,
+        );
+        let mut read_node =
+            |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
         let mut out = Vec::new();
         while let Some(e) = walk.next_chunk(&mut read_node)? {
             out.push((e.id, e.size));
@@ -65,11 +76,26 @@ impl Store {
         self.check_content_present(id)?;
         let (kind, bytes) = self.read(id)?;
         match kind {
-            ObjectKind::Chunk => Ok(ContentReader { store: self, walk: None, chunk: bytes, at: 0 }),
-            ObjectKind::FileNode => {
-                Ok(ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 })
-            }
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+            ObjectKind::Chunk => Ok(ContentReader {
+                store: self,
+                walk: None,
+                chunk: bytes,
+                at: 0,
+            }),
+            ObjectKind::FileNode => Ok(ContentReader {
+                store: self,
+                walk: Some(crate::object::ChunkWalk::new(
+                    *id,
+                    decode::<FileNode>(id, kind, &bytes)?,
+                )),
+                chunk: Vec::new(),
+                at: 0,
+            }),
+            other => Err(StoreError::WrongKind {
+                id: *id,
+                actual: other.name(),
+                expected: "file content",
+            }),
         }
     }
 
@@ -82,19 +108,43 @@ impl Store {
     pub fn content_reader_at(&self, id: &ObjectId, offset: u64) -> StoreResult<ContentReader<'_>> {
         let (kind, bytes) = self.read(id)?;
         let mut reader = match kind {
-            ObjectKind::Chunk => ContentReader { store: self, walk: None, chunk: bytes, at: 0 },
-            ObjectKind::FileNode => ContentReader { store: self, walk: Some(crate::object::ChunkWalk::new(*id, decode::<FileNode>(id, kind, &bytes)?)), chunk: Vec::new(), at: 0 },
-            other => return Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+            ObjectKind::Chunk => ContentReader {
+                store: self,
+                walk: None,
+                chunk: bytes,
+                at: 0,
+            },
+            ObjectKind::FileNode => ContentReader {
+                store: self,
+                walk: Some(crate::object::ChunkWalk::new(
+                    *id,
+                    decode::<FileNode>(id, kind, &bytes)?,
+                )),
+                chunk: Vec::new(),
+                at: 0,
+            },
+            other => {
+                return Err(StoreError::WrongKind {
+                    id: *id,
+                    actual: other.name(),
+                    expected: "file content",
+                })
+            }
         };
         let Some(walk) = reader.walk.as_mut() else {
-            reader.at = usize::try_from(offset).unwrap_or(usize::MAX).min(reader.chunk.len());
+            reader.at = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(reader.chunk.len());
             return Ok(reader);
         };
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        let mut read_node =
+            |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
         let into_chunk = walk.skip(offset, &mut read_node)?;
         if let Some(e) = walk.next_chunk(&mut read_node)? {
             reader.chunk = self.read_kind(&e.id, ObjectKind::Chunk)?;
-            reader.at = usize::try_from(into_chunk).unwrap_or(usize::MAX).min(reader.chunk.len());
+            reader.at = usize::try_from(into_chunk)
+                .unwrap_or(usize::MAX)
+                .min(reader.chunk.len());
         }
         Ok(reader)
     }
@@ -104,8 +154,17 @@ impl Store {
         let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
         match loc.entry.kind {
             ObjectKind::Chunk => Ok(loc.entry.raw_len as u64),
-            ObjectKind::FileNode => Ok(self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?.entries.iter().map(|e| e.size).sum()),
-            other => Err(StoreError::WrongKind { id: *id, actual: other.name(), expected: "file content" }),
+            ObjectKind::FileNode => Ok(self
+                .read_decoded::<FileNode>(id, ObjectKind::FileNode)?
+                .entries
+                .iter()
+                .map(|e| e.size)
+                .sum()),
+            other => Err(StoreError::WrongKind {
+                id: *id,
+                actual: other.name(),
+                expected: "file content",
+            }),
         }
     }
 
@@ -113,7 +172,13 @@ impl Store {
     /// to an index at the end of a file, as media containers keep one):
     /// each seek starts a [`Store::content_reader_at`] there.
     pub fn seekable_content(&self, id: &ObjectId) -> StoreResult<SeekableContent<'_>> {
-        Ok(SeekableContent { store: self, id: *id, len: self.content_len(id)?, pos: 0, reader: None })
+        Ok(SeekableContent {
+            store: self,
+            id: *id,
+            len: self.content_len(id)?,
+            pos: 0,
+            reader: None,
+        })
     }
 
     /// Checks that a file's content is all here: its nodes are read (and
@@ -132,13 +197,21 @@ impl Store {
         self.check_content(id, &|id| self.locate(id))
     }
 
-    fn check_content(&self, id: &ObjectId, lookup: &dyn Fn(&ObjectId) -> StoreResult<Option<Located>>) -> StoreResult<()> {
+    fn check_content(
+        &self,
+        id: &ObjectId,
+        lookup: &dyn Fn(&ObjectId) -> StoreResult<Option<Located>>,
+    ) -> StoreResult<()> {
         let loc = lookup(id)?.ok_or(StoreError::NotFound { id: *id })?;
         if loc.entry.kind != ObjectKind::FileNode {
             return Ok(());
         }
-        let mut walk = crate::object::ChunkWalk::new(*id, self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?);
-        let mut read_node = |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+        let mut walk = crate::object::ChunkWalk::new(
+            *id,
+            self.read_decoded::<FileNode>(id, ObjectKind::FileNode)?,
+        );
+        let mut read_node =
+            |node: &ObjectId| self.read_decoded::<FileNode>(node, ObjectKind::FileNode);
         while let Some(e) = walk.next_chunk(&mut read_node)? {
             if lookup(&e.id)?.is_none() {
                 return Err(StoreError::NotFound { id: e.id });
@@ -160,11 +233,19 @@ impl std::io::Read for ContentReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.at == self.chunk.len() {
             let store = self.store;
-            let Some(walk) = self.walk.as_mut() else { return Ok(0) };
-            let mut read_node = |node: &ObjectId| store.read_decoded::<FileNode>(node, ObjectKind::FileNode);
-            match walk.next_chunk(&mut read_node).map_err(std::io::Error::other)? {
+            let Some(walk) = self.walk.as_mut() else {
+                return Ok(0);
+            };
+            let mut read_node =
+                |node: &ObjectId| store.read_decoded::<FileNode>(node, ObjectKind::FileNode);
+            match walk
+                .next_chunk(&mut read_node)
+                .map_err(std::io::Error::other)?
+            {
                 Some(e) => {
-                    self.chunk = store.read_kind(&e.id, ObjectKind::Chunk).map_err(std::io::Error::other)?;
+                    self.chunk = store
+                        .read_kind(&e.id, ObjectKind::Chunk)
+                        .map_err(std::io::Error::other)?;
                     self.at = 0;
                 }
                 None => return Ok(0),
@@ -194,7 +275,11 @@ impl std::io::Read for SeekableContent<'_> {
         }
         let reader = match &mut self.reader {
             Some(r) => r,
-            None => self.reader.insert(self.store.content_reader_at(&self.id, self.pos).map_err(std::io::Error::other)?),
+            None => self.reader.insert(
+                self.store
+                    .content_reader_at(&self.id, self.pos)
+                    .map_err(std::io::Error::other)?,
+            ),
         };
         let n = reader.read(buf)?;
         self.pos += n as u64;
@@ -209,13 +294,21 @@ impl std::io::Seek for SeekableContent<'_> {
             std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
             std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
         };
-        let target = target.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the content"))?;
+        let target = target.ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start of the content",
+            )
+        })?;
         if target != self.pos {
             // Within the chunk at hand, the reader stays: a walk over many
             // small boxes (an MP4's 200,000 `free` boxes) seeks at every
             // one, and each fresh reader reads its chunk again.
             match &mut self.reader {
-                Some(r) if target >= self.pos - r.at as u64 && target - (self.pos - r.at as u64) <= r.chunk.len() as u64 => {
+                Some(r)
+                    if target >= self.pos - r.at as u64
+                        && target - (self.pos - r.at as u64) <= r.chunk.len() as u64 =>
+                {
                     r.at = (target - (self.pos - r.at as u64)) as usize;
                 }
                 _ => self.reader = None,

@@ -47,7 +47,11 @@ impl AlignedBuf {
     fn new() -> AlignedBuf {
         let storage = vec![0u8; BLOCK + ALIGN];
         let start = (ALIGN - storage.as_ptr() as usize % ALIGN) % ALIGN;
-        AlignedBuf { storage, start, len: 0 }
+        AlignedBuf {
+            storage,
+            start,
+            len: 0,
+        }
     }
 
     fn is_full(&self) -> bool {
@@ -88,7 +92,11 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
         if flags < 0 {
             return Err(io::Error::last_os_error());
         }
-        let flags = if on { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
         if libc::fcntl(fd, libc::F_SETFL, flags) < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -100,14 +108,22 @@ fn set_direct(file: &File, on: bool) -> io::Result<()> {
 #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
 fn set_direct(_file: &File, on: bool) -> io::Result<()> {
     match on {
-        true => Err(io::Error::new(io::ErrorKind::Unsupported, "direct I/O is used on Linux only")),
+        true => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "direct I/O is used on Linux only",
+        )),
         false => Ok(()),
     }
 }
 
 /// Writes `buf` at `offset`; if the file system rejects the direct write,
 /// switches the file to buffered I/O for good and writes the exact bytes.
-fn write_block(file: &File, buf: &mut AlignedBuf, offset: u64, direct: &mut bool) -> io::Result<()> {
+fn write_block(
+    file: &File,
+    buf: &mut AlignedBuf,
+    offset: u64,
+    direct: &mut bool,
+) -> io::Result<()> {
     if *direct {
         // Only the last block of a file is short; its padding goes past the
         // end and is cut off when the file is finished.
@@ -149,7 +165,14 @@ impl DirectWriter {
         if set_direct(&file, true).is_err() {
             return Err(file);
         }
-        Ok(DirectWriter { file: Some(file), current: AlignedBuf::new(), queued: 0, io: None, made: 1, direct: true })
+        Ok(DirectWriter {
+            file: Some(file),
+            current: AlignedBuf::new(),
+            queued: 0,
+            io: None,
+            made: 1,
+            direct: true,
+        })
     }
 
     pub fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
@@ -166,19 +189,28 @@ impl DirectWriter {
     /// Queues the full current buffer for writing and takes a free one.
     fn hand_over(&mut self) -> io::Result<()> {
         if self.io.is_none() {
-            let file = self.file.take().ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
+            let file = self
+                .file
+                .take()
+                .ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
             let (to_write, queue) = bounded::<(AlignedBuf, u64)>(BUFFERS);
             let (give_back, written) = bounded::<AlignedBuf>(BUFFERS);
             let mut direct = self.direct;
-            let handle = std::thread::Builder::new().name("dmv-pack-io".into()).spawn(move || {
-                for (mut buf, offset) in queue {
-                    write_block(&file, &mut buf, offset, &mut direct)?;
-                    buf.len = 0;
-                    let _ = give_back.send(buf);
-                }
-                Ok((file, direct))
-            })?;
-            self.io = Some(IoThread { to_write, written, handle });
+            let handle = std::thread::Builder::new()
+                .name("dmv-pack-io".into())
+                .spawn(move || {
+                    for (mut buf, offset) in queue {
+                        write_block(&file, &mut buf, offset, &mut direct)?;
+                        buf.len = 0;
+                        let _ = give_back.send(buf);
+                    }
+                    Ok((file, direct))
+                })?;
+            self.io = Some(IoThread {
+                to_write,
+                written,
+                handle,
+            });
         }
         let io = self.io.as_ref().expect("started above");
         // A buffer is made only when none has come back: a writer slower
@@ -191,7 +223,9 @@ impl DirectWriter {
             }
             Err(_) => io.written.recv().ok(),
         };
-        let Some(next) = next else { return Err(self.failure()) };
+        let Some(next) = next else {
+            return Err(self.failure());
+        };
         let full = std::mem::replace(&mut self.current, next);
         let len = full.len as u64;
         if io.to_write.send((full, self.queued)).is_err() {
@@ -219,16 +253,25 @@ impl DirectWriter {
             // caller's sync; a direct write would wait for the disk once
             // more, and its padding would then have to be cut off.
             None => {
-                let file = self.file.take().ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
+                let file = self
+                    .file
+                    .take()
+                    .ok_or_else(|| io::Error::other("direct writer used after a failure"))?;
                 set_direct(&file, false)?;
                 (file, false)
             }
-            Some(IoThread { to_write, written, handle }) => {
+            Some(IoThread {
+                to_write,
+                written,
+                handle,
+            }) => {
                 drop(to_write);
                 drop(written);
                 match handle.join() {
                     Ok(result) => result?,
-                    Err(_) => return Err(io::Error::other("the pack writer's I/O thread panicked")),
+                    Err(_) => {
+                        return Err(io::Error::other("the pack writer's I/O thread panicked"))
+                    }
                 }
             }
         };
@@ -314,7 +357,9 @@ mod tests {
         let file = File::create(&path).unwrap();
         let mut expected = Vec::new();
         // ext4, xfs, btrfs and tmpfs (since Linux 6.6) all do direct I/O.
-        let Ok(mut w) = DirectWriter::new(file) else { panic!("no direct I/O in {}", dir.path().display()) };
+        let Ok(mut w) = DirectWriter::new(file) else {
+            panic!("no direct I/O in {}", dir.path().display())
+        };
         for p in pieces {
             w.write_all(p).unwrap();
             expected.extend_from_slice(p);
@@ -323,12 +368,26 @@ mod tests {
         let mut back = Vec::new();
         File::open(&path).unwrap().read_to_end(&mut back).unwrap();
         assert_eq!(back.len(), expected.len());
-        assert!(back == expected, "file content differs from what was written");
+        assert!(
+            back == expected,
+            "file content differs from what was written"
+        );
     }
 
     #[test]
     fn exact_bytes_at_every_boundary() {
-        for len in [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17, BUFFERS * BLOCK * 2 + 5] {
+        for len in [
+            0,
+            1,
+            ALIGN - 1,
+            ALIGN,
+            ALIGN + 1,
+            BLOCK - 1,
+            BLOCK,
+            BLOCK + 1,
+            3 * BLOCK + 17,
+            BUFFERS * BLOCK * 2 + 5,
+        ] {
             let data: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
             write_in_pieces(&[data]);
         }
@@ -336,7 +395,9 @@ mod tests {
 
     #[test]
     fn many_small_appends() {
-        let pieces: Vec<Vec<u8>> = (0..20_000).map(|i| vec![(i % 256) as u8; 1 + i % 700]).collect();
+        let pieces: Vec<Vec<u8>> = (0..20_000)
+            .map(|i| vec![(i % 256) as u8; 1 + i % 700])
+            .collect();
         write_in_pieces(&pieces);
     }
 }

@@ -118,7 +118,10 @@ pub enum StoreError {
 impl StoreError {
     /// An [`StoreError::Io`] on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        StoreError::Io { path: path.into(), source }
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// The file whose I/O failed, and how, if that is what went wrong.

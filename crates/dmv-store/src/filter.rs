@@ -73,11 +73,18 @@ mod tests {
         let n = 100_000;
         let ids: Vec<[u8; 32]> = (0..n).map(id).collect();
         let filter = build(ids.len(), ids.iter());
-        assert_eq!(filter.len(), 150_016, "12 bits an id, in whole 64-byte blocks");
+        assert_eq!(
+            filter.len(),
+            150_016,
+            "12 bits an id, in whole 64-byte blocks"
+        );
         assert!(ids.iter().all(|i| may_contain(&filter, i)));
         let passed = (n..2 * n).filter(|&k| may_contain(&filter, &id(k))).count();
         // Measured 0.4% with these ids; the bound leaves room for the seed, not for a broken filter.
-        assert!(passed < 1_000, "{passed} of {n} absent ids passed the filter");
+        assert!(
+            passed < 1_000,
+            "{passed} of {n} absent ids passed the filter"
+        );
     }
 
     #[test]
@@ -91,7 +98,9 @@ mod tests {
         // Golden: the one block of a filter of one id, and which bits that id sets.
         let f = build(1, [[0x5au8; 32]].iter());
         assert_eq!(f.len(), 64);
-        let set: Vec<usize> = (0..512).filter(|b| f[b / 8] & (1 << (b % 8)) != 0).collect();
+        let set: Vec<usize> = (0..512)
+            .filter(|b| f[b / 8] & (1 << (b % 8)) != 0)
+            .collect();
         assert_eq!(set, vec![90, 150, 180, 210, 301, 331, 361, 421]);
     }
 }

@@ -59,7 +59,10 @@ pub struct GcOptions {
 
 impl Default for GcOptions {
     fn default() -> Self {
-        GcOptions { keep_recent: DEFAULT_KEEP_RECENT, absent_data_ok: false }
+        GcOptions {
+            keep_recent: DEFAULT_KEEP_RECENT,
+            absent_data_ok: false,
+        }
     }
 }
 
@@ -111,7 +114,14 @@ impl Store {
     /// `missing` says, not entering the files whose content ids are in
     /// `files` where a tree lists them (a file node that shares one of
     /// their chunks still reaches it).
-    fn mark(&self, marks: &mut Marks<u8>, roots: Vec<ObjectId>, missing: Missing, files: &HashSet<ObjectId>, flag: u8) -> StoreResult<()> {
+    fn mark(
+        &self,
+        marks: &mut Marks<u8>,
+        roots: Vec<ObjectId>,
+        missing: Missing,
+        files: &HashSet<ObjectId>,
+        flag: u8,
+    ) -> StoreResult<()> {
         // Each id with whether it is file data. Roots are taken one at a
         // time: at a million staged files they are a million, nearly all
         // reached already, and a stack of them all was ~40 MB.
@@ -136,7 +146,11 @@ impl Store {
             if loc.entry.kind != ObjectKind::Chunk {
                 let bytes = self.read_located(&loc)?;
                 let from_tree = loc.entry.kind == ObjectKind::Tree;
-                stack.extend(children_marked(&id, loc.entry.kind, &bytes)?.into_iter().filter(|(kid, data)| !(from_tree && *data && files.contains(kid))));
+                stack.extend(
+                    children_marked(&id, loc.entry.kind, &bytes)?
+                        .into_iter()
+                        .filter(|(kid, data)| !(from_tree && *data && files.contains(kid))),
+                );
             }
         }
         Ok(())
@@ -145,7 +159,12 @@ impl Store {
     /// Drops what neither `roots` nor a recent pack reaches. `roots` is called
     /// once gc holds the lock exclusively, so it sees every ref, dirstate and
     /// merge state a finished writer left.
-    pub fn gc<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, options: GcOptions, tally: &Tally<'_>) -> Result<GcReport, E> {
+    pub fn gc<E: From<StoreError>>(
+        &self,
+        roots: impl FnOnce() -> Result<Vec<ObjectId>, E>,
+        options: GcOptions,
+        tally: &Tally<'_>,
+    ) -> Result<GcReport, E> {
         let _lock = self.exclusive_lock()?;
         let started = SystemTime::now();
         let mut report = GcReport::default();
@@ -154,7 +173,11 @@ impl Store {
         self.reload()?;
         let roots = roots()?;
         let mut marks = Marks::new(self.indexes());
-        let missing = if options.absent_data_ok { Missing::DataMayBeAbsent } else { Missing::IsDamage };
+        let missing = if options.absent_data_ok {
+            Missing::DataMayBeAbsent
+        } else {
+            Missing::IsDamage
+        };
         self.mark(&mut marks, roots, missing, &HashSet::new(), LIVE)?;
 
         let packs = marks.packs();
@@ -166,7 +189,11 @@ impl Store {
             report.bytes_before += meta.len();
             pack_sizes.insert(*p, meta.len());
             // A clock set back makes a pack look recent: that only keeps more.
-            let age = meta.modified().ok().and_then(|m| started.duration_since(m).ok()).unwrap_or(Duration::ZERO);
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|m| started.duration_since(m).ok())
+                .unwrap_or(Duration::ZERO);
             if age < options.keep_recent {
                 recent.insert(*p);
             }
@@ -179,7 +206,13 @@ impl Store {
             for slot in marks.slots() {
                 let loc = marks.located(slot)?;
                 if recent.contains(&loc.pack) && marks.get(slot) & LIVE == 0 {
-                    self.mark(&mut marks, vec![loc.entry.id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+                    self.mark(
+                        &mut marks,
+                        vec![loc.entry.id],
+                        Missing::MayBeAbsent,
+                        &HashSet::new(),
+                        LIVE,
+                    )?;
                 }
             }
         }
@@ -191,10 +224,16 @@ impl Store {
         }
         let small = |p: &ObjectId| pack_sizes.get(p).copied().unwrap_or(0) < self.pack_limit() / 2;
         let small_count = packs.iter().filter(|p| small(p)).count();
-        let mut rewrite: Vec<ObjectId> = packs.iter().filter(|p| dirty.contains(*p) || (small_count > 1 && small(p))).copied().collect();
+        let mut rewrite: Vec<ObjectId> = packs
+            .iter()
+            .filter(|p| dirty.contains(*p) || (small_count > 1 && small(p)))
+            .copied()
+            .collect();
         rewrite.sort();
 
-        report.objects_dropped = self.rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, tally)?.0;
+        report.objects_dropped = self
+            .rewrite_packs(&mut marks, &rewrite, &|value| value & LIVE != 0, tally)?
+            .0;
         self.write_multi_pack_index()?;
         let final_stats = self.stats()?;
         report.packs_after = final_stats.packs;
@@ -214,11 +253,18 @@ impl Store {
     /// again); readers go on meanwhile, finding a moved object in its new
     /// pack. Returns None when there was nothing to do or the lock was taken.
     pub fn repack_if_many_small(&self) -> StoreResult<Option<RepackReport>> {
-        if !self.is_durable() || self.small_packs(&self.coverage().1)?.len() <= AUTO_REPACK_SMALL_PACKS {
+        if !self.is_durable()
+            || self.small_packs(&self.coverage().1)?.len() <= AUTO_REPACK_SMALL_PACKS
+        {
             return Ok(None);
         }
-        let Some(_lock) = self.try_exclusive_lock()? else { return Ok(None) };
-        let mut report = RepackReport { leftovers_removed: self.remove_leftovers()?, ..Default::default() };
+        let Some(_lock) = self.try_exclusive_lock()? else {
+            return Ok(None);
+        };
+        let mut report = RepackReport {
+            leftovers_removed: self.remove_leftovers()?,
+            ..Default::default()
+        };
         self.reload()?;
         let (covered, outside) = self.coverage();
         let outside_objects: usize = outside.iter().map(|i| i.len()).sum();
@@ -230,13 +276,20 @@ impl Store {
             let rewrite: Vec<ObjectId> = rolled.iter().map(|p| p.id).collect();
             report.packs_rolled = roll;
             report.bytes_rewritten = rolled.iter().map(|p| p.size).sum();
-            let (_, made) = self.rewrite_packs(&mut Marks::new(self.indexes()), &rewrite, &|_| true, &Tally::silent())?;
+            let (_, made) = self.rewrite_packs(
+                &mut Marks::new(self.indexes()),
+                &rewrite,
+                &|_| true,
+                &Tally::silent(),
+            )?;
             // The new pack is as old as the newest it holds: gc's grace period
             // for recent packs must not start again for old objects.
             if let Some(newest) = rolled.iter().map(|p| p.modified).max() {
                 for p in &made {
                     let path = self.packs_dir().join(pack_file_name(p));
-                    std::fs::File::open(&path).and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(newest))).at(&path)?;
+                    std::fs::File::open(&path)
+                        .and_then(|f| f.set_times(std::fs::FileTimes::new().set_modified(newest)))
+                        .at(&path)?;
                 }
             }
             report.packs_made = made.len();
@@ -265,7 +318,11 @@ impl Store {
                     Err(e) => return Err(StoreError::io(&path, e)),
                 };
                 if meta.len() < self.pack_limit() / 2 {
-                    packs.push(PackFile { id: *p, size: meta.len(), modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) });
+                    packs.push(PackFile {
+                        id: *p,
+                        size: meta.len(),
+                        modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    });
                 }
             }
         }
@@ -278,7 +335,9 @@ impl Store {
     /// million objects, a map of them all was 600 MB).
     fn pack_entries(&self, p: &ObjectId) -> StoreResult<Vec<Entry>> {
         let idx = PackIndex::open(&self.packs_dir().join(index_file_name(p)))?;
-        (0..idx.len()).map(|i| idx.located_at(i).map(|loc| loc.entry)).collect()
+        (0..idx.len())
+            .map(|i| idx.located_at(i).map(|loc| loc.entry))
+            .collect()
     }
 
     /// Every object of every pack, by pack (an object in two packs is listed in both).
@@ -297,7 +356,13 @@ impl Store {
     /// keeps (and no other pack holds) into new packs, then removes the old
     /// packs. Returns how many objects were left out, and the new packs.
     /// Only under the exclusive lock.
-    fn rewrite_packs(&self, marks: &mut Marks<u8>, rewrite: &[ObjectId], keep: &dyn Fn(u8) -> bool, tally: &Tally<'_>) -> StoreResult<(u64, Vec<ObjectId>)> {
+    fn rewrite_packs(
+        &self,
+        marks: &mut Marks<u8>,
+        rewrite: &[ObjectId],
+        keep: &dyn Fn(u8) -> bool,
+        tally: &Tally<'_>,
+    ) -> StoreResult<(u64, Vec<ObjectId>)> {
         let dir = self.packs_dir().to_path_buf();
         let mut left_out = 0;
         let rewritten: HashSet<ObjectId> = rewrite.iter().copied().collect();
@@ -311,7 +376,9 @@ impl Store {
             entries.sort_by_key(|e| e.offset);
             for e in entries {
                 // The copy the store finds is the one that counts: a second copy here is left out.
-                let Some(first) = marks.slot(&e.id) else { continue };
+                let Some(first) = marks.slot(&e.id) else {
+                    continue;
+                };
                 let (value, holder) = (marks.get(first), marks.located(first)?.pack);
                 if !keep(value) {
                     left_out += (holder == *p) as u64;
@@ -363,7 +430,11 @@ impl Store {
     /// Frees the data of `files` (content ids), keeping whatever else still
     /// uses it: files that stay, objects of a transfer still to finish
     /// (anything no root reaches). Returns the bytes freed.
-    pub fn drop_file_data<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+    pub fn drop_file_data<E: From<StoreError>>(
+        &self,
+        roots: impl FnOnce() -> Result<Vec<ObjectId>, E>,
+        files: &HashSet<ObjectId>,
+    ) -> Result<u64, E> {
         let _lock = self.exclusive_lock()?;
         self.reload()?;
         self.drop_locked(roots, files)
@@ -374,14 +445,26 @@ impl Store {
     /// [`Store::drop_file_data`] does. Which files are whole is decided
     /// under the store's lock: one a transfer completed meanwhile is a copy
     /// its replica may claim, and stays. Returns the bytes freed.
-    pub fn drop_file_pieces<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+    pub fn drop_file_pieces<E: From<StoreError>>(
+        &self,
+        roots: impl FnOnce() -> Result<Vec<ObjectId>, E>,
+        files: &HashSet<ObjectId>,
+    ) -> Result<u64, E> {
         let _lock = self.exclusive_lock()?;
         self.reload()?;
-        let partial: HashSet<ObjectId> = files.iter().filter(|id| self.check_content_present(id).is_err()).copied().collect();
+        let partial: HashSet<ObjectId> = files
+            .iter()
+            .filter(|id| self.check_content_present(id).is_err())
+            .copied()
+            .collect();
         self.drop_locked(roots, &partial)
     }
 
-    fn drop_locked<E: From<StoreError>>(&self, roots: impl FnOnce() -> Result<Vec<ObjectId>, E>, files: &HashSet<ObjectId>) -> Result<u64, E> {
+    fn drop_locked<E: From<StoreError>>(
+        &self,
+        roots: impl FnOnce() -> Result<Vec<ObjectId>, E>,
+        files: &HashSet<ObjectId>,
+    ) -> Result<u64, E> {
         if files.is_empty() {
             return Ok(0);
         }
@@ -389,26 +472,51 @@ impl Store {
         let roots = roots()?;
         let mut marks = Marks::new(self.indexes());
         // What stays: everything the roots reach without entering the dropped files.
-        self.mark(&mut marks, roots.into_iter().filter(|r| !files.contains(r)).collect(), Missing::DataMayBeAbsent, files, LIVE)?;
-        self.mark(&mut marks, files.iter().copied().collect(), Missing::MayBeAbsent, &HashSet::new(), DROPPED)?;
+        self.mark(
+            &mut marks,
+            roots.into_iter().filter(|r| !files.contains(r)).collect(),
+            Missing::DataMayBeAbsent,
+            files,
+            LIVE,
+        )?;
+        self.mark(
+            &mut marks,
+            files.iter().copied().collect(),
+            Missing::MayBeAbsent,
+            &HashSet::new(),
+            DROPPED,
+        )?;
         // What nothing reaches (a transfer still to finish) stays too, with what it reaches.
         for slot in marks.slots() {
             let id = marks.located(slot)?.entry.id;
             if marks.of(slot, &id) & (LIVE | DROPPED) == 0 {
-                self.mark(&mut marks, vec![id], Missing::MayBeAbsent, &HashSet::new(), LIVE)?;
+                self.mark(
+                    &mut marks,
+                    vec![id],
+                    Missing::MayBeAbsent,
+                    &HashSet::new(),
+                    LIVE,
+                )?;
             }
         }
         let mut rewrite = Vec::new();
         for slot in marks.slots() {
             let loc = marks.located(slot)?;
-            if marks.of(slot, &loc.entry.id) & (LIVE | DROPPED) == DROPPED && !rewrite.contains(&loc.pack) {
+            if marks.of(slot, &loc.entry.id) & (LIVE | DROPPED) == DROPPED
+                && !rewrite.contains(&loc.pack)
+            {
                 rewrite.push(loc.pack);
             }
         }
         if rewrite.is_empty() {
             return Ok(0);
         }
-        self.rewrite_packs(&mut marks, &rewrite, &|value| value & DROPPED == 0 || value & LIVE != 0, &Tally::silent())?;
+        self.rewrite_packs(
+            &mut marks,
+            &rewrite,
+            &|value| value & DROPPED == 0 || value & LIVE != 0,
+            &Tally::silent(),
+        )?;
         self.write_multi_pack_index()?;
         Ok(before.saturating_sub(self.stats()?.stored_bytes))
     }
@@ -421,16 +529,25 @@ impl Store {
         let mut removed = 0;
         for entry in std::fs::read_dir(&dir).at(&dir)? {
             let path = entry.at(&dir)?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if name.starts_with("tmp-") || name.contains(".tmp-") {
                 std::fs::remove_file(&path).at(&path)?;
                 removed += 1;
-            } else if name.starts_with("pack-") && name.ends_with(".pack") && !path.with_extension("idx").exists() {
+            } else if name.starts_with("pack-")
+                && name.ends_with(".pack")
+                && !path.with_extension("idx").exists()
+            {
                 let reindexed = std::fs::File::open(&path).ok().and_then(|f| {
                     let sum = pack::verify_checksum(&f, &path).ok()?;
                     let entries = pack::read_toc(&f, &path).ok()?;
                     // The checksum leaves payloads to their ids: check each before trusting it.
-                    entries.iter().try_for_each(|e| pack::read_record(&f, &name, e).map(drop)).ok()?;
+                    entries
+                        .iter()
+                        .try_for_each(|e| pack::read_record(&f, &name, e).map(drop))
+                        .ok()?;
                     write_index(&path.with_extension("idx"), &[sum], entries).ok()
                 });
                 if reindexed.is_none() {
@@ -457,7 +574,8 @@ fn packs_to_roll(sizes: &[u64]) -> usize {
     (0..=sizes.len())
         .find(|&k| {
             let rolled: u64 = sizes[..k].iter().sum();
-            (k == 0 || k == sizes.len() || steep(rolled, sizes[k])) && sizes[k..].windows(2).all(|w| steep(w[0], w[1]))
+            (k == 0 || k == sizes.len() || steep(rolled, sizes[k]))
+                && sizes[k..].windows(2).all(|w| steep(w[0], w[1]))
         })
         .unwrap_or(sizes.len())
 }

@@ -23,8 +23,14 @@ pub fn hash_file(path: &Path, params: ChunkParams) -> StoreResult<(ObjectId, u64
     let meta = f.metadata().map_err(|e| StoreError::io(path, e))?;
     if meta.len() <= params.min as u64 {
         // One chunk: skip the chunker's large buffer (status re-hashes many small files).
-        if let Some(data) = read_single_chunk(&mut f, params).map_err(|e| StoreError::io(path, e))? {
-            return Ok((ObjectId::hash(ObjectKind::Chunk, &data), data.len() as u64, meta));
+        if let Some(data) =
+            read_single_chunk(&mut f, params).map_err(|e| StoreError::io(path, e))?
+        {
+            return Ok((
+                ObjectId::hash(ObjectKind::Chunk, &data),
+                data.len() as u64,
+                meta,
+            ));
         }
         // It grew since the stat: chunk it from the start.
         std::io::Seek::rewind(&mut f).map_err(|e| StoreError::io(path, e))?;
@@ -37,7 +43,13 @@ pub fn hash_file(path: &Path, params: ChunkParams) -> StoreResult<(ObjectId, u64
     while let Some(chunk) = chunker.next_chunk().map_err(|e| StoreError::io(path, e))? {
         any = true;
         size += chunk.len() as u64;
-        list.push(&mut sink, NodeEntry { id: ObjectId::hash(ObjectKind::Chunk, chunk), size: chunk.len() as u64 })?;
+        list.push(
+            &mut sink,
+            NodeEntry {
+                id: ObjectId::hash(ObjectKind::Chunk, chunk),
+                size: chunk.len() as u64,
+            },
+        )?;
     }
     if !any {
         return Ok((ObjectId::hash(ObjectKind::Chunk, &[]), 0, meta));

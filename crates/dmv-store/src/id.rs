@@ -33,7 +33,8 @@ impl<'de> Deserialize<'de> for ObjectId {
             Bytes([u8; 32]),
         }
         match Text::deserialize(d)? {
-            Text::Hex(hex) => ObjectId::from_hex(&hex).ok_or_else(|| serde::de::Error::custom(format!("not an object id: {hex}"))),
+            Text::Hex(hex) => ObjectId::from_hex(&hex)
+                .ok_or_else(|| serde::de::Error::custom(format!("not an object id: {hex}"))),
             Text::Bytes(bytes) => Ok(ObjectId(bytes)),
         }
     }

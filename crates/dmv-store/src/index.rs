@@ -82,17 +82,37 @@ impl IndexEntry for (u32, Entry) {
 }
 
 /// Writes a (version 1) index for `entries` spread over `packs`.
-pub fn write_index<E: IndexEntry>(path: &Path, packs: &[ObjectId], entries: Vec<E>) -> StoreResult<()> {
+pub fn write_index<E: IndexEntry>(
+    path: &Path,
+    packs: &[ObjectId],
+    entries: Vec<E>,
+) -> StoreResult<()> {
     write_index_with(path, packs, entries, true)
 }
 
 /// [`write_index`], without the fsync when `durable` is false (scratch stores).
-pub fn write_index_with<E: IndexEntry>(path: &Path, packs: &[ObjectId], mut entries: Vec<E>, durable: bool) -> StoreResult<()> {
+pub fn write_index_with<E: IndexEntry>(
+    path: &Path,
+    packs: &[ObjectId],
+    mut entries: Vec<E>,
+    durable: bool,
+) -> StoreResult<()> {
     entries.sort_unstable_by_key(|a| a.placed().1.id);
     entries.dedup_by(|a, b| a.placed().1.id == b.placed().1.id);
     let fanout = fanout_of(entries.iter().map(|e| e.placed().1.id.0[0]));
-    let parts = Parts { packs, count: entries.len(), fanout, filtered: false, durable };
-    write_parts(path, &parts, entries.iter().map(|e| Ok(e.placed().1.id)), entries.iter().map(|e| Ok(e.placed())))
+    let parts = Parts {
+        packs,
+        count: entries.len(),
+        fanout,
+        filtered: false,
+        durable,
+    };
+    write_parts(
+        path,
+        &parts,
+        entries.iter().map(|e| Ok(e.placed().1.id)),
+        entries.iter().map(|e| Ok(e.placed())),
+    )
 }
 
 /// Writes the multi-pack index (version 2, with its filter) over `indexes`,
@@ -103,10 +123,17 @@ pub fn write_index_with<E: IndexEntry>(path: &Path, packs: &[ObjectId], mut entr
 pub fn write_merged_index(path: &Path, indexes: &[PackIndex]) -> StoreResult<()> {
     // Packs numbered in checksum order: the same packs give the same bytes,
     // whichever indexes they were merged from.
-    let mut packs: Vec<ObjectId> = indexes.iter().flat_map(|idx| idx.packs().iter().copied()).collect();
+    let mut packs: Vec<ObjectId> = indexes
+        .iter()
+        .flat_map(|idx| idx.packs().iter().copied())
+        .collect();
     packs.sort_unstable();
     packs.dedup();
-    let pack_no: HashMap<ObjectId, u32> = packs.iter().enumerate().map(|(n, p)| (*p, n as u32)).collect();
+    let pack_no: HashMap<ObjectId, u32> = packs
+        .iter()
+        .enumerate()
+        .map(|(n, p)| (*p, n as u32))
+        .collect();
     let mut count = 0;
     let mut per_byte = [0u32; 256];
     for step in Merge::new(indexes) {
@@ -114,8 +141,18 @@ pub fn write_merged_index(path: &Path, indexes: &[PackIndex]) -> StoreResult<()>
         per_byte[indexes[i].id_at(at)[0] as usize] += 1;
         count += 1;
     }
-    let parts = Parts { packs: &packs, count, fanout: cumulative(per_byte), filtered: true, durable: true };
-    let ids = Merge::new(indexes).map(|step| step.and_then(|(i, at)| ObjectId::from_slice(indexes[i].id_at(at)).ok_or_else(|| indexes[i].corrupt("bad id"))));
+    let parts = Parts {
+        packs: &packs,
+        count,
+        fanout: cumulative(per_byte),
+        filtered: true,
+        durable: true,
+    };
+    let ids = Merge::new(indexes).map(|step| {
+        step.and_then(|(i, at)| {
+            ObjectId::from_slice(indexes[i].id_at(at)).ok_or_else(|| indexes[i].corrupt("bad id"))
+        })
+    });
     let entries = Merge::new(indexes).map(|step| {
         let (i, at) = step?;
         let loc = indexes[i].located_at(at)?;
@@ -140,7 +177,11 @@ struct Merge<'a> {
 
 impl<'a> Merge<'a> {
     fn new(indexes: &'a [PackIndex]) -> Merge<'a> {
-        let mut merge = Merge { indexes, heap: BinaryHeap::with_capacity(indexes.len()), last: None };
+        let mut merge = Merge {
+            indexes,
+            heap: BinaryHeap::with_capacity(indexes.len()),
+            last: None,
+        };
         for i in 0..indexes.len() {
             merge.push(i, 0);
         }
@@ -209,15 +250,38 @@ struct Parts<'a> {
 
 /// Streams an index out: `ids` and `entries` must both give `parts.count`
 /// items in id order.
-fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreResult<ObjectId>>, entries: impl Iterator<Item = StoreResult<(u32, Entry)>>) -> StoreResult<()> {
+fn write_parts(
+    path: &Path,
+    parts: &Parts<'_>,
+    ids: impl Iterator<Item = StoreResult<ObjectId>>,
+    entries: impl Iterator<Item = StoreResult<(u32, Entry)>>,
+) -> StoreResult<()> {
     // Unique per writer, not per process: a server writes indexes from many threads at once.
-    let guard = TempFile::new(path.with_extension(format!("tmp-{}-{:016x}", std::process::id(), crate::pack::rand_u64())));
+    let guard = TempFile::new(path.with_extension(format!(
+        "tmp-{}-{:016x}",
+        std::process::id(),
+        crate::pack::rand_u64()
+    )));
     let tmp = guard.path();
-    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).at(tmp)?;
-    let mut out = HashingWriter { inner: std::io::BufWriter::with_capacity(1 << 20, file), hasher: blake3::Hasher::new() };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .at(tmp)?;
+    let mut out = HashingWriter {
+        inner: std::io::BufWriter::with_capacity(1 << 20, file),
+        hasher: blake3::Hasher::new(),
+    };
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&(if parts.filtered { FILTERED_VERSION } else { VERSION }).to_le_bytes());
+    header.extend_from_slice(
+        &(if parts.filtered {
+            FILTERED_VERSION
+        } else {
+            VERSION
+        })
+        .to_le_bytes(),
+    );
     header.extend_from_slice(&(parts.packs.len() as u32).to_le_bytes());
     header.extend_from_slice(&(parts.count as u64).to_le_bytes());
     out.write_all(&header).at(tmp)?;
@@ -227,7 +291,14 @@ fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreRe
     for f in parts.fanout {
         out.write_all(&f.to_le_bytes()).at(tmp)?;
     }
-    let mut bloom = vec![0u8; if parts.filtered { filter::filter_len(parts.count) } else { 0 }];
+    let mut bloom = vec![
+        0u8;
+        if parts.filtered {
+            filter::filter_len(parts.count)
+        } else {
+            0
+        }
+    ];
     let mut written = 0;
     for id in ids {
         let id = id?;
@@ -250,12 +321,18 @@ fn write_parts(path: &Path, parts: &Parts<'_>, ids: impl Iterator<Item = StoreRe
     }
     // The sizes were counted in an earlier pass over the same indexes: they cannot differ unless one changed under it.
     if written != parts.count {
-        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "its sources changed while it was written".into() });
+        return Err(StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            detail: "its sources changed while it was written".into(),
+        });
     }
     out.write_all(&bloom).at(tmp)?;
     let sum = *out.hasher.finalize().as_bytes();
     out.inner.write_all(&sum).at(tmp)?;
-    let file = out.inner.into_inner().map_err(|e| StoreError::io(tmp, e.into_error()))?;
+    let file = out
+        .inner
+        .into_inner()
+        .map_err(|e| StoreError::io(tmp, e.into_error()))?;
     crate::failpoint("index-before-sync");
     if parts.durable {
         file.sync_all().at(tmp)?;
@@ -274,7 +351,10 @@ pub fn verify_pack_index(path: &Path, pack: &ObjectId) -> StoreResult<()> {
     let idx = PackIndex::open(path)?;
     idx.verify()?;
     if idx.packs() != [*pack] {
-        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: format!("does not index pack {pack}") });
+        return Err(StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            detail: format!("does not index pack {pack}"),
+        });
     }
     Ok(())
 }
@@ -290,7 +370,10 @@ pub struct HashingWriter<W: Write> {
 impl<W: Write> HashingWriter<W> {
     /// Starts hashing in front of `inner`.
     pub fn new(inner: W) -> HashingWriter<W> {
-        HashingWriter { inner, hasher: blake3::Hasher::new() }
+        HashingWriter {
+            inner,
+            hasher: blake3::Hasher::new(),
+        }
     }
 }
 
@@ -307,7 +390,10 @@ impl<W: Write> Write for HashingWriter<W> {
 
 impl PackIndex {
     pub fn open(path: &Path) -> StoreResult<PackIndex> {
-        let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+        let corrupt = |detail: &str| StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            detail: detail.to_string(),
+        };
         let file = File::open(path).at(path)?;
         let len = file.metadata().at(path)?.len() as usize;
         if len < HEADER_LEN + FANOUT_LEN + 32 {
@@ -327,10 +413,24 @@ impl PackIndex {
         let pack_count = u32::from_le_bytes(map[12..16].try_into().unwrap_or_default()) as usize;
         let count = u64::from_le_bytes(map[16..24].try_into().unwrap_or_default());
         let expected = (HEADER_LEN as u64)
-            .checked_add((pack_count as u64).checked_mul(32).ok_or_else(|| corrupt("bad pack count"))?)
+            .checked_add(
+                (pack_count as u64)
+                    .checked_mul(32)
+                    .ok_or_else(|| corrupt("bad pack count"))?,
+            )
             .and_then(|v| v.checked_add(FANOUT_LEN as u64))
-            .and_then(|v| count.checked_mul(32 + ENTRY_LEN as u64).and_then(|c| v.checked_add(c)))
-            .and_then(|v| v.checked_add(if filtered { filter::filter_len(usize::try_from(count).ok()?) as u64 } else { 0 }))
+            .and_then(|v| {
+                count
+                    .checked_mul(32 + ENTRY_LEN as u64)
+                    .and_then(|c| v.checked_add(c))
+            })
+            .and_then(|v| {
+                v.checked_add(if filtered {
+                    filter::filter_len(usize::try_from(count).ok()?) as u64
+                } else {
+                    0
+                })
+            })
             .and_then(|v| v.checked_add(32));
         // The counts must fit the file exactly before they size anything.
         if expected != Some(len as u64) {
@@ -340,16 +440,30 @@ impl PackIndex {
         let mut packs = Vec::with_capacity(pack_count);
         for i in 0..pack_count {
             let at = HEADER_LEN + i * 32;
-            packs.push(ObjectId::from_slice(&map[at..at + 32]).ok_or_else(|| corrupt("bad pack table"))?);
+            packs.push(
+                ObjectId::from_slice(&map[at..at + 32]).ok_or_else(|| corrupt("bad pack table"))?,
+            );
         }
         let fanout_at = HEADER_LEN + pack_count * 32;
         let ids_at = fanout_at + FANOUT_LEN;
         let entries_at = ids_at + count * 32;
         let filter = match filtered {
-            true => Filter::Mapped { at: entries_at + count * ENTRY_LEN, len: filter::filter_len(count) },
+            true => Filter::Mapped {
+                at: entries_at + count * ENTRY_LEN,
+                len: filter::filter_len(count),
+            },
             false => Filter::Lazy(std::sync::OnceLock::new()),
         };
-        let idx = PackIndex { path: path.to_path_buf(), map: Some(map), packs, count, ids_at, entries_at, filter, misses: Default::default() };
+        let idx = PackIndex {
+            path: path.to_path_buf(),
+            map: Some(map),
+            packs,
+            count,
+            ids_at,
+            entries_at,
+            filter,
+            misses: Default::default(),
+        };
         if idx.fanout(255) as usize != count {
             return Err(corrupt("fanout does not match object count"));
         }
@@ -373,7 +487,13 @@ impl PackIndex {
             // a page let go of reads back the same bytes from the file when
             // touched again; nothing is written through this mapping.
             #[cfg(unix)]
-            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at + positions.start * width, positions.len() * width) };
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    at + positions.start * width,
+                    positions.len() * width,
+                )
+            };
             // Windows has no such advice: the pages stay until the mapping goes.
             #[cfg(not(unix))]
             let _ = (map, at, width, &positions);
@@ -381,7 +501,10 @@ impl PackIndex {
     }
 
     fn corrupt(&self, detail: &str) -> StoreError {
-        StoreError::CorruptFile { path: self.path.clone(), detail: detail.to_string() }
+        StoreError::CorruptFile {
+            path: self.path.clone(),
+            detail: detail.to_string(),
+        }
     }
 
     /// Tells the kernel that the mapping is read at random: a page fault
@@ -451,13 +574,20 @@ impl PackIndex {
     /// Positions of the ids whose first byte is `b`.
     pub fn bucket(&self, b: u8) -> std::ops::Range<usize> {
         let b = b as usize;
-        let lo = if b == 0 { 0 } else { self.fanout(b - 1) as usize };
+        let lo = if b == 0 {
+            0
+        } else {
+            self.fanout(b - 1) as usize
+        };
         lo.min(self.count)..(self.fanout(b) as usize).min(self.count)
     }
 
     /// Binary search within the fanout bucket of the id's first byte.
     pub fn position(&self, id: &ObjectId) -> Option<usize> {
-        let std::ops::Range { start: mut lo, end: mut hi } = self.bucket(id.0[0]);
+        let std::ops::Range {
+            start: mut lo,
+            end: mut hi,
+        } = self.bucket(id.0[0]);
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.id_at(mid).cmp(&id.0[..]) {
@@ -473,7 +603,12 @@ impl PackIndex {
         // half a percent of absent ids through), so letting go of every
         // page now and then costs a few faults; present ids, which a
         // checkout looks up by the million, keep their pages.
-        if self.misses.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % RELEASE_AFTER_MISSES == RELEASE_AFTER_MISSES - 1 {
+        if self
+            .misses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            % RELEASE_AFTER_MISSES
+            == RELEASE_AFTER_MISSES - 1
+        {
             self.release(0..self.count);
         }
         None
@@ -484,8 +619,12 @@ impl PackIndex {
         let at = self.entries_at + i * ENTRY_LEN;
         let b = &self.map()[at..at + ENTRY_LEN];
         let pack_no = u32::from_le_bytes(b[0..4].try_into().unwrap_or_default()) as usize;
-        let pack = *self.packs.get(pack_no).ok_or_else(|| corrupt("entry names a pack outside the pack table"))?;
-        let kind = ObjectKind::from_u8(b[4]).ok_or_else(|| corrupt("entry has an unknown object kind"))?;
+        let pack = *self
+            .packs
+            .get(pack_no)
+            .ok_or_else(|| corrupt("entry names a pack outside the pack table"))?;
+        let kind =
+            ObjectKind::from_u8(b[4]).ok_or_else(|| corrupt("entry has an unknown object kind"))?;
         let id = ObjectId::from_slice(self.id_at(i)).ok_or_else(|| corrupt("bad id"))?;
         let entry = Entry {
             id,
@@ -496,7 +635,9 @@ impl PackIndex {
             stored_len: u32::from_le_bytes(b[20..24].try_into().unwrap_or_default()),
         };
         // Lengths size the buffers a read allocates: never trust them past the largest object.
-        entry.check_lengths().map_err(|d| corrupt(&format!("entry for {id}: {d}")))?;
+        entry
+            .check_lengths()
+            .map_err(|d| corrupt(&format!("entry for {id}: {d}")))?;
         Ok(Located { pack, entry })
     }
 
@@ -512,11 +653,17 @@ impl PackIndex {
         let map = self.map();
         let body = &map[..map.len() - 32];
         if blake3::hash(body).as_bytes()[..] != map[map.len() - 32..] {
-            return Err(StoreError::CorruptFile { path: self.path.clone(), detail: "checksum mismatch".into() });
+            return Err(StoreError::CorruptFile {
+                path: self.path.clone(),
+                detail: "checksum mismatch".into(),
+            });
         }
         for i in 1..self.count {
             if self.id_at(i - 1) >= self.id_at(i) {
-                return Err(StoreError::CorruptFile { path: self.path.clone(), detail: "ids out of order".into() });
+                return Err(StoreError::CorruptFile {
+                    path: self.path.clone(),
+                    detail: "ids out of order".into(),
+                });
             }
         }
         // Every entry readable: pack number, kind and lengths in range.
@@ -538,7 +685,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(n: u8) -> Entry {
-        Entry { id: ObjectId::hash(ObjectKind::Chunk, &[n]), kind: ObjectKind::Chunk, compression: 0, offset: 16 + n as u64, raw_len: 1, stored_len: 1 }
+        Entry {
+            id: ObjectId::hash(ObjectKind::Chunk, &[n]),
+            kind: ObjectKind::Chunk,
+            compression: 0,
+            offset: 16 + n as u64,
+            raw_len: 1,
+            stored_len: 1,
+        }
     }
 
     #[test]
@@ -556,7 +710,10 @@ mod tests {
             assert_eq!(got.entry, e);
             assert_eq!(got.pack, packs[p as usize]);
         }
-        assert!(idx.lookup(&ObjectId::hash(ObjectKind::Tree, &[0])).unwrap().is_none());
+        assert!(idx
+            .lookup(&ObjectId::hash(ObjectKind::Tree, &[0]))
+            .unwrap()
+            .is_none());
     }
 
     /// Resident bytes of this process's mapping that starts at `start` (smaps' Rss).
@@ -565,8 +722,15 @@ mod tests {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
         let head = format!("{:x}-", start as usize);
         let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
-        let rss = lines.find(|l| l.starts_with("Rss:")).expect("the mapping is listed");
-        rss.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 1024
+        let rss = lines
+            .find(|l| l.starts_with("Rss:"))
+            .expect("the mapping is listed");
+        rss.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            * 1024
     }
 
     /// A merge reads its sources whole and lets go of their pages behind
@@ -579,46 +743,98 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (a, m) = (dir.path().join("a.idx"), dir.path().join("m.idx"));
         let count = 200_000u32;
-        let entries = (0..count).map(|n| (0, Entry { id: ObjectId::hash(ObjectKind::Chunk, &n.to_le_bytes()), ..entry(0) })).collect();
+        let entries = (0..count)
+            .map(|n| {
+                (
+                    0,
+                    Entry {
+                        id: ObjectId::hash(ObjectKind::Chunk, &n.to_le_bytes()),
+                        ..entry(0)
+                    },
+                )
+            })
+            .collect();
         write_index(&a, &[ObjectId([1; 32])], entries).unwrap();
         let source = PackIndex::open(&a).unwrap();
         let size = source.map().len();
         write_merged_index(&m, std::slice::from_ref(&source)).unwrap();
         let kept = resident(source.map().as_ptr());
-        assert!(kept < size / 8, "{kept} of {size} bytes of the merged index's source resident");
+        assert!(
+            kept < size / 8,
+            "{kept} of {size} bytes of the merged index's source resident"
+        );
 
         let merged = PackIndex::open(&m).unwrap().read_at_random();
         for n in 0..4 * RELEASE_AFTER_MISSES as u32 {
-            assert!(merged.position(&ObjectId::hash(ObjectKind::Tree, &n.to_le_bytes())).is_none());
+            assert!(merged
+                .position(&ObjectId::hash(ObjectKind::Tree, &n.to_le_bytes()))
+                .is_none());
         }
         let kept = resident(merged.map().as_ptr());
-        assert!(kept < merged.map().len() / 8, "{kept} of {} bytes resident after probes that missed", merged.map().len());
+        assert!(
+            kept < merged.map().len() / 8,
+            "{kept} of {} bytes resident after probes that missed",
+            merged.map().len()
+        );
     }
 
     #[test]
     fn a_merged_index_holds_each_id_once_from_the_first_index_and_refuses_disorder() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b, m) = (dir.path().join("a.idx"), dir.path().join("b.idx"), dir.path().join("m.idx"));
-        write_index(&a, &[ObjectId([1; 32])], (0..100u8).map(|n| (0, entry(n))).collect()).unwrap();
-        write_index(&b, &[ObjectId([2; 32])], (50..200u8).map(|n| (0, entry(n))).collect()).unwrap();
-        write_merged_index(&m, &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()]).unwrap();
+        let (a, b, m) = (
+            dir.path().join("a.idx"),
+            dir.path().join("b.idx"),
+            dir.path().join("m.idx"),
+        );
+        write_index(
+            &a,
+            &[ObjectId([1; 32])],
+            (0..100u8).map(|n| (0, entry(n))).collect(),
+        )
+        .unwrap();
+        write_index(
+            &b,
+            &[ObjectId([2; 32])],
+            (50..200u8).map(|n| (0, entry(n))).collect(),
+        )
+        .unwrap();
+        write_merged_index(
+            &m,
+            &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()],
+        )
+        .unwrap();
         let merged = PackIndex::open(&m).unwrap();
         merged.verify().unwrap();
         assert_eq!(merged.len(), 200);
         for n in 0..200u8 {
             let id = entry(n).id;
             assert!(merged.may_contain(&id));
-            let want = if n < 100 { ObjectId([1; 32]) } else { ObjectId([2; 32]) };
-            assert_eq!(merged.lookup(&id).unwrap().unwrap().pack, want, "object {n}");
+            let want = if n < 100 {
+                ObjectId([1; 32])
+            } else {
+                ObjectId([2; 32])
+            };
+            assert_eq!(
+                merged.lookup(&id).unwrap().unwrap().pack,
+                want,
+                "object {n}"
+            );
         }
         // Two ids swapped in a per-pack index (its checksum aside): the merge stops.
         let mut bytes = std::fs::read(&b).unwrap();
         let ids_at = HEADER_LEN + 32 + FANOUT_LEN;
-        let (first, second) = (bytes[ids_at..ids_at + 32].to_vec(), bytes[ids_at + 32..ids_at + 64].to_vec());
+        let (first, second) = (
+            bytes[ids_at..ids_at + 32].to_vec(),
+            bytes[ids_at + 32..ids_at + 64].to_vec(),
+        );
         bytes[ids_at..ids_at + 32].copy_from_slice(&second);
         bytes[ids_at + 32..ids_at + 64].copy_from_slice(&first);
         std::fs::write(&b, &bytes).unwrap();
-        let err = write_merged_index(&m, &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()]).unwrap_err();
+        let err = write_merged_index(
+            &m,
+            &[PackIndex::open(&a).unwrap(), PackIndex::open(&b).unwrap()],
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("ids out of order"), "{err}");
     }
 

@@ -54,7 +54,10 @@ pub use index::{verify_pack_index, HashingWriter, Located};
 pub use ingest::{IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};
-pub use pack::{check_record_header, index_file_name, pack_file_name, Entry as PackEntry, HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN};
+pub use pack::{
+    check_record_header, index_file_name, pack_file_name, Entry as PackEntry,
+    HEADER_LEN as PACK_HEADER_LEN, RECORD_HEADER_LEN,
+};
 pub use progress::{Phase, Progress, Silent, Tally};
 pub use repair::Salvaged;
 pub use session::{SealedPack, WriteSession};
@@ -74,11 +77,18 @@ pub fn failpoint(name: &str) {
             std::process::abort();
         }
     }
-    if let Some((point, file)) = std::env::var("DMV_PAUSEPOINT").ok().as_deref().and_then(|s| s.split_once(':')) {
+    if let Some((point, file)) = std::env::var("DMV_PAUSEPOINT")
+        .ok()
+        .as_deref()
+        .and_then(|s| s.split_once(':'))
+    {
         static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         static REACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let (point, nth) = point.split_once('@').map_or((point, 1), |(p, n)| (p, n.parse().unwrap_or(1)));
-        let reached = point == name && REACHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nth;
+        let (point, nth) = point
+            .split_once('@')
+            .map_or((point, 1), |(p, n)| (p, n.parse().unwrap_or(1)));
+        let reached =
+            point == name && REACHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nth;
         if reached && !PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let file = std::path::Path::new(file);
             if std::fs::write(file, std::process::id().to_string()).is_ok() {

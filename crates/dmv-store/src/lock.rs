@@ -44,6 +44,12 @@ impl GcLock {
     }
 
     fn open(path: &Path) -> StoreResult<File> {
-        std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).at(path)
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .at(path)
     }
 }

@@ -25,14 +25,20 @@ pub(crate) struct Marks<T> {
 
 impl<T: Copy + Default + PartialEq> Marks<T> {
     pub(crate) fn new(indexes: Vec<Arc<PackIndex>>) -> Marks<T> {
-        let values = indexes.iter().map(|idx| vec![T::default(); idx.len()]).collect();
+        let values = indexes
+            .iter()
+            .map(|idx| vec![T::default(); idx.len()])
+            .collect();
         Marks { indexes, values }
     }
 
     /// Where `id`'s flags live, if any index holds it (searched whole,
     /// past any filter: a damaged filter must not make an object look absent).
     pub(crate) fn slot(&self, id: &ObjectId) -> Option<Slot> {
-        self.indexes.iter().enumerate().find_map(|(index, idx)| idx.position(id).map(|position| Slot { index, position }))
+        self.indexes
+            .iter()
+            .enumerate()
+            .find_map(|(index, idx)| idx.position(id).map(|position| Slot { index, position }))
     }
 
     pub(crate) fn get(&self, slot: Slot) -> T {
@@ -48,7 +54,10 @@ impl<T: Copy + Default + PartialEq> Marks<T> {
         match self.get(slot) {
             // Only an object's first place is ever set.
             value if value != T::default() => value,
-            _ => self.slot(id).filter(|first| *first != slot).map_or(T::default(), |first| self.get(first)),
+            _ => self
+                .slot(id)
+                .filter(|first| *first != slot)
+                .map_or(T::default(), |first| self.get(first)),
         }
     }
 
@@ -59,12 +68,18 @@ impl<T: Copy + Default + PartialEq> Marks<T> {
     /// Every place, index by index.
     pub(crate) fn slots(&self) -> impl Iterator<Item = Slot> + use<T> {
         let lens: Vec<usize> = self.indexes.iter().map(|idx| idx.len()).collect();
-        lens.into_iter().enumerate().flat_map(|(index, len)| (0..len).map(move |position| Slot { index, position }))
+        lens.into_iter()
+            .enumerate()
+            .flat_map(|(index, len)| (0..len).map(move |position| Slot { index, position }))
     }
 
     /// The packs the indexes name, each once, in index order.
     pub(crate) fn packs(&self) -> Vec<ObjectId> {
         let mut seen = std::collections::HashSet::new();
-        self.indexes.iter().flat_map(|idx| idx.packs().iter().copied()).filter(|p| seen.insert(*p)).collect()
+        self.indexes
+            .iter()
+            .flat_map(|idx| idx.packs().iter().copied())
+            .filter(|p| seen.insert(*p))
+            .collect()
     }
 }

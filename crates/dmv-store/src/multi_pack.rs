@@ -34,7 +34,11 @@ impl Store {
         let mut paths = Vec::new();
         for entry in std::fs::read_dir(self.packs_dir()).at(self.packs_dir())? {
             let path = entry.at(self.packs_dir())?.path();
-            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !skip(n)) {
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("pack-") && n.ends_with(".idx") && !skip(n))
+            {
                 paths.push(path);
             }
         }
@@ -70,14 +74,19 @@ impl Store {
     /// The number of objects the multi-pack index covers, and the per-pack
     /// indexes of the packs outside it.
     pub(crate) fn coverage(&self) -> (usize, Vec<Arc<PackIndex>>) {
-        let (midx, outside): (Vec<_>, Vec<_>) = self.indexes().into_iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
+        let (midx, outside): (Vec<_>, Vec<_>) = self
+            .indexes()
+            .into_iter()
+            .partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
         (midx.iter().map(|i| i.len()).sum(), outside)
     }
 
     /// Rewrites the multi-pack index when more packs than `bound(packs it covers)` are outside it.
     fn index_packs_if_outside_over(&self, bound: impl Fn(usize) -> usize) -> StoreResult<()> {
         let indexes = self.indexes();
-        let (midx, outside): (Vec<_>, Vec<_>) = indexes.iter().partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
+        let (midx, outside): (Vec<_>, Vec<_>) = indexes
+            .iter()
+            .partition(|i| i.path().file_name().is_some_and(|n| n == MULTI_PACK_INDEX));
         let covered: usize = midx.iter().map(|i| i.packs().len()).sum();
         if outside.len() > bound(covered) {
             self.fold_into_multi_pack_index()?;
@@ -97,12 +106,18 @@ impl Store {
             Ok(old) => old,
             Err(_) => return self.write_multi_pack_index(),
         };
-        if old.packs().iter().any(|p| !self.packs_dir().join(pack_file_name(p)).exists()) {
+        if old
+            .packs()
+            .iter()
+            .any(|p| !self.packs_dir().join(pack_file_name(p)).exists())
+        {
             return self.write_multi_pack_index();
         }
         let covered: HashSet<String> = old.packs().iter().map(index_file_name).collect();
         let mut sources = vec![old];
-        sources.extend(open_to_merge(self.pack_index_paths(|name| covered.contains(name))?)?);
+        sources.extend(open_to_merge(
+            self.pack_index_paths(|name| covered.contains(name))?,
+        )?);
         write_merged_index(&path, &sources)?;
         sync_dir(self.packs_dir())?;
         self.reload()
@@ -117,7 +132,9 @@ fn open_to_merge(paths: Vec<PathBuf>) -> StoreResult<Vec<PackIndex>> {
     for path in paths {
         match PackIndex::open(&path) {
             Ok(idx) => indexes.push(idx),
-            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                continue
+            }
             Err(StoreError::CorruptFile { .. }) => continue,
             Err(e) => return Err(e),
         }

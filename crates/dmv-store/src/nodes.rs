@@ -45,10 +45,16 @@ impl ListShape for FileList {
         leaf.size
     }
     fn encode_leaves(leaves: &[NodeEntry]) -> Vec<u8> {
-        encode(&FileNode { level: 0, entries: leaves.to_vec() })
+        encode(&FileNode {
+            level: 0,
+            entries: leaves.to_vec(),
+        })
     }
     fn encode_inner(level: u8, children: &[NodeEntry]) -> Vec<u8> {
-        encode(&FileNode { level, entries: children.to_vec() })
+        encode(&FileNode {
+            level,
+            entries: children.to_vec(),
+        })
     }
 }
 
@@ -61,7 +67,12 @@ impl ListShape for TreeList {
     const MAX: usize = 1024;
     fn leaf_hash(leaf: &TreeEntry) -> u32 {
         let h = blake3::hash(&leaf.name);
-        u32::from_le_bytes([h.as_bytes()[0], h.as_bytes()[1], h.as_bytes()[2], h.as_bytes()[3]])
+        u32::from_le_bytes([
+            h.as_bytes()[0],
+            h.as_bytes()[1],
+            h.as_bytes()[2],
+            h.as_bytes()[3],
+        ])
     }
     fn leaf_size(leaf: &TreeEntry) -> u64 {
         leaf.size
@@ -70,7 +81,10 @@ impl ListShape for TreeList {
         encode(&TreeNode::Leaf(leaves.to_vec()))
     }
     fn encode_inner(level: u8, children: &[NodeEntry]) -> Vec<u8> {
-        encode(&TreeNode::Inner { level, children: children.to_vec() })
+        encode(&TreeNode::Inner {
+            level,
+            children: children.to_vec(),
+        })
     }
 }
 
@@ -89,7 +103,11 @@ pub struct ListBuilder<S: ListShape> {
 
 impl<S: ListShape> Default for ListBuilder<S> {
     fn default() -> Self {
-        ListBuilder { leaves: Vec::new(), inner: Vec::new(), cut_pending: false }
+        ListBuilder {
+            leaves: Vec::new(),
+            inner: Vec::new(),
+            cut_pending: false,
+        }
     }
 }
 
@@ -119,7 +137,12 @@ impl<S: ListShape> ListBuilder<S> {
     }
 
     /// `level` is the level of the node being added as a child.
-    fn push_inner(&mut self, sink: &mut dyn NodeSink, level: usize, child: NodeEntry) -> StoreResult<()> {
+    fn push_inner(
+        &mut self,
+        sink: &mut dyn NodeSink,
+        level: usize,
+        child: NodeEntry,
+    ) -> StoreResult<()> {
         if self.inner.len() <= level {
             self.inner.push(Vec::new());
         }
@@ -189,7 +212,8 @@ mod tests {
     }
 
     fn leaves(sink: &MemSink, id: ObjectId, out: &mut Vec<NodeEntry>) {
-        let node: FileNode = crate::object::decode(&id, ObjectKind::FileNode, &sink.0[&id]).unwrap();
+        let node: FileNode =
+            crate::object::decode(&id, ObjectKind::FileNode, &sink.0[&id]).unwrap();
         for e in node.entries {
             if node.level == 0 {
                 out.push(e)
@@ -200,7 +224,10 @@ mod tests {
     }
 
     fn chunk(n: u32) -> NodeEntry {
-        NodeEntry { id: ObjectId::hash(ObjectKind::Chunk, &n.to_le_bytes()), size: 1000 + n as u64 }
+        NodeEntry {
+            id: ObjectId::hash(ObjectKind::Chunk, &n.to_le_bytes()),
+            size: 1000 + n as u64,
+        }
     }
 
     #[test]
@@ -226,7 +253,11 @@ mod tests {
             let mut sink = MemSink::default();
             let mut b = ListBuilder::<FileList>::new();
             for i in 0..20_000u32 {
-                let e = if Some(i) == edit { chunk(1_000_000) } else { chunk(i) };
+                let e = if Some(i) == edit {
+                    chunk(1_000_000)
+                } else {
+                    chunk(i)
+                };
                 b.push(&mut sink, e).unwrap();
             }
             b.finish(&mut sink).unwrap();

@@ -18,7 +18,10 @@ pub const MAX_OBJECT_SIZE: usize = 32 << 20;
 /// Why a declared object length cannot be right, if it cannot.
 pub fn check_object_len(what: &str, len: u64) -> Result<(), String> {
     if len > MAX_OBJECT_SIZE as u64 {
-        return Err(format!("{what} of {len} bytes is larger than the largest object ({} MiB)", MAX_OBJECT_SIZE >> 20));
+        return Err(format!(
+            "{what} of {len} bytes is larger than the largest object ({} MiB)",
+            MAX_OBJECT_SIZE >> 20
+        ));
     }
     Ok(())
 }
@@ -54,14 +57,21 @@ pub struct ChunkWalk {
 impl ChunkWalk {
     /// A walk from `root`, the node read from `id` (which errors name).
     pub fn new(id: ObjectId, root: FileNode) -> ChunkWalk {
-        ChunkWalk { stack: vec![(id, root.level, root.entries.into_iter())] }
+        ChunkWalk {
+            stack: vec![(id, root.level, root.entries.into_iter())],
+        }
     }
 
     /// The next chunk (its id and size), reading nodes with `read` on the
     /// way down; `None` after the last.
-    pub fn next_chunk(&mut self, read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>) -> StoreResult<Option<NodeEntry>> {
+    pub fn next_chunk(
+        &mut self,
+        read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>,
+    ) -> StoreResult<Option<NodeEntry>> {
         loop {
-            let Some((parent, level, entries)) = self.stack.last_mut() else { return Ok(None) };
+            let Some((parent, level, entries)) = self.stack.last_mut() else {
+                return Ok(None);
+            };
             let Some(entry) = entries.next() else {
                 self.stack.pop();
                 continue;
@@ -78,7 +88,8 @@ impl ChunkWalk {
                     detail: format!("it has level {} but node {parent} of level {level} lists it (a file node's children are one level below it)", node.level),
                 });
             }
-            self.stack.push((entry.id, node.level, node.entries.into_iter()));
+            self.stack
+                .push((entry.id, node.level, node.entries.into_iter()));
         }
     }
 
@@ -86,9 +97,15 @@ impl ChunkWalk {
     /// end before it are passed without being read. Returns how far into
     /// the next chunk (the one [`ChunkWalk::next_chunk`] gives next) the
     /// content then starts; past the end, the walk is over.
-    pub fn skip(&mut self, mut bytes: u64, read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>) -> StoreResult<u64> {
+    pub fn skip(
+        &mut self,
+        mut bytes: u64,
+        read: &mut dyn FnMut(&ObjectId) -> StoreResult<FileNode>,
+    ) -> StoreResult<u64> {
         loop {
-            let Some((parent, level, entries)) = self.stack.last_mut() else { return Ok(0) };
+            let Some((parent, level, entries)) = self.stack.last_mut() else {
+                return Ok(0);
+            };
             let Some(first) = entries.as_slice().first() else {
                 self.stack.pop();
                 continue;
@@ -218,8 +235,16 @@ pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 }
 
 /// Decodes what [`encode`] wrote; `id` and `kind` only name the object in errors.
-pub fn decode<T: DeserializeOwned>(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<T> {
-    let bad = |detail: String| StoreError::BadEncoding { id: *id, kind: kind.name(), detail };
+pub fn decode<T: DeserializeOwned>(
+    id: &ObjectId,
+    kind: ObjectKind,
+    bytes: &[u8],
+) -> StoreResult<T> {
+    let bad = |detail: String| StoreError::BadEncoding {
+        id: *id,
+        kind: kind.name(),
+        detail,
+    };
     match bytes.first() {
         Some(&FORMAT) => {}
         Some(other) => return Err(bad(format!("unknown format {other}"))),
@@ -234,32 +259,61 @@ pub fn decode<T: DeserializeOwned>(id: &ObjectId, kind: ObjectKind, bytes: &[u8]
 
 /// Ids an object refers to, for reachability walks (fsck, gc, sync).
 pub fn children(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<Vec<ObjectId>> {
-    Ok(children_marked(id, kind, bytes)?.into_iter().map(|(child, _)| child).collect())
+    Ok(children_marked(id, kind, bytes)?
+        .into_iter()
+        .map(|(child, _)| child)
+        .collect())
 }
 
 /// Calls `each` with every child of [`children_marked`], without collecting
 /// them first: the node of a large file lists half a million chunks.
-pub fn for_each_child<E: From<StoreError>>(id: &ObjectId, kind: ObjectKind, bytes: &[u8], mut each: impl FnMut(&ObjectId, bool) -> Result<(), E>) -> Result<(), E> {
+pub fn for_each_child<E: From<StoreError>>(
+    id: &ObjectId,
+    kind: ObjectKind,
+    bytes: &[u8],
+    mut each: impl FnMut(&ObjectId, bool) -> Result<(), E>,
+) -> Result<(), E> {
     match kind {
-        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?.entries.iter().try_for_each(|e| each(&e.id, true)),
-        _ => children_marked(id, kind, bytes)?.iter().try_for_each(|(child, data)| each(child, *data)),
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?
+            .entries
+            .iter()
+            .try_for_each(|e| each(&e.id, true)),
+        _ => children_marked(id, kind, bytes)?
+            .iter()
+            .try_for_each(|(child, data)| each(child, *data)),
     }
 }
 
 /// [`children`], each marked when it is file data: a file's content (its
 /// nodes and chunks), which a partial replica may lack, as opposed to the
 /// commits, trees and symlink targets every replica holds.
-pub fn children_marked(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<Vec<(ObjectId, bool)>> {
+pub fn children_marked(
+    id: &ObjectId,
+    kind: ObjectKind,
+    bytes: &[u8],
+) -> StoreResult<Vec<(ObjectId, bool)>> {
     Ok(match kind {
         ObjectKind::Chunk => Vec::new(),
-        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?.entries.into_iter().map(|e| (e.id, true)).collect(),
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, bytes)?
+            .entries
+            .into_iter()
+            .map(|e| (e.id, true))
+            .collect(),
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, bytes)? {
-            TreeNode::Leaf(entries) => entries.into_iter().map(|e| (e.id, e.kind.is_file())).collect(),
-            TreeNode::Inner { children, .. } => children.into_iter().map(|e| (e.id, false)).collect(),
+            TreeNode::Leaf(entries) => entries
+                .into_iter()
+                .map(|e| (e.id, e.kind.is_file()))
+                .collect(),
+            TreeNode::Inner { children, .. } => {
+                children.into_iter().map(|e| (e.id, false)).collect()
+            }
         },
         ObjectKind::Commit => {
             let c: Commit = decode(id, kind, bytes)?;
-            std::iter::once(c.tree).chain(c.parents).map(|p| (p, false)).collect()
+            std::iter::once(c.tree)
+                .chain(c.parents)
+                .map(|p| (p, false))
+                .collect()
         }
         ObjectKind::Tag => vec![(decode::<Tag>(id, kind, bytes)?.target, false)],
     })
@@ -272,15 +326,37 @@ mod tests {
 
     #[test]
     fn each_child_is_met_as_children_marked_lists_it() {
-        let node = FileNode { level: 0, entries: (0..5u8).map(|i| NodeEntry { id: ObjectId([i; 32]), size: 10 }).collect() };
+        let node = FileNode {
+            level: 0,
+            entries: (0..5u8)
+                .map(|i| NodeEntry {
+                    id: ObjectId([i; 32]),
+                    size: 10,
+                })
+                .collect(),
+        };
         let commit = Commit {
             tree: ObjectId([3; 32]),
             parents: vec![ObjectId([4; 32]), ObjectId([5; 32])],
-            author: Signature { name: "A".into(), email: "a@x".into(), time: 1, tz_minutes: 0 },
-            committer: Signature { name: "A".into(), email: "a@x".into(), time: 1, tz_minutes: 0 },
+            author: Signature {
+                name: "A".into(),
+                email: "a@x".into(),
+                time: 1,
+                tz_minutes: 0,
+            },
+            committer: Signature {
+                name: "A".into(),
+                email: "a@x".into(),
+                time: 1,
+                tz_minutes: 0,
+            },
             message: "m".into(),
         };
-        for (kind, bytes) in [(ObjectKind::FileNode, encode(&node)), (ObjectKind::Commit, encode(&commit)), (ObjectKind::Chunk, b"data".to_vec())] {
+        for (kind, bytes) in [
+            (ObjectKind::FileNode, encode(&node)),
+            (ObjectKind::Commit, encode(&commit)),
+            (ObjectKind::Chunk, b"data".to_vec()),
+        ] {
             let id = ObjectId::hash(kind, &bytes);
             let mut met = Vec::new();
             for_each_child(&id, kind, &bytes, |c, data| {
@@ -296,10 +372,22 @@ mod tests {
         let mut calls = 0;
         let stopped = for_each_child(&id, ObjectKind::FileNode, &bytes, |_, _| {
             calls += 1;
-            Err(StoreError::BadEncoding { id, kind: "test", detail: "stop".into() })
+            Err(StoreError::BadEncoding {
+                id,
+                kind: "test",
+                detail: "stop".into(),
+            })
         });
         assert!(stopped.is_err() && calls == 1);
-        assert!(for_each_child(&id, ObjectKind::FileNode, &bytes[..3], |_, _| Ok::<_, StoreError>(())).is_err());
+        assert!(
+            for_each_child(&id, ObjectKind::FileNode, &bytes[..3], |_, _| Ok::<
+                _,
+                StoreError,
+            >(
+                ()
+            ))
+            .is_err()
+        );
     }
 
     #[test]
@@ -307,13 +395,26 @@ mod tests {
         let c = Commit {
             tree: ObjectId([3; 32]),
             parents: vec![ObjectId([4; 32])],
-            author: Signature { name: "A".into(), email: "a@x".into(), time: 1, tz_minutes: -60 },
-            committer: Signature { name: "B".into(), email: "b@x".into(), time: 2, tz_minutes: 0 },
+            author: Signature {
+                name: "A".into(),
+                email: "a@x".into(),
+                time: 1,
+                tz_minutes: -60,
+            },
+            committer: Signature {
+                name: "B".into(),
+                email: "b@x".into(),
+                time: 2,
+                tz_minutes: 0,
+            },
             message: "m".into(),
         };
         let bytes = encode(&c);
         let id = ObjectId::hash(ObjectKind::Commit, &bytes);
-        assert_eq!(decode::<Commit>(&id, ObjectKind::Commit, &bytes).unwrap(), c);
+        assert_eq!(
+            decode::<Commit>(&id, ObjectKind::Commit, &bytes).unwrap(),
+            c
+        );
     }
 
     proptest! {

@@ -181,10 +181,21 @@ impl PackWriter {
     }
 
     pub fn create_with(dir: &Path, durable: bool) -> StoreResult<PackWriter> {
-        let tmp_path = dir.join(format!("tmp-{}-{:016x}.pack", std::process::id(), rand_u64()));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp_path).at(&tmp_path)?;
+        let tmp_path = dir.join(format!(
+            "tmp-{}-{:016x}.pack",
+            std::process::id(),
+            rand_u64()
+        ));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp_path)
+            .at(&tmp_path)?;
         let tmp = TempFile::new(tmp_path);
-        let buffered = |file| Sink::Buffered { out: BufWriter::with_capacity(1 << 20, file), writeback_from: 0 };
+        let buffered = |file| Sink::Buffered {
+            out: BufWriter::with_capacity(1 << 20, file),
+            writeback_from: 0,
+        };
         let out = match durable {
             true => DirectWriter::new(file).map_or_else(buffered, Sink::Direct),
             false => buffered(file),
@@ -246,21 +257,47 @@ impl PackWriter {
 
     /// The record of an appended object.
     pub fn entry(&self, id: &ObjectId) -> Option<&Entry> {
-        self.positions.find(self.id_hasher.hash_one(id), |&i| self.entries[i as usize].id == *id).map(|&i| &self.entries[i as usize])
+        self.positions
+            .find(self.id_hasher.hash_one(id), |&i| {
+                self.entries[i as usize].id == *id
+            })
+            .map(|&i| &self.entries[i as usize])
     }
 
-    pub fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
+    pub fn append(
+        &mut self,
+        id: ObjectId,
+        kind: ObjectKind,
+        raw_len: usize,
+        compression: u8,
+        payload: &[u8],
+    ) -> StoreResult<()> {
         let len = raw_len.max(payload.len());
         if len > MAX_OBJECT_SIZE {
-            return Err(StoreError::TooLarge { kind: kind.name(), id, len: len as u64, max_mib: MAX_OBJECT_SIZE as u64 >> 20 });
+            return Err(StoreError::TooLarge {
+                kind: kind.name(),
+                id,
+                len: len as u64,
+                max_mib: MAX_OBJECT_SIZE as u64 >> 20,
+            });
         }
         let raw_len = raw_len as u32;
         let stored_len = payload.len() as u32;
-        let entry = Entry { id, kind, compression, offset: self.offset, raw_len, stored_len };
+        let entry = Entry {
+            id,
+            kind,
+            compression,
+            offset: self.offset,
+            raw_len,
+            stored_len,
+        };
         self.write_all(&entry.encode_record_header())?;
         self.write_record_bytes(payload)?;
         let (entries, hasher) = (&self.entries, &self.id_hasher);
-        self.positions.insert_unique(hasher.hash_one(id), entries.len() as u32, |&i| hasher.hash_one(entries[i as usize].id));
+        self.positions
+            .insert_unique(hasher.hash_one(id), entries.len() as u32, |&i| {
+                hasher.hash_one(entries[i as usize].id)
+            });
         self.entries.push(entry);
         if self.durable {
             self.start_writeback()?;
@@ -273,7 +310,13 @@ impl PackWriter {
     /// MiB instead of the whole pack (the disk works while we chunk and hash).
     /// Only a hint: fsync still decides.
     fn start_writeback(&mut self) -> StoreResult<()> {
-        let Sink::Buffered { out, writeback_from } = &mut self.out else { return Ok(()) };
+        let Sink::Buffered {
+            out,
+            writeback_from,
+        } = &mut self.out
+        else {
+            return Ok(());
+        };
         if self.offset - *writeback_from < WRITEBACK_STEP {
             return Ok(());
         }
@@ -283,7 +326,12 @@ impl PackWriter {
         #[cfg(all(target_os = "linux", not(dmv_portable)))]
         unsafe {
             use std::os::unix::io::AsRawFd;
-            libc::sync_file_range(out.get_ref().as_raw_fd(), *writeback_from as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE)
+            libc::sync_file_range(
+                out.get_ref().as_raw_fd(),
+                *writeback_from as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
         };
         // Elsewhere no such hint: the final fsync writes it all.
         #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
@@ -318,7 +366,9 @@ impl PackWriter {
         self.write_unhashed(&checksum.0)?;
         let file = match self.out {
             Sink::Direct(w) => w.finish().at(self.tmp.path())?,
-            Sink::Buffered { out, .. } => out.into_inner().map_err(|e| StoreError::io(self.tmp.path(), e.into_error()))?,
+            Sink::Buffered { out, .. } => out
+                .into_inner()
+                .map_err(|e| StoreError::io(self.tmp.path(), e.into_error()))?,
         };
         crate::failpoint("pack-before-sync");
         if self.durable {
@@ -338,27 +388,55 @@ impl PackWriter {
 
 pub(crate) fn rand_u64() -> u64 {
     let mut b = [0u8; 8];
-    let h = blake3::hash(format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id()).as_bytes());
+    let h = blake3::hash(
+        format!(
+            "{:?}{}{:?}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .as_bytes(),
+    );
     b.copy_from_slice(&h.as_bytes()[..8]);
     u64::from_le_bytes(b)
 }
 
 /// Reads one record, checking that its header matches what the index promised.
-pub fn read_record(file: &File, pack_name: impl std::fmt::Display, e: &Entry) -> StoreResult<Vec<u8>> {
+pub fn read_record(
+    file: &File,
+    pack_name: impl std::fmt::Display,
+    e: &Entry,
+) -> StoreResult<Vec<u8>> {
     let stored = read_stored_record(file, &pack_name, e)?;
-    decode_payload(e.id, e.kind, e.compression, e.raw_len as usize, stored).map_err(|detail| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail })
+    decode_payload(e.id, e.kind, e.compression, e.raw_len as usize, stored).map_err(|detail| {
+        StoreError::DamagedObject {
+            id: e.id,
+            pack: pack_name.to_string(),
+            detail,
+        }
+    })
 }
 
 /// A record's payload as stored (maybe compressed), after checking its header
 /// against the index; the content is not verified.
-pub fn read_stored_record(file: &File, pack_name: impl std::fmt::Display, e: &Entry) -> StoreResult<Vec<u8>> {
-    e.check_lengths().map_err(|detail| StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail })?;
+pub fn read_stored_record(
+    file: &File,
+    pack_name: impl std::fmt::Display,
+    e: &Entry,
+) -> StoreResult<Vec<u8>> {
+    e.check_lengths()
+        .map_err(|detail| StoreError::DamagedObject {
+            id: e.id,
+            pack: pack_name.to_string(),
+            detail,
+        })?;
     let mut header = [0u8; RECORD_HEADER_LEN];
-    let payload = read_header_and_payload(file, e.offset, &mut header, e.stored_len as usize).map_err(|err| StoreError::DamagedObject {
-        id: e.id,
-        pack: pack_name.to_string(),
-        detail: format!("cannot read record: {err}"),
-    })?;
+    let payload = read_header_and_payload(file, e.offset, &mut header, e.stored_len as usize)
+        .map_err(|err| StoreError::DamagedObject {
+            id: e.id,
+            pack: pack_name.to_string(),
+            detail: format!("cannot read record: {err}"),
+        })?;
     check_header(&header, payload.len(), &pack_name, e)?;
     Ok(payload)
 }
@@ -367,18 +445,33 @@ pub fn read_stored_record(file: &File, pack_name: impl std::fmt::Display, e: &En
 /// one read: reading the record whole and cutting the header off moved
 /// every payload byte once more (a tenth of a mount's sequential read).
 #[cfg(unix)]
-fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HEADER_LEN], payload_len: usize) -> std::io::Result<Vec<u8>> {
+fn read_header_and_payload(
+    file: &File,
+    offset: u64,
+    header: &mut [u8; RECORD_HEADER_LEN],
+    payload_len: usize,
+) -> std::io::Result<Vec<u8>> {
     use std::os::fd::AsRawFd;
     let mut payload: Vec<u8> = Vec::with_capacity(payload_len);
     let total = RECORD_HEADER_LEN + payload_len;
     let mut done = 0;
     while done < total {
-        let (in_header, in_payload) = (done.min(RECORD_HEADER_LEN), done.saturating_sub(RECORD_HEADER_LEN));
-        let at = libc::off_t::try_from(offset + done as u64).map_err(|_| std::io::Error::other("offset past what the system can read"))?;
+        let (in_header, in_payload) = (
+            done.min(RECORD_HEADER_LEN),
+            done.saturating_sub(RECORD_HEADER_LEN),
+        );
+        let at = libc::off_t::try_from(offset + done as u64)
+            .map_err(|_| std::io::Error::other("offset past what the system can read"))?;
         let parts = [
-            libc::iovec { iov_base: header[in_header..].as_mut_ptr().cast(), iov_len: RECORD_HEADER_LEN - in_header },
+            libc::iovec {
+                iov_base: header[in_header..].as_mut_ptr().cast(),
+                iov_len: RECORD_HEADER_LEN - in_header,
+            },
             // SAFETY: `in_payload` is at most `payload_len`, the vector's capacity: the pointer stays inside its allocation.
-            libc::iovec { iov_base: unsafe { payload.as_mut_ptr().add(in_payload) }.cast(), iov_len: payload_len - in_payload },
+            libc::iovec {
+                iov_base: unsafe { payload.as_mut_ptr().add(in_payload) }.cast(),
+                iov_len: payload_len - in_payload,
+            },
         ];
         // SAFETY: both parts point at writable memory of the lengths given, owned here for the call.
         let n = unsafe { libc::preadv(file.as_raw_fd(), parts.as_ptr(), 2, at) };
@@ -400,7 +493,12 @@ fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HE
 
 /// Where there is no preadv (Windows): two reads.
 #[cfg(not(unix))]
-fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HEADER_LEN], payload_len: usize) -> std::io::Result<Vec<u8>> {
+fn read_header_and_payload(
+    file: &File,
+    offset: u64,
+    header: &mut [u8; RECORD_HEADER_LEN],
+    payload_len: usize,
+) -> std::io::Result<Vec<u8>> {
     file.read_exact_at(header, offset)?;
     let mut payload = vec![0; payload_len];
     file.read_exact_at(&mut payload, offset + RECORD_HEADER_LEN as u64)?;
@@ -408,7 +506,12 @@ fn read_header_and_payload(file: &File, offset: u64, header: &mut [u8; RECORD_HE
 }
 
 /// [`check_record_header`] of a header read apart from its payload.
-fn check_header(header: &[u8; RECORD_HEADER_LEN], payload_len: usize, pack_name: impl std::fmt::Display, e: &Entry) -> StoreResult<()> {
+fn check_header(
+    header: &[u8; RECORD_HEADER_LEN],
+    payload_len: usize,
+    pack_name: impl std::fmt::Display,
+    e: &Entry,
+) -> StoreResult<()> {
     let matches = RECORD_HEADER_LEN + payload_len == e.record_len()
         && header[0] == e.kind as u8
         && header[1] == e.compression
@@ -416,17 +519,32 @@ fn check_header(header: &[u8; RECORD_HEADER_LEN], payload_len: usize, pack_name:
         && header[8..12] == e.stored_len.to_le_bytes()
         && header[4..8] == e.raw_len.to_le_bytes();
     if !matches {
-        return Err(StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: "record header does not match the index".into() });
+        return Err(StoreError::DamagedObject {
+            id: e.id,
+            pack: pack_name.to_string(),
+            detail: "record header does not match the index".into(),
+        });
     }
     Ok(())
 }
 
 /// Checks that `record` (header and payload, as read from a pack) is the one
 /// the index entry describes.
-pub fn check_record_header(record: &[u8], pack_name: impl std::fmt::Display, e: &Entry) -> StoreResult<()> {
-    match record.get(..RECORD_HEADER_LEN).and_then(|h| <&[u8; RECORD_HEADER_LEN]>::try_from(h).ok()) {
+pub fn check_record_header(
+    record: &[u8],
+    pack_name: impl std::fmt::Display,
+    e: &Entry,
+) -> StoreResult<()> {
+    match record
+        .get(..RECORD_HEADER_LEN)
+        .and_then(|h| <&[u8; RECORD_HEADER_LEN]>::try_from(h).ok())
+    {
         Some(header) => check_header(header, record.len() - RECORD_HEADER_LEN, pack_name, e),
-        None => Err(StoreError::DamagedObject { id: e.id, pack: pack_name.to_string(), detail: "record header does not match the index".into() }),
+        None => Err(StoreError::DamagedObject {
+            id: e.id,
+            pack: pack_name.to_string(),
+            detail: "record header does not match the index".into(),
+        }),
     }
 }
 
@@ -450,13 +568,21 @@ fn decompress(stored: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// Decompresses a stored payload and checks that it hashes to `id`.
-pub fn decode_payload(id: ObjectId, kind: ObjectKind, compression: u8, raw_len: usize, stored: Vec<u8>) -> Result<Vec<u8>, String> {
+pub fn decode_payload(
+    id: ObjectId,
+    kind: ObjectKind,
+    compression: u8,
+    raw_len: usize,
+    stored: Vec<u8>,
+) -> Result<Vec<u8>, String> {
     // The output buffer is sized by `raw_len`: check it before trusting it.
     check_object_len("a declared length", raw_len as u64)?;
     check_object_len("a stored length", stored.len() as u64)?;
     let data = match compression {
         COMP_NONE => stored,
-        COMP_ZSTD => decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?,
+        COMP_ZSTD => {
+            decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?
+        }
         other => return Err(format!("unknown compression {other}")),
     };
     if data.len() != raw_len {
@@ -478,7 +604,10 @@ struct Frame {
 }
 
 fn read_frame(file: &File, path: &Path) -> StoreResult<Frame> {
-    let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+    let corrupt = |detail: &str| StoreError::CorruptFile {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    };
     let len = file.metadata().at(path)?.len();
     if len < HEADER_LEN + FOOTER_LEN {
         return Err(corrupt("too short to be a pack"));
@@ -489,7 +618,10 @@ fn read_frame(file: &File, path: &Path) -> StoreResult<Frame> {
         return Err(corrupt("not a DMV pack"));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().unwrap_or_default());
-    if !matches!(version, PACK_VERSION | PACK_VERSION_TOC_WITH_IDS | PACK_VERSION_WHOLE_FILE_CHECKSUM) {
+    if !matches!(
+        version,
+        PACK_VERSION | PACK_VERSION_TOC_WITH_IDS | PACK_VERSION_WHOLE_FILE_CHECKSUM
+    ) {
         return Err(corrupt("unsupported pack version"));
     }
     let mut footer = [0u8; FOOTER_LEN as usize];
@@ -499,19 +631,33 @@ fn read_frame(file: &File, path: &Path) -> StoreResult<Frame> {
     }
     let toc_offset = u64::from_le_bytes(footer[0..8].try_into().unwrap_or_default());
     let count = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default()) as u64;
-    let entry_len = if version == PACK_VERSION { TOC_ENTRY_LEN } else { TOC_ENTRY_WITH_ID_LEN } as u64;
+    let entry_len = if version == PACK_VERSION {
+        TOC_ENTRY_LEN
+    } else {
+        TOC_ENTRY_WITH_ID_LEN
+    } as u64;
     // The count must fit the file exactly before it sizes a buffer.
-    if toc_offset < HEADER_LEN || toc_offset.checked_add(count * entry_len) != Some(len - FOOTER_LEN) {
+    if toc_offset < HEADER_LEN
+        || toc_offset.checked_add(count * entry_len) != Some(len - FOOTER_LEN)
+    {
         return Err(corrupt("table of contents out of bounds"));
     }
-    Ok(Frame { version, toc_offset, count, len })
+    Ok(Frame {
+        version,
+        toc_offset,
+        count,
+        len,
+    })
 }
 
 /// Parses a pack's footer and table of contents (without verifying the
 /// checksum). In a version 3 pack each record's id is read from its header;
 /// `read_record` checks the header's other fields against the entry.
 pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
-    let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+    let corrupt = |detail: &str| StoreError::CorruptFile {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    };
     let frame = read_frame(file, path)?;
     let mut toc = vec![0u8; (frame.len - FOOTER_LEN - frame.toc_offset) as usize];
     file.read_exact_at(&mut toc, frame.toc_offset).at(path)?;
@@ -520,24 +666,40 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
         let mut at = HEADER_LEN;
         let mut id = [0u8; 32];
         for raw in toc.chunks_exact(TOC_ENTRY_LEN) {
-            let e = Entry::decode_toc(raw, ObjectId(id), at).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
-            e.check_lengths().map_err(|d| corrupt(&format!("table-of-contents entry for the record at {at}: {d}")))?;
+            let e = Entry::decode_toc(raw, ObjectId(id), at)
+                .ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+            e.check_lengths().map_err(|d| {
+                corrupt(&format!(
+                    "table-of-contents entry for the record at {at}: {d}"
+                ))
+            })?;
             if at + e.record_len() as u64 > frame.toc_offset {
                 return Err(corrupt("table-of-contents entry out of bounds"));
             }
             file.read_exact_at(&mut id, at + 12).at(path)?;
-            entries.push(Entry { id: ObjectId(id), ..e });
+            entries.push(Entry {
+                id: ObjectId(id),
+                ..e
+            });
             at += e.record_len() as u64;
         }
         if at != frame.toc_offset {
-            return Err(corrupt("bytes between the last record and the table of contents"));
+            return Err(corrupt(
+                "bytes between the last record and the table of contents",
+            ));
         }
         return Ok(entries);
     }
     for raw in toc.chunks_exact(TOC_ENTRY_WITH_ID_LEN) {
-        let e = Entry::decode_toc_with_id(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
-        e.check_lengths().map_err(|d| corrupt(&format!("table-of-contents entry for {}: {d}", e.id)))?;
-        if e.offset < HEADER_LEN || e.offset.saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64) > frame.toc_offset {
+        let e =
+            Entry::decode_toc_with_id(raw).ok_or_else(|| corrupt("bad table-of-contents entry"))?;
+        e.check_lengths()
+            .map_err(|d| corrupt(&format!("table-of-contents entry for {}: {d}", e.id)))?;
+        if e.offset < HEADER_LEN
+            || e.offset
+                .saturating_add(RECORD_HEADER_LEN as u64 + e.stored_len as u64)
+                > frame.toc_offset
+        {
             return Err(corrupt("table-of-contents entry out of bounds"));
         }
         entries.push(e);
@@ -550,7 +712,10 @@ pub fn read_toc(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
 /// the table of contents lists). Payloads are not read: `read_record`
 /// checks each against its id.
 pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
-    let corrupt = |detail: &str| StoreError::CorruptFile { path: path.to_path_buf(), detail: detail.to_string() };
+    let corrupt = |detail: &str| StoreError::CorruptFile {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    };
     let frame = read_frame(file, path)?;
     let mut hasher = blake3::Hasher::new();
     let mut hash_range = |from: u64, to: u64| -> StoreResult<()> {
@@ -572,12 +737,16 @@ pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
             let mut end = HEADER_LEN;
             for e in &entries {
                 if e.offset != end {
-                    return Err(corrupt("records do not follow each other as the table of contents says"));
+                    return Err(corrupt(
+                        "records do not follow each other as the table of contents says",
+                    ));
                 }
                 end += e.record_len() as u64;
             }
             if end != frame.toc_offset {
-                return Err(corrupt("bytes between the last record and the table of contents"));
+                return Err(corrupt(
+                    "bytes between the last record and the table of contents",
+                ));
             }
             hash_range(0, HEADER_LEN)?;
             hash_range(frame.toc_offset, frame.len - 32)?;
@@ -596,7 +765,10 @@ pub fn verify_checksum(file: &File, path: &Path) -> StoreResult<ObjectId> {
     file.read_exact_at(&mut stored, frame.len - 32).at(path)?;
     let actual = ObjectId(*hasher.finalize().as_bytes());
     if actual.0 != stored {
-        return Err(StoreError::CorruptFile { path: path.to_path_buf(), detail: "checksum mismatch".into() });
+        return Err(StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            detail: "checksum mismatch".into(),
+        });
     }
     Ok(actual)
 }
@@ -613,7 +785,8 @@ mod tests {
         let id = ObjectId::hash(ObjectKind::Chunk, &data);
         let stored = zstd::bulk::compress(&data, 1).unwrap();
         let mut w = PackWriter::create(dir).unwrap();
-        w.append(id, ObjectKind::Chunk, data.len(), COMP_ZSTD, &stored).unwrap();
+        w.append(id, ObjectKind::Chunk, data.len(), COMP_ZSTD, &stored)
+            .unwrap();
         let (_, path, entries) = w.finish().unwrap();
         (path, entries[0], data)
     }
@@ -638,10 +811,14 @@ mod tests {
         let file = File::open(&path).unwrap();
         assert_eq!(read_record(&file, "p", &good).unwrap(), data);
 
-        let huge = Entry { raw_len: u32::MAX, ..good };
+        let huge = Entry {
+            raw_len: u32::MAX,
+            ..good
+        };
         // The zstd output buffer would be sized by the declared length.
         let stored = read_stored_record(&file, "p", &good).unwrap();
-        let err = decode_payload(huge.id, huge.kind, COMP_ZSTD, huge.raw_len as usize, stored).unwrap_err();
+        let err = decode_payload(huge.id, huge.kind, COMP_ZSTD, huge.raw_len as usize, stored)
+            .unwrap_err();
         assert!(err.contains("larger than the largest object"), "{err}");
         // An index entry declaring it: refused by the index and by the reader.
         let err = read_record(&file, "p", &huge).unwrap_err().to_string();
@@ -653,7 +830,16 @@ mod tests {
         assert!(err.contains("larger than the largest object"), "{err}");
         assert!(idx.verify().is_err());
         // A stored length of 4 GiB: refused before the record is read.
-        let err = read_stored_record(&file, "p", &Entry { stored_len: u32::MAX, ..good }).unwrap_err().to_string();
+        let err = read_stored_record(
+            &file,
+            "p",
+            &Entry {
+                stored_len: u32::MAX,
+                ..good
+            },
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("larger than the largest object"), "{err}");
         // The pack itself declaring it, in its record header and table of contents.
         drop(file);
@@ -664,11 +850,29 @@ mod tests {
         assert!(verify_checksum(&file, &path).is_err());
         // Writers refuse such objects too.
         let mut w = PackWriter::create(dir.path()).unwrap();
-        let err = w.append(good.id, ObjectKind::Chunk, u32::MAX as usize, COMP_ZSTD, b"x").unwrap_err().to_string();
+        let err = w
+            .append(
+                good.id,
+                ObjectKind::Chunk,
+                u32::MAX as usize,
+                COMP_ZSTD,
+                b"x",
+            )
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("larger than the largest object"), "{err}");
         let big = vec![0u8; MAX_OBJECT_SIZE + 1];
-        assert!(w.append(good.id, ObjectKind::Commit, big.len(), COMP_NONE, &big).is_err());
-        w.append(good.id, ObjectKind::Chunk, MAX_OBJECT_SIZE, COMP_NONE, &big[..MAX_OBJECT_SIZE]).unwrap();
+        assert!(w
+            .append(good.id, ObjectKind::Commit, big.len(), COMP_NONE, &big)
+            .is_err());
+        w.append(
+            good.id,
+            ObjectKind::Chunk,
+            MAX_OBJECT_SIZE,
+            COMP_NONE,
+            &big[..MAX_OBJECT_SIZE],
+        )
+        .unwrap();
         w.discard();
     }
 
@@ -680,13 +884,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let one_chunk = |data: &[u8]| {
             let mut w = PackWriter::create(dir.path()).unwrap();
-            w.append(ObjectId::hash(ObjectKind::Chunk, data), ObjectKind::Chunk, data.len(), COMP_NONE, data).unwrap();
+            w.append(
+                ObjectId::hash(ObjectKind::Chunk, data),
+                ObjectKind::Chunk,
+                data.len(),
+                COMP_NONE,
+                data,
+            )
+            .unwrap();
             w.finish().unwrap()
         };
         let (a, a_path, entries) = one_chunk(b"one");
         let (b, b_path, _) = one_chunk(b"two");
         assert_ne!(a, b);
-        assert_eq!(std::fs::read(&a_path).unwrap().len(), HEADER_LEN as usize + RECORD_HEADER_LEN + 3 + TOC_ENTRY_LEN + FOOTER_LEN as usize);
+        assert_eq!(
+            std::fs::read(&a_path).unwrap().len(),
+            HEADER_LEN as usize + RECORD_HEADER_LEN + 3 + TOC_ENTRY_LEN + FOOTER_LEN as usize
+        );
         for path in [&a_path, &b_path] {
             let file = File::open(path).unwrap();
             verify_checksum(&file, path).unwrap();
@@ -695,7 +909,10 @@ mod tests {
         bytes[entries[0].offset as usize + 12] ^= 1;
         std::fs::write(&a_path, bytes).unwrap();
         let file = File::open(&a_path).unwrap();
-        assert!(verify_checksum(&file, &a_path).unwrap_err().to_string().contains("checksum mismatch"));
+        assert!(verify_checksum(&file, &a_path)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum mismatch"));
         assert_ne!(read_toc(&file, &a_path).unwrap()[0].id, entries[0].id);
     }
 
@@ -708,7 +925,10 @@ mod tests {
     /// buffer: an allocation sized by a declared length would abort it.
     #[test]
     fn huge_declared_lengths_are_refused_before_allocating() {
-        if !dmv_testkit::in_small_address_space("pack::tests::huge_declared_lengths_are_refused_before_allocating", 1 << 30) {
+        if !dmv_testkit::in_small_address_space(
+            "pack::tests::huge_declared_lengths_are_refused_before_allocating",
+            1 << 30,
+        ) {
             return;
         }
         refuse_huge_declared_lengths();

@@ -70,7 +70,11 @@ pub struct Tally<'p> {
 impl<'p> Tally<'p> {
     /// Nothing done yet, of `total` bytes (0 when unknown).
     pub fn new(progress: &'p dyn Progress, total: u64) -> Tally<'p> {
-        Tally { progress, done: AtomicU64::new(0), total: AtomicU64::new(total) }
+        Tally {
+            progress,
+            done: AtomicU64::new(0),
+            total: AtomicU64::new(total),
+        }
     }
 
     /// A tally nobody is shown.
@@ -83,7 +87,8 @@ impl<'p> Tally<'p> {
     pub fn add(&self, bytes: u64) {
         let done = self.done.fetch_add(bytes, Ordering::Relaxed) + bytes;
         let total = self.total.load(Ordering::Relaxed);
-        self.progress.update(if total > 0 { done.min(total) } else { done }, total);
+        self.progress
+            .update(if total > 0 { done.min(total) } else { done }, total);
     }
 
     /// `bytes` more were found to do.
@@ -114,7 +119,10 @@ mod tests {
         tally.add(4);
         tally.expect(5);
         tally.add(1);
-        assert_eq!(*seen.0.lock().unwrap(), vec![(4, 10), (8, 10), (10, 10), (13, 15)]);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            vec![(4, 10), (8, 10), (10, 10), (13, 15)]
+        );
     }
 
     #[test]

@@ -77,10 +77,20 @@ impl Store {
             let mut candidates: Vec<Entry> = toc.unwrap_or_default();
             candidates.extend(indexed.get(p).into_iter().flatten().copied());
             // What the table of contents or the index lists: a record there that cannot be read is damage.
-            let listed: HashSet<(u64, ObjectId)> = candidates.iter().map(|e| (e.offset, e.id)).collect();
+            let listed: HashSet<(u64, ObjectId)> =
+                candidates.iter().map(|e| (e.offset, e.id)).collect();
             candidates.extend(walk_records(&file, &path)?);
             // Only records the same in every field are one: a damaged entry may differ from the good one in any.
-            candidates.sort_by_key(|e| (e.offset, e.id.0, e.raw_len, e.stored_len, e.kind as u8, e.compression));
+            candidates.sort_by_key(|e| {
+                (
+                    e.offset,
+                    e.id.0,
+                    e.raw_len,
+                    e.stored_len,
+                    e.kind as u8,
+                    e.compression,
+                )
+            });
             candidates.dedup();
             let name = pack::pack_file_name(p);
             let mut saved = Vec::new();
@@ -105,8 +115,11 @@ impl Store {
             }
         }
         // Whole copies in untouched packs need not be written again.
-        let untouched: HashSet<ObjectId> =
-            packs.iter().filter(|p| !rewrite.iter().any(|(r, _, _)| r == *p)).flat_map(|p| indexed.get(p).into_iter().flatten().map(|e| e.id)).collect();
+        let untouched: HashSet<ObjectId> = packs
+            .iter()
+            .filter(|p| !rewrite.iter().any(|(r, _, _)| r == *p))
+            .flat_map(|p| indexed.get(p).into_iter().flatten().map(|e| e.id))
+            .collect();
         let mut out: Option<PackWriter> = None;
         let mut written: HashSet<ObjectId> = untouched;
         // A rewrite can come out byte for byte as a pack it replaces (same name): that one stays.
@@ -155,7 +168,10 @@ impl Store {
             dmv_os::remove_file(&idx).at(&idx)?;
         }
         for p in &packs {
-            let (pack_path, idx) = (dir.join(pack::pack_file_name(p)), dir.join(pack::index_file_name(p)));
+            let (pack_path, idx) = (
+                dir.join(pack::pack_file_name(p)),
+                dir.join(pack::index_file_name(p)),
+            );
             if pack_path.exists() && !idx.exists() {
                 let file = File::open(&pack_path).at(&pack_path)?;
                 let entries = pack::read_toc(&file, &pack_path)?;
@@ -180,10 +196,18 @@ fn list(dir: &Path) -> StoreResult<(HashSet<ObjectId>, Vec<PathBuf>)> {
     let (mut packs, mut indexes) = (HashSet::new(), Vec::new());
     for entry in std::fs::read_dir(dir).at(dir)? {
         let path = entry.at(dir)?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if let Some(id) = name.strip_prefix("pack-").and_then(|n| n.strip_suffix(".pack")).and_then(ObjectId::from_hex) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(id) = name
+            .strip_prefix("pack-")
+            .and_then(|n| n.strip_suffix(".pack"))
+            .and_then(ObjectId::from_hex)
+        {
             packs.insert(id);
-        } else if (name.starts_with("pack-") && name.ends_with(".idx")) || name == MULTI_PACK_INDEX {
+        } else if (name.starts_with("pack-") && name.ends_with(".idx")) || name == MULTI_PACK_INDEX
+        {
             indexes.push(path);
         }
     }
@@ -203,11 +227,20 @@ fn walk_records(file: &File, path: &Path) -> StoreResult<Vec<Entry>> {
         if file.read_exact_at(&mut header, at).is_err() {
             break;
         }
-        let Some(kind) = ObjectKind::from_u8(header[0]) else { break };
+        let Some(kind) = ObjectKind::from_u8(header[0]) else {
+            break;
+        };
         let raw_len = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
         let stored_len = u32::from_le_bytes(header[8..12].try_into().unwrap_or_default());
         let id = ObjectId(header[12..44].try_into().unwrap_or_default());
-        let e = Entry { id, kind, compression: header[1], offset: at, raw_len, stored_len };
+        let e = Entry {
+            id,
+            kind,
+            compression: header[1],
+            offset: at,
+            raw_len,
+            stored_len,
+        };
         if e.check_lengths().is_err() || at + e.record_len() as u64 > len {
             break;
         }

@@ -42,7 +42,11 @@ pub struct WriteSession<'a> {
 }
 
 /// zstd only when it saves at least 1/16: media is usually compressed already.
-pub(crate) fn maybe_compress(compressor: &mut zstd::bulk::Compressor<'static>, scratch: &mut Vec<u8>, data: &[u8]) -> Option<usize> {
+pub(crate) fn maybe_compress(
+    compressor: &mut zstd::bulk::Compressor<'static>,
+    scratch: &mut Vec<u8>,
+    data: &[u8],
+) -> Option<usize> {
     if data.len() < 64 {
         return None;
     }
@@ -109,7 +113,10 @@ impl<'a> WriteSession<'a> {
         if let Some(e) = self.pack.as_ref().and_then(|p| p.entry(id)) {
             return Ok(Some((e.kind, e.raw_len)));
         }
-        Ok(self.store.locate(id)?.map(|l| (l.entry.kind, l.entry.raw_len)))
+        Ok(self
+            .store
+            .locate(id)?
+            .map(|l| (l.entry.kind, l.entry.raw_len)))
     }
 
     /// Stores an object unless it exists; returns its id.
@@ -146,7 +153,13 @@ impl<'a> WriteSession<'a> {
             size += chunk.len() as u64;
             chunks += 1;
             first.get_or_insert(id);
-            list.push(self, crate::object::NodeEntry { id, size: chunk.len() as u64 })?;
+            list.push(
+                self,
+                crate::object::NodeEntry {
+                    id,
+                    size: chunk.len() as u64,
+                },
+            )?;
         }
         let id = match (chunks, first) {
             (0, _) => self.put_object(ObjectKind::Chunk, &[])?,
@@ -157,7 +170,14 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Stores an already hashed (and maybe compressed) object unless it exists.
-    pub(crate) fn put_prepared(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<bool> {
+    pub(crate) fn put_prepared(
+        &mut self,
+        id: ObjectId,
+        kind: ObjectKind,
+        raw_len: usize,
+        compression: u8,
+        payload: &[u8],
+    ) -> StoreResult<bool> {
         if self.has(&id)? {
             return Ok(false);
         }
@@ -171,8 +191,15 @@ impl<'a> WriteSession<'a> {
         if self.has(&obj.id)? {
             return Ok(false);
         }
-        obj.content().map_err(|detail| StoreError::Received { id: obj.id, detail })?;
-        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
+        obj.content()
+            .map_err(|detail| StoreError::Received { id: obj.id, detail })?;
+        self.append(
+            obj.id,
+            obj.kind,
+            obj.raw_len as usize,
+            obj.compression,
+            &obj.payload,
+        )?;
         Ok(true)
     }
 
@@ -182,7 +209,13 @@ impl<'a> WriteSession<'a> {
         if self.has(&obj.id)? {
             return Ok(false);
         }
-        self.append(obj.id, obj.kind, obj.raw_len as usize, obj.compression, &obj.payload)?;
+        self.append(
+            obj.id,
+            obj.kind,
+            obj.raw_len as usize,
+            obj.compression,
+            &obj.payload,
+        )?;
         Ok(true)
     }
 
@@ -191,11 +224,24 @@ impl<'a> WriteSession<'a> {
         self.sealed.len()
     }
 
-    fn append(&mut self, id: ObjectId, kind: ObjectKind, raw_len: usize, compression: u8, payload: &[u8]) -> StoreResult<()> {
+    fn append(
+        &mut self,
+        id: ObjectId,
+        kind: ObjectKind,
+        raw_len: usize,
+        compression: u8,
+        payload: &[u8],
+    ) -> StoreResult<()> {
         if self.pack.is_none() {
-            self.pack = Some(PackWriter::create_with(self.store.packs_dir(), self.store.is_durable())?);
+            self.pack = Some(PackWriter::create_with(
+                self.store.packs_dir(),
+                self.store.is_durable(),
+            )?);
         }
-        let pack = self.pack.as_mut().ok_or_else(|| StoreError::Internal("no pack open for writing".into()))?;
+        let pack = self
+            .pack
+            .as_mut()
+            .ok_or_else(|| StoreError::Internal("no pack open for writing".into()))?;
         pack.append(id, kind, raw_len, compression, payload)?;
         self.bytes_written += payload.len() as u64;
         if pack.bytes_written() >= self.store.pack_limit() {
@@ -211,7 +257,9 @@ impl<'a> WriteSession<'a> {
 
     /// Seals the open pack: data synced, index written and synced, both renamed.
     fn seal(&mut self) -> StoreResult<()> {
-        let Some(pack) = self.pack.take() else { return Ok(()) };
+        let Some(pack) = self.pack.take() else {
+            return Ok(());
+        };
         if pack.object_count() == 0 {
             pack.discard();
             return Ok(());
@@ -229,7 +277,11 @@ impl<'a> WriteSession<'a> {
             let _ = self.store.index_packs_if_grown();
         }
         if let Some(hook) = self.on_seal.as_mut() {
-            hook(&SealedPack { checksum, pack_path: &pack_path, index_path: &idx_path })?;
+            hook(&SealedPack {
+                checksum,
+                pack_path: &pack_path,
+                index_path: &idx_path,
+            })?;
         }
         self.sealed.push(pack_path);
         Ok(())

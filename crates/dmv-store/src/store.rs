@@ -80,7 +80,14 @@ impl StoredObject {
             }
             return Ok(std::borrow::Cow::Borrowed(&self.payload));
         }
-        pack::decode_payload(self.id, self.kind, self.compression, self.raw_len as usize, self.payload.clone()).map(std::borrow::Cow::Owned)
+        pack::decode_payload(
+            self.id,
+            self.kind,
+            self.compression,
+            self.raw_len as usize,
+            self.payload.clone(),
+        )
+        .map(std::borrow::Cow::Owned)
     }
 }
 
@@ -120,10 +127,18 @@ impl Store {
         Self::open_with(dir, params, pack_limit, false)
     }
 
-    fn open_with(dir: &Path, params: ChunkParams, pack_limit: u64, durable: bool) -> StoreResult<Store> {
+    fn open_with(
+        dir: &Path,
+        params: ChunkParams,
+        pack_limit: u64,
+        durable: bool,
+    ) -> StoreResult<Store> {
         let packs_dir = dir.join("packs");
         if !packs_dir.is_dir() {
-            return Err(StoreError::io(&packs_dir, std::io::Error::new(std::io::ErrorKind::NotFound, "object store missing")));
+            return Err(StoreError::io(
+                &packs_dir,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "object store missing"),
+            ));
         }
         let store = Store {
             lock_path: dir.join("gc.lock"),
@@ -172,8 +187,11 @@ impl Store {
 
     /// Reads the indexes; false if one vanished between the listing and its opening.
     fn load_indexes(&self) -> StoreResult<bool> {
-        let mtime = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
-        *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) = mtime.map(|m| (SystemTime::now(), m));
+        let mtime = std::fs::metadata(&self.packs_dir)
+            .and_then(|m| m.modified())
+            .ok();
+        *self.listed_at.lock().unwrap_or_else(|e| e.into_inner()) =
+            mtime.map(|m| (SystemTime::now(), m));
         let mut idx_files = Vec::new();
         for entry in std::fs::read_dir(&self.packs_dir).at(&self.packs_dir)? {
             let entry = entry.at(&self.packs_dir)?;
@@ -192,8 +210,14 @@ impl Store {
         let midx_path = self.packs_dir.join(MULTI_PACK_INDEX);
         if midx_path.exists() {
             // A damaged multi-pack index only costs speed: fall back to the per-pack ones.
-            if let Ok(midx) = PackIndex::open(&midx_path).map(PackIndex::probed_only).map(PackIndex::read_at_random) {
-                let all_present = midx.packs().iter().all(|p| self.packs_dir.join(index_file_name(p)).exists());
+            if let Ok(midx) = PackIndex::open(&midx_path)
+                .map(PackIndex::probed_only)
+                .map(PackIndex::read_at_random)
+            {
+                let all_present = midx
+                    .packs()
+                    .iter()
+                    .all(|p| self.packs_dir.join(index_file_name(p)).exists());
                 if all_present {
                     covered.extend(midx.packs().iter().copied());
                     indexes.push(Arc::new(midx));
@@ -211,7 +235,11 @@ impl Store {
                 match PackIndex::open(&path) {
                     Ok(idx) => outside.push(idx.read_at_random()),
                     // Removed since the listing (gc here, or a refresh of a bucket's mirror): so is its pack.
-                    Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => vanished = true,
+                    Err(StoreError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        vanished = true
+                    }
                     // The rest of the store stays usable (and repairable).
                     Err(e @ StoreError::CorruptFile { .. }) => unreadable = Some(e),
                     Err(e) => return Err(e),
@@ -222,18 +250,28 @@ impl Store {
         // rebuilt): filters built from every one of them would cost a command
         // that looks up one object a read of all their ids, so they are probed.
         let many = outside.len() > 2 * MAX_UNCOVERED_PACKS;
-        indexes.extend(outside.into_iter().map(|idx| Arc::new(if many { idx.probed_only() } else { idx })));
+        indexes.extend(
+            outside
+                .into_iter()
+                .map(|idx| Arc::new(if many { idx.probed_only() } else { idx })),
+        );
         *self.indexes.write().unwrap_or_else(|e| e.into_inner()) = indexes;
         *self.unreadable.write().unwrap_or_else(|e| e.into_inner()) = unreadable;
         Ok(!vanished)
     }
 
     pub(crate) fn indexes(&self) -> Vec<Arc<PackIndex>> {
-        self.indexes.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.indexes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub(crate) fn add_index(&self, idx: PackIndex) {
-        self.indexes.write().unwrap_or_else(|e| e.into_inner()).push(Arc::new(idx));
+        self.indexes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::new(idx));
     }
 
     /// Where the object is, among the packs as last listed (see [`Store::find`]).
@@ -242,19 +280,34 @@ impl Store {
     }
 
     /// The first answer `probe` gives from an index that may hold `id`.
-    fn probe_indexes<T>(&self, id: &ObjectId, probe: impl Fn(&PackIndex) -> StoreResult<Option<T>>) -> StoreResult<Option<T>> {
-        for idx in self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter() {
+    fn probe_indexes<T>(
+        &self,
+        id: &ObjectId,
+        probe: impl Fn(&PackIndex) -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<T>> {
+        for idx in self
+            .indexes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
             if !idx.may_contain(id) {
                 continue;
             }
-            self.probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.probes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Some(found) = probe(idx)? {
                 return Ok(Some(found));
             }
         }
-        if let Some(StoreError::CorruptFile { path, detail }) = &*self.unreadable.read().unwrap_or_else(|e| e.into_inner()) {
+        if let Some(StoreError::CorruptFile { path, detail }) =
+            &*self.unreadable.read().unwrap_or_else(|e| e.into_inner())
+        {
             let detail = format!("{detail}; the objects it indexes cannot be found");
-            return Err(StoreError::CorruptFile { path: path.clone(), detail });
+            return Err(StoreError::CorruptFile {
+                path: path.clone(),
+                detail,
+            });
         }
         Ok(None)
     }
@@ -271,9 +324,17 @@ impl Store {
             return Ok(Some(found));
         }
         let listed = *self.listed_at.lock().unwrap_or_else(|e| e.into_inner());
-        let mtime = std::fs::metadata(&self.packs_dir).and_then(|m| m.modified()).ok();
+        let mtime = std::fs::metadata(&self.packs_dir)
+            .and_then(|m| m.modified())
+            .ok();
         let stale = match (listed, mtime) {
-            (Some((when, then)), Some(now)) => now != then || when.duration_since(now).is_ok_and(|gap| gap < 2 * crate::clock::timestamp_granularity()) || when < now,
+            (Some((when, then)), Some(now)) => {
+                now != then
+                    || when
+                        .duration_since(now)
+                        .is_ok_and(|gap| gap < 2 * crate::clock::timestamp_granularity())
+                    || when < now
+            }
             _ => true,
         };
         if stale {
@@ -292,12 +353,18 @@ impl Store {
     /// checks every child of the trees it receives, and reading the entries
     /// too kept a further 1.4 MB of a 100,000-object pack's index resident.
     pub fn contains(&self, id: &ObjectId) -> StoreResult<bool> {
-        Ok(self.probe_indexes(id, |idx| Ok(idx.position(id)))?.is_some())
+        Ok(self
+            .probe_indexes(id, |idx| Ok(idx.position(id)))?
+            .is_some())
     }
 
     /// The object's kind, from its index entry alone.
     pub fn kind_of(&self, id: &ObjectId) -> StoreResult<ObjectKind> {
-        Ok(self.find(id)?.ok_or(StoreError::NotFound { id: *id })?.entry.kind)
+        Ok(self
+            .find(id)?
+            .ok_or(StoreError::NotFound { id: *id })?
+            .entry
+            .kind)
     }
 
     pub(crate) fn pack_file(&self, pack: &ObjectId) -> StoreResult<Arc<File>> {
@@ -321,7 +388,10 @@ impl Store {
         let mut attempts = 0;
         loop {
             match self.pack_file(&loc.pack) {
-                Err(StoreError::Io { source, path }) if source.kind() == std::io::ErrorKind::NotFound && attempts < MOVED_ATTEMPTS => {
+                Err(StoreError::Io { source, path })
+                    if source.kind() == std::io::ErrorKind::NotFound
+                        && attempts < MOVED_ATTEMPTS =>
+                {
                     attempts += 1;
                     self.reload()?;
                     match self.locate(&loc.entry.id)? {
@@ -351,7 +421,11 @@ impl Store {
     pub fn read_stored(&self, id: &ObjectId) -> StoreResult<StoredObject> {
         let loc = self.find(id)?.ok_or(StoreError::NotFound { id: *id })?;
         let obj = self.read_stored_unverified(&loc)?;
-        obj.content().map_err(|detail| StoreError::DamagedObject { id: *id, pack: pack_file_name(&loc.pack), detail })?;
+        obj.content().map_err(|detail| StoreError::DamagedObject {
+            id: *id,
+            pack: pack_file_name(&loc.pack),
+            detail,
+        })?;
         Ok(obj)
     }
 
@@ -364,7 +438,9 @@ impl Store {
         if !i.is_multiple_of(READ_AHEAD) {
             return;
         }
-        let window = |k: usize| &records[(k * READ_AHEAD).min(records.len())..((k + 1) * READ_AHEAD).min(records.len())];
+        let window = |k: usize| {
+            &records[(k * READ_AHEAD).min(records.len())..((k + 1) * READ_AHEAD).min(records.len())]
+        };
         if i == 0 {
             self.prefetch(window(0));
         }
@@ -378,7 +454,16 @@ impl Store {
     pub fn prefetch(&self, records: &[Located]) {
         #[cfg(all(target_os = "linux", not(dmv_portable)))]
         use std::os::unix::io::AsRawFd;
-        let mut spans: Vec<(ObjectId, u64, u64)> = records.iter().map(|l| (l.pack, l.entry.offset, l.entry.offset + l.entry.record_len() as u64)).collect();
+        let mut spans: Vec<(ObjectId, u64, u64)> = records
+            .iter()
+            .map(|l| {
+                (
+                    l.pack,
+                    l.entry.offset,
+                    l.entry.offset + l.entry.record_len() as u64,
+                )
+            })
+            .collect();
         spans.sort_unstable();
         let mut merged: Vec<(ObjectId, u64, u64)> = Vec::new();
         for (pack, start, end) in spans {
@@ -393,7 +478,12 @@ impl Store {
                 // SAFETY: posix_fadvise only reads its integer arguments; a bad fd or range is an error return.
                 #[cfg(all(target_os = "linux", not(dmv_portable)))]
                 unsafe {
-                    libc::posix_fadvise(file.as_raw_fd(), start as libc::off_t, (end - start) as libc::off_t, libc::POSIX_FADV_WILLNEED)
+                    libc::posix_fadvise(
+                        file.as_raw_fd(),
+                        start as libc::off_t,
+                        (end - start) as libc::off_t,
+                        libc::POSIX_FADV_WILLNEED,
+                    )
                 };
                 // Elsewhere no read-ahead hint: the reads come when they come.
                 #[cfg(not(all(target_os = "linux", not(dmv_portable))))]
@@ -410,20 +500,34 @@ impl Store {
         let (file, loc) = self.open_located(loc)?;
         let e = loc.entry;
         let payload = pack::read_stored_record(&file, pack::PackFileName(&loc.pack), &e)?;
-        Ok(StoredObject { id: e.id, kind: e.kind, compression: e.compression, raw_len: e.raw_len, payload })
+        Ok(StoredObject {
+            id: e.id,
+            kind: e.kind,
+            compression: e.compression,
+            raw_len: e.raw_len,
+            payload,
+        })
     }
 
     /// [`Store::read`], failing with [`StoreError::WrongKind`] unless the object is of `kind`.
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<Vec<u8>> {
         let (actual, bytes) = self.read(id)?;
         if actual != kind {
-            return Err(StoreError::WrongKind { id: *id, actual: actual.name(), expected: kind.with_article() });
+            return Err(StoreError::WrongKind {
+                id: *id,
+                actual: actual.name(),
+                expected: kind.with_article(),
+            });
         }
         Ok(bytes)
     }
 
     /// [`Store::read_kind`], then decoded as `T`.
-    pub fn read_decoded<T: serde::de::DeserializeOwned>(&self, id: &ObjectId, kind: ObjectKind) -> StoreResult<T> {
+    pub fn read_decoded<T: serde::de::DeserializeOwned>(
+        &self,
+        id: &ObjectId,
+        kind: ObjectKind,
+    ) -> StoreResult<T> {
         let bytes = self.read_kind(id, kind)?;
         decode(id, kind, &bytes)
     }
@@ -437,12 +541,15 @@ impl Store {
             return Ok(None);
         }
         let prefix = prefix.to_ascii_lowercase();
-        let first = u8::from_str_radix(&prefix[..2], 16).map_err(|_| StoreError::BadPrefix(prefix.to_string()))?;
+        let first = u8::from_str_radix(&prefix[..2], 16)
+            .map_err(|_| StoreError::BadPrefix(prefix.to_string()))?;
         let mut found: Option<ObjectId> = None;
         for idx in self.indexes() {
             for i in idx.bucket(first) {
                 if hex::encode(idx.id_at(i)).starts_with(&prefix) {
-                    let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| StoreError::Internal("an index entry is not an object id".into()))?;
+                    let id = ObjectId::from_slice(idx.id_at(i)).ok_or_else(|| {
+                        StoreError::Internal("an index entry is not an object id".into())
+                    })?;
                     if found.is_some_and(|f| f != id) {
                         return Err(StoreError::Ambiguous { prefix });
                     }

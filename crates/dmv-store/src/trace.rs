@@ -48,7 +48,10 @@ pub fn count_received(n: u64) {
 /// `DMV_ABORT_AFTER_BYTES=N` kills the process once N bytes have crossed
 /// the wire: the tests' way to interrupt a transfer half way.
 fn check_abort() {
-    if let Some(limit) = std::env::var("DMV_ABORT_AFTER_BYTES").ok().and_then(|v| v.parse::<u64>().ok()) {
+    if let Some(limit) = std::env::var("DMV_ABORT_AFTER_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
         if bytes_sent() + bytes_received() >= limit {
             eprintln!("dmv: DMV_ABORT_AFTER_BYTES reached, aborting");
             std::process::abort();

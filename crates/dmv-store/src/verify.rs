@@ -31,24 +31,52 @@ fn edges(id: &ObjectId, kind: ObjectKind, bytes: &[u8]) -> StoreResult<(u8, Chil
                 0 => (ObjectKind::Chunk, 0),
                 l => (ObjectKind::FileNode, l - 1),
             };
-            (node.level, node.entries.into_iter().map(|e| (e.id, Some(below))).collect())
+            (
+                node.level,
+                node.entries
+                    .into_iter()
+                    .map(|e| (e.id, Some(below)))
+                    .collect(),
+            )
         }
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, bytes)? {
-            TreeNode::Leaf(entries) => (0, entries.into_iter().map(|e| (e.id, e.kind.is_file().then_some(FILE_DATA))).collect()),
+            TreeNode::Leaf(entries) => (
+                0,
+                entries
+                    .into_iter()
+                    .map(|e| (e.id, e.kind.is_file().then_some(FILE_DATA)))
+                    .collect(),
+            ),
             TreeNode::Inner { level, children } => {
                 // An inner node of level 0 has no level its children could have.
                 let below = level.checked_sub(1).map(|l| (ObjectKind::Tree, l));
                 if below.is_none() {
-                    return Err(StoreError::BadEncoding { id: *id, kind: kind.name(), detail: "an inner node of level 0".into() });
+                    return Err(StoreError::BadEncoding {
+                        id: *id,
+                        kind: kind.name(),
+                        detail: "an inner node of level 0".into(),
+                    });
                 }
                 (level, children.into_iter().map(|c| (c.id, below)).collect())
             }
         },
         ObjectKind::Commit => {
             let c: Commit = decode(id, kind, bytes)?;
-            (0, std::iter::once(c.tree).chain(c.parents).map(|p| (p, None)).collect())
+            (
+                0,
+                std::iter::once(c.tree)
+                    .chain(c.parents)
+                    .map(|p| (p, None))
+                    .collect(),
+            )
         }
-        ObjectKind::Tag => (0, vec![(decode::<Tag>(id, kind, bytes)?.target, Some((ObjectKind::Commit, 0)))]),
+        ObjectKind::Tag => (
+            0,
+            vec![(
+                decode::<Tag>(id, kind, bytes)?.target,
+                Some((ObjectKind::Commit, 0)),
+            )],
+        ),
     })
 }
 
@@ -59,7 +87,9 @@ const FILE_DATA: Shape = (ObjectKind::Chunk, u8::MAX);
 /// Whether a parent's requirement marks the object as file data (a file's
 /// content or anything below it), which a partial replica may lack.
 fn is_file_data(wanted: &Wanted) -> bool {
-    wanted.is_some_and(|(_, (parent_kind, _), want)| parent_kind == ObjectKind::FileNode || want == FILE_DATA)
+    wanted.is_some_and(|(_, (parent_kind, _), want)| {
+        parent_kind == ObjectKind::FileNode || want == FILE_DATA
+    })
 }
 
 /// An object's shape as a mark: 0 not seen yet, 1 seen and unreadable,
@@ -79,7 +109,9 @@ fn shape_seen(mark: u16) -> Option<Option<Shape>> {
 
 fn shape_name((kind, level): Shape) -> String {
     match kind {
-        ObjectKind::FileNode | ObjectKind::Tree => format!("a {} node of level {level}", kind.name()),
+        ObjectKind::FileNode | ObjectKind::Tree => {
+            format!("a {} node of level {level}", kind.name())
+        }
         other => format!("a {}", other.name()),
     }
 }
@@ -123,10 +155,16 @@ impl VerifyReport {
             StoreError::DamagedObject { id, pack, .. } => (Some(id.to_hex()), Some(pack.clone())),
             StoreError::NotFound { id } => (Some(id.to_hex()), None),
             StoreError::BadEncoding { id, .. } => (Some(id.to_hex()), None),
-            StoreError::CorruptFile { path, .. } | StoreError::Io { path, .. } => (None, Some(path.display().to_string())),
+            StoreError::CorruptFile { path, .. } | StoreError::Io { path, .. } => {
+                (None, Some(path.display().to_string()))
+            }
             _ => (None, None),
         };
-        self.damage.push(Damage { object, file, detail: err.to_string() });
+        self.damage.push(Damage {
+            object,
+            file,
+            detail: err.to_string(),
+        });
     }
 }
 
@@ -136,7 +174,12 @@ impl Store {
     /// one level below them, as every reader requires.
     /// With `absent_data_ok` (a partial replica), file data that is not
     /// here is listed in `absent`, not as damage.
-    pub fn verify_reachable(&self, roots: &[ObjectId], absent_data_ok: bool, tally: &Tally<'_>) -> StoreResult<VerifyReport> {
+    pub fn verify_reachable(
+        &self,
+        roots: &[ObjectId],
+        absent_data_ok: bool,
+        tally: &Tally<'_>,
+    ) -> StoreResult<VerifyReport> {
         // Held like a writer's, so neither gc nor an auto-repack moves packs
         // under the check (a vanished pack would read as damage). A store we
         // may not write to has no lock to take, and nobody moves its packs.
@@ -166,7 +209,9 @@ impl Store {
                             tally.add(bytes.len() as u64);
                             match edges(&id, kind, &bytes) {
                                 Ok((level, kids)) => {
-                                    stack.extend(kids.into_iter().map(|(kid, want)| (kid, want.map(|w| (id, (kind, level), w)))));
+                                    stack.extend(kids.into_iter().map(|(kid, want)| {
+                                        (kid, want.map(|w| (id, (kind, level), w)))
+                                    }));
                                     Some((kind, level))
                                 }
                                 Err(e) => {
@@ -175,7 +220,9 @@ impl Store {
                                 }
                             }
                         }
-                        Err(StoreError::NotFound { id }) if absent_data_ok && is_file_data(&wanted) => {
+                        Err(StoreError::NotFound { id })
+                            if absent_data_ok && is_file_data(&wanted) =>
+                        {
                             report.absent.push(id.to_hex());
                             None
                         }
@@ -192,9 +239,21 @@ impl Store {
                 }
             };
             if let (Some(actual), Some((parent, parent_shape, want))) = (shape, wanted) {
-                if actual != want && !(want == FILE_DATA && matches!(actual.0, ObjectKind::Chunk | ObjectKind::FileNode)) {
-                    let detail = format!("it is {} but {parent}, {}, lists it where {} belongs", shape_name(actual), shape_name(parent_shape), shape_name(want));
-                    report.record(StoreError::BadEncoding { id, kind: actual.0.name(), detail });
+                if actual != want
+                    && !(want == FILE_DATA
+                        && matches!(actual.0, ObjectKind::Chunk | ObjectKind::FileNode))
+                {
+                    let detail = format!(
+                        "it is {} but {parent}, {}, lists it where {} belongs",
+                        shape_name(actual),
+                        shape_name(parent_shape),
+                        shape_name(want)
+                    );
+                    report.record(StoreError::BadEncoding {
+                        id,
+                        kind: actual.0.name(),
+                        detail,
+                    });
                 }
             }
         }
@@ -210,16 +269,27 @@ impl Store {
         let _no_gc = self.hold_off_gc().ok();
         let mut report = VerifyReport::default();
         let dir = self.packs_dir().to_path_buf();
-        let mut names: Vec<_> = std::fs::read_dir(&dir).at(&dir)?.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .at(&dir)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .collect();
         names.sort();
         for path in names {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if name.starts_with("tmp-") || name.contains(".tmp-") {
-                report.garbage.push(format!("{name} is a temporary file of an interrupted write"));
+                report.garbage.push(format!(
+                    "{name} is a temporary file of an interrupted write"
+                ));
             } else if name.ends_with(".pack") && name.starts_with("pack-") {
                 report.packs_checked += 1;
                 if !path.with_extension("idx").exists() {
-                    report.garbage.push(format!("{name} has no index (an interrupted write; gc re-indexes or removes it)"));
+                    report.garbage.push(format!(
+                        "{name} has no index (an interrupted write; gc re-indexes or removes it)"
+                    ));
                     continue;
                 }
                 let file = match File::open(&path) {
@@ -252,7 +322,10 @@ impl Store {
                     Ok(idx) => {
                         for p in idx.packs() {
                             if !dir.join(pack::pack_file_name(p)).exists() {
-                                report.record(StoreError::CorruptFile { path: path.clone(), detail: format!("names missing pack {}", p.short()) });
+                                report.record(StoreError::CorruptFile {
+                                    path: path.clone(),
+                                    detail: format!("names missing pack {}", p.short()),
+                                });
                             }
                         }
                     }
@@ -273,9 +346,17 @@ mod tests {
         assert_eq!(shape_seen(0), None);
         assert_eq!((seen_as(None), shape_seen(1)), (1, Some(None)));
         assert_eq!(seen_as(Some((ObjectKind::Tree, 2))), 0x0302);
-        for kind in [ObjectKind::Chunk, ObjectKind::FileNode, ObjectKind::Tree, ObjectKind::Commit] {
+        for kind in [
+            ObjectKind::Chunk,
+            ObjectKind::FileNode,
+            ObjectKind::Tree,
+            ObjectKind::Commit,
+        ] {
             for level in [0, 1, 200, u8::MAX] {
-                assert_eq!(shape_seen(seen_as(Some((kind, level)))), Some(Some((kind, level))));
+                assert_eq!(
+                    shape_seen(seen_as(Some((kind, level)))),
+                    Some(Some((kind, level)))
+                );
             }
         }
     }

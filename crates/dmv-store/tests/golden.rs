@@ -7,8 +7,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use dmv_store::object::{self, Commit, EntryKind, FileNode, NodeEntry, Signature, Tag, TreeEntry, TreeNode};
-use dmv_store::{ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store, StoreResult, StoredObject, Tally, TreeList};
+use dmv_store::object::{
+    self, Commit, EntryKind, FileNode, NodeEntry, Signature, Tag, TreeEntry, TreeNode,
+};
+use dmv_store::{
+    ChunkParams, FileList, ListBuilder, ListShape, NodeSink, ObjectId, ObjectKind, Store,
+    StoreResult, StoredObject, Tally, TreeList,
+};
 use dmv_testkit::golden::{assert_golden, bytes_of, to_hex};
 
 // ---------------------------------------------------------------------------
@@ -26,7 +31,9 @@ fn id_hex(hex: &str) -> ObjectId {
 /// the number of ids whose first byte is <= i. `firsts` are the first bytes
 /// of the (sorted) ids.
 fn fanout(firsts: &[u8]) -> String {
-    (0..=255u8).map(|i| to_hex(&(firsts.iter().filter(|f| **f <= i).count() as u32).to_le_bytes())).collect()
+    (0..=255u8)
+        .map(|i| to_hex(&(firsts.iter().filter(|f| **f <= i).count() as u32).to_le_bytes()))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -36,9 +43,13 @@ fn fanout(firsts: &[u8]) -> String {
 fn object_kind_tags_are_fixed() {
     // The kind byte is hashed into every id and written in pack records,
     // tables of contents, indexes and sync frames.
-    for (kind, tag, name) in
-        [(ObjectKind::Chunk, 1u8, "chunk"), (ObjectKind::FileNode, 2, "file"), (ObjectKind::Tree, 3, "tree"), (ObjectKind::Commit, 4, "commit"), (ObjectKind::Tag, 5, "tag")]
-    {
+    for (kind, tag, name) in [
+        (ObjectKind::Chunk, 1u8, "chunk"),
+        (ObjectKind::FileNode, 2, "file"),
+        (ObjectKind::Tree, 3, "tree"),
+        (ObjectKind::Commit, 4, "commit"),
+        (ObjectKind::Tag, 5, "tag"),
+    ] {
         assert_eq!(kind as u8, tag);
         assert_eq!(ObjectKind::from_u8(tag), Some(kind));
         assert_eq!(kind.name(), name);
@@ -62,10 +73,17 @@ fn an_id_is_its_bytes_in_objects_and_its_hex_digits_in_json() {
     let mut raw = vec![0x00, 0xff, 0x10];
     raw.resize(30, 0);
     raw.extend([0xab, 0xcd]);
-    assert_eq!(postcard::to_allocvec(&id).unwrap(), raw, "32 bytes, nothing around them");
+    assert_eq!(
+        postcard::to_allocvec(&id).unwrap(),
+        raw,
+        "32 bytes, nothing around them"
+    );
     assert_eq!(postcard::from_bytes::<ObjectId>(&raw).unwrap(), id);
     let json = serde_json::to_string(&id).unwrap();
-    assert_eq!(json, "\"00ff10000000000000000000000000000000000000000000000000000000abcd\"");
+    assert_eq!(
+        json,
+        "\"00ff10000000000000000000000000000000000000000000000000000000abcd\""
+    );
     assert_eq!(serde_json::from_str::<ObjectId>(&json).unwrap(), id);
     // JSON written before ids were hex held them as 32 numbers.
     let numbers = serde_json::to_string(&id.0).unwrap();
@@ -79,9 +97,18 @@ fn an_id_is_its_bytes_in_objects_and_its_hex_digits_in_json() {
 fn chunk_golden() {
     // A chunk's encoding is its bytes; only the id is derived.
     assert_eq!(ObjectId::hash(ObjectKind::Chunk, HELLO).to_hex(), HELLO_ID);
-    assert_eq!(ObjectId::hash(ObjectKind::Chunk, b"").to_hex(), EMPTY_CHUNK_ID);
-    assert_eq!(ObjectId::hash(ObjectKind::Tree, HELLO).to_hex(), HELLO_AS_TREE_ID);
-    assert_eq!(object::children(&id_hex(HELLO_ID), ObjectKind::Chunk, HELLO).unwrap(), vec![]);
+    assert_eq!(
+        ObjectId::hash(ObjectKind::Chunk, b"").to_hex(),
+        EMPTY_CHUNK_ID
+    );
+    assert_eq!(
+        ObjectId::hash(ObjectKind::Tree, HELLO).to_hex(),
+        HELLO_AS_TREE_ID
+    );
+    assert_eq!(
+        object::children(&id_hex(HELLO_ID), ObjectKind::Chunk, HELLO).unwrap(),
+        vec![]
+    );
 }
 
 /// Encodes `value`, compares with the golden bytes and id, and decodes the
@@ -95,11 +122,27 @@ where
     let golden = bytes_of(parts);
     let id = ObjectId::hash(kind, &golden);
     assert_eq!(id.to_hex(), id_hex, "{what}: id changed");
-    assert_eq!(&object::decode::<T>(&id, kind, &golden).unwrap(), value, "{what}: decoding the golden bytes");
+    assert_eq!(
+        &object::decode::<T>(&id, kind, &golden).unwrap(),
+        value,
+        "{what}: decoding the golden bytes"
+    );
 }
 
 fn file_node() -> FileNode {
-    FileNode { level: 0, entries: vec![NodeEntry { id: id(0x11), size: 65536 }, NodeEntry { id: id(0x22), size: 100 }] }
+    FileNode {
+        level: 0,
+        entries: vec![
+            NodeEntry {
+                id: id(0x11),
+                size: 65536,
+            },
+            NodeEntry {
+                id: id(0x22),
+                size: 100,
+            },
+        ],
+    }
 }
 
 const FILE_NODE: &[&str] = &[
@@ -115,13 +158,29 @@ const FILE_NODE_ID: &str = "55dd9d70c1b1cdc035859c536274e979db53ee4123a2b4d870d7
 
 #[test]
 fn file_node_golden() {
-    check_object("file node", ObjectKind::FileNode, &file_node(), FILE_NODE, FILE_NODE_ID);
-    let children = object::children(&id_hex(FILE_NODE_ID), ObjectKind::FileNode, &bytes_of(FILE_NODE)).unwrap();
+    check_object(
+        "file node",
+        ObjectKind::FileNode,
+        &file_node(),
+        FILE_NODE,
+        FILE_NODE_ID,
+    );
+    let children = object::children(
+        &id_hex(FILE_NODE_ID),
+        ObjectKind::FileNode,
+        &bytes_of(FILE_NODE),
+    )
+    .unwrap();
     assert_eq!(children, vec![id(0x11), id(0x22)]);
 }
 
 fn tree_leaf() -> TreeNode {
-    let e = |name: &[u8], kind, byte, size| TreeEntry { name: name.to_vec(), kind, id: id(byte), size };
+    let e = |name: &[u8], kind, byte, size| TreeEntry {
+        name: name.to_vec(),
+        kind,
+        id: id(byte),
+        size,
+    };
     TreeNode::Leaf(vec![
         e(b"a.txt", EntryKind::File, 0xa1, 6),
         e(b"bin", EntryKind::Dir, 0xa2, 300),
@@ -155,11 +214,29 @@ const TREE_LEAF_ID: &str = "7270bec5fdc46d5dc0e8f04bc642670cdf35c0dab434ffc77446
 
 #[test]
 fn tree_leaf_golden() {
-    check_object("tree leaf", ObjectKind::Tree, &tree_leaf(), TREE_LEAF, TREE_LEAF_ID);
+    check_object(
+        "tree leaf",
+        ObjectKind::Tree,
+        &tree_leaf(),
+        TREE_LEAF,
+        TREE_LEAF_ID,
+    );
 }
 
 fn tree_inner() -> TreeNode {
-    TreeNode::Inner { level: 1, children: vec![NodeEntry { id: id(0xb1), size: 1000 }, NodeEntry { id: id(0xb2), size: 0 }] }
+    TreeNode::Inner {
+        level: 1,
+        children: vec![
+            NodeEntry {
+                id: id(0xb1),
+                size: 1000,
+            },
+            NodeEntry {
+                id: id(0xb2),
+                size: 0,
+            },
+        ],
+    }
 }
 
 const TREE_INNER: &[&str] = &[
@@ -176,8 +253,19 @@ const TREE_INNER_ID: &str = "cf52a33f6a0b6024cb396090cef24411afbb3faaf2b8d29ee19
 
 #[test]
 fn tree_inner_node_golden() {
-    check_object("tree inner node", ObjectKind::Tree, &tree_inner(), TREE_INNER, TREE_INNER_ID);
-    let children = object::children(&id_hex(TREE_INNER_ID), ObjectKind::Tree, &bytes_of(TREE_INNER)).unwrap();
+    check_object(
+        "tree inner node",
+        ObjectKind::Tree,
+        &tree_inner(),
+        TREE_INNER,
+        TREE_INNER_ID,
+    );
+    let children = object::children(
+        &id_hex(TREE_INNER_ID),
+        ObjectKind::Tree,
+        &bytes_of(TREE_INNER),
+    )
+    .unwrap();
     assert_eq!(children, vec![id(0xb1), id(0xb2)]);
 }
 
@@ -185,8 +273,18 @@ fn commit() -> Commit {
     Commit {
         tree: id(0xc1),
         parents: vec![id(0xc2), id(0xc3)],
-        author: Signature { name: "Ada".into(), email: "ada@example.org".into(), time: 1_700_000_000, tz_minutes: 60 },
-        committer: Signature { name: "Bob".into(), email: "bob@example.org".into(), time: -1, tz_minutes: -300 },
+        author: Signature {
+            name: "Ada".into(),
+            email: "ada@example.org".into(),
+            time: 1_700_000_000,
+            tz_minutes: 60,
+        },
+        committer: Signature {
+            name: "Bob".into(),
+            email: "bob@example.org".into(),
+            time: -1,
+            tz_minutes: -300,
+        },
         message: "Merge feature\n".into(),
     }
 }
@@ -212,7 +310,8 @@ const COMMIT_ID: &str = "b367d4d72d57d15538ee73a5b16518c5a8d7020e8c816eb626f18f5
 #[test]
 fn commit_golden() {
     check_object("commit", ObjectKind::Commit, &commit(), COMMIT, COMMIT_ID);
-    let children = object::children(&id_hex(COMMIT_ID), ObjectKind::Commit, &bytes_of(COMMIT)).unwrap();
+    let children =
+        object::children(&id_hex(COMMIT_ID), ObjectKind::Commit, &bytes_of(COMMIT)).unwrap();
     assert_eq!(children, vec![id(0xc1), id(0xc2), id(0xc3)]);
 }
 
@@ -221,19 +320,29 @@ const TAG: &[&str] = &[
     "d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1", // target
     "04 76312e30",                                                      // name "v1.0"
     "03 416461",                                                        // tagger name "Ada"
-    "0f 616461406578616d706c652e6f7267",                                // tagger email "ada@example.org"
-    "80c49fd50c",                                                       // time 1700000000 (zigzag varint)
-    "78",                                                               // tz_minutes 60 (zigzag varint)
-    "08 52656c656173650a",                                              // message "Release\n"
+    "0f 616461406578616d706c652e6f7267", // tagger email "ada@example.org"
+    "80c49fd50c",                        // time 1700000000 (zigzag varint)
+    "78",                                // tz_minutes 60 (zigzag varint)
+    "08 52656c656173650a",               // message "Release\n"
 ];
 const TAG_ID: &str = "88e44933306174ba66e828b57deabe271453b2a9cf9ad5460fd28d514bc91a7e";
 
 #[test]
 fn tag_golden() {
-    let tag = Tag { target: id(0xd1), name: "v1.0".into(), tagger: commit().author, message: "Release\n".into() };
+    let tag = Tag {
+        target: id(0xd1),
+        name: "v1.0".into(),
+        tagger: commit().author,
+        message: "Release\n".into(),
+    };
     check_object("tag", ObjectKind::Tag, &tag, TAG, TAG_ID);
-    let children = object::children_marked(&id_hex(TAG_ID), ObjectKind::Tag, &bytes_of(TAG)).unwrap();
-    assert_eq!(children, vec![(id(0xd1), false)], "a tag's commit is history, never file data");
+    let children =
+        object::children_marked(&id_hex(TAG_ID), ObjectKind::Tag, &bytes_of(TAG)).unwrap();
+    assert_eq!(
+        children,
+        vec![(id(0xd1), false)],
+        "a tag's commit is history, never file data"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -278,13 +387,17 @@ fn file_list_split_golden() {
         list.push(&mut sink, e).unwrap();
     }
     let root = list.finish(&mut sink).unwrap();
-    assert_eq!((root.id.to_hex().as_str(), root.size), (FILE_NODE_ID, 65636));
+    assert_eq!(
+        (root.id.to_hex().as_str(), root.size),
+        (FILE_NODE_ID, 65636)
+    );
     assert_eq!(sink.0.len(), 1);
 
     let mut sink = MemSink::default();
     let mut list = ListBuilder::<FileList>::new();
     for (byte, size) in [(0x40, 3 * 65536), (0x11, 65536 - 100), (0x22, 100)] {
-        list.push(&mut sink, NodeEntry { id: id(byte), size }).unwrap();
+        list.push(&mut sink, NodeEntry { id: id(byte), size })
+            .unwrap();
     }
     let root = list.finish(&mut sink).unwrap();
     assert_eq!(sink.0.len(), 3, "two level-0 nodes and their parent");
@@ -314,7 +427,16 @@ fn tree_list_split_golden() {
     let mut sink = MemSink::default();
     let mut list = ListBuilder::<TreeList>::new();
     for (name, size) in [("a", 1), ("m173", 2), ("z", 4)] {
-        list.push(&mut sink, TreeEntry { name: name.into(), kind: EntryKind::File, id: id(0xd0), size }).unwrap();
+        list.push(
+            &mut sink,
+            TreeEntry {
+                name: name.into(),
+                kind: EntryKind::File,
+                id: id(0xd0),
+                size,
+            },
+        )
+        .unwrap();
     }
     let root = list.finish(&mut sink).unwrap();
     assert_eq!(sink.0.len(), 3, "two leaves and their parent");
@@ -334,12 +456,24 @@ const ZSTD_100_A: &str = "28b52ffd 20 64 230300 61";
 
 fn zstd_chunk() -> StoredObject {
     let payload = bytes_of(&[ZSTD_100_A]);
-    StoredObject { id: ObjectId::hash(ObjectKind::Chunk, &[b'a'; 100]), kind: ObjectKind::Chunk, compression: 1, raw_len: 100, payload }
+    StoredObject {
+        id: ObjectId::hash(ObjectKind::Chunk, &[b'a'; 100]),
+        kind: ObjectKind::Chunk,
+        compression: 1,
+        raw_len: 100,
+        payload,
+    }
 }
 
 /// A file node small enough (< 64 bytes) to be stored raw.
 fn small_file_node() -> FileNode {
-    FileNode { level: 0, entries: vec![NodeEntry { id: id_hex(HELLO_ID), size: 6 }] }
+    FileNode {
+        level: 0,
+        entries: vec![NodeEntry {
+            id: id_hex(HELLO_ID),
+            size: 6,
+        }],
+    }
 }
 
 const SMALL_FILE_NODE_ID: &str = "858e9e9b1deb9afcf14fe2c1fb20612a3aad4392ce6f63d7eb12423c2e8dcdbd";
@@ -384,7 +518,7 @@ fn pack_a() -> Vec<&'static str> {
         "03000000",         // count 3
         "00000000",         // reserved
         "444d5650454e4400", // "DMVPEND\0"
-        PACK_A_CHECKSUM,    // BLAKE3 of the header, the record headers, the toc and the footer before this
+        PACK_A_CHECKSUM, // BLAKE3 of the header, the record headers, the toc and the footer before this
     ]
 }
 
@@ -394,7 +528,10 @@ const PACK_A_V2_CHECKSUM: &str = "d221685e6b1281ff8fbf7e4313b1a3c4ce22f091c9862a
 fn pack_a_v2() -> Vec<&'static str> {
     let mut parts = pack_a();
     parts[1] = "02000000"; // version 2
-    let toc = parts.iter().position(|p| *p == "01 00 0000 06000000 06000000").unwrap();
+    let toc = parts
+        .iter()
+        .position(|p| *p == "01 00 0000 06000000 06000000")
+        .unwrap();
     parts.splice(
         toc..toc + 3,
         [
@@ -499,7 +636,16 @@ fn open_store(dir: &Path) -> Store {
 }
 
 fn files_in(dir: &Path) -> HashMap<String, Vec<u8>> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap())).collect()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// The multi-pack index lists its packs in the order the directory listing
@@ -508,7 +654,11 @@ fn files_in(dir: &Path) -> HashMap<String, Vec<u8>> {
 /// the golden bytes are comparable on every file system.
 fn canonical_two_pack_midx(mut b: Vec<u8>) -> Vec<u8> {
     let body = b.len() - 32;
-    assert_eq!(blake3::hash(&b[..body]).as_bytes(), &b[body..], "multi-pack index checksum");
+    assert_eq!(
+        blake3::hash(&b[..body]).as_bytes(),
+        &b[body..],
+        "multi-pack index checksum"
+    );
     assert_eq!(&b[12..16], &2u32.to_le_bytes());
     if b[24..56] > b[56..88] {
         swap_packs(&mut b);
@@ -547,9 +697,15 @@ fn pack_and_index_golden() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(&dir.path().join("objects"));
     let mut s = store.begin_write().unwrap();
-    assert_eq!(s.put_object(ObjectKind::Chunk, HELLO).unwrap().to_hex(), HELLO_ID);
+    assert_eq!(
+        s.put_object(ObjectKind::Chunk, HELLO).unwrap().to_hex(),
+        HELLO_ID
+    );
     let node = object::encode(&small_file_node());
-    assert_eq!(s.put_object(ObjectKind::FileNode, &node).unwrap().to_hex(), SMALL_FILE_NODE_ID);
+    assert_eq!(
+        s.put_object(ObjectKind::FileNode, &node).unwrap().to_hex(),
+        SMALL_FILE_NODE_ID
+    );
     let z = zstd_chunk();
     assert_eq!(z.id.to_hex(), A100_ID);
     assert!(s.put_stored(&z).unwrap());
@@ -560,22 +716,50 @@ fn pack_and_index_golden() {
     let files = files_in(&packs);
     let mut names: Vec<&String> = files.keys().collect();
     names.sort();
-    assert_eq!(names, [&format!("pack-{PACK_A_CHECKSUM}.idx"), &format!("pack-{PACK_A_CHECKSUM}.pack")], "one pack, named after its checksum, and its index");
+    assert_eq!(
+        names,
+        [
+            &format!("pack-{PACK_A_CHECKSUM}.idx"),
+            &format!("pack-{PACK_A_CHECKSUM}.pack")
+        ],
+        "one pack, named after its checksum, and its index"
+    );
     let pack = &files[&format!("pack-{PACK_A_CHECKSUM}.pack")];
     assert_golden("pack A", pack, &pack_a());
-    assert_golden("index of pack A", &files[&format!("pack-{PACK_A_CHECKSUM}.idx")], &idx_a(&fanout(IDX_A_FIRSTS)));
+    assert_golden(
+        "index of pack A",
+        &files[&format!("pack-{PACK_A_CHECKSUM}.idx")],
+        &idx_a(&fanout(IDX_A_FIRSTS)),
+    );
 
     // A second pack, then the multi-pack index over both.
     let mut s = store.begin_write().unwrap();
-    assert_eq!(s.put_object(ObjectKind::Chunk, b"world\n").unwrap().to_hex(), WORLD_ID);
+    assert_eq!(
+        s.put_object(ObjectKind::Chunk, b"world\n")
+            .unwrap()
+            .to_hex(),
+        WORLD_ID
+    );
     s.finish().unwrap();
     drop(s);
     let files = files_in(&packs);
-    assert!(files.contains_key(&format!("pack-{PACK_B_CHECKSUM}.pack")), "{:?}", files.keys());
-    assert_golden("pack B", &files[&format!("pack-{PACK_B_CHECKSUM}.pack")], &pack_b());
+    assert!(
+        files.contains_key(&format!("pack-{PACK_B_CHECKSUM}.pack")),
+        "{:?}",
+        files.keys()
+    );
+    assert_golden(
+        "pack B",
+        &files[&format!("pack-{PACK_B_CHECKSUM}.pack")],
+        &pack_b(),
+    );
     store.write_multi_pack_index().unwrap();
     let midx_bytes = std::fs::read(packs.join(dmv_store::MULTI_PACK_INDEX)).unwrap();
-    assert_golden("multi-pack index", &canonical_two_pack_midx(midx_bytes), &midx(&fanout(MIDX_FIRSTS)));
+    assert_golden(
+        "multi-pack index",
+        &canonical_two_pack_midx(midx_bytes),
+        &midx(&fanout(MIDX_FIRSTS)),
+    );
 }
 
 /// An object of the golden packs: what reading it must give.
@@ -596,16 +780,48 @@ impl Expected {
         let loc = store.locate(&id).unwrap().unwrap();
         assert_eq!(loc.pack.to_hex(), self.pack);
         let e = loc.entry;
-        assert_eq!((e.id, e.kind, e.compression, e.offset, e.raw_len, e.stored_len), (id, self.kind, self.compression, self.offset, self.content.len() as u32, self.stored_len));
+        assert_eq!(
+            (
+                e.id,
+                e.kind,
+                e.compression,
+                e.offset,
+                e.raw_len,
+                e.stored_len
+            ),
+            (
+                id,
+                self.kind,
+                self.compression,
+                self.offset,
+                self.content.len() as u32,
+                self.stored_len
+            )
+        );
     }
 }
 
 /// The objects of pack A as the golden vectors describe them.
 fn pack_a_objects(pack: &'static str) -> Vec<Expected> {
-    let e = |id, kind, content, compression, offset, stored_len| Expected { id, pack, kind, content, compression, offset, stored_len };
+    let e = |id, kind, content, compression, offset, stored_len| Expected {
+        id,
+        pack,
+        kind,
+        content,
+        compression,
+        offset,
+        stored_len,
+    };
     vec![
         e(HELLO_ID, ObjectKind::Chunk, HELLO.to_vec(), 0, 16, 6),
-        e(SMALL_FILE_NODE_ID, ObjectKind::FileNode, object::encode(&small_file_node()), 0, 66, 36),
+        e(
+            SMALL_FILE_NODE_ID,
+            ObjectKind::FileNode,
+            object::encode(&small_file_node()),
+            0,
+            66,
+            36,
+        ),
         e(A100_ID, ObjectKind::Chunk, vec![b'a'; 100], 1, 146, 10),
     ]
 }
@@ -613,7 +829,10 @@ fn pack_a_objects(pack: &'static str) -> Vec<Expected> {
 #[test]
 fn golden_pack_and_index_decode() {
     let fanout_hex = fanout(IDX_A_FIRSTS);
-    let versions: [(Vec<&str>, Vec<&str>, &str); 2] = [(pack_a(), idx_a(&fanout_hex), PACK_A_CHECKSUM), (pack_a_v2(), idx_a_v2(&fanout_hex), PACK_A_V2_CHECKSUM)];
+    let versions: [(Vec<&str>, Vec<&str>, &str); 2] = [
+        (pack_a(), idx_a(&fanout_hex), PACK_A_CHECKSUM),
+        (pack_a_v2(), idx_a_v2(&fanout_hex), PACK_A_V2_CHECKSUM),
+    ];
     for (pack, idx, checksum) in versions {
         let dir = tempfile::tempdir().unwrap();
         let objects = dir.path().join("objects");
@@ -627,11 +846,19 @@ fn golden_pack_and_index_decode() {
         }
         let report = store.verify_packs(&Tally::silent()).unwrap();
         assert!(report.is_clean(), "{checksum}: {report:?}");
-        dmv_store::verify_pack_index(&packs.join(format!("pack-{checksum}.idx")), &id_hex(checksum)).unwrap();
+        dmv_store::verify_pack_index(
+            &packs.join(format!("pack-{checksum}.idx")),
+            &id_hex(checksum),
+        )
+        .unwrap();
         // Its index lost, the pack is indexed again from its table of contents, byte for byte as before.
         std::fs::remove_file(packs.join(format!("pack-{checksum}.idx"))).unwrap();
         store.salvage().unwrap();
-        assert_eq!(std::fs::read(packs.join(format!("pack-{checksum}.idx"))).unwrap(), bytes_of(&idx), "{checksum}");
+        assert_eq!(
+            std::fs::read(packs.join(format!("pack-{checksum}.idx"))).unwrap(),
+            bytes_of(&idx),
+            "{checksum}"
+        );
     }
 }
 
@@ -645,13 +872,25 @@ fn golden_multi_pack_index_decodes() {
 fn multi_pack_index_decodes(golden: &[&str]) {
     let bytes = bytes_of(golden);
     let body = bytes.len() - 32;
-    assert_eq!(blake3::hash(&bytes[..body]).as_bytes(), &bytes[body..], "the golden's own checksum");
+    assert_eq!(
+        blake3::hash(&bytes[..body]).as_bytes(),
+        &bytes[body..],
+        "the golden's own checksum"
+    );
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");
     Store::create(&objects).unwrap();
     let packs = objects.join("packs");
-    std::fs::write(packs.join(format!("pack-{PACK_A_CHECKSUM}.pack")), bytes_of(&pack_a())).unwrap();
-    std::fs::write(packs.join(format!("pack-{PACK_B_CHECKSUM}.pack")), bytes_of(&pack_b())).unwrap();
+    std::fs::write(
+        packs.join(format!("pack-{PACK_A_CHECKSUM}.pack")),
+        bytes_of(&pack_a()),
+    )
+    .unwrap();
+    std::fs::write(
+        packs.join(format!("pack-{PACK_B_CHECKSUM}.pack")),
+        bytes_of(&pack_b()),
+    )
+    .unwrap();
     std::fs::write(packs.join(dmv_store::MULTI_PACK_INDEX), bytes_of(golden)).unwrap();
     // Empty per-pack indexes: the store only checks that they exist when the
     // multi-pack index covers their packs, and would fail to open them
@@ -660,7 +899,15 @@ fn multi_pack_index_decodes(golden: &[&str]) {
     std::fs::write(packs.join(format!("pack-{PACK_B_CHECKSUM}.idx")), b"").unwrap();
     let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
     let mut all = pack_a_objects(PACK_A_CHECKSUM);
-    all.push(Expected { id: WORLD_ID, pack: PACK_B_CHECKSUM, kind: ObjectKind::Chunk, content: b"world\n".to_vec(), compression: 0, offset: 16, stored_len: 6 });
+    all.push(Expected {
+        id: WORLD_ID,
+        pack: PACK_B_CHECKSUM,
+        kind: ObjectKind::Chunk,
+        content: b"world\n".to_vec(),
+        compression: 0,
+        offset: 16,
+        stored_len: 6,
+    });
     for e in all {
         e.check(&store);
     }

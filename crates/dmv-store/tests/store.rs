@@ -3,7 +3,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dmv_store::object::{encode, FileNode, NodeEntry};
-use dmv_store::{ChunkParams, GcOptions, IngestSource, ObjectId, ObjectKind, Store, StoreError, Tally};
+use dmv_store::{
+    ChunkParams, GcOptions, IngestSource, ObjectId, ObjectKind, Store, StoreError, Tally,
+};
 use proptest::prelude::*;
 
 fn open(dir: &std::path::Path, pack_limit: u64) -> Store {
@@ -25,7 +27,13 @@ fn noise(len: usize, seed: u8) -> Vec<u8> {
 fn files_round_trip_across_pack_rollover_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 1 << 20);
-    let data: Vec<Vec<u8>> = vec![noise(5_000_000, 1), Vec::new(), b"tiny".to_vec(), noise(16384, 2), "text ".repeat(200_000).into_bytes()];
+    let data: Vec<Vec<u8>> = vec![
+        noise(5_000_000, 1),
+        Vec::new(),
+        b"tiny".to_vec(),
+        noise(16384, 2),
+        "text ".repeat(200_000).into_bytes(),
+    ];
     let mut sources = Vec::new();
     for (i, d) in data.iter().enumerate() {
         let p = dir.path().join(format!("f{i}"));
@@ -36,16 +44,25 @@ fn files_round_trip_across_pack_rollover_and_reopen() {
     let results = s.ingest(sources, &Tally::silent()).unwrap();
     s.finish().unwrap();
     drop(s);
-    let reopened = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    let reopened =
+        Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
     for (r, d) in results.into_iter().zip(&data) {
         let r = r.unwrap();
         assert_eq!(r.size, d.len() as u64);
         assert_eq!(&content(&reopened, &r.id), d);
     }
     let stats = reopened.stats().unwrap();
-    assert!(stats.packs >= 5, "1 MiB packs must roll over: {}", stats.packs);
+    assert!(
+        stats.packs >= 5,
+        "1 MiB packs must roll over: {}",
+        stats.packs
+    );
     // Text is compressed, random data is not.
-    assert!(stats.stored_bytes < 5_000_000 + 16384 + 1_000_000 / 4, "{}", stats.stored_bytes);
+    assert!(
+        stats.stored_bytes < 5_000_000 + 16384 + 1_000_000 / 4,
+        "{}",
+        stats.stored_bytes
+    );
     assert!(reopened.verify_packs(&Tally::silent()).unwrap().is_clean());
 }
 
@@ -56,7 +73,14 @@ fn a_few_small_files_stored_without_the_pipeline_get_the_pipelines_ids() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 64 << 20);
     let min = ChunkParams::default().min as usize;
-    let data: Vec<Vec<u8>> = vec![Vec::new(), b"tiny".to_vec(), "text ".repeat(min / 5).into_bytes(), noise(min, 3), noise(min + 1, 4), b"after".to_vec()];
+    let data: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"tiny".to_vec(),
+        "text ".repeat(min / 5).into_bytes(),
+        noise(min, 3),
+        noise(min + 1, 4),
+        b"after".to_vec(),
+    ];
     let paths: Vec<std::path::PathBuf> = data
         .iter()
         .enumerate()
@@ -67,15 +91,38 @@ fn a_few_small_files_stored_without_the_pipeline_get_the_pipelines_ids() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(30));
-    let sources = |n: usize| (0..n).map(|i| IngestSource { path: paths[i % paths.len()].clone() }).collect::<Vec<_>>();
+    let sources = |n: usize| {
+        (0..n)
+            .map(|i| IngestSource {
+                path: paths[i % paths.len()].clone(),
+            })
+            .collect::<Vec<_>>()
+    };
     let mut s = store.begin_write().unwrap();
-    let few: Vec<_> = s.ingest(sources(data.len()), &Tally::silent()).unwrap().into_iter().map(Result::unwrap).collect();
-    let many: Vec<_> = s.ingest(sources(17), &Tally::silent()).unwrap().into_iter().map(Result::unwrap).collect();
+    let few: Vec<_> = s
+        .ingest(sources(data.len()), &Tally::silent())
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let many: Vec<_> = s
+        .ingest(sources(17), &Tally::silent())
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
     s.finish().unwrap();
     drop(s);
     for (i, d) in data.iter().enumerate() {
-        assert_eq!((few[i].id, few[i].size), (many[i].id, many[i].size), "file {i}");
-        assert_eq!((few[i].meta.len(), few[i].meta.modified().unwrap()), (many[i].meta.len(), many[i].meta.modified().unwrap()));
+        assert_eq!(
+            (few[i].id, few[i].size),
+            (many[i].id, many[i].size),
+            "file {i}"
+        );
+        assert_eq!(
+            (few[i].meta.len(), few[i].meta.modified().unwrap()),
+            (many[i].meta.len(), many[i].meta.modified().unwrap())
+        );
         assert_eq!(&content(&store, &few[i].id), d, "file {i}");
     }
     assert!(store.verify_packs(&Tally::silent()).unwrap().is_clean());
@@ -117,7 +164,10 @@ fn a_file_changed_while_stored_is_never_recorded_torn() {
     expected[4 << 20] = b'X';
     expected[60 << 20] = b'Y';
     match r {
-        Ok(stored) => assert!(content(&store, &stored.id) == expected, "stored content is not the file as it is now"),
+        Ok(stored) => assert!(
+            content(&store, &stored.id) == expected,
+            "stored content is not the file as it is now"
+        ),
         Err(StoreError::ChangedWhileReading { .. }) => {}
         Err(other) => panic!("unexpected error {other}"),
     }
@@ -137,23 +187,38 @@ fn a_small_file_saved_just_now_is_stored_at_once_its_stat_marked_racy() {
         let data = noise(1000, attempt);
         std::fs::write(&path, &data).unwrap();
         let mut s = store.begin_write().unwrap();
-        let stored = s.ingest(vec![IngestSource { path: path.clone() }], &Tally::silent()).unwrap().remove(0).unwrap();
+        let stored = s
+            .ingest(vec![IngestSource { path: path.clone() }], &Tally::silent())
+            .unwrap()
+            .remove(0)
+            .unwrap();
         s.finish().unwrap();
         drop(s);
         assert_eq!(content(&store, &stored.id), data);
         if stored.racy {
             racy += 1;
         } else {
-            let age = std::time::SystemTime::now().duration_since(stored.meta.modified().unwrap()).unwrap_or_default();
-            assert!(age > dmv_store::timestamp_granularity(), "attempt {attempt}: stamped {age:?} before, not marked racy");
+            let age = std::time::SystemTime::now()
+                .duration_since(stored.meta.modified().unwrap())
+                .unwrap_or_default();
+            assert!(
+                age > dmv_store::timestamp_granularity(),
+                "attempt {attempt}: stamped {age:?} before, not marked racy"
+            );
         }
     }
     // Each attempt stores within microseconds of the write (a tick here is 2-10 ms).
-    assert!(racy > 0, "no file written just before its ingest was marked racy in 50 attempts");
+    assert!(
+        racy > 0,
+        "no file written just before its ingest was marked racy in 50 attempts"
+    );
 }
 
 fn prune_now() -> GcOptions {
-    GcOptions { keep_recent: Duration::ZERO, ..Default::default() }
+    GcOptions {
+        keep_recent: Duration::ZERO,
+        ..Default::default()
+    }
 }
 
 /// Makes every pack look written `age` ago, so gc's grace period does not cover it.
@@ -162,7 +227,10 @@ fn age_packs(objects: &std::path::Path, age: Duration) {
     for e in std::fs::read_dir(objects.join("packs")).unwrap() {
         let path = e.unwrap().path();
         if path.extension().is_some_and(|x| x == "pack") {
-            std::fs::File::open(&path).unwrap().set_times(std::fs::FileTimes::new().set_modified(then)).unwrap();
+            std::fs::File::open(&path)
+                .unwrap()
+                .set_times(std::fs::FileTimes::new().set_modified(then))
+                .unwrap();
         }
     }
 }
@@ -175,7 +243,9 @@ fn gc_reads_its_roots_after_a_running_writer_has_finished() {
     let id;
     {
         let mut s = store.begin_write().unwrap();
-        id = s.put_object(ObjectKind::Chunk, b"unreferenced for now").unwrap();
+        id = s
+            .put_object(ObjectKind::Chunk, b"unreferenced for now")
+            .unwrap();
         s.finish().unwrap();
     }
     // What a ref or the dirstate would say: nothing refers to the object yet.
@@ -188,19 +258,31 @@ fn gc_reads_its_roots_after_a_running_writer_has_finished() {
     let gc = {
         let (store, done, refs) = (store.clone(), gc_done.clone(), refs.clone());
         std::thread::spawn(move || {
-            let report = store.gc(|| Ok::<_, StoreError>(refs.lock().unwrap().clone()), prune_now(), &Tally::silent()).unwrap();
+            let report = store
+                .gc(
+                    || Ok::<_, StoreError>(refs.lock().unwrap().clone()),
+                    prune_now(),
+                    &Tally::silent(),
+                )
+                .unwrap();
             done.store(true, Ordering::SeqCst);
             report
         })
     };
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!gc_done.load(Ordering::SeqCst), "gc must wait while a writer holds the store");
+    assert!(
+        !gc_done.load(Ordering::SeqCst),
+        "gc must wait while a writer holds the store"
+    );
     s.finish().unwrap();
     // The writer's "ref update", made before it lets gc in.
     refs.lock().unwrap().push(id);
     drop(s);
     let report = gc.join().unwrap();
-    assert!(store.contains(&id).unwrap(), "gc dropped an object the writer referenced before it finished");
+    assert!(
+        store.contains(&id).unwrap(),
+        "gc dropped an object the writer referenced before it finished"
+    );
     assert_eq!(report.objects_dropped, 0);
 }
 
@@ -220,17 +302,34 @@ fn gc_drops_the_unreachable_but_keeps_recent_packs_and_what_they_reach() {
     // A recent pack (a push whose ref update is still to come) refers to `kept` in an old pack.
     let node = {
         let mut s = store.begin_write().unwrap();
-        let node = FileNode { level: 0, entries: vec![NodeEntry { id: kept, size: 5000 }, NodeEntry { id: kept, size: 5000 }] };
+        let node = FileNode {
+            level: 0,
+            entries: vec![
+                NodeEntry {
+                    id: kept,
+                    size: 5000,
+                },
+                NodeEntry {
+                    id: kept,
+                    size: 5000,
+                },
+            ],
+        };
         let node = s.put_object(ObjectKind::FileNode, &encode(&node)).unwrap();
         s.finish().unwrap();
         node
     };
     let no_roots = || Ok::<_, StoreError>(Vec::new());
-    let report = store.gc(no_roots, GcOptions::default(), &Tally::silent()).unwrap();
+    let report = store
+        .gc(no_roots, GcOptions::default(), &Tally::silent())
+        .unwrap();
     assert_eq!((report.objects_dropped, report.recent_packs_kept), (1, 1));
     assert!(store.contains(&node).unwrap() && store.contains(&kept).unwrap());
     assert!(!store.contains(&dropped).unwrap());
-    assert_eq!(content(&store, &node), [noise(5000, 1), noise(5000, 1)].concat());
+    assert_eq!(
+        content(&store, &node),
+        [noise(5000, 1), noise(5000, 1)].concat()
+    );
     // Pruning now drops the rest.
     let report = store.gc(no_roots, prune_now(), &Tally::silent()).unwrap();
     assert_eq!((report.objects_dropped, report.recent_packs_kept), (2, 0));
@@ -247,7 +346,10 @@ fn gc_keeps_one_copy_of_an_object_two_writers_stored_at_once() {
         let mut one = store.begin_write().unwrap();
         let mut two = store.begin_write().unwrap();
         let twice = one.put_object(ObjectKind::Chunk, &noise(4000, 1)).unwrap();
-        assert_eq!(two.put_object(ObjectKind::Chunk, &noise(4000, 1)).unwrap(), twice);
+        assert_eq!(
+            two.put_object(ObjectKind::Chunk, &noise(4000, 1)).unwrap(),
+            twice
+        );
         let dead = match dead_beside_first {
             true => one.put_object(ObjectKind::Chunk, &noise(4000, 2)).unwrap(),
             false => two.put_object(ObjectKind::Chunk, &noise(4000, 2)).unwrap(),
@@ -257,12 +359,24 @@ fn gc_keeps_one_copy_of_an_object_two_writers_stored_at_once() {
         drop((one, two));
         store.reload().unwrap();
         assert_eq!(store.stats().unwrap().objects, 3);
-        let report = store.gc(|| Ok::<_, StoreError>(vec![twice]), prune_now(), &Tally::silent()).unwrap();
+        let report = store
+            .gc(
+                || Ok::<_, StoreError>(vec![twice]),
+                prune_now(),
+                &Tally::silent(),
+            )
+            .unwrap();
         assert_eq!(report.objects_dropped, 1);
-        assert_eq!((store.stats().unwrap().objects, store.stats().unwrap().packs), (1, 1));
+        assert_eq!(
+            (store.stats().unwrap().objects, store.stats().unwrap().packs),
+            (1, 1)
+        );
         assert!(!store.contains(&dead).unwrap());
         assert_eq!(content(&store, &twice), noise(4000, 1));
-        assert!(store.verify_reachable(&[twice], false, &Tally::silent()).unwrap().is_clean());
+        assert!(store
+            .verify_reachable(&[twice], false, &Tally::silent())
+            .unwrap()
+            .is_clean());
     }
 }
 
@@ -276,8 +390,17 @@ fn a_missing_root_stops_gc_before_it_deletes_anything() {
     s.finish().unwrap();
     drop(s);
     let missing = ObjectId::hash(ObjectKind::Chunk, b"never stored");
-    let err = store.gc(|| Ok::<_, StoreError>(vec![missing]), prune_now(), &Tally::silent()).unwrap_err();
-    assert!(matches!(err, StoreError::NotFound { id } if id == missing), "{err}");
+    let err = store
+        .gc(
+            || Ok::<_, StoreError>(vec![missing]),
+            prune_now(),
+            &Tally::silent(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::NotFound { id } if id == missing),
+        "{err}"
+    );
     assert!(store.contains(&present).unwrap());
 }
 
@@ -314,7 +437,10 @@ fn hashing_without_storing_gives_the_ids_ingest_stores() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 64 << 20);
     // Many one-chunk files (some hit a node boundary) and a few multi-chunk ones.
-    let sizes: Vec<usize> = (0..300).map(|i| 1 + i * 7).chain([16384, 16385, 300_000, 2_000_000]).collect();
+    let sizes: Vec<usize> = (0..300)
+        .map(|i| 1 + i * 7)
+        .chain([16384, 16385, 300_000, 2_000_000])
+        .collect();
     let mut sources = Vec::new();
     for (i, len) in sizes.iter().enumerate() {
         let p = dir.path().join(format!("f{i}"));
@@ -329,7 +455,11 @@ fn hashing_without_storing_gives_the_ids_ingest_stores() {
         let (id, size, _) = dmv_store::hash_file(&src.path, ChunkParams::default()).unwrap();
         assert_eq!((id, size), (r.id, r.size), "{}", src.path.display());
         if size <= 16384 {
-            assert_eq!(store.kind_of(&id).unwrap(), ObjectKind::Chunk, "a one-chunk file is its chunk");
+            assert_eq!(
+                store.kind_of(&id).unwrap(),
+                ObjectKind::Chunk,
+                "a one-chunk file is its chunk"
+            );
         }
     }
 }
@@ -363,7 +493,11 @@ impl IndexRewrites {
 fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 1 << 20);
-    let mut midx = IndexRewrites { path: store.packs_dir().join(dmv_store::MULTI_PACK_INDEX), seen: None, bytes: 0 };
+    let mut midx = IndexRewrites {
+        path: store.packs_dir().join(dmv_store::MULTI_PACK_INDEX),
+        seen: None,
+        bytes: 0,
+    };
     let mut ids = Vec::new();
     let (mut rewritten, mut written, mut repacks, mut most_packs) = (0u64, 0u64, 0, 0);
     for i in 0..1000u32 {
@@ -381,19 +515,43 @@ fn small_packs_pile_up_no_further_than_the_auto_repack_allows() {
             rewritten += report.bytes_rewritten;
         }
         midx.look();
-        let packs = std::fs::read_dir(store.packs_dir()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
+        let packs = std::fs::read_dir(store.packs_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".pack")
+            })
+            .count();
         most_packs = most_packs.max(packs);
     }
     assert!(repacks > 10, "{repacks} repacks");
     // The packs outside the multi-pack index, and the steep progression of those it covers (log₄ of 1000 ≈ 5 levels).
-    assert!(most_packs <= dmv_store::AUTO_REPACK_SMALL_PACKS + 8, "{most_packs} packs");
+    assert!(
+        most_packs <= dmv_store::AUTO_REPACK_SMALL_PACKS + 8,
+        "{most_packs} packs"
+    );
     // O(n log n), not O(n²): each byte rolled at most a dozen times (log₄ 1000 ≈ 5 levels, plus the piles before each roll).
-    assert!(rewritten < 12 * written, "rewrote {rewritten} bytes of {written}");
+    assert!(
+        rewritten < 12 * written,
+        "rewrote {rewritten} bytes of {written}"
+    );
     // Each rewrite at least 9/8 of the last: the sum is at most ~9 times the last.
-    assert!(midx.bytes < 12 * midx.seen.unwrap().1, "multi-pack index: {} bytes written, {} at the end", midx.bytes, midx.seen.unwrap().1);
+    assert!(
+        midx.bytes < 12 * midx.seen.unwrap().1,
+        "multi-pack index: {} bytes written, {} at the end",
+        midx.bytes,
+        midx.seen.unwrap().1
+    );
     let files = std::fs::read_dir(store.packs_dir()).unwrap().count();
-    assert!(files <= 2 * (dmv_store::AUTO_REPACK_SMALL_PACKS + 8) + 1, "{files} files");
-    let reopened = Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
+    assert!(
+        files <= 2 * (dmv_store::AUTO_REPACK_SMALL_PACKS + 8) + 1,
+        "{files} files"
+    );
+    let reopened =
+        Store::open(&dir.path().join("objects"), ChunkParams::default(), 1 << 20).unwrap();
     for (id, payload) in &ids {
         assert_eq!(&reopened.read(id).unwrap().1, payload);
     }
@@ -415,7 +573,10 @@ fn the_auto_repack_leaves_a_store_alone_while_a_writer_is_in_it() {
     let writer = other.begin_write().unwrap();
     assert!(store.repack_if_many_small().unwrap().is_none());
     drop(writer);
-    let report = store.repack_if_many_small().unwrap().expect("a repack once the writer is gone");
+    let report = store
+        .repack_if_many_small()
+        .unwrap()
+        .expect("a repack once the writer is gone");
     assert!(report.packs_rolled > dmv_store::AUTO_REPACK_SMALL_PACKS);
 }
 
@@ -439,7 +600,11 @@ fn a_large_file_read_past_the_page_cache_round_trips() {
         libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
     };
     let mut s = store.begin_write().unwrap();
-    let stored = s.ingest(vec![IngestSource { path }], &Tally::silent()).unwrap().remove(0).unwrap();
+    let stored = s
+        .ingest(vec![IngestSource { path }], &Tally::silent())
+        .unwrap()
+        .remove(0)
+        .unwrap();
     s.finish().unwrap();
     assert_eq!(stored.size, data.len() as u64);
     assert!(content(&store, &stored.id) == data);
@@ -454,7 +619,14 @@ fn cached_pages(f: &std::fs::File, offset: usize, len: usize) -> usize {
     // SAFETY: a private read-only mapping of the file, unmapped before return;
     // mincore writes one byte per page of it into `resident`, which is that long.
     unsafe {
-        let map = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, f.as_raw_fd(), offset as libc::off_t);
+        let map = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            offset as libc::off_t,
+        );
         assert_ne!(map, libc::MAP_FAILED);
         assert_eq!(libc::mincore(map, len, resident.as_mut_ptr()), 0);
         libc::munmap(map, len);
@@ -479,23 +651,43 @@ fn a_file_partly_in_the_page_cache_is_read_past_it_where_it_is_not() {
     let f = std::fs::File::open(&path).unwrap();
     f.sync_all().unwrap();
     // SAFETY: posix_fadvise only reads its integer arguments.
-    assert_eq!(unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+    assert_eq!(
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) },
+        0
+    );
     // The tail, two thirds of the file, into the cache: as a whole the file is mostly cached.
     let mut g = std::fs::File::open(&path).unwrap();
     std::io::Seek::seek(&mut g, std::io::SeekFrom::Start(WINDOW as u64)).unwrap();
     std::io::copy(&mut g, &mut std::io::sink()).unwrap();
     let window_pages = WINDOW / 4096;
-    assert!(cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10, "the tail was read into the cache");
-    assert!(cached_pages(&f, 0, WINDOW) < window_pages / 10, "the first window is not in the cache");
+    assert!(
+        cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
+        "the tail was read into the cache"
+    );
+    assert!(
+        cached_pages(&f, 0, WINDOW) < window_pages / 10,
+        "the first window is not in the cache"
+    );
 
     let mut s = store.begin_write().unwrap();
-    let stored = s.ingest(vec![IngestSource { path: path.clone() }], &Tally::silent()).unwrap().remove(0).unwrap();
+    let stored = s
+        .ingest(vec![IngestSource { path: path.clone() }], &Tally::silent())
+        .unwrap()
+        .remove(0)
+        .unwrap();
     s.finish().unwrap();
     assert_eq!(stored.size, data.len() as u64);
     assert!(content(&store, &stored.id) == data);
     // The head was read past the cache, the tail from it.
-    assert!(cached_pages(&f, 0, WINDOW) < window_pages / 10, "{} pages of the first window cached", cached_pages(&f, 0, WINDOW));
-    assert!(cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10, "the tail is still cached");
+    assert!(
+        cached_pages(&f, 0, WINDOW) < window_pages / 10,
+        "{} pages of the first window cached",
+        cached_pages(&f, 0, WINDOW)
+    );
+    assert!(
+        cached_pages(&f, WINDOW, 2 * WINDOW) > window_pages * 2 * 9 / 10,
+        "the tail is still cached"
+    );
 }
 
 /// Most lookups while importing are for chunks the store lacks: the filters
@@ -509,20 +701,48 @@ fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
     let mut s = store.begin_write().unwrap();
     let mut ids = Vec::new();
     for i in 0..3_000u32 {
-        ids.push(s.put_object(ObjectKind::Chunk, &noise(1024, 0).iter().chain(&i.to_le_bytes()).copied().collect::<Vec<_>>()).unwrap());
+        ids.push(
+            s.put_object(
+                ObjectKind::Chunk,
+                &noise(1024, 0)
+                    .iter()
+                    .chain(&i.to_le_bytes())
+                    .copied()
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap(),
+        );
         // Lookups of new ids inside the session, while packs pile up.
         if i % 100 == 99 {
             let before = store.index_probes();
             for k in 0..1_000u32 {
-                assert!(!s.has(&ObjectId::hash(ObjectKind::Chunk, &(i * 1_000 + k).to_be_bytes())).unwrap());
+                assert!(!s
+                    .has(&ObjectId::hash(
+                        ObjectKind::Chunk,
+                        &(i * 1_000 + k).to_be_bytes()
+                    ))
+                    .unwrap());
             }
             let probes = store.index_probes() - before;
-            assert!(probes <= 100, "{probes} index probes for 1,000 absent ids after {} objects", i + 1);
+            assert!(
+                probes <= 100,
+                "{probes} index probes for 1,000 absent ids after {} objects",
+                i + 1
+            );
         }
     }
     s.finish().unwrap();
     drop(s);
-    let packs = std::fs::read_dir(objects.join("packs")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pack")).count();
+    let packs = std::fs::read_dir(objects.join("packs"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".pack")
+        })
+        .count();
     assert!(packs > 40, "the session sealed {packs} packs");
 
     let store = Store::open(&objects, ChunkParams::default(), 1 << 16).unwrap();
@@ -531,10 +751,15 @@ fn absent_ids_are_answered_by_filters_and_present_ones_by_one_probe() {
     }
     // One probe each, but for the few that another index's filter lets through.
     let probes = store.index_probes();
-    assert!((3_000..=3_060).contains(&probes), "{probes} index probes for 3,000 present ids");
+    assert!(
+        (3_000..=3_060).contains(&probes),
+        "{probes} index probes for 3,000 present ids"
+    );
     let before = store.index_probes();
     for k in 0..10_000u32 {
-        assert!(!store.contains(&ObjectId::hash(ObjectKind::Tree, &k.to_le_bytes())).unwrap());
+        assert!(!store
+            .contains(&ObjectId::hash(ObjectKind::Tree, &k.to_le_bytes()))
+            .unwrap());
     }
     let probes = store.index_probes() - before;
     assert!(probes <= 200, "{probes} index probes for 10,000 absent ids");
@@ -550,8 +775,22 @@ fn gc_in_a_partial_replica_keeps_data_that_a_damaged_filter_hides() {
     let objects = dir.path().join("objects");
     let store = open(&objects, 64 << 20);
     let mut s = store.begin_write().unwrap();
-    let (a, b) = (s.put_object(ObjectKind::Chunk, &noise(3000, 3)).unwrap(), s.put_object(ObjectKind::Chunk, &noise(3000, 4)).unwrap());
-    let node = s.put_object(ObjectKind::FileNode, &encode(&FileNode { level: 0, entries: vec![NodeEntry { id: a, size: 3000 }, NodeEntry { id: b, size: 3000 }] })).unwrap();
+    let (a, b) = (
+        s.put_object(ObjectKind::Chunk, &noise(3000, 3)).unwrap(),
+        s.put_object(ObjectKind::Chunk, &noise(3000, 4)).unwrap(),
+    );
+    let node = s
+        .put_object(
+            ObjectKind::FileNode,
+            &encode(&FileNode {
+                level: 0,
+                entries: vec![
+                    NodeEntry { id: a, size: 3000 },
+                    NodeEntry { id: b, size: 3000 },
+                ],
+            }),
+        )
+        .unwrap();
     s.finish().unwrap();
     drop(s);
     store.write_multi_pack_index().unwrap();
@@ -566,10 +805,26 @@ fn gc_in_a_partial_replica_keeps_data_that_a_damaged_filter_hides() {
     std::fs::write(&midx, &bytes).unwrap();
 
     let store = Store::open(&objects, ChunkParams::default(), 64 << 20).unwrap();
-    assert!(!store.contains(&a).unwrap(), "the damaged filter hides the chunk");
+    assert!(
+        !store.contains(&a).unwrap(),
+        "the damaged filter hides the chunk"
+    );
     let roots = || Ok::<_, StoreError>(vec![node]);
-    store.gc(roots, GcOptions { absent_data_ok: true, ..prune_now() }, &Tally::silent()).unwrap();
-    assert_eq!(content(&store, &node), [noise(3000, 3), noise(3000, 4)].concat(), "gc kept the chunks and rewrote the index");
+    store
+        .gc(
+            roots,
+            GcOptions {
+                absent_data_ok: true,
+                ..prune_now()
+            },
+            &Tally::silent(),
+        )
+        .unwrap();
+    assert_eq!(
+        content(&store, &node),
+        [noise(3000, 3), noise(3000, 4)].concat(),
+        "gc kept the chunks and rewrote the index"
+    );
 }
 
 #[test]
@@ -578,27 +833,59 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
     let objects = dir.path().join("objects");
     Store::create(&objects).unwrap();
     // Small chunks, so a few megabytes make a node tree of several levels.
-    let store = Store::open(&objects, ChunkParams { min: 256, avg: 1024, max: 4096 }, 64 << 20).unwrap();
+    let store = Store::open(
+        &objects,
+        ChunkParams {
+            min: 256,
+            avg: 1024,
+            max: 4096,
+        },
+        64 << 20,
+    )
+    .unwrap();
     let data = noise(3_000_000, 9);
     let path = dir.path().join("film");
     std::fs::write(&path, &data).unwrap();
     let mut s = store.begin_write().unwrap();
-    let id = s.ingest(vec![IngestSource { path }], &Tally::silent()).unwrap().remove(0).unwrap().id;
+    let id = s
+        .ingest(vec![IngestSource { path }], &Tally::silent())
+        .unwrap()
+        .remove(0)
+        .unwrap()
+        .id;
     s.finish().unwrap();
     drop(s);
     let root: FileNode = store.read_decoded(&id, ObjectKind::FileNode).unwrap();
     assert!(root.level >= 1, "the test needs a file with inner nodes");
-    let mut offsets = vec![0, 1, 1023, 1024, 65_537, 1_500_000, data.len() as u64 - 1, data.len() as u64, data.len() as u64 + 7];
+    let mut offsets = vec![
+        0,
+        1,
+        1023,
+        1024,
+        65_537,
+        1_500_000,
+        data.len() as u64 - 1,
+        data.len() as u64,
+        data.len() as u64 + 7,
+    ];
     let mut x = 12345u64;
     for _ in 0..40 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         offsets.push((x >> 33) % data.len() as u64);
     }
     for offset in offsets {
         let mut got = Vec::new();
-        std::io::Read::read_to_end(&mut store.content_reader_at(&id, offset).unwrap(), &mut got).unwrap();
+        std::io::Read::read_to_end(&mut store.content_reader_at(&id, offset).unwrap(), &mut got)
+            .unwrap();
         let start = (offset as usize).min(data.len());
-        assert!(got == data[start..], "offset {offset}: {} bytes read, {} expected", got.len(), data.len() - start);
+        assert!(
+            got == data[start..],
+            "offset {offset}: {} bytes read, {} expected",
+            got.len(),
+            data.len() - start
+        );
     }
     // A one-chunk file too.
     let mut got = Vec::new();
@@ -606,10 +893,19 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
     let p = dir.path().join("small");
     std::fs::write(&p, &small).unwrap();
     let mut s = store.begin_write().unwrap();
-    let small_id = s.ingest(vec![IngestSource { path: p }], &Tally::silent()).unwrap().remove(0).unwrap().id;
+    let small_id = s
+        .ingest(vec![IngestSource { path: p }], &Tally::silent())
+        .unwrap()
+        .remove(0)
+        .unwrap()
+        .id;
     s.finish().unwrap();
     drop(s);
-    std::io::Read::read_to_end(&mut store.content_reader_at(&small_id, 40).unwrap(), &mut got).unwrap();
+    std::io::Read::read_to_end(
+        &mut store.content_reader_at(&small_id, 40).unwrap(),
+        &mut got,
+    )
+    .unwrap();
     assert_eq!(got, small[40..]);
 }
 
@@ -617,7 +913,10 @@ fn a_reader_started_at_any_offset_reads_the_rest_of_the_content() {
 fn content_stored_from_a_reader_gets_the_id_ingest_gives_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("objects"), 64 << 20);
-    for (i, len) in [0usize, 1, 5000, 16384, 300_000, 3_000_000].into_iter().enumerate() {
+    for (i, len) in [0usize, 1, 5000, 16384, 300_000, 3_000_000]
+        .into_iter()
+        .enumerate()
+    {
         let data = noise(len, i as u8);
         let path = dir.path().join(format!("f{i}"));
         std::fs::write(&path, &data).unwrap();
@@ -654,13 +953,23 @@ fn seeks_within_the_chunk_at_hand_read_nothing_again() {
         file.read_exact(&mut header).unwrap();
         assert_eq!(header, data[at as usize..at as usize + 8]);
     }
-    assert_eq!(store.index_probes(), probes, "no lookup while within the first chunk");
+    assert_eq!(
+        store.index_probes(),
+        probes,
+        "no lookup while within the first chunk"
+    );
     let mut rng = 12345u64;
     for _ in 0..2_000 {
-        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let at = (rng >> 33) % data.len() as u64;
         let len = ((rng >> 13) % 70_000) as usize;
-        let whence = if rng & 1 == 0 { SeekFrom::Start(at) } else { SeekFrom::End(at as i64 - data.len() as i64) };
+        let whence = if rng & 1 == 0 {
+            SeekFrom::Start(at)
+        } else {
+            SeekFrom::End(at as i64 - data.len() as i64)
+        };
         file.seek(whence).unwrap();
         let mut got = vec![0u8; len];
         let n = file.read(&mut got).unwrap();

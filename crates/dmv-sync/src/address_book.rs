@@ -27,7 +27,10 @@ pub fn publish(repo: &mut Repository, url: &str) -> SyncResult<Vec<String>> {
     repo.update_config(|c| {
         if !c.publish.contains(&url) {
             if c.publish.len() >= MAX_PUBLISHED_URLS {
-                return Err(SyncError::BadUrl { url: url.clone(), why: format!("a replica publishes at most {MAX_PUBLISHED_URLS} URLs") });
+                return Err(SyncError::BadUrl {
+                    url: url.clone(),
+                    why: format!("a replica publishes at most {MAX_PUBLISHED_URLS} URLs"),
+                });
             }
             c.publish.push(url.clone());
         }
@@ -57,17 +60,27 @@ pub fn set_metered(repo: &mut Repository, metered: bool) -> SyncResult<()> {
 /// Refuses what may not be published: anything but `http(s)://` and
 /// `ssh://`, and a URL carrying a password, a query or a fragment.
 pub fn check_publishable(url: &str) -> SyncResult<()> {
-    let refuse = |why: &str| Err(SyncError::BadUrl { url: url.to_string(), why: why.to_string() });
+    let refuse = |why: &str| {
+        Err(SyncError::BadUrl {
+            url: url.to_string(),
+            why: why.to_string(),
+        })
+    };
     if url.len() > dmv_repo::MAX_PUBLISHED_URL_LEN || url.chars().any(char::is_control) {
         return refuse("too long, or holds control characters");
     }
     let transport = RemoteSpec::parse(url)?.transport;
-    let authority = url.split_once("://").map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+    let authority = url
+        .split_once("://")
+        .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
     match transport {
         Transport::Http { .. } | Transport::Ssh { .. } => {}
         _ => return refuse("only http://, https:// and ssh:// URLs are published: a path or a bucket means nothing to another replica"),
     }
-    if authority.rsplit_once('@').is_some_and(|(user, _)| user.contains(':')) {
+    if authority
+        .rsplit_once('@')
+        .is_some_and(|(user, _)| user.contains(':'))
+    {
         return refuse("a published URL travels to every replica: it may not hold a password (each reader uses its own credentials)");
     }
     if url.contains('?') || url.contains('#') {
@@ -98,31 +111,59 @@ pub(crate) struct Published {
 /// What the log tells of the replicas holding any of `ids`: those reachable
 /// only through the URLs they publish, and the names of the metered ones
 /// (configured or not), whose data is not pulled unless they are named.
-pub(crate) fn holders_to_ask(repo: &Repository, ids: &[ObjectId]) -> SyncResult<(Vec<Published>, BTreeSet<String>)> {
+pub(crate) fn holders_to_ask(
+    repo: &Repository,
+    ids: &[ObjectId],
+) -> SyncResult<(Vec<Published>, BTreeSet<String>)> {
     let wanted: BTreeSet<ObjectId> = ids.iter().copied().collect();
     let me = repo.replica_id()?;
-    let log = repo.locations_where(|r| r.stamp.present && r.replica != me && wanted.contains(&r.key))?;
+    let log =
+        repo.locations_where(|r| r.stamp.present && r.replica != me && wanted.contains(&r.key))?;
     let holders: BTreeSet<ReplicaId> = log.records.keys().map(|(_, replica)| *replica).collect();
     let configured = configured_replicas(repo)?;
     let mut published = Vec::new();
     for id in &holders {
-        let card = log.cards.get(id).map(|(_, c)| c.clone()).unwrap_or_default();
+        let card = log
+            .cards
+            .get(id)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
         if configured.contains_key(id) || card.metered {
             continue;
         }
-        let urls: Vec<String> = card.urls.into_iter().filter(|u| check_publishable(u).is_ok()).collect();
+        let urls: Vec<String> = card
+            .urls
+            .into_iter()
+            .filter(|u| check_publishable(u).is_ok())
+            .collect();
         if !urls.is_empty() {
-            published.push(Published { name: card.name, urls });
+            published.push(Published {
+                name: card.name,
+                urls,
+            });
         }
     }
-    let metered = configured.iter().filter(|(id, _)| log.cards.get(id).is_some_and(|(_, c)| c.metered)).map(|(_, name)| name.clone()).collect();
+    let metered = configured
+        .iter()
+        .filter(|(id, _)| log.cards.get(id).is_some_and(|(_, c)| c.metered))
+        .map(|(_, name)| name.clone())
+        .collect();
     Ok((published, metered))
 }
 
 /// The configured remotes by the replica each was last found to be.
 fn configured_replicas(repo: &Repository) -> SyncResult<BTreeMap<ReplicaId, String>> {
-    let by_url: BTreeMap<&str, &str> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str()))).collect();
-    Ok(repo.known_replicas()?.into_iter().filter_map(|(id, url)| Some((id, by_url.get(url.as_str())?.to_string()))).collect())
+    let by_url: BTreeMap<&str, &str> = repo
+        .config
+        .remotes
+        .iter()
+        .flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str())))
+        .collect();
+    Ok(repo
+        .known_replicas()?
+        .into_iter()
+        .filter_map(|(id, url)| Some((id, by_url.get(url.as_str())?.to_string())))
+        .collect())
 }
 
 #[cfg(test)]
@@ -131,8 +172,16 @@ mod tests {
 
     #[test]
     fn only_reachable_urls_without_credentials_are_published() {
-        for good in ["https://laptop.example:8443/photos", "http://10.0.0.5:8080/photos", "ssh://alice@laptop/srv/photos", "ssh://laptop:2222/srv/photos"] {
-            assert!(check_publishable(good).is_ok(), "{good} should be publishable");
+        for good in [
+            "https://laptop.example:8443/photos",
+            "http://10.0.0.5:8080/photos",
+            "ssh://alice@laptop/srv/photos",
+            "ssh://laptop:2222/srv/photos",
+        ] {
+            assert!(
+                check_publishable(good).is_ok(),
+                "{good} should be publishable"
+            );
         }
         for bad in [
             "https://alice:secret@laptop/photos",

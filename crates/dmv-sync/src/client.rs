@@ -6,17 +6,28 @@ use dmv_repo::store::{ChunkParams, ObjectId};
 use dmv_repo::{LocationLog, LocationPages, ReplicaId, Tally};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
-use crate::protocol::{Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION};
-use crate::remote::{KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
+use crate::protocol::{
+    Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION,
+};
+use crate::remote::{
+    KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote,
+    RemoteRefs,
+};
 use crate::{SyncError, SyncResult, Violation};
 
 /// Writes a request's body (object frames) after the request itself.
-pub type BodyWriter<'a> = &'a mut (dyn FnMut(&mut FrameWriter<&mut dyn Write>) -> SyncResult<()> + Send);
+pub type BodyWriter<'a> =
+    &'a mut (dyn FnMut(&mut FrameWriter<&mut dyn Write>) -> SyncResult<()> + Send);
 
 /// A way to carry one request and its answer: a pipe to `dmv serve --stdio`
 /// (local or through ssh) or an HTTP request.
 pub trait Wire {
-    fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>>;
+    fn exchange<'s>(
+        &'s mut self,
+        verb: Verb,
+        request: &Request,
+        body: Option<BodyWriter<'_>>,
+    ) -> SyncResult<FrameReader<Box<dyn Read + 's>>>;
     /// Whether requests that write may be allowed (an HTTP server refuses
     /// them without a token: not worth an upload it would cut short).
     fn may_write(&self) -> bool {
@@ -42,33 +53,59 @@ pub struct Client {
 fn unexpected(what: &'static str, got: &Response) -> SyncError {
     match got {
         Response::Error { message } => SyncError::Remote(message.clone()),
-        other => SyncError::Protocol(Violation::Unexpected { expected: what, got: Some(format!("{other:?}")) }),
+        other => SyncError::Protocol(Violation::Unexpected {
+            expected: what,
+            got: Some(format!("{other:?}")),
+        }),
     }
 }
 
 fn read_response<R: Read>(frames: &mut FrameReader<R>) -> SyncResult<Response> {
     match frames.expect_frame()? {
         Frame::Message(bytes) => decode_message(&bytes),
-        _ => Err(SyncError::Protocol(Violation::Unexpected { expected: "a response message", got: None })),
+        _ => Err(SyncError::Protocol(Violation::Unexpected {
+            expected: "a response message",
+            got: None,
+        })),
     }
 }
 
 impl Client {
     /// Says hello and checks both sides speak the same protocol.
     pub fn connect(mut wire: Box<dyn Wire>, url: &str) -> SyncResult<Client> {
-        let not_repo = |detail: String| SyncError::NotARepository { url: url.to_string(), detail };
+        let not_repo = |detail: String| SyncError::NotARepository {
+            url: url.to_string(),
+            detail,
+        };
         let response = {
-            let mut frames = wire.exchange(Verb::Hello, &Request::Hello { version: VERSION }, None)?;
+            let mut frames =
+                wire.exchange(Verb::Hello, &Request::Hello { version: VERSION }, None)?;
             read_response(&mut frames)?
         };
         match response {
-            Response::Hello { version, chunking, bare, partial } => {
+            Response::Hello {
+                version,
+                chunking,
+                bare,
+                partial,
+            } => {
                 if version != VERSION {
-                    return Err(SyncError::Version { remote: version, local: VERSION });
+                    return Err(SyncError::Version {
+                        remote: version,
+                        local: VERSION,
+                    });
                 }
-                Ok(Client { wire, url: url.to_string(), chunking, bare, partial })
+                Ok(Client {
+                    wire,
+                    url: url.to_string(),
+                    chunking,
+                    bare,
+                    partial,
+                })
             }
-            Response::Error { message } if message.starts_with("not a dmv repository") => Err(not_repo(message)),
+            Response::Error { message } if message.starts_with("not a dmv repository") => {
+                Err(not_repo(message))
+            }
             other => Err(unexpected("hello", &other)),
         }
     }
@@ -101,13 +138,19 @@ impl Remote for Client {
     }
 
     fn wait_for_refs(&mut self, since: Option<[u8; 32]>) -> SyncResult<Option<[u8; 32]>> {
-        let Some(stall) = self.wire.waits_up_to() else { return Ok(None) };
+        let Some(stall) = self.wire.waits_up_to() else {
+            return Ok(None);
+        };
         // Answered before the wire would take the quiet for a stall.
         let seconds = match since {
             None => 0,
-            Some(_) => (stall.as_secs().saturating_sub(5) as u32).clamp(1, crate::protocol::MAX_WAIT_SECONDS),
+            Some(_) => (stall.as_secs().saturating_sub(5) as u32)
+                .clamp(1, crate::protocol::MAX_WAIT_SECONDS),
         };
-        match self.call(Request::WaitRefs { since: since.unwrap_or([0; 32]), seconds }) {
+        match self.call(Request::WaitRefs {
+            since: since.unwrap_or([0; 32]),
+            seconds,
+        }) {
             Ok(Response::RefsDigest { digest }) => Ok(Some(digest)),
             // A server from before waiting: no such request there.
             Err(SyncError::NotARepository { .. }) => Ok(None),
@@ -120,14 +163,21 @@ impl Remote for Client {
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
         match self.call(Request::ListRefs)? {
             Response::Refs { refs, .. } if refs.len() > crate::protocol::MAX_REFS_PER_ANSWER => {
-                Err(SyncError::Protocol(Violation::TooManyRefs { listed: refs.len(), limit: crate::protocol::MAX_REFS_PER_ANSWER }))
+                Err(SyncError::Protocol(Violation::TooManyRefs {
+                    listed: refs.len(),
+                    limit: crate::protocol::MAX_REFS_PER_ANSWER,
+                }))
             }
             Response::Refs { head, refs } => Ok(RemoteRefs { head, refs }),
             other => Err(unexpected("refs", &other)),
         }
     }
 
-    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
+    fn walk_commits(
+        &mut self,
+        wants: Vec<ObjectId>,
+        haves: Vec<ObjectId>,
+    ) -> SyncResult<Vec<ObjectId>> {
         match self.call(Request::WalkCommits { wants, haves })? {
             Response::Commits { ids } => Ok(ids),
             other => Err(unexpected("commits", &other)),
@@ -137,7 +187,9 @@ impl Remote for Client {
     fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>> {
         let mut out = Vec::with_capacity(ids.len());
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
-            match self.call(Request::Has { ids: batch.to_vec() })? {
+            match self.call(Request::Has {
+                ids: batch.to_vec(),
+            })? {
                 Response::Has { present } if present.len() == batch.len() => out.extend(present),
                 other => return Err(unexpected("has", &other)),
             }
@@ -145,17 +197,36 @@ impl Remote for Client {
         Ok(out)
     }
 
-    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
+    fn get(
+        &mut self,
+        ids: &[ObjectId],
+        chunks: bool,
+        sink: &mut dyn FnMut(Received) -> SyncResult<()>,
+    ) -> SyncResult<()> {
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
-            let mut frames = self.wire.exchange(Verb::Get, &Request::Get { ids: batch.to_vec(), chunks }, None)?;
+            let mut frames = self.wire.exchange(
+                Verb::Get,
+                &Request::Get {
+                    ids: batch.to_vec(),
+                    chunks,
+                },
+                None,
+            )?;
             let mut expected = batch.iter();
             loop {
                 let got = match frames.expect_frame()? {
                     Frame::End => break,
                     Frame::Object(obj) => Received::Object(obj),
                     Frame::ChunkStub { id, raw_len } => Received::ChunkStub { id, raw_len },
-                    Frame::Message(bytes) => return Err(unexpected("objects", &decode_message(&bytes)?)),
-                    Frame::Locations(_) => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: Some("a piece of a location log".into()) })),
+                    Frame::Message(bytes) => {
+                        return Err(unexpected("objects", &decode_message(&bytes)?))
+                    }
+                    Frame::Locations(_) => {
+                        return Err(SyncError::Protocol(Violation::Unexpected {
+                            expected: "an object",
+                            got: Some("a piece of a location log".into()),
+                        }))
+                    }
                 };
                 let id = match &got {
                     Received::Object(o) => o.id,
@@ -183,15 +254,26 @@ impl Remote for Client {
             })?;
             w.end().map_err(lost)
         };
-        let mut frames = self.wire.exchange(Verb::Put, &Request::Put, Some(&mut body))?;
+        let mut frames = self
+            .wire
+            .exchange(Verb::Put, &Request::Put, Some(&mut body))?;
         match read_response(&mut frames)? {
             Response::Stored { objects, bytes } => Ok((objects, bytes)),
             other => Err(unexpected("stored", &other)),
         }
     }
 
-    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()> {
-        match self.call(Request::UpdateRefs { updates, who: who.into(), message: message.into() })? {
+    fn update_refs(
+        &mut self,
+        updates: Vec<WireRefUpdate>,
+        who: &str,
+        message: &str,
+    ) -> SyncResult<()> {
+        match self.call(Request::UpdateRefs {
+            updates,
+            who: who.into(),
+            message: message.into(),
+        })? {
             Response::RefsUpdated => Ok(()),
             Response::Rejected { name, found } => Err(SyncError::Rejected { name, found }),
             other => Err(unexpected("refs updated", &other)),
@@ -206,16 +288,26 @@ impl Remote for Client {
     }
 
     fn get_locations(&mut self, each: &mut LocationPageSink<'_>) -> SyncResult<()> {
-        let mut frames = self.wire.exchange(Verb::GetLocations, &Request::GetLocations, None)?;
+        let mut frames = self
+            .wire
+            .exchange(Verb::GetLocations, &Request::GetLocations, None)?;
         loop {
             match frames.expect_frame()? {
                 Frame::End => return Ok(()),
                 Frame::Locations(piece) => {
-                    let (mut records, names) = LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
+                    let (mut records, names) = LocationLog::read_encoded(&piece)
+                        .map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
                     each(&mut records, names)?;
                 }
-                Frame::Message(bytes) => return Err(unexpected("locations", &decode_message(&bytes)?)),
-                _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
+                Frame::Message(bytes) => {
+                    return Err(unexpected("locations", &decode_message(&bytes)?))
+                }
+                _ => {
+                    return Err(SyncError::Protocol(Violation::Unexpected {
+                        expected: "a piece of a location log",
+                        got: None,
+                    }))
+                }
             }
         }
     }
@@ -228,7 +320,11 @@ impl Remote for Client {
             }
             w.end().map_err(lost)
         };
-        let mut frames = self.wire.exchange(Verb::PutLocations, &Request::PutLocations { from: from.0 }, Some(&mut body))?;
+        let mut frames = self.wire.exchange(
+            Verb::PutLocations,
+            &Request::PutLocations { from: from.0 },
+            Some(&mut body),
+        )?;
         match read_response(&mut frames)? {
             Response::LocationsMerged => Ok(()),
             other => Err(unexpected("locations merged", &other)),
@@ -248,7 +344,10 @@ impl KeepsCopies for Client {
     fn lock_content(&mut self, ids: &[ObjectId], seconds: u64) -> SyncResult<(String, Vec<bool>)> {
         let (mut locks, mut held) = (Vec::new(), Vec::with_capacity(ids.len()));
         for batch in ids.chunks(MAX_IDS_PER_REQUEST) {
-            match self.call(Request::LockContent { ids: batch.to_vec(), seconds })? {
+            match self.call(Request::LockContent {
+                ids: batch.to_vec(),
+                seconds,
+            })? {
                 Response::ContentLocked { lock, held: h } if h.len() == batch.len() => {
                     locks.push(lock);
                     held.extend(h);
@@ -261,7 +360,9 @@ impl KeepsCopies for Client {
 
     fn unlock_content(&mut self, lock: &str) -> SyncResult<()> {
         for lock in lock.split(',').filter(|l| !l.is_empty()) {
-            match self.call(Request::UnlockContent { lock: lock.to_string() })? {
+            match self.call(Request::UnlockContent {
+                lock: lock.to_string(),
+            })? {
                 Response::Unlocked => {}
                 other => return Err(unexpected("unlocked", &other)),
             }
@@ -271,10 +372,16 @@ impl KeepsCopies for Client {
 
     fn drop_content(&mut self, ids: &[ObjectId]) -> SyncResult<(u64, Vec<ObjectId>)> {
         if ids.len() > MAX_IDS_PER_REQUEST {
-            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: MAX_IDS_PER_REQUEST }));
+            return Err(SyncError::Protocol(Violation::TooManyIds {
+                asked: ids.len(),
+                limit: MAX_IDS_PER_REQUEST,
+            }));
         }
         match self.call(Request::DropContent { ids: ids.to_vec() })? {
-            Response::ContentDropped { freed_bytes, locked } => Ok((freed_bytes, locked)),
+            Response::ContentDropped {
+                freed_bytes,
+                locked,
+            } => Ok((freed_bytes, locked)),
             other => Err(unexpected("content dropped", &other)),
         }
     }
@@ -282,11 +389,17 @@ impl KeepsCopies for Client {
 
 impl KeepsPathLocks for Client {
     fn lock_paths(&mut self, paths: &[String], replica: &str, _me: &str) -> SyncResult<PathLocks> {
-        self.call_locks(Request::LockPaths { paths: paths.to_vec(), replica: replica.to_string() })
+        self.call_locks(Request::LockPaths {
+            paths: paths.to_vec(),
+            replica: replica.to_string(),
+        })
     }
 
     fn unlock_paths(&mut self, paths: &[String], force: bool, _me: &str) -> SyncResult<PathLocks> {
-        self.call_locks(Request::UnlockPaths { paths: paths.to_vec(), force })
+        self.call_locks(Request::UnlockPaths {
+            paths: paths.to_vec(),
+            force,
+        })
     }
 
     fn list_locks(&mut self, _me: &str) -> SyncResult<PathLocks> {

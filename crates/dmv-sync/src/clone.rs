@@ -89,7 +89,12 @@ impl ClonePlan {
         let dir = match &options.directory {
             Some(d) => d.clone(),
             None => {
-                let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or("").trim_end_matches(".dmv");
+                let last = url
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(".dmv");
                 if last.is_empty() {
                     return Err(SyncError::NoDirectoryName(url));
                 }
@@ -97,11 +102,17 @@ impl ClonePlan {
             }
         };
         let dmv_dir = dir.join(".dmv");
-        let resuming = std::fs::read_to_string(dmv_dir.join(CLONE_MARKER)).is_ok_and(|m| m.trim() == url);
+        let resuming =
+            std::fs::read_to_string(dmv_dir.join(CLONE_MARKER)).is_ok_and(|m| m.trim() == url);
         if !resuming && dir.exists() {
             // What a clone killed while creating its repository left is not in the way.
-            let entries: Vec<_> = std::fs::read_dir(&dir).map(|d| d.flatten().collect()).unwrap_or_default();
-            if entries.iter().all(|e| Repository::is_init_leftover(&e.file_name())) {
+            let entries: Vec<_> = std::fs::read_dir(&dir)
+                .map(|d| d.flatten().collect())
+                .unwrap_or_default();
+            if entries
+                .iter()
+                .all(|e| Repository::is_init_leftover(&e.file_name()))
+            {
                 for e in entries {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
@@ -116,19 +127,30 @@ impl ClonePlan {
         if resuming {
             spec.cache_dir = Some(remote_cache_dir(&dmv_dir, &url));
         }
-        Ok(ClonePlan { url, dir, resuming, spec, options })
+        Ok(ClonePlan {
+            url,
+            dir,
+            resuming,
+            spec,
+            options,
+        })
     }
 
     /// Runs the clone against `remote` (connected with [`ClonePlan::spec`]).
     pub fn run(self, remote: &mut dyn Remote, progress: &dyn Progress) -> SyncResult<Cloned> {
-        let stopped = |cause: SyncError| SyncError::CloneStopped { url: self.url.clone(), cause: Box::new(cause) };
+        let stopped = |cause: SyncError| SyncError::CloneStopped {
+            url: self.url.clone(),
+            cause: Box::new(cause),
+        };
         let mut repo = match self.resuming {
             true => Repository::open(&self.dir)?,
             false => self.create(remote)?,
         };
         // The working tree is still to fill (a resumed clone may have stopped during its checkout):
         // large files are written while their chunks arrive (a meta clone receives none).
-        let fills_worktree = !repo.config.bare && repo.head_commit()?.is_none() && repo.load_dirstate()?.entries.is_empty();
+        let fills_worktree = !repo.config.bare
+            && repo.head_commit()?.is_none()
+            && repo.load_dirstate()?.entries.is_empty();
         let mut early = match fills_worktree && repo.config.slice != dmv_repo::Slice::Meta {
             true => Some(EarlyCheckout::new(&repo)?),
             false => None,
@@ -148,18 +170,30 @@ impl ClonePlan {
 
         let default_head = branch_ref("main");
         let head_short = fetched.remote_head.as_deref().unwrap_or(&default_head);
-        let head_short = head_short.strip_prefix(BRANCHES).unwrap_or(head_short).to_string();
+        let head_short = head_short
+            .strip_prefix(BRANCHES)
+            .unwrap_or(head_short)
+            .to_string();
         let mut branches = Vec::new();
         for (name, id) in repo.refs.list(&remote_branch_ref("origin", ""))? {
-            let Some(branch) = name.strip_prefix(&remote_branch_ref("origin", "")) else { continue };
+            let Some(branch) = name.strip_prefix(&remote_branch_ref("origin", "")) else {
+                continue;
+            };
             // A bare clone mirrors every branch; a working clone starts with the remote's HEAD branch.
             if self.options.bare || branch == head_short {
-                branches.push(RefUpdate { name: branch_ref(branch), expected: None, new: Some(id) });
+                branches.push(RefUpdate {
+                    name: branch_ref(branch),
+                    expected: None,
+                    new: Some(id),
+                });
             }
         }
         let _wlock = repo.lock_worktree()?;
         repo.set_head(&Head::Branch(branch_ref(&head_short)))?;
-        let head_tip = branches.iter().find(|u| u.name == branch_ref(&head_short)).and_then(|u| u.new);
+        let head_tip = branches
+            .iter()
+            .find(|u| u.name == branch_ref(&head_short))
+            .and_then(|u| u.new);
         let mut written_while_receiving = None;
         // The working tree is written while HEAD is still unborn (so it counts as
         // clean), then the branch is created: a resumed clone whose branch exists
@@ -168,12 +202,19 @@ impl ClonePlan {
             let tree = repo.commit(&tip)?.tree;
             // A clone stopped during its checkout before keeps what is in place and right.
             let mut written = match self.resuming {
-                true => repo.take_over_interrupted_checkout(&tree).map_err(|e| stopped(e.into()))?,
+                true => repo
+                    .take_over_interrupted_checkout(&tree)
+                    .map_err(|e| stopped(e.into()))?,
                 false => Default::default(),
             };
             // Names this file system cannot hold: running the clone again would not help.
             let refused_or_stopped = |e: dmv_repo::RepoError| match e {
-                dmv_repo::RepoError::FoldedNames { .. } | dmv_repo::RepoError::UnfitName { .. } => SyncError::CheckoutRefused { dir: self.dir.clone(), cause: Box::new(e.into()) },
+                dmv_repo::RepoError::FoldedNames { .. } | dmv_repo::RepoError::UnfitName { .. } => {
+                    SyncError::CheckoutRefused {
+                        dir: self.dir.clone(),
+                        cause: Box::new(e.into()),
+                    }
+                }
                 e => stopped(e.into()),
             };
             if let Some(early) = early {
@@ -187,21 +228,46 @@ impl ClonePlan {
             checkout.map_err(refused_or_stopped)?;
         }
         if !branches.is_empty() {
-            repo.update_refs(&branches, &repo.who(), &format!("clone: from {}", self.url)).map_err(|e| stopped(e.into()))?;
+            repo.update_refs(&branches, &repo.who(), &format!("clone: from {}", self.url))
+                .map_err(|e| stopped(e.into()))?;
         }
         let marker = repo.dmv.join(CLONE_MARKER);
-        std::fs::remove_file(&marker).map_err(|e| SyncError::local(format!("cannot clear the clone marker {}", marker.display()), e))?;
+        std::fs::remove_file(&marker).map_err(|e| {
+            SyncError::local(
+                format!("cannot clear the clone marker {}", marker.display()),
+                e,
+            )
+        })?;
         drop(_wlock);
         // As git's clone: the checked-out branch follows origin's.
         if head_tip.is_some() && !self.options.bare {
-            let upstream = dmv_repo::Upstream { remote: "origin".into(), branch: head_short.clone() };
-            repo.update_config(|c| Ok::<_, dmv_repo::RepoError>(c.upstreams.insert(head_short.clone(), upstream))).map_err(|e| stopped(e.into()))?;
+            let upstream = dmv_repo::Upstream {
+                remote: "origin".into(),
+                branch: head_short.clone(),
+            };
+            repo.update_config(|c| {
+                Ok::<_, dmv_repo::RepoError>(c.upstreams.insert(head_short.clone(), upstream))
+            })
+            .map_err(|e| stopped(e.into()))?;
         }
         // The clone is whole but for the data the source lacked: fetched
         // from elsewhere if a remote has it, else named with its holders.
         let tips: Vec<ObjectId> = fetched.updated.iter().map(|u| u.new).collect();
-        get_what_the_source_lacked(&repo, &std::mem::take(&mut fetched.lacking), &tips, progress)?;
-        Ok(Cloned { url: self.url, updated: fetched.updated, stats: fetched.stats, head_branch: head_short, empty: head_tip.is_none(), written_while_receiving, repo })
+        get_what_the_source_lacked(
+            &repo,
+            &std::mem::take(&mut fetched.lacking),
+            &tips,
+            progress,
+        )?;
+        Ok(Cloned {
+            url: self.url,
+            updated: fetched.updated,
+            stats: fetched.stats,
+            head_branch: head_short,
+            empty: head_tip.is_none(),
+            written_while_receiving,
+            repo,
+        })
     }
 
     /// The new repository, with `origin` configured and the marker that
@@ -216,14 +282,16 @@ impl ClonePlan {
             virtual_host_style: self.options.bucket.virtual_host_style,
             ..Default::default()
         };
-        let repo = Repository::init_set_up(&self.dir, remote.chunking(), self.options.bare, |dmv, c| {
-            let marker = dmv.join(CLONE_MARKER);
-            std::fs::write(&marker, format!("{}\n", self.url)).map_err(|e| dmv_repo::RepoError::io(&marker, e))?;
-            c.remotes.insert("origin".into(), origin);
-            c.partial = !self.options.slice.is_full();
-            c.slice = self.options.slice.clone();
-            Ok(())
-        })?;
+        let repo =
+            Repository::init_set_up(&self.dir, remote.chunking(), self.options.bare, |dmv, c| {
+                let marker = dmv.join(CLONE_MARKER);
+                std::fs::write(&marker, format!("{}\n", self.url))
+                    .map_err(|e| dmv_repo::RepoError::io(&marker, e))?;
+                c.remotes.insert("origin".into(), origin);
+                c.partial = !self.options.slice.is_full();
+                c.slice = self.options.slice.clone();
+                Ok(())
+            })?;
         Ok(repo)
     }
 }

@@ -86,10 +86,20 @@ struct Reached {
 /// `unreachable`): one per replica, other than this one. Two names (or URLs)
 /// for the same replica, or one for this replica itself, are one copy, and
 /// a drop must not count it twice. How each answered goes in `book`.
-fn reach_all(repo: &Repository, except: Option<&str>, book: &mut ReachBook, unreachable: &mut Vec<String>) -> SyncResult<Vec<Reached>> {
+fn reach_all(
+    repo: &Repository,
+    except: Option<&str>,
+    book: &mut ReachBook,
+    unreachable: &mut Vec<String>,
+) -> SyncResult<Vec<Reached>> {
     let me = repo.replica_id()?;
     let mut reached: Vec<Reached> = Vec::new();
-    for name in repo.config.remotes.keys().filter(|n| Some(n.as_str()) != except) {
+    for name in repo
+        .config
+        .remotes
+        .keys()
+        .filter(|n| Some(n.as_str()) != except)
+    {
         let spec = match find_remote(repo, name) {
             Ok(remote) => remote.spec,
             Err(e) => {
@@ -97,10 +107,18 @@ fn reach_all(repo: &Repository, except: Option<&str>, book: &mut ReachBook, unre
                 continue;
             }
         };
-        match book.connect(&spec).and_then(|mut remote| Ok((remote_replica(repo, remote.as_mut())?, remote))) {
+        match book
+            .connect(&spec)
+            .and_then(|mut remote| Ok((remote_replica(repo, remote.as_mut())?, remote)))
+        {
             Ok((id, remote)) => {
                 if id != me && reached.iter().all(|r| r.id != id) {
-                    reached.push(Reached { name: name.clone(), url: spec.url, id, remote });
+                    reached.push(Reached {
+                        name: name.clone(),
+                        url: spec.url,
+                        id,
+                        remote,
+                    });
                 }
             }
             Err(e) if e.is_remote_failure() || matches!(e, SyncError::BadUrl { .. }) => {
@@ -122,10 +140,20 @@ fn reach_all(repo: &Repository, except: Option<&str>, book: &mut ReachBook, unre
 /// A phone's command: at 100,000 files it holds the files' names and ids,
 /// and per file version the replicas holding it as small numbers, not a
 /// decoded log nor every answer at once (115 MiB before, 0.65 s).
-pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut dyn FnMut(FileCopies) -> SyncResult<()>) -> SyncResult<Vec<String>> {
+pub fn whereis(
+    repo: &Repository,
+    tree: &ObjectId,
+    specs: &[Vec<u8>],
+    each: &mut dyn FnMut(FileCopies) -> SyncResult<()>,
+) -> SyncResult<Vec<String>> {
     let mut files: Vec<(Box<[u8]>, ObjectId, u64, bool)> = Vec::new();
     repo.each_availability(tree, specs, &mut |f| {
-        files.push((f.path.into_boxed_slice(), f.entry.id, f.entry.size, f.present));
+        files.push((
+            f.path.into_boxed_slice(),
+            f.entry.id,
+            f.entry.size,
+            f.present,
+        ));
         Ok(())
     })?;
     let mut ids: Vec<ObjectId> = files.iter().map(|f| f.1).collect();
@@ -134,7 +162,8 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
     let mut unreachable = Vec::new();
     let mut book = ReachBook::load(repo);
     let reached = reach_all(repo, None, &mut book, &mut unreachable);
-    let answered = reached.and_then(|reached| ask_all(repo, reached, &ids, &mut book, &mut unreachable));
+    let answered =
+        reached.and_then(|reached| ask_all(repo, reached, &ids, &mut book, &mut unreachable));
     book.save();
     // Replicas by number: the few that hold copies, however many files.
     let (reached, mut replicas, live) = answered?;
@@ -151,7 +180,12 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
             false
         })?
         .cards;
-    let urls: BTreeMap<String, String> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u.to_string(), n.clone()))).collect();
+    let urls: BTreeMap<String, String> = repo
+        .config
+        .remotes
+        .iter()
+        .flat_map(|(n, c)| c.urls().map(move |u| (u.to_string(), n.clone())))
+        .collect();
     let known = repo.known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
     let name_of = |id: &ReplicaId| -> Option<String> {
@@ -162,16 +196,27 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
         if let Some(remote) = url.and_then(|u| urls.get(u)) {
             return Some(remote.clone());
         }
-        cards.get(id).map(|(_, c)| c.name.clone()).or_else(|| url.cloned())
+        cards
+            .get(id)
+            .map(|(_, c)| c.name.clone())
+            .or_else(|| url.cloned())
     };
     // What was seen of it, now or last time, where it was reached (or at a URL it publishes).
     let seen_of = |id: &ReplicaId| -> Option<&Seen> {
-        let url = reached.iter().find(|r| r.id == *id).map(|r| &r.url).or_else(|| known.get(id));
+        let url = reached
+            .iter()
+            .find(|r| r.id == *id)
+            .map(|r| &r.url)
+            .or_else(|| known.get(id));
         let published = cards.get(id).into_iter().flat_map(|(_, c)| &c.urls);
         url.into_iter().chain(published).find_map(|u| book.seen(u))
     };
     let card_of = |id: &ReplicaId| cards.get(id).map(|(_, c)| c.clone()).unwrap_or_default();
-    let shown: Vec<(String, Option<String>, Option<&Seen>, ReplicaCard)> = replicas.ids.iter().map(|id| (id.to_string(), name_of(id), seen_of(id), card_of(id))).collect();
+    let shown: Vec<(String, Option<String>, Option<&Seen>, ReplicaCard)> = replicas
+        .ids
+        .iter()
+        .map(|id| (id.to_string(), name_of(id), seen_of(id), card_of(id)))
+        .collect();
     let me_shown = (me.to_string(), Some(repo.replica_name()));
     for (path, id, size, present) in files {
         let at = ids.binary_search(&id).expect("every file's id is listed");
@@ -207,14 +252,23 @@ pub fn whereis(repo: &Repository, tree: &ObjectId, specs: &[Vec<u8>], each: &mut
                 name: name.clone(),
                 here: false,
                 reachable: live.iter().any(|(l, _)| *l == n),
-                class: if card.metered { class.max(Reach::Far) } else { class },
+                class: if card.metered {
+                    class.max(Reach::Far)
+                } else {
+                    class
+                },
                 connect_ms: seen.and_then(|s| s.connect_ms),
                 bytes_per_sec: seen.and_then(|s| s.bytes_per_sec),
                 published: card.urls.clone(),
                 metered: card.metered,
             });
         }
-        each(FileCopies { path: path.into_vec(), id: id.to_hex(), size, copies })?;
+        each(FileCopies {
+            path: path.into_vec(),
+            id: id.to_hex(),
+            size,
+            copies,
+        })?;
     }
     Ok(unreachable)
 }
@@ -233,7 +287,8 @@ fn ask_all(
     let mut replicas = Numbered::default();
     let mut live = Vec::new();
     for r in &mut reached {
-        let asked = exchange_locations(repo, r.remote.as_mut(), false).and_then(|_| r.remote.has(ids));
+        let asked =
+            exchange_locations(repo, r.remote.as_mut(), false).and_then(|_| r.remote.has(ids));
         match asked {
             Ok(answers) => live.push((replicas.number(r.id), answers)),
             Err(e) if e.is_remote_failure() => {
@@ -305,9 +360,14 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         return Err(SyncError::Refused(Refusal::NoCopiesToConfirm));
     }
     if options.from.is_none() && !repo.config.may_drop() {
-        return Err(dmv_repo::RepoError::DropsNotAllowed { path: repo.root.clone() }.into());
+        return Err(dmv_repo::RepoError::DropsNotAllowed {
+            path: repo.root.clone(),
+        }
+        .into());
     }
-    if options.unwanted && (options.from.is_some() || options.rev.is_some() || !options.paths.is_empty()) {
+    if options.unwanted
+        && (options.from.is_some() || options.rev.is_some() || !options.paths.is_empty())
+    {
         return Err(SyncError::Refused(Refusal::UnwantedTakesNoSelection));
     }
     let mut source: Option<Reached> = None;
@@ -317,35 +377,62 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         let id = remote_replica(repo, remote.as_mut())?;
         if id == repo.replica_id()? {
             // Its copy is this one: it would confirm itself.
-            return Err(SyncError::Refused(Refusal::DropFromItself { remote: from.clone() }));
+            return Err(SyncError::Refused(Refusal::DropFromItself {
+                remote: from.clone(),
+            }));
         }
-        source = Some(Reached { name: from.clone(), url: spec.url, id, remote });
+        source = Some(Reached {
+            name: from.clone(),
+            url: spec.url,
+            id,
+            remote,
+        });
     }
     // The files whose data is to go: here, the ones present; on a remote, the ones it has.
     let mut files: Vec<(Vec<u8>, ObjectId)> = Vec::new();
     let mut seen = BTreeSet::new();
     // Each candidate with whether its data is here.
     let listed: Vec<(Vec<u8>, ObjectId, bool)> = if options.unwanted {
-        repo.unwanted_here()?.into_iter().map(|(path, id)| (path, id, true)).collect()
+        repo.unwanted_here()?
+            .into_iter()
+            .map(|(path, id)| (path, id, true))
+            .collect()
     } else {
         let tree = match options.rev {
             Some(rev) => repo.commit(&rev)?.tree,
-            None => repo.head_tree()?.ok_or(SyncError::Refused(Refusal::NoCommits))?,
+            None => repo
+                .head_tree()?
+                .ok_or(SyncError::Refused(Refusal::NoCommits))?,
         };
         let listed = repo.availability(&tree, &options.paths)?;
         if listed.is_empty() && !options.paths.is_empty() {
-            return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(String::from_utf8_lossy(&options.paths[0]).into_owned())));
+            return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(
+                String::from_utf8_lossy(&options.paths[0]).into_owned(),
+            )));
         }
-        listed.into_iter().map(|f| (f.path, f.entry.id, f.present)).collect()
+        listed
+            .into_iter()
+            .map(|f| (f.path, f.entry.id, f.present))
+            .collect()
     };
     let there = match source.as_mut() {
-        Some(s) => s.remote.has(&listed.iter().map(|(_, id, _)| *id).collect::<Vec<_>>())?,
+        Some(s) => s
+            .remote
+            .has(&listed.iter().map(|(_, id, _)| *id).collect::<Vec<_>>())?,
         None => listed.iter().map(|(_, _, present)| *present).collect(),
     };
     // Of the files not all here, what is here (a mount's reads fetched it) goes
     // whatever the copies: this replica holds no copy of them, nor claims one.
-    let pieces: Vec<ObjectId> = listed.iter().filter(|(_, _, present)| source.is_none() && !present).map(|(_, id, _)| *id).collect();
-    let pieces_freed = if repo.config.partial { repo.drop_pieces(&pieces)? } else { 0 };
+    let pieces: Vec<ObjectId> = listed
+        .iter()
+        .filter(|(_, _, present)| source.is_none() && !present)
+        .map(|(_, id, _)| *id)
+        .collect();
+    let pieces_freed = if repo.config.partial {
+        repo.drop_pieces(&pieces)?
+    } else {
+        0
+    };
     for ((path, id, _), there) in listed.into_iter().zip(there) {
         if there && seen.insert(id) {
             files.push((path, id));
@@ -358,14 +445,21 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
             Some(s) => s.remote.copies()?.drop_content(&[])?.0,
             None => pieces_freed,
         };
-        return Ok(Dropped { freed_bytes, ..Dropped::default() });
+        return Ok(Dropped {
+            freed_bytes,
+            ..Dropped::default()
+        });
     }
     let ids: Vec<ObjectId> = files.iter().map(|(_, id)| *id).collect();
     if source.is_none() && !options.force && options.rev.is_none() && !options.unwanted {
         // Uncommitted changes to a file would be lost with it.
         let status = repo.status()?;
-        if let Some(c) = status.unstaged.iter().chain(&status.staged).find(|c| options.paths.is_empty() || options.paths.iter().any(|p| c.path.starts_with(p))) {
-            return Err(SyncError::Refused(Refusal::UncommittedChanges { path: String::from_utf8_lossy(&c.path).into_owned() }));
+        if let Some(c) = status.unstaged.iter().chain(&status.staged).find(|c| {
+            options.paths.is_empty() || options.paths.iter().any(|p| c.path.starts_with(p))
+        }) {
+            return Err(SyncError::Refused(Refusal::UncommittedChanges {
+                path: String::from_utf8_lossy(&c.path).into_owned(),
+            }));
         }
     }
 
@@ -391,10 +485,16 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
             let reached = reach_all(repo, except, &mut book, &mut unreachable);
             book.save();
             for mut r in reached? {
-                if source.as_ref().is_some_and(|s| s.id == r.id) || confirmations.iter().all(|c| *c >= needed) {
+                if source.as_ref().is_some_and(|s| s.id == r.id)
+                    || confirmations.iter().all(|c| *c >= needed)
+                {
                     continue;
                 }
-                match r.remote.copies().and_then(|c| c.lock_content(&ids, LOCK_SECONDS)) {
+                match r
+                    .remote
+                    .copies()
+                    .and_then(|c| c.lock_content(&ids, LOCK_SECONDS))
+                {
                     Ok((lock, held)) => {
                         count(&mut confirmations, &held, &mut confirmed_by, &r.name);
                         locks.push((r.remote, lock));
@@ -403,16 +503,29 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 }
             }
         }
-        let short: Vec<String> =
-            files.iter().zip(&confirmations).filter(|(_, c)| **c < needed).map(|((p, _), c)| format!("{} ({c} of {needed})", String::from_utf8_lossy(p))).collect();
+        let short: Vec<String> = files
+            .iter()
+            .zip(&confirmations)
+            .filter(|(_, c)| **c < needed)
+            .map(|((p, _), c)| format!("{} ({c} of {needed})", String::from_utf8_lossy(p)))
+            .collect();
         if !short.is_empty() && !options.force {
-            Err(SyncError::NotEnoughCopies { needed, files: short, unreachable: unreachable.clone() })
+            Err(SyncError::NotEnoughCopies {
+                needed,
+                files: short,
+                unreachable: unreachable.clone(),
+            })
         } else {
             dmv_repo::store::failpoint("drop-confirmed");
             let elapsed = locking.elapsed();
             match source.as_mut() {
                 // Remotes are locked one after another and each may wait: the first locks may be about to expire.
-                _ if !options.force && !locks_still_hold(elapsed) => Err(SyncError::Refused(Refusal::LocksNearExpiry { took_secs: elapsed.as_secs(), lock_secs: LOCK_SECONDS })),
+                _ if !options.force && !locks_still_hold(elapsed) => {
+                    Err(SyncError::Refused(Refusal::LocksNearExpiry {
+                        took_secs: elapsed.as_secs(),
+                        lock_secs: LOCK_SECONDS,
+                    }))
+                }
                 Some(s) => {
                     // Said before anything goes, as a drop here does: a drop cut
                     // short (killed, the remote lost) leaves "not known to hold
@@ -422,18 +535,32 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                         (_, locked) if !locked.is_empty() => {
                             // Nothing was dropped there: its copies stand.
                             repo.record_locations(&ids, s.id, true)?;
-                            Err(SyncError::CopyLocked { replica: s.name.clone(), count: locked.len() })
+                            Err(SyncError::CopyLocked {
+                                replica: s.name.clone(),
+                                count: locked.len(),
+                            })
                         }
-                        (freed_bytes, _) => Ok(Dropped { files: ids.len(), freed_bytes, files_removed: 0, confirmed_by: confirmed_by.clone() }),
+                        (freed_bytes, _) => Ok(Dropped {
+                            files: ids.len(),
+                            freed_bytes,
+                            files_removed: 0,
+                            confirmed_by: confirmed_by.clone(),
+                        }),
                     }
                 }
                 None => {
                     let done = repo.drop_data(&ids)?;
                     match done.locked.is_empty() {
-                        true => {
-                            Ok(Dropped { files: ids.len(), freed_bytes: done.freed_bytes + pieces_freed, files_removed: done.files_removed, confirmed_by: confirmed_by.clone() })
-                        }
-                        false => Err(SyncError::CopyLocked { replica: "this replica".into(), count: done.locked.len() }),
+                        true => Ok(Dropped {
+                            files: ids.len(),
+                            freed_bytes: done.freed_bytes + pieces_freed,
+                            files_removed: done.files_removed,
+                            confirmed_by: confirmed_by.clone(),
+                        }),
+                        false => Err(SyncError::CopyLocked {
+                            replica: "this replica".into(),
+                            count: done.locked.len(),
+                        }),
                     }
                 }
             }
@@ -481,7 +608,11 @@ pub fn check_copies(repo: &Repository, name: &str) -> SyncResult<CopiesChecked> 
     let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
     // What this replica believed before asking (the remote's own log may know better, and is merged in next).
     let log = repo.locations_where(|r| r.replica == id && wanted.contains(&r.key))?;
-    let said: std::collections::HashSet<ObjectId> = log.iter().filter(|r| r.stamp.present).map(|r| r.key).collect();
+    let said: std::collections::HashSet<ObjectId> = log
+        .iter()
+        .filter(|r| r.stamp.present)
+        .map(|r| r.key)
+        .collect();
     exchange_locations(repo, remote.as_mut(), false)?;
     let there = remote.has(&ids)?;
     let (mut gone, mut found) = (Vec::new(), Vec::new());
@@ -494,8 +625,16 @@ pub fn check_copies(repo: &Repository, name: &str) -> SyncResult<CopiesChecked> 
     }
     repo.record_locations(&gone, id, false)?;
     repo.record_locations(&found, id, true)?;
-    let not_there = gone.iter().map(|g| String::from_utf8_lossy(&versions[g]).into_owned()).collect();
-    Ok(CopiesChecked { remote: name.to_string(), versions: ids.len(), not_there, newly_known: found.len() })
+    let not_there = gone
+        .iter()
+        .map(|g| String::from_utf8_lossy(&versions[g]).into_owned())
+        .collect();
+    Ok(CopiesChecked {
+        remote: name.to_string(),
+        versions: ids.len(),
+        not_there,
+        newly_known: found.len(),
+    })
 }
 
 fn count(confirmations: &mut [usize], held: &[bool], confirmed_by: &mut Vec<String>, name: &str) {
@@ -518,8 +657,12 @@ mod tests {
     #[test]
     fn a_drop_frees_data_only_while_its_locks_hold_by_the_margin() {
         assert!(locks_still_hold(Duration::ZERO));
-        assert!(locks_still_hold(Duration::from_secs(LOCK_SECONDS - LOCK_MARGIN_SECONDS - 1)));
-        assert!(!locks_still_hold(Duration::from_secs(LOCK_SECONDS - LOCK_MARGIN_SECONDS)));
+        assert!(locks_still_hold(Duration::from_secs(
+            LOCK_SECONDS - LOCK_MARGIN_SECONDS - 1
+        )));
+        assert!(!locks_still_hold(Duration::from_secs(
+            LOCK_SECONDS - LOCK_MARGIN_SECONDS
+        )));
         assert!(!locks_still_hold(Duration::from_secs(LOCK_SECONDS)));
     }
 }

@@ -34,7 +34,9 @@ pub enum SyncError {
     #[error("protocol error: {0}")]
     Protocol(Violation),
     /// The remote's `Hello` names another protocol version than this side's.
-    #[error("remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side")]
+    #[error(
+        "remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side"
+    )]
     Version {
         /// The version the remote speaks.
         remote: u32,
@@ -304,7 +306,13 @@ pub(crate) struct GaveUpWaiting {
 
 impl GaveUpWaiting {
     pub(crate) fn io_error(url: &str, after: std::time::Duration) -> std::io::Error {
-        std::io::Error::new(std::io::ErrorKind::TimedOut, GaveUpWaiting { url: url.to_string(), seconds: after.as_secs() })
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            GaveUpWaiting {
+                url: url.to_string(),
+                seconds: after.as_secs(),
+            },
+        )
     }
 }
 
@@ -312,8 +320,14 @@ impl SyncError {
     /// The connection failed part way: [`SyncError::Stalled`] when a wire
     /// gave up waiting, else [`SyncError::Disconnected`] saying how.
     pub(crate) fn connection_lost(e: std::io::Error) -> SyncError {
-        match e.get_ref().and_then(|inner| inner.downcast_ref::<GaveUpWaiting>()) {
-            Some(GaveUpWaiting { url, seconds }) => SyncError::Stalled { url: url.clone(), seconds: *seconds },
+        match e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<GaveUpWaiting>())
+        {
+            Some(GaveUpWaiting { url, seconds }) => SyncError::Stalled {
+                url: url.clone(),
+                seconds: *seconds,
+            },
             None => SyncError::Disconnected(e.to_string()),
         }
     }
@@ -341,7 +355,10 @@ impl SyncError {
 
     /// A local operation that failed with an OS error, said once.
     pub fn local(what: impl Into<String>, cause: std::io::Error) -> SyncError {
-        SyncError::Local { what: what.into(), cause }
+        SyncError::Local {
+            what: what.into(),
+            cause,
+        }
     }
 
     /// The file whose I/O failed, and how, if that is what went wrong.
@@ -349,7 +366,9 @@ impl SyncError {
         match self {
             SyncError::Store(s) => s.failed_file(),
             SyncError::Repo(r) => r.failed_file(),
-            SyncError::CloneStopped { cause, .. } | SyncError::CheckoutRefused { cause, .. } => cause.failed_file(),
+            SyncError::CloneStopped { cause, .. } | SyncError::CheckoutRefused { cause, .. } => {
+                cause.failed_file()
+            }
             _ => None,
         }
     }
@@ -634,13 +653,30 @@ pub enum Refusal {
 /// Where the file system that ran out of space (or of quota) is mounted, if
 /// that is what an error, or one of its causes, says went wrong: the one
 /// fact that tells a person what to do about a failed write.
-pub fn full_file_system<'a>(causes: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<PathBuf> {
-    let full = |io: &std::io::Error| matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded);
+pub fn full_file_system<'a>(
+    causes: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> Option<PathBuf> {
+    let full = |io: &std::io::Error| {
+        matches!(
+            io.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        )
+    };
     let (mut path, mut is_full) = (None, false);
     for cause in causes {
-        let failed = cause.downcast_ref::<StoreError>().and_then(StoreError::failed_file);
-        let failed = failed.or_else(|| cause.downcast_ref::<RepoError>().and_then(RepoError::failed_file));
-        let failed = failed.or_else(|| cause.downcast_ref::<SyncError>().and_then(SyncError::failed_file));
+        let failed = cause
+            .downcast_ref::<StoreError>()
+            .and_then(StoreError::failed_file);
+        let failed = failed.or_else(|| {
+            cause
+                .downcast_ref::<RepoError>()
+                .and_then(RepoError::failed_file)
+        });
+        let failed = failed.or_else(|| {
+            cause
+                .downcast_ref::<SyncError>()
+                .and_then(SyncError::failed_file)
+        });
         if let Some((p, io)) = failed {
             (path, is_full) = (Some(p.to_path_buf()), is_full || full(io));
         } else if let Some(io) = cause.downcast_ref::<std::io::Error>() {
@@ -656,8 +692,14 @@ pub fn full_file_system<'a>(causes: impl Iterator<Item = &'a (dyn std::error::Er
 /// The mount point of the file system holding `path` (or its nearest existing folder).
 fn mount_point(path: &std::path::Path) -> PathBuf {
     use dmv_os::MetadataExt;
-    let mut at = path.ancestors().find(|p| p.exists()).unwrap_or(std::path::Path::new("/")).to_path_buf();
-    let Ok(dev) = std::fs::metadata(&at).map(|m| m.dev()) else { return at };
+    let mut at = path
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(std::path::Path::new("/"))
+        .to_path_buf();
+    let Ok(dev) = std::fs::metadata(&at).map(|m| m.dev()) else {
+        return at;
+    };
     while let Some(parent) = at.parent() {
         if std::fs::metadata(parent).map(|m| m.dev()).ok() != Some(dev) {
             break;
@@ -749,23 +791,48 @@ mod tests {
             Refusal::DropNeedsAdmin,
             Refusal::BreakingLocksNeedsAdmin,
             Refusal::UnknownUser,
-            Refusal::Upload(RepoError::MalformedTree { tree: id, detail: "entry \"..\" is not a valid name or out of order".into() }),
-            Refusal::NotBranchOrTag { name: "refs/notes/x".into() },
-            Refusal::CheckedOutBranch { name: "refs/heads/main".into() },
+            Refusal::Upload(RepoError::MalformedTree {
+                tree: id,
+                detail: "entry \"..\" is not a valid name or out of order".into(),
+            }),
+            Refusal::NotBranchOrTag {
+                name: "refs/notes/x".into(),
+            },
+            Refusal::CheckedOutBranch {
+                name: "refs/heads/main".into(),
+            },
             Refusal::NotACommit { id },
-            Refusal::CommitNotReceived { name: "refs/heads/main".into(), id },
-            Refusal::DataHeldByNeither { count: 1, example: "a.jpg".into() },
+            Refusal::CommitNotReceived {
+                name: "refs/heads/main".into(),
+                id,
+            },
+            Refusal::DataHeldByNeither {
+                count: 1,
+                example: "a.jpg".into(),
+            },
             Refusal::NoCopiesToConfirm,
             Refusal::UnwantedTakesNoSelection,
-            Refusal::DropFromItself { remote: "origin".into() },
+            Refusal::DropFromItself {
+                remote: "origin".into(),
+            },
             Refusal::NoCommits,
-            Refusal::UncommittedChanges { path: "a.jpg".into() },
-            Refusal::LocksNearExpiry { took_secs: 590, lock_secs: 600 },
-            Refusal::NotFastForward { label: "origin/main".into() },
+            Refusal::UncommittedChanges {
+                path: "a.jpg".into(),
+            },
+            Refusal::LocksNearExpiry {
+                took_secs: 590,
+                lock_secs: 600,
+            },
+            Refusal::NotFastForward {
+                label: "origin/main".into(),
+            },
         ];
         for r in refusals {
             let said = r.to_string();
-            assert!(!said.contains("dmv ") && !said.contains('`') && !said.contains('\n'), "{said}");
+            assert!(
+                !said.contains("dmv ") && !said.contains('`') && !said.contains('\n'),
+                "{said}"
+            );
         }
     }
 }

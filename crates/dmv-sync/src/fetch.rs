@@ -50,7 +50,12 @@ pub struct Fetched {
 /// Data the source lacks (a partial replica) is fetched from the other
 /// remotes; what none gives stops the fetch, once the refs have moved, in
 /// one line naming the files and the replicas known to hold them.
-pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Fetched> {
+pub fn fetch(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Fetched> {
     progress.phase(Phase::Receiving);
     let result = fetch_refs(repo, remote, remote_name, progress, None);
     progress.finish();
@@ -61,7 +66,13 @@ pub fn fetch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, prog
 }
 
 /// [`fetch`], with `early` (see [`fetch_objects`]) pointed at the remote's HEAD branch.
-pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress, mut early: Option<&mut EarlyCheckout>) -> SyncResult<Fetched> {
+pub(crate) fn fetch_refs(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    progress: &dyn Progress,
+    mut early: Option<&mut EarlyCheckout>,
+) -> SyncResult<Fetched> {
     let RemoteRefs { head, refs } = remote.list_refs()?;
     if let Some(early) = early.as_deref_mut() {
         let default_head = branch_ref("main");
@@ -83,11 +94,23 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
         if old == Some(*id) || (old.is_some() && name.starts_with(TAGS)) {
             continue;
         }
-        updated.push(FetchedRef { remote_name: name.clone(), local_name, old, new: *id });
+        updated.push(FetchedRef {
+            remote_name: name.clone(),
+            local_name,
+            old,
+            new: *id,
+        });
     }
     let wants: Vec<ObjectId> = updated.iter().map(|c| c.new).collect();
     let objects = fetch_objects(repo, remote, &wants, progress, early, || {
-        let moves: Vec<RefUpdate> = updated.iter().map(|c| RefUpdate { name: c.local_name.clone(), expected: Some(c.old), new: Some(c.new) }).collect();
+        let moves: Vec<RefUpdate> = updated
+            .iter()
+            .map(|c| RefUpdate {
+                name: c.local_name.clone(),
+                expected: Some(c.old),
+                new: Some(c.new),
+            })
+            .collect();
         if !moves.is_empty() {
             repo.update_refs(&moves, &repo.who(), &format!("fetch {remote_name}"))?;
         }
@@ -95,18 +118,32 @@ pub(crate) fn fetch_refs(repo: &Repository, remote: &mut dyn Remote, remote_name
     })?;
     repo.tidy_store();
     share_locations_after_fetch(repo, remote, &objects.files)?;
-    Ok(Fetched { remote_head: head, updated, stats: objects.stats, lacking: objects.lacking, remote_refs: refs.into_iter().map(|(name, _)| name).collect() })
+    Ok(Fetched {
+        remote_head: head,
+        updated,
+        stats: objects.stats,
+        lacking: objects.lacking,
+        remote_refs: refs.into_iter().map(|(name, _)| name).collect(),
+    })
 }
 
 /// `fetch --prune`: removes the remote-tracking branches of `remote_name`
 /// whose branch `fetched` found gone from the remote. Returns their full names.
-pub fn prune_remote_branches(repo: &Repository, remote_name: &str, fetched: &Fetched) -> SyncResult<Vec<String>> {
+pub fn prune_remote_branches(
+    repo: &Repository,
+    remote_name: &str,
+    fetched: &Fetched,
+) -> SyncResult<Vec<String>> {
     let prefix = remote_branch_ref(remote_name, "");
     let mut gone = Vec::new();
     for (local, id) in repo.refs.list(&prefix)? {
         let branch = local.strip_prefix(&prefix).unwrap_or(&local);
         if !fetched.remote_refs.contains(&branch_ref(branch)) {
-            gone.push(RefUpdate { name: local, expected: Some(Some(id)), new: None });
+            gone.push(RefUpdate {
+                name: local,
+                expected: Some(Some(id)),
+                new: None,
+            });
         }
     }
     if !gone.is_empty() {

@@ -127,7 +127,10 @@ pub struct FrameReader<R: Read> {
 impl<R: Read> FrameReader<R> {
     /// Frames read from `input`.
     pub fn new(input: R) -> Self {
-        FrameReader { input, at_end: false }
+        FrameReader {
+            input,
+            at_end: false,
+        }
     }
 
     /// Whether the last frame read was an `End`: a body that ended there
@@ -144,7 +147,11 @@ impl<R: Read> FrameReader<R> {
         while got < 4 {
             match self.input.read(&mut len[got..]) {
                 Ok(0) if got == 0 => return Ok(None),
-                Ok(0) => return Err(SyncError::Disconnected("stream ended inside a frame".into())),
+                Ok(0) => {
+                    return Err(SyncError::Disconnected(
+                        "stream ended inside a frame".into(),
+                    ))
+                }
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(SyncError::connection_lost(e)),
@@ -155,7 +162,9 @@ impl<R: Read> FrameReader<R> {
             return Err(SyncError::Protocol(Violation::FrameLength { len }));
         }
         let ended = |e: io::Error| match SyncError::connection_lost(e) {
-            SyncError::Disconnected(how) => SyncError::Disconnected(format!("stream ended inside a frame: {how}")),
+            SyncError::Disconnected(how) => {
+                SyncError::Disconnected(format!("stream ended inside a frame: {how}"))
+            }
             stalled => stalled,
         };
         let mut frame_type = [0u8; 1];
@@ -166,10 +175,18 @@ impl<R: Read> FrameReader<R> {
             TYPE_CHUNK_STUB => ("chunk stub", 1 + 36),
             TYPE_END => ("end", 1),
             TYPE_LOCATIONS => ("locations", MAX_FRAME),
-            other => return Err(SyncError::Protocol(Violation::UnknownFrame { frame_type: other })),
+            other => {
+                return Err(SyncError::Protocol(Violation::UnknownFrame {
+                    frame_type: other,
+                }))
+            }
         };
         if len > limit {
-            return Err(SyncError::Protocol(Violation::FrameTooLarge { frame: name, len, limit }));
+            return Err(SyncError::Protocol(Violation::FrameTooLarge {
+                frame: name,
+                len,
+                limit,
+            }));
         }
         let mut body = Vec::with_capacity(len.min(READ_STEP));
         body.push(frame_type[0]);
@@ -185,7 +202,8 @@ impl<R: Read> FrameReader<R> {
 
     /// The next frame, which must exist.
     pub fn expect_frame(&mut self) -> SyncResult<Frame> {
-        self.next_frame()?.ok_or_else(|| SyncError::Disconnected("the other side closed the connection".into()))
+        self.next_frame()?
+            .ok_or_else(|| SyncError::Disconnected("the other side closed the connection".into()))
     }
 }
 
@@ -207,14 +225,21 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             let id = ObjectId::from_slice(&body[7..39]).ok_or_else(|| bad("object"))?;
             check_declared_len("object", &id, raw_len)?;
             body.drain(..1 + OBJECT_HEADER_LEN);
-            Ok(Frame::Object(StoredObject { id, kind, compression, raw_len, payload: body }))
+            Ok(Frame::Object(StoredObject {
+                id,
+                kind,
+                compression,
+                raw_len,
+                payload: body,
+            }))
         }
         TYPE_CHUNK_STUB => {
             if body.len() != 1 + 36 {
                 return Err(bad("chunk stub"));
             }
             let id = ObjectId::from_slice(&body[1..33]).ok_or_else(|| bad("chunk stub"))?;
-            let raw_len = u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
+            let raw_len =
+                u32::from_le_bytes(body[33..37].try_into().map_err(|_| bad("chunk stub"))?);
             check_declared_len("chunk", &id, raw_len)?;
             Ok(Frame::ChunkStub { id, raw_len })
         }
@@ -223,7 +248,9 @@ fn parse_frame(mut body: Vec<u8>) -> SyncResult<Frame> {
             body.remove(0);
             Ok(Frame::Locations(body))
         }
-        other => Err(SyncError::Protocol(Violation::UnknownFrame { frame_type: other })),
+        other => Err(SyncError::Protocol(Violation::UnknownFrame {
+            frame_type: other,
+        })),
     }
 }
 
@@ -236,7 +263,11 @@ pub fn decode_message<T: DeserializeOwned>(bytes: &[u8]) -> SyncResult<T> {
 /// An object or chunk frame's declared length, held to the store's rule.
 fn check_declared_len(what: &'static str, id: &ObjectId, len: u32) -> SyncResult<()> {
     if check_object_len(what, len.into()).is_err() {
-        return Err(SyncError::Protocol(Violation::DeclaredTooLarge { what, id: *id, len: len.into() }));
+        return Err(SyncError::Protocol(Violation::DeclaredTooLarge {
+            what,
+            id: *id,
+            len: len.into(),
+        }));
     }
     Ok(())
 }
@@ -259,7 +290,13 @@ mod tests {
 
     #[test]
     fn frames_round_trip() {
-        let obj = StoredObject { id: ObjectId([7; 32]), kind: ObjectKind::Tree, compression: 1, raw_len: 99, payload: vec![1, 2, 3] };
+        let obj = StoredObject {
+            id: ObjectId([7; 32]),
+            kind: ObjectKind::Tree,
+            compression: 1,
+            raw_len: 99,
+            payload: vec![1, 2, 3],
+        };
         let frames = round_trip(|w| {
             w.message(&("hello", 5u32)).unwrap();
             w.object(&obj).unwrap();
@@ -268,10 +305,21 @@ mod tests {
             w.end().unwrap();
         });
         assert_eq!(frames.len(), 5);
-        let Frame::Message(m) = &frames[0] else { panic!("not a message") };
-        assert_eq!(decode_message::<(String, u32)>(m).unwrap(), ("hello".to_string(), 5));
+        let Frame::Message(m) = &frames[0] else {
+            panic!("not a message")
+        };
+        assert_eq!(
+            decode_message::<(String, u32)>(m).unwrap(),
+            ("hello".to_string(), 5)
+        );
         assert_eq!(frames[1], Frame::Object(obj));
-        assert_eq!(frames[2], Frame::ChunkStub { id: ObjectId([9; 32]), raw_len: 12345 });
+        assert_eq!(
+            frames[2],
+            Frame::ChunkStub {
+                id: ObjectId([9; 32]),
+                raw_len: 12345
+            }
+        );
         assert_eq!(frames[3], Frame::Locations(b"a piece".to_vec()));
         assert_eq!(frames[4], Frame::End);
     }
@@ -279,7 +327,9 @@ mod tests {
     #[test]
     fn truncated_stream_is_an_error_not_an_end() {
         let mut buf = Vec::new();
-        FrameWriter::new(&mut buf).chunk_stub(&ObjectId([1; 32]), 5).unwrap();
+        FrameWriter::new(&mut buf)
+            .chunk_stub(&ObjectId([1; 32]), 5)
+            .unwrap();
         for cut in 1..buf.len() {
             let mut r = FrameReader::new(&buf[..cut]);
             assert!(r.next_frame().is_err(), "cut at {cut}");
@@ -335,19 +385,41 @@ mod tests {
     /// declaring 4 GiB of content and a message declaring 64 MiB that never
     /// comes: each a clear error.
     fn refuse_huge_frames() {
-        let err = FrameReader::new(&[0xff, 0xff, 0xff, 0xff, TYPE_MESSAGE][..]).next_frame().unwrap_err().to_string();
+        let err = FrameReader::new(&[0xff, 0xff, 0xff, 0xff, TYPE_MESSAGE][..])
+            .next_frame()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bad frame length 4294967295"), "{err}");
 
         let mut frame = ((MAX_FRAME - 1) as u32).to_le_bytes().to_vec();
         frame.push(TYPE_OBJECT);
-        let err = FrameReader::new(&frame[..]).next_frame().unwrap_err().to_string();
-        assert!(err.contains("object frame of") && err.contains("larger than the largest one"), "{err}");
+        let err = FrameReader::new(&frame[..])
+            .next_frame()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("object frame of") && err.contains("larger than the largest one"),
+            "{err}"
+        );
 
-        let obj = StoredObject { id: ObjectId([3; 32]), kind: ObjectKind::Chunk, compression: 1, raw_len: u32::MAX, payload: vec![0; 100] };
+        let obj = StoredObject {
+            id: ObjectId([3; 32]),
+            kind: ObjectKind::Chunk,
+            compression: 1,
+            raw_len: u32::MAX,
+            payload: vec![0; 100],
+        };
         let mut buf = Vec::new();
         FrameWriter::new(&mut buf).object(&obj).unwrap();
-        let err = FrameReader::new(&buf[..]).next_frame().unwrap_err().to_string();
-        assert!(err.contains("declares a length of 4294967295 bytes") && err.contains("larger than the largest object (32 MiB)"), "{err}");
+        let err = FrameReader::new(&buf[..])
+            .next_frame()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("declares a length of 4294967295 bytes")
+                && err.contains("larger than the largest object (32 MiB)"),
+            "{err}"
+        );
 
         let mut frame = ((MAX_FRAME) as u32).to_le_bytes().to_vec();
         frame.push(TYPE_MESSAGE);
@@ -356,7 +428,9 @@ mod tests {
         assert!(matches!(err, SyncError::Disconnected(_)), "{err}");
 
         let mut stub = Vec::new();
-        FrameWriter::new(&mut stub).chunk_stub(&ObjectId([4; 32]), u32::MAX).unwrap();
+        FrameWriter::new(&mut stub)
+            .chunk_stub(&ObjectId([4; 32]), u32::MAX)
+            .unwrap();
         assert!(FrameReader::new(&stub[..]).next_frame().is_err());
     }
 
@@ -369,7 +443,10 @@ mod tests {
     /// sized by a declared length would abort it.
     #[test]
     fn huge_frames_are_refused_before_allocating() {
-        if !dmv_testkit::in_small_address_space("frame::tests::huge_frames_are_refused_before_allocating", 32 << 20) {
+        if !dmv_testkit::in_small_address_space(
+            "frame::tests::huge_frames_are_refused_before_allocating",
+            32 << 20,
+        ) {
             return;
         }
         assert!(Vec::<u8>::new().try_reserve(MAX_FRAME).is_err());

@@ -37,20 +37,30 @@ struct LastMoved {
 
 impl LastMoved {
     fn now() -> LastMoved {
-        LastMoved { start: Instant::now(), millis: AtomicU64::new(0) }
+        LastMoved {
+            start: Instant::now(),
+            millis: AtomicU64::new(0),
+        }
     }
 
     fn touch(&self) {
-        self.millis.store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.millis
+            .store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     fn idle(&self) -> Duration {
-        self.start.elapsed().saturating_sub(Duration::from_millis(self.millis.load(Ordering::Relaxed)))
+        self.start
+            .elapsed()
+            .saturating_sub(Duration::from_millis(self.millis.load(Ordering::Relaxed)))
     }
 }
 
 /// Runs `work` until it ends, or None once nothing has moved for `after`.
-async fn unless_stalled<T>(work: impl std::future::Future<Output = T>, moved: &LastMoved, after: Duration) -> Option<T> {
+async fn unless_stalled<T>(
+    work: impl std::future::Future<Output = T>,
+    moved: &LastMoved,
+    after: Duration,
+) -> Option<T> {
     let mut work = std::pin::pin!(work);
     loop {
         let idle = moved.idle();
@@ -82,19 +92,29 @@ const MAX_CA_FILE: u64 = 4 << 20;
 
 /// The certificates `DMV_CA_CERT` names (none when it is unset).
 fn extra_roots() -> Result<Vec<CertificateDer<'static>>, String> {
-    let Some(path) = std::env::var_os(CA_CERT_VAR).filter(|p| !p.is_empty()).map(std::path::PathBuf::from) else {
+    let Some(path) = std::env::var_os(CA_CERT_VAR)
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+    else {
         return Ok(Vec::new());
     };
     let place = format!("{CA_CERT_VAR}={}", path.display());
     let mut pem = Vec::new();
-    std::fs::File::open(&path).and_then(|f| f.take(MAX_CA_FILE + 1).read_to_end(&mut pem)).map_err(|e| format!("{place}: {e}"))?;
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_CA_FILE + 1).read_to_end(&mut pem))
+        .map_err(|e| format!("{place}: {e}"))?;
     if pem.len() as u64 > MAX_CA_FILE {
-        return Err(format!("{place}: larger than {MAX_CA_FILE} bytes, not a certificate file"));
+        return Err(format!(
+            "{place}: larger than {MAX_CA_FILE} bytes, not a certificate file"
+        ));
     }
-    let certs =
-        CertificateDer::pem_reader_iter(pem.as_slice()).collect::<Result<Vec<_>, _>>().map_err(|_| format!("{place}: not a PEM certificate: invalid certificate encoding"))?;
+    let certs = CertificateDer::pem_reader_iter(pem.as_slice())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| format!("{place}: not a PEM certificate: invalid certificate encoding"))?;
     if certs.is_empty() {
-        return Err(format!("{place}: no certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)"));
+        return Err(format!(
+            "{place}: no certificate in it (a PEM file with -----BEGIN CERTIFICATE-----)"
+        ));
     }
     Ok(certs)
 }
@@ -112,7 +132,9 @@ fn tls_config() -> Result<rustls::ClientConfig, String> {
         roots.add(cert).map_err(|e| root_cause(&e))?;
     }
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let provider = rustls::crypto::CryptoProvider::get_default().cloned().unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
     let mut tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(rustls::ALL_VERSIONS)
         .map_err(|_| "invalid TLS versions".to_string())?
@@ -137,7 +159,9 @@ async fn error_text(mut response: reqwest::Response) -> String {
     let mut text = Vec::new();
     while text.len() < MAX_ERROR_BODY {
         match response.chunk().await {
-            Ok(Some(piece)) => text.extend_from_slice(&piece[..piece.len().min(MAX_ERROR_BODY - text.len())]),
+            Ok(Some(piece)) => {
+                text.extend_from_slice(&piece[..piece.len().min(MAX_ERROR_BODY - text.len())])
+            }
             _ => break,
         }
     }
@@ -164,8 +188,14 @@ impl BodyPieces<'_> {
         if self.piece.is_empty() {
             return Ok(());
         }
-        let mut piece = Ok(std::mem::replace(&mut self.piece, Vec::with_capacity(BODY_PIECE)).into());
-        let ended = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the request ended before its body was sent");
+        let mut piece =
+            Ok(std::mem::replace(&mut self.piece, Vec::with_capacity(BODY_PIECE)).into());
+        let ended = || {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the request ended before its body was sent",
+            )
+        };
         loop {
             match self.tx.try_send(piece) {
                 Ok(()) => return Ok(()),
@@ -210,7 +240,9 @@ struct ResponseBody<'r> {
 impl Read for ResponseBody<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.piece.is_empty() {
-            match self.runtime.block_on(async { tokio::time::timeout(self.stall_after, self.response.chunk()).await }) {
+            match self.runtime.block_on(async {
+                tokio::time::timeout(self.stall_after, self.response.chunk()).await
+            }) {
                 Ok(Ok(Some(piece))) => self.piece = piece,
                 Ok(Ok(None)) => return Ok(0),
                 Ok(Err(e)) => return Err(std::io::Error::other(root_cause(&e))),
@@ -237,11 +269,29 @@ const CONNECT_WAIT: Duration = Duration::from_secs(15);
 
 impl HttpWire {
     pub fn new(base: &str, token: Option<String>, stall_after: Duration) -> SyncResult<HttpWire> {
-        let setup = |detail: String| SyncError::Unreachable { url: base.to_string(), detail: format!("cannot set up HTTP: {detail}") };
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| setup(e.to_string()))?;
-        let builder = reqwest::Client::builder().connect_timeout(CONNECT_WAIT.min(stall_after)).pool_idle_timeout(POOL_IDLE).user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
-        let client = builder.tls_backend_preconfigured(tls_config().map_err(setup)?).build().map_err(|e| setup(root_cause(&e)))?;
-        Ok(HttpWire { runtime, client, base: base.to_string(), token, stall_after })
+        let setup = |detail: String| SyncError::Unreachable {
+            url: base.to_string(),
+            detail: format!("cannot set up HTTP: {detail}"),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| setup(e.to_string()))?;
+        let builder = reqwest::Client::builder()
+            .connect_timeout(CONNECT_WAIT.min(stall_after))
+            .pool_idle_timeout(POOL_IDLE)
+            .user_agent(concat!("dmv/", env!("CARGO_PKG_VERSION")));
+        let client = builder
+            .tls_backend_preconfigured(tls_config().map_err(setup)?)
+            .build()
+            .map_err(|e| setup(root_cause(&e)))?;
+        Ok(HttpWire {
+            runtime,
+            client,
+            base: base.to_string(),
+            token,
+            stall_after,
+        })
     }
 }
 
@@ -254,9 +304,18 @@ impl Wire for HttpWire {
         Some(self.stall_after)
     }
 
-    fn exchange<'s>(&'s mut self, verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
+    fn exchange<'s>(
+        &'s mut self,
+        verb: Verb,
+        request: &Request,
+        body: Option<BodyWriter<'_>>,
+    ) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
         let url = format!("{}/dmv/{}", self.base, verb.name());
-        let mut req = self.client.post(&url).header("DMV-Protocol", VERSION.to_string()).header("Content-Type", "application/x-dmv-frames");
+        let mut req = self
+            .client
+            .post(&url)
+            .header("DMV-Protocol", VERSION.to_string())
+            .header("Content-Type", "application/x-dmv-frames");
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
@@ -265,8 +324,13 @@ impl Wire for HttpWire {
         let sent = match body {
             None => {
                 let mut buf = Vec::new();
-                FrameWriter::new(&mut buf).message(request).map_err(|e| SyncError::Protocol(Violation::Unencodable { detail: e.to_string() }))?;
-                crate::trace::BYTES_SENT.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                FrameWriter::new(&mut buf).message(request).map_err(|e| {
+                    SyncError::Protocol(Violation::Unencodable {
+                        detail: e.to_string(),
+                    })
+                })?;
+                crate::trace::BYTES_SENT
+                    .fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 runtime.block_on(unless_stalled(req.body(buf).send(), &moved, stall_after))
             }
             Some(body) => {
@@ -278,50 +342,94 @@ impl Wire for HttpWire {
                     let ended = &ended;
                     let on_our_side = moved.clone();
                     let producer = s.spawn(move || -> SyncResult<()> {
-                        let mut out = Counting(BodyPieces { tx, piece: Vec::with_capacity(BODY_PIECE), ended, moved: &on_our_side });
+                        let mut out = Counting(BodyPieces {
+                            tx,
+                            piece: Vec::with_capacity(BODY_PIECE),
+                            ended,
+                            moved: &on_our_side,
+                        });
                         let mut w = FrameWriter::new(&mut out as &mut dyn Write);
-                        w.message(request).map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                        w.message(request)
+                            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
                         body(&mut w)?;
-                        w.flush().map_err(|e| SyncError::Disconnected(e.to_string()))
+                        w.flush()
+                            .map_err(|e| SyncError::Disconnected(e.to_string()))
                     });
                     let taken = moved.clone();
-                    let stream = tokio_stream::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), move |piece| {
-                        taken.touch();
-                        piece
-                    });
-                    let sent = runtime.block_on(unless_stalled(req.body(reqwest::Body::wrap_stream(stream)).send(), &moved, stall_after));
+                    let stream = tokio_stream::StreamExt::map(
+                        tokio_stream::wrappers::ReceiverStream::new(rx),
+                        move |piece| {
+                            taken.touch();
+                            piece
+                        },
+                    );
+                    let sent = runtime.block_on(unless_stalled(
+                        req.body(reqwest::Body::wrap_stream(stream)).send(),
+                        &moved,
+                        stall_after,
+                    ));
                     ended.store(true, Ordering::Release);
                     (sent, producer.join())
                 });
                 match produced {
                     Ok(Ok(())) => {}
                     // A local failure (say a damaged object) matters more than what it did to the request.
-                    Ok(Err(e @ (SyncError::Store(_) | SyncError::Repo(_) | SyncError::Local { .. }))) => return Err(e),
+                    Ok(Err(
+                        e @ (SyncError::Store(_) | SyncError::Repo(_) | SyncError::Local { .. }),
+                    )) => return Err(e),
                     Ok(Err(_)) => {}
-                    Err(_) => return Err(SyncError::Disconnected("the upload thread panicked".into())),
+                    Err(_) => {
+                        return Err(SyncError::Disconnected("the upload thread panicked".into()))
+                    }
                 }
                 sent
             }
         };
-        let stalled = || SyncError::Stalled { url: self.base.clone(), seconds: stall_after.as_secs() };
+        let stalled = || SyncError::Stalled {
+            url: self.base.clone(),
+            seconds: stall_after.as_secs(),
+        };
         let response = sent.ok_or_else(stalled)?.map_err(|e| {
             if e.is_connect() {
-                SyncError::Unreachable { url: self.base.clone(), detail: connect_detail(&e) }
+                SyncError::Unreachable {
+                    url: self.base.clone(),
+                    detail: connect_detail(&e),
+                }
             } else {
                 SyncError::Disconnected(root_cause(&e))
             }
         })?;
         let status = response.status();
         if !status.is_success() {
-            let text = runtime.block_on(async { tokio::time::timeout(stall_after, error_text(response)).await }).map_err(|_| stalled())?;
+            let text = runtime
+                .block_on(async { tokio::time::timeout(stall_after, error_text(response)).await })
+                .map_err(|_| stalled())?;
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
-                401 => SyncError::TokenRefused { url: self.base.clone(), detail: text },
-                403 => SyncError::Auth { url: self.base.clone(), detail: text },
-                404 => SyncError::NotARepository { url: self.base.clone(), detail: text },
+                401 => SyncError::TokenRefused {
+                    url: self.base.clone(),
+                    detail: text,
+                },
+                403 => SyncError::Auth {
+                    url: self.base.clone(),
+                    detail: text,
+                },
+                404 => SyncError::NotARepository {
+                    url: self.base.clone(),
+                    detail: text,
+                },
                 _ => SyncError::Remote(format!("HTTP {status}: {text}")),
             });
         }
-        Ok(FrameReader::new(Box::new(BufReader::with_capacity(1 << 20, Counting(ResponseBody { url: &self.base, runtime, response, piece: bytes::Bytes::new(), stall_after })))))
+        Ok(FrameReader::new(Box::new(BufReader::with_capacity(
+            1 << 20,
+            Counting(ResponseBody {
+                url: &self.base,
+                runtime,
+                response,
+                piece: bytes::Bytes::new(),
+                stall_after,
+            }),
+        ))))
     }
 }

@@ -22,9 +22,19 @@ pub struct InProcessWire {
 impl InProcessWire {
     pub fn open(path: &Path, url: &str) -> SyncResult<InProcessWire> {
         match Repository::open(path) {
-            Ok(repo) => Ok(InProcessWire { repo: Arc::new(repo) }),
-            Err(RepoError::NotARepository(_) | RepoError::Io { .. }) => Err(SyncError::NotARepository { url: url.to_string(), detail: "not a dmv repository".into() }),
-            Err(other) => Err(SyncError::NotARepository { url: url.to_string(), detail: format!("not a dmv repository: {other}") }),
+            Ok(repo) => Ok(InProcessWire {
+                repo: Arc::new(repo),
+            }),
+            Err(RepoError::NotARepository(_) | RepoError::Io { .. }) => {
+                Err(SyncError::NotARepository {
+                    url: url.to_string(),
+                    detail: "not a dmv repository".into(),
+                })
+            }
+            Err(other) => Err(SyncError::NotARepository {
+                url: url.to_string(),
+                detail: format!("not a dmv repository: {other}"),
+            }),
         }
     }
 }
@@ -34,7 +44,12 @@ fn lost(e: std::io::Error) -> SyncError {
 }
 
 impl Wire for InProcessWire {
-    fn exchange<'s>(&'s mut self, _verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
+    fn exchange<'s>(
+        &'s mut self,
+        _verb: Verb,
+        request: &Request,
+        body: Option<BodyWriter<'_>>,
+    ) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
         let (request_in, request_out) = std::io::pipe().map_err(lost)?;
         let (response_in, response_out) = std::io::pipe().map_err(lost)?;
         let repo = self.repo.clone();
@@ -54,6 +69,9 @@ impl Wire for InProcessWire {
             body(&mut frames)?;
             frames.flush().map_err(lost)?;
         }
-        Ok(FrameReader::new(Box::new(BufReader::with_capacity(PIPE_BUFFER, response_in))))
+        Ok(FrameReader::new(Box::new(BufReader::with_capacity(
+            PIPE_BUFFER,
+            response_in,
+        ))))
     }
 }

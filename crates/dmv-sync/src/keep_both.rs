@@ -32,13 +32,19 @@ const UNDER_WAY: &str = "WATCH_MERGING";
 /// both versions of every conflicted file and committing the merge, then
 /// syncing again. A merge in progress that the user started is not
 /// touched: the sync fails as `dmv sync` would.
-pub fn sync_keeping_both(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedKeepingBoth> {
+pub fn sync_keeping_both(
+    repo: &Repository,
+    progress: &dyn Progress,
+) -> SyncResult<SyncedKeepingBoth> {
     let mut done = SyncedKeepingBoth::default();
     let under_way = repo.dmv.join(UNDER_WAY);
     if under_way.exists() && repo.merge_state()?.is_some() {
         settle(repo, &mut done)?;
     }
-    let mark = || std::fs::write(&under_way, b"").map_err(|e| SyncError::local(format!("cannot write {}", under_way.display()), e));
+    let mark = || {
+        std::fs::write(&under_way, b"")
+            .map_err(|e| SyncError::local(format!("cannot write {}", under_way.display()), e))
+    };
     for _ in 0..MAX_PASSES {
         mark()?;
         let synced = sync_all(repo, progress)?;
@@ -55,7 +61,9 @@ pub fn sync_keeping_both(repo: &Repository, progress: &dyn Progress) -> SyncResu
 
 /// Keeps both versions of every conflict of the merge in progress and commits it.
 fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
-    let Some(merge) = repo.merge_state()? else { return Ok(()) };
+    let Some(merge) = repo.merge_state()? else {
+        return Ok(());
+    };
     // Killed while writing the working tree: resolving would refuse it (and
     // every later sync with it); the pass's `sync_all` undoes and redoes it.
     if merge.phase == MergePhase::Applying {
@@ -67,7 +75,10 @@ fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
         false => repo.resolve_conflicts(&[Vec::new()], Resolution::Both)?,
     };
     let label = merge.label;
-    repo.commit_staged(&format!("Merge {label}, keeping both versions of {} changed on two replicas", files(kept.len())))?;
+    repo.commit_staged(&format!(
+        "Merge {label}, keeping both versions of {} changed on two replicas",
+        files(kept.len())
+    ))?;
     repo.note_kept_both(&kept)?;
     done.kept_both.extend(kept);
     Ok(())

@@ -73,7 +73,9 @@ pub use address_book::{check_publishable, publish, set_metered, unpublish};
 pub use bucket_remote::BucketRemote;
 pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
-pub use copies::{check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies};
+pub use copies::{
+    check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies,
+};
 pub use dmv_bucket::BucketOptions;
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
@@ -83,21 +85,30 @@ pub use keep_both::{sync_keeping_both, SyncedKeepingBoth};
 pub use locations::{exchange_locations, remote_replica};
 pub use memory_remote::{MemoryRemote, Traffic};
 pub use named_remotes::{
-    add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source, remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
+    add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source,
+    remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
 };
 pub use news::{moved_since_last_sync, NewsListener};
 pub use objects::TransferStats;
-pub use partial::{fetch_versions, get, resolve_conflicts, restore, set_slice, write_file_at, GetOptions, Got, SliceChanged};
+pub use partial::{
+    fetch_versions, get, resolve_conflicts, restore, set_slice, write_file_at, GetOptions, Got,
+    SliceChanged,
+};
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
 pub use peers::{merge_offers, offer, offer_name, pending_offers};
 pub use pieces::PieceFetcher;
-pub use pull::{fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull, pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll};
+pub use pull::{
+    fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull,
+    pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll,
+};
 pub use push::{current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;
 pub use relay::handle_relayed;
-pub use remote::{KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs};
+pub use remote::{
+    KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs,
+};
 pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use repair::{repair, Repaired};
 pub use send::{send_objects, PushRef};

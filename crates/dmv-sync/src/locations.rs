@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{now_ns, LocationNews, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp};
+use dmv_repo::{
+    now_ns, LocationNews, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp,
+};
 
 use crate::remote::Remote;
 use crate::{SyncError, SyncResult, Violation};
@@ -21,15 +23,32 @@ pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<
 /// them), and this replica too when `here` (those it still holds: a drop
 /// here may have freed some meanwhile).
 /// `files` is left sorted, each once.
-pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &mut Vec<ObjectId>, here: bool) -> SyncResult<()> {
+pub(crate) fn record_transfer(
+    repo: &Repository,
+    remote: ReplicaId,
+    files: &mut Vec<ObjectId>,
+    here: bool,
+) -> SyncResult<()> {
     if files.is_empty() {
         return Ok(());
     }
     files.sort_unstable();
     files.dedup();
     if remote != repo.replica_id()? {
-        let stamp = Stamp { time_ns: now_ns(), present: true };
-        repo.note_locations(files.iter().map(|key| LocationRecord { key: *key, replica: remote, stamp }).collect())?;
+        let stamp = Stamp {
+            time_ns: now_ns(),
+            present: true,
+        };
+        repo.note_locations(
+            files
+                .iter()
+                .map(|key| LocationRecord {
+                    key: *key,
+                    replica: remote,
+                    stamp,
+                })
+                .collect(),
+        )?;
     }
     if here {
         repo.record_held_here(files)?;
@@ -40,17 +59,30 @@ pub(crate) fn record_transfer(repo: &Repository, remote: ReplicaId, files: &mut 
 /// The replicas the location log says hold each of `ids` (other than this
 /// one), by the name of the remote that reaches them here, else the name
 /// they gave themselves, else their id. Ids no one is known to hold are left out.
-pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BTreeMap<ObjectId, Vec<String>>> {
+pub(crate) fn holder_names(
+    repo: &Repository,
+    ids: &[ObjectId],
+) -> SyncResult<BTreeMap<ObjectId, Vec<String>>> {
     let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
     let log = repo.locations_where(|r| wanted.contains(&r.key) && r.stamp.present)?;
     let me = repo.replica_id()?;
-    let remotes: BTreeMap<&str, &str> = repo.config.remotes.iter().flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str()))).collect();
+    let remotes: BTreeMap<&str, &str> = repo
+        .config
+        .remotes
+        .iter()
+        .flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str())))
+        .collect();
     let known = repo.known_replicas()?;
     let name_of = |id: &ReplicaId| -> String {
         let url = known.get(id);
         let name = match url.and_then(|u| remotes.get(u.as_str())) {
             Some(remote) => remote.to_string(),
-            None => log.cards.get(id).map(|(_, c)| c.name.clone()).or_else(|| url.cloned()).unwrap_or_else(|| id.to_string()),
+            None => log
+                .cards
+                .get(id)
+                .map(|(_, c)| c.name.clone())
+                .or_else(|| url.cloned())
+                .unwrap_or_else(|| id.to_string()),
         };
         match log.cards.get(id).is_some_and(|(_, c)| c.metered) {
             true => format!("{name} (metered)"),
@@ -66,7 +98,11 @@ pub(crate) fn holder_names(repo: &Repository, ids: &[ObjectId]) -> SyncResult<BT
 
 /// Takes in the remote's location log, and with `send_back` gives it ours
 /// (everything both know). Returns how many records changed here.
-pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
+pub fn exchange_locations(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    send_back: bool,
+) -> SyncResult<usize> {
     let (changed, _) = take_locations(repo, remote)?;
     if send_back {
         remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
@@ -78,14 +114,21 @@ pub fn exchange_locations(repo: &Repository, remote: &mut dyn Remote, send_back:
 /// what this log knows that the remote's did not. None of the latter when
 /// the log came as several runs (a bucket's, one per replica): what the
 /// whole lacks is not known from one of them.
-fn take_locations(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<(usize, Option<LocationNews>)> {
+fn take_locations(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+) -> SyncResult<(usize, Option<LocationNews>)> {
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     let mut runs = 1;
     remote.get_locations(&mut |records, names| {
         let mut records = records.peekable();
         // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
-        if records.peek().zip(run.last).is_some_and(|(first, last)| first.order() <= last) {
+        if records
+            .peek()
+            .zip(run.last)
+            .is_some_and(|(first, last)| first.order() <= last)
+        {
             changed += std::mem::replace(&mut run, LocationRun::new(repo)?).merge(repo)?;
             runs += 1;
         }
@@ -108,7 +151,11 @@ pub(crate) fn takes_logs_lazily(repo: &Repository) -> bool {
 /// The exchange a push or offer ends with: [`exchange_locations`],
 /// except that a replica taking logs lazily only gives its own (when
 /// `send_back`), and takes nothing.
-pub(crate) fn share_locations(repo: &Repository, remote: &mut dyn Remote, send_back: bool) -> SyncResult<usize> {
+pub(crate) fn share_locations(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    send_back: bool,
+) -> SyncResult<usize> {
     if !takes_logs_lazily(repo) {
         return exchange_locations(repo, remote, send_back);
     }
@@ -125,7 +172,11 @@ pub(crate) fn share_locations(repo: &Repository, remote: &mut dyn Remote, send_b
 /// not learn otherwise until a push). The giving is best effort: a
 /// caller that may only read is refused, and the data here is whole
 /// either way. The last request of a fetch, so a refusal spoils nothing.
-pub(crate) fn share_locations_after_fetch(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]) -> SyncResult<usize> {
+pub(crate) fn share_locations_after_fetch(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    files: &[ObjectId],
+) -> SyncResult<usize> {
     if takes_logs_lazily(repo) {
         tell_of_new_copies(repo, remote, files);
         return Ok(0);
@@ -139,9 +190,16 @@ pub(crate) fn share_locations_after_fetch(repo: &Repository, remote: &mut dyn Re
     let pages = match news.overflowed {
         true => repo.location_pages(),
         false => {
-            let stamp = Stamp { time_ns: now_ns(), present: true };
+            let stamp = Stamp {
+                time_ns: now_ns(),
+                present: true,
+            };
             let mut records = news.records;
-            records.extend(files.iter().map(|key| LocationRecord { key: *key, replica: me, stamp }));
+            records.extend(files.iter().map(|key| LocationRecord {
+                key: *key,
+                replica: me,
+                stamp,
+            }));
             if records.is_empty() {
                 return Ok(changed);
             }
@@ -176,8 +234,18 @@ fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]
         return;
     }
     let Ok(me) = repo.replica_id() else { return };
-    let stamp = Stamp { time_ns: now_ns(), present };
-    let records = files.iter().map(|key| LocationRecord { key: *key, replica: me, stamp }).collect();
+    let stamp = Stamp {
+        time_ns: now_ns(),
+        present,
+    };
+    let records = files
+        .iter()
+        .map(|key| LocationRecord {
+            key: *key,
+            replica: me,
+            stamp,
+        })
+        .collect();
     if let Ok(pages) = repo.location_pages_of(records) {
         let _ = remote.put_locations(me, pages);
     }
@@ -193,11 +261,19 @@ pub(crate) struct LocationRun {
 
 impl LocationRun {
     pub(crate) fn new(repo: &Repository) -> SyncResult<LocationRun> {
-        Ok(LocationRun { spool: LocationSpool::new(repo)?, cards: BTreeMap::new(), last: None })
+        Ok(LocationRun {
+            spool: LocationSpool::new(repo)?,
+            cards: BTreeMap::new(),
+            last: None,
+        })
     }
 
     /// Refuses a record that does not follow the last one: the merge reads the run as sorted.
-    pub(crate) fn add(&mut self, records: &mut dyn Iterator<Item = LocationRecord>, cards: ReplicaCards) -> SyncResult<()> {
+    pub(crate) fn add(
+        &mut self,
+        records: &mut dyn Iterator<Item = LocationRecord>,
+        cards: ReplicaCards,
+    ) -> SyncResult<()> {
         for record in records {
             if self.last.is_some_and(|last| record.order() <= last) {
                 return Err(SyncError::Protocol(Violation::LocationsOutOfOrder));

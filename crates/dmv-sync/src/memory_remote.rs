@@ -85,8 +85,16 @@ impl MemoryRemote {
 
     /// A commit's parents, an annotated tag's commit.
     fn history_behind(&self, id: &ObjectId) -> SyncResult<Vec<ObjectId>> {
-        let obj = self.objects.get(id).ok_or_else(|| SyncError::MissingObject { url: self.url.clone(), id: *id })?;
-        let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: *id, detail }))?;
+        let obj = self
+            .objects
+            .get(id)
+            .ok_or_else(|| SyncError::MissingObject {
+                url: self.url.clone(),
+                id: *id,
+            })?;
+        let content = obj
+            .content()
+            .map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: *id, detail }))?;
         Ok(match obj.kind {
             ObjectKind::Tag => vec![decode::<Tag>(id, obj.kind, &content)?.target],
             _ => decode::<Commit>(id, ObjectKind::Commit, &content)?.parents,
@@ -120,11 +128,22 @@ impl Remote for MemoryRemote {
     }
 
     fn list_refs(&mut self) -> SyncResult<RemoteRefs> {
-        Ok(RemoteRefs { head: self.head.clone(), refs: self.refs.iter().map(|(n, id)| (n.clone(), *id)).collect() })
+        Ok(RemoteRefs {
+            head: self.head.clone(),
+            refs: self.refs.iter().map(|(n, id)| (n.clone(), *id)).collect(),
+        })
     }
 
-    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>> {
-        let known = self.ancestors(haves.into_iter().filter(|h| self.objects.get(h).is_some_and(|o| matches!(o.kind, ObjectKind::Commit | ObjectKind::Tag))))?;
+    fn walk_commits(
+        &mut self,
+        wants: Vec<ObjectId>,
+        haves: Vec<ObjectId>,
+    ) -> SyncResult<Vec<ObjectId>> {
+        let known = self.ancestors(haves.into_iter().filter(|h| {
+            self.objects
+                .get(h)
+                .is_some_and(|o| matches!(o.kind, ObjectKind::Commit | ObjectKind::Tag))
+        }))?;
         let wanted = self.ancestors(wants.into_iter())?;
         Ok(wanted.difference(&known).copied().collect())
     }
@@ -134,16 +153,35 @@ impl Remote for MemoryRemote {
         Ok(ids.iter().map(|id| self.objects.contains_key(id)).collect())
     }
 
-    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()> {
+    fn get(
+        &mut self,
+        ids: &[ObjectId],
+        chunks: bool,
+        sink: &mut dyn FnMut(Received) -> SyncResult<()>,
+    ) -> SyncResult<()> {
         self.traffic.get_calls += 1;
         for id in ids {
-            let obj = self.objects.get(id).ok_or_else(|| SyncError::MissingObject { url: self.url.clone(), id: *id })?;
+            let obj = self
+                .objects
+                .get(id)
+                .ok_or_else(|| SyncError::MissingObject {
+                    url: self.url.clone(),
+                    id: *id,
+                })?;
             if !chunks && obj.kind == ObjectKind::Chunk {
-                sink(Received::ChunkStub { id: *id, raw_len: obj.raw_len })?;
+                sink(Received::ChunkStub {
+                    id: *id,
+                    raw_len: obj.raw_len,
+                })?;
                 continue;
             }
-            if self.cut_after.is_some_and(|n| self.traffic.objects_sent >= n) {
-                return Err(SyncError::Disconnected("the memory remote cut the connection".into()));
+            if self
+                .cut_after
+                .is_some_and(|n| self.traffic.objects_sent >= n)
+            {
+                return Err(SyncError::Disconnected(
+                    "the memory remote cut the connection".into(),
+                ));
             }
             self.traffic.objects_sent += 1;
             sink(Received::Object(obj.clone()))?;
@@ -159,10 +197,15 @@ impl Remote for MemoryRemote {
         objects(&mut |obj: &StoredObject| {
             traffic.objects_received += 1;
             sent.add(obj.payload.len() as u64);
-            let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
+            let content = obj.content().map_err(|detail| {
+                SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail })
+            })?;
             for child in children(&obj.id, obj.kind, &content)? {
                 if !store.contains_key(&child) {
-                    return Err(SyncError::Protocol(Violation::ArrivedBefore { id: obj.id, child }));
+                    return Err(SyncError::Protocol(Violation::ArrivedBefore {
+                        id: obj.id,
+                        child,
+                    }));
                 }
             }
             if store.insert(obj.id, obj.clone()).is_none() {
@@ -175,15 +218,30 @@ impl Remote for MemoryRemote {
         Ok((stored, bytes))
     }
 
-    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, _who: &str, _message: &str) -> SyncResult<()> {
+    fn update_refs(
+        &mut self,
+        updates: Vec<WireRefUpdate>,
+        _who: &str,
+        _message: &str,
+    ) -> SyncResult<()> {
         for u in &updates {
             dmv_repo::validate_ref_name(&u.name)?;
             if self.refs.get(&u.name).copied() != u.old {
-                return Err(SyncError::Rejected { name: u.name.clone(), found: self.refs.get(&u.name).copied() });
+                return Err(SyncError::Rejected {
+                    name: u.name.clone(),
+                    found: self.refs.get(&u.name).copied(),
+                });
             }
             if let Some(new) = u.new {
-                if !self.objects.get(&new).is_some_and(|o| crate::objects::ref_may_hold(&u.name, o.kind)) {
-                    return Err(SyncError::Remote(format!("cannot set {} to {new}: the commit was not received", u.name)));
+                if !self
+                    .objects
+                    .get(&new)
+                    .is_some_and(|o| crate::objects::ref_may_hold(&u.name, o.kind))
+                {
+                    return Err(SyncError::Remote(format!(
+                        "cannot set {} to {new}: the commit was not received",
+                        u.name
+                    )));
                 }
             }
         }

@@ -20,18 +20,37 @@ use crate::remote_spec::LocalServer;
 /// every few seconds would hold a watcher's commits back; the timed sync
 /// tries it.
 pub fn moved_since_last_sync(repo: &Repository, branch: &str) -> Vec<String> {
-    let mut moved: Vec<String> = pending_offers(repo, branch).unwrap_or_default().into_iter().map(|(name, _)| name).collect();
+    let mut moved: Vec<String> = pending_offers(repo, branch)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     let book = ReachBook::load(repo);
     for name in repo.config.remotes.keys() {
-        let Ok(mut remote) = find_remote(repo, name) else { continue };
+        let Ok(mut remote) = find_remote(repo, name) else {
+            continue;
+        };
         if book.class(&remote.spec.url) == Reach::Unreachable {
             continue;
         }
         // A path remote is read by a thread of this process, not a child: this runs every few seconds.
         remote.spec.local_server = LocalServer::InProcess;
-        let Ok(listed) = remote.connect_from(repo).and_then(|mut connection| connection.list_refs()) else { continue };
-        let there = listed.refs.iter().find(|(r, _)| *r == branch_ref(branch)).map(|(_, id)| *id);
-        let seen = repo.refs.get(&remote_branch_ref(name, branch)).ok().flatten();
+        let Ok(listed) = remote
+            .connect_from(repo)
+            .and_then(|mut connection| connection.list_refs())
+        else {
+            continue;
+        };
+        let there = listed
+            .refs
+            .iter()
+            .find(|(r, _)| *r == branch_ref(branch))
+            .map(|(_, id)| *id);
+        let seen = repo
+            .refs
+            .get(&remote_branch_ref(name, branch))
+            .ok()
+            .flatten();
         if there.is_some() && there != seen {
             moved.push(name.clone());
         }
@@ -57,17 +76,24 @@ impl NewsListener {
     pub fn connect(repo: &Repository, name: &str) -> crate::SyncResult<Option<NewsListener>> {
         let found = find_remote(repo, name)?;
         // Only a server over HTTP can hold a request open: the others are not even connected to.
-        if !matches!(found.spec.transport, crate::remote_spec::Transport::Http { .. }) {
+        if !matches!(
+            found.spec.transport,
+            crate::remote_spec::Transport::Http { .. }
+        ) {
             return Ok(None);
         }
         let mut remote = found.connect_from(repo)?;
-        Ok(remote.wait_for_refs(None)?.map(|seen| NewsListener { remote, seen }))
+        Ok(remote
+            .wait_for_refs(None)?
+            .map(|seen| NewsListener { remote, seen }))
     }
 
     /// Waits until the remote's refs change or the wait runs out: whether
     /// they changed since the last answer (this replica's own push too).
     pub fn wait(&mut self) -> crate::SyncResult<bool> {
-        let Some(now) = self.remote.wait_for_refs(Some(self.seen))? else { return Ok(false) };
+        let Some(now) = self.remote.wait_for_refs(Some(self.seen))? else {
+            return Ok(false);
+        };
         let changed = now != self.seen;
         self.seen = now;
         Ok(changed)

@@ -37,25 +37,55 @@ pub(crate) struct Edge {
 }
 
 pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResult<Vec<Edge>> {
-    let other = |id: ObjectId, size: u64| Edge { id, chunk: false, size, entry: None };
+    let other = |id: ObjectId, size: u64| Edge {
+        id,
+        chunk: false,
+        size,
+        entry: None,
+    };
     Ok(match kind {
         ObjectKind::Chunk => Vec::new(),
         ObjectKind::Commit => {
             let c: dmv_repo::store::object::Commit = decode(id, kind, content)?;
-            std::iter::once(c.tree).chain(c.parents).map(|p| other(p, 0)).collect()
+            std::iter::once(c.tree)
+                .chain(c.parents)
+                .map(|p| other(p, 0))
+                .collect()
         }
-        ObjectKind::Tag => vec![other(decode::<dmv_repo::store::object::Tag>(id, kind, content)?.target, 0)],
+        ObjectKind::Tag => vec![other(
+            decode::<dmv_repo::store::object::Tag>(id, kind, content)?.target,
+            0,
+        )],
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
             TreeNode::Leaf(entries) => {
                 // Refused on arrival, before it is stored or any ref moves (checkouts refuse it too).
-                dmv_repo::tree::check_entries(id, None, &entries).map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
-                entries.into_iter().map(|e| Edge { id: e.id, chunk: e.kind == EntryKind::Symlink, size: e.size, entry: Some((e.name, e.kind)) }).collect()
+                dmv_repo::tree::check_entries(id, None, &entries)
+                    .map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
+                entries
+                    .into_iter()
+                    .map(|e| Edge {
+                        id: e.id,
+                        chunk: e.kind == EntryKind::Symlink,
+                        size: e.size,
+                        entry: Some((e.name, e.kind)),
+                    })
+                    .collect()
             }
-            TreeNode::Inner { children, .. } => children.into_iter().map(|c| other(c.id, c.size)).collect(),
+            TreeNode::Inner { children, .. } => {
+                children.into_iter().map(|c| other(c.id, c.size)).collect()
+            }
         },
         ObjectKind::FileNode => {
             let node: FileNode = decode(id, kind, content)?;
-            node.entries.into_iter().map(|e| Edge { id: e.id, chunk: node.level == 0, size: e.size, entry: None }).collect()
+            node.entries
+                .into_iter()
+                .map(|e| Edge {
+                    id: e.id,
+                    chunk: node.level == 0,
+                    size: e.size,
+                    entry: None,
+                })
+                .collect()
         }
     })
 }
@@ -63,7 +93,8 @@ pub(crate) fn edges(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> SyncResu
 /// Whether ref `name` may hold an object of `kind`: a commit, or under
 /// `refs/tags/` an annotated tag.
 pub(crate) fn ref_may_hold(name: &str, kind: ObjectKind) -> bool {
-    kind == ObjectKind::Commit || (kind == ObjectKind::Tag && name.starts_with(dmv_repo::ref_names::TAGS))
+    kind == ObjectKind::Commit
+        || (kind == ObjectKind::Tag && name.starts_with(dmv_repo::ref_names::TAGS))
 }
 
 /// Orders objects so that each comes after the objects it refers to.
@@ -105,7 +136,14 @@ mod tests {
     fn children_come_before_parents() {
         let id = |n: u8| ObjectId([n; 32]);
         // 1 → 2 → 4, 1 → 3 → 4, 3 → 5 (5 not part of the transfer)
-        let graph: HashMap<ObjectId, Vec<ObjectId>> = [(id(1), vec![id(2), id(3)]), (id(2), vec![id(4)]), (id(3), vec![id(4), id(5)]), (id(4), vec![])].into_iter().collect();
+        let graph: HashMap<ObjectId, Vec<ObjectId>> = [
+            (id(1), vec![id(2), id(3)]),
+            (id(2), vec![id(4)]),
+            (id(3), vec![id(4), id(5)]),
+            (id(4), vec![]),
+        ]
+        .into_iter()
+        .collect();
         let order = children_first(&graph);
         assert_eq!(order.len(), 4);
         let pos = |n: u8| order.iter().position(|x| *x == id(n)).unwrap();

@@ -7,7 +7,9 @@ use std::time::Instant;
 use dmv_repo::store::object::EntryKind;
 use dmv_repo::store::ObjectId;
 use dmv_repo::tree::flatten;
-use dmv_repo::{EarlyCheckout, FlatEntry, Phase, Progress, RepoError, Repository, Resolution, Resolved, Slice};
+use dmv_repo::{
+    EarlyCheckout, FlatEntry, Phase, Progress, RepoError, Repository, Resolution, Resolved, Slice,
+};
 
 use crate::address_book::{holders_to_ask, stranger_spec};
 use crate::locations::{exchange_locations, holder_names, takes_logs_lazily};
@@ -46,9 +48,23 @@ pub struct Got {
 /// `restore` (and `checkout -- PATH`) in any replica: in a partial one the
 /// data of the files to be written is fetched first, from `source`'s
 /// commit or HEAD's.
-pub fn restore(repo: &Repository, paths: &[Vec<u8>], source: Option<ObjectId>, staged: bool, progress: &dyn Progress) -> SyncResult<usize> {
+pub fn restore(
+    repo: &Repository,
+    paths: &[Vec<u8>],
+    source: Option<ObjectId>,
+    staged: bool,
+    progress: &dyn Progress,
+) -> SyncResult<usize> {
     if !staged && repo.config.partial {
-        get(repo, &GetOptions { paths: paths.to_vec(), rev: source, remote: None }, progress)?;
+        get(
+            repo,
+            &GetOptions {
+                paths: paths.to_vec(),
+                rev: source,
+                remote: None,
+            },
+            progress,
+        )?;
     }
     Ok(repo.restore(paths, source, staged)?)
 }
@@ -57,7 +73,11 @@ pub fn restore(repo: &Repository, paths: &[Vec<u8>], source: Option<ObjectId>, s
 /// with a path naming it), from the nearest replicas holding it, as `cat`
 /// does: what a command about to write or read them calls first in a
 /// partial replica. Returns how many were fetched.
-pub fn fetch_versions(repo: &Repository, versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>, progress: &dyn Progress) -> SyncResult<usize> {
+pub fn fetch_versions(
+    repo: &Repository,
+    versions: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
+    progress: &dyn Progress,
+) -> SyncResult<usize> {
     let mut wanted = BTreeMap::new();
     for (path, entry) in versions {
         if repo.is_absent(&entry)? {
@@ -76,10 +96,18 @@ pub fn fetch_versions(repo: &Repository, versions: impl IntoIterator<Item = (Vec
 /// writes (ours, theirs or both) are fetched first; where none can be, it
 /// refuses before changing anything, naming the file. A conflict in a
 /// phone's meta clone ends as it would in a full clone.
-pub fn resolve_conflicts(repo: &Repository, specs: &[Vec<u8>], how: Resolution, progress: &dyn Progress) -> SyncResult<Vec<Resolved>> {
+pub fn resolve_conflicts(
+    repo: &Repository,
+    specs: &[Vec<u8>],
+    how: Resolution,
+    progress: &dyn Progress,
+) -> SyncResult<Vec<Resolved>> {
     if repo.config.partial && how != Resolution::AsIs {
         if let Some(state) = repo.merge_state()? {
-            let chosen = state.conflicts.iter().filter(|c| specs.iter().any(|s| dmv_repo::path_matches(&c.path, s)));
+            let chosen = state
+                .conflicts
+                .iter()
+                .filter(|c| specs.iter().any(|s| dmv_repo::path_matches(&c.path, s)));
             let versions: Vec<(Vec<u8>, FlatEntry)> = chosen
                 .flat_map(|c| {
                     let sides = match how {
@@ -99,16 +127,34 @@ pub fn resolve_conflicts(repo: &Repository, specs: &[Vec<u8>], how: Resolution, 
 /// `cat REV:PATH`: writes a file version's content to `out`, fetching its
 /// data first when this replica lacks it (and, for HEAD's version, writing
 /// the file into the working tree as `get` would). Returns the bytes written.
-pub fn write_file_at(repo: &Repository, rev: &str, path: &str, out: &mut dyn std::io::Write, progress: &dyn Progress) -> SyncResult<u64> {
+pub fn write_file_at(
+    repo: &Repository,
+    rev: &str,
+    path: &str,
+    out: &mut dyn std::io::Write,
+    progress: &dyn Progress,
+) -> SyncResult<u64> {
     let (commit, entry) = repo.entry_at(rev, path)?;
     if entry.kind == EntryKind::Dir {
-        return Err(RepoError::IsAFolder { path: path.trim_matches('/').to_string() }.into());
+        return Err(RepoError::IsAFolder {
+            path: path.trim_matches('/').to_string(),
+        }
+        .into());
     }
     if repo.is_absent(&entry)? {
         // HEAD's version is written into the working tree too, as `get` does:
         // data here and a file absent would be two answers to "is it here".
-        let rev = commit.filter(|c| !repo.config.bare && repo.head_commit().ok().flatten() != Some(*c));
-        get(repo, &GetOptions { paths: vec![path.trim_matches('/').as_bytes().to_vec()], rev, remote: None }, progress)?;
+        let rev =
+            commit.filter(|c| !repo.config.bare && repo.head_commit().ok().flatten() != Some(*c));
+        get(
+            repo,
+            &GetOptions {
+                paths: vec![path.trim_matches('/').as_bytes().to_vec()],
+                rev,
+                remote: None,
+            },
+            progress,
+        )?;
     }
     Ok(repo.store.write_content(&entry.id, out)?)
 }
@@ -143,8 +189,14 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     let mut got = Got::default();
     if !wanted.is_empty() {
         let early = early.as_mut().map(|e| (e, to_fill.as_slice()));
-        let (from, stats) = fetch_from_remotes(repo, &wanted, options.remote.as_deref(), early, progress)?;
-        got = Got { fetched: wanted.len(), written: 0, from: Some(from.join(", ")), stats };
+        let (from, stats) =
+            fetch_from_remotes(repo, &wanted, options.remote.as_deref(), early, progress)?;
+        got = Got {
+            fetched: wanted.len(),
+            written: 0,
+            from: Some(from.join(", ")),
+            stats,
+        };
     }
     if worktree {
         got.written = repo.fill_absent_with(&options.paths, early.as_mut())?.len();
@@ -169,7 +221,10 @@ fn fetch_from_remotes(
 ) -> SyncResult<(Vec<String>, TransferStats)> {
     let mut book = ReachBook::load(repo);
     let sources = match name {
-        Some(n) => vec![Source { label: n.to_string(), spec: find_remote(repo, n).map(|r| r.spec) }],
+        Some(n) => vec![Source {
+            label: n.to_string(),
+            spec: find_remote(repo, n).map(|r| r.spec),
+        }],
         None => sources_in_order(repo, &book, wanted)?,
     };
     // A replica that takes logs lazily learns who else holds the data only once its remotes lack it.
@@ -184,9 +239,15 @@ type Learn = fn(&Repository, &mut ReachBook, &[ObjectId]) -> SyncResult<Vec<Sour
 
 /// Takes in the location logs of the configured remotes that answer, then
 /// returns the replicas they say hold some of `missing` at the URLs they publish.
-fn learn_holders(repo: &Repository, book: &mut ReachBook, missing: &[ObjectId]) -> SyncResult<Vec<Source>> {
+fn learn_holders(
+    repo: &Repository,
+    book: &mut ReachBook,
+    missing: &[ObjectId],
+) -> SyncResult<Vec<Source>> {
     for name in remotes_in_order(repo) {
-        let Ok(remote) = find_remote(repo, &name) else { continue };
+        let Ok(remote) = find_remote(repo, &name) else {
+            continue;
+        };
         if let Ok(mut connected) = book.connect(&remote.spec) {
             match exchange_locations(repo, connected.as_mut(), false) {
                 Err(e) if !e.is_remote_failure() => return Err(e),
@@ -197,8 +258,21 @@ fn learn_holders(repo: &Repository, book: &mut ReachBook, missing: &[ObjectId]) 
     let (published, _) = holders_to_ask(repo, missing)?;
     let mut sources: Vec<(Reach, Source)> = published
         .into_iter()
-        .flat_map(|replica| replica.urls.into_iter().map(move |url| (replica.name.clone(), url)))
-        .map(|(name, url)| (book.class(&url), Source { label: format!("{name} at {url}"), spec: stranger_spec(repo, &url) }))
+        .flat_map(|replica| {
+            replica
+                .urls
+                .into_iter()
+                .map(move |url| (replica.name.clone(), url))
+        })
+        .map(|(name, url)| {
+            (
+                book.class(&url),
+                Source {
+                    label: format!("{name} at {url}"),
+                    spec: stranger_spec(repo, &url),
+                },
+            )
+        })
         .collect();
     sources.sort_by_key(|(class, _)| *class);
     Ok(sources.into_iter().map(|(_, source)| source).collect())
@@ -211,11 +285,18 @@ pub(crate) struct Source {
 }
 
 /// The replicas that may hold `wanted`, in the order to ask them (see [`fetch_from_remotes`]).
-pub(crate) fn sources_in_order(repo: &Repository, book: &ReachBook, wanted: &BTreeMap<ObjectId, Vec<u8>>) -> SyncResult<Vec<Source>> {
+pub(crate) fn sources_in_order(
+    repo: &Repository,
+    book: &ReachBook,
+    wanted: &BTreeMap<ObjectId, Vec<u8>>,
+) -> SyncResult<Vec<Source>> {
     let ids: Vec<ObjectId> = wanted.keys().copied().collect();
     let (published, metered) = holders_to_ask(repo, &ids)?;
     let mut sources: Vec<(Reach, bool, Source)> = Vec::new();
-    for name in remotes_in_order(repo).into_iter().filter(|n| !metered.contains(n)) {
+    for name in remotes_in_order(repo)
+        .into_iter()
+        .filter(|n| !metered.contains(n))
+    {
         let spec = find_remote(repo, &name).map(|r| r.spec);
         let class = spec.as_ref().map_or(Reach::Unknown, |s| book.class(&s.url));
         sources.push((class, false, Source { label: name, spec }));
@@ -223,7 +304,14 @@ pub(crate) fn sources_in_order(repo: &Repository, book: &ReachBook, wanted: &BTr
     for replica in published {
         for url in replica.urls {
             let label = format!("{} at {url}", replica.name);
-            sources.push((book.class(&url), true, Source { label, spec: stranger_spec(repo, &url) }));
+            sources.push((
+                book.class(&url),
+                true,
+                Source {
+                    label,
+                    spec: stranger_spec(repo, &url),
+                },
+            ));
         }
     }
     // Stable: origin first of the configured remotes of a class.
@@ -280,7 +368,12 @@ fn fetch_in_turn(
             }
             Err(e) => return Err(e),
         };
-        let here: Vec<ObjectId> = missing.iter().zip(&has).filter(|(_, h)| **h).map(|(id, _)| *id).collect();
+        let here: Vec<ObjectId> = missing
+            .iter()
+            .zip(&has)
+            .filter(|(_, h)| **h)
+            .map(|(id, _)| *id)
+            .collect();
         if here.is_empty() {
             tried.push(format!("{name} (does not have it)"));
             continue;
@@ -296,7 +389,12 @@ fn fetch_in_turn(
                 stats.objects += got.objects;
                 stats.chunk_bytes += got.chunk_bytes;
                 from.push(name);
-                missing = missing.into_iter().zip(has).filter(|(_, h)| !*h).map(|(id, _)| id).collect();
+                missing = missing
+                    .into_iter()
+                    .zip(has)
+                    .filter(|(_, h)| !*h)
+                    .map(|(id, _)| id)
+                    .collect();
             }
             // What arrived before it failed stays; the rest from the next remote.
             Err(e) if e.is_remote_failure() => {
@@ -326,12 +424,20 @@ fn fetch_in_turn(
 
 /// After a fetch from a partial source: the data it lacked (`lacking`, file
 /// versions of the commits `tips` reach), from the other remotes.
-pub(crate) fn get_what_the_source_lacked(repo: &Repository, lacking: &[ObjectId], tips: &[ObjectId], progress: &dyn Progress) -> SyncResult<()> {
+pub(crate) fn get_what_the_source_lacked(
+    repo: &Repository,
+    lacking: &[ObjectId],
+    tips: &[ObjectId],
+    progress: &dyn Progress,
+) -> SyncResult<()> {
     if lacking.is_empty() {
         return Ok(());
     }
     // Each by a path it has in the new tips, where it has one there.
-    let mut wanted: BTreeMap<ObjectId, Vec<u8>> = lacking.iter().map(|id| (*id, id.to_hex().into_bytes())).collect();
+    let mut wanted: BTreeMap<ObjectId, Vec<u8>> = lacking
+        .iter()
+        .map(|id| (*id, id.to_hex().into_bytes()))
+        .collect();
     let mut unnamed: BTreeSet<ObjectId> = lacking.iter().copied().collect();
     for tip in tips {
         if unnamed.is_empty() {
@@ -363,20 +469,38 @@ pub struct SliceChanged {
 /// every commit the refs reach, or for `recent:N` of the last N of each
 /// branch) and writes what the working tree lacked; narrowing frees
 /// nothing by itself (`drop` does, safely).
-pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, progress: &dyn Progress) -> SyncResult<SliceChanged> {
+pub fn set_slice(
+    repo: &mut Repository,
+    slice: Slice,
+    remote: Option<&str>,
+    progress: &dyn Progress,
+) -> SyncResult<SliceChanged> {
     let old = repo.update_config(|c| {
         let old = std::mem::replace(&mut c.slice, slice.clone());
         c.partial |= !slice.is_full();
         Ok::<_, SyncError>(old.to_string())
     })?;
-    let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
-    let mut tips: Vec<ObjectId> = repo.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+    let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice {
+        text: slice.to_string(),
+        detail,
+    })?;
+    let mut tips: Vec<ObjectId> = repo
+        .refs
+        .list(BRANCHES)?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
     tips.extend(repo.head_commit()?);
     let commits = match slice.recent() {
         Some(n) => {
             let mut near = BTreeSet::new();
             for tip in &tips {
-                near.extend(repo.walk(&[*tip])?.take(n).map(|c| c.map(|c| c.id)).collect::<Result<Vec<_>, _>>()?);
+                near.extend(
+                    repo.walk(&[*tip])?
+                        .take(n)
+                        .map(|c| c.map(|c| c.id))
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
             }
             near.into_iter().collect()
         }
@@ -390,7 +514,11 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
             continue;
         }
         for (path, e) in flatten(&repo.store, &tree)? {
-            if e.kind.is_file() && filter.keeps(&path) && !wanted.contains_key(&e.id) && !repo.has_data(&e.id)? {
+            if e.kind.is_file()
+                && filter.keeps(&path)
+                && !wanted.contains_key(&e.id)
+                && !repo.has_data(&e.id)?
+            {
                 wanted.insert(e.id, path);
             }
         }
@@ -398,10 +526,19 @@ pub fn set_slice(repo: &mut Repository, slice: Slice, remote: Option<&str>, prog
     let mut got = Got::default();
     if !wanted.is_empty() {
         let (from, stats) = fetch_from_remotes(repo, &wanted, remote, None, progress)?;
-        got = Got { fetched: wanted.len(), written: 0, from: Some(from.join(", ")), stats };
+        got = Got {
+            fetched: wanted.len(),
+            written: 0,
+            from: Some(from.join(", ")),
+            stats,
+        };
     }
     if !repo.config.bare {
         got.written = repo.fill_absent(&[])?.len();
     }
-    Ok(SliceChanged { old, new: slice.to_string(), got })
+    Ok(SliceChanged {
+        old,
+        new: slice.to_string(),
+        got,
+    })
 }

@@ -6,7 +6,10 @@
 //! lockable files to leave writable.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{CommitRequest, Committed, KnownLocks, Lockable, PathLock, Progress, RepoError, Repository, ATTRIBUTES_FILE};
+use dmv_repo::{
+    CommitRequest, Committed, KnownLocks, Lockable, PathLock, Progress, RepoError, Repository,
+    ATTRIBUTES_FILE,
+};
 
 use crate::named_remotes::{default_remote, find_remote, NamedRemote};
 use crate::remote::{PathLocks, Remote};
@@ -18,7 +21,9 @@ use crate::{SyncError, SyncResult};
 pub fn lock_remote(repo: &Repository, named: Option<&str>) -> SyncResult<NamedRemote> {
     match named {
         Some(name) => find_remote(repo, name),
-        None if repo.config.remotes.is_empty() => Err(SyncError::NeedsNamedRemote { what: "locking" }),
+        None if repo.config.remotes.is_empty() => {
+            Err(SyncError::NeedsNamedRemote { what: "locking" })
+        }
         None => default_remote(repo, "locking"),
     }
 }
@@ -31,7 +36,9 @@ fn me(repo: &Repository) -> String {
 /// Locks `paths` on the remote for us (all or none) and makes the lockable
 /// ones among them writable here.
 pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> SyncResult<PathLocks> {
-    let taken = remote.path_locks()?.lock_paths(paths, &repo.replica_name(), &me(repo))?;
+    let taken = remote
+        .path_locks()?
+        .lock_paths(paths, &repo.replica_name(), &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &taken.locks {
         repo.set_lock_mode(&l.path, true)?;
@@ -41,7 +48,12 @@ pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> Syn
 
 /// Releases `paths` on the remote (all or none; `force` breaks other
 /// people's locks, for admins) and makes the lockable ones read-only here.
-pub fn unlock(repo: &Repository, remote: &mut dyn Remote, paths: &[String], force: bool) -> SyncResult<PathLocks> {
+pub fn unlock(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    paths: &[String],
+    force: bool,
+) -> SyncResult<PathLocks> {
     let released = remote.path_locks()?.unlock_paths(paths, force, &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &released.locks {
@@ -62,30 +74,55 @@ fn refresh_known(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<()> {
 }
 
 fn remember(repo: &Repository, url: &str, listed: &PathLocks) -> SyncResult<()> {
-    let learned = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    Ok(repo.save_known_locks(&KnownLocks { remote: url.to_string(), you: listed.you.clone(), learned, locks: listed.locks.clone() })?)
+    let learned = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(repo.save_known_locks(&KnownLocks {
+        remote: url.to_string(),
+        you: listed.you.clone(),
+        learned,
+        locks: listed.locks.clone(),
+    })?)
 }
 
 /// Before a push uploads anything: refuses it when one of its new commits
 /// changes a path someone else holds there. The server checks again when
 /// the refs move (a bucket has no server: this is its only check).
-pub fn refuse_push_over_locks(repo: &Repository, remote: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId]) -> SyncResult<()> {
+pub fn refuse_push_over_locks(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    updates: &[PushRef],
+    remote_tips: &[ObjectId],
+) -> SyncResult<()> {
     let listed = match list(repo, remote) {
         Ok(l) => l,
         Err(SyncError::Unsupported { .. }) => return Ok(()),
         Err(e) => return Err(e),
     };
-    let others: Vec<&PathLock> = listed.locks.iter().filter(|l| Some(&l.owner) != listed.you.as_ref()).collect();
+    let others: Vec<&PathLock> = listed
+        .locks
+        .iter()
+        .filter(|l| Some(&l.owner) != listed.you.as_ref())
+        .collect();
     if others.is_empty() {
         dmv_repo::store::failpoint("push-locks-checked");
         return Ok(());
     }
-    let tips: Vec<ObjectId> = remote_tips.iter().filter(|t| repo.store.contains(t).unwrap_or(false)).copied().collect();
+    let tips: Vec<ObjectId> = remote_tips
+        .iter()
+        .filter(|t| repo.store.contains(t).unwrap_or(false))
+        .copied()
+        .collect();
     for update in updates {
         let Some(new) = update.new else { continue };
         let commits = repo.commits_between(&[new], &tips)?;
         if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
-            return Err(RepoError::LockedPathChanged { path: lock.path.clone(), holder: lock.holder(), commit: commit.short() }.into());
+            return Err(RepoError::LockedPathChanged {
+                path: lock.path.clone(),
+                holder: lock.holder(),
+                commit: commit.short(),
+            }
+            .into());
         }
     }
     // A lock taken from here on is the server's to enforce.
@@ -110,7 +147,11 @@ pub enum CommitLockCheck {
 /// `commit`, as one call: the lock check of [`check_commit`], then
 /// [`Repository::commit_with`], under one hold of the working-tree lock so
 /// that what was checked is what is committed.
-pub fn commit(repo: &Repository, request: &CommitRequest<'_>, progress: &dyn Progress) -> SyncResult<(CommitLockCheck, Committed)> {
+pub fn commit(
+    repo: &Repository,
+    request: &CommitRequest<'_>,
+    progress: &dyn Progress,
+) -> SyncResult<(CommitLockCheck, Committed)> {
     let _wlock = repo.lock_worktree()?;
     let check = check_commit(repo, request.all)?;
     Ok((check, repo.commit_with(request, progress)?))
@@ -123,14 +164,28 @@ pub fn commit(repo: &Repository, request: &CommitRequest<'_>, progress: &dyn Pro
 /// a changed path is lockable or was locked, so repositories that use no
 /// locks never wait on the network or for a status.
 pub fn check_commit(repo: &Repository, all: bool) -> SyncResult<CommitLockCheck> {
-    let lockable = Lockable::parse(&std::fs::read_to_string(repo.root.join(ATTRIBUTES_FILE)).unwrap_or_default());
+    let lockable = Lockable::parse(
+        &std::fs::read_to_string(repo.root.join(ATTRIBUTES_FILE)).unwrap_or_default(),
+    );
     let known = repo.known_locks();
     if lockable.is_empty() && known.locks.is_empty() {
         return Ok(CommitLockCheck::Clear);
     }
     let status = repo.status()?;
-    let changed = status.staged.iter().chain(all.then_some(&status.unstaged).into_iter().flatten()).map(|c| &c.path);
-    let relevant: Vec<&Vec<u8>> = changed.filter(|p| lockable.matches(p) || known.locks.iter().any(|l| l.path.as_bytes() == p.as_slice())).collect();
+    let changed = status
+        .staged
+        .iter()
+        .chain(all.then_some(&status.unstaged).into_iter().flatten())
+        .map(|c| &c.path);
+    let relevant: Vec<&Vec<u8>> = changed
+        .filter(|p| {
+            lockable.matches(p)
+                || known
+                    .locks
+                    .iter()
+                    .any(|l| l.path.as_bytes() == p.as_slice())
+        })
+        .collect();
     if relevant.is_empty() {
         return Ok(CommitLockCheck::Clear);
     }
@@ -139,14 +194,30 @@ pub fn check_commit(repo: &Repository, all: bool) -> SyncResult<CommitLockCheck>
         Err(SyncError::NeedsNamedRemote { .. }) => return Ok(CommitLockCheck::Clear),
         Err(e) => return Err(e),
     };
-    let listed = match named.connect().and_then(|mut remote| list(repo, remote.as_mut())) {
+    let listed = match named
+        .connect()
+        .and_then(|mut remote| list(repo, remote.as_mut()))
+    {
         Ok(l) => l,
         Err(SyncError::Unsupported { .. }) => return Ok(CommitLockCheck::Clear),
-        Err(e) => return Ok(CommitLockCheck::Unchecked { remote: named.name.clone().unwrap_or(named.spec.url.clone()), why: e.to_string() }),
+        Err(e) => {
+            return Ok(CommitLockCheck::Unchecked {
+                remote: named.name.clone().unwrap_or(named.spec.url.clone()),
+                why: e.to_string(),
+            })
+        }
     };
     for path in relevant {
-        if let Some(l) = listed.locks.iter().find(|l| l.path.as_bytes() == path.as_slice() && Some(&l.owner) != listed.you.as_ref()) {
-            return Err(RepoError::CommitOverLock { path: l.path.clone(), holder: l.holder() }.into());
+        if let Some(l) = listed
+            .locks
+            .iter()
+            .find(|l| l.path.as_bytes() == path.as_slice() && Some(&l.owner) != listed.you.as_ref())
+        {
+            return Err(RepoError::CommitOverLock {
+                path: l.path.clone(),
+                holder: l.holder(),
+            }
+            .into());
         }
     }
     Ok(CommitLockCheck::Clear)

@@ -20,28 +20,60 @@ use crate::{SyncError, SyncResult};
 /// user@host:path) with every character a ref name may not hold, or that
 /// reads badly in one, made `-`.
 pub fn offer_name(repo: &Repository) -> String {
-    let name: String = repo.replica_name().chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') { c } else { '-' }).collect();
+    let name: String = repo
+        .replica_name()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
     let name = name.trim_matches('-');
     match name.is_empty() {
-        true => repo.replica_id().map(|id| id.to_string()).unwrap_or_else(|_| "peer".into()),
+        true => repo
+            .replica_id()
+            .map(|id| id.to_string())
+            .unwrap_or_else(|_| "peer".into()),
         false => name.to_string(),
     }
 }
 
 /// Offers the local `branch` to the peer `remote`: sends what it lacks and
 /// sets its `refs/remotes/OURS/BRANCH` (compare-and-swap on what it held).
-pub fn offer(repo: &Repository, remote: &mut dyn Remote, branch: &str, progress: &dyn Progress) -> SyncResult<Pushed> {
-    let new = repo.refs.get(&branch_ref(branch))?.ok_or_else(|| SyncError::NoLocalBranch { branch: branch.to_string() })?;
+pub fn offer(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    branch: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Pushed> {
+    let new = repo
+        .refs
+        .get(&branch_ref(branch))?
+        .ok_or_else(|| SyncError::NoLocalBranch {
+            branch: branch.to_string(),
+        })?;
     let name = remote_branch_ref(offer_name(repo), branch);
     let listed = remote.list_refs()?.refs;
     let old = listed.iter().find(|(n, _)| *n == name).map(|(_, id)| *id);
-    let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: Default::default() };
+    let mut pushed = Pushed {
+        updated: Vec::new(),
+        up_to_date: Vec::new(),
+        tags_differing: Vec::new(),
+        stats: Default::default(),
+    };
     if old == Some(new) {
         pushed.up_to_date.push(name);
         share_locations(repo, remote, true)?;
         return Ok(pushed);
     }
-    pushed.updated.push(PushRef { name, expected: old, new: Some(new) });
+    pushed.updated.push(PushRef {
+        name,
+        expected: old,
+        new: Some(new),
+    });
     let tips: Vec<_> = listed.iter().map(|(_, id)| *id).collect();
     progress.phase(Phase::Sending);
     let sent = send_objects(repo, remote, &pushed.updated, &tips, progress);
@@ -58,7 +90,12 @@ pub fn pending_offers(repo: &Repository, branch: &str) -> SyncResult<Vec<(String
     let head = repo.refs.get(&branch_ref(branch))?;
     let mut pending = Vec::new();
     for (name, id) in repo.refs.list(REMOTE_BRANCHES)? {
-        let Some((peer, offered)) = name.strip_prefix(REMOTE_BRANCHES).and_then(|rest| rest.split_once('/')) else { continue };
+        let Some((peer, offered)) = name
+            .strip_prefix(REMOTE_BRANCHES)
+            .and_then(|rest| rest.split_once('/'))
+        else {
+            continue;
+        };
         if offered != branch || repo.config.remotes.contains_key(peer) {
             continue;
         }
@@ -75,7 +112,11 @@ pub fn pending_offers(repo: &Repository, branch: &str) -> SyncResult<Vec<(String
 /// Merges into the current `branch` what peers offered of it here (see
 /// [`pending_offers`]), one after another; stops at the first merge that
 /// leaves conflicts. Returns each merge, by what was merged.
-pub fn merge_offers(repo: &Repository, branch: &str, progress: &dyn Progress) -> SyncResult<Vec<(String, MergeOutcome)>> {
+pub fn merge_offers(
+    repo: &Repository,
+    branch: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Vec<(String, MergeOutcome)>> {
     let mut merged = Vec::new();
     for (label, id) in pending_offers(repo, branch)? {
         progress.phase(Phase::Merging);

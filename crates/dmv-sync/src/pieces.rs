@@ -33,7 +33,11 @@ pub struct PieceFetcher<'r> {
 impl<'r> PieceFetcher<'r> {
     /// A fetcher for `repo`, with its reach book of how each replica answered.
     pub fn new(repo: &'r Repository) -> PieceFetcher<'r> {
-        PieceFetcher { repo, book: ReachBook::load(repo), open: None }
+        PieceFetcher {
+            repo,
+            book: ReachBook::load(repo),
+            open: None,
+        }
     }
 
     /// Makes every node of file version `file` (named by `path` in errors)
@@ -52,7 +56,12 @@ impl<'r> PieceFetcher<'r> {
 
     /// Makes `chunks` (of file version `file`, named by `path` in errors)
     /// present here. Returns the bytes received.
-    pub fn fetch_chunks(&mut self, file: &ObjectId, path: &[u8], chunks: &[ObjectId]) -> SyncResult<u64> {
+    pub fn fetch_chunks(
+        &mut self,
+        file: &ObjectId,
+        path: &[u8],
+        chunks: &[ObjectId],
+    ) -> SyncResult<u64> {
         let got = self.ask_holders(file, path, &mut |remote| chunks_from(remote, chunks))?;
         let mut session = self.repo.store.begin_write()?;
         let mut bytes = 0;
@@ -67,7 +76,12 @@ impl<'r> PieceFetcher<'r> {
     /// Runs `ask` on the replica that answered last, else on each that may
     /// hold `file` in `get`'s order, until one answers; a replica that fails
     /// is noted in the reach book.
-    fn ask_holders<T>(&mut self, file: &ObjectId, path: &[u8], ask: &mut dyn FnMut(&mut dyn Remote) -> SyncResult<T>) -> SyncResult<T> {
+    fn ask_holders<T>(
+        &mut self,
+        file: &ObjectId,
+        path: &[u8],
+        ask: &mut dyn FnMut(&mut dyn Remote) -> SyncResult<T>,
+    ) -> SyncResult<T> {
         let mut tried = Vec::new();
         if let Some((label, mut remote)) = self.open.take() {
             match ask(remote.as_mut()) {
@@ -135,10 +149,16 @@ fn nodes_of(remote: &mut dyn Remote, file: &ObjectId) -> SyncResult<Vec<StoredOb
             match received {
                 // The file is one chunk: it has no nodes.
                 Received::ChunkStub { id, .. } if id == *file => file_seen = true,
-                Received::Object(obj) if obj.kind == ObjectKind::FileNode && level.contains(&obj.id) => {
-                    budget = budget
-                        .checked_sub(obj.payload.len() as u64)
-                        .ok_or(SyncError::Protocol(Violation::Unexpected { expected: "a file's nodes within 64 MiB", got: Some("more".into()) }))?;
+                Received::Object(obj)
+                    if obj.kind == ObjectKind::FileNode && level.contains(&obj.id) =>
+                {
+                    budget =
+                        budget
+                            .checked_sub(obj.payload.len() as u64)
+                            .ok_or(SyncError::Protocol(Violation::Unexpected {
+                                expected: "a file's nodes within 64 MiB",
+                                got: Some("more".into()),
+                            }))?;
                     let content = obj.content().map_err(|d| damaged(&obj, d))?;
                     let node: FileNode = decode(&obj.id, obj.kind, &content)?;
                     if node.level > 0 {
@@ -150,16 +170,24 @@ fn nodes_of(remote: &mut dyn Remote, file: &ObjectId) -> SyncResult<Vec<StoredOb
                 }
                 other => {
                     let got = match other {
-                        Received::Object(obj) => format!("a {} {}", obj.kind.name(), obj.id.short()),
+                        Received::Object(obj) => {
+                            format!("a {} {}", obj.kind.name(), obj.id.short())
+                        }
                         Received::ChunkStub { id, .. } => format!("a chunk {}", id.short()),
                     };
-                    return Err(SyncError::Protocol(Violation::Unexpected { expected: "a node of the file asked for", got: Some(got) }));
+                    return Err(SyncError::Protocol(Violation::Unexpected {
+                        expected: "a node of the file asked for",
+                        got: Some(got),
+                    }));
                 }
             }
             Ok(())
         })?;
         if !file_seen {
-            return Err(SyncError::Protocol(Violation::Unexpected { expected: "the file asked for", got: Some("nothing".into()) }));
+            return Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "the file asked for",
+                got: Some("nothing".into()),
+            }));
         }
         if nodes.is_empty() && got.is_empty() {
             // A file of one chunk, which has no nodes.
@@ -167,8 +195,12 @@ fn nodes_of(remote: &mut dyn Remote, file: &ObjectId) -> SyncResult<Vec<StoredOb
         }
         // In the order asked, every one: a node's children follow it.
         for id in &level {
-            let node =
-                got.remove(id).ok_or_else(|| SyncError::Protocol(Violation::Unexpected { expected: "every node asked for", got: Some(format!("none for {}", id.short())) }))?;
+            let node = got.remove(id).ok_or_else(|| {
+                SyncError::Protocol(Violation::Unexpected {
+                    expected: "every node asked for",
+                    got: Some(format!("none for {}", id.short())),
+                })
+            })?;
             nodes.push(node);
         }
         next.sort();
@@ -184,10 +216,16 @@ fn chunks_from(remote: &mut dyn Remote, chunks: &[ObjectId]) -> SyncResult<Vec<S
     for batch in chunks.chunks(remote.chunks_per_get().max(1)) {
         remote.get(batch, true, &mut |received| {
             let Received::Object(obj) = received else {
-                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk", got: Some("a chunk stub".into()) }));
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a chunk",
+                    got: Some("a chunk stub".into()),
+                }));
             };
             if obj.kind != ObjectKind::Chunk || !batch.contains(&obj.id) {
-                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk asked for", got: Some(format!("a {} {}", obj.kind.name(), obj.id.short())) }));
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a chunk asked for",
+                    got: Some(format!("a {} {}", obj.kind.name(), obj.id.short())),
+                }));
             }
             obj.content().map_err(|d| damaged(&obj, d))?;
             got.insert(obj.id, obj);
@@ -198,7 +236,12 @@ fn chunks_from(remote: &mut dyn Remote, chunks: &[ObjectId]) -> SyncResult<Vec<S
     for id in chunks {
         match got.remove(id) {
             Some(obj) => out.push(obj),
-            None => return Err(SyncError::Protocol(Violation::Unexpected { expected: "every chunk asked for", got: Some(format!("none for {}", id.short())) })),
+            None => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "every chunk asked for",
+                    got: Some(format!("none for {}", id.short())),
+                }))
+            }
         }
     }
     Ok(out)

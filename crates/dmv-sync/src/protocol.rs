@@ -129,7 +129,17 @@ impl Verb {
 
     /// Verbs that change the served repository need write access.
     pub fn writes(self) -> bool {
-        matches!(self, Verb::Put | Verb::UpdateRefs | Verb::PutLocations | Verb::LockContent | Verb::UnlockContent | Verb::DropContent | Verb::LockPaths | Verb::UnlockPaths)
+        matches!(
+            self,
+            Verb::Put
+                | Verb::UpdateRefs
+                | Verb::PutLocations
+                | Verb::LockContent
+                | Verb::UnlockContent
+                | Verb::DropContent
+                | Verb::LockPaths
+                | Verb::UnlockPaths
+        )
     }
 }
 

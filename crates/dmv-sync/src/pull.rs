@@ -4,7 +4,9 @@
 //! "sync now" button makes.
 
 use dmv_repo::store::ObjectId;
-use dmv_repo::{KeepMessages, Mended, MergeOutcome, MergePhase, Phase, Progress, RebaseOutcome, Repository};
+use dmv_repo::{
+    KeepMessages, Mended, MergeOutcome, MergePhase, Phase, Progress, RebaseOutcome, Repository,
+};
 
 use crate::fetch::{fetch, Fetched};
 use crate::named_remotes::remotes_in_order;
@@ -29,14 +31,27 @@ pub struct Pulled {
 
 /// Fetches `remote` (configured as `remote_name`) and merges its `branch`
 /// (default: the current branch's name) into the current branch.
-pub fn pull(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<Pulled> {
+pub fn pull(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    branch: Option<&str>,
+    progress: &dyn Progress,
+) -> SyncResult<Pulled> {
     pull_with(repo, remote, remote_name, branch, false, progress)
 }
 
 /// [`pull`]; with `ff_only`, only when the current branch can move to the
 /// remote one without a merge commit (git's `pull --ff-only`): otherwise
 /// refused once fetched, with nothing merged.
-pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, ff_only: bool, progress: &dyn Progress) -> SyncResult<Pulled> {
+pub fn pull_with(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    branch: Option<&str>,
+    ff_only: bool,
+    progress: &dyn Progress,
+) -> SyncResult<Pulled> {
     let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     if ff_only {
         if let Some(ours) = repo.head_commit()? {
@@ -49,14 +64,24 @@ pub fn pull_with(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, 
     progress.phase(Phase::Merging);
     let merge = repo.merge(theirs, &label, progress);
     progress.finish();
-    Ok(Pulled { fetched, label, merge: merge? })
+    Ok(Pulled {
+        fetched,
+        label,
+        merge: merge?,
+    })
 }
 
 /// `pull --rebase`: fetches `remote` and puts the current branch's own
 /// commits on top of the remote's `branch` (default: the current branch's
 /// name), as `rebase REMOTE/BRANCH` would. Returns the fetch, the label
 /// and how the rebase ended (stopped on conflicts: a rebase is in progress).
-pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<(Fetched, String, RebaseOutcome)> {
+pub fn pull_rebase(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    branch: Option<&str>,
+    progress: &dyn Progress,
+) -> SyncResult<(Fetched, String, RebaseOutcome)> {
     let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     progress.phase(Phase::Merging);
     let plan = repo.rebase_plan(theirs)?;
@@ -68,14 +93,26 @@ pub fn pull_rebase(repo: &Repository, remote: &mut dyn Remote, remote_name: &str
 
 /// What both ways of pulling start with: the fetch, then where the remote's
 /// `branch` (default: the current branch's name) is now, and its label `REMOTE/BRANCH`.
-fn fetch_branch(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: Option<&str>, progress: &dyn Progress) -> SyncResult<(Fetched, ObjectId, String)> {
+fn fetch_branch(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    branch: Option<&str>,
+    progress: &dyn Progress,
+) -> SyncResult<(Fetched, ObjectId, String)> {
     repo.require_worktree()?;
     let branch = match branch {
         Some(b) => b.to_string(),
         None => current_branch(repo)?,
     };
     let fetched = fetch(repo, remote, remote_name, progress)?;
-    let theirs = repo.refs.get(&remote_branch_ref(remote_name, &branch))?.ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: branch.clone() })?;
+    let theirs = repo
+        .refs
+        .get(&remote_branch_ref(remote_name, &branch))?
+        .ok_or_else(|| SyncError::NoRemoteBranch {
+            url: remote.url().to_string(),
+            branch: branch.clone(),
+        })?;
     Ok((fetched, theirs, format!("{remote_name}/{branch}")))
 }
 
@@ -96,11 +133,17 @@ pub struct Synced {
 /// merge text files line by line (the three sides of each file both
 /// changed) is fetched first: without it the file would conflict where a
 /// full replica merges it cleanly.
-pub fn fetch_what_a_merge_reads(repo: &Repository, theirs: ObjectId, progress: &dyn Progress) -> SyncResult<()> {
+pub fn fetch_what_a_merge_reads(
+    repo: &Repository,
+    theirs: ObjectId,
+    progress: &dyn Progress,
+) -> SyncResult<()> {
     if !repo.config.partial || repo.config.bare {
         return Ok(());
     }
-    let Some(ours) = repo.head_commit()? else { return Ok(()) };
+    let Some(ours) = repo.head_commit()? else {
+        return Ok(());
+    };
     let base = repo.merge_base(ours, theirs)?;
     // A fast-forward, or nothing to merge: no file is merged.
     if base == Some(ours) || base == Some(theirs) {
@@ -111,11 +154,18 @@ pub fn fetch_what_a_merge_reads(repo: &Repository, theirs: ObjectId, progress: &
 
 /// [`fetch_what_a_merge_reads`] for a three-way merge onto HEAD from a
 /// given `base`: a cherry-pick's (its parent, the commit as `theirs`).
-pub fn fetch_what_a_pick_reads(repo: &Repository, base: Option<ObjectId>, theirs: ObjectId, progress: &dyn Progress) -> SyncResult<()> {
+pub fn fetch_what_a_pick_reads(
+    repo: &Repository,
+    base: Option<ObjectId>,
+    theirs: ObjectId,
+    progress: &dyn Progress,
+) -> SyncResult<()> {
     if !repo.config.partial || repo.config.bare {
         return Ok(());
     }
-    let Some(ours) = repo.head_commit()? else { return Ok(()) };
+    let Some(ours) = repo.head_commit()? else {
+        return Ok(());
+    };
     let versions = repo.versions_a_merge_reads(base, ours, theirs)?;
     crate::partial::fetch_versions(repo, versions, progress)?;
     Ok(())
@@ -123,7 +173,12 @@ pub fn fetch_what_a_pick_reads(repo: &Repository, base: Option<ObjectId>, theirs
 
 /// [`fetch_what_a_merge_reads`] for a rebase onto `onto` following `todo`
 /// (see [`Repository::versions_a_rebase_reads`]).
-pub fn fetch_what_a_rebase_reads(repo: &Repository, onto: ObjectId, todo: &[dmv_repo::RebaseStep], progress: &dyn Progress) -> SyncResult<()> {
+pub fn fetch_what_a_rebase_reads(
+    repo: &Repository,
+    onto: ObjectId,
+    todo: &[dmv_repo::RebaseStep],
+    progress: &dyn Progress,
+) -> SyncResult<()> {
     if !repo.config.partial || repo.config.bare {
         return Ok(());
     }
@@ -145,7 +200,11 @@ fn mend_cut_short(repo: &Repository) -> SyncResult<Option<Mended>> {
 
 /// Connects to the remote `name` to push; one that does not answer is
 /// noted in `skipped` (None), and the sync goes on with the others.
-fn connect_or_skip(repo: &Repository, name: &str, skipped: &mut Vec<(String, String)>) -> SyncResult<Option<Box<dyn Remote>>> {
+fn connect_or_skip(
+    repo: &Repository,
+    name: &str,
+    skipped: &mut Vec<(String, String)>,
+) -> SyncResult<Option<Box<dyn Remote>>> {
     match crate::named_remotes::find_remote(repo, name)?.connect_to_push(repo) {
         Ok(c) => Ok(Some(c)),
         Err(e) => {
@@ -156,32 +215,69 @@ fn connect_or_skip(repo: &Repository, name: &str, skipped: &mut Vec<(String, Str
 }
 
 fn stopped(merges: &[(String, MergeOutcome)]) -> bool {
-    merges.iter().any(|(_, m)| matches!(m, MergeOutcome::Conflicts(_)))
+    merges
+        .iter()
+        .any(|(_, m)| matches!(m, MergeOutcome::Conflicts(_)))
 }
 
 /// Merges what peers offered, pulls the current branch from `remote`,
 /// then, unless a merge left conflicts to settle, sends it back: pushed to
 /// a bare remote, offered to a peer (which merges it when it next syncs).
 /// Both replicas end with one history.
-pub fn sync(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, progress: &dyn Progress) -> SyncResult<Synced> {
+pub fn sync(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Synced> {
     let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
     let offers = merge_offers(repo, &branch, progress)?;
     if stopped(&offers) {
-        return Ok(Synced { mended, offers, pulled: None, pushed: None });
+        return Ok(Synced {
+            mended,
+            offers,
+            pulled: None,
+            pushed: None,
+        });
     }
     let pulled = pull(repo, remote, remote_name, Some(&branch), progress)?;
     if matches!(pulled.merge, MergeOutcome::Conflicts(_)) {
-        return Ok(Synced { mended, offers, pulled: Some(pulled), pushed: None });
+        return Ok(Synced {
+            mended,
+            offers,
+            pulled: Some(pulled),
+            pushed: None,
+        });
     }
     let pushed = send_back(repo, remote, remote_name, &branch, progress)?;
-    Ok(Synced { mended, offers, pulled: Some(pulled), pushed: Some(pushed) })
+    Ok(Synced {
+        mended,
+        offers,
+        pulled: Some(pulled),
+        pushed: Some(pushed),
+    })
 }
 
 /// The current `branch` to `remote`: pushed to a bare one, offered to a peer.
-fn send_back(repo: &Repository, remote: &mut dyn Remote, remote_name: &str, branch: &str, progress: &dyn Progress) -> SyncResult<Pushed> {
+fn send_back(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: &str,
+    branch: &str,
+    progress: &dyn Progress,
+) -> SyncResult<Pushed> {
     match remote.bare() {
-        true => push(repo, remote, Some(remote_name), &PushOptions { branches: vec![branch.to_string()], ..Default::default() }, progress),
+        true => push(
+            repo,
+            remote,
+            Some(remote_name),
+            &PushOptions {
+                branches: vec![branch.to_string()],
+                ..Default::default()
+            },
+            progress,
+        ),
         false => offer(repo, remote, branch, progress),
     }
 }
@@ -218,12 +314,27 @@ pub struct SyncedAll {
 pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<SyncedAll> {
     let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
-    if let Some(merge) = repo.merge_state()?.filter(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty()) {
-        let waiting = SyncedAll { mended, merge_waits: Some(merge.label), ..Default::default() };
+    if let Some(merge) = repo
+        .merge_state()?
+        .filter(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty())
+    {
+        let waiting = SyncedAll {
+            mended,
+            merge_waits: Some(merge.label),
+            ..Default::default()
+        };
         return fetch_and_send(repo, &branch, waiting, progress);
     }
-    let mut done = SyncedAll { mended, offers: merge_offers(repo, &branch, progress)?, ..Default::default() };
-    if let Some((label, _)) = done.offers.iter().find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_))) {
+    let mut done = SyncedAll {
+        mended,
+        offers: merge_offers(repo, &branch, progress)?,
+        ..Default::default()
+    };
+    if let Some((label, _)) = done
+        .offers
+        .iter()
+        .find(|(_, m)| matches!(m, MergeOutcome::Conflicts(_)))
+    {
         done.stopped_at = Some(label.clone());
         return Ok(done);
     }
@@ -234,10 +345,17 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     }
     // Nearest first, the one that stalled last time last: its wait comes after the others' work.
     let book = ReachBook::load(repo);
-    names.sort_by_key(|n| repo.config.remotes.get(n).map_or(Reach::Unknown, |c| book.class(&c.url)));
+    names.sort_by_key(|n| {
+        repo.config
+            .remotes
+            .get(n)
+            .map_or(Reach::Unknown, |c| book.class(&c.url))
+    });
     let mut reached = Vec::new();
     for name in names {
-        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else { continue };
+        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else {
+            continue;
+        };
         let has_branch = match connection.list_refs() {
             Ok(listed) => listed.refs.iter().any(|(r, _)| *r == branch_ref(&branch)),
             Err(e) if e.is_remote_failure() => {
@@ -268,7 +386,9 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     for (name, mut connection) in reached {
         match send_back(repo, connection.as_mut(), &name, &branch, progress) {
             Ok(pushed) => done.pushed.push((name, pushed)),
-            Err(e @ (SyncError::NotFastForward { .. } | SyncError::Rejected { .. })) => return Err(e),
+            Err(e @ (SyncError::NotFastForward { .. } | SyncError::Rejected { .. })) => {
+                return Err(e)
+            }
             Err(e) => done.skipped.push((name, e.to_string())),
         }
     }
@@ -281,13 +401,20 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
 /// a replica with a conflict to settle still passes on its earlier work
 /// and hears of others'. Nothing is merged; a remote that moved on is
 /// skipped, not an error, until a merge can follow.
-fn fetch_and_send(repo: &Repository, branch: &str, mut done: SyncedAll, progress: &dyn Progress) -> SyncResult<SyncedAll> {
+fn fetch_and_send(
+    repo: &Repository,
+    branch: &str,
+    mut done: SyncedAll,
+    progress: &dyn Progress,
+) -> SyncResult<SyncedAll> {
     let names = remotes_in_order(repo);
     if names.is_empty() {
         return Err(SyncError::NeedsNamedRemote { what: "sync" });
     }
     for name in names {
-        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else { continue };
+        let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else {
+            continue;
+        };
         match fetch(repo, connection.as_mut(), &name, progress) {
             Ok(fetched) => done.fetched.push((name.clone(), fetched)),
             Err(e) if e.is_remote_failure() => {

@@ -56,14 +56,27 @@ pub fn current_branch(repo: &Repository) -> SyncResult<String> {
 /// `push -u`: makes each local branch of the pushed `specs` (`BRANCH` or
 /// `SRC:DST`) follow the remote branch it was pushed to, as `pull` and
 /// `branch -vv` then take it. Returns what was set, by local branch.
-pub fn follow_pushed(repo: &mut Repository, remote_name: &str, specs: &[String]) -> SyncResult<Vec<(String, Upstream)>> {
+pub fn follow_pushed(
+    repo: &mut Repository,
+    remote_name: &str,
+    specs: &[String],
+) -> SyncResult<Vec<(String, Upstream)>> {
     let mut set = Vec::new();
     for spec in specs {
         let (src, dst) = spec.split_once(':').unwrap_or((spec, spec));
-        let (src, dst) = (src.strip_prefix(BRANCHES).unwrap_or(src), dst.strip_prefix(BRANCHES).unwrap_or(dst));
+        let (src, dst) = (
+            src.strip_prefix(BRANCHES).unwrap_or(src),
+            dst.strip_prefix(BRANCHES).unwrap_or(dst),
+        );
         // Only a local branch can follow one.
         if repo.refs.get(&branch_ref(src))?.is_some() {
-            set.push((src.to_string(), Upstream { remote: remote_name.to_string(), branch: dst.to_string() }));
+            set.push((
+                src.to_string(),
+                Upstream {
+                    remote: remote_name.to_string(),
+                    branch: dst.to_string(),
+                },
+            ));
         }
     }
     repo.update_config(|cfg| {
@@ -77,14 +90,33 @@ pub fn follow_pushed(repo: &mut Repository, remote_name: &str, specs: &[String])
 
 /// Pushes to `remote`; `remote_name` (if it is a configured remote) gives
 /// the lease for a forced push and has its remote-tracking branches moved.
-pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str>, options: &PushOptions, progress: &dyn Progress) -> SyncResult<Pushed> {
-    let branches = if options.branches.is_empty() { vec![current_branch(repo)?] } else { options.branches.clone() };
+pub fn push(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: Option<&str>,
+    options: &PushOptions,
+    progress: &dyn Progress,
+) -> SyncResult<Pushed> {
+    let branches = if options.branches.is_empty() {
+        vec![current_branch(repo)?]
+    } else {
+        options.branches.clone()
+    };
     let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
-    let mut pushed = Pushed { updated: Vec::new(), up_to_date: Vec::new(), tags_differing: Vec::new(), stats: TransferStats::default() };
+    let mut pushed = Pushed {
+        updated: Vec::new(),
+        up_to_date: Vec::new(),
+        tags_differing: Vec::new(),
+        stats: TransferStats::default(),
+    };
     for spec in &branches {
         if let Some((tag, id)) = named_tag(repo, spec)? {
             match remote_refs.get(&tag) {
-                None => pushed.updated.push(PushRef { name: tag, expected: None, new: Some(id) }),
+                None => pushed.updated.push(PushRef {
+                    name: tag,
+                    expected: None,
+                    new: Some(id),
+                }),
                 Some(theirs) if *theirs != id => pushed.tags_differing.push(tag),
                 Some(_) => pushed.up_to_date.push(spec.clone()),
             }
@@ -99,12 +131,20 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
             continue;
         }
         check_branch_move(repo, b, old, new, remote_name, options.force)?;
-        pushed.updated.push(PushRef { name, expected: old, new: Some(new) });
+        pushed.updated.push(PushRef {
+            name,
+            expected: old,
+            new: Some(new),
+        });
     }
     if options.tags {
         for (tag, id) in repo.refs.list(TAGS)? {
             match remote_refs.get(&tag) {
-                None => pushed.updated.push(PushRef { name: tag, expected: None, new: Some(id) }),
+                None => pushed.updated.push(PushRef {
+                    name: tag,
+                    expected: None,
+                    new: Some(id),
+                }),
                 Some(theirs) if *theirs != id => pushed.tags_differing.push(tag),
                 Some(_) => {}
             }
@@ -121,8 +161,17 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
     progress.finish();
     pushed.stats = sent?;
     if let Some(r) = remote_name {
-        let tracking: Vec<RefUpdate> =
-            pushed.updated.iter().filter_map(|u| Some(RefUpdate { name: remote_branch_ref(r, u.name.strip_prefix(BRANCHES)?), expected: None, new: u.new })).collect();
+        let tracking: Vec<RefUpdate> = pushed
+            .updated
+            .iter()
+            .filter_map(|u| {
+                Some(RefUpdate {
+                    name: remote_branch_ref(r, u.name.strip_prefix(BRANCHES)?),
+                    expected: None,
+                    new: u.new,
+                })
+            })
+            .collect();
         if !tracking.is_empty() {
             repo.update_refs(&tracking, &repo.who(), &format!("push {r}"))?;
         }
@@ -135,21 +184,48 @@ pub fn push(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str
 /// branches, each only if it is still where this listing found it, and the
 /// matching remote-tracking branches here. Returns each branch's short name
 /// and where it was.
-pub fn delete_remote_branches(repo: &Repository, remote: &mut dyn Remote, remote_name: Option<&str>, branches: &[String]) -> SyncResult<Vec<(String, ObjectId)>> {
+pub fn delete_remote_branches(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    remote_name: Option<&str>,
+    branches: &[String],
+) -> SyncResult<Vec<(String, ObjectId)>> {
     let remote_refs: BTreeMap<String, ObjectId> = remote.list_refs()?.refs.into_iter().collect();
     let mut deleted = Vec::new();
     for b in branches {
         let b = b.strip_prefix(BRANCHES).unwrap_or(b);
-        let old = remote_refs.get(&branch_ref(b)).copied().ok_or_else(|| SyncError::NoRemoteBranch { url: remote.url().to_string(), branch: b.to_string() })?;
+        let old =
+            remote_refs
+                .get(&branch_ref(b))
+                .copied()
+                .ok_or_else(|| SyncError::NoRemoteBranch {
+                    url: remote.url().to_string(),
+                    branch: b.to_string(),
+                })?;
         deleted.push((b.to_string(), old));
     }
-    let updates = deleted.iter().map(|(b, old)| WireRefUpdate { name: branch_ref(b), old: Some(*old), new: None }).collect();
+    let updates = deleted
+        .iter()
+        .map(|(b, old)| WireRefUpdate {
+            name: branch_ref(b),
+            old: Some(*old),
+            new: None,
+        })
+        .collect();
     remote.update_refs(updates, &repo.who(), "push: delete")?;
     if let Some(r) = remote_name {
         for (b, _) in &deleted {
             let tracking = remote_branch_ref(r, b);
             if let Some(id) = repo.refs.get(&tracking)? {
-                repo.update_refs(&[RefUpdate { name: tracking, expected: Some(Some(id)), new: None }], &repo.who(), &format!("push {r}: delete"))?;
+                repo.update_refs(
+                    &[RefUpdate {
+                        name: tracking,
+                        expected: Some(Some(id)),
+                        new: None,
+                    }],
+                    &repo.who(),
+                    &format!("push {r}: delete"),
+                )?;
             }
         }
     }
@@ -163,14 +239,21 @@ pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, Obj
         Some((src, dst)) => {
             let dst = short(dst);
             if src.is_empty() || dst.is_empty() || dst.starts_with("refs/") {
-                return Err(SyncError::BadRefspec { spec: spec.to_string() });
+                return Err(SyncError::BadRefspec {
+                    spec: spec.to_string(),
+                });
             }
-            dmv_repo::validate_ref_name(&branch_ref(&dst)).map_err(|_| SyncError::BadRefspec { spec: spec.to_string() })?;
+            dmv_repo::validate_ref_name(&branch_ref(&dst)).map_err(|_| SyncError::BadRefspec {
+                spec: spec.to_string(),
+            })?;
             Ok((dst, repo.resolve(src)?))
         }
         None => {
             let b = short(spec);
-            let new = repo.refs.get(&branch_ref(&b))?.ok_or_else(|| SyncError::NoLocalBranch { branch: b.clone() })?;
+            let new = repo
+                .refs
+                .get(&branch_ref(&b))?
+                .ok_or_else(|| SyncError::NoLocalBranch { branch: b.clone() })?;
             Ok((b, new))
         }
     }
@@ -180,27 +263,46 @@ pub fn resolve_refspec(repo: &Repository, spec: &str) -> SyncResult<(String, Obj
 /// `refs/tags/v1`): the tag's full name and value, made on the remote
 /// only where it has no tag of that name, as `--tags` does.
 fn named_tag(repo: &Repository, spec: &str) -> SyncResult<Option<(String, ObjectId)>> {
-    if spec.contains(':') || (!spec.starts_with(TAGS) && repo.refs.get(&branch_ref(spec))?.is_some()) {
+    if spec.contains(':')
+        || (!spec.starts_with(TAGS) && repo.refs.get(&branch_ref(spec))?.is_some())
+    {
         return Ok(None);
     }
-    let full = if spec.starts_with(TAGS) { spec.to_string() } else { dmv_repo::ref_names::tag_ref(spec) };
+    let full = if spec.starts_with(TAGS) {
+        spec.to_string()
+    } else {
+        dmv_repo::ref_names::tag_ref(spec)
+    };
     Ok(repo.refs.get(&full)?.map(|id| (full, id)))
 }
 
 /// Whether remote branch `branch` may move from `old` to `new`.
-fn check_branch_move(repo: &Repository, branch: &str, old: Option<ObjectId>, new: ObjectId, remote_name: Option<&str>, force: bool) -> SyncResult<()> {
+fn check_branch_move(
+    repo: &Repository,
+    branch: &str,
+    old: Option<ObjectId>,
+    new: ObjectId,
+    remote_name: Option<&str>,
+    force: bool,
+) -> SyncResult<()> {
     if force {
         let lease = match remote_name {
             Some(r) => repo.refs.get(&remote_branch_ref(r, branch))?,
             None => old,
         };
         if lease != old {
-            return Err(SyncError::LeaseBroken { branch: branch.to_string() });
+            return Err(SyncError::LeaseBroken {
+                branch: branch.to_string(),
+            });
         }
         return Ok(());
     }
     match old {
-        Some(old) if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? => Err(SyncError::NotFastForward { branch: branch.to_string() }),
+        Some(old) if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? => {
+            Err(SyncError::NotFastForward {
+                branch: branch.to_string(),
+            })
+        }
         _ => Ok(()),
     }
 }

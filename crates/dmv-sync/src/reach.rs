@@ -77,7 +77,9 @@ impl Seen {
         if self.failed.is_some() {
             return Reach::Unreachable;
         }
-        let slow_to_answer = self.connect_ms.is_some_and(|ms| ms > NEAR_CONNECT.as_millis() as u64);
+        let slow_to_answer = self
+            .connect_ms
+            .is_some_and(|ms| ms > NEAR_CONNECT.as_millis() as u64);
         let slow_data = self.bytes_per_sec.is_some_and(|speed| speed < NEAR_SPEED);
         match self.connect_ms.is_none() && self.bytes_per_sec.is_none() {
             true => Reach::Unknown,
@@ -98,8 +100,15 @@ impl ReachBook {
     /// The repository's book (empty when there is none yet, or it is unreadable).
     pub fn load(repo: &Repository) -> ReachBook {
         let path = repo.dmv.join("reach");
-        let by_url = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
-        ReachBook { path, by_url, changed: false }
+        let by_url = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        ReachBook {
+            path,
+            by_url,
+            changed: false,
+        }
     }
 
     /// What was last seen of the remote at `url`.
@@ -144,7 +153,9 @@ impl ReachBook {
 
     fn note(&mut self, url: &str, change: impl FnOnce(&mut Seen)) {
         let seen = self.by_url.entry(url.to_string()).or_default();
-        seen.at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        seen.at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         change(seen);
         self.changed = true;
     }
@@ -166,23 +177,60 @@ mod tests {
 
     #[test]
     fn classes_follow_what_was_seen() {
-        let seen = |connect_ms: Option<u64>, bytes_per_sec: Option<u64>, failed: Option<&str>| Seen { at: 1, connect_ms, bytes_per_sec, failed: failed.map(String::from) }.class();
+        let seen = |connect_ms: Option<u64>, bytes_per_sec: Option<u64>, failed: Option<&str>| {
+            Seen {
+                at: 1,
+                connect_ms,
+                bytes_per_sec,
+                failed: failed.map(String::from),
+            }
+            .class()
+        };
         assert_eq!(seen(None, None, None), Reach::Unknown);
         assert_eq!(seen(Some(3), None, None), Reach::Near);
         assert_eq!(seen(Some(3), Some(50 << 20), None), Reach::Near);
         assert_eq!(seen(Some(1001), None, None), Reach::Far);
         assert_eq!(seen(Some(3), Some(200 << 10), None), Reach::Far);
-        assert_eq!(seen(Some(3), Some(50 << 20), Some("stopped answering")), Reach::Unreachable);
+        assert_eq!(
+            seen(Some(3), Some(50 << 20), Some("stopped answering")),
+            Reach::Unreachable
+        );
         // The order `get` tries copies in.
-        let mut order = vec![Reach::Unreachable, Reach::Far, Reach::Unknown, Reach::Near, Reach::Here];
+        let mut order = vec![
+            Reach::Unreachable,
+            Reach::Far,
+            Reach::Unknown,
+            Reach::Near,
+            Reach::Here,
+        ];
         order.sort();
-        assert_eq!(order, vec![Reach::Here, Reach::Near, Reach::Unknown, Reach::Far, Reach::Unreachable]);
+        assert_eq!(
+            order,
+            vec![
+                Reach::Here,
+                Reach::Near,
+                Reach::Unknown,
+                Reach::Far,
+                Reach::Unreachable
+            ]
+        );
     }
 
     /// The file's encoding, pinned: other versions of dmv read it.
     #[test]
     fn the_book_is_json_by_url() {
-        let by_url = BTreeMap::from([("http://hub/photos".to_string(), Seen { at: 1_800_000_000, connect_ms: Some(4), bytes_per_sec: Some(1 << 20), failed: None })]);
-        assert_eq!(serde_json::to_string(&by_url).unwrap(), r#"{"http://hub/photos":{"at":1800000000,"connect_ms":4,"bytes_per_sec":1048576}}"#);
+        let by_url = BTreeMap::from([(
+            "http://hub/photos".to_string(),
+            Seen {
+                at: 1_800_000_000,
+                connect_ms: Some(4),
+                bytes_per_sec: Some(1 << 20),
+                failed: None,
+            },
+        )]);
+        assert_eq!(
+            serde_json::to_string(&by_url).unwrap(),
+            r#"{"http://hub/photos":{"at":1800000000,"connect_ms":4,"bytes_per_sec":1048576}}"#
+        );
     }
 }

@@ -11,7 +11,9 @@ use std::hash::BuildHasher;
 use dmv_repo::store::object::{for_each_child, EntryKind, Tag};
 use dmv_repo::store::{ObjectId, ObjectKind, Store, StoredObject, WriteSession};
 use dmv_repo::tree::FlatEntry;
-use dmv_repo::{check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Progress, Repository};
+use dmv_repo::{
+    check_object, stored_facts, EarlyCheckout, ObjectFacts, PathFilter, Progress, Repository,
+};
 
 use crate::locations::{record_transfer, remote_replica, tell_of_new_copies};
 use crate::objects::{children_first, damaged, edges, TransferStats};
@@ -58,27 +60,53 @@ pub fn fetch_objects(
     let commits = client.walk_commits(missing_tips.clone(), local_tips(repo)?)?;
     let mut found = explore_commits(store, client, commits, &missing_tips, &rule)?;
     let starts = std::mem::take(&mut found.trees);
-    explore_below(client, starts, &rule, &|id| Ok(store.contains(id)?), &mut found)?;
+    explore_below(
+        client,
+        starts,
+        &rule,
+        &|id| Ok(store.contains(id)?),
+        &mut found,
+    )?;
     if let Some(early) = early.as_deref_mut() {
-        early.plan(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true));
+        early.plan(&lookup_in(store, &found), &|id: &ObjectId| {
+            store.contains(id).unwrap_or(true)
+        });
     }
-    let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
+    let mut stats = receive_chunks(
+        &mut session,
+        client,
+        found.chunks.into_list(),
+        progress,
+        early,
+    )?;
     let lacking = std::mem::take(&mut found.lacking);
     if !lacking.is_empty() {
         // Said before the files without their data are stored, so fsck and gc take them as absent, not damaged.
         repo.mark_partial()?;
     }
-    stats.objects += store_metadata(&mut session, found.meta, &found.children, repo.config.partial || !lacking.is_empty())?;
+    stats.objects += store_metadata(
+        &mut session,
+        found.meta,
+        &found.children,
+        repo.config.partial || !lacking.is_empty(),
+    )?;
     session.finish()?;
     then()?;
     drop(session);
     let source = remote_replica(repo, client)?;
     record_transfer(repo, source, &mut found.files, true)?;
-    Ok(ObjectsFetched { stats, lacking, files: found.files })
+    Ok(ObjectsFetched {
+        stats,
+        lacking,
+        files: found.files,
+    })
 }
 
 /// An explored object's content, else a stored one's.
-fn lookup_in<'a>(store: &'a Store, found: &'a Explored) -> impl Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a {
+fn lookup_in<'a>(
+    store: &'a Store,
+    found: &'a Explored,
+) -> impl Fn(&ObjectId) -> Option<(ObjectKind, Vec<u8>)> + 'a {
     move |id: &ObjectId| match found.meta.get(id) {
         Some(obj) => obj.content().ok().map(|c| (obj.kind, c.into_owned())),
         None => store.read(id).ok(),
@@ -91,23 +119,56 @@ pub(crate) type EarlyFill<'a> = (&'a mut EarlyCheckout, &'a [(Vec<u8>, FlatEntry
 /// Fetches the data of some files (their content ids: file nodes and
 /// chunks) that the local store lacks. `early`, if given, writes those of
 /// `paths` (working-tree files and their entries) whose chunks arrive in order.
-pub fn fetch_file_data(repo: &Repository, client: &mut dyn Remote, files: &[ObjectId], progress: &dyn Progress, early: Option<EarlyFill<'_>>) -> SyncResult<TransferStats> {
+pub fn fetch_file_data(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    files: &[ObjectId],
+    progress: &dyn Progress,
+    early: Option<EarlyFill<'_>>,
+) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let mut session = store.begin_write()?;
     let mut found = Explored::default();
-    let starts = files.iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
-    explore_below(client, starts, &DataRule::everything(), &|id| Ok(repo.has_data(id)?), &mut found)?;
+    let starts = files
+        .iter()
+        .map(|id| Visit {
+            id: *id,
+            dir: Vec::new(),
+            data: true,
+        })
+        .collect();
+    explore_below(
+        client,
+        starts,
+        &DataRule::everything(),
+        &|id| Ok(repo.has_data(id)?),
+        &mut found,
+    )?;
     let early = early.map(|(early, paths)| {
-        early.plan_files(&lookup_in(store, &found), &|id: &ObjectId| store.contains(id).unwrap_or(true), paths.iter().cloned());
+        early.plan_files(
+            &lookup_in(store, &found),
+            &|id: &ObjectId| store.contains(id).unwrap_or(true),
+            paths.iter().cloned(),
+        );
         early
     });
-    let mut stats = receive_chunks(&mut session, client, found.chunks.into_list(), progress, early)?;
+    let mut stats = receive_chunks(
+        &mut session,
+        client,
+        found.chunks.into_list(),
+        progress,
+        early,
+    )?;
     stats.objects += store_metadata(&mut session, found.meta, &found.children, true)?;
     session.finish()?;
     drop(session);
     let source = remote_replica(repo, client)?;
     let lacking: HashSet<ObjectId> = found.lacking.into_iter().collect();
-    let mut got: Vec<ObjectId> = files.iter().filter(|f| !lacking.contains(f)).copied().collect();
+    let mut got: Vec<ObjectId> = files
+        .iter()
+        .filter(|f| !lacking.contains(f))
+        .copied()
+        .collect();
     record_transfer(repo, source, &mut got, true)?;
     // The last request on this connection: a refusal cannot spoil another.
     tell_of_new_copies(repo, client, &got);
@@ -135,13 +196,24 @@ struct DataRule {
 impl DataRule {
     fn of(repo: &Repository) -> SyncResult<DataRule> {
         let slice = &repo.config.slice;
-        let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice { text: slice.to_string(), detail })?;
-        Ok(DataRule { filter, recent: slice.recent(), dropped: repo.dropped_here()? })
+        let filter = slice.paths_filter().map_err(|detail| dmv_repo::BadSlice {
+            text: slice.to_string(),
+            detail,
+        })?;
+        Ok(DataRule {
+            filter,
+            recent: slice.recent(),
+            dropped: repo.dropped_here()?,
+        })
     }
 
     /// What a `get` asks for: the files named, whatever the slice or a drop said.
     fn everything() -> DataRule {
-        DataRule { filter: PathFilter::All, recent: None, dropped: HashSet::new() }
+        DataRule {
+            filter: PathFilter::All,
+            recent: None,
+            dropped: HashSet::new(),
+        }
     }
 }
 
@@ -193,14 +265,22 @@ impl ChunkList {
             return;
         };
         let (list, hasher) = (&self.list, &self.hasher);
-        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(hasher.hash_one(id), |&i| list[i as usize].0 == id, |&i| hasher.hash_one(list[i as usize].0)) {
+        if let hashbrown::hash_table::Entry::Vacant(slot) = self.positions.entry(
+            hasher.hash_one(id),
+            |&i| list[i as usize].0 == id,
+            |&i| hasher.hash_one(list[i as usize].0),
+        ) {
             slot.insert(at);
             self.list.push((id, size));
         }
     }
 
     fn contains(&self, id: &ObjectId) -> bool {
-        self.positions.find(self.hasher.hash_one(id), |&i| self.list[i as usize].0 == *id).is_some()
+        self.positions
+            .find(self.hasher.hash_one(id), |&i| {
+                self.list[i as usize].0 == *id
+            })
+            .is_some()
     }
 
     /// The chunks, in the order found; the set that kept them unique is
@@ -212,7 +292,13 @@ impl ChunkList {
 
 /// The new commits (and annotated tags), one generation per round trip when
 /// the remote cannot walk history itself, and which of their trees bring file data.
-fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId>, tips: &[ObjectId], rule: &DataRule) -> SyncResult<Explored> {
+fn explore_commits(
+    store: &Store,
+    client: &mut dyn Remote,
+    commits: Vec<ObjectId>,
+    tips: &[ObjectId],
+    rule: &DataRule,
+) -> SyncResult<Explored> {
     let mut found = Explored::default();
     let mut seen: HashSet<ObjectId> = HashSet::new();
     let mut frontier = Vec::new();
@@ -231,15 +317,22 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
                 got.push(obj);
                 Ok(())
             }
-            Received::Object(obj) => Err(SyncError::Protocol(Violation::Unexpected { expected: "a commit", got: Some(format!("a {}", obj.kind.name())) })),
-            Received::ChunkStub { .. } => Err(SyncError::Protocol(Violation::Unexpected { expected: "a commit", got: Some("a chunk stub".into()) })),
+            Received::Object(obj) => Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "a commit",
+                got: Some(format!("a {}", obj.kind.name())),
+            })),
+            Received::ChunkStub { .. } => Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "a commit",
+                got: Some("a chunk stub".into()),
+            })),
         })?;
         let mut next = Vec::new();
         for obj in got {
             let content = obj.content().map_err(|d| damaged(&obj, d))?;
             if obj.kind == ObjectKind::Tag {
                 // An annotated tag (a wanted tip): its commit is explored as the tip.
-                let target = dmv_repo::store::object::decode::<Tag>(&obj.id, obj.kind, &content)?.target;
+                let target =
+                    dmv_repo::store::object::decode::<Tag>(&obj.id, obj.kind, &content)?.target;
                 if seen.insert(target) && !store.contains(&target)? {
                     next.push(target);
                 }
@@ -249,14 +342,21 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
                 found.meta.insert(obj.id, obj);
                 continue;
             }
-            let commit: dmv_repo::store::object::Commit = dmv_repo::store::object::decode(&obj.id, obj.kind, &content)?;
+            let commit: dmv_repo::store::object::Commit =
+                dmv_repo::store::object::decode(&obj.id, obj.kind, &content)?;
             for p in &commit.parents {
                 if seen.insert(*p) && !store.contains(p)? {
                     next.push(*p);
                 }
             }
             drop(content);
-            found.children.insert(obj.id, std::iter::once(commit.tree).chain(commit.parents.iter().copied()).map(|c| (c, false)).collect());
+            found.children.insert(
+                obj.id,
+                std::iter::once(commit.tree)
+                    .chain(commit.parents.iter().copied())
+                    .map(|c| (c, false))
+                    .collect(),
+            );
             graph.insert(obj.id, (commit.tree, commit.parents));
             found.meta.insert(obj.id, obj);
         }
@@ -267,12 +367,23 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
         // The commits fewer than n steps from a tip (what is older stays metadata).
         Some(n) => {
             let mut near = HashSet::new();
-            let mut level: Vec<ObjectId> = tips.iter().map(|t| peeled.get(t).unwrap_or(t)).filter(|t| graph.contains_key(t)).copied().collect();
+            let mut level: Vec<ObjectId> = tips
+                .iter()
+                .map(|t| peeled.get(t).unwrap_or(t))
+                .filter(|t| graph.contains_key(t))
+                .copied()
+                .collect();
             for _ in 0..n {
                 let mut next = Vec::new();
                 for c in level {
                     if near.insert(c) {
-                        next.extend(graph[&c].1.iter().filter(|p| graph.contains_key(p)).copied());
+                        next.extend(
+                            graph[&c]
+                                .1
+                                .iter()
+                                .filter(|p| graph.contains_key(p))
+                                .copied(),
+                        );
                     }
                 }
                 level = next;
@@ -282,7 +393,14 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
     };
     let mut roots: Vec<(&ObjectId, &(ObjectId, Vec<ObjectId>))> = graph.iter().collect();
     roots.sort_by_key(|(c, _)| **c);
-    found.trees = roots.into_iter().map(|(c, (tree, _))| Visit { id: *tree, dir: Vec::new(), data: with_data.contains(c) }).collect();
+    found.trees = roots
+        .into_iter()
+        .map(|(c, (tree, _))| Visit {
+            id: *tree,
+            dir: Vec::new(),
+            data: with_data.contains(c),
+        })
+        .collect();
     Ok(found)
 }
 
@@ -293,7 +411,13 @@ fn explore_commits(store: &Store, client: &mut dyn Remote, commits: Vec<ObjectId
 /// `have` says whether an object is here with all it reaches (for a fetch,
 /// being in the store says so; a `get` also looks into a file's nodes, which
 /// a `get` or `drop` cut short may have left without all their chunks).
-fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, rule: &DataRule, have: &dyn Fn(&ObjectId) -> SyncResult<bool>, found: &mut Explored) -> SyncResult<()> {
+fn explore_below(
+    client: &mut dyn Remote,
+    starts: Vec<Visit>,
+    rule: &DataRule,
+    have: &dyn Fn(&ObjectId) -> SyncResult<bool>,
+    found: &mut Explored,
+) -> SyncResult<()> {
     let mut seen: HashSet<Visit> = HashSet::new();
     let mut frontier = Vec::new();
     for v in starts {
@@ -313,7 +437,14 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, rule: &DataRule, h
             explore_slice(client, slice, rule, have, found, &mut seen, &mut next)?;
         }
         for start in files.clone().step_by(VISITS_PER_ROUND) {
-            let slice: Vec<Visit> = found.files[start..files.end.min(start + VISITS_PER_ROUND)].iter().map(|id| Visit { id: *id, dir: Vec::new(), data: true }).collect();
+            let slice: Vec<Visit> = found.files[start..files.end.min(start + VISITS_PER_ROUND)]
+                .iter()
+                .map(|id| Visit {
+                    id: *id,
+                    dir: Vec::new(),
+                    data: true,
+                })
+                .collect();
             explore_slice(client, &slice, rule, have, found, &mut seen, &mut next)?;
         }
         if client.may_lack_data() && found.files.len() > files_found {
@@ -328,7 +459,11 @@ fn explore_below(client: &mut dyn Remote, starts: Vec<Visit>, rule: &DataRule, h
 /// A partial source may lack some of the files found from `from` on: those
 /// it does not hold all of are set aside in `found.lacking` rather than asked
 /// for (which would stop the whole fetch on the first one).
-fn set_aside_what_the_source_lacks(client: &mut dyn Remote, found: &mut Explored, from: usize) -> SyncResult<()> {
+fn set_aside_what_the_source_lacks(
+    client: &mut dyn Remote,
+    found: &mut Explored,
+    from: usize,
+) -> SyncResult<()> {
     let new = found.files.split_off(from);
     let held = client.has(&new)?;
     for (id, held) in new.into_iter().zip(held) {
@@ -354,7 +489,13 @@ fn explore_slice(
 ) -> SyncResult<()> {
     let keep_paths = matches!(rule.filter, PathFilter::Globs(_));
     let mut asked = HashSet::new();
-    let to_get: Vec<ObjectId> = slice.iter().map(|v| v.id).filter(|id| !found.meta.contains_key(id) && !found.chunks.contains(id) && asked.insert(*id)).collect();
+    let to_get: Vec<ObjectId> = slice
+        .iter()
+        .map(|v| v.id)
+        .filter(|id| {
+            !found.meta.contains_key(id) && !found.chunks.contains(id) && asked.insert(*id)
+        })
+        .collect();
     drop(asked);
     if !to_get.is_empty() {
         client.get(&to_get, false, &mut |got| {
@@ -370,29 +511,57 @@ fn explore_slice(
     }
     for v in slice {
         // A chunk arrives as a stub and has been queued.
-        let Some(obj) = found.meta.get(&v.id) else { continue };
+        let Some(obj) = found.meta.get(&v.id) else {
+            continue;
+        };
         let content = obj.content().map_err(|d| damaged(obj, d))?;
         let edges = edges(&obj.id, obj.kind, &content)?;
         drop(content);
         // A file's nodes can list half a million chunks: those are read again when stored.
         if obj.kind != ObjectKind::FileNode {
-            found.children.insert(obj.id, edges.iter().map(|e| (e.id, e.entry.as_ref().is_some_and(|(_, kind)| kind.is_file()))).collect());
+            found.children.insert(
+                obj.id,
+                edges
+                    .iter()
+                    .map(|e| {
+                        (
+                            e.id,
+                            e.entry.as_ref().is_some_and(|(_, kind)| kind.is_file()),
+                        )
+                    })
+                    .collect(),
+            );
         }
         for e in edges {
             if have(&e.id)? {
                 continue;
             }
             let child = match &e.entry {
-                Some((name, EntryKind::Dir)) => Visit { id: e.id, dir: if keep_paths { join(&v.dir, name) } else { Vec::new() }, data: v.data },
+                Some((name, EntryKind::Dir)) => Visit {
+                    id: e.id,
+                    dir: if keep_paths {
+                        join(&v.dir, name)
+                    } else {
+                        Vec::new()
+                    },
+                    data: v.data,
+                },
                 Some((name, kind)) if kind.is_file() => {
-                    if !v.data || rule.dropped.contains(&e.id) || !rule.filter.keeps(&join(&v.dir, name)) {
+                    if !v.data
+                        || rule.dropped.contains(&e.id)
+                        || !rule.filter.keeps(&join(&v.dir, name))
+                    {
                         continue;
                     }
                     // Visited from `found.files` on the next level (a content met twice is asked for once, its chunks listed once).
                     found.files.push(e.id);
                     continue;
                 }
-                _ => Visit { id: e.id, dir: v.dir.clone(), data: v.data },
+                _ => Visit {
+                    id: e.id,
+                    dir: v.dir.clone(),
+                    data: v.data,
+                },
             };
             if e.chunk {
                 found.chunks.add(e.id, e.size);
@@ -433,10 +602,16 @@ fn receive_chunks(
         batch.extend(part.iter().map(|(id, _)| *id));
         let received = client.get(&batch, true, &mut |got| {
             let Received::Object(obj) = got else {
-                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk", got: Some("a chunk stub".into()) }));
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a chunk",
+                    got: Some("a chunk stub".into()),
+                }));
             };
             if obj.kind != ObjectKind::Chunk {
-                return Err(SyncError::Protocol(Violation::Unexpected { expected: "a chunk", got: Some(format!("a {}", obj.kind.name())) }));
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a chunk",
+                    got: Some(format!("a {}", obj.kind.name())),
+                }));
             }
             let content = obj.content().map_err(|d| damaged(&obj, d))?;
             if let Some(early) = early.as_deref_mut() {
@@ -472,7 +647,8 @@ fn store_metadata(
     // Each object's children among `meta`, to store them first. One not
     // among them must be here already (chunks arrived before), unless it is
     // file data a partial replica may lack (never part of a file's nodes).
-    let may_be_absent = |kind: ObjectKind, data: bool| absent_data_ok && data && kind != ObjectKind::FileNode;
+    let may_be_absent =
+        |kind: ObjectKind, data: bool| absent_data_ok && data && kind != ObjectKind::FileNode;
     let mut graph: HashMap<ObjectId, Vec<ObjectId>> = HashMap::with_capacity(meta.len());
     for (id, obj) in &meta {
         let mut kids = Vec::new();
@@ -480,13 +656,23 @@ fn store_metadata(
             if meta.contains_key(child) {
                 kids.push(*child);
             } else if !may_be_absent(obj.kind, data) && !session.has(child)? {
-                return Err(SyncError::Protocol(Violation::NotSent { id: *id, child: *child }));
+                return Err(SyncError::Protocol(Violation::NotSent {
+                    id: *id,
+                    child: *child,
+                }));
             }
             Ok(())
         };
         match children.get(id) {
-            Some(listed) => listed.iter().try_for_each(|(child, data)| each(child, *data))?,
-            None => for_each_child(id, obj.kind, &obj.content().map_err(|d| damaged(obj, d))?, each)?,
+            Some(listed) => listed
+                .iter()
+                .try_for_each(|(child, data)| each(child, *data))?,
+            None => for_each_child(
+                id,
+                obj.kind,
+                &obj.content().map_err(|d| damaged(obj, d))?,
+                each,
+            )?,
         }
         graph.insert(*id, kids);
     }
@@ -495,13 +681,20 @@ fn store_metadata(
     // checks of what refers to them (a chunk's are in its pack record).
     let mut facts: HashMap<ObjectId, ObjectFacts> = HashMap::new();
     for id in children_first(&graph) {
-        let Some(obj) = meta.remove(&id) else { continue };
+        let Some(obj) = meta.remove(&id) else {
+            continue;
+        };
         let content = obj.content().map_err(|d| damaged(&obj, d))?;
         // Held to the rules a push is held to: a peer's names, kinds and sizes are checked, not trusted.
-        let own = check_object(&obj.id, obj.kind, &content, &mut |child| match facts.get(child) {
-            Some(f) => Ok(Some(*f)),
-            None => stored_facts(session, child),
-        })
+        let own = check_object(
+            &obj.id,
+            obj.kind,
+            &content,
+            &mut |child| match facts.get(child) {
+                Some(f) => Ok(Some(*f)),
+                None => stored_facts(session, child),
+            },
+        )
         .map_err(|e| SyncError::Protocol(Violation::Malformed(e)))?;
         facts.insert(obj.id, own);
         // Checked against its id when it arrived (`explore_slice`, `explore_commits`).

@@ -10,10 +10,12 @@ use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
 
 /// Hands each object of an upload to the remote (children before parents).
-pub type ObjectProducer<'a> = &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
+pub type ObjectProducer<'a> =
+    &'a mut (dyn FnMut(&mut dyn FnMut(&StoredObject) -> SyncResult<()>) -> SyncResult<()> + Send);
 
 /// Takes a piece of a location log: its records in key order, and the replicas' names it carries.
-pub type LocationPageSink<'a> = dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaCards) -> SyncResult<()> + 'a;
+pub type LocationPageSink<'a> =
+    dyn FnMut(&mut dyn Iterator<Item = LocationRecord>, ReplicaCards) -> SyncResult<()> + 'a;
 
 /// A remote as the transfer code sees it, whatever carries the requests: a
 /// DMV server at the other end of a pipe or HTTP, or an object store with
@@ -35,11 +37,20 @@ pub trait Remote {
     /// Commits reachable from `wants` and not from `haves`. A remote that
     /// cannot walk history cheaply may answer with `wants` alone: the fetch
     /// explores parents like any other reference and stops at what it has.
-    fn walk_commits(&mut self, wants: Vec<ObjectId>, haves: Vec<ObjectId>) -> SyncResult<Vec<ObjectId>>;
+    fn walk_commits(
+        &mut self,
+        wants: Vec<ObjectId>,
+        haves: Vec<ObjectId>,
+    ) -> SyncResult<Vec<ObjectId>>;
     /// Which of these objects the remote has (with everything they reach).
     fn has(&mut self, ids: &[ObjectId]) -> SyncResult<Vec<bool>>;
     /// The objects (chunks as stubs unless `chunks`), each once, in any order.
-    fn get(&mut self, ids: &[ObjectId], chunks: bool, sink: &mut dyn FnMut(Received) -> SyncResult<()>) -> SyncResult<()>;
+    fn get(
+        &mut self,
+        ids: &[ObjectId],
+        chunks: bool,
+        sink: &mut dyn FnMut(Received) -> SyncResult<()>,
+    ) -> SyncResult<()>;
     /// How many chunks a fetch asks for per `get` (4096: one answer of about
     /// 256 MiB at the default chunk size, so the pause between two answers,
     /// while the server starts reading the disk again, is rare).
@@ -51,7 +62,12 @@ pub trait Remote {
     fn put(&mut self, objects: ObjectProducer<'_>, sent: &Tally<'_>) -> SyncResult<(u64, u64)>;
     /// All or nothing; each update compares-and-swaps on its `old` value.
     /// An empty list checks write access.
-    fn update_refs(&mut self, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<()>;
+    fn update_refs(
+        &mut self,
+        updates: Vec<WireRefUpdate>,
+        who: &str,
+        message: &str,
+    ) -> SyncResult<()>;
     /// The remote replica's id and name (a remote that stores none: one derived from its URL).
     fn replica(&mut self) -> SyncResult<(ReplicaId, String)> {
         Ok((ReplicaId::derived(self.url()), self.url().to_string()))
@@ -82,11 +98,17 @@ pub trait Remote {
     /// What a replica that holds copies does for another's drop; a remote
     /// that cannot answers `Unsupported`.
     fn copies(&mut self) -> SyncResult<&mut dyn KeepsCopies> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "confirming, locking and dropping copies" })
+        Err(SyncError::Unsupported {
+            url: self.url().to_string(),
+            what: "confirming, locking and dropping copies",
+        })
     }
     /// Path locks kept there; a remote that keeps none answers `Unsupported`.
     fn path_locks(&mut self) -> SyncResult<&mut dyn KeepsPathLocks> {
-        Err(SyncError::Unsupported { url: self.url().to_string(), what: "locks" })
+        Err(SyncError::Unsupported {
+            url: self.url().to_string(),
+            what: "locks",
+        })
     }
 }
 

@@ -51,13 +51,17 @@ pub enum LocalServer {
 }
 
 /// Whether this program chose [`LocalServer::ChildProcess`] as its default.
-static CHILD_PROCESS_BY_DEFAULT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CHILD_PROCESS_BY_DEFAULT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 impl LocalServer {
     /// Makes this the default of every remote this process connects to
     /// from now on (the `dmv` binary chooses child processes at start).
     pub fn make_default(self) {
-        CHILD_PROCESS_BY_DEFAULT.store(self == LocalServer::ChildProcess, std::sync::atomic::Ordering::Relaxed);
+        CHILD_PROCESS_BY_DEFAULT.store(
+            self == LocalServer::ChildProcess,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
 
@@ -109,7 +113,10 @@ pub const DEFAULT_STALL_AFTER: Duration = Duration::from_secs(30);
 
 /// `remote.timeout` of the global settings, else [`DEFAULT_STALL_AFTER`].
 fn global_stall_after() -> Duration {
-    dmv_repo::GlobalSettings::load().ok().and_then(|g| g.remote_timeout).map_or(DEFAULT_STALL_AFTER, |s| Duration::from_secs(s.into()))
+    dmv_repo::GlobalSettings::load()
+        .ok()
+        .and_then(|g| g.remote_timeout)
+        .map_or(DEFAULT_STALL_AFTER, |s| Duration::from_secs(s.into()))
 }
 
 impl RemoteSpec {
@@ -117,33 +124,58 @@ impl RemoteSpec {
     /// The rest of the spec is left at its default. Fails with
     /// [`SyncError::BadUrl`] on anything else.
     pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
-        let bad = |why: &str| SyncError::BadUrl { url: url.to_string(), why: why.to_string() };
+        let bad = |why: &str| SyncError::BadUrl {
+            url: url.to_string(),
+            why: why.to_string(),
+        };
         let transport = if let Some(rest) = url.strip_prefix("ssh://") {
-            let (authority, path) = rest.split_at(rest.find('/').ok_or_else(|| bad("ssh:// needs a path after the host"))?);
+            let (authority, path) = rest.split_at(
+                rest.find('/')
+                    .ok_or_else(|| bad("ssh:// needs a path after the host"))?,
+            );
             let (user, hostport) = match authority.rsplit_once('@') {
                 Some((u, h)) => (Some(u.to_string()), h),
                 None => (None, authority),
             };
             let (host, port) = match hostport.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p.parse::<u16>().map_err(|_| bad("the port is not a number"))?)),
+                Some((h, p)) => (
+                    h,
+                    Some(
+                        p.parse::<u16>()
+                            .map_err(|_| bad("the port is not a number"))?,
+                    ),
+                ),
                 None => (hostport, None),
             };
             if host.is_empty() || host.starts_with('-') {
                 return Err(bad("missing or invalid host"));
             }
             // ssh would take `-oProxyCommand=…@host` as an option (URLs reach us from peers' cards too).
-            if user.as_deref().is_some_and(|u| u.is_empty() || u.starts_with('-') || u.chars().any(|c| c.is_whitespace() || c.is_control())) {
-                return Err(bad("invalid user (it may not be empty, begin with '-' or hold spaces)"));
+            if user.as_deref().is_some_and(|u| {
+                u.is_empty()
+                    || u.starts_with('-')
+                    || u.chars().any(|c| c.is_whitespace() || c.is_control())
+            }) {
+                return Err(bad(
+                    "invalid user (it may not be empty, begin with '-' or hold spaces)",
+                ));
             }
             if path.len() < 2 {
                 return Err(bad("ssh:// needs a path after the host"));
             }
-            Transport::Ssh { user, host: host.to_string(), port, path: path.to_string() }
+            Transport::Ssh {
+                user,
+                host: host.to_string(),
+                port,
+                path: path.to_string(),
+            }
         } else if url.starts_with("http://") || url.starts_with("https://") {
             let base = url.trim_end_matches('/').to_string();
             let after_scheme = &base[base.find("://").map_or(0, |i| i + 3)..];
             if !after_scheme.contains('/') {
-                return Err(bad("an HTTP remote names a repository: http://host:port/NAME"));
+                return Err(bad(
+                    "an HTTP remote names a repository: http://host:port/NAME",
+                ));
             }
             Transport::Http { base }
         } else if url.starts_with("s3://") {
@@ -151,7 +183,9 @@ impl RemoteSpec {
         } else if let Some(path) = url.strip_prefix("file://") {
             Transport::Path(PathBuf::from(path))
         } else if url.contains("://") {
-            return Err(bad("unknown scheme (use a path, ssh://, http:// or https://)"));
+            return Err(bad(
+                "unknown scheme (use a path, ssh://, http:// or https://)",
+            ));
         } else {
             Transport::Path(PathBuf::from(url))
         };
@@ -172,10 +206,18 @@ impl RemoteSpec {
 
     /// Every URL of the remote, each as a spec of its own (the first: this one).
     pub fn each_url(&self) -> SyncResult<Vec<RemoteSpec>> {
-        let mut specs = vec![RemoteSpec { other_urls: Vec::new(), ..self.clone() }];
+        let mut specs = vec![RemoteSpec {
+            other_urls: Vec::new(),
+            ..self.clone()
+        }];
         for url in &self.other_urls {
             let transport = RemoteSpec::parse(url)?.transport;
-            specs.push(RemoteSpec { url: url.clone(), transport, other_urls: Vec::new(), ..self.clone() });
+            specs.push(RemoteSpec {
+                url: url.clone(),
+                transport,
+                other_urls: Vec::new(),
+                ..self.clone()
+            });
         }
         Ok(specs)
     }
@@ -191,32 +233,61 @@ impl RemoteSpec {
     /// checking both sides speak the same protocol; or to an object store.
     pub fn connect_here(&self) -> SyncResult<Box<dyn Remote>> {
         let wire: Box<dyn crate::client::Wire> = match &self.transport {
-            Transport::Path(path) if self.local_server == LocalServer::InProcess => Box::new(InProcessWire::open(path, &self.url)?),
+            Transport::Path(path) if self.local_server == LocalServer::InProcess => {
+                Box::new(InProcessWire::open(path, &self.url)?)
+            }
             Transport::Path(path) => {
-                let exe = std::env::current_exe().map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
+                let exe = std::env::current_exe()
+                    .map_err(|e| SyncError::local("cannot find the dmv executable", e))?;
                 let mut cmd = Command::new(exe);
                 cmd.arg("serve").arg("--stdio").arg(path);
                 Box::new(StdioWire::spawn(cmd, &self.url, self.stall_after)?)
             }
-            Transport::Ssh { user, host, port, path } => {
-                let remote_dmv = std::env::var("DMV_REMOTE_DMV").ok().or_else(|| self.remote_dmv.clone()).unwrap_or_else(|| "dmv".into());
-                Box::new(StdioWire::spawn(crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv), &self.url, self.stall_after)?)
+            Transport::Ssh {
+                user,
+                host,
+                port,
+                path,
+            } => {
+                let remote_dmv = std::env::var("DMV_REMOTE_DMV")
+                    .ok()
+                    .or_else(|| self.remote_dmv.clone())
+                    .unwrap_or_else(|| "dmv".into());
+                Box::new(StdioWire::spawn(
+                    crate::ssh::serve_command(user.as_deref(), host, *port, path, &remote_dmv),
+                    &self.url,
+                    self.stall_after,
+                )?)
             }
             Transport::Http { base } => {
                 let token = match self.stranger {
                     true => None,
-                    false => std::env::var("DMV_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| self.token.clone()),
+                    false => std::env::var("DMV_TOKEN")
+                        .ok()
+                        .filter(|t| !t.is_empty())
+                        .or_else(|| self.token.clone()),
                 };
                 Box::new(HttpWire::new(base, token, self.stall_after)?)
             }
             Transport::S3(_) => {
-                let options = dmv_bucket::BucketOptions { stall_after: Some(self.stall_after), ..self.bucket.clone() };
-                let bucket = dmv_bucket::Bucket::open(&self.url, &options, self.cache_dir.as_deref(), self.create_with)?;
+                let options = dmv_bucket::BucketOptions {
+                    stall_after: Some(self.stall_after),
+                    ..self.bucket.clone()
+                };
+                let bucket = dmv_bucket::Bucket::open(
+                    &self.url,
+                    &options,
+                    self.cache_dir.as_deref(),
+                    self.create_with,
+                )?;
                 return Ok(Box::new(BucketRemote::new(bucket)));
             }
         };
         let client = Client::connect(wire, &self.url).map_err(|e| match e {
-            SyncError::Disconnected(detail) => SyncError::Unreachable { url: self.url.clone(), detail },
+            SyncError::Disconnected(detail) => SyncError::Unreachable {
+                url: self.url.clone(),
+                detail,
+            },
             other => other,
         })?;
         Ok(Box::new(client))
@@ -227,8 +298,13 @@ impl RemoteSpec {
 /// telling `attempt` of each: how long connecting took, or why it failed.
 /// A failure other than the remote's own ends the search; when every URL
 /// fails, the last one's error.
-pub(crate) fn connect_first(urls: Vec<RemoteSpec>, attempt: &mut dyn FnMut(&RemoteSpec, Result<Duration, &SyncError>)) -> SyncResult<Box<dyn Remote>> {
-    let mut failed = SyncError::NoSuchRemote { name: "(a remote without a URL)".into() };
+pub(crate) fn connect_first(
+    urls: Vec<RemoteSpec>,
+    attempt: &mut dyn FnMut(&RemoteSpec, Result<Duration, &SyncError>),
+) -> SyncResult<Box<dyn Remote>> {
+    let mut failed = SyncError::NoSuchRemote {
+        name: "(a remote without a URL)".into(),
+    };
     for spec in urls {
         let start = std::time::Instant::now();
         match spec.connect_here() {
@@ -253,15 +329,53 @@ mod tests {
     #[test]
     fn parses_every_kind_of_remote() {
         let t = |u: &str| RemoteSpec::parse(u).map(|r| r.transport);
-        assert_eq!(t("ssh://alice@host:2222/srv/repo").unwrap(), Transport::Ssh { user: Some("alice".into()), host: "host".into(), port: Some(2222), path: "/srv/repo".into() });
-        assert_eq!(t("ssh://host/r").unwrap(), Transport::Ssh { user: None, host: "host".into(), port: None, path: "/r".into() });
-        assert_eq!(t("http://127.0.0.1:8080/photos/").unwrap(), Transport::Http { base: "http://127.0.0.1:8080/photos".into() });
+        assert_eq!(
+            t("ssh://alice@host:2222/srv/repo").unwrap(),
+            Transport::Ssh {
+                user: Some("alice".into()),
+                host: "host".into(),
+                port: Some(2222),
+                path: "/srv/repo".into()
+            }
+        );
+        assert_eq!(
+            t("ssh://host/r").unwrap(),
+            Transport::Ssh {
+                user: None,
+                host: "host".into(),
+                port: None,
+                path: "/r".into()
+            }
+        );
+        assert_eq!(
+            t("http://127.0.0.1:8080/photos/").unwrap(),
+            Transport::Http {
+                base: "http://127.0.0.1:8080/photos".into()
+            }
+        );
         assert_eq!(t("../other").unwrap(), Transport::Path("../other".into()));
-        assert_eq!(t("file:///srv/x").unwrap(), Transport::Path("/srv/x".into()));
-        assert_eq!(t("s3://photos/studio").unwrap(), Transport::S3(dmv_bucket::BucketUrl { bucket: "photos".into(), prefix: "studio".into() }));
-        for bad in
-            ["ssh://host", "ssh://host:x/r", "ssh://-oProxyCommand=x/r", "ssh://-oProxyCommand=x@h/p", "ssh://@h/p", "ssh://a b@h/p", "http://host:80", "ftp://x/y", "s3://B/p"]
-        {
+        assert_eq!(
+            t("file:///srv/x").unwrap(),
+            Transport::Path("/srv/x".into())
+        );
+        assert_eq!(
+            t("s3://photos/studio").unwrap(),
+            Transport::S3(dmv_bucket::BucketUrl {
+                bucket: "photos".into(),
+                prefix: "studio".into()
+            })
+        );
+        for bad in [
+            "ssh://host",
+            "ssh://host:x/r",
+            "ssh://-oProxyCommand=x/r",
+            "ssh://-oProxyCommand=x@h/p",
+            "ssh://@h/p",
+            "ssh://a b@h/p",
+            "http://host:80",
+            "ftp://x/y",
+            "s3://B/p",
+        ] {
             assert!(t(bad).is_err(), "{bad} should be refused");
         }
     }

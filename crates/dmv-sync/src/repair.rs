@@ -42,7 +42,10 @@ pub struct Repaired {
 /// remote named `from`, else from each configured remote in turn. A remote
 /// that cannot be reached is noted and skipped, unless it is the one named.
 pub fn repair(repo: &Repository, from: Option<&str>) -> SyncResult<Repaired> {
-    let mut done = Repaired { salvaged: repo.store.salvage()?, ..Repaired::default() };
+    let mut done = Repaired {
+        salvaged: repo.store.salvage()?,
+        ..Repaired::default()
+    };
     done.dirstate_rebuilt = repo.rebuild_damaged_dirstate()?;
     done.locations_reset = repo.reset_damaged_locations()?;
     done.restored_from_worktree = repo.restore_from_worktree()?;
@@ -84,12 +87,21 @@ fn fetch_by_id(repo: &Repository, remote: &mut dyn Remote, ids: &[ObjectId]) -> 
     while !want.is_empty() {
         want.retain(|id| asked.insert(*id));
         let there = remote.has(&want)?;
-        let ask: Vec<ObjectId> = want.iter().zip(there).filter(|(_, t)| *t).map(|(id, _)| *id).collect();
+        let ask: Vec<ObjectId> = want
+            .iter()
+            .zip(there)
+            .filter(|(_, t)| *t)
+            .map(|(id, _)| *id)
+            .collect();
         let mut next = Vec::new();
         for batch in ask.chunks(remote.chunks_per_get().max(1)) {
             remote.get(batch, true, &mut |r| {
-                let Received::Object(obj) = r else { return Ok(()) };
-                let content = obj.content().map_err(|detail| crate::SyncError::Protocol(crate::Violation::Damaged { id: obj.id, detail }))?;
+                let Received::Object(obj) = r else {
+                    return Ok(());
+                };
+                let content = obj.content().map_err(|detail| {
+                    crate::SyncError::Protocol(crate::Violation::Damaged { id: obj.id, detail })
+                })?;
                 for (kid, data) in children_marked(&obj.id, obj.kind, &content)? {
                     // A partial replica lacks file data by design: `get` brings it when wanted.
                     let by_design = data && repo.config.partial;

@@ -28,14 +28,27 @@ pub struct PushRef {
 
 /// Sends what the remote lacks of the new tips, then moves its refs with a
 /// compare-and-swap on each expected old value (all or nothing).
-pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushRef], remote_tips: &[ObjectId], progress: &dyn Progress) -> SyncResult<TransferStats> {
+pub fn send_objects(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    updates: &[PushRef],
+    remote_tips: &[ObjectId],
+    progress: &dyn Progress,
+) -> SyncResult<TransferStats> {
     // An empty ref update checks write access, so a refusal comes before any upload.
     client.update_refs(Vec::new(), &repo.who(), "push")?;
     let tips: Vec<ObjectId> = updates.iter().filter_map(|u| u.new).collect();
     let missing = find_missing(repo, client, &tips, remote_tips)?;
     let stats = upload(repo, client, &missing, progress)?;
     dmv_repo::store::failpoint("push-uploaded");
-    let wire: Vec<WireRefUpdate> = updates.iter().map(|u| WireRefUpdate { name: u.name.clone(), old: u.expected, new: u.new }).collect();
+    let wire: Vec<WireRefUpdate> = updates
+        .iter()
+        .map(|u| WireRefUpdate {
+            name: u.name.clone(),
+            old: u.expected,
+            new: u.new,
+        })
+        .collect();
     if !wire.is_empty() {
         client.update_refs(wire, &repo.who(), "push")?;
     }
@@ -48,7 +61,13 @@ pub fn send_objects(repo: &Repository, client: &mut dyn Remote, updates: &[PushR
     // race): their files were never recorded. A full remote holds all the data of a commit it has.
     if !client.may_lack_data() {
         for commit in &missing.sent_before {
-            there.extend(repo.commit_changes(commit)?.into_iter().filter_map(|c| c.new).filter(|e| e.kind.is_file()).map(|e| e.id));
+            there.extend(
+                repo.commit_changes(commit)?
+                    .into_iter()
+                    .filter_map(|c| c.new)
+                    .filter(|e| e.kind.is_file())
+                    .map(|e| e.id),
+            );
         }
     }
     record_transfer(repo, remote, &mut there, true)?;
@@ -70,7 +89,12 @@ struct Missing {
 
 /// Asks the remote, level by level from the new commits down, which objects
 /// it has, and does not descend into those it has.
-fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], remote_tips: &[ObjectId]) -> SyncResult<Missing> {
+fn find_missing(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    tips: &[ObjectId],
+    remote_tips: &[ObjectId],
+) -> SyncResult<Missing> {
     let store = &repo.store;
     let mut stop = Vec::new();
     for t in remote_tips {
@@ -83,7 +107,13 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     // The new annotated tags, then the new commits.
     history.extend(commits);
     let mut seen: HashSet<ObjectId> = history.iter().copied().collect();
-    let mut missing = Missing { chunks: Vec::new(), chunk_bytes: 0, graph: HashMap::new(), files: Vec::new(), sent_before: Vec::new() };
+    let mut missing = Missing {
+        chunks: Vec::new(),
+        chunk_bytes: 0,
+        graph: HashMap::new(),
+        files: Vec::new(),
+        sent_before: Vec::new(),
+    };
     let mut chunk_candidates: Vec<ObjectId> = Vec::new();
     // File data the remote lacks that a partial replica does not hold either, by name.
     let mut names: HashMap<ObjectId, Vec<u8>> = HashMap::new();
@@ -100,7 +130,9 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
                 continue;
             }
             let (kind, content) = match store.read(id) {
-                Err(dmv_repo::store::StoreError::NotFound { .. }) if repo.config.partial && names.contains_key(id) => {
+                Err(dmv_repo::store::StoreError::NotFound { .. })
+                    if repo.config.partial && names.contains_key(id) =>
+                {
                     absent.push(names[id].clone());
                     continue;
                 }
@@ -122,7 +154,12 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
                     }
                 }
                 // A file of one chunk is sent as a chunk: not read now, and nothing in the graph waits for it.
-                if e.chunk || (file.is_some() && store.locate(&e.id)?.is_some_and(|loc| loc.entry.kind == ObjectKind::Chunk)) {
+                if e.chunk
+                    || (file.is_some()
+                        && store
+                            .locate(&e.id)?
+                            .is_some_and(|loc| loc.entry.kind == ObjectKind::Chunk))
+                {
                     chunk_candidates.push(e.id);
                     continue;
                 }
@@ -172,7 +209,10 @@ fn find_missing(repo: &Repository, client: &mut dyn Remote, tips: &[ObjectId], r
     chunk_candidates.append(&mut missing.chunks);
     missing.chunks = chunk_candidates;
     if let Some(first) = absent.first() {
-        return Err(SyncError::Refused(Refusal::DataHeldByNeither { count: absent.len(), example: String::from_utf8_lossy(first).into_owned() }));
+        return Err(SyncError::Refused(Refusal::DataHeldByNeither {
+            count: absent.len(),
+            example: String::from_utf8_lossy(first).into_owned(),
+        }));
     }
     Ok(missing)
 }
@@ -199,7 +239,12 @@ fn first_of_each(ids: &mut Vec<ObjectId>) {
 
 /// Streams the missing objects in one upload: chunks (read ahead from disk
 /// while the previous window is sent), then the rest children first.
-fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progress: &dyn Progress) -> SyncResult<TransferStats> {
+fn upload(
+    repo: &Repository,
+    client: &mut dyn Remote,
+    missing: &Missing,
+    progress: &dyn Progress,
+) -> SyncResult<TransferStats> {
     let store = &repo.store;
     let order = children_first(&missing.graph);
     if missing.chunks.is_empty() && order.is_empty() {
@@ -208,7 +253,12 @@ fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progres
     let total = missing.chunk_bytes;
     let mut objects = |send: &mut dyn FnMut(&StoredObject) -> SyncResult<()>| -> SyncResult<()> {
         let prefetch = |from: usize| {
-            let window = missing.chunks.iter().skip(from).take(PREFETCH_CHUNKS).filter_map(|id| store.locate(id).ok().flatten());
+            let window = missing
+                .chunks
+                .iter()
+                .skip(from)
+                .take(PREFETCH_CHUNKS)
+                .filter_map(|id| store.locate(id).ok().flatten());
             store.prefetch(&window.collect::<Vec<_>>());
         };
         prefetch(0);
@@ -227,7 +277,10 @@ fn upload(repo: &Repository, client: &mut dyn Remote, missing: &Missing, progres
     // the bar stays short of the end while the last pack goes up); the
     // trees and commits after the chunks add a little over the total.
     client.put(&mut objects, &Tally::new(progress, total))?;
-    Ok(TransferStats { objects: (missing.chunks.len() + order.len()) as u64, chunk_bytes: total })
+    Ok(TransferStats {
+        objects: (missing.chunks.len() + order.len()) as u64,
+        chunk_bytes: total,
+    })
 }
 
 #[cfg(test)]

@@ -8,19 +8,27 @@ use std::path::Path;
 use std::collections::HashMap;
 
 use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
-use dmv_repo::{check_object, refuse_moves_over_locks, stored_facts, validate_ref_name, Head, ObjectFacts, RefMove, RefUpdate, RepoError, Repository};
+use dmv_repo::{
+    check_object, refuse_moves_over_locks, stored_facts, validate_ref_name, Head, ObjectFacts,
+    RefMove, RefUpdate, RepoError, Repository,
+};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::objects::ref_may_hold;
-use crate::protocol::{refs_digest, Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION};
+use crate::protocol::{
+    refs_digest, Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
+};
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
 pub fn server_version() -> u32 {
-    std::env::var("DMV_TEST_PROTOCOL_VERSION").ok().and_then(|v| v.parse().ok()).unwrap_or(VERSION)
+    std::env::var("DMV_TEST_PROTOCOL_VERSION")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(VERSION)
 }
 
 /// Who a request comes from, as the transport established it.
@@ -43,19 +51,33 @@ impl Caller {
         {
             // SAFETY: geteuid has no preconditions and cannot fail.
             let uid = unsafe { libc::geteuid() };
-            let user =
-                account_name(uid).or_else(|| ["USER", "LOGNAME"].iter().find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))).unwrap_or_else(|| format!("uid {uid}"));
+            let user = account_name(uid)
+                .or_else(|| {
+                    ["USER", "LOGNAME"]
+                        .iter()
+                        .find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))
+                })
+                .unwrap_or_else(|| format!("uid {uid}"));
             use std::os::unix::fs::MetadataExt;
             let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| m.uid() == uid);
-            Caller { may_write: true, user: Some(user), admin }
+            Caller {
+                may_write: true,
+                user: Some(user),
+                admin,
+            }
         }
         // Windows: files' owners are not at hand here; who can write the
         // repository's folder is taken as its admin.
         #[cfg(windows)]
         {
             let user = std::env::var("USERNAME").ok().filter(|u| !u.is_empty());
-            let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| !m.permissions().readonly());
-            Caller { may_write: true, user, admin }
+            let admin =
+                std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| !m.permissions().readonly());
+            Caller {
+                may_write: true,
+                user,
+                admin,
+            }
         }
     }
 }
@@ -75,7 +97,10 @@ fn account_name(uid: libc::uid_t) -> Option<String> {
     }
     // SAFETY: pw_name is a NUL-terminated string inside `buf`, which is still alive.
     let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    name.to_str().ok().filter(|n| !n.is_empty()).map(str::to_string)
+    name.to_str()
+        .ok()
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
 }
 
 /// Buffer on each side of `serve --stdio`. A quarter of the 1 MiB pipe is
@@ -90,14 +115,18 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     crate::stdio::widen_pipe(1);
     // Straight to file descriptor 1: std's stdout is line-buffered, and
     // object data is full of newlines.
-    let stdout = dmv_os::stdout_file().map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
+    let stdout = dmv_os::stdout_file()
+        .map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
     let mut input = FrameReader::new(std::io::BufReader::with_capacity(PIPE_BUFFER, stdin));
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(PIPE_BUFFER, stdout));
     let repo = Repository::open(path);
     let caller = Caller::local_account(path);
     while let Some(frame) = input.next_frame()? {
         let Frame::Message(bytes) = frame else {
-            return Err(SyncError::Protocol(Violation::Unexpected { expected: "a request", got: None }));
+            return Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "a request",
+                got: None,
+            }));
         };
         let request: Request = decode_message(&bytes)?;
         match &repo {
@@ -105,22 +134,35 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
             Err(e) => {
                 // Say why once, then end: there is nothing to serve.
                 let message = match e {
-                    RepoError::NotARepository(_) | RepoError::Io { .. } => "not a dmv repository".to_string(),
+                    RepoError::NotARepository(_) | RepoError::Io { .. } => {
+                        "not a dmv repository".to_string()
+                    }
                     other => format!("not a dmv repository: {other}"),
                 };
-                out.message(&Response::Error { message }).and_then(|_| out.flush()).map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                out.message(&Response::Error { message })
+                    .and_then(|_| out.flush())
+                    .map_err(|e| SyncError::Disconnected(e.to_string()))?;
                 return Ok(());
             }
         }
-        out.flush().map_err(|e| SyncError::Disconnected(e.to_string()))?;
+        out.flush()
+            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
     }
     Ok(())
 }
 
 /// Answers one request. Errors the client should see are sent as an `Error`
 /// response; only a broken connection is returned as an error.
-pub fn handle_request<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
-    answer_as_allowed(caller, request, input, out, |request, input, out| answer(repo, caller, request, input, out))
+pub fn handle_request<R: Read, W: Write>(
+    repo: &Repository,
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+) -> SyncResult<()> {
+    answer_as_allowed(caller, request, input, out, |request, input, out| {
+        answer(repo, caller, request, input, out)
+    })
 }
 
 /// Answers `request` with `answer` if the caller may make it. Errors the
@@ -135,7 +177,9 @@ pub(crate) fn answer_as_allowed<R: Read, W: Write>(
 ) -> SyncResult<()> {
     let verb = request.verb();
     let result = match verb.writes() && !caller.may_write {
-        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: verb.name() })),
+        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess {
+            verb: verb.name(),
+        })),
         false => answer(request, input, out),
     };
     match result {
@@ -145,7 +189,10 @@ pub(crate) fn answer_as_allowed<R: Read, W: Write>(
             if verb.has_body() {
                 drain_until_end(input)?;
             }
-            out.message(&Response::Error { message: e.to_string() }).map_err(io_lost)
+            out.message(&Response::Error {
+                message: e.to_string(),
+            })
+            .map_err(io_lost)
         }
     }
 }
@@ -174,30 +221,56 @@ fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
 
 /// The answer for an object asked for that is not here: the replicas the log says hold it.
 fn not_held(repo: &Repository, id: &ObjectId) -> SyncError {
-    let holders = holder_names(repo, &[*id]).ok().and_then(|mut h| h.remove(id)).unwrap_or_default();
+    let holders = holder_names(repo, &[*id])
+        .ok()
+        .and_then(|mut h| h.remove(id))
+        .unwrap_or_default();
     SyncError::NotHeld { id: *id, holders }
 }
 
-fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Request, input: &mut FrameReader<R>, out: &mut FrameWriter<W>) -> SyncResult<()> {
+fn answer<R: Read, W: Write>(
+    repo: &Repository,
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+) -> SyncResult<()> {
     let store = &repo.store;
-    if let Request::Has { ids } | Request::Get { ids, .. } | Request::LockContent { ids, .. } | Request::DropContent { ids } = &request {
+    if let Request::Has { ids }
+    | Request::Get { ids, .. }
+    | Request::LockContent { ids, .. }
+    | Request::DropContent { ids } = &request
+    {
         // The answer is sized by the request: bound it as the client does.
         if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
-            return Err(SyncError::Protocol(Violation::TooManyIds { asked: ids.len(), limit: crate::protocol::MAX_IDS_PER_REQUEST }));
+            return Err(SyncError::Protocol(Violation::TooManyIds {
+                asked: ids.len(),
+                limit: crate::protocol::MAX_IDS_PER_REQUEST,
+            }));
         }
     }
     match request {
         Request::Hello { .. } => {
-            out.message(&Response::Hello { version: server_version(), chunking: repo.config.chunking, bare: repo.config.bare, partial: repo.config.partial }).map_err(io_lost)?;
+            out.message(&Response::Hello {
+                version: server_version(),
+                chunking: repo.config.chunking,
+                bare: repo.config.bare,
+                partial: repo.config.partial,
+            })
+            .map_err(io_lost)?;
         }
         Request::ListRefs => {
             let (head, refs) = listed_refs(repo)?;
-            out.message(&Response::Refs { head, refs }).map_err(io_lost)?;
+            out.message(&Response::Refs { head, refs })
+                .map_err(io_lost)?;
         }
         // Answered at once: the wait is the HTTP server's (a stdio or ssh server holds no connection open for it).
         Request::WaitRefs { .. } => {
             let (head, refs) = listed_refs(repo)?;
-            out.message(&Response::RefsDigest { digest: refs_digest(head.as_deref(), &refs) }).map_err(io_lost)?;
+            out.message(&Response::RefsDigest {
+                digest: refs_digest(head.as_deref(), &refs),
+            })
+            .map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
             let (mut ids, commits) = repo.history_between(&wants, &haves)?;
@@ -207,15 +280,28 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
         Request::Has { ids } => {
             // A partial replica may hold a file's node without all its chunks: "has" means all of it.
             let present = match repo.config.partial {
-                true => ids.iter().map(|id| repo.has_data(id)).collect::<Result<Vec<bool>, _>>()?,
-                false => ids.iter().map(|id| store.contains(id)).collect::<Result<Vec<bool>, _>>()?,
+                true => ids
+                    .iter()
+                    .map(|id| repo.has_data(id))
+                    .collect::<Result<Vec<bool>, _>>()?,
+                false => ids
+                    .iter()
+                    .map(|id| store.contains(id))
+                    .collect::<Result<Vec<bool>, _>>()?,
             };
             out.message(&Response::Has { present }).map_err(io_lost)?;
         }
         Request::Get { ids, chunks } => {
             // As a reader: an id learnt from refs moved by another process since this connection opened is found.
-            let found = ids.iter().map(|id| store.find(id)?.ok_or_else(|| not_held(repo, id))).collect::<SyncResult<Vec<_>>>()?;
-            let sent: Vec<_> = found.iter().filter(|l| chunks || l.entry.kind != ObjectKind::Chunk).copied().collect();
+            let found = ids
+                .iter()
+                .map(|id| store.find(id)?.ok_or_else(|| not_held(repo, id)))
+                .collect::<SyncResult<Vec<_>>>()?;
+            let sent: Vec<_> = found
+                .iter()
+                .filter(|l| chunks || l.entry.kind != ObjectKind::Chunk)
+                .copied()
+                .collect();
             let mut sent_so_far = 0;
             for (id, loc) in ids.iter().zip(&found) {
                 if !chunks && loc.entry.kind == ObjectKind::Chunk {
@@ -223,25 +309,38 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
                 } else {
                     store.read_ahead(&sent, sent_so_far);
                     sent_so_far += 1;
-                    out.object(&store.read_stored_unverified(loc)?).map_err(io_lost)?;
+                    out.object(&store.read_stored_unverified(loc)?)
+                        .map_err(io_lost)?;
                 }
             }
             out.end().map_err(io_lost)?;
         }
         Request::Put => {
             let (objects, bytes) = receive_objects(repo, input)?;
-            out.message(&Response::Stored { objects, bytes }).map_err(io_lost)?;
+            out.message(&Response::Stored { objects, bytes })
+                .map_err(io_lost)?;
         }
-        Request::UpdateRefs { updates, who, message } => {
+        Request::UpdateRefs {
+            updates,
+            who,
+            message,
+        } => {
             let response = update_refs(repo, caller, updates, &who, &message)?;
             out.message(&response).map_err(io_lost)?;
             repo.tidy_store();
         }
         Request::Replica => {
-            let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = repo
+                .root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             // A repository served read-only cannot store an id: one derived from its place stands in.
-            let id = repo.replica_id().unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
-            out.message(&Response::Replica { id: id.0, name }).map_err(io_lost)?;
+            let id = repo
+                .replica_id()
+                .unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
+            out.message(&Response::Replica { id: id.0, name })
+                .map_err(io_lost)?;
         }
         Request::GetLocations => {
             // Read from one open file: a log rewritten meanwhile is not mixed in.
@@ -257,7 +356,8 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
         }
         Request::LockContent { ids, seconds } => {
             let (lock, held) = repo.lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
-            out.message(&Response::ContentLocked { lock, held }).map_err(io_lost)?;
+            out.message(&Response::ContentLocked { lock, held })
+                .map_err(io_lost)?;
         }
         Request::UnlockContent { lock } => {
             repo.unlock_content(&lock)?;
@@ -270,14 +370,22 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
                 return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
             }
             let dropped = repo.drop_data(&ids)?;
-            out.message(&Response::ContentDropped { freed_bytes: dropped.freed_bytes, locked: dropped.locked }).map_err(io_lost)?;
+            out.message(&Response::ContentDropped {
+                freed_bytes: dropped.freed_bytes,
+                locked: dropped.locked,
+            })
+            .map_err(io_lost)?;
         }
         Request::LockPaths { paths, replica } => {
             let user = caller_name(caller)?;
             let mut held = repo.hold_locks()?;
             let taken = held.table.lock(&paths, user, &replica, unix_now())?;
             held.save()?;
-            out.message(&Response::PathLocks { you: caller.user.clone(), locks: taken }).map_err(io_lost)?;
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks: taken,
+            })
+            .map_err(io_lost)?;
         }
         Request::UnlockPaths { paths, force } => {
             let user = caller_name(caller)?;
@@ -287,11 +395,19 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
             let mut held = repo.hold_locks()?;
             let released = held.table.unlock(&paths, user, force)?;
             held.save()?;
-            out.message(&Response::PathLocks { you: caller.user.clone(), locks: released }).map_err(io_lost)?;
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks: released,
+            })
+            .map_err(io_lost)?;
         }
         Request::ListLocks => {
             let locks = repo.path_locks()?.all().cloned().collect();
-            out.message(&Response::PathLocks { you: caller.user.clone(), locks }).map_err(io_lost)?;
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks,
+            })
+            .map_err(io_lost)?;
         }
     }
     Ok(())
@@ -302,7 +418,10 @@ fn answer<R: Read, W: Write>(repo: &Repository, caller: &Caller, request: Reques
 /// a retry skips it; packs sealed before the drop stay. Each is held to the
 /// rules a clone would hold it to (`dmv_repo::check_object`: names, kinds,
 /// sizes) before it is stored: a pusher cannot break the clones of others.
-pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<(u64, u64)> {
+pub fn receive_objects<R: Read>(
+    repo: &Repository,
+    input: &mut FrameReader<R>,
+) -> SyncResult<(u64, u64)> {
     let mut session = repo.store.begin_write()?;
     // The facts of what this upload brought other than chunks (a chunk's are in its pack record).
     let mut received: HashMap<ObjectId, ObjectFacts> = HashMap::new();
@@ -312,8 +431,13 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
             Frame::End => break,
             Frame::Object(obj) => {
                 if obj.kind != ObjectKind::Chunk {
-                    let content = obj.content().map_err(|detail| SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail }))?;
-                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| facts_of(&session, &received, child)).map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
+                    let content = obj.content().map_err(|detail| {
+                        SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail })
+                    })?;
+                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| {
+                        facts_of(&session, &received, child)
+                    })
+                    .map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
                     received.insert(obj.id, facts);
                 }
                 bytes += obj.payload.len() as u64;
@@ -321,7 +445,12 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
                     objects += 1;
                 }
             }
-            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "an object", got: None })),
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "an object",
+                    got: None,
+                }))
+            }
         }
     }
     session.finish()?;
@@ -333,7 +462,11 @@ pub fn receive_objects<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -
 
 /// What `check_object` needs to know of an object an upload refers to:
 /// from the upload itself, or from the store (None: not here).
-fn facts_of(session: &WriteSession<'_>, received: &HashMap<ObjectId, ObjectFacts>, id: &ObjectId) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
+fn facts_of(
+    session: &WriteSession<'_>,
+    received: &HashMap<ObjectId, ObjectFacts>,
+    id: &ObjectId,
+) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
     match received.get(id) {
         Some(facts) => Ok(Some(*facts)),
         None => stored_facts(session, id),
@@ -366,10 +499,16 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
         match input.expect_frame()? {
             Frame::End => break,
             Frame::Locations(piece) => {
-                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece).map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
+                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece)
+                    .map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
                 run.add(&mut records, names)?;
             }
-            _ => return Err(SyncError::Protocol(Violation::Unexpected { expected: "a piece of a location log", got: None })),
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a piece of a location log",
+                    got: None,
+                }))
+            }
         }
     }
     run.merge(repo)?;
@@ -377,14 +516,25 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
 }
 
 pub(crate) fn caller_name(caller: &Caller) -> SyncResult<&str> {
-    caller.user.as_deref().ok_or(SyncError::Refused(Refusal::UnknownUser))
+    caller
+        .user
+        .as_deref()
+        .ok_or(SyncError::Refused(Refusal::UnknownUser))
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
-pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireRefUpdate>, who: &str, message: &str) -> SyncResult<Response> {
+pub(crate) fn update_refs(
+    repo: &Repository,
+    caller: &Caller,
+    updates: Vec<WireRefUpdate>,
+    who: &str,
+    message: &str,
+) -> SyncResult<Response> {
     if updates.is_empty() {
         // Clients send this to learn whether they may write before uploading anything.
         return Ok(Response::RefsUpdated);
@@ -407,7 +557,9 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
             return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
         }
         if checked_out.as_deref() == Some(u.name.as_str()) {
-            return Err(SyncError::Refused(Refusal::CheckedOutBranch { name: u.name }));
+            return Err(SyncError::Refused(Refusal::CheckedOutBranch {
+                name: u.name,
+            }));
         }
         if let Some(new) = u.new {
             // Objects only land with everything they reach, and gc keeps that
@@ -418,10 +570,19 @@ pub(crate) fn update_refs(repo: &Repository, caller: &Caller, updates: Vec<WireR
             match repo.store.find(&new)? {
                 Some(loc) if ref_may_hold(&u.name, loc.entry.kind) => {}
                 Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
-                None => return Err(SyncError::Refused(Refusal::CommitNotReceived { name: u.name, id: new })),
+                None => {
+                    return Err(SyncError::Refused(Refusal::CommitNotReceived {
+                        name: u.name,
+                        id: new,
+                    }))
+                }
             }
         }
-        batch.push(RefUpdate { name: u.name, expected: Some(u.old), new: u.new });
+        batch.push(RefUpdate {
+            name: u.name,
+            expected: Some(u.old),
+            new: u.new,
+        });
     }
     refuse_unholdable_paths(repo, &batch)?;
     refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
@@ -443,11 +604,18 @@ fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult
     if wants.is_empty() {
         return Ok(());
     }
-    let mut known: Vec<ObjectId> = repo.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+    let mut known: Vec<ObjectId> = repo
+        .refs
+        .list(BRANCHES)?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
     known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
     let commits = repo.commits_between(&wants, &known)?;
     repo.refuse_unholdable_paths(&commits).map_err(|e| match e {
-        e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => SyncError::Refused(Refusal::Upload(e)),
+        e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => {
+            SyncError::Refused(Refusal::Upload(e))
+        }
         e => e.into(),
     })
 }
@@ -457,21 +625,43 @@ fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult
 /// the old tip against the new one, whatever the commits between did),
 /// and a tag whose new commits (those no ref here reaches yet) change one,
 /// naming the path, the holder and the commit: nothing of the push lands.
-fn refuse_changes_to_others_locks(repo: &Repository, caller: &Caller, table: &dmv_repo::LockTable, batch: &[RefUpdate]) -> SyncResult<()> {
+fn refuse_changes_to_others_locks(
+    repo: &Repository,
+    caller: &Caller,
+    table: &dmv_repo::LockTable,
+    batch: &[RefUpdate],
+) -> SyncResult<()> {
     let others: Vec<_> = table.held_by_others(caller.user.as_deref()).collect();
     if others.is_empty() {
         return Ok(());
     }
     let branches = repo.refs.list(BRANCHES)?;
-    let moves: Vec<RefMove<'_>> = batch.iter().map(|u| RefMove { name: &u.name, old: u.expected.flatten(), new: u.new }).collect();
-    refuse_moves_over_locks(&moves, &branches, &others, &mut |commit: &ObjectId, path: &str| repo.entry_at_commit(commit, path))?;
+    let moves: Vec<RefMove<'_>> = batch
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.expected.flatten(),
+            new: u.new,
+        })
+        .collect();
+    refuse_moves_over_locks(
+        &moves,
+        &branches,
+        &others,
+        &mut |commit: &ObjectId, path: &str| repo.entry_at_commit(commit, path),
+    )?;
     let mut known: Vec<ObjectId> = branches.into_iter().map(|(_, id)| id).collect();
     known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
     for update in batch.iter().filter(|u| u.name.starts_with(TAGS)) {
         let Some(new) = update.new else { continue };
         let commits = repo.commits_between(&[new], &known)?;
         if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
-            return Err(RepoError::LockedPathChanged { path: lock.path.clone(), holder: lock.holder(), commit: commit.short() }.into());
+            return Err(RepoError::LockedPathChanged {
+                path: lock.path.clone(),
+                holder: lock.holder(),
+                commit: commit.short(),
+            }
+            .into());
         }
     }
     Ok(())

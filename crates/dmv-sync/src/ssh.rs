@@ -16,8 +16,17 @@ const AES_GCM_FIRST: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chach
 
 /// `ssh [-p PORT] -- [USER@]HOST 'DMV serve --stdio PATH'`, where `ssh` is
 /// `DMV_SSH` when set (a command with arguments).
-pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, path: &str, remote_dmv: &str) -> Command {
-    let ssh = std::env::var("DMV_SSH").ok().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "ssh".into());
+pub(crate) fn serve_command(
+    user: Option<&str>,
+    host: &str,
+    port: Option<u16>,
+    path: &str,
+    remote_dmv: &str,
+) -> Command {
+    let ssh = std::env::var("DMV_SSH")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "ssh".into());
     let mut words = ssh.split_whitespace();
     let program = words.next().unwrap_or("ssh").to_string();
     let mut args: Vec<String> = words.map(String::from).collect();
@@ -33,7 +42,10 @@ pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, p
     }
     let mut cmd = Command::new(program);
     // `--`: whatever the destination says, ssh takes it as one.
-    cmd.args(args).arg("--").arg(destination).arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
+    cmd.args(args)
+        .arg("--")
+        .arg(destination)
+        .arg(format!("{remote_dmv} serve --stdio {}", shell_quote(path)));
     cmd
 }
 
@@ -43,15 +55,30 @@ pub(crate) fn serve_command(user: Option<&str>, host: &str, port: Option<u16>, p
 /// connecting. Any other answer (another ssh, an old one, an error) keeps
 /// ssh's own choice.
 fn ciphers_unconfigured(program: &str, args: &[String], destination: &str) -> bool {
-    let Ok(out) = Command::new(program).args(args).arg("-G").arg("--").arg(destination).stdin(Stdio::null()).stderr(Stdio::null()).output() else { return false };
-    out.status.success() && String::from_utf8_lossy(&out.stdout).lines().any(|l| l.strip_prefix("ciphers ") == Some(OPENSSH_DEFAULT))
+    let Ok(out) = Command::new(program)
+        .args(args)
+        .arg("-G")
+        .arg("--")
+        .arg(destination)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+    else {
+        return false;
+    };
+    out.status.success()
+        && String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.strip_prefix("ciphers ") == Some(OPENSSH_DEFAULT))
 }
 
 fn aes_in_hardware() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("aes") && std::arch::is_x86_feature_detected!("pclmulqdq");
+    return std::arch::is_x86_feature_detected!("aes")
+        && std::arch::is_x86_feature_detected!("pclmulqdq");
     #[cfg(target_arch = "aarch64")]
-    return std::arch::is_aarch64_feature_detected!("aes") && std::arch::is_aarch64_feature_detected!("pmull");
+    return std::arch::is_aarch64_feature_detected!("aes")
+        && std::arch::is_aarch64_feature_detected!("pmull");
     #[allow(unreachable_code)]
     false
 }

@@ -41,7 +41,12 @@ struct Patient<P> {
 
 #[cfg(unix)]
 impl<P: AsPipe> Patient<P> {
-    fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>> {
+    fn new(
+        pipe: P,
+        url: &str,
+        after: Duration,
+        gave_up: Arc<AtomicBool>,
+    ) -> std::io::Result<Patient<P>> {
         // SAFETY: F_GETFL/F_SETFL on a descriptor we own change only its flags; errors are returned.
         #[cfg(unix)]
         unsafe {
@@ -51,7 +56,12 @@ impl<P: AsPipe> Patient<P> {
                 return Err(std::io::Error::last_os_error());
             }
         }
-        Ok(Patient { pipe, url: url.to_string(), after, gave_up })
+        Ok(Patient {
+            pipe,
+            url: url.to_string(),
+            after,
+            gave_up,
+        })
     }
 
     /// Waits until the pipe can be read (`POLLIN`) or written (`POLLOUT`),
@@ -75,7 +85,11 @@ impl<P: AsPipe> Patient<P> {
 /// Whether `fd` became ready for `events` (or closed) within `within`.
 #[cfg(unix)]
 fn ready(fd: RawFd, events: libc::c_short, within: Duration) -> std::io::Result<bool> {
-    let mut poll = libc::pollfd { fd, events, revents: 0 };
+    let mut poll = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
     let millis = within.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
     // SAFETY: one valid pollfd, and its count is 1.
     match unsafe { libc::poll(&mut poll, 1, millis) } {
@@ -142,22 +156,38 @@ const READ_AT_ONCE: usize = 1 << 20;
 
 #[cfg(windows)]
 impl<P: Send + 'static> Patient<P> {
-    fn new(pipe: P, url: &str, after: Duration, gave_up: Arc<AtomicBool>) -> std::io::Result<Patient<P>>
+    fn new(
+        pipe: P,
+        url: &str,
+        after: Duration,
+        gave_up: Arc<AtomicBool>,
+    ) -> std::io::Result<Patient<P>>
     where
         Patient<P>: PipeCall<P>,
     {
         let (todo, work) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
         let (answer, done) = std::sync::mpsc::sync_channel(1);
         let mut pipe = pipe;
-        std::thread::Builder::new().name("dmv-pipe".into()).spawn(move || {
-            for mut buffer in work {
-                let result = Self::call(&mut pipe, &mut buffer).map(|n| (buffer, n));
-                if answer.send(result).is_err() {
-                    return;
+        std::thread::Builder::new()
+            .name("dmv-pipe".into())
+            .spawn(move || {
+                for mut buffer in work {
+                    let result = Self::call(&mut pipe, &mut buffer).map(|n| (buffer, n));
+                    if answer.send(result).is_err() {
+                        return;
+                    }
                 }
-            }
-        })?;
-        Ok(Patient { url: url.to_string(), after, gave_up, todo, done, buffer: Vec::new(), unread: (0, 0), _pipe: std::marker::PhantomData })
+            })?;
+        Ok(Patient {
+            url: url.to_string(),
+            after,
+            gave_up,
+            todo,
+            done,
+            buffer: Vec::new(),
+            unread: (0, 0),
+            _pipe: std::marker::PhantomData,
+        })
     }
 
     /// Hands `buffer` to the pipe's thread and waits at most `after` for it.
@@ -179,7 +209,9 @@ impl<P: Send + 'static> Patient<P> {
                 self.gave_up.store(true, Ordering::Relaxed);
                 Err(gave_up())
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(std::io::ErrorKind::BrokenPipe.into()),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
         }
     }
 }
@@ -258,10 +290,21 @@ impl StdioWire {
     /// Starts `command`, whose stdin and stdout carry the requests to
     /// `what`; a read or write that waits longer than `stall_after` fails.
     pub fn spawn(mut command: Command, what: &str, stall_after: Duration) -> SyncResult<StdioWire> {
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot run {:?}: {e}", command.get_program()) })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
-            return Err(SyncError::Unreachable { url: what.to_string(), detail: "no pipes to the child process".into() });
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|e| SyncError::Unreachable {
+            url: what.to_string(),
+            detail: format!("cannot run {:?}: {e}", command.get_program()),
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(SyncError::Unreachable {
+                url: what.to_string(),
+                detail: "no pipes to the child process".into(),
+            });
         };
         #[cfg(unix)]
         {
@@ -269,7 +312,10 @@ impl StdioWire {
             widen_pipe(stdout.as_raw_fd());
         }
         let gave_up = Arc::new(AtomicBool::new(false));
-        let patient = |e: std::io::Error| SyncError::Unreachable { url: what.to_string(), detail: format!("cannot set up the pipes to the child process: {e}") };
+        let patient = |e: std::io::Error| SyncError::Unreachable {
+            url: what.to_string(),
+            detail: format!("cannot set up the pipes to the child process: {e}"),
+        };
         let stdin = Patient::new(stdin, what, stall_after, gave_up.clone()).map_err(patient)?;
         let stdout = Patient::new(stdout, what, stall_after, gave_up.clone()).map_err(patient)?;
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -283,7 +329,11 @@ impl StdioWire {
                     break;
                 }
                 let mut l = lines2.lock().unwrap_or_else(|e| e.into_inner());
-                l.push(String::from_utf8_lossy(&line).trim_end_matches(['\n', '\r']).to_string());
+                l.push(
+                    String::from_utf8_lossy(&line)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_string(),
+                );
                 let excess = l.len().saturating_sub(20);
                 l.drain(..excess);
             }
@@ -314,7 +364,11 @@ const MAX_STDERR_LINE: usize = 4096;
 
 /// Reads one line (through its `\n`) into `line`, keeping at most `max`
 /// bytes of it; returns the bytes consumed, 0 at the end.
-fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<usize> {
+fn read_line_bounded(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
     line.clear();
     let mut consumed = 0;
     loop {
@@ -343,11 +397,17 @@ fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -
 /// The last thing the child said on stderr, once it has finished saying it.
 fn last_words(lines: &Mutex<Vec<String>>, done: &Mutex<bool>) -> Option<String> {
     let start = Instant::now();
-    while !*done.lock().unwrap_or_else(|e| e.into_inner()) && start.elapsed() < Duration::from_secs(2) {
+    while !*done.lock().unwrap_or_else(|e| e.into_inner())
+        && start.elapsed() < Duration::from_secs(2)
+    {
         std::thread::sleep(Duration::from_millis(10));
     }
     let lines = lines.lock().unwrap_or_else(|e| e.into_inner());
-    lines.iter().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().trim_start_matches("dmv: ").to_string())
+    lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().trim_start_matches("dmv: ").to_string())
 }
 
 /// Reads the child's stdout; its end is always an error here (the client
@@ -362,7 +422,8 @@ impl Read for ChildOutput<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.output.read(buf)?;
         if n == 0 && !buf.is_empty() {
-            let why = last_words(&self.stderr, &self.stderr_done).unwrap_or_else(|| "the remote closed the connection".into());
+            let why = last_words(&self.stderr, &self.stderr_done)
+                .unwrap_or_else(|| "the remote closed the connection".into());
             return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why));
         }
         Ok(n)
@@ -370,8 +431,16 @@ impl Read for ChildOutput<'_> {
 }
 
 impl Wire for StdioWire {
-    fn exchange<'s>(&'s mut self, _verb: Verb, request: &Request, body: Option<BodyWriter<'_>>) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
-        let input = self.input.as_mut().ok_or_else(|| SyncError::Disconnected("already closed".into()))?;
+    fn exchange<'s>(
+        &'s mut self,
+        _verb: Verb,
+        request: &Request,
+        body: Option<BodyWriter<'_>>,
+    ) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
+        let input = self
+            .input
+            .as_mut()
+            .ok_or_else(|| SyncError::Disconnected("already closed".into()))?;
         let mut w = FrameWriter::new(input as &mut dyn Write);
         let sent = (|| {
             w.message(request).map_err(SyncError::connection_lost)?;
@@ -387,7 +456,11 @@ impl Wire for StdioWire {
             Err(SyncError::Disconnected(detail)) => return Err(self.lost(detail)),
             Err(other) => return Err(other),
         }
-        Ok(FrameReader::new(Box::new(ChildOutput { output: &mut self.output, stderr: self.stderr.clone(), stderr_done: self.stderr_done.clone() })))
+        Ok(FrameReader::new(Box::new(ChildOutput {
+            output: &mut self.output,
+            stderr: self.stderr.clone(),
+            stderr_done: self.stderr_done.clone(),
+        })))
     }
 }
 
@@ -429,11 +502,16 @@ mod tests {
 
     #[test]
     fn stderr_lines_are_bounded() {
-        let mut input = std::io::Cursor::new([b"short\n".to_vec(), vec![b'x'; 100_000], b"\nlast".to_vec()].concat());
+        let mut input = std::io::Cursor::new(
+            [b"short\n".to_vec(), vec![b'x'; 100_000], b"\nlast".to_vec()].concat(),
+        );
         let mut line = Vec::new();
         assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 6);
         assert_eq!(line, b"short\n");
-        assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 100_001);
+        assert_eq!(
+            read_line_bounded(&mut input, &mut line, 10).unwrap(),
+            100_001
+        );
         assert_eq!(line, vec![b'x'; 10]);
         assert_eq!(read_line_bounded(&mut input, &mut line, 10).unwrap(), 4);
         assert_eq!(line, b"last");

@@ -60,12 +60,27 @@ const TRIES: usize = 8;
 /// the moment and moves the branch there as a push would; when another
 /// writer moved it first, commits again on the new head (their changes
 /// kept), as long as the uploaded paths are as the uploader saw them.
-pub fn commit_uploaded(repo: &Repository, caller: &Caller, up: &UploadCommit<'_>) -> SyncResult<Uploaded> {
+pub fn commit_uploaded(
+    repo: &Repository,
+    caller: &Caller,
+    up: &UploadCommit<'_>,
+) -> SyncResult<Uploaded> {
     if !caller.may_write {
-        return Err(SyncError::Refused(Refusal::NeedsWriteAccess { verb: "upload" }));
+        return Err(SyncError::Refused(Refusal::NeedsWriteAccess {
+            verb: "upload",
+        }));
     }
-    let bad = |path: &str, reason| SyncError::Repo(RepoError::BadPath { path: path.to_string(), reason });
-    if up.folder.split('/').any(|p| !p.is_empty() && !valid_entry_name(p.as_bytes())) {
+    let bad = |path: &str, reason| {
+        SyncError::Repo(RepoError::BadPath {
+            path: path.to_string(),
+            reason,
+        })
+    };
+    if up
+        .folder
+        .split('/')
+        .any(|p| !p.is_empty() && !valid_entry_name(p.as_bytes()))
+    {
         return Err(bad(up.folder, "not a folder's path"));
     }
     if up.files.is_empty() {
@@ -86,10 +101,23 @@ pub fn commit_uploaded(repo: &Repository, caller: &Caller, up: &UploadCommit<'_>
     let branch = format!("{BRANCHES}{}", up.branch);
     dmv_repo::validate_ref_name(&branch)?;
     let folder = up.folder.trim_matches('/');
-    let path_of = |name: &str| if folder.is_empty() { name.to_string() } else { format!("{folder}/{name}") };
+    let path_of = |name: &str| {
+        if folder.is_empty() {
+            name.to_string()
+        } else {
+            format!("{folder}/{name}")
+        }
+    };
     // A path no file system holds would stop every clone's checkout.
-    if let Some(f) = up.files.iter().find(|f| path_of(&f.name).len() > MAX_PATH_BYTES) {
-        return Err(bad(&f.name, "in a folder whose path with it is longer than a path may be (4,096 bytes)"));
+    if let Some(f) = up
+        .files
+        .iter()
+        .find(|f| path_of(&f.name).len() > MAX_PATH_BYTES)
+    {
+        return Err(bad(
+            &f.name,
+            "in a folder whose path with it is longer than a path may be (4,096 bytes)",
+        ));
     }
 
     // From the first object written until the branch holds the commit.
@@ -97,46 +125,97 @@ pub fn commit_uploaded(repo: &Repository, caller: &Caller, up: &UploadCommit<'_>
     let mut session = repo.store.begin_write()?;
     let mut entries = Vec::with_capacity(up.files.len());
     for f in up.files {
-        let mut source = File::open(&f.staged).map_err(|cause| RepoError::Io { path: f.staged.clone(), cause })?;
+        let mut source = File::open(&f.staged).map_err(|cause| RepoError::Io {
+            path: f.staged.clone(),
+            cause,
+        })?;
         let (id, size) = session.put_content(&mut source)?;
-        entries.push(TreeEntry { name: f.name.clone().into_bytes(), kind: EntryKind::File, id, size });
+        entries.push(TreeEntry {
+            name: f.name.clone().into_bytes(),
+            kind: EntryKind::File,
+            id,
+            size,
+        });
     }
     session.finish()?;
     drop(session);
 
-    let seen_tree = up.seen.map(|c| repo.commit(&c).map(|c| c.tree)).transpose()?;
+    let seen_tree = up
+        .seen
+        .map(|c| repo.commit(&c).map(|c| c.tree))
+        .transpose()?;
     for _ in 0..TRIES {
         let head = repo.refs.get(&branch)?;
         let head_tree = head.map(|c| repo.commit(&c).map(|c| c.tree)).transpose()?;
         if head != up.seen {
             for f in up.files {
                 let path = path_of(&f.name);
-                let at = |tree: Option<ObjectId>| -> SyncResult<_> { Ok(tree.map(|t| lookup(&repo.store, &t, path.as_bytes())).transpose()?.flatten()) };
+                let at = |tree: Option<ObjectId>| -> SyncResult<_> {
+                    Ok(tree
+                        .map(|t| lookup(&repo.store, &t, path.as_bytes()))
+                        .transpose()?
+                        .flatten())
+                };
                 if at(head_tree)? != at(seen_tree)? {
-                    return Err(SyncError::Refused(Refusal::ChangedSinceSeen { path, branch: up.branch.to_string() }));
+                    return Err(SyncError::Refused(Refusal::ChangedSinceSeen {
+                        path,
+                        branch: up.branch.to_string(),
+                    }));
                 }
             }
         }
         let mut session = repo.store.begin_write()?;
-        let tree = put_in_folder(&mut session, head_tree.as_ref(), folder.as_bytes(), entries.clone())?;
+        let tree = put_in_folder(
+            &mut session,
+            head_tree.as_ref(),
+            folder.as_bytes(),
+            entries.clone(),
+        )?;
         if let (Some(head), true) = (head, head_tree == Some(tree)) {
-            return Ok(Uploaded { commit: head, unchanged: true });
+            return Ok(Uploaded {
+                commit: head,
+                unchanged: true,
+            });
         }
-        let commit =
-            dmv_repo::store::object::Commit { tree, parents: head.into_iter().collect(), author: up.author.clone(), committer: up.author.clone(), message: up.message.to_string() };
-        let id = session.put_object(dmv_repo::store::ObjectKind::Commit, &dmv_repo::store::object::encode(&commit))?;
+        let commit = dmv_repo::store::object::Commit {
+            tree,
+            parents: head.into_iter().collect(),
+            author: up.author.clone(),
+            committer: up.author.clone(),
+            message: up.message.to_string(),
+        };
+        let id = session.put_object(
+            dmv_repo::store::ObjectKind::Commit,
+            &dmv_repo::store::object::encode(&commit),
+        )?;
         session.finish()?;
         drop(session);
         let who = caller.user.as_deref().unwrap_or("a web upload");
-        match update_refs(repo, caller, vec![WireRefUpdate { name: branch.clone(), old: head, new: Some(id) }], who, "upload")? {
+        match update_refs(
+            repo,
+            caller,
+            vec![WireRefUpdate {
+                name: branch.clone(),
+                old: head,
+                new: Some(id),
+            }],
+            who,
+            "upload",
+        )? {
             Response::RefsUpdated => {
                 let ids: Vec<ObjectId> = entries.iter().map(|e| e.id).collect();
                 repo.record_locations(&ids, repo.replica_id()?, true)?;
-                return Ok(Uploaded { commit: id, unchanged: false });
+                return Ok(Uploaded {
+                    commit: id,
+                    unchanged: false,
+                });
             }
             // Another writer moved the branch: commit again on theirs.
             _ => continue,
         }
     }
-    Err(SyncError::Refused(Refusal::BranchKeptMoving { branch: up.branch.to_string(), tries: TRIES }))
+    Err(SyncError::Refused(Refusal::BranchKeptMoving {
+        branch: up.branch.to_string(),
+        tries: TRIES,
+    }))
 }

@@ -22,50 +22,130 @@ const MAIN: &str = "0f 726566732f68656164732f6d61696e"; // "refs/heads/main"
 /// Each request in a message frame: `length u32 LE | type 1 | postcard`.
 fn requests() -> Vec<(Request, Vec<&'static str>)> {
     vec![
-        (Request::Hello { version: 1 }, vec!["03000000 01", "00", "01"]), // variant 0, version 1
+        (
+            Request::Hello { version: 1 },
+            vec!["03000000 01", "00", "01"],
+        ), // variant 0, version 1
         (Request::ListRefs, vec!["02000000 01", "01"]),
         (
-            Request::WalkCommits { wants: vec![id(0x11)], haves: vec![] },
-            vec!["24000000 01", "02", "01", "1111111111111111111111111111111111111111111111111111111111111111", "00"], // wants: [id], haves: []
+            Request::WalkCommits {
+                wants: vec![id(0x11)],
+                haves: vec![],
+            },
+            vec![
+                "24000000 01",
+                "02",
+                "01",
+                "1111111111111111111111111111111111111111111111111111111111111111",
+                "00",
+            ], // wants: [id], haves: []
         ),
-        (Request::Has { ids: vec![id(0x22)] }, vec!["23000000 01", "03", "01", "2222222222222222222222222222222222222222222222222222222222222222"]),
         (
-            Request::Get { ids: vec![id(0x33)], chunks: false },
-            vec!["24000000 01", "04", "01", "3333333333333333333333333333333333333333333333333333333333333333", "00"], // chunks: false
+            Request::Has {
+                ids: vec![id(0x22)],
+            },
+            vec![
+                "23000000 01",
+                "03",
+                "01",
+                "2222222222222222222222222222222222222222222222222222222222222222",
+            ],
+        ),
+        (
+            Request::Get {
+                ids: vec![id(0x33)],
+                chunks: false,
+            },
+            vec![
+                "24000000 01",
+                "04",
+                "01",
+                "3333333333333333333333333333333333333333333333333333333333333333",
+                "00",
+            ], // chunks: false
         ),
         (Request::Put, vec!["02000000 01", "05"]),
         (
             Request::UpdateRefs {
-                updates: vec![WireRefUpdate { name: "refs/heads/main".into(), old: None, new: Some(id(0x44)) }],
+                updates: vec![WireRefUpdate {
+                    name: "refs/heads/main".into(),
+                    old: None,
+                    new: Some(id(0x44)),
+                }],
                 who: "Ada <ada@example.org>".into(),
                 message: "push".into(),
             },
             vec![
                 "50000000 01",
-                "06",                                                                  // UpdateRefs
-                "01",                                                                  // 1 update
-                MAIN,                                                                  // name
-                "00",                                                                  // old: None
+                "06", // UpdateRefs
+                "01", // 1 update
+                MAIN, // name
+                "00", // old: None
                 "01 4444444444444444444444444444444444444444444444444444444444444444", // new: Some(id)
                 "15 416461203c616461406578616d706c652e6f72673e",                       // who
-                "04 70757368",                                                         // message "push"
+                "04 70757368", // message "push"
             ],
         ),
         (Request::Replica, vec!["02000000 01", "07"]),
         (Request::GetLocations, vec!["02000000 01", "08"]),
-        (Request::PutLocations { from: [0x77; 16] }, vec!["12000000 01", "09", "77777777777777777777777777777777"]), // from: 16 bytes, no length
         (
-            Request::LockContent { ids: vec![id(0x88)], seconds: 600 },
-            vec!["25000000 01", "0a", "01", "8888888888888888888888888888888888888888888888888888888888888888", "d804"], // ids: [id], seconds 600
+            Request::PutLocations { from: [0x77; 16] },
+            vec!["12000000 01", "09", "77777777777777777777777777777777"],
+        ), // from: 16 bytes, no length
+        (
+            Request::LockContent {
+                ids: vec![id(0x88)],
+                seconds: 600,
+            },
+            vec![
+                "25000000 01",
+                "0a",
+                "01",
+                "8888888888888888888888888888888888888888888888888888888888888888",
+                "d804",
+            ], // ids: [id], seconds 600
         ),
-        (Request::UnlockContent { lock: "ab".into() }, vec!["05000000 01", "0b", "02 6162"]),
-        (Request::DropContent { ids: vec![id(0x99)] }, vec!["23000000 01", "0c", "01", "9999999999999999999999999999999999999999999999999999999999999999"]),
-        (Request::LockPaths { paths: vec!["a.psd".into()], replica: "nas".into() }, vec!["0d000000 01", "0d", "01 05 612e707364", "03 6e6173"]), // paths: ["a.psd"], replica "nas"
-        (Request::UnlockPaths { paths: vec!["a.psd".into()], force: true }, vec!["0a000000 01", "0e", "01 05 612e707364", "01"]),                // paths, force true
+        (
+            Request::UnlockContent { lock: "ab".into() },
+            vec!["05000000 01", "0b", "02 6162"],
+        ),
+        (
+            Request::DropContent {
+                ids: vec![id(0x99)],
+            },
+            vec![
+                "23000000 01",
+                "0c",
+                "01",
+                "9999999999999999999999999999999999999999999999999999999999999999",
+            ],
+        ),
+        (
+            Request::LockPaths {
+                paths: vec!["a.psd".into()],
+                replica: "nas".into(),
+            },
+            vec!["0d000000 01", "0d", "01 05 612e707364", "03 6e6173"],
+        ), // paths: ["a.psd"], replica "nas"
+        (
+            Request::UnlockPaths {
+                paths: vec!["a.psd".into()],
+                force: true,
+            },
+            vec!["0a000000 01", "0e", "01 05 612e707364", "01"],
+        ), // paths, force true
         (Request::ListLocks, vec!["02000000 01", "0f"]),
         (
-            Request::WaitRefs { since: [0xab; 32], seconds: 25 },
-            vec!["23000000 01", "10", "abababababababababababababababababababababababababababababababab", "19"], // since: 32 bytes, no length; seconds 25
+            Request::WaitRefs {
+                since: [0xab; 32],
+                seconds: 25,
+            },
+            vec![
+                "23000000 01",
+                "10",
+                "abababababababababababababababababababababababababababababababab",
+                "19",
+            ], // since: 32 bytes, no length; seconds 25
         ),
     ]
 }
@@ -73,35 +153,141 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
 fn responses() -> Vec<(Response, Vec<&'static str>)> {
     vec![
         (
-            Response::Hello { version: 1, chunking: ChunkParams::default(), bare: false, partial: true },
-            vec!["0e000000 01", "00", "01", "808001 808004 808010", "00", "01"], // version 1, chunking {16 KiB, 64 KiB, 256 KiB}, bare false, partial true
+            Response::Hello {
+                version: 1,
+                chunking: ChunkParams::default(),
+                bare: false,
+                partial: true,
+            },
+            vec![
+                "0e000000 01",
+                "00",
+                "01",
+                "808001 808004 808010",
+                "00",
+                "01",
+            ], // version 1, chunking {16 KiB, 64 KiB, 256 KiB}, bare false, partial true
         ),
         (
-            Response::Refs { head: Some("refs/heads/main".into()), refs: vec![("refs/heads/main".into(), id(0x55))] },
-            vec!["44000000 01", "01", "01", MAIN, "01", MAIN, "5555555555555555555555555555555555555555555555555555555555555555"], // head: Some(name); refs: [(name, id)]
+            Response::Refs {
+                head: Some("refs/heads/main".into()),
+                refs: vec![("refs/heads/main".into(), id(0x55))],
+            },
+            vec![
+                "44000000 01",
+                "01",
+                "01",
+                MAIN,
+                "01",
+                MAIN,
+                "5555555555555555555555555555555555555555555555555555555555555555",
+            ], // head: Some(name); refs: [(name, id)]
         ),
-        (Response::Commits { ids: vec![id(0x66)] }, vec!["23000000 01", "02", "01", "6666666666666666666666666666666666666666666666666666666666666666"]),
-        (Response::Has { present: vec![true, false] }, vec!["05000000 01", "03", "02 01 00"]),
-        (Response::Stored { objects: 3, bytes: 300 }, vec!["05000000 01", "04", "03", "ac02"]),
+        (
+            Response::Commits {
+                ids: vec![id(0x66)],
+            },
+            vec![
+                "23000000 01",
+                "02",
+                "01",
+                "6666666666666666666666666666666666666666666666666666666666666666",
+            ],
+        ),
+        (
+            Response::Has {
+                present: vec![true, false],
+            },
+            vec!["05000000 01", "03", "02 01 00"],
+        ),
+        (
+            Response::Stored {
+                objects: 3,
+                bytes: 300,
+            },
+            vec!["05000000 01", "04", "03", "ac02"],
+        ),
         (Response::RefsUpdated, vec!["02000000 01", "05"]),
         (
-            Response::Rejected { name: "refs/heads/main".into(), found: Some(id(0x77)) },
-            vec!["33000000 01", "06", MAIN, "01 7777777777777777777777777777777777777777777777777777777777777777"],
+            Response::Rejected {
+                name: "refs/heads/main".into(),
+                found: Some(id(0x77)),
+            },
+            vec![
+                "33000000 01",
+                "06",
+                MAIN,
+                "01 7777777777777777777777777777777777777777777777777777777777777777",
+            ],
         ),
-        (Response::Error { message: "no".into() }, vec!["05000000 01", "07", "02 6e6f"]),
-        (Response::Replica { id: [0x12; 16], name: "nas".into() }, vec!["16000000 01", "08", "12121212121212121212121212121212", "03 6e6173"]), // id: 16 bytes, name
+        (
+            Response::Error {
+                message: "no".into(),
+            },
+            vec!["05000000 01", "07", "02 6e6f"],
+        ),
+        (
+            Response::Replica {
+                id: [0x12; 16],
+                name: "nas".into(),
+            },
+            vec![
+                "16000000 01",
+                "08",
+                "12121212121212121212121212121212",
+                "03 6e6173",
+            ],
+        ), // id: 16 bytes, name
         (Response::LocationsMerged, vec!["02000000 01", "09"]),
-        (Response::ContentLocked { lock: "ab".into(), held: vec![true] }, vec!["07000000 01", "0a", "02 6162", "01 01"]),
+        (
+            Response::ContentLocked {
+                lock: "ab".into(),
+                held: vec![true],
+            },
+            vec!["07000000 01", "0a", "02 6162", "01 01"],
+        ),
         (Response::Unlocked, vec!["02000000 01", "0b"]),
         (
-            Response::ContentDropped { freed_bytes: 5, locked: vec![id(0xaa)] },
-            vec!["24000000 01", "0c", "05", "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"], // freed 5, locked: [id]
+            Response::ContentDropped {
+                freed_bytes: 5,
+                locked: vec![id(0xaa)],
+            },
+            vec![
+                "24000000 01",
+                "0c",
+                "05",
+                "01 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            ], // freed 5, locked: [id]
         ),
         (
-            Response::PathLocks { you: Some("al".into()), locks: vec![PathLock { path: "a.psd".into(), owner: "al".into(), replica: "nas".into(), since: 300 }] },
-            vec!["16000000 01", "0d", "01 02 616c", "01", "05 612e707364", "02 616c", "03 6e6173", "ac02"], // you: Some("al"); locks: [{path, owner, replica, since 300}]
+            Response::PathLocks {
+                you: Some("al".into()),
+                locks: vec![PathLock {
+                    path: "a.psd".into(),
+                    owner: "al".into(),
+                    replica: "nas".into(),
+                    since: 300,
+                }],
+            },
+            vec![
+                "16000000 01",
+                "0d",
+                "01 02 616c",
+                "01",
+                "05 612e707364",
+                "02 616c",
+                "03 6e6173",
+                "ac02",
+            ], // you: Some("al"); locks: [{path, owner, replica, since 300}]
         ),
-        (Response::RefsDigest { digest: [0xcd; 32] }, vec!["22000000 01", "0e", "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"]), // digest: 32 bytes, no length
+        (
+            Response::RefsDigest { digest: [0xcd; 32] },
+            vec![
+                "22000000 01",
+                "0e",
+                "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
+            ],
+        ), // digest: 32 bytes, no length
     ]
 }
 
@@ -113,7 +299,9 @@ fn message_frame<T: serde::Serialize>(msg: &T) -> Vec<u8> {
 
 fn only_message(bytes: &[u8]) -> Vec<u8> {
     let mut r = FrameReader::new(bytes);
-    let Some(Frame::Message(body)) = r.next_frame().unwrap() else { panic!("not a message frame") };
+    let Some(Frame::Message(body)) = r.next_frame().unwrap() else {
+        panic!("not a message frame")
+    };
     assert!(r.next_frame().unwrap().is_none(), "one frame only");
     body
 }
@@ -198,7 +386,13 @@ const FRAMES: &[&str] = &[
 #[test]
 fn frames_golden() {
     let id = ObjectId::from_hex(HELLO_ID).unwrap();
-    let obj = StoredObject { id, kind: ObjectKind::Chunk, compression: 0, raw_len: 6, payload: b"hello\n".to_vec() };
+    let obj = StoredObject {
+        id,
+        kind: ObjectKind::Chunk,
+        compression: 0,
+        raw_len: 6,
+        payload: b"hello\n".to_vec(),
+    };
     let mut out = Vec::new();
     let mut w = FrameWriter::new(&mut out);
     w.object(&obj).unwrap();
@@ -210,8 +404,14 @@ fn frames_golden() {
     let golden = bytes_of(FRAMES);
     let mut r = FrameReader::new(&golden[..]);
     assert_eq!(r.next_frame().unwrap(), Some(Frame::Object(obj)));
-    assert_eq!(r.next_frame().unwrap(), Some(Frame::ChunkStub { id, raw_len: 6 }));
-    assert_eq!(r.next_frame().unwrap(), Some(Frame::Locations(vec![0xab, 0xcd])));
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(Frame::ChunkStub { id, raw_len: 6 })
+    );
+    assert_eq!(
+        r.next_frame().unwrap(),
+        Some(Frame::Locations(vec![0xab, 0xcd]))
+    );
     assert_eq!(r.next_frame().unwrap(), Some(Frame::End));
     assert_eq!(r.next_frame().unwrap(), None);
 }
@@ -220,12 +420,24 @@ fn frames_golden() {
 /// different builds agree on whether the refs moved.
 #[test]
 fn refs_digest_golden() {
-    let digest = dmv_sync::protocol::refs_digest(Some("refs/heads/main"), &[("refs/heads/main".into(), id(0x55))]);
+    let digest = dmv_sync::protocol::refs_digest(
+        Some("refs/heads/main"),
+        &[("refs/heads/main".into(), id(0x55))],
+    );
     let mut expected = blake3::Hasher::new();
-    expected.update(b"refs/heads/main\0refs/heads/main\0").update(&[0x55; 32]);
+    expected
+        .update(b"refs/heads/main\0refs/heads/main\0")
+        .update(&[0x55; 32]);
     assert_eq!(digest, *expected.finalize().as_bytes());
-    assert_ne!(digest, dmv_sync::protocol::refs_digest(None, &[("refs/heads/main".into(), id(0x55))]), "HEAD counts");
-    assert_eq!(hex(&dmv_sync::protocol::refs_digest(None, &[])), "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213");
+    assert_ne!(
+        digest,
+        dmv_sync::protocol::refs_digest(None, &[("refs/heads/main".into(), id(0x55))]),
+        "HEAD counts"
+    );
+    assert_eq!(
+        hex(&dmv_sync::protocol::refs_digest(None, &[])),
+        "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213"
+    );
 }
 
 fn hex(bytes: &[u8]) -> String {

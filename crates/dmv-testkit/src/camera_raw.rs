@@ -29,7 +29,17 @@ pub fn camera_raw(layout: RawLayout, large: &[u8], small: &[u8]) -> Vec<u8> {
     let thumb = vec![0x80u8; (RGB_THUMB.0 * RGB_THUMB.1 * 3) as usize];
     let lossless = lossless_jpeg_header();
     let sensor = vec![0u8; 4096];
-    let rgb_thumbnail = |strip| vec![long(254, 1), long(256, RGB_THUMB.0), long(257, RGB_THUMB.1), short(259, 1), short(262, 2), strip, long(279, thumb.len() as u32)];
+    let rgb_thumbnail = |strip| {
+        vec![
+            long(254, 1),
+            long(256, RGB_THUMB.0),
+            long(257, RGB_THUMB.1),
+            short(259, 1),
+            short(262, 2),
+            strip,
+            long(279, thumb.len() as u32),
+        ]
+    };
     match layout {
         RawLayout::Raf => {
             let mut out = b"FUJIFILMCCD-RAW 0201FF383501".to_vec();
@@ -41,17 +51,34 @@ pub fn camera_raw(layout: RawLayout, large: &[u8], small: &[u8]) -> Vec<u8> {
             out.extend_from_slice(&sensor);
             out
         }
-        RawLayout::Rw2 => {
-            Tiff { big_endian: false, magic: 0x55, chain: vec![0], ifds: vec![vec![long(256, 64), long(257, 48), bytes(0x2e, 0)]], blobs: vec![large.to_vec()] }.write()
+        RawLayout::Rw2 => Tiff {
+            big_endian: false,
+            magic: 0x55,
+            chain: vec![0],
+            ifds: vec![vec![long(256, 64), long(257, 48), bytes(0x2e, 0)]],
+            blobs: vec![large.to_vec()],
         }
+        .write(),
         RawLayout::Cr2 => Tiff {
             big_endian: false,
             magic: 42,
             chain: vec![0, 1, 2],
             ifds: vec![
-                vec![short(259, 6), strip_offset(0), long(279, large.len() as u32)],
-                vec![short(259, 6), blob_offset(513, 1), long(514, small.len() as u32)],
-                vec![short(259, 6), strip_offset(2), long(279, lossless.len() as u32)],
+                vec![
+                    short(259, 6),
+                    strip_offset(0),
+                    long(279, large.len() as u32),
+                ],
+                vec![
+                    short(259, 6),
+                    blob_offset(513, 1),
+                    long(514, small.len() as u32),
+                ],
+                vec![
+                    short(259, 6),
+                    strip_offset(2),
+                    long(279, lossless.len() as u32),
+                ],
             ],
             blobs: vec![large.to_vec(), small.to_vec(), lossless],
         }
@@ -62,8 +89,19 @@ pub fn camera_raw(layout: RawLayout, large: &[u8], small: &[u8]) -> Vec<u8> {
             chain: vec![0],
             ifds: vec![
                 [rgb_thumbnail(strip_offset(0)), vec![sub_ifds(&[1, 2])]].concat(),
-                vec![long(254, 1), short(259, 6), blob_offset(513, 1), long(514, large.len() as u32)],
-                vec![long(254, 0), short(259, 34713), short(262, 32803), strip_offset(2), long(279, sensor.len() as u32)],
+                vec![
+                    long(254, 1),
+                    short(259, 6),
+                    blob_offset(513, 1),
+                    long(514, large.len() as u32),
+                ],
+                vec![
+                    long(254, 0),
+                    short(259, 34713),
+                    short(262, 32803),
+                    strip_offset(2),
+                    long(279, sensor.len() as u32),
+                ],
             ],
             blobs: vec![thumb.clone(), large.to_vec(), sensor],
         }
@@ -74,8 +112,20 @@ pub fn camera_raw(layout: RawLayout, large: &[u8], small: &[u8]) -> Vec<u8> {
             chain: vec![0],
             ifds: vec![
                 [rgb_thumbnail(strip_offset(0)), vec![sub_ifds(&[1, 2])]].concat(),
-                vec![long(254, 0), short(259, 7), short(262, 32803), strip_offset(1), long(279, lossless.len() as u32)],
-                vec![long(254, 1), short(259, 7), short(262, 6), strip_offset(2), long(279, large.len() as u32)],
+                vec![
+                    long(254, 0),
+                    short(259, 7),
+                    short(262, 32803),
+                    strip_offset(1),
+                    long(279, lossless.len() as u32),
+                ],
+                vec![
+                    long(254, 1),
+                    short(259, 7),
+                    short(262, 6),
+                    strip_offset(2),
+                    long(279, large.len() as u32),
+                ],
             ],
             blobs: vec![thumb.clone(), lossless, large.to_vec()],
         }
@@ -85,7 +135,9 @@ pub fn camera_raw(layout: RawLayout, large: &[u8], small: &[u8]) -> Vec<u8> {
 
 /// The start of a lossless (SOF3) JPEG, as raws store sensor data.
 fn lossless_jpeg_header() -> Vec<u8> {
-    let mut out = vec![0xFF, 0xD8, 0xFF, 0xC3, 0, 14, 14, 0x0F, 0xA0, 0x0B, 0xB8, 2, 1, 0x11, 0, 2, 0x11, 0];
+    let mut out = vec![
+        0xFF, 0xD8, 0xFF, 0xC3, 0, 14, 14, 0x0F, 0xA0, 0x0B, 0xB8, 2, 1, 0x11, 0, 2, 0x11, 0,
+    ];
     out.resize(1024, 0);
     out
 }
@@ -143,7 +195,11 @@ impl Tiff {
             at += size as u32;
             start
         };
-        let ifd_at: Vec<u32> = self.ifds.iter().map(|ifd| place(2 + 12 * ifd.len() + 4)).collect();
+        let ifd_at: Vec<u32> = self
+            .ifds
+            .iter()
+            .map(|ifd| place(2 + 12 * ifd.len() + 4))
+            .collect();
         let arrays_at: Vec<u32> = self
             .ifds
             .iter()
@@ -154,9 +210,21 @@ impl Tiff {
             })
             .collect();
         let blob_at: Vec<u32> = self.blobs.iter().map(|b| place(b.len())).collect();
-        let u16b: fn(u16) -> [u8; 2] = if self.big_endian { u16::to_be_bytes } else { u16::to_le_bytes };
-        let u32b: fn(u32) -> [u8; 4] = if self.big_endian { u32::to_be_bytes } else { u32::to_le_bytes };
-        let mut out = if self.big_endian { b"MM".to_vec() } else { b"II".to_vec() };
+        let u16b: fn(u16) -> [u8; 2] = if self.big_endian {
+            u16::to_be_bytes
+        } else {
+            u16::to_le_bytes
+        };
+        let u32b: fn(u32) -> [u8; 4] = if self.big_endian {
+            u32::to_be_bytes
+        } else {
+            u32::to_le_bytes
+        };
+        let mut out = if self.big_endian {
+            b"MM".to_vec()
+        } else {
+            b"II".to_vec()
+        };
         out.extend(u16b(self.magic));
         out.extend(u32b(ifd_at[self.chain[0]]));
         let mut arrays = Vec::new();
@@ -167,7 +235,9 @@ impl Tiff {
                     Value::Short(v) => (3u16, 1u32, [u16b(*v), [0, 0]].concat()),
                     Value::Long(v) => (4, 1, u32b(*v).to_vec()),
                     Value::BlobOffset(b) => (4, 1, u32b(blob_at[*b]).to_vec()),
-                    Value::BlobBytes(b) => (7, self.blobs[*b].len() as u32, u32b(blob_at[*b]).to_vec()),
+                    Value::BlobBytes(b) => {
+                        (7, self.blobs[*b].len() as u32, u32b(blob_at[*b]).to_vec())
+                    }
                     Value::Directories(d) if d.len() == 1 => (13, 1, u32b(ifd_at[d[0]]).to_vec()),
                     Value::Directories(d) => {
                         let array_at = arrays_at[arrays.len()];
@@ -180,7 +250,12 @@ impl Tiff {
                 out.extend(u32b(count));
                 out.extend(field);
             }
-            let next = self.chain.iter().position(|&c| c == i).and_then(|p| self.chain.get(p + 1)).map_or(0, |&n| ifd_at[n]);
+            let next = self
+                .chain
+                .iter()
+                .position(|&c| c == i)
+                .and_then(|p| self.chain.get(p + 1))
+                .map_or(0, |&n| ifd_at[n]);
             out.extend(u32b(next));
         }
         for array in arrays {

@@ -3,12 +3,19 @@
 
 /// Joins hex parts into one string (whitespace ignored).
 pub fn hex_of(parts: &[&str]) -> String {
-    parts.concat().chars().filter(|c| !c.is_whitespace()).collect()
+    parts
+        .concat()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
 }
 
 pub fn bytes_of(parts: &[&str]) -> Vec<u8> {
     let h = hex_of(parts);
-    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 pub fn to_hex(b: &[u8]) -> String {

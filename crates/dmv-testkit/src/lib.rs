@@ -32,7 +32,9 @@ pub fn jpeg_bomb(w: u16, h: u16) -> Vec<u8> {
     j.extend([0xFF, 0xC4, 0x00, 0x14, 0x00, 1]);
     j.extend([0u8; 15]);
     j.push(0);
-    j.extend([0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0x00, 2, 0x00, 3, 0x00, 0, 0, 0]);
+    j.extend([
+        0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0x00, 2, 0x00, 3, 0x00, 0, 0, 0,
+    ]);
     j.extend([0u8; 8]);
     j.extend([0xFF, 0xD9]);
     j
@@ -45,18 +47,46 @@ pub fn jpeg_bomb(w: u16, h: u16) -> Vec<u8> {
 pub fn in_small_address_space(name: &str, headroom: u64) -> bool {
     const CHILD: &str = "DMV_TEST_SMALL_ADDRESS_SPACE";
     if std::env::var_os(CHILD).is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap()).args(["--exact", name, "--test-threads=1", "--nocapture"]).env(CHILD, "1").output().unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && text.contains("1 passed"), "{:?}\n{text}", out.status);
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{:?}\n{text}",
+            out.status
+        );
         return false;
     }
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let vm_kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmSize:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
+    let vm_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
     let limit = vm_kib * 1024 + headroom;
-    let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+    let rl = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
     // SAFETY: setrlimit only reads the struct passed by reference.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &rl) }, 0);
     // Memory already mapped but free (allocator arenas) is still usable: ask for well past the headroom.
-    assert!(Vec::<u8>::new().try_reserve(2 * headroom as usize + (64 << 20)).is_err(), "the address space is not limited");
+    assert!(
+        Vec::<u8>::new()
+            .try_reserve(2 * headroom as usize + (64 << 20))
+            .is_err(),
+        "the address space is not limited"
+    );
     true
 }

@@ -37,7 +37,22 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-server", &["dmv-os", "dmv-repo", "dmv-web", "dmv-sync"]),
     // A revision as a read-only folder through FUSE, reading what is not here from other replicas.
     ("dmv-mount", &["dmv-repo", "dmv-sync"]),
-    ("dmv-cli", &["dmv-os", "dmv-store", "dmv-refs", "dmv-repo", "dmv-bucket", "dmv-web", "dmv-gitimport", "dmv-sync", "dmv-server", "dmv-watch", "dmv-mount"]),
+    (
+        "dmv-cli",
+        &[
+            "dmv-os",
+            "dmv-store",
+            "dmv-refs",
+            "dmv-repo",
+            "dmv-bucket",
+            "dmv-web",
+            "dmv-gitimport",
+            "dmv-sync",
+            "dmv-server",
+            "dmv-watch",
+            "dmv-mount",
+        ],
+    ),
     // When a batch of changes in a folder has settled, for `dmv watch`: file events and stat, no DMV crate.
     ("dmv-watch", &["dmv-os"]),
     // Every crate's tests use it, so it must sit below all of them.
@@ -45,7 +60,12 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 fn workspace() -> PathBuf {
-    std::env::var_os("DMV_LAYERING_ROOT").filter(|root| !root.is_empty()).map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), PathBuf::from)
+    std::env::var_os("DMV_LAYERING_ROOT")
+        .filter(|root| !root.is_empty())
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+            PathBuf::from,
+        )
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -53,8 +73,12 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 fn list(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut paths = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>().map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut paths = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     paths.sort();
     Ok(paths)
 }
@@ -66,7 +90,12 @@ fn crates(root: &Path) -> Result<Vec<(String, PathBuf, String)>, String> {
         let manifest = dir.join("Cargo.toml");
         if manifest.is_file() {
             let text = read(&manifest)?;
-            let name = package_name(&text).unwrap_or_else(|| dir.file_name().unwrap_or_default().to_string_lossy().into_owned());
+            let name = package_name(&text).unwrap_or_else(|| {
+                dir.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            });
             out.push((name, dir, text));
         }
     }
@@ -81,13 +110,20 @@ fn unquote(s: &str) -> String {
 
 /// A `key = "value"` of an inline table or of the lines of a table, if present.
 fn field(spec: &str, key: &str) -> Option<String> {
-    spec.split([',', '{', '}', '\n']).filter_map(|kv| kv.split_once('=')).find(|(k, _)| k.trim() == key).map(|(_, v)| unquote(v))
+    spec.split([',', '{', '}', '\n'])
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| unquote(v))
 }
 
 fn package_name(manifest: &str) -> Option<String> {
     let start = manifest.find("[package]")?;
     let table = manifest[start + 9..].split("\n[").next().unwrap_or("");
-    table.lines().filter_map(|line| line.split_once('=')).find(|(key, _)| key.trim() == "name").map(|(_, value)| unquote(value))
+    table
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .find(|(key, _)| key.trim() == "name")
+        .map(|(_, value)| unquote(value))
 }
 
 /// Every dependency of the normal kind, as (key, spec): `[dependencies]`,
@@ -97,9 +133,19 @@ fn dependencies(manifest: &str) -> Vec<(String, String)> {
     let mut deps: Vec<(String, String)> = Vec::new();
     // None: another table; Some(None): a list of dependencies; Some(Some(i)): the table of deps[i].
     let mut table: Option<Option<usize>> = None;
-    for line in manifest.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in manifest
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         if let Some(header) = line.strip_prefix('[') {
-            let parts: Vec<&str> = header.split(']').next().unwrap_or("").split('.').map(str::trim).collect();
+            let parts: Vec<&str> = header
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .split('.')
+                .map(str::trim)
+                .collect();
             table = match parts.iter().rposition(|p| *p == "dependencies") {
                 Some(k) if k == 0 || parts[0] == "target" => match parts.get(k + 1) {
                     Some(name) => {
@@ -139,22 +185,36 @@ fn layer_problems(layers: &[(&str, &[&str])], crates: &[(String, String)]) -> Ve
         };
         for (key, spec) in dependencies(manifest) {
             let dep = field(&spec, "package").unwrap_or(key);
-            if (names.contains(dep.as_str()) || field(&spec, "path").is_some()) && !allowed.contains(&dep.as_str()) {
-                problems.push(format!("{name} depends on {dep}; LAYERS lets it use only {allowed:?}"));
+            if (names.contains(dep.as_str()) || field(&spec, "path").is_some())
+                && !allowed.contains(&dep.as_str())
+            {
+                problems.push(format!(
+                    "{name} depends on {dep}; LAYERS lets it use only {allowed:?}"
+                ));
             }
         }
     }
     for (name, _) in layers.iter().filter(|(name, _)| !names.contains(name)) {
-        problems.push(format!("{name} is in LAYERS in {} but not under crates/: remove it", file!()));
+        problems.push(format!(
+            "{name} is in LAYERS in {} but not under crates/: remove it",
+            file!()
+        ));
     }
     problems
 }
 
 #[test]
 fn crates_use_only_the_crates_below_them() -> Result<(), String> {
-    let crates: Vec<(String, String)> = crates(&workspace())?.into_iter().map(|(name, _, manifest)| (name, manifest)).collect();
+    let crates: Vec<(String, String)> = crates(&workspace())?
+        .into_iter()
+        .map(|(name, _, manifest)| (name, manifest))
+        .collect();
     let problems = layer_problems(LAYERS, &crates);
-    assert!(problems.is_empty(), "crate layering broken:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "crate layering broken:\n{}",
+        problems.join("\n")
+    );
     Ok(())
 }
 
@@ -170,7 +230,10 @@ fn string_at(c: &[char], i: usize) -> Option<(usize, usize, usize)> {
     let mut j = i + usize::from(matches!(c[i], 'b' | 'c'));
     let raw = c.get(j) == Some(&'r');
     j += usize::from(raw);
-    let hashes = c[j.min(c.len())..].iter().take_while(|&&h| h == '#' && raw).count();
+    let hashes = c[j.min(c.len())..]
+        .iter()
+        .take_while(|&&h| h == '#' && raw)
+        .count();
     j += hashes;
     if c.get(j) != Some(&'"') {
         return None;
@@ -193,11 +256,22 @@ fn code_only(src: &str) -> String {
     let mut out = String::with_capacity(src.len());
     let (mut i, mut attr_depth, mut last, mut before_last) = (0, 0usize, ' ', ' ');
     while i < c.len() {
-        let at = |s: &str| s.chars().enumerate().all(|(k, ch)| c.get(i + k) == Some(&ch));
+        let at = |s: &str| {
+            s.chars()
+                .enumerate()
+                .all(|(k, ch)| c.get(i + k) == Some(&ch))
+        };
         // A `b`, `c` or `r` prefix starts a literal only where a token starts (`r#type` is an identifier, and string_at says so).
-        let string = if c[i] == '"' || i == 0 || !is_ident(c[i - 1]) { string_at(&c, i) } else { None };
+        let string = if c[i] == '"' || i == 0 || !is_ident(c[i - 1]) {
+            string_at(&c, i)
+        } else {
+            None
+        };
         let end = if at("//") {
-            c[i..].iter().position(|&ch| ch == '\n').map_or(c.len(), |p| i + p)
+            c[i..]
+                .iter()
+                .position(|&ch| ch == '\n')
+                .map_or(c.len(), |p| i + p)
         } else if at("/*") {
             // Block comments nest.
             let (mut j, mut depth) = (i, 0);
@@ -217,14 +291,27 @@ fn code_only(src: &str) -> String {
         } else if let Some((start, stop, end)) = string {
             let text: String = c[start..stop].iter().collect();
             let segments: Vec<&str> = text.split("::").collect();
-            if attr_depth > 0 && segments.len() > 1 && matches!(segments[0], "crate" | "self" | "super") && segments.iter().all(|s| !s.is_empty() && s.chars().all(is_ident)) {
-                out.extend(std::iter::repeat_n(' ', start - i).chain(text.chars()).chain(std::iter::repeat_n(' ', end - stop)));
+            if attr_depth > 0
+                && segments.len() > 1
+                && matches!(segments[0], "crate" | "self" | "super")
+                && segments
+                    .iter()
+                    .all(|s| !s.is_empty() && s.chars().all(is_ident))
+            {
+                out.extend(
+                    std::iter::repeat_n(' ', start - i)
+                        .chain(text.chars())
+                        .chain(std::iter::repeat_n(' ', end - stop)),
+                );
                 i = end;
                 continue;
             }
             end
         } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
-            c[(i + 3).min(c.len())..].iter().position(|&ch| ch == '\'').map_or(c.len(), |p| i + 4 + p)
+            c[(i + 3).min(c.len())..]
+                .iter()
+                .position(|&ch| ch == '\'')
+                .map_or(c.len(), |p| i + 4 + p)
         } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
             i + 3
         } else {
@@ -242,7 +329,11 @@ fn code_only(src: &str) -> String {
             i += 1;
             continue;
         };
-        out.extend(c[i..end].iter().map(|&ch| if ch == '\n' { '\n' } else { ' ' }));
+        out.extend(
+            c[i..end]
+                .iter()
+                .map(|&ch| if ch == '\n' { '\n' } else { ' ' }),
+        );
         i = end;
     }
     out
@@ -265,7 +356,9 @@ fn tokens(code: &str) -> Vec<Tok> {
             continue;
         }
         let mut text = c.to_string();
-        while is_ident(c) && chars.peek().is_some_and(|&d| is_ident(d)) || c == ':' && text == ":" && chars.peek() == Some(&':') {
+        while is_ident(c) && chars.peek().is_some_and(|&d| is_ident(d))
+            || c == ':' && text == ":" && chars.peek() == Some(&':')
+        {
             text.extend(chars.next());
         }
         toks.push(Tok { text, line });
@@ -294,7 +387,12 @@ const CFG_TEST: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
 /// also the children declared `#[cfg(test)] mod x;` (test code in their own
 /// files) and whether the whole file is `#![cfg(test)]`.
 fn without_tests(toks: Vec<Tok>) -> (Vec<Tok>, Vec<String>, bool) {
-    let is = |i: usize, pattern: &[&str]| pattern.iter().enumerate().all(|(k, p)| toks.get(i + k).is_some_and(|t| t.text == *p));
+    let is = |i: usize, pattern: &[&str]| {
+        pattern
+            .iter()
+            .enumerate()
+            .all(|(k, p)| toks.get(i + k).is_some_and(|t| t.text == *p))
+    };
     let whole_file = (0..toks.len()).any(|i| is(i, &["#", "!"]) && is(i + 2, &CFG_TEST[1..]));
     let (mut kept, mut test_mods, mut i) = (Vec::new(), Vec::new(), 0);
     while i < toks.len() {
@@ -346,7 +444,12 @@ enum Kind {
 /// Reads the use tree or plain path at `i` into `out` as (segments, bound
 /// name, line): `a::{b::{x, y}, c as d, self}` gives `a::b::x`, `a::b::y`,
 /// `a::c` bound as `d`, and `a`. Returns the index just past it.
-fn use_tree(toks: &[Tok], i: usize, prefix: &[String], out: &mut Vec<(Vec<String>, String, usize)>) -> usize {
+fn use_tree(
+    toks: &[Tok],
+    i: usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, String, usize)>,
+) -> usize {
     let text = |i: usize| toks.get(i).map_or("", |t| t.text.as_str());
     match text(i) {
         "{" => {
@@ -358,7 +461,11 @@ fn use_tree(toks: &[Tok], i: usize, prefix: &[String], out: &mut Vec<(Vec<String
             j + 1
         }
         "*" => {
-            out.push(([prefix, &["*".to_string()]].concat(), "*".to_string(), toks[i].line));
+            out.push((
+                [prefix, &["*".to_string()]].concat(),
+                "*".to_string(),
+                toks[i].line,
+            ));
             i + 1
         }
         segment if segment.starts_with(is_ident) => {
@@ -366,10 +473,16 @@ fn use_tree(toks: &[Tok], i: usize, prefix: &[String], out: &mut Vec<(Vec<String
             if segment != "self" || prefix.is_empty() {
                 path.push(segment.to_string());
             }
-            if text(i + 1) == "::" && (text(i + 2).starts_with(is_ident) || matches!(text(i + 2), "{" | "*")) {
+            if text(i + 1) == "::"
+                && (text(i + 2).starts_with(is_ident) || matches!(text(i + 2), "{" | "*"))
+            {
                 return use_tree(toks, i + 2, &path, out);
             }
-            let (name, end) = if text(i + 1) == "as" { (text(i + 2), i + 3) } else { (path.last().map_or("", String::as_str), i + 1) };
+            let (name, end) = if text(i + 1) == "as" {
+                (text(i + 2), i + 3)
+            } else {
+                (path.last().map_or("", String::as_str), i + 1)
+            };
             let line = toks.get(end - 1).or(toks.get(i)).map_or(0, |t| t.line);
             out.push((path.clone(), name.to_string(), line));
             end
@@ -381,10 +494,16 @@ fn use_tree(toks: &[Tok], i: usize, prefix: &[String], out: &mut Vec<(Vec<String
 /// Every path in one file's tokens.
 fn references(module: &str, toks: &[Tok], modules: &BTreeSet<String>) -> Vec<Ref> {
     let text = |i: usize| toks.get(i).map_or("", |t| t.text.as_str());
-    let file_scope: Vec<String> = module.split("::").filter(|s| !s.is_empty()).map(String::from).collect();
-    let is_child = |name: &str| modules.contains(&[&file_scope[..], &[name.to_string()]].concat().join("::"));
+    let file_scope: Vec<String> = module
+        .split("::")
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let is_child =
+        |name: &str| modules.contains(&[&file_scope[..], &[name.to_string()]].concat().join("::"));
     // Inline `mod x { … }` blocks open here, with the brace depth they close at: `super::` inside counts from them.
-    let (mut inline, mut depth, mut refs, mut i) = (Vec::<(String, usize)>::new(), 0usize, Vec::new(), 0);
+    let (mut inline, mut depth, mut refs, mut i) =
+        (Vec::<(String, usize)>::new(), 0usize, Vec::new(), 0);
     while i < toks.len() {
         let t = text(i);
         match t {
@@ -401,18 +520,34 @@ fn references(module: &str, toks: &[Tok], modules: &BTreeSet<String>) -> Vec<Ref
         let prev = if i == 0 { "" } else { text(i - 1) };
         // `pub(in crate::a)` restricts visibility; it does not use `a`.
         let visibility = prev == "in" && i >= 3 && text(i - 2) == "(" && text(i - 3) == "pub";
-        let path_start = prev != "::" && text(i + 1) == "::" && !visibility && (matches!(t, "crate" | "$crate" | "self" | "super") || is_child(t));
+        let path_start = prev != "::"
+            && text(i + 1) == "::"
+            && !visibility
+            && (matches!(t, "crate" | "$crate" | "self" | "super") || is_child(t));
         if t != "use" && !path_start {
             i += 1;
             continue;
         }
         let kind = match t {
             // `pub use` and `pub(crate) use` alike: a name other modules may reach through this one.
-            "use" if prev == "pub" || (prev == ")" && (0..i).rev().find(|&j| text(j) == "(").is_some_and(|j| j > 0 && text(j - 1) == "pub")) => Kind::PubUse,
+            "use"
+                if prev == "pub"
+                    || (prev == ")"
+                        && (0..i)
+                            .rev()
+                            .find(|&j| text(j) == "(")
+                            .is_some_and(|j| j > 0 && text(j - 1) == "pub")) =>
+            {
+                Kind::PubUse
+            }
             "use" => Kind::Use,
             _ => Kind::Path,
         };
-        let scope: Vec<String> = file_scope.iter().cloned().chain(inline.iter().map(|(name, _)| name.clone())).collect();
+        let scope: Vec<String> = file_scope
+            .iter()
+            .cloned()
+            .chain(inline.iter().map(|(name, _)| name.clone()))
+            .collect();
         let mut found = Vec::new();
         i = use_tree(toks, i + usize::from(t == "use"), &[], &mut found);
         for (segments, name, line) in found {
@@ -428,7 +563,12 @@ fn references(module: &str, toks: &[Tok], modules: &BTreeSet<String>) -> Vec<Ref
                 _ => None,
             };
             if path.is_some() || kind != Kind::Path {
-                refs.push(Ref { path, name, line, kind });
+                refs.push(Ref {
+                    path,
+                    name,
+                    line,
+                    kind,
+                });
             }
         }
     }
@@ -447,14 +587,34 @@ type Bindings = BTreeMap<(String, String), (bool, Option<Vec<String>>)>;
 /// its longest prefix that is a module, unless the next segment is a name that
 /// module binds with `use` visibly to `from` (publicly, or privately to its
 /// own descendants, as Rust does), then wherever that leads. None: outside the crate.
-fn resolve(from: &str, path: &[String], modules: &BTreeSet<String>, bindings: &Bindings, hops: usize) -> Option<String> {
-    let n = (1..=path.len()).rev().find(|&n| modules.contains(&path[..n].join("::"))).unwrap_or(0);
+fn resolve(
+    from: &str,
+    path: &[String],
+    modules: &BTreeSet<String>,
+    bindings: &Bindings,
+    hops: usize,
+) -> Option<String> {
+    let n = (1..=path.len())
+        .rev()
+        .find(|&n| modules.contains(&path[..n].join("::")))
+        .unwrap_or(0);
     let module = path[..n].join("::");
-    match path.get(n).and_then(|name| bindings.get(&(module.clone(), name.clone()))) {
-        Some((public, target)) if (*public || in_subtree(from, &module)) && hops < 16 => match target {
-            Some(target) => resolve(from, &[&target[..], &path[n + 1..]].concat(), modules, bindings, hops + 1),
-            None => None,
-        },
+    match path
+        .get(n)
+        .and_then(|name| bindings.get(&(module.clone(), name.clone())))
+    {
+        Some((public, target)) if (*public || in_subtree(from, &module)) && hops < 16 => {
+            match target {
+                Some(target) => resolve(
+                    from,
+                    &[&target[..], &path[n + 1..]].concat(),
+                    modules,
+                    bindings,
+                    hops + 1,
+                ),
+                None => None,
+            }
+        }
         _ => Some(module),
     }
 }
@@ -469,31 +629,50 @@ fn module_edges(files: &[(String, String, String)]) -> Edges {
     let mut test_only = BTreeSet::new();
     for (module, file, src) in files {
         let (toks, test_children, whole_file) = without_tests(tokens(&code_only(src)));
-        test_only.extend(test_children.iter().map(|child| if module.is_empty() { child.clone() } else { format!("{module}::{child}") }));
+        test_only.extend(test_children.iter().map(|child| {
+            if module.is_empty() {
+                child.clone()
+            } else {
+                format!("{module}::{child}")
+            }
+        }));
         if whole_file {
             test_only.insert(module.clone());
         }
         scanned.push((module, file, toks));
     }
     scanned.retain(|(module, _, _)| !test_only.iter().any(|t| in_subtree(module, t)));
-    let modules: BTreeSet<String> = scanned.iter().map(|(module, _, _)| module.to_string()).collect();
+    let modules: BTreeSet<String> = scanned
+        .iter()
+        .map(|(module, _, _)| module.to_string())
+        .collect();
     let mut bindings = Bindings::new();
     let mut refs = Vec::new();
     for (module, file, toks) in &scanned {
         for r in references(module, toks, &modules) {
             if r.kind != Kind::Path && r.name != "*" && r.name != "_" {
-                bindings.insert((module.to_string(), r.name.clone()), (r.kind == Kind::PubUse, r.path.clone()));
+                bindings.insert(
+                    (module.to_string(), r.name.clone()),
+                    (r.kind == Kind::PubUse, r.path.clone()),
+                );
             }
             refs.push((module, file, r));
         }
     }
     let mut edges = Edges::new();
     for (module, file, r) in refs {
-        let Some(target) = r.path.and_then(|path| resolve(module, &path, &modules, &bindings, 0)) else { continue };
+        let Some(target) = r
+            .path
+            .and_then(|path| resolve(module, &path, &modules, &bindings, 0))
+        else {
+            continue;
+        };
         // Re-exporting its own submodules' names is how a module offers them, not a use of them.
         let facade = r.kind == Kind::PubUse && in_subtree(&target, module);
         if target != **module && !facade {
-            edges.entry((module.to_string(), target)).or_insert_with(|| format!("{file}:{}", r.line));
+            edges
+                .entry((module.to_string(), target))
+                .or_insert_with(|| format!("{file}:{}", r.line));
         }
     }
     edges
@@ -503,7 +682,13 @@ fn module_edges(files: &[(String, String, String)]) -> Edges {
 /// loop when b reaches a, and the shortest way back is shown for every such
 /// edge not already shown in an earlier loop.
 fn cycles(edges: &Edges) -> Vec<Vec<String>> {
-    let next = |from: &str| -> Vec<String> { edges.keys().filter(|(a, _)| a == from).map(|(_, b)| b.clone()).collect() };
+    let next = |from: &str| -> Vec<String> {
+        edges
+            .keys()
+            .filter(|(a, _)| a == from)
+            .map(|(_, b)| b.clone())
+            .collect()
+    };
     // Shortest path from → to, by breadth-first search.
     let path = |from: &str, to: &str| -> Option<Vec<String>> {
         let mut came_from: BTreeMap<String, String> = BTreeMap::new();
@@ -552,9 +737,18 @@ fn crate_files(src: &Path) -> Result<Vec<(String, PathBuf, String)>, String> {
             let rel = path.strip_prefix(src).unwrap_or(&path).to_path_buf();
             if path.is_dir() && rel != Path::new("bin") {
                 dirs.push(path);
-            } else if path.extension() == Some("rs".as_ref()) && !(has_lib && rel == Path::new("main.rs")) {
-                let mut segments: Vec<String> = rel.with_extension("").iter().map(|s| s.to_string_lossy().into_owned()).collect();
-                if segments == ["lib"] || segments == ["main"] || segments.last().is_some_and(|s| s == "mod") {
+            } else if path.extension() == Some("rs".as_ref())
+                && !(has_lib && rel == Path::new("main.rs"))
+            {
+                let mut segments: Vec<String> = rel
+                    .with_extension("")
+                    .iter()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect();
+                if segments == ["lib"]
+                    || segments == ["main"]
+                    || segments.last().is_some_and(|s| s == "mod")
+                {
                     segments.pop();
                 }
                 out.push((segments.join("::"), path.clone(), read(&path)?));
@@ -566,10 +760,36 @@ fn crate_files(src: &Path) -> Result<Vec<(String, PathBuf, String)>, String> {
 
 /// `krate: a -> b -> a` and, for each step, where it is made; the root module shows as `crate`.
 fn describe(krate: &str, cycle: &[String], edges: &Edges) -> String {
-    let show = |m: &str| if m.is_empty() { "crate".to_string() } else { m.to_string() };
-    let at = |a: &String, b: &String| edges.get(&(a.clone(), b.clone())).map_or("?", String::as_str).to_string();
-    let steps = cycle.windows(2).map(|w| format!("\n    {} -> {}  {}", show(&w[0]), show(&w[1]), at(&w[0], &w[1])));
-    format!("{krate}: {}{}", cycle.iter().map(|m| show(m)).collect::<Vec<_>>().join(" -> "), steps.collect::<String>())
+    let show = |m: &str| {
+        if m.is_empty() {
+            "crate".to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    let at = |a: &String, b: &String| {
+        edges
+            .get(&(a.clone(), b.clone()))
+            .map_or("?", String::as_str)
+            .to_string()
+    };
+    let steps = cycle.windows(2).map(|w| {
+        format!(
+            "\n    {} -> {}  {}",
+            show(&w[0]),
+            show(&w[1]),
+            at(&w[0], &w[1])
+        )
+    });
+    format!(
+        "{krate}: {}{}",
+        cycle
+            .iter()
+            .map(|m| show(m))
+            .collect::<Vec<_>>()
+            .join(" -> "),
+        steps.collect::<String>()
+    )
 }
 
 #[test]
@@ -581,11 +801,31 @@ fn no_two_files_of_a_crate_import_each_other() -> Result<(), String> {
             continue;
         }
         let files = crate_files(&dir.join("src"))?;
-        let files: Vec<_> = files.into_iter().map(|(module, path, src)| (module, path.strip_prefix(&root).unwrap_or(&path).display().to_string(), src)).collect();
+        let files: Vec<_> = files
+            .into_iter()
+            .map(|(module, path, src)| {
+                (
+                    module,
+                    path.strip_prefix(&root)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string(),
+                    src,
+                )
+            })
+            .collect();
         let edges = module_edges(&files);
-        problems.extend(cycles(&edges).iter().map(|cycle| describe(&name, cycle, &edges)));
+        problems.extend(
+            cycles(&edges)
+                .iter()
+                .map(|cycle| describe(&name, cycle, &edges)),
+        );
     }
-    assert!(problems.is_empty(), "files of a crate import each other (move what both need into a file below both):\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "files of a crate import each other (move what both need into a file below both):\n{}",
+        problems.join("\n")
+    );
     Ok(())
 }
 
@@ -594,7 +834,16 @@ fn no_two_files_of_a_crate_import_each_other() -> Result<(), String> {
 /// The DMV crates that are front ends or servers.
 const FRONT_ENDS: &[&str] = &["dmv-cli", "dmv-server"];
 /// Command-line, progress-bar and HTTP-server crates: an embedder of a library must not build them.
-const FRONT_END_DEPENDENCIES: &[&str] = &["clap", "clap_complete", "clap_mangen", "indicatif", "axum", "hyper", "hyper-util", "tokio-rustls"];
+const FRONT_END_DEPENDENCIES: &[&str] = &[
+    "clap",
+    "clap_complete",
+    "clap_mangen",
+    "indicatif",
+    "axum",
+    "hyper",
+    "hyper-util",
+    "tokio-rustls",
+];
 /// Library files that may start programs, and why: the transports, and the merge tool a person configured.
 const STARTS_PROGRAMS: &[(&str, &str)] = &[
     ("crates/dmv-sync/src/ssh.rs", "the ssh transport runs ssh"),
@@ -607,10 +856,16 @@ const STARTS_PROGRAMS: &[(&str, &str)] = &[
 /// Which library crates depend on front-end crates, as "crate depends on dep".
 fn front_end_problems(crates: &[(String, String)]) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, manifest) in crates.iter().filter(|(name, _)| !FRONT_ENDS.contains(&name.as_str())) {
+    for (name, manifest) in crates
+        .iter()
+        .filter(|(name, _)| !FRONT_ENDS.contains(&name.as_str()))
+    {
         for (dep, _) in dependencies(manifest) {
             if FRONT_END_DEPENDENCIES.contains(&dep.as_str()) {
-                problems.push(format!("{name} depends on {dep}, which only {} may", FRONT_ENDS.join(" and ")));
+                problems.push(format!(
+                    "{name} depends on {dep}, which only {} may",
+                    FRONT_ENDS.join(" and ")
+                ));
             }
         }
     }
@@ -619,12 +874,22 @@ fn front_end_problems(crates: &[(String, String)]) -> Vec<String> {
 
 #[test]
 fn only_front_ends_and_the_server_build_command_lines_and_http_servers() -> Result<(), String> {
-    let crates: Vec<(String, String)> = crates(&workspace())?.into_iter().map(|(name, _, manifest)| (name, manifest)).collect();
+    let crates: Vec<(String, String)> = crates(&workspace())?
+        .into_iter()
+        .map(|(name, _, manifest)| (name, manifest))
+        .collect();
     let problems = front_end_problems(&crates);
-    assert!(problems.is_empty(), "libraries building front-end crates:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "libraries building front-end crates:\n{}",
+        problems.join("\n")
+    );
     // The check can fail: a library asking for clap is caught.
     let bad = front_end_problems(&[("dmv-repo".into(), "[dependencies]\nclap = \"4\"\n".into())]);
-    assert_eq!(bad, vec!["dmv-repo depends on clap, which only dmv-cli and dmv-server may".to_string()]);
+    assert_eq!(
+        bad,
+        vec!["dmv-repo depends on clap, which only dmv-cli and dmv-server may".to_string()]
+    );
     Ok(())
 }
 
@@ -637,9 +902,15 @@ fn libraries_start_programs_only_in_their_transports() -> Result<(), String> {
             continue;
         }
         for (_, path, src) in crate_files(&dir.join("src"))? {
-            let rel = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
             let code = code_only(&src);
-            if (code.contains("process::Command") || code.contains("Command::new")) && !STARTS_PROGRAMS.iter().any(|(file, _)| *file == rel) {
+            if (code.contains("process::Command") || code.contains("Command::new"))
+                && !STARTS_PROGRAMS.iter().any(|(file, _)| *file == rel)
+            {
                 problems.push(rel);
             }
         }
@@ -651,12 +922,18 @@ fn libraries_start_programs_only_in_their_transports() -> Result<(), String> {
 // ---- The checks above can fail ----
 
 fn fake(files: &[(&str, &str)]) -> Edges {
-    let files: Vec<_> = files.iter().map(|(module, src)| (module.to_string(), format!("{module}.rs"), src.to_string())).collect();
+    let files: Vec<_> = files
+        .iter()
+        .map(|(module, src)| (module.to_string(), format!("{module}.rs"), src.to_string()))
+        .collect();
     module_edges(&files)
 }
 
 fn edge_list(edges: &Edges) -> Vec<String> {
-    edges.iter().map(|((a, b), at)| format!("{a}->{b}@{at}")).collect()
+    edges
+        .iter()
+        .map(|((a, b), at)| format!("{a}->{b}@{at}"))
+        .collect()
 }
 
 fn cycle_list(edges: &Edges) -> Vec<String> {
@@ -671,7 +948,10 @@ fn the_scanner_finds_cycles_and_only_cycles() {
         ("a", "use crate::{b::{x, y}, c};\npub struct Thing;"),
         ("b", "fn f() -> crate::Renamed {\n    crate::Thing\n}"),
     ]);
-    assert_eq!(edge_list(&loop_), ["a->@a.rs:1", "a->b@a.rs:1", "b->a@b.rs:1"]);
+    assert_eq!(
+        edge_list(&loop_),
+        ["a->@a.rs:1", "a->b@a.rs:1", "b->a@b.rs:1"]
+    );
     assert_eq!(cycle_list(&loop_), ["a>b>a"]);
 
     // One way only: comments, strings, char literals and test code do not count.
@@ -704,26 +984,51 @@ fn the_scanner_finds_cycles_and_only_cycles() {
         ("x::w", "use super::super::z::h;"),
         ("z", "pub fn h() {}"),
     ]);
-    assert_eq!(edge_list(&family), ["x->x::y@x.rs:3", "x::w->z@x::w.rs:1", "x::y->x@x::y.rs:1"]);
+    assert_eq!(
+        edge_list(&family),
+        ["x->x::y@x.rs:3", "x::w->z@x::w.rs:1", "x::y->x@x::y.rs:1"]
+    );
     assert_eq!(cycle_list(&family), ["x>x::y>x"]);
 
     // Two loops through one module are both shown, a longer loop once; test-only files are skipped.
     let two = fake(&[
-        ("", "mod merge; mod tree; mod worktree;\n#[cfg(test)]\nmod tests;"),
+        (
+            "",
+            "mod merge; mod tree; mod worktree;\n#[cfg(test)]\nmod tests;",
+        ),
         ("merge", "use crate::worktree::a;"),
         ("tree", "pub fn t() { crate::worktree::b() }"),
         ("worktree", "use crate::{merge::m, tree::t};"),
         ("tests", "use crate::merge::m;"),
     ]);
-    assert_eq!(cycle_list(&two), ["merge>worktree>merge", "tree>worktree>tree"]);
+    assert_eq!(
+        cycle_list(&two),
+        ["merge>worktree>merge", "tree>worktree>tree"]
+    );
     // A private `use` is seen by its module's descendants only: c's `crate::a::x` is a's own x, not b's.
-    let long = fake(&[("", ""), ("a", "use crate::b::x;"), ("b", "use crate::c::x;"), ("c", "fn f() { crate::a::x() }")]);
+    let long = fake(&[
+        ("", ""),
+        ("a", "use crate::b::x;"),
+        ("b", "use crate::c::x;"),
+        ("c", "fn f() { crate::a::x() }"),
+    ]);
     assert_eq!(cycle_list(&long), ["a>b>c>a"]);
-    assert_eq!(describe("k", &cycles(&long)[0], &long), "k: a -> b -> c -> a\n    a -> b  a.rs:1\n    b -> c  b.rs:1\n    c -> a  c.rs:1");
+    assert_eq!(
+        describe("k", &cycles(&long)[0], &long),
+        "k: a -> b -> c -> a\n    a -> b  a.rs:1\n    b -> c  b.rs:1\n    c -> a  c.rs:1"
+    );
 
     // The root's own code using a module that uses the root is a loop; `pub use dmv_store as store` leads outside.
-    let root =
-        fake(&[("", "mod a;\npub use dmv_store as store;\nuse a::helper;\npub struct Root;"), ("a", "use crate::store::Store;\npub fn helper() -> crate::Root { crate::Root }")]);
+    let root = fake(&[
+        (
+            "",
+            "mod a;\npub use dmv_store as store;\nuse a::helper;\npub struct Root;",
+        ),
+        (
+            "a",
+            "use crate::store::Store;\npub fn helper() -> crate::Root { crate::Root }",
+        ),
+    ]);
     assert_eq!(cycle_list(&root), [">a>"]);
 
     // `pub use a::Foo as Baz` outside braces, followed through a second re-export in a parent module.
@@ -744,21 +1049,53 @@ fn the_manifest_reader_sees_normal_dependencies_only() {
                     [target.'cfg(unix)'.dependencies]\ndmv-bucket = { path = \"../dmv-bucket\" }\n[dependencies.dmv-cli]\npath = \"../dmv-cli\"\n\
                     [dev-dependencies]\ndmv-testkit = { path = \"../dmv-testkit\" }\n[build-dependencies]\ndmv-sync = { path = \"../dmv-sync\" }";
     assert_eq!(package_name(manifest).as_deref(), Some("dmv-x"));
-    let deps: Vec<(String, Option<String>, bool)> = dependencies(manifest).into_iter().map(|(key, spec)| (key, field(&spec, "package"), field(&spec, "path").is_some())).collect();
-    let expected =
-        [("dmv-store", None, true), ("dmv-refs", None, false), ("serde", None, false), ("store2", Some("dmv-repo"), true), ("dmv-bucket", None, true), ("dmv-cli", None, true)];
-    assert_eq!(deps, expected.map(|(k, p, path)| (k.to_string(), p.map(String::from), path)));
+    let deps: Vec<(String, Option<String>, bool)> = dependencies(manifest)
+        .into_iter()
+        .map(|(key, spec)| (key, field(&spec, "package"), field(&spec, "path").is_some()))
+        .collect();
+    let expected = [
+        ("dmv-store", None, true),
+        ("dmv-refs", None, false),
+        ("serde", None, false),
+        ("store2", Some("dmv-repo"), true),
+        ("dmv-bucket", None, true),
+        ("dmv-cli", None, true),
+    ];
+    assert_eq!(
+        deps,
+        expected.map(|(k, p, path)| (k.to_string(), p.map(String::from), path))
+    );
 }
 
 #[test]
 fn the_layer_check_catches_what_it_should() {
     let layers: &[(&str, &[&str])] = &[("low", &[]), ("high", &["low"])];
-    let crates = |list: &[(&str, &str)]| -> Vec<(String, String)> { list.iter().map(|(n, m)| (n.to_string(), m.to_string())).collect() };
-    let fine = crates(&[("low", "[dev-dependencies]\nhigh = { path = \"../high\" }"), ("high", "[dependencies]\nlow = { path = \"../low\" }\nserde = \"1\"")]);
+    let crates = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, m)| (n.to_string(), m.to_string()))
+            .collect()
+    };
+    let fine = crates(&[
+        ("low", "[dev-dependencies]\nhigh = { path = \"../high\" }"),
+        (
+            "high",
+            "[dependencies]\nlow = { path = \"../low\" }\nserde = \"1\"",
+        ),
+    ]);
     assert_eq!(layer_problems(layers, &fine), Vec::<String>::new());
-    let upside_down = crates(&[("low", "[dependencies]\nhigh = { path = \"../high\" }"), ("high", ""), ("new", "")]);
+    let upside_down = crates(&[
+        ("low", "[dependencies]\nhigh = { path = \"../high\" }"),
+        ("high", ""),
+        ("new", ""),
+    ]);
     let problems = layer_problems(layers, &upside_down);
     assert_eq!(problems.len(), 2, "{problems:?}");
-    assert!(problems[0].starts_with("low depends on high;"), "{problems:?}");
-    assert!(problems[1].starts_with("new is not in LAYERS"), "{problems:?}");
+    assert!(
+        problems[0].starts_with("low depends on high;"),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].starts_with("new is not in LAYERS"),
+        "{problems:?}"
+    );
 }

@@ -79,7 +79,12 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { quiet: Duration::from_secs(5), rescan: Duration::from_secs(600), poll: Duration::from_secs(2), force_poll: false }
+        Settings {
+            quiet: Duration::from_secs(5),
+            rescan: Duration::from_secs(600),
+            poll: Duration::from_secs(2),
+            force_poll: false,
+        }
     }
 }
 
@@ -159,10 +164,19 @@ impl FolderWatch {
     /// Starts watching `root`. `ignore` gets paths relative to it; `.dmv` at
     /// the root is always ignored. Falls back to polling where events cannot
     /// be had; fails only when `root` is not a readable folder.
-    pub fn start(root: &Path, ignore: Ignore, settings: Settings) -> Result<FolderWatch, WatchError> {
-        let canonical = dmv_os::canonicalize(root).map_err(|source| WatchError::Root { path: root.to_path_buf(), source })?;
+    pub fn start(
+        root: &Path,
+        ignore: Ignore,
+        settings: Settings,
+    ) -> Result<FolderWatch, WatchError> {
+        let canonical = dmv_os::canonicalize(root).map_err(|source| WatchError::Root {
+            path: root.to_path_buf(),
+            source,
+        })?;
         if !canonical.is_dir() {
-            return Err(WatchError::NotAFolder { path: root.to_path_buf() });
+            return Err(WatchError::NotAFolder {
+                path: root.to_path_buf(),
+            });
         }
         let (sender, events) = crossbeam_channel::bounded(QUEUE);
         let overflowed = Arc::new(AtomicBool::new(false));
@@ -171,9 +185,14 @@ impl FolderWatch {
         } else if tree::on_network_fs(&canonical) {
             (None, Mode::Polling(PollReason::NetworkFileSystem))
         } else {
-            match RecommendedWatcher::new(handler(sender.clone(), overflowed.clone()), notify::Config::default()) {
+            match RecommendedWatcher::new(
+                handler(sender.clone(), overflowed.clone()),
+                notify::Config::default(),
+            ) {
                 Ok(watcher) => (Some(watcher), Mode::Events),
-                Err(e) if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) => (None, Mode::Polling(PollReason::WatchLimit)),
+                Err(e) if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) => {
+                    (None, Mode::Polling(PollReason::WatchLimit))
+                }
                 Err(_) => (None, Mode::Polling(PollReason::NoEvents)),
             }
         };
@@ -199,7 +218,11 @@ impl FolderWatch {
         // Watches go on before each folder is listed, so what changes during
         // the first scan is seen by one or the other.
         watch.reported = watch.scan()?;
-        watch.last_scan = if watch.polling() { watch.reported.clone() } else { BTreeMap::new() };
+        watch.last_scan = if watch.polling() {
+            watch.reported.clone()
+        } else {
+            BTreeMap::new()
+        };
         watch.next_scan = later(Instant::now(), watch.scan_interval());
         Ok(watch)
     }
@@ -308,7 +331,12 @@ impl FolderWatch {
 
     /// A zero interval from a config must not become a busy loop.
     fn scan_interval(&self) -> Duration {
-        if self.polling() { self.settings.poll } else { self.settings.rescan }.max(MIN_SCAN_INTERVAL)
+        if self.polling() {
+            self.settings.poll
+        } else {
+            self.settings.rescan
+        }
+        .max(MIN_SCAN_INTERVAL)
     }
 
     fn fall_back_to_polling(&mut self, reason: PollReason) {
@@ -322,9 +350,15 @@ impl FolderWatch {
         let root = Path::new("");
         let limit = match &mut self.watcher {
             Some(watcher) => watch_each(&self.tree, watcher, root, &mut files),
-            None => self.tree.walk(root, &mut |_| {}, &mut files).map(|()| false),
+            None => self
+                .tree
+                .walk(root, &mut |_| {}, &mut files)
+                .map(|()| false),
         }
-        .map_err(|source| WatchError::Root { path: self.tree.root.clone(), source })?;
+        .map_err(|source| WatchError::Root {
+            path: self.tree.root.clone(),
+            source,
+        })?;
         if limit {
             self.fall_back_to_polling(PollReason::WatchLimit);
         }
@@ -337,8 +371,15 @@ impl FolderWatch {
     fn rescan(&mut self, lost: bool) -> Result<(), WatchError> {
         let files = self.scan()?;
         let mut found = false;
-        let gone = self.reported.keys().filter(|path| !files.contains_key(*path)).map(|path| (path.clone(), None));
-        let changed = files.iter().filter(|(path, stamp)| self.reported.get(*path) != Some(stamp)).map(|(path, stamp)| (path.clone(), Some(*stamp)));
+        let gone = self
+            .reported
+            .keys()
+            .filter(|path| !files.contains_key(*path))
+            .map(|path| (path.clone(), None));
+        let changed = files
+            .iter()
+            .filter(|(path, stamp)| self.reported.get(*path) != Some(stamp))
+            .map(|(path, stamp)| (path.clone(), Some(*stamp)));
         for (path, stamp) in gone.chain(changed).collect::<Vec<_>>() {
             found |= self.merge(path, stamp);
         }
@@ -361,8 +402,15 @@ impl FolderWatch {
     /// the batch. Says whether anything did.
     fn poll(&mut self) -> Result<bool, WatchError> {
         let files = self.scan()?;
-        let gone = self.last_scan.keys().filter(|path| !files.contains_key(*path)).map(|path| (path.clone(), None));
-        let changed = files.iter().filter(|(path, stamp)| self.last_scan.get(*path) != Some(stamp)).map(|(path, stamp)| (path.clone(), Some(*stamp)));
+        let gone = self
+            .last_scan
+            .keys()
+            .filter(|path| !files.contains_key(*path))
+            .map(|path| (path.clone(), None));
+        let changed = files
+            .iter()
+            .filter(|(path, stamp)| self.last_scan.get(*path) != Some(stamp))
+            .map(|(path, stamp)| (path.clone(), Some(*stamp)));
         let mut found = false;
         for (path, stamp) in gone.chain(changed).collect::<Vec<_>>() {
             found |= self.merge(path, stamp);
@@ -395,12 +443,19 @@ impl FolderWatch {
             }
         };
         // The root removed or moved away: the scan that follows reports it.
-        let root_gone = matches!(event.kind, EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))) && event.paths.contains(&self.tree.root);
+        let root_gone = matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        ) && event.paths.contains(&self.tree.root);
         if event.need_rescan() || root_gone {
             self.needs_rescan = true;
             return;
         }
-        let paths: Vec<PathBuf> = event.paths.iter().filter_map(|path| self.tree.rel(path)).collect();
+        let paths: Vec<PathBuf> = event
+            .paths
+            .iter()
+            .filter_map(|path| self.tree.rel(path))
+            .collect();
         let now = Instant::now();
         match event.kind {
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
@@ -453,7 +508,13 @@ impl FolderWatch {
                 Look::Missing => {
                     // A folder moved away takes its open files' marks with it.
                     self.writing.retain(|open, _| !open.starts_with(&path));
-                    let inside: Vec<PathBuf> = self.reported.range(path.clone()..).map(|(p, _)| p).take_while(|p| p.starts_with(&path)).cloned().collect();
+                    let inside: Vec<PathBuf> = self
+                        .reported
+                        .range(path.clone()..)
+                        .map(|(p, _)| p)
+                        .take_while(|p| p.starts_with(&path))
+                        .cloned()
+                        .collect();
                     for gone in inside {
                         self.merge(gone, None);
                     }
@@ -462,7 +523,9 @@ impl FolderWatch {
                 Look::Folder => {
                     let mut files = BTreeMap::new();
                     let limit = match &mut self.watcher {
-                        Some(watcher) => watch_each(&self.tree, watcher, &path, &mut files).unwrap_or(false),
+                        Some(watcher) => {
+                            watch_each(&self.tree, watcher, &path, &mut files).unwrap_or(false)
+                        }
                         // A folder gone again meanwhile has its own event.
                         None => {
                             let _ = self.tree.walk(&path, &mut |_| {}, &mut files);
@@ -527,15 +590,24 @@ impl FolderWatch {
 
 /// `from + wait`, or far ahead for a wait too long to add (a config's way to say "never").
 fn later(from: Instant, wait: Duration) -> Instant {
-    from.checked_add(wait).or_else(|| from.checked_add(Duration::from_secs(1 << 32))).unwrap_or(from)
+    from.checked_add(wait)
+        .or_else(|| from.checked_add(Duration::from_secs(1 << 32)))
+        .unwrap_or(from)
 }
 
 /// The OS's thread sends events here; it drops those that say only that a
 /// file was opened or read (our own scans and the caller's reads make them),
 /// and flags an overflow rather than block.
-fn handler(sender: Sender<notify::Result<Event>>, overflowed: Arc<AtomicBool>) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+fn handler(
+    sender: Sender<notify::Result<Event>>,
+    overflowed: Arc<AtomicBool>,
+) -> impl FnMut(notify::Result<Event>) + Send + 'static {
     move |event| {
-        if let Ok(Event { kind: EventKind::Access(access), .. }) = &event {
+        if let Ok(Event {
+            kind: EventKind::Access(access),
+            ..
+        }) = &event
+        {
             if *access != AccessKind::Close(AccessMode::Write) {
                 return;
             }
@@ -549,7 +621,12 @@ fn handler(sender: Sender<notify::Result<Event>>, overflowed: Arc<AtomicBool>) -
 /// Walks `rel` putting a watch on each folder before listing it. Says whether
 /// the OS's limit on watches was reached; other watch errors (a folder gone
 /// meanwhile, one we may not read) leave that folder to the rescans.
-fn watch_each(tree: &Tree, watcher: &mut RecommendedWatcher, rel: &Path, files: &mut BTreeMap<PathBuf, Stamp>) -> std::io::Result<bool> {
+fn watch_each(
+    tree: &Tree,
+    watcher: &mut RecommendedWatcher,
+    rel: &Path,
+    files: &mut BTreeMap<PathBuf, Stamp>,
+) -> std::io::Result<bool> {
     let mut limit = false;
     tree.walk(
         rel,
@@ -573,7 +650,12 @@ pub fn common_folder(paths: &[PathBuf]) -> Option<PathBuf> {
         let folder = path.parent().unwrap_or(Path::new(""));
         common = Some(match common {
             None => folder.to_path_buf(),
-            Some(so_far) => so_far.components().zip(folder.components()).take_while(|(a, b)| a == b).map(|(a, _)| a).collect(),
+            Some(so_far) => so_far
+                .components()
+                .zip(folder.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
         });
     }
     common.filter(|folder| !folder.as_os_str().is_empty())
@@ -586,9 +668,18 @@ mod tests {
     #[test]
     fn common_folder_is_the_deepest_shared_one() {
         let paths = |list: &[&str]| list.iter().map(PathBuf::from).collect::<Vec<_>>();
-        assert_eq!(common_folder(&paths(&["photos/2026/a.jpg", "photos/2026/b/c.jpg"])), Some(PathBuf::from("photos/2026")));
-        assert_eq!(common_folder(&paths(&["photos/2026/a.jpg", "photos/2025/b.jpg"])), Some(PathBuf::from("photos")));
-        assert_eq!(common_folder(&paths(&["photos/a.jpg", "video/b.mp4"])), None);
+        assert_eq!(
+            common_folder(&paths(&["photos/2026/a.jpg", "photos/2026/b/c.jpg"])),
+            Some(PathBuf::from("photos/2026"))
+        );
+        assert_eq!(
+            common_folder(&paths(&["photos/2026/a.jpg", "photos/2025/b.jpg"])),
+            Some(PathBuf::from("photos"))
+        );
+        assert_eq!(
+            common_folder(&paths(&["photos/a.jpg", "video/b.mp4"])),
+            None
+        );
         assert_eq!(common_folder(&paths(&["a.jpg"])), None);
         assert_eq!(common_folder(&[]), None);
     }

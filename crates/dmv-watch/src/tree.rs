@@ -23,7 +23,11 @@ pub(crate) struct Stamp {
 
 impl Stamp {
     fn of(meta: &Metadata) -> Stamp {
-        Stamp { len: meta.len(), mtime: meta.modified().ok(), ctime: ctime(meta) }
+        Stamp {
+            len: meta.len(),
+            mtime: meta.modified().ok(),
+            ctime: ctime(meta),
+        }
     }
 }
 
@@ -73,7 +77,9 @@ impl Tree {
         if rel.components().next() == Some(Component::Normal(".dmv".as_ref())) {
             return true;
         }
-        rel.ancestors().filter(|a| !a.as_os_str().is_empty()).any(|a| (self.ignore)(a))
+        rel.ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .any(|a| (self.ignore)(a))
     }
 
     /// An event's absolute path made relative, or None for the root itself,
@@ -95,7 +101,8 @@ impl Tree {
     /// has it open and a close-write event will follow. A hard link or a
     /// symlink is created whole and gets no close event, so it is not one.
     pub(crate) fn fresh_file(&self, rel: &Path) -> bool {
-        std::fs::symlink_metadata(self.root.join(rel)).is_ok_and(|meta| meta.is_file() && links(&meta) == 1)
+        std::fs::symlink_metadata(self.root.join(rel))
+            .is_ok_and(|meta| meta.is_file() && links(&meta) == 1)
     }
 
     /// Every file (and symlink, not followed) under the folder `rel` ("" for
@@ -103,7 +110,12 @@ impl Tree {
     /// absolute path before listing it, so that a watch put there misses
     /// nothing the listing does not see. Only an unreadable `rel` itself is an
     /// error: a subfolder that vanishes or may not be read is skipped.
-    pub(crate) fn walk(&self, rel: &Path, on_folder: &mut dyn FnMut(&Path), out: &mut BTreeMap<PathBuf, Stamp>) -> io::Result<()> {
+    pub(crate) fn walk(
+        &self,
+        rel: &Path,
+        on_folder: &mut dyn FnMut(&Path),
+        out: &mut BTreeMap<PathBuf, Stamp>,
+    ) -> io::Result<()> {
         let mut stack = vec![rel.to_path_buf()];
         while let Some(dir) = stack.pop() {
             let abs = self.root.join(&dir);
@@ -148,7 +160,16 @@ fn links(_: &Metadata) -> u64 {
 /// FUSE such as sshfs): there only polling sees everything.
 #[cfg(all(target_os = "linux", not(dmv_portable)))]
 pub(crate) fn on_network_fs(root: &Path) -> bool {
-    const REMOTE: [u32; 8] = [0x6969, 0x517b, 0xff53_4d42, 0xfe53_4d42, 0x0102_1997, 0x00c3_6400, 0x5346_414f, 0x6573_5546];
+    const REMOTE: [u32; 8] = [
+        0x6969,
+        0x517b,
+        0xff53_4d42,
+        0xfe53_4d42,
+        0x0102_1997,
+        0x00c3_6400,
+        0x5346_414f,
+        0x6573_5546,
+    ];
     // The field's type differs between targets; the magic numbers fit 32 bits.
     #[allow(clippy::unnecessary_cast)]
     rustix::fs::statfs(root).is_ok_and(|fs| REMOTE.contains(&(fs.f_type as u32)))

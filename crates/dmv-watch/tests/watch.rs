@@ -21,13 +21,18 @@ use dmv_watch::{FolderWatch, Ignore, Mode, PollReason, Settings, Settled, WatchE
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 const EXPECTED: Duration = Duration::from_secs(60);
 
 fn quiet(ms: u64) -> Settings {
-    Settings { quiet: Duration::from_millis(ms), ..Settings::default() }
+    Settings {
+        quiet: Duration::from_millis(ms),
+        ..Settings::default()
+    }
 }
 
 fn nothing_ignored() -> Ignore {
@@ -62,11 +67,17 @@ impl Watching {
                 }
             }
         });
-        Watching { stop, batches, thread: Some(thread) }
+        Watching {
+            stop,
+            batches,
+            thread: Some(thread),
+        }
     }
 
     fn next(&self) -> (Settled, bool) {
-        self.batches.recv_timeout(EXPECTED).expect("a batch to settle")
+        self.batches
+            .recv_timeout(EXPECTED)
+            .expect("a batch to settle")
     }
 
     fn no_batch_within(&self, wait: Duration) {
@@ -97,7 +108,13 @@ fn one_new_file_is_one_batch() {
     let watching = Watching::start(dir.path(), nothing_ignored(), quiet(300), Arc::default());
     fs::write(dir.path().join("a.jpg"), b"pixels").unwrap();
     let (settled, _) = watching.next();
-    assert_eq!(settled, Settled { paths: paths(&["a.jpg"]), rescanned: false });
+    assert_eq!(
+        settled,
+        Settled {
+            paths: paths(&["a.jpg"]),
+            rescanned: false
+        }
+    );
     watching.no_batch_within(Duration::from_secs(1));
 }
 
@@ -130,8 +147,14 @@ fn a_burst_of_ten_thousand_files_is_one_batch() {
     writer.join().unwrap();
     assert!(finished, "a batch settled before the burst was over");
     assert_eq!(settled.paths.len(), 10_000);
-    assert_eq!(settled.paths.first(), Some(&PathBuf::from("burst/00/00000.raw")));
-    assert_eq!(settled.paths.last(), Some(&PathBuf::from("burst/09/09999.raw")));
+    assert_eq!(
+        settled.paths.first(),
+        Some(&PathBuf::from("burst/00/00000.raw"))
+    );
+    assert_eq!(
+        settled.paths.last(),
+        Some(&PathBuf::from("burst/09/09999.raw"))
+    );
     watching.no_batch_within(Duration::from_secs(3));
 }
 
@@ -154,7 +177,10 @@ fn a_file_open_for_writing_settles_only_after_it_is_closed() {
     closing.store(true, Ordering::SeqCst);
     drop(file);
     let (settled, closed) = watching.next();
-    assert!(closed, "a batch settled while the file was open for writing");
+    assert!(
+        closed,
+        "a batch settled while the file was open for writing"
+    );
     assert_eq!(settled.paths, paths(&["render.mov"]));
     assert_eq!(fs::metadata(&path).unwrap().len(), 21 * 4096);
     watching.no_batch_within(Duration::from_secs(1));
@@ -172,11 +198,20 @@ fn a_file_reopened_for_each_append_settles_after_the_last() {
         if i == 19 {
             last.store(true, Ordering::SeqCst);
         }
-        OpenOptions::new().create(true).append(true).open(&path).unwrap().write_all(&[1; 1000]).unwrap();
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&[1; 1000])
+            .unwrap();
         thread::sleep(Duration::from_millis(100));
     }
     let (settled, after_last) = watching.next();
-    assert!(after_last, "a batch settled while the file was still growing");
+    assert!(
+        after_last,
+        "a batch settled while the file was still growing"
+    );
     assert_eq!(settled.paths, paths(&["log.wav"]));
     watching.no_batch_within(Duration::from_secs(1));
 }
@@ -189,8 +224,17 @@ fn a_forced_rescan_finds_the_change() {
     assert_eq!(watch.mode(), Mode::Events);
     fs::write(dir.path().join("a.jpg"), b"pixels").unwrap();
     watch.force_rescan();
-    let settled = watch.next_settled(&AtomicBool::new(false)).unwrap().expect("a batch");
-    assert_eq!(settled, Settled { paths: paths(&["a.jpg"]), rescanned: true });
+    let settled = watch
+        .next_settled(&AtomicBool::new(false))
+        .unwrap()
+        .expect("a batch");
+    assert_eq!(
+        settled,
+        Settled {
+            paths: paths(&["a.jpg"]),
+            rescanned: true
+        }
+    );
 }
 
 #[test]
@@ -203,8 +247,14 @@ fn an_overflowing_event_queue_falls_back_to_a_rescan() {
     for i in 0..30_000 {
         fs::write(dir.path().join(format!("{i:05}")), b"x").unwrap();
     }
-    let settled = watch.next_settled(&AtomicBool::new(false)).unwrap().expect("a batch");
-    assert!(settled.rescanned, "30,000 files did not overflow the event queue");
+    let settled = watch
+        .next_settled(&AtomicBool::new(false))
+        .unwrap()
+        .expect("a batch");
+    assert!(
+        settled.rescanned,
+        "30,000 files did not overflow the event queue"
+    );
     assert_eq!(settled.paths.len(), 30_000);
     assert_eq!(watch.mode(), Mode::Events);
 }
@@ -213,15 +263,38 @@ fn an_overflowing_event_queue_falls_back_to_a_rescan() {
 fn polling_sees_creation_change_and_deletion() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let settings = Settings { quiet: Duration::from_millis(300), poll: Duration::from_millis(200), force_poll: true, ..Settings::default() };
+    let settings = Settings {
+        quiet: Duration::from_millis(300),
+        poll: Duration::from_millis(200),
+        force_poll: true,
+        ..Settings::default()
+    };
     let watching = Watching::start(dir.path(), nothing_ignored(), settings, Arc::default());
     let path = dir.path().join("a.jpg");
     fs::write(&path, b"pixels").unwrap();
-    assert_eq!(watching.next().0, Settled { paths: paths(&["a.jpg"]), rescanned: true });
+    assert_eq!(
+        watching.next().0,
+        Settled {
+            paths: paths(&["a.jpg"]),
+            rescanned: true
+        }
+    );
     fs::write(&path, b"more pixels").unwrap();
-    assert_eq!(watching.next().0, Settled { paths: paths(&["a.jpg"]), rescanned: true });
+    assert_eq!(
+        watching.next().0,
+        Settled {
+            paths: paths(&["a.jpg"]),
+            rescanned: true
+        }
+    );
     fs::remove_file(&path).unwrap();
-    assert_eq!(watching.next().0, Settled { paths: paths(&["a.jpg"]), rescanned: true });
+    assert_eq!(
+        watching.next().0,
+        Settled {
+            paths: paths(&["a.jpg"]),
+            rescanned: true
+        }
+    );
     watching.no_batch_within(Duration::from_secs(1));
 }
 
@@ -229,7 +302,15 @@ fn polling_sees_creation_change_and_deletion() {
 fn forced_polling_says_so() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let watch = FolderWatch::start(dir.path(), nothing_ignored(), Settings { force_poll: true, ..Settings::default() }).unwrap();
+    let watch = FolderWatch::start(
+        dir.path(),
+        nothing_ignored(),
+        Settings {
+            force_poll: true,
+            ..Settings::default()
+        },
+    )
+    .unwrap();
     assert_eq!(watch.mode(), Mode::Polling(PollReason::Asked));
 }
 
@@ -239,7 +320,9 @@ fn ignored_paths_and_dmv_make_no_batch() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     fs::create_dir_all(root.join(".dmv/objects")).unwrap();
-    let ignore: Ignore = Arc::new(|path: &Path| path == Path::new("cache") || path.extension().is_some_and(|e| e == "tmp"));
+    let ignore: Ignore = Arc::new(|path: &Path| {
+        path == Path::new("cache") || path.extension().is_some_and(|e| e == "tmp")
+    });
     let watching = Watching::start(root, ignore, quiet(300), Arc::default());
     fs::write(root.join(".dmv/objects/pack"), b"objects").unwrap();
     fs::create_dir_all(root.join(".dmv/new/deeper")).unwrap();
@@ -263,8 +346,13 @@ fn ignored_paths_and_dmv_make_no_batch() {
 fn thread_cpu() -> Duration {
     // SAFETY: getrusage only writes the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) }, 0);
-    let micros = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
+        0
+    );
+    let micros = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     micros(usage.ru_utime) + micros(usage.ru_stime)
 }
 
@@ -290,7 +378,10 @@ fn an_idle_watch_uses_almost_no_cpu() {
     let used = thread_cpu() - before;
     stopper.join().unwrap();
     eprintln!("CPU used by 3 s of idle waiting: {used:?}");
-    assert!(used < Duration::from_millis(50), "an idle watch used {used:?} of CPU in 3 s");
+    assert!(
+        used < Duration::from_millis(50),
+        "an idle watch used {used:?} of CPU in 3 s"
+    );
 }
 
 #[test]
@@ -309,15 +400,27 @@ fn deletions_and_renames_name_the_files() {
     fs::rename(root.join("b.jpg"), root.join("b2.jpg")).unwrap();
     assert_eq!(watching.next().0.paths, paths(&["b.jpg", "b2.jpg"]));
     fs::rename(root.join("album"), root.join("trip")).unwrap();
-    assert_eq!(watching.next().0.paths, paths(&["album/c.jpg", "album/d.jpg", "trip/c.jpg", "trip/d.jpg"]));
+    assert_eq!(
+        watching.next().0.paths,
+        paths(&["album/c.jpg", "album/d.jpg", "trip/c.jpg", "trip/d.jpg"])
+    );
     // Moved out of the tree: the folder's files go without an event of their own.
     fs::rename(root.join("trip"), elsewhere.path().join("trip")).unwrap();
-    assert_eq!(watching.next().0.paths, paths(&["trip/c.jpg", "trip/d.jpg"]));
+    assert_eq!(
+        watching.next().0.paths,
+        paths(&["trip/c.jpg", "trip/d.jpg"])
+    );
     // Moved back in: a folder arrives full.
     fs::rename(elsewhere.path().join("trip"), root.join("trip")).unwrap();
-    assert_eq!(watching.next().0.paths, paths(&["trip/c.jpg", "trip/d.jpg"]));
+    assert_eq!(
+        watching.next().0.paths,
+        paths(&["trip/c.jpg", "trip/d.jpg"])
+    );
     fs::remove_dir_all(root.join("trip")).unwrap();
-    assert_eq!(watching.next().0.paths, paths(&["trip/c.jpg", "trip/d.jpg"]));
+    assert_eq!(
+        watching.next().0.paths,
+        paths(&["trip/c.jpg", "trip/d.jpg"])
+    );
     watching.no_batch_within(Duration::from_secs(1));
 }
 
@@ -330,11 +433,20 @@ fn a_removed_root_is_an_error() {
     fs::write(root.join("a.jpg"), b"pixels").unwrap();
     let mut watch = FolderWatch::start(&root, nothing_ignored(), quiet(300)).unwrap();
     fs::remove_dir_all(&root).unwrap();
-    assert!(matches!(watch.next_settled(&AtomicBool::new(false)), Err(WatchError::Root { .. })));
-    assert!(matches!(FolderWatch::start(&root, nothing_ignored(), quiet(300)), Err(WatchError::Root { .. })));
+    assert!(matches!(
+        watch.next_settled(&AtomicBool::new(false)),
+        Err(WatchError::Root { .. })
+    ));
+    assert!(matches!(
+        FolderWatch::start(&root, nothing_ignored(), quiet(300)),
+        Err(WatchError::Root { .. })
+    ));
     let file = dir.path().join("file");
     fs::write(&file, b"x").unwrap();
-    assert!(matches!(FolderWatch::start(&file, nothing_ignored(), quiet(300)), Err(WatchError::NotAFolder { .. })));
+    assert!(matches!(
+        FolderWatch::start(&file, nothing_ignored(), quiet(300)),
+        Err(WatchError::NotAFolder { .. })
+    ));
 }
 
 /// Files the caller handed back after leaving them out of a commit: one a
@@ -370,7 +482,10 @@ fn files_handed_back_settle_after_their_close_or_the_quiet_period() {
         }
     });
     let settled = watch.next_settled(&stop).unwrap().expect("a batch");
-    assert!(closing.load(Ordering::SeqCst), "a file handed back as open settled before it was closed");
+    assert!(
+        closing.load(Ordering::SeqCst),
+        "a file handed back as open settled before it was closed"
+    );
     assert_eq!(settled.paths, paths(&["take.mov"]));
     closer.join().unwrap();
 }

@@ -31,7 +31,11 @@ pub(crate) struct Share<'b> {
 
 impl Budget {
     pub(crate) const fn new(total: u64) -> Budget {
-        Budget { held: Mutex::new(0), freed: Condvar::new(), total }
+        Budget {
+            held: Mutex::new(0),
+            freed: Condvar::new(),
+            total,
+        }
     }
 
     /// Waits until `amount` (at most the whole budget) fits, and takes it.
@@ -42,7 +46,10 @@ impl Budget {
             held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }
         *held += amount;
-        Share { budget: self, amount }
+        Share {
+            budget: self,
+            amount,
+        }
     }
 
     /// What is taken now.
@@ -73,7 +80,13 @@ struct FlightState<K, V> {
 
 impl<K: Eq + Hash + Clone, V: Clone> Flights<K, V> {
     pub(crate) fn new(kept: usize) -> Flights<K, V> {
-        Flights { state: Mutex::new(FlightState { running: HashMap::new(), done: VecDeque::new() }), kept }
+        Flights {
+            state: Mutex::new(FlightState {
+                running: HashMap::new(),
+                done: VecDeque::new(),
+            }),
+            kept,
+        }
     }
 
     /// The result for `key`: kept, being made by another caller (waited
@@ -87,11 +100,19 @@ impl<K: Eq + Hash + Clone, V: Clone> Flights<K, V> {
                 state.done.push_front(hit.clone());
                 return hit.1;
             }
-            state.running.entry(key.clone()).or_insert_with(|| Arc::new(OnceLock::new())).clone()
+            state
+                .running
+                .entry(key.clone())
+                .or_insert_with(|| Arc::new(OnceLock::new()))
+                .clone()
         };
         let value = cell.get_or_init(make).clone();
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.running.get(key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+        if state
+            .running
+            .get(key)
+            .is_some_and(|c| Arc::ptr_eq(c, &cell))
+        {
             state.running.remove(key);
             state.done.retain(|(k, _)| k != key);
             state.done.push_front((key.clone(), value.clone()));
@@ -111,16 +132,21 @@ mod tests {
     fn no_key_is_computed_twice_at_once_and_the_budget_bounds_all() {
         let flights: Flights<usize, Arc<Vec<u8>>> = Flights::new(2);
         let running: [AtomicUsize; 4] = Default::default();
-        let (budget, most_at_once, most_per_key) = (Budget::new(2), AtomicUsize::new(0), AtomicUsize::new(0));
+        let (budget, most_at_once, most_per_key) =
+            (Budget::new(2), AtomicUsize::new(0), AtomicUsize::new(0));
         std::thread::scope(|s| {
             for i in 0..64 {
-                let (flights, running, budget, most_at_once, most_per_key) = (&flights, &running, &budget, &most_at_once, &most_per_key);
+                let (flights, running, budget, most_at_once, most_per_key) =
+                    (&flights, &running, &budget, &most_at_once, &most_per_key);
                 s.spawn(move || {
                     let key = i % 4;
                     let value = flights.get(&key, || {
                         let _share = budget.take(1);
                         most_at_once.fetch_max(budget.held() as usize, Ordering::SeqCst);
-                        most_per_key.fetch_max(running[key].fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        most_per_key.fetch_max(
+                            running[key].fetch_add(1, Ordering::SeqCst) + 1,
+                            Ordering::SeqCst,
+                        );
                         std::thread::sleep(std::time::Duration::from_millis(20));
                         running[key].fetch_sub(1, Ordering::SeqCst);
                         Arc::new(vec![key as u8; 1 << 20])
@@ -129,8 +155,15 @@ mod tests {
                 });
             }
         });
-        assert_eq!(most_per_key.load(Ordering::SeqCst), 1, "one computation per key at a time");
-        assert!(most_at_once.load(Ordering::SeqCst) <= 2, "the budget bounds the work at once");
+        assert_eq!(
+            most_per_key.load(Ordering::SeqCst),
+            1,
+            "one computation per key at a time"
+        );
+        assert!(
+            most_at_once.load(Ordering::SeqCst) <= 2,
+            "the budget bounds the work at once"
+        );
         assert_eq!(budget.held(), 0);
         flights.get(&7, || Arc::new(Vec::new()));
         flights.get(&7, || unreachable!("kept"));

@@ -20,7 +20,9 @@ mod thumbs;
 mod upload_page;
 
 pub use media::{content_type_of, media_of, ContentType, Media};
-pub use pages::{index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT, THEME_SCRIPT};
+pub use pages::{
+    index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT, THEME_SCRIPT,
+};
 pub use ranges::{parse_range, ByteRange};
 pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use reply::{Reply, Viewer};

@@ -17,17 +17,24 @@ pub enum Media {
 
 /// The media kind of a file name (by its extension, as browsers and servers do).
 pub fn media_of(name: &str) -> Media {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     match ext.as_str() {
         "jpg" | "jpeg" | "png" | "webp" | "gif" | "tif" | "tiff" => Media::Image,
         // Camera raw formats whose embedded JPEG makes the thumbnail.
-        "dng" | "cr2" | "nef" | "nrw" | "arw" | "srf" | "sr2" | "pef" | "srw" | "rw2" | "rwl" | "raf" | "3fr" | "erf" | "kdc" | "dcr" | "mos" | "iiq" => Media::Image,
+        "dng" | "cr2" | "nef" | "nrw" | "arw" | "srf" | "sr2" | "pef" | "srw" | "rw2" | "rwl"
+        | "raf" | "3fr" | "erf" | "kdc" | "dcr" | "mos" | "iiq" => Media::Image,
         "mp4" | "m4v" | "webm" | "mov" | "ogv" | "mkv" => Media::Video,
         "mp3" | "m4a" | "aac" | "wav" | "flac" | "ogg" | "oga" | "opus" => Media::Audio,
-        "txt" | "md" | "json" | "toml" | "yaml" | "yml" | "csv" | "xml" | "html" | "css" | "js" | "rs" | "py" | "c" | "h" | "sh" | "ini" | "cfg" | "log" => Media::Text,
+        "txt" | "md" | "json" | "toml" | "yaml" | "yml" | "csv" | "xml" | "html" | "css" | "js"
+        | "rs" | "py" | "c" | "h" | "sh" | "ini" | "cfg" | "log" => Media::Text,
         // Sidecars and lists that live beside media: XMP metadata, edit decision lists, subtitles, LUTs, tracks.
         "xmp" | "edl" | "ale" | "srt" | "vtt" | "cube" | "gpx" | "pto" => Media::Text,
-        _ if !name.contains('.') || name.starts_with('.') && !name[1..].contains('.') => Media::Text,
+        _ if !name.contains('.') || name.starts_with('.') && !name[1..].contains('.') => {
+            Media::Text
+        }
         _ => Media::Other,
     }
 }
@@ -48,11 +55,25 @@ pub struct ContentType {
 /// Everything else (HTML, SVG, XML, PDF, scripts) goes as an attachment of
 /// type `application/octet-stream`, never as something the UI's origin runs.
 pub fn content_type_of(name: &str) -> ContentType {
-    let guessed = mime_guess::from_path(name).first_or_octet_stream().essence_str().to_string();
+    let guessed = mime_guess::from_path(name)
+        .first_or_octet_stream()
+        .essence_str()
+        .to_string();
     match media_of(name) {
-        Media::Text => ContentType { mime: "text/plain; charset=utf-8".into(), inline: true },
-        Media::Image | Media::Video | Media::Audio if PASSIVE.contains(&guessed.as_str()) => ContentType { mime: guessed, inline: true },
-        _ => ContentType { mime: "application/octet-stream".into(), inline: false },
+        Media::Text => ContentType {
+            mime: "text/plain; charset=utf-8".into(),
+            inline: true,
+        },
+        Media::Image | Media::Video | Media::Audio if PASSIVE.contains(&guessed.as_str()) => {
+            ContentType {
+                mime: guessed,
+                inline: true,
+            }
+        }
+        _ => ContentType {
+            mime: "application/octet-stream".into(),
+            inline: false,
+        },
     }
 }
 
@@ -95,27 +116,59 @@ mod tests {
         assert_eq!(media_of(".dmvattributes"), Media::Text);
         assert_eq!(media_of("scene.psd"), Media::Other);
         assert_eq!(media_of("DSC_0042.NEF"), Media::Image);
-        let inline = |mime: &str| ContentType { mime: mime.into(), inline: true };
+        let inline = |mime: &str| ContentType {
+            mime: mime.into(),
+            inline: true,
+        };
         assert_eq!(content_type_of("a.webm"), inline("video/webm"));
         assert_eq!(content_type_of("a.jpg"), inline("image/jpeg"));
-        assert_eq!(content_type_of("notes.txt"), inline("text/plain; charset=utf-8"));
+        assert_eq!(
+            content_type_of("notes.txt"),
+            inline("text/plain; charset=utf-8")
+        );
     }
 
     #[test]
     fn the_pictures_films_and_sound_pages_show_are_sent_inline() {
-        for ext in ["jpg", "jpeg", "png", "webp", "gif", "mp4", "m4v", "webm", "mov", "ogv", "mkv", "mp3", "m4a", "aac", "wav", "flac", "ogg", "oga", "opus"] {
-            assert!(content_type_of(&format!("a.{ext}")).inline, "{ext}: {:?}", content_type_of(&format!("a.{ext}")));
+        for ext in [
+            "jpg", "jpeg", "png", "webp", "gif", "mp4", "m4v", "webm", "mov", "ogv", "mkv", "mp3",
+            "m4a", "aac", "wav", "flac", "ogg", "oga", "opus",
+        ] {
+            assert!(
+                content_type_of(&format!("a.{ext}")).inline,
+                "{ext}: {:?}",
+                content_type_of(&format!("a.{ext}"))
+            );
         }
     }
 
     #[test]
     fn names_that_browsers_would_run_are_sent_as_plain_text_or_attachments() {
-        let attachment = ContentType { mime: "application/octet-stream".into(), inline: false };
-        for name in ["report.htm", "page.shtml", "logo.svg", "a.xhtml", "doc.pdf", "x.svgz", "feed.rss", "scene.psd", "DSC_0042.NEF", "a.swf", "x.mht"] {
+        let attachment = ContentType {
+            mime: "application/octet-stream".into(),
+            inline: false,
+        };
+        for name in [
+            "report.htm",
+            "page.shtml",
+            "logo.svg",
+            "a.xhtml",
+            "doc.pdf",
+            "x.svgz",
+            "feed.rss",
+            "scene.psd",
+            "DSC_0042.NEF",
+            "a.swf",
+            "x.mht",
+        ] {
             assert_eq!(content_type_of(name), attachment, "{name}");
         }
         for name in ["index.html", "data.xml", "app.js", "style.css", "README"] {
-            assert_eq!(content_type_of(name).mime, "text/plain; charset=utf-8", "{name}");
+            assert_eq!(
+                content_type_of(name).mime,
+                "text/plain; charset=utf-8",
+                "{name}"
+            );
         }
     }
 }

@@ -133,13 +133,24 @@ pub fn html(body: String) -> Reply {
 }
 
 pub fn error_page(status: u16, repo: Option<&str>, message: &str) -> Reply {
-    Reply::Html { status, body: layout("Error", repo, html! { h1 { "Error " (status) } p { (message) } }) }
+    Reply::Html {
+        status,
+        body: layout(
+            "Error",
+            repo,
+            html! { h1 { "Error " (status) } p { (message) } },
+        ),
+    }
 }
 
 /// The server's front page: the repositories it serves (by the names in
 /// `repos`), each a link to its page.
 pub fn index(repos: &[String]) -> String {
-    layout("Repositories", None, html! { h1 { "Repositories" } ul { @for r in repos { li { a href={ "/" (seg(r)) "/" } { (r) } } } } })
+    layout(
+        "Repositories",
+        None,
+        html! { h1 { "Repositories" } ul { @for r in repos { li { a href={ "/" (seg(r)) "/" } { (r) } } } } },
+    )
 }
 
 /// The log-in form (a token, posted to `/login`), with `message` above it
@@ -162,7 +173,11 @@ pub fn login(message: Option<&str>) -> String {
 
 /// What an old bookmark of `GET /logout` gets: logging out is a form now.
 pub fn logout() -> String {
-    layout("Log out", None, html! { h1 { "Log out" } form method="post" action="/logout" { button type="submit" { "Log out" } } })
+    layout(
+        "Log out",
+        None,
+        html! { h1 { "Log out" } form method="post" action="/logout" { button type="submit" { "Log out" } } },
+    )
 }
 
 pub(crate) type PageResult = Result<Reply, String>;
@@ -209,7 +224,12 @@ pub fn home(repo: &Repository, name: &str) -> PageResult {
 pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult {
     let start = repo.resolve(rev).map_err(r)?;
     let mut page = Vec::with_capacity(COMMITS_PER_PAGE + 1);
-    for c in repo.walk(&[start]).map_err(r)?.skip(skip).take(COMMITS_PER_PAGE + 1) {
+    for c in repo
+        .walk(&[start])
+        .map_err(r)?
+        .skip(skip)
+        .take(COMMITS_PER_PAGE + 1)
+    {
         page.push(c.map_err(r)?);
     }
     let more = page.len() > COMMITS_PER_PAGE;
@@ -235,7 +255,9 @@ pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult 
 
 fn thumb(base: &str, e: Option<&FlatEntry>, path: &str) -> Markup {
     match e {
-        Some(e) if media_of(path) == Media::Image => html! { img loading="lazy" src={ (base) "/thumb/" (e.id.to_hex()) } alt=(path); },
+        Some(e) if media_of(path) == Media::Image => {
+            html! { img loading="lazy" src={ (base) "/thumb/" (e.id.to_hex()) } alt=(path); }
+        }
         Some(_) => html! { span.muted { "—" } },
         None => html! { span.muted { "(none)" } },
     }
@@ -259,17 +281,29 @@ pub enum DiffLayout {
 
 /// A commit: who, when, why, and each changed file with its before and
 /// after, a page of files at a time (`skip` in), text files as a diff.
-pub fn commit(repo: &Repository, name: &str, id: &str, skip: usize, diff_layout: DiffLayout) -> PageResult {
+pub fn commit(
+    repo: &Repository,
+    name: &str,
+    id: &str,
+    skip: usize,
+    diff_layout: DiffLayout,
+) -> PageResult {
     let id = repo.resolve(id).map_err(r)?;
     let c = repo.commit(&id).map_err(r)?;
     let parent_tree = match c.parents.first() {
         Some(p) => Some(repo.commit(p).map_err(r)?.tree),
         None => None,
     };
-    let changes: Vec<Change> = dmv_repo::diff_trees(&repo.store, parent_tree.as_ref(), Some(&c.tree)).map_err(r)?;
+    let changes: Vec<Change> =
+        dmv_repo::diff_trees(&repo.store, parent_tree.as_ref(), Some(&c.tree)).map_err(r)?;
     let total = changes.len();
     // Renames are found among all the changes, then a page of them shown.
-    let listed: Vec<Listed> = dmv_repo::find_renames(&repo.store, changes).map_err(r)?.into_iter().skip(skip).take(CHANGES_PER_PAGE + 1).collect();
+    let listed: Vec<Listed> = dmv_repo::find_renames(&repo.store, changes)
+        .map_err(r)?
+        .into_iter()
+        .skip(skip)
+        .take(CHANGES_PER_PAGE + 1)
+        .collect();
     let more = listed.len() > CHANGES_PER_PAGE;
     let base = format!("/{}", seg(name));
     let hex = id.to_hex();
@@ -285,10 +319,20 @@ pub fn commit(repo: &Repository, name: &str, id: &str, skip: usize, diff_layout:
                 old: ch.old,
                 new: ch.new,
             },
-            Listed::Renamed { from, to, similarity, old, new } => ChangedRow {
+            Listed::Renamed {
+                from,
+                to,
+                similarity,
+                old,
+                new,
+            } => ChangedRow {
                 kind: format!("renamed ({similarity}%)"),
                 path: String::from_utf8_lossy(to).into_owned(),
-                shown: format!("{} → {}", String::from_utf8_lossy(from), String::from_utf8_lossy(to)),
+                shown: format!(
+                    "{} → {}",
+                    String::from_utf8_lossy(from),
+                    String::from_utf8_lossy(to)
+                ),
                 old: Some(*old),
                 new: Some(*new),
             },
@@ -297,7 +341,12 @@ pub fn commit(repo: &Repository, name: &str, id: &str, skip: usize, diff_layout:
     let diffs: Vec<(&str, Markup)> = rows
         .iter()
         .filter(|row| media_of(&row.path) == Media::Text)
-        .filter_map(|row| Some((row.shown.as_str(), text_diff(repo, row.old.as_ref(), row.new.as_ref(), diff_layout)?)))
+        .filter_map(|row| {
+            Some((
+                row.shown.as_str(),
+                text_diff(repo, row.old.as_ref(), row.new.as_ref(), diff_layout)?,
+            ))
+        })
         .take(TEXT_DIFFS_PER_PAGE)
         .collect();
     let other_layout = match diff_layout {
@@ -337,7 +386,11 @@ pub fn commit(repo: &Repository, name: &str, id: &str, skip: usize, diff_layout:
             (diff)
         }
     };
-    Ok(html(layout(&format!("Commit {}", id.short()), Some(name), body)))
+    Ok(html(layout(
+        &format!("Commit {}", id.short()),
+        Some(name),
+        body,
+    )))
 }
 
 /// A changed file as a commit page lists it.
@@ -354,7 +407,12 @@ struct ChangedRow {
 
 /// The change between two versions of a text file, as `layout` says; None
 /// when either side is not text or not here (or too large: 1 MiB).
-fn text_diff(repo: &Repository, old: Option<&FlatEntry>, new: Option<&FlatEntry>, layout: DiffLayout) -> Option<Markup> {
+fn text_diff(
+    repo: &Repository,
+    old: Option<&FlatEntry>,
+    new: Option<&FlatEntry>,
+    layout: DiffLayout,
+) -> Option<Markup> {
     let side = |e: Option<&FlatEntry>| match e {
         Some(e) if !data_here(repo, &e.id) => None,
         _ => match repo.diff_side(e, None).ok()? {
@@ -441,19 +499,43 @@ pub enum FolderView {
 
 /// A folder at `rev`, a page of entries after the name `after`, as `view`
 /// asks (None: a grid when the page holds a picture).
-pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<&str>, view: Option<FolderView>, viewer: &Viewer) -> PageResult {
+pub fn tree(
+    repo: &Repository,
+    name: &str,
+    rev: &str,
+    path: &str,
+    after: Option<&str>,
+    view: Option<FolderView>,
+    viewer: &Viewer,
+) -> PageResult {
     let (_, root) = tree_of(repo, rev)?;
     let folder = match dmv_repo::tree::lookup(&repo.store, &root, path.as_bytes()).map_err(r)? {
         Some(e) if e.kind == EntryKind::Dir => e.id,
         Some(_) => return Err(format!("{path} is a file, not a folder")),
         None => return Err(format!("no folder {path} at {rev}")),
     };
-    let (entries, more) = dmv_repo::tree::read_dir_page(&repo.store, &folder, after.map(str::as_bytes), ENTRIES_PER_PAGE).map_err(r)?;
+    let (entries, more) = dmv_repo::tree::read_dir_page(
+        &repo.store,
+        &folder,
+        after.map(str::as_bytes),
+        ENTRIES_PER_PAGE,
+    )
+    .map_err(r)?;
     let base = format!("/{}", seg(name));
-    let prefix = if path.is_empty() { String::new() } else { format!("{}/", path.trim_end_matches('/')) };
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", path.trim_end_matches('/'))
+    };
     let here = format!("{base}/tree/{}/{}", seg(rev), path_url(&prefix));
-    let is_image = |e: &dmv_repo::store::object::TreeEntry| e.kind.is_file() && media_of(&String::from_utf8_lossy(&e.name)) == Media::Image;
-    let view = view.unwrap_or(if entries.iter().any(is_image) { FolderView::Grid } else { FolderView::List });
+    let is_image = |e: &dmv_repo::store::object::TreeEntry| {
+        e.kind.is_file() && media_of(&String::from_utf8_lossy(&e.name)) == Media::Image
+    };
+    let view = view.unwrap_or(if entries.iter().any(is_image) {
+        FolderView::Grid
+    } else {
+        FolderView::List
+    });
     let (view_word, other_view, other_word) = match view {
         FolderView::Grid => ("grid", "list", "list view"),
         FolderView::List => ("list", "grid", "grid view"),
@@ -463,18 +545,23 @@ pub fn tree(repo: &Repository, name: &str, rev: &str, path: &str, after: Option<
         FolderView::List => {
             let (commit, _) = tree_of(repo, rev)?;
             let names: Vec<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
-            repo.last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS).map_err(r)?
+            repo.last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS)
+                .map_err(r)?
         }
         FolderView::Grid => Default::default(),
     };
     // Each commit read once, however many entries it last changed.
-    let mut commits: std::collections::HashMap<ObjectId, dmv_repo::store::object::Commit> = std::collections::HashMap::new();
+    let mut commits: std::collections::HashMap<ObjectId, dmv_repo::store::object::Commit> =
+        std::collections::HashMap::new();
     for id in last.values() {
         if !commits.contains_key(id) {
             commits.insert(*id, repo.commit(id).map_err(r)?);
         }
     }
-    let last_info = |name: &[u8]| last.get(name).and_then(|id| commits.get(id).map(|c| (*id, c)));
+    let last_info = |name: &[u8]| {
+        last.get(name)
+            .and_then(|id| commits.get(id).map(|c| (*id, c)))
+    };
     let body = html! {
         h1 { @if prefix.is_empty() { "Files at " (rev) } @else { (prefix.trim_end_matches('/').rsplit('/').next().unwrap_or("")) "/" } }
         (crumbs(&base, rev, path))
@@ -551,10 +638,17 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         .filter_map(|c| {
             let c = c.ok()?;
             let v = dmv_repo::tree::lookup(&repo.store, &c.commit.tree, path.as_bytes()).ok()??;
-            Some((c.id, c.commit.message.lines().next().unwrap_or("").to_string(), v.id))
+            Some((
+                c.id,
+                c.commit.message.lines().next().unwrap_or("").to_string(),
+                v.id,
+            ))
         })
         .collect();
-    let lock = repo.path_locks().ok().and_then(|t| t.all().find(|l| l.path == path).cloned());
+    let lock = repo
+        .path_locks()
+        .ok()
+        .and_then(|t| t.all().find(|l| l.path == path).cloned());
     // What the file says of itself: a picture's size, camera and date taken, a film's or sound's duration.
     let facts = match (present, media_of(path)) {
         (true, Media::Image | Media::Video | Media::Audio) => media_facts(repo, &e),
@@ -595,11 +689,24 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
 }
 
 /// Two versions of an image side by side, and one over the other with a slider.
-pub fn compare(repo: &Repository, name: &str, before: &str, after: &str, label: &str) -> PageResult {
-    let id = |hex: &str| ObjectId::from_hex(hex).filter(|id| repo.store.contains(id).unwrap_or(false)).ok_or_else(|| format!("no version {hex} here"));
+pub fn compare(
+    repo: &Repository,
+    name: &str,
+    before: &str,
+    after: &str,
+    label: &str,
+) -> PageResult {
+    let id = |hex: &str| {
+        ObjectId::from_hex(hex)
+            .filter(|id| repo.store.contains(id).unwrap_or(false))
+            .ok_or_else(|| format!("no version {hex} here"))
+    };
     let (a, b) = (id(before)?, id(after)?);
     let base = format!("/{}", seg(name));
-    let (src_a, src_b) = (format!("{base}/preview/{}", a.to_hex()), format!("{base}/preview/{}", b.to_hex()));
+    let (src_a, src_b) = (
+        format!("{base}/preview/{}", a.to_hex()),
+        format!("{base}/preview/{}", b.to_hex()),
+    );
     let body = html! {
         h1 { "Compare " (label) }
         h2 { "Side by side" }
@@ -633,10 +740,28 @@ pub enum SearchIn {
 }
 
 /// The search form and a page of its hits (`skip` in).
-pub fn search(repo: &Repository, name: &str, query: &str, rev: &str, what: SearchIn, skip: usize) -> PageResult {
+pub fn search(
+    repo: &Repository,
+    name: &str,
+    query: &str,
+    rev: &str,
+    what: SearchIn,
+    skip: usize,
+) -> PageResult {
     let base = format!("/{}", seg(name));
     let (commit, tree) = tree_of(repo, rev)?;
-    let next = |skip: usize| format!("{base}/search?q={}&rev={}&in={}&skip={skip}", seg(query), seg(rev), if what == SearchIn::Files { "files" } else { "commits" });
+    let next = |skip: usize| {
+        format!(
+            "{base}/search?q={}&rev={}&in={}&skip={skip}",
+            seg(query),
+            seg(rev),
+            if what == SearchIn::Files {
+                "files"
+            } else {
+                "commits"
+            }
+        )
+    };
     let results = match (query.trim().is_empty(), what) {
         (true, _) => html! {},
         (false, SearchIn::Files) => {
@@ -709,8 +834,9 @@ pub fn locks(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
 /// version however many ask at once, the last ones kept (an MP4's index
 /// was read again on every visit of its page).
 fn media_facts(repo: &Repository, e: &FlatEntry) -> Vec<String> {
-    static DESCRIBED: std::sync::LazyLock<crate::flights::Flights<(std::path::PathBuf, dmv_repo::store::ObjectId), Vec<String>>> =
-        std::sync::LazyLock::new(|| crate::flights::Flights::new(1024));
+    static DESCRIBED: std::sync::LazyLock<
+        crate::flights::Flights<(std::path::PathBuf, dmv_repo::store::ObjectId), Vec<String>>,
+    > = std::sync::LazyLock::new(|| crate::flights::Flights::new(1024));
     DESCRIBED.get(&(repo.dmv.clone(), e.id), || {
         let _share = crate::flights::EXPENSIVE.take(1);
         match repo.diff_side(Some(e), None) {

@@ -57,7 +57,9 @@ pub fn largest_embedded_jpeg<R: Read + Seek>(file: &mut R, max_len: u64) -> Opti
     let mut header = [0u8; 92];
     read_at(file, len, 0, &mut header).ok()?;
     let candidates = if header.starts_with(b"FUJIFILMCCD-RAW ") {
-        let at = |i: usize| u32::from_be_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]) as u64;
+        let at = |i: usize| {
+            u32::from_be_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]) as u64
+        };
         vec![(at(84), at(88))]
     } else {
         tiff_candidates(file, len, &header)?
@@ -92,7 +94,11 @@ impl Order {
 
 /// (offset, length) pairs of every byte range a TIFF-like raw's directories
 /// name as a JPEG; None when the header is not TIFF-like.
-fn tiff_candidates<R: Read + Seek>(file: &mut R, len: u64, header: &[u8]) -> Option<Vec<(u64, u64)>> {
+fn tiff_candidates<R: Read + Seek>(
+    file: &mut R,
+    len: u64,
+    header: &[u8],
+) -> Option<Vec<(u64, u64)>> {
     let order = match &header[..2] {
         b"II" => Order::Little,
         b"MM" => Order::Big,
@@ -110,7 +116,9 @@ fn tiff_candidates<R: Read + Seek>(file: &mut R, len: u64, header: &[u8]) -> Opt
             continue;
         }
         seen.push(at);
-        let Ok(dir) = read_directory(file, len, order, at) else { continue };
+        let Ok(dir) = read_directory(file, len, order, at) else {
+            continue;
+        };
         candidates.extend(dir.candidates());
         pending.extend(dir.sub_directories);
         pending.push(dir.next);
@@ -134,12 +142,21 @@ struct Directory {
 impl Directory {
     fn candidates(&self) -> impl Iterator<Item = (u64, u64)> {
         let interchange = self.jpeg_offset.zip(self.jpeg_len);
-        let strip = self.strip.filter(|_| matches!(self.compression, 6 | 7) && !SENSOR_PHOTOMETRICS.contains(&self.photometric));
-        [interchange, strip, self.panasonic_jpeg].into_iter().flatten()
+        let strip = self.strip.filter(|_| {
+            matches!(self.compression, 6 | 7) && !SENSOR_PHOTOMETRICS.contains(&self.photometric)
+        });
+        [interchange, strip, self.panasonic_jpeg]
+            .into_iter()
+            .flatten()
     }
 }
 
-fn read_directory<R: Read + Seek>(file: &mut R, len: u64, order: Order, at: u64) -> io::Result<Directory> {
+fn read_directory<R: Read + Seek>(
+    file: &mut R,
+    len: u64,
+    order: Order,
+    at: u64,
+) -> io::Result<Directory> {
     let mut count = [0u8; 2];
     read_at(file, len, at, &mut count)?;
     let count = order.u16(&count);
@@ -148,11 +165,19 @@ fn read_directory<R: Read + Seek>(file: &mut R, len: u64, order: Order, at: u64)
     }
     let mut entries = vec![0u8; count as usize * 12 + 4];
     read_at(file, len, at + 2, &mut entries)?;
-    let mut dir = Directory { next: order.u32(&entries[count as usize * 12..]) as u64, ..Directory::default() };
+    let mut dir = Directory {
+        next: order.u32(&entries[count as usize * 12..]) as u64,
+        ..Directory::default()
+    };
     let mut strip_offset = None;
     let mut strip_len = None;
     for entry in entries[..count as usize * 12].chunks_exact(12) {
-        let (tag, kind, n, value) = (order.u16(entry), order.u16(&entry[2..]), order.u32(&entry[4..]), &entry[8..12]);
+        let (tag, kind, n, value) = (
+            order.u16(entry),
+            order.u16(&entry[2..]),
+            order.u32(&entry[4..]),
+            &entry[8..12],
+        );
         // A single SHORT or LONG sits in the entry itself.
         let single = match (kind, n) {
             (3, 1) => Some(order.u16(value) as u32),
@@ -166,35 +191,52 @@ fn read_directory<R: Read + Seek>(file: &mut R, len: u64, order: Order, at: u64)
             TAG_STRIP_BYTE_COUNTS => strip_len = single,
             TAG_JPEG_OFFSET => dir.jpeg_offset = single.map(u64::from),
             TAG_JPEG_LENGTH => dir.jpeg_len = single.map(u64::from),
-            TAG_PANASONIC_JPEG if kind == 7 && n > 4 => dir.panasonic_jpeg = Some((order.u32(value) as u64, n as u64)),
+            TAG_PANASONIC_JPEG if kind == 7 && n > 4 => {
+                dir.panasonic_jpeg = Some((order.u32(value) as u64, n as u64))
+            }
             TAG_SUB_IFDS if matches!(kind, 4 | 13) => {
                 dir.sub_directories = match single {
                     Some(one) => vec![one as u64],
                     None => {
                         let mut offsets = vec![0u8; n.min(MAX_SUB_DIRECTORIES) as usize * 4];
                         read_at(file, len, order.u32(value) as u64, &mut offsets)?;
-                        offsets.chunks_exact(4).map(|o| order.u32(o) as u64).collect()
+                        offsets
+                            .chunks_exact(4)
+                            .map(|o| order.u32(o) as u64)
+                            .collect()
                     }
                 }
             }
             _ => {}
         }
     }
-    dir.strip = strip_offset.zip(strip_len).map(|(o, l)| (o as u64, l as u64));
+    dir.strip = strip_offset
+        .zip(strip_len)
+        .map(|(o, l)| (o as u64, l as u64));
     Ok(dir)
 }
 
 /// The candidate as an [`EmbeddedJpeg`] if it lies within the file and is
 /// a JPEG this server decodes (baseline or progressive: lossless JPEG is
 /// how some raws store sensor data).
-fn frame_of<R: Read + Seek>(file: &mut R, len: u64, offset: u64, size: u64) -> Option<EmbeddedJpeg> {
+fn frame_of<R: Read + Seek>(
+    file: &mut R,
+    len: u64,
+    offset: u64,
+    size: u64,
+) -> Option<EmbeddedJpeg> {
     if size < 4 || offset.checked_add(size)? > len {
         return None;
     }
     let mut head = vec![0u8; size.min(JPEG_HEADER_WINDOW) as usize];
     read_at(file, len, offset, &mut head).ok()?;
     let (width, height) = jpeg_frame_size(&head)?;
-    Some(EmbeddedJpeg { offset, len: size, width, height })
+    Some(EmbeddedJpeg {
+        offset,
+        len: size,
+        width,
+        height,
+    })
 }
 
 /// The width and height of a JPEG's frame, from the markers before it
@@ -213,11 +255,16 @@ fn jpeg_frame_size(head: &[u8]) -> Option<(u16, u16)> {
             return None;
         }
         let marker = *head.get(at + 1)?;
-        let segment = head.get(at + 2..at + 4).map(|l| u16::from_be_bytes([l[0], l[1]]) as usize)?;
+        let segment = head
+            .get(at + 2..at + 4)
+            .map(|l| u16::from_be_bytes([l[0], l[1]]) as usize)?;
         match marker {
             0xC0..=0xC2 => {
                 let frame = head.get(at + 4..at + 9)?;
-                let (height, width) = (u16::from_be_bytes([frame[1], frame[2]]), u16::from_be_bytes([frame[3], frame[4]]));
+                let (height, width) = (
+                    u16::from_be_bytes([frame[1], frame[2]]),
+                    u16::from_be_bytes([frame[3], frame[4]]),
+                );
                 return (width > 0 && height > 0).then_some((width, height));
             }
             // Other frame types (lossless, hierarchical, arithmetic), or the scan before any frame.

@@ -33,10 +33,25 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
     let query = |k: &str| req.query.get(k).map(String::as_str);
     let answer = match head {
         "" => pages::home(repo, name),
-        "log" => pages::log(repo, name, rest, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0)),
+        "log" => pages::log(
+            repo,
+            name,
+            rest,
+            query("skip").and_then(|s| s.parse().ok()).unwrap_or(0),
+        ),
         "commit" => {
-            let layout = if query("diff") == Some("split") { pages::DiffLayout::Split } else { pages::DiffLayout::Unified };
-            pages::commit(repo, name, rest, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0), layout)
+            let layout = if query("diff") == Some("split") {
+                pages::DiffLayout::Split
+            } else {
+                pages::DiffLayout::Unified
+            };
+            pages::commit(
+                repo,
+                name,
+                rest,
+                query("skip").and_then(|s| s.parse().ok()).unwrap_or(0),
+                layout,
+            )
         }
         "tree" => {
             let view = match query("view") {
@@ -44,7 +59,17 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
                 Some("list") => Some(pages::FolderView::List),
                 _ => None,
             };
-            split_rev(repo, rest).and_then(|(rev, path)| pages::tree(repo, name, rev, path.trim_end_matches('/'), query("after"), view, req.viewer))
+            split_rev(repo, rest).and_then(|(rev, path)| {
+                pages::tree(
+                    repo,
+                    name,
+                    rev,
+                    path.trim_end_matches('/'),
+                    query("after"),
+                    view,
+                    req.viewer,
+                )
+            })
         }
         "file" => split_rev(repo, rest).and_then(|(rev, path)| pages::file(repo, name, rev, path)),
         "compare" => match rest.split_once('/') {
@@ -53,12 +78,24 @@ pub fn respond(repo: &Repository, name: &str, req: &PageRequest<'_>) -> Reply {
         },
         "locks" if rest.is_empty() => pages::locks(repo, name, req.viewer),
         "search" if rest.is_empty() => {
-            let what = if query("in") == Some("commits") { pages::SearchIn::Commits } else { pages::SearchIn::Files };
+            let what = if query("in") == Some("commits") {
+                pages::SearchIn::Commits
+            } else {
+                pages::SearchIn::Files
+            };
             let rev = query("rev").filter(|r| !r.is_empty()).unwrap_or("HEAD");
-            pages::search(repo, name, query("q").unwrap_or(""), rev, what, query("skip").and_then(|s| s.parse().ok()).unwrap_or(0))
+            pages::search(
+                repo,
+                name,
+                query("q").unwrap_or(""),
+                rev,
+                what,
+                query("skip").and_then(|s| s.parse().ok()).unwrap_or(0),
+            )
         }
         "upload" => upload_page::upload(repo, name, rest, req.viewer),
-        "zip" => split_rev(repo, rest).and_then(|(rev, path)| folder_zip(repo, name, rev, path.trim_end_matches('/'))),
+        "zip" => split_rev(repo, rest)
+            .and_then(|(rev, path)| folder_zip(repo, name, rev, path.trim_end_matches('/'))),
         "thumb" => Ok(image(repo, rest, THUMBNAIL_EDGE)),
         "preview" => Ok(image(repo, rest, PREVIEW_EDGE)),
         "raw" => content(repo, rest, req.range, query("download").is_some()),
@@ -89,24 +126,42 @@ fn folder_zip(repo: &Repository, name: &str, rev: &str, folder: &str) -> Result<
     let commit = repo.resolve(rev).map_err(|e| e.to_string())?;
     if !folder.is_empty() {
         let root = repo.commit(&commit).map_err(|e| e.to_string())?.tree;
-        match dmv_repo::tree::lookup(&repo.store, &root, folder.as_bytes()).map_err(|e| e.to_string())? {
+        match dmv_repo::tree::lookup(&repo.store, &root, folder.as_bytes())
+            .map_err(|e| e.to_string())?
+        {
             Some(e) if e.kind == dmv_repo::store::object::EntryKind::Dir => {}
             _ => return Err(format!("no folder {folder} at {rev}")),
         }
     }
-    let stem = folder.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(name);
-    Ok(Reply::Zip { commit, folder: folder.as_bytes().to_vec(), name: format!("{stem}-{}.zip", commit.short()) })
+    let stem = folder
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(name);
+    Ok(Reply::Zip {
+        commit,
+        folder: folder.as_bytes().to_vec(),
+        name: format!("{stem}-{}.zip", commit.short()),
+    })
 }
 
 fn image(repo: &Repository, hex: &str, edge: u32) -> Reply {
-    match ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id")).and_then(|id| scaled_jpeg(repo, &id, edge)) {
+    match ObjectId::from_hex(hex)
+        .ok_or_else(|| format!("{hex} is not an id"))
+        .and_then(|id| scaled_jpeg(repo, &id, edge))
+    {
         Ok(jpeg) => Reply::Jpeg(jpeg),
         Err(e) => pages::error_page(404, None, &e),
     }
 }
 
 /// `ID/NAME`: a file's content (the name gives its type), by range.
-fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -> Result<Reply, String> {
+fn content(
+    repo: &Repository,
+    rest: &str,
+    range: Option<&str>,
+    download: bool,
+) -> Result<Reply, String> {
     let (hex, file_name) = rest.split_once('/').unwrap_or((rest, ""));
     let id = ObjectId::from_hex(hex).ok_or_else(|| format!("{hex} is not an id"))?;
     if !crate::pages::data_here(repo, &id) {
@@ -120,12 +175,29 @@ fn content(repo: &Repository, rest: &str, range: Option<&str>, download: bool) -
     };
     let content_type = content_type_of(file_name);
     let download = (download || !content_type.inline).then(|| file_name.to_string());
-    Ok(Reply::Content { id, content_type, start, len, total, partial, download })
+    Ok(Reply::Content {
+        id,
+        content_type,
+        start,
+        len,
+        total,
+        partial,
+        download,
+    })
 }
 
 /// Writes `len` bytes of content `id` from `start` (a [`Reply::Content`]).
-pub fn write_content(repo: &Repository, id: &ObjectId, start: u64, len: u64, out: &mut dyn std::io::Write) -> std::io::Result<u64> {
-    let reader = repo.store.content_reader_at(id, start).map_err(std::io::Error::other)?;
+pub fn write_content(
+    repo: &Repository,
+    id: &ObjectId,
+    start: u64,
+    len: u64,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<u64> {
+    let reader = repo
+        .store
+        .content_reader_at(id, start)
+        .map_err(std::io::Error::other)?;
     std::io::copy(&mut std::io::Read::take(reader, len), out)
 }
 
@@ -134,10 +206,19 @@ pub fn break_lock(repo: &Repository, name: &str, path: &str, viewer: &Viewer) ->
     if !viewer.admin {
         return pages::error_page(403, Some(name), "breaking a lock needs an admin token");
     }
-    let broken = repo.hold_locks().map_err(|e| e.to_string()).and_then(|mut held| {
-        held.table.unlock(&[path.to_string()], viewer.user.as_deref().unwrap_or(""), true).map_err(|e| e.to_string())?;
-        held.save().map_err(|e| e.to_string())
-    });
+    let broken = repo
+        .hold_locks()
+        .map_err(|e| e.to_string())
+        .and_then(|mut held| {
+            held.table
+                .unlock(
+                    &[path.to_string()],
+                    viewer.user.as_deref().unwrap_or(""),
+                    true,
+                )
+                .map_err(|e| e.to_string())?;
+            held.save().map_err(|e| e.to_string())
+        });
     match broken {
         Ok(()) => Reply::Redirect(format!("/{}/locks", pages::seg(name))),
         Err(e) => pages::error_page(409, Some(name), &e),

@@ -24,7 +24,8 @@ type Paths = Arc<Vec<(String, String)>>;
 /// The paths of the trees searched last, each listed once however many
 /// search at once (300 cold searches of a tree of 100,000 files each
 /// listed it: 5.6 GB), by repository and tree.
-static LISTED: LazyLock<Flights<(PathBuf, ObjectId), Listed>> = LazyLock::new(|| Flights::new(TREES_KEPT));
+static LISTED: LazyLock<Flights<(PathBuf, ObjectId), Listed>> =
+    LazyLock::new(|| Flights::new(TREES_KEPT));
 
 /// A tree's paths, or why they could not be read.
 type Listed = Result<Paths, String>;
@@ -38,10 +39,21 @@ pub struct Hits<T> {
 }
 
 /// Paths at `tree` holding `query` (any case), `skip` hits in.
-pub fn paths(repo: &Repository, tree: &ObjectId, query: &str, skip: usize) -> Result<Hits<String>, String> {
+pub fn paths(
+    repo: &Repository,
+    tree: &ObjectId,
+    query: &str,
+    skip: usize,
+) -> Result<Hits<String>, String> {
     let all = paths_of(repo, tree)?;
     let wanted = query.to_lowercase();
-    let mut found = all.iter().filter(|(_, lower)| lower.contains(&wanted)).map(|(path, _)| path.clone()).skip(skip).take(HITS_PER_PAGE + 1).collect::<Vec<_>>();
+    let mut found = all
+        .iter()
+        .filter(|(_, lower)| lower.contains(&wanted))
+        .map(|(path, _)| path.clone())
+        .skip(skip)
+        .take(HITS_PER_PAGE + 1)
+        .collect::<Vec<_>>();
     let more = found.len() > HITS_PER_PAGE;
     found.truncate(HITS_PER_PAGE);
     Ok(Hits { page: found, more })
@@ -78,12 +90,27 @@ pub struct FoundCommit {
 
 /// Commits from `start` back (at most [`COMMITS_SEARCHED`]) whose message,
 /// author name or email holds `query` (any case), `skip` hits in.
-pub fn commits(repo: &Repository, start: &ObjectId, query: &str, skip: usize) -> Result<Hits<FoundCommit>, String> {
+pub fn commits(
+    repo: &Repository,
+    start: &ObjectId,
+    query: &str,
+    skip: usize,
+) -> Result<Hits<FoundCommit>, String> {
     let wanted = query.to_lowercase();
     let mut found = Vec::new();
-    for c in repo.walk(&[*start]).map_err(|e| e.to_string())?.take(COMMITS_SEARCHED) {
+    for c in repo
+        .walk(&[*start])
+        .map_err(|e| e.to_string())?
+        .take(COMMITS_SEARCHED)
+    {
         let c = c.map_err(|e| e.to_string())?;
-        let hit = [&c.commit.message, &c.commit.author.name, &c.commit.author.email].iter().any(|t| t.to_lowercase().contains(&wanted));
+        let hit = [
+            &c.commit.message,
+            &c.commit.author.name,
+            &c.commit.author.email,
+        ]
+        .iter()
+        .any(|t| t.to_lowercase().contains(&wanted));
         if hit {
             found.push(FoundCommit {
                 id: c.id,
@@ -118,10 +145,16 @@ mod tests {
         let repo = Repository::init(dir.path(), dmv_repo::store::ChunkParams::default()).unwrap();
         let mut session = repo.store.begin_write().unwrap();
         let chunk = session.put_object(ObjectKind::Chunk, b"photo").unwrap();
-        let names: Vec<String> = (0..3000).map(|i| format!("shoot-{}/IMG_{i:04}.jpg", i % 30)).collect();
+        let names: Vec<String> = (0..3000)
+            .map(|i| format!("shoot-{}/IMG_{i:04}.jpg", i % 30))
+            .collect();
         let mut sorted: Vec<&[u8]> = names.iter().map(|p| p.as_bytes()).collect();
         sorted.sort();
-        let file = FlatEntry { kind: EntryKind::File, id: chunk, size: 5 };
+        let file = FlatEntry {
+            kind: EntryKind::File,
+            id: chunk,
+            size: 5,
+        };
         let tree = dmv_repo::tree::build(&mut session, sorted.iter().map(|p| (*p, file))).unwrap();
         session.finish().unwrap();
         drop(session);

@@ -49,13 +49,16 @@ static DECODING: Budget = Budget::new(DECODE_MEMORY);
 /// Thumbnails being made, by repository, content id and edge: many pages
 /// asking for one at once wait for one decode (the files in `web-cache`
 /// keep them; nothing is kept here).
-static MAKING: LazyLock<Flights<(PathBuf, ObjectId, u32), Made>> = LazyLock::new(|| Flights::new(0));
+static MAKING: LazyLock<Flights<(PathBuf, ObjectId, u32), Made>> =
+    LazyLock::new(|| Flights::new(0));
 
 /// A thumbnail's bytes, or why there is none.
 type Made = Result<Vec<u8>, String>;
 
 fn cache_path(repo: &Repository, id: &ObjectId, edge: u32) -> PathBuf {
-    repo.dmv.join("web-cache").join(format!("{}-{edge}.jpg", id.to_hex()))
+    repo.dmv
+        .join("web-cache")
+        .join(format!("{}-{edge}.jpg", id.to_hex()))
 }
 
 /// A JPEG of the image `id` fitting in `edge`×`edge` pixels, from the cache
@@ -65,32 +68,54 @@ pub fn scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32) -> Result<Vec<u8
     if let Ok(bytes) = std::fs::read(&cached) {
         return Ok(bytes);
     }
-    MAKING.get(&(repo.dmv.clone(), *id, edge), || make_scaled_jpeg(repo, id, edge, &cached))
+    MAKING.get(&(repo.dmv.clone(), *id, edge), || {
+        make_scaled_jpeg(repo, id, edge, &cached)
+    })
 }
 
-fn make_scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32, cached: &std::path::Path) -> Result<Vec<u8>, String> {
+fn make_scaled_jpeg(
+    repo: &Repository,
+    id: &ObjectId,
+    edge: u32,
+    cached: &std::path::Path,
+) -> Result<Vec<u8>, String> {
     let image = match camera_preview(repo, id, edge) {
         Some(image) => image,
         None => {
             // The size a file node records, checked before anything is read or held.
             let len = repo.store.content_len(id).map_err(|e| e.to_string())?;
             if len > MAX_SOURCE_BYTES {
-                return Err(format!("the image is larger than {} MiB", MAX_SOURCE_BYTES >> 20));
+                return Err(format!(
+                    "the image is larger than {} MiB",
+                    MAX_SOURCE_BYTES >> 20
+                ));
             }
             let _share = DECODING.take(len + MAX_DECODE_ALLOC);
             let mut source = Vec::with_capacity(len as usize);
             let reader = repo.store.content_reader(id).map_err(|e| e.to_string())?;
-            reader.take(len).read_to_end(&mut source).map_err(|e| e.to_string())?;
+            reader
+                .take(len)
+                .read_to_end(&mut source)
+                .map_err(|e| e.to_string())?;
             decode(&source, edge)?
         }
     };
     let rgb = image.thumbnail(edge, edge).to_rgb8();
     let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 82).encode_image(&rgb).map_err(|e| e.to_string())?;
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 82)
+        .encode_image(&rgb)
+        .map_err(|e| e.to_string())?;
     // A cache: if it cannot be written (a read-only repository), the next request makes it again.
     if std::fs::create_dir_all(cached.parent().unwrap_or(&repo.dmv)).is_ok() {
-        let tmp = cached.with_extension(format!("tmp-{}-{:?}", std::process::id(), std::thread::current().id()));
-        if std::fs::write(&tmp, &out).and_then(|_| std::fs::rename(&tmp, cached)).is_err() {
+        let tmp = cached.with_extension(format!(
+            "tmp-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        if std::fs::write(&tmp, &out)
+            .and_then(|_| std::fs::rename(&tmp, cached))
+            .is_err()
+        {
             let _ = std::fs::remove_file(&tmp);
         }
     }
@@ -100,15 +125,24 @@ fn make_scaled_jpeg(repo: &Repository, id: &ObjectId, edge: u32, cached: &std::p
 /// The camera's own JPEG inside a raw file, decoded (None: not a raw, or
 /// none of its JPEGs decodes: the file is then read as any image).
 fn camera_preview(repo: &Repository, id: &ObjectId, edge: u32) -> Option<DynamicImage> {
-    let preview = largest_embedded_jpeg(&mut repo.store.seekable_content(id).ok()?, MAX_EMBEDDED_PREVIEW_BYTES)?;
+    let preview = largest_embedded_jpeg(
+        &mut repo.store.seekable_content(id).ok()?,
+        MAX_EMBEDDED_PREVIEW_BYTES,
+    )?;
     let _share = DECODING.take(preview.len + MAX_DECODE_ALLOC);
     let mut jpeg = Vec::with_capacity(preview.len as usize);
-    repo.store.content_reader_at(id, preview.offset).ok()?.take(preview.len).read_to_end(&mut jpeg).ok()?;
+    repo.store
+        .content_reader_at(id, preview.offset)
+        .ok()?
+        .take(preview.len)
+        .read_to_end(&mut jpeg)
+        .ok()?;
     decode_jpeg_scaled(&jpeg, edge).ok().flatten()
 }
 
 fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
-    let format = image::guess_format(bytes).map_err(|_| "not an image this server can read".to_string())?;
+    let format =
+        image::guess_format(bytes).map_err(|_| "not an image this server can read".to_string())?;
     if format == ImageFormat::Jpeg {
         if let Some(image) = decode_jpeg_scaled(bytes, edge)? {
             return Ok(image);
@@ -118,7 +152,9 @@ fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(MAX_DECODE_ALLOC);
     reader.limits(limits);
-    reader.decode().map_err(|e| format!("cannot decode the image: {e}"))
+    reader
+        .decode()
+        .map_err(|e| format!("cannot decode the image: {e}"))
 }
 
 /// A JPEG decoded at the smallest DCT scale whose size covers `edge`
@@ -126,23 +162,51 @@ fn decode(bytes: &[u8], edge: u32) -> Result<DynamicImage, String> {
 /// `Err`: one whose decode would take more than [`MAX_DECODE_ALLOC`]).
 fn decode_jpeg_scaled(bytes: &[u8], edge: u32) -> Result<Option<DynamicImage>, String> {
     let mut decoder = jpeg_decoder::Decoder::new(bytes);
-    let Some(info) = decoder.read_info().ok().and_then(|_| decoder.info()) else { return Ok(None) };
+    let Some(info) = decoder.read_info().ok().and_then(|_| decoder.info()) else {
+        return Ok(None);
+    };
     // Scale the long side to the edge: the short side follows.
     let (w, h) = (info.width as u32, info.height as u32);
-    let (want_w, want_h) = if w >= h { (edge.min(w), (edge as u64 * h as u64 / w.max(1) as u64) as u32) } else { ((edge as u64 * w as u64 / h.max(1) as u64) as u32, edge.min(h)) };
-    let Ok((out_w, out_h)) = decoder.scale(want_w.clamp(1, u16::MAX as u32) as u16, want_h.clamp(1, u16::MAX as u32) as u16) else { return Ok(None) };
+    let (want_w, want_h) = if w >= h {
+        (
+            edge.min(w),
+            (edge as u64 * h as u64 / w.max(1) as u64) as u32,
+        )
+    } else {
+        (
+            (edge as u64 * w as u64 / h.max(1) as u64) as u32,
+            edge.min(h),
+        )
+    };
+    let Ok((out_w, out_h)) = decoder.scale(
+        want_w.clamp(1, u16::MAX as u32) as u16,
+        want_h.clamp(1, u16::MAX as u32) as u16,
+    ) else {
+        return Ok(None);
+    };
     let needed = jpeg_decode_bytes(&info, out_w, out_h);
     if needed > MAX_DECODE_ALLOC {
         return Err(format!("the image is too large to preview: {w}×{h} pixels would take {} MiB to decode (at most {} MiB)", needed >> 20, MAX_DECODE_ALLOC >> 20));
     }
     decoder.set_max_decoding_buffer_size(MAX_DECODE_ALLOC as usize);
-    let Ok(pixels) = decoder.decode() else { return Ok(None) };
-    let Some(info) = decoder.info() else { return Ok(None) };
+    let Ok(pixels) = decoder.decode() else {
+        return Ok(None);
+    };
+    let Some(info) = decoder.info() else {
+        return Ok(None);
+    };
     let (w, h) = (info.width as u32, info.height as u32);
     match info.pixel_format {
-        jpeg_decoder::PixelFormat::RGB24 => RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8),
-        jpeg_decoder::PixelFormat::L8 => GrayImage::from_raw(w, h, pixels).map(DynamicImage::ImageLuma8),
-        jpeg_decoder::PixelFormat::L16 => GrayImage::from_raw(w, h, pixels.chunks_exact(2).map(|p| p[0]).collect()).map(DynamicImage::ImageLuma8),
+        jpeg_decoder::PixelFormat::RGB24 => {
+            RgbImage::from_raw(w, h, pixels).map(DynamicImage::ImageRgb8)
+        }
+        jpeg_decoder::PixelFormat::L8 => {
+            GrayImage::from_raw(w, h, pixels).map(DynamicImage::ImageLuma8)
+        }
+        jpeg_decoder::PixelFormat::L16 => {
+            GrayImage::from_raw(w, h, pixels.chunks_exact(2).map(|p| p[0]).collect())
+                .map(DynamicImage::ImageLuma8)
+        }
         jpeg_decoder::PixelFormat::CMYK32 => {
             // Adobe's inverted CMYK, as cameras and Photoshop write it.
             let rgb = pixels.chunks_exact(4).flat_map(|p| {
@@ -167,7 +231,9 @@ fn jpeg_decode_bytes(info: &jpeg_decoder::ImageInfo, out_w: u16, out_h: u16) -> 
     };
     let output = components.max(3) * out_w as u64 * out_h as u64 * 3;
     let coefficients = match info.coding_process {
-        jpeg_decoder::CodingProcess::DctProgressive => components * (info.width as u64 + 15) * (info.height as u64 + 15) * 2,
+        jpeg_decoder::CodingProcess::DctProgressive => {
+            components * (info.width as u64 + 15) * (info.height as u64 + 15) * 2
+        }
         _ => 0,
     };
     output + coefficients
@@ -185,7 +251,10 @@ mod tests {
             assert!(bomb.len() <= 140, "{} bytes", bomb.len());
             for edge in [THUMBNAIL_EDGE, PREVIEW_EDGE] {
                 let refused = decode(&bomb, edge).map(|_| ()).unwrap_err();
-                assert!(refused.contains("too large to preview"), "{w}×{h}: {refused}");
+                assert!(
+                    refused.contains("too large to preview"),
+                    "{w}×{h}: {refused}"
+                );
             }
         }
     }
@@ -196,7 +265,10 @@ mod tests {
         let mut decoder = jpeg_decoder::Decoder::new(&header[..]);
         decoder.read_info().unwrap();
         let info = decoder.info().unwrap();
-        assert_eq!(info.coding_process, jpeg_decoder::CodingProcess::DctProgressive);
+        assert_eq!(
+            info.coding_process,
+            jpeg_decoder::CodingProcess::DctProgressive
+        );
         let (w, h) = decoder.scale(256, 171).unwrap();
         assert!(jpeg_decode_bytes(&info, w, h) <= MAX_DECODE_ALLOC);
         // The whole header of the bomb is read the same way: 65535² at 1/8 is 8192².

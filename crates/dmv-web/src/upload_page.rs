@@ -16,22 +16,41 @@ use dmv_repo::Repository;
 /// no branch yet, the first part names the branch the upload makes.
 pub fn upload(repo: &Repository, name: &str, rest: &str, viewer: &Viewer) -> PageResult {
     if !viewer.may_write {
-        return Ok(error_page(403, Some(name), "uploading needs a write token: log in with one"));
+        return Ok(error_page(
+            403,
+            Some(name),
+            "uploading needs a write token: log in with one",
+        ));
     }
     let branches = repo.refs.list(BRANCHES).map_err(|e| e.to_string())?;
     let parts: Vec<&str> = rest.split('/').collect();
-    let found = (1..=parts.len()).map(|n| parts[..n].join("/")).find(|b| branches.iter().any(|(r, _)| r.strip_prefix(BRANCHES) == Some(b)));
+    let found = (1..=parts.len()).map(|n| parts[..n].join("/")).find(|b| {
+        branches
+            .iter()
+            .any(|(r, _)| r.strip_prefix(BRANCHES) == Some(b))
+    });
     let (branch, seen) = match found {
         Some(b) => {
-            let seen = branches.iter().find(|(r, _)| r.strip_prefix(BRANCHES) == Some(&b)).map(|(_, id)| *id);
+            let seen = branches
+                .iter()
+                .find(|(r, _)| r.strip_prefix(BRANCHES) == Some(&b))
+                .map(|(_, id)| *id);
             (b, seen)
         }
         None if branches.is_empty() && !parts[0].is_empty() => (parts[0].to_string(), None),
-        None => return Err(format!("uploads go onto a branch, and {rest} does not start with one")),
+        None => {
+            return Err(format!(
+                "uploads go onto a branch, and {rest} does not start with one"
+            ))
+        }
     };
     let folder = rest[branch.len()..].trim_matches('/').to_string();
     let base = format!("/{}", seg(name));
-    let shown = if folder.is_empty() { "the top folder".to_string() } else { format!("{folder}/") };
+    let shown = if folder.is_empty() {
+        "the top folder".to_string()
+    } else {
+        format!("{folder}/")
+    };
     let body = html! {
         h1 { "Upload to " (shown) " on " (branch) }
         p.muted {
@@ -50,7 +69,11 @@ pub fn upload(repo: &Repository, name: &str, rest: &str, viewer: &Viewer) -> Pag
         p #status role="status" aria-live="polite" {}
         script src="/-/upload.js" {}
     };
-    Ok(html(layout(&format!("Upload to {branch}:/{folder}"), Some(name), body)))
+    Ok(html(layout(
+        &format!("Upload to {branch}:/{folder}"),
+        Some(name),
+        body,
+    )))
 }
 
 /// The page's script, served as `/-/upload.js` (pages allow no inline

@@ -34,9 +34,13 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 fn jpeg(width: u32, height: u32) -> Vec<u8> {
-    let picture = RgbImage::from_fn(width, height, |x, _| image::Rgb([(x * 255 / width) as u8, 60, 90]));
+    let picture = RgbImage::from_fn(width, height, |x, _| {
+        image::Rgb([(x * 255 / width) as u8, 60, 90])
+    });
     let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85).write_image(&picture, width, height, image::ExtendedColorType::Rgb8).unwrap();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
+        .write_image(&picture, width, height, image::ExtendedColorType::Rgb8)
+        .unwrap();
     out
 }
 
@@ -63,7 +67,8 @@ fn lying_raw(claimed: u32) -> impl Read {
 #[test]
 fn a_preview_claiming_gigabytes_is_passed_over_and_a_thumbnail_holds_little() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dmv_repo::Repository::init(dir.path(), dmv_repo::store::ChunkParams::default()).unwrap();
+    let repo =
+        dmv_repo::Repository::init(dir.path(), dmv_repo::store::ChunkParams::default()).unwrap();
     let mut session = repo.store.begin_write().unwrap();
     let (lying, _) = session.put_content(&mut lying_raw(1536 << 20)).unwrap();
     let (honest, _) = session.put_content(&mut lying_raw(4 << 20)).unwrap();
@@ -72,8 +77,15 @@ fn a_preview_claiming_gigabytes_is_passed_over_and_a_thumbnail_holds_little() {
     // The parser passes over a candidate longer than its caller's budget.
     let mut whole = Vec::new();
     lying_raw(4 << 20).read_to_end(&mut whole).unwrap();
-    assert_eq!(largest_embedded_jpeg(&mut Cursor::new(&whole), (4 << 20) - 1), None);
-    assert_eq!(largest_embedded_jpeg(&mut Cursor::new(&whole), 4 << 20).map(|p| (p.offset, p.len, p.width)), Some((4096, 4 << 20, 640)));
+    assert_eq!(
+        largest_embedded_jpeg(&mut Cursor::new(&whole), (4 << 20) - 1),
+        None
+    );
+    assert_eq!(
+        largest_embedded_jpeg(&mut Cursor::new(&whole), 4 << 20)
+            .map(|p| (p.offset, p.len, p.width)),
+        Some((4096, 4 << 20, 640))
+    );
     drop(whole);
 
     let before = HELD.load(Ordering::SeqCst);
@@ -83,9 +95,14 @@ fn a_preview_claiming_gigabytes_is_passed_over_and_a_thumbnail_holds_little() {
         assert!(refused.contains("larger than"), "{refused}");
     }
     let lying_peak = PEAK.load(Ordering::SeqCst) - before;
-    assert!(lying_peak < 16 << 20, "a thumbnail of the lying raw held {} MiB", lying_peak >> 20);
+    assert!(
+        lying_peak < 16 << 20,
+        "a thumbnail of the lying raw held {} MiB",
+        lying_peak >> 20
+    );
 
     // An honest length within the budget still gives the camera's picture.
-    let thumb = image::load_from_memory(&scaled_jpeg(&repo, &honest, THUMBNAIL_EDGE).unwrap()).unwrap();
+    let thumb =
+        image::load_from_memory(&scaled_jpeg(&repo, &honest, THUMBNAIL_EDGE).unwrap()).unwrap();
     assert_eq!((thumb.width(), thumb.height()), (256, 171));
 }

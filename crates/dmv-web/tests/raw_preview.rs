@@ -8,12 +8,22 @@ use dmv_web::{largest_embedded_jpeg, scaled_jpeg, EmbeddedJpeg, THUMBNAIL_EDGE};
 use image::{ImageEncoder, RgbImage};
 use proptest::prelude::*;
 
-const LAYOUTS: [RawLayout; 5] = [RawLayout::Cr2, RawLayout::Nef, RawLayout::Dng, RawLayout::Rw2, RawLayout::Raf];
+const LAYOUTS: [RawLayout; 5] = [
+    RawLayout::Cr2,
+    RawLayout::Nef,
+    RawLayout::Dng,
+    RawLayout::Rw2,
+    RawLayout::Raf,
+];
 
 fn jpeg(width: u32, height: u32) -> Vec<u8> {
-    let picture = RgbImage::from_fn(width, height, |x, y| image::Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 90]));
+    let picture = RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x * 255 / width) as u8, (y * 255 / height) as u8, 90])
+    });
     let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85).write_image(&picture, width, height, image::ExtendedColorType::Rgb8).unwrap();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85)
+        .write_image(&picture, width, height, image::ExtendedColorType::Rgb8)
+        .unwrap();
     out
 }
 
@@ -28,8 +38,14 @@ fn each_layout_gives_its_largest_jpeg_and_not_its_sensor_data() {
         let raw = camera_raw(layout, &large, &small);
         let preview = found(&raw).unwrap_or_else(|| panic!("{layout:?}: no preview"));
         assert_eq!((preview.width, preview.height), (640, 427), "{layout:?}");
-        let (start, end) = (preview.offset as usize, (preview.offset + preview.len) as usize);
-        assert!(raw[start..end] == large[..], "{layout:?}: the range is the large JPEG");
+        let (start, end) = (
+            preview.offset as usize,
+            (preview.offset + preview.len) as usize,
+        );
+        assert!(
+            raw[start..end] == large[..],
+            "{layout:?}: the range is the large JPEG"
+        );
     }
 }
 
@@ -38,11 +54,22 @@ fn a_raw_cut_short_falls_back_to_a_jpeg_still_whole_or_to_none() {
     let (large, small) = (jpeg(640, 427), jpeg(160, 107));
     let raw = camera_raw(RawLayout::Cr2, &large, &small);
     // CR2 keeps the large JPEG first: cut inside it, only the small one is whole.
-    let large_at = raw.windows(large.len()).position(|w| w == &large[..]).unwrap();
+    let large_at = raw
+        .windows(large.len())
+        .position(|w| w == &large[..])
+        .unwrap();
     let cut = &raw[..large_at + large.len() / 2];
-    assert_eq!(found(cut).map(|p| (p.width, p.height)), None, "the small JPEG lies after the cut too");
+    assert_eq!(
+        found(cut).map(|p| (p.width, p.height)),
+        None,
+        "the small JPEG lies after the cut too"
+    );
     let raw = camera_raw(RawLayout::Nef, &large, &small);
-    assert_eq!(found(&raw[..raw.len() - 4096 - 1]).map(|p| p.width), None, "NEF's preview is before its sensor data, which the cut reached");
+    assert_eq!(
+        found(&raw[..raw.len() - 4096 - 1]).map(|p| p.width),
+        None,
+        "NEF's preview is before its sensor data, which the cut reached"
+    );
     assert_eq!(found(&raw[..40]), None);
 }
 
@@ -50,7 +77,9 @@ fn a_raw_cut_short_falls_back_to_a_jpeg_still_whole_or_to_none() {
 fn pictures_that_are_not_raws_give_nothing() {
     assert_eq!(found(&jpeg(64, 48)), None);
     let mut png = Vec::new();
-    image::codecs::png::PngEncoder::new(&mut png).write_image(&[0u8; 12], 2, 2, image::ExtendedColorType::Rgb8).unwrap();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&[0u8; 12], 2, 2, image::ExtendedColorType::Rgb8)
+        .unwrap();
     assert_eq!(found(&png), None);
     assert_eq!(found(b""), None);
 }
@@ -58,7 +87,8 @@ fn pictures_that_are_not_raws_give_nothing() {
 #[test]
 fn a_raw_in_a_repository_gets_a_thumbnail_from_its_preview() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dmv_repo::Repository::init(dir.path(), dmv_repo::store::ChunkParams::default()).unwrap();
+    let repo =
+        dmv_repo::Repository::init(dir.path(), dmv_repo::store::ChunkParams::default()).unwrap();
     let raw = camera_raw(RawLayout::Dng, &jpeg(1200, 800), &jpeg(160, 107));
     let mut session = repo.store.begin_write().unwrap();
     let (id, _) = session.put_content(&mut Cursor::new(&raw)).unwrap();

@@ -15,12 +15,18 @@ use std::time::{Duration, Instant};
 /// sets it to run tests against a build for another platform, e.g. a
 /// script running an aarch64 build under qemu-user).
 pub fn bin() -> PathBuf {
-    std::env::var_os("DMV_TEST_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dmv")))
+    std::env::var_os("DMV_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dmv")))
 }
 
 pub fn dmv_cmd(dir: &Path) -> Command {
     let mut c = Command::new(bin());
-    c.current_dir(dir).env("DMV_AUTHOR_NAME", "Test").env("DMV_AUTHOR_EMAIL", "test@example.com").env_remove("DMV_FAILPOINT").env_remove("DMV_TRACE");
+    c.current_dir(dir)
+        .env("DMV_AUTHOR_NAME", "Test")
+        .env("DMV_AUTHOR_EMAIL", "test@example.com")
+        .env_remove("DMV_FAILPOINT")
+        .env_remove("DMV_TRACE");
     // No editor of the person running the tests: a commit without -m asks for one.
     for editor in ["DMV_EDITOR", "GIT_EDITOR", "VISUAL", "EDITOR"] {
         c.env_remove(editor);
@@ -31,7 +37,12 @@ pub fn dmv_cmd(dir: &Path) -> Command {
 /// Runs dmv, panicking with its output when it fails.
 pub fn dmv(dir: &Path, args: &[&str]) -> String {
     let out = dmv_cmd(dir).args(args).output().expect("run dmv");
-    assert!(out.status.success(), "dmv {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "dmv {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -88,12 +99,18 @@ pub fn run_with_peak_rss(mut cmd: Command) -> (i32, u64) {
     let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(rc, pid);
     std::mem::forget(child);
-    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
     (code, usage.ru_maxrss as u64)
 }
 
 pub fn files_under(dir: &Path) -> usize {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { files_under(&p) } else { 1 }).sum()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { files_under(&p) } else { 1 })
+        .sum()
 }
 
 /// Every file under `dir` with its bytes, by path relative to it: to show
@@ -106,7 +123,12 @@ pub fn file_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
             if e.file_type().unwrap().is_dir() {
                 stack.push(e.path());
             } else {
-                let rel = e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                let rel = e
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 out.insert(rel, std::fs::read(e.path()).unwrap());
             }
         }
@@ -115,7 +137,17 @@ pub fn file_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 }
 
 pub fn bytes_under(dir: &Path) -> u64 {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).map(|p| if p.is_dir() { bytes_under(&p) } else { p.metadata().unwrap().len() }).sum()
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            if p.is_dir() {
+                bytes_under(&p)
+            } else {
+                p.metadata().unwrap().len()
+            }
+        })
+        .sum()
 }
 
 /// Edits `.dmv/config` by hand, as a person would (who then deletes its
@@ -123,7 +155,8 @@ pub fn bytes_under(dir: &Path) -> u64 {
 #[allow(dead_code)]
 pub fn edit_config(repo: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = repo.join(".dmv/config");
-    let mut cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     edit(&mut cfg);
     cfg.as_object_mut().unwrap().remove("checksum");
     std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
@@ -146,18 +179,30 @@ impl Paused {
     pub fn start(mut cmd: Command, point: &str) -> Paused {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("paused");
-        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display())).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env("DMV_PAUSEPOINT", format!("{point}:{}", file.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let started = Instant::now();
         while !file.exists() {
             if let Some(status) = child.try_wait().unwrap() {
                 let out = child.wait_with_output().unwrap();
-                panic!("the command ended ({status}) before reaching {point}: {}", stderr(&out));
+                panic!(
+                    "the command ended ({status}) before reaching {point}: {}",
+                    stderr(&out)
+                );
             }
-            assert!(started.elapsed() < Duration::from_secs(120), "{point} not reached");
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{point} not reached"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
-        Paused { child, file, _dir: dir }
+        Paused {
+            child,
+            file,
+            _dir: dir,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -179,13 +224,26 @@ impl Paused {
 /// `scripts/faults` runs it (RELIABILITY.md is made from them).
 pub fn fault_report(name: &str, figures: serde_json::Value) {
     if let Ok(dir) = std::env::var("DMV_FAULTS_REPORT_DIR") {
-        std::fs::write(Path::new(&dir).join(format!("{name}.json")), serde_json::to_vec_pretty(&figures).unwrap()).unwrap();
+        std::fs::write(
+            Path::new(&dir).join(format!("{name}.json")),
+            serde_json::to_vec_pretty(&figures).unwrap(),
+        )
+        .unwrap();
     }
 }
 
 /// A security test's figures: how many hostile requests of one class it
 /// sent, how many the server refused (or answered harmlessly), the server's
 /// peak memory, and that nothing was lost (the test fails otherwise).
-pub fn security_report(test: &str, class: &str, tried: usize, refused: usize, peak_rss: Option<u64>) {
-    fault_report(&format!("security-{test}"), serde_json::json!({ "class": class, "tried": tried, "refused": refused, "peak_rss_mib": peak_rss.map(|b| b >> 20), "lost": 0 }));
+pub fn security_report(
+    test: &str,
+    class: &str,
+    tried: usize,
+    refused: usize,
+    peak_rss: Option<u64>,
+) {
+    fault_report(
+        &format!("security-{test}"),
+        serde_json::json!({ "class": class, "tried": tried, "refused": refused, "peak_rss_mib": peak_rss.map(|b| b >> 20), "lost": 0 }),
+    );
 }

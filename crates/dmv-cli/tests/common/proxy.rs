@@ -33,19 +33,34 @@ impl CuttingProxy {
             flip_every: Arc::new(AtomicU64::new(0)),
             stop: Arc::new(AtomicBool::new(false)),
         };
-        let (cut_after, carried, flip_every, stop) = (proxy.cut_after.clone(), proxy.carried.clone(), proxy.flip_every.clone(), proxy.stop.clone());
+        let (cut_after, carried, flip_every, stop) = (
+            proxy.cut_after.clone(),
+            proxy.carried.clone(),
+            proxy.flip_every.clone(),
+            proxy.stop.clone(),
+        );
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         client.set_nonblocking(false).unwrap();
-                        let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else { continue };
+                        let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+                            continue;
+                        };
                         let limit = cut_after.load(Ordering::SeqCst);
                         let this = Arc::new(AtomicU64::new(0));
                         let flip = [None, Some(flip_every.clone())];
-                        for ((from, to), flip) in [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)].into_iter().zip(flip) {
+                        for ((from, to), flip) in [
+                            (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                            (server, client),
+                        ]
+                        .into_iter()
+                        .zip(flip)
+                        {
                             let (this, carried) = (this.clone(), carried.clone());
-                            std::thread::spawn(move || pipe(from, to, limit, flip, &this, &carried));
+                            std::thread::spawn(move || {
+                                pipe(from, to, limit, flip, &this, &carried)
+                            });
                         }
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),
@@ -57,7 +72,8 @@ impl CuttingProxy {
 
     /// Cuts each new connection after `bytes` (None: lets everything through).
     pub fn cut_after(&self, bytes: Option<u64>) {
-        self.cut_after.store(bytes.unwrap_or(u64::MAX), Ordering::SeqCst);
+        self.cut_after
+            .store(bytes.unwrap_or(u64::MAX), Ordering::SeqCst);
     }
 
     /// From now on, on every connection, flips one byte in every `bytes`
@@ -82,7 +98,14 @@ impl Drop for CuttingProxy {
 /// Copies `from` to `to` until either side closes or the connection has
 /// carried `limit` bytes (counted in `this`, both directions), then cuts
 /// both. Where `flip_every` says, a byte of this direction goes over inverted.
-fn pipe(mut from: TcpStream, mut to: TcpStream, limit: u64, flip_every: Option<Arc<AtomicU64>>, this: &AtomicU64, carried: &AtomicU64) {
+fn pipe(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    limit: u64,
+    flip_every: Option<Arc<AtomicU64>>,
+    this: &AtomicU64,
+    carried: &AtomicU64,
+) {
     let mut buf = vec![0u8; 64 << 10];
     let mut sent = 0u64;
     loop {

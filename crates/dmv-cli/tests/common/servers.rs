@@ -9,16 +9,27 @@ use std::time::{Duration, Instant};
 use super::bin;
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn wait_for_port(port: u16, child: &mut Child, log: &Path) {
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("server exited ({status}): {}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "server exited ({status}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "server did not start: {}", std::fs::read_to_string(log).unwrap_or_default());
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "server did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -33,11 +44,18 @@ impl Sshd {
     /// Starts sshd on 127.0.0.1 accepting one fresh key for the current user.
     pub fn start() -> Sshd {
         let sshd = Path::new("/usr/sbin/sshd");
-        assert!(sshd.exists(), "openssh-server is not installed (scripts/test installs it)");
+        assert!(
+            sshd.exists(),
+            "openssh-server is not installed (scripts/test installs it)"
+        );
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         for key in ["host_key", "client_key"] {
-            let ok = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(d.join(key)).status().unwrap();
+            let ok = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key))
+                .status()
+                .unwrap();
             assert!(ok.success());
         }
         std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
@@ -51,7 +69,14 @@ impl Sshd {
         );
         std::fs::write(d.join("sshd_config"), config).unwrap();
         let log = d.join("sshd.log");
-        let mut child = Command::new(sshd).arg("-D").arg("-f").arg(d.join("sshd_config")).arg("-E").arg(&log).spawn().unwrap();
+        let mut child = Command::new(sshd)
+            .arg("-D")
+            .arg("-f")
+            .arg(d.join("sshd_config"))
+            .arg("-E")
+            .arg(&log)
+            .spawn()
+            .unwrap();
         wait_for_port(port, &mut child, &log);
         Sshd { child, port, dir }
     }
@@ -67,13 +92,17 @@ impl Sshd {
     }
 
     pub fn url(&self, path: &Path) -> String {
-        let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "root".into());
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "root".into());
         format!("ssh://{user}@127.0.0.1:{}{}", self.port, path.display())
     }
 
     /// Sets what an ssh remote needs on a dmv command.
     pub fn env(&self, cmd: &mut Command) {
-        cmd.env("DMV_SSH", self.ssh_command()).env("DMV_REMOTE_DMV", bin());
+        cmd.env("DMV_SSH", self.ssh_command())
+            .env("DMV_REMOTE_DMV", bin());
     }
 }
 
@@ -129,23 +158,56 @@ impl HttpServer {
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let first = listening_line(&mut lines);
-        let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
+        let port: u16 = first
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"));
         // Keep draining stderr so the server never blocks on it.
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let kept = log.clone();
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| kept.lock().unwrap().push(l)));
-        HttpServer { child, port, config: config.to_path_buf(), log }
+        std::thread::spawn(move || {
+            lines
+                .map_while(Result::ok)
+                .for_each(|l| kept.lock().unwrap().push(l))
+        });
+        HttpServer {
+            child,
+            port,
+            config: config.to_path_buf(),
+            log,
+        }
     }
 
     /// Starts `dmv serve --config CONFIG --listen 127.0.0.1:0 ARGS…` and
     /// returns it with the line it printed first (`… listening on URL`).
     pub fn start_with_args(config: &Path, args: &[&str]) -> (HttpServer, String) {
-        let mut child = Command::new(bin()).arg("serve").arg("--config").arg(config).args(["--listen", "127.0.0.1:0"]).args(args).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = Command::new(bin())
+            .arg("serve")
+            .arg("--config")
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let first = listening_line(&mut lines);
-        let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().parse().ok()).unwrap_or_else(|| panic!("unexpected first line: {first}"));
+        let port: u16 = first
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"));
         std::thread::spawn(move || for _ in lines {});
-        (HttpServer { child, port, config: config.to_path_buf(), log: Default::default() }, first)
+        (
+            HttpServer {
+                child,
+                port,
+                config: config.to_path_buf(),
+                log: Default::default(),
+            },
+            first,
+        )
     }
 
     pub fn url(&self, name: &str) -> String {
@@ -180,15 +242,27 @@ fn minio_binary() -> PathBuf {
         return PathBuf::from(p);
     }
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let cache = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".cache"));
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"));
     let candidates = [cache.join("dmv-test/bin/minio"), home.join("go/bin/minio")];
-    let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join("minio"));
-    on_path.chain(candidates).find(|p| p.is_file()).expect("MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO")
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("minio"));
+    on_path
+        .chain(candidates)
+        .find(|p| p.is_file())
+        .expect("MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO")
 }
 
 impl Minio {
     pub fn start() -> Minio {
-        let mut m = Minio { child: None, port: free_port(), data: tempfile::tempdir().unwrap() };
+        let mut m = Minio {
+            child: None,
+            port: free_port(),
+            data: tempfile::tempdir().unwrap(),
+        };
         m.restart();
         m
     }
@@ -198,7 +272,14 @@ impl Minio {
         let log = self.data.path().with_extension("log");
         let console = free_port();
         let mut child = Command::new(minio_binary())
-            .args(["server", "--quiet", "--address", &format!("127.0.0.1:{}", self.port), "--console-address", &format!("127.0.0.1:{console}")])
+            .args([
+                "server",
+                "--quiet",
+                "--address",
+                &format!("127.0.0.1:{}", self.port),
+                "--console-address",
+                &format!("127.0.0.1:{console}"),
+            ])
             .arg(self.data.path())
             .env("MINIO_ROOT_USER", MINIO_USER)
             .env("MINIO_ROOT_PASSWORD", MINIO_SECRET)
@@ -211,7 +292,11 @@ impl Minio {
         // The port opens a moment before requests are served.
         let start = Instant::now();
         while !self.curl(&["-X", "GET"], "/minio/health/ready").0 {
-            assert!(start.elapsed() < Duration::from_secs(20), "MinIO did not become ready: {}", std::fs::read_to_string(&log).unwrap_or_default());
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "MinIO did not become ready: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         self.child = Some(child);
@@ -236,12 +321,24 @@ impl Minio {
     /// A signed request with curl; returns (success, body).
     fn curl(&self, args: &[&str], path: &str) -> (bool, String) {
         let out = Command::new("curl")
-            .args(["-s", "-S", "-f", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", &format!("{MINIO_USER}:{MINIO_SECRET}")])
+            .args([
+                "-s",
+                "-S",
+                "-f",
+                "--aws-sigv4",
+                "aws:amz:us-east-1:s3",
+                "--user",
+                &format!("{MINIO_USER}:{MINIO_SECRET}"),
+            ])
             .args(args)
             .arg(format!("{}{path}", self.endpoint()))
             .output()
             .expect("curl is not installed (scripts/test installs it)");
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
     }
 
     pub fn create_bucket(&self, name: &str) {
@@ -252,14 +349,20 @@ impl Minio {
             if ok {
                 return;
             }
-            assert!(body.contains("503") && start.elapsed() < Duration::from_secs(20), "cannot create bucket {name}: {body}");
+            assert!(
+                body.contains("503") && start.elapsed() < Duration::from_secs(20),
+                "cannot create bucket {name}: {body}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
     /// Every key under `prefix` in `bucket` (ListObjectsV2, all pages).
     pub fn list(&self, bucket: &str, prefix: &str) -> Vec<String> {
-        self.list_sizes(bucket, prefix).into_iter().map(|(k, _)| k).collect()
+        self.list_sizes(bucket, prefix)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
     }
 
     /// [`Minio::list`], each key with its object's size.
@@ -268,15 +371,32 @@ impl Minio {
         let mut token: Option<String> = None;
         loop {
             // SigV4 signs the query as percent-encoded; curl sends it as given.
-            let encode = |v: &str| v.replace('%', "%25").replace('+', "%2B").replace('/', "%2F").replace('=', "%3D");
+            let encode = |v: &str| {
+                v.replace('%', "%25")
+                    .replace('+', "%2B")
+                    .replace('/', "%2F")
+                    .replace('=', "%3D")
+            };
             let mut query = format!("/{bucket}?list-type=2&prefix={}", encode(prefix));
             if let Some(t) = &token {
-                query = format!("/{bucket}?continuation-token={}&list-type=2&prefix={}", encode(t), encode(prefix));
+                query = format!(
+                    "/{bucket}?continuation-token={}&list-type=2&prefix={}",
+                    encode(t),
+                    encode(prefix)
+                );
             }
             let (ok, body) = self.curl(&[], &query);
             assert!(ok, "listing {bucket}/{prefix} failed: {body}");
-            keys.extend(xml_values(&body, "Key").into_iter().zip(xml_values(&body, "Size").into_iter().map(|s| s.parse::<u64>().unwrap())));
-            token = xml_values(&body, "NextContinuationToken").into_iter().next();
+            keys.extend(
+                xml_values(&body, "Key").into_iter().zip(
+                    xml_values(&body, "Size")
+                        .into_iter()
+                        .map(|s| s.parse::<u64>().unwrap()),
+                ),
+            );
+            token = xml_values(&body, "NextContinuationToken")
+                .into_iter()
+                .next();
             if token.is_none() {
                 return keys;
             }
@@ -286,31 +406,57 @@ impl Minio {
     /// The ETag of an object (a multipart upload's ends in `-PARTS`).
     pub fn etag(&self, bucket: &str, key: &str) -> String {
         let out = Command::new("curl")
-            .args(["-s", "-f", "-I", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", &format!("{MINIO_USER}:{MINIO_SECRET}")])
+            .args([
+                "-s",
+                "-f",
+                "-I",
+                "--aws-sigv4",
+                "aws:amz:us-east-1:s3",
+                "--user",
+                &format!("{MINIO_USER}:{MINIO_SECRET}"),
+            ])
             .arg(format!("{}/{bucket}/{key}", self.endpoint()))
             .output()
             .unwrap();
         let head = String::from_utf8_lossy(&out.stdout).into_owned();
         head.lines()
-            .find_map(|l| l.to_ascii_lowercase().starts_with("etag:").then(|| l[5..].trim().trim_matches('"').to_string()))
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .starts_with("etag:")
+                    .then(|| l[5..].trim().trim_matches('"').to_string())
+            })
             .unwrap_or_else(|| panic!("no ETag for {key}: {head}"))
     }
 
     /// Replaces an object's bytes (to damage it on purpose).
     pub fn put(&self, bucket: &str, key: &str, body: &Path) {
-        let (ok, out) = self.curl(&["-T", &body.display().to_string()], &format!("/{bucket}/{key}"));
+        let (ok, out) = self.curl(
+            &["-T", &body.display().to_string()],
+            &format!("/{bucket}/{key}"),
+        );
         assert!(ok, "cannot put {key}: {out}");
     }
 
     pub fn get(&self, bucket: &str, key: &str, to: &Path) {
-        let (ok, out) = self.curl(&["-o", &to.display().to_string()], &format!("/{bucket}/{key}"));
+        let (ok, out) = self.curl(
+            &["-o", &to.display().to_string()],
+            &format!("/{bucket}/{key}"),
+        );
         assert!(ok, "cannot get {key}: {out}");
     }
 
     /// Sets the credentials and region a dmv command needs (not the endpoint).
     pub fn env(&self, cmd: &mut Command) {
-        cmd.env("AWS_ACCESS_KEY_ID", MINIO_USER).env("AWS_SECRET_ACCESS_KEY", MINIO_SECRET).env("AWS_REGION", "us-east-1");
-        for v in ["AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_S3_ENDPOINT"] {
+        cmd.env("AWS_ACCESS_KEY_ID", MINIO_USER)
+            .env("AWS_SECRET_ACCESS_KEY", MINIO_SECRET)
+            .env("AWS_REGION", "us-east-1");
+        for v in [
+            "AWS_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT",
+            "AWS_S3_ENDPOINT",
+        ] {
             cmd.env_remove(v);
         }
     }
@@ -318,7 +464,10 @@ impl Minio {
 
 fn xml_values(body: &str, tag: &str) -> Vec<String> {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    body.split(&open).skip(1).filter_map(|s| s.split_once(&close).map(|(v, _)| v.replace("&amp;", "&"))).collect()
+    body.split(&open)
+        .skip(1)
+        .filter_map(|s| s.split_once(&close).map(|(v, _)| v.replace("&amp;", "&")))
+        .collect()
 }
 
 impl Drop for Minio {

@@ -53,7 +53,11 @@ fn ops(i: u64) -> Vec<(String, Option<RefValue>)> {
         h = mix(h ^ j);
         let k = h % 40;
         // Both `t/k` and `t/k/x` exist at times: names are not paths.
-        let name = if (h >> 8).is_multiple_of(3) { format!("t/{k}/x") } else { format!("t/{k}") };
+        let name = if (h >> 8).is_multiple_of(3) {
+            format!("t/{k}/x")
+        } else {
+            format!("t/{k}")
+        };
         if !seen.insert(name.clone()) {
             continue;
         }
@@ -99,8 +103,17 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 
 fn run(dir: &Path, n: u64) -> Result<(), RefError> {
     // DMV_TORTURE_INLINE: the largest table that travels inside tables.list (default 0: none).
-    let inline_limit = std::env::var("DMV_TORTURE_INLINE").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let store = RefStore::open(dir, Options { inline_limit, ..Options::default() })?;
+    let inline_limit = std::env::var("DMV_TORTURE_INLINE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let store = RefStore::open(
+        dir,
+        Options {
+            inline_limit,
+            ..Options::default()
+        },
+    )?;
     let mut done = 0;
     let stdout = std::io::stdout();
     if let Some(start) = std::env::var_os("DMV_TORTURE_START") {
@@ -113,7 +126,11 @@ fn run(dir: &Path, n: u64) -> Result<(), RefError> {
         let c = counter(&store)?;
         let i = c + 1;
         let mut tx = store.transaction();
-        let expect = if c == 0 { Expect::Absent } else { Expect::Value(counter_value(c)) };
+        let expect = if c == 0 {
+            Expect::Absent
+        } else {
+            Expect::Value(counter_value(c))
+        };
         tx.update(COUNTER, expect, Some(counter_value(i)))?;
         for (name, v) in ops(i) {
             tx.update(&name, Expect::Any, v)?;
@@ -147,16 +164,36 @@ fn check(dir: &Path) -> Result<(), String> {
     store.verify().map_err(|e| e.to_string())?;
     let c = counter(&store).map_err(|e| e.to_string())?;
     let want = model(c);
-    let got: BTreeMap<String, RefValue> = store.list("").map_err(|e| e.to_string())?.into_iter().collect();
+    let got: BTreeMap<String, RefValue> = store
+        .list("")
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect();
     if got != want {
-        let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(5).collect();
-        let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(5).collect();
-        let differ: Vec<_> = want.iter().filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v)).map(|x| x.0).take(5).collect();
+        let missing: Vec<_> = want
+            .keys()
+            .filter(|k| !got.contains_key(*k))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = got
+            .keys()
+            .filter(|k| !want.contains_key(*k))
+            .take(5)
+            .collect();
+        let differ: Vec<_> = want
+            .iter()
+            .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
+            .map(|x| x.0)
+            .take(5)
+            .collect();
         return Err(format!("state after counter {c} differs from the model: missing {missing:?}, extra {extra:?}, different {differ:?}"));
     }
     let log = store.reflog(COUNTER).map_err(|e| e.to_string())?;
     if log.len() as u64 != c {
-        return Err(format!("counter reflog has {} entries, expected {c}", log.len()));
+        return Err(format!(
+            "counter reflog has {} entries, expected {c}",
+            log.len()
+        ));
     }
     if let Some(top) = log.first() {
         if top.message != format!("txn {c}") || top.new != Some(counter_value(c)) {

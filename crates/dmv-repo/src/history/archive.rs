@@ -27,7 +27,11 @@ impl Repository {
     /// `commit`'s files at or under `specs` (all: empty), in path order:
     /// what [`Repository::archive`] writes, and what a partial replica
     /// fetches before it does. A spec that matches nothing is refused.
-    pub fn files_to_archive(&self, commit: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+    pub fn files_to_archive(
+        &self,
+        commit: &ObjectId,
+        specs: &[Vec<u8>],
+    ) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
         let c = self.commit(commit)?;
         // Only the folders that may hold what is asked are read: a zip of one
         // folder of a repository of 100,000 files held all 100,000 paths.
@@ -40,7 +44,10 @@ impl Repository {
                 files.push((path, e));
             }
         }
-        if let Some(spec) = specs.iter().find(|s| !files.iter().any(|(p, _)| matches(p, s))) {
+        if let Some(spec) = specs
+            .iter()
+            .find(|s| !files.iter().any(|(p, _)| matches(p, s)))
+        {
             return Err(RepoError::NoMatch(show(spec)));
         }
         Ok(files)
@@ -50,16 +57,30 @@ impl Repository {
     /// archive, each path after `prefix`, dated the commit's time. Refused
     /// before anything is written when a file's data is not here. Returns
     /// how many files it holds.
-    pub fn archive(&self, commit: &ObjectId, specs: &[Vec<u8>], prefix: &str, format: ArchiveFormat, out: &mut dyn Write) -> RepoResult<usize> {
+    pub fn archive(
+        &self,
+        commit: &ObjectId,
+        specs: &[Vec<u8>],
+        prefix: &str,
+        format: ArchiveFormat,
+        out: &mut dyn Write,
+    ) -> RepoResult<usize> {
         let c = self.commit(commit)?;
         let files = self.files_to_archive(commit, specs)?;
         for (path, e) in &files {
             if self.is_absent(e)? {
                 return Err(RepoError::DataAbsent { path: show(path) });
             }
-            self.store.check_content_present(&e.id).map_err(|reason| RepoError::CheckoutRefused { path: show(path), reason })?;
+            self.store.check_content_present(&e.id).map_err(|reason| {
+                RepoError::CheckoutRefused {
+                    path: show(path),
+                    reason,
+                }
+            })?;
         }
-        let named = files.iter().map(|(path, e)| (format!("{prefix}{}", String::from_utf8_lossy(path)), e));
+        let named = files
+            .iter()
+            .map(|(path, e)| (format!("{prefix}{}", String::from_utf8_lossy(path)), e));
         match format {
             ArchiveFormat::Tar => self.write_tar(named, c.committer.time, out)?,
             ArchiveFormat::Zip => self.write_zip(named, c.committer.time, out)?,
@@ -73,7 +94,12 @@ impl Repository {
         Ok(String::from_utf8_lossy(&target).into_owned())
     }
 
-    fn write_tar<'e>(&self, files: impl Iterator<Item = (String, &'e FlatEntry)>, time: i64, out: &mut dyn Write) -> RepoResult<()> {
+    fn write_tar<'e>(
+        &self,
+        files: impl Iterator<Item = (String, &'e FlatEntry)>,
+        time: i64,
+        out: &mut dyn Write,
+    ) -> RepoResult<()> {
         let mut tar = tar::Builder::new(out);
         for (name, e) in files {
             let mut header = tar::Header::new_gnu();
@@ -84,31 +110,64 @@ impl Repository {
                 header.set_entry_type(tar::EntryType::Symlink);
                 header.set_mode(0o777);
                 header.set_size(0);
-                tar.append_link(&mut header, &name, std::path::Path::new(&self.symlink_target(e)?)).map_err(output)?;
+                tar.append_link(
+                    &mut header,
+                    &name,
+                    std::path::Path::new(&self.symlink_target(e)?),
+                )
+                .map_err(output)?;
                 continue;
             }
             header.set_entry_type(tar::EntryType::Regular);
-            header.set_mode(if e.kind == EntryKind::Executable { 0o755 } else { 0o644 });
+            header.set_mode(if e.kind == EntryKind::Executable {
+                0o755
+            } else {
+                0o644
+            });
             header.set_size(e.size);
-            tar.append_data(&mut header, &name, self.store.content_reader(&e.id)?).map_err(output)?;
+            tar.append_data(&mut header, &name, self.store.content_reader(&e.id)?)
+                .map_err(output)?;
         }
         tar.finish().map_err(output)
     }
 
-    fn write_zip<'e>(&self, files: impl Iterator<Item = (String, &'e FlatEntry)>, time: i64, out: &mut dyn Write) -> RepoResult<()> {
+    fn write_zip<'e>(
+        &self,
+        files: impl Iterator<Item = (String, &'e FlatEntry)>,
+        time: i64,
+        out: &mut dyn Write,
+    ) -> RepoResult<()> {
         let (y, m, d, h, mi, s) = crate::time::civil(time);
         // Zip dates run from 1980 to 2107: a commit outside them is dated 1980.
-        let date = u16::try_from(y).ok().and_then(|y| zip::DateTime::from_date_and_time(y, m, d, h, mi, s).ok()).unwrap_or_default();
+        let date = u16::try_from(y)
+            .ok()
+            .and_then(|y| zip::DateTime::from_date_and_time(y, m, d, h, mi, s).ok())
+            .unwrap_or_default();
         let mut zip = zip::ZipWriter::new_stream(out);
-        let zipped = |e: zip::result::ZipError| RepoError::Output { detail: e.to_string() };
+        let zipped = |e: zip::result::ZipError| RepoError::Output {
+            detail: e.to_string(),
+        };
         for (name, e) in files {
-            let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).last_modified_time(date);
+            let options = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                .last_modified_time(date);
             if e.kind == EntryKind::Symlink {
-                zip.add_symlink(name, self.symlink_target(e)?, options).map_err(zipped)?;
+                zip.add_symlink(name, self.symlink_target(e)?, options)
+                    .map_err(zipped)?;
                 continue;
             }
-            let mode = if e.kind == EntryKind::Executable { 0o755 } else { 0o644 };
-            zip.start_file(name, options.unix_permissions(mode).large_file(e.size >= u32::MAX as u64)).map_err(zipped)?;
+            let mode = if e.kind == EntryKind::Executable {
+                0o755
+            } else {
+                0o644
+            };
+            zip.start_file(
+                name,
+                options
+                    .unix_permissions(mode)
+                    .large_file(e.size >= u32::MAX as u64),
+            )
+            .map_err(zipped)?;
             std::io::copy(&mut self.store.content_reader(&e.id)?, &mut zip).map_err(output)?;
         }
         zip.finish().map_err(zipped)?;
@@ -117,5 +176,7 @@ impl Repository {
 }
 
 fn output(e: std::io::Error) -> RepoError {
-    RepoError::Output { detail: e.to_string() }
+    RepoError::Output {
+        detail: e.to_string(),
+    }
 }

@@ -29,7 +29,11 @@ impl Repository {
     /// a remote has so far.
     pub fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
         let mut found = self.refs.list(REMOTE_BRANCHES)?;
-        found.retain(|(full, _)| full.strip_prefix(REMOTE_BRANCHES).and_then(|rest| rest.split_once('/')).is_some_and(|(_, branch)| branch == name));
+        found.retain(|(full, _)| {
+            full.strip_prefix(REMOTE_BRANCHES)
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, branch)| branch == name)
+        });
         Ok(found)
     }
 
@@ -39,19 +43,30 @@ impl Repository {
     pub fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
         let full = branch_ref(name);
         match self.remote_branches_named(name)?.as_slice() {
-            [] => Err(RepoError::NoSuchBranch { name: name.to_string() }),
+            [] => Err(RepoError::NoSuchBranch {
+                name: name.to_string(),
+            }),
             [(remote_ref, id)] => {
                 self.create_ref(&full, *id, &format!("branch: created from {remote_ref}"))?;
                 let short = remote_ref.trim_start_matches(REMOTE_BRANCHES);
                 if let Some((remote, branch)) = short.split_once('/') {
-                    let upstream = Upstream { remote: remote.to_string(), branch: branch.to_string() };
-                    self.update_config(|cfg| Ok::<_, RepoError>(cfg.upstreams.insert(name.to_string(), upstream)))?;
+                    let upstream = Upstream {
+                        remote: remote.to_string(),
+                        branch: branch.to_string(),
+                    };
+                    self.update_config(|cfg| {
+                        Ok::<_, RepoError>(cfg.upstreams.insert(name.to_string(), upstream))
+                    })?;
                 }
                 Ok(short.to_string())
             }
-            several => {
-                Err(RepoError::BranchOfSeveralRemotes { name: name.to_string(), remotes: several.iter().map(|(r, _)| r.trim_start_matches(REMOTE_BRANCHES).to_string()).collect() })
-            }
+            several => Err(RepoError::BranchOfSeveralRemotes {
+                name: name.to_string(),
+                remotes: several
+                    .iter()
+                    .map(|(r, _)| r.trim_start_matches(REMOTE_BRANCHES).to_string())
+                    .collect(),
+            }),
         }
     }
 
@@ -66,20 +81,35 @@ impl Repository {
     /// What the branch HEAD is on follows, if it follows a remote's branch.
     pub fn head_upstream(&self) -> RepoResult<Option<Upstream>> {
         let branch = self.head_branch()?;
-        Ok(branch.as_deref().and_then(|full| full.strip_prefix(BRANCHES)).and_then(|b| self.config.upstreams.get(b)).cloned())
+        Ok(branch
+            .as_deref()
+            .and_then(|full| full.strip_prefix(BRANCHES))
+            .and_then(|b| self.config.upstreams.get(b))
+            .cloned())
     }
 
     /// How HEAD's branch stands against its upstream's remote-tracking
     /// branch, as of the last fetch (no network): None when it follows none.
     pub fn tracking(&self) -> RepoResult<Option<Tracking>> {
-        let Some(up) = self.head_upstream()? else { return Ok(None) };
+        let Some(up) = self.head_upstream()? else {
+            return Ok(None);
+        };
         let name = format!("{}/{}", up.remote, up.branch);
-        let (Some(head), Some(theirs)) = (self.head_commit()?, self.refs.get(&format!("{REMOTE_BRANCHES}{name}"))?) else {
-            return Ok(Some(Tracking { upstream: name, counts: None }));
+        let (Some(head), Some(theirs)) = (
+            self.head_commit()?,
+            self.refs.get(&format!("{REMOTE_BRANCHES}{name}"))?,
+        ) else {
+            return Ok(Some(Tracking {
+                upstream: name,
+                counts: None,
+            }));
         };
         let ahead = self.walk_between(&[head], &[theirs])?.count();
         let behind = self.walk_between(&[theirs], &[head])?.count();
-        Ok(Some(Tracking { upstream: name, counts: Some((ahead, behind)) }))
+        Ok(Some(Tracking {
+            upstream: name,
+            counts: Some((ahead, behind)),
+        }))
     }
 
     /// Deletes branch `name`; returns where it was. Unless `force`, only a
@@ -89,12 +119,23 @@ impl Repository {
     pub fn delete_branch(&self, name: &str, force: bool) -> RepoResult<ObjectId> {
         let full = branch_ref(name);
         if self.head_branch()?.as_deref() == Some(full.as_str()) {
-            return Err(RepoError::BranchCheckedOut { name: name.to_string() });
+            return Err(RepoError::BranchCheckedOut {
+                name: name.to_string(),
+            });
         }
-        let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: name.to_string() })?;
+        let tip = self.refs.get(&full)?.ok_or_else(|| RepoError::NoSuchRef {
+            kind: "branch",
+            name: name.to_string(),
+        })?;
         if !force {
             let mut keepers: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
-            keepers.extend(self.refs.list(REMOTE_BRANCHES)?.into_iter().filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name)).map(|(_, id)| id));
+            keepers.extend(
+                self.refs
+                    .list(REMOTE_BRANCHES)?
+                    .into_iter()
+                    .filter(|(r, _)| r.rsplit_once('/').is_some_and(|(_, b)| b == name))
+                    .map(|(_, id)| id),
+            );
             let mut merged = false;
             for k in keepers {
                 if k == tip || self.merge_base(tip, k)? == Some(tip) {
@@ -103,7 +144,9 @@ impl Repository {
                 }
             }
             if !merged {
-                return Err(RepoError::BranchNotMerged { name: name.to_string() });
+                return Err(RepoError::BranchNotMerged {
+                    name: name.to_string(),
+                });
             }
         }
         self.delete_named_ref(&full, "branch", name, "branch: deleted")
@@ -112,9 +155,26 @@ impl Repository {
     /// Renames branch `old` to `new` (which must not exist); HEAD follows if it was on `old`.
     pub fn rename_branch(&self, old: &str, new: &str) -> RepoResult<()> {
         let (old_full, new_full) = (branch_ref(old), branch_ref(new));
-        let id = self.refs.get(&old_full)?.ok_or_else(|| RepoError::NoSuchRef { kind: "branch", name: old.to_string() })?;
+        let id = self
+            .refs
+            .get(&old_full)?
+            .ok_or_else(|| RepoError::NoSuchRef {
+                kind: "branch",
+                name: old.to_string(),
+            })?;
         self.update_refs(
-            &[RefUpdate { name: new_full.clone(), expected: Some(None), new: Some(id) }, RefUpdate { name: old_full.clone(), expected: Some(Some(id)), new: None }],
+            &[
+                RefUpdate {
+                    name: new_full.clone(),
+                    expected: Some(None),
+                    new: Some(id),
+                },
+                RefUpdate {
+                    name: old_full.clone(),
+                    expected: Some(Some(id)),
+                    new: None,
+                },
+            ],
             &self.who(),
             &format!("branch: renamed {old_full} to {new_full}"),
         )?;
@@ -133,7 +193,15 @@ impl Repository {
         if old.is_none() {
             self.create_ref(&full, id, "tag: created")?;
         } else {
-            self.update_refs(&[RefUpdate { name: full, expected: Some(old), new: Some(id) }], &self.who(), "tag: moved")?;
+            self.update_refs(
+                &[RefUpdate {
+                    name: full,
+                    expected: Some(old),
+                    new: Some(id),
+                }],
+                &self.who(),
+                "tag: moved",
+            )?;
         }
         Ok(old)
     }
@@ -142,16 +210,29 @@ impl Repository {
     /// who made it, when, and `message`, which the ref then holds. An
     /// existing tag is refused, or replaced with `force`. Returns the tag
     /// object's id and what the tag held before.
-    pub fn create_annotated_tag(&self, name: &str, target: ObjectId, message: &str, force: bool) -> RepoResult<(ObjectId, Option<ObjectId>)> {
+    pub fn create_annotated_tag(
+        &self,
+        name: &str,
+        target: ObjectId,
+        message: &str,
+        force: bool,
+    ) -> RepoResult<(ObjectId, Option<ObjectId>)> {
         let full = tag_ref(name);
         validate_ref_name(&full)?;
         if self.store.kind_of(&target)? != ObjectKind::Commit {
-            return Err(RepoError::NotACommit { what: target.to_hex() });
+            return Err(RepoError::NotACommit {
+                what: target.to_hex(),
+            });
         }
         if !force && self.refs.get(&full)?.is_some() {
             return Err(RepoError::RefExists { name: full });
         }
-        let tag = Tag { target, name: name.to_string(), tagger: self.signer()?, message: message.to_string() };
+        let tag = Tag {
+            target,
+            name: name.to_string(),
+            tagger: self.signer()?,
+            message: message.to_string(),
+        };
         let mut session = self.store.begin_write()?;
         let id = session.put_object(ObjectKind::Tag, &encode(&tag))?;
         session.finish()?;
@@ -170,9 +251,26 @@ impl Repository {
         self.delete_named_ref(&tag_ref(name), "tag", name, "tag: deleted")
     }
 
-    fn delete_named_ref(&self, full: &str, kind: &'static str, name: &str, message: &str) -> RepoResult<ObjectId> {
-        let old = self.refs.get(full)?.ok_or_else(|| RepoError::NoSuchRef { kind, name: name.to_string() })?;
-        self.update_refs(&[RefUpdate { name: full.to_string(), expected: Some(Some(old)), new: None }], &self.who(), message)?;
+    fn delete_named_ref(
+        &self,
+        full: &str,
+        kind: &'static str,
+        name: &str,
+        message: &str,
+    ) -> RepoResult<ObjectId> {
+        let old = self.refs.get(full)?.ok_or_else(|| RepoError::NoSuchRef {
+            kind,
+            name: name.to_string(),
+        })?;
+        self.update_refs(
+            &[RefUpdate {
+                name: full.to_string(),
+                expected: Some(Some(old)),
+                new: None,
+            }],
+            &self.who(),
+            message,
+        )?;
         Ok(old)
     }
 }

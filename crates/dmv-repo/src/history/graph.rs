@@ -44,8 +44,20 @@ pub struct CommitWalk<'r> {
 }
 
 impl<'r> CommitWalk<'r> {
-    fn new(repo: &'r Repository, starts: &[ObjectId], hidden: HashSet<ObjectId>) -> RepoResult<CommitWalk<'r>> {
-        let mut walk = CommitWalk { repo, heap: BinaryHeap::new(), queued_count: 0, seen: hidden, queued: HashMap::new(), paths: None, follow: false };
+    fn new(
+        repo: &'r Repository,
+        starts: &[ObjectId],
+        hidden: HashSet<ObjectId>,
+    ) -> RepoResult<CommitWalk<'r>> {
+        let mut walk = CommitWalk {
+            repo,
+            heap: BinaryHeap::new(),
+            queued_count: 0,
+            seen: hidden,
+            queued: HashMap::new(),
+            paths: None,
+            follow: false,
+        };
         for s in starts {
             walk.push(repo.peel(s)?)?;
         }
@@ -70,7 +82,8 @@ impl<'r> CommitWalk<'r> {
     fn push(&mut self, id: ObjectId) -> RepoResult<()> {
         if self.seen.insert(id) {
             let c = self.repo.commit(&id)?;
-            self.heap.push((c.committer.time, std::cmp::Reverse(self.queued_count), id));
+            self.heap
+                .push((c.committer.time, std::cmp::Reverse(self.queued_count), id));
             self.queued_count += 1;
             self.queued.insert(id, c);
         }
@@ -79,7 +92,11 @@ impl<'r> CommitWalk<'r> {
 
     fn step(&mut self) -> Option<RepoResult<CommitInfo>> {
         let (_, _, id) = self.heap.pop()?;
-        let commit = match self.queued.remove(&id).map_or_else(|| self.repo.commit(&id), Ok) {
+        let commit = match self
+            .queued
+            .remove(&id)
+            .map_or_else(|| self.repo.commit(&id), Ok)
+        {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
@@ -94,7 +111,9 @@ impl<'r> CommitWalk<'r> {
     /// Whether `commit` changes the paths asked for; its parents are mostly
     /// queued, so their trees are known without reading them again.
     fn changes_paths(&mut self, commit: &Commit) -> RepoResult<bool> {
-        let Some(paths) = self.paths.as_mut() else { return Ok(true) };
+        let Some(paths) = self.paths.as_mut() else {
+            return Ok(true);
+        };
         let mut parent_trees = Vec::with_capacity(commit.parents.len());
         for p in &commit.parents {
             parent_trees.push(match self.queued.get(p) {
@@ -107,14 +126,27 @@ impl<'r> CommitWalk<'r> {
             [path] => Some(path.clone()),
             _ => None,
         };
-        if let (Some(path), [parent_tree], true) = (single, parent_trees.as_slice(), changed && self.follow) {
-            let added = paths.at(&commit.tree)?.first().is_some_and(Option::is_some) && paths.at(parent_tree)?.first().is_some_and(Option::is_none);
+        if let (Some(path), [parent_tree], true) =
+            (single, parent_trees.as_slice(), changed && self.follow)
+        {
+            let added = paths.at(&commit.tree)?.first().is_some_and(Option::is_some)
+                && paths.at(parent_tree)?.first().is_some_and(Option::is_none);
             if added {
-                let changes = crate::history::tree_diff::diff_trees(&self.repo.store, Some(parent_tree), Some(&commit.tree))?;
-                let source = crate::history::tree_diff::find_renames(&self.repo.store, changes)?.into_iter().find_map(|l| match l {
-                    crate::history::tree_diff::Listed::Renamed { from, to, .. } if to == path => Some(from),
-                    _ => None,
-                });
+                let changes = crate::history::tree_diff::diff_trees(
+                    &self.repo.store,
+                    Some(parent_tree),
+                    Some(&commit.tree),
+                )?;
+                let source = crate::history::tree_diff::find_renames(&self.repo.store, changes)?
+                    .into_iter()
+                    .find_map(|l| match l {
+                        crate::history::tree_diff::Listed::Renamed { from, to, .. }
+                            if to == path =>
+                        {
+                            Some(from)
+                        }
+                        _ => None,
+                    });
                 if let Some(from) = source {
                     paths.paths = vec![from];
                 }
@@ -146,7 +178,8 @@ impl Iterator for CommitWalk<'_> {
 /// --graph` draws in. As git's --topo-order: once a commit is shown, the
 /// parents it made ready come next, the last parent's line first.
 pub fn in_topo_order(commits: Vec<CommitInfo>) -> Vec<CommitInfo> {
-    let index: HashMap<ObjectId, usize> = commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+    let index: HashMap<ObjectId, usize> =
+        commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
     let mut children = vec![0usize; commits.len()];
     for c in &commits {
         for p in &c.commit.parents {
@@ -156,7 +189,10 @@ pub fn in_topo_order(commits: Vec<CommitInfo>) -> Vec<CommitInfo> {
         }
     }
     // A stack: the newest tip on top at first, then what each shown commit made ready.
-    let mut ready: Vec<usize> = (0..commits.len()).rev().filter(|&i| children[i] == 0).collect();
+    let mut ready: Vec<usize> = (0..commits.len())
+        .rev()
+        .filter(|&i| children[i] == 0)
+        .collect();
     let mut order = Vec::with_capacity(commits.len());
     while let Some(i) = ready.pop() {
         order.push(i);
@@ -182,10 +218,18 @@ impl Repository {
     /// Commits reachable from `wants` and not from `haves`: what a fetch or
     /// push sends. Haves this repository does not hold as commits are
     /// ignored (the other side may name commits only it has).
-    pub fn walk_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<CommitWalk<'_>> {
+    pub fn walk_between(
+        &self,
+        wants: &[ObjectId],
+        haves: &[ObjectId],
+    ) -> RepoResult<CommitWalk<'_>> {
         let mut known = Vec::new();
         for h in haves {
-            if self.store.locate(h)?.is_some_and(|l| matches!(l.entry.kind, ObjectKind::Commit | ObjectKind::Tag)) {
+            if self
+                .store
+                .locate(h)?
+                .is_some_and(|l| matches!(l.entry.kind, ObjectKind::Commit | ObjectKind::Tag))
+            {
                 known.push(self.peel(h)?);
             }
         }
@@ -193,17 +237,28 @@ impl Repository {
     }
 
     /// The ids of [`Repository::walk_between`], in no particular order.
-    pub fn commits_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
-        self.walk_between(wants, haves)?.map(|c| c.map(|c| c.id)).collect()
+    pub fn commits_between(
+        &self,
+        wants: &[ObjectId],
+        haves: &[ObjectId],
+    ) -> RepoResult<Vec<ObjectId>> {
+        self.walk_between(wants, haves)?
+            .map(|c| c.map(|c| c.id))
+            .collect()
     }
 
     /// What a transfer of `wants` sends when the other side has `haves`:
     /// the annotated tags among `wants` that it lacks, and
     /// [`Repository::commits_between`].
-    pub fn history_between(&self, wants: &[ObjectId], haves: &[ObjectId]) -> RepoResult<(Vec<ObjectId>, Vec<ObjectId>)> {
+    pub fn history_between(
+        &self,
+        wants: &[ObjectId],
+        haves: &[ObjectId],
+    ) -> RepoResult<(Vec<ObjectId>, Vec<ObjectId>)> {
         let mut tags = Vec::new();
         for w in wants {
-            if !haves.contains(w) && !tags.contains(w) && self.store.kind_of(w)? == ObjectKind::Tag {
+            if !haves.contains(w) && !tags.contains(w) && self.store.kind_of(w)? == ObjectKind::Tag
+            {
                 tags.push(*w);
             }
         }
@@ -298,7 +353,11 @@ const KEPT_ENTRIES: usize = 1 << 16;
 
 impl<'r> PathChanges<'r> {
     fn new(repo: &'r Repository, paths: Vec<Vec<u8>>) -> PathChanges<'r> {
-        PathChanges { repo, paths, found: HashMap::new() }
+        PathChanges {
+            repo,
+            paths,
+            found: HashMap::new(),
+        }
     }
 
     fn changes(&mut self, tree: &ObjectId, parent_trees: &[ObjectId]) -> RepoResult<bool> {

@@ -19,7 +19,13 @@ impl Repository {
     /// For each of `names` in folder `folder` (empty: the root) as of
     /// `start`, the newest commit that changed it, looking at most
     /// `max_commits` commits back. Names not settled by then are missing.
-    pub fn last_changes(&self, start: &ObjectId, folder: &[u8], names: &[Vec<u8>], max_commits: usize) -> RepoResult<HashMap<Vec<u8>, ObjectId>> {
+    pub fn last_changes(
+        &self,
+        start: &ObjectId,
+        folder: &[u8],
+        names: &[Vec<u8>],
+        max_commits: usize,
+    ) -> RepoResult<HashMap<Vec<u8>, ObjectId>> {
         let mut found = HashMap::new();
         let mut folders: HashMap<ObjectId, Entries> = HashMap::new();
         for info in self.walk(&[*start])?.take(max_commits) {
@@ -46,7 +52,10 @@ impl Repository {
                 }
             }
             let empty = Entries::new();
-            let (now, then) = (mine.map_or(&empty, |t| &folders[&t]), before.map_or(&empty, |t| &folders[&t]));
+            let (now, then) = (
+                mine.map_or(&empty, |t| &folders[&t]),
+                before.map_or(&empty, |t| &folders[&t]),
+            );
             for name in names {
                 if !found.contains_key(name) && now.get(name) != then.get(name) {
                     found.insert(name.clone(), info.id);
@@ -61,6 +70,8 @@ impl Repository {
         if folder.is_empty() {
             return Ok(Some(*root));
         }
-        Ok(lookup(&self.store, root, folder)?.filter(|e| e.kind == EntryKind::Dir).map(|e| e.id))
+        Ok(lookup(&self.store, root, folder)?
+            .filter(|e| e.kind == EntryKind::Dir)
+            .map(|e| e.id))
     }
 }

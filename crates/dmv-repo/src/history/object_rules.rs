@@ -32,21 +32,38 @@ pub struct ObjectFacts {
 /// own facts. `child` says a child's facts, or None when they are not known
 /// here (data a partial replica lacks): that child goes unchecked, and
 /// whether it must be here is the caller's rule.
-pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut dyn FnMut(&ObjectId) -> RepoResult<Option<ObjectFacts>>) -> RepoResult<ObjectFacts> {
-    let bad = |detail: String| RepoError::MalformedObject { kind: kind.name(), id: *id, detail };
-    let mut expect = |of: &ObjectId, kinds: &[ObjectKind], size: Option<u64>, what: &str| -> RepoResult<()> {
-        let Some(facts) = child(of)? else { return Ok(()) };
-        if !kinds.contains(&facts.kind) {
-            return Err(bad(format!("{what} {of} is a {}", facts.kind.name())));
-        }
-        if let Some(size) = size.filter(|s| *s != facts.size) {
-            return Err(bad(format!("it says {what} {of} holds {size} bytes; it holds {}", facts.size)));
-        }
-        Ok(())
+pub fn check_object(
+    id: &ObjectId,
+    kind: ObjectKind,
+    content: &[u8],
+    child: &mut dyn FnMut(&ObjectId) -> RepoResult<Option<ObjectFacts>>,
+) -> RepoResult<ObjectFacts> {
+    let bad = |detail: String| RepoError::MalformedObject {
+        kind: kind.name(),
+        id: *id,
+        detail,
     };
+    let mut expect =
+        |of: &ObjectId, kinds: &[ObjectKind], size: Option<u64>, what: &str| -> RepoResult<()> {
+            let Some(facts) = child(of)? else {
+                return Ok(());
+            };
+            if !kinds.contains(&facts.kind) {
+                return Err(bad(format!("{what} {of} is a {}", facts.kind.name())));
+            }
+            if let Some(size) = size.filter(|s| *s != facts.size) {
+                return Err(bad(format!(
+                    "it says {what} {of} holds {size} bytes; it holds {}",
+                    facts.size
+                )));
+            }
+            Ok(())
+        };
     let mut total = 0u64;
     let mut add = |size: u64| -> RepoResult<()> {
-        total = total.checked_add(size).ok_or_else(|| bad("its sizes add up past 2^64 bytes".into()))?;
+        total = total
+            .checked_add(size)
+            .ok_or_else(|| bad("its sizes add up past 2^64 bytes".into()))?;
         Ok(())
     };
     match kind {
@@ -56,7 +73,11 @@ pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut
             if node.entries.is_empty() {
                 return Err(bad("it lists nothing".into()));
             }
-            let below = if node.level == 0 { ObjectKind::Chunk } else { ObjectKind::FileNode };
+            let below = if node.level == 0 {
+                ObjectKind::Chunk
+            } else {
+                ObjectKind::FileNode
+            };
             for e in &node.entries {
                 expect(&e.id, &[below], Some(e.size), "part")?;
                 add(e.size)?;
@@ -67,7 +88,9 @@ pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut
                 check_entries(id, None, &entries)?;
                 for e in &entries {
                     let (kinds, what): (&[ObjectKind], _) = match e.kind {
-                        EntryKind::File | EntryKind::Executable => (&[ObjectKind::Chunk, ObjectKind::FileNode], "file"),
+                        EntryKind::File | EntryKind::Executable => {
+                            (&[ObjectKind::Chunk, ObjectKind::FileNode], "file")
+                        }
                         EntryKind::Symlink => (&[ObjectKind::Chunk], "symlink"),
                         EntryKind::Dir => (&[ObjectKind::Tree], "folder"),
                     };
@@ -77,7 +100,10 @@ pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut
             }
             TreeNode::Inner { level, children } => {
                 if level == 0 || children.is_empty() {
-                    return Err(bad(format!("an inner node of level {level} with {} children", children.len())));
+                    return Err(bad(format!(
+                        "an inner node of level {level} with {} children",
+                        children.len()
+                    )));
                 }
                 for c in &children {
                     expect(&c.id, &[ObjectKind::Tree], Some(c.size), "node")?;
@@ -94,7 +120,9 @@ pub fn check_object(id: &ObjectId, kind: ObjectKind, content: &[u8], child: &mut
         }
         ObjectKind::Tag => {
             let tag: Tag = decode(id, kind, content)?;
-            if crate::repository::refs::validate_ref_name(&crate::ref_names::tag_ref(&tag.name)).is_err() {
+            if crate::repository::refs::validate_ref_name(&crate::ref_names::tag_ref(&tag.name))
+                .is_err()
+            {
                 return Err(bad(format!("its name {:?} is not a tag's name", tag.name)));
             }
             expect(&tag.target, &[ObjectKind::Commit], None, "target")?;
@@ -112,23 +140,44 @@ pub fn stored_facts(session: &WriteSession<'_>, id: &ObjectId) -> RepoResult<Opt
 }
 
 /// The facts of an object from its record (kind and length), if it has one.
-fn facts_of_record(store: &Store, record: Option<(ObjectKind, u32)>, id: &ObjectId) -> RepoResult<Option<ObjectFacts>> {
+fn facts_of_record(
+    store: &Store,
+    record: Option<(ObjectKind, u32)>,
+    id: &ObjectId,
+) -> RepoResult<Option<ObjectFacts>> {
     match record {
         None => Ok(None),
-        Some((ObjectKind::Chunk, len)) => Ok(Some(ObjectFacts { kind: ObjectKind::Chunk, size: len as u64 })),
+        Some((ObjectKind::Chunk, len)) => Ok(Some(ObjectFacts {
+            kind: ObjectKind::Chunk,
+            size: len as u64,
+        })),
         Some((kind, _)) => facts_of_content(id, kind, &store.read_kind(id, kind)?).map(Some),
     }
 }
 
 /// The facts of an object from its content (checked against its id by the
 /// caller): what [`stored_facts`] says of it once stored.
-pub fn facts_of_content(id: &ObjectId, kind: ObjectKind, content: &[u8]) -> RepoResult<ObjectFacts> {
+pub fn facts_of_content(
+    id: &ObjectId,
+    kind: ObjectKind,
+    content: &[u8],
+) -> RepoResult<ObjectFacts> {
     let size = match kind {
         ObjectKind::Chunk => content.len() as u64,
-        ObjectKind::FileNode => decode::<FileNode>(id, kind, content)?.entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
+        ObjectKind::FileNode => decode::<FileNode>(id, kind, content)?
+            .entries
+            .iter()
+            .map(|e| e.size)
+            .fold(0u64, u64::saturating_add),
         ObjectKind::Tree => match decode::<TreeNode>(id, kind, content)? {
-            TreeNode::Leaf(entries) => entries.iter().map(|e| e.size).fold(0u64, u64::saturating_add),
-            TreeNode::Inner { children, .. } => children.iter().map(|c| c.size).fold(0u64, u64::saturating_add),
+            TreeNode::Leaf(entries) => entries
+                .iter()
+                .map(|e| e.size)
+                .fold(0u64, u64::saturating_add),
+            TreeNode::Inner { children, .. } => children
+                .iter()
+                .map(|c| c.size)
+                .fold(0u64, u64::saturating_add),
         },
         ObjectKind::Commit | ObjectKind::Tag => 0,
     };
@@ -148,11 +197,21 @@ impl Repository {
                 continue;
             }
             // What cannot be read is the store check's to report (a damaged index, a lost pack).
-            let Ok(Some(loc)) = self.store.locate(&id) else { continue };
-            let Ok(content) = self.store.read_kind(&id, loc.entry.kind) else { continue };
+            let Ok(Some(loc)) = self.store.locate(&id) else {
+                continue;
+            };
+            let Ok(content) = self.store.read_kind(&id, loc.entry.kind) else {
+                continue;
+            };
             let mut children = Vec::new();
             let checked = check_object(&id, loc.entry.kind, &content, &mut |child| {
-                let facts = facts_of_record(&self.store, self.store.locate(child)?.map(|l| (l.entry.kind, l.entry.raw_len)), child)?;
+                let facts = facts_of_record(
+                    &self.store,
+                    self.store
+                        .locate(child)?
+                        .map(|l| (l.entry.kind, l.entry.raw_len)),
+                    child,
+                )?;
                 // Chunks have no rules of their own, and are the most: never remembered.
                 if facts.is_some_and(|f| f.kind != ObjectKind::Chunk) {
                     children.push(*child);
@@ -161,7 +220,8 @@ impl Repository {
             });
             match checked {
                 Ok(_) => todo.extend(children.into_iter().filter(|c| !seen.contains(c))),
-                Err(e @ RepoError::MalformedObject { .. }) | Err(e @ RepoError::MalformedTree { .. }) => problems.push(e.to_string()),
+                Err(e @ RepoError::MalformedObject { .. })
+                | Err(e @ RepoError::MalformedTree { .. }) => problems.push(e.to_string()),
                 Err(_) => {}
             }
         }

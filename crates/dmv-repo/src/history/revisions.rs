@@ -36,7 +36,9 @@ impl Repository {
         let (base, steps) = split_steps(peeled_to_commit(rev_text));
         let mut id = self.peel(&self.resolve_base(base, rev)?)?;
         if self.store.kind_of(&id)? != ObjectKind::Commit {
-            return Err(RepoError::NotACommit { what: rev.to_string() });
+            return Err(RepoError::NotACommit {
+                what: rev.to_string(),
+            });
         }
         let mut steps = steps;
         while !steps.is_empty() {
@@ -46,7 +48,11 @@ impl Repository {
                 _ => return Err(unknown()),
             };
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            let n: usize = if digits == 0 { 1 } else { rest[..digits].parse().map_err(|_| unknown())? };
+            let n: usize = if digits == 0 {
+                1
+            } else {
+                rest[..digits].parse().map_err(|_| unknown())?
+            };
             steps = &rest[digits..];
             if tilde {
                 for _ in 0..n {
@@ -65,7 +71,8 @@ impl Repository {
     /// rev-parse v1` gives; for anything else (`v1^{}`, `v1~1`), [`Repository::resolve`].
     pub fn resolve_unpeeled(&self, rev: &str) -> RepoResult<ObjectId> {
         let (base, steps) = split_steps(rev);
-        if steps.is_empty() && !base.contains("@{") && base != "HEAD" && base != "@" && base != "-" {
+        if steps.is_empty() && !base.contains("@{") && base != "HEAD" && base != "@" && base != "-"
+        {
             if let Ok(id) = self.resolve_base(base, rev) {
                 if self.store.kind_of(&id)? == ObjectKind::Tag {
                     return Ok(id);
@@ -82,10 +89,18 @@ impl Repository {
         if let Some((a, b)) = spec.split_once("...") {
             let (a, b) = (side(a)?, side(b)?);
             let haves = self.merge_base(a, b)?.into_iter().collect();
-            return Ok(Some(RevisionRange { wants: vec![a, b], haves, symmetric: true }));
+            return Ok(Some(RevisionRange {
+                wants: vec![a, b],
+                haves,
+                symmetric: true,
+            }));
         }
         if let Some((a, b)) = spec.split_once("..") {
-            return Ok(Some(RevisionRange { wants: vec![side(b)?], haves: vec![side(a)?], symmetric: false }));
+            return Ok(Some(RevisionRange {
+                wants: vec![side(b)?],
+                haves: vec![side(a)?],
+                symmetric: false,
+            }));
         }
         Ok(None)
     }
@@ -102,7 +117,9 @@ impl Repository {
                 Head::Detached(id) => id.to_hex(),
             }));
         }
-        let Some((name, spec)) = rev.strip_suffix('}').and_then(|r| r.split_once("@{")) else { return Ok(None) };
+        let Some((name, spec)) = rev.strip_suffix('}').and_then(|r| r.split_once("@{")) else {
+            return Ok(None);
+        };
         if !matches!(spec, "u" | "upstream" | "push") {
             return Ok(None);
         }
@@ -113,7 +130,11 @@ impl Repository {
             },
             other => other.to_string(),
         };
-        let up = self.config.upstreams.get(&branch).ok_or_else(|| unknown(&format!("{branch} follows no remote branch")))?;
+        let up = self
+            .config
+            .upstreams
+            .get(&branch)
+            .ok_or_else(|| unknown(&format!("{branch} follows no remote branch")))?;
         Ok(Some(format!("{}/{}", up.remote, up.branch)))
     }
 
@@ -128,7 +149,9 @@ impl Repository {
 
     /// The branch or commit `-` names for `switch -` / `checkout -`: a branch by its short name, else the commit.
     pub fn previous_checkout(&self) -> RepoResult<Head> {
-        self.previous_head()?.ok_or_else(|| RepoError::UnknownRevision("- (nothing was checked out before here)".into()))
+        self.previous_head()?.ok_or_else(|| {
+            RepoError::UnknownRevision("- (nothing was checked out before here)".into())
+        })
     }
 
     /// A revision without its `~`/`^` steps: a name, an id, or `NAME@{…}`.
@@ -138,7 +161,9 @@ impl Repository {
             return self.resolve_at(name, spec, rev);
         }
         if base == "HEAD" || base == "@" {
-            return self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision(format!("{rev} (no commits yet)")));
+            return self
+                .head_commit()?
+                .ok_or_else(|| RepoError::UnknownRevision(format!("{rev} (no commits yet)")));
         }
         if let Some(full) = self.full_ref(base)? {
             return self.refs.get(&full)?.ok_or_else(unknown);
@@ -154,21 +179,31 @@ impl Repository {
         let unknown = |why: &str| RepoError::UnknownRevision(format!("{rev} ({why})"));
         if let Some(n) = spec.strip_prefix('-') {
             if !name.is_empty() {
-                return Err(unknown("@{-N} names what was checked out before, not a ref's past"));
+                return Err(unknown(
+                    "@{-N} names what was checked out before, not a ref's past",
+                ));
             }
             if n != "1" {
                 return Err(unknown("only the last checkout is remembered: @{-1}"));
             }
             return match self.previous_checkout()? {
-                Head::Branch(full) => self.refs.get(&full)?.ok_or_else(|| unknown("that branch is gone")),
+                Head::Branch(full) => self
+                    .refs
+                    .get(&full)?
+                    .ok_or_else(|| unknown("that branch is gone")),
                 Head::Detached(id) => Ok(id),
             };
         }
         // `stash@{N}`: the N-th stash, newest first (unless a ref is named stash).
         if name == "stash" && self.full_ref(name)?.is_none() {
-            let n: usize = spec.parse().map_err(|_| unknown("stash@{N} takes a number"))?;
+            let n: usize = spec
+                .parse()
+                .map_err(|_| unknown("stash@{N} takes a number"))?;
             let stashes = self.stashes()?;
-            return stashes.get(n).map(|s| s.id).ok_or_else(|| unknown(&format!("there are {} stashes", stashes.len())));
+            return stashes
+                .get(n)
+                .map(|s| s.id)
+                .ok_or_else(|| unknown(&format!("there are {} stashes", stashes.len())));
         }
         let full = match name {
             "" | "HEAD" | "@" => match self.head()? {
@@ -178,18 +213,34 @@ impl Repository {
             other => self.full_ref(other)?.unwrap_or_else(|| branch_ref(other)),
         };
         if spec == "u" || spec == "upstream" || spec == "push" {
-            let branch = full.strip_prefix(BRANCHES).ok_or_else(|| unknown("only a branch has an upstream"))?;
-            let up = self.config.upstreams.get(branch).ok_or_else(|| unknown(&format!("{branch} follows no remote branch")))?;
+            let branch = full
+                .strip_prefix(BRANCHES)
+                .ok_or_else(|| unknown("only a branch has an upstream"))?;
+            let up = self
+                .config
+                .upstreams
+                .get(branch)
+                .ok_or_else(|| unknown(&format!("{branch} follows no remote branch")))?;
             let remote_ref = format!("{REMOTE_BRANCHES}{}/{}", up.remote, up.branch);
-            return self.refs.get(&remote_ref)?.ok_or_else(|| unknown(&format!("{}/{} is not fetched", up.remote, up.branch)));
+            return self
+                .refs
+                .get(&remote_ref)?
+                .ok_or_else(|| unknown(&format!("{}/{} is not fetched", up.remote, up.branch)));
         }
-        let n: usize = spec.parse().map_err(|_| unknown("not a number of steps back, -1 or u"))?;
+        let n: usize = spec
+            .parse()
+            .map_err(|_| unknown("not a number of steps back, -1 or u"))?;
         if n == 0 {
             return self.refs.get(&full)?.ok_or_else(|| unknown("no such ref"));
         }
         let log = self.refs.reflog(&full)?;
-        let entry = log.get(n).ok_or_else(|| unknown(&format!("its reflog has {} entries", log.len())))?;
-        entry.new.map(ObjectId).ok_or_else(|| unknown("the ref was deleted then"))
+        let entry = log
+            .get(n)
+            .ok_or_else(|| unknown(&format!("its reflog has {} entries", log.len())))?;
+        entry
+            .new
+            .map(ObjectId)
+            .ok_or_else(|| unknown("the ref was deleted then"))
     }
 }
 
@@ -197,7 +248,11 @@ impl Repository {
 /// already (there are no tag objects to peel).
 fn peeled_to_commit(rev: &str) -> &str {
     let mut rev = rev;
-    while let Some(inner) = rev.strip_suffix("^{commit}").or_else(|| rev.strip_suffix("^{}")).filter(|r| !r.is_empty()) {
+    while let Some(inner) = rev
+        .strip_suffix("^{commit}")
+        .or_else(|| rev.strip_suffix("^{}"))
+        .filter(|r| !r.is_empty())
+    {
         rev = inner;
     }
     rev

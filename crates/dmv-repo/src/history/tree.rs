@@ -37,13 +37,21 @@ pub const MAX_NAME_BYTES: usize = 255;
 pub const MAX_PATH_BYTES: usize = 4096;
 
 pub(crate) fn too_deep(tree: &ObjectId) -> RepoError {
-    RepoError::MalformedTree { tree: *tree, detail: format!("its directories nest more than {MAX_PATH_DEPTH} deep") }
+    RepoError::MalformedTree {
+        tree: *tree,
+        detail: format!("its directories nest more than {MAX_PATH_DEPTH} deep"),
+    }
 }
 
 /// Refuses a path past [`MAX_PATH_BYTES`], as the walks meet it.
 pub(crate) fn check_path_len(tree: &ObjectId, path: &[u8]) -> RepoResult<()> {
     match path.len() > MAX_PATH_BYTES {
-        true => Err(RepoError::MalformedTree { tree: *tree, detail: format!("it holds a path of more than {MAX_PATH_BYTES} bytes, which no file system holds") }),
+        true => Err(RepoError::MalformedTree {
+            tree: *tree,
+            detail: format!(
+                "it holds a path of more than {MAX_PATH_BYTES} bytes, which no file system holds"
+            ),
+        }),
         false => Ok(()),
     }
 }
@@ -54,7 +62,13 @@ pub(crate) fn check_path_len(tree: &ObjectId, path: &[u8]) -> RepoResult<()> {
 /// longer than [`MAX_NAME_BYTES`] could never be checked out, so a tree
 /// that has one is refused as a whole.
 pub fn valid_entry_name(name: &[u8]) -> bool {
-    !(name.is_empty() || name.len() > MAX_NAME_BYTES || name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) || name.eq_ignore_ascii_case(b".dmv"))
+    !(name.is_empty()
+        || name.len() > MAX_NAME_BYTES
+        || name == b"."
+        || name == b".."
+        || name.contains(&b'/')
+        || name.contains(&0)
+        || name.eq_ignore_ascii_case(b".dmv"))
 }
 
 /// The entries of one directory, in name order, across its nodes.
@@ -66,13 +80,21 @@ pub fn read_dir(store: &Store, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
 /// whether more follow. The folder's nodes are read in order and only one
 /// leaf is held at a time, so a page of a folder of a million files does
 /// not load the million.
-pub fn read_dir_page(store: &Store, tree: &ObjectId, after: Option<&[u8]>, limit: usize) -> RepoResult<(Vec<TreeEntry>, bool)> {
+pub fn read_dir_page(
+    store: &Store,
+    tree: &ObjectId,
+    after: Option<&[u8]>,
+    limit: usize,
+) -> RepoResult<(Vec<TreeEntry>, bool)> {
     let mut page = Vec::new();
     let mut stack: Vec<ObjectId> = vec![*tree];
     while let Some(id) = stack.pop() {
         match store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
             TreeNode::Leaf(entries) => {
-                for e in entries.into_iter().filter(|e| after.is_none_or(|a| e.name.as_slice() > a)) {
+                for e in entries
+                    .into_iter()
+                    .filter(|e| after.is_none_or(|a| e.name.as_slice() > a))
+                {
                     if page.len() == limit {
                         return Ok((page, true));
                     }
@@ -82,7 +104,10 @@ pub fn read_dir_page(store: &Store, tree: &ObjectId, after: Option<&[u8]>, limit
             TreeNode::Inner { children, .. } => stack.extend(children.iter().rev().map(|c| c.id)),
         }
         if stack.len() > 4096 {
-            return Err(RepoError::MalformedTree { tree: *tree, detail: "its nodes nest too deep".into() });
+            return Err(RepoError::MalformedTree {
+                tree: *tree,
+                detail: "its nodes nest too deep".into(),
+            });
         }
     }
     Ok((page, false))
@@ -91,11 +116,21 @@ pub fn read_dir_page(store: &Store, tree: &ObjectId, after: Option<&[u8]>, limit
 /// Checks that `entries` (following `before`, the last name of the same
 /// directory seen so far) have valid names in strictly increasing order, so
 /// none appears twice.
-pub fn check_entries(tree: &ObjectId, before: Option<&[u8]>, entries: &[TreeEntry]) -> RepoResult<()> {
+pub fn check_entries(
+    tree: &ObjectId,
+    before: Option<&[u8]>,
+    entries: &[TreeEntry],
+) -> RepoResult<()> {
     let mut prev = before;
     for e in entries {
         if !valid_entry_name(&e.name) || prev.is_some_and(|p| p >= e.name.as_slice()) {
-            return Err(RepoError::MalformedTree { tree: *tree, detail: format!("entry {:?} is not a valid name or out of order", String::from_utf8_lossy(&e.name)) });
+            return Err(RepoError::MalformedTree {
+                tree: *tree,
+                detail: format!(
+                    "entry {:?} is not a valid name or out of order",
+                    String::from_utf8_lossy(&e.name)
+                ),
+            });
         }
         prev = Some(&e.name);
     }
@@ -105,7 +140,10 @@ pub fn check_entries(tree: &ObjectId, before: Option<&[u8]>, entries: &[TreeEntr
 /// `read_dir` over any source of tree nodes, with [`check_entries`], and a
 /// check that each inner node's children are one level below it (level 0:
 /// leaves).
-pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
+pub fn read_dir_with(
+    read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    tree: &ObjectId,
+) -> RepoResult<Vec<TreeEntry>> {
     let mut out: Vec<TreeEntry> = Vec::new();
     // Nodes to read, each with the level its parent says it has (none for the root).
     let mut stack: Vec<(ObjectId, Option<u8>)> = vec![(*tree, None)];
@@ -118,14 +156,19 @@ pub fn read_dir_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Ob
         let inner_at_zero = matches!(node, TreeNode::Inner { level: 0, .. });
         if inner_at_zero || expected.is_some_and(|e| e != level) {
             let want = expected.map_or("a level above 0".to_string(), |e| format!("level {e}"));
-            return Err(RepoError::MalformedTree { tree: *tree, detail: format!("its node {id} has level {level} where {want} belongs") });
+            return Err(RepoError::MalformedTree {
+                tree: *tree,
+                detail: format!("its node {id} has level {level} where {want} belongs"),
+            });
         }
         match node {
             TreeNode::Leaf(entries) => {
                 check_entries(tree, out.last().map(|e| e.name.as_slice()), &entries)?;
                 out.extend(entries);
             }
-            TreeNode::Inner { children, level } => stack.extend(children.iter().rev().map(|c| (c.id, Some(level - 1)))),
+            TreeNode::Inner { children, level } => {
+                stack.extend(children.iter().rev().map(|c| (c.id, Some(level - 1))))
+            }
         }
     }
     Ok(out)
@@ -140,7 +183,10 @@ pub fn flatten(store: &Store, tree: &ObjectId) -> RepoResult<FlatTree> {
 /// `flatten` over any source of tree nodes (a clone plans with the ones
 /// still in flight). Iterative; directories nesting deeper than
 /// [`MAX_PATH_DEPTH`] make the tree malformed.
-pub fn flatten_with(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FlatTree> {
+pub fn flatten_with(
+    read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    tree: &ObjectId,
+) -> RepoResult<FlatTree> {
     let mut out = FlatTree::new();
     visit_files(read, tree, &mut |path, e| {
         out.insert(path, e);
@@ -155,11 +201,17 @@ pub fn flatten_sorted(store: &Store, tree: &ObjectId) -> RepoResult<Vec<(Box<[u8
     let read = tree_reader(store);
     // Walked in path order: no sort of the whole list afterwards. Boxed: a
     // path's capacity is not kept (8 bytes a file, 8 MB at a million).
-    FilesInOrder::new(&read, tree)?.map(|file| file.map(|(path, e)| (path.into_boxed_slice(), e))).collect()
+    FilesInOrder::new(&read, tree)?
+        .map(|file| file.map(|(path, e)| (path.into_boxed_slice(), e)))
+        .collect()
 }
 
 /// Every file of a tree with its path, in no particular order.
-pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, visit: &mut dyn FnMut(Vec<u8>, FlatEntry)) -> RepoResult<()> {
+pub fn visit_files(
+    read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    tree: &ObjectId,
+    visit: &mut dyn FnMut(Vec<u8>, FlatEntry),
+) -> RepoResult<()> {
     // Directories still to read: their tree, path and depth (the root is 0).
     let mut pending: Vec<(ObjectId, Vec<u8>, usize)> = vec![(*tree, Vec::new(), 0)];
     while let Some((dir, prefix, depth)) = pending.pop() {
@@ -177,7 +229,14 @@ pub fn visit_files(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &Obje
                 }
                 pending.push((e.id, path, depth + 1));
             } else {
-                visit(path, FlatEntry { kind: e.kind, id: e.id, size: e.size });
+                visit(
+                    path,
+                    FlatEntry {
+                        kind: e.kind,
+                        id: e.id,
+                        size: e.size,
+                    },
+                );
             }
         }
     }
@@ -207,29 +266,53 @@ pub type EnterFolder<'a> = dyn Fn(&[u8]) -> bool + 'a;
 
 impl<'r> FilesInOrder<'r> {
     /// A walk of every file of `tree`, in path order, nodes read through `read`.
-    pub fn new(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId) -> RepoResult<FilesInOrder<'r>> {
+    pub fn new(
+        read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+        tree: &ObjectId,
+    ) -> RepoResult<FilesInOrder<'r>> {
         let root = Self::folder(read, tree)?;
-        Ok(FilesInOrder { read, tree: *tree, open: vec![(Vec::new(), root)], enter: None })
+        Ok(FilesInOrder {
+            read,
+            tree: *tree,
+            open: vec![(Vec::new(), root)],
+            enter: None,
+        })
     }
 
     /// The files in the folders `enter` accepts (its path given), and in
     /// none of the others: what a command given a few paths of a large
     /// tree reads is the folders along them, not the tree.
-    pub fn entering(read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>, tree: &ObjectId, enter: &'r EnterFolder<'r>) -> RepoResult<FilesInOrder<'r>> {
-        Ok(FilesInOrder { enter: Some(enter), ..Self::new(read, tree)? })
+    pub fn entering(
+        read: &'r dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+        tree: &ObjectId,
+        enter: &'r EnterFolder<'r>,
+    ) -> RepoResult<FilesInOrder<'r>> {
+        Ok(FilesInOrder {
+            enter: Some(enter),
+            ..Self::new(read, tree)?
+        })
     }
 
     /// A folder's entries, the first in path order last: a folder `a`
     /// holds paths `a/…`, which sort after a file `a-b` (`-` < `/`), though
     /// its name sorts before.
-    fn folder(read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, id: &ObjectId) -> RepoResult<Vec<TreeEntry>> {
+    fn folder(
+        read: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+        id: &ObjectId,
+    ) -> RepoResult<Vec<TreeEntry>> {
         fn key(e: &TreeEntry) -> impl Iterator<Item = u8> + '_ {
-            e.name.iter().copied().chain((e.kind == EntryKind::Dir).then_some(b'/'))
+            e.name
+                .iter()
+                .copied()
+                .chain((e.kind == EntryKind::Dir).then_some(b'/'))
         }
         let mut entries = read_dir_with(read, id)?;
         // In name order already (checked): usually in path order too, reversed.
         entries.reverse();
-        if !entries.windows(2).all(|w| key(&w[0]).cmp(key(&w[1])).is_ge()) {
+        if !entries
+            .windows(2)
+            .all(|w| key(&w[0]).cmp(key(&w[1])).is_ge())
+        {
             entries.sort_by(|a, b| key(b).cmp(key(a)));
         }
         Ok(entries)
@@ -257,7 +340,14 @@ impl Iterator for FilesInOrder<'_> {
                 return Some(Err(err));
             }
             if e.kind != EntryKind::Dir {
-                return Some(Ok((path, FlatEntry { kind: e.kind, id: e.id, size: e.size })));
+                return Some(Ok((
+                    path,
+                    FlatEntry {
+                        kind: e.kind,
+                        id: e.id,
+                        size: e.size,
+                    },
+                )));
             }
             if self.enter.is_some_and(|enter| !enter(&path)) {
                 continue;
@@ -279,21 +369,39 @@ impl Iterator for FilesInOrder<'_> {
 
 /// Finds one path (file or directory) in a tree.
 pub fn lookup(store: &Store, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
-    lookup_in(&mut |dir, name| Ok(read_dir(store, dir)?.into_iter().find(|e| e.name == name)), tree, path)
+    lookup_in(
+        &mut |dir, name| Ok(read_dir(store, dir)?.into_iter().find(|e| e.name == name)),
+        tree,
+        path,
+    )
 }
 
 /// Finds the entry of a name in a folder (a tree id).
 pub type FindInFolder<'a> = dyn FnMut(&ObjectId, &[u8]) -> RepoResult<Option<TreeEntry>> + 'a;
 
 /// [`lookup`], finding each name in its folder with `find` (which may keep the folders it read).
-pub fn lookup_in(find: &mut FindInFolder<'_>, tree: &ObjectId, path: &[u8]) -> RepoResult<Option<FlatEntry>> {
-    let mut current = FlatEntry { kind: EntryKind::Dir, id: *tree, size: 0 };
+pub fn lookup_in(
+    find: &mut FindInFolder<'_>,
+    tree: &ObjectId,
+    path: &[u8],
+) -> RepoResult<Option<FlatEntry>> {
+    let mut current = FlatEntry {
+        kind: EntryKind::Dir,
+        id: *tree,
+        size: 0,
+    };
     for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
         if current.kind != EntryKind::Dir {
             return Ok(None);
         }
         match find(&current.id, part)? {
-            Some(e) => current = FlatEntry { kind: e.kind, id: e.id, size: e.size },
+            Some(e) => {
+                current = FlatEntry {
+                    kind: e.kind,
+                    id: e.id,
+                    size: e.size,
+                }
+            }
             None => return Ok(None),
         }
     }
@@ -304,23 +412,39 @@ pub fn lookup_in(find: &mut FindInFolder<'_>, tree: &ObjectId, path: &[u8]) -> R
 /// Iterative: the directories being built are a stack, innermost last (the
 /// items of one directory are contiguous, as sorted paths sharing a prefix
 /// are); a path nesting more than [`MAX_PATH_DEPTH`] directories is refused.
-pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = (&'p [u8], FlatEntry)>) -> RepoResult<ObjectId> {
+pub fn build<'p>(
+    session: &mut WriteSession<'_>,
+    flat: impl IntoIterator<Item = (&'p [u8], FlatEntry)>,
+) -> RepoResult<ObjectId> {
     struct OpenDir {
         name: Vec<u8>,
         /// Length of `prefix` while this directory is open.
         prefix_len: usize,
         entries: Vec<TreeEntry>,
     }
-    fn close(session: &mut WriteSession<'_>, open: &mut Vec<OpenDir>, prefix: &mut Vec<u8>) -> RepoResult<()> {
+    fn close(
+        session: &mut WriteSession<'_>,
+        open: &mut Vec<OpenDir>,
+        prefix: &mut Vec<u8>,
+    ) -> RepoResult<()> {
         let Some(dir) = open.pop() else { return Ok(()) };
         let (id, size) = write_dir(session, dir.entries)?;
         if let Some(parent) = open.last_mut() {
             prefix.truncate(parent.prefix_len);
-            parent.entries.push(TreeEntry { name: dir.name, kind: EntryKind::Dir, id, size });
+            parent.entries.push(TreeEntry {
+                name: dir.name,
+                kind: EntryKind::Dir,
+                id,
+                size,
+            });
         }
         Ok(())
     }
-    let mut open = vec![OpenDir { name: Vec::new(), prefix_len: 0, entries: Vec::new() }];
+    let mut open = vec![OpenDir {
+        name: Vec::new(),
+        prefix_len: 0,
+        entries: Vec::new(),
+    }];
     // The innermost open directory's path with a trailing '/' (empty at the root).
     let mut prefix: Vec<u8> = Vec::new();
     for (path, e) in flat {
@@ -331,14 +455,26 @@ pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = 
         while let Some(slash) = path[start..].iter().position(|b| *b == b'/') {
             if open.len() > MAX_PATH_DEPTH {
                 let shown = String::from_utf8_lossy(&path[..path.len().min(80)]).into_owned();
-                return Err(RepoError::PathTooDeep { path: shown, max: MAX_PATH_DEPTH });
+                return Err(RepoError::PathTooDeep {
+                    path: shown,
+                    max: MAX_PATH_DEPTH,
+                });
             }
             prefix.extend_from_slice(&path[start..start + slash + 1]);
-            open.push(OpenDir { name: path[start..start + slash].to_vec(), prefix_len: prefix.len(), entries: Vec::new() });
+            open.push(OpenDir {
+                name: path[start..start + slash].to_vec(),
+                prefix_len: prefix.len(),
+                entries: Vec::new(),
+            });
             start += slash + 1;
         }
         if let Some(dir) = open.last_mut() {
-            dir.entries.push(TreeEntry { name: path[start..].to_vec(), kind: e.kind, id: e.id, size: e.size });
+            dir.entries.push(TreeEntry {
+                name: path[start..].to_vec(),
+                kind: e.kind,
+                id: e.id,
+                size: e.size,
+            });
         }
     }
     while open.len() > 1 {
@@ -352,8 +488,16 @@ pub fn build<'p>(session: &mut WriteSession<'_>, flat: impl IntoIterator<Item = 
 /// ('/'-separated, made where missing), replacing entries of the same name;
 /// only the folders on the way down are read and written again. A file
 /// standing where a folder of the way should be is refused.
-pub fn put_in_folder(session: &mut WriteSession<'_>, root: Option<&ObjectId>, folder: &[u8], files: Vec<TreeEntry>) -> RepoResult<ObjectId> {
-    let parts: Vec<&[u8]> = folder.split(|b| *b == b'/').filter(|p| !p.is_empty()).collect();
+pub fn put_in_folder(
+    session: &mut WriteSession<'_>,
+    root: Option<&ObjectId>,
+    folder: &[u8],
+    files: Vec<TreeEntry>,
+) -> RepoResult<ObjectId> {
+    let parts: Vec<&[u8]> = folder
+        .split(|b| *b == b'/')
+        .filter(|p| !p.is_empty())
+        .collect();
     // Each folder's entries from the root down; `parts[i]` names the way out of level i.
     let mut levels = Vec::with_capacity(parts.len() + 1);
     let mut current = root.copied();
@@ -368,7 +512,10 @@ pub fn put_in_folder(session: &mut WriteSession<'_>, root: Option<&ObjectId>, fo
                 Some(e) if e.kind == EntryKind::Dir => current = Some(e.id),
                 Some(_) => {
                     let path = String::from_utf8_lossy(&parts[..=depth].join(&b'/')).into_owned();
-                    return Err(RepoError::BadPath { path, reason: "it is a file, not a folder" });
+                    return Err(RepoError::BadPath {
+                        path,
+                        reason: "it is a file, not a folder",
+                    });
                 }
                 None => {}
             }
@@ -381,23 +528,37 @@ pub fn put_in_folder(session: &mut WriteSession<'_>, root: Option<&ObjectId>, fo
     let (mut id, mut size) = write_dir(session, inner)?;
     for (mut entries, name) in levels.into_iter().zip(parts).rev() {
         entries.retain(|e| e.name != name);
-        entries.push(TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, id, size });
+        entries.push(TreeEntry {
+            name: name.to_vec(),
+            kind: EntryKind::Dir,
+            id,
+            size,
+        });
         (id, size) = write_dir(session, entries)?;
     }
     Ok(id)
 }
 
 /// Writes one directory's nodes; returns its id and the total size of its files.
-pub fn write_dir(session: &mut WriteSession<'_>, mut entries: Vec<TreeEntry>) -> RepoResult<(ObjectId, u64)> {
+pub fn write_dir(
+    session: &mut WriteSession<'_>,
+    mut entries: Vec<TreeEntry>,
+) -> RepoResult<(ObjectId, u64)> {
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     // Refused here, before a commit refers to it: a tree every reader would reject.
     for (i, e) in entries.iter().enumerate() {
         let shown = || String::from_utf8_lossy(&e.name).into_owned();
         if !valid_entry_name(&e.name) {
-            return Err(RepoError::BadPath { path: shown(), reason: "a tree cannot hold that name" });
+            return Err(RepoError::BadPath {
+                path: shown(),
+                reason: "a tree cannot hold that name",
+            });
         }
         if i > 0 && entries[i - 1].name == e.name {
-            return Err(RepoError::BadPath { path: shown(), reason: "it is both a file and a folder (is a folder on its way a symlink?)" });
+            return Err(RepoError::BadPath {
+                path: shown(),
+                reason: "it is both a file and a folder (is a folder on its way a symlink?)",
+            });
         }
     }
     let total = entries.iter().map(|e| e.size).sum();
@@ -446,12 +607,18 @@ pub struct Change {
 
 /// The paths that differ between `old` and `new`, in path order.
 pub fn diff_flat(old: &FlatTree, new: &FlatTree) -> Vec<Change> {
-    diff_sorted(old.iter().map(|(p, e)| (p.as_slice(), *e)), new.iter().map(|(p, e)| (p.as_slice(), *e)))
+    diff_sorted(
+        old.iter().map(|(p, e)| (p.as_slice(), *e)),
+        new.iter().map(|(p, e)| (p.as_slice(), *e)),
+    )
 }
 
 /// [`diff_flat`] of two lists of entries in path order, each path once
 /// (a flat tree's, or a dirstate's without a copy of it).
-pub fn diff_sorted<A: AsRef<[u8]>, B: AsRef<[u8]>>(old: impl Iterator<Item = (A, FlatEntry)>, new: impl Iterator<Item = (B, FlatEntry)>) -> Vec<Change> {
+pub fn diff_sorted<A: AsRef<[u8]>, B: AsRef<[u8]>>(
+    old: impl Iterator<Item = (A, FlatEntry)>,
+    new: impl Iterator<Item = (B, FlatEntry)>,
+) -> Vec<Change> {
     let mut out = Vec::new();
     let _ = diff_sorted_each(old, new, &mut |c| {
         out.push(c);
@@ -472,23 +639,43 @@ pub fn diff_sorted_each<A: AsRef<[u8]>, B: AsRef<[u8]>, E>(
         let change = match (a.peek(), b.peek()) {
             (None, None) => return Ok(()),
             (Some((pa, ea)), Some((pb, eb))) if pa.as_ref() == pb.as_ref() => {
-                let change = (ea.id != eb.id || ea.kind != eb.kind).then(|| Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Modified, old: Some(*ea), new: Some(*eb) });
+                let change = (ea.id != eb.id || ea.kind != eb.kind).then(|| Change {
+                    path: pa.as_ref().to_vec(),
+                    kind: ChangeKind::Modified,
+                    old: Some(*ea),
+                    new: Some(*eb),
+                });
                 a.next();
                 b.next();
                 change
             }
             (Some((pa, ea)), Some((pb, _))) if pa.as_ref() < pb.as_ref() => {
-                let change = Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None };
+                let change = Change {
+                    path: pa.as_ref().to_vec(),
+                    kind: ChangeKind::Deleted,
+                    old: Some(*ea),
+                    new: None,
+                };
                 a.next();
                 Some(change)
             }
             (Some((pa, ea)), None) => {
-                let change = Change { path: pa.as_ref().to_vec(), kind: ChangeKind::Deleted, old: Some(*ea), new: None };
+                let change = Change {
+                    path: pa.as_ref().to_vec(),
+                    kind: ChangeKind::Deleted,
+                    old: Some(*ea),
+                    new: None,
+                };
                 a.next();
                 Some(change)
             }
             (_, Some((pb, eb))) => {
-                let change = Change { path: pb.as_ref().to_vec(), kind: ChangeKind::Added, old: None, new: Some(*eb) };
+                let change = Change {
+                    path: pb.as_ref().to_vec(),
+                    kind: ChangeKind::Added,
+                    old: None,
+                    new: Some(*eb),
+                };
                 b.next();
                 Some(change)
             }
@@ -514,13 +701,26 @@ mod tests {
             let mut entries = Vec::new();
             for (path, size) in files {
                 match path.iter().position(|b| *b == b'/') {
-                    Some(at) => children.entry(path[..at].to_vec()).or_default().push((path[at + 1..].to_vec(), *size)),
-                    None => entries.push(TreeEntry { name: path.clone(), kind: EntryKind::File, id: ObjectId([*size as u8; 32]), size: *size }),
+                    Some(at) => children
+                        .entry(path[..at].to_vec())
+                        .or_default()
+                        .push((path[at + 1..].to_vec(), *size)),
+                    None => entries.push(TreeEntry {
+                        name: path.clone(),
+                        kind: EntryKind::File,
+                        id: ObjectId([*size as u8; 32]),
+                        size: *size,
+                    }),
                 }
             }
             for (name, below) in children {
                 let id = self.folder(&below);
-                entries.push(TreeEntry { name, kind: EntryKind::Dir, id, size: 0 });
+                entries.push(TreeEntry {
+                    name,
+                    kind: EntryKind::Dir,
+                    id,
+                    size: 0,
+                });
             }
             entries.sort_by(|a, b| a.name.cmp(&b.name));
             let id = ObjectId::hash(ObjectKind::Tree, format!("{entries:?}").as_bytes());
@@ -530,14 +730,22 @@ mod tests {
     }
 
     fn in_order(trees: &Trees, root: &ObjectId) -> RepoResult<Vec<Vec<u8>>> {
-        let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
-        FilesInOrder::new(&read, root)?.map(|f| f.map(|(p, _)| p)).collect()
+        let read = |id: &ObjectId| {
+            trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan {
+                detail: "no such tree".into(),
+            })
+        };
+        FilesInOrder::new(&read, root)?
+            .map(|f| f.map(|(p, _)| p))
+            .collect()
     }
 
     #[test]
     fn a_folder_s_files_come_where_their_paths_sort_not_where_its_name_does() {
         let mut trees = Trees(Default::default());
-        let paths: Vec<&[u8]> = vec![b"a/x", b"a-b", b"a.c", b"a/y/z", b"a0", b"b", b"a/y-1", b"a/y.d/e"];
+        let paths: Vec<&[u8]> = vec![
+            b"a/x", b"a-b", b"a.c", b"a/y/z", b"a0", b"b", b"a/y-1", b"a/y.d/e",
+        ];
         let root = trees.folder(&paths.iter().map(|p| (p.to_vec(), 1)).collect::<Vec<_>>());
         let mut want: Vec<Vec<u8>> = paths.iter().map(|p| p.to_vec()).collect();
         want.sort();
@@ -562,12 +770,21 @@ mod tests {
     fn a_missing_folder_is_an_error_and_ends_the_walk() {
         let mut trees = Trees(Default::default());
         let root = trees.folder(&[(b"a/b".to_vec(), 1), (b"c".to_vec(), 2)]);
-        let TreeNode::Leaf(entries) = &trees.0[&root] else { unreachable!() };
+        let TreeNode::Leaf(entries) = &trees.0[&root] else {
+            unreachable!()
+        };
         let folder = entries[0].id;
         trees.0.remove(&folder);
-        let read = |id: &ObjectId| trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() });
+        let read = |id: &ObjectId| {
+            trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan {
+                detail: "no such tree".into(),
+            })
+        };
         let walked: Vec<_> = FilesInOrder::new(&read, &root).unwrap().collect();
-        assert!(matches!(walked.as_slice(), [Err(RepoError::Scan { .. })]), "{walked:?}");
+        assert!(
+            matches!(walked.as_slice(), [Err(RepoError::Scan { .. })]),
+            "{walked:?}"
+        );
     }
 
     #[test]
@@ -578,12 +795,18 @@ mod tests {
         let reads = std::cell::Cell::new(0);
         let read = |id: &ObjectId| {
             reads.set(reads.get() + 1);
-            trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan { detail: "no such tree".into() })
+            trees.0.get(id).cloned().ok_or_else(|| RepoError::Scan {
+                detail: "no such tree".into(),
+            })
         };
         let walk = |spec: &[u8]| {
             reads.set(0);
             let enter = |dir: &[u8]| crate::paths::may_hold(dir, spec);
-            let files: Vec<Vec<u8>> = FilesInOrder::entering(&read, &root, &enter).unwrap().map(|f| f.unwrap().0).filter(|p| crate::paths::matches(p, spec)).collect();
+            let files: Vec<Vec<u8>> = FilesInOrder::entering(&read, &root, &enter)
+                .unwrap()
+                .map(|f| f.unwrap().0)
+                .filter(|p| crate::paths::matches(p, spec))
+                .collect();
             (files, reads.get())
         };
         // The root and `a` (not `ab`, whose name starts the same, nor `a/y`).

@@ -9,7 +9,10 @@ use dmv_store::{ObjectId, Store};
 
 #[cfg(doc)]
 use crate::history::tree::MAX_PATH_BYTES;
-use crate::history::tree::{check_path_len, read_dir, read_dir_with, too_deep, Change, ChangeKind, FlatEntry, MAX_PATH_DEPTH};
+use crate::history::tree::{
+    check_path_len, read_dir, read_dir_with, too_deep, Change, ChangeKind, FlatEntry,
+    MAX_PATH_DEPTH,
+};
 use crate::{RepoResult, Repository};
 
 /// A pair of folders to compare (either may be absent), their path and depth.
@@ -17,9 +20,15 @@ type Pending = (Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize);
 
 /// Every file or symlink that differs between `old` and `new` (None: an
 /// empty tree), in path order, as [`crate::diff_flat`] of their flat forms.
-pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>) -> RepoResult<Vec<Change>> {
+pub fn diff_trees(
+    store: &Store,
+    old: Option<&ObjectId>,
+    new: Option<&ObjectId>,
+) -> RepoResult<Vec<Change>> {
     let mut out = Vec::new();
-    visit_changes(&|t| read_dir(store, t), old, new, &mut |change| out.push(change))?;
+    visit_changes(&|t| read_dir(store, t), old, new, &mut |change| {
+        out.push(change)
+    })?;
     // Tree order puts a folder `a` before the file `a.txt`; paths sort `a.txt` first.
     out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
@@ -29,13 +38,27 @@ pub fn diff_trees(store: &Store, old: Option<&ObjectId>, new: Option<&ObjectId>)
 /// [`Repository::refuse_unholdable_paths`]), reading only the folders that
 /// differ from `old`'s (held to the same rule), through `read_node` (trees
 /// stored elsewhere: a bucket's).
-pub fn refuse_unholdable_paths_between(read_node: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>, old: Option<&ObjectId>, new: &ObjectId) -> RepoResult<()> {
-    visit_changes(&|t| read_dir_with(read_node, t), old, Some(new), &mut |_| {})
+pub fn refuse_unholdable_paths_between(
+    read_node: &dyn Fn(&ObjectId) -> RepoResult<TreeNode>,
+    old: Option<&ObjectId>,
+    new: &ObjectId,
+) -> RepoResult<()> {
+    visit_changes(
+        &|t| read_dir_with(read_node, t),
+        old,
+        Some(new),
+        &mut |_| {},
+    )
 }
 
 /// Hands each file or symlink that differs between `old` and `new` to
 /// `each`, in no set order, holding none of them; folders come from `read_dir`.
-fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old: Option<&ObjectId>, new: Option<&ObjectId>, each: &mut dyn FnMut(Change)) -> RepoResult<()> {
+fn visit_changes(
+    read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>,
+    old: Option<&ObjectId>,
+    new: Option<&ObjectId>,
+    each: &mut dyn FnMut(Change),
+) -> RepoResult<()> {
     // Folders still to compare, with their path and depth: a stack, not
     // recursion, since a tree from elsewhere may nest without end.
     let mut pending: Vec<Pending> = vec![(old.copied(), new.copied(), Vec::new(), 0)];
@@ -44,7 +67,10 @@ fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old
             continue;
         }
         let entries = |tree: Option<ObjectId>| tree.map_or(Ok(Vec::new()), |t| read_dir(&t));
-        let (mut olds, mut news) = (entries(old_dir)?.into_iter().peekable(), entries(new_dir)?.into_iter().peekable());
+        let (mut olds, mut news) = (
+            entries(old_dir)?.into_iter().peekable(),
+            entries(new_dir)?.into_iter().peekable(),
+        );
         loop {
             let (o, n) = match (olds.peek(), news.peek()) {
                 (None, None) => break,
@@ -53,7 +79,9 @@ fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old
                 (Some(_), None) => (olds.next(), None),
                 _ => (None, news.next()),
             };
-            let Some(name) = o.as_ref().or(n.as_ref()).map(|e| e.name.as_slice()) else { break };
+            let Some(name) = o.as_ref().or(n.as_ref()).map(|e| e.name.as_slice()) else {
+                break;
+            };
             let mut path = Vec::with_capacity(prefix.len() + 1 + name.len());
             path.extend_from_slice(&prefix);
             if !path.is_empty() {
@@ -68,7 +96,12 @@ fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old
                     (_, None) => ChangeKind::Deleted,
                     _ => ChangeKind::Modified,
                 };
-                each(Change { path: path.clone(), kind, old: old_file, new: new_file });
+                each(Change {
+                    path: path.clone(),
+                    kind,
+                    old: old_file,
+                    new: new_file,
+                });
             }
             let (old_sub, new_sub) = (folder(&o), folder(&n));
             if old_sub.is_some() || new_sub.is_some() {
@@ -83,11 +116,19 @@ fn visit_changes(read_dir: &dyn Fn(&ObjectId) -> RepoResult<Vec<TreeEntry>>, old
 }
 
 fn file(e: &Option<TreeEntry>) -> Option<FlatEntry> {
-    e.as_ref().filter(|e| e.kind != EntryKind::Dir).map(|e| FlatEntry { kind: e.kind, id: e.id, size: e.size })
+    e.as_ref()
+        .filter(|e| e.kind != EntryKind::Dir)
+        .map(|e| FlatEntry {
+            kind: e.kind,
+            id: e.id,
+            size: e.size,
+        })
 }
 
 fn folder(e: &Option<TreeEntry>) -> Option<ObjectId> {
-    e.as_ref().filter(|e| e.kind == EntryKind::Dir).map(|e| e.id)
+    e.as_ref()
+        .filter(|e| e.kind == EntryKind::Dir)
+        .map(|e| e.id)
 }
 
 /// A change as `--name-status` and `status` list it: a rename pairs a
@@ -152,7 +193,8 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
             _ => out.push(Listed::Change(c)),
         }
     }
-    let mut by_id: std::collections::HashMap<ObjectId, Vec<usize>> = std::collections::HashMap::new();
+    let mut by_id: std::collections::HashMap<ObjectId, Vec<usize>> =
+        std::collections::HashMap::new();
     for (i, d) in deleted.iter().enumerate() {
         if let Some(e) = d.as_ref().and_then(|d| d.old) {
             by_id.entry(e.id).or_default().push(i);
@@ -163,17 +205,33 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
         let Some(new) = a.new else { continue };
         let exact = by_id.get_mut(&new.id).and_then(|v| v.pop());
         match exact.and_then(|i| deleted[i].take()) {
-            Some(d) => out.push(Listed::Renamed { from: d.path, to: a.path, similarity: 100, old: d.old.unwrap_or(new), new }),
+            Some(d) => out.push(Listed::Renamed {
+                from: d.path,
+                to: a.path,
+                similarity: 100,
+                old: d.old.unwrap_or(new),
+                new,
+            }),
             None => unpaired.push(a),
         }
     }
-    let remaining: Vec<usize> = (0..deleted.len()).filter(|i| deleted[*i].is_some()).collect();
-    if !unpaired.is_empty() && !remaining.is_empty() && unpaired.len() <= RENAME_CANDIDATES && remaining.len() <= RENAME_CANDIDATES {
+    let remaining: Vec<usize> = (0..deleted.len())
+        .filter(|i| deleted[*i].is_some())
+        .collect();
+    if !unpaired.is_empty()
+        && !remaining.is_empty()
+        && unpaired.len() <= RENAME_CANDIDATES
+        && remaining.len() <= RENAME_CANDIDATES
+    {
         // Which deleted files hold each chunk, then for each added file the bytes it shares with each.
-        let mut holders: std::collections::HashMap<ObjectId, Vec<usize>> = std::collections::HashMap::new();
+        let mut holders: std::collections::HashMap<ObjectId, Vec<usize>> =
+            std::collections::HashMap::new();
         for &i in &remaining {
             if let Some(e) = deleted[i].as_ref().and_then(|d| d.old) {
-                let chunks: std::collections::HashSet<ObjectId> = chunks_if_here(store, &e.id).into_iter().map(|(c, _)| c).collect();
+                let chunks: std::collections::HashSet<ObjectId> = chunks_if_here(store, &e.id)
+                    .into_iter()
+                    .map(|(c, _)| c)
+                    .collect();
                 for chunk in chunks {
                     holders.entry(chunk).or_default().push(i);
                 }
@@ -182,8 +240,10 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
         let mut still = Vec::new();
         for a in unpaired {
             let Some(new) = a.new else { continue };
-            let mut shared: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
-            let chunks: std::collections::HashMap<ObjectId, u64> = chunks_if_here(store, &new.id).into_iter().collect();
+            let mut shared: std::collections::HashMap<usize, u64> =
+                std::collections::HashMap::new();
+            let chunks: std::collections::HashMap<ObjectId, u64> =
+                chunks_if_here(store, &new.id).into_iter().collect();
             for (chunk, size) in chunks {
                 for &i in holders.get(&chunk).into_iter().flatten() {
                     *shared.entry(i).or_default() += size;
@@ -198,8 +258,17 @@ pub fn find_renames(store: &Store, changes: Vec<Change>) -> RepoResult<Vec<Liste
                     Some((bytes.min(larger) * 100 / larger, i))
                 })
                 .max_by_key(|(percent, i)| (*percent, std::cmp::Reverse(*i)));
-            match best.filter(|(percent, _)| *percent >= RENAME_SIMILARITY).and_then(|(percent, i)| Some((percent, deleted[i].take()?))) {
-                Some((percent, d)) => out.push(Listed::Renamed { from: d.path, to: a.path, similarity: percent as u8, old: d.old.unwrap_or(new), new }),
+            match best
+                .filter(|(percent, _)| *percent >= RENAME_SIMILARITY)
+                .and_then(|(percent, i)| Some((percent, deleted[i].take()?)))
+            {
+                Some((percent, d)) => out.push(Listed::Renamed {
+                    from: d.path,
+                    to: a.path,
+                    similarity: percent as u8,
+                    old: d.old.unwrap_or(new),
+                    new,
+                }),
                 None => still.push(a),
             }
         }
@@ -243,7 +312,12 @@ impl Repository {
                 Some(p) => Some(self.commit(p)?.tree),
                 None => None,
             };
-            visit_changes(&|t| read_dir(&self.store, t), parent_tree.as_ref(), Some(&commit.tree), &mut |_| {})?;
+            visit_changes(
+                &|t| read_dir(&self.store, t),
+                parent_tree.as_ref(),
+                Some(&commit.tree),
+                &mut |_| {},
+            )?;
         }
         Ok(())
     }
@@ -257,7 +331,19 @@ mod tests {
 
     fn tree_of(store: &Store, files: &std::collections::BTreeMap<Vec<u8>, u8>) -> ObjectId {
         let mut session = store.begin_write().unwrap();
-        let flat: Vec<(Vec<u8>, FlatEntry)> = files.iter().map(|(p, v)| (p.clone(), FlatEntry { kind: EntryKind::File, id: ObjectId([*v; 32]), size: *v as u64 })).collect();
+        let flat: Vec<(Vec<u8>, FlatEntry)> = files
+            .iter()
+            .map(|(p, v)| {
+                (
+                    p.clone(),
+                    FlatEntry {
+                        kind: EntryKind::File,
+                        id: ObjectId([*v; 32]),
+                        size: *v as u64,
+                    },
+                )
+            })
+            .collect();
         let id = build(&mut session, flat.iter().map(|(p, e)| (p.as_slice(), *e))).unwrap();
         session.finish().unwrap();
         id
@@ -271,9 +357,14 @@ mod tests {
     }
 
     /// A map of paths where no path is also a folder of another (as a tree holds them).
-    fn as_tree(mut files: std::collections::BTreeMap<Vec<u8>, u8>) -> std::collections::BTreeMap<Vec<u8>, u8> {
+    fn as_tree(
+        mut files: std::collections::BTreeMap<Vec<u8>, u8>,
+    ) -> std::collections::BTreeMap<Vec<u8>, u8> {
         let all: Vec<Vec<u8>> = files.keys().cloned().collect();
-        files.retain(|p, _| !all.iter().any(|q| q.len() > p.len() && q.starts_with(p) && q[p.len()] == b'/'));
+        files.retain(|p, _| {
+            !all.iter()
+                .any(|q| q.len() > p.len() && q.starts_with(p) && q[p.len()] == b'/')
+        });
         files
     }
 

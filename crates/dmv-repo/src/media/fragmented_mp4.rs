@@ -27,10 +27,16 @@ pub fn duration<R: Read + Seek>(file: &mut R, max_boxes: usize) -> Option<Durati
     while at + 8 <= end && visited < max_boxes {
         visited += 1;
         // A box cut short (a recording that stopped): what came before it counts.
-        let Some((kind, header, size)) = box_at(file, at, end) else { break };
+        let Some((kind, header, size)) = box_at(file, at, end) else {
+            break;
+        };
         match &kind {
-            b"moov" if size - header <= MOST_INDEX => moov = Some(read_payload(file, at + header, size - header)?),
-            b"moof" if size - header <= MOST_INDEX && fragments.len() < MOST_FRAGMENTS => fragments.push((at + header, size - header)),
+            b"moov" if size - header <= MOST_INDEX => {
+                moov = Some(read_payload(file, at + header, size - header)?)
+            }
+            b"moof" if size - header <= MOST_INDEX && fragments.len() < MOST_FRAGMENTS => {
+                fragments.push((at + header, size - header))
+            }
             _ => {}
         }
         at += size;
@@ -54,14 +60,31 @@ pub fn duration<R: Read + Seek>(file: &mut R, max_boxes: usize) -> Option<Durati
     let mut ends: Vec<(u32, u64)> = Vec::new();
     for (offset, len) in fragments {
         let moof = read_payload(file, offset, len)?;
-        for traf in children(&moof).filter(|(k, _)| k == b"traf").map(|(_, b)| b) {
-            let Some((track, default_duration)) = child(traf, b"tfhd").and_then(tfhd) else { continue };
-            let default_duration = default_duration.or_else(|| tracks.iter().find(|t| t.id == track).and_then(|t| t.default_duration)).unwrap_or(0);
+        for traf in children(&moof)
+            .filter(|(k, _)| k == b"traf")
+            .map(|(_, b)| b)
+        {
+            let Some((track, default_duration)) = child(traf, b"tfhd").and_then(tfhd) else {
+                continue;
+            };
+            let default_duration = default_duration
+                .or_else(|| {
+                    tracks
+                        .iter()
+                        .find(|t| t.id == track)
+                        .and_then(|t| t.default_duration)
+                })
+                .unwrap_or(0);
             let start = child(traf, b"tfdt").and_then(|tfdt| match tfdt.first()? {
                 1 => Some(u64::from_be_bytes(tfdt.get(4..12)?.try_into().ok()?)),
-                _ => Some(u64::from(u32::from_be_bytes(tfdt.get(4..8)?.try_into().ok()?))),
+                _ => Some(u64::from(u32::from_be_bytes(
+                    tfdt.get(4..8)?.try_into().ok()?,
+                ))),
             });
-            let lasting: u64 = children(traf).filter(|(k, _)| k == b"trun").filter_map(|(_, trun)| trun_duration(trun, default_duration)).fold(0u64, u64::saturating_add);
+            let lasting: u64 = children(traf)
+                .filter(|(k, _)| k == b"trun")
+                .filter_map(|(_, trun)| trun_duration(trun, default_duration))
+                .fold(0u64, u64::saturating_add);
             match ends.iter_mut().find(|(id, _)| *id == track) {
                 // Without a decode time, fragments follow one another.
                 Some((_, end)) => *end = (*end).max(start.unwrap_or(*end).saturating_add(lasting)),
@@ -74,7 +97,9 @@ pub fn duration<R: Read + Seek>(file: &mut R, max_boxes: usize) -> Option<Durati
             let scale = tracks.iter().find(|t| t.id == *id)?.timescale;
             (scale > 0).then(|| *end as f64 / f64::from(scale))
         })
-        .fold(None, |longest: Option<f64>, secs| Some(longest.map_or(secs, |l| l.max(secs))))
+        .fold(None, |longest: Option<f64>, secs| {
+            Some(longest.map_or(secs, |l| l.max(secs)))
+        })
         .filter(|secs| *secs > 0.0)
         .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
 }
@@ -111,7 +136,10 @@ fn children(payload: &[u8]) -> impl Iterator<Item = ([u8; 4], &[u8])> {
         let kind: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
         let (header, size) = match size {
             0 => (8, rest.len()),
-            1 => (16, usize::try_from(u64::from_be_bytes(rest.get(8..16)?.try_into().ok()?)).ok()?),
+            1 => (
+                16,
+                usize::try_from(u64::from_be_bytes(rest.get(8..16)?.try_into().ok()?)).ok()?,
+            ),
             n => (8, n),
         };
         let body = rest.get(header..size)?;
@@ -127,7 +155,9 @@ fn child<'b>(payload: &'b [u8], kind: &[u8; 4]) -> Option<&'b [u8]> {
 /// A full box's 32-bit field at `v0` bytes into it (version 0) or `v1` (version 1).
 fn full_box_u32(payload: &[u8], v0: usize, v1: usize) -> Option<u32> {
     let at = if *payload.first()? == 1 { v1 } else { v0 };
-    Some(u32::from_be_bytes(payload.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_be_bytes(
+        payload.get(at..at + 4)?.try_into().ok()?,
+    ))
 }
 
 struct Track {
@@ -142,7 +172,12 @@ fn tracks(moov: &[u8]) -> Vec<Track> {
         .map(|mvex| {
             children(mvex)
                 .filter(|(k, _)| k == b"trex")
-                .filter_map(|(_, t)| Some((u32::from_be_bytes(t.get(4..8)?.try_into().ok()?), u32::from_be_bytes(t.get(12..16)?.try_into().ok()?))))
+                .filter_map(|(_, t)| {
+                    Some((
+                        u32::from_be_bytes(t.get(4..8)?.try_into().ok()?),
+                        u32::from_be_bytes(t.get(12..16)?.try_into().ok()?),
+                    ))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -150,9 +185,15 @@ fn tracks(moov: &[u8]) -> Vec<Track> {
         .filter(|(k, _)| k == b"trak")
         .filter_map(|(_, trak)| {
             let id = child(trak, b"tkhd").and_then(|tkhd| full_box_u32(tkhd, 12, 20))?;
-            let timescale = child(trak, b"mdia").and_then(|mdia| child(mdia, b"mdhd")).and_then(|mdhd| full_box_u32(mdhd, 12, 20))?;
+            let timescale = child(trak, b"mdia")
+                .and_then(|mdia| child(mdia, b"mdhd"))
+                .and_then(|mdhd| full_box_u32(mdhd, 12, 20))?;
             let default_duration = defaults.iter().find(|(t, _)| *t == id).map(|(_, d)| *d);
-            Some(Track { id, timescale, default_duration })
+            Some(Track {
+                id,
+                timescale,
+                default_duration,
+            })
         })
         .collect()
 }
@@ -170,7 +211,9 @@ fn tfhd(payload: &[u8]) -> Option<(u32, Option<u32>)> {
     }
     let default_duration = match flags & 0x08 {
         0 => None,
-        _ => Some(u32::from_be_bytes(payload.get(at..at + 4)?.try_into().ok()?)),
+        _ => Some(u32::from_be_bytes(
+            payload.get(at..at + 4)?.try_into().ok()?,
+        )),
     };
     Some((track, default_duration))
 }
@@ -183,10 +226,15 @@ fn trun_duration(payload: &[u8], default_duration: u32) -> Option<u64> {
         return Some(count * u64::from(default_duration));
     }
     let mut at = 8 + if flags & 0x01 != 0 { 4 } else { 0 } + if flags & 0x04 != 0 { 4 } else { 0 };
-    let per_sample = 4 * [0x100, 0x200, 0x400, 0x800].iter().filter(|f| flags & **f != 0).count();
+    let per_sample = 4 * [0x100, 0x200, 0x400, 0x800]
+        .iter()
+        .filter(|f| flags & **f != 0)
+        .count();
     let mut total = 0u64;
     for _ in 0..count {
-        total = total.saturating_add(u64::from(u32::from_be_bytes(payload.get(at..at + 4)?.try_into().ok()?)));
+        total = total.saturating_add(u64::from(u32::from_be_bytes(
+            payload.get(at..at + 4)?.try_into().ok()?,
+        )));
         at += per_sample;
     }
     Some(total)
@@ -218,31 +266,97 @@ mod tests {
     /// samples last 3000 ticks unless said otherwise, then `fragments`
     /// fragments of 60 samples each (2 s), with or without decode times,
     /// per-sample durations and a movie extends header.
-    fn camera_file(fragments: u64, decode_times: bool, per_sample: bool, mehd: Option<u32>) -> Vec<u8> {
-        let mvhd = mp4_box(b"mvhd", &full(0, 0, &[&[0; 8], &1000u32.to_be_bytes(), &0u32.to_be_bytes(), &[0; 80]]));
-        let tkhd = mp4_box(b"tkhd", &full(0, 3, &[&[0; 8], &1u32.to_be_bytes(), &[0; 64]]));
-        let mdhd = mp4_box(b"mdhd", &full(0, 0, &[&[0; 8], &90_000u32.to_be_bytes(), &0u32.to_be_bytes(), &[0; 4]]));
+    fn camera_file(
+        fragments: u64,
+        decode_times: bool,
+        per_sample: bool,
+        mehd: Option<u32>,
+    ) -> Vec<u8> {
+        let mvhd = mp4_box(
+            b"mvhd",
+            &full(
+                0,
+                0,
+                &[
+                    &[0; 8],
+                    &1000u32.to_be_bytes(),
+                    &0u32.to_be_bytes(),
+                    &[0; 80],
+                ],
+            ),
+        );
+        let tkhd = mp4_box(
+            b"tkhd",
+            &full(0, 3, &[&[0; 8], &1u32.to_be_bytes(), &[0; 64]]),
+        );
+        let mdhd = mp4_box(
+            b"mdhd",
+            &full(
+                0,
+                0,
+                &[
+                    &[0; 8],
+                    &90_000u32.to_be_bytes(),
+                    &0u32.to_be_bytes(),
+                    &[0; 4],
+                ],
+            ),
+        );
         let trak = mp4_box(b"trak", &[tkhd, mp4_box(b"mdia", &mdhd)].concat());
-        let trex = mp4_box(b"trex", &full(0, 0, &[&1u32.to_be_bytes(), &1u32.to_be_bytes(), &3000u32.to_be_bytes(), &[0; 8]]));
+        let trex = mp4_box(
+            b"trex",
+            &full(
+                0,
+                0,
+                &[
+                    &1u32.to_be_bytes(),
+                    &1u32.to_be_bytes(),
+                    &3000u32.to_be_bytes(),
+                    &[0; 8],
+                ],
+            ),
+        );
         let mut mvex = trex;
         if let Some(whole) = mehd {
             mvex = [mp4_box(b"mehd", &full(0, 0, &[&whole.to_be_bytes()])), mvex].concat();
         }
         let mut file = mp4_box(b"ftyp", b"isom\0\0\x02\0isomiso6");
-        file.extend(mp4_box(b"moov", &[mvhd, trak, mp4_box(b"mvex", &mvex)].concat()));
+        file.extend(mp4_box(
+            b"moov",
+            &[mvhd, trak, mp4_box(b"mvex", &mvex)].concat(),
+        ));
         for i in 0..fragments {
             let tfhd = mp4_box(b"tfhd", &full(0, 0x02_0000, &[&1u32.to_be_bytes()]));
             let tfdt = mp4_box(b"tfdt", &full(1, 0, &[&(i * 180_000).to_be_bytes()]));
             let trun = match per_sample {
                 // Durations and sizes per sample, a data offset first.
                 true => {
-                    let samples: Vec<u8> = (0..60).flat_map(|_| [3000u32.to_be_bytes(), 100u32.to_be_bytes()].concat()).collect();
-                    mp4_box(b"trun", &full(0, 0x301, &[&60u32.to_be_bytes(), &0u32.to_be_bytes(), &samples]))
+                    let samples: Vec<u8> = (0..60)
+                        .flat_map(|_| [3000u32.to_be_bytes(), 100u32.to_be_bytes()].concat())
+                        .collect();
+                    mp4_box(
+                        b"trun",
+                        &full(
+                            0,
+                            0x301,
+                            &[&60u32.to_be_bytes(), &0u32.to_be_bytes(), &samples],
+                        ),
+                    )
                 }
                 false => mp4_box(b"trun", &full(0, 0, &[&60u32.to_be_bytes()])),
             };
-            let traf = mp4_box(b"traf", &[tfhd, if decode_times { tfdt } else { Vec::new() }, trun].concat());
-            file.extend(mp4_box(b"moof", &[mp4_box(b"mfhd", &full(0, 0, &[&(i as u32 + 1).to_be_bytes()])), traf].concat()));
+            let traf = mp4_box(
+                b"traf",
+                &[tfhd, if decode_times { tfdt } else { Vec::new() }, trun].concat(),
+            );
+            file.extend(mp4_box(
+                b"moof",
+                &[
+                    mp4_box(b"mfhd", &full(0, 0, &[&(i as u32 + 1).to_be_bytes()])),
+                    traf,
+                ]
+                .concat(),
+            ));
             file.extend(mp4_box(b"mdat", &vec![7u8; 6000]));
         }
         file
@@ -250,19 +364,43 @@ mod tests {
 
     #[test]
     fn a_fragmented_mp4_lasts_until_its_last_fragment_ends() {
-        for (decode_times, per_sample) in [(true, false), (false, false), (true, true), (false, true)] {
+        for (decode_times, per_sample) in
+            [(true, false), (false, false), (true, true), (false, true)]
+        {
             let file = camera_file(3, decode_times, per_sample, None);
-            assert_eq!(duration(&mut std::io::Cursor::new(&file), 1000), Some(Duration::from_secs(6)), "decode times {decode_times}, per sample {per_sample}");
-            assert_eq!(crate::media::media_facts(std::io::Cursor::new(&file)), ["6.0 s"]);
+            assert_eq!(
+                duration(&mut std::io::Cursor::new(&file), 1000),
+                Some(Duration::from_secs(6)),
+                "decode times {decode_times}, per sample {per_sample}"
+            );
+            assert_eq!(
+                crate::media::media_facts(std::io::Cursor::new(&file)),
+                ["6.0 s"]
+            );
         }
         // The movie extends header, when there, is the writer's word (in the movie's timescale).
-        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(3, true, false, Some(6500))), 1000), Some(Duration::from_millis(6500)));
+        assert_eq!(
+            duration(
+                &mut std::io::Cursor::new(camera_file(3, true, false, Some(6500))),
+                1000
+            ),
+            Some(Duration::from_millis(6500))
+        );
         // No fragments: not for this reader.
-        assert_eq!(duration(&mut std::io::Cursor::new(camera_file(0, true, false, None)), 1000), None);
+        assert_eq!(
+            duration(
+                &mut std::io::Cursor::new(camera_file(0, true, false, None)),
+                1000
+            ),
+            None
+        );
         // Cut short in its last fragment: the fragments whole before it count.
         let mut cut = camera_file(3, true, false, None);
         cut.truncate(cut.len() - 6010);
-        assert_eq!(duration(&mut std::io::Cursor::new(&cut), 1000), Some(Duration::from_secs(4)));
+        assert_eq!(
+            duration(&mut std::io::Cursor::new(&cut), 1000),
+            Some(Duration::from_secs(4))
+        );
     }
 
     /// Counts the reads a parser makes of its source.
@@ -291,11 +429,25 @@ mod tests {
         let mut file = camera_file(0, true, false, None);
         file.extend(std::iter::repeat_n(mp4_box(b"free", b""), 200_000).flatten());
         file.extend(camera_file(1, true, false, None));
-        let mut source = Counted { inner: std::io::Cursor::new(&file), reads: 0 };
-        assert_eq!(duration(&mut source, 1000), None, "the fragment lies past the budget");
+        let mut source = Counted {
+            inner: std::io::Cursor::new(&file),
+            reads: 0,
+        };
+        assert_eq!(
+            duration(&mut source, 1000),
+            None,
+            "the fragment lies past the budget"
+        );
         assert!(source.reads <= 2 * 1000, "{} reads", source.reads);
-        let mut source = Counted { inner: std::io::Cursor::new(&file), reads: 0 };
-        assert_eq!(duration(&mut source, 300_000), Some(Duration::from_secs(2)), "within a larger budget it is found");
+        let mut source = Counted {
+            inner: std::io::Cursor::new(&file),
+            reads: 0,
+        };
+        assert_eq!(
+            duration(&mut source, 300_000),
+            Some(Duration::from_secs(2)),
+            "within a larger budget it is found"
+        );
     }
 
     proptest! {

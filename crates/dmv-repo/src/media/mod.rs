@@ -22,7 +22,9 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
     }
     // A header that lies (a fake PSD said 3275717961x2901165605) is no picture:
     // no format keeps more than 300,000 pixels a side (Photoshop's large format).
-    let believable = |d: &imagesize::ImageSize| (1..=MOST_PIXELS_A_SIDE).contains(&d.width) && (1..=MOST_PIXELS_A_SIDE).contains(&d.height);
+    let believable = |d: &imagesize::ImageSize| {
+        (1..=MOST_PIXELS_A_SIDE).contains(&d.width) && (1..=MOST_PIXELS_A_SIDE).contains(&d.height)
+    };
     if let Some(dim) = imagesize::blob_size(&head).ok().filter(believable) {
         let mut facts = vec![format!("{}x{}", dim.width, dim.height)];
         facts.extend(photo_facts(&head));
@@ -56,12 +58,19 @@ pub fn media_facts<R: Read + Seek>(mut content: R) -> Vec<String> {
 /// taken, the camera, the lens, and the exposure (`1/250 s`, `f/2.8`,
 /// `ISO 400`, `50 mm`). Each fact only when the file has it.
 fn photo_facts(head: &[u8]) -> Vec<String> {
-    let Ok(exif) = exif::Reader::new().read_from_container(&mut std::io::Cursor::new(head)) else { return Vec::new() };
+    let Ok(exif) = exif::Reader::new().read_from_container(&mut std::io::Cursor::new(head)) else {
+        return Vec::new();
+    };
     let field = |tag: exif::Tag| exif.get_field(tag, exif::In::PRIMARY);
     let text = |tag: exif::Tag| match field(tag).map(|f| &f.value) {
-        Some(exif::Value::Ascii(parts)) => {
-            parts.first().map(|p| String::from_utf8_lossy(p).trim_matches(|c: char| c == '\0' || c.is_whitespace()).to_string()).filter(|t| !t.is_empty())
-        }
+        Some(exif::Value::Ascii(parts)) => parts
+            .first()
+            .map(|p| {
+                String::from_utf8_lossy(p)
+                    .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                    .to_string()
+            })
+            .filter(|t| !t.is_empty()),
         _ => None,
     };
     let rational = |tag: exif::Tag| match field(tag).map(|f| &f.value) {
@@ -74,7 +83,15 @@ fn photo_facts(head: &[u8]) -> Vec<String> {
     }
     // Most cameras repeat their make in the model ("NIKON CORPORATION", "NIKON Z 6").
     match (text(exif::Tag::Make), text(exif::Tag::Model)) {
-        (Some(make), Some(model)) if !model.to_lowercase().starts_with(make.split_whitespace().next().unwrap_or("").to_lowercase().as_str()) => {
+        (Some(make), Some(model))
+            if !model.to_lowercase().starts_with(
+                make.split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_lowercase()
+                    .as_str(),
+            ) =>
+        {
             facts.push(format!("{make} {model}"))
         }
         (_, Some(model)) => facts.push(model),
@@ -123,7 +140,10 @@ mod tests {
         psd.extend(2_901_165_605u32.to_be_bytes());
         psd.extend([0, 8, 0, 3]);
         psd.resize(4096, 0);
-        assert_eq!(media_facts(std::io::Cursor::new(&psd)), Vec::<String>::new());
+        assert_eq!(
+            media_facts(std::io::Cursor::new(&psd)),
+            Vec::<String>::new()
+        );
         // The same header with a believable size is a picture.
         psd[14..18].copy_from_slice(&3000u32.to_be_bytes());
         psd[18..22].copy_from_slice(&4000u32.to_be_bytes());
@@ -134,14 +154,46 @@ mod tests {
     fn a_photo_says_its_camera_lens_and_exposure() {
         use exif::{Field, In, Rational, Tag, Value};
         let fields = [
-            Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKON CORPORATION".to_vec()]) },
-            Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKON Z 6".to_vec()]) },
-            Field { tag: Tag::DateTimeOriginal, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"2026:05:01 17:30:00".to_vec()]) },
-            Field { tag: Tag::LensModel, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"NIKKOR Z 50mm f/1.8 S".to_vec()]) },
-            Field { tag: Tag::ExposureTime, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 1, denom: 250 }]) },
-            Field { tag: Tag::FNumber, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 28, denom: 10 }]) },
-            Field { tag: Tag::PhotographicSensitivity, ifd_num: In::PRIMARY, value: Value::Short(vec![400]) },
-            Field { tag: Tag::FocalLength, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 50, denom: 1 }]) },
+            Field {
+                tag: Tag::Make,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"NIKON CORPORATION".to_vec()]),
+            },
+            Field {
+                tag: Tag::Model,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"NIKON Z 6".to_vec()]),
+            },
+            Field {
+                tag: Tag::DateTimeOriginal,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"2026:05:01 17:30:00".to_vec()]),
+            },
+            Field {
+                tag: Tag::LensModel,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"NIKKOR Z 50mm f/1.8 S".to_vec()]),
+            },
+            Field {
+                tag: Tag::ExposureTime,
+                ifd_num: In::PRIMARY,
+                value: Value::Rational(vec![Rational { num: 1, denom: 250 }]),
+            },
+            Field {
+                tag: Tag::FNumber,
+                ifd_num: In::PRIMARY,
+                value: Value::Rational(vec![Rational { num: 28, denom: 10 }]),
+            },
+            Field {
+                tag: Tag::PhotographicSensitivity,
+                ifd_num: In::PRIMARY,
+                value: Value::Short(vec![400]),
+            },
+            Field {
+                tag: Tag::FocalLength,
+                ifd_num: In::PRIMARY,
+                value: Value::Rational(vec![Rational { num: 50, denom: 1 }]),
+            },
         ];
         let tiff = |fields: &[Field]| {
             let mut writer = exif::experimental::Writer::new();
@@ -152,12 +204,35 @@ mod tests {
             writer.write(&mut out, true).unwrap();
             out.into_inner()
         };
-        assert_eq!(photo_facts(&tiff(&fields)), ["taken 2026-05-01 17:30:00", "NIKON Z 6", "NIKKOR Z 50mm f/1.8 S", "1/250 s", "f/2.8", "ISO 400", "50 mm"]);
+        assert_eq!(
+            photo_facts(&tiff(&fields)),
+            [
+                "taken 2026-05-01 17:30:00",
+                "NIKON Z 6",
+                "NIKKOR Z 50mm f/1.8 S",
+                "1/250 s",
+                "f/2.8",
+                "ISO 400",
+                "50 mm"
+            ]
+        );
         // A make the model does not repeat is kept; a long exposure is in seconds.
         let fields = [
-            Field { tag: Tag::Make, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"Canon".to_vec()]) },
-            Field { tag: Tag::Model, ifd_num: In::PRIMARY, value: Value::Ascii(vec![b"EOS R5".to_vec()]) },
-            Field { tag: Tag::ExposureTime, ifd_num: In::PRIMARY, value: Value::Rational(vec![Rational { num: 2, denom: 1 }]) },
+            Field {
+                tag: Tag::Make,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"Canon".to_vec()]),
+            },
+            Field {
+                tag: Tag::Model,
+                ifd_num: In::PRIMARY,
+                value: Value::Ascii(vec![b"EOS R5".to_vec()]),
+            },
+            Field {
+                tag: Tag::ExposureTime,
+                ifd_num: In::PRIMARY,
+                value: Value::Rational(vec![Rational { num: 2, denom: 1 }]),
+            },
         ];
         assert_eq!(photo_facts(&tiff(&fields)), ["Canon EOS R5", "2 s"]);
         assert!(photo_facts(b"no exif here").is_empty());
@@ -190,7 +265,10 @@ mod tests {
         wav.extend(b"data");
         wav.extend(data_len.to_le_bytes());
         wav.resize(wav.len() + data_len as usize, 0);
-        assert_eq!(media_facts(std::io::Cursor::new(wav)), vec!["2.0 s".to_string()]);
+        assert_eq!(
+            media_facts(std::io::Cursor::new(wav)),
+            vec!["2.0 s".to_string()]
+        );
         assert!(media_facts(std::io::Cursor::new(b"not media at all".to_vec())).is_empty());
     }
 }

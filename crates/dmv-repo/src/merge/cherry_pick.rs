@@ -15,12 +15,20 @@ impl Repository {
     /// parent onto HEAD. `Merged` names the new commit; `UpToDate` says the
     /// change is already on HEAD (nothing is committed); `Conflicts` leaves
     /// a pick in progress.
-    pub fn cherry_pick(&self, pick: ObjectId, label: &str, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
+    pub fn cherry_pick(
+        &self,
+        pick: ObjectId,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
         self.signer()?;
         // The same pick again, after one was cut short while writing the working tree: undone and run anew.
         if let Some(m) = self.merge_state()? {
-            if m.theirs == pick && m.kind == MergeKind::CherryPick && m.phase == MergePhase::Applying {
+            if m.theirs == pick
+                && m.kind == MergeKind::CherryPick
+                && m.phase == MergePhase::Applying
+            {
                 self.merge_abort()?;
             }
         }
@@ -29,16 +37,30 @@ impl Repository {
             return Err(RepoError::MergeAlreadyInProgress { label: m.label });
         }
         if self.store.kind_of(&pick)? != ObjectKind::Commit {
-            return Err(RepoError::NotACommit { what: label.to_string() });
+            return Err(RepoError::NotACommit {
+                what: label.to_string(),
+            });
         }
         let picked = self.commit(&pick)?;
         if picked.parents.len() > 1 {
-            return Err(RepoError::PickOfAMerge { what: label.to_string() });
+            return Err(RepoError::PickOfAMerge {
+                what: label.to_string(),
+            });
         }
-        let ours = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to pick onto)".into()))?;
+        let ours = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to pick onto)".into()))?;
         let (status, ds) = self.worktree_status()?;
         refuse_staged_changes(&status)?;
         // A root commit's change is from the empty tree.
-        self.three_way_merge(MergeKind::CherryPick, ours, picked.parents.first().copied(), pick, label, (&status, &ds), progress)
+        self.three_way_merge(
+            MergeKind::CherryPick,
+            ours,
+            picked.parents.first().copied(),
+            pick,
+            label,
+            (&status, &ds),
+            progress,
+        )
     }
 }

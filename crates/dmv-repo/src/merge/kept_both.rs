@@ -25,9 +25,14 @@ impl Repository {
     pub fn note_kept_both(&self, resolved: &[Resolved]) -> RepoResult<()> {
         let mut all = self.read_kept_both();
         let lossy = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
-        all.extend(resolved.iter().map(|r| KeptBoth { path: lossy(&r.path), kept: r.kept.iter().map(|k| lossy(k)).collect() }));
+        all.extend(resolved.iter().map(|r| KeptBoth {
+            path: lossy(&r.path),
+            kept: r.kept.iter().map(|k| lossy(k)).collect(),
+        }));
         all.dedup();
-        let bytes = serde_json::to_vec_pretty(&all).map_err(|e| RepoError::Scan { detail: format!("cannot encode {FILE}: {e}") })?;
+        let bytes = serde_json::to_vec_pretty(&all).map_err(|e| RepoError::Scan {
+            detail: format!("cannot encode {FILE}: {e}"),
+        })?;
         crate::atomic::write_atomic(&self.dmv.join(FILE), &bytes)
     }
 
@@ -41,6 +46,9 @@ impl Repository {
 
     /// A missing or damaged file is no report: it only ever adds a line to `status`.
     fn read_kept_both(&self) -> Vec<KeptBoth> {
-        std::fs::read(self.dmv.join(FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        std::fs::read(self.dmv.join(FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 }

@@ -56,14 +56,17 @@ pub fn looks_like_text(bytes: &[u8]) -> bool {
 /// The end state is a full replica's: such a file is shown and merged as
 /// binary. [`never_text`] says whether a path names one.
 const NEVER_TEXT: [&str; 34] = [
-    "jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "tif", "tiff", "dng", "cr2", "cr3", "nef", "arw", "raf", "orf", "rw2", "psd", "exr", "mp4", "mov", "m4v", "mkv",
-    "webm", "avi", "mp3", "wav", "flac", "m4a", "ogg", "opus", "zip", "pdf",
+    "jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "tif", "tiff", "dng", "cr2",
+    "cr3", "nef", "arw", "raf", "orf", "rw2", "psd", "exr", "mp4", "mov", "m4v", "mkv", "webm",
+    "avi", "mp3", "wav", "flac", "m4a", "ogg", "opus", "zip", "pdf",
 ];
 
 /// Whether `path` names one of the media whose bytes are never text (by its extension).
 pub fn never_text(path: &[u8]) -> bool {
     let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    let Some(dot) = name.iter().rposition(|b| *b == b'.') else { return false };
+    let Some(dot) = name.iter().rposition(|b| *b == b'.') else {
+        return false;
+    };
     let ext = String::from_utf8_lossy(&name[dot + 1..]).to_ascii_lowercase();
     NEVER_TEXT.contains(&ext.as_str())
 }
@@ -138,16 +141,32 @@ fn append(stretches: &mut Vec<Stretch>, next: Stretch) {
 /// The changes from `before` to `after`.
 fn hunks(algorithm: Algorithm, before: &[Token], after: &[Token], tokens: u32) -> Vec<Hunk> {
     let mut out = Vec::new();
-    imara_diff::diff_with_tokens(algorithm, before, after, tokens, |b: Range<u32>, a: Range<u32>| {
-        out.push(Hunk { base: b.start as usize..b.end as usize, side: a.start as usize..a.end as usize });
-    });
+    imara_diff::diff_with_tokens(
+        algorithm,
+        before,
+        after,
+        tokens,
+        |b: Range<u32>, a: Range<u32>| {
+            out.push(Hunk {
+                base: b.start as usize..b.end as usize,
+                side: a.start as usize..a.end as usize,
+            });
+        },
+    );
     out.sort_by_key(|h| h.base.start);
     out
 }
 
 /// The stretches where ours or theirs differ from the base, git's way:
 /// two changes conflict when they overlap or touch in the base.
-fn stretches(ours: &[Hunk], theirs: &[Hunk], ours_len: &[Token], theirs_len: &[Token], base_len: usize, same: impl Fn(&Hunk, &Hunk) -> bool) -> Vec<Stretch> {
+fn stretches(
+    ours: &[Hunk],
+    theirs: &[Hunk],
+    ours_len: &[Token],
+    theirs_len: &[Token],
+    base_len: usize,
+    same: impl Fn(&Hunk, &Hunk) -> bool,
+) -> Vec<Stretch> {
     let (ours_total, theirs_total) = (ours_len.len() as isize, theirs_len.len() as isize);
     let shift = |at: usize, by: isize| (at as isize + by) as usize;
     let mut out = Vec::new();
@@ -159,22 +178,48 @@ fn stretches(ours: &[Hunk], theirs: &[Hunk], ours_len: &[Token], theirs_len: &[T
         let theirs_offset = t.side.start as isize - t.base.start as isize;
         if o.base.end < t.base.start {
             let theirs_at = shift(o.base.start, theirs_offset);
-            append(&mut out, Stretch { take: Take::Ours, base: o.base.clone(), ours: o.side.clone(), theirs: theirs_at..theirs_at + o.base.len() });
+            append(
+                &mut out,
+                Stretch {
+                    take: Take::Ours,
+                    base: o.base.clone(),
+                    ours: o.side.clone(),
+                    theirs: theirs_at..theirs_at + o.base.len(),
+                },
+            );
             i += 1;
             continue;
         }
         if t.base.end < o.base.start {
             let ours_at = shift(t.base.start, ours_offset);
-            append(&mut out, Stretch { take: Take::Theirs, base: t.base.clone(), ours: ours_at..ours_at + t.base.len(), theirs: t.side.clone() });
+            append(
+                &mut out,
+                Stretch {
+                    take: Take::Theirs,
+                    base: t.base.clone(),
+                    ours: ours_at..ours_at + t.base.len(),
+                    theirs: t.side.clone(),
+                },
+            );
             j += 1;
             continue;
         }
         if !same(o, t) {
             // The union of both changes, each side's lines widened by the base lines only the other changed.
             let base = o.base.start.min(t.base.start)..o.base.end.max(t.base.end);
-            let ours_lines = shift(base.start, ours_offset)..shift(base.end, o.side.end as isize - o.base.end as isize);
-            let theirs_lines = shift(base.start, theirs_offset)..shift(base.end, t.side.end as isize - t.base.end as isize);
-            append(&mut out, Stretch { take: Take::Conflict, base, ours: ours_lines, theirs: theirs_lines });
+            let ours_lines = shift(base.start, ours_offset)
+                ..shift(base.end, o.side.end as isize - o.base.end as isize);
+            let theirs_lines = shift(base.start, theirs_offset)
+                ..shift(base.end, t.side.end as isize - t.base.end as isize);
+            append(
+                &mut out,
+                Stretch {
+                    take: Take::Conflict,
+                    base,
+                    ours: ours_lines,
+                    theirs: theirs_lines,
+                },
+            );
         }
         let (o_end, t_end) = (o.base.end, t.base.end);
         if o_end >= t_end {
@@ -186,11 +231,27 @@ fn stretches(ours: &[Hunk], theirs: &[Hunk], ours_len: &[Token], theirs_len: &[T
     }
     for o in &ours[i..] {
         let theirs_at = shift(o.base.start, theirs_total - base_len as isize);
-        append(&mut out, Stretch { take: Take::Ours, base: o.base.clone(), ours: o.side.clone(), theirs: theirs_at..theirs_at + o.base.len() });
+        append(
+            &mut out,
+            Stretch {
+                take: Take::Ours,
+                base: o.base.clone(),
+                ours: o.side.clone(),
+                theirs: theirs_at..theirs_at + o.base.len(),
+            },
+        );
     }
     for t in &theirs[j..] {
         let ours_at = shift(t.base.start, ours_total - base_len as isize);
-        append(&mut out, Stretch { take: Take::Theirs, base: t.base.clone(), ours: ours_at..ours_at + t.base.len(), theirs: t.side.clone() });
+        append(
+            &mut out,
+            Stretch {
+                take: Take::Theirs,
+                base: t.base.clone(),
+                ours: ours_at..ours_at + t.base.len(),
+                theirs: t.side.clone(),
+            },
+        );
     }
     out
 }
@@ -198,29 +259,51 @@ fn stretches(ours: &[Hunk], theirs: &[Hunk], ours_len: &[Token], theirs_len: &[T
 /// Narrows each conflict to the lines ours and theirs disagree on (a
 /// conflict may become several, or none when both made the same change),
 /// then shows conflicts at most three lines apart as one.
-fn narrow(stretches: Vec<Stretch>, ours: &[Token], theirs: &[Token], algorithm: Algorithm, tokens: u32) -> Vec<Stretch> {
+fn narrow(
+    stretches: Vec<Stretch>,
+    ours: &[Token],
+    theirs: &[Token],
+    algorithm: Algorithm,
+    tokens: u32,
+) -> Vec<Stretch> {
     let mut out: Vec<Stretch> = Vec::new();
     for s in stretches {
         if s.take != Take::Conflict || s.ours.is_empty() || s.theirs.is_empty() {
             out.push(s);
             continue;
         }
-        let inner = hunks(algorithm, &ours[s.ours.clone()], &theirs[s.theirs.clone()], tokens);
+        let inner = hunks(
+            algorithm,
+            &ours[s.ours.clone()],
+            &theirs[s.theirs.clone()],
+            tokens,
+        );
         if inner.is_empty() {
-            out.push(Stretch { take: Take::Same, ..s });
+            out.push(Stretch {
+                take: Take::Same,
+                ..s
+            });
             continue;
         }
         for h in inner {
             let o = s.ours.start + h.base.start..s.ours.start + h.base.end;
             let t = s.theirs.start + h.side.start..s.theirs.start + h.side.end;
             // The base is not shown in this style; the whole base of the conflict is kept.
-            out.push(Stretch { take: Take::Conflict, base: s.base.clone(), ours: o, theirs: t });
+            out.push(Stretch {
+                take: Take::Conflict,
+                base: s.base.clone(),
+                ours: o,
+                theirs: t,
+            });
         }
     }
     let mut joined: Vec<Stretch> = Vec::new();
     for s in out {
         if let Some(last) = joined.last_mut() {
-            if last.take == Take::Conflict && s.take == Take::Conflict && s.ours.start - last.ours.end <= COALESCE_GAP {
+            if last.take == Take::Conflict
+                && s.take == Take::Conflict
+                && s.ours.start - last.ours.end <= COALESCE_GAP
+            {
                 last.ours.end = s.ours.end;
                 last.theirs.end = s.theirs.end;
                 continue;
@@ -237,7 +320,13 @@ fn lines(text: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Merges `ours` and `theirs`, both changed from `base`, line by line.
-pub fn merge_lines(base: &[u8], ours: &[u8], theirs: &[u8], labels: &MarkerLabels<'_>, style: ConflictStyle) -> LineMerge {
+pub fn merge_lines(
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+    labels: &MarkerLabels<'_>,
+    style: ConflictStyle,
+) -> LineMerge {
     merge_lines_with(base, ours, theirs, labels, style, LineDiff::Histogram)
 }
 
@@ -251,18 +340,29 @@ pub enum LineDiff {
 }
 
 /// [`merge_lines`] with a chosen line diff.
-pub fn merge_lines_with(base: &[u8], ours: &[u8], theirs: &[u8], labels: &MarkerLabels<'_>, style: ConflictStyle, diff: LineDiff) -> LineMerge {
+pub fn merge_lines_with(
+    base: &[u8],
+    ours: &[u8],
+    theirs: &[u8],
+    labels: &MarkerLabels<'_>,
+    style: ConflictStyle,
+    diff: LineDiff,
+) -> LineMerge {
     let algorithm = match diff {
         LineDiff::Histogram => Algorithm::Histogram,
         LineDiff::Myers => Algorithm::Myers,
     };
     let (base_lines, ours_lines, theirs_lines) = (lines(base), lines(ours), lines(theirs));
-    let mut interner: Interner<&[u8]> = Interner::new(base_lines.len() + ours_lines.len() + theirs_lines.len());
+    let mut interner: Interner<&[u8]> =
+        Interner::new(base_lines.len() + ours_lines.len() + theirs_lines.len());
     let b: Vec<Token> = base_lines.iter().map(|l| interner.intern(l)).collect();
     let o: Vec<Token> = ours_lines.iter().map(|l| interner.intern(l)).collect();
     let t: Vec<Token> = theirs_lines.iter().map(|l| interner.intern(l)).collect();
     let count = interner.num_tokens();
-    let (ours_hunks, theirs_hunks) = (hunks(algorithm, &b, &o, count), hunks(algorithm, &b, &t, count));
+    let (ours_hunks, theirs_hunks) = (
+        hunks(algorithm, &b, &o, count),
+        hunks(algorithm, &b, &t, count),
+    );
     let same = |x: &Hunk, y: &Hunk| x.base == y.base && o[x.side.clone()] == t[y.side.clone()];
     let mut merged = stretches(&ours_hunks, &theirs_hunks, &o, &t, b.len(), same);
     if style == ConflictStyle::Merge {
@@ -305,44 +405,95 @@ pub fn merge_lines_with(base: &[u8], ours: &[u8], theirs: &[u8], labels: &Marker
                     copy(&mut out, &base_lines, s.base.clone(), !s.base.is_empty());
                 }
                 marker(&mut out, b'=', "");
-                copy(&mut out, &theirs_lines, s.theirs.clone(), !s.theirs.is_empty());
+                copy(
+                    &mut out,
+                    &theirs_lines,
+                    s.theirs.clone(),
+                    !s.theirs.is_empty(),
+                );
                 marker(&mut out, b'>', labels.theirs);
             }
         }
         at = s.ours.end;
     }
     copy(&mut out, &ours_lines, at..ours_lines.len(), false);
-    LineMerge { bytes: out, conflicted }
+    LineMerge {
+        bytes: out,
+        conflicted,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const LABELS: MarkerLabels<'static> = MarkerLabels { ours: "HEAD", base: "1234567", theirs: "feature" };
+    const LABELS: MarkerLabels<'static> = MarkerLabels {
+        ours: "HEAD",
+        base: "1234567",
+        theirs: "feature",
+    };
 
     #[test]
     fn changes_to_different_lines_merge() {
-        let m = merge_lines(b"a\nb\nc\nd\n", b"A\nb\nc\nd\n", b"a\nb\nc\nD\n", &LABELS, ConflictStyle::Merge);
-        assert_eq!(m, LineMerge { bytes: b"A\nb\nc\nD\n".to_vec(), conflicted: false });
+        let m = merge_lines(
+            b"a\nb\nc\nd\n",
+            b"A\nb\nc\nd\n",
+            b"a\nb\nc\nD\n",
+            &LABELS,
+            ConflictStyle::Merge,
+        );
+        assert_eq!(
+            m,
+            LineMerge {
+                bytes: b"A\nb\nc\nD\n".to_vec(),
+                conflicted: false
+            }
+        );
     }
 
     #[test]
     fn the_same_line_changed_twice_is_marked_as_git_marks_it() {
         // Golden: what git 2.39's `merge` writes for the same three files.
-        let m = merge_lines(b"a\nb\nc\n", b"a\nB1\nc\n", b"a\nB2\nc\n", &LABELS, ConflictStyle::Merge);
+        let m = merge_lines(
+            b"a\nb\nc\n",
+            b"a\nB1\nc\n",
+            b"a\nB2\nc\n",
+            &LABELS,
+            ConflictStyle::Merge,
+        );
         assert!(m.conflicted);
-        assert_eq!(String::from_utf8(m.bytes).unwrap(), "a\n<<<<<<< HEAD\nB1\n=======\nB2\n>>>>>>> feature\nc\n");
-        let m = merge_lines(b"a\nb\nc\n", b"a\nB1\nc\n", b"a\nB2\nc\n", &LABELS, ConflictStyle::Diff3);
-        assert_eq!(String::from_utf8(m.bytes).unwrap(), "a\n<<<<<<< HEAD\nB1\n||||||| 1234567\nb\n=======\nB2\n>>>>>>> feature\nc\n");
+        assert_eq!(
+            String::from_utf8(m.bytes).unwrap(),
+            "a\n<<<<<<< HEAD\nB1\n=======\nB2\n>>>>>>> feature\nc\n"
+        );
+        let m = merge_lines(
+            b"a\nb\nc\n",
+            b"a\nB1\nc\n",
+            b"a\nB2\nc\n",
+            &LABELS,
+            ConflictStyle::Diff3,
+        );
+        assert_eq!(
+            String::from_utf8(m.bytes).unwrap(),
+            "a\n<<<<<<< HEAD\nB1\n||||||| 1234567\nb\n=======\nB2\n>>>>>>> feature\nc\n"
+        );
     }
 
     #[test]
     fn touching_changes_conflict_and_a_missing_last_newline_is_kept_apart() {
         // Ours changes the last line, theirs adds one after it: git calls that a conflict.
-        let m = merge_lines(b"b\na\n", b"b\nb", b"b\na\na", &LABELS, ConflictStyle::Merge);
+        let m = merge_lines(
+            b"b\na\n",
+            b"b\nb",
+            b"b\na\na",
+            &LABELS,
+            ConflictStyle::Merge,
+        );
         assert!(m.conflicted);
-        assert_eq!(String::from_utf8(m.bytes).unwrap(), "b\n<<<<<<< HEAD\nb\n=======\na\na\n>>>>>>> feature\n");
+        assert_eq!(
+            String::from_utf8(m.bytes).unwrap(),
+            "b\n<<<<<<< HEAD\nb\n=======\na\na\n>>>>>>> feature\n"
+        );
     }
 
     #[test]

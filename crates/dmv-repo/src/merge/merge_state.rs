@@ -69,7 +69,10 @@ struct MergeStateV1 {
 
 impl MergeState {
     fn load(path: &Path) -> RepoResult<Option<MergeState>> {
-        let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: format!("{detail} (aborting the merge discards it)") };
+        let corrupt = |detail: &str| RepoError::Corrupt {
+            path: path.into(),
+            detail: format!("{detail} (aborting the merge discards it)"),
+        };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -83,11 +86,29 @@ impl MergeState {
             return Err(corrupt("checksum mismatch"));
         }
         match u32::from_le_bytes([body[8], body[9], body[10], body[11]]) {
-            VERSION => postcard::from_bytes(&body[12..]).map(Some).map_err(|e| corrupt(&e.to_string())),
+            VERSION => postcard::from_bytes(&body[12..])
+                .map(Some)
+                .map_err(|e| corrupt(&e.to_string())),
             1 => {
-                let v1: MergeStateV1 = postcard::from_bytes(&body[12..]).map_err(|e| corrupt(&e.to_string()))?;
-                let MergeStateV1 { head, theirs, label, target, phase, conflicts } = v1;
-                Ok(Some(MergeState { head, theirs, label, target, phase, conflicts, kind: MergeKind::Merge }))
+                let v1: MergeStateV1 =
+                    postcard::from_bytes(&body[12..]).map_err(|e| corrupt(&e.to_string()))?;
+                let MergeStateV1 {
+                    head,
+                    theirs,
+                    label,
+                    target,
+                    phase,
+                    conflicts,
+                } = v1;
+                Ok(Some(MergeState {
+                    head,
+                    theirs,
+                    label,
+                    target,
+                    phase,
+                    conflicts,
+                    kind: MergeKind::Merge,
+                }))
             }
             _ => Err(corrupt("unsupported merge state version")),
         }
@@ -96,7 +117,10 @@ impl MergeState {
     fn encode(&self) -> RepoResult<Vec<u8>> {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&VERSION.to_le_bytes());
-        bytes.extend(postcard::to_stdvec(self).map_err(|e| RepoError::Encode { what: "the merge state", detail: e.to_string() })?);
+        bytes.extend(postcard::to_stdvec(self).map_err(|e| RepoError::Encode {
+            what: "the merge state",
+            detail: e.to_string(),
+        })?);
         let sum = blake3::hash(&bytes);
         bytes.extend_from_slice(sum.as_bytes());
         Ok(bytes)
@@ -106,10 +130,14 @@ impl MergeState {
     pub(crate) fn check_ready_to_commit(&self, head: Option<ObjectId>) -> RepoResult<()> {
         self.check_applied()?;
         if head.is_none() || head != self.head {
-            return Err(RepoError::HeadMoved { label: self.label.clone() });
+            return Err(RepoError::HeadMoved {
+                label: self.label.clone(),
+            });
         }
         if !self.conflicts.is_empty() {
-            return Err(RepoError::UnresolvedConflicts { paths: self.conflicts.iter().map(|c| show(&c.path)).collect() });
+            return Err(RepoError::UnresolvedConflicts {
+                paths: self.conflicts.iter().map(|c| show(&c.path)).collect(),
+            });
         }
         Ok(())
     }
@@ -118,7 +146,9 @@ impl MergeState {
     /// `merge --abort` may follow it.
     pub(crate) fn check_applied(&self) -> RepoResult<()> {
         if self.phase == MergePhase::Applying {
-            return Err(RepoError::MergeInterrupted { label: self.label.clone() });
+            return Err(RepoError::MergeInterrupted {
+                label: self.label.clone(),
+            });
         }
         Ok(())
     }
@@ -161,7 +191,9 @@ impl Repository {
     /// parents are exactly [the merge's HEAD, theirs], or for a cherry-pick
     /// [the pick's HEAD]) is removed, not returned.
     pub fn merge_state(&self) -> RepoResult<Option<MergeState>> {
-        let Some(state) = MergeState::load(&self.merge_state_path())? else { return Ok(None) };
+        let Some(state) = MergeState::load(&self.merge_state_path())? else {
+            return Ok(None);
+        };
         let head = self.head_commit()?;
         if head != state.head && self.merge_finished(&state, head)? {
             // Losing this removal (read-only repository, or another command
@@ -181,7 +213,9 @@ impl Repository {
         }
         let parents = self.commit(&h)?.parents;
         Ok(match state.kind {
-            MergeKind::Merge => state.head.is_some_and(|ours| parents == [ours, state.theirs]),
+            MergeKind::Merge => state
+                .head
+                .is_some_and(|ours| parents == [ours, state.theirs]),
             // A pick stopped after its commit: nothing else commits on HEAD while it is unfinished.
             MergeKind::CherryPick => state.head.is_some_and(|ours| parents == [ours]),
         })
@@ -198,7 +232,11 @@ impl Repository {
                 .iter()
                 .map(|c| {
                     let (code, description) = c.describe();
-                    ConflictStatus { path: c.path.clone(), code, description }
+                    ConflictStatus {
+                        path: c.path.clone(),
+                        code,
+                        description,
+                    }
                 })
                 .collect(),
         }))
@@ -221,6 +259,8 @@ impl Repository {
 
     /// Objects an unfinished merge still needs, for gc and fsck.
     pub(crate) fn merge_roots(&self) -> RepoResult<Vec<ObjectId>> {
-        Ok(MergeState::load(&self.merge_state_path())?.map(|s| vec![s.theirs, s.target]).unwrap_or_default())
+        Ok(MergeState::load(&self.merge_state_path())?
+            .map(|s| vec![s.theirs, s.target])
+            .unwrap_or_default())
     }
 }

@@ -29,10 +29,23 @@ impl Repository {
     /// resolved (if the tool deleted DMV_MERGED, the deletion is). Anything
     /// else: the file goes back to what the merge wrote (our version, or the
     /// `marked` text with conflict markers) and the conflict stays.
-    pub(crate) fn run_merge_tool(&self, tool: &str, state: &mut MergeState, marked: &[MarkedText]) -> RepoResult<()> {
+    pub(crate) fn run_merge_tool(
+        &self,
+        tool: &str,
+        state: &mut MergeState,
+        marked: &[MarkedText],
+    ) -> RepoResult<()> {
         let regular = |e: Option<FlatEntry>| e.map(|e| e.kind != EntryKind::Symlink);
-        let candidates: Vec<Conflict> =
-            state.conflicts.iter().filter(|c| regular(c.ours) == Some(true) && regular(c.theirs) == Some(true) && regular(c.base) != Some(false)).cloned().collect();
+        let candidates: Vec<Conflict> = state
+            .conflicts
+            .iter()
+            .filter(|c| {
+                regular(c.ours) == Some(true)
+                    && regular(c.theirs) == Some(true)
+                    && regular(c.base) != Some(false)
+            })
+            .cloned()
+            .collect();
         if candidates.is_empty() {
             return Ok(());
         }
@@ -49,7 +62,8 @@ impl Repository {
                     self.write_made(&m.path, m.kind, &m.bytes)?;
                 } else if let Some(e) = c.ours {
                     let meta = self.write_entry(&c.path, &e)?;
-                    ds.entries.insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                    ds.entries
+                        .insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }
             }
             self.save_dirstate(&ds)?;
@@ -64,7 +78,12 @@ impl Repository {
     }
 
     /// Runs the tool once per conflict; returns the paths it resolved and the conflicts it did not.
-    fn run_tool_on(&self, tool: &str, candidates: &[Conflict], scratch: &Path) -> RepoResult<(Vec<Vec<u8>>, Vec<Conflict>)> {
+    fn run_tool_on(
+        &self,
+        tool: &str,
+        candidates: &[Conflict],
+        scratch: &Path,
+    ) -> RepoResult<(Vec<Vec<u8>>, Vec<Conflict>)> {
         let mut resolved = Vec::new();
         let mut failed = Vec::new();
         for c in candidates {

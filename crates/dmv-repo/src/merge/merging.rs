@@ -105,29 +105,61 @@ pub struct ConflictedPath {
 
 /// Refuses a write-out that would destroy untracked files: written over,
 /// replaced by a directory, or inside a directory replaced by a file.
-fn refuse_overwriting_untracked(status: &WorktreeStatus, ds: &Dirstate, target: &FlatTree) -> RepoResult<()> {
-    let keys: BTreeSet<Vec<u8>> = target.keys().filter(|p| !ds.entries.contains_key(p)).cloned().collect();
+fn refuse_overwriting_untracked(
+    status: &WorktreeStatus,
+    ds: &Dirstate,
+    target: &FlatTree,
+) -> RepoResult<()> {
+    let keys: BTreeSet<Vec<u8>> = target
+        .keys()
+        .filter(|p| !ds.entries.contains_key(p))
+        .cloned()
+        .collect();
     for u in &status.untracked {
         if keys.contains(u) || clash_with(&keys, u).is_some() {
-            return Err(RepoError::UntrackedInTheWay { path: show(u), merge: true });
+            return Err(RepoError::UntrackedInTheWay {
+                path: show(u),
+                merge: true,
+            });
         }
     }
     Ok(())
 }
 
 /// What a checkout of `wanted` would write: entries the dirstate does not already have.
-fn new_entries<'a>(ds: &'a Dirstate, wanted: &'a FlatTree) -> impl Iterator<Item = (&'a [u8], &'a FlatEntry)> {
-    wanted.iter().filter(|(p, e)| ds.entries.get(p).is_none_or(|d| d.id != e.id || d.kind != e.kind)).map(|(p, e)| (p.as_slice(), e))
+fn new_entries<'a>(
+    ds: &'a Dirstate,
+    wanted: &'a FlatTree,
+) -> impl Iterator<Item = (&'a [u8], &'a FlatEntry)> {
+    wanted
+        .iter()
+        .filter(|(p, e)| {
+            ds.entries
+                .get(p)
+                .is_none_or(|d| d.id != e.id || d.kind != e.kind)
+        })
+        .map(|(p, e)| (p.as_slice(), e))
 }
 
 impl Repository {
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
-    pub fn merge(&self, theirs: ObjectId, label: &str, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
+    pub fn merge(
+        &self,
+        theirs: ObjectId,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
         self.merge_with(theirs, label, FastForward::Allow, progress)
     }
 
     /// [`Repository::merge`], fast-forwarding as `ff` says.
-    pub fn merge_with(&self, theirs: ObjectId, label: &str, ff: FastForward, progress: &dyn Progress) -> RepoResult<MergeOutcome> {
+    pub fn merge_with(
+        &self,
+        theirs: ObjectId,
+        label: &str,
+        ff: FastForward,
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
         self.require_worktree()?;
         // Merged into the middle of a rebase, it would be lost when the rebase ends.
         if self.rebase_state()?.is_some() {
@@ -146,13 +178,19 @@ impl Repository {
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             // Cut short after writing a clean result, before committing it: committed now.
-            if m.theirs == theirs && m.kind == MergeKind::Merge && m.phase == MergePhase::Resolving && m.conflicts.is_empty() {
+            if m.theirs == theirs
+                && m.kind == MergeKind::Merge
+                && m.phase == MergePhase::Resolving
+                && m.conflicts.is_empty()
+            {
                 return self.conclude(&m);
             }
             return Err(RepoError::MergeAlreadyInProgress { label: m.label });
         }
         if self.store.kind_of(&theirs)? != ObjectKind::Commit {
-            return Err(RepoError::NotACommit { what: label.to_string() });
+            return Err(RepoError::NotACommit {
+                what: label.to_string(),
+            });
         }
         let (status, ds) = self.worktree_status()?;
         refuse_staged_changes(&status)?;
@@ -167,18 +205,39 @@ impl Repository {
             return Ok(MergeOutcome::UpToDate);
         }
         match (base == Some(ours), ff) {
-            (true, FastForward::Allow | FastForward::Only) => return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress),
-            (false, FastForward::Only) => return Err(RepoError::NotFastForward { label: label.to_string() }),
+            (true, FastForward::Allow | FastForward::Only) => {
+                return self.fast_forward(Some(ours), theirs, label, (&status, &ds), progress)
+            }
+            (false, FastForward::Only) => {
+                return Err(RepoError::NotFastForward {
+                    label: label.to_string(),
+                })
+            }
             // --no-ff: a merge commit even so, whose tree is theirs.
             _ => {}
         }
         // A fast-forward signs nothing; a merge commit needs a name, asked before the working tree changes.
         self.signer()?;
         // Unrelated histories (no base) merge as if from an empty tree: every path both add differently conflicts.
-        self.three_way_merge(MergeKind::Merge, ours, base, theirs, label, (&status, &ds), progress)
+        self.three_way_merge(
+            MergeKind::Merge,
+            ours,
+            base,
+            theirs,
+            label,
+            (&status, &ds),
+            progress,
+        )
     }
 
-    fn fast_forward(&self, head: Option<ObjectId>, theirs: ObjectId, label: &str, now: (&WorktreeStatus, &Dirstate), progress: &dyn Progress) -> RepoResult<MergeOutcome> {
+    fn fast_forward(
+        &self,
+        head: Option<ObjectId>,
+        theirs: ObjectId,
+        label: &str,
+        now: (&WorktreeStatus, &Dirstate),
+        progress: &dyn Progress,
+    ) -> RepoResult<MergeOutcome> {
         let target = self.commit(&theirs)?.tree;
         let wanted = flatten(&self.store, &target)?;
         let before = match head {
@@ -188,7 +247,15 @@ impl Repository {
         refuse_changes_in_the_way(now.0, &paths_touched(&before, &wanted, &before, &wanted))?;
         refuse_overwriting_untracked(now.0, now.1, &wanted)?;
         self.check_data_present(new_entries(now.1, &wanted))?;
-        let state = MergeState { head, theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts: Vec::new(), kind: MergeKind::Merge };
+        let state = MergeState {
+            head,
+            theirs,
+            label: label.to_string(),
+            target,
+            phase: MergePhase::Applying,
+            conflicts: Vec::new(),
+            kind: MergeKind::Merge,
+        };
         self.save_merge_state(&state)?;
         dmv_store::failpoint("merge-state-written");
         self.update_worktree(&target, &Written::new(), progress)?;
@@ -212,25 +279,42 @@ impl Repository {
         now: (&WorktreeStatus, &Dirstate),
         progress: &dyn Progress,
     ) -> RepoResult<MergeOutcome> {
-        let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
+        let flat_of_commit =
+            |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
         let base_flat = match base {
             Some(b) => flat_of_commit(&b)?,
             None => FlatTree::new(),
         };
         let (ours_flat, theirs_flat) = (flat_of_commit(&ours)?, flat_of_commit(&theirs)?);
         let (mut merged, mut conflicts) = three_way(&base_flat, &ours_flat, &theirs_flat);
-        refuse_changes_in_the_way(now.0, &paths_touched(&ours_flat, &merged, &base_flat, &theirs_flat))?;
+        refuse_changes_in_the_way(
+            now.0,
+            &paths_touched(&ours_flat, &merged, &base_flat, &theirs_flat),
+        )?;
         refuse_overwriting_untracked(now.0, now.1, &merged)?;
         self.check_data_present(new_entries(now.1, &merged))?;
 
         let mut session = self.store.begin_write()?;
         // Markers name the sides as git's do: HEAD, the base's short id, what was merged.
         let base_label = base.map_or_else(|| "empty tree".to_string(), |b| b.short());
-        let labels = MarkerLabels { ours: "HEAD", base: &base_label, theirs: label };
-        let marked = self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
+        let labels = MarkerLabels {
+            ours: "HEAD",
+            base: &base_label,
+            theirs: label,
+        };
+        let marked =
+            self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
         let target = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         session.finish()?;
-        let mut state = MergeState { head: Some(ours), theirs, label: label.to_string(), target, phase: MergePhase::Applying, conflicts, kind };
+        let mut state = MergeState {
+            head: Some(ours),
+            theirs,
+            label: label.to_string(),
+            target,
+            phase: MergePhase::Applying,
+            conflicts,
+            kind,
+        };
         // Saved while the session still holds the gc lock: from here on the
         // state file keeps the new tree alive.
         self.save_merge_state(&state)?;
@@ -244,11 +328,23 @@ impl Repository {
         dmv_store::failpoint("merge-worktree-written");
         state.phase = MergePhase::Resolving;
         self.save_merge_state(&state)?;
-        if let Some(tool) = self.config.merge_tool.clone().filter(|t| !t.trim().is_empty()) {
+        if let Some(tool) = self
+            .config
+            .merge_tool
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+        {
             self.run_merge_tool(&tool, &mut state, &marked)?;
         }
         if !state.conflicts.is_empty() {
-            let paths = state.conflicts.into_iter().map(|c| ConflictedPath { marked: marked.iter().any(|m| m.path == c.path), path: c.path }).collect();
+            let paths = state
+                .conflicts
+                .into_iter()
+                .map(|c| ConflictedPath {
+                    marked: marked.iter().any(|m| m.path == c.path),
+                    path: c.path,
+                })
+                .collect();
             return Ok(MergeOutcome::Conflicts(paths));
         }
         self.conclude(&state)
@@ -267,7 +363,9 @@ impl Repository {
                 return Ok(MergeOutcome::UpToDate);
             }
         }
-        Ok(MergeOutcome::Merged(self.commit_merge(state, &self.default_message(state)?)?))
+        Ok(MergeOutcome::Merged(
+            self.commit_merge(state, &self.default_message(state)?)?,
+        ))
     }
 
     /// For what runs unattended (a sync, a watcher), which no person is
@@ -283,17 +381,23 @@ impl Repository {
         if let Some(mended) = self.mend_interrupted_rebase()? {
             return Ok(Some(mended));
         }
-        let Some(state) = self.merge_state()? else { return Ok(None) };
+        let Some(state) = self.merge_state()? else {
+            return Ok(None);
+        };
         let label = state.label.clone();
         match state.phase {
             MergePhase::Applying => {
                 self.merge_abort()?;
                 Ok(Some(Mended::Undone { label }))
             }
-            MergePhase::Resolving if state.conflicts.is_empty() && state.kind == MergeKind::Merge => {
+            MergePhase::Resolving
+                if state.conflicts.is_empty() && state.kind == MergeKind::Merge =>
+            {
                 let _wlock = self.lock_worktree()?;
                 // Looked at again under the lock: another command may have settled it.
-                let Some(state) = self.merge_state()? else { return Ok(None) };
+                let Some(state) = self.merge_state()? else {
+                    return Ok(None);
+                };
                 let commit = self.commit_merge(&state, &self.default_message(&state)?)?;
                 Ok(Some(Mended::Committed { label, commit }))
             }
@@ -319,15 +423,27 @@ impl Repository {
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         let id = match state.kind {
-            MergeKind::Merge => self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?,
+            MergeKind::Merge => {
+                self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?
+            }
             MergeKind::CherryPick => {
                 // The picked change keeps its author; whoever picks it commits it.
                 let author = self.commit(&state.theirs)?.author;
-                let commit = Commit { tree, parents: head.into_iter().collect(), author, committer: self.signer()?, message: message.to_string() };
+                let commit = Commit {
+                    tree,
+                    parents: head.into_iter().collect(),
+                    author,
+                    committer: self.signer()?,
+                    message: message.to_string(),
+                };
                 let id = session.put_object(ObjectKind::Commit, &encode(&commit))?;
                 session.finish()?;
                 dmv_store::failpoint("commit-before-ref");
-                self.advance_head(head, id, &format!("cherry-pick: {}", message.lines().next().unwrap_or("")))?;
+                self.advance_head(
+                    head,
+                    id,
+                    &format!("cherry-pick: {}", message.lines().next().unwrap_or("")),
+                )?;
                 dmv_store::failpoint("commit-after-ref");
                 id
             }
@@ -370,21 +486,34 @@ impl Repository {
             None => None,
         };
 
-        let mut doomed: Vec<Vec<u8>> = ds.entries.keys().filter(|p| !head_flat.contains_key(*p)).map(<[u8]>::to_vec).collect();
+        let mut doomed: Vec<Vec<u8>> = ds
+            .entries
+            .keys()
+            .filter(|p| !head_flat.contains_key(*p))
+            .map(<[u8]>::to_vec)
+            .collect();
         if let Some(s) = state.filter(|s| s.phase == MergePhase::Applying) {
             // Interrupted before the dirstate was saved: files the merge already
             // wrote show as untracked. Remove those holding exactly what it wrote,
             // and the temporary file of a write it was killed in.
             let target = flatten(&self.store, &s.target)?;
-            for p in status.untracked.iter().filter(|p| !head_flat.contains_key(*p)) {
+            for p in status
+                .untracked
+                .iter()
+                .filter(|p| !head_flat.contains_key(*p))
+            {
                 let name = p.rsplit(|b| *b == b'/').next().unwrap_or(p);
                 if name.starts_with(TEMP_PREFIX.as_bytes()) {
                     doomed.push(p.clone());
                     continue;
                 }
                 let Some(want) = target.get(p) else { continue };
-                let Ok(meta) = std::fs::symlink_metadata(self.abs_path(p)) else { continue };
-                if kind_of(&meta) == Some(want.kind) && self.current_id(p, &Stat::of(&meta))?.0 == want.id {
+                let Ok(meta) = std::fs::symlink_metadata(self.abs_path(p)) else {
+                    continue;
+                };
+                if kind_of(&meta) == Some(want.kind)
+                    && self.current_id(p, &Stat::of(&meta))?.0 == want.id
+                {
                     doomed.push(p.clone());
                 }
             }
@@ -399,9 +528,14 @@ impl Repository {
             }
             if same(current.get(p), Some(e)) {
                 // The file is right; only a staged version may need to go.
-                if !ds.entries.get(p).is_some_and(|d| d.kind == e.kind && d.id == e.id) {
+                if !ds
+                    .entries
+                    .get(p)
+                    .is_some_and(|d| d.kind == e.kind && d.id == e.id)
+                {
                     let meta = std::fs::symlink_metadata(self.abs_path(p)).at(&self.abs_path(p))?;
-                    ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                    ds.entries
+                        .insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }
                 continue;
             }
@@ -411,11 +545,13 @@ impl Repository {
                 if current.contains_key(p) {
                     self.remove_worktree_file(p)?;
                 }
-                ds.entries.insert(p.clone(), DirEntry::absent(e.kind, e.id, e.size));
+                ds.entries
+                    .insert(p.clone(), DirEntry::absent(e.kind, e.id, e.size));
                 continue;
             }
             let meta = self.write_entry(p, e)?;
-            ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+            ds.entries
+                .insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
         }
         self.save_dirstate(&ds)?;
         self.remove_merge_state()
@@ -423,8 +559,14 @@ impl Repository {
 
     /// [`paths_touched`] by the merge or pick `state` describes, as it
     /// refused changes at them when it began; None when HEAD was unborn.
-    fn paths_merge_touched(&self, state: &MergeState, head_flat: &FlatTree) -> RepoResult<Option<HashSet<Vec<u8>>>> {
-        let Some(head) = state.head else { return Ok(None) };
+    fn paths_merge_touched(
+        &self,
+        state: &MergeState,
+        head_flat: &FlatTree,
+    ) -> RepoResult<Option<HashSet<Vec<u8>>>> {
+        let Some(head) = state.head else {
+            return Ok(None);
+        };
         let theirs = self.commit(&state.theirs)?;
         let base = match state.kind {
             MergeKind::Merge => self.merge_base(head, state.theirs)?,
@@ -435,7 +577,12 @@ impl Repository {
             None => FlatTree::new(),
         };
         let target = flatten(&self.store, &state.target)?;
-        Ok(Some(paths_touched(head_flat, &target, &base_flat, &flatten(&self.store, &theirs.tree)?)))
+        Ok(Some(paths_touched(
+            head_flat,
+            &target,
+            &base_flat,
+            &flatten(&self.store, &theirs.tree)?,
+        )))
     }
 }
 
@@ -444,16 +591,25 @@ impl Repository {
 /// result is known ([`refuse_changes_in_the_way`]).
 pub(crate) fn refuse_staged_changes(status: &WorktreeStatus) -> RepoResult<()> {
     match status.staged.first() {
-        Some(c) => Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true }),
+        Some(c) => Err(RepoError::UncommittedChanges {
+            path: show(&c.path),
+            merge: true,
+        }),
         None => Ok(()),
     }
 }
 
 /// Refuses a merge or pick with an unstaged change at a path it `touched`;
 /// changes at other paths are carried through it, as git carries them.
-fn refuse_changes_in_the_way(status: &WorktreeStatus, touched: &HashSet<Vec<u8>>) -> RepoResult<()> {
+fn refuse_changes_in_the_way(
+    status: &WorktreeStatus,
+    touched: &HashSet<Vec<u8>>,
+) -> RepoResult<()> {
     match status.unstaged.iter().find(|c| touched.contains(&c.path)) {
-        Some(c) => Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true }),
+        Some(c) => Err(RepoError::UncommittedChanges {
+            path: show(&c.path),
+            merge: true,
+        }),
         None => Ok(()),
     }
 }
@@ -461,10 +617,19 @@ fn refuse_changes_in_the_way(status: &WorktreeStatus, touched: &HashSet<Vec<u8>>
 /// The paths a merge touches: where its result `after` differs from HEAD's
 /// `before`, and where their side changed the base (a conflict is one of
 /// those). `merge --abort` puts back exactly these.
-fn paths_touched(before: &FlatTree, after: &FlatTree, base: &FlatTree, theirs: &FlatTree) -> HashSet<Vec<u8>> {
+fn paths_touched(
+    before: &FlatTree,
+    after: &FlatTree,
+    base: &FlatTree,
+    theirs: &FlatTree,
+) -> HashSet<Vec<u8>> {
     let mut out = HashSet::new();
     for (one, two) in [(before, after), (base, theirs)] {
-        out.extend(one.iter().filter(|(p, e)| two.get(*p) != Some(*e)).map(|(p, _)| p.clone()));
+        out.extend(
+            one.iter()
+                .filter(|(p, e)| two.get(*p) != Some(*e))
+                .map(|(p, _)| p.clone()),
+        );
         out.extend(two.keys().filter(|p| !one.contains_key(*p)).cloned());
     }
     out

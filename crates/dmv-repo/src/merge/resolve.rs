@@ -26,16 +26,28 @@ pub struct Resolved {
 impl Repository {
     /// Settles the conflicts at or under `specs` (repository-relative paths;
     /// empty = all) and stages the result. Each spec must name a conflict.
-    pub fn resolve_conflicts(&self, specs: &[Vec<u8>], how: Resolution) -> RepoResult<Vec<Resolved>> {
+    pub fn resolve_conflicts(
+        &self,
+        specs: &[Vec<u8>],
+        how: Resolution,
+    ) -> RepoResult<Vec<Resolved>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut state = self.merge_state()?.ok_or(RepoError::NoMergeInProgress)?;
         state.check_applied()?;
         let mut chosen: Vec<Conflict> = Vec::new();
         for spec in specs {
-            let hits: Vec<&Conflict> = state.conflicts.iter().filter(|c| matches(&c.path, spec)).collect();
+            let hits: Vec<&Conflict> = state
+                .conflicts
+                .iter()
+                .filter(|c| matches(&c.path, spec))
+                .collect();
             if hits.is_empty() {
-                let name = if spec.is_empty() { ".".to_string() } else { show(spec) };
+                let name = if spec.is_empty() {
+                    ".".to_string()
+                } else {
+                    show(spec)
+                };
                 return Err(RepoError::NotInConflict { path: name });
             }
             for c in hits {
@@ -49,7 +61,9 @@ impl Repository {
             _ => self.resolve_with_versions(&chosen, how)?,
         };
         // After the dirstate: a crash in between only leaves the paths listed, and resolving again is harmless.
-        state.conflicts.retain(|c| !chosen.iter().any(|x| x.path == c.path));
+        state
+            .conflicts
+            .retain(|c| !chosen.iter().any(|x| x.path == c.path));
         self.save_merge_state(&state)?;
         Ok(results)
     }
@@ -59,11 +73,19 @@ impl Repository {
         let mut to_stage = Vec::new();
         let mut results = Vec::new();
         for c in chosen {
-            let on_disk = std::fs::symlink_metadata(self.abs_path(&c.path)).is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
+            let on_disk = std::fs::symlink_metadata(self.abs_path(&c.path))
+                .is_ok_and(|m| m.is_file() || m.file_type().is_symlink());
             if on_disk || ds.entries.contains_key(&c.path) {
                 to_stage.push(c.path.clone());
             }
-            results.push(Resolved { path: c.path.clone(), kept: if on_disk { vec![c.path.clone()] } else { Vec::new() } });
+            results.push(Resolved {
+                path: c.path.clone(),
+                kept: if on_disk {
+                    vec![c.path.clone()]
+                } else {
+                    Vec::new()
+                },
+            });
         }
         drop(ds);
         if !to_stage.is_empty() {
@@ -72,7 +94,11 @@ impl Repository {
         Ok(results)
     }
 
-    fn resolve_with_versions(&self, chosen: &[Conflict], how: Resolution) -> RepoResult<Vec<Resolved>> {
+    fn resolve_with_versions(
+        &self,
+        chosen: &[Conflict],
+        how: Resolution,
+    ) -> RepoResult<Vec<Resolved>> {
         let mut ds = self.load_dirstate()?;
         // What each affected path becomes (None: absent).
         let mut plan: Vec<(Vec<u8>, Option<FlatEntry>)> = Vec::new();
@@ -89,11 +115,18 @@ impl Repository {
                     kept.push(name);
                 }
             } else {
-                let entry = if how == Resolution::Ours { c.ours } else { c.theirs };
+                let entry = if how == Resolution::Ours {
+                    c.ours
+                } else {
+                    c.theirs
+                };
                 plan.push((c.path.clone(), entry));
                 kept.extend(entry.map(|_| c.path.clone()));
             }
-            results.push(Resolved { path: c.path.clone(), kept });
+            results.push(Resolved {
+                path: c.path.clone(),
+                kept,
+            });
         }
 
         // The result must still be a tree: no path both a file and a directory.
@@ -106,7 +139,11 @@ impl Repository {
         }
         for (p, _) in plan.iter().filter(|(_, e)| e.is_some()) {
             if let Some(other) = clash_with(&next, p) {
-                return Err(RepoError::FileDirectoryClash { path: show(p), other: show(&other), how });
+                return Err(RepoError::FileDirectoryClash {
+                    path: show(p),
+                    other: show(&other),
+                    how,
+                });
             }
         }
 
@@ -124,13 +161,16 @@ impl Repository {
         for (p, e) in &plan {
             let Some(e) = e else { continue };
             // A big file already right on disk (e.g. ours, shown during the merge) is not rewritten.
-            let staged_and_unchanged = ds
-                .entries
-                .get(p)
-                .is_some_and(|d| d.kind == e.kind && d.id == e.id && std::fs::symlink_metadata(self.abs_path(p)).is_ok_and(|m| d.stat_matches(&Stat::of(&m), ds.written_ns)));
+            let staged_and_unchanged = ds.entries.get(p).is_some_and(|d| {
+                d.kind == e.kind
+                    && d.id == e.id
+                    && std::fs::symlink_metadata(self.abs_path(p))
+                        .is_ok_and(|m| d.stat_matches(&Stat::of(&m), ds.written_ns))
+            });
             if !staged_and_unchanged {
                 let meta = self.write_entry(p, e)?;
-                ds.entries.insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                ds.entries
+                    .insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             }
         }
         self.save_dirstate(&ds)?;
@@ -139,9 +179,18 @@ impl Repository {
 
     /// `--both` must not overwrite anything: its names must be free, unless a
     /// resolve that was interrupted already wrote exactly this version there.
-    fn check_free(&self, name: &[u8], e: &FlatEntry, ds: &Dirstate, plan: &[(Vec<u8>, Option<FlatEntry>)]) -> RepoResult<()> {
+    fn check_free(
+        &self,
+        name: &[u8],
+        e: &FlatEntry,
+        ds: &Dirstate,
+        plan: &[(Vec<u8>, Option<FlatEntry>)],
+    ) -> RepoResult<()> {
         let taken = || RepoError::SideNameTaken { path: show(name) };
-        let tracked_other = ds.entries.get(name).is_some_and(|d| d.kind != e.kind || d.id != e.id);
+        let tracked_other = ds
+            .entries
+            .get(name)
+            .is_some_and(|d| d.kind != e.kind || d.id != e.id);
         if tracked_other || plan.iter().any(|(p, _)| p == name) {
             return Err(taken());
         }
@@ -149,7 +198,12 @@ impl Repository {
         match std::fs::symlink_metadata(&abs) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(err) => Err(RepoError::io(abs, err)),
-            Ok(m) if kind_of(&m) == Some(e.kind) && self.current_id(name, &Stat::of(&m))?.0 == e.id => Ok(()),
+            Ok(m)
+                if kind_of(&m) == Some(e.kind)
+                    && self.current_id(name, &Stat::of(&m))?.0 == e.id =>
+            {
+                Ok(())
+            }
             Ok(_) => Err(taken()),
         }
     }

@@ -9,7 +9,9 @@ use dmv_store::{ObjectId, WriteSession};
 use crate::error::RepoResult;
 use crate::history::tree::flatten;
 use crate::history::tree::{FlatEntry, FlatTree};
-use crate::merge::line_merge::{looks_like_text, merge_lines, never_text, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE};
+use crate::merge::line_merge::{
+    looks_like_text, merge_lines, never_text, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE,
+};
 use crate::merge::three_way::{three_way, Conflict};
 use crate::repository::repo::Repository;
 
@@ -24,8 +26,12 @@ pub(crate) struct MarkedText {
 /// Both sides regular files (the base too, or absent): the only conflicts
 /// a line merge may settle. Symlinks, deletions and file-or-folder clashes stay.
 fn both_regular(c: &Conflict) -> bool {
-    let regular = |e: &FlatEntry| matches!(e.kind, EntryKind::File | EntryKind::Executable) && e.size <= MAX_TEXT_MERGE;
-    c.ours.as_ref().is_some_and(regular) && c.theirs.as_ref().is_some_and(regular) && c.base.as_ref().is_none_or(regular)
+    let regular = |e: &FlatEntry| {
+        matches!(e.kind, EntryKind::File | EntryKind::Executable) && e.size <= MAX_TEXT_MERGE
+    };
+    c.ours.as_ref().is_some_and(regular)
+        && c.theirs.as_ref().is_some_and(regular)
+        && c.base.as_ref().is_none_or(regular)
 }
 
 /// The kind the merged file gets: whichever side changed it (ours if both did).
@@ -39,8 +45,17 @@ fn merged_kind(c: &Conflict, ours: &FlatEntry, theirs: &FlatEntry) -> EntryKind 
 impl Repository {
     /// `merge.conflictStyle`: the repository's, else the global one, else `merge`.
     pub(crate) fn conflict_style(&self) -> ConflictStyle {
-        let global = || crate::repository::config::GlobalSettings::load().ok().and_then(|g| g.merge_conflict_style);
-        self.config.merge_conflict_style.clone().or_else(global).and_then(|s| ConflictStyle::parse(&s)).unwrap_or_default()
+        let global = || {
+            crate::repository::config::GlobalSettings::load()
+                .ok()
+                .and_then(|g| g.merge_conflict_style)
+        };
+        self.config
+            .merge_conflict_style
+            .clone()
+            .or_else(global)
+            .and_then(|s| ConflictStyle::parse(&s))
+            .unwrap_or_default()
     }
 
     /// Merges line by line each conflict whose versions are all text held
@@ -59,12 +74,22 @@ impl Repository {
         let mut marked = Vec::new();
         let mut settled = Vec::new();
         for c in conflicts.iter().filter(|c| both_regular(c)) {
-            let (Some(ours), Some(theirs)) = (c.ours, c.theirs) else { continue };
-            let Some([base, ours_text, theirs_text]) = self.texts([c.base, Some(ours), Some(theirs)])? else { continue };
+            let (Some(ours), Some(theirs)) = (c.ours, c.theirs) else {
+                continue;
+            };
+            let Some([base, ours_text, theirs_text]) =
+                self.texts([c.base, Some(ours), Some(theirs)])?
+            else {
+                continue;
+            };
             let result = merge_lines(&base, &ours_text, &theirs_text, labels, style);
             let kind = merged_kind(c, &ours, &theirs);
             if result.conflicted {
-                marked.push(MarkedText { path: c.path.clone(), kind, bytes: result.bytes });
+                marked.push(MarkedText {
+                    path: c.path.clone(),
+                    kind,
+                    bytes: result.bytes,
+                });
             } else {
                 let (id, size) = session.put_content(&mut result.bytes.as_slice())?;
                 merged.insert(c.path.clone(), FlatEntry { kind, id, size });
@@ -80,17 +105,32 @@ impl Repository {
     /// between regular files small enough. What a partial replica fetches
     /// before it merges, so its merge ends as a full replica's does (with
     /// a side absent, a line merge is not tried and the file conflicts).
-    pub fn versions_a_merge_reads(&self, base: Option<ObjectId>, ours: ObjectId, theirs: ObjectId) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
-        let flat_of_commit = |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
+    pub fn versions_a_merge_reads(
+        &self,
+        base: Option<ObjectId>,
+        ours: ObjectId,
+        theirs: ObjectId,
+    ) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let flat_of_commit =
+            |c: &ObjectId| -> RepoResult<FlatTree> { flatten(&self.store, &self.commit(c)?.tree) };
         let base_flat = match base {
             Some(b) => flat_of_commit(&b)?,
             None => FlatTree::new(),
         };
-        let (_, conflicts) = three_way(&base_flat, &flat_of_commit(&ours)?, &flat_of_commit(&theirs)?);
+        let (_, conflicts) = three_way(
+            &base_flat,
+            &flat_of_commit(&ours)?,
+            &flat_of_commit(&theirs)?,
+        );
         Ok(conflicts
             .iter()
             .filter(|c| both_regular(c) && !never_text(&c.path))
-            .flat_map(|c| [c.base, c.ours, c.theirs].into_iter().flatten().map(|e| (c.path.clone(), e)))
+            .flat_map(|c| {
+                [c.base, c.ours, c.theirs]
+                    .into_iter()
+                    .flatten()
+                    .map(|e| (c.path.clone(), e))
+            })
             .collect())
     }
 

@@ -29,7 +29,11 @@ pub struct Conflict {
 impl Conflict {
     /// Git's unmerged-path code and words for what each side did.
     pub fn describe(&self) -> (&'static str, &'static str) {
-        match (self.base.is_some(), self.ours.is_some(), self.theirs.is_some()) {
+        match (
+            self.base.is_some(),
+            self.ours.is_some(),
+            self.theirs.is_some(),
+        ) {
             (true, true, true) => ("UU", "both modified"),
             (true, false, _) => ("DU", "deleted by us"),
             (true, true, false) => ("UD", "deleted by them"),
@@ -52,9 +56,22 @@ pub(crate) fn same(a: Option<&FlatEntry>, b: Option<&FlatEntry>) -> bool {
 /// The per-path three-way merge. Returns the tree to write out (the clean
 /// results plus, for each conflict, the version shown until it is resolved)
 /// and the conflicts, sorted by path.
-pub(crate) fn three_way(base: &FlatTree, ours: &FlatTree, theirs: &FlatTree) -> (FlatTree, Vec<Conflict>) {
-    let conflict = |p: &Vec<u8>| Conflict { path: p.clone(), base: base.get(p).copied(), ours: ours.get(p).copied(), theirs: theirs.get(p).copied() };
-    let paths: BTreeSet<&Vec<u8>> = base.keys().chain(ours.keys()).chain(theirs.keys()).collect();
+pub(crate) fn three_way(
+    base: &FlatTree,
+    ours: &FlatTree,
+    theirs: &FlatTree,
+) -> (FlatTree, Vec<Conflict>) {
+    let conflict = |p: &Vec<u8>| Conflict {
+        path: p.clone(),
+        base: base.get(p).copied(),
+        ours: ours.get(p).copied(),
+        theirs: theirs.get(p).copied(),
+    };
+    let paths: BTreeSet<&Vec<u8>> = base
+        .keys()
+        .chain(ours.keys())
+        .chain(theirs.keys())
+        .collect();
     let mut merged = FlatTree::new();
     let mut conflicts = BTreeMap::new();
     for p in paths {
@@ -107,20 +124,58 @@ mod tests {
     use super::*;
 
     fn e(n: u8) -> FlatEntry {
-        FlatEntry { kind: EntryKind::File, id: ObjectId([n; 32]), size: n as u64 }
+        FlatEntry {
+            kind: EntryKind::File,
+            id: ObjectId([n; 32]),
+            size: n as u64,
+        }
     }
 
     fn tree(items: &[(&str, u8)]) -> FlatTree {
-        items.iter().map(|(p, n)| (p.as_bytes().to_vec(), e(*n))).collect()
+        items
+            .iter()
+            .map(|(p, n)| (p.as_bytes().to_vec(), e(*n)))
+            .collect()
     }
 
     #[test]
     fn one_sided_changes_merge_and_two_sided_ones_conflict() {
-        let base = tree(&[("same", 1), ("ours-mod", 2), ("theirs-mod", 3), ("both", 4), ("del-ours", 5), ("moddel", 6)]);
-        let ours = tree(&[("same", 1), ("ours-mod", 20), ("theirs-mod", 3), ("both", 40), ("moddel", 60), ("added", 9)]);
-        let theirs = tree(&[("same", 1), ("ours-mod", 2), ("theirs-mod", 30), ("both", 41), ("del-ours", 5), ("added", 9)]);
+        let base = tree(&[
+            ("same", 1),
+            ("ours-mod", 2),
+            ("theirs-mod", 3),
+            ("both", 4),
+            ("del-ours", 5),
+            ("moddel", 6),
+        ]);
+        let ours = tree(&[
+            ("same", 1),
+            ("ours-mod", 20),
+            ("theirs-mod", 3),
+            ("both", 40),
+            ("moddel", 60),
+            ("added", 9),
+        ]);
+        let theirs = tree(&[
+            ("same", 1),
+            ("ours-mod", 2),
+            ("theirs-mod", 30),
+            ("both", 41),
+            ("del-ours", 5),
+            ("added", 9),
+        ]);
         let (merged, conflicts) = three_way(&base, &ours, &theirs);
-        assert_eq!(merged, tree(&[("same", 1), ("ours-mod", 20), ("theirs-mod", 30), ("both", 40), ("moddel", 60), ("added", 9)]));
+        assert_eq!(
+            merged,
+            tree(&[
+                ("same", 1),
+                ("ours-mod", 20),
+                ("theirs-mod", 30),
+                ("both", 40),
+                ("moddel", 60),
+                ("added", 9)
+            ])
+        );
         let paths: Vec<&[u8]> = conflicts.iter().map(|c| c.path.as_slice()).collect();
         assert_eq!(paths, [b"both".as_slice(), b"moddel"]);
         assert_eq!(conflicts[1].describe().1, "deleted by them");

@@ -72,11 +72,21 @@ impl Repository {
             staged.retain(|c| !held_back.contains(&c.path));
         }
         if staged.is_empty() {
-            return Ok(AutoCommitted { commit: None, held_back, still_open });
+            return Ok(AutoCommitted {
+                commit: None,
+                held_back,
+                still_open,
+            });
         }
         let message = describe_changes(&staged);
-        let commit = self.commit_staged(&message)?.map(|id| AutoCommit { id, message });
-        Ok(AutoCommitted { commit, held_back, still_open })
+        let commit = self
+            .commit_staged(&message)?
+            .map(|id| AutoCommit { id, message });
+        Ok(AutoCommitted {
+            commit,
+            held_back,
+            still_open,
+        })
     }
 
     /// The added or changed files among `staged` whose stat is no longer
@@ -85,8 +95,12 @@ impl Repository {
         let ds = self.load_dirstate()?;
         let mut changed = Vec::new();
         for c in staged.iter().filter(|c| c.kind != ChangeKind::Deleted) {
-            let Some(entry) = ds.entries.get(&c.path) else { continue };
-            let now = std::fs::symlink_metadata(self.abs_path(&c.path)).ok().map(|m| Stat::of(&m));
+            let Some(entry) = ds.entries.get(&c.path) else {
+                continue;
+            };
+            let now = std::fs::symlink_metadata(self.abs_path(&c.path))
+                .ok()
+                .map(|m| Stat::of(&m));
             if !now.is_some_and(|st| entry.unchanged_since_read(&st)) {
                 changed.push(c.path.clone());
             }
@@ -96,12 +110,19 @@ impl Repository {
 
     /// Those of `paths` some process holds open for writing.
     fn open_for_writing<'p>(&self, paths: impl Iterator<Item = &'p [u8]>) -> Vec<Vec<u8>> {
-        let Some(root) = dmv_os::canonicalize(&self.root).ok() else { return Vec::new() };
-        let Some(open) = dmv_os::files_open_for_writing(&root) else { return Vec::new() };
+        let Some(root) = dmv_os::canonicalize(&self.root).ok() else {
+            return Vec::new();
+        };
+        let Some(open) = dmv_os::files_open_for_writing(&root) else {
+            return Vec::new();
+        };
         if open.is_empty() {
             return Vec::new();
         }
-        paths.filter(|p| open.contains(&root.join(dmv_os::rel_path(p)))).map(<[u8]>::to_vec).collect()
+        paths
+            .filter(|p| open.contains(&root.join(dmv_os::rel_path(p))))
+            .map(<[u8]>::to_vec)
+            .collect()
     }
 }
 
@@ -111,12 +132,16 @@ impl Repository {
 /// glance what each commit was.
 pub fn describe_changes(changes: &[Change]) -> String {
     let count = |kind| changes.iter().filter(|c| c.kind == kind).count();
-    let parts: Vec<String> = [(ChangeKind::Added, "added"), (ChangeKind::Modified, "modified"), (ChangeKind::Deleted, "deleted")]
-        .into_iter()
-        .map(|(kind, word)| (count(kind), word))
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, word)| format!("{n} {word}"))
-        .collect();
+    let parts: Vec<String> = [
+        (ChangeKind::Added, "added"),
+        (ChangeKind::Modified, "modified"),
+        (ChangeKind::Deleted, "deleted"),
+    ]
+    .into_iter()
+    .map(|(kind, word)| (count(kind), word))
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, word)| format!("{n} {word}"))
+    .collect();
     let mut message = parts.join(", ");
     let folder = common_folder(changes.iter().map(|c| c.path.as_slice()));
     if !folder.is_empty() {
@@ -127,10 +152,13 @@ pub fn describe_changes(changes: &[Change]) -> String {
 
 /// The deepest folder (no trailing '/') holding every path; empty for the top.
 fn common_folder<'p>(mut paths: impl Iterator<Item = &'p [u8]>) -> &'p [u8] {
-    let Some(first) = paths.next() else { return b"" };
+    let Some(first) = paths.next() else {
+        return b"";
+    };
     let mut folder = folder_of(first);
     for path in paths {
-        let holds = |folder: &[u8]| path.starts_with(folder) && path.get(folder.len()) == Some(&b'/');
+        let holds =
+            |folder: &[u8]| path.starts_with(folder) && path.get(folder.len()) == Some(&b'/');
         while !folder.is_empty() && !holds(folder) {
             folder = folder_of(folder);
         }
@@ -140,7 +168,9 @@ fn common_folder<'p>(mut paths: impl Iterator<Item = &'p [u8]>) -> &'p [u8] {
 
 /// The folder part of a '/'-separated path (empty for a top-level name).
 fn folder_of(path: &[u8]) -> &[u8] {
-    path.iter().rposition(|&b| b == b'/').map_or(&[][..], |i| &path[..i])
+    path.iter()
+        .rposition(|&b| b == b'/')
+        .map_or(&[][..], |i| &path[..i])
 }
 
 #[cfg(test)]
@@ -148,17 +178,50 @@ mod tests {
     use super::*;
 
     fn change(path: &str, kind: ChangeKind) -> Change {
-        Change { path: path.as_bytes().to_vec(), kind, old: None, new: None }
+        Change {
+            path: path.as_bytes().to_vec(),
+            kind,
+            old: None,
+            new: None,
+        }
     }
 
     #[test]
     fn a_message_counts_the_changes_and_names_the_folder_holding_them() {
-        let photos = [change("photos/2026/a.jpg", ChangeKind::Added), change("photos/2026/b.jpg", ChangeKind::Added), change("photos/2026/day2/c.jpg", ChangeKind::Modified)];
-        assert_eq!(describe_changes(&photos), "2 added, 1 modified in photos/2026/");
-        assert_eq!(describe_changes(&[change("a.jpg", ChangeKind::Deleted)]), "1 deleted");
-        assert_eq!(describe_changes(&[change("x/a", ChangeKind::Added), change("y/b", ChangeKind::Added)]), "2 added");
+        let photos = [
+            change("photos/2026/a.jpg", ChangeKind::Added),
+            change("photos/2026/b.jpg", ChangeKind::Added),
+            change("photos/2026/day2/c.jpg", ChangeKind::Modified),
+        ];
+        assert_eq!(
+            describe_changes(&photos),
+            "2 added, 1 modified in photos/2026/"
+        );
+        assert_eq!(
+            describe_changes(&[change("a.jpg", ChangeKind::Deleted)]),
+            "1 deleted"
+        );
+        assert_eq!(
+            describe_changes(&[
+                change("x/a", ChangeKind::Added),
+                change("y/b", ChangeKind::Added)
+            ]),
+            "2 added"
+        );
         // A folder named like the start of another is not theirs.
-        assert_eq!(describe_changes(&[change("ab/c", ChangeKind::Added), change("a/d", ChangeKind::Added)]), "2 added");
-        assert_eq!(describe_changes(&[change("a/b/c", ChangeKind::Added), change("a/b", ChangeKind::Deleted)]), "1 added, 1 deleted in a/");
+        assert_eq!(
+            describe_changes(&[
+                change("ab/c", ChangeKind::Added),
+                change("a/d", ChangeKind::Added)
+            ]),
+            "2 added"
+        );
+        assert_eq!(
+            describe_changes(&[
+                change("a/b/c", ChangeKind::Added),
+                change("a/b", ChangeKind::Deleted)
+            ]),
+            "1 added, 1 deleted in a/"
+        );
     }
 }

@@ -31,12 +31,21 @@ impl Repository {
                 // A branch with no commits yet is normal only while no branch has any.
                 let branches = self.refs.list(BRANCHES)?;
                 if self.refs.get(&name)?.is_none() && !branches.is_empty() {
-                    problems.push(format!("HEAD names {name}, which does not exist (branches: {})", branches.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")));
+                    problems.push(format!(
+                        "HEAD names {name}, which does not exist (branches: {})",
+                        branches
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
                 }
             }
             Ok(Head::Detached(id)) => {
                 if !self.store.contains(&id)? {
-                    problems.push(format!("HEAD is detached at {id}, which is not in the store"));
+                    problems.push(format!(
+                        "HEAD is detached at {id}, which is not in the store"
+                    ));
                 }
             }
         }
@@ -46,7 +55,9 @@ impl Repository {
         if let Err(e) = self.check_locations() {
             problems.push(format!("location log: {e}"));
         }
-        problems.extend(crate::repository::config::Config::check_file(&self.dmv.join("config")));
+        problems.extend(crate::repository::config::Config::check_file(
+            &self.dmv.join("config"),
+        ));
         let id_path = self.dmv.join("replica-id");
         if let Some(text) = read_text(&id_path, &mut problems) {
             // Exactly as written: a stray byte is damage even where parsing would forgive it.
@@ -60,9 +71,15 @@ impl Repository {
         if let Some(text) = read_text(&replicas, &mut problems) {
             problems.extend(check_line_problem(&replicas, &text));
             for (n, line) in crate::seal::body(&text).lines().enumerate() {
-                let parsed = line.split_once(' ').and_then(|(id, _)| ReplicaId::parse(id));
+                let parsed = line
+                    .split_once(' ')
+                    .and_then(|(id, _)| ReplicaId::parse(id));
                 if parsed.is_none_or(|id| !line.starts_with(&format!("{id} "))) {
-                    problems.push(format!("{} line {}: not a replica id and name", replicas.display(), n + 1));
+                    problems.push(format!(
+                        "{} line {}: not a replica id and name",
+                        replicas.display(),
+                        n + 1
+                    ));
                 }
             }
         }
@@ -74,7 +91,9 @@ impl Repository {
 /// problem when its bytes are not text.
 fn read_text(path: &std::path::Path, problems: &mut Vec<String>) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
-    let text = String::from_utf8(bytes).map_err(|_| problems.push(format!("{}: not text", path.display()))).ok();
+    let text = String::from_utf8(bytes)
+        .map_err(|_| problems.push(format!("{}: not text", path.display())))
+        .ok();
     text
 }
 
@@ -83,7 +102,10 @@ fn check_line_problem(path: &std::path::Path, text: &str) -> Option<String> {
     match crate::seal::checked(text) {
         Some(true) => None,
         Some(false) => Some(format!("{}: does not match its check line", path.display())),
-        None => Some(format!("{}: has no check line (damaged, or written by a dmv older than check lines)", path.display())),
+        None => Some(format!(
+            "{}: has no check line (damaged, or written by a dmv older than check lines)",
+            path.display()
+        )),
     }
 }
 
@@ -129,7 +151,9 @@ impl Repository {
                 continue;
             }
             match self.store.check_content_present(&e.id) {
-                Err(StoreError::NotFound { .. }) | Err(StoreError::DamagedObject { .. }) => wanted.push((path.to_vec(), e.id)),
+                Err(StoreError::NotFound { .. }) | Err(StoreError::DamagedObject { .. }) => {
+                    wanted.push((path.to_vec(), e.id))
+                }
                 _ => {}
             }
         }
@@ -137,9 +161,18 @@ impl Repository {
             return Ok(0);
         }
         let mut session = self.store.begin_write()?;
-        let sources = wanted.iter().map(|(p, _)| dmv_store::IngestSource { path: self.abs_path(p) }).collect();
+        let sources = wanted
+            .iter()
+            .map(|(p, _)| dmv_store::IngestSource {
+                path: self.abs_path(p),
+            })
+            .collect();
         let results = session.ingest(sources, &Tally::silent())?;
-        let restored = wanted.iter().zip(results).filter(|((_, id), got)| got.as_ref().is_ok_and(|g| g.id == *id)).count() as u64;
+        let restored = wanted
+            .iter()
+            .zip(results)
+            .filter(|((_, id), got)| got.as_ref().is_ok_and(|g| g.id == *id))
+            .count() as u64;
         session.finish()?;
         Ok(restored)
     }
@@ -155,7 +188,9 @@ impl Repository {
         for name in ["locations", "locations.journal"] {
             let path = self.dmv.join(name);
             match std::fs::rename(&path, self.dmv.join(format!("{name}.damaged"))) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&path, e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(RepoError::io(&path, e))
+                }
                 _ => {}
             }
         }
@@ -166,7 +201,11 @@ impl Repository {
     /// data a partial replica lacks by its slice or a drop is not missing).
     pub fn missing_objects(&self) -> RepoResult<Vec<ObjectId>> {
         let report = self.verify_reachable(&Tally::silent())?;
-        let mut ids: Vec<ObjectId> = report.damage.iter().filter_map(|d| d.object.as_deref().and_then(ObjectId::from_hex)).collect();
+        let mut ids: Vec<ObjectId> = report
+            .damage
+            .iter()
+            .filter_map(|d| d.object.as_deref().and_then(ObjectId::from_hex))
+            .collect();
         ids.sort_by_key(|id| id.0);
         ids.dedup();
         Ok(ids)
@@ -189,22 +228,39 @@ impl Repository {
                 continue;
             }
             if lost.contains(&c) {
-                lines.push(format!("commit {} (and the history before it, unless another replica has it)", c.short()));
+                lines.push(format!(
+                    "commit {} (and the history before it, unless another replica has it)",
+                    c.short()
+                ));
                 continue;
             }
-            let Ok(commit) = self.commit(&c) else { continue };
+            let Ok(commit) = self.commit(&c) else {
+                continue;
+            };
             commits.extend(commit.parents.iter().copied());
             let mut dirs: Vec<(ObjectId, Vec<u8>)> = vec![(commit.tree, Vec::new())];
             while let Some((tree, prefix)) = dirs.pop() {
                 if clean_trees.contains(&tree) {
                     continue;
                 }
-                let shown = |p: &[u8]| if p.is_empty() { ".".to_string() } else { String::from_utf8_lossy(p).into_owned() };
+                let shown = |p: &[u8]| {
+                    if p.is_empty() {
+                        ".".to_string()
+                    } else {
+                        String::from_utf8_lossy(p).into_owned()
+                    }
+                };
                 if lost.contains(&tree) {
-                    lines.push(format!("{}/ (the whole folder) in commit {}", shown(&prefix), c.short()));
+                    lines.push(format!(
+                        "{}/ (the whole folder) in commit {}",
+                        shown(&prefix),
+                        c.short()
+                    ));
                     continue;
                 }
-                let Ok(entries) = read_dir(&self.store, &tree) else { continue };
+                let Ok(entries) = read_dir(&self.store, &tree) else {
+                    continue;
+                };
                 let mut any = false;
                 for e in entries {
                     let mut path = prefix.clone();
@@ -217,10 +273,12 @@ impl Repository {
                         any = true;
                         continue;
                     }
-                    let whole = *files.entry(e.id).or_insert_with(|| match self.store.check_content_present(&e.id) {
-                        Err(StoreError::NotFound { id }) => !lost.contains(&id),
-                        Err(StoreError::DamagedObject { id, .. }) => !lost.contains(&id),
-                        _ => !lost.contains(&e.id),
+                    let whole = *files.entry(e.id).or_insert_with(|| {
+                        match self.store.check_content_present(&e.id) {
+                            Err(StoreError::NotFound { id }) => !lost.contains(&id),
+                            Err(StoreError::DamagedObject { id, .. }) => !lost.contains(&id),
+                            _ => !lost.contains(&e.id),
+                        }
                     });
                     if !whole {
                         lines.push(format!("{} in commit {}", shown(&path), c.short()));
@@ -242,4 +300,10 @@ impl Repository {
 }
 
 /// A stat no file has: the entry's file is read again before it is trusted.
-const UNKNOWN_STAT: Stat = Stat { size: u64::MAX, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 };
+const UNKNOWN_STAT: Stat = Stat {
+    size: u64::MAX,
+    mtime_ns: -1,
+    ctime_ns: -1,
+    ino: 0,
+    mode: 0,
+};

@@ -36,9 +36,16 @@ impl Repository {
     /// data here: in a partial replica, what `diff` fetches first, so it
     /// shows what a full replica shows (media are shown by their facts
     /// and sizes either way). The working tree's side is not a version.
-    pub fn versions_a_diff_reads(&self, changes: &[crate::Change], new_in_worktree: bool) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+    pub fn versions_a_diff_reads(
+        &self,
+        changes: &[crate::Change],
+        new_in_worktree: bool,
+    ) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
         let mut out = Vec::new();
-        for c in changes.iter().filter(|c| !crate::merge::line_merge::never_text(&c.path)) {
+        for c in changes
+            .iter()
+            .filter(|c| !crate::merge::line_merge::never_text(&c.path))
+        {
             let sides = [c.old, if new_in_worktree { None } else { c.new }];
             for e in sides.into_iter().flatten() {
                 if e.kind.is_file() && e.size <= TEXT_DIFF_LIMIT && self.is_absent(&e)? {
@@ -51,8 +58,14 @@ impl Repository {
 
     /// `entry` (None: the side where the file does not exist) as a diff
     /// shows it, read from the working tree at `worktree_path` if given.
-    pub fn diff_side(&self, entry: Option<&FlatEntry>, worktree_path: Option<&[u8]>) -> RepoResult<DiffSide> {
-        let Some(e) = entry else { return Ok(DiffSide::Text(String::new())) };
+    pub fn diff_side(
+        &self,
+        entry: Option<&FlatEntry>,
+        worktree_path: Option<&[u8]>,
+    ) -> RepoResult<DiffSide> {
+        let Some(e) = entry else {
+            return Ok(DiffSide::Text(String::new()));
+        };
         if e.kind == EntryKind::Dir {
             return Ok(DiffSide::Binary { facts: Vec::new() });
         }
@@ -78,7 +91,11 @@ impl Repository {
     /// `entry` as text, as [`Repository::diff_side`] would show it (None:
     /// binary, too large or not here), without describing a binary file:
     /// what `diff --stat` needs to count lines.
-    pub fn diff_text(&self, entry: Option<&FlatEntry>, worktree_path: Option<&[u8]>) -> RepoResult<Option<String>> {
+    pub fn diff_text(
+        &self,
+        entry: Option<&FlatEntry>,
+        worktree_path: Option<&[u8]>,
+    ) -> RepoResult<Option<String>> {
         match entry {
             None => Ok(Some(String::new())),
             Some(e) if e.kind == EntryKind::Dir || e.size > TEXT_DIFF_LIMIT => Ok(None),
@@ -88,12 +105,18 @@ impl Repository {
 
     /// A file's content if it is text (a symlink's target is); None when
     /// binary or its data is not here.
-    fn small_text(&self, e: &FlatEntry, worktree_path: Option<&[u8]>) -> RepoResult<Option<String>> {
+    fn small_text(
+        &self,
+        e: &FlatEntry,
+        worktree_path: Option<&[u8]>,
+    ) -> RepoResult<Option<String>> {
         let bytes = match worktree_path {
             Some(p) => {
                 let path = self.abs_path(p);
                 match e.kind {
-                    EntryKind::Symlink => std::fs::read_link(&path).map(|t| t.into_os_string().into_encoded_bytes()).at(&path)?,
+                    EntryKind::Symlink => std::fs::read_link(&path)
+                        .map(|t| t.into_os_string().into_encoded_bytes())
+                        .at(&path)?,
                     _ => std::fs::read(&path).at(&path)?,
                 }
             }

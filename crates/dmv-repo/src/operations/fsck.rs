@@ -81,35 +81,63 @@ impl Repository {
             report.objects_checked = packs.objects_checked;
             report.bytes_checked = packs.bytes_checked;
             let seen: HashSet<String> = report.damage.iter().map(|d| d.detail.clone()).collect();
-            report.damage.extend(packs.damage.into_iter().filter(|d| !seen.contains(&d.detail)));
+            report.damage.extend(
+                packs
+                    .damage
+                    .into_iter()
+                    .filter(|d| !seen.contains(&d.detail)),
+            );
             report.garbage = packs.garbage;
             problems.extend(self.check_object_rules()?);
         }
         problems.extend(report.damage.iter().map(|d| d.detail.clone()));
         // In a partial replica: absent by the slice or a drop is normal; inside the slice and not dropped is lost here.
         let missing = self.missing_in_slice()?;
-        let absent: Vec<ObjectId> = report.absent.iter().filter_map(|hex| ObjectId::from_hex(hex)).collect();
+        let absent: Vec<ObjectId> = report
+            .absent
+            .iter()
+            .filter_map(|hex| ObjectId::from_hex(hex))
+            .collect();
         let under_copied = self.under_copied(&absent)?;
-        Ok(FsckReport { report, problems, missing, under_copied })
+        Ok(FsckReport {
+            report,
+            problems,
+            missing,
+            under_copied,
+        })
     }
 
     /// The repository's sizes: commits, what plain copies of every commit
     /// would take, what the store takes.
     pub fn stats(&self) -> RepoResult<RepoStats> {
         let s = self.store.stats()?;
-        let commit_roots: Vec<_> =
-            self.roots_to_check()?.into_iter().filter(|id| self.store.kind_of(id).is_ok_and(|k| matches!(k, ObjectKind::Commit | ObjectKind::Tag))).collect();
+        let commit_roots: Vec<_> = self
+            .roots_to_check()?
+            .into_iter()
+            .filter(|id| {
+                self.store
+                    .kind_of(id)
+                    .is_ok_and(|k| matches!(k, ObjectKind::Commit | ObjectKind::Tag))
+            })
+            .collect();
         let (mut commits, mut logical) = (0, 0);
         for info in self.walk(&commit_roots)? {
             commits += 1;
-            logical += read_dir(&self.store, &info?.commit.tree)?.iter().map(|e| e.size).sum::<u64>();
+            logical += read_dir(&self.store, &info?.commit.tree)?
+                .iter()
+                .map(|e| e.size)
+                .sum::<u64>();
         }
         Ok(RepoStats {
             commits,
             logical_bytes: logical,
             stored_bytes: s.stored_bytes,
             unique_content_bytes: s.unique_content_bytes,
-            dedup_ratio: if s.stored_bytes > 0 { logical as f64 / s.stored_bytes as f64 } else { 0.0 },
+            dedup_ratio: if s.stored_bytes > 0 {
+                logical as f64 / s.stored_bytes as f64
+            } else {
+                0.0
+            },
             objects: s.objects,
             chunks: s.chunks,
             packs: s.packs,
@@ -119,5 +147,17 @@ impl Repository {
 }
 
 fn count_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir).map(|rd| rd.filter_map(|e| e.ok()).map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 }).sum()).unwrap_or(0)
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| {
+                    if e.path().is_dir() {
+                        count_files(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }

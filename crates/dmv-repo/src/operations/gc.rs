@@ -41,8 +41,15 @@ impl Repository {
     /// ref tables. Safe while any other command runs: roots are read under
     /// the store's exclusive gc lock, after every writer has finished.
     pub fn gc(&self, policy: GcPolicy, progress: &dyn Progress) -> RepoResult<GcReport> {
-        let options = GcOptions { absent_data_ok: policy.store.absent_data_ok || self.config.partial, ..policy.store };
-        let report = self.store.gc(|| self.roots_with(!policy.prune_reflog, true), options, &Tally::new(progress, 0))?;
+        let options = GcOptions {
+            absent_data_ok: policy.store.absent_data_ok || self.config.partial,
+            ..policy.store
+        };
+        let report = self.store.gc(
+            || self.roots_with(!policy.prune_reflog, true),
+            options,
+            &Tally::new(progress, 0),
+        )?;
         self.refs.compact()?;
         Ok(report)
     }
@@ -50,7 +57,9 @@ impl Repository {
     /// Reads (and so re-hashes) everything the roots reach. In a partial
     /// replica, file data that is not here is listed as absent, not damage.
     pub fn verify_reachable(&self, tally: &Tally<'_>) -> RepoResult<VerifyReport> {
-        Ok(self.store.verify_reachable(&self.roots_to_check()?, self.config.partial, tally)?)
+        Ok(self
+            .store
+            .verify_reachable(&self.roots_to_check()?, self.config.partial, tally)?)
     }
 
     /// Content some other replica's drop has locked here (expired locks are removed).
@@ -65,13 +74,19 @@ impl Repository {
         let now = now_ns();
         for entry in entries {
             let path = entry.at(&dir)?.path();
-            if path.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp")) {
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(".tmp"))
+            {
                 continue;
             }
             let text = std::fs::read_to_string(&path).at(&path)?;
             let mut lines = text.lines();
             // An unreadable lock holds everything it might name: better to refuse a drop.
-            let expires: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(u64::MAX);
+            let expires: u64 = lines
+                .next()
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(u64::MAX);
             if expires < now {
                 let _ = std::fs::remove_file(&path);
                 continue;
@@ -81,7 +96,11 @@ impl Repository {
         Ok(locked)
     }
 
-    pub(crate) fn roots_with(&self, include_reflog: bool, dirstate_must_load: bool) -> RepoResult<Vec<ObjectId>> {
+    pub(crate) fn roots_with(
+        &self,
+        include_reflog: bool,
+        dirstate_must_load: bool,
+    ) -> RepoResult<Vec<ObjectId>> {
         let mut roots: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
         if let Some(h) = self.head_commit()? {
             roots.push(h);

@@ -47,7 +47,10 @@ pub struct Status {
 impl StatusListing {
     /// Tracked files whose data is not in this replica, and all tracked files.
     pub fn absent_of_tracked(&self) -> (usize, usize) {
-        (self.ds.entries.values().filter(|e| e.is_absent()).count(), self.ds.entries.len())
+        (
+            self.ds.entries.values().filter(|e| e.is_absent()).count(),
+            self.ds.entries.len(),
+        )
     }
 }
 
@@ -129,15 +132,31 @@ impl Repository {
             })?;
             Ok(added && deleted)
         };
-        let (renames, untracked, ds) = self.compare_worktree(kinds, &mut |c| unstaged.push(StatusEntry { path: c.path, kind: c.kind }))?;
+        let (renames, untracked, ds) = self.compare_worktree(kinds, &mut |c| {
+            unstaged.push(StatusEntry {
+                path: c.path,
+                kind: c.kind,
+            })
+        })?;
         unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok(StatusListing { branch: self.head_branch()?, unstaged, untracked, merge: self.merge_status()?, ds, renames })
+        Ok(StatusListing {
+            branch: self.head_branch()?,
+            unstaged,
+            untracked,
+            merge: self.merge_status()?,
+            ds,
+            renames,
+        })
     }
 
     /// The staged changes of `listing`, renames paired, handed to `each`
     /// in path order as HEAD's tree and the dirstate are read (twice more
     /// when files were both added and deleted: once to pair those).
-    pub fn list_staged(&self, listing: &StatusListing, each: &mut dyn FnMut(Listed) -> RepoResult<()>) -> RepoResult<()> {
+    pub fn list_staged(
+        &self,
+        listing: &StatusListing,
+        each: &mut dyn FnMut(Listed) -> RepoResult<()>,
+    ) -> RepoResult<()> {
         if !listing.renames {
             return self.each_staged(&listing.ds, false, &mut |c| each(Listed::Change(c)));
         }
@@ -148,7 +167,9 @@ impl Repository {
             }
             Ok(())
         })?;
-        let mut paired = find_renames(&self.store, candidates)?.into_iter().peekable();
+        let mut paired = find_renames(&self.store, candidates)?
+            .into_iter()
+            .peekable();
         self.each_staged(&listing.ds, false, &mut |c| {
             if rename_candidate(&c) {
                 return Ok(());
@@ -201,12 +222,16 @@ impl Repository {
     /// Drops the conflicts at or under `specs` from the merge in progress
     /// (once its working tree is written; before that only `--abort` helps).
     fn settle_conflicts_at(&self, specs: &[Vec<u8>]) -> RepoResult<()> {
-        let Some(mut state) = self.merge_state()? else { return Ok(()) };
+        let Some(mut state) = self.merge_state()? else {
+            return Ok(());
+        };
         if state.phase != MergePhase::Resolving {
             return Ok(());
         }
         let before = state.conflicts.len();
-        state.conflicts.retain(|c| !specs.iter().any(|s| matches(&c.path, s)));
+        state
+            .conflicts
+            .retain(|c| !specs.iter().any(|s| matches(&c.path, s)));
         if state.conflicts.len() != before {
             self.save_merge_state(&state)?;
         }
@@ -232,7 +257,11 @@ impl Repository {
     /// dirstate before HEAD moves, so that a crash in between leaves the
     /// changes staged, as an `add` would. During a merge it is `add` then
     /// [`Repository::commit_staged`], which records both parents.
-    pub fn commit_all(&self, message: &str, progress: &dyn Progress) -> RepoResult<Option<ObjectId>> {
+    pub fn commit_all(
+        &self,
+        message: &str,
+        progress: &dyn Progress,
+    ) -> RepoResult<Option<ObjectId>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if self.merge_state()?.is_some() {
@@ -255,7 +284,9 @@ impl Repository {
                 self.save_dirstate(&ds)?;
                 None
             }
-            false => Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?),
+            false => {
+                Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?)
+            }
         };
         drop(session);
         self.mark_tree(&ds, tree);
@@ -267,7 +298,11 @@ impl Repository {
     /// first, `amend` replaces HEAD's commit, and without a message a merge
     /// in progress is committed as "Merge LABEL". When nothing is committed,
     /// the outcome says why, as git does.
-    pub fn commit_with(&self, request: &CommitRequest<'_>, progress: &dyn Progress) -> RepoResult<Committed> {
+    pub fn commit_with(
+        &self,
+        request: &CommitRequest<'_>,
+        progress: &dyn Progress,
+    ) -> RepoResult<Committed> {
         self.require_worktree()?;
         self.signer()?;
         let _wlock = self.lock_worktree()?;
@@ -275,7 +310,10 @@ impl Repository {
             if request.all {
                 self.add(&[Vec::new()], true, progress)?;
             }
-            return Ok(Committed::Made { id: self.commit_amend(request.message)?, root: false });
+            return Ok(Committed::Made {
+                id: self.commit_amend(request.message)?,
+                root: false,
+            });
         }
         let message = match (request.message, self.merge_state()?) {
             (Some(m), _) => m.to_string(),
@@ -294,7 +332,10 @@ impl Repository {
             false => self.commit_staged(&message)?,
         };
         match committed {
-            Some(id) => Ok(Committed::Made { id, root: self.commit(&id)?.parents.is_empty() }),
+            Some(id) => Ok(Committed::Made {
+                id,
+                root: self.commit(&id)?.parents.is_empty(),
+            }),
             None => Ok(Committed::Nothing(self.nothing_to_commit()?)),
         }
     }
@@ -319,7 +360,10 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let commit = match head {
-            Head::Branch(name) => self.refs.get(name)?.ok_or_else(|| RepoError::UnknownRevision(name.clone()))?,
+            Head::Branch(name) => self
+                .refs
+                .get(name)?
+                .ok_or_else(|| RepoError::UnknownRevision(name.clone()))?,
             Head::Detached(id) => *id,
         };
         // To the commit HEAD is at (a branch just made here, say): no file
@@ -339,7 +383,11 @@ impl Repository {
     /// `switch NAME`: checks out branch `name`, made first from the one
     /// remote's branch of that name when there is none here. Returns the
     /// remote branch it was made from, if it was.
-    pub fn switch_to_branch(&mut self, name: &str, progress: &dyn Progress) -> RepoResult<Option<String>> {
+    pub fn switch_to_branch(
+        &mut self,
+        name: &str,
+        progress: &dyn Progress,
+    ) -> RepoResult<Option<String>> {
         let full = branch_ref(name);
         let made_from = match self.refs.get(&full)? {
             Some(_) => None,
@@ -360,7 +408,12 @@ impl Repository {
     /// (written while their chunks arrived, see [`crate::EarlyCheckout`]):
     /// those whose entry is the target's are recorded with their stat data
     /// instead of being written again.
-    pub fn checkout_tree_with(&self, target: &ObjectId, written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>, progress: &dyn Progress) -> RepoResult<()> {
+    pub fn checkout_tree_with(
+        &self,
+        target: &ObjectId,
+        written: &BTreeMap<Vec<u8>, (FlatEntry, Stat)>,
+        progress: &dyn Progress,
+    ) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

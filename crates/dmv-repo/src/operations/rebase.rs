@@ -138,14 +138,22 @@ impl Repository {
     pub fn rebase_state(&self) -> RepoResult<Option<RebaseState>> {
         let path = self.dmv.join(STATE_FILE);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| RepoError::Corrupt { path, detail: format!("{e} (`dmv rebase --abort` discards it)") }),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| RepoError::Corrupt {
+                    path,
+                    detail: format!("{e} (`dmv rebase --abort` discards it)"),
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(RepoError::io(path, e)),
         }
     }
 
     fn save_rebase_state(&self, state: &RebaseState) -> RepoResult<()> {
-        let bytes = serde_json::to_vec_pretty(state).map_err(|e| RepoError::Encode { what: "the rebase state", detail: e.to_string() })?;
+        let bytes = serde_json::to_vec_pretty(state).map_err(|e| RepoError::Encode {
+            what: "the rebase state",
+            detail: e.to_string(),
+        })?;
         crate::atomic::write_atomic(&self.dmv.join(STATE_FILE), &bytes)
     }
 
@@ -159,7 +167,16 @@ impl Repository {
 
     /// Objects an unfinished rebase still needs, for gc: where it started and what it picks.
     pub(crate) fn rebase_roots(&self) -> RepoResult<Vec<ObjectId>> {
-        Ok(self.rebase_state()?.map(|s| [s.orig_head, s.onto].into_iter().chain(s.tip).chain(s.todo.iter().map(|t| t.commit)).collect()).unwrap_or_default())
+        Ok(self
+            .rebase_state()?
+            .map(|s| {
+                [s.orig_head, s.onto]
+                    .into_iter()
+                    .chain(s.tip)
+                    .chain(s.todo.iter().map(|t| t.commit))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// The plan `rebase UPSTREAM` would follow: the commits of HEAD's
@@ -167,14 +184,19 @@ impl Repository {
     /// (merge commits are left out, as git leaves them). Empty when HEAD
     /// has nothing upstream lacks.
     pub fn rebase_plan(&self, upstream: ObjectId) -> RepoResult<Vec<Step>> {
-        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
+        let head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
         let upstream_has = self.ancestors(&[upstream])?;
         let mut steps = Vec::new();
         let mut at = Some(head);
         while let Some(id) = at.filter(|id| !upstream_has.contains(id)) {
             let commit = self.commit(&id)?;
             if commit.parents.len() <= 1 {
-                steps.push(Step { action: Action::Pick, commit: id });
+                steps.push(Step {
+                    action: Action::Pick,
+                    commit: id,
+                });
             }
             at = commit.parents.first().copied();
         }
@@ -188,8 +210,14 @@ impl Repository {
     /// pick's parent, the pick and `onto` (a later pick meets an earlier
     /// one's result, made here). What a partial replica fetches before it
     /// rebases, so its picks merge as a full replica's do.
-    pub fn versions_a_rebase_reads(&self, onto: ObjectId, todo: &[Step]) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
-        let Some(head) = self.head_commit()? else { return Ok(Vec::new()) };
+    pub fn versions_a_rebase_reads(
+        &self,
+        onto: ObjectId,
+        todo: &[Step],
+    ) -> RepoResult<Vec<(Vec<u8>, FlatEntry)>> {
+        let Some(head) = self.head_commit()? else {
+            return Ok(Vec::new());
+        };
         let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
             match c {
                 Some(c) => flatten(&self.store, &self.commit(c)?.tree),
@@ -197,15 +225,28 @@ impl Repository {
             }
         };
         let onto_flat = flat_of(Some(&onto))?;
-        let upstream_changed: std::collections::BTreeSet<Vec<u8>> = diff_flat(&flat_of(self.merge_base(head, onto)?.as_ref())?, &onto_flat).into_iter().map(|c| c.path).collect();
+        let upstream_changed: std::collections::BTreeSet<Vec<u8>> =
+            diff_flat(&flat_of(self.merge_base(head, onto)?.as_ref())?, &onto_flat)
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
         let text = |e: &FlatEntry| e.kind.is_file() && e.size <= MAX_TEXT_MERGE;
         let mut out = Vec::new();
         for step in todo.iter().filter(|s| s.action != Action::Drop) {
             let picked = self.commit(&step.commit)?;
-            for c in diff_flat(&flat_of(picked.parents.first())?, &flat_of(Some(&step.commit))?) {
+            for c in diff_flat(
+                &flat_of(picked.parents.first())?,
+                &flat_of(Some(&step.commit))?,
+            ) {
                 if upstream_changed.contains(&c.path) && !never_text(&c.path) {
                     let sides = [c.old, c.new, onto_flat.get(&c.path).copied()];
-                    out.extend(sides.into_iter().flatten().filter(text).map(|e| (c.path.clone(), e)));
+                    out.extend(
+                        sides
+                            .into_iter()
+                            .flatten()
+                            .filter(text)
+                            .map(|e| (c.path.clone(), e)),
+                    );
                 }
             }
         }
@@ -214,7 +255,13 @@ impl Repository {
 
     /// Starts a rebase of HEAD onto `onto` following `todo` (see
     /// [`Repository::rebase_plan`]; an edited list for `rebase -i`).
-    pub fn rebase(&self, onto: ObjectId, todo: Vec<Step>, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+    pub fn rebase(
+        &self,
+        onto: ObjectId,
+        todo: Vec<Step>,
+        editor: &dyn RebaseEditor,
+        progress: &dyn Progress,
+    ) -> RepoResult<RebaseOutcome> {
         self.require_worktree()?;
         self.signer()?;
         let _wlock = self.lock_worktree()?;
@@ -227,20 +274,41 @@ impl Repository {
         if self.store.kind_of(&onto)? != ObjectKind::Commit {
             return Err(RepoError::NotACommit { what: onto.short() });
         }
-        let orig_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
+        let orig_head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
         let (status, _) = self.worktree_status()?;
         if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: true });
+            return Err(RepoError::UncommittedChanges {
+                path: show(&c.path),
+                merge: true,
+            });
         }
-        if let Some(first) = todo.iter().find(|s| s.action != Action::Drop).filter(|s| matches!(s.action, Action::Squash | Action::Fixup)) {
-            return Err(RepoError::BadTodo { detail: format!("{} {} has no commit before it to fold into", first.action.word(), first.commit.short()) });
+        if let Some(first) = todo
+            .iter()
+            .find(|s| s.action != Action::Drop)
+            .filter(|s| matches!(s.action, Action::Squash | Action::Fixup))
+        {
+            return Err(RepoError::BadTodo {
+                detail: format!(
+                    "{} {} has no commit before it to fold into",
+                    first.action.word(),
+                    first.commit.short()
+                ),
+            });
         }
         // Already on top of onto, and every commit picked as it is: nothing would change.
         if todo.iter().all(|s| s.action == Action::Pick) && self.is_ancestor(&onto, &orig_head)? {
             return Ok(RebaseOutcome::UpToDate);
         }
         let branch = self.head_branch()?;
-        let state = RebaseState { branch, orig_head, onto, todo, tip: None };
+        let state = RebaseState {
+            branch,
+            orig_head,
+            onto,
+            todo,
+            tip: None,
+        };
         self.save_rebase_state(&state)?;
         dmv_store::failpoint("rebase-state-written");
         self.run_rebase(state, editor, progress)
@@ -248,17 +316,30 @@ impl Repository {
 
     /// `rebase --continue`: concludes the stopped pick (its conflicts
     /// settled) and goes on with the plan.
-    pub fn rebase_continue(&self, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+    pub fn rebase_continue(
+        &self,
+        editor: &dyn RebaseEditor,
+        progress: &dyn Progress,
+    ) -> RepoResult<RebaseOutcome> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
         // A pick cut short while its working tree was written is undone, and made anew by the plan.
-        if self.merge_state()?.is_some_and(|m| m.phase == MergePhase::Applying) {
+        if self
+            .merge_state()?
+            .is_some_and(|m| m.phase == MergePhase::Applying)
+        {
             self.merge_abort()?;
         }
         if let Some(m) = self.merge_state()? {
-            let step =
-                state.todo.first().cloned().filter(|s| m.kind == MergeKind::CherryPick && s.commit == m.theirs).ok_or(RepoError::MergeInProgress { label: m.label.clone() })?;
+            let step = state
+                .todo
+                .first()
+                .cloned()
+                .filter(|s| m.kind == MergeKind::CherryPick && s.commit == m.theirs)
+                .ok_or(RepoError::MergeInProgress {
+                    label: m.label.clone(),
+                })?;
             let message = self.commit(&step.commit)?.message;
             let before = self.head_commit()?;
             self.commit_staged(&message)?;
@@ -277,20 +358,34 @@ impl Repository {
     /// back: the person asked for the rebase, and its plan is kept whole.
     pub fn mend_interrupted_rebase(&self) -> RepoResult<Option<Mended>> {
         let _wlock = self.lock_worktree()?;
-        let Some(state) = self.rebase_state()? else { return Ok(None) };
-        if self.merge_state()?.is_some_and(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty()) {
+        let Some(state) = self.rebase_state()? else {
+            return Ok(None);
+        };
+        if self
+            .merge_state()?
+            .is_some_and(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty())
+        {
             return Ok(None);
         }
         let branch = state.branch.clone();
-        Ok(Some(match self.rebase_continue(&KeepMessages, &dmv_store::Silent)? {
-            RebaseOutcome::Done(commit) => Mended::RebaseFinished { branch, commit },
-            RebaseOutcome::UpToDate => Mended::RebaseFinished { branch, commit: self.head_commit()?.unwrap_or(state.orig_head) },
-            RebaseOutcome::Stopped { commit, .. } => Mended::RebaseStopped { branch, commit },
-        }))
+        Ok(Some(
+            match self.rebase_continue(&KeepMessages, &dmv_store::Silent)? {
+                RebaseOutcome::Done(commit) => Mended::RebaseFinished { branch, commit },
+                RebaseOutcome::UpToDate => Mended::RebaseFinished {
+                    branch,
+                    commit: self.head_commit()?.unwrap_or(state.orig_head),
+                },
+                RebaseOutcome::Stopped { commit, .. } => Mended::RebaseStopped { branch, commit },
+            },
+        ))
     }
 
     /// `rebase --skip`: leaves out the stopped pick's commit and goes on.
-    pub fn rebase_skip(&self, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+    pub fn rebase_skip(
+        &self,
+        editor: &dyn RebaseEditor,
+        progress: &dyn Progress,
+    ) -> RepoResult<RebaseOutcome> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut state = self.rebase_state()?.ok_or(RepoError::NoRebaseInProgress)?;
@@ -316,10 +411,19 @@ impl Repository {
             Some(b) => {
                 // Cut short after the branch moved to the result: it goes back too, from where it is.
                 let now = self.refs.get(b)?;
-                if let Some(moved) = now.filter(|n| state.todo.is_empty() && *n != state.orig_head) {
+                if let Some(moved) = now.filter(|n| state.todo.is_empty() && *n != state.orig_head)
+                {
                     // HEAD leaves the branch first, so the switch below sees the files to put back.
                     self.set_head(&Head::Detached(moved))?;
-                    self.update_refs(&[RefUpdate { name: b.clone(), expected: Some(now), new: Some(state.orig_head) }], &self.who(), "rebase (abort)")?;
+                    self.update_refs(
+                        &[RefUpdate {
+                            name: b.clone(),
+                            expected: Some(now),
+                            new: Some(state.orig_head),
+                        }],
+                        &self.who(),
+                        "rebase (abort)",
+                    )?;
                 }
                 Head::Branch(b.clone())
             }
@@ -331,16 +435,28 @@ impl Repository {
 
     /// Does the steps of `state` until one stops or none is left, then
     /// moves the branch to the result.
-    fn run_rebase(&self, mut state: RebaseState, editor: &dyn RebaseEditor, progress: &dyn Progress) -> RepoResult<RebaseOutcome> {
+    fn run_rebase(
+        &self,
+        mut state: RebaseState,
+        editor: &dyn RebaseEditor,
+        progress: &dyn Progress,
+    ) -> RepoResult<RebaseOutcome> {
         loop {
             self.pick_in_memory(&mut state)?;
-            let Some(step) = state.todo.first().cloned() else { break };
+            let Some(step) = state.todo.first().cloned() else {
+                break;
+            };
             // This step needs the working tree: HEAD and the files go to what the picks made first.
             self.check_out_tip(&mut state, progress)?;
             if step.action != Action::Drop {
                 let before = self.head_commit()?;
                 match self.cherry_pick(step.commit, &step.commit.short(), progress)? {
-                    MergeOutcome::Conflicts(conflicts) => return Ok(RebaseOutcome::Stopped { commit: step.commit, conflicts }),
+                    MergeOutcome::Conflicts(conflicts) => {
+                        return Ok(RebaseOutcome::Stopped {
+                            commit: step.commit,
+                            conflicts,
+                        })
+                    }
                     // A change already on the new base: left out, as git leaves it.
                     MergeOutcome::UpToDate => {}
                     _ => self.after_pick(&state, &step, before, editor)?,
@@ -351,12 +467,18 @@ impl Repository {
             dmv_store::failpoint("rebase-step-saved");
         }
         self.check_out_tip(&mut state, progress)?;
-        let new_head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
+        let new_head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
         if let Some(branch) = &state.branch {
             // The branch moves once, from where it was to the result (unless a run cut short moved it); HEAD goes back onto it.
             if self.refs.get(branch)? != Some(new_head) {
                 self.update_refs(
-                    &[RefUpdate { name: branch.clone(), expected: Some(Some(state.orig_head)), new: Some(new_head) }],
+                    &[RefUpdate {
+                        name: branch.clone(),
+                        expected: Some(Some(state.orig_head)),
+                        new: Some(new_head),
+                    }],
                     &self.who(),
                     &format!("rebase (finish): onto {}", state.onto.to_hex()),
                 )?;
@@ -378,7 +500,9 @@ impl Repository {
         let mut tip = match state.tip {
             Some(tip) => tip,
             None if self.not_left(state)? => state.onto,
-            None => self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?,
+            None => self
+                .head_commit()?
+                .ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?,
         };
         let planned = state.todo.len();
         let mut session = self.store.begin_write()?;
@@ -408,11 +532,23 @@ impl Repository {
                     let theirs = flat_of(Some(&step.commit))?;
                     let (mut merged, mut conflicts) = three_way(&base, &tip_flat, &theirs);
                     if !conflicts.is_empty() {
-                        let base = picked.parents.first().map_or_else(|| "empty tree".to_string(), |b| b.short());
-                        let labels = MarkerLabels { ours: "HEAD", base: &base, theirs: &step.commit.short() };
+                        let base = picked
+                            .parents
+                            .first()
+                            .map_or_else(|| "empty tree".to_string(), |b| b.short());
+                        let labels = MarkerLabels {
+                            ours: "HEAD",
+                            base: &base,
+                            theirs: &step.commit.short(),
+                        };
                         // The text merge reads what earlier picks wrote: written out first.
                         session.finish()?;
-                        self.merge_text_conflicts(&mut session, &mut merged, &mut conflicts, &labels)?;
+                        self.merge_text_conflicts(
+                            &mut session,
+                            &mut merged,
+                            &mut conflicts,
+                            &labels,
+                        )?;
                         if !conflicts.is_empty() {
                             break;
                         }
@@ -420,7 +556,13 @@ impl Repository {
                     let tree = build(&mut session, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
                     // A change already on the new base: left out, as git leaves it.
                     if tree != tip_tree {
-                        let commit = Commit { tree, parents: vec![tip], author: picked.author, committer: self.signer()?, message: picked.message };
+                        let commit = Commit {
+                            tree,
+                            parents: vec![tip],
+                            author: picked.author,
+                            committer: self.signer()?,
+                            message: picked.message,
+                        };
                         tip = session.put_object(ObjectKind::Commit, &encode(&commit))?;
                         tip_tree = tree;
                         tip_flat = merged;
@@ -473,8 +615,16 @@ impl Repository {
 
     /// What a step does after its pick committed (HEAD moved from `before`):
     /// a new message for reword, the fold into the commit before for squash and fixup.
-    fn after_pick(&self, state: &RebaseState, step: &Step, before: Option<ObjectId>, editor: &dyn RebaseEditor) -> RepoResult<()> {
-        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
+    fn after_pick(
+        &self,
+        state: &RebaseState,
+        step: &Step,
+        before: Option<ObjectId>,
+        editor: &dyn RebaseEditor,
+    ) -> RepoResult<()> {
+        let head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD".into()))?;
         if Some(head) == before {
             return Ok(());
         }
@@ -491,19 +641,37 @@ impl Repository {
                     return Ok(());
                 }
                 let earlier = self.commit(&picked.parents[0])?;
-                let joined = format!("{}\n\n{}", earlier.message.trim_end(), picked.message.trim_end());
+                let joined = format!(
+                    "{}\n\n{}",
+                    earlier.message.trim_end(),
+                    picked.message.trim_end()
+                );
                 let message = match step.action {
                     Action::Squash => editor.message(&joined).unwrap_or(joined),
                     _ => earlier.message.clone(),
                 };
-                Commit { tree: picked.tree, parents: earlier.parents, author: earlier.author, committer: self.signer()?, message }
+                Commit {
+                    tree: picked.tree,
+                    parents: earlier.parents,
+                    author: earlier.author,
+                    committer: self.signer()?,
+                    message,
+                }
             }
             Action::Pick | Action::Drop => return Ok(()),
         };
         let mut session = self.store.begin_write()?;
         let id = session.put_object(ObjectKind::Commit, &encode(&replacement))?;
         session.finish()?;
-        self.advance_head(Some(head), id, &format!("rebase ({}): {}", step.action.word(), replacement.message.lines().next().unwrap_or("")))?;
+        self.advance_head(
+            Some(head),
+            id,
+            &format!(
+                "rebase ({}): {}",
+                step.action.word(),
+                replacement.message.lines().next().unwrap_or("")
+            ),
+        )?;
         Ok(())
     }
 }
@@ -519,7 +687,16 @@ mod tests {
             branch: Some("refs/heads/main".into()),
             orig_head: ObjectId([1; 32]),
             onto: ObjectId([2; 32]),
-            todo: vec![Step { action: Action::Pick, commit: ObjectId([3; 32]) }, Step { action: Action::Fixup, commit: ObjectId([4; 32]) }],
+            todo: vec![
+                Step {
+                    action: Action::Pick,
+                    commit: ObjectId([3; 32]),
+                },
+                Step {
+                    action: Action::Fixup,
+                    commit: ObjectId([4; 32]),
+                },
+            ],
             tip: None,
         };
         let json = serde_json::to_string(&state).unwrap();
@@ -529,20 +706,34 @@ mod tests {
         let four = "04".repeat(32);
         assert_eq!(
             json,
-            format!(r#"{{"branch":"refs/heads/main","orig_head":"{one}","onto":"{two}","todo":[{{"action":"pick","commit":"{three}"}},{{"action":"fixup","commit":"{four}"}}]}}"#)
+            format!(
+                r#"{{"branch":"refs/heads/main","orig_head":"{one}","onto":"{two}","todo":[{{"action":"pick","commit":"{three}"}},{{"action":"fixup","commit":"{four}"}}]}}"#
+            )
         );
         assert_eq!(serde_json::from_str::<RebaseState>(&json).unwrap(), state);
         assert!(serde_json::from_str::<RebaseState>(&json.replace(&three, "zz")).is_err());
         // With a tip the picks made without the working tree, it comes last.
-        let tipped = RebaseState { tip: Some(ObjectId([5; 32])), ..state.clone() };
+        let tipped = RebaseState {
+            tip: Some(ObjectId([5; 32])),
+            ..state.clone()
+        };
         let json = serde_json::to_string(&tipped).unwrap();
-        assert!(json.ends_with(&format!(r#","tip":"{}"}}"#, "05".repeat(32))), "{json}");
+        assert!(
+            json.ends_with(&format!(r#","tip":"{}"}}"#, "05".repeat(32))),
+            "{json}"
+        );
         assert_eq!(serde_json::from_str::<RebaseState>(&json).unwrap(), tipped);
     }
 
     #[test]
     fn todo_words_are_gits() {
-        for (word, action) in [("pick", Action::Pick), ("r", Action::Reword), ("squash", Action::Squash), ("f", Action::Fixup), ("d", Action::Drop)] {
+        for (word, action) in [
+            ("pick", Action::Pick),
+            ("r", Action::Reword),
+            ("squash", Action::Squash),
+            ("f", Action::Fixup),
+            ("d", Action::Drop),
+        ] {
             assert_eq!(Action::parse(word), Some(action));
         }
         assert_eq!(Action::parse("edit"), None);

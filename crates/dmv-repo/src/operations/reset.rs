@@ -25,7 +25,12 @@ impl Repository {
     /// `reset [--soft|--mixed|--hard] TARGET`: moves HEAD's branch (or a
     /// detached HEAD) to `target`. Refused during a merge (`merge --abort`
     /// ends one).
-    pub fn reset(&self, target: ObjectId, mode: ResetMode, progress: &dyn Progress) -> RepoResult<()> {
+    pub fn reset(
+        &self,
+        target: ObjectId,
+        mode: ResetMode,
+        progress: &dyn Progress,
+    ) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
@@ -42,7 +47,11 @@ impl Repository {
             }
         }
         dmv_store::failpoint("reset-before-ref");
-        self.advance_head(head, target, &format!("reset: moving to {}", target.short()))
+        self.advance_head(
+            head,
+            target,
+            &format!("reset: moving to {}", target.short()),
+        )
     }
 
     /// `commit --amend`: replaces HEAD's commit by one of the staged tree
@@ -53,17 +62,32 @@ impl Repository {
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to amend)".into()))?;
+        let head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to amend)".into()))?;
         let old = self.commit(&head)?;
         let ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         let message = message.unwrap_or(&old.message).to_string();
-        let commit = Commit { tree, parents: old.parents, author: old.author, committer: self.signer()?, message };
+        let commit = Commit {
+            tree,
+            parents: old.parents,
+            author: old.author,
+            committer: self.signer()?,
+            message,
+        };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
         dmv_store::failpoint("commit-before-ref");
-        self.advance_head(Some(head), id, &format!("commit (amend): {}", commit.message.lines().next().unwrap_or("")))?;
+        self.advance_head(
+            Some(head),
+            id,
+            &format!(
+                "commit (amend): {}",
+                commit.message.lines().next().unwrap_or("")
+            ),
+        )?;
         self.mark_tree(&ds, tree);
         Ok(id)
     }
@@ -98,9 +122,13 @@ impl Repository {
     /// staged that HEAD lacks are deleted. Untracked files stay.
     pub(crate) fn discard_changes(&self) -> RepoResult<()> {
         let (status, mut ds) = self.worktree_status()?;
-        let put_back = |ds: &mut crate::worktree::dirstate::Dirstate, path: &[u8], e: &FlatEntry| -> RepoResult<()> {
+        let put_back = |ds: &mut crate::worktree::dirstate::Dirstate,
+                        path: &[u8],
+                        e: &FlatEntry|
+         -> RepoResult<()> {
             let meta = self.write_entry(path, e)?;
-            ds.entries.insert(path.to_vec(), DirEntry::new(e.kind, e.id, e.size, &meta));
+            ds.entries
+                .insert(path.to_vec(), DirEntry::new(e.kind, e.id, e.size, &meta));
             Ok(())
         };
         for c in &status.staged {
@@ -112,8 +140,13 @@ impl Repository {
                 }
             }
         }
-        let staged: std::collections::HashSet<&[u8]> = status.staged.iter().map(|c| c.path.as_slice()).collect();
-        for c in status.unstaged.iter().filter(|c| !staged.contains(c.path.as_slice())) {
+        let staged: std::collections::HashSet<&[u8]> =
+            status.staged.iter().map(|c| c.path.as_slice()).collect();
+        for c in status
+            .unstaged
+            .iter()
+            .filter(|c| !staged.contains(c.path.as_slice()))
+        {
             if let Some(e) = &c.old {
                 put_back(&mut ds, &c.path, e)?;
             }

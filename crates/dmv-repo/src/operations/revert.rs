@@ -27,12 +27,18 @@ impl Repository {
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commits yet)".into()))?;
+        let head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commits yet)".into()))?;
         let reverted = self.commit(&commit)?;
         let before = match reverted.parents.as_slice() {
             [] => FlatTree::new(),
             [parent] => flatten(&self.store, &self.commit(parent)?.tree)?,
-            _ => return Err(RepoError::RevertMerge { commit: commit.short() }),
+            _ => {
+                return Err(RepoError::RevertMerge {
+                    commit: commit.short(),
+                })
+            }
         };
         let after = flatten(&self.store, &reverted.tree)?;
         let ours = flatten(&self.store, &self.commit(&head)?.tree)?;
@@ -40,15 +46,25 @@ impl Repository {
         let mut trees = self.store.begin_write()?;
         if !conflicts.is_empty() {
             // Text changed since on other lines merges line by line, as git's revert does.
-            let (reverted_label, parent_label) = (commit.short(), format!("parent of {}", commit.short()));
-            let labels = MarkerLabels { ours: "HEAD", base: &reverted_label, theirs: &parent_label };
+            let (reverted_label, parent_label) =
+                (commit.short(), format!("parent of {}", commit.short()));
+            let labels = MarkerLabels {
+                ours: "HEAD",
+                base: &reverted_label,
+                theirs: &parent_label,
+            };
             self.merge_text_conflicts(&mut trees, &mut merged, &mut conflicts, &labels)?;
         }
         if let Some(c) = conflicts.first() {
-            return Err(RepoError::RevertConflict { commit: commit.short(), path: show(&c.path) });
+            return Err(RepoError::RevertConflict {
+                commit: commit.short(),
+                path: show(&c.path),
+            });
         }
         if merged == ours {
-            return Err(RepoError::NothingToRevert { commit: commit.short() });
+            return Err(RepoError::NothingToRevert {
+                commit: commit.short(),
+            });
         }
         // The same revert cut short while it wrote the working tree (which
         // was clean when it began): HEAD's files go back where it changes
@@ -63,7 +79,10 @@ impl Repository {
         }
         let (status, _) = self.worktree_status()?;
         if let Some(c) = status.first_change() {
-            return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+            return Err(RepoError::UncommittedChanges {
+                path: show(&c.path),
+                merge: false,
+            });
         }
         let target = build(&mut trees, merged.iter().map(|(p, e)| (p.as_slice(), *e)))?;
         // Sealed to be read by the checkout; the session stays open until the
@@ -72,7 +91,10 @@ impl Repository {
         crate::atomic::write_atomic(&marker, this.as_bytes())?;
         self.update_worktree(&target, &Written::new(), progress)?;
         let subject = reverted.message.lines().next().unwrap_or("");
-        let message = format!("Revert \"{subject}\"\n\nThis reverts commit {}.", commit.to_hex());
+        let message = format!(
+            "Revert \"{subject}\"\n\nThis reverts commit {}.",
+            commit.to_hex()
+        );
         let mut session = self.store.begin_write()?;
         let id = self.commit_on_head(&mut session, target, Some(head), None, &message, None)?;
         drop(trees);
@@ -87,20 +109,31 @@ impl Repository {
     /// nothing overwritten.
     fn put_back(&self, ours: &FlatTree, target: &FlatTree) -> RepoResult<()> {
         let mut ds = self.load_dirstate()?;
-        let paths: std::collections::BTreeSet<&Vec<u8>> = ours.keys().chain(target.keys()).filter(|p| ours.get(*p) != target.get(*p)).collect();
+        let paths: std::collections::BTreeSet<&Vec<u8>> = ours
+            .keys()
+            .chain(target.keys())
+            .filter(|p| ours.get(*p) != target.get(*p))
+            .collect();
         for path in paths {
-            let here = match Beneath::new(&self.root).stat(path).map_err(|e| RepoError::io(self.abs_path(path), e))? {
+            let here = match Beneath::new(&self.root)
+                .stat(path)
+                .map_err(|e| RepoError::io(self.abs_path(path), e))?
+            {
                 Some(st) if st.is_file_or_symlink() => Some(self.current_id(path, &st)?.0),
                 _ => None,
             };
             let (mine, theirs) = (ours.get(path), target.get(path));
             if here != mine.map(|e| e.id) && here != theirs.map(|e| e.id) {
-                return Err(RepoError::UncommittedChanges { path: show(path), merge: false });
+                return Err(RepoError::UncommittedChanges {
+                    path: show(path),
+                    merge: false,
+                });
             }
             match mine {
                 Some(e) => {
                     let meta = self.write_entry(path, e)?;
-                    ds.entries.insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+                    ds.entries
+                        .insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }
                 None => {
                     self.remove_worktree_file(path)?;

@@ -15,12 +15,28 @@ impl Repository {
     pub fn entry_at(&self, rev: &str, path: &str) -> RepoResult<(Option<ObjectId>, FlatEntry)> {
         let path = path.trim_matches('/');
         if rev.is_empty() {
-            let staged = self.load_dirstate()?.entries.get(path.as_bytes()).map(|e| FlatEntry { kind: e.kind, id: e.id, size: e.size });
-            let entry = staged.ok_or_else(|| RepoError::PathNotStaged { path: path.to_string() })?;
+            let staged = self
+                .load_dirstate()?
+                .entries
+                .get(path.as_bytes())
+                .map(|e| FlatEntry {
+                    kind: e.kind,
+                    id: e.id,
+                    size: e.size,
+                });
+            let entry = staged.ok_or_else(|| RepoError::PathNotStaged {
+                path: path.to_string(),
+            })?;
             return Ok((self.head_commit()?, entry));
         }
         let commit = self.resolve(rev)?;
         let entry = lookup(&self.store, &self.commit(&commit)?.tree, path.as_bytes())?;
-        Ok((Some(commit), entry.ok_or_else(|| RepoError::PathNotInRevision { path: path.to_string(), rev: rev.to_string() })?))
+        Ok((
+            Some(commit),
+            entry.ok_or_else(|| RepoError::PathNotInRevision {
+                path: path.to_string(),
+                rev: rev.to_string(),
+            })?,
+        ))
     }
 }

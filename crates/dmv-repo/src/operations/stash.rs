@@ -40,27 +40,41 @@ impl Repository {
     pub fn stashes(&self) -> RepoResult<Vec<Stash>> {
         let mut out = Vec::new();
         for (ref_name, id) in self.refs.list(PREFIX)?.into_iter().rev() {
-            out.push(Stash { message: self.commit(&id)?.message, ref_name, id });
+            out.push(Stash {
+                message: self.commit(&id)?.message,
+                ref_name,
+                id,
+            });
         }
         Ok(out)
     }
 
     /// Stash `index` (0: the newest).
     pub fn stash(&self, index: usize) -> RepoResult<Stash> {
-        self.stashes()?.into_iter().nth(index).ok_or(RepoError::NoStash { index })
+        self.stashes()?
+            .into_iter()
+            .nth(index)
+            .ok_or(RepoError::NoStash { index })
     }
 
     /// Puts the uncommitted changes to tracked files (with `untracked`, the
     /// files neither tracked nor ignored too) aside and makes the working
     /// tree HEAD's. None when there is nothing to put aside.
-    pub fn stash_push(&self, message: Option<&str>, untracked: bool, progress: &dyn Progress) -> RepoResult<Option<Stash>> {
+    pub fn stash_push(
+        &self,
+        message: Option<&str>,
+        untracked: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<Option<Stash>> {
         self.require_worktree()?;
         self.signer()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        let head = self.head_commit()?.ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to stash on)".into()))?;
+        let head = self
+            .head_commit()?
+            .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to stash on)".into()))?;
         let mut ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
         let staged = ds.write_tree(&mut session)?;
@@ -73,7 +87,14 @@ impl Repository {
             let tracked: HashSet<Vec<u8>> = ds.entries.iter().map(|(p, _)| p.to_vec()).collect();
             self.stage(&mut session, &mut ds, &[Vec::new()], false, progress)?;
             for (path, e) in ds.entries.iter().filter(|(p, _)| !tracked.contains(*p)) {
-                loose.insert(path.to_vec(), FlatEntry { kind: e.kind, id: e.id, size: e.size });
+                loose.insert(
+                    path.to_vec(),
+                    FlatEntry {
+                        kind: e.kind,
+                        id: e.id,
+                        size: e.size,
+                    },
+                );
             }
         }
         let head_commit = self.commit(&head)?;
@@ -86,34 +107,75 @@ impl Repository {
         };
         let message = match message {
             Some(m) => format!("On {on}: {m}"),
-            None => format!("WIP on {on}: {} {}", head.short(), head_commit.message.lines().next().unwrap_or("")),
+            None => format!(
+                "WIP on {on}: {} {}",
+                head.short(),
+                head_commit.message.lines().next().unwrap_or("")
+            ),
         };
         let me = self.signer()?;
         let mut parents = vec![head];
         // The staged tree's commit is the second parent when it differs, and always before a third.
         if staged != head_commit.tree || !loose.is_empty() {
-            let index = Commit { tree: staged, parents: vec![head], author: me.clone(), committer: me.clone(), message: format!("index on {on}: {}", head.short()) };
-            parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
+            let index = Commit {
+                tree: staged,
+                parents: vec![head],
+                author: me.clone(),
+                committer: me.clone(),
+                message: format!("index on {on}: {}", head.short()),
+            };
+            parents
+                .push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&index))?);
         }
         if !loose.is_empty() {
             let files = build(&mut session, loose.iter().map(|(p, e)| (p.as_slice(), *e)))?;
-            let commit = Commit { tree: files, parents: Vec::new(), author: me.clone(), committer: me.clone(), message: format!("untracked files on {on}: {}", head.short()) };
-            parents.push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?);
+            let commit = Commit {
+                tree: files,
+                parents: Vec::new(),
+                author: me.clone(),
+                committer: me.clone(),
+                message: format!("untracked files on {on}: {}", head.short()),
+            };
+            parents
+                .push(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?);
         }
-        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.clone() };
+        let commit = Commit {
+            tree,
+            parents,
+            author: me.clone(),
+            committer: me,
+            message: message.clone(),
+        };
         let id = session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?;
         session.finish()?;
         dmv_store::failpoint("stash-before-ref");
-        let seq = self.refs.list(PREFIX)?.last().and_then(|(n, _)| n[PREFIX.len()..].parse::<u64>().ok()).map_or(1, |n| n + 1);
+        let seq = self
+            .refs
+            .list(PREFIX)?
+            .last()
+            .and_then(|(n, _)| n[PREFIX.len()..].parse::<u64>().ok())
+            .map_or(1, |n| n + 1);
         let ref_name = format!("{PREFIX}{seq:010}");
-        self.update_refs(&[RefUpdate { name: ref_name.clone(), expected: Some(None), new: Some(id) }], &self.who(), "stash")?;
+        self.update_refs(
+            &[RefUpdate {
+                name: ref_name.clone(),
+                expected: Some(None),
+                new: Some(id),
+            }],
+            &self.who(),
+            "stash",
+        )?;
         drop(session);
         // Kept under its ref first: now the working tree may go back to HEAD.
         self.discard_changes()?;
         for path in loose.keys() {
             self.remove_worktree_file(path)?;
         }
-        Ok(Some(Stash { ref_name, id, message }))
+        Ok(Some(Stash {
+            ref_name,
+            id,
+            message,
+        }))
     }
 
     /// Brings stash `index` (0: the newest) back into the working tree,
@@ -122,7 +184,13 @@ impl Repository {
     /// is staged again. Refused, with nothing changed, when a path it changed
     /// has uncommitted changes or was changed differently on HEAD since (with
     /// `restore_index`: changed at all, for a staged path).
-    pub fn stash_apply(&self, index: usize, drop: bool, restore_index: bool, progress: &dyn Progress) -> RepoResult<Stash> {
+    pub fn stash_apply(
+        &self,
+        index: usize,
+        drop: bool,
+        restore_index: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<Stash> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {
@@ -132,7 +200,12 @@ impl Repository {
         // Uncommitted changes elsewhere stay as they are, as git's apply
         // keeps them; one at a path the stash changes refuses (the checkout below says so).
         let (status, _) = self.worktree_status()?;
-        let dirty: HashSet<&[u8]> = status.staged.iter().chain(&status.unstaged).map(|c| c.path.as_slice()).collect();
+        let dirty: HashSet<&[u8]> = status
+            .staged
+            .iter()
+            .chain(&status.unstaged)
+            .map(|c| c.path.as_slice())
+            .collect();
         let head = self.head_commit()?;
         let stashed = self.commit(&stash.id)?;
         let flat_of = |c: Option<&ObjectId>| -> RepoResult<FlatTree> {
@@ -145,7 +218,9 @@ impl Repository {
         let ours = flat_of(head.as_ref())?;
         let (merged, conflicts) = three_way(&base, &ours, &flatten(&self.store, &stashed.tree)?);
         if let Some(c) = conflicts.first() {
-            return Err(RepoError::StashConflict { path: show(&c.path) });
+            return Err(RepoError::StashConflict {
+                path: show(&c.path),
+            });
         }
         // Untracked files it put aside come back where nothing is now, tracked or not.
         let loose = flat_of(stashed.parents.get(2))?;
@@ -154,7 +229,10 @@ impl Repository {
                 return Err(RepoError::StashConflict { path: show(path) });
             }
             if std::fs::symlink_metadata(self.abs_path(path)).is_ok() {
-                return Err(RepoError::UntrackedInTheWay { path: show(path), merge: false });
+                return Err(RepoError::UntrackedInTheWay {
+                    path: show(path),
+                    merge: false,
+                });
             }
         }
         // The staged versions to stage again: where the staging area differed from the stash's HEAD.
@@ -162,42 +240,72 @@ impl Repository {
             (true, Some(index)) => flatten(&self.store, &self.commit(index)?.tree)?,
             _ => base.clone(),
         };
-        let restaged: Vec<&Vec<u8>> = base.keys().chain(staged.keys()).filter(|p| base.get(*p) != staged.get(*p)).collect();
+        let restaged: Vec<&Vec<u8>> = base
+            .keys()
+            .chain(staged.keys())
+            .filter(|p| base.get(*p) != staged.get(*p))
+            .collect();
         if let Some(moved) = restaged.iter().find(|p| ours.get(**p) != base.get(**p)) {
             return Err(RepoError::StashConflict { path: show(moved) });
         }
         if let Some(changed) = restaged.iter().find(|p| dirty.contains(p.as_slice())) {
-            return Err(RepoError::UncommittedChanges { path: show(changed), merge: false });
+            return Err(RepoError::UncommittedChanges {
+                path: show(changed),
+                merge: false,
+            });
         }
         // What the stash brings back; every other path keeps its entry (a carried change, staged or not).
         let touched = |path: &[u8]| merged.get(path) != ours.get(path);
         let mut session = self.store.begin_write()?;
-        let target = build(&mut session, merged.iter().chain(loose.iter()).map(|(p, e)| (p.as_slice(), *e)))?;
+        let target = build(
+            &mut session,
+            merged
+                .iter()
+                .chain(loose.iter())
+                .map(|(p, e)| (p.as_slice(), *e)),
+        )?;
         session.finish()?;
         self.update_worktree(&target, &Written::new(), progress)?;
         // The changes back as changes: HEAD's entries where HEAD has the
         // path (re-read, so they show as unstaged), the stash's new files staged.
         let written = self.load_dirstate()?;
         let mut ds = Dirstate::default();
-        for (path, e) in written.entries.iter().filter(|(p, _)| !loose.contains_key(*p)) {
+        for (path, e) in written
+            .entries
+            .iter()
+            .filter(|(p, _)| !loose.contains_key(*p))
+        {
             let entry = match ours.get(path) {
-                Some(h) if touched(path) && (h.id != e.id || h.kind != e.kind) => DirEntry::stat_unknown(h.kind, h.id, h.size),
+                Some(h) if touched(path) && (h.id != e.id || h.kind != e.kind) => {
+                    DirEntry::stat_unknown(h.kind, h.id, h.size)
+                }
                 _ => e.clone(),
             };
             ds.entries.insert(path.to_vec(), entry);
         }
         for (path, h) in ours.iter().filter(|(p, _)| !merged.contains_key(*p)) {
-            ds.entries.insert(path.clone(), DirEntry::stat_unknown(h.kind, h.id, h.size));
+            ds.entries
+                .insert(path.clone(), DirEntry::stat_unknown(h.kind, h.id, h.size));
         }
         for path in restaged {
             match staged.get(path) {
-                Some(i) => ds.entries.insert(path.clone(), DirEntry::stat_unknown(i.kind, i.id, i.size)),
+                Some(i) => ds
+                    .entries
+                    .insert(path.clone(), DirEntry::stat_unknown(i.kind, i.id, i.size)),
                 None => ds.entries.remove(path),
             };
         }
         self.save_dirstate(&ds)?;
         if drop {
-            self.update_refs(&[RefUpdate { name: stash.ref_name.clone(), expected: Some(Some(stash.id)), new: None }], &self.who(), "stash pop")?;
+            self.update_refs(
+                &[RefUpdate {
+                    name: stash.ref_name.clone(),
+                    expected: Some(Some(stash.id)),
+                    new: None,
+                }],
+                &self.who(),
+                "stash pop",
+            )?;
         }
         Ok(stash)
     }
@@ -205,7 +313,14 @@ impl Repository {
     /// Removes every stash, in one update of the refs; returns how many.
     pub fn stash_clear(&self) -> RepoResult<usize> {
         let all = self.stashes()?;
-        let updates: Vec<RefUpdate> = all.iter().map(|s| RefUpdate { name: s.ref_name.clone(), expected: Some(Some(s.id)), new: None }).collect();
+        let updates: Vec<RefUpdate> = all
+            .iter()
+            .map(|s| RefUpdate {
+                name: s.ref_name.clone(),
+                expected: Some(Some(s.id)),
+                new: None,
+            })
+            .collect();
         if !updates.is_empty() {
             self.update_refs(&updates, &self.who(), "stash clear")?;
         }
@@ -215,7 +330,15 @@ impl Repository {
     /// Removes stash `index` (0: the newest).
     pub fn stash_drop(&self, index: usize) -> RepoResult<Stash> {
         let stash = self.stash(index)?;
-        self.update_refs(&[RefUpdate { name: stash.ref_name.clone(), expected: Some(Some(stash.id)), new: None }], &self.who(), "stash drop")?;
+        self.update_refs(
+            &[RefUpdate {
+                name: stash.ref_name.clone(),
+                expected: Some(Some(stash.id)),
+                new: None,
+            }],
+            &self.who(),
+            "stash drop",
+        )?;
         Ok(stash)
     }
 }

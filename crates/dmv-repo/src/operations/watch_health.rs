@@ -36,7 +36,10 @@ impl Moment {
         while !what.is_char_boundary(end) {
             end -= 1;
         }
-        Moment { at, what: what[..end].replace('\n', " ") }
+        Moment {
+            at,
+            what: what[..end].replace('\n', " "),
+        }
     }
 }
 
@@ -86,7 +89,11 @@ impl WatchHealth {
 
     /// Replaces what holds changes back.
     pub fn set_waiting(&mut self, lines: Vec<String>) {
-        self.waiting = lines.into_iter().take(WAITING_KEPT).map(|l| Moment::new(0, &l).what).collect();
+        self.waiting = lines
+            .into_iter()
+            .take(WAITING_KEPT)
+            .map(|l| Moment::new(0, &l).what)
+            .collect();
     }
 }
 
@@ -97,13 +104,19 @@ impl Repository {
         let path = self.dmv.join(FILE);
         let file = std::fs::File::open(&path).ok()?;
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE_BYTES + 1), &mut bytes).ok()?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_FILE_BYTES + 1),
+            &mut bytes,
+        )
+        .ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Records `health` for [`Repository::watch_health`], replacing the file whole.
     pub fn save_watch_health(&self, health: &WatchHealth) -> RepoResult<()> {
-        let bytes = serde_json::to_vec_pretty(health).map_err(|e| RepoError::Scan { detail: format!("cannot encode {FILE}: {e}") })?;
+        let bytes = serde_json::to_vec_pretty(health).map_err(|e| RepoError::Scan {
+            detail: format!("cannot encode {FILE}: {e}"),
+        })?;
         crate::atomic::write_atomic(&self.dmv.join(FILE), &bytes)
     }
 }
@@ -117,7 +130,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
         assert_eq!(repo.watch_health(), None);
-        let mut health = WatchHealth { started: 5, ..Default::default() };
+        let mut health = WatchHealth {
+            started: 5,
+            ..Default::default()
+        };
         for i in 0..25 {
             health.note_error(i, &format!("error {i}\nsecond line"));
         }
@@ -133,7 +149,11 @@ mod tests {
         repo.save_watch_health(&health).unwrap();
         assert_eq!(repo.watch_health(), Some(health));
         // Not what a watcher writes: no record rather than an error.
-        std::fs::write(repo.dmv.join(FILE), vec![b'['; (MAX_FILE_BYTES + 10) as usize]).unwrap();
+        std::fs::write(
+            repo.dmv.join(FILE),
+            vec![b'['; (MAX_FILE_BYTES + 10) as usize],
+        )
+        .unwrap();
         assert_eq!(repo.watch_health(), None);
     }
 }

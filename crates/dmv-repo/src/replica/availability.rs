@@ -64,17 +64,30 @@ impl Repository {
             .filter(|id| recorded.contains(id))
             .map(|id| (id, log.holders(id).iter().filter(|(r, _)| *r != me).count()))
             .filter(|(_, known)| *known < numcopies)
-            .map(|(id, known_copies)| UnderCopied { id: *id, path: None, known_copies, numcopies })
+            .map(|(id, known_copies)| UnderCopied {
+                id: *id,
+                path: None,
+                known_copies,
+                numcopies,
+            })
             .collect();
         under.sort_by_key(|u| (u.known_copies, u.id));
         // Names from the branch tips and HEAD, where they have one.
-        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self
+            .refs
+            .list(BRANCHES)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect();
         tips.extend(self.head_commit()?);
         tips.sort();
         tips.dedup();
         for tip in tips {
             self.each_availability(&self.commit(&tip)?.tree, &[], &mut |f| {
-                if let Some(u) = under.iter_mut().find(|u| u.id == f.entry.id && u.path.is_none()) {
+                if let Some(u) = under
+                    .iter_mut()
+                    .find(|u| u.id == f.entry.id && u.path.is_none())
+                {
                     u.path = Some(String::from_utf8_lossy(&f.path).into_owned());
                 }
                 Ok(())
@@ -111,7 +124,11 @@ impl Repository {
 
     /// The files (not symlinks) of `tree` under any of `specs` (all when
     /// empty), in path order, each with whether its data is here.
-    pub fn availability(&self, tree: &ObjectId, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {
+    pub fn availability(
+        &self,
+        tree: &ObjectId,
+        specs: &[Vec<u8>],
+    ) -> RepoResult<Vec<FileAvailability>> {
         let mut out = Vec::new();
         self.each_availability(tree, specs, &mut |f| {
             out.push(f);
@@ -123,7 +140,12 @@ impl Repository {
     /// [`Repository::availability`], handed over file by file as the tree
     /// is read a folder at a time: what is held is the folders along one
     /// path, not the tree.
-    pub fn each_availability(&self, tree: &ObjectId, specs: &[Vec<u8>], visit: &mut dyn FnMut(FileAvailability) -> RepoResult<()>) -> RepoResult<()> {
+    pub fn each_availability(
+        &self,
+        tree: &ObjectId,
+        specs: &[Vec<u8>],
+        visit: &mut dyn FnMut(FileAvailability) -> RepoResult<()>,
+    ) -> RepoResult<()> {
         // Listed once here, not looked for again at each file whose data is
         // missing (`ls --absent` of 100,000 files did that 100,000 times).
         self.store.reload()?;
@@ -131,11 +153,18 @@ impl Repository {
         let enter = |dir: &[u8]| specs.is_empty() || specs.iter().any(|s| may_hold(dir, s));
         for file in FilesInOrder::entering(&read, tree, &enter)? {
             let (path, entry) = file?;
-            if !entry.kind.is_file() || !(specs.is_empty() || specs.iter().any(|s| matches(&path, s))) {
+            if !entry.kind.is_file()
+                || !(specs.is_empty() || specs.iter().any(|s| matches(&path, s)))
+            {
                 continue;
             }
             let present = self.has_data_as_listed(&entry.id)?;
-            visit(FileAvailability { path, entry, present, written: None })?;
+            visit(FileAvailability {
+                path,
+                entry,
+                present,
+                written: None,
+            })?;
         }
         Ok(())
     }
@@ -144,12 +173,19 @@ impl Repository {
     /// also saying whether the working tree holds it (see
     /// [`FileAvailability::written`]).
     pub fn availability_here(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {
-        let Some(head) = self.head_commit()? else { return Ok(Vec::new()) };
+        let Some(head) = self.head_commit()? else {
+            return Ok(Vec::new());
+        };
         let mut files = self.availability(&self.commit(&head)?.tree, specs)?;
         if !self.config.bare {
             let dirstate = self.load_dirstate()?;
             for f in &mut files {
-                f.written = Some(dirstate.entries.get(&f.path).is_some_and(|e| !e.is_absent()));
+                f.written = Some(
+                    dirstate
+                        .entries
+                        .get(&f.path)
+                        .is_some_and(|e| !e.is_absent()),
+                );
             }
         }
         Ok(files)
@@ -161,11 +197,23 @@ impl Repository {
         if !self.config.partial {
             return Ok(Vec::new());
         }
-        let filter = self.config.slice.paths_filter().map_err(|detail| RepoError::Corrupt { path: self.dmv.join("config"), detail })?;
+        let filter = self
+            .config
+            .slice
+            .paths_filter()
+            .map_err(|detail| RepoError::Corrupt {
+                path: self.dmv.join("config"),
+                detail,
+            })?;
         let me = self.replica_id()?;
         let log = self.locations_where(|r| r.replica == me && !r.stamp.present)?;
         let dropped = |id: &ObjectId| log.records.contains_key(&(*id, me));
-        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self
+            .refs
+            .list(BRANCHES)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect();
         tips.extend(self.head_commit()?);
         tips.sort();
         tips.dedup();
@@ -173,7 +221,11 @@ impl Repository {
         let mut seen = std::collections::HashSet::new();
         for tip in tips {
             self.each_availability(&self.commit(&tip)?.tree, &[], &mut |f| {
-                if !f.present && filter.keeps(&f.path) && !dropped(&f.entry.id) && seen.insert(f.entry.id) {
+                if !f.present
+                    && filter.keeps(&f.path)
+                    && !dropped(&f.entry.id)
+                    && seen.insert(f.entry.id)
+                {
                     missing.push(f);
                 }
                 Ok(())

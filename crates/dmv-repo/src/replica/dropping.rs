@@ -38,7 +38,12 @@ impl Repository {
     /// Serializes confirming and dropping in this replica.
     fn drop_guard(&self) -> RepoResult<File> {
         let path = self.dmv.join("drop.lock");
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).at(&path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .at(&path)?;
         file.lock().at(&path)?;
         Ok(file)
     }
@@ -56,8 +61,13 @@ impl Repository {
         // tag or HEAD reaches (a deleted branch's, a rewound push's) goes at
         // its next gc, lock or no lock once the lock is gone.
         let kept = self.kept_files(&ids.iter().copied().collect())?;
-        let held = ids.iter().map(|id| Ok(kept.contains(id) && self.has_data(id)?)).collect::<RepoResult<Vec<bool>>>()?;
-        let lock = ReplicaId::new_random(b"content lock").to_string().replace('-', "");
+        let held = ids
+            .iter()
+            .map(|id| Ok(kept.contains(id) && self.has_data(id)?))
+            .collect::<RepoResult<Vec<bool>>>()?;
+        let lock = ReplicaId::new_random(b"content lock")
+            .to_string()
+            .replace('-', "");
         if held.iter().any(|h| *h) {
             let dir = self.dmv.join(LOCK_DIR);
             std::fs::create_dir_all(&dir).at(&dir)?;
@@ -80,7 +90,11 @@ impl Repository {
         let mut seen = HashSet::new();
         // A copy only a lock keeps is kept no longer than the lock.
         let locked = self.locked_content()?;
-        let mut stack: Vec<ObjectId> = self.roots_with(false, true)?.into_iter().filter(|r| !locked.contains(r)).collect();
+        let mut stack: Vec<ObjectId> = self
+            .roots_with(false, true)?
+            .into_iter()
+            .filter(|r| !locked.contains(r))
+            .collect();
         while let Some(id) = stack.pop() {
             if found.len() == wanted.len() {
                 break;
@@ -93,7 +107,9 @@ impl Repository {
                 continue;
             }
             // Not here: file data a partial replica lacks (trees and commits it always has).
-            let Some(loc) = self.store.locate(&id)? else { continue };
+            let Some(loc) = self.store.locate(&id)? else {
+                continue;
+            };
             match loc.entry.kind {
                 ObjectKind::Commit => {
                     let c = self.commit(&id)?;
@@ -101,18 +117,22 @@ impl Repository {
                     stack.extend(c.parents);
                 }
                 ObjectKind::Tag => stack.push(self.annotated_tag(&id)?.target),
-                ObjectKind::Tree => match self.store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
-                    TreeNode::Leaf(entries) => {
-                        for e in entries {
-                            if e.kind == EntryKind::Dir {
-                                stack.push(e.id);
-                            } else if wanted.contains(&e.id) {
-                                found.insert(e.id);
+                ObjectKind::Tree => {
+                    match self.store.read_decoded::<TreeNode>(&id, ObjectKind::Tree)? {
+                        TreeNode::Leaf(entries) => {
+                            for e in entries {
+                                if e.kind == EntryKind::Dir {
+                                    stack.push(e.id);
+                                } else if wanted.contains(&e.id) {
+                                    found.insert(e.id);
+                                }
                             }
                         }
+                        TreeNode::Inner { children, .. } => {
+                            stack.extend(children.into_iter().map(|c| c.id))
+                        }
                     }
-                    TreeNode::Inner { children, .. } => stack.extend(children.into_iter().map(|c| c.id)),
-                },
+                }
                 _ => {}
             }
         }
@@ -122,7 +142,10 @@ impl Repository {
     /// Releases a lock [`Repository::lock_content`] took (gone already is fine).
     pub fn unlock_content(&self, lock: &str) -> RepoResult<()> {
         if lock.is_empty() || !lock.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(RepoError::Corrupt { path: self.dmv.join(LOCK_DIR), detail: format!("{lock:?} is not a content lock") });
+            return Err(RepoError::Corrupt {
+                path: self.dmv.join(LOCK_DIR),
+                detail: format!("{lock:?} is not a content lock"),
+            });
         }
         let path = self.dmv.join(LOCK_DIR).join(lock);
         match std::fs::remove_file(&path) {
@@ -144,21 +167,38 @@ impl Repository {
         }
         // The setting as it is on disk now: a server's `self` was loaded when it started.
         if !crate::repository::config::Config::load(&self.dmv.join("config"))?.may_drop() {
-            return Err(RepoError::DropsNotAllowed { path: self.root.clone() });
+            return Err(RepoError::DropsNotAllowed {
+                path: self.root.clone(),
+            });
         }
         let _guard = self.drop_guard()?;
         dmv_store::failpoint("drop-data-guarded");
         self.store.reload()?;
         let files: HashSet<ObjectId> = ids.iter().copied().collect();
-        let locked: Vec<ObjectId> = self.locked_content()?.intersection(&files).copied().collect();
+        let locked: Vec<ObjectId> = self
+            .locked_content()?
+            .intersection(&files)
+            .copied()
+            .collect();
         if !locked.is_empty() {
-            return Ok(DataDropped { locked, ..Default::default() });
+            return Ok(DataDropped {
+                locked,
+                ..Default::default()
+            });
         }
         self.record_locations(ids, self.replica_id()?, false)?;
         self.mark_partial()?;
-        let files_removed = if self.config.bare { 0 } else { self.unwrite_dropped(&files)? };
+        let files_removed = if self.config.bare {
+            0
+        } else {
+            self.unwrite_dropped(&files)?
+        };
         let freed_bytes = self.store.drop_file_data(|| self.roots(), &files)?;
-        Ok(DataDropped { freed_bytes, locked, files_removed })
+        Ok(DataDropped {
+            freed_bytes,
+            locked,
+            files_removed,
+        })
     }
 
     /// Frees what is here of these files while the file as a whole is not
@@ -170,7 +210,8 @@ impl Repository {
             return Ok(0);
         }
         let _guard = self.drop_guard()?;
-        self.store.drop_file_pieces(|| self.roots(), &ids.iter().copied().collect())
+        self.store
+            .drop_file_pieces(|| self.roots(), &ids.iter().copied().collect())
     }
 
     /// Records that this replica holds these files' data, as of now, for
@@ -219,7 +260,11 @@ impl Repository {
             return Ok(HashSet::new());
         }
         let me = self.replica_id()?;
-        Ok(self.locations_where(|r| r.replica == me && !r.stamp.present)?.iter().map(|r| r.key).collect())
+        Ok(self
+            .locations_where(|r| r.replica == me && !r.stamp.present)?
+            .iter()
+            .map(|r| r.key)
+            .collect())
     }
 
     /// Removes the working tree's clean copies of dropped files and marks
@@ -240,7 +285,10 @@ impl Repository {
             // An absent entry has no stat to trust: a file found there (a drop cut short) is read.
             let abs = self.abs_path(rel);
             let same = std::fs::symlink_metadata(&abs).is_ok_and(|m| {
-                entry.stat_matches(&Stat::of(&m), written) || (m.len() == entry.size && (m.ino() == entry.ino || entry.is_absent()) && self.has_same_content(rel, &m, &entry.id))
+                entry.stat_matches(&Stat::of(&m), written)
+                    || (m.len() == entry.size
+                        && (m.ino() == entry.ino || entry.is_absent())
+                        && self.has_same_content(rel, &m, &entry.id))
             });
             if !same {
                 continue;
@@ -259,6 +307,7 @@ impl Repository {
     }
 
     fn has_same_content(&self, rel: &[u8], meta: &std::fs::Metadata, id: &ObjectId) -> bool {
-        self.current_id(rel, &Stat::of(meta)).is_ok_and(|(current, _)| current == *id)
+        self.current_id(rel, &Stat::of(meta))
+            .is_ok_and(|(current, _)| current == *id)
     }
 }

@@ -14,10 +14,13 @@ use std::path::{Path, PathBuf};
 use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::replica::location_journal::{journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT};
+use crate::replica::location_journal::{
+    journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT,
+};
 use crate::replica::locations::{
-    decode_cards, now_ns, write_framed, write_packed, LocationLog, LocationRecord, ReplicaCards, ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY,
-    VERSION_PACKED, VERSION_WITHOUT_NAMES,
+    decode_cards, now_ns, write_framed, write_packed, LocationLog, LocationRecord, ReplicaCards,
+    ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY, VERSION_PACKED,
+    VERSION_WITHOUT_NAMES,
 };
 use crate::repository::repo::Repository;
 
@@ -36,7 +39,10 @@ struct LogReader {
 /// the length of the cards that follow them), or the zstd frame of a
 /// packed log (version 4), whose cards end where the frame does.
 enum LogInput {
-    Plain { input: BufReader<File>, cards_len: u64 },
+    Plain {
+        input: BufReader<File>,
+        cards_len: u64,
+    },
     Packed(zstd::stream::read::Decoder<'static, BufReader<File>>),
 }
 
@@ -57,7 +63,10 @@ impl LogReader {
     /// Reads `file` (the log at `path`) from where it stands.
     fn of(path: &Path, file: File) -> RepoResult<LogReader> {
         let len = file.metadata().at(path)?.len();
-        let bad = |detail: &str| RepoError::Corrupt { path: path.to_path_buf(), detail: format!("not a valid location log: {detail}") };
+        let bad = |detail: &str| RepoError::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("not a valid location log: {detail}"),
+        };
         let mut input = BufReader::with_capacity(1 << 20, file);
         if len < (HEADER_LEN + 32) as u64 {
             return Err(bad("no location log header"));
@@ -73,7 +82,10 @@ impl LogReader {
         let body = len - (HEADER_LEN + 32) as u64;
         // The length of the cards after the records of a plain log.
         let cards_len = |with_cards: bool| -> RepoResult<u64> {
-            let records = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= body).ok_or_else(|| bad("record count does not match the length"))?;
+            let records = count
+                .checked_mul(RECORD_LEN as u64)
+                .filter(|n| *n <= body)
+                .ok_or_else(|| bad("record count does not match the length"))?;
             if !with_cards && body != records {
                 return Err(bad("record count does not match the length"));
             }
@@ -81,16 +93,36 @@ impl LogReader {
         };
         let input = match version {
             _ if magic != MAGIC => return Err(bad("no location log header")),
-            VERSION_PACKED => LogInput::Packed(zstd::stream::read::Decoder::with_buffer(input).at(path)?.single_frame()),
-            VERSION | VERSION_NAMES_ONLY => LogInput::Plain { cards_len: cards_len(true)?, input },
-            VERSION_WITHOUT_NAMES => LogInput::Plain { cards_len: cards_len(false)?, input },
+            VERSION_PACKED => LogInput::Packed(
+                zstd::stream::read::Decoder::with_buffer(input)
+                    .at(path)?
+                    .single_frame(),
+            ),
+            VERSION | VERSION_NAMES_ONLY => LogInput::Plain {
+                cards_len: cards_len(true)?,
+                input,
+            },
+            VERSION_WITHOUT_NAMES => LogInput::Plain {
+                cards_len: cards_len(false)?,
+                input,
+            },
             _ => return Err(bad("unknown version")),
         };
-        Ok(LogReader { path: path.to_path_buf(), input, hasher, left: count, version, previous: None })
+        Ok(LogReader {
+            path: path.to_path_buf(),
+            input,
+            hasher,
+            left: count,
+            version,
+            previous: None,
+        })
     }
 
     fn bad(&self, detail: &str) -> RepoError {
-        RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: {detail}") }
+        RepoError::Corrupt {
+            path: self.path.clone(),
+            detail: format!("not a valid location log: {detail}"),
+        }
     }
 
     fn read(&mut self, buf: &mut [u8]) -> RepoResult<()> {
@@ -100,7 +132,9 @@ impl LogReader {
         };
         // A frame cut short or damaged is a damaged log, as a short file is.
         read.map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData | std::io::ErrorKind::Other => self.bad(&format!("cut short or damaged ({e})")),
+            std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::InvalidData
+            | std::io::ErrorKind::Other => self.bad(&format!("cut short or damaged ({e})")),
             _ => RepoError::io(&self.path, e),
         })?;
         self.hasher.update(buf);
@@ -126,7 +160,10 @@ impl LogReader {
     fn finish(mut self) -> RepoResult<ReplicaCards> {
         while self.next()?.is_some() {}
         let (cards, mut rest): (Vec<u8>, Box<dyn Read>) = match self.input {
-            LogInput::Plain { mut input, cards_len } => {
+            LogInput::Plain {
+                mut input,
+                cards_len,
+            } => {
                 let mut cards = vec![0u8; cards_len as usize];
                 input.read_exact(&mut cards).at(&self.path)?;
                 (cards, Box::new(input))
@@ -136,9 +173,15 @@ impl LogReader {
                 (&mut frame)
                     .take(MAX_CARDS_LEN + 1)
                     .read_to_end(&mut cards)
-                    .map_err(|e| RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: damaged ({e})") })?;
+                    .map_err(|e| RepoError::Corrupt {
+                        path: self.path.clone(),
+                        detail: format!("not a valid location log: damaged ({e})"),
+                    })?;
                 if cards.len() as u64 > MAX_CARDS_LEN {
-                    return Err(RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: its cards run past their limit".into() });
+                    return Err(RepoError::Corrupt {
+                        path: self.path.clone(),
+                        detail: "not a valid location log: its cards run past their limit".into(),
+                    });
                 }
                 (cards, Box::new(frame.finish()))
             }
@@ -146,16 +189,25 @@ impl LogReader {
         self.hasher.update(&cards);
         let mut sum = [0u8; 32];
         rest.read_exact(&mut sum).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: cut short".into() },
+            std::io::ErrorKind::UnexpectedEof => RepoError::Corrupt {
+                path: self.path.clone(),
+                detail: "not a valid location log: cut short".into(),
+            },
             _ => RepoError::io(&self.path, e),
         })?;
         let mut after = [0u8; 1];
         if self.hasher.finalize().as_bytes() != &sum || rest.read(&mut after).at(&self.path)? != 0 {
-            return Err(RepoError::Corrupt { path: self.path.clone(), detail: "not a valid location log: checksum mismatch".into() });
+            return Err(RepoError::Corrupt {
+                path: self.path.clone(),
+                detail: "not a valid location log: checksum mismatch".into(),
+            });
         }
         let mut log = LocationLog::default();
         if !cards.is_empty() {
-            decode_cards(&cards, self.version, &mut log).map_err(|e| RepoError::Corrupt { path: self.path.clone(), detail: format!("not a valid location log: {}", e.0) })?;
+            decode_cards(&cards, self.version, &mut log).map_err(|e| RepoError::Corrupt {
+                path: self.path.clone(),
+                detail: format!("not a valid location log: {}", e.0),
+            })?;
         }
         Ok(log.cards)
     }
@@ -180,11 +232,17 @@ struct Merged {
 impl Merged {
     fn new(mut log: Option<LogReader>, journal: Vec<LocationRecord>) -> RepoResult<Merged> {
         let next_in_log = next_of(&mut log)?;
-        Ok(Merged { log, next_in_log, journal: journal.into_iter().peekable() })
+        Ok(Merged {
+            log,
+            next_in_log,
+            journal: journal.into_iter().peekable(),
+        })
     }
 
     fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
-        let Some(logged) = self.next_in_log else { return Ok(self.journal.next()) };
+        let Some(logged) = self.next_in_log else {
+            return Ok(self.journal.next());
+        };
         let noted = match self.journal.next_if(|j| j.order() <= logged.order()) {
             Some(noted) if noted.order() < logged.order() => return Ok(Some(noted)),
             noted => noted,
@@ -198,7 +256,11 @@ impl Merged {
 
     /// Checks the log's checksum and returns its cards.
     fn finish(self) -> RepoResult<ReplicaCards> {
-        Ok(self.log.map(LogReader::finish).transpose()?.unwrap_or_default())
+        Ok(self
+            .log
+            .map(LogReader::finish)
+            .transpose()?
+            .unwrap_or_default())
     }
 }
 
@@ -210,13 +272,18 @@ struct Newest<I: Iterator<Item = RepoResult<LocationRecord>>> {
 
 impl<I: Iterator<Item = RepoResult<LocationRecord>>> Newest<I> {
     fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
-        let Some(mut kept) = self.input.next().transpose()? else { return Ok(None) };
+        let Some(mut kept) = self.input.next().transpose()? else {
+            return Ok(None);
+        };
         while let Some(Ok(next)) = self.input.peek() {
             if next.order() > kept.order() {
                 break;
             }
             if next.order() < kept.order() {
-                return Err(RepoError::Corrupt { path: self.path.clone(), detail: "location records to merge in are out of order".into() });
+                return Err(RepoError::Corrupt {
+                    path: self.path.clone(),
+                    detail: "location records to merge in are out of order".into(),
+                });
             }
             if next.stamp.newer_than(&kept.stamp) {
                 kept = *next;
@@ -239,7 +306,10 @@ impl LocationSpool {
     /// An empty spool in an unnamed temporary file in `.dmv`.
     pub fn new(repo: &Repository) -> RepoResult<LocationSpool> {
         let file = tempfile::tempfile_in(&repo.dmv).at(&repo.dmv)?;
-        Ok(LocationSpool { path: repo.dmv.clone(), out: BufWriter::with_capacity(1 << 20, file) })
+        Ok(LocationSpool {
+            path: repo.dmv.clone(),
+            out: BufWriter::with_capacity(1 << 20, file),
+        })
     }
 
     /// Appends a record. The caller pushes them in (content id, replica) order:
@@ -251,13 +321,21 @@ impl LocationSpool {
     /// The records pushed, in the order pushed.
     pub fn records(self) -> RepoResult<impl Iterator<Item = RepoResult<LocationRecord>>> {
         let path = self.path;
-        let mut file = self.out.into_inner().map_err(|e| RepoError::io(&path, e.into_error()))?;
+        let mut file = self
+            .out
+            .into_inner()
+            .map_err(|e| RepoError::io(&path, e.into_error()))?;
         file.rewind().at(&path)?;
         let mut input = BufReader::with_capacity(1 << 20, file);
         Ok(std::iter::from_fn(move || {
             let mut bytes = [0u8; RECORD_LEN];
             match input.read_exact(&mut bytes) {
-                Ok(()) => Some(LocationRecord::decode(&bytes).map_err(|e| RepoError::Corrupt { path: path.clone(), detail: e.0 })),
+                Ok(()) => Some(
+                    LocationRecord::decode(&bytes).map_err(|e| RepoError::Corrupt {
+                        path: path.clone(),
+                        detail: e.0,
+                    }),
+                ),
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
                 Err(e) => Some(Err(RepoError::io(&path, e))),
             }
@@ -296,7 +374,12 @@ impl LocationPages {
     }
 
     /// Writes the next `count` records framed as a log with `cards`.
-    fn write_records(&mut self, out: &mut dyn Write, count: u64, cards: &ReplicaCards) -> RepoResult<()> {
+    fn write_records(
+        &mut self,
+        out: &mut dyn Write,
+        count: u64,
+        cards: &ReplicaCards,
+    ) -> RepoResult<()> {
         let mut failed = None;
         let written = write_framed(
             out,
@@ -311,7 +394,9 @@ impl LocationPages {
                         Ok(None) => break,
                         Err(e) => {
                             failed = Some(e);
-                            return Err(std::io::Error::other("the location log could not be read"));
+                            return Err(std::io::Error::other(
+                                "the location log could not be read",
+                            ));
                         }
                     }
                 }
@@ -373,7 +458,14 @@ impl Repository {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(RepoError::io(path, e)),
         };
-        let log = |file: Option<&File>| file.map(|f| f.try_clone().at(&path).and_then(|f| LogReader::of(&path, f))).transpose();
+        let log = |file: Option<&File>| {
+            file.map(|f| {
+                f.try_clone()
+                    .at(&path)
+                    .and_then(|f| LogReader::of(&path, f))
+            })
+            .transpose()
+        };
         let mut check = Merged::new(log(file.as_ref())?, journal.clone())?;
         let mut count = 0;
         while check.next()?.is_some() {
@@ -384,21 +476,40 @@ impl Repository {
             f.rewind().at(&path)?;
         }
         let reader = Merged::new(log(file.as_ref())?, journal)?;
-        let mut named = LocationLog { records: BTreeMap::new(), cards };
+        let mut named = LocationLog {
+            records: BTreeMap::new(),
+            cards,
+        };
         self.with_my_card(&mut named);
-        Ok(LocationPages { path, reader, count, left: count, cards: Some(named.cards) })
+        Ok(LocationPages {
+            path,
+            reader,
+            count,
+            left: count,
+            cards: Some(named.cards),
+        })
     }
 
     /// Some records (what one transfer taught), to be given in pages as
     /// [`Repository::location_pages`] gives the whole log, with this replica's name.
     /// Of two records of one file and replica, the newer is given.
     pub fn location_pages_of(&self, mut records: Vec<LocationRecord>) -> RepoResult<LocationPages> {
-        records.sort_unstable_by(|a, b| a.order().cmp(&b.order()).then(b.stamp.time_ns.cmp(&a.stamp.time_ns)));
+        records.sort_unstable_by(|a, b| {
+            a.order()
+                .cmp(&b.order())
+                .then(b.stamp.time_ns.cmp(&a.stamp.time_ns))
+        });
         records.dedup_by_key(|r| r.order());
         let count = records.len() as u64;
         let mut named = LocationLog::default();
         self.with_my_card(&mut named);
-        Ok(LocationPages { path: self.locations_path(), reader: Merged::new(None, records)?, count, left: count, cards: Some(named.cards) })
+        Ok(LocationPages {
+            path: self.locations_path(),
+            reader: Merged::new(None, records)?,
+            count,
+            left: count,
+            cards: Some(named.cards),
+        })
     }
 
     fn journal_path(&self) -> PathBuf {
@@ -409,7 +520,9 @@ impl Repository {
     fn read_journal(&self) -> RepoResult<Journal> {
         let path = self.journal_path();
         match std::fs::read(&path) {
-            Ok(bytes) => parse_journal(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 }),
+            Ok(bytes) => {
+                parse_journal(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.0 })
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Journal::default()),
             Err(e) => Err(RepoError::io(path, e)),
         }
@@ -426,7 +539,12 @@ impl Repository {
     /// and replica the newest wins), streamed through a temporary file; with
     /// `my_name`, this replica's current name too. Returns how many records
     /// and cards changed. A damaged log is refused before anything is written.
-    pub fn merge_locations(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards, my_card: bool) -> RepoResult<usize> {
+    pub fn merge_locations(
+        &self,
+        records: impl IntoIterator<Item = RepoResult<LocationRecord>>,
+        cards: &ReplicaCards,
+        my_card: bool,
+    ) -> RepoResult<usize> {
         let _lock = self.lock_locations()?;
         self.merge_locked(records, cards, my_card, None)
     }
@@ -434,7 +552,11 @@ impl Repository {
     /// [`Repository::merge_locations`] of another replica's whole log (in
     /// key order), also returning what this log knows that it did not: the
     /// news to send back, so a drop heard of here travels on with a fetch.
-    pub fn merge_locations_with_news(&self, records: impl IntoIterator<Item = RepoResult<LocationRecord>>, cards: &ReplicaCards) -> RepoResult<(usize, LocationNews)> {
+    pub fn merge_locations_with_news(
+        &self,
+        records: impl IntoIterator<Item = RepoResult<LocationRecord>>,
+        cards: &ReplicaCards,
+    ) -> RepoResult<(usize, LocationNews)> {
         let _lock = self.lock_locations()?;
         let mut news = LocationNews::default();
         let changed = self.merge_locked(records, cards, false, Some(&mut news))?;
@@ -457,7 +579,10 @@ impl Repository {
         };
         let path = self.locations_path();
         let mut ours = self.open_merged()?;
-        let mut theirs = Newest { input: records.into_iter().peekable(), path: path.clone() };
+        let mut theirs = Newest {
+            input: records.into_iter().peekable(),
+            path: path.clone(),
+        };
         let body = tempfile::tempfile_in(&self.dmv).at(&self.dmv)?;
         let mut out = BufWriter::with_capacity(1 << 20, body);
         let (mut count, mut changed) = (0u64, 0usize);
@@ -503,7 +628,10 @@ impl Repository {
             out.write_all(&record.encode()).at(&self.dmv)?;
             count += 1;
         }
-        let mut log = LocationLog { records: BTreeMap::new(), cards: ours.finish()? };
+        let mut log = LocationLog {
+            records: BTreeMap::new(),
+            cards: ours.finish()?,
+        };
         let before = log.cards.clone();
         for (replica, (time_ns, card)) in cards {
             log.card(*replica, *time_ns, card.clone());
@@ -511,18 +639,33 @@ impl Repository {
         if my_card {
             self.with_my_card(&mut log);
         }
-        changed += log.cards.iter().filter(|(k, v)| before.get(k) != Some(v)).count();
+        changed += log
+            .cards
+            .iter()
+            .filter(|(k, v)| before.get(k) != Some(v))
+            .count();
         // Nothing learnt (a fetch or push that brought nothing new): the log and journal stand.
         if changed == 0 {
             return Ok(0);
         }
-        let mut body = out.into_inner().map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
+        let mut body = out
+            .into_inner()
+            .map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
-        crate::atomic::write_atomic_with(&path, &mut |out| write_packed(out, count, &mut |out| std::io::copy(&mut body, out).map(drop), &log.cards))?;
+        crate::atomic::write_atomic_with(&path, &mut |out| {
+            write_packed(
+                out,
+                count,
+                &mut |out| std::io::copy(&mut body, out).map(drop),
+                &log.cards,
+            )
+        })?;
         // Folded in: kept after a crash here, it is read again with the log, and counts once.
         match std::fs::remove_file(self.journal_path()) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(self.journal_path(), e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RepoError::io(self.journal_path(), e))
+            }
             _ => {}
         }
         Ok(changed)
@@ -539,16 +682,32 @@ impl Repository {
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
         if journal.appended + records.len() > JOURNAL_LIMIT {
             records.sort_by_key(LocationRecord::order_then_age);
-            return self.merge_locked(records.into_iter().map(Ok), &ReplicaCards::new(), false, None).map(drop);
+            return self
+                .merge_locked(
+                    records.into_iter().map(Ok),
+                    &ReplicaCards::new(),
+                    false,
+                    None,
+                )
+                .map(drop);
         }
         if records.is_empty() {
             return Ok(());
         }
         let path = self.journal_path();
         // Nothing whole in it (new, or its creation cut short): it starts again with a header.
-        let mut bytes = if journal.valid_len == 0 { journal_header() } else { Vec::new() };
+        let mut bytes = if journal.valid_len == 0 {
+            journal_header()
+        } else {
+            Vec::new()
+        };
         bytes.extend(journal_frame(&records));
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).at(&path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .at(&path)?;
         // An append a crash cut short is cut off, then this one written whole and synced.
         file.set_len(journal.valid_len as u64).at(&path)?;
         dmv_os::FileExt::write_all_at(&file, &bytes, journal.valid_len as u64).at(&path)?;
@@ -560,19 +719,38 @@ impl Repository {
     }
 
     /// Records that `replica` holds (or not) the data of `keys`, as of now.
-    pub fn record_locations(&self, keys: &[ObjectId], replica: ReplicaId, present: bool) -> RepoResult<()> {
+    pub fn record_locations(
+        &self,
+        keys: &[ObjectId],
+        replica: ReplicaId,
+        present: bool,
+    ) -> RepoResult<()> {
         if keys.is_empty() {
             return Ok(());
         }
-        let stamp = Stamp { time_ns: now_ns(), present };
-        self.note_locations(keys.iter().map(|&key| LocationRecord { key, replica, stamp }).collect())
+        let stamp = Stamp {
+            time_ns: now_ns(),
+            present,
+        };
+        self.note_locations(
+            keys.iter()
+                .map(|&key| LocationRecord {
+                    key,
+                    replica,
+                    stamp,
+                })
+                .collect(),
+        )
     }
 
     /// The records of the location log that `keep` chooses, with its cards
     /// (empty when none was written yet), read record by record and checked
     /// whole: a command holds what it asked for, not the log (two million
     /// records at a million files are ~370 MB as a map).
-    pub fn locations_where(&self, mut keep: impl FnMut(&LocationRecord) -> bool) -> RepoResult<LocationLog> {
+    pub fn locations_where(
+        &self,
+        mut keep: impl FnMut(&LocationRecord) -> bool,
+    ) -> RepoResult<LocationLog> {
         let mut log = LocationLog::default();
         let mut reader = self.open_merged()?;
         while let Some(r) = reader.next()? {
@@ -597,7 +775,12 @@ impl Repository {
     /// The lock under which the location log is rewritten (so no two writers lose each other's records).
     fn lock_locations(&self) -> RepoResult<File> {
         let lock_path = self.dmv.join("locations.lock");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .at(&lock_path)?;
         lock.lock().at(&lock_path)?;
         Ok(lock)
     }
@@ -609,11 +792,22 @@ mod tests {
     use proptest::prelude::*;
 
     fn record(k: u8, r: u8, t: u64, present: bool) -> LocationRecord {
-        LocationRecord { key: ObjectId([k; 32]), replica: ReplicaId([r; 16]), stamp: Stamp { time_ns: t, present } }
+        LocationRecord {
+            key: ObjectId([k; 32]),
+            replica: ReplicaId([r; 16]),
+            stamp: Stamp {
+                time_ns: t,
+                present,
+            },
+        }
     }
 
     fn arb_records() -> impl Strategy<Value = Vec<LocationRecord>> {
-        proptest::collection::vec((0u8..6, 0u8..3, 0u64..4, any::<bool>()), 0..30).prop_map(|rs| rs.into_iter().map(|(k, r, t, p)| record(k, r, t, p)).collect())
+        proptest::collection::vec((0u8..6, 0u8..3, 0u64..4, any::<bool>()), 0..30).prop_map(|rs| {
+            rs.into_iter()
+                .map(|(k, r, t, p)| record(k, r, t, p))
+                .collect()
+        })
     }
 
     fn log_of(records: &[LocationRecord], names: &[(u8, u64, &str)]) -> LocationLog {
@@ -622,7 +816,11 @@ mod tests {
             log.record(r.key, r.replica, r.stamp);
         }
         for (r, t, n) in names {
-            log.card(ReplicaId([*r; 16]), *t, crate::replica::locations::ReplicaCard::named(n));
+            log.card(
+                ReplicaId([*r; 16]),
+                *t,
+                crate::replica::locations::ReplicaCard::named(n),
+            );
         }
         log
     }
@@ -725,36 +923,69 @@ mod tests {
     fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        repo.merge_locations([Ok(record(1, 1, 1, true))], &ReplicaCards::new(), false).unwrap();
+        repo.merge_locations([Ok(record(1, 1, 1, true))], &ReplicaCards::new(), false)
+            .unwrap();
         let log = std::fs::read(repo.locations_path()).unwrap();
         repo.note_locations(vec![record(2, 1, 1, true)]).unwrap();
-        repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false).unwrap();
-        assert_eq!(std::fs::read(repo.locations_path()).unwrap(), log, "the log is not rewritten");
+        repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false)
+            .unwrap();
+        assert_eq!(
+            std::fs::read(repo.locations_path()).unwrap(),
+            log,
+            "the log is not rewritten"
+        );
         let journal = std::fs::read(repo.journal_path()).unwrap();
-        assert_eq!(journal.len(), crate::replica::location_journal::JOURNAL_HEADER_LEN + 2 * (8 + RECORD_LEN + 32));
+        assert_eq!(
+            journal.len(),
+            crate::replica::location_journal::JOURNAL_HEADER_LEN + 2 * (8 + RECORD_LEN + 32)
+        );
         // A kill in the middle of an append: the frame is cut short.
         let mut torn = journal.clone();
         torn.extend(&journal_frame(&[record(9, 1, 1, true)])[..40]);
         std::fs::write(repo.journal_path(), &torn).unwrap();
-        let keys = |repo: &Repository| repo.load_locations().unwrap().records.keys().map(|(k, _)| k.0[0]).collect::<Vec<_>>();
+        let keys = |repo: &Repository| {
+            repo.load_locations()
+                .unwrap()
+                .records
+                .keys()
+                .map(|(k, _)| k.0[0])
+                .collect::<Vec<_>>()
+        };
         assert_eq!(keys(&repo), vec![1, 2, 3]);
         repo.note_locations(vec![record(4, 1, 1, true)]).unwrap();
         assert_eq!(keys(&repo), vec![1, 2, 3, 4]);
-        assert_eq!(std::fs::read(repo.journal_path()).unwrap().len(), journal.len() + 8 + RECORD_LEN + 32);
+        assert_eq!(
+            std::fs::read(repo.journal_path()).unwrap().len(),
+            journal.len() + 8 + RECORD_LEN + 32
+        );
         // Once the journal would hold more than its limit, it is folded into the log.
         let many: Vec<LocationRecord> = (0..JOURNAL_LIMIT as u32)
-            .map(|i| LocationRecord { key: ObjectId(blake3::hash(&i.to_le_bytes()).into()), replica: ReplicaId([7; 16]), stamp: Stamp { time_ns: 1, present: true } })
+            .map(|i| LocationRecord {
+                key: ObjectId(blake3::hash(&i.to_le_bytes()).into()),
+                replica: ReplicaId([7; 16]),
+                stamp: Stamp {
+                    time_ns: 1,
+                    present: true,
+                },
+            })
             .collect();
         repo.note_locations(many).unwrap();
         assert!(!repo.journal_path().exists());
-        assert_eq!(repo.load_locations().unwrap().records.len(), 4 + JOURNAL_LIMIT);
+        assert_eq!(
+            repo.load_locations().unwrap().records.len(),
+            4 + JOURNAL_LIMIT
+        );
         // A damaged frame before the last is damage, reported by every reading.
         repo.note_locations(vec![record(5, 1, 1, true)]).unwrap();
         repo.note_locations(vec![record(6, 1, 1, true)]).unwrap();
         let mut bytes = std::fs::read(repo.journal_path()).unwrap();
         bytes[crate::replica::location_journal::JOURNAL_HEADER_LEN + 9] ^= 1;
         std::fs::write(repo.journal_path(), &bytes).unwrap();
-        assert!(repo.check_locations().unwrap_err().to_string().contains("journal"));
+        assert!(repo
+            .check_locations()
+            .unwrap_err()
+            .to_string()
+            .contains("journal"));
         assert!(repo.note_locations(vec![record(7, 1, 1, true)]).is_err());
         assert_eq!(std::fs::read(repo.journal_path()).unwrap(), bytes);
         assert!(repo.reset_damaged_locations().unwrap());
@@ -766,11 +997,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
         let before: Vec<LocationRecord> = (1..=5).map(|k| record(k, 1, 1, true)).collect();
-        repo.merge_locations(before.iter().copied().map(Ok), &ReplicaCards::new(), false).unwrap();
+        repo.merge_locations(before.iter().copied().map(Ok), &ReplicaCards::new(), false)
+            .unwrap();
         let mut pages = repo.location_pages().unwrap();
         let first = LocationLog::decode(&pages.next_page(2).unwrap().unwrap()).unwrap();
         // Another command merges records in (a fetch, a drop): the log is rewritten under the sender.
-        repo.merge_locations([Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))], &ReplicaCards::new(), false).unwrap();
+        repo.merge_locations(
+            [Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))],
+            &ReplicaCards::new(),
+            false,
+        )
+        .unwrap();
         let mut sent: Vec<LocationRecord> = first.iter().collect();
         while let Some(page) = pages.next_page(2).unwrap() {
             sent.extend(LocationLog::decode(&page).unwrap().iter());
@@ -787,18 +1024,37 @@ mod tests {
         let mut bytes = log.encode();
         bytes[HEADER_LEN + 40] ^= 4;
         std::fs::write(repo.locations_path(), &bytes).unwrap();
-        let err = repo.merge_locations([Ok(record(3, 1, 1, true))], &ReplicaCards::new(), false).unwrap_err();
+        let err = repo
+            .merge_locations([Ok(record(3, 1, 1, true))], &ReplicaCards::new(), false)
+            .unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
         assert!(repo.check_locations().is_err() && repo.location_pages().is_err());
         // Even a read that keeps none of the records checks them all.
-        assert!(repo.locations_where(|_| false).unwrap_err().to_string().contains("checksum"));
+        assert!(repo
+            .locations_where(|_| false)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
 
         std::fs::remove_file(repo.locations_path()).unwrap();
-        let err = repo.merge_locations([Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))], &ReplicaCards::new(), false).unwrap_err();
+        let err = repo
+            .merge_locations(
+                [Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))],
+                &ReplicaCards::new(),
+                false,
+            )
+            .unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
         assert!(!repo.locations_path().exists());
-        assert_eq!(std::fs::read_dir(&repo.dmv).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains("tmp")).count(), 0);
+        assert_eq!(
+            std::fs::read_dir(&repo.dmv)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().contains("tmp"))
+                .count(),
+            0
+        );
     }
 
     /// `.dmv/locations` is version 4: the header with version 4, one zstd
@@ -809,12 +1065,30 @@ mod tests {
     fn the_log_on_disk_is_packed_and_a_plain_one_is_still_read() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        let plain = log_of(&[record(1, 1, 5, true), record(1, 2, 6, true), record(2, 1, 7, false)], &[(1, 3, "nas")]);
+        let plain = log_of(
+            &[
+                record(1, 1, 5, true),
+                record(1, 2, 6, true),
+                record(2, 1, 7, false),
+            ],
+            &[(1, 3, "nas")],
+        );
         std::fs::write(repo.locations_path(), plain.encode()).unwrap();
-        assert_eq!(repo.locations_where(|_| true).unwrap().records, plain.records);
-        repo.merge_locations([Ok(record(3, 2, 8, true))], &ReplicaCards::new(), false).unwrap();
+        assert_eq!(
+            repo.locations_where(|_| true).unwrap().records,
+            plain.records
+        );
+        repo.merge_locations([Ok(record(3, 2, 8, true))], &ReplicaCards::new(), false)
+            .unwrap();
         let mut expected = plain.clone();
-        expected.record(ObjectId([3; 32]), ReplicaId([2; 16]), Stamp { time_ns: 8, present: true });
+        expected.record(
+            ObjectId([3; 32]),
+            ReplicaId([2; 16]),
+            Stamp {
+                time_ns: 8,
+                present: true,
+            },
+        );
         let on_disk = std::fs::read(repo.locations_path()).unwrap();
         let mut header = b"DMVLOCS\0".to_vec();
         header.extend([4, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
@@ -822,14 +1096,32 @@ mod tests {
         let (frame, sum) = on_disk[HEADER_LEN..].split_at(on_disk.len() - HEADER_LEN - 32);
         let unpacked = zstd::decode_all(frame).unwrap();
         let as_sent = expected.encode();
-        assert_eq!(unpacked, as_sent[HEADER_LEN..as_sent.len() - 32], "the frame holds version 3's records and cards");
-        assert_eq!(sum, blake3::hash(&[&header[..], &unpacked].concat()).as_bytes());
+        assert_eq!(
+            unpacked,
+            as_sent[HEADER_LEN..as_sent.len() - 32],
+            "the frame holds version 3's records and cards"
+        );
+        assert_eq!(
+            sum,
+            blake3::hash(&[&header[..], &unpacked].concat()).as_bytes()
+        );
         assert!(on_disk.len() < as_sent.len());
         let read = repo.locations_where(|_| true).unwrap();
-        assert_eq!((read.records, read.cards), (expected.records.clone(), expected.cards.clone()));
+        assert_eq!(
+            (read.records, read.cards),
+            (expected.records.clone(), expected.cards.clone())
+        );
         // What is sent stays version 3.
-        let sent = repo.location_pages().unwrap().next_page(100).unwrap().unwrap();
-        assert_eq!(LocationLog::decode(&sent).unwrap().records, expected.records);
+        let sent = repo
+            .location_pages()
+            .unwrap()
+            .next_page(100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            LocationLog::decode(&sent).unwrap().records,
+            expected.records
+        );
         assert_eq!(sent[8], 3);
     }
 
@@ -839,8 +1131,11 @@ mod tests {
     fn a_damaged_packed_log_is_refused_wherever_the_damage_is() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        let records: Vec<LocationRecord> = (0..200u8).map(|k| record(k, k % 3, u64::from(k), k % 5 != 0)).collect();
-        repo.merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false).unwrap();
+        let records: Vec<LocationRecord> = (0..200u8)
+            .map(|k| record(k, k % 3, u64::from(k), k % 5 != 0))
+            .collect();
+        repo.merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false)
+            .unwrap();
         let good = std::fs::read(repo.locations_path()).unwrap();
         assert_eq!(good[8], 4);
         let mut damaged: Vec<Vec<u8>> = (HEADER_LEN..good.len())

@@ -75,19 +75,27 @@ pub(crate) fn parse_journal(bytes: &[u8]) -> Result<Journal, BadLocationLog> {
     let mut records = Vec::new();
     let mut at = JOURNAL_HEADER_LEN;
     while bytes.len() - at >= FRAME_HEADER_LEN {
-        let word = |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap_or_default());
+        let word =
+            |i: usize| u32::from_le_bytes(bytes[at + i..at + i + 4].try_into().unwrap_or_default());
         let count = word(0);
         if word(4) != !count {
             return Err(bad("a frame's record count is damaged"));
         }
-        let end = (count as usize).checked_mul(RECORD_LEN).and_then(|n| n.checked_add(at + FRAME_HEADER_LEN + 32));
-        let Some(end) = end.filter(|end| *end <= bytes.len()) else { break };
+        let end = (count as usize)
+            .checked_mul(RECORD_LEN)
+            .and_then(|n| n.checked_add(at + FRAME_HEADER_LEN + 32));
+        let Some(end) = end.filter(|end| *end <= bytes.len()) else {
+            break;
+        };
         let (body, sum) = bytes[at..end].split_at(end - at - 32);
         if blake3::hash(body).as_bytes() != sum {
             return Err(bad("a frame does not match its checksum"));
         }
         for record in body[FRAME_HEADER_LEN..].chunks_exact(RECORD_LEN) {
-            records.push(LocationRecord::decode(record.try_into().map_err(|_| bad("short record"))?).map_err(|e| bad(&e.0))?);
+            records.push(
+                LocationRecord::decode(record.try_into().map_err(|_| bad("short record"))?)
+                    .map_err(|e| bad(&e.0))?,
+            );
         }
         at = end;
     }
@@ -101,7 +109,11 @@ pub(crate) fn parse_journal(bytes: &[u8]) -> Result<Journal, BadLocationLog> {
             _ => newest.push(r),
         }
     }
-    Ok(Journal { records: newest, appended, valid_len: at })
+    Ok(Journal {
+        records: newest,
+        appended,
+        valid_len: at,
+    })
 }
 
 #[cfg(test)]
@@ -112,7 +124,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn record(k: u8, r: u8, t: u64, present: bool) -> LocationRecord {
-        LocationRecord { key: ObjectId([k; 32]), replica: ReplicaId([r; 16]), stamp: Stamp { time_ns: t, present } }
+        LocationRecord {
+            key: ObjectId([k; 32]),
+            replica: ReplicaId([r; 16]),
+            stamp: Stamp {
+                time_ns: t,
+                present,
+            },
+        }
     }
 
     #[test]
@@ -126,7 +145,10 @@ mod tests {
         want.push(1);
         want.extend(blake3::hash(&want[12..]).as_bytes());
         assert_eq!(bytes, want);
-        assert_eq!(hex(&bytes[bytes.len() - 32..]), "109b04fb12c353fc1790dfb653e16b5a1d80f00db6e9d65aa20b821c084c6499");
+        assert_eq!(
+            hex(&bytes[bytes.len() - 32..]),
+            "109b04fb12c353fc1790dfb653e16b5a1d80f00db6e9d65aa20b821c084c6499"
+        );
     }
 
     fn hex(b: &[u8]) -> String {
@@ -136,10 +158,24 @@ mod tests {
     #[test]
     fn records_come_sorted_and_the_newest_of_repeats_wins_absent_at_a_tie() {
         let mut bytes = journal_header();
-        bytes.extend(journal_frame(&[record(2, 1, 5, true), record(1, 1, 5, true)]));
-        bytes.extend(journal_frame(&[record(2, 1, 4, false), record(1, 1, 5, false), record(1, 2, 1, true)]));
+        bytes.extend(journal_frame(&[
+            record(2, 1, 5, true),
+            record(1, 1, 5, true),
+        ]));
+        bytes.extend(journal_frame(&[
+            record(2, 1, 4, false),
+            record(1, 1, 5, false),
+            record(1, 2, 1, true),
+        ]));
         let j = parse_journal(&bytes).unwrap();
-        assert_eq!(j.records, vec![record(1, 1, 5, false), record(1, 2, 1, true), record(2, 1, 5, true)]);
+        assert_eq!(
+            j.records,
+            vec![
+                record(1, 1, 5, false),
+                record(1, 2, 1, true),
+                record(2, 1, 5, true)
+            ]
+        );
         assert_eq!((j.appended, j.valid_len), (5, bytes.len()));
     }
 
@@ -148,10 +184,17 @@ mod tests {
         let mut bytes = journal_header();
         bytes.extend(journal_frame(&[record(1, 1, 1, true)]));
         let whole = bytes.len();
-        bytes.extend(journal_frame(&[record(2, 1, 1, true), record(3, 1, 1, true)]));
+        bytes.extend(journal_frame(&[
+            record(2, 1, 1, true),
+            record(3, 1, 1, true),
+        ]));
         for cut in whole..bytes.len() {
             let j = parse_journal(&bytes[..cut]).unwrap();
-            assert_eq!((j.records, j.valid_len), (vec![record(1, 1, 1, true)], whole), "cut at {cut}");
+            assert_eq!(
+                (j.records, j.valid_len),
+                (vec![record(1, 1, 1, true)], whole),
+                "cut at {cut}"
+            );
         }
         // A flipped bit is damage wherever it is, the last frame's count included.
         for at in JOURNAL_HEADER_LEN..bytes.len() {

@@ -50,13 +50,18 @@ pub(crate) const RECORD_LEN: usize = 32 + 16 + 8 + 1;
 pub(crate) const HEADER_LEN: usize = 8 + 4 + 8;
 
 /// A replica's identity, made at random when it is first needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ReplicaId(pub [u8; 16]);
 
 impl ReplicaId {
     /// A fresh id: unique in practice (time, process, place and a hash of them).
     pub fn new_random(salt: &[u8]) -> ReplicaId {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         let mut h = blake3::Hasher::new();
         h.update(&now.to_le_bytes());
         h.update(&std::process::id().to_le_bytes());
@@ -86,7 +91,15 @@ impl ReplicaId {
 impl fmt::Display for ReplicaId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let h = hex::encode(self.0);
-        write!(f, "{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+        write!(
+            f,
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )
     }
 }
 
@@ -147,7 +160,11 @@ impl LocationRecord {
             1 => true,
             _ => return Err(bad("a record is neither present nor absent")),
         };
-        Ok(LocationRecord { key, replica, stamp: Stamp { time_ns, present } })
+        Ok(LocationRecord {
+            key,
+            replica,
+            stamp: Stamp { time_ns, present },
+        })
     }
 }
 
@@ -168,7 +185,10 @@ pub struct ReplicaCard {
 impl ReplicaCard {
     /// A card of a name only (what a version 2 log carries).
     pub fn named(name: &str) -> ReplicaCard {
-        ReplicaCard { name: name.to_string(), ..Default::default() }
+        ReplicaCard {
+            name: name.to_string(),
+            ..Default::default()
+        }
     }
 
     /// The card within the format's limits: the name cut at a character
@@ -205,7 +225,10 @@ pub struct BadLocationLog(pub String);
 
 /// The time now, in nanoseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 impl LocationLog {
@@ -245,18 +268,37 @@ impl LocationLog {
         for (replica, (time_ns, card)) in &other.cards {
             self.card(*replica, *time_ns, card.clone());
         }
-        self.records.iter().filter(|(k, v)| before.records.get(k) != Some(v)).count() + self.cards.iter().filter(|(k, v)| before.cards.get(k) != Some(v)).count()
+        self.records
+            .iter()
+            .filter(|(k, v)| before.records.get(k) != Some(v))
+            .count()
+            + self
+                .cards
+                .iter()
+                .filter(|(k, v)| before.cards.get(k) != Some(v))
+                .count()
     }
 
     /// Every record, in order.
     pub fn iter(&self) -> impl Iterator<Item = LocationRecord> + '_ {
-        self.records.iter().map(|(&(key, replica), &stamp)| LocationRecord { key, replica, stamp })
+        self.records
+            .iter()
+            .map(|(&(key, replica), &stamp)| LocationRecord {
+                key,
+                replica,
+                stamp,
+            })
     }
 
     /// The replicas known to hold `key`'s data.
     pub fn holders(&self, key: &ObjectId) -> Vec<(ReplicaId, Stamp)> {
         let from = (*key, ReplicaId([0; 16]));
-        self.records.range(from..).take_while(|((k, _), _)| k == key).filter(|(_, s)| s.present).map(|((_, r), s)| (*r, *s)).collect()
+        self.records
+            .range(from..)
+            .take_while(|((k, _), _)| k == key)
+            .filter(|(_, s)| s.present)
+            .map(|((_, r), s)| (*r, *s))
+            .collect()
     }
 
     /// The log in its file format (see the module's doc).
@@ -270,20 +312,30 @@ impl LocationLog {
     /// [`LocationLog::encode`], streamed: at a million files the encoding
     /// is ~60 MB a replica, which need not sit in memory beside the log.
     pub fn encode_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        write_framed(out, self.records.len() as u64, &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())), &self.cards)
+        write_framed(
+            out,
+            self.records.len() as u64,
+            &mut |out| self.iter().try_for_each(|r| out.write_all(&r.encode())),
+            &self.cards,
+        )
     }
 
     /// Reads a log in its file format, checking checksum, records and order.
     pub fn decode(bytes: &[u8]) -> Result<LocationLog, BadLocationLog> {
         let (records, cards) = LocationLog::read_encoded(bytes)?;
-        Ok(LocationLog { records: records.map(|r| (r.order(), r.stamp)).collect(), cards })
+        Ok(LocationLog {
+            records: records.map(|r| (r.order(), r.stamp)).collect(),
+            cards,
+        })
     }
 
     /// The records (in order) and cards of an encoded log, all checked
     /// (checksum, each record, their order) before any is handed out, and
     /// read from the bytes as they are taken rather than into a map (which
     /// takes about twice the bytes of the encoding).
-    pub fn read_encoded(bytes: &[u8]) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaCards), BadLocationLog> {
+    pub fn read_encoded(
+        bytes: &[u8],
+    ) -> Result<(impl Iterator<Item = LocationRecord> + '_, ReplicaCards), BadLocationLog> {
         let bad = |d: &str| BadLocationLog(d.to_string());
         if bytes.len() < HEADER_LEN + 32 || &bytes[..8] != MAGIC {
             return Err(bad("no location log header"));
@@ -300,7 +352,11 @@ impl LocationLog {
         };
         let count = u64::from_le_bytes(body[12..20].try_into().map_err(|_| bad("short header"))?);
         let rest = &body[HEADER_LEN..];
-        let records_len = count.checked_mul(RECORD_LEN as u64).filter(|n| *n <= rest.len() as u64).ok_or_else(|| bad("record count does not match the length"))? as usize;
+        let records_len = count
+            .checked_mul(RECORD_LEN as u64)
+            .filter(|n| *n <= rest.len() as u64)
+            .ok_or_else(|| bad("record count does not match the length"))?
+            as usize;
         let (records, names) = rest.split_at(records_len);
         if !with_names && !names.is_empty() {
             return Err(bad("record count does not match the length"));
@@ -318,14 +374,21 @@ impl LocationLog {
             decode_cards(names, version, &mut log)?;
         }
         // Every record decoded above: none is left out here.
-        let records = records.chunks_exact(RECORD_LEN).filter_map(|r| LocationRecord::decode(r.try_into().ok()?).ok());
+        let records = records
+            .chunks_exact(RECORD_LEN)
+            .filter_map(|r| LocationRecord::decode(r.try_into().ok()?).ok());
         Ok((records, log.cards))
     }
 }
 
 /// A whole log around `count` records that `records` writes in order:
 /// header, records, cards, checksum.
-pub(crate) fn write_framed(out: &mut dyn Write, count: u64, records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>, cards: &ReplicaCards) -> std::io::Result<()> {
+pub(crate) fn write_framed(
+    out: &mut dyn Write,
+    count: u64,
+    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    cards: &ReplicaCards,
+) -> std::io::Result<()> {
     // Buffered below the hash, which then takes large pieces (records are 57 bytes).
     let mut out = dmv_store::HashingWriter::new(std::io::BufWriter::with_capacity(1 << 16, out));
     out.write_all(MAGIC)?;
@@ -340,7 +403,12 @@ pub(crate) fn write_framed(out: &mut dyn Write, count: u64, records: &mut dyn Fn
 
 /// [`write_framed`] packed (version 4, see the module's doc): what
 /// `.dmv/locations` holds.
-pub(crate) fn write_packed(out: &mut dyn Write, count: u64, records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>, cards: &ReplicaCards) -> std::io::Result<()> {
+pub(crate) fn write_packed(
+    out: &mut dyn Write,
+    count: u64,
+    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    cards: &ReplicaCards,
+) -> std::io::Result<()> {
     let mut header = Vec::with_capacity(HEADER_LEN);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&VERSION_PACKED.to_le_bytes());
@@ -383,7 +451,11 @@ pub(crate) fn encode_cards(cards: &ReplicaCards, out: &mut dyn Write) -> std::io
 }
 
 /// Reads what [`encode_cards`] wrote (or, for `version` 2, the names).
-pub(crate) fn decode_cards(mut bytes: &[u8], version: u32, log: &mut LocationLog) -> Result<(), BadLocationLog> {
+pub(crate) fn decode_cards(
+    mut bytes: &[u8],
+    version: u32,
+    log: &mut LocationLog,
+) -> Result<(), BadLocationLog> {
     let bad = |d: &str| BadLocationLog(d.to_string());
     let mut take = |n: usize| -> Result<&[u8], BadLocationLog> {
         if bytes.len() < n {
@@ -393,7 +465,11 @@ pub(crate) fn decode_cards(mut bytes: &[u8], version: u32, log: &mut LocationLog
         bytes = tail;
         Ok(head)
     };
-    let text = |b: &[u8]| std::str::from_utf8(b).map(str::to_string).map_err(|_| bad("a card is not UTF-8"));
+    let text = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|_| bad("a card is not UTF-8"))
+    };
     let count = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad("short card count"))?);
     let mut previous: Option<ReplicaId> = None;
     for _ in 0..count {
@@ -412,7 +488,8 @@ pub(crate) fn decode_cards(mut bytes: &[u8], version: u32, log: &mut LocationLog
                 return Err(bad("a card publishes too many URLs"));
             }
             for _ in 0..urls {
-                let len = u16::from_le_bytes(take(2)?.try_into().map_err(|_| bad("short card"))?) as usize;
+                let len = u16::from_le_bytes(take(2)?.try_into().map_err(|_| bad("short card"))?)
+                    as usize;
                 if len > MAX_PUBLISHED_URL_LEN {
                     return Err(bad("a published URL is too long"));
                 }
@@ -441,14 +518,24 @@ impl Repository {
         let path = self.dmv.join("replica-id");
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let id = std::str::from_utf8(&bytes).ok().filter(|text| crate::seal::checked(text) != Some(false)).and_then(|text| ReplicaId::parse(crate::seal::body(text)));
-                return id.ok_or_else(|| RepoError::Corrupt { path: path.clone(), detail: "not a replica id".into() });
+                let id = std::str::from_utf8(&bytes)
+                    .ok()
+                    .filter(|text| crate::seal::checked(text) != Some(false))
+                    .and_then(|text| ReplicaId::parse(crate::seal::body(text)));
+                return id.ok_or_else(|| RepoError::Corrupt {
+                    path: path.clone(),
+                    detail: "not a replica id".into(),
+                });
             }
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RepoError::io(&path, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RepoError::io(&path, e))
+            }
             Err(_) => {}
         }
         let id = ReplicaId::new_random(self.root.as_os_str().as_encoded_bytes());
-        let tmp = self.dmv.join(format!("replica-id.tmp-{}", std::process::id()));
+        let tmp = self
+            .dmv
+            .join(format!("replica-id.tmp-{}", std::process::id()));
         std::fs::write(&tmp, crate::seal::seal(&format!("{id}\n"))).at(&tmp)?;
         // A hard link never replaces: of two processes making an id at once, the first wins and both use it.
         let linked = std::fs::hard_link(&tmp, &path);
@@ -459,10 +546,17 @@ impl Repository {
             // File systems without hard links (FAT, exFAT: a camera's card, a USB stick):
             // O_CREAT|O_EXCL, at the price of a moment in which the file is there but empty.
             Err(e) if dmv_os::no_hard_links(&e) => {
-                let made = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).and_then(|mut f| {
-                    std::io::Write::write_all(&mut f, crate::seal::seal(&format!("{id}\n")).as_bytes())?;
-                    f.sync_all()
-                });
+                let made = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .and_then(|mut f| {
+                        std::io::Write::write_all(
+                            &mut f,
+                            crate::seal::seal(&format!("{id}\n")).as_bytes(),
+                        )?;
+                        f.sync_all()
+                    });
                 match made {
                     Ok(()) => Ok(id),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.replica_id(),
@@ -476,18 +570,35 @@ impl Repository {
     /// This replica's name: the config's `replica_name`, else user@host:path
     /// (as git-annex describes a repository).
     pub fn replica_name(&self) -> String {
-        if let Some(name) = self.config.replica_name.as_deref().filter(|n| !n.trim().is_empty()) {
+        if let Some(name) = self
+            .config
+            .replica_name
+            .as_deref()
+            .filter(|n| !n.trim().is_empty())
+        {
             return name.to_string();
         }
-        let user = std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "dmv".into());
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).unwrap_or_else(|| "localhost".into());
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "dmv".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
         format!("{user}@{host}:{}", self.root.display())
     }
 
     /// What this replica says of itself: its name, the URLs it publishes
     /// and whether it is metered (`dmv replica`).
     pub fn my_card(&self) -> ReplicaCard {
-        ReplicaCard { name: self.replica_name(), urls: self.config.publish.clone(), metered: self.config.metered }.bounded()
+        ReplicaCard {
+            name: self.replica_name(),
+            urls: self.config.publish.clone(),
+            metered: self.config.metered,
+        }
+        .bounded()
     }
 
     /// `log` with this replica's current card in it (if it has an id yet).
@@ -508,9 +619,16 @@ impl Repository {
             Err(e) => return Err(RepoError::io(path, e)),
         };
         if crate::seal::checked(&text) == Some(false) {
-            return Err(RepoError::Corrupt { path, detail: "does not match its check line".into() });
+            return Err(RepoError::Corrupt {
+                path,
+                detail: "does not match its check line".into(),
+            });
         }
-        Ok(crate::seal::body(&text).lines().filter_map(|l| l.split_once(' ')).filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string()))).collect())
+        Ok(crate::seal::body(&text)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter_map(|(id, name)| Some((ReplicaId::parse(id)?, name.to_string())))
+            .collect())
     }
 
     /// Remembers a replica's id and name (one line each in `.dmv/replicas`).
@@ -521,8 +639,14 @@ impl Repository {
             return Ok(());
         }
         known.insert(id, name);
-        let text: String = known.iter().map(|(id, name)| format!("{id} {name}\n")).collect();
-        crate::atomic::write_atomic(&self.dmv.join("replicas"), crate::seal::seal(&text).as_bytes())
+        let text: String = known
+            .iter()
+            .map(|(id, name)| format!("{id} {name}\n"))
+            .collect();
+        crate::atomic::write_atomic(
+            &self.dmv.join("replicas"),
+            crate::seal::seal(&text).as_bytes(),
+        )
     }
 }
 
@@ -539,14 +663,51 @@ mod tests {
     fn the_newest_record_wins_and_absent_wins_a_tie() {
         let (a, b) = (ReplicaId([1; 16]), ReplicaId([2; 16]));
         let mut one = LocationLog::default();
-        one.record(id(7), a, Stamp { time_ns: 10, present: true });
-        one.record(id(7), b, Stamp { time_ns: 10, present: true });
+        one.record(
+            id(7),
+            a,
+            Stamp {
+                time_ns: 10,
+                present: true,
+            },
+        );
+        one.record(
+            id(7),
+            b,
+            Stamp {
+                time_ns: 10,
+                present: true,
+            },
+        );
         let mut two = LocationLog::default();
-        two.record(id(7), a, Stamp { time_ns: 5, present: false });
-        two.record(id(7), b, Stamp { time_ns: 10, present: false });
+        two.record(
+            id(7),
+            a,
+            Stamp {
+                time_ns: 5,
+                present: false,
+            },
+        );
+        two.record(
+            id(7),
+            b,
+            Stamp {
+                time_ns: 10,
+                present: false,
+            },
+        );
         let mut merged = one.clone();
         assert_eq!(merged.merge(&two), 1);
-        assert_eq!(merged.holders(&id(7)), vec![(a, Stamp { time_ns: 10, present: true })]);
+        assert_eq!(
+            merged.holders(&id(7)),
+            vec![(
+                a,
+                Stamp {
+                    time_ns: 10,
+                    present: true
+                }
+            )]
+        );
         let mut other_way = two.clone();
         other_way.merge(&one);
         assert_eq!(merged, other_way);
@@ -555,8 +716,23 @@ mod tests {
     #[test]
     fn the_encoding_is_pinned() {
         let mut log = LocationLog::default();
-        log.record(id(1), ReplicaId([2; 16]), Stamp { time_ns: 3, present: true });
-        log.card(ReplicaId([2; 16]), 4, ReplicaCard { name: "nas".into(), urls: vec!["ssh://n/r".into()], metered: true });
+        log.record(
+            id(1),
+            ReplicaId([2; 16]),
+            Stamp {
+                time_ns: 3,
+                present: true,
+            },
+        );
+        log.card(
+            ReplicaId([2; 16]),
+            4,
+            ReplicaCard {
+                name: "nas".into(),
+                urls: vec!["ssh://n/r".into()],
+                metered: true,
+            },
+        );
         let bytes = log.encode();
         let mut expected = b"DMVLOCS\0".to_vec();
         expected.extend([3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
@@ -580,7 +756,10 @@ mod tests {
         v2.extend([4, 0, 0, 0, 0, 0, 0, 0, 3]);
         v2.extend(b"nas");
         v2.extend(blake3::hash(&v2).as_bytes());
-        assert_eq!(LocationLog::decode(&v2).unwrap().cards[&ReplicaId([2; 16])], (4, ReplicaCard::named("nas")));
+        assert_eq!(
+            LocationLog::decode(&v2).unwrap().cards[&ReplicaId([2; 16])],
+            (4, ReplicaCard::named("nas"))
+        );
         // Version 1, without names, is still read.
         let mut v1 = b"DMVLOCS\0".to_vec();
         v1.extend([1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
@@ -591,20 +770,50 @@ mod tests {
         let old = LocationLog::decode(&v1).unwrap();
         assert_eq!(old.records, log.records);
         assert!(old.cards.is_empty());
-        assert_eq!(ReplicaId([0xab; 16]).to_string(), "abababab-abab-abab-abab-abababababab");
-        assert_eq!(ReplicaId::parse("abababab-abab-abab-abab-abababababab"), Some(ReplicaId([0xab; 16])));
+        assert_eq!(
+            ReplicaId([0xab; 16]).to_string(),
+            "abababab-abab-abab-abab-abababababab"
+        );
+        assert_eq!(
+            ReplicaId::parse("abababab-abab-abab-abab-abababababab"),
+            Some(ReplicaId([0xab; 16]))
+        );
     }
 
     fn arb_log() -> impl Strategy<Value = LocationLog> {
         let records = proptest::collection::vec((0u8..4, 0u8..3, 0u64..4, any::<bool>()), 0..20);
-        let cards = proptest::collection::vec((0u8..3, 0u64..3, "[a-zé]{0,3}", proptest::collection::vec("[a-z:/]{0,6}", 0..3), any::<bool>()), 0..4);
+        let cards = proptest::collection::vec(
+            (
+                0u8..3,
+                0u64..3,
+                "[a-zé]{0,3}",
+                proptest::collection::vec("[a-z:/]{0,6}", 0..3),
+                any::<bool>(),
+            ),
+            0..4,
+        );
         (records, cards).prop_map(|(rs, cs)| {
             let mut log = LocationLog::default();
             for (k, r, t, p) in rs {
-                log.record(id(k), ReplicaId([r; 16]), Stamp { time_ns: t, present: p });
+                log.record(
+                    id(k),
+                    ReplicaId([r; 16]),
+                    Stamp {
+                        time_ns: t,
+                        present: p,
+                    },
+                );
             }
             for (r, t, name, urls, metered) in cs {
-                log.card(ReplicaId([r; 16]), t, ReplicaCard { name, urls, metered });
+                log.card(
+                    ReplicaId([r; 16]),
+                    t,
+                    ReplicaCard {
+                        name,
+                        urls,
+                        metered,
+                    },
+                );
             }
             log
         })
@@ -614,15 +823,33 @@ mod tests {
     fn a_card_is_kept_within_limits_and_the_newest_card_wins() {
         let mut log = LocationLog::default();
         let long = "é".repeat(200);
-        let urls: Vec<String> = (0..20).map(|i| format!("https://h{i}/r")).chain(["x".repeat(MAX_PUBLISHED_URL_LEN + 1)]).collect();
-        log.card(ReplicaId([1; 16]), 5, ReplicaCard { name: long.clone(), urls, metered: false });
+        let urls: Vec<String> = (0..20)
+            .map(|i| format!("https://h{i}/r"))
+            .chain(["x".repeat(MAX_PUBLISHED_URL_LEN + 1)])
+            .collect();
+        log.card(
+            ReplicaId([1; 16]),
+            5,
+            ReplicaCard {
+                name: long.clone(),
+                urls,
+                metered: false,
+            },
+        );
         let (_, kept) = &log.cards[&ReplicaId([1; 16])];
-        assert!(kept.name.len() <= MAX_NAME_LEN && long.starts_with(kept.name.as_str()) && kept.name.len() == 254);
+        assert!(
+            kept.name.len() <= MAX_NAME_LEN
+                && long.starts_with(kept.name.as_str())
+                && kept.name.len() == 254
+        );
         assert_eq!(kept.urls.len(), MAX_PUBLISHED_URLS);
         assert_eq!(LocationLog::decode(&log.encode()).unwrap(), log);
         log.card(ReplicaId([1; 16]), 4, ReplicaCard::named("older"));
         log.card(ReplicaId([1; 16]), 6, ReplicaCard::named("laptop"));
-        assert_eq!(log.cards[&ReplicaId([1; 16])], (6, ReplicaCard::named("laptop")));
+        assert_eq!(
+            log.cards[&ReplicaId([1; 16])],
+            (6, ReplicaCard::named("laptop"))
+        );
         assert_eq!(LocationLog::decode(&log.encode()).unwrap(), log);
     }
 

@@ -40,7 +40,12 @@ pub struct PathLock {
 impl PathLock {
     /// "alice (from alice@laptop:/photos, since 2026-11-25 14:03:00 UTC)".
     pub fn holder(&self) -> String {
-        format!("{} (from {}, since {})", self.owner, self.replica, utc_time(self.since as i64))
+        format!(
+            "{} (from {}, since {})",
+            self.owner,
+            self.replica,
+            utc_time(self.since as i64)
+        )
     }
 }
 
@@ -92,9 +97,14 @@ impl LockTable {
             return Err("its checksum does not match (damaged)".into());
         }
         if body[MAGIC.len()] != FORMAT {
-            return Err(format!("format {} is not known to this dmv", body[MAGIC.len()]));
+            return Err(format!(
+                "format {} is not known to this dmv",
+                body[MAGIC.len()]
+            ));
         }
-        let (locks, rest): (Vec<PathLock>, &[u8]) = postcard::take_from_bytes(&body[MAGIC.len() + 1..]).map_err(|e| format!("cannot read its locks: {e}"))?;
+        let (locks, rest): (Vec<PathLock>, &[u8]) =
+            postcard::take_from_bytes(&body[MAGIC.len() + 1..])
+                .map_err(|e| format!("cannot read its locks: {e}"))?;
         if !rest.is_empty() {
             return Err("bytes after the locks".into());
         }
@@ -128,29 +138,60 @@ impl LockTable {
     /// [`take_locks`]). Returns the locks, in the order asked.
     /// Refused past [`MAX_LOCK_BYTES_PER_OWNER`] for the owner's locks, or
     /// past the table's own bound.
-    pub fn lock(&mut self, paths: &[String], owner: &str, replica: &str, now: u64) -> RepoResult<Vec<PathLock>> {
+    pub fn lock(
+        &mut self,
+        paths: &[String],
+        owner: &str,
+        replica: &str,
+        now: u64,
+    ) -> RepoResult<Vec<PathLock>> {
         check_lock_call(paths.len(), owner, replica)?;
-        let adding: u64 = paths.iter().filter(|p| !self.locks.contains_key(p.as_str())).map(|p| lock_bytes(p, owner, replica)).sum();
-        let owners: u64 = self.locks.values().filter(|l| l.owner == owner).map(|l| lock_bytes(&l.path, &l.owner, &l.replica)).sum();
+        let adding: u64 = paths
+            .iter()
+            .filter(|p| !self.locks.contains_key(p.as_str()))
+            .map(|p| lock_bytes(p, owner, replica))
+            .sum();
+        let owners: u64 = self
+            .locks
+            .values()
+            .filter(|l| l.owner == owner)
+            .map(|l| lock_bytes(&l.path, &l.owner, &l.replica))
+            .sum();
         if owners + adding > MAX_LOCK_BYTES_PER_OWNER {
             let detail = format!("{owner}'s locks would take {} KiB of the lock table, more than one holder may ({} KiB)", (owners + adding) >> 10, MAX_LOCK_BYTES_PER_OWNER >> 10);
             return Err(RepoError::LockBudget { detail });
         }
-        let all: u64 = self.locks.values().map(|l| lock_bytes(&l.path, &l.owner, &l.replica)).sum();
+        let all: u64 = self
+            .locks
+            .values()
+            .map(|l| lock_bytes(&l.path, &l.owner, &l.replica))
+            .sum();
         if all + adding > MAX_TABLE_BYTES - (1 << 20) {
-            return Err(RepoError::LockBudget { detail: format!("the lock table is full ({} MiB)", MAX_TABLE_BYTES >> 20) });
+            return Err(RepoError::LockBudget {
+                detail: format!("the lock table is full ({} MiB)", MAX_TABLE_BYTES >> 20),
+            });
         }
         take_locks(self, paths, owner, replica, now)
     }
 
     /// Releases every path, or none (see [`release_locks`]).
-    pub fn unlock(&mut self, paths: &[String], owner: &str, force: bool) -> RepoResult<Vec<PathLock>> {
+    pub fn unlock(
+        &mut self,
+        paths: &[String],
+        owner: &str,
+        force: bool,
+    ) -> RepoResult<Vec<PathLock>> {
         release_locks(self, paths, owner, force)
     }
 
     /// The locks someone other than `user` holds (every lock when `user` is unknown).
-    pub fn held_by_others<'a>(&'a self, user: Option<&'a str>) -> impl Iterator<Item = &'a PathLock> + 'a {
-        self.locks.values().filter(move |l| Some(l.owner.as_str()) != user)
+    pub fn held_by_others<'a>(
+        &'a self,
+        user: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a PathLock> + 'a {
+        self.locks
+            .values()
+            .filter(move |l| Some(l.owner.as_str()) != user)
     }
 }
 
@@ -195,14 +236,28 @@ pub trait LockStore {
 /// refuses the whole call and undoes the locks it took. Paths already held
 /// by this owner and replica keep their lock. Returns the locks, in the
 /// order asked.
-pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, replica: &str, now: u64) -> Result<Vec<PathLock>, S::Error> {
+pub fn take_locks<S: LockStore + ?Sized>(
+    store: &mut S,
+    paths: &[String],
+    owner: &str,
+    replica: &str,
+    now: u64,
+) -> Result<Vec<PathLock>, S::Error> {
     check_lock_call(paths.len(), owner, replica)?;
     for path in paths {
-        check_lock_path(path).map_err(|reason| RepoError::BadPath { path: path.clone(), reason })?;
+        check_lock_path(path).map_err(|reason| RepoError::BadPath {
+            path: path.clone(),
+            reason,
+        })?;
     }
     let (mut taken, mut created): (Vec<PathLock>, Vec<&str>) = (Vec::new(), Vec::new());
     for path in paths {
-        let lock = PathLock { path: path.clone(), owner: owner.into(), replica: replica.into(), since: now };
+        let lock = PathLock {
+            path: path.clone(),
+            owner: owner.into(),
+            replica: replica.into(),
+            since: now,
+        };
         if !store.create(&lock)? {
             match store.read(path)? {
                 Some(held) if held.owner == owner && held.replica == replica => {
@@ -215,8 +270,15 @@ pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner:
                     for mine in created {
                         store.remove(mine)?;
                     }
-                    let holder = other.map_or_else(|| "someone else (it changed while we looked)".to_string(), |l| l.holder());
-                    return Err(RepoError::PathLocked { path: path.clone(), holder }.into());
+                    let holder = other.map_or_else(
+                        || "someone else (it changed while we looked)".to_string(),
+                        |l| l.holder(),
+                    );
+                    return Err(RepoError::PathLocked {
+                        path: path.clone(),
+                        holder,
+                    }
+                    .into());
                 }
             }
         }
@@ -228,13 +290,24 @@ pub fn take_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner:
 
 /// Releases every path, or none: a path not locked, or held by someone
 /// else without `force`, refuses the whole call. Returns what was released.
-pub fn release_locks<S: LockStore + ?Sized>(store: &mut S, paths: &[String], owner: &str, force: bool) -> Result<Vec<PathLock>, S::Error> {
+pub fn release_locks<S: LockStore + ?Sized>(
+    store: &mut S,
+    paths: &[String],
+    owner: &str,
+    force: bool,
+) -> Result<Vec<PathLock>, S::Error> {
     check_lock_call(paths.len(), owner, "")?;
     let mut released: Vec<PathLock> = Vec::new();
     for path in paths {
         match store.read(path)? {
             None => return Err(RepoError::PathNotLocked { path: path.clone() }.into()),
-            Some(l) if l.owner != owner && !force => return Err(RepoError::LockHeldByOther { path: path.clone(), holder: l.holder() }.into()),
+            Some(l) if l.owner != owner && !force => {
+                return Err(RepoError::LockHeldByOther {
+                    path: path.clone(),
+                    holder: l.holder(),
+                }
+                .into())
+            }
             Some(l) if released.iter().any(|r| r.path == l.path) => {}
             Some(l) => released.push(l),
         }
@@ -257,9 +330,15 @@ fn check_lock_call(paths: usize, owner: &str, replica: &str) -> RepoResult<()> {
     let detail = if paths > MAX_PATHS_PER_LOCK_CALL {
         format!("{paths} paths in one call, more than {MAX_PATHS_PER_LOCK_CALL}")
     } else if replica.len() > MAX_REPLICA_NAME_BYTES {
-        format!("a replica name of {} bytes, more than {MAX_REPLICA_NAME_BYTES}", replica.len())
+        format!(
+            "a replica name of {} bytes, more than {MAX_REPLICA_NAME_BYTES}",
+            replica.len()
+        )
     } else if owner.len() > MAX_OWNER_BYTES {
-        format!("a holder's name of {} bytes, more than {MAX_OWNER_BYTES}", owner.len())
+        format!(
+            "a holder's name of {} bytes, more than {MAX_OWNER_BYTES}",
+            owner.len()
+        )
     } else {
         return Ok(());
     };
@@ -302,7 +381,13 @@ impl HeldLocks {
     pub fn save(&self) -> RepoResult<()> {
         let bytes = self.table.encode();
         if bytes.len() as u64 > MAX_TABLE_BYTES {
-            return Err(RepoError::LockBudget { detail: format!("the lock table would be {} MiB, more than {} MiB", bytes.len() >> 20, MAX_TABLE_BYTES >> 20) });
+            return Err(RepoError::LockBudget {
+                detail: format!(
+                    "the lock table would be {} MiB, more than {} MiB",
+                    bytes.len() >> 20,
+                    MAX_TABLE_BYTES >> 20
+                ),
+            });
         }
         crate::atomic::write_atomic(&self.path, &bytes)
     }
@@ -315,11 +400,20 @@ impl Repository {
     /// is either taken before a push is checked or after its refs moved.
     pub fn hold_locks(&self) -> RepoResult<HeldLocks> {
         let lock_path = self.dmv.join("locks.lock");
-        let flock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        let flock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .at(&lock_path)?;
         flock.lock().at(&lock_path)?;
         let path = self.dmv.join("locks");
         let table = read_table(&path)?;
-        Ok(HeldLocks { path, _flock: flock, table })
+        Ok(HeldLocks {
+            path,
+            _flock: flock,
+            table,
+        })
     }
 
     /// The lock table as it is now (without holding it).
@@ -331,14 +425,24 @@ impl Repository {
     /// one of `locks` holds, with that lock. A commit changes a path when
     /// the path's entry differs from the one in each of its parents (a
     /// merge that takes one side's version changes nothing there).
-    pub fn change_to_locked<'l>(&self, commits: &[ObjectId], locks: &[&'l PathLock]) -> RepoResult<Option<(&'l PathLock, ObjectId)>> {
+    pub fn change_to_locked<'l>(
+        &self,
+        commits: &[ObjectId],
+        locks: &[&'l PathLock],
+    ) -> RepoResult<Option<(&'l PathLock, ObjectId)>> {
         if locks.is_empty() {
             return Ok(None);
         }
-        let entry = |tree: &ObjectId, path: &str| -> RepoResult<Option<(EntryKind, ObjectId)>> { Ok(lookup(&self.store, tree, path.as_bytes())?.map(|e| (e.kind, e.id))) };
+        let entry = |tree: &ObjectId, path: &str| -> RepoResult<Option<(EntryKind, ObjectId)>> {
+            Ok(lookup(&self.store, tree, path.as_bytes())?.map(|e| (e.kind, e.id)))
+        };
         for id in commits {
             let commit = self.commit(id)?;
-            let parent_trees = commit.parents.iter().map(|p| self.commit(p).map(|c| c.tree)).collect::<RepoResult<Vec<_>>>()?;
+            let parent_trees = commit
+                .parents
+                .iter()
+                .map(|p| self.commit(p).map(|c| c.tree))
+                .collect::<RepoResult<Vec<_>>>()?;
             for lock in locks {
                 let now = entry(&commit.tree, &lock.path)?;
                 let mut changed = true;
@@ -370,7 +474,8 @@ pub struct RefMove<'a> {
 }
 
 /// A path's entry at a commit (None: the commit does not hold the path).
-pub type EntryAt<'a, E> = dyn FnMut(&ObjectId, &str) -> Result<Option<(EntryKind, ObjectId)>, E> + 'a;
+pub type EntryAt<'a, E> =
+    dyn FnMut(&ObjectId, &str) -> Result<Option<(EntryKind, ObjectId)>, E> + 'a;
 
 /// The rule of locks, as an invariant of what branches hold: refuses a set
 /// of ref moves that would leave any branch holding, at a path someone else
@@ -383,17 +488,35 @@ pub type EntryAt<'a, E> = dyn FnMut(&ObjectId, &str) -> Result<Option<(EntryKind
 /// branches and are not held to this. Every kind of hub (a repository on a
 /// disk, a server in front of a bucket) calls this atomically with its ref
 /// swap; `entry_at` reads trees wherever that hub keeps them.
-pub fn refuse_moves_over_locks<E: From<RepoError>>(moves: &[RefMove<'_>], branches: &[(String, ObjectId)], locks: &[&PathLock], entry_at: &mut EntryAt<'_, E>) -> Result<(), E> {
-    let is_branch = |name: &str| name.starts_with(crate::ref_names::BRANCHES) || name.starts_with(crate::ref_names::REMOTE_BRANCHES);
-    let moves: Vec<&RefMove<'_>> = moves.iter().filter(|m| is_branch(m.name) && m.old != m.new).collect();
+pub fn refuse_moves_over_locks<E: From<RepoError>>(
+    moves: &[RefMove<'_>],
+    branches: &[(String, ObjectId)],
+    locks: &[&PathLock],
+    entry_at: &mut EntryAt<'_, E>,
+) -> Result<(), E> {
+    let is_branch = |name: &str| {
+        name.starts_with(crate::ref_names::BRANCHES)
+            || name.starts_with(crate::ref_names::REMOTE_BRANCHES)
+    };
+    let moves: Vec<&RefMove<'_>> = moves
+        .iter()
+        .filter(|m| is_branch(m.name) && m.old != m.new)
+        .collect();
     if moves.is_empty() || locks.is_empty() {
         return Ok(());
     }
-    let mut after: Vec<(&str, ObjectId)> = branches.iter().filter(|(name, _)| !moves.iter().any(|m| m.name == name)).map(|(n, id)| (n.as_str(), *id)).collect();
+    let mut after: Vec<(&str, ObjectId)> = branches
+        .iter()
+        .filter(|(name, _)| !moves.iter().any(|m| m.name == name))
+        .map(|(n, id)| (n.as_str(), *id))
+        .collect();
     after.extend(moves.iter().filter_map(|m| Some((m.name, m.new?))));
     for lock in locks {
         let path = lock.path.as_str();
-        let held_anywhere = |tips: &mut dyn Iterator<Item = ObjectId>, entry: (EntryKind, ObjectId), entry_at: &mut EntryAt<'_, E>| -> Result<bool, E> {
+        let held_anywhere = |tips: &mut dyn Iterator<Item = ObjectId>,
+                             entry: (EntryKind, ObjectId),
+                             entry_at: &mut EntryAt<'_, E>|
+         -> Result<bool, E> {
             for tip in tips {
                 if entry_at(&tip, path)? == Some(entry) {
                     return Ok(true);
@@ -407,19 +530,46 @@ pub fn refuse_moves_over_locks<E: From<RepoError>>(moves: &[RefMove<'_>], branch
             if before == now {
                 continue;
             }
-            let branch = m.name.strip_prefix(crate::ref_names::BRANCHES).unwrap_or(m.name).to_string();
+            let branch = m
+                .name
+                .strip_prefix(crate::ref_names::BRANCHES)
+                .unwrap_or(m.name)
+                .to_string();
             let how = match (m.old, m.new, before, now) {
                 // A new branch holding a version some branch holds changes nothing anyone edits.
                 (None, Some(_), _, None) => continue,
-                (None, Some(_), _, Some(entry)) if held_anywhere(&mut branches.iter().map(|(_, id)| *id), entry, entry_at)? => continue,
-                (None, Some(new), _, Some(_)) => format!("be a new branch holding a version of it no branch holds ({})", new.short()),
+                (None, Some(_), _, Some(entry))
+                    if held_anywhere(&mut branches.iter().map(|(_, id)| *id), entry, entry_at)? =>
+                {
+                    continue
+                }
+                (None, Some(new), _, Some(_)) => format!(
+                    "be a new branch holding a version of it no branch holds ({})",
+                    new.short()
+                ),
                 // A deleted branch loses nothing while another holds its version.
-                (Some(_), None, Some(entry), _) if held_anywhere(&mut after.iter().map(|(_, id)| *id), entry, entry_at)? => continue,
-                (Some(old), None, _, _) => format!("be deleted, and no other branch holds its version of it ({})", old.short()),
+                (Some(_), None, Some(entry), _)
+                    if held_anywhere(&mut after.iter().map(|(_, id)| *id), entry, entry_at)? =>
+                {
+                    continue
+                }
+                (Some(old), None, _, _) => format!(
+                    "be deleted, and no other branch holds its version of it ({})",
+                    old.short()
+                ),
                 (_, Some(new), _, None) => format!("no longer hold it at {}", new.short()),
-                (_, new, _, _) => format!("hold another version of it at {}", new.map_or_else(String::new, |n| n.short())),
+                (_, new, _, _) => format!(
+                    "hold another version of it at {}",
+                    new.map_or_else(String::new, |n| n.short())
+                ),
             };
-            return Err(RepoError::LockedPathMoved { path: path.to_string(), holder: lock.holder(), branch, how }.into());
+            return Err(RepoError::LockedPathMoved {
+                path: path.to_string(),
+                holder: lock.holder(),
+                branch,
+                how,
+            }
+            .into());
         }
     }
     Ok(())
@@ -427,12 +577,23 @@ pub fn refuse_moves_over_locks<E: From<RepoError>>(moves: &[RefMove<'_>], branch
 
 impl Repository {
     /// The entry at `path` in the tree of `commit` (a commit here, or a tag of one).
-    pub fn entry_at_commit(&self, commit: &ObjectId, path: &str) -> RepoResult<Option<(EntryKind, ObjectId)>> {
+    pub fn entry_at_commit(
+        &self,
+        commit: &ObjectId,
+        path: &str,
+    ) -> RepoResult<Option<(EntryKind, ObjectId)>> {
         let commit = match self.store.kind_of(commit)? {
-            dmv_store::ObjectKind::Tag => self.store.read_decoded::<dmv_store::object::Tag>(commit, dmv_store::ObjectKind::Tag)?.target,
+            dmv_store::ObjectKind::Tag => {
+                self.store
+                    .read_decoded::<dmv_store::object::Tag>(commit, dmv_store::ObjectKind::Tag)?
+                    .target
+            }
             _ => *commit,
         };
-        Ok(lookup(&self.store, &self.commit(&commit)?.tree, path.as_bytes())?.map(|e| (e.kind, e.id)))
+        Ok(
+            lookup(&self.store, &self.commit(&commit)?.tree, path.as_bytes())?
+                .map(|e| (e.kind, e.id)),
+        )
     }
 }
 
@@ -440,10 +601,18 @@ fn read_table(path: &std::path::Path) -> RepoResult<LockTable> {
     let bytes = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockTable::default()),
         Err(e) => return Err(RepoError::io(path, e)),
-        Ok(m) if m.len() > MAX_TABLE_BYTES => return Err(RepoError::Corrupt { path: path.to_path_buf(), detail: format!("{} bytes, more than a lock table can be", m.len()) }),
+        Ok(m) if m.len() > MAX_TABLE_BYTES => {
+            return Err(RepoError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("{} bytes, more than a lock table can be", m.len()),
+            })
+        }
         Ok(_) => std::fs::read(path).at(path)?,
     };
-    LockTable::decode(&bytes).map_err(|detail| RepoError::Corrupt { path: path.to_path_buf(), detail })
+    LockTable::decode(&bytes).map_err(|detail| RepoError::Corrupt {
+        path: path.to_path_buf(),
+        detail,
+    })
 }
 
 /// What a replica last learned of a remote's locks.
@@ -462,12 +631,16 @@ pub struct KnownLocks {
 impl KnownLocks {
     /// Paths this replica's user holds there.
     pub fn mine(&self) -> impl Iterator<Item = &PathLock> {
-        self.locks.iter().filter(|l| Some(&l.owner) == self.you.as_ref())
+        self.locks
+            .iter()
+            .filter(|l| Some(&l.owner) == self.you.as_ref())
     }
 
     /// The lock on `path` held by someone else, if there is one.
     pub fn other_holder(&self, path: &str) -> Option<&PathLock> {
-        self.locks.iter().find(|l| l.path == path && Some(&l.owner) != self.you.as_ref())
+        self.locks
+            .iter()
+            .find(|l| l.path == path && Some(&l.owner) != self.you.as_ref())
     }
 }
 
@@ -480,13 +653,19 @@ impl Repository {
     /// damaged copy counts as none: it is only a hint, and the next contact
     /// with the remote writes it again.
     pub fn known_locks(&self) -> KnownLocks {
-        std::fs::read(self.known_locks_path()).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        std::fs::read(self.known_locks_path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     /// Replaces `.dmv/locks-known` (as a cache: not synced, a crash may lose it).
     pub fn save_known_locks(&self, known: &KnownLocks) -> RepoResult<()> {
         let path = self.known_locks_path();
-        let bytes = serde_json::to_vec_pretty(known).map_err(|e| RepoError::Encode { what: "known locks", detail: e.to_string() })?;
+        let bytes = serde_json::to_vec_pretty(known).map_err(|e| RepoError::Encode {
+            what: "known locks",
+            detail: e.to_string(),
+        })?;
         crate::atomic::write_cache(&path, &bytes).at(&path)
     }
 }
@@ -497,7 +676,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn lock(path: &str, owner: &str) -> PathLock {
-        PathLock { path: path.into(), owner: owner.into(), replica: "r".into(), since: 1_764_079_380 }
+        PathLock {
+            path: path.into(),
+            owner: owner.into(),
+            replica: "r".into(),
+            since: 1_764_079_380,
+        }
     }
 
     #[test]
@@ -524,18 +708,43 @@ mod tests {
         let mut t = LockTable::default();
         t.lock(&["a".into(), "b/c".into()], "al", "r", 1).unwrap();
         // All or nothing: "a" is free of bob only if "b/c" is too.
-        assert!(matches!(t.lock(&["x".into(), "b/c".into()], "bob", "s", 2), Err(RepoError::PathLocked { .. })));
+        assert!(matches!(
+            t.lock(&["x".into(), "b/c".into()], "bob", "s", 2),
+            Err(RepoError::PathLocked { .. })
+        ));
         assert!(t.get("x").is_none());
         // The same owner from another replica does not hold it either.
-        assert!(matches!(t.lock(&["a".into()], "al", "other", 2), Err(RepoError::PathLocked { .. })));
-        assert_eq!(t.lock(&["a".into()], "al", "r", 9).unwrap()[0].since, 1, "taking it again keeps the lock");
-        assert!(matches!(t.unlock(&["a".into()], "bob", false), Err(RepoError::LockHeldByOther { .. })));
-        assert!(matches!(t.unlock(&["zzz".into()], "al", false), Err(RepoError::PathNotLocked { .. })));
-        assert_eq!(t.unlock(&["a".into()], "bob", true).unwrap(), vec![lock("a", "al")].into_iter().map(|l| PathLock { since: 1, ..l }).collect::<Vec<_>>());
+        assert!(matches!(
+            t.lock(&["a".into()], "al", "other", 2),
+            Err(RepoError::PathLocked { .. })
+        ));
+        assert_eq!(
+            t.lock(&["a".into()], "al", "r", 9).unwrap()[0].since,
+            1,
+            "taking it again keeps the lock"
+        );
+        assert!(matches!(
+            t.unlock(&["a".into()], "bob", false),
+            Err(RepoError::LockHeldByOther { .. })
+        ));
+        assert!(matches!(
+            t.unlock(&["zzz".into()], "al", false),
+            Err(RepoError::PathNotLocked { .. })
+        ));
+        assert_eq!(
+            t.unlock(&["a".into()], "bob", true).unwrap(),
+            vec![lock("a", "al")]
+                .into_iter()
+                .map(|l| PathLock { since: 1, ..l })
+                .collect::<Vec<_>>()
+        );
         assert_eq!(t.held_by_others(Some("al")).count(), 0);
         assert_eq!(t.held_by_others(Some("bob")).count(), 1);
         for bad in ["", "/a", "a//b", "a/../b", "./a", ".dmv/config", "a/"] {
-            assert!(t.lock(&[bad.into()], "al", "r", 1).is_err(), "{bad:?} should be refused");
+            assert!(
+                t.lock(&[bad.into()], "al", "r", 1).is_err(),
+                "{bad:?} should be refused"
+            );
         }
     }
 
@@ -547,13 +756,31 @@ mod tests {
         let mut t = LockTable::default();
         let paths: Vec<String> = (0..40).map(|i| format!("scene/{i}.psd")).collect();
         let long = "r".repeat(MAX_REPLICA_NAME_BYTES + 1);
-        assert!(matches!(t.lock(&paths, "mallory", &long, 1), Err(RepoError::LockBudget { .. })));
-        assert!(t.lock(&paths, "mallory", &"r".repeat(MAX_REPLICA_NAME_BYTES), 1).is_ok(), "a name at the bound is taken");
+        assert!(matches!(
+            t.lock(&paths, "mallory", &long, 1),
+            Err(RepoError::LockBudget { .. })
+        ));
+        assert!(
+            t.lock(&paths, "mallory", &"r".repeat(MAX_REPLICA_NAME_BYTES), 1)
+                .is_ok(),
+            "a name at the bound is taken"
+        );
         let mut t = LockTable::default();
-        assert!(matches!(t.lock(&paths, &"o".repeat(MAX_OWNER_BYTES + 1), "r", 1), Err(RepoError::LockBudget { .. })));
-        let many: Vec<String> = (0..=MAX_PATHS_PER_LOCK_CALL).map(|i| format!("f{i}")).collect();
-        assert!(matches!(t.lock(&many, "mallory", "r", 1), Err(RepoError::LockBudget { .. })));
-        assert!(matches!(t.unlock(&many, "mallory", false), Err(RepoError::LockBudget { .. })));
+        assert!(matches!(
+            t.lock(&paths, &"o".repeat(MAX_OWNER_BYTES + 1), "r", 1),
+            Err(RepoError::LockBudget { .. })
+        ));
+        let many: Vec<String> = (0..=MAX_PATHS_PER_LOCK_CALL)
+            .map(|i| format!("f{i}"))
+            .collect();
+        assert!(matches!(
+            t.lock(&many, "mallory", "r", 1),
+            Err(RepoError::LockBudget { .. })
+        ));
+        assert!(matches!(
+            t.unlock(&many, "mallory", false),
+            Err(RepoError::LockBudget { .. })
+        ));
         assert!(t.is_empty());
 
         // One holder's share: long paths at the bound, call after call,
@@ -568,7 +795,11 @@ mod tests {
             }
         };
         assert!(matches!(refused, RepoError::LockBudget { .. }), "{refused}");
-        assert!(t.encode().len() as u64 <= MAX_LOCK_BYTES_PER_OWNER, "{} bytes", t.encode().len());
+        assert!(
+            t.encode().len() as u64 <= MAX_LOCK_BYTES_PER_OWNER,
+            "{} bytes",
+            t.encode().len()
+        );
         assert_eq!(t.all().count(), taken);
         t.lock(&["a.psd".into()], "alice", "laptop", 2).unwrap();
         assert_eq!(LockTable::decode(&t.encode()).unwrap(), t);

@@ -31,7 +31,12 @@ impl Repository {
         if slice.is_full() {
             return Ok(Vec::new());
         }
-        let filter = slice.paths_filter().map_err(|detail| RepoError::BadSetting { key: "slice".into(), detail })?;
+        let filter = slice
+            .paths_filter()
+            .map_err(|detail| RepoError::BadSetting {
+                key: "slice".into(),
+                detail,
+            })?;
         let kept_commits = match slice.recent() {
             Some(n) => Some(self.recent_commits(n)?),
             None => None,
@@ -57,7 +62,12 @@ impl Repository {
 
     /// The last `n` commits of each branch and of HEAD: what `recent:N` keeps.
     pub fn recent_commits(&self, n: usize) -> RepoResult<HashSet<ObjectId>> {
-        let mut tips: Vec<ObjectId> = self.refs.list(BRANCHES)?.into_iter().map(|(_, id)| id).collect();
+        let mut tips: Vec<ObjectId> = self
+            .refs
+            .list(BRANCHES)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect();
         tips.extend(self.head_commit()?);
         let mut near = HashSet::new();
         for tip in tips {
@@ -71,7 +81,11 @@ impl Repository {
     /// Calls `each(kept, path, id)` for every file of every commit the refs
     /// and HEAD reach, `kept` saying whether `kept_commit` holds for that
     /// commit; a tree several commits share is read once (per answer).
-    fn each_file_version(&self, kept_commit: &dyn Fn(&ObjectId) -> bool, each: &mut dyn FnMut(bool, &[u8], ObjectId)) -> RepoResult<()> {
+    fn each_file_version(
+        &self,
+        kept_commit: &dyn Fn(&ObjectId) -> bool,
+        each: &mut dyn FnMut(bool, &[u8], ObjectId),
+    ) -> RepoResult<()> {
         let mut tips: Vec<ObjectId> = self.refs.list("")?.into_iter().map(|(_, id)| id).collect();
         tips.extend(self.head_commit()?);
         tips.sort();
@@ -79,7 +93,12 @@ impl Repository {
         // Tags may name other things than commits; only commits (an annotated tag's among them) are walked.
         let mut commits_tips = Vec::new();
         for t in tips {
-            if self.store.locate(&t)?.is_some_and(|l| matches!(l.entry.kind, dmv_store::ObjectKind::Commit | dmv_store::ObjectKind::Tag)) {
+            if self.store.locate(&t)?.is_some_and(|l| {
+                matches!(
+                    l.entry.kind,
+                    dmv_store::ObjectKind::Commit | dmv_store::ObjectKind::Tag
+                )
+            }) {
                 commits_tips.push(t);
             }
         }

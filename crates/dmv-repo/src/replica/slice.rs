@@ -36,12 +36,19 @@ impl Slice {
     /// Reads a slice as written on the command line and shown by [`fmt::Display`]:
     /// `full`, `meta`, `paths:GLOB[,GLOB…]` or `recent:N` (N at least 1).
     pub fn parse(text: &str) -> Result<Slice, BadSlice> {
-        let bad = |detail: &str| BadSlice { text: text.to_string(), detail: detail.to_string() };
+        let bad = |detail: &str| BadSlice {
+            text: text.to_string(),
+            detail: detail.to_string(),
+        };
         let slice = match text.split_once(':') {
             None if text == "full" => Slice::Full,
             None if text == "meta" => Slice::Meta,
             Some(("paths", globs)) => {
-                let globs: Vec<String> = globs.split(',').map(|g| g.trim().trim_matches('/').to_string()).filter(|g| !g.is_empty()).collect();
+                let globs: Vec<String> = globs
+                    .split(',')
+                    .map(|g| g.trim().trim_matches('/').to_string())
+                    .filter(|g| !g.is_empty())
+                    .collect();
                 if globs.is_empty() {
                     return Err(bad("no glob given"));
                 }
@@ -73,7 +80,11 @@ impl Slice {
                 for g in globs {
                     // A glob naming a directory keeps everything under it.
                     for pattern in [g.clone(), format!("{g}/**")] {
-                        set.add(globset::GlobBuilder::new(&pattern).build().map_err(|e| e.to_string())?);
+                        set.add(
+                            globset::GlobBuilder::new(&pattern)
+                                .build()
+                                .map_err(|e| e.to_string())?,
+                        );
                     }
                 }
                 PathFilter::Globs(set.build().map_err(|e| e.to_string())?)
@@ -133,7 +144,9 @@ impl PathFilter {
         match self {
             PathFilter::All => true,
             PathFilter::Nothing => false,
-            PathFilter::Globs(set) => set.is_match(std::path::Path::new(std::ffi::OsStr::from_bytes(path))),
+            PathFilter::Globs(set) => {
+                set.is_match(std::path::Path::new(std::ffi::OsStr::from_bytes(path)))
+            }
         }
     }
 }
@@ -146,12 +159,21 @@ mod tests {
     fn every_slice_keeps_the_rule_files() {
         for slice in ["meta", "paths:photos", "recent:1", "full"] {
             let filter = Slice::parse(slice).unwrap().paths_filter().unwrap();
-            for path in [".dmvignore", ".dmvattributes", "raw/.dmvignore", "a/b/.dmvattributes"] {
+            for path in [
+                ".dmvignore",
+                ".dmvattributes",
+                "raw/.dmvignore",
+                "a/b/.dmvattributes",
+            ] {
                 assert!(filter.keeps(path.as_bytes()), "{slice} keeps {path}");
             }
             for path in ["x.dmvignore", ".dmvignore/x", "raw/dmvattributes"] {
                 // recent:N keeps every path of the commits it keeps.
-                assert_eq!(filter.keeps(path.as_bytes()), slice == "full" || slice == "recent:1", "{slice}: {path} is no rule file");
+                assert_eq!(
+                    filter.keeps(path.as_bytes()),
+                    slice == "full" || slice == "recent:1",
+                    "{slice}: {path} is no rule file"
+                );
             }
         }
     }
@@ -168,15 +190,34 @@ mod tests {
 
     #[test]
     fn a_paths_glob_keeps_what_it_names_and_what_is_under_a_directory_it_names() {
-        let f = Slice::parse("paths:photos/2024,*.txt").unwrap().paths_filter().unwrap();
-        assert!(f.keeps(b"photos/2024/a.jpg") && f.keeps(b"photos/2024") && f.keeps(b"notes.txt") && f.keeps(b"deep/down/notes.txt"));
-        assert!(!f.keeps(b"photos/2023/a.jpg") && !f.keeps(b"photos/20245/a.jpg") && !f.keeps(b"a.jpg"));
-        assert!(!Slice::Meta.paths_filter().unwrap().keeps(b"a") && Slice::Full.paths_filter().unwrap().keeps(b"a"));
+        let f = Slice::parse("paths:photos/2024,*.txt")
+            .unwrap()
+            .paths_filter()
+            .unwrap();
+        assert!(
+            f.keeps(b"photos/2024/a.jpg")
+                && f.keeps(b"photos/2024")
+                && f.keeps(b"notes.txt")
+                && f.keeps(b"deep/down/notes.txt")
+        );
+        assert!(
+            !f.keeps(b"photos/2023/a.jpg") && !f.keeps(b"photos/20245/a.jpg") && !f.keeps(b"a.jpg")
+        );
+        assert!(
+            !Slice::Meta.paths_filter().unwrap().keeps(b"a")
+                && Slice::Full.paths_filter().unwrap().keeps(b"a")
+        );
     }
 
     #[test]
     fn the_config_encoding_is_pinned() {
-        let text = serde_json::to_string(&[Slice::Full, Slice::Meta, Slice::Paths(vec!["a/*".into()]), Slice::Recent(2)]).unwrap();
+        let text = serde_json::to_string(&[
+            Slice::Full,
+            Slice::Meta,
+            Slice::Paths(vec!["a/*".into()]),
+            Slice::Recent(2),
+        ])
+        .unwrap();
         assert_eq!(text, r#"["full","meta",{"paths":["a/*"]},{"recent":2}]"#);
     }
 }

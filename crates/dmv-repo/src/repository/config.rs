@@ -129,7 +129,8 @@ impl RemoteConfig {
 impl Config {
     /// See [`Config::drops_allowed`].
     pub fn may_drop(&self) -> bool {
-        self.drops_allowed.unwrap_or(!self.bare || !self.slice.is_full())
+        self.drops_allowed
+            .unwrap_or(!self.bare || !self.slice.is_full())
     }
 
     /// The config of a new repository: current format, a full slice, no remotes.
@@ -162,17 +163,29 @@ impl Config {
     /// chunking is invalid, [`RepoError::UnsupportedFormat`] if its format is unknown.
     pub fn load(path: &Path) -> RepoResult<Config> {
         let text = std::fs::read(path).at(path)?;
-        let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt { path: path.into(), detail: e.to_string() })?;
+        let cfg: Config = serde_json::from_slice(&text).map_err(|e| RepoError::Corrupt {
+            path: path.into(),
+            detail: e.to_string(),
+        })?;
         if cfg.format != FORMAT_VERSION && cfg.format != FORMAT_WITHOUT_REQUIRES {
-            return Err(RepoError::UnsupportedFormat { found: cfg.format, supported: FORMAT_VERSION });
+            return Err(RepoError::UnsupportedFormat {
+                found: cfg.format,
+                supported: FORMAT_VERSION,
+            });
         }
-        cfg.chunking.validate().map_err(|d| RepoError::Corrupt { path: path.into(), detail: d })?;
+        cfg.chunking.validate().map_err(|d| RepoError::Corrupt {
+            path: path.into(),
+            detail: d,
+        })?;
         Ok(cfg)
     }
 
     /// Writes the settings with a `checksum` of them (see `check_file`).
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        let encode = |e: serde_json::Error| RepoError::Encode { what: "the configuration", detail: e.to_string() };
+        let encode = |e: serde_json::Error| RepoError::Encode {
+            what: "the configuration",
+            detail: e.to_string(),
+        };
         let mut value = serde_json::to_value(self).map_err(encode)?;
         let sum = settings_checksum(&value);
         value[CHECKSUM] = sum.into();
@@ -190,7 +203,10 @@ impl Config {
     /// in a file without one (written by hand), keys dmv does not know.
     pub fn check_file(path: &Path) -> Vec<String> {
         let problem = |detail: String| vec![format!("{}: {detail}", path.display())];
-        let value: serde_json::Value = match std::fs::read(path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+        let value: serde_json::Value = match std::fs::read(path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+        {
             Ok(v) => v,
             Err(e) => return problem(e),
         };
@@ -248,16 +264,27 @@ pub struct GlobalSettings {
 
 /// Where the global settings live, if a home is known.
 pub fn global_path() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config"))).map(|d| d.join("dmv").join("config"))
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("XDG_CONFIG_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".config")))
+        .map(|d| d.join("dmv").join("config"))
 }
 
 impl GlobalSettings {
     /// The global settings; none when there is no file yet.
     pub fn load() -> RepoResult<GlobalSettings> {
-        let Some(path) = global_path() else { return Ok(GlobalSettings::default()) };
+        let Some(path) = global_path() else {
+            return Ok(GlobalSettings::default());
+        };
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RepoError::Corrupt { path, detail: e.to_string() }),
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RepoError::Corrupt {
+                path,
+                detail: e.to_string(),
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(GlobalSettings::default()),
             Err(e) => Err(RepoError::io(path, e)),
         }
@@ -286,17 +313,39 @@ mod tests {
     #[test]
     fn the_settings_checksum_is_pinned_and_fsck_sees_every_changed_setting() {
         // Golden: compact JSON, keys sorted, without the checksum itself.
-        let value = serde_json::json!({"b": [1, "x"], "a": {"d": null, "c": true}, "checksum": "anything"});
-        assert_eq!(settings_checksum(&value), crate::seal::digest(br#"{"a":{"c":true,"d":null},"b":[1,"x"]}"#));
+        let value =
+            serde_json::json!({"b": [1, "x"], "a": {"d": null, "c": true}, "checksum": "anything"});
+        assert_eq!(
+            settings_checksum(&value),
+            crate::seal::digest(br#"{"a":{"c":true,"d":null},"b":[1,"x"]}"#)
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config");
         let mut config = Config::new(ChunkParams::default());
-        config.remotes.insert("hub".into(), RemoteConfig { url: "/srv/hub".into(), ..Default::default() });
+        config.remotes.insert(
+            "hub".into(),
+            RemoteConfig {
+                url: "/srv/hub".into(),
+                ..Default::default()
+            },
+        );
         config.save(&path).unwrap();
         assert_eq!(Config::check_file(&path), Vec::<String>::new());
-        let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        let write = |v: &serde_json::Value, pretty: bool| std::fs::write(&path, if pretty { serde_json::to_vec_pretty(v) } else { serde_json::to_vec(v) }.unwrap()).unwrap();
+        let saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let write = |v: &serde_json::Value, pretty: bool| {
+            std::fs::write(
+                &path,
+                if pretty {
+                    serde_json::to_vec_pretty(v)
+                } else {
+                    serde_json::to_vec(v)
+                }
+                .unwrap(),
+            )
+            .unwrap()
+        };
 
         // Laid out otherwise, it means the same.
         write(&saved, false);
@@ -305,9 +354,17 @@ mod tests {
         let mut url = saved.clone();
         url["remotes"]["hub"]["url"] = "/srv/hua".into();
         write(&url, true);
-        assert!(Config::check_file(&path)[0].contains("do not match their checksum"), "{:?}", Config::check_file(&path));
+        assert!(
+            Config::check_file(&path)[0].contains("do not match their checksum"),
+            "{:?}",
+            Config::check_file(&path)
+        );
         let mut key = saved.clone();
-        let limit = key.as_object_mut().unwrap().remove("pack_size_limit").unwrap();
+        let limit = key
+            .as_object_mut()
+            .unwrap()
+            .remove("pack_size_limit")
+            .unwrap();
         key["pack_size_limif"] = limit;
         write(&key, true);
         assert_eq!(Config::check_file(&path).len(), 1);
@@ -320,7 +377,12 @@ mod tests {
         hand["checksuo"] = checksum;
         write(&hand, true);
         let problems = Config::check_file(&path);
-        assert!(problems.len() == 2 && problems.iter().any(|p| p.contains("remotes.hub.tokem")) && problems.iter().any(|p| p.contains("checksuo")), "{problems:?}");
+        assert!(
+            problems.len() == 2
+                && problems.iter().any(|p| p.contains("remotes.hub.tokem"))
+                && problems.iter().any(|p| p.contains("checksuo")),
+            "{problems:?}"
+        );
         assert!(Config::load(&path).is_ok());
     }
 }

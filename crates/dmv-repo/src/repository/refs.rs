@@ -56,7 +56,12 @@ impl Head {
         if let Some(name) = text.strip_prefix("ref: ") {
             return Ok(Head::Branch(name.to_string()));
         }
-        ObjectId::from_hex(text).map(Head::Detached).ok_or_else(|| RepoError::Corrupt { path: path.into(), detail: "HEAD is neither a ref nor an id".into() })
+        ObjectId::from_hex(text)
+            .map(Head::Detached)
+            .ok_or_else(|| RepoError::Corrupt {
+                path: path.into(),
+                detail: "HEAD is neither a ref nor an id".into(),
+            })
     }
 
     /// Writes a HEAD file atomically.
@@ -75,7 +80,10 @@ pub fn validate_ref_name(name: &str) -> RepoResult<()> {
     dmv_refs::validate_name(name).map_err(RepoError::Refs)?;
     // As in Git: `A..B` reads as a range.
     if name.contains("..") {
-        return Err(RepoError::Refs(dmv_refs::RefError::InvalidName { name: name.to_string(), reason: "'..' is not allowed" }));
+        return Err(RepoError::Refs(dmv_refs::RefError::InvalidName {
+            name: name.to_string(),
+            reason: "'..' is not allowed",
+        }));
     }
     Ok(())
 }
@@ -92,7 +100,9 @@ pub struct Reftable {
 impl Reftable {
     /// Creates an empty ref store in `dir`.
     pub fn init(dir: &Path) -> RepoResult<()> {
-        dmv_refs::RefStore::init(dir).map(|_| ()).map_err(refs_error)
+        dmv_refs::RefStore::init(dir)
+            .map(|_| ())
+            .map_err(refs_error)
     }
 
     /// Opens the ref store in `dir`. `DMV_REF_LOCK_TIMEOUT` (seconds) sets how
@@ -100,11 +110,19 @@ impl Reftable {
     pub fn open(dir: &Path) -> RepoResult<Reftable> {
         // The repository lists `refs-inline`: a small transaction's table travels inside
         // tables.list (one file written and two flushes instead of two and four).
-        let mut opts = dmv_refs::Options { inline_limit: INLINE_TABLE_LIMIT, ..Default::default() };
-        if let Some(secs) = std::env::var("DMV_REF_LOCK_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()) {
+        let mut opts = dmv_refs::Options {
+            inline_limit: INLINE_TABLE_LIMIT,
+            ..Default::default()
+        };
+        if let Some(secs) = std::env::var("DMV_REF_LOCK_TIMEOUT")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
             opts.lock_timeout = Duration::from_secs_f64(secs);
         }
-        Ok(Reftable { store: dmv_refs::RefStore::open(dir, opts).map_err(refs_error)? })
+        Ok(Reftable {
+            store: dmv_refs::RefStore::open(dir, opts).map_err(refs_error)?,
+        })
     }
 
     /// The underlying `dmv-refs` store, for what the interface does not cover.
@@ -114,20 +132,35 @@ impl Reftable {
 }
 
 fn short(v: &Option<dmv_refs::RefValue>) -> String {
-    v.map(|b| ObjectId(b).short()).unwrap_or_else(|| "nothing".into())
+    v.map(|b| ObjectId(b).short())
+        .unwrap_or_else(|| "nothing".into())
 }
 
 /// A failed compare-and-swap becomes [`RepoError::RefChanged`] (with short
 /// ids); anything else stays the ref store's own error.
 fn refs_error(e: dmv_refs::RefError) -> RepoError {
     match e {
-        dmv_refs::RefError::Changed { name, expected, found } => RepoError::RefChanged { name, expected: short(&expected), found: short(&found) },
+        dmv_refs::RefError::Changed {
+            name,
+            expected,
+            found,
+        } => RepoError::RefChanged {
+            name,
+            expected: short(&expected),
+            found: short(&found),
+        },
         other => RepoError::Refs(other),
     }
 }
 
 fn now() -> (i64, i16) {
-    (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0), 0)
+    (
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+        0,
+    )
 }
 
 impl RefBackend for Reftable {
@@ -136,7 +169,13 @@ impl RefBackend for Reftable {
     }
 
     fn list(&self, prefix: &str) -> RepoResult<Vec<(String, ObjectId)>> {
-        Ok(self.store.list(prefix).map_err(refs_error)?.into_iter().map(|(n, v)| (n, ObjectId(v))).collect())
+        Ok(self
+            .store
+            .list(prefix)
+            .map_err(refs_error)?
+            .into_iter()
+            .map(|(n, v)| (n, ObjectId(v)))
+            .collect())
     }
 
     fn update(&self, updates: &[RefUpdate], who: &str, message: &str) -> RepoResult<()> {
@@ -148,7 +187,8 @@ impl RefBackend for Reftable {
                 Some(None) => dmv_refs::Expect::Absent,
                 Some(Some(id)) => dmv_refs::Expect::Value(id.0),
             };
-            tx.update(&u.name, expect, u.new.map(|id| id.0)).map_err(refs_error)?;
+            tx.update(&u.name, expect, u.new.map(|id| id.0))
+                .map_err(refs_error)?;
         }
         tx.commit(who, now(), message).map_err(refs_error)
     }

@@ -56,8 +56,15 @@ impl Repository {
     /// [`Repository::init_with`], `set_up` changing the config and adding
     /// files to `.dmv` (given as the folder it is built in) before the
     /// repository appears: a kill leaves it whole or not there at all.
-    pub fn init_set_up(path: &Path, chunking: ChunkParams, bare: bool, set_up: impl FnOnce(&Path, &mut Config) -> RepoResult<()>) -> RepoResult<Repository> {
-        chunking.validate().map_err(|detail| RepoError::BadChunking { detail })?;
+    pub fn init_set_up(
+        path: &Path,
+        chunking: ChunkParams,
+        bare: bool,
+        set_up: impl FnOnce(&Path, &mut Config) -> RepoResult<()>,
+    ) -> RepoResult<Repository> {
+        chunking
+            .validate()
+            .map_err(|detail| RepoError::BadChunking { detail })?;
         std::fs::create_dir_all(path).at(path)?;
         let root = dmv_os::canonicalize(path).at(path)?;
         let dmv = root.join(DMV_DIR);
@@ -87,7 +94,9 @@ impl Repository {
 
     /// Whether `name` is the folder a killed `init` was building in.
     pub fn is_init_leftover(name: &std::ffi::OsStr) -> bool {
-        name.to_str().and_then(|n| n.strip_prefix(".dmv-init-")).is_some_and(|pid| pid.parse::<u32>().is_ok())
+        name.to_str()
+            .and_then(|n| n.strip_prefix(".dmv-init-"))
+            .is_some_and(|pid| pid.parse::<u32>().is_ok())
     }
 
     /// Finds the repository containing `start` (or one of its parents).
@@ -117,16 +126,27 @@ impl Repository {
     /// it is written back whole. Two commands changing different settings
     /// at once (a remote added while a drop marks the replica partial)
     /// both keep their change. `self.config` becomes what was written.
-    pub fn update_config<T, E: From<RepoError>>(&mut self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<T, E> {
+    pub fn update_config<T, E: From<RepoError>>(
+        &mut self,
+        edit: impl FnOnce(&mut Config) -> Result<T, E>,
+    ) -> Result<T, E> {
         let (answer, config) = self.edit_config_file(edit)?;
         self.config = config;
         Ok(answer)
     }
 
     /// [`Repository::update_config`] without updating `self` (which other threads may share).
-    pub(crate) fn edit_config_file<T, E: From<RepoError>>(&self, edit: impl FnOnce(&mut Config) -> Result<T, E>) -> Result<(T, Config), E> {
+    pub(crate) fn edit_config_file<T, E: From<RepoError>>(
+        &self,
+        edit: impl FnOnce(&mut Config) -> Result<T, E>,
+    ) -> Result<(T, Config), E> {
         let lock_path = self.dmv.join("config.lock");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .at(&lock_path)?;
         lock.lock().at(&lock_path)?;
         let path = self.dmv.join("config");
         let mut config = Config::load(&path)?;
@@ -154,15 +174,31 @@ impl Repository {
                 }))?;
             }
             requires::Listed::Nothing => {
-                return Err(RepoError::Corrupt { path: dmv.join(requires::FILE), detail: "missing (the repository's format needs it)".into() });
+                return Err(RepoError::Corrupt {
+                    path: dmv.join(requires::FILE),
+                    detail: "missing (the repository's format needs it)".into(),
+                });
             }
             // Made by an older dmv, which must not meet what this one writes (packs of version 3).
             requires::Listed::Fewer => tolerate_read_only(requires::write(&dmv))?,
             requires::Listed::All => {}
         }
-        let store = Store::open(&dmv.join("objects"), config.chunking, config.pack_size_limit)?;
+        let store = Store::open(
+            &dmv.join("objects"),
+            config.chunking,
+            config.pack_size_limit,
+        )?;
         let refs = Box::new(Reftable::open(&dmv.join("refs"))?);
-        Ok(Repository { root: root.to_path_buf(), wlock: WorktreeLock::new(&dmv.join("wlock")), dmv, config, store, refs, read_only: Default::default(), strict_identity: false })
+        Ok(Repository {
+            root: root.to_path_buf(),
+            wlock: WorktreeLock::new(&dmv.join("wlock")),
+            dmv,
+            config,
+            store,
+            refs,
+            read_only: Default::default(),
+            strict_identity: false,
+        })
     }
 
     /// Takes the working-tree lock: one command at a time changes the
@@ -190,7 +226,9 @@ impl Repository {
     /// Refuses a bare repository: for operations on the working tree.
     pub fn require_worktree(&self) -> RepoResult<()> {
         if self.config.bare {
-            return Err(RepoError::Bare { root: self.root.clone() });
+            return Err(RepoError::Bare {
+                root: self.root.clone(),
+            });
         }
         Ok(())
     }
@@ -217,12 +255,18 @@ impl Repository {
             Some(tree) => Some(tree),
             None => self.head_tree()?,
         };
-        ds.save_over(&self.dirstate_path(), base.as_ref(), &tree_reader(&self.store))
+        ds.save_over(
+            &self.dirstate_path(),
+            base.as_ref(),
+            &tree_reader(&self.store),
+        )
     }
 
     /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).
     pub(crate) fn tree_mark(&self) -> Option<TreeMark> {
-        std::fs::read(self.dmv.join(TREE_MARK_FILE)).ok().and_then(|b| TreeMark::decode(&b))
+        std::fs::read(self.dmv.join(TREE_MARK_FILE))
+            .ok()
+            .and_then(|b| TreeMark::decode(&b))
     }
 
     /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
@@ -234,7 +278,14 @@ impl Repository {
     /// [`Repository::mark_tree`] for entries whose staged hash is known.
     pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
         if self.check_worktree_locked("the dirstate's tree").is_ok() {
-            let _ = crate::atomic::overwrite_cache(&self.dmv.join(TREE_MARK_FILE), &TreeMark { tree, entries: staged }.encode());
+            let _ = crate::atomic::overwrite_cache(
+                &self.dmv.join(TREE_MARK_FILE),
+                &TreeMark {
+                    tree,
+                    entries: staged,
+                }
+                .encode(),
+            );
         }
     }
 
@@ -292,9 +343,21 @@ impl Repository {
 
     /// Writes a commit of `tree` signed by [`Repository::identity`] into `session`,
     /// returning its id. Moves no ref.
-    pub fn write_commit(&self, session: &mut dmv_store::WriteSession<'_>, tree: ObjectId, parents: Vec<ObjectId>, message: &str) -> RepoResult<ObjectId> {
+    pub fn write_commit(
+        &self,
+        session: &mut dmv_store::WriteSession<'_>,
+        tree: ObjectId,
+        parents: Vec<ObjectId>,
+        message: &str,
+    ) -> RepoResult<ObjectId> {
         let me = self.signer()?;
-        let commit = Commit { tree, parents, author: me.clone(), committer: me, message: message.to_string() };
+        let commit = Commit {
+            tree,
+            parents,
+            author: me.clone(),
+            committer: me,
+            message: message.to_string(),
+        };
         Ok(session.put_object(ObjectKind::Commit, &dmv_store::object::encode(&commit))?)
     }
 
@@ -307,11 +370,29 @@ impl Repository {
         // Read when a command signs something; a damaged global file is
         // reported by `dmv config`, and signing falls back as if it were not there.
         let global = std::cell::OnceCell::new();
-        let global = || global.get_or_init(|| crate::repository::config::GlobalSettings::load().unwrap_or_default());
-        let name = env("DMV_AUTHOR_NAME").or_else(|| self.config.user_name.clone()).or_else(|| global().user_name.clone()).unwrap_or_else(|| user.clone());
-        let email = env("DMV_AUTHOR_EMAIL").or_else(|| self.config.user_email.clone()).or_else(|| global().user_email.clone()).unwrap_or_else(|| format!("{user}@localhost"));
-        let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-        Signature { name, email, time, tz_minutes: 0 }
+        let global = || {
+            global.get_or_init(|| {
+                crate::repository::config::GlobalSettings::load().unwrap_or_default()
+            })
+        };
+        let name = env("DMV_AUTHOR_NAME")
+            .or_else(|| self.config.user_name.clone())
+            .or_else(|| global().user_name.clone())
+            .unwrap_or_else(|| user.clone());
+        let email = env("DMV_AUTHOR_EMAIL")
+            .or_else(|| self.config.user_email.clone())
+            .or_else(|| global().user_email.clone())
+            .unwrap_or_else(|| format!("{user}@localhost"));
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        Signature {
+            name,
+            email,
+            time,
+            tz_minutes: 0,
+        }
     }
 
     /// From now on, commits (and merges, picks, reverts, rebases, stashes)
@@ -338,7 +419,9 @@ impl Repository {
         let env = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
         let global = crate::repository::config::GlobalSettings::load().unwrap_or_default();
         (env("DMV_AUTHOR_NAME") || self.config.user_name.is_some() || global.user_name.is_some())
-            && (env("DMV_AUTHOR_EMAIL") || self.config.user_email.is_some() || global.user_email.is_some())
+            && (env("DMV_AUTHOR_EMAIL")
+                || self.config.user_email.is_some()
+                || global.user_email.is_some())
     }
 
     /// [`Repository::identity`] as `Name <email>`, as ref updates record it.
@@ -348,16 +431,34 @@ impl Repository {
     }
 
     /// Moves HEAD's branch (or detached HEAD) from `old` to `new`.
-    pub fn advance_head(&self, old: Option<ObjectId>, new: ObjectId, message: &str) -> RepoResult<()> {
+    pub fn advance_head(
+        &self,
+        old: Option<ObjectId>,
+        new: ObjectId,
+        message: &str,
+    ) -> RepoResult<()> {
         match self.head()? {
-            Head::Branch(name) => self.update_refs(&[RefUpdate { name, expected: Some(old), new: Some(new) }], &self.who(), message),
+            Head::Branch(name) => self.update_refs(
+                &[RefUpdate {
+                    name,
+                    expected: Some(old),
+                    new: Some(new),
+                }],
+                &self.who(),
+                message,
+            ),
             Head::Detached(_) => self.set_head(&Head::Detached(new)),
         }
     }
 
     /// Turns a branch or tag short name into its full ref name, if it exists.
     pub fn full_ref(&self, name: &str) -> RepoResult<Option<String>> {
-        for candidate in [name.to_string(), branch_ref(name), tag_ref(name), format!("{REMOTE_BRANCHES}{name}")] {
+        for candidate in [
+            name.to_string(),
+            branch_ref(name),
+            tag_ref(name),
+            format!("{REMOTE_BRANCHES}{name}"),
+        ] {
             if candidate.starts_with("refs/") && self.refs.get(&candidate)?.is_some() {
                 return Ok(Some(candidate));
             }
@@ -373,7 +474,9 @@ impl Repository {
         for u in updates {
             if let Some(new) = u.new {
                 if !self.store.contains(&new)? {
-                    return Err(RepoError::Store(dmv_store::StoreError::NotFound { id: new }));
+                    return Err(RepoError::Store(dmv_store::StoreError::NotFound {
+                        id: new,
+                    }));
                 }
             }
         }
@@ -392,8 +495,19 @@ impl Repository {
     /// [`RepoError::RefExists`] if it exists.
     pub fn create_ref(&self, name: &str, id: ObjectId, message: &str) -> RepoResult<()> {
         validate_ref_name(name)?;
-        self.update_refs(&[RefUpdate { name: name.into(), expected: Some(None), new: Some(id) }], &self.who(), message).map_err(|e| match e {
-            RepoError::RefChanged { .. } => RepoError::RefExists { name: name.to_string() },
+        self.update_refs(
+            &[RefUpdate {
+                name: name.into(),
+                expected: Some(None),
+                new: Some(id),
+            }],
+            &self.who(),
+            message,
+        )
+        .map_err(|e| match e {
+            RepoError::RefChanged { .. } => RepoError::RefExists {
+                name: name.to_string(),
+            },
             other => other,
         })
     }
@@ -402,7 +516,11 @@ impl Repository {
     /// as repository-relative bytes; refuses paths outside the working tree.
     pub fn repo_path(&self, cwd: &Path, arg: &Path) -> RepoResult<Vec<u8>> {
         use dmv_os::OsStrExt;
-        let joined = if arg.is_absolute() { arg.to_path_buf() } else { cwd.join(arg) };
+        let joined = if arg.is_absolute() {
+            arg.to_path_buf()
+        } else {
+            cwd.join(arg)
+        };
         let mut normal = PathBuf::new();
         for c in joined.components() {
             match c {
@@ -414,12 +532,27 @@ impl Repository {
                 other => normal.push(other),
             }
         }
-        let rel = normal.strip_prefix(&self.root).map_err(|_| RepoError::OutsideWorktree { path: arg.to_path_buf(), root: self.root.clone() })?;
-        if rel.components().next().is_some_and(|c| c.as_os_str() == DMV_DIR) {
-            return Err(RepoError::InsideDmvDir { path: arg.to_path_buf() });
+        let rel = normal
+            .strip_prefix(&self.root)
+            .map_err(|_| RepoError::OutsideWorktree {
+                path: arg.to_path_buf(),
+                root: self.root.clone(),
+            })?;
+        if rel
+            .components()
+            .next()
+            .is_some_and(|c| c.as_os_str() == DMV_DIR)
+        {
+            return Err(RepoError::InsideDmvDir {
+                path: arg.to_path_buf(),
+            });
         }
         // '/' between folders, whatever the system writes between them.
-        Ok(rel.components().map(|c| c.as_os_str().as_bytes()).collect::<Vec<_>>().join(&b'/'))
+        Ok(rel
+            .components()
+            .map(|c| c.as_os_str().as_bytes())
+            .collect::<Vec<_>>()
+            .join(&b'/'))
     }
 
     /// The absolute path of repository-relative `rel`.

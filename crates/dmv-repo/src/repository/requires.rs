@@ -54,12 +54,26 @@ pub fn check(dmv: &Path) -> RepoResult<Listed> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listed::Nothing),
         Err(e) => return Err(RepoError::io(&path, e)),
     };
-    let text = String::from_utf8(text).map_err(|_| RepoError::Corrupt { path: path.clone(), detail: "not UTF-8".into() })?;
-    let missing: Vec<String> = text.lines().map(str::trim).filter(|r| !r.is_empty() && !REQUIREMENTS.contains(r)).map(String::from).collect();
+    let text = String::from_utf8(text).map_err(|_| RepoError::Corrupt {
+        path: path.clone(),
+        detail: "not UTF-8".into(),
+    })?;
+    let missing: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|r| !r.is_empty() && !REQUIREMENTS.contains(r))
+        .map(String::from)
+        .collect();
     if !missing.is_empty() {
-        return Err(RepoError::UnknownRequirements { path: dmv.parent().unwrap_or(dmv).to_path_buf(), missing });
+        return Err(RepoError::UnknownRequirements {
+            path: dmv.parent().unwrap_or(dmv).to_path_buf(),
+            missing,
+        });
     }
-    match REQUIREMENTS.iter().all(|r| text.lines().any(|l| l.trim() == *r)) {
+    match REQUIREMENTS
+        .iter()
+        .all(|r| text.lines().any(|l| l.trim() == *r))
+    {
         true => Ok(Listed::All),
         false => Ok(Listed::Fewer),
     }

@@ -9,28 +9,57 @@ use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 
 /// Keys `dmv config` knows; the first seven may also be global.
-pub const KEYS: &[&str] =
-    &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "color.ui", "core.pager", "replica.name", "drop.numcopies", "drop.allowed"];
-const GLOBAL_KEYS: &[&str] = &["user.name", "user.email", "merge.tool", "merge.conflictStyle", "remote.timeout", "color.ui", "core.pager"];
+pub const KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "merge.tool",
+    "merge.conflictStyle",
+    "remote.timeout",
+    "color.ui",
+    "core.pager",
+    "replica.name",
+    "drop.numcopies",
+    "drop.allowed",
+];
+const GLOBAL_KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "merge.tool",
+    "merge.conflictStyle",
+    "remote.timeout",
+    "color.ui",
+    "core.pager",
+];
 
 /// A known key as spelled in [`KEYS`]: like git's, keys are case-insensitive.
 pub fn canonical_key(key: &str) -> &str {
-    KEYS.iter().find(|k| k.eq_ignore_ascii_case(key)).copied().unwrap_or(key)
+    KEYS.iter()
+        .find(|k| k.eq_ignore_ascii_case(key))
+        .copied()
+        .unwrap_or(key)
 }
 
 /// `merge.conflictStyle` must name a style git knows.
 fn conflict_style(key: &str, value: Option<&str>) -> RepoResult<Option<String>> {
     match value {
-        Some(v) if ConflictStyle::parse(v).is_none() => Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not merge or diff3") }),
+        Some(v) if ConflictStyle::parse(v).is_none() => Err(RepoError::BadSetting {
+            key: key.into(),
+            detail: format!("'{v}' is not merge or diff3"),
+        }),
         v => Ok(v.map(str::to_string)),
     }
 }
 
 /// `color.ui` takes git's values.
 fn colour_setting(key: &str, value: Option<&str>) -> RepoResult<Option<String>> {
-    const KNOWN: &[&str] = &["auto", "always", "never", "true", "false", "yes", "no", "on", "off", "1", "0"];
+    const KNOWN: &[&str] = &[
+        "auto", "always", "never", "true", "false", "yes", "no", "on", "off", "1", "0",
+    ];
     match value {
-        Some(v) if !KNOWN.iter().any(|k| k.eq_ignore_ascii_case(v)) => Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not auto, always or never") }),
+        Some(v) if !KNOWN.iter().any(|k| k.eq_ignore_ascii_case(v)) => Err(RepoError::BadSetting {
+            key: key.into(),
+            detail: format!("'{v}' is not auto, always or never"),
+        }),
         v => Ok(v.map(str::to_string)),
     }
 }
@@ -55,32 +84,54 @@ impl GlobalSettings {
     /// another `dmv config --global` at the same moment.
     pub fn set(key: &str, value: Option<&str>) -> RepoResult<()> {
         let key = canonical_key(key);
-        let path = global_path().ok_or_else(|| RepoError::Scan { detail: "no home folder (HOME or XDG_CONFIG_HOME) for the global settings".into() })?;
+        let path = global_path().ok_or_else(|| RepoError::Scan {
+            detail: "no home folder (HOME or XDG_CONFIG_HOME) for the global settings".into(),
+        })?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).at(dir)?;
         }
         let lock_path = path.with_extension("lock");
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .at(&lock_path)?;
         lock.lock().at(&lock_path)?;
         let mut settings = GlobalSettings::load()?;
         settings.put(key, value)?;
-        let text = serde_json::to_vec_pretty(&settings).map_err(|e| RepoError::Encode { what: "the global settings", detail: e.to_string() })?;
+        let text = serde_json::to_vec_pretty(&settings).map_err(|e| RepoError::Encode {
+            what: "the global settings",
+            detail: e.to_string(),
+        })?;
         crate::atomic::write_atomic(&path, &text)
     }
 
     /// Every global setting that is set, by key.
     pub fn list(&self) -> Vec<(&'static str, String)> {
-        GLOBAL_KEYS.iter().filter_map(|k| self.get(k).map(|v| (*k, v))).collect()
+        GLOBAL_KEYS
+            .iter()
+            .filter_map(|k| self.get(k).map(|v| (*k, v)))
+            .collect()
     }
 }
 
 /// A wait in whole seconds, at least one.
 fn seconds(key: &str, v: &str) -> RepoResult<u32> {
-    v.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not a whole number of seconds, at least 1") })
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| RepoError::BadSetting {
+            key: key.into(),
+            detail: format!("'{v}' is not a whole number of seconds, at least 1"),
+        })
 }
 
 fn unknown(key: &str, known: &[&str]) -> RepoError {
-    RepoError::UnknownSetting { key: key.to_string(), known: known.join(", ") }
+    RepoError::UnknownSetting {
+        key: key.to_string(),
+        known: known.join(", "),
+    }
 }
 
 /// A repository setting by key (None: not set).
@@ -114,12 +165,12 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
         "drop.numcopies" => {
             cfg.numcopies = match value {
                 None => None,
-                Some(v) => Some(
-                    v.parse::<u32>()
-                        .ok()
-                        .filter(|n| *n >= 1)
-                        .ok_or_else(|| RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not a whole number of at least 1") })?,
-                ),
+                Some(v) => Some(v.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    RepoError::BadSetting {
+                        key: key.into(),
+                        detail: format!("'{v}' is not a whole number of at least 1"),
+                    }
+                })?),
             }
         }
         "drop.allowed" => {
@@ -127,7 +178,12 @@ fn repo_set(cfg: &mut Config, key: &str, value: Option<&str>) -> RepoResult<()> 
                 None => None,
                 Some("true") => Some(true),
                 Some("false") => Some(false),
-                Some(v) => return Err(RepoError::BadSetting { key: key.into(), detail: format!("'{v}' is not true or false") }),
+                Some(v) => {
+                    return Err(RepoError::BadSetting {
+                        key: key.into(),
+                        detail: format!("'{v}' is not true or false"),
+                    })
+                }
             }
         }
         _ => return Err(unknown(key, KEYS)),
@@ -156,6 +212,8 @@ impl Repository {
 
     /// Every setting of this repository that is set, by key.
     pub fn settings(&self) -> Vec<(&'static str, String)> {
-        KEYS.iter().filter_map(|k| repo_get(&self.config, k).map(|v| (*k, v))).collect()
+        KEYS.iter()
+            .filter_map(|k| repo_get(&self.config, k).map(|v| (*k, v)))
+            .collect()
     }
 }

@@ -39,13 +39,23 @@ pub struct WorktreeGuard<'a> {
 impl WorktreeLock {
     /// The lock at `path`; nothing is taken until [`WorktreeLock::acquire`].
     pub fn new(path: &Path) -> WorktreeLock {
-        WorktreeLock { path: path.to_path_buf(), held: Mutex::new((None, 0)) }
+        WorktreeLock {
+            path: path.to_path_buf(),
+            held: Mutex::new((None, 0)),
+        }
     }
 
     /// Takes the lock, waiting a while for another command to finish.
     pub fn acquire(&self) -> RepoResult<WorktreeGuard<'_>> {
-        let wait = std::env::var("DMV_LOCK_WAIT_MS").ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(DEFAULT_WAIT);
-        self.take(Some(wait))?.ok_or_else(|| RepoError::Locked { what: "the working tree".into(), holder: self.holder() })
+        let wait = std::env::var("DMV_LOCK_WAIT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_WAIT);
+        self.take(Some(wait))?.ok_or_else(|| RepoError::Locked {
+            what: "the working tree".into(),
+            holder: self.holder(),
+        })
     }
 
     /// Takes the lock only if nobody holds it (for refreshing a cache, which
@@ -60,7 +70,13 @@ impl WorktreeLock {
             held.1 += 1;
             return Ok(Some(WorktreeGuard { lock: self }));
         }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&self.path).at(&self.path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .at(&self.path)?;
         let deadline = wait.map(|w| Instant::now() + w);
         let mut pause = Duration::from_millis(1);
         loop {
@@ -70,7 +86,9 @@ impl WorktreeLock {
                 Err(std::fs::TryLockError::Error(e)) => return Err(RepoError::io(&self.path, e)),
             }
             match deadline {
-                Some(d) if Instant::now() < d => std::thread::sleep(pause.min(d.saturating_duration_since(Instant::now()))),
+                Some(d) if Instant::now() < d => {
+                    std::thread::sleep(pause.min(d.saturating_duration_since(Instant::now())))
+                }
                 _ => return Ok(None),
             }
             pause = (pause * 2).min(Duration::from_millis(50));
@@ -80,7 +98,9 @@ impl WorktreeLock {
         // file first would free its block, which costs a small commit a
         // discard on file systems mounted with `discard`.
         let line = format!("{}\n", describe_self());
-        let _ = file.write_all_at(line.as_bytes(), 0).and_then(|_| file.set_len(line.len() as u64));
+        let _ = file
+            .write_all_at(line.as_bytes(), 0)
+            .and_then(|_| file.set_len(line.len() as u64));
         *held = (Some(file), 1);
         Ok(Some(WorktreeGuard { lock: self }))
     }
@@ -92,7 +112,12 @@ impl WorktreeLock {
 
     /// The process that holds the lock, as its holder described itself.
     pub fn holder_pid(&self) -> Option<u32> {
-        self.holder().strip_prefix("pid ")?.split(' ').next()?.parse().ok()
+        self.holder()
+            .strip_prefix("pid ")?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
     }
 
     /// Who holds the lock, as its holder described itself.
@@ -118,6 +143,11 @@ impl Drop for WorktreeGuard<'_> {
 }
 
 fn describe_self() -> String {
-    let command: String = std::env::args().collect::<Vec<_>>().join(" ").chars().take(200).collect();
+    let command: String = std::env::args()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(200)
+        .collect();
     format!("pid {} ({command})", std::process::id())
 }

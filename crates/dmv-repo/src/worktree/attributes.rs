@@ -20,7 +20,10 @@ pub struct Lockable {
 
 impl Default for Lockable {
     fn default() -> Self {
-        Lockable { set: GlobSet::empty(), patterns: 0 }
+        Lockable {
+            set: GlobSet::empty(),
+            patterns: 0,
+        }
     }
 }
 
@@ -33,20 +36,33 @@ impl Lockable {
     pub fn parse(text: &str) -> Lockable {
         let mut builder = GlobSetBuilder::new();
         let mut patterns = 0;
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let mut words = line.split_whitespace();
-            let Some(pattern) = words.next() else { continue };
+            let Some(pattern) = words.next() else {
+                continue;
+            };
             if !words.any(|w| w == "lockable") {
                 continue;
             }
             let anchored = pattern.trim_start_matches('/');
-            let glob = if pattern.contains('/') { anchored.to_string() } else { format!("**/{pattern}") };
+            let glob = if pattern.contains('/') {
+                anchored.to_string()
+            } else {
+                format!("**/{pattern}")
+            };
             if let Ok(g) = GlobBuilder::new(&glob).literal_separator(true).build() {
                 builder.add(g);
                 patterns += 1;
             }
         }
-        Lockable { set: builder.build().unwrap_or_else(|_| GlobSet::empty()), patterns }
+        Lockable {
+            set: builder.build().unwrap_or_else(|_| GlobSet::empty()),
+            patterns,
+        }
     }
 
     /// Whether no file is lockable (no valid `lockable` pattern).
@@ -71,7 +87,8 @@ pub struct ReadOnlyRule {
 
 impl ReadOnlyRule {
     pub fn read_only(&self, path: &[u8]) -> bool {
-        self.lockable.matches(path) && !std::str::from_utf8(path).is_ok_and(|p| self.held.contains(p))
+        self.lockable.matches(path)
+            && !std::str::from_utf8(path).is_ok_and(|p| self.held.contains(p))
     }
 }
 
@@ -85,11 +102,22 @@ mod tests {
         for yes in ["a.psd", "x/y/a.psd", "art/cut.mov", "top.kra"] {
             assert!(l.matches(yes.as_bytes()), "{yes}");
         }
-        for no in ["a.psd.txt", "x/art/cut.mov", "art/x/cut.mov", "x/top.kra", "notes.txt"] {
+        for no in [
+            "a.psd.txt",
+            "x/art/cut.mov",
+            "art/x/cut.mov",
+            "x/top.kra",
+            "notes.txt",
+        ] {
             assert!(!l.matches(no.as_bytes()), "{no}");
         }
         assert!(Lockable::parse("*.txt text\n").is_empty());
-        let rule = ReadOnlyRule { lockable: l, held: ["x/y/a.psd".to_string()].into() };
-        assert!(rule.read_only(b"a.psd") && !rule.read_only(b"x/y/a.psd") && !rule.read_only(b"n.txt"));
+        let rule = ReadOnlyRule {
+            lockable: l,
+            held: ["x/y/a.psd".to_string()].into(),
+        };
+        assert!(
+            rule.read_only(b"a.psd") && !rule.read_only(b"x/y/a.psd") && !rule.read_only(b"n.txt")
+        );
     }
 }

@@ -27,7 +27,12 @@ impl Repository {
     /// overwritten. Files in `written` that already hold the target's entry
     /// are recorded with their stat data instead of being written again.
     /// Knows nothing of merges: callers decide whether a checkout may happen now.
-    pub(crate) fn update_worktree(&self, target: &ObjectId, written: &Written, progress: &dyn Progress) -> RepoResult<()> {
+    pub(crate) fn update_worktree(
+        &self,
+        target: &ObjectId,
+        written: &Written,
+        progress: &dyn Progress,
+    ) -> RepoResult<()> {
         let _wlock = self.lock_worktree()?;
         // Which files' data is here is asked of the packs as listed now
         // (a long-lived process, a watcher, may have listed them long ago).
@@ -39,9 +44,14 @@ impl Repository {
         let head_tree = self.head_tree()?;
         let mut carried: HashSet<Vec<u8>> = HashSet::new();
         for c in status.staged.iter().chain(&status.unstaged) {
-            let at = |tree: Option<ObjectId>| -> RepoResult<Option<FlatEntry>> { tree.map_or(Ok(None), |t| lookup(&self.store, &t, &c.path)) };
+            let at = |tree: Option<ObjectId>| -> RepoResult<Option<FlatEntry>> {
+                tree.map_or(Ok(None), |t| lookup(&self.store, &t, &c.path))
+            };
             if at(head_tree)? != at(Some(*target))? {
-                return Err(RepoError::UncommittedChanges { path: show(&c.path), merge: false });
+                return Err(RepoError::UncommittedChanges {
+                    path: show(&c.path),
+                    merge: false,
+                });
             }
             carried.insert(c.path.clone());
         }
@@ -62,10 +72,21 @@ impl Repository {
             if carried.contains(rel) {
                 return Ok(());
             }
-            let Some(e) = new.filter(|e| !early(rel, e)) else { return Ok(()) };
+            let Some(e) = new.filter(|e| !early(rel, e)) else {
+                return Ok(());
+            };
             // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
-            if let (None, Some(in_the_way)) = (tracked, untracked.get(rel).cloned().or_else(|| clash_with(&untracked, rel))) {
-                return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
+            if let (None, Some(in_the_way)) = (
+                tracked,
+                untracked
+                    .get(rel)
+                    .cloned()
+                    .or_else(|| clash_with(&untracked, rel)),
+            ) {
+                return Err(RepoError::UntrackedInTheWay {
+                    path: show(&in_the_way),
+                    merge: false,
+                });
             }
             if !self.is_absent_as_listed(&e)? {
                 self.check_present(rel, &e)?;
@@ -86,7 +107,13 @@ impl Repository {
             Ok(())
         })?;
         // Files are written a batch at a time, several at once.
-        let mut writes = Writes { to_write: Vec::new(), at: Vec::new(), added: Vec::new(), done: 0, total };
+        let mut writes = Writes {
+            to_write: Vec::new(),
+            at: Vec::new(),
+            added: Vec::new(),
+            done: 0,
+            total,
+        };
         self.each_change_to(&mut ds, target, &mut |rel, tracked, new, entries| {
             if carried.contains(rel) {
                 return Ok(());
@@ -137,10 +164,17 @@ impl Repository {
         &self,
         ds: &mut Dirstate,
         target: &ObjectId,
-        visit: &mut dyn FnMut(&[u8], Option<usize>, Option<FlatEntry>, &mut [DirEntry]) -> RepoResult<()>,
+        visit: &mut dyn FnMut(
+            &[u8],
+            Option<usize>,
+            Option<FlatEntry>,
+            &mut [DirEntry],
+        ) -> RepoResult<()>,
     ) -> RepoResult<()> {
         ds.entries.fold();
-        let (paths, entries) = ds.entries.sorted_mut().ok_or_else(|| RepoError::Scan { detail: "the dirstate could not be put in order".into() })?;
+        let (paths, entries) = ds.entries.sorted_mut().ok_or_else(|| RepoError::Scan {
+            detail: "the dirstate could not be put in order".into(),
+        })?;
         let read = tree_reader(&self.store);
         let mut i = 0;
         for file in FilesInOrder::new(&read, target)? {
@@ -167,8 +201,19 @@ impl Repository {
 
     /// Writes the files of `writes` (over what is there) and records their
     /// entries: in `entries` at their positions, or as added.
-    fn write_batch(&self, writes: &mut Writes, entries: &mut [DirEntry], progress: &dyn Progress) -> RepoResult<()> {
-        let Writes { to_write, at, added, done, total } = writes;
+    fn write_batch(
+        &self,
+        writes: &mut Writes,
+        entries: &mut [DirEntry],
+        progress: &dyn Progress,
+    ) -> RepoResult<()> {
+        let Writes {
+            to_write,
+            at,
+            added,
+            done,
+            total,
+        } = writes;
         warn_of_kinds_kept_aside(to_write, progress);
         self.write_entries(to_write, false, &mut |k, meta| {
             let (rel, e) = &to_write[k];
@@ -190,16 +235,32 @@ impl Repository {
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
     /// becomes the list to write (a million files: ~100 MB instead of ~400).
-    fn populate(&self, target: &ObjectId, untracked: &[Vec<u8>], written: &Written, progress: &dyn Progress) -> RepoResult<()> {
+    fn populate(
+        &self,
+        target: &ObjectId,
+        untracked: &[Vec<u8>],
+        written: &Written,
+        progress: &dyn Progress,
+    ) -> RepoResult<()> {
         let mut wanted = crate::history::tree::flatten_sorted(&self.store, target)?;
         let untracked_set: BTreeSet<Vec<u8>> = untracked.iter().cloned().collect();
         // Already in place: written while its data arrived.
         let early = |rel: &[u8], e: &FlatEntry| written.get(rel).is_some_and(|(w, _)| w == e);
-        for (rel, _) in wanted.iter().filter(|(rel, e)| !untracked_set.is_empty() && !early(rel, e)) {
+        for (rel, _) in wanted
+            .iter()
+            .filter(|(rel, e)| !untracked_set.is_empty() && !early(rel, e))
+        {
             let rel: &[u8] = rel;
             // Where it goes, or a file where one of its folders goes, or files in a folder where it goes.
-            if let Some(in_the_way) = untracked_set.get(rel).cloned().or_else(|| clash_with(&untracked_set, rel)) {
-                return Err(RepoError::UntrackedInTheWay { path: show(&in_the_way), merge: false });
+            if let Some(in_the_way) = untracked_set
+                .get(rel)
+                .cloned()
+                .or_else(|| clash_with(&untracked_set, rel))
+            {
+                return Err(RepoError::UntrackedInTheWay {
+                    path: show(&in_the_way),
+                    merge: false,
+                });
             }
         }
         // No untracked file but those written while receiving: files are created under their own names.
@@ -212,7 +273,10 @@ impl Repository {
             if early(rel, e) {
                 if let Some((_, meta)) = written.get(&rel[..]) {
                     match self.follow_lock_mode(rel, e.kind, meta) {
-                        Ok(meta) => side.push((rel.to_vec(), DirEntry::with_stat(e.kind, e.id, e.size, &meta))),
+                        Ok(meta) => side.push((
+                            rel.to_vec(),
+                            DirEntry::with_stat(e.kind, e.id, e.size, &meta),
+                        )),
                         Err(err) => {
                             failed.get_or_insert(err);
                         }
@@ -244,7 +308,10 @@ impl Repository {
         // Into an empty working tree, only a file written while its data
         // arrived can be where an absent one is (100,000 needless unlinks
         // were a tenth of a meta clone).
-        for rel in now_absent.into_iter().filter(|rel| !into_empty || written.contains_key(&rel[..])) {
+        for rel in now_absent
+            .into_iter()
+            .filter(|rel| !into_empty || written.contains_key(&rel[..]))
+        {
             self.remove_worktree_file_in(&mut beneath, &rel)?;
         }
         let total: u64 = wanted.iter().map(|(_, e)| e.size).sum();
@@ -271,25 +338,51 @@ impl Repository {
         let mut done = 0;
         let mut record = |i: usize, meta: &Metadata| {
             let st = Stat::of(meta);
-            stats[i] = WrittenStat { mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode };
+            stats[i] = WrittenStat {
+                mtime_ns: st.mtime_ns,
+                ctime_ns: st.ctime_ns,
+                ino: st.ino,
+                mode: st.mode,
+            };
             done += to_write[i].1.size;
             progress.update(done, total);
         };
         warn_of_kinds_kept_aside(to_write, progress);
         self.write_entries(to_write, into_empty, &mut record)?;
         let written = || {
-            to_write
-                .iter()
-                .zip(&stats)
-                .map(|((rel, e), st)| (rel.as_ref(), DirEntry { kind: e.kind, id: e.id, size: e.size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }))
+            to_write.iter().zip(&stats).map(|((rel, e), st)| {
+                (
+                    rel.as_ref(),
+                    DirEntry {
+                        kind: e.kind,
+                        id: e.id,
+                        size: e.size,
+                        mtime_ns: st.mtime_ns,
+                        ctime_ns: st.ctime_ns,
+                        ino: st.ino,
+                        mode: st.mode,
+                    },
+                )
+            })
         };
-        let side_of = |with_absent: bool| side.iter().filter(move |(_, e)| with_absent || !e.is_absent()).map(|(p, e)| (p.as_slice(), e.clone()));
+        let side_of = |with_absent: bool| {
+            side.iter()
+                .filter(move |(_, e)| with_absent || !e.is_absent())
+                .map(|(p, e)| (p.as_slice(), e.clone()))
+        };
         let entries = || Overlay::new(side_of(true), written());
         // Every file of the target is written or in `side`: what differs from
         // its absent files is known without reading it again.
-        let own = || -> Box<dyn Iterator<Item = _>> { Box::new(Overlay::new(side_of(false), written())) };
+        let own =
+            || -> Box<dyn Iterator<Item = _>> { Box::new(Overlay::new(side_of(false), written())) };
         self.check_worktree_locked("the dirstate")?;
-        let staged = Dirstate::save_sorted_knowing(&self.dirstate_path(), entries().count(), entries, target, own)?;
+        let staged = Dirstate::save_sorted_knowing(
+            &self.dirstate_path(),
+            entries().count(),
+            entries,
+            target,
+            own,
+        )?;
         // Nothing was staged before (a checkout refuses otherwise): now the entries are the target's.
         self.mark_staged_tree(staged, *target);
         Ok(())
@@ -309,7 +402,10 @@ impl Repository {
 
     /// Refuses, before anything is deleted or written, a checkout of entries
     /// whose data is not all here (or whose file nodes are damaged).
-    pub(crate) fn check_data_present<'e>(&self, entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>) -> RepoResult<()> {
+    pub(crate) fn check_data_present<'e>(
+        &self,
+        entries: impl Iterator<Item = (&'e [u8], &'e FlatEntry)>,
+    ) -> RepoResult<()> {
         let mut checked = HashSet::new();
         for (rel, e) in entries {
             if checked.insert(e.id) {
@@ -324,7 +420,10 @@ impl Repository {
         if e.kind == EntryKind::Dir {
             return Ok(());
         }
-        let refused = |reason| RepoError::CheckoutRefused { path: show(rel), reason };
+        let refused = |reason| RepoError::CheckoutRefused {
+            path: show(rel),
+            reason,
+        };
         // Asked once among the packs as listed; only a miss is looked into further.
         match self.store.check_content_listed(&e.id) {
             Err(StoreError::NotFound { .. }) => {}
@@ -345,13 +444,20 @@ impl Repository {
     /// threads creating files in different directories do not wait for each
     /// other. Each thread takes whole runs of files of one directory, in tree
     /// order. `record` is called on this thread, once per file written.
-    fn write_entries<P: AsRef<[u8]> + Sync>(&self, entries: &[(P, FlatEntry)], into_empty: bool, record: &mut dyn FnMut(usize, &Metadata)) -> RepoResult<()> {
+    fn write_entries<P: AsRef<[u8]> + Sync>(
+        &self,
+        entries: &[(P, FlatEntry)],
+        into_empty: bool,
+        record: &mut dyn FnMut(usize, &Metadata),
+    ) -> RepoResult<()> {
         let write = |rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<_>| match into_empty {
             true => self.write_new_entry(rel, e, dirs_made),
             false => self.write_entry(rel, e),
         };
         const PARALLEL_FROM: usize = 256;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
         if threads == 1 || entries.len() < PARALLEL_FROM {
             let mut dirs_made = HashSet::new();
             for (i, (rel, e)) in entries.iter().enumerate() {
@@ -366,14 +472,19 @@ impl Repository {
         let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
         for (i, (rel, _)) in entries.iter().enumerate() {
             match runs.last_mut() {
-                Some(run) if parent(entries[run.start].0.as_ref()) == parent(rel.as_ref()) => run.end = i + 1,
+                Some(run) if parent(entries[run.start].0.as_ref()) == parent(rel.as_ref()) => {
+                    run.end = i + 1
+                }
                 _ => runs.push(i..i + 1),
             }
         }
         run_batched(
             &runs,
             threads,
-            Batches { items: 256, weight: 16 << 20 },
+            Batches {
+                items: 256,
+                weight: 16 << 20,
+            },
             |i| entries[i].1.size,
             |i, dirs_made: &mut HashSet<_>| write(entries[i].0.as_ref(), &entries[i].1, dirs_made),
             |i, meta| record(i, &meta),
@@ -385,7 +496,10 @@ impl Repository {
     /// its own. Those that already have the content `target` gives them are
     /// kept (returned for [`Repository::checkout_tree_with`]); the others
     /// (cut short by the interruption) are removed, to be written again.
-    pub fn take_over_interrupted_checkout(&self, target: &ObjectId) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Stat)>> {
+    pub fn take_over_interrupted_checkout(
+        &self,
+        target: &ObjectId,
+    ) -> RepoResult<BTreeMap<Vec<u8>, (FlatEntry, Stat)>> {
         let wanted = flatten(&self.store, target)?;
         let mut kept = BTreeMap::new();
         for (rel, meta) in self.scan()? {
@@ -405,7 +519,12 @@ impl Repository {
 
     /// `restore`: worktree files from the dirstate (or `source`), or with
     /// `staged` the dirstate entries from `source` (default HEAD).
-    pub fn restore(&self, specs: &[Vec<u8>], source: Option<ObjectId>, staged: bool) -> RepoResult<usize> {
+    pub fn restore(
+        &self,
+        specs: &[Vec<u8>],
+        source: Option<ObjectId>,
+        staged: bool,
+    ) -> RepoResult<usize> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
@@ -422,9 +541,19 @@ impl Repository {
             let in_from: Vec<(Vec<u8>, FlatEntry)> = match from_tree {
                 Some(Some(tree)) => self.tree_files_at(&tree, spec)?,
                 Some(None) => Vec::new(),
-                None => ds.entries.iter().filter(|(p, _)| matches(p, spec)).map(|(p, e)| (p.to_vec(), e.flat())).collect(),
+                None => ds
+                    .entries
+                    .iter()
+                    .filter(|(p, _)| matches(p, spec))
+                    .map(|(p, e)| (p.to_vec(), e.flat()))
+                    .collect(),
             };
-            let in_ds: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).map(<[u8]>::to_vec).collect();
+            let in_ds: Vec<Vec<u8>> = ds
+                .entries
+                .keys()
+                .filter(|p| matches(p, spec))
+                .map(<[u8]>::to_vec)
+                .collect();
             if in_from.is_empty() && in_ds.is_empty() {
                 return Err(RepoError::NoMatch(show(spec)));
             }
@@ -434,14 +563,16 @@ impl Repository {
                 }
                 for (p, e) in in_from {
                     // Unknown stat: the next status re-reads the file once.
-                    ds.entries.insert(p, DirEntry::stat_unknown(e.kind, e.id, e.size));
+                    ds.entries
+                        .insert(p, DirEntry::stat_unknown(e.kind, e.id, e.size));
                     count += 1;
                 }
             } else {
                 for (p, e) in in_from {
                     let meta = self.write_entry(&p, &e)?;
                     if source.is_none() {
-                        ds.entries.insert(p, DirEntry::new(e.kind, e.id, e.size, &meta));
+                        ds.entries
+                            .insert(p, DirEntry::new(e.kind, e.id, e.size, &meta));
                     }
                     count += 1;
                 }
@@ -467,7 +598,9 @@ impl Repository {
             true => rel,
             false => [spec, b"/", &rel].concat(),
         };
-        FilesInOrder::new(&read, &folder)?.map(|f| f.map(|(rel, e)| (under(rel), e))).collect()
+        FilesInOrder::new(&read, &folder)?
+            .map(|f| f.map(|(rel, e)| (under(rel), e)))
+            .collect()
     }
 
     /// Writes the tracked files matching `specs` whose data was absent and
@@ -479,24 +612,38 @@ impl Repository {
 
     /// [`Repository::fill_absent`], moving in the files `early` wrote while
     /// their data arrived instead of writing them again from the store.
-    pub fn fill_absent_with(&self, specs: &[Vec<u8>], mut early: Option<&mut EarlyCheckout>) -> RepoResult<Vec<Vec<u8>>> {
+    pub fn fill_absent_with(
+        &self,
+        specs: &[Vec<u8>],
+        mut early: Option<&mut EarlyCheckout>,
+    ) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
         let mut filled = Vec::new();
-        let wanted: Vec<(Vec<u8>, FlatEntry)> =
-            ds.entries.iter().filter(|(p, e)| e.is_absent() && (specs.is_empty() || specs.iter().any(|s| matches(p, s)))).map(|(p, e)| (p.to_vec(), e.flat())).collect();
+        let wanted: Vec<(Vec<u8>, FlatEntry)> = ds
+            .entries
+            .iter()
+            .filter(|(p, e)| {
+                e.is_absent() && (specs.is_empty() || specs.iter().any(|s| matches(p, s)))
+            })
+            .map(|(p, e)| (p.to_vec(), e.flat()))
+            .collect();
         for (rel, e) in wanted {
             if self.is_absent(&e)? || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok() {
                 continue;
             }
             // A staged file that cannot be moved in is written again from the store.
-            let moved = early.as_deref_mut().and_then(|early| early.take_staged(&rel, &e.id)).and_then(|staged| self.move_in(&rel, &staged).ok());
+            let moved = early
+                .as_deref_mut()
+                .and_then(|early| early.take_staged(&rel, &e.id))
+                .and_then(|staged| self.move_in(&rel, &staged).ok());
             let meta = match moved {
                 Some(meta) => meta,
                 None => self.write_entry(&rel, &e)?,
             };
-            ds.entries.insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
+            ds.entries
+                .insert(rel.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             filled.push(rel);
         }
         if !filled.is_empty() {
@@ -531,18 +678,29 @@ struct WrittenStat {
 
 /// Two sequences of entries in path order as one, `over`'s entry taking the
 /// place of `under`'s for a path both have.
-struct Overlay<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> {
+struct Overlay<
+    'p,
+    A: Iterator<Item = (&'p [u8], DirEntry)>,
+    B: Iterator<Item = (&'p [u8], DirEntry)>,
+> {
     under: std::iter::Peekable<A>,
     over: std::iter::Peekable<B>,
 }
 
-impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> Overlay<'p, A, B> {
+impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>>
+    Overlay<'p, A, B>
+{
     fn new(under: A, over: B) -> Self {
-        Overlay { under: under.peekable(), over: over.peekable() }
+        Overlay {
+            under: under.peekable(),
+            over: over.peekable(),
+        }
     }
 }
 
-impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>> Iterator for Overlay<'p, A, B> {
+impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8], DirEntry)>>
+    Iterator for Overlay<'p, A, B>
+{
     type Item = (&'p [u8], DirEntry);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -564,11 +722,19 @@ impl<'p, A: Iterator<Item = (&'p [u8], DirEntry)>, B: Iterator<Item = (&'p [u8],
 /// from here (see `kind_on_disk`).
 fn warn_of_kinds_kept_aside<P: AsRef<[u8]>>(entries: &[(P, FlatEntry)], progress: &dyn Progress) {
     let count = |kind: EntryKind| entries.iter().filter(|(_, e)| e.kind == kind).count();
-    let links = if dmv_os::SYMLINKS { 0 } else { count(EntryKind::Symlink) };
+    let links = if dmv_os::SYMLINKS {
+        0
+    } else {
+        count(EntryKind::Symlink)
+    };
     if links > 0 {
         progress.warn(&format!("{links} symlinks checked out as plain files holding their targets (this system makes no symlinks here); they stay symlinks in what you commit"));
     }
-    let tools = if dmv_os::EXECUTABLE_BIT { 0 } else { count(EntryKind::Executable) };
+    let tools = if dmv_os::EXECUTABLE_BIT {
+        0
+    } else {
+        count(EntryKind::Executable)
+    };
     if tools > 0 {
         progress.warn(&format!("{tools} executable files checked out without an executable bit (this file system keeps none); they stay executable in what you commit"));
     }

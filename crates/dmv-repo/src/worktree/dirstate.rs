@@ -64,7 +64,11 @@ struct Saving<I> {
 impl<'p, I: Iterator<Item = (&'p [u8], DirEntry)>> Serialize for Saving<I> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
-        let entries = self.entries.borrow_mut().take().ok_or_else(|| S::Error::custom("the entries were taken already"))?;
+        let entries = self
+            .entries
+            .borrow_mut()
+            .take()
+            .ok_or_else(|| S::Error::custom("the entries were taken already"))?;
         let mut seq = s.serialize_seq(Some(self.count))?;
         let mut n = 0;
         for (path, e) in entries {
@@ -72,7 +76,10 @@ impl<'p, I: Iterator<Item = (&'p [u8], DirEntry)>> Serialize for Saving<I> {
             n += 1;
         }
         if n != self.count {
-            return Err(S::Error::custom(format!("{n} entries where {} were announced", self.count)));
+            return Err(S::Error::custom(format!(
+                "{n} entries where {} were announced",
+                self.count
+            )));
         }
         seq.end()
     }
@@ -102,7 +109,14 @@ impl<R: Read> Window<R> {
     /// Reads only the first `len` bytes of `reader`.
     fn new(reader: R, len: u64) -> Window<R> {
         let size = usize::try_from(len).map_or(WINDOW, |len| len.clamp(1, WINDOW));
-        Window { reader: reader.take(len), hasher: blake3::Hasher::new(), buf: Vec::with_capacity(size), size, pos: 0, eof: false }
+        Window {
+            reader: reader.take(len),
+            hasher: blake3::Hasher::new(),
+            buf: Vec::with_capacity(size),
+            size,
+            pos: 0,
+            eof: false,
+        }
     }
 
     /// Keeps what is not decoded yet and reads more after it.
@@ -127,8 +141,14 @@ impl<R: Read> Window<R> {
                     self.pos = self.buf.len() - rest.len();
                     return Ok(value);
                 }
-                Err(postcard::Error::DeserializeUnexpectedEnd) if !self.eof && (self.pos > 0 || self.buf.len() < self.size) => self.refill().map_err(|e| e.to_string())?,
-                Err(postcard::Error::DeserializeUnexpectedEnd) if !self.eof => return Err("an entry larger than a megabyte".into()),
+                Err(postcard::Error::DeserializeUnexpectedEnd)
+                    if !self.eof && (self.pos > 0 || self.buf.len() < self.size) =>
+                {
+                    self.refill().map_err(|e| e.to_string())?
+                }
+                Err(postcard::Error::DeserializeUnexpectedEnd) if !self.eof => {
+                    return Err("an entry larger than a megabyte".into())
+                }
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -139,10 +159,13 @@ impl<R: Read> Window<R> {
         let (announced, plausible) = self.count()?;
         let mut entries = PathMap::default();
         entries.reserve(plausible, 0);
-        self.each_entry(announced, &mut |path, e| match entries.push_sorted(path, e) {
-            true => Ok(()),
-            false => Err("entries out of order".into()),
-        })?;
+        self.each_entry(
+            announced,
+            &mut |path, e| match entries.push_sorted(path, e) {
+                true => Ok(()),
+                false => Err("entries out of order".into()),
+            },
+        )?;
         Ok(entries)
     }
 
@@ -166,7 +189,9 @@ impl<R: Read> Window<R> {
                         self.pos += used;
                         break;
                     }
-                    None if !self.eof && (self.pos > 0 || self.buf.len() < self.size) => self.refill().map_err(|e| e.to_string())?,
+                    None if !self.eof && (self.pos > 0 || self.buf.len() < self.size) => {
+                        self.refill().map_err(|e| e.to_string())?
+                    }
                     None if !self.eof => return Err("an entry larger than a megabyte".into()),
                     None => return Err(postcard::Error::DeserializeUnexpectedEnd.to_string()),
                 }
@@ -219,7 +244,15 @@ pub type TreeRead<'r> = dyn Fn(&ObjectId) -> RepoResult<TreeNode> + 'r;
 impl DirEntry {
     /// A tracked file whose data this (partial) replica does not hold.
     pub fn absent(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
-        DirEntry { kind, id, size, mtime_ns: ABSENT_NS, ctime_ns: ABSENT_NS, ino: 0, mode: 0 }
+        DirEntry {
+            kind,
+            id,
+            size,
+            mtime_ns: ABSENT_NS,
+            ctime_ns: ABSENT_NS,
+            ino: 0,
+            mode: 0,
+        }
     }
 
     /// Whether the entry's data is not in this replica (see [`DirEntry::absent`]).
@@ -229,7 +262,15 @@ impl DirEntry {
 
     /// A tombstone: in a file over a tree, the tree's file is not staged.
     fn removed(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
-        DirEntry { kind, id, size, mtime_ns: REMOVED_NS, ctime_ns: REMOVED_NS, ino: 0, mode: 0 }
+        DirEntry {
+            kind,
+            id,
+            size,
+            mtime_ns: REMOVED_NS,
+            ctime_ns: REMOVED_NS,
+            ino: 0,
+            mode: 0,
+        }
     }
 
     fn is_removed(&self) -> bool {
@@ -243,28 +284,56 @@ impl DirEntry {
 
     /// An entry for a file just read, with stat data already taken.
     pub fn with_stat(kind: EntryKind, id: ObjectId, size: u64, st: &Stat) -> DirEntry {
-        DirEntry { kind, id, size, mtime_ns: st.mtime_ns, ctime_ns: st.ctime_ns, ino: st.ino, mode: st.mode }
+        DirEntry {
+            kind,
+            id,
+            size,
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
+            ino: st.ino,
+            mode: st.mode,
+        }
     }
 
     /// An entry whose stat no file matches: the next status reads the file.
     pub fn stat_unknown(kind: EntryKind, id: ObjectId, size: u64) -> DirEntry {
-        DirEntry { kind, id, size, mtime_ns: -1, ctime_ns: -1, ino: 0, mode: 0 }
+        DirEntry {
+            kind,
+            id,
+            size,
+            mtime_ns: -1,
+            ctime_ns: -1,
+            ino: 0,
+            mode: 0,
+        }
     }
 
     /// What the entry stages, without its stat data.
     pub(crate) fn flat(&self) -> FlatEntry {
-        FlatEntry { kind: self.kind, id: self.id, size: self.size }
+        FlatEntry {
+            kind: self.kind,
+            id: self.id,
+            size: self.size,
+        }
     }
 
     /// Whether the file still has the size, times and inode recorded when
     /// it was read (whatever the racy-timestamp rule of [`DirEntry::stat_matches`]).
     pub(crate) fn unchanged_since_read(&self, st: &Stat) -> bool {
-        self.size == st.size && self.mtime_ns == st.mtime_ns && self.ctime_ns == st.ctime_ns && self.ino == st.ino
+        self.size == st.size
+            && self.mtime_ns == st.mtime_ns
+            && self.ctime_ns == st.ctime_ns
+            && self.ino == st.ino
     }
 
     /// Same stat as recorded, so the content can be trusted without reading.
     pub fn stat_matches(&self, st: &Stat, written_ns: i64) -> bool {
-        self.size == st.size && self.mtime_ns == st.mtime_ns && self.ctime_ns == st.ctime_ns && self.ino == st.ino && self.mode == st.mode && self.mtime_ns < written_ns
+        self.size == st.size
+            && self.mtime_ns == st.mtime_ns
+            && self.ctime_ns == st.ctime_ns
+            && self.ino == st.ino
+            && self.mode == st.mode
+            && self.mtime_ns < written_ns
     }
 }
 
@@ -273,20 +342,33 @@ impl Dirstate {
     /// [`RepoError::Corrupt`] if it is damaged or of an unknown version, or
     /// saved over a tree (which only [`Dirstate::load_over`] can read).
     pub fn load(path: &Path) -> RepoResult<Dirstate> {
-        Dirstate::load_over(path, &|_| Err(RepoError::Scan { detail: "a dirstate saved over a tree is read with the tree's store".into() }))
+        Dirstate::load_over(path, &|_| {
+            Err(RepoError::Scan {
+                detail: "a dirstate saved over a tree is read with the tree's store".into(),
+            })
+        })
     }
 
     /// [`Dirstate::load`] of a file that may be saved over a tree, whose
     /// folders are read through `read`.
     pub fn load_over(path: &Path, read: &TreeRead<'_>) -> RepoResult<Dirstate> {
-        let Some(((base, own), written_ns)) = Dirstate::read(path, |window, base| Ok((base, window.entries()?)))? else {
+        let Some(((base, own), written_ns)) =
+            Dirstate::read(path, |window, base| Ok((base, window.entries()?)))?
+        else {
             return Ok(Dirstate::default());
         };
         let entries = match base {
             None => own,
-            Some(base) => over_tree(&base, &own, read).map_err(|detail| RepoError::Corrupt { path: path.into(), detail })?,
+            Some(base) => over_tree(&base, &own, read).map_err(|detail| RepoError::Corrupt {
+                path: path.into(),
+                detail,
+            })?,
         };
-        Ok(Dirstate { entries, written_ns, absent_base: base })
+        Ok(Dirstate {
+            entries,
+            written_ns,
+            absent_base: base,
+        })
     }
 
     /// What the dirstate at `path` needs kept, without its entries: the
@@ -302,7 +384,9 @@ impl Dirstate {
             let mut previous: Option<Vec<u8>> = None;
             window.each_entry(announced, &mut |p, e| {
                 match &mut previous {
-                    Some(before) if before.as_slice() >= p => return Err("entries out of order".into()),
+                    Some(before) if before.as_slice() >= p => {
+                        return Err("entries out of order".into())
+                    }
                     Some(before) => {
                         before.clear();
                         before.extend_from_slice(p);
@@ -322,8 +406,14 @@ impl Dirstate {
     /// Decodes the file at `path` with `decode` (given the tree a version 2
     /// file is over), checking its checksum; with the file's mtime. None
     /// when there is no file.
-    fn read<T>(path: &Path, decode: impl FnOnce(&mut Window<&mut std::fs::File>, Option<ObjectId>) -> Result<T, String>) -> RepoResult<Option<(T, i64)>> {
-        let corrupt = |detail: &str| RepoError::Corrupt { path: path.into(), detail: detail.into() };
+    fn read<T>(
+        path: &Path,
+        decode: impl FnOnce(&mut Window<&mut std::fs::File>, Option<ObjectId>) -> Result<T, String>,
+    ) -> RepoResult<Option<(T, i64)>> {
+        let corrupt = |detail: &str| RepoError::Corrupt {
+            path: path.into(),
+            detail: detail.into(),
+        };
         let mut file = match std::fs::File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -339,7 +429,8 @@ impl Dirstate {
         if window.buf.len() < 12 || &window.buf[..8] != MAGIC {
             return Err(corrupt("not a dirstate"));
         }
-        let version = u32::from_le_bytes([window.buf[8], window.buf[9], window.buf[10], window.buf[11]]);
+        let version =
+            u32::from_le_bytes([window.buf[8], window.buf[9], window.buf[10], window.buf[11]]);
         window.pos = 12;
         let decoded = match version {
             VERSION => decode(&mut window, None),
@@ -359,7 +450,9 @@ impl Dirstate {
         let mut sum = [0u8; 32];
         file.read_exact(&mut sum).at(path)?;
         if computed.as_bytes()[..] != sum {
-            return Err(corrupt("checksum mismatch (deleting it and staging HEAD's files again rebuilds it)"));
+            return Err(corrupt(
+                "checksum mismatch (deleting it and staging HEAD's files again rebuilds it)",
+            ));
         }
         Ok(Some((decoded.map_err(|e| corrupt(&e))?, written_ns)))
     }
@@ -379,14 +472,30 @@ impl Dirstate {
 
     /// Writes the dirstate to `path` atomically, in path order, entry by entry.
     pub fn save(&self, path: &Path) -> RepoResult<()> {
-        Dirstate::write_file(path, None, self.entries.len(), self.entries.iter().map(|(p, e)| (p, e.clone())))?;
+        Dirstate::write_file(
+            path,
+            None,
+            self.entries.len(),
+            self.entries.iter().map(|(p, e)| (p, e.clone())),
+        )?;
         Ok(())
     }
 
     /// [`Dirstate::save`], over `base` when that is smaller (see
     /// [`Dirstate::save_sorted_over`]).
-    pub fn save_over(&self, path: &Path, base: Option<&ObjectId>, read: &TreeRead<'_>) -> RepoResult<()> {
-        Dirstate::save_sorted_over(path, self.entries.len(), || self.entries.iter().map(|(p, e)| (p, e.clone())), base, read)?;
+    pub fn save_over(
+        &self,
+        path: &Path,
+        base: Option<&ObjectId>,
+        read: &TreeRead<'_>,
+    ) -> RepoResult<()> {
+        Dirstate::save_sorted_over(
+            path,
+            self.entries.len(),
+            || self.entries.iter().map(|(p, e)| (p, e.clone())),
+            base,
+            read,
+        )?;
         Ok(())
     }
 
@@ -403,9 +512,16 @@ impl Dirstate {
         base: Option<&ObjectId>,
         read: &TreeRead<'_>,
     ) -> RepoResult<[u8; 32]> {
-        if let Some(base) = base.filter(|_| 2 * entries().filter(|(_, e)| e.is_absent()).count() > count) {
+        if let Some(base) =
+            base.filter(|_| 2 * entries().filter(|(_, e)| e.is_absent()).count() > count)
+        {
             if let Some((own, staged)) = own_entries(base, entries(), count / 2, read)? {
-                Dirstate::write_file(path, Some(base), own.len(), own.iter().map(|(p, e)| (p.as_slice(), e.clone())))?;
+                Dirstate::write_file(
+                    path,
+                    Some(base),
+                    own.len(),
+                    own.iter().map(|(p, e)| (p.as_slice(), e.clone())),
+                )?;
                 return Ok(staged);
             }
         }
@@ -435,10 +551,20 @@ impl Dirstate {
 
     /// Writes the file: over `base` (version 2) or not (version 1), with
     /// `count` entries given in path order; returns their staged hash.
-    fn write_file<'p>(path: &Path, base: Option<&ObjectId>, count: usize, entries: impl Iterator<Item = (&'p [u8], DirEntry)>) -> RepoResult<[u8; 32]> {
+    fn write_file<'p>(
+        path: &Path,
+        base: Option<&ObjectId>,
+        count: usize,
+        entries: impl Iterator<Item = (&'p [u8], DirEntry)>,
+    ) -> RepoResult<[u8; 32]> {
         let staged = std::cell::RefCell::new(StagedHash::new());
         let entries = entries.inspect(|(path, e)| staged.borrow_mut().add(path, e));
-        let disk = OnDisk { entries: Saving { entries: std::cell::RefCell::new(Some(entries)), count } };
+        let disk = OnDisk {
+            entries: Saving {
+                entries: std::cell::RefCell::new(Some(entries)),
+                count,
+            },
+        };
         crate::atomic::write_atomic_with(path, &mut |out| {
             let mut hashing = dmv_store::HashingWriter::new(out);
             // Buffered above the hash, which then takes large pieces (postcard writes field by field).
@@ -451,7 +577,8 @@ impl Dirstate {
                     buffered.write_all(&base.0)?;
                 }
             }
-            postcard::to_io(&disk, &mut buffered).map_err(|e| std::io::Error::other(format!("cannot encode the dirstate: {e}")))?;
+            postcard::to_io(&disk, &mut buffered)
+                .map_err(|e| std::io::Error::other(format!("cannot encode the dirstate: {e}")))?;
             buffered.flush()?;
             drop(buffered);
             let sum = hashing.hasher.finalize();
@@ -462,7 +589,10 @@ impl Dirstate {
 
     /// The staged tree as a flat tree.
     pub(crate) fn flat(&self) -> FlatTree {
-        self.entries.iter().map(|(p, e)| (p.to_vec(), e.flat())).collect()
+        self.entries
+            .iter()
+            .map(|(p, e)| (p.to_vec(), e.flat()))
+            .collect()
     }
 
     /// What the entries stage (paths, kinds, ids and sizes; not stat data),
@@ -484,7 +614,11 @@ impl Dirstate {
 /// The entries of a file over `base`: each file of `base` absent, unless
 /// `own` has an entry at its path (a tombstone: not staged); then the rest
 /// of `own`. An error names what is wrong with the file.
-fn over_tree(base: &ObjectId, own: &PathMap<DirEntry>, read: &TreeRead<'_>) -> Result<PathMap<DirEntry>, String> {
+fn over_tree(
+    base: &ObjectId,
+    own: &PathMap<DirEntry>,
+    read: &TreeRead<'_>,
+) -> Result<PathMap<DirEntry>, String> {
     let mut entries = PathMap::default();
     let mut own = own.iter().peekable();
     let push = |entries: &mut PathMap<DirEntry>, path: &[u8], e: DirEntry| match e.is_removed() {
@@ -492,7 +626,8 @@ fn over_tree(base: &ObjectId, own: &PathMap<DirEntry>, read: &TreeRead<'_>) -> R
         false if entries.push_sorted(path, e) => Ok(()),
         false => Err("entries out of order".to_string()),
     };
-    let files = FilesInOrder::new(read, base).map_err(|e| format!("the tree it is saved over: {e}"))?;
+    let files =
+        FilesInOrder::new(read, base).map_err(|e| format!("the tree it is saved over: {e}"))?;
     for file in files {
         let (path, e) = file.map_err(|e| format!("the tree it is saved over: {e}"))?;
         while let Some((p, o)) = own.next_if(|(p, _)| *p < path.as_slice()) {
@@ -572,15 +707,32 @@ fn decode_entry(buf: &[u8]) -> Result<Option<Decoded<'_>>, String> {
         3 => EntryKind::Dir,
         _ => return Err(postcard::Error::DeserializeBadEnum.to_string()),
     };
-    let id = ObjectId(take!(buf.get(at..at + 32)).try_into().map_err(|_| "an id")?);
+    let id = ObjectId(
+        take!(buf.get(at..at + 32))
+            .try_into()
+            .map_err(|_| "an id")?,
+    );
     at += 32;
     let size = take!(varint(buf, &mut at, 10)?);
     let zigzag = |n: u64| ((n >> 1) as i64) ^ -((n & 1) as i64);
     let mtime_ns = zigzag(take!(varint(buf, &mut at, 10)?));
     let ctime_ns = zigzag(take!(varint(buf, &mut at, 10)?));
     let ino = take!(varint(buf, &mut at, 10)?);
-    let mode = u32::try_from(take!(varint(buf, &mut at, 5)?)).map_err(|_| postcard::Error::DeserializeBadVarint.to_string())?;
-    Ok(Some((path, DirEntry { kind, id, size, mtime_ns, ctime_ns, ino, mode }, at)))
+    let mode = u32::try_from(take!(varint(buf, &mut at, 5)?))
+        .map_err(|_| postcard::Error::DeserializeBadVarint.to_string())?;
+    Ok(Some((
+        path,
+        DirEntry {
+            kind,
+            id,
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            mode,
+        },
+        at,
+    )))
 }
 
 /// A LEB128 varint of at most `max_bytes` bytes (5 for a u32, 10 for a u64)
@@ -589,7 +741,9 @@ fn varint(buf: &[u8], at: &mut usize, max_bytes: usize) -> Result<Option<u64>, S
     let bits = if max_bytes == 5 { 32 } else { 64 };
     let mut value = 0u64;
     for i in 0..max_bytes {
-        let Some(&byte) = buf.get(*at + i) else { return Ok(None) };
+        let Some(&byte) = buf.get(*at + i) else {
+            return Ok(None);
+        };
         let shift = 7 * i as u32;
         if i == max_bytes - 1 && u32::from(byte) >> (bits - shift) != 0 {
             return Err(postcard::Error::DeserializeBadVarint.to_string());
@@ -615,7 +769,10 @@ impl StagedHash {
     const PIECE: usize = 1 << 16;
 
     fn new() -> StagedHash {
-        StagedHash { hasher: blake3::Hasher::new(), pending: Vec::with_capacity(StagedHash::PIECE + 1024) }
+        StagedHash {
+            hasher: blake3::Hasher::new(),
+            pending: Vec::with_capacity(StagedHash::PIECE + 1024),
+        }
     }
 
     fn add(&mut self, path: &[u8], e: &DirEntry) {
@@ -625,7 +782,8 @@ impl StagedHash {
             EntryKind::Symlink => 2,
             EntryKind::Dir => 3,
         };
-        self.pending.extend_from_slice(&(path.len() as u64).to_le_bytes());
+        self.pending
+            .extend_from_slice(&(path.len() as u64).to_le_bytes());
         self.pending.extend_from_slice(path);
         self.pending.push(kind);
         self.pending.extend_from_slice(&e.id.0);
@@ -689,10 +847,16 @@ impl TreeMark {
         }
         let whole = match u32::from_le_bytes(body[8..12].try_into().ok()?) {
             1 => bytes.len() == MARK_BODY_LEN,
-            2 => bytes.len() == MARK_BODY_LEN + 32 && bytes[MARK_BODY_LEN..] == *blake3::hash(body).as_bytes(),
+            2 => {
+                bytes.len() == MARK_BODY_LEN + 32
+                    && bytes[MARK_BODY_LEN..] == *blake3::hash(body).as_bytes()
+            }
             _ => false,
         };
-        whole.then(|| TreeMark { tree: ObjectId(body[12..44].try_into().expect("32 bytes")), entries: body[44..76].try_into().expect("32 bytes") })
+        whole.then(|| TreeMark {
+            tree: ObjectId(body[12..44].try_into().expect("32 bytes")),
+            entries: body[44..76].try_into().expect("32 bytes"),
+        })
     }
 }
 
@@ -704,7 +868,15 @@ mod tests {
     #[test]
     fn an_absent_entry_is_pinned_and_survives_a_save() {
         let e = DirEntry::absent(EntryKind::File, ObjectId([7; 32]), 300);
-        assert!(e.is_absent() && !DirEntry { mtime_ns: -1, ctime_ns: -1, ..e.clone() }.is_absent());
+        assert!(
+            e.is_absent()
+                && !DirEntry {
+                    mtime_ns: -1,
+                    ctime_ns: -1,
+                    ..e.clone()
+                }
+                .is_absent()
+        );
         let mut expected = vec![0u8]; // kind File
         expected.extend([7u8; 32]);
         expected.extend([0xac, 0x02, 0x03, 0x03, 0x00, 0x00]); // size 300, mtime -2, ctime -2 (zigzag), ino 0, mode 0
@@ -713,28 +885,59 @@ mod tests {
         let mut ds = Dirstate::default();
         ds.entries.insert(b"a/b.raw".to_vec(), e.clone());
         ds.save(&dir.path().join("dirstate")).unwrap();
-        assert!(Dirstate::load(&dir.path().join("dirstate")).unwrap().entries.get(b"a/b.raw").unwrap().is_absent());
+        assert!(Dirstate::load(&dir.path().join("dirstate"))
+            .unwrap()
+            .entries
+            .get(b"a/b.raw")
+            .unwrap()
+            .is_absent());
         // Only the data that is here is kept by gc: read without the entries, checksum and all.
-        ds.entries.insert(b"a/c.raw".to_vec(), DirEntry { mtime_ns: 5, ..DirEntry::absent(EntryKind::File, ObjectId([8; 32]), 9) });
-        ds.entries.insert(b"a/a.raw".to_vec(), DirEntry { mtime_ns: 5, ..DirEntry::absent(EntryKind::File, ObjectId([6; 32]), 9) });
+        ds.entries.insert(
+            b"a/c.raw".to_vec(),
+            DirEntry {
+                mtime_ns: 5,
+                ..DirEntry::absent(EntryKind::File, ObjectId([8; 32]), 9)
+            },
+        );
+        ds.entries.insert(
+            b"a/a.raw".to_vec(),
+            DirEntry {
+                mtime_ns: 5,
+                ..DirEntry::absent(EntryKind::File, ObjectId([6; 32]), 9)
+            },
+        );
         ds.save(&dir.path().join("dirstate")).unwrap();
-        assert_eq!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap(), [ObjectId([6; 32]), ObjectId([8; 32])]);
+        assert_eq!(
+            Dirstate::ids_here(&dir.path().join("dirstate")).unwrap(),
+            [ObjectId([6; 32]), ObjectId([8; 32])]
+        );
         assert_eq!(Dirstate::ids_here(&dir.path().join("none")).unwrap(), []);
         let mut bytes = std::fs::read(dir.path().join("dirstate")).unwrap();
         bytes[20] ^= 1;
         std::fs::write(dir.path().join("dirstate"), &bytes).unwrap();
-        assert!(Dirstate::ids_here(&dir.path().join("dirstate")).unwrap_err().to_string().contains("checksum"));
+        assert!(Dirstate::ids_here(&dir.path().join("dirstate"))
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
     }
 
     /// A tree of one folder, `f0`..`f{n-1}` (file i: id [i; 32], size i), read without a store.
     fn one_folder(n: u8) -> (ObjectId, impl Fn(&ObjectId) -> RepoResult<TreeNode>) {
         let base = ObjectId([0xee; 32]);
-        let mut entries: Vec<dmv_store::object::TreeEntry> =
-            (0..n).map(|i| dmv_store::object::TreeEntry { name: format!("f{i}").into_bytes(), kind: EntryKind::File, id: ObjectId([i; 32]), size: i as u64 }).collect();
+        let mut entries: Vec<dmv_store::object::TreeEntry> = (0..n)
+            .map(|i| dmv_store::object::TreeEntry {
+                name: format!("f{i}").into_bytes(),
+                kind: EntryKind::File,
+                id: ObjectId([i; 32]),
+                size: i as u64,
+            })
+            .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         (base, move |id: &ObjectId| match *id == base {
             true => Ok(TreeNode::Leaf(entries.clone())),
-            false => Err(RepoError::Scan { detail: "no such tree".into() }),
+            false => Err(RepoError::Scan {
+                detail: "no such tree".into(),
+            }),
         })
     }
 
@@ -743,10 +946,21 @@ mod tests {
         let (base, read) = one_folder(5);
         let mut ds = Dirstate::default();
         for i in 0..4u8 {
-            ds.entries.insert(format!("f{i}").into_bytes(), DirEntry::absent(EntryKind::File, ObjectId([i; 32]), i as u64));
+            ds.entries.insert(
+                format!("f{i}").into_bytes(),
+                DirEntry::absent(EntryKind::File, ObjectId([i; 32]), i as u64),
+            );
         }
         // f4 is not staged; g is, with its data here.
-        let g = DirEntry { kind: EntryKind::File, id: ObjectId([9; 32]), size: 3, mtime_ns: 1000, ctime_ns: 1000, ino: 7, mode: 0o100644 };
+        let g = DirEntry {
+            kind: EntryKind::File,
+            id: ObjectId([9; 32]),
+            size: 3,
+            mtime_ns: 1000,
+            ctime_ns: 1000,
+            ino: 7,
+            mode: 0o100644,
+        };
         ds.entries.insert(b"g".to_vec(), g.clone());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dirstate");
@@ -767,10 +981,25 @@ mod tests {
         assert_eq!(back.absent_base, Some(base));
         assert_eq!(back.staged_hash(), ds.staged_hash());
         // gc keeps the tree and the data that is here.
-        assert_eq!(Dirstate::ids_here(&path).unwrap(), [base, ObjectId([9; 32])]);
+        assert_eq!(
+            Dirstate::ids_here(&path).unwrap(),
+            [base, ObjectId([9; 32])]
+        );
         // Without the tree's store, or with the tree gone, it is damage, in one line.
-        for err in [Dirstate::load(&path).err().unwrap(), Dirstate::load_over(&path, &|_| Err(RepoError::Scan { detail: "gone".into() })).err().unwrap()] {
-            assert!(matches!(err, RepoError::Corrupt { .. }) && !err.to_string().contains('\n'), "{err}");
+        for err in [
+            Dirstate::load(&path).err().unwrap(),
+            Dirstate::load_over(&path, &|_| {
+                Err(RepoError::Scan {
+                    detail: "gone".into(),
+                })
+            })
+            .err()
+            .unwrap(),
+        ] {
+            assert!(
+                matches!(err, RepoError::Corrupt { .. }) && !err.to_string().contains('\n'),
+                "{err}"
+            );
         }
         // Mostly present: saved entry by entry, as before.
         ds.entries.insert(b"h".to_vec(), g.clone());
@@ -786,7 +1015,10 @@ mod tests {
         let (base, read) = one_folder(3);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dirstate");
-        let own = [(b"f9".as_slice(), DirEntry::removed(EntryKind::File, ObjectId([1; 32]), 1))];
+        let own = [(
+            b"f9".as_slice(),
+            DirEntry::removed(EntryKind::File, ObjectId([1; 32]), 1),
+        )];
         Dirstate::write_file(&path, Some(&base), 1, own.into_iter()).unwrap();
         let err = Dirstate::load_over(&path, &read).err().unwrap().to_string();
         assert!(err.contains("tombstone"), "{err}");
@@ -846,25 +1078,62 @@ mod tests {
     #[test]
     fn a_tree_mark_is_pinned_and_holds_only_for_the_entries_it_was_made_from() {
         let mut ds = Dirstate::default();
-        ds.entries.insert(b"a".to_vec(), DirEntry::absent(EntryKind::File, ObjectId([1; 32]), 5));
-        let mark = TreeMark { tree: ObjectId([9; 32]), entries: ds.staged_hash() };
+        ds.entries.insert(
+            b"a".to_vec(),
+            DirEntry::absent(EntryKind::File, ObjectId([1; 32]), 5),
+        );
+        let mark = TreeMark {
+            tree: ObjectId([9; 32]),
+            entries: ds.staged_hash(),
+        };
         // Saved from a stream of entries, the file and the hash are those of the map.
         let dir = tempfile::tempdir().unwrap();
         ds.save(&dir.path().join("map")).unwrap();
-        let streamed = Dirstate::write_file(&dir.path().join("stream"), None, 1, ds.entries.iter().map(|(p, e)| (p, e.clone()))).unwrap();
+        let streamed = Dirstate::write_file(
+            &dir.path().join("stream"),
+            None,
+            1,
+            ds.entries.iter().map(|(p, e)| (p, e.clone())),
+        )
+        .unwrap();
         assert_eq!(streamed, ds.staged_hash());
-        assert_eq!(std::fs::read(dir.path().join("map")).unwrap(), std::fs::read(dir.path().join("stream")).unwrap());
-        assert!(Dirstate::write_file(&dir.path().join("short"), None, 2, ds.entries.iter().map(|(p, e)| (p, e.clone()))).is_err());
+        assert_eq!(
+            std::fs::read(dir.path().join("map")).unwrap(),
+            std::fs::read(dir.path().join("stream")).unwrap()
+        );
+        assert!(Dirstate::write_file(
+            &dir.path().join("short"),
+            None,
+            2,
+            ds.entries.iter().map(|(p, e)| (p, e.clone()))
+        )
+        .is_err());
         let mut expected = b"DMVDTRE\0\x02\0\0\0".to_vec();
         expected.extend([9u8; 32]);
-        expected.extend(*blake3::hash(&[&1u64.to_le_bytes()[..], b"a", &[0], &[1; 32], &5u64.to_le_bytes()].concat()).as_bytes());
+        expected.extend(
+            *blake3::hash(
+                &[
+                    &1u64.to_le_bytes()[..],
+                    b"a",
+                    &[0],
+                    &[1; 32],
+                    &5u64.to_le_bytes(),
+                ]
+                .concat(),
+            )
+            .as_bytes(),
+        );
         let version_1 = [b"DMVDTRE\0\x01\0\0\0".as_slice(), &expected[12..]].concat();
         expected.extend(*blake3::hash(&expected).as_bytes());
         assert_eq!(mark.encode(), expected);
         assert_eq!(TreeMark::decode(&expected), Some(mark.clone()));
         assert_eq!(TreeMark::decode(&version_1), Some(mark.clone()));
         // Written in place, a mark may be met half old and half new: no mark.
-        let other = TreeMark { tree: ObjectId([3; 32]), entries: [4; 32] }.encode();
+        let other = TreeMark {
+            tree: ObjectId([3; 32]),
+            entries: [4; 32],
+        }
+        .encode();
         for cut in 1..expected.len() {
             let torn = [&other[..cut], &expected[cut..]].concat();
             if torn != expected && torn != other {
@@ -909,8 +1178,12 @@ mod tests {
             let (mut a, mut b) = (0, 0);
             let mine64 = varint(&bytes, &mut a, 10).ok().flatten();
             let mine32 = varint(&bytes, &mut b, 5).ok().flatten();
-            let theirs64 = postcard::take_from_bytes::<u64>(&bytes).ok().map(|(v, rest)| (v, bytes.len() - rest.len()));
-            let theirs32 = postcard::take_from_bytes::<u32>(&bytes).ok().map(|(v, rest)| (v as u64, bytes.len() - rest.len()));
+            let theirs64 = postcard::take_from_bytes::<u64>(&bytes)
+                .ok()
+                .map(|(v, rest)| (v, bytes.len() - rest.len()));
+            let theirs32 = postcard::take_from_bytes::<u32>(&bytes)
+                .ok()
+                .map(|(v, rest)| (v as u64, bytes.len() - rest.len()));
             assert_eq!(mine64.map(|v| (v, a)), theirs64, "{bytes:02x?} as u64");
             assert_eq!(mine32.map(|v| (v, b)), theirs32, "{bytes:02x?} as u32");
         }

@@ -86,11 +86,26 @@ impl EarlyCheckout {
         let root = repo.dmv.join(STAGING_DIR);
         remove_abandoned(&root)?;
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let staging = root.join(format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let staging = root.join(format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::create_dir_all(&staging).map_err(|e| RepoError::io(&staging, e))?;
         let held_path = staging.join(HELD);
-        let held = File::create(&held_path).and_then(|f| f.lock().map(|()| f)).map_err(|e| RepoError::io(&held_path, e))?;
-        Ok(EarlyCheckout { staging, _held: held, target: None, files: Vec::new(), placements: HashMap::new(), planned: 0, open: 0, failed: false })
+        let held = File::create(&held_path)
+            .and_then(|f| f.lock().map(|()| f))
+            .map_err(|e| RepoError::io(&held_path, e))?;
+        Ok(EarlyCheckout {
+            staging,
+            _held: held,
+            target: None,
+            files: Vec::new(),
+            placements: HashMap::new(),
+            planned: 0,
+            open: 0,
+            failed: false,
+        })
     }
 
     /// The commit whose files will be checked out.
@@ -103,9 +118,14 @@ impl EarlyCheckout {
     /// will not arrive, so files that use them are left out.
     pub fn plan(&mut self, lookup: &Lookup<'_>, stored: &dyn Fn(&ObjectId) -> bool) {
         let Some(commit) = self.target else { return };
-        let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else { return };
+        let Some(tree) = read::<Commit>(lookup, &commit, ObjectKind::Commit).map(|c| c.tree) else {
+            return;
+        };
         // Anything unknown or malformed is left to the normal checkout, which reports it.
-        let node = |id: &ObjectId| read::<TreeNode>(lookup, id, ObjectKind::Tree).ok_or(RepoError::UnknownTreeNode { id: *id });
+        let node = |id: &ObjectId| {
+            read::<TreeNode>(lookup, id, ObjectKind::Tree)
+                .ok_or(RepoError::UnknownTreeNode { id: *id })
+        };
         // Only the files large enough to be written early are kept: the rest of
         // a tree of a million small files would be ~150 MB held for nothing.
         let mut large = Vec::new();
@@ -123,21 +143,39 @@ impl EarlyCheckout {
 
     /// Chooses, among `files` (paths and entries), those to write early; for
     /// a `get`, which fills some files of a working tree that is there.
-    pub fn plan_files(&mut self, lookup: &Lookup<'_>, stored: &dyn Fn(&ObjectId) -> bool, files: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>) {
+    pub fn plan_files(
+        &mut self,
+        lookup: &Lookup<'_>,
+        stored: &dyn Fn(&ObjectId) -> bool,
+        files: impl IntoIterator<Item = (Vec<u8>, FlatEntry)>,
+    ) {
         for (rel, entry) in files {
             if entry.kind == EntryKind::Symlink || entry.size < MIN_FILE {
                 continue;
             }
             let mut chunks = Vec::new();
-            if !chunks_of(lookup, &entry.id, &mut chunks) || self.planned + chunks.len() > MAX_PLACEMENTS || chunks.iter().any(stored) {
+            if !chunks_of(lookup, &entry.id, &mut chunks)
+                || self.planned + chunks.len() > MAX_PLACEMENTS
+                || chunks.iter().any(stored)
+            {
                 continue;
             }
             self.planned += chunks.len();
             let index = self.files.len() as u32;
             for (pos, id) in chunks.iter().enumerate() {
-                self.placements.entry(*id).or_default().push((index, pos as u32));
+                self.placements
+                    .entry(*id)
+                    .or_default()
+                    .push((index, pos as u32));
             }
-            self.files.push(Planned { rel, entry, chunk_count: chunks.len(), next: 0, written: 0, state: State::Waiting });
+            self.files.push(Planned {
+                rel,
+                entry,
+                chunk_count: chunks.len(),
+                next: 0,
+                written: 0,
+                state: State::Waiting,
+            });
         }
     }
 
@@ -146,7 +184,9 @@ impl EarlyCheckout {
         if self.failed {
             return;
         }
-        let Some(places) = self.placements.get(id) else { return };
+        let Some(places) = self.placements.get(id) else {
+            return;
+        };
         for &(file, pos) in places {
             let f = &mut self.files[file as usize];
             if matches!(f.state, State::Done | State::Dropped) {
@@ -168,8 +208,16 @@ impl EarlyCheckout {
                 let path = self.staging.join(format!("{file}"));
                 let created = std::fs::create_dir_all(&self.staging).and_then(|()| {
                     use dmv_os::OpenOptionsExt;
-                    let mode = if f.entry.kind == EntryKind::Executable { 0o777 } else { 0o666 };
-                    std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path)
+                    let mode = if f.entry.kind == EntryKind::Executable {
+                        0o777
+                    } else {
+                        0o666
+                    };
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(mode)
+                        .open(&path)
                 });
                 match created {
                     Ok(out) => {
@@ -182,7 +230,9 @@ impl EarlyCheckout {
                     }
                 }
             }
-            let State::Open(w) = &mut f.state else { continue };
+            let State::Open(w) = &mut f.state else {
+                continue;
+            };
             if std::io::Write::write_all(w, content).is_err() {
                 self.failed = true;
                 return;
@@ -190,7 +240,9 @@ impl EarlyCheckout {
             f.next += 1;
             f.written += content.len() as u64;
             if f.next == f.chunk_count {
-                let State::Open(w) = std::mem::replace(&mut f.state, State::Done) else { continue };
+                let State::Open(w) = std::mem::replace(&mut f.state, State::Done) else {
+                    continue;
+                };
                 self.open -= 1;
                 if w.finish().is_err() || f.written != f.entry.size {
                     f.state = State::Dropped;
@@ -206,7 +258,10 @@ impl EarlyCheckout {
         if self.failed {
             return None;
         }
-        let index = self.files.iter().position(|f| matches!(f.state, State::Done) && f.rel == rel && f.entry.id == *id)?;
+        let index = self
+            .files
+            .iter()
+            .position(|f| matches!(f.state, State::Done) && f.rel == rel && f.entry.id == *id)?;
         self.files[index].state = State::Dropped;
         Some(self.staging.join(format!("{index}")))
     }
@@ -262,7 +317,9 @@ fn remove_abandoned(root: &Path) -> RepoResult<()> {
     for entry in entries {
         let dir = entry.map_err(|e| RepoError::io(root, e))?.path();
         // No lock file yet: a command is just making its folder (nothing is written before the lock).
-        let Ok(held) = File::open(dir.join(HELD)) else { continue };
+        let Ok(held) = File::open(dir.join(HELD)) else {
+            continue;
+        };
         if held.try_lock().is_ok() {
             std::fs::remove_dir_all(&dir).map_err(|e| RepoError::io(&dir, e))?;
         }
@@ -270,7 +327,11 @@ fn remove_abandoned(root: &Path) -> RepoResult<()> {
     Ok(())
 }
 
-fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind: ObjectKind) -> Option<T> {
+fn read<T: serde::de::DeserializeOwned>(
+    lookup: &Lookup<'_>,
+    id: &ObjectId,
+    kind: ObjectKind,
+) -> Option<T> {
     let (actual, bytes) = lookup(id)?;
     if actual != kind {
         return None;
@@ -282,9 +343,13 @@ fn read<T: serde::de::DeserializeOwned>(lookup: &Lookup<'_>, id: &ObjectId, kind
 /// or malformed (a child not one level below its parent), or there are too
 /// many to plan. Iterative, so a hostile chain of nodes cannot exhaust the stack.
 fn chunks_of(lookup: &Lookup<'_>, id: &ObjectId, out: &mut Vec<ObjectId>) -> bool {
-    let Some(node) = read::<FileNode>(lookup, id, ObjectKind::FileNode) else { return false };
+    let Some(node) = read::<FileNode>(lookup, id, ObjectKind::FileNode) else {
+        return false;
+    };
     let mut walk = ChunkWalk::new(*id, node);
-    let mut read_node = |id: &ObjectId| read::<FileNode>(lookup, id, ObjectKind::FileNode).ok_or(StoreError::NotFound { id: *id });
+    let mut read_node = |id: &ObjectId| {
+        read::<FileNode>(lookup, id, ObjectKind::FileNode).ok_or(StoreError::NotFound { id: *id })
+    };
     loop {
         match walk.next_chunk(&mut read_node) {
             Ok(Some(_)) if out.len() >= MAX_PLACEMENTS => return false,

@@ -24,7 +24,11 @@ use crate::worktree::attributes::{Lockable, ReadOnlyRule, ATTRIBUTES_FILE};
 
 /// The target of a symlink, as stored.
 pub(crate) fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {
-    Ok(std::fs::read_link(path).at(path)?.as_os_str().as_bytes().to_vec())
+    Ok(std::fs::read_link(path)
+        .at(path)?
+        .as_os_str()
+        .as_bytes()
+        .to_vec())
 }
 
 /// A symlink to `target` at `at`; where the system makes none for us
@@ -33,7 +37,11 @@ pub(crate) fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {
 fn make_symlink(target: &[u8], at: &Path) -> std::io::Result<()> {
     match dmv_os::SYMLINKS {
         true => dmv_os::symlink(OsStr::from_bytes(target), at),
-        false => std::fs::OpenOptions::new().write(true).create_new(true).open(at).and_then(|mut f| std::io::Write::write_all(&mut f, target)),
+        false => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(at)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, target)),
     }
 }
 
@@ -48,13 +56,23 @@ impl Repository {
         }
         // Unique per call: checkout writes from several threads at once.
         static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
-        let tmp = parent.join(format!("{TEMP_PREFIX}{}-{}-{}", std::process::id(), NEXT_TEMP.fetch_add(1, Ordering::Relaxed), e.id.short()));
+        let tmp = parent.join(format!(
+            "{TEMP_PREFIX}{}-{}-{}",
+            std::process::id(),
+            NEXT_TEMP.fetch_add(1, Ordering::Relaxed),
+            e.id.short()
+        ));
         let _ = std::fs::remove_file(&tmp);
         if e.kind == EntryKind::Symlink {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
             make_symlink(&target, &tmp).at(&tmp)?;
         } else {
-            let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&tmp).at(&tmp)?;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(self.new_file_mode(rel, e.kind))
+                .open(&tmp)
+                .at(&tmp)?;
             let mut w = dmv_store::FileWriter::new(f, e.size);
             let written = self.store.write_content(&e.id, &mut w);
             let flushed = w.finish().map_err(|err| RepoError::io(&tmp, err));
@@ -69,13 +87,23 @@ impl Repository {
 
     /// Writes bytes made here, not stored (a merge's text with conflict
     /// markers), the way [`Repository::write_entry`] writes a stored file.
-    pub(crate) fn write_made(&self, rel: &[u8], kind: EntryKind, bytes: &[u8]) -> RepoResult<Metadata> {
+    pub(crate) fn write_made(
+        &self,
+        rel: &[u8],
+        kind: EntryKind,
+        bytes: &[u8],
+    ) -> RepoResult<Metadata> {
         use std::io::Write;
         let path = self.abs_path(rel);
         let parent = self.make_parent_dirs(rel)?;
         let tmp = parent.join(format!("{TEMP_PREFIX}{}-made", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        let written = std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, kind)).open(&tmp).and_then(|mut f| f.write_all(bytes));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(self.new_file_mode(rel, kind))
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(bytes));
         if let Err(err) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(RepoError::io(&tmp, err));
@@ -109,7 +137,11 @@ impl Repository {
                 }
             }
         }
-        let parent = self.abs_path(rel).parent().unwrap_or(&self.root).to_path_buf();
+        let parent = self
+            .abs_path(rel)
+            .parent()
+            .unwrap_or(&self.root)
+            .to_path_buf();
         std::fs::create_dir_all(&parent).at(&parent)?;
         Ok(parent)
     }
@@ -121,7 +153,12 @@ impl Repository {
     /// again. The way to a directory is checked once per directory. A kill
     /// can leave the file being written short, as with git; a path that
     /// exists after all (an ignored file) takes the careful way.
-    pub(crate) fn write_new_entry(&self, rel: &[u8], e: &FlatEntry, dirs_made: &mut HashSet<PathBuf>) -> RepoResult<Metadata> {
+    pub(crate) fn write_new_entry(
+        &self,
+        rel: &[u8],
+        e: &FlatEntry,
+        dirs_made: &mut HashSet<PathBuf>,
+    ) -> RepoResult<Metadata> {
         let path = self.abs_path(rel);
         if let Some(parent) = path.parent() {
             if !dirs_made.contains(parent) {
@@ -133,19 +170,35 @@ impl Repository {
             let target = self.store.read_kind(&e.id, ObjectKind::Chunk)?;
             return match make_symlink(&target, &path) {
                 Ok(()) => std::fs::symlink_metadata(&path).at(&path),
-                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => self.write_entry(rel, e),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                    self.write_entry(rel, e)
+                }
                 Err(err) => Err(RepoError::io(&path, err)),
             };
         }
-        let f = match std::fs::OpenOptions::new().write(true).create_new(true).mode(self.new_file_mode(rel, e.kind)).open(&path) {
+        let f = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(self.new_file_mode(rel, e.kind))
+            .open(&path)
+        {
             Ok(f) => f,
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => return self.write_entry(rel, e),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                return self.write_entry(rel, e)
+            }
             Err(err) => return Err(RepoError::io(&path, err)),
         };
         let mut w = dmv_store::FileWriter::new(f, e.size);
-        let written = self.store.write_content(&e.id, &mut w).map_err(RepoError::from);
+        let written = self
+            .store
+            .write_content(&e.id, &mut w)
+            .map_err(RepoError::from);
         // The stat data of the open file: no second lookup of the name.
-        match written.and_then(|_| w.finish().and_then(|f| f.metadata()).map_err(|err| RepoError::io(&path, err))) {
+        match written.and_then(|_| {
+            w.finish()
+                .and_then(|f| f.metadata())
+                .map_err(|err| RepoError::io(&path, err))
+        }) {
             Ok(meta) => Ok(meta),
             Err(err) => {
                 let _ = std::fs::remove_file(&path);
@@ -157,8 +210,16 @@ impl Repository {
     /// The permissions a file is created with (before the umask): read-only
     /// when it is lockable and this replica's user does not hold its lock.
     pub(crate) fn new_file_mode(&self, rel: &[u8], kind: EntryKind) -> u32 {
-        let mode = if kind == EntryKind::Executable { 0o777 } else { 0o666 };
-        let rule = self.read_only.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let mode = if kind == EntryKind::Executable {
+            0o777
+        } else {
+            0o666
+        };
+        let rule = self
+            .read_only
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let rule = rule.unwrap_or_else(|| {
             let text = std::fs::read_to_string(self.root.join(ATTRIBUTES_FILE)).unwrap_or_default();
             self.set_read_only_rule(&text)
@@ -173,21 +234,31 @@ impl Repository {
     /// Reads which files to write read-only from `.dmvattributes` as it is
     /// in `tree` (a checkout's target: its files follow its attributes).
     pub(crate) fn read_only_rule_of(&self, tree: &ObjectId) -> RepoResult<()> {
-        let text = match crate::history::tree::lookup(&self.store, tree, ATTRIBUTES_FILE.as_bytes())? {
-            Some(e) if e.kind == EntryKind::File && e.size <= MAX_ATTRIBUTES_BYTES && !self.is_absent(&e)? => {
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut self.store.content_reader(&e.id)?, &mut bytes).map_err(|err| RepoError::io(self.root.join(ATTRIBUTES_FILE), err))?;
-                String::from_utf8_lossy(&bytes).into_owned()
-            }
-            _ => String::new(),
-        };
+        let text =
+            match crate::history::tree::lookup(&self.store, tree, ATTRIBUTES_FILE.as_bytes())? {
+                Some(e)
+                    if e.kind == EntryKind::File
+                        && e.size <= MAX_ATTRIBUTES_BYTES
+                        && !self.is_absent(&e)? =>
+                {
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(&mut self.store.content_reader(&e.id)?, &mut bytes)
+                        .map_err(|err| RepoError::io(self.root.join(ATTRIBUTES_FILE), err))?;
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+                _ => String::new(),
+            };
         self.set_read_only_rule(&text);
         Ok(())
     }
 
     fn set_read_only_rule(&self, attributes: &str) -> Arc<ReadOnlyRule> {
         let lockable = Lockable::parse(attributes);
-        let held = if lockable.is_empty() { Default::default() } else { self.known_locks().mine().map(|l| l.path.clone()).collect() };
+        let held = if lockable.is_empty() {
+            Default::default()
+        } else {
+            self.known_locks().mine().map(|l| l.path.clone()).collect()
+        };
         let rule = Arc::new(ReadOnlyRule { lockable, held });
         *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = Some(rule.clone());
         rule
@@ -224,7 +295,11 @@ impl Repository {
 
     /// [`Repository::remove_worktree_file`] for many files in path order,
     /// which share `beneath`'s checks of the folders on the way.
-    pub(crate) fn remove_worktree_file_in(&self, beneath: &mut Beneath, rel: &[u8]) -> RepoResult<()> {
+    pub(crate) fn remove_worktree_file_in(
+        &self,
+        beneath: &mut Beneath,
+        rel: &[u8],
+    ) -> RepoResult<()> {
         let abs = self.abs_path(rel);
         // Behind a folder that became a symlink, the tracked file is not there (see Beneath).
         if beneath.stat(rel).at(&abs)?.is_none() {

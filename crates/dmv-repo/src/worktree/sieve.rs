@@ -14,7 +14,11 @@ pub(crate) struct Seen(Vec<AtomicU64>);
 
 impl Seen {
     pub fn new(entries: usize) -> Seen {
-        Seen((0..entries.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+        Seen(
+            (0..entries.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
     }
 
     pub fn mark(&self, i: usize) {
@@ -34,7 +38,13 @@ pub(crate) fn differs(entry: &DirEntry, meta: &Stat, written_ns: i64) -> bool {
 /// Takes `files` (one folder's, in any order) out of the list and matches
 /// each with `entries`: a tracked one is marked in `seen` and handed to
 /// `tracked` with its position, an untracked one to `untracked`.
-pub(crate) fn sift(entries: Sorted<'_, DirEntry>, seen: &Seen, files: &mut Vec<(Vec<u8>, Stat)>, mut tracked: impl FnMut(usize, Stat), mut untracked: impl FnMut(Vec<u8>, Stat)) {
+pub(crate) fn sift(
+    entries: Sorted<'_, DirEntry>,
+    seen: &Seen,
+    files: &mut Vec<(Vec<u8>, Stat)>,
+    mut tracked: impl FnMut(usize, Stat),
+    mut untracked: impl FnMut(Vec<u8>, Stat),
+) {
     // In path order, a folder's files mostly follow each other among the
     // entries: each is looked for where the last one was found before any
     // search (a binary search per file was a fifth of a status).

@@ -24,7 +24,12 @@ impl Repository {
     /// Stages files under the given repository-relative paths (empty = everything):
     /// new and modified files are stored, vanished tracked files are unstaged.
     /// With `tracked_only`, untracked files are left alone (`commit -a`).
-    pub fn add(&self, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Progress) -> RepoResult<usize> {
+    pub fn add(
+        &self,
+        specs: &[Vec<u8>],
+        tracked_only: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<usize> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let mut ds = self.load_dirstate()?;
@@ -43,17 +48,30 @@ impl Repository {
     pub fn ignored_paths(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<Vec<u8>>> {
         let ds = self.load_dirstate()?;
         let mut ignored = Vec::new();
-        for spec in specs.iter().filter(|s| !s.is_empty() && !ds.entries.contains_key(s)) {
-            let Some(st) = Beneath::new(&self.root).stat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? else { continue };
+        for spec in specs
+            .iter()
+            .filter(|s| !s.is_empty() && !ds.entries.contains_key(s))
+        {
+            let Some(st) = Beneath::new(&self.root)
+                .stat(spec)
+                .map_err(|e| RepoError::io(self.abs_path(spec), e))?
+            else {
+                continue;
+            };
             if !st.is_file_or_symlink() {
                 continue;
             }
             let found = Mutex::new(false);
-            crate::worktree::walk::walk_under(&self.root, std::slice::from_ref(spec), 1, &|files| {
-                if !files.is_empty() {
-                    *lock(&found) = true;
-                }
-            })?;
+            crate::worktree::walk::walk_under(
+                &self.root,
+                std::slice::from_ref(spec),
+                1,
+                &|files| {
+                    if !files.is_empty() {
+                        *lock(&found) = true;
+                    }
+                },
+            )?;
             if !found.into_inner().unwrap_or_else(|p| p.into_inner()) {
                 ignored.push(spec.clone());
             }
@@ -63,7 +81,14 @@ impl Repository {
 
     /// Stages into `ds` what `add` stages, storing new content in `session`;
     /// returns how many entries changed.
-    pub(crate) fn stage(&self, session: &mut WriteSession<'_>, ds: &mut Dirstate, specs: &[Vec<u8>], tracked_only: bool, progress: &dyn Progress) -> RepoResult<usize> {
+    pub(crate) fn stage(
+        &self,
+        session: &mut WriteSession<'_>,
+        ds: &mut Dirstate,
+        specs: &[Vec<u8>],
+        tracked_only: bool,
+        progress: &dyn Progress,
+    ) -> RepoResult<usize> {
         let wanted = |p: &[u8]| specs.iter().any(|s| matches(p, s));
         // Positions in one sorted run name the tracked entries until the
         // untracked files are inserted, last.
@@ -71,7 +96,12 @@ impl Repository {
         let seen = Seen::new(ds.entries.len());
         let written_ns = ds.written_ns;
         let tally = Tally::new(progress, 0);
-        let mut storing = Storing { repo: self, session, tally: &tally, changed: 0 };
+        let mut storing = Storing {
+            repo: self,
+            session,
+            tally: &tally,
+            changed: 0,
+        };
         // Tracked files whose stat changed are stored as they are found, and
         // their entries changed in place; untracked ones are listed.
         let mut untracked = {
@@ -97,7 +127,10 @@ impl Repository {
                 let (p, e) = (entries.path(i), entries.value(i));
                 let there = match tracked_only {
                     true => None,
-                    false => beneath.stat(p).map_err(|err| RepoError::io(self.abs_path(p), err))?.filter(Stat::is_file_or_symlink),
+                    false => beneath
+                        .stat(p)
+                        .map_err(|err| RepoError::io(self.abs_path(p), err))?
+                        .filter(Stat::is_file_or_symlink),
                 };
                 match there {
                     Some(st) if differs(e, &st, written_ns) => also.push((i, st)),
@@ -110,9 +143,15 @@ impl Repository {
         storing.store_tracked(&RwLock::new(&mut *ds), also)?;
         untracked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // A file named explicitly is added even if an ignore rule matches it.
-        for spec in specs.iter().filter(|s| !s.is_empty() && !tracked_only && !ds.entries.contains_key(s)) {
+        for spec in specs
+            .iter()
+            .filter(|s| !s.is_empty() && !tracked_only && !ds.entries.contains_key(s))
+        {
             if let Err(at) = untracked.binary_search_by(|(p, _)| p.as_slice().cmp(spec)) {
-                if let Some(st) = Beneath::new(&self.root).stat(spec).map_err(|e| RepoError::io(self.abs_path(spec), e))? {
+                if let Some(st) = Beneath::new(&self.root)
+                    .stat(spec)
+                    .map_err(|e| RepoError::io(self.abs_path(spec), e))?
+                {
                     if st.is_file_or_symlink() {
                         untracked.insert(at, (spec.clone(), st));
                     }
@@ -123,7 +162,9 @@ impl Repository {
         // garbage for gc. (The empty path, everything, matches nothing only
         // where nothing is tracked yet: not an error.)
         for spec in specs.iter().filter(|s| !s.is_empty()) {
-            if !untracked.iter().any(|(p, _)| matches(p, spec)) && !ds.entries.keys().any(|p| matches(p, spec)) {
+            if !untracked.iter().any(|(p, _)| matches(p, spec))
+                && !ds.entries.keys().any(|p| matches(p, spec))
+            {
                 return Err(RepoError::NoMatch(show(spec)));
             }
         }
@@ -167,7 +208,9 @@ impl Repository {
                         let ds = read(ds);
                         let entries = ds.entries.sorted().unwrap_or_default();
                         let tracked = |i: usize, meta: Stat| {
-                            if wanted(entries.path(i)) && differs(entries.value(i), &meta, ds.written_ns) {
+                            if wanted(entries.path(i))
+                                && differs(entries.value(i), &meta, ds.written_ns)
+                            {
                                 tally.expect(meta.size);
                                 changed.push((i, meta));
                             }
@@ -199,7 +242,9 @@ impl Repository {
             }
             (walk.join(), stored)
         });
-        walked.map_err(|_| RepoError::Scan { detail: "the walk of the working tree stopped unexpectedly".into() })??;
+        walked.map_err(|_| RepoError::Scan {
+            detail: "the walk of the working tree stopped unexpectedly".into(),
+        })??;
         stored?;
         storing.store_tracked(ds, pending.into_inner().unwrap_or_else(|p| p.into_inner()))?;
         Ok(untracked.into_inner().unwrap_or_else(|p| p.into_inner()))
@@ -207,14 +252,22 @@ impl Repository {
 
     /// `commit -a`'s look at the working tree: the tracked paths are stat'ed
     /// a slice at a time, and those that changed are stored.
-    fn stage_tracked_by_stat(&self, ds: &RwLock<&mut Dirstate>, wanted: &dyn Fn(&[u8]) -> bool, seen: &Seen, storing: &mut Storing<'_, '_, '_>) -> RepoResult<()> {
+    fn stage_tracked_by_stat(
+        &self,
+        ds: &RwLock<&mut Dirstate>,
+        wanted: &dyn Fn(&[u8]) -> bool,
+        seen: &Seen,
+        storing: &mut Storing<'_, '_, '_>,
+    ) -> RepoResult<()> {
         const SLICE: usize = 1 << 16;
         let count = read(ds).entries.len();
         for start in (0..count).step_by(SLICE) {
             let changed = {
                 let ds = read(ds);
                 let entries = ds.entries.sorted().unwrap_or_default();
-                let paths: Vec<&[u8]> = (start..(start + SLICE).min(count)).map(|i| entries.path(i)).collect();
+                let paths: Vec<&[u8]> = (start..(start + SLICE).min(count))
+                    .map(|i| entries.path(i))
+                    .collect();
                 let mut changed = Vec::new();
                 for (i, meta) in (start..).zip(self.stat_paths(&paths)?) {
                     let Some(meta) = meta else { continue };
@@ -235,7 +288,12 @@ impl Repository {
     /// under `specs` (all: empty), unless `dry_run`; returns their paths.
     /// Files in folders that hold no tracked file are left unless
     /// `folders_too` (git's `-d`). Folders left empty go too.
-    pub fn clean(&self, specs: &[Vec<u8>], folders_too: bool, dry_run: bool) -> RepoResult<Vec<Vec<u8>>> {
+    pub fn clean(
+        &self,
+        specs: &[Vec<u8>],
+        folders_too: bool,
+        dry_run: bool,
+    ) -> RepoResult<Vec<Vec<u8>>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         let (status, ds) = self.worktree_status()?;
@@ -249,9 +307,17 @@ impl Repository {
                 }
             }
         }
-        let in_tracked_folder = |p: &[u8]| p.iter().rposition(|b| *b == b'/').is_none_or(|at| tracked_folders.contains(&p[..at]));
-        let doomed: Vec<Vec<u8>> =
-            status.untracked.into_iter().filter(|p| specs.is_empty() || specs.iter().any(|s| matches(p, s))).filter(|p| folders_too || in_tracked_folder(p)).collect();
+        let in_tracked_folder = |p: &[u8]| {
+            p.iter()
+                .rposition(|b| *b == b'/')
+                .is_none_or(|at| tracked_folders.contains(&p[..at]))
+        };
+        let doomed: Vec<Vec<u8>> = status
+            .untracked
+            .into_iter()
+            .filter(|p| specs.is_empty() || specs.iter().any(|s| matches(p, s)))
+            .filter(|p| folders_too || in_tracked_folder(p))
+            .collect();
         if !dry_run {
             let mut beneath = Beneath::new(&self.root);
             for p in &doomed {
@@ -268,7 +334,12 @@ impl Repository {
         let mut ds = self.load_dirstate()?;
         let mut removed = Vec::new();
         for spec in specs {
-            let hits: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, spec)).map(<[u8]>::to_vec).collect();
+            let hits: Vec<Vec<u8>> = ds
+                .entries
+                .keys()
+                .filter(|p| matches(p, spec))
+                .map(<[u8]>::to_vec)
+                .collect();
             if hits.is_empty() {
                 return Err(RepoError::NoMatch(show(spec)));
             }
@@ -294,12 +365,21 @@ impl Repository {
         let mut dst = dst.to_vec();
         if self.abs_path(&dst).is_dir() {
             let name = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
-            dst = if dst.is_empty() { name.to_vec() } else { [dst.as_slice(), b"/", name].concat() };
+            dst = if dst.is_empty() {
+                name.to_vec()
+            } else {
+                [dst.as_slice(), b"/", name].concat()
+            };
         }
         if self.abs_path(&dst).symlink_metadata().is_ok() {
             return Err(RepoError::DestinationExists { path: show(&dst) });
         }
-        let moving: Vec<Vec<u8>> = ds.entries.keys().filter(|p| matches(p, src)).map(<[u8]>::to_vec).collect();
+        let moving: Vec<Vec<u8>> = ds
+            .entries
+            .keys()
+            .filter(|p| matches(p, src))
+            .map(<[u8]>::to_vec)
+            .collect();
         if moving.is_empty() || src.is_empty() {
             return Err(RepoError::NoMatch(show(src)));
         }
@@ -309,7 +389,11 @@ impl Repository {
         }
         match std::fs::rename(self.abs_path(src), &to) {
             // Files whose data is absent are not in the working tree: only their entries move.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && moving.iter().all(|p| ds.entries.get(p).is_some_and(|e| e.is_absent())) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && moving
+                        .iter()
+                        .all(|p| ds.entries.get(p).is_some_and(|e| e.is_absent())) => {}
             other => other.at(&to)?,
         }
         for p in moving {
@@ -325,7 +409,11 @@ impl Repository {
     /// Records the staged tree as a new commit on HEAD (`head`: HEAD's
     /// commit as the caller read it under the working-tree lock). Returns
     /// None when the tree is HEAD's: there is nothing to commit.
-    pub(crate) fn commit_dirstate(&self, head: Option<ObjectId>, message: &str) -> RepoResult<Option<ObjectId>> {
+    pub(crate) fn commit_dirstate(
+        &self,
+        head: Option<ObjectId>,
+        message: &str,
+    ) -> RepoResult<Option<ObjectId>> {
         let ds = self.load_dirstate()?;
         if head.is_none() && ds.entries.is_empty() {
             return Ok(None);
@@ -390,14 +478,26 @@ struct Storing<'r, 's, 'w> {
 impl Storing<'_, '_, '_> {
     /// Stores tracked files (by position in the dirstate's sorted run) and
     /// changes their entries in place.
-    fn store_tracked(&mut self, ds: &RwLock<&mut Dirstate>, files: Vec<(usize, Stat)>) -> RepoResult<()> {
+    fn store_tracked(
+        &mut self,
+        ds: &RwLock<&mut Dirstate>,
+        files: Vec<(usize, Stat)>,
+    ) -> RepoResult<()> {
         for batch in files.chunks(INGEST_BATCH) {
             let paths: Vec<Vec<u8>> = {
                 let ds = read(ds);
                 let entries = ds.entries.sorted().unwrap_or_default();
-                batch.iter().map(|(i, _)| entries.path(*i).to_vec()).collect()
+                batch
+                    .iter()
+                    .map(|(i, _)| entries.path(*i).to_vec())
+                    .collect()
             };
-            let stored = self.store(paths.iter().map(Vec::as_slice).zip(batch.iter().map(|(_, meta)| meta)))?;
+            let stored = self.store(
+                paths
+                    .iter()
+                    .map(Vec::as_slice)
+                    .zip(batch.iter().map(|(_, meta)| meta)),
+            )?;
             let mut ds = ds.write().unwrap_or_else(|p| p.into_inner());
             for ((i, _), mut new) in batch.iter().zip(stored) {
                 if let Some(entry) = ds.entries.sorted_value_mut(*i) {
@@ -416,7 +516,11 @@ impl Storing<'_, '_, '_> {
     /// moving each path into the dirstate as its batch is stored, so that
     /// the list shrinks as the dirstate grows (a first add of a million
     /// files held both whole, ~100 MB more).
-    fn store_untracked(&mut self, ds: &mut Dirstate, mut files: Vec<(Vec<u8>, Stat)>) -> RepoResult<()> {
+    fn store_untracked(
+        &mut self,
+        ds: &mut Dirstate,
+        mut files: Vec<(Vec<u8>, Stat)>,
+    ) -> RepoResult<()> {
         self.tally.expect(files.iter().map(|(_, m)| m.size).sum());
         files.reverse();
         while !files.is_empty() {
@@ -435,7 +539,10 @@ impl Storing<'_, '_, '_> {
     }
 
     /// Stores files and symlinks; their new entries, in the same order.
-    fn store<'p>(&mut self, files: impl Iterator<Item = (&'p [u8], &'p Stat)>) -> RepoResult<Vec<DirEntry>> {
+    fn store<'p>(
+        &mut self,
+        files: impl Iterator<Item = (&'p [u8], &'p Stat)>,
+    ) -> RepoResult<Vec<DirEntry>> {
         let mut entries = Vec::new();
         let mut sources = Vec::new();
         // Where each file's entry goes: symlinks are stored here and now.
@@ -444,11 +551,18 @@ impl Storing<'_, '_, '_> {
             if meta.kind() == Some(EntryKind::Symlink) {
                 let target = symlink_target(&self.repo.abs_path(path))?;
                 let id = self.session.put_object(ObjectKind::Chunk, &target)?;
-                entries.push(Some(DirEntry::with_stat(EntryKind::Symlink, id, target.len() as u64, meta)));
+                entries.push(Some(DirEntry::with_stat(
+                    EntryKind::Symlink,
+                    id,
+                    target.len() as u64,
+                    meta,
+                )));
             } else {
                 at.push(entries.len());
                 entries.push(None);
-                sources.push(IngestSource { path: self.repo.abs_path(path) });
+                sources.push(IngestSource {
+                    path: self.repo.abs_path(path),
+                });
             }
         }
         let results = self.session.ingest(sources, self.tally)?;
@@ -464,7 +578,9 @@ impl Storing<'_, '_, '_> {
     }
 }
 
-fn read<'l, 'd>(ds: &'l RwLock<&'d mut Dirstate>) -> std::sync::RwLockReadGuard<'l, &'d mut Dirstate> {
+fn read<'l, 'd>(
+    ds: &'l RwLock<&'d mut Dirstate>,
+) -> std::sync::RwLockReadGuard<'l, &'d mut Dirstate> {
     ds.read().unwrap_or_else(|p| p.into_inner())
 }
 

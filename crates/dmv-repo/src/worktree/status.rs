@@ -12,7 +12,9 @@ use dmv_store::{hash_file, ObjectId, ObjectKind};
 use serde::Serialize;
 
 use crate::error::{RepoError, RepoResult};
-use crate::history::tree::{diff_sorted_each, tree_reader, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree};
+use crate::history::tree::{
+    diff_sorted_each, tree_reader, Change, ChangeKind, FilesInOrder, FlatEntry, FlatTree,
+};
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
 use crate::repository::repo::Repository;
@@ -58,7 +60,9 @@ impl Repository {
     /// [`Repository::scan`] as a list in path order.
     pub(crate) fn scan_sorted(&self) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
         let found = Mutex::new(Vec::new());
-        crate::worktree::walk::walk(&self.root, stat_threads(), &|files| lock(&found).append(files))?;
+        crate::worktree::walk::walk(&self.root, stat_threads(), &|files| {
+            lock(&found).append(files)
+        })?;
         let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
         found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(found)
@@ -68,16 +72,24 @@ impl Repository {
     /// something else, is there), on a few threads.
     pub(crate) fn stat_paths(&self, paths: &[&[u8]]) -> RepoResult<Vec<Option<Stat>>> {
         const RUN: usize = 256;
-        let runs: Vec<Range<usize>> = (0..paths.len()).step_by(RUN).map(|start| start..(start + RUN).min(paths.len())).collect();
+        let runs: Vec<Range<usize>> = (0..paths.len())
+            .step_by(RUN)
+            .map(|start| start..(start + RUN).min(paths.len()))
+            .collect();
         let mut stats = vec![None; paths.len()];
         run_batched(
             &runs,
             stat_threads(),
-            Batches { items: 4 * RUN, weight: u64::MAX },
+            Batches {
+                items: 4 * RUN,
+                weight: u64::MAX,
+            },
             |_| 1,
             |i, beneath: &mut Option<Beneath>| {
                 let beneath = beneath.get_or_insert_with(|| Beneath::new(&self.root));
-                let found = beneath.stat(paths[i]).map_err(|e| RepoError::io(self.abs_path(paths[i]), e))?;
+                let found = beneath
+                    .stat(paths[i])
+                    .map_err(|e| RepoError::io(self.abs_path(paths[i]), e))?;
                 Ok::<_, RepoError>(found.filter(Stat::is_file_or_symlink))
             },
             |i, st| stats[i] = st,
@@ -90,7 +102,10 @@ impl Repository {
         let path = self.abs_path(rel);
         if st.is_symlink() {
             let target = symlink_target(&path)?;
-            return Ok((ObjectId::hash(ObjectKind::Chunk, &target), target.len() as u64));
+            return Ok((
+                ObjectId::hash(ObjectKind::Chunk, &target),
+                target.len() as u64,
+            ));
         }
         let (id, size, _) = hash_file(&path, self.config.chunking)?;
         Ok((id, size))
@@ -100,10 +115,20 @@ impl Repository {
     /// computed from.
     pub(crate) fn worktree_status(&self) -> RepoResult<(WorktreeStatus, Dirstate)> {
         let mut unstaged = Vec::new();
-        let (staged, untracked, ds) = self.compare_worktree(|ds, locked| self.staged_changes(ds, locked), &mut |c| unstaged.push(c))?;
+        let (staged, untracked, ds) = self
+            .compare_worktree(|ds, locked| self.staged_changes(ds, locked), &mut |c| {
+                unstaged.push(c)
+            })?;
         // Unstable: no buffer of half the list (paths are unique).
         unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok((WorktreeStatus { staged, unstaged, untracked }, ds))
+        Ok((
+            WorktreeStatus {
+                staged,
+                unstaged,
+                untracked,
+            },
+            ds,
+        ))
     }
 
     /// Compares the working tree with the dirstate: hands each unstaged
@@ -111,7 +136,11 @@ impl Repository {
     /// of the dirstate (called while the walk goes on, with whether this
     /// command holds the working-tree lock), the untracked files, and the
     /// dirstate with refreshed stat data.
-    pub(crate) fn compare_worktree<T>(&self, staged: impl FnOnce(&Dirstate, bool) -> RepoResult<T>, unstaged: &mut dyn FnMut(Change)) -> RepoResult<(T, Vec<Vec<u8>>, Dirstate)> {
+    pub(crate) fn compare_worktree<T>(
+        &self,
+        staged: impl FnOnce(&Dirstate, bool) -> RepoResult<T>,
+        unstaged: &mut dyn FnMut(Change),
+    ) -> RepoResult<(T, Vec<Vec<u8>>, Dirstate)> {
         // Status only refreshes stat data, which may wait for another time:
         // while another command holds the lock it saves nothing.
         let wlock = self.try_lock_worktree();
@@ -140,33 +169,54 @@ impl Repository {
             let loaded = match self.load_dirstate() {
                 Ok(ds) => match sieve.get_or_init(|| Some(Sieve::new(ds))) {
                     Some(sieve) => staged(&sieve.ds, wlock.is_some()),
-                    None => Err(RepoError::Scan { detail: "the dirstate was not read".into() }),
+                    None => Err(RepoError::Scan {
+                        detail: "the dirstate was not read".into(),
+                    }),
                 },
                 Err(e) => Err(e),
             };
             drop(_release);
             (walk.join(), loaded)
         });
-        let walked = walked.map_err(|_| RepoError::Scan { detail: "the walk of the working tree stopped unexpectedly".into() })?;
+        let walked = walked.map_err(|_| RepoError::Scan {
+            detail: "the walk of the working tree stopped unexpectedly".into(),
+        })?;
         let staged = loaded?;
         walked?;
-        let sieve = sieve.into_inner().flatten().ok_or_else(|| RepoError::Scan { detail: "the dirstate was not read".into() })?;
+        let sieve = sieve
+            .into_inner()
+            .flatten()
+            .ok_or_else(|| RepoError::Scan {
+                detail: "the dirstate was not read".into(),
+            })?;
         let mut found = sifted.into_inner().unwrap_or_else(|p| p.into_inner());
         // Tracked paths the walk did not list: ignored (they stay tracked), deleted, or absent.
         let entries = sieve.entries();
-        let unlisted: Vec<usize> = (0..entries.len()).filter(|&i| !sieve.seen.was_seen(i)).collect();
+        let unlisted: Vec<usize> = (0..entries.len())
+            .filter(|&i| !sieve.seen.was_seen(i))
+            .collect();
         let paths: Vec<&[u8]> = unlisted.iter().map(|&i| entries.path(i)).collect();
         for (&i, there) in unlisted.iter().zip(self.stat_paths(&paths)?) {
             let (path, entry) = (entries.path(i), entries.value(i));
             match there {
-                Some(meta) if differs(entry, &meta, sieve.ds.written_ns) => found.changed.push((i, meta)),
+                Some(meta) if differs(entry, &meta, sieve.ds.written_ns) => {
+                    found.changed.push((i, meta))
+                }
                 Some(_) => {}
                 // Its data is not here, so neither is the file: nothing changed.
                 None if entry.is_absent() => {}
-                None => unstaged(Change { path: path.to_vec(), kind: ChangeKind::Deleted, old: Some(entry.flat()), new: None }),
+                None => unstaged(Change {
+                    path: path.to_vec(),
+                    kind: ChangeKind::Deleted,
+                    old: Some(entry.flat()),
+                    new: None,
+                }),
             }
         }
-        let Sifted { mut untracked, mut changed } = found;
+        let Sifted {
+            mut untracked,
+            mut changed,
+        } = found;
         untracked.sort_unstable();
         changed.sort_unstable_by_key(|(i, _)| *i);
         let mut ds = sieve.ds;
@@ -183,7 +233,12 @@ impl Repository {
     /// dirstate's sorted entries, in order): a change of content goes to
     /// `unstaged`, and the entry of a file that is as recorded gets its new
     /// stat data. Whether any entry did.
-    fn read_changed(&self, ds: &mut Dirstate, mut changed: Vec<(usize, Stat)>, unstaged: &mut dyn FnMut(Change)) -> RepoResult<bool> {
+    fn read_changed(
+        &self,
+        ds: &mut Dirstate,
+        mut changed: Vec<(usize, Stat)>,
+        unstaged: &mut dyn FnMut(Change),
+    ) -> RepoResult<bool> {
         let mut refreshed = false;
         let read_start = crate::replica::locations::now_ns() as i64;
         // A slice at a time from the end, each let go once read: the ids
@@ -199,11 +254,20 @@ impl Repository {
                 let (path, entry) = (entries.path(i), entries.value(i));
                 let kind = kind_on_disk(meta.kind().unwrap_or(EntryKind::File), entry.kind);
                 if id != entry.id || kind != entry.kind {
-                    unstaged(Change { path: path.to_vec(), kind: ChangeKind::Modified, old: Some(entry.flat()), new: Some(FlatEntry { kind, id, size }) });
+                    unstaged(Change {
+                        path: path.to_vec(),
+                        kind: ChangeKind::Modified,
+                        old: Some(entry.flat()),
+                        new: Some(FlatEntry { kind, id, size }),
+                    });
                 // A file stamped within a clock tick of our read may have been
                 // written again in that tick, unseen by its stat: not recorded
                 // as checked, it is read again next time (as ingest does).
-                } else if meta.mtime_ns.saturating_add(dmv_store::timestamp_granularity().as_nanos() as i64) < read_start {
+                } else if meta
+                    .mtime_ns
+                    .saturating_add(dmv_store::timestamp_granularity().as_nanos() as i64)
+                    < read_start
+                {
                     if let Some(entry) = ds.entries.sorted_value_mut(i) {
                         *entry = DirEntry::with_stat(kind, id, size, &meta);
                         refreshed = true;
@@ -218,12 +282,29 @@ impl Repository {
 
     /// [`Repository::current_id`] of `count` files (`file(k)` is the k-th),
     /// read on a few threads.
-    fn current_ids<'f>(&self, count: usize, file: impl Fn(usize) -> (&'f [u8], &'f Stat) + Sync) -> RepoResult<Vec<(ObjectId, u64)>> {
+    fn current_ids<'f>(
+        &self,
+        count: usize,
+        file: impl Fn(usize) -> (&'f [u8], &'f Stat) + Sync,
+    ) -> RepoResult<Vec<(ObjectId, u64)>> {
         const RUN: usize = 64;
-        let runs: Vec<Range<usize>> = (0..count).step_by(RUN).map(|start| start..(start + RUN).min(count)).collect();
+        let runs: Vec<Range<usize>> = (0..count)
+            .step_by(RUN)
+            .map(|start| start..(start + RUN).min(count))
+            .collect();
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut ids = vec![(ObjectId([0; 32]), 0); count];
-        run_batched(&runs, threads, Batches { items: 256, weight: 16 << 20 }, |k| file(k).1.size, |k, _: &mut ()| self.current_id(file(k).0, file(k).1), |k, id| ids[k] = id)?;
+        run_batched(
+            &runs,
+            threads,
+            Batches {
+                items: 256,
+                weight: 16 << 20,
+            },
+            |k| file(k).1.size,
+            |k, _: &mut ()| self.current_id(file(k).0, file(k).1),
+            |k, id| ids[k] = id,
+        )?;
         Ok(ids)
     }
 
@@ -241,7 +322,12 @@ impl Repository {
     /// order. Nothing, without reading HEAD's tree, when a command recorded
     /// that the entries build HEAD's tree; finding nothing the long way
     /// records it (with the lock, `locked`).
-    pub(crate) fn each_staged(&self, ds: &Dirstate, locked: bool, each: &mut dyn FnMut(Change) -> RepoResult<()>) -> RepoResult<()> {
+    pub(crate) fn each_staged(
+        &self,
+        ds: &Dirstate,
+        locked: bool,
+        each: &mut dyn FnMut(Change) -> RepoResult<()>,
+    ) -> RepoResult<()> {
         let head = self.head_tree()?;
         if head.is_some() && head == self.tree_mark().and_then(|m| m.tree_of(ds)) {
             return Ok(());
@@ -264,10 +350,15 @@ impl Repository {
         match head {
             Some(t) => {
                 let read = tree_reader(&self.store);
-                let files = FilesInOrder::new(&read, &t)?.map_while(|f| f.map_err(|e| *failed.borrow_mut() = Some(e)).ok());
+                let files = FilesInOrder::new(&read, &t)?
+                    .map_while(|f| f.map_err(|e| *failed.borrow_mut() = Some(e)).ok());
                 diff_sorted_each(files, dirstate, &mut counted)?;
             }
-            None => diff_sorted_each(std::iter::empty::<(&[u8], FlatEntry)>(), dirstate, &mut counted)?,
+            None => diff_sorted_each(
+                std::iter::empty::<(&[u8], FlatEntry)>(),
+                dirstate,
+                &mut counted,
+            )?,
         }
         if let Some(e) = failed.into_inner() {
             return Err(e);

@@ -54,22 +54,40 @@ const ALONE_UP_TO: usize = 1000;
 /// to `sink` folder by folder in no particular order (from any of the
 /// `threads` threads reading folders, started once the walk has read
 /// [`ALONE_UP_TO`] entries; it takes what it keeps out of the list).
-pub(crate) fn walk(root: &Path, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
-    walk_from(root, vec![Folder { rel: Vec::new(), ignores: Arc::default() }], threads, sink)
+pub(crate) fn walk(
+    root: &Path,
+    threads: usize,
+    sink: &(dyn Fn(&mut Found) + Sync),
+) -> RepoResult<()> {
+    walk_from(
+        root,
+        vec![Folder {
+            rel: Vec::new(),
+            ignores: Arc::default(),
+        }],
+        threads,
+        sink,
+    )
 }
 
 /// [`walk`] of what lies at or under `paths` (from the root, '/'-separated)
 /// only: what the whole walk would find there, found without reading the
 /// rest of the tree (`add FILE` in a tree of a million files stats one
 /// file, and reads the ignore files of the folders above it).
-pub(crate) fn walk_under(root: &Path, paths: &[Vec<u8>], threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
+pub(crate) fn walk_under(
+    root: &Path,
+    paths: &[Vec<u8>],
+    threads: usize,
+    sink: &(dyn Fn(&mut Found) + Sync),
+) -> RepoResult<()> {
     if paths.iter().any(|p| p.is_empty()) {
         return walk(root, threads, sink);
     }
     // A path inside another given path is found with it.
     let mut paths: Vec<&[u8]> = paths.iter().map(|p| p.as_slice()).collect();
     paths.sort_unstable();
-    paths.dedup_by(|inner, outer| inner.starts_with(outer) && inner.get(outer.len()) == Some(&b'/'));
+    paths
+        .dedup_by(|inner, outer| inner.starts_with(outer) && inner.get(outer.len()) == Some(&b'/'));
     let mut folders = Vec::new();
     let mut files = Vec::new();
     for path in paths {
@@ -78,7 +96,9 @@ pub(crate) fn walk_under(root: &Path, paths: &[Vec<u8>], threads: usize, sink: &
         let mut ignores: Ignores = Arc::default();
         let mut rel: Vec<u8> = Vec::new();
         for (i, part) in parts.iter().enumerate() {
-            if part.eq_ignore_ascii_case(DMV_DIR.as_bytes()) || part.starts_with(TEMP_PREFIX.as_bytes()) {
+            if part.eq_ignore_ascii_case(DMV_DIR.as_bytes())
+                || part.starts_with(TEMP_PREFIX.as_bytes())
+            {
                 break;
             }
             ignores = with_ignore_file(&root.join(OsStr::from_bytes(&rel)), &rel, &ignores)?;
@@ -97,7 +117,10 @@ pub(crate) fn walk_under(root: &Path, paths: &[Vec<u8>], threads: usize, sink: &
             }
             if last {
                 if meta.is_dir() {
-                    folders.push(Folder { rel: rel.clone(), ignores: ignores.clone() });
+                    folders.push(Folder {
+                        rel: rel.clone(),
+                        ignores: ignores.clone(),
+                    });
                 } else if meta.is_file() || meta.is_symlink() {
                     files.push((rel.clone(), Stat::of(&meta)));
                 }
@@ -113,8 +136,16 @@ pub(crate) fn walk_under(root: &Path, paths: &[Vec<u8>], threads: usize, sink: &
     walk_from(root, folders, threads, sink)
 }
 
-fn walk_from(root: &Path, folders: Vec<Folder>, threads: usize, sink: &(dyn Fn(&mut Found) + Sync)) -> RepoResult<()> {
-    let queue = Mutex::new(Queue { folders, ..Queue::default() });
+fn walk_from(
+    root: &Path,
+    folders: Vec<Folder>,
+    threads: usize,
+    sink: &(dyn Fn(&mut Found) + Sync),
+) -> RepoResult<()> {
+    let queue = Mutex::new(Queue {
+        folders,
+        ..Queue::default()
+    });
     let wake = Condvar::new();
     let read = AtomicUsize::new(0);
     std::thread::scope(|s| {
@@ -139,12 +170,22 @@ fn walk_from(root: &Path, folders: Vec<Folder>, threads: usize, sink: &(dyn Fn(&
 /// then (dentry locks, a cold inode). At 100,000 files on 2 cores, 8 threads
 /// beat 2 (git's status uses up to 20).
 pub(crate) fn stat_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).saturating_mul(4).min(16)
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .saturating_mul(4)
+        .min(16)
 }
 
 /// One thread: takes folders until none is left and no other thread may add
 /// one, counting the entries it reads in `read` and calling `more` after each folder.
-fn work(root: &Path, queue: &Mutex<Queue>, wake: &Condvar, read: &AtomicUsize, sink: &(dyn Fn(&mut Found) + Sync), more: &mut dyn FnMut()) {
+fn work(
+    root: &Path,
+    queue: &Mutex<Queue>,
+    wake: &Condvar,
+    read: &AtomicUsize,
+    sink: &(dyn Fn(&mut Found) + Sync),
+    more: &mut dyn FnMut(),
+) {
     let mut files = Vec::new();
     let mut subfolders = Vec::new();
     loop {
@@ -202,23 +243,34 @@ impl Drop for Busy<'_> {
     fn drop(&mut self) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         q.busy -= 1;
-        q.error.get_or_insert(RepoError::Scan { detail: "a thread reading folders failed".into() });
+        q.error.get_or_insert(RepoError::Scan {
+            detail: "a thread reading folders failed".into(),
+        });
         drop(q);
         self.wake.notify_all();
     }
 }
 
 fn scan_error(path: &Path, e: impl std::fmt::Display) -> RepoError {
-    RepoError::Scan { detail: format!("{}: {e}", path.display()) }
+    RepoError::Scan {
+        detail: format!("{}: {e}", path.display()),
+    }
 }
 
 /// Reads one folder: its files into `files`, its folders into `subfolders`.
-fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut Vec<Folder>) -> RepoResult<()> {
+fn read_folder(
+    root: &Path,
+    folder: &Folder,
+    files: &mut Found,
+    subfolders: &mut Vec<Folder>,
+) -> RepoResult<()> {
     let abs = root.join(OsStr::from_bytes(&folder.rel));
     let entries = match std::fs::read_dir(&abs) {
         Ok(entries) => entries,
         // Removed since its parent was read.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !folder.rel.is_empty() => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !folder.rel.is_empty() => {
+            return Ok(())
+        }
         Err(e) => return Err(scan_error(&abs, e)),
     };
     let ignores = with_ignore_file(&abs, &folder.rel, &folder.ignores)?;
@@ -232,7 +284,11 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut
         // A file DMV was writing under a temporary name: never the user's.
         // One whose writer is gone (killed mid-write) is removed.
         if let Some(rest) = name.as_bytes().strip_prefix(TEMP_PREFIX.as_bytes()) {
-            let writer = rest.split(|b| *b == b'-').next().and_then(|pid| std::str::from_utf8(pid).ok()).and_then(|pid| pid.parse::<u32>().ok());
+            let writer = rest
+                .split(|b| *b == b'-')
+                .next()
+                .and_then(|pid| std::str::from_utf8(pid).ok())
+                .and_then(|pid| pid.parse::<u32>().ok());
             if writer.is_some_and(|pid| !dmv_os::process_alive(pid)) {
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -254,7 +310,10 @@ fn read_folder(root: &Path, folder: &Folder, files: &mut Found, subfolders: &mut
             continue;
         }
         if kind.is_dir() {
-            subfolders.push(Folder { rel, ignores: ignores.clone() });
+            subfolders.push(Folder {
+                rel,
+                ignores: ignores.clone(),
+            });
         } else if kind.is_file() || kind.is_symlink() {
             match entry.metadata() {
                 Ok(meta) => files.push((rel, Stat::of(&meta))),
@@ -309,7 +368,11 @@ mod tests {
     }
 
     fn walked(root: &Path) -> Vec<String> {
-        let mut out: Vec<String> = walk_all(root, 3).unwrap().into_iter().map(|(p, _)| String::from_utf8(p).unwrap()).collect();
+        let mut out: Vec<String> = walk_all(root, 3)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| String::from_utf8(p).unwrap())
+            .collect();
         out.sort();
         out
     }
@@ -343,8 +406,23 @@ mod tests {
         // A nested repository's .dmv (any case) is left out, as the root's is.
         std::fs::create_dir_all(root.join("sub/deep/.DMV")).unwrap();
         std::fs::write(root.join("sub/deep/.DMV/g"), "g").unwrap();
-        assert_eq!(walked(root), [".dmvignore", ".hidden", "b.txt", "link", "sub/.dmvignore", "sub/deep/e.txt", "sub/keep.tmp"]);
-        let (_, meta) = walk_all(root, 1).unwrap().into_iter().find(|(p, _)| p == b"link").unwrap();
+        assert_eq!(
+            walked(root),
+            [
+                ".dmvignore",
+                ".hidden",
+                "b.txt",
+                "link",
+                "sub/.dmvignore",
+                "sub/deep/e.txt",
+                "sub/keep.tmp"
+            ]
+        );
+        let (_, meta) = walk_all(root, 1)
+            .unwrap()
+            .into_iter()
+            .find(|(p, _)| p == b"link")
+            .unwrap();
         assert!(meta.is_symlink());
     }
 
@@ -364,19 +442,40 @@ mod tests {
         let threads_seen = Mutex::new(std::collections::HashSet::new());
         let count = AtomicUsize::new(0);
         walk(root, 8, &|files| {
-            threads_seen.lock().unwrap().insert(std::thread::current().id());
+            threads_seen
+                .lock()
+                .unwrap()
+                .insert(std::thread::current().id());
             count.fetch_add(files.len(), Ordering::Relaxed);
         })
         .unwrap();
         assert_eq!(count.into_inner(), 100);
-        assert_eq!(threads_seen.into_inner().unwrap().into_iter().collect::<Vec<_>>(), [std::thread::current().id()]);
+        assert_eq!(
+            threads_seen
+                .into_inner()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [std::thread::current().id()]
+        );
         make(60, 50);
         for threads in [1, 8] {
-            let mut found: Vec<Vec<u8>> = walk_all(root, threads).unwrap().into_iter().map(|(p, _)| p).collect();
+            let mut found: Vec<Vec<u8>> = walk_all(root, threads)
+                .unwrap()
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
             found.sort();
-            let mut expected: Vec<Vec<u8>> = (0..60).flat_map(|d| (0..50).map(move |f| format!("d{d}/e/f{f}").into_bytes())).collect();
+            let mut expected: Vec<Vec<u8>> = (0..60)
+                .flat_map(|d| (0..50).map(move |f| format!("d{d}/e/f{f}").into_bytes()))
+                .collect();
             expected.sort();
-            assert!(found == expected, "{} files found on {threads} threads, {} expected", found.len(), expected.len());
+            assert!(
+                found == expected,
+                "{} files found on {threads} threads, {} expected",
+                found.len(),
+                expected.len()
+            );
         }
     }
 
