@@ -1014,7 +1014,12 @@ def partial(ctx, sizes, counts, settle=0):
     repository over ssh (a real sshd on 127.0.0.1). Then, timed: a full `dmv
     clone`; `dmv clone --slice meta` (commits and trees, no file data) and
     git's blobless partial clone (`git clone --filter=blob:none
-    --no-checkout`); `dmv ls --absent` in the meta clone; `dmv get FILE` of
+    --no-checkout`); with many files, git's blobless sparse clone (`git clone
+    --filter=blob:none --sparse`, cone mode: the top-level files only, here
+    none) right after the meta clone, then `status` in both (`dmv status` in
+    the meta clone, `git status` in the sparse clone: a first run each, then
+    PARTIAL_STATUS_TRIES tries in pairs back to back; see _partial_status);
+    `dmv ls --absent` in the meta clone; `dmv get FILE` of
     one file from the meta clone and git's on-demand fetch of the same blob
     (`git checkout HEAD -- FILE` in the blobless clone), against copying the
     file's bytes over the same transport (`ssh cat FILE`, into a file and into
@@ -1305,12 +1310,37 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
             return dict(worktree_files=_worktree_files(dest)) if out.ok else {}
         return check
 
+    def store_check(check):
+        """`check`, plus the bytes of the meta clone's location logs (what get and whereis add to its store)."""
+        def both(out):
+            extra = check(out) if check else {}
+            if out.ok:
+                extra["location_log_bytes_disk"] = _location_log_bytes(os.path.join(meta, ".dmv"))
+            return extra
+        return both
+
+    many = experiment == "partial-files"
+    sparse = os.path.join(pt.root, "git-sparse")
     try:
         step(dmv, "clone_full_ssh", dmv.clone(pt, Remote("ssh", r.url, env, r.path), full), os.path.join(full, ".dmv"),
              check=_verify_clone(full, source, lambda: dict(worktree_files=_worktree_files(full))))
         _remove([full], later)
         out = step(dmv, "clone_meta_ssh", [dmv.cmd(pt, "clone", "--slice", "meta", r.url, meta, cwd=pt.root, env=env)],
-                   os.path.join(meta, ".dmv"), check=meta_check(meta))
+                   os.path.join(meta, ".dmv"), check=store_check(meta_check(meta)))
+        sparse_ok = False
+        if many and git:
+            # git's blobless sparse clone (cone mode: only the top-level files are checked out; the data has
+            # none, so its work tree is as empty as the meta clone's), right after the meta clone, so that both
+            # `status` below run in clones as they are right after cloning
+            g = remotes["git"]
+            top = sum(1 for e in os.scandir(pt.work) if not e.is_dir(follow_symlinks=False))
+            sout = step(git, "clone_sparse_ssh", [git.cmd(pt, "clone", "-q", "--filter=blob:none", "--sparse", g.url,
+                                                          sparse, cwd=pt.root, env=g.env)],
+                        os.path.join(sparse, ".git"), check=_sparse_check(git, sparse, dict(rec.env, **g.env), top))
+            sparse_ok = sout.ok
+        if out.ok and many:
+            _partial_status(step, pt, dmv, git if sparse_ok else None, meta, sparse, r.env,
+                            remotes["git"].env if sparse_ok else None, rec.env)
         if out.ok:
             def absent(out):
                 listed = len(out.captured.splitlines())
@@ -1329,14 +1359,14 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
                     extra["absent_files_after"] = _absent_files(dmv, meta, dict(rec.env, **r.env))
                 return extra
             step(dmv, "get_ssh", [dmv.cmd(pt, "get", got, cwd=meta, env=env)], os.path.join(meta, ".dmv"),
-                 check=got_check)
+                 check=store_check(got_check))
             # whereis of every file, output to /dev/null: it asks the reachable remotes live (origin, over
             # the same sshd); checked afterwards by one more run, untimed. After get, not before: whereis
             # keeps the location log it learned from origin in the meta clone (about 16 MiB at 100,000
             # files), so before get it would swell the store that get_ssh's record measures
             whereis_check = _whereis_check(dmv, meta, dict(rec.env, **env), data["data_files"])
             step(dmv, "whereis", [dmv.cmd(pt, "whereis", cwd=meta, env=env)], os.path.join(meta, ".dmv"),
-                 check=lambda out: dict(whereis_check(out), after_get=True))
+                 check=store_check(lambda out: dict(whereis_check(out), after_get=True)))
         # The floors: the same bytes through the same sshd (DMV's cipher order), into a file as get
         # writes one (get also keeps them in its store), and into /dev/null (the transport alone).
         login = shlex.join(sshd.login() + ["cat", source_file])
@@ -1378,7 +1408,94 @@ def _partial_ssh(ctx, sshd, dmv, git, remotes, skips, pt, experiment, param, got
             if out.ok:
                 _meta_clone_pairs(step, pt, dmv, git, r, g, env, later)
     finally:
-        _remove([meta, copy], later)
+        _remove([meta, copy, sparse], later)
+
+
+def _location_log_bytes(dmv_dir):
+    """Bytes on disk of a dmv store's location logs: `locations` (the logs it took in, packed) and
+    `locations.journal` (what it noted since)."""
+    return sum(disk_usage(os.path.join(dmv_dir, name))[0] for name in ("locations", "locations.journal"))
+
+
+def _sparse_check(git, dest, env, top):
+    """Untimed, after git's sparse clone: its work tree must hold the data's `top` top-level files and nothing
+    else (cone mode); records the packs received, the index's size (one entry per file of HEAD, checked out or
+    not) and git's `core.sparseCheckoutCone`."""
+    def check(out):
+        if not out.ok:
+            return {}
+        files = _worktree_files(dest)
+        index = os.path.join(dest, ".git", "index")
+        cone = subprocess.run([git.path or git.binary, "config", "core.sparseCheckoutCone"], cwd=dest, env=env,
+                              capture_output=True, text=True, timeout=60).stdout.strip() or None
+        extra = dict(worktree_files=files, pack_bytes_received=_git_pack_bytes(dest),
+                     index_bytes=os.path.getsize(index) if os.path.exists(index) else None,
+                     sparse_cone=cone, verified=files == top)
+        if not extra["verified"]:
+            out.ok, out.error = False, "the sparse clone checked out %d files; the data has %d top-level files" % (
+                files, top)
+        return extra
+    return check
+
+
+# `dmv status` in the meta clone and `git status` in git's sparse clone: tries of each after the first run
+PARTIAL_STATUS_TRIES = 5
+STATUS_ABSENT = re.compile(rb"(\d+) of (\d+) tracked files are not here")
+STATUS_SPARSE = re.compile(rb"sparse checkout with (\d+)% of tracked files present")
+
+
+def _partial_status(step, pt, dmv, git, meta, sparse, d_env, g_env, base_env):
+    """Timed, local, output to /dev/null: `dmv status` in the meta clone and (git given) `git status` in git's
+    sparse clone, right after both clones: first one run each (`status_first`: dmv's first run after the clone,
+    git's first on its fresh index; not in the medians), then PARTIAL_STATUS_TRIES warm tries each
+    (`status_N`), back to back in pairs, dmv first in odd tries and git first in even ones (as
+    _meta_clone_pairs). The first run of each is checked by one more run, untimed: the short form (`dmv status
+    --short`, `git status --porcelain`) must print nothing, as neither clone has a change; the long form's
+    count of absent files (dmv) or share of files present (git) is recorded when it says one. A tool's tries
+    stop at its first failure."""
+    # (name, tool, clone, its repository, the short form's flag, the remote's environment, the long form's count)
+    ways = [("dmv", dmv, meta, os.path.join(meta, ".dmv"), "--short", d_env, STATUS_ABSENT)]
+    if git:
+        ways.append(("git", git, sparse, os.path.join(sparse, ".git"), "--porcelain", g_env, STATUS_SPARSE))
+    tools = {name: (tool, cwd, store, cmd_env) for name, tool, cwd, store, _, cmd_env, _ in ways}
+
+    def verify(name, tool, cwd, short, cmd_env, said):
+        def check(out):
+            extra = dict(status_tries=PARTIAL_STATUS_TRIES)
+            if not out.ok:
+                return extra
+            argv, run_env = [tool.path or tool.binary, "status"], dict(base_env, **cmd_env)
+            r = subprocess.run(argv + [short], cwd=cwd, env=run_env, capture_output=True, timeout=600)
+            long_form = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True, timeout=600)
+            m = said.search(long_form.stdout)
+            if m and name == "dmv":
+                extra.update(status_absent_files=int(m.group(1)), status_tracked_files=int(m.group(2)))
+            elif m:
+                extra["status_present_pct"] = int(m.group(1))
+            extra["verified"] = r.returncode == 0 and not r.stdout.strip()
+            if not extra["verified"]:
+                out.ok, out.error = False, "`%s status %s` after the clone: exit %d, %d bytes of output" % (
+                    name, short, r.returncode, len(r.stdout))
+            return extra
+        return check
+
+    stopped = set()
+    for name, tool, cwd, store, short, cmd_env, said in ways:
+        out = step(tool, "status_first", [tool.cmd(pt, "status", cwd=cwd, env=cmd_env)], store,
+                   check=verify(name, tool, cwd, short, cmd_env, said), transport="local")
+        if not out.ok:
+            stopped.add(name)
+    for i in range(1, PARTIAL_STATUS_TRIES + 1):
+        order = [w[0] for w in ways]
+        for place, name in enumerate(order if i % 2 else order[::-1]):
+            if name in stopped:
+                continue
+            tool, cwd, store, cmd_env = tools[name]
+            fields = dict(pair=i, pair_place="first" if place == 0 else "second")
+            out = step(tool, "status_%d" % i, [tool.cmd(pt, "status", cwd=cwd, env=cmd_env)], store,
+                       check=lambda out, fields=fields: fields, transport="local")
+            if not out.ok:
+                stopped.add(name)
 
 
 # Meta clones against git's blobless clones, in pairs back to back (issue 44: no slower than git's); the report

@@ -634,10 +634,16 @@ PARTIAL_TARGET_FILES, PARTIAL_TARGET_SPEEDUP = 100_000, 5
 PARTIAL_TARGET_BIG, PARTIAL_TARGET_GET = 1 << 30, 1.2
 PARTIAL_TARGET_STORE = 0.01
 PARTIAL_TARGET_WHEREIS_MIB = 32
-# (dmv step, label, [(peer tool, peer step, peer label)])
+# (dmv step, label, [(peer tool, peer step, peer label)]); step "status": the tries status_1, status_2, ...
 PARTIAL_OPS = [
-    ("clone_meta_ssh", "meta clone over ssh", [("git", "clone_meta_ssh", "git clone --filter=blob:none --no-checkout")]),
+    ("clone_meta_ssh", "meta clone over ssh", [
+        ("git", "clone_meta_ssh", "git clone --filter=blob:none --no-checkout"),
+        ("git", "clone_sparse_ssh", "git clone --filter=blob:none --sparse (cone mode: top-level files only)")]),
     ("clone_full_ssh", "full clone over ssh (checkout included)", []),
+    ("status_first", "status in the meta clone, first run after the clone (local)", [
+        ("git", "status_first", "git status in the sparse clone, first run")]),
+    ("status", "status in the meta clone, median of the warm tries (local)", [
+        ("git", "status", "git status in the sparse clone, the same (peer/dmv: median of the pairs)")]),
     ("ls_absent", "ls --absent in the meta clone (local)", []),
     ("get_ssh", "get of one file over ssh (from the meta clone)", [
         ("git", "get_ssh", "git checkout HEAD -- FILE in the blobless clone"),
@@ -659,26 +665,66 @@ def _received(rec):
     return fmt_bytes(n)
 
 
+# steps of the many-files points only, and peer steps older runs lack: a row only where they were recorded
+PARTIAL_FILES_ONLY = {"status_first", "status", "clone_sparse_ssh"}
+
+
+def _partial_tries(ix, tool, exp, p, prefix):
+    """The tries PREFIX_1, PREFIX_2, ... of a tool: (median time, its cell, the median peak RSS's cell); None
+    when there are none."""
+    ok, bad = _mount_runs(ix, tool, exp, p, prefix)
+    if not ok and not bad:
+        return None
+    tv, ttext = _mount_time(ix, tool, exp, p, prefix)
+    return tv, ttext, fmt_kib(_median([r["peak_rss_kib"] for r in ok])) if ok else ""
+
+
 def partial_table(ix, exp, p):
-    """Meta clone against git's blobless clone, get against git's on-demand fetch and the plain copies: time,
-    bytes received and peak RSS (the client's, GNU time's) of each."""
+    """Meta clone against git's blobless clones, status against git's in its sparse clone, get against git's
+    on-demand fetch and the plain copies: time, bytes received and peak RSS (the client's, GNU time's) of each."""
     head = ["operation", "dmv", "dmv received", "dmv peak RSS", "peer", "peer time", "peer received",
             "peer peak RSS", "peer/dmv"]
     lines = ["| " + " | ".join(head) + " |", "|---|--:|--:|--:|---|--:|--:|--:|--:|"]
     loads = []
     for step, label, peers in PARTIAL_OPS:
-        drec = ix.get("dmv", exp, p, step)
+        if step in PARTIAL_FILES_ONLY and exp != "partial-files":
+            continue
+        if step == "status":  # the warm tries: medians, and the median of the pairs' ratios
+            d = _partial_tries(ix, "dmv", exp, p, step)
+            if d is None:
+                continue
+            first = [label, d[1], "", d[2]]
+            for k, (tool, pstep, plabel) in enumerate(peers):
+                g = _partial_tries(ix, tool, exp, p, pstep)
+                if g is None:
+                    continue
+                med, _ = _paired_ratio(ix, exp, p, (tool, pstep), ("dmv", step))
+                row = (first if k == 0 else ["", "", "", ""]) + [
+                    plabel, g[1], "", g[2], ratio(med, 1.0)]
+                lines.append("| " + " | ".join(row) + " |")
+                first = None
+            if first:
+                lines.append("| " + " | ".join(first + ["", "", "", "", ""]) + " |")
+            continue
+        drec = ix.by.get(("dmv", exp, str(p), step)) if step in PARTIAL_FILES_ONLY else ix.get("dmv", exp, p, step)
         if drec is None:
             continue
         dv, dtext = cell(drec, "time")
-        first = [label, dtext, _received(drec) if step != "ls_absent" else "", cell(drec, "rss")[1]]
-        for k, (tool, pstep, plabel) in enumerate(peers or [(None, None, "")]):
+        local = step in ("ls_absent", "status_first")
+        first = [label, dtext, _received(drec) if not local else "", cell(drec, "rss")[1]]
+        k = 0
+        for tool, pstep, plabel in peers or [(None, None, "")]:
+            if tool and pstep in PARTIAL_FILES_ONLY and ix.by.get((tool, exp, str(p), pstep)) is None:
+                continue
             prec = ix.get(tool, exp, p, pstep) if tool else None
             pv, ptext = cell(prec, "time") if tool else (None, "")
             row = (first if k == 0 else ["", "", "", ""]) + [
-                plabel, ptext, _received(prec) if tool == "git" else "", cell(prec, "rss")[1] if tool else "",
-                ratio(pv, dv)]
+                plabel, ptext, _received(prec) if tool == "git" and not local else "",
+                cell(prec, "rss")[1] if tool else "", ratio(pv, dv)]
             lines.append("| " + " | ".join(row) + " |")
+            k += 1
+        if k == 0:
+            lines.append("| " + " | ".join(first + ["", "", "", "", ""]) + " |")
     for (tool, e, param, step), r in ix.by.items():
         if e == exp and param == str(p) and r.get("loadavg_1m") is not None:
             loads.append(r["loadavg_1m"])
@@ -687,26 +733,55 @@ def partial_table(ix, exp, p):
     return "\n".join(lines)
 
 
+# (tool, step, label, the dmv step a git row is compared with) of the store table; step "status": the last try
+PARTIAL_STORES = [
+    ("dmv", "clone_meta_ssh", "dmv meta clone, right after the clone (`.dmv`)", None),
+    ("git", "clone_meta_ssh", "git blobless clone (`.git`; `--no-checkout`: no index)", "clone_meta_ssh"),
+    ("git", "clone_sparse_ssh", "git blobless sparse clone (`.git`; its index lists every file)", "clone_meta_ssh"),
+    ("dmv", "status", "dmv meta clone after the `status` runs (`.dmv`)", None),
+    ("dmv", "get_ssh", "dmv meta clone after getting one file (`.dmv`)", None),
+    ("git", "get_ssh", "git blobless clone after fetching that blob (`.git`)", "get_ssh"),
+    ("dmv", "whereis", "dmv meta clone after `whereis` (`.dmv`)", None),
+    ("dmv", "clone_full_ssh", "dmv full clone (`.dmv`)", None),
+]
+
+
+def _partial_store_rec(ix, tool, exp, p, step):
+    """The record whose repository size a store row shows (for "status": the last try recorded)."""
+    if step == "status":
+        ok, _ = _mount_runs(ix, tool, exp, p, step)
+        return max(ok, key=lambda r: int(r["step"].rsplit("_", 1)[1])) if ok else None
+    return ix.by.get((tool, exp, str(p), step))
+
+
 def partial_store_table(ix, exp, p):
-    """What each clone keeps on disk against the data it stands for."""
-    lines = ["| clone | repository on disk | of the data | files in the work tree |", "|---|--:|--:|--:|"]
-    for tool, step, label in (("dmv", "clone_meta_ssh", "dmv meta clone (`.dmv`)"),
-                              ("git", "clone_meta_ssh", "git blobless clone (`.git`)"),
-                              ("dmv", "get_ssh", "dmv meta clone after getting one file (`.dmv`)"),
-                              ("git", "get_ssh", "git blobless clone after fetching that blob (`.git`)"),
-                              ("dmv", "clone_full_ssh", "dmv full clone (`.dmv`)")):
-        r = ix.by.get((tool, exp, str(p), step))
+    """What each clone keeps on disk against the data it stands for, the location logs in dmv's, and git's
+    against dmv's at the same stage (peer/dmv)."""
+    lines = ["| clone | repository on disk | of the data | of which location logs | peer/dmv | files in the work tree |",
+             "|---|--:|--:|--:|--:|--:|"]
+    sizes = {}
+    w = ix.by.get(("dmv", exp, str(p), "whereis"))
+    for tool, step, label, against in PARTIAL_STORES:
+        r = _partial_store_rec(ix, tool, exp, p, step)
         if not r or r["status"] != "ok" or r.get("repo_bytes_disk") is None:
             continue
-        w = ix.by.get(("dmv", exp, str(p), "whereis"))
+        size = r["repo_bytes_disk"]
+        if tool == "dmv":
+            sizes[step] = size
+        if step == "status" and size == sizes.get("clone_meta_ssh"):
+            continue  # status wrote nothing that changed the store's size: the row would repeat the first
         if (tool, step) == ("dmv", "get_ssh") and w and w["status"] == "ok" and not w.get("after_get"):
             # runs before whereis moved after get: the store then held the location log whereis had learned
             label += " (whereis ran before the get: this includes the location log it learned)"
+        if (tool, step) == ("dmv", "whereis") and not r.get("after_get"):
+            label += " (run before the get of one file)"
         data = r.get("data_bytes")
-        share = "%.2f%%" % (100.0 * r["repo_bytes_disk"] / data) if data else "—"
+        share = "%.2f%%" % (100.0 * size / data) if data else "—"
+        logs = "" if tool != "dmv" or step == "clone_full_ssh" else fmt_bytes(r.get("location_log_bytes_disk"))
         files = r.get("worktree_files")
-        lines.append("| %s | %s | %s | %s |" % (label, fmt_bytes(r["repo_bytes_disk"]), share,
-                                               "—" if files is None else fmt_count(files)))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            label, fmt_bytes(size), share, logs, ratio(size, sizes.get(against)) if against else "",
+            "—" if files is None else fmt_count(files)))
     return "\n".join(lines)
 
 
@@ -822,14 +897,56 @@ def partial_targets(ix):
     return out
 
 
+def partial_logs_note(ix, exp, p):
+    """Many files: which step brought the meta clone's location logs, from the sizes recorded after each (runs
+    since the harness records them), and the store with them against git's clones."""
+    w = ix.by.get(("dmv", exp, str(p), "whereis"))
+    if exp != "partial-files" or not (w and w.get("after_get")):
+        return None
+    steps = [("clone_meta_ssh", "the clone"), ("get_ssh", "the get of one file"), ("whereis", "`whereis`")]
+    recs = [(ix.by.get(("dmv", exp, str(p), step)), what) for step, what in steps]
+    known = [(r["location_log_bytes_disk"], r["repo_bytes_disk"], what) for r, what in recs
+             if r and r["status"] == "ok" and r.get("location_log_bytes_disk") is not None]
+    if len(known) < 2:
+        return None
+    grew = max(range(1, len(known)), key=lambda i: known[i][0] - known[i - 1][0])
+    if known[grew][0] <= known[grew - 1][0]:
+        return None
+    logs, store, what = known[grew]
+    text = "The meta clone's location logs: %s; most came with %s (%s more)." % (
+        "; ".join("after %s %s" % (w_, fmt_bytes(n)) for n, _, w_ in known), what,
+        fmt_bytes(logs - known[grew - 1][0]))
+    peers = []
+    for step, label in (("clone_meta_ssh", "blobless"), ("clone_sparse_ssh", "blobless sparse")):
+        g = ix.by.get(("git", exp, str(p), step))
+        if g and g["status"] == "ok" and g.get("repo_bytes_disk") and store:
+            peers.append("git's %s clone %s, peer/dmv %s" % (label, fmt_bytes(g["repo_bytes_disk"]),
+                                                            ratio(g["repo_bytes_disk"], store)))
+    if peers:
+        text += " With them the meta clone keeps %s (%.2f%% of the data), against %s." % (
+            fmt_bytes(store), 100.0 * store / w["data_bytes"] if w.get("data_bytes") else float("nan"),
+            " and ".join(peers))
+    return text
+
+
 def partial_section(ix, mode, cfg):
+    tries = cfg.get("partial_status_tries", 5)
     out = ["### Partial replicas: metadata-only clones and getting one file", "",
            "Per point, in the same run, untimed: dmv and git commit the same data and push it into a bare "
            "repository over ssh (the same sshd on 127.0.0.1 as the sync experiment; git's bare repository "
            "with `uploadpack.allowFilter` and `uploadpack.allowAnySHA1InWant`). Then, timed: a full `dmv clone` "
            "for reference (checkout included, compared with the source); `dmv clone --slice meta` (commits "
            "and trees, no file data) against `git clone --filter=blob:none --no-checkout` (git's partial "
-           "clone, fetching blobs on demand); `dmv ls --absent` in the meta clone (it must list every file); "
+           "clone, fetching blobs on demand); with many files, also git's blobless sparse clone, `git clone "
+           "--filter=blob:none --sparse` (cone mode: only the top-level files are checked out, and the data has "
+           "none, so its work tree is as empty as the meta clone's; git still writes an index listing every "
+           "file), right after the meta clone; then, before anything else touches either clone, `dmv status` in "
+           "the meta clone against `git status` in the sparse clone (local, output to /dev/null): a first run of "
+           "each, shown on its own, then %d warm tries of each, back to back in pairs (dmv first in odd tries, "
+           "git first in even ones), whose row gives each tool's median with the number of tries and their range, "
+           "and as peer/dmv the median of the pairs' git/dmv ratios; the first run of each is checked, untimed: "
+           "`dmv status --short` and `git status --porcelain` must print nothing; "
+           "`dmv ls --absent` in the meta clone (it must list every file); "
            "`dmv get FILE` from the meta clone (the file's data fetched from origin and written into the "
            "working tree) against git fetching the same blob on demand in its blobless clone (`git checkout "
            "HEAD -- FILE`) and against copying the file's bytes over the same transport: `ssh cat FILE`, with "
@@ -842,7 +959,16 @@ def partial_section(ix, mode, cfg):
            "compared with the source (untimed). `peer/dmv` above 1: DMV is faster. Received: dmv's own count "
            "of the bytes it read from the remote (`DMV_TRACE=1`); for git, the size of the packs the step "
            "added to `.git/objects/pack`. Peak RSS: the client's process tree (GNU time; over ssh the server side "
-           "is not counted). Over ssh, git speaks protocol v0 (the sshd does not accept `GIT_PROTOCOL`).", ""]
+           "is not counted). Over ssh, git speaks protocol v0 (the sshd does not accept `GIT_PROTOCOL`)." % tries,
+           "",
+           "What the clones keep on disk: the repository's bytes on disk (its files' blocks), as a share of the "
+           "data's bytes; for dmv, how much of it is location logs (`.dmv/locations`, the logs taken in from "
+           "other replicas, and `.dmv/locations.journal`, what this replica noted since: which replica holds "
+           "which data); `peer/dmv`: git's repository over dmv's at the same stage (both blobless clones against "
+           "the meta clone right after the clone, the blobless clone after its fetch of one blob against the "
+           "meta clone after its get), above 1: DMV keeps less. The meta clone is measured right after the "
+           "clone, after the `status` runs (a row only when they changed its size), after the get of one file "
+           "and after `whereis`, in that order.", ""]
     settle = cfg.get("sync_settle_s")
     if settle:
         out += ["With many files the suite waits %.0f s (untimed) after the preparation (git's automatic gc "
@@ -859,6 +985,9 @@ def partial_section(ix, mode, cfg):
             what = fmt_size_param(p) if exp == "partial-bigfile" else fmt_count(p)
             out += ["#### " + title % what, "", partial_table(ix, exp, p), "",
                     "What the clones keep on disk:", "", partial_store_table(ix, exp, p), ""]
+            logs = partial_logs_note(ix, exp, p)
+            if logs:
+                out += [logs, ""]
             whereis = partial_whereis_table(ix, exp, p)
             if whereis:
                 w = ix.by.get(("dmv", exp, str(p), "whereis"))

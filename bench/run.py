@@ -598,6 +598,7 @@ def main(argv=None):
                 config=dict(sizes=sizes, counts=counts, status_files=status_files,
                             status_changed=status_changed, refs=ref_counts, refs_separate=separate,
                             sync_sizes=sync_sizes, sync_counts=sync_counts, sync_settle_s=sync_settle,
+                            partial_status_tries=experiments.PARTIAL_STATUS_TRIES,
                             s3_sizes=s3_sizes, s3_counts=s3_counts, s3_settle_s=s3_settle,
                             s3_minio=minio_bin, history_commits=history_commits,
                             web_images=web_images, web_film_bytes=web_film, import_files=import_files,
