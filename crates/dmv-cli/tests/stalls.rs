@@ -236,6 +236,9 @@ fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
     for pid in frozen {
         signal(pid, libc::SIGCONT);
     }
+    // Thawed, no wait may run out: on a loaded machine an ssh login alone
+    // can take longer than the 2 s the frozen remotes were given.
+    dmv(&phone, &["config", "remote.timeout", "120"]);
     // Thawed, all four answer; the copy that answered last time is tried
     // first, ahead of origin, which did not.
     let (out, _) = run(&phone, &["get", "--json", "c.raw"], &env);
