@@ -43,7 +43,34 @@ enum LogInput {
         input: BufReader<File>,
         cards_len: u64,
     },
-    Packed(zstd::stream::read::Decoder<'static, BufReader<File>>),
+    Packed(Box<zstd::stream::read::Decoder<'static, HashedInput>>),
+}
+
+/// A packed log's file as its frame's decoder takes it, hashed as each
+/// byte is consumed: the checksum covers the bytes on disk.
+struct HashedInput {
+    input: BufReader<File>,
+    hasher: blake3::Hasher,
+}
+
+impl Read for HashedInput {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.input.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for HashedInput {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.input.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        let taken = amt.min(self.input.buffer().len());
+        self.hasher.update(&self.input.buffer()[..taken]);
+        self.input.consume(amt);
+    }
 }
 
 /// The most a packed log's cards may take (a card is at most about 8 KiB):
@@ -93,11 +120,14 @@ impl LogReader {
         };
         let input = match version {
             _ if magic != MAGIC => return Err(bad("no location log header")),
-            VERSION_PACKED => LogInput::Packed(
-                zstd::stream::read::Decoder::with_buffer(input)
-                    .at(path)?
-                    .single_frame(),
-            ),
+            VERSION_PACKED => LogInput::Packed(Box::new(
+                zstd::stream::read::Decoder::with_buffer(HashedInput {
+                    input,
+                    hasher: hasher.clone(),
+                })
+                .at(path)?
+                .single_frame(),
+            )),
             VERSION | VERSION_NAMES_ONLY => LogInput::Plain {
                 cards_len: cards_len(true)?,
                 input,
@@ -137,7 +167,10 @@ impl LogReader {
             | std::io::ErrorKind::Other => self.bad(&format!("cut short or damaged ({e})")),
             _ => RepoError::io(&self.path, e),
         })?;
-        self.hasher.update(buf);
+        // A packed log's checksum is over its bytes on disk (see `HashedInput`).
+        if let LogInput::Plain { .. } = self.input {
+            self.hasher.update(buf);
+        }
         Ok(())
     }
 
@@ -159,14 +192,16 @@ impl LogReader {
     /// Reads the rest, checks the checksum, and returns the cards.
     fn finish(mut self) -> RepoResult<ReplicaCards> {
         while self.next()?.is_some() {}
-        let (cards, mut rest): (Vec<u8>, Box<dyn Read>) = match self.input {
+        // The cards, what follows them (the checksum), and what the checksum is of.
+        let (cards, mut rest, hashed): (Vec<u8>, Box<dyn Read>, blake3::Hasher) = match self.input {
             LogInput::Plain {
                 mut input,
                 cards_len,
             } => {
                 let mut cards = vec![0u8; cards_len as usize];
                 input.read_exact(&mut cards).at(&self.path)?;
-                (cards, Box::new(input))
+                self.hasher.update(&cards);
+                (cards, Box::new(input), self.hasher)
             }
             LogInput::Packed(mut frame) => {
                 let mut cards = Vec::new();
@@ -183,10 +218,10 @@ impl LogReader {
                         detail: "not a valid location log: its cards run past their limit".into(),
                     });
                 }
-                (cards, Box::new(frame.finish()))
+                let raw = (*frame).finish();
+                (cards, Box::new(raw.input), raw.hasher)
             }
         };
-        self.hasher.update(&cards);
         let mut sum = [0u8; 32];
         rest.read_exact(&mut sum).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => RepoError::Corrupt {
@@ -196,7 +231,7 @@ impl LogReader {
             _ => RepoError::io(&self.path, e),
         })?;
         let mut after = [0u8; 1];
-        if self.hasher.finalize().as_bytes() != &sum || rest.read(&mut after).at(&self.path)? != 0 {
+        if hashed.finalize().as_bytes() != &sum || rest.read(&mut after).at(&self.path)? != 0 {
             return Err(RepoError::Corrupt {
                 path: self.path.clone(),
                 detail: "not a valid location log: checksum mismatch".into(),
@@ -1058,9 +1093,9 @@ mod tests {
     }
 
     /// `.dmv/locations` is version 4: the header with version 4, one zstd
-    /// frame holding version 3's records and cards, and version 3's
-    /// checksum over the header as written; a version 3 log on disk is
-    /// still read, and the next merge packs it.
+    /// frame holding version 3's records and cards, and the checksum of the
+    /// header and the frame as written; a version 3 log on disk is still
+    /// read, and the next merge packs it.
     #[test]
     fn the_log_on_disk_is_packed_and_a_plain_one_is_still_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -1103,7 +1138,8 @@ mod tests {
         );
         assert_eq!(
             sum,
-            blake3::hash(&[&header[..], &unpacked].concat()).as_bytes()
+            blake3::hash(&on_disk[..on_disk.len() - 32]).as_bytes(),
+            "the checksum is of the bytes on disk"
         );
         assert!(on_disk.len() < as_sent.len());
         let read = repo.locations_where(|_| true).unwrap();
@@ -1138,11 +1174,12 @@ mod tests {
             .unwrap();
         let good = std::fs::read(repo.locations_path()).unwrap();
         assert_eq!(good[8], 4);
-        let mut damaged: Vec<Vec<u8>> = (HEADER_LEN..good.len())
-            .step_by(7)
+        // Every byte, each at a bit of its own (a flip of an unused bit of
+        // the frame's header decoded as if nothing happened).
+        let mut damaged: Vec<Vec<u8>> = (0..good.len())
             .map(|at| {
                 let mut bytes = good.clone();
-                bytes[at] ^= 0x20;
+                bytes[at] ^= 1 << (at % 8);
                 bytes
             })
             .collect();
