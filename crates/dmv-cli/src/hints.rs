@@ -40,6 +40,17 @@ fn repo(e: &RepoError) -> Option<String> {
             format!(", e.g. `dmv resolve{flag} {path} {other}`")
         }
         RepoError::MessageRequired => ": dmv commit -m MESSAGE".into(),
+        RepoError::UnknownIdentity => {
+            ": tell dmv who you are with `dmv config --global user.name \"Your Name\"` and \
+             `dmv config --global user.email you@example.com`, then run the command again"
+                .into()
+        }
+        RepoError::NotFastForward { .. } => " (`dmv merge` without --ff-only joins them)".into(),
+        RepoError::LockHeldByOther { .. } => " (`dmv unlock --force`)".into(),
+        RepoError::FoldedNames { .. } | RepoError::UnfitName { .. } => " (`dmv mv`)".into(),
+        RepoError::Corrupt { path, .. } if path.ends_with("REBASE_STATE") => {
+            " (`dmv rebase --abort`)".into()
+        }
         RepoError::BranchOfSeveralRemotes { name, remotes } => format!(", as in dmv switch -c {name} {}", remotes.first()?),
         RepoError::IsAFolder { .. } => "; dmv ls-tree REV:PATH lists a folder".into(),
         RepoError::Corrupt { path, .. } if path.ends_with("dirstate") => " (`dmv fsck --repair` rebuilds it from HEAD)".into(),
@@ -59,6 +70,14 @@ fn sync(e: &SyncError) -> Option<String> {
         SyncError::Stalled { .. } => " (`dmv config remote.timeout SECONDS` waits longer)".into(),
         SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
         SyncError::Refused(Refusal::DataHeldByNeither { .. }) => " (`dmv get` fetches data)".into(),
+        SyncError::NotFastForward { .. } => " (`dmv pull`, or `dmv push --force`)".into(),
+        SyncError::NotEnoughCopies { .. } | SyncError::Refused(Refusal::NoCopiesToConfirm) => {
+            " (`dmv drop --force`)".into()
+        }
+        SyncError::Refused(Refusal::BreakingLocksNeedsAdmin) => " (`dmv unlock --force`)".into(),
+        SyncError::Refused(Refusal::UnwantedTakesNoSelection) => {
+            " (`dmv drop --unwanted` alone)".into()
+        }
         SyncError::Protocol(v) => return violation(v),
         SyncError::Repo(r) => return repo(r),
         SyncError::Store(s) => return store(s),

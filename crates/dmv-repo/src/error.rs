@@ -280,7 +280,7 @@ pub enum RepoError {
         path: String,
     },
     /// A commit with no name and email set anywhere (a person's command line refuses to sign as nobody).
-    #[error("author identity unknown: tell dmv who you are with `dmv config --global user.name \"Your Name\"` and `dmv config --global user.email you@example.com` (or DMV_AUTHOR_NAME and DMV_AUTHOR_EMAIL), then run the command again")]
+    #[error("author identity unknown: no user name and email are set (nor DMV_AUTHOR_NAME and DMV_AUTHOR_EMAIL)")]
     UnknownIdentity,
     /// An operation that would lose changes not committed (checkout, merge,
     /// revert, stash apply).
@@ -353,7 +353,7 @@ pub enum RepoError {
         index: usize,
     },
     /// `merge --ff-only` where both sides have commits the other lacks.
-    #[error("not possible to fast-forward to {label}: each side has commits the other lacks; nothing was changed (merge without --ff-only to join them)")]
+    #[error("not possible to fast-forward to {label}: each side has commits the other lacks; nothing was changed (a merge that is not only a fast-forward joins them)")]
     NotFastForward {
         /// What was to be merged.
         label: String,
@@ -430,7 +430,7 @@ pub enum RepoError {
         path: String,
     },
     /// Unlocking, without force, a path someone else has locked.
-    #[error("{path} is locked by {holder}; only they can unlock it (or an admin, with --force)")]
+    #[error("{path} is locked by {holder}; only they can unlock it (or an admin, by force)")]
     LockHeldByOther {
         /// The locked path.
         path: String,
@@ -506,7 +506,7 @@ pub enum RepoError {
     },
     /// A checkout of a tree with two names in one folder that the working
     /// tree's file system takes for one (case, Unicode normalization).
-    #[error("cannot check out here: {first} and {second} would be one file on this file system (it ignores {folds}); rename one of them (dmv mv) on a replica whose file system tells them apart")]
+    #[error("cannot check out here: {first} and {second} would be one file on this file system (it ignores {folds}); rename one of them on a replica whose file system tells them apart")]
     FoldedNames {
         /// The first of the two paths.
         first: String,
@@ -517,7 +517,7 @@ pub enum RepoError {
     },
     /// A checkout of a tree with a name the working tree's file system
     /// cannot hold (Windows: a device name, a trailing dot, a `:`).
-    #[error("cannot check out here: {path} {problem}; rename it (dmv mv) on a replica whose file system can hold it")]
+    #[error("cannot check out here: {path} {problem}; rename it on a replica whose file system can hold it")]
     UnfitName {
         /// The path.
         path: String,

@@ -169,7 +169,7 @@ pub enum SyncError {
     },
     /// A push without force of a branch whose remote tip is not an ancestor of
     /// the pushed commit (or is a commit this side does not have).
-    #[error("rejected: the remote {branch} has commits you do not have (not a fast-forward); pull first, or push --force to replace them")]
+    #[error("rejected: the remote {branch} has commits you do not have (not a fast-forward); pull first, or push by force to replace them")]
     NotFastForward {
         /// The branch's short name, e.g. `main`.
         branch: String,
@@ -244,7 +244,7 @@ pub enum SyncError {
     },
     /// A drop without force of files fewer than `needed` other replicas
     /// confirmed holding: nothing was dropped.
-    #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or use --force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
+    #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or drop by force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
     NotEnoughCopies {
         /// How many other copies must be confirmed (`numcopies`).
         needed: usize,
@@ -551,7 +551,7 @@ pub enum Refusal {
     #[error("dropping data from this repository needs its admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
     DropNeedsAdmin,
     /// An `UnlockPaths` with `force` from a caller who is not an admin.
-    #[error("breaking other people's locks (--force) needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
+    #[error("breaking other people's locks needs an admin: a token with access = \"admin\", or over ssh the account that owns the repository")]
     BreakingLocksNeedsAdmin,
     /// Locking or unlocking paths for a caller the server has no user name
     /// for.
@@ -597,14 +597,14 @@ pub enum Refusal {
         example: String,
     },
     /// A drop without force while `numcopies` is 0.
-    #[error("refusing to drop: numcopies is 0, so no other copy would be confirmed; use --force to drop without confirming")]
+    #[error("refusing to drop: numcopies is 0, so no other copy would be confirmed; only a drop by force drops without confirming")]
     NoCopiesToConfirm,
     /// A drop of what the slice does not keep (`--unwanted`) that also names
     /// paths, a revision or a remote.
-    #[error("--unwanted drops what this replica's slice does not keep: it takes no paths, --rev or --from")]
+    #[error("dropping what this replica's slice does not keep takes no paths, revision or remote")]
     UnwantedTakesNoSelection,
     /// A drop `--from` a remote that is this repository itself.
-    #[error("refusing to drop: remote {remote} is this repository; drop without --from")]
+    #[error("refusing to drop: remote {remote} is this repository; drop here instead")]
     DropFromItself {
         /// The remote's name as given.
         remote: String,

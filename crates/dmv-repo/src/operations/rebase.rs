@@ -142,7 +142,7 @@ impl Repository {
                 .map(Some)
                 .map_err(|e| RepoError::Corrupt {
                     path,
-                    detail: format!("{e} (`dmv rebase --abort` discards it)"),
+                    detail: format!("{e} (aborting the rebase discards it)"),
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(RepoError::io(path, e)),
