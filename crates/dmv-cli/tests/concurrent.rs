@@ -93,7 +93,7 @@ fn an_older_repository_opened_by_two_writers_and_gc_at_once_is_upgraded_and_lose
     let second = spawn(d, &["add", "c.raw"]);
     ok(&gc_while_paused(d, paused));
     ok(&second.wait_with_output().unwrap());
-    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\nlocations-packed\n");
+    assert_eq!(std::fs::read_to_string(d.join(".dmv/requires")).unwrap(), "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\nlocations-packed\nlocations-claims\n");
     dmv(d, &["commit", "-m", "bc"]);
     fsck_clean(d);
     for f in ["a.txt", "b.raw", "c.raw"] {
@@ -411,6 +411,65 @@ fn gc_during_a_rebase_keeps_the_commits_its_plan_made() {
             "{point}"
         );
     }
+}
+
+/// In a meta clone, rebase and archive fetch the data they read. Paused as
+/// that data lands, a strict gc and a `get` of another file run: the
+/// rebase merges the text it fetched line by line, the archive holds every
+/// file whole, and the store checks clean.
+#[test]
+fn gc_and_a_get_while_a_meta_clones_rebase_and_archive_fetch_lose_nothing() {
+    let src = notes_changed_on_main_and_on("topic");
+    let t = tempfile::tempdir().unwrap();
+    ok(&dmv_out(
+        t.path(),
+        &[
+            "clone",
+            "--slice",
+            "meta",
+            src.path().to_str().unwrap(),
+            "m",
+        ],
+    ));
+    let m = t.path().join("m");
+    small_packs(&m);
+    ok(&dmv_out(&m, &["switch", "topic"]));
+    let mut rebase = dmv_cmd(&m);
+    rebase.args(["rebase", "origin/main"]);
+    let paused = Paused::start(rebase, "pack-sealed");
+    let get = spawn(&m, &["get", "a.txt"]);
+    ok(&gc_while_paused(&m, paused));
+    ok(&get.wait_with_output().unwrap());
+    fsck_clean(&m);
+    let merged = b"ONE\ntwo\nthree\nfour\nFIVE\n";
+    assert_eq!(cat(&m, "HEAD:notes.txt"), merged);
+    assert_eq!(std::fs::read(m.join("notes.txt")).unwrap(), merged);
+    assert_eq!(std::fs::read(m.join("a.txt")).unwrap(), b"a\n");
+    assert!(!m.join("theirs.raw").exists());
+
+    let mut archive = dmv_cmd(&m);
+    archive.args(["archive", "-o", "../out.tar", "HEAD"]);
+    let paused = Paused::start(archive, "pack-sealed");
+    let get = spawn(&m, &["get", "notes.txt"]);
+    ok(&gc_while_paused(&m, paused));
+    ok(&get.wait_with_output().unwrap());
+    fsck_clean(&m);
+    let mut files: Vec<(String, Vec<u8>)> =
+        tar::Archive::new(std::fs::File::open(t.path().join("out.tar")).unwrap())
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let mut e = e.unwrap();
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+                (e.path().unwrap().display().to_string(), bytes)
+            })
+            .collect();
+    files.sort();
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a.txt", "notes.txt", "theirs.raw"]);
+    assert_eq!(files[1].1, merged);
+    assert!(files[2].1 == Noise::new(3).bytes(3 << 20));
 }
 
 /// An annotated tag's object is stored before its ref names it: gc run in

@@ -9,7 +9,7 @@ use common::remote::one_line_error;
 use common::*;
 
 /// What this dmv lists in every repository it makes.
-const ALL: &str = "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\nlocations-packed\n";
+const ALL: &str = "packs-v2\npacks-v3\ngc-lock-v2\nworktree-lock\nlocations-journal\nrefs-inline\nlocations-packed\nlocations-claims\n";
 
 fn config(d: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(d.join(".dmv/config")).unwrap()).unwrap()

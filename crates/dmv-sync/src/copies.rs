@@ -167,14 +167,16 @@ pub fn whereis(
     book.save();
     // Replicas by number: the few that hold copies, however many files.
     let (reached, mut replicas, live) = answered?;
-    // The holders the log records, per version (by its place in `ids`), read record by record.
+    // The holders the log records, as (version's place in `ids`, replica),
+    // read record by record: in key order, so sorted by version. Flat, not
+    // a list per version: 8 bytes a holder, not 56 a version.
     let me = repo.replica_id()?;
-    let mut logged: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
+    let mut logged: Vec<(u32, u32)> = Vec::new();
     let cards = repo
         .locations_where(|r| {
             if r.stamp.present && r.replica != me {
                 if let Ok(i) = ids.binary_search(&r.key) {
-                    logged[i].push(replicas.number(r.replica));
+                    logged.push((i as u32, replicas.number(r.replica)));
                 }
             }
             false
@@ -220,7 +222,12 @@ pub fn whereis(
     let me_shown = (me.to_string(), Some(repo.replica_name()));
     for (path, id, size, present) in files {
         let at = ids.binary_search(&id).expect("every file's id is listed");
-        let mut holders: BTreeSet<u32> = logged[at].iter().copied().collect();
+        let from = logged.partition_point(|(i, _)| (*i as usize) < at);
+        let mut holders: BTreeSet<u32> = logged[from..]
+            .iter()
+            .take_while(|(i, _)| *i as usize == at)
+            .map(|(_, n)| *n)
+            .collect();
         for (n, answers) in &live {
             match answers[at] {
                 true => holders.insert(*n),

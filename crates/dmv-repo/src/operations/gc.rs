@@ -118,6 +118,12 @@ impl Repository {
                 Err(_) => {}
             }
         }
+        // The trees the location log claims stand for its records of their files.
+        for tree in self.claimed_trees()? {
+            if self.store.contains(&tree)? {
+                roots.push(tree);
+            }
+        }
         // A copy another replica's drop counts on stays while the lock lasts.
         for id in self.locked_content()? {
             if self.store.contains(&id)? {

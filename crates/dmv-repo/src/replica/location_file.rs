@@ -14,18 +14,24 @@ use std::path::{Path, PathBuf};
 use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
+use crate::replica::location_claims::{
+    check_claims, encode_claims, Claim, ClaimFinder, Expansion, CLAIMS_FROM_RECORDS, CLAIM_LEN,
+    MAX_CLAIMS,
+};
 use crate::replica::location_journal::{
     journal_frame, journal_header, parse_journal, Journal, JOURNAL_LIMIT,
 };
 use crate::replica::locations::{
-    decode_cards, now_ns, write_framed, write_packed, LocationLog, LocationRecord, ReplicaCards,
-    ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_NAMES_ONLY, VERSION_PACKED,
-    VERSION_WITHOUT_NAMES,
+    decode_cards, encode_cards, now_ns, write_framed, LocationLog, LocationRecord, ReplicaCards,
+    ReplicaId, Stamp, HEADER_LEN, MAGIC, RECORD_LEN, VERSION, VERSION_CLAIMS, VERSION_NAMES_ONLY,
+    VERSION_PACKED, VERSION_WITHOUT_NAMES,
 };
 use crate::repository::repo::Repository;
 
 /// `.dmv/locations` read record by record and hashed as it is read: what it
 /// yields counts only once [`LogReader::finish`] has checked the checksum.
+/// Once [`LogReader::expand`]ed, the records its tree claims stand for come
+/// with those written out, in order.
 struct LogReader {
     path: PathBuf,
     input: LogInput,
@@ -33,6 +39,12 @@ struct LogReader {
     left: u64,
     version: u32,
     previous: Option<(ObjectId, ReplicaId)>,
+    /// The tree claims (version 5), as read.
+    claims: Vec<Claim>,
+    /// The records the claims stand for, still to come.
+    expansion: Option<Expansion>,
+    /// The next record written out, read ahead (beside an expansion).
+    written: Option<LocationRecord>,
 }
 
 /// Where the records come from: the file itself (versions 1 to 3, with
@@ -120,7 +132,7 @@ impl LogReader {
         };
         let input = match version {
             _ if magic != MAGIC => return Err(bad("no location log header")),
-            VERSION_PACKED => LogInput::Packed(Box::new(
+            VERSION_PACKED | VERSION_CLAIMS => LogInput::Packed(Box::new(
                 zstd::stream::read::Decoder::with_buffer(HashedInput {
                     input,
                     hasher: hasher.clone(),
@@ -138,14 +150,40 @@ impl LogReader {
             },
             _ => return Err(bad("unknown version")),
         };
-        Ok(LogReader {
+        let mut reader = LogReader {
             path: path.to_path_buf(),
             input,
             hasher,
             left: count,
             version,
             previous: None,
-        })
+            claims: Vec::new(),
+            expansion: None,
+            written: None,
+        };
+        if version == VERSION_CLAIMS {
+            let mut count = [0u8; 4];
+            reader.read(&mut count)?;
+            let count = u32::from_le_bytes(count) as usize;
+            if count > MAX_CLAIMS {
+                return Err(reader.bad("too many tree claims"));
+            }
+            for _ in 0..count {
+                let mut bytes = [0u8; CLAIM_LEN];
+                reader.read(&mut bytes)?;
+                reader.claims.push(Claim::decode(&bytes));
+            }
+            check_claims(&reader.claims).map_err(|e| reader.bad(e))?;
+        }
+        Ok(reader)
+    }
+
+    /// The reader with the records its claims stand for (reading their trees from `repo`).
+    fn expand(mut self, repo: &Repository) -> RepoResult<LogReader> {
+        if !self.claims.is_empty() {
+            self.expansion = Some(Expansion::new(repo, &self.claims)?);
+        }
+        Ok(self)
     }
 
     fn bad(&self, detail: &str) -> RepoError {
@@ -174,7 +212,32 @@ impl LogReader {
         Ok(())
     }
 
+    /// The next record, of those written out or of those the claims stand
+    /// for (of one of each for a file and replica, the newer).
     fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
+        let Some(expansion) = self.expansion.as_ref().filter(|e| !e.is_empty()) else {
+            return self.next_written();
+        };
+        let claimed = expansion.peek();
+        if self.written.is_none() {
+            self.written = self.next_written()?;
+        }
+        let order = match (self.written.map(|w| w.order()), claimed) {
+            (None, None) => return Ok(None),
+            (Some(w), None) => w,
+            (None, Some(c)) => c,
+            (Some(w), Some(c)) => w.min(c),
+        };
+        let claimed = self.expansion.as_mut().and_then(|e| e.take(order));
+        let written = self.written.take_if(|w| w.order() == order);
+        Ok(match (written, claimed) {
+            (Some(w), Some(c)) if c.stamp.newer_than(&w.stamp) => Some(c),
+            (Some(w), _) => Some(w),
+            (None, c) => c,
+        })
+    }
+
+    fn next_written(&mut self) -> RepoResult<Option<LocationRecord>> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -191,7 +254,7 @@ impl LogReader {
 
     /// Reads the rest, checks the checksum, and returns the cards.
     fn finish(mut self) -> RepoResult<ReplicaCards> {
-        while self.next()?.is_some() {}
+        while self.next_written()?.is_some() {}
         // The cards, what follows them (the checksum), and what the checksum is of.
         let (cards, mut rest, hashed): (Vec<u8>, Box<dyn Read>, blake3::Hasher) = match self.input {
             LogInput::Plain {
@@ -326,6 +389,58 @@ impl<I: Iterator<Item = RepoResult<LocationRecord>>> Newest<I> {
             self.input.next();
         }
         Ok(Some(kept))
+    }
+}
+
+/// [`write_framed`] packed, with `claims` (version 5, see locations.rs): what `.dmv/locations` holds.
+pub(crate) fn write_packed(
+    out: &mut dyn Write,
+    claims: &[Claim],
+    count: u64,
+    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    cards: &ReplicaCards,
+) -> std::io::Result<()> {
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&VERSION_CLAIMS.to_le_bytes());
+    header.extend_from_slice(&count.to_le_bytes());
+    // The checksum covers the bytes as written: a flip the frame's decoder
+    // would not notice (an unused bit of its header) is damage all the same.
+    let mut raw = dmv_store::HashingWriter::new(&mut *out);
+    raw.write_all(&header)?;
+    // Level 1: packing a million files' records takes about as long as writing them.
+    // Buffered above the frame, which then takes large pieces (records are 57 bytes).
+    let mut packed = std::io::BufWriter::with_capacity(1 << 16, zstd::Encoder::new(&mut raw, 1)?);
+    encode_claims(claims, &mut packed)?;
+    records(&mut packed)?;
+    encode_cards(cards, &mut packed)?;
+    packed.into_inner().map_err(|e| e.into_error())?.finish()?;
+    let sum = raw.hasher.finalize();
+    out.write_all(sum.as_bytes())?;
+    out.flush()
+}
+
+/// Calls `each` with every record spooled in `body` (written by this
+/// process a moment ago), from its start.
+fn each_spooled(
+    body: &mut File,
+    dir: &Path,
+    each: &mut dyn FnMut(LocationRecord) -> RepoResult<()>,
+) -> RepoResult<()> {
+    body.rewind().at(dir)?;
+    let mut input = BufReader::with_capacity(1 << 20, &*body);
+    let mut bytes = [0u8; RECORD_LEN];
+    loop {
+        match input.read_exact(&mut bytes) {
+            Ok(()) => each(
+                LocationRecord::decode(&bytes).map_err(|e| RepoError::Corrupt {
+                    path: dir.to_path_buf(),
+                    detail: e.0,
+                })?,
+            )?,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(RepoError::io(dir, e)),
+        }
     }
 }
 
@@ -498,6 +613,7 @@ impl Repository {
                 f.try_clone()
                     .at(&path)
                     .and_then(|f| LogReader::of(&path, f))
+                    .and_then(|r| r.expand(self))
             })
             .transpose()
         };
@@ -566,7 +682,17 @@ impl Repository {
     /// The log and the journal, read together from their starts.
     fn open_merged(&self) -> RepoResult<Merged> {
         let journal = self.read_journal()?.records;
-        Merged::new(LogReader::open(&self.locations_path())?, journal)
+        let log = LogReader::open(&self.locations_path())?
+            .map(|r| r.expand(self))
+            .transpose()?;
+        Merged::new(log, journal)
+    }
+
+    /// The tree claims of the log on disk (none before version 5).
+    pub(crate) fn read_claims(&self) -> RepoResult<Vec<Claim>> {
+        Ok(LogReader::open(&self.locations_path())?
+            .map(|r| r.claims)
+            .unwrap_or_default())
     }
 
     /// Merges `records` (sorted by key and replica) and `cards` into the
@@ -686,13 +812,54 @@ impl Repository {
         let mut body = out
             .into_inner()
             .map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
+        // What tree claims can stand for is left out (see location_claims.rs):
+        // a pass to find the claims, one to count what is left, one to write it.
+        let mut claims = match count >= CLAIMS_FROM_RECORDS {
+            true => {
+                let mut finder = ClaimFinder::new(self)?;
+                each_spooled(&mut body, &self.dmv, &mut |r| {
+                    finder.see(&r);
+                    Ok(())
+                })?;
+                Some(finder.claims())
+            }
+            false => None,
+        };
+        let written = match claims.as_mut() {
+            Some(claims) => {
+                let mut kept = 0;
+                each_spooled(&mut body, &self.dmv, &mut |r| {
+                    kept += !claims.cover(&r) as u64;
+                    Ok(())
+                })?;
+                claims.rewind();
+                kept
+            }
+            None => count,
+        };
+        let sorted = claims.as_ref().map(|c| c.sorted()).unwrap_or_default();
         body.rewind().at(&self.dmv)?;
         let mut body = BufReader::with_capacity(1 << 20, body);
         crate::atomic::write_atomic_with(&path, &mut |out| {
             write_packed(
                 out,
-                count,
-                &mut |out| std::io::copy(&mut body, out).map(drop),
+                &sorted,
+                written,
+                &mut |out| match claims.as_mut() {
+                    None => std::io::copy(&mut body, out).map(drop),
+                    Some(claims) => {
+                        let mut bytes = [0u8; RECORD_LEN];
+                        for _ in 0..count {
+                            body.read_exact(&mut bytes)?;
+                            let r = LocationRecord::decode(&bytes)
+                                .map_err(|e| std::io::Error::other(e.0))?;
+                            if !claims.cover(&r) {
+                                out.write_all(&bytes)?;
+                            }
+                        }
+                        Ok(())
+                    }
+                },
                 &log.cards,
             )
         })?;
@@ -1092,10 +1259,10 @@ mod tests {
         );
     }
 
-    /// `.dmv/locations` is version 4: the header with version 4, one zstd
-    /// frame holding version 3's records and cards, and the checksum of the
-    /// header and the frame as written; a version 3 log on disk is still
-    /// read, and the next merge packs it.
+    /// `.dmv/locations` is version 5: the header with version 5, one zstd
+    /// frame holding the tree claims and version 3's records and cards, and
+    /// the checksum of the header and the frame as written; a version 3 log
+    /// on disk is still read, and the next merge packs it.
     #[test]
     fn the_log_on_disk_is_packed_and_a_plain_one_is_still_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -1126,15 +1293,15 @@ mod tests {
         );
         let on_disk = std::fs::read(repo.locations_path()).unwrap();
         let mut header = b"DMVLOCS\0".to_vec();
-        header.extend([4, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
+        header.extend([5, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(on_disk[..HEADER_LEN], header[..]);
         let (frame, sum) = on_disk[HEADER_LEN..].split_at(on_disk.len() - HEADER_LEN - 32);
         let unpacked = zstd::decode_all(frame).unwrap();
         let as_sent = expected.encode();
         assert_eq!(
             unpacked,
-            as_sent[HEADER_LEN..as_sent.len() - 32],
-            "the frame holds version 3's records and cards"
+            [&[0, 0, 0, 0], &as_sent[HEADER_LEN..as_sent.len() - 32]].concat(),
+            "the frame holds no tree claims (too few records), then version 3's records and cards"
         );
         assert_eq!(
             sum,
@@ -1173,7 +1340,7 @@ mod tests {
         repo.merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false)
             .unwrap();
         let good = std::fs::read(repo.locations_path()).unwrap();
-        assert_eq!(good[8], 4);
+        assert_eq!(good[8], 5);
         // Every byte, each at a bit of its own (a flip of an unused bit of
         // the frame's header decoded as if nothing happened).
         let mut damaged: Vec<Vec<u8>> = (0..good.len())

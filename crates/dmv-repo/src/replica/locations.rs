@@ -20,7 +20,10 @@
 //! the header and the frame as written. A record's id does not
 //! compress, but its replica, time and the id repeated for each holder do:
 //! 57 bytes a record become about 17 (a meta clone's log of 100,000 files
-//! held by two replicas: 11.4 MB, 3.3 MB packed). Version 3 is still read.
+//! held by two replicas: 11.4 MB, 3.3 MB packed). Version 5, what is
+//! written now, begins the frame with tree claims, which stand for a
+//! record per file of a tree (location_claims.rs): the same log, 286 bytes.
+//! Versions 3 and 4 are still read.
 //! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
 
 use std::collections::BTreeMap;
@@ -34,8 +37,11 @@ use crate::repository::repo::Repository;
 
 pub(crate) const MAGIC: &[u8; 8] = b"DMVLOCS\0";
 pub(crate) const VERSION: u32 = 3;
-/// Version 4: version 3 with the records and cards in a zstd frame (the file on disk).
+/// Version 4: version 3 with the records and cards in a zstd frame.
 pub(crate) const VERSION_PACKED: u32 = 4;
+/// Version 5 (the file on disk): version 4 with tree claims at the start of
+/// the frame (see location_claims.rs).
+pub(crate) const VERSION_CLAIMS: u32 = 5;
 /// Version 2: cards of a name only.
 pub(crate) const VERSION_NAMES_ONLY: u32 = 2;
 /// Version 1: the same without the cards.
@@ -399,33 +405,6 @@ pub(crate) fn write_framed(
     let sum = out.hasher.finalize();
     out.inner.write_all(sum.as_bytes())?;
     out.inner.flush()
-}
-
-/// [`write_framed`] packed (version 4, see the module's doc): what
-/// `.dmv/locations` holds.
-pub(crate) fn write_packed(
-    out: &mut dyn Write,
-    count: u64,
-    records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
-    cards: &ReplicaCards,
-) -> std::io::Result<()> {
-    let mut header = Vec::with_capacity(HEADER_LEN);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&VERSION_PACKED.to_le_bytes());
-    header.extend_from_slice(&count.to_le_bytes());
-    // The checksum covers the bytes as written: a flip the frame's decoder
-    // would not notice (an unused bit of its header) is damage all the same.
-    let mut raw = dmv_store::HashingWriter::new(&mut *out);
-    raw.write_all(&header)?;
-    // Level 1: packing a million files' records takes about as long as writing them.
-    // Buffered above the frame, which then takes large pieces (records are 57 bytes).
-    let mut packed = std::io::BufWriter::with_capacity(1 << 16, zstd::Encoder::new(&mut raw, 1)?);
-    records(&mut packed)?;
-    encode_cards(cards, &mut packed)?;
-    packed.into_inner().map_err(|e| e.into_error())?.finish()?;
-    let sum = raw.hasher.finalize();
-    out.write_all(sum.as_bytes())?;
-    out.flush()
 }
 
 /// The cards section of a version 3 log: the count (u32), then per replica,

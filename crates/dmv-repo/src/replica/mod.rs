@@ -4,11 +4,12 @@
 //! freeing file data safely against other replicas.
 //!
 //! Read bottom up: `slice` (which the configuration reads), `locations`,
-//! `location_journal`, `location_file`, `availability`, `retention`,
+//! `location_journal`, `location_claims`, `location_file`, `availability`, `retention`,
 //! `locks`, `dropping`.
 
 pub(crate) mod availability;
 pub(crate) mod dropping;
+pub(crate) mod location_claims;
 pub(crate) mod location_file;
 pub(crate) mod location_journal;
 pub(crate) mod locations;

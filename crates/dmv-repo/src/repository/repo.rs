@@ -37,6 +37,8 @@ pub struct Repository {
     wlock: WorktreeLock,
     /// Which files checkouts write read-only (read when first needed).
     pub(crate) read_only: std::sync::RwLock<Option<std::sync::Arc<ReadOnlyRule>>>,
+    /// The files of the trees the location log claims, as last read (see location_claims.rs).
+    pub(crate) claimed_files: crate::replica::location_claims::TreeFilesCache,
     /// Commits are refused while no name and email are set (see [`Repository::signer`]).
     strict_identity: bool,
 }
@@ -197,6 +199,7 @@ impl Repository {
             store,
             refs,
             read_only: Default::default(),
+            claimed_files: Default::default(),
             strict_identity: false,
         })
     }

@@ -32,6 +32,8 @@ pub const REQUIREMENTS: &[&str] = &[
     "refs-inline",
     // .dmv/locations is packed (version 4: its records and cards in a zstd frame).
     "locations-packed",
+    // .dmv/locations may claim trees (version 5), which gc keeps.
+    "locations-claims",
 ];
 
 /// What a repository's list says, once nothing on it is unknown.

@@ -1,0 +1,613 @@
+//! Tree claims: how `.dmv/locations` (version 5) writes in 56 bytes that a
+//! replica holds the data of every file of a tree, where per-file records
+//! took about 17 bytes a file even packed (a file's id does not compress):
+//! a meta clone of 100,000 files that two replicas hold kept 3.3 MB of
+//! records, as much as its trees.
+//!
+//! A claim is a way of writing records, not a new kind of knowledge. Read,
+//! it stands for one record per file of its tree (present, at the claim's
+//! time), merged with the records written out as any two records of one
+//! file and replica are (the newer wins). Written, a claim is made only
+//! where every file of the tree has a present record of that replica, at
+//! the earliest of their times, and only the records it gives back exactly
+//! are left out. So what is read, merged and sent is what it was; only the
+//! file is smaller. The trees claimed are HEAD's and the ref tips' (where a
+//! clone, a push or a fetch leaves records of every file), and gc keeps
+//! every tree the log claims.
+
+use std::sync::Arc;
+
+use dmv_store::ObjectId;
+
+use crate::error::RepoResult;
+use crate::history::tree::{tree_reader, visit_files};
+use crate::replica::locations::{LocationRecord, ReplicaId, Stamp};
+use crate::repository::repo::Repository;
+
+/// A claim's bytes: tree id, replica id, time (ns, little-endian).
+pub(crate) const CLAIM_LEN: usize = 32 + 16 + 8;
+/// A log claims at most this many trees (each is flattened when the log is read).
+pub const MAX_CLAIMED_TREES: usize = 8;
+/// A log holds at most this many claims (trees × replicas).
+pub const MAX_CLAIMS: usize = 256;
+/// A rewrite stops taking trees to claim once their files add up to this
+/// many (each is a sorted list of ids in memory: 64 MB).
+pub(crate) const MAX_CANDIDATE_FILES: usize = 1 << 21;
+/// Below this many records a log is written without claims: it is small
+/// anyway, and a rewrite need not flatten the ref tips' trees.
+pub(crate) const CLAIMS_FROM_RECORDS: u64 = 1024;
+
+/// `replica` held the data of every file of `tree` as of `time_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Claim {
+    pub tree: ObjectId,
+    pub replica: ReplicaId,
+    pub time_ns: u64,
+}
+
+impl Claim {
+    pub(crate) fn encode(&self) -> [u8; CLAIM_LEN] {
+        let mut bytes = [0u8; CLAIM_LEN];
+        bytes[..32].copy_from_slice(&self.tree.0);
+        bytes[32..48].copy_from_slice(&self.replica.0);
+        bytes[48..].copy_from_slice(&self.time_ns.to_le_bytes());
+        bytes
+    }
+
+    pub(crate) fn decode(bytes: &[u8; CLAIM_LEN]) -> Claim {
+        let mut tree = [0u8; 32];
+        tree.copy_from_slice(&bytes[..32]);
+        let mut replica = [0u8; 16];
+        replica.copy_from_slice(&bytes[32..48]);
+        let mut time = [0u8; 8];
+        time.copy_from_slice(&bytes[48..]);
+        Claim {
+            tree: ObjectId(tree),
+            replica: ReplicaId(replica),
+            time_ns: u64::from_le_bytes(time),
+        }
+    }
+}
+
+/// The claims section: the count (u32), then the claims sorted by (tree, replica).
+pub(crate) fn encode_claims(claims: &[Claim], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    out.write_all(&(claims.len() as u32).to_le_bytes())?;
+    claims.iter().try_for_each(|c| out.write_all(&c.encode()))
+}
+
+/// Checks claims read back: within the bounds, sorted, each (tree, replica) once.
+pub(crate) fn check_claims(claims: &[Claim]) -> Result<(), &'static str> {
+    if claims.len() > MAX_CLAIMS {
+        return Err("too many tree claims");
+    }
+    if claims
+        .windows(2)
+        .any(|w| (w[0].tree, w[0].replica) >= (w[1].tree, w[1].replica))
+    {
+        return Err("tree claims out of order");
+    }
+    let mut trees: Vec<ObjectId> = claims.iter().map(|c| c.tree).collect();
+    trees.dedup();
+    if trees.len() > MAX_CLAIMED_TREES {
+        return Err("too many trees claimed");
+    }
+    Ok(())
+}
+
+/// The content ids of a tree's files, sorted, each once.
+type TreeFiles = Arc<Vec<ObjectId>>;
+
+/// The files of the trees read last (a tree's never change): a command
+/// reads the log more than once (a whereis merges a remote's log into it,
+/// then reads it), and a tree of 100,000 files takes about 0.1 s to list.
+#[derive(Default)]
+pub(crate) struct TreeFilesCache(std::sync::Mutex<Vec<(ObjectId, TreeFiles)>>);
+
+impl TreeFilesCache {
+    /// Kept: at most this many trees, the last read (2 Mi files in all).
+    const TREES: usize = 2;
+
+    fn get(&self, tree: &ObjectId) -> Option<TreeFiles> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(t, _)| t == tree).map(|(_, f)| f.clone())
+    }
+
+    fn keep(&self, tree: ObjectId, files: TreeFiles) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if files.len() > MAX_CANDIDATE_FILES / Self::TREES {
+            return;
+        }
+        kept.retain(|(t, _)| *t != tree);
+        if kept.len() == Self::TREES {
+            kept.remove(0);
+        }
+        kept.push((tree, files));
+    }
+}
+
+impl Repository {
+    /// The files of `tree` (content ids, sorted, each once), or None when
+    /// the tree is not in the store (a partial replica's, or one a pruning
+    /// gc removed just after it was claimed: the claim then stands for nothing).
+    fn tree_files(&self, tree: &ObjectId) -> RepoResult<Option<TreeFiles>> {
+        if let Some(files) = self.claimed_files.get(tree) {
+            return Ok(Some(files));
+        }
+        if !self.store.contains(tree)? {
+            return Ok(None);
+        }
+        let mut files = Vec::new();
+        visit_files(&tree_reader(&self.store), tree, &mut |_, entry| {
+            if entry.kind.is_file() {
+                files.push(entry.id);
+            }
+        })?;
+        files.sort_unstable();
+        files.dedup();
+        let files = Arc::new(files);
+        self.claimed_files.keep(*tree, files.clone());
+        Ok(Some(files))
+    }
+
+    /// The trees a rewrite of the log may claim, with their files: HEAD's,
+    /// then the ref tips', up to [`MAX_CLAIMED_TREES`] and
+    /// [`MAX_CANDIDATE_FILES`] files in all. A tree that cannot
+    /// be read whole (a path slice keeps only some folders) is left out.
+    fn claimable_trees(&self) -> RepoResult<Vec<(ObjectId, TreeFiles)>> {
+        let mut tips: Vec<ObjectId> = self.head_commit()?.into_iter().collect();
+        tips.extend(self.refs.list("")?.into_iter().map(|(_, id)| id));
+        let mut trees: Vec<(ObjectId, TreeFiles)> = Vec::new();
+        let mut files_in_all = 0;
+        for tip in tips {
+            if trees.len() == MAX_CLAIMED_TREES || files_in_all >= MAX_CANDIDATE_FILES {
+                break;
+            }
+            let Ok(commit) = self.commit(&tip) else {
+                continue;
+            };
+            if trees.iter().any(|(t, _)| *t == commit.tree) {
+                continue;
+            }
+            if let Ok(Some(files)) = self.tree_files(&commit.tree) {
+                if !files.is_empty() {
+                    files_in_all += files.len();
+                    trees.push((commit.tree, files));
+                }
+            }
+        }
+        Ok(trees)
+    }
+
+    /// The trees `.dmv/locations` claims: gc keeps them (and so what the claims stand for).
+    pub fn claimed_trees(&self) -> RepoResult<Vec<ObjectId>> {
+        let mut trees: Vec<ObjectId> = self.read_claims()?.iter().map(|c| c.tree).collect();
+        trees.dedup();
+        Ok(trees)
+    }
+}
+
+/// One claim read as its records: a cursor over its tree's files.
+struct Cursor {
+    files: TreeFiles,
+    at: usize,
+    replica: ReplicaId,
+    time_ns: u64,
+}
+
+impl Cursor {
+    fn head(&self) -> Option<(ObjectId, ReplicaId)> {
+        self.files.get(self.at).map(|k| (*k, self.replica))
+    }
+}
+
+/// The records that a log's claims stand for, in record order.
+pub(crate) struct Expansion {
+    cursors: Vec<Cursor>,
+}
+
+impl Expansion {
+    /// The records of `claims`; a claim of a tree not in the store stands for none.
+    pub(crate) fn new(repo: &Repository, claims: &[Claim]) -> RepoResult<Expansion> {
+        let mut read: Vec<(ObjectId, Option<TreeFiles>)> = Vec::new();
+        let mut cursors = Vec::new();
+        for claim in claims {
+            let files = match read.iter().find(|(t, _)| *t == claim.tree) {
+                Some((_, files)) => files.clone(),
+                None => {
+                    let files = repo.tree_files(&claim.tree)?;
+                    read.push((claim.tree, files.clone()));
+                    files
+                }
+            };
+            if let Some(files) = files {
+                cursors.push(Cursor {
+                    files,
+                    at: 0,
+                    replica: claim.replica,
+                    time_ns: claim.time_ns,
+                });
+            }
+        }
+        Ok(Expansion { cursors })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cursors.is_empty()
+    }
+
+    /// The order of the next record, if any.
+    pub(crate) fn peek(&self) -> Option<(ObjectId, ReplicaId)> {
+        self.cursors.iter().filter_map(Cursor::head).min()
+    }
+
+    /// The record at `order` (of two claims of one file and replica, the
+    /// newer), moving past it; None if no claim stands for one there.
+    pub(crate) fn take(&mut self, order: (ObjectId, ReplicaId)) -> Option<LocationRecord> {
+        let mut newest: Option<u64> = None;
+        for c in &mut self.cursors {
+            if c.head() == Some(order) {
+                newest = newest.max(Some(c.time_ns));
+                c.at += 1;
+            }
+        }
+        newest.map(|time_ns| LocationRecord {
+            key: order.0,
+            replica: order.1,
+            stamp: Stamp {
+                time_ns,
+                present: true,
+            },
+        })
+    }
+}
+
+/// A tree that may be claimed, while a log's records pass by in order.
+struct Candidate {
+    tree: ObjectId,
+    files: TreeFiles,
+    at: usize,
+}
+
+impl Candidate {
+    /// Whether `key` is one of the tree's files (keys come in order).
+    fn holds(&mut self, key: &ObjectId) -> bool {
+        while self.files.get(self.at).is_some_and(|k| k < key) {
+            self.at += 1;
+        }
+        self.files.get(self.at) == Some(key)
+    }
+}
+
+/// Finds the claims a log's records allow, then tells which records the
+/// claims give back exactly. Both passes see the records in order.
+pub(crate) struct ClaimFinder {
+    candidates: Vec<Candidate>,
+    /// Per (candidate, replica): present records seen and their earliest time.
+    seen: std::collections::BTreeMap<(usize, ReplicaId), (usize, u64)>,
+}
+
+impl ClaimFinder {
+    /// A finder over the trees a rewrite of `repo`'s log may claim.
+    pub(crate) fn new(repo: &Repository) -> RepoResult<ClaimFinder> {
+        Ok(ClaimFinder {
+            candidates: repo
+                .claimable_trees()?
+                .into_iter()
+                .map(|(tree, files)| Candidate { tree, files, at: 0 })
+                .collect(),
+            seen: Default::default(),
+        })
+    }
+
+    /// First pass: takes in one record.
+    pub(crate) fn see(&mut self, r: &LocationRecord) {
+        if !r.stamp.present {
+            return;
+        }
+        for (i, c) in self.candidates.iter_mut().enumerate() {
+            if c.holds(&r.key) {
+                let e = self.seen.entry((i, r.replica)).or_insert((0, u64::MAX));
+                e.0 += 1;
+                e.1 = e.1.min(r.stamp.time_ns);
+            }
+        }
+    }
+
+    /// After the first pass: the claims, ready to tell what they cover.
+    pub(crate) fn claims(self) -> Claims {
+        let mut claims: Vec<(usize, Claim)> = self
+            .seen
+            .iter()
+            .filter(|((i, _), (n, _))| *n == self.candidates[*i].files.len())
+            .map(|((i, replica), (_, time_ns))| {
+                let claim = Claim {
+                    tree: self.candidates[*i].tree,
+                    replica: *replica,
+                    time_ns: *time_ns,
+                };
+                (*i, claim)
+            })
+            .collect();
+        claims.truncate(MAX_CLAIMS);
+        let mut candidates = self.candidates;
+        candidates.iter_mut().for_each(|c| c.at = 0);
+        Claims { candidates, claims }
+    }
+}
+
+/// The claims of a log being written, and what they give back.
+pub(crate) struct Claims {
+    candidates: Vec<Candidate>,
+    claims: Vec<(usize, Claim)>,
+}
+
+impl Claims {
+    /// The claims, as the log holds them.
+    pub(crate) fn sorted(&self) -> Vec<Claim> {
+        let mut claims: Vec<Claim> = self.claims.iter().map(|(_, c)| *c).collect();
+        claims.sort_unstable();
+        claims
+    }
+
+    /// Restarts the pass over the records (each pass sees them in order).
+    pub(crate) fn rewind(&mut self) {
+        self.candidates.iter_mut().for_each(|c| c.at = 0);
+    }
+
+    /// Whether reading the claims gives back `r` exactly (so it need not be written).
+    pub(crate) fn cover(&mut self, r: &LocationRecord) -> bool {
+        if !r.stamp.present || self.claims.is_empty() {
+            return false;
+        }
+        let mut newest: Option<u64> = None;
+        for (i, c) in self.candidates.iter_mut().enumerate() {
+            if !c.holds(&r.key) {
+                continue;
+            }
+            for (_, claim) in self
+                .claims
+                .iter()
+                .filter(|(at, claim)| *at == i && claim.replica == r.replica)
+            {
+                newest = newest.max(Some(claim.time_ns));
+            }
+        }
+        newest == Some(r.stamp.time_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replica::locations::{LocationLog, ReplicaCards};
+    use proptest::prelude::*;
+
+    /// A repository whose HEAD has `n` files, and their content ids (sorted).
+    fn repo_with_files(n: usize) -> (tempfile::TempDir, Repository, ObjectId, Vec<ObjectId>) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
+        for i in 0..n {
+            std::fs::write(dir.path().join(format!("f{i}")), format!("file {i}")).unwrap();
+        }
+        repo.commit_everything(&dmv_store::Silent).unwrap();
+        let tree = repo
+            .commit(&repo.head_commit().unwrap().unwrap())
+            .unwrap()
+            .tree;
+        let files = repo.tree_files(&tree).unwrap().unwrap().to_vec();
+        assert_eq!(files.len(), n);
+        (dir, repo, tree, files)
+    }
+
+    fn record(key: ObjectId, replica: u8, time_ns: u64, present: bool) -> LocationRecord {
+        LocationRecord {
+            key,
+            replica: ReplicaId([replica; 16]),
+            stamp: Stamp { time_ns, present },
+        }
+    }
+
+    /// Merges `records` into the log on disk and into `expected`, as one merge.
+    fn merge(repo: &Repository, expected: &mut LocationLog, mut records: Vec<LocationRecord>) {
+        records.sort_by_key(LocationRecord::order_then_age);
+        for r in &records {
+            expected.record(r.key, r.replica, r.stamp);
+        }
+        repo.merge_locations(records.into_iter().map(Ok), &ReplicaCards::new(), false)
+            .unwrap();
+    }
+
+    fn read(repo: &Repository) -> LocationLog {
+        repo.locations_where(|_| true).unwrap()
+    }
+
+    /// Two replicas holding every file of HEAD (a push, then a clone) are
+    /// two claims on disk, and the log reads as the records did: also once
+    /// one of them drops a file, when only the other's claim is left, and
+    /// gc keeps the claimed tree when no ref names it any more.
+    #[test]
+    fn every_file_of_a_tree_held_is_one_claim_and_the_log_reads_as_its_records() {
+        let (_dir, repo, tree, files) = repo_with_files(600);
+        let outside = ObjectId([0xee; 32]);
+        let mut expected = LocationLog::default();
+        let mut records: Vec<LocationRecord> = files
+            .iter()
+            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)])
+            .collect();
+        // A third replica holds some of them, and one file of no tree.
+        records.extend(files[..50].iter().map(|k| record(*k, 3, 30, true)));
+        records.push(record(outside, 1, 10, true));
+        // One file replica 2 got again later: its record is newer than the claim.
+        records.retain(|r| !(r.key == files[7] && r.replica.0[0] == 2));
+        records.push(record(files[7], 2, 25, true));
+        merge(&repo, &mut expected, records);
+        let claims = repo.read_claims().unwrap();
+        assert_eq!(
+            claims,
+            [1u8, 2].map(|r| Claim {
+                tree,
+                replica: ReplicaId([r; 16]),
+                time_ns: r as u64 * 10,
+            })
+        );
+        // Left: replica 3's 50, the file of no tree, and replica 2's newer record.
+        let bytes = std::fs::read(repo.locations_path()).unwrap();
+        assert_eq!(u64::from_le_bytes(bytes[12..20].try_into().unwrap()), 52);
+        assert!(bytes.len() < 2048, "{} bytes", bytes.len());
+        assert_eq!(read(&repo).records, expected.records);
+        assert_eq!(
+            read(&repo).holders(&files[7]),
+            vec![
+                (ReplicaId([1; 16]), record(files[7], 1, 10, true).stamp),
+                (ReplicaId([2; 16]), record(files[7], 2, 25, true).stamp),
+                (ReplicaId([3; 16]), record(files[7], 3, 30, true).stamp),
+            ]
+        );
+
+        // Replica 1 drops a file: noted in the journal, then merged with more.
+        repo.note_locations(vec![record(files[3], 1, 40, false)])
+            .unwrap();
+        expected.record(
+            files[3],
+            ReplicaId([1; 16]),
+            record(files[3], 1, 40, false).stamp,
+        );
+        assert_eq!(read(&repo).records, expected.records);
+        merge(&repo, &mut expected, vec![record(outside, 4, 50, true)]);
+        assert_eq!(repo.claimed_trees().unwrap(), vec![tree]);
+        assert_eq!(repo.read_claims().unwrap().len(), 1);
+        assert_eq!(read(&repo).records, expected.records);
+        // Sent as it reads: every record, none of them a claim.
+        let sent = LocationLog::decode(
+            &repo
+                .location_pages()
+                .unwrap()
+                .next_page(1 << 20)
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(sent.records, expected.records);
+
+        // gc keeps the claimed tree itself, wherever the refs that named it move.
+        assert!(repo.roots().unwrap().contains(&tree));
+    }
+
+    /// Whatever records a log holds of a tree's files, and in whatever
+    /// merges they came, the log on disk reads as they merged in memory,
+    /// claims or not.
+    #[test]
+    fn a_log_with_claims_reads_as_its_records_merged_in_memory() {
+        let (_dir, repo, _tree, files) = repo_with_files(400);
+        // Per replica: every file held at one of two times, or each file at random.
+        let replica = prop_oneof![
+            (1u64..3, proptest::collection::vec(0u64..3, 400)).prop_map(|(t, v)| v
+                .into_iter()
+                .map(|x| Some((t + x % 2, true)))
+                .collect::<Vec<_>>()),
+            proptest::collection::vec(proptest::option::of((1u64..4, any::<bool>())), 400),
+        ];
+        let claimed = std::cell::Cell::new(0);
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 24,
+            ..ProptestConfig::default()
+        });
+        runner
+            .run(
+                &(
+                    proptest::collection::vec(replica, 3),
+                    proptest::collection::vec(0usize..400, 0..20),
+                ),
+                |(replicas, later)| {
+                    let _ = std::fs::remove_file(repo.locations_path());
+                    let mut expected = LocationLog::default();
+                    let records: Vec<LocationRecord> = replicas
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(r, said)| {
+                            said.iter().zip(&files).filter_map(move |(s, k)| {
+                                s.map(|(t, present)| record(*k, r as u8 + 1, t, present))
+                            })
+                        })
+                        .collect();
+                    merge(&repo, &mut expected, records);
+                    claimed.set(claimed.get() + !repo.read_claims().unwrap().is_empty() as usize);
+                    prop_assert_eq!(&read(&repo).records, &expected.records);
+                    // Then a few records more, older and newer.
+                    let more: Vec<LocationRecord> = later
+                        .iter()
+                        .map(|i| record(files[*i], (*i % 3) as u8 + 1, (*i % 5) as u64, i % 2 == 0))
+                        .collect();
+                    merge(&repo, &mut expected, more);
+                    prop_assert_eq!(&read(&repo).records, &expected.records);
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert!(claimed.get() > 0, "no case made a claim");
+    }
+
+    /// A log with claims damaged anywhere is refused as damaged, never read
+    /// wrong nor a panic.
+    #[test]
+    fn a_damaged_log_with_claims_is_refused_wherever_the_damage_is() {
+        let (_dir, repo, _tree, files) = repo_with_files(600);
+        let records = files
+            .iter()
+            .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)]);
+        merge(&repo, &mut LocationLog::default(), records.collect());
+        let good = std::fs::read(repo.locations_path()).unwrap();
+        assert_eq!(repo.read_claims().unwrap().len(), 2);
+        for at in 0..good.len() {
+            let mut bytes = good.clone();
+            bytes[at] ^= 1 << (at % 8);
+            std::fs::write(repo.locations_path(), &bytes).unwrap();
+            let err = repo.check_locations().unwrap_err();
+            assert!(matches!(err, crate::RepoError::Corrupt { .. }), "{err}");
+        }
+        std::fs::write(repo.locations_path(), &good).unwrap();
+        repo.check_locations().unwrap();
+    }
+
+    /// A log claiming more trees or claims than the bounds allow, or out of
+    /// order, is refused.
+    #[test]
+    fn claims_beyond_their_bounds_or_out_of_order_are_refused() {
+        let claim = |t: u8, r: u8| Claim {
+            tree: ObjectId([t; 32]),
+            replica: ReplicaId([r; 16]),
+            time_ns: 1,
+        };
+        assert!(check_claims(&[claim(1, 1), claim(1, 2), claim(2, 1)]).is_ok());
+        assert!(check_claims(&[claim(1, 2), claim(1, 1)]).is_err());
+        assert!(check_claims(&[claim(1, 1), claim(1, 1)]).is_err());
+        let trees: Vec<Claim> = (0..=MAX_CLAIMED_TREES as u8).map(|t| claim(t, 1)).collect();
+        assert!(check_claims(&trees).is_err());
+        let many: Vec<Claim> = (0..=MAX_CLAIMS as u32)
+            .map(|i| Claim {
+                tree: ObjectId([0; 32]),
+                replica: ReplicaId(u128::from(i).to_be_bytes()),
+                time_ns: 1,
+            })
+            .collect();
+        assert!(check_claims(&many).is_err());
+    }
+
+    /// The claim's bytes are pinned.
+    #[test]
+    fn the_claim_encoding_is_pinned() {
+        let claim = Claim {
+            tree: ObjectId([0xab; 32]),
+            replica: ReplicaId([0x01; 16]),
+            time_ns: 0x0102_0304_0506_0708,
+        };
+        let mut out = Vec::new();
+        encode_claims(&[claim], &mut out).unwrap();
+        let mut golden = vec![1, 0, 0, 0];
+        golden.extend([0xab; 32]);
+        golden.extend([0x01; 16]);
+        golden.extend([8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(out, golden);
+        assert_eq!(Claim::decode(out[4..].try_into().unwrap()), claim);
+    }
+}
