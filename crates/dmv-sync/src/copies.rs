@@ -159,6 +159,16 @@ pub fn whereis(
     let mut ids: Vec<ObjectId> = files.iter().map(|f| f.1).collect();
     ids.sort_unstable();
     ids.dedup();
+    // Each file by its version's place in `ids`: 32 bytes a file, not 64
+    // (3 MB at 100,000 files, what reading the location log's claims takes).
+    let mut files: Vec<(Box<[u8]>, u32, u64, bool)> = files
+        .into_iter()
+        .map(|(path, id, size, present)| {
+            let at = ids.binary_search(&id).unwrap_or_default();
+            (path, at as u32, size, present)
+        })
+        .collect();
+    files.shrink_to_fit();
     let mut unreachable = Vec::new();
     let mut book = ReachBook::load(repo);
     let reached = reach_all(repo, None, &mut book, &mut unreachable);
@@ -220,8 +230,8 @@ pub fn whereis(
         .map(|id| (id.to_string(), name_of(id), seen_of(id), card_of(id)))
         .collect();
     let me_shown = (me.to_string(), Some(repo.replica_name()));
-    for (path, id, size, present) in files {
-        let at = ids.binary_search(&id).expect("every file's id is listed");
+    for (path, at, size, present) in files {
+        let (at, id) = (at as usize, ids[at as usize]);
         let from = logged.partition_point(|(i, _)| (*i as usize) < at);
         let mut holders: BTreeSet<u32> = logged[from..]
             .iter()

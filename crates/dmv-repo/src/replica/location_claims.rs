@@ -97,41 +97,20 @@ pub(crate) fn check_claims(claims: &[Claim]) -> Result<(), &'static str> {
 /// The content ids of a tree's files, sorted, each once.
 type TreeFiles = Arc<Vec<ObjectId>>;
 
-/// The files of the trees read last (a tree's never change): a command
-/// reads the log more than once (a whereis merges a remote's log into it,
-/// then reads it), and a tree of 100,000 files takes about 0.1 s to list.
-#[derive(Default)]
-pub(crate) struct TreeFilesCache(std::sync::Mutex<Vec<(ObjectId, TreeFiles)>>);
-
-impl TreeFilesCache {
-    /// Kept: at most this many trees, the last read (2 Mi files in all).
-    const TREES: usize = 2;
-
-    fn get(&self, tree: &ObjectId) -> Option<TreeFiles> {
-        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter().find(|(t, _)| t == tree).map(|(_, f)| f.clone())
-    }
-
-    fn keep(&self, tree: ObjectId, files: TreeFiles) {
-        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if files.len() > MAX_CANDIDATE_FILES / Self::TREES {
-            return;
-        }
-        kept.retain(|(t, _)| *t != tree);
-        if kept.len() == Self::TREES {
-            kept.remove(0);
-        }
-        kept.push((tree, files));
-    }
-}
+/// How many trees' files a repository keeps once read, the last read (a
+/// tree's files never change): a command reads the log more than once (a
+/// whereis merges a remote's log into it, then reads it), and a tree of
+/// 100,000 files takes about 0.1 s to list. At most 2 Mi files in all.
+const TREES_KEPT: usize = 2;
 
 impl Repository {
     /// The files of `tree` (content ids, sorted, each once), or None when
     /// the tree is not in the store (a partial replica's, or one a pruning
     /// gc removed just after it was claimed: the claim then stands for nothing).
     fn tree_files(&self, tree: &ObjectId) -> RepoResult<Option<TreeFiles>> {
-        if let Some(files) = self.claimed_files.get(tree) {
-            return Ok(Some(files));
+        let kept = || self.claimed_files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, files)) = kept().iter().find(|(t, _)| t == tree) {
+            return Ok(Some(files.clone()));
         }
         if !self.store.contains(tree)? {
             return Ok(None);
@@ -145,7 +124,13 @@ impl Repository {
         files.sort_unstable();
         files.dedup();
         let files = Arc::new(files);
-        self.claimed_files.keep(*tree, files.clone());
+        if files.len() <= MAX_CANDIDATE_FILES / TREES_KEPT {
+            let mut kept = kept();
+            if kept.len() == TREES_KEPT {
+                kept.remove(0);
+            }
+            kept.push((*tree, files.clone()));
+        }
         Ok(Some(files))
     }
 

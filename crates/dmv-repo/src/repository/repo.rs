@@ -21,6 +21,14 @@ use crate::worktree::dirstate::{Dirstate, TreeMark};
 /// Where [`TreeMark`] is kept, in `.dmv`.
 const TREE_MARK_FILE: &str = "dirstate-tree";
 
+/// Trees' files (content ids, sorted), by tree, most recently read last.
+pub(crate) type TreeFilesSeen = std::sync::Mutex<
+    Vec<(
+        dmv_store::ObjectId,
+        std::sync::Arc<Vec<dmv_store::ObjectId>>,
+    )>,
+>;
+
 /// An open repository: its folders, configuration, object store and refs.
 /// Operations on it are methods, spread over the crate's files.
 pub struct Repository {
@@ -37,8 +45,9 @@ pub struct Repository {
     wlock: WorktreeLock,
     /// Which files checkouts write read-only (read when first needed).
     pub(crate) read_only: std::sync::RwLock<Option<std::sync::Arc<ReadOnlyRule>>>,
-    /// The files of the trees the location log claims, as last read (see location_claims.rs).
-    pub(crate) claimed_files: crate::replica::location_claims::TreeFilesCache,
+    /// The files of the trees the location log claims, as last read: each
+    /// tree's content ids, sorted (kept and bounded by location_claims.rs).
+    pub(crate) claimed_files: TreeFilesSeen,
     /// Commits are refused while no name and email are set (see [`Repository::signer`]).
     strict_identity: bool,
 }
