@@ -190,18 +190,12 @@ fn main() -> ExitCode {
     }
     // This program is `dmv`: a path remote's server side gets its own process, as `git upload-pack` does.
     dmv_sync::LocalServer::ChildProcess.make_default();
-    // Like git: `dmv log | head` ends quietly when the reader goes away. Commands
-    // talking to another replica keep SIGPIPE ignored (as Rust starts): pipes
-    // and the HTTP client's vectored socket writes cannot refuse the signal, and
-    // a peer that goes away must be reported, not end the process silently.
-    let talks_to_peers = talks_to_peers(&cli.command);
-    if !talks_to_peers {
-        // SAFETY: restoring the default disposition of SIGPIPE at startup, before any threads.
-        #[cfg(unix)]
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL)
-        };
-    }
+    // Like git: `dmv log | head` ends quietly when the reader goes away. SIGPIPE
+    // stays ignored (as Rust starts) in every command, since any may reach a
+    // peer (a partial replica fetches what a command reads) and a peer that
+    // goes away must be reported, not end the process silently; only the
+    // reader of stdout going away ends it as SIGPIPE would.
+    terminal::end_quietly_when_stdout_goes();
     if let Some(dir) = &cli.dir {
         if let Err(e) = std::env::set_current_dir(dir) {
             eprintln!("dmv: cannot change to {}: {e}", dir.display());
@@ -306,15 +300,15 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // Broken pipe (e.g. `dmv log | head`) is not an error worth reporting;
-            // from a command talking to a peer it may be the peer's, and is reported.
-            if !talks_to_peers
+            // Broken pipe (e.g. `dmv cat FILE | head`) is not an error worth
+            // reporting when it is stdout's; a peer's is reported.
+            if terminal::stdout_reader_gone()
                 && e.chain().any(|c| {
                     c.downcast_ref::<std::io::Error>()
                         .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
                 })
             {
-                return ExitCode::SUCCESS;
+                terminal::end_as_sigpipe();
             }
             // A cause already spelled out by the message above it is not repeated.
             let mut msg: Vec<String> = Vec::new();
@@ -377,27 +371,6 @@ fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
         }
     }
     args
-}
-
-fn talks_to_peers(c: &Command) -> bool {
-    matches!(
-        c,
-        Command::Clone(_)
-            | Command::Fetch(_)
-            | Command::Pull(_)
-            | Command::Push(_)
-            | Command::Sync(_)
-            | Command::Watch(_)
-            | Command::Mount(_)
-            | Command::Get(_)
-            | Command::Slice(_)
-            | Command::Whereis(_)
-            | Command::Drop(_)
-            | Command::Lock(_)
-            | Command::Unlock(_)
-            | Command::Locks(_)
-    ) || matches!(c, Command::Serve(a) if a.over_http())
-        || matches!(c, Command::Fsck(a) if a.repair)
 }
 
 fn needs_worktree(c: &Command) -> bool {

@@ -619,13 +619,6 @@ pub struct ServeArgs {
     tls_key: Option<PathBuf>,
 }
 
-impl ServeArgs {
-    /// Serving over HTTP (a server on stdin/stdout just ends when its client goes away).
-    pub fn over_http(&self) -> bool {
-        self.stdio.is_none()
-    }
-}
-
 pub fn serve(a: ServeArgs) -> Result<u8> {
     if let Some(path) = a.stdio {
         dmv_sync::serve_stdio(&path)?;

@@ -128,6 +128,54 @@ pub struct Pager {
     saved: Vec<(i32, i32)>,
 }
 
+/// Whether stdout is a pipe (or socket) whose reader has gone: what makes a
+/// write to it fail with a broken pipe, rather than a peer's connection.
+pub fn stdout_reader_gone() -> bool {
+    #[cfg(unix)]
+    {
+        let mut out = libc::pollfd {
+            fd: 1,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: polling this process's own stdout, without waiting.
+        let ready = unsafe { libc::poll(&mut out, 1, 0) };
+        ready == 1 && out.revents & libc::POLLERR != 0
+    }
+    #[cfg(not(unix))]
+    false
+}
+
+/// Ends the process as SIGPIPE's default would (quietly, status 141 in a
+/// shell): the reader of its output went away, as in `dmv log | head`.
+pub fn end_as_sigpipe() -> ! {
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE, then raising it, ends this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141)
+}
+
+/// `println!` panics when stdout's reader has gone: that ends the process
+/// as SIGPIPE's default would, quietly. Any other panic is reported as before.
+pub fn end_quietly_when_stdout_goes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && stdout_reader_gone() {
+            end_as_sigpipe();
+        }
+        report(info)
+    }));
+}
+
 /// Starts the pager when standard output is a terminal, as git does for
 /// log, show and diff: `DMV_PAGER`, `GIT_PAGER`, `core.pager`, `PAGER`,
 /// else `less` with `LESS=FRX` (one screen is printed as is and the pager

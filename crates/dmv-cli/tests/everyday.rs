@@ -2179,3 +2179,65 @@ fn the_demo_plays_a_studio_day_across_replicas_and_cleans_up() {
         "{kept_root} is left behind"
     );
 }
+
+/// Like git, a command whose reader goes away (`dmv ls | head`, `dmv cat
+/// FILE | head`) ends quietly, as SIGPIPE ends it, whether it prints line
+/// by line or streams a file. SIGPIPE stays ignored in every command all
+/// the same, so one that reaches a peer (a meta clone's `cat` fetching over
+/// ssh) reports the peer going away in one line instead of dying silently.
+#[test]
+fn a_reader_going_away_ends_output_quietly_and_a_peer_going_away_is_reported() {
+    use std::os::unix::process::ExitStatusExt;
+    let repo = new_repo();
+    let d = repo.path();
+    for i in 0..5000 {
+        std::fs::write(d.join(format!("f{i:04}.txt")), format!("{i}\n")).unwrap();
+    }
+    write_noise(&d.join("big.raw"), 4 << 20, 1);
+    dmv(d, &["add", "."]);
+    dmv(d, &["commit", "-m", "many"]);
+    for args in [&["ls"][..], &["cat", "HEAD:big.raw"]] {
+        let mut child = dmv_cmd(d)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before reading anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?}",
+            out.status
+        );
+    }
+
+    let t = tempfile::tempdir().unwrap();
+    common::remote::ok(&dmv_out(
+        t.path(),
+        &["clone", "--slice", "meta", d.to_str().unwrap(), "m"],
+    ));
+    let m = t.path().join("m");
+    dmv(&m, &["remote", "set-url", "origin", "ssh://studio/shoot"]);
+    // An "ssh" that notes how its parent (dmv) treats SIGPIPE, then goes away.
+    let ssh = t.path().join("ssh");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\ngrep SigIgn /proc/$PPID/status > \"$0.sigign\"\nexec 0<&-\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dmv_cmd(&m)
+        .env("DMV_SSH", &ssh)
+        .args(["cat", "HEAD:big.raw"])
+        .output()
+        .unwrap();
+    common::remote::one_line_error(&out);
+    let ignored = std::fs::read_to_string(t.path().join("ssh.sigign")).unwrap();
+    let mask =
+        u64::from_str_radix(ignored.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert!(mask & (1 << (libc::SIGPIPE - 1)) != 0, "{ignored}");
+}

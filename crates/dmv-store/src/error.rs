@@ -106,7 +106,7 @@ pub enum StoreError {
     BadPrefix(String),
     /// Writing content to the caller's writer failed (the store is fine).
     #[error("cannot write output: {0}")]
-    Output(std::io::Error),
+    Output(#[source] std::io::Error),
     /// zstd could not be set up.
     #[error("cannot start the compressor: {0}")]
     Compressor(std::io::Error),
