@@ -18,7 +18,9 @@ use crate::objects::TransferStats;
 use crate::partial::get_what_the_source_lacked;
 use crate::remote::Remote;
 use crate::remote_spec::{LocalServer, RemoteSpec};
-use crate::{BucketOptions, SyncError, SyncResult};
+#[cfg(feature = "s3")]
+use crate::BucketOptions;
+use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::{branch_ref, remote_branch_ref, BRANCHES};
 
 /// Marks a clone that has not finished, so running it again resumes it.
@@ -36,6 +38,7 @@ pub struct CloneOptions {
     /// Bearer token for an HTTP server (stored with the remote).
     pub token: Option<String>,
     /// How to reach an object store (stored with the remote).
+    #[cfg(feature = "s3")]
     pub bucket: BucketOptions,
     /// How a local path source is served.
     pub local_server: LocalServer,
@@ -122,7 +125,10 @@ impl ClonePlan {
         }
         let mut spec = RemoteSpec::parse(&url)?;
         spec.token = options.token.clone();
-        spec.bucket = options.bucket.clone();
+        #[cfg(feature = "s3")]
+        {
+            spec.bucket = options.bucket.clone();
+        }
         spec.local_server = options.local_server;
         if resuming {
             spec.cache_dir = Some(remote_cache_dir(&dmv_dir, &url));
@@ -277,8 +283,11 @@ impl ClonePlan {
         let origin = RemoteConfig {
             url: self.url.clone(),
             token: self.options.token.clone(),
+            #[cfg(feature = "s3")]
             endpoint: self.options.bucket.endpoint.clone(),
+            #[cfg(feature = "s3")]
             region: self.options.bucket.region.clone(),
+            #[cfg(feature = "s3")]
             virtual_host_style: self.options.bucket.virtual_host_style,
             ..Default::default()
         };

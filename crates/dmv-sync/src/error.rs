@@ -22,8 +22,18 @@ pub enum SyncError {
     Store(#[from] StoreError),
     /// An object-storage remote failed in a way none of the variants here
     /// says (those of access, reachability and the store are mapped to them).
+    #[cfg(feature = "s3")]
     #[error(transparent)]
     Bucket(dmv_bucket::BucketError),
+    /// The remote's URL names a transport this build leaves out (a cargo
+    /// feature of dmv-sync: `http` or `s3`).
+    #[error("{url}: this build of dmv cannot reach {transport} remotes")]
+    TransportLeftOut {
+        /// The remote's URL.
+        url: String,
+        /// The transport, as a person names it ("HTTP", "object-storage").
+        transport: &'static str,
+    },
     /// The connection broke part way: the pipe or stream closed (inside a
     /// frame, or before an answer came), or an HTTP request failed after it
     /// connected. The text says how (with what the remote process last wrote
@@ -349,8 +359,17 @@ impl SyncError {
                 | SyncError::NotARepository { .. }
                 | SyncError::Remote(_)
                 | SyncError::MissingObject { .. }
-                | SyncError::Bucket(_)
-        )
+                | SyncError::TransportLeftOut { .. }
+        ) || self.is_buckets()
+    }
+
+    /// An object store's own failure.
+    fn is_buckets(&self) -> bool {
+        #[cfg(feature = "s3")]
+        if let SyncError::Bucket(_) = self {
+            return true;
+        }
+        false
     }
 
     /// A local operation that failed with an OS error, said once.

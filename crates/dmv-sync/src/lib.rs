@@ -35,6 +35,7 @@
 //! end's back (object storage blocks it on its own threads).
 
 mod address_book;
+#[cfg(feature = "s3")]
 mod bucket_remote;
 mod client;
 mod clone;
@@ -42,6 +43,7 @@ mod copies;
 mod error;
 mod fetch;
 mod frame;
+#[cfg(feature = "http")]
 mod http_client;
 mod in_process;
 mod keep_both;
@@ -59,6 +61,7 @@ mod pull;
 mod push;
 mod reach;
 mod receive;
+#[cfg(feature = "s3")]
 mod relay;
 mod remote;
 mod remote_spec;
@@ -70,12 +73,14 @@ mod stdio;
 mod upload;
 
 pub use address_book::{check_publishable, publish, set_metered, unpublish};
+#[cfg(feature = "s3")]
 pub use bucket_remote::BucketRemote;
 pub use client::Client;
 pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
 pub use copies::{
     check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies,
 };
+#[cfg(feature = "s3")]
 pub use dmv_bucket::BucketOptions;
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
 pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
@@ -105,6 +110,7 @@ pub use pull::{
 pub use push::{current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed};
 pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use receive::fetch_objects;
+#[cfg(feature = "s3")]
 pub use relay::handle_relayed;
 pub use remote::{
     KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs,

@@ -9,7 +9,9 @@ use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 use crate::reach::ReachBook;
 use crate::remote::Remote;
 use crate::remote_spec::{RemoteSpec, Transport};
-use crate::{BucketOptions, SyncError, SyncResult};
+#[cfg(feature = "s3")]
+use crate::BucketOptions;
+use crate::{SyncError, SyncResult};
 use dmv_repo::ref_names::remote_branch_ref;
 
 /// A remote as a command names it: a configured name, or a URL or path used directly.
@@ -81,12 +83,15 @@ pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<R
     spec.other_urls = config.other_urls.clone();
     spec.token = config.token.clone();
     spec.remote_dmv = config.remote_dmv.clone();
-    spec.bucket = BucketOptions {
-        endpoint: config.endpoint.clone(),
-        region: config.region.clone(),
-        virtual_host_style: config.virtual_host_style,
-        ..Default::default()
-    };
+    #[cfg(feature = "s3")]
+    {
+        spec.bucket = BucketOptions {
+            endpoint: config.endpoint.clone(),
+            region: config.region.clone(),
+            virtual_host_style: config.virtual_host_style,
+            ..Default::default()
+        };
+    }
     spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
     spec.stall_after = stall_after(repo, spec.stall_after);
     Ok(spec)

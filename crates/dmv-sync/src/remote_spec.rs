@@ -4,8 +4,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+#[cfg(feature = "s3")]
 use crate::bucket_remote::BucketRemote;
 use crate::client::Client;
+#[cfg(feature = "http")]
 use crate::http_client::HttpWire;
 use crate::in_process::InProcessWire;
 use crate::remote::Remote;
@@ -34,7 +36,11 @@ pub enum Transport {
         base: String,
     },
     /// `s3://bucket[/prefix]`: an S3-compatible object store.
+    #[cfg(feature = "s3")]
     S3(dmv_bucket::BucketUrl),
+    /// `s3://...` in a build without object-storage remotes: refused when opened.
+    #[cfg(not(feature = "s3"))]
+    S3LeftOut,
 }
 
 /// How a repository on this machine is served to us.
@@ -87,6 +93,7 @@ pub struct RemoteSpec {
     /// The dmv command on the far side of ssh.
     pub remote_dmv: Option<String>,
     /// Endpoint, region and addressing of an object store.
+    #[cfg(feature = "s3")]
     pub bucket: dmv_bucket::BucketOptions,
     /// Where an object-store remote's pack indexes are mirrored (default: a
     /// temporary directory, downloaded again next time).
@@ -179,7 +186,11 @@ impl RemoteSpec {
             }
             Transport::Http { base }
         } else if url.starts_with("s3://") {
-            Transport::S3(dmv_bucket::BucketUrl::parse(url)?)
+            #[cfg(feature = "s3")]
+            let s3 = Transport::S3(dmv_bucket::BucketUrl::parse(url)?);
+            #[cfg(not(feature = "s3"))]
+            let s3 = Transport::S3LeftOut;
+            s3
         } else if let Some(path) = url.strip_prefix("file://") {
             Transport::Path(PathBuf::from(path))
         } else if url.contains("://") {
@@ -194,6 +205,7 @@ impl RemoteSpec {
             transport,
             token: None,
             remote_dmv: None,
+            #[cfg(feature = "s3")]
             bucket: Default::default(),
             cache_dir: None,
             create_with: None,
@@ -259,6 +271,14 @@ impl RemoteSpec {
                     self.stall_after,
                 )?)
             }
+            #[cfg(not(feature = "http"))]
+            Transport::Http { .. } => {
+                return Err(SyncError::TransportLeftOut {
+                    url: self.url.clone(),
+                    transport: "HTTP",
+                })
+            }
+            #[cfg(feature = "http")]
             Transport::Http { base } => {
                 let token = match self.stranger {
                     true => None,
@@ -269,6 +289,14 @@ impl RemoteSpec {
                 };
                 Box::new(HttpWire::new(base, token, self.stall_after)?)
             }
+            #[cfg(not(feature = "s3"))]
+            Transport::S3LeftOut => {
+                return Err(SyncError::TransportLeftOut {
+                    url: self.url.clone(),
+                    transport: "object-storage",
+                })
+            }
+            #[cfg(feature = "s3")]
             Transport::S3(_) => {
                 let options = dmv_bucket::BucketOptions {
                     stall_after: Some(self.stall_after),
@@ -358,6 +386,7 @@ mod tests {
             t("file:///srv/x").unwrap(),
             Transport::Path("/srv/x".into())
         );
+        #[cfg(feature = "s3")]
         assert_eq!(
             t("s3://photos/studio").unwrap(),
             Transport::S3(dmv_bucket::BucketUrl {

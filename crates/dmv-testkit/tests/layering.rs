@@ -1099,3 +1099,49 @@ fn the_layer_check_catches_what_it_should() {
         "{problems:?}"
     );
 }
+
+/// The sync library without its optional transports (`http`, `s3`) brings
+/// none of their crates: an embedder that only syncs over paths, ssh or in
+/// process gets no HTTP client, TLS, async runtime or object-store SDK.
+#[test]
+fn the_sync_library_without_its_optional_transports_has_no_http_tls_or_s3_crates() {
+    let tree = |features: &[&str]| -> String {
+        let out = std::process::Command::new(env!("CARGO"))
+            .current_dir(workspace())
+            .args(["tree", "--offline", "-p", "dmv-sync", "-e", "normal"])
+            .args(["--prefix", "none", "--format", "{p}"])
+            .args(features)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let names = |tree: &str| -> BTreeSet<String> {
+        tree.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(String::from)
+            .collect()
+    };
+    let heavy = [
+        "reqwest",
+        "opendal",
+        "rustls",
+        "hyper",
+        "tokio",
+        "dmv-bucket",
+    ];
+    let all = names(&tree(&[]));
+    let lean = names(&tree(&["--no-default-features"]));
+    for name in heavy {
+        // With the default features each is there: the check can see it.
+        assert!(all.contains(name), "{name} is not in the default tree");
+        assert!(
+            !lean.contains(name),
+            "{name} is in the tree without the optional transports"
+        );
+    }
+}
