@@ -38,8 +38,7 @@ const PUSH_SECONDS: u64 = 300;
 /// `DMV_TEST_LEASE_SECONDS` shortens both, so that tests of a killed drop
 /// or push need not wait minutes.
 fn lease_seconds(normal: u64) -> u64 {
-    std::env::var("DMV_TEST_LEASE_SECONDS")
-        .ok()
+    dmv_os::fault::test_setting("DMV_TEST_LEASE_SECONDS")
         .and_then(|v| v.parse().ok())
         .unwrap_or(normal)
 }

@@ -251,8 +251,7 @@ fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<
 /// `DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS`: the tests' way to make two pushes
 /// read the same ref table and then race on the swap.
 fn test_pause_before_swap() {
-    if let Some(ms) = std::env::var("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS")
-        .ok()
+    if let Some(ms) = dmv_os::fault::test_setting("DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS")
         .and_then(|v| v.parse::<u64>().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));

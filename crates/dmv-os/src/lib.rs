@@ -9,6 +9,8 @@
 //! The traits carry the names of `std::os::unix`'s, so code written against
 //! those reads the same with `use dmv_os::{FileExt, MetadataExt, OsStrExt}`.
 
+pub mod fault;
+
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]

@@ -64,38 +64,6 @@ pub use session::{SealedPack, WriteSession};
 pub use store::{Stats, Store, StoredObject, MULTI_PACK_INDEX};
 pub use verify::{Damage, VerifyReport};
 
-/// Test hooks at named points between durable steps. `DMV_FAILPOINT=NAME`
-/// aborts the process there (the crash tests stop a commit between any two
-/// steps that way). `DMV_PAUSEPOINT=NAME:FILE` stops the process there the
-/// first time (`NAME@N`: the N-th time): it creates FILE and waits until FILE
-/// is removed, so a test can run another command at exactly that moment (the
-/// concurrency tests), or kill the process there.
-pub fn failpoint(name: &str) {
-    if let Ok(wanted) = std::env::var("DMV_FAILPOINT") {
-        if wanted.split(',').any(|w| w == name) {
-            eprintln!("dmv: failpoint {name} reached, aborting");
-            std::process::abort();
-        }
-    }
-    if let Some((point, file)) = std::env::var("DMV_PAUSEPOINT")
-        .ok()
-        .as_deref()
-        .and_then(|s| s.split_once(':'))
-    {
-        static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        static REACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let (point, nth) = point
-            .split_once('@')
-            .map_or((point, 1), |(p, n)| (p, n.parse().unwrap_or(1)));
-        let reached =
-            point == name && REACHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == nth;
-        if reached && !PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            let file = std::path::Path::new(file);
-            if std::fs::write(file, std::process::id().to_string()).is_ok() {
-                while file.exists() {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-            }
-        }
-    }
-}
+/// A named point between durable steps where the tests make the process
+/// abort or pause (see [`dmv_os::fault`]; empty in release builds).
+pub use dmv_os::fault::point as failpoint;

@@ -48,10 +48,12 @@ pub fn count_received(n: u64) {
 /// `DMV_ABORT_AFTER_BYTES=N` kills the process once N bytes have crossed
 /// the wire: the tests' way to interrupt a transfer half way.
 fn check_abort() {
-    if let Some(limit) = std::env::var("DMV_ABORT_AFTER_BYTES")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
+    // Read once: this runs for every read and write of a transfer.
+    static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let limit = LIMIT.get_or_init(|| {
+        dmv_os::fault::test_setting("DMV_ABORT_AFTER_BYTES").and_then(|v| v.parse().ok())
+    });
+    if let Some(limit) = *limit {
         if bytes_sent() + bytes_received() >= limit {
             eprintln!("dmv: DMV_ABORT_AFTER_BYTES reached, aborting");
             std::process::abort();

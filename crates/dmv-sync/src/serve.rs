@@ -25,8 +25,7 @@ use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 /// The protocol version this server announces (tests override it to check
 /// how a mismatch is reported).
 pub fn server_version() -> u32 {
-    std::env::var("DMV_TEST_PROTOCOL_VERSION")
-        .ok()
+    dmv_os::fault::test_setting("DMV_TEST_PROTOCOL_VERSION")
         .and_then(|v| v.parse().ok())
         .unwrap_or(VERSION)
 }
