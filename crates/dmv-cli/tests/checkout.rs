@@ -5,6 +5,7 @@ mod common;
 
 use std::path::Path;
 
+use common::needs::{lacks, Need};
 use common::remote::{ok, one_line_error, snapshot};
 use common::*;
 use dmv_repo::store::object::FileNode;
@@ -133,6 +134,9 @@ impl Drop for ExfatMount {
 /// DMV's fallbacks for a file system without hard links).
 #[test]
 fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_lost() {
+    if lacks(&[Need::Exfat]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = t.join("src");
@@ -218,6 +222,9 @@ fn names_a_case_folding_file_system_takes_for_one_are_refused_and_neither_is_los
 /// placed, as a small pair is.
 #[test]
 fn a_large_pair_written_while_it_arrives_is_refused_before_either_is_placed() {
+    if lacks(&[Need::Exfat]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = t.join("src");

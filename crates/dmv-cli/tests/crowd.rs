@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
+use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, ok, one_line_error};
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
@@ -191,6 +192,9 @@ fn eight_clients_pushing_to_one_http_remote_lose_nothing() {
 
 #[test]
 fn eight_clients_pushing_to_one_ssh_remote_lose_nothing() {
+    if lacks(&[Need::Sshd]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
@@ -201,6 +205,9 @@ fn eight_clients_pushing_to_one_ssh_remote_lose_nothing() {
 
 #[test]
 fn eight_clients_pushing_to_one_bucket_lose_nothing() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);

@@ -76,6 +76,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::needs::{lacks, Need};
 use common::servers::{HttpServer, Minio, Sshd, MINIO_SECRET, MINIO_USER};
 use common::*;
 use dmv_repo::store::object::{decode, FileNode};
@@ -1826,6 +1827,9 @@ fn steps_from_env() -> usize {
 
 #[test]
 fn a_fleet_under_random_operations_and_faults_keeps_every_version_and_claims_no_false_copy() {
+    if lacks(&[Need::Sshd, Need::Minio]) {
+        return;
+    }
     let seed: u64 = std::env::var("DMV_FLEET_SEED")
         .ok()
         .filter(|v| !v.is_empty())
@@ -2072,6 +2076,9 @@ fn a_push_that_ends_after_a_drop_here_does_not_claim_the_dropped_copy() {
 /// there. Every log still said the bucket held it.
 #[test]
 fn a_drop_from_a_bucket_cut_short_leaves_no_claim_of_the_copy_it_removed() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("cut");
     let t = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Output;
 
+use common::needs::{lacks, Need};
 use common::*;
 use dmv_repo::store::object::{
     encode, Commit, EntryKind, FileNode, NodeEntry, Signature, TreeEntry, TreeNode,
@@ -199,6 +200,9 @@ fn a_chain_of_100000_file_nodes_is_refused_by_every_read() {
 /// the size the bucket lists or states, before it is downloaded.
 #[test]
 fn a_bucket_holding_oversized_objects_is_refused_before_they_are_read() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     use common::servers::Minio;
     let minio = Minio::start();
     minio.create_bucket("evil");

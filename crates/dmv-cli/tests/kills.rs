@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, head_of};
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
@@ -642,6 +643,9 @@ fn trial(s: &Scenario, servers: &Servers, n: usize, point: Option<&str>, delay: 
 
 #[test]
 fn every_writing_command_killed_anywhere_recovers_on_every_transport() {
+    if lacks(&[Need::Sshd, Need::Minio]) {
+        return;
+    }
     let full = std::env::var("DMV_KILLS").is_ok_and(|v| v == "full");
     let servers = Servers {
         sshd: Sshd::start(),

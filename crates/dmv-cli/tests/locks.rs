@@ -5,6 +5,7 @@
 //! clients locking one path at the same moment.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
@@ -275,6 +276,9 @@ fn the_server_refuses_a_push_over_a_lock_taken_after_the_clients_check() {
 
 #[test]
 fn locks_over_ssh_name_the_ssh_user_and_its_repository_owner_may_break_them() {
+    if lacks(&[Need::Sshd]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
@@ -339,6 +343,9 @@ fn locks_over_ssh_name_the_ssh_user_and_its_repository_owner_may_break_them() {
 
 #[test]
 fn locks_in_a_bucket_are_conditional_objects_that_hold_across_clients() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     seeded_hub(t);
@@ -449,6 +456,9 @@ fn race(a: &Client, b: &Client, prefix: &str, rounds: usize) {
 
 #[test]
 fn two_clients_locking_one_path_at_once_exactly_one_wins_on_every_transport() {
+    if lacks(&[Need::Sshd, Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = seeded_hub(t);
@@ -612,6 +622,9 @@ fn a_locked_path_never_changes_on_a_branch_whatever_route_the_change_takes() {
 /// holds the pushed version.
 #[test]
 fn a_lock_through_one_server_of_a_tier_waits_for_a_push_through_another() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     seeded_hub(t);

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::needs::{lacks, Need};
 use common::proxy::CuttingProxy;
 use common::remote::{fsck_clean, ok};
 use common::servers::{HttpServer, Minio};
@@ -168,6 +169,9 @@ fn project(root: &Path) -> PathBuf {
 
 #[test]
 fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_boundary() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let m = Mounted::new(&src, &t.path().join("mnt"), &[]);
@@ -293,6 +297,9 @@ fn a_full_replica_mounted_shows_the_tree_exactly_and_reads_match_at_every_chunk_
 
 #[test]
 fn bad_input_to_mount_and_umount_is_one_line_and_changes_nothing() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let dir = t.path().join("mnt");
@@ -377,6 +384,9 @@ fn hub_and_meta_clone(root: &Path, src: &Path) -> (HttpServer, PathBuf) {
 
 #[test]
 fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let (_server, phone) = hub_and_meta_clone(t.path(), &src);
@@ -489,6 +499,9 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
 
 #[test]
 fn a_meta_replica_of_a_bucket_mounted_reads_only_the_ranges_its_reads_touch() {
+    if lacks(&[Need::Fuse, Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("mount");
     let t = tempfile::tempdir().unwrap();
@@ -563,6 +576,9 @@ fn read_in_time(file: &Path, offset: u64, len: usize) -> std::io::Result<Vec<u8>
 
 #[test]
 fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serves_what_is_here() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let (mut server, phone) = hub_and_meta_clone(t.path(), &src);
@@ -613,6 +629,9 @@ fn a_mount_whose_server_dies_or_freezes_answers_eio_for_what_is_missing_and_serv
 /// as image viewers map files; the bytes are the committed ones each way.
 #[test]
 fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("src");
     std::fs::create_dir(&src).unwrap();
@@ -674,6 +693,9 @@ fn a_large_file_reads_right_whole_at_boundaries_and_mapped() {
 /// sent, the same mount reads the file right and fsck finds nothing.
 #[test]
 fn a_mount_fed_flipped_bytes_answers_eio_and_keeps_nothing_wrong() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let (server, phone) = hub_and_meta_clone(t.path(), &src);
@@ -719,6 +741,9 @@ fn a_mount_fed_flipped_bytes_answers_eio_and_keeps_nothing_wrong() {
 
 #[test]
 fn a_mount_killed_leaves_no_dead_folder() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let dir = t.path().join("mnt");
@@ -760,6 +785,9 @@ fn a_mount_killed_leaves_no_dead_folder() {
 /// and at the end the replica is whole: fsck clean, the files got are here.
 #[test]
 fn a_mount_reading_while_gc_gets_and_drops_run_loses_nothing() {
+    if lacks(&[Need::Fuse]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let src = project(t.path());
     let (_server, phone) = hub_and_meta_clone(t.path(), &src);

@@ -3,6 +3,7 @@
 //! errors a user sees when credentials, the bucket or the server are wrong.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::Minio;
 use common::*;
@@ -75,6 +76,9 @@ fn check_layout(minio: &Minio, bucket: &str, prefix: &str) -> Vec<String> {
 
 #[test]
 fn push_clone_pull_and_merge_through_a_bucket() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("studio");
     let top = tempfile::tempdir().unwrap();
@@ -248,6 +252,9 @@ fn push_clone_pull_and_merge_through_a_bucket() {
 
 #[test]
 fn edits_push_and_fetch_only_what_changed_with_ranged_reads() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("takes");
     let top = tempfile::tempdir().unwrap();
@@ -320,6 +327,9 @@ fn edits_push_and_fetch_only_what_changed_with_ranged_reads() {
 
 #[test]
 fn interrupted_pushes_resume_without_reuploading_finished_packs() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("resume");
     let top = tempfile::tempdir().unwrap();
@@ -413,6 +423,9 @@ fn interrupted_pushes_resume_without_reuploading_finished_packs() {
 
 #[test]
 fn racing_pushes_exactly_one_wins_and_nothing_is_lost() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("race");
     let top = tempfile::tempdir().unwrap();
@@ -558,6 +571,9 @@ fn spawn_push(minio: &Minio, dir: &Path, args: &[&str]) -> std::process::Child {
 
 #[test]
 fn wrong_credentials_missing_bucket_stopped_server_and_damage_give_one_line_errors() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let mut minio = Minio::start();
     minio.create_bucket("photos");
     let top = tempfile::tempdir().unwrap();
@@ -742,6 +758,9 @@ impl dmv_sync::Progress for Recorded {
 
 #[test]
 fn a_push_to_a_bucket_reports_the_bytes_that_reached_it() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("progress");
     let repo = new_repo();
@@ -801,6 +820,9 @@ fn a_push_to_a_bucket_reports_the_bytes_that_reached_it() {
 /// syncing through one bucket met it). Each log is read whole now.
 #[test]
 fn a_fetch_reads_location_logs_whole_while_a_push_grows_one() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("growing");
     let top = tempfile::tempdir().unwrap();
@@ -869,6 +891,9 @@ fn a_fetch_reads_location_logs_whole_while_a_push_grows_one() {
 /// kept by the bucket's own rules on what a ref may hold.
 #[test]
 fn annotated_tags_go_through_a_bucket() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     minio.create_bucket("studio");
     let top = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, head_of, ok, one_line_error, traced};
 use common::servers::{HttpServer, Minio, Sshd};
 use common::*;
@@ -432,6 +433,9 @@ fn meta_clone_and_get(
 
 #[test]
 fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
+    if lacks(&[Need::Sshd, Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = t.join("src");
@@ -1875,6 +1879,9 @@ fn shoot_in_a_bucket(minio: &Minio, t: &Path, bucket: &str) -> std::path::PathBu
 
 #[test]
 fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
@@ -1986,6 +1993,9 @@ fn a_drop_from_a_bucket_rewrites_its_packs_and_keeps_chunks_other_files_share() 
 
 #[test]
 fn a_drop_from_a_bucket_keeps_clear_of_pushes_and_other_drops_and_survives_a_kill() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let minio = Minio::start();
     let t = tempfile::tempdir().unwrap();
     let t = t.path();

@@ -7,6 +7,7 @@
 //! self-signed certificate that clients trust through `DMV_CA_CERT`.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::HttpServer;
 use common::*;
@@ -1830,6 +1831,9 @@ fn an_object_the_server_lacks_is_answered_with_who_holds_it() {
 /// commit the bucket lacks are refused, and nothing of them reaches the bucket.
 #[test]
 fn a_server_in_front_of_a_bucket_refuses_what_a_server_on_a_disk_refuses() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     use dmv_repo::store::object::{EntryKind, TreeEntry};
     use dmv_repo::store::{ObjectKind, StoredObject};
     let top = setup();

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::needs::{lacks, Need};
 use common::remote::{head_of, ok, one_line_error, snapshot};
 use common::servers::{HttpServer, Minio, Sshd, MINIO_SECRET, MINIO_USER};
 use common::*;
@@ -79,6 +80,9 @@ fn run(dir: &Path, args: &[&str], env: &dyn Fn(&mut Command)) -> (Output, Durati
 
 #[test]
 fn frozen_remotes_are_abandoned_after_the_timeout_and_the_next_copy_serves() {
+    if lacks(&[Need::Sshd, Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let src = t.join("src");
@@ -326,6 +330,9 @@ fn repository_in_a_bucket(minio: &Minio, bucket: &str, first: &Path) -> std::pat
 /// disks), pushes and clones while each is killed, frozen and restarted.
 #[test]
 fn two_servers_over_one_bucket_serve_one_repository_while_each_is_killed_frozen_and_restarted() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let minio = Minio::start();
@@ -490,6 +497,9 @@ fn push_and_clone_through_two_servers_failing_in_turn(
 /// exactly one wins and the other is told to pull, and nothing is lost.
 #[test]
 fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_pull() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let minio = Minio::start();

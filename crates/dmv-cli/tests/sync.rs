@@ -3,6 +3,7 @@
 //! happens when a transfer is cut or two pushes race.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::{HttpServer, Sshd};
 use common::*;
@@ -88,6 +89,9 @@ fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
 /// chose (here with `-c`, as ssh_config would) is kept.
 #[test]
 fn ssh_prefers_aes_gcm_unless_a_cipher_is_configured() {
+    if lacks(&[Need::Sshd]) {
+        return;
+    }
     let sshd = Sshd::start();
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -141,6 +145,9 @@ fn ssh_prefers_aes_gcm_unless_a_cipher_is_configured() {
 
 #[test]
 fn ssh_push_sends_only_what_changed_in_a_1_gib_file() {
+    if lacks(&[Need::Sshd]) {
+        return;
+    }
     let sshd = Sshd::start();
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
@@ -1472,6 +1479,9 @@ fn push_delete_removes_a_hub_branch_and_fetch_prune_forgets_it_elsewhere() {
 /// branch reaches through gc on every side.
 #[test]
 fn annotated_tags_travel_over_every_remote_and_keep_their_commits() {
+    if lacks(&[Need::Sshd]) {
+        return;
+    }
     let sshd = Sshd::start();
     let top = tempfile::tempdir().unwrap();
     let t = top.path();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::needs::{lacks, Need};
 use common::remote::{commit_all, fsck_clean, ok};
 use common::servers::{HttpServer, Minio};
 use common::*;
@@ -314,6 +315,9 @@ fn run_ok(env: &dyn Fn(&mut Command), dir: &Path, args: &[&str]) -> String {
 /// the hub killed and started again lose nothing.
 #[test]
 fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let (minio, mut hub) = hub_and_bucket(t, "watched");
@@ -511,6 +515,9 @@ fn install_writes_a_systemd_unit_and_a_launchd_agent_that_parse() {
 /// data stays at both, and a get brings it back.
 #[test]
 fn a_partial_replica_sends_new_photos_and_frees_them_once_two_copies_exist() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let (minio, hub) = hub_and_bucket(t, "ingest");

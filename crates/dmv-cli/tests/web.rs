@@ -6,6 +6,7 @@
 //! shown.
 
 mod common;
+use common::needs::{lacks, Need};
 use common::remote::*;
 use common::servers::HttpServer;
 use common::*;
@@ -192,6 +193,9 @@ async fn loaded_images(c: &Client) -> (usize, usize) {
 
 #[test]
 fn the_web_ui_in_a_real_browser() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = t.join("hub");
@@ -352,6 +356,9 @@ async fn sized_browser(driver: &LocalServer, phone: bool) -> Client {
 /// `DMV_SCREENSHOTS` when set (`docs/screenshots` is refreshed that way).
 #[test]
 fn every_page_fits_a_phone_and_a_desktop() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = t.join("hub");
@@ -586,6 +593,9 @@ fn locks_page(base: &str) -> String {
 /// same host, and a session cookie that outlives its logout.
 #[test]
 fn committed_scripts_and_forged_forms_cannot_act_for_an_admin() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = t.join("hub");
@@ -798,6 +808,9 @@ fn json_of(body: &str) -> serde_json::Value {
 /// one commit on the branch by the token's user, with the bytes exact.
 #[test]
 fn a_phone_uploads_photos_from_its_browser() {
+    if lacks(&[Need::Chromium]) {
+        return;
+    }
     let t = tempfile::tempdir().unwrap();
     let t = t.path();
     let hub = t.join("hub");

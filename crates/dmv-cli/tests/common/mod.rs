@@ -1,6 +1,7 @@
 //! Helpers for tests that run the real `dmv` binary.
 #![allow(dead_code)]
 
+pub mod needs;
 pub mod proxy;
 pub mod remote;
 pub mod servers;

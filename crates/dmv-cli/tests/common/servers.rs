@@ -237,9 +237,10 @@ pub struct Minio {
 pub const MINIO_USER: &str = "dmv-test-user";
 pub const MINIO_SECRET: &str = "dmv-test-secret-key";
 
-fn minio_binary() -> PathBuf {
+/// The MinIO binary: `DMV_MINIO`, else on PATH or where scripts/test builds it.
+pub fn find_minio() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("DMV_MINIO").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+        return Some(PathBuf::from(p));
     }
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
     let cache = std::env::var_os("XDG_CACHE_HOME")
@@ -250,9 +251,11 @@ fn minio_binary() -> PathBuf {
         .into_iter()
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|d| d.join("minio"));
-    on_path
-        .chain(candidates)
-        .find(|p| p.is_file())
+    on_path.chain(candidates).find(|p| p.is_file())
+}
+
+fn minio_binary() -> PathBuf {
+    find_minio()
         .expect("MinIO is not installed: run ./scripts/test (it builds MinIO) or set DMV_MINIO")
 }
 
