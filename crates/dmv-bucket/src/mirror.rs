@@ -47,16 +47,13 @@ impl Mirror {
         let (root, tmp) = match root {
             Some(dir) => (dir.to_path_buf(), None),
             None => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("dmv-bucket-cache")
-                    .tempdir()
-                    .map_err(|e| {
-                        BucketError::io(
-                            "cannot create a cache directory in",
-                            std::env::temp_dir(),
-                            e,
-                        )
-                    })?;
+                let tmp = dmv_os::process_temp_dir("dmv-bucket-cache").map_err(|e| {
+                    BucketError::io(
+                        "cannot create a cache directory in",
+                        std::env::temp_dir(),
+                        e,
+                    )
+                })?;
                 (tmp.path().to_path_buf(), Some(tmp))
             }
         };

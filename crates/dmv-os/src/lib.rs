@@ -36,10 +36,72 @@ pub fn no_hard_links(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::Unsupported || no_hard_links_code(e.raw_os_error())
 }
 
+/// A temporary folder of this process, `PREFIX-PID-XXXXXX` in the system's
+/// temporary folder, removed when dropped. Those of processes that no
+/// longer run (killed, so never dropped) are removed first: a server
+/// restarted after each kill for a month leaves one, not hundreds.
+pub fn process_temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let own = std::process::id();
+    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(prefix)?.strip_prefix('-'))
+                .and_then(|rest| rest.split('-').next()?.parse::<u32>().ok());
+            if pid.is_some_and(|pid| pid != own && !process_alive(pid)) {
+                // Another user's, or one going at the same moment: left as it is.
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}-{own}-"))
+        .tempdir()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn a_process_temp_dir_clears_those_of_dead_processes_only() {
+        let prefix = format!("dmv-os-test-{}", std::process::id());
+        let dead = {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .arg("--list")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            child.wait().unwrap();
+            child.id()
+        };
+        let at = |pid: u32| std::env::temp_dir().join(format!("{prefix}-{pid}-abcdef"));
+        let alive = std::process::id();
+        for pid in [dead, alive] {
+            std::fs::create_dir_all(at(pid).join("inside")).unwrap();
+        }
+        let other = std::env::temp_dir().join(format!("{prefix}x-{dead}-abcdef"));
+        std::fs::create_dir_all(&other).unwrap();
+        let made = process_temp_dir(&prefix).unwrap();
+        assert!(!at(dead).exists(), "a dead process's folder is removed");
+        assert!(at(alive).exists(), "a running process's folder is kept");
+        assert!(other.exists(), "another prefix's folder is kept");
+        let name = made
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(name.starts_with(&format!("{prefix}-{alive}-")), "{name}");
+        let kept = made.path().to_path_buf();
+        drop(made);
+        assert!(!kept.exists());
+        for dir in [at(alive), other] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
 
     #[test]
     fn positional_reads_and_writes_leave_the_rest_alone() {

@@ -85,11 +85,7 @@ pub(crate) struct Peer(pub SocketAddr);
 impl ServerState {
     pub fn new(config: ServerConfig) -> std::io::Result<ServerState> {
         let sessions = Sessions::new(config.session_lifetime());
-        let bucket_cache = Arc::new(
-            tempfile::Builder::new()
-                .prefix("dmv-serve-buckets")
-                .tempdir()?,
-        );
+        let bucket_cache = Arc::new(dmv_os::process_temp_dir("dmv-serve-buckets")?);
         Ok(ServerState {
             config,
             sessions,
