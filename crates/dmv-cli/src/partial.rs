@@ -249,7 +249,12 @@ fn write_json_item(
 }
 
 fn write_copies(out: &mut dyn Write, f: &dmv_sync::FileCopies) -> std::io::Result<()> {
-    writeln!(out, "{} ({} copies)", show_path(&f.path), f.copies.len())?;
+    // As git-annex words it: "(1 copy)", "(2 copies)".
+    let copies = match f.copies.len() {
+        1 => "1 copy".to_string(),
+        n => format!("{n} copies"),
+    };
+    writeln!(out, "{} ({copies})", show_path(&f.path))?;
     for c in &f.copies {
         let name = match (&c.name, c.here) {
             (Some(n), true) => format!("here ({})", printable(n)),

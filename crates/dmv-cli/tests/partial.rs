@@ -521,6 +521,8 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     let t = t.path();
     let src = t.join("src");
     photos(&src, 1, 2, 2 << 20);
+    let w = dmv(&src, &["whereis", "f00/p0.raw"]);
+    assert!(w.contains("f00/p0.raw (1 copy)"), "{w}");
     dmv(t, &["init", "--bare", "hub1"]);
     // Both hubs are partial replicas by their admin's choice: drops may free their data.
     dmv(&t.join("hub1"), &["config", "drop.allowed", "true"]);
@@ -529,8 +531,9 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
         &["remote", "add", "hub1", t.join("hub1").to_str().unwrap()],
     );
     dmv(&src, &["push", "hub1", "main"]);
-    // whereis after a push names the remote.
+    // whereis after a push names the remote (and counts as git-annex does).
     let w = dmv(&src, &["whereis", "f00/p0.raw"]);
+    assert!(w.contains("f00/p0.raw (2 copies)"), "{w}");
     assert!(w.contains("hub1 [near, ") && w.contains("here"), "{w}");
 
     // hub1 loses its copy behind the log's back: src's log still says hub1 has it.
@@ -540,7 +543,7 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     ));
     let line = one_line_error(&dmv_out(&src, &["drop", "--numcopies", "1", "f00/p0.raw"]));
     assert!(
-        line.contains("f00/p0.raw (0 of 1)") && line.contains("1 other copies are needed"),
+        line.contains("f00/p0.raw (0 of 1)") && line.contains("1 other copy is needed"),
         "{line}"
     );
     assert!(ls(&src, "--present").contains(&"f00/p0.raw".to_string()));

@@ -254,7 +254,7 @@ pub enum SyncError {
     },
     /// A drop without force of files fewer than `needed` other replicas
     /// confirmed holding: nothing was dropped.
-    #[error("refusing to drop: {needed} other copies are needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or drop by force", files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
+    #[error("refusing to drop: {} needed, and only these were confirmed: {}{}; make more copies (push to another remote), lower numcopies, or drop by force", match needed { 1 => "1 other copy is".to_string(), n => format!("{n} other copies are") }, files.join(", "), if unreachable.is_empty() { String::new() } else { format!(" (could not ask: {})", unreachable.join("; ")) })]
     NotEnoughCopies {
         /// How many other copies must be confirmed (`numcopies`).
         needed: usize,
