@@ -575,15 +575,12 @@ pub fn decode_payload(
     raw_len: usize,
     stored: Vec<u8>,
 ) -> Result<Vec<u8>, String> {
-    // The output buffer is sized by `raw_len`: check it before trusting it.
-    check_object_len("a declared length", raw_len as u64)?;
-    check_object_len("a stored length", stored.len() as u64)?;
     let data = match compression {
-        COMP_NONE => stored,
-        COMP_ZSTD => {
-            decompress(&stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?
+        COMP_NONE => {
+            check_lengths(raw_len, stored.len())?;
+            stored
         }
-        other => return Err(format!("unknown compression {other}")),
+        _ => decompress_payload(compression, raw_len, &stored)?,
     };
     if data.len() != raw_len {
         return Err("length does not match the index".into());
@@ -592,6 +589,33 @@ pub fn decode_payload(
         return Err("content does not hash to its id".into());
     }
     Ok(data)
+}
+
+/// A compressed payload's content, its length checked but not its hash
+/// (for content checked once already: see `StoredObject::content_checked_before`).
+pub(crate) fn decompress_payload(
+    compression: u8,
+    raw_len: usize,
+    stored: &[u8],
+) -> Result<Vec<u8>, String> {
+    check_lengths(raw_len, stored.len())?;
+    let data = match compression {
+        COMP_ZSTD => {
+            decompress(stored, raw_len).map_err(|err| format!("cannot decompress: {err}"))?
+        }
+        COMP_NONE => stored.to_vec(),
+        other => return Err(format!("unknown compression {other}")),
+    };
+    if data.len() != raw_len {
+        return Err("length does not match the index".into());
+    }
+    Ok(data)
+}
+
+/// The output buffer is sized by `raw_len`: checked before it is trusted.
+fn check_lengths(raw_len: usize, stored_len: usize) -> Result<(), String> {
+    check_object_len("a declared length", raw_len as u64)?;
+    check_object_len("a stored length", stored_len as u64)
 }
 
 /// What a pack's header and footer say: its version, where its table of

@@ -89,6 +89,21 @@ impl StoredObject {
         )
         .map(std::borrow::Cow::Owned)
     }
+
+    /// The content of an object whose [`StoredObject::content`] was checked
+    /// before (an object does not change): decompressed, not hashed again.
+    /// For a receiver that reads a tree more than once between its arrival
+    /// and its storing.
+    pub fn content_checked_before(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        if self.compression == COMP_NONE {
+            if self.payload.len() != self.raw_len as usize {
+                return Err("length does not match".into());
+            }
+            return Ok(std::borrow::Cow::Borrowed(&self.payload));
+        }
+        pack::decompress_payload(self.compression, self.raw_len as usize, &self.payload)
+            .map(std::borrow::Cow::Owned)
+    }
 }
 
 /// What [`Store::stats`] counts.

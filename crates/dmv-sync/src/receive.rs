@@ -514,7 +514,7 @@ fn explore_slice(
         let Some(obj) = found.meta.get(&v.id) else {
             continue;
         };
-        let content = obj.content().map_err(|d| damaged(obj, d))?;
+        let content = obj.content_checked_before().map_err(|d| damaged(obj, d))?;
         let edges = edges(&obj.id, obj.kind, &content)?;
         drop(content);
         // A file's nodes can list half a million chunks: those are read again when stored.
@@ -638,6 +638,9 @@ fn receive_chunks(
 /// Stores the explored metadata, each object after everything it refers to
 /// (checked, so a remote that left something out cannot make a gap; in a
 /// partial replica a file's data may be absent, its nodes never in part).
+/// Stores `meta`, every object of which was checked against its id when
+/// it arrived (`explore_commits`, `explore_slice`): read here without
+/// hashing again.
 fn store_metadata(
     session: &mut WriteSession<'_>,
     mut meta: HashMap<ObjectId, StoredObject>,
@@ -670,7 +673,7 @@ fn store_metadata(
             None => for_each_child(
                 id,
                 obj.kind,
-                &obj.content().map_err(|d| damaged(obj, d))?,
+                &obj.content_checked_before().map_err(|d| damaged(obj, d))?,
                 each,
             )?,
         }
@@ -684,7 +687,7 @@ fn store_metadata(
         let Some(obj) = meta.remove(&id) else {
             continue;
         };
-        let content = obj.content().map_err(|d| damaged(&obj, d))?;
+        let content = obj.content_checked_before().map_err(|d| damaged(&obj, d))?;
         // Held to the rules a push is held to: a peer's names, kinds and sizes are checked, not trusted.
         let own = check_object(
             &obj.id,
