@@ -523,6 +523,11 @@ fn bucket_url() -> String {
     format!("s3://{BUCKET}/photos")
 }
 
+/// Every rewrite of a location log claims the trees it can (in the
+/// product, logs of 1,024 records and more; the fleet's are smaller), so
+/// claims on disk and sent as claims meet every operation and fault.
+const CLAIMS_ALWAYS: [(&str, &str); 1] = [("DMV_TEST_CLAIMS_FROM_RECORDS", "1")];
+
 impl Fleet {
     fn dir(&self, store: &str) -> PathBuf {
         self.root.join(store)
@@ -567,11 +572,13 @@ impl Fleet {
             bucket_url(),
             minio.endpoint()
         );
-        let hub = HttpServer::start(&config, &root, 0);
+        std::fs::write(root.join("server.toml"), config).unwrap();
+        let hub = HttpServer::start_with_env(&root.join("server.toml"), 0, &CLAIMS_ALWAYS);
         let mut env_probe = Command::new("true");
         minio.env(&mut env_probe);
         sshd.env(&mut env_probe);
         env_probe.env("DMV_TEST_LEASE_SECONDS", LEASE_SECONDS);
+        env_probe.envs(CLAIMS_ALWAYS);
         let env = env_probe
             .get_envs()
             .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
@@ -675,7 +682,8 @@ impl Fleet {
                 let mut hub = self.hub.lock().unwrap();
                 hub.kill();
                 std::thread::sleep(*down);
-                *hub = HttpServer::start_with(&hub.config.clone(), self.hub_port);
+                *hub =
+                    HttpServer::start_with_env(&hub.config.clone(), self.hub_port, &CLAIMS_ALWAYS);
                 self.hub_logs.lock().unwrap().push(hub.log.clone());
                 return Outcome {
                     planned: planned.clone(),
@@ -915,7 +923,8 @@ impl Fleet {
                     "the HTTP server exited by itself ({status}): {}",
                     hub.log.lock().unwrap().join("\n")
                 ));
-                *hub = HttpServer::start_with(&hub.config.clone(), self.hub_port);
+                *hub =
+                    HttpServer::start_with_env(&hub.config.clone(), self.hub_port, &CLAIMS_ALWAYS);
                 self.hub_logs.lock().unwrap().push(hub.log.clone());
             }
             hub.child.id()

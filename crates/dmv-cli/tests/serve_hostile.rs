@@ -38,7 +38,7 @@ const WRITING_VERBS: [&str; 6] = [
     "unlock-content",
     "drop-content",
 ];
-const READING_VERBS: [&str; 7] = [
+const READING_VERBS: [&str; 8] = [
     "hello",
     "list-refs",
     "walk-commits",
@@ -46,6 +46,7 @@ const READING_VERBS: [&str; 7] = [
     "get",
     "replica",
     "get-locations",
+    "get-location-claims",
 ];
 
 /// A source repository `a` pushed to the served bare `hub`, another bare
@@ -615,6 +616,31 @@ fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
     for k in [0x10, 0x11, 0x20] {
         assert_eq!(merged.holders(&ObjectId([k; 32])).len(), 1, "key {k:#x}");
     }
+    // Claims are asked of a few trees (a client names those it would
+    // claim); a request naming more is refused, one naming trees the log
+    // does not claim gets no claims and the whole log.
+    let claims = |trees: Vec<ObjectId>| {
+        let request = message(&Request::GetLocationClaims { trees });
+        exchange(port, &post("/hub/dmv/get-location-claims", None, &request))
+    };
+    let error = error_message(&claims((0..17).map(|i| ObjectId([i; 32])).collect()));
+    assert!(
+        error.contains("17 ids asked for at once; at most 16"),
+        "{error}"
+    );
+    let answer = claims(vec![ObjectId([1; 32])]);
+    assert_eq!(
+        response(&answer),
+        Response::LocationClaims { claims: Vec::new() }
+    );
+    let mut frames = FrameReader::new(&answer.body[..]);
+    frames.next_frame().unwrap();
+    let Ok(Some(Frame::Locations(piece))) = frames.next_frame() else {
+        panic!("no piece of the log: {answer:?}")
+    };
+    let (records, _) = dmv_repo::LocationLog::read_encoded(&piece).unwrap();
+    assert_eq!(records.count(), merged.records.len());
+    assert!(matches!(frames.next_frame(), Ok(Some(Frame::End))));
     assert!(
         server.child.try_wait().unwrap().is_none(),
         "the server died"

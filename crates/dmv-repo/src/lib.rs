@@ -75,6 +75,9 @@ pub use pathmap::PathMap;
 pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
 pub use replica::dropping::DataDropped;
+pub use replica::location_claims::{
+    check_claims, TreeClaim, WithClaims, MAX_CLAIMED_TREES, MAX_CLAIMS,
+};
 pub use replica::location_file::{LocationNews, LocationPages, LocationSpool};
 pub use replica::locations::{
     now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId,

@@ -3,11 +3,12 @@
 use std::io::{Read, Write};
 
 use dmv_repo::store::{ChunkParams, ObjectId};
-use dmv_repo::{LocationLog, LocationPages, ReplicaId, Tally};
+use dmv_repo::{LocationLog, LocationPages, ReplicaId, Tally, TreeClaim};
 
 use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::protocol::{
-    Request, Response, Verb, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST, VERSION,
+    Request, Response, Verb, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, MAX_IDS_PER_REQUEST,
+    MAX_TREES_PER_CLAIMS_REQUEST, VERSION,
 };
 use crate::remote::{
     KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote,
@@ -108,6 +109,37 @@ impl Client {
             }
             other => Err(unexpected("hello", &other)),
         }
+    }
+
+    /// A `GetLocationClaims` answer: the claims, checked, once the pieces
+    /// went to `each`; None from a server that does not know the request.
+    fn claims_and_pieces(
+        &mut self,
+        request: &Request,
+        trees: &[ObjectId],
+        each: &mut LocationPageSink<'_>,
+    ) -> SyncResult<Option<Vec<TreeClaim>>> {
+        let mut frames = match self.wire.exchange(request.verb(), request, None) {
+            Ok(frames) => frames,
+            Err(SyncError::NotARepository { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let claims = match read_response(&mut frames)? {
+            Response::LocationClaims { claims } => claims,
+            // A server from before claims were sent: no such request there.
+            Response::Error { message } if message.contains("unknown request") => return Ok(None),
+            other => return Err(unexpected("location claims", &other)),
+        };
+        let claims: Vec<TreeClaim> = claims.iter().map(WireClaim::claim).collect();
+        dmv_repo::check_claims(&claims)
+            .map_err(|e| SyncError::Protocol(Violation::BadLocationClaims(e)))?;
+        if claims.iter().any(|c| !trees.contains(&c.tree)) {
+            return Err(SyncError::Protocol(Violation::BadLocationClaims(
+                "a claim of a tree not asked for",
+            )));
+        }
+        take_location_pieces(&mut frames, each)?;
+        Ok(Some(claims))
     }
 
     fn call(&mut self, request: Request) -> SyncResult<Response> {
@@ -291,24 +323,23 @@ impl Remote for Client {
         let mut frames = self
             .wire
             .exchange(Verb::GetLocations, &Request::GetLocations, None)?;
-        loop {
-            match frames.expect_frame()? {
-                Frame::End => return Ok(()),
-                Frame::Locations(piece) => {
-                    let (mut records, names) = LocationLog::read_encoded(&piece)
-                        .map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
-                    each(&mut records, names)?;
-                }
-                Frame::Message(bytes) => {
-                    return Err(unexpected("locations", &decode_message(&bytes)?))
-                }
-                _ => {
-                    return Err(SyncError::Protocol(Violation::Unexpected {
-                        expected: "a piece of a location log",
-                        got: None,
-                    }))
-                }
-            }
+        take_location_pieces(&mut frames, each)
+    }
+
+    fn get_locations_claiming(
+        &mut self,
+        trees: &[ObjectId],
+        each: &mut LocationPageSink<'_>,
+    ) -> SyncResult<Vec<TreeClaim>> {
+        if trees.is_empty() || trees.len() > MAX_TREES_PER_CLAIMS_REQUEST {
+            return self.get_locations(each).map(|()| Vec::new());
+        }
+        let request = Request::GetLocationClaims {
+            trees: trees.to_vec(),
+        };
+        match self.claims_and_pieces(&request, trees, each)? {
+            Some(claims) => Ok(claims),
+            None => self.get_locations(each).map(|()| Vec::new()),
         }
     }
 
@@ -413,5 +444,130 @@ impl Client {
             Response::PathLocks { you, locks } => Ok(PathLocks { you, locks }),
             other => Err(unexpected("locks", &other)),
         }
+    }
+}
+
+/// Takes the locations frames of an answer, up to its `End` frame.
+fn take_location_pieces(
+    frames: &mut FrameReader<Box<dyn Read + '_>>,
+    each: &mut LocationPageSink<'_>,
+) -> SyncResult<()> {
+    loop {
+        match frames.expect_frame()? {
+            Frame::End => return Ok(()),
+            Frame::Locations(piece) => {
+                let (mut records, names) = LocationLog::read_encoded(&piece)
+                    .map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
+                each(&mut records, names)?;
+            }
+            Frame::Message(bytes) => return Err(unexpected("locations", &decode_message(&bytes)?)),
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a piece of a location log",
+                    got: None,
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::WireClaim;
+
+    /// A server's answers as bytes, one per request in turn: a hostile or
+    /// an older server, which no real one here can be made to play.
+    struct Answers(std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+    impl Wire for Answers {
+        fn exchange<'s>(
+            &'s mut self,
+            _verb: Verb,
+            _request: &Request,
+            _body: Option<BodyWriter<'_>>,
+        ) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
+            let answer = self.0.lock().unwrap().remove(0);
+            Ok(FrameReader::new(Box::new(std::io::Cursor::new(answer))))
+        }
+    }
+
+    fn client(answers: Vec<Vec<u8>>) -> Client {
+        client_of(std::sync::Arc::new(std::sync::Mutex::new(answers)))
+    }
+
+    fn client_of(answers: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) -> Client {
+        Client {
+            wire: Box::new(Answers(answers)),
+            url: "test".into(),
+            chunking: ChunkParams::default(),
+            bare: true,
+            partial: false,
+        }
+    }
+
+    fn claim(tree: u8, replica: u8) -> WireClaim {
+        WireClaim {
+            tree: ObjectId([tree; 32]),
+            replica: [replica; 16],
+            time_ns: 1,
+        }
+    }
+
+    /// A message, then an empty piece of a log and the end.
+    fn answer(response: &Response) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = FrameWriter::new(&mut out);
+        w.message(response).unwrap();
+        if let Response::LocationClaims { .. } = response {
+            w.locations(&LocationLog::default().encode()).unwrap();
+            w.end().unwrap();
+        }
+        drop(w);
+        out
+    }
+
+    fn take(client: &mut Client, trees: &[ObjectId]) -> SyncResult<Vec<TreeClaim>> {
+        client.get_locations_claiming(trees, &mut |_, _| Ok(()))
+    }
+
+    #[test]
+    fn claims_a_client_did_not_ask_for_are_refused() {
+        let asked = [ObjectId([1; 32])];
+        let claims = |claims| answer(&Response::LocationClaims { claims });
+        let got = take(
+            &mut client(vec![claims(vec![claim(1, 1), claim(1, 2)])]),
+            &asked,
+        );
+        assert_eq!(got.unwrap().len(), 2);
+        for (bad, why) in [
+            (vec![claim(2, 1)], "a claim of a tree not asked for"),
+            (vec![claim(1, 2), claim(1, 1)], "tree claims out of order"),
+            (vec![claim(1, 1), claim(1, 1)], "tree claims out of order"),
+        ] {
+            let err = take(&mut client(vec![claims(bad)]), &asked).unwrap_err();
+            assert!(err.to_string().contains(why), "{err}");
+        }
+    }
+
+    /// A server that cannot read the request says so, and the whole log
+    /// is asked for as before.
+    #[test]
+    fn a_server_without_claims_is_asked_for_the_whole_log() {
+        let unknown = answer(&Response::Error {
+            message: "unknown request".into(),
+        });
+        let mut whole = Vec::new();
+        let mut w = FrameWriter::new(&mut whole);
+        w.locations(&LocationLog::default().encode()).unwrap();
+        w.end().unwrap();
+        drop(w);
+        let answers = std::sync::Arc::new(std::sync::Mutex::new(vec![unknown, whole]));
+        let mut c = client_of(answers.clone());
+        assert_eq!(take(&mut c, &[ObjectId([1; 32])]).unwrap(), Vec::new());
+        assert!(
+            answers.lock().unwrap().is_empty(),
+            "the whole log was not asked for"
+        );
     }
 }

@@ -462,7 +462,9 @@ pub enum Violation {
         url: &'static str,
     },
     /// A `Has`, `Get`, `LockContent` or `DropContent` of more ids than
-    /// [`MAX_IDS_PER_REQUEST`](crate::protocol::MAX_IDS_PER_REQUEST).
+    /// [`MAX_IDS_PER_REQUEST`](crate::protocol::MAX_IDS_PER_REQUEST), or a
+    /// `GetLocationClaims` of more trees than
+    /// [`MAX_TREES_PER_CLAIMS_REQUEST`](crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST).
     #[error("{asked} ids asked for at once; at most {limit} are answered")]
     TooManyIds {
         /// How many were asked for.
@@ -534,6 +536,10 @@ pub enum Violation {
     /// piece before it.
     #[error("the pieces of a location log are not in key order")]
     LocationsOutOfOrder,
+    /// Claims of a location log that are out of order, beyond their bounds,
+    /// or of a tree the client did not name.
+    #[error("the claims of a location log: {0}")]
+    BadLocationClaims(&'static str),
     /// A path lock object a bucket holds that does not decode.
     #[error("a lock object is damaged: {0}")]
     DamagedLock(serde_json::Error),
@@ -767,6 +773,7 @@ mod tests {
             ),
             (protocol(Violation::DamagedUpload { id, detail: "checksum mismatch".into() }), format!("protocol error: received object {id} is damaged: checksum mismatch")),
             (protocol(Violation::BadLocationPiece(BadLocationLog("checksum mismatch".into()))), "protocol error: a piece of a location log: checksum mismatch".into()),
+            (protocol(Violation::BadLocationClaims("a tree not asked for")), "protocol error: the claims of a location log: a tree not asked for".into()),
             (
                 protocol(Violation::At { url: "s3://bucket/photos".into(), violation: Box::new(Violation::NotAskedFor { id }) }),
                 format!("protocol error: s3://bucket/photos: remote sent {id}, which was not asked for next"),

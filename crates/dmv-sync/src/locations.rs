@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use dmv_repo::store::ObjectId;
 use dmv_repo::{
-    now_ns, LocationNews, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository, Stamp,
+    now_ns, LocationNews, LocationRecord, LocationSpool, ReplicaCards, ReplicaId, Repository,
+    Stamp, TreeClaim,
 };
 
 use crate::remote::Remote;
@@ -121,7 +122,9 @@ fn take_locations(
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     let mut runs = 1;
-    remote.get_locations(&mut |records, names| {
+    let trees = repo.trees_read_for_claims()?;
+    // Claims come from a server's log, which is one run: they go with the last.
+    run.claims = remote.get_locations_claiming(&trees, &mut |records, names| {
         let mut records = records.peekable();
         // Pages in key order are one run, merged in one pass; a page that starts over (a bucket's logs, one per replica) starts a new one.
         if records
@@ -257,6 +260,8 @@ pub(crate) struct LocationRun {
     spool: LocationSpool,
     cards: ReplicaCards,
     last: Option<(ObjectId, ReplicaId)>,
+    /// Claims that stand for records the spool leaves out.
+    claims: Vec<TreeClaim>,
 }
 
 impl LocationRun {
@@ -265,6 +270,7 @@ impl LocationRun {
             spool: LocationSpool::new(repo)?,
             cards: BTreeMap::new(),
             last: None,
+            claims: Vec::new(),
         })
     }
 
@@ -286,11 +292,13 @@ impl LocationRun {
     }
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
-        Ok(repo.merge_locations(self.spool.records()?, &self.cards, false)?)
+        let records = repo.records_with_claims(&self.claims, self.spool.records()?)?;
+        Ok(repo.merge_locations(records, &self.cards, false)?)
     }
 
     /// [`LocationRun::merge`], with what this replica knows that the run did not.
     fn merge_with_news(self, repo: &Repository) -> SyncResult<(usize, LocationNews)> {
-        Ok(repo.merge_locations_with_news(self.spool.records()?, &self.cards)?)
+        let records = repo.records_with_claims(&self.claims, self.spool.records()?)?;
+        Ok(repo.merge_locations_with_news(records, &self.cards)?)
     }
 }

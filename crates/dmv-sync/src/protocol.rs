@@ -28,6 +28,10 @@ pub const MAX_IDS_PER_REQUEST: usize = 32 * 1024;
 /// at this bound a clone of a repository of as many refs takes about 300 MB.
 pub const MAX_REFS_PER_ANSWER: usize = 1 << 18;
 
+/// The most trees a `GetLocationClaims` may name: a log claims at most
+/// [`dmv_repo::MAX_CLAIMED_TREES`], and a client names the trees it would claim.
+pub const MAX_TREES_PER_CLAIMS_REQUEST: usize = 16;
+
 /// The longest a server holds a `WaitRefs` before answering: under the
 /// 60 s many proxies allow an answer that sends nothing.
 pub const MAX_WAIT_SECONDS: u32 = 55;
@@ -71,6 +75,9 @@ pub enum Verb {
     ListLocks,
     /// Answers once the branches, tags or HEAD change (a long poll).
     WaitRefs,
+    /// The served replica's location log, with its claims of trees the
+    /// client reads given as claims.
+    GetLocationClaims,
 }
 
 impl Verb {
@@ -94,6 +101,7 @@ impl Verb {
             Verb::UnlockPaths => "unlock",
             Verb::ListLocks => "list-locks",
             Verb::WaitRefs => "wait-refs",
+            Verb::GetLocationClaims => "get-location-claims",
         }
     }
 
@@ -117,6 +125,7 @@ impl Verb {
             Verb::UnlockPaths,
             Verb::ListLocks,
             Verb::WaitRefs,
+            Verb::GetLocationClaims,
         ]
         .into_iter()
         .find(|v| v.name() == name)
@@ -243,6 +252,16 @@ pub enum Request {
         /// How long the client waits at most.
         seconds: u32,
     },
+    /// As `GetLocations`, except that the served log's claims of these trees
+    /// (which the client reads whole: its HEAD's and ref tips') are answered
+    /// as they are, in a [`Response::LocationClaims`] message before the
+    /// locations frames, which then leave out the records the claims stand
+    /// for: 56 bytes a tree and replica where the records take 57 bytes a
+    /// file. At most [`MAX_TREES_PER_CLAIMS_REQUEST`] trees.
+    GetLocationClaims {
+        /// Root tree ids.
+        trees: Vec<ObjectId>,
+    },
 }
 
 impl Request {
@@ -266,6 +285,7 @@ impl Request {
             Request::UnlockPaths { .. } => Verb::UnlockPaths,
             Request::ListLocks => Verb::ListLocks,
             Request::WaitRefs { .. } => Verb::WaitRefs,
+            Request::GetLocationClaims { .. } => Verb::GetLocationClaims,
         }
     }
 }
@@ -377,6 +397,45 @@ pub enum Response {
         /// See [`refs_digest`].
         digest: [u8; 32],
     },
+    /// Begins the answer to `GetLocationClaims`: the served log's claims of
+    /// the trees asked for, sorted by tree and replica, each once (at most
+    /// [`dmv_repo::MAX_CLAIMS`]). Locations frames and an `End` frame follow.
+    LocationClaims {
+        /// The claims.
+        claims: Vec<WireClaim>,
+    },
+}
+
+impl WireClaim {
+    /// A log's claim as sent.
+    pub fn of(claim: &dmv_repo::TreeClaim) -> WireClaim {
+        WireClaim {
+            tree: claim.tree,
+            replica: claim.replica.0,
+            time_ns: claim.time_ns,
+        }
+    }
+
+    /// The claim received.
+    pub fn claim(&self) -> dmv_repo::TreeClaim {
+        dmv_repo::TreeClaim {
+            tree: self.tree,
+            replica: dmv_repo::ReplicaId(self.replica),
+            time_ns: self.time_ns,
+        }
+    }
+}
+
+/// A claim of a location log: `replica` held the data of every file of
+/// `tree` as of `time_ns` (see [`dmv_repo::TreeClaim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireClaim {
+    /// The root tree's id.
+    pub tree: ObjectId,
+    /// The replica's id.
+    pub replica: [u8; 16],
+    /// Nanoseconds since the epoch.
+    pub time_ns: u64,
 }
 
 /// What `WaitRefs` compares: the BLAKE3 of HEAD's branch and every ref

@@ -149,7 +149,13 @@ fn answer<R: Read, W: Write>(
             let (id, name) = bucket.replica()?;
             Response::Replica { id: id.0, name }
         }
-        Request::GetLocations => {
+        // A bucket's logs hold no claims: the records come as they are.
+        Request::GetLocations | Request::GetLocationClaims { .. } => {
+            crate::serve::check_claims_request(&request)?;
+            if let Request::GetLocationClaims { .. } = request {
+                out.message(&Response::LocationClaims { claims: Vec::new() })
+                    .map_err(io_lost)?;
+            }
             bucket.get_locations(&mut |records, cards| {
                 // Each of the bucket's logs (one per replica) in pieces, its cards on its first.
                 let mut piece = LocationLog {

@@ -4,7 +4,9 @@
 //! [`KeepsPathLocks`]), with what they answer.
 
 use dmv_repo::store::{ChunkParams, ObjectId, StoredObject};
-use dmv_repo::{LocationPages, LocationRecord, PathLock, ReplicaCards, ReplicaId, Tally};
+use dmv_repo::{
+    LocationPages, LocationRecord, PathLock, ReplicaCards, ReplicaId, Tally, TreeClaim,
+};
 
 use crate::protocol::WireRefUpdate;
 use crate::{SyncError, SyncResult};
@@ -76,6 +78,18 @@ pub trait Remote {
     /// records in key order and the names it carries (one that keeps none: no piece).
     fn get_locations(&mut self, _page: &mut LocationPageSink<'_>) -> SyncResult<()> {
         Ok(())
+    }
+    /// [`Remote::get_locations`], except that the log's claims of `trees`
+    /// (trees this replica reads whole, see
+    /// [`Repository::trees_read_for_claims`](dmv_repo::Repository::trees_read_for_claims))
+    /// may be returned as they are, checked, the pieces then leaving out the
+    /// records they stand for. One that sends none: the whole log, no claims.
+    fn get_locations_claiming(
+        &mut self,
+        _trees: &[ObjectId],
+        page: &mut LocationPageSink<'_>,
+    ) -> SyncResult<Vec<TreeClaim>> {
+        self.get_locations(page).map(|()| Vec::new())
     }
     /// Merges `log`, as replica `from` knows it, into the remote's (one that keeps none: nothing happens).
     fn put_locations(&mut self, _from: ReplicaId, _log: LocationPages) -> SyncResult<()> {

@@ -17,7 +17,7 @@ use crate::frame::{decode_message, Frame, FrameReader, FrameWriter};
 use crate::locations::{holder_names, LocationRun};
 use crate::objects::ref_may_hold;
 use crate::protocol::{
-    refs_digest, Request, Response, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
+    refs_digest, Request, Response, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
 };
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
@@ -127,7 +127,16 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
                 got: None,
             }));
         };
-        let request: Request = decode_message(&bytes)?;
+        // A request of a newer client's: refused as the HTTP server refuses
+        // an unknown verb, so the client can do without it.
+        let Ok(request) = decode_message::<Request>(&bytes) else {
+            out.message(&Response::Error {
+                message: "unknown request".into(),
+            })
+            .and_then(|_| out.flush())
+            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+            continue;
+        };
         match &repo {
             Ok(repo) => handle_request(repo, &caller, request, &mut input, &mut out)?,
             Err(e) => {
@@ -227,6 +236,21 @@ fn not_held(repo: &Repository, id: &ObjectId) -> SyncError {
     SyncError::NotHeld { id: *id, holders }
 }
 
+/// Refuses a `GetLocationClaims` of more trees than a client names.
+pub(crate) fn check_claims_request(request: &Request) -> SyncResult<()> {
+    match request {
+        Request::GetLocationClaims { trees }
+            if trees.len() > crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST =>
+        {
+            Err(SyncError::Protocol(Violation::TooManyIds {
+                asked: trees.len(),
+                limit: crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST,
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn answer<R: Read, W: Write>(
     repo: &Repository,
     caller: &Caller,
@@ -248,6 +272,7 @@ fn answer<R: Read, W: Write>(
             }));
         }
     }
+    check_claims_request(&request)?;
     match request {
         Request::Hello { .. } => {
             out.message(&Response::Hello {
@@ -344,6 +369,16 @@ fn answer<R: Read, W: Write>(
         Request::GetLocations => {
             // Read from one open file: a log rewritten meanwhile is not mixed in.
             let mut pieces = repo.location_pages()?;
+            while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
+                out.locations(&piece).map_err(io_lost)?;
+            }
+            out.end().map_err(io_lost)?;
+        }
+        Request::GetLocationClaims { trees } => {
+            let mut pieces = repo.location_pages_claiming(&trees)?;
+            let claims = pieces.claims().iter().map(WireClaim::of).collect();
+            out.message(&Response::LocationClaims { claims })
+                .map_err(io_lost)?;
             while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
                 out.locations(&piece).map_err(io_lost)?;
             }

@@ -9,7 +9,7 @@
 
 use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 use dmv_repo::PathLock;
-use dmv_sync::protocol::{Request, Response, Verb, WireRefUpdate, VERSION};
+use dmv_sync::protocol::{Request, Response, Verb, WireClaim, WireRefUpdate, VERSION};
 use dmv_sync::{Frame, FrameReader, FrameWriter};
 use dmv_testkit::golden::{assert_golden, bytes_of};
 
@@ -146,6 +146,17 @@ fn requests() -> Vec<(Request, Vec<&'static str>)> {
                 "abababababababababababababababababababababababababababababababab",
                 "19",
             ], // since: 32 bytes, no length; seconds 25
+        ),
+        (
+            Request::GetLocationClaims {
+                trees: vec![id(0x44)],
+            },
+            vec![
+                "23000000 01",
+                "11",
+                "01",
+                "4444444444444444444444444444444444444444444444444444444444444444",
+            ], // trees: [id]
         ),
     ]
 }
@@ -288,6 +299,23 @@ fn responses() -> Vec<(Response, Vec<&'static str>)> {
                 "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd",
             ],
         ), // digest: 32 bytes, no length
+        (
+            Response::LocationClaims {
+                claims: vec![WireClaim {
+                    tree: id(0x55),
+                    replica: [0x66; 16],
+                    time_ns: 300,
+                }],
+            },
+            vec![
+                "35000000 01",
+                "0f",
+                "01",
+                "5555555555555555555555555555555555555555555555555555555555555555",
+                "66666666666666666666666666666666",
+                "ac02",
+            ],
+        ), // claims: [{tree, replica: 16 bytes, time 300}]
     ]
 }
 
@@ -328,6 +356,7 @@ fn protocol_version_and_verbs_are_fixed() {
         (Verb::UnlockPaths, "unlock"),
         (Verb::ListLocks, "list-locks"),
         (Verb::WaitRefs, "wait-refs"),
+        (Verb::GetLocationClaims, "get-location-claims"),
     ];
     for (verb, name) in verbs {
         assert_eq!(verb.name(), name);

@@ -35,17 +35,31 @@ pub const MAX_CLAIMS: usize = 256;
 pub(crate) const MAX_CANDIDATE_FILES: usize = 1 << 21;
 /// Below this many records a log is written without claims: it is small
 /// anyway, and a rewrite need not flatten the ref tips' trees.
-pub(crate) const CLAIMS_FROM_RECORDS: u64 = 1024;
+const CLAIMS_FROM_RECORDS: u64 = 1024;
 
-/// `replica` held the data of every file of `tree` as of `time_ns`.
+/// [`CLAIMS_FROM_RECORDS`], or `DMV_TEST_CLAIMS_FROM_RECORDS` under fault
+/// injection: the fleet test's logs are small, and claims must meet its
+/// kills and concurrent commands too.
+pub(crate) fn claims_from_records() -> u64 {
+    dmv_os::fault::test_setting("DMV_TEST_CLAIMS_FROM_RECORDS")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CLAIMS_FROM_RECORDS)
+}
+
+/// `replica` held the data of every file of `tree` as of `time_ns`: in a
+/// log on disk, and sent to a replica that reads the tree too (see
+/// [`Repository::location_pages_claiming`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Claim {
+pub struct TreeClaim {
+    /// The tree whose files' data the replica held.
     pub tree: ObjectId,
+    /// The replica.
     pub replica: ReplicaId,
+    /// When (ns since the epoch): the time of the records it stands for.
     pub time_ns: u64,
 }
 
-impl Claim {
+impl TreeClaim {
     pub(crate) fn encode(&self) -> [u8; CLAIM_LEN] {
         let mut bytes = [0u8; CLAIM_LEN];
         bytes[..32].copy_from_slice(&self.tree.0);
@@ -54,14 +68,14 @@ impl Claim {
         bytes
     }
 
-    pub(crate) fn decode(bytes: &[u8; CLAIM_LEN]) -> Claim {
+    pub(crate) fn decode(bytes: &[u8; CLAIM_LEN]) -> TreeClaim {
         let mut tree = [0u8; 32];
         tree.copy_from_slice(&bytes[..32]);
         let mut replica = [0u8; 16];
         replica.copy_from_slice(&bytes[32..48]);
         let mut time = [0u8; 8];
         time.copy_from_slice(&bytes[48..]);
-        Claim {
+        TreeClaim {
             tree: ObjectId(tree),
             replica: ReplicaId(replica),
             time_ns: u64::from_le_bytes(time),
@@ -70,13 +84,16 @@ impl Claim {
 }
 
 /// The claims section: the count (u32), then the claims sorted by (tree, replica).
-pub(crate) fn encode_claims(claims: &[Claim], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+pub(crate) fn encode_claims(
+    claims: &[TreeClaim],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     out.write_all(&(claims.len() as u32).to_le_bytes())?;
     claims.iter().try_for_each(|c| out.write_all(&c.encode()))
 }
 
-/// Checks claims read back: within the bounds, sorted, each (tree, replica) once.
-pub(crate) fn check_claims(claims: &[Claim]) -> Result<(), &'static str> {
+/// Checks claims read back or received: within the bounds, sorted, each (tree, replica) once.
+pub fn check_claims(claims: &[TreeClaim]) -> Result<(), &'static str> {
     if claims.len() > MAX_CLAIMS {
         return Err("too many tree claims");
     }
@@ -163,6 +180,38 @@ impl Repository {
         Ok(trees)
     }
 
+    /// The trees whose claims this replica reads as their records (HEAD's,
+    /// then the ref tips', those held whole, as a rewrite of its log would
+    /// claim): a remote sending its log may send its claims of them as they
+    /// are, 56 bytes each, where the records they stand for take 57 bytes a
+    /// file (16.4 MiB for a hub's log of 100,000 files).
+    pub fn trees_read_for_claims(&self) -> RepoResult<Vec<ObjectId>> {
+        Ok(self
+            .claimable_trees()?
+            .into_iter()
+            .map(|(tree, _)| tree)
+            .collect())
+    }
+
+    /// Another replica's `records` (sorted by key and replica) with those
+    /// its `claims` stand for, read against this replica's trees, in order:
+    /// what its log reads as. Of a record and a claim of one file and
+    /// replica, the newer. A claim of a tree not here stands for none (the
+    /// caller asks only for claims of [`Repository::trees_read_for_claims`]).
+    pub fn records_with_claims<I>(
+        &self,
+        claims: &[TreeClaim],
+        records: I,
+    ) -> RepoResult<WithClaims<I::IntoIter>>
+    where
+        I: IntoIterator<Item = RepoResult<LocationRecord>>,
+    {
+        Ok(WithClaims {
+            expansion: Expansion::new(self, claims)?,
+            records: records.into_iter().peekable(),
+        })
+    }
+
     /// The trees `.dmv/locations` claims: gc keeps them (and so what the claims stand for).
     pub fn claimed_trees(&self) -> RepoResult<Vec<ObjectId>> {
         let mut trees: Vec<ObjectId> = self.read_claims()?.iter().map(|c| c.tree).collect();
@@ -192,7 +241,7 @@ pub(crate) struct Expansion {
 
 impl Expansion {
     /// The records of `claims`; a claim of a tree not in the store stands for none.
-    pub(crate) fn new(repo: &Repository, claims: &[Claim]) -> RepoResult<Expansion> {
+    pub(crate) fn new(repo: &Repository, claims: &[TreeClaim]) -> RepoResult<Expansion> {
         let mut read: Vec<(ObjectId, Option<TreeFiles>)> = Vec::new();
         let mut cursors = Vec::new();
         for claim in claims {
@@ -243,6 +292,40 @@ impl Expansion {
                 present: true,
             },
         })
+    }
+}
+
+/// Records with those that claims stand for, in order (see
+/// [`Repository::records_with_claims`]).
+pub struct WithClaims<I: Iterator<Item = RepoResult<LocationRecord>>> {
+    expansion: Expansion,
+    records: std::iter::Peekable<I>,
+}
+
+impl<I: Iterator<Item = RepoResult<LocationRecord>>> Iterator for WithClaims<I> {
+    type Item = RepoResult<LocationRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let written = match self.records.peek() {
+            Some(Err(_)) => return self.records.next(),
+            Some(Ok(r)) => Some(*r),
+            None => None,
+        };
+        let order = match (written.map(|w| w.order()), self.expansion.peek()) {
+            (None, None) => return None,
+            (Some(w), None) => w,
+            (None, Some(c)) => c,
+            (Some(w), Some(c)) => w.min(c),
+        };
+        let claimed = self.expansion.take(order);
+        let written = written
+            .filter(|w| w.order() == order)
+            .inspect(|_| drop(self.records.next()));
+        Some(Ok(match (written, claimed) {
+            (Some(w), Some(c)) if c.stamp.newer_than(&w.stamp) => c,
+            (Some(w), _) => w,
+            (None, c) => c?,
+        }))
     }
 }
 
@@ -300,12 +383,12 @@ impl ClaimFinder {
 
     /// After the first pass: the claims, ready to tell what they cover.
     pub(crate) fn claims(self) -> Claims {
-        let mut claims: Vec<(usize, Claim)> = self
+        let mut claims: Vec<(usize, TreeClaim)> = self
             .seen
             .iter()
             .filter(|((i, _), (n, _))| *n == self.candidates[*i].files.len())
             .map(|((i, replica), (_, time_ns))| {
-                let claim = Claim {
+                let claim = TreeClaim {
                     tree: self.candidates[*i].tree,
                     replica: *replica,
                     time_ns: *time_ns,
@@ -323,13 +406,13 @@ impl ClaimFinder {
 /// The claims of a log being written, and what they give back.
 pub(crate) struct Claims {
     candidates: Vec<Candidate>,
-    claims: Vec<(usize, Claim)>,
+    claims: Vec<(usize, TreeClaim)>,
 }
 
 impl Claims {
     /// The claims, as the log holds them.
-    pub(crate) fn sorted(&self) -> Vec<Claim> {
-        let mut claims: Vec<Claim> = self.claims.iter().map(|(_, c)| *c).collect();
+    pub(crate) fn sorted(&self) -> Vec<TreeClaim> {
+        let mut claims: Vec<TreeClaim> = self.claims.iter().map(|(_, c)| *c).collect();
         claims.sort_unstable();
         claims
     }
@@ -429,7 +512,7 @@ mod tests {
         let claims = repo.read_claims().unwrap();
         assert_eq!(
             claims,
-            [1u8, 2].map(|r| Claim {
+            [1u8, 2].map(|r| TreeClaim {
                 tree,
                 replica: ReplicaId([r; 16]),
                 time_ns: r as u64 * 10,
@@ -532,6 +615,86 @@ mod tests {
         assert!(claimed.get() > 0, "no case made a claim");
     }
 
+    /// Sent to a replica that reads the claimed trees, a log gives its
+    /// claims of them as they are and only the records they do not stand
+    /// for; read with the claims there, the pages read as the whole log
+    /// does (journal included), whatever the records.
+    #[test]
+    fn a_log_sent_with_its_claims_reads_there_as_the_whole_log() {
+        let (_dir, repo, tree, files) = repo_with_files(600);
+        assert_eq!(repo.trees_read_for_claims().unwrap(), vec![tree]);
+        let sent_records = std::cell::Cell::new(usize::MAX);
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 24,
+            ..ProptestConfig::default()
+        });
+        let said = proptest::collection::vec(proptest::option::of((1u64..4, any::<bool>())), 600);
+        runner
+            .run(
+                &(
+                    proptest::collection::vec(0u64..3, 2),
+                    said,
+                    proptest::collection::vec((0usize..600, 0u64..6, any::<bool>()), 0..10),
+                ),
+                |(whole, said, journal)| {
+                    let _ = std::fs::remove_file(repo.locations_path());
+                    let _ = std::fs::remove_file(repo.dmv.join("locations.journal"));
+                    // Replicas 1 and 2 hold every file (at one time, a claim); 3 some.
+                    let mut records: Vec<LocationRecord> = files
+                        .iter()
+                        .flat_map(|k| {
+                            whole
+                                .iter()
+                                .enumerate()
+                                .map(|(r, t)| record(*k, r as u8 + 1, t + 1, true))
+                        })
+                        .collect();
+                    records.extend(
+                        said.iter()
+                            .zip(&files)
+                            .filter_map(|(s, k)| s.map(|(t, present)| record(*k, 3, t, present))),
+                    );
+                    merge(&repo, &mut LocationLog::default(), records);
+                    let notes = journal
+                        .iter()
+                        .map(|(i, t, present)| record(files[*i], (*i % 3) as u8 + 1, *t, *present))
+                        .collect();
+                    repo.note_locations(notes).unwrap();
+                    let whole_log = read(&repo).records;
+
+                    let mut pages = repo.location_pages_claiming(&[tree]).unwrap();
+                    let claims = pages.claims().to_vec();
+                    prop_assert_eq!(claims.len(), 2);
+                    let page = pages.next_page(1 << 20).unwrap().unwrap();
+                    let (sent, _) = LocationLog::read_encoded(&page).unwrap();
+                    let sent: Vec<LocationRecord> = sent.collect();
+                    sent_records.set(sent_records.get().min(sent.len()));
+                    let read_there: std::collections::BTreeMap<_, _> = repo
+                        .records_with_claims(&claims, sent.into_iter().map(Ok))
+                        .unwrap()
+                        .map(|r| r.map(|r| (r.order(), r.stamp)))
+                        .collect::<RepoResult<_>>()
+                        .unwrap();
+                    prop_assert_eq!(read_there, whole_log);
+                    // Claims of trees the receiver does not read come as their records.
+                    let mut pages = repo.location_pages_claiming(&[ObjectId([7; 32])]).unwrap();
+                    prop_assert!(pages.claims().is_empty());
+                    let page = pages.next_page(1 << 20).unwrap().unwrap();
+                    prop_assert_eq!(
+                        LocationLog::decode(&page).unwrap().records,
+                        read(&repo).records
+                    );
+                    Ok(())
+                },
+            )
+            .unwrap();
+        assert!(
+            sent_records.get() <= 600 + 10,
+            "sent {} records",
+            sent_records.get()
+        );
+    }
+
     /// A log with claims damaged anywhere is refused as damaged, never read
     /// wrong nor a panic.
     #[test]
@@ -558,7 +721,7 @@ mod tests {
     /// order, is refused.
     #[test]
     fn claims_beyond_their_bounds_or_out_of_order_are_refused() {
-        let claim = |t: u8, r: u8| Claim {
+        let claim = |t: u8, r: u8| TreeClaim {
             tree: ObjectId([t; 32]),
             replica: ReplicaId([r; 16]),
             time_ns: 1,
@@ -566,10 +729,10 @@ mod tests {
         assert!(check_claims(&[claim(1, 1), claim(1, 2), claim(2, 1)]).is_ok());
         assert!(check_claims(&[claim(1, 2), claim(1, 1)]).is_err());
         assert!(check_claims(&[claim(1, 1), claim(1, 1)]).is_err());
-        let trees: Vec<Claim> = (0..=MAX_CLAIMED_TREES as u8).map(|t| claim(t, 1)).collect();
+        let trees: Vec<TreeClaim> = (0..=MAX_CLAIMED_TREES as u8).map(|t| claim(t, 1)).collect();
         assert!(check_claims(&trees).is_err());
-        let many: Vec<Claim> = (0..=MAX_CLAIMS as u32)
-            .map(|i| Claim {
+        let many: Vec<TreeClaim> = (0..=MAX_CLAIMS as u32)
+            .map(|i| TreeClaim {
                 tree: ObjectId([0; 32]),
                 replica: ReplicaId(u128::from(i).to_be_bytes()),
                 time_ns: 1,
@@ -581,7 +744,7 @@ mod tests {
     /// The claim's bytes are pinned.
     #[test]
     fn the_claim_encoding_is_pinned() {
-        let claim = Claim {
+        let claim = TreeClaim {
             tree: ObjectId([0xab; 32]),
             replica: ReplicaId([0x01; 16]),
             time_ns: 0x0102_0304_0506_0708,
@@ -593,6 +756,6 @@ mod tests {
         golden.extend([0x01; 16]);
         golden.extend([8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(out, golden);
-        assert_eq!(Claim::decode(out[4..].try_into().unwrap()), claim);
+        assert_eq!(TreeClaim::decode(out[4..].try_into().unwrap()), claim);
     }
 }

@@ -15,7 +15,7 @@ use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::replica::location_claims::{
-    check_claims, encode_claims, Claim, ClaimFinder, Expansion, CLAIMS_FROM_RECORDS, CLAIM_LEN,
+    check_claims, claims_from_records, encode_claims, ClaimFinder, Expansion, TreeClaim, CLAIM_LEN,
     MAX_CLAIMS,
 };
 use crate::replica::location_journal::{
@@ -40,7 +40,7 @@ struct LogReader {
     version: u32,
     previous: Option<(ObjectId, ReplicaId)>,
     /// The tree claims (version 5), as read.
-    claims: Vec<Claim>,
+    claims: Vec<TreeClaim>,
     /// The records the claims stand for, still to come.
     expansion: Option<Expansion>,
     /// The next record written out, read ahead (beside an expansion).
@@ -171,7 +171,7 @@ impl LogReader {
             for _ in 0..count {
                 let mut bytes = [0u8; CLAIM_LEN];
                 reader.read(&mut bytes)?;
-                reader.claims.push(Claim::decode(&bytes));
+                reader.claims.push(TreeClaim::decode(&bytes));
             }
             check_claims(&reader.claims).map_err(|e| reader.bad(e))?;
         }
@@ -179,11 +179,23 @@ impl LogReader {
     }
 
     /// The reader with the records its claims stand for (reading their trees from `repo`).
-    fn expand(mut self, repo: &Repository) -> RepoResult<LogReader> {
-        if !self.claims.is_empty() {
-            self.expansion = Some(Expansion::new(repo, &self.claims)?);
+    fn expand(self, repo: &Repository) -> RepoResult<LogReader> {
+        self.expand_except(repo, &[]).map(|(reader, _)| reader)
+    }
+
+    /// [`LogReader::expand`], except the claims of `kept` trees, which are
+    /// returned as they are: their records do not come.
+    fn expand_except(
+        mut self,
+        repo: &Repository,
+        kept: &[ObjectId],
+    ) -> RepoResult<(LogReader, Vec<TreeClaim>)> {
+        let (kept, expanded): (Vec<TreeClaim>, Vec<TreeClaim>) =
+            self.claims.iter().partition(|c| kept.contains(&c.tree));
+        if !expanded.is_empty() {
+            self.expansion = Some(Expansion::new(repo, &expanded)?);
         }
-        Ok(self)
+        Ok((self, kept))
     }
 
     fn bad(&self, detail: &str) -> RepoError {
@@ -395,7 +407,7 @@ impl<I: Iterator<Item = RepoResult<LocationRecord>>> Newest<I> {
 /// [`write_framed`] packed, with `claims` (version 5, see locations.rs): what `.dmv/locations` holds.
 pub(crate) fn write_packed(
     out: &mut dyn Write,
-    claims: &[Claim],
+    claims: &[TreeClaim],
     count: u64,
     records: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
     cards: &ReplicaCards,
@@ -504,9 +516,16 @@ pub struct LocationPages {
     /// Records not given yet.
     left: u64,
     cards: Option<ReplicaCards>,
+    /// Claims given as they are (see [`Repository::location_pages_claiming`]).
+    claims: Vec<TreeClaim>,
 }
 
 impl LocationPages {
+    /// The claims whose records the pages leave out (sorted, each tree and replica once).
+    pub fn claims(&self) -> &[TreeClaim] {
+        &self.claims
+    }
+
     /// Up to `max` records in key order, encoded as a log of their own
     /// (with the cards on the first page, which comes even when the log is
     /// empty); None when all were given. Encoded as read, not from a map of
@@ -600,6 +619,16 @@ impl Repository {
     /// The location log, to be read in pages (see [`LocationPages`]), with
     /// this replica's current card among the cards.
     pub fn location_pages(&self) -> RepoResult<LocationPages> {
+        self.location_pages_claiming(&[])
+    }
+
+    /// [`Repository::location_pages`] for a replica that reads the claims
+    /// of `trees` itself ([`Repository::trees_read_for_claims`]): the log's
+    /// claims of them are given as they are
+    /// ([`LocationPages::claims`]), and the records they stand for are not
+    /// in the pages. The receiver's [`Repository::records_with_claims`]
+    /// reads the two as these pages would read without them.
+    pub fn location_pages_claiming(&self, trees: &[ObjectId]) -> RepoResult<LocationPages> {
         let path = self.locations_path();
         // The journal first: a fold meanwhile puts its records in the log read next (see `Merged`).
         let journal = self.read_journal()?.records;
@@ -608,12 +637,16 @@ impl Repository {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(RepoError::io(path, e)),
         };
-        let log = |file: Option<&File>| {
+        let mut claims = Vec::new();
+        let mut log = |file: Option<&File>| {
             file.map(|f| {
-                f.try_clone()
+                let (reader, kept) = f
+                    .try_clone()
                     .at(&path)
                     .and_then(|f| LogReader::of(&path, f))
-                    .and_then(|r| r.expand(self))
+                    .and_then(|r| r.expand_except(self, trees))?;
+                claims = kept;
+                RepoResult::Ok(reader)
             })
             .transpose()
         };
@@ -638,6 +671,7 @@ impl Repository {
             count,
             left: count,
             cards: Some(named.cards),
+            claims,
         })
     }
 
@@ -660,6 +694,7 @@ impl Repository {
             count,
             left: count,
             cards: Some(named.cards),
+            claims: Vec::new(),
         })
     }
 
@@ -689,7 +724,7 @@ impl Repository {
     }
 
     /// The tree claims of the log on disk (none before version 5).
-    pub(crate) fn read_claims(&self) -> RepoResult<Vec<Claim>> {
+    pub(crate) fn read_claims(&self) -> RepoResult<Vec<TreeClaim>> {
         Ok(LogReader::open(&self.locations_path())?
             .map(|r| r.claims)
             .unwrap_or_default())
@@ -814,7 +849,7 @@ impl Repository {
             .map_err(|e| RepoError::io(&self.dmv, e.into_error()))?;
         // What tree claims can stand for is left out (see location_claims.rs):
         // a pass to find the claims, one to count what is left, one to write it.
-        let mut claims = match count >= CLAIMS_FROM_RECORDS {
+        let mut claims = match count >= claims_from_records() {
             true => {
                 let mut finder = ClaimFinder::new(self)?;
                 each_spooled(&mut body, &self.dmv, &mut |r| {
