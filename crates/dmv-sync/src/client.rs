@@ -523,7 +523,6 @@ mod tests {
             w.locations(&LocationLog::default().encode()).unwrap();
             w.end().unwrap();
         }
-        drop(w);
         out
     }
 
@@ -561,7 +560,6 @@ mod tests {
         let mut w = FrameWriter::new(&mut whole);
         w.locations(&LocationLog::default().encode()).unwrap();
         w.end().unwrap();
-        drop(w);
         let answers = std::sync::Arc::new(std::sync::Mutex::new(vec![unknown, whole]));
         let mut c = client_of(answers.clone());
         assert_eq!(take(&mut c, &[ObjectId([1; 32])]).unwrap(), Vec::new());
