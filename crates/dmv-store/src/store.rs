@@ -71,23 +71,11 @@ impl StoredObject {
     /// The object's content, after checking it hashes to the id (so bytes
     /// from a disk or a peer are never trusted).
     pub fn content(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
-        if self.compression == COMP_NONE {
-            if self.payload.len() != self.raw_len as usize {
-                return Err("length does not match".into());
-            }
-            if ObjectId::hash(self.kind, &self.payload) != self.id {
-                return Err("content does not hash to its id".into());
-            }
-            return Ok(std::borrow::Cow::Borrowed(&self.payload));
+        let content = self.content_checked_before()?;
+        if ObjectId::hash(self.kind, &content) != self.id {
+            return Err("content does not hash to its id".into());
         }
-        pack::decode_payload(
-            self.id,
-            self.kind,
-            self.compression,
-            self.raw_len as usize,
-            self.payload.clone(),
-        )
-        .map(std::borrow::Cow::Owned)
+        Ok(content)
     }
 
     /// The content of an object whose [`StoredObject::content`] was checked
