@@ -92,7 +92,8 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             if let Some(t) = repo.tracking()? {
                 writeln!(out, "{}", tracking_words(&t))?;
             }
-            for (label, _) in dmv_sync::pending_offers(&repo, short)? {
+            for offer in repo.pending_offers(short)? {
+                let label = offer.label;
                 writeln!(out, "{label} was offered by a peer and is not merged yet.\n  (use \"dmv sync\" to merge it)")?;
             }
         }

@@ -166,6 +166,18 @@ fn locks_over_http_hold_across_branches_and_stop_other_peoples_commits_and_pushe
     // status names the holder of a changed file; a new commit to it is refused outright.
     edit(&bob.dir, "cover.psd", "layers v3 by bob");
     assert!(bob.ok(&["status"]).contains("cover.psd\tlocked by alice"));
+    // As `status --json` says it, for a script.
+    let said: serde_json::Value = serde_json::from_str(&bob.ok(&["status", "--json"])).unwrap();
+    let locked = said["locked_by_others"].as_array().unwrap();
+    assert_eq!(
+        (locked.len(), &locked[0]["path"], &locked[0]["owner"]),
+        (
+            1,
+            &serde_json::json!("cover.psd"),
+            &serde_json::json!("alice")
+        ),
+        "{said}"
+    );
     let head = head_of(&bob.dir, "HEAD");
     let err = bob.fails(&["commit", "-a", "-m", "over the lock"]);
     assert!(

@@ -1289,6 +1289,12 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
         said.contains("laptop-a/main was offered by a peer and is not merged yet"),
         "{said}"
     );
+    let said: serde_json::Value =
+        serde_json::from_str(&dmv(&dirs[1], &["status", "--json"])).unwrap();
+    assert_eq!(
+        said["offers"],
+        serde_json::json!([{"label": "laptop-a/main", "commit": head_of(&dirs[0], "main")}]),
+    );
     for round in 0..2 {
         for d in &dirs[usize::from(round == 0)..] {
             ok(&dmv_out(d, &["sync", "next"]));

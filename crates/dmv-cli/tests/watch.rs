@@ -420,6 +420,11 @@ fn two_watching_replicas_keep_in_step_and_keep_both_versions_of_a_conflict() {
             && status.contains("IMG_1.jpg: IMG_1.ours.jpg, IMG_1.theirs.jpg"),
         "{status}"
     );
+    let said: serde_json::Value = serde_json::from_str(&dmv(&desk, &["status", "--json"])).unwrap();
+    assert_eq!(
+        said["kept_both"],
+        serde_json::json!([{"path": "IMG_1.jpg", "kept": ["IMG_1.ours.jpg", "IMG_1.theirs.jpg"]}]),
+    );
     let said = dmv(&desk, &["watch", "--status"]);
     assert!(
         said.contains("files changed on two replicas (both versions kept):")

@@ -62,7 +62,7 @@ pub use operations::diff_sides::DiffSide;
 pub use operations::fsck::{FsckReport, RepoStats};
 pub use operations::gc::GcPolicy;
 pub use operations::merge_aware::{
-    CommitRequest, Committed, NothingToCommit, Status, StatusListing,
+    CommitRequest, Committed, NothingToCommit, Offer, Status, StatusListing,
 };
 pub use operations::rebase::{
     Action as RebaseAction, KeepMessages, RebaseEditor, RebaseOutcome, RebaseState,

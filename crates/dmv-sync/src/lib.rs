@@ -101,7 +101,7 @@ pub use partial::{
 };
 pub use path_locks::list as list_locks;
 pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
-pub use peers::{merge_offers, offer, offer_name, pending_offers};
+pub use peers::{merge_offers, offer, offer_name};
 pub use pieces::PieceFetcher;
 pub use pull::{
     fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull,

@@ -7,7 +7,6 @@ use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 use dmv_repo::Repository;
 
 use crate::named_remotes::find_remote;
-use crate::peers::pending_offers;
 use crate::reach::{Reach, ReachBook};
 use crate::remote_spec::LocalServer;
 
@@ -20,10 +19,11 @@ use crate::remote_spec::LocalServer;
 /// every few seconds would hold a watcher's commits back; the timed sync
 /// tries it.
 pub fn moved_since_last_sync(repo: &Repository, branch: &str) -> Vec<String> {
-    let mut moved: Vec<String> = pending_offers(repo, branch)
+    let mut moved: Vec<String> = repo
+        .pending_offers(branch)
         .unwrap_or_default()
         .into_iter()
-        .map(|(name, _)| name)
+        .map(|o| o.label)
         .collect();
     let book = ReachBook::load(repo);
     for name in repo.config.remotes.keys() {

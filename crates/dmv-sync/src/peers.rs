@@ -6,8 +6,7 @@
 //! before anything else, so a ring of peers each syncing with the next
 //! fast-forwards to one history instead of merging merges forever.
 
-use dmv_repo::ref_names::{branch_ref, remote_branch_ref, REMOTE_BRANCHES};
-use dmv_repo::store::ObjectId;
+use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 use dmv_repo::{MergeOutcome, Phase, Progress, Repository};
 
 use crate::locations::share_locations;
@@ -83,34 +82,8 @@ pub fn offer(
     Ok(pushed)
 }
 
-/// What peers offered of the local `branch` here that it does not hold yet:
-/// their `refs/remotes/NAME/BRANCH`, NAME not a configured remote (whose
-/// branches a fetch brings anyway), as `NAME/BRANCH` with the commit.
-pub fn pending_offers(repo: &Repository, branch: &str) -> SyncResult<Vec<(String, ObjectId)>> {
-    let head = repo.refs.get(&branch_ref(branch))?;
-    let mut pending = Vec::new();
-    for (name, id) in repo.refs.list(REMOTE_BRANCHES)? {
-        let Some((peer, offered)) = name
-            .strip_prefix(REMOTE_BRANCHES)
-            .and_then(|rest| rest.split_once('/'))
-        else {
-            continue;
-        };
-        if offered != branch || repo.config.remotes.contains_key(peer) {
-            continue;
-        }
-        if let Some(head) = head {
-            if repo.is_ancestor(&id, &head)? {
-                continue;
-            }
-        }
-        pending.push((format!("{peer}/{offered}"), id));
-    }
-    Ok(pending)
-}
-
 /// Merges into the current `branch` what peers offered of it here (see
-/// [`pending_offers`]), one after another; stops at the first merge that
+/// [`Repository::pending_offers`]), one after another; stops at the first merge that
 /// leaves conflicts. Returns each merge, by what was merged.
 pub fn merge_offers(
     repo: &Repository,
@@ -118,9 +91,10 @@ pub fn merge_offers(
     progress: &dyn Progress,
 ) -> SyncResult<Vec<(String, MergeOutcome)>> {
     let mut merged = Vec::new();
-    for (label, id) in pending_offers(repo, branch)? {
+    for offer in repo.pending_offers(branch)? {
+        let label = offer.label;
         progress.phase(Phase::Merging);
-        let outcome = repo.merge(id, &label, progress);
+        let outcome = repo.merge(offer.commit, &label, progress);
         progress.finish();
         let outcome = outcome?;
         let conflicts = matches!(outcome, MergeOutcome::Conflicts(_));

@@ -13,10 +13,12 @@ use crate::error::{RepoError, RepoResult};
 use crate::history::branches::Tracking;
 use crate::history::tree::{Change, ChangeKind, FlatEntry};
 use crate::history::tree_diff::{find_renames, rename_candidate, Listed};
+use crate::merge::kept_both::KeptBoth;
 use crate::merge::merge_state::{MergePhase, MergeStatus};
 use crate::operations::rebase::RebaseState;
 use crate::paths::{matches, ser_paths};
-use crate::ref_names::branch_ref;
+use crate::ref_names::{branch_ref, BRANCHES, REMOTE_BRANCHES};
+use crate::replica::locks::PathLock;
 use crate::repository::refs::Head;
 use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{Dirstate, Stat};
@@ -42,6 +44,25 @@ pub struct Status {
     pub rebase: Option<RebaseState>,
     /// Tracked files whose data is not in this replica (a partial one's slice left them out).
     pub absent: usize,
+    /// Tracked files in all.
+    pub tracked: usize,
+    /// What peers offered of HEAD's branch and it does not hold yet
+    /// (see [`Repository::pending_offers`]).
+    pub offers: Vec<Offer>,
+    /// Changed files (staged or not) someone else holds a lock on, as the
+    /// remote last said (no network: see [`Repository::known_locks`]).
+    pub locked_by_others: Vec<PathLock>,
+    /// Files two replicas changed, whose versions were both kept.
+    pub kept_both: Vec<KeptBoth>,
+}
+
+/// A peer's offer of a branch: `PEER/BRANCH` and its commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Offer {
+    /// `PEER/BRANCH`, the remote-tracking branch the offer is in.
+    pub label: String,
+    /// The commit offered.
+    pub commit: ObjectId,
 }
 
 impl StatusListing {
@@ -189,6 +210,18 @@ impl Repository {
         let branch = self.head_branch()?;
         let merge = self.merge_status()?;
         let absent = ds.entries.values().filter(|e| e.is_absent()).count();
+        let offers = match branch.as_deref().and_then(|b| b.strip_prefix(BRANCHES)) {
+            Some(short) => self.pending_offers(short)?,
+            None => Vec::new(),
+        };
+        let known = self.known_locks();
+        let mut locked_by_others: Vec<PathLock> = (worktree.staged.iter())
+            .chain(&worktree.unstaged)
+            .filter_map(|c| known.other_holder(&String::from_utf8_lossy(&c.path)))
+            .cloned()
+            .collect();
+        locked_by_others.sort_by(|a, b| a.path.cmp(&b.path));
+        locked_by_others.dedup_by(|a, b| a.path == b.path);
         Ok(Status {
             branch,
             staged: worktree.staged,
@@ -198,7 +231,40 @@ impl Repository {
             tracking: self.tracking()?,
             rebase: self.rebase_state()?,
             absent,
+            tracked: ds.entries.len(),
+            offers,
+            locked_by_others,
+            kept_both: self.kept_both(),
         })
+    }
+
+    /// What peers offered of the local `branch` here that it does not hold
+    /// yet: their `refs/remotes/NAME/BRANCH`, NAME not a configured remote
+    /// (whose branches a fetch brings anyway).
+    pub fn pending_offers(&self, branch: &str) -> RepoResult<Vec<Offer>> {
+        let head = self.refs.get(&branch_ref(branch))?;
+        let mut pending = Vec::new();
+        for (name, id) in self.refs.list(REMOTE_BRANCHES)? {
+            let Some((peer, offered)) = name
+                .strip_prefix(REMOTE_BRANCHES)
+                .and_then(|rest| rest.split_once('/'))
+            else {
+                continue;
+            };
+            if offered != branch || self.config.remotes.contains_key(peer) {
+                continue;
+            }
+            if let Some(head) = head {
+                if self.is_ancestor(&id, &head)? {
+                    continue;
+                }
+            }
+            pending.push(Offer {
+                label: format!("{peer}/{offered}"),
+                commit: id,
+            });
+        }
+        Ok(pending)
     }
 
     /// `add`, git's way during a merge: staging a conflicted file (or a
