@@ -2541,8 +2541,20 @@ fn a_meta_clone_takes_location_logs_only_when_it_needs_them() {
         "{}",
         files[0]
     );
+    // Once the hub knows the phone's name, it hears of its new copies
+    // without rewriting its log for them.
     ok(&dmv_out(&phone, &["get", "f03/p0.raw"]));
+    let hub_log = std::fs::read(t.join("hub/.dmv/locations")).unwrap();
+    ok(&dmv_out(&phone, &["get", "f03/p1.raw"]));
+    assert_eq!(
+        std::fs::read(t.join("hub/.dmv/locations")).unwrap(),
+        hub_log
+    );
+    let w: serde_json::Value =
+        serde_json::from_str(&dmv(&t.join("hub"), &["whereis", "--json", "f03/p1.raw"])).unwrap();
+    assert_eq!(w[0]["copies"].as_array().unwrap().len(), 3, "{w}");
     fsck_clean(&phone);
+    fsck_clean(&t.join("hub"));
 }
 
 fn writable(path: &Path) -> bool {

@@ -78,7 +78,7 @@ pub use replica::dropping::DataDropped;
 pub use replica::location_claims::{
     check_claims, TreeClaim, WithClaims, MAX_CLAIMED_TREES, MAX_CLAIMS,
 };
-pub use replica::location_file::{LocationNews, LocationPages, LocationSpool};
+pub use replica::location_file::{LocationNews, LocationPages, LocationSpool, MERGED_FROM_RECORDS};
 pub use replica::locations::{
     now_ns, BadLocationLog, LocationLog, LocationRecord, ReplicaCard, ReplicaCards, ReplicaId,
     Stamp, MAX_PUBLISHED_URLS, MAX_PUBLISHED_URL_LEN,

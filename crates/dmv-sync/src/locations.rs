@@ -262,6 +262,8 @@ pub(crate) struct LocationRun {
     last: Option<(ObjectId, ReplicaId)>,
     /// Claims that stand for records the spool leaves out.
     claims: Vec<TreeClaim>,
+    /// Records spooled.
+    count: usize,
 }
 
 impl LocationRun {
@@ -271,6 +273,7 @@ impl LocationRun {
             cards: BTreeMap::new(),
             last: None,
             claims: Vec::new(),
+            count: 0,
         })
     }
 
@@ -285,10 +288,21 @@ impl LocationRun {
                 return Err(SyncError::Protocol(Violation::LocationsOutOfOrder));
             }
             self.spool.push(&record)?;
+            self.count += 1;
             self.last = Some(record.order());
         }
         self.cards.extend(cards);
         Ok(())
+    }
+
+    /// [`LocationRun::merge`], except that a few records whose cards are
+    /// no news are noted in the journal (see [`Repository::merge_few_locations`]).
+    pub(crate) fn merge_or_note(self, repo: &Repository) -> SyncResult<usize> {
+        if self.count > dmv_repo::MERGED_FROM_RECORDS || !self.claims.is_empty() {
+            return self.merge(repo);
+        }
+        let records = self.spool.records()?.collect::<Result<Vec<_>, _>>()?;
+        Ok(repo.merge_few_locations(records, &self.cards)?)
     }
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {

@@ -545,7 +545,7 @@ fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> 
             }
         }
     }
-    run.merge(repo)?;
+    run.merge_or_note(repo)?;
     Ok(())
 }
 
