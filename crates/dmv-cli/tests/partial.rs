@@ -2977,3 +2977,51 @@ fn a_meta_clone_rebases_reverts_and_archives_as_a_full_clone_does() {
         0
     );
 }
+
+/// Two phones tell their hub of new copies at once, file by file, while
+/// gc runs there: each few records go to the hub's journal under its lock,
+/// and none is lost.
+#[test]
+fn two_phones_getting_at_once_under_the_hubs_gc_lose_no_record() {
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let src = t.join("src");
+    photos(&src, 2, 12, 1024);
+    dmv(t, &["init", "--bare", "hub"]);
+    let hub = t.join("hub");
+    ok(&dmv_out(&src, &["push", hub.to_str().unwrap(), "main"]));
+    for (phone, folder) in [("a", "f00"), ("b", "f01")] {
+        dmv(
+            t,
+            &["clone", "--slice", "meta", hub.to_str().unwrap(), phone],
+        );
+        // The first get teaches the hub the phone's name (merged into its log).
+        ok(&dmv_out(
+            &t.join(phone),
+            &["get", &format!("{folder}/p0.raw")],
+        ));
+    }
+    std::thread::scope(|s| {
+        for (phone, folder) in [("a", "f00"), ("b", "f01")] {
+            let dir = t.join(phone);
+            s.spawn(move || {
+                for p in 1..12 {
+                    ok(&dmv_out(&dir, &["get", &format!("{folder}/p{p}.raw")]));
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..4 {
+                ok(&dmv_out(&hub, &["gc"]));
+            }
+        });
+    });
+    let said: serde_json::Value = serde_json::from_str(&dmv(&hub, &["whereis", "--json"])).unwrap();
+    let files = said.as_array().unwrap();
+    assert_eq!(files.len(), 24);
+    // Each file: the hub, src, and the phone that got it.
+    for f in files {
+        assert_eq!(f["copies"].as_array().unwrap().len(), 3, "{f}");
+    }
+    fsck_clean(&hub);
+}
