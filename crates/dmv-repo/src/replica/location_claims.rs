@@ -274,6 +274,27 @@ impl Expansion {
         self.cursors.iter().filter_map(Cursor::head).min()
     }
 
+    /// The next record in order, of `written` (the next record written
+    /// out, taken when it is used) and those the claims stand for; of a
+    /// written record and a claimed one of one file and replica, the newer.
+    pub(crate) fn next_beside(
+        &mut self,
+        written: &mut Option<LocationRecord>,
+    ) -> Option<LocationRecord> {
+        let order = match (written.map(|w| w.order()), self.peek()) {
+            (None, None) => return None,
+            (Some(w), None) => w,
+            (None, Some(c)) => c,
+            (Some(w), Some(c)) => w.min(c),
+        };
+        let claimed = self.take(order);
+        match (written.take_if(|w| w.order() == order), claimed) {
+            (Some(w), Some(c)) if c.stamp.newer_than(&w.stamp) => Some(c),
+            (Some(w), _) => Some(w),
+            (None, c) => c,
+        }
+    }
+
     /// The record at `order` (of two claims of one file and replica, the
     /// newer), moving past it; None if no claim stands for one there.
     pub(crate) fn take(&mut self, order: (ObjectId, ReplicaId)) -> Option<LocationRecord> {
@@ -306,26 +327,16 @@ impl<I: Iterator<Item = RepoResult<LocationRecord>>> Iterator for WithClaims<I> 
     type Item = RepoResult<LocationRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let written = match self.records.peek() {
+        let mut written = match self.records.peek() {
             Some(Err(_)) => return self.records.next(),
             Some(Ok(r)) => Some(*r),
             None => None,
         };
-        let order = match (written.map(|w| w.order()), self.expansion.peek()) {
-            (None, None) => return None,
-            (Some(w), None) => w,
-            (None, Some(c)) => c,
-            (Some(w), Some(c)) => w.min(c),
-        };
-        let claimed = self.expansion.take(order);
-        let written = written
-            .filter(|w| w.order() == order)
-            .inspect(|_| drop(self.records.next()));
-        Some(Ok(match (written, claimed) {
-            (Some(w), Some(c)) if c.stamp.newer_than(&w.stamp) => c,
-            (Some(w), _) => w,
-            (None, c) => c?,
-        }))
+        let next = self.expansion.next_beside(&mut written);
+        if written.is_none() {
+            self.records.next();
+        }
+        next.map(Ok)
     }
 }
 

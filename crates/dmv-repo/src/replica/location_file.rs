@@ -227,25 +227,15 @@ impl LogReader {
     /// The next record, of those written out or of those the claims stand
     /// for (of one of each for a file and replica, the newer).
     fn next(&mut self) -> RepoResult<Option<LocationRecord>> {
-        let Some(expansion) = self.expansion.as_ref().filter(|e| !e.is_empty()) else {
+        if self.expansion.as_ref().is_none_or(Expansion::is_empty) {
             return self.next_written();
-        };
-        let claimed = expansion.peek();
+        }
         if self.written.is_none() {
             self.written = self.next_written()?;
         }
-        let order = match (self.written.map(|w| w.order()), claimed) {
-            (None, None) => return Ok(None),
-            (Some(w), None) => w,
-            (None, Some(c)) => c,
-            (Some(w), Some(c)) => w.min(c),
-        };
-        let claimed = self.expansion.as_mut().and_then(|e| e.take(order));
-        let written = self.written.take_if(|w| w.order() == order);
-        Ok(match (written, claimed) {
-            (Some(w), Some(c)) if c.stamp.newer_than(&w.stamp) => Some(c),
-            (Some(w), _) => Some(w),
-            (None, c) => c,
+        Ok(match self.expansion.as_mut() {
+            Some(expansion) => expansion.next_beside(&mut self.written),
+            None => self.written.take(),
         })
     }
 
