@@ -2141,11 +2141,13 @@ fn downloads_that_never_read_make_room_for_a_clone() {
     let readers: Vec<TcpStream> = (0..48)
         .map(|_| {
             let mut s = connect(port);
-            write!(
+            // Past the bound the server may close a connection to make
+            // room before its request is written: a broken pipe here is
+            // the server doing its job.
+            let _ = write!(
                 s,
                 "GET /hub/raw/{id}/big.raw HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-            )
-            .unwrap();
+            );
             s
         })
         .collect();
