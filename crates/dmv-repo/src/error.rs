@@ -502,7 +502,7 @@ pub enum RepoError {
         /// The clashing path.
         other: String,
         /// The resolution asked for.
-        how: crate::merge::resolution::Resolution,
+        how: crate::resolution::Resolution,
     },
     /// A checkout of a tree with two names in one folder that the working
     /// tree's file system takes for one (case, Unicode normalization).

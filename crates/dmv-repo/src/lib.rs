@@ -3,20 +3,24 @@
 //! and its dirstate. Built on `dmv-store`; knows nothing of the command line.
 //!
 //! Folders by concern, read bottom up (a file only uses files listed before
-//! it; each folder's `mod.rs` gives its own order): the leaves here (`paths`,
-//! `pathmap`, `stat`, `seal` for checksums of text files, `time`, `sizes`,
+//! it; each folder's `mod.rs` gives its own order; the layering test in
+//! dmv-testkit checks the folders' order): the leaves here (`stat`, `paths`,
+//! `pathmap`, `seal` for checksums of text files, `time`, `sizes`,
 //! `media` (what a person knows a media file by), `ref_names`,
-//! `error`, `atomic`, `parallel`); `repository` (`.dmv/`, HEAD and refs, the
+//! `resolution`, `error`, `atomic`, `parallel`, `line_merge`); `repository`
+//! (`.dmv/`, HEAD and refs, the slice and `.dmvattributes`, the
 //! [`Repository`] facade); `history` (trees, the commit graph, branches, the
-//! rules of stored objects); `replica` (the slice, the location log,
-//! availability, retention, path locks, drops); `worktree` (the dirstate,
+//! rules of stored objects); `replica` (the location log, availability,
+//! retention, path locks); `worktree` (the dirstate,
 //! walking, status, staging, checkout), which knows nothing of merges;
 //! `merge`; and on top `operations` (what consults a merge in progress,
-//! reset, revert, stash, gc, fsck's checks).
+//! reset, revert, stash, gc, fsck's checks, drops).
 
 mod atomic;
 mod error;
 mod history;
+/// The line-level three-way merge of text files.
+pub mod line_merge;
 mod media;
 mod merge;
 mod operations;
@@ -27,6 +31,7 @@ pub use paths::matches as path_matches;
 pub mod ref_names;
 mod replica;
 mod repository;
+mod resolution;
 mod seal;
 mod sizes;
 mod stat;
@@ -45,20 +50,13 @@ pub use history::tree;
 pub use history::tree::{diff_flat, Change, ChangeKind, FlatEntry, FlatTree};
 pub use history::tree_diff::{diff_trees, find_renames, refuse_unholdable_paths_between, Listed};
 pub use merge::kept_both::KeptBoth;
-/// The line-level three-way merge of text files.
-pub mod line_merge {
-    pub use crate::merge::line_merge::{
-        looks_like_text, merge_lines, merge_lines_with, never_text, ConflictStyle, LineDiff,
-        LineMerge, MarkerLabels,
-    };
-}
 pub use merge::merge_state::{ConflictStatus, MergeKind, MergePhase, MergeState, MergeStatus};
 pub use merge::merging::{ConflictedPath, FastForward, Mended, MergeOutcome};
-pub use merge::resolution::Resolution;
 pub use merge::resolve::Resolved;
 pub use merge::three_way::Conflict;
 pub use operations::autocommit::{describe_changes, AutoCommit, AutoCommitted};
 pub use operations::diff_sides::DiffSide;
+pub use operations::dropping::DataDropped;
 pub use operations::fsck::{FsckReport, RepoStats};
 pub use operations::gc::GcPolicy;
 pub use operations::merge_aware::{
@@ -74,7 +72,6 @@ pub use operations::watch_health::{Moment, RemoteHealth, WatchHealth};
 pub use pathmap::PathMap;
 pub use ref_names::RefName;
 pub use replica::availability::{FileAvailability, UnderCopied};
-pub use replica::dropping::DataDropped;
 pub use replica::location_claims::{
     check_claims, TreeClaim, WithClaims, MAX_CLAIMED_TREES, MAX_CLAIMS,
 };
@@ -87,16 +84,17 @@ pub use replica::locks::{
     check_lock_path, refuse_moves_over_locks, release_locks, take_locks, EntryAt, HeldLocks,
     KnownLocks, LockStore, LockTable, PathLock, RefMove,
 };
-pub use replica::slice::{is_rule_file, BadSlice, PathFilter, Slice, RULE_FILES};
+pub use repository::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
 pub use repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repository::repo::Repository;
 pub use repository::requires::REQUIREMENTS;
 pub use repository::settings::{canonical_key, KEYS as SETTING_KEYS};
+pub use repository::slice::{is_rule_file, BadSlice, PathFilter, Slice, RULE_FILES};
 pub use repository::wlock::{WorktreeGuard, WorktreeLock};
+pub use resolution::Resolution;
 pub use sizes::human_bytes;
 pub use time::{civil, parse_date, utc_time};
-pub use worktree::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use worktree::dirstate::{DirEntry, Dirstate, Stat};
 pub use worktree::early::{EarlyCheckout, Lookup};
 pub use worktree::folded_names::Folding;

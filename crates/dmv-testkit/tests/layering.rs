@@ -1145,3 +1145,112 @@ fn the_sync_library_without_its_optional_transports_has_no_http_tls_or_s3_crates
         );
     }
 }
+
+// ---- Rule 4: a crate's folders in their documented order ----
+
+/// Crates whose top-level modules (folders, and the files beside them) keep
+/// an order, bottom first: a module imports only modules listed before it.
+/// A top-level module missing from its crate's list fails the test. The
+/// order is the one the crate's lib.rs documents.
+const FOLDER_ORDERS: &[(&str, &[&str])] = &[(
+    "dmv-repo",
+    &[
+        "stat",
+        "paths",
+        "pathmap",
+        "seal",
+        "time",
+        "sizes",
+        "media",
+        "ref_names",
+        "resolution",
+        "error",
+        "atomic",
+        "parallel",
+        "line_merge",
+        "repository",
+        "history",
+        "replica",
+        "worktree",
+        "merge",
+        "operations",
+    ],
+)];
+
+/// The edges of `edges` between top-level modules, the first place each is made.
+fn folder_edges(edges: &Edges) -> Edges {
+    let top = |m: &str| m.split("::").next().unwrap_or("").to_string();
+    let mut folders = Edges::new();
+    for ((a, b), at) in edges {
+        let (a, b) = (top(a), top(b));
+        if a != b && !a.is_empty() && !b.is_empty() {
+            folders.entry((a, b)).or_insert_with(|| at.clone());
+        }
+    }
+    folders
+}
+
+/// Each import of a module listed at or above the importer, as a message.
+fn folder_order_problems(krate: &str, order: &[&str], edges: &Edges) -> Vec<String> {
+    let rank = |m: &str| order.iter().position(|o| *o == m);
+    let mut problems = Vec::new();
+    for ((a, b), at) in folder_edges(edges) {
+        match (rank(&a), rank(&b)) {
+            (Some(ra), Some(rb)) if rb < ra => {}
+            (Some(_), Some(_)) => {
+                problems.push(format!("{krate}: {a} imports {b}, listed above it  {at}"))
+            }
+            (None, _) => problems.push(format!("{krate}: {a} is in no folder order")),
+            (_, None) => problems.push(format!("{krate}: {b} is in no folder order")),
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    problems
+}
+
+#[test]
+fn folders_import_only_the_folders_below_them() -> Result<(), String> {
+    let root = workspace();
+    let mut problems = Vec::new();
+    for (name, dir, _) in crates(&root)? {
+        let Some((_, order)) = FOLDER_ORDERS.iter().find(|(k, _)| *k == name) else {
+            continue;
+        };
+        let files: Vec<_> = crate_files(&dir.join("src"))?
+            .into_iter()
+            .map(|(module, path, src)| {
+                let shown = path
+                    .strip_prefix(&root)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                (module, shown, src)
+            })
+            .collect();
+        problems.extend(folder_order_problems(&name, order, &module_edges(&files)));
+    }
+    assert!(
+        problems.is_empty(),
+        "a folder imports one above it (move what both need below both):\n{}",
+        problems.join("\n")
+    );
+    Ok(())
+}
+
+#[test]
+fn the_folder_check_catches_an_import_upward() {
+    let edges = fake(&[
+        ("", "mod low; mod high;"),
+        ("low", "use crate::high::X;"),
+        ("low::inner", "use crate::low::Y;"),
+        ("high", "use crate::low::Y;"),
+    ]);
+    assert_eq!(
+        folder_order_problems("k", &["low", "high"], &edges).len(),
+        1,
+        "{edges:?}"
+    );
+    assert!(folder_order_problems("k", &["high", "low"], &edges).len() == 1);
+    assert!(folder_order_problems("k", &["low"], &edges)[0].contains("high is in no folder order"));
+}

@@ -27,7 +27,7 @@ use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatEntry, FlatTree};
-use crate::merge::line_merge::MarkerLabels;
+use crate::line_merge::MarkerLabels;
 use crate::merge::merge_state::{MergeKind, MergePhase, MergeState};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;

@@ -7,11 +7,11 @@ use dmv_store::Silent;
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
-use crate::merge::resolution::Resolution;
 use crate::merge::three_way::Conflict;
 use crate::paths::clash_with;
 use crate::paths::{matches, show, side_name};
 use crate::repository::repo::Repository;
+use crate::resolution::Resolution;
 use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 
 /// One resolved conflict and the paths that now hold its content (empty: deleted).

@@ -9,7 +9,7 @@ use dmv_store::{ObjectId, WriteSession};
 use crate::error::RepoResult;
 use crate::history::tree::flatten;
 use crate::history::tree::{FlatEntry, FlatTree};
-use crate::merge::line_merge::{
+use crate::line_merge::{
     looks_like_text, merge_lines, never_text, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE,
 };
 use crate::merge::three_way::{three_way, Conflict};

@@ -44,7 +44,7 @@ impl Repository {
         let mut out = Vec::new();
         for c in changes
             .iter()
-            .filter(|c| !crate::merge::line_merge::never_text(&c.path))
+            .filter(|c| !crate::line_merge::never_text(&c.path))
         {
             let sides = [c.old, if new_in_worktree { None } else { c.new }];
             for e in sides.into_iter().flatten() {

@@ -4,11 +4,13 @@
 //! as one call each.
 //!
 //! Read bottom up: `merge_aware`, `autocommit`, `reset`, `revert`, `rebase`, `stash`, `gc`, `checks`, `fsck`, `diff_sides`,
-//! `revision_paths`, `watch_health`.
+//! `revision_paths`, `watch_health`, `dropping` (freeing file data safely
+//! against other replicas).
 
 pub(crate) mod autocommit;
 pub(crate) mod checks;
 pub(crate) mod diff_sides;
+pub(crate) mod dropping;
 pub(crate) mod fsck;
 pub(crate) mod gc;
 pub(crate) mod merge_aware;

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{build, diff_flat, flatten, FlatEntry, FlatTree};
-use crate::merge::line_merge::{never_text, MarkerLabels, MAX_TEXT_MERGE};
+use crate::line_merge::{never_text, MarkerLabels, MAX_TEXT_MERGE};
 use crate::merge::merge_state::{MergeKind, MergePhase};
 use crate::merge::merging::{ConflictedPath, Mended, MergeOutcome};
 use crate::merge::three_way::three_way;

@@ -7,7 +7,7 @@ use dmv_store::Progress;
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{build, flatten, FlatTree};
-use crate::merge::line_merge::MarkerLabels;
+use crate::line_merge::MarkerLabels;
 use crate::merge::three_way::three_way;
 use crate::paths::{show, Beneath};
 use crate::repository::repo::Repository;

@@ -4,7 +4,7 @@ use dmv_store::ChunkParams;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
-use crate::replica::slice::Slice;
+use crate::repository::slice::Slice;
 use crate::{RepoError, RepoResult};
 
 /// 2: the repository lists its requirements in `.dmv/requires` (the dmv of

@@ -1,5 +1,5 @@
 //! The repository: opening and creating it, its configuration, HEAD and
-//! refs, commits, revisions, the working-tree lock and the dirstate file.
+//! refs, commits, revisions and the working-tree lock.
 //! Other files add the operations (`impl Repository` blocks of their own).
 
 use std::path::{Path, PathBuf};
@@ -8,18 +8,13 @@ use dmv_store::object::{Commit, Signature, Tag};
 use dmv_store::{ChunkParams, ObjectId, ObjectKind, Store};
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::history::tree::tree_reader;
 use crate::paths::DMV_DIR;
 use crate::ref_names::{branch_ref, tag_ref, REMOTE_BRANCHES};
+use crate::repository::attributes::ReadOnlyRule;
 use crate::repository::config::{self, Config};
 use crate::repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 use crate::repository::requires;
 use crate::repository::wlock::{WorktreeGuard, WorktreeLock};
-use crate::worktree::attributes::ReadOnlyRule;
-use crate::worktree::dirstate::{Dirstate, TreeMark};
-
-/// Where [`TreeMark`] is kept, in `.dmv`.
-const TREE_MARK_FILE: &str = "dirstate-tree";
 
 /// Trees' files (content ids, sorted), by tree, most recently read last.
 pub(crate) type TreeFilesSeen = std::sync::Mutex<
@@ -249,56 +244,6 @@ impl Repository {
     /// `dmv watch` per repository, named with its pid.
     pub fn watcher_lock(&self) -> WorktreeLock {
         WorktreeLock::new(&self.dmv.join("watch.lock"))
-    }
-
-    pub(crate) fn dirstate_path(&self) -> PathBuf {
-        self.dmv.join("dirstate")
-    }
-
-    /// Reads the dirstate; a missing file is an empty one.
-    pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
-        Dirstate::load_over(&self.dirstate_path(), &tree_reader(&self.store))
-    }
-
-    /// Callers hold the working-tree lock from before they loaded what they change.
-    pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
-        self.check_worktree_locked("the dirstate")?;
-        let base = match ds.absent_base {
-            Some(tree) => Some(tree),
-            None => self.head_tree()?,
-        };
-        ds.save_over(
-            &self.dirstate_path(),
-            base.as_ref(),
-            &tree_reader(&self.store),
-        )
-    }
-
-    /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).
-    pub(crate) fn tree_mark(&self) -> Option<TreeMark> {
-        std::fs::read(self.dmv.join(TREE_MARK_FILE))
-            .ok()
-            .and_then(|b| TreeMark::decode(&b))
-    }
-
-    /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
-    /// costs the next status a read of HEAD's tree, so it is not reported.
-    pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
-        self.mark_staged_tree(ds.staged_hash(), tree);
-    }
-
-    /// [`Repository::mark_tree`] for entries whose staged hash is known.
-    pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
-        if self.check_worktree_locked("the dirstate's tree").is_ok() {
-            let _ = crate::atomic::overwrite_cache(
-                &self.dmv.join(TREE_MARK_FILE),
-                &TreeMark {
-                    tree,
-                    entries: staged,
-                }
-                .encode(),
-            );
-        }
     }
 
     /// Reads `.dmv/HEAD`.

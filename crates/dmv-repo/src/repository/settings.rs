@@ -4,7 +4,7 @@
 //! repository's setting wins over the global one.
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::merge::line_merge::ConflictStyle;
+use crate::line_merge::ConflictStyle;
 use crate::repository::config::{global_path, Config, GlobalSettings};
 use crate::repository::repo::Repository;
 

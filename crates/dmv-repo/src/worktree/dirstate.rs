@@ -10,14 +10,14 @@
 
 use std::fs::Metadata;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dmv_store::object::{EntryKind, TreeNode};
 use dmv_store::{ObjectId, WriteSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
-use crate::history::tree::{FilesInOrder, FlatEntry, FlatTree};
+use crate::history::tree::{tree_reader, FilesInOrder, FlatEntry, FlatTree};
 use crate::pathmap::PathMap;
 pub use crate::stat::{kind_of, kind_on_disk, mtime_ns, Stat};
 use crate::{RepoError, RepoResult};
@@ -857,6 +857,61 @@ impl TreeMark {
             tree: ObjectId(body[12..44].try_into().expect("32 bytes")),
             entries: body[44..76].try_into().expect("32 bytes"),
         })
+    }
+}
+
+/// Where [`TreeMark`] is kept, in `.dmv`.
+const TREE_MARK_FILE: &str = "dirstate-tree";
+
+impl crate::repository::repo::Repository {
+    pub(crate) fn dirstate_path(&self) -> PathBuf {
+        self.dmv.join("dirstate")
+    }
+
+    /// Reads the dirstate; a missing file is an empty one.
+    pub fn load_dirstate(&self) -> RepoResult<Dirstate> {
+        Dirstate::load_over(&self.dirstate_path(), &tree_reader(&self.store))
+    }
+
+    /// Callers hold the working-tree lock from before they loaded what they change.
+    pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
+        self.check_worktree_locked("the dirstate")?;
+        let base = match ds.absent_base {
+            Some(tree) => Some(tree),
+            None => self.head_tree()?,
+        };
+        ds.save_over(
+            &self.dirstate_path(),
+            base.as_ref(),
+            &tree_reader(&self.store),
+        )
+    }
+
+    /// The tree the dirstate builds, as a command last recorded it (see [`TreeMark`]).
+    pub(crate) fn tree_mark(&self) -> Option<TreeMark> {
+        std::fs::read(self.dmv.join(TREE_MARK_FILE))
+            .ok()
+            .and_then(|b| TreeMark::decode(&b))
+    }
+
+    /// Records that `ds`, as saved, builds `tree`. Only a cache: a failure
+    /// costs the next status a read of HEAD's tree, so it is not reported.
+    pub(crate) fn mark_tree(&self, ds: &Dirstate, tree: ObjectId) {
+        self.mark_staged_tree(ds.staged_hash(), tree);
+    }
+
+    /// [`Repository::mark_tree`] for entries whose staged hash is known.
+    pub(crate) fn mark_staged_tree(&self, staged: [u8; 32], tree: ObjectId) {
+        if self.check_worktree_locked("the dirstate's tree").is_ok() {
+            let _ = crate::atomic::overwrite_cache(
+                &self.dmv.join(TREE_MARK_FILE),
+                &TreeMark {
+                    tree,
+                    entries: staged,
+                }
+                .encode(),
+            );
+        }
     }
 }
 

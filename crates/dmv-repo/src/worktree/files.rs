@@ -19,8 +19,8 @@ const MAX_ATTRIBUTES_BYTES: u64 = 1 << 20;
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
 use crate::paths::{Beneath, TEMP_PREFIX};
+use crate::repository::attributes::{Lockable, ReadOnlyRule, ATTRIBUTES_FILE};
 use crate::repository::repo::Repository;
-use crate::worktree::attributes::{Lockable, ReadOnlyRule, ATTRIBUTES_FILE};
 
 /// The target of a symlink, as stored.
 pub(crate) fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {

@@ -3,10 +3,9 @@
 //! (checkout, and a clone's files while their chunks arrive). None of it
 //! knows of merges: what consults a merge in progress is in `operations`.
 //!
-//! Read bottom up: `attributes`, `dirstate`, `files`, `walk`, `sieve`,
+//! Read bottom up: `dirstate`, `files`, `walk`, `sieve`,
 //! `status`, `staging`, `folded_names`, `checkout`, `early`.
 
-pub(crate) mod attributes;
 pub(crate) mod checkout;
 pub(crate) mod dirstate;
 pub(crate) mod early;
