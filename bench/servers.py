@@ -165,7 +165,7 @@ class Sshd:
     def login(self):
         """ssh argv that runs a command on this server (for the tar floor), with
         the cipher order DMV asks for on a CPU with AES instructions
-        (crates/dmv-sync/src/ssh.rs), so that the floor moves bytes as cheaply
+        (crates/dmv-sync/src/transport/ssh.rs), so that the floor moves bytes as cheaply
         as DMV's ssh transport can."""
         ciphers = []
         if _cpu_has_aes():

@@ -8,24 +8,16 @@
 //! The operations a front end calls are [`clone`], [`fetch`], [`push`],
 //! [`pull`] and [`sync`], with the named remotes of [`find_remote`].
 //!
-//! The files, each using only those listed before it: `error`,
-//! `protocol`, `frame`, `remote` (the [`Remote`] trait and the capabilities
-//! only some remotes have), `client` (the client of a DMV server over a
-//! wire), `serve` (answering requests, over a pipe or for dmv-server), the
-//! wires `stdio`, `ssh`, `http_client` and `in_process`, the remotes
-//! `bucket_remote` and `memory_remote`, `relay` (answering requests from a
-//! bucket, for a server in front of one), `remote_spec` (URLs and
-//! connecting), `reach` (how each remote answered when last asked),
-//! `named_remotes` (a repository's named remotes), `address_book` (the
-//! URLs replicas publish of themselves, and metered ones), `locations`,
-//! `objects`, `receive` and `send` (the transfer), then the operations
-//! `fetch`, `push`, `peers` (offering a branch to a replica with a working
-//! tree, and merging what peers offered), `pull`, `news` (whether a remote
-//! moved since the last sync, cheaply), `clone`, `partial` (`get`, `restore`,
-//! `write_file_at` and `set_slice` for partial replicas), `copies`
-//! (`whereis`, `drop`, `fsck --from`), `path_locks` (`lock`, and pushes
-//! checked against the remote's locks), `repair` (`fsck --repair`) and
-//! `upload` (commits of files uploaded to a server, with a push's rules).
+//! Four folders, each using only those before it (the layering test in
+//! dmv-testkit checks it): `protocol` (the messages, their limits and
+//! encoding, frames, errors; public as [`protocol`]), `transport` (the
+//! [`Remote`] trait and the remotes: a pipe, ssh, HTTP, object storage,
+//! memory), `serving` (answering requests, for a pipe, dmv-server, a
+//! bucket's relay and in-process remotes) and `operations` (connecting by
+//! URL, named remotes, the transfer, and what a front end calls). Each
+//! folder's `mod.rs` gives the order of its files. The HTTP and
+//! object-storage transports are cargo features (`http`, `s3`, both on by
+//! default); without them the library has no HTTP, TLS or S3 crate.
 //!
 //! A front end using the pipe transports (a path or ssh remote) or HTTP must
 //! leave SIGPIPE ignored, as Rust programs start: writes to a pipe, and the
@@ -34,92 +26,63 @@
 //! process. The library does not change the disposition behind the front
 //! end's back (object storage blocks it on its own threads).
 
-mod address_book;
-#[cfg(feature = "s3")]
-mod bucket_remote;
-mod client;
-mod clone;
-mod copies;
-mod error;
-mod fetch;
-mod frame;
-#[cfg(feature = "http")]
-mod http_client;
-mod in_process;
-mod keep_both;
-mod locations;
-mod memory_remote;
-mod named_remotes;
-mod news;
-mod objects;
-mod partial;
-mod path_locks;
-mod peers;
-mod pieces;
+mod operations;
 pub mod protocol;
-mod pull;
-mod push;
-mod reach;
-mod receive;
-#[cfg(feature = "s3")]
-mod relay;
-mod remote;
-mod remote_spec;
-mod repair;
-mod send;
-mod serve;
-mod ssh;
-mod stdio;
-mod upload;
+mod serving;
+mod transport;
 
-pub use address_book::{check_publishable, publish, set_metered, unpublish};
-#[cfg(feature = "s3")]
-pub use bucket_remote::BucketRemote;
-pub use client::Client;
-pub use clone::{clone, CloneOptions, ClonePlan, Cloned};
-pub use copies::{
-    check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies,
-};
 #[cfg(feature = "s3")]
 pub use dmv_bucket::BucketOptions;
 pub use dmv_repo::{Phase, Progress, Silent, Tally};
-pub use error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
-pub use fetch::{fetch, prune_remote_branches, Fetched, FetchedRef};
-pub use frame::{decode_message, Frame, FrameReader, FrameWriter};
-pub use keep_both::{sync_keeping_both, SyncedKeepingBoth};
-pub use locations::{exchange_locations, remote_replica};
-pub use memory_remote::{MemoryRemote, Traffic};
-pub use named_remotes::{
+pub use operations::address_book::{check_publishable, publish, set_metered, unpublish};
+pub use operations::clone::{clone, CloneOptions, ClonePlan, Cloned};
+pub use operations::copies::{
+    check_copies, drop_files, whereis, CopiesChecked, CopyInfo, DropOptions, Dropped, FileCopies,
+};
+pub use operations::fetch::{fetch, prune_remote_branches, Fetched, FetchedRef};
+pub use operations::keep_both::{sync_keeping_both, SyncedKeepingBoth};
+pub use operations::locations::{exchange_locations, remote_replica};
+pub use operations::named_remotes::{
     add_remote, configured_spec, default_remote, find_remote, normalize_url, pull_source,
     remote_cache_dir, remotes_in_order, remove_remote, set_remote_url, NamedRemote, UrlChange,
 };
-pub use news::{moved_since_last_sync, NewsListener};
-pub use objects::TransferStats;
-pub use partial::{
+pub use operations::news::{moved_since_last_sync, NewsListener};
+pub use operations::partial::{
     fetch_versions, get, resolve_conflicts, restore, set_slice, write_file_at, GetOptions, Got,
     SliceChanged,
 };
-pub use path_locks::list as list_locks;
-pub use path_locks::{check_commit, commit, lock, lock_remote, unlock, CommitLockCheck};
-pub use peers::{merge_offers, offer, offer_name};
-pub use pieces::PieceFetcher;
-pub use pull::{
+pub use operations::path_locks::list as list_locks;
+pub use operations::path_locks::{
+    check_commit, commit, lock, lock_remote, unlock, CommitLockCheck,
+};
+pub use operations::peers::{merge_offers, offer, offer_name};
+pub use operations::pieces::PieceFetcher;
+pub use operations::pull::{
     fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull,
     pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll,
 };
-pub use push::{current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed};
-pub use reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
-pub use receive::fetch_objects;
+pub use operations::push::{
+    current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed,
+};
+pub use operations::reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
+pub use operations::receive::fetch_objects;
+pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
+pub use operations::repair::{repair, Repaired};
+pub use operations::send::{send_objects, PushRef};
+pub use protocol::error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
+pub use protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
+pub use protocol::objects::TransferStats;
 #[cfg(feature = "s3")]
-pub use relay::handle_relayed;
-pub use remote::{
+pub use serving::relay::handle_relayed;
+pub use serving::serve::{handle_request, serve_stdio, Caller};
+pub use serving::upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
+#[cfg(feature = "s3")]
+pub use transport::bucket_remote::BucketRemote;
+pub use transport::client::Client;
+pub use transport::memory_remote::{MemoryRemote, Traffic};
+pub use transport::remote::{
     KeepsCopies, KeepsPathLocks, ObjectProducer, PathLocks, Received, Remote, RemoteRefs,
 };
-pub use remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
-pub use repair::{repair, Repaired};
-pub use send::{send_objects, PushRef};
-pub use serve::{handle_request, serve_stdio, Caller};
-pub use upload::{commit_uploaded, UploadCommit, Uploaded, UploadedFile};
 
 /// Byte counters of everything written to and read from remotes (object
 /// storage included), for `DMV_TRACE` and the tests that check what travelled

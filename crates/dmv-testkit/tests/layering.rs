@@ -846,8 +846,8 @@ const FRONT_END_DEPENDENCIES: &[&str] = &[
 ];
 /// Library files that may start programs, and why: the transports, and the merge tool a person configured.
 const STARTS_PROGRAMS: &[(&str, &str)] = &[
-    ("crates/dmv-sync/src/ssh.rs", "the ssh transport runs ssh"),
-    ("crates/dmv-sync/src/remote_spec.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
+    ("crates/dmv-sync/src/transport/ssh.rs", "the ssh transport runs ssh"),
+    ("crates/dmv-sync/src/transport/stdio.rs", "a path remote is served by `dmv serve --stdio` in a child process unless the front end serves in process"),
     ("crates/dmv-repo/src/merge/mergetool.rs", "runs the merge tool the person configured"),
     ("crates/dmv-mount/src/unmount.rs", "unmounts through fusermount3, the one way FUSE lets a user who is not root"),
     ("crates/dmv-testkit/src/lib.rs", "the tests' helpers run dmv, git and servers"),
@@ -1152,30 +1152,36 @@ fn the_sync_library_without_its_optional_transports_has_no_http_tls_or_s3_crates
 /// an order, bottom first: a module imports only modules listed before it.
 /// A top-level module missing from its crate's list fails the test. The
 /// order is the one the crate's lib.rs documents.
-const FOLDER_ORDERS: &[(&str, &[&str])] = &[(
-    "dmv-repo",
-    &[
-        "stat",
-        "paths",
-        "pathmap",
-        "seal",
-        "time",
-        "sizes",
-        "media",
-        "ref_names",
-        "resolution",
-        "error",
-        "atomic",
-        "parallel",
-        "line_merge",
-        "repository",
-        "history",
-        "replica",
-        "worktree",
-        "merge",
-        "operations",
-    ],
-)];
+const FOLDER_ORDERS: &[(&str, &[&str])] = &[
+    (
+        "dmv-repo",
+        &[
+            "stat",
+            "paths",
+            "pathmap",
+            "seal",
+            "time",
+            "sizes",
+            "media",
+            "ref_names",
+            "resolution",
+            "error",
+            "atomic",
+            "parallel",
+            "line_merge",
+            "repository",
+            "history",
+            "replica",
+            "worktree",
+            "merge",
+            "operations",
+        ],
+    ),
+    (
+        "dmv-sync",
+        &["protocol", "transport", "serving", "operations"],
+    ),
+];
 
 /// The edges of `edges` between top-level modules, the first place each is made.
 fn folder_edges(edges: &Edges) -> Edges {

@@ -1,0 +1,33 @@
+//! What a front end calls: connecting to a remote by URL (`remote_spec`),
+//! how each remote answered when last asked (`reach`), a repository's
+//! named remotes (`named_remotes`) and the URLs replicas publish of
+//! themselves (`address_book`); the transfer (`locations`, `receive`,
+//! `send`); and the operations `fetch`, `push`, `path_locks` (`lock`, and
+//! pushes checked against the remote's locks), `peers` (offering a branch
+//! to a replica with a working tree, and merging what peers offered),
+//! `pull` (and `sync`), `news` (whether a remote moved since the last sync,
+//! cheaply), `keep_both`, `clone`, `partial` (`get`, `restore`,
+//! `write_file_at` and `set_slice` for partial replicas), `pieces`, `copies`
+//! (`whereis`, `drop`, `fsck --from`) and `repair` (`fsck --repair`).
+//!
+//! Read bottom up in that order.
+
+pub(crate) mod address_book;
+pub(crate) mod clone;
+pub(crate) mod copies;
+pub(crate) mod fetch;
+pub(crate) mod keep_both;
+pub(crate) mod locations;
+pub(crate) mod named_remotes;
+pub(crate) mod news;
+pub(crate) mod partial;
+pub(crate) mod path_locks;
+pub(crate) mod peers;
+pub(crate) mod pieces;
+pub(crate) mod pull;
+pub(crate) mod push;
+pub(crate) mod reach;
+pub(crate) mod receive;
+pub(crate) mod remote_spec;
+pub(crate) mod repair;
+pub(crate) mod send;

@@ -1,0 +1,224 @@
+//! Locking paths on a remote from a replica: `dmv lock`, `unlock`, `locks`,
+//! and the checks that keep a replica from committing or pushing a change
+//! to a path someone else holds. The remote's table (or, in a bucket, its
+//! lock objects) decides; this replica keeps what it last learned
+//! ([`KnownLocks`]) so status can show holders and checkouts know which
+//! lockable files to leave writable.
+
+use dmv_repo::store::ObjectId;
+use dmv_repo::{
+    CommitRequest, Committed, KnownLocks, Lockable, PathLock, Progress, RepoError, Repository,
+    ATTRIBUTES_FILE,
+};
+
+use crate::operations::named_remotes::{default_remote, find_remote, NamedRemote};
+use crate::operations::send::PushRef;
+use crate::transport::remote::{PathLocks, Remote};
+use crate::{SyncError, SyncResult};
+
+/// The remote locks are taken on: the one named, else the current branch's
+/// upstream remote, else `origin`, else the only remote.
+pub fn lock_remote(repo: &Repository, named: Option<&str>) -> SyncResult<NamedRemote> {
+    match named {
+        Some(name) => find_remote(repo, name),
+        None if repo.config.remotes.is_empty() => {
+            Err(SyncError::NeedsNamedRemote { what: "locking" })
+        }
+        None => default_remote(repo, "locking"),
+    }
+}
+
+/// Our name where the remote cannot tell who we are (an object store).
+fn me(repo: &Repository) -> String {
+    repo.identity().name
+}
+
+/// Locks `paths` on the remote for us (all or none) and makes the lockable
+/// ones among them writable here.
+pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> SyncResult<PathLocks> {
+    let taken = remote
+        .path_locks()?
+        .lock_paths(paths, &repo.replica_name(), &me(repo))?;
+    refresh_known(repo, remote)?;
+    for l in &taken.locks {
+        repo.set_lock_mode(&l.path, true)?;
+    }
+    Ok(taken)
+}
+
+/// Releases `paths` on the remote (all or none; `force` breaks other
+/// people's locks, for admins) and makes the lockable ones read-only here.
+pub fn unlock(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    paths: &[String],
+    force: bool,
+) -> SyncResult<PathLocks> {
+    let released = remote.path_locks()?.unlock_paths(paths, force, &me(repo))?;
+    refresh_known(repo, remote)?;
+    for l in &released.locks {
+        repo.set_lock_mode(&l.path, false)?;
+    }
+    Ok(released)
+}
+
+/// Every lock on the remote, remembered here.
+pub fn list(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<PathLocks> {
+    let listed = remote.path_locks()?.list_locks(&me(repo))?;
+    remember(repo, remote.url(), &listed)?;
+    Ok(listed)
+}
+
+fn refresh_known(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<()> {
+    list(repo, remote).map(|_| ())
+}
+
+fn remember(repo: &Repository, url: &str, listed: &PathLocks) -> SyncResult<()> {
+    let learned = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(repo.save_known_locks(&KnownLocks {
+        remote: url.to_string(),
+        you: listed.you.clone(),
+        learned,
+        locks: listed.locks.clone(),
+    })?)
+}
+
+/// Before a push uploads anything: refuses it when one of its new commits
+/// changes a path someone else holds there. The server checks again when
+/// the refs move (a bucket has no server: this is its only check).
+pub fn refuse_push_over_locks(
+    repo: &Repository,
+    remote: &mut dyn Remote,
+    updates: &[PushRef],
+    remote_tips: &[ObjectId],
+) -> SyncResult<()> {
+    let listed = match list(repo, remote) {
+        Ok(l) => l,
+        Err(SyncError::Unsupported { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let others: Vec<&PathLock> = listed
+        .locks
+        .iter()
+        .filter(|l| Some(&l.owner) != listed.you.as_ref())
+        .collect();
+    if others.is_empty() {
+        dmv_repo::store::failpoint("push-locks-checked");
+        return Ok(());
+    }
+    let tips: Vec<ObjectId> = remote_tips
+        .iter()
+        .filter(|t| repo.store.contains(t).unwrap_or(false))
+        .copied()
+        .collect();
+    for update in updates {
+        let Some(new) = update.new else { continue };
+        let commits = repo.commits_between(&[new], &tips)?;
+        if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
+            return Err(RepoError::LockedPathChanged {
+                path: lock.path.clone(),
+                holder: lock.holder(),
+                commit: commit.short(),
+            }
+            .into());
+        }
+    }
+    // A lock taken from here on is the server's to enforce.
+    dmv_repo::store::failpoint("push-locks-checked");
+    Ok(())
+}
+
+/// What a commit's check of the locks found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommitLockCheck {
+    /// No change touches a lockable or locked path, or none held by others.
+    Clear,
+    /// The remote could not be asked: go on, and say so.
+    Unchecked {
+        /// The remote's name.
+        remote: String,
+        /// Why it could not be asked.
+        why: String,
+    },
+}
+
+/// `commit`, as one call: the lock check of [`check_commit`], then
+/// [`Repository::commit_with`], under one hold of the working-tree lock so
+/// that what was checked is what is committed.
+pub fn commit(
+    repo: &Repository,
+    request: &CommitRequest<'_>,
+    progress: &dyn Progress,
+) -> SyncResult<(CommitLockCheck, Committed)> {
+    let _wlock = repo.lock_worktree()?;
+    let check = check_commit(repo, request.all)?;
+    Ok((check, repo.commit_with(request, progress)?))
+}
+
+/// Before a commit (of the staged changes, or with `all` of every change
+/// to tracked files): refuses when a changed path is locked by someone else
+/// on the lock remote. Asks the remote only when the repository uses locks
+/// (lockable patterns in `.dmvattributes`, or locks seen there before) and
+/// a changed path is lockable or was locked, so repositories that use no
+/// locks never wait on the network or for a status.
+pub fn check_commit(repo: &Repository, all: bool) -> SyncResult<CommitLockCheck> {
+    let lockable = Lockable::parse(
+        &std::fs::read_to_string(repo.root.join(ATTRIBUTES_FILE)).unwrap_or_default(),
+    );
+    let known = repo.known_locks();
+    if lockable.is_empty() && known.locks.is_empty() {
+        return Ok(CommitLockCheck::Clear);
+    }
+    let status = repo.status()?;
+    let changed = status
+        .staged
+        .iter()
+        .chain(all.then_some(&status.unstaged).into_iter().flatten())
+        .map(|c| &c.path);
+    let relevant: Vec<&Vec<u8>> = changed
+        .filter(|p| {
+            lockable.matches(p)
+                || known
+                    .locks
+                    .iter()
+                    .any(|l| l.path.as_bytes() == p.as_slice())
+        })
+        .collect();
+    if relevant.is_empty() {
+        return Ok(CommitLockCheck::Clear);
+    }
+    let named = match lock_remote(repo, None) {
+        Ok(r) => r,
+        Err(SyncError::NeedsNamedRemote { .. }) => return Ok(CommitLockCheck::Clear),
+        Err(e) => return Err(e),
+    };
+    let listed = match named
+        .connect()
+        .and_then(|mut remote| list(repo, remote.as_mut()))
+    {
+        Ok(l) => l,
+        Err(SyncError::Unsupported { .. }) => return Ok(CommitLockCheck::Clear),
+        Err(e) => {
+            return Ok(CommitLockCheck::Unchecked {
+                remote: named.name.clone().unwrap_or(named.spec.url.clone()),
+                why: e.to_string(),
+            })
+        }
+    };
+    for path in relevant {
+        if let Some(l) = listed
+            .locks
+            .iter()
+            .find(|l| l.path.as_bytes() == path.as_slice() && Some(&l.owner) != listed.you.as_ref())
+        {
+            return Err(RepoError::CommitOverLock {
+                path: l.path.clone(),
+                holder: l.holder(),
+            }
+            .into());
+        }
+    }
+    Ok(CommitLockCheck::Clear)
+}

@@ -1,0 +1,702 @@
+//! The serving side of the protocol: answers one request at a time from a
+//! repository. `dmv serve --stdio` (local paths and ssh) loops over requests
+//! on one stream; the HTTP server calls [`handle`] once per request.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use std::collections::HashMap;
+
+use dmv_repo::store::{ObjectId, ObjectKind, WriteSession};
+use dmv_repo::{
+    check_object, refuse_moves_over_locks, stored_facts, validate_ref_name, Head, ObjectFacts,
+    RefMove, RefUpdate, RepoError, Repository,
+};
+
+use crate::protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
+use crate::protocol::location_run::{holder_names, LocationRun};
+use crate::protocol::objects::ref_may_hold;
+use crate::protocol::{
+    refs_digest, Request, Response, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
+};
+use crate::{Refusal, SyncError, SyncResult, Violation};
+use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
+
+/// The protocol version this server announces (tests override it to check
+/// how a mismatch is reported).
+pub fn server_version() -> u32 {
+    dmv_os::fault::test_setting("DMV_TEST_PROTOCOL_VERSION")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(VERSION)
+}
+
+/// Who a request comes from, as the transport established it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// May make requests that change the repository (`Put`, `UpdateRefs`, …).
+    pub may_write: bool,
+    /// The caller's name for locks (None: unknown, so it may not lock).
+    pub user: Option<String>,
+    /// May break other people's locks.
+    pub admin: bool,
+}
+
+impl Caller {
+    /// A caller on this machine or through ssh: the account the server runs
+    /// as (ssh logs in as the user), who may write what the account can.
+    /// The account that owns the repository is its admin.
+    pub fn local_account(repo_dir: &Path) -> Caller {
+        #[cfg(unix)]
+        {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            let user = account_name(uid)
+                .or_else(|| {
+                    ["USER", "LOGNAME"]
+                        .iter()
+                        .find_map(|k| std::env::var(k).ok().filter(|u| !u.is_empty()))
+                })
+                .unwrap_or_else(|| format!("uid {uid}"));
+            use std::os::unix::fs::MetadataExt;
+            let admin = std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| m.uid() == uid);
+            Caller {
+                may_write: true,
+                user: Some(user),
+                admin,
+            }
+        }
+        // Windows: files' owners are not at hand here; who can write the
+        // repository's folder is taken as its admin.
+        #[cfg(windows)]
+        {
+            let user = std::env::var("USERNAME").ok().filter(|u| !u.is_empty());
+            let admin =
+                std::fs::metadata(repo_dir.join(".dmv")).is_ok_and(|m| !m.permissions().readonly());
+            Caller {
+                may_write: true,
+                user,
+                admin,
+            }
+        }
+    }
+}
+
+/// The account name of `uid` in the password database (sshd logs a user in as it).
+#[cfg(unix)]
+fn account_name(uid: libc::uid_t) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: an all-zero passwd is a valid value to be overwritten.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to a live buffer of the length given; on success
+    // `found` points at `pwd`, whose strings point into `buf`.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string inside `buf`, which is still alive.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    name.to_str()
+        .ok()
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+}
+
+/// Buffer on each side of `serve --stdio`. A quarter of the 1 MiB pipe is
+/// enough to keep it busy, and a reader's buffer fills whole: at 1 MiB each
+/// they were 1.5 MiB of the server's 23 MiB in a push of 100,000 files.
+const PIPE_BUFFER: usize = 256 << 10;
+
+/// Serves the repository at `path` over stdin/stdout until the client hangs up.
+pub fn serve_stdio(path: &Path) -> SyncResult<()> {
+    let stdin = std::io::stdin().lock();
+    crate::transport::stdio::widen_pipe(0);
+    crate::transport::stdio::widen_pipe(1);
+    // Straight to file descriptor 1: std's stdout is line-buffered, and
+    // object data is full of newlines.
+    let stdout = dmv_os::stdout_file()
+        .map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
+    let mut input = FrameReader::new(std::io::BufReader::with_capacity(PIPE_BUFFER, stdin));
+    let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(PIPE_BUFFER, stdout));
+    let repo = Repository::open(path);
+    let caller = Caller::local_account(path);
+    while let Some(frame) = input.next_frame()? {
+        let Frame::Message(bytes) = frame else {
+            return Err(SyncError::Protocol(Violation::Unexpected {
+                expected: "a request",
+                got: None,
+            }));
+        };
+        // A request of a newer client's: refused as the HTTP server refuses
+        // an unknown verb, so the client can do without it.
+        let Ok(request) = decode_message::<Request>(&bytes) else {
+            out.message(&Response::Error {
+                message: "unknown request".into(),
+            })
+            .and_then(|_| out.flush())
+            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+            continue;
+        };
+        match &repo {
+            Ok(repo) => handle_request(repo, &caller, request, &mut input, &mut out)?,
+            Err(e) => {
+                // Say why once, then end: there is nothing to serve.
+                let message = match e {
+                    RepoError::NotARepository(_) | RepoError::Io { .. } => {
+                        "not a dmv repository".to_string()
+                    }
+                    other => format!("not a dmv repository: {other}"),
+                };
+                out.message(&Response::Error { message })
+                    .and_then(|_| out.flush())
+                    .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                return Ok(());
+            }
+        }
+        out.flush()
+            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Answers one request. Errors the client should see are sent as an `Error`
+/// response; only a broken connection is returned as an error.
+pub fn handle_request<R: Read, W: Write>(
+    repo: &Repository,
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+) -> SyncResult<()> {
+    answer_as_allowed(caller, request, input, out, |request, input, out| {
+        answer(repo, caller, request, input, out)
+    })
+}
+
+/// Answers `request` with `answer` if the caller may make it. Errors the
+/// client should see are sent as an `Error` response (after the rest of an
+/// upload is read, so the client reads it); only a broken connection is returned.
+pub(crate) fn answer_as_allowed<R: Read, W: Write>(
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+    answer: impl FnOnce(Request, &mut FrameReader<R>, &mut FrameWriter<W>) -> SyncResult<()>,
+) -> SyncResult<()> {
+    let verb = request.verb();
+    let result = match verb.writes() && !caller.may_write {
+        true => Err(SyncError::Refused(Refusal::NeedsWriteAccess {
+            verb: verb.name(),
+        })),
+        false => answer(request, input, out),
+    };
+    match result {
+        Ok(()) => Ok(()),
+        Err(e @ SyncError::Disconnected(_)) => Err(e),
+        Err(e) => {
+            if verb.has_body() {
+                drain_until_end(input)?;
+            }
+            out.message(&Response::Error {
+                message: e.to_string(),
+            })
+            .map_err(io_lost)
+        }
+    }
+}
+
+/// The longest a drop elsewhere may keep a copy here locked.
+pub(crate) const MAX_CONTENT_LOCK_SECONDS: u64 = 3600;
+
+pub(crate) fn io_lost(e: std::io::Error) -> SyncError {
+    SyncError::Disconnected(e.to_string())
+}
+
+/// After refusing an upload, reads the rest of it so the client gets to
+/// read our answer; nothing when it was read to its end (a disk that
+/// filled as the pack was sealed, after the last frame).
+fn drain_until_end<R: Read>(input: &mut FrameReader<R>) -> SyncResult<()> {
+    if input.at_end() {
+        return Ok(());
+    }
+    loop {
+        match input.next_frame()? {
+            None | Some(Frame::End) => return Ok(()),
+            Some(_) => {}
+        }
+    }
+}
+
+/// The answer for an object asked for that is not here: the replicas the log says hold it.
+fn not_held(repo: &Repository, id: &ObjectId) -> SyncError {
+    let holders = holder_names(repo, &[*id])
+        .ok()
+        .and_then(|mut h| h.remove(id))
+        .unwrap_or_default();
+    SyncError::NotHeld { id: *id, holders }
+}
+
+/// Refuses a `GetLocationClaims` of more trees than a client names.
+pub(crate) fn check_claims_request(request: &Request) -> SyncResult<()> {
+    match request {
+        Request::GetLocationClaims { trees }
+            if trees.len() > crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST =>
+        {
+            Err(SyncError::Protocol(Violation::TooManyIds {
+                asked: trees.len(),
+                limit: crate::protocol::MAX_TREES_PER_CLAIMS_REQUEST,
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn answer<R: Read, W: Write>(
+    repo: &Repository,
+    caller: &Caller,
+    request: Request,
+    input: &mut FrameReader<R>,
+    out: &mut FrameWriter<W>,
+) -> SyncResult<()> {
+    let store = &repo.store;
+    if let Request::Has { ids }
+    | Request::Get { ids, .. }
+    | Request::LockContent { ids, .. }
+    | Request::DropContent { ids } = &request
+    {
+        // The answer is sized by the request: bound it as the client does.
+        if ids.len() > crate::protocol::MAX_IDS_PER_REQUEST {
+            return Err(SyncError::Protocol(Violation::TooManyIds {
+                asked: ids.len(),
+                limit: crate::protocol::MAX_IDS_PER_REQUEST,
+            }));
+        }
+    }
+    check_claims_request(&request)?;
+    match request {
+        Request::Hello { .. } => {
+            out.message(&Response::Hello {
+                version: server_version(),
+                chunking: repo.config.chunking,
+                bare: repo.config.bare,
+                partial: repo.config.partial,
+            })
+            .map_err(io_lost)?;
+        }
+        Request::ListRefs => {
+            let (head, refs) = listed_refs(repo)?;
+            out.message(&Response::Refs { head, refs })
+                .map_err(io_lost)?;
+        }
+        // Answered at once: the wait is the HTTP server's (a stdio or ssh server holds no connection open for it).
+        Request::WaitRefs { .. } => {
+            let (head, refs) = listed_refs(repo)?;
+            out.message(&Response::RefsDigest {
+                digest: refs_digest(head.as_deref(), &refs),
+            })
+            .map_err(io_lost)?;
+        }
+        Request::WalkCommits { wants, haves } => {
+            let (mut ids, commits) = repo.history_between(&wants, &haves)?;
+            ids.extend(commits);
+            out.message(&Response::Commits { ids }).map_err(io_lost)?;
+        }
+        Request::Has { ids } => {
+            // A partial replica may hold a file's node without all its chunks: "has" means all of it.
+            let present = match repo.config.partial {
+                true => ids
+                    .iter()
+                    .map(|id| repo.has_data(id))
+                    .collect::<Result<Vec<bool>, _>>()?,
+                false => ids
+                    .iter()
+                    .map(|id| store.contains(id))
+                    .collect::<Result<Vec<bool>, _>>()?,
+            };
+            out.message(&Response::Has { present }).map_err(io_lost)?;
+        }
+        Request::Get { ids, chunks } => {
+            // As a reader: an id learnt from refs moved by another process since this connection opened is found.
+            let found = ids
+                .iter()
+                .map(|id| store.find(id)?.ok_or_else(|| not_held(repo, id)))
+                .collect::<SyncResult<Vec<_>>>()?;
+            let sent: Vec<_> = found
+                .iter()
+                .filter(|l| chunks || l.entry.kind != ObjectKind::Chunk)
+                .copied()
+                .collect();
+            let mut sent_so_far = 0;
+            for (id, loc) in ids.iter().zip(&found) {
+                if !chunks && loc.entry.kind == ObjectKind::Chunk {
+                    out.chunk_stub(id, loc.entry.raw_len).map_err(io_lost)?;
+                } else {
+                    store.read_ahead(&sent, sent_so_far);
+                    sent_so_far += 1;
+                    out.object(&store.read_stored_unverified(loc)?)
+                        .map_err(io_lost)?;
+                }
+            }
+            out.end().map_err(io_lost)?;
+        }
+        Request::Put => {
+            let (objects, bytes) = receive_objects(repo, input)?;
+            out.message(&Response::Stored { objects, bytes })
+                .map_err(io_lost)?;
+        }
+        Request::UpdateRefs {
+            updates,
+            who,
+            message,
+        } => {
+            let response = update_refs(repo, caller, updates, &who, &message)?;
+            out.message(&response).map_err(io_lost)?;
+            repo.tidy_store();
+        }
+        Request::Replica => {
+            let name = repo
+                .root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // A repository served read-only cannot store an id: one derived from its place stands in.
+            let id = repo
+                .replica_id()
+                .unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
+            out.message(&Response::Replica { id: id.0, name })
+                .map_err(io_lost)?;
+        }
+        Request::GetLocations => {
+            // Read from one open file: a log rewritten meanwhile is not mixed in.
+            let mut pieces = repo.location_pages()?;
+            while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
+                out.locations(&piece).map_err(io_lost)?;
+            }
+            out.end().map_err(io_lost)?;
+        }
+        Request::GetLocationClaims { trees } => {
+            let mut pieces = repo.location_pages_claiming(&trees)?;
+            let claims = pieces.claims().iter().map(WireClaim::of).collect();
+            out.message(&Response::LocationClaims { claims })
+                .map_err(io_lost)?;
+            while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
+                out.locations(&piece).map_err(io_lost)?;
+            }
+            out.end().map_err(io_lost)?;
+        }
+        Request::PutLocations { .. } => {
+            receive_locations(repo, input)?;
+            out.message(&Response::LocationsMerged).map_err(io_lost)?;
+        }
+        Request::LockContent { ids, seconds } => {
+            let (lock, held) = repo.lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
+            out.message(&Response::ContentLocked { lock, held })
+                .map_err(io_lost)?;
+        }
+        Request::UnlockContent { lock } => {
+            repo.unlock_content(&lock)?;
+            out.message(&Response::Unlocked).map_err(io_lost)?;
+        }
+        Request::DropContent { ids } => {
+            // The caller's word that other copies exist is not enough to
+            // destroy data here: the repository's admin decides.
+            if !caller.admin {
+                return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
+            }
+            let dropped = repo.drop_data(&ids)?;
+            out.message(&Response::ContentDropped {
+                freed_bytes: dropped.freed_bytes,
+                locked: dropped.locked,
+            })
+            .map_err(io_lost)?;
+        }
+        Request::LockPaths { paths, replica } => {
+            let user = caller_name(caller)?;
+            let mut held = repo.hold_locks()?;
+            let taken = held.table.lock(&paths, user, &replica, unix_now())?;
+            held.save()?;
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks: taken,
+            })
+            .map_err(io_lost)?;
+        }
+        Request::UnlockPaths { paths, force } => {
+            let user = caller_name(caller)?;
+            if force && !caller.admin {
+                return Err(SyncError::Refused(Refusal::BreakingLocksNeedsAdmin));
+            }
+            let mut held = repo.hold_locks()?;
+            let released = held.table.unlock(&paths, user, force)?;
+            held.save()?;
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks: released,
+            })
+            .map_err(io_lost)?;
+        }
+        Request::ListLocks => {
+            let locks = repo.path_locks()?.all().cloned().collect();
+            out.message(&Response::PathLocks {
+                you: caller.user.clone(),
+                locks,
+            })
+            .map_err(io_lost)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores uploaded objects. Each must arrive after everything it refers to,
+/// so whatever has landed when a connection drops is complete in itself and
+/// a retry skips it; packs sealed before the drop stay. Each is held to the
+/// rules a clone would hold it to (`dmv_repo::check_object`: names, kinds,
+/// sizes) before it is stored: a pusher cannot break the clones of others.
+pub fn receive_objects<R: Read>(
+    repo: &Repository,
+    input: &mut FrameReader<R>,
+) -> SyncResult<(u64, u64)> {
+    let mut session = repo.store.begin_write()?;
+    // The facts of what this upload brought other than chunks (a chunk's are in its pack record).
+    let mut received: HashMap<ObjectId, ObjectFacts> = HashMap::new();
+    let (mut objects, mut bytes) = (0u64, 0u64);
+    loop {
+        match input.expect_frame()? {
+            Frame::End => break,
+            Frame::Object(obj) => {
+                if obj.kind != ObjectKind::Chunk {
+                    let content = obj.content().map_err(|detail| {
+                        SyncError::Protocol(Violation::DamagedUpload { id: obj.id, detail })
+                    })?;
+                    let facts = check_object(&obj.id, obj.kind, &content, &mut |child| {
+                        facts_of(&session, &received, child)
+                    })
+                    .map_err(|e| SyncError::Refused(Refusal::Upload(e)))?;
+                    received.insert(obj.id, facts);
+                }
+                bytes += obj.payload.len() as u64;
+                if session.put_stored(&obj)? {
+                    objects += 1;
+                }
+            }
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "an object",
+                    got: None,
+                }))
+            }
+        }
+    }
+    session.finish()?;
+    drop(session);
+    // Until the client's ref update comes, gc's grace period for recent packs keeps these.
+    dmv_repo::store::failpoint("push-received");
+    Ok((objects, bytes))
+}
+
+/// What `check_object` needs to know of an object an upload refers to:
+/// from the upload itself, or from the store (None: not here).
+fn facts_of(
+    session: &WriteSession<'_>,
+    received: &HashMap<ObjectId, ObjectFacts>,
+    id: &ObjectId,
+) -> dmv_repo::RepoResult<Option<ObjectFacts>> {
+    match received.get(id) {
+        Some(facts) => Ok(Some(*facts)),
+        None => stored_facts(session, id),
+    }
+}
+
+type ListedRefs = Vec<(String, ObjectId)>;
+
+/// What `ListRefs` answers: HEAD's branch, and the branches and tags.
+fn listed_refs(repo: &Repository) -> SyncResult<(Option<String>, ListedRefs)> {
+    let head = match repo.head()? {
+        Head::Branch(b) => Some(b),
+        Head::Detached(_) => None,
+    };
+    let mut refs = repo.refs.list(BRANCHES)?;
+    refs.extend(repo.refs.list(TAGS)?);
+    // A peer offers its branches here, and needs to know what it offered last.
+    if !repo.config.bare {
+        refs.extend(repo.refs.list(REMOTE_BRANCHES)?);
+    }
+    Ok((head, refs))
+}
+
+/// Merges a pushed location log, which comes in pieces in key order, each
+/// checked whole as it comes and spooled to disk: the log is rewritten once,
+/// after the last piece, and a piece is all that is held in memory.
+fn receive_locations<R: Read>(repo: &Repository, input: &mut FrameReader<R>) -> SyncResult<()> {
+    let mut run = LocationRun::new(repo)?;
+    loop {
+        match input.expect_frame()? {
+            Frame::End => break,
+            Frame::Locations(piece) => {
+                let (mut records, names) = dmv_repo::LocationLog::read_encoded(&piece)
+                    .map_err(|e| SyncError::Protocol(Violation::BadLocationPiece(e)))?;
+                run.add(&mut records, names)?;
+            }
+            _ => {
+                return Err(SyncError::Protocol(Violation::Unexpected {
+                    expected: "a piece of a location log",
+                    got: None,
+                }))
+            }
+        }
+    }
+    run.merge_or_note(repo)?;
+    Ok(())
+}
+
+pub(crate) fn caller_name(caller: &Caller) -> SyncResult<&str> {
+    caller
+        .user
+        .as_deref()
+        .ok_or(SyncError::Refused(Refusal::UnknownUser))
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub(crate) fn update_refs(
+    repo: &Repository,
+    caller: &Caller,
+    updates: Vec<WireRefUpdate>,
+    who: &str,
+    message: &str,
+) -> SyncResult<Response> {
+    if updates.is_empty() {
+        // Clients send this to learn whether they may write before uploading anything.
+        return Ok(Response::RefsUpdated);
+    }
+    // From the check that each new commit is here until the refs keep it alive.
+    let _gc = repo.store.hold_off_gc()?;
+    // From the check against the locks until the refs moved: a lock is
+    // taken either before this push is checked or after it landed.
+    let locks = repo.hold_locks()?;
+    let checked_out = match repo.head()? {
+        Head::Branch(b) if !repo.config.bare => Some(b),
+        _ => None,
+    };
+    let mut batch = Vec::new();
+    for u in updates {
+        validate_ref_name(&u.name)?;
+        // A repository with a working tree takes a peer's offers (see peers.rs) beside its branches and tags.
+        let offered = !repo.config.bare && u.name.starts_with(REMOTE_BRANCHES);
+        if !(u.name.starts_with(BRANCHES) || u.name.starts_with(TAGS) || offered) {
+            return Err(SyncError::Refused(Refusal::NotBranchOrTag { name: u.name }));
+        }
+        if checked_out.as_deref() == Some(u.name.as_str()) {
+            return Err(SyncError::Refused(Refusal::CheckedOutBranch {
+                name: u.name,
+            }));
+        }
+        if let Some(new) = u.new {
+            // Objects only land with everything they reach, and gc keeps that
+            // so, so the commit being present is enough. Looked for as a
+            // reader does: stored by another process since this connection
+            // listed the packs (the client saw it in the refs, so sent
+            // nothing), it is found, not "not received".
+            match repo.store.find(&new)? {
+                Some(loc) if ref_may_hold(&u.name, loc.entry.kind) => {}
+                Some(_) => return Err(SyncError::Refused(Refusal::NotACommit { id: new })),
+                None => {
+                    return Err(SyncError::Refused(Refusal::CommitNotReceived {
+                        name: u.name,
+                        id: new,
+                    }))
+                }
+            }
+        }
+        batch.push(RefUpdate {
+            name: u.name,
+            expected: Some(u.old),
+            new: u.new,
+        });
+    }
+    refuse_unholdable_paths(repo, &batch)?;
+    refuse_changes_to_others_locks(repo, caller, &locks.table, &batch)?;
+    match repo.refs.update(&batch, who, message) {
+        Ok(()) => Ok(Response::RefsUpdated),
+        Err(RepoError::RefChanged { name, .. }) => {
+            let found = repo.refs.get(&name)?;
+            Ok(Response::Rejected { name, found })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Refuses a push whose new commits (those no branch or tag here reaches)
+/// hold a path longer than a file system holds: every clone of it stopped
+/// at its checkout.
+fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult<()> {
+    let wants: Vec<ObjectId> = batch.iter().filter_map(|u| u.new).collect();
+    if wants.is_empty() {
+        return Ok(());
+    }
+    let mut known: Vec<ObjectId> = repo
+        .refs
+        .list(BRANCHES)?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
+    let commits = repo.commits_between(&wants, &known)?;
+    repo.refuse_unholdable_paths(&commits).map_err(|e| match e {
+        e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => {
+            SyncError::Refused(Refusal::Upload(e))
+        }
+        e => e.into(),
+    })
+}
+
+/// Refuses a push that would leave a branch holding another version of a
+/// path someone other than the caller holds (`refuse_moves_over_locks`:
+/// the old tip against the new one, whatever the commits between did),
+/// and a tag whose new commits (those no ref here reaches yet) change one,
+/// naming the path, the holder and the commit: nothing of the push lands.
+fn refuse_changes_to_others_locks(
+    repo: &Repository,
+    caller: &Caller,
+    table: &dmv_repo::LockTable,
+    batch: &[RefUpdate],
+) -> SyncResult<()> {
+    let others: Vec<_> = table.held_by_others(caller.user.as_deref()).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let branches = repo.refs.list(BRANCHES)?;
+    let moves: Vec<RefMove<'_>> = batch
+        .iter()
+        .map(|u| RefMove {
+            name: &u.name,
+            old: u.expected.flatten(),
+            new: u.new,
+        })
+        .collect();
+    refuse_moves_over_locks(
+        &moves,
+        &branches,
+        &others,
+        &mut |commit: &ObjectId, path: &str| repo.entry_at_commit(commit, path),
+    )?;
+    let mut known: Vec<ObjectId> = branches.into_iter().map(|(_, id)| id).collect();
+    known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
+    for update in batch.iter().filter(|u| u.name.starts_with(TAGS)) {
+        let Some(new) = update.new else { continue };
+        let commits = repo.commits_between(&[new], &known)?;
+        if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
+            return Err(RepoError::LockedPathChanged {
+                path: lock.path.clone(),
+                holder: lock.holder(),
+                commit: commit.short(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
