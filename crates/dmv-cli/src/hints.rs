@@ -5,6 +5,8 @@
 
 use dmv_repo::store::StoreError;
 use dmv_repo::{RepoError, Resolution};
+use dmv_sync::AddressError;
+use dmv_sync::TransportError;
 use dmv_sync::{Refusal, SyncError, Violation};
 
 /// What to append to the error's line, if a command helps.
@@ -62,13 +64,21 @@ fn repo(e: &RepoError) -> Option<String> {
 
 fn sync(e: &SyncError) -> Option<String> {
     Some(match e {
-        SyncError::NoSuchRemote { name } => format!("; add one with `dmv remote add {name} URL`"),
-        SyncError::NeedsNamedRemote { .. } => " (dmv remote add NAME URL)".into(),
+        SyncError::Address(AddressError::NoSuchRemote { name }) => {
+            format!("; add one with `dmv remote add {name} URL`")
+        }
+        SyncError::Address(AddressError::NeedsNamedRemote { .. }) => {
+            " (dmv remote add NAME URL)".into()
+        }
         SyncError::NoRemoteReachable { tried, .. } if tried.is_empty() => {
             " (dmv remote add NAME URL)".into()
         }
-        SyncError::Stalled { .. } => " (`dmv config remote.timeout SECONDS` waits longer)".into(),
-        SyncError::TokenRefused { .. } => "; set DMV_TOKEN or `dmv remote add --token`".into(),
+        SyncError::Transport(TransportError::Stalled { .. }) => {
+            " (`dmv config remote.timeout SECONDS` waits longer)".into()
+        }
+        SyncError::Transport(TransportError::TokenRefused { .. }) => {
+            "; set DMV_TOKEN or `dmv remote add --token`".into()
+        }
         SyncError::Refused(Refusal::DataHeldByNeither { .. }) => " (`dmv get` fetches data)".into(),
         SyncError::NotFastForward { .. } => " (`dmv pull`, or `dmv push --force`)".into(),
         SyncError::NotEnoughCopies { .. } | SyncError::Refused(Refusal::NoCopiesToConfirm) => {

@@ -318,10 +318,9 @@ pub fn pull(a: PullArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_repo()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
-    let name = remote
-        .name
-        .clone()
-        .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "pull" })?;
+    let name = remote.name.clone().ok_or(dmv_sync::SyncError::Address(
+        dmv_sync::AddressError::NeedsNamedRemote { what: "pull" },
+    ))?;
     if a.rebase {
         let (fetched, _, rebased) = dmv_sync::pull_rebase(
             &repo,
@@ -404,10 +403,9 @@ pub fn sync(a: SyncArgs) -> Result<u8> {
         return Ok(code);
     };
     let remote = dmv_sync::find_remote(&repo, name)?;
-    let name = remote
-        .name
-        .clone()
-        .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "sync" })?;
+    let name = remote.name.clone().ok_or(dmv_sync::SyncError::Address(
+        dmv_sync::AddressError::NeedsNamedRemote { what: "sync" },
+    ))?;
     let synced = dmv_sync::sync(
         &repo,
         remote.connect_to_push(&repo)?.as_mut(),
@@ -549,10 +547,9 @@ pub fn push(a: PushArgs) -> Result<u8> {
     )?;
     print_pushed(&remote.spec.url, &pushed, a.force, quiet);
     if a.set_upstream {
-        let name = remote
-            .name
-            .clone()
-            .ok_or(dmv_sync::SyncError::NeedsNamedRemote { what: "push -u" })?;
+        let name = remote.name.clone().ok_or(dmv_sync::SyncError::Address(
+            dmv_sync::AddressError::NeedsNamedRemote { what: "push -u" },
+        ))?;
         let set = dmv_sync::follow_pushed(&mut repo, &name, &specs)?;
         if !quiet {
             for (branch, up) in set {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use dmv_sync::AddressError;
 use dmv_sync::{SyncError, SyncResult};
 
 /// Who may fetch and clone: the config's `read`, `"open"` or `"token"`.
@@ -225,10 +226,10 @@ impl ServerConfig {
                     .map(|s| s.transport)
                     .and_then(|t| match t {
                         dmv_sync::Transport::S3(_) => Ok(()),
-                        _ => Err(SyncError::BadUrl {
+                        _ => Err(SyncError::Address(AddressError::BadUrl {
                             url: url.clone(),
                             why: "a repository in a bucket is s3://bucket[/prefix]".into(),
-                        }),
+                        })),
                     })
                 {
                     return refuse(format!("[repos] {name}: {e}"));

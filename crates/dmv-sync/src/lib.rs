@@ -69,7 +69,9 @@ pub use operations::receive::fetch_objects;
 pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use operations::repair::{repair, Repaired};
 pub use operations::send::{send_objects, PushRef};
-pub use protocol::error::{full_file_system, Refusal, SyncError, SyncResult, Violation};
+pub use protocol::error::{
+    full_file_system, AddressError, Refusal, SyncError, SyncResult, TransportError, Violation,
+};
 pub use protocol::frame::{decode_message, Frame, FrameReader, FrameWriter};
 pub use protocol::objects::TransferStats;
 #[cfg(feature = "s3")]

@@ -7,6 +7,7 @@ use dmv_testkit::noise;
 
 use dmv_repo::store::ChunkParams;
 use dmv_repo::{Repository, Tally};
+use dmv_sync::TransportError;
 use dmv_sync::{MemoryRemote, PushOptions, Remote, Silent, SyncError};
 
 /// Objects reachable from the repository's refs and HEAD.
@@ -99,7 +100,10 @@ fn fetch_asks_only_for_new_objects_and_a_cut_leaves_no_ref_behind() {
     let replica = Repository::init(&tmp.path().join("replica"), source.config.chunking).unwrap();
     remote.cut_after(Some(all / 2));
     let cut = dmv_sync::fetch(&replica, &mut remote, "origin", &Silent).unwrap_err();
-    assert!(matches!(cut, SyncError::Disconnected(_)), "{cut}");
+    assert!(
+        matches!(cut, SyncError::Transport(TransportError::Disconnected(_))),
+        "{cut}"
+    );
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), None);
     assert!(replica
         .store

@@ -18,6 +18,7 @@ use dmv_repo::{ReplicaId, Repository, MAX_PUBLISHED_URLS};
 
 use crate::operations::named_remotes::stall_after;
 use crate::operations::remote_spec::{RemoteSpec, Transport};
+use crate::AddressError;
 use crate::{SyncError, SyncResult};
 
 /// Adds `url` to the URLs this replica publishes. Returns them all.
@@ -27,10 +28,10 @@ pub fn publish(repo: &mut Repository, url: &str) -> SyncResult<Vec<String>> {
     repo.update_config(|c| {
         if !c.publish.contains(&url) {
             if c.publish.len() >= MAX_PUBLISHED_URLS {
-                return Err(SyncError::BadUrl {
+                return Err(SyncError::Address(AddressError::BadUrl {
                     url: url.clone(),
                     why: format!("a replica publishes at most {MAX_PUBLISHED_URLS} URLs"),
-                });
+                }));
             }
             c.publish.push(url.clone());
         }
@@ -61,10 +62,10 @@ pub fn set_metered(repo: &mut Repository, metered: bool) -> SyncResult<()> {
 /// `ssh://`, and a URL carrying a password, a query or a fragment.
 pub fn check_publishable(url: &str) -> SyncResult<()> {
     let refuse = |why: &str| {
-        Err(SyncError::BadUrl {
+        Err(SyncError::Address(AddressError::BadUrl {
             url: url.to_string(),
             why: why.to_string(),
-        })
+        }))
     };
     if url.len() > dmv_repo::MAX_PUBLISHED_URL_LEN || url.chars().any(char::is_control) {
         return refuse("too long, or holds control characters");

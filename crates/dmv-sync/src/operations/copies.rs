@@ -14,6 +14,7 @@ use crate::operations::locations::{exchange_locations, remote_replica, tell_of_d
 use crate::operations::named_remotes::find_remote;
 use crate::operations::reach::{Reach, ReachBook, Seen};
 use crate::transport::remote::Remote;
+use crate::AddressError;
 use crate::{Refusal, SyncError, SyncResult};
 
 /// How long a drop keeps other replicas' copies locked at most (it unlocks them when done).
@@ -121,7 +122,10 @@ fn reach_all(
                     });
                 }
             }
-            Err(e) if e.is_remote_failure() || matches!(e, SyncError::BadUrl { .. }) => {
+            Err(e)
+                if e.is_remote_failure()
+                    || matches!(e, SyncError::Address(AddressError::BadUrl { .. })) =>
+            {
                 book.failed(&spec.url, &e);
                 unreachable.push(format!("{name} ({e})"));
             }

@@ -9,6 +9,7 @@ use dmv_repo::{RefUpdate, RemoteConfig, Repository};
 use crate::operations::reach::ReachBook;
 use crate::operations::remote_spec::{RemoteSpec, Transport};
 use crate::transport::remote::Remote;
+use crate::AddressError;
 #[cfg(feature = "s3")]
 use crate::BucketOptions;
 use crate::{SyncError, SyncResult};
@@ -57,9 +58,11 @@ fn connect_noted(repo: &Repository, spec: &RemoteSpec) -> SyncResult<Box<dyn Rem
 pub fn normalize_url(url: &str) -> SyncResult<String> {
     match RemoteSpec::parse(url)?.transport {
         Transport::Path(p) => {
-            let abs = dmv_os::canonicalize(&p).map_err(|cause| SyncError::NoLocalRepository {
-                path: p.clone(),
-                cause,
+            let abs = dmv_os::canonicalize(&p).map_err(|cause| {
+                SyncError::Address(AddressError::NoLocalRepository {
+                    path: p.clone(),
+                    cause,
+                })
             })?;
             Ok(abs.to_string_lossy().into_owned())
         }
@@ -116,9 +119,9 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
         || name_or_url.contains('/')
         || Path::new(name_or_url).join(".dmv").exists();
     if !looks_like_url {
-        return Err(SyncError::NoSuchRemote {
+        return Err(SyncError::Address(AddressError::NoSuchRemote {
             name: name_or_url.to_string(),
-        });
+        }));
     }
     let mut spec = RemoteSpec::parse(&normalize_url(name_or_url)?)?;
     spec.cache_dir = Some(remote_cache_dir(&repo.dmv, &spec.url));
@@ -145,7 +148,7 @@ pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<Named
     {
         Some(name) => find_remote(repo, &name),
         None if repo.config.remotes.is_empty() => find_remote(repo, "origin"),
-        None => Err(SyncError::NeedsNamedRemote { what }),
+        None => Err(SyncError::Address(AddressError::NeedsNamedRemote { what })),
     }
 }
 
@@ -179,16 +182,16 @@ pub fn remotes_in_order(repo: &Repository) -> Vec<String> {
 /// Adds remote `name` (its URL normalized) to the configuration.
 pub fn add_remote(repo: &mut Repository, name: &str, mut config: RemoteConfig) -> SyncResult<()> {
     if name.contains('/') || dmv_repo::validate_ref_name(&remote_branch_ref(name, "x")).is_err() {
-        return Err(SyncError::BadRemoteName {
+        return Err(SyncError::Address(AddressError::BadRemoteName {
             name: name.to_string(),
-        });
+        }));
     }
     config.url = normalize_url(&config.url)?;
     repo.update_config(|c| {
         if c.remotes.contains_key(name) {
-            return Err(SyncError::RemoteExists {
+            return Err(SyncError::Address(AddressError::RemoteExists {
                 name: name.to_string(),
-            });
+            }));
         }
         c.remotes.insert(name.to_string(), config);
         Ok(())
@@ -218,12 +221,11 @@ pub fn set_remote_url(
         _ => normalize_url(url)?,
     };
     repo.update_config(|c| {
-        let remote = c
-            .remotes
-            .get_mut(name)
-            .ok_or_else(|| SyncError::NoSuchRemote {
+        let remote = c.remotes.get_mut(name).ok_or_else(|| {
+            SyncError::Address(AddressError::NoSuchRemote {
                 name: name.to_string(),
-            })?;
+            })
+        })?;
         match change {
             UrlChange::Replace => {
                 remote.other_urls.retain(|u| *u != url);
@@ -238,16 +240,16 @@ pub fn set_remote_url(
                     .map(str::to_string)
                     .collect();
                 if urls.len() == remote.other_urls.len() + 1 {
-                    return Err(SyncError::BadUrl {
+                    return Err(SyncError::Address(AddressError::BadUrl {
                         url: url.clone(),
                         why: format!("not a URL of remote {name}"),
-                    });
+                    }));
                 }
                 if urls.is_empty() {
-                    return Err(SyncError::BadUrl {
+                    return Err(SyncError::Address(AddressError::BadUrl {
                         url: url.clone(),
                         why: format!("the only URL of remote {name} (remove the remote instead)"),
-                    });
+                    }));
                 }
                 remote.url = urls.remove(0);
                 remote.other_urls = urls;
@@ -260,11 +262,11 @@ pub fn set_remote_url(
 /// Removes remote `name`, its remote-tracking branches and its mirrored indexes.
 pub fn remove_remote(repo: &mut Repository, name: &str) -> SyncResult<RemoteConfig> {
     let removed = repo.update_config(|c| {
-        c.remotes
-            .remove(name)
-            .ok_or_else(|| SyncError::NoSuchRemote {
+        c.remotes.remove(name).ok_or_else(|| {
+            SyncError::Address(AddressError::NoSuchRemote {
                 name: name.to_string(),
             })
+        })
     })?;
     let _ = std::fs::remove_dir_all(remote_cache_dir(&repo.dmv, &removed.url));
     let tracking = repo.refs.list(&remote_branch_ref(name, ""))?;
@@ -297,7 +299,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut repo = Repository::init(dir.path(), ChunkParams::default()).unwrap();
         assert!(
-            matches!(default_remote(&repo, "pull"), Err(SyncError::NoSuchRemote { name }) if name == "origin")
+            matches!(default_remote(&repo, "pull"), Err(SyncError::Address(AddressError::NoSuchRemote { name })) if name == "origin")
         );
         add_remote(
             &mut repo,
@@ -320,7 +322,9 @@ mod tests {
         .unwrap();
         assert!(matches!(
             default_remote(&repo, "pull"),
-            Err(SyncError::NeedsNamedRemote { what: "pull" })
+            Err(SyncError::Address(AddressError::NeedsNamedRemote {
+                what: "pull"
+            }))
         ));
         add_remote(
             &mut repo,

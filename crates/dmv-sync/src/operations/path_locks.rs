@@ -14,6 +14,7 @@ use dmv_repo::{
 use crate::operations::named_remotes::{default_remote, find_remote, NamedRemote};
 use crate::operations::send::PushRef;
 use crate::transport::remote::{PathLocks, Remote};
+use crate::AddressError;
 use crate::{SyncError, SyncResult};
 
 /// The remote locks are taken on: the one named, else the current branch's
@@ -22,7 +23,9 @@ pub fn lock_remote(repo: &Repository, named: Option<&str>) -> SyncResult<NamedRe
     match named {
         Some(name) => find_remote(repo, name),
         None if repo.config.remotes.is_empty() => {
-            Err(SyncError::NeedsNamedRemote { what: "locking" })
+            Err(SyncError::Address(AddressError::NeedsNamedRemote {
+                what: "locking",
+            }))
         }
         None => default_remote(repo, "locking"),
     }
@@ -191,7 +194,9 @@ pub fn check_commit(repo: &Repository, all: bool) -> SyncResult<CommitLockCheck>
     }
     let named = match lock_remote(repo, None) {
         Ok(r) => r,
-        Err(SyncError::NeedsNamedRemote { .. }) => return Ok(CommitLockCheck::Clear),
+        Err(SyncError::Address(AddressError::NeedsNamedRemote { .. })) => {
+            return Ok(CommitLockCheck::Clear)
+        }
         Err(e) => return Err(e),
     };
     let listed = match named

@@ -14,6 +14,7 @@ use crate::operations::peers::{merge_offers, offer};
 use crate::operations::push::{current_branch, push, PushOptions, Pushed};
 use crate::operations::reach::{Reach, ReachBook};
 use crate::transport::remote::Remote;
+use crate::AddressError;
 use crate::{Refusal, SyncError, SyncResult};
 use dmv_repo::ref_names::{branch_ref, remote_branch_ref};
 
@@ -345,7 +346,9 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     let mut names = remotes_in_order(repo);
     // A replica only peers sync with has offers to merge and nowhere to send.
     if names.is_empty() && done.offers.is_empty() {
-        return Err(SyncError::NeedsNamedRemote { what: "sync" });
+        return Err(SyncError::Address(AddressError::NeedsNamedRemote {
+            what: "sync",
+        }));
     }
     // Nearest first, the one that stalled last time last: its wait comes after the others' work.
     let book = ReachBook::load(repo);
@@ -413,7 +416,9 @@ fn fetch_and_send(
 ) -> SyncResult<SyncedAll> {
     let names = remotes_in_order(repo);
     if names.is_empty() {
-        return Err(SyncError::NeedsNamedRemote { what: "sync" });
+        return Err(SyncError::Address(AddressError::NeedsNamedRemote {
+            what: "sync",
+        }));
     }
     for name in names {
         let Some(mut connection) = connect_or_skip(repo, &name, &mut done.skipped)? else {

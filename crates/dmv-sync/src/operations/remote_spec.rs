@@ -11,6 +11,8 @@ use crate::transport::client::Client;
 use crate::transport::http_client::HttpWire;
 use crate::transport::remote::Remote;
 use crate::transport::stdio::StdioWire;
+use crate::AddressError;
+use crate::TransportError;
 use crate::{SyncError, SyncResult};
 
 /// What carries the requests to a remote, from its URL.
@@ -128,11 +130,13 @@ fn global_stall_after() -> Duration {
 impl RemoteSpec {
     /// Reads a URL: `ssh://`, `http(s)://`, `s3://`, `file://` or a path.
     /// The rest of the spec is left at its default. Fails with
-    /// [`SyncError::BadUrl`] on anything else.
+    /// [`SyncError::Address(AddressError::BadUrl)`] on anything else.
     pub fn parse(url: &str) -> SyncResult<RemoteSpec> {
-        let bad = |why: &str| SyncError::BadUrl {
-            url: url.to_string(),
-            why: why.to_string(),
+        let bad = |why: &str| {
+            SyncError::Address(AddressError::BadUrl {
+                url: url.to_string(),
+                why: why.to_string(),
+            })
         };
         let transport = if let Some(rest) = url.strip_prefix("ssh://") {
             let (authority, path) = rest.split_at(
@@ -276,10 +280,10 @@ impl RemoteSpec {
             }
             #[cfg(not(feature = "http"))]
             Transport::Http { .. } => {
-                return Err(SyncError::TransportLeftOut {
+                return Err(SyncError::Transport(TransportError::TransportLeftOut {
                     url: self.url.clone(),
                     transport: "HTTP",
-                })
+                }))
             }
             #[cfg(feature = "http")]
             Transport::Http { base } => {
@@ -294,10 +298,10 @@ impl RemoteSpec {
             }
             #[cfg(not(feature = "s3"))]
             Transport::S3LeftOut => {
-                return Err(SyncError::TransportLeftOut {
+                return Err(SyncError::Transport(TransportError::TransportLeftOut {
                     url: self.url.clone(),
                     transport: "object-storage",
-                })
+                }))
             }
             #[cfg(feature = "s3")]
             Transport::S3(_) => {
@@ -315,10 +319,12 @@ impl RemoteSpec {
             }
         };
         let client = Client::connect(wire, &self.url).map_err(|e| match e {
-            SyncError::Disconnected(detail) => SyncError::Unreachable {
-                url: self.url.clone(),
-                detail,
-            },
+            SyncError::Transport(TransportError::Disconnected(detail)) => {
+                SyncError::Transport(TransportError::Unreachable {
+                    url: self.url.clone(),
+                    detail,
+                })
+            }
             other => other,
         })?;
         Ok(Box::new(client))
@@ -333,9 +339,9 @@ pub(crate) fn connect_first(
     urls: Vec<RemoteSpec>,
     attempt: &mut dyn FnMut(&RemoteSpec, Result<Duration, &SyncError>),
 ) -> SyncResult<Box<dyn Remote>> {
-    let mut failed = SyncError::NoSuchRemote {
+    let mut failed = SyncError::Address(AddressError::NoSuchRemote {
         name: "(a remote without a URL)".into(),
-    };
+    });
     for spec in urls {
         let start = std::time::Instant::now();
         match spec.connect_here() {
@@ -374,7 +380,7 @@ mod tests {
         for (_, url, what) in left_out.into_iter().filter(|(out, _, _)| *out) {
             let err = RemoteSpec::parse(url).unwrap().connect().err().unwrap();
             assert!(
-                matches!(&err, SyncError::TransportLeftOut { transport, .. } if *transport == what),
+                matches!(&err, SyncError::Transport(TransportError::TransportLeftOut { transport, .. }) if *transport == what),
                 "{err}"
             );
             assert_eq!(

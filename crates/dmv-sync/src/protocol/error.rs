@@ -1,5 +1,12 @@
 //! What can go wrong talking to another replica. Every message is one line
 //! that says what failed and what to do.
+//!
+//! By layer: how a peer broke the protocol ([`Violation`]), why a remote
+//! could not be reached or its wire failed ([`TransportError`]), why this
+//! side refuses a request it serves ([`Refusal`]), why a remote's name or
+//! URL cannot be used ([`AddressError`]); [`SyncError`], what the
+//! operations return, holds each of those beside the operations' own
+//! failures (a push rejected, too few copies to drop, a clone stopped).
 
 use std::path::PathBuf;
 
@@ -25,125 +32,15 @@ pub enum SyncError {
     #[cfg(feature = "s3")]
     #[error(transparent)]
     Bucket(dmv_bucket::BucketError),
-    /// The remote's URL names a transport this build leaves out (a cargo
-    /// feature of dmv-sync: `http` or `s3`).
-    #[error("{url}: this build of dmv cannot reach {transport} remotes")]
-    TransportLeftOut {
-        /// The remote's URL.
-        url: String,
-        /// The transport, as a person names it ("HTTP", "object-storage").
-        transport: &'static str,
-    },
-    /// The connection broke part way: the pipe or stream closed (inside a
-    /// frame, or before an answer came), or an HTTP request failed after it
-    /// connected. The text says how (with what the remote process last wrote
-    /// on stderr, when there is that).
-    #[error("connection to the remote lost: {0}")]
-    Disconnected(String),
+    /// Reaching the remote, or the wire to it, failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// A remote's name, URL or path that cannot be used.
+    #[error(transparent)]
+    Address(#[from] AddressError),
     /// The other side (or what a bucket holds) broke the protocol.
     #[error("protocol error: {0}")]
     Protocol(Violation),
-    /// The remote's `Hello` names another protocol version than this side's.
-    #[error(
-        "remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side"
-    )]
-    Version {
-        /// The version the remote speaks.
-        remote: u32,
-        /// The version this side speaks ([`VERSION`](crate::protocol::VERSION)).
-        local: u32,
-    },
-    /// The remote could not be reached: connecting failed, HTTP could not be
-    /// set up, or the child process (ssh, `dmv serve --stdio`) could not be
-    /// started.
-    #[error("cannot reach {url}: {detail}")]
-    Unreachable {
-        /// The remote's URL, or what was to be run for it.
-        url: String,
-        /// What failed, in the words of the OS or the HTTP or storage library.
-        detail: String,
-    },
-    /// The remote stopped answering: nothing came, or nothing could be sent,
-    /// for as long as `remote.timeout` allows, and it was abandoned (a
-    /// frozen server, a dead link that still looks open).
-    #[error("{url} stopped answering: nothing for {seconds} s")]
-    Stalled {
-        /// The remote's URL.
-        url: String,
-        /// How long it was waited for.
-        seconds: u64,
-    },
-    /// The remote refused the credentials: a server answered 403 (the token
-    /// lacks the access), or an object store refused its keys.
-    #[error("authentication failed for {url}: {detail}")]
-    Auth {
-        /// The remote's URL.
-        url: String,
-        /// What the server or the object store said.
-        detail: String,
-    },
-    /// The server wants a token, and none or a wrong one was sent.
-    #[error("authentication failed for {url}: {detail} (no token, or a wrong one)")]
-    TokenRefused {
-        /// The remote's URL.
-        url: String,
-        /// What the server said (the body of its 401 answer).
-        detail: String,
-    },
-    /// Nothing at the URL is a DMV repository: the server answered `Hello`
-    /// so, or the bucket holds none.
-    #[error("{url}: {detail}")]
-    NotARepository {
-        /// The remote's URL.
-        url: String,
-        /// What the server or the bucket said.
-        detail: String,
-    },
-    /// A remote's URL or path that cannot be parsed or is not supported.
-    #[error("bad remote {url:?}: {why}")]
-    BadUrl {
-        /// The URL as given.
-        url: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// No configured remote has this name, and it does not look like a URL
-    /// or a path; also when removing a remote that is not configured.
-    #[error("no remote named {name}")]
-    NoSuchRemote {
-        /// The name as given.
-        name: String,
-    },
-    /// An operation that needs a configured remote (its remote-tracking refs,
-    /// its upstream) was given a URL, or none was named and none is the
-    /// default (several remotes, none `origin` or the upstream).
-    #[error("{what} needs a configured remote")]
-    NeedsNamedRemote {
-        /// The operation, e.g. `"pull"` or `"sync"`.
-        what: &'static str,
-    },
-    /// Adding a remote under a name already configured.
-    #[error("remote {name} already exists")]
-    RemoteExists {
-        /// The name as given.
-        name: String,
-    },
-    /// Adding a remote under a name that contains `/` or cannot be part of a
-    /// ref name.
-    #[error("{name:?} is not a valid remote name")]
-    BadRemoteName {
-        /// The name as given.
-        name: String,
-    },
-    /// A remote given as a local path that cannot be resolved (it does not
-    /// exist, or cannot be read).
-    #[error("cannot find repository {}: {cause}", path.display())]
-    NoLocalRepository {
-        /// The path as given.
-        path: PathBuf,
-        /// Why it could not be made absolute.
-        cause: std::io::Error,
-    },
     /// The remote refused the request and said why.
     #[error("remote: {0}")]
     Remote(String),
@@ -304,9 +201,137 @@ pub enum SyncError {
     },
 }
 
+/// Why a remote could not be reached or its wire failed: the transports'
+/// errors (a pipe, ssh, HTTP, object storage), whatever the operation.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The remote's URL names a transport this build leaves out (a cargo
+    /// feature of dmv-sync: `http` or `s3`).
+    #[error("{url}: this build of dmv cannot reach {transport} remotes")]
+    TransportLeftOut {
+        /// The remote's URL.
+        url: String,
+        /// The transport, as a person names it ("HTTP", "object-storage").
+        transport: &'static str,
+    },
+    /// The connection broke part way: the pipe or stream closed (inside a
+    /// frame, or before an answer came), or an HTTP request failed after it
+    /// connected. The text says how (with what the remote process last wrote
+    /// on stderr, when there is that).
+    #[error("connection to the remote lost: {0}")]
+    Disconnected(String),
+    /// The remote's `Hello` names another protocol version than this side's.
+    #[error(
+        "remote speaks DMV protocol {remote}, this dmv speaks {local}; upgrade the older side"
+    )]
+    Version {
+        /// The version the remote speaks.
+        remote: u32,
+        /// The version this side speaks ([`VERSION`](crate::protocol::VERSION)).
+        local: u32,
+    },
+    /// The remote could not be reached: connecting failed, HTTP could not be
+    /// set up, or the child process (ssh, `dmv serve --stdio`) could not be
+    /// started.
+    #[error("cannot reach {url}: {detail}")]
+    Unreachable {
+        /// The remote's URL, or what was to be run for it.
+        url: String,
+        /// What failed, in the words of the OS or the HTTP or storage library.
+        detail: String,
+    },
+    /// The remote stopped answering: nothing came, or nothing could be sent,
+    /// for as long as `remote.timeout` allows, and it was abandoned (a
+    /// frozen server, a dead link that still looks open).
+    #[error("{url} stopped answering: nothing for {seconds} s")]
+    Stalled {
+        /// The remote's URL.
+        url: String,
+        /// How long it was waited for.
+        seconds: u64,
+    },
+    /// The remote refused the credentials: a server answered 403 (the token
+    /// lacks the access), or an object store refused its keys.
+    #[error("authentication failed for {url}: {detail}")]
+    Auth {
+        /// The remote's URL.
+        url: String,
+        /// What the server or the object store said.
+        detail: String,
+    },
+    /// The server wants a token, and none or a wrong one was sent.
+    #[error("authentication failed for {url}: {detail} (no token, or a wrong one)")]
+    TokenRefused {
+        /// The remote's URL.
+        url: String,
+        /// What the server said (the body of its 401 answer).
+        detail: String,
+    },
+    /// Nothing at the URL is a DMV repository: the server answered `Hello`
+    /// so, or the bucket holds none.
+    #[error("{url}: {detail}")]
+    NotARepository {
+        /// The remote's URL.
+        url: String,
+        /// What the server or the bucket said.
+        detail: String,
+    },
+}
+
+/// Why a remote's name, URL or path cannot be used: the errors of naming
+/// and addressing remotes, before anything is connected.
+#[derive(Debug, thiserror::Error)]
+pub enum AddressError {
+    /// A remote's URL or path that cannot be parsed or is not supported.
+    #[error("bad remote {url:?}: {why}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No configured remote has this name, and it does not look like a URL
+    /// or a path; also when removing a remote that is not configured.
+    #[error("no remote named {name}")]
+    NoSuchRemote {
+        /// The name as given.
+        name: String,
+    },
+    /// An operation that needs a configured remote (its remote-tracking refs,
+    /// its upstream) was given a URL, or none was named and none is the
+    /// default (several remotes, none `origin` or the upstream).
+    #[error("{what} needs a configured remote")]
+    NeedsNamedRemote {
+        /// The operation, e.g. `"pull"` or `"sync"`.
+        what: &'static str,
+    },
+    /// Adding a remote under a name already configured.
+    #[error("remote {name} already exists")]
+    RemoteExists {
+        /// The name as given.
+        name: String,
+    },
+    /// Adding a remote under a name that contains `/` or cannot be part of a
+    /// ref name.
+    #[error("{name:?} is not a valid remote name")]
+    BadRemoteName {
+        /// The name as given.
+        name: String,
+    },
+    /// A remote given as a local path that cannot be resolved (it does not
+    /// exist, or cannot be read).
+    #[error("cannot find repository {}: {cause}", path.display())]
+    NoLocalRepository {
+        /// The path as given.
+        path: PathBuf,
+        /// Why it could not be made absolute.
+        cause: std::io::Error,
+    },
+}
+
 /// What a wire puts inside the `io::Error` of a read or write it gave up on
 /// because the remote stopped answering, so the error reaches the caller as
-/// [`SyncError::Stalled`] through code that only passes I/O errors on.
+/// [`TransportError::Stalled`] through code that only passes I/O errors on.
 #[derive(Debug, thiserror::Error)]
 #[error("{url} stopped answering: nothing for {seconds} s")]
 pub(crate) struct GaveUpWaiting {
@@ -327,18 +352,19 @@ impl GaveUpWaiting {
 }
 
 impl SyncError {
-    /// The connection failed part way: [`SyncError::Stalled`] when a wire
-    /// gave up waiting, else [`SyncError::Disconnected`] saying how.
+    /// The connection failed part way: [`TransportError::Stalled`] when a wire
+    /// gave up waiting, else [`TransportError::Disconnected`] saying how.
     pub(crate) fn connection_lost(e: std::io::Error) -> SyncError {
         match e
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<GaveUpWaiting>())
         {
-            Some(GaveUpWaiting { url, seconds }) => SyncError::Stalled {
+            Some(GaveUpWaiting { url, seconds }) => TransportError::Stalled {
                 url: url.clone(),
                 seconds: *seconds,
-            },
-            None => SyncError::Disconnected(e.to_string()),
+            }
+            .into(),
+            None => TransportError::Disconnected(e.to_string()).into(),
         }
     }
 
@@ -349,17 +375,10 @@ impl SyncError {
     pub fn is_remote_failure(&self) -> bool {
         matches!(
             self,
-            SyncError::Disconnected(_)
-                | SyncError::Stalled { .. }
-                | SyncError::Unreachable { .. }
+            SyncError::Transport(_)
                 | SyncError::Protocol(_)
-                | SyncError::Version { .. }
-                | SyncError::Auth { .. }
-                | SyncError::TokenRefused { .. }
-                | SyncError::NotARepository { .. }
                 | SyncError::Remote(_)
                 | SyncError::MissingObject { .. }
-                | SyncError::TransportLeftOut { .. }
         ) || self.is_buckets()
     }
 

@@ -8,6 +8,7 @@ use dmv_repo::store::object::{check_object_len, MAX_OBJECT_SIZE};
 use dmv_repo::store::{ObjectId, ObjectKind, StoredObject};
 use serde::{de::DeserializeOwned, Serialize};
 
+use crate::TransportError;
 use crate::{SyncError, SyncResult, Violation};
 
 const TYPE_MESSAGE: u8 = 1;
@@ -148,9 +149,9 @@ impl<R: Read> FrameReader<R> {
             match self.input.read(&mut len[got..]) {
                 Ok(0) if got == 0 => return Ok(None),
                 Ok(0) => {
-                    return Err(SyncError::Disconnected(
+                    return Err(SyncError::Transport(TransportError::Disconnected(
                         "stream ended inside a frame".into(),
-                    ))
+                    )))
                 }
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -162,9 +163,9 @@ impl<R: Read> FrameReader<R> {
             return Err(SyncError::Protocol(Violation::FrameLength { len }));
         }
         let ended = |e: io::Error| match SyncError::connection_lost(e) {
-            SyncError::Disconnected(how) => {
-                SyncError::Disconnected(format!("stream ended inside a frame: {how}"))
-            }
+            SyncError::Transport(TransportError::Disconnected(how)) => SyncError::Transport(
+                TransportError::Disconnected(format!("stream ended inside a frame: {how}")),
+            ),
             stalled => stalled,
         };
         let mut frame_type = [0u8; 1];
@@ -202,8 +203,11 @@ impl<R: Read> FrameReader<R> {
 
     /// The next frame, which must exist.
     pub fn expect_frame(&mut self) -> SyncResult<Frame> {
-        self.next_frame()?
-            .ok_or_else(|| SyncError::Disconnected("the other side closed the connection".into()))
+        self.next_frame()?.ok_or_else(|| {
+            SyncError::Transport(TransportError::Disconnected(
+                "the other side closed the connection".into(),
+            ))
+        })
     }
 }
 
@@ -425,7 +429,10 @@ mod tests {
         frame.push(TYPE_MESSAGE);
         frame.extend_from_slice(b"only this");
         let err = FrameReader::new(&frame[..]).next_frame().unwrap_err();
-        assert!(matches!(err, SyncError::Disconnected(_)), "{err}");
+        assert!(
+            matches!(err, SyncError::Transport(TransportError::Disconnected(_))),
+            "{err}"
+        );
 
         let mut stub = Vec::new();
         FrameWriter::new(&mut stub)

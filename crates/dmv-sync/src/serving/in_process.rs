@@ -11,6 +11,7 @@ use dmv_repo::{RepoError, Repository};
 use crate::protocol::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb};
 use crate::transport::client::{BodyWriter, Wire};
+use crate::TransportError;
 use crate::{SyncError, SyncResult};
 
 const PIPE_BUFFER: usize = 1 << 20;
@@ -26,21 +27,21 @@ impl InProcessWire {
                 repo: Arc::new(repo),
             }),
             Err(RepoError::NotARepository(_) | RepoError::Io { .. }) => {
-                Err(SyncError::NotARepository {
+                Err(SyncError::Transport(TransportError::NotARepository {
                     url: url.to_string(),
                     detail: "not a dmv repository".into(),
-                })
+                }))
             }
-            Err(other) => Err(SyncError::NotARepository {
+            Err(other) => Err(SyncError::Transport(TransportError::NotARepository {
                 url: url.to_string(),
                 detail: format!("not a dmv repository: {other}"),
-            }),
+            })),
         }
     }
 }
 
 fn lost(e: std::io::Error) -> SyncError {
-    SyncError::Disconnected(e.to_string())
+    SyncError::Transport(TransportError::Disconnected(e.to_string()))
 }
 
 impl Wire for InProcessWire {

@@ -19,6 +19,7 @@ use crate::protocol::objects::ref_may_hold;
 use crate::protocol::{
     refs_digest, Request, Response, WireClaim, WireRefUpdate, LOCATIONS_PER_PIECE, VERSION,
 };
+use crate::TransportError;
 use crate::{Refusal, SyncError, SyncResult, Violation};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
@@ -114,8 +115,11 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
     crate::transport::stdio::widen_pipe(1);
     // Straight to file descriptor 1: std's stdout is line-buffered, and
     // object data is full of newlines.
-    let stdout = dmv_os::stdout_file()
-        .map_err(|e| SyncError::Disconnected(format!("cannot use standard output: {e}")))?;
+    let stdout = dmv_os::stdout_file().map_err(|e| {
+        SyncError::Transport(TransportError::Disconnected(format!(
+            "cannot use standard output: {e}"
+        )))
+    })?;
     let mut input = FrameReader::new(std::io::BufReader::with_capacity(PIPE_BUFFER, stdin));
     let mut out = FrameWriter::new(std::io::BufWriter::with_capacity(PIPE_BUFFER, stdout));
     let repo = Repository::open(path);
@@ -134,7 +138,7 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
                 message: "unknown request".into(),
             })
             .and_then(|_| out.flush())
-            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+            .map_err(|e| SyncError::Transport(TransportError::Disconnected(e.to_string())))?;
             continue;
         };
         match &repo {
@@ -149,12 +153,14 @@ pub fn serve_stdio(path: &Path) -> SyncResult<()> {
                 };
                 out.message(&Response::Error { message })
                     .and_then(|_| out.flush())
-                    .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                    .map_err(|e| {
+                        SyncError::Transport(TransportError::Disconnected(e.to_string()))
+                    })?;
                 return Ok(());
             }
         }
         out.flush()
-            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+            .map_err(|e| SyncError::Transport(TransportError::Disconnected(e.to_string())))?;
     }
     Ok(())
 }
@@ -192,7 +198,7 @@ pub(crate) fn answer_as_allowed<R: Read, W: Write>(
     };
     match result {
         Ok(()) => Ok(()),
-        Err(e @ SyncError::Disconnected(_)) => Err(e),
+        Err(e @ SyncError::Transport(TransportError::Disconnected(_))) => Err(e),
         Err(e) => {
             if verb.has_body() {
                 drain_until_end(input)?;
@@ -209,7 +215,7 @@ pub(crate) fn answer_as_allowed<R: Read, W: Write>(
 pub(crate) const MAX_CONTENT_LOCK_SECONDS: u64 = 3600;
 
 pub(crate) fn io_lost(e: std::io::Error) -> SyncError {
-    SyncError::Disconnected(e.to_string())
+    SyncError::Transport(TransportError::Disconnected(e.to_string()))
 }
 
 /// After refusing an upload, reads the rest of it so the client gets to

@@ -17,6 +17,7 @@ use crate::transport::remote::{
     KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote,
     RemoteRefs,
 };
+use crate::TransportError;
 use crate::{SyncError, SyncResult, Violation};
 
 /// Chunks per `get`: the bucket streams them in bounded ranges whatever the
@@ -80,10 +81,14 @@ impl From<BucketError> for SyncError {
     fn from(e: BucketError) -> SyncError {
         match e {
             BucketError::NotARepository { url, detail } => {
-                SyncError::NotARepository { url, detail }
+                SyncError::Transport(TransportError::NotARepository { url, detail })
             }
-            BucketError::Auth { url, detail } => SyncError::Auth { url, detail },
-            BucketError::Unreachable { url, detail } => SyncError::Unreachable { url, detail },
+            BucketError::Auth { url, detail } => {
+                SyncError::Transport(TransportError::Auth { url, detail })
+            }
+            BucketError::Unreachable { url, detail } => {
+                SyncError::Transport(TransportError::Unreachable { url, detail })
+            }
             BucketError::Store(e) => SyncError::Store(e),
             other => SyncError::Bucket(other),
         }

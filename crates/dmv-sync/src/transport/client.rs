@@ -14,6 +14,7 @@ use crate::transport::remote::{
     KeepsCopies, KeepsPathLocks, LocationPageSink, ObjectProducer, PathLocks, Received, Remote,
     RemoteRefs,
 };
+use crate::TransportError;
 use crate::{SyncError, SyncResult, Violation};
 
 /// Writes a request's body (object frames) after the request itself.
@@ -74,9 +75,11 @@ fn read_response<R: Read>(frames: &mut FrameReader<R>) -> SyncResult<Response> {
 impl Client {
     /// Says hello and checks both sides speak the same protocol.
     pub fn connect(mut wire: Box<dyn Wire>, url: &str) -> SyncResult<Client> {
-        let not_repo = |detail: String| SyncError::NotARepository {
-            url: url.to_string(),
-            detail,
+        let not_repo = |detail: String| {
+            SyncError::Transport(TransportError::NotARepository {
+                url: url.to_string(),
+                detail,
+            })
         };
         let response = {
             let mut frames =
@@ -91,10 +94,10 @@ impl Client {
                 partial,
             } => {
                 if version != VERSION {
-                    return Err(SyncError::Version {
+                    return Err(SyncError::Transport(TransportError::Version {
                         remote: version,
                         local: VERSION,
-                    });
+                    }));
                 }
                 Ok(Client {
                     wire,
@@ -121,7 +124,7 @@ impl Client {
     ) -> SyncResult<Option<Vec<TreeClaim>>> {
         let mut frames = match self.wire.exchange(request.verb(), request, None) {
             Ok(frames) => frames,
-            Err(SyncError::NotARepository { .. }) => return Ok(None),
+            Err(SyncError::Transport(TransportError::NotARepository { .. })) => return Ok(None),
             Err(e) => return Err(e),
         };
         let claims = match read_response(&mut frames)? {
@@ -185,7 +188,7 @@ impl Remote for Client {
         }) {
             Ok(Response::RefsDigest { digest }) => Ok(Some(digest)),
             // A server from before waiting: no such request there.
-            Err(SyncError::NotARepository { .. }) => Ok(None),
+            Err(SyncError::Transport(TransportError::NotARepository { .. })) => Ok(None),
             Ok(Response::Error { message }) if message.contains("unknown request") => Ok(None),
             Ok(other) => Err(unexpected("a digest of the refs", &other)),
             Err(e) => Err(e),

@@ -14,6 +14,7 @@ use crate::protocol::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb, VERSION};
 use crate::trace::Counting;
 use crate::transport::client::{BodyWriter, Wire};
+use crate::TransportError;
 use crate::{SyncError, SyncResult, Violation};
 
 pub struct HttpWire {
@@ -269,9 +270,11 @@ const CONNECT_WAIT: Duration = Duration::from_secs(15);
 
 impl HttpWire {
     pub fn new(base: &str, token: Option<String>, stall_after: Duration) -> SyncResult<HttpWire> {
-        let setup = |detail: String| SyncError::Unreachable {
-            url: base.to_string(),
-            detail: format!("cannot set up HTTP: {detail}"),
+        let setup = |detail: String| {
+            SyncError::Transport(TransportError::Unreachable {
+                url: base.to_string(),
+                detail: format!("cannot set up HTTP: {detail}"),
+            })
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -349,11 +352,13 @@ impl Wire for HttpWire {
                             moved: &on_our_side,
                         });
                         let mut w = FrameWriter::new(&mut out as &mut dyn Write);
-                        w.message(request)
-                            .map_err(|e| SyncError::Disconnected(e.to_string()))?;
+                        w.message(request).map_err(|e| {
+                            SyncError::Transport(TransportError::Disconnected(e.to_string()))
+                        })?;
                         body(&mut w)?;
-                        w.flush()
-                            .map_err(|e| SyncError::Disconnected(e.to_string()))
+                        w.flush().map_err(|e| {
+                            SyncError::Transport(TransportError::Disconnected(e.to_string()))
+                        })
                     });
                     let taken = moved.clone();
                     let stream = tokio_stream::StreamExt::map(
@@ -379,24 +384,28 @@ impl Wire for HttpWire {
                     )) => return Err(e),
                     Ok(Err(_)) => {}
                     Err(_) => {
-                        return Err(SyncError::Disconnected("the upload thread panicked".into()))
+                        return Err(SyncError::Transport(TransportError::Disconnected(
+                            "the upload thread panicked".into(),
+                        )))
                     }
                 }
                 sent
             }
         };
-        let stalled = || SyncError::Stalled {
-            url: self.base.clone(),
-            seconds: stall_after.as_secs(),
+        let stalled = || {
+            SyncError::Transport(TransportError::Stalled {
+                url: self.base.clone(),
+                seconds: stall_after.as_secs(),
+            })
         };
         let response = sent.ok_or_else(stalled)?.map_err(|e| {
             if e.is_connect() {
-                SyncError::Unreachable {
+                SyncError::Transport(TransportError::Unreachable {
                     url: self.base.clone(),
                     detail: connect_detail(&e),
-                }
+                })
             } else {
-                SyncError::Disconnected(root_cause(&e))
+                SyncError::Transport(TransportError::Disconnected(root_cause(&e)))
             }
         })?;
         let status = response.status();
@@ -406,18 +415,18 @@ impl Wire for HttpWire {
                 .map_err(|_| stalled())?;
             let text = text.trim().to_string();
             return Err(match status.as_u16() {
-                401 => SyncError::TokenRefused {
+                401 => SyncError::Transport(TransportError::TokenRefused {
                     url: self.base.clone(),
                     detail: text,
-                },
-                403 => SyncError::Auth {
+                }),
+                403 => SyncError::Transport(TransportError::Auth {
                     url: self.base.clone(),
                     detail: text,
-                },
-                404 => SyncError::NotARepository {
+                }),
+                404 => SyncError::Transport(TransportError::NotARepository {
                     url: self.base.clone(),
                     detail: text,
-                },
+                }),
                 _ => SyncError::Remote(format!("HTTP {status}: {text}")),
             });
         }

@@ -12,6 +12,7 @@ use dmv_repo::store::{ChunkParams, ObjectId, ObjectKind, StoredObject};
 
 use crate::protocol::WireRefUpdate;
 use crate::transport::remote::{ObjectProducer, Received, Remote, RemoteRefs};
+use crate::TransportError;
 use crate::{SyncError, SyncResult, Violation};
 
 /// What crossed between a client and a [`MemoryRemote`].
@@ -179,9 +180,9 @@ impl Remote for MemoryRemote {
                 .cut_after
                 .is_some_and(|n| self.traffic.objects_sent >= n)
             {
-                return Err(SyncError::Disconnected(
+                return Err(SyncError::Transport(TransportError::Disconnected(
                     "the memory remote cut the connection".into(),
-                ));
+                )));
             }
             self.traffic.objects_sent += 1;
             sink(Received::Object(obj.clone()))?;

@@ -15,6 +15,7 @@ use crate::protocol::frame::{FrameReader, FrameWriter};
 use crate::protocol::{Request, Verb};
 use crate::trace::Counting;
 use crate::transport::client::{BodyWriter, Wire};
+use crate::TransportError;
 use crate::{SyncError, SyncResult};
 
 pub struct StdioWire {
@@ -304,17 +305,19 @@ impl StdioWire {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| SyncError::Unreachable {
-            url: what.to_string(),
-            detail: format!("cannot run {:?}: {e}", command.get_program()),
+        let mut child = command.spawn().map_err(|e| {
+            SyncError::Transport(TransportError::Unreachable {
+                url: what.to_string(),
+                detail: format!("cannot run {:?}: {e}", command.get_program()),
+            })
         })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(SyncError::Unreachable {
+            return Err(SyncError::Transport(TransportError::Unreachable {
                 url: what.to_string(),
                 detail: "no pipes to the child process".into(),
-            });
+            }));
         };
         #[cfg(unix)]
         {
@@ -322,9 +325,11 @@ impl StdioWire {
             widen_pipe(stdout.as_raw_fd());
         }
         let gave_up = Arc::new(AtomicBool::new(false));
-        let patient = |e: std::io::Error| SyncError::Unreachable {
-            url: what.to_string(),
-            detail: format!("cannot set up the pipes to the child process: {e}"),
+        let patient = |e: std::io::Error| {
+            SyncError::Transport(TransportError::Unreachable {
+                url: what.to_string(),
+                detail: format!("cannot set up the pipes to the child process: {e}"),
+            })
         };
         let stdin = Patient::new(stdin, what, stall_after, gave_up.clone()).map_err(patient)?;
         let stdout = Patient::new(stdout, what, stall_after, gave_up.clone()).map_err(patient)?;
@@ -360,7 +365,9 @@ impl StdioWire {
     }
 
     fn lost(&self, detail: String) -> SyncError {
-        SyncError::Disconnected(last_words(&self.stderr, &self.stderr_done).unwrap_or(detail))
+        SyncError::Transport(TransportError::Disconnected(
+            last_words(&self.stderr, &self.stderr_done).unwrap_or(detail),
+        ))
     }
 
     fn gave_up(&self) -> bool {
@@ -447,10 +454,9 @@ impl Wire for StdioWire {
         request: &Request,
         body: Option<BodyWriter<'_>>,
     ) -> SyncResult<FrameReader<Box<dyn Read + 's>>> {
-        let input = self
-            .input
-            .as_mut()
-            .ok_or_else(|| SyncError::Disconnected("already closed".into()))?;
+        let input = self.input.as_mut().ok_or_else(|| {
+            SyncError::Transport(TransportError::Disconnected("already closed".into()))
+        })?;
         let mut w = FrameWriter::new(input as &mut dyn Write);
         let sent = (|| {
             w.message(request).map_err(SyncError::connection_lost)?;
@@ -461,9 +467,13 @@ impl Wire for StdioWire {
         })();
         match sent {
             Ok(()) => {}
-            Err(stalled @ SyncError::Stalled { .. }) => return Err(stalled),
+            Err(stalled @ SyncError::Transport(TransportError::Stalled { .. })) => {
+                return Err(stalled)
+            }
             // The server may have refused and said why before hanging up.
-            Err(SyncError::Disconnected(detail)) => return Err(self.lost(detail)),
+            Err(SyncError::Transport(TransportError::Disconnected(detail))) => {
+                return Err(self.lost(detail))
+            }
             Err(other) => return Err(other),
         }
         Ok(FrameReader::new(Box::new(ChildOutput {
