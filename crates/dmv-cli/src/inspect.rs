@@ -74,20 +74,10 @@ pub fn log(a: LogArgs) -> Result<u8> {
         Some(r) => revisions_then_paths(&repo, std::slice::from_ref(r))?,
         None => (Vec::new(), Vec::new()),
     };
-    let rev = revs.first().map_or("HEAD", String::as_str);
     let mut json = Vec::new();
     let paths = repo_paths(&repo, &[a.paths.clone(), named_paths].concat())?;
     if a.follow && paths.len() != 1 {
         bail!("--follow takes exactly one path: dmv log --follow -- PATH");
-    }
-    // `A..B`: what B has that A has not; `A...B`: what either has that the other has not.
-    let walk = match repo.resolve_range(rev)? {
-        Some(range) => repo.walk_between(&range.wants, &range.haves)?,
-        None => repo.walk(&[repo.resolve(rev)?])?,
-    };
-    let mut walk = walk.touching(paths.clone());
-    if a.follow {
-        walk = walk.following_renames();
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -97,28 +87,21 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .map(|t| dmv_repo::parse_date(t, now).ok_or_else(|| anyhow!("cannot read the date '{t}' (2026-11-28, \"2026-11-28 14:00\", \"2 weeks ago\", yesterday, @SECONDS)")))
             .transpose()
     };
-    let (since, until) = (date(&a.since)?, date(&a.until)?);
-    let wanted = |c: &dmv_repo::store::object::Commit| {
-        since.is_none_or(|t| c.committer.time >= t)
-            && until.is_none_or(|t| c.committer.time <= t)
-            && a.author
-                .as_deref()
-                .is_none_or(|x| format!("{} <{}>", c.author.name, c.author.email).contains(x))
-            && a.grep.as_deref().is_none_or(|x| c.message.contains(x))
-    };
-    let mut graph = Graph::default();
-    let walk = walk.filter(|info| info.as_ref().map_or(true, |i| wanted(&i.commit)));
     // A graph is drawn children first: the whole history is read, then ordered.
-    let commits: Box<dyn Iterator<Item = dmv_repo::RepoResult<dmv_repo::CommitInfo>>> =
-        match a.graph {
-            true => Box::new(
-                dmv_repo::in_topo_order(walk.collect::<dmv_repo::RepoResult<Vec<_>>>()?)
-                    .into_iter()
-                    .map(Ok),
-            ),
-            false => Box::new(walk),
-        };
-    for (shown, info) in commits.take(a.max_count.unwrap_or(usize::MAX)).enumerate() {
+    let commits = repo.log(&dmv_repo::LogQuery {
+        revision: revs.first().cloned(),
+        paths: paths.clone(),
+        follow: a.follow,
+        since: date(&a.since)?,
+        until: date(&a.until)?,
+        author: a.author.clone(),
+        grep: a.grep.clone(),
+        topo_order: a.graph,
+        skip: 0,
+        max_count: a.max_count,
+    })?;
+    let mut graph = Graph::default();
+    for (shown, info) in commits.enumerate() {
         let info = info?;
         let c = &info.commit;
         // With --graph every line of a commit is drawn after its lanes: written to a buffer first.

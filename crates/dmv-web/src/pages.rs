@@ -222,14 +222,14 @@ pub fn home(repo: &Repository, name: &str) -> PageResult {
 
 /// History from `rev`, a page at a time (`skip` commits in).
 pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult {
-    let start = repo.resolve(rev).map_err(r)?;
+    let query = dmv_repo::LogQuery {
+        revision: Some(rev.to_string()),
+        skip,
+        max_count: Some(COMMITS_PER_PAGE + 1),
+        ..Default::default()
+    };
     let mut page = Vec::with_capacity(COMMITS_PER_PAGE + 1);
-    for c in repo
-        .walk(&[start])
-        .map_err(r)?
-        .skip(skip)
-        .take(COMMITS_PER_PAGE + 1)
-    {
+    for c in repo.log(&query).map_err(r)? {
         page.push(c.map_err(r)?);
     }
     let more = page.len() > COMMITS_PER_PAGE;

@@ -3,13 +3,14 @@
 //! stored object keeps, and a commit's files as an archive. Nothing here reads
 //! or writes the working tree.
 //!
-//! Read bottom up: `tree`, `graph`, `revisions`, `branches`, `object_rules`, `tree_diff`,
-//! `archive`.
+//! Read bottom up: `tree`, `graph`, `revisions`, `log_query`, `branches`, `object_rules`,
+//! `tree_diff`, `archive`.
 
 pub(crate) mod archive;
 pub(crate) mod branches;
 pub(crate) mod graph;
 pub(crate) mod last_changes;
+pub(crate) mod log_query;
 pub(crate) mod object_rules;
 pub(crate) mod revisions;
 pub mod tree;
