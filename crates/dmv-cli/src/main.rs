@@ -202,13 +202,6 @@ fn main() -> ExitCode {
             return ExitCode::from(128);
         }
     }
-    // Said before anything is done (a `switch -c` would create its branch first).
-    if needs_worktree(&cli.command) {
-        if let Some(e) = repo_args::check_worktree() {
-            eprintln!("dmv: {e}");
-            return ExitCode::from(128);
-        }
-    }
     let result = match cli.command {
         Command::Init(a) => work::init(a),
         Command::Status(a) => work::status(a),
@@ -371,27 +364,4 @@ fn count_shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
         }
     }
     args
-}
-
-fn needs_worktree(c: &Command) -> bool {
-    matches!(
-        c,
-        Command::Status(_)
-            | Command::Add(_)
-            | Command::Rm(_)
-            | Command::Mv(_)
-            | Command::Commit(_)
-            | Command::Restore(_)
-            | Command::Reset(_)
-            | Command::Revert(_)
-            | Command::Stash(_)
-            | Command::Clean(_)
-            | Command::Switch(_)
-            | Command::Checkout(_)
-            | Command::Pull(_)
-            | Command::Merge(_)
-            | Command::Resolve(_)
-            | Command::CherryPick(_)
-            | Command::Rebase(_)
-    )
 }

@@ -7,7 +7,7 @@ use clap::{ArgGroup, Args};
 use dmv_repo::{ConflictedPath, MergeOutcome, Resolution};
 
 use crate::progress::{Bar, Quiet};
-use crate::repo_args::{open_repo, repo_paths, show_path};
+use crate::repo_args::{open_worktree, repo_paths, show_path};
 
 #[derive(Args)]
 #[command(
@@ -35,7 +35,7 @@ pub struct MergeArgs {
 
 pub fn merge(a: MergeArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     if a.abort {
         repo.merge_abort()?;
         if !quiet {
@@ -146,7 +146,7 @@ pub struct CherryPickArgs {
 
 pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     if a.abort || a.continue_pick {
         let state = repo
             .merge_state()?
@@ -219,7 +219,7 @@ pub struct ResolveArgs {
 }
 
 pub fn resolve(a: ResolveArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let how = match (a.ours, a.theirs, a.both) {
         (true, _, _) => Resolution::Ours,

@@ -8,7 +8,7 @@ use dmv_repo::{RebaseAction, RebaseEditor, RebaseOutcome, RebaseStep, Repository
 
 use crate::mergecmd::report_conflicts;
 use crate::progress::{Bar, Quiet};
-use crate::repo_args::open_repo;
+use crate::repo_args::open_worktree;
 use crate::work::{edit_text, editor};
 
 #[derive(Args)]
@@ -59,7 +59,7 @@ impl RebaseEditor for EditorMessages<'_> {
 
 pub fn rebase(a: RebaseArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let messages = EditorMessages { repo: &repo };
     let p = Bar::new("rebasing");
     let outcome = if a.abort {

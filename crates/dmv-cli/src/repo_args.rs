@@ -1,38 +1,21 @@
 //! What every command needs: the repository it runs in, and its path arguments.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-
-thread_local! {
-    /// The repository [`check_worktree`] opened, for the command to take
-    /// rather than open it again: an open reads the requirements, the
-    /// config, the pack indexes and the ref tables, a tenth of a small commit.
-    static OPENED: RefCell<Option<dmv_repo::Repository>> = const { RefCell::new(None) };
-}
 
 /// Opens the repository containing the current directory.
 pub fn open_repo() -> anyhow::Result<dmv_repo::Repository> {
-    let mut repo = match OPENED.with(|opened| opened.borrow_mut().take()) {
-        Some(repo) => repo,
-        None => dmv_repo::Repository::discover(&std::env::current_dir()?)?,
-    };
+    let mut repo = dmv_repo::Repository::discover(&std::env::current_dir()?)?;
     // A person's commits carry their name, as git insists.
     repo.refuse_unknown_identity();
     Ok(repo)
 }
 
-/// Why a command that works in the working tree cannot run here (a bare
-/// repository), if it cannot; the repository is kept for the command.
-/// Nothing, too, when there is no repository: the command says so itself.
-pub fn check_worktree() -> Option<dmv_repo::RepoError> {
-    let repo = open_repo().ok()?;
-    match repo.require_worktree() {
-        Ok(()) => {
-            OPENED.with(|opened| *opened.borrow_mut() = Some(repo));
-            None
-        }
-        Err(e) => Some(e),
-    }
+/// Opens the repository for a command that works in its working tree,
+/// refusing a bare repository before the command does anything.
+pub fn open_worktree() -> anyhow::Result<dmv_repo::Repository> {
+    let repo = open_repo()?;
+    repo.require_worktree()?;
+    Ok(repo)
 }
 
 /// Command-line paths as repository-relative byte paths.

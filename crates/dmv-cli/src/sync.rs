@@ -10,7 +10,7 @@ use dmv_repo::RemoteConfig;
 use dmv_sync::{BucketOptions, CloneOptions, ClonePlan, FetchedRef, PushOptions};
 
 use crate::progress::{Phases, Quiet};
-use crate::repo_args::{open_repo, printable};
+use crate::repo_args::{open_repo, open_worktree, printable};
 use dmv_repo::ref_names::{BRANCHES, REMOTE_BRANCHES, TAGS};
 
 fn short(id: &ObjectId) -> String {
@@ -316,7 +316,7 @@ pub struct PullArgs {
 
 pub fn pull(a: PullArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let (remote, branch) = dmv_sync::pull_source(&repo, a.remote.as_deref(), a.branch.as_deref())?;
     let name = remote.name.clone().ok_or(dmv_sync::SyncError::Address(
         dmv_sync::AddressError::NeedsNamedRemote { what: "pull" },

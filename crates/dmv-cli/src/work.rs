@@ -9,7 +9,7 @@ use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, CommitRequest, Committed, Head, NothingToCommit, Repository};
 
 use crate::progress::{Bar, Quiet};
-use crate::repo_args::{open_repo, printable, repo_paths, show_path};
+use crate::repo_args::{open_repo, open_worktree, printable, repo_paths, show_path};
 use crate::terminal::{paint, Style};
 use dmv_repo::ref_names::{branch_ref, tag_ref, BRANCHES, REMOTE_BRANCHES, TAGS};
 
@@ -59,7 +59,7 @@ pub struct StatusArgs {
 }
 
 pub fn status(a: StatusArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&repo.status()?)?);
         return Ok(0);
@@ -388,7 +388,7 @@ pub struct AddArgs {
 
 pub fn add(a: AddArgs) -> Result<u8> {
     a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     if !a.force {
         let ignored = repo.ignored_paths(&specs)?;
@@ -415,7 +415,7 @@ pub struct RmArgs {
 }
 
 pub fn rm(a: RmArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     for p in repo.rm_settling(&specs, a.cached)? {
         println!("rm '{}'", show_path(&p));
@@ -430,7 +430,7 @@ pub struct MvArgs {
 }
 
 pub fn mv(a: MvArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     // `mv x photos/` means into the folder photos, which must exist, as git says.
     if a.destination.as_os_str().as_encoded_bytes().ends_with(b"/") && !a.destination.is_dir() {
         bail!(
@@ -604,7 +604,7 @@ pub struct ResetArgs {
 
 pub fn reset(a: ResetArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let target = repo.resolve(a.rev.as_deref().unwrap_or("HEAD"))?;
     let mode = match (a.soft, a.hard) {
         (true, _) => dmv_repo::ResetMode::Soft,
@@ -687,7 +687,7 @@ fn stash_index(text: &str) -> std::result::Result<usize, String> {
 }
 
 pub fn stash(a: StashArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let p = Bar::new("stash");
     match a.action.unwrap_or(StashAction::Push {
         message: None,
@@ -762,7 +762,7 @@ pub fn clean(a: CleanArgs) -> Result<u8> {
     if !a.force && !a.dry_run {
         bail!("refusing to delete untracked files without -f (or -n to see which)");
     }
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let doomed = repo.clean(&specs, a.folders, a.dry_run)?;
     let verb = if a.dry_run {
@@ -786,7 +786,7 @@ pub struct RevertArgs {
 }
 
 pub fn revert(a: RevertArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let target = repo.resolve(&a.rev)?;
     let p = Bar::new("checking out");
     // In a partial replica, the text the revert merges line by line is fetched first.
@@ -805,7 +805,7 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
 
 pub fn commit(a: CommitArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     // Before an editor is opened for a message that could not be signed.
     repo.signer()?;
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
@@ -881,7 +881,7 @@ pub struct RestoreArgs {
 }
 
 pub fn restore(a: RestoreArgs) -> Result<u8> {
-    let repo = open_repo()?;
+    let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     let source = a.source.map(|s| repo.resolve(&s)).transpose()?;
     dmv_sync::restore(
@@ -1047,7 +1047,7 @@ fn switch_to_branch(repo: &mut Repository, name: &str, quiet: bool) -> Result<()
 
 pub fn switch(a: SwitchArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let mut repo = open_repo()?;
+    let mut repo = open_worktree()?;
     if a.detach {
         return detach_at(&repo, &a.branch, quiet);
     }
@@ -1099,7 +1099,7 @@ pub struct CheckoutArgs {
 
 pub fn checkout(a: CheckoutArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
-    let mut repo = open_repo()?;
+    let mut repo = open_worktree()?;
     if !a.paths.is_empty() {
         let specs = repo_paths(&repo, &a.paths)?;
         // As git's: a revision's version of the paths is staged, then written.

@@ -2241,3 +2241,52 @@ fn a_reader_going_away_ends_output_quietly_and_a_peer_going_away_is_reported() {
         u64::from_str_radix(ignored.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
     assert!(mask & (1 << (libc::SIGPIPE - 1)) != 0, "{ignored}");
 }
+
+/// Every command that works in the working tree refuses a bare repository
+/// in one line before doing anything (a `switch -c` makes no branch); each
+/// opens the repository that way itself, with no list kept beside them.
+#[test]
+fn commands_on_the_working_tree_refuse_a_bare_repository_before_acting() {
+    let repo = new_repo();
+    let d = repo.path();
+    std::fs::write(d.join("a.txt"), "a\n").unwrap();
+    dmv(d, &["add", "a.txt"]);
+    dmv(d, &["commit", "-m", "first"]);
+    dmv(d, &["clone", "--bare", ".", "bare"]);
+    let bare = d.join("bare");
+    let refs_before = dmv(&bare, &["show-ref"]);
+    let commands: &[&[&str]] = &[
+        &["status"],
+        &["add", "a.txt"],
+        &["rm", "a.txt"],
+        &["mv", "a.txt", "b.txt"],
+        &["commit", "-m", "x"],
+        &["restore", "a.txt"],
+        &["reset", "--hard"],
+        &["revert", "HEAD"],
+        &["stash"],
+        &["clean", "-f"],
+        &["switch", "-c", "feature"],
+        &["checkout", "main"],
+        &["pull"],
+        &["merge", "main"],
+        &["resolve", "--ours", "a.txt"],
+        &["cherry-pick", "main"],
+        &["rebase", "main"],
+    ];
+    for args in commands {
+        let out = dmv_out(&bare, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(128), "{args:?}: {err}");
+        assert!(
+            err.contains("is a bare repository: it has no working tree")
+                && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        dmv(&bare, &["show-ref"]),
+        refs_before,
+        "a refused command changed a ref"
+    );
+}
