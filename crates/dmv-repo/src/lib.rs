@@ -5,8 +5,7 @@
 //! Folders by concern, read bottom up (a file only uses files listed before
 //! it; each folder's `mod.rs` gives its own order; the layering test in
 //! dmv-testkit checks the folders' order): the leaves here (`stat`, `paths`,
-//! `pathmap`, `seal` for checksums of text files, `time`, `sizes`,
-//! `media` (what a person knows a media file by), `ref_names`,
+//! `pathmap`, `seal` for checksums of text files, `time`, `sizes`, `ref_names`,
 //! `resolution`, `error`, `atomic`, `parallel`, `line_merge`); `repository`
 //! (`.dmv/`, HEAD and refs, the slice and `.dmvattributes`, the
 //! [`Repository`] facade); `history` (trees, the commit graph, branches, the
@@ -21,7 +20,6 @@ mod error;
 mod history;
 /// The line-level three-way merge of text files.
 pub mod line_merge;
-mod media;
 mod merge;
 mod operations;
 mod parallel;

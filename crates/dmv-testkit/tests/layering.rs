@@ -25,10 +25,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-os", &[]),
     ("dmv-store", &["dmv-os"]),
     ("dmv-refs", &["dmv-os"]),
-    ("dmv-repo", &["dmv-os", "dmv-store", "dmv-refs"]),
+    // Media files read from their bytes (facts, a raw's preview, decoding): no DMV crate.
+    ("dmv-media", &[]),
+    (
+        "dmv-repo",
+        &["dmv-os", "dmv-store", "dmv-refs", "dmv-media"],
+    ),
     ("dmv-bucket", &["dmv-os", "dmv-store"]),
     // The web UI's pages are made from a repository; the server (dmv-server) sends them.
-    ("dmv-web", &["dmv-repo"]),
+    ("dmv-web", &["dmv-repo", "dmv-media"]),
     // A Git repository's history converted into a repository.
     ("dmv-gitimport", &["dmv-repo"]),
     // The store and the refs reach dmv-sync only through dmv-repo's and dmv-bucket's re-exports.
@@ -1162,7 +1167,6 @@ const FOLDER_ORDERS: &[(&str, &[&str])] = &[
             "seal",
             "time",
             "sizes",
-            "media",
             "ref_names",
             "resolution",
             "error",

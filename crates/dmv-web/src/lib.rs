@@ -12,19 +12,18 @@ mod markdown;
 mod media;
 mod pages;
 mod ranges;
-mod raw_preview;
 mod reply;
 mod routes;
 mod search;
 mod thumbs;
 mod upload_page;
 
+pub use dmv_media::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use media::{content_type_of, media_of, ContentType, Media};
 pub use pages::{
     index as index_page, login as login_page, logout as logout_page, COMPARE_SCRIPT, THEME_SCRIPT,
 };
 pub use ranges::{parse_range, ByteRange};
-pub use raw_preview::{largest_embedded_jpeg, EmbeddedJpeg};
 pub use reply::{Reply, Viewer};
 pub use routes::{break_lock, respond, write_content, PageRequest};
 pub use thumbs::{scaled_jpeg, PREVIEW_EDGE, THUMBNAIL_EDGE};

@@ -8,8 +8,8 @@ use dmv_store::object::EntryKind;
 
 use crate::error::{IoContext, RepoResult};
 use crate::history::tree::FlatEntry;
-use crate::media::media_facts;
 use crate::repository::repo::Repository;
+use dmv_media::media_facts;
 
 /// Files up to this size that are text get a line diff; others are described.
 const TEXT_DIFF_LIMIT: u64 = 1 << 20;

@@ -374,7 +374,7 @@ mod tests {
                 "decode times {decode_times}, per sample {per_sample}"
             );
             assert_eq!(
-                crate::media::media_facts(std::io::Cursor::new(&file)),
+                crate::facts::media_facts(std::io::Cursor::new(&file)),
                 ["6.0 s"]
             );
         }

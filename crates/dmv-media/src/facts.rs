@@ -3,7 +3,7 @@
 //! read from the file's first bytes or its container's index by well-kept
 //! crates (imagesize, kamadak-exif, lofty).
 
-mod fragmented_mp4;
+use crate::fragmented_mp4;
 
 use std::io::{Read, Seek, SeekFrom};
 
