@@ -1,18 +1,21 @@
 //! `dmv watch`: commits what settled in the working tree and, with `--sync`,
-//! keeps it in step with every remote. A thin loop over the libraries: the
-//! folder watch (dmv-watch), the commit of everything (dmv-repo) and the
-//! sync that keeps both versions of a conflict (dmv-sync).
+//! keeps it in step with every remote. The loop is dmv-agent's; here are
+//! its options, its words, the signals that stop it, and running it in the
+//! background or as a login service.
 
-use std::io::{BufRead, Seek, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
-use dmv_repo::{Moment, Repository, Silent, WatchHealth};
-use dmv_watch::{FolderWatch, Mode, Settings};
+use dmv_agent::{
+    launchd_plist, service_name, systemd_unit, Event, Reporter, Waiting, WatchLog, WatchOptions,
+    LOG_FILE,
+};
+use dmv_repo::Repository;
 
 use crate::repo_args::{open_repo, printable, spawn_detached};
 
@@ -75,8 +78,6 @@ enum Service {
     Launchd,
 }
 
-const LOG: &str = "watch.log";
-
 pub fn watch(a: WatchArgs) -> Result<u8> {
     let repo = open_repo()?;
     repo.require_worktree()?;
@@ -106,15 +107,8 @@ pub fn watch(a: WatchArgs) -> Result<u8> {
     run(&repo, &a)
 }
 
-/// The watcher itself, until SIGTERM or SIGINT.
+/// The watcher itself (dmv-agent's loop), until SIGTERM or SIGINT.
 fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
-    let lock = repo.watcher_lock();
-    let Some(_held) = lock.try_acquire()? else {
-        bail!(
-            "a watcher already runs in this repository ({})",
-            lock.holder()
-        );
-    };
     let stop = Arc::new(AtomicBool::new(false));
     // `wake` ends a wait for changes: a signal, or the time to sync.
     let wake = Arc::new(AtomicBool::new(false));
@@ -122,393 +116,102 @@ fn run(repo: &Repository, a: &WatchArgs) -> Result<u8> {
         signal_hook::flag::register(signal, stop.clone())?;
         signal_hook::flag::register(signal, wake.clone())?;
     }
-    let log_path = repo.dmv.join(LOG);
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .with_context(|| format!("cannot open {}", log_path.display()))?;
-    let _ = LOG_FILE.set(std::sync::Mutex::new((log_path, log)));
-    let settings = Settings {
+    let log = WatchLog::open(&repo.dmv)
+        .with_context(|| format!("cannot open {}", repo.dmv.join(LOG_FILE).display()))?;
+    let options = WatchOptions {
         quiet: Duration::from_secs_f64(a.quiet),
-        force_poll: a.poll,
-        ..Settings::default()
+        poll: a.poll,
+        sync: a.sync,
+        sync_every: Duration::from_secs_f64(a.sync_every),
+        check_every: (a.check_every > 0.0).then(|| Duration::from_secs_f64(a.check_every)),
+        drop_after_push: a.drop_after_push,
+        numcopies: a.numcopies,
     };
-    let mut folder = FolderWatch::start(&repo.root, Arc::new(|_: &Path| false), settings)?;
-    match folder.mode() {
-        Mode::Events => say(&format!("watching {} (file events)", repo.root.display())),
-        Mode::Polling(why) => say(&format!(
-            "watching {} (reading the tree every few seconds: {why})",
-            repo.root.display()
-        )),
-    }
-    let sync_every = Duration::from_secs_f64(a.sync_every);
-    let check_every = (a.check_every > 0.0).then(|| Duration::from_secs_f64(a.check_every));
-    let mut next_sync = Instant::now();
-    let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
-    let board = check_every
-        .filter(|_| a.sync)
-        .map(|_| NewsBoard::listen(repo, wake.clone()));
-    let mut health = WatchHealth {
-        started: unix_now(),
-        ..Default::default()
-    };
-    // A merge or rebase a killed command left: finished or undone before anything is committed on top.
-    match repo.mend_cut_short() {
-        Ok(Some(mended)) => say(&crate::sync::mended_line(&mended)),
-        Ok(None) => {}
-        Err(e) => say(&format!(
-            "cannot finish what a command left cut short: {}",
-            printable(&e.to_string())
-        )),
-    }
-    // What changed while no watcher ran is committed first.
-    let mut changed = true;
-    while !stop.load(Ordering::Relaxed) {
-        if changed {
-            let (held_back, still_open) = commit(repo, &mut health);
-            folder.retry(&held_back, &still_open);
-        }
-        let mut sync_now = a.sync && (changed || Instant::now() >= next_sync);
-        // A remote that tells of news is not asked every few seconds; one heard from is asked now.
-        let heard = board
-            .as_ref()
-            .is_some_and(|b| b.heard.swap(false, Ordering::Relaxed));
-        let poll_due = check_every.is_some_and(|_| Instant::now() >= next_check)
-            && !board.as_ref().is_some_and(NewsBoard::all_listening);
-        if a.sync && !sync_now && (heard || poll_due) {
-            sync_now = dmv_sync::current_branch(repo)
-                .is_ok_and(|branch| !dmv_sync::moved_since_last_sync(repo, &branch).is_empty());
-        }
-        if let Some(every) = check_every.filter(|_| Instant::now() >= next_check) {
-            next_check = Instant::now() + every;
-        }
-        if sync_now {
-            let reached_all = sync(repo, &mut health);
-            if reached_all && a.drop_after_push {
-                drop_sent(repo, a.numcopies);
-            }
-            next_sync = Instant::now() + sync_every;
-            next_check = Instant::now() + check_every.unwrap_or(sync_every);
-        }
-        wake.store(false, Ordering::Relaxed);
-        // A signal taken before `wake` was cleared set `stop` too.
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        // Nothing to poll while every remote tells of news: woken by them, or to sync.
-        let wake_time = match board.as_ref().is_some_and(NewsBoard::all_listening) {
-            true => next_sync,
-            false => next_sync.min(next_check),
-        };
-        let timer = a.sync.then(|| wake_at(wake_time, wake.clone()));
-        changed = folder.next_settled(&wake)?.is_some();
-        drop(timer);
-    }
-    say("stopped");
+    dmv_agent::run(repo, &options, stop, wake, &mut LogLines { log })?;
     Ok(0)
 }
 
-/// The remotes that tell this watcher when their refs change (a DMV
-/// server over HTTP: see `dmv_sync::NewsListener`), a thread each: while
-/// every remote does, the watcher asks none every --check-every seconds.
-struct NewsBoard {
-    /// A remote told of a change since the watcher last looked.
-    heard: Arc<AtomicBool>,
-    /// Remotes not listened to now (not HTTP, an older server, or unreachable).
-    deaf: Arc<std::sync::atomic::AtomicUsize>,
+/// The watcher's lines, with the time: on stdout, and in `.dmv/watch.log`,
+/// which `dmv watch --status` reads.
+struct LogLines {
+    log: WatchLog,
 }
 
-/// How long a listener that lost its remote waits before connecting again.
-const LISTEN_AGAIN_AFTER: Duration = Duration::from_secs(10);
+impl Reporter for LogLines {
+    fn words(&self, event: &Event) -> String {
+        let shown = |b: &[u8]| printable(&String::from_utf8_lossy(b));
+        match event {
+            Event::Watching {
+                root,
+                polling: None,
+            } => {
+                format!("watching {} (file events)", root.display())
+            }
+            Event::Watching {
+                root,
+                polling: Some(why),
+            } => format!(
+                "watching {} (reading the tree every few seconds: {why})",
+                root.display()
+            ),
+            Event::Mended(mended) => crate::sync::mended_line(mended),
+            Event::CannotMend(e) => format!(
+                "cannot finish what a command left cut short: {}",
+                printable(e)
+            ),
+            Event::Committed { id, message } => format!("committed {}: {message}", id.short()),
+            Event::CannotCommit(e) => format!("cannot commit: {}", printable(e)),
+            Event::Waiting(w) => format!("waiting: {}", self.waiting_words(w)),
+            Event::CannotSync(e) => format!("cannot sync: {}", printable(e)),
+            Event::Merged { remote, label } => format!("merged {label} from {remote}"),
+            Event::Sent { remote } => format!("sent to {remote}"),
+            Event::NotReached { remote, why } => {
+                format!("did not reach {remote}: {}", printable(why))
+            }
+            Event::KeptBoth { path, kept } => format!(
+                "changed on two replicas, both versions kept: {} ({})",
+                shown(path),
+                kept.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+            ),
+            Event::Freed {
+                files,
+                bytes,
+                confirmed_by,
+            } => format!(
+                "freed {files} files ({bytes} bytes), copies confirmed by {}",
+                confirmed_by.join(", ")
+            ),
+            Event::KeptData(e) => format!("kept the data here: {}", printable(e)),
+            Event::Stopped => "stopped".to_string(),
+        }
+    }
 
-impl NewsBoard {
-    fn listen(repo: &Repository, wake: Arc<AtomicBool>) -> NewsBoard {
-        let names: Vec<String> = repo.config.remotes.keys().cloned().collect();
-        let board = NewsBoard {
-            heard: Arc::new(AtomicBool::new(false)),
-            deaf: Arc::new(names.len().into()),
-        };
-        for name in names {
-            let (root, heard, deaf, wake) = (
-                repo.root.clone(),
-                board.heard.clone(),
-                board.deaf.clone(),
-                wake.clone(),
-            );
-            std::thread::spawn(move || {
-                let Ok(repo) = Repository::open(&root) else {
-                    return;
-                };
-                loop {
-                    let mut listener = match dmv_sync::NewsListener::connect(&repo, &name) {
-                        Ok(Some(listener)) => listener,
-                        Ok(None) => return,
-                        Err(_) => {
-                            std::thread::sleep(LISTEN_AGAIN_AFTER);
-                            continue;
-                        }
-                    };
-                    deaf.fetch_sub(1, Ordering::SeqCst);
-                    while let Ok(changed) = listener.wait() {
-                        if changed {
-                            heard.store(true, Ordering::Relaxed);
-                            wake.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    // Lost: until the next listener, the watcher polls it as before, from now.
-                    deaf.fetch_add(1, Ordering::SeqCst);
-                    heard.store(true, Ordering::Relaxed);
-                    wake.store(true, Ordering::Relaxed);
-                    std::thread::sleep(LISTEN_AGAIN_AFTER);
+    fn waiting_words(&self, waiting: &Waiting) -> String {
+        match waiting {
+            Waiting::StillBeingWritten { first, more } => format!(
+                "{}{}: still being written",
+                printable(&String::from_utf8_lossy(first)),
+                match more {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
                 }
-            });
-        }
-        board
-    }
-
-    fn all_listening(&self) -> bool {
-        self.deaf.load(Ordering::SeqCst) == 0
-    }
-}
-
-/// Sets `wake` at `when`, unless dropped first. The thread sleeps until
-/// then (parked: a drop wakes it to end), so an idle watcher wakes only
-/// when it has something to do.
-fn wake_at(when: Instant, wake: Arc<AtomicBool>) -> Timer {
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let gone = cancelled.clone();
-    let thread = std::thread::spawn(move || {
-        while !gone.load(Ordering::Relaxed) {
-            let left = when.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                wake.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::park_timeout(left);
-        }
-    });
-    Timer { cancelled, thread }
-}
-
-struct Timer {
-    cancelled: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-        self.thread.thread().unpark();
-    }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// One commit of what changed; a failure is logged and the watch goes on
-/// (a full disk, a file that vanished while it was read: the next change
-/// tries again). Returns the files left out because they were still being
-/// written, to look at again, and those of them still open. What it did
-/// and what waits goes in `health`.
-fn commit(repo: &Repository, health: &mut WatchHealth) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let now = unix_now();
-    let mut waiting = Vec::new();
-    let held_back = match repo.commit_everything(&Silent) {
-        Ok(done) => {
-            health.last_looked = Some(now);
-            if let Some(made) = &done.commit {
-                say(&format!("committed {}: {}", made.id.short(), made.message));
-                health.last_commit = Some(Moment::new(
-                    now,
-                    &format!("{}: {}", made.id.short(), made.message),
-                ));
-            }
-            if let Some(first) = done.held_back.first() {
-                let more = match done.held_back.len() {
-                    1 => String::new(),
-                    n => format!(" and {} more", n - 1),
-                };
-                waiting.push(format!(
-                    "{}{more}: still being written",
-                    printable(&String::from_utf8_lossy(first))
-                ));
-            }
-            let paths = |list: &[Vec<u8>]| {
-                list.iter()
-                    .map(|p| dmv_os::rel_path(p).into_owned())
-                    .collect::<Vec<PathBuf>>()
-            };
-            (paths(&done.held_back), paths(&done.still_open))
-        }
-        Err(e) => {
-            let line = format!("cannot commit: {}", printable(&e.to_string()));
-            say(&line);
-            health.note_error(now, &line);
-            (Vec::new(), Vec::new())
-        }
-    };
-    // A merge a person started and has not settled: nothing is committed until then.
-    if let Ok(Some(merge)) = repo.merge_state() {
-        if !merge.conflicts.is_empty() {
-            waiting.push(format!(
-                "a merge of {} has {} conflicted files: settle them (dmv status) and commit; nothing is committed or merged until then (what was committed before is still sent)",
-                printable(&merge.label),
-                merge.conflicts.len()
-            ));
+            ),
+            Waiting::MergeConflicts { label, files } => format!(
+                "a merge of {} has {files} conflicted files: settle them (dmv status) and commit; nothing is committed or merged until then (what was committed before is still sent)",
+                printable(label)
+            ),
+            Waiting::Rebase => "a rebase waits for you: settle its conflicts and run dmv rebase --continue (or --abort); nothing is committed until then".to_string(),
         }
     }
-    if let Ok(Some(_)) = repo.rebase_state() {
-        waiting.push("a rebase waits for you: settle its conflicts and run dmv rebase --continue (or --abort); nothing is committed until then".to_string());
-    }
-    // Each reason to wait is said once, when it begins.
-    for line in waiting.iter().filter(|l| !health.waiting.contains(l)) {
-        say(&format!("waiting: {line}"));
-    }
-    health.set_waiting(waiting);
-    let _ = repo.save_watch_health(health);
-    held_back
-}
 
-/// One sync with every remote; whether it reached them all.
-fn sync(repo: &Repository, health: &mut WatchHealth) -> bool {
-    let now = unix_now();
-    let done = match dmv_sync::sync_keeping_both(repo, &Silent) {
-        Ok(done) => done,
-        Err(e) => {
-            let line = format!("cannot sync: {}", printable(&e.to_string()));
-            say(&line);
-            health.note_error(now, &line);
-            let _ = repo.save_watch_health(health);
-            return false;
-        }
-    };
-    for pass in &done.passes {
-        let reached = pass
-            .pulled
-            .iter()
-            .map(|(name, _)| name)
-            .chain(pass.pushed.iter().map(|(name, _)| name));
-        for name in reached {
-            health.note_sync(now, name, None);
-        }
-        for (name, why) in &pass.skipped {
-            health.note_sync(now, name, Some(why));
-        }
-    }
-    let _ = repo.save_watch_health(health);
-    for pass in &done.passes {
-        if let Some(mended) = &pass.mended {
-            say(&crate::sync::mended_line(mended));
-        }
-        for (name, pulled) in &pulled_with_changes(pass) {
-            say(&format!("merged {} from {name}", pulled));
-        }
-        for (name, pushed) in &pass.pushed {
-            if !pushed.updated.is_empty() {
-                say(&format!("sent to {name}"));
-            }
-        }
-        for (name, why) in &pass.skipped {
-            say(&format!("did not reach {name}: {}", printable(why)));
-        }
-    }
-    for kept in &done.kept_both {
-        let names: Vec<String> = kept
-            .kept
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
-        say(&format!(
-            "changed on two replicas, both versions kept: {} ({})",
-            String::from_utf8_lossy(&kept.path),
-            names.join(", ")
-        ));
-    }
-    done.passes
-        .last()
-        .is_some_and(|pass| pass.skipped.is_empty() && pass.stopped_at.is_none())
-}
-
-/// Frees the data of every file here whose copies elsewhere are confirmed
-/// (the drop's own rule: all of them, or none and the reason logged).
-fn drop_sent(repo: &Repository, numcopies: Option<u32>) {
-    let here = match repo.load_dirstate() {
-        Ok(ds) => ds.entries.values().filter(|e| !e.is_absent()).count(),
-        Err(e) => {
-            return say(&format!(
-                "cannot read the dirstate: {}",
-                printable(&e.to_string())
-            ))
-        }
-    };
-    if here == 0 {
-        return;
-    }
-    let options = dmv_sync::DropOptions {
-        paths: vec![Vec::new()],
-        numcopies,
-        ..Default::default()
-    };
-    match dmv_sync::drop_files(repo, &options) {
-        Ok(dropped) if dropped.files > 0 => say(&format!(
-            "freed {} files ({} bytes), copies confirmed by {}",
-            dropped.files,
-            dropped.freed_bytes,
-            dropped.confirmed_by.join(", ")
-        )),
-        Ok(_) => {}
-        Err(e) => say(&format!(
-            "kept the data here: {}",
-            printable(&e.to_string())
-        )),
-    }
-}
-
-/// The remotes whose pull changed something here, with what was merged.
-fn pulled_with_changes(pass: &dmv_sync::SyncedAll) -> Vec<(String, String)> {
-    pass.pulled
-        .iter()
-        .filter(|(_, p)| !matches!(p.merge, dmv_repo::MergeOutcome::UpToDate))
-        .map(|(name, p)| (name.clone(), p.label.clone()))
-        .collect()
-}
-
-/// The watcher's log, `.dmv/watch.log`, once [`run`] opened it, and its path.
-static LOG_FILE: std::sync::OnceLock<std::sync::Mutex<(PathBuf, std::fs::File)>> =
-    std::sync::OnceLock::new();
-
-/// A log grown past this is moved to `watch.log.1` (the one before it
-/// goes) and begun again: a watcher running for years keeps 8 MiB at most.
-const LOG_LIMIT: u64 = 4 << 20;
-
-/// A line of the watcher's log, with the time: on stdout, and in
-/// `.dmv/watch.log`, which `dmv watch --status` reads.
-fn say(line: &str) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let line = format!("{} {line}\n", dmv_repo::utc_time(now));
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(line.as_bytes()).and_then(|_| out.flush());
-    if let Some(log) = LOG_FILE.get() {
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        let (path, file) = &mut *log;
-        let _ = file.write_all(line.as_bytes());
-        if file.metadata().is_ok_and(|m| m.len() > LOG_LIMIT) {
-            let older = path.with_extension("log.1");
-            if let Ok(fresh) = std::fs::rename(&*path, &older).and_then(|()| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&*path)
-            }) {
-                *file = fresh;
-            }
-        }
+    fn say(&mut self, _event: &Event, words: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let line = format!("{} {words}", dmv_repo::utc_time(now));
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+        self.log.write(&line);
     }
 }
 
@@ -519,7 +222,7 @@ fn background(repo: &Repository, a: &WatchArgs) -> Result<u8> {
     if let Some(pid) = running(repo)? {
         bail!("a watcher already runs in this repository (pid {pid})");
     }
-    let log_path = repo.dmv.join(LOG);
+    let log_path = repo.dmv.join(LOG_FILE);
     // It writes its log itself; what it cannot say there (it failed to start) goes there too.
     let args: Vec<std::ffi::OsString> = watch_args(a).into_iter().map(Into::into).collect();
     let mut child = spawn_detached(&args, &repo.root, &log_path)?;
@@ -647,25 +350,12 @@ fn status(repo: &Repository, json: bool) -> Result<u8> {
             );
         }
     }
-    let log_path = repo.dmv.join(LOG);
-    let Ok(mut file) = std::fs::File::open(&log_path) else {
-        return Ok(0);
-    };
-    // The last 64 KiB hold the last ten lines: the log is not read whole.
-    let len = file.metadata()?.len();
-    let from = len.saturating_sub(64 << 10);
-    file.seek(std::io::SeekFrom::Start(from))?;
-    let mut lines: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .map_while(|l| l.ok())
-        .collect();
-    if from > 0 && !lines.is_empty() {
-        // Begun mid-line.
-        lines.remove(0);
-    }
-    println!("last of {}:", log_path.display());
-    for line in &lines[lines.len().saturating_sub(10)..] {
-        println!("  {line}");
+    let lines = WatchLog::last_lines(&repo.dmv, 10)?;
+    if !lines.is_empty() {
+        println!("last of {}:", repo.dmv.join(LOG_FILE).display());
+        for line in &lines {
+            println!("  {line}");
+        }
     }
     Ok(0)
 }
@@ -735,61 +425,4 @@ fn watch_args(a: &WatchArgs) -> Vec<String> {
         args.push("--poll".into());
     }
     args
-}
-
-/// `dmv-watch-<folder>-<hash of the path>`: one service per repository.
-fn service_name(root: &Path) -> String {
-    let folder: String = root
-        .file_name()
-        .map(|n| {
-            n.to_string_lossy()
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-                .collect()
-        })
-        .unwrap_or_default();
-    let hash = blake3_hex(root.as_os_str().as_encoded_bytes());
-    format!("dmv-watch-{folder}-{}", &hash[..8])
-}
-
-fn blake3_hex(bytes: &[u8]) -> String {
-    dmv_repo::store::ObjectId::hash(dmv_repo::store::ObjectKind::Chunk, bytes).to_hex()
-}
-
-/// A systemd user unit: arguments quoted as systemd reads them.
-fn systemd_unit(root: &Path, argv: &[String]) -> String {
-    let quoted: Vec<String> = argv
-        .iter()
-        .map(|a| {
-            format!(
-                "\"{}\"",
-                a.replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('%', "%%")
-            )
-        })
-        .collect();
-    format!(
-        "[Unit]\nDescription=dmv watch of {root}\n\n[Service]\nWorkingDirectory=\"{root}\"\nExecStart={exec}\nRestart=on-failure\nRestartSec=10\n\n[Install]\nWantedBy=default.target\n",
-        root = root.display(),
-        exec = quoted.join(" ")
-    )
-}
-
-/// A launchd agent: started at load, restarted when it exits, its output in the watch log.
-fn launchd_plist(label: &str, root: &Path, argv: &[String]) -> String {
-    let xml = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let args: String = argv
-        .iter()
-        .map(|a| format!("\t\t<string>{}</string>\n", xml(a)))
-        .collect();
-    let root = xml(&root.to_string_lossy());
-    let log = xml(&format!("{root}/.dmv/{LOG}"));
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\">\n<dict>\n\t<key>Label</key>\n\t<string>{label}</string>\n\t<key>ProgramArguments</key>\n\t<array>\n{args}\t</array>\n\t<key>WorkingDirectory</key>\n\t<string>{root}</string>\n\t<key>RunAtLoad</key>\n\t<true/>\n\t<key>KeepAlive</key>\n\t<true/>\n\t<key>StandardOutPath</key>\n\t<string>{log}</string>\n\t<key>StandardErrorPath</key>\n\t<string>{log}</string>\n</dict>\n</plist>\n"
-    )
 }

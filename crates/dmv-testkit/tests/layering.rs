@@ -54,12 +54,17 @@ const LAYERS: &[(&str, &[&str])] = &[
             "dmv-gitimport",
             "dmv-sync",
             "dmv-server",
-            "dmv-watch",
+            "dmv-agent",
             "dmv-mount",
         ],
     ),
     // When a batch of changes in a folder has settled, for `dmv watch`: file events and stat, no DMV crate.
     ("dmv-watch", &["dmv-os"]),
+    // What runs unattended in a working tree (the watch loop, its log, its login service).
+    (
+        "dmv-agent",
+        &["dmv-os", "dmv-repo", "dmv-sync", "dmv-watch"],
+    ),
     // Every crate's tests use it, so it must sit below all of them.
     ("dmv-testkit", &[]),
 ];
