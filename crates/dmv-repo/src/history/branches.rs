@@ -27,7 +27,7 @@ impl Repository {
     /// The remote-tracking branches named `name` on any remote
     /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
     /// a remote has so far.
-    pub fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
+    pub(crate) fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
         let mut found = self.refs.list(REMOTE_BRANCHES)?;
         found.retain(|(full, _)| {
             full.strip_prefix(REMOTE_BRANCHES)
@@ -40,7 +40,7 @@ impl Repository {
     /// Makes branch `name`, which only a remote has so far, here from its
     /// remote-tracking branch, following it (as git's `switch NAME`).
     /// Returns that branch's short name (`origin/NAME`).
-    pub fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
+    pub(crate) fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
         let full = branch_ref(name);
         match self.remote_branches_named(name)?.as_slice() {
             [] => Err(RepoError::NoSuchBranch {

@@ -218,7 +218,7 @@ impl Repository {
     /// Commits reachable from `wants` and not from `haves`: what a fetch or
     /// push sends. Haves this repository does not hold as commits are
     /// ignored (the other side may name commits only it has).
-    pub fn walk_between(
+    pub(crate) fn walk_between(
         &self,
         wants: &[ObjectId],
         haves: &[ObjectId],

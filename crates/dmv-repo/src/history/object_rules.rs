@@ -188,7 +188,7 @@ impl Repository {
     /// `fsck --full`'s check of every tree, file node and commit reachable
     /// here against [`check_object`]: one line per object that breaks a rule
     /// (a push before the rules, or a copy made by other means, can hold one).
-    pub fn check_object_rules(&self) -> RepoResult<Vec<String>> {
+    pub(crate) fn check_object_rules(&self) -> RepoResult<Vec<String>> {
         let mut problems = Vec::new();
         let mut seen: HashSet<ObjectId> = HashSet::new();
         let mut todo = self.roots_to_check()?;

@@ -139,7 +139,7 @@ impl Repository {
     }
 
     /// What HEAD was before the last switch or checkout that moved it.
-    pub fn previous_head(&self) -> RepoResult<Option<Head>> {
+    pub(crate) fn previous_head(&self) -> RepoResult<Option<Head>> {
         let path = self.dmv.join(PREVIOUS_HEAD);
         if !path.exists() {
             return Ok(None);

@@ -20,7 +20,7 @@ use crate::worktree::dirstate::{DirEntry, Dirstate, Stat};
 impl Repository {
     /// What is wrong with the refs, HEAD, the dirstate, the location log and
     /// the replica files (nothing: an empty list).
-    pub fn check_files(&self) -> RepoResult<Vec<String>> {
+    pub(crate) fn check_files(&self) -> RepoResult<Vec<String>> {
         let mut problems = Vec::new();
         if let Err(e) = self.refs.verify() {
             problems.push(format!("refs: {e}"));

@@ -33,7 +33,7 @@ impl Repository {
 
     /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
     /// reports on its own) does not stop the check of everything else.
-    pub fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
+    pub(crate) fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
         self.roots_with(true, false)
     }
 

@@ -356,7 +356,7 @@ impl Repository {
     /// settled merge is committed) goes on as `rebase --continue` would, each message kept
     /// as it stands (no editor is asked with nobody there). Going on, not
     /// back: the person asked for the rebase, and its plan is kept whole.
-    pub fn mend_interrupted_rebase(&self) -> RepoResult<Option<Mended>> {
+    pub(crate) fn mend_interrupted_rebase(&self) -> RepoResult<Option<Mended>> {
         let _wlock = self.lock_worktree()?;
         let Some(state) = self.rebase_state()? else {
             return Ok(None);

@@ -56,7 +56,7 @@ impl Repository {
 
     /// `commit --amend`: replaces HEAD's commit by one of the staged tree
     /// with the same parents and author, and `message` (default: its own).
-    pub fn commit_amend(&self, message: Option<&str>) -> RepoResult<ObjectId> {
+    pub(crate) fn commit_amend(&self, message: Option<&str>) -> RepoResult<ObjectId> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         if let Some(m) = self.merge_state()? {

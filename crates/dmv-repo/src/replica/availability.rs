@@ -193,7 +193,7 @@ impl Repository {
 
     /// Files of the branch tips that this replica's slice keeps but whose
     /// data is not here, and was not dropped here: lost, not absent.
-    pub fn missing_in_slice(&self) -> RepoResult<Vec<FileAvailability>> {
+    pub(crate) fn missing_in_slice(&self) -> RepoResult<Vec<FileAvailability>> {
         if !self.config.partial {
             return Ok(Vec::new());
         }

@@ -213,7 +213,7 @@ impl Repository {
     }
 
     /// The trees `.dmv/locations` claims: gc keeps them (and so what the claims stand for).
-    pub fn claimed_trees(&self) -> RepoResult<Vec<ObjectId>> {
+    pub(crate) fn claimed_trees(&self) -> RepoResult<Vec<ObjectId>> {
         let mut trees: Vec<ObjectId> = self.read_claims()?.iter().map(|c| c.tree).collect();
         trees.dedup();
         Ok(trees)

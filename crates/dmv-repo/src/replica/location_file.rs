@@ -1036,7 +1036,7 @@ impl Repository {
     /// The claims are not expanded: what they stand for is read from trees
     /// the store's own check covers, and listing a 100,000-file tree would
     /// hold its files in memory through the rest of `fsck`.
-    pub fn check_locations(&self) -> RepoResult<()> {
+    pub(crate) fn check_locations(&self) -> RepoResult<()> {
         self.read_journal()?;
         match LogReader::open(&self.locations_path())? {
             Some(log) => log.finish().map(drop),

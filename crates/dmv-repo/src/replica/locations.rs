@@ -581,7 +581,7 @@ impl Repository {
     }
 
     /// `log` with this replica's current card in it (if it has an id yet).
-    pub fn with_my_card(&self, log: &mut LocationLog) {
+    pub(crate) fn with_my_card(&self, log: &mut LocationLog) {
         let Ok(me) = self.replica_id() else { return };
         let card = self.my_card();
         if log.cards.get(&me).map(|(_, c)| c) != Some(&card) {

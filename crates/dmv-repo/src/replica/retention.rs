@@ -61,7 +61,7 @@ impl Repository {
     }
 
     /// The last `n` commits of each branch and of HEAD: what `recent:N` keeps.
-    pub fn recent_commits(&self, n: usize) -> RepoResult<HashSet<ObjectId>> {
+    pub(crate) fn recent_commits(&self, n: usize) -> RepoResult<HashSet<ObjectId>> {
         let mut tips: Vec<ObjectId> = self
             .refs
             .list(BRANCHES)?

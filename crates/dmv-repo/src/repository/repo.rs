@@ -294,7 +294,7 @@ impl Repository {
     }
 
     /// [`Repository::peel`] of each id.
-    pub fn peel_all(&self, ids: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
+    pub(crate) fn peel_all(&self, ids: &[ObjectId]) -> RepoResult<Vec<ObjectId>> {
         ids.iter().map(|id| self.peel(id)).collect()
     }
 
@@ -372,7 +372,7 @@ impl Repository {
 
     /// Whether a name and an email were set somewhere (else commits are
     /// signed `$USER <$USER@localhost>`, and `commit` says how to set them).
-    pub fn identity_is_set(&self) -> bool {
+    pub(crate) fn identity_is_set(&self) -> bool {
         let env = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
         let global = crate::repository::config::GlobalSettings::load().unwrap_or_default();
         (env("DMV_AUTHOR_NAME") || self.config.user_name.is_some() || global.user_name.is_some())
@@ -513,7 +513,7 @@ impl Repository {
     }
 
     /// The absolute path of repository-relative `rel`.
-    pub fn abs_path(&self, rel: &[u8]) -> PathBuf {
+    pub(crate) fn abs_path(&self, rel: &[u8]) -> PathBuf {
         self.root.join(dmv_os::rel_path(rel))
     }
 }

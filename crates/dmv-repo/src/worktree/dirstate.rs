@@ -874,7 +874,7 @@ impl crate::repository::repo::Repository {
     }
 
     /// Callers hold the working-tree lock from before they loaded what they change.
-    pub fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
+    pub(crate) fn save_dirstate(&self, ds: &Dirstate) -> RepoResult<()> {
         self.check_worktree_locked("the dirstate")?;
         let base = match ds.absent_base {
             Some(tree) => Some(tree),

@@ -67,7 +67,7 @@ impl Folding {
 impl Repository {
     /// How the file system of the working tree folds names, found by
     /// making a file in `.dmv/` and looking for it under another spelling.
-    pub fn name_folding(&self) -> RepoResult<Folding> {
+    pub(crate) fn name_folding(&self) -> RepoResult<Folding> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
