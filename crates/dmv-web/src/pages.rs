@@ -222,8 +222,11 @@ pub fn home(repo: &Repository, name: &str) -> PageResult {
 
 /// History from `rev`, a page at a time (`skip` commits in).
 pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult {
+    // One revision, as before: a range (`A...B` computes a merge base) is
+    // not an input the web UI takes.
+    let start = repo.resolve(rev).map_err(r)?;
     let query = dmv_repo::LogQuery {
-        revision: Some(rev.to_string()),
+        revision: Some(start.to_hex()),
         skip,
         max_count: Some(COMMITS_PER_PAGE + 1),
         ..Default::default()
