@@ -207,8 +207,9 @@ pub fn gc(a: GcArgs) -> Result<u8> {
         )?;
         if !quiet && !a.json {
             println!(
-                "dropped the data of {} file versions the slice does not keep, {} bytes freed",
-                dropped.files, dropped.freed_bytes
+                "dropped the data of {} the slice does not keep, {} bytes freed",
+                crate::partial::counted(dropped.files, "file version", "file versions"),
+                dropped.freed_bytes
             );
         }
     }

@@ -39,8 +39,9 @@ pub fn slice(a: SliceArgs) -> Result<u8> {
             eprintln!("slice {} -> {}", changed.old, changed.new);
             if let Some(from) = &changed.got.from {
                 eprintln!(
-                    "fetched the data of {} file versions ({} bytes) from {from}",
-                    changed.got.fetched, changed.got.stats.chunk_bytes
+                    "fetched the data of {} ({} bytes) from {from}",
+                    counted(changed.got.fetched, "file version", "file versions"),
+                    changed.got.stats.chunk_bytes
                 );
             }
         }
@@ -192,10 +193,15 @@ pub fn get(a: GetArgs) -> Result<u8> {
     } else if !quiet {
         match &got.from {
             Some(from) => eprintln!(
-                "got the data of {} file versions ({} bytes) from {from}; {} files written",
-                got.fetched, got.stats.chunk_bytes, got.written
+                "got the data of {} ({} bytes) from {from}; {} written",
+                counted(got.fetched, "file version", "file versions"),
+                got.stats.chunk_bytes,
+                counted(got.written, "file", "files")
             ),
-            None => eprintln!("the data is already here; {} files written", got.written),
+            None => eprintln!(
+                "the data is already here; {} written",
+                counted(got.written, "file", "files")
+            ),
         }
     }
     Ok(0)
@@ -250,10 +256,7 @@ fn write_json_item(
 
 fn write_copies(out: &mut dyn Write, f: &dmv_sync::FileCopies) -> std::io::Result<()> {
     // As git-annex words it: "(1 copy)", "(2 copies)".
-    let copies = match f.copies.len() {
-        1 => "1 copy".to_string(),
-        n => format!("{n} copies"),
-    };
+    let copies = counted(f.copies.len(), "copy", "copies");
     writeln!(out, "{} ({copies})", show_path(&f.path))?;
     for c in &f.copies {
         let name = match (&c.name, c.here) {
@@ -355,12 +358,21 @@ pub fn drop(a: DropArgs) -> Result<u8> {
             format!("; copies confirmed by {}", dropped.confirmed_by.join(", "))
         };
         eprintln!(
-            "dropped the data of {} file versions {place}, {} bytes freed{by}",
-            dropped.files, dropped.freed_bytes
+            "dropped the data of {} {place}, {} bytes freed{by}",
+            counted(dropped.files, "file version", "file versions"),
+            dropped.freed_bytes
         );
         if dropped.files_removed > 0 {
-            eprintln!("removed {} files from the working tree: they are absent now (`dmv get PATH` brings them back)", dropped.files_removed);
+            eprintln!(
+                "removed {} from the working tree: absent now (`dmv get PATH` brings them back)",
+                counted(dropped.files_removed, "file", "files")
+            );
         }
     }
     Ok(0)
+}
+
+/// "1 file version", "3 file versions": a count with its noun, as git words them.
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

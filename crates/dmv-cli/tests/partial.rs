@@ -486,7 +486,7 @@ fn meta_clones_and_get_work_over_ssh_http_and_object_storage() {
         stderr(&out)
     );
     assert!(
-        stderr(&out).contains("removed 1 files from the working tree"),
+        stderr(&out).contains("removed 1 file from the working tree"),
         "{}",
         stderr(&out)
     );
