@@ -634,6 +634,9 @@ PARTIAL_TARGET_FILES, PARTIAL_TARGET_SPEEDUP = 100_000, 5
 PARTIAL_TARGET_BIG, PARTIAL_TARGET_GET = 1 << 30, 1.2
 PARTIAL_TARGET_STORE = 0.01
 PARTIAL_TARGET_WHEREIS_MIB = 32
+# Issue 66: a meta clone of 100,000 files, once it also holds the location log whereis brings, at most
+# 5% of the data and at most 2x git's blobless clone on disk.
+PARTIAL_TARGET_STORE_WITH_LOG, PARTIAL_TARGET_STORE_VS_GIT = 0.05, 2.0
 # (dmv step, label, [(peer tool, peer step, peer label)]); step "status": the tries status_1, status_2, ...
 PARTIAL_OPS = [
     ("clone_meta_ssh", "meta clone over ssh", [
@@ -883,6 +886,8 @@ def partial_targets(ix):
             100 * PARTIAL_TARGET_STORE, what,
             ("%s for %s: %.2f%%" % (fmt_bytes(r["repo_bytes_disk"]), fmt_bytes(r["data_bytes"]), 100 * share))
             if share is not None else "—", at, met))
+    if n is not None:
+        out.extend(partial_store_targets(ix, n))
     w = ix.get("dmv", "partial-files", n, "whereis") if n is not None else None
     if w is not None:
         rv, _ = cell(w, "rss")
@@ -895,6 +900,33 @@ def partial_targets(ix):
                        "%s in %s" % (fmt_kib(rv), fmt_time(w["wall_s"])) if rv is not None else
                        SHORT.get(w["status"], w["status"]), at, met))
     return out
+
+
+def partial_store_targets(ix, n):
+    """Issue 66's store targets: the meta clone at its largest stage before data arrives in bulk (after the
+    clone, or after whereis brought the location log), against the data and git's blobless clone."""
+    stages = [r for r in (ix.by.get(("dmv", "partial-files", str(n), step)) for step in ("clone_meta_ssh", "whereis"))
+              if r and r["status"] == "ok" and r.get("repo_bytes_disk") and r.get("data_bytes")]
+    g = ix.by.get(("git", "partial-files", str(n), "clone_meta_ssh"))
+    if not stages:
+        return []
+    r = max(stages, key=lambda r: r["repo_bytes_disk"])
+    size, data = r["repo_bytes_disk"], r["data_bytes"]
+    stage = "after whereis" if r["step"] == "whereis" else "right after the clone"
+    at = "" if n == PARTIAL_TARGET_FILES else " (at %s files, not 100,000: indicative only)" % fmt_count(n)
+    rows = ["| a meta clone's store at most %d%% of the data, location log included (100,000 files of 1 KiB; "
+            "issue 66) | %s for %s (%s): %.2f%%%s | %s |" % (
+                100 * PARTIAL_TARGET_STORE_WITH_LOG, fmt_bytes(size), fmt_bytes(data), stage, 100.0 * size / data,
+                at, "—" if n != PARTIAL_TARGET_FILES else
+                ("yes" if size <= PARTIAL_TARGET_STORE_WITH_LOG * data else "**no**"))]
+    if g and g["status"] == "ok" and g.get("repo_bytes_disk"):
+        gs = g["repo_bytes_disk"]
+        rows.append("| a meta clone's store at most %.0f× git's blobless clone on disk (100,000 files of 1 KiB; "
+                    "issue 66) | dmv %s (%s), git %s: dmv/git = %.2f%s | %s |" % (
+                        PARTIAL_TARGET_STORE_VS_GIT, fmt_bytes(size), stage, fmt_bytes(gs), size / gs, at,
+                        "—" if n != PARTIAL_TARGET_FILES else
+                        ("yes" if size <= PARTIAL_TARGET_STORE_VS_GIT * gs else "**no**")))
+    return rows
 
 
 def partial_logs_note(ix, exp, p):
