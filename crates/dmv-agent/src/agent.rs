@@ -211,7 +211,7 @@ pub fn run(
         ..Default::default()
     };
     // A merge or rebase a killed command left: finished or undone before anything is committed on top.
-    match repo.mend_cut_short() {
+    match repo.merges().mend_cut_short() {
         Ok(Some(mended)) => {
             voice.say(Event::Mended(mended));
         }
@@ -412,7 +412,7 @@ fn commit(
         }
     };
     // A merge a person started and has not settled: nothing is committed until then.
-    if let Ok(Some(merge)) = repo.merge_state() {
+    if let Ok(Some(merge)) = repo.merges().merge_state() {
         if !merge.conflicts.is_empty() {
             waiting.push(Waiting::MergeConflicts {
                 label: merge.label.clone(),
@@ -420,7 +420,7 @@ fn commit(
             });
         }
     }
-    if let Ok(Some(_)) = repo.rebase_state() {
+    if let Ok(Some(_)) = repo.merges().rebase_state() {
         waiting.push(Waiting::Rebase);
     }
     let words: Vec<String> = waiting
@@ -434,7 +434,7 @@ fn commit(
         }
     }
     health.set_waiting(words);
-    let _ = repo.save_watch_health(health);
+    let _ = repo.maintenance().save_watch_health(health);
     held_back
 }
 
@@ -446,7 +446,7 @@ fn sync_all(repo: &Repository, health: &mut WatchHealth, voice: &mut Voice<'_>) 
         Err(e) => {
             let words = voice.say(Event::CannotSync(e.to_string()));
             health.note_error(now, &words);
-            let _ = repo.save_watch_health(health);
+            let _ = repo.maintenance().save_watch_health(health);
             return false;
         }
     };
@@ -463,7 +463,7 @@ fn sync_all(repo: &Repository, health: &mut WatchHealth, voice: &mut Voice<'_>) 
             health.note_sync(now, name, Some(why));
         }
     }
-    let _ = repo.save_watch_health(health);
+    let _ = repo.maintenance().save_watch_health(health);
     let reached_all = done
         .passes
         .last()

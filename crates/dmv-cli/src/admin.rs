@@ -82,7 +82,7 @@ pub fn fsck(a: FsckArgs) -> Result<u8> {
 
 fn check(repo: &Repository, a: &FsckArgs, repaired: Option<&dmv_sync::Repaired>) -> Result<u8> {
     let p = Bar::new("checking");
-    let found = repo.fsck(a.full, &p)?;
+    let found = repo.maintenance().fsck(a.full, &p)?;
     p.finish();
     let missing: Vec<String> = found
         .missing
@@ -221,7 +221,7 @@ pub fn gc(a: GcArgs) -> Result<u8> {
             ..Default::default()
         },
     };
-    let report = repo.gc(policy, &p)?;
+    let report = repo.maintenance().gc(policy, &p)?;
     p.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -249,7 +249,7 @@ pub struct StatsArgs {
 
 pub fn stats(a: StatsArgs) -> Result<u8> {
     let repo = open_repo()?;
-    let s = repo.stats()?;
+    let s = repo.maintenance().stats()?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {

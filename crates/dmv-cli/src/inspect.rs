@@ -88,7 +88,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
             .transpose()
     };
     // A graph is drawn children first: the whole history is read, then ordered.
-    let commits = repo.log(&dmv_repo::LogQuery {
+    let commits = repo.history().log(&dmv_repo::LogQuery {
         revision: revs.first().cloned(),
         paths: paths.clone(),
         follow: a.follow,
@@ -153,7 +153,7 @@ pub fn log(a: LogArgs) -> Result<u8> {
             writeln!(out)?;
         }
         if !a.json && (a.stat || a.name_status || a.patch) {
-            let mut changes = repo.commit_changes(&info.id)?;
+            let mut changes = repo.history().commit_changes(&info.id)?;
             if !paths.is_empty() && !a.follow {
                 changes.retain(|c| paths.iter().any(|s| is_under(&c.path, s)));
             }
@@ -432,7 +432,7 @@ pub fn show(a: ShowArgs) -> Result<u8> {
         println!("    {line}");
     }
     println!();
-    let mut changes = repo.commit_changes(&id)?;
+    let mut changes = repo.history().commit_changes(&id)?;
     let specs = repo_paths(&repo, &a.paths)?;
     if !specs.is_empty() {
         changes.retain(|c| specs.iter().any(|s| is_under(&c.path, s)));
@@ -581,7 +581,7 @@ pub fn diff(mut a: DiffArgs) -> Result<u8> {
             )
         }
         ([r], true) => diff_flat(&commit_flat(&repo, r)?, &staged_flat(&repo)?),
-        ([r], false) => diff_flat(&commit_flat(&repo, r)?, &repo.worktree_flat()?),
+        ([r], false) => diff_flat(&commit_flat(&repo, r)?, &repo.worktree().worktree_flat()?),
         ([r1, r2], false) => diff_flat(&commit_flat(&repo, r1)?, &commit_flat(&repo, r2)?),
         _ => bail!("usage: dmv diff [--cached] [REV [REV]]"),
     };
@@ -651,7 +651,10 @@ fn fetch_for_diff(repo: &Repository, changes: &[Change], new_in_worktree: bool) 
     if !repo.config.partial {
         return;
     }
-    let versions = match repo.versions_a_diff_reads(changes, new_in_worktree) {
+    let versions = match repo
+        .history()
+        .versions_a_diff_reads(changes, new_in_worktree)
+    {
         Ok(v) if !v.is_empty() => v,
         _ => return,
     };
@@ -682,8 +685,10 @@ fn print_patch(
             (Some(_), None) => writeln!(out, "{}", paint(Style::Meta, "deleted file"))?,
             _ => {}
         }
-        let old = repo.diff_side(c.old.as_ref(), None)?;
-        let new = repo.diff_side(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
+        let old = repo.history().diff_side(c.old.as_ref(), None)?;
+        let new = repo
+            .history()
+            .diff_side(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?;
         match (old, new) {
             (DiffSide::Text(old), DiffSide::Text(new)) => {
                 let (from, to) = (
@@ -763,11 +768,11 @@ fn print_stat(
         .max()
         .unwrap_or(0);
     for c in changes {
-        let old = repo.diff_text(c.old.as_ref(), None)?;
+        let old = repo.history().diff_text(c.old.as_ref(), None)?;
         let new = match old {
-            Some(_) => {
-                repo.diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?
-            }
+            Some(_) => repo
+                .history()
+                .diff_text(c.new.as_ref(), new_in_worktree.then_some(c.path.as_slice()))?,
             None => None,
         };
         // A text file as git counts it: lines taken out and put in.
@@ -857,7 +862,7 @@ pub fn ls_tree(a: LsTreeArgs) -> Result<u8> {
     let repo = open_repo()?;
     let spec = a.spec.unwrap_or_else(|| "HEAD".into());
     let (rev, path) = spec.split_once(':').unwrap_or((&spec, ""));
-    let (_, entry) = repo.entry_at(rev, path)?;
+    let (_, entry) = repo.history().entry_at(rev, path)?;
     if entry.kind != EntryKind::Dir {
         bail!("'{path}' is not a directory");
     }
@@ -933,7 +938,7 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
     // A partial replica fetches the data it lacks first, as `cat` does.
     dmv_sync::fetch_versions(
         &repo,
-        repo.files_to_archive(&commit, &specs)?,
+        repo.history().files_to_archive(&commit, &specs)?,
         &crate::progress::Phases::default(),
     )?;
     match &a.output {
@@ -941,7 +946,8 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
             // Written beside and renamed into place: a refusal or a kill leaves no partial archive.
             let mut refused = None;
             let written = dmv_repo::write_atomic_with(path, &mut |out| {
-                repo.archive(&commit, &specs, &a.prefix, format, out)
+                repo.history()
+                    .archive(&commit, &specs, &a.prefix, format, out)
                     .map(|_| ())
                     .map_err(|e| {
                         let io = std::io::Error::other(e.to_string());
@@ -956,7 +962,8 @@ pub fn archive(a: ArchiveArgs) -> Result<u8> {
         }
         None => {
             let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-            repo.archive(&commit, &specs, &a.prefix, format, &mut out)?;
+            repo.history()
+                .archive(&commit, &specs, &a.prefix, format, &mut out)?;
             out.flush()?;
         }
     }

@@ -37,7 +37,7 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
     let repo = open_worktree()?;
     if a.abort {
-        repo.merge_abort()?;
+        repo.merges().merge_abort()?;
         if !quiet {
             match repo.head_commit()? {
                 Some(id) => println!("Merge aborted; back at {}.", id.short()),
@@ -58,7 +58,7 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         (_, true) => dmv_repo::FastForward::Only,
         _ => dmv_repo::FastForward::Allow,
     };
-    let outcome = repo.merge_with(theirs, &rev, ff, &p)?;
+    let outcome = repo.merges().merge_with(theirs, &rev, ff, &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {
@@ -79,7 +79,7 @@ pub fn report(repo: &dmv_repo::Repository, outcome: &MergeOutcome, label: &str) 
                 (true, false) => "edit the files with conflict markers and `dmv add` them",
                 _ => "settle each path with `dmv resolve --ours|--theirs|--both PATH`",
             };
-            let abort = match repo.merge_state()?.map(|s| s.kind) {
+            let abort = match repo.merges().merge_state()?.map(|s| s.kind) {
                 Some(dmv_repo::MergeKind::CherryPick) => "dmv cherry-pick --abort",
                 _ => "dmv merge --abort",
             };
@@ -100,7 +100,7 @@ pub fn report_conflicts(
     paths: &[ConflictedPath],
     next: &str,
 ) -> Result<()> {
-    let state = repo.merge_state()?;
+    let state = repo.merges().merge_state()?;
     let conflicts = state
         .as_ref()
         .map(|s| s.conflicts.as_slice())
@@ -149,11 +149,12 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
     let repo = open_worktree()?;
     if a.abort || a.continue_pick {
         let state = repo
+            .merges()
             .merge_state()?
             .filter(|s| s.kind == dmv_repo::MergeKind::CherryPick)
             .ok_or_else(|| anyhow!("no cherry-pick in progress"))?;
         if a.abort {
-            repo.merge_abort()?;
+            repo.merges().merge_abort()?;
             if !quiet {
                 println!("Cherry-pick aborted.");
             }
@@ -183,7 +184,7 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
         &crate::progress::Phases::default(),
     )?;
     let p = Bar::new("picking");
-    let outcome = repo.cherry_pick(pick, &rev, &p)?;
+    let outcome = repo.merges().cherry_pick(pick, &rev, &p)?;
     p.finish();
     match outcome {
         MergeOutcome::Merged(id) if !quiet => println!(
@@ -241,7 +242,7 @@ pub fn resolve(a: ResolveArgs) -> Result<u8> {
             ),
         }
     }
-    match repo.merge_state()?.map(|s| s.conflicts.len()) {
+    match repo.merges().merge_state()?.map(|s| s.conflicts.len()) {
         Some(0) => println!("All conflicts resolved; run `dmv commit` to conclude the merge."),
         Some(n) => println!("{n} conflicts left."),
         None => {}

@@ -92,13 +92,13 @@ pub fn replica(a: ReplicaArgs) -> Result<u8> {
     if a.metered || a.unmetered {
         dmv_sync::set_metered(&mut repo, a.metered)?;
     }
-    let card = repo.my_card();
+    let card = repo.copies().my_card();
     if a.json {
-        let shown = serde_json::json!({ "id": repo.replica_id()?.to_string(), "name": card.name, "published": card.urls, "metered": card.metered });
+        let shown = serde_json::json!({ "id": repo.copies().replica_id()?.to_string(), "name": card.name, "published": card.urls, "metered": card.metered });
         println!("{}", serde_json::to_string_pretty(&shown)?);
         return Ok(0);
     }
-    println!("{} {}", repo.replica_id()?, card.name);
+    println!("{} {}", repo.copies().replica_id()?, card.name);
     for url in &card.urls {
         println!("published at {}", printable(url));
     }
@@ -134,8 +134,10 @@ pub fn ls(a: LsArgs) -> Result<u8> {
     let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
     let specs = repo_paths(&repo, &paths)?;
     let files = match repo.head_commit()? == Some(rev) {
-        true => repo.availability_here(&specs)?,
-        false => repo.availability(&repo.commit(&rev)?.tree, &specs)?,
+        true => repo.copies().availability_here(&specs)?,
+        false => repo
+            .copies()
+            .availability(&repo.commit(&rev)?.tree, &specs)?,
     };
     let shown: Vec<_> = files
         .into_iter()

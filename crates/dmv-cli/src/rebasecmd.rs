@@ -63,15 +63,15 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
     let messages = EditorMessages { repo: &repo };
     let p = Bar::new("rebasing");
     let outcome = if a.abort {
-        repo.rebase_abort(&p)?;
+        repo.merges().rebase_abort(&p)?;
         if !quiet {
             println!("Rebase aborted.");
         }
         return Ok(0);
     } else if a.continue_rebase {
-        repo.rebase_continue(&messages, &p)?
+        repo.merges().rebase_continue(&messages, &p)?
     } else if a.skip {
-        repo.rebase_skip(&messages, &p)?
+        repo.merges().rebase_skip(&messages, &p)?
     } else {
         let upstream_name = a.upstream.clone().unwrap_or_else(|| "@{u}".to_string());
         let upstream = repo.resolve(&upstream_name).map_err(|e| match a.upstream {
@@ -84,7 +84,7 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
             .map(|o| repo.resolve(o))
             .transpose()?
             .unwrap_or(upstream);
-        let mut todo = repo.rebase_plan(upstream)?;
+        let mut todo = repo.merges().rebase_plan(upstream)?;
         if a.interactive {
             match edit_todo(&repo, &todo, onto)? {
                 Some(edited) => todo = edited,
@@ -95,7 +95,7 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
             }
         }
         dmv_sync::fetch_what_a_rebase_reads(&repo, onto, &todo, &p)?;
-        repo.rebase(onto, todo, &messages, &p)?
+        repo.merges().rebase(onto, todo, &messages, &p)?
     };
     p.finish();
     report(&repo, outcome, quiet)
@@ -105,7 +105,7 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
 pub fn report(repo: &Repository, outcome: RebaseOutcome, quiet: bool) -> Result<u8> {
     match outcome {
         RebaseOutcome::UpToDate if !quiet => println!("Current branch is up to date."),
-        RebaseOutcome::Done(_) if !quiet => match repo.head_branch()? {
+        RebaseOutcome::Done(_) if !quiet => match repo.history().head_branch()? {
             Some(b) => println!("Successfully rebased and updated {b}."),
             None => println!("Successfully rebased (HEAD detached)."),
         },

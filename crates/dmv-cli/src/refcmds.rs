@@ -268,7 +268,7 @@ pub fn rev_parse(a: RevParseArgs) -> Result<u8> {
             continue;
         }
         let id = match rev.split_once(':') {
-            Some((commit, path)) => repo.entry_at(commit, path)?.1.id,
+            Some((commit, path)) => repo.history().entry_at(commit, path)?.1.id,
             None => repo.resolve_unpeeled(rev)?,
         };
         println!("{}", if a.short { id.short() } else { id.to_hex() });

@@ -290,8 +290,8 @@ fn running(repo: &Repository) -> Result<Option<u32>> {
 /// but the log as one JSON object.
 fn status(repo: &Repository, json: bool) -> Result<u8> {
     let pid = running(repo)?;
-    let health = repo.watch_health();
-    let kept = repo.kept_both();
+    let health = repo.maintenance().watch_health();
+    let kept = repo.merges().kept_both();
     if json {
         let value = serde_json::json!({ "running": pid.is_some(), "pid": pid, "health": health, "kept_both": kept });
         println!("{}", serde_json::to_string_pretty(&value)?);

@@ -77,7 +77,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
     let st = repo.status_listing()?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // As last learned from the remote (lock, locks, push, commit): no network here.
-    let known = repo.known_locks();
+    let known = repo.locks().known_locks();
     let mut held: Vec<&dmv_repo::PathLock> = Vec::new();
     let conflicts = st
         .merge
@@ -89,7 +89,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             let short = b.strip_prefix(BRANCHES).unwrap_or(b);
             writeln!(out, "On branch {short}")?;
             // Local refs only: no network here.
-            if let Some(t) = repo.tracking()? {
+            if let Some(t) = repo.history().tracking()? {
                 writeln!(out, "{}", tracking_words(&t))?;
             }
             for offer in repo.pending_offers(short)? {
@@ -112,7 +112,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             "  (use \"dmv get PATH...\" to fetch them, \"dmv ls --absent\" to list them)"
         )?;
     }
-    if let Some(r) = repo.rebase_state()? {
+    if let Some(r) = repo.merges().rebase_state()? {
         let branch = r
             .branch
             .as_deref()
@@ -232,7 +232,7 @@ pub fn status(a: StatusArgs) -> Result<u8> {
             writeln!(out, "\t{}\tlocked by {}", l.path, l.holder())?;
         }
     }
-    let kept_both = repo.kept_both();
+    let kept_both = repo.merges().kept_both();
     if !kept_both.is_empty() {
         writeln!(out, "\nChanged on two replicas, both versions kept:\n  (delete the one you do not want, or merge them by hand)")?;
         for k in &kept_both {
@@ -391,7 +391,7 @@ pub fn add(a: AddArgs) -> Result<u8> {
     let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
     if !a.force {
-        let ignored = repo.ignored_paths(&specs)?;
+        let ignored = repo.worktree().ignored_paths(&specs)?;
         if !ignored.is_empty() {
             let names: Vec<String> = ignored.iter().map(|p| show_path(p)).collect();
             bail!(
@@ -439,7 +439,7 @@ pub fn mv(a: MvArgs) -> Result<u8> {
         );
     }
     let specs = repo_paths(&repo, &[a.source, a.destination])?;
-    repo.mv(&specs[0], &specs[1])?;
+    repo.worktree().mv(&specs[0], &specs[1])?;
     Ok(0)
 }
 
@@ -696,7 +696,7 @@ pub fn stash(a: StashArgs) -> Result<u8> {
         StashAction::Push {
             message,
             include_untracked,
-        } => match repo.stash_push(
+        } => match repo.merges().stash_push(
             message.as_deref(),
             include_untracked || a.include_untracked,
             &p,
@@ -708,7 +708,9 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             }
         },
         StashAction::Pop { index, index_too } => {
-            let s = repo.stash_apply(index.unwrap_or(0), true, index_too, &p)?;
+            let s = repo
+                .merges()
+                .stash_apply(index.unwrap_or(0), true, index_too, &p)?;
             println!(
                 "Dropped stash@{{{}}} ({})",
                 index.unwrap_or(0),
@@ -716,23 +718,28 @@ pub fn stash(a: StashArgs) -> Result<u8> {
             );
         }
         StashAction::Apply { index, index_too } => {
-            repo.stash_apply(index.unwrap_or(0), false, index_too, &p)?;
+            repo.merges()
+                .stash_apply(index.unwrap_or(0), false, index_too, &p)?;
         }
         StashAction::List => {
-            for (i, s) in repo.stashes()?.iter().enumerate() {
+            for (i, s) in repo.merges().stashes()?.iter().enumerate() {
                 println!("stash@{{{i}}}: {}", s.message);
             }
         }
         StashAction::Show { index, patch } => {
             crate::terminal::decide_colour(&repo, None);
             let _pager = crate::terminal::start_pager(&repo);
-            crate::inspect::show_commit_changes(&repo, &repo.stash(index.unwrap_or(0))?.id, patch)?;
+            crate::inspect::show_commit_changes(
+                &repo,
+                &repo.merges().stash(index.unwrap_or(0))?.id,
+                patch,
+            )?;
         }
         StashAction::Clear => {
-            repo.stash_clear()?;
+            repo.merges().stash_clear()?;
         }
         StashAction::Drop { index } => {
-            let s = repo.stash_drop(index.unwrap_or(0))?;
+            let s = repo.merges().stash_drop(index.unwrap_or(0))?;
             println!(
                 "Dropped stash@{{{}}} ({})",
                 index.unwrap_or(0),
@@ -764,7 +771,7 @@ pub fn clean(a: CleanArgs) -> Result<u8> {
     }
     let repo = open_worktree()?;
     let specs = repo_paths(&repo, &a.paths)?;
-    let doomed = repo.clean(&specs, a.folders, a.dry_run)?;
+    let doomed = repo.worktree().clean(&specs, a.folders, a.dry_run)?;
     let verb = if a.dry_run {
         "Would remove"
     } else {
@@ -793,7 +800,7 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
     if let Some(parent) = repo.commit(&target)?.parents.first() {
         dmv_sync::fetch_what_a_pick_reads(&repo, Some(target), *parent, &p)?;
     }
-    let id = repo.revert(target, &p)?;
+    let id = repo.merges().revert(target, &p)?;
     println!(
         "[{} {}] {}",
         branch_label(&repo)?,
@@ -811,7 +818,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
     let mut message = (!a.message.is_empty()).then(|| a.message.join("\n\n"));
     if message.is_none()
         && !a.amend
-        && repo.merge_state()?.is_none()
+        && repo.merges().merge_state()?.is_none()
         && has_something_to_commit(&repo, a.all)?
     {
         // No message to keep: git's word for an empty one.
@@ -849,7 +856,7 @@ pub fn commit(a: CommitArgs) -> Result<u8> {
                 id.short(),
                 repo.commit(&id)?.message.lines().next().unwrap_or("")
             );
-            println!("{}", changed_summary(&repo.commit_changes(&id)?));
+            println!("{}", changed_summary(&repo.history().commit_changes(&id)?));
             Ok(0)
         }
         // As git says it: what there is instead, and what to do about it.
@@ -926,7 +933,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
     let repo = open_repo()?;
     match (a.name, a.delete || a.force_delete, a.rename) {
         (None, _, _) => {
-            let current = repo.head_branch()?;
+            let current = repo.history().head_branch()?;
             let mut list = repo.refs.list(BRANCHES)?;
             if a.all {
                 list.extend(repo.refs.list(REMOTE_BRANCHES)?);
@@ -990,7 +997,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             // As git: each name is tried; a refusal is reported and the others still go.
             let mut failed = false;
             for name in std::iter::once(name).chain(a.start).chain(a.more) {
-                match repo.delete_branch(&name, a.force_delete) {
+                match repo.history().delete_branch(&name, a.force_delete) {
                     Ok(old) => println!("Deleted branch {name} (was {}).", old.short()),
                     Err(e) => {
                         let e = anyhow::Error::from(e);
@@ -1008,7 +1015,7 @@ pub fn branch(a: BranchArgs) -> Result<u8> {
             let new_name = a
                 .start
                 .ok_or_else(|| anyhow!("usage: dmv branch -m OLD NEW"))?;
-            repo.rename_branch(&old_name, &new_name)?;
+            repo.history().rename_branch(&old_name, &new_name)?;
         }
         (Some(name), false, false) => {
             let start = repo.resolve(a.start.as_deref().unwrap_or("HEAD"))?;
@@ -1076,7 +1083,7 @@ fn create_and_switch(
     let start = repo.resolve(start.unwrap_or("HEAD"))?;
     repo.create_ref(&branch_ref(name), start, "branch: created")?;
     if let Err(e) = switch_to_branch(repo, name, quiet) {
-        let _ = repo.delete_branch(name, true);
+        let _ = repo.history().delete_branch(name, true);
         return Err(e);
     }
     Ok(0)
@@ -1105,7 +1112,7 @@ pub fn checkout(a: CheckoutArgs) -> Result<u8> {
         // As git's: a revision's version of the paths is staged, then written.
         if let Some(target) = &a.target {
             let source = repo.resolve(target)?;
-            repo.restore(&specs, Some(source), true)?;
+            repo.worktree().restore(&specs, Some(source), true)?;
         }
         dmv_sync::restore(
             &repo,
@@ -1209,7 +1216,7 @@ pub fn tag(a: TagArgs) -> Result<u8> {
         }
     };
     if a.delete {
-        let old = repo.delete_tag(&name)?;
+        let old = repo.history().delete_tag(&name)?;
         println!("Deleted tag '{name}' (was {})", old.short());
         return Ok(0);
     }
@@ -1224,9 +1231,11 @@ pub fn tag(a: TagArgs) -> Result<u8> {
             eprintln!("Aborting tag: the message is empty.");
             return Ok(1);
         };
-        repo.create_annotated_tag(&name, id, &message, a.force)?.1
+        repo.history()
+            .create_annotated_tag(&name, id, &message, a.force)?
+            .1
     } else if a.force {
-        repo.set_tag(&name, id)?
+        repo.history().set_tag(&name, id)?
     } else {
         repo.create_ref(&tag_ref(&name), id, "tag: created")?;
         None

@@ -139,12 +139,13 @@ fn specimen(t: &Path) -> PathBuf {
         time_ns: dmv_repo::now_ns(),
         present: true,
     };
-    repo.note_locations(vec![dmv_repo::LocationRecord {
-        key,
-        replica: repo.replica_id().unwrap(),
-        stamp,
-    }])
-    .unwrap();
+    repo.copies()
+        .note_locations(vec![dmv_repo::LocationRecord {
+            key,
+            replica: repo.copies().replica_id().unwrap(),
+            stamp,
+        }])
+        .unwrap();
     // A ref table in a file (a writer keeping no table inline folds the list's into one), and a
     // small transaction's table inline in the list above it.
     let head = dmv_repo::store::ObjectId::from_hex(dmv(&r, &["rev-parse", "HEAD"]).trim()).unwrap();

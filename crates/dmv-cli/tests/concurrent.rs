@@ -984,8 +984,8 @@ fn gets_noting_locations_while_a_fetch_folds_the_journal_and_gc_runs_lose_no_rec
     }
     fsck_clean(&m);
     let repo = dmv_repo::Repository::open(&m).unwrap();
-    let me = repo.replica_id().unwrap();
-    let log = repo.load_locations().unwrap();
+    let me = repo.copies().replica_id().unwrap();
+    let log = repo.copies().load_locations().unwrap();
     for name in &names {
         let id = dmv_repo::store::ObjectId::from_hex(
             dmv(&m, &["rev-parse", &format!("HEAD:{name}")]).trim(),
@@ -1307,11 +1307,13 @@ fn two_pushes_and_gc_at_once_keep_both_location_logs() {
     ok(&gc.wait_with_output().unwrap());
     let log = dmv_repo::Repository::open(&hub)
         .unwrap()
+        .copies()
         .load_locations()
         .unwrap();
     for name in ["x", "y"] {
         let id = dmv_repo::Repository::open(&t.join(name))
             .unwrap()
+            .copies()
             .replica_id()
             .unwrap();
         assert!(

@@ -958,7 +958,7 @@ impl Fleet {
     /// and every later pull and commit there refuses. Replicas merging each
     /// other's work through different remotes make criss-cross histories,
     /// which conflict even on files only one replica writes (dmv merges from
-    /// one merge base, not recursively as Git does: `Repository::merge_base`).
+    /// one merge base, not recursively as Git does: `History::merge_base`).
     /// The fleet settles them as the owner would: its own folder `--ours`,
     /// the others' `--theirs`, then commits (or aborts if that fails).
     /// Returns what it ran, and what went wrong (a panic, an unclean error).
@@ -1340,7 +1340,7 @@ impl Fleet {
                     )),
                 }
             }
-            let replica = repo.replica_id().unwrap_or_else(|e| {
+            let replica = repo.copies().replica_id().unwrap_or_else(|e| {
                 problems.push(format!("{name}'s replica id cannot be read: {e}"));
                 ReplicaId([0; 16])
             });
@@ -1350,7 +1350,7 @@ impl Fleet {
                 holds,
                 partial: repo.config.partial,
             });
-            match repo.load_locations() {
+            match repo.copies().load_locations() {
                 Ok(log) => logs.push((name.to_string(), log)),
                 Err(e) => problems.push(format!("{name}'s location log cannot be read: {e}")),
             }
@@ -2063,10 +2063,17 @@ fn a_push_that_ends_after_a_drop_here_does_not_claim_the_dropped_copy() {
         .unwrap()
         .unwrap()
         .id;
-    assert!(!repo.has_data(&id).unwrap(), "the drop freed f.raw here");
-    let me = repo.replica_id().unwrap();
+    assert!(
+        !repo.copies().has_data(&id).unwrap(),
+        "the drop freed f.raw here"
+    );
+    let me = repo.copies().replica_id().unwrap();
     for dir in [&laptop, &t.join("hub")] {
-        let log = Repository::open(dir).unwrap().load_locations().unwrap();
+        let log = Repository::open(dir)
+            .unwrap()
+            .copies()
+            .load_locations()
+            .unwrap();
         assert!(
             !log.holders(&id).iter().any(|(r, _)| *r == me),
             "{}'s log says the laptop holds f.raw, which it dropped: {:?}",
@@ -2144,7 +2151,7 @@ fn a_drop_from_a_bucket_cut_short_leaves_no_claim_of_the_copy_it_removed() {
         "the drop removed f.raw from the bucket"
     );
     let bucket_id = bucket.replica().unwrap().0;
-    let log = repo.load_locations().unwrap();
+    let log = repo.copies().load_locations().unwrap();
     assert!(
         !log.holders(&id).iter().any(|(r, _)| *r == bucket_id),
         "src's log says the bucket holds f.raw, which the drop removed: {:?}",

@@ -177,7 +177,7 @@ fn torn_versions(
     let head = repo.head_commit().unwrap().unwrap();
     let mut seen: HashSet<(String, ObjectId)> = HashSet::new();
     let mut torn = Vec::new();
-    for commit in repo.ancestors(&[head]).unwrap() {
+    for commit in repo.history().ancestors(&[head]).unwrap() {
         let tree = repo.commit(&commit).unwrap().tree;
         for (path, entry) in dmv_repo::tree::flatten(&repo.store, &tree).unwrap() {
             let path = String::from_utf8(path).unwrap();

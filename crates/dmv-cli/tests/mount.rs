@@ -103,7 +103,7 @@ fn mounted_at(dir: &Path) -> bool {
 /// Where each chunk of `path`'s version in `rev` starts, and its content id.
 fn chunk_starts(repo: &Path, rev: &str, path: &str) -> (ObjectId, Vec<u64>) {
     let repo = Repository::open(repo).unwrap();
-    let (_, entry) = repo.entry_at(rev, path).unwrap();
+    let (_, entry) = repo.history().entry_at(rev, path).unwrap();
     let mut starts = Vec::new();
     let mut at = 0;
     for (_, len) in repo.store.chunk_list(&entry.id).unwrap() {
@@ -492,6 +492,7 @@ fn a_meta_replica_mounted_fetches_only_the_chunks_reads_touch_and_keeps_them() {
     dmv(&phone, &["drop", "--numcopies", "1", "media/film.bin"]);
     assert!(!Repository::open(&phone)
         .unwrap()
+        .copies()
         .has_data(&film_id)
         .unwrap());
     dmv(&phone, &["fsck"]);

@@ -139,7 +139,9 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     .unwrap();
     let lost: std::collections::HashSet<_> = [inside.id].into();
     // The store alone frees it: no drop is recorded.
-    repo.store.drop_file_data(|| repo.roots(), &lost).unwrap();
+    repo.store
+        .drop_file_data(|| repo.maintenance().roots(), &lost)
+        .unwrap();
     drop(repo);
     let fsck = dmv_out(&a, &["fsck"]);
     assert!(!fsck.status.success());
@@ -1737,13 +1739,15 @@ fn many_locations(dir: &Path, count: u32, replica: u8) {
             },
         })
     });
-    repo.merge_locations(records, &Default::default(), false)
+    repo.copies()
+        .merge_locations(records, &Default::default(), false)
         .unwrap();
 }
 
 fn location_count(dir: &Path) -> usize {
     dmv_repo::Repository::open(dir)
         .unwrap()
+        .copies()
         .load_locations()
         .unwrap()
         .records
@@ -1777,6 +1781,7 @@ fn a_location_log_larger_than_a_frame_travels_in_pages() {
     let mut sent = Counted(0);
     dmv_repo::Repository::open(&a)
         .unwrap()
+        .copies()
         .location_pages()
         .unwrap()
         .encode_to(&mut sent)

@@ -611,6 +611,7 @@ fn location_pieces_out_of_order_damaged_or_cut_short_change_nothing() {
     );
     let merged = dmv_repo::Repository::open(&t.join("hub"))
         .unwrap()
+        .copies()
         .load_locations()
         .unwrap();
     for k in [0x10, 0x11, 0x20] {

@@ -187,7 +187,7 @@ pub fn import_git(
             || current == Some(new)
             || current == map.refs.get(name).copied()
             || (name.starts_with(BRANCHES)
-                && current.is_some_and(|c| repo.is_ancestor(&c, &new).unwrap_or(false)));
+                && current.is_some_and(|c| repo.history().is_ancestor(&c, &new).unwrap_or(false)));
         if !ours {
             done.left_alone
                 .push((name.clone(), "it moved here since the last import".into()));

@@ -85,6 +85,7 @@ pub use replica::locks::{
 };
 pub use repository::attributes::{Lockable, ATTRIBUTES_FILE};
 pub use repository::config::{global_path, Config, GlobalSettings, RemoteConfig, Upstream};
+pub use repository::handles::{Copies, History, Locks, Maintenance, Merges, Worktree};
 pub use repository::refs::{validate_ref_name, Head, RefBackend, RefUpdate, Reftable};
 pub use repository::repo::Repository;
 pub use repository::requires::REQUIREMENTS;

@@ -136,7 +136,7 @@ const THEIRS: &str = "20b255bae7f6db6ff8fc06d7a6b732df8477b89a68178b65f0a6dacbb6
 /// The merge result: a.txt and b.txt ours, c.txt theirs.
 const TARGET: &str = "7e328addc90f05725b1d1cd1d877fd2c024e22aa375ac1710838b855dfe029a4";
 
-/// Made by `Repository::merge`, so besides the file's layout it also pins
+/// Made by `Merges::merge`, so besides the file's layout it also pins
 /// the ids of the objects it names (their encodings have their own vectors in
 /// dmv-store) and which tree the merge writes out.
 const MERGE_STATE: &[&str] = &[
@@ -293,7 +293,7 @@ fn merge_state_golden_and_decode() {
     repo.checkout_tree(&ours_tree, &Silent).unwrap();
     repo.advance_head(None, ours, "golden").unwrap();
 
-    let outcome = repo.merge(theirs, "feature", &Silent).unwrap();
+    let outcome = repo.merges().merge(theirs, "feature", &Silent).unwrap();
     // Text both sides changed on the same line: conflicts, marked in the files.
     let marked = |p: &[u8]| ConflictedPath {
         path: p.to_vec(),
@@ -308,7 +308,11 @@ fn merge_state_golden_and_decode() {
 
     // The golden bytes, read back (HEAD is still `ours`, so the state is current).
     std::fs::write(&path, bytes_of(MERGE_STATE)).unwrap();
-    let state = repo.merge_state().unwrap().expect("a merge in progress");
+    let state = repo
+        .merges()
+        .merge_state()
+        .unwrap()
+        .expect("a merge in progress");
     assert_eq!(state.head, Some(id_hex(OURS)));
     assert_eq!(state.theirs, id_hex(THEIRS));
     assert_eq!(state.label, "feature");
@@ -319,7 +323,11 @@ fn merge_state_golden_and_decode() {
 
     // A state file of version 1 (a merge in progress across an upgrade) reads as the same merge.
     std::fs::write(&path, bytes_of(MERGE_STATE_V1)).unwrap();
-    let old = repo.merge_state().unwrap().expect("a merge in progress");
+    let old = repo
+        .merges()
+        .merge_state()
+        .unwrap()
+        .expect("a merge in progress");
     assert_eq!(
         (old.head, old.theirs, old.target, old.kind),
         (state.head, state.theirs, state.target, MergeKind::Merge)

@@ -342,7 +342,7 @@ fn huge_declared_lengths_in_the_dirstate_and_merge_state_are_errors() {
             checksummed(b"DMVMERGE", &body),
         )
         .unwrap();
-        let err = repo.merge_state().unwrap_err().to_string();
+        let err = repo.merges().merge_state().unwrap_err().to_string();
         assert!(err.contains("corrupt") && !err.contains('\n'), "{err}");
     }
 }

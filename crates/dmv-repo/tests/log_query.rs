@@ -1,4 +1,4 @@
-//! `Repository::log`: each filter of a `LogQuery` on a small history built
+//! `History::log`: each filter of a `LogQuery` on a small history built
 //! from objects, the same query the CLI's log and the web UI's history use.
 
 use dmv_repo::store::object::{encode, Commit, EntryKind, Signature};
@@ -58,7 +58,8 @@ fn history(repo: &Repository) -> Vec<ObjectId> {
 }
 
 fn listed(repo: &Repository, ids: &[ObjectId], query: LogQuery) -> Vec<usize> {
-    repo.log(&query)
+    repo.history()
+        .log(&query)
         .unwrap()
         .map(|c| {
             let id = c.unwrap().id;
@@ -171,5 +172,5 @@ fn each_filter_of_a_log_query_chooses_the_commits_git_log_would() {
         revision: Some("no-such-branch".into()),
         ..Default::default()
     };
-    assert!(repo.log(&unknown).is_err());
+    assert!(repo.history().log(&unknown).is_err());
 }

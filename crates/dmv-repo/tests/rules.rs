@@ -28,7 +28,7 @@ fn commit(repo: &Repository, message: &str, all: bool) -> Committed {
 }
 
 fn add_all(repo: &Repository) {
-    repo.add(&[Vec::new()], false, &Silent).unwrap();
+    repo.worktree().add(&[Vec::new()], false, &Silent).unwrap();
 }
 
 #[test]
@@ -184,16 +184,16 @@ fn rev_path_names_a_committed_or_staged_version() {
     };
     std::fs::write(t.path().join("d/a.txt"), "two\n").unwrap();
     add_all(&repo);
-    let (commit, committed) = repo.entry_at("HEAD", "d/a.txt").unwrap();
-    let (staged_from, staged) = repo.entry_at("", "/d/a.txt/").unwrap();
+    let (commit, committed) = repo.history().entry_at("HEAD", "d/a.txt").unwrap();
+    let (staged_from, staged) = repo.history().entry_at("", "/d/a.txt/").unwrap();
     assert_eq!((commit, staged_from), (Some(id), Some(id)));
     assert_eq!((committed.size, staged.size), (4, 4));
     assert_ne!(committed.id, staged.id);
     assert!(
-        matches!(repo.entry_at("HEAD", "nope"), Err(RepoError::PathNotInRevision { path, rev }) if path == "nope" && rev == "HEAD")
+        matches!(repo.history().entry_at("HEAD", "nope"), Err(RepoError::PathNotInRevision { path, rev }) if path == "nope" && rev == "HEAD")
     );
     assert!(
-        matches!(repo.entry_at("", "nope"), Err(RepoError::PathNotStaged { path }) if path == "nope")
+        matches!(repo.history().entry_at("", "nope"), Err(RepoError::PathNotStaged { path }) if path == "nope")
     );
 }
 
@@ -213,28 +213,35 @@ fn a_diff_shows_small_text_as_text_and_describes_the_rest() {
     }
     add_all(&repo);
     commit(&repo, "first", false);
-    let entry = |p: &str| -> FlatEntry { repo.entry_at("HEAD", p).unwrap().1 };
+    let entry = |p: &str| -> FlatEntry { repo.history().entry_at("HEAD", p).unwrap().1 };
     assert_eq!(
-        repo.diff_side(Some(&entry("t.txt")), None).unwrap(),
+        repo.history()
+            .diff_side(Some(&entry("t.txt")), None)
+            .unwrap(),
         DiffSide::Text("hello\n".into())
     );
     assert_eq!(
-        repo.diff_side(None, None).unwrap(),
+        repo.history().diff_side(None, None).unwrap(),
         DiffSide::Text(String::new()),
         "a side where the file is not is empty text"
     );
     assert!(matches!(
-        repo.diff_side(Some(&entry("big.txt")), None).unwrap(),
+        repo.history()
+            .diff_side(Some(&entry("big.txt")), None)
+            .unwrap(),
         DiffSide::Binary { .. }
     ));
     assert!(matches!(
-        repo.diff_side(Some(&entry("b.bin")), None).unwrap(),
+        repo.history()
+            .diff_side(Some(&entry("b.bin")), None)
+            .unwrap(),
         DiffSide::Binary { .. }
     ));
     // The working tree's side is read from the file, not the store.
     std::fs::write(t.path().join("t.txt"), "changed\n").unwrap();
     assert_eq!(
-        repo.diff_side(Some(&entry("t.txt")), Some(b"t.txt"))
+        repo.history()
+            .diff_side(Some(&entry("t.txt")), Some(b"t.txt"))
             .unwrap(),
         DiffSide::Text("changed\n".into())
     );
@@ -247,7 +254,7 @@ fn fsck_finds_a_whole_repository_whole_and_counts_a_damaged_dirstate() {
     std::fs::write(t.path().join("a.txt"), "one\n").unwrap();
     add_all(&repo);
     commit(&repo, "first", false);
-    let found = repo.fsck(true, &Silent).unwrap();
+    let found = repo.maintenance().fsck(true, &Silent).unwrap();
     assert_eq!(found.problem_count(), 0, "{:?}", found.problems);
     assert!(
         found.report.objects_checked >= 3,
@@ -258,13 +265,13 @@ fn fsck_finds_a_whole_repository_whole_and_counts_a_damaged_dirstate() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x40;
     std::fs::write(&dirstate, bytes).unwrap();
-    let found = repo.fsck(false, &Silent).unwrap();
+    let found = repo.maintenance().fsck(false, &Silent).unwrap();
     assert_eq!(found.problem_count(), 1, "{:?}", found.problems);
     assert!(
         found.problems[0].contains("dirstate"),
         "{:?}",
         found.problems
     );
-    let stats = repo.stats().unwrap();
+    let stats = repo.maintenance().stats().unwrap();
     assert_eq!((stats.commits, stats.logical_bytes), (1, 4));
 }

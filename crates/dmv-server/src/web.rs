@@ -519,6 +519,7 @@ fn send(reply: Reply, repo: Repository) -> Response {
                         vec![folder]
                     };
                     let written = repo
+                        .history()
                         .archive(
                             &commit,
                             &specs,

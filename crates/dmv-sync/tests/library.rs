@@ -170,7 +170,11 @@ fn clone_commit_push_pull_and_sync_in_process() {
     assert!(studio.status().unwrap().is_clean() && laptop.status().unwrap().is_clean());
     let report = server
         .store
-        .verify_reachable(&server.roots().unwrap(), false, &Tally::silent())
+        .verify_reachable(
+            &server.maintenance().roots().unwrap(),
+            false,
+            &Tally::silent(),
+        )
         .unwrap();
     assert!(report.is_clean());
     // A call that reaches the remotes by itself: the server holds the laptop's photo, asked live.
@@ -199,6 +203,7 @@ fn a_branch_may_not_hold_an_annotated_tag() {
     commit_all(&studio, "day one");
     let commit = studio.head_commit().unwrap().unwrap();
     let (tag, _) = studio
+        .history()
         .create_annotated_tag("v1", commit, "Release\n", false)
         .unwrap();
     assert_eq!(studio.peel(&tag).unwrap(), commit);
@@ -481,7 +486,7 @@ fn uploaded_files_commit_under_a_push_rules() {
     );
 
     // Someone else's lock holds; the holder's own upload goes through.
-    let mut held = hub.hold_locks().unwrap();
+    let mut held = hub.locks().hold_locks().unwrap();
     held.table
         .lock(&["shoot/day1/b.jpg".into()], "bo", "studio", 1)
         .unwrap();
@@ -562,7 +567,13 @@ fn uploaded_files_commit_under_a_push_rules() {
     )
     .is_err());
     assert_eq!(hub.refs.get("refs/heads/main").unwrap(), Some(third.commit));
-    assert!(hub.fsck(true, &Silent).unwrap().problem_count() == 0);
+    assert!(
+        hub.maintenance()
+            .fsck(true, &Silent)
+            .unwrap()
+            .problem_count()
+            == 0
+    );
 }
 
 /// Four uploads to one folder of one branch at the same moment, from the
@@ -621,7 +632,7 @@ fn uploads_at_once_under_gc_lose_nothing() {
             };
             let mut runs = 0;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                repo.gc(policy, &Silent).unwrap();
+                repo.maintenance().gc(policy, &Silent).unwrap();
                 runs += 1;
             }
             runs
@@ -664,7 +675,13 @@ fn uploads_at_once_under_gc_lose_nothing() {
             .unwrap()
             .is_some()
     );
-    assert_eq!(hub.fsck(true, &Silent).unwrap().problem_count(), 0);
+    assert_eq!(
+        hub.maintenance()
+            .fsck(true, &Silent)
+            .unwrap()
+            .problem_count(),
+        0
+    );
 }
 
 /// The newest word the location log of `repo` has on whether `holder`
@@ -675,6 +692,7 @@ fn claims(
     id: dmv_repo::store::ObjectId,
 ) -> Option<bool> {
     let log = repo
+        .copies()
         .locations_where(|r| r.key == id && r.replica == holder)
         .unwrap();
     log.records.values().next().map(|stamp| stamp.present)
@@ -725,6 +743,7 @@ fn a_drop_reaches_a_replica_that_never_spoke_with_the_dropper() {
     let (peer, desktop) = (clone("peer"), clone("desktop"));
     let hub = Repository::open(&dir("hub")).unwrap();
     let photo = laptop
+        .copies()
         .availability(
             &laptop.head_tree().unwrap().unwrap(),
             &[b"photo.jpg".to_vec()],
@@ -732,7 +751,7 @@ fn a_drop_reaches_a_replica_that_never_spoke_with_the_dropper() {
         .unwrap()[0]
         .entry
         .id;
-    let dropper = laptop.replica_id().unwrap();
+    let dropper = laptop.copies().replica_id().unwrap();
     assert_eq!(
         claims(&desktop, dropper, photo),
         Some(true),
@@ -800,7 +819,7 @@ fn a_drop_reaches_a_replica_that_never_spoke_with_the_dropper() {
     holders.sort();
     let mut expected: Vec<String> = [&desktop, &peer, &hub]
         .iter()
-        .map(|r| r.replica_id().unwrap().to_string())
+        .map(|r| r.copies().replica_id().unwrap().to_string())
         .collect();
     expected.sort();
     assert_eq!(

@@ -14,7 +14,11 @@ use dmv_sync::{MemoryRemote, PushOptions, Remote, Silent, SyncError};
 fn reachable(repo: &Repository) -> u64 {
     let report = repo
         .store
-        .verify_reachable(&repo.roots().unwrap(), false, &Tally::silent())
+        .verify_reachable(
+            &repo.maintenance().roots().unwrap(),
+            false,
+            &Tally::silent(),
+        )
         .unwrap();
     assert!(report.is_clean());
     report.objects_checked
@@ -107,7 +111,11 @@ fn fetch_asks_only_for_new_objects_and_a_cut_leaves_no_ref_behind() {
     assert_eq!(replica.refs.get("refs/remotes/origin/main").unwrap(), None);
     assert!(replica
         .store
-        .verify_reachable(&replica.roots().unwrap(), false, &Tally::silent())
+        .verify_reachable(
+            &replica.maintenance().roots().unwrap(),
+            false,
+            &Tally::silent()
+        )
         .unwrap()
         .is_clean());
     remote.cut_after(None);

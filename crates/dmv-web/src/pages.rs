@@ -232,7 +232,7 @@ pub fn log(repo: &Repository, name: &str, rev: &str, skip: usize) -> PageResult 
         ..Default::default()
     };
     let mut page = Vec::with_capacity(COMMITS_PER_PAGE + 1);
-    for c in repo.log(&query).map_err(r)? {
+    for c in repo.history().log(&query).map_err(r)? {
         page.push(c.map_err(r)?);
     }
     let more = page.len() > COMMITS_PER_PAGE;
@@ -418,7 +418,7 @@ fn text_diff(
 ) -> Option<Markup> {
     let side = |e: Option<&FlatEntry>| match e {
         Some(e) if !data_here(repo, &e.id) => None,
-        _ => match repo.diff_side(e, None).ok()? {
+        _ => match repo.history().diff_side(e, None).ok()? {
             dmv_repo::DiffSide::Text(t) => Some(t),
             dmv_repo::DiffSide::Binary { .. } => None,
         },
@@ -548,7 +548,8 @@ pub fn tree(
         FolderView::List => {
             let (commit, _) = tree_of(repo, rev)?;
             let names: Vec<Vec<u8>> = entries.iter().map(|e| e.name.clone()).collect();
-            repo.last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS)
+            repo.history()
+                .last_changes(&commit, path.as_bytes(), &names, LAST_CHANGE_COMMITS)
                 .map_err(r)?
         }
         FolderView::Grid => Default::default(),
@@ -634,6 +635,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         String::from_utf8(bytes).ok()
     });
     let versions: Vec<(ObjectId, String, ObjectId)> = repo
+        .history()
         .walk(&[commit])
         .map_err(r)?
         .touching(vec![path.as_bytes().to_vec()])
@@ -649,6 +651,7 @@ pub fn file(repo: &Repository, name: &str, rev: &str, path: &str) -> PageResult 
         })
         .collect();
     let lock = repo
+        .locks()
         .path_locks()
         .ok()
         .and_then(|t| t.all().find(|l| l.path == path).cloned());
@@ -812,7 +815,7 @@ fn pager(skip: usize, more: bool, url: &dyn Fn(usize) -> String) -> Markup {
 
 /// Who holds which path; admins get a button to break each lock.
 pub fn locks(repo: &Repository, name: &str, viewer: &Viewer) -> PageResult {
-    let table = repo.path_locks().map_err(r)?;
+    let table = repo.locks().path_locks().map_err(r)?;
     let base = format!("/{}", seg(name));
     let body = html! {
         h1 { "Locks" }
@@ -842,7 +845,7 @@ fn media_facts(repo: &Repository, e: &FlatEntry) -> Vec<String> {
     > = std::sync::LazyLock::new(|| crate::flights::Flights::new(1024));
     DESCRIBED.get(&(repo.dmv.clone(), e.id), || {
         let _share = crate::flights::EXPENSIVE.take(1);
-        match repo.diff_side(Some(e), None) {
+        match repo.history().diff_side(Some(e), None) {
             Ok(dmv_repo::DiffSide::Binary { facts }) => facts,
             _ => Vec::new(),
         }

@@ -56,7 +56,7 @@ pub enum Reply {
     /// See other (303), after a form was handled.
     Redirect(String),
     /// A folder of a commit as a zip stream, made as it is sent; the server
-    /// streams it with `Repository::archive`.
+    /// streams it with `History::archive`.
     Zip {
         /// The commit.
         commit: ObjectId,

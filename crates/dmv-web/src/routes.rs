@@ -207,6 +207,7 @@ pub fn break_lock(repo: &Repository, name: &str, path: &str, viewer: &Viewer) ->
         return pages::error_page(403, Some(name), "breaking a lock needs an admin token");
     }
     let broken = repo
+        .locks()
         .hold_locks()
         .map_err(|e| e.to_string())
         .and_then(|mut held| {

@@ -99,6 +99,7 @@ pub fn commits(
     let wanted = query.to_lowercase();
     let mut found = Vec::new();
     for c in repo
+        .history()
         .walk(&[*start])
         .map_err(|e| e.to_string())?
         .take(COMMITS_SEARCHED)

@@ -3,6 +3,7 @@
 //! deliveries of media are archives, often larger than memory or the disk
 //! that would hold a copy first.
 
+use crate::repository::handles::History;
 use std::io::Write;
 
 use dmv_store::object::EntryKind;
@@ -11,7 +12,6 @@ use dmv_store::ObjectId;
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{tree_reader, FilesInOrder, FlatEntry};
 use crate::paths::{matches, may_hold, show};
-use crate::repository::repo::Repository;
 
 /// The kinds of archive `archive` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,9 +23,9 @@ pub enum ArchiveFormat {
     Zip,
 }
 
-impl Repository {
+impl History<'_> {
     /// `commit`'s files at or under `specs` (all: empty), in path order:
-    /// what [`Repository::archive`] writes, and what a partial replica
+    /// what [`History::archive`] writes, and what a partial replica
     /// fetches before it does. A spec that matches nothing is refused.
     pub fn files_to_archive(
         &self,
@@ -68,7 +68,7 @@ impl Repository {
         let c = self.commit(commit)?;
         let files = self.files_to_archive(commit, specs)?;
         for (path, e) in &files {
-            if self.is_absent(e)? {
+            if self.copies().is_absent(e)? {
                 return Err(RepoError::DataAbsent { path: show(path) });
             }
             self.store.check_content_present(&e.id).map_err(|reason| {

@@ -3,6 +3,7 @@
 //! deleting and renaming them with the rules every front end keeps (the
 //! checked-out branch is not deleted; renaming it moves HEAD along).
 
+use crate::repository::handles::History;
 use dmv_store::object::{encode, Tag};
 use dmv_store::{ObjectId, ObjectKind};
 
@@ -24,25 +25,12 @@ pub struct Tracking {
 }
 
 impl Repository {
-    /// The remote-tracking branches named `name` on any remote
-    /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
-    /// a remote has so far.
-    pub(crate) fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
-        let mut found = self.refs.list(REMOTE_BRANCHES)?;
-        found.retain(|(full, _)| {
-            full.strip_prefix(REMOTE_BRANCHES)
-                .and_then(|rest| rest.split_once('/'))
-                .is_some_and(|(_, branch)| branch == name)
-        });
-        Ok(found)
-    }
-
     /// Makes branch `name`, which only a remote has so far, here from its
     /// remote-tracking branch, following it (as git's `switch NAME`).
     /// Returns that branch's short name (`origin/NAME`).
     pub(crate) fn branch_from_remote(&mut self, name: &str) -> RepoResult<String> {
         let full = branch_ref(name);
-        match self.remote_branches_named(name)?.as_slice() {
+        match self.history().remote_branches_named(name)?.as_slice() {
             [] => Err(RepoError::NoSuchBranch {
                 name: name.to_string(),
             }),
@@ -68,6 +56,21 @@ impl Repository {
                     .collect(),
             }),
         }
+    }
+}
+
+impl History<'_> {
+    /// The remote-tracking branches named `name` on any remote
+    /// (`refs/remotes/REMOTE/NAME`), for `switch NAME` of a branch that only
+    /// a remote has so far.
+    pub(crate) fn remote_branches_named(&self, name: &str) -> RepoResult<Vec<(String, ObjectId)>> {
+        let mut found = self.refs.list(REMOTE_BRANCHES)?;
+        found.retain(|(full, _)| {
+            full.strip_prefix(REMOTE_BRANCHES)
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, branch)| branch == name)
+        });
+        Ok(found)
     }
 
     /// The full name of the branch HEAD is on (None: detached).

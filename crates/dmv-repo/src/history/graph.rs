@@ -6,6 +6,7 @@
 //! early, since clocks can be wrong; commits are small. A generation index
 //! would bound the walks on long histories.
 
+use crate::repository::handles::History;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use dmv_store::object::{Commit, TreeEntry};
@@ -209,10 +210,10 @@ pub fn in_topo_order(commits: Vec<CommitInfo>) -> Vec<CommitInfo> {
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-impl Repository {
+impl<'r> History<'r> {
     /// History from `starts`, newest first (what `log` shows).
-    pub fn walk(&self, starts: &[ObjectId]) -> RepoResult<CommitWalk<'_>> {
-        CommitWalk::new(self, starts, HashSet::new())
+    pub fn walk(&self, starts: &[ObjectId]) -> RepoResult<CommitWalk<'r>> {
+        CommitWalk::new(self.repository(), starts, HashSet::new())
     }
 
     /// Commits reachable from `wants` and not from `haves`: what a fetch or
@@ -222,7 +223,7 @@ impl Repository {
         &self,
         wants: &[ObjectId],
         haves: &[ObjectId],
-    ) -> RepoResult<CommitWalk<'_>> {
+    ) -> RepoResult<CommitWalk<'r>> {
         let mut known = Vec::new();
         for h in haves {
             if self
@@ -233,10 +234,10 @@ impl Repository {
                 known.push(self.peel(h)?);
             }
         }
-        CommitWalk::new(self, wants, self.ancestors(&known)?)
+        CommitWalk::new(self.repository(), wants, self.ancestors(&known)?)
     }
 
-    /// The ids of [`Repository::walk_between`], in no particular order.
+    /// The ids of [`History::walk_between`], in no particular order.
     pub fn commits_between(
         &self,
         wants: &[ObjectId],
@@ -249,7 +250,7 @@ impl Repository {
 
     /// What a transfer of `wants` sends when the other side has `haves`:
     /// the annotated tags among `wants` that it lacks, and
-    /// [`Repository::commits_between`].
+    /// [`History::commits_between`].
     pub fn history_between(
         &self,
         wants: &[ObjectId],

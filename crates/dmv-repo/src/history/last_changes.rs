@@ -3,6 +3,7 @@
 //! walked newest first, and only the commits that changed the folder are
 //! read further. The walk is bounded; entries it does not settle are left out.
 
+use crate::repository::handles::History;
 use std::collections::{BTreeMap, HashMap};
 
 use dmv_store::object::EntryKind;
@@ -10,12 +11,11 @@ use dmv_store::ObjectId;
 
 use crate::error::RepoResult;
 use crate::history::tree::{lookup, read_dir_page};
-use crate::repository::repo::Repository;
 
 /// What a folder's entries were at one commit, by name.
 type Entries = BTreeMap<Vec<u8>, ObjectId>;
 
-impl Repository {
+impl History<'_> {
     /// For each of `names` in folder `folder` (empty: the root) as of
     /// `start`, the newest commit that changed it, looking at most
     /// `max_commits` commits back. Names not settled by then are missing.

@@ -3,7 +3,7 @@
 //! same query, so a filter means the same wherever it is given.
 
 use crate::history::graph::{in_topo_order, CommitInfo};
-use crate::repository::repo::Repository;
+use crate::repository::handles::History;
 use crate::RepoResult;
 
 /// Which commits to list, and in which order: by default HEAD's history,
@@ -52,9 +52,9 @@ impl LogQuery {
 /// The commits a [`LogQuery`] asks for, as they are read.
 pub type LogCommits<'r> = Box<dyn Iterator<Item = RepoResult<CommitInfo>> + 'r>;
 
-impl Repository {
+impl<'r> History<'r> {
     /// The commits `query` asks for, in its order.
-    pub fn log(&self, query: &LogQuery) -> RepoResult<LogCommits<'_>> {
+    pub fn log(&self, query: &LogQuery) -> RepoResult<LogCommits<'r>> {
         let rev = query.revision.as_deref().unwrap_or("HEAD");
         let walk = match self.resolve_range(rev)? {
             Some(range) => self.walk_between(&range.wants, &range.haves)?,
@@ -66,7 +66,7 @@ impl Repository {
         }
         let filter = query.clone();
         let walk = walk.filter(move |info| info.as_ref().map_or(true, |i| filter.wants(&i.commit)));
-        let ordered: LogCommits<'_> = match query.topo_order {
+        let ordered: LogCommits<'r> = match query.topo_order {
             true => Box::new(
                 in_topo_order(walk.collect::<RepoResult<Vec<_>>>()?)
                     .into_iter()

@@ -191,7 +191,7 @@ impl Repository {
     pub(crate) fn check_object_rules(&self) -> RepoResult<Vec<String>> {
         let mut problems = Vec::new();
         let mut seen: HashSet<ObjectId> = HashSet::new();
-        let mut todo = self.roots_to_check()?;
+        let mut todo = self.maintenance().roots_to_check()?;
         while let Some(id) = todo.pop() {
             if !seen.insert(id) {
                 continue;

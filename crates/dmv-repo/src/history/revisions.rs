@@ -88,7 +88,7 @@ impl Repository {
         let side = |text: &str| self.resolve(if text.is_empty() { "HEAD" } else { text });
         if let Some((a, b)) = spec.split_once("...") {
             let (a, b) = (side(a)?, side(b)?);
-            let haves = self.merge_base(a, b)?.into_iter().collect();
+            let haves = self.history().merge_base(a, b)?.into_iter().collect();
             return Ok(Some(RevisionRange {
                 wants: vec![a, b],
                 haves,
@@ -199,7 +199,7 @@ impl Repository {
             let n: usize = spec
                 .parse()
                 .map_err(|_| unknown("stash@{N} takes a number"))?;
-            let stashes = self.stashes()?;
+            let stashes = self.merges().stashes()?;
             return stashes
                 .get(n)
                 .map(|s| s.id)

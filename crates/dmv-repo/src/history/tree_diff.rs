@@ -4,6 +4,7 @@
 //! of a million reads the folders on that file's path, not a million
 //! entries twice).
 
+use crate::repository::handles::History;
 use dmv_store::object::{EntryKind, TreeEntry, TreeNode};
 use dmv_store::{ObjectId, Store};
 
@@ -13,7 +14,7 @@ use crate::history::tree::{
     check_path_len, read_dir, read_dir_with, too_deep, Change, ChangeKind, FlatEntry,
     MAX_PATH_DEPTH,
 };
-use crate::{RepoResult, Repository};
+use crate::RepoResult;
 
 /// A pair of folders to compare (either may be absent), their path and depth.
 type Pending = (Option<ObjectId>, Option<ObjectId>, Vec<u8>, usize);
@@ -35,7 +36,7 @@ pub fn diff_trees(
 }
 
 /// Refuses the tree `new` when it holds a path no file system holds (see
-/// [`Repository::refuse_unholdable_paths`]), reading only the folders that
+/// [`History::refuse_unholdable_paths`]), reading only the folders that
 /// differ from `old`'s (held to the same rule), through `read_node` (trees
 /// stored elsewhere: a bucket's).
 pub fn refuse_unholdable_paths_between(
@@ -287,7 +288,7 @@ fn chunks_if_here(store: &Store, id: &ObjectId) -> Vec<(ObjectId, u64)> {
     store.chunk_list(id).unwrap_or_default()
 }
 
-impl Repository {
+impl History<'_> {
     /// What a commit changed: its tree against its first parent's (against
     /// an empty tree for a root commit), as `git show` lists it.
     pub fn commit_changes(&self, id: &ObjectId) -> RepoResult<Vec<Change>> {

@@ -3,14 +3,14 @@
 //! committed on HEAD alone with the picked commit's message and author.
 //! Conflicts are settled as a merge's are, then `commit` concludes the pick.
 
+use crate::repository::handles::Merges;
 use dmv_store::{ObjectId, ObjectKind, Progress};
 
 use crate::error::{RepoError, RepoResult};
 use crate::merge::merge_state::{MergeKind, MergePhase};
 use crate::merge::merging::{refuse_staged_changes, MergeOutcome};
-use crate::repository::repo::Repository;
 
-impl Repository {
+impl Merges<'_> {
     /// Applies the change `pick` (named `label` in messages) made to its
     /// parent onto HEAD. `Merged` names the new commit; `UpToDate` says the
     /// change is already on HEAD (nothing is committed); `Conflicts` leaves
@@ -50,7 +50,7 @@ impl Repository {
         let ours = self
             .head_commit()?
             .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to pick onto)".into()))?;
-        let (status, ds) = self.worktree_status()?;
+        let (status, ds) = self.worktree().worktree_status()?;
         refuse_staged_changes(&status)?;
         // A root commit's change is from the empty tree.
         self.three_way_merge(

@@ -3,11 +3,11 @@
 //! that `status` can say so until a person has chosen. JSON: a list of
 //! `{ "path": …, "kept": [ …, … ] }`, paths as UTF-8 (lossy: it is a report).
 
+use crate::repository::handles::Merges;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
 use crate::merge::resolve::Resolved;
-use crate::repository::repo::Repository;
 
 const FILE: &str = "kept-both";
 
@@ -20,8 +20,8 @@ pub struct KeptBoth {
     pub kept: Vec<String>,
 }
 
-impl Repository {
-    /// Adds `resolved` to the files [`Repository::kept_both`] reports.
+impl Merges<'_> {
+    /// Adds `resolved` to the files [`Merges::kept_both`] reports.
     pub fn note_kept_both(&self, resolved: &[Resolved]) -> RepoResult<()> {
         let mut all = self.read_kept_both();
         let lossy = |p: &[u8]| String::from_utf8_lossy(p).into_owned();

@@ -2,6 +2,7 @@
 //! written here, and the merge in progress as `status` reports it.
 //! Layout: magic, version, postcard-encoded state, BLAKE3 checksum.
 
+use crate::repository::handles::Merges;
 use std::path::{Path, PathBuf};
 
 use dmv_store::ObjectId;
@@ -11,7 +12,6 @@ use crate::atomic::write_atomic;
 use crate::error::{RepoError, RepoResult};
 use crate::merge::three_way::Conflict;
 use crate::paths::{ser_path, show};
-use crate::repository::repo::Repository;
 
 const STATE_FILE: &str = "MERGE_STATE";
 const MAGIC: &[u8; 8] = b"DMVMERGE";
@@ -181,7 +181,7 @@ pub struct ConflictStatus {
     pub description: &'static str,
 }
 
-impl Repository {
+impl Merges<'_> {
     fn merge_state_path(&self) -> PathBuf {
         self.dmv.join(STATE_FILE)
     }

@@ -59,9 +59,9 @@ impl Repository {
             let mut ds = self.load_dirstate()?;
             for c in &failed {
                 if let Some(m) = marked.iter().find(|m| m.path == c.path) {
-                    self.write_made(&m.path, m.kind, &m.bytes)?;
+                    self.worktree().write_made(&m.path, m.kind, &m.bytes)?;
                 } else if let Some(e) = c.ours {
-                    let meta = self.write_entry(&c.path, &e)?;
+                    let meta = self.worktree().write_entry(&c.path, &e)?;
                     ds.entries
                         .insert(c.path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }
@@ -70,9 +70,9 @@ impl Repository {
         }
         if !resolved.is_empty() {
             // Every resolved path is tracked (ours had it), so `add` stages a deleted one as deleted.
-            self.add(&resolved, false, &Silent)?;
+            self.worktree().add(&resolved, false, &Silent)?;
             state.conflicts.retain(|c| !resolved.contains(&c.path));
-            self.save_merge_state(state)?;
+            self.merges().save_merge_state(state)?;
         }
         Ok(())
     }

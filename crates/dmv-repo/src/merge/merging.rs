@@ -20,6 +20,7 @@
 //! recognises as finished and removes. Objects written by a killed merge are
 //! garbage for gc, never damage.
 
+use crate::repository::handles::Merges;
 use std::collections::{BTreeSet, HashSet};
 
 use dmv_store::object::{encode, Commit};
@@ -32,12 +33,11 @@ use crate::merge::merge_state::{MergeKind, MergePhase, MergeState};
 use crate::merge::three_way::{same, three_way};
 use crate::paths::clash_with;
 use crate::paths::{show, TEMP_PREFIX};
-use crate::repository::repo::Repository;
 use crate::worktree::checkout::Written;
 use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 use crate::worktree::status::{current_flat, WorktreeStatus};
 
-/// What `Repository::merge` did.
+/// What `Merges::merge` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MergeOutcome {
     /// Their commit is already part of HEAD's history; nothing changed.
@@ -50,7 +50,7 @@ pub enum MergeOutcome {
     Conflicts(Vec<ConflictedPath>),
 }
 
-/// What [`Repository::mend_cut_short`] did with a merge or rebase cut short.
+/// What [`Merges::mend_cut_short`] did with a merge or rebase cut short.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mended {
     /// A rebase killed on its way: continued to its end.
@@ -141,7 +141,7 @@ fn new_entries<'a>(
         .map(|(p, e)| (p.as_slice(), e))
 }
 
-impl Repository {
+impl Merges<'_> {
     /// Merges commit `theirs` (named `label` in messages) into HEAD: see the module comment.
     pub fn merge(
         &self,
@@ -152,7 +152,7 @@ impl Repository {
         self.merge_with(theirs, label, FastForward::Allow, progress)
     }
 
-    /// [`Repository::merge`], fast-forwarding as `ff` says.
+    /// [`Merges::merge`], fast-forwarding as `ff` says.
     pub fn merge_with(
         &self,
         theirs: ObjectId,
@@ -192,7 +192,7 @@ impl Repository {
                 what: label.to_string(),
             });
         }
-        let (status, ds) = self.worktree_status()?;
+        let (status, ds) = self.worktree().worktree_status()?;
         refuse_staged_changes(&status)?;
         let Some(ours) = self.head_commit()? else {
             return self.fast_forward(None, theirs, label, (&status, &ds), progress);
@@ -200,7 +200,7 @@ impl Repository {
         if ours == theirs {
             return Ok(MergeOutcome::UpToDate);
         }
-        let base = self.merge_base(ours, theirs)?;
+        let base = self.history().merge_base(ours, theirs)?;
         if base == Some(theirs) {
             return Ok(MergeOutcome::UpToDate);
         }
@@ -246,7 +246,8 @@ impl Repository {
         };
         refuse_changes_in_the_way(now.0, &paths_touched(&before, &wanted, &before, &wanted))?;
         refuse_overwriting_untracked(now.0, now.1, &wanted)?;
-        self.check_data_present(new_entries(now.1, &wanted))?;
+        self.worktree()
+            .check_data_present(new_entries(now.1, &wanted))?;
         let state = MergeState {
             head,
             theirs,
@@ -258,7 +259,8 @@ impl Repository {
         };
         self.save_merge_state(&state)?;
         dmv_store::failpoint("merge-state-written");
-        self.update_worktree(&target, &Written::new(), progress)?;
+        self.worktree()
+            .update_worktree(&target, &Written::new(), progress)?;
         dmv_store::failpoint("merge-worktree-written");
         self.advance_head(head, theirs, &format!("merge {label}: fast-forward"))?;
         dmv_store::failpoint("merge-after-ref");
@@ -292,7 +294,8 @@ impl Repository {
             &paths_touched(&ours_flat, &merged, &base_flat, &theirs_flat),
         )?;
         refuse_overwriting_untracked(now.0, now.1, &merged)?;
-        self.check_data_present(new_entries(now.1, &merged))?;
+        self.worktree()
+            .check_data_present(new_entries(now.1, &merged))?;
 
         let mut session = self.store.begin_write()?;
         // Markers name the sides as git's do: HEAD, the base's short id, what was merged.
@@ -320,10 +323,11 @@ impl Repository {
         self.save_merge_state(&state)?;
         drop(session);
         dmv_store::failpoint("merge-state-written");
-        self.update_worktree(&target, &Written::new(), progress)?;
+        self.worktree()
+            .update_worktree(&target, &Written::new(), progress)?;
         // Over our version, which the dirstate keeps: `status` shows them modified.
         for m in &marked {
-            self.write_made(&m.path, m.kind, &m.bytes)?;
+            self.worktree().write_made(&m.path, m.kind, &m.bytes)?;
         }
         dmv_store::failpoint("merge-worktree-written");
         state.phase = MergePhase::Resolving;
@@ -375,7 +379,7 @@ impl Repository {
     /// stopped after writing a result without conflicts is committed as it
     /// would have been. A merge with conflicts left is a person's to settle:
     /// None, and it stays as it is. A rebase cut short goes on to its end
-    /// first (see [`Repository::mend_interrupted_rebase`]).
+    /// first (see [`Merges::mend_interrupted_rebase`]).
     pub fn mend_cut_short(&self) -> RepoResult<Option<Mended>> {
         self.require_worktree()?;
         if let Some(mended) = self.mend_interrupted_rebase()? {
@@ -423,9 +427,14 @@ impl Repository {
         let mut session = self.store.begin_write()?;
         let tree = ds.write_tree(&mut session)?;
         let id = match state.kind {
-            MergeKind::Merge => {
-                self.commit_on_head(&mut session, tree, head, Some(state.theirs), message, None)?
-            }
+            MergeKind::Merge => self.worktree().commit_on_head(
+                &mut session,
+                tree,
+                head,
+                Some(state.theirs),
+                message,
+                None,
+            )?,
             MergeKind::CherryPick => {
                 // The picked change keeps its author; whoever picks it commits it.
                 let author = self.commit(&state.theirs)?.author;
@@ -478,7 +487,7 @@ impl Repository {
             Some(t) => flatten(&self.store, &t)?,
             None => FlatTree::new(),
         };
-        let (status, mut ds) = self.worktree_status()?;
+        let (status, mut ds) = self.worktree().worktree_status()?;
         // What the working tree holds at tracked paths.
         let current = current_flat(&status, &ds);
         let touched = match &state {
@@ -512,14 +521,14 @@ impl Repository {
                     continue;
                 };
                 if kind_of(&meta) == Some(want.kind)
-                    && self.current_id(p, &Stat::of(&meta))?.0 == want.id
+                    && self.worktree().current_id(p, &Stat::of(&meta))?.0 == want.id
                 {
                     doomed.push(p.clone());
                 }
             }
         }
         for p in doomed {
-            self.remove_worktree_file(&p)?;
+            self.worktree().remove_worktree_file(&p)?;
             ds.entries.remove(&p);
         }
         for (p, e) in &head_flat {
@@ -541,15 +550,15 @@ impl Repository {
             }
             // In a partial replica HEAD's version may not be here: it stays
             // absent, as a checkout leaves it, and what the merge wrote there goes.
-            if self.is_absent(e)? {
+            if self.copies().is_absent(e)? {
                 if current.contains_key(p) {
-                    self.remove_worktree_file(p)?;
+                    self.worktree().remove_worktree_file(p)?;
                 }
                 ds.entries
                     .insert(p.clone(), DirEntry::absent(e.kind, e.id, e.size));
                 continue;
             }
-            let meta = self.write_entry(p, e)?;
+            let meta = self.worktree().write_entry(p, e)?;
             ds.entries
                 .insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
         }
@@ -569,7 +578,7 @@ impl Repository {
         };
         let theirs = self.commit(&state.theirs)?;
         let base = match state.kind {
-            MergeKind::Merge => self.merge_base(head, state.theirs)?,
+            MergeKind::Merge => self.history().merge_base(head, state.theirs)?,
             MergeKind::CherryPick => theirs.parents.first().copied(),
         };
         let base_flat = match base {

@@ -1,6 +1,7 @@
 //! `resolve`: settling the conflicts of the merge in progress, with our
 //! version, theirs, both side by side, or the file as the user left it.
 
+use crate::repository::handles::Merges;
 use std::collections::BTreeSet;
 
 use dmv_store::Silent;
@@ -10,7 +11,6 @@ use crate::history::tree::FlatEntry;
 use crate::merge::three_way::Conflict;
 use crate::paths::clash_with;
 use crate::paths::{matches, show, side_name};
-use crate::repository::repo::Repository;
 use crate::resolution::Resolution;
 use crate::worktree::dirstate::{kind_of, DirEntry, Dirstate, Stat};
 
@@ -23,7 +23,7 @@ pub struct Resolved {
     pub kept: Vec<Vec<u8>>,
 }
 
-impl Repository {
+impl Merges<'_> {
     /// Settles the conflicts at or under `specs` (repository-relative paths;
     /// empty = all) and stages the result. Each spec must name a conflict.
     pub fn resolve_conflicts(
@@ -89,7 +89,7 @@ impl Repository {
         }
         drop(ds);
         if !to_stage.is_empty() {
-            self.add(&to_stage, false, &Silent)?;
+            self.worktree().add(&to_stage, false, &Silent)?;
         }
         Ok(results)
     }
@@ -150,12 +150,12 @@ impl Repository {
         // In a partial replica a version whose data is not here refuses the
         // whole resolution before anything moves (dmv_sync fetches it first).
         for (p, e) in plan.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))) {
-            if self.is_absent(e)? {
+            if self.copies().is_absent(e)? {
                 return Err(RepoError::DataAbsent { path: show(p) });
             }
         }
         for (p, _) in plan.iter().filter(|(_, e)| e.is_none()) {
-            self.remove_worktree_file(p)?;
+            self.worktree().remove_worktree_file(p)?;
             ds.entries.remove(p);
         }
         for (p, e) in &plan {
@@ -168,7 +168,7 @@ impl Repository {
                         .is_ok_and(|m| d.stat_matches(&Stat::of(&m), ds.written_ns))
             });
             if !staged_and_unchanged {
-                let meta = self.write_entry(p, e)?;
+                let meta = self.worktree().write_entry(p, e)?;
                 ds.entries
                     .insert(p.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
             }
@@ -200,7 +200,7 @@ impl Repository {
             Err(err) => Err(RepoError::io(abs, err)),
             Ok(m)
                 if kind_of(&m) == Some(e.kind)
-                    && self.current_id(name, &Stat::of(&m))?.0 == e.id =>
+                    && self.worktree().current_id(name, &Stat::of(&m))?.0 == e.id =>
             {
                 Ok(())
             }

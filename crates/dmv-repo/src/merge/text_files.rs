@@ -3,6 +3,7 @@
 //! conflicted one is written into the working tree with conflict markers
 //! for a person to edit and `dmv add`.
 
+use crate::repository::handles::Merges;
 use dmv_store::object::EntryKind;
 use dmv_store::{ObjectId, WriteSession};
 
@@ -13,7 +14,6 @@ use crate::line_merge::{
     looks_like_text, merge_lines, never_text, ConflictStyle, MarkerLabels, MAX_TEXT_MERGE,
 };
 use crate::merge::three_way::{three_way, Conflict};
-use crate::repository::repo::Repository;
 
 /// A text file whose line merge conflicted: what to write at `path` for a
 /// person to settle.
@@ -42,7 +42,7 @@ fn merged_kind(c: &Conflict, ours: &FlatEntry, theirs: &FlatEntry) -> EntryKind 
     }
 }
 
-impl Repository {
+impl Merges<'_> {
     /// `merge.conflictStyle`: the repository's, else the global one, else `merge`.
     pub(crate) fn conflict_style(&self) -> ConflictStyle {
         let global = || {
@@ -139,7 +139,7 @@ impl Repository {
         let mut out: [Vec<u8>; 3] = Default::default();
         for (slot, version) in out.iter_mut().zip(versions) {
             let Some(e) = version else { continue };
-            if self.is_absent(&e)? {
+            if self.copies().is_absent(&e)? {
                 return Ok(None);
             }
             self.store.write_content(&e.id, slot)?;

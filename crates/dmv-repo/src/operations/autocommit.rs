@@ -51,11 +51,11 @@ impl Repository {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
         // A commit on a rebase's detached HEAD would be left behind when it ends.
-        if self.merge_state()?.is_some() || self.rebase_state()?.is_some() {
+        if self.merges().merge_state()?.is_some() || self.merges().rebase_state()?.is_some() {
             return Ok(AutoCommitted::default());
         }
         dmv_store::failpoint("autocommit-before-staging");
-        self.add(&[Vec::new()], false, progress)?;
+        self.worktree().add(&[Vec::new()], false, progress)?;
         let mut staged = self.status()?.staged;
         // Looked at once the files were read: a file opened for writing
         // before then is still open now, or was closed whole; and one
@@ -68,7 +68,7 @@ impl Repository {
             }
         }
         if !held_back.is_empty() {
-            self.restore(&held_back, None, true)?;
+            self.worktree().restore(&held_back, None, true)?;
             staged.retain(|c| !held_back.contains(&c.path));
         }
         if staged.is_empty() {

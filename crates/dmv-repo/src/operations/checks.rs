@@ -4,6 +4,7 @@
 //! local half of `fsck --repair`: rebuilding what can be rebuilt here, and
 //! saying what is lost.
 
+use crate::repository::handles::Maintenance;
 use std::collections::{HashMap, HashSet};
 
 use dmv_store::object::EntryKind;
@@ -14,10 +15,9 @@ use crate::history::tree::{flatten, read_dir};
 use crate::ref_names::BRANCHES;
 use crate::replica::locations::ReplicaId;
 use crate::repository::refs::Head;
-use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{DirEntry, Dirstate, Stat};
 
-impl Repository {
+impl Maintenance<'_> {
     /// What is wrong with the refs, HEAD, the dirstate, the location log and
     /// the replica files (nothing: an empty list).
     pub(crate) fn check_files(&self) -> RepoResult<Vec<String>> {
@@ -52,7 +52,7 @@ impl Repository {
         if let Err(e) = self.load_dirstate() {
             problems.push(format!("dirstate: {e}"));
         }
-        if let Err(e) = self.check_locations() {
+        if let Err(e) = self.copies().check_locations() {
             problems.push(format!("location log: {e}"));
         }
         problems.extend(crate::repository::config::Config::check_file(
@@ -112,7 +112,7 @@ fn check_line_problem(path: &std::path::Path, text: &str) -> Option<String> {
 /// A lost object's place, as a person reads it, at most this many lines.
 const MAX_LOST_LINES: usize = 50;
 
-impl Repository {
+impl Maintenance<'_> {
     /// Rebuilds a dirstate that cannot be read from HEAD's tree, every
     /// entry's stat unknown (the next status reads each file again): the
     /// working tree is untouched; what was staged is not any more. False
@@ -125,7 +125,7 @@ impl Repository {
         let mut ds = Dirstate::default();
         if let Some(tree) = self.head_tree()? {
             for (path, e) in flatten(&self.store, &tree)? {
-                let entry = match self.config.partial && !self.has_data(&e.id)? {
+                let entry = match self.config.partial && !self.copies().has_data(&e.id)? {
                     true => DirEntry::absent(e.kind, e.id, e.size),
                     false => DirEntry::with_stat(e.kind, e.id, e.size, &UNKNOWN_STAT),
                 };
@@ -182,7 +182,7 @@ impl Repository {
     /// empty one: replicas are asked live again, and the next exchange with
     /// each brings its records back. False when it was whole.
     pub fn reset_damaged_locations(&self) -> RepoResult<bool> {
-        if self.check_locations().is_ok() {
+        if self.copies().check_locations().is_ok() {
             return Ok(false);
         }
         for name in ["locations", "locations.journal"] {

@@ -4,11 +4,11 @@
 //! is read from the store, or from the working tree when the diff's new
 //! side is the working tree's files.
 
+use crate::repository::handles::History;
 use dmv_store::object::EntryKind;
 
 use crate::error::{IoContext, RepoResult};
 use crate::history::tree::FlatEntry;
-use crate::repository::repo::Repository;
 use dmv_media::media_facts;
 
 /// Files up to this size that are text get a line diff; others are described.
@@ -31,7 +31,7 @@ pub enum DiffSide {
     },
 }
 
-impl Repository {
+impl History<'_> {
     /// The versions among `changes` a diff would show as text were their
     /// data here: in a partial replica, what `diff` fetches first, so it
     /// shows what a full replica shows (media are shown by their facts
@@ -48,7 +48,7 @@ impl Repository {
         {
             let sides = [c.old, if new_in_worktree { None } else { c.new }];
             for e in sides.into_iter().flatten() {
-                if e.kind.is_file() && e.size <= TEXT_DIFF_LIMIT && self.is_absent(&e)? {
+                if e.kind.is_file() && e.size <= TEXT_DIFF_LIMIT && self.copies().is_absent(&e)? {
                     out.push((c.path.clone(), e));
                 }
             }
@@ -82,13 +82,13 @@ impl Repository {
                 let path = self.abs_path(p);
                 media_facts(std::fs::File::open(&path).at(&path)?)
             }
-            None if self.is_absent(e)? => Vec::new(),
+            None if self.copies().is_absent(e)? => Vec::new(),
             None => media_facts(self.store.seekable_content(&e.id)?),
         };
         Ok(DiffSide::Binary { facts })
     }
 
-    /// `entry` as text, as [`Repository::diff_side`] would show it (None:
+    /// `entry` as text, as [`History::diff_side`] would show it (None:
     /// binary, too large or not here), without describing a binary file:
     /// what `diff --stat` needs to count lines.
     pub fn diff_text(
@@ -120,7 +120,7 @@ impl Repository {
                     _ => std::fs::read(&path).at(&path)?,
                 }
             }
-            None if self.is_absent(e)? => return Ok(None),
+            None if self.copies().is_absent(e)? => return Ok(None),
             None => {
                 let mut bytes = Vec::with_capacity(e.size as usize);
                 self.store.write_content(&e.id, &mut bytes)?;

@@ -10,6 +10,7 @@
 //! once cannot both count on each other. Both look at the store anew once
 //! they hold the lock: what a process listed before it waited may be gone.
 
+use crate::repository::handles::Copies;
 use std::collections::HashSet;
 use std::fs::File;
 
@@ -20,7 +21,6 @@ use dmv_store::{ObjectId, ObjectKind};
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::operations::gc::LOCK_DIR;
 use crate::replica::locations::{now_ns, ReplicaId};
-use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{DirEntry, Stat};
 
 /// What a drop did.
@@ -34,7 +34,7 @@ pub struct DataDropped {
     pub files_removed: usize,
 }
 
-impl Repository {
+impl Copies<'_> {
     /// Serializes confirming and dropping in this replica.
     fn drop_guard(&self) -> RepoResult<File> {
         let path = self.dmv.join("drop.lock");
@@ -50,7 +50,7 @@ impl Repository {
 
     /// Confirms which of these files' data is all here, and locks what it
     /// confirms against being dropped here for `seconds` (or until
-    /// [`Repository::unlock_content`]). Returns the lock's name and, per id, whether it is held.
+    /// [`Copies::unlock_content`]). Returns the lock's name and, per id, whether it is held.
     pub fn lock_content(&self, ids: &[ObjectId], seconds: u64) -> RepoResult<(String, Vec<bool>)> {
         let _guard = self.drop_guard()?;
         // The store as it is now, not as this process first listed it: a
@@ -89,8 +89,9 @@ impl Repository {
         let mut found = HashSet::new();
         let mut seen = HashSet::new();
         // A copy only a lock keeps is kept no longer than the lock.
-        let locked = self.locked_content()?;
+        let locked = self.maintenance().locked_content()?;
         let mut stack: Vec<ObjectId> = self
+            .maintenance()
             .roots_with(false, true)?
             .into_iter()
             .filter(|r| !locked.contains(r))
@@ -139,7 +140,7 @@ impl Repository {
         Ok(found)
     }
 
-    /// Releases a lock [`Repository::lock_content`] took (gone already is fine).
+    /// Releases a lock [`Copies::lock_content`] took (gone already is fine).
     pub fn unlock_content(&self, lock: &str) -> RepoResult<()> {
         if lock.is_empty() || !lock.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(RepoError::Corrupt {
@@ -176,6 +177,7 @@ impl Repository {
         self.store.reload()?;
         let files: HashSet<ObjectId> = ids.iter().copied().collect();
         let locked: Vec<ObjectId> = self
+            .maintenance()
             .locked_content()?
             .intersection(&files)
             .copied()
@@ -193,7 +195,9 @@ impl Repository {
         } else {
             self.unwrite_dropped(&files)?
         };
-        let freed_bytes = self.store.drop_file_data(|| self.roots(), &files)?;
+        let freed_bytes = self
+            .store
+            .drop_file_data(|| self.maintenance().roots(), &files)?;
         Ok(DataDropped {
             freed_bytes,
             locked,
@@ -210,8 +214,10 @@ impl Repository {
             return Ok(0);
         }
         let _guard = self.drop_guard()?;
-        self.store
-            .drop_file_pieces(|| self.roots(), &ids.iter().copied().collect())
+        self.store.drop_file_pieces(
+            || self.maintenance().roots(),
+            &ids.iter().copied().collect(),
+        )
     }
 
     /// Records that this replica holds these files' data, as of now, for
@@ -298,7 +304,7 @@ impl Repository {
         }
         self.save_dirstate(&ds)?;
         for (i, rel) in clean.iter().enumerate() {
-            self.remove_worktree_file(rel)?;
+            self.worktree().remove_worktree_file(rel)?;
             if i == 0 {
                 dmv_store::failpoint("drop-removed-first-file");
             }
@@ -307,7 +313,8 @@ impl Repository {
     }
 
     fn has_same_content(&self, rel: &[u8], meta: &std::fs::Metadata, id: &ObjectId) -> bool {
-        self.current_id(rel, &Stat::of(meta))
+        self.worktree()
+            .current_id(rel, &Stat::of(meta))
             .is_ok_and(|(current, _)| current == *id)
     }
 }

@@ -4,6 +4,7 @@
 //! keeps, and which absent versions too few replicas are known to hold. The
 //! verdict is the library's; a front end only words it.
 
+use crate::repository::handles::Maintenance;
 use std::collections::HashSet;
 
 use dmv_store::{ObjectId, ObjectKind, Progress, Tally, VerifyReport};
@@ -12,7 +13,6 @@ use serde::Serialize;
 use crate::error::RepoResult;
 use crate::history::tree::read_dir;
 use crate::replica::availability::{FileAvailability, UnderCopied};
-use crate::repository::repo::Repository;
 
 /// What `fsck` found.
 #[derive(Debug, Serialize)]
@@ -66,7 +66,7 @@ pub struct RepoStats {
     pub files_in_objects_dir: usize,
 }
 
-impl Repository {
+impl Maintenance<'_> {
     /// Checks the repository: what is reachable (with `full`, every object
     /// of every pack and every index), the files beside the store, and the
     /// copies of what is absent here. `progress` is told of bytes checked.
@@ -92,13 +92,13 @@ impl Repository {
         }
         problems.extend(report.damage.iter().map(|d| d.detail.clone()));
         // In a partial replica: absent by the slice or a drop is normal; inside the slice and not dropped is lost here.
-        let missing = self.missing_in_slice()?;
+        let missing = self.copies().missing_in_slice()?;
         let absent: Vec<ObjectId> = report
             .absent
             .iter()
             .filter_map(|hex| ObjectId::from_hex(hex))
             .collect();
-        let under_copied = self.under_copied(&absent)?;
+        let under_copied = self.copies().under_copied(&absent)?;
         Ok(FsckReport {
             report,
             problems,
@@ -121,7 +121,7 @@ impl Repository {
             })
             .collect();
         let (mut commits, mut logical) = (0, 0);
-        for info in self.walk(&commit_roots)? {
+        for info in self.history().walk(&commit_roots)? {
             commits += 1;
             logical += read_dir(&self.store, &info?.commit.tree)?
                 .iter()

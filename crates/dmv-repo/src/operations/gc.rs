@@ -1,12 +1,12 @@
 //! What gc and fsck start from (the roots), and gc itself.
 
+use crate::repository::handles::Maintenance;
 use std::collections::HashSet;
 
 use dmv_store::{GcOptions, GcReport, ObjectId, Progress, Tally, VerifyReport};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::replica::locations::now_ns;
-use crate::repository::repo::Repository;
 
 /// Where other replicas' drops lock copies here (see dropping.rs): each file
 /// an expiry time, then the content ids it locks.
@@ -22,7 +22,7 @@ pub struct GcPolicy {
     pub store: GcOptions,
 }
 
-impl Repository {
+impl Maintenance<'_> {
     /// Ids gc and fsck start from: every ref, HEAD, staged files, an
     /// unfinished merge, and the reflog (so a deleted branch stays
     /// recoverable until the reflog is pruned). A dirstate that cannot be
@@ -31,7 +31,7 @@ impl Repository {
         self.roots_with(true, true)
     }
 
-    /// [`Repository::roots`] for checking: a damaged dirstate (which fsck
+    /// [`Maintenance::roots`] for checking: a damaged dirstate (which fsck
     /// reports on its own) does not stop the check of everything else.
     pub(crate) fn roots_to_check(&self) -> RepoResult<Vec<ObjectId>> {
         self.roots_with(true, false)
@@ -106,9 +106,9 @@ impl Repository {
             roots.push(h);
         }
         // An unfinished merge still needs their commit and the tree it is writing out.
-        roots.extend(self.merge_roots()?);
+        roots.extend(self.merges().merge_roots()?);
         // An unfinished rebase still needs where it started and what it has left to pick.
-        roots.extend(self.rebase_roots()?);
+        roots.extend(self.merges().rebase_roots()?);
         // Staged content is referenced by nothing but the dirstate until it is committed.
         if !self.config.bare {
             // An absent file's data is not here to keep (its commit is).
@@ -119,7 +119,7 @@ impl Repository {
             }
         }
         // The trees the location log claims stand for its records of their files.
-        for tree in self.claimed_trees()? {
+        for tree in self.copies().claimed_trees()? {
             if self.store.contains(&tree)? {
                 roots.push(tree);
             }

@@ -50,7 +50,7 @@ pub struct Status {
     /// (see [`Repository::pending_offers`]).
     pub offers: Vec<Offer>,
     /// Changed files (staged or not) someone else holds a lock on, as the
-    /// remote last said (no network: see [`Repository::known_locks`]).
+    /// remote last said (no network: see [`Locks::known_locks`](crate::Locks::known_locks)).
     pub locked_by_others: Vec<PathLock>,
     /// Files two replicas changed, whose versions were both kept.
     pub kept_both: Vec<KeptBoth>,
@@ -146,14 +146,14 @@ impl Repository {
         let mut unstaged = Vec::new();
         let kinds = |ds: &Dirstate, locked: bool| {
             let (mut added, mut deleted) = (false, false);
-            self.each_staged(ds, locked, &mut |c| {
+            self.worktree().each_staged(ds, locked, &mut |c| {
                 added |= c.kind == ChangeKind::Added && rename_candidate(&c);
                 deleted |= c.kind == ChangeKind::Deleted && rename_candidate(&c);
                 Ok(())
             })?;
             Ok(added && deleted)
         };
-        let (renames, untracked, ds) = self.compare_worktree(kinds, &mut |c| {
+        let (renames, untracked, ds) = self.worktree().compare_worktree(kinds, &mut |c| {
             unstaged.push(StatusEntry {
                 path: c.path,
                 kind: c.kind,
@@ -161,10 +161,10 @@ impl Repository {
         })?;
         unstaged.sort_unstable_by(|a, b| a.path.cmp(&b.path));
         Ok(StatusListing {
-            branch: self.head_branch()?,
+            branch: self.history().head_branch()?,
             unstaged,
             untracked,
-            merge: self.merge_status()?,
+            merge: self.merges().merge_status()?,
             ds,
             renames,
         })
@@ -179,10 +179,12 @@ impl Repository {
         each: &mut dyn FnMut(Listed) -> RepoResult<()>,
     ) -> RepoResult<()> {
         if !listing.renames {
-            return self.each_staged(&listing.ds, false, &mut |c| each(Listed::Change(c)));
+            return self
+                .worktree()
+                .each_staged(&listing.ds, false, &mut |c| each(Listed::Change(c)));
         }
         let mut candidates = Vec::new();
-        self.each_staged(&listing.ds, false, &mut |c| {
+        self.worktree().each_staged(&listing.ds, false, &mut |c| {
             if rename_candidate(&c) {
                 candidates.push(c);
             }
@@ -191,7 +193,7 @@ impl Repository {
         let mut paired = find_renames(&self.store, candidates)?
             .into_iter()
             .peekable();
-        self.each_staged(&listing.ds, false, &mut |c| {
+        self.worktree().each_staged(&listing.ds, false, &mut |c| {
             if rename_candidate(&c) {
                 return Ok(());
             }
@@ -206,15 +208,15 @@ impl Repository {
     /// The whole status at once; fails with [`RepoError::Bare`] in a bare repository.
     pub fn status(&self) -> RepoResult<Status> {
         self.require_worktree()?;
-        let (worktree, ds) = self.worktree_status()?;
-        let branch = self.head_branch()?;
-        let merge = self.merge_status()?;
+        let (worktree, ds) = self.worktree().worktree_status()?;
+        let branch = self.history().head_branch()?;
+        let merge = self.merges().merge_status()?;
         let absent = ds.entries.values().filter(|e| e.is_absent()).count();
         let offers = match branch.as_deref().and_then(|b| b.strip_prefix(BRANCHES)) {
             Some(short) => self.pending_offers(short)?,
             None => Vec::new(),
         };
-        let known = self.known_locks();
+        let known = self.locks().known_locks();
         let mut locked_by_others: Vec<PathLock> = (worktree.staged.iter())
             .chain(&worktree.unstaged)
             .filter_map(|c| known.other_holder(&String::from_utf8_lossy(&c.path)))
@@ -228,13 +230,13 @@ impl Repository {
             unstaged: worktree.unstaged,
             untracked: worktree.untracked,
             merge,
-            tracking: self.tracking()?,
-            rebase: self.rebase_state()?,
+            tracking: self.history().tracking()?,
+            rebase: self.merges().rebase_state()?,
             absent,
             tracked: ds.entries.len(),
             offers,
             locked_by_others,
-            kept_both: self.kept_both(),
+            kept_both: self.merges().kept_both(),
         })
     }
 
@@ -255,7 +257,7 @@ impl Repository {
                 continue;
             }
             if let Some(head) = head {
-                if self.is_ancestor(&id, &head)? {
+                if self.history().is_ancestor(&id, &head)? {
                     continue;
                 }
             }
@@ -271,7 +273,7 @@ impl Repository {
     /// folder holding it) settles its conflict with the file as it is now.
     pub fn add_settling(&self, specs: &[Vec<u8>], progress: &dyn Progress) -> RepoResult<usize> {
         let _wlock = self.lock_worktree()?;
-        let added = self.add(specs, false, progress)?;
+        let added = self.worktree().add(specs, false, progress)?;
         self.settle_conflicts_at(specs)?;
         Ok(added)
     }
@@ -280,7 +282,7 @@ impl Repository {
     /// its conflict as a deletion.
     pub fn rm_settling(&self, specs: &[Vec<u8>], cached: bool) -> RepoResult<Vec<Vec<u8>>> {
         let _wlock = self.lock_worktree()?;
-        let removed = self.rm(specs, cached)?;
+        let removed = self.worktree().rm(specs, cached)?;
         self.settle_conflicts_at(specs)?;
         Ok(removed)
     }
@@ -288,7 +290,7 @@ impl Repository {
     /// Drops the conflicts at or under `specs` from the merge in progress
     /// (once its working tree is written; before that only `--abort` helps).
     fn settle_conflicts_at(&self, specs: &[Vec<u8>]) -> RepoResult<()> {
-        let Some(mut state) = self.merge_state()? else {
+        let Some(mut state) = self.merges().merge_state()? else {
             return Ok(());
         };
         if state.phase != MergePhase::Resolving {
@@ -299,7 +301,7 @@ impl Repository {
             .conflicts
             .retain(|c| !specs.iter().any(|s| matches(&c.path, s)));
         if state.conflicts.len() != before {
-            self.save_merge_state(&state)?;
+            self.merges().save_merge_state(&state)?;
         }
         Ok(())
     }
@@ -310,9 +312,11 @@ impl Repository {
     pub fn commit_staged(&self, message: &str) -> RepoResult<Option<ObjectId>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        let committed = match self.merge_state()? {
-            Some(merge) => Some(self.commit_merge(&merge, message)?),
-            None => self.commit_dirstate(self.head_commit()?, message)?,
+        let committed = match self.merges().merge_state()? {
+            Some(merge) => Some(self.merges().commit_merge(&merge, message)?),
+            None => self
+                .worktree()
+                .commit_dirstate(self.head_commit()?, message)?,
         };
         self.tidy_store();
         Ok(committed)
@@ -330,14 +334,15 @@ impl Repository {
     ) -> RepoResult<Option<ObjectId>> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        if self.merge_state()?.is_some() {
-            self.add(&[Vec::new()], true, progress)?;
+        if self.merges().merge_state()?.is_some() {
+            self.worktree().add(&[Vec::new()], true, progress)?;
             return self.commit_staged(message);
         }
         let head = self.head_commit()?;
         let mut ds = self.load_dirstate()?;
         let mut session = self.store.begin_write()?;
-        self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
+        self.worktree()
+            .stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
         let tree = ds.write_tree(&mut session)?;
         // Nothing to commit: the same tree as HEAD's, or no file at all on an unborn branch.
         let nothing = match head {
@@ -350,9 +355,14 @@ impl Repository {
                 self.save_dirstate(&ds)?;
                 None
             }
-            false => {
-                Some(self.commit_on_head(&mut session, tree, head, None, message, Some(&ds))?)
-            }
+            false => Some(self.worktree().commit_on_head(
+                &mut session,
+                tree,
+                head,
+                None,
+                message,
+                Some(&ds),
+            )?),
         };
         drop(session);
         self.mark_tree(&ds, tree);
@@ -374,16 +384,16 @@ impl Repository {
         let _wlock = self.lock_worktree()?;
         if request.amend {
             if request.all {
-                self.add(&[Vec::new()], true, progress)?;
+                self.worktree().add(&[Vec::new()], true, progress)?;
             }
             return Ok(Committed::Made {
                 id: self.commit_amend(request.message)?,
                 root: false,
             });
         }
-        let message = match (request.message, self.merge_state()?) {
+        let message = match (request.message, self.merges().merge_state()?) {
             (Some(m), _) => m.to_string(),
-            (None, Some(merge)) => self.default_message(&merge)?,
+            (None, Some(merge)) => self.merges().default_message(&merge)?,
             (None, None) => {
                 // A message is asked for only when there is something to commit.
                 let status = self.status()?;
@@ -435,7 +445,7 @@ impl Repository {
         // To the commit HEAD is at (a branch just made here, say): no file
         // changes, so uncommitted changes stay where they are, as git keeps them.
         let before = self.head()?;
-        if self.head_commit()? != Some(commit) || self.merge_state()?.is_some() {
+        if self.head_commit()? != Some(commit) || self.merges().merge_state()?.is_some() {
             self.checkout_tree(&self.commit(&commit)?.tree, progress)?;
         }
         self.set_head(head)?;
@@ -482,9 +492,9 @@ impl Repository {
     ) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        if let Some(m) = self.merge_state()? {
+        if let Some(m) = self.merges().merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
-        self.update_worktree(target, written, progress)
+        self.worktree().update_worktree(target, written, progress)
     }
 }

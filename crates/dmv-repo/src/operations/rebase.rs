@@ -16,6 +16,7 @@
 //! the plan as its tip; the files are written once, when a step needs them
 //! (a conflict, a reword, squash or fixup) or at the end.
 
+use crate::repository::handles::Merges;
 use dmv_store::object::{encode, Commit};
 use dmv_store::{ObjectId, ObjectKind, Progress};
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,6 @@ use crate::merge::merging::{ConflictedPath, Mended, MergeOutcome};
 use crate::merge::three_way::three_way;
 use crate::paths::show;
 use crate::repository::refs::{Head, RefUpdate};
-use crate::repository::repo::Repository;
 
 const STATE_FILE: &str = "REBASE_STATE";
 
@@ -133,7 +133,7 @@ impl RebaseEditor for KeepMessages {
     }
 }
 
-impl Repository {
+impl Merges<'_> {
     /// The unfinished rebase, if any.
     pub fn rebase_state(&self) -> RepoResult<Option<RebaseState>> {
         let path = self.dmv.join(STATE_FILE);
@@ -187,7 +187,7 @@ impl Repository {
         let head = self
             .head_commit()?
             .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
-        let upstream_has = self.ancestors(&[upstream])?;
+        let upstream_has = self.history().ancestors(&[upstream])?;
         let mut steps = Vec::new();
         let mut at = Some(head);
         while let Some(id) = at.filter(|id| !upstream_has.contains(id)) {
@@ -225,11 +225,13 @@ impl Repository {
             }
         };
         let onto_flat = flat_of(Some(&onto))?;
-        let upstream_changed: std::collections::BTreeSet<Vec<u8>> =
-            diff_flat(&flat_of(self.merge_base(head, onto)?.as_ref())?, &onto_flat)
-                .into_iter()
-                .map(|c| c.path)
-                .collect();
+        let upstream_changed: std::collections::BTreeSet<Vec<u8>> = diff_flat(
+            &flat_of(self.history().merge_base(head, onto)?.as_ref())?,
+            &onto_flat,
+        )
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
         let text = |e: &FlatEntry| e.kind.is_file() && e.size <= MAX_TEXT_MERGE;
         let mut out = Vec::new();
         for step in todo.iter().filter(|s| s.action != Action::Drop) {
@@ -254,7 +256,7 @@ impl Repository {
     }
 
     /// Starts a rebase of HEAD onto `onto` following `todo` (see
-    /// [`Repository::rebase_plan`]; an edited list for `rebase -i`).
+    /// [`Merges::rebase_plan`]; an edited list for `rebase -i`).
     pub fn rebase(
         &self,
         onto: ObjectId,
@@ -277,7 +279,7 @@ impl Repository {
         let orig_head = self
             .head_commit()?
             .ok_or_else(|| RepoError::UnknownRevision("HEAD (no commit to rebase)".into()))?;
-        let (status, _) = self.worktree_status()?;
+        let (status, _) = self.worktree().worktree_status()?;
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges {
                 path: show(&c.path),
@@ -298,10 +300,12 @@ impl Repository {
             });
         }
         // Already on top of onto, and every commit picked as it is: nothing would change.
-        if todo.iter().all(|s| s.action == Action::Pick) && self.is_ancestor(&onto, &orig_head)? {
+        if todo.iter().all(|s| s.action == Action::Pick)
+            && self.history().is_ancestor(&onto, &orig_head)?
+        {
             return Ok(RebaseOutcome::UpToDate);
         }
-        let branch = self.head_branch()?;
+        let branch = self.history().head_branch()?;
         let state = RebaseState {
             branch,
             orig_head,
@@ -350,7 +354,7 @@ impl Repository {
         self.run_rebase(state, editor, progress)
     }
 
-    /// For what runs unattended (see [`Repository::mend_cut_short`]): a
+    /// For what runs unattended (see [`Merges::mend_cut_short`]): a
     /// rebase killed on its way (not stopped on a conflict, which waits for
     /// its person; one whose conflicts are all settled goes on, as a
     /// settled merge is committed) goes on as `rebase --continue` would, each message kept

@@ -33,7 +33,7 @@ impl Repository {
     ) -> RepoResult<()> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        if let Some(m) = self.merge_state()? {
+        if let Some(m) = self.merges().merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
         let head = self.head_commit()?;
@@ -59,7 +59,7 @@ impl Repository {
     pub(crate) fn commit_amend(&self, message: Option<&str>) -> RepoResult<ObjectId> {
         self.require_worktree()?;
         let _wlock = self.lock_worktree()?;
-        if let Some(m) = self.merge_state()? {
+        if let Some(m) = self.merges().merge_state()? {
             return Err(RepoError::MergeInProgress { label: m.label });
         }
         let head = self
@@ -100,17 +100,18 @@ impl Repository {
         // Changed in place as the tree is read a folder at a time (the tree
         // as a list beside two dirstates was 287 MB at a million files).
         let (mut added, mut gone) = (Vec::new(), Vec::new());
-        self.each_change_to(&mut ds, tree, &mut |path, tracked, new, entries| {
-            // Unknown stat: the next status reads the file once.
-            let unknown = |e: FlatEntry| DirEntry::stat_unknown(e.kind, e.id, e.size);
-            match (tracked, new) {
-                (Some(i), Some(e)) => entries[i] = unknown(e),
-                (Some(i), None) => gone.push(i),
-                (None, Some(e)) => added.push((path.to_vec(), unknown(e))),
-                (None, None) => {}
-            }
-            Ok(())
-        })?;
+        self.worktree()
+            .each_change_to(&mut ds, tree, &mut |path, tracked, new, entries| {
+                // Unknown stat: the next status reads the file once.
+                let unknown = |e: FlatEntry| DirEntry::stat_unknown(e.kind, e.id, e.size);
+                match (tracked, new) {
+                    (Some(i), Some(e)) => entries[i] = unknown(e),
+                    (Some(i), None) => gone.push(i),
+                    (None, Some(e)) => added.push((path.to_vec(), unknown(e))),
+                    (None, None) => {}
+                }
+                Ok(())
+            })?;
         ds.remove_and_insert(gone, added);
         self.save_dirstate(&ds)?;
         self.mark_tree(&ds, *tree);
@@ -121,12 +122,12 @@ impl Repository {
     /// working tree: staged and unstaged changes are dropped, and files
     /// staged that HEAD lacks are deleted. Untracked files stay.
     pub(crate) fn discard_changes(&self) -> RepoResult<()> {
-        let (status, mut ds) = self.worktree_status()?;
+        let (status, mut ds) = self.worktree().worktree_status()?;
         let put_back = |ds: &mut crate::worktree::dirstate::Dirstate,
                         path: &[u8],
                         e: &FlatEntry|
          -> RepoResult<()> {
-            let meta = self.write_entry(path, e)?;
+            let meta = self.worktree().write_entry(path, e)?;
             ds.entries
                 .insert(path.to_vec(), DirEntry::new(e.kind, e.id, e.size, &meta));
             Ok(())
@@ -136,7 +137,7 @@ impl Repository {
                 Some(e) => put_back(&mut ds, &c.path, e)?,
                 None => {
                     ds.entries.remove(&c.path);
-                    self.remove_worktree_file(&c.path)?;
+                    self.worktree().remove_worktree_file(&c.path)?;
                 }
             }
         }

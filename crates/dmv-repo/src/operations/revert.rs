@@ -2,6 +2,7 @@
 //! as a three-way merge of its parent's tree into HEAD's with the commit's
 //! own tree as the base.
 
+use crate::repository::handles::Merges;
 use dmv_store::ObjectId;
 use dmv_store::Progress;
 
@@ -10,11 +11,10 @@ use crate::history::tree::{build, flatten, FlatTree};
 use crate::line_merge::MarkerLabels;
 use crate::merge::three_way::three_way;
 use crate::paths::{show, Beneath};
-use crate::repository::repo::Repository;
 use crate::worktree::checkout::Written;
 use crate::worktree::dirstate::DirEntry;
 
-impl Repository {
+impl Merges<'_> {
     /// Commits on HEAD the undoing of `commit` (one parent). Refused, with
     /// nothing changed, when the working tree has uncommitted changes, when
     /// a path it changed was changed again since and does not merge line by
@@ -77,7 +77,7 @@ impl Repository {
             }
             std::fs::remove_file(&marker).at(&marker)?;
         }
-        let (status, _) = self.worktree_status()?;
+        let (status, _) = self.worktree().worktree_status()?;
         if let Some(c) = status.first_change() {
             return Err(RepoError::UncommittedChanges {
                 path: show(&c.path),
@@ -89,14 +89,22 @@ impl Repository {
         // commit refers to the tree, so gc keeps it meanwhile.
         trees.finish()?;
         crate::atomic::write_atomic(&marker, this.as_bytes())?;
-        self.update_worktree(&target, &Written::new(), progress)?;
+        self.worktree()
+            .update_worktree(&target, &Written::new(), progress)?;
         let subject = reverted.message.lines().next().unwrap_or("");
         let message = format!(
             "Revert \"{subject}\"\n\nThis reverts commit {}.",
             commit.to_hex()
         );
         let mut session = self.store.begin_write()?;
-        let id = self.commit_on_head(&mut session, target, Some(head), None, &message, None)?;
+        let id = self.worktree().commit_on_head(
+            &mut session,
+            target,
+            Some(head),
+            None,
+            &message,
+            None,
+        )?;
         drop(trees);
         std::fs::remove_file(&marker).at(&marker)?;
         self.mark_tree(&self.load_dirstate()?, target);
@@ -119,7 +127,9 @@ impl Repository {
                 .stat(path)
                 .map_err(|e| RepoError::io(self.abs_path(path), e))?
             {
-                Some(st) if st.is_file_or_symlink() => Some(self.current_id(path, &st)?.0),
+                Some(st) if st.is_file_or_symlink() => {
+                    Some(self.worktree().current_id(path, &st)?.0)
+                }
                 _ => None,
             };
             let (mine, theirs) = (ours.get(path), target.get(path));
@@ -131,12 +141,12 @@ impl Repository {
             }
             match mine {
                 Some(e) => {
-                    let meta = self.write_entry(path, e)?;
+                    let meta = self.worktree().write_entry(path, e)?;
                     ds.entries
                         .insert(path.clone(), DirEntry::new(e.kind, e.id, e.size, &meta));
                 }
                 None => {
-                    self.remove_worktree_file(path)?;
+                    self.worktree().remove_worktree_file(path)?;
                     ds.entries.remove(path);
                 }
             }

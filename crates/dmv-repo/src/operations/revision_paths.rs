@@ -2,13 +2,13 @@
 //! the entry at a path in a revision's tree, or with no revision (`:PATH`)
 //! the staged version, as git's does.
 
+use crate::repository::handles::History;
 use dmv_store::ObjectId;
 
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{lookup, FlatEntry};
-use crate::repository::repo::Repository;
 
-impl Repository {
+impl History<'_> {
     /// What `REV:PATH` names: the commit `rev` resolves to and the entry at
     /// `path` in it (its root folder when empty). An empty `rev` names the
     /// staged version, with HEAD's commit (if any) to fetch its data from.

@@ -7,6 +7,7 @@
 //! untracked files (`stash -u`) a third parent holds them, as git's does,
 //! and they come back untracked.
 
+use crate::repository::handles::Merges;
 use std::collections::HashSet;
 
 use dmv_store::object::Commit;
@@ -18,13 +19,12 @@ use crate::merge::three_way::three_way;
 use crate::paths::show;
 use crate::ref_names::{BRANCHES, STASHES};
 use crate::repository::refs::{Head, RefUpdate};
-use crate::repository::repo::Repository;
 use crate::worktree::checkout::Written;
 use crate::worktree::dirstate::{DirEntry, Dirstate};
 
 const PREFIX: &str = STASHES;
 
-/// One stashed set of changes, newest first in [`Repository::stashes`].
+/// One stashed set of changes, newest first in [`Merges::stashes`].
 #[derive(Clone, Debug)]
 pub struct Stash {
     /// Its ref, `refs/stashes/` and a sequence number.
@@ -35,7 +35,7 @@ pub struct Stash {
     pub message: String,
 }
 
-impl Repository {
+impl Merges<'_> {
     /// The stashes, newest first (`stash@{0}` is the first).
     pub fn stashes(&self) -> RepoResult<Vec<Stash>> {
         let mut out = Vec::new();
@@ -79,13 +79,15 @@ impl Repository {
         let mut session = self.store.begin_write()?;
         let staged = ds.write_tree(&mut session)?;
         // The changed files' content is stored as `add` would, into a copy of the dirstate that is not saved.
-        self.stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
+        self.worktree()
+            .stage(&mut session, &mut ds, &[Vec::new()], true, progress)?;
         let tree = ds.write_tree(&mut session)?;
         // The untracked files: what staging everything adds to the tracked entries.
         let mut loose: FlatTree = FlatTree::new();
         if untracked {
             let tracked: HashSet<Vec<u8>> = ds.entries.iter().map(|(p, _)| p.to_vec()).collect();
-            self.stage(&mut session, &mut ds, &[Vec::new()], false, progress)?;
+            self.worktree()
+                .stage(&mut session, &mut ds, &[Vec::new()], false, progress)?;
             for (path, e) in ds.entries.iter().filter(|(p, _)| !tracked.contains(*p)) {
                 loose.insert(
                     path.to_vec(),
@@ -169,7 +171,7 @@ impl Repository {
         // Kept under its ref first: now the working tree may go back to HEAD.
         self.discard_changes()?;
         for path in loose.keys() {
-            self.remove_worktree_file(path)?;
+            self.worktree().remove_worktree_file(path)?;
         }
         Ok(Some(Stash {
             ref_name,
@@ -199,7 +201,7 @@ impl Repository {
         let stash = self.stash(index)?;
         // Uncommitted changes elsewhere stay as they are, as git's apply
         // keeps them; one at a path the stash changes refuses (the checkout below says so).
-        let (status, _) = self.worktree_status()?;
+        let (status, _) = self.worktree().worktree_status()?;
         let dirty: HashSet<&[u8]> = status
             .staged
             .iter()
@@ -265,7 +267,8 @@ impl Repository {
                 .map(|(p, e)| (p.as_slice(), *e)),
         )?;
         session.finish()?;
-        self.update_worktree(&target, &Written::new(), progress)?;
+        self.worktree()
+            .update_worktree(&target, &Written::new(), progress)?;
         // The changes back as changes: HEAD's entries where HEAD has the
         // path (re-read, so they show as unstaged), the stash's new files staged.
         let written = self.load_dirstate()?;

@@ -3,12 +3,12 @@
 //! --status` (or any front end), so a person who left it running for a
 //! month sees at a glance whether it keeps up, and why not.
 
+use crate::repository::handles::Maintenance;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RepoError, RepoResult};
-use crate::repository::repo::Repository;
 
 const FILE: &str = "watch-health.json";
 /// Errors kept, the newest last: enough to see a pattern, never a log.
@@ -97,7 +97,7 @@ impl WatchHealth {
     }
 }
 
-impl Repository {
+impl Maintenance<'_> {
     /// What the watcher of this repository last recorded; None when no
     /// watcher ever ran here, or its record cannot be read.
     pub fn watch_health(&self) -> Option<WatchHealth> {
@@ -112,7 +112,7 @@ impl Repository {
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Records `health` for [`Repository::watch_health`], replacing the file whole.
+    /// Records `health` for [`Maintenance::watch_health`], replacing the file whole.
     pub fn save_watch_health(&self, health: &WatchHealth) -> RepoResult<()> {
         let bytes = serde_json::to_vec_pretty(health).map_err(|e| RepoError::Scan {
             detail: format!("cannot encode {FILE}: {e}"),
@@ -124,12 +124,13 @@ impl Repository {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repository::repo::Repository;
 
     #[test]
     fn a_watchs_record_keeps_its_bounds_and_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        assert_eq!(repo.watch_health(), None);
+        assert_eq!(repo.maintenance().watch_health(), None);
         let mut health = WatchHealth {
             started: 5,
             ..Default::default()
@@ -146,14 +147,14 @@ mod tests {
         assert_eq!(health.remotes["origin"].last_reached, Some(30));
         health.set_waiting((0..100).map(|i| format!("file {i}")).collect());
         assert_eq!(health.waiting.len(), WAITING_KEPT);
-        repo.save_watch_health(&health).unwrap();
-        assert_eq!(repo.watch_health(), Some(health));
+        repo.maintenance().save_watch_health(&health).unwrap();
+        assert_eq!(repo.maintenance().watch_health(), Some(health));
         // Not what a watcher writes: no record rather than an error.
         std::fs::write(
             repo.dmv.join(FILE),
             vec![b'['; (MAX_FILE_BYTES + 10) as usize],
         )
         .unwrap();
-        assert_eq!(repo.watch_health(), None);
+        assert_eq!(repo.maintenance().watch_health(), None);
     }
 }

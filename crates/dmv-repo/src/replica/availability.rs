@@ -2,6 +2,7 @@
 //! data (its nodes and chunks) may be absent: outside the slice, dropped,
 //! or a `get` cut short. Commits and trees are always here.
 
+use crate::repository::handles::Copies;
 use dmv_store::{ObjectId, StoreError};
 use serde::Serialize;
 
@@ -9,7 +10,6 @@ use crate::error::{RepoError, RepoResult};
 use crate::history::tree::{tree_reader, FilesInOrder, FlatEntry};
 use crate::paths::{matches, may_hold, ser_path};
 use crate::ref_names::BRANCHES;
-use crate::repository::repo::Repository;
 
 /// A file of a tree and whether its data is here.
 #[derive(Clone, Debug, Serialize)]
@@ -42,7 +42,7 @@ pub struct UnderCopied {
     pub numcopies: usize,
 }
 
-impl Repository {
+impl Copies<'_> {
     /// Of these absent file versions (as `fsck` found them in history), those
     /// that the location log has records of and that fewer other replicas
     /// are recorded to hold than numcopies asks: what git-annex's `fsck`
@@ -101,7 +101,7 @@ impl Repository {
         found(self.store.check_content_present(id))
     }
 
-    /// [`Repository::has_data`] among the packs as the store last listed
+    /// [`Copies::has_data`] among the packs as the store last listed
     /// them (see [`dmv_store::Store::check_content_listed`]): for a caller
     /// that asks it of every file, having listed them just before.
     fn has_data_as_listed(&self, id: &ObjectId) -> RepoResult<bool> {
@@ -114,7 +114,7 @@ impl Repository {
         Ok(self.config.partial && e.kind.is_file() && !self.has_data(&e.id)?)
     }
 
-    /// [`Repository::is_absent`] among the packs as the store last listed
+    /// [`Copies::is_absent`] among the packs as the store last listed
     /// them: what a checkout goes by, having listed them as it began (data
     /// arriving meanwhile is for the next one, as a fetch during a git
     /// checkout is).
@@ -137,7 +137,7 @@ impl Repository {
         Ok(out)
     }
 
-    /// [`Repository::availability`], handed over file by file as the tree
+    /// [`Copies::availability`], handed over file by file as the tree
     /// is read a folder at a time: what is held is the folders along one
     /// path, not the tree.
     pub fn each_availability(
@@ -169,7 +169,7 @@ impl Repository {
         Ok(())
     }
 
-    /// [`Repository::availability`] of the checked-out commit's files, each
+    /// [`Copies::availability`] of the checked-out commit's files, each
     /// also saying whether the working tree holds it (see
     /// [`FileAvailability::written`]).
     pub fn availability_here(&self, specs: &[Vec<u8>]) -> RepoResult<Vec<FileAvailability>> {

@@ -15,6 +15,7 @@
 //! clone, a push or a fetch leaves records of every file), and gc keeps
 //! every tree the log claims.
 
+use crate::repository::handles::Copies;
 use std::sync::Arc;
 
 use dmv_store::ObjectId;
@@ -48,7 +49,7 @@ pub(crate) fn claims_from_records() -> u64 {
 
 /// `replica` held the data of every file of `tree` as of `time_ns`: in a
 /// log on disk, and sent to a replica that reads the tree too (see
-/// [`Repository::location_pages_claiming`]).
+/// [`Copies::location_pages_claiming`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TreeClaim {
     /// The tree whose files' data the replica held.
@@ -120,7 +121,7 @@ type TreeFiles = Arc<Vec<ObjectId>>;
 /// 100,000 files takes about 0.1 s to list. At most 2 Mi files in all.
 const TREES_KEPT: usize = 2;
 
-impl Repository {
+impl Copies<'_> {
     /// The files of `tree` (content ids, sorted, each once), or None when
     /// the tree is not in the store (a partial replica's, or one a pruning
     /// gc removed just after it was claimed: the claim then stands for nothing).
@@ -197,7 +198,7 @@ impl Repository {
     /// its `claims` stand for, read against this replica's trees, in order:
     /// what its log reads as. Of a record and a claim of one file and
     /// replica, the newer. A claim of a tree not here stands for none (the
-    /// caller asks only for claims of [`Repository::trees_read_for_claims`]).
+    /// caller asks only for claims of [`Copies::trees_read_for_claims`]).
     pub fn records_with_claims<I>(
         &self,
         claims: &[TreeClaim],
@@ -248,7 +249,7 @@ impl Expansion {
             let files = match read.iter().find(|(t, _)| *t == claim.tree) {
                 Some((_, files)) => files.clone(),
                 None => {
-                    let files = repo.tree_files(&claim.tree)?;
+                    let files = repo.copies().tree_files(&claim.tree)?;
                     read.push((claim.tree, files.clone()));
                     files
                 }
@@ -317,7 +318,7 @@ impl Expansion {
 }
 
 /// Records with those that claims stand for, in order (see
-/// [`Repository::records_with_claims`]).
+/// [`Copies::records_with_claims`]).
 pub struct WithClaims<I: Iterator<Item = RepoResult<LocationRecord>>> {
     expansion: Expansion,
     records: std::iter::Peekable<I>,
@@ -370,6 +371,7 @@ impl ClaimFinder {
     pub(crate) fn new(repo: &Repository) -> RepoResult<ClaimFinder> {
         Ok(ClaimFinder {
             candidates: repo
+                .copies()
                 .claimable_trees()?
                 .into_iter()
                 .map(|(tree, files)| Candidate { tree, files, at: 0 })
@@ -473,7 +475,7 @@ mod tests {
             .commit(&repo.head_commit().unwrap().unwrap())
             .unwrap()
             .tree;
-        let files = repo.tree_files(&tree).unwrap().unwrap().to_vec();
+        let files = repo.copies().tree_files(&tree).unwrap().unwrap().to_vec();
         assert_eq!(files.len(), n);
         (dir, repo, tree, files)
     }
@@ -492,12 +494,13 @@ mod tests {
         for r in &records {
             expected.record(r.key, r.replica, r.stamp);
         }
-        repo.merge_locations(records.into_iter().map(Ok), &ReplicaCards::new(), false)
+        repo.copies()
+            .merge_locations(records.into_iter().map(Ok), &ReplicaCards::new(), false)
             .unwrap();
     }
 
     fn read(repo: &Repository) -> LocationLog {
-        repo.locations_where(|_| true).unwrap()
+        repo.copies().locations_where(|_| true).unwrap()
     }
 
     /// Two replicas holding every file of HEAD (a push, then a clone) are
@@ -520,7 +523,7 @@ mod tests {
         records.retain(|r| !(r.key == files[7] && r.replica.0[0] == 2));
         records.push(record(files[7], 2, 25, true));
         merge(&repo, &mut expected, records);
-        let claims = repo.read_claims().unwrap();
+        let claims = repo.copies().read_claims().unwrap();
         assert_eq!(
             claims,
             [1u8, 2].map(|r| TreeClaim {
@@ -530,7 +533,7 @@ mod tests {
             })
         );
         // Left: replica 3's 50, the file of no tree, and replica 2's newer record.
-        let bytes = std::fs::read(repo.locations_path()).unwrap();
+        let bytes = std::fs::read(repo.copies().locations_path()).unwrap();
         assert_eq!(u64::from_le_bytes(bytes[12..20].try_into().unwrap()), 52);
         assert!(bytes.len() < 2048, "{} bytes", bytes.len());
         assert_eq!(read(&repo).records, expected.records);
@@ -544,7 +547,8 @@ mod tests {
         );
 
         // Replica 1 drops a file: noted in the journal, then merged with more.
-        repo.note_locations(vec![record(files[3], 1, 40, false)])
+        repo.copies()
+            .note_locations(vec![record(files[3], 1, 40, false)])
             .unwrap();
         expected.record(
             files[3],
@@ -553,12 +557,13 @@ mod tests {
         );
         assert_eq!(read(&repo).records, expected.records);
         merge(&repo, &mut expected, vec![record(outside, 4, 50, true)]);
-        assert_eq!(repo.claimed_trees().unwrap(), vec![tree]);
-        assert_eq!(repo.read_claims().unwrap().len(), 1);
+        assert_eq!(repo.copies().claimed_trees().unwrap(), vec![tree]);
+        assert_eq!(repo.copies().read_claims().unwrap().len(), 1);
         assert_eq!(read(&repo).records, expected.records);
         // Sent as it reads: every record, none of them a claim.
         let sent = LocationLog::decode(
             &repo
+                .copies()
                 .location_pages()
                 .unwrap()
                 .next_page(1 << 20)
@@ -569,7 +574,7 @@ mod tests {
         assert_eq!(sent.records, expected.records);
 
         // gc keeps the claimed tree itself, wherever the refs that named it move.
-        assert!(repo.roots().unwrap().contains(&tree));
+        assert!(repo.maintenance().roots().unwrap().contains(&tree));
     }
 
     /// Whatever records a log holds of a tree's files, and in whatever
@@ -598,7 +603,7 @@ mod tests {
                     proptest::collection::vec(0usize..400, 0..20),
                 ),
                 |(replicas, later)| {
-                    let _ = std::fs::remove_file(repo.locations_path());
+                    let _ = std::fs::remove_file(repo.copies().locations_path());
                     let mut expected = LocationLog::default();
                     let records: Vec<LocationRecord> = replicas
                         .iter()
@@ -610,7 +615,9 @@ mod tests {
                         })
                         .collect();
                     merge(&repo, &mut expected, records);
-                    claimed.set(claimed.get() + !repo.read_claims().unwrap().is_empty() as usize);
+                    claimed.set(
+                        claimed.get() + !repo.copies().read_claims().unwrap().is_empty() as usize,
+                    );
                     prop_assert_eq!(&read(&repo).records, &expected.records);
                     // Then a few records more, older and newer.
                     let more: Vec<LocationRecord> = later
@@ -633,7 +640,7 @@ mod tests {
     #[test]
     fn a_log_sent_with_its_claims_reads_there_as_the_whole_log() {
         let (_dir, repo, tree, files) = repo_with_files(600);
-        assert_eq!(repo.trees_read_for_claims().unwrap(), vec![tree]);
+        assert_eq!(repo.copies().trees_read_for_claims().unwrap(), vec![tree]);
         let sent_records = std::cell::Cell::new(usize::MAX);
         let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
             cases: 24,
@@ -648,7 +655,7 @@ mod tests {
                     proptest::collection::vec((0usize..600, 0u64..6, any::<bool>()), 0..10),
                 ),
                 |(whole, said, journal)| {
-                    let _ = std::fs::remove_file(repo.locations_path());
+                    let _ = std::fs::remove_file(repo.copies().locations_path());
                     let _ = std::fs::remove_file(repo.dmv.join("locations.journal"));
                     // Replicas 1 and 2 hold every file (at one time, a claim); 3 some.
                     let mut records: Vec<LocationRecord> = files
@@ -670,10 +677,10 @@ mod tests {
                         .iter()
                         .map(|(i, t, present)| record(files[*i], (*i % 3) as u8 + 1, *t, *present))
                         .collect();
-                    repo.note_locations(notes).unwrap();
+                    repo.copies().note_locations(notes).unwrap();
                     let whole_log = read(&repo).records;
 
-                    let mut pages = repo.location_pages_claiming(&[tree]).unwrap();
+                    let mut pages = repo.copies().location_pages_claiming(&[tree]).unwrap();
                     let claims = pages.claims().to_vec();
                     prop_assert_eq!(claims.len(), 2);
                     let page = pages.next_page(1 << 20).unwrap().unwrap();
@@ -681,6 +688,7 @@ mod tests {
                     let sent: Vec<LocationRecord> = sent.collect();
                     sent_records.set(sent_records.get().min(sent.len()));
                     let read_there: std::collections::BTreeMap<_, _> = repo
+                        .copies()
                         .records_with_claims(&claims, sent.into_iter().map(Ok))
                         .unwrap()
                         .map(|r| r.map(|r| (r.order(), r.stamp)))
@@ -688,7 +696,10 @@ mod tests {
                         .unwrap();
                     prop_assert_eq!(read_there, whole_log);
                     // Claims of trees the receiver does not read come as their records.
-                    let mut pages = repo.location_pages_claiming(&[ObjectId([7; 32])]).unwrap();
+                    let mut pages = repo
+                        .copies()
+                        .location_pages_claiming(&[ObjectId([7; 32])])
+                        .unwrap();
                     prop_assert!(pages.claims().is_empty());
                     let page = pages.next_page(1 << 20).unwrap().unwrap();
                     prop_assert_eq!(
@@ -715,17 +726,17 @@ mod tests {
             .iter()
             .flat_map(|k| [record(*k, 1, 10, true), record(*k, 2, 20, true)]);
         merge(&repo, &mut LocationLog::default(), records.collect());
-        let good = std::fs::read(repo.locations_path()).unwrap();
-        assert_eq!(repo.read_claims().unwrap().len(), 2);
+        let good = std::fs::read(repo.copies().locations_path()).unwrap();
+        assert_eq!(repo.copies().read_claims().unwrap().len(), 2);
         for at in 0..good.len() {
             let mut bytes = good.clone();
             bytes[at] ^= 1 << (at % 8);
-            std::fs::write(repo.locations_path(), &bytes).unwrap();
-            let err = repo.check_locations().unwrap_err();
+            std::fs::write(repo.copies().locations_path(), &bytes).unwrap();
+            let err = repo.copies().check_locations().unwrap_err();
             assert!(matches!(err, crate::RepoError::Corrupt { .. }), "{err}");
         }
-        std::fs::write(repo.locations_path(), &good).unwrap();
-        repo.check_locations().unwrap();
+        std::fs::write(repo.copies().locations_path(), &good).unwrap();
+        repo.copies().check_locations().unwrap();
     }
 
     /// A log claiming more trees or claims than the bounds allow, or out of

@@ -6,6 +6,7 @@
 //! (a `get`, a drop) are appended to the journal instead, which every
 //! reading takes together with the log (location_journal.rs).
 
+use crate::repository::handles::Copies;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
@@ -506,7 +507,7 @@ pub struct LocationPages {
     /// Records not given yet.
     left: u64,
     cards: Option<ReplicaCards>,
-    /// Claims given as they are (see [`Repository::location_pages_claiming`]).
+    /// Claims given as they are (see [`Copies::location_pages_claiming`]).
     claims: Vec<TreeClaim>,
 }
 
@@ -581,7 +582,7 @@ impl LocationPages {
 pub const MERGED_FROM_RECORDS: usize = 1024;
 
 /// Records one log holds newer than, or unknown to, another it merged
-/// (see [`Repository::merge_locations_with_news`]); past
+/// (see [`Copies::merge_locations_with_news`]); past
 /// [`LocationNews::LIMIT`] only that there were more is kept, and the
 /// whole log is the answer.
 #[derive(Debug, Default)]
@@ -609,18 +610,18 @@ impl LocationNews {
     }
 }
 
-impl Repository {
+impl Copies<'_> {
     /// The location log, to be read in pages (see [`LocationPages`]), with
     /// this replica's current card among the cards.
     pub fn location_pages(&self) -> RepoResult<LocationPages> {
         self.location_pages_claiming(&[])
     }
 
-    /// [`Repository::location_pages`] for a replica that reads the claims
-    /// of `trees` itself ([`Repository::trees_read_for_claims`]): the log's
+    /// [`Copies::location_pages`] for a replica that reads the claims
+    /// of `trees` itself ([`Copies::trees_read_for_claims`]): the log's
     /// claims of them are given as they are
     /// ([`LocationPages::claims`]), and the records they stand for are not
-    /// in the pages. The receiver's [`Repository::records_with_claims`]
+    /// in the pages. The receiver's [`Copies::records_with_claims`]
     /// reads the two as these pages would read without them.
     pub fn location_pages_claiming(&self, trees: &[ObjectId]) -> RepoResult<LocationPages> {
         let path = self.locations_path();
@@ -670,7 +671,7 @@ impl Repository {
     }
 
     /// Some records (what one transfer taught), to be given in pages as
-    /// [`Repository::location_pages`] gives the whole log, with this replica's name.
+    /// [`Copies::location_pages`] gives the whole log, with this replica's name.
     /// Of two records of one file and replica, the newer is given.
     pub fn location_pages_of(&self, mut records: Vec<LocationRecord>) -> RepoResult<LocationPages> {
         records.sort_unstable_by(|a, b| {
@@ -739,7 +740,7 @@ impl Repository {
         self.merge_locked(records, cards, my_card, None)
     }
 
-    /// [`Repository::merge_locations`] of another replica's whole log (in
+    /// [`Copies::merge_locations`] of another replica's whole log (in
     /// key order), also returning what this log knows that it did not: the
     /// news to send back, so a drop heard of here travels on with a fetch.
     pub fn merge_locations_with_news(
@@ -753,7 +754,7 @@ impl Repository {
         Ok((changed, news))
     }
 
-    /// [`Repository::merge_locations`] under the lock, folding the journal
+    /// [`Copies::merge_locations`] under the lock, folding the journal
     /// in; the records of ours that `theirs` lacks or holds older go in `news`.
     fn merge_locked(
         &self,
@@ -903,16 +904,16 @@ impl Repository {
     }
 
     /// Adds records learnt now (a `get`, a drop: a few) to the journal, as
-    /// [`Repository::merge_locations`] would add them to the log, without
+    /// [`Copies::merge_locations`] would add them to the log, without
     /// rewriting it: unless the journal is full, when they are merged.
     /// (This replica's name is not needed in the log: it is added to every
-    /// log it sends, see [`Repository::location_pages`].)
+    /// log it sends, see [`Copies::location_pages`].)
     pub fn note_locations(&self, records: Vec<LocationRecord>) -> RepoResult<()> {
         let _lock = self.lock_locations()?;
         self.note_locked(records)
     }
 
-    /// [`Repository::merge_locations`] of a few records another replica
+    /// [`Copies::merge_locations`] of a few records another replica
     /// sent (what a `get` or a drop there changed): noted in the journal, as
     /// this replica's own few are, when their cards say nothing the log
     /// does not (each replica's name, URLs and metered flag as known; a
@@ -941,7 +942,7 @@ impl Repository {
         Ok(taken)
     }
 
-    /// [`Repository::note_locations`] under the lock.
+    /// [`Copies::note_locations`] under the lock.
     fn note_locked(&self, mut records: Vec<LocationRecord>) -> RepoResult<()> {
         let journal = self.read_journal()?;
         // Counted as appended: a file noted again and again (got, dropped, got) must not grow it without end.
@@ -1108,7 +1109,7 @@ mod tests {
             let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
             let ours = log_of(&ours, &[(1, 5, "laptop")]);
             if with_log {
-                std::fs::write(repo.locations_path(), ours.encode()).unwrap();
+                std::fs::write(repo.copies().locations_path(), ours.encode()).unwrap();
             }
             let mut expected = if with_log { ours.clone() } else { LocationLog::default() };
             theirs.sort_by_key(|r| r.order());
@@ -1116,23 +1117,23 @@ mod tests {
             let mut theirs_log = log_of(&theirs, &[]);
             theirs_log.cards = names.clone();
             let expected_changed = expected.merge(&theirs_log);
-            let changed = repo.merge_locations(theirs.iter().copied().map(Ok), &names, false).unwrap();
-            let merged = repo.load_locations().unwrap();
+            let changed = repo.copies().merge_locations(theirs.iter().copied().map(Ok), &names, false).unwrap();
+            let merged = repo.copies().load_locations().unwrap();
             prop_assert_eq!(&merged, &expected);
             prop_assert_eq!(changed, expected_changed);
-            repo.check_locations().unwrap();
+            repo.copies().check_locations().unwrap();
             // Read for some records, it holds those and the names.
-            let some = repo.locations_where(|r| r.key.0[0] % 2 == 0 && r.stamp.present).unwrap();
+            let some = repo.copies().locations_where(|r| r.key.0[0] % 2 == 0 && r.stamp.present).unwrap();
             let expected_some: BTreeMap<_, _> = merged.records.iter().filter(|(k, s)| k.0 .0[0] % 2 == 0 && s.present).map(|(k, s)| (*k, *s)).collect();
             prop_assert_eq!(&some.records, &expected_some);
             prop_assert_eq!(&some.cards, &merged.cards);
             // Read for sending, in pages or encoded whole, it is the log with this replica's name.
             // (Written down first, so the name's time is the file's.)
-            repo.merge_locations(std::iter::empty(), &ReplicaCards::new(), true).unwrap();
-            let named = repo.load_locations().unwrap();
+            repo.copies().merge_locations(std::iter::empty(), &ReplicaCards::new(), true).unwrap();
+            let named = repo.copies().load_locations().unwrap();
             prop_assert_eq!(&named.records, &merged.records);
             prop_assert!(named.cards.len() == merged.cards.len() + 1);
-            let mut pages = repo.location_pages().unwrap();
+            let mut pages = repo.copies().location_pages().unwrap();
             let mut sent = LocationLog::default();
             let mut first = true;
             while let Some(page) = pages.next_page(7).unwrap() {
@@ -1146,7 +1147,7 @@ mod tests {
             prop_assert!(!first);
             prop_assert_eq!(&sent, &named);
             let mut whole = Vec::new();
-            repo.location_pages().unwrap().encode_to(&mut whole).unwrap();
+            repo.copies().location_pages().unwrap().encode_to(&mut whole).unwrap();
             prop_assert_eq!(whole, named.encode());
         }
     }
@@ -1163,27 +1164,27 @@ mod tests {
             let mut expected = LocationLog::default();
             if with_log {
                 expected = log_of(&[record(1, 1, 2, true), record(4, 2, 1, false)], &[(1, 5, "laptop")]);
-                std::fs::write(repo.locations_path(), expected.encode()).unwrap();
+                std::fs::write(repo.copies().locations_path(), expected.encode()).unwrap();
             }
             for (note, mut records) in steps {
                 match note {
-                    true => repo.note_locations(records.clone()).unwrap(),
+                    true => repo.copies().note_locations(records.clone()).unwrap(),
                     false => {
                         records.sort_by_key(|r| r.order());
-                        let had_journal = repo.journal_path().exists();
-                        let changed = repo.merge_locations(records.iter().copied().map(Ok), &ReplicaCards::new(), false).unwrap();
+                        let had_journal = repo.copies().journal_path().exists();
+                        let changed = repo.copies().merge_locations(records.iter().copied().map(Ok), &ReplicaCards::new(), false).unwrap();
                         // A merge that learns something folds the journal in; one that learns nothing writes nothing.
-                        prop_assert_eq!(repo.journal_path().exists(), had_journal && changed == 0);
+                        prop_assert_eq!(repo.copies().journal_path().exists(), had_journal && changed == 0);
                     }
                 }
                 for r in &records {
                     expected.record(r.key, r.replica, r.stamp);
                 }
-                prop_assert_eq!(&repo.load_locations().unwrap(), &expected);
+                prop_assert_eq!(&repo.copies().load_locations().unwrap(), &expected);
             }
-            repo.check_locations().unwrap();
+            repo.copies().check_locations().unwrap();
             let mut sent = LocationLog::default();
-            let mut pages = repo.location_pages().unwrap();
+            let mut pages = repo.copies().location_pages().unwrap();
             while let Some(page) = pages.next_page(5).unwrap() {
                 sent.records.extend(LocationLog::decode(&page).unwrap().records);
             }
@@ -1195,18 +1196,22 @@ mod tests {
     fn a_few_records_are_appended_without_rewriting_the_log_and_an_append_cut_short_is_cut_off() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
-        repo.merge_locations([Ok(record(1, 1, 1, true))], &ReplicaCards::new(), false)
+        repo.copies()
+            .merge_locations([Ok(record(1, 1, 1, true))], &ReplicaCards::new(), false)
             .unwrap();
-        let log = std::fs::read(repo.locations_path()).unwrap();
-        repo.note_locations(vec![record(2, 1, 1, true)]).unwrap();
-        repo.record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false)
+        let log = std::fs::read(repo.copies().locations_path()).unwrap();
+        repo.copies()
+            .note_locations(vec![record(2, 1, 1, true)])
+            .unwrap();
+        repo.copies()
+            .record_locations(&[ObjectId([3; 32])], ReplicaId([1; 16]), false)
             .unwrap();
         assert_eq!(
-            std::fs::read(repo.locations_path()).unwrap(),
+            std::fs::read(repo.copies().locations_path()).unwrap(),
             log,
             "the log is not rewritten"
         );
-        let journal = std::fs::read(repo.journal_path()).unwrap();
+        let journal = std::fs::read(repo.copies().journal_path()).unwrap();
         assert_eq!(
             journal.len(),
             crate::replica::location_journal::JOURNAL_HEADER_LEN + 2 * (8 + RECORD_LEN + 32)
@@ -1214,9 +1219,10 @@ mod tests {
         // A kill in the middle of an append: the frame is cut short.
         let mut torn = journal.clone();
         torn.extend(&journal_frame(&[record(9, 1, 1, true)])[..40]);
-        std::fs::write(repo.journal_path(), &torn).unwrap();
+        std::fs::write(repo.copies().journal_path(), &torn).unwrap();
         let keys = |repo: &Repository| {
-            repo.load_locations()
+            repo.copies()
+                .load_locations()
                 .unwrap()
                 .records
                 .keys()
@@ -1224,10 +1230,12 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(keys(&repo), vec![1, 2, 3]);
-        repo.note_locations(vec![record(4, 1, 1, true)]).unwrap();
+        repo.copies()
+            .note_locations(vec![record(4, 1, 1, true)])
+            .unwrap();
         assert_eq!(keys(&repo), vec![1, 2, 3, 4]);
         assert_eq!(
-            std::fs::read(repo.journal_path()).unwrap().len(),
+            std::fs::read(repo.copies().journal_path()).unwrap().len(),
             journal.len() + 8 + RECORD_LEN + 32
         );
         // Once the journal would hold more than its limit, it is folded into the log.
@@ -1241,27 +1249,35 @@ mod tests {
                 },
             })
             .collect();
-        repo.note_locations(many).unwrap();
-        assert!(!repo.journal_path().exists());
+        repo.copies().note_locations(many).unwrap();
+        assert!(!repo.copies().journal_path().exists());
         assert_eq!(
-            repo.load_locations().unwrap().records.len(),
+            repo.copies().load_locations().unwrap().records.len(),
             4 + JOURNAL_LIMIT
         );
         // A damaged frame before the last is damage, reported by every reading.
-        repo.note_locations(vec![record(5, 1, 1, true)]).unwrap();
-        repo.note_locations(vec![record(6, 1, 1, true)]).unwrap();
-        let mut bytes = std::fs::read(repo.journal_path()).unwrap();
+        repo.copies()
+            .note_locations(vec![record(5, 1, 1, true)])
+            .unwrap();
+        repo.copies()
+            .note_locations(vec![record(6, 1, 1, true)])
+            .unwrap();
+        let mut bytes = std::fs::read(repo.copies().journal_path()).unwrap();
         bytes[crate::replica::location_journal::JOURNAL_HEADER_LEN + 9] ^= 1;
-        std::fs::write(repo.journal_path(), &bytes).unwrap();
+        std::fs::write(repo.copies().journal_path(), &bytes).unwrap();
         assert!(repo
+            .copies()
             .check_locations()
             .unwrap_err()
             .to_string()
             .contains("journal"));
-        assert!(repo.note_locations(vec![record(7, 1, 1, true)]).is_err());
-        assert_eq!(std::fs::read(repo.journal_path()).unwrap(), bytes);
-        assert!(repo.reset_damaged_locations().unwrap());
-        repo.check_locations().unwrap();
+        assert!(repo
+            .copies()
+            .note_locations(vec![record(7, 1, 1, true)])
+            .is_err());
+        assert_eq!(std::fs::read(repo.copies().journal_path()).unwrap(), bytes);
+        assert!(repo.maintenance().reset_damaged_locations().unwrap());
+        repo.copies().check_locations().unwrap();
     }
 
     /// Another replica's few records (a phone's `get`, told to its hub) are
@@ -1272,36 +1288,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
         let phone = log_of(&[], &[(2, 10, "phone")]).cards;
-        repo.merge_locations([Ok(record(1, 1, 1, true))], &phone, false)
+        repo.copies()
+            .merge_locations([Ok(record(1, 1, 1, true))], &phone, false)
             .unwrap();
-        let log = std::fs::read(repo.locations_path()).unwrap();
+        let log = std::fs::read(repo.copies().locations_path()).unwrap();
         let stamped_again = log_of(&[], &[(2, 20, "phone")]).cards;
         for (i, cards) in [&phone, &stamped_again, &ReplicaCards::new()]
             .into_iter()
             .enumerate()
         {
             let taken = repo
+                .copies()
                 .merge_few_locations(vec![record(10 + i as u8, 2, 5, true)], cards)
                 .unwrap();
             assert_eq!(taken, 1);
         }
         assert_eq!(
-            std::fs::read(repo.locations_path()).unwrap(),
+            std::fs::read(repo.copies().locations_path()).unwrap(),
             log,
             "the log was rewritten"
         );
-        let read = repo.load_locations().unwrap();
+        let read = repo.copies().load_locations().unwrap();
         assert_eq!(read.records.len(), 4);
         assert_eq!(read.cards, phone);
 
         let renamed = log_of(&[], &[(2, 30, "phone of ann")]).cards;
-        repo.merge_few_locations(vec![record(20, 2, 5, true)], &renamed)
+        repo.copies()
+            .merge_few_locations(vec![record(20, 2, 5, true)], &renamed)
             .unwrap();
         assert!(
-            !repo.journal_path().exists(),
+            !repo.copies().journal_path().exists(),
             "a new name is merged, the journal folded in"
         );
-        let read = repo.load_locations().unwrap();
+        let read = repo.copies().load_locations().unwrap();
         assert_eq!((read.records.len(), &read.cards), (5, &renamed));
         let many: Vec<LocationRecord> = (0..=MERGED_FROM_RECORDS as u32)
             .map(|i| LocationRecord {
@@ -1313,10 +1332,10 @@ mod tests {
                 },
             })
             .collect();
-        repo.merge_few_locations(many, &renamed).unwrap();
-        assert!(!repo.journal_path().exists());
+        repo.copies().merge_few_locations(many, &renamed).unwrap();
+        assert!(!repo.copies().journal_path().exists());
         assert_eq!(
-            repo.load_locations().unwrap().records.len(),
+            repo.copies().load_locations().unwrap().records.len(),
             5 + MERGED_FROM_RECORDS + 1
         );
     }
@@ -1326,23 +1345,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path(), dmv_store::ChunkParams::default()).unwrap();
         let before: Vec<LocationRecord> = (1..=5).map(|k| record(k, 1, 1, true)).collect();
-        repo.merge_locations(before.iter().copied().map(Ok), &ReplicaCards::new(), false)
+        repo.copies()
+            .merge_locations(before.iter().copied().map(Ok), &ReplicaCards::new(), false)
             .unwrap();
-        let mut pages = repo.location_pages().unwrap();
+        let mut pages = repo.copies().location_pages().unwrap();
         let first = LocationLog::decode(&pages.next_page(2).unwrap().unwrap()).unwrap();
         // Another command merges records in (a fetch, a drop): the log is rewritten under the sender.
-        repo.merge_locations(
-            [Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))],
-            &ReplicaCards::new(),
-            false,
-        )
-        .unwrap();
+        repo.copies()
+            .merge_locations(
+                [Ok(record(0, 2, 9, true)), Ok(record(3, 1, 9, false))],
+                &ReplicaCards::new(),
+                false,
+            )
+            .unwrap();
         let mut sent: Vec<LocationRecord> = first.iter().collect();
         while let Some(page) = pages.next_page(2).unwrap() {
             sent.extend(LocationLog::decode(&page).unwrap().iter());
         }
         assert_eq!(sent, before);
-        assert_eq!(repo.load_locations().unwrap().records.len(), 6);
+        assert_eq!(repo.copies().load_locations().unwrap().records.len(), 6);
     }
 
     #[test]
@@ -1352,22 +1373,30 @@ mod tests {
         let log = log_of(&[record(1, 1, 1, true), record(2, 1, 1, true)], &[]);
         let mut bytes = log.encode();
         bytes[HEADER_LEN + 40] ^= 4;
-        std::fs::write(repo.locations_path(), &bytes).unwrap();
+        std::fs::write(repo.copies().locations_path(), &bytes).unwrap();
         let err = repo
+            .copies()
             .merge_locations([Ok(record(3, 1, 1, true))], &ReplicaCards::new(), false)
             .unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
-        assert_eq!(std::fs::read(repo.locations_path()).unwrap(), bytes);
-        assert!(repo.check_locations().is_err() && repo.location_pages().is_err());
+        assert_eq!(
+            std::fs::read(repo.copies().locations_path()).unwrap(),
+            bytes
+        );
+        assert!(
+            repo.copies().check_locations().is_err() && repo.copies().location_pages().is_err()
+        );
         // Even a read that keeps none of the records checks them all.
         assert!(repo
+            .copies()
             .locations_where(|_| false)
             .unwrap_err()
             .to_string()
             .contains("checksum"));
 
-        std::fs::remove_file(repo.locations_path()).unwrap();
+        std::fs::remove_file(repo.copies().locations_path()).unwrap();
         let err = repo
+            .copies()
             .merge_locations(
                 [Ok(record(3, 1, 1, true)), Ok(record(2, 1, 1, true))],
                 &ReplicaCards::new(),
@@ -1375,7 +1404,7 @@ mod tests {
             )
             .unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
-        assert!(!repo.locations_path().exists());
+        assert!(!repo.copies().locations_path().exists());
         assert_eq!(
             std::fs::read_dir(&repo.dmv)
                 .unwrap()
@@ -1402,12 +1431,13 @@ mod tests {
             ],
             &[(1, 3, "nas")],
         );
-        std::fs::write(repo.locations_path(), plain.encode()).unwrap();
+        std::fs::write(repo.copies().locations_path(), plain.encode()).unwrap();
         assert_eq!(
-            repo.locations_where(|_| true).unwrap().records,
+            repo.copies().locations_where(|_| true).unwrap().records,
             plain.records
         );
-        repo.merge_locations([Ok(record(3, 2, 8, true))], &ReplicaCards::new(), false)
+        repo.copies()
+            .merge_locations([Ok(record(3, 2, 8, true))], &ReplicaCards::new(), false)
             .unwrap();
         let mut expected = plain.clone();
         expected.record(
@@ -1418,7 +1448,7 @@ mod tests {
                 present: true,
             },
         );
-        let on_disk = std::fs::read(repo.locations_path()).unwrap();
+        let on_disk = std::fs::read(repo.copies().locations_path()).unwrap();
         let mut header = b"DMVLOCS\0".to_vec();
         header.extend([5, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(on_disk[..HEADER_LEN], header[..]);
@@ -1436,13 +1466,14 @@ mod tests {
             "the checksum is of the bytes on disk"
         );
         assert!(on_disk.len() < as_sent.len());
-        let read = repo.locations_where(|_| true).unwrap();
+        let read = repo.copies().locations_where(|_| true).unwrap();
         assert_eq!(
             (read.records, read.cards),
             (expected.records.clone(), expected.cards.clone())
         );
         // What is sent stays version 3.
         let sent = repo
+            .copies()
             .location_pages()
             .unwrap()
             .next_page(100)
@@ -1464,9 +1495,10 @@ mod tests {
         let records: Vec<LocationRecord> = (0..200u8)
             .map(|k| record(k, k % 3, u64::from(k), k % 5 != 0))
             .collect();
-        repo.merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false)
+        repo.copies()
+            .merge_locations(records.iter().map(|r| Ok(*r)), &ReplicaCards::new(), false)
             .unwrap();
-        let good = std::fs::read(repo.locations_path()).unwrap();
+        let good = std::fs::read(repo.copies().locations_path()).unwrap();
         assert_eq!(good[8], 5);
         // Every byte, each at a bit of its own (a flip of an unused bit of
         // the frame's header decoded as if nothing happened).
@@ -1481,11 +1513,11 @@ mod tests {
         damaged.push(good[..good.len() - 1].to_vec());
         damaged.push(good[..HEADER_LEN + 40].to_vec());
         for bytes in damaged {
-            std::fs::write(repo.locations_path(), &bytes).unwrap();
-            let err = repo.check_locations().unwrap_err();
+            std::fs::write(repo.copies().locations_path(), &bytes).unwrap();
+            let err = repo.copies().check_locations().unwrap_err();
             assert!(matches!(err, RepoError::Corrupt { .. }), "{err}");
         }
-        std::fs::write(repo.locations_path(), &good).unwrap();
-        repo.check_locations().unwrap();
+        std::fs::write(repo.copies().locations_path(), &good).unwrap();
+        repo.copies().check_locations().unwrap();
     }
 }

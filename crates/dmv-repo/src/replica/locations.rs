@@ -26,6 +26,7 @@
 //! Versions 3 and 4 are still read.
 //! `.dmv/replica-id`: this replica's id, made once (the first writer wins).
 
+use crate::repository::handles::Copies;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
@@ -33,7 +34,6 @@ use std::io::Write;
 use dmv_store::ObjectId;
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::repository::repo::Repository;
 
 pub(crate) const MAGIC: &[u8; 8] = b"DMVLOCS\0";
 pub(crate) const VERSION: u32 = 3;
@@ -487,7 +487,7 @@ pub(crate) fn decode_cards(
     Ok(())
 }
 
-impl Repository {
+impl Copies<'_> {
     pub(crate) fn locations_path(&self) -> std::path::PathBuf {
         self.dmv.join("locations")
     }

@@ -11,6 +11,7 @@
 //! lockable file it holds is left writable at checkout); the remote's
 //! table decides.
 
+use crate::repository::handles::Locks;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
@@ -21,7 +22,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::lookup;
-use crate::repository::repo::Repository;
 use crate::time::utc_time;
 
 /// One held path.
@@ -393,7 +393,7 @@ impl HeldLocks {
     }
 }
 
-impl Repository {
+impl Locks<'_> {
     /// Takes the lock table's own lock (`.dmv/locks.lock`, an flock the
     /// kernel drops if its holder dies) and reads the table. Locking a path
     /// and checking a push against the locks both run under it, so a lock
@@ -575,7 +575,7 @@ pub fn refuse_moves_over_locks<E: From<RepoError>>(
     Ok(())
 }
 
-impl Repository {
+impl Locks<'_> {
     /// The entry at `path` in the tree of `commit` (a commit here, or a tag of one).
     pub fn entry_at_commit(
         &self,
@@ -644,7 +644,7 @@ impl KnownLocks {
     }
 }
 
-impl Repository {
+impl Locks<'_> {
     fn known_locks_path(&self) -> PathBuf {
         self.dmv.join("locks-known")
     }

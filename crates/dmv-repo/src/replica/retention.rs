@@ -4,6 +4,7 @@
 //! `drop --unwanted` frees those that are here once other copies are
 //! confirmed (the confirming is dmv-sync's).
 
+use crate::repository::handles::Copies;
 use std::collections::{BTreeMap, HashSet};
 
 use dmv_store::ObjectId;
@@ -11,9 +12,8 @@ use dmv_store::ObjectId;
 use crate::error::{RepoError, RepoResult};
 use crate::history::tree::flatten;
 use crate::ref_names::BRANCHES;
-use crate::repository::repo::Repository;
 
-impl Repository {
+impl Copies<'_> {
     /// Every file version of the history the refs and HEAD reach, each with
     /// one of its paths (the first met, newest commits first).
     pub fn file_versions(&self) -> RepoResult<BTreeMap<ObjectId, Vec<u8>>> {
@@ -71,7 +71,7 @@ impl Repository {
         tips.extend(self.head_commit()?);
         let mut near = HashSet::new();
         for tip in tips {
-            for c in self.walk(&[tip])?.take(n) {
+            for c in self.history().walk(&[tip])?.take(n) {
                 near.insert(c?.id);
             }
         }
@@ -103,7 +103,7 @@ impl Repository {
             }
         }
         let mut seen = HashSet::new();
-        for commit in self.commits_between(&commits_tips, &[])? {
+        for commit in self.history().commits_between(&commits_tips, &[])? {
             let tree = self.commit(&commit)?.tree;
             let kept = kept_commit(&commit);
             if !seen.insert((tree, kept)) {

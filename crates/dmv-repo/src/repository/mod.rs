@@ -10,6 +10,7 @@
 
 pub(crate) mod attributes;
 pub(crate) mod config;
+pub(crate) mod handles;
 pub(crate) mod refs;
 pub(crate) mod repo;
 pub(crate) mod requires;

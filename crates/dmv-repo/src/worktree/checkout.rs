@@ -1,8 +1,9 @@
 //! Checking out: making the working tree and the dirstate match a tree
-//! (one core, [`Repository::update_worktree`], for every kind of checkout:
+//! (one core, [`Worktree::update_worktree`], for every kind of checkout:
 //! switch, clone, merge), taking over what an interrupted clone wrote, and
 //! `restore` of single paths.
 
+use crate::repository::handles::Worktree;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::Metadata;
 
@@ -13,7 +14,6 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::{flatten, lookup, tree_reader, FilesInOrder, FlatEntry};
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{clash_with, matches, show, Beneath};
-use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{DirEntry, Dirstate, Stat};
 use crate::worktree::early::EarlyCheckout;
 
@@ -21,7 +21,7 @@ use crate::worktree::early::EarlyCheckout;
 /// (written by a clone while their data arrived).
 pub(crate) type Written = BTreeMap<Vec<u8>, (FlatEntry, Stat)>;
 
-impl Repository {
+impl Worktree<'_> {
     /// Makes the working tree and dirstate match `target`. Refuses when
     /// tracked files have uncommitted changes or untracked files would be
     /// overwritten. Files in `written` that already hold the target's entry
@@ -88,7 +88,7 @@ impl Repository {
                     merge: false,
                 });
             }
-            if !self.is_absent_as_listed(&e)? {
+            if !self.copies().is_absent_as_listed(&e)? {
                 self.check_present(rel, &e)?;
                 total += e.size;
             }
@@ -122,7 +122,7 @@ impl Repository {
             let entry = if early(rel, &e) {
                 let meta = self.follow_lock_mode(rel, e.kind, &written[rel].1)?;
                 DirEntry::with_stat(e.kind, e.id, e.size, &meta)
-            } else if self.is_absent_as_listed(&e)? {
+            } else if self.copies().is_absent_as_listed(&e)? {
                 // A file whose new version's data is not here leaves the working tree.
                 self.remove_worktree_file_in(&mut beneath, rel)?;
                 DirEntry::absent(e.kind, e.id, e.size)
@@ -230,7 +230,7 @@ impl Repository {
         Ok(())
     }
 
-    /// [`Repository::update_worktree`] when nothing is tracked (a clone, a
+    /// [`Worktree::update_worktree`] when nothing is tracked (a clone, a
     /// switch from an empty branch): every file of the target is new, so it
     /// needs neither the current flat tree nor a list of changes with a copy
     /// of every path, and the target's files are one sorted vector that
@@ -285,7 +285,7 @@ impl Repository {
                 }
                 return false;
             }
-            match self.is_absent_as_listed(e) {
+            match self.copies().is_absent_as_listed(e) {
                 Ok(false) => true,
                 Ok(true) => {
                     // Into an empty working tree, only a file written while its data
@@ -418,7 +418,7 @@ impl Repository {
         Ok(())
     }
 
-    /// [`Repository::check_data_present`] of one entry.
+    /// [`Worktree::check_data_present`] of one entry.
     fn check_present(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<()> {
         if e.kind == EntryKind::Dir {
             return Ok(());
@@ -497,7 +497,7 @@ impl Repository {
     /// For a clone resumed after it was stopped during its checkout: the
     /// working tree was empty when the clone began, so every file there is
     /// its own. Those that already have the content `target` gives them are
-    /// kept (returned for [`Repository::checkout_tree_with`]); the others
+    /// kept (returned for [`Repository::checkout_tree_with`](crate::Repository::checkout_tree_with)); the others
     /// (cut short by the interruption) are removed, to be written again.
     pub fn take_over_interrupted_checkout(
         &self,
@@ -613,7 +613,7 @@ impl Repository {
         self.fill_absent_with(specs, None)
     }
 
-    /// [`Repository::fill_absent`], moving in the files `early` wrote while
+    /// [`Worktree::fill_absent`], moving in the files `early` wrote while
     /// their data arrived instead of writing them again from the store.
     pub fn fill_absent_with(
         &self,
@@ -633,7 +633,9 @@ impl Repository {
             .map(|(p, e)| (p.to_vec(), e.flat()))
             .collect();
         for (rel, e) in wanted {
-            if self.is_absent(&e)? || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok() {
+            if self.copies().is_absent(&e)?
+                || std::fs::symlink_metadata(self.abs_path(&rel)).is_ok()
+            {
                 continue;
             }
             // A staged file that cannot be moved in is written again from the store.

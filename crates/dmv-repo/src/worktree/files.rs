@@ -2,6 +2,7 @@
 //! over whatever is there, or quickly into an empty tree), removing a file
 //! and the directories it leaves empty, reading a symlink's target.
 
+use crate::repository::handles::Worktree;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::Metadata;
@@ -20,7 +21,6 @@ use crate::error::{IoContext, RepoError, RepoResult};
 use crate::history::tree::FlatEntry;
 use crate::paths::{Beneath, TEMP_PREFIX};
 use crate::repository::attributes::{Lockable, ReadOnlyRule, ATTRIBUTES_FILE};
-use crate::repository::repo::Repository;
 
 /// The target of a symlink, as stored.
 pub(crate) fn symlink_target(path: &Path) -> RepoResult<Vec<u8>> {
@@ -45,7 +45,7 @@ fn make_symlink(target: &[u8], at: &Path) -> std::io::Result<()> {
     }
 }
 
-impl Repository {
+impl Worktree<'_> {
     /// Writes one stored entry to the working tree (via a temporary name and
     /// rename, so a reader never sees half a file) and returns its new stat.
     pub(crate) fn write_entry(&self, rel: &[u8], e: &FlatEntry) -> RepoResult<Metadata> {
@@ -86,7 +86,7 @@ impl Repository {
     }
 
     /// Writes bytes made here, not stored (a merge's text with conflict
-    /// markers), the way [`Repository::write_entry`] writes a stored file.
+    /// markers), the way [`Worktree::write_entry`] writes a stored file.
     pub(crate) fn write_made(
         &self,
         rel: &[u8],
@@ -239,7 +239,7 @@ impl Repository {
                 Some(e)
                     if e.kind == EntryKind::File
                         && e.size <= MAX_ATTRIBUTES_BYTES
-                        && !self.is_absent(&e)? =>
+                        && !self.copies().is_absent(&e)? =>
                 {
                     let mut bytes = Vec::new();
                     std::io::Read::read_to_end(&mut self.store.content_reader(&e.id)?, &mut bytes)
@@ -257,7 +257,11 @@ impl Repository {
         let held = if lockable.is_empty() {
             Default::default()
         } else {
-            self.known_locks().mine().map(|l| l.path.clone()).collect()
+            self.locks()
+                .known_locks()
+                .mine()
+                .map(|l| l.path.clone())
+                .collect()
         };
         let rule = Arc::new(ReadOnlyRule { lockable, held });
         *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = Some(rule.clone());
@@ -293,7 +297,7 @@ impl Repository {
         self.remove_worktree_file_in(&mut Beneath::new(&self.root), rel)
     }
 
-    /// [`Repository::remove_worktree_file`] for many files in path order,
+    /// [`Worktree::remove_worktree_file`] for many files in path order,
     /// which share `beneath`'s checks of the folders on the way.
     pub(crate) fn remove_worktree_file_in(
         &self,

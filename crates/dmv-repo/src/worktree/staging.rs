@@ -3,6 +3,7 @@
 //! commit commands, which consult a merge in progress, are in
 //! `operations::merge_aware`).
 
+use crate::repository::handles::Worktree;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -20,7 +21,7 @@ use crate::worktree::walk::stat_threads;
 /// Files handed to one ingest pipeline at a time by `add`.
 const INGEST_BATCH: usize = 8192;
 
-impl Repository {
+impl Worktree<'_> {
     /// Stages files under the given repository-relative paths (empty = everything):
     /// new and modified files are stored, vanished tracked files are unstaged.
     /// With `tracked_only`, untracked files are left alone (`commit -a`).

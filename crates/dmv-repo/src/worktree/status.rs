@@ -3,6 +3,7 @@
 //! status (staged, unstaged, untracked). Knows nothing of merges: the full
 //! `status` with the merge in progress is made in `ops.rs`.
 
+use crate::repository::handles::Worktree;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{Mutex, OnceLock};
@@ -17,7 +18,6 @@ use crate::history::tree::{
 };
 use crate::parallel::{run_batched, Batches};
 use crate::paths::{ser_path, Beneath};
-use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{kind_on_disk, DirEntry, Dirstate, Stat};
 use crate::worktree::files::symlink_target;
 use crate::worktree::sieve::{differs, sift, Seen};
@@ -50,14 +50,14 @@ impl WorktreeStatus {
     }
 }
 
-impl Repository {
+impl Worktree<'_> {
     /// Every file and symlink in the working tree with its lstat, honouring
     /// `.dmvignore`; walked in parallel.
     pub fn scan(&self) -> RepoResult<BTreeMap<Vec<u8>, Stat>> {
         Ok(self.scan_sorted()?.into_iter().collect())
     }
 
-    /// [`Repository::scan`] as a list in path order.
+    /// [`Worktree::scan`] as a list in path order.
     pub(crate) fn scan_sorted(&self) -> RepoResult<Vec<(Vec<u8>, Stat)>> {
         let found = Mutex::new(Vec::new());
         crate::worktree::walk::walk(&self.root, stat_threads(), &|files| {
@@ -280,7 +280,7 @@ impl Repository {
         Ok(refreshed)
     }
 
-    /// [`Repository::current_id`] of `count` files (`file(k)` is the k-th),
+    /// [`Worktree::current_id`] of `count` files (`file(k)` is the k-th),
     /// read on a few threads.
     fn current_ids<'f>(
         &self,
@@ -308,7 +308,7 @@ impl Repository {
         Ok(ids)
     }
 
-    /// How the dirstate differs from HEAD (see [`Repository::each_staged`]).
+    /// How the dirstate differs from HEAD (see [`Worktree::each_staged`]).
     fn staged_changes(&self, ds: &Dirstate, locked: bool) -> RepoResult<Vec<Change>> {
         let mut staged = Vec::new();
         self.each_staged(ds, locked, &mut |c| {

@@ -117,9 +117,10 @@ pub(crate) fn holders_to_ask(
     ids: &[ObjectId],
 ) -> SyncResult<(Vec<Published>, BTreeSet<String>)> {
     let wanted: BTreeSet<ObjectId> = ids.iter().copied().collect();
-    let me = repo.replica_id()?;
-    let log =
-        repo.locations_where(|r| r.stamp.present && r.replica != me && wanted.contains(&r.key))?;
+    let me = repo.copies().replica_id()?;
+    let log = repo
+        .copies()
+        .locations_where(|r| r.stamp.present && r.replica != me && wanted.contains(&r.key))?;
     let holders: BTreeSet<ReplicaId> = log.records.keys().map(|(_, replica)| *replica).collect();
     let configured = configured_replicas(repo)?;
     let mut published = Vec::new();
@@ -161,6 +162,7 @@ fn configured_replicas(repo: &Repository) -> SyncResult<BTreeMap<ReplicaId, Stri
         .flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str())))
         .collect();
     Ok(repo
+        .copies()
         .known_replicas()?
         .into_iter()
         .filter_map(|(id, url)| Some((id, by_url.get(url.as_str())?.to_string())))

@@ -209,6 +209,7 @@ impl ClonePlan {
             // A clone stopped during its checkout before keeps what is in place and right.
             let mut written = match self.resuming {
                 true => repo
+                    .worktree()
                     .take_over_interrupted_checkout(&tree)
                     .map_err(|e| stopped(e.into()))?,
                 false => Default::default(),

@@ -93,7 +93,7 @@ fn reach_all(
     book: &mut ReachBook,
     unreachable: &mut Vec<String>,
 ) -> SyncResult<Vec<Reached>> {
-    let me = repo.replica_id()?;
+    let me = repo.copies().replica_id()?;
     let mut reached: Vec<Reached> = Vec::new();
     for name in repo
         .config
@@ -151,7 +151,7 @@ pub fn whereis(
     each: &mut dyn FnMut(FileCopies) -> SyncResult<()>,
 ) -> SyncResult<Vec<String>> {
     let mut files: Vec<(Box<[u8]>, ObjectId, u64, bool)> = Vec::new();
-    repo.each_availability(tree, specs, &mut |f| {
+    repo.copies().each_availability(tree, specs, &mut |f| {
         files.push((
             f.path.into_boxed_slice(),
             f.entry.id,
@@ -184,9 +184,10 @@ pub fn whereis(
     // The holders the log records, as (version's place in `ids`, replica),
     // read record by record: in key order, so sorted by version. Flat, not
     // a list per version: 8 bytes a holder, not 56 a version.
-    let me = repo.replica_id()?;
+    let me = repo.copies().replica_id()?;
     let mut logged: Vec<(u32, u32)> = Vec::new();
     let cards = repo
+        .copies()
         .locations_where(|r| {
             if r.stamp.present && r.replica != me {
                 if let Ok(i) = ids.binary_search(&r.key) {
@@ -202,7 +203,7 @@ pub fn whereis(
         .iter()
         .flat_map(|(n, c)| c.urls().map(move |u| (u.to_string(), n.clone())))
         .collect();
-    let known = repo.known_replicas()?;
+    let known = repo.copies().known_replicas()?;
     // A remote's name here, else the name the replica gave itself, else the URL it was reached at.
     let name_of = |id: &ReplicaId| -> Option<String> {
         if let Some(r) = reached.iter().find(|r| r.id == *id) {
@@ -233,7 +234,7 @@ pub fn whereis(
         .iter()
         .map(|id| (id.to_string(), name_of(id), seen_of(id), card_of(id)))
         .collect();
-    let me_shown = (me.to_string(), Some(repo.replica_name()));
+    let me_shown = (me.to_string(), Some(repo.copies().replica_name()));
     for (path, at, size, present) in files {
         let (at, id) = (at as usize, ids[at as usize]);
         let from = logged.partition_point(|(i, _)| (*i as usize) < at);
@@ -396,7 +397,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         let spec = find_remote(repo, from)?.spec;
         let mut remote = spec.connect()?;
         let id = remote_replica(repo, remote.as_mut())?;
-        if id == repo.replica_id()? {
+        if id == repo.copies().replica_id()? {
             // Its copy is this one: it would confirm itself.
             return Err(SyncError::Refused(Refusal::DropFromItself {
                 remote: from.clone(),
@@ -414,7 +415,8 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
     let mut seen = BTreeSet::new();
     // Each candidate with whether its data is here.
     let listed: Vec<(Vec<u8>, ObjectId, bool)> = if options.unwanted {
-        repo.unwanted_here()?
+        repo.copies()
+            .unwanted_here()?
             .into_iter()
             .map(|(path, id)| (path, id, true))
             .collect()
@@ -425,7 +427,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                 .head_tree()?
                 .ok_or(SyncError::Refused(Refusal::NoCommits))?,
         };
-        let listed = repo.availability(&tree, &options.paths)?;
+        let listed = repo.copies().availability(&tree, &options.paths)?;
         if listed.is_empty() && !options.paths.is_empty() {
             return Err(SyncError::Repo(dmv_repo::RepoError::NoMatch(
                 String::from_utf8_lossy(&options.paths[0]).into_owned(),
@@ -450,7 +452,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         .map(|(_, id, _)| *id)
         .collect();
     let pieces_freed = if repo.config.partial {
-        repo.drop_pieces(&pieces)?
+        repo.copies().drop_pieces(&pieces)?
     } else {
         0
     };
@@ -497,7 +499,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         if !options.force {
             if source.is_some() {
                 // Dropping from a remote: this replica's own copy counts, locked here like any other.
-                let (lock, held) = repo.lock_content(&ids, LOCK_SECONDS)?;
+                let (lock, held) = repo.copies().lock_content(&ids, LOCK_SECONDS)?;
                 count(&mut confirmations, &held, &mut confirmed_by, "here");
                 local_lock = Some(lock);
             }
@@ -551,11 +553,11 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                     // Said before anything goes, as a drop here does: a drop cut
                     // short (killed, the remote lost) leaves "not known to hold
                     // it", never a claim of a copy that may be gone.
-                    repo.record_locations(&ids, s.id, false)?;
+                    repo.copies().record_locations(&ids, s.id, false)?;
                     match s.remote.copies()?.drop_content(&ids)? {
                         (_, locked) if !locked.is_empty() => {
                             // Nothing was dropped there: its copies stand.
-                            repo.record_locations(&ids, s.id, true)?;
+                            repo.copies().record_locations(&ids, s.id, true)?;
                             Err(SyncError::CopyLocked {
                                 replica: s.name.clone(),
                                 count: locked.len(),
@@ -570,7 +572,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
                     }
                 }
                 None => {
-                    let done = repo.drop_data(&ids)?;
+                    let done = repo.copies().drop_data(&ids)?;
                     match done.locked.is_empty() {
                         true => Ok(Dropped {
                             files: ids.len(),
@@ -596,7 +598,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         let _ = remote.copies().and_then(|c| c.unlock_content(&lock));
     }
     if let Some(lock) = local_lock {
-        let _ = repo.unlock_content(&lock);
+        let _ = repo.copies().unlock_content(&lock);
     }
     let dropped = result?;
     if let Some(s) = source.as_mut() {
@@ -624,11 +626,13 @@ pub struct CopiesChecked {
 pub fn check_copies(repo: &Repository, name: &str) -> SyncResult<CopiesChecked> {
     let mut remote = find_remote(repo, name)?.connect()?;
     let id = remote_replica(repo, remote.as_mut())?;
-    let versions = repo.file_versions()?;
+    let versions = repo.copies().file_versions()?;
     let ids: Vec<ObjectId> = versions.keys().copied().collect();
     let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
     // What this replica believed before asking (the remote's own log may know better, and is merged in next).
-    let log = repo.locations_where(|r| r.replica == id && wanted.contains(&r.key))?;
+    let log = repo
+        .copies()
+        .locations_where(|r| r.replica == id && wanted.contains(&r.key))?;
     let said: std::collections::HashSet<ObjectId> = log
         .iter()
         .filter(|r| r.stamp.present)
@@ -644,8 +648,8 @@ pub fn check_copies(repo: &Repository, name: &str) -> SyncResult<CopiesChecked> 
             _ => {}
         }
     }
-    repo.record_locations(&gone, id, false)?;
-    repo.record_locations(&found, id, true)?;
+    repo.copies().record_locations(&gone, id, false)?;
+    repo.copies().record_locations(&found, id, true)?;
     let not_there = gone
         .iter()
         .map(|g| String::from_utf8_lossy(&versions[g]).into_owned())

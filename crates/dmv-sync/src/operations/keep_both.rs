@@ -38,7 +38,7 @@ pub fn sync_keeping_both(
 ) -> SyncResult<SyncedKeepingBoth> {
     let mut done = SyncedKeepingBoth::default();
     let under_way = repo.dmv.join(UNDER_WAY);
-    if under_way.exists() && repo.merge_state()?.is_some() {
+    if under_way.exists() && repo.merges().merge_state()?.is_some() {
         settle(repo, &mut done)?;
     }
     let mark = || {
@@ -61,7 +61,7 @@ pub fn sync_keeping_both(
 
 /// Keeps both versions of every conflict of the merge in progress and commits it.
 fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
-    let Some(merge) = repo.merge_state()? else {
+    let Some(merge) = repo.merges().merge_state()? else {
         return Ok(());
     };
     // Killed while writing the working tree: resolving would refuse it (and
@@ -72,14 +72,16 @@ fn settle(repo: &Repository, done: &mut SyncedKeepingBoth) -> SyncResult<()> {
     // Killed after resolving and before committing: nothing left to resolve.
     let kept = match merge.conflicts.is_empty() {
         true => Vec::new(),
-        false => repo.resolve_conflicts(&[Vec::new()], Resolution::Both)?,
+        false => repo
+            .merges()
+            .resolve_conflicts(&[Vec::new()], Resolution::Both)?,
     };
     let label = merge.label;
     repo.commit_staged(&format!(
         "Merge {label}, keeping both versions of {} changed on two replicas",
         files(kept.len())
     ))?;
-    repo.note_kept_both(&kept)?;
+    repo.merges().note_kept_both(&kept)?;
     done.kept_both.extend(kept);
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::SyncResult;
 /// The remote's replica id, remembered with its URL (which names a configured remote).
 pub fn remote_replica(repo: &Repository, remote: &mut dyn Remote) -> SyncResult<ReplicaId> {
     let (id, _) = remote.replica()?;
-    repo.remember_replica(id, remote.url())?;
+    repo.copies().remember_replica(id, remote.url())?;
     Ok(id)
 }
 
@@ -31,12 +31,12 @@ pub(crate) fn record_transfer(
     }
     files.sort_unstable();
     files.dedup();
-    if remote != repo.replica_id()? {
+    if remote != repo.copies().replica_id()? {
         let stamp = Stamp {
             time_ns: now_ns(),
             present: true,
         };
-        repo.note_locations(
+        repo.copies().note_locations(
             files
                 .iter()
                 .map(|key| LocationRecord {
@@ -48,7 +48,7 @@ pub(crate) fn record_transfer(
         )?;
     }
     if here {
-        repo.record_held_here(files)?;
+        repo.copies().record_held_here(files)?;
     }
     Ok(())
 }
@@ -62,7 +62,7 @@ pub fn exchange_locations(
 ) -> SyncResult<usize> {
     let (changed, _) = take_locations(repo, remote)?;
     if send_back {
-        remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
+        remote.put_locations(repo.copies().replica_id()?, repo.copies().location_pages()?)?;
     }
     Ok(changed)
 }
@@ -78,7 +78,7 @@ fn take_locations(
     let mut run = LocationRun::new(repo)?;
     let mut changed = 0;
     let mut runs = 1;
-    let trees = repo.trees_read_for_claims()?;
+    let trees = repo.copies().trees_read_for_claims()?;
     // Claims come from a server's log, which is one run: they go with the last.
     run.claims = remote.get_locations_claiming(&trees, &mut |records, names| {
         let mut records = records.peekable();
@@ -119,7 +119,7 @@ pub(crate) fn share_locations(
         return exchange_locations(repo, remote, send_back);
     }
     if send_back {
-        remote.put_locations(repo.replica_id()?, repo.location_pages()?)?;
+        remote.put_locations(repo.copies().replica_id()?, repo.copies().location_pages()?)?;
     }
     Ok(0)
 }
@@ -145,9 +145,9 @@ pub(crate) fn share_locations_after_fetch(
         tell_of_new_copies(repo, remote, files);
         return Ok(changed);
     };
-    let me = repo.replica_id()?;
+    let me = repo.copies().replica_id()?;
     let pages = match news.overflowed {
-        true => repo.location_pages(),
+        true => repo.copies().location_pages(),
         false => {
             let stamp = Stamp {
                 time_ns: now_ns(),
@@ -162,7 +162,7 @@ pub(crate) fn share_locations_after_fetch(
             if records.is_empty() {
                 return Ok(changed);
             }
-            repo.location_pages_of(records)
+            repo.copies().location_pages_of(records)
         }
     };
     if let Ok(pages) = pages {
@@ -192,7 +192,9 @@ fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]
     if files.is_empty() || !remote.takes_pieces_of_logs() {
         return;
     }
-    let Ok(me) = repo.replica_id() else { return };
+    let Ok(me) = repo.copies().replica_id() else {
+        return;
+    };
     let stamp = Stamp {
         time_ns: now_ns(),
         present,
@@ -205,7 +207,7 @@ fn tell_of_copies(repo: &Repository, remote: &mut dyn Remote, files: &[ObjectId]
             stamp,
         })
         .collect();
-    if let Ok(pages) = repo.location_pages_of(records) {
+    if let Ok(pages) = repo.copies().location_pages_of(records) {
         let _ = remote.put_locations(me, pages);
     }
 }

@@ -133,7 +133,7 @@ pub fn find_remote(repo: &Repository, name_or_url: &str) -> SyncResult<NamedRemo
 /// current branch's upstream remote, else `origin`, else the only remote.
 /// `what` names the command for the error when none is chosen.
 pub fn default_remote(repo: &Repository, what: &'static str) -> SyncResult<NamedRemote> {
-    let upstream = repo.head_upstream()?.map(|u| u.remote);
+    let upstream = repo.history().head_upstream()?.map(|u| u.remote);
     let only = (repo.config.remotes.len() == 1)
         .then(|| repo.config.remotes.keys().next().cloned())
         .flatten();
@@ -162,7 +162,7 @@ pub fn pull_source(
     branch: Option<&str>,
 ) -> SyncResult<(NamedRemote, Option<String>)> {
     let Some(name) = remote else {
-        let upstream = repo.head_upstream()?.map(|u| u.branch);
+        let upstream = repo.history().head_upstream()?.map(|u| u.branch);
         return Ok((
             default_remote(repo, "pull")?,
             branch.map(str::to_string).or(upstream),

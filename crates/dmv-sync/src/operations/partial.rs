@@ -67,7 +67,7 @@ pub fn restore(
             progress,
         )?;
     }
-    Ok(repo.restore(paths, source, staged)?)
+    Ok(repo.worktree().restore(paths, source, staged)?)
 }
 
 /// Fetches the data of these file versions that this replica lacks (each
@@ -81,7 +81,7 @@ pub fn fetch_versions(
 ) -> SyncResult<usize> {
     let mut wanted = BTreeMap::new();
     for (path, entry) in versions {
-        if repo.is_absent(&entry)? {
+        if repo.copies().is_absent(&entry)? {
             wanted.entry(entry.id).or_insert(path);
         }
     }
@@ -104,7 +104,7 @@ pub fn resolve_conflicts(
     progress: &dyn Progress,
 ) -> SyncResult<Vec<Resolved>> {
     if repo.config.partial && how != Resolution::AsIs {
-        if let Some(state) = repo.merge_state()? {
+        if let Some(state) = repo.merges().merge_state()? {
             let chosen = state
                 .conflicts
                 .iter()
@@ -122,7 +122,7 @@ pub fn resolve_conflicts(
             fetch_versions(repo, versions, progress)?;
         }
     }
-    Ok(repo.resolve_conflicts(specs, how)?)
+    Ok(repo.merges().resolve_conflicts(specs, how)?)
 }
 
 /// `cat REV:PATH`: writes a file version's content to `out`, fetching its
@@ -135,14 +135,14 @@ pub fn write_file_at(
     out: &mut dyn std::io::Write,
     progress: &dyn Progress,
 ) -> SyncResult<u64> {
-    let (commit, entry) = repo.entry_at(rev, path)?;
+    let (commit, entry) = repo.history().entry_at(rev, path)?;
     if entry.kind == EntryKind::Dir {
         return Err(RepoError::IsAFolder {
             path: path.trim_matches('/').to_string(),
         }
         .into());
     }
-    if repo.is_absent(&entry)? {
+    if repo.copies().is_absent(&entry)? {
         // HEAD's version is written into the working tree too, as `get` does:
         // data here and a file absent would be two answers to "is it here".
         let rev =
@@ -174,7 +174,7 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
     // The working-tree files to fill: large ones are written while their data arrives.
     let mut to_fill = Vec::new();
     if let Some(tree) = tree {
-        for f in repo.availability(&tree, &options.paths)? {
+        for f in repo.copies().availability(&tree, &options.paths)? {
             if !f.present {
                 wanted.entry(f.entry.id).or_insert_with(|| f.path.clone());
                 if worktree {
@@ -200,7 +200,10 @@ pub fn get(repo: &Repository, options: &GetOptions, progress: &dyn Progress) -> 
         };
     }
     if worktree {
-        got.written = repo.fill_absent_with(&options.paths, early.as_mut())?.len();
+        got.written = repo
+            .worktree()
+            .fill_absent_with(&options.paths, early.as_mut())?
+            .len();
     }
     repo.tidy_store();
     Ok(got)
@@ -497,7 +500,8 @@ pub fn set_slice(
             let mut near = BTreeSet::new();
             for tip in &tips {
                 near.extend(
-                    repo.walk(&[*tip])?
+                    repo.history()
+                        .walk(&[*tip])?
                         .take(n)
                         .map(|c| c.map(|c| c.id))
                         .collect::<Result<Vec<_>, _>>()?,
@@ -505,7 +509,7 @@ pub fn set_slice(
             }
             near.into_iter().collect()
         }
-        None => repo.commits_between(&tips, &[])?,
+        None => repo.history().commits_between(&tips, &[])?,
     };
     let mut wanted = BTreeMap::new();
     let mut trees_seen = BTreeSet::new();
@@ -518,7 +522,7 @@ pub fn set_slice(
             if e.kind.is_file()
                 && filter.keeps(&path)
                 && !wanted.contains_key(&e.id)
-                && !repo.has_data(&e.id)?
+                && !repo.copies().has_data(&e.id)?
             {
                 wanted.insert(e.id, path);
             }
@@ -535,7 +539,7 @@ pub fn set_slice(
         };
     }
     if !repo.config.bare {
-        got.written = repo.fill_absent(&[])?.len();
+        got.written = repo.worktree().fill_absent(&[])?.len();
     }
     Ok(SliceChanged {
         old,

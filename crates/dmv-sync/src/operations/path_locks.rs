@@ -41,10 +41,10 @@ fn me(repo: &Repository) -> String {
 pub fn lock(repo: &Repository, remote: &mut dyn Remote, paths: &[String]) -> SyncResult<PathLocks> {
     let taken = remote
         .path_locks()?
-        .lock_paths(paths, &repo.replica_name(), &me(repo))?;
+        .lock_paths(paths, &repo.copies().replica_name(), &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &taken.locks {
-        repo.set_lock_mode(&l.path, true)?;
+        repo.worktree().set_lock_mode(&l.path, true)?;
     }
     Ok(taken)
 }
@@ -60,7 +60,7 @@ pub fn unlock(
     let released = remote.path_locks()?.unlock_paths(paths, force, &me(repo))?;
     refresh_known(repo, remote)?;
     for l in &released.locks {
-        repo.set_lock_mode(&l.path, false)?;
+        repo.worktree().set_lock_mode(&l.path, false)?;
     }
     Ok(released)
 }
@@ -80,7 +80,7 @@ fn remember(repo: &Repository, url: &str, listed: &PathLocks) -> SyncResult<()> 
     let learned = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    Ok(repo.save_known_locks(&KnownLocks {
+    Ok(repo.locks().save_known_locks(&KnownLocks {
         remote: url.to_string(),
         you: listed.you.clone(),
         learned,
@@ -118,8 +118,8 @@ pub fn refuse_push_over_locks(
         .collect();
     for update in updates {
         let Some(new) = update.new else { continue };
-        let commits = repo.commits_between(&[new], &tips)?;
-        if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
+        let commits = repo.history().commits_between(&[new], &tips)?;
+        if let Some((lock, commit)) = repo.locks().change_to_locked(&commits, &others)? {
             return Err(RepoError::LockedPathChanged {
                 path: lock.path.clone(),
                 holder: lock.holder(),
@@ -170,7 +170,7 @@ pub fn check_commit(repo: &Repository, all: bool) -> SyncResult<CommitLockCheck>
     let lockable = Lockable::parse(
         &std::fs::read_to_string(repo.root.join(ATTRIBUTES_FILE)).unwrap_or_default(),
     );
-    let known = repo.known_locks();
+    let known = repo.locks().known_locks();
     if lockable.is_empty() && known.locks.is_empty() {
         return Ok(CommitLockCheck::Clear);
     }

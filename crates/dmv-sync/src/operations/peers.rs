@@ -20,6 +20,7 @@ use crate::{SyncError, SyncResult};
 /// reads badly in one, made `-`.
 pub fn offer_name(repo: &Repository) -> String {
     let name: String = repo
+        .copies()
         .replica_name()
         .chars()
         .map(|c| {
@@ -33,6 +34,7 @@ pub fn offer_name(repo: &Repository) -> String {
     let name = name.trim_matches('-');
     match name.is_empty() {
         true => repo
+            .copies()
             .replica_id()
             .map(|id| id.to_string())
             .unwrap_or_else(|_| "peer".into()),
@@ -94,7 +96,7 @@ pub fn merge_offers(
     for offer in repo.pending_offers(branch)? {
         let label = offer.label;
         progress.phase(Phase::Merging);
-        let outcome = repo.merge(offer.commit, &label, progress);
+        let outcome = repo.merges().merge(offer.commit, &label, progress);
         progress.finish();
         let outcome = outcome?;
         let conflicts = matches!(outcome, MergeOutcome::Conflicts(_));

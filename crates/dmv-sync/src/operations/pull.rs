@@ -56,14 +56,16 @@ pub fn pull_with(
     let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     if ff_only {
         if let Some(ours) = repo.head_commit()? {
-            if !repo.is_ancestor(&ours, &theirs)? && !repo.is_ancestor(&theirs, &ours)? {
+            if !repo.history().is_ancestor(&ours, &theirs)?
+                && !repo.history().is_ancestor(&theirs, &ours)?
+            {
                 return Err(SyncError::Refused(Refusal::NotFastForward { label }));
             }
         }
     }
     fetch_what_a_merge_reads(repo, theirs, progress)?;
     progress.phase(Phase::Merging);
-    let merge = repo.merge(theirs, &label, progress);
+    let merge = repo.merges().merge(theirs, &label, progress);
     progress.finish();
     Ok(Pulled {
         fetched,
@@ -85,9 +87,9 @@ pub fn pull_rebase(
 ) -> SyncResult<(Fetched, String, RebaseOutcome)> {
     let (fetched, theirs, label) = fetch_branch(repo, remote, remote_name, branch, progress)?;
     progress.phase(Phase::Merging);
-    let plan = repo.rebase_plan(theirs)?;
+    let plan = repo.merges().rebase_plan(theirs)?;
     fetch_what_a_rebase_reads(repo, theirs, &plan, progress)?;
-    let rebased = repo.rebase(theirs, plan, &KeepMessages, progress);
+    let rebased = repo.merges().rebase(theirs, plan, &KeepMessages, progress);
     progress.finish();
     Ok((fetched, label, rebased?))
 }
@@ -145,7 +147,7 @@ pub fn fetch_what_a_merge_reads(
     let Some(ours) = repo.head_commit()? else {
         return Ok(());
     };
-    let base = repo.merge_base(ours, theirs)?;
+    let base = repo.history().merge_base(ours, theirs)?;
     // A fast-forward, or nothing to merge: no file is merged.
     if base == Some(ours) || base == Some(theirs) {
         return Ok(());
@@ -167,13 +169,13 @@ pub fn fetch_what_a_pick_reads(
     let Some(ours) = repo.head_commit()? else {
         return Ok(());
     };
-    let versions = repo.versions_a_merge_reads(base, ours, theirs)?;
+    let versions = repo.merges().versions_a_merge_reads(base, ours, theirs)?;
     crate::operations::partial::fetch_versions(repo, versions, progress)?;
     Ok(())
 }
 
 /// [`fetch_what_a_merge_reads`] for a rebase onto `onto` following `todo`
-/// (see [`Repository::versions_a_rebase_reads`]).
+/// (see [`Merges::versions_a_rebase_reads`](dmv_repo::Merges::versions_a_rebase_reads)).
 pub fn fetch_what_a_rebase_reads(
     repo: &Repository,
     onto: ObjectId,
@@ -185,19 +187,19 @@ pub fn fetch_what_a_rebase_reads(
     }
     crate::operations::partial::fetch_versions(
         repo,
-        repo.versions_a_rebase_reads(onto, todo)?,
+        repo.merges().versions_a_rebase_reads(onto, todo)?,
         progress,
     )?;
     Ok(())
 }
 
 /// What a sync does first: a merge or rebase an earlier command left cut
-/// short is finished or undone (see [`Repository::mend_cut_short`]); a
+/// short is finished or undone (see [`Merges::mend_cut_short`](dmv_repo::Merges::mend_cut_short)); a
 /// rebase still waiting for its person (a conflict) stops the sync, which
 /// would otherwise merge into the middle of it.
 fn mend_cut_short(repo: &Repository) -> SyncResult<Option<Mended>> {
-    let mended = repo.mend_cut_short()?;
-    if repo.rebase_state()?.is_some() {
+    let mended = repo.merges().mend_cut_short()?;
+    if repo.merges().rebase_state()?.is_some() {
         return Err(dmv_repo::RepoError::RebaseInProgress.into());
     }
     Ok(mended)
@@ -320,6 +322,7 @@ pub fn sync_all(repo: &Repository, progress: &dyn Progress) -> SyncResult<Synced
     let mended = mend_cut_short(repo)?;
     let branch = current_branch(repo)?;
     if let Some(merge) = repo
+        .merges()
         .merge_state()?
         .filter(|m| m.phase == MergePhase::Resolving && !m.conflicts.is_empty())
     {

@@ -298,7 +298,7 @@ fn check_branch_move(
         return Ok(());
     }
     match old {
-        Some(old) if !repo.store.contains(&old)? || !repo.is_ancestor(&old, &new)? => {
+        Some(old) if !repo.store.contains(&old)? || !repo.history().is_ancestor(&old, &new)? => {
             Err(SyncError::NotFastForward {
                 branch: branch.to_string(),
             })

@@ -82,7 +82,7 @@ pub fn fetch_objects(
     let lacking = std::mem::take(&mut found.lacking);
     if !lacking.is_empty() {
         // Said before the files without their data are stored, so fsck and gc take them as absent, not damaged.
-        repo.mark_partial()?;
+        repo.copies().mark_partial()?;
     }
     stats.objects += store_metadata(
         &mut session,
@@ -141,7 +141,7 @@ pub fn fetch_file_data(
         client,
         starts,
         &DataRule::everything(),
-        &|id| Ok(repo.has_data(id)?),
+        &|id| Ok(repo.copies().has_data(id)?),
         &mut found,
     )?;
     let early = early.map(|(early, paths)| {
@@ -203,7 +203,7 @@ impl DataRule {
         Ok(DataRule {
             filter,
             recent: slice.recent(),
-            dropped: repo.dropped_here()?,
+            dropped: repo.copies().dropped_here()?,
         })
     }
 

@@ -46,10 +46,10 @@ pub fn repair(repo: &Repository, from: Option<&str>) -> SyncResult<Repaired> {
         salvaged: repo.store.salvage()?,
         ..Repaired::default()
     };
-    done.dirstate_rebuilt = repo.rebuild_damaged_dirstate()?;
-    done.locations_reset = repo.reset_damaged_locations()?;
-    done.restored_from_worktree = repo.restore_from_worktree()?;
-    let mut missing = repo.missing_objects()?;
+    done.dirstate_rebuilt = repo.maintenance().rebuild_damaged_dirstate()?;
+    done.locations_reset = repo.maintenance().reset_damaged_locations()?;
+    done.restored_from_worktree = repo.maintenance().restore_from_worktree()?;
+    let mut missing = repo.maintenance().missing_objects()?;
     let names: Vec<String> = match from {
         Some(n) => vec![n.to_string()],
         None => remotes_in_order(repo),
@@ -71,9 +71,9 @@ pub fn repair(repo: &Repository, from: Option<&str>) -> SyncResult<Repaired> {
             done.fetched += got;
             done.from.push(name);
         }
-        missing = repo.missing_objects()?;
+        missing = repo.maintenance().missing_objects()?;
     }
-    done.lost = repo.describe_lost(&missing)?;
+    done.lost = repo.maintenance().describe_lost(&missing)?;
     Ok(done)
 }
 

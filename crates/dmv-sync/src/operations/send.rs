@@ -62,7 +62,8 @@ pub fn send_objects(
     if !client.may_lack_data() {
         for commit in &missing.sent_before {
             there.extend(
-                repo.commit_changes(commit)?
+                repo.history()
+                    .commit_changes(commit)?
                     .into_iter()
                     .filter_map(|c| c.new)
                     .filter(|e| e.kind.is_file())
@@ -102,7 +103,7 @@ fn find_missing(
             stop.push(*t);
         }
     }
-    let (mut history, commits) = repo.history_between(tips, &stop)?;
+    let (mut history, commits) = repo.history().history_between(tips, &stop)?;
     let new_commits: HashSet<ObjectId> = commits.iter().copied().collect();
     // The new annotated tags, then the new commits.
     history.extend(commits);

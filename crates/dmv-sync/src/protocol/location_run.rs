@@ -19,15 +19,17 @@ pub(crate) fn holder_names(
     ids: &[ObjectId],
 ) -> SyncResult<BTreeMap<ObjectId, Vec<String>>> {
     let wanted: std::collections::HashSet<ObjectId> = ids.iter().copied().collect();
-    let log = repo.locations_where(|r| wanted.contains(&r.key) && r.stamp.present)?;
-    let me = repo.replica_id()?;
+    let log = repo
+        .copies()
+        .locations_where(|r| wanted.contains(&r.key) && r.stamp.present)?;
+    let me = repo.copies().replica_id()?;
     let remotes: BTreeMap<&str, &str> = repo
         .config
         .remotes
         .iter()
         .flat_map(|(n, c)| c.urls().map(move |u| (u, n.as_str())))
         .collect();
-    let known = repo.known_replicas()?;
+    let known = repo.copies().known_replicas()?;
     let name_of = |id: &ReplicaId| -> String {
         let url = known.get(id);
         let name = match url.and_then(|u| remotes.get(u.as_str())) {
@@ -94,23 +96,29 @@ impl LocationRun {
     }
 
     /// [`LocationRun::merge`], except that a few records whose cards are
-    /// no news are noted in the journal (see [`Repository::merge_few_locations`]).
+    /// no news are noted in the journal (see [`Copies::merge_few_locations`](dmv_repo::Copies::merge_few_locations)).
     pub(crate) fn merge_or_note(self, repo: &Repository) -> SyncResult<usize> {
         if self.count > dmv_repo::MERGED_FROM_RECORDS || !self.claims.is_empty() {
             return self.merge(repo);
         }
         let records = self.spool.records()?.collect::<Result<Vec<_>, _>>()?;
-        Ok(repo.merge_few_locations(records, &self.cards)?)
+        Ok(repo.copies().merge_few_locations(records, &self.cards)?)
     }
 
     pub(crate) fn merge(self, repo: &Repository) -> SyncResult<usize> {
-        let records = repo.records_with_claims(&self.claims, self.spool.records()?)?;
-        Ok(repo.merge_locations(records, &self.cards, false)?)
+        let records = repo
+            .copies()
+            .records_with_claims(&self.claims, self.spool.records()?)?;
+        Ok(repo.copies().merge_locations(records, &self.cards, false)?)
     }
 
     /// [`LocationRun::merge`], with what this replica knows that the run did not.
     pub(crate) fn merge_with_news(self, repo: &Repository) -> SyncResult<(usize, LocationNews)> {
-        let records = repo.records_with_claims(&self.claims, self.spool.records()?)?;
-        Ok(repo.merge_locations_with_news(records, &self.cards)?)
+        let records = repo
+            .copies()
+            .records_with_claims(&self.claims, self.spool.records()?)?;
+        Ok(repo
+            .copies()
+            .merge_locations_with_news(records, &self.cards)?)
     }
 }

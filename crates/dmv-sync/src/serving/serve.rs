@@ -303,7 +303,7 @@ fn answer<R: Read, W: Write>(
             .map_err(io_lost)?;
         }
         Request::WalkCommits { wants, haves } => {
-            let (mut ids, commits) = repo.history_between(&wants, &haves)?;
+            let (mut ids, commits) = repo.history().history_between(&wants, &haves)?;
             ids.extend(commits);
             out.message(&Response::Commits { ids }).map_err(io_lost)?;
         }
@@ -312,7 +312,7 @@ fn answer<R: Read, W: Write>(
             let present = match repo.config.partial {
                 true => ids
                     .iter()
-                    .map(|id| repo.has_data(id))
+                    .map(|id| repo.copies().has_data(id))
                     .collect::<Result<Vec<bool>, _>>()?,
                 false => ids
                     .iter()
@@ -367,6 +367,7 @@ fn answer<R: Read, W: Write>(
                 .unwrap_or_default();
             // A repository served read-only cannot store an id: one derived from its place stands in.
             let id = repo
+                .copies()
                 .replica_id()
                 .unwrap_or_else(|_| dmv_repo::ReplicaId::derived(&repo.root.to_string_lossy()));
             out.message(&Response::Replica { id: id.0, name })
@@ -374,14 +375,14 @@ fn answer<R: Read, W: Write>(
         }
         Request::GetLocations => {
             // Read from one open file: a log rewritten meanwhile is not mixed in.
-            let mut pieces = repo.location_pages()?;
+            let mut pieces = repo.copies().location_pages()?;
             while let Some(piece) = pieces.next_page(LOCATIONS_PER_PIECE)? {
                 out.locations(&piece).map_err(io_lost)?;
             }
             out.end().map_err(io_lost)?;
         }
         Request::GetLocationClaims { trees } => {
-            let mut pieces = repo.location_pages_claiming(&trees)?;
+            let mut pieces = repo.copies().location_pages_claiming(&trees)?;
             let claims = pieces.claims().iter().map(WireClaim::of).collect();
             out.message(&Response::LocationClaims { claims })
                 .map_err(io_lost)?;
@@ -395,12 +396,14 @@ fn answer<R: Read, W: Write>(
             out.message(&Response::LocationsMerged).map_err(io_lost)?;
         }
         Request::LockContent { ids, seconds } => {
-            let (lock, held) = repo.lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
+            let (lock, held) = repo
+                .copies()
+                .lock_content(&ids, seconds.min(MAX_CONTENT_LOCK_SECONDS))?;
             out.message(&Response::ContentLocked { lock, held })
                 .map_err(io_lost)?;
         }
         Request::UnlockContent { lock } => {
-            repo.unlock_content(&lock)?;
+            repo.copies().unlock_content(&lock)?;
             out.message(&Response::Unlocked).map_err(io_lost)?;
         }
         Request::DropContent { ids } => {
@@ -409,7 +412,7 @@ fn answer<R: Read, W: Write>(
             if !caller.admin {
                 return Err(SyncError::Refused(Refusal::DropNeedsAdmin));
             }
-            let dropped = repo.drop_data(&ids)?;
+            let dropped = repo.copies().drop_data(&ids)?;
             out.message(&Response::ContentDropped {
                 freed_bytes: dropped.freed_bytes,
                 locked: dropped.locked,
@@ -418,7 +421,7 @@ fn answer<R: Read, W: Write>(
         }
         Request::LockPaths { paths, replica } => {
             let user = caller_name(caller)?;
-            let mut held = repo.hold_locks()?;
+            let mut held = repo.locks().hold_locks()?;
             let taken = held.table.lock(&paths, user, &replica, unix_now())?;
             held.save()?;
             out.message(&Response::PathLocks {
@@ -432,7 +435,7 @@ fn answer<R: Read, W: Write>(
             if force && !caller.admin {
                 return Err(SyncError::Refused(Refusal::BreakingLocksNeedsAdmin));
             }
-            let mut held = repo.hold_locks()?;
+            let mut held = repo.locks().hold_locks()?;
             let released = held.table.unlock(&paths, user, force)?;
             held.save()?;
             out.message(&Response::PathLocks {
@@ -442,7 +445,7 @@ fn answer<R: Read, W: Write>(
             .map_err(io_lost)?;
         }
         Request::ListLocks => {
-            let locks = repo.path_locks()?.all().cloned().collect();
+            let locks = repo.locks().path_locks()?.all().cloned().collect();
             out.message(&Response::PathLocks {
                 you: caller.user.clone(),
                 locks,
@@ -583,7 +586,7 @@ pub(crate) fn update_refs(
     let _gc = repo.store.hold_off_gc()?;
     // From the check against the locks until the refs moved: a lock is
     // taken either before this push is checked or after it landed.
-    let locks = repo.hold_locks()?;
+    let locks = repo.locks().hold_locks()?;
     let checked_out = match repo.head()? {
         Head::Branch(b) if !repo.config.bare => Some(b),
         _ => None,
@@ -651,13 +654,15 @@ fn refuse_unholdable_paths(repo: &Repository, batch: &[RefUpdate]) -> SyncResult
         .map(|(_, id)| id)
         .collect();
     known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
-    let commits = repo.commits_between(&wants, &known)?;
-    repo.refuse_unholdable_paths(&commits).map_err(|e| match e {
-        e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => {
-            SyncError::Refused(Refusal::Upload(e))
-        }
-        e => e.into(),
-    })
+    let commits = repo.history().commits_between(&wants, &known)?;
+    repo.history()
+        .refuse_unholdable_paths(&commits)
+        .map_err(|e| match e {
+            e @ (RepoError::MalformedTree { .. } | RepoError::PathTooDeep { .. }) => {
+                SyncError::Refused(Refusal::Upload(e))
+            }
+            e => e.into(),
+        })
 }
 
 /// Refuses a push that would leave a branch holding another version of a
@@ -688,14 +693,14 @@ fn refuse_changes_to_others_locks(
         &moves,
         &branches,
         &others,
-        &mut |commit: &ObjectId, path: &str| repo.entry_at_commit(commit, path),
+        &mut |commit: &ObjectId, path: &str| repo.locks().entry_at_commit(commit, path),
     )?;
     let mut known: Vec<ObjectId> = branches.into_iter().map(|(_, id)| id).collect();
     known.extend(repo.refs.list(TAGS)?.into_iter().map(|(_, id)| id));
     for update in batch.iter().filter(|u| u.name.starts_with(TAGS)) {
         let Some(new) = update.new else { continue };
-        let commits = repo.commits_between(&[new], &known)?;
-        if let Some((lock, commit)) = repo.change_to_locked(&commits, &others)? {
+        let commits = repo.history().commits_between(&[new], &known)?;
+        if let Some((lock, commit)) = repo.locks().change_to_locked(&commits, &others)? {
             return Err(RepoError::LockedPathChanged {
                 path: lock.path.clone(),
                 holder: lock.holder(),

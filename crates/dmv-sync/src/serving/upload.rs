@@ -204,7 +204,8 @@ pub fn commit_uploaded(
         )? {
             Response::RefsUpdated => {
                 let ids: Vec<ObjectId> = entries.iter().map(|e| e.id).collect();
-                repo.record_locations(&ids, repo.replica_id()?, true)?;
+                repo.copies()
+                    .record_locations(&ids, repo.copies().replica_id()?, true)?;
                 return Ok(Uploaded {
                     commit: id,
                     unchanged: false,

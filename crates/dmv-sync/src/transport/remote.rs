@@ -81,7 +81,7 @@ pub trait Remote {
     }
     /// [`Remote::get_locations`], except that the log's claims of `trees`
     /// (trees this replica reads whole, see
-    /// [`Repository::trees_read_for_claims`](dmv_repo::Repository::trees_read_for_claims))
+    /// [`Copies::trees_read_for_claims`](dmv_repo::Copies::trees_read_for_claims))
     /// may be returned as they are, checked, the pieces then leaving out the
     /// records they stand for. One that sends none: the whole log, no claims.
     fn get_locations_claiming(

@@ -4,7 +4,7 @@
 use dmv_repo::{Repository, Silent};
 
 pub fn commit_all(repo: &Repository, message: &str) {
-    repo.add(&[Vec::new()], false, &Silent).unwrap();
+    repo.worktree().add(&[Vec::new()], false, &Silent).unwrap();
     repo.commit_staged(message)
         .unwrap()
         .expect("something to commit");
