@@ -6,8 +6,7 @@
 //! proves no binary was needed, including by the calls that connect to
 //! remotes themselves (whereis).
 
-mod common;
-use common::commit_all;
+use dmv_fixtures::commit_all;
 use dmv_testkit::noise;
 
 use std::path::Path;

@@ -1,8 +1,7 @@
 //! The negotiation against an in-memory remote: what a push or fetch sends
 //! is exactly what the other side lacks, counted object by object.
 
-mod common;
-use common::commit_all;
+use dmv_fixtures::commit_all;
 use dmv_testkit::noise;
 
 use dmv_repo::store::ChunkParams;

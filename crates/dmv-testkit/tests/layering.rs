@@ -67,6 +67,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // Every crate's tests use it, so it must sit below all of them.
     ("dmv-testkit", &[]),
+    // Behaviour tests' fixtures (replicas over in-process remotes): a dev-dependency of the crates using them.
+    ("dmv-fixtures", &["dmv-repo", "dmv-sync"]),
 ];
 
 fn workspace() -> PathBuf {

@@ -1,0 +1,161 @@
+//! Fixtures for behaviour tests in the libraries: a fleet of replicas of one
+//! repository in a temporary folder, cloned from a bare hub and pushing to
+//! it over path remotes the sync library serves in this process (no `dmv`
+//! binary, no server, no network). What only the binary shows (its output,
+//! exit codes, the real servers and the browser) stays in dmv-cli's tests;
+//! what the repository and the sync library do is tested with these.
+//!
+//! It sits above dmv-sync, so dmv-testkit (below every crate) cannot hold
+//! it; the crates above dmv-sync, and dmv-sync's own integration tests,
+//! take it as a dev-dependency.
+
+use std::path::{Path, PathBuf};
+
+use dmv_repo::store::ChunkParams;
+use dmv_repo::store::ObjectId;
+use dmv_repo::{Repository, Silent, Slice};
+use dmv_sync::{CloneOptions, ClonePlan, GetOptions, Got, Pulled, PushOptions, Pushed, SyncResult};
+
+/// Stages everything in `repo`'s working tree and commits it, as
+/// `dmv add . && dmv commit`; there must be something to commit.
+pub fn commit_all(repo: &Repository, message: &str) -> ObjectId {
+    repo.worktree()
+        .add(&[Vec::new()], false, &Silent)
+        .expect("add");
+    repo.commit_staged(message)
+        .expect("commit")
+        .expect("something to commit")
+}
+
+/// A bare hub and the replicas cloned from it, in one temporary folder that
+/// goes away with the fleet.
+pub struct Fleet {
+    tmp: tempfile::TempDir,
+    hub: PathBuf,
+}
+
+impl Default for Fleet {
+    fn default() -> Self {
+        Fleet::new()
+    }
+}
+
+impl Fleet {
+    /// An empty bare hub, `hub/` in a new temporary folder.
+    pub fn new() -> Fleet {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        let hub = tmp.path().join("hub");
+        Repository::init_with(&hub, ChunkParams::default(), true).expect("a bare hub");
+        Fleet { tmp, hub }
+    }
+
+    /// The folder the hub and the replicas are in.
+    pub fn folder(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The hub's folder, a path remote's URL.
+    pub fn hub_path(&self) -> &Path {
+        &self.hub
+    }
+
+    /// The hub, opened now (it changes under every push).
+    pub fn hub(&self) -> Repository {
+        Repository::open(&self.hub).expect("the hub opens")
+    }
+
+    /// A replica holding every file's data, cloned from the hub into `name/`.
+    pub fn full(&self, name: &str) -> Replica {
+        self.clone_as(name, Slice::Full)
+    }
+
+    /// A replica holding the data `slice` names (`meta`, `paths:…`,
+    /// `recent:N`), cloned from the hub into `name/`.
+    pub fn partial(&self, name: &str, slice: &str) -> Replica {
+        self.clone_as(name, Slice::parse(slice).expect("a slice"))
+    }
+
+    fn clone_as(&self, name: &str, slice: Slice) -> Replica {
+        let dir = self.tmp.path().join(name);
+        let plan = ClonePlan::new(CloneOptions {
+            source: self.hub.to_string_lossy().into_owned(),
+            directory: Some(dir.clone()),
+            slice,
+            ..Default::default()
+        })
+        .expect("a clone plan");
+        let mut remote = plan.spec.connect().expect("the hub answers");
+        let cloned = plan.run(remote.as_mut(), &Silent).expect("the clone");
+        Replica {
+            name: name.to_string(),
+            dir,
+            repo: cloned.repo,
+        }
+    }
+}
+
+/// One replica of the fleet: its working tree and its repository, whose
+/// `origin` is the hub.
+pub struct Replica {
+    /// The name it was cloned as (its folder's name).
+    pub name: String,
+    /// Its working tree.
+    pub dir: PathBuf,
+    /// Its repository, open.
+    pub repo: Repository,
+}
+
+impl Replica {
+    /// Writes `bytes` at `path` (`/`-separated) in the working tree, making folders.
+    pub fn write(&self, path: &str, bytes: impl AsRef<[u8]>) {
+        let file = self.dir.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).expect("a folder");
+        }
+        std::fs::write(&file, bytes).expect("a file written");
+    }
+
+    /// The bytes at `path` in the working tree, None when no file is there.
+    pub fn read(&self, path: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.dir.join(path)).ok()
+    }
+
+    /// Stages everything and commits it, as `dmv add . && dmv commit`.
+    pub fn commit_all(&self, message: &str) -> ObjectId {
+        commit_all(&self.repo, message)
+    }
+
+    /// Pushes the current branch to the hub.
+    pub fn push(&self) -> SyncResult<Pushed> {
+        let remote = dmv_sync::find_remote(&self.repo, "origin")?;
+        let mut connection = remote.connect_to_push(&self.repo)?;
+        dmv_sync::push(
+            &self.repo,
+            connection.as_mut(),
+            Some("origin"),
+            &PushOptions::default(),
+            &Silent,
+        )
+    }
+
+    /// Fetches from the hub and merges its branch into the current one.
+    pub fn pull(&self) -> SyncResult<Pulled> {
+        let remote = dmv_sync::find_remote(&self.repo, "origin")?;
+        let mut connection = remote.connect()?;
+        dmv_sync::pull(&self.repo, connection.as_mut(), "origin", None, &Silent)
+    }
+
+    /// Fetches the data of `paths` (all when empty) and writes them, as `dmv get`.
+    pub fn get(&self, paths: &[&str]) -> SyncResult<Got> {
+        let options = GetOptions {
+            paths: paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+            ..Default::default()
+        };
+        dmv_sync::get(&self.repo, &options, &Silent)
+    }
+
+    /// Opens the repository again (after a change another handle made).
+    pub fn reopen(&mut self) {
+        self.repo = Repository::open(&self.dir).expect("the replica opens");
+    }
+}

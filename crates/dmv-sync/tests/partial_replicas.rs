@@ -1,0 +1,166 @@
+//! Partial replicas through the library, on the fleet fixture (replicas of a
+//! bare hub over in-process path remotes): what a phone's meta clone does
+//! with the studio's work, counted in files and bytes, without the binary.
+
+use dmv_fixtures::Fleet;
+use dmv_repo::{MergeOutcome, Resolution, Silent};
+use dmv_sync::DropOptions;
+use dmv_testkit::noise;
+
+/// A studio's first shoot in the hub, with the repository's own rules.
+fn shoot(fleet: &Fleet) -> dmv_fixtures::Replica {
+    let studio = fleet.full("studio");
+    studio.write(".dmvignore", ".DS_Store\n*.tmp\n");
+    for i in 0..4 {
+        studio.write(&format!("day1/img{i}.jpg"), noise(40_000, i as u64 + 1));
+    }
+    studio.write("day1/notes.txt", "harbour at dawn\n");
+    studio.commit_all("day one");
+    studio.push().unwrap();
+    studio
+}
+
+fn absent(replica: &dmv_fixtures::Replica) -> Vec<String> {
+    let mut absent: Vec<String> = replica
+        .repo
+        .copies()
+        .availability_here(&[])
+        .unwrap()
+        .into_iter()
+        .filter(|f| !f.present)
+        .map(|f| String::from_utf8(f.path).unwrap())
+        .collect();
+    absent.sort();
+    absent
+}
+
+#[test]
+fn a_meta_clone_gets_what_it_asks_for_and_drops_it_again() {
+    let fleet = Fleet::new();
+    shoot(&fleet);
+    let phone = fleet.partial("phone", "meta");
+    // The rules travel with the metadata; no photo does.
+    assert_eq!(
+        phone.read(".dmvignore").as_deref(),
+        Some(&b".DS_Store\n*.tmp\n"[..])
+    );
+    assert_eq!(absent(&phone).len(), 5, "{:?}", absent(&phone));
+    assert!(phone.read("day1/img0.jpg").is_none());
+
+    let got = phone.get(&["day1/img2.jpg"]).unwrap();
+    assert_eq!((got.fetched, got.written), (1, 1));
+    assert_eq!(phone.read("day1/img2.jpg").unwrap(), noise(40_000, 3));
+    assert_eq!(absent(&phone).len(), 4);
+
+    // The drop confirms copies live: the hub is the one remote the phone
+    // reaches, so two copies elsewhere cannot be confirmed, and one can.
+    let drop = |numcopies| {
+        dmv_sync::drop_files(
+            &phone.repo,
+            &DropOptions {
+                paths: vec![b"day1/img2.jpg".to_vec()],
+                numcopies: Some(numcopies),
+                ..Default::default()
+            },
+        )
+    };
+    let refused = drop(2).unwrap_err();
+    assert!(
+        matches!(
+            &refused,
+            dmv_sync::SyncError::NotEnoughCopies { needed: 2, .. }
+        ),
+        "{refused}"
+    );
+    assert_eq!(phone.read("day1/img2.jpg").unwrap(), noise(40_000, 3));
+    let dropped = drop(1).unwrap();
+    assert_eq!((dropped.files, dropped.files_removed), (1, 1));
+    assert!(dropped.freed_bytes >= 40_000, "{dropped:?}");
+    assert!(phone.read("day1/img2.jpg").is_none());
+    assert_eq!(absent(&phone).len(), 5);
+}
+
+#[test]
+fn a_meta_clone_ignores_what_the_repository_ignores() {
+    let fleet = Fleet::new();
+    shoot(&fleet);
+    let phone = fleet.partial("phone", "meta");
+    phone.write(".DS_Store", "finder junk");
+    phone.write("day1/edit.tmp", "half written");
+    phone.write("day1/phone.jpg", noise(10_000, 9));
+    phone.commit_all("from the phone");
+    let head = phone.repo.head_tree().unwrap().unwrap();
+    let files: Vec<String> = dmv_repo::tree::flatten(&phone.repo.store, &head)
+        .unwrap()
+        .into_keys()
+        .map(|p| String::from_utf8(p).unwrap())
+        .collect();
+    assert!(files.contains(&"day1/phone.jpg".to_string()), "{files:?}");
+    assert!(
+        !files
+            .iter()
+            .any(|f| f == ".DS_Store" || f.ends_with(".tmp")),
+        "{files:?}"
+    );
+    // What it did not get is still tracked, not recorded as deleted.
+    assert!(files.contains(&"day1/img0.jpg".to_string()), "{files:?}");
+}
+
+#[test]
+fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_versions() {
+    let fleet = Fleet::new();
+    let studio = shoot(&fleet);
+    let phone = fleet.partial("phone", "meta");
+    phone.get(&["day1/img1.jpg"]).unwrap();
+
+    // Both edit the same photo; the studio's push lands first.
+    let studio_edit = noise(41_000, 21);
+    let phone_edit = noise(39_000, 22);
+    studio.write("day1/img1.jpg", &studio_edit);
+    studio.commit_all("studio retouch");
+    studio.push().unwrap();
+    phone.write("day1/img1.jpg", &phone_edit);
+    phone.commit_all("phone crop");
+
+    // The phone's pull conflicts; settling it with both versions fetches
+    // the studio's, which the phone never had.
+    let pulled = phone.pull().unwrap();
+    assert!(
+        matches!(pulled.merge, MergeOutcome::Conflicts(_)),
+        "{:?}",
+        pulled.merge
+    );
+    let resolved = dmv_sync::resolve_conflicts(
+        &phone.repo,
+        &[b"day1/img1.jpg".to_vec()],
+        Resolution::Both,
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].kept.len(), 2, "{:?}", resolved[0].kept);
+    let merged = phone
+        .repo
+        .commit_staged("keep both")
+        .unwrap()
+        .expect("the merge commit");
+    assert_eq!(phone.repo.commit(&merged).unwrap().parents.len(), 2);
+    phone.push().unwrap();
+
+    // The studio sees both versions, under the names the phone kept.
+    let pulled = studio.pull().unwrap();
+    assert!(
+        matches!(pulled.merge, MergeOutcome::FastForward(id) if id == merged),
+        "{:?}",
+        pulled.merge
+    );
+    let kept: Vec<Vec<u8>> = resolved[0]
+        .kept
+        .iter()
+        .map(|k| studio.read(std::str::from_utf8(k).unwrap()).unwrap())
+        .collect();
+    assert!(kept.contains(&studio_edit), "the studio's version is kept");
+    assert!(kept.contains(&phone_edit), "the phone's version is kept");
+    // The phone holds the data of both, as it wrote both.
+    assert_eq!(absent(&phone).len(), 4, "{:?}", absent(&phone));
+}
