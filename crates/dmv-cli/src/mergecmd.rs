@@ -50,15 +50,13 @@ pub fn merge(a: MergeArgs) -> Result<u8> {
         .rev
         .ok_or_else(|| anyhow!("usage: dmv merge REV or dmv merge --abort"))?;
     let theirs = repo.resolve(&rev)?;
-    // A partial replica fetches the versions a line merge reads, as pull does.
-    dmv_sync::fetch_what_a_merge_reads(&repo, theirs, &crate::progress::Phases::default())?;
     let p = Bar::new("merging");
     let ff = match (a.no_ff, a.ff_only) {
         (true, _) => dmv_repo::FastForward::Never,
         (_, true) => dmv_repo::FastForward::Only,
         _ => dmv_repo::FastForward::Allow,
     };
-    let outcome = repo.merges().merge_with(theirs, &rev, ff, &p)?;
+    let outcome = dmv_sync::merge(&repo, theirs, &rev, ff, &p)?;
     p.finish();
     // Quiet, as pull's: conflicts still need saying, they leave work to do.
     if quiet && !matches!(outcome, MergeOutcome::Conflicts(_)) {
@@ -176,15 +174,8 @@ pub fn cherry_pick(a: CherryPickArgs) -> Result<u8> {
         .rev
         .ok_or_else(|| anyhow!("usage: dmv cherry-pick REV | --abort | --continue"))?;
     let pick = repo.resolve(&rev)?;
-    // A partial replica fetches the versions a line merge reads first.
-    dmv_sync::fetch_what_a_pick_reads(
-        &repo,
-        repo.commit(&pick)?.parents.first().copied(),
-        pick,
-        &crate::progress::Phases::default(),
-    )?;
     let p = Bar::new("picking");
-    let outcome = repo.merges().cherry_pick(pick, &rev, &p)?;
+    let outcome = dmv_sync::cherry_pick(&repo, pick, &rev, &p)?;
     p.finish();
     match outcome {
         MergeOutcome::Merged(id) if !quiet => println!(

@@ -94,8 +94,7 @@ pub fn rebase(a: RebaseArgs) -> Result<u8> {
                 }
             }
         }
-        dmv_sync::fetch_what_a_rebase_reads(&repo, onto, &todo, &p)?;
-        repo.merges().rebase(onto, todo, &messages, &p)?
+        dmv_sync::rebase(&repo, onto, todo, &messages, &p)?
     };
     p.finish();
     report(&repo, outcome, quiet)

@@ -796,11 +796,7 @@ pub fn revert(a: RevertArgs) -> Result<u8> {
     let repo = open_worktree()?;
     let target = repo.resolve(&a.rev)?;
     let p = Bar::new("checking out");
-    // In a partial replica, the text the revert merges line by line is fetched first.
-    if let Some(parent) = repo.commit(&target)?.parents.first() {
-        dmv_sync::fetch_what_a_pick_reads(&repo, Some(target), *parent, &p)?;
-    }
-    let id = repo.merges().revert(target, &p)?;
+    let id = dmv_sync::revert(&repo, target, &p)?;
     println!(
         "[{} {}] {}",
         branch_label(&repo)?,

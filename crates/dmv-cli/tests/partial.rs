@@ -2727,56 +2727,6 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_over_http() {
     fsck_clean(&phone);
 }
 
-/// A text file changed on different lines in a meta clone and upstream
-/// merges line by line on pull, as in a full clone: the versions the line
-/// merge reads are fetched first (without them it conflicted).
-#[test]
-fn a_meta_clone_merges_text_line_by_line_as_a_full_clone_does() {
-    let t = tempfile::tempdir().unwrap();
-    let t = t.path();
-    let studio = t.join("studio");
-    dmv(t, &["init", "studio"]);
-    std::fs::write(studio.join("notes.txt"), "a\nb\nc\nd\ne\n").unwrap();
-    write_noise(&studio.join("photo.jpg"), 64 << 10, 1);
-    commit_all(&studio, "one");
-    dmv(t, &["init", "--bare", "hub"]);
-    dmv(&studio, &["push", t.join("hub").to_str().unwrap(), "main"]);
-    dmv(&studio, &["remote", "add", "origin", "../hub"]);
-    for slice in ["meta", "full"] {
-        let name = format!("phone-{slice}");
-        let phone = t.join(&name);
-        ok(&dmv_out(t, &["clone", "--slice", slice, "hub", &name]));
-        ok(&dmv_out(&phone, &["get", "notes.txt"]));
-        // The phone changes the first line, the studio the last.
-        let lines = |d: &Path| {
-            std::fs::read_to_string(d.join("notes.txt"))
-                .unwrap()
-                .lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
-        let mut mine = lines(&phone);
-        mine[0] = format!("first line from the {slice} phone");
-        std::fs::write(phone.join("notes.txt"), mine.join("\n") + "\n").unwrap();
-        dmv(&phone, &["commit", "-a", "-m", "phone"]);
-        let mut theirs = lines(&studio);
-        theirs[4] = format!("last line from the studio, for the {slice} phone");
-        std::fs::write(studio.join("notes.txt"), theirs.join("\n") + "\n").unwrap();
-        dmv(&studio, &["commit", "-a", "-m", "studio"]);
-        dmv(&studio, &["push"]);
-        let pulled = dmv_out(&phone, &["pull"]);
-        assert!(pulled.status.success(), "{slice}: {}", stderr(&pulled));
-        let mut both = theirs.clone();
-        both[0] = mine[0].clone();
-        assert_eq!(lines(&phone), both, "{slice}");
-        assert!(dmv(&phone, &["status", "--short"]).is_empty(), "{slice}");
-        assert!(
-            !phone.join("photo.jpg").exists() || slice == "full",
-            "{slice}: only what the merge reads was fetched"
-        );
-    }
-}
-
 /// diff and cherry-pick in a meta clone show and merge text as in a full
 /// clone: the versions they read are fetched first.
 #[test]

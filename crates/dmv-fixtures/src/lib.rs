@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use dmv_repo::store::ChunkParams;
 use dmv_repo::store::ObjectId;
 use dmv_repo::{Repository, Silent, Slice};
-use dmv_sync::{CloneOptions, ClonePlan, GetOptions, Got, Pulled, PushOptions, Pushed, SyncResult};
+use dmv_sync::{
+    CloneOptions, ClonePlan, Fetched, GetOptions, Got, Pulled, PushOptions, Pushed, SyncResult,
+};
 
 /// Stages everything in `repo`'s working tree and commits it, as
 /// `dmv add . && dmv commit`; there must be something to commit.
@@ -136,6 +138,13 @@ impl Replica {
             &PushOptions::default(),
             &Silent,
         )
+    }
+
+    /// Fetches the hub's branches into `origin/…`.
+    pub fn fetch(&self) -> SyncResult<Fetched> {
+        let remote = dmv_sync::find_remote(&self.repo, "origin")?;
+        let mut connection = remote.connect()?;
+        dmv_sync::fetch(&self.repo, connection.as_mut(), "origin", &Silent)
     }
 
     /// Fetches from the hub and merges its branch into the current one.

@@ -58,8 +58,7 @@ pub use operations::path_locks::{
 pub use operations::peers::{merge_offers, offer, offer_name};
 pub use operations::pieces::PieceFetcher;
 pub use operations::pull::{
-    fetch_what_a_merge_reads, fetch_what_a_pick_reads, fetch_what_a_rebase_reads, pull,
-    pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll,
+    pull, pull_rebase, pull_with, sync, sync_all, Pulled, Synced, SyncedAll,
 };
 pub use operations::push::{
     current_branch, delete_remote_branches, follow_pushed, push, PushOptions, Pushed,
@@ -68,6 +67,7 @@ pub use operations::reach::{Reach, ReachBook, Seen, NEAR_CONNECT, NEAR_SPEED};
 pub use operations::receive::fetch_objects;
 pub use operations::remote_spec::{LocalServer, RemoteSpec, Transport, DEFAULT_STALL_AFTER};
 pub use operations::repair::{repair, Repaired};
+pub use operations::replay::{cherry_pick, merge, rebase, revert};
 pub use operations::send::{send_objects, PushRef};
 pub use protocol::error::{
     full_file_system, AddressError, Refusal, SyncError, SyncResult, TransportError, Violation,

@@ -3,7 +3,7 @@
 //! with the studio's work, counted in files and bytes, without the binary.
 
 use dmv_fixtures::Fleet;
-use dmv_repo::{MergeOutcome, Resolution, Silent};
+use dmv_repo::{MergeOutcome, RebaseOutcome, Resolution, Silent};
 use dmv_sync::DropOptions;
 use dmv_testkit::noise;
 
@@ -163,4 +163,125 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_versions() {
     assert!(kept.contains(&phone_edit), "the phone's version is kept");
     // The phone holds the data of both, as it wrote both.
     assert_eq!(absent(&phone).len(), 4, "{:?}", absent(&phone));
+}
+
+const NOTES: &str = "a\nb\nc\nd\ne\n";
+
+/// A hub holding notes.txt (five lines) and a photo, and a studio replica.
+fn notes_and_a_photo(fleet: &Fleet) -> dmv_fixtures::Replica {
+    let studio = fleet.full("studio");
+    studio.write("notes.txt", NOTES);
+    studio.write("photo.jpg", noise(64 << 10, 1));
+    studio.commit_all("one");
+    studio.push().unwrap();
+    studio
+}
+
+/// `text` with line `n` (from 0) replaced.
+fn with_line(text: &str, n: usize, line: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[n] = line;
+    lines.join("\n") + "\n"
+}
+
+/// Merge, cherry-pick and revert of text both sides changed on different
+/// lines end in a meta clone as in a full one: the versions their line
+/// merges read are fetched first (without them the file conflicted), and
+/// nothing else is.
+#[test]
+fn a_meta_clone_merges_picks_and_reverts_text_line_by_line_as_a_full_clone_does() {
+    for slice in ["meta", "full"] {
+        let fleet = Fleet::new();
+        let studio = notes_and_a_photo(&fleet);
+        let phone = fleet.partial("phone", slice);
+        phone.get(&["notes.txt"]).unwrap();
+        let notes =
+            |r: &dmv_fixtures::Replica| String::from_utf8(r.read("notes.txt").unwrap()).unwrap();
+
+        // A merge (by pull): the phone changed the first line, the studio the last.
+        phone.write("notes.txt", with_line(NOTES, 0, "A"));
+        phone.commit_all("phone: first line");
+        studio.write("notes.txt", with_line(NOTES, 4, "E"));
+        studio.commit_all("studio: last line");
+        studio.push().unwrap();
+        let pulled = phone.pull().unwrap();
+        assert!(
+            matches!(pulled.merge, MergeOutcome::Merged(_)),
+            "{slice}: {:?}",
+            pulled.merge
+        );
+        assert_eq!(notes(&phone), "A\nb\nc\nd\nE\n", "{slice}");
+
+        // A pick of the studio's next change, made on top of what the phone merged.
+        studio.write("notes.txt", with_line(&notes(&studio), 2, "C"));
+        let third = studio.commit_all("studio: third line");
+        studio.push().unwrap();
+        phone.fetch().unwrap();
+        let picked = dmv_sync::cherry_pick(&phone.repo, third, "third", &Silent).unwrap();
+        assert!(
+            matches!(picked, MergeOutcome::Merged(_)),
+            "{slice}: {picked:?}"
+        );
+        assert_eq!(notes(&phone), "A\nb\nC\nd\nE\n", "{slice}");
+
+        // Its revert undoes that line only.
+        let head = phone.repo.head_commit().unwrap().unwrap();
+        dmv_sync::revert(&phone.repo, head, &Silent).unwrap();
+        assert_eq!(notes(&phone), "A\nb\nc\nd\nE\n", "{slice}");
+        assert!(phone.repo.status().unwrap().is_clean(), "{slice}");
+        assert_eq!(
+            phone.read("photo.jpg").is_some(),
+            slice == "full",
+            "{slice}: only what the merges read was fetched"
+        );
+    }
+}
+
+/// A rebase in a meta clone replays its commits line by line as in a full
+/// clone, fetching only what its picks merge.
+#[test]
+fn a_meta_clone_rebases_text_line_by_line_as_a_full_clone_does() {
+    for slice in ["meta", "full"] {
+        let fleet = Fleet::new();
+        let studio = notes_and_a_photo(&fleet);
+        let phone = fleet.partial("phone", slice);
+        phone.get(&["notes.txt"]).unwrap();
+        phone.write("notes.txt", with_line(NOTES, 0, "A"));
+        phone.commit_all("phone: first line");
+        studio.write("notes.txt", with_line(NOTES, 3, "D"));
+        studio.commit_all("studio: fourth line");
+        studio.push().unwrap();
+        phone.fetch().unwrap();
+        let upstream = phone.repo.resolve("origin/main").unwrap();
+        let todo = phone.repo.merges().rebase_plan(upstream).unwrap();
+        assert_eq!(todo.len(), 1, "{slice}");
+        let outcome = dmv_sync::rebase(
+            &phone.repo,
+            upstream,
+            todo,
+            &dmv_repo::KeepMessages,
+            &Silent,
+        )
+        .unwrap();
+        assert!(
+            matches!(outcome, RebaseOutcome::Done(_)),
+            "{slice}: {outcome:?}"
+        );
+        assert_eq!(
+            phone.read("notes.txt").unwrap(),
+            b"A\nb\nc\nD\ne\n",
+            "{slice}"
+        );
+        let head = phone.repo.head_commit().unwrap().unwrap();
+        assert_eq!(
+            phone.repo.commit(&head).unwrap().parents,
+            vec![upstream],
+            "{slice}"
+        );
+        assert_eq!(
+            phone.read("photo.jpg").is_some(),
+            slice == "full",
+            "{slice}"
+        );
+    }
 }

@@ -5,7 +5,8 @@
 //! `send`); and the operations `fetch`, `push`, `path_locks` (`lock`, and
 //! pushes checked against the remote's locks), `peers` (offering a branch
 //! to a replica with a working tree, and merging what peers offered),
-//! `pull` (and `sync`), `news` (whether a remote moved since the last sync,
+//! `pull` (and `sync`), `replay` (merge, cherry-pick, revert and rebase,
+//! fetching first in a partial replica what their line merges read), `news` (whether a remote moved since the last sync,
 //! cheaply), `keep_both`, `clone`, `partial` (`get`, `restore`,
 //! `write_file_at` and `set_slice` for partial replicas), `pieces`, `copies`
 //! (`whereis`, `drop`, `fsck --from`) and `repair` (`fsck --repair`).
@@ -30,4 +31,5 @@ pub(crate) mod reach;
 pub(crate) mod receive;
 pub(crate) mod remote_spec;
 pub(crate) mod repair;
+pub(crate) mod replay;
 pub(crate) mod send;

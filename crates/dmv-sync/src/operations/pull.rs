@@ -136,7 +136,7 @@ pub struct Synced {
 /// merge text files line by line (the three sides of each file both
 /// changed) is fetched first: without it the file would conflict where a
 /// full replica merges it cleanly.
-pub fn fetch_what_a_merge_reads(
+pub(crate) fn fetch_what_a_merge_reads(
     repo: &Repository,
     theirs: ObjectId,
     progress: &dyn Progress,
@@ -157,7 +157,7 @@ pub fn fetch_what_a_merge_reads(
 
 /// [`fetch_what_a_merge_reads`] for a three-way merge onto HEAD from a
 /// given `base`: a cherry-pick's (its parent, the commit as `theirs`).
-pub fn fetch_what_a_pick_reads(
+pub(crate) fn fetch_what_a_pick_reads(
     repo: &Repository,
     base: Option<ObjectId>,
     theirs: ObjectId,
@@ -176,7 +176,7 @@ pub fn fetch_what_a_pick_reads(
 
 /// [`fetch_what_a_merge_reads`] for a rebase onto `onto` following `todo`
 /// (see [`Merges::versions_a_rebase_reads`](dmv_repo::Merges::versions_a_rebase_reads)).
-pub fn fetch_what_a_rebase_reads(
+pub(crate) fn fetch_what_a_rebase_reads(
     repo: &Repository,
     onto: ObjectId,
     todo: &[dmv_repo::RebaseStep],
