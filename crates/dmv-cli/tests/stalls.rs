@@ -566,3 +566,65 @@ fn pushes_at_once_through_one_server_over_a_bucket_both_land_or_one_is_told_to_p
         assert!(check.join(f).exists(), "{f} is lost");
     }
 }
+
+/// A server left running in front of a bucket keeps a cache of the
+/// bucket's indexes in the temporary folder, which cleaners empty
+/// (systemd-tmpfiles, a person freeing space). The next push and clone
+/// rebuild it from the bucket instead of failing until a restart.
+#[test]
+fn a_server_whose_bucket_cache_was_deleted_rebuilds_it_from_the_bucket() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let minio = Minio::start();
+    let config = repository_in_a_bucket(&minio, "cleaned", &t.join("seed"));
+    let server_tmp = t.join("server-tmp");
+    std::fs::create_dir(&server_tmp).unwrap();
+    let mut env = BUCKET_CREDENTIALS.to_vec();
+    env.push(("TMPDIR", server_tmp.to_str().unwrap()));
+    let server = HttpServer::start_with_env(&config, 0, &env);
+    let none = |_: &mut Command| {};
+    ok(&run(
+        t,
+        &["clone", "--token", "w", &server.url("hub"), "a"],
+        &none,
+    )
+    .0);
+    let a = t.join("a");
+    let empty_the_cache = || {
+        let mut emptied = 0;
+        for entry in std::fs::read_dir(&server_tmp).unwrap() {
+            std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+            emptied += 1;
+        }
+        emptied
+    };
+    for round in 0..2u64 {
+        write_noise(&a.join(format!("round{round}.raw")), 200_000, 10 + round);
+        dmv(&a, &["add", "."]);
+        dmv(&a, &["commit", "-m", &format!("round {round}")]);
+        assert!(
+            empty_the_cache() > 0,
+            "the server keeps its cache in TMPDIR"
+        );
+        ok(&run(&a, &["push"], &none).0);
+    }
+    assert!(empty_the_cache() > 0);
+    ok(&run(
+        t,
+        &["clone", "--token", "w", &server.url("hub"), "check"],
+        &none,
+    )
+    .0);
+    let check = t.join("check");
+    assert_eq!(head_of(&check, "HEAD"), head_of(&a, "HEAD"));
+    for f in ["first.raw", "round0.raw", "round1.raw"] {
+        assert_eq!(
+            std::fs::read(check.join(f)).unwrap(),
+            std::fs::read(a.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
