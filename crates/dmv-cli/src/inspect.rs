@@ -648,7 +648,7 @@ fn commit_flat_or_empty(repo: &Repository) -> Result<FlatTree> {
 /// diff's blobs), so a diff reads as in a full replica; what cannot be
 /// fetched is shown by its size, after a warning.
 fn fetch_for_diff(repo: &Repository, changes: &[Change], new_in_worktree: bool) {
-    if !repo.config.partial {
+    if !repo.is_partial() {
         return;
     }
     let versions = match repo

@@ -605,70 +605,6 @@ fn drop_counts_only_copies_confirmed_live_and_frees_the_space() {
     fsck_clean(&t.join("hub2"));
 }
 
-#[test]
-fn a_dropped_file_stays_dropped_through_later_pulls_until_a_get() {
-    let t = tempfile::tempdir().unwrap();
-    let t = t.path();
-    let (src, hub, laptop) = (t.join("src"), t.join("hub"), t.join("laptop"));
-    photos(&src, 1, 2, 2 << 20);
-    dmv(t, &["init", "--bare", "hub"]);
-    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
-    dmv(t, &["clone", hub.to_str().unwrap(), "laptop"]);
-    ok(&dmv_out(
-        &laptop,
-        &["drop", "--numcopies", "1", "f00/p0.raw"],
-    ));
-    let stored = |d: &Path| -> u64 {
-        dmv(d, &["stats"])
-            .lines()
-            .find(|l| l.starts_with("stored bytes:"))
-            .unwrap()
-            .split_whitespace()
-            .nth(2)
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
-    let after_drop = stored(&laptop);
-    // New history reaches the laptop twice: once beside the dropped file, once changing the folder it is in.
-    for round in 0..2 {
-        std::fs::write(
-            src.join(format!("f00/note{round}.txt")),
-            format!("note {round}\n"),
-        )
-        .unwrap();
-        commit_all(&src, "note");
-        dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
-        ok(&dmv_out(&laptop, &["pull"]));
-        assert!(
-            ls(&laptop, "--absent").contains(&"f00/p0.raw".to_string()),
-            "round {round}: the pull brought the dropped file back"
-        );
-        assert!(
-            stored(&laptop) < after_drop + (1 << 20),
-            "round {round}: {after_drop} -> {}",
-            stored(&laptop)
-        );
-        assert!(
-            !laptop.join("f00/p0.raw").exists()
-                && laptop.join(format!("f00/note{round}.txt")).exists()
-        );
-        assert!(dmv(&laptop, &["status", "--short"]).is_empty());
-    }
-    // A get asks for it again: it is back, and the next pull leaves it here.
-    ok(&dmv_out(&laptop, &["get", "f00/p0.raw"]));
-    assert_eq!(
-        std::fs::read(laptop.join("f00/p0.raw")).unwrap(),
-        std::fs::read(src.join("f00/p0.raw")).unwrap()
-    );
-    std::fs::write(src.join("f00/note2.txt"), "note 2\n").unwrap();
-    commit_all(&src, "note");
-    dmv(&src, &["push", hub.to_str().unwrap(), "main"]);
-    ok(&dmv_out(&laptop, &["pull"]));
-    assert!(ls(&laptop, "--present").contains(&"f00/p0.raw".to_string()));
-    fsck_clean(&laptop);
-}
-
 /// A full clone could make the hub partial with `drop --from origin`, and
 /// from then on every full clone of the hub failed (issue 42, item 2). A
 /// bare repository keeps everything until its admin allows drops there.
@@ -1487,46 +1423,6 @@ fn get_writes_large_files_while_their_data_arrives_and_two_gets_keep_apart() {
     ok(&dmv_out(&m, &["get", "f00/p2.raw"]));
     assert!(same("f00/p2.raw"));
     assert!(!m.join(".dmv/early-checkout").exists());
-    assert!(dmv(&m, &["status", "--short"]).is_empty());
-    fsck_clean(&m);
-}
-
-#[test]
-fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_deleted() {
-    let t = tempfile::tempdir().unwrap();
-    let t = t.path();
-    let src = t.join("src");
-    photos(&src, 2, 2, 4096);
-    ok(&dmv_out(
-        t,
-        &[
-            "clone",
-            "--slice",
-            "paths:f00/*",
-            src.to_str().unwrap(),
-            "m",
-        ],
-    ));
-    let m = t.join("m");
-    std::fs::write(m.join("new.txt"), "new").unwrap();
-    dmv(&m, &["add", "."]);
-    assert_eq!(dmv(&m, &["status", "--short"]), "A  new.txt\n");
-    std::fs::write(m.join("f00/p0.raw"), "edited").unwrap();
-    dmv(&m, &["commit", "-a", "-m", "edit"]);
-    let tree = dmv(&m, &["ls-tree", "-r", "HEAD"]);
-    for path in [
-        "f00/p0.raw",
-        "f00/p1.raw",
-        "f01/p0.raw",
-        "f01/p1.raw",
-        "new.txt",
-    ] {
-        assert!(tree.contains(path), "{path} left the commit:\n{tree}");
-    }
-    assert_eq!(
-        ls(&m, "--absent"),
-        vec!["f01/p0.raw".to_string(), "f01/p1.raw".to_string()]
-    );
     assert!(dmv(&m, &["status", "--short"]).is_empty());
     fsck_clean(&m);
 }

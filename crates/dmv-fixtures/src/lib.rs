@@ -163,6 +163,43 @@ impl Replica {
         dmv_sync::get(&self.repo, &options, &Silent)
     }
 
+    /// Panics unless `fsck` finds the replica whole (no damage, nothing of
+    /// its slice missing, no version known nowhere).
+    pub fn assert_fsck_clean(&self) {
+        let report = self
+            .repo
+            .maintenance()
+            .fsck(false, &Silent)
+            .expect("fsck runs");
+        assert_eq!(
+            report.problem_count(),
+            0,
+            "{}: {:?}, missing {:?}",
+            self.name,
+            report.problems,
+            report
+                .missing
+                .iter()
+                .map(|f| String::from_utf8_lossy(&f.path))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// The paths of the checked-out commit whose data is not here, sorted.
+    pub fn absent(&self) -> Vec<String> {
+        let mut absent: Vec<String> = self
+            .repo
+            .copies()
+            .availability_here(&[])
+            .expect("availability")
+            .into_iter()
+            .filter(|f| !f.present)
+            .map(|f| String::from_utf8_lossy(&f.path).into_owned())
+            .collect();
+        absent.sort();
+        absent
+    }
+
     /// Opens the repository again (after a change another handle made).
     pub fn reopen(&mut self) {
         self.repo = Repository::open(&self.dir).expect("the replica opens");

@@ -114,7 +114,7 @@ impl Reader {
         let store = &self.repo.store;
         let chunks = match store.chunk_list(&id) {
             Ok(list) => list,
-            Err(StoreError::NotFound { .. }) if self.repo.config.partial => {
+            Err(StoreError::NotFound { .. }) if self.repo.is_partial() => {
                 self.fetcher.ask(Ask::Nodes {
                     file: id,
                     path: path.clone(),
@@ -172,7 +172,7 @@ impl Reader {
             order.1
         };
         let span = file.span(offset, to);
-        if self.repo.config.partial {
+        if self.repo.is_partial() {
             // Reads in order fetch ahead half as much as they have read so far
             // (past the first 2 MiB): a player's seek fetches little more than it reads, a copy runs ahead.
             // A fetch is one round trip: it is made when the read, or the near half of
@@ -212,7 +212,7 @@ impl Reader {
                 // replica fetched again.
                 Err(StoreError::NotFound { .. }) => {
                     self.repo.store.reload().map_err(|e| e.to_string())?;
-                    if self.repo.config.partial {
+                    if self.repo.is_partial() {
                         self.fetch_missing(file, i..i + 1)?;
                     }
                     self.chunk(&chunk).map_err(|e| e.to_string())?

@@ -20,20 +20,6 @@ fn shoot(fleet: &Fleet) -> dmv_fixtures::Replica {
     studio
 }
 
-fn absent(replica: &dmv_fixtures::Replica) -> Vec<String> {
-    let mut absent: Vec<String> = replica
-        .repo
-        .copies()
-        .availability_here(&[])
-        .unwrap()
-        .into_iter()
-        .filter(|f| !f.present)
-        .map(|f| String::from_utf8(f.path).unwrap())
-        .collect();
-    absent.sort();
-    absent
-}
-
 #[test]
 fn a_meta_clone_gets_what_it_asks_for_and_drops_it_again() {
     let fleet = Fleet::new();
@@ -44,13 +30,13 @@ fn a_meta_clone_gets_what_it_asks_for_and_drops_it_again() {
         phone.read(".dmvignore").as_deref(),
         Some(&b".DS_Store\n*.tmp\n"[..])
     );
-    assert_eq!(absent(&phone).len(), 5, "{:?}", absent(&phone));
+    assert_eq!(phone.absent().len(), 5, "{:?}", phone.absent());
     assert!(phone.read("day1/img0.jpg").is_none());
 
     let got = phone.get(&["day1/img2.jpg"]).unwrap();
     assert_eq!((got.fetched, got.written), (1, 1));
     assert_eq!(phone.read("day1/img2.jpg").unwrap(), noise(40_000, 3));
-    assert_eq!(absent(&phone).len(), 4);
+    assert_eq!(phone.absent().len(), 4);
 
     // The drop confirms copies live: the hub is the one remote the phone
     // reaches, so two copies elsewhere cannot be confirmed, and one can.
@@ -77,7 +63,7 @@ fn a_meta_clone_gets_what_it_asks_for_and_drops_it_again() {
     assert_eq!((dropped.files, dropped.files_removed), (1, 1));
     assert!(dropped.freed_bytes >= 40_000, "{dropped:?}");
     assert!(phone.read("day1/img2.jpg").is_none());
-    assert_eq!(absent(&phone).len(), 5);
+    assert_eq!(phone.absent().len(), 5);
 }
 
 #[test]
@@ -162,7 +148,7 @@ fn a_photo_edited_on_a_phone_and_in_the_studio_keeps_both_versions() {
     assert!(kept.contains(&studio_edit), "the studio's version is kept");
     assert!(kept.contains(&phone_edit), "the phone's version is kept");
     // The phone holds the data of both, as it wrote both.
-    assert_eq!(absent(&phone).len(), 4, "{:?}", absent(&phone));
+    assert_eq!(phone.absent().len(), 4, "{:?}", phone.absent());
 }
 
 const NOTES: &str = "a\nb\nc\nd\ne\n";
@@ -284,4 +270,95 @@ fn a_meta_clone_rebases_text_line_by_line_as_a_full_clone_does() {
             "{slice}"
         );
     }
+}
+
+/// A file dropped from a full clone stays dropped through later pulls
+/// (beside it, and changing its folder), the store not growing back,
+/// until a get asks for it again; from then on pulls keep it.
+#[test]
+fn a_dropped_file_stays_dropped_through_later_pulls_until_a_get() {
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    studio.write("f00/p0.raw", noise(2 << 20, 1));
+    studio.write("f00/p1.raw", noise(2 << 20, 2));
+    studio.commit_all("two photos");
+    studio.push().unwrap();
+    let laptop = fleet.full("laptop");
+    dmv_sync::drop_files(
+        &laptop.repo,
+        &DropOptions {
+            paths: vec![b"f00/p0.raw".to_vec()],
+            numcopies: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(laptop.absent(), ["f00/p0.raw"], "right after the drop");
+    let stored = || laptop.repo.maintenance().stats().unwrap().stored_bytes;
+    let after_drop = stored();
+    for round in 0..3 {
+        if round == 2 {
+            laptop.get(&["f00/p0.raw"]).unwrap();
+            assert_eq!(laptop.read("f00/p0.raw").unwrap(), noise(2 << 20, 1));
+        }
+        studio.write(&format!("f00/note{round}.txt"), format!("note {round}\n"));
+        studio.commit_all("note");
+        studio.push().unwrap();
+        laptop.pull().unwrap();
+        assert!(laptop.read(&format!("f00/note{round}.txt")).is_some());
+        assert!(laptop.repo.status().unwrap().is_clean(), "round {round}");
+        if round < 2 {
+            assert_eq!(
+                laptop.absent(),
+                ["f00/p0.raw"],
+                "round {round}: the pull brought it back"
+            );
+            assert!(laptop.read("f00/p0.raw").is_none(), "round {round}");
+            assert!(
+                stored() < after_drop + (1 << 20),
+                "round {round}: {after_drop} -> {}",
+                stored()
+            );
+        } else {
+            assert!(laptop.absent().is_empty(), "after a get, pulls keep it");
+        }
+    }
+    laptop.assert_fsck_clean();
+}
+
+/// `add` of everything in a `paths:` replica stages what is new and
+/// changed, never its absent files as deleted; the commit keeps them.
+#[test]
+fn adding_everything_in_a_partial_replica_never_stages_its_absent_files_as_deleted() {
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    for f in ["f00/p0.raw", "f00/p1.raw", "f01/p0.raw", "f01/p1.raw"] {
+        studio.write(f, noise(4096, f.len() as u64 + f.as_bytes()[2] as u64));
+    }
+    studio.commit_all("four photos");
+    studio.push().unwrap();
+    let m = fleet.partial("m", "paths:f00/*");
+    assert_eq!(m.absent(), ["f01/p0.raw", "f01/p1.raw"]);
+    m.write("new.txt", "new");
+    m.write("f00/p0.raw", "edited");
+    let head = m.commit_all("edit");
+    let tree = m.repo.commit(&head).unwrap().tree;
+    let files: Vec<Vec<u8>> = dmv_repo::tree::flatten(&m.repo.store, &tree)
+        .unwrap()
+        .into_keys()
+        .collect();
+    let expected: Vec<Vec<u8>> = [
+        "f00/p0.raw",
+        "f00/p1.raw",
+        "f01/p0.raw",
+        "f01/p1.raw",
+        "new.txt",
+    ]
+    .iter()
+    .map(|p| p.as_bytes().to_vec())
+    .collect();
+    assert_eq!(files, expected);
+    assert_eq!(m.absent(), ["f01/p0.raw", "f01/p1.raw"]);
+    assert!(m.repo.status().unwrap().is_clean());
+    m.assert_fsck_clean();
 }

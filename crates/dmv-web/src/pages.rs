@@ -185,7 +185,7 @@ pub(crate) type PageResult = Result<Reply, String>;
 /// Whether a file's data is here: in a full replica its first object says
 /// so (objects land with all they reach); a partial one checks its chunks.
 pub fn data_here(repo: &Repository, id: &ObjectId) -> bool {
-    match repo.config.partial {
+    match repo.is_partial() {
         false => repo.store.contains(id).unwrap_or(false),
         true => repo.store.check_content_present(id).is_ok(),
     }

@@ -125,7 +125,7 @@ impl Maintenance<'_> {
         let mut ds = Dirstate::default();
         if let Some(tree) = self.head_tree()? {
             for (path, e) in flatten(&self.store, &tree)? {
-                let entry = match self.config.partial && !self.copies().has_data(&e.id)? {
+                let entry = match self.is_partial() && !self.copies().has_data(&e.id)? {
                     true => DirEntry::absent(e.kind, e.id, e.size),
                     false => DirEntry::with_stat(e.kind, e.id, e.size, &UNKNOWN_STAT),
                 };

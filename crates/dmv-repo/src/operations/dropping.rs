@@ -244,16 +244,19 @@ impl Copies<'_> {
         self.record_locations(&held, self.replica_id()?, true)
     }
 
-    /// Makes absent file data a normal state here from now on (in the config
-    /// on disk: `self` may be shared, and keeps what it was loaded with).
+    /// Makes absent file data a normal state here from now on: in the config
+    /// on disk, and for this handle (`self` may be shared: its config keeps
+    /// what it was loaded with, [`Repository::is_partial`] says it now).
     pub fn mark_partial(&self) -> RepoResult<()> {
-        if self.config.partial {
+        if self.is_partial() {
             return Ok(());
         }
         self.edit_config_file(|c| {
             c.partial = true;
             Ok::<_, RepoError>(())
         })?;
+        self.became_partial
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -262,7 +265,7 @@ impl Copies<'_> {
     /// them out as it leaves out what the slice does, and `get` brings them
     /// back. Only a replica that ever dropped or sliced has any.
     pub fn dropped_here(&self) -> RepoResult<HashSet<ObjectId>> {
-        if !self.config.partial {
+        if !self.is_partial() {
             return Ok(HashSet::new());
         }
         let me = self.replica_id()?;

@@ -42,7 +42,7 @@ impl Maintenance<'_> {
     /// the store's exclusive gc lock, after every writer has finished.
     pub fn gc(&self, policy: GcPolicy, progress: &dyn Progress) -> RepoResult<GcReport> {
         let options = GcOptions {
-            absent_data_ok: policy.store.absent_data_ok || self.config.partial,
+            absent_data_ok: policy.store.absent_data_ok || self.is_partial(),
             ..policy.store
         };
         let report = self.store.gc(
@@ -59,7 +59,7 @@ impl Maintenance<'_> {
     pub fn verify_reachable(&self, tally: &Tally<'_>) -> RepoResult<VerifyReport> {
         Ok(self
             .store
-            .verify_reachable(&self.roots_to_check()?, self.config.partial, tally)?)
+            .verify_reachable(&self.roots_to_check()?, self.is_partial(), tally)?)
     }
 
     /// Content some other replica's drop has locked here (expired locks are removed).

@@ -111,7 +111,7 @@ impl Copies<'_> {
     /// Whether a file's data is not (all) here in a partial replica, where
     /// that is normal. In a full replica missing data is damage, never absence.
     pub fn is_absent(&self, e: &FlatEntry) -> RepoResult<bool> {
-        Ok(self.config.partial && e.kind.is_file() && !self.has_data(&e.id)?)
+        Ok(self.is_partial() && e.kind.is_file() && !self.has_data(&e.id)?)
     }
 
     /// [`Copies::is_absent`] among the packs as the store last listed
@@ -119,7 +119,7 @@ impl Copies<'_> {
     /// arriving meanwhile is for the next one, as a fetch during a git
     /// checkout is).
     pub(crate) fn is_absent_as_listed(&self, e: &FlatEntry) -> RepoResult<bool> {
-        Ok(self.config.partial && e.kind.is_file() && !self.has_data_as_listed(&e.id)?)
+        Ok(self.is_partial() && e.kind.is_file() && !self.has_data_as_listed(&e.id)?)
     }
 
     /// The files (not symlinks) of `tree` under any of `specs` (all when
@@ -194,7 +194,7 @@ impl Copies<'_> {
     /// Files of the branch tips that this replica's slice keeps but whose
     /// data is not here, and was not dropped here: lost, not absent.
     pub(crate) fn missing_in_slice(&self) -> RepoResult<Vec<FileAvailability>> {
-        if !self.config.partial {
+        if !self.is_partial() {
             return Ok(Vec::new());
         }
         let filter = self

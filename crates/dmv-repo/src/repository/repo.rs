@@ -45,9 +45,22 @@ pub struct Repository {
     pub(crate) claimed_files: TreeFilesSeen,
     /// Commits are refused while no name and email are set (see [`Repository::signer`]).
     strict_identity: bool,
+    /// Set when a drop made this replica partial after it was opened: the
+    /// config on disk says so, and this handle must act on it too (a
+    /// watcher's next pull would otherwise fetch back what it dropped).
+    pub(crate) became_partial: std::sync::atomic::AtomicBool,
 }
 
 impl Repository {
+    /// Whether file data may be absent here by design (a slice, or a drop
+    /// since): the config as loaded, or a drop through this handle since.
+    pub fn is_partial(&self) -> bool {
+        self.config.partial
+            || self
+                .became_partial
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Creates a repository with a working tree at `path` (made if missing).
     /// Fails with [`RepoError::AlreadyExists`] if it already holds one.
     pub fn init(path: &Path, chunking: ChunkParams) -> RepoResult<Repository> {
@@ -205,6 +218,7 @@ impl Repository {
             read_only: Default::default(),
             claimed_files: Default::default(),
             strict_identity: false,
+            became_partial: Default::default(),
         })
     }
 

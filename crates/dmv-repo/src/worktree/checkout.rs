@@ -433,7 +433,7 @@ impl Worktree<'_> {
             other => return other.map_err(refused),
         }
         // In a partial replica a file whose data is not all here stays absent.
-        if self.config.partial && e.kind.is_file() {
+        if self.is_partial() && e.kind.is_file() {
             return Ok(());
         }
         // Elsewhere it is refused, unless a pack written since the listing holds it.

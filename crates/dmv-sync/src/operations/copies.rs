@@ -451,7 +451,7 @@ pub fn drop_files(repo: &Repository, options: &DropOptions) -> SyncResult<Droppe
         .filter(|(_, _, present)| source.is_none() && !present)
         .map(|(_, id, _)| *id)
         .collect();
-    let pieces_freed = if repo.config.partial {
+    let pieces_freed = if repo.is_partial() {
         repo.copies().drop_pieces(&pieces)?
     } else {
         0

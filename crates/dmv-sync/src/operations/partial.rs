@@ -56,7 +56,7 @@ pub fn restore(
     staged: bool,
     progress: &dyn Progress,
 ) -> SyncResult<usize> {
-    if !staged && repo.config.partial {
+    if !staged && repo.is_partial() {
         get(
             repo,
             &GetOptions {
@@ -103,7 +103,7 @@ pub fn resolve_conflicts(
     how: Resolution,
     progress: &dyn Progress,
 ) -> SyncResult<Vec<Resolved>> {
-    if repo.config.partial && how != Resolution::AsIs {
+    if repo.is_partial() && how != Resolution::AsIs {
         if let Some(state) = repo.merges().merge_state()? {
             let chosen = state
                 .conflicts

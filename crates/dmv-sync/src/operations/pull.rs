@@ -141,7 +141,7 @@ pub(crate) fn fetch_what_a_merge_reads(
     theirs: ObjectId,
     progress: &dyn Progress,
 ) -> SyncResult<()> {
-    if !repo.config.partial || repo.config.bare {
+    if !repo.is_partial() || repo.config.bare {
         return Ok(());
     }
     let Some(ours) = repo.head_commit()? else {
@@ -163,7 +163,7 @@ pub(crate) fn fetch_what_a_pick_reads(
     theirs: ObjectId,
     progress: &dyn Progress,
 ) -> SyncResult<()> {
-    if !repo.config.partial || repo.config.bare {
+    if !repo.is_partial() || repo.config.bare {
         return Ok(());
     }
     let Some(ours) = repo.head_commit()? else {
@@ -182,7 +182,7 @@ pub(crate) fn fetch_what_a_rebase_reads(
     todo: &[dmv_repo::RebaseStep],
     progress: &dyn Progress,
 ) -> SyncResult<()> {
-    if !repo.config.partial || repo.config.bare {
+    if !repo.is_partial() || repo.config.bare {
         return Ok(());
     }
     crate::operations::partial::fetch_versions(

@@ -88,7 +88,7 @@ pub fn fetch_objects(
         &mut session,
         found.meta,
         &found.children,
-        repo.config.partial || !lacking.is_empty(),
+        repo.is_partial() || !lacking.is_empty(),
     )?;
     session.finish()?;
     then()?;

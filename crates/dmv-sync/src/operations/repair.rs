@@ -104,7 +104,7 @@ fn fetch_by_id(repo: &Repository, remote: &mut dyn Remote, ids: &[ObjectId]) -> 
                 })?;
                 for (kid, data) in children_marked(&obj.id, obj.kind, &content)? {
                     // A partial replica lacks file data by design: `get` brings it when wanted.
-                    let by_design = data && repo.config.partial;
+                    let by_design = data && repo.is_partial();
                     if !by_design && !session.has(&kid)? {
                         next.push(kid);
                     }

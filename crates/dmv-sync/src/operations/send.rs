@@ -132,7 +132,7 @@ fn find_missing(
             }
             let (kind, content) = match store.read(id) {
                 Err(dmv_repo::store::StoreError::NotFound { .. })
-                    if repo.config.partial && names.contains_key(id) =>
+                    if repo.is_partial() && names.contains_key(id) =>
                 {
                     absent.push(names[id].clone());
                     continue;
@@ -150,7 +150,7 @@ fn find_missing(
                 if let Some((name, k)) = file {
                     missing.files.push(e.id);
                     // Only a partial replica may lack data to name (a name for each of a million files is ~100 MB).
-                    if repo.config.partial && *k != dmv_repo::store::object::EntryKind::Symlink {
+                    if repo.is_partial() && *k != dmv_repo::store::object::EntryKind::Symlink {
                         names.entry(e.id).or_insert_with(|| name.clone());
                     }
                 }
@@ -190,7 +190,7 @@ fn find_missing(
                 true
             }
             // A chunk of a file a get or drop left partly here.
-            Ok(None) if repo.config.partial => {
+            Ok(None) if repo.is_partial() => {
                 absent.push(names.get(id).cloned().unwrap_or_else(|| b"a file".to_vec()));
                 false
             }

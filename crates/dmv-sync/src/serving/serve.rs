@@ -285,7 +285,7 @@ fn answer<R: Read, W: Write>(
                 version: server_version(),
                 chunking: repo.config.chunking,
                 bare: repo.config.bare,
-                partial: repo.config.partial,
+                partial: repo.is_partial(),
             })
             .map_err(io_lost)?;
         }
@@ -309,7 +309,7 @@ fn answer<R: Read, W: Write>(
         }
         Request::Has { ids } => {
             // A partial replica may hold a file's node without all its chunks: "has" means all of it.
-            let present = match repo.config.partial {
+            let present = match repo.is_partial() {
                 true => ids
                     .iter()
                     .map(|id| repo.copies().has_data(id))
