@@ -881,8 +881,20 @@ fn merge_killed_at_every_step_recovers() {
     }
 }
 
-/// SIGKILL at random moments of a merge that writes many files: whatever
-/// point it reached, `merge --abort` (or nothing, if it finished) leaves
+/// Waits (two minutes at most) for a process stopped at a pause point to say so.
+fn wait_for_pause(file: &std::path::Path) {
+    let started = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the merge never reached its pause point"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// SIGKILL at the merge's steps and at moments spread over its duration,
+/// in a merge that writes many files: whatever point it reached, `merge --abort` (or nothing, if it finished) leaves
 /// exactly the state before or after, and fsck is clean.
 #[test]
 fn merge_sigkilled_at_random_moments_recovers() {
@@ -918,50 +930,70 @@ fn merge_sigkilled_at_random_moments_recovers() {
     let full = t.elapsed();
     drop(probe);
     let mut finished = false;
-    // Rounds killed mid-merge: main unmoved, but a merge state or some of
-    // the merge's files were left behind.
-    let mut interrupted = 0;
-    for pct in [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150] {
+    // First, kills at the merge's own steps (a pause point stops it there;
+    // the kill lands inside whatever the machine's speed); then kills
+    // spread over the probe's duration, which land wherever the machine's
+    // load puts them (a merge finished before its kill ends the rounds).
+    let paused = tempfile::tempdir().unwrap();
+    let pause_file = paused.path().join("paused");
+    let mut interrupted_at_steps = 0;
+    let rounds = ["merge-state-written", "merge-worktree-written"]
+        .into_iter()
+        .map(Some)
+        .chain([0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150].map(|_| None))
+        .zip(
+            [0u32, 0]
+                .into_iter()
+                .chain([0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150]),
+        );
+    for (step, pct) in rounds {
         let delay = full * pct / 100;
-        let mut child = dmv_cmd(d)
+        let mut command = dmv_cmd(d);
+        command
             .args(["merge", "feature"])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
+            .stderr(std::process::Stdio::null());
+        if let Some(step) = step {
+            command.env("DMV_PAUSEPOINT", format!("{step}:{}", pause_file.display()));
+        }
+        let mut child = command.spawn().unwrap();
+        match step {
+            Some(_) => wait_for_pause(&pause_file),
+            None => std::thread::sleep(delay),
+        }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
         let _ = child.wait();
+        let _ = std::fs::remove_file(&pause_file);
         fsck_clean(d);
         if rev(d, "main") != head {
+            assert!(step.is_none(), "a merge paused at {step:?} moved main");
             finished = true;
             break;
         }
         let st = status_json(d);
         let untracked = st["untracked"].as_array().map_or(0, |u| u.len());
         let touched = snapshot(d) != before;
-        if !st["merge"].is_null() || untracked > 0 || touched {
-            interrupted += 1;
+        let inside = !st["merge"].is_null() || untracked > 0 || touched;
+        if step.is_some() {
+            assert!(inside, "killed at {step:?}: no trace of the merge");
+            interrupted_at_steps += 1;
         }
-        eprintln!("killed after {delay:?} of {full:?}: merge state {}, {untracked} untracked, worktree changed {touched}", st["merge"]);
+        eprintln!("killed at {step:?} / after {delay:?} of {full:?}: merge state {}, {untracked} untracked, worktree changed {touched}", st["merge"]);
         if !st["merge"].is_null() {
             dmv(d, &["merge", "--abort"]);
         }
         assert_same_files(
             &snapshot(d),
             &before,
-            &format!("killed after {delay:?}: abort must restore the worktree"),
+            &format!("killed at {step:?} / after {delay:?}: abort must restore the worktree"),
         );
         assert!(
             dmv(d, &["status"]).contains("nothing to commit, working tree clean"),
-            "after {delay:?}"
+            "after {step:?} / {delay:?}"
         );
     }
-    assert!(
-        interrupted >= 3,
-        "only {interrupted} kills landed inside a merge (one takes {full:?})"
-    );
+    assert_eq!(interrupted_at_steps, 2);
     if !finished {
         dmv(d, &["merge", "feature"]);
     }

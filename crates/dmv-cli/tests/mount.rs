@@ -765,11 +765,15 @@ fn a_mount_killed_leaves_no_dead_folder() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // fusermount3's helper unmounts once the killed process's FUSE file is
+    // closed; on a loaded machine that took over 30 s once (a clean CI run
+    // beside two builds), so the wait is generous: the test is about the
+    // folder being freed at all, not how fast.
+    let deadline = Instant::now() + Duration::from_secs(180);
     while mounted_at(&dir) {
         assert!(
             Instant::now() < deadline,
-            "the folder stayed mounted after its process was killed"
+            "the folder stayed mounted three minutes after its process was killed"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
