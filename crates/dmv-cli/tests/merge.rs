@@ -881,18 +881,6 @@ fn merge_killed_at_every_step_recovers() {
     }
 }
 
-/// Waits (two minutes at most) for a process stopped at a pause point to say so.
-fn wait_for_pause(file: &std::path::Path) {
-    let started = std::time::Instant::now();
-    while !file.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "the merge never reached its pause point"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 /// SIGKILL at the merge's steps and at moments spread over its duration,
 /// in a merge that writes many files: whatever point it reached, `merge --abort` (or nothing, if it finished) leaves
 /// exactly the state before or after, and fsck is clean.
@@ -934,37 +922,35 @@ fn merge_sigkilled_at_random_moments_recovers() {
     // the kill lands inside whatever the machine's speed); then kills
     // spread over the probe's duration, which land wherever the machine's
     // load puts them (a merge finished before its kill ends the rounds).
-    let paused = tempfile::tempdir().unwrap();
-    let pause_file = paused.path().join("paused");
     let mut interrupted_at_steps = 0;
-    let rounds = ["merge-state-written", "merge-worktree-written"]
-        .into_iter()
-        .map(Some)
-        .chain([0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150].map(|_| None))
-        .zip(
-            [0u32, 0]
-                .into_iter()
-                .chain([0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150]),
-        );
-    for (step, pct) in rounds {
-        let delay = full * pct / 100;
-        let mut command = dmv_cmd(d);
-        command
-            .args(["merge", "feature"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if let Some(step) = step {
-            command.env("DMV_PAUSEPOINT", format!("{step}:{}", pause_file.display()));
-        }
-        let mut child = command.spawn().unwrap();
-        match step {
-            Some(_) => wait_for_pause(&pause_file),
-            None => std::thread::sleep(delay),
-        }
+    let steps = ["merge-state-written", "merge-worktree-written"].map(|step| (Some(step), 0));
+    let moments = [0u32, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 110, 150].map(|pct| (None, pct));
+    let kill = |pid: u32| {
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    };
+    for (step, pct) in steps.into_iter().chain(moments) {
+        let delay = full * pct / 100;
+        let mut merge = dmv_cmd(d);
+        merge.args(["merge", "feature"]);
+        let mut child = match step {
+            Some(step) => {
+                let paused = Paused::start(merge, step);
+                kill(paused.pid());
+                paused.release()
+            }
+            None => {
+                let child = merge
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(delay);
+                kill(child.id());
+                child
+            }
+        };
         let _ = child.wait();
-        let _ = std::fs::remove_file(&pause_file);
         fsck_clean(d);
         if rev(d, "main") != head {
             assert!(step.is_none(), "a merge paused at {step:?} moved main");

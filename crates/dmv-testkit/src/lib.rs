@@ -90,3 +90,15 @@ pub fn in_small_address_space(name: &str, headroom: u64) -> bool {
     );
     true
 }
+
+/// Every `.rs` file under `dir`, for the tests that read the crates' sources.
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}

@@ -4,7 +4,9 @@
 //! (dmv-cli's hints.rs). Checked on the errors' messages (`#[error("…")]`)
 //! and on every string literal that quotes a command.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use dmv_testkit::rust_files;
 
 /// The crates whose messages reach a person through some other front end.
 const LIBRARIES: &[&str] = &[
@@ -20,17 +22,6 @@ const LIBRARIES: &[&str] = &[
     "dmv-mount",
     "dmv-watch",
 ];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The string literals of `code` (plain and escaped quotes; raw strings do
 /// not hold messages here), each with whether an `#[error(` opens it.

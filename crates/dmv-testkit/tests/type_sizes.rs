@@ -6,20 +6,11 @@
 //! crate adds them.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use dmv_testkit::rust_files;
 
 const MAX_PUBLIC_METHODS: usize = 60;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The type an inherent `impl` line opens a block for (`impl<'r> View<'r> {`
 /// gives `View`); `None` for trait impls and anything else.
