@@ -121,6 +121,8 @@ fn photo_conflict() -> tempfile::TempDir {
     )
 }
 
+/// What a fast-forward and a merge with nothing to do print (the library's
+/// tests/merges.rs checks what they do).
 #[test]
 fn fast_forward_then_up_to_date() {
     let repo = new_repo();
@@ -130,30 +132,19 @@ fn fast_forward_then_up_to_date() {
     dmv(d, &["commit", "-m", "one"]);
     dmv(d, &["switch", "-c", "feature"]);
     std::fs::write(d.join("b.bin"), noise(100_000, 5)).unwrap();
-    std::fs::remove_file(d.join("a")).unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "two"]);
     let feature = rev(d, "feature");
     dmv(d, &["switch", "main"]);
-    assert!(!d.join("b.bin").exists());
-
     let out = dmv(d, &["merge", "feature"]);
     assert_eq!(out.trim(), format!("Fast-forward to {}", &feature[..12]));
-    assert_eq!(rev(d, "main"), feature);
-    assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(100_000, 5));
-    assert!(!d.join("a").exists());
-    assert!(dmv(d, &["status"]).contains("nothing to commit"));
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
-
     assert_eq!(dmv(d, &["merge", "feature"]).trim(), "Already up to date.");
     assert_eq!(dmv(d, &["merge", "HEAD~1"]).trim(), "Already up to date.");
-    assert_eq!(rev(d, "main"), feature);
-    fsck_clean(d);
 }
 
-/// `--no-ff` makes a merge commit where a fast-forward would do (its tree
-/// theirs, its parents HEAD and theirs); `--ff-only` refuses a merge that
-/// needs one, with nothing changed, and fast-forwards otherwise.
+/// `--no-ff` and `--ff-only` as git takes them: the merge commit's parents
+/// and subject, the refusal's exit code and words, and the two together
+/// refused as a usage error.
 #[test]
 fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     let repo = new_repo();
@@ -169,28 +160,16 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
     let feature = rev(d, "feature");
     dmv(d, &["switch", "main"]);
     dmv(d, &["merge", "--no-ff", "feature"]);
-    let merged = rev(d, "main");
-    assert_ne!(merged, feature);
     assert_eq!(
         dmv(d, &["log", "-1", "--format=%P %s"]).trim(),
         format!("{one} {feature} Merge feature")
     );
-    assert_eq!(
-        dmv(d, &["diff", "--name-only", "feature", "main"]),
-        "",
-        "the tree is theirs"
-    );
-    assert_eq!(std::fs::read(d.join("b.bin")).unwrap(), noise(100_000, 5));
-    assert!(dmv(d, &["status"]).contains("nothing to commit"));
-    // Diverged: --ff-only refuses, with nothing changed.
+    // Diverged: --ff-only refuses.
     dmv(d, &["switch", "feature"]);
     std::fs::write(d.join("c"), "three").unwrap();
     dmv(d, &["add", "c"]);
     dmv(d, &["commit", "-m", "three"]);
     dmv(d, &["switch", "main"]);
-    std::fs::write(d.join("a"), "one, edited").unwrap();
-    dmv(d, &["commit", "-a", "-m", "edit"]);
-    let main = rev(d, "main");
     let out = dmv_out(d, &["merge", "--ff-only", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(
@@ -198,9 +177,8 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(rev(d, "main"), main);
-    assert!(!d.join("c").exists() && dmv(d, &["status", "--short"]).is_empty());
     // Behind: --ff-only fast-forwards.
+    let main = rev(d, "main");
     dmv(d, &["switch", "-c", "behind", "HEAD~1"]);
     assert_eq!(
         dmv(d, &["merge", "--ff-only", "main"]).trim(),
@@ -212,58 +190,14 @@ fn no_ff_makes_a_merge_commit_and_ff_only_refuses_one() {
             .code(),
         Some(129)
     );
-    fsck_clean(d);
 }
 
-#[test]
-fn changes_to_different_files_merge_into_a_two_parent_commit() {
-    let repo = diverged(
-        |d| {
-            std::fs::create_dir(d.join("media")).unwrap();
-            for (i, name) in ["a.bin", "b.bin", "gone.bin"].iter().enumerate() {
-                std::fs::write(d.join("media").join(name), noise(200_000, 10 + i as u64)).unwrap();
-            }
-        },
-        |d| {
-            std::fs::write(d.join("media/a.bin"), noise(200_000, 20)).unwrap();
-            std::fs::remove_file(d.join("media/gone.bin")).unwrap();
-        },
-        |d| {
-            std::fs::write(d.join("media/b.bin"), noise(200_000, 21)).unwrap();
-            std::fs::create_dir_all(d.join("new/dir")).unwrap();
-            std::fs::write(d.join("new/dir/c.bin"), noise(1000, 22)).unwrap();
-        },
-    );
-    let d = repo.path();
-    let (main_before, feature) = (rev(d, "main"), rev(d, "feature"));
-    let out = dmv(d, &["merge", "feature"]);
-    let merged = rev(d, "HEAD");
-    assert_eq!(out.trim(), format!("Merged feature: {}", &merged[..12]));
-    assert_eq!(parents(d, "HEAD"), [main_before, feature]);
-    let log: serde_json::Value =
-        serde_json::from_str(&dmv(d, &["log", "--json", "-n", "1"])).unwrap();
-    assert_eq!(log[0]["message"], "Merge feature");
-    let expected: BTreeMap<String, Vec<u8>> = [
-        ("media/a.bin", noise(200_000, 20)),
-        ("media/b.bin", noise(200_000, 21)),
-        ("new/dir/c.bin", noise(1000, 22)),
-    ]
-    .into_iter()
-    .map(|(p, b)| (p.to_string(), b))
-    .collect();
-    assert_eq!(snapshot(d), expected);
-    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
-    assert!(status_json(d)["merge"].is_null());
-    let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
-    assert_eq!(ls.lines().count(), 3, "{ls}");
-    fsck_clean(d);
-}
-
+/// How a conflict is told: the merge's lines and exit code, status in its
+/// three forms, and the refusals' words while it waits.
 #[test]
 fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
     let repo = photo_conflict();
     let d = repo.path();
-    let main_before = rev(d, "main");
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -272,16 +206,6 @@ fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
         "{text}"
     );
     assert!(text.contains("dmv resolve"), "{text}");
-    // Nothing committed; the clean part (their new file) is staged, ours shown for the conflict.
-    assert_eq!(rev(d, "main"), main_before);
-    assert_eq!(
-        std::fs::read(d.join("shot.jpg")).unwrap(),
-        noise(300_000, 2)
-    );
-    assert_eq!(
-        std::fs::read(d.join("extra.wav")).unwrap(),
-        noise(50_000, 4)
-    );
 
     let long = dmv(d, &["status"]);
     assert!(long.contains("You are merging feature"), "{long}");
@@ -319,82 +243,43 @@ fn binary_conflict_is_reported_and_commit_waits_for_resolve() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(rev(d, "main"), main_before);
-    fsck_clean(d);
+}
+
+/// What `resolve` and the concluding `commit` print (the library's
+/// tests/merges.rs checks the bytes each way of settling writes).
+#[test]
+fn resolve_and_commit_say_what_they_kept_and_made() {
+    let repo = photo_conflict();
+    let d = repo.path();
+    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
+    let out = dmv(d, &["resolve", "--both", "shot.jpg"]);
+    assert!(
+        out.contains("Resolved shot.jpg")
+            && out.contains("kept shot.ours.jpg, shot.theirs.jpg")
+            && out.contains("All conflicts resolved"),
+        "{out}"
+    );
+    let st = dmv(d, &["status"]);
+    assert!(
+        st.contains("All conflicts fixed but you are still merging"),
+        "{st}"
+    );
+    assert!(!st.contains("Changes not staged"), "{st}");
+    let again = dmv_out(d, &["resolve", "--theirs", "shot.jpg"]);
+    assert!(
+        stderr(&again).contains("not in conflict"),
+        "{}",
+        stderr(&again)
+    );
+    // No -m is needed to conclude a merge.
+    let out = dmv(d, &["commit"]);
+    assert!(out.contains("Merge feature"), "{out}");
+    assert_eq!(parents(d, "HEAD").len(), 2);
+    assert!(status_json(d)["merge"].is_null());
 }
 
 #[test]
-fn resolve_ours_theirs_and_both_give_exact_bytes_and_a_two_parent_commit() {
-    let ours = noise(300_000, 2);
-    let theirs = noise(300_000, 3);
-    for how in ["--ours", "--theirs", "--both"] {
-        let repo = photo_conflict();
-        let d = repo.path();
-        let (main_before, feature) = (rev(d, "main"), rev(d, "feature"));
-        assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-        // Edit the file by hand first: resolve must still write the chosen version exactly.
-        std::fs::write(d.join("shot.jpg"), "scribble").unwrap();
-        let out = dmv(d, &["resolve", how, "shot.jpg"]);
-        assert!(
-            out.contains("Resolved shot.jpg") && out.contains("All conflicts resolved"),
-            "{how}: {out}"
-        );
-        match how {
-            "--ours" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), ours),
-            "--theirs" => assert_eq!(std::fs::read(d.join("shot.jpg")).unwrap(), theirs),
-            _ => {
-                assert!(!d.join("shot.jpg").exists());
-                assert_eq!(std::fs::read(d.join("shot.ours.jpg")).unwrap(), ours);
-                assert_eq!(std::fs::read(d.join("shot.theirs.jpg")).unwrap(), theirs);
-                assert!(out.contains("kept shot.ours.jpg, shot.theirs.jpg"), "{out}");
-            }
-        }
-        let st = dmv(d, &["status"]);
-        assert!(
-            st.contains("All conflicts fixed but you are still merging"),
-            "{how}: {st}"
-        );
-        assert!(!st.contains("Changes not staged"), "{how}: {st}");
-        assert!(dmv(d, &["status", "--short"])
-            .lines()
-            .all(|l| !l.starts_with("UU")));
-        let again = dmv_out(d, &["resolve", "--theirs", "shot.jpg"]);
-        assert!(
-            stderr(&again).contains("not in conflict"),
-            "{}",
-            stderr(&again)
-        );
-
-        // No -m is needed to conclude a merge.
-        let out = dmv(d, &["commit"]);
-        assert!(out.contains("Merge feature"), "{out}");
-        assert_eq!(parents(d, "HEAD"), [main_before.clone(), feature.clone()]);
-        assert!(!d.join(".dmv/MERGE_STATE").exists());
-        assert!(status_json(d)["merge"].is_null());
-        assert!(
-            dmv(d, &["status"]).contains("nothing to commit, working tree clean"),
-            "{how}"
-        );
-        let ls = dmv(d, &["ls-tree", "-r", "HEAD"]);
-        if how == "--both" {
-            assert!(
-                ls.contains("shot.ours.jpg")
-                    && ls.contains("shot.theirs.jpg")
-                    && !ls.contains("\tshot.jpg"),
-                "{ls}"
-            );
-            assert_eq!(dmv_out(d, &["cat", "HEAD:shot.theirs.jpg"]).stdout, theirs);
-        } else {
-            let want = if how == "--ours" { &ours } else { &theirs };
-            assert_eq!(&dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout, want);
-        }
-        assert!(ls.contains("extra.wav"), "{ls}");
-        fsck_clean(d);
-    }
-}
-
-#[test]
-fn resolve_without_a_side_stages_the_hand_merged_file() {
+fn resolve_without_a_side_needs_a_path() {
     let repo = photo_conflict();
     let d = repo.path();
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
@@ -411,13 +296,12 @@ fn resolve_without_a_side_stages_the_hand_merged_file() {
         dmv_out(d, &["cat", "HEAD:shot.jpg"]).stdout,
         b"retouched by hand"
     );
-    assert_eq!(parents(d, "HEAD").len(), 2);
-    fsck_clean(d);
 }
 
+/// A deleted-against-changed conflict in git's words, in the merge's
+/// lines, status and resolve.
 #[test]
-fn modify_delete_conflicts_both_ways() {
-    // We deleted it, they changed it: the working tree shows theirs until resolved.
+fn modify_delete_conflicts_are_named_as_git_names_them() {
     let repo = diverged(
         |d| std::fs::write(d.join("clip.mov"), noise(100_000, 30)).unwrap(),
         |d| std::fs::remove_file(d.join("clip.mov")).unwrap(),
@@ -427,44 +311,14 @@ fn modify_delete_conflicts_both_ways() {
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT (deleted by us): clip.mov"));
-    assert_eq!(
-        std::fs::read(d.join("clip.mov")).unwrap(),
-        noise(100_000, 31)
-    );
     assert_eq!(dmv(d, &["status", "--short"]).trim(), "DU clip.mov");
     assert!(dmv(d, &["status"]).contains("deleted by us:   clip.mov"));
     let out = dmv(d, &["resolve", "--ours", "clip.mov"]);
     assert!(out.contains("Resolved clip.mov (deleted)"), "{out}");
-    assert!(!d.join("clip.mov").exists());
-    dmv(d, &["commit", "-m", "keep it deleted"]);
-    assert_eq!(parents(d, "HEAD").len(), 2);
-    assert!(dmv(d, &["ls-tree", "-r", "HEAD"]).trim().is_empty());
-    fsck_clean(d);
-
-    // We changed it, they deleted it: --both keeps only ours, under the .ours name.
-    let repo = diverged(
-        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 30)).unwrap(),
-        |d| std::fs::write(d.join("clip.mov"), noise(100_000, 32)).unwrap(),
-        |d| std::fs::remove_file(d.join("clip.mov")).unwrap(),
-    );
-    let d = repo.path();
-    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-    assert_eq!(dmv(d, &["status", "--short"]).trim(), "UD clip.mov");
-    dmv(d, &["resolve", "--both", "clip.mov"]);
-    assert_eq!(
-        snapshot(d).into_iter().collect::<Vec<_>>(),
-        vec![("clip.ours.mov".to_string(), noise(100_000, 32))]
-    );
-    dmv(d, &["commit"]);
-    assert_eq!(
-        dmv_out(d, &["cat", "HEAD:clip.ours.mov"]).stdout,
-        noise(100_000, 32)
-    );
-    fsck_clean(d);
 }
 
 #[test]
-fn file_against_directory_is_a_conflict_resolved_together() {
+fn file_against_directory_is_named_from_both_sides() {
     let repo = diverged(
         |d| std::fs::write(d.join("keep"), "k").unwrap(),
         |d| std::fs::write(d.join("take"), "a file").unwrap(),
@@ -482,7 +336,6 @@ fn file_against_directory_is_a_conflict_resolved_together() {
             && text.contains("CONFLICT (added by them): take/one"),
         "{text}"
     );
-    assert_eq!(std::fs::read(d.join("take")).unwrap(), b"a file");
     let out = dmv_out(d, &["resolve", "--theirs", "take/one"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(
@@ -490,21 +343,15 @@ fn file_against_directory_is_a_conflict_resolved_together() {
         "{}",
         stderr(&out)
     );
-    dmv(d, &["resolve", "--theirs", "take", "take/one"]);
-    assert_eq!(std::fs::read(d.join("take/one")).unwrap(), b"in a dir");
-    dmv(d, &["commit"]);
-    assert_eq!(dmv(d, &["ls-tree", "-r", "HEAD"]).lines().count(), 2);
-    fsck_clean(d);
 }
 
+/// A merge refused by a change in its way says so in one line, exit 128
+/// (the library's tests/merges.rs checks each refusal changes nothing).
 #[test]
-fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
+fn a_merge_refused_by_a_change_in_its_way_says_so_in_one_line() {
     let repo = photo_conflict();
     let d = repo.path();
-    let head = rev(d, "main");
-    // A change to a path the merge writes (here the conflicted photo) is refused, nothing changed.
     std::fs::write(d.join("shot.jpg"), "retouched, not committed").unwrap();
-    let before = snapshot(d);
     let out = dmv_out(d, &["merge", "feature"]);
     assert_eq!(out.status.code(), Some(128));
     let err = stderr(&out);
@@ -514,150 +361,26 @@ fn merge_carries_unrelated_changes_and_refuses_those_in_its_way() {
             && err.lines().count() == 1,
         "{err}"
     );
-    assert_eq!(snapshot(d), before);
-    assert_eq!(rev(d, "main"), head);
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
     dmv(d, &["restore", "shot.jpg"]);
-    // Staged changes would go into the merge commit: refused, even to another path (as git's).
-    std::fs::write(d.join("README"), "edited, not committed\n").unwrap();
-    dmv(d, &["add", "README"]);
-    let out = dmv_out(d, &["merge", "feature"]);
-    assert!(
-        stderr(&out).contains("uncommitted changes to README"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
-    // An untracked file where the merge would write is refused too.
-    dmv(d, &["restore", "--staged", "README"]);
     std::fs::write(d.join("extra.wav"), "mine, untracked").unwrap();
     let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(128));
     assert!(
         stderr(&out).contains("untracked file extra.wav would be overwritten"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(
-        std::fs::read(d.join("extra.wav")).unwrap(),
-        b"mine, untracked"
-    );
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
-    std::fs::remove_file(d.join("extra.wav")).unwrap();
-
-    // An unstaged change to a path the merge leaves alone is carried through
-    // it, stopped on a conflict or not, and kept by --abort.
-    let out = dmv_out(d, &["merge", "feature"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(
-        std::fs::read(d.join("README")).unwrap(),
-        b"edited, not committed\n"
-    );
-    assert!(d.join("extra.wav").exists());
-    dmv(d, &["merge", "--abort"]);
-    assert_eq!(
-        std::fs::read(d.join("README")).unwrap(),
-        b"edited, not committed\n"
-    );
-    assert!(!d.join("extra.wav").exists());
-    assert_eq!(
-        std::fs::read(d.join("shot.jpg")).unwrap(),
-        noise(300_000, 2)
-    );
-    assert_eq!(dmv(d, &["status", "--short"]), " M README\n");
-    fsck_clean(d);
-}
-
-/// A merge that needs no settling, and a fast-forward, carry an unstaged
-/// change to another path: it stays in the working tree, out of the commit.
-#[test]
-fn clean_merges_and_fast_forwards_carry_unrelated_changes() {
-    let repo = diverged(
-        |d| {
-            std::fs::write(d.join("a.txt"), "a\n").unwrap();
-            std::fs::write(d.join("notes.txt"), "notes\n").unwrap();
-        },
-        |d| std::fs::write(d.join("m.txt"), "main\n").unwrap(),
-        |d| std::fs::write(d.join("a.txt"), "a, feature\n").unwrap(),
-    );
-    let d = repo.path();
-    std::fs::write(d.join("notes.txt"), "notes, mine\n").unwrap();
-    dmv(d, &["merge", "feature"]);
-    assert_eq!(parents(d, "HEAD").len(), 2);
-    assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"a, feature\n");
-    assert_eq!(
-        std::fs::read(d.join("notes.txt")).unwrap(),
-        b"notes, mine\n"
-    );
-    assert_eq!(
-        dmv(d, &["cat", "HEAD:notes.txt"]),
-        "notes\n",
-        "the carried change is not in the merge commit"
-    );
-    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
-
-    // A fast-forward: feature moves on, main follows it with notes.txt still mine.
-    dmv(d, &["stash"]);
-    dmv(d, &["switch", "feature"]);
-    dmv(d, &["merge", "main"]);
-    std::fs::write(d.join("b.txt"), "b\n").unwrap();
-    dmv(d, &["add", "b.txt"]);
-    dmv(d, &["commit", "-m", "b"]);
-    dmv(d, &["switch", "main"]);
-    dmv(d, &["stash", "pop"]);
-    let out = dmv_out(d, &["merge", "feature"]);
-    ok_out(&out);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Fast-forward")
-            || stderr(&out).contains("Fast-forward"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(rev(d, "main"), rev(d, "feature"));
-    assert_eq!(std::fs::read(d.join("b.txt")).unwrap(), b"b\n");
-    assert_eq!(
-        std::fs::read(d.join("notes.txt")).unwrap(),
-        b"notes, mine\n"
-    );
-    assert_eq!(dmv(d, &["status", "--short"]), " M notes.txt\n");
-    fsck_clean(d);
-}
-
-fn ok_out(out: &std::process::Output) {
-    assert!(out.status.success(), "{}", stderr(out));
 }
 
 #[test]
-fn abort_puts_back_head_exactly() {
-    let repo = diverged(
-        |d| {
-            std::fs::write(d.join("shot.jpg"), noise(300_000, 1)).unwrap();
-            std::fs::write(d.join("changed-by-them"), "base").unwrap();
-            std::fs::write(d.join("deleted-by-them"), "base").unwrap();
-        },
-        |d| std::fs::write(d.join("shot.jpg"), noise(300_000, 2)).unwrap(),
-        |d| {
-            std::fs::write(d.join("shot.jpg"), noise(300_000, 3)).unwrap();
-            std::fs::write(d.join("changed-by-them"), "theirs").unwrap();
-            std::fs::remove_file(d.join("deleted-by-them")).unwrap();
-            std::fs::create_dir(d.join("added")).unwrap();
-            std::fs::write(d.join("added/by-them"), "theirs").unwrap();
-        },
-    );
+fn abort_says_what_it_did_or_that_there_is_nothing_to_abort() {
+    let repo = photo_conflict();
     let d = repo.path();
-    std::fs::write(d.join("untracked.txt"), "leave me").unwrap();
     let before = snapshot(d);
-    let head = rev(d, "main");
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-    assert_ne!(snapshot(d), before);
-    dmv(d, &["resolve", "--both", "shot.jpg"]);
-    std::fs::write(d.join("changed-by-them"), "edited during the merge").unwrap();
-
     let out = dmv(d, &["merge", "--abort"]);
     assert!(out.contains("Merge aborted"), "{out}");
     assert_same_files(&snapshot(d), &before, "after abort");
-    assert_eq!(rev(d, "main"), head);
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
-    assert_eq!(dmv(d, &["status", "--short"]).trim(), "?? untracked.txt");
     let out = dmv_out(d, &["merge", "--abort"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(
@@ -665,34 +388,6 @@ fn abort_puts_back_head_exactly() {
         "{}",
         stderr(&out)
     );
-    fsck_clean(d);
-    // And the merge can be done again.
-    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-    dmv(d, &["resolve", "--theirs", "."]);
-    dmv(d, &["commit", "-m", "done"]);
-    assert_eq!(
-        std::fs::read(d.join("shot.jpg")).unwrap(),
-        noise(300_000, 3)
-    );
-    fsck_clean(d);
-}
-
-#[test]
-fn gc_during_a_conflicted_merge_keeps_what_it_needs() {
-    let repo = photo_conflict();
-    let d = repo.path();
-    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
-    dmv(d, &["branch", "-D", "feature"]);
-    // No grace period: only MERGE_STATE can keep their side.
-    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
-    fsck_clean(d);
-    dmv(d, &["resolve", "--theirs", "shot.jpg"]);
-    assert_eq!(
-        std::fs::read(d.join("shot.jpg")).unwrap(),
-        noise(300_000, 3)
-    );
-    dmv(d, &["commit"]);
-    fsck_clean(d);
 }
 
 fn set_merge_tool(d: &Path, tool: &str) {
@@ -992,20 +687,6 @@ fn merge_sigkilled_at_random_moments_recovers() {
     fsck_clean(d);
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.org")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs")
-}
-
 /// Text files beside the media, each edited on both branches: (name, base, main's, feature's).
 const TEXT_EDITS: &[(&str, &str, &str, &str)] = &[
     // Different lines: merges.
@@ -1038,12 +719,9 @@ const TEXT_EDITS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
-/// The same history in git and in dmv: base, then main and feature each
-/// edit TEXT_EDITS, a photo (binary), and add `new.txt` differently.
-fn text_history_in_both(t: &Path) -> (std::path::PathBuf, tempfile::TempDir) {
-    let g = t.join("g");
-    std::fs::create_dir(&g).unwrap();
-    git(&g, &["init", "-q", "-b", "main"]);
+/// base, then main and feature each edit TEXT_EDITS, a photo (binary),
+/// and add `new.txt` differently.
+fn text_history() -> tempfile::TempDir {
     let write = |d: &Path, side: usize| {
         for (name, base, ours, theirs) in TEXT_EDITS {
             std::fs::write(d.join(name), [base, ours, theirs][side]).unwrap();
@@ -1057,119 +735,54 @@ fn text_history_in_both(t: &Path) -> (std::path::PathBuf, tempfile::TempDir) {
             .unwrap();
         }
     };
-    let on_git = |side: usize, msg: &str| {
-        write(&g, side);
-        assert!(git(&g, &["add", "."]).status.success());
-        assert!(git(&g, &["commit", "-q", "-m", msg]).status.success());
-    };
-    on_git(0, "base");
-    git(&g, &["checkout", "-q", "-b", "feature"]);
-    on_git(2, "feature");
-    git(&g, &["checkout", "-q", "main"]);
-    on_git(1, "main");
-    let repo = diverged(|d| write(d, 0), |d| write(d, 1), |d| write(d, 2));
-    (g, repo)
+    diverged(|d| write(d, 0), |d| write(d, 1), |d| write(d, 2))
 }
 
-/// A file's bytes with the base's label in diff3 markers (its short id, of
-/// different lengths in git and dmv) replaced by BASE.
-fn unlabelled(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.split_inclusive('\n')
-        .map(|l| {
-            if l.starts_with("||||||| ") {
-                "||||||| BASE\n"
-            } else {
-                l
-            }
-        })
-        .collect()
-}
-
+/// A text merge's conflicts in git's words and status codes (the library's
+/// tests/merges.rs checks the merged bytes against real git's).
 #[test]
-fn text_files_merge_line_by_line_as_git_merge_does() {
-    for style in ["merge", "diff3"] {
-        let t = tempfile::tempdir().unwrap();
-        let (g, repo) = text_history_in_both(t.path());
-        let d = repo.path();
-        dmv(d, &["config", "merge.conflictstyle", style]);
-        let out = dmv_out(d, &["merge", "feature"]);
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-        let text = String::from_utf8_lossy(&out.stdout);
-        let git_out = git(
-            &g,
-            &[
-                "-c",
-                &format!("merge.conflictStyle={style}"),
-                "merge",
-                "feature",
-            ],
-        );
-        assert_eq!(git_out.status.code(), Some(1));
-        for (name, ..) in TEXT_EDITS.iter().chain([&("new.txt", "", "", "")]) {
-            assert_eq!(
-                unlabelled(&d.join(name)),
-                unlabelled(&g.join(name)),
-                "{style}: {name} differs from git's merge"
-            );
-        }
-        // The same conflicts as git names, the same words.
-        for file in ["cut.edl", "labels.csv", "new.txt"] {
-            assert!(
-                text.contains(&format!("CONFLICT (content): Merge conflict in {file}")),
-                "{text}"
-            );
-        }
+fn text_conflicts_are_named_as_git_merge_names_them() {
+    let repo = text_history();
+    let d = repo.path();
+    let out = dmv_out(d, &["merge", "feature"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for file in ["cut.edl", "labels.csv", "new.txt"] {
         assert!(
-            text.contains("CONFLICT (both modified): shot.jpg"),
+            text.contains(&format!("CONFLICT (content): Merge conflict in {file}")),
             "{text}"
-        );
-        assert!(
-            !text.contains("shot.xmp") && !text.contains("settings.ini"),
-            "{text}"
-        );
-        assert_eq!(
-            std::fs::read(d.join("shot.jpg")).unwrap(),
-            noise(20_000, 1),
-            "a binary file shows ours, untouched"
-        );
-        assert_eq!(
-            dmv(d, &["status", "--short"]),
-            "UU cut.edl\nUU labels.csv\nAA new.txt\nM  settings.ini\nUU shot.jpg\nM  shot.xmp\n"
         );
     }
+    assert!(
+        text.contains("CONFLICT (both modified): shot.jpg"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("shot.xmp") && !text.contains("settings.ini"),
+        "{text}"
+    );
+    assert_eq!(
+        dmv(d, &["status", "--short"]),
+        "UU cut.edl\nUU labels.csv\nAA new.txt\nM  settings.ini\nUU shot.jpg\nM  shot.xmp\n"
+    );
 }
 
 #[test]
-fn add_settles_an_edited_text_conflict_and_abort_puts_back_head() {
-    let t = tempfile::tempdir().unwrap();
-    let (_, repo) = text_history_in_both(t.path());
+fn add_settles_an_edited_text_conflict_and_status_says_so() {
+    let repo = text_history();
     let d = repo.path();
-    let before = snapshot(d);
     assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     // A marked file is not committed by mistake.
     let out = dmv_out(d, &["commit", "-m", "too early"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("cut.edl"), "{}", stderr(&out));
-    dmv(d, &["merge", "--abort"]);
-    assert_same_files(&snapshot(d), &before, "after abort");
-    fsck_clean(d);
-
-    assert_eq!(dmv_out(d, &["merge", "feature"]).status.code(), Some(1));
     let long = dmv(d, &["status"]);
     assert!(
         long.contains("dmv add"),
         "status says how to settle a marked file: {long}"
     );
-    std::fs::write(
-        d.join("cut.edl"),
-        "001 A V C 00:00\n002 B V C 00:13\n003 C V C 00:20\n",
-    )
-    .unwrap();
-    dmv(d, &["add", "cut.edl"]);
-    std::fs::write(d.join("labels.csv"), "id,label\n1,cat\n2,wolf\n3,owl\n").unwrap();
-    std::fs::write(d.join("new.txt"), "from both\n").unwrap();
-    dmv(d, &["add", "labels.csv", "new.txt"]);
+    std::fs::write(d.join("cut.edl"), "001 A V C 00:00\n").unwrap();
+    dmv(d, &["add", "cut.edl", "labels.csv", "new.txt"]);
     assert_eq!(
         dmv(d, &["status", "--short"])
             .lines()
@@ -1177,24 +790,11 @@ fn add_settles_an_edited_text_conflict_and_abort_puts_back_head() {
             .collect::<Vec<_>>(),
         ["UU shot.jpg"]
     );
-    dmv(d, &["resolve", "--theirs", "shot.jpg"]);
-    dmv(d, &["commit", "-m", "merged by hand"]);
-    assert_eq!(parents(d, "HEAD").len(), 2);
-    assert_eq!(
-        dmv(d, &["show", "HEAD:labels.csv"]),
-        "id,label\n1,cat\n2,wolf\n3,owl\n"
-    );
-    assert_eq!(
-        dmv(d, &["show", "HEAD:shot.xmp"]),
-        TEXT_EDITS[0].2.replace("label=none", "label=red")
-    );
-    fsck_clean(d);
 }
 
 #[test]
 fn rm_settles_a_conflict_as_a_deletion_and_a_bad_style_is_refused() {
-    let t = tempfile::tempdir().unwrap();
-    let (_, repo) = text_history_in_both(t.path());
+    let repo = text_history();
     let d = repo.path();
     let out = dmv_out(d, &["config", "merge.conflictStyle", "zdiff4"]);
     assert_eq!(out.status.code(), Some(128));
@@ -1216,82 +816,35 @@ fn subject(d: &Path, rev: &str) -> String {
         .to_string()
 }
 
+/// What a pick prints, picked again, and refused for a merge commit (the
+/// library's tests/merges.rs checks what it changes).
 #[test]
-fn cherry_pick_applies_one_commits_change_with_its_message_and_author() {
+fn cherry_pick_says_what_it_picked_and_refuses_a_merge() {
     let repo = new_repo();
     let d = repo.path();
-    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nfive\n").unwrap();
-    std::fs::write(d.join("shot.jpg"), noise(30_000, 1)).unwrap();
+    std::fs::write(d.join("notes.txt"), "one\n").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "base"]);
     dmv(d, &["switch", "-c", "feature"]);
-    std::fs::write(d.join("notes.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
     std::fs::write(d.join("extra.wav"), noise(10_000, 2)).unwrap();
     dmv(d, &["add", "."]);
-    let out = dmv_cmd(d)
-        .args(["commit", "-m", "the fix"])
-        .env("DMV_AUTHOR_NAME", "Grace")
-        .env("DMV_AUTHOR_EMAIL", "grace@example.org")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    std::fs::write(d.join("shot.jpg"), noise(30_000, 3)).unwrap();
-    dmv(d, &["commit", "-a", "-m", "not wanted"]);
+    dmv(d, &["commit", "-m", "the fix"]);
     dmv(d, &["switch", "main"]);
-    std::fs::write(d.join("notes.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
+    std::fs::write(d.join("notes.txt"), "one, main\n").unwrap();
     dmv(d, &["commit", "-a", "-m", "main work"]);
-    let main = rev(d, "main");
-
-    // Only the picked commit's change comes over, merged into main's text.
-    let out = dmv(d, &["cherry-pick", "feature~1"]);
-    assert!(out.starts_with("Picked feature~1 as "), "{out}");
-    assert_eq!(
-        std::fs::read_to_string(d.join("notes.txt")).unwrap(),
-        "ONE\ntwo\nthree\nfour\nFIVE\n"
-    );
-    assert_eq!(
-        std::fs::read(d.join("extra.wav")).unwrap(),
-        noise(10_000, 2)
-    );
-    assert_eq!(
-        std::fs::read(d.join("shot.jpg")).unwrap(),
-        noise(30_000, 1),
-        "the later commit's change stays out"
-    );
-    assert_eq!(parents(d, "HEAD"), [main]);
+    let out = dmv(d, &["cherry-pick", "feature"]);
+    assert!(out.starts_with("Picked feature as "), "{out}");
     assert_eq!(subject(d, "HEAD"), "the fix");
-    assert_eq!(
-        dmv(d, &["log", "-1", "--format=%an <%ae>"]).trim(),
-        "Grace <grace@example.org>"
-    );
-    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
-
-    // Picked again: the change is already here, nothing is committed.
-    let head = rev(d, "HEAD");
-    let out = dmv(d, &["cherry-pick", "feature~1"]);
+    let out = dmv(d, &["cherry-pick", "feature"]);
     assert!(out.contains("already here"), "{out}");
-    assert_eq!(rev(d, "HEAD"), head);
-
-    // A merge commit is refused, with why.
-    dmv(d, &["switch", "-c", "merged", "feature"]);
-    std::fs::write(d.join("side.txt"), "side\n").unwrap();
-    dmv(d, &["add", "side.txt"]);
-    dmv(d, &["commit", "-m", "side"]);
-    dmv(d, &["switch", "main"]);
-    let out = dmv_out(d, &["merge", "merged"]);
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
-    if out.status.code() == Some(1) {
-        dmv(d, &["resolve", "--ours", "."]);
-        dmv(d, &["commit"]);
-    }
+    dmv(d, &["merge", "--no-ff", "-q", "feature"]);
     let out = dmv_out(d, &["cherry-pick", "HEAD"]);
     assert_eq!(out.status.code(), Some(128));
     assert!(stderr(&out).contains("is a merge"), "{}", stderr(&out));
-    fsck_clean(d);
 }
 
 #[test]
-fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
+fn a_conflicted_cherry_pick_says_how_to_go_on_or_abort() {
     let repo = new_repo();
     let d = repo.path();
     std::fs::write(d.join("cut.edl"), "001 A\n002 B\n003 C\n").unwrap();
@@ -1304,7 +857,6 @@ fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
     std::fs::write(d.join("cut.edl"), "001 A\n002 B main\n003 C\n").unwrap();
     dmv(d, &["commit", "-a", "-m", "main retimes B"]);
     let main = rev(d, "main");
-    let before = snapshot(d);
 
     let out = dmv_out(d, &["cherry-pick", "feature"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -1314,21 +866,9 @@ fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
             && text.contains("dmv cherry-pick --abort"),
         "{text}"
     );
-    assert_eq!(
-        std::fs::read_to_string(d.join("cut.edl")).unwrap(),
-        "001 A\n<<<<<<< HEAD\n002 B main\n=======\n002 B feature\n>>>>>>> feature\n003 C\n"
-    );
     assert!(dmv(d, &["status"]).contains("You are cherry-picking commit feature"));
-    let out = dmv_out(d, &["merge", "feature"]);
-    assert_eq!(
-        out.status.code(),
-        Some(128),
-        "no merge while a pick is unfinished"
-    );
     dmv(d, &["cherry-pick", "--abort"]);
-    assert_same_files(&snapshot(d), &before, "after abort");
     assert_eq!(rev(d, "HEAD"), main);
-
     assert_eq!(
         dmv_out(d, &["cherry-pick", "feature"]).status.code(),
         Some(1)
@@ -1339,6 +879,4 @@ fn a_conflicted_cherry_pick_is_settled_and_committed_or_aborted() {
     assert!(out.starts_with("Picked "), "{out}");
     assert_eq!(parents(d, "HEAD"), [main]);
     assert_eq!(subject(d, "HEAD"), "retime B");
-    assert!(!d.join(".dmv/MERGE_STATE").exists());
-    fsck_clean(d);
 }
