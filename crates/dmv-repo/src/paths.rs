@@ -10,6 +10,14 @@ pub const DMV_DIR: &str = ".dmv";
 /// Names of the temporary files a checkout renames into place.
 pub(crate) const TEMP_PREFIX: &str = ".dmv-tmp-";
 
+/// Whether a path through `part` is never the user's to track: the
+/// repository's own folder (a nested repository's too, in any case a
+/// case-folding disk would take for it) or a file DMV writes under a
+/// temporary name. The walk skips them; a path naming one is not staged.
+pub(crate) fn is_reserved_name(part: &[u8]) -> bool {
+    part.eq_ignore_ascii_case(DMV_DIR.as_bytes()) || part.starts_with(TEMP_PREFIX.as_bytes())
+}
+
 /// Whether `path` is `spec` or lies under it (an empty spec matches everything).
 pub fn matches(path: &[u8], spec: &[u8]) -> bool {
     spec.is_empty()

@@ -11,7 +11,7 @@ use dmv_store::object::EntryKind;
 use dmv_store::{IngestSource, ObjectId, ObjectKind, Progress, Tally, WriteSession};
 
 use crate::error::{IoContext, RepoError, RepoResult};
-use crate::paths::{matches, show, Beneath};
+use crate::paths::{is_reserved_name, matches, show, Beneath};
 use crate::repository::repo::Repository;
 use crate::worktree::dirstate::{kind_of, kind_on_disk, DirEntry, Dirstate, Stat};
 use crate::worktree::files::symlink_target;
@@ -143,11 +143,12 @@ impl Worktree<'_> {
         }
         storing.store_tracked(&RwLock::new(&mut *ds), also)?;
         untracked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // A file named explicitly is added even if an ignore rule matches it.
-        for spec in specs
-            .iter()
-            .filter(|s| !s.is_empty() && !tracked_only && !ds.entries.contains_key(s))
-        {
+        // A file named explicitly is added even if an ignore rule matches it
+        // (but never one inside .dmv or a temporary file, as the walk skips them).
+        let reserved = |spec: &[u8]| spec.split(|b| *b == b'/').any(is_reserved_name);
+        for spec in specs.iter().filter(|s| {
+            !s.is_empty() && !tracked_only && !ds.entries.contains_key(*s) && !reserved(s)
+        }) {
             if let Err(at) = untracked.binary_search_by(|(p, _)| p.as_slice().cmp(spec)) {
                 if let Some(st) = Beneath::new(&self.root)
                     .stat(spec)

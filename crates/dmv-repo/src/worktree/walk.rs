@@ -18,7 +18,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use dmv_os::OsStrExt;
 
 use crate::error::RepoError;
-use crate::paths::{is_not_there, DMV_DIR, TEMP_PREFIX};
+use crate::paths::{is_not_there, is_reserved_name, DMV_DIR, TEMP_PREFIX};
 use crate::worktree::dirstate::Stat;
 use crate::RepoResult;
 
@@ -96,9 +96,7 @@ pub(crate) fn walk_under(
         let mut ignores: Ignores = Arc::default();
         let mut rel: Vec<u8> = Vec::new();
         for (i, part) in parts.iter().enumerate() {
-            if part.eq_ignore_ascii_case(DMV_DIR.as_bytes())
-                || part.starts_with(TEMP_PREFIX.as_bytes())
-            {
+            if is_reserved_name(part) {
                 break;
             }
             ignores = with_ignore_file(&root.join(OsStr::from_bytes(&rel)), &rel, &ignores)?;

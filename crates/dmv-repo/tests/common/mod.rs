@@ -115,6 +115,24 @@ impl Scratch {
         Some(bytes)
     }
 
+    /// The paths of the files in the commit `rev` names, in order.
+    pub fn files_in(&self, rev: &str) -> Vec<String> {
+        let tree = self.repo.commit(&self.rev(rev)).unwrap().tree;
+        let flat = dmv_repo::tree::flatten(&self.repo.store, &tree).unwrap();
+        flat.keys()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()
+    }
+
+    /// The paths staged as new files, in order.
+    pub fn staged_new(&self) -> Vec<String> {
+        let status = self.repo.status().unwrap();
+        (status.staged.iter())
+            .filter(|c| c.kind == dmv_repo::ChangeKind::Added)
+            .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+            .collect()
+    }
+
     /// Every file under the working tree (not .dmv) with its bytes.
     pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
         fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
