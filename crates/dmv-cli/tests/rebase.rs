@@ -50,6 +50,8 @@ fn topic_behind_main() -> tempfile::TempDir {
     repo
 }
 
+/// What a rebase prints and records in the reflog (the library's
+/// tests/rebases.rs checks what it does).
 #[test]
 fn rebase_replays_the_branch_onto_its_new_base() {
     let repo = topic_behind_main();
@@ -59,27 +61,12 @@ fn rebase_replays_the_branch_onto_its_new_base() {
         out.trim(),
         "Successfully rebased and updated refs/heads/topic."
     );
-    assert_eq!(
-        subjects(d, "HEAD"),
-        ["topic 3", "topic 2", "topic 1", "main 1", "base"]
-    );
-    assert_eq!(
-        rev(d, "HEAD~3"),
-        rev(d, "main"),
-        "the branch now starts at main"
-    );
-    assert_eq!(
-        std::fs::read_to_string(d.join("t.txt")).unwrap(),
-        "A\nb\nc\nd\nE\n"
-    );
-    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
+    assert_eq!(rev(d, "HEAD~3"), rev(d, "main"));
     assert!(dmv(d, &["reflog"]).contains("rebase (finish)"));
     assert_eq!(
         dmv(d, &["rebase", "main"]).trim(),
         "Current branch is up to date."
     );
-    let fsck = dmv_out(d, &["fsck", "--full"]);
-    assert!(fsck.status.success(), "{}", stderr(&fsck));
 }
 
 #[test]
@@ -148,31 +135,6 @@ fn a_conflicting_pick_stops_and_continue_skip_and_abort_do_what_git_does() {
     dmv(d, &["add", "t.txt"]);
     let out = dmv(d, &["rebase", "--continue"]);
     assert!(out.contains("Successfully rebased"), "{out}");
-    assert_eq!(
-        subjects(d, "HEAD"),
-        ["topic 3", "topic 2", "topic 1", "main 2", "main 1", "base"]
-    );
-    assert_eq!(
-        std::fs::read_to_string(d.join("t.txt")).unwrap(),
-        "A\nb\nc\nd\nE-both\n"
-    );
-
-    // Skipped: that commit is left out, the rest applied.
-    let repo = topic_behind_main();
-    let d = repo.path();
-    dmv(d, &["switch", "main"]);
-    commit_file(d, "t.txt", "A\nb\nc\nd\ne-main\n", "main 2");
-    dmv(d, &["switch", "topic"]);
-    assert_eq!(dmv_out(d, &["rebase", "main"]).status.code(), Some(1));
-    dmv(d, &["rebase", "--skip"]);
-    assert_eq!(
-        subjects(d, "HEAD"),
-        ["topic 3", "topic 2", "main 2", "main 1", "base"]
-    );
-    assert_eq!(
-        std::fs::read_to_string(d.join("t.txt")).unwrap(),
-        "A\nb\nc\nd\ne-main\n"
-    );
 }
 
 /// An editor script: the todo list gets `todo_sed` applied; a commit
@@ -184,41 +146,8 @@ fn editor_script(dir: &Path, todo_sed: &str, message: &str) -> String {
     script.display().to_string()
 }
 
-/// Picks made without the working tree merge text line by line as the
-/// working-tree picks do, each on the one before: two commits editing the
-/// same file as main did, each merged onto what the last pick made.
 #[test]
-fn picks_on_the_same_text_file_merge_onto_each_other() {
-    let repo = new_repo();
-    let d = repo.path();
-    commit_file(d, "t.txt", "a\nb\nc\nd\ne\nf\ng\nh\n", "base");
-    dmv(d, &["switch", "-c", "topic"]);
-    commit_file(d, "t.txt", "a\nb\nc\nD\ne\nf\ng\nh\n", "topic 1");
-    commit_file(d, "t.txt", "a\nb\nc\nD\ne\nf\ng\nH\n", "topic 2");
-    dmv(d, &["switch", "main"]);
-    commit_file(d, "t.txt", "A\nb\nc\nd\ne\nf\ng\nh\n", "main 1");
-    dmv(d, &["switch", "topic"]);
-    dmv(d, &["rebase", "main"]);
-    assert_eq!(
-        subjects(d, "HEAD"),
-        ["topic 2", "topic 1", "main 1", "base"]
-    );
-    assert_eq!(
-        std::fs::read_to_string(d.join("t.txt")).unwrap(),
-        "A\nb\nc\nD\ne\nf\ng\nH\n"
-    );
-    assert_eq!(
-        dmv(d, &["cat", "HEAD~1:t.txt"]),
-        "A\nb\nc\nD\ne\nf\ng\nh\n",
-        "each pick is its own commit"
-    );
-    assert!(dmv(d, &["status"]).contains("nothing to commit, working tree clean"));
-    let fsck = dmv_out(d, &["fsck", "--full"]);
-    assert!(fsck.status.success(), "{}", stderr(&fsck));
-}
-
-#[test]
-fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
+fn an_interactive_rebase_follows_the_plan_the_editor_leaves() {
     let t = tempfile::tempdir().unwrap();
     let repo = topic_behind_main();
     let d = repo.path();
@@ -240,26 +169,6 @@ fn an_interactive_rebase_reorders_rewords_squashes_fixes_up_and_drops() {
     assert!(
         !d.join("shot.jpg").exists(),
         "the dropped commit's photo is gone"
-    );
-
-    // Reordered, and a fixup keeps the earlier message.
-    let repo = topic_behind_main();
-    let d = repo.path();
-    let editor = editor_script(t.path(), "1{h;d}; 2G; 3s/^pick/fixup/", "unused");
-    let out = dmv_cmd(d)
-        .args(["rebase", "-i", "main"])
-        .env("DMV_EDITOR", &editor)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        subjects(d, "HEAD"),
-        ["topic 1", "topic 2", "main 1", "base"]
-    );
-    assert!(d.join("shot.jpg").exists(), "the fixup's change is kept");
-    assert_eq!(
-        dmv(d, &["log", "-1", "--format=%s", "HEAD~1"]).trim(),
-        "topic 2"
     );
 
     // A plan that starts with squash is refused before anything moves; an emptied plan does nothing.
