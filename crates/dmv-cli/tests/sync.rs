@@ -13,75 +13,41 @@ use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
+/// A refused push over a path says why in one line (dmv-sync's
+/// tests/exchanges.rs checks what arrives and that nothing moves).
 #[test]
 fn clone_push_fetch_over_a_path_with_fast_forward_and_lease_checks() {
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
     dmv(t, &["init", "a"]);
     let a = t.join("a");
-    std::fs::create_dir_all(a.join("shoot/raw")).unwrap();
-    write_noise(&a.join("shoot/raw/1.cr3"), 3 * MIB, 1);
     std::fs::write(a.join("notes.txt"), "day one\n").unwrap();
-    std::os::unix::fs::symlink("notes.txt", a.join("latest")).unwrap();
     commit_all(&a, "day one");
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&a, &["remote", "add", "origin", "../hub"]);
     dmv(&a, &["push"]);
     dmv(t, &["clone", "hub", "b"]);
     let b = t.join("b");
-    assert_eq!(
-        std::fs::read(b.join("shoot/raw/1.cr3")).unwrap(),
-        std::fs::read(a.join("shoot/raw/1.cr3")).unwrap()
-    );
-    assert_eq!(
-        std::fs::read_link(b.join("latest")).unwrap(),
-        Path::new("notes.txt")
-    );
     assert!(
         dmv(&b, &["status", "--short"]).is_empty(),
         "a fresh clone is clean"
     );
-
-    // b pushes a change; a fetches and sees it on origin/main.
     std::fs::write(b.join("notes.txt"), "day one, edited in b\n").unwrap();
     commit_all(&b, "edit in b");
     dmv(&b, &["push"]);
-    dmv(&a, &["fetch"]);
-    assert_eq!(
-        head_of(&a, "refs/remotes/origin/main"),
-        head_of(&b, "refs/heads/main")
-    );
-
-    // a diverged: a plain push is refused and says to pull; nothing moves.
     std::fs::write(a.join("other.txt"), "from a\n").unwrap();
     commit_all(&a, "a's own work");
-    let hub_before = head_of(&t.join("hub"), "refs/heads/main");
     let out = dmv_out(&a, &["push"]);
     assert!(one_line_error(&out).contains("pull"));
-    assert_eq!(head_of(&t.join("hub"), "refs/heads/main"), hub_before);
-
-    // --force with a stale lease is refused too; after fetching it replaces.
-    std::fs::write(b.join("third.txt"), "b again\n").unwrap();
-    commit_all(&b, "b again");
-    dmv(&b, &["push"]);
     let out = dmv_out(&a, &["push", "--force"]);
     assert!(one_line_error(&out).contains("moved since your last fetch"));
     dmv(&a, &["fetch"]);
     dmv(&a, &["push", "--force"]);
-    assert_eq!(
-        head_of(&t.join("hub"), "refs/heads/main"),
-        head_of(&a, "refs/heads/main")
-    );
-
-    // Pushing to the checked-out branch of a repository with a working tree is refused.
     dmv(&b, &["remote", "add", "peer", "../a"]);
     dmv(&b, &["fetch", "peer"]);
     let out = dmv_out(&b, &["push", "--force", "peer"]);
     let line = one_line_error(&out);
     assert!(line.contains("checked-out branch"), "{line}");
-    for r in ["a", "b", "hub"] {
-        fsck_clean(&t.join(r));
-    }
 }
 
 /// With AES instructions and no cipher configured, an ssh remote asks for
@@ -980,23 +946,22 @@ fn a_checkout_of_many_files_meeting_a_damaged_chunk_stops_with_one_line() {
     );
 }
 
-/// `dmv sync` pulls the current branch and pushes it back when the merge is
-/// clean; with conflicts it pushes nothing and exits 1.
+/// What a sync prints when it merges, and its exit code when it stops on
+/// a conflict (dmv-sync's tests/exchanges.rs checks what it merges and
+/// pushes).
 #[test]
 fn sync_merges_then_pushes_and_stops_on_conflicts() {
     let top = tempfile::tempdir().unwrap();
     let t = top.path();
     dmv(t, &["init", "a"]);
     let a = t.join("a");
-    write_noise(&a.join("shared.raw"), 2 * MIB, 5);
+    std::fs::write(a.join("shared.txt"), "shared\n").unwrap();
     commit_all(&a, "first");
     dmv(t, &["init", "--bare", "hub"]);
     dmv(&a, &["remote", "add", "origin", "../hub"]);
     dmv(&a, &["push"]);
     dmv(t, &["clone", "hub", "b"]);
     let b = t.join("b");
-
-    // Different files on each side: b's sync merges a's push and sends the merge.
     std::fs::write(a.join("from-a.txt"), "a\n").unwrap();
     commit_all(&a, "a's work");
     dmv(&a, &["push"]);
@@ -1009,37 +974,15 @@ fn sync_merges_then_pushes_and_stops_on_conflicts() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let merge = head_of(&b, "refs/heads/main");
-    assert_eq!(
-        head_of(&t.join("hub"), "refs/heads/main"),
-        merge,
-        "the merge was pushed"
-    );
-    assert_eq!(head_of(&b, "refs/remotes/origin/main"), merge);
     ok(&dmv_out(&a, &["sync"]));
-    assert_eq!(
-        head_of(&a, "refs/heads/main"),
-        merge,
-        "a fast-forwards to the merge"
-    );
-    assert_same_tree(&a, &b);
-
-    // The same file changed on both sides: conflicts, exit 1, nothing pushed.
     std::fs::write(a.join("from-a.txt"), "a again\n").unwrap();
     commit_all(&a, "a edits");
     dmv(&a, &["push"]);
     std::fs::write(b.join("from-a.txt"), "b's take\n").unwrap();
     commit_all(&b, "b edits");
-    let hub = head_of(&t.join("hub"), "refs/heads/main");
     let out = dmv_out(&b, &["sync"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("CONFLICT"));
-    assert_eq!(
-        head_of(&t.join("hub"), "refs/heads/main"),
-        hub,
-        "nothing pushed"
-    );
-    fsck_clean(&t.join("hub"));
 }
 
 /// A sync killed at each step of its merge, then run again after the

@@ -147,7 +147,7 @@ impl Worktree<'_> {
         // (but never one inside .dmv or a temporary file, as the walk skips them).
         let reserved = |spec: &[u8]| spec.split(|b| *b == b'/').any(is_reserved_name);
         for spec in specs.iter().filter(|s| {
-            !s.is_empty() && !tracked_only && !ds.entries.contains_key(*s) && !reserved(s)
+            !s.is_empty() && !tracked_only && !ds.entries.contains_key(s) && !reserved(s)
         }) {
             if let Err(at) = untracked.binary_search_by(|(p, _)| p.as_slice().cmp(spec)) {
                 if let Some(st) = Beneath::new(&self.root)
