@@ -1,10 +1,10 @@
-//! The everyday commands on a real binary, in temporary directories.
+//! The everyday commands on a real binary, in temporary directories: what
+//! a person sees (words, exit codes, the terminal). Their rules are tested
+//! in the library: dmv-repo's tests/everyday.rs, merges.rs, rebases.rs.
 
 mod common;
 use common::*;
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 
 /// A commit with nothing to record makes none, not even on an unborn
@@ -154,73 +154,6 @@ fn add_commit_status_log_show_cat_round_trip() {
         dmv_out(d, &["commit", "-m", "again"]).status.code(),
         Some(1)
     );
-}
-
-#[test]
-fn symlinks_exec_bits_odd_names_and_chunk_boundaries_survive_checkout() {
-    let repo = new_repo();
-    let d = repo.path();
-    let weird = OsStr::from_bytes(b"caf\xe9 \xff.bin");
-    std::fs::write(d.join(weird), b"latin-1 name").unwrap();
-    std::fs::write(d.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
-    std::fs::set_permissions(d.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
-    std::os::unix::fs::symlink("/nonexistent/target", d.join("dangling")).unwrap();
-    // Exactly the minimum, average and maximum chunk sizes, and one byte around them.
-    for (i, len) in [16384u64, 16385, 65536, 262143, 262144, 262145, 524288, 0]
-        .iter()
-        .enumerate()
-    {
-        write_noise(&d.join(format!("edge{i}")), *len, 100 + i as u64);
-    }
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "odd things"]);
-    let snapshot = |d: &std::path::Path| {
-        let mut v: Vec<(Vec<u8>, Vec<u8>, u32, bool)> = Vec::new();
-        for e in std::fs::read_dir(d).unwrap() {
-            let e = e.unwrap();
-            if e.file_name() == ".dmv" {
-                continue;
-            }
-            let m = e.path().symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(e.path())
-                    .unwrap()
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec()
-            } else {
-                std::fs::read(e.path()).unwrap()
-            };
-            v.push((
-                e.file_name().as_bytes().to_vec(),
-                content,
-                m.permissions().mode() & 0o111,
-                m.file_type().is_symlink(),
-            ));
-        }
-        v.sort();
-        v
-    };
-    let before = snapshot(d);
-    dmv(d, &["switch", "-c", "empty-branch"]);
-    dmv(d, &["rm", "link"]);
-    dmv(d, &["commit", "-m", "drop link"]);
-    assert!(d.join("link").symlink_metadata().is_err());
-    dmv(d, &["switch", "main"]);
-    assert_eq!(snapshot(d), before);
-    assert!(d
-        .join("link")
-        .symlink_metadata()
-        .unwrap()
-        .file_type()
-        .is_symlink());
-
-    // A second checkout into a fresh clone-like tree: detached at the commit.
-    dmv(d, &["checkout", "empty-branch"]);
-    assert!(d.join("link").symlink_metadata().is_err());
-    dmv(d, &["checkout", "main"]);
-    assert_eq!(snapshot(d), before);
 }
 
 #[test]
@@ -535,27 +468,6 @@ fn status_of_an_unchanged_tree_reads_no_file() {
 }
 
 #[test]
-fn gc_between_add_and_commit_keeps_the_staged_content() {
-    let repo = new_repo();
-    let d = repo.path();
-    std::fs::write(d.join("first.txt"), "committed").unwrap();
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "one"]);
-    write_noise(&d.join("staged.raw"), 700_000, 5);
-    dmv(d, &["add", "staged.raw"]);
-    // No grace period: only the dirstate can keep the staged file.
-    dmv(d, &["gc", "--prune-reflog", "--prune=now"]);
-    dmv(d, &["commit", "-m", "two"]);
-    let out = dmv_cmd(d)
-        .args(["cat", "HEAD:staged.raw"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(out.stdout, std::fs::read(d.join("staged.raw")).unwrap());
-    dmv(d, &["fsck", "--full"]);
-}
-
-#[test]
 fn fsck_full_counts_each_object_once() {
     let repo = new_repo();
     let d = repo.path();
@@ -570,77 +482,6 @@ fn fsck_full_counts_each_object_once() {
         serde_json::from_str(&dmv(d, &["fsck", "--full", "--json"])).unwrap();
     assert!(stats["objects"].as_u64().unwrap() > 20);
     assert_eq!(fsck["report"]["objects_checked"], stats["objects"]);
-}
-
-#[test]
-fn status_trusts_the_recorded_tree_only_for_the_entries_it_was_made_from() {
-    let repo = new_repo();
-    let d = repo.path();
-    let mark = d.join(".dmv/dirstate-tree");
-    std::fs::write(d.join("a"), "a").unwrap();
-    std::fs::write(d.join("b"), "b").unwrap();
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "one"]);
-    assert_eq!(dmv(d, &["status", "--short"]), "");
-    let first = std::fs::read(&mark).unwrap();
-    dmv(d, &["branch", "one"]);
-
-    std::fs::write(d.join("a"), "changed").unwrap();
-    dmv(d, &["add", "a"]);
-    assert_eq!(dmv(d, &["status", "--short"]), "M  a\n");
-    // A mark made from other entries is not believed.
-    std::fs::write(&mark, &first).unwrap();
-    assert_eq!(dmv(d, &["status", "--short"]), "M  a\n");
-    dmv(d, &["commit", "-m", "two"]);
-    assert_eq!(dmv(d, &["status", "--short"]), "");
-    let second = std::fs::read(&mark).unwrap();
-    assert_ne!(first, second);
-
-    // Back on the first commit: neither the second commit's mark nor a damaged one misleads it.
-    dmv(d, &["switch", "one"]);
-    assert_eq!(std::fs::read(d.join("a")).unwrap(), b"a");
-    assert_eq!(std::fs::read(&mark).unwrap(), first);
-    for stale in [
-        second.clone(),
-        {
-            let mut m = first.clone();
-            m[20] ^= 1;
-            m
-        },
-        Vec::new(),
-    ] {
-        std::fs::write(&mark, stale).unwrap();
-        assert_eq!(dmv(d, &["status", "--short"]), "");
-    }
-    dmv(d, &["rm", "--cached", "b"]);
-    assert_eq!(dmv(d, &["status", "--short"]), "D  b\n?? b\n");
-    std::fs::write(&mark, &first).unwrap();
-    assert_eq!(dmv(d, &["status", "--short"]), "D  b\n?? b\n");
-}
-
-#[test]
-fn a_tracked_file_that_an_ignore_rule_matches_stays_tracked_through_add_and_commit_all() {
-    let repo = new_repo();
-    let d = repo.path();
-    std::fs::write(d.join("keep.log"), "v1").unwrap();
-    std::fs::write(d.join("a"), "a").unwrap();
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "one"]);
-    std::fs::write(d.join(".dmvignore"), "*.log\n").unwrap();
-    std::fs::write(d.join("new.log"), "ignored").unwrap();
-    dmv(d, &["add", "."]);
-    assert_eq!(dmv(d, &["status", "--short"]), "A  .dmvignore\n");
-    std::fs::write(d.join("keep.log"), "v2").unwrap();
-    assert_eq!(
-        dmv(d, &["status", "--short"]),
-        "A  .dmvignore\n M keep.log\n"
-    );
-    dmv(d, &["commit", "-a", "-m", "two"]);
-    assert_eq!(dmv_out(d, &["cat", "HEAD:keep.log"]).stdout, b"v2");
-    assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("new.log"));
-    std::fs::remove_file(d.join("keep.log")).unwrap();
-    dmv(d, &["commit", "-a", "-m", "three"]);
-    assert!(!dmv(d, &["ls-tree", "-r", "HEAD"]).contains("keep.log"));
 }
 
 #[test]
@@ -793,6 +634,8 @@ fn rev_parse_and_a_quiet_commit_work_as_in_git() {
     );
 }
 
+/// Both of git's ways to make a branch and switch to it keep the changes
+/// (dmv-repo's tests/everyday.rs checks what they carry).
 #[test]
 fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
     let repo = new_repo();
@@ -801,38 +644,22 @@ fn a_new_branch_at_head_carries_uncommitted_changes_as_git_does() {
     std::fs::write(d.join("b.txt"), "b").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "first"]);
-    let main = dmv_out(d, &["rev-parse", "HEAD"]).stdout;
     std::fs::write(d.join("a.txt"), "two").unwrap();
     std::fs::write(d.join("b.txt"), "staged").unwrap();
     dmv(d, &["add", "b.txt"]);
-    let status =
-        |d: &std::path::Path| String::from_utf8(dmv_out(d, &["status", "--short"]).stdout).unwrap();
-    let before = status(d);
+    let before = dmv(d, &["status", "--short"]);
     assert_eq!(before, " M a.txt\nM  b.txt\n");
     for args in [
         &["switch", "-c", "feature"][..],
         &["checkout", "-b", "other"][..],
     ] {
         dmv(d, args);
-        assert_eq!(
-            status(d),
-            before,
-            "{args:?} kept the changes, staged and not"
-        );
-        assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "two");
+        assert_eq!(dmv(d, &["status", "--short"]), before, "{args:?}");
     }
     assert_eq!(
         dmv_out(d, &["rev-parse", "--abbrev-ref", "HEAD"]).stdout,
         b"other\n"
     );
-    dmv(d, &["commit", "-a", "-m", "on other"]);
-    assert_eq!(
-        dmv_out(d, &["rev-parse", "main"]).stdout,
-        main,
-        "main did not move"
-    );
-    dmv(d, &["switch", "main"]);
-    assert_eq!(std::fs::read_to_string(d.join("a.txt")).unwrap(), "one");
 }
 
 #[test]
@@ -921,44 +748,21 @@ fn completions_and_man_pages_come_from_the_command_definitions() {
     assert!(top.path().join("man/dmv.1").exists());
 }
 
+/// What revert prints, and its refusals in one line (dmv-repo's
+/// tests/everyday.rs checks what it undoes and keeps).
 #[test]
 fn revert_commits_the_undoing_and_refuses_what_it_cannot_undo_cleanly() {
     let repo = new_repo();
     let d = repo.path();
     std::fs::write(d.join("a.jpg"), "a1").unwrap();
-    std::fs::write(d.join("b.jpg"), "b1").unwrap();
     dmv(d, &["add", "."]);
     dmv(d, &["commit", "-m", "first"]);
     std::fs::write(d.join("a.jpg"), "a2").unwrap();
-    std::fs::write(d.join("c.jpg"), "c").unwrap();
-    dmv(d, &["add", "."]);
-    dmv(d, &["commit", "-m", "retouch a, add c"]);
-    std::fs::write(d.join("b.jpg"), "b2").unwrap();
-    dmv(d, &["commit", "-a", "-m", "retouch b"]);
-    let out = dmv(d, &["revert", "HEAD~1"]);
-    assert!(out.contains("Revert \"retouch a, add c\""), "{out}");
-    assert_eq!(std::fs::read(d.join("a.jpg")).unwrap(), b"a1");
-    assert!(!d.join("c.jpg").exists());
-    assert_eq!(
-        std::fs::read(d.join("b.jpg")).unwrap(),
-        b"b2",
-        "a later commit's change stays"
-    );
-    assert_eq!(dmv(d, &["status", "--short"]), "");
-    assert_eq!(dmv(d, &["log", "--format=%s"]).lines().count(), 4);
-    // Its changes are undone already: nothing to do, said in one line.
-    let again = common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD~2"]));
+    dmv(d, &["commit", "-a", "-m", "retouch a"]);
+    let out = dmv(d, &["revert", "HEAD"]);
+    assert!(out.contains("Revert \"retouch a\""), "{out}");
+    let again = common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD~1"]));
     assert!(again.contains("nothing to revert"), "{again}");
-    // A path changed again since: refused, nothing changed.
-    std::fs::write(d.join("b.jpg"), "b3").unwrap();
-    dmv(d, &["commit", "-a", "-m", "retouch b again"]);
-    let head = dmv(d, &["rev-parse", "HEAD"]);
-    let out = dmv_out(d, &["revert", "HEAD~2"]);
-    let line = common::remote::one_line_error(&out);
-    assert!(line.contains("b.jpg was changed since"), "{line}");
-    assert_eq!(dmv(d, &["rev-parse", "HEAD"]), head);
-    assert_eq!(std::fs::read(d.join("b.jpg")).unwrap(), b"b3");
-    // Uncommitted changes: refused.
     std::fs::write(d.join("a.jpg"), "dirty").unwrap();
     assert!(
         common::remote::one_line_error(&dmv_out(d, &["revert", "HEAD"]))
