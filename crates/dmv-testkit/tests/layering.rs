@@ -27,6 +27,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("dmv-refs", &["dmv-os"]),
     // Media files read from their bytes (facts, a raw's preview, decoding): no DMV crate.
     ("dmv-media", &[]),
+    // Sealing, keyed names and wrapped keys for remotes the user does not trust: no DMV crate.
+    ("dmv-crypt", &[]),
     (
         "dmv-repo",
         &["dmv-os", "dmv-store", "dmv-refs", "dmv-media"],
