@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use dmv_repo::store::ChunkParams;
 use dmv_repo::store::ObjectId;
+use dmv_repo::RemoteConfig;
 use dmv_repo::{Repository, Silent, Slice};
 use dmv_sync::{
-    CloneOptions, ClonePlan, Fetched, GetOptions, Got, Pulled, PushOptions, Pushed, SyncResult,
+    CloneOptions, ClonePlan, DropOptions, Dropped, Fetched, FileCopies, GetOptions, Got, Pulled,
+    PushOptions, Pushed, SyncResult,
 };
 
 /// Stages everything in `repo`'s working tree and commits it, as
@@ -93,6 +95,34 @@ impl Fleet {
             dir,
             repo: cloned.repo,
         }
+    }
+
+    /// Another empty bare repository, `name/` beside the hub (a second hub
+    /// for replicas to add as a remote).
+    pub fn bare(&self, name: &str) -> PathBuf {
+        let dir = self.tmp.path().join(name);
+        Repository::init_with(&dir, ChunkParams::default(), true).expect("a bare repository");
+        dir
+    }
+
+    /// A replica cloned from `source` (any replica's or bare repository's
+    /// folder) into `name/`, holding what `slice` names; the clone's error
+    /// when it stops (its folder may then hold what arrived).
+    pub fn clone_from(&self, name: &str, source: &Path, slice: &str) -> SyncResult<Replica> {
+        let dir = self.tmp.path().join(name);
+        let plan = ClonePlan::new(CloneOptions {
+            source: source.to_string_lossy().into_owned(),
+            directory: Some(dir.clone()),
+            slice: Slice::parse(slice)?,
+            ..Default::default()
+        })?;
+        let mut remote = plan.spec.connect()?;
+        let cloned = plan.run(remote.as_mut(), &Silent)?;
+        Ok(Replica {
+            name: name.to_string(),
+            dir,
+            repo: cloned.repo,
+        })
     }
 }
 
@@ -204,4 +234,104 @@ impl Replica {
     pub fn reopen(&mut self) {
         self.repo = Repository::open(&self.dir).expect("the replica opens");
     }
+
+    /// Adds remote `name` at `path` (another replica's or bare repository's folder).
+    pub fn add_remote(&mut self, name: &str, path: &Path) {
+        let config = RemoteConfig {
+            url: path.to_string_lossy().into_owned(),
+            ..Default::default()
+        };
+        dmv_sync::add_remote(&mut self.repo, name, config).expect("the remote added");
+    }
+
+    /// Pushes the current branch to remote `name`.
+    pub fn push_to(&self, name: &str) -> SyncResult<Pushed> {
+        let remote = dmv_sync::find_remote(&self.repo, name)?;
+        let mut connection = remote.connect_to_push(&self.repo)?;
+        dmv_sync::push(
+            &self.repo,
+            connection.as_mut(),
+            Some(name),
+            &PushOptions::default(),
+            &Silent,
+        )
+    }
+
+    /// Frees the data of `paths` here once `numcopies` other copies are
+    /// confirmed, as `dmv drop --numcopies N PATH…`.
+    pub fn drop_data(&self, paths: &[&str], numcopies: u32) -> SyncResult<Dropped> {
+        dmv_sync::drop_files(
+            &self.repo,
+            &DropOptions {
+                paths: paths.iter().map(|p| p.as_bytes().to_vec()).collect(),
+                numcopies: Some(numcopies),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The paths of the checked-out commit whose data is here, sorted.
+    pub fn present(&self) -> Vec<String> {
+        let mut present: Vec<String> = self
+            .repo
+            .copies()
+            .availability_here(&[])
+            .expect("availability")
+            .into_iter()
+            .filter(|f| f.present)
+            .map(|f| String::from_utf8_lossy(&f.path).into_owned())
+            .collect();
+        present.sort();
+        present
+    }
+
+    /// Where the data of HEAD's files under `path` is, as `dmv whereis PATH`.
+    pub fn whereis(&self, path: &str) -> Vec<FileCopies> {
+        whereis(&self.repo, path)
+    }
+}
+
+/// Where the data of HEAD's files under `path` (all when empty) is, as
+/// `dmv whereis PATH` in `repo`: the remotes that answer are asked live,
+/// the others known from the location log.
+pub fn whereis(repo: &Repository, path: &str) -> Vec<FileCopies> {
+    let tree = repo.head_tree().expect("HEAD").expect("a commit");
+    let specs: Vec<Vec<u8>> = match path {
+        "" => Vec::new(),
+        p => vec![p.as_bytes().to_vec()],
+    };
+    let mut files = Vec::new();
+    dmv_sync::whereis(repo, &tree, &specs, &mut |f| {
+        files.push(f);
+        Ok(())
+    })
+    .expect("whereis");
+    files
+}
+
+/// The ids of the replicas other than `repo` that its whereis says hold
+/// the data of HEAD's `path`.
+pub fn holders(repo: &Repository, path: &str) -> Vec<String> {
+    whereis(repo, path)
+        .into_iter()
+        .flat_map(|f| f.copies)
+        .filter(|c| !c.here)
+        .map(|c| c.replica)
+        .collect()
+}
+
+/// The paths of `repo`'s HEAD (a bare repository's too) whose data is not
+/// there, sorted.
+pub fn absent_in(repo: &Repository) -> Vec<String> {
+    let tree = repo.head_tree().expect("HEAD").expect("a commit");
+    let mut absent: Vec<String> = repo
+        .copies()
+        .availability(&tree, &[])
+        .expect("availability")
+        .into_iter()
+        .filter(|f| !f.present)
+        .map(|f| String::from_utf8_lossy(&f.path).into_owned())
+        .collect();
+    absent.sort();
+    absent
 }
