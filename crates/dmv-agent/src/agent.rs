@@ -173,19 +173,21 @@ impl Voice<'_> {
 /// early (the front end sets it with `stop` on a signal); the loop sets it
 /// itself when a remote tells of news or it is time to sync.
 pub fn run(
-    repo: &Repository,
+    given: &Repository,
     options: &WatchOptions,
     stop: Arc<AtomicBool>,
     wake: Arc<AtomicBool>,
     reporter: &mut dyn Reporter,
 ) -> Result<(), AgentError> {
-    let lock = repo.watcher_lock();
+    let lock = given.watcher_lock();
     let Some(_held) = lock.try_acquire()? else {
         return Err(AgentError::AlreadyRunning {
             holder: lock.holder(),
         });
     };
     let mut voice = Voice { reporter };
+    let mut following = Following::new(given);
+    let repo = given;
     let settings = Settings {
         quiet: options.quiet,
         force_poll: options.poll,
@@ -203,9 +205,12 @@ pub fn run(
     let (sync, sync_every, check_every) = (options.sync, options.sync_every, options.check_every);
     let mut next_sync = Instant::now();
     let mut next_check = Instant::now() + check_every.unwrap_or(sync_every);
-    let board = check_every
-        .filter(|_| sync)
-        .map(|_| NewsBoard::listen(repo, wake.clone()));
+    let listen = |repo: &Repository| {
+        check_every
+            .filter(|_| sync)
+            .map(|_| NewsBoard::listen(repo, wake.clone()))
+    };
+    let mut board = listen(repo);
     let mut health = WatchHealth {
         started: unix_now(),
         ..Default::default()
@@ -223,6 +228,12 @@ pub fn run(
     // What changed while no watcher ran is committed first.
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
+        if following.refresh() {
+            // New remotes are listened to (the old board's listeners keep
+            // waking the loop for theirs, which is harmless).
+            board = listen(following.repo());
+        }
+        let repo = following.repo();
         if changed {
             let (held_back, still_open) = commit(repo, &mut health, &mut voice);
             folder.retry(&held_back, &still_open);
@@ -265,6 +276,54 @@ pub fn run(
     }
     voice.say(Event::Stopped);
     Ok(())
+}
+
+/// The repository the loop works through: the handle it was given until
+/// the configuration file changes on disk, then one opened again. A handle
+/// reads its configuration once, when opened, but a person changes it from
+/// other processes while the watcher runs (`dmv remote add`, a slice,
+/// numcopies): a watcher left running for a month follows what was set
+/// since it started. Comparing the file's bytes (a few hundred) each turn
+/// of the loop costs a read; a stat would miss two writes within one tick
+/// of the clock.
+struct Following<'a> {
+    given: &'a Repository,
+    reopened: Option<Repository>,
+    /// The configuration file as the handle in use read it (None: unreadable).
+    read: Option<Vec<u8>>,
+}
+
+impl<'a> Following<'a> {
+    fn new(given: &'a Repository) -> Following<'a> {
+        Following {
+            given,
+            reopened: None,
+            read: std::fs::read(given.dmv.join("config")).ok(),
+        }
+    }
+
+    /// Opens the repository again if its configuration changed since the
+    /// handle in use read it; says whether it did. A configuration that
+    /// does not open (damaged by hand) leaves the handle as it was, and is
+    /// tried again next turn.
+    fn refresh(&mut self) -> bool {
+        let now = std::fs::read(self.given.dmv.join("config")).ok();
+        if now.is_none() || now == self.read {
+            return false;
+        }
+        match Repository::open(&self.given.root) {
+            Ok(repo) => {
+                self.reopened = Some(repo);
+                self.read = now;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn repo(&self) -> &Repository {
+        self.reopened.as_ref().unwrap_or(self.given)
+    }
 }
 
 /// The remotes that tell this watcher when their refs change (a DMV
