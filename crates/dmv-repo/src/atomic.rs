@@ -1,4 +1,5 @@
-//! Replacing a file durably: readers see the old or the new content, never a mix.
+//! Replacing a file durably: readers see the old or the new content, never
+//! a mix; and the lock files that keep two writers of one file apart.
 
 use std::io::Write;
 use std::path::Path;
@@ -94,4 +95,18 @@ pub fn overwrite_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .open(path)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
+}
+
+/// Opens (creating it) the lock file at `path` and takes its exclusive
+/// lock, waiting for another holder. The kernel drops it when the file is
+/// closed or its process dies, so a killed writer never leaves it held.
+pub(crate) fn hold_lock_file(path: &Path) -> RepoResult<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .at(path)?;
+    file.lock().at(path)?;
+    Ok(file)
 }

@@ -38,13 +38,7 @@ impl Copies<'_> {
     /// Serializes confirming and dropping in this replica.
     fn drop_guard(&self) -> RepoResult<File> {
         let path = self.dmv.join("drop.lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .at(&path)?;
-        file.lock().at(&path)?;
+        let file = crate::atomic::hold_lock_file(&path)?;
         Ok(file)
     }
 

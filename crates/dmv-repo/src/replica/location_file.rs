@@ -1048,13 +1048,7 @@ impl Copies<'_> {
     /// The lock under which the location log is rewritten (so no two writers lose each other's records).
     fn lock_locations(&self) -> RepoResult<File> {
         let lock_path = self.dmv.join("locations.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
-        lock.lock().at(&lock_path)?;
+        let lock = crate::atomic::hold_lock_file(&lock_path)?;
         Ok(lock)
     }
 }

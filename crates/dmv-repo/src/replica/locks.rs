@@ -400,13 +400,7 @@ impl Locks<'_> {
     /// is either taken before a push is checked or after its refs moved.
     pub fn hold_locks(&self) -> RepoResult<HeldLocks> {
         let lock_path = self.dmv.join("locks.lock");
-        let flock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
-        flock.lock().at(&lock_path)?;
+        let flock = crate::atomic::hold_lock_file(&lock_path)?;
         let path = self.dmv.join("locks");
         let table = read_table(&path)?;
         Ok(HeldLocks {

@@ -160,13 +160,7 @@ impl Repository {
         edit: impl FnOnce(&mut Config) -> Result<T, E>,
     ) -> Result<(T, Config), E> {
         let lock_path = self.dmv.join("config.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
-        lock.lock().at(&lock_path)?;
+        let _lock = crate::atomic::hold_lock_file(&lock_path)?;
         let path = self.dmv.join("config");
         let mut config = Config::load(&path)?;
         dmv_store::failpoint("config-loaded");

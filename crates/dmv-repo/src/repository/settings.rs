@@ -91,13 +91,7 @@ impl GlobalSettings {
             std::fs::create_dir_all(dir).at(dir)?;
         }
         let lock_path = path.with_extension("lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .at(&lock_path)?;
-        lock.lock().at(&lock_path)?;
+        let _lock = crate::atomic::hold_lock_file(&lock_path)?;
         let mut settings = GlobalSettings::load()?;
         settings.put(key, value)?;
         let text = serde_json::to_vec_pretty(&settings).map_err(|e| RepoError::Encode {
