@@ -2,11 +2,12 @@
 //! first push created the repository, and the id its local mirror is kept by.
 
 use dmv_store::{trace, ChunkParams};
-use opendal::{ErrorKind, Operator};
+use opendal::ErrorKind;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{lost_race, BucketError, BucketResult, Target};
+use crate::error::{BucketError, BucketResult, Target};
 use crate::layout::CONFIG_KEY;
+use crate::objects::Objects;
 use crate::url::Conn;
 
 /// The repository format this dmv writes and reads; a bucket with another is refused.
@@ -38,12 +39,12 @@ pub(crate) fn read_or_create(
 ) -> BucketResult<(BucketConfig, Vec<u8>)> {
     conn.run(
         "reading the repository config",
-        read_or_create_async(conn.op.clone(), conn.target.clone(), create),
+        read_or_create_async(Objects::of(conn), conn.target.clone(), create),
     )
 }
 
 async fn read_or_create_async(
-    op: Operator,
+    objects: Objects,
     target: Target,
     create: Option<ChunkParams>,
 ) -> BucketResult<(BucketConfig, Vec<u8>)> {
@@ -52,25 +53,20 @@ async fn read_or_create_async(
         detail,
     };
     loop {
-        let read = match op.stat(CONFIG_KEY).await {
-            Ok(meta) if meta.content_length() > MAX_CONFIG_SIZE => {
+        let read = match objects.stat(CONFIG_KEY).await {
+            Ok(meta) if meta.len > MAX_CONFIG_SIZE => {
                 return Err(not_repo(format!(
                     "{CONFIG_KEY} is {} bytes, more than a DMV repository config can be",
-                    meta.content_length()
+                    meta.len
                 )));
             }
-            Ok(meta) if meta.content_length() == 0 => Ok(opendal::Buffer::new()),
+            Ok(meta) if meta.len == 0 => Ok(Vec::new()),
             // The config is written once (if absent) and never replaced: its length bounds the read.
-            Ok(meta) => {
-                op.read_with(CONFIG_KEY)
-                    .range(0..meta.content_length())
-                    .await
-            }
+            Ok(meta) => objects.get_range(CONFIG_KEY, 0..meta.len).await,
             Err(e) => Err(e),
         };
         match read {
             Ok(bytes) => {
-                let bytes = bytes.to_vec();
                 trace::count_received(bytes.len() as u64);
                 let config: BucketConfig = serde_json::from_slice(&bytes).map_err(|e| {
                     not_repo(format!("{CONFIG_KEY} is not a DMV repository config: {e}"))
@@ -105,10 +101,9 @@ async fn read_or_create_async(
                         detail: e.to_string(),
                     })?;
                 trace::count_sent(bytes.len() as u64);
-                match op.write_with(CONFIG_KEY, bytes).if_not_exists(true).await {
+                match objects.put_if_absent(CONFIG_KEY, bytes).await {
                     // Created, or someone else created it at the same moment: read what won.
                     Ok(_) => continue,
-                    Err(e) if lost_race(&e) => continue,
                     Err(e) => return Err(target.classify(e, "creating the repository")),
                 }
             }

@@ -19,6 +19,7 @@ use crate::error::{BucketError, BucketResult};
 use crate::layout::{index_key, pack_key, PACKS_PREFIX};
 use crate::leases;
 use crate::mirror::Mirror;
+use crate::objects::Objects;
 use crate::url::Conn;
 use crate::{read, upload};
 
@@ -224,10 +225,11 @@ fn rewrite_without(
     *removed_any |= !old.is_empty();
     for pack in &old {
         for key in [index_key(pack), pack_key(pack)] {
-            let op = conn.op.clone();
+            let objects = Objects::of(conn);
             let target = conn.target.clone();
             conn.run("removing a pack", async move {
-                op.delete(&key)
+                objects
+                    .delete(&key)
                     .await
                     .map_err(|e| target.classify(e, &format!("removing {key}")))
             })?;
@@ -239,16 +241,16 @@ fn rewrite_without(
 
 /// The bytes of every pack in the bucket.
 fn stored_bytes(conn: &Conn) -> BucketResult<u64> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("listing packs", async move {
-        let entries = op
-            .list_with(PACKS_PREFIX)
+        let entries = objects
+            .list(PACKS_PREFIX)
             .await
             .map_err(|e| target.classify(e, "listing packs"))?;
         Ok(entries
             .iter()
-            .filter(|e| e.name().ends_with(".pack"))
-            .map(|e| e.metadata().content_length())
+            .filter(|e| e.key.ends_with(".pack"))
+            .map(|e| e.len)
             .sum())
     })
 }

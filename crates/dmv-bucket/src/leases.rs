@@ -21,6 +21,7 @@
 use dmv_store::{trace, ObjectId};
 
 use crate::error::BucketResult;
+use crate::objects::Objects;
 use crate::refs::{DropLease, DropState, RefTable};
 use crate::refswap::{now_ns, read_refs, swap_with, DropsSeen, Swap};
 use crate::url::Conn;
@@ -68,10 +69,11 @@ fn decode(bytes: &[u8]) -> Option<(u64, Vec<ObjectId>)> {
 }
 
 fn write(conn: &Conn, key: String, bytes: Vec<u8>) -> BucketResult<()> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("writing a lock", async move {
         trace::count_sent(bytes.len() as u64);
-        op.write(&key, bytes)
+        objects
+            .put(&key, bytes)
             .await
             .map_err(|e| target.classify(e, &format!("writing {key}")))?;
         Ok(())
@@ -79,9 +81,10 @@ fn write(conn: &Conn, key: String, bytes: Vec<u8>) -> BucketResult<()> {
 }
 
 fn remove(conn: &Conn, key: String) -> BucketResult<()> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("removing a lock", async move {
-        op.delete(&key)
+        objects
+            .delete(&key)
             .await
             .map_err(|e| target.classify(e, &format!("removing {key}")))
     })
@@ -91,37 +94,33 @@ fn remove(conn: &Conn, key: String) -> BucketResult<()> {
 /// ones (their writer died) are removed on the way; one that cannot be
 /// read as a lock is damage, and refuses the drop that asked.
 fn active(conn: &Conn, prefix: &'static str) -> BucketResult<Vec<Vec<ObjectId>>> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     let found = conn.run("reading locks", async move {
-        let entries = op
-            .list_with(prefix)
+        let entries = objects
+            .list(prefix)
             .await
             .map_err(|e| target.classify(e, &format!("listing {prefix}")))?;
         let mut found = Vec::new();
         for e in entries {
-            let len = e.metadata().content_length();
-            if e.path().ends_with('/') {
-                continue;
-            }
+            let len = e.len;
             if len > MAX_LOCK_SIZE {
-                return Err(target.damaged(format!(
-                    "{} is {len} bytes, more than a lock can be",
-                    e.path()
-                )));
+                return Err(
+                    target.damaged(format!("{} is {len} bytes, more than a lock can be", e.key))
+                );
             }
-            let bytes = match op.read_with(e.path()).range(0..len.max(1)).await {
-                Ok(b) => b.to_vec(),
+            let bytes = match objects.get_range(&e.key, 0..len.max(1)).await {
+                Ok(b) => b,
                 // Removed since the listing: released.
                 Err(err) if err.kind() == opendal::ErrorKind::NotFound => continue,
                 Err(err) if len == 0 && err.kind() == opendal::ErrorKind::RangeNotSatisfied => {
                     Vec::new()
                 }
-                Err(err) => return Err(target.classify(err, &format!("reading {}", e.path()))),
+                Err(err) => return Err(target.classify(err, &format!("reading {}", e.key))),
             };
             trace::count_received(bytes.len() as u64);
-            let (expires, ids) = decode(&bytes)
-                .ok_or_else(|| target.damaged(format!("{} is not a lock", e.path())))?;
-            found.push((e.path().to_string(), expires, ids));
+            let (expires, ids) =
+                decode(&bytes).ok_or_else(|| target.damaged(format!("{} is not a lock", e.key)))?;
+            found.push((e.key, expires, ids));
         }
         Ok(found)
     })?;
@@ -273,18 +272,17 @@ pub(crate) fn write_journal(conn: &Conn, chunks: &[ObjectId]) -> BucketResult<()
 
 /// The chunks a drop cut short meant to remove (or none).
 pub(crate) fn read_journal(conn: &Conn) -> BucketResult<Vec<ObjectId>> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     let bytes = conn.run("reading the drop journal", async move {
-        match op.stat(JOURNAL).await {
-            Ok(meta) if meta.content_length() > MAX_LOCK_SIZE => Err(target.damaged(format!(
+        match objects.stat(JOURNAL).await {
+            Ok(meta) if meta.len > MAX_LOCK_SIZE => Err(target.damaged(format!(
                 "{JOURNAL} is {} bytes, more than a journal can be",
-                meta.content_length()
+                meta.len
             ))),
-            Ok(meta) => op
-                .read_with(JOURNAL)
-                .range(0..meta.content_length())
+            Ok(meta) => objects
+                .get_range(JOURNAL, 0..meta.len)
                 .await
-                .map(|b| Some(b.to_vec()))
+                .map(Some)
                 .map_err(|e| target.classify(e, &format!("reading {JOURNAL}"))),
             Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(target.classify(e, &format!("reading {JOURNAL}"))),

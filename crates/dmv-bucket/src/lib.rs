@@ -23,11 +23,14 @@
 //!
 //! The files, each using only those listed before it: `error` (what can go
 //! wrong, and telling the store's failures apart), `url` (the URL, options
-//! and connection), `layout` (object keys), `config`, `mirror` (the local
-//! mirror of the indexes), `locations` (location logs), `ranges` and `read` (ranged reads), `upload`,
-//! `refs` (the ref table's format), `refswap` (moving refs), `leases`
-//! (drops, pushes and content locks in the bucket) and `dropping`; this
-//! file ties them into a [`Bucket`].
+//! and connection), `objects` (every read and write of the bucket's objects:
+//! the one place keys and bodies meet the store), `layout` (object keys),
+//! `config`, `mirror` (the local mirror of the indexes), `locations`
+//! (location logs), `path_locks`, `ranges` and `read` (ranged reads),
+//! `upload`, `refs` (the ref table's format), `refswap` (moving refs),
+//! `ref_moves` (ref moves announced to lock takers), `leases` (drops,
+//! pushes and content locks in the bucket) and `dropping`; this file ties
+//! them into a [`Bucket`].
 
 #![warn(missing_docs)]
 
@@ -38,6 +41,7 @@ mod layout;
 mod leases;
 mod locations;
 mod mirror;
+mod objects;
 mod path_locks;
 mod ranges;
 mod read;

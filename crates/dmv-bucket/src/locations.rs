@@ -8,6 +8,7 @@ use dmv_store::trace;
 use opendal::ErrorKind;
 
 use crate::error::{lost_race, BucketResult};
+use crate::objects::Objects;
 use crate::url::Conn;
 
 /// Tries of a merge that keep losing to other writers of the same log before it gives up.
@@ -20,35 +21,35 @@ const MAX_LOG_SIZE: u64 = 256 << 20;
 
 /// Every location log in the bucket, as stored.
 pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("reading location logs", async move {
-        let entries = op
-            .list_with(LOCATIONS_PREFIX)
+        let entries = objects
+            .list(LOCATIONS_PREFIX)
             .await
             .map_err(|e| target.classify(e, "listing location logs"))?;
         let mut logs = Vec::new();
         for e in entries {
-            let len = e.metadata().content_length();
-            if e.path().ends_with('/') || len == 0 {
+            let len = e.len;
+            if len == 0 {
                 continue;
             }
             if len > MAX_LOG_SIZE {
                 return Err(target.damaged(format!(
                     "{} is {len} bytes, more than a location log can be",
-                    e.path()
+                    e.key
                 )));
             }
             // Whole, not the listed length: its writer may have replaced it
             // since the listing, and the first bytes of a longer log are no log.
-            let bytes = match op.read(e.path()).await {
-                Ok(bytes) => bytes.to_vec(),
+            let bytes = match objects.get(&e.key).await {
+                Ok(bytes) => bytes,
                 Err(err) if err.kind() == ErrorKind::NotFound => continue,
                 Err(err) => return Err(target.classify(err, "reading a location log")),
             };
             if bytes.len() as u64 > MAX_LOG_SIZE {
                 return Err(target.damaged(format!(
                     "{} is {} bytes, more than a location log can be",
-                    e.path(),
+                    e.key,
                     bytes.len()
                 )));
             }
@@ -61,11 +62,12 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
 
 /// Replaces the location log `writer` (a replica id) keeps here.
 pub(crate) fn write(conn: &Conn, writer: &str, bytes: Vec<u8>) -> BucketResult<()> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     let key = format!("{LOCATIONS_PREFIX}{writer}");
     conn.run("writing a location log", async move {
         trace::count_sent(bytes.len() as u64);
-        op.write(&key, bytes)
+        objects
+            .put(&key, bytes)
             .await
             .map_err(|e| target.classify(e, "writing a location log"))?;
         Ok(())
@@ -83,26 +85,26 @@ pub type LogMerge<'a> = dyn FnMut(Option<&[u8]>) -> BucketResult<Vec<u8>> + 'a;
 pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> BucketResult<()> {
     let key = format!("{LOCATIONS_PREFIX}{writer}");
     for _ in 0..MERGE_TRIES {
-        let (op, target, at) = (conn.op.clone(), conn.target.clone(), key.clone());
+        let (objects, target, at) = (Objects::of(conn), conn.target.clone(), key.clone());
         let read = conn.run("reading a location log", async move {
-            let meta = match op.stat(&at).await {
+            let meta = match objects.stat(&at).await {
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(target.classify(e, "reading a location log")),
-                Ok(meta) if meta.content_length() > MAX_LOG_SIZE => {
+                Ok(meta) if meta.len > MAX_LOG_SIZE => {
                     return Err(target.damaged(format!(
                         "{at} is {} bytes, more than a location log can be",
-                        meta.content_length()
+                        meta.len
                     )))
                 }
                 Ok(meta) => meta,
             };
-            let etag = meta.etag().map(str::to_string).ok_or_else(|| {
+            let etag = meta.etag.ok_or_else(|| {
                 target.unsupported(
                     "the store gives objects no ETag, which a merge of location logs needs",
                 )
             })?;
-            match op.read_with(&at).if_match(&etag).await {
-                Ok(bytes) => Ok(Some((bytes.to_vec(), etag))),
+            match objects.get_if_match(&at, &etag).await {
+                Ok(bytes) => Ok(Some((bytes, etag))),
                 // Replaced between the two calls: read again.
                 Err(e) if lost_race(&e) => Ok(Some((Vec::new(), String::new()))),
                 Err(e) => Err(target.classify(e, "reading a location log")),
@@ -113,24 +115,18 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
         }
         trace::count_received(read.as_ref().map_or(0, |(b, _)| b.len() as u64));
         let merged = merge(read.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
-        let (op, target, at, etag) = (
-            conn.op.clone(),
+        let (objects, target, at, etag) = (
+            Objects::of(conn),
             conn.target.clone(),
             key.clone(),
             read.map(|(_, etag)| etag),
         );
         trace::count_sent(merged.len() as u64);
         let written = conn.run("writing a location log", async move {
-            let write = op.write_with(&at, merged);
-            let result = match etag {
-                Some(etag) => write.if_match(&etag).await,
-                None => write.if_not_exists(true).await,
-            };
-            match result {
-                Ok(_) => Ok(true),
-                Err(e) if lost_race(&e) => Ok(false),
-                Err(e) => Err(target.classify(e, "writing a location log")),
-            }
+            objects
+                .swap(&at, merged, etag.as_deref())
+                .await
+                .map_err(|e| target.classify(e, "writing a location log"))
         })?;
         if written {
             return Ok(());

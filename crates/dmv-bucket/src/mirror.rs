@@ -12,6 +12,7 @@ use futures_util::StreamExt;
 use crate::config::BucketConfig;
 use crate::error::{BucketError, BucketResult};
 use crate::layout::{index_key, pack_of_index_name, CONFIG_KEY, PACKS_PREFIX, PACK_SIZE};
+use crate::objects::Objects;
 use crate::url::{Conn, READS_IN_FLIGHT};
 
 /// Packs a push is writing live in `<mirror>/staging-<pid>-<n>` until uploaded.
@@ -80,17 +81,15 @@ impl Mirror {
     /// Mirrors the bucket's list of pack indexes: downloads (and verifies)
     /// the new ones, forgets the ones gone from the bucket.
     pub fn refresh(&self, conn: &Conn) -> BucketResult<()> {
-        let (op, target) = (conn.op.clone(), conn.target.clone());
+        let (objects, target) = (Objects::of(conn), conn.target.clone());
         let listed = conn.run("listing packs", async move {
-            let entries = op
-                .list_with(PACKS_PREFIX)
+            let entries = objects
+                .list(PACKS_PREFIX)
                 .await
                 .map_err(|e| target.classify(e, "listing packs"))?;
             Ok(entries
                 .into_iter()
-                .filter_map(|e| {
-                    Some((pack_of_index_name(e.name())?, e.metadata().content_length()))
-                })
+                .filter_map(|e| Some((pack_of_index_name(&e.key)?, e.len)))
                 .collect::<HashMap<ObjectId, u64>>())
         })?;
         let packs_dir = self.store.packs_dir().to_path_buf();
@@ -143,13 +142,13 @@ impl Mirror {
             // Each download runs as a task of its own (see `Conn::run`); this thread installs them.
             let mut downloads =
                 futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
-                    let op = conn.op.clone();
+                    let objects = Objects::of(conn);
                     handle.spawn(async move {
                         let key = index_key(&pack);
                         // The listed length bounds the read (an index is never replaced).
                         let got = match len {
-                            0 => Ok(opendal::Buffer::new()),
-                            _ => op.read_with(&key).range(0..len).await,
+                            0 => Ok(Vec::new()),
+                            _ => objects.get_range(&key, 0..len).await,
                         };
                         (pack, key, got)
                     })
@@ -160,9 +159,7 @@ impl Mirror {
                     what: "an index download task",
                     detail: e.to_string(),
                 })?;
-                let bytes = got
-                    .map_err(|e| conn.target.classify(e, &format!("reading {key}")))?
-                    .to_vec();
+                let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?;
                 trace::count_received(bytes.len() as u64);
                 self.install_index(conn, &pack, &key, &bytes)?;
             }

@@ -8,7 +8,8 @@
 use dmv_store::trace;
 use opendal::ErrorKind;
 
-use crate::error::{lost_race, BucketResult};
+use crate::error::BucketResult;
+use crate::objects::Objects;
 use crate::url::Conn;
 
 pub const PATH_LOCKS_PREFIX: &str = "path-locks/";
@@ -24,36 +25,34 @@ fn key(path: &str) -> String {
 
 /// Creates the lock object of `path` unless one exists; returns whether it did.
 pub(crate) fn create(conn: &Conn, path: &str, bytes: Vec<u8>) -> BucketResult<bool> {
-    let (op, target, key) = (conn.op.clone(), conn.target.clone(), key(path));
+    let (objects, target, key) = (Objects::of(conn), conn.target.clone(), key(path));
     conn.run("taking a lock", async move {
         trace::count_sent(bytes.len() as u64);
-        match op.write_with(&key, bytes).if_not_exists(true).await {
-            Ok(_) => Ok(true),
-            Err(e) if lost_race(&e) => Ok(false),
-            Err(e) => Err(target.classify(e, "taking a lock")),
-        }
+        objects
+            .put_if_absent(&key, bytes)
+            .await
+            .map_err(|e| target.classify(e, "taking a lock"))
     })
 }
 
 /// The lock object of `path`, if there is one.
 pub(crate) fn read(conn: &Conn, path: &str) -> BucketResult<Option<Vec<u8>>> {
-    let (op, target, key) = (conn.op.clone(), conn.target.clone(), key(path));
+    let (objects, target, key) = (Objects::of(conn), conn.target.clone(), key(path));
     conn.run("reading a lock", async move {
-        match op.stat(&key).await {
+        match objects.stat(&key).await {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(target.classify(e, "reading a lock")),
-            Ok(m) if m.content_length() > MAX_LOCK_SIZE => {
-                return Err(target.damaged(format!(
-                    "{key} is {} bytes, more than a lock can be",
-                    m.content_length()
-                )))
+            Ok(m) if m.len > MAX_LOCK_SIZE => {
+                return Err(
+                    target.damaged(format!("{key} is {} bytes, more than a lock can be", m.len))
+                )
             }
             Ok(_) => {}
         }
-        match op.read(&key).await {
+        match objects.get(&key).await {
             Ok(bytes) => {
                 trace::count_received(bytes.len() as u64);
-                Ok(Some(bytes.to_vec()))
+                Ok(Some(bytes))
             }
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(target.classify(e, "reading a lock")),
@@ -63,25 +62,24 @@ pub(crate) fn read(conn: &Conn, path: &str) -> BucketResult<Option<Vec<u8>>> {
 
 /// Every lock object, as stored.
 pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("listing locks", async move {
-        let entries = op
-            .list_with(PATH_LOCKS_PREFIX)
+        let entries = objects
+            .list(PATH_LOCKS_PREFIX)
             .await
             .map_err(|e| target.classify(e, "listing locks"))?;
         let mut locks = Vec::new();
-        for e in entries.iter().filter(|e| !e.path().ends_with('/')) {
-            let len = e.metadata().content_length();
+        for e in &entries {
+            let len = e.len;
             if len > MAX_LOCK_SIZE {
-                return Err(target.damaged(format!(
-                    "{} is {len} bytes, more than a lock can be",
-                    e.path()
-                )));
+                return Err(
+                    target.damaged(format!("{} is {len} bytes, more than a lock can be", e.key))
+                );
             }
-            match op.read(e.path()).await {
+            match objects.get(&e.key).await {
                 Ok(bytes) => {
                     trace::count_received(bytes.len() as u64);
-                    locks.push(bytes.to_vec());
+                    locks.push(bytes);
                 }
                 // Released between the listing and the read.
                 Err(err) if err.kind() == ErrorKind::NotFound => {}
@@ -94,9 +92,10 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
 
 /// Removes the lock object of `path` (already gone is fine).
 pub(crate) fn remove(conn: &Conn, path: &str) -> BucketResult<()> {
-    let (op, target, key) = (conn.op.clone(), conn.target.clone(), key(path));
+    let (objects, target, key) = (Objects::of(conn), conn.target.clone(), key(path));
     conn.run("releasing a lock", async move {
-        op.delete(&key)
+        objects
+            .delete(&key)
             .await
             .map_err(|e| target.classify(e, "releasing a lock"))
     })

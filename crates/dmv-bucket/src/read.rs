@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 
 use crate::error::BucketError;
 use crate::layout::pack_key;
+use crate::objects::Objects;
 use crate::ranges;
 use crate::url::{Conn, READS_IN_FLIGHT};
 
@@ -39,10 +40,10 @@ pub(crate) fn read_objects<E: From<BucketError>>(
         // Each GET runs as its own task, so downloads go on while `sink` writes
         // (and requests are made only on the runtime's threads: see `Conn::run`).
         let mut reads = futures_util::stream::iter(plan.into_iter().map(|range| {
-            let op = conn.op.clone();
+            let objects = Objects::of(conn);
             handle.spawn(async move {
                 let key = pack_key(&range.pack);
-                let got = op.read_with(&key).range(range.start..range.end).await;
+                let got = objects.get_range(&key, range.start..range.end).await;
                 (range, key, got)
             })
         }))
@@ -52,9 +53,7 @@ pub(crate) fn read_objects<E: From<BucketError>>(
                 what: "a download task",
                 detail: e.to_string(),
             })?;
-            let bytes = got
-                .map_err(|e| conn.target.classify(e, &format!("reading {key}")))?
-                .to_bytes();
+            let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?;
             trace::count_received(bytes.len() as u64);
             if bytes.len() as u64 != range.end - range.start {
                 let detail = format!(

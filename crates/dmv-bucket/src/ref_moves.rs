@@ -21,6 +21,7 @@ use dmv_store::trace;
 use opendal::ErrorKind;
 
 use crate::error::BucketResult;
+use crate::objects::Objects;
 use crate::refswap::now_ns;
 use crate::url::Conn;
 
@@ -35,10 +36,11 @@ const POLL: Duration = Duration::from_millis(50);
 pub(crate) fn announce(conn: &Conn) -> BucketResult<String> {
     let key = format!("{REF_MOVES_PREFIX}{}", crate::config::new_token());
     let expires = now_ns().saturating_add(MOVE_LEASE.as_nanos() as u64);
-    let (op, target, at) = (conn.op.clone(), conn.target.clone(), key.clone());
+    let (objects, target, at) = (Objects::of(conn), conn.target.clone(), key.clone());
     conn.run("announcing a ref move", async move {
         trace::count_sent(8);
-        op.write(&at, expires.to_le_bytes().to_vec())
+        objects
+            .put(&at, expires.to_le_bytes().to_vec())
             .await
             .map(|_| ())
             .map_err(|e| target.classify(e, "announcing a ref move"))
@@ -48,9 +50,10 @@ pub(crate) fn announce(conn: &Conn) -> BucketResult<String> {
 
 /// Ends a move [`announce`] began (already gone is fine).
 pub(crate) fn withdraw(conn: &Conn, key: &str) -> BucketResult<()> {
-    let (op, target, key) = (conn.op.clone(), conn.target.clone(), key.to_string());
+    let (objects, target, key) = (Objects::of(conn), conn.target.clone(), key.to_string());
     conn.run("ending a ref move", async move {
-        op.delete(&key)
+        objects
+            .delete(&key)
             .await
             .map_err(|e| target.classify(e, "ending a ref move"))
     })
@@ -59,32 +62,24 @@ pub(crate) fn withdraw(conn: &Conn, key: &str) -> BucketResult<()> {
 /// Waits until every ref move announced now has ended or expired.
 pub(crate) fn wait_for_moves(conn: &Conn) -> BucketResult<()> {
     let started = Instant::now();
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("waiting for ref moves", async move {
-        let entries = op
-            .list_with(REF_MOVES_PREFIX)
+        let entries = objects
+            .list(REF_MOVES_PREFIX)
             .await
             .map_err(|e| target.classify(e, "listing ref moves"))?;
-        let mut waiting: Vec<String> = entries
-            .iter()
-            .filter(|e| !e.path().ends_with('/'))
-            .map(|e| e.path().to_string())
-            .collect();
+        let mut waiting: Vec<String> = entries.into_iter().map(|e| e.key).collect();
         while !waiting.is_empty() && started.elapsed() < MOVE_LEASE {
             let mut still = Vec::new();
             for key in waiting {
-                match op.read(&key).await {
+                match objects.get(&key).await {
                     Ok(bytes) => {
-                        let expires = bytes
-                            .to_vec()
-                            .try_into()
-                            .map(u64::from_le_bytes)
-                            .unwrap_or(0);
+                        let expires = bytes.try_into().map(u64::from_le_bytes).unwrap_or(0);
                         if expires > now_ns() {
                             still.push(key);
                         } else {
                             // A killed mover's: nobody else will remove it.
-                            let _ = op.delete(&key).await;
+                            let _ = objects.delete(&key).await;
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::NotFound => {}

@@ -8,8 +8,9 @@ use std::time::Duration;
 use dmv_store::{trace, ObjectId};
 use opendal::ErrorKind;
 
-use crate::error::{lost_race, BucketResult};
+use crate::error::BucketResult;
 use crate::layout::{CONFIG_KEY, REFS_KEY};
+use crate::objects::Objects;
 use crate::refs::RefTable;
 use crate::url::Conn;
 
@@ -56,24 +57,23 @@ pub enum RefUpdateOutcome {
 
 /// The ref table and its version.
 pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
-    let (op, target) = (conn.op.clone(), conn.target.clone());
+    let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("reading refs", async move {
         for _ in 0..MAX_SWAP_ATTEMPTS {
-            let etag = match op.stat(REFS_KEY).await {
-                Ok(meta) if meta.content_length() > MAX_REF_TABLE_SIZE => {
-                    let detail = format!("{REFS_KEY} is {} bytes, more than a ref table can be ({} MiB)", meta.content_length(), MAX_REF_TABLE_SIZE >> 20);
+            let etag = match objects.stat(REFS_KEY).await {
+                Ok(meta) if meta.len > MAX_REF_TABLE_SIZE => {
+                    let detail = format!("{REFS_KEY} is {} bytes, more than a ref table can be ({} MiB)", meta.len, MAX_REF_TABLE_SIZE >> 20);
                     return Err(target.damaged(detail));
                 }
-                Ok(meta) => meta.etag().map(str::to_string),
+                Ok(meta) => meta.etag,
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(RefSnapshot::default()),
                 Err(e) => return Err(target.classify(e, "reading refs")),
             };
             let Some(etag) = etag else {
                 return Err(target.unsupported("the object store gives no ETag for refs, so it cannot do compare-and-swap; DMV will not use it"));
             };
-            match op.read_with(REFS_KEY).if_match(&etag).await {
+            match objects.get_if_match(REFS_KEY, &etag).await {
                 Ok(bytes) => {
-                    let bytes = bytes.to_vec();
                     trace::count_received(bytes.len() as u64);
                     let table = RefTable::decode(&bytes).map_err(|d| target.damaged(format!("{REFS_KEY}: {d}")))?;
                     return Ok(RefSnapshot { table, etag: Some(etag) });
@@ -214,15 +214,15 @@ pub(crate) fn swap_with<T>(
 /// lost): rewriting the config (`config_bytes`, as stored) with
 /// `If-None-Match: *` must be refused.
 pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<()> {
-    let (op, config) = (conn.op.clone(), config_bytes.to_vec());
+    let (objects, config) = (Objects::of(conn), config_bytes.to_vec());
     let written = conn.run("checking write access", async move {
-        Ok(op.write_with(CONFIG_KEY, config).if_not_exists(true).await)
+        Ok(objects.put_if_absent(CONFIG_KEY, config).await)
     })?;
     match written {
-        Err(e) if lost_race(&e) => Ok(()),
+        Ok(false) => Ok(()),
         Err(e) => Err(conn.target.classify(e, "checking write access")),
         // It rewrote the same bytes: harmless, but the store ignores the condition.
-        Ok(_) => Err(conn.target.unsupported("this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it")),
+        Ok(true) => Err(conn.target.unsupported("this object store ignores conditional writes (If-None-Match), so concurrent pushes could lose updates; DMV will not push to it")),
     }
 }
 
@@ -230,20 +230,16 @@ pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<(
 fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<bool> {
     let bytes = table.encode();
     let len = bytes.len() as u64;
-    let (op, etag) = (conn.op.clone(), etag.map(str::to_string));
+    let (objects, etag) = (Objects::of(conn), etag.map(str::to_string));
     let written = conn.run("updating refs", async move {
-        let write = op.write_with(REFS_KEY, bytes);
-        Ok(match etag {
-            Some(etag) => write.if_match(&etag).await,
-            None => write.if_not_exists(true).await,
-        })
+        Ok(objects.swap(REFS_KEY, bytes, etag.as_deref()).await)
     })?;
     match written {
-        Ok(_) => {
+        Ok(true) => {
             trace::count_sent(len);
             Ok(true)
         }
-        Err(e) if lost_race(&e) => Ok(false),
+        Ok(false) => Ok(false),
         Err(e) => Err(conn.target.classify(e, "updating refs")),
     }
 }

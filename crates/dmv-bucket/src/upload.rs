@@ -16,11 +16,11 @@ use dmv_store::{
     index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally,
 };
 use futures_util::StreamExt;
-use opendal::Operator;
 
 use crate::error::{BucketError, BucketResult, Target};
 use crate::layout::{index_key, pack_key, PACK_SIZE};
 use crate::mirror::Mirror;
+use crate::objects::Objects;
 use crate::url::Conn;
 
 /// Multipart part size, how many parts of one pack upload at once, and how
@@ -114,7 +114,7 @@ fn put_staged<E: From<BucketError> + From<StoreError>>(
     };
     // Uploads run on the runtime's threads (see `Conn::run`) while this one writes packs.
     let mut uploader = conn.runtime.spawn(upload_in_order(
-        conn.upload_op.clone(),
+        Objects::for_uploads(conn),
         conn.target.clone(),
         queue,
         mirror.store.packs_dir().to_path_buf(),
@@ -179,7 +179,7 @@ struct Sealed {
 /// after every pack before it: a pack becomes visible in the order written.
 /// A published index joins the mirror (`published`).
 async fn upload_in_order(
-    op: Operator,
+    objects: Objects,
     target: Target,
     mut queue: tokio::sync::mpsc::Receiver<Sealed>,
     published: PathBuf,
@@ -192,7 +192,7 @@ async fn upload_in_order(
             match queue.recv().await {
                 // A task of its own, so the body keeps uploading while this waits for the next pack.
                 Some(job) => bodies.push_back(tokio::spawn(upload_body(
-                    op.clone(),
+                    objects.clone(),
                     target.clone(),
                     job,
                     uploaded.clone(),
@@ -211,7 +211,8 @@ async fn upload_in_order(
         let index = std::fs::read(&job.index)
             .map_err(|e| BucketError::io("cannot read the staged index", &job.index, e))?;
         let n = index.len() as u64;
-        op.write(&key, index)
+        objects
+            .put(&key, index)
             .await
             .map_err(|e| target.classify(e, &format!("uploading {key}")))?;
         trace::count_sent(n);
@@ -224,7 +225,7 @@ async fn upload_in_order(
 /// Uploads a staged pack's bytes (multipart, parts in parallel); invisible
 /// until its index follows.
 async fn upload_body(
-    op: Operator,
+    objects: Objects,
     target: Target,
     job: Sealed,
     uploaded: Arc<AtomicU64>,
@@ -232,10 +233,8 @@ async fn upload_body(
     let key = pack_key(&job.checksum);
     let fail = |e: opendal::Error| target.classify(e, &format!("uploading {key}"));
     let local = |e: std::io::Error| BucketError::io("cannot read the staged pack", &job.pack, e);
-    let mut writer = op
-        .writer_with(&key)
-        .concurrent(UPLOAD_CONCURRENCY)
-        .chunk(PART_SIZE)
+    let mut upload = objects
+        .put_parts(&key, PART_SIZE, UPLOAD_CONCURRENCY)
         .await
         .map_err(fail)?;
     let written = async {
@@ -250,16 +249,16 @@ async fn upload_body(
                 break;
             }
             let n = part.len() as u64;
-            writer.write(part).await.map_err(fail)?;
+            upload.put_part(part).await.map_err(fail)?;
             trace::count_sent(n);
             uploaded.fetch_add(n, Ordering::Relaxed);
         }
-        writer.close().await.map_err(fail)
+        upload.finish().await.map_err(fail)
     }
     .await;
     if let Err(e) = written {
         // Best effort: an abandoned multipart upload costs storage until a lifecycle rule ends it.
-        let _ = writer.abort().await;
+        let _ = upload.abort().await;
         return Err(e);
     }
     dmv_store::failpoint("bucket-pack-uploaded");

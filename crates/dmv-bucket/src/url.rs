@@ -96,7 +96,8 @@ const UPLOAD_PART_WAIT: Duration = Duration::from_secs(300);
 
 /// A connection to one bucket location: every request goes through `op`,
 /// or `upload_op` for the packs and indexes uploaded, driven by `runtime`;
-/// errors name `target`.
+/// errors name `target`. Only `objects` makes requests with the two
+/// clients (the other files ask it, with `Objects::of(conn)`).
 pub(crate) struct Conn {
     pub target: Target,
     pub runtime: tokio::runtime::Runtime,
