@@ -17,7 +17,7 @@ use dmv_repo::RemoteConfig;
 use dmv_repo::{Repository, Silent, Slice};
 use dmv_sync::{
     CloneOptions, ClonePlan, DropOptions, Dropped, Fetched, FileCopies, GetOptions, Got, Pulled,
-    PushOptions, Pushed, SyncResult,
+    PushOptions, Pushed, SyncResult, Synced,
 };
 
 /// Stages everything in `repo`'s working tree and commits it, as
@@ -103,6 +103,18 @@ impl Fleet {
         let dir = self.tmp.path().join(name);
         Repository::init_with(&dir, ChunkParams::default(), true).expect("a bare repository");
         dir
+    }
+
+    /// A repository of its own with a working tree, `name/` beside the hub,
+    /// with no remote (a camera's card, a laptop others clone from).
+    pub fn init(&self, name: &str) -> Replica {
+        let dir = self.tmp.path().join(name);
+        let repo = Repository::init(&dir, ChunkParams::default()).expect("a repository");
+        Replica {
+            name: name.to_string(),
+            dir,
+            repo,
+        }
     }
 
     /// A replica cloned from `source` (any replica's or bare repository's
@@ -255,6 +267,14 @@ impl Replica {
             &PushOptions::default(),
             &Silent,
         )
+    }
+
+    /// Syncs with remote `name`: fetches, merges what it offers and what it
+    /// has, then sends what is committed here, as `dmv sync NAME`.
+    pub fn sync_with(&self, name: &str) -> SyncResult<Synced> {
+        let remote = dmv_sync::find_remote(&self.repo, name)?;
+        let mut connection = remote.connect_to_push(&self.repo)?;
+        dmv_sync::sync(&self.repo, connection.as_mut(), name, &Silent)
     }
 
     /// Frees the data of `paths` here once `numcopies` other copies are
