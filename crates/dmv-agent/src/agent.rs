@@ -229,8 +229,8 @@ pub fn run(
     let mut changed = true;
     while !stop.load(Ordering::Relaxed) {
         if following.refresh() {
-            // New remotes are listened to (the old board's listeners keep
-            // waking the loop for theirs, which is harmless).
+            // Listened to as configured now; the old board's listeners
+            // stop at their next answer.
             board = listen(following.repo());
         }
         let repo = following.repo();
@@ -334,6 +334,16 @@ struct NewsBoard {
     heard: Arc<AtomicBool>,
     /// Remotes not listened to now (not HTTP, an older server, or unreachable).
     deaf: Arc<AtomicUsize>,
+    /// Set when the board is replaced (the configuration changed) or the
+    /// loop ends: its listeners stop at their next answer or retry, so a
+    /// watcher whose remotes change over a month does not gather threads.
+    closed: Arc<AtomicBool>,
+}
+
+impl Drop for NewsBoard {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
 }
 
 /// How long a listener that lost its remote waits before connecting again.
@@ -345,19 +355,21 @@ impl NewsBoard {
         let board = NewsBoard {
             heard: Arc::new(AtomicBool::new(false)),
             deaf: Arc::new(names.len().into()),
+            closed: Arc::new(AtomicBool::new(false)),
         };
         for name in names {
-            let (root, heard, deaf, wake) = (
+            let (root, heard, deaf, wake, closed) = (
                 repo.root.clone(),
                 board.heard.clone(),
                 board.deaf.clone(),
                 wake.clone(),
+                board.closed.clone(),
             );
             std::thread::spawn(move || {
                 let Ok(repo) = Repository::open(&root) else {
                     return;
                 };
-                loop {
+                while !closed.load(Ordering::SeqCst) {
                     let mut listener = match dmv_sync::NewsListener::connect(&repo, &name) {
                         Ok(Some(listener)) => listener,
                         Ok(None) => return,
@@ -368,6 +380,9 @@ impl NewsBoard {
                     };
                     deaf.fetch_sub(1, Ordering::SeqCst);
                     while let Ok(changed) = listener.wait() {
+                        if closed.load(Ordering::SeqCst) {
+                            return;
+                        }
                         if changed {
                             heard.store(true, Ordering::Relaxed);
                             wake.store(true, Ordering::Relaxed);
