@@ -21,7 +21,10 @@ use crate::{SyncError, SyncResult};
 pub struct StdioWire {
     child: Child,
     input: Option<BufWriter<Counting<Patient<ChildStdin>>>>,
-    output: BufReader<Counting<Patient<ChildStdout>>>,
+    /// Closed with stdin when the wire is dropped: a server still writing an
+    /// answer the client stopped reading then ends at once on the closed
+    /// pipe, instead of blocking until it is killed.
+    output: Option<BufReader<Counting<Patient<ChildStdout>>>>,
     stderr: Arc<Mutex<Vec<String>>>,
     stderr_done: Arc<Mutex<bool>>,
     /// Set once a read or write gave up waiting: the child is then killed
@@ -357,7 +360,7 @@ impl StdioWire {
         Ok(StdioWire {
             child,
             input: Some(BufWriter::with_capacity(1 << 20, Counting(stdin))),
-            output: BufReader::with_capacity(1 << 20, Counting(stdout)),
+            output: Some(BufReader::with_capacity(1 << 20, Counting(stdout))),
             stderr: lines,
             stderr_done: done,
             gave_up,
@@ -476,8 +479,14 @@ impl Wire for StdioWire {
             }
             Err(other) => return Err(other),
         }
+        // Only a wire being dropped has no output.
+        let Some(output) = self.output.as_mut() else {
+            return Err(SyncError::Transport(TransportError::Disconnected(
+                "the connection is closed".into(),
+            )));
+        };
         Ok(FrameReader::new(Box::new(ChildOutput {
-            output: &mut self.output,
+            output,
             stderr: self.stderr.clone(),
             stderr_done: self.stderr_done.clone(),
         })))
@@ -487,8 +496,10 @@ impl Wire for StdioWire {
 impl Drop for StdioWire {
     fn drop(&mut self) {
         if !self.gave_up() {
-            // Closing stdin tells the server we are done.
+            // Closing stdin tells the server we are done; closing stdout ends
+            // an answer we stopped reading (a damaged object, a refusal).
             drop(self.input.take());
+            drop(self.output.take());
             if exited_within(&mut self.child, Duration::from_secs(5)) {
                 return;
             }
