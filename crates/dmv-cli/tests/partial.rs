@@ -278,50 +278,6 @@ fn a_meta_clone_of_ten_thousand_files_stores_under_one_percent_of_the_data() {
     fsck_clean(&m);
 }
 
-/// A meta clone's dirstate is kept over the tree it was checked out from
-/// (its files absent unless it says otherwise): gc keeps that tree even
-/// when nothing else reaches it, and the dirstate stays small as files
-/// arrive, are staged and are committed.
-#[test]
-fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
-    let t = tempfile::tempdir().unwrap();
-    let t = t.path();
-    let src = t.join("src");
-    photos(&src, 4, 50, 1024);
-    ok(&dmv_out(
-        t,
-        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
-    ));
-    let m = t.join("m");
-    ok(&dmv_out(&m, &["get", "f01/p3.raw"]));
-    std::fs::write(m.join("new.txt"), b"new").unwrap();
-    ok(&dmv_out(&m, &["add", "new.txt"]));
-    ok(&dmv_out(&m, &["rm", "--cached", "f02/p7.raw"]));
-    // Its own entries: the file got, the one added, the one no longer staged.
-    let dirstate = std::fs::read(m.join(".dmv/dirstate")).unwrap();
-    assert_eq!(
-        (&dirstate[8..12], dirstate[44]),
-        (&2u32.to_le_bytes()[..], 3),
-        "version 2, three entries of its own"
-    );
-    // The only commit that reached the tree is amended away, its remote
-    // branch removed and the reflog pruned: only the dirstate names it now.
-    ok(&dmv_out(&m, &["commit", "--amend", "-m", "amended"]));
-    ok(&dmv_out(&m, &["remote", "remove", "origin"]));
-    ok(&dmv_out(&m, &["gc", "--prune-reflog", "--prune", "now"]));
-    let status = dmv(&m, &["status", "--short"]);
-    assert!(status.is_empty(), "{status}");
-    assert_eq!(ls(&m, "--absent").len(), 4 * 50 - 2);
-    fsck_clean(&m);
-    // Files written after a checkout are kept over the new tree.
-    ok(&dmv_out(&m, &["switch", "-c", "other"]));
-    assert!(std::fs::metadata(m.join(".dmv/dirstate")).unwrap().len() < 1024);
-    assert_eq!(
-        std::fs::read(m.join("f01/p3.raw")).unwrap(),
-        std::fs::read(src.join("f01/p3.raw")).unwrap()
-    );
-}
-
 /// A meta clone's dirstate over a tree, rewritten by two writers (gets of
 /// files, adds and commits of new ones) while gc runs: every command
 /// succeeds or waits its turn, and at the end every file is where it
@@ -946,74 +902,6 @@ fn a_drop_racing_a_commit_that_reuses_its_chunks_keeps_them() {
     let out = dmv_out(&a, &["cat", "HEAD:longer.raw"]);
     ok(&out);
     assert!(out.stdout == longer);
-}
-
-#[test]
-fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
-    let t = tempfile::tempdir().unwrap();
-    let t = t.path();
-    let src = t.join("src");
-    photos(&src, 1, 1, 4 << 20);
-    ok(&dmv_out(
-        t,
-        &["clone", "--slice", "meta", src.to_str().unwrap(), "m"],
-    ));
-    let m = t.join("m");
-    // Small packs: the file's chunks spread over several, its node comes last.
-    edit_config(&m, |cfg| cfg["pack_size_limit"] = (1u64 << 20).into());
-    ok(&dmv_out(&m, &["get", "f00/p0.raw"]));
-    // Lose the pack of its first chunk, as a get or drop cut short can.
-    let repo = dmv_repo::Repository::open(&m).unwrap();
-    let file = dmv_repo::tree::lookup(
-        &repo.store,
-        &repo.head_tree().unwrap().unwrap(),
-        b"f00/p0.raw",
-    )
-    .unwrap()
-    .unwrap();
-    let read = |id: &dmv_repo::store::ObjectId| -> dmv_repo::store::object::FileNode {
-        repo.store
-            .read_decoded(id, dmv_repo::store::ObjectKind::FileNode)
-            .unwrap()
-    };
-    let mut node = read(&file.id);
-    while node.level > 0 {
-        let first = node.entries[0].id;
-        node = read(&first);
-    }
-    let chunk_pack = repo
-        .store
-        .locate(&node.entries[0].id)
-        .unwrap()
-        .unwrap()
-        .pack;
-    assert_ne!(
-        chunk_pack,
-        repo.store.locate(&file.id).unwrap().unwrap().pack
-    );
-    drop(repo);
-    let packs = m.join(".dmv/objects/packs");
-    for ext in ["pack", "idx"] {
-        std::fs::remove_file(
-            packs
-                .join(dmv_repo::store::pack_file_name(&chunk_pack))
-                .with_extension(ext),
-        )
-        .unwrap();
-    }
-    let _ = std::fs::remove_file(packs.join(dmv_repo::store::MULTI_PACK_INDEX));
-    assert_eq!(ls(&m, "--absent"), vec!["f00/p0.raw".to_string()]);
-    let out = dmv_out(&m, &["get", "--json", "f00/p0.raw"]);
-    ok(&out);
-    assert!(
-        content_received(&out) > 0 && content_received(&out) < 2 << 20,
-        "only the lost chunks: {}",
-        content_received(&out)
-    );
-    assert_eq!(ls(&m, "--present"), vec!["f00/p0.raw".to_string()]);
-    let out = dmv_out(&m, &["cat", "HEAD:f00/p0.raw"]);
-    assert!(out.stdout == std::fs::read(src.join("f00/p0.raw")).unwrap());
-    fsck_clean(&m);
 }
 
 /// The staging folders of early checkouts in `m` and the files waiting in them.

@@ -699,3 +699,144 @@ fn a_recent_slice_commits_pushes_restores_on_demand_and_syncs_with_every_remote(
     }
     r.assert_fsck_clean();
 }
+
+/// A meta clone's dirstate is kept over the tree it was checked out from
+/// (its files absent unless it says otherwise): gc keeps that tree even
+/// when nothing else reaches it, and the dirstate stays small as files
+/// arrive, are staged and are committed.
+#[test]
+fn gc_keeps_the_tree_a_meta_clones_dirstate_is_over() {
+    use dmv_repo::store::GcOptions;
+    use dmv_repo::{CommitRequest, Committed, GcPolicy, Head};
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    for f in 0..4u64 {
+        for p in 0..50u64 {
+            studio.write(&format!("f{f:02}/p{p}.raw"), noise(1024, f * 100 + p + 1));
+        }
+    }
+    studio.commit_all("shoot");
+    studio.push().unwrap();
+    let mut m = fleet.partial("m", "meta");
+    assert_eq!(m.absent().len(), 200);
+    m.get(&["f01/p3.raw"]).unwrap();
+    m.write("new.txt", "new");
+    (m.repo.worktree())
+        .add(&[b"new.txt".to_vec()], false, &Silent)
+        .unwrap();
+    m.repo.rm_settling(&[b"f02/p7.raw".to_vec()], true).unwrap();
+    // Its own entries: the file got, the one added, the one no longer staged.
+    let dirstate = std::fs::read(m.dir.join(".dmv/dirstate")).unwrap();
+    assert_eq!(
+        (&dirstate[8..12], dirstate[44]),
+        (&2u32.to_le_bytes()[..], 3),
+        "version 2, three entries of its own"
+    );
+    // The only commit that reached the tree is amended away, its remote
+    // branch removed and the reflog pruned: only the dirstate names it now.
+    let amend = CommitRequest {
+        message: Some("amended"),
+        all: false,
+        amend: true,
+    };
+    let committed = m.repo.commit_with(&amend, &Silent).unwrap();
+    assert!(matches!(committed, Committed::Made { .. }), "{committed:?}");
+    dmv_sync::remove_remote(&mut m.repo, "origin").unwrap();
+    let policy = GcPolicy {
+        prune_reflog: true,
+        store: GcOptions {
+            keep_recent: std::time::Duration::ZERO,
+            ..Default::default()
+        },
+    };
+    m.repo.maintenance().gc(policy, &Silent).unwrap();
+    m.reopen();
+    let s = m.repo.status().unwrap();
+    assert!(
+        s.staged.is_empty() && s.unstaged.is_empty() && s.untracked.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(m.absent().len(), 4 * 50 - 2);
+    assert_eq!(m.present(), ["f01/p3.raw", "new.txt"]);
+    m.assert_fsck_clean();
+    // Files written after a checkout are kept over the new tree.
+    let head = m.repo.head_commit().unwrap().unwrap();
+    m.repo
+        .create_ref("refs/heads/other", head, "branch: created")
+        .unwrap();
+    m.repo
+        .switch_to(&Head::Branch("refs/heads/other".into()), &Silent)
+        .unwrap();
+    let len = std::fs::metadata(m.dir.join(".dmv/dirstate"))
+        .unwrap()
+        .len();
+    assert!(len < 1024, "the dirstate holds {len} bytes");
+    assert_eq!(m.read("f01/p3.raw").unwrap(), noise(1024, 104));
+}
+
+/// A get of a file whose node is here but one of whose chunks was lost
+/// (a get or drop cut short) fetches only what is missing.
+#[test]
+fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
+    use dmv_repo::store::object::FileNode;
+    use dmv_repo::store::{ObjectId, ObjectKind};
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    studio.write("f00/p0.raw", noise(4 << 20, 1));
+    studio.commit_all("shoot");
+    studio.push().unwrap();
+    let mut m = fleet.partial("m", "meta");
+    // Small packs: the file's chunks spread over several, its node comes last.
+    m.repo
+        .update_config(|cfg| {
+            cfg.pack_size_limit = 1 << 20;
+            Ok::<_, dmv_repo::RepoError>(())
+        })
+        .unwrap();
+    m.reopen();
+    m.get(&["f00/p0.raw"]).unwrap();
+    // Lose the pack of its first chunk.
+    let repo = &m.repo;
+    let tree = repo.head_tree().unwrap().unwrap();
+    let file = dmv_repo::tree::lookup(&repo.store, &tree, b"f00/p0.raw")
+        .unwrap()
+        .unwrap();
+    let read =
+        |id: &ObjectId| -> FileNode { repo.store.read_decoded(id, ObjectKind::FileNode).unwrap() };
+    let mut node = read(&file.id);
+    while node.level > 0 {
+        node = read(&node.entries[0].id);
+    }
+    let chunk_pack = repo
+        .store
+        .locate(&node.entries[0].id)
+        .unwrap()
+        .unwrap()
+        .pack;
+    assert_ne!(
+        chunk_pack,
+        repo.store.locate(&file.id).unwrap().unwrap().pack
+    );
+    let packs = m.dir.join(".dmv/objects/packs");
+    for ext in ["pack", "idx"] {
+        let name = dmv_repo::store::pack_file_name(&chunk_pack);
+        std::fs::remove_file(packs.join(name).with_extension(ext)).unwrap();
+    }
+    let _ = std::fs::remove_file(packs.join(dmv_repo::store::MULTI_PACK_INDEX));
+    m.reopen();
+    assert_eq!(m.absent(), ["f00/p0.raw"]);
+
+    let got = m.get(&["f00/p0.raw"]).unwrap();
+    assert_eq!(got.fetched, 1);
+    let received = got.stats.chunk_bytes;
+    assert!(
+        received > 0 && received < 2 << 20,
+        "only the lost chunks: {received}"
+    );
+    assert_eq!(m.present(), ["f00/p0.raw"]);
+    let mut bytes = Vec::new();
+    m.repo.store.write_content(&file.id, &mut bytes).unwrap();
+    assert!(bytes == noise(4 << 20, 1), "the file reads back whole");
+    assert_eq!(m.read("f00/p0.raw").unwrap(), noise(4 << 20, 1));
+    m.assert_fsck_clean();
+}
