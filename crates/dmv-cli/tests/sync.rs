@@ -507,8 +507,8 @@ fn unreachable_wrong_and_mismatched_remotes_fail_in_one_line() {
     assert!(line.contains("not empty"), "{line}");
 }
 
-/// A damaged chunk in the source's pack stops the clone at once with one
-/// line pointing at the remote. What is refused and that nothing is stored is
+/// A damaged chunk in the source's pack stops the clone with one line
+/// pointing at the remote. What is refused and that nothing is stored is
 /// tested through the library in dmv-sync's tests/exchanges.rs.
 #[test]
 fn clone_of_a_damaged_repository_says_so_in_one_line() {
@@ -534,12 +534,9 @@ fn clone_of_a_damaged_repository_says_so_in_one_line() {
     f.write_all_at(&[b[0] ^ 0x10], 2 * MIB).unwrap();
     drop(f);
 
-    let started = std::time::Instant::now();
+    // (That its serving child then ends on its own, not killed after a
+    // grace, is dmv-sync's transport/stdio.rs test.)
     let out = dmv_out(t, &["clone", "a", "b"]);
-    // The serving child stops on the pipe closed under its answer: the
-    // clone once waited the 5 s given to a child to end before killing it.
-    let took = started.elapsed();
-    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
     let line = one_line_error(&out);
     assert!(
         line.contains("damaged") && line.contains("dmv fsck"),

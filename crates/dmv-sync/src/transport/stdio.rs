@@ -493,20 +493,39 @@ impl Wire for StdioWire {
     }
 }
 
-impl Drop for StdioWire {
-    fn drop(&mut self) {
+/// How a wire's server ended when the wire was closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// It saw the pipes close and ended.
+    OnItsOwn,
+    /// It was killed: it did not end within the grace, or a read or write
+    /// had already given up on it.
+    Killed,
+}
+
+impl StdioWire {
+    /// Ends the connection and reaps the server: closing stdin tells it we
+    /// are done; closing stdout ends an answer we stopped reading (a
+    /// damaged object, a refusal), which it would otherwise block writing
+    /// until killed. Safe to call again (the status is kept once reaped).
+    fn close(&mut self) -> Ended {
         if !self.gave_up() {
-            // Closing stdin tells the server we are done; closing stdout ends
-            // an answer we stopped reading (a damaged object, a refusal).
             drop(self.input.take());
             drop(self.output.take());
             if exited_within(&mut self.child, Duration::from_secs(5)) {
-                return;
+                return Ended::OnItsOwn;
             }
         }
         let _ = self.child.kill();
         // Not waited for long: Wine ends a stopped process only once it runs again.
         exited_within(&mut self.child, Duration::from_secs(5));
+        Ended::Killed
+    }
+}
+
+impl Drop for StdioWire {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -530,6 +549,30 @@ pub fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server still writing an answer nobody reads ends on its own when
+    /// the wire closes, not by the kill after the grace (a failed clone
+    /// over a path once waited those 5 s for its `dmv serve --stdio`).
+    #[cfg(unix)]
+    #[test]
+    fn a_server_whose_answer_is_left_unread_ends_on_its_own() {
+        let mut server = Command::new("sh");
+        server.args(["-c", "while :; do echo an answer nobody reads; done"]);
+        let mut wire = StdioWire::spawn(server, "a test server", Duration::from_secs(60)).unwrap();
+        // Its pipe full: the server is blocked in a write.
+        let mut first = [0u8; 16];
+        wire.output
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut first)
+            .unwrap();
+        assert_eq!(wire.close(), Ended::OnItsOwn);
+        assert_eq!(
+            wire.close(),
+            Ended::OnItsOwn,
+            "closed twice, as a drop after close does"
+        );
+    }
 
     #[test]
     fn stderr_lines_are_bounded() {
