@@ -222,3 +222,50 @@ fn a_repair_of_a_healthy_repository_rewrites_nothing() {
     let fsck = repo.maintenance().fsck(true, &Silent).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 }
+
+/// A repair from a named remote (`fsck --repair --from hub`) leaves every
+/// version of every file byte-exact: the checked-out one is stored again
+/// from the working tree, the older one fetched from the hub, nothing is
+/// lost. dmv-cli's tests/repair.rs kills the same repair at a fail point.
+#[test]
+fn a_repair_from_another_replica_leaves_every_version_byte_exact() {
+    let fleet = Fleet::new();
+    let mut r = fleet.init("r");
+    shoot(&r.repo);
+    r.add_remote("hub", fleet.hub_path());
+    r.push_to("hub").unwrap();
+    let want = versions(&r.repo);
+
+    // Payload bytes of both versions' packs, a table of contents, and an index.
+    for big in packs(&r.dir, "pack").into_iter().take(2) {
+        let len = big.metadata().unwrap().len() as usize;
+        for at in [2000, len / 2, len - 100] {
+            flip(&big, at);
+        }
+    }
+    flip(&packs(&r.dir, "idx")[2], 40);
+    r.reopen();
+    let fsck = r.repo.maintenance().fsck(true, &Silent).unwrap();
+    assert!(!fsck.problems.is_empty(), "the damage is seen");
+
+    let repair = dmv_sync::repair(&r.repo, Some("hub")).unwrap();
+    assert_eq!(repair.salvaged.packs_rewritten, 2, "{repair:?}");
+    assert_eq!(repair.restored_from_worktree, 1, "{repair:?}");
+    assert!(repair.fetched > 0, "{repair:?}");
+    assert_eq!(repair.from, ["hub"]);
+    assert!(
+        repair.unreachable.is_empty() && repair.lost.is_empty(),
+        "{repair:?}"
+    );
+    assert!(!repair.dirstate_rebuilt && !repair.locations_reset);
+
+    r.reopen();
+    assert_eq!(versions(&r.repo), want);
+    let status = r.repo.status().unwrap();
+    assert!(status.is_clean(), "{status:?}");
+    r.assert_fsck_clean();
+    // Run again, it finds nothing left to do.
+    let again = dmv_sync::repair(&r.repo, Some("hub")).unwrap();
+    assert_eq!((again.fetched, again.restored_from_worktree), (0, 0));
+    assert_eq!(again.salvaged.packs_rewritten, 0, "{again:?}");
+}
