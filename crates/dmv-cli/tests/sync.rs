@@ -676,49 +676,6 @@ fn stop_as_if_killed_during_checkout(a: &Path, b: &Path) {
     .unwrap();
 }
 
-/// A clone stopped during its checkout (files in place, no dirstate, no
-/// branch yet) resumes: the files already right are kept, a file cut short
-/// is written again, and the result is a clean clone.
-#[test]
-fn a_clone_stopped_during_its_checkout_resumes() {
-    let top = tempfile::tempdir().unwrap();
-    let t = top.path();
-    dmv(t, &["init", "a"]);
-    let a = t.join("a");
-    write_noise(&a.join("reel.mov"), 6 * MIB, 51);
-    for i in 0..50 {
-        std::fs::write(a.join(format!("note{i}.txt")), format!("note {i}\n")).unwrap();
-    }
-    commit_all(&a, "reel and notes");
-    dmv(t, &["clone", "a", "b"]);
-    let b = t.join("b");
-    stop_as_if_killed_during_checkout(&a, &b);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(b.join("reel.mov"))
-        .unwrap()
-        .set_len(2 * MIB)
-        .unwrap();
-    std::fs::write(b.join("note7.txt"), "cut").unwrap();
-
-    let out = dmv_out(t, &["clone", "a", "b"]);
-    ok(&out);
-    assert!(stderr(&out).contains("Resuming"), "{}", stderr(&out));
-    assert!(
-        std::fs::read(b.join("reel.mov")).unwrap() == std::fs::read(a.join("reel.mov")).unwrap()
-    );
-    assert_eq!(
-        std::fs::read_to_string(b.join("note7.txt")).unwrap(),
-        "note 7\n"
-    );
-    assert!(
-        dmv(&b, &["status", "--short"]).is_empty(),
-        "the resumed clone is clean"
-    );
-    assert!(!b.join(".dmv/clone-in-progress").exists());
-    fsck_clean(&b);
-}
-
 /// A checkout that meets a damaged chunk halfway through many files stops
 /// with one line naming the object, whichever thread met it.
 #[test]

@@ -676,3 +676,64 @@ fn three_peers_syncing_in_a_ring_without_a_hub_converge() {
         );
     }
 }
+
+/// A clone stopped during its checkout (files in place, no dirstate, no
+/// branch yet, the marker naming its source) resumes when run again: the
+/// files already right are kept, a file cut short and one overwritten
+/// are written again, and the result is a clean clone. dmv-cli's
+/// tests/sync.rs kills a clone and checks the words of its resume.
+#[test]
+fn a_clone_stopped_during_its_checkout_resumes() {
+    let fleet = Fleet::new();
+    let a = fleet.init("a");
+    a.write("reel.mov", noise(6 << 20, 51));
+    for i in 0..50 {
+        a.write(&format!("note{i}.txt"), format!("note {i}\n"));
+    }
+    let head = a.commit_all("reel and notes");
+    let b = fleet.clone_from("b", &a.dir, "full").unwrap();
+
+    // As a kill during the checkout leaves it.
+    std::fs::remove_file(b.dir.join(".dmv/dirstate")).unwrap();
+    let unborn = dmv_repo::RefUpdate {
+        name: "refs/heads/main".into(),
+        expected: Some(Some(head)),
+        new: None,
+    };
+    b.repo.update_refs(&[unborn], "test", "stopped").unwrap();
+    let url = dmv_sync::normalize_url(&a.dir.to_string_lossy()).unwrap();
+    std::fs::write(b.dir.join(".dmv/clone-in-progress"), format!("{url}\n")).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(b.dir.join("reel.mov"))
+        .unwrap()
+        .set_len(2 << 20)
+        .unwrap();
+    b.write("note7.txt", "cut");
+    drop(b);
+
+    let plan = dmv_sync::ClonePlan::new(dmv_sync::CloneOptions {
+        source: a.dir.to_string_lossy().into_owned(),
+        directory: Some(fleet.folder().join("b")),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(plan.resuming, "the stopped clone is found");
+    let mut remote = plan.spec.connect().unwrap();
+    let cloned = plan.run(remote.as_mut(), &Silent).unwrap();
+    let b = Replica {
+        name: "b".into(),
+        dir: fleet.folder().join("b"),
+        repo: cloned.repo,
+    };
+    assert_eq!(tip(&b.repo, "refs/heads/main"), Some(head));
+    assert!(b.read("reel.mov").unwrap() == noise(6 << 20, 51));
+    for i in 0..50 {
+        let note = b.read(&format!("note{i}.txt")).unwrap();
+        assert_eq!(note, format!("note {i}\n").as_bytes(), "note{i}.txt");
+    }
+    let status = b.repo.status().unwrap();
+    assert!(status.is_clean(), "the resumed clone is clean: {status:?}");
+    assert!(!b.dir.join(".dmv/clone-in-progress").exists());
+    b.assert_fsck_clean();
+}
