@@ -840,3 +840,194 @@ fn get_completes_a_file_whose_node_is_here_without_all_its_chunks() {
     assert_eq!(m.read("f00/p0.raw").unwrap(), noise(4 << 20, 1));
     m.assert_fsck_clean();
 }
+
+/// The bytes of the files under `dir`, folders included.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| match p.is_dir() {
+            true => bytes_under(&p),
+            false => p.metadata().unwrap().len(),
+        })
+        .sum()
+}
+
+/// A `paths:` clone receives exactly its slice's data and holds its
+/// files; data of the slice that vanished is missing (not absent) until
+/// a get brings it back; get, a get of another commit, a read of a file
+/// and a widening each fetch exactly what they name, and pulls keep to
+/// the slice. dmv-cli's tests/partial.rs keeps get's `-q` and the one
+/// line a read with no reachable remote prints.
+#[test]
+fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
+    use dmv_repo::store::GcOptions;
+    use dmv_repo::GcPolicy;
+    // Six folders, each a video between two photos, all distinct noise.
+    const VIDEO: usize = 256 << 10;
+    const PHOTO: usize = 48 << 10;
+    const FOLDER: u64 = (VIDEO + 2 * PHOTO) as u64;
+    let size = |p: usize| if p == 1 { VIDEO } else { PHOTO };
+    let seed = |f: usize, p: usize| (f * 100 + p) as u64 + 1;
+    let fleet = Fleet::new();
+    let studio = fleet.full("studio");
+    for f in 0..6 {
+        for p in 0..3 {
+            studio.write(&format!("f{f:02}/p{p}.raw"), noise(size(p), seed(f, p)));
+        }
+    }
+    studio.commit_all("shoot");
+    studio.push().unwrap();
+    let original = |path: &str| studio.read(path).unwrap();
+
+    let dir = fleet.folder().join("a");
+    let plan = dmv_sync::ClonePlan::new(dmv_sync::CloneOptions {
+        source: fleet.hub_path().display().to_string(),
+        directory: Some(dir.clone()),
+        slice: dmv_repo::Slice::parse("paths:f01,f03").unwrap(),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut hub = plan.spec.connect().unwrap();
+    let cloned = plan.run(hub.as_mut(), &Silent).unwrap();
+    drop(hub);
+    // Exactly the slice's chunks.
+    assert_eq!(cloned.stats.chunk_bytes, 2 * FOLDER);
+    let mut a = dmv_fixtures::Replica {
+        name: "a".into(),
+        dir,
+        repo: cloned.repo,
+    };
+    assert_eq!(a.repo.config.slice.to_string(), "paths:f01,f03");
+    for f in 0..6 {
+        for p in 0..3 {
+            let rel = format!("f{f:02}/p{p}.raw");
+            match f == 1 || f == 3 {
+                true => assert!(a.read(&rel).unwrap() == original(&rel), "{rel}"),
+                false => assert!(a.read(&rel).is_none(), "{rel}"),
+            }
+        }
+    }
+    assert_eq!((a.present().len(), a.absent().len()), (6, 12));
+    assert!(
+        a.repo.status().unwrap().is_clean(),
+        "absent files are not deleted ones"
+    );
+    let fsck = a.repo.maintenance().fsck(true, &Silent).unwrap();
+    assert_eq!(fsck.problem_count(), 0, "{:?}", fsck.problems);
+    assert_eq!(fsck.report.absent.len(), 12);
+
+    // Data inside the slice that vanished is missing, not absent: fsck
+    // says so, get brings back only that.
+    let packs = a.dir.join(".dmv/objects/packs");
+    let before_loss = bytes_under(&packs);
+    let inside = dmv_repo::tree::lookup(
+        &a.repo.store,
+        &a.repo.head_tree().unwrap().unwrap(),
+        b"f03/p2.raw",
+    )
+    .unwrap()
+    .unwrap();
+    // The store alone frees it: no drop is recorded.
+    a.repo
+        .store
+        .drop_file_data(|| a.repo.maintenance().roots(), &[inside.id].into())
+        .unwrap();
+    let fsck = a.repo.maintenance().fsck(false, &Silent).unwrap();
+    let missing: Vec<&[u8]> = fsck.missing.iter().map(|f| &f.path[..]).collect();
+    assert_eq!(missing, [b"f03/p2.raw"]);
+    let got = a.get(&["f01", "f03"]).unwrap();
+    assert_eq!(
+        (got.fetched, got.stats.chunk_bytes),
+        (1, PHOTO as u64),
+        "only what was lost"
+    );
+    a.assert_fsck_clean();
+    assert!(
+        bytes_under(&packs) <= before_loss + (1 << 20),
+        "the same data again: {} > {before_loss}",
+        bytes_under(&packs)
+    );
+
+    // get: exactly that file's bytes, written into the working tree; once
+    // here, a second get has nothing to fetch.
+    let got = a.get(&["f05/p1.raw"]).unwrap();
+    assert_eq!(
+        (got.fetched, got.written, got.stats.chunk_bytes),
+        (1, 1, VIDEO as u64)
+    );
+    assert!(a.read("f05/p1.raw").unwrap() == original("f05/p1.raw"));
+    assert!(a.repo.status().unwrap().is_clean());
+    let again = a.get(&["f05/p1.raw"]).unwrap();
+    assert_eq!((again.fetched, again.stats.chunk_bytes), (0, 0));
+    // gc keeps what get fetched.
+    let policy = GcPolicy {
+        prune_reflog: false,
+        store: GcOptions {
+            keep_recent: std::time::Duration::ZERO,
+            ..Default::default()
+        },
+    };
+    a.repo.maintenance().gc(policy, &Silent).unwrap();
+    a.reopen();
+    assert!(a.present().contains(&"f05/p1.raw".to_string()));
+    a.assert_fsck_clean();
+
+    // A new commit at the hub: pull keeps to the slice.
+    studio.write("f01/new.raw", noise(FILE, 9001));
+    studio.write("f04/new.raw", noise(FILE, 9002));
+    studio.commit_all("more");
+    studio.push().unwrap();
+    a.pull().unwrap();
+    assert!(a.read("f01/new.raw").unwrap() == noise(FILE, 9001));
+    assert!(a.read("f04/new.raw").is_none());
+    assert!(a.repo.status().unwrap().is_clean());
+
+    // Widening fetches what is now inside, in every commit.
+    let wider = dmv_repo::Slice::parse("paths:f01,f03,f02").unwrap();
+    let changed = dmv_sync::set_slice(&mut a.repo, wider, None, &Silent).unwrap();
+    assert_eq!(changed.old, "paths:f01,f03");
+    assert_eq!(
+        (changed.got.fetched, changed.got.stats.chunk_bytes),
+        (3, FOLDER)
+    );
+    assert!(a.read("f02/p2.raw").unwrap() == original("f02/p2.raw"));
+    a.assert_fsck_clean();
+
+    // Absent data of another commit: a get of it leaves the working tree alone.
+    let previous = a.repo.resolve("HEAD~1").unwrap();
+    let options = dmv_sync::GetOptions {
+        paths: vec![b"f04".to_vec()],
+        rev: Some(previous),
+        ..Default::default()
+    };
+    let got = dmv_sync::get(&a.repo, &options, &Silent).unwrap();
+    assert_eq!(
+        (got.fetched, got.written, got.stats.chunk_bytes),
+        (3, 0, FOLDER)
+    );
+    assert!(
+        a.read("f04/p0.raw").is_none(),
+        "the working tree is left alone"
+    );
+    // A read fetches on demand, and HEAD's version is written too.
+    let mut read = Vec::new();
+    dmv_sync::write_file_at(&a.repo, "HEAD", "f00/p0.raw", &mut read, &Silent).unwrap();
+    assert!(read == original("f00/p0.raw"));
+    assert!(a.read("f00/p0.raw").unwrap() == read);
+    assert!(a.present().contains(&"f00/p0.raw".to_string()));
+    assert!(a.repo.status().unwrap().is_clean());
+    // With no remote reachable, the read names what it tried and gives nothing.
+    std::fs::rename(fleet.hub_path(), fleet.folder().join("away")).unwrap();
+    let mut read = Vec::new();
+    let err =
+        dmv_sync::write_file_at(&a.repo, "HEAD", "f00/p1.raw", &mut read, &Silent).unwrap_err();
+    match &err {
+        dmv_sync::SyncError::NoRemoteReachable { files, tried } => {
+            assert!(files[0].starts_with("f00/p1.raw"), "{files:?}");
+            assert!(tried.iter().any(|t| t.starts_with("origin")), "{tried:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(read.is_empty() && a.read("f00/p1.raw").is_none());
+}
