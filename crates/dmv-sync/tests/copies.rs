@@ -588,3 +588,29 @@ fn drop_unwanted_frees_what_the_slice_lets_go_and_drop_rev_frees_an_old_version(
     assert_eq!(cam.present(), ["f01/p0.raw"]);
     cam.assert_fsck_clean();
 }
+
+/// A fetch never told the source it now held the data (issue 42, item 4):
+/// after a get and after a clone, the hub's own log names the replica the
+/// data went to, and only for what it got. dmv-cli's tests/partial.rs
+/// keeps the push retried after losing a race at a pause point.
+#[test]
+fn the_hubs_log_names_the_replicas_a_get_and_a_clone_took_data_to() {
+    let fleet = Fleet::new();
+    studio(&fleet, "src", &[("f00/p0.raw", 1), ("f01/p0.raw", 2)], FILE);
+    let id = |r: &Replica| r.repo.copies().replica_id().unwrap().to_string();
+    let phone = fleet.partial("phone", "meta");
+    let phone_id = id(&phone);
+    assert!(!holders(&fleet.hub(), "f01/p0.raw").contains(&phone_id));
+    phone.get(&["f01/p0.raw"]).unwrap();
+    // The hub has no remote: what it says is its own log.
+    let hub = fleet.hub();
+    assert!(holders(&hub, "f01/p0.raw").contains(&phone_id));
+    assert!(!holders(&hub, "f00/p0.raw").contains(&phone_id));
+    for name in ["a", "b"] {
+        let clone = fleet.full(name);
+        let hub = fleet.hub();
+        for path in ["f00/p0.raw", "f01/p0.raw"] {
+            assert!(holders(&hub, path).contains(&id(&clone)), "{name}: {path}");
+        }
+    }
+}
