@@ -1031,3 +1031,70 @@ fn a_paths_clone_holds_its_slice_and_gets_the_rest_on_demand() {
     }
     assert!(read.is_empty() && a.read("f00/p1.raw").is_none());
 }
+
+/// The rules travel with the branch a meta clone switches to, and locks
+/// decide a lockable file's mode whenever its data arrives: a lock taken
+/// on an absent file (over the in-process path remote) makes it writable
+/// when get writes it; unlocked, it is read-only again.
+#[test]
+fn a_meta_clone_applies_the_rules_of_the_branch_it_switches_to_and_its_locks() {
+    let fleet = Fleet::new();
+    let mut studio = fleet.full("studio");
+    studio.write(".dmvattributes", "*.psd lockable\n");
+    studio.write("cover.psd", noise(8 << 10, 1));
+    studio.write("plate.png", noise(8 << 10, 2));
+    let one = studio.commit_all("one");
+    studio.push().unwrap();
+    studio
+        .repo
+        .create_ref("refs/heads/art", one, "branch: created")
+        .unwrap();
+    studio.repo.switch_to_branch("art", &Silent).unwrap();
+    studio.write(".dmvattributes", "*.psd lockable\n*.png lockable\n");
+    studio.commit_all("plates are lockable on art");
+    studio.push().unwrap();
+
+    let mut phone = fleet.partial("phone", "meta");
+    phone.get(&["plate.png"]).unwrap();
+    assert!(
+        writable(&phone.dir.join("plate.png")),
+        "not lockable on main"
+    );
+    phone.drop_data(&["plate.png"], 1).unwrap();
+    let made = phone.repo.switch_to_branch("art", &Silent).unwrap();
+    assert_eq!(made.as_deref(), Some("origin/art"));
+    assert_eq!(
+        phone.read(".dmvattributes").unwrap(),
+        b"*.psd lockable\n*.png lockable\n"
+    );
+    assert_eq!(phone.absent(), ["cover.psd", "plate.png"]);
+    phone.get(&["plate.png"]).unwrap();
+    assert!(
+        !writable(&phone.dir.join("plate.png")),
+        "lockable on art: read-only until locked"
+    );
+
+    // A lock taken while the file is absent holds when its data arrives.
+    let connect = || {
+        let remote = dmv_sync::lock_remote(&phone.repo, None).unwrap();
+        remote.connect().unwrap()
+    };
+    let cover = ["cover.psd".to_string()];
+    let taken = dmv_sync::lock(&phone.repo, connect().as_mut(), &cover).unwrap();
+    assert_eq!(taken.locks.len(), 1, "{taken:?}");
+    assert!(phone.read("cover.psd").is_none());
+    phone.get(&["cover.psd"]).unwrap();
+    assert_eq!(phone.read("cover.psd").unwrap(), noise(8 << 10, 1));
+    assert!(
+        writable(&phone.dir.join("cover.psd")),
+        "locked by me: writable"
+    );
+    let released = dmv_sync::unlock(&phone.repo, connect().as_mut(), &cover, false).unwrap();
+    assert_eq!(released.locks.len(), 1, "{released:?}");
+    assert!(
+        !writable(&phone.dir.join("cover.psd")),
+        "unlocked: read-only again"
+    );
+    let listed = dmv_sync::list_locks(&phone.repo, connect().as_mut()).unwrap();
+    assert!(listed.locks.is_empty(), "{listed:?}");
+}

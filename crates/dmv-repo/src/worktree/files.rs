@@ -276,6 +276,9 @@ impl Worktree<'_> {
         if !Lockable::parse(&text).matches(rel.as_bytes()) {
             return Ok(false);
         }
+        // The cached rule knew the old holder: read it again when next needed
+        // (an absent file's lock decides its mode when get writes it).
+        *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = None;
         let path = self.abs_path(rel.as_bytes());
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => m,
@@ -286,8 +289,6 @@ impl Worktree<'_> {
         if new != mode {
             dmv_os::set_mode(&path, new).at(&path)?;
         }
-        // The cached rule knew the old holder: read it again when next needed.
-        *self.read_only.write().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(new != mode)
     }
 
