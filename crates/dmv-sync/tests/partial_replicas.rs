@@ -1098,3 +1098,129 @@ fn a_meta_clone_applies_the_rules_of_the_branch_it_switches_to_and_its_locks() {
     let listed = dmv_sync::list_locks(&phone.repo, connect().as_mut()).unwrap();
     assert!(listed.locks.is_empty(), "{listed:?}");
 }
+
+/// The files of a tar archive: (path, bytes), in order.
+fn tar_files(mut tar: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    while tar.len() >= 512 && tar[0] != 0 {
+        let name = String::from_utf8_lossy(&tar[..100])
+            .trim_end_matches('\0')
+            .to_string();
+        let size = std::str::from_utf8(&tar[124..136]).unwrap();
+        let size = u64::from_str_radix(size.trim_matches(['\0', ' ']), 8).unwrap() as usize;
+        files.push((name, tar[512..512 + size].to_vec()));
+        tar = &tar[512 + size.div_ceil(512) * 512..];
+    }
+    files
+}
+
+/// A diff of two commits whose text is not here reads as in a full clone:
+/// the versions the diff reads are fetched first, and nothing else is.
+#[test]
+fn a_meta_clone_diffs_text_it_lacks_as_a_full_clone_does() {
+    let fleet = Fleet::new();
+    let mut studio = notes_and_a_photo(&fleet);
+    let one = studio.repo.head_commit().unwrap().unwrap();
+    studio
+        .repo
+        .create_ref("refs/heads/fix", one, "branch: created")
+        .unwrap();
+    studio.repo.switch_to_branch("fix", &Silent).unwrap();
+    studio.write("notes.txt", with_line(NOTES, 4, "E"));
+    studio.commit_all("fix the last line");
+    studio.push().unwrap();
+    let phone = fleet.partial("phone", "meta");
+    phone.get(&["notes.txt"]).unwrap();
+    phone.write("notes.txt", with_line(NOTES, 0, "A"));
+    let mine = phone.commit_all("first line");
+
+    let fix = phone.repo.resolve("origin/fix").unwrap();
+    let flat = |c| {
+        let tree = phone.repo.commit(&c).unwrap().tree;
+        dmv_repo::tree::flatten(&phone.repo.store, &tree).unwrap()
+    };
+    let changes = dmv_repo::diff_flat(&flat(mine), &flat(fix));
+    assert_eq!(changes.len(), 1, "only notes.txt differs");
+    let versions = phone
+        .repo
+        .history()
+        .versions_a_diff_reads(&changes, false)
+        .unwrap();
+    let fetched = dmv_sync::fetch_versions(&phone.repo, versions, &Silent).unwrap();
+    assert_eq!(fetched, 1, "fix's version of notes.txt; main's is here");
+    let side = |e| phone.repo.history().diff_side(e, None).unwrap();
+    let c = &changes[0];
+    assert_eq!(
+        (side(c.old.as_ref()), side(c.new.as_ref())),
+        (
+            dmv_repo::DiffSide::Text(with_line(NOTES, 0, "A")),
+            dmv_repo::DiffSide::Text(with_line(NOTES, 4, "E"))
+        )
+    );
+    assert!(phone.read("photo.jpg").is_none());
+    assert_eq!(phone.absent(), ["photo.jpg"]);
+    assert!(phone.repo.status().unwrap().is_clean());
+}
+
+/// An archive of HEAD in a meta clone holds every file, as in a full
+/// clone: what it packs is fetched first and left stored, not written
+/// into the working tree. Where the data cannot be had, the fetch names
+/// the file and the archive refuses before writing a byte.
+#[test]
+fn a_meta_clone_archives_as_a_full_clone_does() {
+    let fleet = Fleet::new();
+    notes_and_a_photo(&fleet);
+    for slice in ["meta", "full"] {
+        let phone = fleet.partial(&format!("phone-{slice}"), slice);
+        phone.get(&["notes.txt"]).unwrap();
+        let head = phone.repo.head_commit().unwrap().unwrap();
+        let files = phone.repo.history().files_to_archive(&head, &[]).unwrap();
+        let fetched = dmv_sync::fetch_versions(&phone.repo, files, &Silent).unwrap();
+        assert_eq!(fetched, usize::from(slice == "meta"), "{slice}: the photo");
+        let mut tar = Vec::new();
+        let held = (phone.repo.history())
+            .archive(&head, &[], "", dmv_repo::ArchiveFormat::Tar, &mut tar)
+            .unwrap();
+        assert_eq!(held, 2, "{slice}");
+        assert_eq!(
+            tar_files(&tar),
+            [
+                ("notes.txt".to_string(), NOTES.as_bytes().to_vec()),
+                ("photo.jpg".to_string(), noise(64 << 10, 1))
+            ],
+            "{slice}"
+        );
+        // The working tree stays as it was: the photo's data is stored, its file not written.
+        let photo = (phone.repo.copies().availability_here(&[]).unwrap())
+            .into_iter()
+            .find(|f| f.path == b"photo.jpg")
+            .unwrap();
+        let written = (slice == "full").then_some(true).or(Some(false));
+        assert_eq!((photo.present, photo.written), (true, written), "{slice}");
+        assert_eq!(phone.read("photo.jpg").is_some(), slice == "full");
+        assert!(phone.repo.status().unwrap().is_clean(), "{slice}");
+    }
+
+    let offline = fleet.partial("offline", "meta");
+    std::fs::rename(fleet.hub_path(), fleet.folder().join("away")).unwrap();
+    let head = offline.repo.head_commit().unwrap().unwrap();
+    let files = offline.repo.history().files_to_archive(&head, &[]).unwrap();
+    match dmv_sync::fetch_versions(&offline.repo, files, &Silent) {
+        Err(dmv_sync::SyncError::NoRemoteReachable { files, .. }) => {
+            assert!(
+                files.iter().any(|f| f.starts_with("notes.txt")),
+                "{files:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut tar = Vec::new();
+    let refused = (offline.repo.history())
+        .archive(&head, &[], "", dmv_repo::ArchiveFormat::Tar, &mut tar)
+        .unwrap_err();
+    assert!(
+        matches!(&refused, dmv_repo::RepoError::DataAbsent { path } if path == "notes.txt"),
+        "{refused:?}"
+    );
+    assert!(tar.is_empty(), "nothing written before the refusal");
+}
