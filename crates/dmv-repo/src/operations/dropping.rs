@@ -38,8 +38,7 @@ impl Copies<'_> {
     /// Serializes confirming and dropping in this replica.
     fn drop_guard(&self) -> RepoResult<File> {
         let path = self.dmv.join("drop.lock");
-        let file = crate::atomic::hold_lock_file(&path)?;
-        Ok(file)
+        crate::atomic::hold_lock_file(&path)
     }
 
     /// Confirms which of these files' data is all here, and locks what it

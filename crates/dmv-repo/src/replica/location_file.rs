@@ -1048,8 +1048,7 @@ impl Copies<'_> {
     /// The lock under which the location log is rewritten (so no two writers lose each other's records).
     fn lock_locations(&self) -> RepoResult<File> {
         let lock_path = self.dmv.join("locations.lock");
-        let lock = crate::atomic::hold_lock_file(&lock_path)?;
-        Ok(lock)
+        crate::atomic::hold_lock_file(&lock_path)
     }
 }
 
