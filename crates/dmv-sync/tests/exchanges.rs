@@ -11,6 +11,7 @@ use dmv_fixtures::{Fleet, Replica};
 use dmv_repo::store::ObjectId;
 use dmv_repo::{MergeOutcome, RepoError, Repository};
 use dmv_sync::{PushOptions, Silent, SyncError, TransportError, Violation};
+use dmv_testkit::noise;
 
 fn tip(repo: &dmv_repo::Repository, name: &str) -> Option<ObjectId> {
     repo.refs.get(name).unwrap()
@@ -32,19 +33,6 @@ fn sync(r: &Replica) -> dmv_sync::Synced {
     let remote = dmv_sync::find_remote(&r.repo, "origin").unwrap();
     let mut connection = remote.connect_to_push(&r.repo).unwrap();
     dmv_sync::sync(&r.repo, connection.as_mut(), "origin", &Silent).unwrap()
-}
-
-/// Bytes that look random (a raw photo): no two seeds share a chunk.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]

@@ -10,19 +10,7 @@ use std::path::{Path, PathBuf};
 use dmv_fixtures::{commit_all, Fleet};
 use dmv_repo::store::ChunkParams;
 use dmv_repo::{ChangeKind, Repository, Silent};
-
-/// Bytes that look random (a raw photo): no two seeds share a chunk.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use dmv_testkit::noise;
 
 /// The repository's packs (files ending in `ext`), largest first.
 fn packs(d: &Path, ext: &str) -> Vec<PathBuf> {

@@ -178,17 +178,8 @@ impl Scratch {
 }
 
 /// Bytes that look random and do not compress: a photo, a sound.
-pub fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+#[allow(unused_imports)] // Not every test file uses it.
+pub use dmv_testkit::noise;
 
 /// main and feature diverged from one base commit: `on_main` and
 /// `on_feature` change the working tree before each side's commit (main
