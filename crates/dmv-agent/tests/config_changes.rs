@@ -3,26 +3,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use dmv_agent::{Event, Reporter, Waiting, WatchOptions};
+use dmv_agent::WatchOptions;
 use dmv_fixtures::Fleet;
 use dmv_repo::store::ChunkParams;
 use dmv_repo::{RemoteConfig, Repository};
 
-struct Said(Arc<Mutex<Vec<String>>>);
-
-impl Reporter for Said {
-    fn words(&self, event: &Event) -> String {
-        format!("{event:?}")
-    }
-    fn waiting_words(&self, waiting: &Waiting) -> String {
-        format!("{waiting:?}")
-    }
-    fn say(&mut self, _event: &Event, words: &str) {
-        self.0.lock().unwrap().push(words.to_string());
-    }
-}
+mod common;
+use common::{wait_for, Said};
 
 #[test]
 fn a_remote_added_while_the_watcher_runs_is_synced_too() {
@@ -54,20 +43,13 @@ fn a_remote_added_while_the_watcher_runs_is_synced_too() {
         })
     };
     // Once it runs (its handle opened), a person adds a remote from another process.
-    let start = Instant::now();
-    while !said
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|w| w.starts_with("Watching"))
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "{:#?}",
-            said.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let watching = || {
+        said.lock()
+            .unwrap()
+            .iter()
+            .any(|w| w.starts_with("Watching"))
+    };
+    wait_for("the watcher to start", &said, watching);
     let mut person = Repository::open(&laptop.dir).unwrap();
     let remote = RemoteConfig {
         url: backup.to_string_lossy().into_owned(),
@@ -88,15 +70,11 @@ fn a_remote_added_while_the_watcher_runs_is_synced_too() {
             .unwrap();
         there.is_some() && there == head
     };
-    let start = Instant::now();
-    while !backed_up() {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the watcher never synced the remote added after it started: {:#?}",
-            said.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for(
+        "the remote added after the watcher started to be synced",
+        &said,
+        backed_up,
+    );
     stop.store(true, Ordering::SeqCst);
     watcher.join().unwrap().unwrap();
 }

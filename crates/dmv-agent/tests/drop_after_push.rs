@@ -4,39 +4,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use dmv_agent::{Event, Reporter, Waiting, WatchOptions};
+use dmv_agent::WatchOptions;
 use dmv_fixtures::Fleet;
+
+mod common;
+use common::{wait_for, Said};
 use dmv_testkit::noise;
-
-/// Keeps the words of what the loop did.
-struct Said(Arc<Mutex<Vec<String>>>);
-
-impl Reporter for Said {
-    fn words(&self, event: &Event) -> String {
-        format!("{event:?}")
-    }
-    fn waiting_words(&self, waiting: &Waiting) -> String {
-        format!("{waiting:?}")
-    }
-    fn say(&mut self, _event: &Event, words: &str) {
-        self.0.lock().unwrap().push(words.to_string());
-    }
-}
-
-/// Waits up to two minutes for `done` (generous: a loaded machine is slow, not wrong).
-fn wait_for(what: &str, said: &Mutex<Vec<String>>, done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "waited two minutes for {what}; the loop said: {:#?}",
-            said.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The id of shoot/notes.txt in the checked-out commit of the replica at `dir`
 /// (opened now: the watcher commits and merges through its own handle).
