@@ -127,6 +127,12 @@ impl<W: Write> Sealer<W> {
         self.layout.sealed_len()
     }
 
+    /// The writer the sealed bytes go to, so a caller can take what was
+    /// sealed so far (a part of an upload) before writing more.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
     /// Writes the padding, the data length and the last segment, and gives
     /// back the writer (not flushed). Fails if fewer bytes were written
     /// than declared.

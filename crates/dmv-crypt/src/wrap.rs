@@ -14,8 +14,7 @@
 //! the zero nonce never repeats under a key.
 
 use argon2::{Algorithm, Argon2, Block, Params, Version};
-use chacha20poly1305::aead::AeadInPlace;
-use chacha20poly1305::{ChaCha20Poly1305, KeyInit};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305};
 use x25519_dalek::{PublicKey, SharedSecret, StaticSecret};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -344,11 +343,27 @@ fn seal_keyring(key: &[u8; 32], mut out: Vec<u8>, keyring: &Keyring) -> Vec<u8> 
     out.extend_from_slice(&encoding);
     let (header, body) = out.split_at_mut(header_len);
     // Encryption fails only past ChaCha20's 256 GiB per nonce.
-    let tag = ChaCha20Poly1305::new(key.into())
-        .encrypt_in_place_detached(&[0u8; 12].into(), header, body)
-        .unwrap_or_default();
+    let mut tag = [0u8; TAG_LEN];
+    if let Ok(t) = wrap_cipher(key).seal_in_place_separate_tag(
+        Nonce::assume_unique_for_key([0; 12]),
+        Aad::from(&*header),
+        body,
+    ) {
+        tag.copy_from_slice(t.as_ref());
+    }
     out.extend_from_slice(&tag);
     out
+}
+
+/// ChaCha20-Poly1305 (RFC 8439) under a wrap key, from `ring`, as the
+/// segments are. The key is used once per wrap (a fresh salt or ephemeral
+/// key each time), so the nonce is zero. ring does not wipe its copy of
+/// the key when dropped; the key it is made from is wiped.
+fn wrap_cipher(key: &[u8; 32]) -> LessSafeKey {
+    // A 32-byte key is what CHACHA20_POLY1305 takes: this cannot fail.
+    LessSafeKey::new(
+        UnboundKey::new(&CHACHA20_POLY1305, key).unwrap_or_else(|_| unreachable!("a 32-byte key")),
+    )
 }
 
 fn open_keyring(
@@ -359,10 +374,13 @@ fn open_keyring(
     max_epochs: u32,
 ) -> Result<Keyring> {
     let (header, rest) = wrapped.split_at(header_len);
-    let (body, tag) = rest.split_at(rest.len() - TAG_LEN);
-    let mut plain = Zeroizing::new(body.to_vec());
-    ChaCha20Poly1305::new(key.into())
-        .decrypt_in_place_detached(&[0u8; 12].into(), header, &mut plain, tag.into())
+    let mut plain = Zeroizing::new(rest.to_vec());
+    let opened = wrap_cipher(key)
+        .open_in_place(
+            Nonce::assume_unique_for_key([0; 12]),
+            Aad::from(header),
+            &mut plain,
+        )
         .map_err(|_| Error::WrongKey { key: which })?;
-    Keyring::decode(&plain, max_epochs)
+    Keyring::decode(opened, max_epochs)
 }
