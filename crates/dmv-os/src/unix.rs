@@ -240,3 +240,23 @@ pub fn files_open_for_writing(
 ) -> Option<std::collections::HashSet<std::path::PathBuf>> {
     None
 }
+
+/// Runs `read` with the terminal on standard input not echoing what is
+/// typed (a passphrase), and puts the echo back after, whatever `read`
+/// did. Without a terminal there, `read` runs as it is.
+pub fn without_echo<T>(read: impl FnOnce() -> T) -> T {
+    // SAFETY: tcgetattr fills the struct it is given, for fd 0 only.
+    let mut was: libc::termios = unsafe { std::mem::zeroed() };
+    if unsafe { libc::tcgetattr(0, &mut was) } != 0 {
+        return read();
+    }
+    let mut quiet = was;
+    quiet.c_lflag &= !libc::ECHO;
+    quiet.c_lflag |= libc::ECHONL;
+    // SAFETY: a termios read back from the same fd, with flags changed.
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &quiet) };
+    let got = read();
+    // SAFETY: as above, the settings it had.
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &was) };
+    got
+}

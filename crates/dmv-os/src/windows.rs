@@ -402,3 +402,10 @@ pub(crate) fn no_hard_links_code(code: Option<i32>) -> bool {
     // ERROR_INVALID_FUNCTION (FAT), ERROR_NOT_SUPPORTED, ERROR_TOO_MANY_LINKS.
     matches!(code, Some(1 | 50 | 1142))
 }
+
+/// Runs `read` (a passphrase typed at the console). The console keeps
+/// echoing on Windows for now: a piped passphrase or DMV_PASSPHRASE is
+/// the private way there.
+pub fn without_echo<T>(read: impl FnOnce() -> T) -> T {
+    read()
+}

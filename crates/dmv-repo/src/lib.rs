@@ -36,7 +36,7 @@ mod stat;
 mod time;
 mod worktree;
 
-pub use atomic::{write_atomic, write_atomic_with, write_cache};
+pub use atomic::{write_atomic, write_atomic_private, write_atomic_with, write_cache};
 pub use dmv_refs;
 pub use error::{RepoError, RepoResult};
 pub use history::archive::ArchiveFormat;

@@ -348,15 +348,27 @@ fn write_parts(
 /// it is trusted: readable, checksum right, ids in order, and it describes
 /// exactly the pack `pack`.
 pub fn verify_pack_index(path: &Path, pack: &ObjectId) -> StoreResult<()> {
-    let idx = PackIndex::open(path)?;
-    idx.verify()?;
-    if idx.packs() != [*pack] {
+    if pack_of_index(path)? != *pack {
         return Err(StoreError::CorruptFile {
             path: path.to_path_buf(),
             detail: format!("does not index pack {pack}"),
         });
     }
     Ok(())
+}
+
+/// Checks a single pack's index file (its checksum) and says which pack it
+/// indexes: for an index whose name does not say (an encrypted remote's).
+pub fn pack_of_index(path: &Path) -> StoreResult<ObjectId> {
+    let idx = PackIndex::open(path)?;
+    idx.verify()?;
+    match idx.packs() {
+        [pack] => Ok(*pack),
+        _ => Err(StoreError::CorruptFile {
+            path: path.to_path_buf(),
+            detail: "does not index exactly one pack".into(),
+        }),
+    }
 }
 
 /// Hashes what passes through it (BLAKE3): a checksum computed while a file streams out.

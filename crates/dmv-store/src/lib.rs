@@ -50,7 +50,7 @@ pub use error::{StoreError, StoreResult};
 pub use gc::{GcOptions, GcReport, RepackReport, AUTO_REPACK_SMALL_PACKS, DEFAULT_KEEP_RECENT};
 pub use hashonly::hash_file;
 pub use id::{ObjectId, ObjectKind};
-pub use index::{verify_pack_index, HashingWriter, Located};
+pub use index::{pack_of_index, verify_pack_index, HashingWriter, Located};
 pub use ingest::{IngestSource, Ingested};
 pub use lock::GcLock;
 pub use nodes::{FileList, ListBuilder, ListShape, NodeSink, TreeList};

@@ -117,6 +117,14 @@ pub struct RemoteConfig {
     /// Object storage: virtual-host-style addressing instead of path style.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub virtual_host_style: bool,
+    /// Object storage: the repository there is encrypted (made so by the
+    /// first push), and nothing goes to one that is not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub encrypt: bool,
+    /// Object storage: a device key file that opens the encrypted
+    /// repository there, besides this device's own key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<PathBuf>,
 }
 
 impl RemoteConfig {
