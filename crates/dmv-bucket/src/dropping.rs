@@ -249,7 +249,7 @@ fn stored_bytes(conn: &Conn) -> BucketResult<u64> {
             .map_err(|e| target.classify(e, "listing packs"))?;
         Ok(entries
             .iter()
-            .filter(|e| e.key.ends_with(".pack"))
+            .filter(|e| objects.is_pack_body(&e.key))
             .map(|e| e.len)
             .sum())
     })

@@ -111,6 +111,30 @@ pub enum BucketError {
         /// Which object, and what is wrong with it.
         detail: String,
     },
+    /// The repository is encrypted and none of the keys given opens it.
+    #[error("{url}: {detail}")]
+    Locked {
+        /// The remote.
+        url: String,
+        /// Which keys were tried.
+        detail: String,
+    },
+    /// No wrapped key of that name or device key.
+    #[error("{url}: no key {name:?}")]
+    NoSuchKey {
+        /// The remote.
+        url: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// An encrypted repository's keys cannot be made, added or removed as asked.
+    #[error("{url}: {detail}")]
+    Keys {
+        /// The remote.
+        url: String,
+        /// What is needed, or what went wrong.
+        detail: String,
+    },
     /// A local file: the mirror of the bucket's indexes, or a push's staged packs.
     #[error("{what} {}: {cause}", path.display())]
     Io {
@@ -169,6 +193,15 @@ impl Target {
     /// Sorts an object store's failure of `what` (e.g. "reading refs").
     pub fn classify(&self, err: opendal::Error, what: &str) -> BucketError {
         let url = self.url.clone();
+        if let Some(detail) = err.message().strip_prefix(UNOPENED) {
+            // `detail` begins with the object's key, which `what` may name already.
+            let detail = match detail.split_once(": ") {
+                Some((key, why)) if what.ends_with(key) => format!("{what}: {why}"),
+                _ => format!("{what}: {detail}"),
+            };
+            let detail = format!("{detail} (an encrypted object that does not open: changed, cut or moved by the storage, or sealed with a key this device was not given)");
+            return BucketError::Damaged { url, detail };
+        }
         match err.kind() {
             // opendal's kind for a 403.
             ErrorKind::PermissionDenied => {
@@ -205,6 +238,10 @@ impl Target {
         }
     }
 }
+
+/// How an encrypted object that did not open reaches `classify` through
+/// the client's error type (see `objects`).
+pub(crate) const UNOPENED: &str = "dmv: did not open: ";
 
 /// Another writer got there first (412 on our condition, which opendal
 /// reports as `ConditionNotMatch`), or the store saw two conditional writes

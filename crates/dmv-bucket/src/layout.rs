@@ -8,6 +8,10 @@ use dmv_store::{index_file_name, pack_file_name, ObjectId};
 pub const CONFIG_KEY: &str = "dmv-repository.json";
 /// The key of the ref table ([`crate::RefTable`]).
 pub const REFS_KEY: &str = "refs";
+/// Where an encrypted repository's keyring is kept, wrapped once per
+/// device key and per passphrase (`keys/device-<key id>`,
+/// `keys/passphrase-<random>`).
+pub const KEYS_PREFIX: &str = "keys/";
 /// Where packs and their indexes are, under their local file names.
 pub const PACKS_PREFIX: &str = "packs/";
 /// Packs in a bucket roll over at this size: large enough that listing and

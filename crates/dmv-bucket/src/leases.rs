@@ -18,7 +18,7 @@
 //! two always sees the other: either the push (or lock) sees the drop and
 //! backs off, or the drop sees it and refuses.
 
-use dmv_store::{trace, ObjectId};
+use dmv_store::ObjectId;
 
 use crate::error::BucketResult;
 use crate::objects::Objects;
@@ -71,7 +71,6 @@ fn decode(bytes: &[u8]) -> Option<(u64, Vec<ObjectId>)> {
 fn write(conn: &Conn, key: String, bytes: Vec<u8>) -> BucketResult<()> {
     let (objects, target) = (Objects::of(conn), conn.target.clone());
     conn.run("writing a lock", async move {
-        trace::count_sent(bytes.len() as u64);
         objects
             .put(&key, bytes)
             .await
@@ -117,7 +116,6 @@ fn active(conn: &Conn, prefix: &'static str) -> BucketResult<Vec<Vec<ObjectId>>>
                 }
                 Err(err) => return Err(target.classify(err, &format!("reading {}", e.key))),
             };
-            trace::count_received(bytes.len() as u64);
             let (expires, ids) =
                 decode(&bytes).ok_or_else(|| target.damaged(format!("{} is not a lock", e.key)))?;
             found.push((e.key, expires, ids));
@@ -291,7 +289,6 @@ pub(crate) fn read_journal(conn: &Conn) -> BucketResult<Vec<ObjectId>> {
     let Some(bytes) = bytes else {
         return Ok(Vec::new());
     };
-    trace::count_received(bytes.len() as u64);
     decode(&bytes).map(|(_, ids)| ids).ok_or_else(|| {
         conn.target
             .damaged(format!("{JOURNAL} is not a drop journal"))

@@ -21,11 +21,16 @@
 //! drop keeps clear of pushes and of other replicas' drops, and `dropping`
 //! for how it rewrites packs.
 //!
+//! An encrypted repository keeps the same layout under keyed names, every
+//! body sealed (`sealing`), its key wrapped per device and passphrase in
+//! `keys/` (`keys`).
+//!
 //! The files, each using only those listed before it: `error` (what can go
-//! wrong, and telling the store's failures apart), `url` (the URL, options
-//! and connection), `objects` (every read and write of the bucket's objects:
-//! the one place keys and bodies meet the store), `layout` (object keys),
-//! `config`, `mirror` (the local mirror of the indexes), `locations`
+//! wrong, and telling the store's failures apart), `layout` (object keys),
+//! `sealing` (an encrypted repository's names and bodies), `url` (the URL,
+//! options and connection), `objects` (every read and write of the bucket's
+//! objects: the one place keys and bodies meet the store), `config`, `keys`
+//! (the wrapped keys), `mirror` (the local mirror of the indexes), `locations`
 //! (location logs), `path_locks`, `ranges` and `read` (ranged reads),
 //! `upload`, `refs` (the ref table's format), `refswap` (moving refs),
 //! `ref_moves` (ref moves announced to lock takers), `leases` (drops,
@@ -37,6 +42,7 @@
 mod config;
 mod dropping;
 mod error;
+mod keys;
 mod layout;
 mod leases;
 mod locations;
@@ -48,6 +54,7 @@ mod read;
 mod ref_moves;
 mod refs;
 mod refswap;
+mod sealing;
 mod upload;
 mod url;
 
@@ -58,13 +65,16 @@ use std::sync::Mutex;
 use dmv_store::object::FileNode;
 use dmv_store::{ChunkParams, Located, ObjectId, ObjectKind, StoreError, StoredObject, Tally};
 
-pub use config::{BucketConfig, FORMAT_VERSION};
+pub use config::{BucketConfig, SealedConfig, FORMAT_VERSION, SEALED_FORMAT_VERSION};
+pub use dmv_crypt::{Identity, Recipient};
 pub use dropping::BucketDropped;
 pub use error::{BucketError, BucketResult};
+pub use keys::{KeyEntry, Rotated, MAX_EPOCHS, MAX_KEYS, PASSPHRASE_BUDGET};
 pub use layout::{CONFIG_KEY, PACKS_PREFIX, PACK_SIZE, REFS_KEY};
 pub use locations::{LogMerge, LOCATIONS_PREFIX};
 pub use refs::{DropLease, DropState, RefTable};
 pub use refswap::{RefChange, RefSnapshot, RefUpdateOutcome};
+pub use sealing::{BucketKeys, KnownKeyrings};
 pub use upload::{ObjectSink, Producer};
 pub use url::{BucketOptions, BucketUrl, DEFAULT_STALL_AFTER, RETRIES};
 
@@ -100,8 +110,30 @@ impl Bucket {
         cache_dir: Option<&Path>,
         create: Option<ChunkParams>,
     ) -> BucketResult<Bucket> {
-        let conn = Conn::new(url, options)?;
-        let (config, config_bytes) = config::read_or_create(&conn, create)?;
+        let mut conn = Conn::new(url, options)?;
+        let make_keys = || keys::new_wrapped(&options.keys, url);
+        let creation = create.map(|chunking| config::Creation {
+            chunking,
+            sealed: options.keys.encrypt.then_some(&make_keys as &dyn Fn() -> _),
+        });
+        let (config, config_bytes) = config::read_or_create(&conn, creation)?;
+        if let Some(sealed) = &config.sealed {
+            if let Some(known) = &options.keys.known {
+                known
+                    .check(&config.id, &sealed.keyring)
+                    .map_err(|detail| BucketError::Keys {
+                        url: url.to_string(),
+                        detail,
+                    })?;
+            }
+            let keyring = keys::unlock(&conn, &config, &options.keys)?;
+            conn.sealing = Some(std::sync::Arc::new(sealing::Sealing::new(keyring)));
+        } else if options.keys.encrypt {
+            return Err(BucketError::Keys {
+                url: url.to_string(),
+                detail: "holds an unencrypted repository, and this remote is set to encrypt: nothing is sent to it in the clear (use another location, or remove the remote's encrypt setting)".into(),
+            });
+        }
         let mirror = Mirror::open(cache_dir, &config, url)?;
         let bucket = Bucket {
             conn,
@@ -123,6 +155,50 @@ impl Bucket {
     /// The repository's chunking, which a replica pushing here must use.
     pub fn chunking(&self) -> ChunkParams {
         self.config.chunking
+    }
+
+    /// Whether the repository is encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.conn.sealing.is_some()
+    }
+
+    /// The wrapped copies of an encrypted repository's key.
+    pub fn keys(&self) -> BucketResult<Vec<KeyEntry>> {
+        self.sealing()?;
+        keys::list(&self.conn)
+    }
+
+    /// Lets another device's key (or a passphrase) open the repository.
+    pub fn add_key(
+        &self,
+        recipient: Option<&dmv_crypt::Recipient>,
+        passphrase: Option<&str>,
+    ) -> BucketResult<KeyEntry> {
+        keys::add(&self.conn, self.sealing()?.keyring(), recipient, passphrase)
+    }
+
+    /// Removes a wrapped copy of the key (by its name or device key), so
+    /// that it opens the repository no more; not the last one.
+    pub fn remove_key(&self, name: &str) -> BucketResult<KeyEntry> {
+        self.sealing()?;
+        keys::remove(&self.conn, name)
+    }
+
+    /// Seals what is written from now on with a new key: see `keys::rotate`.
+    /// This handle keeps sealing with the key it opened with; open the
+    /// bucket again to write with the new one.
+    pub fn rotate_key(&self, passphrase: Option<&str>) -> BucketResult<Rotated> {
+        keys::rotate(&self.conn, self.sealing()?.keyring(), passphrase)
+    }
+
+    fn sealing(&self) -> BucketResult<&sealing::Sealing> {
+        self.conn
+            .sealing
+            .as_deref()
+            .ok_or_else(|| BucketError::Keys {
+                url: self.url().to_string(),
+                detail: "the repository is not encrypted: it has no keys".into(),
+            })
     }
 
     /// The repository's id, fixed when it was created (its replica id).

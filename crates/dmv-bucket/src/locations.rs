@@ -3,8 +3,6 @@
 //! everything it knew). Readers take them all and merge them, so no two
 //! writers ever contend for one object.
 
-use dmv_store::trace;
-
 use opendal::ErrorKind;
 
 use crate::error::{lost_race, BucketResult};
@@ -53,7 +51,6 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
                     bytes.len()
                 )));
             }
-            trace::count_received(bytes.len() as u64);
             logs.push(bytes);
         }
         Ok(logs)
@@ -65,7 +62,6 @@ pub(crate) fn write(conn: &Conn, writer: &str, bytes: Vec<u8>) -> BucketResult<(
     let (objects, target) = (Objects::of(conn), conn.target.clone());
     let key = format!("{LOCATIONS_PREFIX}{writer}");
     conn.run("writing a location log", async move {
-        trace::count_sent(bytes.len() as u64);
         objects
             .put(&key, bytes)
             .await
@@ -113,7 +109,6 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
         if matches!(&read, Some((_, etag)) if etag.is_empty()) {
             continue;
         }
-        trace::count_received(read.as_ref().map_or(0, |(b, _)| b.len() as u64));
         let merged = merge(read.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
         let (objects, target, at, etag) = (
             Objects::of(conn),
@@ -121,7 +116,6 @@ pub(crate) fn merge(conn: &Conn, writer: &str, merge: &mut LogMerge<'_>) -> Buck
             key.clone(),
             read.map(|(_, etag)| etag),
         );
-        trace::count_sent(merged.len() as u64);
         let written = conn.run("writing a location log", async move {
             objects
                 .swap(&at, merged, etag.as_deref())

@@ -6,12 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use dmv_store::{index_file_name, trace, verify_pack_index, ObjectId, Store};
+use dmv_store::{index_file_name, pack_of_index, ObjectId, Store};
 use futures_util::StreamExt;
 
 use crate::config::BucketConfig;
 use crate::error::{BucketError, BucketResult};
-use crate::layout::{index_key, pack_of_index_name, CONFIG_KEY, PACKS_PREFIX, PACK_SIZE};
+use crate::layout::{pack_of_index_name, CONFIG_KEY, PACKS_PREFIX, PACK_SIZE};
 use crate::objects::Objects;
 use crate::url::{Conn, READS_IN_FLIGHT};
 
@@ -79,9 +79,12 @@ impl Mirror {
     }
 
     /// Mirrors the bucket's list of pack indexes: downloads (and verifies)
-    /// the new ones, forgets the ones gone from the bucket.
+    /// the new ones, forgets the ones gone from the bucket. Packs are
+    /// matched by the name the listing gives them (in an encrypted
+    /// repository a token, not the sum the mirror's files are named by).
     pub fn refresh(&self, conn: &Conn) -> BucketResult<()> {
-        let (objects, target) = (Objects::of(conn), conn.target.clone());
+        let names = Objects::of(conn);
+        let (objects, target) = (names.clone(), conn.target.clone());
         let listed = conn.run("listing packs", async move {
             let entries = objects
                 .list(PACKS_PREFIX)
@@ -89,8 +92,8 @@ impl Mirror {
                 .map_err(|e| target.classify(e, "listing packs"))?;
             Ok(entries
                 .into_iter()
-                .filter_map(|e| Some((pack_of_index_name(&e.key)?, e.len)))
-                .collect::<HashMap<ObjectId, u64>>())
+                .filter_map(|e| Some((objects.listed_index(&e.key)?, (e.key, e.len))))
+                .collect::<HashMap<ObjectId, (String, u64)>>())
         })?;
         let packs_dir = self.store.packs_dir().to_path_buf();
         let mut cached = HashSet::new();
@@ -106,8 +109,9 @@ impl Mirror {
             let Some(pack) = entry.file_name().to_str().and_then(pack_of_index_name) else {
                 continue;
             };
-            if listed.contains_key(&pack) {
-                cached.insert(pack);
+            let name = names.listed_pack_name(&pack);
+            if listed.contains_key(&name) {
+                cached.insert(name);
             } else {
                 // Gone from the bucket: the mirror must never claim what the bucket lacks.
                 std::fs::remove_file(entry.path()).map_err(|e| {
@@ -123,15 +127,14 @@ impl Mirror {
         if forgot {
             let _ = std::fs::remove_file(packs_dir.join(dmv_store::MULTI_PACK_INDEX));
         }
-        let missing: Vec<(ObjectId, u64)> = listed
+        let missing: Vec<(ObjectId, (String, u64))> = listed
             .into_iter()
-            .filter(|(pack, _)| !cached.contains(pack))
+            .filter(|(name, _)| !cached.contains(name))
             .collect();
-        for (pack, len) in &missing {
+        for (_, (key, len)) in &missing {
             if *len > MAX_INDEX_SIZE {
                 let detail = format!(
-                    "{} is {len} bytes, more than a pack index can be ({} MiB)",
-                    index_key(pack),
+                    "{key} is {len} bytes, more than a pack index can be ({} MiB)",
                     MAX_INDEX_SIZE >> 20
                 );
                 return Err(conn.target.damaged(detail));
@@ -141,27 +144,25 @@ impl Mirror {
         conn.runtime.block_on(async {
             // Each download runs as a task of its own (see `Conn::run`); this thread installs them.
             let mut downloads =
-                futures_util::stream::iter(missing.into_iter().map(|(pack, len)| {
+                futures_util::stream::iter(missing.into_iter().map(|(name, (key, len))| {
                     let objects = Objects::of(conn);
                     handle.spawn(async move {
-                        let key = index_key(&pack);
                         // The listed length bounds the read (an index is never replaced).
                         let got = match len {
                             0 => Ok(Vec::new()),
                             _ => objects.get_range(&key, 0..len).await,
                         };
-                        (pack, key, got)
+                        (name, key, got)
                     })
                 }))
                 .buffer_unordered(READS_IN_FLIGHT);
             while let Some(joined) = downloads.next().await {
-                let (pack, key, got) = joined.map_err(|e| BucketError::Internal {
+                let (name, key, got) = joined.map_err(|e| BucketError::Internal {
                     what: "an index download task",
                     detail: e.to_string(),
                 })?;
                 let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?;
-                trace::count_received(bytes.len() as u64);
-                self.install_index(conn, &pack, &key, &bytes)?;
+                self.install_index(conn, &names, &name, &key, &bytes)?;
             }
             Ok::<_, BucketError>(())
         })?;
@@ -171,10 +172,13 @@ impl Mirror {
         Ok(())
     }
 
+    /// Installs a downloaded index if it indexes the pack its listed name
+    /// (`name`) stands for, under that pack's sum.
     fn install_index(
         &self,
         conn: &Conn,
-        pack: &ObjectId,
+        names: &Objects,
+        name: &ObjectId,
         key: &str,
         bytes: &[u8],
     ) -> BucketResult<()> {
@@ -192,9 +196,14 @@ impl Mirror {
             })?;
         std::fs::write(tmp.path(), bytes)
             .map_err(|e| BucketError::io("cannot write a downloaded index to", tmp.path(), e))?;
-        verify_pack_index(tmp.path(), pack)
-            .map_err(|e| conn.target.damaged(format!("{key}: {e}")))?;
-        let path = dir.join(index_file_name(pack));
+        let pack =
+            pack_of_index(tmp.path()).map_err(|e| conn.target.damaged(format!("{key}: {e}")))?;
+        if names.listed_pack_name(&pack) != *name {
+            return Err(conn
+                .target
+                .damaged(format!("{key} indexes another pack ({pack})")));
+        }
+        let path = dir.join(index_file_name(&pack));
         tmp.persist(&path)
             .map_err(|e| BucketError::io("cannot install a downloaded index as", &path, e.error))?;
         Ok(())

@@ -2,10 +2,12 @@
 //! written: every request to the store (a read whole or of a range, a
 //! write plain or conditional, a multipart upload, a listing, a stat, a
 //! delete) goes through [`Objects`], and no other file names the client
-//! (opendal's `Operator`, its readers and writers). So a remote whose keys
-//! are keyed names and whose bodies are sealed (issue 68) changes keys and
-//! bodies here alone; the rest of the crate speaks of keys in the layout of
-//! docs/object-storage.md and of bodies as DMV writes them.
+//! (opendal's `Operator`, its readers and writers). An encrypted
+//! repository's keys and bodies are changed here alone (`sealing` says
+//! how); the rest of the crate speaks of keys in the layout of
+//! docs/object-storage.md and of bodies as DMV writes them. A sealed body
+//! that does not open is an error of the client's kind whose message
+//! `Target::classify` recognises (`error::UNOPENED`).
 //!
 //! Each method is one request as the client makes it (with the retries and
 //! timeouts `url` gave it), and answers with the client's error, unsorted:
@@ -17,10 +19,13 @@
 //! (`Conn::run`), so the methods are `async`.
 
 use std::ops::Range;
+use std::sync::Arc;
 
+use dmv_store::{trace, ObjectId};
 use opendal::Operator;
 
-use crate::error::lost_race;
+use crate::error::{lost_race, UNOPENED};
+use crate::sealing::{Sealing, Unopened, HEADER_RANGE};
 use crate::url::Conn;
 
 /// A bucket's objects, through one of the connection's clients. Cheap to
@@ -28,6 +33,8 @@ use crate::url::Conn;
 #[derive(Clone)]
 pub(crate) struct Objects {
     op: Operator,
+    /// The repository key, if the repository is encrypted.
+    sealing: Option<Arc<Sealing>>,
 }
 
 /// What a stat says of an object.
@@ -54,6 +61,7 @@ impl Objects {
     pub fn of(conn: &Conn) -> Objects {
         Objects {
             op: conn.op.clone(),
+            sealing: conn.sealing.clone(),
         }
     }
 
@@ -62,12 +70,52 @@ impl Objects {
     pub fn for_uploads(conn: &Conn) -> Objects {
         Objects {
             op: conn.upload_op.clone(),
+            sealing: conn.sealing.clone(),
         }
     }
 
-    /// The object's length and version.
+    /// The name a listing of `packs/` gives the pack with this sum: the sum
+    /// itself, or in an encrypted repository its token.
+    pub fn listed_pack_name(&self, pack: &ObjectId) -> ObjectId {
+        match &self.sealing {
+            Some(s) => s.pack_token(pack),
+            None => *pack,
+        }
+    }
+
+    /// The pack name ([`Objects::listed_pack_name`]) of a listed key, if
+    /// it is a pack's index.
+    pub fn listed_index(&self, key: &str) -> Option<ObjectId> {
+        match &self.sealing {
+            Some(_) => Sealing::index_token(key),
+            None => crate::layout::pack_of_index_name(key),
+        }
+    }
+
+    /// Whether a listed key is a pack's body.
+    pub fn is_pack_body(&self, key: &str) -> bool {
+        match &self.sealing {
+            Some(_) => Sealing::is_pack_body(key),
+            None => key.ends_with(".pack"),
+        }
+    }
+
+    /// The key the store knows the object by, and whether its body is sealed.
+    fn stored(&self, key: &str) -> (String, Option<&Sealing>) {
+        match &self.sealing {
+            Some(s) if Sealing::seals(key) => (s.stored_key(key), Some(s.as_ref())),
+            _ => (key.to_string(), None),
+        }
+    }
+
+    /// The object's length and version (an encrypted repository's: the
+    /// sealed length, a bound on the body's).
     pub async fn stat(&self, key: &str) -> opendal::Result<Stat> {
-        let meta = self.op.stat(key).await?;
+        let (key, sealing) = self.stored(key);
+        let meta = self.op.stat(&key).await?;
+        if let Some(s) = sealing {
+            s.listed(&key, meta.content_length());
+        }
         Ok(Stat {
             len: meta.content_length(),
             etag: meta.etag().map(str::to_string),
@@ -76,29 +124,87 @@ impl Objects {
 
     /// The whole body.
     pub async fn get(&self, key: &str) -> opendal::Result<Vec<u8>> {
-        Ok(self.op.read(key).await?.to_vec())
+        let (key, sealing) = self.stored(key);
+        let body = received(self.op.read(&key).await?.to_vec());
+        opened(sealing, &key, body)
     }
 
-    /// The bytes `range` of the body (one ranged GET).
+    /// The bytes `range` of the body (one ranged GET; an encrypted pack's
+    /// range fetches only the segments holding it, and the first time its
+    /// header). An encrypted object other than a pack is read whole, and
+    /// what of `range` lies within it is given.
     pub async fn get_range(&self, key: &str, range: Range<u64>) -> opendal::Result<Vec<u8>> {
-        Ok(self.op.read_with(key).range(range).await?.to_vec())
+        let (key, sealing) = self.stored(key);
+        let Some(s) = sealing else {
+            return Ok(received(
+                self.op.read_with(&key).range(range).await?.to_vec(),
+            ));
+        };
+        if !Sealing::is_pack_body(&key) {
+            let body = opened(sealing, &key, received(self.op.read(&key).await?.to_vec()))?;
+            let end = (range.end.min(body.len() as u64)) as usize;
+            let start = (range.start as usize).min(end);
+            return Ok(body[start..end].to_vec());
+        }
+        let plan = match s.plan_range(&key, range.clone()).map_err(error)? {
+            Some(plan) => plan,
+            None => {
+                s.stat_seen(&key, self.op.stat(&key).await?.content_length());
+                s.plan_range(&key, range)
+                    .map_err(error)?
+                    .ok_or_else(|| error(unknown_length(&key)))?
+            }
+        };
+        let header = match plan.header_apart {
+            true => Some(received(
+                self.op.read_with(&key).range(HEADER_RANGE).await?.to_vec(),
+            )),
+            false => None,
+        };
+        let fetched = received(
+            self.op
+                .read_with(&key)
+                .range(plan.fetch.clone())
+                .await?
+                .to_vec(),
+        );
+        s.open_range(&key, &plan, header.as_deref(), &fetched)
+            .map_err(error)
     }
 
     /// The whole body, if the object is still at version `etag` (else the
     /// store's "precondition failed").
     pub async fn get_if_match(&self, key: &str, etag: &str) -> opendal::Result<Vec<u8>> {
-        Ok(self.op.read_with(key).if_match(etag).await?.to_vec())
+        let (key, sealing) = self.stored(key);
+        let body = received(self.op.read_with(&key).if_match(etag).await?.to_vec());
+        opened(sealing, &key, body)
     }
 
     /// Writes (or replaces) the object.
     pub async fn put(&self, key: &str, body: Vec<u8>) -> opendal::Result<()> {
-        self.op.write(key, body).await.map(|_| ())
+        let (key, body) = self.sealed(key, body)?;
+        self.op.write(&key, body).await.map(|_| ())
     }
 
     /// Creates the object unless one exists (`If-None-Match: *`). False:
     /// one existed, or another writer's conditional write won.
     pub async fn put_if_absent(&self, key: &str, body: Vec<u8>) -> opendal::Result<bool> {
-        won(self.op.write_with(key, body).if_not_exists(true).await)
+        let (key, body) = self.sealed(key, body)?;
+        won(self.op.write_with(&key, body).if_not_exists(true).await)
+    }
+
+    /// The stored key and body of a write (its bytes counted as sent:
+    /// what fails is mostly sent too, and is sent again).
+    fn sealed(&self, key: &str, body: Vec<u8>) -> opendal::Result<(String, Vec<u8>)> {
+        let (key, body) = match self.stored(key) {
+            (key, Some(s)) => {
+                let body = s.seal(&key, &body).map_err(error)?;
+                (key, body)
+            }
+            (key, None) => (key, body),
+        };
+        trace::count_sent(body.len() as u64);
+        Ok((key, body))
     }
 
     /// Replaces the object if it is still at version `etag` (`If-Match`).
@@ -109,7 +215,8 @@ impl Objects {
         body: Vec<u8>,
         etag: &str,
     ) -> opendal::Result<bool> {
-        won(self.op.write_with(key, body).if_match(etag).await)
+        let (key, body) = self.sealed(key, body)?;
+        won(self.op.write_with(&key, body).if_match(etag).await)
     }
 
     /// Compare-and-swap: writes the object if it is still at `version`
@@ -128,9 +235,11 @@ impl Objects {
     }
 
     /// The objects whose keys start with `prefix` (a "directory": one
-    /// level, as the store lists it), without the directory markers.
+    /// level, as the store lists it), without the directory markers. The
+    /// keys are as stored (an encrypted repository's: keyed names, which
+    /// the other calls take as they are); the lengths too.
     pub async fn list(&self, prefix: &str) -> opendal::Result<Vec<Listed>> {
-        Ok(self
+        let listed: Vec<Listed> = self
             .op
             .list_with(prefix)
             .await?
@@ -140,30 +249,70 @@ impl Objects {
                 len: e.metadata().content_length(),
                 key: e.path().to_string(),
             })
-            .collect())
+            .collect();
+        if let Some(s) = &self.sealing {
+            listed.iter().for_each(|e| s.listed(&e.key, e.len));
+        }
+        Ok(listed)
     }
 
     /// Deletes the object (already gone is fine).
     pub async fn delete(&self, key: &str) -> opendal::Result<()> {
-        self.op.delete(key).await
+        self.op.delete(&self.stored(key).0).await
     }
 
-    /// Starts a multipart upload of the object, sent in parts of
-    /// `part_size`, up to `concurrent` of them at once; it appears only
+    /// Starts a multipart upload of the object, `len` bytes sent in parts
+    /// of `part_size`, up to `concurrent` of them at once; it appears only
     /// once [`Upload::finish`] succeeds.
     pub async fn put_parts(
         &self,
         key: &str,
+        len: u64,
         part_size: usize,
         concurrent: usize,
     ) -> opendal::Result<Upload> {
+        let (key, sealing) = self.stored(key);
+        let sealer = match sealing {
+            Some(s) => Some(s.sealer(&key, len).map_err(error)?),
+            None => None,
+        };
         let writer = self
             .op
-            .writer_with(key)
+            .writer_with(&key)
             .concurrent(concurrent)
             .chunk(part_size)
             .await?;
-        Ok(Upload { writer })
+        Ok(Upload { writer, sealer })
+    }
+}
+
+/// A body as the store sent it, counted (`DMV_TRACE`'s bytes received are
+/// the wire's, sealed or not).
+fn received(body: Vec<u8>) -> Vec<u8> {
+    trace::count_received(body.len() as u64);
+    body
+}
+
+/// The body as stored, opened if it is sealed.
+fn opened(sealing: Option<&Sealing>, key: &str, body: Vec<u8>) -> opendal::Result<Vec<u8>> {
+    match sealing {
+        Some(s) => s.open(key, &body).map_err(error),
+        None => Ok(body),
+    }
+}
+
+/// A body that did not open (or seal), as the client's error (see the file's comment).
+fn error(e: Unopened) -> opendal::Error {
+    opendal::Error::new(
+        opendal::ErrorKind::Unexpected,
+        format!("{UNOPENED}{}: {}", e.key, e.detail),
+    )
+}
+
+fn unknown_length(key: &str) -> Unopened {
+    Unopened {
+        key: key.to_string(),
+        detail: "its length is unknown".into(),
     }
 }
 
@@ -180,16 +329,33 @@ fn won<T>(written: opendal::Result<T>) -> opendal::Result<bool> {
 /// through it part by part, never whole in memory.
 pub(crate) struct Upload {
     writer: opendal::Writer,
+    /// An encrypted repository's: the body is sealed as it goes.
+    sealer: Option<dmv_crypt::Sealer<Vec<u8>>>,
 }
 
 impl Upload {
     /// Sends the next bytes of the body (a part goes out once it is full).
     pub async fn put_part(&mut self, part: Vec<u8>) -> opendal::Result<()> {
-        self.writer.write(part).await
+        let Some(sealer) = &mut self.sealer else {
+            trace::count_sent(part.len() as u64);
+            return self.writer.write(part).await;
+        };
+        std::io::Write::write_all(sealer, &part)
+            .map_err(|e| opendal::Error::new(opendal::ErrorKind::Unexpected, e.to_string()))?;
+        let sealed = std::mem::take(sealer.get_mut());
+        trace::count_sent(sealed.len() as u64);
+        self.writer.write(sealed).await
     }
 
     /// Sends what is left and completes the upload: the object appears.
     pub async fn finish(&mut self) -> opendal::Result<()> {
+        if let Some(sealer) = self.sealer.take() {
+            let rest = sealer
+                .finish()
+                .map_err(|e| opendal::Error::new(opendal::ErrorKind::Unexpected, e.to_string()))?;
+            trace::count_sent(rest.len() as u64);
+            self.writer.write(rest).await?;
+        }
         self.writer.close().await.map(|_| ())
     }
 

@@ -5,7 +5,6 @@
 //! other sees the holder. There is no server to say who a client is: the
 //! bucket's credentials decide who may lock at all.
 
-use dmv_store::trace;
 use opendal::ErrorKind;
 
 use crate::error::BucketResult;
@@ -27,7 +26,6 @@ fn key(path: &str) -> String {
 pub(crate) fn create(conn: &Conn, path: &str, bytes: Vec<u8>) -> BucketResult<bool> {
     let (objects, target, key) = (Objects::of(conn), conn.target.clone(), key(path));
     conn.run("taking a lock", async move {
-        trace::count_sent(bytes.len() as u64);
         objects
             .put_if_absent(&key, bytes)
             .await
@@ -50,10 +48,7 @@ pub(crate) fn read(conn: &Conn, path: &str) -> BucketResult<Option<Vec<u8>>> {
             Ok(_) => {}
         }
         match objects.get(&key).await {
-            Ok(bytes) => {
-                trace::count_received(bytes.len() as u64);
-                Ok(Some(bytes))
-            }
+            Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(target.classify(e, "reading a lock")),
         }
@@ -78,7 +73,6 @@ pub(crate) fn read_all(conn: &Conn) -> BucketResult<Vec<Vec<u8>>> {
             }
             match objects.get(&e.key).await {
                 Ok(bytes) => {
-                    trace::count_received(bytes.len() as u64);
                     locks.push(bytes);
                 }
                 // Released between the listing and the read.

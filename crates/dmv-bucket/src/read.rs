@@ -2,7 +2,7 @@
 //! positions allow, several at once, each record checked against its index
 //! entry before it is handed over.
 
-use dmv_store::{check_record_header, trace, Located, StoredObject};
+use dmv_store::{check_record_header, Located, StoredObject};
 use futures_util::StreamExt;
 
 use crate::error::BucketError;
@@ -54,7 +54,6 @@ pub(crate) fn read_objects<E: From<BucketError>>(
                 detail: e.to_string(),
             })?;
             let bytes = got.map_err(|e| conn.target.classify(e, &format!("reading {key}")))?;
-            trace::count_received(bytes.len() as u64);
             if bytes.len() as u64 != range.end - range.start {
                 let detail = format!(
                     "{key}: a ranged read returned {} bytes, its index says {}",

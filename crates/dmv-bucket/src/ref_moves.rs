@@ -17,7 +17,6 @@
 
 use std::time::{Duration, Instant};
 
-use dmv_store::trace;
 use opendal::ErrorKind;
 
 use crate::error::BucketResult;
@@ -38,7 +37,6 @@ pub(crate) fn announce(conn: &Conn) -> BucketResult<String> {
     let expires = now_ns().saturating_add(MOVE_LEASE.as_nanos() as u64);
     let (objects, target, at) = (Objects::of(conn), conn.target.clone(), key.clone());
     conn.run("announcing a ref move", async move {
-        trace::count_sent(8);
         objects
             .put(&at, expires.to_le_bytes().to_vec())
             .await

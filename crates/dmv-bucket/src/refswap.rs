@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use dmv_store::{trace, ObjectId};
+use dmv_store::ObjectId;
 use opendal::ErrorKind;
 
 use crate::error::BucketResult;
@@ -74,7 +74,6 @@ pub(crate) fn read_refs(conn: &Conn) -> BucketResult<RefSnapshot> {
             };
             match objects.get_if_match(REFS_KEY, &etag).await {
                 Ok(bytes) => {
-                    trace::count_received(bytes.len() as u64);
                     let table = RefTable::decode(&bytes).map_err(|d| target.damaged(format!("{REFS_KEY}: {d}")))?;
                     return Ok(RefSnapshot { table, etag: Some(etag) });
                 }
@@ -229,19 +228,11 @@ pub(crate) fn check_writable(conn: &Conn, config_bytes: &[u8]) -> BucketResult<(
 /// Writes the ref table if it is still at `etag` (None: if there is none).
 fn swap_refs(conn: &Conn, table: &RefTable, etag: Option<&str>) -> BucketResult<bool> {
     let bytes = table.encode();
-    let len = bytes.len() as u64;
     let (objects, etag) = (Objects::of(conn), etag.map(str::to_string));
     let written = conn.run("updating refs", async move {
         Ok(objects.swap(REFS_KEY, bytes, etag.as_deref()).await)
     })?;
-    match written {
-        Ok(true) => {
-            trace::count_sent(len);
-            Ok(true)
-        }
-        Ok(false) => Ok(false),
-        Err(e) => Err(conn.target.classify(e, "updating refs")),
-    }
+    written.map_err(|e| conn.target.classify(e, "updating refs"))
 }
 
 /// `DMV_TEST_PAUSE_BEFORE_REF_SWAP_MS`: the tests' way to make two pushes

@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dmv_store::{
-    index_file_name, trace, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally,
-};
+use dmv_store::{index_file_name, ChunkParams, ObjectId, Store, StoreError, StoredObject, Tally};
 use futures_util::StreamExt;
 
 use crate::error::{BucketError, BucketResult, Target};
@@ -210,12 +208,10 @@ async fn upload_in_order(
         let key = index_key(&job.checksum);
         let index = std::fs::read(&job.index)
             .map_err(|e| BucketError::io("cannot read the staged index", &job.index, e))?;
-        let n = index.len() as u64;
         objects
             .put(&key, index)
             .await
             .map_err(|e| target.classify(e, &format!("uploading {key}")))?;
-        trace::count_sent(n);
         // Published: the index joins the mirror, the staged pack goes.
         let _ = std::fs::rename(&job.index, published.join(index_file_name(&job.checksum)));
         let _ = std::fs::remove_file(&job.pack);
@@ -233,12 +229,13 @@ async fn upload_body(
     let key = pack_key(&job.checksum);
     let fail = |e: opendal::Error| target.classify(e, &format!("uploading {key}"));
     let local = |e: std::io::Error| BucketError::io("cannot read the staged pack", &job.pack, e);
+    let mut file = std::fs::File::open(&job.pack).map_err(local)?;
+    let len = std::fs::metadata(&job.pack).map_err(local)?.len();
     let mut upload = objects
-        .put_parts(&key, PART_SIZE, UPLOAD_CONCURRENCY)
+        .put_parts(&key, len, PART_SIZE, UPLOAD_CONCURRENCY)
         .await
         .map_err(fail)?;
     let written = async {
-        let mut file = std::fs::File::open(&job.pack).map_err(local)?;
         loop {
             let mut part = Vec::with_capacity(PART_SIZE);
             (&mut file)
@@ -250,7 +247,6 @@ async fn upload_body(
             }
             let n = part.len() as u64;
             upload.put_part(part).await.map_err(fail)?;
-            trace::count_sent(n);
             uploaded.fetch_add(n, Ordering::Relaxed);
         }
         upload.finish().await.map_err(fail)

@@ -82,6 +82,8 @@ pub struct BucketOptions {
     /// a failed one is tried again up to [`RETRIES`] times). Default
     /// [`DEFAULT_STALL_AFTER`].
     pub stall_after: Option<Duration>,
+    /// What opens an encrypted repository, and whether one made must be.
+    pub keys: crate::sealing::BucketKeys,
 }
 
 /// How long a request waits for the store when the options do not say.
@@ -103,6 +105,8 @@ pub(crate) struct Conn {
     pub runtime: tokio::runtime::Runtime,
     pub op: Operator,
     pub upload_op: Operator,
+    /// The repository key, once an encrypted repository is opened.
+    pub sealing: Option<std::sync::Arc<crate::sealing::Sealing>>,
 }
 
 impl Conn {
@@ -135,6 +139,7 @@ impl Conn {
             runtime,
             op,
             upload_op,
+            sealing: None,
         })
     }
 

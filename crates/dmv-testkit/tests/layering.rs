@@ -33,7 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "dmv-repo",
         &["dmv-os", "dmv-store", "dmv-refs", "dmv-media"],
     ),
-    ("dmv-bucket", &["dmv-os", "dmv-store"]),
+    ("dmv-bucket", &["dmv-os", "dmv-store", "dmv-crypt"]),
     // The web UI's pages are made from a repository; the server (dmv-server) sends them.
     ("dmv-web", &["dmv-repo", "dmv-media"]),
     // A Git repository's history converted into a repository.
