@@ -40,6 +40,10 @@ pub struct CloneOptions {
     /// How to reach an object store (stored with the remote).
     #[cfg(feature = "s3")]
     pub bucket: BucketOptions,
+    /// A device key file that opens an encrypted bucket (stored with the
+    /// remote, so later fetches and pushes use it too).
+    #[cfg(feature = "s3")]
+    pub identity: Option<std::path::PathBuf>,
     /// How a local path source is served.
     pub local_server: LocalServer,
     /// Which files' data the new replica fetches and keeps.
@@ -290,6 +294,10 @@ impl ClonePlan {
             region: self.options.bucket.region.clone(),
             #[cfg(feature = "s3")]
             virtual_host_style: self.options.bucket.virtual_host_style,
+            #[cfg(feature = "s3")]
+            identity: self.options.identity.clone(),
+            // The storage cannot later turn this remote into a plain one that a push fills in the clear.
+            encrypt: remote.encrypted(),
             ..Default::default()
         };
         let repo =

@@ -16,6 +16,10 @@
 pub(crate) mod address_book;
 pub(crate) mod clone;
 pub(crate) mod copies;
+#[cfg(feature = "s3")]
+pub(crate) mod device_keys;
+#[cfg(feature = "s3")]
+pub(crate) mod encryption;
 pub(crate) mod fetch;
 pub(crate) mod keep_both;
 pub(crate) mod locations;

@@ -92,6 +92,18 @@ pub fn configured_spec(repo: &Repository, config: &RemoteConfig) -> SyncResult<R
             endpoint: config.endpoint.clone(),
             region: config.region.clone(),
             virtual_host_style: config.virtual_host_style,
+            keys: dmv_bucket::BucketKeys {
+                encrypt: config.encrypt,
+                identities: match &config.identity {
+                    Some(file) => {
+                        vec![std::sync::Arc::new(super::device_keys::read_identity(
+                            file,
+                        )?)]
+                    }
+                    None => Vec::new(),
+                },
+                ..Default::default()
+            },
             ..Default::default()
         };
     }

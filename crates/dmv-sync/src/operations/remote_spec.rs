@@ -307,6 +307,7 @@ impl RemoteSpec {
             Transport::S3(_) => {
                 let options = dmv_bucket::BucketOptions {
                     stall_after: Some(self.stall_after),
+                    keys: super::device_keys::with_device_keys(self.bucket.keys.clone())?,
                     ..self.bucket.clone()
                 };
                 let bucket = dmv_bucket::Bucket::open(

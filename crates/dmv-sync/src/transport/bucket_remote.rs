@@ -108,6 +108,10 @@ impl Remote for BucketRemote {
         true
     }
 
+    fn encrypted(&self) -> bool {
+        self.bucket.is_encrypted()
+    }
+
     /// A drop may have freed data there; asking is a lookup in the index already read.
     fn may_lack_data(&self) -> bool {
         true

@@ -29,6 +29,11 @@ pub trait Remote {
     fn chunking(&self) -> ChunkParams;
     /// Whether the remote has no working tree (so any branch may be pushed).
     fn bare(&self) -> bool;
+    /// Whether the remote keeps what it holds encrypted: a clone of it
+    /// keeps it so, and refuses to send in the clear to that remote later.
+    fn encrypted(&self) -> bool {
+        false
+    }
     /// Whether the remote may lack some files' data (a partial replica): a
     /// fetch then asks which it holds before asking for them.
     fn may_lack_data(&self) -> bool {

@@ -1,0 +1,72 @@
+//! The wrapped copies of an encrypted bucket remote's key (`dmv keys`).
+
+use dmv_bucket::{Bucket, BucketError, KeyEntry, Recipient};
+use dmv_repo::Repository;
+use zeroize::Zeroizing;
+
+use crate::operations::device_keys::with_device_keys;
+use crate::operations::named_remotes::NamedRemote;
+use crate::operations::remote_spec::Transport;
+use crate::protocol::error::{SyncError, SyncResult};
+
+/// What `dmv keys` changes in a remote's keys.
+pub enum KeysChange {
+    /// Lets this device key open the repository.
+    AddRecipient(Recipient),
+    /// Lets this passphrase open it.
+    AddPassphrase(Zeroizing<String>),
+    /// Takes away a wrapped copy (by name or device key).
+    Remove(String),
+}
+
+/// Seals what is written to the encrypted bucket `remote` from now on with
+/// a new key, wrapped again for every device and for the passphrase copies
+/// `DMV_PASSPHRASE` opens (the others are removed).
+pub fn rotate_key(_repo: &Repository, remote: &NamedRemote) -> SyncResult<dmv_bucket::Rotated> {
+    let bucket = open_bucket(remote)?;
+    let passphrase = std::env::var(crate::operations::device_keys::PASSPHRASE_VAR)
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(Zeroizing::new);
+    Ok(bucket.rotate_key(passphrase.as_deref().map(String::as_str))?)
+}
+
+/// The wrapped copies of the key of the encrypted bucket `remote`.
+pub fn list_keys(_repo: &Repository, remote: &NamedRemote) -> SyncResult<Vec<KeyEntry>> {
+    Ok(open_bucket(remote)?.keys()?)
+}
+
+/// Adds or removes a wrapped copy of the key of the encrypted bucket `remote`.
+pub fn change_keys(
+    _repo: &Repository,
+    remote: &NamedRemote,
+    change: KeysChange,
+) -> SyncResult<KeyEntry> {
+    let bucket = open_bucket(remote)?;
+    Ok(match change {
+        KeysChange::AddRecipient(r) => bucket.add_key(Some(&r), None)?,
+        KeysChange::AddPassphrase(p) => bucket.add_key(None, Some(&p))?,
+        KeysChange::Remove(name) => bucket.remove_key(&name)?,
+    })
+}
+
+fn open_bucket(remote: &NamedRemote) -> SyncResult<Bucket> {
+    let spec = &remote.spec;
+    if !matches!(spec.transport, Transport::S3(_)) {
+        return Err(SyncError::Bucket(BucketError::Keys {
+            url: spec.url.clone(),
+            detail:
+                "keys belong to encrypted object-storage remotes (s3://); this remote is not one"
+                    .into(),
+        }));
+    }
+    let mut options = spec.bucket.clone();
+    options.stall_after = Some(spec.stall_after);
+    options.keys = with_device_keys(options.keys)?;
+    Ok(Bucket::open(
+        &spec.url,
+        &options,
+        spec.cache_dir.as_deref(),
+        None,
+    )?)
+}
