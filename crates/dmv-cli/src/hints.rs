@@ -6,6 +6,7 @@
 use dmv_repo::store::StoreError;
 use dmv_repo::{RepoError, Resolution};
 use dmv_sync::AddressError;
+use dmv_sync::BucketError;
 use dmv_sync::TransportError;
 use dmv_sync::{Refusal, SyncError, Violation};
 
@@ -88,6 +89,10 @@ fn sync(e: &SyncError) -> Option<String> {
         SyncError::Refused(Refusal::UnwantedTakesNoSelection) => {
             " (`dmv drop --unwanted` alone)".into()
         }
+        SyncError::Bucket(BucketError::Locked { .. }) => {
+            "; on a device that opens it, `dmv keys add --recipient KEY` with the KEY `dmv keys device` prints here, or give its passphrase in DMV_PASSPHRASE".into()
+        }
+        SyncError::Bucket(BucketError::NoSuchKey { .. }) => " (`dmv keys list`)".into(),
         SyncError::Protocol(v) => return violation(v),
         SyncError::Repo(r) => return repo(r),
         SyncError::Store(s) => return store(s),

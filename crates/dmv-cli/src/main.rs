@@ -5,6 +5,7 @@ mod demo;
 mod hints;
 mod import;
 mod inspect;
+mod keys;
 mod locks;
 mod mergecmd;
 mod mount;
@@ -115,6 +116,8 @@ enum Command {
     Clone(sync::CloneArgs),
     /// List, add or remove remotes.
     Remote(sync::RemoteArgs),
+    /// This device's key, and the keys that open an encrypted remote.
+    Keys(keys::KeysArgs),
     /// Download a remote's branches and tags (into refs/remotes/REMOTE/*).
     Fetch(sync::FetchArgs),
     /// Fetch, then merge the remote's branch into the current one.
@@ -238,6 +241,7 @@ fn main() -> ExitCode {
         Command::Stats(a) => admin::stats(a),
         Command::Clone(a) => sync::clone(a),
         Command::Remote(a) => sync::remote(a),
+        Command::Keys(a) => keys::keys(a),
         Command::Fetch(a) => sync::fetch(a),
         Command::Pull(a) => sync::pull(a),
         Command::Push(a) => sync::push(a),

@@ -88,18 +88,33 @@ pub struct CloneArgs {
     /// Fetch only some files' data: meta (none), paths:GLOB[,GLOB…], or recent:N (the last N commits of each branch).
     #[arg(long, value_parser = |s: &str| dmv_repo::Slice::parse(s))]
     slice: Option<dmv_repo::Slice>,
+    /// A device key file that opens an encrypted bucket (besides this
+    /// device's own key and DMV_PASSPHRASE); kept with the remote.
+    #[arg(long, value_name = "FILE")]
+    identity: Option<PathBuf>,
     #[command(flatten)]
     quiet: Quiet,
 }
 
 pub fn clone(a: CloneArgs) -> Result<u8> {
     let quiet = a.quiet.apply();
+    let mut bucket = a.bucket.options();
+    let identity = match a.identity {
+        Some(file) => {
+            let file = std::path::absolute(&file)?;
+            let key = dmv_sync::read_identity(&file)?;
+            bucket.keys.identities.push(std::sync::Arc::new(key));
+            Some(file)
+        }
+        None => None,
+    };
     let options = CloneOptions {
         source: a.source,
         directory: a.directory,
         bare: a.bare,
         token: a.token,
-        bucket: a.bucket.options(),
+        bucket,
+        identity,
         slice: a.slice.unwrap_or_default(),
         ..Default::default()
     };
@@ -162,6 +177,10 @@ enum RemoteAction {
         remote_dmv: Option<String>,
         #[command(flatten)]
         bucket: BucketFlags,
+        /// Keep the repository in the bucket encrypted (made so by the
+        /// first push; see `dmv keys`): the storage sees only ciphertext.
+        #[arg(long)]
+        encrypt: bool,
     },
     /// Remove a remote and its remote-tracking branches.
     Remove { name: String },
@@ -213,7 +232,11 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
             token,
             remote_dmv,
             bucket,
+            encrypt,
         }) => {
+            if encrypt && !url.starts_with("s3://") {
+                bail!("--encrypt is for object-storage remotes (s3://): a dmv server or a path holds what you push as you pushed it");
+            }
             let config = RemoteConfig {
                 url,
                 token,
@@ -221,6 +244,7 @@ pub fn remote(a: RemoteArgs) -> Result<u8> {
                 endpoint: bucket.endpoint,
                 region: bucket.region,
                 virtual_host_style: bucket.virtual_host_style,
+                encrypt,
                 ..Default::default()
             };
             dmv_sync::add_remote(&mut repo, &name, config)?;

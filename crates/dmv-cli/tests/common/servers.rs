@@ -312,6 +312,11 @@ impl Minio {
         }
     }
 
+    /// The folder MinIO keeps its buckets in (one folder per bucket and key).
+    pub fn data_dir(&self) -> &Path {
+        self.data.path()
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }

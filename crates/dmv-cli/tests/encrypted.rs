@@ -1,0 +1,397 @@
+//! Encrypted bucket remotes (issue 68) against a real MinIO: what the
+//! storage holds after a push, who can clone, and what happens when the
+//! storage changes what it holds.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::needs::{lacks, Need};
+use common::servers::Minio;
+use common::*;
+
+/// Runs dmv in `dir` with the bucket's credentials and this device's
+/// config folder (its key) at `device`.
+fn on(minio: &Minio, device: &Path, dir: &Path, args: &[&str]) -> Output {
+    let mut c = dmv_cmd(dir);
+    minio.env(&mut c);
+    c.env("XDG_CONFIG_HOME", device)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .env_remove("DMV_PASSPHRASE")
+        .args(args);
+    c.output().unwrap()
+}
+
+fn ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `t/a`: a repository of one file, pushed to `s3://vault/r` encrypted.
+fn one_file_pushed_encrypted(minio: &Minio, device: &Path, t: &Path) -> std::path::PathBuf {
+    let a = t.join("a");
+    ok(on(minio, device, t, &["init", "a"]));
+    std::fs::write(a.join("one.txt"), "one\n").unwrap();
+    ok(on(minio, device, &a, &["add", "."]));
+    ok(on(minio, device, &a, &["commit", "-m", "first"]));
+    let add = ["remote", "add", "origin", "s3://vault/r", "--encrypt"];
+    ok(on(minio, device, &a, &add));
+    ok(on(minio, device, &a, &["push", "origin", "main"]));
+    a
+}
+
+#[test]
+fn an_encrypted_remote_holds_only_ciphertext_and_opens_only_with_a_key() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, bob) = (t.join("alice-config"), t.join("bob-config"));
+    let a = t.join("a");
+    ok(on(&minio, &alice, t, &["init", "a"]));
+    let marker = "PLAINTEXT-MARKER-7f3a";
+    std::fs::write(a.join("IMG_SECRETNAME_0001.txt"), format!("{marker}\n")).unwrap();
+    write_noise(&a.join("shoot.raw"), 6_000_000, 7);
+    ok(on(&minio, &alice, &a, &["add", "."]));
+    ok(on(&minio, &alice, &a, &["commit", "-m", "first"]));
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["remote", "add", "origin", "s3://vault/r", "--encrypt"],
+    ));
+    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+
+    // Nothing the storage holds names or contains what was pushed.
+    let commit = ok(on(&minio, &alice, &a, &["rev-parse", "HEAD"]));
+    let data = minio_data(&minio).join("vault");
+    let objects = file_bytes(&data);
+    assert!(
+        objects.keys().any(|k| k.contains("packs/")),
+        "{:?}",
+        objects.keys().collect::<Vec<_>>()
+    );
+    let raw = std::fs::read(a.join("shoot.raw")).unwrap();
+    for (key, body) in &objects {
+        for needle in [marker, "IMG_SECRETNAME", "shoot.raw", commit.trim()] {
+            assert!(!key.contains(needle), "{key} names {needle}");
+            assert!(
+                !contains(body, needle.as_bytes()),
+                "{key} holds {needle:?} in the clear"
+            );
+        }
+        assert!(
+            !contains(body, &raw[1000..1032]),
+            "{key} holds the raw file's bytes"
+        );
+    }
+
+    // Another device without a key: refused, and nothing written.
+    let out = on(&minio, &bob, t, &["clone", "s3://vault/r", "b"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("encrypted") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!t.join("b").exists(), "a refused clone left a folder");
+
+    // Its key added from a device that opens it: a byte-exact clone.
+    let bob_key = ok(on(&minio, &bob, t, &["keys", "device"]));
+    assert!(bob_key.starts_with("dmvpub1"), "{bob_key}");
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["keys", "add", "--recipient", bob_key.trim()],
+    ));
+    let listed = ok(on(&minio, &alice, &a, &["keys", "list"]));
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    ok(on(&minio, &bob, t, &["clone", "-q", "s3://vault/r", "b"]));
+    for name in ["IMG_SECRETNAME_0001.txt", "shoot.raw"] {
+        assert_eq!(
+            std::fs::read(t.join("b").join(name)).unwrap(),
+            std::fs::read(a.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+
+    // A meta clone gets one file on demand, through ranged reads of sealed
+    // packs: the segments holding its chunks, and little more.
+    ok(on(
+        &minio,
+        &bob,
+        t,
+        &["clone", "-q", "--slice", "meta", "s3://vault/r", "m"],
+    ));
+    let mut get = dmv_cmd(&t.join("m"));
+    minio.env(&mut get);
+    let out = get
+        .env("XDG_CONFIG_HOME", &bob)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .env("DMV_TRACE", "1")
+        .args(["get", "shoot.raw"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(std::fs::read(t.join("m").join("shoot.raw")).unwrap(), raw);
+    let received: u64 = err
+        .lines()
+        .find_map(|l| l.split(" bytes-received ").nth(1))
+        .unwrap_or_else(|| panic!("{err}"))
+        .parse()
+        .unwrap();
+    assert!(
+        received <= raw.len() as u64 * 11 / 10,
+        "a get of {} bytes received {received}",
+        raw.len()
+    );
+
+    // Removed, the key opens the repository no more.
+    ok(on(&minio, &alice, &a, &["keys", "remove", bob_key.trim()]));
+    let out = on(&minio, &bob, &t.join("b"), &["fetch"]);
+    assert!(!out.status.success(), "a removed key still fetched");
+    // The last key is never removed.
+    let alice_key = ok(on(&minio, &alice, t, &["keys", "device"]));
+    let out = on(&minio, &alice, &a, &["keys", "remove", alice_key.trim()]);
+    assert!(stderr(&out).contains("only key"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_object_the_storage_swaps_or_changes_is_refused_by_name() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let alice = t.join("alice-config");
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    ok(on(&minio, &alice, t, &["clone", "-q", "s3://vault/r", "b"]));
+    // The ref table (the one sealed object at the top) replaced by the
+    // location log, sealed with the same key under another name.
+    let top_level: Vec<String> = minio
+        .list("vault", "r/")
+        .into_iter()
+        .filter(|k| k.ends_with(".s") && !k[2..].contains('/'))
+        .collect();
+    assert_eq!(top_level.len(), 1, "{top_level:?}");
+    let logs = minio.list("vault", "r/locations/");
+    let (log, refs) = (t.join("log"), t.join("refs"));
+    minio.get("vault", &logs[0], &log);
+    minio.get("vault", &top_level[0], &refs);
+    minio.put("vault", &top_level[0], &log);
+    let out = on(&minio, &alice, &t.join("b"), &["fetch"]);
+    assert!(!out.status.success(), "a swapped ref table was read");
+    let err = stderr(&out);
+    assert!(
+        err.contains("does not open") && err.contains(&top_level[0][2..]),
+        "{err}"
+    );
+    // A plain repository in its place (the storage's downgrade): a clone of
+    // the encrypted one sends nothing to it in the clear.
+    let plain = t.join("plain");
+    ok(on(&minio, &alice, t, &["init", "plain"]));
+    std::fs::write(plain.join("p.txt"), "p\n").unwrap();
+    ok(on(&minio, &alice, &plain, &["add", "."]));
+    ok(on(&minio, &alice, &plain, &["commit", "-m", "plain"]));
+    ok(on(
+        &minio,
+        &alice,
+        &plain,
+        &["push", "s3://vault/plain", "main"],
+    ));
+    let plain_objects = minio.list("vault", "plain/");
+    let b = t.join("b");
+    ok(on(
+        &minio,
+        &alice,
+        &b,
+        &["remote", "set-url", "origin", "s3://vault/plain"],
+    ));
+    std::fs::write(b.join("new.txt"), "new\n").unwrap();
+    ok(on(&minio, &alice, &b, &["add", "."]));
+    ok(on(&minio, &alice, &b, &["commit", "-m", "second"]));
+    let out = on(&minio, &alice, &b, &["push", "origin", "main"]);
+    assert!(!out.status.success(), "a push went to a plain repository");
+    assert!(stderr(&out).contains("unencrypted"), "{}", stderr(&out));
+    assert_eq!(
+        minio.list("vault", "plain/"),
+        plain_objects,
+        "the push wrote"
+    );
+    ok(on(
+        &minio,
+        &alice,
+        &b,
+        &["remote", "set-url", "origin", "s3://vault/r"],
+    ));
+    // Put back, it is read again; a byte flipped in a location log is refused the same way.
+    minio.put("vault", &top_level[0], &refs);
+    ok(on(&minio, &alice, &t.join("b"), &["fetch"]));
+    let mut flipped = std::fs::read(&log).unwrap();
+    flipped[40] ^= 1;
+    let flipped_log = t.join("flipped-log");
+    std::fs::write(&flipped_log, flipped).unwrap();
+    minio.put("vault", &logs[0], &flipped_log);
+    let out = on(&minio, &alice, &t.join("b"), &["fetch"]);
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains(&logs[0][2..]),
+        "{err}"
+    );
+    minio.put("vault", &logs[0], &log);
+    ok(on(&minio, &alice, &t.join("b"), &["fetch"]));
+
+    // Whoever can write the bucket puts there a config and a key of a
+    // keyring they know, wrapped for this device's public key (the bucket
+    // shows it): the device, which opened the repository before, refuses.
+    ok(on(
+        &minio,
+        &alice,
+        &a,
+        &["remote", "add", "evil", "s3://vault/evil", "--encrypt"],
+    ));
+    ok(on(&minio, &alice, &a, &["push", "evil", "main"]));
+    let (evil_config, real_config) = (t.join("evil.json"), t.join("real.json"));
+    minio.get("vault", "evil/dmv-repository.json", &evil_config);
+    minio.get("vault", "r/dmv-repository.json", &real_config);
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let mut forged = read(&evil_config);
+    forged["id"] = read(&real_config)["id"].clone();
+    std::fs::write(&evil_config, serde_json::to_vec(&forged).unwrap()).unwrap();
+    let key = minio
+        .list("vault", "evil/keys/")
+        .pop()
+        .expect("a device key");
+    let wrapped = t.join("wrapped");
+    minio.get("vault", &key, &wrapped);
+    minio.put("vault", "r/dmv-repository.json", &evil_config);
+    minio.put("vault", &format!("r/{}", &key["evil/".len()..]), &wrapped);
+    let out = on(&minio, &alice, &t.join("b"), &["fetch"]);
+    let err = stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("first opened"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_passphrase_opens_an_encrypted_remote_on_a_device_without_a_key() {
+    if lacks(&[Need::Minio]) {
+        return;
+    }
+    let minio = Minio::start();
+    minio.create_bucket("vault");
+    let top = tempfile::tempdir().unwrap();
+    let t = top.path();
+    let (alice, carol) = (t.join("alice-config"), t.join("carol-config"));
+    let a = one_file_pushed_encrypted(&minio, &alice, t);
+    let mut add = dmv_cmd(&a);
+    minio.env(&mut add);
+    add.env("XDG_CONFIG_HOME", &alice)
+        .env("AWS_ENDPOINT_URL", minio.endpoint())
+        .args(["keys", "add", "--passphrase"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = add.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"correct horse battery\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let clone = |pass: &str, dir: &str| {
+        let mut c = dmv_cmd(t);
+        minio.env(&mut c);
+        c.env("XDG_CONFIG_HOME", &carol)
+            .env("AWS_ENDPOINT_URL", minio.endpoint())
+            .env("DMV_PASSPHRASE", pass)
+            .args(["clone", "-q", "s3://vault/r", dir]);
+        c.output().unwrap()
+    };
+    let out = clone("wrong horse", "wrong");
+    assert!(
+        stderr(&out).contains("passphrase does not open"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!t.join("wrong").exists());
+    ok(clone("correct horse battery", "c"));
+    assert_eq!(std::fs::read(t.join("c/one.txt")).unwrap(), b"one\n");
+
+    // A rotation given the passphrase wraps it again; one without removes it.
+    let rotate = |pass: Option<&str>| {
+        let mut c = dmv_cmd(&a);
+        minio.env(&mut c);
+        c.env("XDG_CONFIG_HOME", &alice)
+            .env("AWS_ENDPOINT_URL", minio.endpoint())
+            .env_remove("DMV_PASSPHRASE")
+            .args(["keys", "rotate"]);
+        if let Some(p) = pass {
+            c.env("DMV_PASSPHRASE", p);
+        }
+        c.output().unwrap()
+    };
+    let out = rotate(Some("correct horse battery"));
+    assert!(
+        stderr(&out).contains("epoch 2: 2 keys wrapped again"),
+        "{}",
+        stderr(&out)
+    );
+    ok(clone("correct horse battery", "c2"));
+    let out = rotate(None);
+    let err = stderr(&out);
+    assert!(
+        err.contains("epoch 3: 1 keys") && err.contains("Removed key passphrase-"),
+        "{err}"
+    );
+    let out = clone("correct horse battery", "c3");
+    assert!(
+        stderr(&out).contains("passphrase does not open"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!t.join("c3").exists());
+    // What is pushed now is sealed with the newest epoch; the device reads old and new.
+    let before = minio.list("vault", "r/packs/");
+    std::fs::write(a.join("two.txt"), "two\n").unwrap();
+    ok(on(&minio, &alice, &a, &["add", "."]));
+    ok(on(&minio, &alice, &a, &["commit", "-m", "second"]));
+    ok(on(&minio, &alice, &a, &["push", "origin", "main"]));
+    let new_pack = minio
+        .list("vault", "r/packs/")
+        .into_iter()
+        .find(|k| k.ends_with(".p") && !before.contains(k))
+        .expect("a new pack");
+    let body = t.join("new-pack");
+    minio.get("vault", &new_pack, &body);
+    let header = std::fs::read(&body).unwrap();
+    assert_eq!(&header[..5], b"DMVE\x01");
+    assert_eq!(u32::from_le_bytes(header[5..9].try_into().unwrap()), 3);
+    ok(on(
+        &minio,
+        &alice,
+        t,
+        &["clone", "-q", "s3://vault/r", "after"],
+    ));
+    assert_eq!(std::fs::read(t.join("after/one.txt")).unwrap(), b"one\n");
+    assert_eq!(std::fs::read(t.join("after/two.txt")).unwrap(), b"two\n");
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn minio_data(minio: &Minio) -> std::path::PathBuf {
+    minio.data_dir().to_path_buf()
+}
